@@ -1,0 +1,298 @@
+"""The one place that attaches hooks to a model: writer capture, edge patching, gradient capture.
+
+Every method and the evaluation go through ``hooked_run``, which holds a per-model lock for the
+whole run and removes its hooks on exit (also when the run raises), so one model instance can be
+shared by several threads or browser sessions without one run seeing another's hooks.
+
+Writers' outputs are their *additive contributions to the residual stream*. For models that
+normalise the attention output before adding it (Gemma's ``ln1_post``, OLMo-2's post-norm), a
+head's contribution is its result passed through that norm with the norm's scale frozen at this
+run's value, so the heads of a layer still sum exactly to what the layer adds.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+
+from .graph import QKV, GraphSpec
+from .tasks import PreparedTask
+
+_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+Hook = tuple[str, Callable]
+
+
+def model_lock(model) -> threading.RLock:
+    """The lock that serialises hooked runs on one model instance."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = threading.RLock()
+            _LOCKS[model] = lock
+        return lock
+
+
+@contextmanager
+def hooked_run(model, fwd_hooks: list[Hook]) -> Iterator[None]:
+    """Run with hooks under the model's lock; every hook is removed on exit, even on error."""
+    with model_lock(model), model.hooks(fwd_hooks=fwd_hooks):
+        yield
+
+
+def model_dtype(model) -> torch.dtype:
+    return next(model.parameters()).dtype
+
+
+def model_device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+# ----- the metric -----------------------------------------------------------------------------
+def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook]) -> torch.Tensor:
+    """Residual stream after the last block at the last position.  # [batch, d_model]
+
+    Stops before the unembedding: the metric needs a few logits at one position, not the whole
+    vocabulary at every position (for Gemma-3 that is most of the forward pass's cost).
+    """
+    with hooked_run(model, fwd_hooks):
+        residual = model(tokens, stop_at_layer=model.cfg.n_layers)  # [batch, pos, d_model]
+    return residual[:, -1]
+
+
+def metric_from_residual(model, prepared: PreparedTask, residual: torch.Tensor) -> torch.Tensor:
+    """The task's metric from the final residual at the last position.  # [batch]"""
+    x = residual[:, None, :]  # [batch, 1, d_model]
+    if model.cfg.normalization_type is not None:
+        x = model.ln_final(x)
+    x = x[:, 0]  # [batch, d_model]
+    cap = getattr(model.cfg, "output_logits_soft_cap", None)
+    if prepared.task.metric == "logit_diff":
+        ids = torch.tensor((prepared.answer_id, *prepared.foil_ids), device=x.device)
+        logits = x @ model.W_U[:, ids] + model.b_U[ids]  # [batch, 1 + n_foils]
+        if cap is not None and cap > 0:
+            logits = cap * torch.tanh(logits / cap)
+        return logits[:, 0] - logits[:, 1:].mean(-1)
+    logits = x @ model.W_U + model.b_U  # [batch, d_vocab]
+    if cap is not None and cap > 0:
+        logits = cap * torch.tanh(logits / cap)
+    logprob = torch.log_softmax(logits.float(), dim=-1)[:, prepared.answer_id]
+    return logprob.exp() if prepared.task.metric == "prob" else logprob
+
+
+# ----- writers -----------------------------------------------------------------------------
+def _attention_post_norm(model, layer: int):
+    """The norm applied to a layer's summed attention output before the residual add, if any."""
+    block = model.blocks[layer]
+    if getattr(model.cfg, "use_normalization_before_and_after", False):
+        return block.ln1_post, "ln1_post"
+    from transformer_lens.components.transformer_block import POST_NORM_ARCHITECTURES
+
+    if model.cfg.original_architecture in POST_NORM_ARCHITECTURES:
+        return block.ln1, "ln1"
+    return None, None
+
+
+def _frozen_norm(norm, heads: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Apply ``norm`` to each head's share with the scale of the whole sum frozen.
+
+    heads: [batch, pos, n_heads, d_model]; scale: [batch, pos, 1]. LayerNorm's centring and bias
+    are linear, so they distribute over the heads too (the bias split evenly).
+    """
+    n_heads = heads.shape[2]
+    centred = "LayerNorm" in type(norm).__name__
+    if centred:
+        heads = heads - heads.mean(-1, keepdim=True)
+    out = heads / scale[:, :, None, :]
+    weight = getattr(norm, "w", None)
+    if weight is not None:
+        out = out * weight
+    bias = getattr(norm, "b", None)
+    if bias is not None:
+        out = out + bias / n_heads
+    return out
+
+
+def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tensor], None]) -> list[Hook]:
+    """Hooks that hand each writer's residual contribution to ``sink(forward_index, tensor)``.
+
+    tensor shapes: input and MLP [batch, pos, d_model]; heads [batch, pos, n_heads, d_model].
+    """
+    hooks: list[Hook] = [("blocks.0.hook_resid_pre", lambda x, hook: sink(0, x))]
+    for layer in range(spec.n_layers):
+        heads = spec.head_forward(layer)
+        norm, norm_name = _attention_post_norm(model, layer)
+        b_o = model.blocks[layer].attn.b_O  # [d_model]; shared out evenly so heads sum exactly
+        if norm is None:
+            hooks.append(
+                (
+                    f"blocks.{layer}.attn.hook_result",
+                    lambda x, hook, heads=heads, b_o=b_o: sink(heads, x + b_o / x.shape[2]),
+                )
+            )
+        else:
+            pending: dict[str, torch.Tensor] = {}
+
+            def keep(x, hook, pending=pending, b_o=b_o):
+                pending["result"] = x + b_o / x.shape[2]
+
+            def scaled(scale, hook, pending=pending, heads=heads, norm=norm):
+                sink(heads, _frozen_norm(norm, pending.pop("result"), scale))
+
+            hooks.append((f"blocks.{layer}.attn.hook_result", keep))
+            hooks.append((f"blocks.{layer}.{norm_name}.hook_scale", scaled))
+        mlp = spec.mlp_forward(layer)
+        hooks.append((f"blocks.{layer}.hook_mlp_out", lambda x, hook, mlp=mlp: sink(mlp, x)))
+    return hooks
+
+
+class WriterBuffer:
+    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]"""
+
+    def __init__(self, spec: GraphSpec, batch: int, positions: int, dtype, device):
+        self.values = torch.zeros(batch, positions, spec.n_forward, spec.d_model, dtype=dtype, device=device)
+
+    def __call__(self, index, tensor: torch.Tensor) -> None:
+        self.values[:, :, index] = tensor.detach()
+
+
+def reader_hook_points(spec: GraphSpec) -> list[tuple[str, int, int | slice]]:
+    """(hook name, number of upstream writers, backward index) for every reader of the graph."""
+    points = []
+    for layer in range(spec.n_layers):
+        for qkv in QKV:
+            points.append(
+                (
+                    f"blocks.{layer}.hook_{qkv}_input",
+                    spec.upstream_of_heads(layer),
+                    spec.head_backward(layer, qkv),
+                )
+            )
+        points.append((f"blocks.{layer}.hook_mlp_in", spec.upstream_of_mlp(layer), spec.mlp_backward(layer)))
+    points.append((f"blocks.{spec.n_layers - 1}.hook_resid_post", spec.n_forward, spec.logits_backward))
+    return points
+
+
+# ----- runs -----------------------------------------------------------------------------------
+@torch.no_grad()
+def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
+    """One batched run of the clean and the corrupted prompt.
+
+    Returns (writers [2, pos, n_forward, d_model], metrics [2]) with index 0 clean, 1 corrupted.
+    """
+    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens]).to(model_device(model))
+    buffer = WriterBuffer(spec, 2, tokens.shape[1], model_dtype(model), tokens.device)
+    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
+    return buffer.values, metric_from_residual(model, prepared, residual)
+
+
+@torch.no_grad()
+def patched_metrics(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    corrupted_writers: torch.Tensor,
+    removed: torch.Tensor,
+) -> torch.Tensor:
+    """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
+
+    corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
+    one circuit's complement per batch element. A reader's input becomes its current input plus,
+    for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
+    """
+    batch = removed.shape[0]
+    device = model_device(model)
+    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    dtype = model_dtype(model)
+    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device)
+    corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
+    removed = removed.to(device=device, dtype=dtype)
+    hooks = writer_hooks(model, spec, current)
+
+    def patch(x, hook, upstream, backward):
+        weights = removed[:, :upstream, backward]  # [batch, upstream, (n_heads)]
+        if not bool(weights.any()):
+            return x
+        delta = corrupted_writers[:, :, :upstream] - current.values[:, :, :upstream]  # [b, pos, up, d]
+        if x.dim() == 4:  # a head input: [batch, pos, n_heads, d_model]
+            return x + torch.einsum("bpfd,bfh->bphd", delta, weights)
+        return x + torch.einsum("bpfd,bf->bpd", delta, weights)
+
+    for name, upstream, backward in reader_hook_points(spec):
+        hooks.append(
+            (name, lambda x, hook, upstream=upstream, backward=backward: patch(x, hook, upstream, backward))
+        )
+    return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
+
+
+def reader_gradients(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    batch: int,
+    input_replacement: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    extra_hooks: list[Hook] | None = None,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
+
+    ``input_replacement`` maps the clean embedding [batch, pos, d_model] to what block 0 should
+    see (EAP-IG's interpolated inputs). Parameters need no gradient: the embedding is made a
+    leaf that requires one, so only activation gradients are computed.
+    Returns ({reader hook name: gradient}, metrics [batch]).
+    """
+    device = model_device(model)
+    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    captured: dict[str, torch.Tensor] = {}
+
+    def leaf_input(x, hook):
+        x = input_replacement(x) if input_replacement is not None else x
+        return x.detach().requires_grad_(True)
+
+    def capture(x, hook):
+        captured[hook.name] = x
+        return x
+
+    hooks: list[Hook] = [("blocks.0.hook_resid_pre", leaf_input)]
+    hooks += extra_hooks or []
+    hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
+    with torch.enable_grad():
+        residual = final_residual(model, tokens, hooks)
+        metrics = metric_from_residual(model, prepared, residual)
+        names = list(captured)
+        grads = torch.autograd.grad(metrics.sum(), [captured[name] for name in names], allow_unused=True)
+    gradients = {
+        name: (grad if grad is not None else torch.zeros_like(captured[name]))
+        for name, grad in zip(names, grads)
+    }
+    return gradients, metrics.detach()
+
+
+def accumulate_scores(
+    spec: GraphSpec,
+    scores: torch.Tensor,
+    gradients: dict[str, torch.Tensor],
+    differences: torch.Tensor,
+) -> None:
+    """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
+
+    differences: [batch or 1, pos, n_forward, d_model] (corrupted minus clean writer outputs,
+    per batch element when each element perturbs something different).
+    """
+    for name, upstream, backward in reader_hook_points(spec):
+        gradient = gradients[name]
+        delta = differences[:, :, :upstream]
+        if gradient.dim() == 4:  # [batch, pos, n_heads, d_model]
+            if delta.shape[0] == 1:
+                scores[:upstream, backward] += torch.einsum("pfd,phd->fh", delta[0], gradient.sum(0))
+            else:
+                scores[:upstream, backward] += torch.einsum("bpfd,bphd->fh", delta, gradient)
+        else:
+            if delta.shape[0] == 1:
+                scores[:upstream, backward] += torch.einsum("pfd,pd->f", delta[0], gradient.sum(0))
+            else:
+                scores[:upstream, backward] += torch.einsum("bpfd,bpd->f", delta, gradient)

@@ -1,0 +1,105 @@
+"""The calls the CLI, the app and the benchmarks share: discover a circuit, evaluate one.
+
+``discover`` goes through the result store, so the same (model, task, method, config, budgets)
+is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
+user's selection) on a task with the same batched evaluation every method uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .activations import model_dtype
+from .evaluate import Baseline, CurvePoint, Evaluator
+from .graph import GraphSpec, prune
+from .methods import config_to_dict, get_method
+from .methods.base import Progress
+from .results import CircuitResult
+from .store import ResultStore, content_key
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
+
+DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def parse_budgets(text: str) -> list[int]:
+    """'50,100,1%' -> budgets; percentages are resolved later against the edge count."""
+    budgets = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise ValueError(
+                f"Budget {part!r} is not a whole number of edges; write e.g. 50,100,200."
+            ) from None
+        if value < 0:
+            raise ValueError(f"Budget {value} is negative; budgets count edges, so use 0 or more.")
+        budgets.append(value)
+    if not budgets:
+        raise ValueError("No budgets given; write edge counts such as 50,100,200.")
+    return sorted(set(budgets))
+
+
+def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:
+    """The store key of a discovery request."""
+    return content_key(
+        kind="discover",
+        model=model_id,
+        dtype=str(model_dtype(model)),
+        task=task.to_dict(),
+        method=method,
+        config=config_to_dict(config),
+        budgets=sorted(int(b) for b in budgets),
+        max_tokens=max_tokens,
+    )
+
+
+def discover(
+    model,
+    task: PromptTask,
+    method: str = "eap-ig",
+    config: dict | object | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    model_id: str | None = None,
+    store: ResultStore | None = None,
+    progress: Progress | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> tuple[CircuitResult, bool]:
+    """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store)."""
+    chosen = get_method(method)
+    if config is None or isinstance(config, dict):
+        config = chosen.make_config(config)
+    model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
+
+    def compute() -> CircuitResult:
+        return chosen.run(
+            model, task, config, budgets=budgets, progress=progress, model_id=model_id, max_tokens=max_tokens
+        )
+
+    if store is None:
+        return compute(), False
+    key = request_key(model, model_id, task, chosen.name, config, budgets, max_tokens)
+    return store.get_or_compute(key, compute)
+
+
+def evaluate_circuits(
+    model,
+    task: PromptTask,
+    circuits: Sequence[torch.Tensor],
+    budgets: Sequence[int] | None = None,
+    prune_dead: bool = False,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> tuple[Baseline, list[CurvePoint]]:
+    """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch."""
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, task, max_tokens=max_tokens)
+    evaluator = Evaluator(model, spec, prepared)
+    masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]
+    if not masks:
+        return evaluator.baseline, []
+    stacked = torch.stack(masks)
+    budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
+    return evaluator.baseline, evaluator.curve(stacked, budgets)

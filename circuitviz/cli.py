@@ -1,0 +1,229 @@
+"""Command line: ``python -m circuitviz discover|evaluate|methods|models``.
+
+Errors a user can cause end in one sentence on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from .evaluate import Baseline, CurvePoint
+
+EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
+EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+
+
+def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int) -> str:
+    """The faithfulness table: one row per circuit, the clean/corrupted metrics above."""
+    lines = [
+        f"clean metric L(M(q))      {baseline.clean:+.4f}",
+        f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
+        f"{'budget':>8} {'edges kept':>10} {'% edges':>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6}",
+    ]
+    for point in curve:
+        nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
+        lines.append(
+            f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
+            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f}"
+        )
+    return "\n".join(lines)
+
+
+def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = True) -> None:
+    parser.add_argument("--prompt", required=True, help="the clean prompt q")
+    parser.add_argument(
+        "--corrupted", default="", help="q' : the prompt with its key fact replaced (same token length)"
+    )
+    parser.add_argument("--answer", required=True, help="the answer token, with its leading space (' Mary')")
+    parser.add_argument(
+        "--foil", action="append", default=[], help="a wrong-answer token; repeat for several"
+    )
+    parser.add_argument("--metric", default="logit_diff", choices=["logit_diff", "logprob", "prob"])
+    parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=None, help="model id or local folder (default: the embedded Gemma-3-270M)"
+    )
+    parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: cuda when available)")
+    parser.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m circuitviz", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    discover = commands.add_parser("discover", help="find the circuit behind a prompt's answer")
+    _add_task_arguments(discover)
+    _add_model_arguments(discover)
+    discover.add_argument("--method", default="eap-ig", help="see 'python -m circuitviz methods'")
+    discover.add_argument("--ig-steps", type=int, default=None, help="integrated-gradient steps (IG methods)")
+    discover.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="any other method setting"
+    )
+    discover.add_argument(
+        "--budgets", default="50,100,200,500,1000,2000,5000", help="edge budgets, comma separated"
+    )
+    discover.add_argument(
+        "--out", type=Path, default=None, help="write the circuit JSON (EAP-IG format) here"
+    )
+    discover.add_argument(
+        "--no-cache", action="store_true", help="recompute even when a stored result exists"
+    )
+
+    evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
+    evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
+    _add_task_arguments(evaluate)
+    _add_model_arguments(evaluate)
+
+    commands.add_parser("methods", help="list the registered methods")
+    commands.add_parser("models", help="list the models circuitviz knows")
+    return parser
+
+
+def _parse_setting(text: str) -> tuple[str, object]:
+    name, separator, value = text.partition("=")
+    if not separator:
+        raise ValueError(f"Setting {text!r} needs the form NAME=VALUE.")
+    try:
+        return name.strip().replace("-", "_"), json.loads(value)
+    except json.JSONDecodeError:
+        return name.strip().replace("-", "_"), value
+
+
+def _task(args):
+    from .tasks import PromptTask
+
+    return PromptTask(
+        clean=args.prompt,
+        corrupted=args.corrupted,
+        answer=args.answer,
+        foils=tuple(args.foil),
+        metric=args.metric,
+    )
+
+
+def _load(args):
+    from .models import EMBEDDED_MODEL, load_model
+
+    model_id = args.model or EMBEDDED_MODEL
+    start = time.perf_counter()
+    model = load_model(model_id, device=args.device, dtype=args.dtype)
+    return model, model_id, time.perf_counter() - start
+
+
+def _progress(phase: str, fraction: float) -> None:
+    print(
+        f"\r  {phase:<10} {100 * fraction:5.1f}%",
+        end="\n" if fraction >= 1 else "",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def cmd_discover(args) -> int:
+    from .api import discover, parse_budgets
+    from .store import ResultStore
+
+    budgets = parse_budgets(args.budgets)
+    settings = dict(_parse_setting(item) for item in args.set)
+    if args.ig_steps is not None:
+        settings["ig_steps"] = args.ig_steps
+    task = _task(args)
+    model, model_id, load_seconds = _load(args)
+    store = None if args.no_cache else ResultStore()
+    result, cached = discover(
+        model,
+        task,
+        args.method,
+        settings,
+        budgets,
+        model_id=model_id,
+        store=store,
+        progress=_progress,
+        max_tokens=args.max_tokens,
+    )
+    timings = {"load_s": load_seconds, **result.timings}
+    print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(result.config)}")
+    print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
+    print(format_table(result.baseline, result.curve, result.graph.n_edges))
+    source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
+    print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
+    if args.out:
+        args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .api import evaluate_circuits
+    from .evaluate import circuits_at_budgets
+    from .graph import GraphSpec
+    from .results import load_circuit
+
+    model, model_id, _ = _load(args)
+    spec = GraphSpec.from_model(model)
+    loaded = load_circuit(args.circuit, spec)
+    circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
+    file_curve = loaded.source.get("curve") or []
+    if loaded.scores is not None and file_curve:
+        curve_budgets = [int(point["budget"]) for point in file_curve]
+        circuits += list(circuits_at_budgets(spec, loaded.scores, curve_budgets))
+        budgets += curve_budgets
+    baseline, curve = evaluate_circuits(model, _task(args), circuits, budgets, max_tokens=args.max_tokens)
+    print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
+    print(format_table(baseline, curve, spec.n_edges))
+    if len(curve) > 1:
+        print("(first row: the file's in_graph circuit; then top-N of the file's scores at its budgets)")
+    return 0
+
+
+def cmd_methods(args) -> int:
+    import dataclasses
+
+    from .methods import available_methods
+
+    for name, method in sorted(available_methods().items()):
+        settings = (
+            ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(method.Config)) or "no settings"
+        )
+        print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from .models import SUPPORTED_MODELS
+
+    for model_id, info in SUPPORTED_MODELS.items():
+        print(f"{model_id:<28} {getattr(info, 'description', '')}")
+    return 0
+
+
+COMMANDS = {"discover": cmd_discover, "evaluate": cmd_evaluate, "methods": cmd_methods, "models": cmd_models}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .graph import GraphError
+    from .methods import UnknownMethodError
+    from .models import ModelLoadError
+    from .tasks import TaskError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (
+        TaskError,
+        GraphError,
+        ModelLoadError,
+        UnknownMethodError,
+        ValueError,
+        FileNotFoundError,
+    ) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,153 @@
+"""Faithfulness of circuits: patching evaluation batched over many circuits, and its scores.
+
+A circuit C keeps some edges; every other edge carries its source's corrupted output. L(C(q)) is
+the metric of that run, L(M(q)) and L(M(q')) the clean and corrupted runs. Many circuits (every
+budget of a curve, every Best-of-N candidate) go through the model as one batch, chunked only to
+bound memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .activations import clean_and_corrupted, patched_metrics
+from .graph import GraphSpec, prune, top_n
+from .tasks import PreparedTask
+
+Progress = Callable[[str, float], None]
+
+# bytes of working memory per circuit evaluated in one batch, per (position x writer x d_model)
+# element: the current-writers buffer and the patch differences, float32, with headroom
+_BYTES_PER_ELEMENT = 16
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The clean and corrupted metrics a faithfulness score is measured against."""
+
+    clean: float
+    corrupted: float
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF."""
+
+    budget: int
+    n_edges: int
+    metric: float
+    nfs: float
+    ndf: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def nfs(circuit: float, baseline: Baseline) -> float:
+    """Normalised faithfulness score (L(C(q)) - L(M(q'))) / (L(M(q)) - L(M(q'))); unbounded."""
+    span = baseline.clean - baseline.corrupted
+    if span == 0:
+        return math.nan
+    return (circuit - baseline.corrupted) / span
+
+
+def ndf(circuit: float, baseline: Baseline) -> float:
+    """Normalised deviation faithfulness 1 - min(|(L(M(q)) - L(C(q))) / (L(M(q)) - L(M(q')))|, 1).
+
+    In [0, 1]: 1 when the circuit reproduces the model, 0 when it deviates at least as much as
+    the corruption does, whichever direction it deviates in.
+    """
+    span = baseline.clean - baseline.corrupted
+    deviation = baseline.clean - circuit
+    if span == 0:
+        return 1.0 if deviation == 0 else 0.0
+    return 1.0 - min(abs(deviation / span), 1.0)
+
+
+def area_under_curve(fractions: Sequence[float], values: Sequence[float]) -> float:
+    """Trapezoid area over the edge fractions covered, divided by their span (a mean height)."""
+    points = sorted(zip(fractions, values))
+    if len(points) < 2:
+        return float(points[0][1]) if points else math.nan
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(points, points[1:]))
+    span = points[-1][0] - points[0][0]
+    return area / span if span > 0 else float(points[0][1])
+
+
+def cpr(curve: Sequence[CurvePoint], n_edges_total: int, score: str = "nfs") -> float:
+    """MIB's circuit performance ratio: area under the faithfulness curve (edge fraction axis)."""
+    return area_under_curve([p.n_edges / n_edges_total for p in curve], [getattr(p, score) for p in curve])
+
+
+def cmd(curve: Sequence[CurvePoint], n_edges_total: int, score: str = "nfs") -> float:
+    """MIB's circuit-model distance: area of |1 - faithfulness| over the edge fraction."""
+    return area_under_curve(
+        [p.n_edges / n_edges_total for p in curve], [abs(1 - getattr(p, score)) for p in curve]
+    )
+
+
+def circuits_chunk_size(spec: GraphSpec, n_positions: int, memory_bytes: float = 2e9) -> int:
+    """How many circuits to evaluate in one batch within ``memory_bytes`` of working memory."""
+    per_circuit = n_positions * spec.n_forward * max(spec.d_model, 1) * _BYTES_PER_ELEMENT
+    return max(1, min(256, int(memory_bytes // max(per_circuit, 1))))
+
+
+class Evaluator:
+    """Evaluates circuits of one task on one model; the clean/corrupted runs are done once."""
+
+    def __init__(self, model, spec: GraphSpec, prepared: PreparedTask, chunk_size: int | None = None):
+        self.model = model
+        self.spec = spec
+        self.prepared = prepared
+        writers, metrics = clean_and_corrupted(model, spec, prepared)
+        self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
+        self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
+        self.baseline = Baseline(clean=float(metrics[0]), corrupted=float(metrics[1]))
+        self.chunk_size = chunk_size or circuits_chunk_size(spec, prepared.n_positions)
+
+    def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
+        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward].  # [n]"""
+        edge_mask = self.spec.edge_mask
+        results = []
+        total = circuits.shape[0]
+        for start in range(0, total, self.chunk_size):
+            chunk = circuits[start : start + self.chunk_size]
+            removed = edge_mask & ~chunk.bool()
+            results.append(
+                patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed).cpu()
+            )
+            if progress:
+                progress("evaluate", min(1.0, (start + chunk.shape[0]) / total))
+        return torch.cat(results) if results else torch.zeros(0)
+
+    def curve(
+        self, circuits: torch.Tensor, budgets: Sequence[int], progress: Progress | None = None
+    ) -> list[CurvePoint]:
+        """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs."""
+        values = self.metrics(circuits, progress)
+        return [
+            CurvePoint(
+                budget=int(budget),
+                n_edges=int(mask.sum()),
+                metric=float(value),
+                nfs=nfs(float(value), self.baseline),
+                ndf=ndf(float(value), self.baseline),
+            )
+            for budget, mask, value in zip(budgets, circuits, values.tolist())
+        ]
+
+
+def circuits_at_budgets(
+    spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int], prune_dead: bool = True
+) -> torch.Tensor:
+    """Top-N circuits of one score matrix at every budget.  # [n_budgets, n_forward, n_backward]"""
+    masks = [top_n(spec, scores, budget) for budget in budgets]
+    if prune_dead:
+        masks = [prune(spec, mask) for mask in masks]
+    if not masks:
+        return torch.zeros(0, spec.n_forward, spec.n_backward, dtype=torch.bool)
+    return torch.stack(masks)

@@ -1,0 +1,296 @@
+"""The computational graph of a transformer, named and indexed exactly as the public EAP-IG library.
+
+Writers ("forward" nodes) put something into the residual stream: ``input``, every attention
+head ``a{l}.h{h}`` and every MLP ``m{l}``. Readers ("backward" nodes) take something out:
+each head's query, key and value input separately, every MLP, and ``logits``. An edge joins a
+writer to a later reader. Scores and membership live in dense ``[n_forward, n_backward]``
+tensors; edge names are derived views onto them, so selection and evaluation never loop over
+Python objects.
+
+Index layout (shared with EAP-IG, so circuits round-trip):
+- forward: ``input`` = 0; head ``a{l}.h{h}`` = 1 + l(H+1) + h; MLP ``m{l}`` = 1 + l(H+1) + H.
+- backward: head input ``a{l}.h{h}<q|k|v>`` = l(3H+1) + {0,1,2}H + h; MLP ``m{l}`` = l(3H+1) + 3H;
+  ``logits`` = L(3H+1).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+
+QKV = ("q", "k", "v")
+EDGE_KINDS = ("q", "k", "v", "mlp", "logits")
+_HEAD_RE = re.compile(r"^a(\d+)\.h(\d+)$")
+_MLP_RE = re.compile(r"^m(\d+)$")
+_EDGE_RE = re.compile(r"^(.+)->([^<>]+)(?:<([qkv])>)?$")
+
+
+class GraphError(ValueError):
+    """A circuit names something the model's graph does not have; the message says what."""
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """The shape of a model's graph: all that is needed to name and index its nodes and edges."""
+
+    n_layers: int
+    n_heads: int
+    parallel_attn_mlp: bool = False
+    d_model: int = 0
+
+    @classmethod
+    def from_model(cls, model) -> GraphSpec:
+        """Read the shape off a HookedTransformer (or anything with a TransformerLens-like cfg)."""
+        cfg = model.cfg
+        if getattr(cfg, "attn_only", False):
+            raise GraphError("Attention-only models have no MLP nodes; circuitviz needs MLPs.")
+        return cls(
+            n_layers=int(cfg.n_layers),
+            n_heads=int(cfg.n_heads),
+            parallel_attn_mlp=bool(getattr(cfg, "parallel_attn_mlp", False)),
+            d_model=int(cfg.d_model),
+        )
+
+    @classmethod
+    def from_cfg_dict(cls, cfg: dict) -> GraphSpec:
+        """Read the shape off EAP-IG's JSON ``cfg`` block."""
+        try:
+            return cls(
+                n_layers=int(cfg["n_layers"]),
+                n_heads=int(cfg["n_heads"]),
+                parallel_attn_mlp=bool(cfg.get("parallel_attn_mlp", False)),
+                d_model=int(cfg.get("d_model", 0)),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise GraphError(
+                f"The circuit's 'cfg' needs n_layers and n_heads as integers ({error})."
+            ) from None
+
+    def to_cfg_dict(self) -> dict:
+        return {
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "parallel_attn_mlp": self.parallel_attn_mlp,
+            "d_model": self.d_model,
+        }
+
+    # ----- sizes -----------------------------------------------------------------------------
+    @property
+    def n_forward(self) -> int:
+        return 1 + self.n_layers * (self.n_heads + 1)
+
+    @property
+    def n_backward(self) -> int:
+        return self.n_layers * (3 * self.n_heads + 1) + 1
+
+    @property
+    def n_edges(self) -> int:
+        return int(self.edge_mask.sum())
+
+    # ----- indices ---------------------------------------------------------------------------
+    def head_forward(self, layer: int) -> slice:
+        start = 1 + layer * (self.n_heads + 1)
+        return slice(start, start + self.n_heads)
+
+    def mlp_forward(self, layer: int) -> int:
+        return 1 + layer * (self.n_heads + 1) + self.n_heads
+
+    def head_backward(self, layer: int, qkv: str) -> slice:
+        start = layer * (3 * self.n_heads + 1) + QKV.index(qkv) * self.n_heads
+        return slice(start, start + self.n_heads)
+
+    def mlp_backward(self, layer: int) -> int:
+        return layer * (3 * self.n_heads + 1) + 3 * self.n_heads
+
+    @property
+    def logits_backward(self) -> int:
+        return self.n_backward - 1
+
+    def upstream_of_heads(self, layer: int) -> int:
+        """Number of writers (a prefix of the forward axis) that a head of ``layer`` reads."""
+        return 1 + layer * (self.n_heads + 1)
+
+    def upstream_of_mlp(self, layer: int) -> int:
+        """Number of writers an MLP of ``layer`` reads (its own layer's heads unless parallel)."""
+        extra = 0 if self.parallel_attn_mlp else self.n_heads
+        return 1 + layer * (self.n_heads + 1) + extra
+
+    # ----- names -----------------------------------------------------------------------------
+    @cached_property
+    def forward_names(self) -> tuple[str, ...]:
+        names = ["input"]
+        for layer in range(self.n_layers):
+            names += [f"a{layer}.h{head}" for head in range(self.n_heads)]
+            names.append(f"m{layer}")
+        return tuple(names)
+
+    @cached_property
+    def backward_names(self) -> tuple[str, ...]:
+        """Reader names; head readers carry their input kind as EAP-IG's edges do (``a0.h1<q>``)."""
+        names = []
+        for layer in range(self.n_layers):
+            for qkv in QKV:
+                names += [f"a{layer}.h{head}<{qkv}>" for head in range(self.n_heads)]
+            names.append(f"m{layer}")
+        names.append("logits")
+        return tuple(names)
+
+    @cached_property
+    def node_names(self) -> tuple[str, ...]:
+        """Every node once: the writers, then ``logits``."""
+        return self.forward_names + ("logits",)
+
+    @cached_property
+    def forward_layer(self) -> torch.Tensor:
+        """Layer of each writer; ``input`` is layer -1.  # [n_forward]"""
+        layers = [-1]
+        for layer in range(self.n_layers):
+            layers += [layer] * (self.n_heads + 1)
+        return torch.tensor(layers)
+
+    @cached_property
+    def backward_kind(self) -> tuple[str, ...]:
+        """Kind of each reader: q, k, v, mlp or logits."""
+        kinds = []
+        for _ in range(self.n_layers):
+            for qkv in QKV:
+                kinds += [qkv] * self.n_heads
+            kinds.append("mlp")
+        kinds.append("logits")
+        return tuple(kinds)
+
+    @cached_property
+    def backward_to_forward(self) -> torch.Tensor:
+        """For each reader, the writer index of its own node (``logits``: -1).  # [n_backward]"""
+        index = []
+        for layer in range(self.n_layers):
+            heads = self.head_forward(layer)
+            for _ in QKV:
+                index += list(range(heads.start, heads.stop))
+            index.append(self.mlp_forward(layer))
+        index.append(-1)
+        return torch.tensor(index)
+
+    @cached_property
+    def edge_mask(self) -> torch.Tensor:
+        """Which (writer, reader) pairs are edges of the model.  # [n_forward, n_backward] bool"""
+        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool)
+        for layer in range(self.n_layers):
+            for qkv in QKV:
+                mask[: self.upstream_of_heads(layer), self.head_backward(layer, qkv)] = True
+            mask[: self.upstream_of_mlp(layer), self.mlp_backward(layer)] = True
+        mask[:, self.logits_backward] = True
+        return mask
+
+    @cached_property
+    def edge_index(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(forward, backward) indices of every edge, in row-major order."""
+        forward, backward = self.edge_mask.nonzero(as_tuple=True)
+        return forward, backward
+
+    @cached_property
+    def edge_names(self) -> tuple[str, ...]:
+        """EAP-IG edge names (``input->a2.h0<q>``, ``a0.h1->m3``) in the order of ``edge_index``."""
+        forward, backward = self.edge_index
+        fwd_names, bwd_names = self.forward_names, self.backward_names
+        return tuple(f"{fwd_names[f]}->{bwd_names[b]}" for f, b in zip(forward.tolist(), backward.tolist()))
+
+    @cached_property
+    def _edge_lookup(self) -> dict[str, tuple[int, int]]:
+        forward, backward = self.edge_index
+        return dict(zip(self.edge_names, zip(forward.tolist(), backward.tolist())))
+
+    def edge_position(self, name: str) -> tuple[int, int]:
+        """(forward, backward) index of an edge name; GraphError with the reason when it is not one."""
+        position = self._edge_lookup.get(name.strip())
+        if position is not None:
+            return position
+        match = _EDGE_RE.match(name.strip())
+        if not match:
+            raise GraphError(
+                f"'{name}' is not an edge name; edges look like 'input->a2.h0<q>' or 'a0.h1->m3'."
+            )
+        source, target, qkv = match.groups()
+        if source not in self.forward_names:
+            raise GraphError(f"Edge '{name}': this model has no node '{source}'.")
+        if target != "logits" and target not in self.forward_names:
+            raise GraphError(f"Edge '{name}': this model has no node '{target}'.")
+        if _HEAD_RE.match(target) and not qkv:
+            raise GraphError(f"Edge '{name}': edges into a head need <q>, <k> or <v> after its name.")
+        if qkv and not _HEAD_RE.match(target):
+            raise GraphError(f"Edge '{name}': only attention heads have <q>, <k> and <v> inputs.")
+        raise GraphError(f"Edge '{name}': '{target}' does not read from '{source}' in this model.")
+
+    def mask_from_edge_names(self, names) -> torch.Tensor:
+        """Membership tensor from edge names.  # [n_forward, n_backward] bool"""
+        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool)
+        for name in names:
+            mask[self.edge_position(name)] = True
+        return mask
+
+    def edge_names_of(self, mask: torch.Tensor) -> list[str]:
+        """Names of the edges set in a membership tensor, in graph order."""
+        flat = mask[self.edge_index]
+        return [name for name, keep in zip(self.edge_names, flat.tolist()) if keep]
+
+    def node_layer(self, name: str) -> int:
+        """Layer of a node name for layout: input -1, logits n_layers."""
+        if name == "input":
+            return -1
+        if name == "logits":
+            return self.n_layers
+        match = _HEAD_RE.match(name) or _MLP_RE.match(name)
+        if not match:
+            raise GraphError(f"'{name}' is not a node name.")
+        return int(match.group(1))
+
+
+# ----- selection ----------------------------------------------------------------------------
+def top_n(spec: GraphSpec, scores: torch.Tensor, n: int, absolute: bool = True) -> torch.Tensor:
+    """The N edges with the largest (absolute) score; ties broken by graph order.
+
+    ``scores``: [n_forward, n_backward] (or [..., n_forward, n_backward] for a batch).
+    Returns a membership mask of the same shape. N is clipped to the edge count, never padded.
+    """
+    values = scores.abs() if absolute else scores
+    values = values.masked_fill(~spec.edge_mask.to(values.device), float("-inf"))
+    flat = values.flatten(-2)  # [..., n_forward * n_backward]
+    count = max(0, min(int(n), spec.n_edges))
+    mask = torch.zeros_like(flat, dtype=torch.bool)
+    if count:
+        # a stable sort keeps graph order among equal scores, so results are deterministic
+        order = torch.sort(flat, dim=-1, descending=True, stable=True).indices[..., :count]
+        mask.scatter_(-1, order, True)
+    return mask.view(scores.shape)
+
+
+def prune(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
+    """Drop edges that lie on no path from ``input`` to ``logits`` within the circuit.
+
+    A node is alive when it is reached from ``input`` and reaches ``logits`` through kept edges.
+    Works on one mask [n_forward, n_backward] at a time.
+    """
+    mask = mask & spec.edge_mask.to(mask.device)
+    owner = spec.backward_to_forward.to(mask.device)  # [n_backward]
+    n_forward = spec.n_forward
+    # node -> node adjacency over writer indices; logits gets its own index n_forward
+    adjacency = torch.zeros(n_forward + 1, n_forward + 1, dtype=torch.bool, device=mask.device)
+    targets = torch.where(owner < 0, torch.full_like(owner, n_forward), owner)
+    sources, readers = mask.nonzero(as_tuple=True)
+    adjacency[sources, targets[readers]] = True
+
+    reached = torch.zeros(n_forward + 1, dtype=torch.bool, device=mask.device)
+    reached[0] = True
+    reaches = torch.zeros(n_forward + 1, dtype=torch.bool, device=mask.device)
+    reaches[n_forward] = True
+    # writers are topologically ordered by index, so one sweep each way settles reachability
+    for node in range(1, n_forward + 1):
+        reached[node] = bool((adjacency[:node, node] & reached[:node]).any())
+    for node in range(n_forward - 1, -1, -1):
+        reaches[node] = bool((adjacency[node, node + 1 :] & reaches[node + 1 :]).any())
+    alive = reached & reaches
+    reader_alive = alive[targets]  # [n_backward]
+    return mask & alive[:n_forward, None] & reader_alive[None, :]

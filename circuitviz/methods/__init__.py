@@ -1,0 +1,22 @@
+"""Circuit-discovery methods behind one interface; reach them by name through the registry."""
+
+from . import eap  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
+from .base import (
+    Method,
+    ScoringMethod,
+    UnknownMethodError,
+    available_methods,
+    config_to_dict,
+    get_method,
+    register,
+)
+
+__all__ = [
+    "Method",
+    "ScoringMethod",
+    "UnknownMethodError",
+    "available_methods",
+    "config_to_dict",
+    "get_method",
+    "register",
+]

@@ -1,0 +1,202 @@
+"""Edge attribution patching and its integrated-gradients variants, and exact edge patching.
+
+All of them score an edge u -> v by how much the metric moves when u's output, as seen by v,
+switches from its clean to its corrupted value:
+- EAP: ``(z'_u - z_u) . dL/d(input of v)`` with the gradient at the clean run;
+- EAP-IG (inputs): the gradient averaged over m runs whose embeddings go from corrupted to
+  clean (``z' + k/m (z - z')``, k = 1..m), all steps in one batched forward/backward;
+- EAP-IG (activations): each writer group's (input, a layer's heads, an MLP) output is
+  interpolated alone, and u's row uses the gradients of the runs that interpolated u's group;
+- exact: patch one edge at a time and measure the metric (the ground truth; slow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..activations import accumulate_scores, model_dtype, reader_gradients
+from ..evaluate import Evaluator
+from ..graph import GraphSpec
+from ..tasks import PreparedTask
+from .base import ScoringMethod, register
+
+# bytes of activations kept for the backward pass per (sequence x position x layer), per unit of
+# the model's width (q/k/v inputs per head, attention, MLP hidden); measured on Gemma-3-270M
+_BACKWARD_BYTES_PER_UNIT = 40
+
+
+def steps_chunk_size(model, n_positions: int, memory_bytes: float = 2e9) -> int:
+    """How many sequences one forward/backward may carry within ``memory_bytes``."""
+    cfg = model.cfg
+    width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_positions
+    per_sequence = cfg.n_layers * n_positions * width * _BACKWARD_BYTES_PER_UNIT
+    return max(1, int(memory_bytes // max(per_sequence, 1)))
+
+
+def _differences(evaluator: Evaluator) -> torch.Tensor:
+    """Corrupted minus clean writer outputs.  # [1, pos, n_forward, d_model]"""
+    return evaluator.corrupted_writers - evaluator.clean_writers
+
+
+@dataclass(frozen=True)
+class EAPConfig:
+    """EAP has no settings: one gradient at the clean run."""
+
+
+@register
+class EAP(ScoringMethod):
+    name = "eap"
+    label = "EAP"
+    summary = "Edge attribution patching: one gradient at the clean prompt, times the corruption's change."
+    Config = EAPConfig
+
+    def score(self, model, spec, prepared, evaluator, config, progress=None):
+        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        gradients, _ = reader_gradients(model, spec, prepared, batch=1)
+        accumulate_scores(spec, scores, gradients, _differences(evaluator))
+        if progress:
+            progress("score", 1.0)
+        return scores
+
+
+@dataclass(frozen=True)
+class IGConfig:
+    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20)."""
+
+    ig_steps: int = 20
+
+    def __post_init__(self):
+        if not 1 <= int(self.ig_steps) <= 1000:
+            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
+
+
+@register
+class EAPIG(ScoringMethod):
+    name = "eap-ig"
+    label = "EAP-IG (inputs)"
+    summary = "Integrated gradients along the path from the corrupted to the clean input embedding."
+    Config = IGConfig
+
+    def score(self, model, spec, prepared, evaluator, config, progress=None):
+        steps = int(config.ig_steps)
+        clean_input = evaluator.clean_writers[:, :, 0]  # [1, pos, d_model]
+        corrupted_input = evaluator.corrupted_writers[:, :, 0]
+        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        differences = _differences(evaluator)
+        alphas = torch.arange(1, steps + 1, dtype=clean_input.dtype) / steps
+        chunk = steps_chunk_size(model, prepared.n_positions)
+        for start in range(0, steps, chunk):
+            alpha = alphas[start : start + chunk].to(clean_input.device)[:, None, None]  # [b, 1, 1]
+
+            def interpolate(x, alpha=alpha):
+                return corrupted_input + alpha * (clean_input - corrupted_input)
+
+            gradients, _ = reader_gradients(model, spec, prepared, alpha.shape[0], interpolate)
+            accumulate_scores(spec, scores, gradients, differences)
+            if progress:
+                progress("score", min(1.0, (start + alpha.shape[0]) / steps))
+        return scores / steps
+
+
+def _writer_groups(spec: GraphSpec) -> list[tuple[str, slice]]:
+    """(hook whose output the group adds, forward indices): input, each layer's heads, each MLP."""
+    groups = [("blocks.0.hook_resid_pre", slice(0, 1))]
+    for layer in range(spec.n_layers):
+        groups.append((f"blocks.{layer}.hook_attn_out", spec.head_forward(layer)))
+        mlp = spec.mlp_forward(layer)
+        groups.append((f"blocks.{layer}.hook_mlp_out", slice(mlp, mlp + 1)))
+    return groups
+
+
+@register
+class EAPIGActivations(ScoringMethod):
+    name = "eap-ig-activations"
+    label = "EAP-IG (activations)"
+    summary = "Integrated gradients along each component group's own path from corrupted to clean output."
+    Config = IGConfig
+
+    def score(self, model, spec, prepared, evaluator, config, progress=None):
+        steps = int(config.ig_steps)
+        groups = _writer_groups(spec)
+        clean = evaluator.clean_writers[0]  # [pos, n_forward, d_model]
+        corrupted = evaluator.corrupted_writers[0]
+        differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]
+        # every (group, step) pair is one sequence of the batch
+        jobs = [(g, k) for g in range(len(groups)) for k in range(1, steps + 1)]
+        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        chunk = steps_chunk_size(model, prepared.n_positions)
+        for start in range(0, len(jobs), chunk):
+            batch_jobs = jobs[start : start + chunk]
+            group_of = torch.tensor([g for g, _ in batch_jobs])
+            alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype)[:, None, None]
+
+            def interpolated(index: slice, alpha=alpha):
+                start_value = corrupted[:, index].sum(1)  # [pos, d_model]
+                end_value = clean[:, index].sum(1)
+                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
+
+            def replace(x, hook, group, index, group_of=group_of, interpolated=interpolated):
+                chosen = (group_of == group).to(x.device)[:, None, None]
+                return torch.where(chosen, interpolated(index).to(x.device), x) if chosen.any() else x
+
+            hooks = [
+                (name, lambda x, hook, g=g, index=index: replace(x, hook, g, index))
+                for g, (name, index) in enumerate(groups)
+                if g > 0
+            ]
+            chosen_input = (group_of == 0)[:, None, None]
+
+            def input_replacement(x, chosen=chosen_input, interpolated=interpolated):
+                return torch.where(chosen.to(x.device), interpolated(slice(0, 1)).to(x.device), x)
+
+            gradients, _ = reader_gradients(
+                model, spec, prepared, len(batch_jobs), input_replacement, extra_hooks=hooks
+            )
+            # a sequence's gradients score only the rows of the group it interpolated
+            row_group = torch.zeros(spec.n_forward, dtype=torch.long)
+            for g, (_, index) in enumerate(groups):
+                row_group[index] = g
+            owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
+            batch_differences = differences[None] * owned[:, None, :, None]
+            accumulate_scores(spec, scores, gradients, batch_differences)
+            if progress:
+                progress("score", min(1.0, (start + len(batch_jobs)) / len(jobs)))
+        return scores / steps
+
+
+@dataclass(frozen=True)
+class ExactConfig:
+    """max_edges: refuse graphs with more edges than this (one patched run per edge)."""
+
+    max_edges: int = 20000
+
+
+@register
+class ExactPatching(ScoringMethod):
+    name = "exact"
+    label = "Exact patching"
+    summary = "Corrupt one edge at a time and measure the metric: the ground truth, one run per edge."
+    Config = ExactConfig
+
+    def score(self, model, spec, prepared: PreparedTask, evaluator, config, progress=None):
+        n_edges = spec.n_edges
+        if n_edges > config.max_edges:
+            raise ValueError(
+                f"Exact patching needs one run per edge and this model has {n_edges} edges, over "
+                f"the limit of {config.max_edges}; use eap-ig, or raise max_edges."
+            )
+        forward, backward = spec.edge_index
+        full = spec.edge_mask
+        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        chunk = evaluator.chunk_size
+        for start in range(0, n_edges, chunk):
+            index = torch.arange(start, min(start + chunk, n_edges))
+            circuits = full.expand(len(index), -1, -1).clone()
+            circuits[torch.arange(len(index)), forward[index], backward[index]] = False
+            values = evaluator.metrics(circuits)
+            scores[forward[index], backward[index]] = (values - evaluator.baseline.clean).to(scores.dtype)
+            if progress:
+                progress("score", min(1.0, (start + len(index)) / n_edges))
+        return scores

@@ -1,0 +1,215 @@
+"""A circuit-discovery result: a plain value that can be cached, exported, compared and drawn.
+
+It holds the edge scores of the method, the circuits at each budget (derived top-N-and-prune
+of the scores unless the method chose them itself, as Best-of-N does), the faithfulness curve
+and the timings. It converts to the public EAP-IG library's JSON (``Graph.from_json`` reads it)
+with our own keys beside EAP-IG's, and reads such files and plain edge lists back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .evaluate import Baseline, CurvePoint, cmd, cpr
+from .graph import GraphError, GraphSpec, prune, top_n
+from .tasks import PromptTask
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class CircuitResult:
+    """Everything one discovery produced. Tensors live on the CPU."""
+
+    model_id: str
+    graph: GraphSpec
+    task: PromptTask
+    method: str
+    config: dict
+    scores: torch.Tensor  # [n_forward, n_backward] float32, zero off the edge mask
+    baseline: Baseline
+    curve: list[CurvePoint]
+    timings: dict[str, float] = field(default_factory=dict)
+    circuits: dict[int, torch.Tensor] = field(default_factory=dict)  # budget -> [n_fwd, n_bwd] bool
+    tokens: dict[str, list[str]] = field(default_factory=dict)
+    device: str = "cpu"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def budgets(self) -> list[int]:
+        return [point.budget for point in self.curve]
+
+    def circuit(self, budget: int) -> torch.Tensor:
+        """The circuit at ``budget``: the method's own when it chose one, else pruned top-N.  # bool"""
+        if budget in self.circuits:
+            return self.circuits[budget]
+        return prune(self.graph, top_n(self.graph, self.scores, budget))
+
+    def point(self, budget: int) -> CurvePoint | None:
+        return next((p for p in self.curve if p.budget == budget), None)
+
+    def summary(self) -> dict:
+        """CPR and CMD of the curve (NFS and NDF flavours)."""
+        total = self.graph.n_edges
+        return {
+            "cpr_nfs": cpr(self.curve, total, "nfs"),
+            "cmd_nfs": cmd(self.curve, total, "nfs"),
+            "cpr_ndf": cpr(self.curve, total, "ndf"),
+            "cmd_ndf": cmd(self.curve, total, "ndf"),
+        }
+
+    # ----- our own storage (store.py): plain types and tensors, loadable with weights_only ----
+    def to_state(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "model_id": self.model_id,
+            "graph": self.graph.to_cfg_dict(),
+            "task": self.task.to_dict(),
+            "method": self.method,
+            "config": self.config,
+            "scores": self.scores.float().cpu(),
+            "baseline": {"clean": self.baseline.clean, "corrupted": self.baseline.corrupted},
+            "curve": [point.to_dict() for point in self.curve],
+            "timings": dict(self.timings),
+            "circuits": {int(k): v.bool().cpu() for k, v in self.circuits.items()},
+            "tokens": self.tokens,
+            "device": self.device,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> CircuitResult:
+        if state.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"unsupported result format {state.get('format_version')!r}")
+        return cls(
+            model_id=state["model_id"],
+            graph=GraphSpec.from_cfg_dict(state["graph"]),
+            task=PromptTask.from_dict(state["task"]),
+            method=state["method"],
+            config=state["config"],
+            scores=state["scores"],
+            baseline=Baseline(**state["baseline"]),
+            curve=[CurvePoint(**point) for point in state["curve"]],
+            timings=state["timings"],
+            circuits={int(k): v for k, v in state["circuits"].items()},
+            tokens=state["tokens"],
+            device=state["device"],
+            extra=state["extra"],
+        )
+
+    # ----- EAP-IG JSON ------------------------------------------------------------------------
+    def to_eap_json(self, budget: int | None = None) -> dict:
+        """EAP-IG's ``{"cfg", "nodes", "edges"}`` with our keys beside them.
+
+        ``in_graph`` marks the circuit at ``budget`` (default: the largest budget of the curve).
+        """
+        if budget is None:
+            budget = max(self.budgets) if self.curve else 0
+        data = eap_graph_json(self.graph, self.scores, self.circuit(budget))
+        data.update(
+            {
+                "circuitviz_version": FORMAT_VERSION,
+                "model_id": self.model_id,
+                "task": self.task.to_dict(),
+                "method": self.method,
+                "config": self.config,
+                "budget": int(budget),
+                "clean_metric": self.baseline.clean,
+                "corrupted_metric": self.baseline.corrupted,
+                "curve": [_json_safe(point.to_dict()) for point in self.curve],
+                "summary": _json_safe(self.summary()),
+                "timings": self.timings,
+                "device": self.device,
+                "tokens": self.tokens,
+                "circuits": {str(k): self.graph.edge_names_of(v) for k, v in sorted(self.circuits.items())},
+                "extra": self.extra,
+            }
+        )
+        return data
+
+
+def _json_safe(data: dict) -> dict:
+    """NaN is not JSON; write it as null."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+
+
+def eap_graph_json(spec: GraphSpec, scores: torch.Tensor, in_graph: torch.Tensor) -> dict:
+    """The three keys EAP-IG's ``Graph.from_json`` reads, for every node and edge of the model."""
+    in_graph = in_graph & spec.edge_mask
+    forward, backward = spec.edge_index
+    edge_scores = scores[forward, backward].tolist()
+    edge_in = in_graph[forward, backward].tolist()
+    edges = {
+        name: {"score": float(score), "in_graph": bool(keep)}
+        for name, score, keep in zip(spec.edge_names, edge_scores, edge_in)
+    }
+    node_in = in_graph.any(dim=1).clone()  # writers with an outgoing edge
+    owners = spec.backward_to_forward[in_graph.any(dim=0)]
+    node_in[owners[owners >= 0]] = True  # and writers whose inputs are read
+    nodes = {name: {"in_graph": bool(flag)} for name, flag in zip(spec.forward_names, node_in.tolist())}
+    nodes["logits"] = {"in_graph": True}
+    return {"cfg": spec.to_cfg_dict(), "nodes": nodes, "edges": edges}
+
+
+@dataclass
+class LoadedCircuit:
+    """A circuit read from a file: its membership and, when the file had them, edge scores."""
+
+    mask: torch.Tensor  # [n_forward, n_backward] bool
+    scores: torch.Tensor | None
+    source: dict  # the whole parsed file when it was a JSON object, else {}
+
+
+def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
+    """Read an EAP-IG-style JSON circuit, a JSON list of edge names, or a text file of them.
+
+    Names the first problem in one sentence (GraphError): unreadable JSON, a graph of another
+    shape, an edge the model does not have.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    return parse_circuit(text, spec, origin=str(path))
+
+
+def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:
+    stripped = text.strip()
+    if not stripped:
+        raise GraphError(f"{origin} is empty; give an EAP-IG JSON circuit or a list of edge names.")
+    if stripped[0] in "[{":
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as error:
+            raise GraphError(f"{origin} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+    else:
+        data = [line.strip() for line in stripped.splitlines() if line.strip() and not line.startswith("#")]
+    if isinstance(data, list):
+        if not all(isinstance(name, str) for name in data):
+            raise GraphError(f"{origin}: a list circuit must hold edge names as strings.")
+        return LoadedCircuit(mask=spec.mask_from_edge_names(data), scores=None, source={})
+    if not isinstance(data, dict) or "edges" not in data:
+        raise GraphError(f"{origin} has no 'edges'; it must be EAP-IG's JSON or a list of edge names.")
+    if "cfg" in data:
+        other = GraphSpec.from_cfg_dict(data["cfg"])
+        if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):
+            raise GraphError(
+                f"{origin} is for a model with {other.n_layers} layers and {other.n_heads} heads; "
+                f"this model has {spec.n_layers} and {spec.n_heads}. Choose the model it was made on."
+            )
+    edges = data["edges"]
+    if not isinstance(edges, dict):
+        raise GraphError(f"{origin}: 'edges' must map edge names to {{'score', 'in_graph'}}.")
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    for name, info in edges.items():
+        position = spec.edge_position(name)
+        if isinstance(info, dict):
+            mask[position] = bool(info.get("in_graph", False))
+            score = info.get("score", 0.0)
+            scores[position] = float(score) if isinstance(score, (int, float)) else 0.0
+        else:
+            mask[position] = bool(info)
+    return LoadedCircuit(mask=mask, scores=scores, source=data)

@@ -1,0 +1,141 @@
+"""A prompt task: what the model is asked, what it should answer, and how the answer is scored.
+
+A task is the clean query, a corrupted query of the same token length (the key fact or name
+replaced), the answer token and one or more foil tokens. ``prepare_task`` checks it against a
+model's tokenizer and turns every problem a user can cause into one clear sentence with the fix;
+nothing is truncated or guessed silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+METRICS = ("logit_diff", "logprob", "prob")
+DEFAULT_MAX_TOKENS = 256
+
+
+class TaskError(ValueError):
+    """A task the user gave cannot be run; the message is one sentence that says how to fix it."""
+
+
+@dataclass(frozen=True)
+class PromptTask:
+    """What the user asks: plain strings, serialisable, hashable into cache keys."""
+
+    clean: str
+    corrupted: str
+    answer: str
+    foils: tuple[str, ...] = ()
+    metric: str = "logit_diff"
+
+    def __post_init__(self):
+        object.__setattr__(self, "foils", tuple(self.foils))
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["foils"] = list(self.foils)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PromptTask:
+        return cls(
+            clean=data["clean"],
+            corrupted=data.get("corrupted", ""),
+            answer=data["answer"],
+            foils=tuple(data.get("foils", ())),
+            metric=data.get("metric", "logit_diff"),
+        )
+
+
+@dataclass
+class PreparedTask:
+    """A task checked against a tokenizer, ready to run."""
+
+    task: PromptTask
+    clean_tokens: torch.Tensor  # [1, pos]
+    corrupted_tokens: torch.Tensor  # [1, pos]
+    answer_id: int
+    foil_ids: tuple[int, ...]
+    clean_str_tokens: list[str] = field(default_factory=list)
+    corrupted_str_tokens: list[str] = field(default_factory=list)
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.clean_tokens.shape[1])
+
+
+def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
+    return list(model.to_str_tokens(text, prepend_bos=prepend_bos))
+
+
+def _quote_tokens(tokens: list[str]) -> str:
+    return " | ".join(repr(token) for token in tokens)
+
+
+def single_token_id(model, text: str, role: str) -> int:
+    """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
+    if text == "":
+        raise TaskError(f"The {role} is empty; give the token the model should predict, e.g. ' Mary'.")
+    ids = model.to_tokens(text, prepend_bos=False)[0].tolist()
+    if len(ids) != 1:
+        pieces = _str_tokens(model, text, prepend_bos=False)
+        hint = "" if text.startswith(" ") else f" (did you mean ' {text}' with a leading space?)"
+        raise TaskError(
+            f"The {role} {text!r} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
+            f"use a single token such as {pieces[0]!r}{hint}."
+        )
+    return int(ids[0])
+
+
+def prepare_task(
+    model, task: PromptTask, max_tokens: int = DEFAULT_MAX_TOKENS, need_corrupted: bool = True
+) -> PreparedTask:
+    """Tokenise and validate a task for ``model``; raise TaskError with one fixing sentence."""
+    if task.metric not in METRICS:
+        raise TaskError(f"Unknown metric {task.metric!r}; choose one of {', '.join(METRICS)}.")
+    if not task.clean.strip():
+        raise TaskError("The prompt is empty; type the text whose next token you want explained.")
+    clean_tokens = model.to_tokens(task.clean)
+    if clean_tokens.shape[1] > max_tokens:
+        raise TaskError(
+            f"The prompt is {clean_tokens.shape[1]} tokens, over the limit of {max_tokens}; "
+            "shorten it or raise the limit (--max-tokens)."
+        )
+    corrupted_tokens = clean_tokens
+    if need_corrupted or task.corrupted:
+        if not task.corrupted.strip():
+            raise TaskError(
+                "The corrupted prompt is empty; give the prompt with its key fact or name replaced."
+            )
+        corrupted_tokens = model.to_tokens(task.corrupted)
+        if corrupted_tokens.shape != clean_tokens.shape:
+            clean_pieces = _str_tokens(model, task.clean, prepend_bos=True)
+            corrupted_pieces = _str_tokens(model, task.corrupted, prepend_bos=True)
+            raise TaskError(
+                f"The prompt has {len(clean_pieces)} tokens and the corrupted prompt "
+                f"{len(corrupted_pieces)}; edit the corrupted prompt so each replaced word is one "
+                f"token too (prompt: {_quote_tokens(clean_pieces)}; corrupted: "
+                f"{_quote_tokens(corrupted_pieces)})."
+            )
+    answer_id = single_token_id(model, task.answer, "answer")
+    if task.metric == "logit_diff" and not task.foils:
+        raise TaskError(
+            "The logit-difference metric needs at least one foil token; add a wrong answer such "
+            "as ' John', or choose the logprob metric."
+        )
+    foil_ids = tuple(single_token_id(model, foil, "foil") for foil in task.foils)
+    if answer_id in foil_ids:
+        raise TaskError(
+            f"The answer {task.answer!r} is also given as a foil; a foil must be a different token."
+        )
+    return PreparedTask(
+        task=task,
+        clean_tokens=clean_tokens,
+        corrupted_tokens=corrupted_tokens,
+        answer_id=answer_id,
+        foil_ids=foil_ids,
+        clean_str_tokens=_str_tokens(model, task.clean, prepend_bos=True),
+        corrupted_str_tokens=_str_tokens(model, task.corrupted, prepend_bos=True) if task.corrupted else [],
+    )

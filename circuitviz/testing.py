@@ -1,0 +1,274 @@
+"""Tiny models whose answers are known: for tests, benchmarks and the planted-circuit bench.
+
+- ``tiny_model``: a small random TransformerLens model, GPT-2-shaped (LayerNorm, absolute
+  positions) or Gemma-3-shaped (RMSNorm before and after each sublayer, rotary positions,
+  q/k norms, grouped-query attention ungrouped, logit soft-cap), with a word-level tokenizer
+  built offline.
+- ``planted_model``: a transformer whose every writer puts its output into its own block of
+  the residual stream and whose readers read only chosen blocks, so the true circuit is known by
+  construction. No normalisation (a norm's scale would couple every block to every other).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from .models import prepare_for_circuits
+from .tasks import PromptTask
+
+WORDS = (
+    "When Mary John went to the store , gave a drink Alice Bob Carl and at park ball "
+    "Tom Anna Paris France Rome Italy capital of is 1 2 3 4 5 + = The answer The cat sat on mat"
+).split()
+
+
+def word_tokenizer(words=WORDS):
+    """A whitespace word-level tokenizer that prepends <bos>; needs no download."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = {
+        token: index for index, token in enumerate(["<bos>", "<pad>", "<unk>", *dict.fromkeys(words)])
+    }
+    backend = Tokenizer(models.WordLevel(vocab=vocabulary, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 0)])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<bos>", eos_token="<bos>", pad_token="<pad>", unk_token="<unk>"
+    )
+    # TransformerLens re-creates tokenizers without these; ours already adds <bos> itself
+    tokenizer.init_kwargs["name_or_path"] = "circuitviz-tiny-words"
+    tokenizer.init_kwargs["add_bos_token"] = True
+    return tokenizer
+
+
+def tiny_config(
+    shape: str = "gpt2", n_layers: int = 2, n_heads: int = 2, d_model: int = 16, seed: int = 0, **overrides
+):
+    """A HookedTransformerConfig for a tiny model of the given architecture shape."""
+    from transformer_lens import HookedTransformerConfig
+
+    tokenizer_size = len(dict.fromkeys(WORDS)) + 3
+    common = dict(
+        n_layers=n_layers,
+        n_heads=n_heads,
+        d_model=d_model,
+        d_head=d_model // n_heads,
+        d_mlp=2 * d_model,
+        d_vocab=tokenizer_size,
+        n_ctx=64,
+        seed=seed,
+    )
+    if shape == "gpt2":
+        common.update(act_fn="gelu_new", normalization_type="LN")
+    elif shape == "gemma":
+        common.update(
+            act_fn="gelu_pytorch_tanh",
+            normalization_type="RMS",
+            positional_embedding_type="rotary",
+            rotary_dim=d_model // n_heads,
+            n_key_value_heads=1,
+            ungroup_grouped_query_attention=True,
+            gated_mlp=True,
+            final_rms=True,
+            use_normalization_before_and_after=True,
+            use_qk_norm=True,
+            output_logits_soft_cap=30.0,
+            original_architecture="Gemma3ForCausalLM",
+        )
+    elif shape == "llama":
+        common.update(
+            act_fn="silu",
+            normalization_type="RMS",
+            positional_embedding_type="rotary",
+            rotary_dim=d_model // n_heads,
+            n_key_value_heads=max(1, n_heads // 2),
+            ungroup_grouped_query_attention=True,
+            gated_mlp=True,
+            final_rms=True,
+        )
+    else:
+        raise ValueError(f"unknown shape {shape!r}; use gpt2, gemma or llama")
+    common.update(overrides)
+    return HookedTransformerConfig(**common)
+
+
+def _randomise_norms(model, generator: torch.Generator) -> None:
+    """Give norm weights values away from 1 so tests notice a norm that is handled wrongly."""
+    for name, parameter in model.named_parameters():
+        if (".ln" in name or name.startswith("ln_final") or "_norm" in name) and name.endswith(".w"):
+            parameter.data = 0.5 + torch.rand(parameter.shape, generator=generator)
+        if name.endswith(".b") and (".ln" in name or name.startswith("ln_final")):
+            parameter.data = 0.1 * torch.randn(parameter.shape, generator=generator)
+
+
+def tiny_model(shape: str = "gpt2", seed: int = 0, **config):
+    """A small random model ready for circuit discovery (float64 for exact comparisons)."""
+    from transformer_lens import HookedTransformer
+
+    cfg = tiny_config(shape, seed=seed, dtype=torch.float64, **config)
+    model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        _randomise_norms(model, generator)
+        for name, parameter in model.named_parameters():
+            if name.endswith("b_O") or name.endswith("b_U") or "b_in" in name:
+                parameter.data = 0.05 * torch.randn(
+                    parameter.shape, generator=generator, dtype=parameter.dtype
+                )
+    model.cfg.model_name = f"tiny-{shape}-{seed}"
+    return prepare_for_circuits(model)
+
+
+IOI_TASK = PromptTask(
+    clean="When Mary and John went to the store , John gave a drink to",
+    corrupted="When Alice and Bob went to the store , Carl gave a drink to",
+    answer=" Mary",
+    foils=(" John",),
+)
+
+
+@dataclass
+class PlantedCircuit:
+    """A planted model, a task on it, and the true edges.  true_edges: [n_forward, n_backward] bool."""
+
+    model: object
+    task: PromptTask
+    true_edges: torch.Tensor
+    circuit_nodes: list[str]
+
+
+def planted_model(
+    n_layers: int = 3,
+    n_heads: int = 2,
+    block: int = 4,
+    seed: int = 0,
+    parents: int = 2,
+    distractors: int = 2,
+) -> PlantedCircuit:
+    """Build a model whose circuit is known by construction.
+
+    Each writer w (input, every head, every MLP) owns residual dimensions [w*block, (w+1)*block).
+    A random set of circuit nodes reads (through its q, k and v or MLP input weights) only the
+    blocks of up to ``parents`` earlier circuit nodes (always including one, so every circuit
+    node hangs off the input); logits read the last layer's circuit nodes. Every circuit node
+    reaches logits. ``distractors`` other heads read the input's block but write where nobody
+    reads: their input edges exist in the model and carry signal, yet change nothing downstream.
+    True edges: source -> reader for every block a circuit node reads, and circuit node -> logits.
+    """
+    from transformer_lens import HookedTransformer
+
+    from .graph import GraphSpec
+
+    rng = random.Random(seed)
+    generator = torch.Generator().manual_seed(seed)
+    cfg = tiny_config(
+        "gpt2",
+        n_layers=n_layers,
+        n_heads=n_heads,
+        d_model=(1 + n_layers * (n_heads + 1)) * block,
+        seed=seed,
+        normalization_type=None,
+        act_fn="gelu",
+        dtype=torch.float64,
+    )
+    cfg.d_head = block
+    cfg.d_mlp = 4 * block
+    model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
+    spec = GraphSpec.from_model(model)
+
+    def dims(writer: int) -> slice:
+        return slice(writer * block, (writer + 1) * block)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    # choose circuit nodes layer by layer: at least one per layer so a path runs to the last layer
+    circuit: list[int] = [0]
+    for layer in range(n_layers):
+        writers = [
+            *range(spec.head_forward(layer).start, spec.head_forward(layer).stop),
+            spec.mlp_forward(layer),
+        ]
+        chosen = rng.sample(writers, k=rng.randint(1, 2))
+        circuit += sorted(chosen)
+    reads: dict[int, list[int]] = {}
+    for node in circuit[1:]:
+        earlier = [w for w in circuit if w < node and _can_read(spec, w, node)]
+        # the newest earlier circuit node keeps the chain connected; others are random extras
+        picks = {max(earlier)} | set(rng.sample(earlier, k=min(len(earlier), parents - 1)))
+        reads[node] = sorted(picks)
+    read_by_someone = {w for sources in reads.values() for w in sources}
+    last_layer = [w for w in circuit if spec.forward_layer[w] == n_layers - 1]
+    sinks = sorted(set(last_layer) | {w for w in circuit[1:] if w not in read_by_someone})
+
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.embed.W_E[:, dims(0)] = rand(cfg.d_vocab, block)
+        model.pos_embed.W_pos[:, dims(0)] = 0.5 * rand(cfg.n_ctx, block)
+        circuit_set = set(circuit)
+        candidates = [
+            h
+            for layer in range(n_layers)
+            for h in range(spec.head_forward(layer).start, spec.head_forward(layer).stop)
+            if h not in circuit_set
+        ]
+        distractor_heads = rng.sample(candidates, k=min(distractors, len(candidates)))
+        for layer in range(n_layers):
+            attn = model.blocks[layer].attn
+            for head in range(n_heads):
+                writer = spec.head_forward(layer).start + head
+                sources = reads.get(writer) or ([0] if writer in distractor_heads else [])
+                for source in sources:
+                    attn.W_Q[head, dims(source)] = rand(block, block)
+                    attn.W_K[head, dims(source)] = rand(block, block)
+                    attn.W_V[head, dims(source)] = rand(block, block)
+                if sources:
+                    attn.W_O[head, :, dims(writer)] = rand(block, block)
+            mlp_writer = spec.mlp_forward(layer)
+            mlp = model.blocks[layer].mlp
+            for source in reads.get(mlp_writer, []):
+                mlp.W_in[dims(source)] = rand(block, cfg.d_mlp)
+            if mlp_writer in reads:
+                mlp.b_in[:] = 0.1 * rand(cfg.d_mlp)
+                mlp.W_out[:, dims(mlp_writer)] = rand(cfg.d_mlp, block) / 2
+        for sink in sinks:
+            model.unembed.W_U[dims(sink)] = rand(block, cfg.d_vocab)
+
+    true_edges = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    for node, sources in reads.items():
+        layer = int(spec.forward_layer[node])
+        for source in sources:
+            if node == spec.mlp_forward(layer):
+                true_edges[source, spec.mlp_backward(layer)] = True
+            else:
+                head = node - spec.head_forward(layer).start
+                for qkv in ("q", "k", "v"):
+                    true_edges[source, spec.head_backward(layer, qkv).start + head] = True
+    for sink in sinks:
+        true_edges[sink, spec.logits_backward] = True
+    model.cfg.model_name = f"planted-{n_layers}x{n_heads}-{seed}"
+    return PlantedCircuit(
+        model=prepare_for_circuits(model),
+        task=PromptTask(
+            clean="When Mary and John went to the store , John gave a drink to",
+            # the last token differs too, so a head's query at the answer position can matter
+            corrupted="When Alice and Bob went to the park , Carl gave a ball at",
+            answer=" Mary",
+            foils=(" John",),
+        ),
+        true_edges=true_edges,
+        circuit_nodes=[spec.forward_names[w] for w in circuit],
+    )
+
+
+def _can_read(spec, source: int, reader: int) -> bool:
+    """Whether writer ``reader`` may read writer ``source`` (the graph's edge rule)."""
+    layer = int(spec.forward_layer[reader])
+    if reader == spec.mlp_forward(layer):
+        return source < spec.upstream_of_mlp(layer)
+    return source < spec.upstream_of_heads(layer)

@@ -1,0 +1,104 @@
+"""Results: EAP-IG JSON out and in, plain edge lists, the store's atomic and corrupt-file paths."""
+
+import json
+
+import pytest
+import torch
+
+from circuitviz.api import discover, parse_budgets
+from circuitviz.graph import GraphError, GraphSpec
+from circuitviz.results import CircuitResult, load_circuit, parse_circuit
+from circuitviz.store import ResultStore
+from circuitviz.testing import IOI_TASK, tiny_model
+
+
+@pytest.fixture(scope="module")
+def result():
+    model = tiny_model("gpt2")
+    return discover(model, IOI_TASK, "eap-ig", {"ig_steps": 5}, budgets=[3, 10, 30])[0]
+
+
+def test_eap_ig_json_has_every_node_and_edge_with_eap_ig_names(result, tmp_path):
+    data = result.to_eap_json(budget=10)
+    spec = result.graph
+    assert set(data) >= {"cfg", "nodes", "edges", "task", "method", "config", "curve", "timings", "model_id"}
+    assert data["cfg"] == {"n_layers": 2, "n_heads": 2, "parallel_attn_mlp": False, "d_model": 16}
+    assert list(data["edges"]) == list(spec.edge_names)
+    assert set(data["nodes"]) == set(spec.node_names)
+    kept = [name for name, edge in data["edges"].items() if edge["in_graph"]]
+    assert kept == spec.edge_names_of(result.circuit(10))
+    # every node touched by a kept edge is marked in the graph
+    for name in kept:
+        source, target = name.split("->")
+        assert data["nodes"][source]["in_graph"]
+        assert data["nodes"][target.split("<")[0]]["in_graph"]
+    path = tmp_path / "circuit.json"
+    path.write_text(json.dumps(data))
+    loaded = load_circuit(path, spec)
+    assert torch.equal(loaded.mask, result.circuit(10))
+    assert torch.allclose(loaded.scores, result.scores)
+
+
+def test_plain_edge_lists_load(result):
+    spec = result.graph
+    names = spec.edge_names_of(result.circuit(3))
+    assert spec.edge_names_of(parse_circuit(json.dumps(names), spec).mask) == names
+    assert spec.edge_names_of(parse_circuit("\n".join(["# a comment", *names]), spec).mask) == names
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("", "is empty"),
+        ("{not json", "not valid JSON"),
+        ('{"nodes": {}}', "has no 'edges'"),
+        ('{"cfg": {"n_layers": 12, "n_heads": 12}, "nodes": {}, "edges": {}}', "12 layers and 12 heads"),
+        ('["input->a9.h0<q>"]', "no node 'a9.h0'"),
+        ("[1, 2]", "edge names as strings"),
+    ],
+)
+def test_bad_circuit_files_say_why(text, fragment):
+    with pytest.raises(GraphError, match=fragment):
+        parse_circuit(text, GraphSpec(n_layers=2, n_heads=2))
+
+
+def test_state_round_trip(result):
+    again = CircuitResult.from_state(result.to_state())
+    assert torch.equal(again.scores, result.scores)
+    assert again.curve == result.curve and again.task == result.task
+    assert again.summary() == pytest.approx(result.summary(), nan_ok=True)
+
+
+def test_store_computes_once_and_survives_a_corrupt_entry(tmp_path):
+    model = tiny_model("gpt2")
+    store = ResultStore(tmp_path)
+    first, cached = discover(model, IOI_TASK, "eap", None, [5], store=store)
+    assert not cached
+    second, cached = discover(model, IOI_TASK, "eap", None, [5], store=store)
+    assert cached and torch.equal(first.scores, second.scores)
+    # another budget or config is another entry
+    assert not discover(model, IOI_TASK, "eap", None, [6], store=store)[1]
+    entries = list((tmp_path / "result").glob("*.pt"))
+    assert len(entries) == 2 and not list((tmp_path / "result").glob(".*.tmp"))
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:100])  # truncated as by a killed write
+    third, cached = discover(model, IOI_TASK, "eap", None, [5], store=store)
+    assert not cached and torch.equal(third.scores, first.scores)
+    assert store.notices and "set aside" in store.notices[0]
+    assert list((tmp_path / "corrupt").glob("*.pt"))
+
+
+def test_parse_budgets():
+    assert parse_budgets("50, 100,50,0") == [0, 50, 100]
+    for bad, fragment in [("ten", "not a whole number"), ("-3", "negative"), (",", "No budgets")]:
+        with pytest.raises(ValueError, match=fragment):
+            parse_budgets(bad)
+
+
+def test_budgets_beyond_the_edge_count_are_clipped_not_padded(result):
+    model = tiny_model("gpt2")
+    big = discover(model, IOI_TASK, "eap", None, [0, 10**6])[0]
+    assert [p.n_edges for p in big.curve][0] == 0
+    assert big.curve[1].n_edges <= big.graph.n_edges
+    assert big.curve[1].metric == pytest.approx(big.baseline.clean, abs=1e-6)
+    assert big.curve[0].metric == pytest.approx(big.baseline.corrupted, abs=1e-6)

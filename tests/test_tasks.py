@@ -1,0 +1,67 @@
+"""Task validation: each mistake a user can make ends in one sentence that says the fix."""
+
+import pytest
+
+from circuitviz.tasks import PromptTask, TaskError, prepare_task
+from circuitviz.testing import IOI_TASK, tiny_model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model("gpt2")
+
+
+def check(model, fragment, **changes):
+    fields = {**IOI_TASK.to_dict(), **changes}
+    with pytest.raises(TaskError, match=fragment) as info:
+        prepare_task(model, PromptTask.from_dict(fields), max_tokens=changes.pop("max_tokens", 256))
+    message = str(info.value)
+    assert message.endswith((".", ")", "?")) and "\n" not in message
+    return message
+
+
+def test_a_good_task_prepares(model):
+    prepared = prepare_task(model, IOI_TASK)
+    assert prepared.clean_tokens.shape == prepared.corrupted_tokens.shape
+    assert prepared.clean_str_tokens[0] == "<bos>"
+    assert model.to_single_str_token(prepared.answer_id) == "Mary"
+
+
+def test_empty_prompt(model):
+    check(model, "prompt is empty", clean="   ")
+
+
+def test_prompt_over_the_limit_names_the_limit(model):
+    with pytest.raises(TaskError, match="over the limit of 5"):
+        prepare_task(model, IOI_TASK, max_tokens=5)
+
+
+def test_unequal_lengths_show_both_tokenisations(model):
+    message = check(
+        model,
+        "has 15 tokens and the corrupted prompt 14",
+        corrupted="When Alice and Bob went to the store , gave a drink to",
+    )
+    assert "'Mary'" in message and "'Alice'" in message
+
+
+def test_multi_token_answer_shows_the_split(model):
+    message = check(model, "is 2 tokens", answer=" Mary John")
+    assert "'Mary' | 'John'" in message and "such as 'Mary'" in message
+
+
+def test_answer_equal_to_foil(model):
+    check(model, "also given as a foil", foils=[" Mary"])
+
+
+def test_logit_difference_needs_a_foil_but_logprob_does_not(model):
+    check(model, "needs at least one foil", foils=[])
+    prepare_task(model, PromptTask.from_dict({**IOI_TASK.to_dict(), "foils": [], "metric": "logprob"}))
+
+
+def test_empty_corrupted_prompt(model):
+    check(model, "corrupted prompt is empty", corrupted="")
+
+
+def test_unknown_metric(model):
+    check(model, "Unknown metric", metric="accuracy")
