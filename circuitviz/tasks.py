@@ -66,8 +66,13 @@ class PreparedTask:
         return int(self.clean_tokens.shape[1])
 
 
+def str_tokens(model, ids) -> list[str]:
+    """Each token id decoded on its own (what a user sees as the tokenisation)."""
+    return [model.tokenizer.decode([int(token)]) for token in ids]
+
+
 def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
-    return list(model.to_str_tokens(text, prepend_bos=prepend_bos))
+    return str_tokens(model, model.to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
 
 
 def _quote_tokens(tokens: list[str]) -> str:

@@ -1,0 +1,115 @@
+"""The command line end to end on the embedded model, and its one-sentence errors."""
+
+import json
+
+import pytest
+
+from circuitviz import cli
+
+IOI = [
+    "--prompt",
+    "When Mary and John went to the store, John gave a drink to",
+    "--corrupted",
+    "When Alice and Bob went to the store, Carl gave a drink to",
+    "--answer",
+    " Mary",
+    "--foil",
+    " John",
+]
+
+
+@pytest.fixture
+def shared_model(monkeypatch, embedded_model):
+    """Reuse the session's embedded model instead of loading it again per command."""
+    monkeypatch.setattr(cli, "_load", lambda args: (embedded_model, "gemma-3-270m", 0.0))
+    return embedded_model
+
+
+def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedded_model):
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "circuit.json"
+    # the real loading path once (warm disk cache after the session fixture)
+    code = cli.main(
+        [
+            "discover",
+            *IOI,
+            "--method",
+            "eap-ig",
+            "--ig-steps",
+            "3",
+            "--budgets",
+            "100,1000",
+            "--out",
+            str(out),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "clean metric L(M(q))" in printed and "NDF" in printed
+    rows = [line.split() for line in printed.splitlines() if line.strip().startswith(("100 ", "1000 "))]
+    assert [row[0] for row in rows] == ["100", "1000"]
+    data = json.loads(out.read_text())
+    assert data["method"] == "eap-ig" and data["config"] == {"ig_steps": 3}
+    assert data["cfg"]["n_layers"] == 18 and len(data["edges"]) == 10_342
+    assert data["clean_metric"] > 0
+    kept = sum(edge["in_graph"] for edge in data["edges"].values())
+    assert kept == data["curve"][-1]["n_edges"]
+
+    # a second discover is served by the store
+    monkeypatch.setattr(cli, "_load", lambda args: (embedded_model, "gemma-3-270m", 0.0))
+    cli.main(["discover", *IOI, "--method", "eap-ig", "--ig-steps", "3", "--budgets", "100,1000"])
+    assert "from the result store" in capsys.readouterr().out
+
+    assert cli.main(["evaluate", "--circuit", str(out), *IOI]) == 0
+    printed = capsys.readouterr().out
+    metrics = [float(line.split()[3]) for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    # row 0: the file's in_graph circuit (= budget 1000); rows 1-2: top-N of its scores at 100, 1000
+    assert metrics[0] == pytest.approx(data["curve"][-1]["metric"], abs=1e-4)
+    assert metrics[2] == pytest.approx(data["curve"][-1]["metric"], abs=1e-4)
+    assert metrics[1] == pytest.approx(data["curve"][0]["metric"], abs=1e-4)
+
+
+def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
+    path = tmp_path / "edges.txt"
+    path.write_text("input->logits\nm17->logits\n")
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
+    assert "2 edges in graph" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (["--answer", " Maryanne"], "tokens"),
+        (["--method", "magic"], "Unknown method 'magic'"),
+        (["--budgets", "ten"], "not a whole number"),
+        (["--corrupted", "When Alice went to the store, Carl gave a drink to"], "corrupted prompt"),
+        (["--set", "ig_steps=0"], "ig_steps must be between"),
+        (["--set", "colour=red"], "has no setting colour"),
+    ],
+)
+def test_user_errors_end_in_one_sentence(extra, fragment, capsys, shared_model):
+    code = cli.main(["discover", *IOI, "--no-cache", *extra])
+    error = capsys.readouterr().err.strip()
+    assert code == 2
+    assert error.startswith("error: ") and fragment in error and "Traceback" not in error
+    assert len(error.splitlines()) == 1
+
+
+def test_unknown_model_is_one_sentence(capsys):
+    code = cli.main(["discover", *IOI, "--model", "no-such-model-anywhere", "--no-cache"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and error.startswith("error: ") and len(error.splitlines()) == 1
+
+
+def test_bad_circuit_file_is_one_sentence(tmp_path, capsys, shared_model):
+    path = tmp_path / "bad.json"
+    path.write_text('{"cfg": {"n_layers": 12, "n_heads": 12}, "nodes": {}, "edges": {}}')
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 2
+    assert "12 layers and 12 heads" in capsys.readouterr().err
+
+
+def test_methods_lists_the_registry(capsys):
+    assert cli.main(["methods"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("eap ", "eap-ig ", "eap-ig-activations", "exact"):
+        assert name in printed
