@@ -1,0 +1,70 @@
+"""Pure drawing: circuits, curves and overlaps in, HTML pages, plotly figures and CSV out.
+
+Nothing here touches a model or imports streamlit, so every drawing can be tested and exported
+without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
+"""
+
+from .curves import curve_figure, curves_csv, figure_html, figure_image
+from .graph_html import (
+    GraphDrawing,
+    GraphEdge,
+    circuit_edges,
+    circuit_graph_html,
+    drawn_layers,
+    node_position,
+)
+from .tables import differing_positions, edge_rows, edges_csv, overlap_rows, token_strip_html, unique_edges
+from .upset import Intersection, exclusive_intersections, shared_by_all, upset_figure
+
+__all__ = [
+    "GraphDrawing",
+    "GraphEdge",
+    "Intersection",
+    "circuit_edges",
+    "circuit_edges_nodes",
+    "drawn_layers",
+    "circuit_graph_html",
+    "curve_figure",
+    "curves_csv",
+    "differing_positions",
+    "edge_rows",
+    "edges_csv",
+    "exclusive_intersections",
+    "figure_html",
+    "figure_image",
+    "node_position",
+    "overlap_rows",
+    "result_graph_html",
+    "shared_by_all",
+    "token_strip_html",
+    "unique_edges",
+    "upset_figure",
+]
+
+
+def result_graph_html(result, budget: int, labels=None, max_edges: int = 1500, **options) -> GraphDrawing:
+    """The standalone graph page of a ``CircuitResult`` at ``budget``: what the app shows and
+    downloads, and what ``python -m circuitviz discover --html`` writes."""
+    point = result.point(budget)
+    faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ""
+    title = options.pop("title", None) or (
+        f"{result.model_id} · {result.method} · budget {budget:,} edges{faithfulness} · "
+        f"prompt: {result.task.clean!r} → {result.task.answer!r}"
+    )
+    return circuit_graph_html(
+        result.graph,
+        result.scores,
+        result.circuit(budget),
+        labels=labels,
+        max_edges=max_edges,
+        title=title,
+        **options,
+    )
+
+
+def circuit_edges_nodes(result, budget: int) -> set[str]:
+    """The nodes a result's circuit at ``budget`` touches (for a shared layout of several)."""
+    nodes = set()
+    for edge in circuit_edges(result.graph, result.scores, result.circuit(budget)):
+        nodes.update((edge.source, edge.target))
+    return nodes

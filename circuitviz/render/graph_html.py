@@ -1,0 +1,327 @@
+"""A circuit as a standalone interactive graph page (pyvis, every script inline, no network).
+
+The layout is layered and fixed, so two circuits of one model are drawn in the same places:
+``input`` at the top, one row per layer (its heads in a row, the MLP beside them), ``logits`` at
+the bottom; physics is off. Edge colour says which input of the destination the edge feeds
+(q, k, v, MLP, logits), width says |score|, dashes mark negative scores. Hovering a node shows
+its name, layer/head, score in this circuit and labels; hovering an edge shows its source,
+destination, kind and score. Every piece of user text (prompts, tokens, labels) is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import torch
+
+from ..graph import GraphSpec
+
+KIND_COLOURS = {
+    "q": "#0072B2",
+    "k": "#009E73",
+    "v": "#E69F00",
+    "mlp": "#CC79A7",
+    "logits": "#D55E00",
+}
+KIND_NAMES = {"q": "query", "k": "key", "v": "value", "mlp": "MLP input", "logits": "logits"}
+NODE_COLOURS = {"input": "#4d4d4d", "head": "#56B4E9", "mlp": "#F0E442", "logits": "#4d4d4d"}
+FADED = "#d9d9d9"
+DEFAULT_MAX_EDGES = 1500
+COLUMN_SPACING = 120
+ROW_SPACING = 80
+MLP_DROP = 0.4  # the MLP sits a little below its heads, so head -> MLP edges don't run through heads
+_HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """One edge to draw: EAP-IG name, its parts and its score."""
+
+    name: str
+    source: str
+    target: str
+    kind: str
+    score: float
+
+
+@dataclass
+class GraphDrawing:
+    """What was drawn: the page, and how much of the circuit it holds."""
+
+    html: str
+    height: int  # px the page needs (canvas and legend)
+    nodes: list[str]
+    edges: list[GraphEdge]
+    n_circuit_edges: int
+    n_left_out: int
+    notes: list[str] = field(default_factory=list)
+
+
+def node_position(spec: GraphSpec, name: str, layers: list[int] | None = None) -> tuple[float, float]:
+    """(x, y) of a node in the layered layout; the same for every circuit drawn with ``layers``.
+
+    ``layers``: the layers given a row (default: all); input is above them, logits below.
+    """
+    rows = list(range(spec.n_layers)) if layers is None else sorted(layers)
+    width = spec.n_heads + 1  # heads, then the MLP beside them
+    centre = (width - 1) / 2
+    if name == "input":
+        return 0.0, 0.0
+    if name == "logits":
+        return 0.0, float((len(rows) + 1) * ROW_SPACING)
+    layer = spec.node_layer(name)
+    row = rows.index(layer) if layer in rows else sum(1 for r in rows if r < layer)
+    y = float((row + 1) * ROW_SPACING)
+    match = _HEAD_NAME.match(name)
+    if match:
+        return float((int(match.group(2)) - centre) * COLUMN_SPACING), y
+    return float((spec.n_heads + 0.2 - centre) * COLUMN_SPACING), y + MLP_DROP * ROW_SPACING
+
+
+def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
+    """The layers that hold at least one of ``node_names`` (rows of a compact layout)."""
+    layers = {spec.node_layer(name) for name in node_names if name not in ("input", "logits")}
+    return sorted(layers)
+
+
+def graph_height(n_rows: int) -> int:
+    """A canvas height (px) at which a layout of ``n_rows`` layer rows stays legible."""
+    return int(min(1150, max(460, 150 + 62 * n_rows)))
+
+
+def circuit_edges(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> list[GraphEdge]:
+    """The circuit's edges, strongest |score| first (ties in graph order)."""
+    forward, backward = spec.edge_index
+    keep = (mask & spec.edge_mask)[forward, backward]
+    edge_scores = scores[forward, backward].tolist()
+    chosen = [i for i, flag in enumerate(keep.tolist()) if flag]
+    chosen.sort(key=lambda i: -abs(edge_scores[i]))
+    edges = []
+    for i in chosen:
+        source = spec.forward_names[forward[i]]
+        reader = spec.backward_names[backward[i]]
+        target = reader.split("<")[0]
+        edges.append(
+            GraphEdge(spec.edge_names[i], source, target, spec.backward_kind[backward[i]], edge_scores[i])
+        )
+    return edges
+
+
+def node_scores(edges: Iterable[GraphEdge]) -> dict[str, float]:
+    """A node's score in a circuit: the summed scores of its edges out (logits: its edges in)."""
+    totals: dict[str, float] = {}
+    for edge in edges:
+        totals[edge.source] = totals.get(edge.source, 0.0) + edge.score
+        if edge.target == "logits":
+            totals["logits"] = totals.get("logits", 0.0) + edge.score
+    return totals
+
+
+def _escape(text: object) -> str:
+    """HTML-escape, and break the word 'href' (pyvis switches to raw-HTML tooltips on it)."""
+    return html.escape(str(text), quote=True).replace("href", "&#104;ref")
+
+
+def _node_title(spec: GraphSpec, name: str, score: float | None, labels: Mapping[str, object] | None) -> str:
+    lines = [f"<b>{_escape(name)}</b>"]
+    match = _HEAD_NAME.match(name)
+    if match:
+        lines.append(f"attention head {match.group(2)} of layer {match.group(1)}")
+    elif name.startswith("m"):
+        lines.append(f"MLP of layer {spec.node_layer(name)}")
+    elif name == "input":
+        lines.append("token and position embeddings")
+    else:
+        lines.append("the model's output (reads the final residual stream)")
+    if score is not None:
+        lines.append(f"score in this circuit: {score:+.4g}")
+    for key, value in (labels or {}).items():
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(repr(str(v)) for v in value)
+        lines.append(f"{_escape(str(key).replace('_', ' '))}: {_escape(value)}")
+    return "<br>".join(lines)
+
+
+def _edge_title(edge: GraphEdge) -> str:
+    sign = "positive" if edge.score >= 0 else "negative"
+    return "<br>".join(
+        [
+            f"<b>{_escape(edge.name)}</b>",
+            f"from {_escape(edge.source)} to {_escape(edge.target)}",
+            f"feeds the {KIND_NAMES.get(edge.kind, edge.kind)} input",
+            f"score {edge.score:+.4g} ({sign})",
+        ]
+    )
+
+
+def _legend_html(title: str, notes: list[str]) -> str:
+    swatches = "".join(
+        f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
+        f"{KIND_NAMES[kind]}</span>"
+        for kind, colour in KIND_COLOURS.items()
+    )
+    signs = (
+        '<span class="cv-item"><span class="cv-line" style="border-top:3px solid #555"></span>positive</span>'
+        '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>negative</span>'
+        '<span class="cv-item">width = |score|</span>'
+    )
+    note_html = "".join(f'<div class="cv-note">{_escape(note)}</div>' for note in notes)
+    heading = f'<div class="cv-title">{_escape(title)}</div>' if title else ""
+    return f'<div class="cv-legend">{heading}<div>{swatches}{signs}</div>{note_html}</div>'
+
+
+_STYLE = """
+<style>
+body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+.cv-legend { font-size: 13px; padding: 6px 8px; color: #222; }
+.cv-title { font-weight: 600; margin-bottom: 4px; }
+.cv-item { display: inline-flex; align-items: center; margin-right: 14px; white-space: nowrap; }
+.cv-line { display: inline-block; width: 26px; margin-right: 5px; }
+.cv-note { color: #8a4b00; margin-top: 3px; }
+#mynetwork { float: none !important; border: 1px solid #e6e6e6 !important; }
+div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-height: 1.35; }
+</style>
+"""
+
+# vis-network shows string titles as plain text; ours are escaped HTML built here, so they are
+# turned into elements before the network is made (never from unescaped user text).
+_TITLE_SCRIPT = """
+function cvTitles(dataset) {
+  dataset.forEach(function (item) {
+    if (typeof item.title === "string") {
+      var box = document.createElement("div");
+      box.innerHTML = item.title;
+      dataset.update({id: item.id, title: box});
+    }
+  });
+}
+cvTitles(nodes); cvTitles(edges);
+network = new vis.Network(container, data, options);
+"""
+
+
+def circuit_graph_html(
+    spec: GraphSpec,
+    scores: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    labels: Mapping[str, Mapping[str, object]] | None = None,
+    highlight: set[str] | None = None,
+    show_faded: bool = False,
+    max_edges: int = DEFAULT_MAX_EDGES,
+    title: str = "",
+    height_px: int | None = None,
+    layers: list[int] | None = None,
+) -> GraphDrawing:
+    """The circuit ``mask`` [n_forward, n_backward] with ``scores`` as one standalone HTML page.
+
+    ``highlight``: edge names drawn in colour while every other edge is greyed (overlaps,
+    intersections). ``show_faded``: also draw the model's nodes outside the circuit, in grey.
+    At most ``max_edges`` edges are drawn, the strongest; the page says how many were left out.
+    ``layers``: the layer rows of the layout (default: the layers this circuit uses, or all
+    layers with ``show_faded``); give several circuits the same list to draw them alike.
+    """
+    from pyvis.network import Network
+
+    all_edges = circuit_edges(spec, scores, mask)
+    drawn = all_edges[: max(0, int(max_edges))]
+    left_out = len(all_edges) - len(drawn)
+    notes = []
+    if left_out:
+        notes.append(
+            f"Drawing the {len(drawn):,} strongest of {len(all_edges):,} circuit edges; "
+            f"{left_out:,} weaker ones are left out to keep the page responsive."
+        )
+    if not all_edges:
+        notes.append("This circuit has no edges at this budget; raise the budget.")
+    scale = max((abs(edge.score) for edge in drawn), default=1.0) or 1.0
+    totals = node_scores(all_edges)
+    in_circuit = {"input", "logits"} | {e.source for e in drawn} | {e.target for e in drawn}
+
+    if layers is None:
+        layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
+    if height_px is None:
+        height_px = graph_height(len(layers))
+    network = Network(
+        height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line", bgcolor="#ffffff"
+    )
+    names = [n for n in spec.node_names if n in in_circuit or (show_faded and _in_layers(spec, n, layers))]
+    for name in names:
+        x, y = node_position(spec, name, layers)
+        active = name in in_circuit
+        kind = "head" if _HEAD_NAME.match(name) else ("mlp" if name.startswith("m") else name)
+        colour = NODE_COLOURS[kind] if active else FADED
+        network.add_node(
+            name,
+            label=name,
+            title=_node_title(spec, name, totals.get(name) if active else None, (labels or {}).get(name)),
+            x=x,
+            y=y,
+            physics=False,
+            shape="box" if kind in ("mlp", "input", "logits") else "ellipse",
+            color={"background": colour, "border": "#333333" if active else "#bbbbbb"},
+            font={"color": "#ffffff" if kind in ("input", "logits") and active else "#111111", "size": 20},
+        )
+    curve_of = {"q": 0.12, "k": 0.24, "v": 0.36, "mlp": 0.0, "logits": 0.0}
+    for edge in drawn:
+        lit = highlight is None or edge.name in highlight
+        colour = KIND_COLOURS.get(edge.kind, "#777777") if lit else FADED
+        network.add_edge(
+            edge.source,
+            edge.target,
+            title=_edge_title(edge),
+            color={"color": colour, "opacity": 1.0 if lit else 0.6},
+            width=1 + 7 * abs(edge.score) / scale + (1.5 if highlight is not None and lit else 0),
+            dashes=edge.score < 0,
+            smooth={"type": "curvedCW", "roundness": curve_of.get(edge.kind, 0.0)}
+            if curve_of.get(edge.kind)
+            else False,
+            arrows={"to": {"enabled": True, "scaleFactor": 0.4}},
+        )
+    network.set_options(
+        json.dumps(
+            {
+                "physics": {"enabled": False},
+                "interaction": {
+                    "hover": True,
+                    "tooltipDelay": 80,
+                    "navigationButtons": False,
+                    "zoomView": True,
+                },
+                "edges": {"selectionWidth": 2, "hoverWidth": 1.5},
+                "nodes": {"margin": 6},
+            }
+        )
+    )
+    page = network.generate_html()
+    page = _finish_page(page, _legend_html(title, notes))
+    return GraphDrawing(
+        html=page,
+        height=height_px + 70,
+        nodes=names,
+        edges=drawn,
+        n_circuit_edges=len(all_edges),
+        n_left_out=left_out,
+        notes=notes,
+    )
+
+
+def _in_layers(spec: GraphSpec, name: str, layers: list[int]) -> bool:
+    return name in ("input", "logits") or spec.node_layer(name) in layers
+
+
+def _finish_page(page: str, legend: str) -> str:
+    """Drop pyvis's remote stylesheet/script tags and empty headings; add our style, legend, titles."""
+    page = re.sub(r"<link[^>]*https://cdn\.jsdelivr\.net[^>]*/>", "", page, flags=re.S)
+    page = re.sub(
+        r"<script\s+src=\"https://cdn\.jsdelivr\.net[^\"]*\"[^>]*>\s*</script>", "", page, flags=re.S
+    )
+    page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
+    page = page.replace("</head>", _STYLE + "</head>", 1)
+    page = re.sub(r"<body>", lambda _: "<body>" + legend, page, count=1)
+    page = page.replace("network = new vis.Network(container, data, options);", _TITLE_SCRIPT, 1)
+    return page

@@ -1,0 +1,98 @@
+"""Tables of a circuit: its edges (rows, CSV), overlaps between circuits, and token strips."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from ..graph import GraphSpec
+from .graph_html import KIND_COLOURS, circuit_edges
+
+
+def edge_rows(
+    spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor, limit: int | None = None
+) -> list[dict]:
+    """The circuit's edges, strongest |score| first: rank, edge, source, destination, kind, score."""
+    rows = []
+    for rank, edge in enumerate(circuit_edges(spec, scores, mask), start=1):
+        if limit is not None and rank > limit:
+            break
+        rows.append(
+            {
+                "rank": rank,
+                "edge": edge.name,
+                "source": edge.source,
+                "destination": edge.target,
+                "kind": edge.kind,
+                "score": edge.score,
+            }
+        )
+    return rows
+
+
+def edges_csv(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> str:
+    """Every edge of the circuit as CSV (the columns of ``edge_rows``)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["rank", "edge", "source", "destination", "kind", "score"])
+    writer.writeheader()
+    for row in edge_rows(spec, scores, mask):
+        writer.writerow({**row, "score": f"{row['score']:.6g}"})
+    return buffer.getvalue()
+
+
+def overlap_rows(circuits: Mapping[str, set[str]]) -> list[dict]:
+    """Pairwise overlap of named edge sets: sizes, shared edges and Jaccard index."""
+    names = list(circuits)
+    rows = []
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            a, b = circuits[first], circuits[second]
+            union = a | b
+            rows.append(
+                {
+                    "circuit A": first,
+                    "circuit B": second,
+                    "edges A": len(a),
+                    "edges B": len(b),
+                    "shared": len(a & b),
+                    "only A": len(a - b),
+                    "only B": len(b - a),
+                    "Jaccard": len(a & b) / len(union) if union else 1.0,
+                }
+            )
+    return rows
+
+
+def unique_edges(circuits: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """For each circuit, the edges no other circuit in the comparison has."""
+    result = {}
+    for name, edges in circuits.items():
+        others = set().union(*(e for n, e in circuits.items() if n != name)) if len(circuits) > 1 else set()
+        result[name] = edges - others
+    return result
+
+
+def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = None) -> str:
+    """Tokens as escaped chips (spaces shown as ·), the ones that differ from the other prompt marked."""
+    chips = []
+    for index, token in enumerate(tokens):
+        marked = bool(differs and index < len(differs) and differs[index])
+        shown = html.escape(token).replace(" ", "·").replace("\n", "↵") or "∅"
+        style = (
+            f"background:{'#fde2cf' if marked else '#eef1f5'};border:1px solid "
+            f"{KIND_COLOURS['logits'] if marked else '#d0d5dd'};"
+        )
+        chips.append(
+            f'<span style="{style}border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;'
+            f'font-family:monospace;font-size:13px">{shown}</span>'
+        )
+    return "".join(chips)
+
+
+def differing_positions(first: Sequence[str], second: Sequence[str]) -> list[bool]:
+    """Per position of ``first``: whether ``second`` has another token there (or none)."""
+    return [index >= len(second) or token != second[index] for index, token in enumerate(first)]

@@ -1,0 +1,5 @@
+"""The only streamlit-importing code of the package: cached loaders, forms, URL state, views.
+
+Pages stay thin: widgets in, one call into circuitviz, renderers out. Nothing here imports
+torch at import time; models and results are loaded when a page first needs them.
+"""

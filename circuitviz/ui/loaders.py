@@ -1,0 +1,151 @@
+"""Cached access to models, stored results and labels for the app's pages.
+
+Models are loaded once per process (``st.cache_resource``) and shared by every browser session;
+that is safe because the engine runs every hooked pass under a per-model lock and nothing here
+changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
+reloading a shared URL or switching pages never computes the same circuit twice.
+
+Tests (and demos on other hardware) choose the model loader: set ``MODEL_LOADER`` to a callable
+``(model_id, device) -> model``, or the environment variable ``CIRCUITVIZ_MODEL_LOADER`` to
+``"module:function"``. Nothing here imports torch or transformer_lens at import time, so a page
+that never needs a model paints without them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Sequence
+
+import streamlit as st
+
+MODEL_LOADER: Callable[[str, str | None], object] | None = None
+LABEL_TOP_K = 5
+
+
+def _loader() -> tuple[Callable[[str, str | None], object], str]:
+    """The model loader in force, and a name for it (part of the cache key)."""
+    if MODEL_LOADER is not None:
+        return MODEL_LOADER, f"hook:{getattr(MODEL_LOADER, '__qualname__', 'loader')}"
+    named = os.environ.get("CIRCUITVIZ_MODEL_LOADER", "").strip()
+    if named:
+        module_name, _, function_name = named.partition(":")
+        return getattr(importlib.import_module(module_name), function_name), f"env:{named}"
+    from ..models import load_model
+
+    return (lambda model_id, device: load_model(model_id, device=device)), "default"
+
+
+def injected_loader() -> bool:
+    """Whether a test or demo hook replaced the real model loader."""
+    return _loader()[1] != "default"
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _cached_model(model_id: str, device: str, loader_name: str):
+    loader, _ = _loader()
+    return loader(model_id, None if device == "auto" else device)
+
+
+def get_model(model_id: str, device: str = "auto"):
+    """The shared model instance for (model, device); loads it on first use (ModelLoadError)."""
+    return _cached_model(model_id, device or "auto", _loader()[1])
+
+
+@st.cache_resource(show_spinner=False)
+def _store(root: str):
+    from ..store import ResultStore
+
+    return ResultStore(root)
+
+
+def get_store():
+    """The result store under ``$CIRCUITVIZ_CACHE`` (or ~/.cache/circuitviz)."""
+    from ..store import default_root
+
+    return _store(str(default_root()))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def next_tokens(_model, model_key: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
+    """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
+    from ..labels.logit_lens import next_token_probabilities
+
+    return next_token_probabilities(_model, prompt, top_k)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def str_tokens(_model, model_key: str, text: str) -> list[str]:
+    """How the model's tokenizer splits ``text`` (with the BOS token the runs use)."""
+    return [str(token) for token in _model.to_str_tokens(text)]
+
+
+def request_key(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]) -> str:
+    from ..api import request_key as engine_key
+    from ..methods import get_method
+    from ..tasks import DEFAULT_MAX_TOKENS
+
+    chosen = get_method(method)
+    return engine_key(
+        model, model_id, task, chosen.name, chosen.make_config(config), budgets, DEFAULT_MAX_TOKENS
+    )
+
+
+def stored_result(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]):
+    """The stored result of exactly this request, or None; never computes."""
+    return get_store().get(request_key(model, model_id, task, method, config, budgets))
+
+
+def discover(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int], progress=None):
+    """(result, came from the store): the engine's discover through the shared store."""
+    from ..api import discover as engine_discover
+
+    return engine_discover(
+        model, task, method, config, budgets=budgets, model_id=model_id, store=get_store(), progress=progress
+    )
+
+
+def node_labels(model, model_id: str, task) -> dict:
+    """Logit-lens labels of every node on the task's clean prompt, stored like results."""
+    from ..graph import GraphSpec
+    from ..labels.logit_lens import logit_lens_labels
+    from ..store import content_key
+    from ..tasks import prepare_task
+
+    store = get_store()
+    key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
+    state = store.load_state(key, kind="labels")
+    if state is not None:
+        return state["labels"]
+    prepared = prepare_task(model, task, need_corrupted=False)
+    labels = logit_lens_labels(model, GraphSpec.from_model(model), prepared, LABEL_TOP_K)
+    store.save_state(key, {"labels": labels}, kind="labels")
+    return labels
+
+
+GALLERY = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "assets", "gallery"
+)
+
+
+@st.cache_data(show_spinner=False)
+def gallery_index(folder: str = GALLERY) -> list[dict]:
+    """The ready examples (title, description, task, headline figures); [] when none are built."""
+    import json
+
+    path = os.path.join(folder, "index.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def gallery_example(slug: str, folder: str = GALLERY):
+    """(CircuitResult, labels) of a stored example, read without any model pass."""
+    import torch
+
+    from ..results import CircuitResult
+
+    state = torch.load(os.path.join(folder, f"{slug}.pt"), map_location="cpu", weights_only=True)
+    return CircuitResult.from_state(state["result"]), state.get("labels")

@@ -1,0 +1,68 @@
+"""About: what the methods and the faithfulness scores mean, with the papers' figures beside ours."""
+
+import streamlit as st
+
+from circuitviz.ui import loaders
+
+st.title("About circuitviz")
+st.markdown(
+    """
+A language model's answer to one prompt is carried by a small part of the model: some attention
+heads and MLPs, and the **edges** between them (one component writing into the residual stream,
+a later one reading it). circuitviz finds that **circuit** for your prompt and measures how much
+of the model's behaviour it reproduces.
+
+**The task.** A prompt *q* (“When Mary and John went to the store, John gave a drink to”), a
+corrupted prompt *q′* of the same token length with the key fact or names replaced, the answer
+token (“ Mary”) and a foil (“ John”). The metric *L* is the logit of the answer minus that of the
+foil at the last position.
+
+**Faithfulness.** A circuit *C* is tested by running *q* while every edge outside *C* carries the
+activation it has on *q′*.
+- **NDF** (normalised deviation faithfulness, Query Circuits): 1 − min(|L(M(q)) − L(C(q))| /
+  |L(M(q)) − L(M(q′))|, 1). In [0, 1]; 1 means the circuit reproduces the model, 0 that it
+  deviates as much as the corruption does — in either direction.
+- **NFS** (the older normalised faithfulness score): (L(C(q)) − L(M(q′))) / (L(M(q)) − L(M(q′))).
+  Unbounded: a circuit that overshoots scores above 1 and looks “better than perfect”.
+- The **edge budget** N is how many edges a circuit may keep (before pruning edges that lie on no
+  path from the input to the logits). The curve shows NDF against N.
+"""
+)
+st.subheader("The methods")
+from circuitviz.methods import available_methods  # noqa: E402  (after the first paint)
+
+for name, method in sorted(available_methods().items()):
+    st.markdown(f"- **{method.label}** (`{name}`): {method.summary}")
+st.markdown(
+    """
+- **Best-of-N / iBoN / BoN-CSM** (Query Circuits): score the prompt and several paraphrases,
+  make one candidate circuit from each, keep the candidate most faithful on the original prompt;
+  iBoN and BoN-CSM build a circuit for any budget from the BoN circuits without new scoring.
+  Shown on the Paraphrases page when installed.
+"""
+)
+st.subheader("The papers' figures and ours")
+paper = [
+    {"claim": "Best-of-N reaches NDF 0.6 (MMLU, Llama-3.2-1B-Instruct)", "paper": "~5k edges (1.3%)"},
+    {"claim": "single-query EAP-IG reaches NDF 0.6 (same setting)", "paper": "~200k edges (51.7%)"},
+    {"claim": "NFS vs NDF on three MMLU items", "paper": "NFS 2.15 / 1.32 / −1.57 vs NDF 0.00 / 0.68 / 0.00"},
+    {"claim": "IOI: edges shared by BoN candidates and the capability circuit (N = 500)", "paper": "66"},
+]
+st.dataframe(paper, hide_index=True)
+ours = [
+    {
+        "example (Gemma-3-270M, EAP-IG, 20 steps)": entry["title"],
+        "clean L": f"{entry['clean_metric']:+.2f}",
+        "corrupted L": f"{entry['corrupted_metric']:+.2f}",
+        "edges for the headline NDF": f"{entry['headline']['n_edges']:,} "
+        f"({100 * entry['headline']['n_edges'] / max(entry['budgets']):.1f}%)",
+        "NDF": f"{entry['headline']['ndf']:.2f}",
+    }
+    for entry in loaders.gallery_index()
+]
+if ours:
+    st.caption(
+        "Ours, from the Gallery's stored results: the smallest evaluated budget whose circuit "
+        "reaches NDF 0.8 (or the best NDF when none does)."
+    )
+    st.dataframe(ours, hide_index=True)

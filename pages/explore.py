@@ -1,0 +1,44 @@
+"""Explore: one prompt, one method; the circuit, its faithfulness curve and downloads."""
+
+import streamlit as st
+
+from circuitviz.ui import loaders, state, views
+
+st.title("Explore a prompt's circuit")
+st.caption(
+    "Type a prompt, pick the answer the model gives and a wrong answer (foil), give a corrupted "
+    "prompt, choose a method and run it: you get the sparse circuit of heads and MLPs that "
+    "carries the answer, and how faithful it is at every edge budget."
+)
+
+model_id = st.session_state.get("model")
+device = st.session_state.get("device", "auto")
+model = views.load_model_or_stop(model_id, device)
+n_edges = views.graph_edge_total(model)
+
+with st.container(border=True):
+    task = views.task_inputs(model, model_id)
+with st.container(border=True):
+    method, settings, budgets = views.method_inputs(n_edges)
+ready = task is not None and settings is not None and budgets is not None
+run = st.button(
+    "Run", type="primary", disabled=not ready, help=None if ready else "fix the inputs above first"
+)
+
+result = st.session_state.get("explore.result")
+if run or (ready and st.session_state.pop("explore.autorun", False)):
+    result = views.run_with_status(model, model_id, task, method, settings, budgets) or result
+elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
+    # a shared or reloaded URL: show the stored result of exactly that request, never compute
+    result = loaders.stored_result(model, model_id, task, method, settings, budgets)
+    st.session_state["_view_from_url"] = False
+st.session_state["explore.result"] = result
+
+if result is not None:
+    if ready and (result.task != task or result.method != method or result.model_id != model_id):
+        st.info("The result below is for earlier inputs; press Run to compute the current ones.")
+    st.divider()
+    labels = loaders.node_labels(model, result.model_id, result.task) if result.model_id == model_id else None
+    views.result_view(result, labels=labels, key="explore", budget_key="budget")
+    st.session_state["settings"] = result.config
+state.write_to_url()

@@ -1,0 +1,169 @@
+"""Build the Gallery's ready examples: discover each circuit once and store it under assets/gallery/.
+
+Each example is one small file (``<slug>.pt``: the result's ``to_state()`` plus its logit-lens
+labels, loadable with ``torch.load(weights_only=True)``) and one line of ``index.json`` (title,
+description, task, method, the headline figures), so the Gallery opens an example without any
+model pass. Re-run after changing the engine or the examples:
+
+    .venv/bin/python scripts/build_gallery.py [--only ioi,factual] [--ig-steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from circuitviz.tasks import PromptTask  # noqa: E402
+
+GALLERY = ROOT / "assets" / "gallery"
+
+EXAMPLES = [
+    {
+        "slug": "ioi",
+        "title": "Indirect object: who gets the drink?",
+        "description": (
+            "The classic indirect-object task: the model must name the person who did not give "
+            "the drink. The corrupted prompt replaces every name, so the circuit is what moves "
+            "the answer from the names in the sentence to the output."
+        ),
+        "task": PromptTask(
+            clean="When Mary and John went to the store, John gave a drink to",
+            corrupted="When Alice and Bob went to the store, Carl gave a drink to",
+            answer=" Mary",
+            foils=(" John",),
+        ),
+    },
+    {
+        "slug": "factual",
+        "title": "Factual recall: where is the Eiffel Tower?",
+        "description": (
+            "The model recalls a fact about a landmark. The corrupted prompt names another "
+            "landmark, so the circuit carries the landmark's identity to the city."
+        ),
+        "task": PromptTask(
+            clean="The Eiffel Tower is located in the city of",
+            corrupted="The Colosseum is located in the city of",
+            answer=" Paris",
+            foils=(" Rome",),
+        ),
+    },
+    {
+        "slug": "arithmetic",
+        "title": "Arithmetic: one plus two",
+        "description": (
+            "Small-number addition in words after one worked example. The corrupted prompt "
+            "changes the operands, so the circuit is what computes the sum."
+        ),
+        "task": PromptTask(
+            clean="one plus one is two. one plus two is",
+            corrupted="one plus one is two. two plus two is",
+            answer=" three",
+            foils=(" four",),
+        ),
+    },
+    {
+        "slug": "multiple-choice",
+        "title": "Multiple choice: pick the letter",
+        "description": (
+            "A two-option question after one solved example. The corrupted prompt swaps the "
+            "options' order, so the right letter changes: the circuit maps the content to A or B."
+        ),
+        "task": PromptTask(
+            clean="Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:",
+            corrupted="Q: Is the sky blue? A) no B) yes. Answer: B. Q: Is fire hot? A) no B) yes. Answer:",
+            answer=" A",
+            foils=(" B",),
+        ),
+    },
+    {
+        "slug": "gender-bias",
+        "title": "Gender bias: the nurse and the pronoun",
+        "description": (
+            "A stereotyped profession makes the model prefer one pronoun. The corrupted prompt "
+            "names another profession, so the circuit is where the stereotype enters the answer."
+        ),
+        "task": PromptTask(
+            clean="The nurse said that",
+            corrupted="The pilot said that",
+            answer=" she",
+            foils=(" he",),
+        ),
+    },
+]
+
+
+def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
+    import torch
+
+    from circuitviz.api import discover
+    from circuitviz.graph import GraphSpec
+    from circuitviz.labels.logit_lens import logit_lens_labels
+    from circuitviz.models import load_model
+    from circuitviz.tasks import TaskError, prepare_task
+
+    GALLERY.mkdir(parents=True, exist_ok=True)
+    index_path = GALLERY / "index.json"
+    index = (
+        {entry["slug"]: entry for entry in json.loads(index_path.read_text())} if index_path.exists() else {}
+    )
+    model = load_model(model_id, device="cpu")
+    spec = GraphSpec.from_model(model)
+    budgets = [10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, spec.n_edges]
+    for example in EXAMPLES:
+        if slugs and example["slug"] not in slugs:
+            continue
+        start = time.perf_counter()
+        task = example["task"]
+        try:
+            result, _ = discover(
+                model, task, "eap-ig", {"ig_steps": ig_steps}, budgets=budgets, model_id=model_id
+            )
+        except TaskError as error:
+            print(f"{example['slug']}: skipped, {error}", flush=True)
+            continue
+        labels = logit_lens_labels(model, spec, prepare_task(model, task))
+        state = {"result": result.to_state(), "labels": labels}
+        torch.save(state, GALLERY / f"{example['slug']}.pt")
+        best = max(result.curve, key=lambda p: (p.ndf >= 0.8, -p.n_edges if p.ndf >= 0.8 else p.ndf))
+        index[example["slug"]] = {
+            "slug": example["slug"],
+            "title": example["title"],
+            "description": example["description"],
+            "task": task.to_dict(),
+            "model_id": model_id,
+            "method": "eap-ig",
+            "config": {"ig_steps": ig_steps},
+            "budgets": budgets,
+            "clean_metric": result.baseline.clean,
+            "corrupted_metric": result.baseline.corrupted,
+            "headline": {"budget": best.budget, "n_edges": best.n_edges, "ndf": best.ndf},
+            "default_budget": 200,
+        }
+        print(
+            f"{example['slug']}: clean {result.baseline.clean:+.2f} corrupted {result.baseline.corrupted:+.2f}; "
+            + " ".join(f"{p.budget}:{p.ndf:.2f}" for p in result.curve)
+            + f" ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+    ordered = [index[e["slug"]] for e in EXAMPLES if e["slug"] in index]
+    index_path.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated slugs to rebuild (default: all)")
+    parser.add_argument("--ig-steps", type=int, default=20)
+    parser.add_argument("--model", default="gemma-3-270m")
+    args = parser.parse_args()
+    slugs = {s.strip() for s in args.only.split(",") if s.strip()} or None
+    build(slugs, args.ig_steps, args.model)
+
+
+if __name__ == "__main__":
+    main()

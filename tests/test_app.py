@@ -1,0 +1,170 @@
+"""Every page of the app driven through streamlit's AppTest, on a tiny random model.
+
+The model loader is injected (``circuitviz.ui.loaders.MODEL_LOADER``), so no page loads the
+embedded model; results go to a temporary store. The checks read what a user would see: the
+metrics, the chart's data, the graph page's nodes and edges, the error sentence for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.testing import IOI_TASK, tiny_model  # noqa: E402
+
+TIMEOUT = 300  # the first run imports torch and transformer_lens
+TINY_PROMPT = IOI_TASK.clean
+TINY_CORRUPTED = IOI_TASK.corrupted
+
+
+def _tiny_loader(model_id, device):
+    return tiny_model("gpt2", n_layers=2, n_heads=2)
+
+
+@pytest.fixture(autouse=True)
+def tiny_app(tmp_path, monkeypatch):
+    """Every AppTest in this file loads the tiny model and stores results under tmp_path."""
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _tiny_loader)
+    yield
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in query.items():
+        at.query_params[name] = value
+    return at
+
+
+def _explore(**query) -> AppTest:
+    base = {
+        "prompt": TINY_PROMPT,
+        "corrupted": TINY_CORRUPTED,
+        "answer": " Mary",
+        "foil": " John",
+        "method": "eap",
+        "budgets": "5,10,20,40",
+    }
+    base.update(query)
+    return _app(**base).run()
+
+
+def _graph_pages(at: AppTest) -> list[str]:
+    """The HTML of every st.iframe on the page (our graphs)."""
+    return [element.proto.srcdoc for element in at.get("iframe")]
+
+
+def _nodes_and_edges(page: str) -> tuple[list[dict], list[dict]]:
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    edges = json.loads(re.search(r"edges = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    return nodes, edges
+
+
+def _run(at: AppTest) -> AppTest:
+    at.button[0].click()
+    return at.run()
+
+
+def test_explore_runs_and_draws_the_circuit():
+    at = _explore()
+    assert not at.exception
+    assert at.title[0].value.startswith("Explore")
+    # the model's next tokens are offered as choices for answer and foil
+    assert len(at.pills) == 2 and len(at.pills[0].options) >= 2
+    assert any("Both prompts are" in s.value for s in at.success)
+    at = _run(at)
+    assert not at.exception, at.exception
+    labels = {m.label: m.value for m in at.metric}
+    assert {"clean L(M(q))", "corrupted L(M(q'))", "NDF", "NFS", "edges kept"} <= set(labels)
+    pages = _graph_pages(at)
+    assert pages, "no graph drawn"
+    nodes, edges = _nodes_and_edges(pages[0])
+    names = {n["id"] for n in nodes}
+    assert {"input", "logits"} <= names and edges
+    assert all(edge["from"] in names and edge["to"] in names for edge in edges)
+    # the curve has one point per budget and the current budget is marked
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    curve = chart["data"][0]
+    assert curve["x"] == [5, 10, 20, 40]
+    assert any(trace.get("name") == "shown now" for trace in chart["data"])
+    assert at.query_params["method"] == "eap"
+
+
+def test_moving_the_budget_changes_the_graph():
+    at = _run(_explore(budget="5"))
+    before = _nodes_and_edges(_graph_pages(at)[0])[1]
+    at.select_slider(key="budget").set_value(40).run()
+    assert not at.exception
+    after = _nodes_and_edges(_graph_pages(at)[0])[1]
+    assert len(after) > len(before)
+    assert at.query_params["budget"] == "40"
+
+
+def test_unequal_token_lengths_are_one_sentence():
+    at = _explore(corrupted="When Alice went to the store , Carl gave a drink to")
+    assert not at.exception
+    assert any("edit the corrupted prompt" in e.value for e in at.error)
+    assert at.button[0].disabled
+
+
+def test_settings_form_comes_from_the_config():
+    at = _explore(method="eap-ig")
+    assert not at.exception
+    steps = at.number_input(key="method.eap-ig.ig_steps")
+    assert steps.value == 20
+    steps.set_value(0).run()
+    assert any("ig_steps must be between" in e.value for e in at.error)
+
+
+def test_a_shared_url_reopens_the_stored_result():
+    at = _run(_explore(budget="10"))
+    assert _graph_pages(at)
+    again = _explore(budget="10")  # a new session with the same URL
+    assert not again.exception
+    assert _graph_pages(again), "the stored result was not shown"
+    assert again.select_slider(key="budget").value == 10
+
+
+def test_compare_overlays_methods():
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    assert len(_graph_pages(at)) == 2
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
+    assert at.dataframe, "no overlap table"
+
+
+def test_gallery_opens_without_a_model():
+    import circuitviz.ui.loaders as loaders
+
+    def refuse(model_id, device):
+        raise AssertionError("the gallery must not load a model")
+
+    loaders.MODEL_LOADER = refuse
+    at = _app()
+    at.switch_page("pages/gallery.py").run()
+    assert not at.exception, at.exception
+    pages = _graph_pages(at)
+    assert pages
+    nodes, edges = _nodes_and_edges(pages[0])
+    assert edges and any("promotes" in (n.get("title") or "") for n in nodes)
+
+
+def test_paraphrases_and_about_pages_render():
+    at = _app()
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    assert any("NDF" in m.value for m in at.markdown)
