@@ -118,6 +118,17 @@ def _frozen_norm(norm, heads: torch.Tensor, scale: torch.Tensor) -> torch.Tensor
     return out
 
 
+def head_results(attention, z: torch.Tensor) -> torch.Tensor:
+    """Each head's output from its z, with the output bias shared out evenly.
+
+    z: [batch, pos, n_heads, d_head] -> [batch, pos, n_heads, d_model]. Computed here rather than
+    read from ``hook_result``: TransformerLens builds that hook's value by broadcasting a
+    [batch, pos, n_heads, d_head, d_model] product (786 MB per layer for 20 Gemma-3 sequences),
+    which made every run several times slower; an einsum gives the same numbers.
+    """
+    return torch.einsum("bphd,hdm->bphm", z, attention.W_O) + attention.b_O / z.shape[2]
+
+
 def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tensor], None]) -> list[Hook]:
     """Hooks that hand each writer's residual contribution to ``sink(forward_index, tensor)``.
 
@@ -126,25 +137,27 @@ def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tens
     hooks: list[Hook] = [("blocks.0.hook_resid_pre", lambda x, hook: sink(0, x))]
     for layer in range(spec.n_layers):
         heads = spec.head_forward(layer)
+        attention = model.blocks[layer].attn
         norm, norm_name = _attention_post_norm(model, layer)
-        b_o = model.blocks[layer].attn.b_O  # [d_model]; shared out evenly so heads sum exactly
         if norm is None:
             hooks.append(
                 (
-                    f"blocks.{layer}.attn.hook_result",
-                    lambda x, hook, heads=heads, b_o=b_o: sink(heads, x + b_o / x.shape[2]),
+                    f"blocks.{layer}.attn.hook_z",
+                    lambda z, hook, heads=heads, attention=attention: sink(
+                        heads, head_results(attention, z)
+                    ),
                 )
             )
         else:
             pending: dict[str, torch.Tensor] = {}
 
-            def keep(x, hook, pending=pending, b_o=b_o):
-                pending["result"] = x + b_o / x.shape[2]
+            def keep(z, hook, pending=pending, attention=attention):
+                pending["result"] = head_results(attention, z)
 
             def scaled(scale, hook, pending=pending, heads=heads, norm=norm):
                 sink(heads, _frozen_norm(norm, pending.pop("result"), scale))
 
-            hooks.append((f"blocks.{layer}.attn.hook_result", keep))
+            hooks.append((f"blocks.{layer}.attn.hook_z", keep))
             hooks.append((f"blocks.{layer}.{norm_name}.hook_scale", scaled))
         mlp = spec.mlp_forward(layer)
         hooks.append((f"blocks.{layer}.hook_mlp_out", lambda x, hook, mlp=mlp: sink(mlp, x)))
@@ -189,6 +202,33 @@ def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
     buffer = WriterBuffer(spec, 2, tokens.shape[1], model_dtype(model), tokens.device)
     residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
     return buffer.values, metric_from_residual(model, prepared, residual)
+
+
+@torch.no_grad()
+def observe(
+    model, spec: GraphSpec, tokens: torch.Tensor, hook_names=(), keep_writers: bool = True
+) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor]:
+    """One plain forward pass that keeps what an observational method (CircuitLasso) reads.
+
+    tokens: [batch, pos]. Returns (every writer's contribution [batch, pos, n_forward, d_model],
+    or None without ``keep_writers``; {hook name: the activation as that hook saw it}; the
+    residual stream after the last block at every position [batch, pos, d_model]).
+    """
+    device = model_device(model)
+    tokens = tokens.to(device)
+    buffer = None
+    if keep_writers:
+        buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), device)
+    captured: dict[str, torch.Tensor] = {}
+
+    def capture(x, hook):
+        captured[hook.name] = x.detach()
+
+    hooks = writer_hooks(model, spec, buffer) if buffer is not None else []
+    hooks += [(name, capture) for name in hook_names]
+    with hooked_run(model, hooks):
+        residual = model(tokens, stop_at_layer=model.cfg.n_layers)  # [batch, pos, d_model]
+    return (buffer.values if buffer is not None else None), captured, residual
 
 
 @torch.no_grad()
@@ -296,3 +336,45 @@ def accumulate_scores(
                 scores[:upstream, backward] += torch.einsum("pfd,pd->f", delta[0], gradient.sum(0))
             else:
                 scores[:upstream, backward] += torch.einsum("bpfd,bpd->f", delta, gradient)
+
+
+# ----- residual-stream reads and edits (SAE labels and steering) ---------------------------------
+def resid_post_name(layer: int) -> str:
+    """Hook name of the residual stream after block ``layer`` (where the embedded SAEs read)."""
+    return f"blocks.{layer}.hook_resid_post"
+
+
+@torch.no_grad()
+def residual_stream(model, tokens: torch.Tensor, layers) -> dict[int, torch.Tensor]:
+    """The residual stream after each block in ``layers``.  {layer: [batch, pos, d_model]}
+
+    The forward pass stops after the last requested block, so reading early layers never pays
+    for the rest of the model or the unembedding.
+    """
+    layers = sorted({int(layer) for layer in layers})
+    captured: dict[int, torch.Tensor] = {}
+
+    def capture(x, hook, layer):
+        captured[layer] = x.detach()
+
+    hooks: list[Hook] = [
+        (resid_post_name(layer), lambda x, hook, layer=layer: capture(x, hook, layer)) for layer in layers
+    ]
+    with hooked_run(model, hooks):
+        model(tokens.to(model_device(model)), stop_at_layer=layers[-1] + 1)
+    return captured
+
+
+def final_residual_with_edits(
+    model, tokens: torch.Tensor, edits: dict[int, Callable[[torch.Tensor], torch.Tensor]]
+) -> torch.Tensor:
+    """Final residual at the last position when each ``edits[layer]`` rewrites that layer's output.
+
+    An edit maps the residual stream after block ``layer`` [batch, pos, d_model] to its
+    replacement (e.g. an SAE reconstruction with chosen features removed); later blocks see
+    the edited stream. Returns [batch, d_model], ready for ``metric_from_residual``.
+    """
+    hooks: list[Hook] = [
+        (resid_post_name(layer), lambda x, hook, edit=edit: edit(x)) for layer, edit in sorted(edits.items())
+    ]
+    return final_residual(model, tokens.to(model_device(model)), hooks)
