@@ -1,0 +1,603 @@
+"""SAE labels: what the sparse-autoencoder features at a circuit node's layer mean.
+
+An SAE (sae-lens) reads the residual stream after one block. A feature is described by its
+top-activating contexts in a corpus (the token where it fires marked) and by the tokens its
+decoder direction promotes through the unembedding. A circuit node is labelled with the features
+it drives at the first SAE layer at or after it: for each feature, the part of its activation the
+node's own output accounts for (its linear share of the pre-activation, clipped to the
+activation), summed over the prompt's positions. So a node is labelled by the features it writes,
+not by whatever happens to be active at its layer.
+
+Sources: the embedded SAEs in ``assets/saes/<model>/`` (trained by ``scripts/train_saes.py``,
+with precomputed descriptions), any local folder that ``SAE.load_from_disk`` reads, and the
+Hugging Face hub by release and id (e.g. Gemma Scope 2) when the network allows.
+
+Everything returned is plain data (lists, dicts, str, float, int). Token strings come from
+untrusted prompts and corpus text: render them with ``context_html``/``html.escape``, never raw.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import html
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..activations import observe, resid_post_name, residual_stream
+from ..graph import GraphSpec
+
+ASSETS_ROOT = Path(__file__).resolve().parents[2] / "assets" / "saes"
+CONTEXT_BEFORE = 12  # tokens kept before the marked token of a stored context
+CONTEXT_AFTER = 3
+DEFAULT_TOP_FEATURES = 5
+_HOOK_RE = re.compile(r"^blocks\.(\d+)\.hook_resid_(post|pre)$")
+_UNEMBED_CHUNK = 256  # feature directions unembedded at once: bounds [chunk, d_vocab] in memory
+
+
+class SaeUnavailable(ValueError):
+    """An SAE cannot be loaded or used here; the message is one sentence saying why and what to do."""
+
+
+@dataclass
+class LabelledSae:
+    """An sae-lens SAE, the residual layer it reads, and (when precomputed) its feature descriptions.
+
+    ``layer`` is the block after which it reads the residual stream. ``features[i]`` holds feature
+    i's ``contexts`` (each: ``tokens``, ``target`` index, ``activation``), ``promotes``,
+    ``suppresses``, ``frequency`` and ``max_activation``; ``random_contexts`` are control contexts
+    for the LLM judge.
+    """
+
+    sae: object
+    layer: int
+    hook_name: str
+    source: str
+    features: list[dict] | None = None
+    random_contexts: list[dict] = field(default_factory=list)
+    quality: dict = field(default_factory=dict)
+
+    @property
+    def d_sae(self) -> int:
+        return int(self.sae.cfg.d_sae)
+
+    @property
+    def name(self) -> str:
+        return f"{self.source} (layer {self.layer}, {self.d_sae} features)"
+
+    @classmethod
+    def load(cls, folder: Path | str, model=None, dtype: str | None = None) -> LabelledSae:
+        """Load an SAE folder with ``SAE.load_from_disk``, plus ``features.json.gz`` when present.
+
+        The weights are computed in ``dtype`` (default: the model's dtype, else float32) whatever
+        dtype they are stored in (the embedded ones are float16).
+        """
+        from sae_lens import SAE
+
+        folder = Path(folder).expanduser()
+        if not (folder / "cfg.json").is_file():
+            raise SaeUnavailable(
+                f"{folder} holds no SAE (no cfg.json); give a folder written by sae-lens's save_model."
+            )
+        if dtype is None:
+            dtype = _dtype_name(next(model.parameters()).dtype) if model is not None else "float32"
+        device = str(next(model.parameters()).device) if model is not None else "cpu"
+        try:
+            sae = SAE.load_from_disk(str(folder), device=device, dtype=dtype)
+        except Exception as error:  # sae-lens raises many kinds; the user needs one sentence
+            raise SaeUnavailable(f"sae-lens could not read the SAE in {folder} ({error}).") from None
+        layer = _layer_of(sae)
+        features, random_contexts, layer_from_file = None, [], layer
+        described = folder / "features.json.gz"
+        if described.is_file():
+            with gzip.open(described, "rt", encoding="utf-8") as handle:
+                payload = json.load(handle)
+            features = payload.get("features")
+            random_contexts = payload.get("random_contexts", [])
+            layer_from_file = int(payload.get("layer", layer))
+        if layer_from_file != layer:
+            raise SaeUnavailable(
+                f"{described} describes layer {layer_from_file}, but the SAE reads layer {layer}."
+            )
+        sae.eval()
+        for parameter in sae.parameters():
+            parameter.requires_grad_(False)
+        if model is not None:
+            check_fits(sae, model)
+        return cls(sae, layer, resid_post_name(layer), _short_source(folder), features, random_contexts)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _short_source(folder: Path) -> str:
+    try:
+        return str(folder.resolve().relative_to(ASSETS_ROOT.parent.parent))
+    except ValueError:
+        return str(folder)
+
+
+def _layer_of(sae) -> int:
+    """The block after which ``sae`` reads the residual stream (resid_pre of l is resid_post of l-1)."""
+    hook = str(sae.cfg.metadata.hook_name or "")
+    match = _HOOK_RE.match(hook)
+    if not match:
+        raise SaeUnavailable(
+            f"circuitviz labels nodes with residual-stream SAEs (blocks.N.hook_resid_post or "
+            f"hook_resid_pre); this SAE reads {hook or 'an unnamed hook'}."
+        )
+    layer = int(match.group(1))
+    if match.group(2) == "pre":
+        if layer == 0:
+            raise SaeUnavailable(
+                "An SAE on blocks.0.hook_resid_pre reads the embeddings; use one on a later layer."
+            )
+        layer -= 1
+    return layer
+
+
+def check_fits(sae, model) -> None:
+    """SaeUnavailable when ``sae`` cannot read ``model``'s residual stream."""
+    if int(sae.cfg.d_in) != int(model.cfg.d_model):
+        raise SaeUnavailable(
+            f"The SAE reads vectors of size {sae.cfg.d_in}, but this model's residual stream has "
+            f"{model.cfg.d_model}; pick an SAE trained on this model."
+        )
+    layer = _layer_of(sae)
+    if layer >= model.cfg.n_layers:
+        raise SaeUnavailable(f"The SAE reads layer {layer}, but this model has {model.cfg.n_layers} layers.")
+
+
+def save_sae(sae, folder: Path | str, dtype: torch.dtype = torch.float16) -> Path:
+    """Save an SAE with sae-lens (inference form for a training SAE), weights cast to ``dtype``."""
+    from safetensors.torch import load_file, save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(sae, "save_inference_model"):
+        weights_path, cfg_path = sae.save_inference_model(str(folder))
+    else:
+        weights_path, cfg_path = sae.save_model(str(folder))
+    weights = {name: tensor.to(dtype).contiguous() for name, tensor in load_file(str(weights_path)).items()}
+    save_file(weights, str(weights_path))
+    config = json.loads(Path(cfg_path).read_text())
+    config["dtype"] = _dtype_name(dtype)
+    config["device"] = "cpu"
+    Path(cfg_path).write_text(json.dumps(config))
+    return folder
+
+
+# ----- where SAEs come from ---------------------------------------------------------------------
+def embedded_index(model_id: str) -> dict | None:
+    """The shipped SAEs' manifest for ``model_id`` (corpus, quality figures), or None."""
+    path = ASSETS_ROOT / model_id / "index.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def embedded_sae_folders(model_id: str) -> list[Path]:
+    index = embedded_index(model_id)
+    if index is None:
+        return []
+    return [ASSETS_ROOT / model_id / entry["path"] for entry in index["saes"]]
+
+
+@functools.lru_cache(maxsize=8)
+def _load_embedded_cached(folder: str, dtype: str, device: str) -> LabelledSae:
+    return LabelledSae.load(folder, dtype=dtype)
+
+
+def load_embedded_saes(model, model_id: str) -> list[LabelledSae]:
+    """The SAEs shipped for ``model_id``, loaded once per process; SaeUnavailable if none ship."""
+    folders = embedded_sae_folders(model_id)
+    if not folders:
+        raise SaeUnavailable(
+            f"No SAEs ship for {model_id}; load one from a local folder, or train one with "
+            "scripts/train_saes.py."
+        )
+    dtype = _dtype_name(next(model.parameters()).dtype)
+    device = str(next(model.parameters()).device)
+    saes = []
+    index = embedded_index(model_id) or {}
+    quality = {entry["layer"]: entry for entry in index.get("saes", [])}
+    for folder in folders:
+        loaded = _load_embedded_cached(str(folder), dtype, device)
+        loaded.sae.to(device)
+        check_fits(loaded.sae, model)
+        loaded.quality = quality.get(loaded.layer, {})
+        saes.append(loaded)
+    return sorted(saes, key=lambda item: item.layer)
+
+
+def load_local_sae(path: str, model) -> LabelledSae:
+    """An SAE from a local folder (``SAE.load_from_disk``); SaeUnavailable with the reason."""
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        raise SaeUnavailable(f"Nothing exists at {path}; give the folder that holds the SAE's cfg.json.")
+    return LabelledSae.load(folder, model)
+
+
+def hub_unavailable_reason() -> str | None:
+    """One sentence saying why hub SAEs cannot be loaded here, or None when they may be."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return (
+            "Loading SAEs from the Hugging Face hub is off because this machine works offline "
+            "(HF_HUB_OFFLINE is set); copy the SAE's folder here and load it as a local folder instead."
+        )
+    return None
+
+
+def hub_releases(model_id: str) -> dict[str, list[str]]:
+    """{release: [sae ids]} of sae-lens's pretrained directory for this model (read offline)."""
+    from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
+
+    wanted = model_id.split("/")[-1].lower()
+    out = {}
+    for release, entry in get_pretrained_saes_directory().items():
+        if entry.model.split("/")[-1].lower() == wanted:
+            out[release] = list(entry.saes_map)
+    return out
+
+
+def load_hub_sae(release: str, sae_id: str, model) -> LabelledSae:
+    """An SAE from the hub by sae-lens release and id; SaeUnavailable offline or on failure."""
+    reason = hub_unavailable_reason()
+    if reason:
+        raise SaeUnavailable(reason)
+    from sae_lens import SAE
+
+    device = str(next(model.parameters()).device)
+    try:
+        sae = SAE.from_pretrained(
+            release, sae_id, device=device, dtype=_dtype_name(next(model.parameters()).dtype)
+        )
+    except Exception as error:
+        raise SaeUnavailable(
+            f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the release "
+            "and id, and that this machine can reach huggingface.co."
+        ) from None
+    check_fits(sae, model)
+    sae.eval()
+    return LabelledSae(sae, _layer_of(sae), resid_post_name(_layer_of(sae)), f"hub:{release}/{sae_id}")
+
+
+# ----- features ---------------------------------------------------------------------------------
+def feature_activations(sae, residual: torch.Tensor) -> torch.Tensor:
+    """sae-lens's own encode.  residual [..., d_model] -> [..., d_sae]"""
+    with torch.no_grad():
+        return sae.encode(residual.to(sae.W_enc.dtype))
+
+
+def _pre_activation(sae, residual: torch.Tensor) -> torch.Tensor:
+    """The encoder's affine pre-activation (before the sparsifying nonlinearity).  [..., d_sae]"""
+    pre = sae.process_sae_in(residual) @ sae.W_enc + sae.b_enc
+    if getattr(sae.cfg, "rescale_acts_by_decoder_norm", False):
+        pre = pre * sae.W_dec.norm(dim=-1)
+    return pre
+
+
+def node_shares(sae, residual: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
+    """Each feature's activation that one writer's ``output`` accounts for.  [..., d_sae]
+
+    The writer's linear share of the pre-activation, pre(x) - pre(x - output), clipped to
+    [0, activation]: a feature that is off gets nothing, and no writer gets more than all of it.
+    """
+    with torch.no_grad():
+        residual = residual.to(sae.W_enc.dtype)
+        output = output.to(sae.W_enc.dtype)
+        acts = sae.encode(residual)
+        share = _pre_activation(sae, residual) - _pre_activation(sae, residual - output)
+        return torch.minimum(share.clamp(min=0), acts)
+
+
+def unembed_directions(model, directions: torch.Tensor) -> torch.Tensor:
+    """Logits that residual directions [n, d_model] add, read through the final norm's weight.  [n, d_vocab]"""
+    directions = directions.to(model.W_U.dtype)
+    if model.cfg.normalization_type is not None and model.cfg.normalization_type.startswith("LN"):
+        directions = directions - directions.mean(-1, keepdim=True)
+    weight = getattr(model.ln_final, "w", None)
+    if weight is not None:
+        directions = directions * weight
+    return directions @ model.W_U
+
+
+def promoted_tokens(model, directions: torch.Tensor, top_k: int = 8) -> list[dict[str, list[str]]]:
+    """For each direction [n, d_model]: the ``top_k`` tokens it promotes and suppresses most."""
+    out = []
+    with torch.no_grad():
+        for start in range(0, directions.shape[0], _UNEMBED_CHUNK):
+            logits = unembed_directions(model, directions[start : start + _UNEMBED_CHUNK].float())
+            up = logits.topk(top_k, dim=-1).indices.tolist()
+            down = (-logits).topk(top_k, dim=-1).indices.tolist()
+            for ups, downs in zip(up, down):
+                out.append(
+                    {
+                        "promotes": [model.tokenizer.decode([i]) for i in ups],
+                        "suppresses": [model.tokenizer.decode([i]) for i in downs],
+                    }
+                )
+    return out
+
+
+def top_contexts_from_activations(
+    sae,
+    activations: torch.Tensor,
+    rows: torch.Tensor,
+    strings,
+    n_top: int = 10,
+    before: int = CONTEXT_BEFORE,
+    after: int = CONTEXT_AFTER,
+    lengths: list[int] | None = None,
+) -> tuple[list[dict], torch.Tensor]:
+    """Each feature's top contexts, one per row at most (so the examples differ), over a corpus.
+
+    activations: [rows, pos, d_model] residual stream; rows: [rows, pos] token ids, <bos> first
+    (position 0 is left out: the SAEs are not trained on it); strings maps an id to its text;
+    lengths: each row's real length when rows are padded (positions past it are never read).
+    Returns (per-feature dicts with contexts, frequency and max_activation; firing counts [d_sae]).
+    """
+    n_rows, length = rows.shape
+    d_sae = int(sae.cfg.d_sae)
+    row_max = torch.zeros(n_rows, d_sae)
+    row_arg = torch.zeros(n_rows, d_sae, dtype=torch.long)
+    fired = torch.zeros(d_sae)
+    lengths = lengths or [length] * n_rows
+    for row in range(n_rows):
+        acts = feature_activations(
+            sae, activations[row, 1 : lengths[row]].float()
+        ).float()  # [pos - 1, d_sae]
+        fired += (acts > 0).float().sum(0)
+        values, positions = acts.max(0)
+        row_max[row] = values
+        row_arg[row] = positions + 1
+    n_tokens = max(1, sum(lengths) - n_rows)
+    features = []
+    top_values, top_rows = row_max.topk(min(n_top, n_rows), dim=0)  # [n_top, d_sae]
+    for feature in range(d_sae):
+        contexts = []
+        for value, row in zip(top_values[:, feature].tolist(), top_rows[:, feature].tolist()):
+            if value <= 0:
+                break
+            position = int(row_arg[row, feature])
+            lo, hi = max(1, position - before), min(lengths[row], position + after + 1)
+            contexts.append(
+                {
+                    "tokens": [strings[int(t)] for t in rows[row, lo:hi].tolist()],
+                    "target": position - lo,
+                    "activation": round(float(value), 3),
+                }
+            )
+        features.append(
+            {
+                "frequency": round(float(fired[feature]) / n_tokens, 6),
+                "max_activation": round(float(top_values[0, feature]), 3),
+                "contexts": contexts,
+            }
+        )
+    return features, fired
+
+
+def describe_features_on_texts(
+    model, labelled: LabelledSae, texts: list[str], n_top: int = 10
+) -> LabelledSae:
+    """Compute ``labelled.features`` (top contexts, promoted tokens) on ``texts``; for SAEs that ship none.
+
+    One forward pass per text, stopped after the SAE's layer. Fills and returns ``labelled``.
+    """
+    if not texts:
+        raise SaeUnavailable(
+            "No texts were given to find the features' top contexts in; give a few paragraphs."
+        )
+    token_rows = [model.to_tokens(text)[0] for text in texts]
+    length = max(len(row) for row in token_rows)
+    pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
+    rows = torch.full((len(token_rows), length), pad, dtype=torch.long)
+    for index, row in enumerate(token_rows):
+        rows[index, : len(row)] = row
+    activations = torch.zeros(len(token_rows), length, model.cfg.d_model)
+    for index, row in enumerate(token_rows):
+        activations[index, : len(row)] = residual_stream(model, row[None], [labelled.layer])[labelled.layer][
+            0
+        ]
+    strings = {int(i): model.tokenizer.decode([int(i)]) for i in rows.unique().tolist()}
+    lengths = [len(row) for row in token_rows]
+    features, _ = top_contexts_from_activations(
+        labelled.sae, activations, rows, strings, n_top, lengths=lengths
+    )
+    for feature, tokens in zip(features, promoted_tokens(model, labelled.sae.W_dec.detach())):
+        feature.update(tokens)
+    labelled.features = features
+    return labelled
+
+
+def feature_description(model, labelled: LabelledSae, feature: int, n_contexts: int = 5) -> dict:
+    """One feature's description: contexts (marked token), promoted/suppressed tokens, frequency."""
+    if not 0 <= feature < labelled.d_sae:
+        raise SaeUnavailable(
+            f"Feature {feature} does not exist; this SAE has features 0 to {labelled.d_sae - 1}."
+        )
+    if labelled.features is not None:
+        stored = labelled.features[feature]
+        return {
+            "sae": labelled.name,
+            "layer": labelled.layer,
+            "feature": feature,
+            "contexts": stored["contexts"][:n_contexts],
+            "promotes": stored.get("promotes", []),
+            "suppresses": stored.get("suppresses", []),
+            "frequency": stored.get("frequency"),
+            "max_activation": stored.get("max_activation"),
+        }
+    tokens = promoted_tokens(model, labelled.sae.W_dec[feature : feature + 1].detach())[0]
+    return {
+        "sae": labelled.name,
+        "layer": labelled.layer,
+        "feature": feature,
+        "contexts": [],
+        **tokens,
+        "frequency": None,
+        "max_activation": None,
+    }
+
+
+def context_text(
+    context: dict, target: tuple[str, str] = ("<<", ">>"), source: tuple[str, str] = ("[[", "]]")
+) -> str:
+    """A stored context as plain text, the target token between ``<< >>`` (source, if any, ``[[ ]]``)."""
+    parts = []
+    for index, token in enumerate(context["tokens"]):
+        if index == context.get("target"):
+            token = f"{target[0]}{token}{target[1]}"
+        elif index == context.get("source"):
+            token = f"{source[0]}{token}{source[1]}"
+        parts.append(token)
+    return "".join(parts)
+
+
+def context_html(context: dict) -> str:
+    """A context as safe HTML: every token escaped, the target in <mark>, the source underlined."""
+    parts = []
+    for index, token in enumerate(context["tokens"]):
+        text = html.escape(token).replace("\n", "&#8629;")
+        if index == context.get("target"):
+            text = f"<mark>{text}</mark>"
+        elif index == context.get("source"):
+            text = f"<u>{text}</u>"
+        parts.append(text)
+    return "".join(parts)
+
+
+def feature_label(description: dict, max_tokens: int = 3) -> str:
+    """A one-line plain-text label: the marked tokens of its top contexts and what it promotes."""
+    fired_on = []
+    for context in description.get("contexts", []):
+        token = context["tokens"][context["target"]].strip()
+        if token and token not in fired_on:
+            fired_on.append(token)
+    promotes = [token.strip() for token in description.get("promotes", []) if token.strip()]
+    pieces = []
+    if fired_on:
+        pieces.append("fires on " + ", ".join(repr(token) for token in fired_on[:max_tokens]))
+    if promotes:
+        pieces.append("promotes " + ", ".join(repr(token) for token in promotes[:max_tokens]))
+    return f"L{description['layer']}/{description['feature']}: " + ("; ".join(pieces) or "no description")
+
+
+# ----- circuit nodes -------------------------------------------------------------------------------
+def sae_for_layer(saes: list[LabelledSae], layer: int) -> LabelledSae | None:
+    """The SAE that first reads what a writer of ``layer`` wrote: the lowest SAE layer >= ``layer``."""
+    candidates = [sae for sae in saes if sae.layer >= layer]
+    return min(candidates, key=lambda sae: sae.layer) if candidates else None
+
+
+def _node_writer(spec: GraphSpec, node: str) -> int:
+    if node not in spec.forward_names:
+        raise SaeUnavailable(
+            f"'{node}' is not a node that writes to the residual stream; use input, a head such as "
+            "a3.h1, or an MLP such as m5."
+        )
+    return spec.forward_names.index(node)
+
+
+def circuit_node_features(
+    model,
+    prompt: str,
+    nodes: list[str],
+    saes: list[LabelledSae],
+    top_k: int = DEFAULT_TOP_FEATURES,
+) -> dict[str, dict]:
+    """SAE labels of circuit nodes on one prompt, from one forward pass.
+
+    For each node: the SAE that first reads it, and its ``top_k`` features ranked by the
+    activation the node's output accounts for, summed over the prompt's positions (<bos> left
+    out). Each feature carries its description (``feature_description``), the share, the
+    activation, and the position where the node drives it most. Nodes with no SAE at or after
+    their layer get ``{"sae": None, "reason": ...}``.
+    """
+    if not saes:
+        raise SaeUnavailable("No SAE is loaded; load the embedded SAEs or one from a folder first.")
+    spec = GraphSpec.from_model(model)
+    tokens = model.to_tokens(prompt)  # [1, pos]
+    str_tokens = [model.tokenizer.decode([int(t)]) for t in tokens[0].tolist()]
+    layers = sorted({sae.layer for sae in saes})
+    writers, captured, _ = observe(
+        model, spec, tokens, hook_names=[resid_post_name(layer) for layer in layers]
+    )
+    writers = writers[0, 1:]  # [pos - 1, n_forward, d_model]
+    labels: dict[str, dict] = {}
+    for node in nodes:
+        if node == "logits":
+            continue
+        writer = _node_writer(spec, node)
+        node_layer = int(spec.forward_layer[writer])
+        labelled = sae_for_layer(saes, max(node_layer, 0))
+        if labelled is None:
+            labels[node] = {
+                "sae": None,
+                "reason": f"No loaded SAE reads layer {node_layer} or later.",
+                "features": [],
+            }
+            continue
+        residual = captured[resid_post_name(labelled.layer)][0, 1:]  # [pos - 1, d_model]
+        shares = node_shares(labelled.sae, residual, writers[:, writer])  # [pos - 1, d_sae]
+        acts = feature_activations(labelled.sae, residual)
+        totals = shares.sum(0)
+        count = min(top_k, int((totals > 0).sum()))
+        features = []
+        for feature in totals.topk(count).indices.tolist():
+            position = int(shares[:, feature].argmax()) + 1
+            description = feature_description(model, labelled, feature, n_contexts=3)
+            features.append(
+                {
+                    **description,
+                    "share": round(float(totals[feature]), 4),
+                    "activation": round(float(acts[:, feature].sum()), 4),
+                    "position": position,
+                    "token": str_tokens[position],
+                    "label": feature_label(description),
+                }
+            )
+        labels[node] = {"sae": labelled.name, "sae_layer": labelled.layer, "features": features}
+    return labels
+
+
+def prompt_features(
+    model, prompt: str, labelled: LabelledSae, top_k: int = 10, position: int = -1
+) -> list[dict]:
+    """The ``top_k`` most active features of one SAE at one prompt position (default: the last)."""
+    tokens = model.to_tokens(prompt)
+    residual = residual_stream(model, tokens, [labelled.layer])[labelled.layer][0, position]
+    acts = feature_activations(labelled.sae, residual).float()
+    count = min(top_k, int((acts > 0).sum()))
+    out = []
+    for feature in acts.topk(count).indices.tolist():
+        description = feature_description(model, labelled, feature, n_contexts=3)
+        out.append(
+            {**description, "activation": round(float(acts[feature]), 4), "label": feature_label(description)}
+        )
+    return out
+
+
+def reconstruction_quality(sae, activations: torch.Tensor, batch: int = 4096) -> dict:
+    """Explained variance, L0 and relative MSE of ``sae`` on ``activations`` [tokens, d_model]."""
+    squared_error = 0.0
+    l0 = 0.0
+    total = activations.shape[0]
+    mean = activations.float().mean(0)
+    variance = float((activations.float() - mean).pow(2).sum())
+    with torch.no_grad():
+        for start in range(0, total, batch):
+            x = activations[start : start + batch].float()
+            acts = sae.encode(x)
+            squared_error += float((sae.decode(acts) - x).pow(2).sum())
+            l0 += float((acts > 0).float().sum())
+    return {
+        "explained_variance": round(1 - squared_error / variance, 4),
+        "l0": round(l0 / total, 2),
+        "tokens": int(total),
+    }

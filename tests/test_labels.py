@@ -1,0 +1,389 @@
+"""SAE labels and steering: round trips, exact interventions, brute-force checks, safe markup.
+
+Logic runs on the tiny Gemma-shaped model with small random sae-lens SAEs; a few end-to-end
+checks use the embedded model and the SAEs shipped in assets/saes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from circuitviz.activations import (
+    final_residual,
+    final_residual_with_edits,
+    metric_from_residual,
+    residual_stream,
+)
+from circuitviz.graph import GraphSpec
+from circuitviz.labels import sae as sae_labels
+from circuitviz.labels.sae import (
+    LabelledSae,
+    SaeUnavailable,
+    circuit_node_features,
+    context_html,
+    context_text,
+    describe_features_on_texts,
+    feature_activations,
+    feature_label,
+    node_shares,
+    save_sae,
+    top_contexts_from_activations,
+)
+from circuitviz.labels.steer import (
+    circuit_nodes,
+    gender_bias_experiment,
+    reconstruction_edit,
+    run_with_edits,
+    sign_test,
+    steer,
+    zeroing_edit,
+)
+from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.testing import IOI_TASK, tiny_model
+
+PROMPT = IOI_TASK.clean
+TASK = PromptTask(PROMPT, "", " Mary", (" John",))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gemma", seed=3)
+
+
+def make_sae(d_in: int, layer: int, d_sae: int = 48, kind: str = "standard", seed: int = 0, dead: int = 6):
+    """A random sae-lens SAE on blocks.{layer}.hook_resid_post; the first ``dead`` features never fire."""
+    from sae_lens import StandardSAE, StandardSAEConfig, TopKSAE, TopKSAEConfig
+
+    if kind == "topk":
+        cfg = TopKSAEConfig(d_in=d_in, d_sae=d_sae, k=8, dtype="float64")
+        sae = TopKSAE(cfg)
+    else:
+        cfg = StandardSAEConfig(d_in=d_in, d_sae=d_sae, dtype="float64")
+        sae = StandardSAE(cfg)
+    cfg.metadata.hook_name = f"blocks.{layer}.hook_resid_post"
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        sae.W_enc.copy_(torch.randn(d_in, d_sae, generator=generator, dtype=torch.float64) / d_in**0.5)
+        sae.W_dec.copy_(torch.randn(d_sae, d_in, generator=generator, dtype=torch.float64) / d_sae**0.5)
+        sae.b_enc.copy_(0.1 * torch.randn(d_sae, generator=generator, dtype=torch.float64))
+        sae.b_enc[:dead] = -1e6  # never active
+        sae.b_dec.copy_(0.05 * torch.randn(d_in, generator=generator, dtype=torch.float64))
+    return sae
+
+
+def labelled(sae, layer: int) -> LabelledSae:
+    return LabelledSae(sae, layer, f"blocks.{layer}.hook_resid_post", "test")
+
+
+# ----- loading -------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["standard", "topk"])
+def test_saved_sae_round_trips_exactly(tmp_path, tiny, kind):
+    sae = make_sae(tiny.cfg.d_model, 1, kind=kind)
+    save_sae(sae, tmp_path / "f64", dtype=torch.float64)
+    loaded = LabelledSae.load(tmp_path / "f64", tiny)
+    assert loaded.layer == 1 and loaded.hook_name == "blocks.1.hook_resid_post"
+    for name, parameter in sae.state_dict().items():
+        assert torch.equal(loaded.sae.state_dict()[name], parameter), name
+    # float16 on disk, as the embedded SAEs ship: exactly the rounded weights come back
+    save_sae(sae, tmp_path / "f16")
+    assert json.loads((tmp_path / "f16" / "cfg.json").read_text())["dtype"] == "float16"
+    half = LabelledSae.load(tmp_path / "f16", tiny)
+    for name, parameter in sae.state_dict().items():
+        assert torch.equal(half.sae.state_dict()[name], parameter.half().double()), name
+
+
+def test_feature_activations_equal_sae_lens_encode(tmp_path, tiny):
+    from sae_lens import SAE
+
+    save_sae(make_sae(tiny.cfg.d_model, 0, kind="topk"), tmp_path / "sae", dtype=torch.float64)
+    ours = LabelledSae.load(tmp_path / "sae", tiny)
+    reference = SAE.load_from_disk(str(tmp_path / "sae"), dtype="float64")
+    residual = residual_stream(tiny, tiny.to_tokens(PROMPT), [0])[0]
+    assert torch.equal(feature_activations(ours.sae, residual), reference.encode(residual))
+
+
+def test_loading_errors_are_one_sentence(tmp_path, tiny):
+    with pytest.raises(SaeUnavailable, match="Nothing exists"):
+        sae_labels.load_local_sae(str(tmp_path / "missing"), tiny)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SaeUnavailable, match="no cfg.json"):
+        sae_labels.load_local_sae(str(tmp_path / "empty"), tiny)
+    save_sae(make_sae(tiny.cfg.d_model + 1, 0), tmp_path / "wide", dtype=torch.float64)
+    with pytest.raises(SaeUnavailable, match="size 17"):
+        sae_labels.load_local_sae(str(tmp_path / "wide"), tiny)
+    odd = make_sae(tiny.cfg.d_model, 0)
+    odd.cfg.metadata.hook_name = "blocks.0.hook_mlp_out"
+    save_sae(odd, tmp_path / "mlp", dtype=torch.float64)
+    with pytest.raises(SaeUnavailable, match="residual-stream SAEs"):
+        sae_labels.load_local_sae(str(tmp_path / "mlp"), tiny)
+
+
+def test_resid_pre_sae_reads_the_previous_layer(tmp_path, tiny):
+    sae = make_sae(tiny.cfg.d_model, 0)
+    sae.cfg.metadata.hook_name = "blocks.1.hook_resid_pre"
+    save_sae(sae, tmp_path / "pre", dtype=torch.float64)
+    assert LabelledSae.load(tmp_path / "pre", tiny).layer == 0
+
+
+def test_hub_is_unavailable_offline_in_one_sentence(monkeypatch, tiny):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SaeUnavailable) as error:
+        sae_labels.load_hub_sae("gemma-scope-2-270m-pt-res", "layer_12_width_16k_l0_small", tiny)
+    message = str(error.value)
+    assert "offline" in message and message.count(". ") == 0 and message.endswith(".")
+
+
+def test_hub_releases_for_gemma_3_270m_are_listed_offline():
+    releases = sae_labels.hub_releases("gemma-3-270m")
+    assert "gemma-scope-2-270m-pt-res" in releases
+    assert any(sae_id.startswith("layer_12") for sae_id in releases["gemma-scope-2-270m-pt-res"])
+
+
+# ----- the intervention ----------------------------------------------------------------------
+def _clean_final(model, tokens):
+    return final_residual(model, tokens, [])
+
+
+def test_zeroing_nothing_reproduces_the_clean_run(tiny):
+    tokens = tiny.to_tokens(PROMPT)
+    layer = labelled(make_sae(tiny.cfg.d_model, 0), 0)
+    edited = final_residual_with_edits(tiny, tokens, {0: zeroing_edit(layer, [])})
+    assert torch.equal(edited, _clean_final(tiny, tokens))
+
+
+def test_zeroing_features_that_are_already_zero_changes_nothing(tiny):
+    tokens = tiny.to_tokens(PROMPT)
+    sae = make_sae(tiny.cfg.d_model, 0, dead=6)
+    acts = feature_activations(sae, residual_stream(tiny, tokens, [0])[0])
+    assert not bool(acts[..., :6].any())
+    edited = final_residual_with_edits(tiny, tokens, {0: zeroing_edit(labelled(sae, 0), range(6))})
+    assert torch.equal(edited, _clean_final(tiny, tokens))
+
+
+def test_zeroing_removes_exactly_the_features_decoder_contribution(tiny):
+    """At the last layer the edit is visible directly: x - sum_f a_f W_dec[f] at every position but <bos>."""
+    tokens = tiny.to_tokens(PROMPT)
+    last = tiny.cfg.n_layers - 1
+    sae = make_sae(tiny.cfg.d_model, last, dead=0)
+    x = residual_stream(tiny, tokens, [last])[last]  # [1, pos, d_model]
+    acts = feature_activations(sae, x)
+    chosen = acts[0, -1].nonzero().flatten()[:3].tolist()
+    assert chosen, "the random SAE should have active features at the last position"
+    expected = x[0, -1] - acts[0, -1, chosen] @ sae.W_dec[chosen]
+    edited = final_residual_with_edits(tiny, tokens, {last: zeroing_edit(labelled(sae, last), chosen)})
+    torch.testing.assert_close(edited[0], expected, rtol=1e-10, atol=1e-10)
+
+
+def test_reconstruction_edit_replaces_with_the_reconstruction(tiny):
+    tokens = tiny.to_tokens(PROMPT)
+    last = tiny.cfg.n_layers - 1
+    sae = make_sae(tiny.cfg.d_model, last)
+    x = residual_stream(tiny, tokens, [last])[last]
+    edited = final_residual_with_edits(tiny, tokens, {last: reconstruction_edit(labelled(sae, last))})
+    torch.testing.assert_close(edited[0], sae.decode(sae.encode(x))[0, -1])
+
+
+def test_steer_reports_before_after_and_random_baseline(tiny):
+    sae = labelled(make_sae(tiny.cfg.d_model, 0), 0)
+    prepared = prepare_task(tiny, TASK, need_corrupted=False)
+    clean_metric = float(metric_from_residual(tiny, prepared, _clean_final(tiny, prepared.clean_tokens))[0])
+    nothing = steer(tiny, TASK, [], [sae])
+    assert nothing["before"]["metric"] == nothing["after"]["metric"] == clean_metric
+    assert nothing["random"]["runs"] == []
+    result = steer(tiny, TASK, [(0, 7), (0, 9)], [sae], n_random=3, top_k=4)
+    assert result["before"]["metric"] == clean_metric
+    assert result["before"]["top_tokens"] == nothing["before"]["top_tokens"][:4]
+    assert result["change"] == pytest.approx(result["after"]["metric"] - clean_metric)
+    assert len(result["random"]["runs"]) == 3
+    for run in result["random"]["runs"]:
+        assert len(run["features"]) == 2 and not {(0, 7), (0, 9)} & {tuple(f) for f in run["features"]}
+    assert [f["feature"] for f in result["features"]] == [7, 9]
+    with pytest.raises(SaeUnavailable, match="No loaded SAE reads layer 1"):
+        steer(tiny, TASK, [(1, 0)], [sae])
+    with pytest.raises(SaeUnavailable, match="does not exist"):
+        steer(tiny, TASK, [(0, 10_000)], [sae])
+
+
+# ----- node labels ---------------------------------------------------------------------------
+def test_node_shares_match_a_hand_computation(tiny):
+    sae = make_sae(tiny.cfg.d_model, 0)
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(4, tiny.cfg.d_model, generator=generator, dtype=torch.float64)
+    out = torch.randn(4, tiny.cfg.d_model, generator=generator, dtype=torch.float64)
+    acts = sae.encode(x)
+    expected = torch.minimum((out @ sae.W_enc).clamp(min=0), acts)
+    torch.testing.assert_close(node_shares(sae, x, out), expected)
+    assert not bool(node_shares(sae, x, torch.zeros_like(out)).any())
+
+
+def test_circuit_node_features_rank_by_the_nodes_share(tiny):
+    saes = [labelled(make_sae(tiny.cfg.d_model, 0, seed=1), 0)]
+    labels = circuit_node_features(tiny, PROMPT, ["input", "a0.h1", "m0", "a1.h0", "logits"], saes, top_k=4)
+    assert "logits" not in labels
+    assert labels["a1.h0"]["sae"] is None and "layer 1" in labels["a1.h0"]["reason"]
+    str_tokens = [tiny.tokenizer.decode([t]) for t in tiny.to_tokens(PROMPT)[0].tolist()]
+    for node in ("input", "a0.h1", "m0"):
+        features = labels[node]["features"]
+        assert 0 < len(features) <= 4
+        shares = [f["share"] for f in features]
+        assert shares == sorted(shares, reverse=True)
+        for feature in features:
+            assert 0 < feature["share"] <= feature["activation"] + 1e-9
+            assert 1 <= feature["position"] < len(str_tokens)
+            assert feature["token"] == str_tokens[feature["position"]]
+    with pytest.raises(SaeUnavailable, match="not a node"):
+        circuit_node_features(tiny, PROMPT, ["a9.h9"], saes)
+
+
+def test_top_contexts_match_brute_force():
+    generator = torch.Generator().manual_seed(0)
+    sae = make_sae(8, 0, d_sae=16, dead=2)
+    activations = torch.randn(5, 9, 8, generator=generator, dtype=torch.float64)
+    rows = torch.randint(0, 20, (5, 9), generator=generator)
+    strings = {i: f"t{i}" for i in range(20)}
+    features, fired = top_contexts_from_activations(
+        sae, activations, rows, strings, n_top=3, before=2, after=1
+    )
+    acts = sae.encode(activations[:, 1:])  # [rows, pos - 1, d_sae]
+    for feature in range(16):
+        per_row = acts[:, :, feature].max(1).values
+        expected = sorted([v for v in per_row.tolist() if v > 0], reverse=True)[:3]
+        got = [c["activation"] for c in features[feature]["contexts"]]
+        assert got == pytest.approx([round(v, 3) for v in expected], abs=1e-3)
+        assert fired[feature] == float((acts[:, :, feature] > 0).sum())
+        for context in features[feature]["contexts"]:
+            assert context["tokens"][context["target"]].startswith("t")
+    assert features[0]["contexts"] == [] and features[0]["frequency"] == 0
+
+
+def test_descriptions_computed_on_texts_point_at_the_firing_token(tiny):
+    sae = labelled(make_sae(tiny.cfg.d_model, 1, seed=2), 1)
+    texts = [
+        "When Mary and John went to the store",
+        "The cat sat on the mat",
+        "Paris is the capital of France",
+    ]
+    describe_features_on_texts(tiny, sae, texts, n_top=2)
+    assert len(sae.features) == sae.d_sae
+    feature = next(i for i, f in enumerate(sae.features) if f["contexts"])
+    context = sae.features[feature]["contexts"][0]
+    best = 0.0
+    for text in texts:  # the context's activation is the feature's maximum over the texts
+        residual = residual_stream(tiny, tiny.to_tokens(text), [1])[1][0]
+        acts = feature_activations(sae.sae, residual)[1:, feature]
+        words = [tiny.tokenizer.decode([t]) for t in tiny.to_tokens(text)[0, 1:].tolist()]
+        if max(acts.tolist()) > best:
+            best = max(acts.tolist())
+            firing_word = words[int(acts.argmax())]
+    assert context["activation"] == pytest.approx(best, abs=1e-3)
+    assert context["tokens"][context["target"]] == firing_word
+    description = sae_labels.feature_description(tiny, sae, feature)
+    assert description["promotes"] and description["contexts"]
+
+
+def test_labels_contain_no_executable_markup():
+    context = {
+        "tokens": ["<script>", "alert(1)", "</script>", "<img src=x onerror=alert(2)>", "\"'&"],
+        "target": 3,
+    }
+    rendered = context_html(context)
+    assert "<script" not in rendered and "<img" not in rendered
+    assert "&lt;img src=x onerror=alert(2)&gt;" in rendered and "<mark>" in rendered
+    assert "&quot;&#x27;&amp;" in rendered
+    label = feature_label({"layer": 3, "feature": 1, "contexts": [context], "promotes": ["<b>"]})
+    assert label.startswith("L3/1:")  # plain text: renderers escape it like any prompt text
+    assert context_text(context) == "<script>alert(1)</script><<<img src=x onerror=alert(2)>>>\"'&"
+
+
+# ----- the gender-bias procedure ---------------------------------------------------------------
+def test_circuit_nodes_of_a_hand_made_mask(tiny):
+    spec = GraphSpec.from_model(tiny)
+    mask = spec.mask_from_edge_names(["input->a0.h1<q>", "a0.h1->m1", "m1->logits"])
+    assert circuit_nodes(spec, mask) == ["input", "a0.h1", "m1"]
+
+
+def test_sign_test():
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(5, 0) == pytest.approx(2 / 32)
+    assert sign_test(3, 3) == 1.0
+
+
+def test_gender_bias_experiment_runs_end_to_end_on_a_tiny_model(tiny):
+    saes = [labelled(make_sae(tiny.cfg.d_model, 0, seed=4, dead=0), 0)]
+    item = {
+        "clean": "When Mary and John went to the store , John gave a drink to",
+        "corrupted": "When Alice and Bob went to the store , Carl gave a drink to",
+        "answer": " Mary",
+        "foil": " John",
+        "paraphrases": [
+            {
+                "clean": "When Mary and John went to the park , John gave a ball to",
+                "corrupted": "When Alice and Bob went to the park , Carl gave a ball to",
+            },
+            {
+                "clean": "When Mary and Tom went to the store , Tom gave a drink to",
+                "corrupted": "When Anna and Bob went to the store , Carl gave a drink to",
+            },
+        ],
+    }
+    pairs = [
+        ("John went to the store", "Mary went to the store"),
+        ("Bob sat on the mat", "Alice sat on the mat"),
+    ]
+    from circuitviz.labels import steer as steer_module
+
+    result = steer_module.gender_bias_experiment(
+        tiny, saes, [item], budget=40, method="eap", threshold=0.0, probe_pairs=pairs
+    )
+    row = result["prompts"][0]
+    assert row["candidates"] == 3
+    assert row["best"]["ndf"] >= row["worst"]["ndf"]
+    prepared = prepare_task(tiny, PromptTask(item["clean"], "", " Mary", (" John",)), need_corrupted=False)
+    before = run_with_edits(tiny, prepared, {})["metric"]
+    assert row["bias_before"] == pytest.approx(abs(before))
+    for side in ("best", "worst"):
+        features = [tuple(f) for f in row[side]["gender_features"]]
+        after = (
+            run_with_edits(tiny, prepared, steer_module._edits(saes, features))["metric"]
+            if features
+            else before
+        )
+        assert row[side]["reduction"] == pytest.approx(abs(before) - abs(after))
+    assert result["best_wins"] + result["worst_wins"] <= 1
+    assert gender_bias_experiment is steer_module.gender_bias_experiment
+
+
+# ----- the embedded SAEs -------------------------------------------------------------------------
+def test_embedded_saes_ship_round_trip_and_describe(embedded_model):
+    from safetensors.torch import load_file
+
+    saes = sae_labels.load_embedded_saes(embedded_model, "gemma-3-270m")
+    index = sae_labels.embedded_index("gemma-3-270m")
+    assert [s.layer for s in saes] == sorted(entry["layer"] for entry in index["saes"])
+    for labelled_sae, folder in zip(saes, sae_labels.embedded_sae_folders("gemma-3-270m")):
+        stored = load_file(str(folder / "sae_weights.safetensors"))
+        for name, tensor in stored.items():
+            assert tensor.dtype == torch.float16
+            assert torch.equal(labelled_sae.sae.state_dict()[name], tensor.float()), name
+        assert len(labelled_sae.features) == labelled_sae.d_sae
+        assert {"explained_variance", "l0", "dead_fraction", "metric_change"} <= set(labelled_sae.quality)
+        live = next(f for f in labelled_sae.features if f["contexts"])
+        assert live["promotes"] and 0 <= live["contexts"][0]["target"] < len(live["contexts"][0]["tokens"])
+
+
+def test_embedded_node_labels_and_steering(embedded_model):
+    saes = sae_labels.load_embedded_saes(embedded_model, "gemma-3-270m")
+    task = PromptTask("The nurse said that", "", " she", (" he",))
+    labels = circuit_node_features(embedded_model, task.clean, ["a2.h1", "m9", "m15"], saes, top_k=3)
+    for node in ("a2.h1", "m9", "m15"):
+        assert labels[node]["features"], node
+        assert labels[node]["sae_layer"] >= int(node[1:].split(".")[0])
+    nothing = steer(embedded_model, task, [], saes)
+    assert nothing["after"] == nothing["before"]
+    layer = labels["m9"]["sae_layer"]
+    chosen = [(layer, f["feature"]) for f in labels["m9"]["features"]]
+    result = steer(embedded_model, task, chosen, saes, n_random=2)
+    assert result["before"] == nothing["before"] and len(result["random"]["runs"]) == 2
