@@ -14,6 +14,7 @@ PAGES = [
     st.Page("pages/explore.py", title="Explore", icon=":material/travel_explore:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/paraphrases.py", title="Paraphrases", icon=":material/format_quote:"),
+    st.Page("pages/steer.py", title="Steer", icon=":material/tune:"),
     st.Page("pages/gallery.py", title="Gallery", icon=":material/photo_library:"),
     st.Page("pages/about.py", title="About", icon=":material/info:"),
 ]

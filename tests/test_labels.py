@@ -387,3 +387,42 @@ def test_embedded_node_labels_and_steering(embedded_model):
     chosen = [(layer, f["feature"]) for f in labels["m9"]["features"]]
     result = steer(embedded_model, task, chosen, saes, n_random=2)
     assert result["before"] == nothing["before"] and len(result["random"]["runs"]) == 2
+
+
+# ----- the Steer page ------------------------------------------------------------------------------
+def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    save_sae(make_sae(model.cfg.d_model, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: model)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.switch_page("pages/steer.py").run()
+    assert not at.exception, at.exception
+    # the shipped SAEs read Gemma-3-270M's residual stream, not this model's
+    expected = "size 640" if sae_labels.embedded_index("gemma-3-270m") else "No SAEs ship"
+    assert at.error and expected in at.error[0].value
+    at.radio(key="steer.source").set_value("hub").run()
+    assert any("offline" in info.value for info in at.info)
+    at.radio(key="steer.source").set_value("local folder").run()
+    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+    at.text_input(key="steer.prompt").set_value(PROMPT)
+    at.text_input(key="steer.answer").set_value(" Mary")
+    at.text_input(key="steer.foil").set_value(" John")
+    at.text_input(key="steer.nodes").set_value("a0.h0, m0, a1.h1").run()
+    assert not at.exception, at.exception
+    options = at.multiselect(key="steer.features").options
+    assert options and all(option.startswith(("a0.h0:", "m0:")) for option in options)
+    at.multiselect(key="steer.features").select(options[0]).run()
+    at.button(key="steer.zero").click().run()
+    assert not at.exception, at.exception
+    labels = [metric.label for metric in at.metric]
+    assert labels[:2] == ["metric before", "after zeroing"]
+    assert any("LLM labels are off" in caption.value for caption in at.caption)
