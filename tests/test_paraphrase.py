@@ -1,0 +1,399 @@
+"""Paraphrase sources: file formats, template families, the LLM source against a local stub server
+speaking the OpenAI chat API, and per-pair validation against the model."""
+
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import torch
+
+from circuitviz.paraphrase import (
+    EXAMPLE_TASKS,
+    FAMILIES,
+    ParaphraseError,
+    ParaphrasePair,
+    family,
+    gather_paraphrases,
+    llm_paraphrases,
+    model_answer,
+    parse_llm_reply,
+    parse_paraphrases,
+    propose_answer,
+    propose_corruption,
+    recognise,
+    template_paraphrases,
+    to_jsonl,
+    token_count,
+    validate_pairs,
+)
+from circuitviz.tasks import PromptTask, TaskError
+from circuitviz.testing import IOI_TASK, tiny_model
+
+TINY_PAIRS = [
+    ("When John and Mary went to the store , John gave a drink to", "When Bob and Alice went to the store , Carl gave a drink to"),
+    ("When Mary and John went to the park , John gave a ball to", "When Alice and Bob went to the park , Carl gave a ball to"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gpt2", seed=0)
+
+
+# ----- user-given pairs -----------------------------------------------------------------------
+def test_every_file_format_gives_the_same_pairs():
+    jsonl = "\n".join(json.dumps({"clean": c, "corrupted": d}) for c, d in TINY_PAIRS)
+    as_list = json.dumps([{"paraphrase": c, "corrupted": d} for c, d in TINY_PAIRS])
+    csv_text = "clean,corrupted\n" + "\n".join(f'"{c}","{d}"' for c, d in TINY_PAIRS)
+    typed = "# typed in the app\n" + "\n".join(f"{c}\t{d}" for c, d in TINY_PAIRS[:1])
+    typed += "\n" + " || ".join(TINY_PAIRS[1])
+    for text in (jsonl, as_list, csv_text, typed):
+        pairs = parse_paraphrases(text, IOI_TASK)
+        assert [(p.clean, p.corrupted) for p in pairs] == TINY_PAIRS
+        assert all(
+            p.answer == IOI_TASK.answer and p.foils == IOI_TASK.foils and not p.problems for p in pairs
+        )
+        assert all(p.source == "file" for p in pairs)
+
+
+def test_jsonl_round_trip_and_other_answers_are_flagged():
+    pairs = parse_paraphrases(to_jsonl(parse_paraphrases("\t".join(TINY_PAIRS[0]), IOI_TASK)), IOI_TASK)
+    assert (pairs[0].clean, pairs[0].corrupted) == TINY_PAIRS[0]
+    other = parse_paraphrases(json.dumps({"clean": "a", "corrupted": "b", "answer": " John"}), IOI_TASK)
+    assert other[0].problems and "must keep them" in other[0].problems[0]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ('{"clean": "x", "corrupted": "y"}\n{"clean": oops}', "Line 2 .*not valid JSON"),
+        ('{"corrupted": "y"}', "Line 1 has no paraphrase"),
+        ('[{"clean": "x"}]', "Item 1 has no 'corrupted'"),
+        ("only one column here", "Line 1 is not"),
+        ('{"clean": "x", "corrupted": "y", "foils": 3}', "'foils' must be a list"),
+    ],
+)
+def test_bad_files_name_the_problem(text, message):
+    with pytest.raises(ParaphraseError, match=message):
+        parse_paraphrases(text, IOI_TASK)
+
+
+def test_file_source_without_text_says_so(tiny):
+    with pytest.raises(ParaphraseError, match="needs paraphrases"):
+        gather_paraphrases(tiny, IOI_TASK, "file", text="  ")
+    with pytest.raises(ParaphraseError, match="Unknown paraphrase source"):
+        gather_paraphrases(tiny, IOI_TASK, "carrier-pigeon")
+
+
+# ----- validation ----------------------------------------------------------------------------
+def _top1(model, text):
+    with torch.no_grad():
+        return int(model(model.to_tokens(text))[0, -1].argmax())
+
+
+def test_validation_flags_each_problem_and_reads_the_model(tiny):
+    pairs = parse_paraphrases(
+        "\n".join(
+            [
+                "\t".join(TINY_PAIRS[0]),
+                "\t".join(TINY_PAIRS[1]),
+                "The cat sat on the mat\tThe cat sat on",  # unequal lengths
+                "\t".join(TINY_PAIRS[0]),  # a repeat
+                IOI_TASK.clean + "\t" + IOI_TASK.corrupted,  # the prompt itself
+            ]
+        ),
+        IOI_TASK,
+    )
+    checked = validate_pairs(tiny, IOI_TASK, pairs)
+    assert [p.same_length for p in checked] == [True, True, False, True, True]
+    assert "7 tokens and its corruption 5" in checked[2].problems[0]
+    assert "repeats" in checked[3].problems[0] and "repeats" in checked[4].problems[0]
+    original_top = _top1(tiny, IOI_TASK.clean)
+    for pair in checked[:2]:
+        top = _top1(tiny, pair.clean)
+        assert pair.model_answer == tiny.tokenizer.decode([top])
+        assert pair.answer_matches == (top == original_top)
+        assert pair.usable() == (top == original_top)
+        assert pair.usable(include_mismatched=True)
+        logits = tiny(tiny.to_tokens(pair.clean))[0, -1]
+        answer, foil = tiny.to_single_token(" Mary"), tiny.to_single_token(" John")
+        assert pair.metric_clean == pytest.approx(float(logits[answer] - logits[foil]), abs=1e-5)
+    assert not checked[2].usable(include_mismatched=True)
+    assert pairs[0].same_length is None  # the input pairs are left as they were
+
+
+def test_a_mismatched_answer_is_excluded_with_its_reason(tiny):
+    # find a paraphrase the tiny model answers differently from the prompt
+    original_top = _top1(tiny, IOI_TASK.clean)
+    words = "When Mary and John went to the store , John gave a drink".split()
+    for _ in range(200):
+        random.Random(_).shuffle(words)
+        text = " ".join(words)
+        if _top1(tiny, text) != original_top:
+            break
+    pair = ParaphrasePair(text, " ".join(["Alice"] + words[1:]), " Mary", (" John",), "file")
+    checked = validate_pairs(tiny, IOI_TASK, [pair])[0]
+    assert checked.answer_matches is False and not checked.usable()
+    assert "the model answers" in checked.reason and repr(checked.original_answer) in checked.reason
+
+
+def test_an_invalid_prompt_is_refused_first(tiny):
+    with pytest.raises(TaskError):
+        validate_pairs(tiny, PromptTask("When Mary", "When", " Mary", (" John",)), [])
+
+
+# ----- template families ----------------------------------------------------------------------
+FAMILY_PROMPTS = {
+    "ioi": ("When Mary and John went to the store, John gave a drink to", "Mary"),
+    "arithmetic": ("14 + 23 = ", "37"),
+    "factual": ("The official language of France is", "French"),
+    "multiple-choice": ("Question: What is the capital of France?\nA. Rome\nB. Paris\nC. Berlin\nD. Madrid\nAnswer:", None),
+}  # fmt: skip
+
+
+def _key_fact(found):
+    """What a rewrite must keep: names, operands, subject, or the correct option's text at B."""
+    slots = found.slots
+    if found.family == "ioi":
+        return (slots["A"], slots["B"])
+    if found.family == "arithmetic":
+        return found.answer
+    if found.family == "factual":
+        return (slots["relation"], slots["X"])
+    return slots["options"][1]
+
+
+@pytest.mark.parametrize("name", list(FAMILY_PROMPTS))
+def test_templates_recognise_rewrite_keeping_the_answer_and_corrupt_it(name):
+    prompt, answer = FAMILY_PROMPTS[name]
+    found = recognise(prompt)
+    assert found is not None and found.family == name and found.answer == answer
+    chosen = family(name)
+    rng = random.Random(0)
+    variants = (
+        chosen.variants(found, rng, answer=" B") if name == "multiple-choice" else chosen.variants(found, rng)
+    )
+    assert len(variants) >= 9
+    texts = [text for text, _ in variants]
+    assert len(set(texts)) == len(texts) and prompt not in texts
+    for text, _ in variants[:30]:
+        again = recognise(text)
+        assert again is not None and again.family == name, text
+        assert _key_fact(again) == _key_fact(found), text
+        corrupted = next(chosen.corruptions(again, random.Random(1), " B"))
+        if name == "ioi":  # ABC: three other names, so no name is repeated and none is the answer
+            assert not any(n in corrupted for n in _key_fact(found)) and recognise(corrupted) is None
+            continue
+        changed = recognise(corrupted)
+        assert changed is not None and _key_fact(changed) != _key_fact(found), corrupted
+
+
+def test_template_choice_is_deterministic_in_the_seed():
+    found = recognise(FAMILY_PROMPTS["ioi"][0])
+    first = [t for t, _ in family("ioi").variants(found, random.Random(3))[:9]]
+    again = [t for t, _ in family("ioi").variants(found, random.Random(3))[:9]]
+    other = [t for t, _ in family("ioi").variants(found, random.Random(4))[:9]]
+    assert first == again and first != other
+    assert len({t.split(" went")[0].split(" arrived")[0] for t in first}) > 1  # wording varies
+
+
+def test_unrecognised_prompts_and_families():
+    assert recognise("The nurse said that") is None
+    assert propose_answer("The nurse said that") is None
+    assert propose_answer("What is 7 times 8? The answer is") == "56"
+    with pytest.raises(ParaphraseError, match="Unknown template family"):
+        family("poetry")
+    assert {f.name for f in FAMILIES} == set(FAMILY_PROMPTS)
+
+
+def test_loose_prompts_of_a_family_are_recognised():
+    found = recognise("Mary and Tom were at the zoo. Tom threw a peanut to")
+    assert found.family == "ioi" and found.answer == "Mary"
+    corrupted = next(family("ioi").corruptions(found, None, None))
+    assert corrupted == "Alice and Bob were at the zoo. Carl threw a peanut to"
+    found = recognise("I have 3 apples and eat 1, so 3 - 1 =")
+    assert found.family == "arithmetic" and found.answer == "2"
+
+
+def test_proposed_corruption_keeps_the_token_length(tiny):
+    assert (
+        propose_corruption(tiny, IOI_TASK.clean)
+        == "When Alice and Bob went to the store , Carl gave a drink to"
+    )
+    assert propose_corruption(tiny, "The cat sat on the mat") is None
+    proposal = propose_corruption(tiny, "1 + 2 = ")
+    assert proposal is not None and token_count(tiny, proposal) == token_count(tiny, "1 + 2 = ")
+    assert recognise(proposal).answer[0] != "3"
+
+
+def test_template_paraphrases_are_checked_pairs_of_equal_length(tiny):
+    pairs = template_paraphrases(tiny, IOI_TASK, n=4, seed=0)
+    assert sum(p.usable() for p in pairs) == 4 or len(pairs) >= 16  # filled, or the draw limit reached
+    for pair in pairs:
+        assert pair.source == "template:ioi" and pair.checked and pair.same_length
+        assert pair.answer == IOI_TASK.answer and pair.foils == IOI_TASK.foils
+        assert " , " in pair.clean  # the prompt's spaced punctuation is kept for word tokenizers
+    assert [p.clean for p in template_paraphrases(tiny, IOI_TASK, n=4, seed=0)] == [p.clean for p in pairs]
+    with pytest.raises(ParaphraseError, match="none of the built-in template families"):
+        template_paraphrases(
+            tiny, PromptTask("The cat sat on the mat", "The cat sat on the", " Mary", (" John",))
+        )
+
+
+# ----- the LLM source, against a local HTTP server speaking the OpenAI chat API ---------------
+class StubOpenAI:
+    """A real HTTP server on 127.0.0.1 answering POST /v1/chat/completions with a set reply."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.reply: str = ""
+        self.status = 200
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                if self.path != "/v1/chat/completions":
+                    payload, status = {"error": {"message": "no such route"}}, 404
+                elif stub.status != 200:
+                    payload, status = {"error": {"message": "refused", "type": "error"}}, stub.status
+                else:
+                    payload, status = _completion(body["model"], stub.reply), 200
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def _completion(model, content):
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+@pytest.fixture()
+def stub(monkeypatch):
+    server = StubOpenAI()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    yield server
+    server.close()
+
+
+def _reply(pairs, fenced=False):
+    text = json.dumps({"pairs": [{"paraphrase": c, "corrupted": d} for c, d in pairs]})
+    return f"```json\n{text}\n```" if fenced else text
+
+
+def test_llm_pairs_are_requested_parsed_and_checked(tiny, stub):
+    stub.reply = _reply(TINY_PAIRS + [("The cat sat on the mat", "The cat sat")])
+    pairs = llm_paraphrases(tiny, IOI_TASK, n=3, seed=5, llm_model="stub-model")
+    assert [(p.clean, p.corrupted) for p in pairs[:2]] == TINY_PAIRS
+    assert all(p.source == "openai:stub-model" and p.checked for p in pairs)
+    assert pairs[2].same_length is False and not pairs[2].usable()
+    request = stub.requests[-1]
+    assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer sk-test"
+    assert request["body"]["model"] == "stub-model" and request["body"]["seed"] == 5
+    asked = request["body"]["messages"][-1]["content"]
+    assert IOI_TASK.clean in asked and "Write 3 paraphrases" in asked and '"corrupted"' in asked
+
+
+def test_llm_source_through_gather_and_a_fenced_reply(tiny, stub, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_LLM_MODEL", "env-model")
+    stub.reply = _reply(TINY_PAIRS, fenced=True)
+    pairs = gather_paraphrases(tiny, IOI_TASK, "openai", n=1)
+    assert len(pairs) == 1 and pairs[0].clean == TINY_PAIRS[0][0]
+    assert stub.requests[-1]["body"]["model"] == "env-model"
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ("Sure! Here are the paraphrases: ...", "not the JSON asked for"),
+        ('{"rewrites": []}', "no list 'pairs'"),
+        ('{"pairs": "none"}', "no list 'pairs'"),
+    ],
+)
+def test_llm_replies_are_parsed_strictly(tiny, stub, reply, message):
+    stub.reply = reply
+    with pytest.raises(ParaphraseError, match=message):
+        llm_paraphrases(tiny, IOI_TASK, n=2)
+
+
+def test_llm_items_without_both_strings_are_flagged():
+    pairs = parse_llm_reply(
+        '{"pairs": [{"paraphrase": "x"}, "text", {"paraphrase": "", "corrupted": ""}]}',
+        IOI_TASK,
+        5,
+        "openai:m",
+    )
+    assert ["lacks" in p.problems[0] for p in pairs] == [True, True, False]
+    assert "empty" in pairs[2].problems[0]
+
+
+def test_llm_endpoint_errors_are_one_sentence(tiny, stub, monkeypatch):
+    stub.status = 401
+    with pytest.raises(ParaphraseError, match="refused the API key; check OPENAI_API_KEY"):
+        llm_paraphrases(tiny, IOI_TASK, n=2)
+    stub.status = 404
+    with pytest.raises(ParaphraseError, match="has no model 'gpt-4o-mini'"):
+        llm_paraphrases(tiny, IOI_TASK, n=2)
+    closed = StubOpenAI()
+    closed.close()
+    monkeypatch.setenv("OPENAI_BASE_URL", closed.url)
+    with pytest.raises(ParaphraseError, match="Could not reach the LLM endpoint"):
+        llm_paraphrases(tiny, IOI_TASK, n=2, timeout=5)
+
+
+def test_without_a_key_the_llm_source_says_so_in_one_sentence(tiny, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ParaphraseError) as error:
+        gather_paraphrases(tiny, IOI_TASK, "openai", n=2)
+    message = str(error.value)
+    assert message.startswith("No OpenAI API key is set") and message.count(".") == 1
+    assert template_paraphrases(tiny, IOI_TASK, n=1)  # the other sources remain
+
+
+# ----- the embedded model ---------------------------------------------------------------------
+def test_examples_and_templates_on_the_embedded_model(embedded_model):
+    model = embedded_model
+    assert propose_corruption(model, EXAMPLE_TASKS["ioi"].clean) == EXAMPLE_TASKS["ioi"].corrupted
+    for name, task in EXAMPLE_TASKS.items():
+        assert validate_pairs(model, task, []) == []  # the example itself is a valid task
+        assert model_answer(model, task.clean) == task.answer  # and the model answers it
+        found = recognise(task.clean)
+        assert found is not None and found.family == name
+        proposal = propose_corruption(model, task.clean, task.answer)
+        assert proposal is not None and token_count(model, proposal) == token_count(model, task.clean)
+    pairs = template_paraphrases(model, EXAMPLE_TASKS["ioi"], n=3, seed=0)
+    assert sum(p.usable() for p in pairs) >= 3
+    assert all(p.n_tokens == p.corrupted_n_tokens for p in pairs)
+    assert all(p.model_answer == " Mary" for p in pairs if p.usable())
