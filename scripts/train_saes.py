@@ -233,12 +233,13 @@ def main(argv=None) -> None:
     key = hashlib.sha256(
         json.dumps([args.model, args.layers, rows.shape, int(rows.sum())]).encode()
     ).hexdigest()[:16]
-    # the per-head result and split q/k/v inputs change no activation; without them reading is ~20x faster
+    # per-head results and split q/k/v inputs change no activation; reading is much faster without them
+    flags = (model.cfg.use_attn_result, model.cfg.use_split_qkv_input)
     model.set_use_attn_result(False)
     model.set_use_split_qkv_input(False)
     acts = collect_activations(model, rows, args.layers, 8, args.cache_dir / f"circuitviz-sae-acts-{key}.pt")
-    model.set_use_attn_result(True)
-    model.set_use_split_qkv_input(True)
+    model.set_use_attn_result(flags[0])
+    model.set_use_split_qkv_input(flags[1])
     if args.collect_only:
         return
     from circuitviz.labels.sae import (
@@ -250,6 +251,7 @@ def main(argv=None) -> None:
         save_sae,
         top_contexts_from_activations,
     )
+    from circuitviz.labels.signals import write_corpus_sample
     from circuitviz.labels.steer import reconstruction_metric_change
 
     n_held = max(1, int(args.held_out * rows.shape[0]))
@@ -299,6 +301,7 @@ def main(argv=None) -> None:
             json.dump(payload, handle, ensure_ascii=False, separators=(",", ":"))
         index["saes"].append({"layer": layer, "path": folder.name, "hook_name": loaded.hook_name, **quality})
         print(f"layer {layer}: {json.dumps(quality)}", flush=True)
+    write_corpus_sample(texts, out_root)
     (out_root / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     print(f"wrote {out_root}")
 

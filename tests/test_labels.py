@@ -426,3 +426,39 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     labels = [metric.label for metric in at.metric]
     assert labels[:2] == ["metric before", "after zeroing"]
     assert any("LLM labels are off" in caption.value for caption in at.caption)
+
+
+def test_signal_top_contexts_match_brute_force(tiny):
+    from circuitviz.labels.signals import signal_top_contexts
+
+    generator = torch.Generator().manual_seed(8)
+    p = torch.randn(tiny.cfg.d_model, generator=generator, dtype=torch.float64)
+    q = torch.randn(tiny.cfg.d_model, generator=generator, dtype=torch.float64)
+    texts = [
+        "When Mary and John went to the store",
+        "The cat sat on the mat",
+        "Paris is the capital of France",
+    ]
+    contexts = signal_top_contexts(tiny, 1, p, q, texts, n_top=3)
+    assert len(contexts) == 3
+    best = []
+    for text in texts:
+        tokens = tiny.to_tokens(text)
+        x = residual_stream(tiny, tokens, [0])[0][0]  # the residual entering block 1
+        x = x / (x.pow(2).mean(-1, keepdim=True) + tiny.cfg.eps).sqrt()
+        words = [tiny.tokenizer.decode([t]) for t in tokens[0].tolist()]
+        pairs = [
+            (float((x[d] @ p) * (q @ x[s])), words[d], words[s])
+            for d in range(1, len(words))
+            for s in range(1, d + 1)
+        ]
+        best.append(max(pairs))
+    best.sort(reverse=True)
+    for context, (score, destination, source) in zip(contexts, best):
+        assert context["score"] == pytest.approx(score, abs=1e-3)
+        assert context["tokens"][context["target"]] == destination
+        assert context["tokens"][context["source"]] == source
+        assert context["source"] <= context["target"]
+    marked = context_text(contexts[0])
+    assert "<<" in marked and "[[" in marked
+    assert context_text({"tokens": ["a", " b"], "target": 1, "source": 1}) == "a<<[[ b]]>>"

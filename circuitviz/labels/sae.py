@@ -451,10 +451,10 @@ def context_text(
     """A stored context as plain text, the target token between ``<< >>`` (source, if any, ``[[ ]]``)."""
     parts = []
     for index, token in enumerate(context["tokens"]):
+        if index == context.get("source"):
+            token = f"{source[0]}{token}{source[1]}"
         if index == context.get("target"):
             token = f"{target[0]}{token}{target[1]}"
-        elif index == context.get("source"):
-            token = f"{source[0]}{token}{source[1]}"
         parts.append(token)
     return "".join(parts)
 
@@ -464,10 +464,10 @@ def context_html(context: dict) -> str:
     parts = []
     for index, token in enumerate(context["tokens"]):
         text = html.escape(token).replace("\n", "&#8629;")
+        if index == context.get("source"):
+            text = f"<u>{text}</u>"
         if index == context.get("target"):
             text = f"<mark>{text}</mark>"
-        elif index == context.get("source"):
-            text = f"<u>{text}</u>"
         parts.append(text)
     return "".join(parts)
 
