@@ -39,6 +39,6 @@ if result is not None:
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task) if result.model_id == model_id else None
-    views.result_view(result, labels=labels, key="explore", budget_key="budget")
+    views.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
     st.session_state["settings"] = result.config
 state.write_to_url()

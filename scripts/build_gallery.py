@@ -143,7 +143,6 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
             "clean_metric": result.baseline.clean,
             "corrupted_metric": result.baseline.corrupted,
             "headline": {"budget": best.budget, "n_edges": best.n_edges, "ndf": best.ndf},
-            "default_budget": 200,
         }
         print(
             f"{example['slug']}: clean {result.baseline.clean:+.2f} corrupted {result.baseline.corrupted:+.2f}; "

@@ -161,10 +161,39 @@ def test_gallery_opens_without_a_model():
     assert edges and any("promotes" in (n.get("title") or "") for n in nodes)
 
 
-def test_paraphrases_and_about_pages_render():
-    at = _app()
+def test_paraphrases_runs_best_of_n_and_highlights_an_intersection():
+    pytest.importorskip("circuitviz.methods.bon")
+    at = _app(
+        prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20,40"
+    )
     at.switch_page("pages/paraphrases.py").run()
     assert not at.exception, at.exception
+    at.selectbox(key="w.bon.method").set_value("ibon").run()
+    at.number_input(key="bon.method.ibon.n_paraphrases").set_value(3)
+    at.number_input(key="bon.method.ibon.ig_steps").set_value(1)
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    assert at.dataframe or at.get("arrow_data_frame") or at.get("data_editor") is not None
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    bars = charts[0]["data"][0]
+    assert "winner" in " ".join(bars["text"])  # candidates' NDF with the winner marked
+    assert len(charts) >= 3  # candidates, UpSet, curves
+    before = _nodes_and_edges(_graph_pages(at)[0])[1]
+    options = at.selectbox(key="bon.intersection").options
+    assert len(options) >= 2
+    at.selectbox(key="bon.intersection").set_value(at.selectbox(key="bon.intersection").options[1]).run()
+    assert not at.exception, at.exception
+    edges = _nodes_and_edges(_graph_pages(at)[0])[1]
+    lit = [e for e in edges if e["color"]["opacity"] == 1.0]
+    assert len(edges) == len(before) and 0 < len(lit) <= len(edges)
+    # iBoN takes any budget: one the run never evaluated
+    at.slider(key="bon.budget").set_value(13).run()
+    assert not at.exception, at.exception
+    assert any(m.label == "NDF" for m in at.metric)
+
+
+def test_about_page_renders():
+    at = _app()
     at.switch_page("pages/about.py").run()
     assert not at.exception, at.exception
     assert any("NDF" in m.value for m in at.markdown)

@@ -42,23 +42,26 @@ __all__ = [
 ]
 
 
-def result_graph_html(result, budget: int, labels=None, max_edges: int = 1500, **options) -> GraphDrawing:
+def result_graph_html(
+    result, budget: int, labels=None, max_edges: int = 1500, mask=None, ndf=None, **options
+):
     """The standalone graph page of a ``CircuitResult`` at ``budget``: what the app shows and
-    downloads, and what ``python -m circuitviz discover --html`` writes."""
+    downloads, and what ``python -m circuitviz discover --html`` writes.
+
+    ``mask``: the circuit to draw when it is not ``result.circuit(budget)`` (iBoN/BoN-CSM at a
+    budget the run did not evaluate); ``ndf``: its faithfulness for the title, when known.
+    """
     point = result.point(budget)
-    faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ""
+    if ndf is None and point is not None:
+        ndf = point.ndf
+    faithfulness = f", NDF {ndf:.2f}" if ndf is not None else ""
     title = options.pop("title", None) or (
         f"{result.model_id} · {result.method} · budget {budget:,} edges{faithfulness} · "
         f"prompt: {result.task.clean!r} → {result.task.answer!r}"
     )
+    circuit = result.circuit(budget) if mask is None else mask
     return circuit_graph_html(
-        result.graph,
-        result.scores,
-        result.circuit(budget),
-        labels=labels,
-        max_edges=max_edges,
-        title=title,
-        **options,
+        result.graph, result.scores, circuit, labels=labels, max_edges=max_edges, title=title, **options
     )
 
 

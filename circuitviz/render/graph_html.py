@@ -141,7 +141,7 @@ def _node_title(spec: GraphSpec, name: str, score: float | None, labels: Mapping
         lines.append(f"score in this circuit: {score:+.4g}")
     for key, value in (labels or {}).items():
         if isinstance(value, (list, tuple)):
-            value = ", ".join(repr(str(v)) for v in value)
+            value = ", ".join(f"'{v}'" for v in value)  # quotes keep leading spaces visible
         lines.append(f"{_escape(str(key).replace('_', ' '))}: {_escape(value)}")
     return "<br>".join(lines)
 
@@ -301,7 +301,7 @@ def circuit_graph_html(
     page = _finish_page(page, _legend_html(title, notes))
     return GraphDrawing(
         html=page,
-        height=height_px + 70,
+        height=height_px + 120,  # the legend above the canvas: title (may wrap), key, notes
         nodes=names,
         edges=drawn,
         n_circuit_edges=len(all_edges),

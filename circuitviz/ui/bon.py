@@ -1,83 +1,130 @@
-"""Reading a Best-of-N result's paraphrases and candidates out of ``result.extra`` for the app.
+"""Reading a Best-of-N family result (``circuitviz/methods/bon.py``) for the app.
 
-The BoN family (``circuitviz/methods/bon.py``) keeps its plain data in ``result.extra``; this
-module is the one place that knows where, so the pages only see tidy rows and edge sets. Keys
-are looked up tolerantly (a list of candidates per budget, or per candidate a dict of budgets),
-and anything missing gives an empty answer, never an error.
+The family keeps its plain data in ``result.extra`` (pairs, candidates, per-budget candidate
+points and winners, shared-subcircuit data, iBoN/BoN-CSM ingredients). This module is the one
+place of the app that knows that layout, so the pages see tidy rows, edge sets and masks.
+Circuits at any budget come from ``variant_circuit`` (no model pass); candidate circuits come
+from the score matrices the run stored, never from a new scoring pass.
 """
 
 from __future__ import annotations
 
 BON_METHODS = ("bon", "ibon", "bon-csm")
+# variants whose circuit exists at any budget without a model pass
+ANY_BUDGET_VARIANTS = ("ibon", "bon-csm", "single", "average")
 
 
 def registered_bon_methods(registered: dict) -> list[str]:
     return [name for name in BON_METHODS if name in registered]
 
 
+def is_query_circuits(result) -> bool:
+    return isinstance(result.extra, dict) and "query_circuits_version" in result.extra
+
+
+def any_budget(result) -> bool:
+    """Whether the slider may take any budget (iBoN/BoN-CSM and the baselines build it at once)."""
+    return is_query_circuits(result) and result.method in ANY_BUDGET_VARIANTS
+
+
+def circuit_at(result, budget: int):
+    """The result's circuit at ``budget``: variant_circuit for the family, else result.circuit.  # bool"""
+    if any_budget(result) and result.point(budget) is None:
+        from ..methods.bon import variant_circuit
+
+        return variant_circuit(result, budget)
+    return result.circuit(budget)
+
+
+def _candidate_pairs(result) -> list[int]:
+    return [int(k) for k in result.extra.get("candidates") or []]
+
+
+def candidate_names(result) -> list[str]:
+    """'q' for the prompt itself, 'p<i>' for paraphrase pair i."""
+    return ["q" if k == 0 or i == 0 else f"p{k}" for i, k in enumerate(_candidate_pairs(result))]
+
+
 def paraphrase_rows(result) -> list[dict]:
-    """One row per paraphrase: text, corrupted text, source, the model's answer, whether used."""
+    """One row per pair: text, corruption, source, the model's answer, whether it is a candidate."""
+    candidates = set(_candidate_pairs(result))
     rows = []
-    for index, item in enumerate(result.extra.get("paraphrases") or []):
-        if isinstance(item, str):
-            item = {"clean": item}
-        if not isinstance(item, dict):
-            continue
+    for index, pair in enumerate(result.extra.get("pairs") or []):
         rows.append(
             {
-                "#": index + 1,
-                "paraphrase": str(item.get("clean") or item.get("prompt") or item.get("text") or ""),
-                "corrupted": str(item.get("corrupted") or ""),
-                "source": str(item.get("source") or ""),
-                "model's answer": str(item.get("model_answer") or item.get("answer") or ""),
-                "used": bool(item.get("used", item.get("valid", True))),
+                "pair": "q" if index == 0 else f"p{index}",
+                "paraphrase": str(pair.get("clean", "")),
+                "corrupted": str(pair.get("corrupted", "")),
+                "source": str(pair.get("source", "")),
+                "model's answer": str(pair.get("model_answer") or ""),
+                "answer matches": bool(pair.get("answer_matches", True)),
+                "candidate": index in candidates,
             }
         )
     return rows
 
 
-def _candidate_list(result, budget: int) -> list[dict]:
-    candidates = result.extra.get("candidates")
-    if isinstance(candidates, dict):
-        candidates = candidates.get(str(budget)) or candidates.get(budget) or []
-    found = []
-    for index, item in enumerate(candidates or []):
-        if not isinstance(item, dict):
-            continue
-        budgets = item.get("budgets")
-        if isinstance(budgets, dict):  # one record per candidate, its budgets inside
-            item = {**item, **(budgets.get(str(budget)) or budgets.get(budget) or {})}
-        elif "budget" in item and int(item["budget"]) != int(budget):
-            continue
-        found.append({"name": str(item.get("name") or item.get("label") or f"candidate {index}"), **item})
-    return found
+def _budget_entry(result, budget: int) -> dict | None:
+    for entry in result.extra.get("per_budget") or []:
+        if int(entry.get("budget", -1)) == int(budget):
+            return entry
+    return None
 
 
 def candidate_ndf(result, budget: int) -> list[dict]:
-    """[{name, ndf, winner}] for the candidates at ``budget``."""
-    winner = (
-        result.extra.get("winners", {}).get(str(budget))
-        if isinstance(result.extra.get("winners"), dict)
-        else None
-    )
+    """[{name, ndf, n_edges, winner}] for the BoN candidates evaluated at ``budget`` ([] if none)."""
+    entry = _budget_entry(result, budget)
+    if entry is None:
+        return []
+    names = candidate_names(result)
+    winner = int(entry.get("winner", -1))
     rows = []
-    for item in _candidate_list(result, budget):
-        if item.get("ndf") is None:
-            continue
-        rows.append({"name": item["name"], "ndf": float(item["ndf"]), "winner": bool(item.get("winner"))})
-    if rows and winner is not None:
-        for row in rows:
-            row["winner"] = row["name"] == str(winner) or row["winner"]
-    if rows and not any(row["winner"] for row in rows):
-        max(rows, key=lambda row: row["ndf"])["winner"] = True
+    for index, point in enumerate(entry.get("candidates") or []):
+        ndf = point.get("ndf")
+        rows.append(
+            {
+                "name": names[index] if index < len(names) else f"candidate {index}",
+                "ndf": float("nan") if ndf is None else float(ndf),
+                "n_edges": int(point.get("n_edges", 0)),
+                "winner": index == winner,
+            }
+        )
     return rows
 
 
-def candidate_edge_sets(result, budget: int) -> dict[str, set[str]]:
-    """{candidate name: its circuit's edge names} at ``budget`` (for the UpSet plot)."""
+def shared_entry(result, budget: int) -> dict | None:
+    """The run's shared-subcircuit data at ``budget`` (common edges, UpSet sizes, Jaccard)."""
+    for entry in result.extra.get("shared") or []:
+        if int(entry.get("budget", -1)) == int(budget):
+            return entry
+    return None
+
+
+def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dict[str, set[str]] | None:
+    """{candidate: its circuit's edges} at ``budget``, rebuilt from the stored score matrices.
+
+    None when the run did not keep its scores (``cache_scores`` off) or they are gone: then
+    only the sizes the run recorded are known, and nothing is recomputed here.
+    """
+    if not result.config.get("cache_scores", True):
+        return None
+    from ..graph import prune, top_n
+    from ..methods.bon import QueryCircuitConfig, _base_scorer, score_key
+    from ..tasks import PromptTask
+
+    pairs = result.extra.get("pairs") or []
+    config = QueryCircuitConfig(**result.config)
+    method, method_config = _base_scorer(config)
+    spec = result.graph
     sets = {}
-    for item in _candidate_list(result, budget):
-        edges = item.get("edges")
-        if isinstance(edges, list):
-            sets[item["name"]] = set(map(str, edges))
+    for name, k in zip(candidate_names(result), _candidate_pairs(result)):
+        pair = pairs[k]
+        task = PromptTask(
+            pair["clean"], pair["corrupted"], pair["answer"], tuple(pair["foils"]), pair["metric"]
+        )
+        state = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
+        if not isinstance(state, dict) or "scores" not in state:
+            return None
+        mask = prune(spec, top_n(spec, state["scores"].float(), budget))
+        sets[name] = set(spec.edge_names_of(mask))
     return sets

@@ -76,8 +76,10 @@ def next_tokens(_model, model_key: str, prompt: str, top_k: int = 8) -> list[tup
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def str_tokens(_model, model_key: str, text: str) -> list[str]:
-    """How the model's tokenizer splits ``text`` (with the BOS token the runs use)."""
-    return [str(token) for token in _model.to_str_tokens(text)]
+    """How the model's tokenizer splits ``text`` (with the BOS token the runs use), each id decoded
+    on its own (TransformerLens's to_str_tokens fails on some tokenizers, Gemma-3's among them)."""
+    ids = _model.to_tokens(text)[0].tolist()
+    return [_model.tokenizer.decode([int(token)]) for token in ids]
 
 
 def request_key(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from .. import render
-from . import loaders, state
+from . import bon, loaders, state
 
 MAX_DRAWN_EDGES = 1500
 _NICE_BUDGETS = (10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500)
@@ -140,8 +140,8 @@ def result_id(result) -> str:
     )
 
 
-def metrics_row(result, budget: int) -> None:
-    point = result.point(budget)
+def metrics_row(result, budget: int, point=None) -> None:
+    point = point or result.point(budget)
     columns = st.columns(5)
     columns[0].metric("clean L(M(q))", f"{result.baseline.clean:+.3f}", help="metric of the clean prompt")
     columns[1].metric(
@@ -164,14 +164,22 @@ def _drawing(
     faded: bool,
     highlight_key: str,
     _highlight,
+    ndf,
 ):
     return render.result_graph_html(
-        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, show_faded=faded, highlight=_highlight
+        _result,
+        budget,
+        labels=_labels,
+        max_edges=MAX_DRAWN_EDGES,
+        show_faded=faded,
+        highlight=_highlight,
+        mask=bon.circuit_at(_result, budget),
+        ndf=ndf,
     )
 
 
 def graph_drawing(
-    result, budget: int, labels=None, faded: bool = False, highlight=None, layers=None, title=None
+    result, budget: int, labels=None, faded: bool = False, highlight=None, layers=None, title=None, ndf=None
 ):
     """The drawn graph (cached per result, budget and options, so slider moves are quick)."""
     if layers is not None or title is not None:
@@ -185,12 +193,39 @@ def graph_drawing(
             max_edges=MAX_DRAWN_EDGES,
             show_faded=faded,
             highlight=highlight,
+            mask=bon.circuit_at(result, budget),
             **options,
         )
     highlight_key = ",".join(sorted(highlight)) if highlight is not None else ""
     return _drawing(
-        result, result_id(result), int(budget), labels, str(bool(labels)), faded, highlight_key, highlight
+        result,
+        result_id(result),
+        int(budget),
+        labels,
+        str(bool(labels)),
+        faded,
+        highlight_key,
+        highlight,
+        ndf,
     )
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _evaluated_point(_model, _result, result_key: str, budget: int):
+    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate (one batched
+    patched pass; no scoring)."""
+    from ..api import evaluate_circuits
+
+    _, points = evaluate_circuits(_model, _result.task, [bon.circuit_at(_result, budget)], [budget])
+    return points[0]
+
+
+def point_at(result, budget: int, model=None):
+    """The curve point at ``budget``: stored, or evaluated once for an any-budget variant."""
+    point = result.point(budget)
+    if point is None and model is not None and bon.any_budget(result):
+        point = _evaluated_point(model, result, result_id(result), int(budget))
+    return point
 
 
 def show_graph(drawing) -> None:
@@ -199,12 +234,25 @@ def show_graph(drawing) -> None:
         st.caption(note)
 
 
-def budget_slider(result, key: str) -> int:
-    """A slider over the budgets the result was evaluated at (their NDF is known exactly)."""
+def budget_slider(result, key: str, any_budget: bool = False) -> int:
+    """A slider over the budgets the result was evaluated at (their NDF is known exactly), or,
+    for iBoN/BoN-CSM with ``any_budget``, over every budget in their range (no scoring pass)."""
     options = sorted(result.budgets)
     if not options:
         return 0
     current = st.session_state.get(key)
+    if any_budget and bon.any_budget(result):
+        low, high = options[0], options[-1]
+        if not isinstance(current, int) or not low <= current <= high:
+            st.session_state[key] = min(options, key=lambda b: abs(b - 200))
+        st.slider(
+            f"edge budget (any value: {result.method} builds the circuit from the Best-of-N circuits, no scoring pass)",
+            min_value=low,
+            max_value=high,
+            step=1,
+            key=key,
+        )
+        return int(st.session_state[key])
     if current not in options:
         current = min(options, key=lambda b: abs(b - 200))
         st.session_state[key] = current
@@ -217,8 +265,8 @@ def budget_slider(result, key: str) -> int:
     return int(st.session_state[key])
 
 
-def curve_chart(result, budget: int, key: str, extra_curves=None) -> None:
-    point = result.point(budget)
+def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) -> None:
+    point = point or result.point(budget)
     curves = {result.method: result.curve, **(extra_curves or {})}
     figure = render.curve_figure(
         curves, result.graph.n_edges, current_budget=budget, marker_value=point.ndf if point else None
@@ -234,8 +282,9 @@ def curve_chart(result, budget: int, key: str, extra_curves=None) -> None:
 
 
 def edges_table(result, budget: int, limit: int = 50) -> None:
-    rows = render.edge_rows(result.graph, result.scores, result.circuit(budget), limit=limit)
-    total = int(result.circuit(budget).sum())
+    circuit = bon.circuit_at(result, budget)
+    rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
+    total = int(circuit.sum())
     st.caption(
         f"The {min(limit, total)} strongest of the circuit's {total:,} edges (all of them in the CSV)."
     )
@@ -257,11 +306,11 @@ def _browser_for_images() -> bool:
     return any(shutil.which(name) for name in names)
 
 
-def downloads(result, budget: int, drawing, key: str) -> None:
+def downloads(result, budget: int, drawing, key: str, point=None) -> None:
     """Circuit JSON (EAP-IG format), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV."""
     stem = f"circuit-{result.method}-{budget}"
     curves = {result.method: result.curve}
-    point = result.point(budget)
+    point = point or result.point(budget)
 
     def figure():
         return render.curve_figure(
@@ -271,7 +320,7 @@ def downloads(result, budget: int, drawing, key: str) -> None:
     columns = st.columns(4)
     columns[0].download_button(
         "Circuit JSON (EAP-IG)",
-        data=lambda: json.dumps(result.to_eap_json(budget)),
+        data=lambda: json.dumps(circuit_json(result, budget)),
         file_name=f"{stem}.json",
         mime="application/json",
         key=f"{key}.json",
@@ -281,7 +330,7 @@ def downloads(result, budget: int, drawing, key: str) -> None:
     )
     columns[2].download_button(
         "Edges (CSV)",
-        data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
+        data=lambda: render.edges_csv(result.graph, result.scores, bon.circuit_at(result, budget)),
         file_name=f"{stem}-edges.csv",
         mime="text/csv",
         key=f"{key}.edges",
@@ -335,23 +384,46 @@ def task_caption(result) -> None:
     )
 
 
-def result_view(result, labels=None, key: str = "result", budget_key: str | None = None) -> int:
-    """Everything about one result; returns the budget shown."""
+def circuit_json(result, budget: int) -> dict:
+    """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
+    from ..results import eap_graph_json
+
+    data = result.to_eap_json(budget if result.point(budget) is not None else None)
+    if result.point(budget) is None:
+        data.update(eap_graph_json(result.graph, result.scores, bon.circuit_at(result, budget)))
+        data["budget"] = int(budget)
+    return data
+
+
+def result_view(result, labels=None, key: str = "result", budget_key: str | None = None, model=None) -> int:
+    """Everything about one result; returns the budget shown. With ``model``, iBoN/BoN-CSM results
+    take any budget (their NDF then costs one batched evaluation, no scoring)."""
     task_caption(result)
-    budget = budget_slider(result, budget_key or f"{key}.budget")
-    metrics_row(result, budget)
+    budget = budget_slider(result, budget_key or f"{key}.budget", any_budget=model is not None)
+    point = point_at(result, budget, model)
+    metrics_row(result, budget, point)
     faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
-    drawing = graph_drawing(result, budget, labels=labels, faded=faded)
+    drawing = graph_drawing(result, budget, labels=labels, faded=faded, ndf=point.ndf if point else None)
     show_graph(drawing)
-    curve_chart(result, budget, key=f"{key}.curve")
+    curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget)
-    downloads(result, budget, drawing, key=f"{key}.download")
+    downloads(result, budget, drawing, key=f"{key}.download", point=point)
     return budget
 
 
 # ----- page building blocks ---------------------------------------------------------------------
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+
+
+def demo_budget(result, max_edges: int = 500, good_ndf: float = 0.8) -> int:
+    """A budget worth showing first: the smallest whose circuit reaches ``good_ndf`` within
+    ``max_edges`` edges (a graph people can read), else the most faithful within that size."""
+    small = [p for p in result.curve if p.n_edges <= max_edges] or list(result.curve)
+    good = [p for p in small if p.ndf >= good_ndf]
+    if good:
+        return min(good, key=lambda p: p.budget).budget
+    return max(small, key=lambda p: (p.ndf, -p.budget)).budget
 
 
 def graph_edge_total_from_cfg(entry: dict) -> str:

@@ -1,0 +1,250 @@
+"""The pure renderers: graph pages, curves, UpSet plots, tables; plus the logit-lens labels.
+
+No streamlit and no browser: the graph page's data is read back out of its HTML, so these tests
+check what would be drawn (which nodes, which edges, how they look, what their hovers say).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from circuitviz import render
+from circuitviz.graph import GraphSpec, top_n
+from circuitviz.render.graph_html import KIND_COLOURS, node_position
+from circuitviz.ui import bon
+
+SPEC = GraphSpec(n_layers=3, n_heads=2)
+
+
+def _data(page: str) -> tuple[list[dict], list[dict]]:
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    edges = json.loads(re.search(r"edges = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    return nodes, edges
+
+
+def _scores(seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(SPEC.n_forward, SPEC.n_backward, generator=generator) * SPEC.edge_mask
+
+
+def _mask(*names: str) -> torch.Tensor:
+    return SPEC.mask_from_edge_names(names)
+
+
+def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward)
+    names = ["input->a0.h1<q>", "a0.h1->m1", "m1->a2.h0<v>", "a2.h0->logits", "input->m0"]
+    values = [0.5, -2.0, 1.0, 4.0, 0.1]
+    for name, value in zip(names, values):
+        scores[SPEC.edge_position(name)] = value
+    drawing = render.circuit_graph_html(SPEC, scores, _mask(*names[:4]))
+    nodes, edges = _data(drawing.html)
+    assert {n["id"] for n in nodes} == {"input", "a0.h1", "m1", "a2.h0", "logits"}
+    by_pair = {(e["from"], e["to"]): e for e in edges}
+    assert set(by_pair) == {("input", "a0.h1"), ("a0.h1", "m1"), ("m1", "a2.h0"), ("a2.h0", "logits")}
+    assert by_pair[("input", "a0.h1")]["color"]["color"] == KIND_COLOURS["q"]
+    assert by_pair[("m1", "a2.h0")]["color"]["color"] == KIND_COLOURS["v"]
+    assert by_pair[("a0.h1", "m1")]["color"]["color"] == KIND_COLOURS["mlp"]
+    assert by_pair[("a0.h1", "m1")]["dashes"] is True  # negative score
+    assert by_pair[("a2.h0", "logits")]["dashes"] is False
+    # width grows with |score|: the strongest edge is the widest
+    assert (
+        by_pair[("a2.h0", "logits")]["width"]
+        > by_pair[("m1", "a2.h0")]["width"]
+        > by_pair[("input", "a0.h1")]["width"]
+    )
+    # hover text names source, destination, kind and score
+    title = by_pair[("a0.h1", "m1")]["title"]
+    assert "a0.h1-&gt;m1" in title and "MLP input" in title and "-2" in title
+    assert drawing.n_left_out == 0 and drawing.n_circuit_edges == 4
+    # physics off, everything inline (no network needed)
+    assert '"enabled": false' in drawing.html.replace("'", '"')
+    assert "cdn.jsdelivr" not in drawing.html and "cdnjs" not in drawing.html.split("<body>")[1]
+    assert "vis.Network" in drawing.html
+
+
+def test_layout_is_layered_and_shared():
+    layers = [0, 1, 2]
+    x_input, y_input = node_position(SPEC, "input", layers)
+    _, y_logits = node_position(SPEC, "logits", layers)
+    heads = [node_position(SPEC, f"a1.h{h}", layers) for h in range(SPEC.n_heads)]
+    mlp = node_position(SPEC, "m1", layers)
+    assert y_input < heads[0][1] < y_logits
+    assert heads[0][1] == heads[1][1] and heads[0][0] < heads[1][0] < mlp[0]  # a row, MLP beside
+    assert node_position(SPEC, "a0.h0", layers)[1] < heads[0][1] < node_position(SPEC, "a2.h0", layers)[1]
+    # two circuits drawn with the same layers put a node in the same place
+    first = render.circuit_graph_html(SPEC, _scores(1), top_n(SPEC, _scores(1), 10), layers=layers)
+    second = render.circuit_graph_html(SPEC, _scores(2), top_n(SPEC, _scores(2), 10), layers=layers)
+    place = {n["id"]: (n["x"], n["y"]) for n in _data(first.html)[0]}
+    for node in _data(second.html)[0]:
+        if node["id"] in place:
+            assert place[node["id"]] == (node["x"], node["y"])
+
+
+def test_edge_cap_keeps_the_strongest_and_says_so():
+    scores = _scores(3)
+    drawing = render.circuit_graph_html(SPEC, scores, SPEC.edge_mask, max_edges=7)
+    _, edges = _data(drawing.html)
+    assert len(edges) == 7 and drawing.n_left_out == SPEC.n_edges - 7
+    strongest = sorted(scores[SPEC.edge_index].abs().tolist(), reverse=True)[:7]
+    assert sorted((abs(e.score) for e in drawing.edges), reverse=True) == pytest.approx(strongest)
+    assert f"{SPEC.n_edges - 7:,} weaker ones are left out" in drawing.html
+
+
+def test_faded_nodes_and_highlight():
+    mask = _mask("input->a0.h0<k>", "a0.h0->logits", "input->logits")
+    plain = _data(render.circuit_graph_html(SPEC, _scores(), mask).html)[0]
+    faded = _data(render.circuit_graph_html(SPEC, _scores(), mask, show_faded=True).html)[0]
+    assert len(plain) == 3 and len(faded) == len(SPEC.node_names)
+    grey = [n for n in faded if n["color"]["background"] == "#d9d9d9"]
+    assert {n["id"] for n in grey} == set(SPEC.node_names) - {"input", "a0.h0", "logits"}
+    _, edges = _data(render.circuit_graph_html(SPEC, _scores(), mask, highlight={"input->logits"}).html)
+    lit = [e for e in edges if e["color"]["opacity"] == 1.0]
+    assert [(e["from"], e["to"]) for e in lit] == [("input", "logits")]
+
+
+def test_user_text_is_escaped_everywhere():
+    hostile = '<img src=x onerror=alert(1)> href="javascript:x"'
+    labels = {"a0.h0": {"promotes": [hostile], "suppresses": ["</script><script>alert(2)</script>"]}}
+    mask = _mask("input->a0.h0<q>", "a0.h0->logits")
+    page = render.circuit_graph_html(SPEC, _scores(), mask, labels=labels, title=hostile).html
+    assert "<img src=x" not in page
+    assert "</script><script>alert(2)" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown as text in the legend
+    nodes, _ = _data(page)
+    title = next(n["title"] for n in nodes if n["id"] == "a0.h0")
+    assert "<img" not in title and "href" not in title and "&lt;/script&gt;" in title
+    chips = render.token_strip_html(["<b>", " Mary"])
+    assert "<b>" not in chips and "&lt;b&gt;" in chips and "·Mary" in chips
+
+
+def test_curve_figure_marks_the_budget():
+    curve = [
+        {"budget": 10, "n_edges": 8, "metric": 1.0, "nfs": 0.2, "ndf": 0.2},
+        {"budget": 100, "n_edges": 90, "metric": 2.0, "nfs": 0.9, "ndf": 0.9},
+    ]
+    figure = render.curve_figure(
+        {"eap-ig": curve, "eap": curve[:1]}, 200, current_budget=100, marker_value=0.9
+    )
+    names = [trace.name for trace in figure.data]
+    assert names == ["eap-ig", "eap", "shown now"]
+    assert list(figure.data[0].x) == [10, 100] and list(figure.data[0].y) == [0.2, 0.9]
+    assert figure.layout.shapes[0].x0 == 100  # the vertical marker
+    csv_text = render.curves_csv({"eap-ig": curve}, 200)
+    assert csv_text.splitlines()[0].startswith("curve,budget,edges_kept")
+    assert "eap-ig,100,90,45.0000" in csv_text
+    assert "<html>" in render.figure_html(figure).lower()
+
+
+def test_upset_counts_exclusive_intersections():
+    sets = {"q": {"a", "b", "c", "d"}, "p1": {"a", "b", "e"}, "p2": {"a", "c", "e", "f"}}
+    found = {item.members: set(item.edges) for item in render.exclusive_intersections(sets)}
+    assert found == {
+        ("q", "p1", "p2"): {"a"},
+        ("q", "p1"): {"b"},
+        ("q", "p2"): {"c"},
+        ("q",): {"d"},
+        ("p1", "p2"): {"e"},
+        ("p2",): {"f"},
+    }
+    assert sum(len(edges) for edges in found.values()) == len(set().union(*sets.values()))
+    assert render.shared_by_all(sets) == {"a"}
+    figure, shown = render.upset_figure(sets, selected=("q", "p1", "p2"))
+    bars = figure.data[0]
+    assert list(bars.y) == [item.size for item in shown]
+    assert bars.marker.color[[item.members for item in shown].index(("q", "p1", "p2"))] == "#D55E00"
+
+
+def test_tables_overlap_unique_and_csv():
+    circuits = {"eap": {"x", "y", "z"}, "eap-ig": {"y", "z", "w"}}
+    (row,) = render.overlap_rows(circuits)
+    assert row["shared"] == 2 and row["Jaccard"] == pytest.approx(2 / 4)
+    assert render.unique_edges(circuits) == {"eap": {"x"}, "eap-ig": {"w"}}
+    scores = _scores(4)
+    mask = top_n(SPEC, scores, 5)
+    rows = render.edge_rows(SPEC, scores, mask)
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert abs(rows[0]["score"]) >= abs(rows[-1]["score"])
+    lines = render.edges_csv(SPEC, scores, mask).splitlines()
+    assert lines[0] == "rank,edge,source,destination,kind,score" and len(lines) == 6
+    assert render.differing_positions(["a", "b", "c"], ["a", "x"]) == [False, True, True]
+
+
+def test_result_graph_html_matches_the_result(tmp_path):
+    from circuitviz.api import discover
+    from circuitviz.testing import IOI_TASK, tiny_model
+
+    model = tiny_model("gpt2")
+    result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20])
+    drawing = render.result_graph_html(result, 20)
+    _, edges = _data(drawing.html)
+    assert len(edges) == int(result.circuit(20).sum())
+    assert "budget 20 edges" in drawing.html
+
+
+def test_logit_lens_labels_match_the_unembedding():
+    from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
+    from circuitviz.tasks import prepare_task
+    from circuitviz.testing import IOI_TASK, tiny_model
+
+    model = tiny_model("gpt2")
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    labels = logit_lens_labels(model, spec, prepared, top_k=3)
+    assert set(labels) == set(spec.node_names)
+    assert all(
+        len(labels[n]["promotes"]) == 3 and len(labels[n]["suppresses"]) == 3 for n in spec.forward_names
+    )
+    # the logits node's top tokens are the model's own top next tokens
+    top = next_token_probabilities(model, IOI_TASK.clean, 3)
+    assert labels["logits"]["top next tokens"] == [token for token, _ in top]
+    logits = model(prepared.clean_tokens)[0, -1]
+    assert top[0][0] == model.tokenizer.decode([int(logits.argmax())])
+    assert sum(p for _, p in next_token_probabilities(model, IOI_TASK.clean, 10_000)) == pytest.approx(1.0)
+    # a node's "promotes" is the top of its own output read through the unembedding: check one
+    # by brute force with the normalisation's scale left out (it does not change the order)
+    from circuitviz.activations import clean_and_corrupted
+
+    writers, _ = clean_and_corrupted(model, spec, prepared)
+    output = writers[0, -1, spec.forward_names.index("a1.h0")]
+    output = (output - output.mean()) * model.ln_final.w
+    expected = (output @ model.W_U).topk(3).indices.tolist()
+    assert labels["a1.h0"]["promotes"] == [model.tokenizer.decode([i]) for i in expected]
+
+
+def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatch):
+    """Candidate circuits rebuilt from the stored scores reproduce the run's UpSet sizes, NDFs
+    and edge counts; iBoN gives a circuit at a budget the run never evaluated."""
+    pytest.importorskip("circuitviz.methods.bon")
+    from circuitviz.api import discover
+    from circuitviz.store import ResultStore
+    from circuitviz.testing import IOI_TASK, tiny_model
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    result, _ = discover(
+        model, IOI_TASK, "ibon", {"n_paraphrases": 3, "ig_steps": 1}, budgets=[5, 10, 20, 40], model_id="tiny"
+    )
+    rows = bon.paraphrase_rows(result)
+    assert rows[0]["pair"] == "q" and rows[0]["paraphrase"] == IOI_TASK.clean and len(rows) >= 2
+    scores = bon.candidate_ndf(result, 10)
+    assert sum(row["winner"] for row in scores) == 1
+    sets = bon.candidate_edge_sets(model, "tiny", result, 10, ResultStore())
+    assert sets is not None and list(sets) == [row["name"] for row in scores]
+    assert [len(edges) for edges in sets.values()] == [row["n_edges"] for row in scores]
+    names = list(sets)
+    ours = sorted(
+        (tuple(names.index(m) for m in item.members), item.size)
+        for item in render.exclusive_intersections(sets)
+    )
+    shared = bon.shared_entry(result, 10)
+    theirs = sorted((tuple(entry["members"]), entry["size"]) for entry in shared["upset"])
+    assert ours == theirs
+    assert render.shared_by_all(sets) == set(shared["common_edges"])
+    assert bon.any_budget(result) and result.point(13) is None
+    mask = bon.circuit_at(result, 13)
+    assert int(mask.sum()) <= 13 and mask.any()
