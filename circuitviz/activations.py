@@ -378,3 +378,49 @@ def final_residual_with_edits(
         (resid_post_name(layer), lambda x, hook, edit=edit: edit(x)) for layer, edit in sorted(edits.items())
     ]
     return final_residual(model, tokens.to(model_device(model)), hooks)
+
+
+# ----- query/key edits (ACC++ signal knockouts) --------------------------------------------------
+def qk_hook_names(model, layer: int) -> tuple[str, str]:
+    """Where the queries and keys a layer's scores are made of can be edited.
+
+    Rotary models: ``hook_rot_q``/``hook_rot_k`` (after any q/k-norm and the rotation); others
+    ``hook_q``/``hook_k``. A q/k-norm without rotation follows ``hook_q``, so such models are refused.
+    """
+    prefix = f"blocks.{layer}.attn"
+    if model.cfg.positional_embedding_type == "rotary":
+        return f"{prefix}.hook_rot_q", f"{prefix}.hook_rot_k"
+    if getattr(model.cfg, "use_qk_norm", False):
+        raise ValueError("Query/key edits need rotary positions when the model has q/k-norms.")
+    return f"{prefix}.hook_q", f"{prefix}.hook_k"
+
+
+@torch.no_grad()
+def run_with_qk_edits(
+    model,
+    tokens: torch.Tensor,
+    q_edits: dict[int, torch.Tensor],
+    k_edits: dict[int, torch.Tensor],
+    pattern_layers=(),
+) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    """Run with additive edits to the queries and keys heads score with; read patterns and output.
+
+    tokens: [batch, pos]; q_edits[layer], k_edits[layer]: [batch, pos, n_heads, d_head], added
+    where ``qk_hook_names`` says. Returns (residual after the last block at the last position
+    [batch, d_model], {layer: attention pattern [batch, n_heads, pos, pos]} for ``pattern_layers``).
+    """
+    captured: dict[int, torch.Tensor] = {}
+    hooks: list[Hook] = []
+    for edits, which in ((q_edits, 0), (k_edits, 1)):
+        for layer, delta in edits.items():
+            name = qk_hook_names(model, layer)[which]
+            hooks.append((name, lambda x, hook, delta=delta: x + delta.to(device=x.device, dtype=x.dtype)))
+    for layer in sorted({int(layer) for layer in pattern_layers}):
+        hooks.append(
+            (
+                f"blocks.{layer}.attn.hook_pattern",
+                lambda x, hook, layer=layer: captured.__setitem__(layer, x.detach()),
+            )
+        )
+    residual = final_residual(model, tokens.to(model_device(model)), hooks)
+    return residual, captured

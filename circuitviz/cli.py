@@ -43,7 +43,12 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
     parser.add_argument(
         "--foil", action="append", default=[], help="a wrong-answer token; repeat for several"
     )
-    parser.add_argument("--metric", default="logit_diff", choices=["logit_diff", "logprob", "prob"])
+    parser.add_argument(
+        "--metric",
+        default=None,
+        choices=["logit_diff", "logprob", "prob"],
+        help="default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
+    )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
 
 
@@ -64,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_arguments(discover)
     discover.add_argument("--method", default="eap-ig", help="see 'python -m circuitviz methods'")
     discover.add_argument("--ig-steps", type=int, default=None, help="integrated-gradient steps (IG methods)")
+    discover.add_argument(
+        "--k", type=float, default=None, help="ACC++: threshold constant, tau(d) = k/d (1.5-2.5)"
+    )
     discover.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="any other method setting"
     )
@@ -105,7 +113,7 @@ def _task(args):
         corrupted=args.corrupted,
         answer=args.answer,
         foils=tuple(args.foil),
-        metric=args.metric,
+        metric=args.metric or "logit_diff",
     )
 
 
@@ -135,6 +143,13 @@ def cmd_discover(args) -> int:
     settings = dict(_parse_setting(item) for item in args.set)
     if args.ig_steps is not None:
         settings["ig_steps"] = args.ig_steps
+    if args.k is not None:
+        settings["k"] = args.k
+    if args.metric is None and not args.foil:
+        from .methods import get_method
+
+        if not get_method(args.method).needs_corrupted:
+            args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
     store = None if args.no_cache else ResultStore()
@@ -153,6 +168,10 @@ def cmd_discover(args) -> int:
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(result.config)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     print(format_table(result.baseline, result.curve, result.graph.n_edges))
+    if result.method == "acc++":
+        from .acc import report_lines
+
+        print("\n".join(report_lines(result.extra)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if args.out:
