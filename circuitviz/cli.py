@@ -82,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="write the circuit JSON (EAP-IG format) here"
     )
     discover.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        help="write the circuit graph as a standalone HTML page (the app's graph download) here",
+    )
+    discover.add_argument(
+        "--html-budget",
+        type=int,
+        default=None,
+        help="the budget drawn by --html (default: the smallest reaching NDF 0.8 within 500 edges)",
+    )
+    discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
     )
 
@@ -177,7 +189,23 @@ def cmd_discover(args) -> int:
     if args.out:
         args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
         print(f"wrote {args.out}")
+    if args.html:
+        _write_graph_html(model, result, args.html, args.html_budget)
     return 0
+
+
+def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
+    """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
+    from .labels.logit_lens import logit_lens_labels
+    from .render import readable_budget, result_graph_html
+    from .tasks import prepare_task
+
+    budget = budget if budget is not None else readable_budget(result.curve)
+    labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
+    drawing = result_graph_html(result, budget, labels=labels)
+    path.write_text(drawing.html, encoding="utf-8")
+    left_out = f"; {drawing.n_left_out:,} weaker edges left out" if drawing.n_left_out else ""
+    print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out})")
 
 
 def cmd_evaluate(args) -> int:

@@ -248,3 +248,39 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
     assert bon.any_budget(result) and result.point(13) is None
     mask = bon.circuit_at(result, 13)
     assert int(mask.sum()) <= 13 and mask.any()
+
+
+def test_cli_html_writes_the_apps_graph_page(tmp_path):
+    from circuitviz.api import discover
+    from circuitviz.cli import _write_graph_html, build_parser
+    from circuitviz.testing import IOI_TASK, tiny_model
+
+    args = build_parser().parse_args(
+        [
+            "discover",
+            "--prompt",
+            "p",
+            "--answer",
+            " a",
+            "--html",
+            str(tmp_path / "g.html"),
+            "--html-budget",
+            "20",
+        ]
+    )
+    assert args.html == tmp_path / "g.html" and args.html_budget == 20
+    model = tiny_model("gpt2")
+    result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20])
+    _write_graph_html(model, result, args.html, args.html_budget)
+    page = args.html.read_text()
+    nodes, edges = _data(page)
+    assert len(edges) == int(result.circuit(20).sum())
+    assert any("promotes" in (node.get("title") or "") for node in nodes)  # the labels, as in the app
+    assert page == render.result_graph_html(result, 20, labels=_labels_of(model, result)).html
+
+
+def _labels_of(model, result):
+    from circuitviz.labels.logit_lens import logit_lens_labels
+    from circuitviz.tasks import prepare_task
+
+    return logit_lens_labels(model, result.graph, prepare_task(model, result.task))

@@ -4,7 +4,7 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
-from .curves import curve_figure, curves_csv, figure_html, figure_image
+from .curves import curve_figure, curves_csv, figure_html, figure_image, readable_budget
 from .graph_html import (
     GraphDrawing,
     GraphEdge,
@@ -34,6 +34,7 @@ __all__ = [
     "figure_image",
     "node_position",
     "overlap_rows",
+    "readable_budget",
     "result_graph_html",
     "shared_by_all",
     "token_strip_html",

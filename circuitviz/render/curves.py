@@ -95,6 +95,17 @@ def curve_figure(
     return figure
 
 
+def readable_budget(curve: Sequence, max_edges: int = 500, good_ndf: float = 0.8) -> int:
+    """A budget worth showing first: the smallest whose circuit reaches ``good_ndf`` within
+    ``max_edges`` edges (a graph people can read), else the most faithful within that size."""
+    small = [p for p in curve if _value(p, "n_edges") <= max_edges] or list(curve)
+    good = [p for p in small if _value(p, "ndf") >= good_ndf]
+    if good:
+        return int(min(_value(p, "budget") for p in good))
+    best = max(small, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
+    return int(_value(best, "budget"))
+
+
 def _plain(text: object) -> str:
     """Plotly hover templates treat %{...} specially and render a little HTML: neutralise both."""
     import html

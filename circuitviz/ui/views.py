@@ -416,14 +416,9 @@ EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 
 
-def demo_budget(result, max_edges: int = 500, good_ndf: float = 0.8) -> int:
-    """A budget worth showing first: the smallest whose circuit reaches ``good_ndf`` within
-    ``max_edges`` edges (a graph people can read), else the most faithful within that size."""
-    small = [p for p in result.curve if p.n_edges <= max_edges] or list(result.curve)
-    good = [p for p in small if p.ndf >= good_ndf]
-    if good:
-        return min(good, key=lambda p: p.budget).budget
-    return max(small, key=lambda p: (p.ndf, -p.budget)).budget
+def demo_budget(result) -> int:
+    """The budget a demo opens at: a readable graph that is as faithful as possible."""
+    return render.readable_budget(result.curve)
 
 
 def graph_edge_total_from_cfg(entry: dict) -> str:
