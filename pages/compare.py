@@ -2,16 +2,17 @@
 
 import streamlit as st
 
-from circuitviz import render
-from circuitviz.methods import available_methods
-from circuitviz.ui import loaders, views
-
 st.title("Compare methods")
 st.caption(
     "The same prompt and budget through two to four methods: graphs side by side in the same "
     "layout (the edges only that method found are in colour), their NDF curves in one chart, "
     "and how much the circuits overlap."
 )
+
+# torch, plotly and the engine load after the title and caption are on screen (first paint)
+from circuitviz import render  # noqa: E402
+from circuitviz.methods import available_methods  # noqa: E402
+from circuitviz.ui import loaders, views  # noqa: E402
 
 model_id = st.session_state.get("model")
 model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))

@@ -2,14 +2,15 @@
 
 import streamlit as st
 
-from circuitviz.ui import loaders, state, views
-
 st.title("Explore a prompt's circuit")
 st.caption(
     "Type a prompt, pick the answer the model gives and a wrong answer (foil), give a corrupted "
     "prompt, choose a method and run it: you get the sparse circuit of heads and MLPs that "
     "carries the answer, and how faithful it is at every edge budget."
 )
+
+# torch, plotly and the engine load after the title and caption are on screen (first paint)
+from circuitviz.ui import loaders, state, views  # noqa: E402
 
 model_id = st.session_state.get("model")
 device = st.session_state.get("device", "auto")

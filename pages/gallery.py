@@ -2,13 +2,14 @@
 
 import streamlit as st
 
-from circuitviz.ui import loaders, state, views
-
 st.title("Gallery")
 st.caption(
     "Ready circuits of the embedded Gemma-3-270M, computed once with EAP-IG (20 steps) and stored "
     "with the project: they open at once, without loading the model. Each can be re-run live."
 )
+
+# torch, plotly and the engine load after the title and caption are on screen (first paint)
+from circuitviz.ui import loaders, state, views  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:

@@ -1,11 +1,6 @@
 """Paraphrases: the Best-of-N candidates of a prompt, which one won, and what they share."""
 
-import plotly.graph_objects as go
 import streamlit as st
-
-from circuitviz import render
-from circuitviz.methods import available_methods
-from circuitviz.ui import bon, loaders, state, views
 
 st.title("Paraphrases and Best-of-N")
 st.caption(
@@ -13,6 +8,14 @@ st.caption(
     "and keeps the candidate most faithful on the original prompt. Here: the paraphrases, each "
     "candidate's NDF, and the edges the candidates share."
 )
+
+# torch, plotly and the engine load after the title and caption are on screen (first paint)
+import plotly.graph_objects as go  # noqa: E402
+
+from circuitviz import render  # noqa: E402
+from circuitviz.methods import available_methods  # noqa: E402
+from circuitviz.ui import bon, loaders, state, views  # noqa: E402
+
 registered = available_methods()
 family = bon.registered_bon_methods(registered)
 if not family:
