@@ -1,0 +1,177 @@
+"""Read a Hugging Face checkpoint from disk: which files to trust, and the model they hold.
+
+Only formats that cannot run code when read are accepted: safetensors, GGUF, and PyTorch
+.bin files through torch.load(weights_only=True). A folder holding only other pickles is
+refused with the reason, never loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from circuitviz.models.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+WeightFormat = Literal["safetensors", "gguf", "pytorch-bin"]
+
+# Files that unpickle when read: arbitrary code could run, so they are never loaded.
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".ckpt", ".bin", ".joblib", ".npy")
+
+
+@dataclass(frozen=True)
+class LocalCheckpoint:
+    """A checkpoint on disk in a format circuitviz will read.
+
+    folder holds the weights; gguf_file names the .gguf inside it when weights == "gguf".
+    """
+
+    folder: Path
+    weights: WeightFormat
+    gguf_file: str | None = None
+
+    @property
+    def gguf_path(self) -> Path:
+        """The .gguf file itself (only for weights == "gguf")."""
+        if self.gguf_file is None:
+            raise ValueError("not a GGUF checkpoint")
+        return self.folder / self.gguf_file
+
+
+def inspect_local_checkpoint(path: Path) -> LocalCheckpoint:
+    """Decide how to read the checkpoint at path, or say in one sentence why it can't be read."""
+    if path.is_file():
+        if path.suffix.lower() == ".gguf":
+            return LocalCheckpoint(path.parent, "gguf", path.name)
+        raise ModelLoadError(
+            f"{path} is a single {path.suffix or 'extensionless'} file; give a folder holding "
+            "config.json with safetensors weights, or the path of a .gguf file."
+        )
+    if not path.is_dir():
+        raise ModelLoadError(f"Nothing exists at {path}; check the path of the checkpoint folder.")
+
+    files = sorted(entry for entry in path.iterdir() if entry.is_file())
+    has_config = (path / "config.json").is_file()
+    has_safetensors = any(entry.suffix == ".safetensors" for entry in files)
+    has_torch_bin = any(entry.name.startswith("pytorch_model") and entry.suffix == ".bin" for entry in files)
+    gguf_files = [entry.name for entry in files if entry.suffix.lower() == ".gguf"]
+
+    if has_config and has_safetensors:
+        return LocalCheckpoint(path, "safetensors")
+    if has_config and has_torch_bin:
+        return LocalCheckpoint(path, "pytorch-bin")
+    if len(gguf_files) == 1:
+        return LocalCheckpoint(path, "gguf", gguf_files[0])
+    if len(gguf_files) > 1:
+        raise ModelLoadError(
+            f"{path} holds several .gguf files ({', '.join(gguf_files)}); give the path of the one to load."
+        )
+    if has_safetensors or has_torch_bin:
+        raise ModelLoadError(
+            f"{path} holds weights but no config.json; add the model's config.json from the "
+            "same release next to them."
+        )
+    pickles = [entry.name for entry in files if entry.suffix.lower() in PICKLE_SUFFIXES]
+    if pickles:
+        raise ModelLoadError(
+            f"{path} holds only pickled weights ({', '.join(pickles[:3])}), which can run "
+            "arbitrary code when loaded, so they are refused; convert them to safetensors "
+            "(with config.json) or to a .gguf file."
+        )
+    raise ModelLoadError(
+        f"{path} holds no model weights; it needs config.json with *.safetensors "
+        "(or pytorch_model.bin), or a single .gguf file."
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of an exception's message, to quote inside a one-sentence error."""
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__
+
+
+def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> PreTrainedModel:
+    """Load the checkpoint with transformers, on the CPU, in float32, with dense weights.
+
+    GGUF weights are dequantised explicitly: a model left with packed GGUF blocks would be
+    read by the weight converters as if the packed bytes were weights. Passing config (a
+    PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, GgufConfig
+
+    common = {"dtype": torch.float32, "trust_remote_code": False, "local_files_only": True}
+    if config is not None:
+        common["config"] = config
+    try:
+        if checkpoint.weights == "gguf":
+            model = AutoModelForCausalLM.from_pretrained(
+                str(checkpoint.folder),
+                gguf_file=checkpoint.gguf_file,
+                quantization_config=GgufConfig(dequantize=True),
+                **common,
+            )
+        elif checkpoint.weights == "safetensors":
+            model = AutoModelForCausalLM.from_pretrained(
+                str(checkpoint.folder), use_safetensors=True, **common
+            )
+        else:
+            model = AutoModelForCausalLM.from_pretrained(
+                str(checkpoint.folder), use_safetensors=False, weights_only=True, **common
+            )
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
+        raise ModelLoadError(
+            f"transformers could not read the checkpoint in {checkpoint.folder} "
+            f"({_first_line(error)}); check that it is a causal language model in a format "
+            "the installed transformers supports."
+        ) from error
+    model.eval()
+    model.requires_grad_(False)
+    _require_dense_weights(model, checkpoint)
+    return model
+
+
+def _require_dense_weights(model: PreTrainedModel, checkpoint: LocalCheckpoint) -> None:
+    """Refuse a model whose weights are still packed (integer blocks) rather than floats."""
+    for name, parameter in model.named_parameters():
+        if not parameter.is_floating_point():
+            raise ModelLoadError(
+                f"The checkpoint in {checkpoint.folder} loaded with packed {parameter.dtype} "
+                f"weights ({name}) that cannot be converted; use a float or GGUF checkpoint."
+            )
+
+
+def read_tokenizer(checkpoint: LocalCheckpoint) -> PreTrainedTokenizerBase:
+    """Load the tokenizer that belongs to the checkpoint (embedded in the file for GGUF)."""
+    from transformers import AutoTokenizer
+
+    try:
+        if checkpoint.weights == "gguf":
+            return AutoTokenizer.from_pretrained(
+                str(checkpoint.folder), gguf_file=checkpoint.gguf_file, local_files_only=True
+            )
+        return AutoTokenizer.from_pretrained(str(checkpoint.folder), local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelLoadError(
+            f"No usable tokenizer was found with the checkpoint in {checkpoint.folder} "
+            f"({_first_line(error)}); add the tokenizer files from the same release."
+        ) from error
+
+
+def load_saved_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
+    """Load a tokenizer that circuitviz saved itself (in its conversion cache).
+
+    When the tokenizer has a BOS token it is loaded with add_bos_token=True, which is the
+    form HookedTransformer would otherwise reload it in; Gemma's 262k-token tokenizer takes
+    about ten seconds per load, so loading it once matters.
+    """
+    from transformers import AutoTokenizer
+
+    config_file = folder / "tokenizer_config.json"
+    settings = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    extra = {"add_bos_token": True} if settings.get("bos_token") else {}
+    return AutoTokenizer.from_pretrained(str(folder), local_files_only=True, **extra)

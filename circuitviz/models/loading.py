@@ -1,0 +1,349 @@
+"""Load a model as a HookedTransformer ready for circuit discovery.
+
+Every source (an embedded GGUF, a local checkpoint, an official TransformerLens name) ends
+in the same three things: a TransformerLens config, a tokenizer and a state dict. They are
+assembled once, here, on the chosen device and dtype, without any folding or centring of
+weights, so hooked activations are the model's own numbers.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from circuitviz.models import cache
+from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
+from circuitviz.models.checkpoints import (
+    LocalCheckpoint,
+    inspect_local_checkpoint,
+    load_saved_tokenizer,
+    read_hf_model,
+    read_tokenizer,
+)
+from circuitviz.models.conversion import hf_config_dict, tl_config, tl_state_dict
+from circuitviz.models.devices import resolve_device, resolve_dtype
+from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
+from circuitviz.models.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HubModel:
+    """An official TransformerLens model, read from the Hugging Face hub or its cache."""
+
+    official_name: str
+
+
+class _InMemoryWeights:
+    """A converted state dict in memory; each group is dropped as soon as it is handed over."""
+
+    def __init__(self, state_dict: dict[str, torch.Tensor]):
+        self._state_dict = state_dict
+
+    def names(self) -> list[str]:
+        return list(self._state_dict)
+
+    def take(self, names: list[str]) -> dict[str, torch.Tensor]:
+        return {name: self._state_dict.pop(name) for name in names}
+
+
+@dataclass
+class _Parts:
+    """What every source produces before assembly into a HookedTransformer.
+
+    tokenizer None means HookedTransformer loads it from cfg.tokenizer_name (hub models).
+    """
+
+    cfg: HookedTransformerConfig
+    tokenizer: PreTrainedTokenizerBase | None
+    weights: _InMemoryWeights | cache.CachedWeights
+
+
+def _embedded_list() -> str:
+    return ", ".join(EMBEDDED_MODELS)
+
+
+def _official_name(model: str) -> str | None:
+    """The official TransformerLens name for model, or None if it is not one of them."""
+    from transformer_lens import loading_from_pretrained as loading
+
+    try:
+        return loading.get_official_model_name(model)
+    except ValueError:
+        return None
+
+
+def _looks_like_path(model: str) -> bool:
+    """Whether the user evidently meant a file or folder rather than a model name."""
+    return model.startswith(("/", "./", "../", "~", "\\")) or model.lower().endswith(".gguf")
+
+
+def resolve_source(model: str) -> EmbeddedGguf | LocalCheckpoint | HubModel:
+    """Decide where model's weights come from: embedded ids first, then paths, then names."""
+    name = model.strip()
+    if not name:
+        raise ModelLoadError(f"No model was given; use one of the embedded models ({_embedded_list()}).")
+    if is_embedded(name):
+        return embedded_gguf(name)
+    path = Path(name).expanduser()
+    if path.exists():
+        return inspect_local_checkpoint(path)
+    if _looks_like_path(name):
+        raise ModelLoadError(
+            f"Nothing exists at {name}; give the path of a folder holding a Hugging Face "
+            "checkpoint or of a .gguf file."
+        )
+    official = _official_name(name)
+    if official is not None:
+        return HubModel(official)
+    raise ModelLoadError(
+        f"Unknown model '{name}'; use an embedded model ({_embedded_list()}), an official "
+        "TransformerLens name such as gpt2, or the path of a local checkpoint folder."
+    )
+
+
+@dataclass
+class ConvertedCheckpoint:
+    """A checkpoint converted to TransformerLens, before any device or dtype is chosen."""
+
+    hf_config: dict
+    tokenizer: PreTrainedTokenizerBase
+    state_dict: dict[str, torch.Tensor]  # TransformerLens names, float32, on the CPU
+
+
+def convert_checkpoint(
+    checkpoint: LocalCheckpoint, hf_model: PreTrainedModel | None = None
+) -> ConvertedCheckpoint:
+    """Read a checkpoint with transformers and convert it to TransformerLens, in float32.
+
+    A caller that already holds the transformers model (a test comparing against it) passes
+    it as hf_model and keeps it; otherwise it is read here and freed before returning.
+    """
+    owned = hf_model is None
+    if hf_model is None:
+        hf_model = read_hf_model(checkpoint)
+    tokenizer = read_tokenizer(checkpoint)
+    hf_config = hf_config_dict(hf_model)
+    conversion_cfg = tl_config(hf_config, torch.device("cpu"), torch.float32)
+    state_dict = tl_state_dict(hf_model, conversion_cfg, hf_config)
+    del conversion_cfg
+    if owned:
+        # Many converted tensors are views of the transformers weights; those storages live
+        # on through the views, everything else the transformers model held is returned now.
+        del hf_model
+        gc.collect()
+    return ConvertedCheckpoint(hf_config, tokenizer, state_dict)
+
+
+def gguf_cache_entry(checkpoint: LocalCheckpoint, slug: str) -> cache.CacheEntry:
+    """The cache entry that holds (or will hold) this GGUF file's converted weights."""
+    return cache.cache_entry(slug, cache.source_fingerprint(checkpoint.gguf_path))
+
+
+def _gguf_parts(
+    checkpoint: LocalCheckpoint,
+    slug: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    verify: Callable[[], None],
+) -> _Parts:
+    """A GGUF checkpoint's parts, converting on the first load and reading the cache after.
+
+    A fresh conversion is read back from the cache too, so first and later loads build the
+    model from the same files (and the tokenizer names the cache folder, which keeps
+    TransformerLens from ever re-reading the GGUF for it).
+    """
+    entry = gguf_cache_entry(checkpoint, slug)
+    if not entry.exists():
+        logger.info("Converting %s once; later loads read %s.", slug, entry.folder)
+        verify()
+        converted = convert_checkpoint(checkpoint)
+        written = cache.write_entry(entry, converted.hf_config, converted.tokenizer, converted.state_dict)
+        if not written:
+            return _Parts(
+                tl_config(converted.hf_config, device, dtype),
+                converted.tokenizer,
+                _InMemoryWeights(converted.state_dict),
+            )
+        del converted  # read back from disk instead, so peak memory holds one copy
+        gc.collect()
+    logger.info("Loading %s from the conversion cache %s.", slug, entry.folder)
+    return _Parts(
+        tl_config(cache.read_config(entry), device, dtype),
+        load_saved_tokenizer(entry.folder),
+        cache.CachedWeights(entry.weights_path),
+    )
+
+
+def _dense_parts(checkpoint: LocalCheckpoint, device: torch.device, dtype: torch.dtype) -> _Parts:
+    """A safetensors or .bin checkpoint's parts; converting these is fast, so nothing is cached."""
+    converted = convert_checkpoint(checkpoint)
+    return _Parts(
+        tl_config(converted.hf_config, device, dtype),
+        converted.tokenizer,
+        _InMemoryWeights(converted.state_dict),
+    )
+
+
+def _require_hub_files(official_name: str) -> None:
+    """Refuse early, with the fix, a hub model that is neither cached nor downloadable."""
+    from huggingface_hub import is_offline_mode, try_to_load_from_cache
+
+    if not is_offline_mode():
+        return
+    if isinstance(try_to_load_from_cache(official_name, "config.json"), str):
+        return
+    raise ModelLoadError(
+        f"{official_name} is not available offline (it is not in the Hugging Face cache and "
+        f"HF_HUB_OFFLINE is set); use an embedded model ({_embedded_list()}) or download it "
+        "once with network access and HF_HUB_OFFLINE=0."
+    )
+
+
+def _hub_parts(official_name: str, device: torch.device, dtype: torch.dtype) -> _Parts:
+    """An official model's parts, through TransformerLens's own config and converters."""
+    from transformer_lens import loading_from_pretrained as loading
+
+    _require_hub_files(official_name)
+    cfg = loading.get_pretrained_model_config(official_name, fold_ln=False, device=str(device), dtype=dtype)
+    cfg.ungroup_grouped_query_attention = True
+    state_dict = loading.get_pretrained_state_dict(official_name, cfg, None, dtype=dtype)
+    return _Parts(cfg, None, _InMemoryWeights(state_dict))
+
+
+def _hub_error(official_name: str, error: BaseException) -> ModelLoadError:
+    """One sentence for a hub model that failed to download or read."""
+    detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    return ModelLoadError(
+        f"{official_name} could not be loaded from the Hugging Face hub ({detail}); check the "
+        f"network and HF_TOKEN, or use an embedded model ({_embedded_list()})."
+    )
+
+
+def _assemble(parts: _Parts, device: torch.device) -> HookedTransformer:
+    """Build the HookedTransformer from its parts, with no weight processing, on device."""
+    from transformer_lens import HookedTransformer
+
+    hooked = HookedTransformer(parts.cfg, tokenizer=parts.tokenizer, move_to_device=False)
+    _load_unprocessed_weights(hooked, parts.weights)
+    hooked.cfg.device = str(device)
+    hooked.move_model_modules_to_device()
+    return hooked
+
+
+def _weight_groups(names: list[str]) -> list[list[str]]:
+    """Split weight names into per-block groups ("blocks.3.*") and per-module groups ("embed.*")."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        parts = name.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "blocks" else parts[0]
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
+
+
+def _load_unprocessed_weights(
+    hooked: HookedTransformer, weights: _InMemoryWeights | cache.CachedWeights
+) -> None:
+    """Copy the converted weights in as they are: no folding, centring or bias merging.
+
+    This is what load_and_process_state_dict does with every processing flag off, but one
+    load_state_dict call per block rather than per tensor (each call walks every module; per
+    tensor that was most of a cached Gemma load), and reading one block at a time so peak
+    memory is the model plus one block, not two copies of the model. Missing weight matrices
+    still fail loudly through TransformerLens's fill_missing_keys.
+    """
+    names = weights.names()
+    with_defaults = hooked.fill_missing_keys(dict.fromkeys(names))
+    defaults = {name: value for name, value in with_defaults.items() if value is not None}
+    hooked.load_state_dict(defaults, strict=False)
+    for group in _weight_groups(names):
+        result = hooked.load_state_dict(weights.take(group), strict=False)
+        if result.unexpected_keys:
+            logger.debug("Ignored weights the model has no place for: %s", result.unexpected_keys)
+
+
+def _require_ungrouped_attention(model: HookedTransformer) -> None:
+    """Refuse grouped-query attention left grouped: K/V hooks would span several heads."""
+    cfg = model.cfg
+    grouped = cfg.n_key_value_heads is not None and cfg.n_key_value_heads != cfg.n_heads
+    if grouped and not cfg.ungroup_grouped_query_attention:
+        raise ModelLoadError(
+            f"{cfg.model_name} shares {cfg.n_key_value_heads} key/value heads among "
+            f"{cfg.n_heads} query heads and was not ungrouped; load it with load_model(), "
+            "which sets cfg.ungroup_grouped_query_attention=True."
+        )
+
+
+def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
+    """Switch on the hooks circuit discovery reads, and freeze the model. Idempotent.
+
+    Per-head Q/K/V inputs (hook_q_input, hook_k_input, hook_v_input) and the MLP input
+    (hook_mlp_in) give every head and MLP its own reader; parameters never need gradients, only
+    activations do. Per-head outputs are computed by the engine from attn.hook_z, so
+    use_attn_result stays off: TransformerLens computes that hook through a broadcast product
+    of [batch, pos, heads, d_head, d_model] floats, which made every run several times slower.
+    """
+    _require_ungrouped_attention(model)
+    model.set_use_attn_result(False)
+    model.set_use_split_qkv_input(True)
+    model.set_use_hook_mlp_in(True)
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+def load_model(
+    model: str = EMBEDDED_MODEL, device: str | None = None, dtype: str | None = None
+) -> HookedTransformer:
+    """Load model as a HookedTransformer on device in dtype, ready for circuit discovery.
+
+    model is an embedded id (gemma-3-270m, smollm2-135m), an official TransformerLens name
+    (from the Hugging Face cache when offline), or the path of a local checkpoint folder or
+    .gguf file. device None or "auto" picks the best available; dtype defaults to float32.
+    The result has grouped-query attention ungrouped, the circuit hooks on, and
+    cfg.model_name set to the string given, so callers can key caches by it.
+    """
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    source = resolve_source(model)
+    if isinstance(source, EmbeddedGguf):
+        parts = _gguf_parts(source.checkpoint, source.model_id, torch_device, torch_dtype, source.verify)
+        hooked = _assemble(parts, torch_device)
+    elif isinstance(source, LocalCheckpoint) and source.weights == "gguf":
+        slug = cache.slug_for(f"local-{source.gguf_path.stem}-{_path_tag(source.gguf_path)}")
+        parts = _gguf_parts(source, slug, torch_device, torch_dtype, verify=lambda: None)
+        hooked = _assemble(parts, torch_device)
+    elif isinstance(source, LocalCheckpoint):
+        hooked = _assemble(_dense_parts(source, torch_device, torch_dtype), torch_device)
+    else:
+        hooked = _load_from_hub(source.official_name, torch_device, torch_dtype)
+    hooked.cfg.model_name = model
+    return prepare_for_circuits(hooked)
+
+
+def _load_from_hub(official_name: str, device: torch.device, dtype: torch.dtype) -> HookedTransformer:
+    """Load an official model, turning download and cache failures into one sentence."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        return _assemble(_hub_parts(official_name, device, dtype), device)
+    except (OSError, HfHubHTTPError) as error:
+        raise _hub_error(official_name, error) from error
+
+
+def _path_tag(path: Path) -> str:
+    """A short stable tag for a file's absolute path, so equal file names don't collide."""
+    import hashlib
+
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
