@@ -13,6 +13,7 @@ st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="
 PAGES = [
     st.Page("pages/explore.py", title="Explore", icon=":material/travel_explore:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/signals.py", title="Signals", icon=":material/conversion_path:"),
     st.Page("pages/paraphrases.py", title="Paraphrases", icon=":material/format_quote:"),
     st.Page("pages/steer.py", title="Steer", icon=":material/tune:"),
     st.Page("pages/gallery.py", title="Gallery", icon=":material/photo_library:"),

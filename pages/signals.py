@@ -34,7 +34,9 @@ with st.expander("Run ACC++ on a prompt", expanded=result is None):
     prompt = state.bound(st.text_area, "Prompt", "prompt", default=views.EXAMPLE_PROMPT, height=80)
     columns = st.columns(3)
     with columns[0]:
-        answer = state.bound(st.text_input, "Answer token (with its leading space)", "answer", default=" Mary")
+        answer = state.bound(
+            st.text_input, "Answer token (with its leading space)", "answer", default=" Mary"
+        )
     with columns[1]:
         foil = state.bound(st.text_input, "Foil token (optional)", "foil", default=" John")
     with columns[2]:
@@ -104,7 +106,6 @@ with right:
 st.subheader("The circuit, by token and layer")
 drawing = position_graph_html(
     extra,
-    result.graph.n_heads,
     title=f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted",
     highlight_decision=chosen,
 )

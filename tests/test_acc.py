@@ -496,3 +496,58 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     # a method that needs the corrupted prompt still says so in one sentence
     assert cli.main(["discover", "--prompt", PROMPT, "--answer", " Mary", "--foil", " John"]) == 2
     assert "corrupted prompt is empty" in capsys.readouterr().err
+
+
+# ----- the Signals page ---------------------------------------------------------------------------
+def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    import re
+
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: build("gemma3"))
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.switch_page("pages/signals.py")
+    at.run()
+    assert not at.exception
+    assert at.title[0].value.startswith("Signals")
+    assert any("Run ACC++ above" in info.value for info in at.info)
+    at.text_area(key="w.prompt").set_value(PROMPT)
+    at.number_input(key="signals.acc++.k").set_value(1.5)
+    at.number_input(key="signals.acc++.n_random").set_value(1)
+    next(button for button in at.button if button.label == "Run ACC++").click()
+    at.run()
+    assert not at.exception
+    decisions = at.dataframe[0].value
+    assert len(decisions) >= 1 and {"head", "destination", "source", "attention weight"} <= set(
+        decisions.columns
+    )
+    signals = at.dataframe[1].value
+    assert {"side", "upstream component", "singular directions", "rank", "IG attribution"} <= set(
+        signals.columns
+    )
+    assert len(signals) >= 1
+    # the removal chart: one line per side, ending below tau when reached
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [trace["name"] for trace in figure["data"]] == [
+        "query side signals removed",
+        "key side signals removed",
+    ]
+    # the position graph: token row, nodes and edges of the circuit, user text escaped
+    page = at.get("iframe")[0].proto.srcdoc
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    tokens = {node["id"] for node in nodes if node["id"].startswith("token@")}
+    circuit = {node["id"] for node in nodes} - tokens
+    assert (
+        circuit and {f"token@{node.split('@')[1]}" for node in circuit} == tokens
+    )  # a column per position used
+    knockout = at.dataframe[2].value
+    assert len(knockout) == 3
+    # choosing another decision keeps the page whole
+    if len(decisions) > 1:
+        at.selectbox(key="signals.decision").set_value(1)
+        at.run()
+        assert not at.exception

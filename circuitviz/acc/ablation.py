@@ -203,7 +203,13 @@ def knockout_check(
 
         return keep
 
-    curve_sets = [_found(trace, kept_by(None))] + [_found(trace, kept_by(mask)) for _, mask in budget_masks]
+    # budgets past the circuit's size give the same mask: knock each distinct circuit out once
+    distinct: dict[bytes, int] = {}
+    slot_of = [distinct.setdefault(mask.numpy().tobytes(), len(distinct)) for _, mask in budget_masks]
+    masks = {slot: mask for (_, mask), slot in zip(budget_masks, slot_of)}
+    curve_sets = [_found(trace, kept_by(None))] + [
+        _found(trace, kept_by(masks[i])) for i in range(len(masks))
+    ]
     values = run_knockouts(model, svd, trace, prepared, [found, *random_sets, *curve_sets])
     n_decisions = len(trace.decisions)
     found_summary = _summary(values, 1, n_decisions)
@@ -238,11 +244,11 @@ def knockout_check(
         CurvePoint(
             budget=int(budget),
             n_edges=int(mask.sum()),
-            metric=values["metric"][offset + 1 + i],
-            nfs=nfs(values["metric"][offset + 1 + i], baseline),
-            ndf=ndf(values["metric"][offset + 1 + i], baseline),
+            metric=values["metric"][offset + 1 + slot],
+            nfs=nfs(values["metric"][offset + 1 + slot], baseline),
+            ndf=ndf(values["metric"][offset + 1 + slot], baseline),
         )
-        for i, (budget, mask) in enumerate(budget_masks)
+        for (budget, mask), slot in zip(budget_masks, slot_of)
     ]
     report["curve_baseline"] = {"clean": baseline.clean, "all_signals_removed": baseline.corrupted}
     return report, curve, baseline

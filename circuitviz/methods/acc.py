@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -36,12 +36,17 @@ from .base import Method, Progress, config_to_dict, register
 
 @dataclass(frozen=True)
 class ACCConfig:
-    """k: threshold constant, tau(d) = k / (sources d attends over), the paper uses 1.5-2.5;
-    direct_top_k: components with the largest direct effect on the answer to trace from;
-    max_depth: steps back from the answer (0: no limit, each step goes to an earlier layer);
-    max_decisions: attention decisions traced at most; max_signals: removals per decision side;
-    ig_steps: quadrature nodes of the integrated gradients; n_random: random draws of the
-    knockout control; seed: their random seed."""
+    """ACC++ settings.
+
+    k: threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5
+    direct_top_k: components with the largest direct effect on the answer to trace from
+    max_depth: steps back from the answer (0: no limit; each step goes to an earlier layer)
+    max_decisions: attention decisions traced at most (breadth-first, so the nearest first)
+    max_signals: signals removed at most per decision side
+    ig_steps: quadrature nodes of the integrated gradients through the softmax
+    n_random: random draws of the knockout's control (0: skip it)
+    seed: random seed of those draws
+    """
 
     k: float = 2.0
     direct_top_k: int = 10
@@ -153,8 +158,11 @@ class ACCPlusPlus(Method):
         start = time.perf_counter()
         if task.corrupted:
             evaluator = Evaluator(model, spec, prepared)
-            stacked = torch.stack([circuits[b] for b in budgets])
-            curve = evaluator.curve(stacked, budgets, progress)
+            distinct: dict[bytes, int] = {}
+            slot_of = [distinct.setdefault(circuits[b].numpy().tobytes(), len(distinct)) for b in budgets]
+            firsts = [budgets[slot_of.index(slot)] for slot in range(len(distinct))]
+            points = evaluator.curve(torch.stack([circuits[b] for b in firsts]), firsts, progress)
+            curve = [replace(points[slot], budget=b) for b, slot in zip(budgets, slot_of)]
             baseline = evaluator.baseline
             kind = "patching"
         else:
