@@ -205,6 +205,21 @@ def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
 
 
 @torch.no_grad()
+def writers_of_prompts(
+    model, spec: GraphSpec, prepared: PreparedTask, tokens: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batched run of several different prompts of equal length (Best-of-N's paraphrases
+    and their corruptions), scored with the task's metric.
+
+    tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], metrics [batch]).
+    """
+    tokens = tokens.to(model_device(model))
+    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
+    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
+    return buffer.values, metric_from_residual(model, prepared, residual)
+
+
+@torch.no_grad()
 def observe(
     model, spec: GraphSpec, tokens: torch.Tensor, hook_names=(), keep_writers: bool = True
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor]:
@@ -277,16 +292,21 @@ def reader_gradients(
     batch: int,
     input_replacement: Callable[[torch.Tensor], torch.Tensor] | None = None,
     extra_hooks: list[Hook] | None = None,
+    tokens: torch.Tensor | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
     ``input_replacement`` maps the clean embedding [batch, pos, d_model] to what block 0 should
     see (EAP-IG's interpolated inputs). Parameters need no gradient: the embedding is made a
-    leaf that requires one, so only activation gradients are computed.
+    leaf that requires one, so only activation gradients are computed. ``tokens`` [batch, pos]
+    runs other prompts of the task's length instead (Best-of-N's paraphrases in one batch; the
+    metric still reads the task's answer and foils).
     Returns ({reader hook name: gradient}, metrics [batch]).
     """
     device = model_device(model)
-    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    if tokens is None:
+        tokens = prepared.clean_tokens.expand(batch, -1)
+    tokens = tokens.to(device)
     captured: dict[str, torch.Tensor] = {}
 
     def leaf_input(x, hook):

@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
     )
+    from .query_report import add_arguments as add_query_circuit_arguments
+
+    add_query_circuit_arguments(discover)
 
     evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
@@ -164,6 +167,12 @@ def cmd_discover(args) -> int:
             args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
+    from .query_report import report_lines as query_report_lines
+    from .query_report import settings_from_args
+
+    settings.update(settings_from_args(args, model))
+    if args.no_cache and args.method in ("single", "average", "bon", "ibon", "bon-csm"):
+        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores too
     store = None if args.no_cache else ResultStore()
     result, cached = discover(
         model,
@@ -177,13 +186,19 @@ def cmd_discover(args) -> int:
         max_tokens=args.max_tokens,
     )
     timings = {"load_s": load_seconds, **result.timings}
-    print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(result.config)}")
+    shown = {  # long texts (paraphrase lists, reference circuits) as their line count
+        k: f"<{len(v.splitlines())} lines>" if isinstance(v, str) and len(v) > 80 else v
+        for k, v in result.config.items()
+    }
+    print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     print(format_table(result.baseline, result.curve, result.graph.n_edges))
     if result.method == "acc++":
         from .acc import report_lines
 
         print("\n".join(report_lines(result.extra)))
+    if result.extra.get("query_circuits_version"):
+        print("\n".join(query_report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if args.out:
