@@ -24,7 +24,7 @@ registered = available_methods()
 names = sorted(registered)
 default = [n for n in ("eap", "eap-ig") if n in names] or names[:2]
 chosen = st.multiselect(
-    "methods (2 to 4; each runs with its default settings)",
+    "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
     names,
     default=st.session_state.get("compare.chosen", default),
     max_selections=4,
@@ -41,7 +41,8 @@ ready = task is not None and 2 <= len(chosen) <= 4
 if st.button("Run the comparison", type="primary", disabled=not ready, key="compare.run"):
     results = {}
     for name in chosen:
-        result = views.run_with_status(model, model_id, task, name, {}, budgets)
+        settings = views.shared_settings(registered[name], st.session_state.get("settings") or {})
+        result = views.run_with_status(model, model_id, task, name, settings, budgets)
         if result is not None:
             results[name] = result
     st.session_state["compare.results"] = results
@@ -65,7 +66,10 @@ if len(results) >= 2:
         with column:
             point = result.point(budget)
             st.subheader(result.method)
-            st.metric("NDF", f"{point.ndf:.3f}", f"{len(only[name]):,} edges only here", delta_color="off")
+            st.metric("NDF", f"{point.ndf:.3f}")
+            st.caption(
+                f"{point.n_edges:,} edges, {len(only[name]):,} of them found by no other method (in colour)"
+            )
             views.show_graph(
                 views.graph_drawing(
                     result,

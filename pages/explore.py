@@ -35,11 +35,19 @@ elif result is None and ready and st.session_state.get("_view_from_url", False) 
     st.session_state["_view_from_url"] = False
 st.session_state["explore.result"] = result
 
+
+@st.fragment
+def show_result(result, labels) -> None:
+    """The result view; a slider move reruns only this part of the page."""
+    views.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
+    state.write_to_url(["budget"])
+
+
 if result is not None:
     if ready and (result.task != task or result.method != method or result.model_id != model_id):
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task) if result.model_id == model_id else None
-    views.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
     st.session_state["settings"] = result.config
+    show_result(result, labels)
 state.write_to_url()

@@ -58,4 +58,4 @@ if st.button("Re-run live on the Explore page", on_click=rerun_live, key="galler
 result, labels = loaders.gallery_example(slug)
 if st.session_state.get(f"gallery.{slug}.budget") is None:
     st.session_state[f"gallery.{slug}.budget"] = views.demo_budget(result)
-views.result_view(result, labels=labels, key=f"gallery.{slug}")
+st.fragment(views.result_view)(result, labels=labels, key=f"gallery.{slug}")

@@ -138,9 +138,13 @@ def _wait(page, condition: str, timeout_ms: int, arg=None) -> None:
         raise AssertionError(f"the app raised: {text[:2000]}")
 
 
+HIDE_HEADER = "header[data-testid='stHeader'] { display: none !important; }"
+
+
 def _screenshot_from(page, locator, path: Path, viewport: dict | None = None) -> None:
     """A screenshot of the page scrolled so that ``locator`` is at the top (streamlit scrolls
     its main area itself, so a full-page screenshot would show only the first screen)."""
+    page.add_style_tag(content=HIDE_HEADER)  # streamlit's fixed header would cover the top
     if viewport:
         page.set_viewport_size(viewport)
         page.wait_for_timeout(800)
@@ -207,6 +211,7 @@ def test_explore_compare_gallery_in_chromium(app_url, browser):
     assert before > 0
     html_before = _graph_html(page)
     _screenshot_from(page, page.get_by_text("edge budget").first, OUTPUT / "explore-result.png", tall)
+    page.add_style_tag(content=HIDE_HEADER)
     page.locator("iframe").first.screenshot(path=str(OUTPUT / "explore-graph.png"))
 
     # hover a node: its tooltip names it and lists its logit-lens tokens
@@ -247,8 +252,15 @@ def test_explore_compare_gallery_in_chromium(app_url, browser):
     # Compare: opens with the same prompt
     page.get_by_role("link", name="Compare").click()
     page.get_by_text("Compare methods").first.wait_for(timeout=120_000)
-    page.get_by_text("Run the comparison").wait_for(timeout=120_000)
-    page.screenshot(path=str(OUTPUT / "compare.png"), full_page=True)
+    _wait(
+        page,
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Run the comparison') && !b.disabled)",
+        120_000,
+    )
+    page.get_by_role("button", name="Run the comparison").click()
+    _wait(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
+    page.wait_for_timeout(2500)
+    _screenshot_from(page, page.get_by_text("edge budget").first, OUTPUT / "compare.png", tall)
 
     # Gallery: a stored example opens without any model pass
     started = time.perf_counter()

@@ -31,7 +31,8 @@ KIND_NAMES = {"q": "query", "k": "key", "v": "value", "mlp": "MLP input", "logit
 NODE_COLOURS = {"input": "#4d4d4d", "head": "#56B4E9", "mlp": "#F0E442", "logits": "#4d4d4d"}
 FADED = "#d9d9d9"
 DEFAULT_MAX_EDGES = 1500
-COLUMN_SPACING = 120
+MIN_COLUMN_SPACING = 120
+LAYOUT_WIDTH = 1100  # models with few heads spread their row over this width
 ROW_SPACING = 80
 MLP_DROP = 0.4  # the MLP sits a little below its heads, so head -> MLP edges don't run through heads
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
@@ -61,14 +62,18 @@ class GraphDrawing:
     notes: list[str] = field(default_factory=list)
 
 
-def node_position(spec: GraphSpec, name: str, layers: list[int] | None = None) -> tuple[float, float]:
+def node_position(
+    spec: GraphSpec, name: str, layers: list[int] | None = None, layout_width: float = LAYOUT_WIDTH
+) -> tuple[float, float]:
     """(x, y) of a node in the layered layout; the same for every circuit drawn with ``layers``.
 
     ``layers``: the layers given a row (default: all); input is above them, logits below.
+    ``layout_width``: how wide a layer's row may spread (narrow for graphs side by side).
     """
     rows = list(range(spec.n_layers)) if layers is None else sorted(layers)
     width = spec.n_heads + 1  # heads, then the MLP beside them
     centre = (width - 1) / 2
+    spacing = column_spacing(spec, layout_width)
     if name == "input":
         return 0.0, 0.0
     if name == "logits":
@@ -78,8 +83,13 @@ def node_position(spec: GraphSpec, name: str, layers: list[int] | None = None) -
     y = float((row + 1) * ROW_SPACING)
     match = _HEAD_NAME.match(name)
     if match:
-        return float((int(match.group(2)) - centre) * COLUMN_SPACING), y
-    return float((spec.n_heads + 0.2 - centre) * COLUMN_SPACING), y + MLP_DROP * ROW_SPACING
+        return float((int(match.group(2)) - centre) * spacing), y
+    return float((spec.n_heads + 0.2 - centre) * spacing), y + MLP_DROP * ROW_SPACING
+
+
+def column_spacing(spec: GraphSpec, layout_width: float = LAYOUT_WIDTH) -> float:
+    """Horizontal distance between heads: wide for few heads (so edges spread out), never tight."""
+    return max(MIN_COLUMN_SPACING, layout_width / (spec.n_heads + 1))
 
 
 def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
@@ -176,6 +186,7 @@ def _legend_html(title: str, notes: list[str]) -> str:
 
 _STYLE = """
 <style>
+html, body { overflow: hidden; }
 body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
 .cv-legend { font-size: 13px; padding: 6px 8px; color: #222; }
 .cv-title { font-weight: 600; margin-bottom: 4px; }
@@ -216,6 +227,7 @@ def circuit_graph_html(
     title: str = "",
     height_px: int | None = None,
     layers: list[int] | None = None,
+    layout_width: float = LAYOUT_WIDTH,
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores`` as one standalone HTML page.
 
@@ -224,6 +236,7 @@ def circuit_graph_html(
     At most ``max_edges`` edges are drawn, the strongest; the page says how many were left out.
     ``layers``: the layer rows of the layout (default: the layers this circuit uses, or all
     layers with ``show_faded``); give several circuits the same list to draw them alike.
+    ``layout_width``: the spread of a row; smaller for graphs shown side by side.
     """
     from pyvis.network import Network
 
@@ -251,7 +264,7 @@ def circuit_graph_html(
     )
     names = [n for n in spec.node_names if n in in_circuit or (show_faded and _in_layers(spec, n, layers))]
     for name in names:
-        x, y = node_position(spec, name, layers)
+        x, y = node_position(spec, name, layers, layout_width)
         active = name in in_circuit
         kind = "head" if _HEAD_NAME.match(name) else ("mlp" if name.startswith("m") else name)
         colour = NODE_COLOURS[kind] if active else FADED

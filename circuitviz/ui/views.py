@@ -151,7 +151,11 @@ def metrics_row(result, budget: int, point=None) -> None:
         share = 100 * point.n_edges / result.graph.n_edges
         columns[2].metric("NDF", f"{point.ndf:.3f}", help="1 = the circuit reproduces the model")
         columns[3].metric("NFS", f"{point.nfs:.3f}", help="the older normalised faithfulness score")
-        columns[4].metric("edges kept", f"{point.n_edges:,}", f"{share:.2f}% of {result.graph.n_edges:,}")
+        columns[4].metric(
+            "edges kept",
+            f"{point.n_edges:,} ({share:.2f}%)",
+            help=f"after pruning edges on no input-to-logits path; the graph has {result.graph.n_edges:,}",
+        )
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -179,13 +183,23 @@ def _drawing(
 
 
 def graph_drawing(
-    result, budget: int, labels=None, faded: bool = False, highlight=None, layers=None, title=None, ndf=None
+    result,
+    budget: int,
+    labels=None,
+    faded: bool = False,
+    highlight=None,
+    layers=None,
+    title=None,
+    ndf=None,
+    narrow=False,
 ):
     """The drawn graph (cached per result, budget and options, so slider moves are quick)."""
     if layers is not None or title is not None:
         options = {"layers": layers} if layers is not None else {}
         if title is not None:
             options["title"] = title
+        if narrow:
+            options["layout_width"] = 500
         return render.result_graph_html(
             result,
             budget,
@@ -414,6 +428,14 @@ def result_view(result, labels=None, key: str = "result", budget_key: str | None
 # ----- page building blocks ---------------------------------------------------------------------
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+
+
+def shared_settings(method, settings: dict) -> dict:
+    """The settings that ``method``'s Config has (e.g. ig_steps carried from Explore to Compare)."""
+    import dataclasses
+
+    fields = {field.name for field in dataclasses.fields(method.Config)}
+    return {name: value for name, value in settings.items() if name in fields}
 
 
 def demo_budget(result) -> int:
