@@ -212,6 +212,9 @@ function cvTitles(dataset) {
 }
 cvTitles(nodes); cvTitles(edges);
 network = new vis.Network(container, data, options);
+// the frame may get its final size after the first draw (columns, tabs): fit the graph again then
+window.addEventListener("resize", function () { network.fit(); });
+setTimeout(function () { network.fit(); }, 250);
 """
 
 
