@@ -49,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CORPUS_DIR = Path("/usr/share/games/fortunes")
+# bfloat16 keeps float32's range: Gemma's residual reaches values float16 cannot hold (> 65504)
+CACHE_DTYPE = torch.bfloat16
+SATURATED = 65000.0  # |activation| at which float16 saturates (max 65504)
 SKIPPED_FILES = {"ascii-art", "ethnic", "translate-me", "debian"}
 CORPUS_SOURCE = (
     "Debian package 'fortunes' + 'fortunes-min' (/usr/share/games/fortunes; apt-get install fortunes "
@@ -105,7 +108,7 @@ def pack_rows(model, texts: list[str], context: int, max_tokens: int, seed: int)
 
 
 def collect_activations(model, rows: torch.Tensor, layers: list[int], batch: int, cache: Path) -> dict:
-    """{layer: float16 [rows, context, d_model]} read once and cached in ``cache``."""
+    """{layer: [rows, context, d_model]} read once and cached in ``cache`` (CACHE_DTYPE)."""
     from circuitviz.activations import residual_stream
 
     if cache.exists():
@@ -119,7 +122,7 @@ def collect_activations(model, rows: torch.Tensor, layers: list[int], batch: int
     for start in range(0, rows.shape[0], batch):
         captured = residual_stream(model, rows[start : start + batch], layers)
         for layer in layers:
-            out[layer][start : start + batch] = captured[layer].to(torch.float16)
+            out[layer][start : start + batch] = captured[layer].to(CACHE_DTYPE)
         done = min(start + batch, rows.shape[0])
         rate = done * rows.shape[1] / (time.time() - start_time)
         print(f"activations: {done}/{rows.shape[0]} rows ({rate:.0f} tokens/s)", flush=True)
@@ -159,6 +162,16 @@ def train_one(activations: torch.Tensor, args, layer: int, model_id: str):
     sae_cfg.metadata.prepend_bos = True
     sae_cfg.metadata.dataset_path = "debian:fortunes"
     sae = TopKTrainingSAE(sae_cfg)
+    # Gemma's residual stream is ~85% one constant direction (a few huge dimensions): start the
+    # decoder bias at the mean, in the units the trainer scales inputs to (sqrt(d_in) / mean norm),
+    # or most features die fitting that constant
+    sample = activations[
+        torch.randperm(activations.shape[0], generator=torch.Generator().manual_seed(args.seed))[:20_000]
+    ]
+    sample = sample.float()
+    scale = activations.shape[1] ** 0.5 / float(sample.norm(dim=-1).mean())
+    with torch.no_grad():
+        sae.b_dec.copy_(sample.mean(0) * scale)
     total = args.epochs * activations.shape[0]
     trainer_cfg = SAETrainerConfig(
         total_training_samples=total,
@@ -205,9 +218,9 @@ def parse_args(argv=None):
     parser.add_argument("--k", type=int, default=32, help="active features per token (TopK)")
     parser.add_argument("--tokens", type=int, default=150_000, help="corpus tokens to collect")
     parser.add_argument("--context", type=int, default=128)
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--lr", type=float, default=4e-4)
+    parser.add_argument("--lr", type=float, default=8e-4)
     parser.add_argument("--held-out", type=float, default=0.1, help="fraction of rows kept for evaluation")
     parser.add_argument("--top-contexts", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
@@ -245,7 +258,7 @@ def main(argv=None) -> None:
     from circuitviz.labels.sae import (
         CONTEXT_AFTER,
         CONTEXT_BEFORE,
-        EmbeddedSae,
+        LabelledSae,
         promoted_tokens,
         reconstruction_quality,
         save_sae,
@@ -272,18 +285,28 @@ def main(argv=None) -> None:
         "saes": [],
     }
     for layer in args.layers:
-        layer_acts = acts[layer]  # [rows, context, d_model] float16
-        train = layer_acts[n_held:, 1:].reshape(-1, layer_acts.shape[-1])
+        layer_acts = acts[layer]  # [rows, context, d_model]
+        # a float16 cache saturates Gemma's massive dimension in a few late-layer tokens: leave them out
+        valid = (layer_acts.float().abs() < SATURATED).all(-1)  # [rows, context]
+        print(f"layer {layer}: {int((~valid[:, 1:]).sum())} saturated tokens left out", flush=True)
+        train = layer_acts[n_held:, 1:][valid[n_held:, 1:]]
         started = time.time()
         sae = train_one(train, args, layer, args.model)
         train_seconds = time.time() - started
         folder = out_root / f"layer{layer}-resid_post"
         save_sae(sae, folder)
-        loaded = EmbeddedSae.load(folder, model)  # float16 weights as shipped, computed in float32
-        held = layer_acts[:n_held, 1:].reshape(-1, layer_acts.shape[-1]).float()
+        loaded = LabelledSae.load(folder, model)  # float16 weights as shipped, computed in float32
+        held = layer_acts[:n_held, 1:][valid[:n_held, 1:]].float()
         quality = reconstruction_quality(loaded.sae, held)
         features, fired = top_contexts_from_activations(
-            loaded.sae, layer_acts, rows, strings, args.top_contexts, CONTEXT_BEFORE, CONTEXT_AFTER
+            loaded.sae,
+            layer_acts,
+            rows,
+            strings,
+            args.top_contexts,
+            CONTEXT_BEFORE,
+            CONTEXT_AFTER,
+            valid=valid,
         )
         quality["dead_fraction"] = round(float((fired == 0).float().mean()), 4)
         quality["metric_change"] = reconstruction_metric_change(model, loaded)

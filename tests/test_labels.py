@@ -236,6 +236,8 @@ def test_circuit_node_features_rank_by_the_nodes_share(tiny):
             assert feature["token"] == str_tokens[feature["position"]]
     with pytest.raises(SaeUnavailable, match="not a node"):
         circuit_node_features(tiny, PROMPT, ["a9.h9"], saes)
+    hovers = sae_labels.hover_labels(tiny, PROMPT, ["m0", "a1.h0"], saes, top_k=2)
+    assert len(hovers["m0"]) == 2 and hovers["m0"][0].startswith("L0/") and hovers["a1.h0"] == []
 
 
 def test_top_contexts_match_brute_force():
@@ -462,3 +464,18 @@ def test_signal_top_contexts_match_brute_force(tiny):
     marked = context_text(contexts[0])
     assert "<<" in marked and "[[" in marked
     assert context_text({"tokens": ["a", " b"], "target": 1, "source": 1}) == "a<<[[ b]]>>"
+
+
+def test_gender_feature_scores_match_a_hand_computation(tiny):
+    from circuitviz.labels.steer import gender_feature_scores
+
+    saes = [labelled(make_sae(tiny.cfg.d_model, layer, seed=layer, dead=0), layer) for layer in (0, 1)]
+    pairs = [("John went to the store", "Mary went to the store"), ("When John and", "When Bob and Tom")]
+    scores = gender_feature_scores(tiny, saes, pairs)  # the second pair differs in length: skipped
+    tokens = torch.cat([tiny.to_tokens(pairs[0][0]), tiny.to_tokens(pairs[0][1])])
+    for sae in saes:
+        acts = feature_activations(sae.sae, residual_stream(tiny, tokens, [sae.layer])[sae.layer][:, 1:])
+        expected = (acts[0] - acts[1]).abs().sum(0) / (acts.sum((0, 1)) / 2 + 1)
+        torch.testing.assert_close(scores[sae.layer], expected.float())
+    with pytest.raises(SaeUnavailable, match="equal token lengths"):
+        gender_feature_scores(tiny, saes, [pairs[1]])

@@ -333,12 +333,15 @@ def top_contexts_from_activations(
     before: int = CONTEXT_BEFORE,
     after: int = CONTEXT_AFTER,
     lengths: list[int] | None = None,
+    valid: torch.Tensor | None = None,
 ) -> tuple[list[dict], torch.Tensor]:
     """Each feature's top contexts, one per row at most (so the examples differ), over a corpus.
 
     activations: [rows, pos, d_model] residual stream; rows: [rows, pos] token ids, <bos> first
     (position 0 is left out: the SAEs are not trained on it); strings maps an id to its text;
-    lengths: each row's real length when rows are padded (positions past it are never read).
+    lengths: each row's real length when rows are padded (positions past it are never read);
+    valid: [rows, pos] bool, False where a position must be left out (e.g. a value a float16
+    cache saturated).
     Returns (per-feature dicts with contexts, frequency and max_activation; firing counts [d_sae]).
     """
     n_rows, length = rows.shape
@@ -351,11 +354,15 @@ def top_contexts_from_activations(
         acts = feature_activations(
             sae, activations[row, 1 : lengths[row]].float()
         ).float()  # [pos - 1, d_sae]
+        if valid is not None:
+            acts[~valid[row, 1 : lengths[row]]] = 0
         fired += (acts > 0).float().sum(0)
         values, positions = acts.max(0)
         row_max[row] = values
         row_arg[row] = positions + 1
     n_tokens = max(1, sum(lengths) - n_rows)
+    if valid is not None:
+        n_tokens = max(1, int(sum(valid[row, 1 : lengths[row]].sum() for row in range(n_rows))))
     features = []
     top_values, top_rows = row_max.topk(min(n_top, n_rows), dim=0)  # [n_top, d_sae]
     for feature in range(d_sae):
@@ -600,4 +607,15 @@ def reconstruction_quality(sae, activations: torch.Tensor, batch: int = 4096) ->
         "explained_variance": round(1 - squared_error / variance, 4),
         "l0": round(l0 / total, 2),
         "tokens": int(total),
+    }
+
+
+def hover_labels(
+    model, prompt: str, nodes: list[str], saes: list[LabelledSae], top_k: int = 3
+) -> dict[str, list[str]]:
+    """{node: up to ``top_k`` one-line plain-text feature labels} for graph hovers (escape when rendering)."""
+    labels = circuit_node_features(model, prompt, nodes, saes, top_k=top_k)
+    return {
+        node: [f"{item['label']} (at {item['token']!r}, {item['share']:.2f})" for item in entry["features"]]
+        for node, entry in labels.items()
     }

@@ -253,18 +253,20 @@ def load_gender_prompts(path: Path = GENDER_PROMPTS) -> list[dict]:
 
 @torch.no_grad()
 def gender_feature_scores(
-    model, labelled: LabelledSae, pairs: Sequence[tuple[str, str]] | None = None
-) -> torch.Tensor:
-    """How much each feature's activation differs between sentences that swap a gendered word.  [d_sae]
+    model, saes: Sequence[LabelledSae], pairs: Sequence[tuple[str, str]] | None = None
+) -> dict[int, torch.Tensor]:
+    """How much each feature's activation differs between sentences that swap a gendered word.
 
-    For each (male, female) sentence pair of equal token length, the absolute difference of the
-    feature's activation summed over the positions from the first differing token on, averaged
-    over pairs and divided by the feature's mean activation on them (plus a small constant), so
-    a feature that fires on everything does not count as gendered.
+    For each (male, female) sentence pair of equal token length, from the first differing token
+    on: score = sum |a_male - a_female| / (sum (a_male + a_female) / 2 + 1), summed over pairs
+    and positions. 0 when the feature does not care about the swap; near 2 when it fires for
+    one gender only; a feature that fires on everything scores low. One forward pass per pair
+    reads every SAE's layer. Returns {layer: [d_sae]}.
     """
     pairs = pairs if pairs is not None else GENDER_PROBE_PAIRS
-    differences = torch.zeros(labelled.d_sae)
-    magnitude = torch.zeros(labelled.d_sae)
+    layers = sorted({sae.layer for sae in saes})
+    differences = {sae.layer: torch.zeros(sae.d_sae) for sae in saes}
+    magnitude = {sae.layer: torch.zeros(sae.d_sae) for sae in saes}
     used = 0
     for male, female in pairs:
         tokens_male, tokens_female = model.to_tokens(male), model.to_tokens(female)
@@ -274,15 +276,17 @@ def gender_feature_scores(
         if len(differ) == 0:
             continue
         start = int(differ[0])
-        both = torch.cat([tokens_male, tokens_female])
-        residual = residual_stream(model, both, [labelled.layer])[labelled.layer][:, start:]
-        acts = feature_activations(labelled.sae, residual).float()  # [2, pos, d_sae]
-        differences += (acts[0] - acts[1]).abs().sum(0)
-        magnitude += acts.sum((0, 1)) / 2
+        residuals = residual_stream(model, torch.cat([tokens_male, tokens_female]), layers)
+        for sae in saes:
+            acts = (
+                feature_activations(sae.sae, residuals[sae.layer][:, start:]).float().cpu()
+            )  # [2, pos, d_sae]
+            differences[sae.layer] += (acts[0] - acts[1]).abs().sum(0)
+            magnitude[sae.layer] += acts.sum((0, 1)) / 2
         used += 1
     if used == 0:
         raise SaeUnavailable("No probe pair has equal token lengths; give pairs that differ in one word.")
-    return differences / (magnitude + 1.0)
+    return {layer: differences[layer] / (magnitude[layer] + 1.0) for layer in differences}
 
 
 GENDER_PROBE_PAIRS = [
@@ -404,7 +408,7 @@ def gender_bias_experiment(
 
     prompts = list(prompts) if prompts is not None else load_gender_prompts()
     spec = GraphSpec.from_model(model)
-    scores = {sae.layer: gender_feature_scores(model, sae, probe_pairs) for sae in saes}
+    scores = gender_feature_scores(model, saes, probe_pairs)
     rows = []
     for index, item in enumerate(prompts):
         candidates, prepared = candidate_circuits(model, item, budget, method, method_config, max_paraphrases)
