@@ -10,6 +10,7 @@ st.caption(
 )
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
+from circuitviz.methods import available_methods  # noqa: E402
 from circuitviz.ui import loaders, state, views  # noqa: E402
 
 model_id = st.session_state.get("model")
@@ -17,8 +18,9 @@ device = st.session_state.get("device", "auto")
 model = views.load_model_or_stop(model_id, device)
 n_edges = views.graph_edge_total(model)
 
+chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
 with st.container(border=True):
-    task = views.task_inputs(model, model_id)
+    task = views.task_inputs(model, model_id, need_corrupted=chosen.needs_corrupted if chosen else True)
 with st.container(border=True):
     method, settings, budgets = views.method_inputs(n_edges)
 ready = task is not None and settings is not None and budgets is not None

@@ -114,6 +114,13 @@ def test_unequal_token_lengths_are_one_sentence():
     assert at.button[0].disabled
 
 
+def test_a_multi_token_answer_is_one_sentence_after_run():
+    at = _run(_explore(answer=" Mary John"))
+    assert not at.exception, at.exception
+    assert any("is 2 tokens" in e.value and "use a single token" in e.value for e in at.error)
+    assert not at.get("iframe")
+
+
 def test_settings_form_comes_from_the_config():
     at = _explore(method="eap-ig")
     assert not at.exception

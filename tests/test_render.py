@@ -284,3 +284,36 @@ def _labels_of(model, result):
     from circuitviz.tasks import prepare_task
 
     return logit_lens_labels(model, result.graph, prepare_task(model, result.task))
+
+
+def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
+    """One model shared by two sessions: the Explore page's next-token pass must never run
+    through the hooks of a patched evaluation running at the same time in another thread."""
+    import threading
+
+    from circuitviz.evaluate import Evaluator
+    from circuitviz.labels.logit_lens import next_token_probabilities
+    from circuitviz.tasks import prepare_task
+    from circuitviz.testing import IOI_TASK, tiny_model
+
+    model = tiny_model("gpt2")
+    spec = GraphSpec.from_model(model)
+    expected = next_token_probabilities(model, IOI_TASK.clean, 5)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    circuits = torch.stack([torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)] * 4)
+    stop = threading.Event()
+
+    def other_session():
+        while not stop.is_set():
+            evaluator.metrics(circuits)  # every edge patched to its corrupted value
+
+    thread = threading.Thread(target=other_session)
+    thread.start()
+    try:
+        seen = [next_token_probabilities(model, IOI_TASK.clean, 5) for _ in range(30)]
+    finally:
+        stop.set()
+        thread.join()
+    for result in seen:
+        assert [token for token, _ in result] == [token for token, _ in expected]
+        assert [p for _, p in result] == pytest.approx([p for _, p in expected], abs=1e-9)

@@ -125,6 +125,24 @@ def node_labels(model, model_id: str, task) -> dict:
     return labels
 
 
+@st.cache_data(show_spinner="Labelling the circuit's nodes with SAE features…", max_entries=32)
+def sae_node_labels(_model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
+    """({node: [feature labels]}, None) from the embedded SAEs, or ({}, the sentence why not)."""
+    try:
+        from ..labels import sae
+    except ImportError as error:
+        return {}, f"SAE labels need sae-lens ({error})."
+    try:
+        saes = sae.load_embedded_saes(_model, model_id)
+        found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
+    except (sae.SaeUnavailable, ValueError, OSError) as error:
+        return {}, f"No SAE labels: {error}"
+    return {
+        node: [f["label"] for f in data.get("features", [])] or [data.get("reason", "none")]
+        for node, data in found.items()
+    }, None
+
+
 GALLERY = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "assets", "gallery"
 )

@@ -398,6 +398,20 @@ def task_caption(result) -> None:
     )
 
 
+def with_sae_labels(model, result, budget: int, labels):
+    """``labels`` with each drawn node's top SAE features added (or one sentence why not)."""
+    edges = render.circuit_edges(result.graph, result.scores, bon.circuit_at(result, budget))
+    nodes = sorted({node for edge in edges for node in (edge.source, edge.target)} - {"logits"})
+    found, problem = loaders.sae_node_labels(model, result.model_id, result.task.clean, tuple(nodes))
+    if problem:
+        st.caption(problem)
+        return labels
+    merged = {name: dict(values) for name, values in (labels or {}).items()}
+    for node, features in found.items():
+        merged.setdefault(node, {})["SAE features"] = features
+    return merged
+
+
 def circuit_json(result, budget: int) -> dict:
     """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
     from ..results import eap_graph_json
@@ -416,7 +430,14 @@ def result_view(result, labels=None, key: str = "result", budget_key: str | None
     budget = budget_slider(result, budget_key or f"{key}.budget", any_budget=model is not None)
     point = point_at(result, budget, model)
     metrics_row(result, budget, point)
-    faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
+    columns = st.columns(2)
+    faded = columns[0].toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
+    if model is not None and columns[1].toggle(
+        "SAE feature labels in the hovers (slower)",
+        key=f"{key}.sae",
+        help="the embedded SAEs' features each node drives",
+    ):
+        labels = with_sae_labels(model, result, budget, labels)
     drawing = graph_drawing(result, budget, labels=labels, faded=faded, ndf=point.ndf if point else None)
     show_graph(drawing)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
@@ -473,9 +494,10 @@ def _pick(role: str) -> None:
         state.set_value(role, picked)
 
 
-def task_inputs(model, model_id: str):
+def task_inputs(model, model_id: str, need_corrupted: bool = True):
     """Prompt, answer and foil picked from the model's top tokens, corrupted prompt with a live
-    length check. Returns a PromptTask, or None while the inputs cannot run."""
+    length check (optional when the method needs none). Returns a PromptTask, or None while the
+    inputs cannot run."""
     from ..tasks import METRICS, PromptTask
 
     prompt = state.bound(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
@@ -534,7 +556,9 @@ def task_inputs(model, model_id: str):
     )
     if st.session_state.get("corrupted_note"):
         st.caption(st.session_state["corrupted_note"])
-    if not token_check(model, model_id, prompt, corrupted):
+    if not corrupted.strip() and not need_corrupted:
+        st.caption("This method needs no corrupted prompt.")
+    elif not token_check(model, model_id, prompt, corrupted):
         return None
     return PromptTask(
         clean=prompt, corrupted=corrupted, answer=answer, foils=(foil,) if foil else (), metric=metric
