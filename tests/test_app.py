@@ -107,6 +107,14 @@ def test_moving_the_budget_changes_the_graph():
     assert at.query_params["budget"] == "40"
 
 
+def test_sae_labels_toggle_says_why_when_there_are_none():
+    at = _run(_explore())
+    at.toggle(key="explore.sae").set_value(True).run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("No SAE labels") or "SAE labels need" in c.value for c in at.caption)
+    assert _graph_pages(at)  # the graph is still drawn, with its logit-lens labels
+
+
 def test_unequal_token_lengths_are_one_sentence():
     at = _explore(corrupted="When Alice went to the store , Carl gave a drink to")
     assert not at.exception

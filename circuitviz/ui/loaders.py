@@ -134,13 +134,10 @@ def sae_node_labels(_model, model_id: str, prompt: str, nodes: tuple[str, ...], 
         return {}, f"SAE labels need sae-lens ({error})."
     try:
         saes = sae.load_embedded_saes(_model, model_id)
-        found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
+        found = sae.hover_labels(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    return {
-        node: [f["label"] for f in data.get("features", [])] or [data.get("reason", "none")]
-        for node, data in found.items()
-    }, None
+    return {node: features or ["no feature driven on this prompt"] for node, features in found.items()}, None
 
 
 GALLERY = os.path.join(
