@@ -148,6 +148,10 @@ def planted_model(
     seed: int = 0,
     parents: int = 2,
     distractors: int = 2,
+    nodes_per_layer: tuple[int, int] = (1, 2),
+    distractors_read: str = "input",
+    distractor_mlps: int = 0,
+    nonlinear_gain: float = 1.0,
 ) -> PlantedCircuit:
     """Build a model whose circuit is known by construction.
 
@@ -158,7 +162,18 @@ def planted_model(
     reaches logits. ``distractors`` other heads read the input's block but write where nobody
     reads: their input edges exist in the model and carry signal, yet change nothing downstream.
     True edges: source -> reader for every block a circuit node reads, and circuit node -> logits.
+
+    Options for the planted-circuit benchmark (the defaults build exactly the model above):
+    - ``nodes_per_layer`` (low, high): how many circuit nodes each layer gets (circuit density);
+    - ``distractors_read="circuit"``: distractor heads read a random earlier circuit node instead
+      of the input, so their outputs correlate with the circuit's without feeding it;
+    - ``distractor_mlps``: non-circuit MLPs that read a circuit node and write where nobody reads;
+    - ``nonlinear_gain`` > 1: circuit units work in their nonlinear regime: queries and MLP
+      input weights are scaled up (sharper attention, GELU acting as a switch) and MLP output
+      weights scaled down by the same factor. The true edges do not change.
     """
+    if distractors_read not in ("input", "circuit"):
+        raise ValueError(f"distractors_read must be 'input' or 'circuit', not {distractors_read!r}.")
     from transformer_lens import HookedTransformer
 
     from .graph import GraphSpec
@@ -193,7 +208,8 @@ def planted_model(
             *range(spec.head_forward(layer).start, spec.head_forward(layer).stop),
             spec.mlp_forward(layer),
         ]
-        chosen = rng.sample(writers, k=rng.randint(1, 2))
+        low, high = nodes_per_layer
+        chosen = rng.sample(writers, k=min(len(writers), rng.randint(max(1, low), max(1, low, high))))
         circuit += sorted(chosen)
     reads: dict[int, list[int]] = {}
     for node in circuit[1:]:
@@ -218,11 +234,16 @@ def planted_model(
             if h not in circuit_set
         ]
         distractor_heads = rng.sample(candidates, k=min(distractors, len(candidates)))
+        distractor_sources = {head: [0] for head in distractor_heads}
+        if distractors_read == "circuit":
+            for head in distractor_heads:
+                readable = [w for w in circuit if w < head and _can_read(spec, w, head)]
+                distractor_sources[head] = [rng.choice(readable)]
         for layer in range(n_layers):
             attn = model.blocks[layer].attn
             for head in range(n_heads):
                 writer = spec.head_forward(layer).start + head
-                sources = reads.get(writer) or ([0] if writer in distractor_heads else [])
+                sources = reads.get(writer) or distractor_sources.get(writer, [])
                 for source in sources:
                     attn.W_Q[head, dims(source)] = rand(block, block)
                     attn.W_K[head, dims(source)] = rand(block, block)
@@ -238,6 +259,17 @@ def planted_model(
                 mlp.W_out[:, dims(mlp_writer)] = rand(cfg.d_mlp, block) / 2
         for sink in sinks:
             model.unembed.W_U[dims(sink)] = rand(block, cfg.d_vocab)
+        _add_distractor_mlps(model, spec, circuit, distractor_mlps, rng, rand, dims)
+        if nonlinear_gain != 1.0:
+            for node in circuit[1:]:
+                layer = int(spec.forward_layer[node])
+                if node == spec.mlp_forward(layer):
+                    mlp = model.blocks[layer].mlp
+                    mlp.W_in.mul_(nonlinear_gain)
+                    mlp.b_in.mul_(nonlinear_gain)
+                    mlp.W_out.div_(nonlinear_gain)
+                else:
+                    model.blocks[layer].attn.W_Q[node - spec.head_forward(layer).start].mul_(nonlinear_gain)
 
     true_edges = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
     for node, sources in reads.items():
@@ -264,6 +296,23 @@ def planted_model(
         true_edges=true_edges,
         circuit_nodes=[spec.forward_names[w] for w in circuit],
     )
+
+
+def _add_distractor_mlps(model, spec, circuit: list[int], count: int, rng, rand, dims) -> None:
+    """Give ``count`` non-circuit MLPs an input from one circuit node and an output nobody reads."""
+    if count <= 0:
+        return
+    circuit_set = set(circuit)
+    mlps = [spec.mlp_forward(layer) for layer in range(spec.n_layers)]
+    idle = [writer for writer in mlps if writer not in circuit_set]
+    block = dims(0).stop  # the width of one writer's residual block
+    for writer in rng.sample(idle, k=min(count, len(idle))):
+        layer = int(spec.forward_layer[writer])
+        source = rng.choice([w for w in circuit if w < writer and _can_read(spec, w, writer)])
+        mlp = model.blocks[layer].mlp
+        mlp.W_in[dims(source)] = rand(block, mlp.W_in.shape[1])
+        mlp.b_in[:] = 0.1 * rand(mlp.W_in.shape[1])
+        mlp.W_out[:, dims(writer)] = rand(mlp.W_in.shape[1], block) / 2
 
 
 def _can_read(spec, source: int, reader: int) -> bool:

@@ -3,6 +3,7 @@
 from . import eap  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
 from . import bon  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
 from . import acc  # noqa: F401  (registers acc++)
+from . import lasso  # noqa: F401  (registers circuit-lasso)
 from .base import (
     Method,
     ScoringMethod,

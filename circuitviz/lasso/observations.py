@@ -1,0 +1,315 @@
+"""Observations for CircuitLasso: token positions of the prompt, its paraphrases, its corrupted
+versions and optionally a text corpus, run through the model once with nothing patched.
+
+Every position of every text is one observation (one row of the activation matrices), except
+position 0 when it is the BOS token: its activations are the same in every text, so it adds no
+variation, only one extreme repeated point. Texts are run in right-padded batches; padding never
+affects real positions because attention is causal, and padded positions are dropped.
+
+Where texts come from, in this order (the prompt's own are always kept):
+- the prompt and its corrupted version;
+- paraphrases and their corruptions from ``circuitviz.paraphrase``'s offline templates, when that
+  module is installed and has a template family for the prompt (otherwise a note says so);
+- a corpus: a list of strings, or a text file with one text per line. A line longer than
+  ``CORPUS_WINDOW`` tokens is cut into consecutive windows (nothing is dropped); when the corpus
+  holds more positions than ``max_observations`` allows, a seeded random subset of its windows is
+  used and the counts say how many.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..activations import metric_from_residual, model_device, observe
+from ..graph import GraphSpec
+from ..tasks import PreparedTask, PromptTask
+
+CORPUS_WINDOW = 64  # tokens per corpus window, BOS included
+_BATCH_BYTES = 512 * 2**20  # working memory of one observation batch
+
+
+@dataclass
+class ObservationTexts:
+    """The texts to observe, each with its kind, and notes about sources that were unavailable."""
+
+    texts: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, text: str, kind: str) -> None:
+        if text and text.strip():
+            self.texts.append(text)
+            self.kinds.append(kind)
+
+
+@dataclass
+class Observations:
+    """Activation matrices with one row per observed token position.
+
+    writers: [M, n_forward, d_model] (every writer's residual contribution) or None;
+    activations: {hook name: [M, ...]}; metric: [M], the task's metric read off the residual at
+    each position (for logit_diff: answer logit minus the foils' mean, at that position);
+    kinds: the kind of text each row comes from; final [M] bool: the row is its text's last
+    position (where the prompt family's answer is predicted); counts: observations (positions)
+    per kind; texts: texts per kind.
+    """
+
+    writers: torch.Tensor | None
+    activations: dict[str, torch.Tensor]
+    metric: torch.Tensor
+    kinds: list[str]
+    final: torch.Tensor
+    counts: dict[str, int]
+    texts: dict[str, int]
+    notes: list[str]
+
+    def rows_of(self, *kinds: str) -> torch.Tensor:
+        """Which rows come from texts of the given kinds.  # [M] bool"""
+        return torch.tensor([kind in kinds for kind in self.kinds], dtype=torch.bool)
+
+    @property
+    def n_observations(self) -> int:
+        return int(self.metric.shape[0])
+
+    def summary(self) -> dict:
+        """Plain counts for result.extra and the CLI."""
+        return {
+            "total": self.n_observations,
+            "positions_by_kind": dict(self.counts),
+            "texts_by_kind": dict(self.texts),
+            "notes": list(self.notes),
+        }
+
+
+def read_corpus(corpus: str | Path | list[str] | tuple[str, ...] | None) -> list[str]:
+    """Corpus texts from a list of strings or a UTF-8 text file (one text per non-empty line)."""
+    if corpus is None or corpus == "":
+        return []
+    if isinstance(corpus, (list, tuple)):
+        return [str(text) for text in corpus if str(text).strip()]
+    path = Path(str(corpus)).expanduser()
+    if not path.is_file():
+        raise ValueError(
+            f"The corpus file {str(path)!r} does not exist; give a UTF-8 text file with one text per line."
+        )
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise ValueError(f"The corpus file {str(path)!r} is not UTF-8 text; save it as UTF-8.") from None
+    return [line for line in lines if line.strip()]
+
+
+def paraphrase_pairs(model, task: PromptTask, count: int, seed: int = 0) -> tuple[list[tuple[str, str]], str]:
+    """Up to ``count`` (paraphrase, corrupted paraphrase) pairs from the offline templates.
+
+    Uses ``circuitviz.paraphrase`` (another part of the project) when it is installed: its
+    template families rewrite and corrupt the prompt. Observations need no check that the model
+    answers each paraphrase as it answers the prompt (that check costs a forward pass over every
+    pair), so the rewrites are taken as generated; only when that interface is missing is the
+    checked ``template_paraphrases`` used. Returns ([], a note saying why) when no source applies.
+    """
+    if count <= 0:
+        return [], ""
+    try:
+        from .. import paraphrase
+    except ImportError:
+        return (
+            [],
+            "paraphrases: circuitviz.paraphrase is not installed; observed the prompt and its corruption only",
+        )
+    try:
+        pairs = _template_pairs(paraphrase, task, count, seed)
+        if pairs is None:
+            checked = paraphrase.template_paraphrases(model, task, count, seed=seed, fill=False)
+            pairs = [(pair.clean, pair.corrupted) for pair in checked]
+    except (ValueError, LookupError, AttributeError, TypeError) as error:
+        return [], f"paraphrases: none from the templates ({error})"
+    if not pairs:
+        return [], "paraphrases: the templates gave none for this prompt"
+    return pairs[:count], ""
+
+
+def _template_pairs(paraphrase, task: PromptTask, count: int, seed: int) -> list[tuple[str, str]] | None:
+    """Template rewrites and their first corruption, unchecked; None if the interface is missing."""
+    recognise, family = getattr(paraphrase, "recognise", None), getattr(paraphrase, "family", None)
+    if recognise is None or family is None:
+        return None
+    found = recognise(task.clean)
+    if found is None:
+        raise LookupError("no template family recognises the prompt; give a corpus instead")
+    chosen = family(found.family)
+    answer = task.answer if found.family == "multiple-choice" else None
+    rng = random.Random(seed)
+    variants = chosen.variants(found, rng, answer=answer) if answer else chosen.variants(found, rng)
+    pairs = []
+    for text, variant in variants:
+        corruptions = chosen.corruptions(variant, random.Random(f"{seed}:{text}"), answer)
+        corrupted = next((c for c in corruptions if c != text), "")
+        if text != task.clean:
+            pairs.append((text, corrupted))
+        if len(pairs) == count:
+            break
+    return pairs
+
+
+def observation_texts(
+    model,
+    task: PromptTask,
+    paraphrases: int = 0,
+    corpus: str | Path | list[str] | None = None,
+    seed: int = 0,
+) -> ObservationTexts:
+    """The prompt, its corruption, its paraphrases (with theirs) and the corpus, with kinds."""
+    texts = ObservationTexts()
+    texts.add(task.clean, "prompt")
+    texts.add(task.corrupted, "corrupted")
+    pairs, note = paraphrase_pairs(model, task, paraphrases, seed)
+    if note:
+        texts.notes.append(note)
+    for clean, corrupted in pairs:
+        texts.add(clean, "paraphrase")
+        texts.add(corrupted, "paraphrase_corrupted")
+    for line in read_corpus(corpus):
+        texts.add(line, "corpus")
+    return texts
+
+
+def _token_rows(model, texts: ObservationTexts) -> list[tuple[str, list[int]]]:
+    """(kind, token ids with BOS) per observed sequence; corpus lines cut into windows."""
+    rows = []
+    for text, kind in zip(texts.texts, texts.kinds):
+        ids = model.to_tokens(text)[0].tolist()
+        if kind != "corpus" or len(ids) <= CORPUS_WINDOW:
+            rows.append((kind, ids))
+            continue
+        head, body = ids[:1], ids[1:]
+        for start in range(0, len(body), CORPUS_WINDOW - 1):
+            rows.append((kind, head + body[start : start + CORPUS_WINDOW - 1]))
+    return rows
+
+
+def _observed_positions(model, ids: list[int]) -> int:
+    """How many positions of a sequence are observations (all but a leading BOS)."""
+    bos = getattr(model.tokenizer, "bos_token_id", None) if model.tokenizer is not None else None
+    return len(ids) - (1 if ids and bos is not None and ids[0] == bos else 0)
+
+
+def _cap_corpus(model, rows, max_observations: int, seed: int) -> tuple[list, dict]:
+    """Keep the prompt's own rows; subsample corpus windows (seeded) to fit ``max_observations``."""
+    own = [row for row in rows if row[0] != "corpus"]
+    corpus = [row for row in rows if row[0] == "corpus"]
+    used = sum(_observed_positions(model, ids) for _, ids in own)
+    if used > max_observations:
+        raise ValueError(
+            f"The prompt, its corruption and paraphrases alone give {used} observations, over "
+            f"max_observations={max_observations}; raise max_observations or use fewer paraphrases."
+        )
+    available = sum(_observed_positions(model, ids) for _, ids in corpus)
+    order = list(range(len(corpus)))
+    random.Random(seed).shuffle(order)
+    kept = []
+    for index in order:
+        size = _observed_positions(model, corpus[index][1])
+        if used + size > max_observations:
+            continue
+        kept.append(index)
+        used += size
+    chosen = [corpus[index] for index in sorted(kept)]
+    corpus_used = sum(_observed_positions(model, ids) for _, ids in chosen)
+    info = {"corpus_positions_available": available, "corpus_positions_used": corpus_used}
+    return own + chosen, info
+
+
+def _batches(rows, bytes_per_position: int):
+    """Rows grouped (longest first) so that one padded batch stays within the memory budget."""
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][1]))
+    batch: list[int] = []
+    for index in order:
+        longest = len(rows[batch[0]][1]) if batch else len(rows[index][1])
+        if batch and (len(batch) + 1) * longest * bytes_per_position > _BATCH_BYTES:
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
+
+
+def metric_at_positions(
+    model, prepared: PreparedTask, residual: torch.Tensor, chunk: int = 64
+) -> torch.Tensor:
+    """The task's metric read off the final residual at every row of residual [M, d_model].  # [M]"""
+    values = [
+        metric_from_residual(model, prepared, residual[start : start + chunk]).float()
+        for start in range(0, residual.shape[0], chunk)
+    ]
+    return torch.cat(values) if values else torch.zeros(0)
+
+
+@torch.no_grad()
+def collect_observations(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    texts: ObservationTexts,
+    hook_names=(),
+    keep_writers: bool = True,
+    max_observations: int = 1024,
+    seed: int = 0,
+) -> Observations:
+    """Run every text once and stack the observed positions' activations (on the model's device)."""
+    rows = _token_rows(model, texts)
+    rows, cap_info = _cap_corpus(model, rows, max_observations, seed)
+    device = model_device(model)
+    bos = getattr(model.tokenizer, "bos_token_id", None) if model.tokenizer is not None else None
+    pad = getattr(model.tokenizer, "pad_token_id", None) if model.tokenizer is not None else None
+    pad = int(pad if pad is not None else 0)
+    bytes_per_position = 4 * spec.d_model * (spec.n_forward if keep_writers else 1) + 4 * spec.d_model * 8
+    writers, residuals, kinds, final = [], [], [], []
+    activations: dict[str, list[torch.Tensor]] = {name: [] for name in hook_names}
+    for batch in _batches(rows, bytes_per_position):
+        length = max(len(rows[i][1]) for i in batch)
+        tokens = torch.full((len(batch), length), pad, dtype=torch.long)
+        keep = torch.zeros(len(batch), length, dtype=torch.bool)
+        for row, index in enumerate(batch):
+            ids = rows[index][1]
+            tokens[row, : len(ids)] = torch.tensor(ids)
+            keep[row, : len(ids)] = True
+            if ids and bos is not None and ids[0] == bos:
+                keep[row, 0] = False
+            observed = int(keep[row].sum())
+            kinds += [rows[index][0]] * observed
+            final += [False] * (observed - 1) + [True] if observed else []
+        batch_writers, captured, residual = observe(model, spec, tokens, hook_names, keep_writers)
+        keep = keep.to(device)
+        if batch_writers is not None:
+            writers.append(batch_writers[keep])
+        residuals.append(residual[keep])
+        for name in hook_names:
+            activations[name].append(captured[name][keep])
+    residual = torch.cat(residuals) if residuals else torch.zeros(0, spec.d_model, device=device)
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    text_counts: dict[str, int] = {}
+    for kind in texts.kinds:
+        text_counts[kind] = text_counts.get(kind, 0) + 1
+    notes = list(texts.notes)
+    if cap_info["corpus_positions_used"] < cap_info["corpus_positions_available"]:
+        notes.append(
+            f"corpus: used {cap_info['corpus_positions_used']} of its "
+            f"{cap_info['corpus_positions_available']} positions (max_observations={max_observations})"
+        )
+    return Observations(
+        writers=torch.cat(writers) if writers else None,
+        activations={name: torch.cat(parts) for name, parts in activations.items() if parts},
+        metric=metric_at_positions(model, prepared, residual),
+        kinds=kinds,
+        final=torch.tensor(final, dtype=torch.bool),
+        counts=counts,
+        texts=text_counts,
+        notes=notes,
+    )

@@ -1,0 +1,277 @@
+"""Units of CircuitLasso's structural equation model, and the regression problem they define.
+
+Components (``build_component_problem``): every node of the engine's graph becomes a few scalars
+per observed position, so that the Lasso's nonzero coefficients are the engine's edges:
+
+- a writer u (``input``, head ``a{l}.h{h}``, MLP ``m{l}``): its residual contribution projected on
+  its own top-k principal directions (k = ``directions``) -> k predictor columns;
+- a reader v: what it computes linearly from its input, reduced to its own top-k principal
+  directions -> k target columns. For a head's q, k and v inputs: the head's query, key and value
+  vectors (``hook_q``/``hook_k``/``hook_v``, before any q/k norm and rotary); for an MLP: its
+  pre-activations (``hook_pre``, and ``hook_pre_linear`` for gated MLPs); for ``logits``: the
+  task's metric at that position (one column).
+
+Reader v may use writer u's columns exactly where the engine has the edge u -> v (writers of
+earlier layers, and for an MLP its own layer's heads), so the model is block-triangular by
+construction. Every column is standardised; a direction whose variance is numerically zero
+(beyond the unit's rank, or a unit that never varies) is dropped, never divided by ~0.
+
+SAE features (``build_sae_problem``): each feature of each chosen layer's SAE is one scalar (its
+activation); a feature may depend on the features of every earlier chosen layer, and the
+metric on the features of the last chosen layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..graph import QKV, GraphSpec
+from .solver import standardize
+
+# the matrices here are small (positions x directions), so the analysis runs in float64 whatever
+# the model's dtype: the duality-gap certificates and the support then do not depend on it
+ANALYSIS_DTYPE = torch.float64
+_WITHIN_UNIT_TOL = 1e-4  # a direction with sd below this fraction of the unit's first is rank noise
+_SILENT_UNIT_TOL = 1e-6  # a unit whose sd is below this fraction of the largest unit's is silent
+
+
+@dataclass
+class RegressionProblem:
+    """One batched regression: standardised predictor and target columns, grouped into units.
+
+    predictors [M, P]; targets [M, T]; source_of [P] and target_of [T] map columns to unit
+    indices; target_weight [T] (each target unit's weights sum to 1: a direction's share of the
+    unit's standard deviation); allowed [n_sources, n_targets] bool: which unit pairs may be edges.
+    """
+
+    predictors: torch.Tensor
+    targets: torch.Tensor
+    source_of: torch.Tensor
+    target_of: torch.Tensor
+    target_weight: torch.Tensor
+    allowed: torch.Tensor
+    source_names: list[str] = field(default_factory=list)
+    target_names: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_sources(self) -> int:
+        return int(self.allowed.shape[0])
+
+    @property
+    def n_targets(self) -> int:
+        return int(self.allowed.shape[1])
+
+    def column_allowed(self) -> torch.Tensor:
+        """allowed expanded to columns.  # [P, T] bool"""
+        allowed = self.allowed.to(self.source_of.device)
+        return allowed[self.source_of][:, self.target_of]
+
+    def aggregate(self, coefficients: torch.Tensor) -> torch.Tensor:
+        """Unit-level scores: sum over a pair's columns of |coefficient| x target weight.
+
+        coefficients [P, T] -> [n_sources, n_targets] (on the coefficients' device).
+        """
+        device, dtype = coefficients.device, coefficients.dtype
+        weighted = coefficients.abs() * self.target_weight.to(device=device, dtype=dtype)[None, :]
+        by_source = torch.zeros(self.n_sources, weighted.shape[1], dtype=dtype, device=device)
+        by_source.index_add_(0, self.source_of.to(device), weighted)
+        scores = torch.zeros(self.n_sources, self.n_targets, dtype=dtype, device=device)
+        scores.index_add_(1, self.target_of.to(device), by_source)
+        return scores
+
+
+def principal_scores(x: torch.Tensor, k: int, seed: int = 0, power_iterations: int = 4) -> torch.Tensor:
+    """Scores of the rows of each unit on its top-k principal directions.
+
+    x: [n_units, M, d] -> [n_units, M, k'] with k' = min(k, M, d). Exact (eigendecomposition of
+    the smaller Gram matrix) when min(M, d) is small; otherwise randomized subspace iteration
+    (Halko, Martinsson and Tropp 2011) with a seeded generator, so results are reproducible.
+    """
+    n, m, d = x.shape
+    centred = x - x.mean(1, keepdim=True)
+    k = max(1, min(k, m, d))
+    width = min(k + 8, m, d)
+    if min(m, d) <= 4 * width:
+        if d <= m:
+            values, vectors = torch.linalg.eigh(centred.transpose(1, 2) @ centred)  # [n, d], [n, d, d]
+            return centred @ vectors.flip(-1)[:, :, :k]
+        values, vectors = torch.linalg.eigh(centred @ centred.transpose(1, 2))  # [n, m], [n, m, m]
+        top = values.flip(-1)[:, :k].clamp_min(0).sqrt()
+        return vectors.flip(-1)[:, :, :k] * top[:, None, :]
+    generator = torch.Generator(device=x.device).manual_seed(seed)
+    omega = torch.randn(n, d, width, generator=generator, device=x.device, dtype=x.dtype)
+    sample = centred @ omega  # [n, m, width]
+    for _ in range(power_iterations):
+        sample, _ = torch.linalg.qr(sample)
+        sample = centred @ (centred.transpose(1, 2) @ sample)
+    basis, _ = torch.linalg.qr(sample)  # [n, m, width]
+    small = basis.transpose(1, 2) @ centred  # [n, width, d]
+    left, singular, _ = torch.linalg.svd(small, full_matrices=False)
+    return basis @ left[:, :, :k] * singular[:, None, :k]
+
+
+def _unit_columns(
+    scores: torch.Tensor, unit_sd_floor: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Standardised kept directions of one unit's scores [M, k]: (columns, kept [k], sd [k])."""
+    sd = scores.double().pow(2).mean(0).sqrt() if scores.shape[0] else torch.zeros(scores.shape[1])
+    first = float(sd.max()) if sd.numel() else 0.0
+    kept = (sd > _WITHIN_UNIT_TOL * first) & (sd > unit_sd_floor)
+    columns, _ = standardize(scores.double()[:, kept])
+    return columns, kept, sd[kept]
+
+
+def _assemble(units: list[tuple[int, torch.Tensor]], floor: float):
+    """Stack per-unit scores into standardised columns with their unit indices and weights."""
+    columns, owners, weights = [], [], []
+    for unit, scores in units:
+        unit_columns, _, sd = _unit_columns(scores, floor)
+        if unit_columns.shape[1] == 0:
+            continue
+        columns.append(unit_columns)
+        owners += [unit] * unit_columns.shape[1]
+        weights.append(sd / sd.sum())
+    return columns, owners, weights
+
+
+def _floor(units: list[tuple[int, torch.Tensor]]) -> float:
+    """The standard deviation below which a unit counts as silent (relative to the loudest)."""
+    loudest = max((float(s.double().pow(2).mean(0).sqrt().max()) for _, s in units if s.numel()), default=0.0)
+    return _SILENT_UNIT_TOL * loudest
+
+
+def _reader_activations(model, spec: GraphSpec, activations: dict, layer: int, qkv: str) -> torch.Tensor:
+    """A layer's query/key/value vectors per head.  # [M, n_heads, d_head]"""
+    values = activations[f"blocks.{layer}.attn.hook_{qkv}"]
+    if values.shape[1] != spec.n_heads:  # grouped key/value heads: head h uses group h // size
+        group = spec.n_heads // values.shape[1]
+        values = values.repeat_interleave(group, dim=1)
+    return values
+
+
+def component_hook_names(model, spec: GraphSpec) -> list[str]:
+    """The hooks whose activations are the readers' targets in components mode."""
+    names = []
+    for layer in range(spec.n_layers):
+        names += [f"blocks.{layer}.attn.hook_{qkv}" for qkv in QKV]
+        names.append(f"blocks.{layer}.mlp.hook_pre")
+        if getattr(model.cfg, "gated_mlp", False):
+            names.append(f"blocks.{layer}.mlp.hook_pre_linear")
+    return names
+
+
+def build_component_problem(
+    model,
+    spec: GraphSpec,
+    writers: torch.Tensor,
+    activations: dict,
+    metric: torch.Tensor,
+    k: int,
+    seed: int = 0,
+) -> RegressionProblem:
+    """The components-mode problem from observations (see the module docstring).
+
+    writers [M, n_forward, d_model]; activations from ``component_hook_names``; metric [M].
+    """
+    compute = ANALYSIS_DTYPE
+    writer_scores = principal_scores(writers.transpose(0, 1).to(compute), k, seed)  # [n_fwd, M, k]
+    sources = [(unit, writer_scores[unit]) for unit in range(spec.n_forward)]
+
+    targets: list[tuple[int, torch.Tensor]] = []
+    for layer in range(spec.n_layers):
+        for qkv in QKV:
+            values = _reader_activations(model, spec, activations, layer, qkv)  # [M, H, d_head]
+            scores = principal_scores(values.transpose(0, 1).to(compute), k, seed)  # [H, M, k]
+            start = spec.head_backward(layer, qkv).start
+            targets += [(start + head, scores[head]) for head in range(spec.n_heads)]
+        pre = [activations[f"blocks.{layer}.mlp.hook_pre"]]
+        if f"blocks.{layer}.mlp.hook_pre_linear" in activations:
+            pre.append(activations[f"blocks.{layer}.mlp.hook_pre_linear"])
+        hidden = torch.cat(pre, dim=-1).to(compute)  # [M, d_mlp (x2 gated)]
+        targets.append((spec.mlp_backward(layer), principal_scores(hidden[None], k, seed)[0]))
+    targets.append((spec.logits_backward, metric.to(device=writers.device, dtype=compute)[:, None]))
+
+    source_columns, source_of, _ = _assemble(sources, _floor(sources))
+    target_columns, target_of, target_weights = _assemble(
+        targets, _floor(targets[:-1]) if len(targets) > 1 else 0.0
+    )
+    device = writers.device
+    silent_writers = sorted(set(range(spec.n_forward)) - set(source_of))
+    silent_readers = sorted(set(range(spec.n_backward)) - set(target_of))
+    return RegressionProblem(
+        predictors=_stack(source_columns, metric.shape[0], device),
+        targets=_stack(target_columns, metric.shape[0], device),
+        source_of=torch.tensor(source_of, dtype=torch.long, device=device),
+        target_of=torch.tensor(target_of, dtype=torch.long, device=device),
+        target_weight=torch.cat(target_weights).to(device)
+        if target_weights
+        else torch.zeros(0, device=device),
+        allowed=spec.edge_mask.to(device),
+        source_names=list(spec.forward_names),
+        target_names=list(spec.backward_names),
+        info={
+            "directions": k,
+            "predictor_columns": len(source_of),
+            "target_columns": len(target_of),
+            "silent_writers": [spec.forward_names[i] for i in silent_writers],
+            "silent_readers": [spec.backward_names[i] for i in silent_readers],
+        },
+    )
+
+
+def _stack(columns: list[torch.Tensor], rows: int, device) -> torch.Tensor:
+    if not columns:
+        return torch.zeros(rows, 0, dtype=torch.float64, device=device)
+    return torch.cat(columns, dim=1)
+
+
+# ----- SAE features -------------------------------------------------------------------------------
+@dataclass
+class SAEUnits:
+    """Chosen features of the chosen SAEs: for each layer, feature indices and activations [M, n]."""
+
+    layers: list[int]
+    hooks: list[str]
+    features: list[torch.Tensor]  # per layer: [n_chosen] feature indices into the SAE
+    activations: list[torch.Tensor]  # per layer: [M, n_chosen]
+    prompt_activation: list[torch.Tensor]  # per layer: [n_chosen] mean activation on the prompt
+    active_counts: list[int]  # per layer: features active at some observation
+
+
+def build_sae_problem(units: SAEUnits, metric: torch.Tensor) -> RegressionProblem:
+    """Features of layer i may depend on features of layers < i; the metric on the last layer's."""
+    offsets, names = [], []
+    for layer, features in zip(units.layers, units.features):
+        offsets.append(len(names))
+        names += [f"L{layer}.f{int(index)}" for index in features.tolist()]
+    n_units = len(names)
+    layer_of = (
+        torch.cat([torch.full((len(f),), i, dtype=torch.long) for i, f in enumerate(units.features)])
+        if n_units
+        else torch.zeros(0, dtype=torch.long)
+    )
+    # targets: every feature (those of the first layer have no allowed sources) and the metric
+    allowed = torch.zeros(n_units, n_units + 1, dtype=torch.bool)
+    allowed[:, :n_units] = layer_of[:, None] < layer_of[None, :]
+    allowed[:, n_units] = layer_of == len(units.layers) - 1
+    device = metric.device
+    values = torch.cat(units.activations, dim=1).double() if n_units else torch.zeros(metric.shape[0], 0)
+    source_columns, kept = standardize(values.to(device))
+    target_values = torch.cat([values.to(device), metric.double()[:, None].to(device)], dim=1)
+    target_columns, target_kept = standardize(target_values)
+    source_of = torch.arange(n_units, device=device)[kept.to(device)]
+    target_of = torch.arange(n_units + 1, device=device)[target_kept.to(device)]
+    return RegressionProblem(
+        predictors=source_columns[:, kept],
+        targets=target_columns[:, target_kept],
+        source_of=source_of,
+        target_of=target_of,
+        target_weight=torch.ones(len(target_of), dtype=torch.float64, device=device),
+        allowed=allowed.to(device),
+        source_names=names,
+        target_names=names + ["metric"],
+        info={"features": n_units, "layers": list(units.layers)},
+    )

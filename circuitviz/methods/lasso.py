@@ -1,0 +1,295 @@
+"""CircuitLasso: circuits by sparse regression on observed activations (METHODS.md section 7).
+
+No interventions and no gradients: the model runs once, unpatched, over the observations (the
+prompt's token positions, its corruption, its paraphrases, optionally a corpus), and a linear
+structural equation model ``X ~ A^T X`` is fitted to the activations with one Lasso per target.
+A layer only reads earlier layers, so A is block-triangular and the fit splits into independent
+Lassos, solved together by batched FISTA (``circuitviz.lasso``).
+
+Units (``units``):
+- ``components``: every head and MLP of the engine's graph (see ``circuitviz.lasso.units``): a
+  writer's output and a reader's input projection, each reduced to its top ``directions``
+  principal directions. An edge u -> v is selected when any coefficient from u's scalars to v's
+  is nonzero; its score is the sum of those |coefficients|, weighted by each of v's directions'
+  share of v's spread. Budgets, the faithfulness curve and export come from the shared engine.
+- ``sae``: features of sae-lens SAEs at the chosen ``layers``; the last layer's features link to
+  the metric. The feature circuit is in ``result.extra["feature_circuit"]``; the engine graph's
+  scores (and so the curve) still come from the component units fitted on the same observations.
+
+Coefficients are a dependency skeleton (which outputs linearly predict which inputs across the
+observations), not causal effect sizes; the faithfulness curve is what measures effects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..graph import prune
+from ..lasso.observations import collect_observations, observation_texts
+from ..lasso.saes import choose_saes, load_sae, parse_layers, sae_units
+from ..lasso.sem import edge_scores, fit_sem, parse_selection
+from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
+from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
+from .base import ScoringMethod, register
+
+SKELETON_NOTE = (
+    "CircuitLasso's coefficients are a dependency skeleton: which components' outputs linearly "
+    "predict which readers' inputs across the observed token positions. They are not causal effect "
+    "sizes; the faithfulness curve (patching) is what measures effects."
+)
+UNITS = ("components", "sae")
+_LOCAL = threading.local()
+
+
+@dataclass(frozen=True)
+class LassoConfig:
+    """Settings of CircuitLasso.
+
+    units: "components" (heads and MLPs of the graph) or "sae" (SAE features at ``layers``).
+    lasso_lambda: "auto" (extended BIC per target) or a number in (0, 1] (a correlation level).
+    target_edges: when above 0, one lambda for all targets giving at most this many edges.
+    directions: principal directions per component output and per reader input.
+    paraphrases: template paraphrases (each with its corruption) added to the observations.
+    corpus: a UTF-8 text file, one text per line, added to the observations ("" for none).
+    max_observations: at most this many token positions (a seeded subset of the corpus beyond it).
+    layers: SAE mode: the layers whose SAEs to use, e.g. "2,6,10".
+    sae_dir: SAE mode: a folder of sae-lens SAEs ("" = the project's assets/saes).
+    max_features: SAE mode: features kept per layer (those most active on the prompt first).
+    n_lambdas: points on the lambda path.
+    seed: for the paraphrase templates, the corpus subset and the randomized PCA.
+    """
+
+    units: str = "components"
+    lasso_lambda: str = "auto"
+    target_edges: int = 0
+    directions: int = 4
+    paraphrases: int = 8
+    corpus: str = ""
+    max_observations: int = 1024
+    layers: str = ""
+    sae_dir: str = ""
+    max_features: int = 256
+    n_lambdas: int = 20
+    seed: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or "auto")
+        object.__setattr__(self, "units", str(self.units).strip().lower())
+        object.__setattr__(self, "layers", str(self.layers).strip())
+        if self.units not in UNITS:
+            raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
+        parse_selection(self.lasso_lambda)
+        checks = (
+            ("target_edges", self.target_edges, 0, 10**7),
+            ("directions", self.directions, 1, 64),
+            ("paraphrases", self.paraphrases, 0, 256),
+            ("max_observations", self.max_observations, 8, 10**6),
+            ("max_features", self.max_features, 1, 100_000),
+            ("n_lambdas", self.n_lambdas, 2, 200),
+        )
+        for name, value, low, high in checks:
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
+        if self.units == "sae" and not self.layers:
+            raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
+
+
+@register
+class CircuitLasso(ScoringMethod):
+    name = "circuit-lasso"
+    label = "CircuitLasso"
+    summary = (
+        "Sparse regression of each component's input on earlier components' outputs over observed "
+        "token positions (no patching, no gradients); coefficients are a dependency skeleton, not effect sizes."
+    )
+    Config = LassoConfig
+
+    def run(
+        self,
+        model,
+        task: PromptTask,
+        config=None,
+        budgets: Sequence[int] = (),
+        progress=None,
+        model_id: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ):
+        _LOCAL.extra, _LOCAL.timings = {}, {}
+        try:
+            result = super().run(model, task, config, budgets, progress, model_id, max_tokens)
+            result.extra.update(_LOCAL.extra)
+            result.timings.update(_LOCAL.timings)
+        finally:
+            _LOCAL.extra, _LOCAL.timings = {}, {}
+        return result
+
+    def score(self, model, spec, prepared, evaluator, config, progress=None):
+        timings = getattr(_LOCAL, "timings", {})
+        start = time.perf_counter()
+        texts = observation_texts(model, prepared.task, config.paraphrases, config.corpus, config.seed)
+        hooks = component_hook_names(model, spec)
+        saes = []
+        if config.units == "sae":
+            layers = parse_layers(config.layers, spec.n_layers)
+            device = next(model.parameters()).device
+            saes = [
+                (layer, load_sae(folder, device), hook)
+                for layer, folder, hook in choose_saes(layers, config.sae_dir, spec.d_model)
+            ]
+            hooks += sorted({hook for _, _, hook in saes} - set(hooks))
+        observations = collect_observations(
+            model, spec, prepared, texts, hooks, True, config.max_observations, config.seed
+        )
+        timings["observe_s"] = time.perf_counter() - start
+        if progress:
+            progress("observe", 1.0)
+
+        start = time.perf_counter()
+        problem = build_component_problem(
+            model,
+            spec,
+            observations.writers,
+            observations.activations,
+            observations.metric,
+            config.directions,
+            config.seed,
+        )
+        timings["reduce_s"] = time.perf_counter() - start
+        fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+        timings["solve_s"] = fit.info["solve_s"]
+        if progress:
+            progress("regress", 1.0)
+        scores = edge_scores(fit, spec.edge_mask)
+
+        selected = (fit.selected.cpu() > 0) & spec.edge_mask
+        circuit = prune(spec, selected)
+        extra = getattr(_LOCAL, "extra", {})
+        extra.update(
+            {
+                "note": SKELETON_NOTE,
+                "units": config.units,
+                "observations": observations.summary(),
+                "regression": {**problem.info, **{k: v for k, v in fit.info.items() if k != "lambda_grid"}},
+                "lambda_path": fit.info["lambda_grid"],
+                "selected_edges": int(selected.sum()),
+                "circuit_edges": spec.edge_names_of(circuit),
+                "coefficients": _edge_coefficients(spec, fit.selected.cpu(), selected),
+                "scores_note": (
+                    "score = aggregated |coefficient| for the Lasso's selected edges; every other edge "
+                    "ranks below them by how close it is to entering the model (its largest "
+                    "|gradient| / lambda), so budgets larger than the selection continue the path."
+                ),
+            }
+        )
+        if saes:
+            start = time.perf_counter()
+            extra["feature_circuit"] = _feature_circuit(saes, observations, config)
+            timings["sae_s"] = time.perf_counter() - start
+        extra["report"] = _report(extra, config)
+        return scores
+
+
+def _edge_coefficients(spec, selected_scores: torch.Tensor, selected: torch.Tensor) -> dict[str, float]:
+    """{edge name: aggregated |coefficient|} of the selected edges, largest first."""
+    forward, backward = selected.nonzero(as_tuple=True)
+    values = selected_scores[forward, backward].tolist()
+    names = [
+        f"{spec.forward_names[f]}->{spec.backward_names[b]}"
+        for f, b in zip(forward.tolist(), backward.tolist())
+    ]
+    return dict(sorted(zip(names, [float(v) for v in values]), key=lambda item: -item[1]))
+
+
+def _feature_circuit(saes, observations, config) -> dict:
+    """The SAE feature circuit: features with edges on a path into the metric, with coefficients."""
+    prompt_rows = observations.rows_of("prompt")
+    units = sae_units(saes, observations.activations, prompt_rows, config.max_features)
+    problem = build_sae_problem(units, observations.metric)
+    fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+    # one column per unit here, so the column coefficients are the signed edge coefficients
+    signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
+    coefficients = fit.coefficients.cpu()
+    source_of, target_of = problem.source_of.cpu(), problem.target_of.cpu()
+    signed[source_of[:, None], target_of[None, :]] = coefficients
+    edges = (signed != 0) & problem.allowed.cpu()
+    metric_index = problem.n_targets - 1
+    # keep what reaches the metric: walk back from it through selected edges
+    reaches = torch.zeros(problem.n_targets, dtype=torch.bool)
+    reaches[metric_index] = True
+    for _ in range(len(units.layers) + 1):
+        feeding = (edges & reaches[None, :]).any(1)  # [n_sources]
+        reaches[: problem.n_sources] |= feeding
+    kept_edges = edges & reaches[None, :] & reaches[: problem.n_sources, None]
+    names = problem.target_names
+    layer_of, feature_of, prompt_of = [], [], []
+    for layer, features, prompt_mean in zip(units.layers, units.features, units.prompt_activation):
+        layer_of += [layer] * len(features)
+        feature_of += features.tolist()
+        prompt_of += prompt_mean.tolist()
+    in_circuit = sorted({int(i) for i in kept_edges.nonzero()[:, 0].tolist()})
+    nodes = [
+        {
+            "id": names[i],
+            "layer": layer_of[i],
+            "feature": int(feature_of[i]),
+            "prompt_activation": float(prompt_of[i]),
+        }
+        for i in in_circuit
+    ]
+    edge_list = [
+        {"source": names[s], "target": names[t], "coefficient": float(signed[s, t])}
+        for s, t in kept_edges.nonzero().tolist()
+    ]
+    edge_list.sort(key=lambda edge: -abs(edge["coefficient"]))
+    return {
+        "layers": list(units.layers),
+        "hooks": list(units.hooks),
+        "features_active": list(units.active_counts),
+        "features_used": [len(f) for f in units.features],
+        "target": "metric",
+        "nodes": nodes,
+        "edges": edge_list,
+        "selected_edges_total": int(edges.sum()),
+        "regression": {k: v for k, v in fit.info.items() if k != "lambda_grid"},
+        "note": (
+            "Signed standardised Lasso coefficients between SAE features (and from the last layer's "
+            "features to the metric), kept when on a path into the metric: a dependency skeleton, "
+            "not effect sizes."
+        ),
+    }
+
+
+def _report(extra: dict, config) -> list[str]:
+    """Lines the CLI prints under the faithfulness table."""
+    counts = extra["observations"]["positions_by_kind"]
+    texts = extra["observations"]["texts_by_kind"]
+    parts = ", ".join(f"{counts[k]} from {texts.get(k, 0)} {k.replace('_', ' ')} text(s)" for k in counts)
+    regression = extra["regression"]
+    lines = [
+        f"observations: {extra['observations']['total']} token positions ({parts})",
+        f"lasso: {regression['predictor_columns']} predictor and {regression['target_columns']} target "
+        f"columns, lambda {regression['selection']} (median chosen {regression['lambda_chosen_median']:.4g}), "
+        f"{extra['selected_edges']} edges selected, {len(extra['circuit_edges'])} on a path to logits; "
+        f"{regression['path_steps']} lambdas, {regression['solver_rounds']} solver rounds, max KKT violation "
+        f"{regression['max_kkt_violation']:.1e}{'' if regression['converged'] else ' (NOT converged)'}",
+    ]
+    lines += [f"note: {note}" for note in extra["observations"]["notes"]]
+    if "feature_circuit" in extra:
+        circuit = extra["feature_circuit"]
+        lines.append(
+            f"SAE feature circuit: layers {circuit['layers']}, {len(circuit['nodes'])} features and "
+            f"{len(circuit['edges'])} edges on paths into the metric (extra['feature_circuit'])"
+        )
+    lines.append("coefficients are a dependency skeleton, not effect sizes")
+    return lines
+
+
+def config_fields() -> list[str]:
+    """The setting names (for the CLI's flags)."""
+    return [f.name for f in dataclasses.fields(LassoConfig)]
