@@ -212,3 +212,38 @@ def test_about_page_renders():
     at.switch_page("pages/about.py").run()
     assert not at.exception, at.exception
     assert any("NDF" in m.value for m in at.markdown)
+
+
+def test_gallery_rerun_live_runs_the_example_on_explore():
+    at = _app()
+    at.switch_page("pages/gallery.py").run()
+    at.segmented_control(key="gallery.slug").set_value("ioi").run()
+
+    at.button(key="gallery.rerun").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value.startswith("Explore")
+    assert at.session_state["prompt"].startswith("When Mary and John")
+    assert at.session_state["explore.result"] is not None, [e.value for e in at.error]
+    assert any(m.label == "NDF" for m in at.metric)
+
+
+def test_progress_reports_phase_percent_and_time_left():
+    from circuitviz.ui.views import ProgressReporter
+
+    class Bar:
+        def __init__(self):
+            self.calls = []
+
+        def progress(self, value, text=""):
+            self.calls.append((value, text))
+
+    now = [0.0]
+    bar = Bar()
+    report = ProgressReporter(bar, clock=lambda: now[0])
+    report("score", 0.0)
+    now[0] = 10.0
+    report("score", 0.25)  # 10 s for a quarter: about 30 s left
+    now[0] = 12.0
+    report("evaluate", 0.5)  # a new phase starts its own clock
+    assert bar.calls[1] == (0.25, "scoring edges: 25% — about 30 s left in this phase")
+    assert bar.calls[2] == (0.5, "measuring faithfulness: 50%")
