@@ -77,6 +77,7 @@ if len(results) >= 2:
                     highlight=only[name],
                     layers=layers,
                     title=f"{name}: unique edges in colour",
+                    narrow=True,
                 )
             )
     st.plotly_chart(

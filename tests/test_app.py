@@ -154,7 +154,13 @@ def test_compare_overlays_methods():
     at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
-    assert len(_graph_pages(at)) == 2
+    pages = _graph_pages(at)
+    assert len(pages) == 2
+    # side by side in one narrow layout: a node sits at the same place in both graphs
+    placed = [{n["id"]: (n["x"], n["y"]) for n in _nodes_and_edges(page)[0]} for page in pages]
+    assert all(placed[0][n] == placed[1][n] for n in set(placed[0]) & set(placed[1]))
+    xs = [x for x, _ in placed[0].values()]
+    assert max(xs) - min(xs) <= 3 * 120 + 40  # 2 heads and the MLP, 120 px apart
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
     assert at.dataframe, "no overlap table"
