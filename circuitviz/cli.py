@@ -99,6 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
     from .query_report import add_arguments as add_query_circuit_arguments
 
     add_query_circuit_arguments(discover)
+    lasso = discover.add_argument_group("circuit-lasso")
+    lasso.add_argument("--units", default=None, choices=["components", "sae"], help="what the units are")
+    lasso.add_argument("--layers", default=None, help="SAE units: the layers whose SAEs to use, e.g. 2,6,10")
+    lasso.add_argument("--lambda", dest="lasso_lambda", default=None, help="auto, or a correlation in (0, 1]")
+    lasso.add_argument("--corpus", default=None, help="a text file (one text per line) to observe as well")
+
+    bench = commands.add_parser(
+        "planted-bench", help="score methods against planted circuits: SHD, precision, recall, time"
+    )
+    bench.add_argument("--methods", default="eap,eap-ig,circuit-lasso,acc++", help="comma separated")
+    bench.add_argument("--cases", type=int, default=20, help="how many planted models")
+    bench.add_argument("--seed", type=int, default=0, help="which planted models (same seed, same cases)")
+    bench.add_argument("--json", type=Path, default=None, help="write every case's numbers here")
+    bench.add_argument("--markdown", type=Path, default=None, help="write the summary table here")
 
     evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
@@ -171,6 +185,9 @@ def cmd_discover(args) -> int:
     from .query_report import settings_from_args
 
     settings.update(settings_from_args(args, model))
+    for flag in ("units", "layers", "lasso_lambda", "corpus"):  # circuit-lasso's flags, when given
+        if getattr(args, flag, None) is not None:
+            settings[flag] = getattr(args, flag)
     if args.no_cache and args.method in ("single", "average", "bon", "ibon", "bon-csm"):
         settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores too
     store = None if args.no_cache else ResultStore()
@@ -199,6 +216,8 @@ def cmd_discover(args) -> int:
         print("\n".join(report_lines(result.extra)))
     if result.extra.get("query_circuits_version"):
         print("\n".join(query_report_lines(result)))
+    if result.method == "circuit-lasso":
+        print("\n".join(result.extra.get("report", [])))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if args.out:
@@ -267,7 +286,34 @@ def cmd_models(args) -> int:
     return 0
 
 
-COMMANDS = {"discover": cmd_discover, "evaluate": cmd_evaluate, "methods": cmd_methods, "models": cmd_models}
+def cmd_planted_bench(args) -> int:
+    from .planted_bench import format_table as bench_table
+    from .planted_bench import run_bench, write_report
+
+    methods = [name.strip() for name in args.methods.split(",") if name.strip()]
+    if not methods:
+        raise ValueError("--methods is empty; name methods such as eap,eap-ig,circuit-lasso.")
+    if args.cases < 1:
+        raise ValueError(f"--cases must be 1 or more, not {args.cases}.")
+    command = f"python -m circuitviz planted-bench --methods {','.join(methods)} --cases {args.cases}"
+    command += f" --seed {args.seed}" if args.seed else ""
+    report = run_bench(methods, args.cases, args.seed, progress=_progress, command=command)
+    print(f"planted-circuit benchmark: {args.cases} cases, {report.seconds:.1f}s")
+    print(bench_table(report))
+    write_report(report, args.json, args.markdown)
+    for path in (args.json, args.markdown):
+        if path:
+            print(f"wrote {path}")
+    return 0
+
+
+COMMANDS = {
+    "discover": cmd_discover,
+    "evaluate": cmd_evaluate,
+    "methods": cmd_methods,
+    "models": cmd_models,
+    "planted-bench": cmd_planted_bench,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
