@@ -13,6 +13,7 @@ run's value, so the heads of a layer still sum exactly to what the layer adds.
 from __future__ import annotations
 
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,6 +37,33 @@ def model_lock(model) -> threading.RLock:
             lock = threading.RLock()
             _LOCKS[model] = lock
         return lock
+
+
+_TOKENIZER_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _tokenizer_lock(model) -> threading.RLock:
+    with _LOCKS_GUARD:
+        return _TOKENIZER_LOCKS.setdefault(model, threading.RLock())
+
+
+def _locked_to_tokens(self, *args, **kwargs):
+    with _tokenizer_lock(self):
+        return type(self).to_tokens(self, *args, **kwargs)
+
+
+def serialise_tokenizer(model):
+    """Make ``model.to_tokens`` safe to call from several threads at once. Idempotent.
+
+    TransformerLens's ``to_tokens(prepend_bos=...)`` overrides ``model.cfg.default_prepend_bos``
+    for the duration of the call, and the Hugging Face tokenizer it calls resets its own
+    truncation state, so two sessions tokenising on one shared model could get each other's
+    <bos> setting (a task measured on the wrong tokens). Each model gets its own lock.
+    """
+    _tokenizer_lock(model)
+    if getattr(model.to_tokens, "__func__", None) is not _locked_to_tokens:
+        model.to_tokens = types.MethodType(_locked_to_tokens, model)
+    return model
 
 
 @contextmanager
@@ -143,9 +171,7 @@ def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tens
             hooks.append(
                 (
                     f"blocks.{layer}.attn.hook_z",
-                    lambda z, hook, heads=heads, attention=attention: sink(
-                        heads, head_results(attention, z)
-                    ),
+                    lambda z, hook, heads=heads, attention=attention: sink(heads, head_results(attention, z)),
                 )
             )
         else:

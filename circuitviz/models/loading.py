@@ -300,7 +300,9 @@ def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
     model.set_use_hook_mlp_in(True)
     model.eval()
     model.requires_grad_(False)
-    return model
+    from ..activations import serialise_tokenizer
+
+    return serialise_tokenizer(model)
 
 
 def load_model(
