@@ -207,6 +207,12 @@ def test_paraphrases_runs_best_of_n_and_highlights_an_intersection():
     edges = _nodes_and_edges(_graph_pages(at)[0])[1]
     lit = [e for e in edges if e["color"]["opacity"] == 1.0]
     assert len(edges) == len(before) and 0 < len(lit) <= len(edges)
+    # edited paraphrases become the next run's settings (a file source with those pairs)
+    at.button(key="bon.use_pairs").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["bon.method.ibon.paraphrase_source"] == "file"
+    pairs = at.session_state["bon.method.ibon.paraphrases"].splitlines()
+    assert pairs and all("\t" in line for line in pairs)
     # iBoN takes any budget: one the run never evaluated
     at.slider(key="bon.budget").set_value(13).run()
     assert not at.exception, at.exception

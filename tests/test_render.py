@@ -317,3 +317,16 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     for result in seen:
         assert [token for token, _ in result] == [token for token, _ in expected]
         assert [p for _, p in result] == pytest.approx([p for _, p in expected], abs=1e-9)
+
+
+def test_curve_exports_as_svg_when_kaleido_finds_a_browser():
+    import shutil
+
+    pytest.importorskip("kaleido")
+    if not shutil.which("chromium"):
+        pytest.skip("kaleido needs a Chrome/Chromium to render images")
+    figure = render.curve_figure(
+        {"eap": [{"budget": 10, "n_edges": 9, "metric": 1, "nfs": 0.5, "ndf": 0.5}]}, 100
+    )
+    image = render.figure_image(figure, "svg")
+    assert image is not None and b"<svg" in image[:400]

@@ -109,12 +109,16 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
     if not result.config.get("cache_scores", True):
         return None
     from ..graph import prune, top_n
-    from ..methods.bon import QueryCircuitConfig, _base_scorer, score_key
     from ..tasks import PromptTask
 
+    try:  # the run's own key function and scorer, so the keys match what it stored
+        from ..methods.bon import QueryCircuitConfig, _base_scorer, score_key
+
+        config = QueryCircuitConfig(**result.config)
+        method, method_config = _base_scorer(config)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
     pairs = result.extra.get("pairs") or []
-    config = QueryCircuitConfig(**result.config)
-    method, method_config = _base_scorer(config)
     spec = result.graph
     sets = {}
     for name, k in zip(candidate_names(result), _candidate_pairs(result)):
