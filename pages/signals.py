@@ -8,9 +8,6 @@ they are removed one by one; then the paper's knockout (found versus random sign
 
 import streamlit as st
 
-from circuitviz.acc.tables import decision_label, decision_rows, is_acc_result, knockout_rows, signal_rows
-from circuitviz.ui import forms, state, views
-
 st.title("Signals: why a head attends where it does")
 st.caption(
     "ACC++ explains each attention decision of the circuit (a head at one token attending to an "
@@ -18,6 +15,16 @@ st.caption(
     "component wrote them, along which singular direction of the head's query-key matrix. It "
     "needs one forward pass and no corrupted prompt."
 )
+
+# torch, plotly and the engine load after the title and caption are on screen (first paint)
+from circuitviz.acc.tables import (  # noqa: E402
+    decision_label,
+    decision_rows,
+    is_acc_result,
+    knockout_rows,
+    signal_rows,
+)
+from circuitviz.ui import forms, state, views  # noqa: E402
 
 model_id = st.session_state.get("model")
 device = st.session_state.get("device", "auto")

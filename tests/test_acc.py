@@ -54,10 +54,16 @@ def build(name: str):
     return model
 
 
+@pytest.fixture(scope="session")
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("circuitviz-cache")
+
+
 @pytest.fixture(autouse=True)
-def svd_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
-    acc_svd._MEMORY.clear()
+def svd_cache(cache_root, monkeypatch):
+    """SVD factors and results go to a temporary cache shared by this file's tests (the embedded
+    model's factors are computed once); tests of the cache itself use their own folders."""
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(cache_root))
 
 
 @pytest.fixture(scope="module", params=list(SHAPES))

@@ -16,20 +16,28 @@ prompt. Modules:
 - ``ablation``: the paper's knockout check (found vs random signals).
 """
 
-from .graph import circuit_json, engine_scores, prune_to_logits, report_lines, to_networkx
-from .svd import HeadSVD, load_svd, residual_directions
-from .trace import Trace, Tracer, TraceSettings
+from importlib import import_module
 
-__all__ = [
-    "HeadSVD",
-    "Trace",
-    "TraceSettings",
-    "Tracer",
-    "circuit_json",
-    "engine_scores",
-    "load_svd",
-    "prune_to_logits",
-    "report_lines",
-    "residual_directions",
-    "to_networkx",
-]
+# names -> defining module; imported on first use, so ``circuitviz.acc.tables`` (the app's
+# Signals page) loads without torch
+_EXPORTS = {
+    "circuit_json": "graph",
+    "engine_scores": "graph",
+    "prune_to_logits": "graph",
+    "report_lines": "graph",
+    "to_networkx": "graph",
+    "HeadSVD": "svd",
+    "load_svd": "svd",
+    "residual_directions": "svd",
+    "Trace": "trace",
+    "TraceSettings": "trace",
+    "Tracer": "trace",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

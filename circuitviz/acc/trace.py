@@ -46,7 +46,7 @@ class TraceSettings:
     ig_steps: int = 64
     n_random: int = 5  # random control draws per decision side, for the knockout check
     seed: int = 0
-    max_cached_heads: int = 24  # head tables kept in memory at once
+    max_cached_heads: int = 12  # head tables kept in memory at once (36 MB each at 256 Gemma tokens)
 
 
 @dataclass
