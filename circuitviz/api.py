@@ -18,7 +18,7 @@ from .methods import config_to_dict, get_method
 from .methods.base import Progress
 from .results import CircuitResult
 from .store import ResultStore, content_key
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -33,7 +33,7 @@ def parse_budgets(text: str) -> list[int]:
             value = int(part)
         except ValueError:
             raise ValueError(
-                f"Budget {part!r} is not a whole number of edges; write e.g. 50,100,200."
+                f"Budget {shown(part)} is not a whole number of edges; write e.g. 50,100,200."
             ) from None
         if value < 0:
             raise ValueError(f"Budget {value} is negative; budgets count edges, so use 0 or more.")

@@ -64,9 +64,9 @@ class GraphSpec:
                 parallel_attn_mlp=bool(cfg.get("parallel_attn_mlp", False)),
                 d_model=int(cfg.get("d_model", 0)),
             )
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as error:
             raise GraphError(
-                f"The circuit's 'cfg' needs n_layers and n_heads as integers ({error})."
+                f"The circuit's 'cfg' needs n_layers and n_heads as integers ({str(error)[:80]})."
             ) from None
 
     def to_cfg_dict(self) -> dict:
@@ -209,6 +209,8 @@ class GraphSpec:
         if position is not None:
             return position
         match = _EDGE_RE.match(name.strip())
+        if len(name) > 80:  # quote a pasted blob briefly, naming its length
+            name = f"{name[:80]}… ({len(name)} characters)"
         if not match:
             raise GraphError(
                 f"'{name}' is not an edge name; edges look like 'input->a2.h0<q>' or 'a0.h1->m3'."

@@ -200,6 +200,22 @@ def pairs_from_records(
 def parse_paraphrases(text: str, task: PromptTask, source: str = "file") -> list[ParaphrasePair]:
     """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
 
+    Text the parsers themselves choke on (JSON nested too deeply, a CSV field over the csv
+    module's size limit) is refused with a ParaphraseError too, never another exception.
+    """
+    try:
+        return _parse_paraphrases(text, task, source)
+    except RecursionError:
+        raise ParaphraseError(
+            "The paraphrase list is nested too deeply to be read; give flat JSON objects or lines."
+        ) from None
+    except csv.Error as error:
+        raise ParaphraseError(f"The paraphrase CSV cannot be read ({str(error)[:80]}).") from None
+
+
+def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
+
     JSON objects and CSV rows have ``clean`` (or ``paraphrase``/``prompt``) and ``corrupted``,
     optionally ``answer`` and ``foils`` (a list, or '|'-separated in CSV); missing ones take the
     prompt's. Typed lines are ``paraphrase<TAB>corrupted`` or ``paraphrase || corrupted``;

@@ -184,6 +184,8 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
             data = json.loads(stripped)
         except json.JSONDecodeError as error:
             raise GraphError(f"{origin} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+        except RecursionError:
+            raise GraphError(f"{origin} is nested too deeply to be a circuit; give EAP-IG's JSON.") from None
     else:
         data = [line.strip() for line in stripped.splitlines() if line.strip() and not line.startswith("#")]
     if isinstance(data, list):

@@ -75,20 +75,34 @@ def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
     return str_tokens(model, model.to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
 
 
-def _quote_tokens(tokens: list[str]) -> str:
-    return " | ".join(repr(token) for token in tokens)
+def _quote_tokens(tokens: list[str], limit: int = 40) -> str:
+    shown = " | ".join(repr(token) for token in tokens[:limit])
+    return shown + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """A user's text quoted for an error sentence: repr, cut at ``limit`` characters with the
+    full length named, so a 100 kB paste never becomes a 100 kB message."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text)} characters)"
 
 
 def single_token_id(model, text: str, role: str) -> int:
     """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
     if text == "":
         raise TaskError(f"The {role} is empty; give the token the model should predict, e.g. ' Mary'.")
-    ids = model.to_tokens(text, prepend_bos=False)[0].tolist()
+    ids = model.to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
+    if not ids:
+        raise TaskError(
+            f"The {role} {shown(text)} gives no token (only characters the tokenizer drops); "
+            "give the token the model should predict, e.g. ' Mary'."
+        )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
-        hint = "" if text.startswith(" ") else f" (did you mean ' {text}' with a leading space?)"
+        hint = "" if text.startswith(" ") else f" (did you mean {shown(' ' + text)} with a leading space?)"
         raise TaskError(
-            f"The {role} {text!r} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
+            f"The {role} {shown(text)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
             f"use a single token such as {pieces[0]!r}{hint}."
         )
     return int(ids[0])
@@ -102,11 +116,17 @@ def prepare_task(
         raise TaskError(f"Unknown metric {task.metric!r}; choose one of {', '.join(METRICS)}.")
     if not task.clean.strip():
         raise TaskError("The prompt is empty; type the text whose next token you want explained.")
-    clean_tokens = model.to_tokens(task.clean)
+    clean_tokens = model.to_tokens(task.clean, truncate=False)
     if clean_tokens.shape[1] > max_tokens:
         raise TaskError(
             f"The prompt is {clean_tokens.shape[1]} tokens, over the limit of {max_tokens}; "
             "shorten it or raise the limit (--max-tokens)."
+        )
+    context = getattr(model.cfg, "n_ctx", None)
+    if context and clean_tokens.shape[1] > context:
+        raise TaskError(
+            f"The prompt is {clean_tokens.shape[1]} tokens, longer than this model's context of "
+            f"{context}; shorten it."
         )
     corrupted_tokens = clean_tokens
     if need_corrupted or task.corrupted:
@@ -114,7 +134,7 @@ def prepare_task(
             raise TaskError(
                 "The corrupted prompt is empty; give the prompt with its key fact or name replaced."
             )
-        corrupted_tokens = model.to_tokens(task.corrupted)
+        corrupted_tokens = model.to_tokens(task.corrupted, truncate=False)
         if corrupted_tokens.shape != clean_tokens.shape:
             clean_pieces = _str_tokens(model, task.clean, prepend_bos=True)
             corrupted_pieces = _str_tokens(model, task.corrupted, prepend_bos=True)
@@ -133,7 +153,7 @@ def prepare_task(
     foil_ids = tuple(single_token_id(model, foil, "foil") for foil in task.foils)
     if answer_id in foil_ids:
         raise TaskError(
-            f"The answer {task.answer!r} is also given as a foil; a foil must be a different token."
+            f"The answer {shown(task.answer)} is also given as a foil; a foil must be a different token."
         )
     return PreparedTask(
         task=task,
