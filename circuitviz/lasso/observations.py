@@ -11,13 +11,15 @@ Where texts come from, in this order (the prompt's own are always kept):
 - paraphrases and their corruptions from ``circuitviz.paraphrase``'s offline templates, when that
   module is installed and has a template family for the prompt (otherwise a note says so);
 - a corpus: a list of strings, or a text file with one text per line. A line longer than
-  ``CORPUS_WINDOW`` tokens is cut into consecutive windows (nothing is dropped); when the corpus
+  ``CORPUS_WINDOW`` tokens (or the model's context) is cut into consecutive windows, each
+  starting with BOS (nothing is dropped); when the corpus
   holds more positions than ``max_observations`` allows, a seeded random subset of its windows is
   used and the counts say how many.
 """
 
 from __future__ import annotations
 
+import importlib
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +117,7 @@ def paraphrase_pairs(model, task: PromptTask, count: int, seed: int = 0) -> tupl
     if count <= 0:
         return [], ""
     try:
-        from .. import paraphrase
+        paraphrase = importlib.import_module("circuitviz.paraphrase")
     except ImportError:
         return (
             [],
@@ -180,15 +182,21 @@ def observation_texts(
 
 def _token_rows(model, texts: ObservationTexts) -> list[tuple[str, list[int]]]:
     """(kind, token ids with BOS) per observed sequence; corpus lines cut into windows."""
+    window = min(CORPUS_WINDOW, int(model.cfg.n_ctx))
     rows = []
     for text, kind in zip(texts.texts, texts.kinds):
-        ids = model.to_tokens(text)[0].tolist()
-        if kind != "corpus" or len(ids) <= CORPUS_WINDOW:
+        ids = model.to_tokens(text, truncate=False)[0].tolist()
+        if len(ids) <= window:
             rows.append((kind, ids))
             continue
+        if kind != "corpus":
+            raise ValueError(
+                f"A {kind.replace('_', ' ')} text is {len(ids)} tokens, over the model's context of "
+                f"{model.cfg.n_ctx}; shorten it."
+            )
         head, body = ids[:1], ids[1:]
-        for start in range(0, len(body), CORPUS_WINDOW - 1):
-            rows.append((kind, head + body[start : start + CORPUS_WINDOW - 1]))
+        for start in range(0, len(body), window - 1):
+            rows.append((kind, head + body[start : start + window - 1]))
     return rows
 
 

@@ -5,13 +5,14 @@ The path: a shared geometric lambda grid from the largest lambda_max of all targ
 every target), each solve warm-started from the previous one. Which lambda each target keeps:
 
 - ``"auto"``: per target column, the lambda of smallest extended BIC (Chen and Chen 2008),
-  ``M log(RSS/M) + df (log M + 2 gamma log p)`` with gamma = 0.5 and p the column's allowed
-  predictors: BIC with a penalty for the number of candidate parents. A column leaves the path
-  once its criterion has not improved for ``PATIENCE`` grid points;
+  ``M log(RSS/M) + df (log M + 2 gamma log p)`` with gamma = 0.5, p the column's allowed
+  predictors and RSS that of the least-squares refit on the Lasso's support (so the criterion
+  judges supports, not the Lasso's shrinkage). A column leaves the path once its criterion has
+  not improved for ``PATIENCE`` grid points;
 - a number: that lambda for every column (in correlation units: an edge enters once its
   predictor's correlation with the target's residual exceeds it; 0 < lambda <= 1);
-- a target sparsity: the one grid lambda, shared by all columns, whose count of selected unit
-  edges is the largest not above the target.
+- a target sparsity: the one lambda, shared by all columns, whose count of selected unit edges
+  is the largest not above the target (the grid brackets it, bisection narrows it down).
 
 Pairs that are not selected are still ranked, by how close they are to entering the model at
 the chosen solution: the largest |gradient| / lambda over their columns (1 = about to enter).
@@ -26,11 +27,19 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .solver import kkt_violation, lambda_grid, lasso_active_set, solver_threads, sufficient_statistics
+from .solver import (
+    kkt_violation,
+    lambda_grid,
+    lasso_active_set,
+    solve_on_support,
+    solver_threads,
+    sufficient_statistics,
+)
 from .units import RegressionProblem
 
 EBIC_GAMMA = 0.5
 PATIENCE = 3
+BISECTIONS = 10  # target sparsity: bisection steps between the two grid lambdas around the target
 
 
 @dataclass
@@ -71,10 +80,17 @@ def parse_selection(value) -> tuple[str, float]:
 
 
 def _ebic(gram, cross, power, coefficients, m: int, penalty: torch.Tensor) -> torch.Tensor:
-    """Extended BIC of each column's solution.  # [T]"""
-    product = gram @ coefficients
-    residual = (power - 2 * (cross * coefficients).sum(0) + (coefficients * product).sum(0)).clamp_min(0)
-    nonzeros = (coefficients != 0).sum(0).to(coefficients.dtype)
+    """Extended BIC of each column's support, with the least-squares refit on that support.  # [T]
+
+    The Lasso's own residual carries its shrinkage: a criterion on it keeps adding small
+    coefficients to make up for the shrunken true ones. Refitting on the support (the
+    "Lasso-OLS hybrid" of Efron et al. 2004) measures what the support itself explains.
+    """
+    support = (coefficients != 0).to(coefficients.dtype)
+    refit = solve_on_support(gram, cross, torch.zeros_like(power), support, ridge=1e-10)
+    product = gram @ refit
+    residual = (power - 2 * (cross * refit).sum(0) + (refit * product).sum(0)).clamp_min(0)
+    nonzeros = support.sum(0)
     value = m * torch.log(torch.maximum(residual, 1e-12 * power.clamp_min(1e-30))) + nonzeros * penalty
     return torch.where(nonzeros < m, value, torch.full_like(value, math.inf))
 
@@ -155,6 +171,17 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         else:
             count = int(((problem.aggregate(coefficients) > 0) & unit_allowed).sum())
             if count > target_edges:
+                # the target lies between the last two grid points: bisect (geometrically) there
+                high, low = float(grid[index - 1]) if index else float(lam) * 2, float(lam)
+                for _ in range(BISECTIONS):
+                    middle = math.sqrt(high * low)
+                    fit = lasso_active_set(gram, cross, power, middle, allowed, init=best, tol=tol)
+                    rounds += fit.iterations
+                    count = int(((problem.aggregate(fit.coefficients) > 0) & unit_allowed).sum())
+                    if count > target_edges:
+                        low = middle
+                    else:
+                        high, best, chosen[:] = middle, fit.coefficients.clone(), middle
                 break
             best, chosen[:] = coefficients.clone(), lam
     selected = problem.aggregate(best)

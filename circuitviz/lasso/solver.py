@@ -298,10 +298,11 @@ def kkt_violation(
     return worst.amax(0) if worst.shape[0] else torch.zeros(worst.shape[1], dtype=worst.dtype)
 
 
-def _solve_on_support(gram, cross, penalty, signs, ridge: float, memory_bytes: float = 2**27):
+def solve_on_support(gram, cross, penalty, signs, ridge: float = 1e-12, memory_bytes: float = 2**27):
     """Minimiser of 1/2 a^T G a - c^T a + lambda signs^T a over each column's support.  # [p, t]
 
-    signs [p, t] in {-1, 0, 1}; zero marks coordinates held at 0. Columns are solved as a batch
+    signs [p, t] in {-1, 0, 1}; zero marks coordinates held at 0 (with lambda 0 and signs 1 on
+    the support: the least-squares fit on the support). Columns are solved as a batch
     of small dense systems, padded to the largest support (padding is an identity block).
     """
     p, t = signs.shape
@@ -424,7 +425,7 @@ def lasso_active_set(
             new_signs = -gradient.gather(0, top.indices).sign() * add
             current = signs.gather(0, top.indices)
             signs.scatter_(0, top.indices, torch.where(add, new_signs, current))
-        target = _solve_on_support(gram, c, lam, signs * m, ridge)
+        target = solve_on_support(gram, c, lam, signs * m, ridge)
         direction = target - x
         step = _line_minimum(gram @ direction, gram_x, c, lam, x, direction)
         new_x = x + step * direction

@@ -1,0 +1,130 @@
+"""The planted-circuit benchmark: its cases, its edge-set metrics, and the command that prints it."""
+
+import json
+
+import pytest
+import torch
+
+from circuitviz.cli import main
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.planted_bench import (
+    PlantedCase,
+    default_cases,
+    edge_set_metrics,
+    format_table,
+    run_bench,
+    to_markdown,
+)
+from circuitviz.tasks import prepare_task
+from circuitviz.testing import planted_model
+
+
+def test_edge_set_metrics_count_additions_and_deletions():
+    truth = torch.tensor([[True, True, False, False]])
+    found = torch.tensor([[True, False, True, True]])
+    metrics = edge_set_metrics(found, truth)
+    assert metrics["shd"] == 3  # one missing, two extra
+    assert metrics["precision"] == pytest.approx(1 / 3)
+    assert metrics["recall"] == pytest.approx(1 / 2)
+    perfect = edge_set_metrics(truth, truth)
+    assert (perfect["shd"], perfect["precision"], perfect["recall"]) == (0, 1.0, 1.0)
+    empty = edge_set_metrics(torch.zeros_like(truth), truth)
+    assert (empty["shd"], empty["precision"], empty["recall"]) == (2, 0.0, 0.0)
+
+
+def test_default_cases_vary_size_density_and_difficulty_reproducibly():
+    cases = default_cases(20)
+    assert cases == default_cases(20)
+    assert cases[0] == PlantedCase()  # the engine's own planted model first
+    assert len({(c.n_layers, c.n_heads) for c in cases}) >= 6
+    assert len({c.parents for c in cases}) == 3
+    assert any(c.distractors_read == "circuit" for c in cases)
+    assert any(c.distractor_mlps for c in cases)
+    assert any(c.nonlinear_gain != 1.0 for c in cases)
+    assert len({c.name for c in cases}) == 20
+    sizes = [int(c.build().true_edges.sum()) for c in cases[:6]]
+    assert min(sizes) < max(sizes)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"distractors_read": "circuit", "distractors": 3},
+        {"distractor_mlps": 2, "nodes_per_layer": (2, 3)},
+        {"nonlinear_gain": 3.0, "parents": 3},
+    ],
+)
+def test_extended_planted_models_keep_their_truth(options):
+    """With decoys, distractor MLPs and nonlinear units, no edge outside the planted circuit
+    changes the metric (distractors feed nothing), and the planted circuit alone reproduces the
+    model. (Some planted edges can have no effect on this one prompt, e.g. a query into a head
+    whose attention is saturated: the truth is structural, as InterpBench's is.)"""
+    planted = planted_model(seed=1, **options)
+    result = get_method("exact").run(planted.model, planted.task, budgets=[1])
+    found = result.scores.abs() > 1e-9
+    spec = GraphSpec.from_model(planted.model)
+    assert not bool((found & ~planted.true_edges).any()), spec.edge_names_of(found & ~planted.true_edges)
+    assert int(found.sum()) >= int(planted.true_edges.sum()) // 2
+    evaluator = Evaluator(planted.model, spec, prepare_task(planted.model, planted.task))
+    value = evaluator.metrics(planted.true_edges[None])[0].item()
+    assert value == pytest.approx(evaluator.baseline.clean, abs=1e-9)
+
+
+def test_distractor_options_add_readers_outside_the_circuit():
+    plain = planted_model(seed=2, distractors=0)
+    busy = planted_model(seed=2, distractors=0, distractor_mlps=2)
+    assert torch.equal(plain.true_edges, busy.true_edges)
+    changed = [
+        name
+        for (name, a), (_, b) in zip(plain.model.state_dict().items(), busy.model.state_dict().items())
+        if not torch.equal(a, b)
+    ]
+    assert changed and all(".mlp." in name for name in changed)
+    with pytest.raises(ValueError, match="distractors_read"):
+        planted_model(distractors_read="everywhere")
+
+
+def test_bench_scores_methods_and_reports_unregistered_ones():
+    report = run_bench(["eap", "no-such-method"], cases=2)
+    rows = {row["method"]: row for row in report.summary()}
+    assert rows["eap"]["cases"] == 2
+    # on planted models EAP's nonzero scores are exactly the planted edges
+    assert rows["eap"]["shd"] == 0 and rows["eap"]["precision"] == 1 and rows["eap"]["recall"] == 1
+    assert rows["eap"]["exact_recoveries"] == 2 and rows["eap"]["seconds"] > 0
+    assert rows["no-such-method"]["status"] == "unavailable"
+    table = format_table(report)
+    assert "unavailable" in table and "eap" in table
+    data = report.to_json()
+    json.dumps(data)
+    assert len(data["results"]) == 4 and len(data["cases"]) == 2
+    markdown = to_markdown(report)
+    assert markdown.startswith("| method |") and "| eap | 2 | 0.00 |" in markdown
+
+
+def test_planted_bench_command_prints_and_writes(tmp_path, capsys):
+    json_path, markdown_path = tmp_path / "bench.json", tmp_path / "bench.md"
+    status = main(
+        [
+            "planted-bench",
+            "--methods",
+            "eap,circuit-lasso,acc++,nope",
+            "--cases",
+            "1",
+            "--json",
+            str(json_path),
+            "--markdown",
+            str(markdown_path),
+        ]
+    )
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "planted-circuit benchmark: 1 cases" in out
+    for name in ("eap", "circuit-lasso", "acc++", "nope"):
+        assert name in out
+    assert "nope" in out and "unavailable" in out
+    data = json.loads(json_path.read_text())
+    assert {row["method"] for row in data["summary"]} == {"eap", "circuit-lasso", "acc++", "nope"}
+    assert markdown_path.read_text().startswith("| method |")
+    assert main(["planted-bench", "--methods", "eap", "--cases", "0"]) == 2
