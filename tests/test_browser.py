@@ -212,9 +212,15 @@ def test_explore_compare_gallery_in_chromium(app_url, browser):
     html_before = _graph_html(page)
     _screenshot_from(page, page.get_by_text("edge budget").first, OUTPUT / "explore-result.png", tall)
     page.add_style_tag(content=HIDE_HEADER)
+    page.set_viewport_size(tall)
+    page.wait_for_timeout(800)
     page.locator("iframe").first.screenshot(path=str(OUTPUT / "explore-graph.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.wait_for_timeout(500)
 
     # hover a node: its tooltip names it and lists its logit-lens tokens
+    page.locator("iframe").first.evaluate("element => element.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(600)
     graph_frame = page.frames[1]
     point = graph_frame.evaluate(
         "() => { const ids = network.body.data.nodes.getIds().filter(i => i.startsWith('a'));"
@@ -271,6 +277,8 @@ def test_explore_compare_gallery_in_chromium(app_url, browser):
     timings["gallery_open_s"] = time.perf_counter() - started
     page.wait_for_timeout(1500)
     _screenshot_from(page, page.get_by_text("Gallery").first, OUTPUT / "gallery.png", tall)
+    page.set_viewport_size(tall)  # the graph is taller than a laptop screen; show all of it
+    page.wait_for_timeout(800)
     page.locator("iframe").first.screenshot(path=str(OUTPUT / "gallery-graph.png"))
 
     assert not errors, errors
