@@ -276,12 +276,13 @@ def test_bad_settings_are_one_sentence_errors(values, words):
 
 
 # ----- SAE features ---------------------------------------------------------------------------------
-def save_random_sae(folder, hook: str, d_in: int, d_sae: int, seed: int):
+def save_random_sae(folder, hook: str, d_in: int, d_sae: int, seed: int, model_name=None):
     from sae_lens import StandardSAE, StandardSAEConfig
     from sae_lens.saes.sae import SAEMetadata
 
     torch.manual_seed(seed)
-    sae = StandardSAE(StandardSAEConfig(d_in=d_in, d_sae=d_sae, metadata=SAEMetadata(hook_name=hook)))
+    metadata = SAEMetadata(hook_name=hook, model_name=model_name)
+    sae = StandardSAE(StandardSAEConfig(d_in=d_in, d_sae=d_sae, metadata=metadata))
     with torch.no_grad():
         sae.W_enc.normal_(0, 1)
         sae.b_enc.fill_(-0.2)
@@ -337,5 +338,11 @@ def test_a_missing_sae_layer_is_named(tmp_path):
     config = METHOD.make_config({"units": "sae", "layers": "0,1", "sae_dir": str(tmp_path)})
     with pytest.raises(ValueError, match="No sae-lens SAE for layer 1"):
         METHOD.run(model, IOI_TASK, config, budgets=[5])
+    # an SAE trained on another model of the same width is not used
+    save_random_sae(tmp_path / "other1", "blocks.1.hook_resid_post", model.cfg.d_model, 24, 1, "other-model")
+    with pytest.raises(ValueError, match="No sae-lens SAE for layer 1"):
+        METHOD.run(model, IOI_TASK, config, budgets=[5])
+    save_random_sae(tmp_path / "mine1", "blocks.1.hook_resid_post", model.cfg.d_model, 24, 1, "tiny-gpt2-0")
+    assert METHOD.run(model, IOI_TASK, config, budgets=[5]).extra["feature_circuit"]["layers"] == [0, 1]
     with pytest.raises(ValueError, match="does not exist"):
         METHOD.run(model, IOI_TASK, METHOD.make_config({"units": "sae", "layers": "7"}), budgets=[5])

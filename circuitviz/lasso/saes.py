@@ -4,7 +4,8 @@ An SAE folder is anything ``sae_lens.SAE.load_from_disk`` reads (``cfg.json`` be
 weights, as ``SAE.save_model`` writes it). Its layer and position in the layer come from its
 ``hook_name`` (``blocks.6.hook_resid_post`` -> layer 6, after the MLP). Folders are searched
 recursively under the given directory, or, when none is given, under the project's
-``assets/saes`` and ``assets/sae``.
+``assets/saes/<model id>`` (where the labels' embedded SAEs live), else ``assets/saes``.
+SAEs whose metadata names another model are skipped.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _project_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def _search_dirs(sae_dir: str) -> list[Path]:
+def _search_dirs(sae_dir: str, model_name: str) -> list[Path]:
     if sae_dir:
         folder = Path(sae_dir).expanduser()
         if not folder.is_dir():
@@ -64,20 +65,35 @@ def _search_dirs(sae_dir: str) -> list[Path]:
                 f"The SAE folder {str(folder)!r} does not exist; give a folder of sae-lens SAEs."
             )
         return [folder]
-    return [_project_root() / name for name in DEFAULT_SAE_DIRS if (_project_root() / name).is_dir()]
+    roots = [_project_root() / name for name in DEFAULT_SAE_DIRS if (_project_root() / name).is_dir()]
+    own = [root / model_name for root in roots if model_name and (root / model_name).is_dir()]
+    return own or roots
 
 
-def find_saes(sae_dir: str, d_model: int) -> dict[int, list[tuple[int, Path, str]]]:
-    """{layer: [(stage, folder, hook name), ...]} of the SAEs on disk that read d_model vectors."""
+def _short_name(name: str) -> str:
+    """'google/gemma-3-270m' and 'gemma-3-270m' name the same model."""
+    return str(name or "").rsplit("/", 1)[-1].strip().lower()
+
+
+def find_saes(sae_dir: str, d_model: int, model_name: str = "") -> dict[int, list[tuple[int, Path, str]]]:
+    """{layer: [(stage, folder, hook name), ...]} of the SAEs on disk that read this model.
+
+    An SAE qualifies when its input width is d_model and, if its metadata names a model, that
+    model is ``model_name`` (an SAE of another model of the same width would be read silently).
+    """
     found: dict[int, list[tuple[int, Path, str]]] = {}
-    for root in _search_dirs(sae_dir):
+    for root in _search_dirs(sae_dir, model_name):
         for config_path in sorted(root.rglob("cfg.json")):
             try:
                 config = json.loads(config_path.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError):
                 continue
-            hook = (config.get("metadata") or {}).get("hook_name") or config.get("hook_name") or ""
+            metadata = config.get("metadata") or {}
+            hook = metadata.get("hook_name") or config.get("hook_name") or ""
             if int(config.get("d_in", -1)) != d_model:
+                continue
+            trained_on = metadata.get("model_name") or config.get("model_name")
+            if trained_on and model_name and _short_name(trained_on) != _short_name(model_name):
                 continue
             try:
                 layer, stage = hook_position(hook)
@@ -87,9 +103,11 @@ def find_saes(sae_dir: str, d_model: int) -> dict[int, list[tuple[int, Path, str
     return found
 
 
-def choose_saes(layers: list[int], sae_dir: str, d_model: int) -> list[tuple[int, Path, str]]:
+def choose_saes(
+    layers: list[int], sae_dir: str, d_model: int, model_name: str = ""
+) -> list[tuple[int, Path, str]]:
     """One SAE per layer, preferring the residual stream after the block; ValueError if missing."""
-    found = find_saes(sae_dir, d_model)
+    found = find_saes(sae_dir, d_model, model_name)
     chosen = []
     where = sae_dir or " or ".join(DEFAULT_SAE_DIRS)
     for layer in layers:

@@ -142,9 +142,10 @@ class CircuitLasso(ScoringMethod):
         if config.units == "sae":
             layers = parse_layers(config.layers, spec.n_layers)
             device = next(model.parameters()).device
+            model_name = str(getattr(model.cfg, "model_name", ""))
             saes = [
                 (layer, load_sae(folder, device), hook)
-                for layer, folder, hook in choose_saes(layers, config.sae_dir, spec.d_model)
+                for layer, folder, hook in choose_saes(layers, config.sae_dir, spec.d_model, model_name)
             ]
             hooks += sorted({hook for _, _, hook in saes} - set(hooks))
         observations = collect_observations(
