@@ -20,6 +20,7 @@ Best-of-N by default.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import itertools
 import json
@@ -623,91 +624,157 @@ ARITHMETIC_TEMPLATES = {
         "The result of {a} * {b} is",
     ),
 }  # fmt: skip
+NUMBER_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+)  # fmt: skip
+_NUMBER = r"\d+|(?i:" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")"
 _ARITHMETIC_LOOSE = re.compile(
-    r"^(?P<head>.*?)(?P<a>\d+)\s*(?P<op>\+|-|\*|x|×|plus|minus|times)\s*(?P<b>\d+)(?P<tail>\D*)$", re.DOTALL
+    rf"^(?P<head>.*?)(?<!\w)(?P<a>{_NUMBER})\s*(?P<op>\+|-|\*|x|×|plus|minus|times)\s*(?P<b>{_NUMBER})(?P<tail>[^\w]*\s*(?:=|equals|is|:)?)$",
+    re.DOTALL,
 )
 _OPERATORS = {"+": "+", "plus": "+", "-": "-", "minus": "-", "*": "*", "x": "*", "×": "*", "times": "*"}
+_SENTENCE_END = re.compile(r"(?<=[.?!\n])\s+")
 
 
 def _apply(op: str, a: int, b: int) -> int:
     return a + b if op == "+" else a - b if op == "-" else a * b
 
 
+def _number_value(text: str) -> int:
+    return int(text) if text.isdigit() else NUMBER_WORDS.index(text.lower())
+
+
+def _number_text(value: int, like: str) -> str:
+    """``value`` written as ``like`` is (digits, or a word with the same capitalisation)."""
+    if like.isdigit() or not 0 <= value < len(NUMBER_WORDS):
+        return str(value)
+    word = NUMBER_WORDS[value]
+    return word.capitalize() if like[:1].isupper() else word
+
+
+def _in_words(template: str) -> bool:
+    """Whether a template reads naturally with numbers in words (no symbols)."""
+    return not re.search(r"[+\-*=]|\bx\b", template)
+
+
 class ArithmeticFamily(TemplateFamily):
-    """Addition, subtraction and multiplication of whole numbers, in words or symbols."""
+    """Addition, subtraction and multiplication of whole numbers, in digits or words, optionally
+    after worked examples ("one plus one is two. one plus two is")."""
 
     name = "arithmetic"
     label = "arithmetic"
 
     def __init__(self):
         self._regexes = [
-            (op, index, _template_regex(t, {"a": r"\d+", "b": r"\d+"}))
+            (op, index, _template_regex(t, {"a": _NUMBER, "b": _NUMBER}))
             for op, templates in ARITHMETIC_TEMPLATES.items()
             for index, t in enumerate(templates)
         ]
 
+    def _match_template(self, problem: str) -> dict | None:
+        for op, index, regex in self._regexes:
+            found = regex.match(problem)
+            if found and found["a"].isdigit() == found["b"].isdigit():
+                if not found["a"].isdigit() and not _in_words(ARITHMETIC_TEMPLATES[op][index]):
+                    continue
+                return {"op": op, "a": found["a"], "b": found["b"], "template": index}
+        return None
+
+    @staticmethod
+    def _match_loose(problem: str) -> dict | None:
+        loose = _ARITHMETIC_LOOSE.match(problem)
+        if loose and loose["a"].isdigit() == loose["b"].isdigit() and re.search(r"(=|equals|is|:)$", problem):
+            cut = len(loose["head"])  # the words before the problem are kept as they are
+            spans = {
+                "a": (loose.start("a") - cut, loose.end("a") - cut),
+                "b": (loose.start("b") - cut, loose.end("b") - cut),
+            }
+            return {"op": _OPERATORS[loose["op"]], "a": loose["a"], "b": loose["b"], "template": None,
+                    "text": problem[cut:], "spans": spans, "head": loose["head"]}  # fmt: skip
+        return None
+
     def match(self, prompt):
         body, trailing = _split_trailing(prompt)
-        for op, index, regex in self._regexes:
-            found = regex.match(body)
-            if found:
-                a, b = int(found["a"]), int(found["b"])
-                slots = {"op": op, "a": found["a"], "b": found["b"], "template": index, "trailing": trailing}
-                slots["spaced"] = _spaced(body)
-                return FamilyMatch(self.name, self.label, slots, str(_apply(op, a, b)))
-        loose = _ARITHMETIC_LOOSE.match(body)
-        if loose and re.search(r"(=|equals|is|:)\s*$", body):
-            op = _OPERATORS[loose["op"]]
-            slots = {
-                "op": op, "a": loose["a"], "b": loose["b"], "template": None, "trailing": trailing,
-                "spaced": _spaced(body), "text": body, "spans": {"a": loose.span("a"), "b": loose.span("b")},
-            }  # fmt: skip
-            return FamilyMatch(
-                self.name, self.label, slots, str(_apply(op, int(loose["a"]), int(loose["b"])))
-            )
+        # a template on the whole prompt or on its last sentences (after worked examples), else
+        # the loose pattern the same way
+        starts = [0] + [m.end() for m in _SENTENCE_END.finditer(body)]
+        for matcher in (self._match_template, self._match_loose):
+            for start in starts:
+                slots = matcher(body[start:])
+                if slots is None:
+                    continue
+                slots.update(
+                    prefix=body[:start] + slots.pop("head", ""), trailing=trailing, spaced=_spaced(body)
+                )
+                value = _apply(slots["op"], _number_value(slots["a"]), _number_value(slots["b"]))
+                return FamilyMatch(self.name, self.label, slots, _number_text(value, slots["a"]))
         return None
+
+    def _render(self, slots: dict, index: int, a: str, b: str) -> str:
+        template = ARITHMETIC_TEMPLATES[slots["op"]][index]
+        text = _render(template, {"a": a, "b": b}, slots["spaced"])
+        if slots["prefix"] and not a.isdigit() and slots["a"][:1].islower():
+            text = text[:1].lower() + text[1:]  # after worked examples in lower case, stay lower case
+        return slots["prefix"] + text + slots["trailing"]
 
     def variants(self, found, rng):
         slots = found.slots
-        indices = [i for i in range(len(ARITHMETIC_TEMPLATES[slots["op"]])) if i != slots["template"]]
+        words = not slots["a"].isdigit()
+        # inside a sentence ("..., so 3 - 1 =") only templates that start with the first operand fit
+        inside = bool(slots["prefix"]) and not re.search(r"[.?!\n]\s*$", slots["prefix"])
+        templates = ARITHMETIC_TEMPLATES[slots["op"]]
+        indices = [
+            i
+            for i in range(len(templates))
+            if i != slots["template"]
+            and (not words or _in_words(templates[i]))
+            and (not inside or templates[i].startswith("{a}"))
+        ]
         rng.shuffle(indices)
         out = []
         for index in indices:
-            template = ARITHMETIC_TEMPLATES[slots["op"]][index]
-            text = _render(template, {"a": slots["a"], "b": slots["b"]}, slots["spaced"]) + slots["trailing"]
+            text = self._render(slots, index, slots["a"], slots["b"])
             new = dict(slots, template=index, text=None, spans=None)
             out.append((text, FamilyMatch(self.name, self.label, new, found.answer)))
         return out
 
     def corruptions(self, found, rng, answer):
-        """Operands of the same digit counts whose result starts with another digit."""
+        """Operands of the same form (digit count, or words) whose result is written differently
+        from its first character on."""
         slots = found.slots
         a, b, op = slots["a"], slots["b"], slots["op"]
-        result = str(_apply(op, int(a), int(b)))
+        result = found.answer or ""
+        words = not a.isdigit()
 
-        def numbers(digits: int) -> list[int]:
-            low = 0 if digits == 1 else 10 ** (digits - 1)
-            return list(range(low, 10**digits))
+        def numbers(like: str) -> list[int]:
+            if not like.isdigit():
+                return list(range(len(NUMBER_WORDS)))
+            low = 0 if len(like) == 1 else 10 ** (len(like) - 1)
+            return list(range(low, 10 ** len(like)))
 
         order = random.Random(0) if rng is None else rng
-        firsts, seconds = numbers(len(a)), numbers(len(b))
+        firsts, seconds = numbers(a), numbers(b)
         order.shuffle(firsts)
         order.shuffle(seconds)
         tried = 0
-        for new_a in firsts:
-            for new_b in seconds[:20]:
-                value = _apply(op, new_a, new_b)
-                if value < 0 or str(value)[0] == result[0] or (str(new_a), str(new_b)) == (a, b):
+        for value_a in firsts:
+            for value_b in seconds[:20]:
+                value = _apply(op, value_a, value_b)
+                new_a, new_b = _number_text(value_a, a), _number_text(value_b, b)
+                written = _number_text(value, a)
+                if value < 0 or (words and value >= len(NUMBER_WORDS)) or (new_a, new_b) == (a, b):
+                    continue
+                if (written.lower() == result.lower()) if words else (written[:1] == result[:1]):
                     continue
                 tried += 1
                 if slots.get("spans"):
                     text = slots["text"]
                     (a0, a1), (b0, b1) = slots["spans"]["a"], slots["spans"]["b"]
-                    yield text[:a0] + str(new_a) + text[a1:b0] + str(new_b) + text[b1:] + slots["trailing"]
+                    problem = text[:a0] + new_a + text[a1:b0] + new_b + text[b1:]
+                    yield slots["prefix"] + problem + slots["trailing"]
                 else:
-                    template = ARITHMETIC_TEMPLATES[op][slots["template"]]
-                    values = {"a": str(new_a), "b": str(new_b)}
-                    yield _render(template, values, slots["spaced"]) + slots["trailing"]
+                    yield self._render(slots, slots["template"], new_a, new_b)
                 if tried > 200:
                     return
 
@@ -863,15 +930,29 @@ class MultipleChoiceFamily(TemplateFamily):
         ]
         return "\n".join(lines + [slots["footer"]]) + slots["trailing"]
 
-    def variants(self, found, rng, answer: str | None = None):
-        slots = found.slots
-        letter = (answer or found.answer or "").strip()
+    @staticmethod
+    def correct_option(slots: dict, answer: str | None) -> tuple[int, bool]:
+        """(index of the correct option, whether the answer is its letter rather than its text);
+        index -1 when the answer is neither an option's letter nor an option's text."""
+        text = (answer or "").strip()
         count = len(slots["options"])
-        correct = ord(letter) - ord("A") if len(letter) == 1 and letter.isupper() else -1
-        if not 0 <= correct < count:
+        if len(text) == 1 and text.isupper() and 0 <= ord(text) - ord("A") < count:
+            return ord(text) - ord("A"), True
+        if text and text in slots["options"]:
+            return slots["options"].index(text), False
+        return -1, True
+
+    def variants(self, found, rng, answer: str | None = None):
+        """Other headers, label styles and answer cues; the wrong options reordered (a letter
+        answer keeps its letter) or all options reordered (a model that answers with the
+        option's text keeps that text)."""
+        slots = found.slots
+        correct, by_letter = self.correct_option(slots, answer or found.answer)
+        if correct < 0:
             return []
-        wrong = [i for i in range(count) if i != correct]
-        orders = list(itertools.permutations(wrong))
+        count = len(slots["options"])
+        moved = [i for i in range(count) if i != correct] if by_letter else list(range(count))
+        orders = list(itertools.permutations(moved))
         combos = [
             (h, s, f, order) for h in MCQ_HEADERS for s in MCQ_STYLES for f in MCQ_FOOTERS for order in orders
         ]
@@ -879,22 +960,22 @@ class MultipleChoiceFamily(TemplateFamily):
         out, seen = [], {self.render(slots)}
         for header, style, footer, order in combos:
             options = list(slots["options"])
-            for slot, source in zip(wrong, order):
+            for slot, source in zip(moved, order):
                 options[slot] = slots["options"][source]
             new = dict(slots, header=header, style=style, footer=footer, options=options)
             text = self.render(new)
             if text not in seen:
                 seen.add(text)
-                out.append((text, FamilyMatch(self.name, self.label, new, letter)))
+                out.append((text, FamilyMatch(self.name, self.label, new, found.answer)))
         return out
 
     def corruptions(self, found, rng, answer):
-        """The correct option's text swapped with a wrong option's: the key fact moves letter."""
+        """The correct option's text swapped with a wrong option's: the key fact moves letter.
+        (For an answer given as the option's text there is none: the question must change.)"""
         slots = found.slots
-        letter = (answer or found.answer or "").strip()
+        correct, by_letter = self.correct_option(slots, answer or found.answer)
         count = len(slots["options"])
-        correct = ord(letter) - ord("A") if len(letter) == 1 and letter.isupper() else -1
-        if not 0 <= correct < count:
+        if correct < 0 or not by_letter:
             return
         wrong = [i for i in range(count) if i != correct]
         if rng is not None:
@@ -905,11 +986,196 @@ class MultipleChoiceFamily(TemplateFamily):
             yield self.render(dict(slots, options=options))
 
 
+# -- multiple choice on one line, after answered examples --
+_INLINE_BLOCK = re.compile(
+    r"^(?P<header>Q:|Question:)\s+(?P<question>[^?]+\?)\s+(?P<options>.+?)(?P<end>\.?)\s+"
+    r"(?P<footer>Answer:|The answer is)(?:\s+(?P<given>[A-H])\.)?$",
+    re.DOTALL,
+)
+_INLINE_LABEL = re.compile(r"(?:^|\s)(?P<open>\(?)(?P<letter>[A-H])(?P<close>[.)])\s+")
+INLINE_HEADERS = ("Q:", "Question:")
+INLINE_FOOTERS = ("Answer:", "The answer is")
+
+
+class InlineChoiceFamily(TemplateFamily):
+    """Questions with their options on one line ("Q: Is fire hot? A) yes B) no. Answer:"),
+    possibly after answered examples of the same form."""
+
+    name = "inline-choice"
+    label = "multiple choice (inline)"
+
+    @staticmethod
+    def _block(text: str) -> dict | None:
+        found = _INLINE_BLOCK.match(text.strip())
+        if not found:
+            return None
+        labels = list(_INLINE_LABEL.finditer(found["options"]))
+        letters = [label["letter"] for label in labels]
+        if len(labels) < 2 or letters != [chr(ord("A") + i) for i in range(len(labels))] or labels[0].start():
+            return None
+        texts = [
+            found["options"][label.end() : labels[i + 1].start() if i + 1 < len(labels) else None].strip()
+            for i, label in enumerate(labels)
+        ]
+        style = "(A)" if labels[0]["open"] else "A" + labels[0]["close"]
+        return {
+            "header": found["header"], "question": found["question"], "options": texts, "style": style,
+            "end": found["end"], "footer": found["footer"], "given": found["given"],
+        }  # fmt: skip
+
+    def match(self, prompt):
+        body, trailing = _split_trailing(prompt)
+        pieces = re.split(r"(?<=\.)\s+(?=Q:|Question:)", body)
+        blocks = [self._block(piece) for piece in pieces]
+        if not blocks or any(block is None for block in blocks) or blocks[-1]["given"]:
+            return None
+        if any(not block["given"] for block in blocks[:-1]):
+            return None
+        return FamilyMatch(self.name, self.label, {"blocks": blocks, "trailing": trailing}, None)
+
+    @staticmethod
+    def render(slots: dict) -> str:
+        parts = []
+        for block in slots["blocks"]:
+            options = " ".join(
+                f"{_option_label(chr(ord('A') + i), block['style'])} {text}"
+                for i, text in enumerate(block["options"])
+            )
+            text = f"{block['header']} {block['question']} {options}{block['end']} {block['footer']}"
+            parts.append(text + (f" {block['given']}." if block["given"] else ""))
+        return " ".join(parts) + slots["trailing"]
+
+    def variants(self, found, rng, answer: str | None = None):
+        """Other headers, label styles and answer cues, the same in every block; the final
+        question's wrong options reordered."""
+        blocks = found.slots["blocks"]
+        final = blocks[-1]
+        letter = (answer or "").strip()
+        count = len(final["options"])
+        if not (len(letter) == 1 and 0 <= ord(letter) - ord("A") < count):
+            return []
+        correct = ord(letter) - ord("A")
+        wrong = [i for i in range(count) if i != correct]
+        combos = [
+            (h, s, f, order)
+            for h in INLINE_HEADERS
+            for s in MCQ_STYLES
+            for f in INLINE_FOOTERS
+            for order in itertools.permutations(wrong)
+        ]
+        rng.shuffle(combos)
+        out, seen = [], {self.render(found.slots)}
+        for header, style, footer, order in combos:
+            options = list(final["options"])
+            for slot, source in zip(wrong, order):
+                options[slot] = final["options"][source]
+            new_blocks = [dict(b, header=header, style=style, footer=footer) for b in blocks]
+            new_blocks[-1]["options"] = options
+            new = dict(found.slots, blocks=new_blocks)
+            text = self.render(new)
+            if text not in seen:
+                seen.add(text)
+                out.append((text, FamilyMatch(self.name, self.label, new, None)))
+        return out
+
+    def corruptions(self, found, rng, answer):
+        """The correct option's text swapped with another's in every block (an example whose
+        answer was one of the two follows it), so the right letter changes."""
+        blocks = found.slots["blocks"]
+        letter = (answer or "").strip()
+        count = len(blocks[-1]["options"])
+        if not (len(letter) == 1 and 0 <= ord(letter) - ord("A") < count):
+            return
+        correct = ord(letter) - ord("A")
+        others = [i for i in range(count) if i != correct]
+        if rng is not None:
+            rng.shuffle(others)
+        for other in others:
+            swapped = []
+            for block in blocks:
+                options = list(block["options"])
+                if max(correct, other) < len(options):
+                    options[correct], options[other] = options[other], options[correct]
+                given = block["given"]
+                names = {
+                    chr(ord("A") + correct): chr(ord("A") + other),
+                    chr(ord("A") + other): chr(ord("A") + correct),
+                }
+                swapped.append(
+                    dict(block, options=options, given=names.get(given, given) if given else given)
+                )
+            yield self.render(dict(found.slots, blocks=swapped))
+
+
+# -- an occupation and the pronoun that follows (gender bias) --
+OCCUPATIONS = (
+    "nurse", "receptionist", "librarian", "maid", "nanny", "housekeeper", "secretary", "hairdresser",
+    "engineer", "mechanic", "carpenter", "plumber", "pilot", "surgeon", "firefighter", "soldier",
+    "programmer", "farmer", "doctor", "teacher", "lawyer", "chef", "cashier", "dancer",
+)  # fmt: skip
+NEUTRAL_PEOPLE = ("person", "worker", "adult", "individual", "employee", "resident")
+OCCUPATION_TEMPLATES = (
+    "The {X} said that",
+    "Yesterday the {X} explained that",
+    "After the meeting, the {X} announced that",
+    "The {X} was late because",
+    "When the {X} came home,",
+    "The {X} told everyone that",
+    "This morning the {X} mentioned that",
+    "The {X} called and said that",
+    "Everyone agreed that the {X} was right, because",
+    "Before leaving, the {X} wrote that",
+)
+
+
+class OccupationFamily(TemplateFamily):
+    """An occupation followed by a place where a pronoun comes next ("The nurse said that"): the
+    occupation is the key fact; the corruption replaces it with a neutral word ("person")."""
+
+    name = "gender-bias"
+    label = "occupation and pronoun"
+
+    def __init__(self):
+        entity = "|".join(OCCUPATIONS)
+        self._regexes = [_template_regex(t, {"X": rf"(?i:{entity})"}) for t in OCCUPATION_TEMPLATES]
+
+    def match(self, prompt):
+        body, trailing = _split_trailing(prompt)
+        for index, regex in enumerate(self._regexes):
+            found = regex.match(body)
+            if found:
+                slots = {"X": found["X"], "template": index, "trailing": trailing, "spaced": _spaced(body)}
+                return FamilyMatch(self.name, self.label, slots, None)
+        return None
+
+    def variants(self, found, rng):
+        slots = found.slots
+        indices = [i for i in range(len(OCCUPATION_TEMPLATES)) if i != slots["template"]]
+        rng.shuffle(indices)
+        return [
+            (
+                _render(OCCUPATION_TEMPLATES[i], {"X": slots["X"]}, slots["spaced"]) + slots["trailing"],
+                FamilyMatch(self.name, self.label, dict(slots, template=i), None),
+            )
+            for i in indices
+        ]
+
+    def corruptions(self, found, rng, answer):
+        slots = found.slots
+        for word in NEUTRAL_PEOPLE:
+            values = {"X": word}
+            yield (
+                _render(OCCUPATION_TEMPLATES[slots["template"]], values, slots["spaced"]) + slots["trailing"]
+            )
+
+
 # factual templates are anchored sentences; IOI's loose pattern comes last so it cannot take them
 FAMILIES: tuple[TemplateFamily, ...] = (
     MultipleChoiceFamily(),
+    InlineChoiceFamily(),
     ArithmeticFamily(),
     FactualFamily(),
+    OccupationFamily(),
     IOIFamily(),
 )
 
@@ -957,6 +1223,31 @@ def _first_fitting(model, clean: str, corruptions: Iterable[str], limit: int = 2
     return None
 
 
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def transfer_corruption(clean: str, corrupted: str, text: str) -> str | None:
+    """Apply the prompt's own corruption to a rewrite of it: every word or phrase the corrupted
+    prompt replaces ("France" -> "Italy") is replaced wherever it stands alone in ``text``.
+    None when the corruption inserts or deletes words, or nothing in ``text`` is replaced."""
+    old_tokens = list(_TOKEN.finditer(clean))
+    new_tokens = list(_TOKEN.finditer(corrupted))
+    matcher = difflib.SequenceMatcher(None, [t.group() for t in old_tokens], [t.group() for t in new_tokens])
+    substitutions = []
+    for operation, i1, i2, j1, j2 in matcher.get_opcodes():
+        if operation == "equal":
+            continue
+        if operation != "replace":
+            return None
+        old = clean[old_tokens[i1].start() : old_tokens[i2 - 1].end()]
+        new = corrupted[new_tokens[j1].start() : new_tokens[j2 - 1].end()]
+        substitutions.append((old, new))
+    result = text
+    for old, new in substitutions:
+        result = re.sub(r"(?<!\w)" + re.escape(old) + r"(?!\w)", lambda _, new=new: new, result)
+    return result if substitutions and result != text else None
+
+
 def propose_corruption(model, prompt: str, answer: str | None = None) -> str | None:
     """A corrupted prompt of the same token length for a prompt a template family recognises.
 
@@ -968,7 +1259,7 @@ def propose_corruption(model, prompt: str, answer: str | None = None) -> str | N
     found = recognise(prompt)
     if found is None:
         return None
-    if found.family == "multiple-choice" and not answer:
+    if found.family in ("multiple-choice", "inline-choice") and not answer:
         answer = model_answer(model, prompt)
     chosen = family(found.family)
     return _first_fitting(model, prompt, chosen.corruptions(found, None, answer))
@@ -991,7 +1282,8 @@ def template_paraphrases(
     """n paraphrase pairs of a recognised prompt, generated offline from a seed and checked.
 
     Rewrites keep the prompt's answer (names, subject, operands or correct option), each with a
-    corruption of equal token length. With ``fill``, pairs the model answers differently are
+    corruption of equal token length: the family's own, else the prompt's corruption carried
+    over (``transfer_corruption``). With ``fill``, pairs the model answers differently are
     kept (flagged) and more are drawn until n usable ones exist or the family runs out, so the
     list can be longer than n. Raises ParaphraseError when no family recognises the prompt.
     """
@@ -1005,8 +1297,18 @@ def template_paraphrases(
         )
     chosen = family(found.family)
     rng = random.Random(seed)
-    if isinstance(chosen, MultipleChoiceFamily):
+    if isinstance(chosen, (MultipleChoiceFamily, InlineChoiceFamily)):
         variants = chosen.variants(found, rng, answer=task.answer)
+        if not variants and isinstance(chosen, InlineChoiceFamily):
+            raise ParaphraseError(
+                f"The answer {task.answer!r} is not one of the options' letters; give the correct "
+                "option's letter as the answer, e.g. ' A'."
+            )
+        if not variants:
+            raise ParaphraseError(
+                f"The answer {task.answer!r} is neither an option's letter nor an option's text; "
+                "give the correct option's letter (' B') or its text as the answer."
+            )
     else:
         variants = chosen.variants(found, rng)
     source = f"template:{found.family}"
@@ -1017,8 +1319,12 @@ def template_paraphrases(
         drawn = []
         for text, variant in candidates:
             corruption_rng = random.Random(f"{seed}:{text}")
-            answer = task.answer if found.family == "multiple-choice" else None
-            corrupted = _first_fitting(model, text, chosen.corruptions(variant, corruption_rng, answer))
+            answer = task.answer if found.family in ("multiple-choice", "inline-choice") else None
+            own = chosen.corruptions(variant, corruption_rng, answer)
+            carried = (
+                [transfer_corruption(task.clean, task.corrupted, text)] if task.corrupted.strip() else []
+            )
+            corrupted = _first_fitting(model, text, itertools.chain(own, filter(None, carried)))
             if corrupted is None:
                 continue
             drawn.append(ParaphrasePair(text, corrupted, task.answer, task.foils, source, task.metric))

@@ -201,12 +201,12 @@ def test_template_choice_is_deterministic_in_the_seed():
 
 
 def test_unrecognised_prompts_and_families():
-    assert recognise("The nurse said that") is None
-    assert propose_answer("The nurse said that") is None
+    assert recognise("The cat sat on the mat") is None
+    assert propose_answer("The cat sat on the mat") is None
     assert propose_answer("What is 7 times 8? The answer is") == "56"
     with pytest.raises(ParaphraseError, match="Unknown template family"):
         family("poetry")
-    assert {f.name for f in FAMILIES} == set(FAMILY_PROMPTS)
+    assert set(FAMILY_PROMPTS) <= {f.name for f in FAMILIES}
 
 
 def test_loose_prompts_of_a_family_are_recognised():
@@ -216,6 +216,36 @@ def test_loose_prompts_of_a_family_are_recognised():
     assert corrupted == "Alice and Bob were at the zoo. Carl threw a peanut to"
     found = recognise("I have 3 apples and eat 1, so 3 - 1 =")
     assert found.family == "arithmetic" and found.answer == "2"
+    rewrites = [text for text, _ in family("arithmetic").variants(found, random.Random(0))]
+    assert rewrites and all(t.startswith("I have 3 apples and eat 1, so 3") for t in rewrites)
+
+
+# the app's gallery (assets/gallery/index.json) at the time of writing
+GALLERY = [
+    ("ioi", "When Mary and John went to the store, John gave a drink to", " Mary",
+     "When Alice and Bob went to the store, Carl gave a drink to"),
+    ("factual", "The Eiffel Tower is located in the city of", " Paris", "The Colosseum is located in the city of"),
+    ("arithmetic", "one plus one is two. one plus two is", " three", None),
+    ("inline-choice", "Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:", " A",
+     "Q: Is the sky blue? A) no B) yes. Answer: B. Q: Is fire hot? A) no B) yes. Answer:"),
+    ("gender-bias", "The nurse said that", " she", "The person said that"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, prompt, answer, corrupted", GALLERY)
+def test_the_gallery_examples_are_recognised(tiny, name, prompt, answer, corrupted):
+    found = recognise(prompt)
+    assert found is not None and found.family == name
+    chosen = family(name)
+    rng = random.Random(0)
+    by_letter = name in ("multiple-choice", "inline-choice")
+    variants = chosen.variants(found, rng, answer=answer) if by_letter else chosen.variants(found, rng)
+    assert len(variants) >= 5
+    proposal = propose_corruption(tiny, prompt, answer)
+    assert proposal is not None and token_count(tiny, proposal) == token_count(tiny, prompt)
+    if name == "arithmetic":  # worked examples stay, the last problem is rewritten and corrupted
+        assert all(text.startswith("one plus one is two. ") for text, _ in variants)
+        assert proposal.startswith("one plus one is two. ") and recognise(proposal).answer != "three"
 
 
 def test_proposed_corruption_keeps_the_token_length(tiny):
@@ -393,7 +423,51 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
         assert found is not None and found.family == name
         proposal = propose_corruption(model, task.clean, task.answer)
         assert proposal is not None and token_count(model, proposal) == token_count(model, task.clean)
+    for name, prompt, answer, corrupted in GALLERY:  # on Gemma's tokenizer, the gallery's own corruptions
+        proposal = propose_corruption(model, prompt, answer)
+        assert proposal is not None and token_count(model, proposal) == token_count(model, prompt), name
+        if corrupted is not None:
+            assert proposal == corrupted, name
     pairs = template_paraphrases(model, EXAMPLE_TASKS["ioi"], n=3, seed=0)
     assert sum(p.usable() for p in pairs) >= 3
     assert all(p.n_tokens == p.corrupted_n_tokens for p in pairs)
     assert all(p.model_answer == " Mary" for p in pairs if p.usable())
+
+
+def test_the_prompts_own_corruption_carries_over_to_rewrites():
+    from circuitviz.paraphrase import transfer_corruption
+
+    clean, corrupted = "The capital of France is", "The capital of Italy is"
+    assert (
+        transfer_corruption(clean, corrupted, "In France, the capital city is")
+        == "In Italy, the capital city is"
+    )
+    assert transfer_corruption(clean, corrupted, "Frances capital is") is None  # whole words only
+    assert (
+        transfer_corruption(clean, "The old capital of France is", "France's capital") is None
+    )  # an insertion
+    two = transfer_corruption(
+        "When Mary and John met, John", "When Anna and Tom met, Bob", "John and Mary: John"
+    )
+    # a word the corruption replaces differently in two places takes its first replacement (IOI's
+    # ABC corruption is therefore made by the IOI family itself, never carried over)
+    assert two == "Tom and Anna: Tom"
+
+
+def test_multiple_choice_answered_by_the_options_text(tiny):
+    prompt = "Question: What is the capital of Japan?\nA. Tokyo\nB. Paris\nC. Rome\nD. Berlin\nAnswer:"
+    task = PromptTask(prompt, prompt.replace("Japan", "Italy"), " Mary", (" John",))
+    found = recognise(prompt)
+    variants = family("multiple-choice").variants(found, random.Random(0), answer=" Tokyo")
+    assert len(variants) > 100
+    positions = {v.slots["options"].index("Tokyo") for _, v in variants}
+    assert positions == {0, 1, 2, 3}  # the answer's text moves; it is always there
+    assert list(family("multiple-choice").corruptions(found, None, " Tokyo")) == []
+    content = PromptTask(prompt, task.corrupted, " Tokyo", (" Rome",))
+    with pytest.raises(ParaphraseError, match="neither an option's letter nor an option's text"):
+        template_paraphrases(tiny, task, n=2)
+    # the tiny model's vocabulary lacks these words, but lengths and the carried corruption still work
+    pairs = template_paraphrases(tiny, content, n=3, seed=1, fill=False)
+    assert len(pairs) == 3
+    for pair in pairs:
+        assert "Japan" in pair.clean and pair.corrupted == pair.clean.replace("Japan", "Italy")

@@ -22,11 +22,14 @@ matrices are stored once per (model, prompt pair, scorer) and reused by every me
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy
 import torch
 
 from ..activations import accumulate_scores, model_dtype, reader_gradients, writers_of_prompts
@@ -68,7 +71,7 @@ class QueryCircuitConfig:
         ('' = every other budget from the smallest, and the largest).
     reference: a reference circuit (EAP-IG JSON or edge names) to overlap the candidates with.
     compare: also compute the other four variants, so one run holds the whole comparison.
-    cache_scores: keep score matrices in the result store and reuse them.
+    cache_scores: keep score matrices (and circuit evaluations) in the result store and reuse them.
     """
 
     paraphrase_source: str = "template"
@@ -246,24 +249,52 @@ def csm_circuit(
     return prune(spec, circuit) if prune_dead else circuit
 
 
-def _stored_bon(result: CircuitResult, anchors_only: bool) -> tuple[dict[int, torch.Tensor], dict]:
-    extra = result.extra
-    spec = result.graph
-    anchors = set(extra["anchor_budgets"]) if anchors_only else None
-    circuits = {
-        int(budget): spec.mask_from_edge_names(names)
-        for budget, names in extra["bon_circuits"].items()
-        if anchors is None or int(budget) in anchors
-    }
-    winners = {int(budget): int(k) for budget, k in extra["anchor_winners"].items()}
-    return circuits, winners
+def names_mask(spec: GraphSpec, names: Sequence[str]) -> torch.Tensor:
+    """Membership tensor from edge names in one indexing step (GraphError for a bad name).  # bool"""
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    if names:
+        forward, backward = zip(*(spec.edge_position(name) for name in names))
+        mask[list(forward), list(backward)] = True
+    return mask
+
+
+# a stored result's tensors, rebuilt once per result object (the slider calls many times)
+_PREPARED: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _prepared(result: CircuitResult, variant: str):
+    """The tensors ``variant_circuit`` needs for ``variant``, built once per result object."""
+    entry = _PREPARED.get(id(result))
+    if entry is None or entry[0]() is not result:
+        for key in [k for k, (ref, _) in _PREPARED.items() if ref() is None]:
+            del _PREPARED[key]
+        entry = (weakref.ref(result), {})
+        _PREPARED[id(result)] = entry
+    cache = entry[1]
+    if variant not in cache:
+        extra, spec = result.extra, result.graph
+        if variant in ("single", "average"):
+            cache[variant] = edge_matrix(spec, extra["edge_scores"][variant])
+        elif variant == "ibon":
+            winners = {int(b): int(k) for b, k in extra["anchor_winners"].items()}
+            circuits = {b: names_mask(spec, extra["bon_circuits"][str(b)]) for b in winners}
+            scores = {
+                b: edge_matrix(spec, extra["edge_scores"]["candidates"][str(k)]) for b, k in winners.items()
+            }
+            cache[variant] = (circuits, scores)
+        elif variant == "bon-csm":
+            csm_scores = edge_matrix(spec, extra["csm"]["scores"])
+            tiers = edge_matrix(spec, extra["csm"]["tiers"], dtype=torch.long)
+            cache[variant] = (csm_scores, tiers, csm_order(csm_scores, tiers, spec))
+    return cache[variant]
 
 
 def variant_circuit(result: CircuitResult, budget: int, variant: str | None = None) -> torch.Tensor:
     """The circuit of a stored BoN-family result at any budget, with no model pass.
 
     variant: single, average, ibon or bon-csm (default: the result's method); bon only at a
-    budget that was computed (a new budget needs every candidate evaluated).  # bool
+    budget that was computed (a new budget needs every candidate evaluated). The tensors are
+    rebuilt from ``extra`` once per result object, so later calls only select and prune.  # bool
     """
     extra = result.extra
     if extra.get("query_circuits_version") != FORMAT_VERSION:
@@ -272,10 +303,9 @@ def variant_circuit(result: CircuitResult, budget: int, variant: str | None = No
     spec = result.graph
     budget = int(budget)
     if variant in ("single", "average"):
-        vector = extra["edge_scores"].get(variant)
-        if vector is None:
+        if extra["edge_scores"].get(variant) is None:
             raise ValueError(f"This result holds no {variant} scores; rerun with compare on.")
-        return prune(spec, top_n(spec, edge_matrix(spec, vector), budget))
+        return prune(spec, top_n(spec, _prepared(result, variant), budget))
     if variant == "bon":
         names = extra["bon_circuits"].get(str(budget))
         if names is None:
@@ -283,19 +313,15 @@ def variant_circuit(result: CircuitResult, budget: int, variant: str | None = No
                 f"BoN at {budget} edges needs every candidate evaluated (a model pass); use ibon or "
                 "bon-csm for a new budget, or rerun with this budget."
             )
-        return spec.mask_from_edge_names(names)
+        return names_mask(spec, names)
     if variant == "ibon":
-        circuits, winners = _stored_bon(result, anchors_only=True)
-        scores = {
-            budget_: edge_matrix(spec, extra["edge_scores"]["candidates"][str(k)])
-            for budget_, k in winners.items()
-        }
+        circuits, scores = _prepared(result, variant)
         return ibon_circuit(circuits, scores, budget, spec)
     if variant == "bon-csm":
-        csm = extra["csm"]
-        return csm_circuit(
-            edge_matrix(spec, csm["scores"]), edge_matrix(spec, csm["tiers"], dtype=torch.long), budget, spec
-        )
+        if extra.get("csm") is None:
+            raise ValueError("This result holds no BoN-CSM data; rerun with compare on.")
+        csm_scores, tiers, order = _prepared(result, variant)
+        return csm_circuit(csm_scores, tiers, budget, spec, order=order)
     raise ValueError(f"Unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}.")
 
 
@@ -479,6 +505,22 @@ def parse_anchor_budgets(text: str, budgets: Sequence[int]) -> list[int]:
     return sorted(set(anchors))
 
 
+def circuit_digest(mask: torch.Tensor) -> str:
+    """A short content hash of a circuit mask."""
+    return hashlib.sha256(numpy.packbits(mask.flatten().numpy()).tobytes()).hexdigest()[:24]
+
+
+def metrics_key(model, model_id: str, spec: GraphSpec, task: PromptTask) -> str:
+    """The store key of the circuit metrics memo of one (model, prompt)."""
+    return content_key(
+        kind="circuit-metrics",
+        model=model_id,
+        dtype=str(model_dtype(model)),
+        graph=spec.to_cfg_dict(),
+        task=task.to_dict(),
+    )
+
+
 class _CircuitPool:
     """Circuits to evaluate, each once however many variants chose it."""
 
@@ -495,12 +537,23 @@ class _CircuitPool:
             self.values.append(None)
         return self._index[key]
 
-    def evaluate(self, evaluator: Evaluator, progress: Progress | None = None) -> int:
+    def evaluate(
+        self, evaluator: Evaluator, progress: Progress | None = None, memo: dict | None = None
+    ) -> int:
+        """Evaluate the circuits not evaluated yet, all in one batched call; ``memo`` maps
+        ``circuit_digest`` to L(C(q)) of circuits evaluated before (and is updated). Returns how
+        many circuits went through the model."""
         pending = [i for i, value in enumerate(self.values) if value is None]
+        if memo is not None:
+            for index in pending:
+                self.values[index] = memo.get(circuit_digest(self.masks[index]))
+            pending = [i for i in pending if self.values[i] is None]
         if pending:
             metrics = evaluator.metrics(torch.stack([self.masks[i] for i in pending]), progress)
             for index, value in zip(pending, metrics.tolist()):
                 self.values[index] = float(value)
+                if memo is not None:
+                    memo[circuit_digest(self.masks[index])] = float(value)
         return len(pending)
 
     def point(self, index: int, budget: int, baseline: Baseline) -> CurvePoint:
@@ -708,6 +761,7 @@ def query_circuits(
     start = time.perf_counter()
     if store is None and config.cache_scores:
         store = ResultStore()
+    store = store if config.cache_scores else None
     scores, from_store = stored_pair_scores(
         model,
         model_id,
@@ -715,7 +769,7 @@ def query_circuits(
         prepared,
         [pairs[i].task() for i in candidates],
         config,
-        store if config.cache_scores else None,
+        store,
         progress,
         max_tokens,
     )
@@ -746,7 +800,11 @@ def query_circuits(
         average_index = {b: pool.add(prune(spec, top_n(spec, mean, b))) for b in budgets}
     timings["selection_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    evaluated = pool.evaluate(evaluator, progress)
+    memo_key = metrics_key(model, model_id, spec, task)
+    state = store.load_state(memo_key, kind="circuit-metrics") if store is not None else None
+    memo = dict(state.get("metrics", {})) if isinstance(state, dict) and store is not None else None
+    memo_size = len(memo or {})
+    evaluated = pool.evaluate(evaluator, progress, memo)
     timings["evaluation_s"] = time.perf_counter() - start
 
     candidate_points = {
@@ -782,7 +840,9 @@ def query_circuits(
         indices["bon-csm"] = {b: pool.add(csm_circuit(*csm, b, spec, order=order)) for b in budgets}
     timings["selection_s"] += time.perf_counter() - start
     start = time.perf_counter()
-    evaluated += pool.evaluate(evaluator, progress)
+    evaluated += pool.evaluate(evaluator, progress, memo)
+    if store is not None and memo is not None and len(memo) > memo_size:
+        store.save_state(memo_key, {"metrics": memo}, kind="circuit-metrics")
     timings["evaluation_s"] += time.perf_counter() - start
     counts["circuits_evaluated"] = evaluated
 
