@@ -7,6 +7,7 @@ user's selection) on a task with the same batched evaluation every method uses.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -14,6 +15,7 @@ import torch
 from .activations import model_dtype
 from .evaluate import Baseline, CurvePoint, Evaluator
 from .graph import GraphSpec, prune
+from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
 from .methods.base import Progress
 from .results import CircuitResult
@@ -75,6 +77,9 @@ def discover(
     model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
 
     def compute() -> CircuitResult:
+        # refuse before any work when the request is over the configured limits (limits.py)
+        limits = dataclasses.replace(Limits.load(), max_tokens=max_tokens)
+        check_run(estimate_request(model, task, chosen.name, config, n_budgets=len(budgets)), limits)
         return chosen.run(
             model, task, config, budgets=budgets, progress=progress, model_id=model_id, max_tokens=max_tokens
         )

@@ -164,6 +164,17 @@ def _progress(phase: str, fraction: float) -> None:
     )
 
 
+def _print_estimate(model, task, method: str, settings: dict, budgets) -> None:
+    """One line before a run: its estimated time and memory (limits.py); the run itself refuses
+    what is over the limits, so a request the estimate cannot price is left to it."""
+    from .limits import estimate_request
+
+    try:
+        print(estimate_request(model, task, method, settings, n_budgets=len(budgets)).summary(), file=sys.stderr)
+    except ValueError:
+        pass
+
+
 def cmd_discover(args) -> int:
     from .api import discover, parse_budgets
     from .store import ResultStore
@@ -189,8 +200,9 @@ def cmd_discover(args) -> int:
         if getattr(args, flag, None) is not None:
             settings[flag] = getattr(args, flag)
     if args.no_cache and args.method in ("single", "average", "bon", "ibon", "bon-csm"):
-        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores and evaluations too
+        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores too
     store = None if args.no_cache else ResultStore()
+    _print_estimate(model, task, args.method, settings, budgets)
     result, cached = discover(
         model,
         task,

@@ -24,6 +24,16 @@ with st.container(border=True):
 with st.container(border=True):
     method, settings, budgets = views.method_inputs(n_edges)
 ready = task is not None and settings is not None and budgets is not None
+if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
+    from circuitviz.limits import check_run, estimate_request  # noqa: E402
+
+    try:
+        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
+        check_run(estimate)
+        st.caption(estimate.summary())
+    except ValueError as error:
+        st.error(str(error))
+        ready = False
 run = st.button(
     "Run", type="primary", disabled=not ready, help=None if ready else "fix the inputs above first"
 )

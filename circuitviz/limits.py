@@ -1,0 +1,249 @@
+"""Limits before work: an estimate of a run's time and memory, and refusal above the limits.
+
+``estimate_run`` prices a discovery from the model's size, the prompt's length, the method's
+steps and paraphrases and the device, before anything runs; ``check_run`` refuses a request
+over the configured limits (prompt tokens, IG steps, paraphrases, memory) with one sentence that
+names the limit and how to raise it. The app shows the estimate above the Run button; the CLI
+prints it as one line before ``discover`` starts.
+
+Limits come from, in order: the defaults below, a TOML or JSON file named by
+``$CIRCUITVIZ_LIMITS_FILE`` (keys as in ``Limits``), then the environment variables
+``CIRCUITVIZ_MAX_TOKENS``, ``CIRCUITVIZ_MAX_IG_STEPS``, ``CIRCUITVIZ_MAX_PARAPHRASES``,
+``CIRCUITVIZ_MAX_MEMORY_GB``.
+
+The estimate is a rough price, not a promise: forward passes are counted from the method's
+structure and priced at 2 x parameters x tokens FLOPs (a backward pass twice that) at a nominal
+device throughput; measured runs land within a few times of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV = {
+    "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
+    "max_ig_steps": "CIRCUITVIZ_MAX_IG_STEPS",
+    "max_paraphrases": "CIRCUITVIZ_MAX_PARAPHRASES",
+    "max_memory_gb": "CIRCUITVIZ_MAX_MEMORY_GB",
+}
+LIMITS_FILE_ENV = "CIRCUITVIZ_LIMITS_FILE"
+
+# nominal sustained FLOP/s of the engine's float32 passes (CPU measured on this project's 2-core
+# machine with others working; GPUs are conservative fractions of their peaks)
+DEVICE_FLOPS = {"cpu": 2e10, "cuda": 2e13, "mps": 2e12}
+_BACKWARD_BYTES_PER_UNIT = 40  # as in methods/eap.py: activations kept per (sequence x pos x layer x width)
+
+
+class LimitError(ValueError):
+    """A request over a configured limit; the message names the limit and how to raise it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_tokens: int = 256
+    max_ig_steps: int = 200
+    max_paraphrases: int = 64
+    max_memory_gb: float = 16.0
+
+    @classmethod
+    def load(cls, environ: dict | None = None) -> Limits:
+        """Defaults, then ``$CIRCUITVIZ_LIMITS_FILE``, then the environment variables."""
+        environ = os.environ if environ is None else environ
+        values: dict = {}
+        path = environ.get(LIMITS_FILE_ENV)
+        if path:
+            values.update(_read_file(Path(path)))
+        for name, variable in ENV.items():
+            if environ.get(variable, "").strip():
+                values[name] = environ[variable].strip()
+        limits = cls()
+        for field in dataclasses.fields(cls):
+            if field.name not in values:
+                continue
+            kind = type(getattr(limits, field.name))
+            try:
+                value = kind(values[field.name])
+            except (TypeError, ValueError):
+                raise LimitError(
+                    f"The limit {field.name} = {values[field.name]!r} is not a number; set "
+                    f"{ENV[field.name]} (or {field.name} in ${LIMITS_FILE_ENV}) to e.g. {getattr(limits, field.name)}."
+                ) from None
+            if value <= 0:
+                raise LimitError(
+                    f"The limit {field.name} must be above 0, not {value}; set {ENV[field.name]}."
+                )
+            limits = dataclasses.replace(limits, **{field.name: value})
+        return limits
+
+
+def _read_file(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise LimitError(
+            f"Cannot read the limits file {path} ({error.strerror}); fix ${LIMITS_FILE_ENV}."
+        ) from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import tomllib
+
+            data = tomllib.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise LimitError(
+            f"The limits file {path} is not valid {path.suffix[1:] or 'TOML'} ({str(error)[:80]})."
+        ) from None
+    if not isinstance(data, dict):
+        raise LimitError(f"The limits file {path} must hold keys such as max_tokens = 256.")
+    unknown = sorted(set(data) - set(ENV))
+    if unknown:
+        raise LimitError(
+            f"The limits file {path} has unknown keys {', '.join(unknown)}; use {', '.join(ENV)}."
+        )
+    return data
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run will roughly cost, before it starts."""
+
+    seconds: float
+    memory_bytes: float
+    n_tokens: int
+    ig_steps: int
+    n_paraphrases: int
+    sequences: float  # forward-equivalent sequence passes
+    device: str
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory_bytes / 1e9
+
+    def summary(self) -> str:
+        work = f"{self.n_tokens} tokens"
+        if self.ig_steps:
+            work += f", {self.ig_steps} IG steps"
+        if self.n_paraphrases:
+            work += f", {self.n_paraphrases} paraphrases"
+        return f"Estimate: about {_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} ({work})."
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _config_value(config, name: str, default):
+    if config is None:
+        return default
+    if isinstance(config, dict):
+        return config.get(name, default)
+    return getattr(config, name, default)
+
+
+def _n_parameters(model) -> int:
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def estimate_run(
+    model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None
+) -> Estimate:
+    """Price a discovery of ``method`` with ``config`` on a prompt of ``n_tokens`` tokens."""
+    from .graph import GraphSpec
+    from .methods import get_method
+
+    chosen = get_method(method)
+    if config is None or isinstance(config, dict):
+        config = chosen.make_config(config)
+    cfg = model.cfg
+    spec = GraphSpec.from_model(model)
+    name = chosen.name
+    ig_steps = int(_config_value(config, "ig_steps", 0) or 0)
+    n_paraphrases = int(_config_value(config, "n_paraphrases", 0) or 0)
+    base = str(_config_value(config, "base_method", "eap-ig"))
+    # sequences through a forward pass; a forward+backward counts 3
+    if name == "eap":
+        scoring, steps_used = 3.0, 0
+    elif name == "eap-ig":
+        scoring, steps_used = 3.0 * ig_steps, ig_steps
+    elif name == "eap-ig-activations":
+        scoring, steps_used = 3.0 * ig_steps * (2 * spec.n_layers + 1), ig_steps
+    elif name == "exact":
+        scoring, steps_used = (
+            float(min(spec.n_edges, int(_config_value(config, "max_edges", spec.n_edges)))),
+            0,
+        )
+    elif n_paraphrases and name != "circuit-lasso":  # Best-of-N family: a base scoring per paraphrase
+        per = (
+            3.0 * ig_steps
+            if base.startswith("eap-ig")
+            else (3.0 if base == "eap" else 3.0 * max(ig_steps, 1))
+        )
+        scoring, steps_used = per * (n_paraphrases + 1) + 2.0 * n_budgets * (n_paraphrases + 1), ig_steps
+    elif name == "acc++":
+        decisions = int(_config_value(config, "max_decisions", 200))
+        scoring, steps_used = 3.0 * ig_steps + decisions, ig_steps
+    else:
+        scoring, steps_used = 3.0 * max(n_paraphrases, 1) * 4, ig_steps
+    sequences = 2.0 + scoring + n_budgets  # clean+corrupted, scoring, the faithfulness curve
+    flops = 2.0 * _n_parameters(model) * n_tokens * sequences
+    kind = str(device or next(model.parameters()).device).split(":")[0]
+    seconds = flops / DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
+
+    bytes_per = next(model.parameters()).element_size()
+    weights = _n_parameters(model) * bytes_per
+    width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_tokens
+    per_sequence = cfg.n_layers * n_tokens * width * _BACKWARD_BYTES_PER_UNIT
+    batch = max(1, steps_used or 1)
+    activations = min(2e9, per_sequence * batch)  # the engine chunks steps to stay within 2 GB
+    writers = 2 * n_tokens * spec.n_forward * cfg.d_model * bytes_per * (1 + n_budgets)
+    scores = spec.n_forward * spec.n_backward * 4 * (3 + n_budgets + n_paraphrases)
+    memory = weights + activations + writers + scores
+    return Estimate(seconds, memory, n_tokens, steps_used, n_paraphrases, sequences, kind)
+
+
+def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
+    """Refuse a run over the limits before it starts (LimitError naming the limit and its fix)."""
+    limits = limits or Limits.load()
+    if estimate.n_tokens > limits.max_tokens:
+        raise LimitError(
+            f"The prompt is {estimate.n_tokens} tokens, over the limit of {limits.max_tokens}; shorten "
+            f"it or raise the limit with {ENV['max_tokens']}."
+        )
+    if estimate.ig_steps > limits.max_ig_steps:
+        raise LimitError(
+            f"{estimate.ig_steps} IG steps is over the limit of {limits.max_ig_steps}; use fewer steps or "
+            f"raise the limit with {ENV['max_ig_steps']}."
+        )
+    if estimate.n_paraphrases > limits.max_paraphrases:
+        raise LimitError(
+            f"{estimate.n_paraphrases} paraphrases is over the limit of {limits.max_paraphrases}; use fewer "
+            f"or raise the limit with {ENV['max_paraphrases']}."
+        )
+    if estimate.memory_gb > limits.max_memory_gb:
+        raise LimitError(
+            f"This run needs about {estimate.memory_gb:.1f} GB, over the memory limit of "
+            f"{limits.max_memory_gb:g} GB; shorten the prompt, use fewer steps or paraphrases, or raise "
+            f"the limit with {ENV['max_memory_gb']}."
+        )
+
+
+def prompt_tokens(model, text: str) -> int:
+    """Tokens of a prompt as the model runs it (with <bos>), without truncation."""
+    return int(model.to_tokens(text, truncate=False).shape[1])
+
+
+def estimate_request(model, task, method: str, config=None, n_budgets: int = 7, device=None) -> Estimate:
+    """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer."""
+    n_tokens = prompt_tokens(model, task.clean) if task.clean.strip() else 1
+    return estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)

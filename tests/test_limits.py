@@ -1,0 +1,121 @@
+"""Limits before work: estimates grow with what costs, and requests over a limit are refused
+before any pass runs, with the limit and its environment variable named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from circuitviz import activations, limits
+from circuitviz.api import discover
+from circuitviz.limits import LimitError, Limits, check_run, estimate_request, estimate_run
+from circuitviz.testing import IOI_TASK, tiny_model
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gpt2", seed=4)
+
+
+def test_estimate_grows_with_tokens_steps_and_paraphrases(tiny):
+    short = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8)
+    longer = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=32)
+    steps = estimate_run(tiny, "eap-ig", {"ig_steps": 50}, n_tokens=8)
+    paraphrased = estimate_run(tiny, "bon", {"ig_steps": 5, "n_paraphrases": 20}, n_tokens=8)
+    assert longer.seconds > short.seconds and longer.memory_bytes > short.memory_bytes
+    assert steps.seconds > short.seconds
+    assert paraphrased.seconds > short.seconds and paraphrased.n_paraphrases == 20
+    assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8, device="cuda").seconds < short.seconds
+    text = short.summary()
+    assert text.startswith("Estimate: about") and "GB on cpu" in text and "5 IG steps" in text
+
+
+def test_limits_from_env_and_file(tmp_path):
+    assert Limits.load({}) == Limits()
+    path = tmp_path / "limits.toml"
+    path.write_text("max_ig_steps = 10\nmax_memory_gb = 2.5\n")
+    loaded = Limits.load({"CIRCUITVIZ_LIMITS_FILE": str(path), "CIRCUITVIZ_MAX_PARAPHRASES": "3"})
+    assert (loaded.max_ig_steps, loaded.max_memory_gb, loaded.max_paraphrases) == (10, 2.5, 3)
+    (tmp_path / "limits.json").write_text(json.dumps({"max_tokens": 12}))
+    assert Limits.load({"CIRCUITVIZ_LIMITS_FILE": str(tmp_path / "limits.json")}).max_tokens == 12
+    for bad in ({"CIRCUITVIZ_MAX_IG_STEPS": "many"}, {"CIRCUITVIZ_MAX_IG_STEPS": "0"}):
+        with pytest.raises(LimitError, match="CIRCUITVIZ_MAX_IG_STEPS"):
+            Limits.load(bad)
+    (tmp_path / "bad.toml").write_text("max_steps = 3\n")
+    with pytest.raises(LimitError, match="unknown keys max_steps"):
+        Limits.load({"CIRCUITVIZ_LIMITS_FILE": str(tmp_path / "bad.toml")})
+
+
+@pytest.mark.parametrize(
+    "variable,value,method,config,named",
+    [
+        ("CIRCUITVIZ_MAX_IG_STEPS", "4", "eap-ig", {"ig_steps": 5}, "IG steps"),
+        ("CIRCUITVIZ_MAX_MEMORY_GB", "0.000001", "eap", None, "GB"),
+        ("CIRCUITVIZ_MAX_PARAPHRASES", "2", "bon", {"n_paraphrases": 3, "ig_steps": 2}, "paraphrases"),
+    ],
+)
+def test_a_request_over_a_limit_is_refused_before_any_pass(
+    tiny, monkeypatch, variable, value, method, config, named
+):
+    monkeypatch.setenv(variable, value)
+    runs = []
+    original = activations.final_residual
+    monkeypatch.setattr(activations, "final_residual", lambda *a, **k: runs.append(1) or original(*a, **k))
+    with pytest.raises(LimitError) as refused:
+        discover(tiny, IOI_TASK, method, config, budgets=(5,))
+    message = str(refused.value)
+    assert variable in message and named in message
+    assert runs == []  # refused before the clean/corrupted runs
+
+
+def test_token_limit_and_a_run_within_limits(tiny, monkeypatch):
+    estimate = estimate_request(tiny, IOI_TASK, "eap")
+    with pytest.raises(LimitError, match="CIRCUITVIZ_MAX_TOKENS"):
+        check_run(estimate, Limits(max_tokens=estimate.n_tokens - 1))
+    check_run(estimate, Limits())
+    monkeypatch.setenv("CIRCUITVIZ_MAX_IG_STEPS", "5")
+    result, _ = discover(tiny, IOI_TASK, "eap-ig", {"ig_steps": 5}, budgets=(5,))
+    assert result.config["ig_steps"] == 5
+    assert limits.ENV["max_memory_gb"] == "CIRCUITVIZ_MAX_MEMORY_GB"
+
+
+def test_cli_prints_the_estimate_line_before_the_run(tmp_path):
+    code = (
+        "import sys; from circuitviz.cli import _print_estimate; from circuitviz.testing import tiny_model, IOI_TASK;"
+        "_print_estimate(tiny_model(), IOI_TASK, 'eap-ig', {'ig_steps': 3}, [5, 10])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Estimate: about" in done.stderr and "3 IG steps" in done.stderr
+
+
+def _explore_app(monkeypatch, tmp_path, **query):
+    streamlit_testing = pytest.importorskip("streamlit.testing.v1")
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        loaders, "MODEL_LOADER", lambda model_id, device: tiny_model("gpt2", n_layers=2, n_heads=2)
+    )
+    at = streamlit_testing.AppTest.from_file("../pages/explore.py", default_timeout=300)
+    base = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    for name, value in {**base, **query}.items():
+        at.query_params[name] = value
+    return at
+
+
+def test_explore_page_shows_the_estimate_and_refuses_over_a_limit(monkeypatch, tmp_path):
+    at = _explore_app(monkeypatch, tmp_path, method="eap", budgets="5,10").run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("Estimate: about") for c in at.caption)
+    monkeypatch.setenv("CIRCUITVIZ_MAX_IG_STEPS", "1")
+    at = _explore_app(
+        monkeypatch, tmp_path, method="eap-ig", settings=json.dumps({"ig_steps": 2}), budgets="5"
+    ).run()
+    assert not at.exception, at.exception
+    assert any("CIRCUITVIZ_MAX_IG_STEPS" in e.value for e in at.error)
+    run = next(b for b in at.button if b.label == "Run")
+    assert run.disabled
