@@ -200,7 +200,7 @@ def cmd_discover(args) -> int:
         if getattr(args, flag, None) is not None:
             settings[flag] = getattr(args, flag)
     if args.no_cache and args.method in ("single", "average", "bon", "ibon", "bon-csm"):
-        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores too
+        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores and evaluations too
     store = None if args.no_cache else ResultStore()
     _print_estimate(model, task, args.method, settings, budgets)
     result, cached = discover(
