@@ -222,7 +222,10 @@ def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[Paraphr
     prompt's. Typed lines are ``paraphrase<TAB>corrupted`` or ``paraphrase || corrupted``;
     lines starting with '#' are comments. Raises ParaphraseError naming the first bad line.
     """
-    stripped = text.strip()
+    # comment lines ('#') may precede or separate the pairs in every format; blanking them keeps
+    # the line numbers of error messages right
+    cleaned = "\n".join("" if line.lstrip().startswith("#") else line for line in text.splitlines())
+    stripped = cleaned.strip()
     if not stripped:
         raise ParaphraseError(
             "The paraphrase list is empty; give one paraphrase and its corrupted version per line."
@@ -239,7 +242,7 @@ def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[Paraphr
         return [_record_pair(r, task, source, f"Item {i + 1}") for i, r in enumerate(records)]
     if stripped.startswith("{"):
         pairs = []
-        for number, line in enumerate(stripped.splitlines(), start=1):
+        for number, line in enumerate(cleaned.splitlines(), start=1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             try:
@@ -258,8 +261,8 @@ def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[Paraphr
         reader.fieldnames = [name.strip().lower() for name in reader.fieldnames or []]
         return [_record_pair(row, task, source, f"CSV row {i + 1}") for i, row in enumerate(reader)]
     pairs = []
-    for number, line in enumerate(stripped.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
+    for number, line in enumerate(cleaned.splitlines(), start=1):
+        if not line.strip():
             continue
         parts = line.split("\t") if "\t" in line else line.split(" || ")
         if len(parts) != 2:

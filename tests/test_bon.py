@@ -121,9 +121,14 @@ def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
     again = run(tiny, "bon-csm", store=store, budgets=[5, 40])
     assert (again.extra["counts"]["scored_pairs"], again.extra["counts"]["scores_from_store"]) == (0, 4)
     assert again.extra["edge_scores"]["single"] == first.extra["edge_scores"]["single"]
+    # circuit evaluations are memoised too: the same request again evaluates nothing
+    repeat = run(tiny, "bon-csm", store=store, budgets=[5, 40])
+    assert repeat.extra["counts"]["circuits_evaluated"] == 0
+    assert [p.to_dict() for p in repeat.curve] == [p.to_dict() for p in again.curve]
     other_steps = run(tiny, "bon", store=store, budgets=[8], ig_steps=6)
     assert other_steps.extra["counts"]["scored_pairs"] == 4
     assert len(list((tmp_path / "scores").glob("*.pt"))) == 8
+    assert len(list((tmp_path / "circuit-metrics").glob("*.pt"))) == 1
 
 
 # ----- Best-of-N -------------------------------------------------------------------------------

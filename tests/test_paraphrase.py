@@ -5,6 +5,7 @@ import json
 import random
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from circuitviz.paraphrase import (
     family,
     gather_paraphrases,
     llm_paraphrases,
+    load_paraphrases,
     model_answer,
     parse_llm_reply,
     parse_paraphrases,
@@ -86,6 +88,25 @@ def test_file_source_without_text_says_so(tiny):
         gather_paraphrases(tiny, IOI_TASK, "file", text="  ")
     with pytest.raises(ParaphraseError, match="Unknown paraphrase source"):
         gather_paraphrases(tiny, IOI_TASK, "carrier-pigeon")
+
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "paraphrases"
+_TEXT_MCQ = "Question: What is the capital of Japan?\nA. Tokyo\nB. Paris\nC. Rome\nD. Berlin\nAnswer:"
+ASSET_TASKS = {
+    "ioi.jsonl": EXAMPLE_TASKS["ioi"],
+    "factual.jsonl": EXAMPLE_TASKS["factual"],
+    "arithmetic.jsonl": EXAMPLE_TASKS["arithmetic"],
+    "multiple_choice.jsonl": PromptTask(_TEXT_MCQ, _TEXT_MCQ.replace("Japan", "Italy"), " Tokyo", (" Rome",)),
+}
+
+
+@pytest.mark.parametrize("path", sorted(ASSET_TASKS))
+def test_the_example_files_hold_pairs_for_their_prompt(path):
+    task = ASSET_TASKS[path]
+    pairs = load_paraphrases(ASSETS / path, task)
+    assert len(pairs) == 9 and not any(p.problems for p in pairs)
+    assert all(p.clean != task.clean and p.corrupted != p.clean for p in pairs)
+    assert json.dumps(task.clean) in (ASSETS / path).read_text(encoding="utf-8").splitlines()[0]
 
 
 # ----- validation ----------------------------------------------------------------------------
@@ -428,6 +449,9 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
         assert proposal is not None and token_count(model, proposal) == token_count(model, prompt), name
         if corrupted is not None:
             assert proposal == corrupted, name
+    for path, task in ASSET_TASKS.items():  # the example files are valid pairs on this model
+        checked = validate_pairs(model, task, load_paraphrases(ASSETS / path, task))
+        assert len(checked) == 9 and all(p.same_length and not p.problems for p in checked), path
     pairs = template_paraphrases(model, EXAMPLE_TASKS["ioi"], n=3, seed=0)
     assert sum(p.usable() for p in pairs) >= 3
     assert all(p.n_tokens == p.corrupted_n_tokens for p in pairs)
@@ -471,3 +495,12 @@ def test_multiple_choice_answered_by_the_options_text(tiny):
     assert len(pairs) == 3
     for pair in pairs:
         assert "Japan" in pair.clean and pair.corrupted == pair.clean.replace("Japan", "Italy")
+
+
+def test_comment_lines_are_allowed_in_every_format_and_line_numbers_stay_right():
+    jsonl = "# for the IOI example\n" + json.dumps({"clean": TINY_PAIRS[0][0], "corrupted": TINY_PAIRS[0][1]})
+    assert len(parse_paraphrases(jsonl, IOI_TASK)) == 1
+    csv_text = "# a comment\nclean,corrupted\n" + f'"{TINY_PAIRS[0][0]}","{TINY_PAIRS[0][1]}"'
+    assert len(parse_paraphrases(csv_text, IOI_TASK)) == 1
+    with pytest.raises(ParaphraseError, match="Line 3 of the paraphrase file"):
+        parse_paraphrases('# note\n{"clean": "x", "corrupted": "y"}\n{oops', IOI_TASK)

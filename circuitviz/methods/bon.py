@@ -16,7 +16,9 @@ score matrices S_0..S_p. At an edge budget N:
 Every method of the family runs the same pipeline and stores the comparison of all five in
 ``CircuitResult.extra`` (plain JSON), so one run gives the whole comparison and the app can
 rebuild iBoN/BoN-CSM circuits for any budget with no model pass (``variant_circuit``). Score
-matrices are stored once per (model, prompt pair, scorer) and reused by every method and budget.
+matrices are stored once per (model, prompt pair, scorer) and reused by every method and budget
+(store kind "scores"); so is L(C(q)) of every circuit evaluated on q (kind "circuit-metrics"), so
+switching the variant or adding a budget evaluates only circuits never seen before.
 """
 
 from __future__ import annotations
@@ -802,7 +804,7 @@ def query_circuits(
     start = time.perf_counter()
     memo_key = metrics_key(model, model_id, spec, task)
     state = store.load_state(memo_key, kind="circuit-metrics") if store is not None else None
-    memo = dict(state.get("metrics", {})) if isinstance(state, dict) and store is not None else None
+    memo = None if store is None else dict(state.get("metrics", {})) if isinstance(state, dict) else {}
     memo_size = len(memo or {})
     evaluated = pool.evaluate(evaluator, progress, memo)
     timings["evaluation_s"] = time.perf_counter() - start
