@@ -37,11 +37,34 @@ def content_key(**parts) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-class ResultStore:
-    """A folder of entries named by content key."""
+def default_max_bytes() -> int | None:
+    """``$CIRCUITVIZ_STORE_MAX_GB`` (default 10 GB; 0 or 'none' for no limit)."""
+    text = os.environ.get("CIRCUITVIZ_STORE_MAX_GB", "").strip().lower()
+    if not text:
+        return int(10e9)
+    if text in ("0", "none", "unlimited"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(
+            f"CIRCUITVIZ_STORE_MAX_GB={text!r} is not a number of gigabytes; set e.g. 10, or 0 for no limit."
+        ) from None
+    return int(value * 1e9) if value > 0 else None
 
-    def __init__(self, root: str | Path | None = None):
+
+class ResultStore:
+    """A folder of entries named by content key, kept under ``max_bytes`` (least recently used
+    entries go first; reading an entry counts as a use).
+
+    Several processes may share one folder: every write is a rename of a complete file, so two
+    writers of one key leave one of their complete entries, and an entry evicted while another
+    process reads it is simply absent for that process (it recomputes).
+    """
+
+    def __init__(self, root: str | Path | None = None, max_bytes: int | None | str = "env"):
         self.root = Path(root) if root is not None else default_root()
+        self.max_bytes = default_max_bytes() if max_bytes == "env" else max_bytes
         self.notices: list[str] = []
 
     def path(self, key: str, kind: str) -> Path:
@@ -53,10 +76,57 @@ class ResultStore:
         if not path.exists():
             return None
         try:
-            return torch.load(path, map_location="cpu", weights_only=True)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except FileNotFoundError:  # evicted (or replaced) by another process meanwhile
+            return None
         except Exception as error:  # any unreadable file: truncated, corrupted, foreign
             self._set_aside(path, error)
             return None
+        self._touch(path)
+        return state
+
+    def _touch(self, path: Path) -> None:
+        """Mark an entry as just used (its modification time orders the eviction)."""
+        try:
+            os.utime(path)
+        except OSError:
+            pass
+
+    def entries(self) -> list[tuple[float, int, Path]]:
+        """(last use, bytes, path) of every stored entry, least recently used first."""
+        found = []
+        for path in self.root.glob("*/*.pt"):
+            if path.parent.name == "corrupt":
+                continue
+            try:
+                info = path.stat()
+            except OSError:  # removed meanwhile
+                continue
+            found.append((info.st_mtime, info.st_size, path))
+        return sorted(found)
+
+    def evict(self, keep: Path | None = None) -> list[Path]:
+        """Remove least recently used entries until the store is within ``max_bytes``."""
+        if self.max_bytes is None:
+            return []
+        entries = self.entries()
+        total = sum(size for _, size, _ in entries)
+        removed = []
+        for _, size, path in entries:
+            if total <= self.max_bytes:
+                break
+            if keep is not None and path == keep:
+                continue
+            path.unlink(missing_ok=True)
+            total -= size
+            removed.append(path)
+        if removed:
+            log.info(
+                "result store over %s bytes: removed %d least recently used entries",
+                self.max_bytes,
+                len(removed),
+            )
+        return removed
 
     def save_state(self, key: str, state: dict, kind: str = "result") -> Path:
         path = self.path(key, kind)
@@ -71,6 +141,7 @@ class ResultStore:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+        self.evict(keep=path)
         return path
 
     def _set_aside(self, path: Path, error: Exception) -> None:
