@@ -101,6 +101,8 @@ def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> 
     read by the weight converters as if the packed bytes were weights. Passing config (a
     PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata.
     """
+    import pickle
+
     import torch
     from transformers import AutoModelForCausalLM, GgufConfig
 
@@ -123,6 +125,11 @@ def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> 
             model = AutoModelForCausalLM.from_pretrained(
                 str(checkpoint.folder), use_safetensors=False, weights_only=True, **common
             )
+    except pickle.UnpicklingError:
+        raise ModelLoadError(
+            f"The pytorch_model.bin in {checkpoint.folder} holds more than plain tensors (objects "
+            "that run code when unpickled), so it is refused; convert it to safetensors."
+        ) from None
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
         raise ModelLoadError(
             f"transformers could not read the checkpoint in {checkpoint.folder} "
