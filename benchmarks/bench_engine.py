@@ -1,6 +1,6 @@
 """Engine timings on the embedded model: load, clean/corrupted runs, scoring, evaluation, memory.
 
-    .venv/bin/python benchmarks/bench_engine.py [--device cpu|cuda] [--repeats 3] [--ig-steps 20]
+    .venv/bin/python benchmarks/bench_engine.py [--device cpu|cuda] [--repeats 3] [--ig-steps 20] [--threads N]
 
 Prints the time per phase (median of the repeats) so the slow part is visible, and the peak
 resident memory of the process. No assertions: figures go into the README and the issue note.
@@ -56,7 +56,12 @@ def main() -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ig-steps", type=int, default=20)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)"
+    )
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     model, load_s = timed(lambda: load_model(args.model, device=args.device))
     spec = GraphSpec.from_model(model)

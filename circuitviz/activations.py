@@ -299,10 +299,18 @@ def patched_metrics(
         weights = removed[:, :upstream, backward]  # [batch, upstream, (n_heads)]
         if not bool(weights.any()):
             return x
-        delta = corrupted_writers[:, :, :upstream] - current.values[:, :, :upstream]  # [b, pos, up, d]
+        # sum_f w[f] (corrupted_f - current_f), as two contractions: no [b, pos, up, d] temporary
+        corrupted = corrupted_writers[0, :, :upstream]  # [pos, up, d_model]
+        now = current.values[:, :, :upstream]  # [batch, pos, up, d_model]
         if x.dim() == 4:  # a head input: [batch, pos, n_heads, d_model]
-            return x + torch.einsum("bpfd,bfh->bphd", delta, weights)
-        return x + torch.einsum("bpfd,bf->bpd", delta, weights)
+            return (
+                x
+                + torch.einsum("pfd,bfh->bphd", corrupted, weights)
+                - torch.einsum("bpfd,bfh->bphd", now, weights)
+            )
+        return (
+            x + torch.einsum("pfd,bf->bpd", corrupted, weights) - torch.einsum("bpfd,bf->bpd", now, weights)
+        )
 
     for name, upstream, backward in reader_hook_points(spec):
         hooks.append(
