@@ -271,6 +271,16 @@ def _feature_circuit(saes, observations, config) -> dict:
     }
 
 
+def _selection_text(regression: dict) -> str:
+    """How lambda was chosen, in words."""
+    median = regression["lambda_chosen_median"]
+    if regression["selection"] == "lambda":
+        return f"{regression['lambda_fixed']:g}"
+    if regression["selection"] == "target_edges":
+        return f"{median:.4g} (for at most {regression['target_edges']} edges)"
+    return f"auto: refitted extended BIC per target, median {median:.4g}"
+
+
 def _report(extra: dict, config) -> list[str]:
     """Lines the CLI prints under the faithfulness table."""
     counts = extra["observations"]["positions_by_kind"]
@@ -280,7 +290,7 @@ def _report(extra: dict, config) -> list[str]:
     lines = [
         f"observations: {extra['observations']['total']} token positions ({parts})",
         f"lasso: {regression['predictor_columns']} predictor and {regression['target_columns']} target "
-        f"columns, lambda {regression['selection']} (median chosen {regression['lambda_chosen_median']:.4g}), "
+        f"columns, lambda {_selection_text(regression)}, "
         f"{extra['selected_edges']} edges selected, {len(extra['circuit_edges'])} on a path to logits; "
         f"{regression['path_steps']} lambdas, {regression['solver_rounds']} solver rounds, max KKT violation "
         f"{regression['max_kkt_violation']:.1e}{'' if regression['converged'] else ' (NOT converged)'}",
