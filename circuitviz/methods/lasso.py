@@ -50,21 +50,18 @@ _LOCAL = threading.local()
 
 @dataclass(frozen=True)
 class LassoConfig:
-    """Settings of CircuitLasso.
+    """Settings of CircuitLasso (one line each: the app shows them as help).
 
-    units: "components" (heads and MLPs of the graph) or "sae" (SAE features at ``layers``).
-    lasso_lambda: a number in (0, 1], a correlation level (0.2: the best faithfulness measured on
-        the embedded model among 0.05-0.3, README), or "auto": extended BIC per target (standard;
-        it treats every token position as independent, so on a few texts it keeps small lambdas
-        and dense skeletons).
+    units: "components" (heads and MLPs of the graph) or "sae" (SAE features at the layers below).
+    lasso_lambda: a correlation level in (0, 1] (0.2 measured best on the embedded model) or "auto" (refitted extended BIC).
     target_edges: when above 0, one lambda for all targets giving at most this many edges.
     directions: principal directions per component output and per reader input.
     n_paraphrases: template paraphrases (each with its corruption) added to the observations.
     corpus: a UTF-8 text file, one text per line, added to the observations ("" for none).
     max_observations: at most this many token positions (a seeded subset of the corpus beyond it).
-    layers: SAE mode: the layers whose SAEs to use, e.g. "2,6,10".
-    sae_dir: SAE mode: a folder of sae-lens SAEs ("" = the project's assets/saes).
-    max_features: SAE mode: features kept per layer (those most active on the prompt first).
+    layers: SAE units: the layers whose SAEs to use, e.g. 3,9.
+    sae_dir: SAE units: a folder of sae-lens SAEs ("" = the project's assets/saes/<model id>).
+    max_features: SAE units: features kept per layer (those most active on the prompt first).
     n_lambdas: points on the lambda path.
     seed: for the paraphrase templates, the corpus subset and the randomized PCA.
     """
