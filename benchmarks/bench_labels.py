@@ -32,36 +32,12 @@ def timed(label: str, fn, *args, **kwargs):
     return out
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="gemma-3-270m")
-    parser.add_argument("--skip-gender", action="store_true")
-    parser.add_argument("--gender-prompts", type=int, default=16)
-    parser.add_argument("--budget", type=int, default=200, help="edges per Best-of-N candidate circuit")
-    parser.add_argument("--method", default="eap-ig")
-    parser.add_argument("--ig-steps", type=int, default=5)
-    parser.add_argument("--threshold", type=float, default=0.5, help="gender score a feature needs")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args(argv)
-
-    from circuitviz.graph import GraphSpec
+def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
+    """Label timings, each SAE's quality, and one steering example; figures go into ``figures``."""
     from circuitviz.labels import sae as sae_labels
-    from circuitviz.labels.llm import LLMLabeler, llm_status
     from circuitviz.labels.logit_lens import logit_lens_labels
-    from circuitviz.labels.steer import (
-        gender_bias_experiment,
-        load_gender_prompts,
-        reconstruction_metric_change,
-        steer_node,
-    )
-    from circuitviz.models import load_model
+    from circuitviz.labels.steer import load_gender_prompts, reconstruction_metric_change, steer_node
     from circuitviz.tasks import PromptTask, prepare_task
-
-    figures: dict = {}
-    model = timed("load model", load_model, args.model)
-    spec = GraphSpec.from_model(model)
-    saes = timed("load embedded SAEs (first time)", sae_labels.load_embedded_saes, model, args.model)
-    timed("load embedded SAEs (cached)", sae_labels.load_embedded_saes, model, args.model)
 
     item = load_gender_prompts()[0]
     task = PromptTask(item["clean"], item["corrupted"], item["answer"], (item["foil"],))
@@ -118,40 +94,101 @@ def main(argv=None) -> None:
         + ", ".join(f"{t!r} {p:.2f}" for t, p in result["after"]["top_tokens"][:3])
     )
 
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="gemma-3-270m")
+    parser.add_argument("--skip-gender", action="store_true")
+    parser.add_argument("--only-gender", action="store_true", help="skip timings, quality and steering")
+    parser.add_argument("--gender-prompts", type=int, default=16)
+    parser.add_argument("--budget", type=int, default=200, help="edges per Best-of-N candidate circuit")
+    parser.add_argument("--method", default="eap-ig")
+    parser.add_argument("--ig-steps", type=int, default=5)
+    parser.add_argument("--threshold", type=float, default=0.5, help="gender score a feature needs")
+    parser.add_argument("--per-node", type=int, default=10, help="features considered per circuit node")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    from circuitviz.graph import GraphSpec
+    from circuitviz.labels import sae as sae_labels
+    from circuitviz.labels.llm import LLMLabeler, llm_status
+    from circuitviz.labels.steer import (
+        _mean,
+        _std,
+        gender_bias_experiment,
+        gender_feature_scores,
+        load_gender_prompts,
+        sign_test,
+    )
+    from circuitviz.models import load_model
+
+    figures: dict = {}
+    model = timed("load model", load_model, args.model)
+    spec = GraphSpec.from_model(model)
+    saes = timed("load embedded SAEs (first time)", sae_labels.load_embedded_saes, model, args.model)
+    timed("load embedded SAEs (cached)", sae_labels.load_embedded_saes, model, args.model)
+
+    if not args.only_gender:
+        timings_quality_steering(args, model, spec, saes, figures)
+
     if not args.skip_gender:
         prompts = load_gender_prompts()[: args.gender_prompts]
-        print(f"\nGender-bias check: {len(prompts)} prompts, budget {args.budget}, {args.method}")
+        print(
+            f"\nGender-bias check: {len(prompts)} prompts, budget {args.budget}, {args.method}, "
+            f"threshold {args.threshold}, {args.per_node} features per node"
+        )
         config = {"ig_steps": args.ig_steps} if args.method == "eap-ig" else {}
 
-        def progress(stage, fraction):
-            print(f"  {stage}: {fraction:.0%}", flush=True)
-
         start = time.perf_counter()
-        gender = gender_bias_experiment(
-            model,
-            saes,
-            prompts,
-            budget=args.budget,
-            method=args.method,
-            method_config=config,
-            threshold=args.threshold,
-            progress=progress,
-        )
-        gender["seconds"] = time.perf_counter() - start
-        figures["gender_bias"] = {k: v for k, v in gender.items() if k != "prompts"}
-        figures["gender_bias_prompts"] = gender["prompts"]
+        scores = gender_feature_scores(model, saes)
+        for labelled in saes:
+            top = scores[labelled.layer].topk(3)
+            print(
+                f"  most gendered features at layer {labelled.layer}: "
+                + ", ".join(f"{f} ({v:.2f})" for f, v in zip(top.indices.tolist(), top.values.tolist()))
+            )
+        rows = []
         print(f"{'prompt':<42} {'bias':>6} {'NDF b/w':>11} {'#feat b/w':>9} {'reduction b/w':>15}")
-        for row in gender["prompts"]:
+        for item in prompts:  # one prompt at a time, so the rows print as they are done
+            row = gender_bias_experiment(
+                model,
+                saes,
+                [item],
+                budget=args.budget,
+                method=args.method,
+                method_config=config,
+                threshold=args.threshold,
+                per_node=args.per_node,
+                gender_scores=scores,
+            )["prompts"][0]
+            rows.append(row)
             best, worst = row["best"], row["worst"]
             print(
                 f"{row['prompt']:<42} {row['bias_before']:>6.2f} {best['ndf']:>5.2f}/{worst['ndf']:<5.2f} "
                 f"{len(best['gender_features']):>4}/{len(worst['gender_features']):<4} "
-                f"{best['reduction']:>7.3f}/{worst['reduction']:<7.3f}"
+                f"{best['reduction']:>7.3f}/{worst['reduction']:<7.3f}",
+                flush=True,
             )
+        best_reductions = [row["best"]["reduction"] for row in rows]
+        worst_reductions = [row["worst"]["reduction"] for row in rows]
+        wins = sum(b > w for b, w in zip(best_reductions, worst_reductions))
+        losses = sum(b < w for b, w in zip(best_reductions, worst_reductions))
+        gender = {
+            "best_reduction_mean": _mean(best_reductions),
+            "best_reduction_std": _std(best_reductions),
+            "worst_reduction_mean": _mean(worst_reductions),
+            "worst_reduction_std": _std(worst_reductions),
+            "best_wins": wins,
+            "worst_wins": losses,
+            "sign_test_p": sign_test(wins, losses),
+            "seconds": time.perf_counter() - start,
+        }
+        figures["gender_bias"] = gender
+        figures["gender_bias_prompts"] = rows
         print(
             f"reduction best {gender['best_reduction_mean']:.3f} ± {gender['best_reduction_std']:.3f}, "
             f"worst {gender['worst_reduction_mean']:.3f} ± {gender['worst_reduction_std']:.3f}; "
-            f"best wins {gender['best_wins']}, worst wins {gender['worst_wins']}, sign test p = {gender['sign_test_p']:.3g} "
+            f"best wins {wins}, worst wins {losses}, sign test p = {gender['sign_test_p']:.3g} "
             f"({gender['seconds']:.0f} s)"
         )
 

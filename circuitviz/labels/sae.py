@@ -536,6 +536,8 @@ def circuit_node_features(
         model, spec, tokens, hook_names=[resid_post_name(layer) for layer in layers]
     )
     writers = writers[0, 1:]  # [pos - 1, n_forward, d_model]
+    # group the nodes by the SAE that reads them: one batched share computation per SAE
+    groups: dict[int, list[tuple[str, int]]] = {}
     labels: dict[str, dict] = {}
     for node in nodes:
         if node == "logits":
@@ -550,27 +552,33 @@ def circuit_node_features(
                 "features": [],
             }
             continue
-        residual = captured[resid_post_name(labelled.layer)][0, 1:]  # [pos - 1, d_model]
-        shares = node_shares(labelled.sae, residual, writers[:, writer])  # [pos - 1, d_sae]
-        acts = feature_activations(labelled.sae, residual)
-        totals = shares.sum(0)
-        count = min(top_k, int((totals > 0).sum()))
-        features = []
-        for feature in totals.topk(count).indices.tolist():
-            position = int(shares[:, feature].argmax()) + 1
-            description = feature_description(model, labelled, feature, n_contexts=3)
-            features.append(
-                {
-                    **description,
-                    "share": round(float(totals[feature]), 4),
-                    "activation": round(float(acts[:, feature].sum()), 4),
-                    "position": position,
-                    "token": str_tokens[position],
-                    "label": feature_label(description),
-                }
-            )
-        labels[node] = {"sae": labelled.name, "sae_layer": labelled.layer, "features": features}
-    return labels
+        groups.setdefault(labelled.layer, []).append((node, writer))
+    by_layer = {sae.layer: sae for sae in saes}
+    for layer, members in groups.items():
+        labelled = by_layer[layer]
+        residual = captured[resid_post_name(layer)][0, 1:]  # [pos - 1, d_model]
+        outputs = writers[:, [writer for _, writer in members]].transpose(0, 1)  # [nodes, pos - 1, d_model]
+        shares = node_shares(labelled.sae, residual[None], outputs)  # [nodes, pos - 1, d_sae]
+        acts = feature_activations(labelled.sae, residual).float()  # [pos - 1, d_sae]
+        for (node, _), node_shares_ in zip(members, shares):
+            totals = node_shares_.sum(0)
+            count = min(top_k, int((totals > 0).sum()))
+            features = []
+            for feature in totals.topk(count).indices.tolist():
+                position = int(node_shares_[:, feature].argmax()) + 1
+                description = feature_description(model, labelled, feature, n_contexts=3)
+                features.append(
+                    {
+                        **description,
+                        "share": round(float(totals[feature]), 4),
+                        "activation": round(float(acts[:, feature].sum()), 4),
+                        "position": position,
+                        "token": str_tokens[position],
+                        "label": feature_label(description),
+                    }
+                )
+            labels[node] = {"sae": labelled.name, "sae_layer": layer, "features": features}
+    return {node: labels[node] for node in nodes if node in labels}
 
 
 def prompt_features(

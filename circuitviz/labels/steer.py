@@ -393,6 +393,7 @@ def gender_bias_experiment(
     per_node: int = 10,
     threshold: float = 0.5,
     probe_pairs: Sequence[tuple[str, str]] | None = None,
+    gender_scores: dict[int, torch.Tensor] | None = None,
     progress: Progress | None = None,
 ) -> dict:
     """Query Circuits' actionability check on the project's gender-bias prompts.
@@ -400,7 +401,8 @@ def gender_bias_experiment(
     For each prompt: Best-of-N candidate circuits (the prompt and its paraphrases, top-``budget``
     edges of ``method``), the best and the worst by NDF on the prompt; the gender-related SAE
     features each one's nodes drive (``gender_feature_scores`` >= ``threshold`` among the
-    ``per_node`` strongest per node, scored on ``probe_pairs``); zero them; bias = |logit(stereotyped pronoun) -
+    ``per_node`` strongest per node, scored on ``probe_pairs``, or given as ``gender_scores``);
+    zero them; bias = |logit(stereotyped pronoun) -
     logit(other pronoun)|; reduction = bias before - bias after. Returns per-prompt rows and the
     mean and standard deviation of the reductions for best and worst, with a paired sign test.
     """
@@ -408,7 +410,7 @@ def gender_bias_experiment(
 
     prompts = list(prompts) if prompts is not None else load_gender_prompts()
     spec = GraphSpec.from_model(model)
-    scores = gender_feature_scores(model, saes, probe_pairs)
+    scores = gender_scores if gender_scores is not None else gender_feature_scores(model, saes, probe_pairs)
     rows = []
     for index, item in enumerate(prompts):
         candidates, prepared = candidate_circuits(model, item, budget, method, method_config, max_paraphrases)
