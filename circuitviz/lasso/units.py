@@ -83,6 +83,12 @@ class RegressionProblem:
         return scores
 
 
+def analysis_device(device: torch.device) -> torch.device:
+    """Where the analysis runs: the model's device, unless it has no float64 (Apple's MPS)."""
+    device = torch.device(device)
+    return torch.device("cpu") if device.type == "mps" else device
+
+
 def principal_scores(x: torch.Tensor, k: int, seed: int = 0, power_iterations: int = 4) -> torch.Tensor:
     """Scores of the rows of each unit on its top-k principal directions.
 
@@ -176,29 +182,29 @@ def build_component_problem(
 
     writers [M, n_forward, d_model]; activations from ``component_hook_names``; metric [M].
     """
-    compute = ANALYSIS_DTYPE
+    compute, device = ANALYSIS_DTYPE, analysis_device(writers.device)
+    writers = writers.to(device)
     writer_scores = principal_scores(writers.transpose(0, 1).to(compute), k, seed)  # [n_fwd, M, k]
     sources = [(unit, writer_scores[unit]) for unit in range(spec.n_forward)]
 
     targets: list[tuple[int, torch.Tensor]] = []
     for layer in range(spec.n_layers):
         for qkv in QKV:
-            values = _reader_activations(model, spec, activations, layer, qkv)  # [M, H, d_head]
+            values = _reader_activations(model, spec, activations, layer, qkv).to(device)  # [M, H, d_head]
             scores = principal_scores(values.transpose(0, 1).to(compute), k, seed)  # [H, M, k]
             start = spec.head_backward(layer, qkv).start
             targets += [(start + head, scores[head]) for head in range(spec.n_heads)]
         pre = [activations[f"blocks.{layer}.mlp.hook_pre"]]
         if f"blocks.{layer}.mlp.hook_pre_linear" in activations:
             pre.append(activations[f"blocks.{layer}.mlp.hook_pre_linear"])
-        hidden = torch.cat(pre, dim=-1).to(compute)  # [M, d_mlp (x2 gated)]
+        hidden = torch.cat(pre, dim=-1).to(device).to(compute)  # [M, d_mlp (x2 gated)]
         targets.append((spec.mlp_backward(layer), principal_scores(hidden[None], k, seed)[0]))
-    targets.append((spec.logits_backward, metric.to(device=writers.device, dtype=compute)[:, None]))
+    targets.append((spec.logits_backward, metric.to(device).to(compute)[:, None]))
 
     source_columns, source_of, _ = _assemble(sources, _floor(sources))
     target_columns, target_of, target_weights = _assemble(
         targets, _floor(targets[:-1]) if len(targets) > 1 else 0.0
     )
-    device = writers.device
     silent_writers = sorted(set(range(spec.n_forward)) - set(source_of))
     silent_readers = sorted(set(range(spec.n_backward)) - set(target_of))
     return RegressionProblem(
@@ -257,10 +263,11 @@ def build_sae_problem(units: SAEUnits, metric: torch.Tensor) -> RegressionProble
     allowed = torch.zeros(n_units, n_units + 1, dtype=torch.bool)
     allowed[:, :n_units] = layer_of[:, None] < layer_of[None, :]
     allowed[:, n_units] = layer_of == len(units.layers) - 1
-    device = metric.device
-    values = torch.cat(units.activations, dim=1).double() if n_units else torch.zeros(metric.shape[0], 0)
+    device = analysis_device(metric.device)
+    values = torch.cat([a.to(device) for a in units.activations], dim=1) if n_units else torch.zeros(0, 0)
+    values = values.to(ANALYSIS_DTYPE) if n_units else torch.zeros(metric.shape[0], 0, dtype=ANALYSIS_DTYPE)
     source_columns, kept = standardize(values.to(device))
-    target_values = torch.cat([values.to(device), metric.double()[:, None].to(device)], dim=1)
+    target_values = torch.cat([values.to(device), metric.to(device).to(ANALYSIS_DTYPE)[:, None]], dim=1)
     target_columns, target_kept = standardize(target_values)
     source_of = torch.arange(n_units, device=device)[kept.to(device)]
     target_of = torch.arange(n_units + 1, device=device)[target_kept.to(device)]
