@@ -104,6 +104,20 @@ def test_allowed_mask_pins_coefficients_and_solves_the_rest():
         )
 
 
+def test_fista_path_with_warm_starts_equals_separate_solves():
+    from circuitviz.lasso.solver import lambda_grid, lasso_path
+
+    x, y = random_problem(150, 25, 4, seed=6)
+    gram, cross, power = sufficient_statistics(x, y)
+    grid = lambda_grid(cross, n_lambdas=5, min_ratio=0.05)
+    path = lasso_path(gram, cross, power, grid, tol=1e-13, max_iter=200_000)
+    assert bool(path.converged.all()) and path.lambdas.shape == (5, 4)
+    for index in (0, 2, 4):
+        alone = lasso_active_set(gram, cross, power, grid[index]).coefficients
+        assert torch.allclose(path.coefficients[index], alone, atol=1e-6, rtol=0)
+        assert torch.equal(path.nonzeros[index], (path.coefficients[index] != 0).sum(0))
+
+
 def test_lambda_max_is_where_every_coefficient_vanishes():
     x, y = random_problem(100, 20, 3, seed=4)
     gram, cross, power = sufficient_statistics(x, y)
