@@ -13,7 +13,7 @@ Limits come from, in order: the defaults below, a TOML or JSON file named by
 
 The estimate is a rough price, not a promise: forward passes are counted from the method's
 structure and priced at 2 x parameters x tokens FLOPs (a backward pass twice that) at a nominal
-device throughput; measured runs land within a few times of it.
+device throughput. The throughputs are assumed, not calibrated against measured runs yet.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ ENV = {
 }
 LIMITS_FILE_ENV = "CIRCUITVIZ_LIMITS_FILE"
 
-# nominal sustained FLOP/s of the engine's float32 passes (CPU measured on this project's 2-core
-# machine with others working; GPUs are conservative fractions of their peaks)
+# nominal sustained FLOP/s of the engine's float32 passes: assumed figures (a few cores of a CPU;
+# conservative fractions of GPU peaks), not yet calibrated against benchmarks/bench_engine.py
 DEVICE_FLOPS = {"cpu": 2e10, "cuda": 2e13, "mps": 2e12}
 _BACKWARD_BYTES_PER_UNIT = 40  # as in methods/eap.py: activations kept per (sequence x pos x layer x width)
 
