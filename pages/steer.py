@@ -50,9 +50,11 @@ columns = st.columns([3, 1, 1])
 prompt = columns[0].text_input("Prompt", task.clean if task else "The nurse said that", key="steer.prompt")
 answer = columns[1].text_input("answer", task.answer if task else " she", key="steer.answer")
 foil = columns[2].text_input("foil", task.foils[0] if task and task.foils else " he", key="steer.foil")
-if result is not None and result.task.clean == prompt:
-    budget = st.session_state.get("budget") or max(result.circuits)
-    budget = budget if budget in result.circuits else max(result.circuits)
+# every result has a curve; only methods that choose their own circuits (Best-of-N) fill .circuits
+budgets = sorted(set(result.budgets) | set(result.circuits)) if result is not None else []
+if result is not None and result.task.clean == prompt and budgets:
+    budget = st.session_state.get("budget")
+    budget = budget if budget in budgets else max(budgets)
     nodes = circuit_nodes(result.graph, result.circuit(budget))
     st.caption(f"Nodes of the Explore circuit at {budget:,} edges.")
 else:
