@@ -93,22 +93,33 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook]) -> torch.
     return residual[:, -1]
 
 
-def metric_from_residual(model, prepared: PreparedTask, residual: torch.Tensor) -> torch.Tensor:
-    """The task's metric from the final residual at the last position.  # [batch]"""
+def logits_from_residual(model, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits from the final residual at one position: final norm, unembedding, soft-cap.
+
+    residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns.
+    Returns [batch, len(ids)] or [batch, d_vocab].
+    """
     x = residual[:, None, :]  # [batch, 1, d_model]
     if model.cfg.normalization_type is not None:
         x = model.ln_final(x)
     x = x[:, 0]  # [batch, d_model]
+    if ids is None:
+        logits = x @ model.W_U + model.b_U
+    else:
+        logits = x @ model.W_U[:, ids] + model.b_U[ids]
     cap = getattr(model.cfg, "output_logits_soft_cap", None)
-    if prepared.task.metric == "logit_diff":
-        ids = torch.tensor((prepared.answer_id, *prepared.foil_ids), device=x.device)
-        logits = x @ model.W_U[:, ids] + model.b_U[ids]  # [batch, 1 + n_foils]
-        if cap is not None and cap > 0:
-            logits = cap * torch.tanh(logits / cap)
-        return logits[:, 0] - logits[:, 1:].mean(-1)
-    logits = x @ model.W_U + model.b_U  # [batch, d_vocab]
     if cap is not None and cap > 0:
         logits = cap * torch.tanh(logits / cap)
+    return logits
+
+
+def metric_from_residual(model, prepared: PreparedTask, residual: torch.Tensor) -> torch.Tensor:
+    """The task's metric from the final residual at the last position.  # [batch]"""
+    if prepared.task.metric == "logit_diff":
+        ids = torch.tensor((prepared.answer_id, *prepared.foil_ids), device=residual.device)
+        logits = logits_from_residual(model, residual, ids)  # [batch, 1 + n_foils]
+        return logits[:, 0] - logits[:, 1:].mean(-1)
+    logits = logits_from_residual(model, residual)  # [batch, d_vocab]
     logprob = torch.log_softmax(logits.float(), dim=-1)[:, prepared.answer_id]
     return logprob.exp() if prepared.task.metric == "prob" else logprob
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ..activations import clean_and_corrupted, final_residual, model_device
+from ..activations import clean_and_corrupted, final_residual, logits_from_residual, model_device
 from ..graph import GraphSpec
 from ..tasks import PreparedTask
 
@@ -84,13 +84,7 @@ def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[
     """
     tokens = model.to_tokens(prompt).to(model_device(model))  # [1, pos]
     residual = final_residual(model, tokens, [])  # [1, d_model]
-    x = residual[:, None, :]
-    if model.cfg.normalization_type is not None:
-        x = model.ln_final(x)
-    logits = (x[:, 0] @ model.W_U + model.b_U)[0].float()  # [d_vocab]
-    cap = getattr(model.cfg, "output_logits_soft_cap", None)
-    if cap is not None and cap > 0:
-        logits = cap * torch.tanh(logits / cap)
+    logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))
     return list(zip(_token_strings(model, ids.tolist()), values.tolist()))

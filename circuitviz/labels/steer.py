@@ -28,7 +28,12 @@ from pathlib import Path
 
 import torch
 
-from ..activations import final_residual_with_edits, metric_from_residual, residual_stream
+from ..activations import (
+    final_residual_with_edits,
+    logits_from_residual,
+    metric_from_residual,
+    residual_stream,
+)
 from ..tasks import PreparedTask, PromptTask, prepare_task
 from .sae import LabelledSae, SaeUnavailable, circuit_node_features, feature_activations, feature_label
 
@@ -95,13 +100,7 @@ def run_with_edits(model, prepared: PreparedTask, edits: dict, top_k: int = 5) -
     """{"metric", "top_tokens": [[token, probability], ...]} of the clean prompt under ``edits``."""
     residual = final_residual_with_edits(model, prepared.clean_tokens, edits)  # [1, d_model]
     metric = float(metric_from_residual(model, prepared, residual)[0])
-    x = residual[:, None, :]
-    if model.cfg.normalization_type is not None:
-        x = model.ln_final(x)
-    logits = (x[:, 0] @ model.W_U + model.b_U)[0].float()  # [d_vocab]
-    cap = getattr(model.cfg, "output_logits_soft_cap", None)
-    if cap is not None and cap > 0:
-        logits = cap * torch.tanh(logits / cap)
+    logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(top_k)
     tokens = [

@@ -1,9 +1,11 @@
 """Circuit-discovery methods behind one interface; reach them by name through the registry."""
 
-from . import eap  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
-from . import bon  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
-from . import acc  # noqa: F401  (registers acc++)
-from . import lasso  # noqa: F401  (registers circuit-lasso)
+from . import (
+    acc,  # noqa: F401  (registers acc++)
+    bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
+    eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
+    lasso,  # noqa: F401  (registers circuit-lasso)
+)
 from .base import (
     Method,
     ScoringMethod,
