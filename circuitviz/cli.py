@@ -170,7 +170,9 @@ def _print_estimate(model, task, method: str, settings: dict, budgets) -> None:
     from .limits import estimate_request
 
     try:
-        print(estimate_request(model, task, method, settings, n_budgets=len(budgets)).summary(), file=sys.stderr)
+        print(
+            estimate_request(model, task, method, settings, n_budgets=len(budgets)).summary(), file=sys.stderr
+        )
     except ValueError:
         pass
 
