@@ -93,7 +93,8 @@ class ParaphrasePair:
         reasons = list(self.problems)
         if self.answer_matches is False:
             reasons.append(
-                f"the model answers {self.model_answer!r} here but {self.original_answer!r} on the original prompt"
+                f"the model answers {self.model_answer!r} here, neither the answer {self.answer!r} nor "
+                f"its answer on the original prompt ({self.original_answer!r})"
             )
         return "; ".join(reasons)
 
@@ -330,7 +331,7 @@ def validate_pairs(
     The original prompt must itself be valid (TaskError otherwise). Per pair: clean and
     corrupted of the same token length, answer and foils one token each and equal to the
     prompt's, not a copy of the prompt or of an earlier pair, and the model's top-1 token the
-    same as on the original. A pair whose source is "original" (the prompt itself, candidate 0
+    same as on the original or the stated answer itself. A pair whose source is "original" (the prompt itself, candidate 0
     of Best-of-N) is checked the same way but is never a copy. Prompts of equal length run in
     shared batches.
     """
@@ -381,7 +382,8 @@ def validate_pairs(
                     pair.metric_clean = float(metrics[row])
                     pair.model_answer = token_text(model, int(top[row]))
                     pair.original_answer = original_answer
-                    pair.answer_matches = int(top[row]) == int(original_top[0])
+                    # the same top-1 as on the prompt, or the stated answer itself
+                    pair.answer_matches = int(top[row]) in (int(original_top[0]), prepared.answer_id)
                 else:
                     pair.metric_corrupted = float(metrics[row])
     original_move = abs(float(original_metrics[0] - original_metrics[1]))

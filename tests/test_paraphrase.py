@@ -4,6 +4,7 @@ speaking the OpenAI chat API, and per-pair validation against the model."""
 import json
 import random
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -136,8 +137,9 @@ def test_validation_flags_each_problem_and_reads_the_model(tiny):
     for pair in checked[:2]:
         top = _top1(tiny, pair.clean)
         assert pair.model_answer == tiny.tokenizer.decode([top])
-        assert pair.answer_matches == (top == original_top)
-        assert pair.usable() == (top == original_top)
+        answer_id = tiny.to_single_token(" Mary")
+        assert pair.answer_matches == (top in (original_top, answer_id))
+        assert pair.usable() == pair.answer_matches
         assert pair.usable(include_mismatched=True)
         logits = tiny(tiny.to_tokens(pair.clean))[0, -1]
         answer, foil = tiny.to_single_token(" Mary"), tiny.to_single_token(" John")
@@ -147,18 +149,24 @@ def test_validation_flags_each_problem_and_reads_the_model(tiny):
 
 
 def test_a_mismatched_answer_is_excluded_with_its_reason(tiny):
-    # find a paraphrase the tiny model answers differently from the prompt
+    # find a paraphrase the tiny model answers differently from the prompt, and not with ' Mary'
     original_top = _top1(tiny, IOI_TASK.clean)
     words = "When Mary and John went to the store , John gave a drink".split()
     for _ in range(200):
         random.Random(_).shuffle(words)
         text = " ".join(words)
-        if _top1(tiny, text) != original_top:
+        if _top1(tiny, text) not in (original_top, tiny.to_single_token(" Mary")):
             break
     pair = ParaphrasePair(text, " ".join(["Alice"] + words[1:]), " Mary", (" John",), "file")
     checked = validate_pairs(tiny, IOI_TASK, [pair])[0]
     assert checked.answer_matches is False and not checked.usable()
     assert "the model answers" in checked.reason and repr(checked.original_answer) in checked.reason
+    # a rewrite whose top-1 is the stated answer keeps the answer, even if the prompt's top-1 is another
+    other_answer = PromptTask(IOI_TASK.clean, IOI_TASK.corrupted, checked.model_answer, (" Mary",))
+    if checked.model_answer != tiny.tokenizer.decode([original_top]):
+        assert validate_pairs(
+            tiny, other_answer, [replace(pair, answer=other_answer.answer, foils=(" Mary",))]
+        )[0].answer_matches
 
 
 def test_an_invalid_prompt_is_refused_first(tiny):
