@@ -305,11 +305,11 @@ def patched_metrics(
     corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
     removed = removed.to(device=device, dtype=dtype)
     hooks = writer_hooks(model, spec, current)
+    # readers with a removed edge in any circuit of the batch, read off in one transfer
+    active = removed.any(dim=1).any(dim=0).tolist()  # [n_backward]
 
     def patch(x, hook, upstream, backward):
         weights = removed[:, :upstream, backward]  # [batch, upstream, (n_heads)]
-        if not bool(weights.any()):
-            return x
         # sum_f w[f] (corrupted_f - current_f), as two contractions: no [b, pos, up, d] temporary
         corrupted = corrupted_writers[0, :, :upstream]  # [pos, up, d_model]
         now = current.values[:, :, :upstream]  # [batch, pos, up, d_model]
@@ -324,6 +324,9 @@ def patched_metrics(
         )
 
     for name, upstream, backward in reader_hook_points(spec):
+        readers = range(spec.n_backward)[backward]
+        if not any(active[reader] for reader in (readers if isinstance(readers, range) else [readers])):
+            continue  # every circuit keeps all of this reader's edges: its input stays clean
         hooks.append(
             (name, lambda x, hook, upstream=upstream, backward=backward: patch(x, hook, upstream, backward))
         )
@@ -377,6 +380,21 @@ def reader_gradients(
     return gradients, metrics.detach()
 
 
+def score_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The precision edge scores accumulate in: float32 at least (bfloat16 models included)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def _layer_gradients(spec: GraphSpec, gradients: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+    """One layer's reader gradients side by side, in backward-index order (q, k, v heads, MLP).
+
+    Returns [batch, pos, 3 n_heads + 1, d_model].
+    """
+    parts = [gradients[f"blocks.{layer}.hook_{qkv}_input"] for qkv in QKV]
+    parts.append(gradients[f"blocks.{layer}.hook_mlp_in"][:, :, None])
+    return torch.cat(parts, dim=2)
+
+
 def accumulate_scores(
     spec: GraphSpec,
     scores: torch.Tensor,
@@ -386,21 +404,37 @@ def accumulate_scores(
     """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
 
     differences: [batch or 1, pos, n_forward, d_model] (corrupted minus clean writer outputs,
-    per batch element when each element perturbs something different).
+    per batch element when each element perturbs something different). ``scores`` is
+    [n_forward, n_backward], or [batch, n_forward, n_backward] to keep each element's scores
+    apart (then ``differences`` and the gradients have that batch). One contraction per layer
+    covers all its readers; the products are formed in ``scores``' precision.
     """
-    for name, upstream, backward in reader_hook_points(spec):
-        gradient = gradients[name]
-        delta = differences[:, :, :upstream]
-        if gradient.dim() == 4:  # [batch, pos, n_heads, d_model]
-            if delta.shape[0] == 1:
-                scores[:upstream, backward] += torch.einsum("pfd,phd->fh", delta[0], gradient.sum(0))
-            else:
-                scores[:upstream, backward] += torch.einsum("bpfd,bphd->fh", delta, gradient)
+    per_element = scores.dim() == 3
+    shared = differences.shape[0] == 1 and not per_element
+    dtype = scores.dtype
+    width = 3 * spec.n_heads + 1
+    for layer in range(spec.n_layers):
+        upstream = spec.upstream_of_mlp(layer)
+        readers = slice(layer * width, (layer + 1) * width)
+        gradient = _layer_gradients(spec, gradients, layer)  # [batch, pos, 3H+1, d_model]
+        delta = differences[:, :, :upstream]  # [batch or 1, pos, upstream, d_model]
+        if shared:
+            part = torch.einsum("pfd,prd->fr", delta[0].to(dtype), gradient.sum(0).to(dtype))
+        elif per_element:
+            part = torch.einsum("bpfd,bprd->bfr", delta.to(dtype), gradient.to(dtype))
         else:
-            if delta.shape[0] == 1:
-                scores[:upstream, backward] += torch.einsum("pfd,pd->f", delta[0], gradient.sum(0))
-            else:
-                scores[:upstream, backward] += torch.einsum("bpfd,bpd->f", delta, gradient)
+            part = torch.einsum("bpfd,bprd->fr", delta.to(dtype), gradient.to(dtype))
+        # a layer's own heads feed its MLP but not its own queries, keys and values
+        part[..., spec.upstream_of_heads(layer) :, : 3 * spec.n_heads] = 0
+        scores[..., :upstream, readers] += part
+    gradient = gradients[f"blocks.{spec.n_layers - 1}.hook_resid_post"]  # [batch, pos, d_model]
+    if shared:
+        part = torch.einsum("pfd,pd->f", differences[0].to(dtype), gradient.sum(0).to(dtype))
+    elif per_element:
+        part = torch.einsum("bpfd,bpd->bf", differences.to(dtype), gradient.to(dtype))
+    else:
+        part = torch.einsum("bpfd,bpd->f", differences.to(dtype), gradient.to(dtype))
+    scores[..., :, spec.logits_backward] += part
 
 
 # ----- residual-stream reads and edits (SAE labels and steering) ---------------------------------

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import clean_and_corrupted, patched_metrics
-from .graph import GraphSpec, prune, top_n
+from .activations import clean_and_corrupted, model_device, patched_metrics
+from .graph import GraphSpec, prune, top_n_at_budgets
+from .models.devices import working_memory_bytes
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -90,64 +91,83 @@ def cmd(curve: Sequence[CurvePoint], n_edges_total: int, score: str = "nfs") -> 
     )
 
 
-def circuits_chunk_size(spec: GraphSpec, n_positions: int, memory_bytes: float = 2e9) -> int:
+def circuits_chunk_size(
+    spec: GraphSpec, n_positions: int, memory_bytes: float = 2e9, element_bytes: int = 4
+) -> int:
     """How many circuits to evaluate in one batch within ``memory_bytes`` of working memory."""
-    per_circuit = n_positions * spec.n_forward * max(spec.d_model, 1) * _BYTES_PER_ELEMENT
+    per_circuit = n_positions * spec.n_forward * max(spec.d_model, 1) * _BYTES_PER_ELEMENT * element_bytes / 4
     return max(1, min(256, int(memory_bytes // max(per_circuit, 1))))
 
 
 class Evaluator:
-    """Evaluates circuits of one task on one model; the clean/corrupted runs are done once."""
+    """Evaluates circuits of one task on one model; the clean/corrupted runs are done once.
+
+    Everything stays on the model's device: circuits are moved there, metrics come back there.
+    """
 
     def __init__(self, model, spec: GraphSpec, prepared: PreparedTask, chunk_size: int | None = None):
         self.model = model
         self.spec = spec
         self.prepared = prepared
+        self.device = model_device(model)
         writers, metrics = clean_and_corrupted(model, spec, prepared)
         self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
-        self.baseline = Baseline(clean=float(metrics[0]), corrupted=float(metrics[1]))
-        self.chunk_size = chunk_size or circuits_chunk_size(spec, prepared.n_positions)
+        clean, corrupted = metrics.tolist()
+        self.baseline = Baseline(clean=float(clean), corrupted=float(corrupted))
+        self.chunk_size = chunk_size or circuits_chunk_size(
+            spec,
+            prepared.n_positions,
+            working_memory_bytes(self.device),
+            writers.element_size(),
+        )
 
     def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
-        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward].  # [n]"""
-        edge_mask = self.spec.edge_mask
+        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward].
+
+        Returns [n_circuits] on the model's device.
+        """
+        edge_mask = self.spec.tensors(self.device).edge_mask
         results = []
         total = circuits.shape[0]
         for start in range(0, total, self.chunk_size):
-            chunk = circuits[start : start + self.chunk_size]
+            chunk = circuits[start : start + self.chunk_size].to(self.device)
             removed = edge_mask & ~chunk.bool()
             results.append(
-                patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed).cpu()
+                patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed)
             )
             if progress:
                 progress("evaluate", min(1.0, (start + chunk.shape[0]) / total))
-        return torch.cat(results) if results else torch.zeros(0)
+        if not results:
+            return torch.zeros(0, dtype=self.clean_writers.dtype, device=self.device)
+        return torch.cat(results)
 
     def curve(
         self, circuits: torch.Tensor, budgets: Sequence[int], progress: Progress | None = None
     ) -> list[CurvePoint]:
         """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs."""
-        values = self.metrics(circuits, progress)
+        values = self.metrics(circuits, progress).tolist()
+        sizes = circuits.flatten(1).sum(1).tolist() if len(circuits) else []
         return [
             CurvePoint(
                 budget=int(budget),
-                n_edges=int(mask.sum()),
+                n_edges=int(size),
                 metric=float(value),
                 nfs=nfs(float(value), self.baseline),
                 ndf=ndf(float(value), self.baseline),
             )
-            for budget, mask, value in zip(budgets, circuits, values.tolist())
+            for budget, size, value in zip(budgets, sizes, values)
         ]
 
 
 def circuits_at_budgets(
     spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int], prune_dead: bool = True
 ) -> torch.Tensor:
-    """Top-N circuits of one score matrix at every budget.  # [n_budgets, n_forward, n_backward]"""
-    masks = [top_n(spec, scores, budget) for budget in budgets]
-    if prune_dead:
-        masks = [prune(spec, mask) for mask in masks]
-    if not masks:
-        return torch.zeros(0, spec.n_forward, spec.n_backward, dtype=torch.bool)
-    return torch.stack(masks)
+    """Top-N circuits of one score matrix at every budget, from one sort, on the scores' device.
+
+    Returns [n_budgets, n_forward, n_backward] bool.
+    """
+    if not len(budgets):
+        return torch.zeros(0, spec.n_forward, spec.n_backward, dtype=torch.bool, device=scores.device)
+    masks = top_n_at_budgets(spec, scores, budgets)
+    return prune(spec, masks) if prune_dead else masks

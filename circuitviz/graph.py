@@ -33,8 +33,22 @@ class GraphError(ValueError):
 
 
 @dataclass(frozen=True)
+class GraphTensors:
+    """A graph's index tensors on one device (``GraphSpec.tensors``); read-only by convention."""
+
+    edge_mask: torch.Tensor  # [n_forward, n_backward] bool
+    edge_index: tuple[torch.Tensor, torch.Tensor]  # (forward, backward) of every edge, [n_edges] each
+    flat_edge_index: torch.Tensor  # forward * n_backward + backward of every edge, [n_edges]
+    reader_node: torch.Tensor  # [n_backward] node each reader belongs to (logits = n_forward)
+
+
+@dataclass(frozen=True)
 class GraphSpec:
-    """The shape of a model's graph: all that is needed to name and index its nodes and edges."""
+    """The shape of a model's graph: all that is needed to name and index its nodes and edges.
+
+    Its own tensors (``edge_mask``, ``edge_index``, ...) live on the CPU; code that meets data on
+    another device asks ``tensors(device)`` for the same tensors there.
+    """
 
     n_layers: int
     n_heads: int
@@ -149,7 +163,7 @@ class GraphSpec:
         layers = [-1]
         for layer in range(self.n_layers):
             layers += [layer] * (self.n_heads + 1)
-        return torch.tensor(layers)
+        return torch.tensor(layers, device="cpu")
 
     @cached_property
     def backward_kind(self) -> tuple[str, ...]:
@@ -172,12 +186,12 @@ class GraphSpec:
                 index += list(range(heads.start, heads.stop))
             index.append(self.mlp_forward(layer))
         index.append(-1)
-        return torch.tensor(index)
+        return torch.tensor(index, device="cpu")
 
     @cached_property
     def edge_mask(self) -> torch.Tensor:
         """Which (writer, reader) pairs are edges of the model.  # [n_forward, n_backward] bool"""
-        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool)
+        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool, device="cpu")
         for layer in range(self.n_layers):
             for qkv in QKV:
                 mask[: self.upstream_of_heads(layer), self.head_backward(layer, qkv)] = True
@@ -190,6 +204,37 @@ class GraphSpec:
         """(forward, backward) indices of every edge, in row-major order."""
         forward, backward = self.edge_mask.nonzero(as_tuple=True)
         return forward, backward
+
+    @cached_property
+    def node_levels(self) -> tuple[tuple[int, int], ...]:
+        """Node index ranges in reading order: input, each layer's heads, its MLP, logits.
+
+        Node indices are writer indices, with ``logits`` as ``n_forward``. A node reads only
+        from earlier levels, so reachability can be settled one level at a time.
+        """
+        levels = [(0, 1)]
+        for layer in range(self.n_layers):
+            heads = self.head_forward(layer)
+            mlp = self.mlp_forward(layer)
+            levels += [(heads.start, heads.stop), (mlp, mlp + 1)]
+        levels.append((self.n_forward, self.n_forward + 1))
+        return tuple(levels)
+
+    def tensors(self, device: torch.device | str | None = None) -> GraphTensors:
+        """The graph's index tensors on ``device`` (default CPU), made once per device."""
+        device = torch.device(device if device is not None else "cpu")
+        cache = self.__dict__.setdefault("_device_tensors", {})
+        key = str(device)
+        if key not in cache:
+            forward, backward = self.edge_index
+            owner = self.backward_to_forward
+            cache[key] = GraphTensors(
+                edge_mask=self.edge_mask.to(device),
+                edge_index=(forward.to(device), backward.to(device)),
+                flat_edge_index=(forward * self.n_backward + backward).to(device),
+                reader_node=torch.where(owner < 0, torch.full_like(owner, self.n_forward), owner).to(device),
+            )
+        return cache[key]
 
     @cached_property
     def edge_names(self) -> tuple[str, ...]:
@@ -227,8 +272,8 @@ class GraphSpec:
         raise GraphError(f"Edge '{name}': '{target}' does not read from '{source}' in this model.")
 
     def mask_from_edge_names(self, names) -> torch.Tensor:
-        """Membership tensor from edge names.  # [n_forward, n_backward] bool"""
-        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool)
+        """Membership tensor from edge names, on the CPU.  # [n_forward, n_backward] bool"""
+        mask = torch.zeros(self.n_forward, self.n_backward, dtype=torch.bool, device="cpu")
         for name in names:
             mask[self.edge_position(name)] = True
         return mask
@@ -255,44 +300,72 @@ def top_n(spec: GraphSpec, scores: torch.Tensor, n: int, absolute: bool = True) 
     """The N edges with the largest (absolute) score; ties broken by graph order.
 
     ``scores``: [n_forward, n_backward] (or [..., n_forward, n_backward] for a batch).
-    Returns a membership mask of the same shape. N is clipped to the edge count, never padded.
+    Returns a membership mask of the same shape, on the scores' device. N is clipped to the
+    edge count, never padded.
     """
-    values = scores.abs() if absolute else scores
-    values = values.masked_fill(~spec.edge_mask.to(values.device), float("-inf"))
-    flat = values.flatten(-2)  # [..., n_forward * n_backward]
-    count = max(0, min(int(n), spec.n_edges))
-    mask = torch.zeros_like(flat, dtype=torch.bool)
-    if count:
-        # a stable sort keeps graph order among equal scores, so results are deterministic
-        order = torch.sort(flat, dim=-1, descending=True, stable=True).indices[..., :count]
-        mask.scatter_(-1, order, True)
-    return mask.view(scores.shape)
+    return top_n_at_budgets(spec, scores, [n], absolute).squeeze(-3)
+
+
+def edge_ranks(spec: GraphSpec, scores: torch.Tensor, absolute: bool = True) -> torch.Tensor:
+    """Each edge's place in the order of decreasing (absolute) score, ties in graph order.
+
+    scores: [..., n_forward, n_backward]. Returns [..., n_edges] int64 on the scores' device
+    (0 = the best edge), in ``spec.edge_index`` order. One stable sort serves every budget.
+    """
+    forward, backward = spec.tensors(scores.device).edge_index
+    values = scores[..., forward, backward]  # [..., n_edges]
+    values = values.abs() if absolute else values
+    order = torch.sort(values, dim=-1, descending=True, stable=True).indices
+    ranks = torch.empty_like(order)
+    positions = torch.arange(order.shape[-1], device=order.device).expand_as(order)
+    return ranks.scatter_(-1, order, positions)
+
+
+def top_n_at_budgets(spec: GraphSpec, scores: torch.Tensor, budgets, absolute: bool = True) -> torch.Tensor:
+    """Top-N masks of one score matrix (or a batch of them) at every budget, from one sort.
+
+    scores: [..., n_forward, n_backward]. Returns [..., n_budgets, n_forward, n_backward] bool on
+    the scores' device; the budget axis sits just before the graph axes.
+    """
+    device = scores.device
+    ranks = edge_ranks(spec, scores, absolute)  # [..., n_edges]
+    counts = torch.tensor(
+        [max(0, min(int(n), spec.n_edges)) for n in budgets], dtype=ranks.dtype, device=device
+    )
+    chosen = ranks.unsqueeze(-2) < counts[:, None]  # [..., n_budgets, n_edges]
+    masks = torch.zeros(
+        (*chosen.shape[:-1], spec.n_forward * spec.n_backward), dtype=torch.bool, device=device
+    )
+    flat_index = spec.tensors(device).flat_edge_index
+    masks[..., flat_index] = chosen
+    return masks.view(*chosen.shape[:-1], spec.n_forward, spec.n_backward)
 
 
 def prune(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
     """Drop edges that lie on no path from ``input`` to ``logits`` within the circuit.
 
     A node is alive when it is reached from ``input`` and reaches ``logits`` through kept edges.
-    Works on one mask [n_forward, n_backward] at a time.
+    mask: [..., n_forward, n_backward] bool, any number of circuits at once, on any device.
+    Reachability is settled level by level (input, a layer's heads, its MLP, ..., logits): a
+    node only reads from earlier levels, so one sweep each way costs 2 x (2L + 2) batched steps.
     """
-    mask = mask & spec.edge_mask.to(mask.device)
-    owner = spec.backward_to_forward.to(mask.device)  # [n_backward]
-    n_forward = spec.n_forward
-    # node -> node adjacency over writer indices; logits gets its own index n_forward
-    adjacency = torch.zeros(n_forward + 1, n_forward + 1, dtype=torch.bool, device=mask.device)
-    targets = torch.where(owner < 0, torch.full_like(owner, n_forward), owner)
-    sources, readers = mask.nonzero(as_tuple=True)
-    adjacency[sources, targets[readers]] = True
+    tensors = spec.tensors(mask.device)
+    shape = mask.shape
+    mask = (mask.bool() & tensors.edge_mask).reshape(-1, spec.n_forward, spec.n_backward)
+    n_nodes = spec.n_forward + 1  # writers, then logits
+    # node -> node adjacency: writer f feeds node owner(reader) when any of its edges is kept
+    adjacency = torch.zeros(mask.shape[0], spec.n_forward, n_nodes, dtype=torch.int32, device=mask.device)
+    adjacency.index_add_(2, tensors.reader_node, mask.to(torch.int32))
+    adjacency = adjacency > 0  # [batch, n_forward, n_nodes]
 
-    reached = torch.zeros(n_forward + 1, dtype=torch.bool, device=mask.device)
-    reached[0] = True
-    reaches = torch.zeros(n_forward + 1, dtype=torch.bool, device=mask.device)
-    reaches[n_forward] = True
-    # writers are topologically ordered by index, so one sweep each way settles reachability
-    for node in range(1, n_forward + 1):
-        reached[node] = bool((adjacency[:node, node] & reached[:node]).any())
-    for node in range(n_forward - 1, -1, -1):
-        reaches[node] = bool((adjacency[node, node + 1 :] & reaches[node + 1 :]).any())
-    alive = reached & reaches
-    reader_alive = alive[targets]  # [n_backward]
-    return mask & alive[:n_forward, None] & reader_alive[None, :]
+    reached = torch.zeros(mask.shape[0], n_nodes, dtype=torch.bool, device=mask.device)
+    reached[:, 0] = True
+    for start, stop in spec.node_levels[1:]:
+        reached[:, start:stop] = (adjacency[:, :start, start:stop] & reached[:, :start, None]).any(1)
+    reaches = torch.zeros_like(reached)
+    reaches[:, spec.n_forward] = True
+    for start, stop in reversed(spec.node_levels[:-1]):
+        reaches[:, start:stop] = (adjacency[:, start:stop, stop:] & reaches[:, None, stop:]).any(2)
+    alive = reached & reaches  # [batch, n_nodes]
+    kept = mask & alive[:, : spec.n_forward, None] & alive[:, tensors.reader_node][:, None, :]
+    return kept.view(shape)

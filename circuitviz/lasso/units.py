@@ -107,8 +107,9 @@ def principal_scores(x: torch.Tensor, k: int, seed: int = 0, power_iterations: i
         values, vectors = torch.linalg.eigh(centred @ centred.transpose(1, 2))  # [n, m], [n, m, m]
         top = values.flip(-1)[:, :k].clamp_min(0).sqrt()
         return vectors.flip(-1)[:, :, :k] * top[:, None, :]
-    generator = torch.Generator(device=x.device).manual_seed(seed)
-    omega = torch.randn(n, d, width, generator=generator, device=x.device, dtype=x.dtype)
+    # drawn on the CPU from a CPU generator, so every device projects onto the same directions
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    omega = torch.randn(n, d, width, generator=generator, device="cpu", dtype=x.dtype).to(x.device)
     sample = centred @ omega  # [n, m, width]
     for _ in range(power_iterations):
         sample, _ = torch.linalg.qr(sample)

@@ -113,7 +113,7 @@ class ScoringMethod(Method):
 
         start = time.perf_counter()
         scores = self.score(model, spec, prepared, evaluator, config, progress)
-        scores = (scores.float().cpu() * spec.edge_mask).nan_to_num(0.0)
+        scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
         timings["scoring_s"] = time.perf_counter() - start
 
         start = time.perf_counter()
@@ -127,7 +127,7 @@ class ScoringMethod(Method):
             task=task,
             method=self.name,
             config=config_to_dict(config),
-            scores=scores,
+            scores=scores.cpu(),
             baseline=evaluator.baseline,
             curve=curve,
             timings=timings,

@@ -34,9 +34,17 @@ from dataclasses import dataclass, field
 import numpy
 import torch
 
-from ..activations import accumulate_scores, model_dtype, reader_gradients, writers_of_prompts
-from ..evaluate import Baseline, CurvePoint, Evaluator, ndf, nfs
+from ..activations import (
+    accumulate_scores,
+    model_device,
+    model_dtype,
+    reader_gradients,
+    score_dtype,
+    writers_of_prompts,
+)
+from ..evaluate import Baseline, CurvePoint, Evaluator, circuits_at_budgets, ndf, nfs
 from ..graph import GraphSpec, prune, top_n
+from ..models.devices import working_memory_bytes
 from ..overlap import shared_subcircuit
 from ..paraphrase import (
     SOURCES,
@@ -107,10 +115,10 @@ def edge_vector(spec: GraphSpec, matrix: torch.Tensor) -> list:
     return matrix[forward, backward].tolist()
 
 
-def edge_matrix(spec: GraphSpec, values: Sequence, dtype=torch.float32) -> torch.Tensor:
+def edge_matrix(spec: GraphSpec, values: Sequence, dtype=torch.float32, device="cpu") -> torch.Tensor:
     """The inverse of ``edge_vector``; zero off the edge mask.  # [n_forward, n_backward]"""
-    matrix = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype)
-    matrix[spec.edge_index] = torch.as_tensor(values, dtype=dtype)
+    matrix = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype, device=device)
+    matrix[spec.tensors(device).edge_index] = torch.as_tensor(values, dtype=dtype, device=device)
     return matrix
 
 
@@ -167,7 +175,7 @@ def ibon_circuit(
         return bon_circuits[budget].bool().clone()
     any_mask = next(iter(bon_circuits.values()))
     spec = spec_of(any_mask, spec)
-    edge_mask = spec.edge_mask
+    edge_mask = spec.tensors(any_mask.device).edge_mask
     anchors = sorted(bon_circuits)
     lower = max((a for a in anchors if a < budget), default=None)
     upper = min((a for a in anchors if a > budget), default=None)
@@ -205,10 +213,11 @@ def csm_matrices(
     if not bon_circuits:
         raise ValueError("BoN-CSM needs at least one BoN circuit.")
     anchors = sorted(bon_circuits)
+    device = bon_circuits[anchors[0]].device
     spec = spec_of(bon_circuits[anchors[0]], spec)
-    edge_mask = spec.edge_mask
-    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float32)
-    tiers = torch.full((spec.n_forward, spec.n_backward), len(anchors), dtype=torch.long)
+    edge_mask = spec.tensors(device).edge_mask
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float32, device=device)
+    tiers = torch.full((spec.n_forward, spec.n_backward), len(anchors), dtype=torch.long, device=device)
     placed = torch.zeros_like(edge_mask)
     for tier, anchor in enumerate(anchors):
         new = bon_circuits[anchor].bool() & edge_mask & ~placed
@@ -225,7 +234,7 @@ def csm_order(
 ) -> torch.Tensor:
     """Flat positions of every edge: tier ascending, then |score| descending, then graph order."""
     spec = spec_of(csm_scores, spec)
-    positions = spec.edge_mask.flatten().nonzero().flatten()
+    positions = spec.tensors(csm_scores.device).flat_edge_index
     by_score = torch.sort(csm_scores.abs().float().flatten()[positions], descending=True, stable=True).indices
     positions = positions[by_score]
     by_tier = torch.sort(csm_tiers.flatten()[positions], stable=True).indices
@@ -245,15 +254,17 @@ def csm_circuit(
     spec = spec_of(csm_scores, spec)
     if order is None:
         order = csm_order(csm_scores, csm_tiers, spec)
-    flat = torch.zeros(spec.n_forward * spec.n_backward, dtype=torch.bool)
+    flat = torch.zeros(spec.n_forward * spec.n_backward, dtype=torch.bool, device=csm_scores.device)
     flat[order[: max(0, int(budget))]] = True
     circuit = flat.view(spec.n_forward, spec.n_backward)
     return prune(spec, circuit) if prune_dead else circuit
 
 
 def names_mask(spec: GraphSpec, names: Sequence[str]) -> torch.Tensor:
-    """Membership tensor from edge names in one indexing step (GraphError for a bad name).  # bool"""
-    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    """Membership tensor from edge names in one indexing step (GraphError for a bad name).
+
+    On the CPU, where names are read.  # [n_forward, n_backward] bool"""
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")
     if names:
         forward, backward = zip(*(spec.edge_position(name) for name in names))
         mask[list(forward), list(backward)] = True
@@ -364,13 +375,15 @@ def _batched_ig_scores(
 
     Computes exactly what the registered ``eap-ig`` computes for each pair alone (tested): the
     gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
-    times the corrupted-minus-clean writer outputs.  # each [n_forward, n_backward]
+    times the corrupted-minus-clean writer outputs. A batch holds the steps of several pairs;
+    their gradients are summed per pair and contracted with each pair's differences in one
+    batched product per layer.  # each [n_forward, n_backward], on the model's device
     """
-    dtype = model_dtype(model)
+    dtype, device = model_dtype(model), model_device(model)
     positions = pairs[0].n_positions
-    scores = [torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype) for _ in pairs]
+    scores = torch.zeros(len(pairs), spec.n_forward, spec.n_backward, dtype=score_dtype(dtype), device=device)
     per_sequence = positions * spec.n_forward * spec.d_model * torch.finfo(dtype).bits // 8
-    capture = max(1, int(_CAPTURE_BYTES // max(2 * per_sequence, 1)))
+    capture = max(1, int(min(_CAPTURE_BYTES, working_memory_bytes(device) / 2) // max(2 * per_sequence, 1)))
     chunk = steps_chunk_size(model, positions)
     total, done = len(pairs) * steps, 0
     for start in range(0, len(pairs), capture):
@@ -380,13 +393,16 @@ def _batched_ig_scores(
         clean, corrupted = writers[: len(group)], writers[len(group) :]
         differences = corrupted - clean  # [g, pos, n_forward, d_model]
         clean_input, corrupted_input = clean[:, :, 0], corrupted[:, :, 0]  # [g, pos, d_model]
-        clean_tokens = torch.cat([p.clean_tokens for p in group])  # [g, pos]
+        clean_tokens = torch.cat([p.clean_tokens for p in group]).to(device)  # [g, pos]
         jobs = [(j, k) for j in range(len(group)) for k in range(1, steps + 1)]
         for first in range(0, len(jobs), chunk):
             batch = jobs[first : first + chunk]
-            owner = torch.tensor([j for j, _ in batch])
-            alpha = torch.tensor([k / steps for _, k in batch], dtype=clean_input.dtype)[:, None, None]
-            alpha = alpha.to(clean_input.device)
+            owners = [j for j, _ in batch]  # pairs of a batch are contiguous: jobs go pair by pair
+            lowest, highest = owners[0], owners[-1]
+            owner = torch.tensor(owners, device=device)
+            slot = owner - lowest  # each sequence's pair within this batch
+            alpha = torch.tensor([k / steps for _, k in batch], dtype=clean_input.dtype, device=device)
+            alpha = alpha[:, None, None]
 
             def interpolate(x, start_value=corrupted_input[owner], end_value=clean_input[owner], alpha=alpha):
                 return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
@@ -394,14 +410,19 @@ def _batched_ig_scores(
             gradients, _ = reader_gradients(
                 model, spec, prepared, len(batch), interpolate, tokens=clean_tokens[owner]
             )
-            for j in owner.unique().tolist():
-                rows = (owner == j).nonzero().flatten().to(next(iter(gradients.values())).device)
-                own = {name: gradient[rows] for name, gradient in gradients.items()}
-                accumulate_scores(spec, scores[start + j], own, differences[j : j + 1])
+            n_members = highest - lowest + 1
+            per_pair = {
+                name: torch.zeros(
+                    (n_members, *gradient.shape[1:]), dtype=gradient.dtype, device=device
+                ).index_add_(0, slot, gradient)
+                for name, gradient in gradients.items()
+            }
+            members = slice(start + lowest, start + highest + 1)
+            accumulate_scores(spec, scores[members], per_pair, differences[lowest : highest + 1])
             done += len(batch)
             if progress:
                 progress("score", done / total)
-    return [s / steps for s in scores]
+    return list(scores / steps)
 
 
 def pair_scores(
@@ -442,7 +463,7 @@ def pair_scores(
             results[index] = method.score(model, spec, pair, evaluator, method_config)
             if progress:
                 progress("score", (index + 1) / len(pairs))
-    return [(matrix.float().cpu() * spec.edge_mask).nan_to_num(0.0) for matrix in results]
+    return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
 
 
 def stored_pair_scores(
@@ -466,7 +487,7 @@ def stored_pair_scores(
             state = store.load_state(key, kind="scores")
             matrix = state.get("scores") if isinstance(state, dict) else None
             if isinstance(matrix, torch.Tensor) and tuple(matrix.shape) == (spec.n_forward, spec.n_backward):
-                scores[index] = matrix.float()
+                scores[index] = matrix.float().to(model_device(model))
     missing = [i for i, matrix in enumerate(scores) if matrix is None]
     if missing:
         prepared_pairs = [prepare_task(model, tasks[i], max_tokens=max_tokens) for i in missing]
@@ -475,7 +496,7 @@ def stored_pair_scores(
             scores[index] = matrix
             if store is not None:
                 store.save_state(
-                    keys[index], {"scores": matrix, "task": tasks[index].to_dict()}, kind="scores"
+                    keys[index], {"scores": matrix.cpu(), "task": tasks[index].to_dict()}, kind="scores"
                 )
     elif progress:
         progress("score", 1.0)
@@ -508,8 +529,12 @@ def parse_anchor_budgets(text: str, budgets: Sequence[int]) -> list[int]:
 
 
 def circuit_digest(mask: torch.Tensor) -> str:
-    """A short content hash of a circuit mask."""
-    return hashlib.sha256(numpy.packbits(mask.flatten().numpy()).tobytes()).hexdigest()[:24]
+    """A short content hash of a circuit mask (read on the CPU)."""
+    return _digest_of_bits(mask.flatten().cpu().numpy())
+
+
+def _digest_of_bits(bits: numpy.ndarray) -> str:
+    return hashlib.sha256(numpy.packbits(bits).tobytes()).hexdigest()[:24]
 
 
 def metrics_key(model, model_id: str, spec: GraphSpec, task: PromptTask) -> str:
@@ -524,20 +549,33 @@ def metrics_key(model, model_id: str, spec: GraphSpec, task: PromptTask) -> str:
 
 
 class _CircuitPool:
-    """Circuits to evaluate, each once however many variants chose it."""
+    """Circuits to evaluate, each once however many variants chose it. Masks stay on their
+    device; their identity is read on the CPU, one transfer per batch of masks added."""
 
     def __init__(self):
         self.masks: list[torch.Tensor] = []
+        self.digests: list[str] = []
+        self.sizes: list[int] = []
         self._index: dict[bytes, int] = {}
         self.values: list[float | None] = []
 
     def add(self, mask: torch.Tensor) -> int:
-        key = mask.flatten().numpy().tobytes()
-        if key not in self._index:
-            self._index[key] = len(self.masks)
-            self.masks.append(mask)
-            self.values.append(None)
-        return self._index[key]
+        return self.add_many(mask[None])[0]
+
+    def add_many(self, masks: torch.Tensor) -> list[int]:
+        """Add circuits [n, n_forward, n_backward]; returns each one's index in the pool."""
+        bits = masks.flatten(1).cpu().numpy()
+        indices = []
+        for mask, row in zip(masks, bits):
+            key = row.tobytes()
+            if key not in self._index:
+                self._index[key] = len(self.masks)
+                self.masks.append(mask)
+                self.digests.append(_digest_of_bits(row))
+                self.sizes.append(int(row.sum()))
+                self.values.append(None)
+            indices.append(self._index[key])
+        return indices
 
     def evaluate(
         self, evaluator: Evaluator, progress: Progress | None = None, memo: dict | None = None
@@ -548,21 +586,21 @@ class _CircuitPool:
         pending = [i for i, value in enumerate(self.values) if value is None]
         if memo is not None:
             for index in pending:
-                self.values[index] = memo.get(circuit_digest(self.masks[index]))
+                self.values[index] = memo.get(self.digests[index])
             pending = [i for i in pending if self.values[i] is None]
         if pending:
             metrics = evaluator.metrics(torch.stack([self.masks[i] for i in pending]), progress)
             for index, value in zip(pending, metrics.tolist()):
                 self.values[index] = float(value)
                 if memo is not None:
-                    memo[circuit_digest(self.masks[index])] = float(value)
+                    memo[self.digests[index]] = float(value)
         return len(pending)
 
     def point(self, index: int, budget: int, baseline: Baseline) -> CurvePoint:
         value = self.values[index]
         return CurvePoint(
             budget=int(budget),
-            n_edges=int(self.masks[index].sum()),
+            n_edges=self.sizes[index],
             metric=value,
             nfs=nfs(value, baseline),
             ndf=ndf(value, baseline),
@@ -616,23 +654,22 @@ class QueryCircuits:
     device: str = "cpu"
 
     def to_result(self, variant: str) -> CircuitResult:
+        """One variant's result, its tensors on the CPU (results are stored and drawn there)."""
         spec = self.spec
-        mean = self.candidate_scores.mean(0)
+        candidate_scores = self.candidate_scores.cpu()
+        csm = None if self.csm is None else (self.csm[0].cpu(), self.csm[1].cpu())
+        mean = candidate_scores.mean(0)
         largest = max(self.winners) if self.winners else None
         if variant == "single":
-            scores = self.candidate_scores[0]
+            scores = candidate_scores[0]
         elif variant == "average":
             scores = mean
-        elif variant == "bon-csm" and self.csm is not None:
-            scores = self.csm[0]
+        elif variant == "bon-csm" and csm is not None:
+            scores = csm[0]
         elif variant == "ibon" and self.anchors:
-            scores = self.candidate_scores[self.winners[max(self.anchors)]]
+            scores = candidate_scores[self.winners[max(self.anchors)]]
         else:
-            scores = (
-                self.candidate_scores[self.winners[largest]]
-                if largest is not None
-                else self.candidate_scores[0]
-            )
+            scores = candidate_scores[self.winners[largest]] if largest is not None else candidate_scores[0]
         anchor_winners = {str(a): self.winners[a] for a in self.anchors if a in self.winners}
         extra = {
             "query_circuits_version": FORMAT_VERSION,
@@ -658,16 +695,16 @@ class QueryCircuits:
             },
             "anchor_winners": anchor_winners,
             "edge_scores": {
-                "single": edge_vector(spec, self.candidate_scores[0]),
+                "single": edge_vector(spec, candidate_scores[0]),
                 "average": edge_vector(spec, mean),
                 "candidates": {
-                    str(k): edge_vector(spec, self.candidate_scores[k])
+                    str(k): edge_vector(spec, candidate_scores[k])
                     for k in sorted(set(anchor_winners.values()))
                 },
             },
             "csm": None
-            if self.csm is None
-            else {"scores": edge_vector(spec, self.csm[0]), "tiers": edge_vector(spec, self.csm[1])},
+            if csm is None
+            else {"scores": edge_vector(spec, csm[0]), "tiers": edge_vector(spec, csm[1])},
             "shared": [dict(data, budget=budget) for budget, data in sorted(self.shared.items())],
             "reference_edges": self.reference_edges,
             "counts": dict(self.counts),
@@ -679,11 +716,11 @@ class QueryCircuits:
             task=self.task,
             method=variant,
             config=config_to_dict(self.config),
-            scores=scores.float().cpu(),
+            scores=scores.float(),
             baseline=self.baseline,
             curve=list(self.curves[variant]),
             timings=dict(self.timings),
-            circuits={b: m.clone() for b, m in self.circuits[variant].items()},
+            circuits={b: m.cpu() for b, m in self.circuits[variant].items()},
             tokens={"clean": self.prepared.clean_str_tokens, "corrupted": self.prepared.corrupted_str_tokens},
             device=self.device,
             extra=extra,
@@ -727,7 +764,7 @@ def query_circuits(
     if config.reference.strip():
         reference = (
             parse_circuit(config.reference, spec, origin="The reference circuit").mask & spec.edge_mask
-        )
+        ).to(evaluator.device)
     timings["clean_corrupted_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -781,25 +818,24 @@ def query_circuits(
 
     start = time.perf_counter()
     pool = _CircuitPool()
-    n_candidates = len(candidates)
     bon_budgets = (
         budgets if ({"bon"} & want or config.compare) else anchors if want & {"ibon", "bon-csm"} else []
     )
     candidate_index: dict[int, list[int]] = {}
-    for budget in bon_budgets:
-        masks = [prune(spec, top_n(spec, candidate_scores[k], budget)) for k in range(n_candidates)]
-        candidate_index[budget] = [pool.add(mask) for mask in masks]
+    if bon_budgets:
+        # every candidate at every budget from one sort per candidate: [n_candidates, n_budgets, ...]
+        masks = circuits_at_budgets(spec, candidate_scores, bon_budgets)
+        for column, budget in enumerate(bon_budgets):
+            candidate_index[budget] = pool.add_many(masks[:, column])
     single_index = {}
     if "single" in want:
-        for budget in budgets:
-            if budget in candidate_index:
-                single_index[budget] = candidate_index[budget][0]
-            else:
-                single_index[budget] = pool.add(prune(spec, top_n(spec, candidate_scores[0], budget)))
+        missing = [b for b in budgets if b not in candidate_index]
+        added = dict(zip(missing, pool.add_many(circuits_at_budgets(spec, candidate_scores[0], missing))))
+        single_index = {b: candidate_index[b][0] if b in candidate_index else added[b] for b in budgets}
     average_index = {}
     if "average" in want:
         mean = candidate_scores.mean(0)
-        average_index = {b: pool.add(prune(spec, top_n(spec, mean, b))) for b in budgets}
+        average_index = dict(zip(budgets, pool.add_many(circuits_at_budgets(spec, mean, budgets))))
     timings["selection_s"] = time.perf_counter() - start
     start = time.perf_counter()
     memo_key = metrics_key(model, model_id, spec, task)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import accumulate_scores, model_dtype, reader_gradients
+from ..activations import accumulate_scores, model_device, model_dtype, reader_gradients, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
+from ..models.devices import working_memory_bytes
 from ..tasks import PreparedTask
 from .base import ScoringMethod, register
 
@@ -27,12 +28,23 @@ from .base import ScoringMethod, register
 _BACKWARD_BYTES_PER_UNIT = 40
 
 
-def steps_chunk_size(model, n_positions: int, memory_bytes: float = 2e9) -> int:
-    """How many sequences one forward/backward may carry within ``memory_bytes``."""
+def steps_chunk_size(model, n_positions: int, memory_bytes: float | None = None) -> int:
+    """How many sequences one forward/backward may carry within ``memory_bytes`` (default: the
+    working memory of the model's device, ``models.devices.working_memory_bytes``)."""
+    if memory_bytes is None:
+        memory_bytes = working_memory_bytes(model_device(model))
     cfg = model.cfg
     width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_positions
-    per_sequence = cfg.n_layers * n_positions * width * _BACKWARD_BYTES_PER_UNIT
+    element = next(model.parameters()).element_size()
+    per_sequence = cfg.n_layers * n_positions * width * _BACKWARD_BYTES_PER_UNIT * element / 4
     return max(1, int(memory_bytes // max(per_sequence, 1)))
+
+
+def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
+    """An empty score matrix on the model's device, in the precision scores accumulate in."""
+    return torch.zeros(
+        spec.n_forward, spec.n_backward, dtype=score_dtype(model_dtype(model)), device=model_device(model)
+    )
 
 
 def _differences(evaluator: Evaluator) -> torch.Tensor:
@@ -53,7 +65,7 @@ class EAP(ScoringMethod):
     Config = EAPConfig
 
     def score(self, model, spec, prepared, evaluator, config, progress=None):
-        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        scores = _zero_scores(model, spec)
         gradients, _ = reader_gradients(model, spec, prepared, batch=1)
         accumulate_scores(spec, scores, gradients, _differences(evaluator))
         if progress:
@@ -83,12 +95,12 @@ class EAPIG(ScoringMethod):
         steps = int(config.ig_steps)
         clean_input = evaluator.clean_writers[:, :, 0]  # [1, pos, d_model]
         corrupted_input = evaluator.corrupted_writers[:, :, 0]
-        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        scores = _zero_scores(model, spec)
         differences = _differences(evaluator)
-        alphas = torch.arange(1, steps + 1, dtype=clean_input.dtype) / steps
+        alphas = torch.arange(1, steps + 1, dtype=clean_input.dtype, device=clean_input.device) / steps
         chunk = steps_chunk_size(model, prepared.n_positions)
         for start in range(0, steps, chunk):
-            alpha = alphas[start : start + chunk].to(clean_input.device)[:, None, None]  # [b, 1, 1]
+            alpha = alphas[start : start + chunk][:, None, None]  # [b, 1, 1]
 
             def interpolate(x, alpha=alpha):
                 return corrupted_input + alpha * (clean_input - corrupted_input)
@@ -125,21 +137,31 @@ class EAPIGActivations(ScoringMethod):
         differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]
         # every (group, step) pair is one sequence of the batch
         jobs = [(g, k) for g in range(len(groups)) for k in range(1, steps + 1)]
-        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        scores = _zero_scores(model, spec)
+        device = clean.device
         chunk = steps_chunk_size(model, prepared.n_positions)
+        # which writer group owns each row of the score matrix
+        row_group = torch.zeros(spec.n_forward, dtype=torch.long, device=device)
+        for g, (_, index) in enumerate(groups):
+            row_group[index] = g
         for start in range(0, len(jobs), chunk):
             batch_jobs = jobs[start : start + chunk]
-            group_of = torch.tensor([g for g, _ in batch_jobs])
-            alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype)[:, None, None]
+            group_of = torch.tensor([g for g, _ in batch_jobs], device=device)
+            alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype, device=device)
+            alpha = alpha[:, None, None]
 
             def interpolated(index: slice, alpha=alpha):
                 start_value = corrupted[:, index].sum(1)  # [pos, d_model]
                 end_value = clean[:, index].sum(1)
                 return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
 
-            def replace(x, hook, group, index, group_of=group_of, interpolated=interpolated):
-                chosen = (group_of == group).to(x.device)[:, None, None]
-                return torch.where(chosen, interpolated(index).to(x.device), x) if chosen.any() else x
+            present = set(group_of.tolist())
+
+            def replace(x, hook, group, index, group_of=group_of, interpolated=interpolated, present=present):
+                if group not in present:
+                    return x
+                chosen = (group_of == group)[:, None, None]
+                return torch.where(chosen, interpolated(index), x)
 
             hooks = [
                 (name, lambda x, hook, g=g, index=index: replace(x, hook, g, index))
@@ -149,15 +171,12 @@ class EAPIGActivations(ScoringMethod):
             chosen_input = (group_of == 0)[:, None, None]
 
             def input_replacement(x, chosen=chosen_input, interpolated=interpolated):
-                return torch.where(chosen.to(x.device), interpolated(slice(0, 1)).to(x.device), x)
+                return torch.where(chosen, interpolated(slice(0, 1)), x)
 
             gradients, _ = reader_gradients(
                 model, spec, prepared, len(batch_jobs), input_replacement, extra_hooks=hooks
             )
             # a sequence's gradients score only the rows of the group it interpolated
-            row_group = torch.zeros(spec.n_forward, dtype=torch.long)
-            for g, (_, index) in enumerate(groups):
-                row_group[index] = g
             owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
             batch_differences = differences[None] * owned[:, None, :, None]
             accumulate_scores(spec, scores, gradients, batch_differences)
@@ -187,14 +206,15 @@ class ExactPatching(ScoringMethod):
                 f"Exact patching needs one run per edge and this model has {n_edges} edges, over "
                 f"the limit of {config.max_edges}; use eap-ig, or raise max_edges."
             )
-        forward, backward = spec.edge_index
-        full = spec.edge_mask
-        scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=model_dtype(model))
+        device = evaluator.device
+        graph = spec.tensors(device)
+        forward, backward = graph.edge_index
+        scores = _zero_scores(model, spec)
         chunk = evaluator.chunk_size
         for start in range(0, n_edges, chunk):
-            index = torch.arange(start, min(start + chunk, n_edges))
-            circuits = full.expand(len(index), -1, -1).clone()
-            circuits[torch.arange(len(index)), forward[index], backward[index]] = False
+            index = torch.arange(start, min(start + chunk, n_edges), device=device)
+            circuits = graph.edge_mask.expand(len(index), -1, -1).clone()
+            circuits[torch.arange(len(index), device=device), forward[index], backward[index]] = False
             values = evaluator.metrics(circuits)
             scores[forward[index], backward[index]] = (values - evaluator.baseline.clean).to(scores.dtype)
             if progress:

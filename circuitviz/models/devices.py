@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from circuitviz.models.errors import ModelLoadError
@@ -91,3 +93,54 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: str | torch.device | 
     if name in DTYPES:
         return DTYPES[name]
     raise ModelLoadError(f"Precision '{dtype}' is not supported; use one of {', '.join(DTYPES)}.")
+
+
+# ----- working memory -----------------------------------------------------------------------------
+WORKING_MEMORY_ENV = "CIRCUITVIZ_WORKING_MEMORY_GB"
+# On the CPU, batches past this size are no faster (the passes are compute-bound already) and
+# only crowd the machine; on an accelerator a batch may use a share of the free memory.
+CPU_WORKING_MEMORY = 2e9
+ACCELERATOR_SHARE = 0.6
+
+
+def free_memory_bytes(device: str | torch.device) -> float | None:
+    """Memory free on ``device`` now, in bytes; None when the device cannot say."""
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        free, _total = torch.cuda.mem_get_info(device)
+        return float(free)
+    if device.type == "mps" and _mps_available():
+        return float(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
+    if device.type == "cpu":
+        try:
+            with open("/proc/meminfo", encoding="ascii") as stream:
+                for line in stream:
+                    if line.startswith("MemAvailable:"):
+                        return float(line.split()[1]) * 1024
+        except OSError:
+            return None
+    return None
+
+
+def working_memory_bytes(device: str | torch.device) -> float:
+    """How much memory one batched pass (IG steps, circuits, positions) may use on ``device``.
+
+    ``$CIRCUITVIZ_WORKING_MEMORY_GB`` when set; on the CPU 2 GB (or less when less is free); on
+    an accelerator 60 % of what is free when the pass starts, so a long prompt or a large model
+    is cut into as many chunks as the device needs and no more.
+    """
+    text = os.environ.get(WORKING_MEMORY_ENV, "").strip()
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ModelLoadError(
+                f"{WORKING_MEMORY_ENV}={text!r} is not a number of gigabytes; set e.g. 4."
+            ) from None
+        if value > 0:
+            return value * 1e9
+    device = torch.device(device)
+    free = free_memory_bytes(device)
+    if device.type == "cpu" or free is None:
+        return min(CPU_WORKING_MEMORY, free / 4) if free else CPU_WORKING_MEMORY
+    return max(ACCELERATOR_SHARE * free, 256e6)

@@ -1,0 +1,152 @@
+"""Every method, label and estimate with the model on a second device, on a CPU-only machine.
+
+A GPU run fails the moment a tensor made on the CPU meets one on the GPU; CI has no GPU, so
+``SimulatedDevice`` (tests/simulated_device.py) keeps the same books on the CPU: the model's
+tensors and everything computed from them count as on the device, tensors made without a
+device count as on the host, and an operation that mixes the two raises as CUDA does. Every
+registered method runs under it on GPT-2-, Gemma- and Llama-shaped tiny models and must give
+exactly what it gives on the host. On the code before the device fixes, 8 of the 11 methods
+failed here, in the places they failed on an H200.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from simulated_device import DeviceMixError, SimulatedDevice
+
+from circuitviz.methods import available_methods, get_method
+from circuitviz.testing import IOI_TASK, tiny_model
+
+SHAPES = ("gpt2", "gemma", "llama")
+BUDGETS = (3, 8, 20, 60)
+
+
+def _config(method, tmp_path):
+    fields = set(method.Config.__dataclass_fields__)
+    return method.make_config({"cache_scores": False} if "cache_scores" in fields else {})
+
+
+def _same_result(on_device, on_host) -> None:
+    assert on_device.scores.device.type == "cpu"  # results are stored and drawn on the host
+    assert torch.equal(on_device.scores, on_host.scores)
+    assert [p.to_dict() for p in on_device.curve] == [p.to_dict() for p in on_host.curve]
+    for budget in on_host.budgets:
+        assert torch.equal(on_device.circuit(budget).cpu(), on_host.circuit(budget))
+
+
+def test_the_simulated_device_refuses_what_cuda_refuses():
+    model = tiny_model("gpt2")
+    with SimulatedDevice(model):
+        weights = model.W_E[:4]  # [4, d_model] on the device
+        with pytest.raises(DeviceMixError, match="same device"):
+            torch.zeros(weights.shape) + weights
+        with pytest.raises(DeviceMixError):
+            scores = torch.zeros(4)
+            scores += weights.sum(1)
+        with pytest.raises(TypeError, match="numpy"):
+            weights.numpy()
+        # what CUDA allows: a device tensor made on the data's device, host indices, scalars, copies
+        assert torch.equal(torch.zeros(weights.shape, device=weights.device) + weights, weights)
+        assert weights[torch.tensor([0, 2])].shape == (2, model.cfg.d_model)
+        assert (weights * torch.tensor(2.0)).shape == weights.shape
+        assert weights.cpu().numpy().shape == tuple(weights.shape)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", sorted(available_methods()))
+def test_every_method_runs_on_the_device_and_equals_the_host(shape, name, tmp_path):
+    model = tiny_model(shape, seed=0)
+    method = get_method(name)
+    config = _config(method, tmp_path)
+    on_host = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    with SimulatedDevice(model):
+        on_device = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    _same_result(on_device, on_host)
+
+
+def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
+    from circuitviz.api import discover, evaluate_circuits
+    from circuitviz.store import ResultStore
+
+    model = tiny_model("gemma", seed=1)
+    host, _ = discover(model, IOI_TASK, "eap-ig", budgets=BUDGETS, store=ResultStore(tmp_path / "a"))
+    with SimulatedDevice(model):
+        result, cached = discover(
+            model, IOI_TASK, "eap-ig", budgets=BUDGETS, store=ResultStore(tmp_path / "b")
+        )
+        baseline, curve = evaluate_circuits(model, IOI_TASK, [result.circuit(8), result.circuit(20)])
+    assert not cached
+    _same_result(result, host)
+    assert [p.metric for p in curve] == [host.point(8).metric, host.point(20).metric]
+    assert baseline == host.baseline
+
+
+def test_best_of_n_variants_at_new_budgets_on_the_device(tmp_path):
+    from circuitviz.methods.bon import variant_circuit
+
+    model = tiny_model("llama", seed=2)
+    method = get_method("ibon")
+    config = method.make_config({"cache_scores": False, "n_paraphrases": 3})
+    host = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    with SimulatedDevice(model):
+        result = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+        for variant in ("single", "average", "ibon", "bon-csm"):
+            for budget in (5, 40):
+                assert torch.equal(
+                    variant_circuit(result, budget, variant), variant_circuit(host, budget, variant)
+                )
+    _same_result(result, host)
+
+
+def test_labels_steering_and_signals_on_the_device():
+    from test_labels import make_sae
+
+    from circuitviz.acc import svd as acc_svd
+    from circuitviz.acc.ablation import run_knockouts
+    from circuitviz.acc.forward import run_forward
+    from circuitviz.acc.trace import Tracer, TraceSettings
+    from circuitviz.graph import GraphSpec
+    from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
+    from circuitviz.labels.sae import LabelledSae, circuit_node_features, hover_labels
+    from circuitviz.labels.steer import steer
+    from circuitviz.tasks import PromptTask, prepare_task
+
+    model = tiny_model("gemma", seed=3)
+    spec = GraphSpec.from_model(model)
+    task = PromptTask(IOI_TASK.clean, "", " Mary", (" John",))
+    prepared = prepare_task(model, task, need_corrupted=False)
+    sae = make_sae(model.cfg.d_model, 0, seed=1)
+    saes = [LabelledSae(sae, 0, "blocks.0.hook_resid_post", "test")]
+    nodes = ["input", "a0.h1", "m0", "a1.h0"]
+
+    def everything():
+        lens = logit_lens_labels(model, spec, prepared)
+        top = next_token_probabilities(model, task.clean)
+        features = circuit_node_features(model, task.clean, nodes, saes, top_k=3)
+        hovers = hover_labels(model, task.clean, nodes, saes, top_k=2)
+        steered = steer(model, task, [(0, 7), (0, 9)], saes, n_random=2, top_k=3)
+        forward = run_forward(model, prepared.clean_tokens)
+        svd = acc_svd.load_svd(model, use_disk=False)
+        trace = Tracer(model, forward, svd, TraceSettings(k=1.5, n_random=0)).run(prepared)
+        found = [(d, s) for d in trace.decisions for side in "qk" for s in d.signals[side]]
+        knockout = run_knockouts(model, svd, trace, prepared, [found])
+        return lens, top, features, hovers, steered, knockout
+
+    on_host = everything()
+    with SimulatedDevice(model, sae):
+        on_device = everything()
+    assert on_device[:4] == on_host[:4]
+    assert on_device[4]["after"] == on_host[4]["after"] and on_device[4]["random"] == on_host[4]["random"]
+    assert on_device[5] == on_host[5]
+
+
+def test_estimates_read_the_model_on_the_device():
+    from circuitviz.limits import estimate_request
+
+    model = tiny_model("gpt2")
+    host = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
+    with SimulatedDevice(model):
+        on_device = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
+    assert [e.memory_bytes for e in on_device] == [e.memory_bytes for e in host]
+    assert {e.device for e in on_device} == {"meta"}
