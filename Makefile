@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: install install-dev app test lint bench
+.PHONY: install install-dev app test lint bench gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,3 +35,7 @@ lint: install-dev
 
 bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/bench_engine.py
+
+# every method on the GPU against the CPU, then the GPU timings (docs/benchmarks.md)
+gpu-check: install
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/gpu_check.py

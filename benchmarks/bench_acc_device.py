@@ -34,7 +34,7 @@ from circuitviz.acc.trace import Tracer, TraceSettings  # noqa: E402
 from circuitviz.activations import run_with_qk_edits  # noqa: E402
 from circuitviz.methods import get_method  # noqa: E402
 from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
-from circuitviz.testing import IOI_TASK, tiny_model, word_tokenizer  # noqa: E402
+from circuitviz.testing import IOI_TASK, random_model, tiny_model  # noqa: E402
 
 NO_CORRUPTED = PromptTask(clean=IOI_TASK.clean, corrupted="", answer=" Mary", foils=(" John",))
 
@@ -99,44 +99,7 @@ def tiny_checks(device: str) -> None:
 
 def gemma_sized(device: str) -> None:
     """Random weights in the embedded Gemma-3-270M's shape; timings of one 15-token trace."""
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
-
-    from circuitviz.models import prepare_for_circuits
-
-    cfg = HookedTransformerConfig(
-        n_layers=18,
-        d_model=640,
-        n_heads=4,
-        d_head=256,
-        d_mlp=2048,
-        d_vocab=262144,
-        n_ctx=2048,
-        act_fn="gelu_pytorch_tanh",
-        normalization_type="RMS",
-        positional_embedding_type="rotary",
-        rotary_dim=256,
-        rotary_base=1_000_000,
-        rotary_base_local=10_000,
-        n_key_value_heads=1,
-        ungroup_grouped_query_attention=True,
-        gated_mlp=True,
-        final_rms=True,
-        use_normalization_before_and_after=True,
-        use_qk_norm=True,
-        attn_types=(["local"] * 5 + ["global"]) * 3,
-        window_size=512,
-        use_local_attn=True,
-        attn_scale=16.0,
-        original_architecture="Gemma3ForCausalLM",
-        dtype=torch.float32,
-        device=device,
-        seed=0,
-    )
-    model = prepare_for_circuits(HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=True))
-    model.cfg.model_name = "random-gemma-3-270m-shape"
-    with torch.no_grad():  # sharper attention than the default init, so heads make decisions
-        for block in model.blocks:
-            block.attn.W_Q.mul_(30.0)
+    model = random_model("gemma-3-270m", dtype=torch.float32, device=device, sharpen=30.0)
     task = PromptTask(
         clean="When Mary and John went to the store , John gave a drink to",
         corrupted="",

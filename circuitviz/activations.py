@@ -12,6 +12,7 @@ run's value, so the heads of a layer still sum exactly to what the layer adds.
 
 from __future__ import annotations
 
+import os
 import threading
 import types
 import weakref
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 
 import torch
 
+from .chunks import run_in_chunks
 from .graph import QKV, GraphSpec
 from .tasks import PreparedTask
 
@@ -333,6 +335,98 @@ def patched_metrics(
     return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
 
 
+GRADIENT_INPUTS_ENV = "CIRCUITVIZ_GRADIENT_INPUTS"
+
+
+def shared_attention_inputs(model) -> bool:
+    """Whether gradient passes run with one attention input per layer instead of one per head.
+
+    ``$CIRCUITVIZ_GRADIENT_INPUTS`` = ``split`` or ``shared`` decides; by default (``auto``)
+    accelerators share (memory-bound: per-head copies hold 3 n_heads times the residual stream
+    per layer) and the CPU splits (compute-bound: sharing repeats each layer's q/k/v input
+    projection, about 10 % more time on the embedded model). Both give the same gradients.
+    """
+    choice = os.environ.get(GRADIENT_INPUTS_ENV, "auto").strip().lower()
+    if choice in ("split", "shared"):
+        return choice == "shared"
+    return model_device(model).type != "cpu"
+
+
+class ReaderGradients:
+    """Gradients of the summed metric at every reader's input, read out one layer at a time.
+
+    With split inputs (TransformerLens's ``use_split_qkv_input``) every head has three private
+    copies of the residual stream, and autograd gives each its gradient directly. Those copies
+    ([batch, pos, 3 n_heads, d_model] per layer, each normalised on its own and kept for the
+    backward pass) dominate a gradient pass's memory, so on accelerators the pass runs with one
+    shared input per layer instead, and each head's own input gradient is recovered exactly: in
+    an unpatched run every head reads the same residual x, so
+
+        dL/d(q input of head h) = J_norm(x)^T (dL/dq_h W_Q[h]^T)
+
+    with q_h the query before any q-norm or rotation (``hook_q``), and likewise for k and v. The
+    norm's vector-Jacobian product is taken at x for all 3 n_heads cotangents in one batched call.
+    """
+
+    def __init__(
+        self, model, spec: GraphSpec, values: dict[str, torch.Tensor], grads: dict[str, torch.Tensor]
+    ):
+        self.model = model
+        self.spec = spec
+        self.values = values  # {hook name: activation}: each layer's attention input
+        self.grads = grads  # {hook name: gradient of the summed metric there}
+
+    @property
+    def logits(self) -> torch.Tensor:
+        """Gradient at the final residual stream (the ``logits`` reader).  # [batch, pos, d_model]"""
+        return self.grads[f"blocks.{self.spec.n_layers - 1}.hook_resid_post"]
+
+    def layer(self, layer: int) -> torch.Tensor:
+        """One layer's reader gradients side by side, in backward-index order: each head's q, k
+        and v input, then the MLP.  # [batch, pos, 3 n_heads + 1, d_model]
+        """
+        mlp = self.grads[f"blocks.{layer}.hook_mlp_in"][:, :, None]  # [batch, pos, 1, d_model]
+        if f"blocks.{layer}.hook_q_input" in self.grads:  # split inputs: read directly
+            heads = [self.grads[f"blocks.{layer}.hook_{kind}_input"] for kind in QKV]
+            return torch.cat([*heads, mlp], dim=2)
+        attention = self.model.blocks[layer].attn
+        parts = []
+        for kind, weight in (("q", attention.W_Q), ("k", attention.W_K), ("v", attention.W_V)):
+            projected = self.grads[f"blocks.{layer}.attn.hook_{kind}"]  # [batch, pos, H, d_head]
+            parts.append(torch.einsum("bphe,hde->bphd", projected, weight))
+        cotangents = torch.cat(parts, dim=2)  # [batch, pos, 3H, d_model]
+        per_head = _norm_vjp(self.model, layer, self.values[f"blocks.{layer}.hook_resid_pre"], cotangents)
+        return torch.cat([per_head.to(mlp.dtype), mlp], dim=2)
+
+
+def _norm_vjp(model, layer: int, x: torch.Tensor, cotangents: torch.Tensor) -> torch.Tensor:
+    """J_norm(x)^T c for many cotangents c of the norm in front of a layer's attention.
+
+    x: [batch, pos, d_model]; cotangents: [batch, pos, n, d_model]. Returns [batch, pos, n, d_model].
+    Models whose attention reads the residual unnormalised (OLMo-2's post-norm) pass c through.
+    """
+    from transformer_lens.components.transformer_block import POST_NORM_ARCHITECTURES
+
+    if model.cfg.original_architecture in POST_NORM_ARCHITECTURES:
+        return cotangents
+    _, vjp = torch.func.vjp(model.blocks[layer].ln1, x.detach())
+    return torch.vmap(lambda cotangent: vjp(cotangent)[0], in_dims=2, out_dims=2)(cotangents)
+
+
+@contextmanager
+def _attention_inputs(model, shared: bool) -> Iterator[None]:
+    """Run with one attention input per layer (``shared``) or one per head (see ``ReaderGradients``).
+
+    The caller holds the model's lock, so no other run sees the setting; it is restored on exit.
+    """
+    before = model.cfg.use_split_qkv_input
+    model.cfg.use_split_qkv_input = not shared
+    try:
+        yield
+    finally:
+        model.cfg.use_split_qkv_input = before
+
+
 def reader_gradients(
     model,
     spec: GraphSpec,
@@ -341,34 +435,47 @@ def reader_gradients(
     input_replacement: Callable[[torch.Tensor], torch.Tensor] | None = None,
     extra_hooks: list[Hook] | None = None,
     tokens: torch.Tensor | None = None,
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
     ``input_replacement`` maps the clean embedding [batch, pos, d_model] to what block 0 should
     see (EAP-IG's interpolated inputs). Parameters need no gradient: the embedding is made a
     leaf that requires one, so only activation gradients are computed. ``tokens`` [batch, pos]
     runs other prompts of the task's length instead (Best-of-N's paraphrases in one batch; the
-    metric still reads the task's answer and foils).
-    Returns ({reader hook name: gradient}, metrics [batch]).
+    metric still reads the task's answer and foils). ``extra_hooks`` may replace what writers
+    add (EAP-IG activations); every head still reads the residual stream unpatched.
+    Returns (the gradients, read out per layer; metrics [batch]).
     """
     device = model_device(model)
     if tokens is None:
         tokens = prepared.clean_tokens.expand(batch, -1)
     tokens = tokens.to(device)
+    values: dict[str, torch.Tensor] = {}
     captured: dict[str, torch.Tensor] = {}
 
     def leaf_input(x, hook):
         x = input_replacement(x) if input_replacement is not None else x
         return x.detach().requires_grad_(True)
 
+    def keep_value(x, hook):
+        values[hook.name] = x.detach()
+
     def capture(x, hook):
         captured[hook.name] = x
         return x
 
+    shared = shared_attention_inputs(model)
     hooks: list[Hook] = [("blocks.0.hook_resid_pre", leaf_input)]
     hooks += extra_hooks or []
-    hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
-    with torch.enable_grad():
+    if shared:
+        for layer in range(spec.n_layers):
+            hooks.append((f"blocks.{layer}.hook_resid_pre", keep_value))
+            hooks += [(f"blocks.{layer}.attn.hook_{kind}", capture) for kind in QKV]
+            hooks.append((f"blocks.{layer}.hook_mlp_in", capture))
+        hooks.append((f"blocks.{spec.n_layers - 1}.hook_resid_post", capture))
+    else:
+        hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
+    with model_lock(model), _attention_inputs(model, shared), torch.enable_grad():
         residual = final_residual(model, tokens, hooks)
         metrics = metric_from_residual(model, prepared, residual)
         names = list(captured)
@@ -377,7 +484,30 @@ def reader_gradients(
         name: (grad if grad is not None else torch.zeros_like(captured[name]))
         for name, grad in zip(names, grads)
     }
-    return gradients, metrics.detach()
+    return ReaderGradients(model, spec, values, gradients), metrics.detach()
+
+
+# ----- working memory of the batched passes (chunks.py cuts them to fit) ----------------------
+# bytes one sequence of a forward/backward pass keeps per position and layer, per unit of the
+# model's width (q/k/v inputs per head, attention, MLP hidden), in float32; measured on
+# Gemma-3-270M. On CUDA the first chunk's real peak replaces this guess (chunks.py).
+_BACKWARD_BYTES_PER_UNIT = 40
+# bytes one patched circuit keeps per position and writer, per unit of d_model, in float32: the
+# current-writers buffer and the patch differences, with headroom
+_EVALUATION_BYTES_PER_UNIT = 16
+
+
+def gradient_bytes_per_position(model, n_positions: int) -> float:
+    """Estimated working memory of one sequence's gradient pass, per prompt position (bytes)."""
+    cfg = model.cfg
+    width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_positions
+    element = next(model.parameters()).element_size()
+    return cfg.n_layers * width * _BACKWARD_BYTES_PER_UNIT * element / 4
+
+
+def evaluation_bytes_per_position(spec: GraphSpec, element_size: int = 4) -> float:
+    """Estimated working memory of one circuit's patched run, per prompt position (bytes)."""
+    return spec.n_forward * max(spec.d_model, 1) * _EVALUATION_BYTES_PER_UNIT * element_size / 4
 
 
 def score_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -385,56 +515,94 @@ def score_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
-def _layer_gradients(spec: GraphSpec, gradients: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
-    """One layer's reader gradients side by side, in backward-index order (q, k, v heads, MLP).
-
-    Returns [batch, pos, 3 n_heads + 1, d_model].
-    """
-    parts = [gradients[f"blocks.{layer}.hook_{qkv}_input"] for qkv in QKV]
-    parts.append(gradients[f"blocks.{layer}.hook_mlp_in"][:, :, None])
-    return torch.cat(parts, dim=2)
-
-
 def accumulate_scores(
     spec: GraphSpec,
     scores: torch.Tensor,
-    gradients: dict[str, torch.Tensor],
+    gradients: ReaderGradients,
     differences: torch.Tensor,
+    owner: torch.Tensor | None = None,
 ) -> None:
     """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
 
-    differences: [batch or 1, pos, n_forward, d_model] (corrupted minus clean writer outputs,
-    per batch element when each element perturbs something different). ``scores`` is
-    [n_forward, n_backward], or [batch, n_forward, n_backward] to keep each element's scores
-    apart (then ``differences`` and the gradients have that batch). One contraction per layer
-    covers all its readers; the products are formed in ``scores``' precision.
+    differences: [1 or n, pos, n_forward, d_model] (corrupted minus clean writer outputs). With
+    ``owner`` [batch] (values 0..n-1), ``scores`` is [n, n_forward, n_backward] and batch element
+    b adds to ``scores[owner[b]]`` with ``differences[owner[b]]`` (Best-of-N's pairs in one
+    pass). Without it ``scores`` is [n_forward, n_backward] and ``differences`` is shared (batch
+    1) or given per batch element. One contraction per layer covers all its readers, formed in
+    ``scores``' precision.
     """
-    per_element = scores.dim() == 3
-    shared = differences.shape[0] == 1 and not per_element
     dtype = scores.dtype
     width = 3 * spec.n_heads + 1
+    groups = "g" if owner is not None else ""
+
+    def reduce(gradient: torch.Tensor) -> torch.Tensor:
+        """The batch summed down to what ``differences`` holds: [1, n or batch, pos, ...]."""
+        gradient = gradient.to(dtype)
+        if owner is not None:
+            summed = torch.zeros((scores.shape[0], *gradient.shape[1:]), dtype=dtype, device=gradient.device)
+            return summed.index_add_(0, owner, gradient)
+        return gradient.sum(0, keepdim=True) if differences.shape[0] == 1 else gradient
+
     for layer in range(spec.n_layers):
         upstream = spec.upstream_of_mlp(layer)
         readers = slice(layer * width, (layer + 1) * width)
-        gradient = _layer_gradients(spec, gradients, layer)  # [batch, pos, 3H+1, d_model]
-        delta = differences[:, :, :upstream]  # [batch or 1, pos, upstream, d_model]
-        if shared:
-            part = torch.einsum("pfd,prd->fr", delta[0].to(dtype), gradient.sum(0).to(dtype))
-        elif per_element:
-            part = torch.einsum("bpfd,bprd->bfr", delta.to(dtype), gradient.to(dtype))
-        else:
-            part = torch.einsum("bpfd,bprd->fr", delta.to(dtype), gradient.to(dtype))
+        gradient = reduce(gradients.layer(layer))  # [g, pos, 3H+1, d_model]
+        delta = differences[:, :, :upstream].to(dtype)  # [g, pos, upstream, d_model]
+        part = torch.einsum(f"gpfd,gprd->{groups}fr", delta, gradient)
         # a layer's own heads feed its MLP but not its own queries, keys and values
         part[..., spec.upstream_of_heads(layer) :, : 3 * spec.n_heads] = 0
         scores[..., :upstream, readers] += part
-    gradient = gradients[f"blocks.{spec.n_layers - 1}.hook_resid_post"]  # [batch, pos, d_model]
-    if shared:
-        part = torch.einsum("pfd,pd->f", differences[0].to(dtype), gradient.sum(0).to(dtype))
-    elif per_element:
-        part = torch.einsum("bpfd,bpd->bf", differences.to(dtype), gradient.to(dtype))
-    else:
-        part = torch.einsum("bpfd,bpd->f", differences.to(dtype), gradient.to(dtype))
-    scores[..., :, spec.logits_backward] += part
+    gradient = reduce(gradients.logits)  # [g, pos, d_model]
+    scores[..., :, spec.logits_backward] += torch.einsum(
+        f"gpfd,gpd->{groups}f", differences.to(dtype), gradient
+    )
+
+
+def gradient_scores(
+    model,
+    spec: GraphSpec,
+    n_items: int,
+    n_positions: int,
+    batch_pass: Callable[[slice], tuple[ReaderGradients, torch.Tensor, torch.Tensor | None, slice | None]],
+    n_groups: int | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """Edge scores summed over ``n_items`` gradient sequences, in chunks that fit the device.
+
+    ``batch_pass(rows)`` runs the sequences ``rows`` and returns (their gradients, the
+    differences they multiply, an owner per sequence or None, the groups those owners index).
+    Returns [n_forward, n_backward], or [n_groups, n_forward, n_backward] with owners, on the
+    model's device in the precision scores accumulate in.
+    """
+    dtype, device = score_dtype(model_dtype(model)), model_device(model)
+    graph = (spec.n_forward, spec.n_backward)
+    scores = torch.zeros((*(() if n_groups is None else (n_groups,)), *graph), dtype=dtype, device=device)
+
+    def compute(rows: slice):
+        gradients, differences, owner, groups = batch_pass(rows)
+        if owner is None:
+            part = torch.zeros(graph, dtype=dtype, device=device)
+        else:
+            part = torch.zeros((groups.stop - groups.start, *graph), dtype=dtype, device=device)
+        accumulate_scores(spec, part, gradients, differences, owner=owner)
+        return groups, part
+
+    def commit(rows: slice, result) -> None:
+        groups, part = result
+        (scores if groups is None else scores[groups]).add_(part)
+        if progress:
+            progress("score", rows.stop / n_items)
+
+    run_in_chunks(
+        model,
+        "gradient",
+        n_items,
+        n_positions,
+        gradient_bytes_per_position(model, n_positions),
+        compute,
+        commit,
+    )
+    return scores
 
 
 # ----- residual-stream reads and edits (SAE labels and steering) ---------------------------------

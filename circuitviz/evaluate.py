@@ -14,16 +14,12 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import clean_and_corrupted, model_device, patched_metrics
+from .activations import clean_and_corrupted, evaluation_bytes_per_position, model_device, patched_metrics
+from .chunks import chunk_size, run_in_chunks
 from .graph import GraphSpec, prune, top_n_at_budgets
-from .models.devices import working_memory_bytes
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
-
-# bytes of working memory per circuit evaluated in one batch, per (position x writer x d_model)
-# element: the current-writers buffer and the patch differences, float32, with headroom
-_BYTES_PER_ELEMENT = 16
 
 
 @dataclass(frozen=True)
@@ -91,14 +87,6 @@ def cmd(curve: Sequence[CurvePoint], n_edges_total: int, score: str = "nfs") -> 
     )
 
 
-def circuits_chunk_size(
-    spec: GraphSpec, n_positions: int, memory_bytes: float = 2e9, element_bytes: int = 4
-) -> int:
-    """How many circuits to evaluate in one batch within ``memory_bytes`` of working memory."""
-    per_circuit = n_positions * spec.n_forward * max(spec.d_model, 1) * _BYTES_PER_ELEMENT * element_bytes / 4
-    return max(1, min(256, int(memory_bytes // max(per_circuit, 1))))
-
-
 class Evaluator:
     """Evaluates circuits of one task on one model; the clean/corrupted runs are done once.
 
@@ -115,11 +103,16 @@ class Evaluator:
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
         clean, corrupted = metrics.tolist()
         self.baseline = Baseline(clean=float(clean), corrupted=float(corrupted))
-        self.chunk_size = chunk_size or circuits_chunk_size(
-            spec,
-            prepared.n_positions,
-            working_memory_bytes(self.device),
-            writers.element_size(),
+        self._bytes_per_position = evaluation_bytes_per_position(spec, writers.element_size())
+        self._fixed_chunk = chunk_size
+
+    @property
+    def chunk_size(self) -> int:
+        """How many circuits one patched pass carries (learnt on CUDA after the first pass)."""
+        if self._fixed_chunk:
+            return self._fixed_chunk
+        return min(
+            256, chunk_size(self.model, "evaluate", self.prepared.n_positions, self._bytes_per_position)
         )
 
     def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
@@ -128,16 +121,28 @@ class Evaluator:
         Returns [n_circuits] on the model's device.
         """
         edge_mask = self.spec.tensors(self.device).edge_mask
-        results = []
+        results: list[torch.Tensor] = []
         total = circuits.shape[0]
-        for start in range(0, total, self.chunk_size):
-            chunk = circuits[start : start + self.chunk_size].to(self.device)
-            removed = edge_mask & ~chunk.bool()
-            results.append(
-                patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed)
-            )
+
+        def compute(rows: slice) -> torch.Tensor:
+            removed = edge_mask & ~circuits[rows].to(self.device).bool()
+            return patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed)
+
+        def commit(rows: slice, values: torch.Tensor) -> None:
+            results.append(values)
             if progress:
-                progress("evaluate", min(1.0, (start + chunk.shape[0]) / total))
+                progress("evaluate", min(1.0, rows.stop / total))
+
+        run_in_chunks(
+            self.model,
+            "evaluate",
+            total,
+            self.prepared.n_positions,
+            self._bytes_per_position,
+            compute,
+            commit,
+            max_chunk=self._fixed_chunk or 256,
+        )
         if not results:
             return torch.zeros(0, dtype=self.clean_writers.dtype, device=self.device)
         return torch.cat(results)

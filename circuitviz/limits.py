@@ -35,7 +35,6 @@ LIMITS_FILE_ENV = "CIRCUITVIZ_LIMITS_FILE"
 # nominal sustained FLOP/s of the engine's float32 passes: assumed figures (a few cores of a CPU;
 # conservative fractions of GPU peaks), not yet calibrated against benchmarks/bench_engine.py
 DEVICE_FLOPS = {"cpu": 2e10, "cuda": 2e13, "mps": 2e12}
-_BACKWARD_BYTES_PER_UNIT = 40  # as in methods/eap.py: activations kept per (sequence x pos x layer x width)
 
 
 class LimitError(ValueError):
@@ -165,7 +164,6 @@ def estimate_run(
     chosen = get_method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
-    cfg = model.cfg
     spec = GraphSpec.from_model(model)
     name = chosen.name
     ig_steps = int(_config_value(config, "ig_steps", 0) or 0)
@@ -200,16 +198,35 @@ def estimate_run(
     kind = str(device or next(model.parameters()).device).split(":")[0]
     seconds = flops / DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
 
-    bytes_per = next(model.parameters()).element_size()
-    weights = _n_parameters(model) * bytes_per
-    width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_tokens
-    per_sequence = cfg.n_layers * n_tokens * width * _BACKWARD_BYTES_PER_UNIT
-    batch = max(1, steps_used or 1)
-    activations = min(2e9, per_sequence * batch)  # the engine chunks steps to stay within 2 GB
-    writers = 2 * n_tokens * spec.n_forward * cfg.d_model * bytes_per * (1 + n_budgets)
-    scores = spec.n_forward * spec.n_backward * 4 * (3 + n_budgets + n_paraphrases)
-    memory = weights + activations + writers + scores
+    memory = estimate_memory(model, spec, n_tokens, max(steps_used, 1), n_budgets, n_paraphrases, kind)
     return Estimate(seconds, memory, n_tokens, steps_used, n_paraphrases, sequences, kind)
+
+
+def estimate_memory(
+    model, spec, n_tokens: int, sequences: int, n_budgets: int, n_paraphrases: int, device_kind: str
+) -> float:
+    """Peak bytes of a run: weights, the gradient pass's and the evaluation's working memory, the
+    writer buffers and the score matrices.
+
+    The batched passes are cut to the device's working memory (chunks.py), so each is counted up
+    to that; on CUDA the per-position costs measured by an earlier run on this model replace the
+    estimates of ``activations``.
+    """
+    from .activations import evaluation_bytes_per_position, gradient_bytes_per_position
+    from .chunks import learnt_bytes
+    from .models.devices import working_memory_bytes
+
+    parameters = list(model.parameters())
+    element = parameters[0].element_size()
+    weights = sum(p.numel() for p in parameters) * element
+    budget = working_memory_bytes(parameters[0].device) if device_kind != "meta" else 2e9
+    gradient_per_position = learnt_bytes(model, "gradient") or gradient_bytes_per_position(model, n_tokens)
+    evaluation_per_position = learnt_bytes(model, "evaluate") or evaluation_bytes_per_position(spec, element)
+    gradient = min(budget, gradient_per_position * n_tokens * sequences)
+    evaluation = min(budget, evaluation_per_position * n_tokens * max(n_budgets, 1))
+    writers = 2 * n_tokens * spec.n_forward * spec.d_model * element * (1 + n_paraphrases)
+    scores = spec.n_forward * spec.n_backward * 4 * (3 + n_budgets + n_paraphrases)
+    return weights + max(gradient, evaluation) + writers + scores
 
 
 def check_run(estimate: Estimate, limits: Limits | None = None) -> None:

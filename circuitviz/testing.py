@@ -123,6 +123,113 @@ def tiny_model(shape: str = "gpt2", seed: int = 0, **config):
     return prepare_for_circuits(model)
 
 
+# ----- real models' shapes with random weights (timings on machines the weights never reach) ----
+REAL_SHAPES = {
+    "gemma-3-270m": dict(
+        n_layers=18,
+        d_model=640,
+        n_heads=4,
+        d_head=256,
+        d_mlp=2048,
+        d_vocab=262144,
+        n_ctx=2048,
+        act_fn="gelu_pytorch_tanh",
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=256,
+        rotary_base=1_000_000,
+        rotary_base_local=10_000,
+        n_key_value_heads=1,
+        ungroup_grouped_query_attention=True,
+        gated_mlp=True,
+        final_rms=True,
+        use_normalization_before_and_after=True,
+        use_qk_norm=True,
+        attn_types=(["local"] * 5 + ["global"]) * 3,
+        window_size=512,
+        use_local_attn=True,
+        attn_scale=16.0,
+        original_architecture="Gemma3ForCausalLM",
+    ),
+    "llama-3.2-1b": dict(
+        n_layers=16,
+        d_model=2048,
+        n_heads=32,
+        d_head=64,
+        d_mlp=8192,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=64,
+        rotary_base=500_000,
+        n_key_value_heads=8,
+        ungroup_grouped_query_attention=True,
+        gated_mlp=True,
+        final_rms=True,
+        original_architecture="LlamaForCausalLM",
+    ),
+    "llama-3.1-8b": dict(
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        d_head=128,
+        d_mlp=14336,
+        d_vocab=128256,
+        n_ctx=2048,
+        act_fn="silu",
+        normalization_type="RMS",
+        positional_embedding_type="rotary",
+        rotary_dim=128,
+        rotary_base=500_000,
+        n_key_value_heads=8,
+        ungroup_grouped_query_attention=True,
+        gated_mlp=True,
+        final_rms=True,
+        original_architecture="LlamaForCausalLM",
+    ),
+}
+
+
+def random_model(shape: str, dtype=torch.float32, device="cpu", seed: int = 0, sharpen: float = 1.0):
+    """A model in a real model's shape (``REAL_SHAPES``) with random weights and the word tokenizer.
+
+    Made directly on ``device`` in ``dtype`` (an 8B shape never passes through the CPU's memory).
+    ``sharpen`` scales the query weights, so attention makes decisions (ACC++ timings).
+    """
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    if shape not in REAL_SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; choose one of {', '.join(REAL_SHAPES)}")
+    cfg = HookedTransformerConfig(**REAL_SHAPES[shape], dtype=dtype, device=str(device), seed=seed)
+    with torch.device(device):
+        model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
+    if sharpen != 1.0:
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attn.W_Q.mul_(sharpen)
+    model.cfg.model_name = f"random-{shape}-shape"
+    return prepare_for_circuits(model)
+
+
+def compare_results(first, second) -> dict:
+    """How far two results of one request are apart: largest score and metric gaps, and whether
+    every budget's circuit is the same (to compare devices, dtypes or code versions)."""
+    scores = (
+        float((first.scores.double() - second.scores.double()).abs().max()) if first.scores.numel() else 0.0
+    )
+    metrics = max(
+        (abs(a.metric - b.metric) for a, b in zip(first.curve, second.curve)),
+        default=0.0,
+    )
+    same_budgets = first.budgets == second.budgets
+    circuits_equal = same_budgets and all(
+        bool(torch.equal(first.circuit(b).cpu(), second.circuit(b).cpu())) for b in first.budgets
+    )
+    return {"scores": scores, "metrics": metrics, "circuits_equal": circuits_equal}
+
+
 IOI_TASK = PromptTask(
     clean="When Mary and John went to the store , John gave a drink to",
     corrupted="When Alice and Bob went to the store , Carl gave a drink to",

@@ -9,7 +9,8 @@ While the mode is active, every tensor is *on the device* (the model's parameter
 everything computed from them, gradients of them, tensors made with ``device=`` the model's
 device) or *on the host* (made without a device or with ``device="cpu"``, moved there by
 ``.cpu()``/``.to("cpu")``, loaded from disk), or unknown (made where torch functions are not
-seen). The data stays on the CPU; only the bookkeeping differs. An operation that meets a device
+seen, such as autograd's and torch.func's own tensors, which read as on the device, as they
+would be on a GPU). The data stays on the CPU; only the bookkeeping differs. An operation that meets a device
 tensor and a host tensor of one or more dimensions raises ``DeviceMixError``, as CUDA would;
 zero-dimensional host tensors mix freely (CUDA treats them as scalars), host index tensors may
 index a device tensor, and copies across devices are allowed. ``x.device`` of a device tensor
@@ -83,9 +84,9 @@ class SimulatedDevice(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         owner = getattr(func, "__self__", None)
         if name == "__get__" and owner is torch.Tensor.device:
-            return SIMULATED if self.on_device(args[0]) else func(*args, **kwargs)
+            return func(*args, **kwargs) if self.place(args[0]) == HOST else SIMULATED
         if name == "__get__" and owner in (torch.Tensor.is_cpu,):
-            return False if self.on_device(args[0]) else func(*args, **kwargs)
+            return self.place(args[0]) == HOST
         if name in FACTORIES or name in LIKE_FACTORIES:
             return self._factory(func, name, args, kwargs)
         if name in TRANSFERS:
@@ -128,16 +129,25 @@ class SimulatedDevice(TorchFunctionMode):
                     kept.append(item)
             if device is not None:
                 target = _place_of_device(device)
-            rest = kept
+            # what is left is (dtype, non_blocking, copy) positionally; pass it by name
+            flags = iter(("non_blocking", "copy"))
+            for item in kept:
+                if item is None or isinstance(item, torch.dtype):
+                    if item is not None:
+                        kwargs.setdefault("dtype", item)
+                elif isinstance(item, bool):
+                    kwargs[next(flags)] = item
+            rest = []
         if name in ("cpu", "cuda"):
             out = tensor
         elif name == "type_as":
             out = tensor.to(kwargs["dtype"])
         else:
             out = func(tensor, *rest, **kwargs) if (rest or kwargs) else tensor
-        current = self.place(tensor) or HOST
-        target = target or current
-        if out is tensor and target != current:
+        current = self.place(tensor)
+        if target is None:  # a change of dtype only: the result stays where the tensor is
+            return self._mark(out, current)
+        if out is tensor and target != (current or HOST):
             out = tensor.view_as(tensor)  # a new tensor object on the other side
         return self._mark(out, target)
 

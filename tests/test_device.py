@@ -150,3 +150,19 @@ def test_estimates_read_the_model_on_the_device():
         on_device = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
     assert [e.memory_bytes for e in on_device] == [e.memory_bytes for e in host]
     assert {e.device for e in on_device} == {"meta"}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("name", ["eap", "eap-ig", "eap-ig-activations", "bon"])
+def test_shared_and_split_attention_inputs_give_the_same_scores(shape, name, monkeypatch):
+    """Gradient passes share one attention input per layer on accelerators and split it per head
+    on the CPU (activations.shared_attention_inputs); the two must agree."""
+    model = tiny_model(shape, seed=4)
+    method = get_method(name)
+    config = method.make_config({"cache_scores": False, "n_paraphrases": 2} if name == "bon" else {})
+    results = {}
+    for mode in ("split", "shared"):
+        monkeypatch.setenv("CIRCUITVIZ_GRADIENT_INPUTS", mode)
+        results[mode] = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    assert torch.allclose(results["split"].scores, results["shared"].scores, rtol=1e-6, atol=1e-9)
+    assert [p.budget for p in results["split"].curve] == [p.budget for p in results["shared"].curve]

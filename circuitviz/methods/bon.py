@@ -35,11 +35,10 @@ import numpy
 import torch
 
 from ..activations import (
-    accumulate_scores,
+    gradient_scores,
     model_device,
     model_dtype,
     reader_gradients,
-    score_dtype,
     writers_of_prompts,
 )
 from ..evaluate import Baseline, CurvePoint, Evaluator, circuits_at_budgets, ndf, nfs
@@ -58,7 +57,7 @@ from ..results import CircuitResult, parse_circuit
 from ..store import ResultStore, content_key
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from .base import Method, Progress, ScoringMethod, config_to_dict, get_method, register
-from .eap import EAPIG, steps_chunk_size
+from .eap import EAPIG
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 FORMAT_VERSION = 1
@@ -381,11 +380,10 @@ def _batched_ig_scores(
     """
     dtype, device = model_dtype(model), model_device(model)
     positions = pairs[0].n_positions
-    scores = torch.zeros(len(pairs), spec.n_forward, spec.n_backward, dtype=score_dtype(dtype), device=device)
     per_sequence = positions * spec.n_forward * spec.d_model * torch.finfo(dtype).bits // 8
     capture = max(1, int(min(_CAPTURE_BYTES, working_memory_bytes(device) / 2) // max(2 * per_sequence, 1)))
-    chunk = steps_chunk_size(model, positions)
-    total, done = len(pairs) * steps, 0
+    scores: list[torch.Tensor] = []
+    done = 0
     for start in range(0, len(pairs), capture):
         group = pairs[start : start + capture]
         tokens = torch.cat([p.clean_tokens for p in group] + [p.corrupted_tokens for p in group])
@@ -395,34 +393,42 @@ def _batched_ig_scores(
         clean_input, corrupted_input = clean[:, :, 0], corrupted[:, :, 0]  # [g, pos, d_model]
         clean_tokens = torch.cat([p.clean_tokens for p in group]).to(device)  # [g, pos]
         jobs = [(j, k) for j in range(len(group)) for k in range(1, steps + 1)]
-        for first in range(0, len(jobs), chunk):
-            batch = jobs[first : first + chunk]
-            owners = [j for j, _ in batch]  # pairs of a batch are contiguous: jobs go pair by pair
+
+        def batch_pass(
+            rows: slice,
+            jobs=jobs,
+            differences=differences,
+            clean_input=clean_input,
+            corrupted_input=corrupted_input,
+            clean_tokens=clean_tokens,
+        ):
+            batch = jobs[rows]
+            owners = [j for j, _ in batch]  # a batch's pairs are contiguous: jobs go pair by pair
             lowest, highest = owners[0], owners[-1]
             owner = torch.tensor(owners, device=device)
-            slot = owner - lowest  # each sequence's pair within this batch
             alpha = torch.tensor([k / steps for _, k in batch], dtype=clean_input.dtype, device=device)
             alpha = alpha[:, None, None]
+            start_value, end_value = corrupted_input[owner], clean_input[owner]
 
-            def interpolate(x, start_value=corrupted_input[owner], end_value=clean_input[owner], alpha=alpha):
+            def interpolate(x):
                 return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
 
             gradients, _ = reader_gradients(
                 model, spec, prepared, len(batch), interpolate, tokens=clean_tokens[owner]
             )
-            n_members = highest - lowest + 1
-            per_pair = {
-                name: torch.zeros(
-                    (n_members, *gradient.shape[1:]), dtype=gradient.dtype, device=device
-                ).index_add_(0, slot, gradient)
-                for name, gradient in gradients.items()
-            }
-            members = slice(start + lowest, start + highest + 1)
-            accumulate_scores(spec, scores[members], per_pair, differences[lowest : highest + 1])
-            done += len(batch)
+            members = slice(lowest, highest + 1)
+            return gradients, differences[members], owner - lowest, members
+
+        def report(phase, fraction, done=done, size=len(jobs)):
             if progress:
-                progress("score", done / total)
-    return list(scores / steps)
+                progress(phase, (done + fraction * size) / (len(pairs) * steps))
+
+        group_scores = gradient_scores(
+            model, spec, len(jobs), positions, batch_pass, n_groups=len(group), progress=report
+        )
+        scores += list(group_scores / steps)
+        done += len(jobs)
+    return scores
 
 
 def pair_scores(

@@ -16,28 +16,18 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import accumulate_scores, model_device, model_dtype, reader_gradients, score_dtype
+from ..activations import (
+    accumulate_scores,
+    gradient_scores,
+    model_device,
+    model_dtype,
+    reader_gradients,
+    score_dtype,
+)
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
-from ..models.devices import working_memory_bytes
 from ..tasks import PreparedTask
 from .base import ScoringMethod, register
-
-# bytes of activations kept for the backward pass per (sequence x position x layer), per unit of
-# the model's width (q/k/v inputs per head, attention, MLP hidden); measured on Gemma-3-270M
-_BACKWARD_BYTES_PER_UNIT = 40
-
-
-def steps_chunk_size(model, n_positions: int, memory_bytes: float | None = None) -> int:
-    """How many sequences one forward/backward may carry within ``memory_bytes`` (default: the
-    working memory of the model's device, ``models.devices.working_memory_bytes``)."""
-    if memory_bytes is None:
-        memory_bytes = working_memory_bytes(model_device(model))
-    cfg = model.cfg
-    width = 4 * cfg.n_heads * cfg.d_model + (cfg.d_mlp or 4 * cfg.d_model) + cfg.n_heads * n_positions
-    element = next(model.parameters()).element_size()
-    per_sequence = cfg.n_layers * n_positions * width * _BACKWARD_BYTES_PER_UNIT * element / 4
-    return max(1, int(memory_bytes // max(per_sequence, 1)))
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -95,20 +85,19 @@ class EAPIG(ScoringMethod):
         steps = int(config.ig_steps)
         clean_input = evaluator.clean_writers[:, :, 0]  # [1, pos, d_model]
         corrupted_input = evaluator.corrupted_writers[:, :, 0]
-        scores = _zero_scores(model, spec)
         differences = _differences(evaluator)
         alphas = torch.arange(1, steps + 1, dtype=clean_input.dtype, device=clean_input.device) / steps
-        chunk = steps_chunk_size(model, prepared.n_positions)
-        for start in range(0, steps, chunk):
-            alpha = alphas[start : start + chunk][:, None, None]  # [b, 1, 1]
 
-            def interpolate(x, alpha=alpha):
+        def batch_pass(rows: slice):
+            alpha = alphas[rows][:, None, None]  # [b, 1, 1]
+
+            def interpolate(x):
                 return corrupted_input + alpha * (clean_input - corrupted_input)
 
             gradients, _ = reader_gradients(model, spec, prepared, alpha.shape[0], interpolate)
-            accumulate_scores(spec, scores, gradients, differences)
-            if progress:
-                progress("score", min(1.0, (start + alpha.shape[0]) / steps))
+            return gradients, differences, None, None
+
+        scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=progress)
         return scores / steps
 
 
@@ -137,51 +126,46 @@ class EAPIGActivations(ScoringMethod):
         differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]
         # every (group, step) pair is one sequence of the batch
         jobs = [(g, k) for g in range(len(groups)) for k in range(1, steps + 1)]
-        scores = _zero_scores(model, spec)
         device = clean.device
-        chunk = steps_chunk_size(model, prepared.n_positions)
         # which writer group owns each row of the score matrix
         row_group = torch.zeros(spec.n_forward, dtype=torch.long, device=device)
         for g, (_, index) in enumerate(groups):
             row_group[index] = g
-        for start in range(0, len(jobs), chunk):
-            batch_jobs = jobs[start : start + chunk]
+
+        def batch_pass(rows: slice):
+            batch_jobs = jobs[rows]
             group_of = torch.tensor([g for g, _ in batch_jobs], device=device)
             alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype, device=device)
             alpha = alpha[:, None, None]
+            present = {g for g, _ in batch_jobs}
 
-            def interpolated(index: slice, alpha=alpha):
+            def interpolated(index: slice):
                 start_value = corrupted[:, index].sum(1)  # [pos, d_model]
                 end_value = clean[:, index].sum(1)
                 return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
 
-            present = set(group_of.tolist())
-
-            def replace(x, hook, group, index, group_of=group_of, interpolated=interpolated, present=present):
+            def replace(x, hook, group, index):
                 if group not in present:
                     return x
-                chosen = (group_of == group)[:, None, None]
-                return torch.where(chosen, interpolated(index), x)
+                return torch.where((group_of == group)[:, None, None], interpolated(index), x)
 
             hooks = [
                 (name, lambda x, hook, g=g, index=index: replace(x, hook, g, index))
                 for g, (name, index) in enumerate(groups)
                 if g > 0
             ]
-            chosen_input = (group_of == 0)[:, None, None]
 
-            def input_replacement(x, chosen=chosen_input, interpolated=interpolated):
-                return torch.where(chosen, interpolated(slice(0, 1)), x)
+            def input_replacement(x):
+                return torch.where((group_of == 0)[:, None, None], interpolated(slice(0, 1)), x)
 
             gradients, _ = reader_gradients(
                 model, spec, prepared, len(batch_jobs), input_replacement, extra_hooks=hooks
             )
             # a sequence's gradients score only the rows of the group it interpolated
             owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
-            batch_differences = differences[None] * owned[:, None, :, None]
-            accumulate_scores(spec, scores, gradients, batch_differences)
-            if progress:
-                progress("score", min(1.0, (start + len(batch_jobs)) / len(jobs)))
+            return gradients, differences[None] * owned[:, None, :, None], None, None
+
+        scores = gradient_scores(model, spec, len(jobs), prepared.n_positions, batch_pass, progress=progress)
         return scores / steps
 
 

@@ -1,0 +1,265 @@
+"""The GPU check: every method on the accelerator against the CPU, then the engine's GPU timings.
+
+    make gpu-check            (or: python benchmarks/gpu_check.py [--device cuda] [--skip ...])
+
+Run it whenever a GPU machine is available and put its date and figures in docs/benchmarks.md.
+
+1. correctness: every registered method on GPT-2-, Gemma- and Llama-shaped tiny float64 models,
+   run on the device and on the CPU; scores, circuits and curve must agree to 1e-9. Then logit-lens
+   labels, SAE hover labels and steering (when sae-lens is installed), an ACC++ knockout and the
+   estimates. One PASS/FAIL line each.
+2. timings: random weights in the real models' shapes (their weights do not travel to a rented
+   GPU), a 15-token IOI-like prompt, EAP-IG with 20 steps and a 10-budget curve, best of 2:
+   Gemma-3-270M, Llama-3.2-1B in float32 and bfloat16, Llama-3.1-8B in bfloat16, and Best-of-N
+   with 8 paraphrases on the Gemma shape. Peak memory is printed beside each.
+3. long prompts: 512 tokens on the Llama-1B shape, 128 on the 8B shape; the peak memory used
+   against the estimate of ``limits.py``.
+
+Nothing is asserted (benchmarks never are); the exit status is 1 when a correctness line FAILs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("CIRCUITVIZ_CACHE", tempfile.mkdtemp(prefix="circuitviz-gpu-check-"))
+
+import torch  # noqa: E402
+
+from circuitviz.limits import estimate_request  # noqa: E402
+from circuitviz.methods import available_methods, get_method  # noqa: E402
+from circuitviz.tasks import PromptTask  # noqa: E402
+from circuitviz.testing import IOI_TASK, compare_results, random_model, tiny_model  # noqa: E402
+
+BUDGETS = (3, 8, 20, 60)
+CURVE_BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
+TOLERANCE = 1e-9
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def quiet_config(method, **settings):
+    fields = set(method.Config.__dataclass_fields__)
+    if "cache_scores" in fields:
+        settings.setdefault("cache_scores", False)
+    return method.make_config({k: v for k, v in settings.items() if k in fields})
+
+
+# ----- 1. correctness --------------------------------------------------------------------------
+def correctness(device: str) -> bool:
+    print(f"\n== correctness: every method on {device} against the CPU (tiny float64 models) ==")
+    all_ok = True
+    for shape in ("gpt2", "gemma", "llama"):
+        host_model = tiny_model(shape, seed=0)
+        device_model = tiny_model(shape, seed=0).to(device)
+        for name in sorted(available_methods()):
+            method = get_method(name)
+            config = quiet_config(method)
+            try:
+                host = method.run(host_model, IOI_TASK, config, budgets=BUDGETS)
+                on_device = method.run(device_model, IOI_TASK, config, budgets=BUDGETS)
+                gap = compare_results(on_device, host)
+                ok = gap["scores"] <= TOLERANCE and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
+                detail = f"scores {gap['scores']:.1e}, curve {gap['metrics']:.1e}, circuits equal {gap['circuits_equal']}"
+            except Exception as error:  # a crash is the failure this check exists to show
+                ok, detail = False, f"{type(error).__name__}: {str(error)[:160]}"
+            all_ok &= ok
+            print(f"  {shape:>5} {name:<20} {detail}  {verdict(ok)}")
+    all_ok &= labels_and_signals(device)
+    return all_ok
+
+
+def labels_and_signals(device: str) -> bool:
+    from circuitviz.acc import svd as acc_svd
+    from circuitviz.acc.ablation import run_knockouts
+    from circuitviz.acc.forward import run_forward
+    from circuitviz.acc.trace import Tracer, TraceSettings
+    from circuitviz.graph import GraphSpec
+    from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
+    from circuitviz.tasks import prepare_task
+
+    task = PromptTask(IOI_TASK.clean, "", " Mary", (" John",))
+    results = {}
+    for where in ("cpu", device):
+        model = tiny_model("gemma", seed=3).to(where)
+        spec = GraphSpec.from_model(model)
+        prepared = prepare_task(model, task, need_corrupted=False)
+        forward = run_forward(model, prepared.clean_tokens)
+        svd = acc_svd.load_svd(model, use_disk=False)
+        trace = Tracer(model, forward, svd, TraceSettings(k=1.5, n_random=0)).run(prepared)
+        found = [(d, s) for d in trace.decisions for side in "qk" for s in d.signals[side]]
+        results[where] = {
+            "logit lens labels": logit_lens_labels(model, spec, prepared),
+            "next-token probabilities": [t for t, _ in next_token_probabilities(model, task.clean)],
+            "ACC++ knockout": [
+                round(v, 9) for v in run_knockouts(model, svd, trace, prepared, [found])["metric"]
+            ],
+            "estimate": estimate_request(model, IOI_TASK, "eap-ig").memory_bytes,
+        }
+        sae_part = sae_labels(model, task)
+        if sae_part is not None:
+            results[where].update(sae_part)
+    ok_all = True
+    for key, value in results["cpu"].items():
+        ok = value == results[device].get(key)
+        ok_all &= ok
+        print(f"  labels/signals: {key:<28} {verdict(ok)}")
+    if "SAE hover labels" not in results["cpu"]:
+        print("  labels/signals: SAE hover labels and steering skipped (sae-lens is not installed here)")
+    return ok_all
+
+
+def sae_labels(model, task) -> dict | None:
+    try:
+        from sae_lens import StandardSAE, StandardSAEConfig
+    except ImportError:
+        return None
+    from circuitviz.labels.sae import LabelledSae, hover_labels
+    from circuitviz.labels.steer import steer
+
+    d_in = model.cfg.d_model
+    cfg = StandardSAEConfig(d_in=d_in, d_sae=48, dtype="float64")
+    cfg.metadata.hook_name = "blocks.0.hook_resid_post"
+    sae = StandardSAE(cfg)
+    generator = torch.Generator(device="cpu").manual_seed(1)
+    with torch.no_grad():
+        sae.W_enc.copy_(torch.randn(d_in, 48, generator=generator, dtype=torch.float64) / d_in**0.5)
+        sae.W_dec.copy_(torch.randn(48, d_in, generator=generator, dtype=torch.float64) / 48**0.5)
+    sae = sae.to(next(model.parameters()).device)
+    saes = [LabelledSae(sae, 0, "blocks.0.hook_resid_post", "check")]
+    steered = steer(model, task, [(0, 7), (0, 9)], saes, n_random=2, top_k=3)
+    return {
+        "SAE hover labels": hover_labels(model, task.clean, ["input", "a0.h1", "m0"], saes, top_k=2),
+        "steering": round(steered["after"]["metric"], 9),
+    }
+
+
+# ----- 2. timings --------------------------------------------------------------------------------
+def prompt_of(n_tokens: int) -> PromptTask:
+    """An IOI-like prompt of exactly ``n_tokens`` tokens (with <bos>) in the word tokenizer."""
+    filler = "the cat sat on the mat and".split()
+    body = "When Mary and John went to the store , John gave a drink to".split()
+    words = [filler[i % len(filler)] for i in range(max(0, n_tokens - 1 - len(body)))] + body
+    words = words[-(n_tokens - 1) :]
+    corrupted = ["Alice" if w == "Mary" else "Bob" if w == "John" else w for w in words]
+    return PromptTask(" ".join(words), " ".join(corrupted), " Mary", (" John",))
+
+
+def synchronise(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def peak_gib(device: str) -> float:
+    return torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
+
+
+def timed_run(model, method_name: str, task: PromptTask, budgets, device: str, repeats: int = 2, **settings):
+    """Best of ``repeats`` runs: (wall seconds, the result's own timings, peak memory GiB)."""
+    method = get_method(method_name)
+    config = quiet_config(method, **settings)
+    best = None
+    for _ in range(repeats):
+        if device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        synchronise(device)
+        start = time.perf_counter()
+        result = method.run(model, task, config, budgets=budgets)
+        synchronise(device)
+        seconds = time.perf_counter() - start
+        if best is None or seconds < best[0]:
+            best = (seconds, dict(result.timings), peak_gib(device), result)
+    return best
+
+
+def timings(device: str, shapes: list[str]) -> None:
+    print(
+        f"\n== timings on {device}: random weights in real shapes, EAP-IG 20 steps, 10 budgets, best of 2 =="
+    )
+    task = prompt_of(15)
+    rows = [
+        ("gemma-3-270m", torch.float32, "eap-ig", {}),
+        ("llama-3.2-1b", torch.float32, "eap-ig", {}),
+        ("llama-3.2-1b", torch.bfloat16, "eap-ig", {}),
+        ("llama-3.1-8b", torch.bfloat16, "eap-ig", {}),
+        ("gemma-3-270m", torch.float32, "bon", {"n_paraphrases": 8, "include_mismatched": True}),
+    ]
+    for shape, dtype, method, settings in rows:
+        if shape not in shapes:
+            continue
+        model = random_model(shape, dtype=dtype, device=device)
+        from circuitviz.graph import GraphSpec
+
+        n_edges = GraphSpec.from_model(model).n_edges
+        seconds, parts, peak, _ = timed_run(model, method, task, CURVE_BUDGETS, device, **settings)
+        phases = ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in parts.items())
+        label = f"{shape} {str(dtype).removeprefix('torch.')} {method}"
+        print(
+            f"  {label:<34} {n_edges:>9} edges  whole run {seconds:6.2f} s  ({phases})  peak {peak:.1f} GiB"
+        )
+        del model
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def long_prompts(device: str, shapes: list[str]) -> None:
+    print(f"\n== long prompts on {device}: peak memory against limits.py's estimate ==")
+    for shape, dtype, n_tokens in (
+        ("llama-3.2-1b", torch.float32, 512),
+        ("llama-3.1-8b", torch.bfloat16, 128),
+    ):
+        if shape not in shapes:
+            continue
+        model = random_model(shape, dtype=dtype, device=device)
+        task = prompt_of(n_tokens)
+        estimate = estimate_request(model, task, "eap-ig", n_budgets=len(CURVE_BUDGETS))
+        try:
+            seconds, parts, peak, _ = timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)
+            ratio = peak * 2**30 / estimate.memory_bytes
+            print(
+                f"  {shape} {n_tokens} tokens: {seconds:.1f} s, peak {peak:.1f} GiB, estimate "
+                f"{estimate.memory_bytes / 2**30:.1f} GiB (used/estimated {ratio:.2f}) {verdict(0.5 <= ratio <= 2.0)}"
+            )
+        except torch.cuda.OutOfMemoryError as error:
+            print(f"  {shape} {n_tokens} tokens: out of memory ({str(error)[:120]}) FAIL")
+        del model
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long")
+    parser.add_argument(
+        "--shapes",
+        default="gemma-3-270m,llama-3.2-1b,llama-3.1-8b",
+        help="real-model shapes to time (random weights)",
+    )
+    args = parser.parse_args()
+    skip = {part.strip() for part in args.skip.split(",") if part.strip()}
+    shapes = [part.strip() for part in args.shapes.split(",") if part.strip()]
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
+    print(f"circuitviz GPU check, {datetime.date.today()}, torch {torch.__version__}, {name}")
+    ok = True
+    if "correctness" not in skip:
+        ok = correctness(args.device)
+    if "timings" not in skip:
+        timings(args.device, shapes)
+    if "long" not in skip:
+        long_prompts(args.device, shapes)
+    print(f"\ncorrectness: {verdict(ok)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

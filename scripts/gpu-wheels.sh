@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Wheels the GPU check needs on a rented GPU machine that has torch and transformers but not
+# transformer-lens (it reaches no package index). Run here, then carry .whl/ to that machine and
+# install it there with:
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+# See docs/benchmarks.md, "The GPU check".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+mkdir -p .whl
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+  -d .whl transformer-lens==3.9.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 better-abc==0.0.3 \
+  fancy-einsum==0.0.3 beartype==0.23.1 typeguard==4.6.1
+ls -1 .whl
