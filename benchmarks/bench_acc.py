@@ -116,17 +116,17 @@ def main() -> None:
 
     method = get_method("acc++")
     config = method.make_config({"k": args.k})
-    result = method.run(model, IOI, config, budgets=(50, 100, 200, 500))
+    result = method.run_on(model, IOI, config, budgets=(50, 100, 200, 500))
     timings = result.timings
     print("\nIOI prompt (15 tokens): " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()))
-    summary = result.extra["summary"]
+    summary = result.details.summary
     print(
         f"circuit: {summary['n_nodes']} nodes, {summary['n_edges']} edges "
         f"({summary['n_signal_edges']} signal edges, {summary['n_signals']} signals, "
         f"{100 * summary['rank1_fraction']:.0f}% rank 1), {summary['n_decisions']} decisions, "
         f"max decomposition error {summary['max_decomposition_error']:.1e}"
     )
-    knockout = result.extra["faithfulness"]["knockout"]
+    knockout = result.details.faithfulness["knockout"]
     found, rand = knockout["found"], knockout["random"]
     print(
         f"knockout of {knockout['n_signals']} found signals: logit diff {knockout['clean']['metric']:+.3f} -> "
@@ -143,9 +143,9 @@ def main() -> None:
         print(f"  budget {point.budget:>5}: {point.n_edges:>4} edges, NDF {point.ndf:.3f}")
 
     spec = result.graph
-    full = result.extra["full_circuit_budget"]
+    full = result.details.full_circuit_budget
     acc_heads = heads_of(spec, result.circuit(full))
-    eap = get_method("eap-ig").run(model, IOI, None, budgets=(full, 200))
+    eap = get_method("eap-ig").run_on(model, IOI, None, budgets=(full, 200))
     print(f"\nEAP-IG on the same prompt: {', '.join(f'{k} {v:.2f}s' for k, v in eap.timings.items())}")
     for budget in (full, 200):
         mask = eap.circuit(budget)
@@ -163,11 +163,11 @@ def main() -> None:
         light = method.make_config({"k": args.k, "n_random": 0})
         for task in ioi_prompts(model, args.prompts):
             start = time.perf_counter()
-            traced = method.run(model, task, light, budgets=())
+            traced = method.run_on(model, task, light, budgets=())
             seconds.append(time.perf_counter() - start)
-            nodes.append(traced.extra["summary"]["n_nodes"])
-            edges.append(traced.extra["summary"]["n_edges"])
-            decisions.append(traced.extra["summary"]["n_decisions"])
+            nodes.append(traced.details.summary["n_nodes"])
+            edges.append(traced.details.summary["n_edges"])
+            decisions.append(traced.details.summary["n_decisions"])
         print(
             f"\nover {args.prompts} IOI prompts (k={args.k}): nodes {mean_se(nodes)}, edges {mean_se(edges)}, "
             f"decisions {mean_se(decisions)}, seconds per prompt {mean_se(seconds)}"

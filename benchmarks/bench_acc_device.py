@@ -88,12 +88,14 @@ def tiny_checks(device: str) -> None:
 
         method = get_method("acc++")
         for task in (NO_CORRUPTED, IOI_TASK):
-            result = method.run(model, task, method.make_config({"k": 1.5, "n_random": 2}), budgets=(5, 20))
-            kind = result.extra["faithfulness"]["kind"]
-            ok = result.extra["summary"]["n_decisions"] > 0 and result.device.startswith(device.split(":")[0])
+            result = method.run_on(
+                model, task, method.make_config({"k": 1.5, "n_random": 2}), budgets=(5, 20)
+            )
+            kind = result.details.faithfulness["kind"]
+            ok = result.details.summary["n_decisions"] > 0 and result.device.startswith(device.split(":")[0])
             print(
-                f"       method ({kind}): {result.extra['summary']['n_decisions']} decisions, "
-                f"{result.extra['summary']['n_edges']} edges, device {result.device} {verdict(ok)}"
+                f"       method ({kind}): {result.details.summary['n_decisions']} decisions, "
+                f"{result.details.summary['n_edges']} edges, device {result.device} {verdict(ok)}"
             )
 
 
@@ -111,12 +113,12 @@ def gemma_sized(device: str) -> None:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         start = time.perf_counter()
-        result = method.run(
+        result = method.run_on(
             model, task, method.make_config({"k": 2.0, "direct_top_k": 40}), budgets=(50, 200)
         )
         total = time.perf_counter() - start
         times = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
-        summary = result.extra["summary"]
+        summary = result.details.summary
         print(
             f"Gemma-3-270M shape, random weights, on {device}, {label}: total {total:.1f}s ({times}); "
             f"{summary['n_decisions']} decisions, {summary['n_nodes']} nodes, {summary['n_edges']} edges, "

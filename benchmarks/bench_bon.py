@@ -115,11 +115,11 @@ def part_timings(model, args, store: ResultStore) -> list[str]:
     ]
     log("part 1: the whole BoN curve from cold")
     start = time.perf_counter()
-    bon = get_method("bon").run(
+    bon = get_method("bon").run_on(
         model, task, config(args, compare=False), budgets=TIMING_BUDGETS, progress=progress, store=store
     )
     total = time.perf_counter() - start
-    t, counts = bon.timings, bon.extra["counts"]
+    t, counts = bon.timings, bon.details.counts
     lines += [
         f"| whole BoN curve (cold) | {total:.1f} | everything below |",
         f"| clean/corrupted runs | {t['clean_corrupted_s']:.1f} | the Evaluator of q |",
@@ -130,18 +130,18 @@ def part_timings(model, args, store: ResultStore) -> list[str]:
     ]
     log("part 1: all five variants from the stored scores")
     start = time.perf_counter()
-    everything = get_method("bon").run(
+    everything = get_method("bon").run_on(
         model, task, config(args, compare=True), budgets=TIMING_BUDGETS, progress=progress, store=store
     )
     lines.append(
         f"| all five variants, stored scores | {time.perf_counter() - start:.1f} | "
-        f"{everything.extra['counts']['circuits_evaluated']} circuits evaluated, no scoring |"
+        f"{everything.details.counts['circuits_evaluated']} circuits evaluated, no scoring |"
     )
 
     log("part 1: a circuit for a new budget")
-    extra = everything.extra
-    anchors = extra["anchor_budgets"]
-    circuits = {a: spec.mask_from_edge_names(extra["bon_circuits"][str(a)]) for a in anchors}
+    extra = everything.details
+    anchors = extra.anchor_budgets
+    circuits = {a: spec.mask_from_edge_names(extra.bon_circuits[str(a)]) for a in anchors}
     scores = {a: _winner_scores(everything, a) for a in anchors}
     csm = csm_matrices(circuits, scores, spec)
     timing_ms = {
@@ -180,8 +180,8 @@ def part_timings(model, args, store: ResultStore) -> list[str]:
 def _winner_scores(result, anchor: int) -> torch.Tensor:
     from circuitviz.methods.bon import edge_matrix
 
-    winner = result.extra["anchor_winners"][str(anchor)]
-    return edge_matrix(result.graph, result.extra["edge_scores"]["candidates"][str(winner)])
+    winner = result.details.anchor_winners[str(anchor)]
+    return edge_matrix(result.graph, result.details.edge_scores["candidates"][str(winner)])
 
 
 def part_table(model, args, store: ResultStore) -> list[str]:
@@ -194,7 +194,7 @@ def part_table(model, args, store: ResultStore) -> list[str]:
     for number, (kind, task) in enumerate(chosen, start=1):
         log(f"part 2: prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
         start = time.perf_counter()
-        result = get_method("bon").run(
+        result = get_method("bon").run_on(
             model,
             task,
             config(args, anchor_budgets=",".join(map(str, anchors))),
@@ -203,13 +203,13 @@ def part_table(model, args, store: ResultStore) -> list[str]:
             store=store,
         )
         seconds = time.perf_counter() - start
-        curves = {v: {p["budget"]: p["ndf"] for p in result.extra["curves"][v]} for v in VARIANTS}
-        per_budget = {e["budget"]: e for e in result.extra["per_budget"]}
+        curves = {v: {p["budget"]: p["ndf"] for p in result.details.curves[v]} for v in VARIANTS}
+        per_budget = {e["budget"]: e for e in result.details.per_budget}
         rows.append(
             {
                 "kind": kind,
                 "prompt": task.clean,
-                "candidates": len(result.extra["candidates"]),
+                "candidates": len(result.details.candidates),
                 "baseline": result.baseline,
                 "ndf": {b: {v: curves[v][b] for v in VARIANTS} for b in reports},
                 "paraphrase_won": {b: per_budget[b]["winner"] != 0 for b in reports},

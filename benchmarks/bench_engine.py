@@ -22,9 +22,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from circuitviz.evaluate import Evaluator, circuits_at_budgets  # noqa: E402
+from circuitviz.evaluate import circuits_at_budgets  # noqa: E402
 from circuitviz.graph import GraphSpec  # noqa: E402
-from circuitviz.methods import get_method  # noqa: E402
+from circuitviz.methods import RunContext, get_method  # noqa: E402
 from circuitviz.models import EMBEDDED_MODEL, load_model  # noqa: E402
 from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
 
@@ -78,11 +78,12 @@ def main() -> None:
     config = ig.make_config({"ig_steps": args.ig_steps})
     phases: dict[str, list[float]] = {}
     for _ in range(args.repeats):
-        evaluator, seconds = timed(Evaluator, model, spec, prepared)
+        ctx = RunContext(model, TASK)
+        evaluator, seconds = timed(lambda ctx=ctx: ctx.evaluator)
         phases.setdefault("clean+corrupted runs", []).append(seconds)
-        _, seconds = timed(eap.score, model, spec, prepared, evaluator, eap.default_config())
+        _, seconds = timed(eap.score, ctx, eap.default_config())
         phases.setdefault("EAP scoring", []).append(seconds)
-        scores, seconds = timed(ig.score, model, spec, prepared, evaluator, config)
+        scores, seconds = timed(ig.score, ctx, config)
         phases.setdefault(f"EAP-IG scoring ({args.ig_steps} steps)", []).append(seconds)
         circuits, seconds = timed(circuits_at_budgets, spec, scores.float().cpu(), BUDGETS)
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)

@@ -140,7 +140,7 @@ def bench_model(args) -> None:
     for name in ("eap-ig", "circuit-lasso"):
         method = get_method(name)
         start = time.perf_counter()
-        result = method.run(model, task, method.default_config(), budgets=BUDGETS, model_id=EMBEDDED_MODEL)
+        result = method.run_on(model, task, method.default_config(), budgets=BUDGETS, model_id=EMBEDDED_MODEL)
         wall = time.perf_counter() - start
         discovery = result.timings["clean_corrupted_s"] + result.timings["scoring_s"]
         runs[name] = (result, discovery)
@@ -154,7 +154,7 @@ def bench_model(args) -> None:
         f"  circuit-lasso breakdown: clean/corrupted {t['clean_corrupted_s']:.1f}s, observe {t['observe_s']:.1f}s, "
         f"reduce {t['reduce_s']:.1f}s, solve {t['solve_s']:.1f}s"
     )
-    for line in lasso.extra["report"]:
+    for line in lasso.details.report:
         print("  " + line)
     print(f"  => CircuitLasso is {ig_seconds / lasso_seconds:.1f}x faster than EAP-IG here (paper: 3.0x)")
 
@@ -189,11 +189,11 @@ def bench_model(args) -> None:
         config = method.make_config({"units": "sae", "layers": "3,9"})
         start = time.perf_counter()
         try:
-            result = method.run(model, task, config, budgets=(500,), model_id=EMBEDDED_MODEL)
+            result = method.run_on(model, task, config, budgets=(500,), model_id=EMBEDDED_MODEL)
         except ValueError as error:
             print(f"  SAE units: {error}")
             return
-        circuit = result.extra["feature_circuit"]
+        circuit = result.details.feature_circuit
         print(
             f"  SAE units (layers {circuit['layers']}): {time.perf_counter() - start:.1f}s, features used "
             f"{circuit['features_used']} of active {circuit['features_active']}, {len(circuit['nodes'])} "

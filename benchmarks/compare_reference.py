@@ -69,7 +69,7 @@ def reference_scores(model, task, method: str, steps: int | None):
 def ours(model, task, method: str, steps: int | None):
     chosen = get_method(method)
     config = chosen.make_config({"ig_steps": steps} if steps else None)
-    return chosen.run(model, task, config, budgets=[1]).scores.double()
+    return chosen.run_on(model, task, config, budgets=[1]).scores.double()
 
 
 def main() -> None:

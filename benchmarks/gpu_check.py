@@ -63,8 +63,8 @@ def correctness(device: str) -> bool:
             method = get_method(name)
             config = quiet_config(method)
             try:
-                host = method.run(host_model, IOI_TASK, config, budgets=BUDGETS)
-                on_device = method.run(device_model, IOI_TASK, config, budgets=BUDGETS)
+                host = method.run_on(host_model, IOI_TASK, config, budgets=BUDGETS)
+                on_device = method.run_on(device_model, IOI_TASK, config, budgets=BUDGETS)
                 gap = compare_results(on_device, host)
                 ok = gap["scores"] <= TOLERANCE and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
                 detail = f"scores {gap['scores']:.1e}, curve {gap['metrics']:.1e}, circuits equal {gap['circuits_equal']}"
@@ -171,7 +171,7 @@ def timed_run(model, method_name: str, task: PromptTask, budgets, device: str, r
             torch.cuda.reset_peak_memory_stats()
         synchronise(device)
         start = time.perf_counter()
-        result = method.run(model, task, config, budgets=budgets)
+        result = method.run_on(model, task, config, budgets=budgets)
         synchronise(device)
         seconds = time.perf_counter() - start
         if best is None or seconds < best[0]:

@@ -17,7 +17,7 @@ from .evaluate import Baseline, CurvePoint, Evaluator
 from .graph import GraphSpec, prune
 from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
-from .methods.base import Progress
+from .methods.base import Progress, RunContext
 from .results import CircuitResult
 from .store import ResultStore, content_key
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown
@@ -70,7 +70,11 @@ def discover(
     progress: Progress | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> tuple[CircuitResult, bool]:
-    """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store)."""
+    """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store).
+
+    ``store`` is the run's one result store: the method keeps what it caches there too (Best-of-N's
+    score matrices); None computes everything and keeps nothing.
+    """
     chosen = get_method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
@@ -80,9 +84,8 @@ def discover(
         # refuse before any work when the request is over the configured limits (limits.py)
         limits = dataclasses.replace(Limits.load(), max_tokens=max_tokens)
         check_run(estimate_request(model, task, chosen.name, config, n_budgets=len(budgets)), limits)
-        return chosen.run(
-            model, task, config, budgets=budgets, progress=progress, model_id=model_id, max_tokens=max_tokens
-        )
+        ctx = RunContext(model, task, model_id, store, progress, max_tokens)
+        return chosen.run(ctx, config, sorted({int(b) for b in budgets}))
 
     if store is None:
         return compute(), False

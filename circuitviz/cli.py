@@ -68,12 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_task_arguments(discover)
     _add_model_arguments(discover)
     discover.add_argument("--method", default="eap-ig", help="see 'python -m circuitviz methods'")
-    discover.add_argument("--ig-steps", type=int, default=None, help="integrated-gradient steps (IG methods)")
     discover.add_argument(
-        "--k", type=float, default=None, help="ACC++: threshold constant, tau(d) = k/d (1.5-2.5)"
-    )
-    discover.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE", help="any other method setting"
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="any method setting, by name"
     )
     discover.add_argument(
         "--budgets", default="50,100,200,500,1000,2000,5000", help="edge budgets, comma separated"
@@ -96,14 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
     )
-    from .query_report import add_arguments as add_query_circuit_arguments
-
-    add_query_circuit_arguments(discover)
-    lasso = discover.add_argument_group("circuit-lasso")
-    lasso.add_argument("--units", default=None, choices=["components", "sae"], help="what the units are")
-    lasso.add_argument("--layers", default=None, help="SAE units: the layers whose SAEs to use, e.g. 2,6,10")
-    lasso.add_argument("--lambda", dest="lasso_lambda", default=None, help="auto, or a correlation in (0, 1]")
-    lasso.add_argument("--corpus", default=None, help="a text file (one text per line) to observe as well")
+    _add_method_settings(discover)
 
     bench = commands.add_parser(
         "planted-bench", help="score methods against planted circuits: SHD, precision, recall, time"
@@ -122,6 +111,33 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("methods", help="list the registered methods")
     commands.add_parser("models", help="list the models circuitviz knows")
     return parser
+
+
+def _add_method_settings(parser: argparse.ArgumentParser) -> None:
+    """One flag per method setting, from the registry (a setting several methods share is one flag)."""
+    from .methods import setting_flags
+
+    group = parser.add_argument_group("method settings (each applies to the methods named in its help)")
+    for flag in setting_flags():
+        options: dict = {"dest": f"setting_{flag.dest}", "default": None}
+        if flag.kind is bool:
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["type"] = flag.kind
+            if flag.choices:
+                options["choices"] = flag.choices
+        options["help"] = f"{flag.help} [{', '.join(flag.methods)}]"
+        group.add_argument(*flag.names, **options)
+
+
+def _settings_given(args) -> dict:
+    """The method settings given as flags (none given: none, so no method is offered settings it lacks)."""
+    prefix = "setting_"
+    return {
+        name[len(prefix) :]: value
+        for name, value in vars(args).items()
+        if name.startswith(prefix) and value is not None
+    }
 
 
 def _parse_setting(text: str) -> tuple[str, object]:
@@ -179,31 +195,19 @@ def _print_estimate(model, task, method: str, settings: dict, budgets) -> None:
 
 def cmd_discover(args) -> int:
     from .api import discover, parse_budgets
+    from .methods import get_method
     from .store import ResultStore
 
     budgets = parse_budgets(args.budgets)
+    method = get_method(args.method)
     settings = dict(_parse_setting(item) for item in args.set)
-    if args.ig_steps is not None:
-        settings["ig_steps"] = args.ig_steps
-    if args.k is not None:
-        settings["k"] = args.k
-    if args.metric is None and not args.foil:
-        from .methods import get_method
-
-        if not get_method(args.method).needs_corrupted:
-            args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
+    settings.update(_settings_given(args))
+    if args.metric is None and not args.foil and not method.needs_corrupted:
+        args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
-    from .query_report import report_lines as query_report_lines
-    from .query_report import settings_from_args
-
-    settings.update(settings_from_args(args, model))
-    for flag in ("units", "layers", "lasso_lambda", "corpus"):  # circuit-lasso's flags, when given
-        if getattr(args, flag, None) is not None:
-            settings[flag] = getattr(args, flag)
-    if args.no_cache and args.method in ("single", "average", "bon", "ibon", "bon-csm"):
-        settings.setdefault("cache_scores", False)  # recompute the paraphrases' scores and evaluations too
-    store = None if args.no_cache else ResultStore()
+    settings = method.settings_from_cli(settings, model)
+    store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     _print_estimate(model, task, args.method, settings, budgets)
     result, cached = discover(
         model,
@@ -224,14 +228,8 @@ def cmd_discover(args) -> int:
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     print(format_table(result.baseline, result.curve, result.graph.n_edges))
-    if result.method == "acc++":
-        from .acc import report_lines
-
-        print("\n".join(report_lines(result.extra)))
-    if result.extra.get("query_circuits_version"):
-        print("\n".join(query_report_lines(result)))
-    if result.method == "circuit-lasso":
-        print("\n".join(result.extra.get("report", [])))
+    if result.details is not None:
+        print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if args.out:

@@ -165,40 +165,16 @@ def estimate_run(
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
     spec = GraphSpec.from_model(model)
-    name = chosen.name
-    ig_steps = int(_config_value(config, "ig_steps", 0) or 0)
-    n_paraphrases = int(_config_value(config, "n_paraphrases", 0) or 0)
-    base = str(_config_value(config, "base_method", "eap-ig"))
-    # sequences through a forward pass; a forward+backward counts 3
-    if name == "eap":
-        scoring, steps_used = 3.0, 0
-    elif name == "eap-ig":
-        scoring, steps_used = 3.0 * ig_steps, ig_steps
-    elif name == "eap-ig-activations":
-        scoring, steps_used = 3.0 * ig_steps * (2 * spec.n_layers + 1), ig_steps
-    elif name == "exact":
-        scoring, steps_used = (
-            float(min(spec.n_edges, int(_config_value(config, "max_edges", spec.n_edges)))),
-            0,
-        )
-    elif n_paraphrases and name != "circuit-lasso":  # Best-of-N family: a base scoring per paraphrase
-        per = (
-            3.0 * ig_steps
-            if base.startswith("eap-ig")
-            else (3.0 if base == "eap" else 3.0 * max(ig_steps, 1))
-        )
-        scoring, steps_used = per * (n_paraphrases + 1) + 2.0 * n_budgets * (n_paraphrases + 1), ig_steps
-    elif name == "acc++":
-        decisions = int(_config_value(config, "max_decisions", 200))
-        scoring, steps_used = 3.0 * ig_steps + decisions, ig_steps
-    else:
-        scoring, steps_used = 3.0 * max(n_paraphrases, 1) * 4, ig_steps
-    sequences = 2.0 + scoring + n_budgets  # clean+corrupted, scoring, the faithfulness curve
+    cost = chosen.estimate(config, spec, n_tokens, n_budgets)
+    sequences = cost.passes
+    steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     flops = 2.0 * _n_parameters(model) * n_tokens * sequences
     kind = str(device or next(model.parameters()).device).split(":")[0]
     seconds = flops / DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
 
-    memory = estimate_memory(model, spec, n_tokens, max(steps_used, 1), n_budgets, n_paraphrases, kind)
+    memory = estimate_memory(
+        model, spec, n_tokens, max(cost.gradient_batch, 1), n_budgets, n_paraphrases, kind
+    )
     return Estimate(seconds, memory, n_tokens, steps_used, n_paraphrases, sequences, kind)
 
 

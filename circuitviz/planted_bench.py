@@ -7,7 +7,7 @@ distractor heads that read the input or the circuit itself, distractor MLPs, and
 pushed into their nonlinear regime. Every method runs on the same cases, and its recovered edge
 set is compared with the true one:
 
-- the method's own edge set: the edges it marks as its circuit (``result.extra["circuit_edges"]``,
+- the method's own edge set: the edges it marks as its circuit (``result.details.circuit_edges``,
   as CircuitLasso's selected support), otherwise every edge whose score is not zero (below
   ``ZERO_SCORE`` times the largest), pruned to paths from input to logits;
 - the top-|true| edges of its scores, not pruned (an oracle budget: the quality of its ranking;
@@ -138,7 +138,7 @@ def edge_set_metrics(found: torch.Tensor, true: torch.Tensor) -> dict:
 
 def own_edges(result, spec: GraphSpec) -> torch.Tensor:
     """The edges a result itself marks as its circuit (see the module docstring).  # bool"""
-    names = result.extra.get("circuit_edges") if isinstance(result.extra, dict) else None
+    names = getattr(result.details, "circuit_edges", None)
     if names is not None:
         return spec.mask_from_edge_names(names)
     scores = result.scores.abs() * spec.edge_mask
@@ -182,7 +182,7 @@ def run_case(case: PlantedCase, methods: Sequence[str], corpus_path: str) -> lis
             continue
         start = time.perf_counter()
         try:
-            result = method.run(
+            result = method.run_on(
                 planted.model, planted.task, _method_config(method, name, corpus_path), budgets=[n_true]
             )
         except Exception as error:  # a failing method is reported, the benchmark goes on

@@ -1,25 +1,119 @@
 """A circuit-discovery result: a plain value that can be cached, exported, compared and drawn.
 
 It holds the edge scores of the method, the circuits at each budget (derived top-N-and-prune
-of the scores unless the method chose them itself, as Best-of-N does), the faithfulness curve
-and the timings. It converts to the public EAP-IG library's JSON (``Graph.from_json`` reads it)
-with our own keys beside EAP-IG's, and reads such files and plain edge lists back.
+of the scores unless the method chose them itself, as Best-of-N does), the faithfulness curve,
+the timings, and the method family's own typed details (``MethodDetails``: Best-of-N's pairs
+and candidates, ACC++'s position graph, CircuitLasso's regression). Every result answers
+``circuit(budget)`` and ``point(budget)`` itself, whatever made it. It converts to the public
+EAP-IG library's JSON (``Graph.from_json`` reads it) with our own keys beside EAP-IG's, and reads
+such files and plain edge lists back.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, cmd, cpr
+from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask
+from .tasks import PromptTask, prepare_task
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
+
+
+class ResultFormatError(ValueError):
+    """A stored result this version cannot read; the message says what to do."""
+
+
+class MethodDetails:
+    """What a method family keeps beside the common fields: a typed, versioned dataclass.
+
+    Subclasses are dataclasses of plain JSON values with a ``kind`` and a ``version``, registered
+    with ``@register_details`` so stored results find their class. A family whose circuits exist
+    at budgets its run never evaluated (Best-of-N's variants, ACC++) says so by overriding
+    ``circuit``.
+    """
+
+    kind: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+
+    def to_dict(self) -> dict:
+        return _json_safe_deep(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict, version: int | None = None):
+        if version is not None and version != cls.version:
+            raise ResultFormatError(
+                f"This stored {cls.kind} result has details of version {version}, and this circuitviz "
+                f"reads version {cls.version}; run the method again to recompute it."
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor | None:
+        """The family's circuit at ``budget`` when its rule differs from top-N of the scores."""
+        return None
+
+    def any_budget(self, result: CircuitResult) -> bool:
+        """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
+        return False
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        """Plain lines about the run for the command line."""
+        return []
+
+
+DETAILS: dict[str, type[MethodDetails]] = {}
+
+
+def register_details(cls: type[MethodDetails]) -> type[MethodDetails]:
+    """Class decorator: stored results of this ``kind`` read back into ``cls``."""
+    DETAILS[cls.kind] = cls
+    return cls
+
+
+def details_to_state(details: MethodDetails | None) -> dict | None:
+    if details is None:
+        return None
+    return {"kind": details.kind, "version": details.version, "data": details.to_dict()}
+
+
+def details_from_state(state: dict | None) -> MethodDetails | None:
+    if not state:
+        return None
+    from . import methods  # noqa: F401  (the families register their details on import)
+
+    kind = state.get("kind")
+    if kind not in DETAILS:
+        raise ResultFormatError(
+            f"This stored result carries details of kind {kind!r}, which this circuitviz does not know; "
+            "run the method again."
+        )
+    return DETAILS[kind].from_dict(state.get("data") or {}, state.get("version"))
+
+
+def _legacy_details(extra: dict) -> MethodDetails | None:
+    """Details from a format-1 result's ``extra`` dict (their keys are the typed fields)."""
+    if not extra:
+        return None
+    from . import methods  # noqa: F401
+
+    if "query_circuits_version" in extra:
+        return DETAILS["query-circuits"].from_dict(extra, extra["query_circuits_version"])
+    if extra.get("kind") == "acc++":
+        return DETAILS["acc++"].from_dict(extra)
+    if "lambda_path" in extra:
+        return DETAILS["circuit-lasso"].from_dict(extra)
+    raise ResultFormatError(
+        "This stored result was made by an older circuitviz whose details this version cannot read; "
+        "run the method again."
+    )
 
 
 @dataclass
@@ -38,20 +132,36 @@ class CircuitResult:
     circuits: dict[int, torch.Tensor] = field(default_factory=dict)  # budget -> [n_fwd, n_bwd] bool
     tokens: dict[str, list[str]] = field(default_factory=dict)
     device: str = "cpu"
-    extra: dict = field(default_factory=dict)
+    details: MethodDetails | None = None
 
     @property
     def budgets(self) -> list[int]:
         return [point.budget for point in self.curve]
 
     def circuit(self, budget: int) -> torch.Tensor:
-        """The circuit at ``budget``: the method's own when it chose one, else pruned top-N.  # bool"""
+        """The circuit at ``budget``: the method's own when it chose one (or its family's rule
+        gives one), else pruned top-N of the scores.  # [n_forward, n_backward] bool"""
+        budget = int(budget)
         if budget in self.circuits:
             return self.circuits[budget]
+        chosen = self.details.circuit(self, budget) if self.details is not None else None
+        if chosen is not None:
+            return chosen
         return prune(self.graph, top_n(self.graph, self.scores, budget))
 
-    def point(self, budget: int) -> CurvePoint | None:
-        return next((p for p in self.curve if p.budget == budget), None)
+    @property
+    def any_budget(self) -> bool:
+        """Whether the family builds a circuit at any budget (iBoN, BoN-CSM, the baselines)."""
+        return self.details is not None and self.details.any_budget(self)
+
+    def point(self, budget: int, model=None) -> CurvePoint | None:
+        """The faithfulness point at ``budget``: the one the run evaluated, else (given the
+        model) the circuit at that budget evaluated now in one patched pass, else None."""
+        stored = next((p for p in self.curve if p.budget == int(budget)), None)
+        if stored is not None or model is None:
+            return stored
+        evaluator = Evaluator(model, self.graph, prepare_task(model, self.task))
+        return evaluator.curve(self.circuit(budget)[None], [int(budget)])[0]
 
     def summary(self) -> dict:
         """CPR and CMD of the curve (NFS and NDF flavours)."""
@@ -79,13 +189,21 @@ class CircuitResult:
             "circuits": {int(k): v.bool().cpu() for k, v in self.circuits.items()},
             "tokens": self.tokens,
             "device": self.device,
-            "extra": self.extra,
+            "details": details_to_state(self.details),
         }
 
     @classmethod
     def from_state(cls, state: dict) -> CircuitResult:
-        if state.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported result format {state.get('format_version')!r}")
+        version = state.get("format_version")
+        if version not in (1, FORMAT_VERSION):
+            raise ResultFormatError(
+                f"This stored result has format {version!r}, which this circuitviz cannot read; run it again."
+            )
+        details = (
+            _legacy_details(state.get("extra") or {})
+            if version == 1
+            else details_from_state(state.get("details"))
+        )
         return cls(
             model_id=state["model_id"],
             graph=GraphSpec.from_cfg_dict(state["graph"]),
@@ -99,7 +217,7 @@ class CircuitResult:
             circuits={int(k): v for k, v in state["circuits"].items()},
             tokens=state["tokens"],
             device=state["device"],
-            extra=state["extra"],
+            details=details,
         )
 
     # ----- EAP-IG JSON ------------------------------------------------------------------------
@@ -127,7 +245,9 @@ class CircuitResult:
                 "device": self.device,
                 "tokens": self.tokens,
                 "circuits": {str(k): self.graph.edge_names_of(v) for k, v in sorted(self.circuits.items())},
-                "extra": self.extra,
+                "details": None
+                if self.details is None
+                else {"kind": self.details.kind, "version": self.details.version, **self.details.to_dict()},
             }
         )
         return data
@@ -136,6 +256,17 @@ class CircuitResult:
 def _json_safe(data: dict) -> dict:
     """NaN is not JSON; write it as null."""
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
+
+
+def _json_safe_deep(value):
+    """NaN and infinities are not JSON: write them as null, recursively."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {key: _json_safe_deep(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe_deep(item) for item in value]
+    return value
 
 
 def eap_graph_json(spec: GraphSpec, scores: torch.Tensor, in_graph: torch.Tensor) -> dict:

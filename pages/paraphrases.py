@@ -55,13 +55,13 @@ def use_edited_pairs():
 
 
 st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
-for note in result.extra.get("notes") or []:
+for note in result.details.notes:
     st.caption(note)
 
 budget = views.budget_slider(result, "bon.budget", any_budget=True)
 point = views.point_at(result, budget, model)
 views.metrics_row(result, budget, point)
-evaluated = [int(entry["budget"]) for entry in result.extra.get("per_budget") or []]
+evaluated = [int(entry["budget"]) for entry in result.details.per_budget]
 candidate_budget = budget if budget in evaluated else min(evaluated, key=lambda b: abs(b - budget))
 if candidate_budget != budget:
     st.caption(
@@ -113,7 +113,5 @@ elif (shared := bon.shared_entry(result, candidate_budget)) is not None:
         f"{shared['n_common']:,} edges are common to all candidates (their score matrices were not kept)."
     )
 views.show_graph(views.graph_drawing(result, budget, highlight=highlight, ndf=point.ndf if point else None))
-curves = {
-    name: points for name, points in (result.extra.get("curves") or {}).items() if name != result.method
-}
+curves = {name: points for name, points in result.details.curves.items() if name != result.method}
 views.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)

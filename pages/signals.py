@@ -71,27 +71,27 @@ if result is None or not is_acc_result(result):
     st.info("Run ACC++ above, or choose ACC++ on the Explore page: its result shows here.")
     st.stop()
 
-extra = result.extra
+details = result.details  # ACCDetails
 views.task_caption(result)
-summary = extra["summary"]
+summary = details.summary
 cells = st.columns(4)
 cells[0].metric("nodes (component at a position)", summary["n_nodes"])
 cells[1].metric("edges (signals grouped)", summary["n_edges"])
 cells[2].metric("attention decisions", summary["n_decisions"])
 cells[3].metric("signal edges of rank 1", f"{100 * summary['rank1_fraction']:.0f}%")
-if extra.get("limits", {}).get("max_decisions_reached"):
+if details.limits.get("max_decisions_reached"):
     st.warning(
-        f"Tracing stopped at {extra['limits']['max_decisions']} decisions with "
-        f"{extra['limits']['decisions_left']} left; raise max decisions to trace them."
+        f"Tracing stopped at {details.limits['max_decisions']} decisions with "
+        f"{details.limits['decisions_left']} left; raise max decisions to trace them."
     )
 
-decisions = extra["decisions"]
+decisions = details.decisions
 if not decisions:
     st.info("No attention decision of the answer's components reached the threshold tau = k/d; lower k.")
     st.stop()
 
 st.subheader("Attention decisions")
-st.dataframe(decision_rows(extra), hide_index=True, width="stretch")
+st.dataframe(decision_rows(details), hide_index=True, width="stretch")
 chosen = st.selectbox(
     "Decision",
     options=[d["index"] for d in decisions],
@@ -105,14 +105,14 @@ from circuitviz.render.acc_graph import position_graph_html, removal_figure  # n
 left, right = st.columns([3, 2])
 with left:
     st.markdown("**Its signals**")
-    st.dataframe(signal_rows(extra, chosen), hide_index=True, width="stretch")
+    st.dataframe(signal_rows(details, chosen), hide_index=True, width="stretch")
 with right:
     st.markdown("**Attention weight as the signals are removed**")
     st.plotly_chart(removal_figure(decision), key="signals.removal")
 
 st.subheader("The circuit, by token and layer")
 drawing = position_graph_html(
-    extra,
+    details,
     title=f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted",
     highlight_decision=chosen,
 )
@@ -123,7 +123,7 @@ st.caption(
     "Each signal's clean value is subtracted from the query or keys of its head and the model "
     "runs on; the paper's check that the signals found carry the attention and the answer."
 )
-st.dataframe(knockout_rows(extra), hide_index=True, width="stretch")
-faithfulness = extra.get("faithfulness", {})
+st.dataframe(knockout_rows(details), hide_index=True, width="stretch")
+faithfulness = details.faithfulness
 if faithfulness.get("note"):
     st.caption(faithfulness["note"])

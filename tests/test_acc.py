@@ -321,8 +321,8 @@ def test_planted_heads_are_found_with_their_planted_sources(seed):
     model = planted.model
     spec = GraphSpec.from_model(model)
     method = get_method("acc++")
-    result = method.run(model, planted.task, method.make_config({"k": 1.5, "n_random": 1}), budgets=())
-    decisions = result.extra["decisions"]
+    result = method.run_on(model, planted.task, method.make_config({"k": 1.5, "n_random": 1}), budgets=())
+    decisions = result.details.decisions
     assert decisions, "nothing traced on the planted model"
     true_edges = planted.true_edges
     for decision in decisions:
@@ -345,18 +345,18 @@ def test_acc_result_is_an_engine_result_with_a_position_graph():
     model = build("gemma3")
     method = get_method("acc++")
     assert method.needs_corrupted is False
-    result = method.run(
+    result = method.run_on(
         model, NO_CORRUPTED, method.make_config({"k": 1.5, "n_random": 2}), budgets=(3, 8, 1000)
     )
     spec = result.graph
-    extra = result.extra
-    json.dumps(extra, allow_nan=False)
+    extra = result.details
+    json.dumps(extra.to_dict(), allow_nan=False)
     json.dumps(result.to_eap_json(), allow_nan=False)
     assert isinstance(result, CircuitResult) and result.method == "acc++"
     # projection: every non-bias signal edge lands on c -> head<q|k>, seeds on c -> logits
-    nodes = {node["id"]: node for node in extra["nodes"]}
+    nodes = {node["id"]: node for node in extra.nodes}
     expected = torch.zeros_like(result.scores)
-    for edge in extra["edges"]:
+    for edge in extra.edges:
         source, target = nodes[edge["source"]], nodes[edge["target"]]
         assert source["position"] <= target["position"]
         if source["kind"] == "bias":
@@ -371,18 +371,18 @@ def test_acc_result_is_an_engine_result_with_a_position_graph():
     assert torch.allclose(result.scores, expected.float(), atol=1e-6)
     assert not bool((result.scores != 0)[~spec.edge_mask].any())
     # circuits hold only found edges; the full circuit is one of the budgets
-    full = extra["full_circuit_budget"]
+    full = extra.full_circuit_budget
     assert full in result.circuits and full == int((result.scores != 0).sum())
     for mask in result.circuits.values():
         assert not bool((mask & (result.scores == 0)).any())
     assert result.circuits[1000].sum() == result.circuits[full].sum()
     # faithfulness without a corrupted prompt: knockout curve, 1 at the full circuit
-    assert extra["faithfulness"]["kind"] == "signal-knockout"
+    assert extra.faithfulness["kind"] == "signal-knockout"
     assert result.point(full).ndf == pytest.approx(1.0)
-    knockout = extra["faithfulness"]["knockout"]
-    assert knockout["n_signals"] == extra["summary"]["n_signals"] and knockout["n_random_draws"] == 2
+    knockout = extra.faithfulness["knockout"]
+    assert knockout["n_signals"] == extra.summary["n_signals"] and knockout["n_random_draws"] == 2
     # decisions carry their removal curves
-    for decision in extra["decisions"]:
+    for decision in extra.decisions:
         for side in ("query", "key"):
             curve = decision[side]["curve"]
             assert curve[0] == pytest.approx(decision["weight"])
@@ -391,17 +391,17 @@ def test_acc_result_is_an_engine_result_with_a_position_graph():
                 assert curve[-1] < decision["threshold"] <= curve[-2]
     # round trips: stored state and networkx
     again = CircuitResult.from_state(result.to_state())
-    assert again.extra == result.extra and torch.equal(again.scores, result.scores)
+    assert again.details == result.details and torch.equal(again.scores, result.scores)
     graph = to_networkx(extra)
     assert set(graph.nodes) == set(nodes)
-    assert sum(len(data["signals"]) for _, _, data in graph.edges(data=True)) == len(extra["edges"])
+    assert sum(len(data["signals"]) for _, _, data in graph.edges(data=True)) == len(extra.edges)
 
 
 def test_with_a_corrupted_prompt_the_curve_is_the_engines_patching_curve():
     model = build("gpt2")
     method = get_method("acc++")
-    result = method.run(model, IOI_TASK, method.make_config({"n_random": 0}), budgets=(5,))
-    assert result.extra["faithfulness"]["kind"] == "patching"
+    result = method.run_on(model, IOI_TASK, method.make_config({"n_random": 0}), budgets=(5,))
+    assert result.details.faithfulness["kind"] == "patching"
     from circuitviz.evaluate import Evaluator
 
     spec = result.graph
@@ -435,13 +435,15 @@ def test_knockout_of_nothing_is_the_clean_run_and_found_signals_lower_the_traced
 def test_limits_are_respected_and_reported():
     model = build("gemma3")
     method = get_method("acc++")
-    result = method.run(
+    result = method.run_on(
         model, NO_CORRUPTED, method.make_config({"k": 1.0, "max_decisions": 2, "n_random": 0})
     )
-    assert result.extra["summary"]["n_decisions"] <= 2
-    assert result.extra["limits"]["max_decisions"] == 2
-    shallow = method.run(model, NO_CORRUPTED, method.make_config({"k": 1.0, "max_depth": 1, "n_random": 0}))
-    assert all(d["depth"] == 1 for d in shallow.extra["decisions"])
+    assert result.details.summary["n_decisions"] <= 2
+    assert result.details.limits["max_decisions"] == 2
+    shallow = method.run_on(
+        model, NO_CORRUPTED, method.make_config({"k": 1.0, "max_depth": 1, "n_random": 0})
+    )
+    assert all(d["depth"] == 1 for d in shallow.details.decisions)
     with pytest.raises(ValueError, match="k must be"):
         method.make_config({"k": -1.0})
     with pytest.raises(ValueError, match="max_decisions"):
@@ -473,13 +475,13 @@ def test_embedded_gemma3_scores_are_reproduced_for_every_head(embedded_model):
 def test_embedded_ioi_trace_runs_and_its_knockout_beats_random(embedded_model):
     method = get_method("acc++")
     task = PromptTask(clean=IOI_TASK.clean.replace(" ,", ","), corrupted="", answer=" Mary", foils=(" John",))
-    result = method.run(
+    result = method.run_on(
         embedded_model, task, method.make_config({"n_random": 2, "max_decisions": 40}), budgets=(50,)
     )
-    summary = result.extra["summary"]
+    summary = result.details.summary
     assert summary["n_decisions"] > 0 and summary["n_signal_edges"] > 0
     assert summary["max_decomposition_error"] < 1e-4
-    knockout = result.extra["faithfulness"]["knockout"]
+    knockout = result.details.faithfulness["knockout"]
     assert knockout["found"]["mean_weight_drop"] > knockout["random"]["mean_weight_drop"]
     assert not math.isnan(knockout["found"]["cosine"])
 
@@ -498,7 +500,7 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     data = json.loads(out.read_text())
     assert data["method"] == "acc++" and data["config"]["k"] == 1.5
     assert data["task"]["metric"] == "logprob" and data["task"]["corrupted"] == ""
-    assert data["extra"]["nodes"] and data["extra"]["decisions"]
+    assert data["details"]["nodes"] and data["details"]["decisions"]
     # a method that needs the corrupted prompt still says so in one sentence
     assert cli.main(["discover", "--prompt", PROMPT, "--answer", " Mary", "--foil", " John"]) == 2
     assert "corrupted prompt is empty" in capsys.readouterr().err

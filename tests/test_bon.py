@@ -49,16 +49,16 @@ def config(**values):
 
 def run(model, method, task=IOI_TASK, budgets=BUDGETS, store=None, **values):
     values.setdefault("cache_scores", store is not None)
-    return get_method(method).run(model, task, config(**values), budgets=budgets, store=store)
+    return get_method(method).run_on(model, task, config(**values), budgets=budgets, store=store)
 
 
 def registry_scores(model, result, method="eap-ig", steps=5):
     """Each candidate's score matrix computed alone by the registered scorer."""
-    pairs = [result.extra["pairs"][i] for i in result.extra["candidates"]]
+    pairs = [result.details.pairs[i] for i in result.details.candidates]
     chosen = get_method(method)
     settings = {"ig_steps": steps} if method == "eap-ig" else {}
     return [
-        chosen.run(
+        chosen.run_on(
             model,
             PromptTask(p["clean"], p["corrupted"], p["answer"], tuple(p["foils"])),
             chosen.make_config(settings),
@@ -87,17 +87,17 @@ def tiny_bon(tiny):
 def test_batched_scores_equal_the_registry_scorer_pair_by_pair(tiny, tiny_bon):
     """Pairs of equal length share forward/backward batches; each matrix must be what eap-ig
     computes for that pair alone (the third paraphrase is longer: a group of its own)."""
-    assert len(tiny_bon.extra["candidates"]) == 4
-    lengths = {p["n_tokens"] for p in tiny_bon.extra["pairs"]}
+    assert len(tiny_bon.details.candidates) == 4
+    lengths = {p["n_tokens"] for p in tiny_bon.details.pairs}
     assert len(lengths) == 2
     expected = registry_scores(tiny, tiny_bon)
     spec = tiny_bon.graph
-    single = edge_matrix(spec, tiny_bon.extra["edge_scores"]["single"])
+    single = edge_matrix(spec, tiny_bon.details.edge_scores["single"])
     assert torch.allclose(single, expected[0], rtol=1e-5, atol=1e-7)
     prepared = prepare_task(tiny, IOI_TASK)
     tasks = [
         prepare_task(tiny, PromptTask(p["clean"], p["corrupted"], p["answer"], tuple(p["foils"])))
-        for p in tiny_bon.extra["pairs"]
+        for p in tiny_bon.details.pairs
     ]
     method = get_method("eap-ig")
     batched = pair_scores(tiny, spec, prepared, tasks, method, method.make_config({"ig_steps": 5}))
@@ -117,16 +117,16 @@ def test_other_base_scorers_are_reached_through_the_registry(tiny):
 def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
     store = ResultStore(tmp_path)
     first = run(tiny, "bon", store=store, budgets=[8, 16])
-    assert first.extra["counts"]["scored_pairs"] == 4 and first.extra["counts"]["scores_from_store"] == 0
+    assert first.details.counts["scored_pairs"] == 4 and first.details.counts["scores_from_store"] == 0
     again = run(tiny, "bon-csm", store=store, budgets=[5, 40])
-    assert (again.extra["counts"]["scored_pairs"], again.extra["counts"]["scores_from_store"]) == (0, 4)
-    assert again.extra["edge_scores"]["single"] == first.extra["edge_scores"]["single"]
+    assert (again.details.counts["scored_pairs"], again.details.counts["scores_from_store"]) == (0, 4)
+    assert again.details.edge_scores["single"] == first.details.edge_scores["single"]
     # circuit evaluations are memoised too: the same request again evaluates nothing
     repeat = run(tiny, "bon-csm", store=store, budgets=[5, 40])
-    assert repeat.extra["counts"]["circuits_evaluated"] == 0
+    assert repeat.details.counts["circuits_evaluated"] == 0
     assert [p.to_dict() for p in repeat.curve] == [p.to_dict() for p in again.curve]
     other_steps = run(tiny, "bon", store=store, budgets=[8], ig_steps=6)
-    assert other_steps.extra["counts"]["scored_pairs"] == 4
+    assert other_steps.details.counts["scored_pairs"] == 4
     assert len(list((tmp_path / "scores").glob("*.pt"))) == 8
     assert len(list((tmp_path / "circuit-metrics").glob("*.pt"))) == 1
 
@@ -137,9 +137,9 @@ def test_bon_is_never_less_faithful_than_the_single_query_circuit(which, tiny, p
     model, task = (tiny, IOI_TASK) if which == "tiny" else (planted.model, planted.task)
     budgets = [2, 4, 8, 12, 16, 24, 32, 48]
     result = run(model, "bon", task=task, budgets=budgets)
-    curves = result.extra["curves"]
+    curves = result.details.curves
     # the single-query circuit computed independently: eap-ig's own top-N, evaluated on q
-    single = get_method("eap-ig").run(
+    single = get_method("eap-ig").run_on(
         model, task, get_method("eap-ig").make_config({"ig_steps": 5}), budgets=budgets
     )
     for bon_point, own_single, alone in zip(curves["bon"], curves["single"], single.curve):
@@ -155,7 +155,7 @@ def test_candidates_are_evaluated_on_the_original_prompt_and_the_best_wins(tiny,
     spec = tiny_bon.graph
     evaluator = Evaluator(tiny, spec, prepare_task(tiny, IOI_TASK))
     expected = registry_scores(tiny, tiny_bon)
-    for entry in tiny_bon.extra["per_budget"]:
+    for entry in tiny_bon.details.per_budget:
         budget = entry["budget"]
         masks = torch.stack([prune(spec, top_n(spec, s, budget)) for s in expected])
         values = evaluator.metrics(masks)
@@ -164,7 +164,7 @@ def test_candidates_are_evaluated_on_the_original_prompt_and_the_best_wins(tiny,
         assert [c["n_edges"] for c in entry["candidates"]] == [int(m.sum()) for m in masks]
         assert ndfs[entry["winner"]] == pytest.approx(max(ndfs), abs=1e-12)
         assert torch.equal(tiny_bon.circuits[budget], masks[entry["winner"]])
-        assert tiny_bon.extra["bon_circuits"][str(budget)] == spec.edge_names_of(masks[entry["winner"]])
+        assert tiny_bon.details.bon_circuits[str(budget)] == spec.edge_names_of(masks[entry["winner"]])
 
 
 def test_averaging_is_top_n_of_the_mean_matrix(tiny):
@@ -179,8 +179,8 @@ def test_averaging_is_top_n_of_the_mean_matrix(tiny):
 
 def test_ibon_at_an_anchor_budget_is_that_bon_circuit(tiny, tiny_bon):
     ibon = run(tiny, "ibon")
-    assert ibon.extra["anchor_budgets"] == [4, 16, 64]
-    for anchor in ibon.extra["anchor_budgets"]:
+    assert ibon.details.anchor_budgets == [4, 16, 64]
+    for anchor in ibon.details.anchor_budgets:
         assert torch.equal(ibon.circuits[anchor], tiny_bon.circuits[anchor])
         assert torch.equal(variant_circuit(tiny_bon, anchor, "ibon"), tiny_bon.circuits[anchor])
     for budget, lower in ((8, 4), (32, 16)):  # between anchors: the lower anchor's circuit is kept whole
@@ -206,12 +206,12 @@ def test_bon_csm_circuits_are_nested(tiny):
 
 def test_only_what_a_variant_needs_without_compare(tiny, tiny_bon):
     single = run(tiny, "single", compare=False)
-    assert len(single.extra["pairs"]) == 1 and set(single.extra["curves"]) == {"single"}
+    assert len(single.details.pairs) == 1 and set(single.details.curves) == {"single"}
     ibon = run(tiny, "ibon", compare=False)
-    assert set(ibon.extra["curves"]) == {"ibon", "bon"}  # BoN only at its anchors
-    assert [p["budget"] for p in ibon.extra["curves"]["bon"]] == ibon.extra["anchor_budgets"]
-    assert [e["budget"] for e in ibon.extra["per_budget"]] == ibon.extra["anchor_budgets"]
-    assert [p["ndf"] for p in tiny_bon.extra["curves"]["ibon"]] == pytest.approx([p.ndf for p in ibon.curve])
+    assert set(ibon.details.curves) == {"ibon", "bon"}  # BoN only at its anchors
+    assert [p["budget"] for p in ibon.details.curves["bon"]] == ibon.details.anchor_budgets
+    assert [e["budget"] for e in ibon.details.per_budget] == ibon.details.anchor_budgets
+    assert [p["ndf"] for p in tiny_bon.details.curves["ibon"]] == pytest.approx([p.ndf for p in ibon.curve])
 
 
 # ----- iBoN and BoN-CSM on hand-built circuits ---------------------------------------------------
@@ -346,13 +346,13 @@ def test_the_result_is_plain_data_the_app_can_use(tiny_bon, tmp_path):
     assert torch.equal(variant_circuit(loaded, 16, "bon"), tiny_bon.circuits[16])
     with pytest.raises(ValueError, match="needs every candidate evaluated"):
         variant_circuit(loaded, 17, "bon")
-    extra = tiny_bon.extra
-    assert set(extra["curves"]) == {"single", "average", "bon", "ibon", "bon-csm"}
-    assert [e["budget"] for e in extra["shared"]] == BUDGETS
-    for entry, shared in zip(extra["per_budget"], extra["shared"]):
+    extra = tiny_bon.details
+    assert set(extra.curves) == {"single", "average", "bon", "ibon", "bon-csm"}
+    assert [e["budget"] for e in extra.shared] == BUDGETS
+    for entry, shared in zip(extra.per_budget, extra.shared):
         assert shared["winner"] == entry["winner"] and len(shared["jaccard_with_winner"]) == 4
         assert shared["set_sizes"] == [c["n_edges"] for c in entry["candidates"]]
-    for pair in extra["pairs"]:
+    for pair in extra.pairs:
         assert {"clean", "corrupted", "source", "model_answer", "answer_matches", "reason"} <= set(pair)
 
 
@@ -360,8 +360,8 @@ def test_reference_circuit_overlap(planted):
     spec = GraphSpec.from_model(planted.model)
     reference = "\n".join(spec.edge_names_of(planted.true_edges))
     result = run(planted.model, "bon", task=planted.task, budgets=[8, 16], reference=reference)
-    assert result.extra["reference_edges"] == int(planted.true_edges.sum())
-    for entry in result.extra["shared"]:
+    assert result.details.reference_edges == int(planted.true_edges.sum())
+    for entry in result.details.shared:
         winner = result.circuits[entry["budget"]]
         shared = int((winner & planted.true_edges).sum())
         assert entry["reference"]["winner"]["shared"] == shared
@@ -378,12 +378,12 @@ def test_user_errors_are_one_sentence(tiny):
     with pytest.raises(ValueError, match="Anchor budget 5 is not one of the budgets"):
         run(tiny, "ibon", anchor_budgets="5")
     result = run(tiny, "bon", paraphrases="The cat sat on the mat\tThe cat sat on the", budgets=[8])
-    assert result.extra["candidates"] == [0] and "equals single" in result.extra["notes"][-1]
-    assert "left out" in result.extra["notes"][0]
+    assert result.details.candidates == [0] and "equals single" in result.details.notes[-1]
+    assert "left out" in result.details.notes[0]
 
 
 def test_nan_free_json_curves(tiny_bon):
-    for curve in tiny_bon.extra["curves"].values():
+    for curve in tiny_bon.details.curves.values():
         for point in curve:
             assert all(v is None or not (isinstance(v, float) and math.isnan(v)) for v in point.values())
 
@@ -394,18 +394,18 @@ def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp
 
     task = EXAMPLE_TASKS["ioi"]
     values = {"n_paraphrases": 2, "ig_steps": 2, "anchor_budgets": "100,1000"}
-    result = get_method("bon").run(
+    result = get_method("bon").run_on(
         embedded_model,
         task,
         QueryCircuitConfig(**values),
         budgets=[100, 300, 1000],
         store=ResultStore(tmp_path),
     )
-    extra = result.extra
+    extra = result.details
     assert result.graph.n_edges == 10342
-    assert len(extra["candidates"]) >= 2
-    assert all(p["n_tokens"] == p["corrupted_n_tokens"] for p in extra["pairs"])
-    for bon, single in zip(extra["curves"]["bon"], extra["curves"]["single"]):
+    assert len(extra.candidates) >= 2
+    assert all(p["n_tokens"] == p["corrupted_n_tokens"] for p in extra.pairs)
+    for bon, single in zip(extra.curves["bon"], extra.curves["single"]):
         assert bon["ndf"] >= single["ndf"]
     assert torch.equal(variant_circuit(result, 1000, "ibon"), result.circuits[1000])
     smaller, larger = variant_circuit(result, 250, "bon-csm"), variant_circuit(result, 700, "bon-csm")
@@ -460,7 +460,7 @@ def test_cli_discover_prints_candidates_winners_curves_and_shared_subcircuits(
     assert "reference circuit (12 edges)" in printed
     data = json.loads(out.read_text())
     assert data["method"] == "bon" and data["config"]["paraphrase_source"] == "file"
-    assert len(data["extra"]["pairs"]) == 4 and data["extra"]["reference_edges"] == 12
+    assert len(data["details"]["pairs"]) == 4 and data["details"]["reference_edges"] == 12
 
 
 def test_cli_paraphrase_errors_are_one_sentence(tmp_path, monkeypatch, capsys, tiny):

@@ -59,9 +59,9 @@ def test_every_method_runs_on_the_device_and_equals_the_host(shape, name, tmp_pa
     model = tiny_model(shape, seed=0)
     method = get_method(name)
     config = _config(method, tmp_path)
-    on_host = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    on_host = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     with SimulatedDevice(model):
-        on_device = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+        on_device = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     _same_result(on_device, on_host)
 
 
@@ -88,9 +88,9 @@ def test_best_of_n_variants_at_new_budgets_on_the_device(tmp_path):
     model = tiny_model("llama", seed=2)
     method = get_method("ibon")
     config = method.make_config({"cache_scores": False, "n_paraphrases": 3})
-    host = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+    host = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     with SimulatedDevice(model):
-        result = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+        result = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
         for variant in ("single", "average", "ibon", "bon-csm"):
             for budget in (5, 40):
                 assert torch.equal(
@@ -163,6 +163,6 @@ def test_shared_and_split_attention_inputs_give_the_same_scores(shape, name, mon
     results = {}
     for mode in ("split", "shared"):
         monkeypatch.setenv("CIRCUITVIZ_GRADIENT_INPUTS", mode)
-        results[mode] = method.run(model, IOI_TASK, config, budgets=BUDGETS)
+        results[mode] = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     assert torch.allclose(results["split"].scores, results["shared"].scores, rtol=1e-6, atol=1e-9)
     assert [p.budget for p in results["split"].curve] == [p.budget for p in results["shared"].curve]

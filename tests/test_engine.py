@@ -14,7 +14,7 @@ SHAPES = ["gpt2", "gemma", "llama"]
 
 def run(model, method, budgets=(5,), **config):
     chosen = get_method(method)
-    return chosen.run(model, IOI_TASK, chosen.make_config(config), budgets=budgets)
+    return chosen.run_on(model, IOI_TASK, chosen.make_config(config), budgets=budgets)
 
 
 @pytest.fixture(scope="module", params=SHAPES)
@@ -133,11 +133,11 @@ def test_planted_circuit_is_recovered(seed):
     planted = planted_model(seed=seed)
     spec = GraphSpec.from_model(planted.model)
     chosen = get_method("exact")
-    exact = chosen.run(planted.model, planted.task, budgets=[1]).scores
+    exact = chosen.run_on(planted.model, planted.task, budgets=[1]).scores
     found = exact.abs() > 1e-9
     assert torch.equal(found, planted.true_edges), spec.edge_names_of(found ^ planted.true_edges)
     for method in ("eap", "eap-ig", "eap-ig-activations"):
-        scores = get_method(method).run(planted.model, planted.task, budgets=[1]).scores
+        scores = get_method(method).run_on(planted.model, planted.task, budgets=[1]).scores
         assert scores[~planted.true_edges].abs().max().item() == 0.0, method
         # and the true circuit is exactly the top-|true| edges
         top = top_n(spec, scores, int(planted.true_edges.sum()))

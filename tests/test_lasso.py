@@ -209,8 +209,8 @@ def test_planted_circuit_edges_are_recovered(seed, corpus_file):
     planted = planted_model(seed=seed)
     spec = GraphSpec.from_model(planted.model)
     config = METHOD.make_config({"corpus": corpus_file, "n_paraphrases": 0})
-    result = METHOD.run(planted.model, planted.task, config, budgets=[int(planted.true_edges.sum())])
-    found = spec.mask_from_edge_names(result.extra["circuit_edges"])
+    result = METHOD.run_on(planted.model, planted.task, config, budgets=[int(planted.true_edges.sum())])
+    found = spec.mask_from_edge_names(result.details.circuit_edges)
     truth = planted.true_edges
     missing = spec.edge_names_of(truth & ~found)
     assert not missing, missing
@@ -228,18 +228,18 @@ def test_result_carries_observations_and_the_skeleton_note(corpus_file):
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(texts))
     config = METHOD.make_config({"corpus": path, "n_paraphrases": 0})
-    result = METHOD.run(model, IOI_TASK, config, budgets=[5, 50])
-    counts = result.extra["observations"]["positions_by_kind"]
+    result = METHOD.run_on(model, IOI_TASK, config, budgets=[5, 50])
+    counts = result.details.observations["positions_by_kind"]
     prompt_tokens = model.to_tokens(IOI_TASK.clean).shape[1]
     assert counts["prompt"] == counts["corrupted"] == prompt_tokens - 1  # BOS is not observed
     assert counts["corpus"] == sum(len(text.split()) for text in texts)
-    assert result.extra["observations"]["total"] == sum(counts.values())
-    assert "dependency skeleton" in result.extra["note"]
-    assert any("dependency skeleton" in line for line in result.extra["report"])
-    assert any(line.startswith("observations:") for line in result.extra["report"])
-    json.dumps(result.extra)  # plain data only
+    assert result.details.observations["total"] == sum(counts.values())
+    assert "dependency skeleton" in result.details.note
+    assert any("dependency skeleton" in line for line in result.details.report)
+    assert any(line.startswith("observations:") for line in result.details.report)
+    json.dumps(result.details.to_dict())  # plain data only
     restored = CircuitResult.from_state(result.to_state())
-    assert restored.extra == result.extra
+    assert restored.details == result.details
     assert [p.budget for p in result.curve] == [5, 50]
     assert result.to_eap_json(50)["method"] == "circuit-lasso"
 
@@ -249,14 +249,14 @@ def test_long_corpus_lines_are_cut_into_windows_and_capped(tmp_path):
     line = " ".join(["the"] * 100)
     path = tmp_path / "long.txt"
     path.write_text(line + "\n" + line, encoding="utf-8")
-    result = METHOD.run(
+    result = METHOD.run_on(
         model, IOI_TASK, METHOD.make_config({"corpus": str(path), "n_paraphrases": 0}), budgets=[5]
     )
-    observed = result.extra["observations"]
+    observed = result.details.observations
     assert observed["positions_by_kind"]["corpus"] == 200  # two lines of 100 words, all observed
     assert CORPUS_WINDOW < 101
     capped = METHOD.make_config({"corpus": str(path), "n_paraphrases": 0, "max_observations": 100})
-    observed = METHOD.run(model, IOI_TASK, capped, budgets=[5]).extra["observations"]
+    observed = METHOD.run_on(model, IOI_TASK, capped, budgets=[5]).details.observations
     assert observed["total"] <= 100
     assert any("max_observations=100" in note for note in observed["notes"])
 
@@ -264,10 +264,10 @@ def test_long_corpus_lines_are_cut_into_windows_and_capped(tmp_path):
 def test_paraphrases_are_observed_and_their_absence_is_said(monkeypatch):
     model = tiny_model("gpt2", seed=0)
     config = METHOD.make_config({"n_paraphrases": 2, "lasso_lambda": "0.3"})
-    observed = METHOD.run(model, IOI_TASK, config, budgets=[5]).extra["observations"]
+    observed = METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.observations
     assert observed["texts_by_kind"].get("paraphrase") == 2
     monkeypatch.setitem(sys.modules, "circuitviz.paraphrase", None)  # as if the module were missing
-    observed = METHOD.run(model, IOI_TASK, config, budgets=[5]).extra["observations"]
+    observed = METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.observations
     assert "paraphrase" not in observed["texts_by_kind"]
     assert any("not installed" in note for note in observed["notes"])
 
@@ -286,7 +286,7 @@ def test_paraphrases_are_observed_and_their_absence_is_said(monkeypatch):
 def test_bad_settings_are_one_sentence_errors(values, words):
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
         config = METHOD.make_config(values)
-        METHOD.run(tiny_model("gpt2", seed=0), IOI_TASK, config, budgets=[5])
+        METHOD.run_on(tiny_model("gpt2", seed=0), IOI_TASK, config, budgets=[5])
 
 
 # ----- SAE features ---------------------------------------------------------------------------------
@@ -312,8 +312,8 @@ def test_sae_units_link_earlier_layers_to_later_ones_and_the_last_to_the_metric(
     config = METHOD.make_config(
         {"units": "sae", "layers": "0,1", "sae_dir": str(tmp_path), "lasso_lambda": "0.05"}
     )
-    result = METHOD.run(model, IOI_TASK, config, budgets=[5, 20])
-    circuit = result.extra["feature_circuit"]
+    result = METHOD.run_on(model, IOI_TASK, config, budgets=[5, 20])
+    circuit = result.details.feature_circuit
     assert circuit["layers"] == [0, 1]
     assert circuit["edges"], "a random SAE's features still depend on each other"
     layer_of = {node["id"]: node["layer"] for node in circuit["nodes"]}
@@ -324,7 +324,7 @@ def test_sae_units_link_earlier_layers_to_later_ones_and_the_last_to_the_metric(
             assert layer_of[edge["source"]] < layer_of[edge["target"]]
     assert any(edge["target"] == "metric" for edge in circuit["edges"])
     assert result.curve and result.graph.n_edges == GraphSpec.from_model(model).n_edges
-    json.dumps(result.extra)
+    json.dumps(result.details.to_dict())
 
 
 def test_sae_features_are_sae_lens_encodings(tmp_path):
@@ -351,12 +351,12 @@ def test_a_missing_sae_layer_is_named(tmp_path):
     save_random_sae(tmp_path / "only0", "blocks.0.hook_resid_post", model.cfg.d_model, 24, 0)
     config = METHOD.make_config({"units": "sae", "layers": "0,1", "sae_dir": str(tmp_path)})
     with pytest.raises(ValueError, match="No sae-lens SAE for layer 1"):
-        METHOD.run(model, IOI_TASK, config, budgets=[5])
+        METHOD.run_on(model, IOI_TASK, config, budgets=[5])
     # an SAE trained on another model of the same width is not used
     save_random_sae(tmp_path / "other1", "blocks.1.hook_resid_post", model.cfg.d_model, 24, 1, "other-model")
     with pytest.raises(ValueError, match="No sae-lens SAE for layer 1"):
-        METHOD.run(model, IOI_TASK, config, budgets=[5])
+        METHOD.run_on(model, IOI_TASK, config, budgets=[5])
     save_random_sae(tmp_path / "mine1", "blocks.1.hook_resid_post", model.cfg.d_model, 24, 1, "tiny-gpt2-0")
-    assert METHOD.run(model, IOI_TASK, config, budgets=[5]).extra["feature_circuit"]["layers"] == [0, 1]
+    assert METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.feature_circuit["layers"] == [0, 1]
     with pytest.raises(ValueError, match="does not exist"):
-        METHOD.run(model, IOI_TASK, METHOD.make_config({"units": "sae", "layers": "7"}), budgets=[5])
+        METHOD.run_on(model, IOI_TASK, METHOD.make_config({"units": "sae", "layers": "7"}), budgets=[5])

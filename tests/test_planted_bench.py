@@ -62,7 +62,7 @@ def test_extended_planted_models_keep_their_truth(options):
     model. (Some planted edges can have no effect on this one prompt, e.g. a query into a head
     whose attention is saturated: the truth is structural, as InterpBench's is.)"""
     planted = planted_model(seed=1, **options)
-    result = get_method("exact").run(planted.model, planted.task, budgets=[1])
+    result = get_method("exact").run_on(planted.model, planted.task, budgets=[1])
     found = result.scores.abs() > 1e-9
     spec = GraphSpec.from_model(planted.model)
     assert not bool((found & ~planted.true_edges).any()), spec.edge_names_of(found & ~planted.true_edges)

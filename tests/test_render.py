@@ -227,7 +227,13 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
     result, _ = discover(
-        model, IOI_TASK, "ibon", {"n_paraphrases": 3, "ig_steps": 1}, budgets=[5, 10, 20, 40], model_id="tiny"
+        model,
+        IOI_TASK,
+        "ibon",
+        {"n_paraphrases": 3, "ig_steps": 1},
+        budgets=[5, 10, 20, 40],
+        model_id="tiny",
+        store=ResultStore(),  # the run keeps its score matrices in the store it is given
     )
     rows = bon.paraphrase_rows(result)
     assert rows[0]["pair"] == "q" and rows[0]["paraphrase"] == IOI_TASK.clean and len(rows) >= 2
@@ -245,8 +251,8 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
     theirs = sorted((tuple(entry["members"]), entry["size"]) for entry in shared["upset"])
     assert ours == theirs
     assert render.shared_by_all(sets) == set(shared["common_edges"])
-    assert bon.any_budget(result) and result.point(13) is None
-    mask = bon.circuit_at(result, 13)
+    assert result.any_budget and result.point(13) is None
+    mask = result.circuit(13)
     assert int(mask.sum()) <= 13 and mask.any()
 
 

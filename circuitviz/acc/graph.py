@@ -1,6 +1,6 @@
 """The ACC++ circuit as plain data: a graph with a position axis, and its projection on the engine.
 
-``circuit_json`` (stored in ``CircuitResult.extra["acc"]``) holds
+``circuit_json`` (kept in a result's ``ACCDetails``) holds
 
 - ``nodes``: a component at a position, ``{"id": "a5.h1@12", "component": "a5.h1", "kind":
   "head" | "mlp" | "input" | "bias" | "logits", "layer", "head", "position", "token"}``
@@ -25,10 +25,14 @@ effect. The bias has no engine node and is left out of the projection.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
-from ..graph import GraphSpec
+from ..graph import GraphSpec, top_n
+from ..results import CircuitResult, MethodDetails, register_details
 from .trace import Signal, Trace, TracedDecision
 
 
@@ -228,7 +232,7 @@ def prune_to_logits(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
     return mask & reaches[targets][None, :]
 
 
-def to_networkx(circuit: dict):
+def to_networkx(circuit: dict | MethodDetails):
     """The position graph as a networkx DiGraph.
 
     Nodes carry the node records; parallel signals between two nodes (several decisions or both
@@ -237,6 +241,8 @@ def to_networkx(circuit: dict):
     """
     import networkx as nx
 
+    if isinstance(circuit, MethodDetails):
+        circuit = circuit.to_dict()
     graph = nx.DiGraph()
     for node in circuit["nodes"]:
         graph.add_node(node["id"], **node)
@@ -252,21 +258,21 @@ def to_networkx(circuit: dict):
     return graph
 
 
-def report_lines(extra: dict) -> list[str]:
+def report_lines(details: ACCDetails) -> list[str]:
     """A few plain lines about an ACC++ result (for the command line)."""
-    summary = extra.get("summary", {})
+    summary = details.summary
     lines = [
         f"ACC++ circuit: {summary.get('n_nodes', 0)} nodes (component@position), {summary.get('n_edges', 0)} edges "
         f"({summary.get('n_signals', 0)} signals, {100 * summary.get('rank1_fraction', 0.0):.0f}% of signal edges "
         f"rank 1), {summary.get('n_decisions', 0)} attention decisions"
     ]
-    limits = extra.get("limits", {})
+    limits = details.limits
     if limits.get("max_decisions_reached"):
         lines.append(
             f"  stopped at max_decisions={limits.get('max_decisions')} with {limits.get('decisions_left')} "
             "decisions left (raise it with --set max_decisions=N)"
         )
-    faithfulness = extra.get("faithfulness", {})
+    faithfulness = details.faithfulness
     if faithfulness.get("note"):
         lines.append(f"  faithfulness: {faithfulness['note']}")
     knockout = faithfulness.get("knockout") or {}
@@ -284,3 +290,49 @@ def report_lines(extra: dict) -> list[str]:
             f"{number(rand.get('metric'), '+.3f')}, attention {number(rand.get('mean_weight'), '.3f')}"
         )
     return lines
+
+
+@register_details
+@dataclass
+class ACCDetails(MethodDetails):
+    """What an ACC++ run found, as plain data (``acc/graph.py`` writes the graph part).
+
+    nodes: (component, position) nodes, each {id, component, kind, layer, head, position, token}.
+    edges: signals grouped per (upstream node, decision side): {source, target, side (query, key
+        or logits), decision, directions, rank, attribution, weight_drop, via_source}.
+    decisions: each traced attention decision with its query and key removal curves.
+    seeds: the components traced from, with their direct effect on the answer.
+    tokens: the prompt's tokens. summary: counts (nodes, edges, signals, rank-1 share, ...).
+    limits: where tracing stopped (max_decisions reached, decisions left).
+    full_circuit_budget: edges in the whole traced circuit (always one of the result's budgets).
+    faithfulness: {kind: "patching" or "signal-knockout", note, knockout (found versus random
+        signals), knockout_curve}.
+    svd: the per-head SVD cache's state (cached, seconds, path, bytes).
+    """
+
+    kind: ClassVar[str] = "acc++"
+    version: ClassVar[int] = 1
+
+    nodes: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    decisions: list = field(default_factory=list)
+    seeds: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    full_circuit_budget: int = 0
+    faithfulness: dict = field(default_factory=dict)
+    svd: dict = field(default_factory=dict)
+
+    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor:
+        """The top-N found edges (never an edge ACC++ did not find), kept if they reach logits."""
+        return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        return report_lines(self)
+
+
+def acc_circuits(spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int]) -> dict[int, torch.Tensor]:
+    """The circuit at each budget: the top-N found edges (no unfound edge), kept if they reach logits."""
+    found = (scores != 0) & spec.edge_mask
+    return {int(b): prune_to_logits(spec, top_n(spec, scores, int(b)) & found) for b in budgets}

@@ -1,4 +1,5 @@
-"""Rows for tables of an ACC++ result (plain data in, plain dicts out; the Signals page shows them)."""
+"""Rows for tables of an ACC++ result (its ``ACCDetails`` in, plain dicts out; the Signals page
+shows them). Reads the details by attribute only, so the page imports this without torch."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from collections.abc import Mapping
 
 def is_acc_result(result) -> bool:
     """Whether a CircuitResult carries an ACC++ position graph."""
-    extra = getattr(result, "extra", None)
-    return isinstance(extra, Mapping) and extra.get("kind") == "acc++" and "decisions" in extra
+    return getattr(getattr(result, "details", None), "kind", None) == "acc++"
 
 
 def decision_label(decision: Mapping) -> str:
@@ -20,10 +20,10 @@ def decision_label(decision: Mapping) -> str:
     )
 
 
-def decision_rows(extra: Mapping) -> list[dict]:
+def decision_rows(details) -> list[dict]:
     """The attention decisions of the traced circuit, in tracing order."""
     rows = []
-    for decision in extra.get("decisions", []):
+    for decision in details.decisions:
         rows.append(
             {
                 "#": decision["index"],
@@ -41,11 +41,11 @@ def decision_rows(extra: Mapping) -> list[dict]:
     return rows
 
 
-def signal_rows(extra: Mapping, index: int) -> list[dict]:
+def signal_rows(details, index: int) -> list[dict]:
     """The signals of decision ``index``: one row per (side, upstream component at a position)."""
     rows = []
-    tokens = extra.get("tokens", [])
-    for edge in extra.get("edges", []):
+    tokens = details.tokens
+    for edge in details.edges:
         if edge.get("decision") != index:
             continue
         node, _, position = edge["source"].rpartition("@")
@@ -71,9 +71,9 @@ def signal_rows(extra: Mapping, index: int) -> list[dict]:
     return rows
 
 
-def knockout_rows(extra: Mapping) -> list[dict]:
+def knockout_rows(details) -> list[dict]:
     """The paper's knockout: clean run, found signals removed, as many random signals removed."""
-    knockout = (extra.get("faithfulness") or {}).get("knockout") or {}
+    knockout = (details.faithfulness or {}).get("knockout") or {}
     if not knockout:
         return []
     clean, found, rand = knockout.get("clean", {}), knockout.get("found", {}), knockout.get("random", {})

@@ -353,7 +353,7 @@ def candidate_circuits(
     """
     from ..evaluate import Evaluator, circuits_at_budgets
     from ..graph import GraphSpec
-    from ..methods import get_method
+    from ..methods import RunContext, get_method
 
     spec = GraphSpec.from_model(model)
     scorer = get_method(method)
@@ -365,10 +365,8 @@ def candidate_circuits(
     ]
     masks, names = [], []
     for source in sources:
-        prepared = prepare_task(model, source)
-        evaluator = Evaluator(model, spec, prepared)
-        scores = scorer.score(model, spec, prepared, evaluator, config)
-        scores = (scores.float().cpu() * spec.edge_mask).nan_to_num(0.0)
+        scores = scorer.score(RunContext(model, source), config)
+        scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
         masks.append(circuits_at_budgets(spec, scores, [budget])[0])
         names.append(source.clean)
     prepared = prepare_task(model, original)

@@ -78,7 +78,7 @@ class Observations:
         return int(self.metric.shape[0])
 
     def summary(self) -> dict:
-        """Plain counts for result.extra and the CLI."""
+        """Plain counts for the result's details and the CLI."""
         return {
             "total": self.n_observations,
             "positions_by_kind": dict(self.counts),

@@ -7,21 +7,27 @@ from . import (
     lasso,  # noqa: F401  (registers circuit-lasso)
 )
 from .base import (
+    Cost,
     Method,
+    RunContext,
     ScoringMethod,
     UnknownMethodError,
     available_methods,
     config_to_dict,
     get_method,
     register,
+    setting_flags,
 )
 
 __all__ = [
+    "Cost",
     "Method",
+    "RunContext",
     "ScoringMethod",
     "UnknownMethodError",
     "available_methods",
     "config_to_dict",
     "get_method",
     "register",
+    "setting_flags",
 ]

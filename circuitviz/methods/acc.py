@@ -3,20 +3,18 @@
 The result is an ordinary ``CircuitResult``: the signals are projected on the engine's edges
 (``c -> a{l}.h{h}<q|k>`` scored by summed IG, seeds ``c -> logits`` by their share of direct
 effect), the circuit at a budget is the top-N of those edges (never an edge ACC++ did not find),
-and ``extra`` holds the position-resolved graph (``circuitviz.acc.graph``), the knockout check
+and its ``ACCDetails`` hold the position-resolved graph (``circuitviz.acc.graph``), the knockout check
 and the SVD cache's state.
 
 Faithfulness: with a corrupted prompt, the engine's usual patching curve over the budgets.
 Without one, the curve is measured inside the circuit (``circuitviz.acc.ablation``): at budget
 N the signals of the top-N edges are kept and every other found signal knocked out; the
 "corrupted" baseline is the run with all of them knocked out. The paper's check (found signals
-versus as many random ones) is always in ``extra["faithfulness"]["knockout"]``.
+versus as many random ones) is always in ``details.faithfulness["knockout"]``.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,14 +22,11 @@ import torch
 
 from ..acc.ablation import knockout_check
 from ..acc.forward import run_forward
-from ..acc.graph import circuit_json, engine_scores, prune_to_logits
+from ..acc.graph import ACCDetails, acc_circuits, circuit_json, engine_scores
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
-from ..evaluate import Evaluator
-from ..graph import GraphSpec, top_n
 from ..results import CircuitResult
-from ..tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
-from .base import Method, Progress, config_to_dict, register
+from .base import Cost, Method, RunContext, register
 
 
 @dataclass(frozen=True)
@@ -87,23 +82,6 @@ class ACCConfig:
         )
 
 
-def _json_safe(value):
-    """NaN and infinities are not JSON: write them as null, recursively."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(item) for item in value]
-    return value
-
-
-def acc_circuits(spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int]) -> dict[int, torch.Tensor]:
-    """The circuit at each budget: the top-N found edges (no unfound edge), kept if they reach logits."""
-    found = (scores != 0) & spec.edge_mask
-    return {int(b): prune_to_logits(spec, top_n(spec, scores, int(b)) & found) for b in budgets}
-
-
 @register
 class ACCPlusPlus(Method):
     name = "acc++"
@@ -113,91 +91,75 @@ class ACCPlusPlus(Method):
         "query-key form) make each head attend where it does; one forward pass, no corrupted prompt."
     )
     Config = ACCConfig
+    Details = ACCDetails
     needs_corrupted = False
 
-    def run(
-        self,
-        model,
-        task: PromptTask,
-        config=None,
-        budgets: Sequence[int] = (),
-        progress: Progress | None = None,
-        model_id: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> CircuitResult:
-        config = config if config is not None else self.default_config()
-        timings: dict[str, float] = {}
-        spec = GraphSpec.from_model(model)
-        prepared = prepare_task(model, task, max_tokens=max_tokens, need_corrupted=False)
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        # one forward pass; then per decision a few small tensor programs; then the knockouts
+        return Cost(
+            passes=2.0 + 3.0 * config.ig_steps + config.max_decisions + n_budgets,
+            gradient_batch=1,
+            ig_steps=int(config.ig_steps),
+        )
+
+    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        config = self.as_config(config)
+        model, spec = ctx.model, ctx.spec
+        prepared = ctx.prepared(need_corrupted=False)
 
         svd = load_svd(model)
-        timings["svd_s"] = svd.seconds
-        start = time.perf_counter()
-        forward = run_forward(model, prepared.clean_tokens)
-        timings["forward_s"] = time.perf_counter() - start
+        ctx.timings["svd_s"] = svd.seconds
+        with ctx.timed("forward_s"):
+            forward = run_forward(model, prepared.clean_tokens)
 
-        tracer = Tracer(model, forward, svd, config.settings())
-        trace = tracer.run(prepared, progress)
-        timings.update(trace.timings)
-        tokens = prepared.clean_str_tokens
-        circuit = circuit_json(spec, trace, tokens)
+        trace = Tracer(model, forward, svd, config.settings()).run(prepared, ctx.progress)
+        ctx.timings.update(trace.timings)
+        circuit = circuit_json(spec, trace, prepared.clean_str_tokens)
         scores = engine_scores(spec, circuit)
 
         full_budget = int(((scores != 0) & spec.edge_mask).sum())
         budgets = sorted({int(b) for b in budgets} | {full_budget})
         circuits = acc_circuits(spec, scores, budgets)
 
-        start = time.perf_counter()
-        report, knockout_curve, knockout_baseline = knockout_check(
-            model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets]
+        with ctx.timed("knockout_s"):
+            report, knockout_curve, knockout_baseline = knockout_check(
+                model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets]
+            )
+        ctx.report("knockout", 1.0)
+
+        with ctx.timed("evaluation_s"):
+            curve, baseline, kind = self._curve(ctx, budgets, circuits, knockout_curve, knockout_baseline)
+        note = (
+            "NDF by patching the corrupted prompt's activations into every edge outside the circuit."
+            if kind == "patching"
+            else "No corrupted prompt: at each budget the top-N edges' signals are kept and every "
+            "other found signal is knocked out; 0 = all found signals knocked out, 1 = clean run."
         )
-        timings["knockout_s"] = time.perf_counter() - start
-        if progress:
-            progress("knockout", 1.0)
-
-        start = time.perf_counter()
-        if task.corrupted:
-            evaluator = Evaluator(model, spec, prepared)
-            distinct: dict[bytes, int] = {}
-            slot_of = [distinct.setdefault(circuits[b].numpy().tobytes(), len(distinct)) for b in budgets]
-            firsts = [budgets[slot_of.index(slot)] for slot in range(len(distinct))]
-            points = evaluator.curve(torch.stack([circuits[b] for b in firsts]), firsts, progress)
-            curve = [replace(points[slot], budget=b) for b, slot in zip(budgets, slot_of)]
-            baseline = evaluator.baseline
-            kind = "patching"
-        else:
-            curve, baseline, kind = knockout_curve, knockout_baseline, "signal-knockout"
-        timings["evaluation_s"] = time.perf_counter() - start
-
-        extra = {
-            "kind": "acc++",
+        details = ACCDetails(
             **circuit,
-            "full_circuit_budget": full_budget,
-            "faithfulness": {
+            full_circuit_budget=full_budget,
+            faithfulness={
                 "kind": kind,
-                "note": (
-                    "NDF by patching the corrupted prompt's activations into every edge outside the circuit."
-                    if kind == "patching"
-                    else "No corrupted prompt: at each budget the top-N edges' signals are kept and every "
-                    "other found signal is knocked out; 0 = all found signals knocked out, 1 = clean run."
-                ),
+                "note": note,
                 "knockout": report,
                 "knockout_curve": [point.to_dict() for point in knockout_curve],
             },
-            "svd": {"cached": svd.cached, "seconds": svd.seconds, "path": svd.path, "bytes": svd.n_bytes},
-        }
-        return CircuitResult(
-            model_id=model_id or str(getattr(model.cfg, "model_name", "model")),
-            graph=spec,
-            task=task,
-            method=self.name,
-            config=config_to_dict(config),
-            scores=scores,
-            baseline=baseline,
-            curve=curve,
-            timings=timings,
-            circuits=circuits,
-            tokens={"clean": tokens, "corrupted": prepared.corrupted_str_tokens},
-            device=str(next(model.parameters()).device),
-            extra=_json_safe(extra),
+            svd={"cached": svd.cached, "seconds": svd.seconds, "path": svd.path, "bytes": svd.n_bytes},
         )
+        details = ACCDetails.from_dict(details.to_dict())  # plain, NaN-free data, as it is stored
+        return ctx.result(
+            self.name, config, scores, curve, circuits, details, baseline=baseline, need_corrupted=False
+        )
+
+    @staticmethod
+    def _curve(ctx: RunContext, budgets, circuits, knockout_curve, knockout_baseline):
+        """The patching curve with a corrupted prompt, else the knockout curve inside the circuit."""
+        if not ctx.task.corrupted:
+            return knockout_curve, knockout_baseline, "signal-knockout"
+        evaluator = ctx.evaluator
+        distinct: dict[bytes, int] = {}
+        slot_of = [distinct.setdefault(circuits[b].cpu().numpy().tobytes(), len(distinct)) for b in budgets]
+        firsts = [budgets[slot_of.index(slot)] for slot in range(len(distinct))]
+        points = evaluator.curve(torch.stack([circuits[b] for b in firsts]), firsts, ctx.progress)
+        curve = [replace(points[slot], budget=b) for b, slot in zip(budgets, slot_of)]
+        return curve, evaluator.baseline, "patching"

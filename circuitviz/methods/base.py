@@ -1,9 +1,16 @@
 """The method interface and the registry every page, command and benchmark reaches methods by.
 
-A method turns (model, task, config, budgets) into a ``CircuitResult``. Most methods only score
-edges; ``ScoringMethod`` does the rest for them in one shared way (the clean/corrupted runs,
-top-N selection and pruning at every budget, one batched faithfulness curve), so every method is
-measured the same way. Methods that choose circuits themselves (Best-of-N) override ``run``.
+A method turns a run context (model, graph, prepared task, evaluator, the one result store,
+progress, limits) plus its config and budgets into a ``CircuitResult``. The registry knows
+everything else about it: its label, its settings (a dataclass whose fields become the app's form
+and the command line's flags), whether it needs a corrupted prompt, what a run costs
+(``estimate``) and the typed details its results carry. Most methods only score edges;
+``ScoringMethod`` does the rest for them in one shared way (top-N selection and pruning at every
+budget, one batched faithfulness curve), so every method is measured the same way.
+
+Adding a method is one module: a ``Config`` dataclass, a ``Method`` subclass with ``run`` (or a
+``ScoringMethod`` with ``score``) and ``estimate``, decorated with ``@register``, imported in
+``methods/__init__.py`` (docs/adding-a-method.md walks through it).
 """
 
 from __future__ import annotations
@@ -11,14 +18,16 @@ from __future__ import annotations
 import abc
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 
-from ..evaluate import Evaluator, circuits_at_budgets
+from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets
 from ..graph import GraphSpec
-from ..results import CircuitResult
+from ..results import CircuitResult, MethodDetails
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 
 Progress = Callable[[str, float], None]
@@ -28,7 +37,7 @@ class UnknownMethodError(ValueError):
     """The method name is not registered; the message lists the ones that are."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class NoConfig:
     """A method without settings."""
 
@@ -37,14 +46,132 @@ def config_to_dict(config) -> dict:
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config or {})
 
 
+@dataclass(frozen=True)
+class Cost:
+    """What a run asks of the model, counted before it starts (``limits.py`` prices it).
+
+    passes: forward-pass equivalents over the prompt (a forward+backward counts 3), all phases;
+    gradient_batch: sequences one gradient pass would carry at once without chunking (memory);
+    ig_steps, n_paraphrases: what the limits refuse above their maxima.
+    """
+
+    passes: float
+    gradient_batch: int = 0
+    ig_steps: int = 0
+    n_paraphrases: int = 0
+
+
+# ----- the run context -------------------------------------------------------------------------
+@dataclass
+class RunContext:
+    """Everything one run reads, built once by ``api.discover`` (or ``Method.run_on``).
+
+    The prepared task and the evaluator (the clean and corrupted runs) are made on first use, so
+    a method that needs no corrupted prompt never pays for one. ``store`` is the one result store
+    of the run: methods that keep intermediate results (Best-of-N's score matrices) use it and
+    never open another; ``None`` keeps nothing.
+    """
+
+    model: Any
+    task: PromptTask
+    model_id: str = ""
+    store: Any = None  # store.ResultStore | None
+    progress: Progress | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    timings: dict[str, float] = field(default_factory=dict)
+    _prepared: dict[bool, PreparedTask] = field(default_factory=dict, repr=False)
+    _evaluator: Evaluator | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not self.model_id:
+            self.model_id = str(getattr(self.model.cfg, "model_name", "model"))
+
+    @classmethod
+    def of_prepared(cls, model, prepared: PreparedTask, progress: Progress | None = None) -> RunContext:
+        """A context for a task already prepared (Best-of-N scoring each paraphrase pair)."""
+        ctx = cls(model, prepared.task, progress=progress)
+        ctx._prepared[True] = prepared
+        return ctx
+
+    @property
+    def spec(self) -> GraphSpec:
+        return GraphSpec.from_model(self.model)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def prepared(self, need_corrupted: bool = True) -> PreparedTask:
+        """The task checked against the model's tokenizer (TaskError in one sentence)."""
+        need = bool(need_corrupted or self.task.corrupted)
+        if need not in self._prepared:
+            self._prepared[need] = prepare_task(self.model, self.task, self.max_tokens, need_corrupted=need)
+        return self._prepared[need]
+
+    @property
+    def evaluator(self) -> Evaluator:
+        """The batched faithfulness evaluator; its clean and corrupted runs are timed once."""
+        if self._evaluator is None:
+            with self.timed("clean_corrupted_s"):
+                self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
+        return self._evaluator
+
+    def report(self, phase: str, fraction: float) -> None:
+        if self.progress is not None:
+            self.progress(phase, fraction)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Add the block's wall time to ``timings[name]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+    def result(
+        self,
+        method: str,
+        config,
+        scores: torch.Tensor,
+        curve: list[CurvePoint],
+        circuits: dict[int, torch.Tensor] | None = None,
+        details: MethodDetails | None = None,
+        baseline=None,
+        need_corrupted: bool = True,
+    ) -> CircuitResult:
+        """The run's result, its tensors moved to the CPU (results are stored and drawn there)."""
+        prepared = self.prepared(need_corrupted)
+        return CircuitResult(
+            model_id=self.model_id,
+            graph=self.spec,
+            task=self.task,
+            method=method,
+            config=config_to_dict(config),
+            scores=scores.float().cpu(),
+            baseline=baseline if baseline is not None else self.evaluator.baseline,
+            curve=curve,
+            timings=dict(self.timings),
+            circuits={int(b): mask.bool().cpu() for b, mask in (circuits or {}).items()},
+            tokens={"clean": prepared.clean_str_tokens, "corrupted": prepared.corrupted_str_tokens},
+            device=str(self.device),
+            details=details,
+        )
+
+
+# ----- methods ---------------------------------------------------------------------------------
 class Method(abc.ABC):
-    """Base of every method: a name, a label, a config dataclass and ``run``."""
+    """Base of every method: a name, a label, a config dataclass, ``estimate`` and ``run``."""
 
     name: ClassVar[str]
     label: ClassVar[str]
     summary: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
     needs_corrupted: ClassVar[bool] = True
+    # the typed details its results carry (results.MethodDetails), None for none
+    Details: ClassVar[type | None] = None
+    # extra command-line names of settings ({"lambda": "lasso_lambda"} gives --lambda)
+    flag_aliases: ClassVar[dict[str, str]] = {}
 
     def default_config(self):
         return self.Config()
@@ -61,79 +188,77 @@ class Method(abc.ABC):
             )
         return self.Config(**values)
 
+    def settings_from_cli(self, settings: dict, model=None) -> dict:
+        """Turn values typed on the command line into settings (a family that takes a file's
+        contents reads the file here). ``model`` is loaded by then."""
+        return settings
+
+    def as_config(self, config):
+        """``config`` as this method's Config: None gives the defaults, a dict is checked."""
+        if config is None or isinstance(config, dict):
+            return self.make_config(config)
+        return config
+
     @abc.abstractmethod
-    def run(
+    def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
+        """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
+
+    @abc.abstractmethod
+    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        """Discover the circuit of ``ctx.task`` at every budget; see ScoringMethod for the usual way."""
+
+    def run_on(
         self,
         model,
         task: PromptTask,
         config=None,
         budgets: Sequence[int] = (),
+        *,
+        store=None,
         progress: Progress | None = None,
         model_id: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> CircuitResult:
-        """Discover the circuit of ``task`` at every budget; see ScoringMethod for the usual way."""
+        """Run on a model and task directly (tests, benchmarks); ``api.discover`` adds the store
+        lookup and the limits."""
+        ctx = RunContext(model, task, model_id or "", store, progress, max_tokens)
+        return self.run(ctx, self.as_config(config), sorted({int(b) for b in budgets}))
 
 
 class ScoringMethod(Method):
     """A method that produces one edge-score matrix; circuits are its top-N edges, pruned."""
 
     @abc.abstractmethod
-    def score(
-        self,
-        model,
-        spec: GraphSpec,
-        prepared: PreparedTask,
-        evaluator: Evaluator,
-        config,
-        progress: Progress | None = None,
-    ) -> torch.Tensor:
+    def score(self, ctx: RunContext, config) -> torch.Tensor:
         """Edge scores, the estimated change of the metric when the edge is corrupted.
 
-        Returns [n_forward, n_backward], zero off the edge mask.
+        Returns [n_forward, n_backward] on the model's device, zero off the edge mask.
         """
 
-    def run(
-        self,
-        model,
-        task: PromptTask,
-        config=None,
-        budgets: Sequence[int] = (),
-        progress: Progress | None = None,
-        model_id: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> CircuitResult:
-        config = config if config is not None else self.default_config()
-        timings: dict[str, float] = {}
-        start = time.perf_counter()
-        spec = GraphSpec.from_model(model)
-        prepared = prepare_task(model, task, max_tokens=max_tokens, need_corrupted=self.needs_corrupted)
-        evaluator = Evaluator(model, spec, prepared)
-        timings["clean_corrupted_s"] = time.perf_counter() - start
+    def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, MethodDetails | None]:
+        """The scores and the typed details of the run beside them (none by default)."""
+        return self.score(ctx, config), None
 
-        start = time.perf_counter()
-        scores = self.score(model, spec, prepared, evaluator, config, progress)
-        scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
-        timings["scoring_s"] = time.perf_counter() - start
+    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        config = self.as_config(config)
+        spec, evaluator = ctx.spec, ctx.evaluator
+        with ctx.timed("scoring_s"):
+            scores, details = self.score_with_details(ctx, config)
+            scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
+        with ctx.timed("evaluation_s"):
+            budgets = sorted({int(b) for b in budgets})
+            circuits = circuits_at_budgets(spec, scores, budgets)
+            curve = evaluator.curve(circuits, budgets, ctx.progress)
+        return ctx.result(self.name, config, scores, curve, details=details)
 
-        start = time.perf_counter()
-        budgets = sorted({int(b) for b in budgets})
-        circuits = circuits_at_budgets(spec, scores, budgets)
-        curve = evaluator.curve(circuits, budgets, progress)
-        timings["evaluation_s"] = time.perf_counter() - start
-        return CircuitResult(
-            model_id=model_id or str(getattr(model.cfg, "model_name", "model")),
-            graph=spec,
-            task=task,
-            method=self.name,
-            config=config_to_dict(config),
-            scores=scores.cpu(),
-            baseline=evaluator.baseline,
-            curve=curve,
-            timings=timings,
-            tokens={"clean": prepared.clean_str_tokens, "corrupted": prepared.corrupted_str_tokens},
-            device=str(next(model.parameters()).device),
-        )
+
+def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> Cost:
+    """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
+    forward+backward passes, the faithfulness curve's patched passes."""
+    steps = max(int(ig_steps), 1)
+    return Cost(
+        passes=2.0 + 3.0 * steps + n_budgets + extra_passes, gradient_batch=steps, ig_steps=int(ig_steps)
+    )
 
 
 _REGISTRY: dict[str, Method] = {}
@@ -154,3 +279,61 @@ def get_method(name: str) -> Method:
 
 def available_methods() -> dict[str, Method]:
     return dict(_REGISTRY)
+
+
+# ----- settings as command-line flags (and form fields) ----------------------------------------
+@dataclass(frozen=True)
+class SettingFlag:
+    """One method setting as a command-line flag: shared by every method that has the setting."""
+
+    dest: str
+    names: tuple[str, ...]
+    kind: type
+    choices: tuple | None
+    help: str
+    methods: tuple[str, ...]
+
+
+def setting_choices(config_field: dataclasses.Field) -> tuple | None:
+    """The allowed values of a setting (``field(metadata={"choices": ...})``), if it has a fixed set."""
+    choices = config_field.metadata.get("choices")
+    if callable(choices):
+        choices = choices()
+    return tuple(choices) if choices else None
+
+
+def setting_help(config_type: type, name: str) -> str:
+    """The sentence a Config's docstring gives a setting ('name: what it is')."""
+    text = " ".join((config_type.__doc__ or "").split())
+    marker = f"{name}:"
+    start = text.find(marker)
+    if start < 0:
+        return ""
+    rest = text[start + len(marker) :].strip()
+    for stop in (". ", "; "):
+        if stop in rest:
+            rest = rest[: rest.index(stop) + 1].rstrip(";")
+    return rest[:200]
+
+
+def setting_flags() -> list[SettingFlag]:
+    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...)."""
+    flags: dict[str, SettingFlag] = {}
+    for method in sorted(_REGISTRY.values(), key=lambda m: m.name):
+        for config_field in dataclasses.fields(method.Config):
+            name = config_field.name
+            if name in flags:
+                flag = flags[name]
+                flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
+                continue
+            default = config_field.default
+            aliases = tuple(f"--{alias}" for alias, dest in method.flag_aliases.items() if dest == name)
+            flags[name] = SettingFlag(
+                dest=name,
+                names=(f"--{name.replace('_', '-')}", *aliases),
+                kind=type(default) if default is not dataclasses.MISSING else str,
+                choices=setting_choices(config_field),
+                help=setting_help(method.Config, name),
+                methods=(method.name,),
+            )
+    return list(flags.values())

@@ -1,6 +1,6 @@
 """Query circuits: Best-of-N over paraphrases, its fast variants iBoN and BoN-CSM, and baselines.
 
-For one prompt q (METHODS.md section 5): score q and p paraphrases q_1..q_p, each against its
+For one prompt q: score q and p paraphrases q_1..q_p, each against its
 own corruption, with a base scorer (EAP-IG by default, reached through the registry), giving
 score matrices S_0..S_p. At an edge budget N:
 
@@ -13,12 +13,13 @@ score matrices S_0..S_p. At an edge budget N:
   (anchor index) of the first circuit it appears in; a budget takes the first N edges sorted by
   tier, then |score|. One order serves every budget, so the circuits are nested.
 
-Every method of the family runs the same pipeline and stores the comparison of all five in
-``CircuitResult.extra`` (plain JSON), so one run gives the whole comparison and the app can
-rebuild iBoN/BoN-CSM circuits for any budget with no model pass (``variant_circuit``). Score
-matrices are stored once per (model, prompt pair, scorer) and reused by every method and budget
-(store kind "scores"); so is L(C(q)) of every circuit evaluated on q (kind "circuit-metrics"), so
-switching the variant or adding a budget evaluates only circuits never seen before.
+Every method of the family runs the same pipeline and keeps the comparison of all five in its
+``QueryCircuitDetails`` (plain data), so one run gives the whole comparison and the result builds
+iBoN/BoN-CSM circuits for any budget with no model pass (``result.circuit(budget)``). Score
+matrices are kept in the run's result store once per (model, prompt pair, scorer) and reused by
+every method and budget (store kind "scores"); so is L(C(q)) of every circuit evaluated on q
+(kind "circuit-metrics"), so switching the variant or adding a budget evaluates only circuits
+never seen before.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
 
 import numpy
 import torch
@@ -53,13 +56,15 @@ from ..paraphrase import (
     original_pair,
     validate_pairs,
 )
-from ..results import CircuitResult, parse_circuit
+from ..results import CircuitResult, MethodDetails, parse_circuit, register_details
 from ..store import ResultStore, content_key
-from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
-from .base import Method, Progress, ScoringMethod, config_to_dict, get_method, register
+from ..tasks import PreparedTask, PromptTask, prepare_task
+from .base import Cost, Method, Progress, RunContext, ScoringMethod, config_to_dict, get_method, register
 from .eap import EAPIG
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
+# variants whose circuit exists at any budget without a model pass
+ANY_BUDGET_VARIANTS = ("single", "average", "ibon", "bon-csm")
 FORMAT_VERSION = 1
 # memory for the writer outputs of paraphrases captured in one batch (bytes)
 _CAPTURE_BYTES = 1e9
@@ -80,16 +85,16 @@ class QueryCircuitConfig:
         ('' = every other budget from the smallest, and the largest).
     reference: a reference circuit (EAP-IG JSON or edge names) to overlap the candidates with.
     compare: also compute the other four variants, so one run holds the whole comparison.
-    cache_scores: keep score matrices (and circuit evaluations) in the result store and reuse them.
+    cache_scores: keep score matrices (and circuit evaluations) in the run's result store and reuse them.
     """
 
-    paraphrase_source: str = "template"
+    paraphrase_source: str = field(default="template", metadata={"choices": SOURCES})
     paraphrases: str = ""
     n_paraphrases: int = 9
     seed: int = 0
     llm_model: str = ""
     include_mismatched: bool = False
-    base_method: str = "eap-ig"
+    base_method: str = field(default="eap-ig", metadata={"choices": lambda: scorer_names()})
     ig_steps: int = 20
     anchor_budgets: str = ""
     reference: str = ""
@@ -105,6 +110,78 @@ class QueryCircuitConfig:
             raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
         if not 1 <= int(self.ig_steps) <= 1000:
             raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
+
+
+@register_details
+@dataclass
+class QueryCircuitDetails(MethodDetails):
+    """What one run of the Best-of-N family computed, as plain data (every variant's view).
+
+    variant: the method whose view the result is (single, average, bon, ibon or bon-csm).
+    base_method, ig_steps: the scorer of every (paraphrase, corruption) pair.
+    pairs: the prompt (index 0) and its paraphrases, each {index, clean, corrupted, source,
+        model_answer, answer_matches, reason, ...}.
+    candidates: the pair index of each candidate; candidate 0 is the prompt itself.
+    budgets: the budgets evaluated; anchor_budgets: those iBoN and BoN-CSM build from.
+    per_budget: at each BoN budget {budget, winner (candidate index), candidates: [curve points]}.
+    curves: {variant: [curve points]} for every variant computed.
+    bon_circuits: {budget: edge names of the BoN winner's circuit}.
+    anchor_winners: {anchor budget: winning candidate}.
+    edge_scores: {"single": [...], "average": [...], "candidates": {candidate: [...]}}, one value
+        per edge in ``GraphSpec.edge_names`` order (the anchors' winners only).
+    csm: BoN-CSM's {"scores": [...], "tiers": [...]} per edge, or None.
+    shared: at each BoN budget the subcircuit the candidates share ({budget, common, upset, ...}).
+    reference_edges: edges of the reference circuit given, or None.
+    counts: pairs scored, score matrices from the store, circuits evaluated.
+    notes: what the run left out and why, in sentences.
+    """
+
+    kind: ClassVar[str] = "query-circuits"
+    version: ClassVar[int] = FORMAT_VERSION
+
+    variant: str = "bon"
+    base_method: str = "eap-ig"
+    ig_steps: int = 20
+    pairs: list = field(default_factory=list)
+    candidates: list = field(default_factory=list)
+    budgets: list = field(default_factory=list)
+    anchor_budgets: list = field(default_factory=list)
+    per_budget: list = field(default_factory=list)
+    curves: dict = field(default_factory=dict)
+    bon_circuits: dict = field(default_factory=dict)
+    anchor_winners: dict = field(default_factory=dict)
+    edge_scores: dict = field(default_factory=dict)
+    csm: dict | None = None
+    shared: list = field(default_factory=list)
+    reference_edges: int | None = None
+    counts: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        # the marker exported circuits have always carried, so readers of the JSON keep working
+        return {"query_circuits_version": self.version, **super().to_dict()}
+
+    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor | None:
+        """iBoN, BoN-CSM and the baselines build a circuit at any budget (no model pass); BoN
+        itself only at a budget its candidates were evaluated at."""
+        if self.any_budget(result):
+            return variant_circuit(result, budget)
+        return None
+
+    def any_budget(self, result: CircuitResult) -> bool:
+        return result.method in ANY_BUDGET_VARIANTS
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        from ..query_report import report_lines
+
+        return report_lines(self)
+
+
+def scorer_names() -> list[str]:
+    """The registered methods that score edges (what ``base_method`` may name)."""
+    from . import available_methods
+
+    return sorted(name for name, method in available_methods().items() if isinstance(method, ScoringMethod))
 
 
 # ----- per-edge vectors (plain data for the app) ---------------------------------------------
@@ -284,19 +361,19 @@ def _prepared(result: CircuitResult, variant: str):
         _PREPARED[id(result)] = entry
     cache = entry[1]
     if variant not in cache:
-        extra, spec = result.extra, result.graph
+        extra, spec = result.details, result.graph
         if variant in ("single", "average"):
-            cache[variant] = edge_matrix(spec, extra["edge_scores"][variant])
+            cache[variant] = edge_matrix(spec, extra.edge_scores[variant])
         elif variant == "ibon":
-            winners = {int(b): int(k) for b, k in extra["anchor_winners"].items()}
-            circuits = {b: names_mask(spec, extra["bon_circuits"][str(b)]) for b in winners}
+            winners = {int(b): int(k) for b, k in extra.anchor_winners.items()}
+            circuits = {b: names_mask(spec, extra.bon_circuits[str(b)]) for b in winners}
             scores = {
-                b: edge_matrix(spec, extra["edge_scores"]["candidates"][str(k)]) for b, k in winners.items()
+                b: edge_matrix(spec, extra.edge_scores["candidates"][str(k)]) for b, k in winners.items()
             }
             cache[variant] = (circuits, scores)
         elif variant == "bon-csm":
-            csm_scores = edge_matrix(spec, extra["csm"]["scores"])
-            tiers = edge_matrix(spec, extra["csm"]["tiers"], dtype=torch.long)
+            csm_scores = edge_matrix(spec, extra.csm["scores"])
+            tiers = edge_matrix(spec, extra.csm["tiers"], dtype=torch.long)
             cache[variant] = (csm_scores, tiers, csm_order(csm_scores, tiers, spec))
     return cache[variant]
 
@@ -308,18 +385,18 @@ def variant_circuit(result: CircuitResult, budget: int, variant: str | None = No
     budget that was computed (a new budget needs every candidate evaluated). The tensors are
     rebuilt from ``extra`` once per result object, so later calls only select and prune.  # bool
     """
-    extra = result.extra
-    if extra.get("query_circuits_version") != FORMAT_VERSION:
+    extra = result.details
+    if not isinstance(extra, QueryCircuitDetails):
         raise ValueError("This result was not made by the Best-of-N family; use result.circuit(budget).")
     variant = variant or result.method
     spec = result.graph
     budget = int(budget)
     if variant in ("single", "average"):
-        if extra["edge_scores"].get(variant) is None:
+        if extra.edge_scores.get(variant) is None:
             raise ValueError(f"This result holds no {variant} scores; rerun with compare on.")
         return prune(spec, top_n(spec, _prepared(result, variant), budget))
     if variant == "bon":
-        names = extra["bon_circuits"].get(str(budget))
+        names = extra.bon_circuits.get(str(budget))
         if names is None:
             raise ValueError(
                 f"BoN at {budget} edges needs every candidate evaluated (a model pass); use ibon or "
@@ -330,7 +407,7 @@ def variant_circuit(result: CircuitResult, budget: int, variant: str | None = No
         circuits, scores = _prepared(result, variant)
         return ibon_circuit(circuits, scores, budget, spec)
     if variant == "bon-csm":
-        if extra.get("csm") is None:
+        if extra.csm is None:
             raise ValueError("This result holds no BoN-CSM data; rerun with compare on.")
         csm_scores, tiers, order = _prepared(result, variant)
         return csm_circuit(csm_scores, tiers, budget, spec, order=order)
@@ -465,8 +542,7 @@ def pair_scores(
             done += len(members)
     else:
         for index, pair in enumerate(pairs):
-            evaluator = Evaluator(model, spec, pair)
-            results[index] = method.score(model, spec, pair, evaluator, method_config)
+            results[index] = method.score(RunContext.of_prepared(model, pair), method_config)
             if progress:
                 progress("score", (index + 1) / len(pairs))
     return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
@@ -480,8 +556,8 @@ def stored_pair_scores(
     tasks: list[PromptTask],
     config: QueryCircuitConfig,
     store: ResultStore | None,
-    progress: Progress | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    progress: Progress | None,
+    max_tokens: int,
 ) -> tuple[list[torch.Tensor], int]:
     """Score matrices of the pairs, from the store when computed before. Returns (scores, how
     many came from the store); new ones are stored (kind "scores")."""
@@ -677,16 +753,15 @@ class QueryCircuits:
         else:
             scores = candidate_scores[self.winners[largest]] if largest is not None else candidate_scores[0]
         anchor_winners = {str(a): self.winners[a] for a in self.anchors if a in self.winners}
-        extra = {
-            "query_circuits_version": FORMAT_VERSION,
-            "variant": variant,
-            "base_method": self.config.base_method,
-            "ig_steps": int(self.config.ig_steps),
-            "pairs": [dict(pair.to_dict(), index=i) for i, pair in enumerate(self.pairs)],
-            "candidates": list(self.candidates),
-            "budgets": list(self.budgets),
-            "anchor_budgets": list(self.anchors),
-            "per_budget": [
+        details = QueryCircuitDetails(
+            variant=variant,
+            base_method=self.config.base_method,
+            ig_steps=int(self.config.ig_steps),
+            pairs=[dict(pair.to_dict(), index=i) for i, pair in enumerate(self.pairs)],
+            candidates=list(self.candidates),
+            budgets=list(self.budgets),
+            anchor_budgets=list(self.anchors),
+            per_budget=[
                 {
                     "budget": budget,
                     "winner": self.winners[budget],
@@ -694,13 +769,13 @@ class QueryCircuits:
                 }
                 for budget in sorted(self.candidate_points)
             ],
-            "curves": {name: [_point_dict(p) for p in curve] for name, curve in self.curves.items()},
-            "bon_circuits": {
-                str(budget): spec.edge_names_of(mask)
+            curves={name: [_point_dict(p) for p in curve] for name, curve in self.curves.items()},
+            bon_circuits={
+                str(budget): spec.edge_names_of(mask.cpu())
                 for budget, mask in sorted(self.circuits.get("bon", {}).items())
             },
-            "anchor_winners": anchor_winners,
-            "edge_scores": {
+            anchor_winners=anchor_winners,
+            edge_scores={
                 "single": edge_vector(spec, candidate_scores[0]),
                 "average": edge_vector(spec, mean),
                 "candidates": {
@@ -708,14 +783,14 @@ class QueryCircuits:
                     for k in sorted(set(anchor_winners.values()))
                 },
             },
-            "csm": None
+            csm=None
             if csm is None
             else {"scores": edge_vector(spec, csm[0]), "tiers": edge_vector(spec, csm[1])},
-            "shared": [dict(data, budget=budget) for budget, data in sorted(self.shared.items())],
-            "reference_edges": self.reference_edges,
-            "counts": dict(self.counts),
-            "notes": list(self.notes),
-        }
+            shared=[dict(data, budget=budget) for budget, data in sorted(self.shared.items())],
+            reference_edges=self.reference_edges,
+            counts=dict(self.counts),
+            notes=list(self.notes),
+        )
         return CircuitResult(
             model_id=self.model_id,
             graph=spec,
@@ -729,20 +804,12 @@ class QueryCircuits:
             circuits={b: m.cpu() for b, m in self.circuits[variant].items()},
             tokens={"clean": self.prepared.clean_str_tokens, "corrupted": self.prepared.corrupted_str_tokens},
             device=self.device,
-            extra=extra,
+            details=details,
         )
 
 
 def query_circuits(
-    model,
-    task: PromptTask,
-    config: QueryCircuitConfig,
-    budgets: Sequence[int],
-    variant: str = "bon",
-    progress: Progress | None = None,
-    model_id: str | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    store: ResultStore | None = None,
+    ctx: RunContext, config: QueryCircuitConfig, budgets: Sequence[int], variant: str = "bon"
 ) -> QueryCircuits:
     """Run the Best-of-N family on a prompt: paraphrases, scores, candidates, every variant asked.
 
@@ -755,16 +822,20 @@ def query_circuits(
     if not budgets:
         raise ValueError("No budgets given; write edge counts such as 100,200,500.")
     anchors = parse_anchor_budgets(config.anchor_budgets, budgets)
-    model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
-    timings: dict[str, float] = {}
+    model, task, model_id, progress, max_tokens = (
+        ctx.model,
+        ctx.task,
+        ctx.model_id,
+        ctx.progress,
+        ctx.max_tokens,
+    )
+    timings = ctx.timings
     notes: list[str] = []
     want = set(VARIANTS) if config.compare else {variant}
 
     start = time.perf_counter()
     check_task(model, task, max_tokens)
-    spec = GraphSpec.from_model(model)
-    prepared = prepare_task(model, task, max_tokens=max_tokens)
-    evaluator = Evaluator(model, spec, prepared)
+    spec, prepared, evaluator = ctx.spec, ctx.prepared(), ctx.evaluator
     baseline = evaluator.baseline
     reference = None
     if config.reference.strip():
@@ -804,9 +875,7 @@ def query_circuits(
     timings["paraphrases_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    if store is None and config.cache_scores:
-        store = ResultStore()
-    store = store if config.cache_scores else None
+    store = ctx.store if config.cache_scores else None
     scores, from_store = stored_pair_scores(
         model,
         model_id,
@@ -932,26 +1001,44 @@ class QueryCircuitMethod(Method):
     """One variant's view of the shared Best-of-N pipeline."""
 
     Config = QueryCircuitConfig
+    Details = QueryCircuitDetails
     needs_corrupted = True
 
-    def run(
-        self,
-        model,
-        task: PromptTask,
-        config=None,
-        budgets: Sequence[int] = (),
-        progress: Progress | None = None,
-        model_id: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        store: ResultStore | None = None,
-    ) -> CircuitResult:
-        config = config if config is not None else self.default_config()
-        if isinstance(config, dict):
-            config = self.make_config(config)
-        computed = query_circuits(
-            model, task, config, budgets, self.name, progress, model_id, max_tokens, store
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        """Each (paraphrase, corruption) pair is scored like one run of the base method, and its
+        candidate circuits at every budget are evaluated on the prompt."""
+        base, base_config = _base_scorer(config)
+        per_pair = base.estimate(base_config, spec, n_tokens, 0)
+        pairs = int(config.n_paraphrases) + 1
+        return Cost(
+            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets,
+            gradient_batch=per_pair.gradient_batch,
+            ig_steps=int(config.ig_steps),
+            n_paraphrases=int(config.n_paraphrases),
         )
-        return computed.to_result(self.name)
+
+    def settings_from_cli(self, settings: dict, model=None) -> dict:
+        """``--paraphrases FILE`` gives the file's pairs (and the file source); ``--reference
+        FILE`` gives the reference circuit's edge names, read against the model's graph."""
+        settings = dict(settings)
+        if settings.get("paraphrases"):
+            path = Path(settings["paraphrases"])
+            try:
+                settings["paraphrases"] = path.read_text(encoding="utf-8")
+            except OSError as error:
+                raise ValueError(f"Cannot read the paraphrase file {path} ({error.strerror}).") from None
+            settings.setdefault("paraphrase_source", "file")
+        if settings.get("reference") and model is not None:
+            from ..results import load_circuit
+
+            spec = GraphSpec.from_model(model)
+            settings["reference"] = "\n".join(
+                spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
+            )
+        return settings
+
+    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        return query_circuits(ctx, self.as_config(config), budgets, self.name).to_result(self.name)
 
 
 @register

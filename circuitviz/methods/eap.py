@@ -12,6 +12,7 @@ switches from its clean to its corrupted value:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -26,8 +27,7 @@ from ..activations import (
 )
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
-from ..tasks import PreparedTask
-from .base import ScoringMethod, register
+from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -54,12 +54,15 @@ class EAP(ScoringMethod):
     summary = "Edge attribution patching: one gradient at the clean prompt, times the corruption's change."
     Config = EAPConfig
 
-    def score(self, model, spec, prepared, evaluator, config, progress=None):
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        return gradient_cost(1, n_budgets)
+
+    def score(self, ctx: RunContext, config):
+        model, spec = ctx.model, ctx.spec
         scores = _zero_scores(model, spec)
-        gradients, _ = reader_gradients(model, spec, prepared, batch=1)
-        accumulate_scores(spec, scores, gradients, _differences(evaluator))
-        if progress:
-            progress("score", 1.0)
+        gradients, _ = reader_gradients(model, spec, ctx.prepared(), batch=1)
+        accumulate_scores(spec, scores, gradients, _differences(ctx.evaluator))
+        ctx.report("score", 1.0)
         return scores
 
 
@@ -81,7 +84,11 @@ class EAPIG(ScoringMethod):
     summary = "Integrated gradients along the path from the corrupted to the clean input embedding."
     Config = IGConfig
 
-    def score(self, model, spec, prepared, evaluator, config, progress=None):
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        return gradient_cost(config.ig_steps, n_budgets)
+
+    def score(self, ctx: RunContext, config):
+        model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
         clean_input = evaluator.clean_writers[:, :, 0]  # [1, pos, d_model]
         corrupted_input = evaluator.corrupted_writers[:, :, 0]
@@ -97,7 +104,7 @@ class EAPIG(ScoringMethod):
             gradients, _ = reader_gradients(model, spec, prepared, alpha.shape[0], interpolate)
             return gradients, differences, None, None
 
-        scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=progress)
+        scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=ctx.progress)
         return scores / steps
 
 
@@ -118,7 +125,13 @@ class EAPIGActivations(ScoringMethod):
     summary = "Integrated gradients along each component group's own path from corrupted to clean output."
     Config = IGConfig
 
-    def score(self, model, spec, prepared, evaluator, config, progress=None):
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        groups = 2 * spec.n_layers + 1
+        cost = gradient_cost(config.ig_steps * groups, n_budgets)
+        return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
+
+    def score(self, ctx: RunContext, config):
+        model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
         groups = _writer_groups(spec)
         clean = evaluator.clean_writers[0]  # [pos, n_forward, d_model]
@@ -165,7 +178,9 @@ class EAPIGActivations(ScoringMethod):
             owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
             return gradients, differences[None] * owned[:, None, :, None], None, None
 
-        scores = gradient_scores(model, spec, len(jobs), prepared.n_positions, batch_pass, progress=progress)
+        scores = gradient_scores(
+            model, spec, len(jobs), prepared.n_positions, batch_pass, progress=ctx.progress
+        )
         return scores / steps
 
 
@@ -183,7 +198,11 @@ class ExactPatching(ScoringMethod):
     summary = "Corrupt one edge at a time and measure the metric: the ground truth, one run per edge."
     Config = ExactConfig
 
-    def score(self, model, spec, prepared: PreparedTask, evaluator, config, progress=None):
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        return Cost(passes=2.0 + min(spec.n_edges, int(config.max_edges)) + n_budgets)
+
+    def score(self, ctx: RunContext, config):
+        model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator
         n_edges = spec.n_edges
         if n_edges > config.max_edges:
             raise ValueError(
@@ -201,6 +220,5 @@ class ExactPatching(ScoringMethod):
             circuits[torch.arange(len(index), device=device), forward[index], backward[index]] = False
             values = evaluator.metrics(circuits)
             scores[forward[index], backward[index]] = (values - evaluator.baseline.clean).to(scores.dtype)
-            if progress:
-                progress("score", min(1.0, (start + len(index)) / n_edges))
+            ctx.report("score", min(1.0, (start + len(index)) / n_edges))
         return scores

@@ -13,7 +13,7 @@ Units (``units``):
   is nonzero; its score is the sum of those |coefficients|, weighted by each of v's directions'
   share of v's spread. Budgets, the faithfulness curve and export come from the shared engine.
 - ``sae``: features of sae-lens SAEs at the chosen ``layers``; the last layer's features link to
-  the metric. The feature circuit is in ``result.extra["feature_circuit"]``; the engine graph's
+  the metric. The feature circuit is in ``result.details.feature_circuit``; the engine graph's
   scores (and so the curve) still come from the component units fitted on the same observations.
 
 Coefficients are a dependency skeleton (which outputs linearly predict which inputs across the
@@ -23,10 +23,9 @@ observations), not causal effect sizes; the faithfulness curve is what measures 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -36,8 +35,8 @@ from ..lasso.saes import choose_saes, load_sae, parse_layers, sae_units
 from ..lasso.sem import edge_scores, fit_sem, parse_selection
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
-from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
-from .base import ScoringMethod, register
+from ..results import CircuitResult, MethodDetails, register_details
+from .base import Cost, RunContext, ScoringMethod, register
 
 SKELETON_NOTE = (
     "CircuitLasso's coefficients are a dependency skeleton: which components' outputs linearly "
@@ -45,7 +44,6 @@ SKELETON_NOTE = (
     "sizes; the faithfulness curve (patching) is what measures effects."
 )
 UNITS = ("components", "sae")
-_LOCAL = threading.local()
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class LassoConfig:
     seed: for the paraphrase templates, the corpus subset and the randomized PCA.
     """
 
-    units: str = "components"
+    units: str = field(default="components", metadata={"choices": UNITS})
     lasso_lambda: str = "0.2"
     target_edges: int = 0
     directions: int = 4
@@ -101,6 +99,42 @@ class LassoConfig:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
 
 
+@register_details
+@dataclass
+class LassoDetails(MethodDetails):
+    """What a CircuitLasso run fitted, as plain data.
+
+    note: what the coefficients mean (a dependency skeleton, not effect sizes).
+    units: "components" or "sae".
+    observations: counts of the observed token positions and texts by kind, and notes.
+    regression: the fitted problem's sizes, lambda selection, solver rounds, KKT violation.
+    lambda_path: the lambdas tried.
+    selected_edges: edges with a nonzero coefficient; circuit_edges: those on a path to logits.
+    coefficients: {edge name: aggregated |coefficient|} of the selected edges, largest first.
+    scores_note: how edges beyond the selection are ranked.
+    feature_circuit: with SAE units, the feature-level circuit ({layers, nodes, edges, ...}).
+    report: the lines the command line prints.
+    """
+
+    kind: ClassVar[str] = "circuit-lasso"
+    version: ClassVar[int] = 1
+
+    note: str = SKELETON_NOTE
+    units: str = "components"
+    observations: dict = field(default_factory=dict)
+    regression: dict = field(default_factory=dict)
+    lambda_path: list = field(default_factory=list)
+    selected_edges: int = 0
+    circuit_edges: list = field(default_factory=list)
+    coefficients: dict = field(default_factory=dict)
+    scores_note: str = ""
+    feature_circuit: dict | None = None
+    report: list = field(default_factory=list)
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        return list(self.report)
+
+
 @register
 class CircuitLasso(ScoringMethod):
     name = "circuit-lasso"
@@ -110,38 +144,28 @@ class CircuitLasso(ScoringMethod):
         "token positions (no patching, no gradients); coefficients are a dependency skeleton, not effect sizes."
     )
     Config = LassoConfig
+    Details = LassoDetails
+    flag_aliases = {"lambda": "lasso_lambda"}
 
-    def run(
-        self,
-        model,
-        task: PromptTask,
-        config=None,
-        budgets: Sequence[int] = (),
-        progress=None,
-        model_id: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-    ):
-        _LOCAL.extra, _LOCAL.timings = {}, {}
-        try:
-            result = super().run(model, task, config, budgets, progress, model_id, max_tokens)
-            result.extra.update(_LOCAL.extra)
-            result.timings.update(_LOCAL.timings)
-        finally:
-            _LOCAL.extra, _LOCAL.timings = {}, {}
-        return result
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        # one plain forward pass over every observation (prompt, corruption, paraphrases, corpus)
+        observed = 2.0 * (1 + config.n_paraphrases)
+        return Cost(passes=2.0 + observed + 4.0 * max(config.n_paraphrases, 1) + n_budgets, gradient_batch=1)
 
-    def score(self, model, spec, prepared, evaluator, config, progress=None):
-        timings = getattr(_LOCAL, "timings", {})
+    def score(self, ctx: RunContext, config) -> torch.Tensor:
+        return self.score_with_details(ctx, config)[0]
+
+    def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, LassoDetails]:
+        model, spec, prepared, timings = ctx.model, ctx.spec, ctx.prepared(), ctx.timings
         start = time.perf_counter()
         texts = observation_texts(model, prepared.task, config.n_paraphrases, config.corpus, config.seed)
         hooks = component_hook_names(model, spec)
         saes = []
         if config.units == "sae":
             layers = parse_layers(config.layers, spec.n_layers)
-            device = next(model.parameters()).device
             model_name = str(getattr(model.cfg, "model_name", ""))
             saes = [
-                (layer, load_sae(folder, device), hook)
+                (layer, load_sae(folder, ctx.device), hook)
                 for layer, folder, hook in choose_saes(layers, config.sae_dir, spec.d_model, model_name)
             ]
             hooks += sorted({hook for _, _, hook in saes} - set(hooks))
@@ -149,8 +173,7 @@ class CircuitLasso(ScoringMethod):
             model, spec, prepared, texts, hooks, True, config.max_observations, config.seed
         )
         timings["observe_s"] = time.perf_counter() - start
-        if progress:
-            progress("observe", 1.0)
+        ctx.report("observe", 1.0)
 
         start = time.perf_counter()
         with solver_threads(observations.metric.device):
@@ -166,36 +189,33 @@ class CircuitLasso(ScoringMethod):
         timings["reduce_s"] = time.perf_counter() - start
         fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
         timings["solve_s"] = fit.info["solve_s"]
-        if progress:
-            progress("regress", 1.0)
+        ctx.report("regress", 1.0)
         scores = edge_scores(fit, spec.edge_mask)
 
         selected = (fit.selected.cpu() > 0) & spec.edge_mask
         circuit = prune(spec, selected)
-        extra = getattr(_LOCAL, "extra", {})
-        extra.update(
-            {
-                "note": SKELETON_NOTE,
-                "units": config.units,
-                "observations": observations.summary(),
-                "regression": {**problem.info, **{k: v for k, v in fit.info.items() if k != "lambda_grid"}},
-                "lambda_path": fit.info["lambda_grid"],
-                "selected_edges": int(selected.sum()),
-                "circuit_edges": spec.edge_names_of(circuit),
-                "coefficients": _edge_coefficients(spec, fit.selected.cpu(), selected),
-                "scores_note": (
-                    "score = aggregated |coefficient| for the Lasso's selected edges; every other edge "
-                    "ranks below them by how close it is to entering the model (its largest "
-                    "|gradient| / lambda), so budgets larger than the selection continue the path."
-                ),
-            }
-        )
+        feature_circuit = None
         if saes:
             start = time.perf_counter()
-            extra["feature_circuit"] = _feature_circuit(saes, observations, config)
+            feature_circuit = _feature_circuit(saes, observations, config)
             timings["sae_s"] = time.perf_counter() - start
-        extra["report"] = _report(extra, config)
-        return scores
+        details = LassoDetails(
+            units=config.units,
+            observations=observations.summary(),
+            regression={**problem.info, **{k: v for k, v in fit.info.items() if k != "lambda_grid"}},
+            lambda_path=fit.info["lambda_grid"],
+            selected_edges=int(selected.sum()),
+            circuit_edges=spec.edge_names_of(circuit),
+            coefficients=_edge_coefficients(spec, fit.selected.cpu(), selected),
+            scores_note=(
+                "score = aggregated |coefficient| for the Lasso's selected edges; every other edge "
+                "ranks below them by how close it is to entering the model (its largest "
+                "|gradient| / lambda), so budgets larger than the selection continue the path."
+            ),
+            feature_circuit=feature_circuit,
+        )
+        details.report = _report(details)
+        return scores, LassoDetails.from_dict(details.to_dict())
 
 
 def _edge_coefficients(spec, selected_scores: torch.Tensor, selected: torch.Tensor) -> dict[str, float]:
@@ -278,26 +298,25 @@ def _selection_text(regression: dict) -> str:
     return f"auto: refitted extended BIC per target, median {median:.4g}"
 
 
-def _report(extra: dict, config) -> list[str]:
+def _report(details: LassoDetails) -> list[str]:
     """Lines the CLI prints under the faithfulness table."""
-    counts = extra["observations"]["positions_by_kind"]
-    texts = extra["observations"]["texts_by_kind"]
+    observations, regression = details.observations, details.regression
+    counts, texts = observations["positions_by_kind"], observations["texts_by_kind"]
     parts = ", ".join(f"{counts[k]} from {texts.get(k, 0)} {k.replace('_', ' ')} text(s)" for k in counts)
-    regression = extra["regression"]
     lines = [
-        f"observations: {extra['observations']['total']} token positions ({parts})",
+        f"observations: {observations['total']} token positions ({parts})",
         f"lasso: {regression['predictor_columns']} predictor and {regression['target_columns']} target "
         f"columns, lambda {_selection_text(regression)}, "
-        f"{extra['selected_edges']} edges selected, {len(extra['circuit_edges'])} on a path to logits; "
+        f"{details.selected_edges} edges selected, {len(details.circuit_edges)} on a path to logits; "
         f"{regression['path_steps']} lambdas, {regression['solver_rounds']} solver rounds, max KKT violation "
         f"{regression['max_kkt_violation']:.1e}{'' if regression['converged'] else ' (NOT converged)'}",
     ]
-    lines += [f"note: {note}" for note in extra["observations"]["notes"]]
-    if "feature_circuit" in extra:
-        circuit = extra["feature_circuit"]
+    lines += [f"note: {note}" for note in observations["notes"]]
+    if details.feature_circuit:
+        circuit = details.feature_circuit
         lines.append(
             f"SAE feature circuit: layers {circuit['layers']}, {len(circuit['nodes'])} features and "
-            f"{len(circuit['edges'])} edges on paths into the metric (extra['feature_circuit'])"
+            f"{len(circuit['edges'])} edges on paths into the metric (details.feature_circuit)"
         )
     lines.append("coefficients are a dependency skeleton, not effect sizes")
     return lines

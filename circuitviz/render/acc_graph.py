@@ -4,7 +4,7 @@ The graph is laid out on a grid: one column per token position (the token writte
 one row per layer (input at the top, logits at the bottom), the heads and the MLP of a layer
 side by side within their position's column. Query-side signals are solid blue, key-side
 signals dashed green, edges into the logits orange; width says the summed attribution.
-Everything comes from ``CircuitResult.extra`` (plain data); user text is escaped.
+Everything comes from a result's ``ACCDetails`` (plain data); user text is escaped.
 """
 
 from __future__ import annotations
@@ -111,28 +111,28 @@ def _edge_title(edge: Mapping, decision: Mapping | None) -> str:
 
 
 def position_graph_html(
-    extra: Mapping,
+    details,
     *,
     title: str = "",
     max_edges: int = DEFAULT_MAX_EDGES,
     highlight_decision: int | None = None,
     height_px: int | None = None,
 ) -> GraphDrawing:
-    """The ACC++ circuit in ``extra`` (a result's ``extra``) as one standalone HTML page.
+    """The ACC++ circuit in ``details`` (a result's ``ACCDetails``) as one standalone HTML page.
 
     ``highlight_decision``: draw that decision's signals in colour and the rest in grey.
     """
     from pyvis.network import Network
 
-    nodes = list(extra.get("nodes", []))
-    edges = sorted(extra.get("edges", []), key=lambda e: -abs(e["attribution"]))
+    nodes = list(details.nodes)
+    edges = sorted(details.edges, key=lambda e: -abs(e["attribution"]))
     drawn = edges[: max(0, int(max_edges))]
     notes = []
     if len(edges) > len(drawn):
         notes.append(f"Drawing the {len(drawn):,} strongest of {len(edges):,} signal edges.")
     if not edges:
         notes.append("ACC++ found no attention decision above the threshold for this prompt.")
-    decisions = list(extra.get("decisions", []))
+    decisions = list(details.decisions)
     by_node: dict[str, list[Mapping]] = {}
     for decision in decisions:
         by_node.setdefault(decision["node"], []).append(decision)
@@ -142,7 +142,7 @@ def position_graph_html(
     if height_px is None:
         height_px = int(min(900, max(420, 40 + ROW_SPACING * (max(layers) - min(layers) + 3) * 0.55)))
     network = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
-    tokens = list(extra.get("tokens", []))
+    tokens = list(details.tokens)
     for position, x in centres.items():
         token = tokens[position] if position < len(tokens) else ""
         network.add_node(

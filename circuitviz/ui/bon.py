@@ -1,6 +1,6 @@
 """Reading a Best-of-N family result (``circuitviz/methods/bon.py``) for the app.
 
-The family keeps its plain data in ``result.extra`` (pairs, candidates, per-budget candidate
+The family keeps its data in ``result.details`` (a ``QueryCircuitDetails``: pairs, candidates, per-budget candidate
 points and winners, shared-subcircuit data, iBoN/BoN-CSM ingredients). This module is the one
 place of the app that knows that layout, so the pages see tidy rows, edge sets and masks.
 Circuits at any budget come from ``variant_circuit`` (no model pass); candidate circuits come
@@ -10,8 +10,6 @@ from the score matrices the run stored, never from a new scoring pass.
 from __future__ import annotations
 
 BON_METHODS = ("bon", "ibon", "bon-csm")
-# variants whose circuit exists at any budget without a model pass
-ANY_BUDGET_VARIANTS = ("ibon", "bon-csm", "single", "average")
 
 
 def registered_bon_methods(registered: dict) -> list[str]:
@@ -19,25 +17,11 @@ def registered_bon_methods(registered: dict) -> list[str]:
 
 
 def is_query_circuits(result) -> bool:
-    return isinstance(result.extra, dict) and "query_circuits_version" in result.extra
-
-
-def any_budget(result) -> bool:
-    """Whether the slider may take any budget (iBoN/BoN-CSM and the baselines build it at once)."""
-    return is_query_circuits(result) and result.method in ANY_BUDGET_VARIANTS
-
-
-def circuit_at(result, budget: int):
-    """The result's circuit at ``budget``: variant_circuit for the family, else result.circuit.  # bool"""
-    if any_budget(result) and result.point(budget) is None:
-        from ..methods.bon import variant_circuit
-
-        return variant_circuit(result, budget)
-    return result.circuit(budget)
+    return getattr(getattr(result, "details", None), "kind", None) == "query-circuits"
 
 
 def _candidate_pairs(result) -> list[int]:
-    return [int(k) for k in result.extra.get("candidates") or []]
+    return [int(k) for k in result.details.candidates]
 
 
 def candidate_names(result) -> list[str]:
@@ -49,7 +33,7 @@ def paraphrase_rows(result) -> list[dict]:
     """One row per pair: text, corruption, source, the model's answer, whether it is a candidate."""
     candidates = set(_candidate_pairs(result))
     rows = []
-    for index, pair in enumerate(result.extra.get("pairs") or []):
+    for index, pair in enumerate(result.details.pairs):
         rows.append(
             {
                 "pair": "q" if index == 0 else f"p{index}",
@@ -65,7 +49,7 @@ def paraphrase_rows(result) -> list[dict]:
 
 
 def _budget_entry(result, budget: int) -> dict | None:
-    for entry in result.extra.get("per_budget") or []:
+    for entry in result.details.per_budget:
         if int(entry.get("budget", -1)) == int(budget):
             return entry
     return None
@@ -94,7 +78,7 @@ def candidate_ndf(result, budget: int) -> list[dict]:
 
 def shared_entry(result, budget: int) -> dict | None:
     """The run's shared-subcircuit data at ``budget`` (common edges, UpSet sizes, Jaccard)."""
-    for entry in result.extra.get("shared") or []:
+    for entry in result.details.shared:
         if int(entry.get("budget", -1)) == int(budget):
             return entry
     return None
@@ -118,7 +102,7 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
         method, method_config = _base_scorer(config)
     except (ImportError, AttributeError, TypeError, ValueError):
         return None
-    pairs = result.extra.get("pairs") or []
+    pairs = result.details.pairs
     spec = result.graph
     sets = {}
     for name, k in zip(candidate_names(result), _candidate_pairs(result)):

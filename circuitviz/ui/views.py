@@ -11,7 +11,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from .. import render
-from . import bon, loaders, state
+from . import loaders, state
 
 MAX_DRAWN_EDGES = 1500
 _NICE_BUDGETS = (10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 7500)
@@ -177,7 +177,7 @@ def _drawing(
         max_edges=MAX_DRAWN_EDGES,
         show_faded=faded,
         highlight=_highlight,
-        mask=bon.circuit_at(_result, budget),
+        mask=_result.circuit(budget),
         ndf=ndf,
     )
 
@@ -207,7 +207,7 @@ def graph_drawing(
             max_edges=MAX_DRAWN_EDGES,
             show_faded=faded,
             highlight=highlight,
-            mask=bon.circuit_at(result, budget),
+            mask=result.circuit(budget),
             **options,
         )
     highlight_key = ",".join(sorted(highlight)) if highlight is not None else ""
@@ -228,16 +228,13 @@ def graph_drawing(
 def _evaluated_point(_model, _result, result_key: str, budget: int):
     """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate (one batched
     patched pass; no scoring)."""
-    from ..api import evaluate_circuits
-
-    _, points = evaluate_circuits(_model, _result.task, [bon.circuit_at(_result, budget)], [budget])
-    return points[0]
+    return _result.point(budget, _model)
 
 
 def point_at(result, budget: int, model=None):
     """The curve point at ``budget``: stored, or evaluated once for an any-budget variant."""
     point = result.point(budget)
-    if point is None and model is not None and bon.any_budget(result):
+    if point is None and model is not None and result.any_budget:
         point = _evaluated_point(model, result, result_id(result), int(budget))
     return point
 
@@ -255,7 +252,7 @@ def budget_slider(result, key: str, any_budget: bool = False) -> int:
     if not options:
         return 0
     current = st.session_state.get(key)
-    if any_budget and bon.any_budget(result):
+    if any_budget and result.any_budget:
         low, high = options[0], options[-1]
         if not isinstance(current, int) or not low <= current <= high:
             st.session_state[key] = min(options, key=lambda b: abs(b - 200))
@@ -296,7 +293,7 @@ def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) ->
 
 
 def edges_table(result, budget: int, limit: int = 50) -> None:
-    circuit = bon.circuit_at(result, budget)
+    circuit = result.circuit(budget)
     rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
     total = int(circuit.sum())
     st.caption(
@@ -344,7 +341,7 @@ def downloads(result, budget: int, drawing, key: str, point=None) -> None:
     )
     columns[2].download_button(
         "Edges (CSV)",
-        data=lambda: render.edges_csv(result.graph, result.scores, bon.circuit_at(result, budget)),
+        data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
         file_name=f"{stem}-edges.csv",
         mime="text/csv",
         key=f"{key}.edges",
@@ -400,7 +397,7 @@ def task_caption(result) -> None:
 
 def with_sae_labels(model, result, budget: int, labels):
     """``labels`` with each drawn node's top SAE features added (or one sentence why not)."""
-    edges = render.circuit_edges(result.graph, result.scores, bon.circuit_at(result, budget))
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     nodes = sorted({node for edge in edges for node in (edge.source, edge.target)} - {"logits"})
     found, problem = loaders.sae_node_labels(model, result.model_id, result.task.clean, tuple(nodes))
     if problem:
@@ -418,7 +415,7 @@ def circuit_json(result, budget: int) -> dict:
 
     data = result.to_eap_json(budget if result.point(budget) is not None else None)
     if result.point(budget) is None:
-        data.update(eap_graph_json(result.graph, result.scores, bon.circuit_at(result, budget)))
+        data.update(eap_graph_json(result.graph, result.scores, result.circuit(budget)))
         data["budget"] = int(budget)
     return data
 
