@@ -38,7 +38,7 @@ def parse_budgets(text: str) -> list[int]:
                 f"Budget {shown(part)} is not a whole number of edges; write e.g. 50,100,200."
             ) from None
         if value < 0:
-            raise ValueError(f"Budget {value} is negative; budgets count edges, so use 0 or more.")
+            raise ValueError(f"Budget {shown(part, 20)} is negative; budgets count edges, so use 0 or more.")
         budgets.append(value)
     if not budgets:
         raise ValueError("No budgets given; write edge counts such as 50,100,200.")

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .tasks import shown
+
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
     "max_ig_steps": "CIRCUITVIZ_MAX_IG_STEPS",
@@ -68,12 +70,12 @@ class Limits:
                 value = kind(values[field.name])
             except (TypeError, ValueError):
                 raise LimitError(
-                    f"The limit {field.name} = {values[field.name]!r} is not a number; set "
+                    f"The limit {field.name} = {shown(str(values[field.name]), 30)} is not a number; set "
                     f"{ENV[field.name]} (or {field.name} in ${LIMITS_FILE_ENV}) to e.g. {getattr(limits, field.name)}."
                 ) from None
             if value <= 0:
                 raise LimitError(
-                    f"The limit {field.name} must be above 0, not {value}; set {ENV[field.name]}."
+                    f"The limit {field.name} must be above 0, not {shown(str(value), 20)}; set {ENV[field.name]}."
                 )
             limits = dataclasses.replace(limits, **{field.name: value})
         return limits
@@ -101,9 +103,9 @@ def _read_file(path: Path) -> dict:
         raise LimitError(f"The limits file {path} must hold keys such as max_tokens = 256.")
     unknown = sorted(set(data) - set(ENV))
     if unknown:
-        raise LimitError(
-            f"The limits file {path} has unknown keys {', '.join(unknown)}; use {', '.join(ENV)}."
-        )
+        named = ", ".join(key if len(key) <= 20 else shown(key, 20) for key in unknown[:2])
+        more = f" (and {len(unknown) - 2} more)" if len(unknown) > 2 else ""
+        raise LimitError(f"The limits file {path} has unknown keys {named}{more}; use {', '.join(ENV)}.")
     return data
 
 

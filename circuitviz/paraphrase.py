@@ -281,6 +281,10 @@ def load_paraphrases(path, task: PromptTask) -> list[ParaphrasePair]:
             text = stream.read()
     except OSError as error:
         raise ParaphraseError(f"Cannot read the paraphrase file {path} ({error.strerror}).") from None
+    except UnicodeDecodeError as error:
+        raise ParaphraseError(
+            f"The paraphrase file {path} is not UTF-8 text (byte {error.start + 1}); save it as UTF-8."
+        ) from None
     return parse_paraphrases(text, task, source="file")
 
 
