@@ -261,7 +261,8 @@ def test_parsers_refuse_what_json_and_csv_choke_on(spec, text):
 
 
 # ----- every boundary quotes long input briefly ---------------------------------------------------
-LONG_WORDS = " ".join(list(WORDS) * 4)  # 200 word-tokens
+LONG_WORDS = " ".join(list(WORDS) * 4)  # 164 word-tokens
+WITHIN_CONTEXT = " ".join(list(WORDS) + list(WORDS[:20]))  # 61 word-tokens: the tiny models' n_ctx is 64
 LONG_NAME = "a0.h0" * 1000  # 5,000 characters of a node-like name
 
 
@@ -278,8 +279,10 @@ def boundary_calls(tiny, spec, tmp_path, monkeypatch):
     limits_file.write_text(json.dumps({f"key_{i}_" + "x" * 40: 1 for i in range(100)}))
     return [
         (
-            "tokenisations of unequal length",
-            lambda: prepare_task(tiny, PromptTask(LONG_WORDS, LONG_WORDS + " Mary", " Mary", (" John",))),
+            "tokenisations of unequal length (each within the context)",
+            lambda: prepare_task(
+                tiny, PromptTask(WITHIN_CONTEXT, "Mary " + WITHIN_CONTEXT, " Mary", (" John",))
+            ),
             TaskError,
         ),
         (
