@@ -249,20 +249,25 @@ def test_loose_prompts_of_a_family_are_recognised():
     assert rewrites and all(t.startswith("I have 3 apples and eat 1, so 3") for t in rewrites)
 
 
-# the app's gallery (assets/gallery/index.json) at the time of writing
-GALLERY = [
-    ("ioi", "When Mary and John went to the store, John gave a drink to", " Mary",
-     "When Alice and Bob went to the store, Carl gave a drink to"),
-    ("factual", "The Eiffel Tower is located in the city of", " Paris", "The Colosseum is located in the city of"),
-    ("arithmetic", "one plus one is two. one plus two is", " three", None),
-    ("inline-choice", "Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:", " A",
-     "Q: Is the sky blue? A) no B) yes. Answer: B. Q: Is fire hot? A) no B) yes. Answer:"),
-    ("gender-bias", "The nurse said that", " she", "The person said that"),
-]  # fmt: skip
+# the app's gallery, read from its own index (a copy here would drift from what the app shows)
+GALLERY_INDEX = Path(__file__).resolve().parents[1] / "assets" / "gallery" / "index.json"
+GALLERY = json.loads(GALLERY_INDEX.read_text(encoding="utf-8"))
+# the family that reads each example; the gallery's multiple-choice example puts its options
+# on the question's line ('A) yes B) no'), which is the inline-choice family's form
+GALLERY_FAMILY = {"multiple-choice": "inline-choice"}
 
 
-@pytest.mark.parametrize("name, prompt, answer, corrupted", GALLERY)
-def test_the_gallery_examples_are_recognised(tiny, name, prompt, answer, corrupted):
+def test_the_gallery_index_has_the_examples_this_file_tests():
+    slugs = [entry["slug"] for entry in GALLERY]
+    assert len(slugs) == len(set(slugs)) >= 5
+    assert set(GALLERY_FAMILY) <= set(slugs)
+    assert {GALLERY_FAMILY.get(slug, slug) for slug in slugs} <= {f.name for f in FAMILIES}
+
+
+@pytest.mark.parametrize("entry", GALLERY, ids=lambda entry: entry["slug"])
+def test_the_gallery_examples_are_recognised(tiny, entry):
+    prompt, answer = entry["task"]["clean"], entry["task"]["answer"]
+    name = GALLERY_FAMILY.get(entry["slug"], entry["slug"])
     found = recognise(prompt)
     assert found is not None and found.family == name
     chosen = family(name)
@@ -271,7 +276,8 @@ def test_the_gallery_examples_are_recognised(tiny, name, prompt, answer, corrupt
     variants = chosen.variants(found, rng, answer=answer) if by_letter else chosen.variants(found, rng)
     assert len(variants) >= 5
     proposal = propose_corruption(tiny, prompt, answer)
-    assert proposal is not None and token_count(tiny, proposal) == token_count(tiny, prompt)
+    assert proposal is not None and proposal != prompt
+    assert token_count(tiny, proposal) == token_count(tiny, prompt)
     if name == "arithmetic":  # worked examples stay, the last problem is rewritten and corrupted
         assert all(text.startswith("one plus one is two. ") for text, _ in variants)
         assert proposal.startswith("one plus one is two. ") and recognise(proposal).answer != "three"
@@ -452,11 +458,14 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
         assert found is not None and found.family == name
         proposal = propose_corruption(model, task.clean, task.answer)
         assert proposal is not None and token_count(model, proposal) == token_count(model, task.clean)
-    for name, prompt, answer, corrupted in GALLERY:  # on Gemma's tokenizer, the gallery's own corruptions
-        proposal = propose_corruption(model, prompt, answer)
-        assert proposal is not None and token_count(model, proposal) == token_count(model, prompt), name
-        if corrupted is not None:
-            assert proposal == corrupted, name
+    for entry in GALLERY:  # on Gemma's tokenizer, the model the gallery was built on
+        task = PromptTask.from_dict(entry["task"])
+        proposal = propose_corruption(model, task.clean, task.answer)
+        assert proposal is not None and proposal != task.clean, entry["slug"]
+        assert token_count(model, proposal) == token_count(model, task.clean), entry["slug"]
+        # the gallery states its own corruptions (scripts/build_gallery.py); each one must keep
+        # the prompt's length too, or its stored circuit could not have been computed
+        assert token_count(model, task.corrupted) == token_count(model, task.clean), entry["slug"]
     for path, task in ASSET_TASKS.items():  # the example files are valid pairs on this model
         checked = validate_pairs(model, task, load_paraphrases(ASSETS / path, task))
         assert len(checked) == 9 and all(p.same_length and not p.problems for p in checked), path
