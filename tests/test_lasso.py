@@ -203,9 +203,34 @@ def corpus_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# edges CircuitLasso selects on the planted models (seed: selected, of which planted)
+PLANTED_SELECTED = {0: (34, 21), 1: (12, 8), 2: (9, 8)}
+
+
+def _ancestors(edge_names: list[str]) -> dict[str, set[str]]:
+    """{node: every node with a path into it} in the graph of the given edges."""
+    parents: dict[str, set[str]] = {}
+    for name in edge_names:
+        writer, reader = name.split("->")
+        parents.setdefault(reader.split("<")[0], set()).add(writer)
+    found: dict[str, set[str]] = {}
+
+    def up(node: str) -> set[str]:
+        if node not in found:
+            found[node] = set()
+            for parent in parents.get(node, ()):
+                found[node] |= {parent} | up(parent)
+        return found[node]
+
+    return {node: up(node) for node in parents}
+
+
+@pytest.mark.parametrize("seed", sorted(PLANTED_SELECTED))
 def test_planted_circuit_edges_are_recovered(seed, corpus_file):
-    """Every planted edge is in CircuitLasso's circuit (recall 1); the precision is reported."""
+    """Every planted edge is in CircuitLasso's circuit (recall 1). The extra edges are the
+    skeleton's indirect dependencies, never a distractor: each joins a circuit node to one it
+    reaches through the planted circuit (u -> w -> v makes v's input depend on u), which an
+    observational method cannot tell from a direct edge."""
     planted = planted_model(seed=seed)
     spec = GraphSpec.from_model(planted.model)
     config = METHOD.make_config({"corpus": corpus_file, "n_paraphrases": 0})
@@ -214,9 +239,11 @@ def test_planted_circuit_edges_are_recovered(seed, corpus_file):
     truth = planted.true_edges
     missing = spec.edge_names_of(truth & ~found)
     assert not missing, missing
-    precision = int((found & truth).sum()) / int(found.sum())
-    print(f"planted seed {seed}: recall 1.0, precision {precision:.2f} ({int(found.sum())} edges)")
-    assert precision > 0.3
+    reaches = _ancestors(spec.edge_names_of(truth))
+    for name in spec.edge_names_of(found & ~truth):
+        writer, reader = name.split("->")
+        assert writer in reaches.get(reader.split("<")[0], set()), f"{name} is not an indirect dependency"
+    assert (int(found.sum()), int((found & truth).sum())) == PLANTED_SELECTED[seed]
     # no score outside the graph's edges: a layer never reads a later one
     assert bool((result.scores[~spec.edge_mask] == 0).all())
 
