@@ -78,6 +78,34 @@ def labelled(sae, layer: int) -> LabelledSae:
     return LabelledSae(sae, layer, f"blocks.{layer}.hook_resid_post", "test")
 
 
+def metric_with_features_zeroed(model, task, saes, features) -> float:
+    """The metric with ``features`` [(layer, feature)] zeroed, computed here from the definition
+    (residual after block ``layer`` minus each chosen feature's activation times its decoder row,
+    <bos> untouched; later SAEs encode what reaches them) on TransformerLens hooks and the full
+    logits, sharing no code with ``labels.steer``."""
+    prepared = prepare_task(model, task, need_corrupted=False)
+    by_layer = {s.layer: s for s in saes}
+    chosen: dict[int, list[int]] = {}
+    for layer, feature in features:
+        chosen.setdefault(layer, []).append(feature)
+
+    def remove(x, hook, layer):
+        sae = by_layer[layer].sae
+        ids = torch.tensor(sorted(chosen[layer]))
+        acts = sae.encode(x.to(sae.W_enc.dtype))[..., ids]  # [batch, pos, n_chosen]
+        removed = (acts @ sae.W_dec[ids]).to(x.dtype)  # [batch, pos, d_model]
+        removed[:, 0] = 0
+        return x - removed
+
+    hooks = [
+        (f"blocks.{layer}.hook_resid_post", lambda x, hook, layer=layer: remove(x, hook, layer))
+        for layer in chosen
+    ]
+    with torch.no_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)[0, -1]
+    return float(logits[prepared.answer_id] - logits[list(prepared.foil_ids)].mean())
+
+
 # ----- loading -------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["standard", "topk"])
 def test_saved_sae_round_trips_exactly(tmp_path, tiny, kind):
@@ -195,6 +223,10 @@ def test_steer_reports_before_after_and_random_baseline(tiny):
     assert nothing["random"]["runs"] == []
     result = steer(tiny, TASK, [(0, 7), (0, 9)], [sae], n_random=3, top_k=4)
     assert result["before"]["metric"] == clean_metric
+    # zeroing two active features moves the metric, by what the definition gives
+    assert abs(result["after"]["metric"] - clean_metric) > 1e-6
+    expected = metric_with_features_zeroed(tiny, TASK, [sae], [(0, 7), (0, 9)])
+    assert result["after"]["metric"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert result["before"]["top_tokens"] == nothing["before"]["top_tokens"][:4]
     assert result["change"] == pytest.approx(result["after"]["metric"] - clean_metric)
     assert len(result["random"]["runs"]) == 3
@@ -389,6 +421,11 @@ def test_embedded_node_labels_and_steering(embedded_model):
     chosen = [(layer, f["feature"]) for f in labels["m9"]["features"]]
     result = steer(embedded_model, task, chosen, saes, n_random=2)
     assert result["before"] == nothing["before"] and len(result["random"]["runs"]) == 2
+    # zeroing m9's features moves the metric, by what the definition gives
+    assert result["after"]["metric"] != pytest.approx(result["before"]["metric"], abs=1e-3)
+    expected = metric_with_features_zeroed(embedded_model, task, saes, chosen)
+    assert result["after"]["metric"] == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    assert result["change"] == pytest.approx(expected - result["before"]["metric"], rel=1e-4, abs=1e-4)
 
 
 # ----- the Steer page ------------------------------------------------------------------------------
