@@ -11,6 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from sentences import assert_one_sentence
 
 from circuitviz.labels.llm import LLMConfig, LLMError, LLMLabeler
 from circuitviz.paraphrase import ParaphraseError, llm_paraphrases
@@ -92,7 +93,7 @@ def test_paraphrase_source_gives_up_in_one_sentence(tiny, behaviour, caplog, mon
         stub.close()
     message = str(refused.value)
     assert SECRET not in message and SECRET not in caplog.text
-    assert "\n" not in message and len(message) < 400
+    assert_one_sentence(message)
     assert 1 <= len(stub.requests) <= 3, "retries must be bounded"
     assert all(SECRET not in r["path"] for r in stub.requests)  # never in a URL
     assert elapsed < 60
@@ -119,6 +120,7 @@ def test_label_describer_gives_up_in_one_sentence(behaviour, tmp_path, caplog):
     finally:
         stub.close()
     message = str(refused.value)
+    assert_one_sentence(message)
     assert SECRET not in message and SECRET not in caplog.text and SECRET not in repr(config)
     assert len(stub.requests) <= 3
     for path in tmp_path.rglob("*"):

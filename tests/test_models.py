@@ -7,12 +7,12 @@ exercises the full GGUF conversion and its second load the cache.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from sentences import assert_one_sentence
 
 from circuitviz.activations import head_results
 from circuitviz.models import (
@@ -57,9 +57,7 @@ def _max_logit_difference(hooked, hf_model, tokens: torch.Tensor) -> float:
 
 def _assert_one_sentence(message: str) -> None:
     """A ModelLoadError message is a single sentence the UI can show as it is."""
-    assert "\n" not in message, message
-    assert message.endswith("."), message
-    assert not re.search(r"\.\s+[A-Z]", message), message
+    assert_one_sentence(message)
 
 
 def _reference_for_cached(model_id: str):
