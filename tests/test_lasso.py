@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sentences import assert_one_sentence
 from sklearn.linear_model import Lasso
 
 from circuitviz.graph import GraphSpec
@@ -311,9 +312,12 @@ def test_paraphrases_are_observed_and_their_absence_is_said(monkeypatch):
     ],
 )
 def test_bad_settings_are_one_sentence_errors(values, words):
-    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
+    with pytest.raises(
+        ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")
+    ) as error:
         config = METHOD.make_config(values)
         METHOD.run_on(tiny_model("gpt2", seed=0), IOI_TASK, config, budgets=[5])
+    assert_one_sentence(str(error.value))
 
 
 # ----- SAE features ---------------------------------------------------------------------------------
