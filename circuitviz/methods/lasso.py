@@ -1,4 +1,4 @@
-"""CircuitLasso: circuits by sparse regression on observed activations (METHODS.md section 7).
+"""CircuitLasso: circuits by sparse regression on observed activations (docs/methods.md).
 
 No interventions and no gradients: the model runs once, unpatched, over the observations (the
 prompt's token positions, its corruption, its paraphrases, optionally a corpus), and a linear
