@@ -328,7 +328,8 @@ def test_sae_units_link_earlier_layers_to_later_ones_and_the_last_to_the_metric(
 
 
 def test_sae_features_are_sae_lens_encodings(tmp_path):
-    from circuitviz.lasso.saes import load_sae, sae_units
+    from circuitviz.lasso.saes import sae_units
+    from circuitviz.saes import load_sae
 
     model = tiny_model("gpt2", seed=0)
     hook = "blocks.1.hook_resid_post"
