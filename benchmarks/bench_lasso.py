@@ -169,7 +169,7 @@ def bench_model(args) -> None:
 
         spec = GraphSpec.from_model(model)
         prepared = prepare_task(model, task)
-        texts = observation_texts(model, task, 8)
+        texts = observation_texts(task, 8)
         observations = collect_observations(model, spec, prepared, texts, component_hook_names(model, spec))
         problem = build_component_problem(
             model, spec, observations.writers, observations.activations, observations.metric, 4

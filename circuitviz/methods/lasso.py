@@ -159,7 +159,7 @@ class CircuitLasso(ScoringMethod):
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, LassoDetails]:
         model, spec, prepared, timings = ctx.model, ctx.spec, ctx.prepared(), ctx.timings
         start = time.perf_counter()
-        texts = observation_texts(model, prepared.task, config.n_paraphrases, config.corpus, config.seed)
+        texts = observation_texts(prepared.task, config.n_paraphrases, config.corpus, config.seed)
         hooks = component_hook_names(model, spec)
         saes = []
         if config.units == "sae":
