@@ -13,7 +13,7 @@ import pytest
 
 from circuitviz import render
 from circuitviz.api import discover
-from circuitviz.labels.sae import context_html
+from circuitviz.render import context_html
 from circuitviz.tasks import PromptTask
 from circuitviz.testing import IOI_TASK, tiny_model
 

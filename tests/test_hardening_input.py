@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from circuitviz.api import discover, parse_budgets
 from circuitviz.graph import GraphError, GraphSpec
-from circuitviz.paraphrase import ParaphraseError, parse_paraphrases
+from circuitviz.query.pairs import ParaphraseError, parse_paraphrases
 from circuitviz.results import parse_circuit
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
 from circuitviz.testing import IOI_TASK, WORDS, tiny_model
@@ -232,7 +232,7 @@ def test_parse_paraphrases_on_hostile_files(text):
 
 
 def test_paraphrase_file_source_reads_a_hostile_file(tmp_path):
-    from circuitviz.paraphrase import load_paraphrases
+    from circuitviz.query.pairs import load_paraphrases
 
     path = tmp_path / "p.jsonl"
     path.write_bytes(b"\xff\xfe not utf-8 \x00")
