@@ -47,9 +47,10 @@ def gallery_and_slider() -> None:
     import torch
 
     from circuitviz import render
+    from circuitviz.assets import gallery_dir
     from circuitviz.results import CircuitResult
 
-    folder = ROOT / "assets" / "gallery"
+    folder = gallery_dir()
     index = json.loads((folder / "index.json").read_text())
     for entry in index:
         start = time.perf_counter()

@@ -34,14 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from circuitviz.evaluate import Evaluator  # noqa: E402
 from circuitviz.graph import GraphSpec  # noqa: E402
 from circuitviz.methods import get_method  # noqa: E402
-from circuitviz.methods.bon import (  # noqa: E402
-    QueryCircuitConfig,
-    csm_circuit,
-    csm_matrices,
-    ibon_circuit,
-    variant_circuit,
-)
-from circuitviz.paraphrase import EXAMPLE_TASKS  # noqa: E402
+from circuitviz.methods.bon import QueryCircuitConfig  # noqa: E402
+from circuitviz.query.details import variant_circuit  # noqa: E402
+from circuitviz.query.families import EXAMPLE_TASKS  # noqa: E402
+from circuitviz.query.variants import csm_circuit, csm_matrices, ibon_circuit  # noqa: E402
 from circuitviz.store import ResultStore  # noqa: E402
 from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
 
@@ -178,7 +174,7 @@ def part_timings(model, args, store: ResultStore) -> list[str]:
 
 
 def _winner_scores(result, anchor: int) -> torch.Tensor:
-    from circuitviz.methods.bon import edge_matrix
+    from circuitviz.query.variants import edge_matrix
 
     winner = result.details.anchor_winners[str(anchor)]
     return edge_matrix(result.graph, result.details.edge_scores["candidates"][str(winner)])

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from circuitviz import assets  # noqa: E402
 from circuitviz.lasso.sem import fit_sem  # noqa: E402
 from circuitviz.lasso.solver import (  # noqa: E402
     kkt_violation,
@@ -168,7 +169,7 @@ def bench_model(args) -> None:
 
         spec = GraphSpec.from_model(model)
         prepared = prepare_task(model, task)
-        texts = observation_texts(model, task, 8)
+        texts = observation_texts(task, 8)
         observations = collect_observations(model, spec, prepared, texts, component_hook_names(model, spec))
         problem = build_component_problem(
             model, spec, observations.writers, observations.activations, observations.metric, 4
@@ -183,7 +184,7 @@ def bench_model(args) -> None:
         if not args.skip_solvers:
             bench_solvers(problem.predictors, problem.targets, problem.column_allowed())
 
-    saes = ROOT / "assets" / "saes" / EMBEDDED_MODEL
+    saes = assets.saes_dir(EMBEDDED_MODEL)
     if saes.is_dir():
         method = get_method("circuit-lasso")
         config = method.make_config({"units": "sae", "layers": "3,9"})
@@ -215,7 +216,7 @@ def bench_planted(args) -> None:
     print(format_table(report))
     print(f"  ({report.seconds:.0f}s in all)")
     if args.write_assets:
-        write_report(report, ROOT / "assets" / "planted_bench.json", ROOT / "assets" / "planted_bench.md")
+        write_report(report, *assets.planted_bench_files())
         print("  wrote assets/planted_bench.json and assets/planted_bench.md")
 
 

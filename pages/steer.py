@@ -16,7 +16,9 @@ st.caption(
 model_id = st.session_state.get("model") or "gemma-3-270m"
 model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
 
-from circuitviz.labels import sae as sae_labels  # noqa: E402  (after the model: torch is loaded)
+from circuitviz import render  # noqa: E402
+from circuitviz import saes as sae_store  # noqa: E402  (after the model: torch is loaded)
+from circuitviz.labels import sae as sae_labels  # noqa: E402
 from circuitviz.labels.llm import BackgroundLabels, LLMLabeler, llm_status  # noqa: E402
 from circuitviz.labels.steer import circuit_nodes, steer  # noqa: E402
 from circuitviz.tasks import PromptTask, TaskError  # noqa: E402
@@ -31,15 +33,15 @@ try:
         )
         saes = [sae_labels.load_local_sae(folder, model)] if folder else st.stop()
     else:
-        reason = sae_labels.hub_unavailable_reason()
+        reason = sae_store.hub_unavailable_reason()
         if reason:
             st.info(reason)
             st.stop()
-        releases = sae_labels.hub_releases(model_id)
+        releases = sae_store.hub_releases(model_id)
         release = st.selectbox("release", sorted(releases))
         sae_id = st.selectbox("SAE id", releases.get(release, []))
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
-except sae_labels.SaeUnavailable as error:
+except sae_store.SaeUnavailable as error:
     st.error(str(error))
     st.stop()
 st.caption("Loaded: " + "; ".join(html.escape(sae.name) for sae in saes))
@@ -67,7 +69,7 @@ else:
 try:
     with st.spinner("Labelling nodes with SAE features…"):
         labels = sae_labels.circuit_node_features(model, prompt, nodes, saes, top_k=5)
-except sae_labels.SaeUnavailable as error:
+except sae_store.SaeUnavailable as error:
     st.error(str(error))
     st.stop()
 
@@ -84,7 +86,7 @@ for node, entry in labels.items():
                 f"`{html.escape(repr(feature['token']))}`"
             )
             for context in feature["contexts"]:
-                st.markdown("&emsp;" + sae_labels.context_html(context), unsafe_allow_html=True)
+                st.markdown("&emsp;" + render.context_html(context), unsafe_allow_html=True)
 
 chosen = st.multiselect(
     "Features to zero", list(options), format_func=lambda key: options[key], key="steer.features"
@@ -92,7 +94,7 @@ chosen = st.multiselect(
 if st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero"):
     try:
         outcome = steer(model, PromptTask(prompt, "", answer, (foil,)), chosen, saes, n_random=5)
-    except (TaskError, sae_labels.SaeUnavailable) as error:
+    except (TaskError, sae_store.SaeUnavailable) as error:
         st.error(str(error))
     else:
         metrics = st.columns(3)

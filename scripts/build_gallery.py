@@ -19,9 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from circuitviz.assets import gallery_dir  # noqa: E402
 from circuitviz.tasks import PromptTask  # noqa: E402
 
-GALLERY = ROOT / "assets" / "gallery"
+GALLERY = gallery_dir()
 
 EXAMPLES = [
     {

@@ -48,6 +48,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from circuitviz import assets  # noqa: E402
+
 CORPUS_DIR = Path("/usr/share/games/fortunes")
 # bfloat16 keeps float32's range: Gemma's residual reaches values float16 cannot hold (> 65504)
 CACHE_DTYPE = torch.bfloat16
@@ -226,7 +228,7 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corpus-dir", type=Path, default=CORPUS_DIR)
-    parser.add_argument("--out", type=Path, default=ROOT / "assets" / "saes")
+    parser.add_argument("--out", type=Path, default=assets.saes_dir())
     parser.add_argument("--collect-only", action="store_true", help="only read and cache activations")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()))
     return parser.parse_args(argv)
@@ -261,11 +263,11 @@ def main(argv=None) -> None:
         LabelledSae,
         promoted_tokens,
         reconstruction_quality,
-        save_sae,
         top_contexts_from_activations,
     )
     from circuitviz.labels.signals import write_corpus_sample
     from circuitviz.labels.steer import reconstruction_metric_change
+    from circuitviz.saes import save_sae
 
     n_held = max(1, int(args.held_out * rows.shape[0]))
     strings = token_table(model, rows)

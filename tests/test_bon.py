@@ -13,17 +13,16 @@ from hypothesis import strategies as st
 from circuitviz.evaluate import Baseline, Evaluator, ndf, nfs
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
-from circuitviz.methods.bon import (
-    QueryCircuitConfig,
+from circuitviz.methods.bon import QueryCircuitConfig, pair_scores
+from circuitviz.query.details import variant_circuit
+from circuitviz.query.variants import (
     csm_circuit,
     csm_matrices,
     csm_order,
     edge_matrix,
     edge_vector,
     ibon_circuit,
-    pair_scores,
     parse_anchor_budgets,
-    variant_circuit,
 )
 from circuitviz.results import CircuitResult
 from circuitviz.store import ResultStore
@@ -401,7 +400,7 @@ def test_nan_free_json_curves(tiny_bon):
 
 # ----- the embedded model ---------------------------------------------------------------------
 def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp_path):
-    from circuitviz.paraphrase import EXAMPLE_TASKS
+    from circuitviz.query.families import EXAMPLE_TASKS
 
     task = EXAMPLE_TASKS["ioi"]
     values = {"n_paraphrases": 2, "ig_steps": 2, "anchor_budgets": "100,1000"}

@@ -14,7 +14,7 @@ import pytest
 
 from circuitviz import render
 from circuitviz.api import discover
-from circuitviz.labels.sae import context_html
+from circuitviz.render import context_html
 from circuitviz.tasks import PromptTask
 from circuitviz.testing import IOI_TASK, tiny_model
 from circuitviz.ui import bon

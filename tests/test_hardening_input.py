@@ -12,7 +12,7 @@ from sentences import assert_one_sentence
 
 from circuitviz.api import discover, parse_budgets
 from circuitviz.graph import GraphError, GraphSpec
-from circuitviz.paraphrase import ParaphraseError, parse_paraphrases
+from circuitviz.query.pairs import ParaphraseError, parse_paraphrases
 from circuitviz.results import parse_circuit
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
 from circuitviz.testing import IOI_TASK, WORDS, tiny_model
@@ -236,7 +236,7 @@ def test_parse_paraphrases_on_hostile_files(text):
 
 
 def test_paraphrase_file_source_reads_a_hostile_file(tmp_path):
-    from circuitviz.paraphrase import load_paraphrases
+    from circuitviz.query.pairs import load_paraphrases
 
     path = tmp_path / "p.jsonl"
     path.write_bytes(b"\xff\xfe not utf-8 \x00")
@@ -269,11 +269,13 @@ LONG_NAME = "a0.h0" * 1000  # 5,000 characters of a node-like name
 def boundary_calls(tiny, spec, tmp_path, monkeypatch):
     """(what, call, the error it must raise) for every place a user's text or file comes in,
     each fed input long enough that quoting it whole would make a message of kilobytes."""
+    from circuitviz.lasso.saes import parse_layers
     from circuitviz.limits import LimitError, Limits
     from circuitviz.methods import get_method
     from circuitviz.models import ModelLoadError, resolve_device, resolve_dtype
     from circuitviz.models.devices import working_memory_bytes
     from circuitviz.models.loading import resolve_source
+    from circuitviz.query.variants import parse_anchor_budgets
 
     limits_file = tmp_path / "limits.json"
     limits_file.write_text(json.dumps({f"key_{i}_" + "x" * 40: 1 for i in range(100)}))
@@ -318,6 +320,12 @@ def boundary_calls(tiny, spec, tmp_path, monkeypatch):
             GraphError,
         ),
         ("a negative budget of 4,000 digits", lambda: parse_budgets("-" + "9" * 4000), ValueError),
+        (
+            "an anchor budget of 4,000 digits",
+            lambda: parse_anchor_budgets("9" * 4000, range(0, 5000, 5)),
+            ValueError,
+        ),
+        ("an SAE layer of 4,000 digits", lambda: parse_layers("9" * 4000, 2), ValueError),
         ("a typed paraphrase line", lambda: parse_paraphrases("x" * 5000, IOI_TASK), ParaphraseError),
         ("an unknown method", lambda: get_method("m" * 5000), ValueError),
         ("an unknown setting", lambda: get_method("eap-ig").make_config({"s" * 5000: 1}), ValueError),

@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from circuitviz import saes as sae_store
 from circuitviz.activations import (
     final_residual,
     final_residual_with_edits,
@@ -21,15 +22,12 @@ from circuitviz.graph import GraphSpec
 from circuitviz.labels import sae as sae_labels
 from circuitviz.labels.sae import (
     LabelledSae,
-    SaeUnavailable,
     circuit_node_features,
-    context_html,
     context_text,
     describe_features_on_texts,
     feature_activations,
     feature_label,
     node_shares,
-    save_sae,
     top_contexts_from_activations,
 )
 from circuitviz.labels.steer import (
@@ -41,6 +39,8 @@ from circuitviz.labels.steer import (
     steer,
     zeroing_edit,
 )
+from circuitviz.render import context_html
+from circuitviz.saes import SaeUnavailable, save_sae
 from circuitviz.tasks import PromptTask, prepare_task
 from circuitviz.testing import IOI_TASK, tiny_model
 
@@ -165,7 +165,7 @@ def test_hub_is_unavailable_offline_in_one_sentence(monkeypatch, tiny):
 
 
 def test_hub_releases_for_gemma_3_270m_are_listed_offline():
-    releases = sae_labels.hub_releases("gemma-3-270m")
+    releases = sae_store.hub_releases("gemma-3-270m")
     assert "gemma-scope-2-270m-pt-res" in releases
     assert any(sae_id.startswith("layer_12") for sae_id in releases["gemma-scope-2-270m-pt-res"])
 
@@ -395,9 +395,9 @@ def test_embedded_saes_ship_round_trip_and_describe(embedded_model):
     from safetensors.torch import load_file
 
     saes = sae_labels.load_embedded_saes(embedded_model, "gemma-3-270m")
-    index = sae_labels.embedded_index("gemma-3-270m")
+    index = sae_store.embedded_index("gemma-3-270m")
     assert [s.layer for s in saes] == sorted(entry["layer"] for entry in index["saes"])
-    for labelled_sae, folder in zip(saes, sae_labels.embedded_sae_folders("gemma-3-270m")):
+    for labelled_sae, folder in zip(saes, sae_store.embedded_sae_folders("gemma-3-270m")):
         stored = load_file(str(folder / "sae_weights.safetensors"))
         for name, tensor in stored.items():
             assert tensor.dtype == torch.float16
@@ -446,7 +446,7 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     at.switch_page("pages/steer.py").run()
     assert not at.exception, at.exception
     # the shipped SAEs read Gemma-3-270M's residual stream, not this model's
-    expected = "size 640" if sae_labels.embedded_index("gemma-3-270m") else "No SAEs ship"
+    expected = "size 640" if sae_store.embedded_index("gemma-3-270m") else "No SAEs ship"
     assert at.error and expected in at.error[0].value
     at.radio(key="steer.source").set_value("hub").run()
     assert any("offline" in info.value for info in at.info)

@@ -19,12 +19,11 @@ import pytest
 from circuitviz.labels.llm import (
     OFF_MESSAGE,
     BackgroundLabels,
-    LLMConfig,
-    LLMError,
     LLMLabeler,
     fisher_exact_greater,
     llm_status,
 )
+from circuitviz.llm_client import LLMConfig, LLMError
 
 SECRET = "sk-test-SECRET-0123456789"
 

@@ -6,31 +6,23 @@ import random
 import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import torch
 
-from circuitviz.paraphrase import (
-    EXAMPLE_TASKS,
-    FAMILIES,
+from circuitviz.assets import gallery_dir, paraphrases_dir
+from circuitviz.query.checks import model_answer, token_count, validate_pairs
+from circuitviz.query.families import EXAMPLE_TASKS, FAMILIES, family, recognise
+from circuitviz.query.llm_source import llm_paraphrases, parse_llm_reply
+from circuitviz.query.pairs import (
     ParaphraseError,
     ParaphrasePair,
-    family,
-    gather_paraphrases,
-    llm_paraphrases,
     load_paraphrases,
-    model_answer,
-    parse_llm_reply,
     parse_paraphrases,
-    propose_answer,
-    propose_corruption,
-    recognise,
-    template_paraphrases,
     to_jsonl,
-    token_count,
-    validate_pairs,
 )
+from circuitviz.query.sources import gather_paraphrases
+from circuitviz.query.templates import propose_answer, propose_corruption, template_paraphrases
 from circuitviz.tasks import PromptTask, TaskError
 from circuitviz.testing import IOI_TASK, tiny_model
 
@@ -91,7 +83,7 @@ def test_file_source_without_text_says_so(tiny):
         gather_paraphrases(tiny, IOI_TASK, "carrier-pigeon")
 
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "paraphrases"
+ASSETS = paraphrases_dir()
 _TEXT_MCQ = "Question: What is the capital of Japan?\nA. Tokyo\nB. Paris\nC. Rome\nD. Berlin\nAnswer:"
 ASSET_TASKS = {
     "ioi.jsonl": EXAMPLE_TASKS["ioi"],
@@ -250,7 +242,7 @@ def test_loose_prompts_of_a_family_are_recognised():
 
 
 # the app's gallery, read from its own index (a copy here would drift from what the app shows)
-GALLERY_INDEX = Path(__file__).resolve().parents[1] / "assets" / "gallery" / "index.json"
+GALLERY_INDEX = gallery_dir() / "index.json"
 GALLERY = json.loads(GALLERY_INDEX.read_text(encoding="utf-8"))
 # the family that reads each example; the gallery's multiple-choice example puts its options
 # on the question's line ('A) yes B) no'), which is the inline-choice family's form
@@ -476,7 +468,7 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
 
 
 def test_the_prompts_own_corruption_carries_over_to_rewrites():
-    from circuitviz.paraphrase import transfer_corruption
+    from circuitviz.query.templates import transfer_corruption
 
     clean, corrupted = "The capital of France is", "The capital of Italy is"
     assert (

@@ -13,7 +13,15 @@ from .graph_html import (
     drawn_layers,
     node_position,
 )
-from .tables import differing_positions, edge_rows, edges_csv, overlap_rows, token_strip_html, unique_edges
+from .tables import (
+    context_html,
+    differing_positions,
+    edge_rows,
+    edges_csv,
+    overlap_rows,
+    token_strip_html,
+    unique_edges,
+)
 from .upset import Intersection, exclusive_intersections, shared_by_all, upset_figure
 
 __all__ = [
@@ -24,6 +32,7 @@ __all__ = [
     "circuit_edges_nodes",
     "drawn_layers",
     "circuit_graph_html",
+    "context_html",
     "curve_figure",
     "curves_csv",
     "differing_positions",

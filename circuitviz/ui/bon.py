@@ -96,7 +96,9 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
     from ..tasks import PromptTask
 
     try:  # the run's own key function and scorer, so the keys match what it stored
-        from ..methods.bon import QueryCircuitConfig, _base_scorer, score_key
+        from ..methods.bon import QueryCircuitConfig
+        from ..methods.bon import base_scorer as _base_scorer
+        from ..query.scoring import score_key
 
         config = QueryCircuitConfig(**result.config)
         method, method_config = _base_scorer(config)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
+from ..assets import gallery_dir
+
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 LABEL_TOP_K = 5
 
@@ -140,9 +142,7 @@ def sae_node_labels(_model, model_id: str, prompt: str, nodes: tuple[str, ...], 
     return {node: features or ["no feature driven on this prompt"] for node, features in found.items()}, None
 
 
-GALLERY = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "assets", "gallery"
-)
+GALLERY = str(gallery_dir())
 
 
 @st.cache_data(show_spinner=False)

@@ -118,7 +118,7 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> bool:
 def propose_corruption(model, prompt: str) -> str | None:
     """A corrupted prompt from the paraphrase module's templates, when it exists and knows the task."""
     try:
-        from ..paraphrase import propose_corruption as propose
+        from ..query.templates import propose_corruption as propose
     except ImportError:
         return None
     try:
