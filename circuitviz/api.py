@@ -21,7 +21,7 @@ from .methods.base import Progress, RunContext
 from .parsing import parse_whole_numbers
 from .results import CircuitResult
 from .store import ResultStore, content_key
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -32,7 +32,7 @@ def parse_budgets(text: str) -> list[int]:
         text,
         "Budget {part} is not a whole number of edges; write e.g. 50,100,200.",
         refuse=lambda value: (
-            f"Budget {shown(str(value), 20)} is negative; budgets count edges, so use 0 or more."
+            f"Budget {shown_number(value)} is negative; budgets count edges, so use 0 or more."
             if value < 0
             else None
         ),

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tasks import shown
+from .tasks import shown, shown_number
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -75,7 +75,7 @@ class Limits:
                 ) from None
             if value <= 0:
                 raise LimitError(
-                    f"The limit {field.name} must be above 0, not {shown(str(value), 20)}; set {ENV[field.name]}."
+                    f"The limit {field.name} must be above 0, not {shown_number(value)}; set {ENV[field.name]}."
                 )
             limits = dataclasses.replace(limits, **{field.name: value})
         return limits

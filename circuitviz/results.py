@@ -22,7 +22,7 @@ import torch
 
 from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, prepare_task
+from .tasks import PromptTask, prepare_task, shown_number
 
 FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
 
@@ -306,12 +306,6 @@ def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
     return parse_circuit(text, spec, origin=str(path))
 
 
-def _count(number: int) -> str:
-    """A count from a user's file, cut short when it has absurdly many digits."""
-    digits = str(number)
-    return digits if len(digits) <= 12 else f"{digits[:6]}… ({len(digits)} digits)"
-
-
 def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:
     stripped = text.strip()
     if not stripped:
@@ -335,7 +329,7 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
         other = GraphSpec.from_cfg_dict(data["cfg"])
         if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):
             raise GraphError(
-                f"{origin} is for a model with {_count(other.n_layers)} layers and {_count(other.n_heads)} "
+                f"{origin} is for a model with {shown_number(other.n_layers)} layers and {shown_number(other.n_heads)} "
                 f"heads and this model has {spec.n_layers} and {spec.n_heads}; choose the model it was made on."
             )
     edges = data["edges"]

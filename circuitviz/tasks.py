@@ -91,6 +91,12 @@ def shown(text: str, limit: int = 60) -> str:
     return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
 
 
+def shown_number(value, limit: int = 12) -> str:
+    """A number from a user's input as it is, cut short (digits counted) when absurdly long."""
+    digits = str(value)
+    return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
+
+
 def _first_difference(first: list[str], second: list[str]) -> str:
     """Where two tokenisations part, quoted briefly: 'at token 5: ' Mary' vs ' Ma''."""
     index = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))

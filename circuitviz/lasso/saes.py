@@ -13,7 +13,7 @@ import torch
 
 from ..parsing import parse_whole_numbers
 from ..saes import default_search_dir, find_saes
-from ..tasks import shown
+from ..tasks import shown_number
 from .units import SAEUnits
 
 
@@ -25,7 +25,7 @@ def parse_layers(text: str, n_layers: int) -> list[int]:
         refuse=lambda layer: (
             None
             if 0 <= layer < n_layers
-            else f"Layer {shown(str(layer), 20)} does not exist; this model has layers 0 to {n_layers - 1}."
+            else f"Layer {shown_number(layer)} does not exist; this model has layers 0 to {n_layers - 1}."
         ),
         empty="SAE mode needs layers, e.g. layers=2,6,10 (--layers 2,6,10).",
     )

@@ -21,7 +21,7 @@ import torch
 
 from ..graph import GraphSpec, prune
 from ..parsing import parse_whole_numbers
-from ..tasks import shown
+from ..tasks import shown_number
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 # variants whose circuit exists at any budget without a model pass
@@ -40,7 +40,7 @@ def parse_anchor_budgets(text: str, budgets: Sequence[int]) -> list[int]:
         refuse=lambda value: (
             None
             if value in budgets
-            else f"Anchor budget {shown(str(value), 20)} is not one of the budgets "
+            else f"Anchor budget {shown_number(value)} is not one of the budgets "
             f"({', '.join(map(str, budgets[:8]))}{', …' if len(budgets) > 8 else ''}); anchors must be among them."
         ),
     )
