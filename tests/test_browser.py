@@ -43,7 +43,12 @@ MODEL_WAIT_MS = 15 * 60 * 1000  # the first load of the embedded model converts 
 RUN_WAIT_MS = 15 * 60 * 1000
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.embedded,  # the app it drives loads the embedded model
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
 
 IOI_VIEW = {
     "prompt": "When Mary and John went to the store, John gave a drink to",

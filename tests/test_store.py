@@ -94,6 +94,7 @@ def _finish(process: subprocess.Popen) -> str:
     return out
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
     writers = [_start(WRITER, tmp_path, tag, 40, 0) for tag in (1, 2)]
     reader = _start(READER, tmp_path, 60)
@@ -109,6 +110,7 @@ def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
     assert not (tmp_path / "corrupt").exists()
 
 
+@pytest.mark.slow
 def test_entries_evicted_under_a_reader_read_as_absent_not_corrupt(tmp_path):
     probe = ResultStore(tmp_path / "probe", max_bytes=None)
     size = probe.save_state("x", entry(0)).stat().st_size
