@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 FIRST_PAINT_IMPORTS = (
     "import time, sys; start = time.perf_counter(); "

@@ -21,8 +21,6 @@ Timings on a shared CPU are noisy: the load average is printed with them.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -30,13 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from circuitviz import assets  # noqa: E402
-from circuitviz.lasso.sem import fit_sem  # noqa: E402
-from circuitviz.lasso.solver import (  # noqa: E402
+from circuitviz import assets
+from circuitviz.benchmarking import ioi_task, load_average, load_timed, machine_line
+from circuitviz.lasso.sem import fit_sem
+from circuitviz.lasso.solver import (
     kkt_violation,
     lasso_active_set,
     lasso_fista,
@@ -44,16 +39,8 @@ from circuitviz.lasso.solver import (  # noqa: E402
     sufficient_statistics,
 )
 
-PROMPT = "When Mary and John went to the store, John gave a drink to"
-CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: assets/ is read and written here
 BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
-
-
-def load_average() -> str:
-    try:
-        return "load average " + " ".join(f"{value:.1f}" for value in os.getloadavg())
-    except OSError:
-        return "load average unknown"
 
 
 def synthetic_problem(m: int = 252, p: int = 364, t: int = 937, seed: int = 0):
@@ -117,7 +104,7 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
                 )
         rows.append(("scikit-learn CD", time.perf_counter() - start, coefficients, "one target at a time"))
     except ImportError:
-        print("  (scikit-learn is not installed: pip install -r requirements-dev.txt)")
+        print("  (scikit-learn is not installed: pip install -e '.[dev]')")
     for name, seconds, coefficients, note in rows:
         difference = float((coefficients - exact.coefficients).abs().max())
         violation = float(
@@ -131,12 +118,11 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
 def bench_model(args) -> None:
     from circuitviz.evaluate import cpr
     from circuitviz.methods import get_method
-    from circuitviz.models import EMBEDDED_MODEL, load_model
-    from circuitviz.tasks import PromptTask
+    from circuitviz.models import EMBEDDED_MODEL
 
     print(f"\n== embedded model {EMBEDDED_MODEL} on cpu ({load_average()})")
-    model = load_model(EMBEDDED_MODEL, device="cpu")
-    task = PromptTask(PROMPT, CORRUPTED, " Mary", (" John",))
+    model, _ = load_timed(EMBEDDED_MODEL, device="cpu")
+    task = ioi_task()
     runs = {}
     for name in ("eap-ig", "circuit-lasso"):
         method = get_method(name)
@@ -231,7 +217,7 @@ def main() -> None:
     parser.add_argument("--methods", default="eap,eap-ig,circuit-lasso,acc++")
     parser.add_argument("--write-assets", action="store_true", help="store the planted table in assets/")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {load_average()}")
+    print(machine_line())
     if not args.skip_model:
         bench_model(args)
     if not args.skip_solvers and (args.skip_model or not args.lambdas):

@@ -399,6 +399,7 @@ def test_nan_free_json_curves(tiny_bon):
 
 
 # ----- the embedded model ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp_path):
     from circuitviz.query.families import EXAMPLE_TASKS
 

@@ -29,6 +29,8 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "test-output"
+DOCS_SCREENSHOT = ROOT / "docs" / "images" / "explore.png"  # CIRCUITVIZ_UPDATE_SCREENSHOTS=1 rewrites it
+DOCS_VIEWPORT = {"width": 1500, "height": 1320}  # the metrics and the whole graph below them
 BROWSER_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -43,7 +45,12 @@ MODEL_WAIT_MS = 15 * 60 * 1000  # the first load of the embedded model converts 
 RUN_WAIT_MS = 15 * 60 * 1000
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.embedded,  # the app it drives loads the embedded model
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
 
 IOI_VIEW = {
     "prompt": "When Mary and John went to the store, John gave a drink to",
@@ -253,6 +260,11 @@ def test_explore_compare_gallery_in_chromium(app_url, browser):
     after = _drawn_edge_count(page)
     assert after != before
     assert re.search(r"budget=200", page.url)
+    if os.environ.get("CIRCUITVIZ_UPDATE_SCREENSHOTS") == "1":  # the committed picture of the docs
+        _screenshot_from(page, page.get_by_text("edges kept").first, DOCS_SCREENSHOT, DOCS_VIEWPORT)
+        from PIL import Image  # streamlit's own dependency; 256 colours keep the file small
+
+        Image.open(DOCS_SCREENSHOT).convert("RGB").quantize(256).save(DOCS_SCREENSHOT, optimize=True)
     _screenshot_from(page, page.locator(".js-plotly-plot").first, OUTPUT / "explore-curve.png")
 
     # Compare: opens with the same prompt

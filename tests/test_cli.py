@@ -26,6 +26,7 @@ def shared_model(monkeypatch, embedded_model):
     return embedded_model
 
 
+@pytest.mark.slow
 def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedded_model):
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "circuit.json"

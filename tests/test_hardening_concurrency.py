@@ -180,6 +180,7 @@ EMBEDDED_TASKS = [
 ]
 
 
+@pytest.mark.slow
 def test_concurrent_discoveries_on_the_embedded_model(embedded_model):
     model = embedded_model
     assert hooks_left(model) == []

@@ -149,6 +149,7 @@ def test_tables_carry_text_not_markup(results):
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 def test_chromium_runs_no_injected_script_in_the_pages(results, tmp_path):
     playwright_api = pytest.importorskip("playwright.sync_api")

@@ -334,7 +334,9 @@ class StubOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def close(self):
@@ -440,6 +442,7 @@ def test_without_a_key_the_llm_source_says_so_in_one_sentence(tiny, monkeypatch)
 
 
 # ----- the embedded model ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_examples_and_templates_on_the_embedded_model(embedded_model):
     model = embedded_model
     assert propose_corruption(model, EXAMPLE_TASKS["ioi"].clean) == EXAMPLE_TASKS["ioi"].corrupted

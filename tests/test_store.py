@@ -115,6 +115,7 @@ def _read_while_writing(root, writers: list[tuple]) -> tuple[int, int, int]:
     return tuple(map(int, _finish(reader).split()))
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
     root = tmp_path / "s"
     bad, seen, notices = _read_while_writing(root, [(1, 40, 0), (2, 40, 0)])
@@ -128,6 +129,7 @@ def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
     assert not (root / "corrupt").exists()
 
 
+@pytest.mark.slow
 def test_entries_evicted_under_a_reader_read_as_absent_not_corrupt(tmp_path):
     probe = ResultStore(tmp_path / "probe", max_bytes=None)
     size = probe.save_state("x", entry(0)).stat().st_size
