@@ -51,6 +51,8 @@ def test_the_simulated_device_refuses_what_cuda_refuses():
         assert weights[torch.tensor([0, 2])].shape == (2, model.cfg.d_model)
         assert (weights * torch.tensor(2.0)).shape == weights.shape
         assert weights.cpu().numpy().shape == tuple(weights.shape)
+    # and the model is left as it was: its config names its real device again
+    assert str(model.cfg.device) == "cpu" and model.to_tokens("When Mary").device.type == "cpu"
 
 
 @pytest.mark.parametrize("shape", SHAPES)
