@@ -70,8 +70,15 @@ def serialise_tokenizer(model):
 
 @contextmanager
 def hooked_run(model, fwd_hooks: list[Hook]) -> Iterator[None]:
-    """Run with hooks under the model's lock; every hook is removed on exit, even on error."""
-    with model_lock(model), model.hooks(fwd_hooks=fwd_hooks):
+    """Run with hooks under the model's lock; every hook is removed on exit, even on error.
+
+    The tokenizer's lock is held too: TransformerLens's ``forward`` saves ``cfg.default_prepend_bos``
+    on entry and writes it back on exit, so a forward pass that ended while another thread was
+    inside ``to_tokens(prepend_bos=False)`` put the <bos> setting back under it (a one-token
+    answer came out as two tokens, 3 times in 180 concurrent discoveries), or left the override
+    in place for good.
+    """
+    with model_lock(model), _tokenizer_lock(model), model.hooks(fwd_hooks=fwd_hooks):
         yield
 
 
