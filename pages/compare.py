@@ -12,13 +12,13 @@ st.caption(
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz import render  # noqa: E402
 from circuitviz.methods import available_methods  # noqa: E402
-from circuitviz.ui import loaders, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, result_view, run  # noqa: E402
 
 model_id = st.session_state.get("model")
-model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
-n_edges = views.graph_edge_total(model)
+model = run.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
+n_edges = inputs.graph_edge_total(model)
 with st.container(border=True):
-    task = views.task_inputs(model, model_id)
+    task = inputs.task_inputs(model, model_id)
 
 registered = available_methods()
 names = sorted(registered)
@@ -32,7 +32,7 @@ chosen = st.multiselect(
     format_func=lambda n: registered[n].label,
 )
 st.session_state["compare.chosen"] = chosen
-budgets = views.default_budgets(n_edges) if not st.session_state.get("budgets") else None
+budgets = inputs.default_budgets(n_edges) if not st.session_state.get("budgets") else None
 if budgets is None:
     from circuitviz.api import parse_budgets
 
@@ -41,8 +41,8 @@ ready = task is not None and 2 <= len(chosen) <= 4
 if st.button("Run the comparison", type="primary", disabled=not ready, key="compare.run"):
     results = {}
     for name in chosen:
-        settings = views.shared_settings(registered[name], st.session_state.get("settings") or {})
-        result = views.run_with_status(model, model_id, task, name, settings, budgets)
+        settings = inputs.shared_settings(registered[name], st.session_state.get("settings") or {})
+        result = run.run_with_status(model, model_id, task, name, settings, budgets)
         if result is not None:
             results[name] = result
     st.session_state["compare.results"] = results
@@ -70,8 +70,8 @@ if len(results) >= 2:
             st.caption(
                 f"{point.n_edges:,} edges, {len(only[name]):,} of them found by no other method (in colour)"
             )
-            views.show_graph(
-                views.graph_drawing(
+            result_view.show_graph(
+                result_view.graph_drawing(
                     result,
                     budget,
                     highlight=only[name],

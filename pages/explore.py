@@ -11,18 +11,18 @@ st.caption(
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz.methods import available_methods  # noqa: E402
-from circuitviz.ui import loaders, state, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, result_view, run, state  # noqa: E402
 
 model_id = st.session_state.get("model")
 device = st.session_state.get("device", "auto")
-model = views.load_model_or_stop(model_id, device)
-n_edges = views.graph_edge_total(model)
+model = run.load_model_or_stop(model_id, device)
+n_edges = inputs.graph_edge_total(model)
 
 chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
 with st.container(border=True):
-    task = views.task_inputs(model, model_id, need_corrupted=chosen.needs_corrupted if chosen else True)
+    task = inputs.task_inputs(model, model_id, need_corrupted=chosen.needs_corrupted if chosen else True)
 with st.container(border=True):
-    method, settings, budgets = views.method_inputs(n_edges)
+    method, settings, budgets = inputs.method_inputs(n_edges)
 ready = task is not None and settings is not None and budgets is not None
 if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
     from circuitviz.limits import check_run, estimate_request  # noqa: E402
@@ -34,13 +34,13 @@ if ready:  # the estimated time and memory before the run; over a limit, the run
     except ValueError as error:
         st.error(str(error))
         ready = False
-run = st.button(
+clicked = st.button(
     "Run", type="primary", disabled=not ready, help=None if ready else "fix the inputs above first"
 )
 
 result = st.session_state.get("explore.result")
-if run or (ready and st.session_state.pop("explore.autorun", False)):
-    result = views.run_with_status(model, model_id, task, method, settings, budgets) or result
+if clicked or (ready and st.session_state.pop("explore.autorun", False)):
+    result = run.run_with_status(model, model_id, task, method, settings, budgets) or result
 elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
     # a shared or reloaded URL: show the stored result of exactly that request, never compute
     result = loaders.stored_result(model, model_id, task, method, settings, budgets)
@@ -51,7 +51,7 @@ st.session_state["explore.result"] = result
 @st.fragment
 def show_result(result, labels) -> None:
     """The result view; a slider move reruns only this part of the page."""
-    views.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
+    result_view.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
     state.write_to_url(["budget"])
 
 

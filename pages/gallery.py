@@ -9,7 +9,7 @@ st.caption(
 )
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
-from circuitviz.ui import loaders, state, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, result_view, state  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:
@@ -27,7 +27,7 @@ st.subheader(entry["title"])
 st.write(entry["description"])
 headline = entry["headline"]
 st.caption(
-    f"{headline['n_edges']:,} edges (of {views.graph_edge_total_from_cfg(entry)}) reach NDF "
+    f"{headline['n_edges']:,} edges (of {result_view.graph_edge_total_from_cfg(entry)}) reach NDF "
     f"{headline['ndf']:.2f} at budget {headline['budget']:,}."
 )
 
@@ -42,7 +42,7 @@ def rerun_live():
         "foil": (task["foils"] or [""])[0],
         "metric": task.get("metric", "logit_diff"),
         "method": entry["method"],
-        "budgets": views.budgets_text(entry["budgets"]),
+        "budgets": inputs.budgets_text(entry["budgets"]),
     }.items():
         state.set_value(key, value)
     st.session_state["corrupted_for"] = task["clean"]
@@ -57,5 +57,5 @@ if st.button("Re-run live on the Explore page", on_click=rerun_live, key="galler
 
 result, labels = loaders.gallery_example(slug)
 if st.session_state.get(f"gallery.{slug}.budget") is None:
-    st.session_state[f"gallery.{slug}.budget"] = views.demo_budget(result)
-st.fragment(views.result_view)(result, labels=labels, key=f"gallery.{slug}")
+    st.session_state[f"gallery.{slug}.budget"] = result_view.demo_budget(result)
+st.fragment(result_view.result_view)(result, labels=labels, key=f"gallery.{slug}")

@@ -14,7 +14,7 @@ import plotly.graph_objects as go  # noqa: E402
 
 from circuitviz import render  # noqa: E402
 from circuitviz.methods import available_methods  # noqa: E402
-from circuitviz.ui import bon, loaders, state, views  # noqa: E402
+from circuitviz.ui import bon, inputs, loaders, result_view, run, state  # noqa: E402
 
 registered = available_methods()
 family = bon.registered_bon_methods(registered)
@@ -23,16 +23,16 @@ if not family:
     st.stop()
 
 model_id = st.session_state.get("model")
-model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
+model = run.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
 with st.container(border=True):
-    task = views.task_inputs(model, model_id)
+    task = inputs.task_inputs(model, model_id)
 with st.container(border=True):
-    method, settings, budgets = views.method_inputs(
-        views.graph_edge_total(model), key="bon.method", methods={m: registered[m] for m in family}
+    method, settings, budgets = inputs.method_inputs(
+        inputs.graph_edge_total(model), key="bon.method", methods={m: registered[m] for m in family}
     )
 ready = task is not None and settings is not None and budgets is not None
 if st.button("Run Best-of-N", type="primary", disabled=not ready, key="bon.run"):
-    st.session_state["bon.result"] = views.run_with_status(model, model_id, task, method, settings, budgets)
+    st.session_state["bon.result"] = run.run_with_status(model, model_id, task, method, settings, budgets)
 result = st.session_state.get("bon.result")
 if result is None or not bon.is_query_circuits(result):
     st.stop()
@@ -58,9 +58,9 @@ st.button("Use the edited paraphrases for the next run", on_click=use_edited_pai
 for note in result.details.notes:
     st.caption(note)
 
-budget = views.budget_slider(result, "bon.budget", any_budget=True)
-point = views.point_at(result, budget, model)
-views.metrics_row(result, budget, point)
+budget = result_view.budget_slider(result, "bon.budget", any_budget=True)
+point = result_view.point_at(result, budget, model)
+result_view.metrics_row(result, budget, point)
 evaluated = [int(entry["budget"]) for entry in result.details.per_budget]
 candidate_budget = budget if budget in evaluated else min(evaluated, key=lambda b: abs(b - budget))
 if candidate_budget != budget:
@@ -112,6 +112,8 @@ elif (shared := bon.shared_entry(result, candidate_budget)) is not None:
     st.caption(
         f"{shared['n_common']:,} edges are common to all candidates (their score matrices were not kept)."
     )
-views.show_graph(views.graph_drawing(result, budget, highlight=highlight, ndf=point.ndf if point else None))
+result_view.show_graph(
+    result_view.graph_drawing(result, budget, highlight=highlight, ndf=point.ndf if point else None)
+)
 curves = {name: points for name, points in result.details.curves.items() if name != result.method}
-views.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)
+result_view.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)

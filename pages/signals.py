@@ -24,7 +24,7 @@ from circuitviz.acc.tables import (  # noqa: E402
     knockout_rows,
     signal_rows,
 )
-from circuitviz.ui import forms, state, views  # noqa: E402
+from circuitviz.ui import forms, inputs, result_view, run, state  # noqa: E402
 
 model_id = st.session_state.get("model")
 device = st.session_state.get("device", "auto")
@@ -38,7 +38,7 @@ with st.expander("Run ACC++ on a prompt", expanded=result is None):
     from circuitviz.tasks import PromptTask
 
     method = get_method("acc++")
-    prompt = state.bound(st.text_area, "Prompt", "prompt", default=views.EXAMPLE_PROMPT, height=80)
+    prompt = state.bound(st.text_area, "Prompt", "prompt", default=result_view.EXAMPLE_PROMPT, height=80)
     columns = st.columns(3)
     with columns[0]:
         answer = state.bound(
@@ -55,7 +55,7 @@ with st.expander("Run ACC++ on a prompt", expanded=result is None):
     if problem:
         st.error(problem)
     if st.button("Run ACC++", type="primary", disabled=bool(problem) or not prompt.strip()):
-        model = views.load_model_or_stop(model_id, device)
+        model = run.load_model_or_stop(model_id, device)
         task = PromptTask(
             clean=prompt,
             corrupted=corrupted,
@@ -63,8 +63,8 @@ with st.expander("Run ACC++ on a prompt", expanded=result is None):
             foils=(foil,) if foil else (),
             metric="logit_diff" if foil else "logprob",
         )
-        budgets = views.default_budgets(views.graph_edge_total(model))
-        result = views.run_with_status(model, model_id, task, "acc++", values, budgets) or result
+        budgets = inputs.default_budgets(inputs.graph_edge_total(model))
+        result = run.run_with_status(model, model_id, task, "acc++", values, budgets) or result
         st.session_state["signals.result"] = result
 
 if result is None or not is_acc_result(result):
@@ -72,7 +72,7 @@ if result is None or not is_acc_result(result):
     st.stop()
 
 details = result.details  # ACCDetails
-views.task_caption(result)
+result_view.task_caption(result)
 summary = details.summary
 cells = st.columns(4)
 cells[0].metric("nodes (component at a position)", summary["n_nodes"])
@@ -116,7 +116,7 @@ drawing = position_graph_html(
     title=f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted",
     highlight_decision=chosen,
 )
-views.show_graph(drawing)
+result_view.show_graph(drawing)
 
 st.subheader("Knockout: the signals found versus as many random ones")
 st.caption(

@@ -4,7 +4,7 @@ import html
 
 import streamlit as st
 
-from circuitviz.ui import views
+from circuitviz.ui import run
 
 st.title("Steer with SAE features")
 st.caption(
@@ -14,7 +14,7 @@ st.caption(
 )
 
 model_id = st.session_state.get("model") or "gemma-3-270m"
-model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
+model = run.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
 
 from circuitviz.labels import sae as sae_labels  # noqa: E402  (after the model: torch is loaded)
 from circuitviz.labels.llm import BackgroundLabels, LLMLabeler, llm_status  # noqa: E402

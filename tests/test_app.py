@@ -240,7 +240,7 @@ def test_gallery_rerun_live_runs_the_example_on_explore():
 
 
 def test_progress_reports_phase_percent_and_time_left():
-    from circuitviz.ui.views import ProgressReporter
+    from circuitviz.ui.run import ProgressReporter
 
     class Bar:
         def __init__(self):
