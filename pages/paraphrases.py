@@ -39,8 +39,9 @@ with st.container(border=True):
         budgets_default=bon.page_budgets(n_edges),
     )
     st.caption(
-        "This page starts at 5 IG steps per pair and 7 budgets, so 9 paraphrases take about a minute on a "
-        "CPU; more steps estimate each pair's scores more closely and cost proportionally more."
+        "This page starts at 5 IG steps per pair, 6 budgets and the chosen variant alone, so 9 paraphrases "
+        "take about a minute on a CPU; more steps score each pair more closely, and 'compare' adds the other "
+        "variants' curves, each at a proportional cost."
     )
 ready = given.task is not None and settings is not None and budgets is not None
 estimate = None

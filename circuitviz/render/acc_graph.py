@@ -170,10 +170,14 @@ def position_graph_html(
         height_px = fitted_height(width, (len(rows) + 1.5) * ROW_SPACING)
     network = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
     left = min(centres.values(), default=0.0) - SLOT_SPACING / 2 - ROW_LABEL_GAP
+    kinds = {}
+    for node in nodes:
+        kinds.setdefault(int(node["layer"]), set()).add(node["kind"])
     for row, layer in enumerate(rows):
+        name = "input" if layer < 0 else ("output" if kinds.get(layer) == {"logits"} else f"L{layer}")
         network.add_node(
             f"layer@{layer}",
-            label="input" if layer < 0 else f"L{layer}",
+            label=name,
             x=left,
             y=(row + 1) * ROW_SPACING,
             physics=False,
@@ -233,7 +237,7 @@ def position_graph_html(
     page = _finish_page(network.generate_html(), _legend(title, notes))
     return GraphDrawing(
         html=page,
-        height=height_px + 110,
+        height=height_px + 70,
         nodes=[node["id"] for node in nodes],
         edges=drawn,
         n_circuit_edges=len(edges),

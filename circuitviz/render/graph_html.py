@@ -39,7 +39,9 @@ DEFAULT_MAX_EDGES = 1500
 MIN_COLUMN_SPACING = 120
 LAYOUT_WIDTH = 1100  # models with few heads spread their row over this width
 ROW_SPACING = 80
+FONT_SIZE = 26  # layout units: 18 layer rows fitted to 760 px draw it at about 12 px
 MLP_DROP = 0.4  # the MLP sits a little below its heads, so head -> MLP edges don't run through heads
+LOGITS_DROP = 0.6  # the logits sit clear of the last layer's two-line node labels
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
 
 
@@ -82,7 +84,7 @@ def node_position(
     if name == "input":
         return 0.0, 0.0
     if name == "logits":
-        return 0.0, float((len(rows) + 1) * ROW_SPACING)
+        return 0.0, float((len(rows) + 1 + LOGITS_DROP) * ROW_SPACING)
     layer = spec.node_layer(name)
     row = rows.index(layer) if layer in rows else sum(1 for r in rows if r < layer)
     y = float((row + 1) * ROW_SPACING)
@@ -105,14 +107,14 @@ def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
 
 def graph_height(n_rows: int) -> int:
     """A canvas height (px) for a layout of ``n_rows`` layer rows: legible, and no taller than a
-    laptop screen keeps in view beside the inputs (about 45 px a row, 300 to 640 px)."""
-    return int(min(640, max(300, 110 + 45 * n_rows)))
+    laptop screen keeps in view (about 46 px a row, 300 to 760 px)."""
+    return int(min(760, max(300, 110 + 46 * n_rows)))
 
 
 def fitted_layout_width(spec: GraphSpec, n_rows: int, height_px: int, frame_width: float) -> float:
     """The row spread that gives the layout the canvas's own aspect ratio, so the fitted graph
     fills a ``frame_width`` x ``height_px`` canvas instead of floating in blank space."""
-    layout_height = (n_rows + 1 + MLP_DROP) * ROW_SPACING
+    layout_height = (n_rows + 1 + LOGITS_DROP) * ROW_SPACING
     wanted = layout_height * frame_width / max(height_px, 1)
     return max(LAYOUT_WIDTH / 2, wanted * (spec.n_heads + 1) / (spec.n_heads + 0.2))
 
@@ -329,9 +331,12 @@ def circuit_graph_html(
             physics=False,
             shape="box" if kind in ("mlp", "input", "logits") else "ellipse",
             color={"background": colour, "border": "#333333" if active else "#bbbbbb"},
-            font={"color": "#ffffff" if kind in ("input", "logits") and active else "#111111", "size": 22},
+            font={
+                "color": "#ffffff" if kind in ("input", "logits") and active else "#111111",
+                "size": FONT_SIZE,
+            },
         )
-    curve_of = {"q": 0.12, "k": 0.24, "v": 0.36, "mlp": 0.0, "logits": 0.0}
+    curve_of = {"q": 0.08, "k": 0.14, "v": 0.2, "mlp": 0.0, "logits": 0.0}
     for edge in drawn:
         lit = highlight is None or edge.name in highlight
         colour = KIND_COLOURS.get(edge.kind, "#777777") if lit else FADED

@@ -119,10 +119,11 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
 
 
 # ----- the Paraphrases page's views --------------------------------------------------------------
-# the page's own starting settings: 5 IG steps per pair and 7 budgets keep 9 paraphrases to about
-# a minute on a CPU (20 steps and 10 budgets take four times as long); the form raises them
-PAGE_DEFAULTS = {"ig_steps": 5, "n_paraphrases": 9}
-PAGE_BUDGETS = (20, 50, 100, 200, 500, 1000)
+# the page's own starting settings: 5 IG steps per pair, 6 budgets and no extra variants keep 9
+# paraphrases to about a minute on a busy 2-core CPU (20 steps, 10 budgets and the four other
+# variants take about four times as long); the form raises them
+PAGE_DEFAULTS = {"ig_steps": 5, "n_paraphrases": 9, "compare": False}
+PAGE_BUDGETS = (50, 100, 200, 500, 1000)
 
 
 def page_budgets(n_edges: int) -> list[int]:
