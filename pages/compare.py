@@ -9,10 +9,11 @@ st.caption(
     "and how much the circuits overlap."
 )
 
-from circuitviz.ui import inputs, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
 with st.container(border=True):
     prompt = inputs.prompt_input()

@@ -9,17 +9,18 @@ st.caption(
     "candidate's NDF, and the edges the candidates share."
 )
 
-from circuitviz.ui import inputs, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
 with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz import render  # noqa: E402
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import bon, loaders, result_view, run  # noqa: E402
+    from circuitviz.ui import bon, result_view, run  # noqa: E402
 
     registered = available_methods()
     family = bon.registered_bon_methods(registered)

@@ -16,10 +16,11 @@ st.caption(
     "needs one forward pass and no corrupted prompt."
 )
 
-from circuitviz.ui import inputs, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
 with st.expander(
     "Run ACC++ on a prompt",

@@ -10,10 +10,11 @@ st.caption(
     "metric with zeroing as many random features."
 )
 
-from circuitviz.ui import run, state, steer  # noqa: E402
+from circuitviz.ui import loaders, run, state, steer  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 model = run.load_model_or_stop(model_id, device)
 
 from circuitviz.labels import sae as sae_labels  # noqa: E402  (after the model: torch is loaded)
@@ -57,7 +58,7 @@ if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
         f"The {len(nodes)} strongest of the {total} nodes of the {result.method} circuit at {budget:,} edges "
-        "(the budget chosen on Explore; change it there)."
+        "(the budget chosen on Explore, Compare or Paraphrases; change it there)."
     )
 else:
     st.caption("No circuit has been computed for this prompt yet (run one on Explore); label these nodes:")

@@ -370,10 +370,10 @@ def test_a_dip_in_the_curve_is_explained():
             CurvePoint(300, 290, 0, 0.78, 0.78),
         ]
         details = None
-        scores = torch.tensor([1.0, -2.0, -3.0])
+        scores = torch.tensor([1.0, 2.0, -3.0])
 
     (note,) = curve_notes(Result())
-    assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges have negative scores" in note
+    assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
 
 
 # ----- Gallery and About -----------------------------------------------------------------------------

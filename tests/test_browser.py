@@ -51,6 +51,7 @@ MODEL_WAIT_MS = 15 * 60 * 1000  # the first load of the embedded model converts 
 RUN_WAIT_MS = 15 * 60 * 1000
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.embedded,  # the app it drives loads the embedded model
@@ -155,10 +156,15 @@ def _button_ready(label: str) -> str:
 
 
 def _settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
-    """Wait until streamlit has finished the current script run (no 'running' indicator)."""
-    page.wait_for_timeout(400)
-    _wait(page, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout_ms)
-    page.wait_for_timeout(300)
+    """Wait until streamlit has finished its script runs: no 'running' indicator in two looks
+    0.7 s apart (a rerun's indicator appears a moment after the input that caused it)."""
+    idle = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    for _ in range(60):
+        page.wait_for_timeout(700)
+        _wait(page, idle, timeout_ms)
+        page.wait_for_timeout(700)
+        if page.evaluate(idle):
+            return
 
 
 def _metrics(page) -> dict[str, str]:
@@ -366,18 +372,18 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     moved = _budget_shown(page)
     assert moved != budget and f"budget={moved}" in page.url
     assert _metric_values(page, "NDF") == [f"{result.point(moved).ndf:.3f}"]
-    page.get_by_role("link", name="Compare").click()
+    _open(page, "Compare")
     page.get_by_text("Compare methods").first.wait_for(timeout=60_000)
     _settled(page)
     assert _input_value(page, "Prompt") == IOI_PROMPT
-    page.get_by_role("link", name="Explore").click()
+    _open(page, "Explore")
     page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=60_000)
     _wait(page, "() => document.body.innerText.includes('edges kept')", 120_000)
     _settled(page)
     assert _budget_shown(page) == moved
 
     # --- Compare: EAP and EAP-IG side by side, their NDFs the stored results'
-    page.get_by_role("link", name="Compare").click()
+    _open(page, "Compare")
     _wait(page, _button_ready("Run the comparison"), 120_000)
     page.get_by_role("button", name="Run the comparison").click()
     _wait(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
@@ -406,11 +412,11 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     _shot(page, "compare.png", page.get_by_text("edge budget (").first, height=2000)
 
     # --- a new prompt: its own answer, foil and corrupted prompt
-    page.get_by_role("link", name="Explore").click()
+    _open(page, "Explore")
     page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=60_000)
     _settled(page)
     _type(page, "Prompt", NEW_PROMPT)
-    assert _input_value(page, "foil token") == " Anna"
+    expect(page.get_by_label("foil token", exact=True)).to_have_value(" Anna", timeout=120_000)
     new_corrupted = _input_value(
         page, "Corrupted prompt (the key fact or name replaced; same number of tokens)"
     )
@@ -423,10 +429,11 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     # --- a multi-token answer: the error beside it, Run disabled
     _type(page, "answer token (with its leading space)", " Mary-Jane Watson")
     error = page.get_by_text("use a single token").first
-    error.wait_for(timeout=30_000)
-    assert page.get_by_role("button", name="Run", exact=True).is_disabled()
+    error.wait_for(timeout=120_000)
+    expect(page.get_by_role("button", name="Run", exact=True)).to_be_disabled(timeout=30_000)
     _shot(page, "explore-multi-token-answer.png")
     _type(page, "answer token (with its leading space)", answer)
+    expect(page.get_by_role("button", name="Run", exact=True)).to_be_enabled(timeout=120_000)
 
     # --- the calibrated estimate of a second EAP-IG run, and its measured time
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()
@@ -445,12 +452,14 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     figures["second_run_click_to_graph_s"] = time.perf_counter() - started
 
     # --- Paraphrases: iBoN with 9 paraphrases and the page's defaults; an UpSet bar clicked
-    page.get_by_role("link", name="Paraphrases").click()
+    _open(page, "Paraphrases")
     page.get_by_text("Paraphrases and Best-of-N").first.wait_for(timeout=60_000)
     _settled(page)
     _type(page, "Prompt", IOI_PROMPT)
+    expect(page.get_by_label("foil token", exact=True)).to_have_value(" John", timeout=120_000)
     page.get_by_text("Both prompts are 15 tokens").first.wait_for(timeout=60_000)
-    _choose(page, "method", "iBoN")
+    _choose(page, "method", "ibon")
+    page.get_by_text("Estimate: about").first.wait_for(timeout=60_000)
     _settled(page)
     figures["ibon_estimate"] = page.get_by_text("Estimate: about").first.inner_text()
     started = time.perf_counter()
@@ -467,14 +476,14 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     _shot(page, "paraphrases.png", page.get_by_role("heading", name="Paraphrases", exact=True), height=2400)
     upset = page.locator(".js-plotly-plot").nth(1)
     upset.scroll_into_view_if_needed()
-    bar = upset.locator(".barlayer .point path").first
-    bar.click()
+    bar = upset.locator(".barlayer .point path").first.bounding_box()  # plotly's drag layer takes the click
+    page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
     _settled(page)
-    chosen = page.get_by_label(
-        "highlight the edges of one intersection in the graph (or click its bar above)"
+    chosen = page.get_by_role(
+        "combobox", name="highlight the edges of one intersection in the graph (or click its bar above)"
     )
-    figures["upset_clicked"] = chosen.evaluate("e => e.closest('[data-testid=\"stSelectbox\"]').innerText")
-    assert "edges)" in figures["upset_clicked"], figures["upset_clicked"]
+    expect(chosen).to_have_value(re.compile(r"\(\d+ edges\)$"), timeout=60_000)
+    figures["upset_clicked"] = chosen.input_value()
     _shot(
         page,
         "paraphrases-upset.png",
@@ -483,7 +492,7 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     )
 
     # --- Steer: the nodes of the circuit at the chosen budget
-    page.get_by_role("link", name="Steer").click()
+    _open(page, "Steer")
     page.get_by_text("Steer with SAE features").first.wait_for(timeout=60_000)
     _wait(page, "() => document.body.innerText.includes('Features to zero')", RUN_WAIT_MS)
     _settled(page)
@@ -494,8 +503,10 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     _shot(page, "steer.png", page.get_by_text("Loaded:").first, height=1800)
 
     # --- Gallery: a stored example, at its readable budget, its numbers the stored result's
-    page.get_by_role("link", name="Gallery").click()
+    _open(page, "Gallery")
     page.get_by_text("Indirect object").first.wait_for(timeout=60_000)
+    page.locator("iframe").first.wait_for(timeout=60_000)
+    _settled(page)
     _graph_frame(page).locator("canvas").wait_for(timeout=60_000)
     _settled(page)
     gallery = _gallery_result("ioi")
@@ -510,10 +521,19 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     print("browser figures:", json.dumps(figures, default=str))  # timings are reported, never asserted
 
 
+def _open(page, name: str) -> None:
+    """Switch page by its link in the sidebar, as a user clicks it (a script click: the link is
+    handled inside the app, so there is no navigation for the browser to wait for)."""
+    page.get_by_role("link", name=name).evaluate("link => link.click()")
+
+
 def _choose(page, label: str, option: str) -> None:
-    """Pick ``option`` (its text contains it) in the select box labelled ``label``."""
-    page.get_by_label(label, exact=True).first.click()
-    page.get_by_role("option").filter(has_text=option).first.click()
+    """Pick ``option`` in the select box labelled ``label``: type to filter, Enter to choose."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
+    box.locator("input").first.click()
+    page.keyboard.type(option)
+    page.wait_for_timeout(500)
+    page.keyboard.press("Enter")
     _settled(page)
 
 

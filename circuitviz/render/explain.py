@@ -38,9 +38,11 @@ def top_token(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> s
 
 
 def edge_sentence(edge: GraphEdge, labels: Mapping[str, Mapping[str, object]] | None) -> str:
-    """One edge as a sentence, e.g. "a12.h2 moves ' Mary' to the output (score +1.23)."."""
-    sign = "" if edge.score >= 0 else ", against the answer"
-    score = f" (score {edge.score:+.3g}{sign})"
+    """One edge as a sentence, e.g. "a12.h2 moves ' Mary' to the output (score -1.23: it
+    carries the answer).". A score is the estimated change of the metric when the edge is
+    corrupted, so a negative score marks an edge the answer relies on."""
+    role_of_sign = "it carries the answer" if edge.score < 0 else "it works against the answer"
+    score = f" (score {edge.score:+.3g}: {role_of_sign})"
     if edge.target == "logits":
         top = top_token(edge.source, labels)
         if edge.source == "input":

@@ -204,7 +204,8 @@ def _legend_html(title: str, notes: list[str], caption: str = "") -> str:
         '<span class="cv-item"><span class="cv-line" style="border-top:4px solid #555"></span>'
         "width: |score|, the estimated change of the answer's metric if the edge is corrupted</span>"
         '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>'
-        "dashed: negative score (works against the answer)</span>"
+        "dashed: negative score (corrupting the edge lowers the metric: it carries the answer); "
+        "solid: positive (it works against the answer)</span>"
     )
     colour_key = f'<span class="cv-key">edge colour = the input it feeds:</span>{swatches}'
     node_key = f'<div class="cv-key">{_escape(caption)}</div>' if caption else ""
@@ -227,7 +228,7 @@ html, body { overflow: hidden; }
 body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
 .cv-legend { font-size: 13px; padding: 6px 8px; color: #222; }
 .cv-title { font-weight: 600; margin-bottom: 4px; }
-.cv-item { display: inline-flex; align-items: center; margin-right: 14px; white-space: nowrap; }
+.cv-item { display: inline-flex; align-items: center; margin-right: 14px; }
 .cv-line { display: inline-block; width: 26px; margin-right: 5px; }
 .cv-note { color: #8a4b00; margin-top: 3px; }
 .cv-key { color: #444; margin-right: 8px; }
@@ -312,6 +313,10 @@ def circuit_graph_html(
         height_px = graph_height(len(layers))
     if layout_width is None:
         layout_width = fitted_layout_width(spec, len(layers), height_px, frame_width)
+        # a narrow frame fits the layout by its width: the canvas is cut to the height it fills
+        spread = (spec.n_heads + 0.2) * column_spacing(spec, layout_width) + 2 * MIN_COLUMN_SPACING
+        filled = frame_width * (len(layers) + 1 + LOGITS_DROP) * ROW_SPACING / spread + 40
+        height_px = int(max(300, min(height_px, filled)))
     network = Network(
         height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line", bgcolor="#ffffff"
     )

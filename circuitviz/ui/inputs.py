@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from .. import render
-from . import loaders, state
+from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -215,6 +214,8 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
 def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]:
     """Both tokenisations, the differing tokens marked; [] when the lengths match, else the
     sentence that says so."""
+    from .. import render
+
     clean_tokens = loaders.str_tokens(model, model_key, prompt)
     corrupted_tokens = loaders.str_tokens(model, model_key, corrupted)
     st.markdown(
@@ -238,6 +239,8 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
 
 def _chips(tokens: list[str], other: list[str]) -> str:
     """Token chips, at most ``MAX_CHIPS`` of them (then how many more there are)."""
+    from .. import render
+
     differs = render.differing_positions(tokens, other)
     strip = render.token_strip_html(tokens[:MAX_CHIPS], differs[:MAX_CHIPS])
     if len(tokens) > MAX_CHIPS:

@@ -123,7 +123,28 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         if free
         else "edge budget (moving it redraws the graph and the marker; no new run)"
     )
-    return int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
+    budget = int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
+    note = opening_note(result, budget)
+    if note:
+        st.caption(note)
+    return budget
+
+
+READABLE_EDGES = 500  # the largest circuit a first view opens at (a graph people can read)
+
+
+def opening_note(result, budget: int) -> str:
+    """Why the view opened at ``budget``, when it is the budget a first view opens at."""
+    if not result.curve or budget != render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF):
+        return ""
+    point = result.point(budget)
+    if point is not None and point.ndf >= GOOD_NDF:
+        return f"Opened at the smallest budget whose circuit reaches NDF {GOOD_NDF}: {budget:,} edges."
+    ndf = f" (NDF {point.ndf:.2f})" if point is not None else ""
+    return (
+        f"No circuit of at most {READABLE_EDGES} edges reaches NDF {GOOD_NDF} here; opened at the most "
+        f"faithful of them, {budget:,} edges{ndf}. Larger budgets are on the slider and the curve."
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -247,12 +268,13 @@ def curve_notes(result) -> list[str]:
     dips = render.curve_dips(result.curve)
     if dips:
         low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-        negative = int((result.scores < 0).sum())
+        against = int((result.scores > 0).sum())
         notes.append(
             f"The curve is not monotone: at {high:,} edges NDF is {high_ndf:.2f}, below {low_ndf:.2f} at "
-            f"{low:,}. Edges are added by |score|, and {negative:,} edges have negative scores (dashed: they "
-            "push against the answer), so a larger circuit can take in edges that cancel others; pruning "
-            "edges on no input-to-logits path also changes which edges a budget keeps."
+            f"{low:,}. Edges are added by |score| whatever their sign, and {against:,} edges work against the "
+            "answer (a positive score: corrupting them would raise the metric; solid in the graph), so a "
+            "larger circuit can take in edges that cancel others; pruning edges on no input-to-logits path "
+            "also changes which edges a budget keeps."
         )
     return notes
 
@@ -274,7 +296,7 @@ def edges_table(result, budget: int, limit: int = 50) -> None:
 
 def demo_budget(result) -> int:
     """The budget a demo opens at: a readable graph that is as faithful as possible."""
-    return render.readable_budget(result.curve, good_ndf=GOOD_NDF)
+    return render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF)
 
 
 def graph_edge_total_from_cfg(entry: dict) -> str:

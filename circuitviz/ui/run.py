@@ -35,7 +35,7 @@ def load_model_or_stop(model_id: str, device: str):
         expect = (
             f"about {last:.0f} s, as last time"
             if last is not None
-            else "the very first start converts its weights: about a minute"
+            else "seconds when its converted weights are cached, about a minute on a first start that converts them"
         )
         line = st.empty()
         start = time.perf_counter()
@@ -257,7 +257,6 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
     if job.error is not None:
         raise job.error
     state.keep_result(job.result)
-    st.session_state["run.last_seconds"] = job.seconds if not job.cached else None
     return job.result
 
 
