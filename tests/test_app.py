@@ -147,6 +147,14 @@ def test_explore_shows_the_results_own_numbers():
     assert list(rows["edge"]) == [row["edge"] for row in expected_rows]
     assert list(rows["score"]) == pytest.approx([row["score"] for row in expected_rows])
     assert at.query_params["method"] == "eap"
+    # at every budget the metrics are that budget's point; pruning makes "edges kept" differ from
+    # the budget asked at some of them (so the two cannot be confused unnoticed)
+    assert any(p.n_edges != p.budget for p in result.curve)
+    for other in result.curve:
+        at.select_slider(key="w.budget").set_value(other.budget).run()
+        shown = {m.label: m.value for m in at.metric}
+        assert shown["NDF"] == f"{other.ndf:.3f}" and shown["NFS"] == f"{other.nfs:.3f}"
+        assert shown["edges kept"] == f"{other.n_edges:,} ({100 * other.n_edges / result.graph.n_edges:.2f}%)"
 
 
 def test_explain_this_circuit_says_the_strongest_edges():
