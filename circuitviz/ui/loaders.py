@@ -14,6 +14,7 @@ that never needs a model paints without them.
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import threading
 import time
@@ -47,6 +48,7 @@ def injected_loader() -> bool:
 
 _MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last two models asked for
 _MODELS_GUARD = threading.Lock()
+_LOADS = itertools.count(1)
 PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
 
 
@@ -88,6 +90,7 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
         future.set_exception(error)
         return
     calibration.record_load(model_id, time.perf_counter() - start)
+    model._circuitviz_key = f"{model_id} on {device}, load {next(_LOADS)}"  # names it in cache keys
     try:
         probe_rate(model)
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
@@ -136,18 +139,32 @@ def get_store():
     return _store(str(default_root()))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def next_tokens(_model, model_key: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
+def model_key(model) -> str:
+    """A cache key for this model object: the one its load gave it (a model id alone names
+    several objects: one per device, or per loader in tests)."""
+    return getattr(model, "_circuitviz_key", None) or f"object {id(model)}"
+
+
+def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
     """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
+    return _next_tokens(model, model_key(model), prompt, top_k)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
     from ..labels.logit_lens import next_token_probabilities
 
     return next_token_probabilities(_model, prompt, top_k)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def str_tokens(_model, model_key: str, text: str) -> list[str]:
+def str_tokens(model, model_id: str, text: str) -> list[str]:
     """How the model's tokenizer splits ``text`` (with the BOS token the runs use), each id decoded
     on its own (TransformerLens's to_str_tokens fails on some tokenizers, Gemma-3's among them)."""
+    return _str_tokens(model, model_key(model), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _str_tokens(_model, key: str, text: str) -> list[str]:
     ids = _model.to_tokens(text)[0].tolist()
     return [_model.tokenizer.decode([int(token)]) for token in ids]
 
@@ -205,8 +222,14 @@ def node_labels(model, model_id: str, task) -> dict:
     return labels
 
 
+def sae_node_features(model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
+    """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
+    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
+    return _sae_node_features(model, model_key(model), model_id, prompt, nodes, top_k)
+
+
 @st.cache_data(show_spinner="Labelling the circuit's nodes with SAE features…", max_entries=32)
-def sae_node_features(_model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
+def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int):
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
     ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
     try:

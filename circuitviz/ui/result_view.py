@@ -25,6 +25,8 @@ SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feat
 
 
 def result_id(result) -> str:
+    """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
+    (one model id can name different weights: another device, or a test's tiny model)."""
     from ..store import content_key
 
     return content_key(
@@ -33,6 +35,7 @@ def result_id(result) -> str:
         method=result.method,
         config=result.config,
         budgets=result.budgets,
+        scores=float(result.scores.double().abs().sum()),
     )
 
 
@@ -158,7 +161,9 @@ def point_at(result, budget: int, model=None):
     """The curve point at ``budget``: stored, or evaluated once for an any-budget variant."""
     point = result.point(budget)
     if point is None and model is not None and result.any_budget:
-        point = _evaluated_point(model, result, result_id(result), int(budget))
+        point = _evaluated_point(
+            model, result, f"{result_id(result)} {loaders.model_key(model)}", int(budget)
+        )
     return point
 
 
