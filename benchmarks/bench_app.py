@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 FIRST_PAINT_IMPORTS = (
     "import time, sys; start = time.perf_counter(); "
-    "import streamlit, circuitviz.ui.sidebar, circuitviz.ui.state, circuitviz.ui.loaders; "
+    "import streamlit, circuitviz.ui.sidebar, circuitviz.ui.state, circuitviz.ui.loaders, circuitviz.ui.inputs; "
     "print(time.perf_counter() - start, 'torch' in sys.modules)"
 )
 
 
 def first_paint_imports(repeats: int = 3) -> None:
-    """What the app imports before its first paint, in a fresh interpreter (no torch)."""
+    """What the app imports before its first paint and the prompt box, in a fresh interpreter (no torch)."""
     times = []
     for _ in range(repeats):
         output = subprocess.run(

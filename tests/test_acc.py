@@ -611,7 +611,9 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     page = at.get("iframe")[0].proto.srcdoc
     nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
     tokens = {node["id"] for node in nodes if node["id"].startswith("token@")}
-    circuit = {node["id"] for node in nodes} - tokens
+    circuit = {
+        node["id"] for node in nodes if not node["id"].startswith("layer@")
+    } - tokens  # rows: layer names
     assert (
         circuit and {f"token@{node.split('@')[1]}" for node in circuit} == tokens
     )  # a column per position used
