@@ -3,26 +3,32 @@
 Every edge e has a mask logit theta_e. A circuit is a mask m in [0, 1]^edges: each reader's
 input takes, per edge, m_e of its writer's current output and 1 - m_e of its corrupted output
 (``activations.masked_residual``: the evaluator's patching with weights, exact at 0/1 masks).
-The loss is the faithfulness of the circuit on the prompt,
+The loss is the faithfulness of the circuit on the prompt, in the task's own metric (the logit
+difference of answer and foil for the usual tasks, not a KL divergence),
 
-    ((L(C(q)) - L(M(q))) / (L(M(q)) - L(M(q'))))^2        (the task's metric, logit difference
-                                                          for answer/foil tasks)
+    ((L(C(q)) - L(M(q))) / (L(M(q)) - L(M(q'))))^2
 
-plus a sparsity term ``sparsity`` x (the relaxed mask's size / N). The relaxation is a
-straight-through top-N: the forward pass runs the hard circuit, exactly the N edges of largest
-logit with dead-end edges pruned, which is the circuit that is evaluated; the backward pass
-differentiates the soft mask sigmoid((theta - t_N) / temperature) around that budget's
-threshold t_N. So the edge count is met exactly at every step (the sparsity term's target is
-the budget itself), each step measures the exact faithfulness of the circuit it ran, and the
-circuit returned at a budget is the most faithful one the run passed through (never worse than
-the warm start's top-N, which is step 0).
+plus a sparsity term ``sparsity`` x (the relaxed mask's size / N), which pulls down the logits
+of edges that do nothing for faithfulness (dead ends) so useful ones take their place. The
+relaxation is a straight-through top-N: the forward pass runs the hard mask of exactly the N
+edges of largest logit, and the backward pass differentiates the soft mask
+sigmoid((theta - t_N) / temperature) around that budget's threshold t_N. So every step runs a
+circuit of exactly the budget's size and measures its faithfulness exactly; the circuit kept at
+a budget is the most faithful mask the run passed through, with its dead-end edges pruned
+(which changes its metric only under a post-attention norm), and is measured again by the
+shared evaluator like every method's. The hard mask runs unpruned, so an edge whose path is not
+complete yet still gets a gradient through the rest of its path.
 
 Logits start from a scoring method's scores (``warm_start``, EAP-IG by default, through the
 registry): theta_e = log(|score_e| / |score of the N-th edge|), so step 0 is that method's top-N
-circuit. All budgets learn at once, one mask each, in one batched forward and backward per
-step; a budget whose circuit reaches NDF ``1 - TOLERANCE`` stops. Optionally every circuit is
-also measured on template paraphrases of the prompt (``check_paraphrases``): the mask is fitted
-to one sentence, and this shows how far it carries to others.
+circuit and the learned circuit is never less faithful than it. Without a warm start (``none``)
+every logit starts equal and each mask starts as the whole graph, its size falling
+geometrically to the budget over the first half of the steps (as Edge Pruning anneals its
+sparsity target): an edge from a node that nothing feeds has no gradient, so paths must be
+there from the start. All budgets learn at once, one mask each, in one batched forward and
+backward pass per step; a budget whose circuit reaches NDF ``1 - TOLERANCE`` stops. Optionally
+every circuit is also measured on template paraphrases of the prompt (``check_paraphrases``):
+the mask is fitted to one sentence, and this shows how far it carries to others.
 """
 
 from __future__ import annotations
@@ -69,11 +75,11 @@ def warm_start_names() -> tuple[str, ...]:
 class EdgePruningConfig:
     """Settings of Edge Pruning.
 
-    steps: optimisation steps at most; each is one forward and backward pass of every budget's mask together.
+    steps: optimisation steps at most, each one forward and backward pass of every budget's mask together.
     learning_rate: how far the logit of the edge with the largest gradient moves per step (log-score units).
     temperature: width of the sigmoid around each budget's threshold through which gradients pass (log-score units).
     sparsity: weight of the term that pulls every logit down (the relaxed mask's size over the budget).
-    warm_start: the scoring method whose scores start the logits (none: all equal, graph order).
+    warm_start: the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).
     ig_steps: IG steps of the warm start, when it takes them.
     check_paraphrases: also measure every circuit on this many template paraphrases of the prompt (0: none).
     seed: seeds the paraphrase templates.
@@ -155,6 +161,7 @@ class LearnedMasks:
     deviation: list[list[float]]  # per budget, (L(C) - L(M)) / span of each step's circuit
     best_step: list[int]
     steps_run: int
+    first_at_size: list[float]  # per budget, the deviation of the first circuit of its size
 
 
 def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
@@ -188,15 +195,28 @@ def top_counts(logits: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor
     return hard, (inside + outside) / 2
 
 
+def scheduled_count(target: int, n_edges: int, step: int, warmup: int) -> int:
+    """The edge count a budget's mask keeps at ``step``: over the first ``warmup`` steps it falls
+    geometrically from the whole graph (n_edges - 1) to the budget, then stays there."""
+    if warmup <= 0 or step >= warmup:
+        return int(target)
+    start = n_edges - 1
+    return int(round(math.exp(math.log(start) + (math.log(target) - math.log(start)) * step / warmup)))
+
+
 def learn_masks(
     ctx: RunContext,
     config: EdgePruningConfig,
     warm_scores: torch.Tensor,
     counts: Sequence[int],
+    warmup: int = 0,
 ) -> LearnedMasks:
     """Learn one mask per budget in ``counts`` (each 0 < N < n_edges), all in one batch per step.
 
-    warm_scores: [n_forward, n_backward]. See the module docstring for the objective.
+    warm_scores: [n_forward, n_backward]. With ``warmup`` > 0 each mask starts from the whole
+    graph and its size falls to the budget over that many steps (``scheduled_count``; the start
+    without a warm start), and only circuits of the budget's size compete for the best. See the
+    module docstring for the objective.
     """
     model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator
     prepared = evaluator.prepared
@@ -207,7 +227,9 @@ def learn_masks(
     dtype = score_dtype(model_dtype(model))  # float32 at least
     values = warm_scores[forward, backward].to(device=device, dtype=dtype)  # [n_edges]
     logits = initial_logits(values, counts).to(device)  # [n_budgets, n_edges]
-    budget_counts = torch.tensor([int(n) for n in counts], device=device)
+    n_edges = int(forward.shape[0])
+    budget_counts = torch.tensor([scheduled_count(n, n_edges, 0, warmup) for n in counts], device=device)
+    first_at_size = [math.nan] * n_budgets
     velocity = torch.zeros_like(logits)
     clean, span = evaluator.baseline.clean, evaluator.baseline.clean - evaluator.baseline.corrupted
     scale = span if span != 0 else 1.0
@@ -247,6 +269,8 @@ def learn_masks(
         spec, 4
     )
     while training:
+        sizes = [scheduled_count(n, n_edges, step, warmup) for n in counts]
+        budget_counts = torch.tensor(sizes, device=device)
         active = list(training)
         results: dict[int, tuple] = {}
 
@@ -262,10 +286,13 @@ def learn_masks(
         for index in active:
             deviation, circuit, gradient = results[index]
             history[index].append(deviation)
-            if abs(deviation) < best_deviation[index]:
+            at_size = sizes[index] == int(counts[index])
+            if at_size and math.isnan(first_at_size[index]):
+                first_at_size[index] = deviation
+            if at_size and abs(deviation) < best_deviation[index]:
                 best_deviation[index], best_step[index] = abs(deviation), step
                 best_circuits[index] = circuit
-            if best_deviation[index] <= TOLERANCE or step >= steps or span == 0:
+            if at_size and (best_deviation[index] <= TOLERANCE or step >= steps or span == 0):
                 training.remove(index)
                 continue
             largest = gradient.abs().max()
@@ -274,8 +301,8 @@ def learn_masks(
             logits[index] -= float(config.learning_rate) * velocity[index]
         ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
         step += 1
-    _, thresholds = top_counts(logits, budget_counts)
-    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step)
+    _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
+    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
 
 
 # ----- the method ----------------------------------------------------------------------------------
@@ -356,7 +383,8 @@ class EdgePruning(Method):
         scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
         if trained:
             with ctx.timed("learning_s"):
-                learned = learn_masks(ctx, config, warm, trained)
+                warmup = int(config.steps) // 2 if config.warm_start == "none" else 0
+                learned = learn_masks(ctx, config, warm, trained, warmup)
             for index, budget in enumerate(trained):
                 circuits[budgets.index(budget)] = learned.circuits[index]
             # an edge's score: how firmly the budgets' masks keep it (mean relaxed mask)
@@ -377,7 +405,7 @@ class EdgePruning(Method):
                 {
                     "budget": b,
                     "edges": points[b].n_edges,
-                    "warm_ndf": details.history[str(b)][0],
+                    "warm_ndf": ndf(clean_deviation(learned.first_at_size[i], evaluator), evaluator.baseline),
                     "ndf": points[b].ndf,
                     "best_step": learned.best_step[i],
                     "steps": len(learned.deviation[i]),

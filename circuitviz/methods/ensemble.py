@@ -46,7 +46,7 @@ def member_names(text: str) -> list[str]:
 class EnsembleConfig:
     """Settings of the score ensemble.
 
-    members: the scoring methods combined, comma separated (e.g. eap-ig,eap-ig-activations).
+    members: the scoring methods combined, comma separated, such as eap-ig,eap-ig-activations.
     normalise: rank (an edge's place among a member's scores) or scale (its score over the member's largest).
     ig_steps: IG steps of the members that take them.
     n_paraphrases: template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).
