@@ -50,17 +50,18 @@ from circuitviz.yardstick import node_effects, node_tracking, prenorm_eap_scores
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
 BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 # row name: (registered method, settings); the Best-of-N family comes from one "bon" run
+# (in the order they run: the rows the issue's targets compare first, the slow ones last)
 METHODS = {
     "eap": ("eap", {}),
     "eap-ig": ("eap-ig", {}),
-    "eap-ig-activations": ("eap-ig-activations", {}),
-    "circuit-lasso": ("circuit-lasso", {}),
-    "acc++": ("acc++", {}),
-    "bon-family": ("bon", {"compare": True, "cache_scores": False}),
-    "ensemble": ("ensemble", {}),
-    "ensemble-bootstrap": ("ensemble", {"n_paraphrases": 5, "resamples": 50}),
     "edge-pruning": ("edge-pruning", {}),
+    "ensemble": ("ensemble", {}),
+    "bon-family": ("bon", {"compare": True, "cache_scores": False}),
+    "ensemble-bootstrap": ("ensemble", {"n_paraphrases": 5, "resamples": 50}),
     "edge-pruning-from-eap": ("edge-pruning", {"warm_start": "eap"}),
+    "acc++": ("acc++", {}),
+    "circuit-lasso": ("circuit-lasso", {}),
+    "eap-ig-activations": ("eap-ig-activations", {}),
 }
 TRANSFER = ("eap-ig", "bon", "ensemble", "edge-pruning")
 N_PARAPHRASES = 5
@@ -74,54 +75,55 @@ def curve_areas(curve: list[CurvePoint], n_edges: int) -> dict[str, float]:
     return {"cpr": cpr(curve, n_edges, "nfs"), "cmd": cmd(curve, n_edges, "nfs")}
 
 
-def run_prompt(model, spec: GraphSpec, task, rows: list[str], budgets: list[int]) -> dict:
-    """Every row's curve, node tracking and circuits on one prompt."""
+def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
+    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects."""
     evaluator = Evaluator(model, spec, prepare_task(model, task))
     start = time.perf_counter()
     effects = node_effects(model, spec, evaluator)
-    out: dict = {
+    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
+    entry: dict = {
         "baseline": [evaluator.baseline.clean, evaluator.baseline.corrupted],
         "curves": {},
-        "tracking": {},
-        "circuits": {},
+        "tracking": {
+            "eap (heads before the post-norm)": node_tracking(
+                spec, prenorm_eap_scores(model, spec, evaluator), effects
+            )
+        },
         "seconds": {},
     }
-    log(f"    node effects: {time.perf_counter() - start:.1f} s")
-    out["tracking"]["eap (heads before the post-norm)"] = node_tracking(
-        spec, prenorm_eap_scores(model, spec, evaluator), effects
-    )
-    for row in rows:
-        name, settings = METHODS[row]
-        start = time.perf_counter()
-        try:
-            result = get_method(name).run_on(model, task, settings, budgets=budgets)
-        except Exception as error:  # a failing method is reported, the benchmark goes on
-            log(f"    {row}: {type(error).__name__}: {error}")
-            out["curves"][row] = {"error": f"{type(error).__name__}: {error}"}
-            continue
-        seconds = time.perf_counter() - start
-        out["seconds"][row] = seconds
-        if row == "bon-family":
-            curves = result.details.curves
-            for variant in BON_VARIANTS:
-                points = [CurvePoint(**p) for p in curves[variant]]
-                out["curves"][variant] = [p.to_dict() for p in points]
-            for variant in ("single", "average"):
-                scores = edge_matrix(spec, result.details.edge_scores[variant])
-                out["tracking"][variant] = node_tracking(spec, scores, effects)
-            out["circuits"]["bon"] = {b: result.circuit(b) for b in budgets}
-        else:
-            out["curves"][row] = [p.to_dict() for p in result.curve]
-            out["tracking"][row] = node_tracking(spec, result.scores, effects)
-            out["circuits"][row] = {b: result.circuit(b) for b in budgets}
-        if row == "edge-pruning":
-            out["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
-        shown = out["curves"]["bon" if row == "bon-family" else row]
-        ndfs = " ".join(f"{point['ndf']:.2f}" for point in shown)
-        log(f"    {row}: {seconds:.1f} s; NDF {ndfs}")
-    out["transfer"] = paraphrase_transfer(model, spec, task, out["circuits"], budgets)
-    del out["circuits"]
-    return out
+    return entry, effects
+
+
+def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: dict, effects) -> dict:
+    """One row on one prompt: its curve and node tracking into ``entry``; returns its circuits."""
+    name, settings = METHODS[row]
+    start = time.perf_counter()
+    try:
+        result = get_method(name).run_on(model, task, settings, budgets=budgets)
+    except Exception as error:  # a failing method is reported, the benchmark goes on
+        log(f"    {row}: {type(error).__name__}: {error}")
+        entry["curves"][row] = {"error": f"{type(error).__name__}: {error}"}
+        return {}
+    seconds = time.perf_counter() - start
+    entry["seconds"][row] = seconds
+    circuits = {}
+    if row == "bon-family":
+        for variant in BON_VARIANTS:
+            entry["curves"][variant] = [CurvePoint(**p).to_dict() for p in result.details.curves[variant]]
+        for variant in ("single", "average"):
+            scores = edge_matrix(spec, result.details.edge_scores[variant])
+            entry["tracking"][variant] = node_tracking(spec, scores, effects)
+        circuits["bon"] = {b: result.circuit(b) for b in budgets}
+    else:
+        entry["curves"][row] = [p.to_dict() for p in result.curve]
+        entry["tracking"][row] = node_tracking(spec, result.scores, effects)
+        circuits[row] = {b: result.circuit(b) for b in budgets}
+    if row == "edge-pruning":
+        entry["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
+    shown = entry["curves"]["bon" if row == "bon-family" else row]
+    ndfs = " ".join(f"{point['ndf']:.2f}" for point in shown)
+    log(f"    {row}: {seconds:.1f} s; NDF {ndfs}")
+    return circuits
 
 
 def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict:
@@ -187,14 +189,16 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         f"### (c) NDF on {N_PARAPHRASES} template paraphrases of each prompt (mean over prompts and paraphrases) "
         "against NDF on the prompt",
         "",
-        "| method | " + " | ".join(f"{b} paraphrases / prompt" for b in budgets[:4]) + " |",
+        "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
         "|---|" + "---:|" * 4,
     ]
     for row in TRANSFER:
         cells = []
         for budget in budgets[:4]:
             on_paraphrases = mean(
-                v for p in prompts for v in p["transfer"]["ndf"].get(row, {}).get(str(budget), [])
+                v
+                for p in prompts
+                for v in p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])
             )
             on_prompt = mean(
                 next(pt["ndf"] for pt in p["curves"][row] if pt["budget"] == budget)
@@ -203,7 +207,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
             )
             cells.append(f"{on_paraphrases:.3f} / {on_prompt:.3f}")
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    counts = [p["transfer"]["paraphrases"] for p in prompts]
+    counts = [p.get("transfer", {}).get("paraphrases", 0) for p in prompts]
     lines += ["", f"Paraphrases per prompt: {counts}."]
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
@@ -272,11 +276,26 @@ def main() -> int:
         "command": "python benchmarks/bench_faithfulness.py " + " ".join(sys.argv[1:]),
         "prompts": [],
     }
+    effects = []
     for number, (kind, task) in enumerate(chosen, start=1):
         log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
-        entry = run_prompt(model, spec, task, rows, budgets)
+        entry, found = prepare_prompt(model, spec, task)
         entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
         report["prompts"].append(entry)
+        effects.append(found)
+    # rows outer, prompts inner: each row is complete for every prompt before the next starts
+    circuits: list[dict] = [{} for _ in chosen]
+    for row in rows:
+        for number, (kind, task) in enumerate(chosen):
+            log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
+            entry = report["prompts"][number]
+            circuits[number].update(run_row(model, spec, task, row, budgets, entry, effects[number]))
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1))
+    for number, (kind, task) in enumerate(chosen):
+        log(f"paraphrases: prompt {number + 1}/{len(chosen)} ({kind})")
+        entry = report["prompts"][number]
+        entry["transfer"] = paraphrase_transfer(model, spec, task, circuits[number], budgets)
         if args.json:
             args.json.write_text(json.dumps(report, indent=1))
     publish(tables(report, spec), report, args.markdown)

@@ -85,7 +85,7 @@ class EdgePruningConfig:
     seed: seeds the paraphrase templates.
     """
 
-    steps: int = 40
+    steps: int = 20
     learning_rate: float = 0.5
     temperature: float = 1.0
     sparsity: float = 0.01
