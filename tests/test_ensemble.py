@@ -20,7 +20,7 @@ def _rank_by_hand(values: list[float]) -> list[float]:
     for v in values:
         below = sum(other < v for other in values)
         equal = sum(other == v for other in values)
-        out.append((below + (equal - 1) / 2) / (n - 1))
+        out.append((below + (equal - 1) / 2) / (n - 1) if v > 0 else 0.0)
     return out
 
 
@@ -29,6 +29,7 @@ def test_rank_and_scale_normalisation_by_hand():
     generator = torch.Generator().manual_seed(0)
     scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator).round(decimals=1)
     scores = scores * spec.edge_mask
+    scores[0, :4] = 0.0  # edges a member finds no effect on stay at 0
     forward, backward = spec.edge_index
     values = scores[forward, backward].abs().tolist()
     ranked = normalised(spec, scores, "rank")

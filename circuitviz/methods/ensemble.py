@@ -5,7 +5,7 @@ Each member (any registered scoring method) scores the prompt; its scores are no
 methods of different scales can be averaged:
 
 - ``rank``: an edge's place among the member's |scores|, as a fraction (1 the largest, ties
-  share their mean place), so only each member's order counts;
+  share their mean place, a score of 0 stays 0), so only each member's order counts;
 - ``scale``: |score| over the member's largest |score|, so a member's confident edges weigh more.
 
 The ensemble's score is the mean over members (a magnitude: circuits keep the edges of largest
@@ -126,7 +126,8 @@ def normalised(spec: GraphSpec, scores: torch.Tensor, how: str) -> torch.Tensor:
     """One member's |scores| made comparable across members.  # [..., n_forward, n_backward]
 
     rank: (edges of smaller |score| + half the other edges of equal |score|) / (n_edges - 1), in
-    [0, 1]; scale: |score| / the largest |score| (all zero stays zero). Zero off the edge mask.
+    [0, 1], except that a score of 0 stays 0 (a member that finds no effect adds none);
+    scale: |score| / the largest |score| (all zero stays zero). Zero off the edge mask.
     """
     graph = spec.tensors(scores.device)
     forward, backward = graph.edge_index
@@ -135,7 +136,8 @@ def normalised(spec: GraphSpec, scores: torch.Tensor, how: str) -> torch.Tensor:
         ordered = torch.sort(values, dim=-1).values.contiguous()
         below = torch.searchsorted(ordered, values.contiguous(), right=False)
         through = torch.searchsorted(ordered, values.contiguous(), right=True)
-        values = (below + through - 1).float() / (2 * max(values.shape[-1] - 1, 1))
+        places = (below + through - 1).float() / (2 * max(values.shape[-1] - 1, 1))
+        values = torch.where(values > 0, places, torch.zeros_like(places))  # no effect stays 0
     else:
         largest = values.amax(dim=-1, keepdim=True)
         values = torch.where(largest > 0, values / largest.clamp_min(torch.finfo(values.dtype).tiny), values)
