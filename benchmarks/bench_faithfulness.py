@@ -251,6 +251,12 @@ def main() -> int:
     parser.add_argument(
         "--markdown", type=Path, default=None, help="also write the tables here (the About page's)"
     )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        default=None,
+        help="rerun the rows of --methods into this saved run (same prompts), keeping its other rows",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -268,20 +274,34 @@ def main() -> int:
         parser.error(f"unknown rows {unknown}; choose from {', '.join(METHODS)}")
     budgets = [round(f * spec.n_edges) for f in FRACTIONS]
     chosen = PROMPTS[: args.prompts] if args.prompts else PROMPTS
+    command = "python benchmarks/bench_faithfulness.py " + " ".join(sys.argv[1:])
     report = {
         "model": EMBEDDED_MODEL,
         "budgets": budgets,
         "rows": [r for r in rows if r != "bon-family"] + (list(BON_VARIANTS) if "bon-family" in rows else []),
         "threads": torch.get_num_threads(),
-        "command": "python benchmarks/bench_faithfulness.py " + " ".join(sys.argv[1:]),
+        "command": command,
         "prompts": [],
     }
+    if args.merge:
+        report = json.loads(args.merge.read_text())
+        report["command"] += f"; then {command}"
+        for row in rows:
+            for name in BON_VARIANTS if row == "bon-family" else [row]:
+                if name not in report["rows"]:
+                    report["rows"].append(name)
+        chosen = [
+            next((k, t) for k, t in PROMPTS if t.clean == entry["prompt"]) for entry in report["prompts"]
+        ]
     effects = []
     for number, (kind, task) in enumerate(chosen, start=1):
         log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
         entry, found = prepare_prompt(model, spec, task)
         entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
-        report["prompts"].append(entry)
+        if args.merge:
+            report["prompts"][number - 1]["tracking"].update(entry["tracking"])
+        else:
+            report["prompts"].append(entry)
         effects.append(found)
     # rows outer, prompts inner: each row is complete for every prompt before the next starts
     circuits: list[dict] = [{} for _ in chosen]
@@ -295,7 +315,11 @@ def main() -> int:
     for number, (kind, task) in enumerate(chosen):
         log(f"paraphrases: prompt {number + 1}/{len(chosen)} ({kind})")
         entry = report["prompts"][number]
-        entry["transfer"] = paraphrase_transfer(model, spec, task, circuits[number], budgets)
+        transfer = paraphrase_transfer(model, spec, task, circuits[number], budgets)
+        if "transfer" in entry and args.merge:
+            entry["transfer"]["ndf"].update(transfer["ndf"])
+        else:
+            entry["transfer"] = transfer
         if args.json:
             args.json.write_text(json.dumps(report, indent=1))
     publish(tables(report, spec), report, args.markdown)
