@@ -116,9 +116,10 @@ class EdgePruningDetails(MethodDetails):
 
     warm_start: the scoring method that started the logits; steps_run: steps taken (the longest
         budget's).
-    budgets: per trained budget {budget, edges, warm_ndf (step 0: the warm start's circuit),
-        ndf (the circuit kept), best_step, steps}; untrained budgets (0 edges, the whole graph) are absent.
-    history: {budget: NDF of the circuit each step ran}.
+    budgets: per trained budget {budget, edges, warm_ndf (the first circuit of the budget's size:
+        with a warm start, its top-N at step 0), ndf (the circuit kept), best_step, steps};
+        untrained budgets (0 edges, the whole graph) are absent.
+    history: {budget: NDF of the circuit each step ran (without a warm start, larger ones first)}.
     paraphrases: the paraphrases each circuit was also measured on (their clean prompts).
     paraphrase_ndf: {budget: [NDF on each paraphrase]}.
     circuit_edges: the circuit at the largest budget, as edge names (the method's own edge set).
