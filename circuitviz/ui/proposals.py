@@ -27,9 +27,18 @@ class Proposal:
 
 
 def _templates():
-    from .. import paraphrase
+    """The template families and their word lists, imported on first use (they import torch)."""
+    from types import SimpleNamespace
 
-    return paraphrase
+    from ..query import templates
+    from ..query.families import factual, ioi, recognise
+
+    return SimpleNamespace(
+        recognise=recognise,
+        propose_corruption=templates.propose_corruption,
+        IOI_NAMES=ioi.IOI_NAMES,
+        FACT_RELATIONS=factual.FACT_RELATIONS,
+    )
 
 
 def _single_token(model, text: str) -> bool:

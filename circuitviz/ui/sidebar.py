@@ -30,7 +30,7 @@ def model_catalog() -> dict:
 
 
 def graph_edge_count(n_layers: int, n_heads: int) -> int:
-    """Edges of a sequential-attention model's graph (METHODS.md §1), without building it."""
+    """Edges of a sequential-attention model's graph (every earlier node to every later reader), without building it."""
     return (3 * n_heads + 1) * (n_layers + (n_heads + 1) * n_layers * (n_layers - 1) // 2) + (
         n_layers * n_heads + 1 + n_layers * (n_heads + 1)
     )
