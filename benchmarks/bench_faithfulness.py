@@ -123,12 +123,15 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     return circuits
 
 
-def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict:
-    """NDF of the chosen rows' circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}."""
-    tasks, note = template_tasks(model, task, N_PARAPHRASES, seed=0)
+def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict | None:
+    """NDF of the chosen rows' circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}
+    with how many paraphrases passed the check; None when no row of ``TRANSFER`` ran."""
     rows = [row for row in TRANSFER if row in circuits]
+    if not rows:
+        return None
+    tasks, note = template_tasks(model, task, N_PARAPHRASES, seed=0)
     found: dict = {row: {str(b): [] for b in budgets} for row in rows}
-    if not tasks or not rows:
+    if not tasks:
         return {"paraphrases": 0, "note": note, "ndf": found}
     stacked = torch.stack([circuits[row][b] for row in rows for b in budgets])
     for paraphrase in tasks:
@@ -143,6 +146,30 @@ def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: l
 def mean(values) -> float:
     values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return statistics.fmean(values) if values else math.nan
+
+
+def transfer_counts(prompts: list[dict], budget: int) -> str:
+    """A sentence giving how many paraphrases each prompt's (c) values average over, per row
+    when the rows differ (a row merged from a run whose paraphrases failed has none)."""
+    per_row = {
+        row: [len(p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])) for p in prompts]
+        for row in TRANSFER
+    }
+    kinds = [p["kind"] for p in prompts]
+    counts = list(per_row.values())
+    if all(c == counts[0] for c in counts):
+        shown = ", ".join(f"{kind} {n}" for kind, n in zip(kinds, counts[0]))
+        text = f"Paraphrases per prompt (the ones that passed the check): {shown}."
+    else:
+        text = (
+            "Paraphrases per prompt and row: " + "; ".join(f"{row} {c}" for row, c in per_row.items()) + "."
+        )
+    if any(n < N_PARAPHRASES for c in counts for n in c):
+        text += (
+            f" Where fewer than {N_PARAPHRASES}, the other template paraphrases failed the check (same "
+            "token length as their corruption, the same answer from the model)."
+        )
+    return text
 
 
 def tables(report: dict, spec: GraphSpec) -> list[str]:
@@ -183,8 +210,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(f"{mean(v[k] for v in values):.3f}" for k in keys) + " |")
     lines += [
         "",
-        f"### (c) NDF on {N_PARAPHRASES} template paraphrases of each prompt (mean over prompts and paraphrases) "
-        "against NDF on the prompt",
+        f"### (c) NDF on up to {N_PARAPHRASES} template paraphrases of each prompt (mean over prompts and "
+        "paraphrases) against NDF on the prompt (mean over the prompts with paraphrases)",
         "",
         "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
         "|---|" + "---:|" * 4,
@@ -201,11 +228,11 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
                 next(pt["ndf"] for pt in p["curves"][row] if pt["budget"] == budget)
                 for p in prompts
                 if isinstance(p["curves"].get(row), list)
+                and p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget))
             )
-            cells.append(f"{on_paraphrases:.3f} / {on_prompt:.3f}")
+            cells.append("-" if math.isnan(on_paraphrases) else f"{on_paraphrases:.3f} / {on_prompt:.3f}")
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    counts = [p.get("transfer", {}).get("paraphrases", 0) for p in prompts]
-    lines += ["", f"Paraphrases per prompt: {counts}."]
+    lines += ["", transfer_counts(prompts, budgets[0])]
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
         lines += [
@@ -311,8 +338,13 @@ def main() -> int:
         log(f"paraphrases: prompt {number + 1}/{len(chosen)} ({kind})")
         entry = report["prompts"][number]
         transfer = paraphrase_transfer(model, spec, task, circuits[number], budgets)
+        if transfer is None:
+            continue
         if "transfer" in entry and args.merge:
+            # the rerun rows replace theirs; the count and note are this run's (the same seed
+            # gives the same paraphrases, and the table counts each row's own values)
             entry["transfer"]["ndf"].update(transfer["ndf"])
+            entry["transfer"].update(paraphrases=transfer["paraphrases"], note=transfer["note"])
         else:
             entry["transfer"] = transfer
         if args.json:
