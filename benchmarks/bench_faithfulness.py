@@ -210,8 +210,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(f"{mean(v[k] for v in values):.3f}" for k in keys) + " |")
     lines += [
         "",
-        f"### (c) NDF on up to {N_PARAPHRASES} template paraphrases of each prompt (mean over prompts and "
-        "paraphrases) against NDF on the prompt (mean over the prompts with paraphrases)",
+        f"### (c) NDF on up to {N_PARAPHRASES} template paraphrases of each prompt against NDF on the prompt "
+        "(means over the prompts with paraphrases, each prompt's paraphrases averaged first)",
         "",
         "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
         "|---|" + "---:|" * 4,
@@ -219,10 +219,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
     for row in TRANSFER:
         cells = []
         for budget in budgets[:4]:
-            on_paraphrases = mean(
-                v
-                for p in prompts
-                for v in p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])
+            on_paraphrases = mean(  # each prompt weighs the same, however many paraphrases it has
+                mean(p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])) for p in prompts
             )
             on_prompt = mean(
                 next(pt["ndf"] for pt in p["curves"][row] if pt["budget"] == budget)
