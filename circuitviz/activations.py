@@ -416,6 +416,73 @@ def patched_metrics(
     return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
 
 
+def unchanged_prefix(prepared: PreparedTask) -> int:
+    """How many leading positions no circuit can change: those before the first token where the
+    clean and corrupted prompts differ (always leaving the last position to run).
+
+    Causal attention makes every writer's output there the same in both runs, so an edge's
+    (corrupted - current) difference is 0 at those positions whatever the mask.
+    """
+    differ = (prepared.clean_tokens[0] != prepared.corrupted_tokens[0]).nonzero()  # [k, 1]
+    first = int(differ[0, 0]) if differ.numel() else prepared.n_positions
+    return min(first, prepared.n_positions - 1)
+
+
+def _cached_key_heads(model) -> int:
+    """Heads per position in a layer's cached keys: every query head's own when grouped-query
+    attention runs ungrouped (as circuitviz loads models), else the key-value heads."""
+    cfg = model.cfg
+    if cfg.n_key_value_heads is None or getattr(cfg, "ungroup_grouped_query_attention", False):
+        return int(cfg.n_heads)
+    return int(cfg.n_key_value_heads)
+
+
+def _run_continuing(model, tokens: torch.Tensor, caches: list, mask: torch.Tensor) -> torch.Tensor:
+    """The blocks' residual for ``tokens`` continuing the positions held in ``caches`` (one
+    TransformerLens cache entry per layer), embedded as ``input_to_embed`` does but without its
+    cache check, which expects key-value heads where an ungrouped model caches query heads.
+
+    tokens: [batch, new]; mask: [batch, cached + new], all ones. Returns [batch, new, d_model].
+    """
+    offset = int(caches[0].past_keys.shape[1])
+    if model.cfg.use_hook_tokens:
+        tokens = model.hook_tokens(tokens)
+    embed = model.hook_embed(model.embed(tokens))  # [batch, new, d_model]
+    residual, shortformer = model.get_residual(embed, offset, attention_mask=mask, tokens=tokens)
+    if shortformer is not None:
+        raise ValueError("A shortformer model cannot continue a cached prefix here.")
+    return model(
+        residual,
+        start_at_layer=0,
+        stop_at_layer=model.cfg.n_layers,
+        past_kv_cache=caches,
+        attention_mask=mask,
+    )
+
+
+@torch.no_grad()
+def _prefix_cache(model, tokens: torch.Tensor, batch: int) -> list:
+    """The keys and values of the clean prompt's first positions, frozen, for ``batch`` runs that
+    continue it (expanded views: one copy for the whole batch).  tokens: [1, prefix]."""
+    from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+    cfg = model.cfg
+    empty = torch.zeros(
+        1, 0, _cached_key_heads(model), cfg.d_head, dtype=model_dtype(model), device=tokens.device
+    )
+    caches = [TransformerLensKeyValueCacheEntry(empty, empty) for _ in range(cfg.n_layers)]
+    with hooked_run(model, []):
+        _run_continuing(model, tokens, caches, torch.ones_like(tokens))
+    return [
+        TransformerLensKeyValueCacheEntry(
+            entry.past_keys.expand(batch, -1, -1, -1),
+            entry.past_values.expand(batch, -1, -1, -1),
+            frozen=True,
+        )
+        for entry in caches
+    ]
+
+
 def masked_residual(
     model,
     spec: GraphSpec,
@@ -427,21 +494,33 @@ def masked_residual(
 
     keep: [batch, n_forward, n_backward], each edge's kept share in [0, 1] (off-graph entries are
     ignored): the relaxation of ``patched_metrics``, which it equals at 0/1 masks (within float
-    rounding: it contracts all positions at once, ``patch_hooks``). Every
-    writer's output stays in the autograd graph (``WriterDifferences``), so the gradient includes
-    what a mask changes downstream. Returns [batch, d_model] (``metric_from_residual`` reads the metric).
+    rounding: it contracts all positions at once, ``patch_hooks``). Every writer's output stays
+    in the autograd graph (``WriterDifferences``), so the gradient includes what a mask changes
+    downstream. The positions no mask can change (``unchanged_prefix``) run once, without
+    gradients, and the batch continues from their keys and values: a corruption late in a long
+    prompt makes each step that much cheaper. Returns [batch, d_model] (``metric_from_residual``
+    reads the metric).
     """
     batch = keep.shape[0]
     device = model_device(model)
     dtype = model_dtype(model)
-    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    prefix = unchanged_prefix(prepared)
+    tokens = prepared.clean_tokens.to(device)  # [1, pos]
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
-    current = WriterDifferences(corrupted_writers.to(device=device, dtype=dtype))
+    # [1, pos - prefix, n_forward, d_model]: the positions that run
+    current = WriterDifferences(corrupted_writers[:, prefix:].to(device=device, dtype=dtype))
     hooks = writer_hooks(model, spec, current)
     hooks += patch_hooks(spec, None, weights, current)
-    with torch.enable_grad():
-        return final_residual(model, tokens, hooks)
+    suffix = tokens[:, prefix:].expand(batch, -1)  # [batch, pos - prefix]
+    if prefix == 0:
+        with torch.enable_grad():
+            return final_residual(model, suffix, hooks)
+    caches = _prefix_cache(model, tokens[:, :prefix], batch)
+    mask = torch.ones(batch, tokens.shape[1], dtype=tokens.dtype, device=device)  # [batch, pos]
+    with torch.enable_grad(), hooked_run(model, hooks):
+        residual = _run_continuing(model, suffix, caches, mask)  # [batch, pos - prefix, d_model]
+    return residual[:, -1]
 
 
 def _node_hook(spec: GraphSpec, node: int) -> tuple[str, int | None]:

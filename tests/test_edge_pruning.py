@@ -68,6 +68,32 @@ def test_the_mask_gradient_is_the_derivative_of_the_metric(shape):
         assert gradient[place].item() == pytest.approx(numeric, rel=1e-5, abs=1e-8), name
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_unchanged_prefix_runs_once_and_changes_nothing(shape, monkeypatch):
+    """The positions before the first corrupted token run from a cache: the metric and its
+    gradient at a fractional mask are those of the whole prompt run with every position."""
+    import circuitviz.activations as activations
+
+    model, spec, prepared, evaluator = _setup(shape, seed=2)
+    prefix = activations.unchanged_prefix(prepared)
+    differ = (prepared.clean_tokens[0] != prepared.corrupted_tokens[0]).tolist()
+    assert 0 < prefix < prepared.n_positions and differ.index(True) == prefix and not any(differ[:prefix])
+    generator = torch.Generator().manual_seed(1)
+    keep = torch.rand(2, spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64)
+
+    def metric_and_gradient():
+        mask = keep.clone().requires_grad_(True)
+        metric = _masked_metric(model, spec, prepared, evaluator, mask)
+        (gradient,) = torch.autograd.grad(metric.sum(), mask)
+        return metric.detach(), gradient
+
+    cached = metric_and_gradient()
+    monkeypatch.setattr(activations, "unchanged_prefix", lambda prepared: 0)
+    whole = metric_and_gradient()
+    assert torch.allclose(cached[0], whole[0], rtol=0, atol=1e-12)
+    assert torch.allclose(cached[1], whole[1], rtol=0, atol=1e-12)
+
+
 def test_step_zero_is_the_warm_start_top_n():
     spec = GraphSpec(n_layers=2, n_heads=2)
     generator = torch.Generator().manual_seed(0)
