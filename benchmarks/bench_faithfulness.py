@@ -355,7 +355,11 @@ def publish(lines: list[str], report: dict, markdown: Path | None) -> None:
     """Print the tables; with ``markdown``, write them there with how they were made."""
     print("\n".join(lines))
     if markdown:
-        command = report.get("command", "")
+        # the runs that made it, with the files they wrote named without this machine's folders
+        command = " ".join(
+            Path(word).name if "/" in word and word.endswith((".json", ".md")) else word
+            for word in report.get("command", "").split(" ")
+        )
         footer = ["", f"Made by: `{command}` ({report['threads']} torch thread(s))."] if command else []
         markdown.write_text("\n".join(lines + footer) + "\n", encoding="utf-8")
 
