@@ -61,6 +61,8 @@ METHODS = {
     "eap-ig-activations": ("eap-ig-activations", {}),
 }
 TRANSFER = ("eap-ig", "bon", "ensemble", "edge-pruning")
+# rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
+MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap")
 N_PARAPHRASES = 5
 
 
@@ -206,9 +208,17 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
     names = list(dict.fromkeys(name for p in prompts for name in p["tracking"]))
     for name in names:
         values = [p["tracking"][name] for p in prompts if name in p["tracking"]]
-        keys = ("heads", "mlps", "all", "signed_heads", "signed_mlps", "signed_all")
-        lines.append(f"| {name} | " + " | ".join(f"{mean(v[k] for v in values):.3f}" for k in keys) + " |")
+        keys = ("heads", "mlps", "all") + (
+            () if name in MAGNITUDES else ("signed_heads", "signed_mlps", "signed_all")
+        )
+        cells = [f"{mean(v[k] for v in values):.3f}" for k in keys]
+        lines.append(f"| {name} | " + " | ".join(cells + ["-"] * (6 - len(cells))) + " |")
     lines += [
+        "",
+        "Signed: the scores as they are against the effects, for the methods whose scores estimate the "
+        "metric's change; "
+        + ", ".join(sorted(MAGNITUDES))
+        + " score without a sign (mask strengths, mean ranks).",
         "",
         f"### (c) NDF on up to {N_PARAPHRASES} template paraphrases of each prompt against NDF on the prompt "
         "(means over the prompts with paraphrases, each prompt's paraphrases averaged first)",
