@@ -11,7 +11,8 @@ Run it whenever a GPU machine is available and put its date and figures in docs/
 2. timings: random weights in the real models' shapes (their weights do not travel to a rented
    GPU), a 15-token IOI-like prompt, EAP-IG with 20 steps and a 10-budget curve, best of 2:
    Gemma-3-270M, Llama-3.2-1B in float32 and bfloat16, Llama-3.1-8B in bfloat16, and Best-of-N
-   with 8 paraphrases on the Gemma shape. Peak memory is printed beside each.
+   with 8 paraphrases, Edge Pruning (20 steps, warm start EAP-IG) and the score ensemble on the
+   Gemma shape. Peak memory is printed beside each.
 3. long prompts: 512 tokens on the Llama-1B shape, 128 on the 8B shape; the peak memory used
    against the estimate of ``limits.py``.
 
@@ -167,6 +168,8 @@ def timings(device: str, shapes: list[str]) -> None:
         ("llama-3.2-1b", torch.bfloat16, "eap-ig", {}),
         ("llama-3.1-8b", torch.bfloat16, "eap-ig", {}),
         ("gemma-3-270m", torch.float32, "bon", {"n_paraphrases": 8, "include_mismatched": True}),
+        ("gemma-3-270m", torch.float32, "edge-pruning", {}),
+        ("gemma-3-270m", torch.float32, "ensemble", {}),
     ]
     for shape, dtype, method, settings in rows:
         if shape not in shapes:
