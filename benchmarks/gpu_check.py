@@ -58,8 +58,11 @@ def correctness(device: str) -> bool:
                 host = method.run_on(host_model, IOI_TASK, config, budgets=BUDGETS)
                 on_device = method.run_on(device_model, IOI_TASK, config, budgets=BUDGETS)
                 gap = compare_results(on_device, host)
-                ok = gap["scores"] <= TOLERANCE and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
+                scores_ok = gap["scores"] <= TOLERANCE or not method.scores_are_exact
+                ok = scores_ok and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
                 detail = f"scores {gap['scores']:.1e}, curve {gap['metrics']:.1e}, circuits equal {gap['circuits_equal']}"
+                if not method.scores_are_exact:
+                    detail += " (scores of an optimisation: circuits and curve must match)"
             except Exception as error:  # a crash is the failure this check exists to show
                 ok, detail = False, f"{type(error).__name__}: {str(error)[:160]}"
             all_ok &= ok
