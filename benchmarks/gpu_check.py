@@ -203,6 +203,27 @@ def timings(device: str, shapes: list[str]) -> None:
             torch.cuda.empty_cache()
 
 
+def profile_gemma(device: str) -> None:
+    """Where the Gemma-shape EAP-IG run spends its time: wall time against the GPU's busy time, the
+    number of kernel launches, and the operators taking the most device time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    print(f"\n== profile on {device}: Gemma-3-270M shape, EAP-IG 20 steps, 10 budgets ==")
+    model = random_model("gemma-3-270m", dtype=torch.float32, device=device)
+    task = prompt_of(15)
+    timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)  # warm-up
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    with profile(activities=activities) as profiler:
+        seconds, _, _, _ = timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)
+    events = profiler.key_averages()
+    device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
+    launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC"))
+    print(f"  wall {seconds:.3f} s, device busy {device_us / 1e6:.3f} s, kernel launches {launches}")
+    print(
+        events.table(sort_by="self_device_time_total" if device_us else "self_cpu_time_total", row_limit=12)
+    )
+
+
 def long_prompts(device: str, shapes: list[str]) -> None:
     print(f"\n== long prompts on {device}: peak memory against limits.py's estimate ==")
     for shape, dtype, n_tokens in (
@@ -236,6 +257,7 @@ def main() -> int:
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long")
+    parser.add_argument("--profile", action="store_true", help="also profile the Gemma-shape EAP-IG run")
     parser.add_argument(
         "--shapes",
         default="gemma-3-270m,llama-3.2-1b,llama-3.1-8b",
@@ -254,6 +276,8 @@ def main() -> int:
         timings(args.device, shapes)
     if "long" not in skip:
         long_prompts(args.device, shapes)
+    if args.profile:
+        profile_gemma(args.device)
     print(f"\ncorrectness: {verdict(ok)}")
     return 0 if ok else 1
 
