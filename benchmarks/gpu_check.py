@@ -14,7 +14,7 @@ Run it whenever a GPU machine is available and put its date and figures in docs/
    with 8 paraphrases, Edge Pruning (20 steps, warm start EAP-IG) and the score ensemble on the
    Gemma shape. Peak memory is printed beside each.
 3. long prompts: 512 tokens on the Llama-1B shape, 128 on the 8B shape; the peak memory used
-   against the estimate of ``limits.py``.
+   against the estimate of ``limits.py``, an upper bound (PASS when the run stays under it).
 
 Nothing is asserted (benchmarks never are); the exit status is 1 when a correctness line FAILs.
 """
@@ -242,7 +242,7 @@ def long_prompts(device: str, shapes: list[str]) -> None:
             ratio = peak * 2**30 / estimate.memory_bytes
             print(
                 f"  {shape} {n_tokens} tokens: {seconds:.1f} s, peak {peak:.1f} GiB, estimate "
-                f"{estimate.memory_bytes / 2**30:.1f} GiB (used/estimated {ratio:.2f}) {verdict(0.5 <= ratio <= 2.0)}"
+                f"{estimate.memory_bytes / 2**30:.1f} GiB (used/estimated {ratio:.2f}) {verdict(ratio <= 1.0)}"
             )
         except torch.cuda.OutOfMemoryError as error:
             print(f"  {shape} {n_tokens} tokens: out of memory ({str(error)[:120]}) FAIL")
