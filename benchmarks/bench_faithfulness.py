@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -366,10 +367,7 @@ def publish(lines: list[str], report: dict, markdown: Path | None) -> None:
     print("\n".join(lines))
     if markdown:
         # the runs that made it, with the files they wrote named without this machine's folders
-        command = " ".join(
-            Path(word).name if "/" in word and word.endswith((".json", ".md")) else word
-            for word in report.get("command", "").split(" ")
-        )
+        command = re.sub(r"[^\s;]*/([^/\s;]+\.(?:json|md))", r"\1", report.get("command", ""))
         footer = ["", f"Made by: `{command}` ({report['threads']} torch thread(s))."] if command else []
         markdown.write_text("\n".join(lines + footer) + "\n", encoding="utf-8")
 
