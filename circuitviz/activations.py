@@ -440,7 +440,8 @@ def _cached_key_heads(model) -> int:
 def _run_continuing(model, tokens: torch.Tensor, caches: list, mask: torch.Tensor) -> torch.Tensor:
     """The blocks' residual for ``tokens`` continuing the positions held in ``caches`` (one
     TransformerLens cache entry per layer), embedded as ``input_to_embed`` does but without its
-    cache check, which expects key-value heads where an ungrouped model caches query heads.
+    cache check, which expects key-value heads where an ungrouped model caches query heads. Not
+    for shortformer models (``masked_residual`` runs those whole).
 
     tokens: [batch, new]; mask: [batch, cached + new], all ones. Returns [batch, new, d_model].
     """
@@ -448,9 +449,7 @@ def _run_continuing(model, tokens: torch.Tensor, caches: list, mask: torch.Tenso
     if model.cfg.use_hook_tokens:
         tokens = model.hook_tokens(tokens)
     embed = model.hook_embed(model.embed(tokens))  # [batch, new, d_model]
-    residual, shortformer = model.get_residual(embed, offset, attention_mask=mask, tokens=tokens)
-    if shortformer is not None:
-        raise ValueError("A shortformer model cannot continue a cached prefix here.")
+    residual, _ = model.get_residual(embed, offset, attention_mask=mask, tokens=tokens)
     return model(
         residual,
         start_at_layer=0,
@@ -504,7 +503,9 @@ def masked_residual(
     batch = keep.shape[0]
     device = model_device(model)
     dtype = model_dtype(model)
-    prefix = unchanged_prefix(prepared)
+    # a shortformer model adds its positions inside attention, which a continued run would skip
+    shortformer = model.cfg.positional_embedding_type == "shortformer"
+    prefix = 0 if shortformer else unchanged_prefix(prepared)
     tokens = prepared.clean_tokens.to(device)  # [1, pos]
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
