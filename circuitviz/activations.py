@@ -16,7 +16,7 @@ import os
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -98,8 +98,9 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook]) -> torch.
 def logits_from_residual(model, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
     """Logits from the final residual at one position: final norm, unembedding, soft-cap.
 
-    residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns.
-    Returns [batch, len(ids)] or [batch, d_vocab].
+    residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns:
+    [k] for every row alike, or [batch, k] for each row its own (a batch of a dataset's tasks).
+    Returns [batch, k] or [batch, d_vocab].
     """
     x = residual[:, None, :]  # [batch, 1, d_model]
     if model.cfg.normalization_type is not None:
@@ -107,6 +108,8 @@ def logits_from_residual(model, residual: torch.Tensor, ids: torch.Tensor | None
     x = x[:, 0]  # [batch, d_model]
     if ids is None:
         logits = x @ model.W_U + model.b_U
+    elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, then one product a row
+        logits = torch.einsum("bd,dbk->bk", x, model.W_U[:, ids]) + model.b_U[ids]
     else:
         logits = x @ model.W_U[:, ids] + model.b_U[ids]
     cap = getattr(model.cfg, "output_logits_soft_cap", None)
@@ -124,6 +127,54 @@ def metric_from_residual(model, prepared: PreparedTask, residual: torch.Tensor) 
     logits = logits_from_residual(model, residual)  # [batch, d_vocab]
     logprob = torch.log_softmax(logits.float(), dim=-1)[:, prepared.answer_id]
     return logprob.exp() if prepared.task.metric == "prob" else logprob
+
+
+Metric = Callable[[torch.Tensor], torch.Tensor]
+
+
+def batch_compatible(tasks: Sequence[PreparedTask]) -> str | None:
+    """Why these tasks cannot share a batched pass, or None when they can.
+
+    A batch of several tasks needs one prompt length (its sequences are stacked), one metric and
+    one number of foils (each row's metric is then the same formula with its own token ids).
+    """
+    if not tasks:
+        return "no tasks were given"
+    first = tasks[0]
+    shape = (first.n_positions, first.task.metric, len(first.foil_ids))
+    for task in tasks[1:]:
+        if (task.n_positions, task.task.metric, len(task.foil_ids)) != shape:
+            return (
+                "tasks of one batch must share the prompt length, the metric and the number of foils "
+                f"({first.n_positions} tokens, {first.task.metric}, {len(first.foil_ids)} foils first; "
+                f"then {task.n_positions} tokens, {task.task.metric}, {len(task.foil_ids)} foils)"
+            )
+    return None
+
+
+def rows_metric(model, tasks: Sequence[PreparedTask], owner: torch.Tensor) -> Metric:
+    """The metric of a batch whose row b belongs to ``tasks[owner[b]]``, each row scored with
+    its own task's answer and foils, as ``metric_from_residual`` scores that task alone.
+
+    ``tasks`` must pass ``batch_compatible``. The returned function maps the final residual
+    [batch, d_model] to [batch].
+    """
+    problem = batch_compatible(tasks)
+    if problem is not None:
+        raise ValueError(f"These tasks cannot run in one batch: {problem}.")
+    kind = tasks[0].task.metric
+    ids = torch.tensor([(t.answer_id, *t.foil_ids) for t in tasks], device=owner.device)[owner]  # [b, 1+f]
+
+    def metric(residual: torch.Tensor) -> torch.Tensor:
+        if kind == "logit_diff":
+            logits = logits_from_residual(model, residual, ids.to(residual.device))  # [batch, 1 + n_foils]
+            return logits[:, 0] - logits[:, 1:].mean(-1)
+        logits = logits_from_residual(model, residual)  # [batch, d_vocab]
+        logprob = torch.log_softmax(logits.float(), dim=-1)
+        answer = logprob.gather(1, ids[:, :1].to(residual.device))[:, 0]  # [batch]
+        return answer.exp() if kind == "prob" else answer
+
+    return metric
 
 
 # ----- writers -----------------------------------------------------------------------------
@@ -245,16 +296,19 @@ def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
 
 @torch.no_grad()
 def writers_of_prompts(
-    model, spec: GraphSpec, prepared: PreparedTask, tokens: torch.Tensor
+    model, spec: GraphSpec, prepared: PreparedTask | None, tokens: torch.Tensor, metric: Metric | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One batched run of several different prompts of equal length (Best-of-N's paraphrases
-    and their corruptions), scored with the task's metric.
+    and their corruptions, a dataset's prompts), scored with the task's metric or ``metric``
+    (``rows_metric``: each row its own task's).
 
     tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], metrics [batch]).
     """
     tokens = tokens.to(model_device(model))
     buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
     residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
+    if metric is not None:
+        return buffer.values, metric(residual)
     return buffer.values, metric_from_residual(model, prepared, residual)
 
 
@@ -292,16 +346,23 @@ def patched_metrics(
     prepared: PreparedTask,
     corrupted_writers: torch.Tensor,
     removed: torch.Tensor,
+    tokens: torch.Tensor | None = None,
+    metric: Metric | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
     corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
     one circuit's complement per batch element. A reader's input becomes its current input plus,
     for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
+    A batch of several tasks (a dataset's prompts, all of one length) gives each row its clean
+    ``tokens`` [batch, pos], its corrupted writers [batch, pos, n_forward, d_model] and ``metric``
+    (``rows_metric``).
     """
     batch = removed.shape[0]
     device = model_device(model)
-    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    if tokens is None:
+        tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    tokens = tokens.to(device)
     dtype = model_dtype(model)
     current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device)
     corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
@@ -310,19 +371,24 @@ def patched_metrics(
     # readers with a removed edge in any circuit of the batch, read off in one transfer
     active = removed.any(dim=1).any(dim=0).tolist()  # [n_backward]
 
+    # one corrupted run shared by every row, or each row its own task's: [batch, pos, ...]
+    rows = "b" if corrupted_writers.shape[0] > 1 else ""
+
     def patch(x, hook, upstream, backward):
         weights = removed[:, :upstream, backward]  # [batch, upstream, (n_heads)]
         # sum_f w[f] (corrupted_f - current_f), as two contractions: no [b, pos, up, d] temporary
-        corrupted = corrupted_writers[0, :, :upstream]  # [pos, up, d_model]
+        corrupted = corrupted_writers[:, :, :upstream] if rows else corrupted_writers[0, :, :upstream]
         now = current.values[:, :, :upstream]  # [batch, pos, up, d_model]
         if x.dim() == 4:  # a head input: [batch, pos, n_heads, d_model]
             return (
                 x
-                + torch.einsum("pfd,bfh->bphd", corrupted, weights)
+                + torch.einsum(f"{rows}pfd,bfh->bphd", corrupted, weights)
                 - torch.einsum("bpfd,bfh->bphd", now, weights)
             )
         return (
-            x + torch.einsum("pfd,bf->bpd", corrupted, weights) - torch.einsum("bpfd,bf->bpd", now, weights)
+            x
+            + torch.einsum(f"{rows}pfd,bf->bpd", corrupted, weights)
+            - torch.einsum("bpfd,bf->bpd", now, weights)
         )
 
     for name, upstream, backward in reader_hook_points(spec):
@@ -332,7 +398,8 @@ def patched_metrics(
         hooks.append(
             (name, lambda x, hook, upstream=upstream, backward=backward: patch(x, hook, upstream, backward))
         )
-    return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
+    residual = final_residual(model, tokens, hooks)
+    return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
 GRADIENT_INPUTS_ENV = "CIRCUITVIZ_GRADIENT_INPUTS"
@@ -435,6 +502,7 @@ def reader_gradients(
     input_replacement: Callable[[torch.Tensor], torch.Tensor] | None = None,
     extra_hooks: list[Hook] | None = None,
     tokens: torch.Tensor | None = None,
+    metric: Metric | None = None,
 ) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
@@ -442,7 +510,8 @@ def reader_gradients(
     see (EAP-IG's interpolated inputs). Parameters need no gradient: the embedding is made a
     leaf that requires one, so only activation gradients are computed. ``tokens`` [batch, pos]
     runs other prompts of the task's length instead (Best-of-N's paraphrases in one batch; the
-    metric still reads the task's answer and foils). ``extra_hooks`` may replace what writers
+    metric still reads the task's answer and foils, unless ``metric`` (``rows_metric``) scores
+    each row with its own task's, as a batch of a dataset's prompts does). ``extra_hooks`` may replace what writers
     add (EAP-IG activations); every head still reads the residual stream unpatched.
     Returns (the gradients, read out per layer; metrics [batch]).
     """
@@ -477,7 +546,7 @@ def reader_gradients(
         hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
     with model_lock(model), _attention_inputs(model, shared), torch.enable_grad():
         residual = final_residual(model, tokens, hooks)
-        metrics = metric_from_residual(model, prepared, residual)
+        metrics = metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
         names = list(captured)
         grads = torch.autograd.grad(metrics.sum(), [captured[name] for name in names], allow_unused=True)
     gradients = {
