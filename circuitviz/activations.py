@@ -255,13 +255,31 @@ def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tens
 
 
 class WriterBuffer:
-    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]"""
+    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]
 
-    def __init__(self, spec: GraphSpec, batch: int, positions: int, dtype, device):
-        self.values = torch.zeros(batch, positions, spec.n_forward, spec.d_model, dtype=dtype, device=device)
+    ``writer_major`` keeps them as [batch, n_forward, pos, d_model] instead, so the writers a
+    reader sums over are one contiguous block per row (the patched runs contract them with a
+    matrix product and no transposed copy).
+    """
+
+    def __init__(
+        self, spec: GraphSpec, batch: int, positions: int, dtype, device, writer_major: bool = False
+    ):
+        shape = (
+            (batch, spec.n_forward, positions, spec.d_model)
+            if writer_major
+            else (batch, positions, spec.n_forward, spec.d_model)
+        )
+        self.writer_major = writer_major
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
 
     def __call__(self, index, tensor: torch.Tensor) -> None:
-        self.values[:, :, index] = tensor.detach()
+        if not self.writer_major:
+            self.values[:, :, index] = tensor.detach()
+        elif tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
+            self.values[:, index] = tensor.detach().transpose(1, 2)
+        else:
+            self.values[:, index] = tensor.detach()
 
 
 def reader_hook_points(spec: GraphSpec) -> list[tuple[str, int, int | slice]]:
@@ -354,9 +372,9 @@ def patched_metrics(
     corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
     one circuit's complement per batch element. A reader's input becomes its current input plus,
     for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
-    A batch of several tasks (a dataset's prompts, all of one length) gives each row its clean
-    ``tokens`` [batch, pos], its corrupted writers [batch, pos, n_forward, d_model] and ``metric``
-    (``rows_metric``).
+    A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
+    writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
+    task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``rows_metric``).
     """
     batch = removed.shape[0]
     device = model_device(model)
@@ -364,39 +382,80 @@ def patched_metrics(
         tokens = prepared.clean_tokens.to(device).expand(batch, -1)
     tokens = tokens.to(device)
     dtype = model_dtype(model)
-    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device)
-    corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
+    groups = corrupted_writers.shape[0]
+    if batch % groups:
+        raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
+    per_group, positions = batch // groups, tokens.shape[1]
+    width = positions * spec.d_model
+    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    corrupted = (
+        corrupted_writers.to(device=device, dtype=dtype).transpose(1, 2).contiguous()
+    )  # [g, fwd, pos, d]
     removed = removed.to(device=device, dtype=dtype)
     hooks = writer_hooks(model, spec, current)
     # readers with a removed edge in any circuit of the batch, read off in one transfer
     active = removed.any(dim=1).any(dim=0).tolist()  # [n_backward]
 
-    # one corrupted run shared by every row, or each row its own task's: [batch, pos, ...]
-    rows = "b" if corrupted_writers.shape[0] > 1 else ""
-
-    def patch(x, hook, upstream, backward):
-        weights = removed[:, :upstream, backward]  # [batch, upstream, (n_heads)]
-        # sum_f w[f] (corrupted_f - current_f), as two contractions: no [b, pos, up, d] temporary
-        corrupted = corrupted_writers[:, :, :upstream] if rows else corrupted_writers[0, :, :upstream]
-        now = current.values[:, :, :upstream]  # [batch, pos, up, d_model]
-        if x.dim() == 4:  # a head input: [batch, pos, n_heads, d_model]
-            return (
-                x
-                + torch.einsum(f"{rows}pfd,bfh->bphd", corrupted, weights)
-                - torch.einsum("bpfd,bfh->bphd", now, weights)
-            )
-        return (
-            x
-            + torch.einsum(f"{rows}pfd,bf->bpd", corrupted, weights)
-            - torch.einsum("bpfd,bf->bpd", now, weights)
+    def moved(upstream: int, readers: slice) -> torch.Tensor:
+        """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r, as two matrix
+        products over the writers (each row's tasks' corrupted run, and its own current one).
+        # [batch, n_readers, pos, d_model]"""
+        weights = removed[:, :upstream, readers]  # [b, up, r]
+        n = weights.shape[2]
+        grouped = (
+            weights.view(groups, per_group, upstream, n)
+            .transpose(2, 3)
+            .reshape(groups, per_group * n, upstream)
         )
+        into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
+        into = into.view(batch, n, width)
+        now = current.values[:, :upstream].reshape(batch, upstream, width)  # [b, up, pos d]
+        into = torch.baddbmm(into, weights.transpose(1, 2), now, alpha=-1)
+        return into.view(batch, n, positions, spec.d_model)
 
-    for name, upstream, backward in reader_hook_points(spec):
-        readers = range(spec.n_backward)[backward]
-        if not any(active[reader] for reader in (readers if isinstance(readers, range) else [readers])):
-            continue  # every circuit keeps all of this reader's edges: its input stays clean
+    def head_patch(x, hook, layer: int, kind: int, cache: dict):
+        """A head input [b, pos, n_heads, d]; a layer's q, k and v patches come from one product."""
+        if "moved" not in cache:
+            readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+            cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, 3 n_heads, pos, d]
+        part = cache["moved"][:, kind * spec.n_heads : (kind + 1) * spec.n_heads]  # [b, n_heads, pos, d]
+        cache["used"] = cache.get("used", 0) + 1
+        if cache["used"] == len(QKV):
+            del cache["moved"]
+        return x + part.transpose(1, 2)
+
+    def single_patch(x, hook, upstream: int, reader: int):
+        """An MLP input or the logits' residual: [b, pos, d]."""
+        return x + moved(upstream, slice(reader, reader + 1))[:, 0]
+
+    for layer in range(spec.n_layers):
+        heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+        if any(active[reader] for reader in heads):
+            cache: dict = {}
+            for kind, qkv in enumerate(QKV):
+                hooks.append(
+                    (
+                        f"blocks.{layer}.hook_{qkv}_input",
+                        lambda x, hook, layer=layer, kind=kind, cache=cache: head_patch(
+                            x, hook, layer, kind, cache
+                        ),
+                    )
+                )
+        mlp = spec.mlp_backward(layer)
+        if active[mlp]:  # otherwise every circuit keeps all of this reader's edges: its input stays clean
+            upstream = spec.upstream_of_mlp(layer)
+            hooks.append(
+                (
+                    f"blocks.{layer}.hook_mlp_in",
+                    lambda x, hook, up=upstream, r=mlp: single_patch(x, hook, up, r),
+                )
+            )
+    if active[spec.logits_backward]:
         hooks.append(
-            (name, lambda x, hook, upstream=upstream, backward=backward: patch(x, hook, upstream, backward))
+            (
+                f"blocks.{spec.n_layers - 1}.hook_resid_post",
+                lambda x, hook: single_patch(x, hook, spec.n_forward, spec.logits_backward),
+            )
         )
     residual = final_residual(model, tokens, hooks)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)

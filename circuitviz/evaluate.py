@@ -238,7 +238,8 @@ def curves_of_tasks(
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
     ``budgets`` names the circuits of a row. A task's points equal ``Evaluator.curve`` on it
-    alone (tested). The tasks must share prompt length, metric and foil count.
+    alone (tested). The tasks must share prompt length, metric and foil count; chunks hold whole
+    tasks (every circuit of a task in one pass, beside its corrupted run).
     """
     evaluators = list(evaluators)
     if not evaluators:
@@ -248,29 +249,37 @@ def curves_of_tasks(
     tasks = [e.prepared for e in evaluators]
     _check_batch(tasks)
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
-    flat = circuits.reshape(n_tasks * n_circuits, spec.n_forward, spec.n_backward)
-    tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n_tasks, pos]
-    corrupted = torch.cat([e.corrupted_writers for e in evaluators])  # [n_tasks, pos, n_fwd, d]
     edge_mask = spec.tensors(device).edge_mask
     values: list[torch.Tensor] = []
-    total = flat.shape[0]
 
     def compute(rows: slice) -> torch.Tensor:
-        owner = torch.arange(rows.start, rows.stop, device=device) // n_circuits  # [chunk]
-        removed = edge_mask & ~flat[rows].to(device).bool()
-        metric = rows_metric(model, tasks, owner)
-        return patched_metrics(model, spec, None, corrupted[owner], removed, tokens[owner], metric)
+        """The circuits of tasks ``rows``, a task's circuits side by side (patched_metrics' groups)."""
+        group = evaluators[rows]
+        owner = torch.arange(len(group), device=device).repeat_interleave(n_circuits)  # [g k]
+        removed = edge_mask & ~circuits[rows].reshape(-1, spec.n_forward, spec.n_backward).to(device).bool()
+        tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k, pos]
+        corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
+        metric = rows_metric(model, tasks[rows], owner)
+        return patched_metrics(model, spec, None, corrupted, removed, tokens, metric)
 
     def commit(rows: slice, result: torch.Tensor) -> None:
         values.append(result)
         if progress:
-            progress("evaluate", min(1.0, rows.stop / total))
+            progress("evaluate", min(1.0, rows.stop / n_tasks))
 
-    # each row also carries its task's corrupted writers: half as much again as one task's rows
-    per_position = 1.5 * evaluation_bytes_per_position(spec, first.clean_writers.element_size())
-    run_in_chunks(model, "evaluate-tasks", total, tasks[0].n_positions, per_position, compute, commit, 256)
-    metrics = torch.cat(values).view(n_tasks, n_circuits).tolist() if values else [[]] * n_tasks
-    sizes = flat.flatten(1).sum(1).view(n_tasks, n_circuits).tolist() if total else [[]] * n_tasks
+    per_position = evaluation_bytes_per_position(spec, first.clean_writers.element_size())
+    run_in_chunks(
+        model,
+        "evaluate",
+        n_tasks,
+        n_circuits * tasks[0].n_positions,
+        per_position,
+        compute,
+        commit,
+        max(1, 256 // max(n_circuits, 1)),
+    )
+    metrics = torch.cat(values).view(n_tasks, n_circuits).tolist() if n_circuits else [[]] * n_tasks
+    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
     return [
         [
             CurvePoint(
