@@ -16,10 +16,10 @@ atlas of 10,000 prompts is read and computed in seconds:
   ``edge_frequency`` (the share of prompts whose circuit holds each edge), ``consensus_edges``
   (edges in at least a share x of the prompts' circuits), ``edge_stability`` (how often an edge
   stays in the consensus when the prompts are resampled with replacement).
-- ``cluster_prompts``: prompts grouped by the Jaccard similarity of their circuits (k-medoids;
-  only prompts x medoids similarities are formed, never a dense prompts x prompts matrix over the
-  whole dataset; k chosen by the silhouette on a sample of at most 1,000 prompts), each cluster
-  with its own consensus circuit; ``circuit_map`` places every prompt in 2-D by landmark MDS of
+- ``cluster_prompts``: prompts grouped by the Jaccard similarity of their circuits (k-medoids
+  on a sample of at most 1,000 prompts, k chosen there by the silhouette, then every prompt
+  joins its most similar medoid: only prompts x k similarities are formed for the whole
+  dataset, never a prompts x prompts matrix), each cluster with its own consensus circuit; ``circuit_map`` places every prompt in 2-D by landmark MDS of
   the Jaccard distance.
 """
 
@@ -70,6 +70,8 @@ class BatchTable:
     manifest: dict
     folder: Path | None = None
     _labels: list[str] | None = field(default=None, repr=False)
+    _label_column: list[str] | None = field(default=None, repr=False)
+    _rows: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, folder: str | Path) -> BatchTable:
@@ -107,18 +109,24 @@ class BatchTable:
         return self._labels
 
     def label_column(self) -> list[str]:
-        methods = self.table.column("method").to_pylist()
-        configs = self.table.column("config").to_pylist()
-        return [method_label(m, c) for m, c in zip(methods, configs)]
+        """Each row's series label (computed once: a config is parsed once per distinct text)."""
+        if self._label_column is None:
+            methods = self.table.column("method").to_pylist()
+            configs = self.table.column("config").to_pylist()
+            named = {pair: method_label(*pair) for pair in set(zip(methods, configs))}
+            self._label_column = [named[pair] for pair in zip(methods, configs)]
+        return self._label_column
 
     def rows(self, label: str | None = None, done: bool = True) -> pa.Table:
         """The rows of one series (all when None), only finished ones by default."""
-        table = self.table
-        if label is not None:
-            table = table.filter(pa.array([name == label for name in self.label_column()]))
-        if done:
-            table = table.filter(pc.equal(table.column("status"), "done"))
-        return table
+        if (label, done) not in self._rows:
+            table = self.table
+            if label is not None:
+                table = table.filter(pa.array([name == label for name in self.label_column()]))
+            if done:
+                table = table.filter(pc.equal(table.column("status"), "done"))
+            self._rows[(label, done)] = table
+        return self._rows[(label, done)]
 
     def budgets(self, label: str) -> list[int]:
         rows = self.rows(label)
@@ -300,10 +308,21 @@ def edge_stability(
     return (frequencies >= threshold - 1e-9).mean(axis=0)
 
 
-def jaccard(left: sparse.csr_matrix, right: sparse.csr_matrix) -> numpy.ndarray:
+def jaccard(left: sparse.csr_matrix, right: sparse.csr_matrix, block: int = 2048) -> numpy.ndarray:
     """Jaccard similarity of every row of ``left`` with every row of ``right`` (two empty
-    circuits count as equal).  # [n_left, n_right] float32"""
-    inter = numpy.asarray((left @ right.T).todense(), dtype=numpy.float32)
+    circuits count as equal).  # [n_left, n_right] float32
+
+    Intersections are one product with ``right`` made dense: against a few rows (medoids)
+    sparse rows times a dense matrix, against many (a sample, landmarks) ``left`` is made dense
+    ``block`` rows at a time so the product is a BLAS matrix multiply.
+    """
+    other = right.toarray().T.astype(numpy.float32, copy=False)  # [n_edges, n_right]
+    if right.shape[0] < 32:
+        inter = numpy.asarray(left @ other, dtype=numpy.float32)
+    else:
+        inter = numpy.empty((left.shape[0], right.shape[0]), dtype=numpy.float32)
+        for start in range(0, left.shape[0], block):
+            inter[start : start + block] = left[start : start + block].toarray() @ other
     a = numpy.asarray(left.getnnz(axis=1), dtype=numpy.float32)[:, None]
     b = numpy.asarray(right.getnnz(axis=1), dtype=numpy.float32)[None, :]
     union = a + b - inter
@@ -345,38 +364,32 @@ class Clustering:
         return [int(numpy.sum(self.labels == c)) for c in range(self.k)]
 
 
-def _kmedoids(members: sparse.csr_matrix, k: int, rng: numpy.random.Generator, iterations: int = 20):
-    """k-medoids on Jaccard distance: k-medoids++ seeds, then assign / re-centre until stable.
-
-    Returns (labels [n], medoid rows). Only n x k similarities (and, to re-centre a cluster, at
-    most 1,000 candidates x 2,000 members) are ever formed.
-    """
-    n = members.shape[0]
+def _kmedoids(similarity: numpy.ndarray, k: int, rng: numpy.random.Generator, iterations: int = 30):
+    """k-medoids on a square similarity matrix (distance = 1 - Jaccard): k-medoids++ seeds, then
+    assign each prompt to its most similar medoid and move each medoid to the member most
+    similar to the rest of its cluster, until nothing moves. Returns (labels, medoid rows)."""
+    n = similarity.shape[0]
     medoids = [int(rng.integers(n))]
-    distance = 1 - jaccard(members, members[medoids[0]])[:, 0]
+    distance = 1 - similarity[:, medoids[0]]
     for _ in range(1, k):
         weights = distance.astype(numpy.float64) ** 2
         if weights.sum() <= 0:
             break
         medoids.append(int(rng.choice(n, p=weights / weights.sum())))
-        distance = numpy.minimum(distance, 1 - jaccard(members, members[medoids[-1]])[:, 0])
-    labels = numpy.zeros(n, dtype=numpy.int64)
+        distance = numpy.minimum(distance, 1 - similarity[:, medoids[-1]])
     for _ in range(iterations):
-        labels = jaccard(members, members[medoids]).argmax(axis=1)
+        labels = similarity[:, medoids].argmax(axis=1)
         moved = []
         for cluster, medoid in enumerate(medoids):
             inside = numpy.flatnonzero(labels == cluster)
             if inside.size == 0:
                 moved.append(medoid)
                 continue
-            candidates = inside if inside.size <= 1000 else rng.choice(inside, 1000, replace=False)
-            reference = inside if inside.size <= 2000 else rng.choice(inside, 2000, replace=False)
-            total = jaccard(members[candidates], members[reference]).sum(axis=1)
-            moved.append(int(candidates[int(total.argmax())]))
+            moved.append(int(inside[similarity[numpy.ix_(inside, inside)].sum(axis=1).argmax()]))
         if moved == medoids:
             break
         medoids = moved
-    return jaccard(members, members[medoids]).argmax(axis=1), medoids
+    return similarity[:, medoids].argmax(axis=1), medoids
 
 
 def _silhouette(similarity: numpy.ndarray, labels: numpy.ndarray) -> float:
@@ -385,50 +398,57 @@ def _silhouette(similarity: numpy.ndarray, labels: numpy.ndarray) -> float:
     clusters = numpy.unique(labels)
     if clusters.size < 2:
         return 0.0
-    scores = []
-    for row in range(len(labels)):
-        own = labels == labels[row]
-        if own.sum() <= 1:
-            scores.append(0.0)
-            continue
-        within = distance[row, own].sum() / (own.sum() - 1)
-        between = min(distance[row, labels == c].mean() for c in clusters if c != labels[row])
-        scale = max(within, between)
-        scores.append(0.0 if scale == 0 else (between - within) / scale)
-    return float(numpy.mean(scores))
+    sums = numpy.stack([distance[:, labels == c].sum(axis=1) for c in clusters], axis=1)  # [n, k]
+    counts = numpy.array([numpy.sum(labels == c) for c in clusters], dtype=float)
+    own = numpy.searchsorted(clusters, labels)
+    rows = numpy.arange(len(labels))
+    inside = counts[own] - 1
+    within = numpy.where(inside > 0, sums[rows, own] / numpy.maximum(inside, 1), 0.0)
+    between_all = sums / counts[None, :]
+    between_all[rows, own] = numpy.inf
+    between = between_all.min(axis=1)
+    scale = numpy.maximum(within, between)
+    scores = numpy.where(
+        (inside > 0) & (scale > 0), (between - within) / numpy.where(scale > 0, scale, 1), 0.0
+    )
+    return float(scores.mean())
 
 
 def cluster_prompts(
     matrix: CircuitMatrix, k: int | None = None, max_k: int = 6, threshold: float = 0.5, seed: int = 0
 ) -> Clustering:
-    """Group prompts by the Jaccard similarity of their circuits (see the module's docstring).
+    """Group prompts by the Jaccard similarity of their circuits (CLARA-style k-medoids).
 
-    ``k`` None tries 2..``max_k`` and keeps the k with the best silhouette on a sample of at most
-    1,000 prompts; each cluster's consensus uses ``threshold``.
+    The medoids are found on a sample of at most 1,000 prompts (all of them when fewer), whose
+    full similarity matrix is formed; ``k`` None tries 2..``max_k`` there and keeps the k with
+    the best silhouette. Every prompt then joins its most similar medoid (a prompts x k product,
+    never prompts x prompts). Each cluster's consensus uses ``threshold``.
     """
     members, n = matrix.members, matrix.n_prompts
-    rng = numpy.random.default_rng(seed)
     if n == 0:
         raise AtlasError("No finished prompt has a circuit at this budget; nothing to cluster.")
+    rng = numpy.random.default_rng(seed)
     sample = numpy.sort(rng.choice(n, min(n, SILHOUETTE_SAMPLE), replace=False))
     sample_similarity = jaccard(members[sample], members[sample])
-    choices = [k] if k else list(range(2, min(max_k, n - 1) + 1))
+    choices = [int(k)] if k else list(range(2, min(max_k, len(sample) - 1) + 1))
     best, tried = None, {}
-    for count in choices or [1]:
-        if count <= 1:
-            labels, medoids = numpy.zeros(n, dtype=numpy.int64), [0]
+    for count in [c for c in choices if c >= 2] or [1]:
+        if count == 1:
+            labels, medoids = numpy.zeros(len(sample), dtype=numpy.int64), [0]
         else:
-            labels, medoids = _kmedoids(members, count, numpy.random.default_rng(seed + count))
-        score = _silhouette(sample_similarity, labels[sample])
+            labels, medoids = _kmedoids(sample_similarity, count, numpy.random.default_rng(seed + count))
+        score = _silhouette(sample_similarity, labels)
         tried[count] = score
         if best is None or score > best[0] + 1e-12:
-            best = (score, labels, medoids)
-    score, labels, medoids = best
-    order = numpy.argsort([-numpy.sum(labels == c) for c in range(len(medoids))], kind="stable")
-    relabel = numpy.empty(len(medoids), dtype=numpy.int64)
-    relabel[order] = numpy.arange(len(medoids))
-    labels, medoids = relabel[labels], [medoids[c] for c in order]
-    k = len(medoids)
+            best = (score, medoids)
+    score, medoids = best
+    rows = [int(sample[m]) for m in medoids]
+    labels = jaccard(members, members[rows]).argmax(axis=1)
+    order = numpy.argsort([-numpy.sum(labels == c) for c in range(len(rows))], kind="stable")
+    relabel = numpy.empty(len(rows), dtype=numpy.int64)
+    relabel[order] = numpy.arange(len(rows))
+    labels, rows = relabel[labels], [rows[c] for c in order]
+    k = len(rows)
     consensus = []
     for cluster in range(k):
         inside = numpy.flatnonzero(labels == cluster)
@@ -443,7 +463,7 @@ def cluster_prompts(
             block = sample_similarity[numpy.ix_(sample_labels == a, sample_labels == b)]
             if block.size:
                 similarity[a, b] = float(block.mean())
-    return Clustering(labels, medoids, k, score, consensus, similarity, tried)
+    return Clustering(labels, rows, k, score, consensus, similarity, tried)
 
 
 def circuit_map(matrix: CircuitMatrix, seed: int = 0, landmarks: int = MAP_LANDMARKS) -> numpy.ndarray:

@@ -73,6 +73,7 @@ class BatchState:
     refused: int = 0  # could not start (the tokenizer refused the task): finished, not in the rate
     failed: int = 0
     in_flight: float = 0.0  # finished share of the groups running now, in items
+    driver_seconds: float = 0.0  # spent storing results and writing rows (the driver's share)
     started: float = field(default_factory=time.perf_counter)
     phase: str = "discover"
 
@@ -314,6 +315,7 @@ def run_batch(
     running = {"size": 0}
 
     def on_outcomes(outcomes) -> None:
+        begin_driver = time.perf_counter()
         for outcome in outcomes:
             item = by_number[outcome.item]
             if outcome.result is not None:
@@ -339,6 +341,7 @@ def run_batch(
                 state.failed += 1
             state.done += 1
         state.in_flight = 0.0
+        state.driver_seconds += time.perf_counter() - begin_driver
         if progress:
             progress(state)
 
@@ -365,6 +368,7 @@ def run_batch(
         interrupted = True
     finally:
         writer.flush()
+    discovery_seconds = time.perf_counter() - state.started
     _report(progress, state, final=True)
     table = finish(out, keys)
     consensus = None
@@ -401,6 +405,8 @@ def run_batch(
             "done": int(sum(1 for status in table.column("status").to_pylist() if status == "done")),
         },
         "seconds": time.perf_counter() - begin,
+        "discovery_seconds": discovery_seconds,
+        "driver_seconds": state.driver_seconds,
         "interrupted": interrupted,
         "consensus": consensus,
         "store": str(getattr(store, "root", "")),
