@@ -187,6 +187,210 @@ def _method_configs(methods: list[MethodRun]) -> list[tuple[str, object, dict]]:
     return found
 
 
+class _Run:
+    """One batch run: its plan, its writer and its progress (``run_batch`` drives it)."""
+
+    def __init__(self, request: BatchRequest, executor, store, progress, say):
+        self.request, self.executor, self.store = request, executor, store
+        self.progress, self.say = progress, say
+        self.out = Path(request.out)
+        self.state = BatchState()
+        self.running = 0  # items in the group now running (its progress is a share of them)
+
+    # ----- planning ------------------------------------------------------------------------------
+    def plan(self) -> None:
+        """Model, budgets, methods and tasks; one item (and store key) per task and method."""
+        request, executor = self.request, self.executor
+        self.info = executor.start()
+        self.spec = self.info.spec
+        self.budgets = _resolve_budgets(request.budgets, self.spec.n_edges)
+        limit = request.keep_edges if request.keep_edges is not None else max(1, self.spec.n_edges // 10)
+        self.keep = [b for b in self.budgets if b <= limit]
+        self.methods = _method_configs(request.methods)
+        if request.tasks is not None:
+            self.tasks = list(request.tasks)
+        elif request.generate is not None:
+            family, n, seed = request.generate
+            self.tasks = executor.generate(family, int(n), int(seed), request.max_tokens)
+            self.say(f"generated {len(self.tasks)} {family} tasks (seed {seed})")
+        else:
+            raise ValueError("Give a dataset file or --generate FAMILY to run a batch on.")
+        write_tasks(self.out / "tasks.jsonl", self.tasks)
+        self.items = [
+            _Item(number, task_index, method_index, self._key(task_index, method_index))
+            for number, (task_index, method_index) in enumerate(
+                (t, m) for t in range(len(self.tasks)) for m in range(len(self.methods))
+            )
+        ]
+        self.keys = [item.key for item in self.items]
+        if len(set(self.keys)) != len(self.keys):
+            raise ValueError(
+                "Two tasks of the dataset are the same prompt, answer and foils; give each once."
+            )
+        self.state.total = len(self.items)
+        self.shapes: list = [None] * len(self.tasks)
+        self.writer = TableWriter(self.out)
+
+    def _key(self, task_index: int, method_index: int) -> str:
+        name, config, _ = self.methods[method_index]
+        info, request = self.info, self.request
+        task = self.tasks[task_index].task
+        return request_key_of(info.model_id, info.dtype, task, name, config, self.budgets, request.max_tokens)
+
+    def pending(self) -> list[_Item]:
+        """Items not finished yet; finished ones found in the store get their row back if missing."""
+        written = latest_by_key(read_rows(self.out), self.keys)
+        statuses = zip(written.column("key").to_pylist(), written.column("status").to_pylist())
+        finished = {key for key, status in statuses if status == "done"}
+        pending = []
+        for item in self.items:
+            if self.store.path(item.key, "result").exists():
+                if item.key in finished:
+                    self.state.skipped += 1
+                    continue
+                result = self.store.get(item.key)
+                if result is not None:
+                    self._keep(item, result, "store")
+                    self.state.skipped += 1
+                    continue
+            pending.append(item)
+        if self.state.skipped:
+            self.say(
+                f"{self.state.skipped} of {len(self.items)} items are finished in the store; "
+                f"computing the other {len(pending)}"
+            )
+        return pending
+
+    def measure(self, task_indices) -> None:
+        """Each task's (length, metric, foils), or why the tokenizer refuses it (on a worker)."""
+        needed = sorted({i for i in task_indices if self.shapes[i] is None})
+        shapes = self.executor.shapes([self.tasks[i] for i in needed], self.request.max_tokens)
+        for task_index, shape in zip(needed, shapes):
+            self.shapes[task_index] = shape
+
+    def runnable(self, pending: list[_Item]) -> list[_Item]:
+        """The items whose task fits the model; the others are recorded as failed now."""
+        self.measure(item.task_index for item in pending)
+        fit = []
+        for item in pending:
+            shape = self.shapes[item.task_index]
+            if isinstance(shape, str):
+                self._fail(item, shape, worker=worker_name())
+                self.state.refused += 1
+            else:
+                fit.append(item)
+        return fit
+
+    # ----- rows -----------------------------------------------------------------------------------
+    def _keep(self, item: _Item, result, worker: str, seconds: float | None = None) -> None:
+        task = self.tasks[item.task_index]
+        row = result_row(
+            item.key, item.task_index, task, result, self.keep, self.request.top_edges,
+            worker=worker, executor=self.executor.name,
+        )  # fmt: skip
+        if seconds is not None:
+            row["seconds"] = seconds
+        self.writer.add(row)
+
+    def _fail(self, item: _Item, error: str, seconds: float | None = None, worker: str = "") -> None:
+        name, _, plain = self.methods[item.method_index]
+        task = self.tasks[item.task_index]
+        where = f"line {task.line}: " if task.line else ""
+        row = failure_row(
+            item.key, item.task_index, task, name, plain, where + error,
+            seconds=seconds, worker=worker, executor=self.executor.name,
+        )  # fmt: skip
+        self.writer.add(row)
+        self.state.failed += 1
+
+    # ----- running --------------------------------------------------------------------------------
+    def on_outcomes(self, outcomes) -> None:
+        """A group finished: store each result, write each row."""
+        begin = time.perf_counter()
+        for outcome in outcomes:
+            item = self.by_number[outcome.item]
+            if outcome.result is not None:
+                self.store.put(item.key, outcome.result)
+                self._keep(item, outcome.result, outcome.worker, outcome.seconds)
+            else:
+                self._fail(item, outcome.error or "failed", outcome.seconds, outcome.worker)
+            self.state.done += 1
+        self.state.in_flight = 0.0
+        self.state.driver_seconds += time.perf_counter() - begin
+        self.running = next(self.sizes, 0)
+        _report(self.progress, self.state)
+
+    def on_progress(self, fraction: float) -> None:
+        self.state.in_flight = fraction * self.running
+        _report(self.progress, self.state)
+
+    def execute(self, items: list[_Item]) -> bool:
+        """Run the items' groups; True when Ctrl-C stopped them (what finished is kept)."""
+        self.by_number = {item.number: item for item in self.items}
+        groups = _groups(items, self.shapes, self.methods, self.budgets, self.tasks, self.request)
+        self.sizes = iter([len(group.items) for group in groups])
+        self.running = next(self.sizes, 0)
+        self.state.started = time.perf_counter()
+        interrupted = False
+        try:
+            _report(self.progress, self.state)
+            if groups:
+                self.executor.run(groups, self.on_outcomes, self.on_progress)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            self.writer.flush()
+        self.discovery_seconds = time.perf_counter() - self.state.started
+        _report(self.progress, self.state, final=True)
+        return interrupted
+
+    def manifest(self, table: pa.Table, consensus: dict | None, interrupted: bool, seconds: float) -> dict:
+        request, state = self.request, self.state
+        statuses = table.column("status").to_pylist()
+        manifest = {
+            "circuitviz": __version__,
+            "format": 1,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "command": request.command,
+            "model": asdict(self.info),
+            "n_edges": self.spec.n_edges,
+            "executor": {"name": self.executor.name, "workers": self.executor.workers},
+            "methods": [{"name": name, "config": plain} for name, _, plain in self.methods],
+            "budgets": self.budgets,
+            "kept_budgets": self.keep,
+            "top_edges": request.top_edges,
+            "max_tokens": request.max_tokens,
+            "batch_tasks": request.batch_tasks,
+            "dataset": {
+                "source": request.source or (f"generated {request.generate}" if request.generate else ""),
+                "n_tasks": len(self.tasks),
+                "problems": list(request.problems),
+            },
+            "counts": {
+                "items": len(self.items),
+                "computed": state.done,
+                "refused": state.refused,
+                "from_store": state.skipped,
+                "failed": statuses.count("failed"),
+                "done": statuses.count("done"),
+            },
+            "seconds": seconds,
+            "discovery_seconds": self.discovery_seconds,
+            "driver_seconds": state.driver_seconds,
+            "interrupted": interrupted,
+            "consensus": consensus,
+            "store": str(getattr(self.store, "root", "")),
+        }
+        previous = self.out / atlas.MANIFEST
+        if interrupted and previous.exists():  # keep what an earlier run found about the consensus
+            try:
+                manifest["consensus"] = json.loads(previous.read_text(encoding="utf-8")).get("consensus")
+            except (OSError, ValueError):
+                pass
+        (self.out / atlas.MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        return manifest
+
+
 def _groups(pending: list[_Item], shapes: list, methods, budgets, tasks, request) -> list[WorkGroup]:
     """Pending items by (method, shape), cut into groups of at most ``batch_tasks`` tasks."""
     buckets: dict[tuple, list[_Item]] = {}
@@ -222,207 +426,24 @@ def run_batch(
     """Run the batch (see the module's docstring). ``executor`` must not be started yet; the caller
     closes it. Ctrl-C ends the run cleanly: what finished is kept and the report says
     ``interrupted``."""
-    say = log or (lambda text: None)
     begin = time.perf_counter()
-    out = Path(request.out)
-    out.mkdir(parents=True, exist_ok=True)
-    info = executor.start()
-    spec = info.spec
-    budgets = _resolve_budgets(request.budgets, spec.n_edges)
-    keep_limit = request.keep_edges if request.keep_edges is not None else max(1, spec.n_edges // 10)
-    keep = [b for b in budgets if b <= keep_limit]
-    methods = _method_configs(request.methods)
-    if request.tasks is not None:
-        tasks = list(request.tasks)
-    elif request.generate is not None:
-        family, n, seed = request.generate
-        tasks = executor.generate(family, int(n), int(seed), request.max_tokens)
-        say(f"generated {len(tasks)} {family} tasks (seed {seed})")
-    else:
-        raise ValueError("Give a dataset file or --generate FAMILY to run a batch on.")
-    write_tasks(out / "tasks.jsonl", tasks)
-
-    items: list[_Item] = []
-    for task_index, item in enumerate(tasks):
-        for method_index, (name, config, _) in enumerate(methods):
-            key = request_key_of(
-                info.model_id, info.dtype, item.task, name, config, budgets, request.max_tokens
-            )
-            items.append(_Item(len(items), task_index, method_index, key))
-    keys = [item.key for item in items]
-    if len(set(keys)) != len(keys):
-        raise ValueError("Two tasks of the dataset are the same prompt, answer and foils; give each once.")
-    state = BatchState(total=len(items))
-    written = latest_by_key(read_rows(out), keys)
-    finished_rows = {
-        key
-        for key, status in zip(written.column("key").to_pylist(), written.column("status").to_pylist())
-        if status == "done"
-    }
-    writer = TableWriter(out)
-    extra = {"executor": executor.name}
-
-    def keep_row(
-        item: _Item, result, worker: str, seconds: float | None = None, batch_tasks: int = 1
-    ) -> None:
-        row = result_row(
-            item.key, item.task_index, tasks[item.task_index], result, keep, request.top_edges,
-            worker=worker, **extra,
-        )  # fmt: skip
-        if seconds is not None:
-            row["seconds"] = seconds
-        writer.add(row)
-
-    pending: list[_Item] = []
-    for item in items:
-        if store.path(item.key, "result").exists():
-            if item.key in finished_rows:
-                state.skipped += 1
-                continue
-            result = store.get(item.key)
-            if result is not None:
-                keep_row(item, result, "store")
-                state.skipped += 1
-                continue
-        pending.append(item)
-    if state.skipped:
-        say(
-            f"{state.skipped} of {len(items)} items are finished in the store; computing the other {len(pending)}"
-        )
-
-    shapes: list = [None] * len(tasks)
-    needed = sorted({item.task_index for item in pending})
-    for task_index, shape in zip(needed, executor.shapes([tasks[i] for i in needed], request.max_tokens)):
-        shapes[task_index] = shape
-    runnable = []
-    for item in pending:
-        shape = shapes[item.task_index]
-        if isinstance(shape, str):
-            name, _, plain = methods[item.method_index]
-            task = tasks[item.task_index]
-            where = f"line {task.line}: " if task.line else ""
-            writer.add(
-                failure_row(
-                    item.key, item.task_index, task, name, plain, where + shape, worker=worker_name(), **extra
-                )
-            )
-            state.refused += 1
-            state.failed += 1
-        else:
-            runnable.append(item)
-    by_number = {item.number: item for item in items}
-    groups = _groups(runnable, shapes, methods, budgets, tasks, request)
-    running = {"size": 0}
-
-    def on_outcomes(outcomes) -> None:
-        begin_driver = time.perf_counter()
-        for outcome in outcomes:
-            item = by_number[outcome.item]
-            if outcome.result is not None:
-                store.put(item.key, outcome.result)
-                keep_row(item, outcome.result, outcome.worker, outcome.seconds, outcome.batch_tasks)
-            else:
-                name, _, plain = methods[item.method_index]
-                task = tasks[item.task_index]
-                where = f"line {task.line}: " if task.line else ""
-                writer.add(
-                    failure_row(
-                        item.key,
-                        item.task_index,
-                        task,
-                        name,
-                        plain,
-                        where + (outcome.error or "failed"),
-                        seconds=outcome.seconds,
-                        worker=outcome.worker,
-                        **extra,
-                    )  # fmt: skip
-                )
-                state.failed += 1
-            state.done += 1
-        state.in_flight = 0.0
-        state.driver_seconds += time.perf_counter() - begin_driver
-        if progress:
-            progress(state)
-
-    def on_progress(fraction: float) -> None:
-        state.in_flight = fraction * running["size"]
-        if progress:
-            progress(state)
-
-    interrupted = False
-    state.started = time.perf_counter()
-    try:
-        if progress:
-            progress(state)
-        if groups:
-            sizes = iter(len(group.items) for group in groups)
-
-            def advance(outcomes):
-                on_outcomes(outcomes)
-                running["size"] = next(sizes, 0)
-
-            running["size"] = next(sizes, 0)
-            executor.run(groups, advance, on_progress)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        writer.flush()
-    discovery_seconds = time.perf_counter() - state.started
-    _report(progress, state, final=True)
-    table = finish(out, keys)
+    Path(request.out).mkdir(parents=True, exist_ok=True)
+    run = _Run(request, executor, store, progress, log or (lambda text: None))
+    run.plan()
+    interrupted = run.execute(run.runnable(run.pending()))
+    table = finish(run.out, run.keys)
     consensus = None
     if not interrupted and request.consensus:
         try:
-            consensus = _consensus(out, executor, tasks, shapes, table, spec, request, progress)
+            consensus = _consensus(run, table)
         except KeyboardInterrupt:
             interrupted = True
-    manifest = {
-        "circuitviz": __version__,
-        "format": 1,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": request.command,
-        "model": asdict(info),
-        "n_edges": spec.n_edges,
-        "executor": {"name": executor.name, "workers": executor.workers},
-        "methods": [{"name": name, "config": plain} for name, _, plain in methods],
-        "budgets": budgets,
-        "kept_budgets": keep,
-        "top_edges": request.top_edges,
-        "max_tokens": request.max_tokens,
-        "batch_tasks": request.batch_tasks,
-        "dataset": {
-            "source": request.source or (f"generated {request.generate}" if request.generate else ""),
-            "n_tasks": len(tasks),
-            "problems": list(request.problems),
-        },
-        "counts": {
-            "items": len(items),
-            "computed": state.done,
-            "refused": state.refused,
-            "from_store": state.skipped,
-            "failed": int(sum(1 for status in table.column("status").to_pylist() if status == "failed")),
-            "done": int(sum(1 for status in table.column("status").to_pylist() if status == "done")),
-        },
-        "seconds": time.perf_counter() - begin,
-        "discovery_seconds": discovery_seconds,
-        "driver_seconds": state.driver_seconds,
-        "interrupted": interrupted,
-        "consensus": consensus,
-        "store": str(getattr(store, "root", "")),
-    }
-    previous = out / atlas.MANIFEST
-    if interrupted and previous.exists():  # keep what an earlier run found about the consensus
-        try:
-            manifest["consensus"] = json.loads(previous.read_text(encoding="utf-8")).get("consensus")
-        except (OSError, ValueError):
-            pass
-    (out / atlas.MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    manifest = run.manifest(table, consensus, interrupted, time.perf_counter() - begin)
     return BatchReport(
-        out=out,
-        items=len(items),
-        computed=state.done,
-        skipped=state.skipped,
+        out=run.out,
+        items=len(run.items),
+        computed=run.state.done,
+        skipped=run.state.skipped,
         failed=manifest["counts"]["failed"],
         seconds=manifest["seconds"],
         interrupted=interrupted,
@@ -471,18 +492,20 @@ def consensus_circuits(batch: atlas.BatchTable, threshold: float) -> dict[str, t
     return circuits
 
 
-def _consensus(out: Path, executor, tasks, shapes, table: pa.Table, spec, request, progress) -> dict | None:
+def _consensus(run: _Run, table: pa.Table) -> dict | None:
     """Each series' consensus circuit at every kept budget, evaluated on every prompt with a
     finished row (``consensus.parquet``); skipped when the same circuits on the same prompts were
     evaluated before."""
+    out, executor, tasks, request, progress = run.out, run.executor, run.tasks, run.request, run.progress
     batch = atlas.BatchTable(
-        table=table, manifest={"model": {"graph": spec.to_cfg_dict()}, "n_edges": spec.n_edges}, folder=out
+        table=table,
+        manifest={"model": {"graph": run.spec.to_cfg_dict()}, "n_edges": run.spec.n_edges},
+        folder=out,
     )
     circuits = consensus_circuits(batch, float(request.consensus))
     done = sorted(set(batch.rows().column("task_index").to_pylist()))
-    unknown = [i for i in done if shapes[i] is None]  # finished in an earlier run
-    for index, shape in zip(unknown, executor.shapes([tasks[i] for i in unknown], request.max_tokens)):
-        shapes[index] = shape
+    run.measure(done)  # tasks finished in an earlier run have no shape yet
+    shapes = run.shapes
     done = [i for i in done if not isinstance(shapes[i], str)]
     if not circuits or not done:
         return None
