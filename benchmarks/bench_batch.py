@@ -111,18 +111,25 @@ def part_local(args, root: Path) -> dict:
         f"{report.failed} failed; driver {1000 * manifest['driver_seconds'] / max(report.items, 1):.0f} ms an item "
         f"({machine(torch.get_num_threads())})"
     )
-    return {"wall": wall, "discovery": discovery}
+    return {"wall": manifest["seconds"], "discovery": discovery}
+
+
+def _earlier_local(root: Path) -> dict | None:
+    """The local run kept in ``root`` by an earlier ``--part local --keep root``, if any."""
+    manifest = root / "local" / "manifest.json"
+    if not manifest.exists():
+        return None
+    data = json.loads(manifest.read_text())
+    return {"wall": data["seconds"], "discovery": data["discovery_seconds"]}
 
 
 def part_ray(args, root: Path, local: dict | None) -> None:
     import pyarrow.parquet as pq
 
-    start = time.perf_counter()
-    report = _batch(
-        args, "ray", root / "ray", root / "store-ray", {"workers": 2, "cpus_per_worker": 1, "local_cpus": 2}
-    )
-    wall = time.perf_counter() - start
+    options = {"workers": args.ray_workers, "cpus_per_worker": 1, "local_cpus": max(2, args.ray_workers)}
+    report = _batch(args, "ray", root / "ray", root / "store-ray", options)
     manifest = report.manifest
+    wall = manifest["seconds"]  # as the local run's: executor start (Ray, workers loading) to the end
     rows = pq.read_table(root / "ray" / "results.parquet").to_pylist()
     per_worker: dict[str, list[float]] = {}
     for row in rows:
@@ -247,6 +254,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--single", type=int, default=5, help="prompts timed on the one-prompt path")
     parser.add_argument("--batch-tasks", type=int, default=16)
+    parser.add_argument("--ray-workers", type=int, default=2, help="single-CPU Ray workers")
     parser.add_argument("--atlas-prompts", type=int, default=10_000)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-consensus", action="store_true")
@@ -266,7 +274,7 @@ def main() -> None:
         if args.part in ("all", "local"):
             local = part_local(args, root)
         if args.part in ("all", "ray"):
-            part_ray(args, root, local)
+            part_ray(args, root, local if local is not None else _earlier_local(root))
         if args.part in ("all", "atlas"):
             # its own process, so its peak memory is its own
             if args.part == "all":

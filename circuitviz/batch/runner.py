@@ -492,6 +492,18 @@ def consensus_circuits(batch: atlas.BatchTable, threshold: float) -> dict[str, t
     return circuits
 
 
+def _digest(data) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _earlier_consensus(out: Path) -> dict:
+    """What an earlier run of this folder recorded about its consensus evaluation ({} if none)."""
+    try:
+        return json.loads((out / atlas.MANIFEST).read_text(encoding="utf-8")).get("consensus") or {}
+    except (OSError, ValueError):
+        return {}
+
+
 def _consensus(run: _Run, table: pa.Table) -> dict | None:
     """Each series' consensus circuit at every kept budget, evaluated on every prompt with a
     finished row (``consensus.parquet``); skipped when the same circuits on the same prompts were
@@ -509,19 +521,10 @@ def _consensus(run: _Run, table: pa.Table) -> dict | None:
     done = [i for i in done if not isinstance(shapes[i], str)]
     if not circuits or not done:
         return None
-    digest = hashlib.sha256(
-        json.dumps(
-            {"circuits": circuits, "tasks": [tasks[i].task.to_dict() for i in done]}, sort_keys=True
-        ).encode()
-    ).hexdigest()[:24]
-    previous = out / atlas.MANIFEST
-    if previous.exists() and (out / atlas.CONSENSUS).exists():
-        try:
-            before = json.loads(previous.read_text(encoding="utf-8")).get("consensus") or {}
-        except (OSError, ValueError):
-            before = {}
-        if before.get("digest") == digest:
-            return before
+    digest = _digest({"circuits": circuits, "tasks": [tasks[i].task.to_dict() for i in done]})
+    before = _earlier_consensus(out)
+    if before.get("digest") == digest and (out / atlas.CONSENSUS).exists():
+        return before
     begin = time.perf_counter()
     masks = {name: edges for name, (_, _, edges) in circuits.items()}
     by_shape: dict = {}
