@@ -1,36 +1,51 @@
-# Quick start:  make app   (install, then start the app on the embedded model)
-#               make test  (install what the tests need, then run them; .ci/run calls this)
+# Quick start:  make app        (install, then start the app on the embedded model)
+#               make test-fast  (the tests a developer runs while working: no slow, browser, embedded-model or GPU ones)
+#               make test       (lint, then every test; .ci/run calls this)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 PORT   ?= 8501
+# the markers are registered in pyproject.toml and explained in docs/development.md
+FAST   ?= not slow and not browser and not embedded and not gpu
 
-.PHONY: install install-dev app test lint bench gpu-check
+.PHONY: install install-dev app test test-fast lint bench gpu-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# the stamp is rebuilt whenever a requirements file changes
-$(VENV)/.installed: requirements.txt requirements-nodeps.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
+# circuitviz itself, editable (the app and assets/ stay in this checkout), with its pinned
+# dependencies from pyproject.toml; the stamp is rebuilt whenever those files change
+$(VENV)/.installed: pyproject.toml requirements-nodeps.txt | $(BIN)/python
+	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt scripts/install-test-deps.sh
-	$(BIN)/pip install -q -r requirements-dev.txt
+# what the tests and the lint need: the `dev` extra, and the `ray` extra (tests/test_batch_ray.py
+# starts a local Ray with 2 CPUs)
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $@
+
+# Debian's chromium for the browser tests (a system package, so a stamp of its own)
+$(VENV)/.chromium: scripts/install-test-deps.sh | $(BIN)/python
 	bash scripts/install-test-deps.sh
 	touch $@
 
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev $(VENV)/.chromium
 
 app: install
 	HF_HUB_OFFLINE=1 $(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
 
+# CI: fails on lint before it runs the whole suite
 test: install-dev
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
-lint: install-dev
+test-fast: $(VENV)/.installed-dev
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "$(FAST)"
+
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: install

@@ -15,32 +15,22 @@ No assertions; figures go into the README. Timings on a shared machine are noisy
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch
 
-import torch  # noqa: E402
+from circuitviz.acc import svd as acc_svd
+from circuitviz.benchmarking import ioi_task, load_timed, machine_line
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.models import EMBEDDED_MODEL
+from circuitviz.tasks import PromptTask
 
-from circuitviz.acc import svd as acc_svd  # noqa: E402
-from circuitviz.graph import GraphSpec  # noqa: E402
-from circuitviz.methods import get_method  # noqa: E402
-from circuitviz.models import EMBEDDED_MODEL, load_model  # noqa: E402
-from circuitviz.tasks import PromptTask  # noqa: E402
-
-IOI = PromptTask(
-    clean="When Mary and John went to the store, John gave a drink to",
-    corrupted="When Alice and Bob went to the store, Carl gave a drink to",
-    answer=" Mary",
-    foils=(" John",),
-)
+IOI = ioi_task()
 TEMPLATES = [
     "When {A} and {B} went to the store, {B} gave a drink to",
     "When {A} and {B} went to the park, {B} gave a ball to",
@@ -94,13 +84,10 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=10, help="IOI prompts for the size table")
     parser.add_argument("--k", type=float, default=2.0)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, torch threads {torch.get_num_threads()}")
+    print(machine_line())
 
-    start = time.perf_counter()
-    model = load_model(args.model, device=args.device)
-    print(
-        f"model {args.model} loaded in {time.perf_counter() - start:.1f}s on {next(model.parameters()).device}"
-    )
+    model, seconds = load_timed(args.model, device=args.device)
+    print(f"model {args.model} loaded in {seconds:.1f}s on {next(model.parameters()).device}")
 
     with tempfile.TemporaryDirectory() as folder:
         acc_svd._MEMORY.clear()

@@ -14,33 +14,21 @@ Prints figures and one PASS/FAIL line per check; nothing is asserted (benchmarks
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("CIRCUITVIZ_CACHE", tempfile.mkdtemp(prefix="circuitviz-acc-"))
+import torch
 
-import torch  # noqa: E402
-
-from circuitviz.acc import svd as acc_svd  # noqa: E402
-from circuitviz.acc.ablation import build_edits  # noqa: E402
-from circuitviz.acc.decompose import HeadTables, decompose  # noqa: E402
-from circuitviz.acc.forward import allowed_sources, run_forward  # noqa: E402
-from circuitviz.acc.trace import Tracer, TraceSettings  # noqa: E402
-from circuitviz.activations import run_with_qk_edits  # noqa: E402
-from circuitviz.methods import get_method  # noqa: E402
-from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
-from circuitviz.testing import IOI_TASK, random_model, tiny_model  # noqa: E402
+from circuitviz.acc import svd as acc_svd
+from circuitviz.acc.ablation import build_edits
+from circuitviz.acc.decompose import HeadTables, decompose
+from circuitviz.acc.forward import allowed_sources, run_forward
+from circuitviz.acc.trace import Tracer, TraceSettings
+from circuitviz.activations import run_with_qk_edits
+from circuitviz.benchmarking import fresh_cache, peak_memory_gib, timed, verdict
+from circuitviz.methods import get_method
+from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.testing import IOI_TASK, random_model, tiny_model
 
 NO_CORRUPTED = PromptTask(clean=IOI_TASK.clean, corrupted="", answer=" Mary", foils=(" John",))
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def tiny_checks(device: str) -> None:
@@ -110,13 +98,14 @@ def gemma_sized(device: str) -> None:
     )
     method = get_method("acc++")
     for label in ("first run (SVD computed)", "second run (SVD from memory)"):
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        result = method.run_on(
-            model, task, method.make_config({"k": 2.0, "direct_top_k": 40}), budgets=(50, 200)
+        result, total = timed(
+            method.run_on,
+            model,
+            task,
+            method.make_config({"k": 2.0, "direct_top_k": 40}),
+            budgets=(50, 200),
+            sync=device,
         )
-        total = time.perf_counter() - start
         times = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
         summary = result.details.summary
         print(
@@ -125,7 +114,7 @@ def gemma_sized(device: str) -> None:
             f"max decomposition error {summary['max_decomposition_error']:.1e}"
         )
     if device.startswith("cuda"):
-        print(f"peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+        print(f"peak GPU memory {peak_memory_gib(device):.2f} GiB")
 
 
 def main() -> None:
@@ -133,7 +122,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip-large", action="store_true")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, device {args.device}")
+    print(f"torch {torch.__version__}, device {args.device}, cache {fresh_cache('circuitviz-acc-')}")
     tiny_checks(args.device)
     if not args.skip_large:
         gemma_sized(args.device)

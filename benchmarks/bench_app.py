@@ -18,17 +18,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 FIRST_PAINT_IMPORTS = (
     "import time, sys; start = time.perf_counter(); "
-    "import streamlit, circuitviz.ui.sidebar, circuitviz.ui.state, circuitviz.ui.loaders; "
+    "import streamlit, circuitviz.ui.sidebar, circuitviz.ui.state, circuitviz.ui.loaders, circuitviz.ui.inputs; "
     "print(time.perf_counter() - start, 'torch' in sys.modules)"
 )
 
 
 def first_paint_imports(repeats: int = 3) -> None:
-    """What the app imports before its first paint, in a fresh interpreter (no torch)."""
+    """What the app imports before its first paint and the prompt box, in a fresh interpreter (no torch)."""
     times = []
     for _ in range(repeats):
         output = subprocess.run(
@@ -47,9 +46,10 @@ def gallery_and_slider() -> None:
     import torch
 
     from circuitviz import render
+    from circuitviz.assets import gallery_dir
     from circuitviz.results import CircuitResult
 
-    folder = ROOT / "assets" / "gallery"
+    folder = gallery_dir()
     index = json.loads((folder / "index.json").read_text())
     for entry in index:
         start = time.perf_counter()

@@ -14,15 +14,13 @@
 - gpu: prompts per second on the Gemma-3-270M shape with random weights, where a GPU exists.
 
 Prints figures, asserts nothing. Run with OMP_NUM_THREADS set to the threads you give; say what
-else ran on the machine. Run from the checkout with circuitviz importable (PYTHONPATH=.).
+else ran on the machine. Run from the checkout with circuitviz installed (``pip install -e .``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,33 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import torch
 
-import torch  # noqa: E402
+from circuitviz.benchmarking import (
+    add_threads_argument,
+    apply_threads,
+    load_timed,
+    machine_line,
+    peak_rss_gib,
+)
 
 FAMILY, SEED, STEPS = "ioi", 0, 20
 
 
-def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
-def load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-def machine(threads: int) -> str:
-    return f"{os.cpu_count()} cpus, torch threads {threads}, load average {load_average()}"
-
-
 def _tasks(n: int):
     from circuitviz.batch import generate_tasks
-    from circuitviz.models import EMBEDDED_MODEL, load_model
 
-    model = load_model(EMBEDDED_MODEL, device="cpu")
+    model, _ = load_timed(device="cpu")
     return model, generate_tasks(model, FAMILY, n, SEED)
 
 
@@ -77,7 +65,7 @@ def part_single(args) -> None:
         method.run_on(model, item.task, config, budgets)
     per = (time.perf_counter() - start) / count
     print(
-        f"single  one-prompt path (run_on): {per:.2f} s a prompt over {count} prompts -> {per * args.n:.0f} s for {args.n} ({machine(torch.get_num_threads())})"
+        f"single  one-prompt path (run_on): {per:.2f} s a prompt over {count} prompts -> {per * args.n:.0f} s for {args.n} ({machine_line()})"
     )
 
 
@@ -109,7 +97,7 @@ def part_local(args, root: Path) -> dict:
         f"local   {report.items} prompts: discovery {discovery:.0f} s ({discovery / report.items:.2f} s a prompt), "
         f"whole command {wall:.0f} s (model load, generation, consensus {((manifest.get('consensus') or {}).get('seconds') or 0):.0f} s); "
         f"{report.failed} failed; driver {1000 * manifest['driver_seconds'] / max(report.items, 1):.0f} ms an item "
-        f"({machine(torch.get_num_threads())})"
+        f"({machine_line()})"
     )
     return {"wall": manifest["seconds"], "discovery": discovery}
 
@@ -181,7 +169,7 @@ def part_atlas(args) -> None:
         command = [sys.executable, __file__, "--part", "plant", "--folder", str(folder)]
         subprocess.run([*command, "--atlas-prompts", str(args.atlas_prompts)], check=True)
         table_mb = (folder / TABLE).stat().st_size / 1e6
-        before = peak_rss_gb()
+        before = peak_rss_gib()
         start = time.perf_counter()
         batch = atlas.BatchTable.load(folder)
         label = batch.labels[0]
@@ -202,8 +190,8 @@ def part_atlas(args) -> None:
         print(
             f"atlas   {batch.rows(label).num_rows:,} results ({table_mb:.0f} MB table): {total:.1f} s in all "
             f"({', '.join(f'{k} {v:.1f} s' for k, v in timings.items())}; each budget: matrix, consensus, "
-            f"stability, clusters k=2..6 (found {found.k}, planted 4), map); peak memory {peak_rss_gb():.2f} GB "
-            f"(the process before reading: {before:.2f} GB)"
+            f"stability, clusters k=2..6 (found {found.k}, planted 4), map); peak memory {peak_rss_gib():.2f} GiB "
+            f"(the process before reading: {before:.2f} GiB)"
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -256,16 +244,15 @@ def main() -> None:
     parser.add_argument("--batch-tasks", type=int, default=16)
     parser.add_argument("--ray-workers", type=int, default=2, help="single-CPU Ray workers")
     parser.add_argument("--atlas-prompts", type=int, default=10_000)
-    parser.add_argument("--threads", type=int, default=None)
+    add_threads_argument(parser)
     parser.add_argument("--no-consensus", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, help="keep the batch folders here")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     if args.part == "plant":
         part_plant(args)
         return
-    print(f"bench_batch: {' '.join(sys.argv[1:])}; {machine(torch.get_num_threads())}")
+    print(f"bench_batch: {' '.join(sys.argv[1:])}; {machine_line()}")
     root = args.keep or Path(tempfile.mkdtemp(prefix="batch-bench-"))
     try:
         local = None

@@ -29,21 +29,16 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from circuitviz.evaluate import Evaluator  # noqa: E402
-from circuitviz.graph import GraphSpec  # noqa: E402
-from circuitviz.methods import get_method  # noqa: E402
-from circuitviz.methods.bon import (  # noqa: E402
-    QueryCircuitConfig,
-    csm_circuit,
-    csm_matrices,
-    ibon_circuit,
-    variant_circuit,
-)
-from circuitviz.paraphrase import EXAMPLE_TASKS  # noqa: E402
-from circuitviz.store import ResultStore  # noqa: E402
-from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
+from circuitviz.benchmarking import add_threads_argument, apply_threads, load_timed
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.methods.bon import QueryCircuitConfig
+from circuitviz.query.details import variant_circuit
+from circuitviz.query.families import EXAMPLE_TASKS
+from circuitviz.query.variants import csm_circuit, csm_matrices, ibon_circuit
+from circuitviz.store import ResultStore
+from circuitviz.tasks import PromptTask, prepare_task
 
 TIMING_BUDGETS = [25, 50, 100, 200, 300, 500, 1000, 2000, 3000, 5000]
 NEW_BUDGET = 1234
@@ -178,7 +173,7 @@ def part_timings(model, args, store: ResultStore) -> list[str]:
 
 
 def _winner_scores(result, anchor: int) -> torch.Tensor:
-    from circuitviz.methods.bon import edge_matrix
+    from circuitviz.query.variants import edge_matrix
 
     winner = result.details.anchor_winners[str(anchor)]
     return edge_matrix(result.graph, result.details.edge_scores["candidates"][str(winner)])
@@ -260,9 +255,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)"
-    )
+    add_threads_argument(parser)
     parser.add_argument("--p", type=int, default=9, help="paraphrases per prompt")
     parser.add_argument("--ig-steps", type=int, default=20, help="EAP-IG steps")
     parser.add_argument(
@@ -272,13 +265,11 @@ def main() -> int:
     parser.add_argument("--skip-table", action="store_true")
     parser.add_argument("--store", type=Path, default=None, help="result store folder (default: a fresh one)")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    from circuitviz.models import EMBEDDED_MODEL, load_model
+    apply_threads(args.threads)
+    from circuitviz.models import EMBEDDED_MODEL
 
-    start = time.perf_counter()
-    model = load_model(EMBEDDED_MODEL)
-    log(f"loaded {EMBEDDED_MODEL} in {time.perf_counter() - start:.1f} s")
+    model, seconds = load_timed(EMBEDDED_MODEL)
+    log(f"loaded {EMBEDDED_MODEL} in {seconds:.1f} s")
     store = ResultStore(args.store or tempfile.mkdtemp(prefix="bench-bon-"))
     lines = [f"## Best-of-N benchmark ({EMBEDDED_MODEL}, {GraphSpec.from_model(model).n_edges} edges)", ""]
     if not args.skip_timing:

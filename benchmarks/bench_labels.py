@@ -16,20 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from circuitviz.benchmarking import timed
 
 
-def timed(label: str, fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    print(f"{label:<52} {time.perf_counter() - start:8.2f} s", flush=True)
-    return out
+def reported(label: str, fn, *args, **kwargs):
+    """fn's value; its time printed on one line under ``label``."""
+    value, seconds = timed(fn, *args, **kwargs)
+    print(f"{label:<52} {seconds:8.2f} s", flush=True)
+    return value
 
 
 def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
@@ -80,7 +79,7 @@ def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
 
     print("\nSteering: zero the 5 features m9 drives most on", repr(task.clean))
     steer_task = PromptTask(task.clean, "", task.answer, task.foils)
-    result = timed(
+    result = reported(
         "steer_node (with 5 random draws)", steer_node, model, steer_task, "m9", saes, n_features=5
     )
     figures["steer_example"] = {
@@ -123,10 +122,10 @@ def main(argv=None) -> None:
     from circuitviz.models import load_model
 
     figures: dict = {}
-    model = timed("load model", load_model, args.model)
+    model = reported("load model", load_model, args.model)
     spec = GraphSpec.from_model(model)
-    saes = timed("load embedded SAEs (first time)", sae_labels.load_embedded_saes, model, args.model)
-    timed("load embedded SAEs (cached)", sae_labels.load_embedded_saes, model, args.model)
+    saes = reported("load embedded SAEs (first time)", sae_labels.load_embedded_saes, model, args.model)
+    reported("load embedded SAEs (cached)", sae_labels.load_embedded_saes, model, args.model)
 
     if not args.only_gender:
         timings_quality_steering(args, model, spec, saes, figures)

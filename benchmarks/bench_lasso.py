@@ -21,8 +21,6 @@ Timings on a shared CPU are noisy: the load average is printed with them.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -30,12 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from circuitviz.lasso.sem import fit_sem  # noqa: E402
-from circuitviz.lasso.solver import (  # noqa: E402
+from circuitviz import assets
+from circuitviz.benchmarking import ioi_task, load_average, load_timed, machine_line
+from circuitviz.lasso.sem import fit_sem
+from circuitviz.lasso.solver import (
     kkt_violation,
     lasso_active_set,
     lasso_fista,
@@ -43,16 +39,8 @@ from circuitviz.lasso.solver import (  # noqa: E402
     sufficient_statistics,
 )
 
-PROMPT = "When Mary and John went to the store, John gave a drink to"
-CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: assets/ is read and written here
 BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
-
-
-def load_average() -> str:
-    try:
-        return "load average " + " ".join(f"{value:.1f}" for value in os.getloadavg())
-    except OSError:
-        return "load average unknown"
 
 
 def synthetic_problem(m: int = 252, p: int = 364, t: int = 937, seed: int = 0):
@@ -116,7 +104,7 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
                 )
         rows.append(("scikit-learn CD", time.perf_counter() - start, coefficients, "one target at a time"))
     except ImportError:
-        print("  (scikit-learn is not installed: pip install -r requirements-dev.txt)")
+        print("  (scikit-learn is not installed: pip install -e '.[dev]')")
     for name, seconds, coefficients, note in rows:
         difference = float((coefficients - exact.coefficients).abs().max())
         violation = float(
@@ -130,12 +118,11 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
 def bench_model(args) -> None:
     from circuitviz.evaluate import cpr
     from circuitviz.methods import get_method
-    from circuitviz.models import EMBEDDED_MODEL, load_model
-    from circuitviz.tasks import PromptTask
+    from circuitviz.models import EMBEDDED_MODEL
 
     print(f"\n== embedded model {EMBEDDED_MODEL} on cpu ({load_average()})")
-    model = load_model(EMBEDDED_MODEL, device="cpu")
-    task = PromptTask(PROMPT, CORRUPTED, " Mary", (" John",))
+    model, _ = load_timed(EMBEDDED_MODEL, device="cpu")
+    task = ioi_task()
     runs = {}
     for name in ("eap-ig", "circuit-lasso"):
         method = get_method(name)
@@ -168,7 +155,7 @@ def bench_model(args) -> None:
 
         spec = GraphSpec.from_model(model)
         prepared = prepare_task(model, task)
-        texts = observation_texts(model, task, 8)
+        texts = observation_texts(task, 8)
         observations = collect_observations(model, spec, prepared, texts, component_hook_names(model, spec))
         problem = build_component_problem(
             model, spec, observations.writers, observations.activations, observations.metric, 4
@@ -183,7 +170,7 @@ def bench_model(args) -> None:
         if not args.skip_solvers:
             bench_solvers(problem.predictors, problem.targets, problem.column_allowed())
 
-    saes = ROOT / "assets" / "saes" / EMBEDDED_MODEL
+    saes = assets.saes_dir(EMBEDDED_MODEL)
     if saes.is_dir():
         method = get_method("circuit-lasso")
         config = method.make_config({"units": "sae", "layers": "3,9"})
@@ -215,7 +202,7 @@ def bench_planted(args) -> None:
     print(format_table(report))
     print(f"  ({report.seconds:.0f}s in all)")
     if args.write_assets:
-        write_report(report, ROOT / "assets" / "planted_bench.json", ROOT / "assets" / "planted_bench.md")
+        write_report(report, *assets.planted_bench_files())
         print("  wrote assets/planted_bench.json and assets/planted_bench.md")
 
 
@@ -230,7 +217,7 @@ def main() -> None:
     parser.add_argument("--methods", default="eap,eap-ig,circuit-lasso,acc++")
     parser.add_argument("--write-assets", action="store_true", help="store the planted table in assets/")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {load_average()}")
+    print(machine_line())
     if not args.skip_model:
         bench_model(args)
     if not args.skip_solvers and (args.skip_model or not args.lambdas):

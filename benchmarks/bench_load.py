@@ -18,9 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# light on purpose (no torch): the child times its own import of circuitviz.models
+from circuitviz.benchmarking import peak_rss_gib
 
 
 def _cpu_seconds() -> float:
@@ -30,7 +30,6 @@ def _cpu_seconds() -> float:
 
 def measure_one_load(model_id: str) -> dict:
     """Load model_id once in this process and return the figures (run as a child process)."""
-    sys.path.insert(0, str(ROOT))
     start_wall = time.perf_counter()
     from circuitviz.models import load_model
 
@@ -45,7 +44,7 @@ def measure_one_load(model_id: str) -> dict:
         "import_s": import_wall,
         "load_wall_s": load_wall,
         "load_cpu_s": load_cpu,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mib": peak_rss_gib() * 1024,
     }
 
 
@@ -73,8 +72,7 @@ def main() -> None:
         print(json.dumps(measure_one_load(arguments.child)))
         return
 
-    environment = dict(os.environ)
-    environment.setdefault("HF_HUB_OFFLINE", "1")
+    environment = dict(os.environ)  # with circuitviz.benchmarking's offline defaults
     with tempfile.TemporaryDirectory(prefix="circuitviz-bench-") as scratch:
         if not arguments.keep_cache:
             environment["CIRCUITVIZ_CACHE"] = scratch

@@ -15,25 +15,15 @@ their EAP-IG scores differ from ours by O(1/m).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from circuitviz.benchmarking import ioi_task, load_timed, timed
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.tasks import prepare_task
+from circuitviz.testing import IOI_TASK, tiny_model
 
-from circuitviz.graph import GraphSpec  # noqa: E402
-from circuitviz.methods import get_method  # noqa: E402
-from circuitviz.tasks import PromptTask, prepare_task  # noqa: E402
-from circuitviz.testing import IOI_TASK, tiny_model  # noqa: E402
-
-EMBEDDED_TASK = PromptTask(
-    clean="When Mary and John went to the store, John gave a drink to",
-    corrupted="When Alice and Bob went to the store, Carl gave a drink to",
-    answer=" Mary",
-    foils=(" John",),
-)
+EMBEDDED_TASK = ioi_task()
 
 
 def reference_scores(model, task, method: str, steps: int | None):
@@ -78,6 +68,8 @@ def main() -> None:
     parser.add_argument("--ig-steps", type=int, default=20)
     parser.add_argument("--skip-embedded", action="store_true")
     args = parser.parse_args()
+    # the reference is a plain checkout, not an installed package: its src/ folder is importable
+    # only by path (the one sys.path entry in this project, for code that is not ours)
     sys.path.insert(0, args.eap_ig_src)
 
     print("max |reference - ours| over all edges (tiny random models, float64):")
@@ -97,15 +89,9 @@ def main() -> None:
 
     if args.skip_embedded:
         return
-    from circuitviz.models import load_model
-
-    model = load_model()
-    start = time.perf_counter()
-    reference_scores(model, EMBEDDED_TASK, "EAP-IG-inputs", args.ig_steps)
-    reference_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    ours(model, EMBEDDED_TASK, "eap-ig", args.ig_steps)
-    our_seconds = time.perf_counter() - start
+    model, _ = load_timed()
+    _, reference_seconds = timed(reference_scores, model, EMBEDDED_TASK, "EAP-IG-inputs", args.ig_steps)
+    _, our_seconds = timed(ours, model, EMBEDDED_TASK, "eap-ig", args.ig_steps)
     print(
         f"\nEAP-IG, {args.ig_steps} steps, embedded Gemma-3-270M, IOI prompt (15 tokens), incl. clean/corrupted runs:"
     )

@@ -22,27 +22,18 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import tempfile
-import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("CIRCUITVIZ_CACHE", tempfile.mkdtemp(prefix="circuitviz-gpu-check-"))
+import torch
 
-import torch  # noqa: E402
-
-from circuitviz.limits import estimate_request  # noqa: E402
-from circuitviz.methods import available_methods, get_method  # noqa: E402
-from circuitviz.tasks import PromptTask  # noqa: E402
-from circuitviz.testing import IOI_TASK, compare_results, random_model, tiny_model  # noqa: E402
+from circuitviz.benchmarking import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
+from circuitviz.limits import estimate_request
+from circuitviz.methods import available_methods, get_method
+from circuitviz.tasks import PromptTask
+from circuitviz.testing import IOI_TASK, compare_results, random_model, tiny_model
 
 BUDGETS = (3, 8, 20, 60)
 CURVE_BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 TOLERANCE = 1e-9
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def quiet_config(method, **settings):
@@ -152,30 +143,16 @@ def prompt_of(n_tokens: int) -> PromptTask:
     return PromptTask(" ".join(words), " ".join(corrupted), " Mary", (" John",))
 
 
-def synchronise(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def peak_gib(device: str) -> float:
-    return torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
-
-
 def timed_run(model, method_name: str, task: PromptTask, budgets, device: str, repeats: int = 2, **settings):
     """Best of ``repeats`` runs: (wall seconds, the result's own timings, peak memory GiB)."""
     method = get_method(method_name)
     config = quiet_config(method, **settings)
     best = None
     for _ in range(repeats):
-        if device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats()
-        synchronise(device)
-        start = time.perf_counter()
-        result = method.run_on(model, task, config, budgets=budgets)
-        synchronise(device)
-        seconds = time.perf_counter() - start
+        reset_peak_memory(device)
+        result, seconds = timed(method.run_on, model, task, config, budgets=budgets, sync=device)
         if best is None or seconds < best[0]:
-            best = (seconds, dict(result.timings), peak_gib(device), result)
+            best = (seconds, dict(result.timings), peak_memory_gib(device), result)
     return best
 
 
@@ -250,6 +227,7 @@ def main() -> int:
     shapes = [part.strip() for part in args.shapes.split(",") if part.strip()]
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device
     print(f"circuitviz GPU check, {datetime.date.today()}, torch {torch.__version__}, {name}")
+    print(f"cache: {fresh_cache('circuitviz-gpu-check-')}")
     ok = True
     if "correctness" not in skip:
         ok = correctness(args.device)

@@ -70,8 +70,15 @@ def serialise_tokenizer(model):
 
 @contextmanager
 def hooked_run(model, fwd_hooks: list[Hook]) -> Iterator[None]:
-    """Run with hooks under the model's lock; every hook is removed on exit, even on error."""
-    with model_lock(model), model.hooks(fwd_hooks=fwd_hooks):
+    """Run with hooks under the model's lock; every hook is removed on exit, even on error.
+
+    The tokenizer's lock is held too: TransformerLens's ``forward`` saves ``cfg.default_prepend_bos``
+    on entry and writes it back on exit, so a forward pass that ended while another thread was
+    inside ``to_tokens(prepend_bos=False)`` put the <bos> setting back under it (a one-token
+    answer came out as two tokens, 3 times in 180 concurrent discoveries), or left the override
+    in place for good.
+    """
+    with model_lock(model), _tokenizer_lock(model), model.hooks(fwd_hooks=fwd_hooks):
         yield
 
 
@@ -281,6 +288,54 @@ class WriterBuffer:
         else:
             self.values[:, index] = tensor.detach()
 
+    def major(self, count: int) -> torch.Tensor:
+        """The first ``count`` writers' contributions, writer-major (a view; needs ``writer_major``).
+        # [batch, count, pos, d_model]"""
+        if not self.writer_major:
+            raise ValueError(
+                "patching reads the writers writer-major: make the buffer with writer_major=True"
+            )
+        return self.values[:, :count]
+
+
+class WriterStack:
+    """Every writer's contribution of one run, kept in the autograd graph (a learned mask's run).
+
+    ``WriterBuffer`` writes into one preallocated tensor in place, which autograd cannot
+    differentiate through once a later write changes what an earlier read saved; here each
+    writer group's output is kept as it came, and ``major(count)`` joins the first ``count``
+    writers writer-major (once per count: a layer's q, k and v readers share theirs; the join is
+    a copy either way, so laying them out writer-major costs nothing extra). Writers arrive in
+    forward order, as ``writer_hooks`` calls them.
+    """
+
+    def __init__(self):
+        self.parts: list[torch.Tensor] = []  # [batch, k, pos, d_model] each (views), in forward order
+        self.count = 0
+        self._joined: dict[int, torch.Tensor] = {}
+
+    def __call__(self, index, tensor: torch.Tensor) -> None:
+        start = index.start if isinstance(index, slice) else index
+        if start != self.count:
+            raise RuntimeError(f"writer {start} arrived after {self.count} writers; hooks out of order")
+        part = tensor.transpose(1, 2) if tensor.dim() == 4 else tensor[:, None]  # [batch, k, pos, d_model]
+        self.parts.append(part)
+        self.count += part.shape[1]
+
+    def major(self, count: int) -> torch.Tensor:
+        """The first ``count`` writers' contributions, differentiable.  # [batch, count, pos, d_model]"""
+        if count not in self._joined:
+            joined, total = [], 0
+            for part in self.parts:
+                if total >= count:
+                    break
+                joined.append(part[:, : count - total])
+                total += joined[-1].shape[1]
+            if total != count:
+                raise RuntimeError(f"{count} writers asked for, {total} written so far")
+            self._joined[count] = torch.cat(joined, dim=1)
+        return self._joined[count]
+
 
 def reader_hook_points(spec: GraphSpec) -> list[tuple[str, int, int | slice]]:
     """(hook name, number of upstream writers, backward index) for every reader of the graph."""
@@ -357,60 +412,53 @@ def observe(
     return (buffer.values if buffer is not None else None), captured, residual
 
 
-@torch.no_grad()
-def patched_metrics(
-    model,
+def patch_hooks(
     spec: GraphSpec,
-    prepared: PreparedTask,
     corrupted_writers: torch.Tensor,
-    removed: torch.Tensor,
-    tokens: torch.Tensor | None = None,
-    metric: Metric | None = None,
-) -> torch.Tensor:
-    """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
+    weights: torch.Tensor,
+    current,
+) -> list[Hook]:
+    """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
-    corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
-    one circuit's complement per batch element. A reader's input becomes its current input plus,
-    for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
-    A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
-    writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
-    task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``rows_metric``).
+    weights: [batch, n_forward, n_backward] in the model's dtype, the share of each edge that
+    carries its writer's corrupted output (1: the edge is removed, 0: kept, between: a learned
+    mask's relaxation); corrupted_writers: [g, pos, n_forward, d_model], the corrupted runs of g
+    tasks whose rows make up the batch in g equal runs (task 0's rows, then task 1's, ...; g = 1
+    for one task); ``current`` is this run's writer-major ``WriterBuffer`` (the boolean
+    evaluation) or ``WriterStack`` (a learned mask's differentiable run). A reader's input becomes
+
+        x + sum_f weights[f] (corrupted_f - current_f)
+
+    computed as two matrix products over the writers, which lie writer-major
+    ([batch, n_forward, pos, d_model]) so each reader's sum reads one contiguous block per row and
+    no transposed copy of the writers is made per reader (that copy was most of an evaluation's
+    time). A layer's q, k and v readers get their patches from one product. Readers whose
+    weights are all zero in every circuit of the batch get no hook (their input stays clean).
     """
-    batch = removed.shape[0]
-    device = model_device(model)
-    if tokens is None:
-        tokens = prepared.clean_tokens.to(device).expand(batch, -1)
-    tokens = tokens.to(device)
-    dtype = model_dtype(model)
-    groups = corrupted_writers.shape[0]
+    batch, groups = weights.shape[0], corrupted_writers.shape[0]
     if batch % groups:
         raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
-    per_group, positions = batch // groups, tokens.shape[1]
+    per_group, positions = batch // groups, corrupted_writers.shape[1]
     width = positions * spec.d_model
-    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
-    corrupted = (
-        corrupted_writers.to(device=device, dtype=dtype).transpose(1, 2).contiguous()
-    )  # [g, fwd, pos, d]
-    removed = removed.to(device=device, dtype=dtype)
-    hooks = writer_hooks(model, spec, current)
-    # readers with a removed edge in any circuit of the batch, read off in one transfer
-    active = removed.any(dim=1).any(dim=0).tolist()  # [n_backward]
+    corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
+    # readers with a nonzero weight in any circuit of the batch, read off in one transfer
+    active = (weights != 0).any(dim=1).any(dim=0).tolist()  # [n_backward]
 
     def moved(upstream: int, readers: slice) -> torch.Tensor:
-        """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r, as two matrix
-        products over the writers (each row's tasks' corrupted run, and its own current one).
+        """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r: one product
+        with each row's task's corrupted run, one with the row's own current run.
         # [batch, n_readers, pos, d_model]"""
-        weights = removed[:, :upstream, readers]  # [b, up, r]
-        n = weights.shape[2]
+        share = weights[:, :upstream, readers]  # [b, up, r]
+        n = share.shape[2]
         grouped = (
-            weights.view(groups, per_group, upstream, n)
+            share.reshape(groups, per_group, upstream, n)
             .transpose(2, 3)
             .reshape(groups, per_group * n, upstream)
         )
         into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
-        into = into.view(batch, n, width)
-        now = current.values[:, :upstream].reshape(batch, upstream, width)  # [b, up, pos d]
-        into = torch.baddbmm(into, weights.transpose(1, 2), now, alpha=-1)
+        into = into.reshape(batch, n, width)
+        now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
+        into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
         return into.view(batch, n, positions, spec.d_model)
 
     def head_patch(x, hook, layer: int, kind: int, cache: dict):
@@ -428,6 +476,7 @@ def patched_metrics(
         """An MLP input or the logits' residual: [b, pos, d]."""
         return x + moved(upstream, slice(reader, reader + 1))[:, 0]
 
+    hooks: list[Hook] = []
     for layer in range(spec.n_layers):
         heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
         if any(active[reader] for reader in heads):
@@ -457,8 +506,134 @@ def patched_metrics(
                 lambda x, hook: single_patch(x, hook, spec.n_forward, spec.logits_backward),
             )
         )
+    return hooks
+
+
+@torch.no_grad()
+def patched_metrics(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    corrupted_writers: torch.Tensor,
+    removed: torch.Tensor,
+    tokens: torch.Tensor | None = None,
+    metric: Metric | None = None,
+) -> torch.Tensor:
+    """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
+
+    corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
+    one circuit's complement per batch element. A reader's input becomes its current input plus,
+    for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
+    A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
+    writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
+    task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``rows_metric``).
+    """
+    batch = removed.shape[0]
+    device = model_device(model)
+    if tokens is None:
+        tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    tokens = tokens.to(device)
+    dtype = model_dtype(model)
+    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
+    weights = removed.to(device=device, dtype=dtype)
+    hooks = writer_hooks(model, spec, current) + patch_hooks(spec, corrupted_writers, weights, current)
     residual = final_residual(model, tokens, hooks)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
+
+
+def masked_residual(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    corrupted_writers: torch.Tensor,
+    keep: torch.Tensor,
+) -> torch.Tensor:
+    """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
+
+    keep: [batch, n_forward, n_backward], each edge's kept share in [0, 1] (off-graph entries are
+    ignored): the relaxation of ``patched_metrics``, which it equals at 0/1 masks (the same
+    ``patch_hooks``). Every writer's output stays in the autograd graph (``WriterStack``), so the
+    gradient includes what a mask changes downstream. Returns [batch, d_model] (``metric_from_residual`` reads the metric).
+    """
+    batch = keep.shape[0]
+    device = model_device(model)
+    dtype = model_dtype(model)
+    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    edge_mask = spec.tensors(device).edge_mask
+    weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
+    current = WriterStack()
+    corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
+    hooks = writer_hooks(model, spec, current)
+    hooks += patch_hooks(spec, corrupted_writers, weights, current)
+    with torch.enable_grad():
+        return final_residual(model, tokens, hooks)
+
+
+def _node_hook(spec: GraphSpec, node: int) -> tuple[str, int | None]:
+    """Where one head or MLP writes before anything downstream of it: (hook name, head or None)."""
+    for layer in range(spec.n_layers):
+        heads = spec.head_forward(layer)
+        if heads.start <= node < heads.stop:
+            return f"blocks.{layer}.attn.hook_z", node - heads.start
+        if node == spec.mlp_forward(layer):
+            return f"blocks.{layer}.hook_mlp_out", None
+    raise ValueError(f"Writer {node} is not a head or an MLP; only those can be patched alone.")
+
+
+@torch.no_grad()
+def node_patched_metrics(model, spec: GraphSpec, prepared: PreparedTask, nodes) -> torch.Tensor:
+    """Metric of the clean run with one head or MLP switched to its corrupted-run output, per node.
+
+    The model computes everything else itself: a head is replaced at its z (before the output
+    projection and any post-attention norm, which then renormalises the layer's sum as it would),
+    an MLP at its output. This is the effect of patching that node alone, measured without the
+    graph's edge decomposition. nodes: writer indices (heads and MLPs); one batch element each,
+    chunked to the device's memory. Returns [len(nodes)] on the model's device.
+    """
+    nodes = [int(node) for node in nodes]
+    places = [_node_hook(spec, node) for node in nodes]
+    device = model_device(model)
+    corrupted: dict[str, torch.Tensor] = {}
+
+    def keep(x, hook):
+        corrupted[hook.name] = x.detach()
+
+    names = sorted({name for name, _ in places})
+    with hooked_run(model, [(name, keep) for name in names]):
+        model(prepared.corrupted_tokens.to(device), stop_at_layer=model.cfg.n_layers)
+    results: list[torch.Tensor] = []
+
+    def compute(rows: slice) -> torch.Tensor:
+        chosen = places[rows]
+        tokens = prepared.clean_tokens.to(device).expand(len(chosen), -1)
+
+        def replace(x, hook):
+            x = x.clone()
+            for row, (name, head) in enumerate(chosen):
+                if name != hook.name:
+                    continue
+                if head is None:
+                    x[row] = corrupted[name][0]  # [pos, d_model]
+                else:
+                    x[row, :, head] = corrupted[name][0, :, head]  # [pos, d_head]
+            return x
+
+        hooks = [(name, replace) for name in sorted({name for name, _ in chosen})]
+        return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
+
+    run_in_chunks(
+        model,
+        "evaluate",
+        len(nodes),
+        prepared.n_positions,
+        evaluation_bytes_per_position(spec, next(model.parameters()).element_size()),
+        compute,
+        lambda rows, values: results.append(values),
+    )
+    if not results:
+        return torch.zeros(0, device=device)
+    return torch.cat(results)
 
 
 GRADIENT_INPUTS_ENV = "CIRCUITVIZ_GRADIENT_INPUTS"
@@ -731,6 +906,61 @@ def gradient_scores(
         commit,
     )
     return scores
+
+
+def batched_gradient_scores(
+    model,
+    spec: GraphSpec,
+    tasks: Sequence[PreparedTask],
+    clean_writers: torch.Tensor,
+    corrupted_writers: torch.Tensor,
+    steps: int | None,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes.
+
+    Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
+    gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
+    times the corrupted-minus-clean writer outputs; ``steps`` None gives EAP (the gradient at
+    the clean input itself). A batch holds the steps of several tasks, each scored with its own
+    answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
+    summed per task and contracted with each task's differences in one product per layer.
+    clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
+    Returns [n_tasks, n_forward, n_backward] on the model's device.
+    """
+    tasks = list(tasks)
+    device = model_device(model)
+    differences = corrupted_writers - clean_writers  # [n, pos, n_forward, d_model]
+    clean_input, corrupted_input = clean_writers[:, :, 0], corrupted_writers[:, :, 0]  # [n, pos, d_model]
+    tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
+    n_steps = int(steps) if steps else 1
+    jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
+
+    def batch_pass(rows: slice):
+        batch = jobs[rows]
+        owners = [j for j, _ in batch]  # a batch's tasks are contiguous: jobs go task by task
+        lowest, highest = owners[0], owners[-1]
+        owner = torch.tensor(owners, device=device)
+        interpolate = None
+        if steps:
+            alpha = torch.tensor([k / n_steps for _, k in batch], dtype=clean_input.dtype, device=device)
+            alpha = alpha[:, None, None]  # [b, 1, 1]
+            start_value, end_value = corrupted_input[owner], clean_input[owner]
+
+            def interpolate(x):
+                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
+
+        metric = rows_metric(model, tasks, owner)
+        gradients, _ = reader_gradients(
+            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric
+        )
+        members = slice(lowest, highest + 1)
+        return gradients, differences[members], owner - lowest, members
+
+    scores = gradient_scores(
+        model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress
+    )
+    return scores / n_steps
 
 
 # ----- residual-stream reads and edits (SAE labels and steering) ---------------------------------

@@ -18,31 +18,26 @@ from .graph import GraphSpec, prune
 from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
 from .methods.base import Progress, RunContext
+from .parsing import parse_whole_numbers
 from .results import CircuitResult
 from .store import ResultStore, content_key
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 
 
 def parse_budgets(text: str) -> list[int]:
-    """'50,100,1%' -> budgets; percentages are resolved later against the edge count."""
-    budgets = []
-    for part in str(text).replace(" ", "").split(","):
-        if not part:
-            continue
-        try:
-            value = int(part)
-        except ValueError:
-            raise ValueError(
-                f"Budget {shown(part)} is not a whole number of edges; write e.g. 50,100,200."
-            ) from None
-        if value < 0:
-            raise ValueError(f"Budget {value} is negative; budgets count edges, so use 0 or more.")
-        budgets.append(value)
-    if not budgets:
-        raise ValueError("No budgets given; write edge counts such as 50,100,200.")
-    return sorted(set(budgets))
+    """'50,100,200' -> budgets, edge counts of 0 or more."""
+    return parse_whole_numbers(
+        text,
+        "Budget {part} is not a whole number of edges; write e.g. 50,100,200.",
+        refuse=lambda value: (
+            f"Budget {shown_number(value)} is negative; budgets count edges, so use 0 or more."
+            if value < 0
+            else None
+        ),
+        empty="No budgets given; write edge counts such as 50,100,200.",
+    )
 
 
 def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:

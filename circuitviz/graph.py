@@ -21,6 +21,8 @@ from functools import cached_property
 
 import torch
 
+from .tasks import shown
+
 QKV = ("q", "k", "v")
 EDGE_KINDS = ("q", "k", "v", "mlp", "logits")
 _HEAD_RE = re.compile(r"^a(\d+)\.h(\d+)$")
@@ -254,22 +256,19 @@ class GraphSpec:
         if position is not None:
             return position
         match = _EDGE_RE.match(name.strip())
-        if len(name) > 80:  # quote a pasted blob briefly, naming its length
-            name = f"{name[:80]}… ({len(name)} characters)"
+        edge = shown(name.strip(), 60)  # a pasted blob is quoted briefly, with its length
         if not match:
-            raise GraphError(
-                f"'{name}' is not an edge name; edges look like 'input->a2.h0<q>' or 'a0.h1->m3'."
-            )
+            raise GraphError(f"{edge} is not an edge name; edges look like 'input->a2.h0<q>' or 'a0.h1->m3'.")
         source, target, qkv = match.groups()
         if source not in self.forward_names:
-            raise GraphError(f"Edge '{name}': this model has no node '{source}'.")
+            raise GraphError(f"Edge {edge}: this model has no node {shown(source, 30)}.")
         if target != "logits" and target not in self.forward_names:
-            raise GraphError(f"Edge '{name}': this model has no node '{target}'.")
+            raise GraphError(f"Edge {edge}: this model has no node {shown(target, 30)}.")
         if _HEAD_RE.match(target) and not qkv:
-            raise GraphError(f"Edge '{name}': edges into a head need <q>, <k> or <v> after its name.")
+            raise GraphError(f"Edge {edge}: edges into a head need <q>, <k> or <v> after its name.")
         if qkv and not _HEAD_RE.match(target):
-            raise GraphError(f"Edge '{name}': only attention heads have <q>, <k> and <v> inputs.")
-        raise GraphError(f"Edge '{name}': '{target}' does not read from '{source}' in this model.")
+            raise GraphError(f"Edge {edge}: only attention heads have <q>, <k> and <v> inputs.")
+        raise GraphError(f"Edge {edge}: {target!r} does not read from {source!r} in this model.")
 
     def mask_from_edge_names(self, names) -> torch.Tensor:
         """Membership tensor from edge names, on the CPU.  # [n_forward, n_backward] bool"""
@@ -291,7 +290,7 @@ class GraphSpec:
             return self.n_layers
         match = _HEAD_RE.match(name) or _MLP_RE.match(name)
         if not match:
-            raise GraphError(f"'{name}' is not a node name.")
+            raise GraphError(f"{shown(name, 30)} is not a node name.")
         return int(match.group(1))
 
 

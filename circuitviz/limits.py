@@ -11,9 +11,10 @@ Limits come from, in order: the defaults below, a TOML or JSON file named by
 ``CIRCUITVIZ_MAX_TOKENS``, ``CIRCUITVIZ_MAX_IG_STEPS``, ``CIRCUITVIZ_MAX_PARAPHRASES``,
 ``CIRCUITVIZ_MAX_MEMORY_GB``.
 
-The estimate is a rough price, not a promise: forward passes are counted from the method's
-structure and priced at 2 x parameters x tokens FLOPs (a backward pass twice that) at a nominal
-device throughput. The throughputs are assumed, not calibrated against measured runs yet.
+The estimate is a price, not a promise: forward passes are counted from the method's structure,
+priced at 2 x parameters x tokens FLOPs (a backward pass twice that), and divided by the rate
+measured on this machine (``calibration.py``: this method's recent runs, else other methods',
+else a timed forward pass), falling back to a nominal device throughput before anything ran.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .tasks import shown, shown_number
+
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
     "max_ig_steps": "CIRCUITVIZ_MAX_IG_STEPS",
@@ -32,8 +35,8 @@ ENV = {
 }
 LIMITS_FILE_ENV = "CIRCUITVIZ_LIMITS_FILE"
 
-# nominal sustained FLOP/s of the engine's float32 passes: assumed figures (a few cores of a CPU;
-# conservative fractions of GPU peaks), not yet calibrated against benchmarks/bench_engine.py
+# nominal sustained FLOP/s of the engine's float32 passes, used only before any run or probe was
+# measured on this machine (a few cores of a CPU; conservative fractions of GPU peaks)
 DEVICE_FLOPS = {"cpu": 2e10, "cuda": 2e13, "mps": 2e12}
 
 
@@ -68,12 +71,12 @@ class Limits:
                 value = kind(values[field.name])
             except (TypeError, ValueError):
                 raise LimitError(
-                    f"The limit {field.name} = {values[field.name]!r} is not a number; set "
+                    f"The limit {field.name} = {shown(str(values[field.name]), 30)} is not a number; set "
                     f"{ENV[field.name]} (or {field.name} in ${LIMITS_FILE_ENV}) to e.g. {getattr(limits, field.name)}."
                 ) from None
             if value <= 0:
                 raise LimitError(
-                    f"The limit {field.name} must be above 0, not {value}; set {ENV[field.name]}."
+                    f"The limit {field.name} must be above 0, not {shown_number(value)}; set {ENV[field.name]}."
                 )
             limits = dataclasses.replace(limits, **{field.name: value})
         return limits
@@ -101,9 +104,9 @@ def _read_file(path: Path) -> dict:
         raise LimitError(f"The limits file {path} must hold keys such as max_tokens = 256.")
     unknown = sorted(set(data) - set(ENV))
     if unknown:
-        raise LimitError(
-            f"The limits file {path} has unknown keys {', '.join(unknown)}; use {', '.join(ENV)}."
-        )
+        named = ", ".join(key if len(key) <= 20 else shown(key, 20) for key in unknown[:2])
+        more = f" (and {len(unknown) - 2} more)" if len(unknown) > 2 else ""
+        raise LimitError(f"The limits file {path} has unknown keys {named}{more}; use {', '.join(ENV)}.")
     return data
 
 
@@ -118,6 +121,8 @@ class Estimate:
     n_paraphrases: int
     sequences: float  # forward-equivalent sequence passes
     device: str
+    flops: float = 0.0  # the work priced, so a finished run can calibrate the rate
+    priced: str = ""  # how the rate was found (calibration.Rate.describe)
 
     @property
     def memory_gb(self) -> float:
@@ -129,12 +134,16 @@ class Estimate:
             work += f", {self.ig_steps} IG steps"
         if self.n_paraphrases:
             work += f", {self.n_paraphrases} paraphrases"
-        return f"Estimate: about {_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} ({work})."
+        priced = f"; {self.priced}" if self.priced else ""
+        return (
+            f"Estimate: about {_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} "
+            f"({work}{priced})."
+        )
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 1:
-        return "under a second"
+    if seconds < 1.5:
+        return "1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -170,12 +179,25 @@ def estimate_run(
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     flops = 2.0 * _n_parameters(model) * n_tokens * sequences
     kind = str(device or next(model.parameters()).device).split(":")[0]
-    seconds = flops / DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
+    from .calibration import rate
+
+    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]))
+    seconds = flops / measured.flops_per_second
 
     memory = estimate_memory(
         model, spec, n_tokens, max(cost.gradient_batch, 1), n_budgets, n_paraphrases, kind
     )
-    return Estimate(seconds, memory, n_tokens, steps_used, n_paraphrases, sequences, kind)
+    return Estimate(
+        seconds,
+        memory,
+        n_tokens,
+        steps_used,
+        n_paraphrases,
+        sequences,
+        kind,
+        flops,
+        measured.describe(chosen.name),
+    )
 
 
 def estimate_memory(

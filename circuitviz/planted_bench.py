@@ -298,6 +298,8 @@ def to_markdown(report: BenchReport) -> str:
         "distractor heads and MLPs, some with nonlinear units); truth known by construction.",
         "SHD / precision / recall: the method's own edge set (its circuit, or its nonzero scores), "
         "pruned; exact: cases with SHD 0. @|T|: its top-|true| edges, not pruned (ranking quality).",
+        "Every method runs with the true edge count |T| as its budget; a method whose own edge set is its "
+        "circuit at that budget (Edge Pruning) is told the circuit's size, so compare it with the @|T| columns too.",
         "s / case: scoring time (without the shared faithfulness evaluation), on the machine that ran it.",
         f"CircuitLasso also observes {CORPUS_TEXTS} random sentences over the models' vocabulary.",
         "",

@@ -22,7 +22,7 @@ import torch
 
 from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, prepare_task
+from .tasks import PromptTask, prepare_task, shown_number
 
 FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
 
@@ -329,8 +329,8 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
         other = GraphSpec.from_cfg_dict(data["cfg"])
         if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):
             raise GraphError(
-                f"{origin} is for a model with {other.n_layers} layers and {other.n_heads} heads; "
-                f"this model has {spec.n_layers} and {spec.n_heads}. Choose the model it was made on."
+                f"{origin} is for a model with {shown_number(other.n_layers)} layers and {shown_number(other.n_heads)} "
+                f"heads and this model has {spec.n_layers} and {spec.n_heads}; choose the model it was made on."
             )
     edges = data["edges"]
     if not isinstance(edges, dict):

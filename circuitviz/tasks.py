@@ -75,17 +75,38 @@ def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
     return str_tokens(model, model.to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
 
 
-def _quote_tokens(tokens: list[str], limit: int = 40) -> str:
-    shown = " | ".join(repr(token) for token in tokens[:limit])
-    return shown + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
+def _quote_tokens(tokens: list[str], limit: int = 4) -> str:
+    """The first ``limit`` tokens, each quoted briefly, and how many there are in all."""
+    shown_tokens = " | ".join(shown(token, 12) for token in tokens[:limit])
+    return shown_tokens + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
 
 
 def shown(text: str, limit: int = 60) -> str:
     """A user's text quoted for an error sentence: repr, cut at ``limit`` characters with the
-    full length named, so a 100 kB paste never becomes a 100 kB message."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}… ({len(text)} characters)"
+    full length named, so a 100 kB paste never becomes a 100 kB message. The cut applies to the
+    quoted form, so text of control characters (4 characters each in a repr) stays short too."""
+    quoted = repr(text)
+    if len(quoted) <= limit + 2:
+        return quoted
+    return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
+
+
+def shown_number(value, limit: int = 12) -> str:
+    """A number from a user's input as it is, cut short (digits counted) when absurdly long."""
+    digits = str(value)
+    return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
+
+
+def _first_difference(first: list[str], second: list[str]) -> str:
+    """Where two tokenisations part, quoted briefly: 'at token 5: ' Mary' vs ' Ma''."""
+    index = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))
+    mine = shown(first[index], 16) if index < len(first) else "nothing"
+    theirs = shown(second[index], 16) if index < len(second) else "nothing"
+    return f"they part at token {index + 1}: {mine} vs {theirs}"
+
+
+def _n_tokens(model, text: str) -> int:
+    return int(model.to_tokens(text, prepend_bos=False, truncate=False).shape[1])
 
 
 def single_token_id(model, text: str, role: str) -> int:
@@ -100,10 +121,12 @@ def single_token_id(model, text: str, role: str) -> int:
         )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
-        hint = "" if text.startswith(" ") else f" (did you mean {shown(' ' + text)} with a leading space?)"
+        spaced = " " + text
+        one_with_space = not text.startswith(" ") and len(ids) <= 4 and _n_tokens(model, spaced) == 1
+        hint = f" (or {shown(spaced, 30)}, one token with its leading space)" if one_with_space else ""
         raise TaskError(
-            f"The {role} {shown(text)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
-            f"use a single token such as {pieces[0]!r}{hint}."
+            f"The {role} {shown(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
+            f"use a single token such as {shown(pieces[0], 16)}{hint}."
         )
     return int(ids[0])
 
@@ -113,7 +136,7 @@ def prepare_task(
 ) -> PreparedTask:
     """Tokenise and validate a task for ``model``; raise TaskError with one fixing sentence."""
     if task.metric not in METRICS:
-        raise TaskError(f"Unknown metric {task.metric!r}; choose one of {', '.join(METRICS)}.")
+        raise TaskError(f"Unknown metric {shown(task.metric, 30)}; choose one of {', '.join(METRICS)}.")
     if not task.clean.strip():
         raise TaskError("The prompt is empty; type the text whose next token you want explained.")
     clean_tokens = model.to_tokens(task.clean, truncate=False)
@@ -141,8 +164,7 @@ def prepare_task(
             raise TaskError(
                 f"The prompt has {len(clean_pieces)} tokens and the corrupted prompt "
                 f"{len(corrupted_pieces)}; edit the corrupted prompt so each replaced word is one "
-                f"token too (prompt: {_quote_tokens(clean_pieces)}; corrupted: "
-                f"{_quote_tokens(corrupted_pieces)})."
+                f"token too ({_first_difference(clean_pieces, corrupted_pieces)})."
             )
     answer_id = single_token_id(model, task.answer, "answer")
     if task.metric == "logit_diff" and not task.foils:
@@ -153,7 +175,7 @@ def prepare_task(
     foil_ids = tuple(single_token_id(model, foil, "foil") for foil in task.foils)
     if answer_id in foil_ids:
         raise TaskError(
-            f"The answer {shown(task.answer)} is also given as a foil; a foil must be a different token."
+            f"The answer {shown(task.answer, 30)} is also given as a foil; a foil must be a different token."
         )
     return PreparedTask(
         task=task,

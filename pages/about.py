@@ -1,5 +1,7 @@
 """About: what the methods and the faithfulness scores mean, with the papers' figures beside ours."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from circuitviz.ui import loaders
@@ -66,3 +68,26 @@ if ours:
         "reaches NDF 0.8 (or the best NDF when none does)."
     )
     st.dataframe(ours, hide_index=True)
+
+st.subheader("How faithful each method's circuits are")
+st.markdown(
+    """
+Every method measured the same way on the embedded Gemma-3-270M over the nine example prompts
+(`benchmarks/bench_faithfulness.py`): NDF of its circuits at a few small budgets and CPR / CMD
+(the areas under the faithfulness curve), how well its node scores follow the effect of patching
+each head or MLP alone, and how its circuits hold up on paraphrases of the prompt. **Edge Pruning**
+learns a mask per budget on the prompt itself, so it is the most faithful there by construction;
+the paraphrase columns show how much of that is fitted to the one sentence. Below it, the
+planted-circuit benchmark: models whose true circuit is known.
+"""
+)
+_ASSETS = Path(__file__).resolve().parents[1] / "assets"
+for _name, _made_by in (
+    ("faithfulness.md", "benchmarks/bench_faithfulness.py --markdown assets/faithfulness.md"),
+    ("planted_bench.md", "python -m circuitviz planted-bench --markdown assets/planted_bench.md"),
+):
+    _path = _ASSETS / _name
+    if _path.is_file():
+        st.markdown(_path.read_text(encoding="utf-8"))
+    else:
+        st.caption(f"assets/{_name} is not there; `{_made_by}` makes it.")

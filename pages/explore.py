@@ -9,57 +9,56 @@ st.caption(
     "carries the answer, and how faithful it is at every edge budget."
 )
 
-# torch, plotly and the engine load after the title and caption are on screen (first paint)
-from circuitviz.methods import available_methods  # noqa: E402
-from circuitviz.ui import loaders, state, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
-model_id = st.session_state.get("model")
-device = st.session_state.get("device", "auto")
-model = views.load_model_or_stop(model_id, device)
-n_edges = views.graph_edge_total(model)
+model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
-chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
 with st.container(border=True):
-    task = views.task_inputs(model, model_id, need_corrupted=chosen.needs_corrupted if chosen else True)
+    prompt = inputs.prompt_input()
+    # torch, plotly and the engine load after the prompt box is on screen; the model in the background
+    from circuitviz.methods import available_methods  # noqa: E402
+    from circuitviz.ui import result_view, run  # noqa: E402
+
+    model = run.load_model_or_stop(model_id, device)
+    chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
+    given = inputs.task_inputs(
+        model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
+    )
 with st.container(border=True):
-    method, settings, budgets = views.method_inputs(n_edges)
-ready = task is not None and settings is not None and budgets is not None
+    method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
+ready = given.task is not None and settings is not None and budgets is not None
+estimate = None
 if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
-    from circuitviz.limits import check_run, estimate_request  # noqa: E402
+    estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
+    ready = refused is None
+key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
+clicked = run.run_button("Run", ready)
 
-    try:
-        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
-        check_run(estimate)
-        st.caption(estimate.summary())
-    except ValueError as error:
-        st.error(str(error))
-        ready = False
-run = st.button(
-    "Run", type="primary", disabled=not ready, help=None if ready else "fix the inputs above first"
-)
-
-result = st.session_state.get("explore.result")
-if run or (ready and st.session_state.pop("explore.autorun", False)):
-    result = views.run_with_status(model, model_id, task, method, settings, budgets) or result
+result = state.result_for(method, model_id, prompt)
+if ready and (clicked or run.running(key) or st.session_state.pop("explore.autorun", False)):
+    result = run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate) or result
 elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
     # a shared or reloaded URL: show the stored result of exactly that request, never compute
-    result = loaders.stored_result(model, model_id, task, method, settings, budgets)
+    result = loaders.stored_result(model, model_id, given.task, method, settings, budgets)
+    if result is not None:
+        state.results()[result.method] = result
     st.session_state["_view_from_url"] = False
-st.session_state["explore.result"] = result
 
 
 @st.fragment
 def show_result(result, labels) -> None:
     """The result view; a slider move reruns only this part of the page."""
-    views.result_view(result, labels=labels, key="explore", budget_key="budget", model=model)
+    result_view.result_view(result, labels=labels, key="explore", model=model)
     state.write_to_url(["budget"])
 
 
 if result is not None:
-    if ready and (result.task != task or result.method != method or result.model_id != model_id):
+    if ready and (result.task != given.task or result.method != method or result.config != settings):
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
-    labels = loaders.node_labels(model, result.model_id, result.task) if result.model_id == model_id else None
+    labels = loaders.node_labels(model, result.model_id, result.task)
     st.session_state["settings"] = result.config
     show_result(result, labels)
 state.write_to_url()

@@ -9,7 +9,7 @@ st.caption(
 )
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
-from circuitviz.ui import loaders, state, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, result_view, state  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:
@@ -27,7 +27,7 @@ st.subheader(entry["title"])
 st.write(entry["description"])
 headline = entry["headline"]
 st.caption(
-    f"{headline['n_edges']:,} edges (of {views.graph_edge_total_from_cfg(entry)}) reach NDF "
+    f"{headline['n_edges']:,} edges (of {result_view.graph_edge_total_from_cfg(entry)}) reach NDF "
     f"{headline['ndf']:.2f} at budget {headline['budget']:,}."
 )
 
@@ -42,14 +42,15 @@ def rerun_live():
         "foil": (task["foils"] or [""])[0],
         "metric": task.get("metric", "logit_diff"),
         "method": entry["method"],
-        "budgets": views.budgets_text(entry["budgets"]),
+        "budgets": inputs.budgets_text(entry["budgets"]),
     }.items():
         state.set_value(key, value)
-    st.session_state["corrupted_for"] = task["clean"]
+    st.session_state[state.INPUTS_FOR] = task["clean"]  # these values belong to this prompt
+    st.session_state[state.RESULTS] = {}
+    st.session_state["corrupted_note"] = "The example's own corrupted prompt."
     st.session_state["settings"] = entry["config"]
     st.session_state[f"w.method.{entry['method']}.ig_steps"] = entry["config"].get("ig_steps", 20)
     st.session_state["explore.autorun"] = True
-    st.session_state["explore.result"] = None
 
 
 if st.button("Re-run live on the Explore page", on_click=rerun_live, key="gallery.rerun"):
@@ -57,5 +58,11 @@ if st.button("Re-run live on the Explore page", on_click=rerun_live, key="galler
 
 result, labels = loaders.gallery_example(slug)
 if st.session_state.get(f"gallery.{slug}.budget") is None:
-    st.session_state[f"gallery.{slug}.budget"] = views.demo_budget(result)
-st.fragment(views.result_view)(result, labels=labels, key=f"gallery.{slug}")
+    state.set_value(f"gallery.{slug}.budget", result_view.demo_budget(result))
+st.caption(
+    f"Stored when the gallery was built ({result.device}); opening it runs nothing. The view opens at "
+    f"the smallest budget whose circuit reaches NDF {result_view.GOOD_NDF} (or the most faithful small one)."
+)
+st.fragment(result_view.result_view)(
+    result, labels=labels, key=f"gallery.{slug}", budget_key=f"gallery.{slug}.budget", timings=False
+)

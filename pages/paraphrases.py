@@ -9,48 +9,63 @@ st.caption(
     "candidate's NDF, and the edges the candidates share."
 )
 
-# torch, plotly and the engine load after the title and caption are on screen (first paint)
-import plotly.graph_objects as go  # noqa: E402
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
-from circuitviz import render  # noqa: E402
-from circuitviz.methods import available_methods  # noqa: E402
-from circuitviz.ui import bon, loaders, state, views  # noqa: E402
+model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
-registered = available_methods()
-family = bon.registered_bon_methods(registered)
-if not family:
-    st.info("The Best-of-N methods (bon, ibon, bon-csm) are not registered in this installation yet.")
-    st.stop()
-
-model_id = st.session_state.get("model")
-model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
 with st.container(border=True):
-    task = views.task_inputs(model, model_id)
+    prompt = inputs.prompt_input()
+    # torch, plotly and the engine load after the prompt box is on screen; the model in the background
+    from circuitviz import render  # noqa: E402
+    from circuitviz.methods import available_methods  # noqa: E402
+    from circuitviz.ui import bon, result_view, run  # noqa: E402
+
+    registered = available_methods()
+    family = bon.registered_bon_methods(registered)
+    if not family:
+        st.info("The Best-of-N methods (bon, ibon, bon-csm) are not registered in this installation yet.")
+        st.stop()
+    model = run.load_model_or_stop(model_id, device)
+    given = inputs.task_inputs(model, model_id, prompt)
+n_edges = inputs.graph_edge_total(model)
 with st.container(border=True):
-    method, settings, budgets = views.method_inputs(
-        views.graph_edge_total(model), key="bon.method", methods={m: registered[m] for m in family}
+    method, settings, budgets = inputs.method_inputs(
+        n_edges,
+        key="bon.method",
+        methods={m: registered[m] for m in family},
+        initial=bon.PAGE_DEFAULTS,
+        budgets_key="bon.budgets",
+        budgets_default=bon.page_budgets(n_edges),
     )
-ready = task is not None and settings is not None and budgets is not None
-if st.button("Run Best-of-N", type="primary", disabled=not ready, key="bon.run"):
-    st.session_state["bon.result"] = views.run_with_status(model, model_id, task, method, settings, budgets)
-result = st.session_state.get("bon.result")
+    st.caption(
+        "This page starts at 5 IG steps per pair, 6 budgets and the chosen variant alone, so 9 paraphrases "
+        "take about a minute on a CPU; more steps score each pair more closely, and 'compare' adds the other "
+        "variants' curves, each at a proportional cost."
+    )
+ready = given.task is not None and settings is not None and budgets is not None
+estimate = None
+if ready:
+    estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
+    ready = refused is None
+key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
+clicked = run.run_button("Run Best-of-N", ready, key="bon.run")
+if ready and (clicked or run.running(key)):
+    run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate)
+result = state.result_for(method, model_id, prompt)
 if result is None or not bon.is_query_circuits(result):
     st.stop()
 
 st.subheader("Paraphrases")
-rows = bon.paraphrase_rows(result)
 edited = st.data_editor(
-    rows,
-    hide_index=True,
-    key="bon.pairs",
-    disabled=["pair", "source", "model's answer", "answer matches", "candidate"],
+    bon.table_rows(result), hide_index=True, key="bon.pairs", disabled=bon.TABLE_COLUMNS[:5], width="stretch"
 )
 
 
 def use_edited_pairs():
     lines = [f"{row['paraphrase']}\t{row['corrupted']}" for row in edited[1:] if row["paraphrase"].strip()]
     for name, value in (("paraphrase_source", "file"), ("paraphrases", "\n".join(lines))):
-        state.set_value(f"bon.method.{method}.{name}", value)
         st.session_state[f"bon.method.{method}.{name}"] = value
 
 
@@ -58,60 +73,52 @@ st.button("Use the edited paraphrases for the next run", on_click=use_edited_pai
 for note in result.details.notes:
     st.caption(note)
 
-budget = views.budget_slider(result, "bon.budget", any_budget=True)
-point = views.point_at(result, budget, model)
-views.metrics_row(result, budget, point)
-evaluated = [int(entry["budget"]) for entry in result.details.per_budget]
-candidate_budget = budget if budget in evaluated else min(evaluated, key=lambda b: abs(b - budget))
-if candidate_budget != budget:
-    st.caption(
-        f"Candidates were evaluated at {', '.join(map(str, evaluated))} edges; shown at {candidate_budget}."
-    )
-scores = bon.candidate_ndf(result, candidate_budget)
+budget = result_view.budget_slider(result, "budget", any_budget=True)
+point = result_view.point_at(result, budget, model)
+result_view.metrics_row(result, budget, point)
+at = bon.candidate_budget(result, budget)
+scores = bon.candidate_ndf(result, at)
 if scores:
-    figure = go.Figure(
-        go.Bar(
-            x=[row["name"] for row in scores],
-            y=[row["ndf"] for row in scores],
-            marker_color=["#D55E00" if row["winner"] else "#0072B2" for row in scores],
-            text=[("winner · " if row["winner"] else "") + f"{row['ndf']:.2f}" for row in scores],
-            textposition="outside",
-        )
-    )
-    figure.update_layout(
-        title=f"each candidate's NDF on the original prompt at {candidate_budget:,} edges",
-        yaxis={"title": "NDF", "range": [0, 1.15]},
-        height=330,
-        template="plotly_white",
-    )
-    st.plotly_chart(figure, key="bon.candidates")
+    st.plotly_chart(render.candidate_figure(scores, at), key="bon.candidates")
+    st.caption(bon.winner_note(result, budget, point, scores, at))
 
-sets = bon.candidate_edge_sets(model, result.model_id, result, candidate_budget, loaders.get_store())
+circuit_edges = set(result.graph.edge_names_of(result.circuit(budget)))
+sets = bon.candidate_edge_sets(model, result.model_id, result, at, loaders.get_store())
 highlight = None
 if sets and len(sets) >= 2:
     st.subheader("Edges shared across candidate circuits")
-    chosen = st.session_state.get("bon.intersection")
-    upset, shown = render.upset_figure(sets, selected=tuple(chosen.split(" & ")) if chosen else None)
-    st.plotly_chart(upset, key="bon.upset")
-    labels = [item.label for item in shown]
-    if chosen not in labels:
-        st.session_state["bon.intersection"] = None
+    chosen = (st.session_state.get("bon.intersection") or "none").rsplit(" (", 1)[0]
+    upset, shown = render.upset_figure(
+        sets, selected=tuple(chosen.split(" & ")) if chosen != "none" else None
+    )
+    clicked = bon.clicked_intersection(
+        st.plotly_chart(upset, key="bon.upset", on_select="rerun", selection_mode="points"), shown
+    )
+    named = {f"{item.label} ({item.size} edges)": item for item in shown}
+    by_label = {item.label: name for name, item in named.items()}
+    if clicked is not None and clicked != st.session_state.get("bon.intersection.clicked"):
+        st.session_state["bon.intersection"] = by_label[clicked]  # a bar clicked: as if chosen below
+    st.session_state["bon.intersection.clicked"] = clicked
+    if st.session_state.get("bon.intersection") not in named:
+        st.session_state["bon.intersection"] = "none"
     chosen = st.selectbox(
-        "highlight the edges of one intersection in the graph",
-        [None, *labels],
+        "highlight the edges of one intersection in the graph (or click its bar above)",
+        ["none", *named],
         key="bon.intersection",
-        format_func=lambda label: (
-            "none" if label is None else f"{label} ({shown[labels.index(label)].size} edges)"
-        ),
     )
-    highlight = set(shown[labels.index(chosen)].edges) if chosen else None
-    st.caption(
-        f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {candidate_budget:,} edges."
-    )
-elif (shared := bon.shared_entry(result, candidate_budget)) is not None:
+    if chosen != "none":
+        highlight, sentence = bon.highlight_in_circuit(set(named[chosen].edges), circuit_edges)
+        st.caption(sentence)
+    st.caption(f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {at:,} edges.")
+elif (shared := bon.shared_entry(result, at)) is not None:
     st.caption(
         f"{shared['n_common']:,} edges are common to all candidates (their score matrices were not kept)."
     )
-views.show_graph(views.graph_drawing(result, budget, highlight=highlight, ndf=point.ndf if point else None))
+labels = loaders.node_labels(model, result.model_id, result.task)
+drawing = result_view.graph_drawing(
+    result, budget, labels=labels, highlight=highlight, ndf=point.ndf if point else None
+)
+result_view.show_graph(drawing)
 curves = {name: points for name, points in result.details.curves.items() if name != result.method}
-views.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)
+result_view.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)
+state.write_to_url()

@@ -1,9 +1,9 @@
 """Signals: why each head of an ACC++ circuit attends where it does.
 
-Shows the ACC++ result of this session (run here, or picked on the Explore page): the circuit
-on a token-by-layer grid, its attention decisions, and for one decision its signals (upstream
-component, singular directions, rank, IG attribution) with the attention weight falling as
-they are removed one by one; then the paper's knockout (found versus random signals).
+Shows the ACC++ result of this prompt, whichever page ran it (here, Explore or Compare): the
+circuit on a token-by-layer grid, its attention decisions, and for one decision its signals
+(upstream component, singular directions, rank, IG attribution) with the attention weight
+falling as they are removed one by one; then the paper's knockout (found versus random signals).
 """
 
 import streamlit as st
@@ -16,63 +16,49 @@ st.caption(
     "needs one forward pass and no corrupted prompt."
 )
 
-# torch, plotly and the engine load after the title and caption are on screen (first paint)
-from circuitviz.acc.tables import (  # noqa: E402
-    decision_label,
-    decision_rows,
-    is_acc_result,
-    knockout_rows,
-    signal_rows,
-)
-from circuitviz.ui import forms, state, views  # noqa: E402
+from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
-model_id = st.session_state.get("model")
-device = st.session_state.get("device", "auto")
-result = st.session_state.get("signals.result")
-explore_result = st.session_state.get("explore.result")
-if result is None and is_acc_result(explore_result):
-    result = explore_result
+model_id, device = model_choice()
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
-with st.expander("Run ACC++ on a prompt", expanded=result is None):
-    from circuitviz.methods import get_method
-    from circuitviz.tasks import PromptTask
+with st.expander(
+    "Run ACC++ on a prompt",
+    expanded=state.result_for("acc++", model_id, st.session_state.get("prompt") or "") is None,
+):
+    prompt = inputs.prompt_input()
+    # torch, plotly and the engine load after the prompt box is on screen; the model in the background
+    from circuitviz.acc.tables import decision_label, decision_rows, knockout_rows, signal_rows  # noqa: E402
+    from circuitviz.methods import get_method  # noqa: E402
+    from circuitviz.ui import forms, run  # noqa: E402
 
+    model = run.load_model_or_stop(model_id, device)
+    given = inputs.task_inputs(model, model_id, prompt, need_corrupted=False)
+    result = state.result_for("acc++", model_id, prompt)
     method = get_method("acc++")
-    prompt = state.bound(st.text_area, "Prompt", "prompt", default=views.EXAMPLE_PROMPT, height=80)
-    columns = st.columns(3)
-    with columns[0]:
-        answer = state.bound(
-            st.text_input, "Answer token (with its leading space)", "answer", default=" Mary"
-        )
-    with columns[1]:
-        foil = state.bound(st.text_input, "Foil token (optional)", "foil", default=" John")
-    with columns[2]:
-        corrupted = state.bound(
-            st.text_input, "Corrupted prompt (optional, for the patching curve)", "corrupted", default=""
-        )
     values = forms.config_form(method, "signals", initial=(result.config if result is not None else None))
     problem = forms.check_config(method, values)
     if problem:
         st.error(problem)
-    if st.button("Run ACC++", type="primary", disabled=bool(problem) or not prompt.strip()):
-        model = views.load_model_or_stop(model_id, device)
-        task = PromptTask(
-            clean=prompt,
-            corrupted=corrupted,
-            answer=answer,
-            foils=(foil,) if foil else (),
-            metric="logit_diff" if foil else "logprob",
+    budgets = inputs.default_budgets(inputs.graph_edge_total(model))
+    ready = given.task is not None and not problem
+    estimate = run.estimate_line(model, given.task, "acc++", values, budgets)[0] if ready else None
+    if run.run_button("Run ACC++", ready and estimate is not None):
+        result = (
+            run.run_with_status(model, model_id, given.task, "acc++", values, budgets, estimate) or result
         )
-        budgets = views.default_budgets(views.graph_edge_total(model))
-        result = views.run_with_status(model, model_id, task, "acc++", values, budgets) or result
-        st.session_state["signals.result"] = result
 
-if result is None or not is_acc_result(result):
-    st.info("Run ACC++ above, or choose ACC++ on the Explore page: its result shows here.")
+if result is None:
+    st.info(
+        "Run ACC++ above, or choose ACC++ on the Explore or Compare page: its result for this prompt shows here."
+    )
     st.stop()
 
+from circuitviz.render.acc_graph import position_graph_html, removal_figure  # noqa: E402
+from circuitviz.ui import result_view  # noqa: E402
+
 details = result.details  # ACCDetails
-views.task_caption(result)
+result_view.task_caption(result)
 summary = details.summary
 cells = st.columns(4)
 cells[0].metric("nodes (component at a position)", summary["n_nodes"])
@@ -84,7 +70,6 @@ if details.limits.get("max_decisions_reached"):
         f"Tracing stopped at {details.limits['max_decisions']} decisions with "
         f"{details.limits['decisions_left']} left; raise max decisions to trace them."
     )
-
 decisions = details.decisions
 if not decisions:
     st.info("No attention decision of the answer's components reached the threshold tau = k/d; lower k.")
@@ -98,25 +83,17 @@ chosen = st.selectbox(
     format_func=lambda index: decision_label(decisions[index]),
     key="signals.decision",
 )
-decision = decisions[chosen]
-
-from circuitviz.render.acc_graph import position_graph_html, removal_figure  # noqa: E402
-
 left, right = st.columns([3, 2])
 with left:
     st.markdown("**Its signals**")
     st.dataframe(signal_rows(details, chosen), hide_index=True, width="stretch")
 with right:
     st.markdown("**Attention weight as the signals are removed**")
-    st.plotly_chart(removal_figure(decision), key="signals.removal")
+    st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
 
 st.subheader("The circuit, by token and layer")
-drawing = position_graph_html(
-    details,
-    title=f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted",
-    highlight_decision=chosen,
-)
-views.show_graph(drawing)
+title = f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted"
+result_view.show_graph(position_graph_html(details, title=title, highlight_decision=chosen))
 
 st.subheader("Knockout: the signals found versus as many random ones")
 st.caption(
@@ -124,6 +101,6 @@ st.caption(
     "runs on; the paper's check that the signals found carry the attention and the answer."
 )
 st.dataframe(knockout_rows(details), hide_index=True, width="stretch")
-faithfulness = details.faithfulness
-if faithfulness.get("note"):
-    st.caption(faithfulness["note"])
+if details.faithfulness.get("note"):
+    st.caption(details.faithfulness["note"])
+state.write_to_url()

@@ -1,24 +1,27 @@
 """Steer: the SAE features a circuit's nodes drive, what they mean, and what zeroing them does."""
 
-import html
-
 import streamlit as st
-
-from circuitviz.ui import views
 
 st.title("Steer with SAE features")
 st.caption(
-    "Each circuit node is labelled with the SAE features it writes on this prompt (their top "
-    "contexts in the training corpus, the token marked, and the tokens they promote). Pick "
-    "features, zero them, and compare the answer's metric with zeroing as many random features."
+    "Each node of the circuit (the one computed for this prompt, at the budget chosen) is labelled "
+    "with the SAE features it writes on this prompt: their top contexts in the training corpus and "
+    "the tokens they promote. Pick features, zero them, and compare the change of the answer's "
+    "metric with zeroing as many random features."
 )
 
-model_id = st.session_state.get("model") or "gemma-3-270m"
-model = views.load_model_or_stop(model_id, st.session_state.get("device", "auto"))
+from circuitviz.ui import loaders, run, state, steer  # noqa: E402
+from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
-from circuitviz.labels import sae as sae_labels  # noqa: E402  (after the model: torch is loaded)
+model_id, device = model_choice()
+loaders.model_future(model_id, device)  # the model starts loading now, in the background
+model = run.load_model_or_stop(model_id, device)
+
+from circuitviz import render  # noqa: E402
+from circuitviz import saes as sae_store  # noqa: E402  (after the model: torch is loaded)
+from circuitviz.labels import sae as sae_labels  # noqa: E402
 from circuitviz.labels.llm import BackgroundLabels, LLMLabeler, llm_status  # noqa: E402
-from circuitviz.labels.steer import circuit_nodes, steer  # noqa: E402
+from circuitviz.labels.steer import steer as zero_features  # noqa: E402
 from circuitviz.tasks import PromptTask, TaskError  # noqa: E402
 
 source = st.radio("SAEs", ["embedded", "local folder", "hub"], horizontal=True, key="steer.source")
@@ -39,60 +42,57 @@ try:
         release = st.selectbox("release", sorted(releases))
         sae_id = st.selectbox("SAE id", releases.get(release, []))
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
-except sae_labels.SaeUnavailable as error:
+except sae_store.SaeUnavailable as error:
     st.error(str(error))
     st.stop()
-st.caption("Loaded: " + "; ".join(html.escape(sae.name) for sae in saes))
+st.text("Loaded: " + "; ".join(sae.name for sae in saes))
 
-result = st.session_state.get("explore.result")
-task = result.task if result is not None else None
 columns = st.columns([3, 1, 1])
-prompt = columns[0].text_input("Prompt", task.clean if task else "The nurse said that", key="steer.prompt")
-answer = columns[1].text_input("answer", task.answer if task else " she", key="steer.answer")
-foil = columns[2].text_input("foil", task.foils[0] if task and task.foils else " he", key="steer.foil")
-# every result has a curve; only methods that choose their own circuits (Best-of-N) fill .circuits
-budgets = sorted(set(result.budgets) | set(result.circuits)) if result is not None else []
-if result is not None and result.task.clean == prompt and budgets:
-    budget = st.session_state.get("budget")
-    budget = budget if budget in budgets else max(budgets)
-    nodes = circuit_nodes(result.graph, result.circuit(budget))
-    st.caption(f"Nodes of the Explore circuit at {budget:,} edges.")
+with columns[0]:
+    prompt = steer.shared_text_input("Prompt", "prompt", "steer.prompt", default="The nurse said that")
+with columns[1]:
+    answer = steer.shared_text_input("answer", "answer", "steer.answer", default=" she")
+with columns[2]:
+    foil = steer.shared_text_input("foil", "foil", "steer.foil", default=" he")
+result = state.result_for(st.session_state.get("method") or "eap-ig", model_id, prompt)
+result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
+if result is not None:
+    nodes, budget, total = steer.circuit_at_budget(result)
+    st.caption(
+        f"The {len(nodes)} strongest of the {total} nodes of the {result.method} circuit at {budget:,} edges "
+        "(the budget chosen on Explore, Compare or Paraphrases; change it there)."
+    )
 else:
-    nodes = [
-        n.strip()
-        for n in st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes").split(",")
-        if n.strip()
-    ]
+    st.caption("No circuit has been computed for this prompt yet (run one on Explore); label these nodes:")
+    typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
+    nodes = [n.strip() for n in typed.split(",") if n.strip()]
 
 try:
     with st.spinner("Labelling nodes with SAE features…"):
-        labels = sae_labels.circuit_node_features(model, prompt, nodes, saes, top_k=5)
-except sae_labels.SaeUnavailable as error:
+        labels = sae_labels.circuit_node_features(model, prompt, nodes, saes, top_k=3)
+except sae_store.SaeUnavailable as error:
     st.error(str(error))
     st.stop()
+st.dataframe(steer.feature_rows(labels), hide_index=True, width="stretch")
 
-options = {}
-for node, entry in labels.items():
-    with st.expander(f"{node}" + ("" if entry["sae"] else " — no SAE"), expanded=False):
-        if entry["sae"] is None:
-            st.write(entry["reason"])
-        for feature in entry["features"]:
-            key = (entry["sae_layer"], feature["feature"])
-            options[key] = f"{node}: {feature['label']}"
-            st.markdown(
-                f"**{html.escape(feature['label'])}** — share {feature['share']:.2f} at "
-                f"`{html.escape(repr(feature['token']))}`"
-            )
-            for context in feature["contexts"]:
-                st.markdown("&emsp;" + sae_labels.context_html(context), unsafe_allow_html=True)
-
+options = steer.feature_options(labels)
 chosen = st.multiselect(
     "Features to zero", list(options), format_func=lambda key: options[key], key="steer.features"
 )
+for layer, feature in chosen[:3]:  # what the chosen features fired on, as marked text
+    by_layer = {sae.layer: sae for sae in saes}
+    description = sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=3)
+    st.markdown(
+        f"**L{layer}/{feature}** fired on: "
+        + " · ".join(render.context_html(context) for context in description["contexts"]),
+        unsafe_allow_html=True,
+    )
+task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
+st.caption(f"The metric: {steer.metric_sentence(task)}.")
 if st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero"):
     try:
-        outcome = steer(model, PromptTask(prompt, "", answer, (foil,)), chosen, saes, n_random=5)
-    except (TaskError, sae_labels.SaeUnavailable) as error:
+        outcome = zero_features(model, task, chosen, saes, n_random=5)
+    except (TaskError, sae_store.SaeUnavailable) as error:
         st.error(str(error))
     else:
         metrics = st.columns(3)
@@ -112,11 +112,14 @@ if enabled and options and st.button("Describe the features with the LLM"):
     jobs = st.session_state.setdefault("steer.llm", BackgroundLabels(LLMLabeler()))
     by_layer = {sae.layer: sae for sae in saes}
     for layer, feature in options:
-        description = sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=10)
-        jobs.submit(f"{layer}/{feature}", description)
+        jobs.submit(
+            f"{layer}/{feature}",
+            sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=10),
+        )
 if "steer.llm" in st.session_state:
     jobs = st.session_state["steer.llm"]
     done, total = jobs.progress
     st.progress(done / max(total, 1), text=f"LLM labels: {done} of {total} (refresh to update)")
     for key, label in jobs.results().items():
         st.text(f"{key}: {label.get('description') or label.get('error')}")
+state.write_to_url()

@@ -7,21 +7,19 @@ For each family: ``--n`` prompts generated with seed 0, EAP-IG (20 steps) at MIB
 consensus at 50 % evaluated on every prompt, into ``assets/atlas/<family>/``: the table
 (results.parquet), consensus.parquet, tasks.jsonl and manifest.json, a few MB in all. Full
 results go to the result store given (default: the shared one), so a second run only rewrites
-the folders. Run from the checkout with circuitviz importable (installed, or PYTHONPATH=.).
+the folders. Run from the checkout with circuitviz installed (``pip install -e .``).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from circuitviz.batch import ProgressBar, run  # noqa: E402
-from circuitviz.store import ResultStore  # noqa: E402
+import circuitviz.benchmarking  # noqa: F401  (the scripts' preamble: offline defaults)
+from circuitviz.batch import ProgressBar, run
+from circuitviz.store import ResultStore
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "atlas"
 

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from circuitviz.assets import gallery_dir
+from circuitviz.benchmarking import ioi_task, load_timed
+from circuitviz.tasks import PromptTask
 
-from circuitviz.tasks import PromptTask  # noqa: E402
-
-GALLERY = ROOT / "assets" / "gallery"
+GALLERY = gallery_dir()  # in the checkout: the examples are written into it
 
 EXAMPLES = [
     {
@@ -32,12 +29,7 @@ EXAMPLES = [
             "the drink. The corrupted prompt replaces every name, so the circuit is what moves "
             "the answer from the names in the sentence to the output."
         ),
-        "task": PromptTask(
-            clean="When Mary and John went to the store, John gave a drink to",
-            corrupted="When Alice and Bob went to the store, Carl gave a drink to",
-            answer=" Mary",
-            foils=(" John",),
-        ),
+        "task": ioi_task(),
     },
     {
         "slug": "factual",
@@ -104,7 +96,6 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
     from circuitviz.api import discover
     from circuitviz.graph import GraphSpec
     from circuitviz.labels.logit_lens import logit_lens_labels
-    from circuitviz.models import load_model
     from circuitviz.tasks import TaskError, prepare_task
 
     GALLERY.mkdir(parents=True, exist_ok=True)
@@ -112,7 +103,7 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
     index = (
         {entry["slug"]: entry for entry in json.loads(index_path.read_text())} if index_path.exists() else {}
     )
-    model = load_model(model_id, device="cpu")
+    model, _ = load_timed(model_id, device="cpu")
     spec = GraphSpec.from_model(model)
     budgets = [10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, spec.n_edges]
     for example in EXAMPLES:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Wheels the GPU check needs on a rented GPU machine that has torch and transformers but not
 # transformer-lens (it reaches no package index). Run here, then carry .whl/ to that machine and
-# install it there with:
-#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+# install it there and run from the checkout (not installed there, so on the path as "."):
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:.
 # See docs/benchmarks.md, "The GPU check".
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -38,15 +38,14 @@ import hashlib
 import json
 import random
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from circuitviz import assets
+from circuitviz.benchmarking import add_threads_argument, apply_threads, load_timed
 
 CORPUS_DIR = Path("/usr/share/games/fortunes")
 # bfloat16 keeps float32's range: Gemma's residual reaches values float16 cannot hold (> 65504)
@@ -223,10 +222,10 @@ def parse_args(argv=None):
     parser.add_argument("--lr", type=float, default=8e-4)
     parser.add_argument("--held-out", type=float, default=0.1, help="fraction of rows kept for evaluation")
     parser.add_argument("--top-contexts", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
+    add_threads_argument(parser, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corpus-dir", type=Path, default=CORPUS_DIR)
-    parser.add_argument("--out", type=Path, default=ROOT / "assets" / "saes")
+    parser.add_argument("--out", type=Path, default=assets.saes_dir())
     parser.add_argument("--collect-only", action="store_true", help="only read and cache activations")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()))
     return parser.parse_args(argv)
@@ -234,11 +233,10 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    from circuitviz.models import load_model
+    apply_threads(args.threads)
 
     texts, files = read_fortunes(args.corpus_dir)
-    model = load_model(args.model, device="cpu")
+    model, _ = load_timed(args.model, device="cpu")
     rows = pack_rows(model, texts, args.context, args.tokens, args.seed)
     print(
         f"corpus: {len(texts)} fortunes from {len(files)} files; {rows.shape[0]} rows x {rows.shape[1]} tokens"
@@ -261,11 +259,11 @@ def main(argv=None) -> None:
         LabelledSae,
         promoted_tokens,
         reconstruction_quality,
-        save_sae,
         top_contexts_from_activations,
     )
     from circuitviz.labels.signals import write_corpus_sample
     from circuitviz.labels.steer import reconstruction_metric_change
+    from circuitviz.saes import save_sae
 
     n_held = max(1, int(args.held_out * rows.shape[0]))
     strings = token_table(model, rows)

@@ -55,6 +55,7 @@ class SimulatedDevice(TorchFunctionMode):
     def __init__(self, *modules):
         super().__init__()
         self.places = WeakTensorKeyDictionary()
+        self._restore: list[tuple[object, object]] = []  # (cfg, its device before)
         for module in modules:
             self.adopt(module)
 
@@ -64,7 +65,15 @@ class SimulatedDevice(TorchFunctionMode):
             self.places[tensor] = DEVICE
         cfg = getattr(module, "cfg", None)
         if cfg is not None and hasattr(cfg, "device"):
+            self._restore.append((cfg, cfg.device))
             cfg.device = SIMULATED
+
+    def __exit__(self, *exc_info):
+        """Leave the model as it was: its config names its real device again."""
+        for cfg, device in reversed(self._restore):
+            cfg.device = device
+        self._restore.clear()
+        return super().__exit__(*exc_info)
 
     def place(self, tensor) -> str | None:
         return self.places.get(tensor) if isinstance(tensor, torch.Tensor) else None

@@ -1,8 +1,12 @@
 """Every page of the app driven through streamlit's AppTest, on a tiny random model.
 
 The model loader is injected (``circuitviz.ui.loaders.MODEL_LOADER``), so no page loads the
-embedded model; results go to a temporary store. The checks read what a user would see: the
-metrics, the chart's data, the graph page's nodes and edges, the error sentence for bad input.
+embedded model; results go to a temporary store. The checks compare what a user sees with the
+result objects the page holds, recomputed independently where they can be: the next-token
+probabilities against the model's own softmax, NDF/NFS/edges kept against the result's curve
+point, the graph's edges against the circuit mask, the chart's points against the curve,
+Compare's Jaccard and shared counts against set arithmetic on the circuits' edge names, the
+Best-of-N candidate NDFs and UpSet counts against the result's details and candidate circuits.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import json
 import re
 
 import pytest
+import torch
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from circuitviz import render  # noqa: E402
 from circuitviz.testing import IOI_TASK, tiny_model  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
@@ -68,65 +74,197 @@ def _nodes_and_edges(page: str) -> tuple[list[dict], list[dict]]:
 
 
 def _run(at: AppTest) -> AppTest:
-    at.button[0].click()
+    next(b for b in at.button if b.label in ("Run", "Run Best-of-N", "Run the comparison")).click()
     return at.run()
 
 
-def test_explore_runs_and_draws_the_circuit():
+def _run_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Run")
+
+
+def _charts(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _one_sentence(text: str) -> None:
+    assert "\n" not in text and len(text) <= 300, text
+
+
+# ----- Explore: the numbers a user sees are the result's --------------------------------------------
+def test_explore_shows_the_results_own_numbers():
+    from circuitviz.labels.logit_lens import next_token_probabilities
+
     at = _explore()
     assert not at.exception
-    assert at.title[0].value.startswith("Explore")
-    # the model's next tokens are offered as choices for answer and foil
-    assert len(at.pills) == 2 and len(at.pills[0].options) >= 2
-    assert any("Both prompts are" in s.value for s in at.success)
+    # the next-token choices: the model's own softmax, as percentages with one decimal
+    expected = next_token_probabilities(_tiny_loader("", ""), TINY_PROMPT, 8)
+    assert [f"{token!r} {100 * p:.1f}%" for token, p in expected] == list(at.pills[0].options)
+    assert any("Both prompts are 15 tokens; 3 position(s) differ." == s.value for s in at.success)
     at = _run(at)
     assert not at.exception, at.exception
-    labels = {m.label: m.value for m in at.metric}
-    assert {"clean L(M(q))", "corrupted L(M(q'))", "NDF", "NFS", "edges kept"} <= set(labels)
-    pages = _graph_pages(at)
-    assert pages, "no graph drawn"
-    nodes, edges = _nodes_and_edges(pages[0])
-    names = {n["id"] for n in nodes}
-    assert {"input", "logits"} <= names and edges
-    assert all(edge["from"] in names and edge["to"] in names for edge in edges)
-    # the curve has one point per budget and the current budget is marked
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
-    curve = chart["data"][0]
-    assert curve["x"] == [5, 10, 20, 40]
-    assert any(trace.get("name") == "shown now" for trace in chart["data"])
+    result = at.session_state["results"]["eap"]
+    budget = at.session_state["budget"]
+    assert budget == render.readable_budget(result.curve)  # a new result opens at a readable budget
+    point = next(p for p in result.curve if p.budget == budget)
+    share = 100 * point.n_edges / result.graph.n_edges
+    assert {m.label: m.value for m in at.metric} == {
+        "clean L(M(q))": f"{result.baseline.clean:+.3f}",
+        "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
+        "NDF": f"{point.ndf:.3f}",
+        "NFS": f"{point.nfs:.3f}",
+        "edges kept": f"{point.n_edges:,} ({share:.2f}%)",
+    }
+    # edges kept is the circuit's own size, and the graph draws exactly the circuit's edges
+    circuit = result.circuit(budget)
+    assert point.n_edges == int(circuit.sum())
+    nodes, edges = _nodes_and_edges(_graph_pages(at)[0])
+    names = set(result.graph.edge_names_of(circuit))
+    assert len(edges) == len(names)
+    drawn = {(e["from"], e["to"]) for e in edges}
+    assert drawn == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in names}
+    # each drawn node is captioned on the canvas with its top promoted token (the logit lens,
+    # recomputed here from the model)
+    from circuitviz.graph import GraphSpec
+    from circuitviz.labels.logit_lens import logit_lens_labels
+    from circuitviz.tasks import prepare_task
+
+    model = _tiny_loader("", "")
+    lens = logit_lens_labels(
+        model, GraphSpec.from_model(model), prepare_task(model, result.task, need_corrupted=False)
+    )
+    for node in nodes:
+        if node["id"] not in ("input", "logits"):
+            assert node["label"] == f"{node['id']}\n{lens[node['id']]['promotes'][0]!r}", node["label"]
+    # the curve: one point per budget, NDF values from the result, the current budget marked
+    chart = _charts(at)[0]
+    assert chart["data"][0]["x"] == [5, 10, 20, 40]
+    assert chart["data"][0]["y"] == pytest.approx([p.ndf for p in result.curve])
+    marker = next(trace for trace in chart["data"] if trace.get("name") == "shown now")
+    assert marker["x"] == [budget] and marker["y"] == pytest.approx([point.ndf])
+    # the edges table: the circuit's strongest edges with their scores
+    rows = at.dataframe[0].value
+    expected_rows = render.edge_rows(result.graph, result.scores, circuit, limit=50)
+    assert list(rows["edge"]) == [row["edge"] for row in expected_rows]
+    assert list(rows["score"]) == pytest.approx([row["score"] for row in expected_rows])
     assert at.query_params["method"] == "eap"
+    # at every budget the metrics are that budget's point; pruning makes "edges kept" differ from
+    # the budget asked at some of them (so the two cannot be confused unnoticed)
+    assert any(p.n_edges != p.budget for p in result.curve)
+    for other in result.curve:
+        at.select_slider(key="w.budget").set_value(other.budget).run()
+        shown = {m.label: m.value for m in at.metric}
+        assert shown["NDF"] == f"{other.ndf:.3f}" and shown["NFS"] == f"{other.nfs:.3f}"
+        assert shown["edges kept"] == f"{other.n_edges:,} ({100 * other.n_edges / result.graph.n_edges:.2f}%)"
 
 
-def test_moving_the_budget_changes_the_graph():
+def test_explain_this_circuit_says_the_strongest_edges():
+    from circuitviz.ui.result_view import markdown_text
+
+    at = _run(_explore())
+    result = at.session_state["results"]["eap"]
+    budget = at.session_state["budget"]
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    shown = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert len(shown) == min(5, len(edges))
+    for line, edge in zip(shown, sorted(edges, key=lambda e: -abs(e.score))):
+        source = "token embeddings" if edge.source == "input" else markdown_text(edge.source)
+        assert source in line and markdown_text(f"{edge.score:+.3g}") in line, line
+
+
+def test_moving_the_budget_changes_the_graph_and_its_numbers():
     at = _run(_explore(budget="5"))
+    at.select_slider(key="w.budget").set_value(5).run()
     before = _nodes_and_edges(_graph_pages(at)[0])[1]
-    at.select_slider(key="budget").set_value(40).run()
+    at.select_slider(key="w.budget").set_value(40).run()
     assert not at.exception
     after = _nodes_and_edges(_graph_pages(at)[0])[1]
-    assert len(after) > len(before)
+    result = at.session_state["results"]["eap"]
+    assert len(after) == int(result.circuit(40).sum()) > len(before) == int(result.circuit(5).sum())
+    assert next(m.value for m in at.metric if m.label == "NDF") == f"{result.point(40).ndf:.3f}"
     assert at.query_params["budget"] == "40"
 
 
-def test_sae_labels_toggle_says_why_when_there_are_none():
+def test_the_budget_follows_the_user_across_pages():
     at = _run(_explore())
-    at.toggle(key="explore.sae").set_value(True).run()
+    at.select_slider(key="w.budget").set_value(10).run()
+    at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
-    assert any(c.value.startswith("No SAE labels") or "SAE labels need" in c.value for c in at.caption)
-    assert _graph_pages(at)  # the graph is still drawn, with its logit-lens labels
+    assert at.text_area(key="w.prompt").value == TINY_PROMPT
+    assert at.text_input(key="w.answer").value == " Mary" and at.text_input(key="w.foil").value == " John"
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception, at.exception
+    assert at.select_slider(key="w.budget").value == 10
+    assert next(m.value for m in at.metric if m.label == "NDF") == (
+        f"{at.session_state['results']['eap'].point(10).ndf:.3f}"
+    )
+
+
+# ----- inputs: errors beside the input, before Run ----------------------------------------------------
+def test_a_new_prompt_proposes_its_own_answer_foil_and_corrupted_prompt():
+    from circuitviz.labels.logit_lens import next_token_probabilities
+
+    at = _run(_explore())
+    new = "When Anna and Tom went to the park , Tom gave a ball to"
+    at.text_area(key="w.prompt").set_value(new).run()
+    assert not at.exception, at.exception
+    top = next_token_probabilities(_tiny_loader("", ""), new, 8)[0][0]
+    assert at.text_input(key="w.answer").value == top  # the model's own top token
+    assert at.text_input(key="w.foil").value == " Tom"  # the other name of the IOI prompt
+    corrupted = at.text_area(key="w.corrupted").value
+    assert corrupted and corrupted != new and "Tom" not in corrupted
+    assert any("indirect object" in c.value for c in at.caption)
+    assert at.session_state["results"] == {}  # the old prompt's result is gone
+    assert not at.get("iframe")
+
+
+def test_a_prompt_no_template_knows_says_so_and_disables_run():
+    at = _explore()
+    at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="w.corrupted").value == ""
+    warning = next(w.value for w in at.warning if "No corrupted prompt could be proposed" in w.value)
+    _one_sentence(warning)
+    assert _run_button(at).disabled
+
+
+def test_a_known_word_is_swapped_when_no_template_matches():
+    at = _explore()
+    prompt = "The capital city of France is the city of"  # no factual template has this wording
+    at.text_area(key="w.prompt").set_value(prompt).run()
+    assert not at.exception, at.exception
+    corrupted = at.text_area(key="w.corrupted").value
+    assert corrupted.startswith("The capital city of ") and "France" not in corrupted
+    assert corrupted.replace(corrupted.split()[4], "France") == prompt
+    assert any("swapping 'France'" in c.value for c in at.caption)
+
+
+def test_a_multi_token_answer_is_one_sentence_beside_it_before_run():
+    at = _explore(answer=" Mary John")
+    assert not at.exception, at.exception
+    error = next(e.value for e in at.error if "is 2 tokens" in e.value)
+    assert "use a single token" in error
+    _one_sentence(error)
+    assert _run_button(at).disabled
+    assert not at.get("status")  # nothing ran: the problem is said before Run
+
+
+def test_a_prompt_over_the_token_limit_is_the_only_error(monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_MAX_TOKENS", "10")
+    at = _explore()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [
+        "The prompt is 15 tokens, over the limit of 10; shorten it or raise the limit with CIRCUITVIZ_MAX_TOKENS."
+    ]
+    assert not any("<span" in m.value for m in at.markdown)  # no token chips for a prompt that cannot run
+    assert _run_button(at).disabled
 
 
 def test_unequal_token_lengths_are_one_sentence():
     at = _explore(corrupted="When Alice went to the store , Carl gave a drink to")
     assert not at.exception
-    assert any("edit the corrupted prompt" in e.value for e in at.error)
-    assert at.button[0].disabled
-
-
-def test_a_multi_token_answer_is_one_sentence_after_run():
-    at = _run(_explore(answer=" Mary John"))
-    assert not at.exception, at.exception
-    assert any("is 2 tokens" in e.value and "use a single token" in e.value for e in at.error)
-    assert not at.get("iframe")
+    error = next(e.value for e in at.error if "edit the corrupted prompt" in e.value)
+    _one_sentence(error)
+    assert _run_button(at).disabled
 
 
 def test_settings_form_comes_from_the_config():
@@ -136,6 +274,25 @@ def test_settings_form_comes_from_the_config():
     assert steps.value == 20
     steps.set_value(0).run()
     assert any("ig_steps must be between" in e.value for e in at.error)
+    assert _run_button(at).disabled
+
+
+def test_settings_with_fixed_values_are_choices():
+    at = _explore(method="acc++")
+    assert not at.exception, at.exception
+    assert at.number_input(key="method.acc++.max_depth").label == "max depth (0 = no limit)"
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John")
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    at.selectbox(key="w.bon.method").set_value("ibon").run()
+    source = at.selectbox(key="bon.method.ibon.paraphrase_source")
+    assert list(source.options) == ["template", "openai", "file"] and source.value == "template"
+    assert "eap-ig" in at.selectbox(key="bon.method.ibon.base_method").options
+    anchors = at.multiselect(key="bon.method.ibon.anchor_budgets")
+    budgets = [int(b) for b in at.session_state["bon.budgets"].split(",")]
+    assert [int(o.replace(",", "")) for o in anchors.options] == budgets
+    assert at.selectbox(key="bon.method.ibon.reference").options == ["none"]
+    assert any(c.value.startswith("Estimate: about") for c in at.caption)
 
 
 def test_a_shared_url_reopens_the_stored_result():
@@ -144,29 +301,91 @@ def test_a_shared_url_reopens_the_stored_result():
     again = _explore(budget="10")  # a new session with the same URL
     assert not again.exception
     assert _graph_pages(again), "the stored result was not shown"
-    assert again.select_slider(key="budget").value == 10
+    assert again.select_slider(key="w.budget").value == 10
 
 
-def test_compare_overlays_methods():
+# ----- Compare ---------------------------------------------------------------------------------------
+def test_compare_shows_each_methods_ndf_and_the_true_overlap():
     at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
     at.switch_page("pages/compare.py").run()
     assert not at.exception
     at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
+    results = at.session_state["results"]
+    budget = at.session_state["budget"]
     pages = _graph_pages(at)
     assert len(pages) == 2
-    # side by side in one narrow layout: a node sits at the same place in both graphs
+    # each column's NDF is that method's curve point at the shared budget
+    assert [m.value for m in at.metric if m.label == "NDF"] == [
+        f"{results[name].point(budget).ndf:.3f}" for name in ("eap", "eap-ig")
+    ]
+    # side by side in one layout: a node sits at the same place in both graphs
     placed = [{n["id"]: (n["x"], n["y"]) for n in _nodes_and_edges(page)[0]} for page in pages]
     assert all(placed[0][n] == placed[1][n] for n in set(placed[0]) & set(placed[1]))
-    xs = [x for x, _ in placed[0].values()]
-    assert max(xs) - min(xs) <= 3 * 120 + 40  # 2 heads and the MLP, 120 px apart
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    # the overlap table: sizes, shared edges and Jaccard recomputed from the circuits' edge names
+    a, b = (set(results[n].graph.edge_names_of(results[n].circuit(budget))) for n in ("eap", "eap-ig"))
+    table = at.dataframe[0].value
+    row = table.iloc[0]
+    assert (row["edges A"], row["edges B"], row["shared"]) == (len(a), len(b), len(a & b))
+    assert (row["only A"], row["only B"]) == (len(a - b), len(b - a))
+    assert row["Jaccard"] == pytest.approx(len(a & b) / len(a | b))
+    assert any(c.value == f"{len(a & b):,} edges are in every circuit." for c in at.caption)
+    # unique edges in colour: exactly the edges the other method lacks
+    lit = {(e["from"], e["to"]) for e in _nodes_and_edges(pages[0])[1] if e["color"]["opacity"] == 1.0}
+    assert lit == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in a - b}
+    chart = _charts(at)[0]
     assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
-    assert at.dataframe, "no overlap table"
 
 
-def test_gallery_opens_without_a_model():
+def test_signals_shows_the_acc_result_computed_on_compare():
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["acc++", "eap"]).run()
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    acc = at.session_state["results"]["acc++"]
+    at.switch_page("pages/signals.py").run()
+    assert not at.exception, at.exception
+    assert not any("Run ACC++ above" in info.value for info in at.info)
+    assert at.metric[2].value == str(acc.details.summary["n_decisions"])
+
+
+def test_acc_zero_ndf_is_explained_where_it_shows():
+    from circuitviz.evaluate import CurvePoint
+    from circuitviz.ui.result_view import curve_notes
+
+    class Details:
+        kind = "acc++"
+
+    class Result:
+        curve = [CurvePoint(10, 8, 0.0, -0.4, 0.0), CurvePoint(20, 17, 0.1, -0.3, 0.0)]
+        details = Details()
+        scores = torch.zeros(2)
+
+    notes = curve_notes(Result())
+    assert len(notes) == 1 and "as expected for ACC++" in notes[0] and "value paths" in notes[0]
+
+
+def test_a_dip_in_the_curve_is_explained():
+    from circuitviz.evaluate import CurvePoint
+    from circuitviz.ui.result_view import curve_notes
+
+    class Result:
+        curve = [
+            CurvePoint(150, 140, 0, 0.74, 0.74),
+            CurvePoint(200, 190, 0, 0.2, 0.2),
+            CurvePoint(300, 290, 0, 0.78, 0.78),
+        ]
+        details = None
+        scores = torch.tensor([1.0, 2.0, -3.0])
+
+    (note,) = curve_notes(Result())
+    assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
+
+
+# ----- Gallery and About -----------------------------------------------------------------------------
+def test_gallery_opens_without_a_model_at_a_readable_budget():
     import circuitviz.ui.loaders as loaders
 
     def refuse(model_id, device):
@@ -176,47 +395,14 @@ def test_gallery_opens_without_a_model():
     at = _app()
     at.switch_page("pages/gallery.py").run()
     assert not at.exception, at.exception
-    pages = _graph_pages(at)
-    assert pages
-    nodes, edges = _nodes_and_edges(pages[0])
-    assert edges and any("promotes" in (n.get("title") or "") for n in nodes)
-
-
-def test_paraphrases_runs_best_of_n_and_highlights_an_intersection():
-    pytest.importorskip("circuitviz.methods.bon")
-    at = _app(
-        prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20,40"
-    )
-    at.switch_page("pages/paraphrases.py").run()
-    assert not at.exception, at.exception
-    at.selectbox(key="w.bon.method").set_value("ibon").run()
-    at.number_input(key="bon.method.ibon.n_paraphrases").set_value(3)
-    at.number_input(key="bon.method.ibon.ig_steps").set_value(1)
-    at.button(key="bon.run").click().run()
-    assert not at.exception, at.exception
-    assert at.dataframe or at.get("arrow_data_frame") or at.get("data_editor") is not None
-    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    bars = charts[0]["data"][0]
-    assert "winner" in " ".join(bars["text"])  # candidates' NDF with the winner marked
-    assert len(charts) >= 3  # candidates, UpSet, curves
-    before = _nodes_and_edges(_graph_pages(at)[0])[1]
-    options = at.selectbox(key="bon.intersection").options
-    assert len(options) >= 2
-    at.selectbox(key="bon.intersection").set_value(at.selectbox(key="bon.intersection").options[1]).run()
-    assert not at.exception, at.exception
-    edges = _nodes_and_edges(_graph_pages(at)[0])[1]
-    lit = [e for e in edges if e["color"]["opacity"] == 1.0]
-    assert len(edges) == len(before) and 0 < len(lit) <= len(edges)
-    # edited paraphrases become the next run's settings (a file source with those pairs)
-    at.button(key="bon.use_pairs").click().run()
-    assert not at.exception, at.exception
-    assert at.session_state["bon.method.ibon.paraphrase_source"] == "file"
-    pairs = at.session_state["bon.method.ibon.paraphrases"].splitlines()
-    assert pairs and all("\t" in line for line in pairs)
-    # iBoN takes any budget: one the run never evaluated
-    at.slider(key="bon.budget").set_value(13).run()
-    assert not at.exception, at.exception
-    assert any(m.label == "NDF" for m in at.metric)
+    result, _ = loaders.gallery_example(at.session_state["gallery.slug"])
+    budget = at.session_state[f"gallery.{at.session_state['gallery.slug']}.budget"]
+    assert budget == render.readable_budget(result.curve, good_ndf=0.8)
+    assert next(m.value for m in at.metric if m.label == "NDF") == f"{result.point(budget).ndf:.3f}"
+    assert not any("scoring_s" in t.value for t in at.text)  # the build machine's timings are not shown
+    nodes, edges = _nodes_and_edges(_graph_pages(at)[0])
+    assert len(edges) == int(result.circuit(budget).sum())
+    assert any("promotes" in (n.get("title") or "") for n in nodes)
 
 
 def test_about_page_renders():
@@ -230,32 +416,173 @@ def test_gallery_rerun_live_runs_the_example_on_explore():
     at = _app()
     at.switch_page("pages/gallery.py").run()
     at.segmented_control(key="gallery.slug").set_value("ioi").run()
-
     at.button(key="gallery.rerun").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value.startswith("Explore")
     assert at.session_state["prompt"].startswith("When Mary and John")
-    assert at.session_state["explore.result"] is not None, [e.value for e in at.error]
+    result = at.session_state["results"].get("eap-ig")
+    assert result is not None, [e.value for e in at.error]
+    assert result.task.corrupted == at.text_area(key="w.corrupted").value  # the example's, not a proposal
     assert any(m.label == "NDF" for m in at.metric)
 
 
-def test_progress_reports_phase_percent_and_time_left():
-    from circuitviz.ui.views import ProgressReporter
+# ----- Paraphrases --------------------------------------------------------------------------------------
+def test_paraphrases_shows_the_candidates_and_their_true_overlap():
+    pytest.importorskip("circuitviz.methods.bon")
+    from circuitviz.ui import bon
 
-    class Bar:
-        def __init__(self):
-            self.calls = []
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John")
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    at.selectbox(key="w.bon.method").set_value("ibon").run()
+    at.number_input(key="bon.method.ibon.n_paraphrases").set_value(3)
+    at.number_input(key="bon.method.ibon.ig_steps").set_value(1)
+    at.text_input(key="w.bon.budgets").set_value("5,10,20,40")
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["ibon"]
+    # the paraphrase table holds the result's pairs, short columns first
+    assert len(at.data_editor) == 1, "no paraphrase table"
+    table = at.data_editor[0].value
+    expected = bon.table_rows(result)
+    assert list(table.columns) == list(bon.TABLE_COLUMNS)
+    assert list(table["paraphrase"]) == [row["paraphrase"] for row in expected]
+    assert list(table["candidate"]) == [row["candidate"] for row in expected]
+    # the candidates' NDF bars: the result's own per-budget points, the winner marked
+    budget = at.session_state["budget"]
+    at_budget = bon.candidate_budget(result, budget)
+    entry = next(e for e in result.details.per_budget if int(e["budget"]) == at_budget)
+    charts = _charts(at)
+    bars = charts[0]["data"][0]
+    assert bars["y"] == pytest.approx([float(p["ndf"]) for p in entry["candidates"]])
+    winner = [i for i, text in enumerate(bars["text"]) if text.startswith("winner")]
+    assert winner == [int(entry["winner"])]
+    assert any(c.value.startswith("The winner among the candidates") for c in at.caption)
+    # the UpSet bars count the edges in exactly those candidates' circuits
+    sets = bon.candidate_edge_sets(_tiny_loader("", ""), result.model_id, result, at_budget, _store(at))
+    upset = charts[1]["data"][0]
+    expected_sizes = [item.size for item in render.exclusive_intersections(sets)[:20]]
+    assert upset["y"] == expected_sizes
+    assert sum(upset["y"]) == len(set().union(*sets.values()))
+    # choosing an intersection lights its edges that the drawn circuit has, and says how many
+    before = _nodes_and_edges(_graph_pages(at)[0])[1]
+    options = at.selectbox(key="bon.intersection").options
+    at.selectbox(key="bon.intersection").set_value(at.selectbox(key="bon.intersection").options[1]).run()
+    assert not at.exception, at.exception
+    chosen = render.exclusive_intersections(sets)[0]
+    circuit = set(result.graph.edge_names_of(result.circuit(budget)))
+    edges = _nodes_and_edges(_graph_pages(at)[0])[1]
+    lit = [e for e in edges if e["color"]["opacity"] == 1.0]
+    assert len(edges) == len(before) and len(options) >= 2
+    inside = chosen.edges & circuit
+    assert len(lit) == (len(inside) if inside else len(edges))
+    assert any("of this intersection's" in c.value for c in at.caption)
+    # edited paraphrases become the next run's settings (a file source with those pairs)
+    at.button(key="bon.use_pairs").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["bon.method.ibon.paraphrase_source"] == "file"
+    pairs = at.session_state["bon.method.ibon.paraphrases"].splitlines()
+    assert pairs and all("\t" in line for line in pairs)
+    # iBoN takes any budget: one the run never evaluated, on a log-spaced slider
+    slider = at.select_slider(key="w.budget")
+    assert 15 in [int(str(o).replace(",", "")) for o in slider.options]
+    slider.set_value(15).run()
+    assert not at.exception, at.exception
+    assert (
+        next(m.value for m in at.metric if m.label == "NDF")
+        == f"{result.point(15, _tiny_loader('', '')).ndf:.3f}"
+    )
 
-        def progress(self, value, text=""):
-            self.calls.append((value, text))
 
-    now = [0.0]
-    bar = Bar()
-    report = ProgressReporter(bar, clock=lambda: now[0])
-    report("score", 0.0)
-    now[0] = 10.0
-    report("score", 0.25)  # 10 s for a quarter: about 30 s left
-    now[0] = 12.0
-    report("evaluate", 0.5)  # a new phase starts its own clock
-    assert bar.calls[1] == (0.25, "scoring edges: 25% — about 30 s left in this phase")
-    assert bar.calls[2] == (0.5, "measuring faithfulness: 50%")
+def _store(at):
+    from circuitviz.store import ResultStore, default_root
+
+    return ResultStore(default_root())
+
+
+def test_an_upset_click_selects_its_intersection():
+    from circuitviz.ui.bon import clicked_intersection, highlight_in_circuit
+
+    shown = render.exclusive_intersections({"q": {"a", "b"}, "p1": {"b", "c"}})
+    event = {"selection": {"points": [{"curve_number": 0, "point_index": 1}]}}
+    assert clicked_intersection(event, shown) == shown[1].label
+    assert clicked_intersection({"selection": {"points": []}}, shown) is None
+    assert (
+        clicked_intersection({"selection": {"points": [{"curve_number": 3, "point_index": 0}]}}, shown)
+        is None
+    )
+    lit, sentence = highlight_in_circuit({"x", "y"}, {"a"})
+    assert lit is None and sentence.startswith("None of this intersection's 2 edges")
+    lit, sentence = highlight_in_circuit({"a", "y"}, {"a"})
+    assert lit == {"a"} and sentence.startswith("1 of this intersection's 2 edges")
+
+
+# ----- runs: progress and the estimate ------------------------------------------------------------------
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_covers_every_phase_and_time_left_never_grows():
+    from circuitviz.ui.run import RunProgress
+
+    clock = Clock()
+    progress = RunProgress({"prepare": 1.0, "work": 6.0, "evaluate": 3.0}, n_budgets=10, clock=clock)
+    seen = []
+    # the run is twice as slow as estimated; the engine reports sparsely (none during evaluation)
+    for t, report in [
+        (1.0, None),
+        (2.0, ("score", 0.1)),
+        (6.0, ("score", 0.4)),
+        (10.0, ("score", 0.8)),
+        (14.0, ("score", 1.0)),
+        (15.0, ("evaluate", 0.0)),
+        (17.0, None),
+        (19.0, None),
+        (20.5, ("evaluate", 1.0)),
+    ]:
+        clock.now = t
+        if report:
+            progress.report(*report)
+        seen.append((progress.update(), progress.left))
+    fractions = [fraction for (fraction, _), _ in seen]
+    lefts = [left for _, left in seen]
+    assert fractions == sorted(fractions) and fractions[-1] > 0.9
+    assert lefts == sorted(lefts, reverse=True)  # never grows
+    # the faithfulness phase moves on its own between reports, and is named
+    (during, text), _ = seen[6]
+    assert seen[5][0][0] < during < seen[7][0][0] and "measuring faithfulness at 10 budgets" in text
+    assert "step 2 of 3, scoring edges" in seen[2][0][1]
+
+
+def test_a_finished_run_calibrates_the_next_estimate(tmp_path, monkeypatch):
+    from circuitviz import calibration
+    from circuitviz.limits import estimate_run
+
+    model = _tiny_loader("", "")
+    first = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
+    assert "nominal" in first.priced
+    calibration.record("cpu", "eap", first.flops, 2.0, {"prepare": 0.5, "work": 1.0, "evaluate": 0.5})
+    again = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
+    assert again.seconds == pytest.approx(2.0) and "1 eap run on this machine" in again.priced
+    other = estimate_run(model, "eap-ig", {"ig_steps": 3}, n_tokens=15, n_budgets=4)
+    assert (
+        other.seconds == pytest.approx(other.flops / (first.flops / 2.0)) and "other methods" in other.priced
+    )
+    assert calibration.phase_shares("cpu", "eap") == {"prepare": 0.25, "work": 0.5, "evaluate": 0.25}
+    assert json.loads(calibration.calibration_path().read_text())["cpu"]["eap"][0]["seconds"] == 2.0
+
+
+def test_a_run_records_its_time_and_shows_the_estimate_it_priced():
+    from circuitviz import calibration
+
+    at = _run(_explore())
+    assert not at.exception, at.exception
+    runs = json.loads(calibration.calibration_path().read_text())["cpu"]["eap"]
+    assert len(runs) == 1 and runs[0]["seconds"] > 0
+    at.text_input(key="w.budgets").set_value("5,10,20").run()
+    estimate = next(c.value for c in at.caption if c.value.startswith("Estimate: about"))
+    assert "priced from 1 eap run on this machine" in estimate

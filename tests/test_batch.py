@@ -274,7 +274,7 @@ def test_settings_no_method_has_are_refused(tmp_path, tiny):
 
 def test_without_ray_the_executor_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "ray", None)
-    with pytest.raises(ExecutorError, match="pip install -r requirements-ray.txt") as error:
+    with pytest.raises(ExecutorError, match=r"pip install 'circuitviz\[ray\]'") as error:
         import_ray()
     assert len(str(error.value)) < 300 and str(error.value).count(". ") == 0
 

@@ -13,17 +13,16 @@ from hypothesis import strategies as st
 from circuitviz.evaluate import Baseline, Evaluator, ndf, nfs
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
-from circuitviz.methods.bon import (
-    QueryCircuitConfig,
+from circuitviz.methods.bon import QueryCircuitConfig, pair_scores
+from circuitviz.query.details import variant_circuit
+from circuitviz.query.variants import (
     csm_circuit,
     csm_matrices,
     csm_order,
     edge_matrix,
     edge_vector,
     ibon_circuit,
-    pair_scores,
     parse_anchor_budgets,
-    variant_circuit,
 )
 from circuitviz.results import CircuitResult
 from circuitviz.store import ResultStore
@@ -133,20 +132,31 @@ def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
 
 # ----- Best-of-N -------------------------------------------------------------------------------
 @pytest.mark.parametrize("which", ["tiny", "planted"])
-def test_bon_is_never_less_faithful_than_the_single_query_circuit(which, tiny, planted):
+def test_bon_is_at_least_single_by_construction_and_both_curves_are_measured_on_q(which, tiny, planted):
+    """BoN >= single holds by construction, not by measurement: candidate 0 is the prompt's own
+    circuit (single) and the winner is the argmax over candidates evaluated on q, so it is
+    checked here as that structure. What is not a tautology: single's curve is eap-ig's own
+    top-N evaluated on q (a separate run), and every BoN point is what a fresh Evaluator on the
+    original prompt measures for the winner's circuit (not its score on the paraphrase)."""
     model, task = (tiny, IOI_TASK) if which == "tiny" else (planted.model, planted.task)
     budgets = [2, 4, 8, 12, 16, 24, 32, 48]
     result = run(model, "bon", task=task, budgets=budgets)
     curves = result.details.curves
-    # the single-query circuit computed independently: eap-ig's own top-N, evaluated on q
+    assert result.details.candidates[0] == 0 and result.details.pairs[0]["clean"] == task.clean
+    for entry, own_single in zip(result.details.per_budget, curves["single"]):
+        points = entry["candidates"]
+        assert points[0]["ndf"] == own_single["ndf"] and points[0]["n_edges"] == own_single["n_edges"]
+        assert points[entry["winner"]]["ndf"] == max(p["ndf"] for p in points)
     single = get_method("eap-ig").run_on(
         model, task, get_method("eap-ig").make_config({"ig_steps": 5}), budgets=budgets
     )
-    for bon_point, own_single, alone in zip(curves["bon"], curves["single"], single.curve):
-        assert bon_point["ndf"] >= own_single["ndf"] - 1e-12
-        assert bon_point["ndf"] >= alone.ndf - 1e-9
+    for own_single, alone in zip(curves["single"], single.curve):
         assert own_single["ndf"] == pytest.approx(alone.ndf, abs=1e-9)
-    assert [p["ndf"] for p in curves["bon"]] == [p.ndf for p in result.curve]
+        assert own_single["n_edges"] == alone.n_edges
+    evaluator = Evaluator(model, result.graph, prepare_task(model, task))
+    fresh = evaluator.curve(torch.stack([result.circuits[b] for b in budgets]), budgets)
+    assert [p["ndf"] for p in curves["bon"]] == pytest.approx([p.ndf for p in fresh], abs=1e-9)
+    assert [p.ndf for p in result.curve] == pytest.approx([p.ndf for p in fresh], abs=1e-9)
 
 
 def test_candidates_are_evaluated_on_the_original_prompt_and_the_best_wins(tiny, tiny_bon):
@@ -389,8 +399,9 @@ def test_nan_free_json_curves(tiny_bon):
 
 
 # ----- the embedded model ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp_path):
-    from circuitviz.paraphrase import EXAMPLE_TASKS
+    from circuitviz.query.families import EXAMPLE_TASKS
 
     task = EXAMPLE_TASKS["ioi"]
     values = {"n_paraphrases": 2, "ig_steps": 2, "anchor_budgets": "100,1000"}
@@ -405,8 +416,11 @@ def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp
     assert result.graph.n_edges == 10342
     assert len(extra.candidates) >= 2
     assert all(p["n_tokens"] == p["corrupted_n_tokens"] for p in extra.pairs)
-    for bon, single in zip(extra.curves["bon"], extra.curves["single"]):
-        assert bon["ndf"] >= single["ndf"]
+    # BoN >= single holds by construction (candidate 0 is the prompt); what is measured: the
+    # BoN circuits' NDF on the original prompt, as a fresh Evaluator finds it
+    evaluator = Evaluator(embedded_model, result.graph, prepare_task(embedded_model, task))
+    fresh = evaluator.curve(torch.stack([result.circuits[b] for b in result.budgets]), result.budgets)
+    assert [p["ndf"] for p in extra.curves["bon"]] == pytest.approx([p.ndf for p in fresh], abs=1e-4)
     assert torch.equal(variant_circuit(result, 1000, "ibon"), result.circuits[1000])
     smaller, larger = variant_circuit(result, 250, "bon-csm"), variant_circuit(result, 700, "bon-csm")
     assert bool((smaller <= larger).all()) and int(larger.sum()) <= 700

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from sentences import assert_one_sentence
 
 from circuitviz import cli
 
@@ -25,6 +26,7 @@ def shared_model(monkeypatch, embedded_model):
     return embedded_model
 
 
+@pytest.mark.slow
 def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedded_model):
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "circuit.json"
@@ -94,12 +96,14 @@ def test_user_errors_end_in_one_sentence(extra, fragment, capsys, shared_model):
     # the run's time/memory estimate may come first; the error is one line of its own
     errors = [line for line in stderr.splitlines() if not line.startswith("Estimate")]
     assert len(errors) == 1 and errors[0].startswith("error: ") and fragment in errors[0], stderr
+    assert_one_sentence(errors[0].removeprefix("error: "))
 
 
 def test_unknown_model_is_one_sentence(capsys):
     code = cli.main(["discover", *IOI, "--model", "no-such-model-anywhere", "--no-cache"])
     error = capsys.readouterr().err.strip()
     assert code == 2 and error.startswith("error: ") and len(error.splitlines()) == 1
+    assert_one_sentence(error.removeprefix("error: "))
 
 
 def test_bad_circuit_file_is_one_sentence(tmp_path, capsys, shared_model):

@@ -11,6 +11,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
+from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
 from circuitviz.store import ResultStore  # noqa: E402
 from circuitviz.tasks import PromptTask  # noqa: E402
 from circuitviz.testing import tiny_model  # noqa: E402
@@ -51,7 +52,7 @@ def batch_folder(tmp_path, monkeypatch):
         for i, (a, b) in enumerate(NAMES)
     ]
     model = _loader("tiny", None)
-    model.cfg.model_name = "tiny-app"
+    model.cfg.model_name = EMBEDDED_MODEL  # the app's loader is stubbed: this id loads the tiny model
     run(
         tmp_path / "batch",
         tasks=tasks,
@@ -59,7 +60,7 @@ def batch_folder(tmp_path, monkeypatch):
         settings={"ig_steps": 3},
         budgets=[4, 10, 25, 60],
         model=model,
-        model_id="tiny-app",
+        model_id=EMBEDDED_MODEL,
         store=ResultStore(tmp_path / "cache" / "results"),
         keep_edges=60,
         batch_tasks=4,
@@ -109,12 +110,15 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     at.session_state["dataset.prompts.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert not at.exception, at.exception
+    # the one shared state holds the row's prompt and its own answer, foil and corrupted prompt
     assert at.session_state["prompt"] == rows[2]["clean"] and at.session_state["answer"] == " John"
-    assert at.session_state["budgets"] == "4,10,25,60"
-    assert at.session_state["explore.result"] is not None
-    opened = at.session_state["explore.result"]
-    assert opened.task.clean == rows[2]["clean"]
+    assert at.session_state["foil"] == " Mary" and at.session_state["corrupted"] == rows[2]["corrupted"]
+    assert at.session_state["inputs_for"] == rows[2]["clean"]  # Explore proposes nothing over them
+    assert at.session_state["budgets"] == "4,10,25,60" and at.session_state["method"] == "eap-ig"
+    opened = at.session_state["results"]["eap-ig"]
+    assert opened.task.clean == rows[2]["clean"] and opened.config == {"ig_steps": 3}
     assert opened.timings["batch_tasks"] == 4  # the batch's own result, read from the store
+    assert [point.ndf for point in opened.curve] == pytest.approx(rows[2]["ndf"])
 
 
 def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
@@ -143,3 +147,11 @@ def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
         assert {m.label: m.value for m in at.metric}["prompts"] == f"{len(batch.rows(batch.labels[0])):,}"
         assert batch.manifest["model"]["model_id"] == "gemma-3-270m"
         assert at.get("iframe") and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
+
+
+def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
+    """Explore would fall back to the embedded model; the page says why instead of opening another model."""
+    assert ui.explore_problem({"model": {"model_id": EMBEDDED_MODEL}}) is None
+    problem = ui.explore_problem({"model": {"model_id": "my-lab/finetune-" + "x" * 200}})
+    assert problem.startswith("This batch ran on 'my-lab/finetune-") and "(216 characters)" in problem
+    assert len(problem) < 300 and problem.count(". ") == 0

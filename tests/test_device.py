@@ -51,6 +51,8 @@ def test_the_simulated_device_refuses_what_cuda_refuses():
         assert weights[torch.tensor([0, 2])].shape == (2, model.cfg.d_model)
         assert (weights * torch.tensor(2.0)).shape == weights.shape
         assert weights.cpu().numpy().shape == tuple(weights.shape)
+    # and the model is left as it was: its config names its real device again
+    assert str(model.cfg.device) == "cpu" and model.to_tokens("When Mary").device.type == "cpu"
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -71,6 +73,8 @@ def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
 
     model = tiny_model("gemma", seed=1)
     host, _ = discover(model, IOI_TASK, "eap-ig", budgets=BUDGETS, store=ResultStore(tmp_path / "a"))
+    # the same two circuits in one batch on the host (another batch size sums in another order)
+    _, host_curve = evaluate_circuits(model, IOI_TASK, [host.circuit(8), host.circuit(20)])
     with SimulatedDevice(model):
         result, cached = discover(
             model, IOI_TASK, "eap-ig", budgets=BUDGETS, store=ResultStore(tmp_path / "b")
@@ -78,12 +82,15 @@ def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
         baseline, curve = evaluate_circuits(model, IOI_TASK, [result.circuit(8), result.circuit(20)])
     assert not cached
     _same_result(result, host)
-    assert [p.metric for p in curve] == [host.point(8).metric, host.point(20).metric]
+    assert [p.metric for p in curve] == [p.metric for p in host_curve]
+    assert [p.metric for p in curve] == pytest.approx(
+        [host.point(8).metric, host.point(20).metric], abs=1e-12
+    )
     assert baseline == host.baseline
 
 
 def test_best_of_n_variants_at_new_budgets_on_the_device(tmp_path):
-    from circuitviz.methods.bon import variant_circuit
+    from circuitviz.query.details import variant_circuit
 
     model = tiny_model("llama", seed=2)
     method = get_method("ibon")

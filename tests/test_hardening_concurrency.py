@@ -180,6 +180,7 @@ EMBEDDED_TASKS = [
 ]
 
 
+@pytest.mark.slow
 def test_concurrent_discoveries_on_the_embedded_model(embedded_model):
     model = embedded_model
     assert hooks_left(model) == []
@@ -218,3 +219,40 @@ def test_tokenising_on_one_model_from_many_threads_gives_each_its_own_tokens(tin
             assert torch.equal(prepared.clean_tokens, expected.clean_tokens)
             assert torch.equal(prepared.corrupted_tokens, expected.corrupted_tokens)
             assert (prepared.answer_id, prepared.foil_ids) == (expected.answer_id, expected.foil_ids)
+
+
+def test_tokenising_while_forward_passes_end_keeps_each_call_its_own_bos_setting(tiny):
+    """TransformerLens's forward saves and writes back cfg.default_prepend_bos around every pass,
+    so a pass that ends while another thread tokenises an answer with prepend_bos=False used to
+    put <bos> back under it (the answer came out two tokens) or leave the override for good."""
+    from circuitviz.tasks import single_token_id
+
+    tokens = tiny.to_tokens(IOI_TASK.clean)
+    stop = threading.Event()
+    wrong: list = []
+
+    def forward_passes():
+        while not stop.is_set():
+            activations.final_residual(tiny, tokens, [])
+
+    def tokenise():
+        for _ in range(150):
+            for word in (" Mary", " John", " Paris", " mat"):
+                try:
+                    single_token_id(tiny, word, "answer")
+                except ValueError as error:
+                    wrong.append(str(error))
+            if tiny.to_tokens(IOI_TASK.clean).shape != tokens.shape:  # the prompt keeps its <bos>
+                wrong.append("the prompt lost its <bos>")
+
+    runners = [threading.Thread(target=forward_passes) for _ in range(2)]
+    tokenisers = [threading.Thread(target=tokenise) for _ in range(3)]
+    for thread in runners + tokenisers:
+        thread.start()
+    for thread in tokenisers:
+        thread.join(timeout=600)
+    stop.set()
+    for thread in runners:
+        thread.join(timeout=600)
+    assert wrong == []
+    assert tiny.cfg.default_prepend_bos is True  # and no override was left behind

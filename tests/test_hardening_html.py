@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from circuitviz import render
 from circuitviz.api import discover
-from circuitviz.labels.sae import context_html
+from circuitviz.render import context_html
 from circuitviz.tasks import PromptTask
 from circuitviz.testing import IOI_TASK, tiny_model
+from circuitviz.ui import bon
 
 PAYLOADS = [
     "<img src=x onerror=alert(1)>",
@@ -100,17 +102,54 @@ def test_upset_and_curve_pages_escape_set_and_curve_names(results):
 
 
 def test_tables_carry_text_not_markup(results):
+    """The app's tables (``st.dataframe``/``st.data_editor``) show cell values as text, so a
+    table row must hold the user's text itself: not markup around it (which would show as tags),
+    not escaped (which would show '&lt;'). Hostile text reaches the paraphrase table (pasted or
+    LLM-written paraphrases, the model's answers) and the overlap table (circuit names)."""
     _, hostile = results
-    rows = render.edge_rows(hostile.graph, hostile.scores, hostile.circuit(30))
-    assert rows and all(isinstance(value, (str, int, float, bool)) for row in rows for value in row.values())
-    overlap = render.overlap_rows({PAYLOADS[0]: {"a"}, PAYLOADS[1]: {"a", "b"}})
-    assert overlap
+    pairs = [
+        {
+            "clean": IOI_TASK.clean,
+            "corrupted": IOI_TASK.corrupted,
+            "source": "prompt",
+            "model_answer": " Mary",
+        },
+        *(
+            {"clean": payload, "corrupted": PAYLOADS[-1 - i], "source": payload, "model_answer": payload}
+            for i, payload in enumerate(PAYLOADS)
+        ),
+    ]
+    paraphrased = types.SimpleNamespace(details=types.SimpleNamespace(pairs=pairs, candidates=[0, 2]))
+    rows = bon.paraphrase_rows(paraphrased)
+    assert len(rows) == len(pairs)
+    for row, pair in zip(rows, pairs):
+        assert (row["paraphrase"], row["corrupted"], row["source"], row["model's answer"]) == (
+            pair["clean"],
+            pair["corrupted"],
+            pair["source"],
+            pair["model_answer"],
+        )
+    assert [row["candidate"] for row in rows] == [True, False, True] + [False] * (len(PAYLOADS) - 2)
+    sets = {PAYLOADS[0]: {"a"}, PAYLOADS[1]: {"a", "b"}, PAYLOADS[2]: {"b"}}
+    overlap = render.overlap_rows(sets)
+    assert [(row["circuit A"], row["circuit B"]) for row in overlap] == [
+        (PAYLOADS[0], PAYLOADS[1]),
+        (PAYLOADS[0], PAYLOADS[2]),
+        (PAYLOADS[1], PAYLOADS[2]),
+    ]
+    # every cell is a plain value a dataframe shows as it is (edge rows are built from edge
+    # names, which the graph spells itself: no user text reaches them)
+    edges = render.edge_rows(hostile.graph, hostile.scores, hostile.circuit(30))
+    assert edges and {row["edge"] for row in edges} <= set(hostile.graph.edge_names)
+    for row in [*rows, *overlap, *edges]:
+        assert all(isinstance(value, (str, int, float, bool)) for value in row.values())
 
 
 # ----- in a real browser ------------------------------------------------------------------------
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 def test_chromium_runs_no_injected_script_in_the_pages(results, tmp_path):
     playwright_api = pytest.importorskip("playwright.sync_api")

@@ -8,10 +8,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sentences import assert_one_sentence
 
 from circuitviz.api import discover, parse_budgets
 from circuitviz.graph import GraphError, GraphSpec
-from circuitviz.paraphrase import ParaphraseError, parse_paraphrases
+from circuitviz.query.pairs import ParaphraseError, parse_paraphrases
 from circuitviz.results import parse_circuit
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
 from circuitviz.testing import IOI_TASK, WORDS, tiny_model
@@ -48,20 +49,22 @@ hostile_text = st.one_of(
 )
 
 
-def clear_sentence(error: Exception) -> None:
-    message = str(error)
-    assert message.strip(), f"{type(error).__name__} without a message"
-    assert "Traceback" not in message
-    assert len(message) < 2000, f"the message quotes too much ({len(message)} characters)"
-
-
 def ends_well(call):
-    """The call's result, or None after a clear one-sentence refusal; any other exception fails."""
+    """The call's result, or None after a refusal in one sentence (one line, at most
+    ``MAX_SENTENCE`` characters); any other exception fails."""
     try:
         return call()
     except CLEAR as error:
-        clear_sentence(error)
+        assert_one_sentence(str(error))
         return None
+
+
+def refuses(call, error_type):
+    """The call must refuse with ``error_type`` in one sentence; returning anything fails."""
+    with pytest.raises(error_type) as refused:
+        call()
+    assert_one_sentence(str(refused.value))
+    return str(refused.value)
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +120,9 @@ def test_budgets_of_zero_and_beyond_the_edge_count(tiny):
     result, _ = discover(tiny, IOI_TASK, "eap", budgets=(0, spec.n_edges, spec.n_edges * 10))
     assert int(result.circuit(0).sum()) == 0
     assert int(result.circuit(spec.n_edges * 10).sum()) <= spec.n_edges
-    for text in ("", "a,b", "-3", "1.5", "1e9999", "٣", "1" * 5000):
-        ends_well(lambda text=text: parse_budgets(text))
+    for text in ("", "a,b", "-3", "1.5", "1e9999", "1" * 5000, "-" + "1" * 4000, "5," * 3000 + "x"):
+        refuses(lambda text=text: parse_budgets(text), ValueError)
+    assert parse_budgets("٣, 7,,7") == [3, 7]  # any script's digits; repeats and gaps collapse
 
 
 # ----- uploaded circuits -------------------------------------------------------------------------
@@ -232,12 +236,12 @@ def test_parse_paraphrases_on_hostile_files(text):
 
 
 def test_paraphrase_file_source_reads_a_hostile_file(tmp_path):
-    from circuitviz.paraphrase import load_paraphrases
+    from circuitviz.query.pairs import load_paraphrases
 
     path = tmp_path / "p.jsonl"
     path.write_bytes(b"\xff\xfe not utf-8 \x00")
-    ends_well(lambda: load_paraphrases(path, IOI_TASK))
-    ends_well(lambda: load_paraphrases(tmp_path / "missing.jsonl", IOI_TASK))
+    assert "UTF-8" in refuses(lambda: load_paraphrases(path, IOI_TASK), ParaphraseError)
+    refuses(lambda: load_paraphrases(tmp_path / "missing.jsonl", IOI_TASK), ParaphraseError)
 
 
 @pytest.mark.parametrize(
@@ -251,5 +255,121 @@ def test_paraphrase_file_source_reads_a_hostile_file(tmp_path):
     ],
 )
 def test_parsers_refuse_what_json_and_csv_choke_on(spec, text):
-    ends_well(lambda: parse_circuit(text, spec))
-    ends_well(lambda: parse_paraphrases(text, IOI_TASK))
+    """None of these is a circuit or a paraphrase list: each parser must say so, not return."""
+    refuses(lambda: parse_circuit(text, spec), GraphError)
+    refuses(lambda: parse_paraphrases(text, IOI_TASK), ParaphraseError)
+
+
+# ----- every boundary quotes long input briefly ---------------------------------------------------
+LONG_WORDS = " ".join(list(WORDS) * 4)  # 164 word-tokens
+WITHIN_CONTEXT = " ".join(list(WORDS) + list(WORDS[:20]))  # 61 word-tokens: the tiny models' n_ctx is 64
+LONG_NAME = "a0.h0" * 1000  # 5,000 characters of a node-like name
+
+
+def boundary_calls(tiny, spec, tmp_path, monkeypatch):
+    """(what, call, the error it must raise) for every place a user's text or file comes in,
+    each fed input long enough that quoting it whole would make a message of kilobytes."""
+    from circuitviz.lasso.saes import parse_layers
+    from circuitviz.limits import LimitError, Limits
+    from circuitviz.methods import get_method
+    from circuitviz.models import ModelLoadError, resolve_device, resolve_dtype
+    from circuitviz.models.devices import working_memory_bytes
+    from circuitviz.models.loading import resolve_source
+    from circuitviz.query.variants import parse_anchor_budgets
+
+    limits_file = tmp_path / "limits.json"
+    limits_file.write_text(json.dumps({f"key_{i}_" + "x" * 40: 1 for i in range(100)}))
+    return [
+        (
+            "tokenisations of unequal length (each within the context)",
+            lambda: prepare_task(
+                tiny, PromptTask(WITHIN_CONTEXT, "Mary " + WITHIN_CONTEXT, " Mary", (" John",))
+            ),
+            TaskError,
+        ),
+        (
+            "an answer of many tokens",
+            lambda: prepare_task(tiny, PromptTask("Mary", "John", LONG_WORDS)),
+            TaskError,
+        ),
+        (
+            "a foil of control characters",
+            lambda: prepare_task(tiny, PromptTask("Mary", "John", " Mary", ("\x00\x1b " * 800,))),
+            TaskError,
+        ),
+        (
+            "an unknown metric",
+            lambda: prepare_task(tiny, PromptTask("Mary", "John", " Mary", (), "m" * 5000)),
+            TaskError,
+        ),
+        (
+            "an edge from a long unknown node",
+            lambda: parse_circuit(json.dumps([LONG_NAME + "->m1"]), spec),
+            GraphError,
+        ),
+        (
+            "an edge into a long unknown node",
+            lambda: parse_circuit(json.dumps(["input->" + LONG_NAME]), spec),
+            GraphError,
+        ),
+        (
+            "a circuit of a huge model",
+            lambda: parse_circuit(
+                json.dumps({"cfg": {"n_layers": 10**4000, "n_heads": 2}, "edges": {}}), spec
+            ),
+            GraphError,
+        ),
+        ("a negative budget of 4,000 digits", lambda: parse_budgets("-" + "9" * 4000), ValueError),
+        (
+            "an anchor budget of 4,000 digits",
+            lambda: parse_anchor_budgets("9" * 4000, range(0, 5000, 5)),
+            ValueError,
+        ),
+        ("an SAE layer of 4,000 digits", lambda: parse_layers("9" * 4000, 2), ValueError),
+        ("a typed paraphrase line", lambda: parse_paraphrases("x" * 5000, IOI_TASK), ParaphraseError),
+        ("an unknown method", lambda: get_method("m" * 5000), ValueError),
+        ("an unknown setting", lambda: get_method("eap-ig").make_config({"s" * 5000: 1}), ValueError),
+        ("an unknown model", lambda: resolve_source("model-" * 1000), ModelLoadError),
+        ("a path that does not exist", lambda: resolve_source("/no/" + "such/" * 900), ModelLoadError),
+        ("a device name", lambda: resolve_device("cuda" + "x" * 5000), ModelLoadError),
+        ("a precision", lambda: resolve_dtype("float" + "9" * 5000), ModelLoadError),
+        (
+            "a working-memory setting",
+            lambda: (
+                monkeypatch.setenv("CIRCUITVIZ_WORKING_MEMORY_GB", "g" * 5000),
+                working_memory_bytes("cpu"),
+            ),
+            ModelLoadError,
+        ),
+        (
+            "a limit that is not a number",
+            lambda: Limits.load({"CIRCUITVIZ_MAX_TOKENS": "t" * 5000}),
+            LimitError,
+        ),
+        (
+            "a limits file of unknown keys",
+            lambda: Limits.load({"CIRCUITVIZ_LIMITS_FILE": str(limits_file)}),
+            LimitError,
+        ),
+    ]
+
+
+def test_every_boundary_refuses_long_input_in_one_short_sentence(tiny, spec, tmp_path, monkeypatch):
+    """The sentence names the problem and quotes the input briefly (at most ``MAX_SENTENCE``
+    characters, one line), so the fix stays visible; each call must refuse, not pass."""
+    failures = []
+    for what, call, error_type in boundary_calls(tiny, spec, tmp_path, monkeypatch):
+        try:
+            call()
+        except error_type as error:
+            try:
+                assert_one_sentence(str(error))
+            except AssertionError as problem:
+                failures.append(f"{what}: {problem}")
+        except Exception as error:  # noqa: BLE001 (any other exception is a failure to report)
+            failures.append(
+                f"{what}: {type(error).__name__} instead of {error_type.__name__}: {str(error)[:200]}"
+            )
+        else:
+            failures.append(f"{what}: accepted")
+    assert not failures, "\n".join(failures)

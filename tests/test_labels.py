@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 
+from circuitviz import saes as sae_store
 from circuitviz.activations import (
     final_residual,
     final_residual_with_edits,
@@ -21,15 +22,12 @@ from circuitviz.graph import GraphSpec
 from circuitviz.labels import sae as sae_labels
 from circuitviz.labels.sae import (
     LabelledSae,
-    SaeUnavailable,
     circuit_node_features,
-    context_html,
     context_text,
     describe_features_on_texts,
     feature_activations,
     feature_label,
     node_shares,
-    save_sae,
     top_contexts_from_activations,
 )
 from circuitviz.labels.steer import (
@@ -41,6 +39,8 @@ from circuitviz.labels.steer import (
     steer,
     zeroing_edit,
 )
+from circuitviz.render import context_html
+from circuitviz.saes import SaeUnavailable, save_sae
 from circuitviz.tasks import PromptTask, prepare_task
 from circuitviz.testing import IOI_TASK, tiny_model
 
@@ -76,6 +76,34 @@ def make_sae(d_in: int, layer: int, d_sae: int = 48, kind: str = "standard", see
 
 def labelled(sae, layer: int) -> LabelledSae:
     return LabelledSae(sae, layer, f"blocks.{layer}.hook_resid_post", "test")
+
+
+def metric_with_features_zeroed(model, task, saes, features) -> float:
+    """The metric with ``features`` [(layer, feature)] zeroed, computed here from the definition
+    (residual after block ``layer`` minus each chosen feature's activation times its decoder row,
+    <bos> untouched; later SAEs encode what reaches them) on TransformerLens hooks and the full
+    logits, sharing no code with ``labels.steer``."""
+    prepared = prepare_task(model, task, need_corrupted=False)
+    by_layer = {s.layer: s for s in saes}
+    chosen: dict[int, list[int]] = {}
+    for layer, feature in features:
+        chosen.setdefault(layer, []).append(feature)
+
+    def remove(x, hook, layer):
+        sae = by_layer[layer].sae
+        ids = torch.tensor(sorted(chosen[layer]))
+        acts = sae.encode(x.to(sae.W_enc.dtype))[..., ids]  # [batch, pos, n_chosen]
+        removed = (acts @ sae.W_dec[ids]).to(x.dtype)  # [batch, pos, d_model]
+        removed[:, 0] = 0
+        return x - removed
+
+    hooks = [
+        (f"blocks.{layer}.hook_resid_post", lambda x, hook, layer=layer: remove(x, hook, layer))
+        for layer in chosen
+    ]
+    with torch.no_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)[0, -1]
+    return float(logits[prepared.answer_id] - logits[list(prepared.foil_ids)].mean())
 
 
 # ----- loading -------------------------------------------------------------------------------
@@ -137,7 +165,7 @@ def test_hub_is_unavailable_offline_in_one_sentence(monkeypatch, tiny):
 
 
 def test_hub_releases_for_gemma_3_270m_are_listed_offline():
-    releases = sae_labels.hub_releases("gemma-3-270m")
+    releases = sae_store.hub_releases("gemma-3-270m")
     assert "gemma-scope-2-270m-pt-res" in releases
     assert any(sae_id.startswith("layer_12") for sae_id in releases["gemma-scope-2-270m-pt-res"])
 
@@ -195,6 +223,10 @@ def test_steer_reports_before_after_and_random_baseline(tiny):
     assert nothing["random"]["runs"] == []
     result = steer(tiny, TASK, [(0, 7), (0, 9)], [sae], n_random=3, top_k=4)
     assert result["before"]["metric"] == clean_metric
+    # zeroing two active features moves the metric, by what the definition gives
+    assert abs(result["after"]["metric"] - clean_metric) > 1e-6
+    expected = metric_with_features_zeroed(tiny, TASK, [sae], [(0, 7), (0, 9)])
+    assert result["after"]["metric"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert result["before"]["top_tokens"] == nothing["before"]["top_tokens"][:4]
     assert result["change"] == pytest.approx(result["after"]["metric"] - clean_metric)
     assert len(result["random"]["runs"]) == 3
@@ -363,9 +395,9 @@ def test_embedded_saes_ship_round_trip_and_describe(embedded_model):
     from safetensors.torch import load_file
 
     saes = sae_labels.load_embedded_saes(embedded_model, "gemma-3-270m")
-    index = sae_labels.embedded_index("gemma-3-270m")
+    index = sae_store.embedded_index("gemma-3-270m")
     assert [s.layer for s in saes] == sorted(entry["layer"] for entry in index["saes"])
-    for labelled_sae, folder in zip(saes, sae_labels.embedded_sae_folders("gemma-3-270m")):
+    for labelled_sae, folder in zip(saes, sae_store.embedded_sae_folders("gemma-3-270m")):
         stored = load_file(str(folder / "sae_weights.safetensors"))
         for name, tensor in stored.items():
             assert tensor.dtype == torch.float16
@@ -389,6 +421,11 @@ def test_embedded_node_labels_and_steering(embedded_model):
     chosen = [(layer, f["feature"]) for f in labels["m9"]["features"]]
     result = steer(embedded_model, task, chosen, saes, n_random=2)
     assert result["before"] == nothing["before"] and len(result["random"]["runs"]) == 2
+    # zeroing m9's features moves the metric, by what the definition gives
+    assert result["after"]["metric"] != pytest.approx(result["before"]["metric"], abs=1e-3)
+    expected = metric_with_features_zeroed(embedded_model, task, saes, chosen)
+    assert result["after"]["metric"] == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    assert result["change"] == pytest.approx(expected - result["before"]["metric"], rel=1e-4, abs=1e-4)
 
 
 # ----- the Steer page ------------------------------------------------------------------------------
@@ -409,7 +446,7 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     at.switch_page("pages/steer.py").run()
     assert not at.exception, at.exception
     # the shipped SAEs read Gemma-3-270M's residual stream, not this model's
-    expected = "size 640" if sae_labels.embedded_index("gemma-3-270m") else "No SAEs ship"
+    expected = "size 640" if sae_store.embedded_index("gemma-3-270m") else "No SAEs ship"
     assert at.error and expected in at.error[0].value
     at.radio(key="steer.source").set_value("hub").run()
     assert any("offline" in info.value for info in at.info)

@@ -2,16 +2,16 @@
 DAG is known, the engine's planted circuits, and sae-lens's own encoder."""
 
 import json
-import sys
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from sentences import assert_one_sentence
 from sklearn.linear_model import Lasso
 
 from circuitviz.graph import GraphSpec
-from circuitviz.lasso.observations import CORPUS_WINDOW
+from circuitviz.lasso.observations import CORPUS_WINDOW, observation_texts
 from circuitviz.lasso.sem import edge_scores, fit_sem
 from circuitviz.lasso.solver import (
     duality_gap,
@@ -25,7 +25,9 @@ from circuitviz.lasso.solver import (
 from circuitviz.lasso.units import RegressionProblem
 from circuitviz.methods import get_method
 from circuitviz.planted_bench import word_corpus
+from circuitviz.query.families import recognise
 from circuitviz.results import CircuitResult
+from circuitviz.tasks import PromptTask
 from circuitviz.testing import IOI_TASK, planted_model, tiny_model
 
 METHOD = get_method("circuit-lasso")
@@ -203,9 +205,34 @@ def corpus_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# edges CircuitLasso selects on the planted models (seed: selected, of which planted)
+PLANTED_SELECTED = {0: (34, 21), 1: (12, 8), 2: (9, 8)}
+
+
+def _ancestors(edge_names: list[str]) -> dict[str, set[str]]:
+    """{node: every node with a path into it} in the graph of the given edges."""
+    parents: dict[str, set[str]] = {}
+    for name in edge_names:
+        writer, reader = name.split("->")
+        parents.setdefault(reader.split("<")[0], set()).add(writer)
+    found: dict[str, set[str]] = {}
+
+    def up(node: str) -> set[str]:
+        if node not in found:
+            found[node] = set()
+            for parent in parents.get(node, ()):
+                found[node] |= {parent} | up(parent)
+        return found[node]
+
+    return {node: up(node) for node in parents}
+
+
+@pytest.mark.parametrize("seed", sorted(PLANTED_SELECTED))
 def test_planted_circuit_edges_are_recovered(seed, corpus_file):
-    """Every planted edge is in CircuitLasso's circuit (recall 1); the precision is reported."""
+    """Every planted edge is in CircuitLasso's circuit (recall 1). The extra edges are the
+    skeleton's indirect dependencies, never a distractor: each joins a circuit node to one it
+    reaches through the planted circuit (u -> w -> v makes v's input depend on u), which an
+    observational method cannot tell from a direct edge."""
     planted = planted_model(seed=seed)
     spec = GraphSpec.from_model(planted.model)
     config = METHOD.make_config({"corpus": corpus_file, "n_paraphrases": 0})
@@ -214,9 +241,11 @@ def test_planted_circuit_edges_are_recovered(seed, corpus_file):
     truth = planted.true_edges
     missing = spec.edge_names_of(truth & ~found)
     assert not missing, missing
-    precision = int((found & truth).sum()) / int(found.sum())
-    print(f"planted seed {seed}: recall 1.0, precision {precision:.2f} ({int(found.sum())} edges)")
-    assert precision > 0.3
+    reaches = _ancestors(spec.edge_names_of(truth))
+    for name in spec.edge_names_of(found & ~truth):
+        writer, reader = name.split("->")
+        assert writer in reaches.get(reader.split("<")[0], set()), f"{name} is not an indirect dependency"
+    assert (int(found.sum()), int((found & truth).sum())) == PLANTED_SELECTED[seed]
     # no score outside the graph's edges: a layer never reads a later one
     assert bool((result.scores[~spec.edge_mask] == 0).all())
 
@@ -261,15 +290,44 @@ def test_long_corpus_lines_are_cut_into_windows_and_capped(tmp_path):
     assert any("max_observations=100" in note for note in observed["notes"])
 
 
-def test_paraphrases_are_observed_and_their_absence_is_said(monkeypatch):
+def test_paraphrases_are_observed_and_their_absence_is_said():
     model = tiny_model("gpt2", seed=0)
     config = METHOD.make_config({"n_paraphrases": 2, "lasso_lambda": "0.3"})
     observed = METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.observations
     assert observed["texts_by_kind"].get("paraphrase") == 2
-    monkeypatch.setitem(sys.modules, "circuitviz.paraphrase", None)  # as if the module were missing
-    observed = METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.observations
+    unknown = PromptTask("The cat sat on the mat", "The cat sat on the store", " Mary", (" John",))
+    observed = METHOD.run_on(model, unknown, config, budgets=[5]).details.observations
     assert "paraphrase" not in observed["texts_by_kind"]
-    assert any("not installed" in note for note in observed["notes"])
+    assert any("no template family recognises the prompt" in note for note in observed["notes"])
+
+
+CHOICE_TASKS = {
+    "inline-choice": PromptTask("Q: Is fire hot? A) yes B) no C) cold. Answer:", "", " A", (" B",)),
+    "multiple-choice": PromptTask(
+        "Question: What is the capital of France?\nA. Rome\nB. Paris\nC. Berlin\nAnswer:", "", " B", (" A",)
+    ),
+}
+
+
+def _option_at(slots: dict, letter: str) -> str:
+    options = slots["blocks"][-1]["options"] if "blocks" in slots else slots["options"]
+    return options[ord(letter.strip()) - ord("A")]
+
+
+@pytest.mark.parametrize("name", sorted(CHOICE_TASKS))
+def test_observed_paraphrases_of_choice_prompts_keep_the_answer_letter(name):
+    """The templates get the task's answer for both choice families: each observed rewrite keeps
+    the correct option's text at the answer's letter, and its corruption moves it away."""
+    task = CHOICE_TASKS[name]
+    correct = _option_at(recognise(task.clean).slots, task.answer)
+    texts = observation_texts(task, paraphrases=3)
+    rewrites = [text for text, kind in zip(texts.texts, texts.kinds) if kind == "paraphrase"]
+    corruptions = [text for text, kind in zip(texts.texts, texts.kinds) if kind == "paraphrase_corrupted"]
+    assert len(rewrites) == len(corruptions) == 3 and not texts.notes
+    for rewrite, corrupted in zip(rewrites, corruptions):
+        assert rewrite != task.clean and recognise(rewrite).family == name
+        assert _option_at(recognise(rewrite).slots, task.answer) == correct
+        assert _option_at(recognise(corrupted).slots, task.answer) != correct
 
 
 @pytest.mark.parametrize(
@@ -284,9 +342,12 @@ def test_paraphrases_are_observed_and_their_absence_is_said(monkeypatch):
     ],
 )
 def test_bad_settings_are_one_sentence_errors(values, words):
-    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")):
+    with pytest.raises(
+        ValueError, match=words.replace("(", r"\(").replace(")", r"\)").replace("]", r"\]")
+    ) as error:
         config = METHOD.make_config(values)
         METHOD.run_on(tiny_model("gpt2", seed=0), IOI_TASK, config, budgets=[5])
+    assert_one_sentence(str(error.value))
 
 
 # ----- SAE features ---------------------------------------------------------------------------------
@@ -328,7 +389,8 @@ def test_sae_units_link_earlier_layers_to_later_ones_and_the_last_to_the_metric(
 
 
 def test_sae_features_are_sae_lens_encodings(tmp_path):
-    from circuitviz.lasso.saes import load_sae, sae_units
+    from circuitviz.lasso.saes import sae_units
+    from circuitviz.saes import load_sae
 
     model = tiny_model("gpt2", seed=0)
     hook = "blocks.1.hook_resid_post"

@@ -82,6 +82,7 @@ def test_token_limit_and_a_run_within_limits(tiny, monkeypatch):
     assert limits.ENV["max_memory_gb"] == "CIRCUITVIZ_MAX_MEMORY_GB"
 
 
+@pytest.mark.slow
 def test_cli_prints_the_estimate_line_before_the_run(tmp_path):
     code = (
         "import sys; from circuitviz.cli import _print_estimate; from circuitviz.testing import tiny_model, IOI_TASK;"

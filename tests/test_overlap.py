@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from circuitviz.graph import GraphSpec
-from circuitviz.overlap import (
+from circuitviz.query.overlap import (
     common_edges,
     intersection_size,
     jaccard,

@@ -6,31 +6,23 @@ import random
 import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import torch
 
-from circuitviz.paraphrase import (
-    EXAMPLE_TASKS,
-    FAMILIES,
+from circuitviz.assets import gallery_dir, paraphrases_dir
+from circuitviz.query.checks import model_answer, token_count, validate_pairs
+from circuitviz.query.families import EXAMPLE_TASKS, FAMILIES, family, recognise
+from circuitviz.query.llm_source import llm_paraphrases, parse_llm_reply
+from circuitviz.query.pairs import (
     ParaphraseError,
     ParaphrasePair,
-    family,
-    gather_paraphrases,
-    llm_paraphrases,
     load_paraphrases,
-    model_answer,
-    parse_llm_reply,
     parse_paraphrases,
-    propose_answer,
-    propose_corruption,
-    recognise,
-    template_paraphrases,
     to_jsonl,
-    token_count,
-    validate_pairs,
 )
+from circuitviz.query.sources import gather_paraphrases
+from circuitviz.query.templates import propose_answer, propose_corruption, template_paraphrases
 from circuitviz.tasks import PromptTask, TaskError
 from circuitviz.testing import IOI_TASK, tiny_model
 
@@ -91,7 +83,7 @@ def test_file_source_without_text_says_so(tiny):
         gather_paraphrases(tiny, IOI_TASK, "carrier-pigeon")
 
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "paraphrases"
+ASSETS = paraphrases_dir()
 _TEXT_MCQ = "Question: What is the capital of Japan?\nA. Tokyo\nB. Paris\nC. Rome\nD. Berlin\nAnswer:"
 ASSET_TASKS = {
     "ioi.jsonl": EXAMPLE_TASKS["ioi"],
@@ -249,20 +241,25 @@ def test_loose_prompts_of_a_family_are_recognised():
     assert rewrites and all(t.startswith("I have 3 apples and eat 1, so 3") for t in rewrites)
 
 
-# the app's gallery (assets/gallery/index.json) at the time of writing
-GALLERY = [
-    ("ioi", "When Mary and John went to the store, John gave a drink to", " Mary",
-     "When Alice and Bob went to the store, Carl gave a drink to"),
-    ("factual", "The Eiffel Tower is located in the city of", " Paris", "The Colosseum is located in the city of"),
-    ("arithmetic", "one plus one is two. one plus two is", " three", None),
-    ("inline-choice", "Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:", " A",
-     "Q: Is the sky blue? A) no B) yes. Answer: B. Q: Is fire hot? A) no B) yes. Answer:"),
-    ("gender-bias", "The nurse said that", " she", "The person said that"),
-]  # fmt: skip
+# the app's gallery, read from its own index (a copy here would drift from what the app shows)
+GALLERY_INDEX = gallery_dir() / "index.json"
+GALLERY = json.loads(GALLERY_INDEX.read_text(encoding="utf-8"))
+# the family that reads each example; the gallery's multiple-choice example puts its options
+# on the question's line ('A) yes B) no'), which is the inline-choice family's form
+GALLERY_FAMILY = {"multiple-choice": "inline-choice"}
 
 
-@pytest.mark.parametrize("name, prompt, answer, corrupted", GALLERY)
-def test_the_gallery_examples_are_recognised(tiny, name, prompt, answer, corrupted):
+def test_the_gallery_index_has_the_examples_this_file_tests():
+    slugs = [entry["slug"] for entry in GALLERY]
+    assert len(slugs) == len(set(slugs)) >= 5
+    assert set(GALLERY_FAMILY) <= set(slugs)
+    assert {GALLERY_FAMILY.get(slug, slug) for slug in slugs} <= {f.name for f in FAMILIES}
+
+
+@pytest.mark.parametrize("entry", GALLERY, ids=lambda entry: entry["slug"])
+def test_the_gallery_examples_are_recognised(tiny, entry):
+    prompt, answer = entry["task"]["clean"], entry["task"]["answer"]
+    name = GALLERY_FAMILY.get(entry["slug"], entry["slug"])
     found = recognise(prompt)
     assert found is not None and found.family == name
     chosen = family(name)
@@ -271,7 +268,8 @@ def test_the_gallery_examples_are_recognised(tiny, name, prompt, answer, corrupt
     variants = chosen.variants(found, rng, answer=answer) if by_letter else chosen.variants(found, rng)
     assert len(variants) >= 5
     proposal = propose_corruption(tiny, prompt, answer)
-    assert proposal is not None and token_count(tiny, proposal) == token_count(tiny, prompt)
+    assert proposal is not None and proposal != prompt
+    assert token_count(tiny, proposal) == token_count(tiny, prompt)
     if name == "arithmetic":  # worked examples stay, the last problem is rewritten and corrupted
         assert all(text.startswith("one plus one is two. ") for text, _ in variants)
         assert proposal.startswith("one plus one is two. ") and recognise(proposal).answer != "three"
@@ -336,7 +334,9 @@ class StubOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def close(self):
@@ -442,6 +442,7 @@ def test_without_a_key_the_llm_source_says_so_in_one_sentence(tiny, monkeypatch)
 
 
 # ----- the embedded model ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_examples_and_templates_on_the_embedded_model(embedded_model):
     model = embedded_model
     assert propose_corruption(model, EXAMPLE_TASKS["ioi"].clean) == EXAMPLE_TASKS["ioi"].corrupted
@@ -452,11 +453,14 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
         assert found is not None and found.family == name
         proposal = propose_corruption(model, task.clean, task.answer)
         assert proposal is not None and token_count(model, proposal) == token_count(model, task.clean)
-    for name, prompt, answer, corrupted in GALLERY:  # on Gemma's tokenizer, the gallery's own corruptions
-        proposal = propose_corruption(model, prompt, answer)
-        assert proposal is not None and token_count(model, proposal) == token_count(model, prompt), name
-        if corrupted is not None:
-            assert proposal == corrupted, name
+    for entry in GALLERY:  # on Gemma's tokenizer, the model the gallery was built on
+        task = PromptTask.from_dict(entry["task"])
+        proposal = propose_corruption(model, task.clean, task.answer)
+        assert proposal is not None and proposal != task.clean, entry["slug"]
+        assert token_count(model, proposal) == token_count(model, task.clean), entry["slug"]
+        # the gallery states its own corruptions (scripts/build_gallery.py); each one must keep
+        # the prompt's length too, or its stored circuit could not have been computed
+        assert token_count(model, task.corrupted) == token_count(model, task.clean), entry["slug"]
     for path, task in ASSET_TASKS.items():  # the example files are valid pairs on this model
         checked = validate_pairs(model, task, load_paraphrases(ASSETS / path, task))
         assert len(checked) == 9 and all(p.same_length and not p.problems for p in checked), path
@@ -467,7 +471,7 @@ def test_examples_and_templates_on_the_embedded_model(embedded_model):
 
 
 def test_the_prompts_own_corruption_carries_over_to_rewrites():
-    from circuitviz.paraphrase import transfer_corruption
+    from circuitviz.query.templates import transfer_corruption
 
     clean, corrupted = "The capital of France is", "The capital of Italy is"
     assert (

@@ -325,6 +325,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
         assert [p for _, p in result] == pytest.approx([p for _, p in expected], abs=1e-9)
 
 
+@pytest.mark.browser
 def test_curve_exports_as_svg_when_kaleido_finds_a_browser():
     import shutil
 

@@ -53,28 +53,38 @@ def test_store_limit_from_the_environment(monkeypatch):
         default_max_bytes()
 
 
+# writers wait until the reader is reading; the reader reads until the test says the writers are
+# done (then once more), so its reads span the whole writing and it always sees entries
 WRITER = """
-import sys, torch
+import os, sys, time, torch
 from circuitviz.store import ResultStore
-root, tag, rounds, limit = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+root, tag, rounds, limit, ready = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+deadline = time.time() + 120
+while not os.path.exists(ready) and time.time() < deadline:
+    time.sleep(0.01)
 store = ResultStore(root, max_bytes=limit or None)
 for index in range(rounds):
     key = "shared" if limit == 0 else f"k{index % 6}"
     store.save_state(key, {"tag": tag + index * (limit > 0), "payload": torch.full((PAYLOAD,), tag + index * (limit > 0))})
 """.replace("PAYLOAD", str(PAYLOAD))
 READER = """
-import sys, torch
+import os, sys, time, torch
 from circuitviz.store import ResultStore
-root, rounds = sys.argv[1], int(sys.argv[2])
+root, ready, done = sys.argv[1], sys.argv[2], sys.argv[3]
 store = ResultStore(root, max_bytes=None)
 bad = seen = 0
-for _ in range(rounds):
+open(ready, "w").close()
+deadline = time.time() + 120
+while time.time() < deadline:
+    finished = os.path.exists(done)
     for key in ("shared", "k0", "k1", "k2", "k3", "k4", "k5"):
         state = store.load_state(key)
         if state is None:
             continue
         seen += 1
         bad += not torch.equal(state["payload"], torch.full((PAYLOAD,), state["tag"]))
+    if finished:
+        break
 print(bad, seen, len(store.notices))
 """.replace("PAYLOAD", str(PAYLOAD))
 
@@ -94,29 +104,38 @@ def _finish(process: subprocess.Popen) -> str:
     return out
 
 
-def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
-    writers = [_start(WRITER, tmp_path, tag, 40, 0) for tag in (1, 2)]
-    reader = _start(READER, tmp_path, 60)
-    for writer in writers:
+def _read_while_writing(root, writers: list[tuple]) -> tuple[int, int, int]:
+    """Run the writers and one reader side by side; (broken entries, entries read, notices)."""
+    ready, done = root.parent / f"{root.name}.ready", root.parent / f"{root.name}.done"
+    reader = _start(READER, root, ready, done)
+    running = [_start(WRITER, root, *arguments, ready) for arguments in writers]
+    for writer in running:
         _finish(writer)
-    bad, seen, notices = map(int, _finish(reader).split())
+    done.touch()
+    return tuple(map(int, _finish(reader).split()))
+
+
+@pytest.mark.slow
+def test_two_processes_writing_one_key_never_leave_a_broken_entry(tmp_path):
+    root = tmp_path / "s"
+    bad, seen, notices = _read_while_writing(root, [(1, 40, 0), (2, 40, 0)])
+    assert seen > 0, "the reader never saw an entry: the test proved nothing"
     assert bad == 0 and notices == 0
-    store = ResultStore(tmp_path, max_bytes=None)
+    store = ResultStore(root, max_bytes=None)
     final = store.load_state("shared")
     assert final["tag"] in (1.0, 2.0) and torch.equal(final["payload"], torch.full((PAYLOAD,), final["tag"]))
     assert store.notices == []
-    assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
-    assert not (tmp_path / "corrupt").exists()
+    assert not list(root.rglob("*.tmp")), "a temporary file was left behind"
+    assert not (root / "corrupt").exists()
 
 
+@pytest.mark.slow
 def test_entries_evicted_under_a_reader_read_as_absent_not_corrupt(tmp_path):
     probe = ResultStore(tmp_path / "probe", max_bytes=None)
     size = probe.save_state("x", entry(0)).stat().st_size
     root = tmp_path / "s"
-    writer = _start(WRITER, root, 1, 60, 3 * size)
-    reader = _start(READER, root, 40)
-    _finish(writer)
-    bad, seen, notices = map(int, _finish(reader).split())
+    bad, seen, notices = _read_while_writing(root, [(1, 60, 3 * size)])
+    assert seen > 0, "the reader never saw an entry: the test proved nothing"
     assert bad == 0 and notices == 0
     assert not (root / "corrupt").exists()
     assert len(ResultStore(root, max_bytes=None).entries()) <= 3

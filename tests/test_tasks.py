@@ -1,6 +1,7 @@
 """Task validation: each mistake a user can make ends in one sentence that says the fix."""
 
 import pytest
+from sentences import assert_one_sentence
 
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
 from circuitviz.testing import IOI_TASK, tiny_model
@@ -16,7 +17,7 @@ def check(model, fragment, **changes):
     with pytest.raises(TaskError, match=fragment) as info:
         prepare_task(model, PromptTask.from_dict(fields), max_tokens=changes.pop("max_tokens", 256))
     message = str(info.value)
-    assert message.endswith((".", ")", "?")) and "\n" not in message
+    assert_one_sentence(message)
     return message
 
 
@@ -36,13 +37,16 @@ def test_prompt_over_the_limit_names_the_limit(model):
         prepare_task(model, IOI_TASK, max_tokens=5)
 
 
-def test_unequal_lengths_show_both_tokenisations(model):
+def test_unequal_lengths_name_where_the_tokenisations_part(model):
     message = check(
         model,
         "has 15 tokens and the corrupted prompt 14",
         corrupted="When Alice and Bob went to the store , gave a drink to",
     )
-    assert "'Mary'" in message and "'Alice'" in message
+    # <bos> and 'When' agree; the third token is the first that differs
+    assert "they part at token 3: 'Mary' vs 'Alice'" in message
+    shorter = check(model, "corrupted prompt 3", corrupted="When Mary")
+    assert "they part at token 4: 'and' vs nothing" in shorter
 
 
 def test_multi_token_answer_shows_the_split(model):

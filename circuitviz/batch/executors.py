@@ -2,7 +2,7 @@
 load the model once and keep it, on one machine or a cluster).
 
 Both run the same functions of ``work.py`` on the same groups, so they give the same results
-(tested). Ray is optional: ``pip install -r requirements-ray.txt``. Each Ray worker takes
+(tested). Ray is optional: ``pip install 'circuitviz[ray]'``. Each Ray worker takes
 ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs (a fraction such as 0.5 puts two workers
 on one GPU); ``address`` joins an existing cluster (whose workers must have circuitviz
 installed), else a local Ray is started on this machine and stopped at the end.
@@ -30,7 +30,7 @@ from .work import (
 )
 
 EXECUTORS = ("local", "ray")
-RAY_INSTALL = "pip install -r requirements-ray.txt"
+RAY_INSTALL = "pip install 'circuitviz[ray]'"
 
 OnOutcomes = Callable[[list[Outcome]], None]
 OnProgress = Callable[[float], None]
@@ -84,7 +84,7 @@ def import_ray():
     except ImportError:
         raise ExecutorError(
             f"The ray executor needs Ray, which is not installed; install it with `{RAY_INSTALL}` "
-            "(or `pip install 'ray==2.60.*'`), or use --executor local."
+            "(in a checkout: `pip install -e '.[ray]'`), or use --executor local."
         ) from None
     return ray
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from types import SimpleNamespace
 
 from ..tasks import PromptTask, TaskError, prepare_task
 from .dataset import DatasetError, DatasetTask
@@ -20,15 +21,27 @@ GENERATED_FAMILIES = ("ioi", "arithmetic", "factual")
 _ATTEMPTS_PER_TASK = 40
 
 
-def template_families():
-    """The template families and their vocabularies: the one place this package imports them.
+def template_families() -> SimpleNamespace:
+    """The template families and their vocabularies: the one place this package imports them
+    (``circuitviz.query.families``).
 
-    Used: ``family(name)`` (``match``, ``corruptions``), ``IOI_TEMPLATES``, ``IOI_NAMES``,
+    Holds ``family(name)`` (``match``, ``corruptions``), ``IOI_TEMPLATES``, ``IOI_NAMES``,
     ``IOI_PLACES``, ``IOI_OBJECTS``, ``ARITHMETIC_TEMPLATES`` and ``FACT_RELATIONS``.
     """
-    from .. import paraphrase
+    from ..query.families import family
+    from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
+    from ..query.families.factual import FACT_RELATIONS
+    from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
 
-    return paraphrase
+    return SimpleNamespace(
+        family=family,
+        IOI_TEMPLATES=IOI_TEMPLATES,
+        IOI_NAMES=IOI_NAMES,
+        IOI_PLACES=IOI_PLACES,
+        IOI_OBJECTS=IOI_OBJECTS,
+        ARITHMETIC_TEMPLATES=ARITHMETIC_TEMPLATES,
+        FACT_RELATIONS=FACT_RELATIONS,
+    )
 
 
 def _token_count(model, text: str) -> int:

@@ -9,35 +9,28 @@ description and a shuffled mix of real top contexts and random corpus contexts, 
 match, and its accuracy (with a one-sided Fisher exact p-value) says whether the description
 picks out the feature.
 
-Replies are cached on disk (keyed by endpoint, model and messages; never by the key), so a label
-is paid for once. Timeouts, 429 and 5xx are retried a bounded number of times with exponential
-backoff; other failures become one sentence. The API key never appears in a message, a log
-line, a cache file or a result. Without an endpoint, ``llm_status`` says in one sentence that
-LLM labels are off, and every other label still works. ``BackgroundLabels`` runs labelling in
-worker threads so a page never waits for it.
+Requests go through the project's one chat client (``circuitviz.llm_client``): replies are
+cached on disk (keyed by endpoint, model and messages; never by the key), so a label is paid for
+once; timeouts, 429 and 5xx are retried a bounded number of times with exponential backoff;
+other failures become one sentence; the API key never appears in a message, a log line, a cache
+file or a result. Without an endpoint, ``llm_status`` says in one sentence that LLM labels are
+off, and every other label still works. ``BackgroundLabels`` runs labelling in worker threads so
+a page never waits for it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import math
-import os
 import random
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 
+from ..llm_client import ChatClient, LLMConfig, LLMError
 from .sae import context_text
 
-log = logging.getLogger(__name__)
-
-DEFAULT_MODEL = "gpt-4o-mini"
 OFF_MESSAGE = (
     "LLM labels are off: set OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint needs one) to an "
     "OpenAI-compatible endpoint to describe features in words; the other labels work without it."
@@ -63,45 +56,6 @@ JUDGE_SYSTEM = (
 )
 
 
-class LLMError(RuntimeError):
-    """An LLM request failed; the message is one sentence and never contains the API key."""
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    """Where and how to ask. ``api_key`` is kept out of repr, cache keys and every message."""
-
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    model: str = DEFAULT_MODEL
-    timeout_s: float = 30.0
-    max_retries: int = 3
-    backoff_s: float = 1.0
-    max_backoff_s: float = 20.0
-    cache_dir: Path | None = None
-    temperature: float = 0.0
-
-    @classmethod
-    def from_env(cls, **overrides) -> LLMConfig:
-        values = {
-            "base_url": os.environ.get("OPENAI_BASE_URL") or None,
-            "api_key": os.environ.get("OPENAI_API_KEY") or None,
-            "model": os.environ.get("CIRCUITVIZ_LLM_MODEL") or DEFAULT_MODEL,
-        }
-        values.update(overrides)
-        return cls(**values)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.base_url or self.api_key)
-
-    def resolved_cache_dir(self) -> Path:
-        if self.cache_dir is not None:
-            return Path(self.cache_dir)
-        base = os.environ.get("CIRCUITVIZ_CACHE") or Path.home() / ".cache" / "circuitviz"
-        return Path(base) / "llm"
-
-
 def llm_status(config: LLMConfig | None = None) -> tuple[bool, str]:
     """(enabled, one sentence for the UI)."""
     config = config or LLMConfig.from_env()
@@ -111,12 +65,6 @@ def llm_status(config: LLMConfig | None = None) -> tuple[bool, str]:
     return True, f"LLM labels use {config.model} at {where}."
 
 
-def _redact(text: str, secret: str | None) -> str:
-    if secret:
-        text = text.replace(secret, "***")
-    return text
-
-
 class LLMLabeler:
     """Descriptions and judge checks through one OpenAI-compatible endpoint, cached on disk."""
 
@@ -124,108 +72,16 @@ class LLMLabeler:
         self.config = config or LLMConfig.from_env()
         if not self.config.enabled:
             raise LLMError(OFF_MESSAGE)
-        self._sleep = sleep
-        self._client = None
-        self._lock = threading.Lock()
-        self.requests_sent = 0  # requests that reached the endpoint (retries included), for tests
+        self._client = ChatClient(self.config, sleep)
 
-    # ----- transport ---------------------------------------------------------------------------
-    def _openai(self):
-        if self._client is None:
-            from openai import OpenAI
-
-            self._client = OpenAI(
-                base_url=self.config.base_url,
-                # local endpoints often need no key; the client insists on one
-                api_key=self.config.api_key or "no-key",
-                timeout=self.config.timeout_s,
-                max_retries=0,  # retries are ours: bounded, with backoff, and logged without secrets
-            )
-        return self._client
-
-    def _cache_path(self, messages: list[dict], max_tokens: int) -> Path:
-        key = json.dumps(
-            {
-                "base_url": self.config.base_url,
-                "model": self.config.model,
-                "temperature": self.config.temperature,
-                "max_tokens": max_tokens,
-                "messages": messages,
-            },
-            sort_keys=True,
-        )
-        return self.config.resolved_cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    @property
+    def requests_sent(self) -> int:
+        """Requests that reached the endpoint (retries included), for tests."""
+        return self._client.requests_sent
 
     def chat(self, messages: list[dict], max_tokens: int = 120) -> tuple[str, bool]:
         """(reply text, came from the cache). Retries timeouts, 429 and 5xx; LLMError otherwise."""
-        path = self._cache_path(messages, max_tokens)
-        if path.is_file():
-            try:
-                return json.loads(path.read_text())["reply"], True
-            except (OSError, ValueError, KeyError):
-                log.warning("unreadable LLM cache entry %s; asking again", path.name)
-        reply = self._ask(messages, max_tokens)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-        temporary.write_text(json.dumps({"model": self.config.model, "reply": reply}))
-        temporary.replace(path)
-        return reply, False
-
-    def _ask(self, messages: list[dict], max_tokens: int) -> str:
-        import openai
-
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            retry_after = None
-            try:
-                with self._lock:
-                    self.requests_sent += 1
-                response = self._openai().chat.completions.create(
-                    model=self.config.model,
-                    messages=messages,
-                    max_tokens=max_tokens,
-                    temperature=self.config.temperature,
-                )
-                return self._reply_text(response)
-            except (openai.APITimeoutError, openai.APIConnectionError) as error:
-                reason = "timed out" if isinstance(error, openai.APITimeoutError) else "could not be reached"
-            except (openai.RateLimitError, openai.InternalServerError) as error:
-                reason = f"answered {error.status_code}"
-                retry_after = _retry_after(error)
-            except openai.APIStatusError as error:
-                raise LLMError(
-                    f"The LLM endpoint refused the request with status {error.status_code}; check the "
-                    "model name, the API key and OPENAI_BASE_URL."
-                ) from None
-            except LLMError:
-                raise
-            except Exception as error:  # an unreadable body: not JSON, or not a chat completion
-                raise LLMError(
-                    "The LLM endpoint's reply was not a chat completion "
-                    f"({_redact(type(error).__name__, self.config.api_key)}); check that OPENAI_BASE_URL "
-                    "points at an OpenAI-compatible /v1 endpoint."
-                ) from None
-            if attempt + 1 == attempts:
-                raise LLMError(
-                    f"The LLM endpoint {reason} {attempts} times in a row; try again later or raise "
-                    "the timeout."
-                )
-            delay = min(self.config.max_backoff_s, self.config.backoff_s * 2**attempt)
-            if retry_after is not None:
-                delay = min(self.config.max_backoff_s, max(delay, retry_after))
-            log.info("LLM request %s; retry %d/%d in %.2fs", reason, attempt + 1, attempts - 1, delay)
-            self._sleep(delay)
-        raise LLMError("The LLM request was not sent.")  # unreachable: the loop returns or raises
-
-    @staticmethod
-    def _reply_text(response) -> str:
-        try:
-            text = response.choices[0].message.content
-        except (AttributeError, IndexError, TypeError):
-            text = None
-        if not isinstance(text, str) or not text.strip():
-            raise LLMError("The LLM endpoint sent an empty reply; try another model.")
-        return text.strip()
+        return self._client.chat(messages, cache=True, max_tokens=max_tokens)
 
     # ----- descriptions --------------------------------------------------------------------------
     def describe(
@@ -320,14 +176,6 @@ class LLMLabeler:
 
 def _one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", "\\n")
-
-
-def _retry_after(error) -> float | None:
-    try:
-        value = error.response.headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (AttributeError, TypeError, ValueError):
-        return None
 
 
 def _parse_numbers(reply: str, count: int) -> list[int]:

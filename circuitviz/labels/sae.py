@@ -8,40 +8,44 @@ node's own output accounts for (its linear share of the pre-activation, clipped 
 activation), summed over the prompt's positions. So a node is labelled by the features it writes,
 not by whatever happens to be active at its layer.
 
-Sources: the embedded SAEs in ``assets/saes/<model>/`` (trained by ``scripts/train_saes.py``,
-with precomputed descriptions), any local folder that ``SAE.load_from_disk`` reads, and the
-Hugging Face hub by release and id (e.g. Gemma Scope 2) when the network allows.
+Sources (loaded through the project's SAE store, ``circuitviz.saes``): the embedded SAEs in
+``assets/saes/<model>/`` (trained by ``scripts/train_saes.py``, with precomputed descriptions),
+any local folder that ``SAE.load_from_disk`` reads, and the Hugging Face hub by release and id
+(e.g. Gemma Scope 2) when the network allows.
 
 Everything returned is plain data (lists, dicts, str, float, int). Token strings come from
-untrusted prompts and corpus text: render them with ``context_html``/``html.escape``, never raw.
+untrusted prompts and corpus text: render them with ``render.context_html``/``html.escape``,
+never raw.
 """
 
 from __future__ import annotations
 
 import functools
 import gzip
-import html
 import json
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from .. import assets
 from ..activations import observe, resid_post_name, residual_stream
 from ..graph import GraphSpec
+from ..saes import (
+    SaeUnavailable,
+    dtype_name,
+    embedded_index,
+    embedded_sae_folders,
+    hook_name_of,
+    load_sae,
+    residual_layer,
+)
+from ..saes import load_hub_sae as load_hub_module
 
-ASSETS_ROOT = Path(__file__).resolve().parents[2] / "assets" / "saes"
 CONTEXT_BEFORE = 12  # tokens kept before the marked token of a stored context
 CONTEXT_AFTER = 3
 DEFAULT_TOP_FEATURES = 5
-_HOOK_RE = re.compile(r"^blocks\.(\d+)\.hook_resid_(post|pre)$")
 _UNEMBED_CHUNK = 256  # feature directions unembedded at once: bounds [chunk, d_vocab] in memory
-
-
-class SaeUnavailable(ValueError):
-    """An SAE cannot be loaded or used here; the message is one sentence saying why and what to do."""
 
 
 @dataclass
@@ -72,74 +76,38 @@ class LabelledSae:
 
     @classmethod
     def load(cls, folder: Path | str, model=None, dtype: str | None = None) -> LabelledSae:
-        """Load an SAE folder with ``SAE.load_from_disk``, plus ``features.json.gz`` when present.
+        """An SAE folder from the store, plus its ``features.json.gz`` descriptions when present.
 
         The weights are computed in ``dtype`` (default: the model's dtype, else float32) whatever
-        dtype they are stored in (the embedded ones are float16).
+        dtype they are stored in (the embedded ones are float16), on the model's device.
         """
-        from sae_lens import SAE
-
         folder = Path(folder).expanduser()
-        if not (folder / "cfg.json").is_file():
-            raise SaeUnavailable(
-                f"{folder} holds no SAE (no cfg.json); give a folder written by sae-lens's save_model."
-            )
         if dtype is None:
-            dtype = _dtype_name(next(model.parameters()).dtype) if model is not None else "float32"
+            dtype = dtype_name(next(model.parameters()).dtype) if model is not None else "float32"
         device = str(next(model.parameters()).device) if model is not None else "cpu"
-        try:
-            sae = SAE.load_from_disk(str(folder), device=device, dtype=dtype)
-        except Exception as error:  # sae-lens raises many kinds; the user needs one sentence
-            raise SaeUnavailable(f"sae-lens could not read the SAE in {folder} ({error}).") from None
-        layer = _layer_of(sae)
-        features, random_contexts, layer_from_file = None, [], layer
+        sae = load_sae(folder, device, dtype)
+        layer = residual_layer(hook_name_of(sae))
+        features, random_contexts = None, []
         described = folder / "features.json.gz"
         if described.is_file():
-            with gzip.open(described, "rt", encoding="utf-8") as handle:
-                payload = json.load(handle)
-            features = payload.get("features")
-            random_contexts = payload.get("random_contexts", [])
-            layer_from_file = int(payload.get("layer", layer))
-        if layer_from_file != layer:
-            raise SaeUnavailable(
-                f"{described} describes layer {layer_from_file}, but the SAE reads layer {layer}."
+            features, random_contexts, layer_from_file = _descriptions(
+                str(described), described.stat().st_mtime
             )
-        sae.eval()
-        for parameter in sae.parameters():
-            parameter.requires_grad_(False)
+            if layer_from_file is not None and int(layer_from_file) != layer:
+                raise SaeUnavailable(
+                    f"{described} describes layer {layer_from_file}, but the SAE reads layer {layer}."
+                )
         if model is not None:
             check_fits(sae, model)
-        return cls(sae, layer, resid_post_name(layer), _short_source(folder), features, random_contexts)
+        return cls(sae, layer, resid_post_name(layer), assets.shown_path(folder), features, random_contexts)
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _short_source(folder: Path) -> str:
-    try:
-        return str(folder.resolve().relative_to(ASSETS_ROOT.parent.parent))
-    except ValueError:
-        return str(folder)
-
-
-def _layer_of(sae) -> int:
-    """The block after which ``sae`` reads the residual stream (resid_pre of l is resid_post of l-1)."""
-    hook = str(sae.cfg.metadata.hook_name or "")
-    match = _HOOK_RE.match(hook)
-    if not match:
-        raise SaeUnavailable(
-            f"circuitviz labels nodes with residual-stream SAEs (blocks.N.hook_resid_post or "
-            f"hook_resid_pre); this SAE reads {hook or 'an unnamed hook'}."
-        )
-    layer = int(match.group(1))
-    if match.group(2) == "pre":
-        if layer == 0:
-            raise SaeUnavailable(
-                "An SAE on blocks.0.hook_resid_pre reads the embeddings; use one on a later layer."
-            )
-        layer -= 1
-    return layer
+@functools.lru_cache(maxsize=16)
+def _descriptions(path: str, modified: float) -> tuple[list | None, list, int | None]:
+    """(features, random contexts, layer) of a ``features.json.gz``, read once per version."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        payload = json.load(handle)
+    return payload.get("features"), payload.get("random_contexts", []), payload.get("layer")
 
 
 def check_fits(sae, model) -> None:
@@ -149,66 +117,25 @@ def check_fits(sae, model) -> None:
             f"The SAE reads vectors of size {sae.cfg.d_in}, but this model's residual stream has "
             f"{model.cfg.d_model}; pick an SAE trained on this model."
         )
-    layer = _layer_of(sae)
+    layer = residual_layer(hook_name_of(sae))
     if layer >= model.cfg.n_layers:
         raise SaeUnavailable(f"The SAE reads layer {layer}, but this model has {model.cfg.n_layers} layers.")
 
 
-def save_sae(sae, folder: Path | str, dtype: torch.dtype = torch.float16) -> Path:
-    """Save an SAE with sae-lens (inference form for a training SAE), weights cast to ``dtype``."""
-    from safetensors.torch import load_file, save_file
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if hasattr(sae, "save_inference_model"):
-        weights_path, cfg_path = sae.save_inference_model(str(folder))
-    else:
-        weights_path, cfg_path = sae.save_model(str(folder))
-    weights = {name: tensor.to(dtype).contiguous() for name, tensor in load_file(str(weights_path)).items()}
-    save_file(weights, str(weights_path))
-    config = json.loads(Path(cfg_path).read_text())
-    config["dtype"] = _dtype_name(dtype)
-    config["device"] = "cpu"
-    Path(cfg_path).write_text(json.dumps(config))
-    return folder
-
-
 # ----- where SAEs come from ---------------------------------------------------------------------
-def embedded_index(model_id: str) -> dict | None:
-    """The shipped SAEs' manifest for ``model_id`` (corpus, quality figures), or None."""
-    path = ASSETS_ROOT / model_id / "index.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def embedded_sae_folders(model_id: str) -> list[Path]:
-    index = embedded_index(model_id)
-    if index is None:
-        return []
-    return [ASSETS_ROOT / model_id / entry["path"] for entry in index["saes"]]
-
-
-@functools.lru_cache(maxsize=8)
-def _load_embedded_cached(folder: str, dtype: str, device: str) -> LabelledSae:
-    return LabelledSae.load(folder, dtype=dtype)
-
-
 def load_embedded_saes(model, model_id: str) -> list[LabelledSae]:
-    """The SAEs shipped for ``model_id``, loaded once per process; SaeUnavailable if none ship."""
+    """The SAEs shipped for ``model_id`` (the store loads each once); SaeUnavailable if none ship."""
     folders = embedded_sae_folders(model_id)
     if not folders:
         raise SaeUnavailable(
             f"No SAEs ship for {model_id}; load one from a local folder, or train one with "
             "scripts/train_saes.py."
         )
-    dtype = _dtype_name(next(model.parameters()).dtype)
-    device = str(next(model.parameters()).device)
-    saes = []
     index = embedded_index(model_id) or {}
     quality = {entry["layer"]: entry for entry in index.get("saes", [])}
+    saes = []
     for folder in folders:
-        loaded = _load_embedded_cached(str(folder), dtype, device)
-        loaded.sae.to(device)
-        check_fits(loaded.sae, model)
+        loaded = LabelledSae.load(folder, model)
         loaded.quality = quality.get(loaded.layer, {})
         saes.append(loaded)
     return sorted(saes, key=lambda item: item.layer)
@@ -222,48 +149,13 @@ def load_local_sae(path: str, model) -> LabelledSae:
     return LabelledSae.load(folder, model)
 
 
-def hub_unavailable_reason() -> str | None:
-    """One sentence saying why hub SAEs cannot be loaded here, or None when they may be."""
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
-        return (
-            "Loading SAEs from the Hugging Face hub is off because this machine works offline "
-            "(HF_HUB_OFFLINE is set); copy the SAE's folder here and load it as a local folder instead."
-        )
-    return None
-
-
-def hub_releases(model_id: str) -> dict[str, list[str]]:
-    """{release: [sae ids]} of sae-lens's pretrained directory for this model (read offline)."""
-    from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
-
-    wanted = model_id.split("/")[-1].lower()
-    out = {}
-    for release, entry in get_pretrained_saes_directory().items():
-        if entry.model.split("/")[-1].lower() == wanted:
-            out[release] = list(entry.saes_map)
-    return out
-
-
 def load_hub_sae(release: str, sae_id: str, model) -> LabelledSae:
     """An SAE from the hub by sae-lens release and id; SaeUnavailable offline or on failure."""
-    reason = hub_unavailable_reason()
-    if reason:
-        raise SaeUnavailable(reason)
-    from sae_lens import SAE
-
-    device = str(next(model.parameters()).device)
-    try:
-        sae = SAE.from_pretrained(
-            release, sae_id, device=device, dtype=_dtype_name(next(model.parameters()).dtype)
-        )
-    except Exception as error:
-        raise SaeUnavailable(
-            f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the release "
-            "and id, and that this machine can reach huggingface.co."
-        ) from None
+    parameter = next(model.parameters())
+    sae = load_hub_module(release, sae_id, parameter.device, dtype_name(parameter.dtype))
     check_fits(sae, model)
-    sae.eval()
-    return LabelledSae(sae, _layer_of(sae), resid_post_name(_layer_of(sae)), f"hub:{release}/{sae_id}")
+    layer = residual_layer(hook_name_of(sae))
+    return LabelledSae(sae, layer, resid_post_name(layer), f"hub:{release}/{sae_id}")
 
 
 # ----- features ---------------------------------------------------------------------------------
@@ -463,19 +355,6 @@ def context_text(
         if index == context.get("target"):
             token = f"{target[0]}{token}{target[1]}"
         parts.append(token)
-    return "".join(parts)
-
-
-def context_html(context: dict) -> str:
-    """A context as safe HTML: every token escaped, the target in <mark>, the source underlined."""
-    parts = []
-    for index, token in enumerate(context["tokens"]):
-        text = html.escape(token).replace("\n", "&#8629;")
-        if index == context.get("source"):
-            text = f"<u>{text}</u>"
-        if index == context.get("target"):
-            text = f"<mark>{text}</mark>"
-        parts.append(text)
     return "".join(parts)
 
 

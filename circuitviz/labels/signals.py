@@ -23,16 +23,15 @@ from pathlib import Path
 
 import torch
 
+from .. import assets
 from ..activations import observe
 from ..graph import GraphSpec
-from .sae import ASSETS_ROOT, CONTEXT_AFTER, CONTEXT_BEFORE
-
-CORPUS_SAMPLE = "corpus_sample.json.gz"
+from .sae import CONTEXT_AFTER, CONTEXT_BEFORE
 
 
 def corpus_sample(model_id: str = "gemma-3-270m") -> list[str]:
     """Texts of the embedded SAEs' corpus shipped with them (for on-demand top contexts); [] if none."""
-    path = ASSETS_ROOT / model_id / CORPUS_SAMPLE
+    path = assets.corpus_sample_path(model_id)
     if not path.is_file():
         return []
     with gzip.open(path, "rt", encoding="utf-8") as handle:
@@ -110,7 +109,7 @@ def write_corpus_sample(texts: list[str], folder: Path, count: int = 400, seed: 
 
     chosen = list(texts)
     random.Random(seed).shuffle(chosen)
-    path = Path(folder) / CORPUS_SAMPLE
+    path = Path(folder) / assets.CORPUS_SAMPLE
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         json.dump({"texts": chosen[:count]}, handle, ensure_ascii=False)
     return path

@@ -28,18 +28,20 @@ from pathlib import Path
 
 import torch
 
+from .. import assets
 from ..activations import (
     final_residual_with_edits,
     logits_from_residual,
     metric_from_residual,
     residual_stream,
 )
+from ..saes import SaeUnavailable
 from ..tasks import PreparedTask, PromptTask, prepare_task
-from .sae import LabelledSae, SaeUnavailable, circuit_node_features, feature_activations, feature_label
+from .sae import LabelledSae, circuit_node_features, feature_activations, feature_label
 
 Feature = tuple[int, int]  # (SAE layer, feature index)
 Progress = Callable[[str, float], None]
-GENDER_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "prompts" / "gender_bias.json"
+GENDER_PROMPTS = assets.prompt_set("gender_bias.json")
 
 
 # ----- the intervention --------------------------------------------------------------------------

@@ -8,8 +8,8 @@ affects real positions because attention is causal, and padded positions are dro
 
 Where texts come from, in this order (the prompt's own are always kept):
 - the prompt and its corrupted version;
-- paraphrases and their corruptions from ``circuitviz.paraphrase``'s offline templates, when that
-  module is installed and has a template family for the prompt (otherwise a note says so);
+- paraphrases and their corruptions from the offline templates of ``circuitviz.query`` (the
+  ones Best-of-N uses), when a template family recognises the prompt (otherwise a note says so);
 - a corpus: a list of strings, or a text file with one text per line. A line longer than
   ``CORPUS_WINDOW`` tokens (or the model's context) is cut into consecutive windows, each
   starting with BOS (nothing is dropped); when the corpus
@@ -19,7 +19,6 @@ Where texts come from, in this order (the prompt's own are always kept):
 
 from __future__ import annotations
 
-import importlib
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,9 @@ import torch
 
 from ..activations import metric_from_residual, model_device, observe
 from ..graph import GraphSpec
+from ..query.families import recognise
+from ..query.pairs import ParaphraseError
+from ..query.templates import unchecked_template_pairs
 from ..tasks import PreparedTask, PromptTask
 
 CORPUS_WINDOW = 64  # tokens per corpus window, BOS included
@@ -105,61 +107,28 @@ def read_corpus(corpus: str | Path | list[str] | tuple[str, ...] | None) -> list
     return [line for line in lines if line.strip()]
 
 
-def paraphrase_pairs(model, task: PromptTask, count: int, seed: int = 0) -> tuple[list[tuple[str, str]], str]:
+def paraphrase_pairs(task: PromptTask, count: int, seed: int = 0) -> tuple[list[tuple[str, str]], str]:
     """Up to ``count`` (paraphrase, corrupted paraphrase) pairs from the offline templates.
 
-    Uses ``circuitviz.paraphrase`` (another part of the project) when it is installed: its
-    template families rewrite and corrupt the prompt. Observations need no check that the model
-    answers each paraphrase as it answers the prompt (that check costs a forward pass over every
-    pair), so the rewrites are taken as generated; only when that interface is missing is the
-    checked ``template_paraphrases`` used. Returns ([], a note saying why) when no source applies.
+    Observations need no check that the model answers each paraphrase as it answers the prompt
+    (that check costs a forward pass over every pair), so the template rewrites are taken as
+    generated, each with its first corruption. Returns ([], a note saying why) when the
+    templates give none.
     """
     if count <= 0:
         return [], ""
+    if recognise(task.clean) is None:
+        return [], "paraphrases: no template family recognises the prompt; give a corpus instead"
     try:
-        paraphrase = importlib.import_module("circuitviz.paraphrase")
-    except ImportError:
-        return (
-            [],
-            "paraphrases: circuitviz.paraphrase is not installed; observed the prompt and its corruption only",
-        )
-    try:
-        pairs = _template_pairs(paraphrase, task, count, seed)
-        if pairs is None:
-            checked = paraphrase.template_paraphrases(model, task, count, seed=seed, fill=False)
-            pairs = [(pair.clean, pair.corrupted) for pair in checked]
-    except (ValueError, LookupError, AttributeError, TypeError) as error:
+        pairs = unchecked_template_pairs(task, count, seed)
+    except ParaphraseError as error:
         return [], f"paraphrases: none from the templates ({error})"
     if not pairs:
         return [], "paraphrases: the templates gave none for this prompt"
-    return pairs[:count], ""
-
-
-def _template_pairs(paraphrase, task: PromptTask, count: int, seed: int) -> list[tuple[str, str]] | None:
-    """Template rewrites and their first corruption, unchecked; None if the interface is missing."""
-    recognise, family = getattr(paraphrase, "recognise", None), getattr(paraphrase, "family", None)
-    if recognise is None or family is None:
-        return None
-    found = recognise(task.clean)
-    if found is None:
-        raise LookupError("no template family recognises the prompt; give a corpus instead")
-    chosen = family(found.family)
-    answer = task.answer if found.family == "multiple-choice" else None
-    rng = random.Random(seed)
-    variants = chosen.variants(found, rng, answer=answer) if answer else chosen.variants(found, rng)
-    pairs = []
-    for text, variant in variants:
-        corruptions = chosen.corruptions(variant, random.Random(f"{seed}:{text}"), answer)
-        corrupted = next((c for c in corruptions if c != text), "")
-        if text != task.clean:
-            pairs.append((text, corrupted))
-        if len(pairs) == count:
-            break
-    return pairs
+    return pairs, ""
 
 
 def observation_texts(
-    model,
     task: PromptTask,
     paraphrases: int = 0,
     corpus: str | Path | list[str] | None = None,
@@ -169,7 +138,7 @@ def observation_texts(
     texts = ObservationTexts()
     texts.add(task.clean, "prompt")
     texts.add(task.corrupted, "corrupted")
-    pairs, note = paraphrase_pairs(model, task, paraphrases, seed)
+    pairs, note = paraphrase_pairs(task, paraphrases, seed)
     if note:
         texts.notes.append(note)
     for clean, corrupted in pairs:

@@ -72,6 +72,42 @@ class LassoPath(NamedTuple):
     converged: torch.Tensor
 
 
+class SolveSetup(NamedTuple):
+    """What both solvers start from, for a batch of t target columns with p predictors each.
+
+    penalty [t]: each column's lambda, on the statistics' device and dtype; allowed [p, t] bool
+    (None: every coefficient may be nonzero); weights: allowed as 0/1 in the statistics' dtype,
+    for multiplying iterates; start [p, t]: the warm start (zeros without one) with the pinned
+    coefficients zeroed; target_scale [t]: ||t_j||^2 / M floored above zero, the unit both
+    stopping rules are stated in.
+    """
+
+    penalty: torch.Tensor
+    allowed: torch.Tensor | None
+    weights: torch.Tensor | None
+    start: torch.Tensor
+    target_scale: torch.Tensor
+
+
+def solve_setup(
+    cross: torch.Tensor,
+    target_power: torch.Tensor,
+    penalty: torch.Tensor | float,
+    allowed: torch.Tensor | None = None,
+    init: torch.Tensor | None = None,
+) -> SolveSetup:
+    """The set-up FISTA and the active-set method share, made once on the statistics' device."""
+    p, t = cross.shape
+    dtype, device = cross.dtype, cross.device
+    penalty = torch.as_tensor(penalty, dtype=dtype, device=device).expand(t).clone()
+    allowed = None if allowed is None else allowed.to(device).bool()
+    weights = None if allowed is None else allowed.to(dtype)
+    start = torch.zeros(p, t, dtype=dtype, device=device) if init is None else init.clone()
+    if weights is not None:
+        start = start * weights
+    return SolveSetup(penalty, allowed, weights, start, target_power.clamp_min(1e-30))
+
+
 def soft_threshold(x: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
     """sign(x) max(|x| - threshold, 0), the proximal map of the l1 norm."""
     return x.sign() * (x.abs() - threshold).clamp_min(0.0)
@@ -136,15 +172,11 @@ def lasso_fista(
     init [p, t] warm start. Columns that have converged are set aside, so the batch shrinks as
     the easy targets finish.
     """
-    p, t = cross.shape
+    t = cross.shape[1]
     dtype, device = cross.dtype, cross.device
-    penalty = torch.as_tensor(penalty, dtype=dtype, device=device).expand(t).clone()
-    mask = None if allowed is None else allowed.to(device=device, dtype=dtype)
-    coefficients = torch.zeros(p, t, dtype=dtype, device=device) if init is None else init.clone()
-    if mask is not None:
-        coefficients = coefficients * mask
+    setup = solve_setup(cross, target_power, penalty, allowed, init)
+    penalty, mask, coefficients, scale = setup.penalty, setup.weights, setup.start, setup.target_scale
     step = 1.0 / (lipschitz if lipschitz is not None else lipschitz_constant(gram))
-    scale = target_power.clamp_min(1e-30)
     gap = torch.zeros(t, dtype=dtype, device=device)
     active = torch.arange(t, device=device)
     iterations = 0
@@ -394,11 +426,11 @@ def lasso_active_set(
     Columns that stop making progress are finished by FISTA from where they are.
     """
     p, t = cross.shape
-    dtype, device = cross.dtype, cross.device
-    penalty = torch.as_tensor(penalty, dtype=dtype, device=device).expand(t).clone()
-    mask = torch.ones(p, t, dtype=torch.bool, device=device) if allowed is None else allowed.to(device).bool()
-    a = torch.zeros(p, t, dtype=dtype, device=device) if init is None else init.clone() * mask
-    threshold = tol * target_power.clamp_min(1e-30).sqrt()
+    device = cross.device
+    setup = solve_setup(cross, target_power, penalty, allowed, init)
+    penalty, a = setup.penalty, setup.start
+    mask = torch.ones(p, t, dtype=torch.bool, device=device) if setup.allowed is None else setup.allowed
+    threshold = tol * setup.target_scale.sqrt()
     pending = torch.arange(t, device=device)
     stalled = torch.zeros(t, dtype=torch.bool, device=device)
     # coordinates a column may add per round: halved when adding that many made no progress
@@ -453,14 +485,14 @@ def lasso_active_set(
             cross[:, cols],
             target_power[cols],
             penalty[cols],
-            None if allowed is None else mask[:, cols],
+            None if setup.allowed is None else mask[:, cols],
             init=a[:, cols],
             max_iter=fallback_iter,
             tol=tol,
         )
         a[:, cols] = fit.coefficients
         iterations += fit.iterations
-    gap, _ = duality_gap(gram, cross, target_power, penalty, a, None if allowed is None else mask.to(dtype))
-    violation = kkt_violation(gram, cross, penalty, a, None if allowed is None else mask)
-    converged = bool((violation <= threshold * 10).all() | (gap <= tol * target_power.clamp_min(1e-30)).all())
+    gap, _ = duality_gap(gram, cross, target_power, penalty, a, setup.weights)
+    violation = kkt_violation(gram, cross, penalty, a, setup.allowed)
+    converged = bool((violation <= threshold * 10).all() | (gap <= tol * setup.target_scale).all())
     return LassoFit(a, gap, iterations, converged)

@@ -28,7 +28,7 @@ import torch
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..results import CircuitResult, MethodDetails
-from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
+from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
 
 Progress = Callable[[str, float], None]
 
@@ -182,8 +182,11 @@ class Method(abc.ABC):
         names = {f.name for f in dataclasses.fields(self.Config)}
         unknown = sorted(set(values) - names)
         if unknown:
+            # a setting's name is quoted only when it is long (a pasted blob), at most two named
+            quoted = [name if len(name) <= 30 else shown(name, 30) for name in map(str, unknown[:2])]
+            more = f" (and {len(unknown) - 2} more)" if len(unknown) > 2 else ""
             raise ValueError(
-                f"{self.name} has no setting {', '.join(unknown)}; its settings are "
+                f"{self.name} has no setting {', '.join(quoted)}{more}; its settings are "
                 f"{', '.join(sorted(names)) or 'none'}."
             )
         return self.Config(**values)
@@ -349,7 +352,9 @@ def register(cls: type[Method]) -> type[Method]:
 def get_method(name: str) -> Method:
     method = _REGISTRY.get(name.strip().lower()) if isinstance(name, str) else None
     if method is None:
-        raise UnknownMethodError(f"Unknown method {name!r}; choose one of {', '.join(sorted(_REGISTRY))}.")
+        raise UnknownMethodError(
+            f"Unknown method {shown(str(name), 30)}; choose one of {', '.join(sorted(_REGISTRY))}."
+        )
     return method
 
 

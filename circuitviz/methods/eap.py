@@ -20,17 +20,16 @@ import torch
 
 from ..activations import (
     accumulate_scores,
+    batched_gradient_scores,
     gradient_scores,
     model_device,
     model_dtype,
     reader_gradients,
-    rows_metric,
     score_dtype,
 )
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
-from ..tasks import PreparedTask
-from .base import Cost, Progress, RunContext, ScoringMethod, gradient_cost, register
+from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -43,61 +42,6 @@ def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
 def _differences(evaluator: Evaluator) -> torch.Tensor:
     """Corrupted minus clean writer outputs.  # [1, pos, n_forward, d_model]"""
     return evaluator.corrupted_writers - evaluator.clean_writers
-
-
-def batched_gradient_scores(
-    model,
-    spec: GraphSpec,
-    tasks: Sequence[PreparedTask],
-    clean_writers: torch.Tensor,
-    corrupted_writers: torch.Tensor,
-    steps: int | None,
-    progress: Progress | None = None,
-) -> torch.Tensor:
-    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes.
-
-    Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
-    gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
-    times the corrupted-minus-clean writer outputs; ``steps`` None gives EAP (the gradient at
-    the clean input itself). A batch holds the steps of several tasks, each scored with its own
-    answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
-    summed per task and contracted with each task's differences in one product per layer.
-    clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
-    Returns [n_tasks, n_forward, n_backward] on the model's device.
-    """
-    tasks = list(tasks)
-    device = model_device(model)
-    differences = corrupted_writers - clean_writers  # [n, pos, n_forward, d_model]
-    clean_input, corrupted_input = clean_writers[:, :, 0], corrupted_writers[:, :, 0]  # [n, pos, d_model]
-    tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
-    n_steps = int(steps) if steps else 1
-    jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
-
-    def batch_pass(rows: slice):
-        batch = jobs[rows]
-        owners = [j for j, _ in batch]  # a batch's tasks are contiguous: jobs go task by task
-        lowest, highest = owners[0], owners[-1]
-        owner = torch.tensor(owners, device=device)
-        interpolate = None
-        if steps:
-            alpha = torch.tensor([k / n_steps for _, k in batch], dtype=clean_input.dtype, device=device)
-            alpha = alpha[:, None, None]  # [b, 1, 1]
-            start_value, end_value = corrupted_input[owner], clean_input[owner]
-
-            def interpolate(x):
-                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
-
-        metric = rows_metric(model, tasks, owner)
-        gradients, _ = reader_gradients(
-            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric
-        )
-        members = slice(lowest, highest + 1)
-        return gradients, differences[members], owner - lowest, members
-
-    scores = gradient_scores(
-        model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress
-    )
-    return scores / n_steps
 
 
 def _writers_of(contexts: Sequence[RunContext]) -> tuple[torch.Tensor, torch.Tensor]:

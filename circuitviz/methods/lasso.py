@@ -1,4 +1,4 @@
-"""CircuitLasso: circuits by sparse regression on observed activations (METHODS.md section 7).
+"""CircuitLasso: circuits by sparse regression on observed activations (docs/methods.md).
 
 No interventions and no gradients: the model runs once, unpatched, over the observations (the
 prompt's token positions, its corruption, its paraphrases, optionally a corpus), and a linear
@@ -31,11 +31,12 @@ import torch
 
 from ..graph import prune
 from ..lasso.observations import collect_observations, observation_texts
-from ..lasso.saes import choose_saes, load_sae, parse_layers, sae_units
+from ..lasso.saes import choose_saes, parse_layers, sae_units
 from ..lasso.sem import edge_scores, fit_sem, parse_selection
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..results import CircuitResult, MethodDetails, register_details
+from ..saes import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
 
 SKELETON_NOTE = (
@@ -158,7 +159,7 @@ class CircuitLasso(ScoringMethod):
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, LassoDetails]:
         model, spec, prepared, timings = ctx.model, ctx.spec, ctx.prepared(), ctx.timings
         start = time.perf_counter()
-        texts = observation_texts(model, prepared.task, config.n_paraphrases, config.corpus, config.seed)
+        texts = observation_texts(prepared.task, config.n_paraphrases, config.corpus, config.seed)
         hooks = component_hook_names(model, spec)
         saes = []
         if config.units == "sae":

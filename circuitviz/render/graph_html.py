@@ -3,9 +3,13 @@
 The layout is layered and fixed, so two circuits of one model are drawn in the same places:
 ``input`` at the top, one row per layer (its heads in a row, the MLP beside them), ``logits`` at
 the bottom; physics is off. Edge colour says which input of the destination the edge feeds
-(q, k, v, MLP, logits), width says |score|, dashes mark negative scores. Hovering a node shows
-its name, layer/head, score in this circuit and labels; hovering an edge shows its source,
-destination, kind and score. Every piece of user text (prompts, tokens, labels) is escaped.
+(q, k, v, MLP, logits), width says |score|, dashes mark negative scores; the legend above the
+canvas says so in words. Each node can carry a caption on the canvas under its name (what it
+does: its top promoted token, or its strongest SAE feature). The canvas is sized to the layout,
+so the graph fills its frame; the mouse wheel scrolls the page (zoom has its own buttons).
+Hovering a node shows its name, layer/head, score in this circuit and labels; hovering an edge
+shows its source, destination, kind and score. Every piece of user text (prompts, tokens,
+labels) is escaped.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ DEFAULT_MAX_EDGES = 1500
 MIN_COLUMN_SPACING = 120
 LAYOUT_WIDTH = 1100  # models with few heads spread their row over this width
 ROW_SPACING = 80
+FONT_SIZE = 26  # layout units: 18 layer rows fitted to 760 px draw it at about 12 px
 MLP_DROP = 0.4  # the MLP sits a little below its heads, so head -> MLP edges don't run through heads
+LOGITS_DROP = 0.6  # the logits sit clear of the last layer's two-line node labels
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
 
 
@@ -78,7 +84,7 @@ def node_position(
     if name == "input":
         return 0.0, 0.0
     if name == "logits":
-        return 0.0, float((len(rows) + 1) * ROW_SPACING)
+        return 0.0, float((len(rows) + 1 + LOGITS_DROP) * ROW_SPACING)
     layer = spec.node_layer(name)
     row = rows.index(layer) if layer in rows else sum(1 for r in rows if r < layer)
     y = float((row + 1) * ROW_SPACING)
@@ -100,8 +106,25 @@ def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
 
 
 def graph_height(n_rows: int) -> int:
-    """A canvas height (px) at which a layout of ``n_rows`` layer rows stays legible."""
-    return int(min(1150, max(460, 150 + 62 * n_rows)))
+    """A canvas height (px) for a layout of ``n_rows`` layer rows: legible, and no taller than a
+    laptop screen keeps in view (about 46 px a row, 300 to 760 px)."""
+    return int(min(760, max(300, 110 + 46 * n_rows)))
+
+
+def fitted_layout_width(spec: GraphSpec, n_rows: int, height_px: int, frame_width: float) -> float:
+    """The row spread that gives the layout the canvas's own aspect ratio, so the fitted graph
+    fills a ``frame_width`` x ``height_px`` canvas instead of floating in blank space."""
+    layout_height = (n_rows + 1 + LOGITS_DROP) * ROW_SPACING
+    wanted = layout_height * frame_width / max(height_px, 1)
+    return max(LAYOUT_WIDTH / 2, wanted * (spec.n_heads + 1) / (spec.n_heads + 0.2))
+
+
+def canvas_caption(text: str, limit: int = 18) -> str:
+    """A caption drawn on the canvas: one line, at most ``limit`` characters, angle brackets
+    swapped for look-alikes (the label travels inside the page's script as JSON)."""
+    text = " ".join(str(text).split()) if str(text).strip() else repr(str(text))
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("<", "‹").replace(">", "›")
 
 
 def circuit_edges(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> list[GraphEdge]:
@@ -169,20 +192,34 @@ def _edge_title(edge: GraphEdge) -> str:
     )
 
 
-def _legend_html(title: str, notes: list[str]) -> str:
+def _legend_html(title: str, notes: list[str], caption: str = "") -> str:
+    """The key in words: colour = which input of the target an edge feeds, width = |score|,
+    dashes = a negative score, and what the caption under a node's name is."""
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
         for kind, colour in KIND_COLOURS.items()
     )
     signs = (
-        '<span class="cv-item"><span class="cv-line" style="border-top:3px solid #555"></span>positive</span>'
-        '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>negative</span>'
-        '<span class="cv-item">width = |score|</span>'
+        '<span class="cv-item"><span class="cv-line" style="border-top:4px solid #555"></span>'
+        "width: |score|, the estimated change of the answer's metric if the edge is corrupted</span>"
+        '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>'
+        "dashed: negative score (corrupting the edge lowers the metric: it carries the answer); "
+        "solid: positive (it works against the answer)</span>"
     )
+    colour_key = f'<span class="cv-key">edge colour = the input it feeds:</span>{swatches}'
+    node_key = f'<div class="cv-key">{_escape(caption)}</div>' if caption else ""
     note_html = "".join(f'<div class="cv-note">{_escape(note)}</div>' for note in notes)
     heading = f'<div class="cv-title">{_escape(title)}</div>' if title else ""
-    return f'<div class="cv-legend">{heading}<div>{swatches}{signs}</div>{note_html}</div>'
+    controls = (
+        '<span class="cv-zoom"><button onclick="cvZoom(1.25)" title="zoom in">+</button>'
+        '<button onclick="cvZoom(0.8)" title="zoom out">&minus;</button>'
+        '<button onclick="network.fit()" title="fit the graph to the frame">fit</button></span>'
+    )
+    return (
+        f'<div class="cv-legend">{controls}{heading}<div>{colour_key}</div><div>{signs}</div>'
+        f"{node_key}{note_html}</div>"
+    )
 
 
 _STYLE = """
@@ -191,10 +228,14 @@ html, body { overflow: hidden; }
 body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
 .cv-legend { font-size: 13px; padding: 6px 8px; color: #222; }
 .cv-title { font-weight: 600; margin-bottom: 4px; }
-.cv-item { display: inline-flex; align-items: center; margin-right: 14px; white-space: nowrap; }
+.cv-item { display: inline-flex; align-items: center; margin-right: 14px; }
 .cv-line { display: inline-block; width: 26px; margin-right: 5px; }
 .cv-note { color: #8a4b00; margin-top: 3px; }
-#mynetwork { float: none !important; border: 1px solid #e6e6e6 !important; }
+.cv-key { color: #444; margin-right: 8px; }
+.cv-zoom { float: right; }
+.cv-zoom button { font-size: 14px; min-width: 30px; margin-left: 4px; cursor: pointer; }
+#mynetwork { float: none !important; border: 1px solid #e6e6e6 !important; box-sizing: border-box; }
+.card { width: 100% !important; box-sizing: border-box; }
 div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-height: 1.35; }
 </style>
 """
@@ -216,6 +257,8 @@ network = new vis.Network(container, data, options);
 // the frame may get its final size after the first draw (columns, tabs): fit the graph again then
 window.addEventListener("resize", function () { network.fit(); });
 setTimeout(function () { network.fit(); }, 250);
+// the wheel scrolls the page, not the graph: zoom with the buttons in the legend
+function cvZoom(factor) { network.moveTo({scale: network.getScale() * factor}); }
 """
 
 
@@ -231,7 +274,10 @@ def circuit_graph_html(
     title: str = "",
     height_px: int | None = None,
     layers: list[int] | None = None,
-    layout_width: float = LAYOUT_WIDTH,
+    layout_width: float | None = None,
+    frame_width: float = 1150,
+    captions: Mapping[str, str] | None = None,
+    caption_key: str = "",
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores`` as one standalone HTML page.
 
@@ -240,7 +286,9 @@ def circuit_graph_html(
     At most ``max_edges`` edges are drawn, the strongest; the page says how many were left out.
     ``layers``: the layer rows of the layout (default: the layers this circuit uses, or all
     layers with ``show_faded``); give several circuits the same list to draw them alike.
-    ``layout_width``: the spread of a row; smaller for graphs shown side by side.
+    ``layout_width``: the spread of a row (default: fitted to a ``frame_width`` px wide frame, so
+    the graph fills its canvas). ``captions``: a short text per node drawn under its name (what
+    it does), and ``caption_key`` the legend's sentence saying what those captions are.
     """
     from pyvis.network import Network
 
@@ -263,6 +311,12 @@ def circuit_graph_html(
         layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
     if height_px is None:
         height_px = graph_height(len(layers))
+    if layout_width is None:
+        layout_width = fitted_layout_width(spec, len(layers), height_px, frame_width)
+        # a narrow frame fits the layout by its width: the canvas is cut to the height it fills
+        spread = (spec.n_heads + 0.2) * column_spacing(spec, layout_width) + 2 * MIN_COLUMN_SPACING
+        filled = frame_width * (len(layers) + 1 + LOGITS_DROP) * ROW_SPACING / spread + 40
+        height_px = int(max(300, min(height_px, filled)))
     network = Network(
         height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line", bgcolor="#ffffff"
     )
@@ -272,18 +326,22 @@ def circuit_graph_html(
         active = name in in_circuit
         kind = "head" if _HEAD_NAME.match(name) else ("mlp" if name.startswith("m") else name)
         colour = NODE_COLOURS[kind] if active else FADED
+        caption = (captions or {}).get(name) if active else None
         network.add_node(
             name,
-            label=name,
+            label=name if caption is None else f"{name}\n{canvas_caption(caption)}",
             title=_node_title(spec, name, totals.get(name) if active else None, (labels or {}).get(name)),
             x=x,
             y=y,
             physics=False,
             shape="box" if kind in ("mlp", "input", "logits") else "ellipse",
             color={"background": colour, "border": "#333333" if active else "#bbbbbb"},
-            font={"color": "#ffffff" if kind in ("input", "logits") and active else "#111111", "size": 20},
+            font={
+                "color": "#ffffff" if kind in ("input", "logits") and active else "#111111",
+                "size": FONT_SIZE,
+            },
         )
-    curve_of = {"q": 0.12, "k": 0.24, "v": 0.36, "mlp": 0.0, "logits": 0.0}
+    curve_of = {"q": 0.08, "k": 0.14, "v": 0.2, "mlp": 0.0, "logits": 0.0}
     for edge in drawn:
         lit = highlight is None or edge.name in highlight
         colour = KIND_COLOURS.get(edge.kind, "#777777") if lit else FADED
@@ -308,7 +366,7 @@ def circuit_graph_html(
                     "hover": True,
                     "tooltipDelay": 80,
                     "navigationButtons": False,
-                    "zoomView": True,
+                    "zoomView": False,
                 },
                 "edges": {"selectionWidth": 2, "hoverWidth": 1.5},
                 "nodes": {"margin": 6},
@@ -316,16 +374,25 @@ def circuit_graph_html(
         )
     )
     page = network.generate_html()
-    page = _finish_page(page, _legend_html(title, notes))
+    page = _finish_page(page, _legend_html(title, notes, caption_key if captions else ""))
     return GraphDrawing(
         html=page,
-        height=height_px + 120,  # the legend above the canvas: title (may wrap), key, notes
+        height=height_px + legend_height(title, notes, bool(captions), frame_width),
         nodes=names,
         edges=drawn,
         n_circuit_edges=len(all_edges),
         n_left_out=left_out,
         notes=notes,
     )
+
+
+def legend_height(title: str, notes: list[str], captions: bool, frame_width: float) -> int:
+    """Pixels the legend above the canvas takes: its lines at ~7 px a character, wrapped."""
+    per_line = max(40, int(frame_width / 7))
+    lines = 2 + int(captions) + sum(max(1, -(-len(text) // per_line)) for text in [title, *notes] if text)
+    if frame_width < 700:
+        lines += 2  # the colour key and the width/dash key wrap in a narrow column
+    return 16 + 21 * lines
 
 
 @functools.lru_cache(maxsize=4)

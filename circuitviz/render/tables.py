@@ -1,4 +1,5 @@
-"""Tables of a circuit: its edges (rows, CSV), overlaps between circuits, and token strips."""
+"""Tables of a circuit: its edges (rows, CSV), overlaps between circuits, token strips, and the
+marked text contexts that SAE features and signals are described by."""
 
 from __future__ import annotations
 
@@ -91,6 +92,20 @@ def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = Non
             f'font-family:monospace;font-size:13px">{shown}</span>'
         )
     return "".join(chips)
+
+
+def context_html(context: dict) -> str:
+    """A stored context (``tokens``, ``target`` index, optional ``source`` index) as safe HTML:
+    every token escaped, the target in <mark>, the source underlined."""
+    parts = []
+    for index, token in enumerate(context["tokens"]):
+        text = html.escape(token).replace("\n", "&#8629;")
+        if index == context.get("source"):
+            text = f"<u>{text}</u>"
+        if index == context.get("target"):
+            text = f"<mark>{text}</mark>"
+        parts.append(text)
+    return "".join(parts)
 
 
 def differing_positions(first: Sequence[str], second: Sequence[str]) -> list[bool]:

@@ -96,7 +96,9 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
     from ..tasks import PromptTask
 
     try:  # the run's own key function and scorer, so the keys match what it stored
-        from ..methods.bon import QueryCircuitConfig, _base_scorer, score_key
+        from ..methods.bon import QueryCircuitConfig
+        from ..methods.bon import base_scorer as _base_scorer
+        from ..query.scoring import score_key
 
         config = QueryCircuitConfig(**result.config)
         method, method_config = _base_scorer(config)
@@ -116,3 +118,75 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
         mask = prune(spec, top_n(spec, state["scores"].float(), budget))
         sets[name] = set(spec.edge_names_of(mask))
     return sets
+
+
+# ----- the Paraphrases page's views --------------------------------------------------------------
+# the page's own starting settings: 5 IG steps per pair, 6 budgets and no extra variants keep 9
+# paraphrases to about a minute on a busy 2-core CPU (20 steps, 10 budgets and the four other
+# variants take about four times as long); the form raises them
+PAGE_DEFAULTS = {"ig_steps": 5, "n_paraphrases": 9, "compare": False}
+PAGE_BUDGETS = (50, 100, 200, 500, 1000)
+
+
+def page_budgets(n_edges: int) -> list[int]:
+    """The page's default budgets: the candidates are evaluated at each, so few and small."""
+    return [b for b in PAGE_BUDGETS if b < n_edges] + [int(n_edges)]
+
+
+TABLE_COLUMNS = ("pair", "candidate", "answer matches", "model's answer", "source", "paraphrase", "corrupted")
+
+
+def table_rows(result) -> list[dict]:
+    """``paraphrase_rows`` with the short columns first, so none is cut off by the long texts."""
+    return [{name: row[name] for name in TABLE_COLUMNS} for row in paraphrase_rows(result)]
+
+
+def candidate_budget(result, budget: int) -> int:
+    """The BoN budget nearest ``budget`` (candidates were evaluated at those only)."""
+    evaluated = [int(entry["budget"]) for entry in result.details.per_budget]
+    if not evaluated:
+        return int(budget)
+    return budget if budget in evaluated else min(evaluated, key=lambda b: abs(b - budget))
+
+
+def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
+    """The sentence that puts the candidates' winner NDF and the result's NDF side by side."""
+    winner = next((row for row in scores if row["winner"]), None)
+    if winner is None or point is None:
+        return ""
+    if result.method == "bon" and at == budget:
+        return (
+            f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at {at:,} edges): "
+            f"its circuit is the one drawn below (NDF {point.ndf:.3f})."
+        )
+    return (
+        f"The winner among the candidates, {winner['name']}, reaches NDF {winner['ndf']:.3f} at {at:,} edges; "
+        f"the {result.method} circuit drawn below at {budget:,} edges is another circuit, built from the "
+        f"winners' edges at the anchor budgets, and its NDF is {point.ndf:.3f}."
+    )
+
+
+def clicked_intersection(event, shown) -> str | None:
+    """The label of the UpSet bar clicked (a plotly selection event), or None."""
+    points = ((event or {}).get("selection") or {}).get("points") or []
+    for item in points:
+        if item.get("curve_number", 0) == 0 and item.get("point_index") is not None:
+            index = int(item["point_index"])
+            if 0 <= index < len(shown):
+                return shown[index].label
+    return None
+
+
+def highlight_in_circuit(edges: set[str], circuit_edges: set[str]) -> tuple[set[str] | None, str]:
+    """(the intersection's edges to light up, the sentence on how many are in the drawn circuit):
+    an intersection none of whose edges is drawn lights nothing, rather than greying everything."""
+    inside = edges & circuit_edges
+    if not inside:
+        return None, (
+            f"None of this intersection's {len(edges):,} edges is in the circuit drawn below (the "
+            "intersection is of the candidates' circuits; the drawn one is built from them differently)."
+        )
+    return (
+        inside,
+        f"{len(inside):,} of this intersection's {len(edges):,} edges are in the circuit drawn below.",
+    )

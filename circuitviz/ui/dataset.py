@@ -98,29 +98,50 @@ def clusters_view(
     }
 
 
+def explore_problem(manifest: dict) -> str | None:
+    """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
+    from ..tasks import shown
+    from .sidebar import model_catalog
+
+    model_id = manifest["model"]["model_id"]
+    if model_id in model_catalog()[0]:
+        return None
+    return (
+        f"This batch ran on {shown(model_id)}, which the app's model list does not hold, so its prompts "
+        "cannot open in Explore; run the batch on one of the sidebar's models to open them."
+    )
+
+
 def open_in_explore(row: dict, manifest: dict) -> None:
-    """Put a table row's prompt, method, settings and budgets on the Explore page and run it
-    there (it comes straight from the result store when the batch kept the result)."""
-    from .views import budgets_text
+    """Make a table row the prompt of the one shared state (``state``), with the batch's model,
+    method, settings and budgets, and have Explore run it when it opens (it comes straight from
+    the result store when the batch kept the result there)."""
+    from .inputs import budgets_text
 
     config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
     for key, value in {
         "model": manifest["model"]["model_id"],
-        "prompt": row["clean"],
-        "corrupted": row["corrupted"],
-        "answer": row["answer"],
-        "foil": (list(row["foils"]) or [""])[0],
         "metric": row["metric"],
         "method": row["method"],
         "budgets": budgets_text(manifest["budgets"]),
     }.items():
         state.set_value(key, value)
-    st.session_state["corrupted_for"] = row["clean"]
-    st.session_state["settings"] = config
-    for name, value in config.items():
-        st.session_state[f"method.{row['method']}.{name}"] = value
+    st.session_state["settings"] = config  # Explore's settings form starts from these
+    # the prompt with its own answer, foil and corrupted prompt: Explore proposes none of its own,
+    # and the old prompt's results and budget are dropped
+    state.adopt_prompt(
+        row["clean"],
+        {
+            "prompt": row["clean"],
+            "answer": row["answer"],
+            "foil": (list(row["foils"]) or [""])[0],
+            "corrupted": row["corrupted"],
+        },
+    )
+    st.session_state["corrupted_note"] = f"The corrupted prompt of {row['task_id']} in the batch."
+    for name in ("foil_note", "foil_proposed"):
+        st.session_state.pop(name, None)
     st.session_state["explore.autorun"] = True
-    st.session_state["explore.result"] = None
 
 
 # ----- the page's sections ------------------------------------------------------------------------
@@ -189,7 +210,7 @@ def consensus(
     import pandas
 
     from ..render.atlas import consensus_graph_html
-    from .views import show_graph
+    from .result_view import show_graph
 
     edges, spec = view["consensus"], batch.spec
     point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
@@ -293,7 +314,10 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         key=f"dataset.prompts.{st.session_state.get('dataset.opened', 0)}",
     )
     selected = picked.selection.rows if picked is not None else []
-    if selected:
+    problem = explore_problem(batch.manifest)
+    if selected and problem:
+        st.error(problem)
+    elif selected:
         open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)
         st.session_state["dataset.opened"] = st.session_state.get("dataset.opened", 0) + 1
         st.switch_page("pages/explore.py")

@@ -14,10 +14,17 @@ that never needs a model paints without them.
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 import streamlit as st
+
+from ..assets import gallery_dir
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 LABEL_TOP_K = 5
@@ -41,15 +48,83 @@ def injected_loader() -> bool:
     return _loader()[1] != "default"
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
-def _cached_model(model_id: str, device: str, loader_name: str):
-    loader, _ = _loader()
-    return loader(model_id, None if device == "auto" else device)
+_MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last two models asked for
+_MODELS_GUARD = threading.Lock()
+_LOADS = itertools.count(1)
+PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
+
+
+def model_future(model_id: str, device: str = "auto") -> Future:
+    """The shared model for (model, device) as a future: loading starts in a background thread
+    on the first call, so a page can draw while it loads and show how long it has taken."""
+    device = device or "auto"
+    loader, loader_name = _loader()
+    key = (model_id, device, loader_name)
+    with _MODELS_GUARD:
+        future = _MODELS.get(key)
+        if future is not None and future.done() and future.exception() is not None:
+            del _MODELS[key]  # a failed load is tried again
+            future = None
+        if future is None:
+            future = Future()
+            _MODELS[key] = future
+            while len(_MODELS) > 2:
+                _MODELS.popitem(last=False)
+            threading.Thread(
+                target=_load_into,
+                args=(future, loader, model_id, device),
+                name=f"load {model_id}",
+                daemon=True,
+            ).start()
+        else:
+            _MODELS.move_to_end(key)
+    return future
+
+
+def _load_into(future: Future, loader, model_id: str, device: str) -> None:
+    """Load, time the load (the next start says how long to expect), warm up and time one pass."""
+    from .. import calibration
+
+    start = time.perf_counter()
+    try:
+        model = loader(model_id, None if device == "auto" else device)
+    except BaseException as error:  # handed to whoever waits for the model
+        future.set_exception(error)
+        return
+    calibration.record_load(model_id, time.perf_counter() - start)
+    model._circuitviz_key = f"{model_id} on {device}, load {next(_LOADS)}"  # names it in cache keys
+    try:
+        probe_rate(model)
+    except Exception:  # a model the probe cannot run still serves; estimates stay nominal
+        pass
+    future.set_result(model)
+
+
+def probe_rate(model) -> None:
+    """Time one batched forward pass (under the model's lock) and keep its FLOP rate: the price
+    of a run before any run has finished on this machine."""
+    import torch
+
+    from .. import calibration
+    from ..activations import final_residual, model_device
+
+    tokens = model.to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)  # [batch, pos]
+    with torch.no_grad():
+        final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
+        start = time.perf_counter()
+        final_residual(model, tokens, [])
+        seconds = time.perf_counter() - start
+    parameters = sum(p.numel() for p in model.parameters())
+    kind = model_device(model).type
+    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds)
+
+
+EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
 
 
 def get_model(model_id: str, device: str = "auto"):
-    """The shared model instance for (model, device); loads it on first use (ModelLoadError)."""
-    return _cached_model(model_id, device or "auto", _loader()[1])
+    """The shared model instance for (model, device); waits for its load (ModelLoadError)."""
+    return model_future(model_id, device).result()
 
 
 @st.cache_resource(show_spinner=False)
@@ -66,18 +141,32 @@ def get_store():
     return _store(str(default_root()))
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def next_tokens(_model, model_key: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
+def model_key(model) -> str:
+    """A cache key for this model object: the one its load gave it (a model id alone names
+    several objects: one per device, or per loader in tests)."""
+    return getattr(model, "_circuitviz_key", None) or f"object {id(model)}"
+
+
+def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
     """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
+    return _next_tokens(model, model_key(model), prompt, top_k)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
     from ..labels.logit_lens import next_token_probabilities
 
     return next_token_probabilities(_model, prompt, top_k)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def str_tokens(_model, model_key: str, text: str) -> list[str]:
+def str_tokens(model, model_id: str, text: str) -> list[str]:
     """How the model's tokenizer splits ``text`` (with the BOS token the runs use), each id decoded
     on its own (TransformerLens's to_str_tokens fails on some tokenizers, Gemma-3's among them)."""
+    return _str_tokens(model, model_key(model), text)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _str_tokens(_model, key: str, text: str) -> list[str]:
     ids = _model.to_tokens(text)[0].tolist()
     return [_model.tokenizer.decode([int(token)]) for token in ids]
 
@@ -98,12 +187,22 @@ def stored_result(model, model_id: str, task, method: str, config: dict, budgets
     return get_store().get(request_key(model, model_id, task, method, config, budgets))
 
 
-def discover(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int], progress=None):
-    """(result, came from the store): the engine's discover through the shared store."""
+def discover(
+    model, model_id: str, task, method: str, config: dict, budgets: Sequence[int], progress=None, store=None
+):
+    """(result, came from the store): the engine's discover through the shared store (``store``
+    when the caller fetched it already: a background thread cannot reach streamlit's caches)."""
     from ..api import discover as engine_discover
 
     return engine_discover(
-        model, task, method, config, budgets=budgets, model_id=model_id, store=get_store(), progress=progress
+        model,
+        task,
+        method,
+        config,
+        budgets=budgets,
+        model_id=model_id,
+        store=store or get_store(),
+        progress=progress,
     )
 
 
@@ -125,24 +224,33 @@ def node_labels(model, model_id: str, task) -> dict:
     return labels
 
 
+def sae_node_features(model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
+    """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
+    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
+    return _sae_node_features(model, model_key(model), model_id, prompt, nodes, top_k)
+
+
 @st.cache_data(show_spinner="Labelling the circuit's nodes with SAE features…", max_entries=32)
-def sae_node_labels(_model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
-    """({node: [feature labels]}, None) from the embedded SAEs, or ({}, the sentence why not)."""
+def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int):
+    """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
+    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
     try:
         from ..labels import sae
     except ImportError as error:
         return {}, f"SAE labels need sae-lens ({error})."
     try:
         saes = sae.load_embedded_saes(_model, model_id)
-        found = sae.hover_labels(_model, prompt, list(nodes), saes, top_k=top_k)
+        found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    return {node: features or ["no feature driven on this prompt"] for node, features in found.items()}, None
+    keep = ("label", "layer", "feature", "promotes", "token", "share")
+    return {
+        node: [{name: item.get(name) for name in keep} for item in entry.get("features") or []]
+        for node, entry in found.items()
+    }, None
 
 
-GALLERY = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "assets", "gallery"
-)
+GALLERY = str(gallery_dir())
 
 
 @st.cache_data(show_spinner=False)

@@ -30,10 +30,23 @@ def model_catalog() -> dict:
 
 
 def graph_edge_count(n_layers: int, n_heads: int) -> int:
-    """Edges of a sequential-attention model's graph (METHODS.md §1), without building it."""
+    """Edges of a sequential-attention model's graph (every earlier node to every later reader), without building it."""
     return (3 * n_heads + 1) * (n_layers + (n_heads + 1) * n_layers * (n_layers - 1) // 2) + (
         n_layers * n_heads + 1 + n_layers * (n_heads + 1)
     )
+
+
+def model_choice() -> tuple[str, str]:
+    """(model id, device) of this session: from the URL on its first run, else the sidebar's
+    choice, else the embedded model on the automatic device. Pages call it, so a page works
+    (and reads its URL) even when run on its own, without the app's navigation."""
+    state.seed_from_url()
+    models, embedded = model_catalog()
+    if st.session_state.get("model") not in models:
+        st.session_state["model"] = embedded
+    if st.session_state.get("device") not in DEVICES:
+        st.session_state["device"] = "auto"
+    return st.session_state["model"], st.session_state["device"]
 
 
 def sidebar() -> tuple[str, str]:

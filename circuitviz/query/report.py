@@ -8,8 +8,7 @@ curves of all five variants side by side, and the shared-subcircuit summary per 
 from __future__ import annotations
 
 from .overlap import summary_line
-
-VARIANT_ORDER = ("single", "average", "bon", "ibon", "bon-csm")
+from .variants import VARIANTS
 
 
 def _ndf(value) -> str:
@@ -45,7 +44,7 @@ def report_lines(details) -> list[str]:
                 cells.append(f"{_ndf(value)}{'*' if entry['winner'] == k else ' '}  ")
             lines.append(f"  {k:>4} " + "".join(f"{c:>9}" for c in cells))
     curves = details.curves
-    names = [name for name in VARIANT_ORDER if name in curves]
+    names = [name for name in VARIANTS if name in curves]
     by_budget = {name: {p["budget"]: p for p in curves[name]} for name in names}
     lines.append("NDF on the original prompt by variant:")
     lines.append(f"  {'budget':>7} " + "".join(f"{name:>9}" for name in names))

@@ -1,0 +1,334 @@
+"""The faithfulness yardstick: every method on the embedded Gemma-3-270M over the README's 9 prompts.
+
+The prompts are ``bench_bon.PROMPTS`` (imported, so both benchmarks measure the same 9: the
+gallery's IOI, factual, arithmetic and inline multiple-choice prompts, one more of each of those
+kinds, and the gender-bias prompt). For each method and prompt:
+
+(a) NDF on the prompt at 0.5, 1, 2, 5 and 10 % of the edges, and CPR / CMD (MIB's areas under the
+    NFS curve, and |1 - NFS| for CMD, over the edge fraction those budgets cover, divided by its
+    span, so 1 / 0 is a circuit as faithful as the model at every budget);
+(b) how well its node scores (a node's outgoing edge scores summed) track the effect of patching
+    that node alone in the model's own computation (Spearman over the 72 heads and 18 MLPs;
+    |score| against |effect| for every method, signed for the methods whose scores estimate the
+    metric's change), plus EAP with each head's output taken before Gemma's post-attention norm;
+(c) the NDF of EAP-IG's, Best-of-N's, the ensemble's and Edge Pruning's circuits on template
+    paraphrases of each prompt (a circuit fitted to one sentence shows up here);
+and Edge Pruning's seconds per prompt (all five budgets). The planted-circuit part of the
+yardstick is ``python -m circuitviz planted-bench`` (assets/planted_bench.md).
+
+Exact patching is left out: one patched run per edge is 10,342 runs per prompt on this model.
+
+    .venv/bin/python benchmarks/bench_faithfulness.py --threads 1 --json yardstick.json
+    .venv/bin/python benchmarks/bench_faithfulness.py --prompts 2 --methods eap-ig,edge-pruning
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (a script beside this one)
+
+from circuitviz.benchmarking import add_threads_argument, apply_threads, load_timed
+from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.methods.paraphrase_pairs import template_tasks
+from circuitviz.query.variants import edge_matrix
+from circuitviz.tasks import prepare_task
+from circuitviz.yardstick import node_effects, node_tracking, prenorm_eap_scores
+
+FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
+BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
+# row name: (registered method, settings); the Best-of-N family comes from one "bon" run
+# (in the order they run: the rows the issue's targets compare first, the slow ones last)
+METHODS = {
+    "eap": ("eap", {}),
+    "eap-ig": ("eap-ig", {}),
+    "edge-pruning": ("edge-pruning", {}),
+    "ensemble": ("ensemble", {}),
+    "bon-family": ("bon", {"compare": True, "cache_scores": False}),
+    "ensemble-bootstrap": ("ensemble", {"n_paraphrases": 5, "resamples": 50}),
+    "edge-pruning-from-eap": ("edge-pruning", {"warm_start": "eap"}),
+    "acc++": ("acc++", {}),
+    "circuit-lasso": ("circuit-lasso", {}),
+    "eap-ig-activations": ("eap-ig-activations", {}),
+}
+TRANSFER = ("eap-ig", "bon", "ensemble", "edge-pruning")
+N_PARAPHRASES = 5
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def curve_areas(curve: list[CurvePoint], n_edges: int) -> dict[str, float]:
+    return {"cpr": cpr(curve, n_edges, "nfs"), "cmd": cmd(curve, n_edges, "nfs")}
+
+
+def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
+    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects."""
+    evaluator = Evaluator(model, spec, prepare_task(model, task))
+    start = time.perf_counter()
+    effects = node_effects(model, spec, evaluator)
+    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
+    entry: dict = {
+        "baseline": [evaluator.baseline.clean, evaluator.baseline.corrupted],
+        "curves": {},
+        "tracking": {
+            "eap (heads before the post-norm)": node_tracking(
+                spec, prenorm_eap_scores(model, spec, evaluator), effects
+            )
+        },
+        "seconds": {},
+    }
+    return entry, effects
+
+
+def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: dict, effects) -> dict:
+    """One row on one prompt: its curve and node tracking into ``entry``; returns its circuits."""
+    name, settings = METHODS[row]
+    start = time.perf_counter()
+    try:
+        result = get_method(name).run_on(model, task, settings, budgets=budgets)
+    except Exception as error:  # a failing method is reported, the benchmark goes on
+        log(f"    {row}: {type(error).__name__}: {error}")
+        entry["curves"][row] = {"error": f"{type(error).__name__}: {error}"}
+        return {}
+    seconds = time.perf_counter() - start
+    entry["seconds"][row] = seconds
+    circuits = {}
+    if row == "bon-family":
+        for variant in BON_VARIANTS:
+            entry["curves"][variant] = [CurvePoint(**p).to_dict() for p in result.details.curves[variant]]
+        for variant in ("single", "average"):
+            scores = edge_matrix(spec, result.details.edge_scores[variant])
+            entry["tracking"][variant] = node_tracking(spec, scores, effects)
+        circuits["bon"] = {b: result.circuit(b) for b in budgets}
+    else:
+        entry["curves"][row] = [p.to_dict() for p in result.curve]
+        entry["tracking"][row] = node_tracking(spec, result.scores, effects)
+        circuits[row] = {b: result.circuit(b) for b in budgets}
+    if row == "edge-pruning":
+        entry["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
+    shown = entry["curves"]["bon" if row == "bon-family" else row]
+    ndfs = " ".join(f"{point['ndf']:.2f}" for point in shown)
+    log(f"    {row}: {seconds:.1f} s; NDF {ndfs}")
+    return circuits
+
+
+def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict:
+    """NDF of the chosen rows' circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}."""
+    tasks, note = template_tasks(model, task, N_PARAPHRASES, seed=0)
+    rows = [row for row in TRANSFER if row in circuits]
+    found: dict = {row: {str(b): [] for b in budgets} for row in rows}
+    if not tasks or not rows:
+        return {"paraphrases": 0, "note": note, "ndf": found}
+    stacked = torch.stack([circuits[row][b] for row in rows for b in budgets])
+    for paraphrase in tasks:
+        evaluator = Evaluator(model, spec, prepare_task(model, paraphrase))
+        points = evaluator.curve(stacked, [b for _ in rows for b in budgets])
+        for index, point in enumerate(points):
+            row, budget = rows[index // len(budgets)], budgets[index % len(budgets)]
+            found[row][str(budget)].append(point.ndf)
+    return {"paraphrases": len(tasks), "note": note, "ndf": found}
+
+
+def mean(values) -> float:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return statistics.fmean(values) if values else math.nan
+
+
+def tables(report: dict, spec: GraphSpec) -> list[str]:
+    prompts = report["prompts"]
+    budgets = report["budgets"]
+    rows = [r for r in report["rows"] if any(r in p["curves"] for p in prompts)]
+    lines = [
+        f"### (a) NDF on the prompt, mean over {len(prompts)} prompts, and CPR / CMD "
+        f"({spec.n_edges:,} edges; areas over {FRACTIONS[0]:.1%}-{FRACTIONS[-1]:.0%} of the edges)",
+        "",
+        "| method | " + " | ".join(f"{b} ({f:.1%})" for b, f in zip(budgets, FRACTIONS)) + " | CPR | CMD |",
+        "|---|" + "---:|" * (len(budgets) + 2),
+    ]
+    for row in rows:
+        curves = [p["curves"][row] for p in prompts if isinstance(p["curves"].get(row), list)]
+        if not curves:
+            lines.append(f"| {row} | " + " | ".join("-" for _ in budgets) + " | - | - |")
+            continue
+        cells = [mean(next(pt["ndf"] for pt in c if pt["budget"] == b) for c in curves) for b in budgets]
+        areas = [curve_areas([CurvePoint(**pt) for pt in c], spec.n_edges) for c in curves]
+        lines.append(
+            f"| {row} | "
+            + " | ".join(f"{v:.3f}" for v in cells)
+            + f" | {mean(a['cpr'] for a in areas):.3f} | {mean(a['cmd'] for a in areas):.3f} |"
+            + ("" if len(curves) == len(prompts) else f" ({len(curves)} prompts)")
+        )
+    lines += [
+        "",
+        f"### (b) Node scores against patching each node alone (Spearman, mean over {len(prompts)} prompts)",
+        "",
+        "| method | heads | MLPs | all | heads, signed | MLPs, signed | all, signed |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    names = list(dict.fromkeys(name for p in prompts for name in p["tracking"]))
+    for name in names:
+        values = [p["tracking"][name] for p in prompts if name in p["tracking"]]
+        keys = ("heads", "mlps", "all", "signed_heads", "signed_mlps", "signed_all")
+        lines.append(f"| {name} | " + " | ".join(f"{mean(v[k] for v in values):.3f}" for k in keys) + " |")
+    lines += [
+        "",
+        f"### (c) NDF on {N_PARAPHRASES} template paraphrases of each prompt (mean over prompts and paraphrases) "
+        "against NDF on the prompt",
+        "",
+        "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
+        "|---|" + "---:|" * 4,
+    ]
+    for row in TRANSFER:
+        cells = []
+        for budget in budgets[:4]:
+            on_paraphrases = mean(
+                v
+                for p in prompts
+                for v in p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])
+            )
+            on_prompt = mean(
+                next(pt["ndf"] for pt in p["curves"][row] if pt["budget"] == budget)
+                for p in prompts
+                if isinstance(p["curves"].get(row), list)
+            )
+            cells.append(f"{on_paraphrases:.3f} / {on_prompt:.3f}")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    counts = [p.get("transfer", {}).get("paraphrases", 0) for p in prompts]
+    lines += ["", f"Paraphrases per prompt: {counts}."]
+    timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
+    if timing:
+        lines += [
+            "",
+            "### Edge Pruning per prompt (all five budgets)",
+            "",
+            "| kind | prompt | tokens | seconds | warm start s | learning s | steps (per budget) | NDF warm -> learned at 0.5 % / 1 % |",
+            "|---|---|---:|---:|---:|---:|---|---|",
+        ]
+        for p in prompts:
+            if "edge_pruning" not in p:
+                continue
+            info = p["edge_pruning"]
+            rows_by_budget = {r["budget"]: r for r in info["budgets"]}
+            steps = ", ".join(str(r["steps"]) for r in info["budgets"])
+            change = " / ".join(
+                f"{rows_by_budget[b]['warm_ndf']:.2f} -> {rows_by_budget[b]['ndf']:.2f}" for b in budgets[:2]
+            )
+            prompt = p["prompt"].replace("\n", " ").replace("|", "/")
+            prompt = prompt if len(prompt) <= 40 else prompt[:37] + "..."
+            lines.append(
+                f"| {p['kind']} | {prompt} | {p['tokens']} | {p['seconds']['edge-pruning']:.1f} | "
+                f"{info['timings'].get('scoring_s', 0):.1f} | {info['timings'].get('learning_s', 0):.1f} | "
+                f"{steps} | {change} |"
+            )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_threads_argument(parser)
+    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best there is)")
+    parser.add_argument("--prompts", type=int, default=0, help="only the first N prompts (0: all 9)")
+    parser.add_argument("--methods", default=",".join(METHODS), help="rows to run, comma separated")
+    parser.add_argument("--json", type=Path, default=None, help="write every number here")
+    parser.add_argument("--from-json", type=Path, default=None, help="print the tables of a saved run")
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="also write the tables here (the About page's)"
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        default=None,
+        help="rerun the rows of --methods into this saved run (same prompts), keeping its other rows",
+    )
+    args = parser.parse_args()
+    apply_threads(args.threads)
+    from circuitviz.models import EMBEDDED_MODEL
+
+    model, _ = load_timed(EMBEDDED_MODEL, device=args.device)
+    spec = GraphSpec.from_model(model)
+    if args.from_json:
+        report = json.loads(args.from_json.read_text())
+        publish(tables(report, spec), report, args.markdown)
+        return 0
+    rows = [row.strip() for row in args.methods.split(",") if row.strip()]
+    unknown = [row for row in rows if row not in METHODS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; choose from {', '.join(METHODS)}")
+    budgets = [round(f * spec.n_edges) for f in FRACTIONS]
+    chosen = PROMPTS[: args.prompts] if args.prompts else PROMPTS
+    command = "python benchmarks/bench_faithfulness.py " + " ".join(sys.argv[1:])
+    report = {
+        "model": EMBEDDED_MODEL,
+        "budgets": budgets,
+        "rows": [r for r in rows if r != "bon-family"] + (list(BON_VARIANTS) if "bon-family" in rows else []),
+        "threads": torch.get_num_threads(),
+        "command": command,
+        "prompts": [],
+    }
+    if args.merge:
+        report = json.loads(args.merge.read_text())
+        report["command"] += f"; then {command}"
+        for row in rows:
+            for name in BON_VARIANTS if row == "bon-family" else [row]:
+                if name not in report["rows"]:
+                    report["rows"].append(name)
+        chosen = [
+            next((k, t) for k, t in PROMPTS if t.clean == entry["prompt"]) for entry in report["prompts"]
+        ]
+    effects = []
+    for number, (kind, task) in enumerate(chosen, start=1):
+        log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
+        entry, found = prepare_prompt(model, spec, task)
+        entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
+        if args.merge:
+            report["prompts"][number - 1]["tracking"].update(entry["tracking"])
+        else:
+            report["prompts"].append(entry)
+        effects.append(found)
+    # rows outer, prompts inner: each row is complete for every prompt before the next starts
+    circuits: list[dict] = [{} for _ in chosen]
+    for row in rows:
+        for number, (kind, task) in enumerate(chosen):
+            log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
+            entry = report["prompts"][number]
+            circuits[number].update(run_row(model, spec, task, row, budgets, entry, effects[number]))
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1))
+    for number, (kind, task) in enumerate(chosen):
+        log(f"paraphrases: prompt {number + 1}/{len(chosen)} ({kind})")
+        entry = report["prompts"][number]
+        transfer = paraphrase_transfer(model, spec, task, circuits[number], budgets)
+        if "transfer" in entry and args.merge:
+            entry["transfer"]["ndf"].update(transfer["ndf"])
+        else:
+            entry["transfer"] = transfer
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1))
+    publish(tables(report, spec), report, args.markdown)
+    return 0
+
+
+def publish(lines: list[str], report: dict, markdown: Path | None) -> None:
+    """Print the tables; with ``markdown``, write them there with how they were made."""
+    print("\n".join(lines))
+    if markdown:
+        command = report.get("command", "")
+        footer = ["", f"Made by: `{command}` ({report['threads']} torch thread(s))."] if command else []
+        markdown.write_text("\n".join(lines + footer) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""How fast runs go on this machine, measured, so a run's estimate is priced from what ran here.
+
+``limits.estimate_run`` counts a run's work in FLOPs (forward-pass equivalents x 2 x parameters x
+tokens) and divides by a rate. The rate is measured, not assumed, wherever something was
+measured: each finished run records (FLOPs, seconds, and how its time split into phases) under
+its device kind and method; the rate of a method is the median of its last runs, else the median
+over the device's methods, else a rate timed from one batched forward pass when the app loaded
+the model, else the nominal figure ``limits`` holds. Records live in one small JSON file in the
+cache folder (``$CIRCUITVIZ_CACHE/calibration.json``), written atomically, so every session and
+restart on this machine shares them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
+PROBE = "forward-pass probe"
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Rate:
+    """FLOPs per second and where the figure comes from."""
+
+    flops_per_second: float
+    runs: int  # measured runs behind it (0: a probe or the nominal figure)
+    source: str  # 'method' (this method's runs), 'device' (other methods' runs), 'probe', 'nominal'
+
+    def describe(self, method: str) -> str:
+        """A few words on how the estimate was priced, for the sentence beside it."""
+        if self.source == "method":
+            return f"priced from {self.runs} {method} run{'s' if self.runs != 1 else ''} on this machine"
+        if self.source == "device":
+            return (
+                f"priced from {self.runs} run{'s' if self.runs != 1 else ''} of other methods on this machine"
+            )
+        if self.source == "probe":
+            return "priced from a forward pass timed on this machine; a first run refines it"
+        return "priced at a nominal speed; the first run calibrates it for this machine"
+
+
+def calibration_path() -> Path:
+    """``$CIRCUITVIZ_CACHE/calibration.json``, else ``~/.cache/circuitviz/calibration.json``."""
+    base = os.environ.get("CIRCUITVIZ_CACHE")
+    root = Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
+    return root / "calibration.json"
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(path: Path, data: dict) -> None:
+    """Atomically: a temporary file in the same folder, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".calibration-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(data, stream)
+    os.replace(temporary, path)
+
+
+def record(device_kind: str, method: str, flops: float, seconds: float, phases: dict | None = None) -> None:
+    """Keep one finished run: its work, its wall time and its phases' seconds."""
+    if flops <= 0 or seconds <= 0:
+        return
+    entry = {"flops": float(flops), "seconds": float(seconds)}
+    if phases:
+        entry["phases"] = {name: float(value) for name, value in phases.items() if value >= 0}
+    path = calibration_path()
+    with _LOCK:
+        data = _read(path)
+        runs = data.setdefault(device_kind, {}).setdefault(method, [])
+        runs.append(entry)
+        del runs[:-KEEP]
+        try:
+            _write(path, data)
+        except OSError:  # a read-only cache folder: estimates stay as they were
+            return
+
+
+def record_probe(device_kind: str, flops: float, seconds: float) -> None:
+    """The rate of one timed forward pass, the fallback before any run has finished."""
+    record(device_kind, PROBE, flops, seconds)
+
+
+def record_load(model_id: str, seconds: float) -> None:
+    """How long loading ``model_id`` took, so the next start can say how long to expect."""
+    path = calibration_path()
+    with _LOCK:
+        data = _read(path)
+        data.setdefault("loads", {})[model_id] = float(seconds)
+        try:
+            _write(path, data)
+        except OSError:
+            return
+
+
+def last_load(model_id: str) -> float | None:
+    """Seconds the last load of ``model_id`` on this machine took, or None before any."""
+    value = _read(calibration_path()).get("loads", {}).get(model_id)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _median_rate(runs: list) -> float | None:
+    rates = [run["flops"] / run["seconds"] for run in runs if run.get("seconds", 0) > 0]
+    return statistics.median(rates) if rates else None
+
+
+def rate(device_kind: str, method: str, nominal: float) -> Rate:
+    """The rate to price ``method`` on ``device_kind`` with: measured where possible."""
+    by_method = _read(calibration_path()).get(device_kind) or {}
+    own = by_method.get(method) or []
+    if own:
+        return Rate(_median_rate(own), len(own), "method")
+    others = {name: runs for name, runs in by_method.items() if name != PROBE and runs}
+    if others:
+        medians = [_median_rate(runs) for runs in others.values()]
+        return Rate(statistics.median(medians), sum(len(runs) for runs in others.values()), "device")
+    probe = _median_rate(by_method.get(PROBE) or [])
+    if probe:
+        return Rate(probe, 0, "probe")
+    return Rate(nominal, 0, "nominal")
+
+
+def phase_shares(device_kind: str, method: str) -> dict[str, float] | None:
+    """How this method's last runs split their time ({phase: share}), or None before any."""
+    runs = [
+        run for run in _read(calibration_path()).get(device_kind, {}).get(method) or [] if run.get("phases")
+    ]
+    if not runs:
+        return None
+    phases = runs[-1]["phases"]
+    total = sum(phases.values())
+    return {name: value / total for name, value in phases.items()} if total > 0 else None

@@ -1,0 +1,441 @@
+"""Edge Pruning: a circuit per budget learned by gradient descent on a mask over the edges.
+
+Every edge e has a mask logit theta_e. A circuit is a mask m in [0, 1]^edges: each reader's
+input takes, per edge, m_e of its writer's current output and 1 - m_e of its corrupted output
+(``activations.masked_residual``: the evaluator's patching with weights, exact at 0/1 masks).
+The loss is the faithfulness of the circuit on the prompt, in the task's own metric (the logit
+difference of answer and foil for the usual tasks, not a KL divergence),
+
+    ((L(C(q)) - L(M(q))) / (L(M(q)) - L(M(q'))))^2
+
+plus a sparsity term ``sparsity`` x (the relaxed mask's size / N), which pulls down the logits
+of edges that do nothing for faithfulness (dead ends) so useful ones take their place. The
+relaxation is a straight-through top-N: the forward pass runs the hard mask of exactly the N
+edges of largest logit, and the backward pass differentiates the soft mask
+sigmoid((theta - t_N) / temperature) around that budget's threshold t_N. So every step runs a
+circuit of exactly the budget's size and measures its faithfulness exactly; the circuit kept at
+a budget is the most faithful mask the run passed through, with its dead-end edges pruned
+(which changes its metric only under a post-attention norm), and is measured again by the
+shared evaluator like every method's. The hard mask runs unpruned, so an edge whose path is not
+complete yet still gets a gradient through the rest of its path.
+
+Logits start from a scoring method's scores (``warm_start``, EAP-IG by default, through the
+registry): theta_e = log(|score_e| / |score of the N-th edge|), so step 0 is that method's top-N
+circuit and the learned circuit is never less faithful than it. Without a warm start (``none``)
+every logit starts equal and each mask starts as the whole graph, its size falling
+geometrically to the budget over the first half of the steps (as Edge Pruning anneals its
+sparsity target): an edge from a node that nothing feeds has no gradient, so paths must be
+there from the start. All budgets learn at once, one mask each, in one batched forward and
+backward pass per step; a budget whose circuit reaches NDF ``1 - TOLERANCE`` stops. Optionally
+every circuit is also measured on template paraphrases of the prompt (``check_paraphrases``):
+the mask is fitted to one sentence, and this shows how far it carries to others.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from ..activations import (
+    evaluation_bytes_per_position,
+    gradient_bytes_per_position,
+    masked_residual,
+    metric_from_residual,
+    model_dtype,
+    score_dtype,
+)
+from ..chunks import run_in_chunks
+from ..evaluate import Evaluator, ndf
+from ..graph import GraphSpec, prune
+from ..results import CircuitResult, MethodDetails, register_details
+from ..tasks import prepare_task
+from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
+from .bon import scorer_names
+from .paraphrase_pairs import template_tasks
+
+# a budget stops learning once its circuit's NDF is within this of 1
+TOLERANCE = 0.01
+# momentum of the normalised-gradient steps
+MOMENTUM = 0.8
+# logits of edges a warm start scores 0 sit this far (log units) below the smallest nonzero score
+_ZERO_LOGIT_GAP = 5.0
+
+
+def warm_start_names() -> tuple[str, ...]:
+    """What may start the logits: any registered scoring method, or none."""
+    return ("none", *scorer_names())
+
+
+@dataclass(frozen=True)
+class EdgePruningConfig:
+    """Settings of Edge Pruning.
+
+    steps: optimisation steps at most, each one forward and backward pass of every budget's mask together.
+    learning_rate: how far the logit of the edge with the largest gradient moves per step (log-score units).
+    temperature: width of the sigmoid around each budget's threshold through which gradients pass (log-score units).
+    sparsity: weight of the term that pulls every logit down (the relaxed mask's size over the budget).
+    warm_start: the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).
+    ig_steps: IG steps of the warm start, when it takes them.
+    check_paraphrases: also measure every circuit on this many template paraphrases of the prompt (0: none).
+    seed: seeds the paraphrase templates.
+    """
+
+    steps: int = 20
+    learning_rate: float = 0.5
+    temperature: float = 1.0
+    sparsity: float = 0.01
+    warm_start: str = field(default="eap-ig", metadata={"choices": warm_start_names})
+    ig_steps: int = 20
+    check_paraphrases: int = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 <= int(self.steps) <= 10000:
+            raise ValueError(f"steps must be between 0 and 10000, not {self.steps}.")
+        if not float(self.learning_rate) > 0:
+            raise ValueError(f"learning_rate must be above 0, not {self.learning_rate}.")
+        if not float(self.temperature) > 0:
+            raise ValueError(f"temperature must be above 0, not {self.temperature}.")
+        if not float(self.sparsity) >= 0:
+            raise ValueError(f"sparsity must be 0 or more, not {self.sparsity}.")
+        if not 1 <= int(self.ig_steps) <= 1000:
+            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
+        if not 0 <= int(self.check_paraphrases) <= 64:
+            raise ValueError(f"check_paraphrases must be between 0 and 64, not {self.check_paraphrases}.")
+
+
+@register_details
+@dataclass
+class EdgePruningDetails(MethodDetails):
+    """What an Edge Pruning run learned, as plain data.
+
+    warm_start: the scoring method that started the logits; steps_run: steps taken (the longest
+        budget's).
+    budgets: per trained budget {budget, edges, warm_ndf (the first circuit of the budget's size:
+        with a warm start, its top-N at step 0), ndf (the circuit kept), best_step, steps};
+        untrained budgets (0 edges, the whole graph) are absent.
+    history: {budget: NDF of the circuit each step ran (without a warm start, larger ones first)}.
+    paraphrases: the paraphrases each circuit was also measured on (their clean prompts).
+    paraphrase_ndf: {budget: [NDF on each paraphrase]}.
+    circuit_edges: the circuit at the largest budget, as edge names (the method's own edge set).
+    notes: what the run left out and why, in sentences.
+    """
+
+    kind: ClassVar[str] = "edge-pruning"
+    version: ClassVar[int] = 1
+
+    warm_start: str = "eap-ig"
+    steps_run: int = 0
+    budgets: list = field(default_factory=list)
+    history: dict = field(default_factory=dict)
+    paraphrases: list = field(default_factory=list)
+    paraphrase_ndf: dict = field(default_factory=dict)
+    circuit_edges: list | None = None
+    notes: list = field(default_factory=list)
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        lines = [f"Edge Pruning from {self.warm_start}, {self.steps_run} steps:"]
+        for row in self.budgets:
+            line = (
+                f"  {row['budget']} edges: NDF {row['warm_ndf']:.3f} (warm start) -> {row['ndf']:.3f} "
+                f"at step {row['best_step']}"
+            )
+            values = self.paraphrase_ndf.get(str(row["budget"]))
+            if values:
+                line += f"; on {len(values)} paraphrases mean NDF {statistics.fmean(values):.3f}"
+            lines.append(line)
+        return lines + list(self.notes)
+
+
+# ----- the learning ------------------------------------------------------------------------------
+@dataclass
+class LearnedMasks:
+    """The outcome of ``learn_masks``: per trained budget, the best circuit and its record."""
+
+    circuits: torch.Tensor  # [n_budgets, n_forward, n_backward] bool, pruned
+    logits: torch.Tensor  # [n_budgets, n_edges] the final logits, centred on each threshold
+    deviation: list[list[float]]  # per budget, (L(C) - L(M)) / span of each step's circuit
+    best_step: list[int]
+    steps_run: int
+    first_at_size: list[float]  # per budget, the deviation of the first circuit of its size
+
+
+def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
+    """theta = log(|score| / |score of the N-th edge|) per budget N: step 0 is the top-N circuit.
+
+    values: [n_edges] warm-start scores (all equal: no warm start). Edges scored 0 sit
+    ``_ZERO_LOGIT_GAP`` below the smallest nonzero score. Returns [n_budgets, n_edges].
+    """
+    size = values.abs() if values.is_floating_point() else values.abs().float()
+    positive = size[size > 0]
+    floor = float(positive.min()) * math.exp(-_ZERO_LOGIT_GAP) if positive.numel() else 1.0
+    logs = torch.log(size.clamp_min(floor))  # [n_edges]
+    ordered = torch.sort(logs, descending=True).values
+    thresholds = torch.stack([ordered[int(n) - 1] for n in counts])  # [n_budgets]
+    return logs[None, :] - thresholds[:, None]
+
+
+def top_counts(logits: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The hard top-N mask of each row and the threshold between its N-th and N+1-th logit.
+
+    logits: [n_budgets, n_edges]; counts: [n_budgets] (each below n_edges). Ties in edge order.
+    Returns (hard [n_budgets, n_edges] in the logits' dtype, thresholds [n_budgets, 1]).
+    """
+    order = torch.sort(logits, dim=1, descending=True, stable=True)
+    ranks = torch.empty_like(order.indices)
+    positions = torch.arange(logits.shape[1], device=logits.device).expand_as(ranks)
+    ranks.scatter_(1, order.indices, positions)
+    hard = (ranks < counts[:, None]).to(logits.dtype)
+    inside = order.values.gather(1, (counts - 1)[:, None])
+    outside = order.values.gather(1, counts[:, None])
+    return hard, (inside + outside) / 2
+
+
+def scheduled_count(target: int, n_edges: int, step: int, warmup: int) -> int:
+    """The edge count a budget's mask keeps at ``step``: over the first ``warmup`` steps it falls
+    geometrically from the whole graph (n_edges - 1) to the budget, then stays there."""
+    if warmup <= 0 or step >= warmup:
+        return int(target)
+    start = n_edges - 1
+    return int(round(math.exp(math.log(start) + (math.log(target) - math.log(start)) * step / warmup)))
+
+
+def learn_masks(
+    ctx: RunContext,
+    config: EdgePruningConfig,
+    warm_scores: torch.Tensor,
+    counts: Sequence[int],
+    warmup: int = 0,
+) -> LearnedMasks:
+    """Learn one mask per budget in ``counts`` (each 0 < N < n_edges), all in one batch per step.
+
+    warm_scores: [n_forward, n_backward]. With ``warmup`` > 0 each mask starts from the whole
+    graph and its size falls to the budget over that many steps (``scheduled_count``; the start
+    without a warm start), and only circuits of the budget's size compete for the best. See the
+    module docstring for the objective.
+    """
+    model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator
+    prepared = evaluator.prepared
+    device = evaluator.device
+    graph = spec.tensors(device)
+    forward, backward = graph.edge_index
+    n_budgets = len(counts)
+    dtype = score_dtype(model_dtype(model))  # float32 at least
+    values = warm_scores[forward, backward].to(device=device, dtype=dtype)  # [n_edges]
+    logits = initial_logits(values, counts).to(device)  # [n_budgets, n_edges]
+    n_edges = int(forward.shape[0])
+    budget_counts = torch.tensor([scheduled_count(n, n_edges, 0, warmup) for n in counts], device=device)
+    first_at_size = [math.nan] * n_budgets
+    velocity = torch.zeros_like(logits)
+    clean, span = evaluator.baseline.clean, evaluator.baseline.clean - evaluator.baseline.corrupted
+    scale = span if span != 0 else 1.0
+    best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+    best_deviation = [math.inf] * n_budgets
+    best_step = [0] * n_budgets
+    history: list[list[float]] = [[] for _ in range(n_budgets)]
+    training = list(range(n_budgets))
+    temperature, sparsity = float(config.temperature), float(config.sparsity)
+    flat_index = graph.flat_edge_index
+    steps = int(config.steps)
+    step = 0
+
+    def pass_rows(rows: slice, active: list[int]):
+        """Forward and backward of the budgets ``active[rows]``: (deviations, circuits, gradient)."""
+        chosen = torch.tensor(active[rows], device=device)
+        theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
+        hard, threshold = top_counts(theta.detach(), budget_counts[chosen])
+        soft = torch.sigmoid((theta - threshold) / temperature)  # [b, n_edges]
+        # the hard top-N runs unpruned: an edge whose path is not yet complete then still has a
+        # gradient (pruning it would cut the path its missing link is learned through)
+        kept = hard + soft - soft.detach()
+        keep = torch.zeros(len(chosen), spec.n_forward * spec.n_backward, dtype=dtype, device=device)
+        keep = keep.scatter(1, flat_index.expand(len(chosen), -1), kept)
+        keep = keep.view(-1, spec.n_forward, spec.n_backward)
+        circuits = prune(spec, keep.detach() > 0.5)
+        residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+        with torch.enable_grad():
+            metric = metric_from_residual(model, prepared, residual).to(dtype)  # [b]
+            deviation = (metric - clean) / scale
+            size = soft.sum(1) / budget_counts[chosen].to(dtype)
+            loss = (deviation**2).sum() + sparsity * size.sum()
+            (gradient,) = torch.autograd.grad(loss, theta)
+        return deviation.detach(), circuits, gradient
+
+    per_item = gradient_bytes_per_position(model, prepared.n_positions) + evaluation_bytes_per_position(
+        spec, 4
+    )
+    while training:
+        sizes = [scheduled_count(n, n_edges, step, warmup) for n in counts]
+        budget_counts = torch.tensor(sizes, device=device)
+        active = list(training)
+        results: dict[int, tuple] = {}
+
+        def compute(rows: slice, active=active):
+            return pass_rows(rows, active)
+
+        def commit(rows: slice, result, active=active, results=results):
+            deviation, circuits, gradient = result
+            for offset, index in enumerate(active[rows]):
+                results[index] = (float(deviation[offset]), circuits[offset], gradient[offset])
+
+        run_in_chunks(model, "gradient", len(active), prepared.n_positions, per_item, compute, commit)
+        for index in active:
+            deviation, circuit, gradient = results[index]
+            history[index].append(deviation)
+            at_size = sizes[index] == int(counts[index])
+            if at_size and math.isnan(first_at_size[index]):
+                first_at_size[index] = deviation
+            if at_size and abs(deviation) < best_deviation[index]:
+                best_deviation[index], best_step[index] = abs(deviation), step
+                best_circuits[index] = circuit
+            if at_size and (best_deviation[index] <= TOLERANCE or step >= steps or span == 0):
+                training.remove(index)
+                continue
+            largest = gradient.abs().max()
+            direction = gradient / largest if largest > 0 else gradient
+            velocity[index] = MOMENTUM * velocity[index] + direction
+            logits[index] -= float(config.learning_rate) * velocity[index]
+        ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
+        step += 1
+    _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
+    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
+
+
+# ----- the method ----------------------------------------------------------------------------------
+def _warm_scores(ctx: RunContext, config: EdgePruningConfig) -> torch.Tensor:
+    """The warm start's edge scores on the prompt (all ones for none).  # [n_forward, n_backward]"""
+    spec = ctx.spec
+    if config.warm_start == "none":
+        return spec.tensors(ctx.device).edge_mask.float()
+    method = get_method(config.warm_start)
+    if not isinstance(method, ScoringMethod):
+        raise ValueError(
+            f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {config.warm_start!r}."
+        )
+    scores = method.score(ctx, _scorer_config(method, config))
+    return (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
+
+
+def _scorer_config(method: Method, config: EdgePruningConfig):
+    names = set(method.Config.__dataclass_fields__)
+    return method.make_config({"ig_steps": int(config.ig_steps)} if "ig_steps" in names else {})
+
+
+def _paraphrase_check(ctx: RunContext, config: EdgePruningConfig, circuits: torch.Tensor, budgets):
+    """NDF of every circuit on template paraphrases of the prompt: ({budget: [ndf]}, prompts, notes)."""
+    tasks, note = template_tasks(ctx.model, ctx.task, int(config.check_paraphrases), int(config.seed))
+    notes = [note] if note else []
+    by_budget: dict[str, list[float]] = {str(int(b)): [] for b in budgets}
+    for index, task in enumerate(tasks):
+        evaluator = Evaluator(ctx.model, ctx.spec, prepare_task(ctx.model, task, ctx.max_tokens))
+        for budget, value in zip(budgets, evaluator.metrics(circuits).tolist()):
+            by_budget[str(int(budget))].append(ndf(float(value), evaluator.baseline))
+        ctx.report("paraphrases", (index + 1) / len(tasks))
+    return by_budget, [task.clean for task in tasks], notes
+
+
+@register
+class EdgePruning(Method):
+    name = "edge-pruning"
+    label = "Edge Pruning (learned masks)"
+    summary = (
+        "A mask per budget learned by gradient descent on the circuit's faithfulness, warm-started "
+        "from EAP-IG; the circuit is the thresholded mask."
+    )
+    Config = EdgePruningConfig
+    Details = EdgePruningDetails
+
+    def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
+        warm = Cost(passes=0.0)
+        if config.warm_start != "none":
+            method = get_method(config.warm_start)
+            warm = method.estimate(_scorer_config(method, config), spec, n_tokens, 0)
+        masks = max(int(n_budgets), 1)
+        # each step: a forward and backward pass of every mask (counted 3 passes each)
+        training = 3.0 * int(config.steps) * masks
+        paraphrases = int(config.check_paraphrases) * (2.0 + masks)
+        return Cost(
+            passes=warm.passes + 2.0 + training + n_budgets + paraphrases,
+            gradient_batch=max(warm.gradient_batch, masks),
+            ig_steps=warm.ig_steps,
+            n_paraphrases=int(config.check_paraphrases),
+        )
+
+    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        config = self.as_config(config)
+        spec, evaluator = ctx.spec, ctx.evaluator
+        device = evaluator.device
+        budgets = sorted({int(b) for b in budgets})
+        with ctx.timed("scoring_s"):
+            warm = _warm_scores(ctx, config)
+        n_edges = spec.n_edges
+        trained = [b for b in budgets if 0 < b < n_edges]
+        circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+        edge_mask = spec.tensors(device).edge_mask
+        for index, budget in enumerate(budgets):
+            if budget >= n_edges:
+                circuits[index] = prune(spec, edge_mask)
+        details = EdgePruningDetails(warm_start=config.warm_start)
+        scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
+        if trained:
+            with ctx.timed("learning_s"):
+                warmup = int(config.steps) // 2 if config.warm_start == "none" else 0
+                learned = learn_masks(ctx, config, warm, trained, warmup)
+            for index, budget in enumerate(trained):
+                circuits[budgets.index(budget)] = learned.circuits[index]
+            # an edge's score: how firmly the budgets' masks keep it (mean relaxed mask)
+            kept = torch.sigmoid(learned.logits / float(config.temperature)).mean(0)  # [n_edges]
+            scores[spec.tensors(device).edge_index] = kept.float()
+            details.steps_run = learned.steps_run
+            details.history = {
+                str(b): [ndf(clean_deviation(d, evaluator), evaluator.baseline) for d in learned.deviation[i]]
+                for i, b in enumerate(trained)
+            }
+        else:
+            scores = warm.abs()
+        with ctx.timed("evaluation_s"):
+            curve = evaluator.curve(circuits, budgets, ctx.progress)
+        points = {p.budget: p for p in curve}
+        if trained:
+            details.budgets = [
+                {
+                    "budget": b,
+                    "edges": points[b].n_edges,
+                    "warm_ndf": ndf(clean_deviation(learned.first_at_size[i], evaluator), evaluator.baseline),
+                    "ndf": points[b].ndf,
+                    "best_step": learned.best_step[i],
+                    "steps": len(learned.deviation[i]),
+                }
+                for i, b in enumerate(trained)
+            ]
+        if budgets:
+            details.circuit_edges = spec.edge_names_of(circuits[-1].cpu())
+        if evaluator.baseline.clean == evaluator.baseline.corrupted:
+            details.notes.append(
+                "The clean and corrupted prompts give the same metric, so there was nothing to learn: "
+                "the circuits are the warm start's."
+            )
+        if int(config.check_paraphrases) > 0 and budgets:
+            with ctx.timed("paraphrases_s"):
+                found, prompts, notes = _paraphrase_check(ctx, config, circuits, budgets)
+            details.paraphrase_ndf, details.paraphrases = found, prompts
+            details.notes += notes
+        return ctx.result(
+            self.name,
+            config,
+            scores,
+            curve,
+            circuits={b: circuits[i] for i, b in enumerate(budgets)},
+            details=details,
+        )
+
+
+def clean_deviation(deviation: float, evaluator: Evaluator) -> float:
+    """The circuit's metric from its normalised deviation (L(C) - L(M)) / span."""
+    span = evaluator.baseline.clean - evaluator.baseline.corrupted
+    return evaluator.baseline.clean + deviation * (span if span != 0 else 1.0)

@@ -1,0 +1,160 @@
+"""Every paraphrase pair checked against the model before Best-of-N may score it.
+
+Per pair: paraphrase and corruption of the same token length, within the token limit, the
+prompt's answer and foils, not a copy of the prompt or of an earlier pair, and the model's top-1
+next token on the paraphrase the same as on the original prompt (or the stated answer itself).
+Pairs that fail are kept, flagged with the reason, and left out of Best-of-N by default; a
+corruption that barely moves the metric is kept with a warning. Prompts of equal token length
+run through the model in shared batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
+
+from ..activations import final_residual, metric_from_residual, model_device
+from ..tasks import PreparedTask, PromptTask, prepare_task
+from .pairs import ParaphrasePair
+
+# a corruption whose metric moves less than this fraction of the original's move is flagged
+_WEAK_CORRUPTION = 0.05
+
+
+def token_count(model, text: str) -> int:
+    """Tokens of a prompt as the model runs it (with its BOS token when it prepends one)."""
+    return int(model.to_tokens(text).shape[1])
+
+
+def token_text(model, token_id: int) -> str:
+    """One token id as text (decoded alone)."""
+    return model.tokenizer.decode([int(token_id)])
+
+
+@torch.no_grad()
+def _last_position(model, prepared, tokens: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Metric and top-1 token at the last position for a batch of equal-length prompts.
+
+    tokens: [batch, pos]. Returns (metrics [batch] or None without ``prepared``, top-1 ids [batch]).
+    """
+    residual = final_residual(model, tokens.to(model_device(model)), [])  # [batch, d_model]
+    metrics = None if prepared is None else metric_from_residual(model, prepared, residual).float().cpu()
+    x = residual[:, None, :]
+    if model.cfg.normalization_type is not None:
+        x = model.ln_final(x)
+    logits = x[:, 0] @ model.W_U + model.b_U  # [batch, d_vocab]; a soft cap keeps the argmax
+    return metrics, logits.argmax(-1).cpu()
+
+
+def model_answer(model, prompt: str) -> str:
+    """The model's top-1 next token after ``prompt``, as text."""
+    _, top = _last_position(model, None, model.to_tokens(prompt))
+    return token_text(model, int(top[0]))
+
+
+def validate_pairs(
+    model,
+    task: PromptTask,
+    pairs: Sequence[ParaphrasePair],
+    max_tokens: int = 256,
+    batch_size: int = 16,
+) -> list[ParaphrasePair]:
+    """Check every pair against the model and fill its flags; returns new pair objects.
+
+    The original prompt must itself be valid (TaskError otherwise). A pair whose source is
+    "original" (the prompt itself, candidate 0 of Best-of-N) is checked the same way but is
+    never a copy.
+    """
+    prepared = prepare_task(model, task, max_tokens=max_tokens)
+    original_metrics, original_top = _last_position(
+        model, prepared, torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
+    )
+    checked: list[ParaphrasePair] = []
+    seen: set[str] = set()
+    runs: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+    for pair in pairs:
+        pair, clean_tokens, corrupted_tokens = _checked_alone(model, task, pair, seen, max_tokens)
+        if pair.same_length and pair.n_tokens <= max_tokens:
+            runs.append((len(checked), clean_tokens, corrupted_tokens))
+        checked.append(pair)
+    _check_on_model(model, prepared, checked, runs, int(original_top[0]), batch_size)
+    _flag_weak_corruptions(checked, abs(float(original_metrics[0] - original_metrics[1])))
+    return checked
+
+
+def _checked_alone(
+    model, task: PromptTask, pair: ParaphrasePair, seen: set[str], max_tokens: int
+) -> tuple[ParaphrasePair, torch.Tensor, torch.Tensor]:
+    """A copy of the pair with what its text alone says (lengths, answer, repeats) filled in;
+    ``seen`` collects the paraphrases so far. Returns (pair, clean tokens, corrupted tokens)."""
+    pair = replace(pair, problems=list(pair.problems), warnings=list(pair.warnings))
+    pair.answer_single_token = True  # the task's answer passed prepare_task
+    clean_tokens = model.to_tokens(pair.clean)  # [1, pos]
+    corrupted_tokens = model.to_tokens(pair.corrupted)  # [1, pos']
+    pair.n_tokens, pair.corrupted_n_tokens = int(clean_tokens.shape[1]), int(corrupted_tokens.shape[1])
+    pair.same_length = pair.n_tokens == pair.corrupted_n_tokens
+    if not pair.same_length:
+        pair.problems.append(
+            f"the paraphrase has {pair.n_tokens} tokens and its corruption {pair.corrupted_n_tokens}"
+        )
+    if pair.n_tokens > max_tokens:
+        pair.problems.append(f"the paraphrase is {pair.n_tokens} tokens, over the limit of {max_tokens}")
+    if pair.answer != task.answer or tuple(pair.foils) != tuple(task.foils):
+        if not any("answer/foils" in p for p in pair.problems):
+            pair.problems.append("its answer or foils differ from the prompt's")
+    is_original = pair.source == "original"
+    if not is_original and pair.clean.strip() in seen | {task.clean.strip()}:
+        pair.problems.append("it repeats the prompt or an earlier paraphrase")
+    seen.add(pair.clean.strip())
+    if pair.clean.strip() == pair.corrupted.strip():
+        pair.problems.append("its corrupted version is the paraphrase itself")
+    return pair, clean_tokens, corrupted_tokens
+
+
+def _check_on_model(
+    model,
+    prepared: PreparedTask,
+    checked: list[ParaphrasePair],
+    runs: list[tuple[int, torch.Tensor, torch.Tensor]],
+    original_top: int,
+    batch_size: int,
+) -> None:
+    """Metric and top-1 token of every runnable pair's paraphrase and corruption, in batches of
+    equal token length; fills ``metric_clean``, ``metric_corrupted`` and the answer flags."""
+    original_answer = token_text(model, original_top)
+    sequences = [t for _, clean, corrupted in runs for t in (clean, corrupted)]
+    owners = [(index, kind) for index, _, _ in runs for kind in ("clean", "corrupted")]
+    for _, members in sorted(_grouped_by_length(sequences).items()):
+        for start in range(0, len(members), batch_size):
+            chunk = members[start : start + batch_size]
+            metrics, top = _last_position(model, prepared, torch.cat([sequences[i] for i in chunk]))
+            for row, member in enumerate(chunk):
+                index, kind = owners[member]
+                pair = checked[index]
+                if kind == "clean":
+                    pair.metric_clean = float(metrics[row])
+                    pair.model_answer = token_text(model, int(top[row]))
+                    pair.original_answer = original_answer
+                    # the same top-1 as on the prompt, or the stated answer itself
+                    pair.answer_matches = int(top[row]) in (original_top, prepared.answer_id)
+                else:
+                    pair.metric_corrupted = float(metrics[row])
+
+
+def _grouped_by_length(tokens: list[torch.Tensor]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for index, row in enumerate(tokens):
+        groups.setdefault(int(row.shape[1]), []).append(index)
+    return groups
+
+
+def _flag_weak_corruptions(checked: list[ParaphrasePair], original_move: float) -> None:
+    """Warn on pairs whose corruption moves the metric far less than the prompt's does."""
+    for pair in checked:
+        if pair.metric_clean is None or pair.metric_corrupted is None:
+            continue
+        move = abs(pair.metric_clean - pair.metric_corrupted)
+        if original_move > 0 and move < _WEAK_CORRUPTION * original_move:
+            pair.warnings.append("its corruption barely moves the metric, so its scores carry little signal")

@@ -1,0 +1,161 @@
+"""What a Best-of-N family run keeps (``QueryCircuitDetails``), and its circuits at any budget.
+
+Every method of the family keeps the comparison of all five variants as plain data, so one run
+gives the whole comparison and a stored result builds single, average, iBoN and BoN-CSM
+circuits for any budget with no model pass (``variant_circuit``, reached through
+``result.circuit(budget)``); BoN itself exists only at the budgets its candidates were
+evaluated at.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from ..graph import prune, top_n
+from ..results import CircuitResult, MethodDetails, register_details
+from .report import report_lines
+from .variants import (
+    ANY_BUDGET_VARIANTS,
+    VARIANTS,
+    csm_circuit,
+    csm_order,
+    edge_matrix,
+    ibon_circuit,
+    names_mask,
+)
+
+FORMAT_VERSION = 1
+
+
+@register_details
+@dataclass
+class QueryCircuitDetails(MethodDetails):
+    """What one run of the Best-of-N family computed, as plain data (every variant's view).
+
+    variant: the method whose view the result is (single, average, bon, ibon or bon-csm).
+    base_method, ig_steps: the scorer of every (paraphrase, corruption) pair.
+    pairs: the prompt (index 0) and its paraphrases, each {index, clean, corrupted, source,
+        model_answer, answer_matches, reason, ...}.
+    candidates: the pair index of each candidate; candidate 0 is the prompt itself.
+    budgets: the budgets evaluated; anchor_budgets: those iBoN and BoN-CSM build from.
+    per_budget: at each BoN budget {budget, winner (candidate index), candidates: [curve points]}.
+    curves: {variant: [curve points]} for every variant computed.
+    bon_circuits: {budget: edge names of the BoN winner's circuit}.
+    anchor_winners: {anchor budget: winning candidate}.
+    edge_scores: {"single": [...], "average": [...], "candidates": {candidate: [...]}}, one value
+        per edge in ``GraphSpec.edge_names`` order (the anchors' winners only).
+    csm: BoN-CSM's {"scores": [...], "tiers": [...]} per edge, or None.
+    shared: at each BoN budget the subcircuit the candidates share ({budget, common, upset, ...}).
+    reference_edges: edges of the reference circuit given, or None.
+    counts: pairs scored, score matrices from the store, circuits evaluated.
+    notes: what the run left out and why, in sentences.
+    """
+
+    kind: ClassVar[str] = "query-circuits"
+    version: ClassVar[int] = FORMAT_VERSION
+
+    variant: str = "bon"
+    base_method: str = "eap-ig"
+    ig_steps: int = 20
+    pairs: list = field(default_factory=list)
+    candidates: list = field(default_factory=list)
+    budgets: list = field(default_factory=list)
+    anchor_budgets: list = field(default_factory=list)
+    per_budget: list = field(default_factory=list)
+    curves: dict = field(default_factory=dict)
+    bon_circuits: dict = field(default_factory=dict)
+    anchor_winners: dict = field(default_factory=dict)
+    edge_scores: dict = field(default_factory=dict)
+    csm: dict | None = None
+    shared: list = field(default_factory=list)
+    reference_edges: int | None = None
+    counts: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        # the marker exported circuits have always carried, so readers of the JSON keep working
+        return {"query_circuits_version": self.version, **super().to_dict()}
+
+    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor | None:
+        """iBoN, BoN-CSM and the baselines build a circuit at any budget (no model pass); BoN
+        itself only at a budget its candidates were evaluated at."""
+        if self.any_budget(result):
+            return variant_circuit(result, budget)
+        return None
+
+    def any_budget(self, result: CircuitResult) -> bool:
+        return result.method in ANY_BUDGET_VARIANTS
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        return report_lines(self)
+
+
+# a stored result's tensors, rebuilt once per result object (the slider calls many times)
+_PREPARED: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _prepared(result: CircuitResult, variant: str):
+    """The tensors ``variant_circuit`` needs for ``variant``, built once per result object."""
+    entry = _PREPARED.get(id(result))
+    if entry is None or entry[0]() is not result:
+        for key in [k for k, (ref, _) in _PREPARED.items() if ref() is None]:
+            del _PREPARED[key]
+        entry = (weakref.ref(result), {})
+        _PREPARED[id(result)] = entry
+    cache = entry[1]
+    if variant not in cache:
+        extra, spec = result.details, result.graph
+        if variant in ("single", "average"):
+            cache[variant] = edge_matrix(spec, extra.edge_scores[variant])
+        elif variant == "ibon":
+            winners = {int(b): int(k) for b, k in extra.anchor_winners.items()}
+            circuits = {b: names_mask(spec, extra.bon_circuits[str(b)]) for b in winners}
+            scores = {
+                b: edge_matrix(spec, extra.edge_scores["candidates"][str(k)]) for b, k in winners.items()
+            }
+            cache[variant] = (circuits, scores)
+        elif variant == "bon-csm":
+            csm_scores = edge_matrix(spec, extra.csm["scores"])
+            tiers = edge_matrix(spec, extra.csm["tiers"], dtype=torch.long)
+            cache[variant] = (csm_scores, tiers, csm_order(csm_scores, tiers, spec))
+    return cache[variant]
+
+
+def variant_circuit(result: CircuitResult, budget: int, variant: str | None = None) -> torch.Tensor:
+    """The circuit of a stored BoN-family result at any budget, with no model pass.
+
+    variant: single, average, ibon or bon-csm (default: the result's method); bon only at a
+    budget that was computed (a new budget needs every candidate evaluated). The tensors are
+    rebuilt from ``extra`` once per result object, so later calls only select and prune.  # bool
+    """
+    extra = result.details
+    if not isinstance(extra, QueryCircuitDetails):
+        raise ValueError("This result was not made by the Best-of-N family; use result.circuit(budget).")
+    variant = variant or result.method
+    spec = result.graph
+    budget = int(budget)
+    if variant in ("single", "average"):
+        if extra.edge_scores.get(variant) is None:
+            raise ValueError(f"This result holds no {variant} scores; rerun with compare on.")
+        return prune(spec, top_n(spec, _prepared(result, variant), budget))
+    if variant == "bon":
+        names = extra.bon_circuits.get(str(budget))
+        if names is None:
+            raise ValueError(
+                f"BoN at {budget} edges needs every candidate evaluated (a model pass); use ibon or "
+                "bon-csm for a new budget, or rerun with this budget."
+            )
+        return names_mask(spec, names)
+    if variant == "ibon":
+        circuits, scores = _prepared(result, variant)
+        return ibon_circuit(circuits, scores, budget, spec)
+    if variant == "bon-csm":
+        if extra.csm is None:
+            raise ValueError("This result holds no BoN-CSM data; rerun with compare on.")
+        csm_scores, tiers, order = _prepared(result, variant)
+        return csm_circuit(csm_scores, tiers, budget, spec, order=order)
+    raise ValueError(f"Unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}.")

@@ -1,0 +1,64 @@
+"""The built-in template families: recognise a prompt's task, rewrite it, corrupt it, offline.
+
+One module per family (indirect object identification, arithmetic, factual recall, multiple
+choice on lines or inline, occupation and pronoun); ``recognise`` tries them in order and
+``family`` finds one by name. ``EXAMPLE_TASKS`` holds one prompt per family that Gemma-3-270M
+answers correctly, for the app and the benchmarks.
+"""
+
+from __future__ import annotations
+
+from ...tasks import PromptTask
+from ..pairs import ParaphraseError
+from .arithmetic import ArithmeticFamily
+from .base import FamilyMatch, TemplateFamily
+from .factual import FactualFamily
+from .inline_choice import InlineChoiceFamily
+from .ioi import IOIFamily
+from .multiple_choice import MultipleChoiceFamily
+from .occupation import OccupationFamily
+
+# factual templates are anchored sentences; IOI's loose pattern comes last so it cannot take them
+FAMILIES: tuple[TemplateFamily, ...] = (
+    MultipleChoiceFamily(),
+    InlineChoiceFamily(),
+    ArithmeticFamily(),
+    FactualFamily(),
+    OccupationFamily(),
+    IOIFamily(),
+)
+
+# One example per family that Gemma-3-270M answers correctly (top-1), for the app and benchmarks.
+EXAMPLE_TASKS: dict[str, PromptTask] = {
+    "ioi": PromptTask(
+        "When Mary and John went to the store, John gave a drink to",
+        "When Alice and Bob went to the store, Carl gave a drink to",
+        " Mary",
+        (" John",),
+    ),
+    "factual": PromptTask(
+        "The official language of France is", "The official language of Italy is", " French", (" Italian",)
+    ),
+    "arithmetic": PromptTask("14 + 23 = ", "54 + 23 = ", "3", ("7",)),
+}
+
+__all__ = ["EXAMPLE_TASKS", "FAMILIES", "FamilyMatch", "TemplateFamily", "family", "recognise"]
+
+
+def recognise(prompt: str) -> FamilyMatch | None:
+    """The template family a prompt belongs to, with its slots, or None."""
+    for candidate in FAMILIES:
+        found = candidate.match(prompt)
+        if found is not None:
+            return found
+    return None
+
+
+def family(name: str) -> TemplateFamily:
+    """The family called ``name``; ParaphraseError naming the others when there is none."""
+    for candidate in FAMILIES:
+        if candidate.name == name:
+            return candidate
+    raise ParaphraseError(
+        f"Unknown template family {name!r}; choose one of {', '.join(f.name for f in FAMILIES)}."
+    )

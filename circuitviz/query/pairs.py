@@ -1,0 +1,284 @@
+"""Paraphrase pairs: a rewrite of the prompt with its corrupted version, and their file formats.
+
+Best-of-N scores the prompt q and paraphrases q_1..q_p, each against its own corrupted version
+q_i'. A ``ParaphrasePair`` holds one such pair and what checking it against the model found
+(``checks.validate_pairs`` fills it in). Users give pairs as JSONL, a JSON list, CSV with a
+header, or typed lines (``parse_paraphrases``, ``load_paraphrases``); ``to_jsonl`` writes the
+format back for downloads and edits.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..tasks import PromptTask
+
+
+class ParaphraseError(ValueError):
+    """A paraphrase source cannot give pairs; the message is one sentence that says what to do."""
+
+
+# ----- pairs ------------------------------------------------------------------------------------
+@dataclass
+class ParaphrasePair:
+    """A paraphrase of the prompt, its corrupted version, and what checking it found.
+
+    ``problems`` are reasons the pair cannot be scored at all (unequal token lengths, another
+    answer); ``answer_matches`` is False when the model's top-1 token on the paraphrase differs
+    from its top-1 on the original prompt: such pairs are excluded by default, with the reason.
+    """
+
+    clean: str
+    corrupted: str
+    answer: str
+    foils: tuple[str, ...]
+    source: str
+    metric: str = "logit_diff"
+    n_tokens: int | None = None
+    corrupted_n_tokens: int | None = None
+    same_length: bool | None = None
+    answer_single_token: bool | None = None
+    model_answer: str | None = None
+    original_answer: str | None = None
+    answer_matches: bool | None = None
+    metric_clean: float | None = None
+    metric_corrupted: float | None = None
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.foils = tuple(self.foils)
+
+    @property
+    def checked(self) -> bool:
+        """Whether ``validate_pairs`` has run on this pair."""
+        return self.same_length is not None
+
+    def usable(self, include_mismatched: bool = False) -> bool:
+        """Whether Best-of-N may score this pair."""
+        if self.problems or not self.checked:
+            return False
+        return include_mismatched or self.answer_matches is not False
+
+    @property
+    def reason(self) -> str:
+        """Why the pair is left out ('' when it is used by default)."""
+        reasons = list(self.problems)
+        if self.answer_matches is False:
+            reasons.append(
+                f"the model answers {self.model_answer!r} here, neither the answer {self.answer!r} nor "
+                f"its answer on the original prompt ({self.original_answer!r})"
+            )
+        return "; ".join(reasons)
+
+    def task(self) -> PromptTask:
+        return PromptTask(self.clean, self.corrupted, self.answer, self.foils, self.metric)
+
+    def to_dict(self) -> dict:
+        return {
+            "clean": self.clean,
+            "corrupted": self.corrupted,
+            "answer": self.answer,
+            "foils": list(self.foils),
+            "source": self.source,
+            "metric": self.metric,
+            "n_tokens": self.n_tokens,
+            "corrupted_n_tokens": self.corrupted_n_tokens,
+            "same_length": self.same_length,
+            "answer_single_token": self.answer_single_token,
+            "model_answer": self.model_answer,
+            "original_answer": self.original_answer,
+            "answer_matches": self.answer_matches,
+            "metric_clean": self.metric_clean,
+            "metric_corrupted": self.metric_corrupted,
+            "problems": list(self.problems),
+            "warnings": list(self.warnings),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ParaphrasePair:
+        names = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in names}
+        values["foils"] = tuple(values.get("foils", ()))
+        values["problems"] = list(values.get("problems", []))
+        values["warnings"] = list(values.get("warnings", []))
+        return cls(**values)
+
+
+def original_pair(task: PromptTask) -> ParaphrasePair:
+    """The prompt itself as candidate 0."""
+    return ParaphrasePair(task.clean, task.corrupted, task.answer, task.foils, "original", task.metric)
+
+
+def to_jsonl(pairs: Iterable[ParaphrasePair]) -> str:
+    """Pairs as JSONL, the format ``parse_paraphrases`` reads back (for downloads and edits)."""
+    lines = []
+    for pair in pairs:
+        lines.append(
+            json.dumps(
+                {
+                    "clean": pair.clean,
+                    "corrupted": pair.corrupted,
+                    "answer": pair.answer,
+                    "foils": list(pair.foils),
+                    "source": pair.source,
+                },
+                ensure_ascii=False,
+            )
+        )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+# ----- user-given pairs -----------------------------------------------------------------------
+_CLEAN_KEYS = ("clean", "paraphrase", "prompt")
+
+
+def _record_pair(record: dict, task: PromptTask, source: str, where: str) -> ParaphrasePair:
+    """One record (a JSON object or CSV row) as a pair; the task's answer and foils by default."""
+    if not isinstance(record, dict):
+        raise ParaphraseError(f"{where} is not an object with 'clean' and 'corrupted' fields.")
+    clean = next((record[k] for k in _CLEAN_KEYS if record.get(k) not in (None, "")), None)
+    corrupted = record.get("corrupted")
+    if not isinstance(clean, str) or not clean.strip():
+        raise ParaphraseError(f"{where} has no paraphrase; give it as 'clean' (or 'paraphrase').")
+    if not isinstance(corrupted, str) or not corrupted.strip():
+        raise ParaphraseError(
+            f"{where} has no 'corrupted' prompt; give the paraphrase with its key fact replaced."
+        )
+    answer = record.get("answer") or task.answer
+    foils = record.get("foils", None)
+    if foils in (None, "", []):
+        foils = task.foils
+    elif isinstance(foils, str):
+        foils = tuple(f for f in foils.split("|") if f != "")
+    elif not isinstance(foils, list) or not all(isinstance(f, str) for f in foils):
+        raise ParaphraseError(f"{where}: 'foils' must be a list of strings (or one string with '|').")
+    pair = ParaphrasePair(
+        clean, corrupted, str(answer), tuple(foils), str(record.get("source") or source), task.metric
+    )
+    if pair.answer != task.answer or tuple(pair.foils) != tuple(task.foils):
+        pair.problems.append(
+            f"its answer/foils ({pair.answer!r} vs {list(pair.foils)}) differ from the prompt's "
+            f"({task.answer!r} vs {list(task.foils)}); every paraphrase must keep them"
+        )
+    return pair
+
+
+def pairs_from_records(
+    records: Sequence[dict], task: PromptTask, source: str = "file"
+) -> list[ParaphrasePair]:
+    """Pairs from plain records, e.g. rows of the app's editable table."""
+    return [_record_pair(r, task, source, f"Row {i + 1}") for i, r in enumerate(records)]
+
+
+def parse_paraphrases(text: str, task: PromptTask, source: str = "file") -> list[ParaphrasePair]:
+    """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
+
+    Text the parsers themselves choke on (JSON nested too deeply, a CSV field over the csv
+    module's size limit) is refused with a ParaphraseError too, never another exception.
+    """
+    try:
+        return _parse_paraphrases(text, task, source)
+    except RecursionError:
+        raise ParaphraseError(
+            "The paraphrase list is nested too deeply to be read; give flat JSON objects or lines."
+        ) from None
+    except csv.Error as error:
+        raise ParaphraseError(f"The paraphrase CSV cannot be read ({str(error)[:80]}).") from None
+
+
+def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
+
+    JSON objects and CSV rows have ``clean`` (or ``paraphrase``/``prompt``) and ``corrupted``,
+    optionally ``answer`` and ``foils`` (a list, or '|'-separated in CSV); missing ones take the
+    prompt's. Typed lines are ``paraphrase<TAB>corrupted`` or ``paraphrase || corrupted``;
+    lines starting with '#' are comments. Raises ParaphraseError naming the first bad line.
+    """
+    # comment lines ('#') may precede or separate the pairs in every format; blanking them keeps
+    # the line numbers of error messages right
+    cleaned = "\n".join("" if line.lstrip().startswith("#") else line for line in text.splitlines())
+    stripped = cleaned.strip()
+    if not stripped:
+        raise ParaphraseError(
+            "The paraphrase list is empty; give one paraphrase and its corrupted version per line."
+        )
+    if stripped.startswith("["):
+        return _json_list_pairs(stripped, task, source)
+    if stripped.startswith("{"):
+        return _jsonl_pairs(cleaned, task, source)
+    header = [name.strip().lower() for name in next(csv.reader([stripped.splitlines()[0]]))]
+    if "corrupted" in header and any(key in header for key in _CLEAN_KEYS):
+        return _csv_pairs(stripped, task, source)
+    return _typed_pairs(cleaned, task, source)
+
+
+def _json_list_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ParaphraseError(
+            f"The paraphrase list is not valid JSON ({error.msg} at line {error.lineno})."
+        ) from None
+    if not isinstance(records, list):
+        raise ParaphraseError("A JSON paraphrase list must be a list of objects.")
+    return [_record_pair(r, task, source, f"Item {i + 1}") for i, r in enumerate(records)]
+
+
+def _jsonl_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    pairs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ParaphraseError(
+                f"Line {number} of the paraphrase file is not valid JSON ({error.msg}); each line "
+                'must be an object like {"clean": "...", "corrupted": "..."}.'
+            ) from None
+        pairs.append(_record_pair(record, task, source, f"Line {number}"))
+    return pairs
+
+
+def _csv_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    reader = csv.DictReader(io.StringIO(text))
+    reader.fieldnames = [name.strip().lower() for name in reader.fieldnames or []]
+    return [_record_pair(row, task, source, f"CSV row {i + 1}") for i, row in enumerate(reader)]
+
+
+def _typed_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+    pairs = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t") if "\t" in line else line.split(" || ")
+        if len(parts) != 2:
+            raise ParaphraseError(
+                f"Line {number} is not 'paraphrase<TAB>corrupted' or 'paraphrase || corrupted': {line[:60]!r}."
+            )
+        pairs.append(_record_pair({"clean": parts[0], "corrupted": parts[1]}, task, source, f"Line {number}"))
+    return pairs
+
+
+def read_pairs_text(path) -> str:
+    """The text of a paraphrase file; ParaphraseError in one sentence when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return stream.read()
+    except OSError as error:
+        raise ParaphraseError(f"Cannot read the paraphrase file {path} ({error.strerror}).") from None
+    except UnicodeDecodeError as error:
+        raise ParaphraseError(
+            f"The paraphrase file {path} is not UTF-8 text (byte {error.start + 1}); save it as UTF-8."
+        ) from None
+
+
+def load_paraphrases(path, task: PromptTask) -> list[ParaphrasePair]:
+    """Pairs from a file (see ``parse_paraphrases`` for the formats)."""
+    return parse_paraphrases(read_pairs_text(path), task, source="file")

@@ -1,0 +1,228 @@
+"""Query circuits: the Best-of-N family's one pipeline, from a prompt to every variant's circuits.
+
+For one prompt q: gather and check p paraphrases (``sources``), score q and every usable
+paraphrase against its own corruption with the base scorer (``scoring``), giving score matrices
+S_0..S_p; at each budget make the variants' circuits (``variants``), evaluate each distinct
+circuit once on the ORIGINAL q (``pool``), pick BoN's winner (highest NDF), build iBoN and
+BoN-CSM from the BoN circuits at the anchor budgets, and compute what the candidates share
+(``overlap``). With ``compare`` on, one run computes all five variants.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import torch
+
+from ..evaluate import circuits_at_budgets
+from ..graph import GraphSpec
+from ..results import parse_circuit
+from .checks import validate_pairs
+from .outcome import QueryCircuits
+from .overlap import shared_subcircuit
+from .pairs import ParaphrasePair, original_pair
+from .pool import CircuitPool, MetricsMemo, metrics_key, winner
+from .scoring import PairScorer, stored_pair_scores
+from .sources import gather_paraphrases
+from .templates import check_task
+from .variants import VARIANTS, csm_circuit, csm_matrices, csm_order, ibon_circuit, parse_anchor_budgets
+
+
+def query_circuits(
+    ctx, config, budgets: Sequence[int], scorer: PairScorer, variant: str = "bon"
+) -> QueryCircuits:
+    """Run the Best-of-N family on a prompt: paraphrases, scores, candidates, every variant asked.
+
+    ctx: the run's context (``methods.base.RunContext``); config: the family's settings
+    (``methods.bon.QueryCircuitConfig``); scorer: the base method every pair is scored with.
+    With ``config.compare`` all five variants are computed; otherwise only what ``variant``
+    needs (single: no paraphrase at all; ibon/bon-csm: candidates only at the anchors).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"Unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}.")
+    budgets = sorted({int(b) for b in budgets})
+    if not budgets:
+        raise ValueError("No budgets given; write edge counts such as 100,200,500.")
+    anchors = parse_anchor_budgets(config.anchor_budgets, budgets)
+    want = set(VARIANTS) if config.compare else {variant}
+    notes: list[str] = []
+
+    start = time.perf_counter()
+    check_task(ctx.model, ctx.task, ctx.max_tokens)
+    spec, prepared, evaluator = ctx.spec, ctx.prepared(), ctx.evaluator
+    reference = _reference(config, spec, evaluator.device)
+    ctx.timings["clean_corrupted_s"] = time.perf_counter() - start  # the evaluator's runs included
+
+    with ctx.timed("paraphrases_s"):
+        pairs, candidates = _pairs_and_candidates(ctx, config, want, notes)
+    store = ctx.store if config.cache_scores else None
+    with ctx.timed("scoring_s"):
+        tasks = [pairs[i].task() for i in candidates]
+        scores, from_store = stored_pair_scores(
+            ctx.model, ctx.model_id, spec, prepared, tasks, scorer, store, ctx.progress, ctx.max_tokens
+        )
+        candidate_scores = torch.stack(scores)  # [n_candidates, n_forward, n_backward]
+    counts = {"scored_pairs": len(candidates) - from_store, "scores_from_store": from_store}
+
+    pool = CircuitPool()
+    with ctx.timed("selection_s"):
+        candidate_index, indices = _circuits_from_scores(
+            spec, pool, candidate_scores, budgets, anchors, want, config.compare
+        )
+    with ctx.timed("evaluation_s"):
+        memo = MetricsMemo(store, metrics_key(ctx.model, ctx.model_id, spec, ctx.task))
+        evaluated = pool.evaluate(evaluator, ctx.progress, memo.values)
+
+    baseline = evaluator.baseline
+    candidate_points = {
+        b: [pool.point(i, b, baseline) for i in members] for b, members in candidate_index.items()
+    }
+    winners = {b: winner(points, baseline) for b, points in candidate_points.items()}
+    bon_index = {b: candidate_index[b][winners[b]] for b in candidate_index}
+    if bon_index:
+        indices["bon"] = bon_index
+    with ctx.timed("selection_s"):
+        csm = _circuits_from_anchors(spec, pool, candidate_scores, budgets, anchors, winners, want, indices)
+    with ctx.timed("evaluation_s"):
+        evaluated += pool.evaluate(evaluator, ctx.progress, memo.values)
+        memo.save()
+    counts["circuits_evaluated"] = evaluated
+
+    circuits = {name: {b: pool.masks[i] for b, i in by_budget.items()} for name, by_budget in indices.items()}
+    curves = {
+        name: [pool.point(i, b, baseline) for b, i in sorted(by_budget.items())]
+        for name, by_budget in indices.items()
+    }
+    with ctx.timed("overlap_s"):
+        shared = {
+            b: shared_subcircuit(spec, [pool.masks[i] for i in candidate_index[b]], winners[b], reference)
+            for b in candidate_index
+        }
+    return QueryCircuits(
+        model_id=ctx.model_id,
+        spec=spec,
+        task=ctx.task,
+        config=config,
+        prepared=prepared,
+        baseline=baseline,
+        pairs=pairs,
+        candidates=candidates,
+        candidate_scores=candidate_scores,
+        budgets=budgets,
+        anchors=anchors,
+        circuits=circuits,
+        curves=curves,
+        candidate_points=candidate_points,
+        winners=winners,
+        csm=csm,
+        shared=shared,
+        reference_edges=None if reference is None else int(reference.sum()),
+        timings=ctx.timings,
+        counts=counts,
+        notes=notes,
+        device=str(ctx.device),
+    )
+
+
+def _reference(config, spec: GraphSpec, device) -> torch.Tensor | None:
+    """The reference circuit given in the settings, on the evaluator's device, or None."""
+    if not config.reference.strip():
+        return None
+    circuit = parse_circuit(config.reference, spec, origin="The reference circuit")
+    return (circuit.mask & spec.edge_mask).to(device)  # [n_forward, n_backward] bool
+
+
+def _pairs_and_candidates(
+    ctx, config, want: set[str], notes: list[str]
+) -> tuple[list[ParaphrasePair], list[int]]:
+    """The prompt (pair 0) and its checked paraphrases, and the pairs Best-of-N scores; what is
+    left out, and why, goes into ``notes``."""
+    original = validate_pairs(ctx.model, ctx.task, [original_pair(ctx.task)], max_tokens=ctx.max_tokens)[0]
+    paraphrases: list[ParaphrasePair] = []
+    n = int(config.n_paraphrases)
+    if want != {"single"} and (config.paraphrase_source == "file" or n > 0):
+        paraphrases = gather_paraphrases(
+            ctx.model,
+            ctx.task,
+            config.paraphrase_source,
+            n,
+            int(config.seed),
+            config.paraphrases,
+            config.llm_model,
+            ctx.max_tokens,
+            ctx.progress,
+        )
+    pairs = [original] + paraphrases
+    candidates = [0] + [i for i in range(1, len(pairs)) if pairs[i].usable(config.include_mismatched)]
+    left_out = [pair for pair in paraphrases if not pair.usable(config.include_mismatched)]
+    if left_out:
+        notes.append(
+            f"{len(left_out)} of {len(paraphrases)} paraphrases left out: "
+            + "; ".join(f"{pair.clean!r}: {pair.reason}" for pair in left_out[:5])
+            + ("; ..." if len(left_out) > 5 else "")
+        )
+    if want != {"single"} and len(candidates) == 1:
+        notes.append("No usable paraphrase: Best-of-N has only the prompt itself, so it equals single.")
+    return pairs, candidates
+
+
+def _circuits_from_scores(
+    spec: GraphSpec,
+    pool: CircuitPool,
+    candidate_scores: torch.Tensor,
+    budgets: list[int],
+    anchors: list[int],
+    want: set[str],
+    compare: bool,
+) -> tuple[dict[int, list[int]], dict[str, dict[int, int]]]:
+    """Every candidate's top-N at the budgets BoN needs, and the single and average circuits,
+    added to the pool. Returns ({budget: pool index per candidate}, {variant: {budget: index}})."""
+    bon_budgets = budgets if ({"bon"} & want or compare) else anchors if want & {"ibon", "bon-csm"} else []
+    candidate_index: dict[int, list[int]] = {}
+    if bon_budgets:
+        # every candidate at every budget from one sort per candidate: [n_candidates, n_budgets, ...]
+        masks = circuits_at_budgets(spec, candidate_scores, bon_budgets)
+        for column, budget in enumerate(bon_budgets):
+            candidate_index[budget] = pool.add_many(masks[:, column])
+    indices: dict[str, dict[int, int]] = {}
+    if "single" in want:
+        missing = [b for b in budgets if b not in candidate_index]
+        added = dict(zip(missing, pool.add_many(circuits_at_budgets(spec, candidate_scores[0], missing))))
+        indices["single"] = {b: candidate_index[b][0] if b in candidate_index else added[b] for b in budgets}
+    if "average" in want:
+        mean = candidate_scores.mean(0)  # [n_forward, n_backward]
+        indices["average"] = dict(zip(budgets, pool.add_many(circuits_at_budgets(spec, mean, budgets))))
+    return candidate_index, indices
+
+
+def _circuits_from_anchors(
+    spec: GraphSpec,
+    pool: CircuitPool,
+    candidate_scores: torch.Tensor,
+    budgets: list[int],
+    anchors: list[int],
+    winners: dict[int, int],
+    want: set[str],
+    indices: dict[str, dict[int, int]],
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """iBoN's and BoN-CSM's circuits at every budget from the BoN circuits at the anchors, added
+    to the pool and to ``indices``. Returns BoN-CSM's (scores, tiers) when computed."""
+    bon_index = indices.get("bon", {})
+    anchor_circuits = {a: pool.masks[bon_index[a]] for a in anchors if a in bon_index}
+    anchor_scores = {a: candidate_scores[winners[a]] for a in anchor_circuits}
+    if "ibon" in want:
+        indices["ibon"] = {
+            b: (
+                bon_index[b]
+                if b in anchor_circuits
+                else pool.add(ibon_circuit(anchor_circuits, anchor_scores, b, spec))
+            )
+            for b in budgets
+        }
+    if "bon-csm" not in want:
+        return None
+    csm = csm_matrices(anchor_circuits, anchor_scores, spec)
+    order = csm_order(*csm, spec)
+    indices["bon-csm"] = {b: pool.add(csm_circuit(*csm, b, spec, order=order)) for b in budgets}
+    return csm

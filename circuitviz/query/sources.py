@@ -1,0 +1,54 @@
+"""Where paraphrase pairs come from, behind one call: templates, an LLM, or the user's text.
+
+Best-of-N (Query Circuits) scores the prompt q and p paraphrases q_1..q_p, each with its own
+corrupted version q_i', and keeps the candidate circuit most faithful on q. Every pair must keep
+q's answer and foils. ``gather_paraphrases`` gives checked pairs from one source:
+
+- ``template``: built-in families recognise the prompt, rewrite and corrupt it offline and
+  deterministically from a seed (``templates``);
+- ``openai``: an LLM behind any OpenAI-compatible endpoint (``llm_source``);
+- ``file``: pairs the user gives as JSONL, a JSON list, CSV or typed lines (``pairs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..tasks import PromptTask
+from .checks import validate_pairs
+from .llm_source import llm_paraphrases
+from .pairs import ParaphraseError, ParaphrasePair, parse_paraphrases
+from .templates import template_paraphrases
+
+SOURCES = ("template", "openai", "file")
+
+
+def gather_paraphrases(
+    model,
+    task: PromptTask,
+    source: str = "template",
+    n: int = 9,
+    seed: int = 0,
+    text: str = "",
+    llm_model: str | None = None,
+    max_tokens: int = 256,
+    progress: Callable[[str, float], None] | None = None,
+) -> list[ParaphrasePair]:
+    """Checked pairs from one source: 'template', 'openai' or 'file' (``text`` holds the pairs)."""
+    if source not in SOURCES:
+        raise ParaphraseError(f"Unknown paraphrase source {source!r}; choose one of {', '.join(SOURCES)}.")
+    if progress:
+        progress("paraphrases", 0.0)
+    if source == "template":
+        pairs = template_paraphrases(model, task, n, seed, max_tokens=max_tokens)
+    elif source == "openai":
+        pairs = llm_paraphrases(model, task, n, seed, llm_model=llm_model or None, max_tokens=max_tokens)
+    else:
+        if not text.strip():
+            raise ParaphraseError(
+                "The file source needs paraphrases; give a file (--paraphrases FILE) or type them in."
+            )
+        pairs = validate_pairs(model, task, parse_paraphrases(text, task), max_tokens=max_tokens)
+    if progress:
+        progress("paraphrases", 1.0)
+    return pairs

@@ -1,0 +1,63 @@
+"""A circuit in words: the few edges that matter most, each said as one plain sentence.
+
+The sentences come from what is already computed for the drawing: the edges by |score|
+(``circuit_edges``) and the node labels (the logit lens's promoted tokens, or SAE features).
+They are plain text (tokens quoted with ``repr``); whoever renders them escapes them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .graph_html import GraphEdge
+
+_HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
+ROLE = {
+    "q": "the query of {target}, so it shapes what {target} looks for",
+    "k": "the key of {target}, so it shapes which earlier tokens {target} attends to",
+    "v": "the value of {target}, so {target} copies it onward",
+    "mlp": "the MLP {target}, which transforms it",
+}
+
+
+def node_phrase(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> str:
+    """A node named with what it does: 'a12.h2 (promotes ' Mary')', 'the token embeddings'."""
+    if node == "input":
+        return "the token embeddings"
+    top = top_token(node, labels)
+    return f"{node} (promotes {top!r})" if top is not None else node
+
+
+def top_token(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> str | None:
+    """The token a node's output promotes most, from its logit-lens labels (None without them)."""
+    promoted = ((labels or {}).get(node) or {}).get("promotes")
+    if isinstance(promoted, (list, tuple)) and promoted:
+        return str(promoted[0])
+    return None
+
+
+def edge_sentence(edge: GraphEdge, labels: Mapping[str, Mapping[str, object]] | None) -> str:
+    """One edge as a sentence, e.g. "a12.h2 moves ' Mary' to the output (score -1.23: it
+    carries the answer).". A score is the estimated change of the metric when the edge is
+    corrupted, so a negative score marks an edge the answer relies on."""
+    role_of_sign = "it carries the answer" if edge.score < 0 else "it works against the answer"
+    score = f" (score {edge.score:+.3g}: {role_of_sign})"
+    if edge.target == "logits":
+        top = top_token(edge.source, labels)
+        if edge.source == "input":
+            return f"The token embeddings write straight to the output{score}."
+        moved = f"moves {top!r} to the output" if top is not None else "writes straight to the output"
+        return f"{edge.source} {moved}{score}."
+    role = ROLE.get(edge.kind, "{target}").format(target=edge.target)
+    source = "The token embeddings" if edge.source == "input" else node_phrase(edge.source, labels)
+    return f"{source} feed{'' if edge.source == 'input' else 's'} {role}{score}."
+
+
+def explain_circuit(
+    edges: Sequence[GraphEdge], labels: Mapping[str, Mapping[str, object]] | None = None, n: int = 5
+) -> list[str]:
+    """The ``n`` edges with the largest |score| of a circuit (``edges`` strongest first, as
+    ``circuit_edges`` gives them), one sentence each."""
+    strongest = sorted(edges, key=lambda edge: -abs(edge.score))[: max(0, int(n))]
+    return [edge_sentence(edge, labels) for edge in strongest]

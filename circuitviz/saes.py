@@ -1,0 +1,252 @@
+"""The SAE store: sae-lens SAEs from a folder, the embedded set or the hub, loaded once each.
+
+An SAE folder is anything ``sae_lens.SAE.load_from_disk`` reads: ``cfg.json`` beside the weights,
+as ``SAE.save_model`` writes it. Where an SAE reads the model comes from its hook name, parsed
+here once for every user (``hook_position``: ``blocks.6.hook_resid_post`` is layer 6, after the
+MLP; ``residual_layer``: the block after which a residual-stream SAE reads). Loaded SAEs are
+kept in one cache keyed by folder (its resolved path and its cfg.json's modification time),
+dtype and device, and are read-only (eval mode, no gradients): SAE labels, steering and
+CircuitLasso's feature mode share them.
+
+Sources: any local folder; the embedded SAEs shipped in ``assets/saes/<model id>/`` (an
+``index.json`` lists them with their quality figures); sae-lens's pretrained directory on the
+Hugging Face hub, refused in one sentence when this machine works offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+
+from . import assets
+
+
+class SaeUnavailable(ValueError):
+    """An SAE cannot be loaded or used here; the message is one sentence saying why and what to do."""
+
+
+# ----- hook names -------------------------------------------------------------------------------
+_HOOK_RE = re.compile(r"^blocks\.(\d+)\.(.+)$")
+# where in a block a hook sits, so features of one layer are ordered pre < mid < post
+_STAGES = {"hook_resid_pre": 0, "attn.hook_z": 1, "hook_attn_out": 2, "hook_resid_mid": 3, "hook_mlp_out": 4}
+_LAST_STAGE = 5  # hook_resid_post and anything else inside the block
+
+
+def _parse_hook(hook_name: str) -> tuple[int, str] | None:
+    match = _HOOK_RE.match(hook_name or "")
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+def hook_position(hook_name: str) -> tuple[int, int]:
+    """(layer, stage) of a hook name; SaeUnavailable when it is not inside a block."""
+    parsed = _parse_hook(hook_name)
+    if parsed is None:
+        raise SaeUnavailable(
+            f"The SAE's hook {hook_name!r} is not inside a transformer block (blocks.N....)."
+        )
+    layer, point = parsed
+    return layer, _STAGES.get(point, _LAST_STAGE)
+
+
+def residual_layer(hook_name: str) -> int:
+    """The block after which a residual-stream SAE reads (resid_pre of l is resid_post of l-1)."""
+    parsed = _parse_hook(hook_name)
+    if parsed is None or parsed[1] not in ("hook_resid_post", "hook_resid_pre"):
+        raise SaeUnavailable(
+            f"circuitviz labels nodes with residual-stream SAEs (blocks.N.hook_resid_post or "
+            f"hook_resid_pre); this SAE reads {hook_name or 'an unnamed hook'}."
+        )
+    layer, point = parsed
+    if point == "hook_resid_pre":
+        if layer == 0:
+            raise SaeUnavailable(
+                "An SAE on blocks.0.hook_resid_pre reads the embeddings; use one on a later layer."
+            )
+        layer -= 1
+    return layer
+
+
+def hook_name_of(sae) -> str:
+    """The hook a loaded sae-lens SAE reads."""
+    return str(sae.cfg.metadata.hook_name or "")
+
+
+# ----- loading and saving -----------------------------------------------------------------------
+_CACHE: OrderedDict[tuple[str, float, str, str], object] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 32  # SAEs kept loaded; the least recently used goes first
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def load_sae(folder: Path | str, device: torch.device | str = "cpu", dtype: str | None = None):
+    """An SAE from a folder on ``device``, computing in ``dtype`` (None: as stored), loaded once.
+
+    SaeUnavailable when the folder holds no SAE or sae-lens cannot read it.
+    """
+    from sae_lens import SAE
+
+    folder = Path(folder).expanduser()
+    config = folder / "cfg.json"
+    if not config.is_file():
+        raise SaeUnavailable(
+            f"{folder} holds no SAE (no cfg.json); give a folder written by sae-lens's save_model."
+        )
+    key = (str(folder.resolve()), config.stat().st_mtime, dtype or "", str(device))
+    with _CACHE_LOCK:
+        sae = _CACHE.get(key)
+        if sae is None:
+            try:
+                sae = SAE.load_from_disk(str(folder), device=str(device), dtype=dtype)
+            except Exception as error:  # sae-lens raises many kinds; the user needs one sentence
+                raise SaeUnavailable(f"sae-lens could not read the SAE in {folder} ({error}).") from None
+            _read_only(sae)
+            _CACHE[key] = sae
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(key)
+    return sae
+
+
+def _read_only(sae) -> None:
+    sae.eval()
+    for parameter in sae.parameters():
+        parameter.requires_grad_(False)
+
+
+def save_sae(sae, folder: Path | str, dtype: torch.dtype = torch.float16) -> Path:
+    """Save an SAE with sae-lens (inference form for a training SAE), weights cast to ``dtype``."""
+    from safetensors.torch import load_file, save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(sae, "save_inference_model"):
+        weights_path, cfg_path = sae.save_inference_model(str(folder))
+    else:
+        weights_path, cfg_path = sae.save_model(str(folder))
+    weights = {name: tensor.to(dtype).contiguous() for name, tensor in load_file(str(weights_path)).items()}
+    save_file(weights, str(weights_path))
+    config = json.loads(Path(cfg_path).read_text())
+    config["dtype"] = dtype_name(dtype)
+    config["device"] = "cpu"
+    Path(cfg_path).write_text(json.dumps(config))
+    return folder
+
+
+# ----- finding SAEs on disk ---------------------------------------------------------------------
+def embedded_index(model_id: str) -> dict | None:
+    """The shipped SAEs' manifest for ``model_id`` (corpus, quality figures), or None."""
+    path = assets.saes_dir(model_id) / "index.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def embedded_sae_folders(model_id: str) -> list[Path]:
+    index = embedded_index(model_id)
+    if index is None:
+        return []
+    return [assets.saes_dir(model_id) / entry["path"] for entry in index["saes"]]
+
+
+def _search_dirs(sae_dir: str, model_name: str) -> list[Path]:
+    """The given folder, else the embedded SAEs of the model, else every embedded SAE."""
+    if sae_dir:
+        folder = Path(sae_dir).expanduser()
+        if not folder.is_dir():
+            raise ValueError(
+                f"The SAE folder {str(folder)!r} does not exist; give a folder of sae-lens SAEs."
+            )
+        return [folder]
+    root = assets.saes_dir()
+    if not root.is_dir():
+        return []
+    own = root / model_name if model_name else None
+    return [own] if own is not None and own.is_dir() else [root]
+
+
+def _short_name(name: str) -> str:
+    """'google/gemma-3-270m' and 'gemma-3-270m' name the same model."""
+    return str(name or "").rsplit("/", 1)[-1].strip().lower()
+
+
+def find_saes(sae_dir: str, d_model: int, model_name: str = "") -> dict[int, list[tuple[int, Path, str]]]:
+    """{layer: [(stage, folder, hook name), ...]} of the SAEs under a folder that read this model.
+
+    Folders are searched recursively under ``sae_dir``, or, when none is given, under the
+    embedded SAEs of ``model_name`` (else all embedded SAEs). An SAE qualifies when its input
+    width is d_model and, if its metadata names a model, that model is ``model_name`` (an SAE of
+    another model of the same width would be read silently).
+    """
+    found: dict[int, list[tuple[int, Path, str]]] = {}
+    for root in _search_dirs(sae_dir, model_name):
+        for config_path in sorted(root.rglob("cfg.json")):
+            try:
+                config = json.loads(config_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            metadata = config.get("metadata") or {}
+            hook = metadata.get("hook_name") or config.get("hook_name") or ""
+            if int(config.get("d_in", -1)) != d_model:
+                continue
+            trained_on = metadata.get("model_name") or config.get("model_name")
+            if trained_on and model_name and _short_name(trained_on) != _short_name(model_name):
+                continue
+            try:
+                layer, stage = hook_position(hook)
+            except SaeUnavailable:
+                continue
+            found.setdefault(layer, []).append((stage, config_path.parent, hook))
+    return found
+
+
+def default_search_dir() -> str:
+    """The folder ``find_saes`` searches when given none, as messages name it."""
+    return assets.shown_path(assets.saes_dir())
+
+
+# ----- the hub --------------------------------------------------------------------------------
+def hub_unavailable_reason() -> str | None:
+    """One sentence saying why hub SAEs cannot be loaded here, or None when they may be."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return (
+            "Loading SAEs from the Hugging Face hub is off because this machine works offline "
+            "(HF_HUB_OFFLINE is set); copy the SAE's folder here and load it as a local folder instead."
+        )
+    return None
+
+
+def hub_releases(model_id: str) -> dict[str, list[str]]:
+    """{release: [sae ids]} of sae-lens's pretrained directory for this model (read offline)."""
+    from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
+
+    wanted = model_id.split("/")[-1].lower()
+    out = {}
+    for release, entry in get_pretrained_saes_directory().items():
+        if entry.model.split("/")[-1].lower() == wanted:
+            out[release] = list(entry.saes_map)
+    return out
+
+
+def load_hub_sae(release: str, sae_id: str, device: torch.device | str, dtype: str):
+    """An SAE from the hub by sae-lens release and id; SaeUnavailable offline or on failure."""
+    reason = hub_unavailable_reason()
+    if reason:
+        raise SaeUnavailable(reason)
+    from sae_lens import SAE
+
+    try:
+        sae = SAE.from_pretrained(release, sae_id, device=str(device), dtype=dtype)
+    except Exception as error:
+        raise SaeUnavailable(
+            f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the release "
+            "and id, and that this machine can reach huggingface.co."
+        ) from None
+    _read_only(sae)
+    return sae

@@ -1,0 +1,104 @@
+"""Several methods' circuits of one prompt side by side: one layout, one budget, their overlap."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+from .. import render
+from . import result_view, state
+
+
+@dataclass
+class Comparison:
+    """What the Compare page shows at one budget, computed once from the results."""
+
+    budget: int
+    edge_sets: dict[str, set[str]]  # method -> edge names of its circuit at the budget
+    only: dict[str, set[str]]  # method -> edges no other method found
+    layers: list[int]
+    overlap: list[dict]  # render.overlap_rows
+    shared: set[str]  # edges in every circuit
+
+
+def compare_at(results: dict, budget: int) -> Comparison:
+    """The circuits of every result at ``budget``, their unique edges, shared layout and overlap."""
+    edge_sets = {name: set(r.graph.edge_names_of(r.circuit(budget))) for name, r in results.items()}
+    drawn = {node for r in results.values() for node in render.circuit_edges_nodes(r, budget)}
+    first = next(iter(results.values()))
+    return Comparison(
+        budget=budget,
+        edge_sets=edge_sets,
+        only=render.unique_edges(edge_sets),
+        layers=render.drawn_layers(first.graph, drawn),
+        overlap=render.overlap_rows(edge_sets),
+        shared=render.shared_by_all(edge_sets),
+    )
+
+
+def common_budgets(results: dict) -> list[int]:
+    return sorted(set.intersection(*(set(r.budgets) for r in results.values())))
+
+
+def budget_choice(options: list[int]) -> int:
+    """The shared budget, moved to the nearest budget every method evaluated."""
+    current = st.session_state.get("budget")
+    if current not in options:
+        wanted = current if isinstance(current, int) else 200
+        nearest = min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1))))
+        state.set_value("budget", nearest)
+    return int(
+        state.bound(
+            st.select_slider,
+            "edge budget (every method's circuit at this budget)",
+            "budget",
+            options=options,
+            format_func=lambda b: f"{b:,}",
+        )
+    )
+
+
+def comparison_view(results: dict) -> None:
+    """The graphs side by side (unique edges in colour), the curves in one chart, the overlap."""
+    first = next(iter(results.values()))
+    budget = budget_choice(common_budgets(results))
+    shown = compare_at(results, budget)
+    columns = st.columns(len(results))
+    frame = 1150 / len(results)
+    for column, (name, result) in zip(columns, results.items()):
+        with column:
+            point = result.point(budget)
+            st.subheader(result.method)
+            st.metric("NDF", f"{point.ndf:.3f}")
+            st.caption(
+                f"{point.n_edges:,} edges, {len(shown.only[name]):,} of them found by no other method (in colour)"
+            )
+            result_view.show_graph(
+                result_view.graph_drawing(
+                    result,
+                    budget,
+                    highlight=shown.only[name],
+                    layers=shown.layers,
+                    title=f"{name}: unique edges in colour",
+                    frame_width=frame,
+                )
+            )
+            for note in result_view.curve_notes(result):
+                st.caption(note)
+    st.plotly_chart(
+        render.curve_figure(
+            {n: r.curve for n, r in results.items()}, first.graph.n_edges, current_budget=budget
+        ),
+        key="compare.curve",
+        config={"scrollZoom": False, "displaylogo": False},
+    )
+    st.markdown("**Overlap at this budget**")
+    st.dataframe(
+        shown.overlap,
+        hide_index=True,
+        column_config={"Jaccard": st.column_config.NumberColumn(format="%.3f")},
+    )
+    st.caption(f"{len(shown.shared):,} edges are in every circuit.")
+    state.write_to_url(["budget"])

@@ -1,0 +1,97 @@
+"""The downloads of a result: circuit JSON (EAP-IG), graph HTML, edges and curve as CSV, PNG, SVG."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import streamlit as st
+
+from .. import render
+
+
+def _browser_for_images() -> bool:
+    """Whether kaleido (plotly's image export) and a Chrome/Chromium to drive are both here."""
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+    return any(shutil.which(name) for name in names)
+
+
+def downloads(result, budget: int, drawing, key: str, point=None) -> None:
+    """Circuit JSON (EAP-IG format), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV."""
+    stem = f"circuit-{result.method}-{budget}"
+    curves = {result.method: result.curve}
+    point = point or result.point(budget)
+
+    def figure():
+        return render.curve_figure(
+            curves, result.graph.n_edges, current_budget=budget, marker_value=point.ndf if point else None
+        )
+
+    columns = st.columns(4)
+    columns[0].download_button(
+        "Circuit JSON (EAP-IG)",
+        data=lambda: json.dumps(circuit_json(result, budget)),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        key=f"{key}.json",
+    )
+    columns[1].download_button(
+        "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
+    )
+    columns[2].download_button(
+        "Edges (CSV)",
+        data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
+        file_name=f"{stem}-edges.csv",
+        mime="text/csv",
+        key=f"{key}.edges",
+    )
+    columns[3].download_button(
+        "Curve (CSV)",
+        data=render.curves_csv(curves, result.graph.n_edges),
+        file_name=f"ndf-curve-{result.method}.csv",
+        mime="text/csv",
+        key=f"{key}.curvecsv",
+    )
+    columns = st.columns(4)
+    columns[0].download_button(
+        "Curve (interactive HTML)",
+        data=lambda: render.figure_html(figure()),
+        file_name=f"ndf-curve-{result.method}.html",
+        mime="text/html",
+        key=f"{key}.curvehtml",
+    )
+    if _browser_for_images():
+        columns[1].download_button(
+            "Curve (PNG)",
+            data=lambda: render.figure_image(figure(), "png") or b"",
+            file_name=f"ndf-curve-{result.method}.png",
+            mime="image/png",
+            key=f"{key}.png",
+        )
+        columns[2].download_button(
+            "Curve (SVG)",
+            data=lambda: render.figure_image(figure(), "svg") or b"",
+            file_name=f"ndf-curve-{result.method}.svg",
+            mime="image/svg+xml",
+            key=f"{key}.svg",
+        )
+    else:
+        columns[1].caption(
+            "PNG/SVG export needs kaleido and Chrome or Chromium; use the chart's camera icon, "
+            "or the HTML/CSV downloads."
+        )
+
+
+def circuit_json(result, budget: int) -> dict:
+    """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
+    from ..results import eap_graph_json
+
+    data = result.to_eap_json(budget if result.point(budget) is not None else None)
+    if result.point(budget) is None:
+        data.update(eap_graph_json(result.graph, result.scores, result.circuit(budget)))
+        data["budget"] = int(budget)
+    return data

@@ -1,0 +1,344 @@
+"""The inputs of a run: prompt, answer, foil, corrupted prompt, method, settings and budgets.
+
+Every input is checked as it is typed, before Run: a problem is one sentence right below the
+input it is about, and Run stays disabled while any remains. A new prompt proposes its own
+answer, foil and corrupted prompt (``proposals``) instead of keeping the old prompt's values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+
+EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
+EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
+# ten budgets, log-spaced: each costs one patched pass, so the curve adds about a third to EAP-IG's
+# scoring time instead of doubling it
+_BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
+MAX_BUDGETS = 10
+MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
+
+
+def default_budgets(n_edges: int, count: int = MAX_BUDGETS) -> list[int]:
+    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps)."""
+    steps = [b for b in _BUDGET_STEPS if b < n_edges]
+    while len(steps) + 1 > count and len(steps) > 1:
+        steps = steps[::2] if len(steps) + 1 > 2 * count else steps[1:]
+    return steps + [int(n_edges)]
+
+
+def budgets_text(budgets) -> str:
+    return ",".join(str(int(b)) for b in budgets)
+
+
+def graph_edge_total(model) -> int:
+    from ..graph import GraphSpec
+
+    return GraphSpec.from_model(model).n_edges
+
+
+def shared_settings(method, settings: dict) -> dict:
+    """The settings that ``method``'s Config has (e.g. ig_steps carried from Explore to Compare)."""
+    fields = {config_field.name for config_field in dataclasses.fields(method.Config)}
+    return {name: value for name, value in settings.items() if name in fields}
+
+
+def token_label(token: str) -> str:
+    """A token as the user sees it: quotes keep leading spaces visible."""
+    return repr(token)
+
+
+@dataclass
+class TaskInputs:
+    """What the inputs give: the task when it can run, and the problems that stop it."""
+
+    task: object | None  # tasks.PromptTask
+    problems: list[str] = field(default_factory=list)
+    n_tokens: int = 0
+
+
+# ----- the prompt ---------------------------------------------------------------------------------
+def prompt_input() -> str:
+    """The prompt box: drawn first, before the model has loaded (it needs no model)."""
+    return state.bound(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
+
+
+def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
+    """(the sentence why the prompt cannot run or None, its token count)."""
+    from ..limits import ENV, LimitError, Limits
+
+    if not prompt.strip():
+        return "Type a prompt: the text whose next token you want explained.", 0
+    n_tokens = len(loaders.str_tokens(model, model_id, prompt))
+    try:
+        limit = Limits.load().max_tokens
+    except LimitError as error:
+        return str(error), n_tokens
+    if n_tokens > limit:
+        return (
+            f"The prompt is {n_tokens} tokens, over the limit of {limit}; shorten it or raise the "
+            f"limit with {ENV['max_tokens']}."
+        ), n_tokens
+    context = getattr(getattr(model, "cfg", None), "n_ctx", None)
+    if context and n_tokens > context:
+        return (
+            f"The prompt is {n_tokens} tokens, longer than this model's context of {context}; shorten it.",
+            n_tokens,
+        )
+    return None, n_tokens
+
+
+# ----- answer, foil and corrupted prompt ------------------------------------------------------------
+def _pick(role: str) -> None:
+    picked = st.session_state.get(f"pick.{role}")
+    if picked is not None:
+        state.set_value(role, picked)
+
+
+def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
+    """The prompt changed: propose its answer, foil and corrupted prompt; forget the old results."""
+    from .proposals import propose
+
+    proposal = propose(model, prompt, tokens)
+    state.adopt_prompt(
+        prompt,
+        {"answer": proposal.answer, "foil": proposal.foil, "corrupted": proposal.corrupted},
+    )
+    st.session_state["corrupted_note"] = proposal.corrupted_note
+    st.session_state["foil_note"] = proposal.foil_note
+    st.session_state["foil_proposed"] = proposal.foil
+
+
+def token_problem(model, text: str, role: str) -> str | None:
+    """None when ``text`` is one token of the model's vocabulary, else the sentence why not."""
+    from ..tasks import TaskError, single_token_id
+
+    try:
+        single_token_id(model, text, role)
+    except TaskError as error:
+        return str(error)
+    return None
+
+
+def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, list[str]]:
+    """The model's next tokens as choices, then answer, foil and metric boxes, each with its
+    problem below it. Returns (answer, foil, metric, problems)."""
+    from ..tasks import METRICS
+
+    top = loaders.next_tokens(model, model_id, prompt)
+    tokens = [token for token, _ in top]
+    probability = dict(top)
+    if not state.inputs_belong_to(prompt):
+        _adopt_new_prompt(model, prompt, tokens)
+    for role in ("answer", "foil"):
+        current = st.session_state.get(role)
+        st.session_state[f"pick.{role}"] = current if current in tokens else None
+    st.markdown("**The model's next token** — click to choose the answer and a foil (a wrong answer):")
+    for role in ("answer", "foil"):
+        st.pills(
+            role,
+            tokens,
+            key=f"pick.{role}",
+            format_func=lambda t: f"{token_label(t)} {100 * probability[t]:.1f}%",
+            on_change=_pick,
+            args=(role,),
+        )
+    problems = []
+    columns = st.columns([2, 2, 1])
+    with columns[0]:
+        answer = state.bound(st.text_input, "answer token (with its leading space)", "answer")
+        problem = token_problem(model, answer, "answer")
+        if problem:
+            st.error(problem)
+            problems.append(problem)
+        elif answer in probability:
+            st.caption(f"the model gives it {100 * probability[answer]:.1f}%")
+    with columns[2]:
+        metric = state.bound(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
+    with columns[1]:
+        foil = state.bound(st.text_input, "foil token", "foil")
+        problem = foil_problem(model, answer, foil, metric)
+        if problem:
+            st.error(problem)
+            problems.append(problem)
+        elif st.session_state.get("foil_note") and foil == st.session_state.get("foil_proposed", foil):
+            st.caption(st.session_state["foil_note"])
+    return answer, foil, metric, problems
+
+
+def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
+    """The foil's problem: missing for the logit difference, not one token, the answer again."""
+    if not foil:
+        if metric == "logit_diff":
+            return (
+                "The logit-difference metric needs a foil; pick a wrong answer such as ' John', or "
+                "choose the logprob metric."
+            )
+        return None
+    problem = token_problem(model, foil, "foil")
+    if problem:
+        return problem
+    if foil == answer:
+        return "The foil is the answer itself; a foil must be a different token."
+    return None
+
+
+def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
+    """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
+    corrupted = state.bound(
+        st.text_area,
+        "Corrupted prompt (the key fact or name replaced; same number of tokens)",
+        "corrupted",
+        height=80,
+    )
+    note = st.session_state.get("corrupted_note")
+    if note and not corrupted.strip():
+        st.warning(note)
+    elif note:
+        st.caption(note)
+    if not corrupted.strip():
+        if not need_corrupted:
+            st.caption("This method needs no corrupted prompt.")
+            return corrupted, []
+        problem = "Give a corrupted prompt: the prompt with its key fact or name replaced, same token count."
+        if not note:
+            st.error(problem)
+        return corrupted, [problem]
+    return corrupted, token_check(model, model_id, prompt, corrupted)
+
+
+def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]:
+    """Both tokenisations, the differing tokens marked; [] when the lengths match, else the
+    sentence that says so."""
+    from .. import render
+
+    clean_tokens = loaders.str_tokens(model, model_key, prompt)
+    corrupted_tokens = loaders.str_tokens(model, model_key, corrupted)
+    st.markdown(
+        "<div style='font-size:0.85rem;margin:2px 0'>prompt</div>"
+        + _chips(clean_tokens, corrupted_tokens)
+        + "<div style='font-size:0.85rem;margin:6px 0 2px'>corrupted</div>"
+        + _chips(corrupted_tokens, clean_tokens),
+        unsafe_allow_html=True,
+    )
+    if len(clean_tokens) != len(corrupted_tokens):
+        problem = (
+            f"The prompt has {len(clean_tokens)} tokens and the corrupted prompt {len(corrupted_tokens)}; "
+            "edit the corrupted prompt so each replaced word is one token too (marked chips differ)."
+        )
+        st.error(problem)
+        return [problem]
+    changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
+    st.success(f"Both prompts are {len(clean_tokens)} tokens; {changed} position(s) differ.")
+    return []
+
+
+def _chips(tokens: list[str], other: list[str]) -> str:
+    """Token chips, at most ``MAX_CHIPS`` of them (then how many more there are)."""
+    from .. import render
+
+    differs = render.differing_positions(tokens, other)
+    strip = render.token_strip_html(tokens[:MAX_CHIPS], differs[:MAX_CHIPS])
+    if len(tokens) > MAX_CHIPS:
+        strip += f" <span style='font-size:0.85rem'>… and {len(tokens) - MAX_CHIPS} more tokens</span>"
+    return strip
+
+
+def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) -> TaskInputs:
+    """Everything below the prompt box: its length check, answer, foil, metric and corrupted
+    prompt, each checked where it is typed."""
+    from ..tasks import PromptTask
+
+    problem, n_tokens = prompt_problem(model, model_id, prompt)
+    if problem:  # the prompt first: nothing else is checked against a prompt that cannot run
+        st.error(problem)
+        return TaskInputs(None, [problem], n_tokens)
+    answer, foil, metric, problems = answer_inputs(model, model_id, prompt)
+    corrupted, corrupted_problems = corrupted_input(model, model_id, prompt, need_corrupted)
+    problems += corrupted_problems
+    if problems:
+        return TaskInputs(None, problems, n_tokens)
+    task = PromptTask(
+        clean=prompt, corrupted=corrupted, answer=answer, foils=(foil,) if foil else (), metric=metric
+    )
+    return TaskInputs(task, [], n_tokens)
+
+
+# ----- method, settings and budgets -----------------------------------------------------------------
+def method_picker(key: str = "method", methods=None) -> str:
+    """The method select box (the registered methods, or ``methods``); returns its name."""
+    from ..methods import available_methods
+
+    registered = methods or available_methods()
+    names = sorted(registered)
+    if st.session_state.get(key) not in names:
+        state.set_value(key, "eap-ig" if "eap-ig" in names else names[0])
+    name = state.bound(
+        st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
+    )
+    st.caption(registered[name].summary)
+    return name
+
+
+def method_inputs(
+    n_edges: int,
+    key: str = "method",
+    methods=None,
+    initial: dict | None = None,
+    budgets_key: str = "budgets",
+    budgets_default: list[int] | None = None,
+):
+    """Method picker, its settings form and the budgets, each checked where it is typed.
+
+    ``initial``: the settings a page starts the form with (a page's own defaults);
+    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as.
+    Returns (method name, settings or None while invalid, budgets or None while invalid).
+    """
+    from ..api import parse_budgets
+    from ..methods import available_methods
+    from .forms import check_config, config_form
+
+    registered = methods or available_methods()
+    name = method_picker(key, registered)
+    method = registered[name]
+    if not st.session_state.get(budgets_key):
+        st.session_state[budgets_key] = budgets_text(budgets_default or default_budgets(n_edges))
+    form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
+    with budgets_box:
+        text = state.bound(
+            st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
+        )
+        try:
+            budgets = parse_budgets(text)
+        except ValueError as error:
+            st.error(str(error))
+            budgets = None
+    start = dict(initial or {})
+    if key == "method":
+        start.update(st.session_state.get("settings") or {})
+    with form_box:
+        settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
+        problem = check_config(method, settings)
+        if problem:
+            st.error(problem)
+    return name, (None if problem else settings), budgets
+
+
+def reference_circuits() -> dict[str, str]:
+    """{label: edge names, one a line} of the circuits computed for this prompt at the chosen
+    budget: what a form may offer as a reference circuit."""
+    budget = st.session_state.get("budget")
+    found = {}
+    for method, result in state.results().items():
+        at = (
+            budget if isinstance(budget, int) and budget in result.budgets else max(result.budgets, default=0)
+        )
+        if not at:
+            continue
+        names = result.graph.edge_names_of(result.circuit(at))
+        found[f"the {method} circuit at {at:,} edges ({len(names):,} kept)"] = "\n".join(names)
+    return found

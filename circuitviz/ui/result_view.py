@@ -1,0 +1,346 @@
+"""One result on screen: what was run, the metrics, the graph at a budget, the curve and the edges.
+
+The budget is one value across pages (``state``), and a new result opens at the smallest budget
+whose circuit reaches a stated NDF (``render.readable_budget``). Each node of the graph carries
+what it does on the canvas (its top promoted token, or its strongest SAE feature); "Explain this
+circuit" says the edges that matter most in words; a curve that falls as the budget grows, or a
+method whose circuits cannot be faithful under patching, is explained where it shows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import streamlit as st
+
+from .. import render
+from . import loaders, state
+from .downloads import downloads
+
+MAX_DRAWN_EDGES = 1500
+GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
+SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feature) and the token that feature promotes"
+
+
+def result_id(result) -> str:
+    """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
+    (one model id can name different weights: another device, or a test's tiny model)."""
+    from ..store import content_key
+
+    return content_key(
+        model=result.model_id,
+        task=result.task.to_dict(),
+        method=result.method,
+        config=result.config,
+        budgets=result.budgets,
+        scores=float(result.scores.double().abs().sum()),
+    )
+
+
+def markdown_text(text: str) -> str:
+    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))
+
+
+# ----- what was run, and its metrics -----------------------------------------------------------------
+def task_caption(result, timings: bool = True) -> None:
+    """What was run, as plain text (prompts are user text: never rendered as markdown or HTML).
+
+    ``timings``: how long its phases took (left out for stored examples, whose timings are of the
+    machine that built them, not of this page)."""
+    task = result.task
+    foils = ", ".join(repr(f) for f in task.foils)
+    spent = ", ".join(f"{k} {v:.1f}s" for k, v in result.timings.items()) if timings else ""
+    st.text(
+        f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
+        f"corrupted  {task.corrupted!r}\n"
+        f"method     {result.method} {json.dumps(result.config)} on {result.model_id} ({result.device})"
+        + (f"; {spent}" if spent else "")
+    )
+
+
+def metric_values(result, point) -> dict[str, str]:
+    """The metrics row's values exactly as shown: {label: text}."""
+    values = {
+        "clean L(M(q))": f"{result.baseline.clean:+.3f}",
+        "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
+    }
+    if point is not None:
+        share = 100 * point.n_edges / result.graph.n_edges
+        values["NDF"] = f"{point.ndf:.3f}"
+        values["NFS"] = f"{point.nfs:.3f}"
+        values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
+    return values
+
+
+METRIC_HELP = {
+    "clean L(M(q))": "the metric of the clean prompt",
+    "corrupted L(M(q'))": "the metric of the corrupted prompt",
+    "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
+    "NFS": "the older normalised faithfulness score (unbounded: above 1 overshoots)",
+    "edges kept": "after pruning edges on no input-to-logits path",
+}
+
+
+def metrics_row(result, budget: int, point=None) -> None:
+    point = point or result.point(budget)
+    values = metric_values(result, point)
+    for column, (label, value) in zip(st.columns(5), values.items()):
+        column.metric(label, value, help=METRIC_HELP[label])
+
+
+# ----- the budget ----------------------------------------------------------------------------------
+def any_budget_options(low: int, high: int, evaluated) -> list[int]:
+    """A log-spaced grid of budgets from ``low`` to ``high`` (1, 1.5, 2, 3, 5, 7 per decade) and
+    the evaluated ones: a slider over it moves evenly through small and large circuits."""
+    options = set(int(b) for b in evaluated if low <= b <= high) | {int(low), int(high)}
+    decade = 1
+    while decade <= high:
+        for step in (1, 1.5, 2, 3, 5, 7):
+            value = int(step * decade)
+            if low <= value <= high:
+                options.add(value)
+        decade *= 10
+    return sorted(options)
+
+
+def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
+    """The budget, one value across pages: a slider over the budgets the result was evaluated at,
+    or for iBoN/BoN-CSM with ``any_budget`` over a log-spaced grid of their whole range."""
+    evaluated = sorted(result.budgets)
+    if not evaluated:
+        return 0
+    free = any_budget and result.any_budget
+    options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
+    current = st.session_state.get(key)
+    if current not in options:
+        wanted = (
+            current if isinstance(current, int) else render.readable_budget(result.curve, good_ndf=GOOD_NDF)
+        )
+        state.set_value(key, min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1)))))
+    label = (
+        f"edge budget ({result.method} builds a circuit at any budget from the Best-of-N circuits; "
+        "a budget the run did not evaluate costs one patched pass)"
+        if free
+        else "edge budget (moving it redraws the graph and the marker; no new run)"
+    )
+    budget = int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
+    note = opening_note(result, budget)
+    if note:
+        st.caption(note)
+    return budget
+
+
+READABLE_EDGES = 500  # the largest circuit a first view opens at (a graph people can read)
+
+
+def opening_note(result, budget: int) -> str:
+    """Why the view opened at ``budget``, when it is the budget a first view opens at."""
+    if not result.curve or budget != render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF):
+        return ""
+    point = result.point(budget)
+    if point is not None and point.ndf >= GOOD_NDF:
+        return f"Opened at the smallest budget whose circuit reaches NDF {GOOD_NDF}: {budget:,} edges."
+    ndf = f" (NDF {point.ndf:.2f})" if point is not None else ""
+    return (
+        f"No circuit of at most {READABLE_EDGES} edges reaches NDF {GOOD_NDF} here; opened at the most "
+        f"faithful of them, {budget:,} edges{ndf}. Larger budgets are on the slider and the curve."
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _evaluated_point(_model, _result, result_key: str, budget: int):
+    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate (one batched
+    patched pass; no scoring)."""
+    return _result.point(budget, _model)
+
+
+def point_at(result, budget: int, model=None):
+    """The curve point at ``budget``: stored, or evaluated once for an any-budget variant."""
+    point = result.point(budget)
+    if point is None and model is not None and result.any_budget:
+        point = _evaluated_point(
+            model, result, f"{result_id(result)} {loaders.model_key(model)}", int(budget)
+        )
+    return point
+
+
+# ----- the graph -----------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=64)
+def _drawing(
+    _result, result_key: str, budget: int, _labels, labels_key: str, options_key: str, _options: dict
+):
+    return render.result_graph_html(
+        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, mask=_result.circuit(budget), **_options
+    )
+
+
+def graph_drawing(result, budget: int, labels=None, **options):
+    """The drawn graph, cached per result, budget, labels and options (a slider move is quick).
+
+    ``options``: those of ``render.circuit_graph_html`` (highlight, show_faded, layers, title,
+    frame_width, captions, caption_key) and ``ndf`` for the title.
+    """
+    options = {name: value for name, value in options.items() if value is not None}
+    options_key = json.dumps(
+        {k: sorted(v) if isinstance(v, (set, frozenset)) else v for k, v in options.items()},
+        sort_keys=True,
+        default=str,
+    )
+    labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
+    return _drawing(result, result_id(result), int(budget), labels, labels_key, options_key, options)
+
+
+def show_graph(drawing) -> None:
+    st.iframe(drawing.html, height=drawing.height)
+
+
+def sae_labels(model, result, budget: int, labels):
+    """(labels with each drawn node's strongest SAE features added, captions, caption key), or
+    the labels as they were when there are none (with one sentence why)."""
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    nodes = sorted({node for edge in edges for node in (edge.source, edge.target)} - {"logits"})
+    found, problem = loaders.sae_node_features(model, result.model_id, result.task.clean, tuple(nodes))
+    if problem:
+        st.caption(problem)
+        return labels, None, None
+    merged = {name: dict(values) for name, values in (labels or {}).items()}
+    captions = {}
+    for node, features in found.items():
+        merged.setdefault(node, {})["SAE features"] = [
+            f"{item['label']} (at {item['token']!r}, {item['share']:.2f})" for item in features
+        ] or ["no feature driven on this prompt"]
+        if features:
+            top = features[0]
+            promoted = (top.get("promotes") or [""])[0]
+            captions[node] = f"L{top['layer']}/{top['feature']} {promoted!r}"
+    return merged, captions, SAE_KEY
+
+
+def explain(result, budget: int, labels) -> None:
+    """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
+        sentences = render.explain_circuit(edges, labels, n=5)
+        if not sentences:
+            st.write("The circuit has no edges at this budget.")
+        for sentence in sentences:
+            st.markdown("- " + markdown_text(sentence))
+        st.caption(
+            f"Of the circuit's {len(edges):,} edges, by |score| (the estimated change of the answer's metric "
+            "when the edge is corrupted); a node's promoted token is what its output pushes up at the last position."
+        )
+
+
+# ----- the curve and what it says ----------------------------------------------------------------------
+def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) -> None:
+    point = point or result.point(budget)
+    curves = {result.method: result.curve, **(extra_curves or {})}
+    figure = render.curve_figure(
+        curves, result.graph.n_edges, current_budget=budget, marker_value=point.ndf if point else None
+    )
+    st.plotly_chart(
+        figure,
+        key=key,
+        config={
+            "displaylogo": False,
+            "scrollZoom": False,
+            "toImageButtonOptions": {"format": "png", "filename": "ndf-curve", "scale": 2},
+        },
+    )
+    for note in curve_notes(result):
+        st.caption(note)
+
+
+def curve_notes(result) -> list[str]:
+    """Sentences on what the curve shows that a reader would not expect: a dip as the budget
+    grows, circuits that patching cannot make faithful, where the view opened."""
+    notes = []
+    if result.curve and max(point.ndf for point in result.curve) < 0.05:
+        if getattr(result.details, "kind", None) == "acc++":
+            notes.append(
+                "NDF is 0 at every budget, as expected for ACC++: it explains how attention heads pick their "
+                "sources (queries and keys) and never traces value paths or MLPs, so patching every edge it "
+                "leaves out corrupts the answer; its own check is the knockout on the Signals page."
+            )
+        else:
+            notes.append(
+                "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "
+                "this prompt; try more budgets, another method, or a corrupted prompt that changes less."
+            )
+    dips = render.curve_dips(result.curve)
+    if dips:
+        low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
+        against = int((result.scores > 0).sum())
+        notes.append(
+            f"The curve is not monotone: at {high:,} edges NDF is {high_ndf:.2f}, below {low_ndf:.2f} at "
+            f"{low:,}. Edges are added by |score| whatever their sign, and {against:,} edges work against the "
+            "answer (a positive score: corrupting them would raise the metric; solid in the graph), so a "
+            "larger circuit can take in edges that cancel others; pruning edges on no input-to-logits path "
+            "also changes which edges a budget keeps."
+        )
+    return notes
+
+
+def edges_table(result, budget: int, limit: int = 50) -> None:
+    circuit = result.circuit(budget)
+    rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
+    total = int(circuit.sum())
+    st.caption(
+        f"The {min(limit, total)} strongest of the circuit's {total:,} edges (all of them in the CSV)."
+    )
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={"score": st.column_config.NumberColumn(format="%.4g")},
+        height=min(420, 38 + 35 * max(1, len(rows))),
+    )
+
+
+def demo_budget(result) -> int:
+    """The budget a demo opens at: a readable graph that is as faithful as possible."""
+    return render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF)
+
+
+def graph_edge_total_from_cfg(entry: dict) -> str:
+    """The edge count of a gallery entry's graph, formatted (its budgets end with the full graph)."""
+    budgets = entry.get("budgets") or []
+    return f"{max(budgets):,}" if budgets else "?"
+
+
+# ----- all of it ------------------------------------------------------------------------------------
+def result_view(
+    result, labels=None, key: str = "result", budget_key: str = "budget", model=None, timings: bool = True
+) -> int:
+    """Everything about one result; returns the budget shown. With ``model``, iBoN/BoN-CSM results
+    take any budget (their NDF then costs one batched evaluation, no scoring)."""
+    task_caption(result, timings=timings)
+    budget = budget_slider(result, budget_key, any_budget=model is not None)
+    point = point_at(result, budget, model)
+    metrics_row(result, budget, point)
+    columns = st.columns(2)
+    faded = columns[0].toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
+    captions = caption_key = None
+    if model is not None and columns[1].toggle(
+        "SAE feature labels on the nodes (slower)",
+        key=f"{key}.sae",
+        help="each node's strongest feature of the embedded SAEs on this prompt",
+    ):
+        labels, captions, caption_key = sae_labels(model, result, budget, labels)
+    drawing = graph_drawing(
+        result,
+        budget,
+        labels=labels,
+        show_faded=faded,
+        ndf=point.ndf if point else None,
+        captions=captions,
+        caption_key=caption_key,
+    )
+    show_graph(drawing)
+    explain(result, budget, labels)
+    curve_chart(result, budget, key=f"{key}.curve", point=point)
+    edges_table(result, budget)
+    downloads(result, budget, drawing, key=f"{key}.download", point=point)
+    return budget

@@ -1,0 +1,91 @@
+"""The Steer page's pieces: the shared prompt in its boxes, the circuit's nodes at the chosen
+budget, their SAE features as one table, and the features offered for zeroing."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import state
+
+MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
+
+
+def shared_text_input(label: str, role: str, key: str, default: str = "") -> str:
+    """A text box of this page holding the shared value ``role`` (prompt, answer, foil): it shows
+    the value set on any page, and what is typed here becomes the shared value."""
+    shared = st.session_state.get(role)
+    shared = default if shared is None else shared
+    if st.session_state.get(f"{key}.synced") != shared or key not in st.session_state:
+        st.session_state[key] = shared
+    value = st.text_input(label, key=key)
+    st.session_state[role] = value
+    st.session_state[state.widget_key(role)] = value
+    st.session_state[f"{key}.synced"] = value
+    return value
+
+
+def metric_sentence(task) -> str:
+    """What 'the metric' is for this task, in words."""
+    if task.metric == "logit_diff" and task.foils:
+        return f"logit difference logit({task.answer!r}) − logit({task.foils[0]!r}) at the last position"
+    if task.metric == "prob":
+        return f"probability of {task.answer!r} at the last position"
+    return f"log-probability of {task.answer!r} at the last position"
+
+
+def circuit_at_budget(result) -> tuple[list[str], int, int]:
+    """(the strongest nodes of ``result``'s circuit at the shared budget, the budget, how many
+    nodes the circuit has): the nodes are ranked by their summed |edge score|."""
+    from .. import render
+
+    budgets = sorted(result.budgets)
+    budget = st.session_state.get("budget")
+    if not isinstance(budget, int) or not (result.any_budget or budget in budgets):
+        budget = render.readable_budget(result.curve)
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    strength: dict[str, float] = {}
+    for edge in edges:
+        for node in (edge.source, edge.target):
+            if node not in ("input", "logits"):
+                strength[node] = strength.get(node, 0.0) + abs(edge.score)
+    ranked = sorted(strength, key=lambda node: -strength[node])
+    return ranked[:MAX_NODES], int(budget), len(ranked)
+
+
+def feature_rows(labels: dict) -> list[dict]:
+    """One row per (node, feature) of the SAE labels: plain text, shown as a table."""
+    rows = []
+    for node, entry in labels.items():
+        if entry["sae"] is None:
+            rows.append(
+                {"node": node, "feature": "—", "what it does": entry["reason"], "share": None, "at": ""}
+            )
+            continue
+        for feature in entry["features"]:
+            rows.append(
+                {
+                    "node": node,
+                    "feature": f"L{entry['sae_layer']}/{feature['feature']}",
+                    "what it does": feature["label"].split(": ", 1)[-1],
+                    "share": round(float(feature["share"]), 3),
+                    "at": repr(feature["token"]),
+                }
+            )
+    return rows
+
+
+def feature_options(labels: dict) -> dict[tuple[int, int], str]:
+    """{(SAE layer, feature): its label} once per feature, named by the first node that drives
+    it (and the others that do too)."""
+    drivers: dict[tuple[int, int], list[str]] = {}
+    text: dict[tuple[int, int], str] = {}
+    for node, entry in labels.items():
+        for feature in entry["features"]:
+            key = (entry["sae_layer"], feature["feature"])
+            drivers.setdefault(key, []).append(node)
+            text[key] = feature["label"]
+    options = {}
+    for key, nodes in drivers.items():
+        also = f" (also {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
+        options[key] = f"{nodes[0]}: {text[key]}{also}"
+    return options

@@ -1,0 +1,135 @@
+"""Edge patching and attribution re-derived from their definitions on TransformerLens's own hooks.
+
+Shares no code with ``circuitviz.activations``: writers' outputs are read from TransformerLens's
+cache (``hook_z`` times ``W_O`` for a head, ``hook_mlp_out``, ``hook_resid_pre``), a reader's
+input is patched or differentiated at TransformerLens's own reader hooks (``hook_q_input``,
+``hook_k_input``, ``hook_v_input``, ``hook_mlp_in``, the last ``hook_resid_post``), and the metric
+is read off the model's full forward pass (the whole vocabulary's logits, soft-cap included).
+Only edge names and indices come from ``GraphSpec``. Used by tests/test_reference.py and
+tests/test_planted_bench.py.
+
+Gemma-shaped models normalise the attention output after the heads are summed; a head's output is
+then its share of the sum through that norm at the sum's scale (``ln1_post.hook_scale``), which
+is how the graph defines a head's contribution there.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from circuitviz.graph import GraphSpec
+
+
+def metric_of(model, prepared, logits: torch.Tensor) -> torch.Tensor:
+    """L from full logits [batch, pos, d_vocab]: answer minus the foils' mean, last position."""
+    last = logits[:, -1]
+    return last[:, prepared.answer_id] - last[:, list(prepared.foil_ids)].mean(-1)
+
+
+def writer_outputs(model, spec: GraphSpec, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """{writer name: its output added to the residual stream [pos, d_model]} from TL's cache."""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    outputs = {"input": cache["blocks.0.hook_resid_pre"][0]}
+    for layer in range(spec.n_layers):
+        attention = model.blocks[layer].attn
+        z = cache[f"blocks.{layer}.attn.hook_z"][0]  # [pos, n_heads, d_head]
+        heads = torch.einsum("phe,hem->phm", z, attention.W_O) + attention.b_O / spec.n_heads
+        post_norm = getattr(model.blocks[layer], "ln1_post", None)
+        if post_norm is not None and getattr(model.cfg, "use_normalization_before_and_after", False):
+            heads = heads / cache[f"blocks.{layer}.ln1_post.hook_scale"][0][:, None, :] * post_norm.w
+        for head in range(spec.n_heads):
+            outputs[f"a{layer}.h{head}"] = heads[:, head]
+        outputs[f"m{layer}"] = cache[f"blocks.{layer}.hook_mlp_out"][0]
+    final = cache[f"blocks.{spec.n_layers - 1}.hook_resid_post"][0]
+    # the writers are the whole residual stream: they must add up to it
+    torch.testing.assert_close(sum(outputs.values()), final, rtol=1e-9, atol=1e-9)
+    return outputs
+
+
+def reader_hook(spec: GraphSpec, reader: str) -> tuple[str, int | None]:
+    """(TransformerLens hook holding reader's input, head slot or None) for 'a1.h0<q>', 'm1', 'logits'."""
+    if reader == "logits":
+        return f"blocks.{spec.n_layers - 1}.hook_resid_post", None
+    if reader.startswith("m"):
+        return f"blocks.{int(reader[1:])}.hook_mlp_in", None
+    head, kind = reader[:-3], reader[-2]
+    layer, index = (int(part[1:]) for part in head.split("."))
+    return f"blocks.{layer}.hook_{kind}_input", index
+
+
+def edges(spec: GraphSpec) -> list[tuple[str, str, str]]:
+    """(edge name, writer, reader) for every edge of the graph."""
+    return [(name, *name.split("->")) for name in spec.edge_names]
+
+
+def edge_patch(spec: GraphSpec, clean: dict, corrupted: dict, name: str):
+    """(hook name, hook) that moves edge ``name``'s reader input by z'_u - z_u, all else clean."""
+    writer, reader = name.split("->")
+    hook_name, slot = reader_hook(spec, reader)
+    delta = corrupted[writer] - clean[writer]  # [pos, d_model]
+
+    def patch(x, hook):
+        x = x.clone()
+        if slot is None:
+            x[0] += delta
+        else:
+            x[0, :, slot] += delta
+        return x
+
+    return hook_name, patch
+
+
+def exact_scores(model, spec, prepared) -> torch.Tensor:
+    """exact(u -> v), one separately patched forward pass per edge."""
+    clean = writer_outputs(model, spec, prepared.clean_tokens)
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    with torch.no_grad():
+        baseline = metric_of(model, prepared, model(prepared.clean_tokens))[0]
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for name, _, _ in edges(spec):
+        with torch.no_grad():
+            logits = model.run_with_hooks(
+                prepared.clean_tokens, fwd_hooks=[edge_patch(spec, clean, corrupted, name)]
+            )
+        scores[spec.edge_position(name)] = metric_of(model, prepared, logits)[0] - baseline
+    return scores
+
+
+def reader_gradients(model, spec, prepared, alpha: float) -> dict[str, torch.Tensor]:
+    """{reader: dL/d(its input) [pos, d_model]} on the clean prompt whose embedding is
+    e' + alpha (e - e')."""
+    clean = writer_outputs(model, spec, prepared.clean_tokens)["input"]
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)["input"]
+    kept: dict[str, torch.Tensor] = {}
+
+    def embedding(x, hook):
+        return (corrupted + alpha * (clean - corrupted))[None].clone().requires_grad_(True)
+
+    def keep(x, hook):
+        x.retain_grad()
+        kept[hook.name] = x
+
+    hooks = [("blocks.0.hook_resid_pre", embedding)]
+    hooks += [(name, keep) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
+    with torch.enable_grad():
+        logits = model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks)
+        metric_of(model, prepared, logits)[0].backward()
+    gradients = {}
+    for reader in spec.backward_names:
+        hook_name, slot = reader_hook(spec, reader)
+        grad = kept[hook_name].grad[0]
+        gradients[reader] = grad if slot is None else grad[:, slot]
+    return gradients
+
+
+def attribution_scores(model, spec, prepared, alphas) -> torch.Tensor:
+    """sum over positions of (z'_u - z_u) . mean over alphas of dL/d(input of v)."""
+    clean = writer_outputs(model, spec, prepared.clean_tokens)
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    runs = [reader_gradients(model, spec, prepared, float(alpha)) for alpha in alphas]
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for name, writer, reader in edges(spec):
+        gradient = sum(run[reader] for run in runs) / len(runs)
+        scores[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradient).sum()
+    return scores

@@ -1,0 +1,37 @@
+"""The About page shows the faithfulness yardstick and the planted-circuit table as stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.testing import tiny_model  # noqa: E402
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+@pytest.fixture(autouse=True)
+def tiny_app(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: tiny_model("gpt2"))
+
+
+def test_the_about_page_shows_the_stored_yardstick_tables():
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.run()
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    shown = "\n".join(block.value for block in at.markdown)
+    for name in ("faithfulness.md", "planted_bench.md"):
+        table = (ASSETS / name).read_text(encoding="utf-8")
+        first_row = next(line for line in table.splitlines() if line.startswith("| ") and "---" not in line)
+        assert first_row in shown, name
+    assert "| edge-pruning |" in shown and "| ensemble |" in shown
+    # the methods list comes from the registry: both new methods are described
+    assert "Edge Pruning (learned masks)" in shown and "Score ensemble" in shown

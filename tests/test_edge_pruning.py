@@ -1,0 +1,188 @@
+"""Edge Pruning and the engine's differentiable patching, against the boolean evaluator, finite
+differences, planted circuits and brute-force recomputation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from circuitviz.activations import masked_residual, metric_from_residual
+from circuitviz.api import evaluate_circuits
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec, prune, top_n_at_budgets
+from circuitviz.methods import get_method
+from circuitviz.methods.edge_pruning import EdgePruningDetails, initial_logits, top_counts
+from circuitviz.planted_bench import default_cases
+from circuitviz.results import CircuitResult
+from circuitviz.tasks import prepare_task
+from circuitviz.testing import IOI_TASK, tiny_model
+
+SHAPES = ("gpt2", "gemma", "llama")
+BUDGETS = [3, 8, 20, 60]
+
+
+def _setup(shape: str, seed: int = 0):
+    model = tiny_model(shape, seed=seed)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    return model, spec, prepared, Evaluator(model, spec, prepared)
+
+
+def _masked_metric(model, spec, prepared, evaluator, keep: torch.Tensor) -> torch.Tensor:
+    residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+    return metric_from_residual(model, prepared, residual)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_0_1_mask_runs_the_boolean_evaluation(shape):
+    model, spec, prepared, evaluator = _setup(shape)
+    generator = torch.Generator().manual_seed(3)
+    circuits = (torch.rand(5, spec.n_forward, spec.n_backward, generator=generator) < 0.4) & spec.edge_mask
+    circuits[0] = spec.edge_mask  # the whole model and the empty circuit too
+    circuits[1] = False
+    boolean = evaluator.metrics(circuits)
+    relaxed = _masked_metric(model, spec, prepared, evaluator, circuits.double())
+    assert torch.allclose(boolean, relaxed.detach(), rtol=0, atol=1e-12)  # float64 rounding
+    assert boolean[0].item() == pytest.approx(evaluator.baseline.clean, abs=1e-9)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_mask_gradient_is_the_derivative_of_the_metric(shape):
+    """At a fractional mask, against central finite differences of the same function, on edges
+    into a query, a key, a value, an MLP and the logits (writers changed upstream included)."""
+    model, spec, prepared, evaluator = _setup(shape, seed=1)
+    generator = torch.Generator().manual_seed(0)
+    keep = torch.rand(1, spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64)
+    keep.requires_grad_(True)
+    (gradient,) = torch.autograd.grad(_masked_metric(model, spec, prepared, evaluator, keep).sum(), keep)
+    assert gradient[0][~spec.edge_mask].abs().max().item() == 0.0  # off-graph entries are ignored
+    step = 1e-6
+    for name in ["input->a1.h0<q>", "a0.h1->a1.h1<k>", "m0->a1.h0<v>", "a0.h0->m1", "m1->logits"]:
+        place = (0, *spec.edge_position(name))
+        shift = torch.zeros_like(keep)
+        shift[place] = step
+        with torch.no_grad():
+            up = _masked_metric(model, spec, prepared, evaluator, keep + shift)
+            down = _masked_metric(model, spec, prepared, evaluator, keep - shift)
+        numeric = ((up - down) / (2 * step)).item()
+        assert gradient[place].item() == pytest.approx(numeric, rel=1e-5, abs=1e-8), name
+
+
+def test_step_zero_is_the_warm_start_top_n():
+    spec = GraphSpec(n_layers=2, n_heads=2)
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator) * spec.edge_mask
+    scores[0, :5] = 0.0  # zero scores tie at the bottom, in graph order, as top-N breaks ties
+    forward, backward = spec.edge_index
+    counts = [1, 7, 30, spec.n_edges - 1]
+    logits = initial_logits(scores[forward, backward], counts)
+    hard, thresholds = top_counts(logits, torch.tensor(counts))
+    expected = top_n_at_budgets(spec, scores, counts)[:, forward, backward]
+    assert torch.equal(hard.bool(), expected)
+    assert hard.sum(1).tolist() == counts
+    inside = torch.where(hard.bool(), logits, torch.inf).amin(1)
+    outside = torch.where(hard.bool(), -torch.inf, logits).amax(1)
+    assert bool(((outside <= thresholds[:, 0]) & (thresholds[:, 0] <= inside)).all())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_learned_circuits_are_never_less_faithful_than_the_warm_start(shape):
+    model = tiny_model(shape, seed=0)
+    warm = get_method("eap-ig").run_on(model, IOI_TASK, budgets=BUDGETS)
+    learned = get_method("edge-pruning").run_on(model, IOI_TASK, {"steps": 25}, budgets=BUDGETS)
+    spec = learned.graph
+    gained = 0.0
+    for budget in BUDGETS:
+        circuit = learned.circuit(budget)
+        assert int(circuit.sum()) <= budget and torch.equal(prune(spec, circuit), circuit)
+        assert learned.point(budget).ndf >= warm.point(budget).ndf - 1e-9
+        gained = max(gained, learned.point(budget).ndf - warm.point(budget).ndf)
+        # measured like every circuit: the curve's point is the shared evaluation of that circuit
+        _, (again,) = evaluate_circuits(model, IOI_TASK, [circuit])
+        assert again.metric == pytest.approx(learned.point(budget).metric, abs=1e-9)
+    assert gained > 0.1  # it learns: some budget's circuit is clearly more faithful
+    rows = {row["budget"]: row for row in learned.details.budgets}
+    assert rows[8]["warm_ndf"] == pytest.approx(warm.point(8).ndf, abs=1e-9)  # step 0 is the warm start
+
+
+def test_a_planted_circuit_at_its_size_is_found_with_no_edge_outside_it():
+    """Case 5 of the planted benchmark: EAP-IG scores three of its edges exactly 0 (saturated
+    attention), so the gradient cannot find them either; what the mask keeps is all planted."""
+    case = default_cases(20, 0)[5]
+    planted = case.build()
+    size = int(planted.true_edges.sum())
+    result = get_method("edge-pruning").run_on(planted.model, planted.task, {"steps": 10}, budgets=[size])
+    circuit = result.circuit(size)
+    assert not bool((circuit & ~planted.true_edges).any())
+    assert result.details.circuit_edges == result.graph.edge_names_of(circuit)
+    small = default_cases(20, 0)[1]  # a case whose warm start is already the planted circuit
+    planted = small.build()
+    size = int(planted.true_edges.sum())
+    result = get_method("edge-pruning").run_on(planted.model, planted.task, budgets=[size])
+    assert torch.equal(result.circuit(size), planted.true_edges)
+    assert result.curve[0].ndf == pytest.approx(1.0, abs=1e-9)
+    assert result.details.steps_run == 1  # NDF 1 at step 0 stops the learning
+
+
+def test_progress_every_step_and_a_cost_that_counts_the_steps():
+    from circuitviz.limits import estimate_run
+
+    model = tiny_model("gpt2", seed=2)
+    seen: list[tuple[str, float]] = []
+    result = get_method("edge-pruning").run_on(
+        model, IOI_TASK, {"steps": 6}, budgets=[8, 20], progress=lambda phase, f: seen.append((phase, f))
+    )
+    steps = [f for phase, f in seen if phase == "learning masks"]
+    assert len(steps) == result.details.steps_run and steps == sorted(steps)
+    few = estimate_run(model, "edge-pruning", {"steps": 10}, n_tokens=15, n_budgets=4)
+    many = estimate_run(model, "edge-pruning", {"steps": 40}, n_tokens=15, n_budgets=4)
+    assert many.sequences - few.sequences == pytest.approx(3 * 30 * 4)
+    assert few.ig_steps == 20  # the warm start's IG steps, priced and limited like EAP-IG's
+
+
+def test_the_result_survives_the_store_and_reports_its_learning(tmp_path):
+    from circuitviz.api import discover
+    from circuitviz.store import ResultStore
+
+    model = tiny_model("llama", seed=1)
+    store = ResultStore(tmp_path)
+    result, cached = discover(model, IOI_TASK, "edge-pruning", {"steps": 5}, budgets=[8, 20], store=store)
+    again, cached_again = discover(
+        model, IOI_TASK, "edge-pruning", {"steps": 5}, budgets=[8, 20], store=store
+    )
+    assert (cached, cached_again) == (False, True)
+    assert isinstance(again.details, EdgePruningDetails)
+    assert again.details.to_dict() == result.details.to_dict()
+    restored = CircuitResult.from_state(result.to_state())
+    for budget in (8, 20):
+        assert torch.equal(restored.circuit(budget), result.circuit(budget))
+    lines = result.details.report_lines(result)
+    assert lines[0].startswith("Edge Pruning from eap-ig") and len(lines) >= 3
+
+
+def test_paraphrase_ndf_is_each_circuit_measured_on_each_paraphrase():
+    from circuitviz.methods.paraphrase_pairs import template_tasks
+
+    model = tiny_model("gpt2", seed=0)
+    config = {"steps": 5, "check_paraphrases": 3}
+    result = get_method("edge-pruning").run_on(model, IOI_TASK, config, budgets=[8, 20])
+    tasks, _ = template_tasks(model, IOI_TASK, 3, 0)
+    assert result.details.paraphrases == [task.clean for task in tasks] and tasks
+    for budget in (8, 20):
+        values = result.details.paraphrase_ndf[str(budget)]
+        for task, value in zip(tasks, values):
+            _, (point,) = evaluate_circuits(model, task, [result.circuit(budget)])
+            assert value == pytest.approx(point.ndf, abs=1e-9)
+
+
+def test_bad_settings_are_refused_in_one_sentence():
+    method = get_method("edge-pruning")
+    for values, words in (
+        ({"steps": -1}, "steps must be"),
+        ({"temperature": 0.0}, "temperature must be above 0"),
+        ({"learning_rate": 0}, "learning_rate must be above 0"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            method.make_config(values)
+    with pytest.raises(ValueError, match="warm_start must be a method that scores edges"):
+        method.run_on(tiny_model("gpt2"), IOI_TASK, {"warm_start": "acc++"}, budgets=[5])
