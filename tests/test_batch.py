@@ -96,6 +96,25 @@ def test_run_many_equals_one_prompt_runs(shape, method_name, tiny, tiny_gemma, m
     assert len({round(r.baseline.clean, 6) for r in together}) == 3
 
 
+@pytest.mark.parametrize("method_name", ["ensemble", "edge-pruning"])
+def test_methods_with_their_own_run_give_that_run_in_a_batch(method_name, tiny):
+    """Ensemble (a ScoringMethod whose run adds agreement and paraphrase selection) and Edge
+    Pruning (a Method of its own) run task by task inside a batch, each result its ``run``'s."""
+    method = get_method(method_name)
+    settings = {"steps": 2, "ig_steps": 2} if method_name == "edge-pruning" else {"ig_steps": 2}
+    config = method.make_config(
+        {k: v for k, v in settings.items() if k in method.Config.__dataclass_fields__}
+    )
+    together = method.run_many([RunContext(tiny, task) for task in IOI_TASKS[:2]], config, BUDGETS)
+    for task, mine in zip(IOI_TASKS[:2], together):
+        alone = method.run_on(tiny, task, config, BUDGETS)
+        assert mine.details.to_dict() == alone.details.to_dict()
+        assert [p.ndf for p in mine.curve] == pytest.approx([p.ndf for p in alone.curve], abs=1e-9)
+        assert "batch_tasks" not in mine.timings
+    if method_name == "ensemble":
+        assert together[0].details.agreement  # what the shared passes would have left out
+
+
 def test_a_batch_mixes_metrics_only_when_they_agree(tiny):
     prepared = [prepare_task(tiny, task) for task in IOI_TASKS[:2] + SHORT_TASKS[:1]]
     spec = GraphSpec.from_model(tiny)

@@ -290,7 +290,9 @@ class ScoringMethod(Method):
         batch's (the phase time divided by the number of tasks), with ``batch_tasks`` beside them.
         """
         contexts = list(contexts)
-        if len(contexts) <= 1:
+        if len(contexts) <= 1 or type(self).run is not ScoringMethod.run:
+            # a method with its own run (Ensemble's paraphrase selection) is not score-then-top-N:
+            # the shared passes would skip what its run adds, so its tasks run one by one
             return super().run_many(contexts, config, budgets, progress)
         config = self.as_config(config)
         first = contexts[0]
