@@ -11,9 +11,10 @@ Run it whenever a GPU machine is available and put its date and figures in docs/
 2. timings: random weights in the real models' shapes (their weights do not travel to a rented
    GPU), a 15-token IOI-like prompt, EAP-IG with 20 steps and a 10-budget curve, best of 2:
    Gemma-3-270M, Llama-3.2-1B in float32 and bfloat16, Llama-3.1-8B in bfloat16, and Best-of-N
-   with 8 paraphrases on the Gemma shape. Peak memory is printed beside each.
+   with 8 paraphrases, Edge Pruning (20 steps, warm start EAP-IG) and the score ensemble on the
+   Gemma shape. Peak memory is printed beside each.
 3. long prompts: 512 tokens on the Llama-1B shape, 128 on the 8B shape; the peak memory used
-   against the estimate of ``limits.py``.
+   against the estimate of ``limits.py``, an upper bound (PASS when the run stays under it).
 
 Nothing is asserted (benchmarks never are); the exit status is 1 when a correctness line FAILs.
 """
@@ -57,8 +58,11 @@ def correctness(device: str) -> bool:
                 host = method.run_on(host_model, IOI_TASK, config, budgets=BUDGETS)
                 on_device = method.run_on(device_model, IOI_TASK, config, budgets=BUDGETS)
                 gap = compare_results(on_device, host)
-                ok = gap["scores"] <= TOLERANCE and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
+                scores_ok = gap["scores"] <= TOLERANCE or not method.scores_are_exact
+                ok = scores_ok and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
                 detail = f"scores {gap['scores']:.1e}, curve {gap['metrics']:.1e}, circuits equal {gap['circuits_equal']}"
+                if not method.scores_are_exact:
+                    detail += " (scores of an optimisation: circuits and curve must match)"
             except Exception as error:  # a crash is the failure this check exists to show
                 ok, detail = False, f"{type(error).__name__}: {str(error)[:160]}"
             all_ok &= ok
@@ -143,14 +147,25 @@ def prompt_of(n_tokens: int) -> PromptTask:
     return PromptTask(" ".join(words), " ".join(corrupted), " Mary", (" John",))
 
 
-def timed_run(model, method_name: str, task: PromptTask, budgets, device: str, repeats: int = 2, **settings):
-    """Best of ``repeats`` runs: (wall seconds, the result's own timings, peak memory GiB)."""
+def timed_run(
+    model,
+    method_name: str,
+    task: PromptTask,
+    budgets,
+    device: str,
+    repeats: int = 2,
+    max_tokens=None,
+    **settings,
+):
+    """Best of ``repeats`` runs: (wall seconds, the result's own timings, peak memory GiB);
+    ``max_tokens`` raises the prompt-length limit for the long prompts."""
     method = get_method(method_name)
     config = quiet_config(method, **settings)
     best = None
     for _ in range(repeats):
         reset_peak_memory(device)
-        result, seconds = timed(method.run_on, model, task, config, budgets=budgets, sync=device)
+        limit = {"max_tokens": max_tokens} if max_tokens else {}
+        result, seconds = timed(method.run_on, model, task, config, budgets=budgets, sync=device, **limit)
         if best is None or seconds < best[0]:
             best = (seconds, dict(result.timings), peak_memory_gib(device), result)
     return best
@@ -167,6 +182,8 @@ def timings(device: str, shapes: list[str]) -> None:
         ("llama-3.2-1b", torch.bfloat16, "eap-ig", {}),
         ("llama-3.1-8b", torch.bfloat16, "eap-ig", {}),
         ("gemma-3-270m", torch.float32, "bon", {"n_paraphrases": 8, "include_mismatched": True}),
+        ("gemma-3-270m", torch.float32, "edge-pruning", {}),
+        ("gemma-3-270m", torch.float32, "ensemble", {}),
     ]
     for shape, dtype, method, settings in rows:
         if shape not in shapes:
@@ -186,6 +203,27 @@ def timings(device: str, shapes: list[str]) -> None:
             torch.cuda.empty_cache()
 
 
+def profile_gemma(device: str) -> None:
+    """Where the Gemma-shape EAP-IG run spends its time: wall time against the GPU's busy time, the
+    number of kernel launches, and the operators taking the most device time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    print(f"\n== profile on {device}: Gemma-3-270M shape, EAP-IG 20 steps, 10 budgets ==")
+    model = random_model("gemma-3-270m", dtype=torch.float32, device=device)
+    task = prompt_of(15)
+    timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)  # warm-up
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    with profile(activities=activities) as profiler:
+        seconds, _, _, _ = timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)
+    events = profiler.key_averages()
+    device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
+    launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC"))
+    print(f"  wall {seconds:.3f} s, device busy {device_us / 1e6:.3f} s, kernel launches {launches}")
+    print(
+        events.table(sort_by="self_device_time_total" if device_us else "self_cpu_time_total", row_limit=12)
+    )
+
+
 def long_prompts(device: str, shapes: list[str]) -> None:
     print(f"\n== long prompts on {device}: peak memory against limits.py's estimate ==")
     for shape, dtype, n_tokens in (
@@ -198,11 +236,13 @@ def long_prompts(device: str, shapes: list[str]) -> None:
         task = prompt_of(n_tokens)
         estimate = estimate_request(model, task, "eap-ig", n_budgets=len(CURVE_BUDGETS))
         try:
-            seconds, parts, peak, _ = timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)
+            seconds, parts, peak, _ = timed_run(
+                model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1, max_tokens=n_tokens
+            )
             ratio = peak * 2**30 / estimate.memory_bytes
             print(
                 f"  {shape} {n_tokens} tokens: {seconds:.1f} s, peak {peak:.1f} GiB, estimate "
-                f"{estimate.memory_bytes / 2**30:.1f} GiB (used/estimated {ratio:.2f}) {verdict(0.5 <= ratio <= 2.0)}"
+                f"{estimate.memory_bytes / 2**30:.1f} GiB (used/estimated {ratio:.2f}) {verdict(ratio <= 1.0)}"
             )
         except torch.cuda.OutOfMemoryError as error:
             print(f"  {shape} {n_tokens} tokens: out of memory ({str(error)[:120]}) FAIL")
@@ -217,6 +257,7 @@ def main() -> int:
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long")
+    parser.add_argument("--profile", action="store_true", help="also profile the Gemma-shape EAP-IG run")
     parser.add_argument(
         "--shapes",
         default="gemma-3-270m,llama-3.2-1b,llama-3.1-8b",
@@ -235,6 +276,8 @@ def main() -> int:
         timings(args.device, shapes)
     if "long" not in skip:
         long_prompts(args.device, shapes)
+    if args.profile:
+        profile_gemma(args.device)
     print(f"\ncorrectness: {verdict(ok)}")
     return 0 if ok else 1
 

@@ -9,14 +9,27 @@ repository's ``assets/`` folder is located here, so moving that folder is a chan
 - ``paraphrases_dir()``: example paraphrase files (JSONL) for the built-in example prompts;
 - ``prompt_set(name)``: prompt collections such as ``gender_bias.json``;
 - ``planted_bench_files()``: the planted-circuit benchmark's table (JSON and Markdown).
+
+It also knows the one folder circuitviz writes to outside the checkout, ``cache_dir(part)``:
+``$CIRCUITVIZ_CACHE/<part>``, else ``~/.cache/circuitviz/<part>`` (converted models, stored
+results, ACC++ SVDs, LLM answers, the speed calibration).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ASSETS_ROOT = Path(__file__).resolve().parents[1] / "assets"
 CORPUS_SAMPLE = "corpus_sample.json.gz"
+
+
+def cache_dir(part: str = "") -> Path:
+    """``$CIRCUITVIZ_CACHE/<part>``, else ``~/.cache/circuitviz/<part>`` (read at every call, so a
+    test or a benchmark that points the variable elsewhere is followed)."""
+    base = os.environ.get("CIRCUITVIZ_CACHE")
+    root_folder = Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
+    return root_folder / part if part else root_folder
 
 
 def root() -> Path:

@@ -20,6 +20,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import assets
+
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
 PROBE = "forward-pass probe"
 _LOCK = threading.Lock()
@@ -48,9 +50,7 @@ class Rate:
 
 def calibration_path() -> Path:
     """``$CIRCUITVIZ_CACHE/calibration.json``, else ``~/.cache/circuitviz/calibration.json``."""
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
-    return root / "calibration.json"
+    return assets.cache_dir() / "calibration.json"
 
 
 def _read(path: Path) -> dict:

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import assets
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -73,8 +75,7 @@ class LLMConfig:
     def resolved_cache_dir(self) -> Path:
         if self.cache_dir is not None:
             return Path(self.cache_dir)
-        base = os.environ.get("CIRCUITVIZ_CACHE") or Path.home() / ".cache" / "circuitviz"
-        return Path(base) / "llm"
+        return assets.cache_dir("llm")
 
 
 def redact(text: str, secret: str | None) -> str:

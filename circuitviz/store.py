@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from . import __version__
+from . import __version__, assets
 from .results import CircuitResult
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,7 @@ log = logging.getLogger(__name__)
 
 def default_root() -> Path:
     """``$CIRCUITVIZ_CACHE/results``, else ``~/.cache/circuitviz/results``."""
-    base = os.environ.get("CIRCUITVIZ_CACHE") or Path.home() / ".cache" / "circuitviz"
-    return Path(base) / "results"
+    return assets.cache_dir("results")
 
 
 def content_key(**parts) -> str:

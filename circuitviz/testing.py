@@ -61,6 +61,9 @@ def tiny_config(
         d_vocab=tokenizer_size,
         n_ctx=64,
         seed=seed,
+        # built on the CPU, meant and said: left unset, TransformerLens records "cuda" whenever a GPU
+        # exists while the weights stay on the CPU, and the tokens of a host run go to the GPU
+        device="cpu",
     )
     if shape == "gpt2":
         common.update(act_fn="gelu_new", normalization_type="LN")

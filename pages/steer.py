@@ -34,11 +34,11 @@ try:
         )
         saes = [sae_labels.load_local_sae(folder, model)] if folder else st.stop()
     else:
-        reason = sae_labels.hub_unavailable_reason()
+        reason = sae_store.hub_unavailable_reason()
         if reason:
             st.info(reason)
             st.stop()
-        releases = sae_labels.hub_releases(model_id)
+        releases = sae_store.hub_releases(model_id)
         release = st.selectbox("release", sorted(releases))
         sae_id = st.selectbox("SAE id", releases.get(release, []))
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()

@@ -444,10 +444,16 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     # the paraphrase table holds the result's pairs, short columns first
     assert len(at.data_editor) == 1, "no paraphrase table"
     table = at.data_editor[0].value
-    expected = bon.table_rows(result)
     assert list(table.columns) == list(bon.TABLE_COLUMNS)
-    assert list(table["paraphrase"]) == [row["paraphrase"] for row in expected]
-    assert list(table["candidate"]) == [row["candidate"] for row in expected]
+    pairs = result.details.pairs  # each row against the stored pair it shows, not the page's own rows
+    assert list(table["pair"]) == ["q"] + [f"p{i}" for i in range(1, len(pairs))]
+    assert list(table["paraphrase"]) == [pair["clean"] for pair in pairs]
+    assert list(table["corrupted"]) == [pair["corrupted"] for pair in pairs]
+    assert list(table["source"]) == [pair["source"] for pair in pairs]
+    assert list(table["model's answer"]) == [pair.get("model_answer") or "" for pair in pairs]
+    candidates = {int(k) for k in result.details.candidates}
+    assert list(table["candidate"]) == [i in candidates for i in range(len(pairs))]
+    assert sum(table["candidate"]) == len(candidates) > 1
     # the candidates' NDF bars: the result's own per-budget points, the winner marked
     budget = at.session_state["budget"]
     at_budget = bon.candidate_budget(result, budget)

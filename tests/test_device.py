@@ -173,3 +173,15 @@ def test_shared_and_split_attention_inputs_give_the_same_scores(shape, name, mon
         results[mode] = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     assert torch.allclose(results["split"].scores, results["shared"].scores, rtol=1e-6, atol=1e-9)
     assert [p.budget for p in results["split"].curve] == [p.budget for p in results["shared"].curve]
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma", "llama"])
+def test_a_tiny_model_on_a_gpu_machine_still_says_it_is_on_the_cpu(shape, monkeypatch):
+    """On a machine with a GPU, TransformerLens fills an unset config device with "cuda"; a tiny
+    model built on the CPU must not believe it: its host run sent tokens to the GPU and every
+    method failed on the H200 (2026-12-01) when a host run came first."""
+    with monkeypatch.context() as patched:  # what TransformerLens's config sees on a GPU machine
+        patched.setattr(torch.cuda, "is_available", lambda: True)
+        model = tiny_model(shape)
+    assert model.cfg.device == "cpu"
+    assert model.to_tokens("When Mary and John").device.type == "cpu"

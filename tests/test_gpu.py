@@ -29,4 +29,6 @@ def test_every_method_on_cuda_equals_the_cpu(shape, name):
     assert on_device.device.startswith("cuda")
     gap = compare_results(on_device, on_host)
     assert gap["circuits_equal"], gap
-    assert gap["scores"] <= TOLERANCE and gap["metrics"] <= TOLERANCE, gap
+    assert gap["metrics"] <= TOLERANCE, gap
+    if method.scores_are_exact:  # Edge Pruning's scores are where its optimisation ended
+        assert gap["scores"] <= TOLERANCE, gap

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import torch
 
+from .. import assets
+
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
@@ -63,9 +65,7 @@ def compute_dtype(model) -> torch.dtype:
 
 def cache_dir() -> Path:
     """``$CIRCUITVIZ_CACHE/acc``, else ``~/.cache/circuitviz/acc``."""
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
-    return root / "acc"
+    return assets.cache_dir("acc")
 
 
 # ----- folding --------------------------------------------------------------------------------

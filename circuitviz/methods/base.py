@@ -172,6 +172,10 @@ class Method(abc.ABC):
     Details: ClassVar[type | None] = None
     # extra command-line names of settings ({"lambda": "lasso_lambda"} gives --lambda)
     flag_aliases: ClassVar[dict[str, str]] = {}
+    # whether its edge scores are a closed-form function of the model (equal on every device to
+    # rounding); False for a method whose scores are where an optimisation ended (Edge Pruning):
+    # its circuits and curve agree across devices, the scores of the trajectory need not
+    scores_are_exact: ClassVar[bool] = True
 
     def default_config(self):
         return self.Config()

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .. import assets
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
@@ -38,9 +40,7 @@ _STALE_STAGING_SECONDS = 3600  # older staging folders belong to writes that die
 
 def cache_root() -> Path:
     """Where circuitviz keeps converted models: $CIRCUITVIZ_CACHE/models, else ~/.cache/circuitviz/models."""
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    root = Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
-    return root / "models"
+    return assets.cache_dir("models")
 
 
 def _version(distribution: str) -> str:
