@@ -20,9 +20,10 @@ $(VENV)/.installed: pyproject.toml requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $@
 
-# what the tests and the lint need: the `dev` extra
+# what the tests and the lint need: the `dev` extra, and the `ray` extra (tests/test_batch_ray.py
+# starts a local Ray with 2 CPUs)
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ray]'
 	touch $@
 
 # Debian's chromium for the browser tests (a system package, so a stamp of its own)

@@ -17,6 +17,7 @@ PAGES = [
     st.Page("pages/paraphrases.py", title="Paraphrases", icon=":material/format_quote:"),
     st.Page("pages/steer.py", title="Steer", icon=":material/tune:"),
     st.Page("pages/gallery.py", title="Gallery", icon=":material/photo_library:"),
+    st.Page("pages/dataset.py", title="Dataset", icon=":material/dataset:"),
     st.Page("pages/about.py", title="About", icon=":material/info:"),
 ]
 

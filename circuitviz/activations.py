@@ -16,7 +16,7 @@ import os
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -105,8 +105,9 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook]) -> torch.
 def logits_from_residual(model, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
     """Logits from the final residual at one position: final norm, unembedding, soft-cap.
 
-    residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns.
-    Returns [batch, len(ids)] or [batch, d_vocab].
+    residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns:
+    [k] for every row alike, or [batch, k] for each row its own (a batch of a dataset's tasks).
+    Returns [batch, k] or [batch, d_vocab].
     """
     x = residual[:, None, :]  # [batch, 1, d_model]
     if model.cfg.normalization_type is not None:
@@ -114,6 +115,8 @@ def logits_from_residual(model, residual: torch.Tensor, ids: torch.Tensor | None
     x = x[:, 0]  # [batch, d_model]
     if ids is None:
         logits = x @ model.W_U + model.b_U
+    elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, then one product a row
+        logits = torch.einsum("bd,dbk->bk", x, model.W_U[:, ids]) + model.b_U[ids]
     else:
         logits = x @ model.W_U[:, ids] + model.b_U[ids]
     cap = getattr(model.cfg, "output_logits_soft_cap", None)
@@ -131,6 +134,54 @@ def metric_from_residual(model, prepared: PreparedTask, residual: torch.Tensor) 
     logits = logits_from_residual(model, residual)  # [batch, d_vocab]
     logprob = torch.log_softmax(logits.float(), dim=-1)[:, prepared.answer_id]
     return logprob.exp() if prepared.task.metric == "prob" else logprob
+
+
+Metric = Callable[[torch.Tensor], torch.Tensor]
+
+
+def batch_compatible(tasks: Sequence[PreparedTask]) -> str | None:
+    """Why these tasks cannot share a batched pass, or None when they can.
+
+    A batch of several tasks needs one prompt length (its sequences are stacked), one metric and
+    one number of foils (each row's metric is then the same formula with its own token ids).
+    """
+    if not tasks:
+        return "no tasks were given"
+    first = tasks[0]
+    shape = (first.n_positions, first.task.metric, len(first.foil_ids))
+    for task in tasks[1:]:
+        if (task.n_positions, task.task.metric, len(task.foil_ids)) != shape:
+            return (
+                "tasks of one batch must share the prompt length, the metric and the number of foils "
+                f"({first.n_positions} tokens, {first.task.metric}, {len(first.foil_ids)} foils first; "
+                f"then {task.n_positions} tokens, {task.task.metric}, {len(task.foil_ids)} foils)"
+            )
+    return None
+
+
+def rows_metric(model, tasks: Sequence[PreparedTask], owner: torch.Tensor) -> Metric:
+    """The metric of a batch whose row b belongs to ``tasks[owner[b]]``, each row scored with
+    its own task's answer and foils, as ``metric_from_residual`` scores that task alone.
+
+    ``tasks`` must pass ``batch_compatible``. The returned function maps the final residual
+    [batch, d_model] to [batch].
+    """
+    problem = batch_compatible(tasks)
+    if problem is not None:
+        raise ValueError(f"These tasks cannot run in one batch: {problem}.")
+    kind = tasks[0].task.metric
+    ids = torch.tensor([(t.answer_id, *t.foil_ids) for t in tasks], device=owner.device)[owner]  # [b, 1+f]
+
+    def metric(residual: torch.Tensor) -> torch.Tensor:
+        if kind == "logit_diff":
+            logits = logits_from_residual(model, residual, ids.to(residual.device))  # [batch, 1 + n_foils]
+            return logits[:, 0] - logits[:, 1:].mean(-1)
+        logits = logits_from_residual(model, residual)  # [batch, d_vocab]
+        logprob = torch.log_softmax(logits.float(), dim=-1)
+        answer = logprob.gather(1, ids[:, :1].to(residual.device))[:, 0]  # [batch]
+        return answer.exp() if kind == "prob" else answer
+
+    return metric
 
 
 # ----- writers -----------------------------------------------------------------------------
@@ -211,17 +262,40 @@ def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tens
 
 
 class WriterBuffer:
-    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]"""
+    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]
 
-    def __init__(self, spec: GraphSpec, batch: int, positions: int, dtype, device):
-        self.values = torch.zeros(batch, positions, spec.n_forward, spec.d_model, dtype=dtype, device=device)
+    ``writer_major`` keeps them as [batch, n_forward, pos, d_model] instead, so the writers a
+    reader sums over are one contiguous block per row (the patched runs contract them with a
+    matrix product and no transposed copy).
+    """
+
+    def __init__(
+        self, spec: GraphSpec, batch: int, positions: int, dtype, device, writer_major: bool = False
+    ):
+        shape = (
+            (batch, spec.n_forward, positions, spec.d_model)
+            if writer_major
+            else (batch, positions, spec.n_forward, spec.d_model)
+        )
+        self.writer_major = writer_major
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
 
     def __call__(self, index, tensor: torch.Tensor) -> None:
-        self.values[:, :, index] = tensor.detach()
+        if not self.writer_major:
+            self.values[:, :, index] = tensor.detach()
+        elif tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
+            self.values[:, index] = tensor.detach().transpose(1, 2)
+        else:
+            self.values[:, index] = tensor.detach()
 
-    def upstream(self, count: int) -> torch.Tensor:
-        """The first ``count`` writers' contributions.  # [batch, pos, count, d_model]"""
-        return self.values[:, :, :count]
+    def major(self, count: int) -> torch.Tensor:
+        """The first ``count`` writers' contributions, writer-major (a view; needs ``writer_major``).
+        # [batch, count, pos, d_model]"""
+        if not self.writer_major:
+            raise ValueError(
+                "patching reads the writers writer-major: make the buffer with writer_major=True"
+            )
+        return self.values[:, :count]
 
 
 class WriterDifferences:
@@ -301,16 +375,19 @@ def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
 
 @torch.no_grad()
 def writers_of_prompts(
-    model, spec: GraphSpec, prepared: PreparedTask, tokens: torch.Tensor
+    model, spec: GraphSpec, prepared: PreparedTask | None, tokens: torch.Tensor, metric: Metric | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One batched run of several different prompts of equal length (Best-of-N's paraphrases
-    and their corruptions), scored with the task's metric.
+    and their corruptions, a dataset's prompts), scored with the task's metric or ``metric``
+    (``rows_metric``: each row its own task's).
 
     tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], metrics [batch]).
     """
     tokens = tokens.to(model_device(model))
     buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
     residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
+    if metric is not None:
+        return buffer.values, metric(residual)
     return buffer.values, metric_from_residual(model, prepared, residual)
 
 
@@ -342,51 +419,109 @@ def observe(
 
 
 def patch_hooks(
-    spec: GraphSpec, corrupted_writers: torch.Tensor | None, weights: torch.Tensor, current
+    spec: GraphSpec,
+    corrupted_writers: torch.Tensor | None,
+    weights: torch.Tensor,
+    current,
 ) -> list[Hook]:
     """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
     weights: [batch, n_forward, n_backward] in the model's dtype, the share of each edge that
     carries its writer's corrupted output (1: the edge is removed, 0: kept, between: a learned
-    mask's relaxation). ``current`` is this run's ``WriterBuffer`` (with corrupted_writers
-    [1, pos, n_forward, d_model]) or ``WriterDifferences`` (which holds them already). A reader's
-    input becomes
+    mask's relaxation). ``current`` is this run's writer-major ``WriterBuffer`` (the boolean
+    evaluation), with corrupted_writers [g, pos, n_forward, d_model]: the corrupted runs of g tasks
+    whose rows make up the batch in g equal runs (task 0's rows, then task 1's, ...; g = 1 for one
+    task); or ``WriterDifferences`` (a learned mask's differentiable run), which holds the
+    corrupted outputs already (corrupted_writers None). A reader's input becomes
 
         x + sum_f weights[f] (corrupted_f - current_f)
 
+    computed with matrix products over the writers, which lie writer-major ([batch, n_forward,
+    pos, d_model], or a [pos * d_model] row per writer) so each reader's sum reads one contiguous
+    block per row and no transposed copy of the writers is made per reader (that copy was most of
+    an evaluation's time). A layer's q, k and v readers get their patches from one product.
     Readers whose weights are all zero in every circuit of the batch get no hook (their input
-    stays clean). The boolean evaluation contracts with ``einsum`` (its results as they have
-    always been); a learned mask's run contracts the differences with one batched matrix product
-    per reader (``WriterDifferences``), which equals the einsum within float rounding.
+    stays clean).
     """
+    batch = weights.shape[0]
+    differences = isinstance(current, WriterDifferences)
+    if differences:  # a learned mask's run: the differences are the writers' rows already
+        groups, positions, corrupted = 1, current.corrupted.shape[1], None
+    else:
+        groups, positions = corrupted_writers.shape[0], corrupted_writers.shape[1]
+        corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
+    if batch % groups:
+        raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
+    per_group = batch // groups
+    width = positions * spec.d_model
     # readers with a nonzero weight in any circuit of the batch, read off in one transfer
     active = (weights != 0).any(dim=1).any(dim=0).tolist()  # [n_backward]
 
-    def patch(x, hook, upstream, backward):
-        share = weights[:, :upstream, backward]  # [batch, upstream, (n_heads)]
-        if isinstance(current, WriterDifferences):
-            rows = share.transpose(1, 2) if x.dim() == 4 else share[:, None, :]  # [batch, n_heads or 1, up]
-            change = torch.bmm(rows, current.upstream(upstream))  # [batch, n_heads or 1, pos * d_model]
-            change = change.view(x.shape[0], rows.shape[1], x.shape[1], -1).transpose(1, 2)
-            return x + (change if x.dim() == 4 else change[:, :, 0])  # [batch, pos, (n_heads), d_model]
-        # sum_f w[f] (corrupted_f - current_f), as two contractions: no [b, pos, up, d] temporary
-        corrupted = corrupted_writers[0, :, :upstream]  # [pos, up, d_model]
-        now = current.upstream(upstream)  # [batch, pos, up, d_model]
-        if x.dim() == 4:  # a head input: [batch, pos, n_heads, d_model]
-            return (
-                x
-                + torch.einsum("pfd,bfh->bphd", corrupted, share)
-                - torch.einsum("bpfd,bfh->bphd", now, share)
-            )
-        return x + torch.einsum("pfd,bf->bpd", corrupted, share) - torch.einsum("bpfd,bf->bpd", now, share)
+    def moved(upstream: int, readers: slice) -> torch.Tensor:
+        """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r: one product
+        with each row's task's corrupted run, one with the row's own current run (or one with
+        the learned run's differences).
+        # [batch, n_readers, pos, d_model]"""
+        share = weights[:, :upstream, readers]  # [b, up, r]
+        n = share.shape[2]
+        if differences:  # [b, r, up] @ [b, up, pos d]: the rows hold corrupted - current
+            into = torch.bmm(share.transpose(1, 2), current.upstream(upstream))
+            return into.view(batch, n, positions, spec.d_model)
+        grouped = (
+            share.reshape(groups, per_group, upstream, n)
+            .transpose(2, 3)
+            .reshape(groups, per_group * n, upstream)
+        )
+        into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
+        into = into.reshape(batch, n, width)
+        now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
+        into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
+        return into.view(batch, n, positions, spec.d_model)
+
+    def head_patch(x, hook, layer: int, kind: int, cache: dict):
+        """A head input [b, pos, n_heads, d]; a layer's q, k and v patches come from one product."""
+        if "moved" not in cache:
+            readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+            cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, 3 n_heads, pos, d]
+        part = cache["moved"][:, kind * spec.n_heads : (kind + 1) * spec.n_heads]  # [b, n_heads, pos, d]
+        cache["used"] = cache.get("used", 0) + 1
+        if cache["used"] == len(QKV):
+            del cache["moved"]
+        return x + part.transpose(1, 2)
+
+    def single_patch(x, hook, upstream: int, reader: int):
+        """An MLP input or the logits' residual: [b, pos, d]."""
+        return x + moved(upstream, slice(reader, reader + 1))[:, 0]
 
     hooks: list[Hook] = []
-    for name, upstream, backward in reader_hook_points(spec):
-        readers = range(spec.n_backward)[backward]
-        if not any(active[reader] for reader in (readers if isinstance(readers, range) else [readers])):
-            continue  # every circuit keeps all of this reader's edges: its input stays clean
+    for layer in range(spec.n_layers):
+        heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+        if any(active[reader] for reader in heads):
+            cache: dict = {}
+            for kind, qkv in enumerate(QKV):
+                hooks.append(
+                    (
+                        f"blocks.{layer}.hook_{qkv}_input",
+                        lambda x, hook, layer=layer, kind=kind, cache=cache: head_patch(
+                            x, hook, layer, kind, cache
+                        ),
+                    )
+                )
+        mlp = spec.mlp_backward(layer)
+        if active[mlp]:  # otherwise every circuit keeps all of this reader's edges: its input stays clean
+            upstream = spec.upstream_of_mlp(layer)
+            hooks.append(
+                (
+                    f"blocks.{layer}.hook_mlp_in",
+                    lambda x, hook, up=upstream, r=mlp: single_patch(x, hook, up, r),
+                )
+            )
+    if active[spec.logits_backward]:
         hooks.append(
-            (name, lambda x, hook, upstream=upstream, backward=backward: patch(x, hook, upstream, backward))
+            (
+                f"blocks.{spec.n_layers - 1}.hook_resid_post",
+                lambda x, hook: single_patch(x, hook, spec.n_forward, spec.logits_backward),
+            )
         )
     return hooks
 
@@ -398,22 +533,30 @@ def patched_metrics(
     prepared: PreparedTask,
     corrupted_writers: torch.Tensor,
     removed: torch.Tensor,
+    tokens: torch.Tensor | None = None,
+    metric: Metric | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
     corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
     one circuit's complement per batch element. A reader's input becomes its current input plus,
     for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
+    A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
+    writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
+    task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``rows_metric``).
     """
     batch = removed.shape[0]
     device = model_device(model)
-    tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    if tokens is None:
+        tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    tokens = tokens.to(device)
     dtype = model_dtype(model)
-    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device)
+    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device, writer_major=True)  # [b, fwd, pos, d]
     corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
     weights = removed.to(device=device, dtype=dtype)
     hooks = writer_hooks(model, spec, current) + patch_hooks(spec, corrupted_writers, weights, current)
-    return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
+    residual = final_residual(model, tokens, hooks)
+    return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
 def unchanged_prefix(prepared: PreparedTask) -> int:
@@ -690,6 +833,7 @@ def reader_gradients(
     input_replacement: Callable[[torch.Tensor], torch.Tensor] | None = None,
     extra_hooks: list[Hook] | None = None,
     tokens: torch.Tensor | None = None,
+    metric: Metric | None = None,
 ) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
@@ -697,7 +841,8 @@ def reader_gradients(
     see (EAP-IG's interpolated inputs). Parameters need no gradient: the embedding is made a
     leaf that requires one, so only activation gradients are computed. ``tokens`` [batch, pos]
     runs other prompts of the task's length instead (Best-of-N's paraphrases in one batch; the
-    metric still reads the task's answer and foils). ``extra_hooks`` may replace what writers
+    metric still reads the task's answer and foils, unless ``metric`` (``rows_metric``) scores
+    each row with its own task's, as a batch of a dataset's prompts does). ``extra_hooks`` may replace what writers
     add (EAP-IG activations); every head still reads the residual stream unpatched.
     Returns (the gradients, read out per layer; metrics [batch]).
     """
@@ -732,7 +877,7 @@ def reader_gradients(
         hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
     with model_lock(model), _attention_inputs(model, shared), torch.enable_grad():
         residual = final_residual(model, tokens, hooks)
-        metrics = metric_from_residual(model, prepared, residual)
+        metrics = metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
         names = list(captured)
         grads = torch.autograd.grad(metrics.sum(), [captured[name] for name in names], allow_unused=True)
     gradients = {
@@ -858,6 +1003,61 @@ def gradient_scores(
         commit,
     )
     return scores
+
+
+def batched_gradient_scores(
+    model,
+    spec: GraphSpec,
+    tasks: Sequence[PreparedTask],
+    clean_writers: torch.Tensor,
+    corrupted_writers: torch.Tensor,
+    steps: int | None,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes.
+
+    Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
+    gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
+    times the corrupted-minus-clean writer outputs; ``steps`` None gives EAP (the gradient at
+    the clean input itself). A batch holds the steps of several tasks, each scored with its own
+    answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
+    summed per task and contracted with each task's differences in one product per layer.
+    clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
+    Returns [n_tasks, n_forward, n_backward] on the model's device.
+    """
+    tasks = list(tasks)
+    device = model_device(model)
+    differences = corrupted_writers - clean_writers  # [n, pos, n_forward, d_model]
+    clean_input, corrupted_input = clean_writers[:, :, 0], corrupted_writers[:, :, 0]  # [n, pos, d_model]
+    tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
+    n_steps = int(steps) if steps else 1
+    jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
+
+    def batch_pass(rows: slice):
+        batch = jobs[rows]
+        owners = [j for j, _ in batch]  # a batch's tasks are contiguous: jobs go task by task
+        lowest, highest = owners[0], owners[-1]
+        owner = torch.tensor(owners, device=device)
+        interpolate = None
+        if steps:
+            alpha = torch.tensor([k / n_steps for _, k in batch], dtype=clean_input.dtype, device=device)
+            alpha = alpha[:, None, None]  # [b, 1, 1]
+            start_value, end_value = corrupted_input[owner], clean_input[owner]
+
+            def interpolate(x):
+                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
+
+        metric = rows_metric(model, tasks, owner)
+        gradients, _ = reader_gradients(
+            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric
+        )
+        members = slice(lowest, highest + 1)
+        return gradients, differences[members], owner - lowest, members
+
+    scores = gradient_scores(
+        model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress
+    )
+    return scores / n_steps
 
 
 # ----- residual-stream reads and edits (SAE labels and steering) ---------------------------------

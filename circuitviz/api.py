@@ -42,10 +42,18 @@ def parse_budgets(text: str) -> list[int]:
 
 def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:
     """The store key of a discovery request."""
+    return request_key_of(model_id, str(model_dtype(model)), task, method, config, budgets, max_tokens)
+
+
+def request_key_of(
+    model_id: str, dtype: str, task: PromptTask, method: str, config, budgets, max_tokens: int
+) -> str:
+    """``request_key`` from the model's id and dtype alone (a batch's driver, whose workers hold
+    the model, keys its items with this)."""
     return content_key(
         kind="discover",
         model=model_id,
-        dtype=str(model_dtype(model)),
+        dtype=dtype,
         task=task.to_dict(),
         method=method,
         config=config_to_dict(config),

@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_task_arguments(evaluate)
     _add_model_arguments(evaluate)
 
+    _add_batch_parser(commands)
+
     commands.add_parser("methods", help="list the registered methods")
     commands.add_parser("models", help="list the models circuitviz knows")
     return parser
@@ -319,12 +321,196 @@ def cmd_planted_bench(args) -> int:
     return 0
 
 
+# ----- batch: a dataset of tasks x methods x budgets -------------------------------------------
+def _add_batch_parser(commands) -> None:
+    batch = commands.add_parser(
+        "batch",
+        help="discover circuits for a whole dataset (a JSONL/CSV file or generated), locally or on Ray",
+        description="Run methods on every task of a dataset into a folder: results.parquet (one row per "
+        "task and method), consensus.parquet, manifest.json, and each full result in the result store. "
+        "Ctrl-C stops cleanly; the same command again resumes. See docs/datasets.md.",
+    )
+    source = batch.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--dataset", type=Path, help="JSONL or CSV: clean, corrupted, answer, foil(s) [, metric, id, family]"
+    )
+    source.add_argument("--generate", metavar="FAMILY", help="generate tasks: ioi, arithmetic or factual")
+    batch.add_argument("--n", type=int, default=100, help="how many tasks --generate makes")
+    batch.add_argument("--seed", type=int, default=0, help="seed of --generate")
+    batch.add_argument("--strict", action="store_true", help="refuse a dataset file with any bad row")
+    batch.add_argument("--out", type=Path, required=True, help="the batch folder (created; reused to resume)")
+    batch.add_argument("--methods", default="eap-ig", help="comma separated, e.g. eap-ig,eap")
+    batch.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a method setting, by name"
+    )
+    batch.add_argument(
+        "--budgets", default="mib", help="edge budgets, comma separated, or mib (0.1%% to 100%% of the edges)"
+    )
+    batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+    _add_model_arguments(batch)
+    batch.add_argument("--executor", default="local", choices=["local", "ray"])
+    batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as fit)")
+    batch.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray worker takes")
+    batch.add_argument(
+        "--gpus-per-worker", type=float, default=0.0, help="GPUs each Ray worker takes (0.5: two per GPU)"
+    )
+    batch.add_argument("--ray-address", default=None, help="join this Ray cluster (default: a local Ray)")
+    batch.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
+    batch.add_argument(
+        "--batch-tasks", type=int, default=16, help="tasks of one length that share a pass (default 16)"
+    )
+    batch.add_argument(
+        "--keep-edges",
+        type=int,
+        default=None,
+        help="keep circuits up to this budget in the table (default 10%%)",
+    )
+    batch.add_argument("--top-edges", type=int, default=100, help="strongest edges kept per row")
+    batch.add_argument(
+        "--consensus", type=float, default=0.5, help="consensus share evaluated on every prompt (0 for none)"
+    )
+    batch.add_argument(
+        "--store", type=Path, default=None, help="result store folder (default: the shared one)"
+    )
+    _add_batch_settings(batch)
+
+
+def _add_batch_settings(parser: argparse.ArgumentParser) -> None:
+    """The method settings as flags, as ``discover`` has them, except a flag the batch itself
+    uses (``--seed`` seeds --generate; Best-of-N's seed is ``--set seed=N`` here)."""
+    from .methods import setting_flags
+
+    taken = set(parser._option_string_actions)
+    group = parser.add_argument_group("method settings (each applies to the methods named in its help)")
+    for flag in setting_flags():
+        names = [name for name in flag.names if name not in taken]
+        if not names:
+            continue
+        options: dict = {"dest": f"setting_{flag.dest}", "default": None}
+        if flag.kind is bool:
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["type"] = flag.kind
+            if flag.choices:
+                options["choices"] = flag.choices
+        options["help"] = f"{flag.help} [{', '.join(flag.methods)}]"
+        group.add_argument(*names, **options)
+
+
+def _batch_source(args):
+    """Where the batch's executor gets its model (tests replace this)."""
+    from .batch import ModelSource
+    from .models import EMBEDDED_MODEL
+
+    return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
+
+
+def _batch_budgets(text: str):
+    from .api import parse_budgets
+
+    return "mib" if text.strip().lower() == "mib" else parse_budgets(text)
+
+
+def cmd_batch(args) -> int:
+    from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
+    from .batch.atlas import BatchTable, curve_bands, mib_scores
+    from .batch.runner import _duration
+    from .methods import get_method
+    from .store import ResultStore
+
+    budgets = _batch_budgets(args.budgets)
+    if args.n < 1:
+        raise ValueError(f"--n must be 1 or more, not {args.n}.")
+    if args.consensus and not 0 < args.consensus <= 1:
+        raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
+    tasks, problems, origin = None, [], ""
+    if args.dataset is not None:
+        loaded = read_dataset(args.dataset)
+        tasks, problems, origin = loaded.tasks, loaded.problems, str(args.dataset)
+        for line in loaded.problem_summary():
+            print(f"skipped {line}", file=sys.stderr)
+        if problems and args.strict:
+            raise ValueError(f"{len(problems)} rows of {args.dataset.name} are bad (listed above); fix them.")
+    settings = dict(_parse_setting(item) for item in args.set)
+    settings.update(_settings_given(args))
+    names = [name.strip() for name in args.methods.split(",") if name.strip()]
+    if not names:
+        raise ValueError("--methods is empty; name methods such as eap-ig,eap.")
+    from .batch import MethodRun
+
+    runs, unused = [], set(settings)
+    for name in names:
+        method = get_method(name)
+        fields = set(method.Config.__dataclass_fields__)
+        chosen = method.settings_from_cli({k: v for k, v in settings.items() if k in fields})
+        runs.append(MethodRun(method.name, chosen))
+        unused -= fields
+    if unused:
+        raise ValueError(f"No method of the batch has the setting {', '.join(sorted(unused))}.")
+    store = ResultStore(args.store) if args.store else ResultStore()
+    ray_options = {}
+    if args.executor == "ray":
+        ray_options = dict(
+            workers=args.workers,
+            cpus_per_worker=args.cpus_per_worker,
+            gpus_per_worker=args.gpus_per_worker,
+            address=args.ray_address,
+            local_cpus=args.ray_cpus,
+        )
+    executor = make_executor(args.executor, _batch_source(args), store=store, **ray_options)
+    request = BatchRequest(
+        out=args.out,
+        methods=runs,
+        budgets=budgets,
+        tasks=tasks,
+        generate=(args.generate, args.n, args.seed) if args.generate else None,
+        source=origin,
+        problems=problems,
+        max_tokens=args.max_tokens,
+        batch_tasks=args.batch_tasks,
+        keep_edges=args.keep_edges,
+        top_edges=args.top_edges,
+        consensus=args.consensus or None,
+        command="circuitviz " + " ".join(sys.argv[1:]),
+    )
+    try:
+        report = run_batch(
+            request, executor, store, ProgressBar(), log=lambda text: print(text, file=sys.stderr)
+        )
+    finally:
+        executor.close()
+    counts = report.manifest["counts"]
+    print(
+        f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
+        f"{counts['failed']} failed, in {_duration(report.seconds)} on {report.executor} "
+        f"({report.workers} worker{'s' if report.workers != 1 else ''})"
+    )
+    if report.interrupted:
+        print(f"interrupted: rerun the same command to resume; {args.out} keeps what finished.")
+        return 130
+    batch = BatchTable.load(args.out)
+    for label in batch.labels:
+        scores = mib_scores(batch, label)
+        if not scores:
+            continue
+        bands = curve_bands(batch, label)
+        grid = "MIB's budgets" if scores["mib_grid"] else "these budgets"
+        print(
+            f"{label}: {scores['n_prompts']} prompts; CPR {scores['cpr']:.3f}, CMD {scores['cmd']:.3f} ({grid})"
+        )
+        print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
+        print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
+    print(f"wrote {args.out / 'results.parquet'}; open it on the app's Dataset page")
+    return 0
+
+
 COMMANDS = {
     "discover": cmd_discover,
     "evaluate": cmd_evaluate,
     "methods": cmd_methods,
     "models": cmd_models,
     "planted-bench": cmd_planted_bench,
+    "batch": cmd_batch,
 }
 
 

@@ -14,7 +14,15 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import clean_and_corrupted, evaluation_bytes_per_position, model_device, patched_metrics
+from .activations import (
+    batch_compatible,
+    clean_and_corrupted,
+    evaluation_bytes_per_position,
+    model_device,
+    patched_metrics,
+    rows_metric,
+    writers_of_prompts,
+)
 from .chunks import chunk_size, run_in_chunks
 from .graph import GraphSpec, prune, top_n_at_budgets
 from .tasks import PreparedTask
@@ -91,14 +99,23 @@ class Evaluator:
     """Evaluates circuits of one task on one model; the clean/corrupted runs are done once.
 
     Everything stays on the model's device: circuits are moved there, metrics come back there.
+    ``runs``: the clean and corrupted runs when they were made elsewhere (``evaluators_of_tasks``
+    runs a dataset's prompts together): (writers [2, pos, n_forward, d_model], metrics [2]).
     """
 
-    def __init__(self, model, spec: GraphSpec, prepared: PreparedTask, chunk_size: int | None = None):
+    def __init__(
+        self,
+        model,
+        spec: GraphSpec,
+        prepared: PreparedTask,
+        chunk_size: int | None = None,
+        runs: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ):
         self.model = model
         self.spec = spec
         self.prepared = prepared
         self.device = model_device(model)
-        writers, metrics = clean_and_corrupted(model, spec, prepared)
+        writers, metrics = runs if runs is not None else clean_and_corrupted(model, spec, prepared)
         self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
         clean, corrupted = metrics.tolist()
@@ -163,6 +180,119 @@ class Evaluator:
             )
             for budget, size, value in zip(budgets, sizes, values)
         ]
+
+
+# ----- several tasks at once (a dataset's prompts of one length) ------------------------------
+def _check_batch(tasks: Sequence[PreparedTask]) -> None:
+    problem = batch_compatible(tasks)
+    if problem is not None:
+        raise ValueError(f"These tasks cannot be evaluated in one batch: {problem}.")
+
+
+def evaluators_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
+    """An evaluator per task, their clean and corrupted runs made together in batched passes.
+
+    ``tasks`` must share the prompt length, metric and foil count (``batch_compatible``). Each
+    evaluator holds what ``Evaluator(model, spec, task)`` would compute alone (tested).
+    """
+    tasks = list(tasks)
+    _check_batch(tasks)
+    evaluators: list[Evaluator | None] = [None] * len(tasks)
+    positions = tasks[0].n_positions
+    dtype_size = next(model.parameters()).element_size()
+
+    def compute(rows: slice):
+        group = tasks[rows]
+        tokens = torch.cat([t.clean_tokens for t in group] + [t.corrupted_tokens for t in group])  # [2g, pos]
+        owner = torch.arange(len(group), device=model_device(model)).repeat(2)  # clean rows, then corrupted
+        return writers_of_prompts(model, spec, None, tokens, rows_metric(model, group, owner))
+
+    def commit(rows: slice, result) -> None:
+        writers, metrics = result  # [2g, pos, n_forward, d_model], [2g]
+        size = rows.stop - rows.start
+        for offset in range(size):
+            pick = [offset, size + offset]  # this task's clean and corrupted rows
+            evaluators[rows.start + offset] = Evaluator(
+                model, spec, tasks[rows.start + offset], runs=(writers[pick], metrics[pick])
+            )
+
+    run_in_chunks(
+        model,
+        "evaluate",
+        len(tasks),
+        2 * positions,
+        evaluation_bytes_per_position(spec, dtype_size),
+        compute,
+        commit,
+    )
+    return evaluators
+
+
+def curves_of_tasks(
+    evaluators: Sequence[Evaluator],
+    circuits: torch.Tensor,
+    budgets: Sequence[int],
+    progress: Progress | None = None,
+) -> list[list[CurvePoint]]:
+    """Each task's faithfulness curve, every (task, circuit) pair in shared patched passes.
+
+    circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
+    ``budgets`` names the circuits of a row. A task's points equal ``Evaluator.curve`` on it
+    alone (tested). The tasks must share prompt length, metric and foil count; chunks hold whole
+    tasks (every circuit of a task in one pass, beside its corrupted run).
+    """
+    evaluators = list(evaluators)
+    if not evaluators:
+        return []
+    first = evaluators[0]
+    model, spec, device = first.model, first.spec, first.device
+    tasks = [e.prepared for e in evaluators]
+    _check_batch(tasks)
+    n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
+    edge_mask = spec.tensors(device).edge_mask
+    values: list[torch.Tensor] = []
+
+    def compute(rows: slice) -> torch.Tensor:
+        """The circuits of tasks ``rows``, a task's circuits side by side (patched_metrics' groups)."""
+        group = evaluators[rows]
+        owner = torch.arange(len(group), device=device).repeat_interleave(n_circuits)  # [g k]
+        removed = edge_mask & ~circuits[rows].reshape(-1, spec.n_forward, spec.n_backward).to(device).bool()
+        tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k, pos]
+        corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
+        metric = rows_metric(model, tasks[rows], owner)
+        return patched_metrics(model, spec, None, corrupted, removed, tokens, metric)
+
+    def commit(rows: slice, result: torch.Tensor) -> None:
+        values.append(result)
+        if progress:
+            progress("evaluate", min(1.0, rows.stop / n_tasks))
+
+    per_position = evaluation_bytes_per_position(spec, first.clean_writers.element_size())
+    run_in_chunks(
+        model,
+        "evaluate",
+        n_tasks,
+        n_circuits * tasks[0].n_positions,
+        per_position,
+        compute,
+        commit,
+        max(1, 256 // max(n_circuits, 1)),
+    )
+    metrics = torch.cat(values).view(n_tasks, n_circuits).tolist() if n_circuits else [[]] * n_tasks
+    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
+    return [
+        [
+            CurvePoint(
+                budget=int(budget),
+                n_edges=int(size),
+                metric=float(value),
+                nfs=nfs(float(value), evaluator.baseline),
+                ndf=ndf(float(value), evaluator.baseline),
+            )
+            for budget, size, value in zip(budgets, task_sizes, task_values)
+        ]
+        for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics)
+    ]
 
 
 def circuits_at_budgets(

@@ -266,6 +266,7 @@ def _bench_engine_total() -> float:
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    OUTPUT.mkdir(exist_ok=True)  # this fixture runs before the server's, on a fresh checkout too
     (OUTPUT / "bench-engine.txt").write_text(done.stdout)
     found = re.search(r"EAP-IG discovery total \(no load\)\s+([\d.]+)s", done.stdout)
     assert found, done.stdout[-2000:]

@@ -29,7 +29,7 @@ def _requirements(extra: str | None = None) -> list[Requirement]:
     return [Requirement(line) for line in [*lines, *nodeps]]
 
 
-@pytest.mark.parametrize("extra", [None, "dev"])
+@pytest.mark.parametrize("extra", [None, "dev", "ray"])
 def test_this_environment_holds_the_pinned_versions(extra):
     """What the tests run against is what pyproject.toml pins (a drifted venv fails here first)."""
     wrong = []

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets
+from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..results import CircuitResult, MethodDetails
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
@@ -214,6 +214,20 @@ class Method(abc.ABC):
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         """Discover the circuit of ``ctx.task`` at every budget; see ScoringMethod for the usual way."""
 
+    def run_many(
+        self, contexts: Sequence[RunContext], config, budgets: Sequence[int], progress: Progress | None = None
+    ) -> list[CircuitResult]:
+        """Run on several tasks of one model (a dataset's prompts): each result is what ``run``
+        gives its context alone. By default they run one after another; ``ScoringMethod`` shares
+        batched passes between tasks of one prompt length, metric and foil count."""
+        config = self.as_config(config)
+        results = []
+        for index, ctx in enumerate(contexts):
+            results.append(self.run(ctx, config, budgets))
+            if progress is not None:
+                progress("run", (index + 1) / len(contexts))
+        return results
+
     def run_on(
         self,
         model,
@@ -246,6 +260,18 @@ class ScoringMethod(Method):
         """The scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
 
+    def score_many(
+        self, contexts: Sequence[RunContext], config, progress: Progress | None = None
+    ) -> list[tuple[torch.Tensor, MethodDetails | None]]:
+        """(scores, details) of several tasks; each context's evaluator is ready. One by one by
+        default; a method that can share passes between tasks overrides it (EAP, EAP-IG)."""
+        found = []
+        for index, ctx in enumerate(contexts):
+            found.append(self.score_with_details(ctx, config))
+            if progress is not None:
+                progress("score", (index + 1) / len(contexts))
+        return found
+
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         spec, evaluator = ctx.spec, ctx.evaluator
@@ -257,6 +283,58 @@ class ScoringMethod(Method):
             circuits = circuits_at_budgets(spec, scores, budgets)
             curve = evaluator.curve(circuits, budgets, ctx.progress)
         return ctx.result(self.name, config, scores, curve, details=details)
+
+    def run_many(
+        self, contexts: Sequence[RunContext], config, budgets: Sequence[int], progress: Progress | None = None
+    ) -> list[CircuitResult]:
+        """Several tasks in shared passes: one batched clean/corrupted run, ``score_many``, and
+        every (task, budget) circuit in shared patched passes. The tasks must share the model,
+        prompt length, metric and foil count (``activations.batch_compatible``); each result
+        equals ``run`` on its context alone (tested). Each result's timings are its share of the
+        batch's (the phase time divided by the number of tasks), with ``batch_tasks`` beside them.
+        """
+        contexts = list(contexts)
+        if len(contexts) <= 1 or type(self).run is not ScoringMethod.run:
+            # a method with its own run (Ensemble's paraphrase selection) is not score-then-top-N:
+            # the shared passes would skip what its run adds, so its tasks run one by one
+            return super().run_many(contexts, config, budgets, progress)
+        config = self.as_config(config)
+        first = contexts[0]
+        if any(ctx.model is not first.model for ctx in contexts):
+            raise ValueError("The tasks of one batch must run on one model instance.")
+        spec, budgets = first.spec, sorted({int(b) for b in budgets})
+        timings: dict[str, float] = {}
+
+        def phase(name: str, fraction: float) -> Progress | None:
+            if progress is None:
+                return None
+            start = {"score": 0.05, "evaluate": 0.85}[name]
+            return lambda _, part: progress(name, start + fraction * part)
+
+        begin = time.perf_counter()
+        missing = [ctx for ctx in contexts if ctx._evaluator is None]
+        if missing:
+            made = evaluators_of_tasks(first.model, spec, [ctx.prepared(True) for ctx in missing])
+            for ctx, evaluator in zip(missing, made):
+                ctx._evaluator = evaluator
+        timings["clean_corrupted_s"] = time.perf_counter() - begin
+        begin = time.perf_counter()
+        scored = self.score_many(contexts, config, phase("score", 0.8))
+        scores = [(s.float() * spec.tensors(s.device).edge_mask).nan_to_num(0.0) for s, _ in scored]
+        timings["scoring_s"] = time.perf_counter() - begin
+        begin = time.perf_counter()
+        circuits = circuits_at_budgets(spec, torch.stack(scores), budgets)  # [n, n_budgets, fwd, bwd]
+        curves = curves_of_tasks(
+            [ctx.evaluator for ctx in contexts], circuits, budgets, phase("evaluate", 0.15)
+        )
+        timings["evaluation_s"] = time.perf_counter() - begin
+        results = []
+        for ctx, matrix, (_, details), curve in zip(contexts, scores, scored, curves):
+            for name, seconds in timings.items():
+                ctx.timings[name] = ctx.timings.get(name, 0.0) + seconds / len(contexts)
+            ctx.timings["batch_tasks"] = float(len(contexts))
+            results.append(ctx.result(self.name, config, matrix, curve, details=details))
+        return results
 
 
 def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> Cost:

@@ -13,12 +13,14 @@ switches from its clean to its corrupted value:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from ..activations import (
     accumulate_scores,
+    batched_gradient_scores,
     gradient_scores,
     model_device,
     model_dtype,
@@ -40,6 +42,15 @@ def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
 def _differences(evaluator: Evaluator) -> torch.Tensor:
     """Corrupted minus clean writer outputs.  # [1, pos, n_forward, d_model]"""
     return evaluator.corrupted_writers - evaluator.clean_writers
+
+
+def _writers_of(contexts: Sequence[RunContext]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The contexts' clean and corrupted writer outputs side by side.  # each [n, pos, n_fwd, d]"""
+    evaluators = [ctx.evaluator for ctx in contexts]
+    return (
+        torch.cat([e.clean_writers for e in evaluators]),
+        torch.cat([e.corrupted_writers for e in evaluators]),
+    )
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,14 @@ class EAP(ScoringMethod):
         accumulate_scores(spec, scores, gradients, _differences(ctx.evaluator))
         ctx.report("score", 1.0)
         return scores
+
+    def score_many(self, contexts, config, progress=None):
+        clean, corrupted = _writers_of(contexts)
+        prepared = [ctx.prepared() for ctx in contexts]
+        scores = batched_gradient_scores(
+            contexts[0].model, contexts[0].spec, prepared, clean, corrupted, None, progress
+        )
+        return [(matrix, None) for matrix in scores]
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,15 @@ class EAPIG(ScoringMethod):
 
         scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=ctx.progress)
         return scores / steps
+
+    def score_many(self, contexts, config, progress=None):
+        clean, corrupted = _writers_of(contexts)
+        prepared = [ctx.prepared() for ctx in contexts]
+        model, spec = contexts[0].model, contexts[0].spec
+        scores = batched_gradient_scores(
+            model, spec, prepared, clean, corrupted, int(config.ig_steps), progress
+        )
+        return [(matrix, None) for matrix in scores]
 
 
 def _writer_groups(spec: GraphSpec) -> list[tuple[str, slice]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import gradient_scores, model_device, model_dtype, reader_gradients, writers_of_prompts
+from ..activations import batched_gradient_scores, model_device, model_dtype, writers_of_prompts
 from ..evaluate import Progress
 from ..graph import GraphSpec
 from ..models.devices import working_memory_bytes
@@ -75,45 +75,14 @@ def batched_ig_scores(
         tokens = torch.cat([p.clean_tokens for p in group] + [p.corrupted_tokens for p in group])
         writers, _ = writers_of_prompts(model, spec, prepared, tokens)  # [2g, pos, n_fwd, d]
         clean, corrupted = writers[: len(group)], writers[len(group) :]
-        differences = corrupted - clean  # [g, pos, n_forward, d_model]
-        clean_input, corrupted_input = clean[:, :, 0], corrupted[:, :, 0]  # [g, pos, d_model]
-        clean_tokens = torch.cat([p.clean_tokens for p in group]).to(device)  # [g, pos]
-        jobs = [(j, k) for j in range(len(group)) for k in range(1, steps + 1)]
 
-        def batch_pass(
-            rows: slice,
-            jobs=jobs,
-            differences=differences,
-            clean_input=clean_input,
-            corrupted_input=corrupted_input,
-            clean_tokens=clean_tokens,
-        ):
-            batch = jobs[rows]
-            owners = [j for j, _ in batch]  # a batch's pairs are contiguous: jobs go pair by pair
-            lowest, highest = owners[0], owners[-1]
-            owner = torch.tensor(owners, device=device)
-            alpha = torch.tensor([k / steps for _, k in batch], dtype=clean_input.dtype, device=device)
-            alpha = alpha[:, None, None]
-            start_value, end_value = corrupted_input[owner], clean_input[owner]
-
-            def interpolate(x):
-                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
-
-            gradients, _ = reader_gradients(
-                model, spec, prepared, len(batch), interpolate, tokens=clean_tokens[owner]
-            )
-            members = slice(lowest, highest + 1)
-            return gradients, differences[members], owner - lowest, members
-
-        def report(phase, fraction, done=done, size=len(jobs)):
+        def report(phase, fraction, done=done, size=len(group) * steps):
             if progress:
                 progress(phase, (done + fraction * size) / (len(pairs) * steps))
 
-        group_scores = gradient_scores(
-            model, spec, len(jobs), positions, batch_pass, n_groups=len(group), progress=report
-        )
-        scores += list(group_scores / steps)
-        done += len(jobs)
+        # each pair scored with its own answer and foils: the task's, as every pair keeps them
+        scores += list(batched_gradient_scores(model, spec, group, clean, corrupted, steps, report))
+        done += len(group) * steps
     return scores
 
 

@@ -1,0 +1,222 @@
+"""The work a batch hands to an executor, and the functions that do it on a loaded model.
+
+Executors differ only in where these functions run (this process, or Ray workers that each load
+the model once); the work and its results are plain, picklable values, so both give the same
+results. A group is several tasks of one prompt length, metric and foil count under one method
+and config: ``Method.run_many`` runs them in shared passes. When a group fails, its tasks run one
+by one, so one bad task is recorded with its reason and never takes its neighbours with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..activations import model_dtype
+from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
+from ..graph import GraphSpec
+from ..limits import Limits, check_run, estimate_request
+from ..methods import RunContext, get_method
+from ..results import CircuitResult
+from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
+from .dataset import DatasetTask
+from .generate import generate_tasks
+
+Progress = Callable[[float], None]  # fraction of the current piece of work done
+MAX_REASON = 300
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """How an executor (or each Ray worker) gets the model: ``models.load_model(model_id, device,
+    dtype)``, or ``factory()`` when given (a picklable callable: tests' tiny models)."""
+
+    model_id: str
+    device: str | None = None
+    dtype: str | None = None
+    factory: Callable[[], Any] | None = None
+
+    def load(self):
+        if self.factory is not None:
+            return self.factory()
+        from ..models import load_model
+
+        return load_model(self.model_id, device=self.device, dtype=self.dtype)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the driver needs to know of the model the workers hold (keys and the table)."""
+
+    model_id: str
+    dtype: str
+    device: str
+    graph: dict  # GraphSpec.to_cfg_dict()
+
+    @property
+    def spec(self) -> GraphSpec:
+        return GraphSpec.from_cfg_dict(self.graph)
+
+
+def model_info(model, model_id: str) -> ModelInfo:
+    spec = GraphSpec.from_model(model)
+    device = str(next(model.parameters()).device)
+    return ModelInfo(
+        model_id=model_id, dtype=str(model_dtype(model)), device=device, graph=spec.to_cfg_dict()
+    )
+
+
+def reason(error: BaseException) -> str:
+    """An error as the one sentence a table row keeps: a user's error as it is worded, anything
+    else with its type, both cut to ``MAX_REASON`` characters."""
+    text = " ".join(str(error).split())
+    if not isinstance(error, ValueError):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
+
+
+def worker_name() -> str:
+    return f"{os.uname().nodename}:{os.getpid()}"
+
+
+# ----- planning: which tasks may share passes ---------------------------------------------------
+def task_shapes(model, tasks: list[DatasetTask], max_tokens: int = DEFAULT_MAX_TOKENS) -> list:
+    """Each task's (prompt length, metric, foil count), or the sentence why it cannot run."""
+    shapes: list = []
+    for item in tasks:
+        try:
+            prepared = prepare_task(model, item.task, max_tokens, need_corrupted=False)
+            shapes.append((prepared.n_positions, item.task.metric, len(prepared.foil_ids)))
+        except ValueError as error:
+            shapes.append(reason(error))
+    return shapes
+
+
+# ----- discovery --------------------------------------------------------------------------------
+@dataclass
+class WorkGroup:
+    """Tasks of one shape under one method and config: (item number, task) each."""
+
+    method: str
+    config: dict
+    budgets: list[int]
+    items: list[tuple[int, DatasetTask]]
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+
+@dataclass
+class Outcome:
+    """One item's result, or the sentence why it has none; ``seconds``: its share of the group's
+    wall time; ``worker``: host and process that ran it."""
+
+    item: int
+    result: CircuitResult | None
+    error: str | None
+    seconds: float
+    worker: str
+    batch_tasks: int = 1
+
+
+def _one_by_one(method, contexts, config, budgets) -> list[tuple[CircuitResult | None, str | None]]:
+    found = []
+    for ctx in contexts:
+        try:
+            found.append((method.run(ctx, config, budgets), None))
+        except Exception as error:  # a task's failure is its row's reason, never the batch's end
+            found.append((None, reason(error)))
+    return found
+
+
+def run_group(
+    model, model_id: str, group: WorkGroup, store=None, progress: Progress | None = None
+) -> list[Outcome]:
+    """Run a group's method on its tasks (shared passes where the method has them)."""
+    start = time.perf_counter()
+    worker = worker_name()
+    method = get_method(group.method)
+    config = method.make_config(group.config)
+    budgets = sorted({int(b) for b in group.budgets})
+    contexts, items, outcomes = [], [], []
+    for item, dataset_task in group.items:
+        ctx = RunContext(model, dataset_task.task, model_id, store, None, group.max_tokens)
+        try:
+            ctx.prepared(method.needs_corrupted)
+        except ValueError as error:
+            outcomes.append(Outcome(item, None, reason(error), 0.0, worker))
+            continue
+        contexts.append(ctx)
+        items.append(item)
+    if contexts:
+        try:  # what a single request would be refused for, the batch refuses too (limits.py)
+            limits = dataclasses.replace(Limits.load(), max_tokens=group.max_tokens)
+            check_run(estimate_request(model, contexts[0].task, method.name, config, len(budgets)), limits)
+        except ValueError as error:
+            found = [(None, reason(error))] * len(contexts)
+        else:
+            try:
+                results = method.run_many(
+                    contexts, config, budgets, (lambda _, part: progress(part)) if progress else None
+                )
+                found = [(result, None) for result in results]
+            except Exception:  # noqa: BLE001  (a failing task: find it by running them one by one)
+                fresh = [RunContext(model, c.task, model_id, store, None, group.max_tokens) for c in contexts]
+                found = _one_by_one(method, fresh, config, budgets)
+        share = (time.perf_counter() - start) / max(len(group.items), 1)
+        for item, (result, error) in zip(items, found):
+            outcomes.append(Outcome(item, result, error, share, worker, len(contexts)))
+    return sorted(outcomes, key=lambda outcome: outcome.item)
+
+
+# ----- consensus circuits on every task ---------------------------------------------------------
+@dataclass
+class MaskGroup:
+    """Circuits (edge index lists, one per label) to evaluate on tasks of one shape."""
+
+    masks: dict[str, list[int]]  # label -> edge indices (GraphSpec.edge_index order)
+    items: list[tuple[int, DatasetTask]]
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    labels: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.labels = list(self.masks)
+
+
+def masks_tensor(spec: GraphSpec, masks: dict[str, list[int]], device) -> torch.Tensor:
+    """Membership of each circuit.  # [n_circuits, n_forward, n_backward] bool"""
+    forward, backward = spec.tensors(device).edge_index
+    circuits = torch.zeros(len(masks), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+    for row, edges in enumerate(masks.values()):
+        index = torch.as_tensor(edges, dtype=torch.long, device=device)
+        circuits[row, forward[index], backward[index]] = True
+    return circuits
+
+
+def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] | None, str | None]]:
+    """Every circuit of the group on every task of it: (item, a point per circuit, or the reason)."""
+    spec = GraphSpec.from_model(model)
+    device = next(model.parameters()).device
+    prepared, items, found = [], [], []
+    for item, dataset_task in group.items:
+        try:
+            prepared.append(prepare_task(model, dataset_task.task, group.max_tokens))
+            items.append(item)
+        except ValueError as error:
+            found.append((item, None, reason(error)))
+    if prepared:
+        circuits = masks_tensor(spec, group.masks, device)
+        evaluators = evaluators_of_tasks(model, spec, prepared)
+        stacked = circuits[None].expand(len(prepared), -1, -1, -1)
+        budgets = [len(edges) for edges in group.masks.values()]
+        for item, points in zip(items, curves_of_tasks(evaluators, stacked, budgets)):
+            found.append((item, points, None))
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def generate(model, family: str, n: int, seed: int, max_tokens: int) -> list[DatasetTask]:
+    return generate_tasks(model, family, n, seed, max_tokens)

@@ -1,0 +1,167 @@
+"""The circuit atlas drawn: curves with their bands, the consensus graph, the cluster map.
+
+Plain data in (the atlas's dicts and arrays), plotly figures and HTML out; nothing here touches
+a model. Prompt text shown on hover is escaped: it is the user's text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy
+import plotly.graph_objects as go
+import torch
+
+from ..graph import GraphSpec
+from .curves import SERIES_COLOURS
+from .graph_html import GraphDrawing, circuit_graph_html
+
+SCORE_NAMES = {"ndf": "NDF", "nfs": "NFS"}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    colour = colour.lstrip("#")
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def band_figure(
+    series: Mapping[str, Sequence[Mapping]],
+    consensus: Mapping[str, Sequence[Mapping]] | None = None,
+    *,
+    score: str = "ndf",
+    current_budget: int | None = None,
+    height: int = 400,
+) -> go.Figure:
+    """Mean faithfulness over the dataset against the budget (log x), one line per method with
+    its 95 % band; each method's consensus circuit, evaluated on every prompt, dashed."""
+    figure = go.Figure()
+    name = SCORE_NAMES.get(score, score)
+    for index, (label, bands) in enumerate(series.items()):
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        bands = [b for b in bands if not math.isnan(b["mean"])]
+        if not bands:
+            continue
+        x = [max(b["budget"], 1) for b in bands]
+        figure.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=[b["high"] for b in bands] + [b["low"] for b in bands][::-1],
+                fill="toself",
+                fillcolor=_rgba(colour, 0.18),
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"{label} 95% band",
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[b["mean"] for b in bands],
+                mode="lines+markers",
+                name=html.escape(label),
+                line={"color": colour, "width": 2.5},
+                customdata=[[b["low"], b["high"], b["n"]] for b in bands],
+                hovertemplate=(
+                    f"{html.escape(label)}<br>budget %{{x:,}} edges<br>mean {name} %{{y:.3f}}"
+                    " (95% interval %{customdata[0]:.3f} to %{customdata[1]:.3f}, %{customdata[2]} prompts)"
+                    "<extra></extra>"
+                ),
+            )
+        )
+        for band_list in [(consensus or {}).get(label) or []]:
+            points = [b for b in band_list if not math.isnan(b["mean"])]
+            if points:
+                figure.add_trace(
+                    go.Scatter(
+                        x=[max(b["budget"], 1) for b in points],
+                        y=[b["mean"] for b in points],
+                        mode="lines+markers",
+                        name=html.escape(f"{label}: one consensus circuit"),
+                        line={"color": colour, "width": 2, "dash": "dash"},
+                        marker={"symbol": "diamond"},
+                        customdata=[[b["n_edges"], b["threshold"]] for b in points],
+                        hovertemplate=(
+                            "consensus circuit (edges in ≥ %{customdata[1]:.0%} of circuits)<br>"
+                            f"budget %{{x:,}}: %{{customdata[0]:,}} edges<br>mean {name} on every prompt %{{y:.3f}}"
+                            "<extra></extra>"
+                        ),
+                    )
+                )
+    if current_budget is not None:
+        figure.add_vline(x=max(int(current_budget), 1), line={"color": "#555", "dash": "dot", "width": 1.5})
+    figure.update_layout(
+        height=height,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"type": "log", "title": "edge budget (log scale)"},
+        yaxis={"title": f"mean {name} over the prompts"},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+def consensus_graph_html(
+    spec: GraphSpec, frequency: numpy.ndarray, edges: Sequence[int], *, title: str = "", max_edges: int = 1500
+) -> GraphDrawing:
+    """The consensus circuit: its edges drawn with width (and score) = the share of prompts whose
+    circuit holds the edge."""
+    forward, backward = spec.edge_index
+    share = torch.zeros(spec.n_forward, spec.n_backward)
+    share[forward, backward] = torch.as_tensor(numpy.asarray(frequency, dtype=numpy.float32))
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    index = torch.as_tensor(numpy.asarray(edges, dtype=numpy.int64))
+    mask[forward[index], backward[index]] = True
+    return circuit_graph_html(spec, share, mask, title=title, max_edges=max_edges)
+
+
+def cluster_map_figure(
+    coords: numpy.ndarray, labels: numpy.ndarray, hover: Sequence[str], *, height: int = 420
+) -> go.Figure:
+    """Every prompt as a point, close to prompts with similar circuits, coloured by cluster."""
+    figure = go.Figure()
+    for cluster in sorted(set(int(c) for c in labels)):
+        inside = numpy.flatnonzero(labels == cluster)
+        figure.add_trace(
+            go.Scattergl(
+                x=coords[inside, 0],
+                y=coords[inside, 1],
+                mode="markers",
+                name=f"cluster {cluster} ({inside.size})",
+                marker={"color": SERIES_COLOURS[cluster % len(SERIES_COLOURS)], "size": 7, "opacity": 0.8},
+                text=[html.escape(hover[i]) for i in inside],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    figure.update_layout(
+        height=height,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"showticklabels": False, "title": "circuit map (Jaccard distance, MDS)"},
+        yaxis={"showticklabels": False},
+        legend={"orientation": "h", "y": -0.1},
+    )
+    return figure
+
+
+def similarity_figure(similarity: numpy.ndarray, *, height: int = 320) -> go.Figure:
+    """Mean Jaccard similarity of circuits within (diagonal) and between clusters."""
+    names = [f"cluster {c}" for c in range(similarity.shape[0])]
+    figure = go.Figure(
+        go.Heatmap(
+            z=similarity,
+            x=names,
+            y=names,
+            zmin=0,
+            zmax=1,
+            colorscale="Blues",
+            text=[[f"{v:.2f}" for v in row] for row in similarity],
+            texttemplate="%{text}",
+            hovertemplate="%{y} vs %{x}: mean Jaccard %{z:.3f}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis={"autorange": "reversed"}
+    )
+    return figure

@@ -1,0 +1,327 @@
+"""The Dataset page's pieces: open a batch folder, cache the atlas's computations, open a prompt
+in Explore. The atlas itself is pure (circuitviz.batch.atlas); this module only caches and shows."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from . import state
+
+ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
+
+
+def stored_atlases(folder: Path = ATLAS_ASSETS) -> dict[str, Path]:
+    """The batch folders shipped with the project ({name: folder}), each with a manifest."""
+    if not folder.exists():
+        return {}
+    return {path.name: path for path in sorted(folder.iterdir()) if (path / "manifest.json").exists()}
+
+
+def _stamp(folder: Path) -> float:
+    """When the folder's table last changed (the caches' key, so a rerun batch is read again)."""
+    try:
+        return os.path.getmtime(folder / "results.parquet")
+    except OSError:
+        return 0.0
+
+
+@st.cache_resource(show_spinner="Reading the batch table…", max_entries=8)
+def _load(folder: str, stamp: float):
+    from ..batch.atlas import BatchTable
+
+    return BatchTable.load(folder)
+
+
+def load_batch(folder: str | Path):
+    """The batch table of a folder (AtlasError in one sentence when it is not one)."""
+    folder = Path(folder).expanduser()
+    return _load(str(folder), _stamp(folder))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list]:
+    """(the prompts' own circuits' bands, the consensus circuit's bands) of one series."""
+    from ..batch import atlas
+
+    batch = _load(folder, stamp)
+    return atlas.curve_bands(batch, label, score), atlas.consensus_bands(batch, label)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def mib(folder: str, stamp: float, label: str) -> dict:
+    from ..batch import atlas
+
+    return atlas.mib_scores(_load(folder, stamp), label)
+
+
+@st.cache_data(show_spinner="Finding what the circuits share…", max_entries=32)
+def circuits_view(folder: str, stamp: float, label: str, budget: int, threshold: float) -> dict:
+    """Edge frequencies, the consensus and its stability at one budget, as plain arrays."""
+    from ..batch import atlas
+
+    matrix = atlas.circuit_matrix(_load(folder, stamp), label, budget)
+    return {
+        "frequency": atlas.edge_frequency(matrix),
+        "consensus": atlas.consensus_edges(matrix, threshold),
+        "stability": atlas.edge_stability(matrix, threshold),
+        "sizes": matrix.sizes,
+        "task_index": matrix.task_index,
+        "jaccard": atlas.jaccard(
+            matrix.members,
+            atlas.edge_set_rows(atlas.consensus_edges(matrix, threshold), matrix.members.shape[1]),
+        )[:, 0],
+    }
+
+
+@st.cache_data(show_spinner="Clustering the prompts by circuit…", max_entries=16)
+def clusters_view(
+    folder: str, stamp: float, label: str, budget: int, threshold: float, k: int | None
+) -> dict:
+    from ..batch import atlas
+
+    matrix = atlas.circuit_matrix(_load(folder, stamp), label, budget)
+    found = atlas.cluster_prompts(matrix, k=k, threshold=threshold)
+    return {
+        "labels": found.labels,
+        "k": found.k,
+        "silhouette": found.silhouette,
+        "tried": found.tried,
+        "sizes": found.sizes,
+        "consensus": found.consensus,
+        "similarity": found.similarity,
+        "coords": atlas.circuit_map(matrix),
+        "task_index": matrix.task_index,
+    }
+
+
+def explore_problem(manifest: dict) -> str | None:
+    """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
+    from ..tasks import shown
+    from .sidebar import model_catalog
+
+    model_id = manifest["model"]["model_id"]
+    if model_id in model_catalog()[0]:
+        return None
+    return (
+        f"This batch ran on {shown(model_id)}, which the app's model list does not hold, so its prompts "
+        "cannot open in Explore; run the batch on one of the sidebar's models to open them."
+    )
+
+
+def open_in_explore(row: dict, manifest: dict) -> None:
+    """Make a table row the prompt of the one shared state (``state``), with the batch's model,
+    method, settings and budgets, and have Explore run it when it opens (it comes straight from
+    the result store when the batch kept the result there)."""
+    from .inputs import budgets_text
+
+    config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
+    for key, value in {
+        "model": manifest["model"]["model_id"],
+        "metric": row["metric"],
+        "method": row["method"],
+        "budgets": budgets_text(manifest["budgets"]),
+    }.items():
+        state.set_value(key, value)
+    st.session_state["settings"] = config  # Explore's settings form starts from these
+    # the prompt with its own answer, foil and corrupted prompt: Explore proposes none of its own,
+    # and the old prompt's results and budget are dropped
+    state.adopt_prompt(
+        row["clean"],
+        {
+            "prompt": row["clean"],
+            "answer": row["answer"],
+            "foil": (list(row["foils"]) or [""])[0],
+            "corrupted": row["corrupted"],
+        },
+    )
+    st.session_state["corrupted_note"] = f"The corrupted prompt of {row['task_id']} in the batch."
+    for name in ("foil_note", "foil_proposed"):
+        st.session_state.pop(name, None)
+    st.session_state["explore.autorun"] = True
+
+
+# ----- the page's sections ------------------------------------------------------------------------
+def headline(batch, label: str, folder: str, stamp: float) -> None:
+    """Prompts finished and failed, and MIB's CPR and CMD of the series."""
+    rows = batch.rows(label, done=False)
+    done = batch.rows(label).num_rows
+    scores = mib(folder, stamp, label)
+    columns = st.columns(4)
+    failed = rows.num_rows - done
+    columns[0].metric("prompts", f"{done:,}", f"{failed:,} failed" if failed else None, delta_color="inverse")
+    columns[1].metric(
+        "CPR (MIB)",
+        f"{scores['cpr']:.3f}",
+        help="area under the dataset's faithfulness over the edge fraction; higher is better",
+    )
+    columns[2].metric(
+        "CMD (MIB)",
+        f"{scores['cmd']:.3f}",
+        help="area between the dataset's faithfulness and 1; lower is better",
+    )
+    per_prompt = scores["per_prompt"]["cpr_nfs"]
+    columns[3].metric(
+        "CPR per prompt",
+        f"{per_prompt['mean']:.3f}",
+        help=f"mean of the prompts' own CPR, 95 % interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}",
+    )
+    if not scores["mib_grid"]:
+        st.caption(
+            "These budgets are not MIB's ten fractions of the edges (`--budgets mib`), so CPR and CMD "
+            "compare only with runs on the same budgets."
+        )
+
+
+def curves(batch, folder: str, stamp: float, budget: int) -> None:
+    """Every series' mean curve with its band, the consensus circuits dashed, and the scores table."""
+    import pandas
+
+    from ..render.atlas import band_figure
+
+    score = st.segmented_control("score", ["ndf", "nfs"], default="ndf", key="dataset.score") or "ndf"
+    series = {name: bands(folder, stamp, name, score) for name in batch.labels}
+    own = {name: pair[0] for name, pair in series.items()}
+    together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}
+    st.plotly_chart(band_figure(own, together, score=score, current_budget=budget), key="dataset.curves")
+    table = []
+    for name in batch.labels:
+        found = mib(folder, stamp, name)
+        table.append(
+            {
+                "method": name,
+                "prompts": found["n_prompts"],
+                "CPR (MIB)": found["cpr"],
+                "CMD (MIB)": found["cmd"],
+                "CPR per prompt": found["per_prompt"]["cpr_nfs"]["mean"],
+                "CMD per prompt": found["per_prompt"]["cmd_nfs"]["mean"],
+            }
+        )
+    st.dataframe(pandas.DataFrame(table), hide_index=True)
+
+
+def consensus(
+    batch, label: str, folder: str, stamp: float, budget: int, threshold: float, view: dict
+) -> None:
+    """The consensus circuit: its size, its own NDF on every prompt, its graph, its edges."""
+    import pandas
+
+    from ..render.atlas import consensus_graph_html
+    from .result_view import show_graph
+
+    edges, spec = view["consensus"], batch.spec
+    point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
+    st.write(
+        f"**{len(edges):,} edges** are in at least {threshold:.0%} of the {len(view['sizes']):,} prompts' "
+        f"circuits at {budget:,} edges; a prompt's circuit shares {view['jaccard'].mean():.2f} of its edges "
+        "with it on average (Jaccard)."
+    )
+    if point is not None and abs(point["threshold"] - threshold) < 1e-9:
+        st.write(
+            f"Alone, this circuit reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95 % interval "
+            f"{point['low']:.3f} to {point['high']:.3f}), against {point['own_mean']:.3f} for each prompt's own circuit."
+        )
+    elif point is not None:
+        st.caption(
+            f"The batch evaluated the consensus at {point['threshold']:.0%}; set the share to that to see its NDF."
+        )
+    if len(edges):
+        title = f"consensus at {budget:,} edges: width = share of prompts holding the edge"
+        show_graph(consensus_graph_html(spec, view["frequency"], edges, title=title))
+    names = spec.edge_names
+    order = view["frequency"].argsort()[::-1][:50]
+    st.dataframe(
+        pandas.DataFrame(
+            {
+                "edge": [names[i] for i in order],
+                "share of prompts": view["frequency"][order],
+                "stability": view["stability"][order],
+                "in consensus": [bool(view["frequency"][i] >= threshold - 1e-12) for i in order],
+            }
+        ),
+        hide_index=True,
+        column_config={
+            "stability": st.column_config.NumberColumn(
+                help="how often the edge stays in the consensus when the prompts are resampled"
+            )
+        },
+    )
+
+
+def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshold: float) -> dict:
+    """The prompts' clusters: the map, the similarity between clusters, the UpSet of their consensus."""
+    from ..render import upset_figure
+    from ..render.atlas import cluster_map_figure, similarity_figure
+
+    chosen = (
+        st.segmented_control("clusters", ["auto", 2, 3, 4, 5, 6], default="auto", key="dataset.k") or "auto"
+    )
+    found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
+    st.caption(
+        f"{found['k']} clusters (silhouette {found['silhouette']:.2f}; above ~0.25 the groups are distinct) of "
+        f"{', '.join(map(str, found['sizes']))} prompts, by the Jaccard similarity of their circuits at {budget:,} edges."
+    )
+    rows = batch.rows(label).to_pandas().set_index("task_index")
+    hover = [
+        f"{rows.loc[i, 'task_id']}: {rows.loc[i, 'clean']} → {rows.loc[i, 'answer']}"
+        for i in found["task_index"]
+    ]
+    left, right = st.columns([3, 2])
+    left.plotly_chart(cluster_map_figure(found["coords"], found["labels"], hover), key="dataset.map")
+    right.plotly_chart(similarity_figure(found["similarity"]), key="dataset.similarity")
+    names = batch.spec.edge_names
+    sets = {f"cluster {c}": {names[e] for e in edges} for c, edges in enumerate(found["consensus"])}
+    if len(sets) > 1:
+        st.caption("Edges of each cluster's consensus circuit, and which clusters share them:")
+        figure, _ = upset_figure(sets)
+        st.plotly_chart(figure, key="dataset.upset")
+    return found
+
+
+def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
+    """The prompts, sortable by any column; a click on one opens it in Explore."""
+    import pandas
+
+    rows = batch.rows(label, done=False).to_pandas()
+    done = rows[rows["status"] == "done"].reset_index(drop=True)
+    position = list(done["budgets"].iloc[0]).index(budget)
+    table = pandas.DataFrame(
+        {
+            "id": done["task_id"],
+            "family": done["family"],
+            "prompt": done["clean"],
+            "answer": done["answer"],
+            "NDF": done["ndf"].map(lambda v: v[position]),
+            "edges kept": done["edges_kept"].map(lambda v: v[position]),
+            "CPR": done["cpr_nfs"],
+        }
+    )
+    cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
+    share_of = dict(zip(view["task_index"].tolist(), view["jaccard"].tolist()))
+    table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
+    table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
+    st.caption(
+        f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column."
+    )
+    picked = st.dataframe(
+        table,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=f"dataset.prompts.{st.session_state.get('dataset.opened', 0)}",
+    )
+    selected = picked.selection.rows if picked is not None else []
+    problem = explore_problem(batch.manifest)
+    if selected and problem:
+        st.error(problem)
+    elif selected:
+        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)
+        st.session_state["dataset.opened"] = st.session_state.get("dataset.opened", 0) + 1
+        st.switch_page("pages/explore.py")
+    failed = rows[rows["status"] == "failed"]
+    if len(failed):
+        with st.expander(f"{len(failed)} prompts failed"):
+            st.dataframe(failed[["task_id", "clean", "error"]], hide_index=True)

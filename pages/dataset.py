@@ -1,0 +1,68 @@
+"""Dataset: the circuit atlas of a whole batch of prompts (``circuitviz batch``)."""
+
+import streamlit as st
+
+st.title("Dataset atlas")
+st.caption(
+    "What the circuits of a whole task have in common: faithfulness over every prompt with its "
+    "95 % band, MIB's CPR and CMD, the consensus circuit (edges in many prompts' circuits) and "
+    "how well it alone explains each prompt, and the prompts grouped by circuit similarity. Open "
+    "a stored example or a folder written by `circuitviz batch --out FOLDER`."
+)
+
+# pandas, plotly and the atlas load after the title is on screen (first paint)
+from circuitviz.batch import atlas  # noqa: E402
+from circuitviz.ui import dataset as ui  # noqa: E402
+
+FOLDER = "a batch folder…"
+stored = ui.stored_atlases()
+choice = st.segmented_control("atlas", [*stored, FOLDER], key="dataset.source") or next(iter(stored), FOLDER)
+if choice == FOLDER:
+    typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")
+    if not typed.strip():
+        st.info("Type the folder a `circuitviz batch --out FOLDER` run wrote, or pick a stored example.")
+        st.stop()
+    folder = typed.strip()
+else:
+    folder = str(stored[choice])
+try:
+    batch = ui.load_batch(folder)
+except atlas.AtlasError as error:
+    st.error(str(error))
+    st.stop()
+stamp = ui._stamp(batch.folder)
+if not batch.labels or not batch.rows().num_rows:
+    st.warning("This batch has no finished prompt yet.")
+    st.stop()
+
+labels = [name for name in batch.labels if batch.rows(name).num_rows]
+label = st.selectbox("method", labels, key="dataset.label") if len(labels) > 1 else labels[0]
+ui.headline(batch, label, folder, stamp)
+kept = batch.kept_budgets(label)
+if not kept:
+    st.warning("The table keeps no circuit of this method (rerun with a larger --keep-edges).")
+    st.stop()
+budget = st.select_slider(
+    "budget (edges)", kept, value=min(kept, key=lambda b: abs(b - 100)), key="dataset.budget"
+)
+threshold = st.slider(
+    "consensus: edges in at least this share of the prompts' circuits",
+    0.05,
+    1.0,
+    float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5),
+    0.05,
+    key="dataset.threshold",
+)
+
+curves_tab, consensus_tab, clusters_tab, prompts_tab = st.tabs(
+    ["Curves", "Consensus circuit", "Clusters", "Prompts"]
+)
+view = ui.circuits_view(folder, stamp, label, budget, threshold)
+with curves_tab:
+    ui.curves(batch, folder, stamp, budget)
+with consensus_tab:
+    ui.consensus(batch, label, folder, stamp, budget, threshold, view)
+with clusters_tab:
+    found = ui.clusters(batch, label, folder, stamp, budget, threshold)
+with prompts_tab:
+    ui.prompts(batch, label, budget, view, found)

@@ -1,0 +1,109 @@
+"""The circuit atlas against planted clusters and brute-force recomputation."""
+
+import math
+
+import numpy
+import pytest
+from scipy import stats
+
+from circuitviz.batch import atlas
+from circuitviz.batch.planted import planted_batch
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return planted_batch(sizes=(36, 24), seed=1)
+
+
+def _sets(matrix):
+    rows = matrix.members.tolil().rows
+    return [set(row) for row in rows]
+
+
+def test_circuit_matrix_holds_each_prompts_circuit(planted):
+    batch = planted.batch
+    label = batch.labels[0]
+    assert label == "eap-ig (ig_steps=20)"
+    matrix = atlas.circuit_matrix(batch, label, 51)
+    sets = _sets(matrix)
+    assert all(len(s) == 51 for s in sets)
+    for cluster, members in zip(planted.labels, sets):
+        assert set(planted.shared) <= members  # the shared edges come first in every ranking
+        assert set(planted.cores[cluster]) <= members  # then the cluster's 40, then 3 random ones
+        assert not members & set(planted.cores[1 - cluster])
+    with pytest.raises(atlas.AtlasError, match="budget 2068 is not one"):
+        atlas.circuit_matrix(batch, label, 2068)
+
+
+def test_frequency_consensus_and_stability(planted):
+    batch = planted.batch
+    matrix = atlas.circuit_matrix(batch, batch.labels[0], 103)
+    sets = _sets(matrix)
+    frequency = atlas.edge_frequency(matrix)
+    for edge in list(planted.shared) + list(planted.cores[0][:5]) + list(planted.cores[1][:5]) + [0, 1, 2]:
+        assert frequency[edge] == pytest.approx(sum(edge in s for s in sets) / len(sets))
+    consensus = set(atlas.consensus_edges(matrix, 0.5).tolist())
+    assert consensus == {e for e in range(batch.n_edges) if frequency[e] >= 0.5}
+    # at 103 edges every prompt holds all of its cluster's core: the larger cluster's core is in
+    # 60 % of circuits, the smaller one's in 40 %
+    assert set(planted.shared) | set(planted.cores[0]) <= consensus
+    assert not consensus & set(planted.cores[1])
+    stability = atlas.edge_stability(matrix, 0.5, resamples=40)
+    assert stability[planted.shared].min() == 1.0
+    assert stability[planted.cores[1]].max() < 0.2
+    noise = numpy.setdiff1d(numpy.arange(batch.n_edges), numpy.concatenate([planted.shared, *planted.cores]))
+    assert stability[noise].max() == 0.0
+
+
+def test_jaccard_matches_sets(planted):
+    matrix = atlas.circuit_matrix(planted.batch, planted.batch.labels[0], 20)
+    sets = _sets(matrix)
+    similarity = atlas.jaccard(matrix.members[:7], matrix.members[5:12])
+    for i in range(7):
+        for j in range(7):
+            a, b = sets[i], sets[5 + j]
+            assert similarity[i, j] == pytest.approx(len(a & b) / len(a | b))
+
+
+def test_clusters_recover_the_planted_groups(planted):
+    batch = planted.batch
+    matrix = atlas.circuit_matrix(batch, batch.labels[0], 103)
+    found = atlas.cluster_prompts(matrix, max_k=5, seed=0)
+    assert found.k == 2 and found.sizes == [36, 24]
+    assert numpy.array_equal(found.labels, planted.labels)  # cluster 0 is the larger one
+    assert found.silhouette > 0.2 and max(found.tried, key=found.tried.get) == 2
+    for cluster in range(2):
+        assert set(found.consensus[cluster].tolist()) == set(planted.shared) | set(planted.cores[cluster])
+    assert found.similarity[0, 0] > found.similarity[0, 1] < found.similarity[1, 1]
+    coords = atlas.circuit_map(matrix, landmarks=25)
+    centres = [coords[planted.labels == c].mean(0) for c in range(2)]
+    spread = max(numpy.linalg.norm(coords[planted.labels == c] - centres[c], axis=1).mean() for c in range(2))
+    assert numpy.linalg.norm(centres[0] - centres[1]) > 2 * spread
+
+
+def test_curve_bands_and_mib_scores_recomputed(planted):
+    batch = planted.batch
+    label = batch.labels[0]
+    rows = batch.rows(label).to_pylist()
+    bands = atlas.curve_bands(batch, label)
+    budgets = rows[0]["budgets"]
+    for column, band in enumerate(bands):
+        values = numpy.array([row["ndf"][column] for row in rows])
+        half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+        assert band["budget"] == budgets[column]
+        assert band["mean"] == pytest.approx(values.mean())
+        assert (band["low"], band["high"]) == pytest.approx((values.mean() - half, values.mean() + half))
+    scores = atlas.mib_scores(batch, label)
+    assert scores["mib_grid"]  # the planted budgets are MIB's ten fractions of 10,342 edges
+    clean = numpy.mean([row["clean_metric"] for row in rows])
+    corrupted = numpy.mean([row["corrupted_metric"] for row in rows])
+    f = [
+        (numpy.mean([row["metric_values"][c] for row in rows]) - corrupted) / (clean - corrupted)
+        for c in range(len(budgets))
+    ]
+    x = [b / batch.n_edges for b in budgets]
+    cpr = sum((x[i + 1] - x[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(x) - 1))
+    cmd = sum((x[i + 1] - x[i]) * (abs(1 - f[i]) + abs(1 - f[i + 1])) / 2 for i in range(len(x) - 1))
+    assert scores["faithfulness"] == pytest.approx(f)
+    assert (scores["cpr"], scores["cmd"]) == pytest.approx((cpr, cmd))
+    assert atlas.mib_budgets(10342) == [10, 20, 51, 103, 206, 517, 1034, 2068, 5171, 10342]

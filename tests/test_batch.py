@@ -1,0 +1,347 @@
+"""Batch discovery: shared passes over many tasks equal the one-prompt path; the batch folder,
+its store keys, resuming, failing items and bad input rows."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from circuitviz import cli
+from circuitviz.api import discover, request_key
+from circuitviz.batch import (
+    DatasetError,
+    DatasetTask,
+    ModelSource,
+    ProgressBar,
+    read_dataset,
+    run,
+)
+from circuitviz.batch.dataset import parse_dataset
+from circuitviz.batch.executors import ExecutorError, import_ray
+from circuitviz.evaluate import Evaluator, curves_of_tasks, evaluators_of_tasks
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import RunContext, get_method
+from circuitviz.store import ResultStore
+from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.testing import tiny_model
+
+IOI_TASKS = [
+    PromptTask(
+        "When Mary and John went to the store , John gave a drink to",
+        "When Alice and Bob went to the store , Carl gave a drink to",
+        " Mary",
+        (" John",),
+    ),
+    PromptTask(
+        "When Tom and Anna went to the park , Anna gave a ball to",
+        "When Alice and Bob went to the park , Carl gave a ball to",
+        " Tom",
+        (" Anna",),
+    ),
+    PromptTask(
+        "When John and Mary went to the store , Mary gave a drink to",
+        "When Alice and Bob went to the store , Carl gave a drink to",
+        " John",
+        (" Mary",),
+    ),
+]
+SHORT_TASKS = [
+    PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",)),
+    PromptTask("The capital of Italy is", "The capital of France is", " Rome", (" Paris",)),
+]
+BAD_TASK = PromptTask("The capital of Italy is", "The capital of France is", " Mary John", (" Paris",))
+BUDGETS = [3, 8, 20, 60]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gpt2")
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma():
+    return tiny_model("gemma")
+
+
+def _tasks(tasks):
+    return [DatasetTask(f"t{i}", task) for i, task in enumerate(tasks)]
+
+
+# ----- the engine: several tasks in shared passes ------------------------------------------------
+@pytest.mark.parametrize("shape", ["gpt2", "gemma"])
+@pytest.mark.parametrize("method_name", ["eap", "eap-ig"])
+def test_run_many_equals_one_prompt_runs(shape, method_name, tiny, tiny_gemma, monkeypatch):
+    model = tiny if shape == "gpt2" else tiny_gemma
+    # a tiny working memory cuts every batched pass into chunks that split tasks and steps
+    monkeypatch.setenv("CIRCUITVIZ_WORKING_MEMORY_GB", "0.0000002")
+    method = get_method(method_name)
+    config = method.make_config({"ig_steps": 4} if method_name == "eap-ig" else {})
+    contexts = [RunContext(model, task) for task in IOI_TASKS]
+    together = method.run_many(contexts, config, BUDGETS)
+    for task, mine in zip(IOI_TASKS, together):
+        alone = method.run_on(model, task, config, BUDGETS)
+        assert torch.allclose(mine.scores.double(), alone.scores.double(), rtol=1e-9, atol=1e-12)
+        assert mine.scores.abs().sum() > 0
+        assert mine.baseline.clean == pytest.approx(alone.baseline.clean, abs=1e-10)
+        assert mine.baseline.corrupted == pytest.approx(alone.baseline.corrupted, abs=1e-10)
+        for budget in BUDGETS:
+            assert torch.equal(mine.circuit(budget), alone.circuit(budget))
+        for a, b in zip(mine.curve, alone.curve):
+            assert (a.budget, a.n_edges) == (b.budget, b.n_edges)
+            assert a.metric == pytest.approx(b.metric, abs=1e-10)
+            assert a.ndf == pytest.approx(b.ndf, abs=1e-9)
+        assert mine.timings["batch_tasks"] == len(IOI_TASKS)
+    # each task really has its own answer: the three baselines differ
+    assert len({round(r.baseline.clean, 6) for r in together}) == 3
+
+
+@pytest.mark.parametrize("method_name", ["ensemble", "edge-pruning"])
+def test_methods_with_their_own_run_give_that_run_in_a_batch(method_name, tiny):
+    """Ensemble (a ScoringMethod whose run adds agreement and paraphrase selection) and Edge
+    Pruning (a Method of its own) run task by task inside a batch, each result its ``run``'s."""
+    method = get_method(method_name)
+    settings = {"steps": 2, "ig_steps": 2} if method_name == "edge-pruning" else {"ig_steps": 2}
+    config = method.make_config(
+        {k: v for k, v in settings.items() if k in method.Config.__dataclass_fields__}
+    )
+    together = method.run_many([RunContext(tiny, task) for task in IOI_TASKS[:2]], config, BUDGETS)
+    for task, mine in zip(IOI_TASKS[:2], together):
+        alone = method.run_on(tiny, task, config, BUDGETS)
+        assert mine.details.to_dict() == alone.details.to_dict()
+        assert [p.ndf for p in mine.curve] == pytest.approx([p.ndf for p in alone.curve], abs=1e-9)
+        assert "batch_tasks" not in mine.timings
+    if method_name == "ensemble":
+        assert together[0].details.agreement  # what the shared passes would have left out
+
+
+def test_a_batch_mixes_metrics_only_when_they_agree(tiny):
+    prepared = [prepare_task(tiny, task) for task in IOI_TASKS[:2] + SHORT_TASKS[:1]]
+    spec = GraphSpec.from_model(tiny)
+    with pytest.raises(ValueError, match="share the prompt length"):
+        evaluators_of_tasks(tiny, spec, prepared)
+    logprob = PromptTask(IOI_TASKS[0].clean, IOI_TASKS[0].corrupted, " Mary", (), metric="logprob")
+    with pytest.raises(ValueError, match="share the prompt length, the metric"):
+        evaluators_of_tasks(tiny, spec, [prepared[0], prepare_task(tiny, logprob)])
+
+
+def test_logprob_rows_match_their_tasks_alone(tiny):
+    spec = GraphSpec.from_model(tiny)
+    tasks = [PromptTask(t.clean, t.corrupted, t.answer, (), metric="logprob") for t in IOI_TASKS]
+    prepared = [prepare_task(tiny, task) for task in tasks]
+    evaluators = evaluators_of_tasks(tiny, spec, prepared)
+    masks = (
+        torch.rand(len(tasks), 2, spec.n_forward, spec.n_backward, generator=torch.Generator().manual_seed(1))
+        < 0.5
+    )
+    curves = curves_of_tasks(evaluators, masks, [1, 2])
+    for task, together, evaluator, circuits in zip(prepared, curves, evaluators, masks):
+        alone = Evaluator(tiny, spec, task)
+        assert evaluator.baseline.clean == pytest.approx(alone.baseline.clean, abs=1e-10)
+        for point, expected in zip(together, alone.curve(circuits, [1, 2])):
+            assert point.metric == pytest.approx(expected.metric, abs=1e-10)
+
+
+# ----- datasets ----------------------------------------------------------------------------------
+def test_bad_rows_are_reported_by_line_and_left_out(tmp_path):
+    lines = [
+        json.dumps({"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": "one"}),
+        "",
+        "{not json",
+        json.dumps({"clean": "a b", "corrupted": "c d", "foil": " y"}),
+        json.dumps(
+            {"prompt": "a b", "corrupted": "c d", "answer": " x", "foils": [" y", " z"], "metric": "nope"}
+        ),
+        json.dumps({"prompt": "e f", "corrupted": "g h", "answer": " x", "foils": " y| z", "family": "toy"}),
+        json.dumps({"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": "one"}),
+    ]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(lines))
+    loaded = read_dataset(path)
+    assert [t.id for t in loaded.tasks] == ["one", "row-6"]
+    assert loaded.tasks[1].task.foils == (" y", " z") and loaded.tasks[1].family == "toy"
+    assert loaded.tasks[1].line == 6
+    problems = loaded.problems
+    assert [p.split(" ")[1].rstrip(":") for p in problems] == ["3", "4", "5", "7"]
+    assert "not valid JSON" in problems[0] and "no 'answer'" in problems[1]
+    assert "unknown metric" in problems[2] and "already used on line 1" in problems[3]
+    assert all(len(p) < 300 for p in problems)
+
+
+def test_csv_rows_and_a_missing_header(tmp_path):
+    text = 'clean,corrupted,answer,foil\na b,c d, x, y\n,,,\n"e, f",g h, x,\n'
+    loaded = parse_dataset(text, "csv")
+    assert len(loaded.tasks) == 1 and loaded.tasks[0].task.answer == " x"
+    assert loaded.problems == ["line 4 has no 'foil'; the logit-difference metric needs a wrong answer."]
+    with pytest.raises(DatasetError, match="header row"):
+        parse_dataset("prompt_text,target\na,b\n", "csv")
+    with pytest.raises(DatasetError, match="no usable task"):
+        parse_dataset("{}\n", "jsonl")
+
+
+# ----- the batch folder --------------------------------------------------------------------------
+def _run(tmp_path, model, tasks, **options):
+    options.setdefault("methods", ["eap-ig", "eap"])
+    options.setdefault("settings", {"ig_steps": 4})
+    options.setdefault("keep_edges", 20)
+    return run(
+        tmp_path / "out",
+        tasks=_tasks(tasks),
+        budgets=BUDGETS,
+        model=model,
+        store=ResultStore(tmp_path / "store"),
+        **options,
+    )
+
+
+def test_batch_folder_rows_store_and_resume(tmp_path, tiny):
+    tasks = IOI_TASKS + SHORT_TASKS + [BAD_TASK]
+    report = _run(tmp_path, tiny, tasks, batch_tasks=2)
+    assert (report.items, report.failed, report.skipped) == (12, 2, 0)
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert len(table) == 12
+    failed = [row for row in table if row["status"] == "failed"]
+    assert {row["task_id"] for row in failed} == {"t5"}
+    assert all("answer ' Mary John' is 2 tokens" in row["error"] for row in failed)
+    store = ResultStore(tmp_path / "store")
+    spec = GraphSpec.from_model(tiny)
+    for row in table:
+        if row["status"] != "done":
+            continue
+        task = tasks[row["task_index"]]
+        method = get_method(row["method"])
+        config = method.make_config(json.loads(row["config"]))
+        # the full result is in the store under the key discover (and Explore) would use
+        key = request_key(tiny, "tiny-gpt2-0", task, row["method"], config, BUDGETS, 256)
+        assert row["key"] == key
+        stored = store.get(key)
+        alone, cached = discover(
+            tiny, task, row["method"], config, BUDGETS, model_id="tiny-gpt2-0", store=store
+        )
+        assert cached and stored is not None
+        fresh = method.run_on(tiny, task, config, BUDGETS)
+        assert torch.allclose(stored.scores.double(), fresh.scores.double(), atol=1e-9)
+        # the row's curve, top edges and kept circuits are the result's
+        assert row["ndf"] == pytest.approx([p.ndf for p in fresh.curve], abs=1e-9)
+        forward, backward = spec.edge_index
+        values = fresh.scores[forward, backward]
+        assert row["top_edges"][0] == int(values.abs().argmax())
+        assert row["circuit_budgets"] == [3, 8, 20]
+        for bit, budget in enumerate(row["circuit_budgets"]):
+            edges = {e for e, b in zip(row["circuit_edges"], row["circuit_bits"]) if b >> bit & 1}
+            expected = set(torch.nonzero(fresh.circuit(budget)[forward, backward]).flatten().tolist())
+            assert edges == expected
+        assert row["batch_tasks"] in (1, 2) and row["executor"] == "local"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["budgets"] == BUDGETS and manifest["kept_budgets"] == [3, 8, 20]
+    assert manifest["consensus"]["prompts"] == 5
+    consensus = pq.read_table(tmp_path / "out" / "consensus.parquet").to_pylist()
+    assert len(consensus) == 5 * 2 * 3  # prompts x methods x kept budgets
+
+    again = _run(tmp_path, tiny, tasks, batch_tasks=2)
+    assert again.skipped == 10 and again.computed == 0  # only the refused task is tried again
+    assert again.manifest["consensus"]["digest"] == manifest["consensus"]["digest"]
+
+
+def test_interrupted_batch_resumes(tmp_path, tiny):
+    class StopAfterFirstGroup(ProgressBar):
+        def __call__(self, state):
+            if state.done >= 2:
+                raise KeyboardInterrupt
+
+    report = _run(
+        tmp_path,
+        tiny,
+        IOI_TASKS + SHORT_TASKS,
+        methods=["eap-ig"],
+        batch_tasks=2,
+        progress=StopAfterFirstGroup(),
+    )
+    assert report.interrupted and 0 < report.computed < 5
+    rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert len(rows) == report.computed
+    resumed = _run(tmp_path, tiny, IOI_TASKS + SHORT_TASKS, methods=["eap-ig"], batch_tasks=2)
+    assert not resumed.interrupted
+    assert resumed.skipped == report.computed and resumed.computed == 5 - report.computed
+    assert len(pq.read_table(tmp_path / "out" / "results.parquet")) == 5
+
+
+def test_a_group_that_fails_runs_its_tasks_one_by_one(tmp_path, tiny, monkeypatch):
+    method = get_method("eap-ig")
+    original = type(method).score
+
+    def score(self, ctx, config):
+        if "Tom" in ctx.task.clean:
+            raise RuntimeError("planted failure")
+        return original(self, ctx, config)
+
+    def run_many(self, *args, **kwargs):
+        raise RuntimeError("the shared pass broke")
+
+    monkeypatch.setattr(type(method), "score", score)
+    monkeypatch.setattr(type(method), "run_many", run_many)
+    report = _run(tmp_path, tiny, IOI_TASKS, methods=["eap-ig"])
+    rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert [row["status"] for row in rows] == ["done", "failed", "done"]
+    assert rows[1]["error"] == "RuntimeError: planted failure" and report.failed == 1
+
+
+def test_settings_no_method_has_are_refused(tmp_path, tiny):
+    with pytest.raises(ValueError, match="setting n_paraphrases"):
+        _run(tmp_path, tiny, IOI_TASKS, methods=["eap"], settings={"n_paraphrases": 3})
+
+
+def test_without_ray_the_executor_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)
+    with pytest.raises(ExecutorError, match=r"pip install 'circuitviz\[ray\]'") as error:
+        import_ray()
+    assert len(str(error.value)) < 300 and str(error.value).count(". ") == 0
+
+
+def test_cli_batch_end_to_end(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "tasks.jsonl"
+    rows = [dict(t.to_dict(), id=f"p{i}") for i, t in enumerate(IOI_TASKS + SHORT_TASKS)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n")
+    monkeypatch.setattr(
+        cli, "_batch_source", lambda args: ModelSource("tiny-gpt2-0", factory=lambda: tiny_model("gpt2"))
+    )
+    argv = ["batch", "--dataset", str(path), "--out", str(tmp_path / "out"), "--methods", "eap-ig"]
+    argv += [
+        "--ig-steps",
+        "3",
+        "--budgets",
+        "3,8,20",
+        "--keep-edges",
+        "20",
+        "--store",
+        str(tmp_path / "store"),
+    ]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert "skipped line 6 is not valid JSON" in captured.err
+    assert "5 finished (0 found in the store), 0 failed" in captured.out
+    assert "eap-ig (ig_steps=3): 5 prompts; CPR" in captured.out and "NDF" in captured.out
+    assert cli.main(argv) == 0
+    assert "5 finished (5 found in the store)" in capsys.readouterr().out
+    assert cli.main([*argv, "--strict"]) == 2
+    assert "error: 1 rows of tasks.jsonl are bad" in capsys.readouterr().err
+    assert cli.main(["batch", "--generate", "poems", "--out", str(tmp_path / "g")]) == 2
+    assert "--generate knows ioi, arithmetic, factual" in capsys.readouterr().err
+
+
+def test_generated_tasks_fit_the_embedded_model(embedded_model):
+    from circuitviz.batch import generate_tasks
+
+    for family in ("ioi", "arithmetic", "factual"):
+        tasks = generate_tasks(embedded_model, family, 12, seed=3)
+        assert len({t.task.clean for t in tasks}) == 12
+        for item in tasks:
+            prepared = prepare_task(embedded_model, item.task)  # one-token answer/foil, equal lengths
+            assert prepared.answer_id not in prepared.foil_ids
+        assert [t.task for t in generate_tasks(embedded_model, family, 12, seed=3)] == [t.task for t in tasks]
+    ioi = generate_tasks(embedded_model, "ioi", 5, seed=0)
+    for item in ioi:
+        task = item.task
+        assert task.answer.strip() in task.clean and task.clean.count(task.foils[0].strip()) == 2
+    with pytest.raises(DatasetError, match="only .* distinct prompts"):
+        generate_tasks(embedded_model, "factual", 5000, seed=0)

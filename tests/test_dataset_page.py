@@ -1,0 +1,157 @@
+"""The Dataset page through streamlit's AppTest: a stored atlas opens without a model, a batch
+folder shows its bands, consensus, clusters and prompts, and a click opens a prompt in Explore."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
+from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
+from circuitviz.store import ResultStore  # noqa: E402
+from circuitviz.tasks import PromptTask  # noqa: E402
+from circuitviz.testing import tiny_model  # noqa: E402
+from circuitviz.ui import dataset as ui  # noqa: E402
+
+TIMEOUT = 300
+NAMES = [
+    ("Mary", "John"),
+    ("Tom", "Anna"),
+    ("John", "Mary"),
+    ("Anna", "Tom"),
+    ("Alice", "Bob"),
+    ("Bob", "Carl"),
+]
+
+
+def _loader(model_id, device):
+    return tiny_model("gpt2", n_layers=2, n_heads=2)
+
+
+@pytest.fixture
+def batch_folder(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _loader)
+    tasks = [
+        DatasetTask(
+            f"p{i}",
+            PromptTask(
+                f"When {a} and {b} went to the store , {b} gave a drink to",
+                "When Alice and Bob went to the park , Carl gave a ball to",
+                f" {a}",
+                (f" {b}",),
+            ),
+            family="ioi",
+        )
+        for i, (a, b) in enumerate(NAMES)
+    ]
+    model = _loader("tiny", None)
+    model.cfg.model_name = EMBEDDED_MODEL  # the app's loader is stubbed: this id loads the tiny model
+    run(
+        tmp_path / "batch",
+        tasks=tasks,
+        methods=["eap-ig"],
+        settings={"ig_steps": 3},
+        budgets=[4, 10, 25, 60],
+        model=model,
+        model_id=EMBEDDED_MODEL,
+        store=ResultStore(tmp_path / "cache" / "results"),
+        keep_edges=60,
+        batch_tasks=4,
+    )
+    return tmp_path / "batch"
+
+
+def _dataset(folder=None, source: str = "a batch folder…") -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.session_state["dataset.source"] = source
+    if folder is not None:
+        at.session_state["dataset.folder"] = str(folder)
+    at.switch_page("pages/dataset.py")
+    return at.run()
+
+
+def _refuse(model_id, device):
+    raise AssertionError("the Dataset page must not load a model to show an atlas")
+
+
+def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_folder):
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    batch = atlas.BatchTable.load(batch_folder)
+    label = batch.labels[0]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["prompts"] == "6"
+    assert metrics["CPR (MIB)"] == f"{atlas.mib_scores(batch, label)['cpr']:.3f}"
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bands = atlas.curve_bands(batch, label)
+    mean_line = next(t for t in curves["data"] if t.get("name") == label)
+    assert mean_line["y"] == pytest.approx([b["mean"] for b in bands])
+    assert any("consensus" in (t.get("name") or "") for t in curves["data"])
+    budget = at.session_state["dataset.budget"]
+    assert budget == 60  # the kept budget nearest 100 edges
+    frequency = atlas.edge_frequency(atlas.circuit_matrix(batch, label, budget))
+    consensus = atlas.consensus_edges(atlas.circuit_matrix(batch, label, budget), 0.5)
+    assert any(f"**{len(consensus):,} edges** are in at least 50%" in m.value for m in at.markdown)
+    assert at.get("iframe"), "no consensus graph"
+    edges = at.dataframe[1].value
+    assert edges["share of prompts"].iloc[0] == pytest.approx(frequency.max())
+    prompts = at.dataframe[-1].value
+    assert list(prompts["id"]) == [f"p{i}" for i in range(6)]
+    rows = batch.rows(label).to_pylist()
+    assert list(prompts["NDF"]) == pytest.approx([row["ndf"][3] for row in rows])
+    # one click on a row opens that prompt on Explore, which finds the batch's result in the store
+    at.session_state["dataset.prompts.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception, at.exception
+    # the one shared state holds the row's prompt and its own answer, foil and corrupted prompt
+    assert at.session_state["prompt"] == rows[2]["clean"] and at.session_state["answer"] == " John"
+    assert at.session_state["foil"] == " Mary" and at.session_state["corrupted"] == rows[2]["corrupted"]
+    assert at.session_state["inputs_for"] == rows[2]["clean"]  # Explore proposes nothing over them
+    assert at.session_state["budgets"] == "4,10,25,60" and at.session_state["method"] == "eap-ig"
+    opened = at.session_state["results"]["eap-ig"]
+    assert opened.task.clean == rows[2]["clean"] and opened.config == {"ig_steps": 3}
+    assert opened.timings["batch_tasks"] == 4  # the batch's own result, read from the store
+    assert [point.ndf for point in opened.curve] == pytest.approx(rows[2]["ndf"])
+
+
+def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
+    at = _dataset(tmp_path)
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"{tmp_path} holds no results.parquet; run `circuitviz batch --out {tmp_path}` first."
+    ]
+
+
+def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
+    stored = ui.stored_atlases()
+    assert {"ioi", "arithmetic"} <= set(stored)
+    for name, folder in stored.items():
+        at = _dataset(source=name)
+        assert not at.exception, at.exception
+        batch = atlas.BatchTable.load(folder)
+        assert {m.label: m.value for m in at.metric}["prompts"] == f"{len(batch.rows(batch.labels[0])):,}"
+        assert batch.manifest["model"]["model_id"] == "gemma-3-270m"
+        assert at.get("iframe") and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
+
+
+def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
+    """Explore would fall back to the embedded model; the page says why instead of opening another model."""
+    assert ui.explore_problem({"model": {"model_id": EMBEDDED_MODEL}}) is None
+    problem = ui.explore_problem({"model": {"model_id": "my-lab/finetune-" + "x" * 200}})
+    assert problem.startswith("This batch ran on 'my-lab/finetune-") and "(216 characters)" in problem
+    assert len(problem) < 300 and problem.count(". ") == 0
