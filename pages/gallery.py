@@ -49,7 +49,6 @@ def rerun_live():
     st.session_state[state.RESULTS] = {}
     st.session_state["corrupted_note"] = "The example's own corrupted prompt."
     st.session_state["settings"] = entry["config"]
-    st.session_state[f"w.method.{entry['method']}.ig_steps"] = entry["config"].get("ig_steps", 20)
     st.session_state["explore.autorun"] = True
 
 

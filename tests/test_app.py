@@ -20,7 +20,7 @@ import torch
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz import render  # noqa: E402
+from circuitviz import assets, render  # noqa: E402
 from circuitviz.testing import IOI_TASK, tiny_model  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
@@ -424,6 +424,19 @@ def test_gallery_rerun_live_runs_the_example_on_explore():
     assert result is not None, [e.value for e in at.error]
     assert result.task.corrupted == at.text_area(key="w.corrupted").value  # the example's, not a proposal
     assert any(m.label == "NDF" for m in at.metric)
+
+
+def test_gallery_rerun_live_uses_the_examples_settings_not_the_last_typed():
+    at = _app().run()
+    at.number_input(key="method.eap-ig.ig_steps").set_value(3).run()
+    at.switch_page("pages/gallery.py").run()
+    at.segmented_control(key="gallery.slug").set_value("ioi").run()
+    at.button(key="gallery.rerun").click().run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"].get("eap-ig")
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    entry = next(e for e in examples if e["slug"] == "ioi")
+    assert result.config["ig_steps"] == entry["config"]["ig_steps"] != 3
 
 
 # ----- Paraphrases --------------------------------------------------------------------------------------
