@@ -116,11 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_method_settings(parser: argparse.ArgumentParser) -> None:
-    """One flag per method setting, from the registry (a setting several methods share is one flag)."""
+    """One flag per method setting, from the registry (a setting several methods share is one
+    flag). A name the parser already uses is left to it (``batch``'s ``--seed`` seeds --generate;
+    Best-of-N's seed is ``--set seed=N`` there)."""
     from .methods import setting_flags
 
+    taken = set(parser._option_string_actions)
     group = parser.add_argument_group("method settings (each applies to the methods named in its help)")
     for flag in setting_flags():
+        names = [name for name in flag.names if name not in taken]
+        if not names:
+            continue
         options: dict = {"dest": f"setting_{flag.dest}", "default": None}
         if flag.kind is bool:
             options["action"] = argparse.BooleanOptionalAction
@@ -129,7 +135,7 @@ def _add_method_settings(parser: argparse.ArgumentParser) -> None:
             if flag.choices:
                 options["choices"] = flag.choices
         options["help"] = f"{flag.help} [{', '.join(flag.methods)}]"
-        group.add_argument(*flag.names, **options)
+        group.add_argument(*names, **options)
 
 
 def _settings_given(args) -> dict:
@@ -372,29 +378,7 @@ def _add_batch_parser(commands) -> None:
     batch.add_argument(
         "--store", type=Path, default=None, help="result store folder (default: the shared one)"
     )
-    _add_batch_settings(batch)
-
-
-def _add_batch_settings(parser: argparse.ArgumentParser) -> None:
-    """The method settings as flags, as ``discover`` has them, except a flag the batch itself
-    uses (``--seed`` seeds --generate; Best-of-N's seed is ``--set seed=N`` here)."""
-    from .methods import setting_flags
-
-    taken = set(parser._option_string_actions)
-    group = parser.add_argument_group("method settings (each applies to the methods named in its help)")
-    for flag in setting_flags():
-        names = [name for name in flag.names if name not in taken]
-        if not names:
-            continue
-        options: dict = {"dest": f"setting_{flag.dest}", "default": None}
-        if flag.kind is bool:
-            options["action"] = argparse.BooleanOptionalAction
-        else:
-            options["type"] = flag.kind
-            if flag.choices:
-                options["choices"] = flag.choices
-        options["help"] = f"{flag.help} [{', '.join(flag.methods)}]"
-        group.add_argument(*names, **options)
+    _add_method_settings(batch)
 
 
 def _batch_source(args):
