@@ -276,8 +276,15 @@ def _load_unprocessed_weights(
     with_defaults = hooked.fill_missing_keys(dict.fromkeys(names))
     defaults = {name: value for name, value in with_defaults.items() if value is not None}
     hooked.load_state_dict(defaults, strict=False)
+    dtypes = {name: tensor.dtype for name, tensor in hooked.state_dict(keep_vars=True).items()}
     for group in _weight_groups(names):
-        result = hooked.load_state_dict(weights.take(group), strict=False)
+        taken = {
+            name: tensor if dtypes.get(name, tensor.dtype) == tensor.dtype else tensor.to(dtypes[name])
+            for name, tensor in weights.take(group).items()
+        }
+        # assign: the loaded tensors become the parameters (in the model's dtypes), instead of
+        # being copied into the randomly initialised ones: 1.1 s of a 5 s cached Gemma load
+        result = hooked.load_state_dict(taken, strict=False, assign=True)
         if result.unexpected_keys:
             logger.debug("Ignored weights the model has no place for: %s", result.unexpected_keys)
 
