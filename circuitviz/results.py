@@ -335,8 +335,8 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
     edges = data["edges"]
     if not isinstance(edges, dict):
         raise GraphError(f"{origin}: 'edges' must map edge names to {{'score', 'in_graph'}}.")
-    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
-    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")  # read from JSON
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
     for name, info in edges.items():
         position = spec.edge_position(name)
         if isinstance(info, dict):

@@ -70,10 +70,10 @@ def node_tracking(spec: GraphSpec, scores: torch.Tensor, effects: torch.Tensor) 
     method (circuits keep the edges of largest |score|; learned masks and normalised ensembles
     have no sign).
     """
-    nodes = torch.tensor(component_nodes(spec))
+    nodes = torch.tensor(component_nodes(spec), device="cpu")  # ranks are compared on the CPU
     mine = node_scores(spec, scores.float().cpu())[nodes]
     truth = effects.float().cpu()
-    mlps = torch.tensor([spec.mlp_forward(layer) for layer in range(spec.n_layers)])
+    mlps = torch.tensor([spec.mlp_forward(layer) for layer in range(spec.n_layers)], device="cpu")
     groups = {"all": torch.ones_like(nodes, dtype=torch.bool), "heads": ~torch.isin(nodes, mlps)}
     groups["mlps"] = ~groups["heads"]
     tracking = {}

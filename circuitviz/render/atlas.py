@@ -109,9 +109,9 @@ def consensus_graph_html(
     """The consensus circuit: its edges drawn with width (and score) = the share of prompts whose
     circuit holds the edge."""
     forward, backward = spec.edge_index
-    share = torch.zeros(spec.n_forward, spec.n_backward)
+    share = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")  # drawings are made on the CPU
     share[forward, backward] = torch.as_tensor(numpy.asarray(frequency, dtype=numpy.float32))
-    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool)
+    mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")
     index = torch.as_tensor(numpy.asarray(edges, dtype=numpy.int64))
     mask[forward[index], backward[index]] = True
     return circuit_graph_html(spec, share, mask, title=title, max_edges=max_edges)
