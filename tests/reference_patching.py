@@ -86,7 +86,7 @@ def exact_scores(model, spec, prepared) -> torch.Tensor:
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
     with torch.no_grad():
         baseline = metric_of(model, prepared, model(prepared.clean_tokens))[0]
-    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=baseline.device)
     for name, _, _ in edges(spec):
         with torch.no_grad():
             logits = model.run_with_hooks(
@@ -128,7 +128,9 @@ def attribution_scores(model, spec, prepared, alphas) -> torch.Tensor:
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
     runs = [reader_gradients(model, spec, prepared, float(alpha)) for alpha in alphas]
-    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    scores = torch.zeros(
+        spec.n_forward, spec.n_backward, dtype=torch.float64, device=prepared.clean_tokens.device
+    )
     for name, writer, reader in edges(spec):
         gradient = sum(run[reader] for run in runs) / len(runs)
         scores[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradient).sum()

@@ -361,7 +361,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
     class Result:
         curve = [CurvePoint(10, 8, 0.0, -0.4, 0.0), CurvePoint(20, 17, 0.1, -0.3, 0.0)]
         details = Details()
-        scores = torch.zeros(2)
+        scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
 
     notes = curve_notes(Result())
     assert len(notes) == 1 and "as expected for ACC++" in notes[0] and "value paths" in notes[0]
@@ -378,7 +378,7 @@ def test_a_dip_in_the_curve_is_explained():
             CurvePoint(300, 290, 0, 0.78, 0.78),
         ]
         details = None
-        scores = torch.tensor([1.0, 2.0, -3.0])
+        scores = torch.tensor([1.0, 2.0, -3.0], device="cpu")  # a stand-in result's scores
 
     (note,) = curve_notes(Result())
     assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note

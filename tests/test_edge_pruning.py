@@ -102,7 +102,7 @@ def test_step_zero_is_the_warm_start_top_n():
     forward, backward = spec.edge_index
     counts = [1, 7, 30, spec.n_edges - 1]
     logits = initial_logits(scores[forward, backward], counts)
-    hard, thresholds = top_counts(logits, torch.tensor(counts))
+    hard, thresholds = top_counts(logits, torch.tensor(counts, device=logits.device))
     expected = top_n_at_budgets(spec, scores, counts)[:, forward, backward]
     assert torch.equal(hard.bool(), expected)
     assert hard.sum(1).tolist() == counts

@@ -78,7 +78,7 @@ def test_bootstrap_stability_by_hand():
     stability = bootstrap_stability(spec, per_prompt, budgets, resamples=37, seed=11)
     # the same draws, one resample at a time
     draws = torch.randint(4, (37, 4), generator=torch.Generator().manual_seed(11))
-    counts = torch.zeros(len(budgets), spec.n_forward, spec.n_backward)
+    counts = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, device="cpu")  # beside the spec's
     for draw in draws:
         mean = per_prompt[draw].mean(0)
         for index, budget in enumerate(budgets):

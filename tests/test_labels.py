@@ -91,7 +91,7 @@ def metric_with_features_zeroed(model, task, saes, features) -> float:
 
     def remove(x, hook, layer):
         sae = by_layer[layer].sae
-        ids = torch.tensor(sorted(chosen[layer]))
+        ids = torch.tensor(sorted(chosen[layer]), device=x.device)
         acts = sae.encode(x.to(sae.W_enc.dtype))[..., ids]  # [batch, pos, n_chosen]
         removed = (acts @ sae.W_dec[ids]).to(x.dtype)  # [batch, pos, d_model]
         removed[:, 0] = 0
