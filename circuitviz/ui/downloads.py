@@ -65,20 +65,14 @@ def downloads(result, budget: int, drawing, key: str, point=None) -> None:
         key=f"{key}.curvehtml",
     )
     if _browser_for_images():
-        columns[1].download_button(
-            "Curve (PNG)",
-            data=lambda: render.figure_image(figure(), "png") or b"",
-            file_name=f"ndf-curve-{result.method}.png",
-            mime="image/png",
-            key=f"{key}.png",
-        )
-        columns[2].download_button(
-            "Curve (SVG)",
-            data=lambda: render.figure_image(figure(), "svg") or b"",
-            file_name=f"ndf-curve-{result.method}.svg",
-            mime="image/svg+xml",
-            key=f"{key}.svg",
-        )
+        for column, (kind, mime) in zip(columns[1:], (("png", "image/png"), ("svg", "image/svg+xml"))):
+            column.download_button(
+                f"Curve ({kind.upper()})",
+                data=lambda kind=kind: render.figure_image(figure(), kind) or b"",
+                file_name=f"ndf-curve-{result.method}.{kind}",
+                mime=mime,
+                key=f"{key}.{kind}",
+            )
     else:
         columns[1].caption(
             "PNG/SVG export needs kaleido and Chrome or Chromium; use the chart's camera icon, "
@@ -90,8 +84,9 @@ def circuit_json(result, budget: int) -> dict:
     """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
     from ..results import eap_graph_json
 
-    data = result.to_eap_json(budget if result.point(budget) is not None else None)
-    if result.point(budget) is None:
+    evaluated = result.point(budget) is not None
+    data = result.to_eap_json(budget if evaluated else None)
+    if not evaluated:
         data.update(eap_graph_json(result.graph, result.scores, result.circuit(budget)))
         data["budget"] = int(budget)
     return data
