@@ -27,6 +27,7 @@ import datetime
 import torch
 
 from circuitviz.benchmarking import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
+from circuitviz.graph import GraphSpec
 from circuitviz.limits import estimate_request
 from circuitviz.methods import available_methods, get_method
 from circuitviz.tasks import PromptTask
@@ -76,7 +77,6 @@ def labels_and_signals(device: str) -> bool:
     from circuitviz.acc.ablation import run_knockouts
     from circuitviz.acc.forward import run_forward
     from circuitviz.acc.trace import Tracer, TraceSettings
-    from circuitviz.graph import GraphSpec
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
     from circuitviz.tasks import prepare_task
 
@@ -189,8 +189,6 @@ def timings(device: str, shapes: list[str]) -> None:
         if shape not in shapes:
             continue
         model = random_model(shape, dtype=dtype, device=device)
-        from circuitviz.graph import GraphSpec
-
         n_edges = GraphSpec.from_model(model).n_edges
         seconds, parts, peak, _ = timed_run(model, method, task, CURVE_BUDGETS, device, **settings)
         phases = ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in parts.items())
