@@ -32,6 +32,7 @@ from circuitviz.models import (
 from circuitviz.models.catalog import SMOLLM2_MODEL
 from circuitviz.models.checkpoints import load_saved_tokenizer, read_hf_model
 from circuitviz.models.embedded import embedded_gguf
+from circuitviz.models.layout import from_storage, is_laid_out, storage_form
 
 LOGIT_TOLERANCE = 1e-3
 PROMPT = (
@@ -153,6 +154,7 @@ def test_second_load_reads_the_cache(smollm2_loads):
     tokens = _first_tokens(first)
     with torch.no_grad():
         assert torch.equal(first(tokens), second(tokens))
+    assert all(is_laid_out(name, weight) for name, weight in second.named_parameters())  # as cached
     print(f"second SmolLM2 load from the cache: {second_load_seconds:.1f} s")
 
 
@@ -377,3 +379,40 @@ def test_prepare_for_circuits_refuses_grouped_attention():
     with pytest.raises(ModelLoadError) as error:
         prepare_for_circuits(_tiny_model(ungroup=False))
     _assert_one_sentence(str(error.value))
+
+
+@pytest.mark.parametrize("shape", ["gemma", "llama", "gpt2"])
+def test_weights_are_kept_in_the_layout_transformer_lens_multiplies(shape):
+    """TransformerLens multiplies W_in/W_gate/W_out/W_U as ``W.T.contiguous()`` and W_O through
+    a rearrangement; laid out by prepare_for_circuits, those are views (no copy each pass), and
+    the model computes what the row-major weights compute."""
+    import einops
+
+    from circuitviz.testing import tiny_model
+
+    model = tiny_model(shape)
+    laid_out = []
+    for block in model.blocks:
+        mlp = block.mlp
+        laid_out += [getattr(mlp, name) for name in ("W_in", "W_gate", "W_out") if hasattr(mlp, name)]
+    laid_out.append(model.unembed.W_U)
+    for weight in laid_out:
+        assert weight.T.contiguous().data_ptr() == weight.data_ptr()
+    for block in model.blocks:
+        rearranged = einops.rearrange(block.attn.W_O, "h e m -> m (h e)")
+        assert rearranged.contiguous().data_ptr() == block.attn.W_O.data_ptr()
+    assert all(is_laid_out(name, parameter) for name, parameter in model.named_parameters())
+
+    row_major = tiny_model(shape)
+    with torch.no_grad():
+        for parameter in row_major.parameters():
+            parameter.data = parameter.data.contiguous()
+    assert not is_laid_out("unembed.W_U", row_major.unembed.W_U)
+    tokens = torch.tensor([[1, 2, 3, 4, 5]], device=next(model.parameters()).device)
+    with torch.no_grad():
+        assert torch.allclose(model(tokens), row_major(tokens), rtol=0, atol=1e-12)
+    for name, parameter in row_major.state_dict().items():  # what the conversion cache keeps
+        stored = storage_form(name, parameter)
+        assert stored.is_contiguous()
+        back = from_storage(name, stored)
+        assert torch.equal(back, parameter) and is_laid_out(name, back)

@@ -24,13 +24,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import assets
+from .layout import from_storage, storage_form
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+# 2: the weights TransformerLens copies in every forward are stored in the order it reads them
+CACHE_FORMAT = 2
 _CONFIG_FILE = "config.json"
 _WEIGHTS_FILE = "weights.safetensors"
 _MANIFEST_FILE = "manifest.json"
@@ -132,7 +134,7 @@ def write_entry(
         (staging / _CONFIG_FILE).write_text(json.dumps(hf_config, indent=2, default=str))
         tokenizer.save_pretrained(str(staging))
         save_file(
-            _storable(state_dict),
+            _storable({name: storage_form(name, tensor) for name, tensor in state_dict.items()}),
             str(staging / _WEIGHTS_FILE),
             metadata={"circuitviz_cache_format": str(CACHE_FORMAT)},
         )
@@ -178,6 +180,8 @@ def read_config(entry: CacheEntry) -> dict[str, Any]:
 class CachedWeights:
     """The TransformerLens state dict saved with an entry, read a group of tensors at a time.
 
+    Weights are kept in ``layout``'s storage form and read back as views in that layout.
+
     Reading by group (and closing the file in between) keeps only one group in memory
     beside the model being filled, instead of a second copy of every weight.
     """
@@ -195,4 +199,4 @@ class CachedWeights:
         from safetensors import safe_open
 
         with safe_open(str(self.weights_path), framework="pt") as weights:
-            return {name: weights.get_tensor(name) for name in names}
+            return {name: from_storage(name, weights.get_tensor(name)) for name in names}

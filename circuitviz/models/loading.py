@@ -30,6 +30,7 @@ from circuitviz.models.conversion import hf_config_dict, tl_config, tl_state_dic
 from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
 from circuitviz.models.errors import ModelLoadError
+from circuitviz.models.layout import use_linear_layout
 from circuitviz.tasks import shown
 
 if TYPE_CHECKING:
@@ -302,7 +303,8 @@ def _require_ungrouped_attention(model: HookedTransformer) -> None:
 
 
 def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
-    """Switch on the hooks circuit discovery reads, and freeze the model. Idempotent.
+    """Switch on the hooks circuit discovery reads, lay out the weights the way TransformerLens
+    multiplies them (``layout.py``), and freeze the model. Idempotent.
 
     Per-head Q/K/V inputs (hook_q_input, hook_k_input, hook_v_input) and the MLP input
     (hook_mlp_in) give every head and MLP its own reader; parameters never need gradients, only
@@ -316,6 +318,7 @@ def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
     model.set_use_hook_mlp_in(True)
     model.eval()
     model.requires_grad_(False)
+    use_linear_layout(model)  # no copy of each weight in every forward pass (layout.py)
     from ..activations import serialise_tokenizer
 
     return serialise_tokenizer(model)
