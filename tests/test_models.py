@@ -416,3 +416,75 @@ def test_weights_are_kept_in_the_layout_transformer_lens_multiplies(shape):
         assert stored.is_contiguous()
         back = from_storage(name, stored)
         assert torch.equal(back, parameter) and is_laid_out(name, back)
+
+
+TOKENIZER_TEXTS = [
+    "When Mary and John went to the store, John gave a drink to",
+    " Mary",
+    "",
+    "  two spaces\n\nnew lines\ttab",
+    "naïve café 東京 🤖",
+    "<bos>special tokens<pad> inside",
+    "1234567 + 89 =",
+]
+
+
+def _assert_same_tokenizer(built, reference) -> None:
+    """``built`` tokenizes, decodes, pads and names its special tokens as ``reference`` does."""
+    for text in TOKENIZER_TEXTS:
+        ids = reference(text).input_ids
+        assert built(text).input_ids == ids, text
+        assert built.decode(ids) == reference.decode(ids)
+        assert built.convert_ids_to_tokens(ids) == reference.convert_ids_to_tokens(ids)
+    for name in ("padding_side", "truncation_side", "bos_token_id", "eos_token_id", "pad_token_id"):
+        assert getattr(built, name) == getattr(reference, name), name
+    assert len(built) == len(reference) and built.add_bos_token == reference.add_bos_token
+    batch = TOKENIZER_TEXTS[:2]
+    assert built(batch, padding=True).input_ids == reference(batch, padding=True).input_ids
+
+
+def _refusing_autotokenizer(monkeypatch) -> None:
+    from transformers import AutoTokenizer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the saved tokenizer went through AutoTokenizer")
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", refuse)
+
+
+def test_a_saved_tokenizer_is_built_from_its_file_as_autotokenizer_would(tmp_path, monkeypatch):
+    """circuitviz's own saved tokenizers skip AutoTokenizer's re-parse (seconds for Gemma's
+    262k tokens) and behave the same; a class that cannot be built directly falls back."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    from circuitviz.testing import word_tokenizer
+
+    folder = tmp_path / "tokenizer"
+    word_tokenizer(TOKENIZER_TEXTS[0].replace(",", " ,").split()).save_pretrained(folder)
+    reference = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, add_bos_token=True)
+    with monkeypatch.context() as patch:
+        _refusing_autotokenizer(patch)
+        built = load_saved_tokenizer(folder)
+    _assert_same_tokenizer(built, reference)
+
+    config = folder / "tokenizer_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "tokenizer_class": "NoSuchTokenizer"}))
+    fallback = load_saved_tokenizer(folder)  # through AutoTokenizer, which knows what to build
+    _assert_same_tokenizer(fallback, reference)
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_the_embedded_models_saved_tokenizers_match_autotokenizer(gemma_pair, smollm2_loads, monkeypatch):
+    from transformers import AutoTokenizer
+
+    gemma_folder = loading.gguf_cache_entry(embedded_gguf(EMBEDDED_MODEL).checkpoint, EMBEDDED_MODEL).folder
+    for folder in (gemma_folder, smollm2_loads[3].folder):
+        reference = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, add_bos_token=True)
+        with monkeypatch.context() as patch:
+            _refusing_autotokenizer(patch)
+            built = load_saved_tokenizer(folder)
+        assert type(built) is type(reference)
+        _assert_same_tokenizer(built, reference)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,9 +23,9 @@ from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
     inspect_local_checkpoint,
-    load_saved_tokenizer,
     read_hf_model,
     read_tokenizer,
+    saved_tokenizer_loader,
 )
 from circuitviz.models.conversion import hf_config_dict, tl_config, tl_state_dict
 from circuitviz.models.devices import resolve_device, resolve_dtype
@@ -189,11 +190,14 @@ def _gguf_parts(
         del converted  # read back from disk instead, so peak memory holds one copy
         gc.collect()
     logger.info("Loading %s from the conversion cache %s.", slug, entry.folder)
-    return _Parts(
-        tl_config(cache.read_config(entry), device, dtype),
-        load_saved_tokenizer(entry.folder),
-        cache.CachedWeights(entry.weights_path),
-    )
+    # the tokenizer builds beside TransformerLens's import in tl_config (both take seconds, and
+    # the tokenizers library parses its file outside the GIL); its classes are imported here
+    # first, as two threads importing one transformers module at once can see it half made
+    load_tokenizer = saved_tokenizer_loader(entry.folder)
+    with ThreadPoolExecutor(1, thread_name_prefix="tokenizer") as pool:
+        tokenizer = pool.submit(load_tokenizer)
+        cfg = tl_config(cache.read_config(entry), device, dtype)
+        return _Parts(cfg, tokenizer.result(), cache.CachedWeights(entry.weights_path))
 
 
 def _dense_parts(checkpoint: LocalCheckpoint, device: torch.device, dtype: torch.dtype) -> _Parts:
