@@ -148,10 +148,14 @@ def test_labels_steering_and_signals_on_the_device():
     assert on_device[5] == on_host[5]
 
 
-def test_estimates_read_the_model_on_the_device():
+def test_estimates_read_the_model_on_the_device(monkeypatch):
+    from circuitviz import activations
     from circuitviz.limits import estimate_request
 
     model = tiny_model("gpt2")
+    # the host priced as an accelerator is (gradient passes' memory per unit differs by device)
+    accelerator = activations._BACKWARD_BYTES_PER_UNIT["accelerator"]
+    monkeypatch.setitem(activations._BACKWARD_BYTES_PER_UNIT, "cpu", accelerator)
     host = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
     with SimulatedDevice(model):
         on_device = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
