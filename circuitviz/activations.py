@@ -91,14 +91,23 @@ def model_device(model) -> torch.device:
 
 
 # ----- the metric -----------------------------------------------------------------------------
-def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook]) -> torch.Tensor:
+def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:
     """Residual stream after the last block at the last position.  # [batch, d_model]
 
     Stops before the unembedding: the metric needs a few logits at one position, not the whole
-    vocabulary at every position (for Gemma-3 that is most of the forward pass's cost).
+    vocabulary at every position (for Gemma-3 that is most of the forward pass's cost). With
+    ``prefix`` > 0 the first ``prefix`` positions run once per distinct row, without hooks or
+    gradients, and the hooked run continues from their keys and values: the hooks see positions
+    ``prefix`` onwards only (``shared_prefix`` says when that changes nothing a caller reads).
     """
+    if prefix <= 0:
+        with hooked_run(model, fwd_hooks):
+            residual = model(tokens, stop_at_layer=model.cfg.n_layers)  # [batch, pos, d_model]
+        return residual[:, -1]
+    caches = _prefix_caches(model, tokens[:, :prefix])
+    mask = torch.ones_like(tokens)  # [batch, pos]
     with hooked_run(model, fwd_hooks):
-        residual = model(tokens, stop_at_layer=model.cfg.n_layers)  # [batch, pos, d_model]
+        residual = _run_continuing(model, tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
     return residual[:, -1]
 
 
@@ -535,6 +544,7 @@ def patched_metrics(
     removed: torch.Tensor,
     tokens: torch.Tensor | None = None,
     metric: Metric | None = None,
+    prefix: int = 0,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -544,6 +554,7 @@ def patched_metrics(
     A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
     writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
     task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``rows_metric``).
+    ``prefix``: leading positions that run once, unpatched (``shared_prefix`` of the tasks).
     """
     batch = removed.shape[0]
     device = model_device(model)
@@ -551,11 +562,12 @@ def patched_metrics(
         tokens = prepared.clean_tokens.to(device).expand(batch, -1)
     tokens = tokens.to(device)
     dtype = model_dtype(model)
-    current = WriterBuffer(spec, batch, tokens.shape[1], dtype, device, writer_major=True)  # [b, fwd, pos, d]
-    corrupted_writers = corrupted_writers.to(device=device, dtype=dtype)
+    positions = tokens.shape[1] - prefix
+    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
     weights = removed.to(device=device, dtype=dtype)
     hooks = writer_hooks(model, spec, current) + patch_hooks(spec, corrupted_writers, weights, current)
-    residual = final_residual(model, tokens, hooks)
+    residual = final_residual(model, tokens, hooks, prefix)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
@@ -584,7 +596,7 @@ def _run_continuing(model, tokens: torch.Tensor, caches: list, mask: torch.Tenso
     """The blocks' residual for ``tokens`` continuing the positions held in ``caches`` (one
     TransformerLens cache entry per layer), embedded as ``input_to_embed`` does but without its
     cache check, which expects key-value heads where an ungrouped model caches query heads. Not
-    for shortformer models (``masked_residual`` runs those whole).
+    for shortformer models (``shared_prefix`` gives them none).
 
     tokens: [batch, new]; mask: [batch, cached + new], all ones. Returns [batch, new, d_model].
     """
@@ -603,26 +615,45 @@ def _run_continuing(model, tokens: torch.Tensor, caches: list, mask: torch.Tenso
 
 
 @torch.no_grad()
-def _prefix_cache(model, tokens: torch.Tensor, batch: int) -> list:
-    """The keys and values of the clean prompt's first positions, frozen, for ``batch`` runs that
-    continue it (expanded views: one copy for the whole batch).  tokens: [1, prefix]."""
+def _prefix_caches(model, tokens: torch.Tensor) -> list:
+    """The keys and values of each row's first positions, frozen, for runs that continue them.
+
+    tokens: [batch, prefix]. Each distinct row runs once (a batch of IG steps or circuits holds
+    a few tasks' prompts many times); a batch of one prompt gets expanded views, no copies.
+    """
     from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
 
     cfg = model.cfg
+    distinct, inverse = torch.unique(tokens, dim=0, return_inverse=True)  # [g, prefix], [batch]
     empty = torch.zeros(
-        1, 0, _cached_key_heads(model), cfg.d_head, dtype=model_dtype(model), device=tokens.device
+        len(distinct), 0, _cached_key_heads(model), cfg.d_head, dtype=model_dtype(model), device=tokens.device
     )
     caches = [TransformerLensKeyValueCacheEntry(empty, empty) for _ in range(cfg.n_layers)]
     with hooked_run(model, []):
-        _run_continuing(model, tokens, caches, torch.ones_like(tokens))
+        _run_continuing(model, distinct, caches, torch.ones_like(distinct))
+
+    def rows(cached: torch.Tensor) -> torch.Tensor:  # [g, prefix, heads, d_head] -> [batch, ...]
+        return cached.expand(len(inverse), -1, -1, -1) if len(distinct) == 1 else cached[inverse]
+
     return [
-        TransformerLensKeyValueCacheEntry(
-            entry.past_keys.expand(batch, -1, -1, -1),
-            entry.past_values.expand(batch, -1, -1, -1),
-            frozen=True,
-        )
+        TransformerLensKeyValueCacheEntry(rows(entry.past_keys), rows(entry.past_values), frozen=True)
         for entry in caches
     ]
+
+
+def shared_prefix(model, tasks: Sequence[PreparedTask]) -> int:
+    """How many leading positions a batched run of ``tasks`` may run once, unhooked and without
+    gradients: the shortest of their ``unchanged_prefix`` (0 for shortformer models, which add
+    positions inside attention, where a continued run would skip them).
+
+    There the clean and corrupted runs agree, so every writer's corrupted-minus-clean difference
+    is 0: no edge changes anything there when patched, no edge score takes anything from there,
+    and (attention being causal) nothing at a later position reads a gradient or a patch from
+    there. Skipping them changes no score and no metric, only the time.
+    """
+    if not tasks or model.cfg.positional_embedding_type == "shortformer":
+        return 0
+    return min(unchanged_prefix(task) for task in tasks)
 
 
 def masked_residual(
@@ -646,25 +677,16 @@ def masked_residual(
     batch = keep.shape[0]
     device = model_device(model)
     dtype = model_dtype(model)
-    # a shortformer model adds its positions inside attention, which a continued run would skip
-    shortformer = model.cfg.positional_embedding_type == "shortformer"
-    prefix = 0 if shortformer else unchanged_prefix(prepared)
-    tokens = prepared.clean_tokens.to(device)  # [1, pos]
+    prefix = shared_prefix(model, [prepared])
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
     # [1, pos - prefix, n_forward, d_model]: the positions that run
     current = WriterDifferences(corrupted_writers[:, prefix:].to(device=device, dtype=dtype))
     hooks = writer_hooks(model, spec, current)
     hooks += patch_hooks(spec, None, weights, current)
-    suffix = tokens[:, prefix:].expand(batch, -1)  # [batch, pos - prefix]
-    if prefix == 0:
-        with torch.enable_grad():
-            return final_residual(model, suffix, hooks)
-    caches = _prefix_cache(model, tokens[:, :prefix], batch)
-    mask = torch.ones(batch, tokens.shape[1], dtype=tokens.dtype, device=device)  # [batch, pos]
-    with torch.enable_grad(), hooked_run(model, hooks):
-        residual = _run_continuing(model, suffix, caches, mask)  # [batch, pos - prefix, d_model]
-    return residual[:, -1]
+    tokens = prepared.clean_tokens.to(device).expand(batch, -1)  # [batch, pos]
+    with torch.enable_grad():
+        return final_residual(model, tokens, hooks, prefix)
 
 
 def _node_hook(spec: GraphSpec, node: int) -> tuple[str, int | None]:
@@ -834,6 +856,7 @@ def reader_gradients(
     extra_hooks: list[Hook] | None = None,
     tokens: torch.Tensor | None = None,
     metric: Metric | None = None,
+    prefix: int = 0,
 ) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
@@ -843,7 +866,9 @@ def reader_gradients(
     runs other prompts of the task's length instead (Best-of-N's paraphrases in one batch; the
     metric still reads the task's answer and foils, unless ``metric`` (``rows_metric``) scores
     each row with its own task's, as a batch of a dataset's prompts does). ``extra_hooks`` may replace what writers
-    add (EAP-IG activations); every head still reads the residual stream unpatched.
+    add (EAP-IG activations); every head still reads the residual stream unpatched. ``prefix``
+    leading positions run once without gradients (``shared_prefix``): the gradients, and what
+    ``input_replacement`` maps, cover the positions after them.
     Returns (the gradients, read out per layer; metrics [batch]).
     """
     device = model_device(model)
@@ -876,7 +901,7 @@ def reader_gradients(
     else:
         hooks += [(name, capture) for name, _, _ in reader_hook_points(spec)]
     with model_lock(model), _attention_inputs(model, shared), torch.enable_grad():
-        residual = final_residual(model, tokens, hooks)
+        residual = final_residual(model, tokens, hooks, prefix)
         metrics = metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
         names = list(captured)
         grads = torch.autograd.grad(metrics.sum(), [captured[name] for name in names], allow_unused=True)
@@ -1023,7 +1048,8 @@ def batched_gradient_scores(
     Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
     gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
     times the corrupted-minus-clean writer outputs; ``steps`` None gives EAP (the gradient at
-    the clean input itself). A batch holds the steps of several tasks, each scored with its own
+    the clean input itself). The leading positions where the batch's clean and corrupted prompts
+    agree run once, without gradients (``shared_prefix``). A batch holds the steps of several tasks, each scored with its own
     answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
     summed per task and contracted with each task's differences in one product per layer.
     clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
@@ -1041,22 +1067,24 @@ def batched_gradient_scores(
         batch = jobs[rows]
         owners = [j for j, _ in batch]  # a batch's tasks are contiguous: jobs go task by task
         lowest, highest = owners[0], owners[-1]
+        members = slice(lowest, highest + 1)
+        prefix = shared_prefix(model, tasks[members])  # positions with no difference run once
         owner = torch.tensor(owners, device=device)
         interpolate = None
         if steps:
             alpha = torch.tensor([k / n_steps for _, k in batch], dtype=clean_input.dtype, device=device)
             alpha = alpha[:, None, None]  # [b, 1, 1]
-            start_value, end_value = corrupted_input[owner], clean_input[owner]
+            start_value = corrupted_input[owner, prefix:]  # [b, pos - prefix, d_model]
+            end_value = clean_input[owner, prefix:]
 
             def interpolate(x):
-                return start_value + alpha * (end_value - start_value)  # [b, pos, d_model]
+                return start_value + alpha * (end_value - start_value)  # [b, pos - prefix, d_model]
 
         metric = rows_metric(model, tasks, owner)
         gradients, _ = reader_gradients(
-            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric
+            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric, prefix=prefix
         )
-        members = slice(lowest, highest + 1)
-        return gradients, differences[members], owner - lowest, members
+        return gradients, differences[members, prefix:], owner - lowest, members
 
     scores = gradient_scores(
         model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress

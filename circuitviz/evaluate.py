@@ -21,6 +21,7 @@ from .activations import (
     model_device,
     patched_metrics,
     rows_metric,
+    shared_prefix,
     writers_of_prompts,
 )
 from .chunks import chunk_size, run_in_chunks
@@ -138,12 +139,15 @@ class Evaluator:
         Returns [n_circuits] on the model's device.
         """
         edge_mask = self.spec.tensors(self.device).edge_mask
+        prefix = shared_prefix(self.model, [self.prepared])
         results: list[torch.Tensor] = []
         total = circuits.shape[0]
 
         def compute(rows: slice) -> torch.Tensor:
             removed = edge_mask & ~circuits[rows].to(self.device).bool()
-            return patched_metrics(self.model, self.spec, self.prepared, self.corrupted_writers, removed)
+            return patched_metrics(
+                self.model, self.spec, self.prepared, self.corrupted_writers, removed, prefix=prefix
+            )
 
         def commit(rows: slice, values: torch.Tensor) -> None:
             results.append(values)
@@ -167,8 +171,12 @@ class Evaluator:
     def curve(
         self, circuits: torch.Tensor, budgets: Sequence[int], progress: Progress | None = None
     ) -> list[CurvePoint]:
-        """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs."""
-        values = self.metrics(circuits, progress).tolist()
+        """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs
+        (a circuit of every edge is the model itself: its metric is the clean run's, no run)."""
+        whole = whole_graph(self.spec, circuits).tolist() if len(circuits) else []
+        partial = [index for index, complete in enumerate(whole) if not complete]
+        measured = iter(self.metrics(circuits[partial], progress).tolist() if partial else [])
+        values = [self.baseline.clean if complete else next(measured) for complete in whole]
         sizes = circuits.flatten(1).sum(1).tolist() if len(circuits) else []
         return [
             CurvePoint(
@@ -253,14 +261,27 @@ def curves_of_tasks(
     values: list[torch.Tensor] = []
 
     def compute(rows: slice) -> torch.Tensor:
-        """The circuits of tasks ``rows``, a task's circuits side by side (patched_metrics' groups)."""
+        """The circuits of tasks ``rows``, a task's circuits side by side (patched_metrics' groups);
+        a circuit of every edge is its model: the clean run's metric, and no column of circuits
+        that are all whole runs. # [g k]"""
         group = evaluators[rows]
-        owner = torch.arange(len(group), device=device).repeat_interleave(n_circuits)  # [g k]
-        removed = edge_mask & ~circuits[rows].reshape(-1, spec.n_forward, spec.n_backward).to(device).bool()
-        tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k, pos]
-        corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
-        metric = rows_metric(model, tasks[rows], owner)
-        return patched_metrics(model, spec, None, corrupted, removed, tokens, metric)
+        chosen = circuits[rows].to(device).bool()  # [g, k, n_forward, n_backward]
+        whole = whole_graph(spec, chosen)  # [g, k]
+        clean = torch.tensor(
+            [e.baseline.clean for e in group], dtype=first.clean_writers.dtype, device=device
+        )
+        values = clean[:, None].repeat(1, n_circuits)  # [g, k]
+        run = (~whole).any(0).nonzero()[:, 0]  # the circuits some task of the chunk needs a run for
+        if len(run):
+            owner = torch.arange(len(group), device=device).repeat_interleave(len(run))  # [g k']
+            removed = edge_mask & ~chosen[:, run].reshape(-1, spec.n_forward, spec.n_backward)
+            tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k', pos]
+            corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
+            metric = rows_metric(model, tasks[rows], owner)
+            prefix = shared_prefix(model, tasks[rows])
+            measured = patched_metrics(model, spec, None, corrupted, removed, tokens, metric, prefix)
+            values[:, run] = torch.where(whole[:, run], values[:, run], measured.view(len(group), len(run)))
+        return values.flatten()
 
     def commit(rows: slice, result: torch.Tensor) -> None:
         values.append(result)
@@ -293,6 +314,13 @@ def curves_of_tasks(
         ]
         for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics)
     ]
+
+
+def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
+    """Whether each circuit keeps every edge of the graph (patching it changes nothing).
+    circuits: [..., n_forward, n_backward] bool. # [...] bool"""
+    removed = spec.tensors(circuits.device).edge_mask & ~circuits.bool()
+    return ~removed.flatten(-2).any(-1)
 
 
 def circuits_at_budgets(

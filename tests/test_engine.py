@@ -9,7 +9,7 @@ import torch
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
+from circuitviz.tasks import PromptTask, prepare_task
 from circuitviz.testing import IOI_TASK, planted_model, tiny_model
 
 SHAPES = ["gpt2", "gemma", "llama"]
@@ -140,3 +140,83 @@ def test_planted_true_circuit_is_fully_faithful():
     evaluator = Evaluator(planted.model, spec, prepare_task(planted.model, planted.task))
     value = evaluator.metrics(planted.true_edges[None])[0].item()
     assert value == pytest.approx(evaluator.baseline.clean, abs=1e-9)
+
+
+LATE_CORRUPTION = PromptTask(  # differs from IOI_TASK's clean prompt only at the second name
+    clean=IOI_TASK.clean,
+    corrupted="When Mary and John went to the store , Mary gave a drink to",
+    answer=" Mary",
+    foils=(" John",),
+)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monkeypatch):
+    """The positions where clean and corrupted prompts agree run once, unhooked: EAP-IG's scores
+    and every curve point equal a run over every position, alone and in a batch of tasks whose
+    unchanged prefixes differ."""
+    from circuitviz import activations, evaluate
+    from circuitviz.activations import unchanged_prefix
+    from circuitviz.methods.base import RunContext
+
+    model = tiny_model(shape, seed=1)
+    method = get_method("eap-ig")
+    config = method.make_config({"ig_steps": 4})
+    budgets = [3, 10, 40]
+    tasks = [LATE_CORRUPTION, IOI_TASK]
+    assert [unchanged_prefix(prepare_task(model, t)) for t in tasks] == [10, 2]
+
+    skipped: list[int] = []
+    real_final_residual = activations.final_residual
+
+    def final_residual(model, tokens, hooks, prefix=0):
+        skipped.append(prefix)
+        return real_final_residual(model, tokens, hooks, prefix)
+
+    monkeypatch.setattr(activations, "final_residual", final_residual)
+    alone = [method.run_on(model, task, config, budgets) for task in tasks]
+    together = method.run_many([RunContext(model, t, "", None, None) for t in tasks], config, budgets)
+    assert 10 in skipped and 2 in skipped  # alone: each its own prefix; together: the shorter
+
+    monkeypatch.setattr(activations, "shared_prefix", lambda model, tasks: 0)
+    monkeypatch.setattr(evaluate, "shared_prefix", lambda model, tasks: 0)
+    skipped.clear()
+    whole = [method.run_on(model, task, config, budgets) for task in tasks]
+    assert set(skipped) == {0}
+    for results in (alone, together):
+        for result, reference in zip(results, whole):
+            assert torch.allclose(result.scores, reference.scores, rtol=0, atol=1e-10)
+            for point, expected in zip(result.curve, reference.curve):
+                assert point.n_edges == expected.n_edges
+                assert point.metric == pytest.approx(expected.metric, abs=1e-10)
+
+
+def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, monkeypatch):
+    from circuitviz import evaluate
+    from circuitviz.evaluate import curves_of_tasks
+
+    spec = GraphSpec.from_model(tiny)
+    evaluators = [Evaluator(tiny, spec, prepare_task(tiny, task)) for task in (IOI_TASK, LATE_CORRUPTION)]
+    generator = torch.Generator().manual_seed(2)
+    half, other = (torch.rand(2, spec.n_forward, spec.n_backward, generator=generator) < 0.5) & spec.edge_mask
+    full = spec.edge_mask.clone()
+    ran: list[int] = []
+    real = evaluate.patched_metrics
+    monkeypatch.setattr(
+        evaluate, "patched_metrics", lambda *a, **k: ran.append(a[4].shape[0]) or real(*a, **k)
+    )
+
+    points = evaluators[0].curve(torch.stack([half, full]), [5, spec.n_edges])
+    assert ran == [1]  # the half circuit only
+    assert points[1].metric == evaluators[0].baseline.clean and points[1].ndf == 1.0
+
+    ran.clear()  # task 0's second circuit is whole, task 1's is not: that column runs, task 0 keeps clean
+    circuits = torch.stack([torch.stack([half, full]), torch.stack([half, other])])
+    curves = curves_of_tasks(evaluators, circuits, [5, 6])
+    assert ran == [4]
+    assert curves[0][1].metric == evaluators[0].baseline.clean
+    alone = evaluators[1].curve(other[None], [6])[0]
+    assert curves[1][1].metric == pytest.approx(alone.metric, abs=1e-10)
+    ran.clear()
+    curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6])
+    assert ran == [2]  # a column whole for every task does not run

@@ -107,24 +107,17 @@ class EAPIG(ScoringMethod):
         return gradient_cost(config.ig_steps, n_budgets)
 
     def score(self, ctx: RunContext, config):
-        model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
-        steps = int(config.ig_steps)
-        clean_input = evaluator.clean_writers[:, :, 0]  # [1, pos, d_model]
-        corrupted_input = evaluator.corrupted_writers[:, :, 0]
-        differences = _differences(evaluator)
-        alphas = torch.arange(1, steps + 1, dtype=clean_input.dtype, device=clean_input.device) / steps
-
-        def batch_pass(rows: slice):
-            alpha = alphas[rows][:, None, None]  # [b, 1, 1]
-
-            def interpolate(x):
-                return corrupted_input + alpha * (clean_input - corrupted_input)
-
-            gradients, _ = reader_gradients(model, spec, prepared, alpha.shape[0], interpolate)
-            return gradients, differences, None, None
-
-        scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=ctx.progress)
-        return scores / steps
+        evaluator = ctx.evaluator
+        scores = batched_gradient_scores(
+            ctx.model,
+            ctx.spec,
+            [ctx.prepared()],
+            evaluator.clean_writers,
+            evaluator.corrupted_writers,
+            int(config.ig_steps),
+            ctx.progress,
+        )
+        return scores[0]
 
     def score_many(self, contexts, config, progress=None):
         clean, corrupted = _writers_of(contexts)
