@@ -262,7 +262,8 @@ class _Run:
         return pending
 
     def measure(self, task_indices) -> None:
-        """Each task's (length, metric, foils), or why the tokenizer refuses it (on a worker)."""
+        """Each task's (length, metric, foils, unchanged prefix), or why the tokenizer refuses it
+        (on a worker)."""
         needed = sorted({i for i in task_indices if self.shapes[i] is None})
         shapes = self.executor.shapes([self.tasks[i] for i in needed], self.request.max_tokens)
         for task_index, shape in zip(needed, shapes):

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..activations import model_dtype
+from ..activations import model_dtype, unchanged_prefix
 from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..limits import Limits, check_run, estimate_request
@@ -87,12 +87,16 @@ def worker_name() -> str:
 
 # ----- planning: which tasks may share passes ---------------------------------------------------
 def task_shapes(model, tasks: list[DatasetTask], max_tokens: int = DEFAULT_MAX_TOKENS) -> list:
-    """Each task's (prompt length, metric, foil count), or the sentence why it cannot run."""
+    """Each task's (prompt length, metric, foil count, unchanged prefix), or the sentence why it
+    cannot run. Tasks of one shape share passes; sharing the prefix too (the positions before
+    the corruption, which a pass runs once: ``activations.shared_prefix``) keeps a group from
+    running the positions one task skips for the sake of another."""
     shapes: list = []
     for item in tasks:
         try:
             prepared = prepare_task(model, item.task, max_tokens, need_corrupted=False)
-            shapes.append((prepared.n_positions, item.task.metric, len(prepared.foil_ids)))
+            prefix = unchanged_prefix(prepared)
+            shapes.append((prepared.n_positions, item.task.metric, len(prepared.foil_ids), prefix))
         except ValueError as error:
             shapes.append(reason(error))
     return shapes
