@@ -167,6 +167,19 @@ def _settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
             return
 
 
+def _graph_drawn(page, started: float, timeout_s: float = RUN_WAIT_MS / 1000) -> float:
+    """Seconds from ``started`` until the result's metrics are on the page and the circuit graph
+    has drawn its canvas inside its frame (looked at every 0.1 s; the graph is the point a user
+    waits for, the rest of the page below it may still be filling in)."""
+    _wait(page, "() => document.body.innerText.includes('edges kept')", int(timeout_s * 1000))
+    while time.perf_counter() - started < timeout_s:
+        for frame in page.frames:
+            if frame is not page.main_frame and frame.locator("canvas").count():
+                return time.perf_counter() - started
+        page.wait_for_timeout(100)
+    raise AssertionError("The circuit graph was not drawn.")
+
+
 def _metrics(page) -> dict[str, str]:
     """{label: value} of every st.metric on screen."""
     return page.evaluate(
@@ -315,13 +328,9 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     # --- EAP-IG on the 15-token prompt: time it, then bench_engine in the same test run
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    _wait(
-        page,
-        "() => document.querySelector('iframe') && document.body.innerText.includes('edges kept')",
-        RUN_WAIT_MS,
-    )
+    figures["eap_ig_click_to_graph_s"] = _graph_drawn(page, started)
     _settled(page)
-    figures["eap_ig_click_to_graph_s"] = time.perf_counter() - started
+    figures["eap_ig_click_to_settled_s"] = time.perf_counter() - started
     computed = re.search(r"computed in ([\d.]+) s", page.locator("body").inner_text())
     figures["eap_ig_computed_s"] = float(computed.group(1)) if computed else None
     figures["estimate_first_run_s"] = _estimate_seconds(estimate_text)
@@ -440,17 +449,13 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    _wait(
-        page,
-        "() => document.querySelector('iframe') && document.body.innerText.includes('edges kept')",
-        RUN_WAIT_MS,
-    )
+    figures["second_run_click_to_graph_s"] = _graph_drawn(page, started)
     _settled(page)
     computed = re.search(r"computed in ([\d.]+) s", page.locator("body").inner_text())
     figures["estimate_second_run"] = estimate_text
     figures["estimate_second_run_s"] = _estimate_seconds(estimate_text)
     figures["second_run_computed_s"] = float(computed.group(1))
-    figures["second_run_click_to_graph_s"] = time.perf_counter() - started
+    figures["second_run_click_to_settled_s"] = time.perf_counter() - started
 
     # --- Paraphrases: iBoN with 9 paraphrases and the page's defaults; an UpSet bar clicked
     _open(page, "Paraphrases")
