@@ -198,7 +198,8 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
     spec = GraphSpec.from_model(tiny)
     evaluators = [Evaluator(tiny, spec, prepare_task(tiny, task)) for task in (IOI_TASK, LATE_CORRUPTION)]
     generator = torch.Generator().manual_seed(2)
-    half, other = (torch.rand(2, spec.n_forward, spec.n_backward, generator=generator) < 0.5) & spec.edge_mask
+    shape = (2, spec.n_forward, spec.n_backward)
+    half, other = (torch.rand(shape, generator=generator, device="cpu") < 0.5) & spec.edge_mask
     full = spec.edge_mask.clone()
     ran: list[int] = []
     real = evaluate.patched_metrics
