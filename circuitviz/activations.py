@@ -625,9 +625,8 @@ def _prefix_caches(model, tokens: torch.Tensor) -> list:
 
     cfg = model.cfg
     distinct, inverse = torch.unique(tokens, dim=0, return_inverse=True)  # [g, prefix], [batch]
-    empty = torch.zeros(
-        len(distinct), 0, _cached_key_heads(model), cfg.d_head, dtype=model_dtype(model), device=tokens.device
-    )
+    shape = (len(distinct), 0, _cached_key_heads(model), cfg.d_head)
+    empty = torch.zeros(shape, device=tokens.device, dtype=model_dtype(model))
     caches = [TransformerLensKeyValueCacheEntry(empty, empty) for _ in range(cfg.n_layers)]
     with hooked_run(model, []):
         _run_continuing(model, distinct, caches, torch.ones_like(distinct))

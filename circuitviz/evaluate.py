@@ -267,9 +267,8 @@ def curves_of_tasks(
         group = evaluators[rows]
         chosen = circuits[rows].to(device).bool()  # [g, k, n_forward, n_backward]
         whole = whole_graph(spec, chosen)  # [g, k]
-        clean = torch.tensor(
-            [e.baseline.clean for e in group], dtype=first.clean_writers.dtype, device=device
-        )
+        baselines = [e.baseline.clean for e in group]
+        clean = torch.tensor(baselines, device=device, dtype=first.clean_writers.dtype)
         values = clean[:, None].repeat(1, n_circuits)  # [g, k]
         run = (~whole).any(0).nonzero()[:, 0]  # the circuits some task of the chunk needs a run for
         if len(run):

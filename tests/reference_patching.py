@@ -128,9 +128,8 @@ def attribution_scores(model, spec, prepared, alphas) -> torch.Tensor:
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
     runs = [reader_gradients(model, spec, prepared, float(alpha)) for alpha in alphas]
-    scores = torch.zeros(
-        spec.n_forward, spec.n_backward, dtype=torch.float64, device=prepared.clean_tokens.device
-    )
+    device = prepared.clean_tokens.device
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device=device, dtype=torch.float64)
     for name, writer, reader in edges(spec):
         gradient = sum(run[reader] for run in runs) / len(runs)
         scores[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradient).sum()

@@ -130,10 +130,8 @@ def test_logprob_rows_match_their_tasks_alone(tiny):
     tasks = [PromptTask(t.clean, t.corrupted, t.answer, (), metric="logprob") for t in IOI_TASKS]
     prepared = [prepare_task(tiny, task) for task in tasks]
     evaluators = evaluators_of_tasks(tiny, spec, prepared)
-    masks = (
-        torch.rand(len(tasks), 2, spec.n_forward, spec.n_backward, generator=torch.Generator().manual_seed(1))
-        < 0.5
-    )
+    shape = (len(tasks), 2, spec.n_forward, spec.n_backward)
+    masks = torch.rand(shape, generator=torch.Generator().manual_seed(1), device="cpu") < 0.5
     curves = curves_of_tasks(evaluators, masks, [1, 2])
     for task, together, evaluator, circuits in zip(prepared, curves, evaluators, masks):
         alone = Evaluator(tiny, spec, task)

@@ -42,7 +42,7 @@ def test_the_simulated_device_refuses_what_cuda_refuses():
         with pytest.raises(DeviceMixError, match="same device"):
             torch.zeros(weights.shape) + weights
         with pytest.raises(DeviceMixError):
-            scores = torch.zeros(4)
+            scores = torch.zeros(4, device="cpu")  # the host's, meeting the device's weights
             scores += weights.sum(1)
         with pytest.raises(TypeError, match="numpy"):
             weights.numpy()

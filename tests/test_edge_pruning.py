@@ -37,7 +37,8 @@ def _masked_metric(model, spec, prepared, evaluator, keep: torch.Tensor) -> torc
 def test_a_0_1_mask_runs_the_boolean_evaluation(shape):
     model, spec, prepared, evaluator = _setup(shape)
     generator = torch.Generator().manual_seed(3)
-    circuits = (torch.rand(5, spec.n_forward, spec.n_backward, generator=generator) < 0.4) & spec.edge_mask
+    shape = (5, spec.n_forward, spec.n_backward)
+    circuits = (torch.rand(shape, generator=generator, device="cpu") < 0.4) & spec.edge_mask
     circuits[0] = spec.edge_mask  # the whole model and the empty circuit too
     circuits[1] = False
     boolean = evaluator.metrics(circuits)
@@ -52,7 +53,8 @@ def test_the_mask_gradient_is_the_derivative_of_the_metric(shape):
     into a query, a key, a value, an MLP and the logits (writers changed upstream included)."""
     model, spec, prepared, evaluator = _setup(shape, seed=1)
     generator = torch.Generator().manual_seed(0)
-    keep = torch.rand(1, spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64)
+    shape = (1, spec.n_forward, spec.n_backward)
+    keep = torch.rand(shape, generator=generator, device="cpu", dtype=torch.float64)
     keep.requires_grad_(True)
     (gradient,) = torch.autograd.grad(_masked_metric(model, spec, prepared, evaluator, keep).sum(), keep)
     assert gradient[0][~spec.edge_mask].abs().max().item() == 0.0  # off-graph entries are ignored
@@ -79,7 +81,8 @@ def test_the_unchanged_prefix_runs_once_and_changes_nothing(shape, monkeypatch):
     differ = (prepared.clean_tokens[0] != prepared.corrupted_tokens[0]).tolist()
     assert 0 < prefix < prepared.n_positions and differ.index(True) == prefix and not any(differ[:prefix])
     generator = torch.Generator().manual_seed(1)
-    keep = torch.rand(2, spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64)
+    shape = (2, spec.n_forward, spec.n_backward)
+    keep = torch.rand(shape, generator=generator, device="cpu", dtype=torch.float64)
 
     def metric_and_gradient():
         mask = keep.clone().requires_grad_(True)
@@ -97,7 +100,7 @@ def test_the_unchanged_prefix_runs_once_and_changes_nothing(shape, monkeypatch):
 def test_step_zero_is_the_warm_start_top_n():
     spec = GraphSpec(n_layers=2, n_heads=2)
     generator = torch.Generator().manual_seed(0)
-    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator) * spec.edge_mask
+    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator, device="cpu") * spec.edge_mask
     scores[0, :5] = 0.0  # zero scores tie at the bottom, in graph order, as top-N breaks ties
     forward, backward = spec.edge_index
     counts = [1, 7, 30, spec.n_edges - 1]

@@ -27,7 +27,7 @@ def _rank_by_hand(values: list[float]) -> list[float]:
 def test_rank_and_scale_normalisation_by_hand():
     spec = GraphSpec(n_layers=1, n_heads=2)
     generator = torch.Generator().manual_seed(0)
-    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator).round(decimals=1)
+    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator, device="cpu").round(decimals=1)
     scores = scores * spec.edge_mask
     scores[0, :4] = 0.0  # edges a member finds no effect on stay at 0
     forward, backward = spec.edge_index
@@ -73,7 +73,9 @@ def test_one_member_ranked_gives_that_member_s_circuits():
 def test_bootstrap_stability_by_hand():
     spec = GraphSpec(n_layers=2, n_heads=2)
     generator = torch.Generator().manual_seed(5)
-    per_prompt = torch.rand(4, spec.n_forward, spec.n_backward, generator=generator) * spec.edge_mask
+    per_prompt = (
+        torch.rand(4, spec.n_forward, spec.n_backward, generator=generator, device="cpu") * spec.edge_mask
+    )
     budgets = [5, 30]
     stability = bootstrap_stability(spec, per_prompt, budgets, resamples=37, seed=11)
     # the same draws, one resample at a time

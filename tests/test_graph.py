@@ -70,7 +70,7 @@ def test_bad_edge_names_say_why(name, fragment):
 
 def test_top_n_takes_largest_absolute_scores_and_clips_the_budget():
     spec = GraphSpec(n_layers=2, n_heads=2)
-    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
     scores[spec.edge_position("input->logits")] = -5.0
     scores[spec.edge_position("a0.h0->m1")] = 3.0
     scores[spec.edge_position("m0->logits")] = 1.0

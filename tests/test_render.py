@@ -36,7 +36,7 @@ def _mask(*names: str) -> torch.Tensor:
 
 
 def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
-    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward)
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
     names = ["input->a0.h1<q>", "a0.h1->m1", "m1->a2.h0<v>", "a2.h0->logits", "input->m0"]
     values = [0.5, -2.0, 1.0, 4.0, 0.1]
     for name, value in zip(names, values):

@@ -59,19 +59,21 @@ def test_patching_a_node_alone_is_removing_all_its_edges_without_a_post_norm(sha
 
 def test_spearman_by_hand():
     assert spearman(
-        torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([10.0, 20.0, 25.0, 40.0])
+        torch.tensor([1.0, 2.0, 3.0, 4.0], device="cpu"), torch.tensor([10.0, 20.0, 25.0, 40.0], device="cpu")
     ) == pytest.approx(1.0)
-    assert spearman(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+    assert spearman(
+        torch.tensor([1.0, 2.0, 3.0], device="cpu"), torch.tensor([3.0, 2.0, 1.0], device="cpu")
+    ) == pytest.approx(-1.0)
     # ties share their mean rank: ranks (0.5, 0.5, 2) and (0, 1, 2)
-    assert spearman(torch.tensor([1.0, 1.0, 2.0]), torch.tensor([1.0, 2.0, 3.0])) == pytest.approx(
-        0.8660254, abs=1e-6
-    )
-    assert math.isnan(spearman(torch.ones(3), torch.tensor([1.0, 2.0, 3.0])))
+    assert spearman(
+        torch.tensor([1.0, 1.0, 2.0], device="cpu"), torch.tensor([1.0, 2.0, 3.0], device="cpu")
+    ) == pytest.approx(0.8660254, abs=1e-6)
+    assert math.isnan(spearman(torch.ones(3, device="cpu"), torch.tensor([1.0, 2.0, 3.0], device="cpu")))
 
 
 def test_node_scores_sum_outgoing_edges():
     spec = GraphSpec(n_layers=2, n_heads=2)
-    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
     scores[spec.edge_position("a0.h1->m1")] = 2.0
     scores[spec.edge_position("a0.h1->logits")] = -0.5
     scores[spec.mlp_forward(1), 0] = 9.0  # not an edge (m1 cannot feed layer 0): ignored
@@ -86,7 +88,7 @@ def _gemma_with_gemma_like_post_norms(seed: int):
     with torch.no_grad():
         for block in model.blocks:
             weight = block.ln1_post.w
-            spread = torch.empty(weight.shape, dtype=weight.dtype).uniform_(
+            spread = torch.empty(weight.shape, dtype=weight.dtype, device=weight.device).uniform_(
                 math.log(0.05), math.log(50.0), generator=generator
             )
             weight.copy_(spread.exp())

@@ -89,9 +89,8 @@ class HeadTables:
             post = torch.stack(forward.post_scale[:layer])  # [L', n(j)]
             self.piece_weights = patterns / post[:, None, :, None]  # [L', H, j, m]
         else:
-            empty = torch.zeros(
-                0, spec.n_heads, forward.n_positions, w_q.shape[1], dtype=dtype, device=device
-            )
+            shape = (0, spec.n_heads, forward.n_positions, w_q.shape[1])
+            empty = torch.zeros(shape, device=device, dtype=dtype)
             self.heads_q, self.heads_k = empty, empty.clone()
             self.piece_weights = torch.zeros(
                 0, spec.n_heads, forward.n_positions, forward.n_positions, dtype=dtype, device=device

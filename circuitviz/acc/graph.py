@@ -196,8 +196,9 @@ def circuit_json(spec: GraphSpec, trace: Trace, tokens: list[str]) -> dict:
 
 
 def engine_scores(spec: GraphSpec, circuit: dict) -> torch.Tensor:
-    """Summed attributions on the engine's edges.  # [n_forward, n_backward] float32"""
-    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    """Summed attributions on the engine's edges (from the circuit's JSON, so on the CPU).
+    # [n_forward, n_backward] float32"""
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
     forward_index = {name: index for index, name in enumerate(spec.forward_names)}
     node_component = {node["id"]: node for node in circuit["nodes"]}
     for edge in circuit["edges"]:
