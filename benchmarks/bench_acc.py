@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from circuitviz.acc import svd as acc_svd
-from circuitviz.benchmarking import ioi_task, load_timed, machine_line
+from circuitviz.bench.harness import ioi_task, load_timed, machine_line
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.models import EMBEDDED_MODEL

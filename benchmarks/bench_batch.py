@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from circuitviz.benchmarking import (
+from circuitviz.bench.harness import (
     add_threads_argument,
     apply_threads,
     load_timed,
@@ -201,9 +201,9 @@ def part_gpu(args) -> None:
     if not torch.cuda.is_available():
         print("gpu     no GPU in this session: the GPU line is printed where one exists")
         return
+    from circuitviz.bench.toy_models import random_model
     from circuitviz.methods import RunContext, get_method
     from circuitviz.tasks import PromptTask
-    from circuitviz.testing import random_model
 
     model = random_model("gemma-3-270m", device="cuda")
     names = ["Mary", "John", "Alice", "Bob", "Carl", "Tom", "Anna"]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from circuitviz.benchmarking import add_threads_argument, apply_threads, load_timed
+from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method

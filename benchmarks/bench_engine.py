@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from circuitviz.benchmarking import (
+from circuitviz.bench.harness import (
     add_threads_argument,
     apply_threads,
     ioi_task,

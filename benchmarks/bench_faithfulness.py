@@ -36,14 +36,14 @@ from pathlib import Path
 import torch
 from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (a script beside this one)
 
-from circuitviz.benchmarking import add_threads_argument, apply_threads, load_timed
+from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
+from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
 from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks
 from circuitviz.query.variants import edge_matrix
 from circuitviz.tasks import prepare_task
-from circuitviz.yardstick import node_effects, node_tracking, prenorm_eap_scores
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
 BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from circuitviz.benchmarking import timed
+from circuitviz.bench.harness import timed
 
 
 def reported(label: str, fn, *args, **kwargs):
@@ -33,7 +33,7 @@ def reported(label: str, fn, *args, **kwargs):
 
 def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
     """Label timings, each SAE's quality, and one steering example; figures go into ``figures``."""
-    from circuitviz.labels import sae as sae_labels
+    from circuitviz.labels import sae_features as sae_labels
     from circuitviz.labels.logit_lens import logit_lens_labels
     from circuitviz.labels.steer import load_gender_prompts, reconstruction_metric_change, steer_node
     from circuitviz.tasks import PromptTask, prepare_task
@@ -109,7 +109,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     from circuitviz.graph import GraphSpec
-    from circuitviz.labels import sae as sae_labels
+    from circuitviz.labels import sae_features as sae_labels
     from circuitviz.labels.llm import LLMLabeler, llm_status
     from circuitviz.labels.steer import (
         _mean,

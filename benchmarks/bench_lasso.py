@@ -12,7 +12,7 @@ planted-circuit benchmark. Prints figures; asserts nothing.
 2. The embedded model, one prompt with its paraphrases: EAP-IG (20 steps) and CircuitLasso
    (components, defaults) in one run, their scoring times, the ratio, and both NDF curves; then
    CircuitLasso on the embedded SAEs (layers 3 and 9) when they are installed.
-3. The planted-circuit benchmark (``circuitviz.planted_bench``); --write-assets stores its table in
+3. The planted-circuit benchmark (``circuitviz.bench.planted_benchmark``); --write-assets stores its table in
    assets/planted_bench.md and assets/planted_bench.json for the app's About page.
 
 Timings on a shared CPU are noisy: the load average is printed with them.
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from circuitviz import assets
-from circuitviz.benchmarking import ioi_task, load_average, load_timed, machine_line
+from circuitviz.bench.harness import ioi_task, load_average, load_timed, machine_line
 from circuitviz.lasso.sem import fit_sem
 from circuitviz.lasso.solver import (
     kkt_violation,
@@ -191,7 +191,7 @@ def bench_model(args) -> None:
 
 
 def bench_planted(args) -> None:
-    from circuitviz.planted_bench import format_table, run_bench, write_report
+    from circuitviz.bench.planted_benchmark import format_table, run_bench, write_report
 
     methods = [name for name in args.methods.split(",") if name]
     print(

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 # light on purpose (no torch): the child times its own import of circuitviz.models
-from circuitviz.benchmarking import peak_rss_gib
+from circuitviz.bench.harness import peak_rss_gib
 
 
 def _cpu_seconds() -> float:
@@ -72,7 +72,7 @@ def main() -> None:
         print(json.dumps(measure_one_load(arguments.child)))
         return
 
-    environment = dict(os.environ)  # with circuitviz.benchmarking's offline defaults
+    environment = dict(os.environ)  # with circuitviz.bench.harness's offline defaults
     with tempfile.TemporaryDirectory(prefix="circuitviz-bench-") as scratch:
         if not arguments.keep_cache:
             environment["CIRCUITVIZ_CACHE"] = scratch

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from circuitviz.benchmarking import ioi_task, load_timed, timed
+from circuitviz.bench.harness import ioi_task, load_timed, timed
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
 
 EMBEDDED_TASK = ioi_task()
 

@@ -26,12 +26,12 @@ import datetime
 
 import torch
 
-from circuitviz.benchmarking import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
+from circuitviz.bench.harness import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
+from circuitviz.bench.toy_models import IOI_TASK, compare_results, random_model, tiny_model
 from circuitviz.graph import GraphSpec
 from circuitviz.limits import estimate_request
 from circuitviz.methods import available_methods, get_method
 from circuitviz.tasks import PromptTask
-from circuitviz.testing import IOI_TASK, compare_results, random_model, tiny_model
 
 BUDGETS = (3, 8, 20, 60)
 CURVE_BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
@@ -116,7 +116,7 @@ def sae_labels(model, task) -> dict | None:
         from sae_lens import StandardSAE, StandardSAEConfig
     except ImportError:
         return None
-    from circuitviz.labels.sae import LabelledSae, hover_labels
+    from circuitviz.labels.sae_features import LabelledSae, hover_labels
     from circuitviz.labels.steer import steer
 
     d_in = model.cfg.d_model

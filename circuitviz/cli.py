@@ -307,8 +307,8 @@ def cmd_models(args) -> int:
 
 
 def cmd_planted_bench(args) -> int:
-    from .planted_bench import format_table as bench_table
-    from .planted_bench import run_bench, write_report
+    from .bench.planted_benchmark import format_table as bench_table
+    from .bench.planted_benchmark import run_bench, write_report
 
     methods = [name.strip() for name in args.methods.split(",") if name.strip()]
     if not methods:

@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-import circuitviz.benchmarking  # noqa: F401  (the scripts' preamble: offline defaults)
+import circuitviz.bench.harness  # noqa: F401  (the scripts' preamble: offline defaults)
 from circuitviz.batch import ProgressBar, run
 from circuitviz.store import ResultStore
 

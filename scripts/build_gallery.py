@@ -15,7 +15,7 @@ import json
 import time
 
 from circuitviz.assets import gallery_dir
-from circuitviz.benchmarking import ioi_task, load_timed
+from circuitviz.bench.harness import ioi_task, load_timed
 from circuitviz.tasks import PromptTask
 
 GALLERY = gallery_dir()  # in the checkout: the examples are written into it

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz.testing import tiny_model  # noqa: E402
+from circuitviz.bench.toy_models import tiny_model  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 

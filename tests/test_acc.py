@@ -10,16 +10,16 @@ import torch
 from circuitviz.acc import svd as acc_svd
 from circuitviz.acc.ablation import build_edits, run_knockouts
 from circuitviz.acc.attribution import attention_threshold, greedy_removal, path_gradient, softmax_weight
+from circuitviz.acc.circuit import to_networkx
 from circuitviz.acc.decompose import HeadTables, decompose
 from circuitviz.acc.forward import allowed_sources, run_forward
-from circuitviz.acc.graph import to_networkx
 from circuitviz.acc.trace import Tracer, TraceSettings, direct_effects, logit_direction
 from circuitviz.activations import run_with_qk_edits
+from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.results import CircuitResult
 from circuitviz.tasks import PromptTask, prepare_task
-from circuitviz.testing import IOI_TASK, planted_model, tiny_model
 
 PROMPT = IOI_TASK.clean
 NO_CORRUPTED = PromptTask(clean=IOI_TASK.clean, corrupted="", answer=" Mary", foils=(" John",))
@@ -355,7 +355,7 @@ def test_planted_recall_is_what_query_key_tracing_reaches(seed):
     cases). Pruned to paths from the input to the logits, as the benchmark scores a method's
     own edge set, most traced chains vanish: their first edge (into an MLP, or a value path) is
     one ACC++ does not trace."""
-    from circuitviz.planted_bench import edge_set_metrics, own_edges
+    from circuitviz.bench.planted_benchmark import edge_set_metrics, own_edges
 
     planted = planted_model(seed=seed)
     spec = GraphSpec.from_model(planted.model)
@@ -383,7 +383,7 @@ def test_planted_benchmark_recall_is_the_one_the_readme_quotes():
     reason above (query/key routing only). The precision is not "half its edges are wrong":
     in every case what survives pruning lies on the planted circuit (precision 1), and in half
     the cases nothing survives (no traced chain reaches the input; precision counted 0)."""
-    from circuitviz.planted_bench import run_bench
+    from circuitviz.bench.planted_benchmark import run_bench
 
     report = run_bench(["acc++"], cases=20)
     (row,) = report.summary()

@@ -55,10 +55,10 @@ def registered():
 
 def test_a_registered_method_runs_everywhere_methods_run(registered, tmp_path):
     from circuitviz.api import discover
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.cli import build_parser
     from circuitviz.limits import estimate_request
     from circuitviz.store import ResultStore
-    from circuitviz.testing import IOI_TASK, tiny_model
 
     model = tiny_model("gpt2")
     assert "change-size" in available_methods()

@@ -21,7 +21,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import assets, render  # noqa: E402
-from circuitviz.testing import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean

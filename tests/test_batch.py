@@ -19,12 +19,12 @@ from circuitviz.batch import (
 )
 from circuitviz.batch.dataset import parse_dataset
 from circuitviz.batch.executors import ExecutorError, import_ray
+from circuitviz.bench.toy_models import tiny_model
 from circuitviz.evaluate import Evaluator, curves_of_tasks, evaluators_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import RunContext, get_method
 from circuitviz.store import ResultStore
 from circuitviz.tasks import PromptTask, prepare_task
-from circuitviz.testing import tiny_model
 
 IOI_TASKS = [
     PromptTask(

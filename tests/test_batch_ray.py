@@ -9,9 +9,9 @@ import torch
 
 from circuitviz.batch import DatasetTask, ModelSource, run
 from circuitviz.batch.executors import ExecutorError, RayExecutor
+from circuitviz.bench.toy_models import tiny_model
 from circuitviz.store import ResultStore
 from circuitviz.tasks import PromptTask
-from circuitviz.testing import tiny_model
 
 TASKS = [
     PromptTask(

@@ -10,6 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
 from circuitviz.evaluate import Baseline, Evaluator, ndf, nfs
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
@@ -27,7 +28,6 @@ from circuitviz.query.variants import (
 from circuitviz.results import CircuitResult
 from circuitviz.store import ResultStore
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
-from circuitviz.testing import IOI_TASK, planted_model, tiny_model
 
 # paraphrases for the tiny models' word vocabulary: two of the prompt's length, one longer
 TINY_PAIRS = "\n".join(

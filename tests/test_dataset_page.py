@@ -11,10 +11,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
+from circuitviz.bench.toy_models import tiny_model  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
 from circuitviz.store import ResultStore  # noqa: E402
 from circuitviz.tasks import PromptTask  # noqa: E402
-from circuitviz.testing import tiny_model  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 
 TIMEOUT = 300

@@ -15,8 +15,8 @@ import pytest
 import torch
 from simulated_device import DeviceMixError, SimulatedDevice
 
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.methods import available_methods, get_method
-from circuitviz.testing import IOI_TASK, tiny_model
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = (3, 8, 20, 60)
@@ -115,7 +115,7 @@ def test_labels_steering_and_signals_on_the_device():
     from circuitviz.acc.trace import Tracer, TraceSettings
     from circuitviz.graph import GraphSpec
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
-    from circuitviz.labels.sae import LabelledSae, circuit_node_features, hover_labels
+    from circuitviz.labels.sae_features import LabelledSae, circuit_node_features, hover_labels
     from circuitviz.labels.steer import steer
     from circuitviz.tasks import PromptTask, prepare_task
 

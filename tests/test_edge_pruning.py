@@ -8,14 +8,14 @@ import torch
 
 from circuitviz.activations import masked_residual, metric_from_residual
 from circuitviz.api import evaluate_circuits
+from circuitviz.bench.planted_benchmark import default_cases
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec, prune, top_n_at_budgets
 from circuitviz.methods import get_method
 from circuitviz.methods.edge_pruning import EdgePruningDetails, initial_logits, top_counts
-from circuitviz.planted_bench import default_cases
 from circuitviz.results import CircuitResult
 from circuitviz.tasks import prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = [3, 8, 20, 60]

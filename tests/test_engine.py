@@ -6,11 +6,11 @@ Edge by edge against a re-derivation from the definitions (exact, EAP, EAP-IG): 
 import pytest
 import torch
 
+from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
 from circuitviz.tasks import PromptTask, prepare_task
-from circuitviz.testing import IOI_TASK, planted_model, tiny_model
 
 SHAPES = ["gpt2", "gemma", "llama"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.graph import GraphSpec, top_n
 from circuitviz.methods import get_method
 from circuitviz.methods.ensemble import EnsembleDetails, bootstrap_stability, normalised
-from circuitviz.testing import IOI_TASK, tiny_model
 
 BUDGETS = [3, 8, 20, 60]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from circuitviz.bench.toy_models import IOI_TASK, compare_results, tiny_model
 from circuitviz.methods import available_methods, get_method
-from circuitviz.testing import IOI_TASK, compare_results, tiny_model
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = (3, 8, 20, 60)

@@ -14,8 +14,8 @@ import torch
 
 from circuitviz import activations
 from circuitviz.api import discover
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.tasks import PromptTask
-from circuitviz.testing import IOI_TASK, tiny_model
 
 TINY_TASKS = [
     IOI_TASK,

@@ -14,9 +14,9 @@ import pytest
 
 from circuitviz import render
 from circuitviz.api import discover
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.render import context_html
 from circuitviz.tasks import PromptTask
-from circuitviz.testing import IOI_TASK, tiny_model
 from circuitviz.ui import bon
 
 PAYLOADS = [

@@ -11,16 +11,17 @@ import json
 import pytest
 import torch
 
-from circuitviz import saes as sae_store
+from circuitviz import sae_store
 from circuitviz.activations import (
     final_residual,
     final_residual_with_edits,
     metric_from_residual,
     residual_stream,
 )
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.graph import GraphSpec
-from circuitviz.labels import sae as sae_labels
-from circuitviz.labels.sae import (
+from circuitviz.labels import sae_features as sae_labels
+from circuitviz.labels.sae_features import (
     LabelledSae,
     circuit_node_features,
     context_text,
@@ -40,9 +41,8 @@ from circuitviz.labels.steer import (
     zeroing_edit,
 )
 from circuitviz.render import context_html
-from circuitviz.saes import SaeUnavailable, save_sae
+from circuitviz.sae_store import SaeUnavailable, save_sae
 from circuitviz.tasks import PromptTask, prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
 
 PROMPT = IOI_TASK.clean
 TASK = PromptTask(PROMPT, "", " Mary", (" John",))

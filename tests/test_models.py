@@ -388,7 +388,7 @@ def test_weights_are_kept_in_the_layout_transformer_lens_multiplies(shape):
     the model computes what the row-major weights compute."""
     import einops
 
-    from circuitviz.testing import tiny_model
+    from circuitviz.bench.toy_models import tiny_model
 
     model = tiny_model(shape)
     laid_out = []
@@ -459,7 +459,7 @@ def test_a_saved_tokenizer_is_built_from_its_file_as_autotokenizer_would(tmp_pat
 
     from transformers import AutoTokenizer
 
-    from circuitviz.testing import word_tokenizer
+    from circuitviz.bench.toy_models import word_tokenizer
 
     folder = tmp_path / "tokenizer"
     word_tokenizer(TOKENIZER_TEXTS[0].replace(",", " ,").split()).save_pretrained(folder)

@@ -53,7 +53,7 @@ def test_the_console_command_is_the_command_line(capsys):
 
 def test_the_benchmark_preamble_imports_no_torch():
     """bench_load.py times its child's import of circuitviz.models: the preamble must not pre-load torch."""
-    code = "import sys, circuitviz.benchmarking; print('torch' in sys.modules)"
+    code = "import sys, circuitviz.bench.harness; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"

@@ -6,11 +6,7 @@ import pytest
 import torch
 from reference_patching import exact_scores
 
-from circuitviz.cli import main
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
-from circuitviz.methods import get_method
-from circuitviz.planted_bench import (
+from circuitviz.bench.planted_benchmark import (
     PlantedCase,
     default_cases,
     edge_set_metrics,
@@ -18,8 +14,12 @@ from circuitviz.planted_bench import (
     run_bench,
     to_markdown,
 )
+from circuitviz.bench.toy_models import planted_model
+from circuitviz.cli import main
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
-from circuitviz.testing import planted_model
 
 
 def test_edge_set_metrics_count_additions_and_deletions():

@@ -20,10 +20,10 @@ import pytest
 import torch
 from reference_patching import attribution_scores, exact_scores
 
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
 
 SHAPES = ["gpt2", "llama", "gemma"]
 

@@ -176,7 +176,7 @@ def test_tables_overlap_unique_and_csv():
 
 def test_result_graph_html_matches_the_result(tmp_path):
     from circuitviz.api import discover
-    from circuitviz.testing import IOI_TASK, tiny_model
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 
     model = tiny_model("gpt2")
     result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20])
@@ -187,9 +187,9 @@ def test_result_graph_html_matches_the_result(tmp_path):
 
 
 def test_logit_lens_labels_match_the_unembedding():
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
     from circuitviz.tasks import prepare_task
-    from circuitviz.testing import IOI_TASK, tiny_model
 
     model = tiny_model("gpt2")
     spec = GraphSpec.from_model(model)
@@ -221,8 +221,8 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
     and edge counts; iBoN gives a circuit at a budget the run never evaluated."""
     pytest.importorskip("circuitviz.methods.bon")
     from circuitviz.api import discover
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.store import ResultStore
-    from circuitviz.testing import IOI_TASK, tiny_model
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
@@ -258,8 +258,8 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
 
 def test_cli_html_writes_the_apps_graph_page(tmp_path):
     from circuitviz.api import discover
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.cli import _write_graph_html, build_parser
-    from circuitviz.testing import IOI_TASK, tiny_model
 
     args = build_parser().parse_args(
         [
@@ -297,10 +297,10 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     through the hooks of a patched evaluation running at the same time in another thread."""
     import threading
 
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.evaluate import Evaluator
     from circuitviz.labels.logit_lens import next_token_probabilities
     from circuitviz.tasks import prepare_task
-    from circuitviz.testing import IOI_TASK, tiny_model
 
     model = tiny_model("gpt2")
     spec = GraphSpec.from_model(model)

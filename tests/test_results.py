@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from circuitviz.api import discover, parse_budgets
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.graph import GraphError, GraphSpec
 from circuitviz.results import CircuitResult, load_circuit, parse_circuit
 from circuitviz.store import ResultStore
-from circuitviz.testing import IOI_TASK, tiny_model
 
 
 @pytest.fixture(scope="module")

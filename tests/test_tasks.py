@@ -3,8 +3,8 @@
 import pytest
 from sentences import assert_one_sentence
 
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.tasks import PromptTask, TaskError, prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
 
 
 @pytest.fixture(scope="module")

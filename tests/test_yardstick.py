@@ -15,12 +15,8 @@ import math
 import pytest
 import torch
 
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
-from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
-from circuitviz.testing import IOI_TASK, tiny_model
-from circuitviz.yardstick import (
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.bench.yardstick import (
     component_nodes,
     node_effects,
     node_scores,
@@ -28,6 +24,10 @@ from circuitviz.yardstick import (
     prenorm_eap_scores,
     spearman,
 )
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.tasks import prepare_task
 
 
 def _setup(model):

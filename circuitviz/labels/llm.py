@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..llm_client import ChatClient, LLMConfig, LLMError
-from .sae import context_text
+from .sae_features import context_text
 
 OFF_MESSAGE = (
     "LLM labels are off: set OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint needs one) to an "

@@ -26,7 +26,7 @@ import torch
 from .. import assets
 from ..activations import observe
 from ..graph import GraphSpec
-from .sae import CONTEXT_AFTER, CONTEXT_BEFORE
+from .sae_features import CONTEXT_AFTER, CONTEXT_BEFORE
 
 
 def corpus_sample(model_id: str = "gemma-3-270m") -> list[str]:

@@ -35,9 +35,9 @@ from ..activations import (
     metric_from_residual,
     residual_stream,
 )
-from ..saes import SaeUnavailable
+from ..sae_store import SaeUnavailable
 from ..tasks import PreparedTask, PromptTask, prepare_task
-from .sae import LabelledSae, circuit_node_features, feature_activations, feature_label
+from .sae_features import LabelledSae, circuit_node_features, feature_activations, feature_label
 
 Feature = tuple[int, int]  # (SAE layer, feature index)
 Progress = Callable[[str, float], None]

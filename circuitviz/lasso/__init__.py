@@ -1,7 +1,7 @@
 """CircuitLasso's machinery: observations, units, the batched FISTA Lasso and the SEM fit.
 
 The registered method is ``circuitviz.methods.lasso`` ("circuit-lasso"); the planted-circuit
-benchmark that scores every method is ``circuitviz.planted_bench``.
+benchmark that scores every method is ``circuitviz.bench.planted_benchmark``.
 """
 
 from .solver import LassoFit, LassoPath, lasso_fista, lasso_path, sufficient_statistics

@@ -3,7 +3,7 @@
 The result is an ordinary ``CircuitResult``: the signals are projected on the engine's edges
 (``c -> a{l}.h{h}<q|k>`` scored by summed IG, seeds ``c -> logits`` by their share of direct
 effect), the circuit at a budget is the top-N of those edges (never an edge ACC++ did not find),
-and its ``ACCDetails`` hold the position-resolved graph (``circuitviz.acc.graph``), the knockout check
+and its ``ACCDetails`` hold the position-resolved graph (``circuitviz.acc.circuit``), the knockout check
 and the SVD cache's state.
 
 Faithfulness: with a corrupted prompt, the engine's usual patching curve over the budgets.
@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..acc.ablation import knockout_check
+from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
 from ..acc.forward import run_forward
-from ..acc.graph import ACCDetails, acc_circuits, circuit_json, engine_scores
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
 from ..results import CircuitResult

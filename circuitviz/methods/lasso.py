@@ -31,12 +31,12 @@ import torch
 
 from ..graph import prune
 from ..lasso.observations import collect_observations, observation_texts
-from ..lasso.saes import choose_saes, parse_layers, sae_units
+from ..lasso.sae_units import choose_saes, parse_layers, sae_units
 from ..lasso.sem import edge_scores, fit_sem, parse_selection
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..results import CircuitResult, MethodDetails, register_details
-from ..saes import load_sae
+from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
 
 SKELETON_NOTE = (

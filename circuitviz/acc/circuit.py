@@ -296,7 +296,7 @@ def report_lines(details: ACCDetails) -> list[str]:
 @register_details
 @dataclass
 class ACCDetails(MethodDetails):
-    """What an ACC++ run found, as plain data (``acc/graph.py`` writes the graph part).
+    """What an ACC++ run found, as plain data (``acc/circuit.py`` writes the graph part).
 
     nodes: (component, position) nodes, each {id, component, kind, layer, head, position, token}.
     edges: signals grouped per (upstream node, decision side): {source, target, side (query, key

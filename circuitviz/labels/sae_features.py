@@ -8,7 +8,7 @@ node's own output accounts for (its linear share of the pre-activation, clipped 
 activation), summed over the prompt's positions. So a node is labelled by the features it writes,
 not by whatever happens to be active at its layer.
 
-Sources (loaded through the project's SAE store, ``circuitviz.saes``): the embedded SAEs in
+Sources (loaded through the project's SAE store, ``circuitviz.sae_store``): the embedded SAEs in
 ``assets/saes/<model>/`` (trained by ``scripts/train_saes.py``, with precomputed descriptions),
 any local folder that ``SAE.load_from_disk`` reads, and the Hugging Face hub by release and id
 (e.g. Gemma Scope 2) when the network allows.
@@ -31,7 +31,7 @@ import torch
 from .. import assets
 from ..activations import observe, resid_post_name, residual_stream
 from ..graph import GraphSpec
-from ..saes import (
+from ..sae_store import (
     SaeUnavailable,
     dtype_name,
     embedded_index,
@@ -40,7 +40,7 @@ from ..saes import (
     load_sae,
     residual_layer,
 )
-from ..saes import load_hub_sae as load_hub_module
+from ..sae_store import load_hub_sae as load_hub_module
 
 CONTEXT_BEFORE = 12  # tokens kept before the marked token of a stored context
 CONTEXT_AFTER = 3

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .activations import (
+from ..activations import (
     accumulate_scores,
     head_results,
     model_device,
@@ -25,8 +25,8 @@ from .activations import (
     reader_gradients,
     score_dtype,
 )
-from .evaluate import Evaluator
-from .graph import GraphSpec
+from ..evaluate import Evaluator
+from ..graph import GraphSpec
 
 
 def component_nodes(spec: GraphSpec) -> list[int]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .models import prepare_for_circuits
-from .tasks import PromptTask
+from ..models import prepare_for_circuits
+from ..tasks import PromptTask
 
 WORDS = (
     "When Mary John went to the store , gave a drink Alice Bob Carl and at park ball "
@@ -286,7 +286,7 @@ def planted_model(
         raise ValueError(f"distractors_read must be 'input' or 'circuit', not {distractors_read!r}.")
     from transformer_lens import HookedTransformer
 
-    from .graph import GraphSpec
+    from ..graph import GraphSpec
 
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)

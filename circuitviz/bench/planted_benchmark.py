@@ -1,7 +1,7 @@
 """The planted-circuit benchmark: every method's recovered edges against circuits known by construction.
 
 Our stand-in for InterpBench (which cannot be downloaded here). Each case is a model from
-``circuitviz.testing.planted_model`` whose true circuit is known: models of 2 to 5 layers and 2 to
+``circuitviz.bench.toy_models.planted_model`` whose true circuit is known: models of 2 to 5 layers and 2 to
 4 heads, sparse to dense circuits (1 to 3 parents per node, 1 to 3 circuit nodes per layer),
 distractor heads that read the input or the circuit itself, distractor MLPs, and circuit units
 pushed into their nonlinear regime. Every method runs on the same cases, and its recovered edge
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .graph import GraphSpec, prune, top_n
+from ..graph import GraphSpec, prune, top_n
 
 ZERO_SCORE = 1e-6
 CORPUS_TEXTS = 80
@@ -69,7 +69,7 @@ class PlantedCase:
         )
 
     def build(self):
-        from .testing import planted_model
+        from .toy_models import planted_model
 
         return planted_model(
             n_layers=self.n_layers,
@@ -114,7 +114,7 @@ def default_cases(count: int = 20, seed: int = 0) -> list[PlantedCase]:
 
 def word_corpus(count: int = CORPUS_TEXTS, seed: int = 0) -> list[str]:
     """Random sentences over the tiny models' vocabulary (what CircuitLasso observes)."""
-    from .testing import WORDS
+    from .toy_models import WORDS
 
     rng = random.Random(seed)
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) for _ in range(count)]
@@ -168,7 +168,7 @@ def _method_config(method, name: str, corpus_path: str):
 
 def run_case(case: PlantedCase, methods: Sequence[str], corpus_path: str) -> list[CaseResult]:
     """Every method on one planted model."""
-    from .methods import UnknownMethodError, get_method
+    from ..methods import UnknownMethodError, get_method
 
     planted = case.build()
     spec = GraphSpec.from_model(planted.model)
@@ -241,7 +241,7 @@ class BenchReport:
 
     def to_json(self) -> dict:
         return {
-            "benchmark": "planted circuits (circuitviz.planted_bench)",
+            "benchmark": "planted circuits (circuitviz.bench.planted_benchmark)",
             "command": self.command,
             "seconds": self.seconds,
             "methods": self.methods,
