@@ -223,14 +223,14 @@ def explain(result, budget: int, labels) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
-        sentences = render.explain_circuit(edges, labels, n=5)
+        sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
         if not sentences:
             st.write("The circuit has no edges at this budget.")
         for sentence in sentences:
             st.markdown("- " + markdown_text(sentence))
         st.caption(
             f"Of the circuit's {len(edges):,} edges, by |score| (the estimated change of the answer's metric "
-            "when the edge is corrupted); a node's promoted token is what its output pushes up at the last position."
+            "when the edge is corrupted); a node's logit-lens token is named only when it is the answer or the foil."
         )
 
 
