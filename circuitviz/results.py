@@ -133,10 +133,28 @@ class CircuitResult:
     tokens: dict[str, list[str]] = field(default_factory=dict)
     device: str = "cpu"
     details: MethodDetails | None = None
+    # a position-resolved run (``--positions``): scores per (edge, position) unit, whose sum over
+    # positions is ``scores``, and the clean run's attention the drawing shares key/value units by
+    position_scores: torch.Tensor | None = None  # [n_forward, n_backward, pos] float32
+    attention: torch.Tensor | None = None  # [n_layers, n_heads, pos, pos]
 
     @property
     def budgets(self) -> list[int]:
         return [point.budget for point in self.curve]
+
+    @property
+    def positions(self) -> bool:
+        """Whether the circuits are position-resolved: budgets and sizes count (edge, position) units."""
+        return self.position_scores is not None
+
+    def position_circuit(self, budget: int) -> torch.Tensor:
+        """The position circuit at ``budget`` units: pruned top-N of the position scores.
+        # [n_forward, n_backward, pos] bool"""
+        from .positions.graph import units_at_budgets
+
+        if self.position_scores is None:
+            raise ValueError("This circuit is not position-resolved; run it again with positions on.")
+        return units_at_budgets(self.graph, self.position_scores, [int(budget)])[0]
 
     def circuit(self, budget: int) -> torch.Tensor:
         """The circuit at ``budget``: the method's own when it chose one (or its family's rule
@@ -144,6 +162,8 @@ class CircuitResult:
         budget = int(budget)
         if budget in self.circuits:
             return self.circuits[budget]
+        if self.position_scores is not None:  # the edges the position circuit uses somewhere
+            return self.position_circuit(budget).any(-1)
         chosen = self.details.circuit(self, budget) if self.details is not None else None
         if chosen is not None:
             return chosen
@@ -161,6 +181,10 @@ class CircuitResult:
         if stored is not None or model is None:
             return stored
         evaluator = Evaluator(model, self.graph, prepare_task(model, self.task))
+        if self.position_scores is not None:
+            from .positions.evaluate import position_curve
+
+            return position_curve(evaluator, self.position_circuit(budget)[None], [int(budget)])[0]
         return evaluator.curve(self.circuit(budget)[None], [int(budget)])[0]
 
     def summary(self) -> dict:
@@ -190,6 +214,8 @@ class CircuitResult:
             "tokens": self.tokens,
             "device": self.device,
             "details": details_to_state(self.details),
+            "position_scores": None if self.position_scores is None else self.position_scores.float().cpu(),
+            "attention": None if self.attention is None else self.attention.float().cpu(),
         }
 
     @classmethod
@@ -218,6 +244,8 @@ class CircuitResult:
             tokens=state["tokens"],
             device=state["device"],
             details=details,
+            position_scores=state.get("position_scores"),
+            attention=state.get("attention"),
         )
 
     # ----- EAP-IG JSON ------------------------------------------------------------------------
@@ -237,6 +265,9 @@ class CircuitResult:
                 "method": self.method,
                 "config": self.config,
                 "budget": int(budget),
+                # position-resolved: budgets and curve sizes count (edge, position) units, and
+                # in_graph marks the edges the position circuit uses at some position
+                "positions": self.positions,
                 "clean_metric": self.baseline.clean,
                 "corrupted_metric": self.baseline.corrupted,
                 "curve": [_json_safe(point.to_dict()) for point in self.curve],

@@ -27,6 +27,7 @@ import torch
 
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
+from ..positions.run import run_positions
 from ..results import CircuitResult, MethodDetails
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
 
@@ -256,6 +257,13 @@ class ScoringMethod(Method):
         Returns [n_forward, n_backward] on the model's device, zero off the edge mask.
         """
 
+    def score_positions(self, ctx: RunContext, config) -> torch.Tensor:
+        """Scores of every (edge, position) unit: [n_forward, n_backward, pos] on the model's
+        device, whose sum over positions is ``score`` (the gradient methods have them)."""
+        raise ValueError(
+            f"{self.name} has no position-resolved scores; use eap, eap-ig or eap-ig-activations."
+        )
+
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, MethodDetails | None]:
         """The scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
@@ -274,6 +282,8 @@ class ScoringMethod(Method):
 
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
+        if getattr(config, "positions", False):  # a circuit over (edge, position) units
+            return run_positions(self, ctx, config, budgets)
         spec, evaluator = ctx.spec, ctx.evaluator
         with ctx.timed("scoring_s"):
             scores, details = self.score_with_details(ctx, config)
@@ -294,7 +304,8 @@ class ScoringMethod(Method):
         batch's (the phase time divided by the number of tasks), with ``batch_tasks`` beside them.
         """
         contexts = list(contexts)
-        if len(contexts) <= 1 or type(self).run is not ScoringMethod.run:
+        positions = getattr(self.as_config(config), "positions", False)  # run one by one
+        if len(contexts) <= 1 or type(self).run is not ScoringMethod.run or positions:
             # a method with its own run (Ensemble's paraphrase selection) is not score-then-top-N:
             # the shared passes would skip what its run adds, so its tasks run one by one
             return super().run_many(contexts, config, budgets, progress)

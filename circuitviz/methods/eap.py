@@ -29,6 +29,7 @@ from ..activations import (
 )
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
+from ..positions.scores import gradient_position_scores, integrated_position_scores
 from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
@@ -55,7 +56,10 @@ def _writers_of(contexts: Sequence[RunContext]) -> tuple[torch.Tensor, torch.Ten
 
 @dataclass(frozen=True)
 class EAPConfig:
-    """EAP has no settings: one gradient at the clean run."""
+    """EAP: one gradient at the clean run. positions: score every (edge, position) unit and
+    select, prune and patch over them (a circuit over token positions; budgets count units)."""
+
+    positions: bool = False
 
 
 @register
@@ -76,6 +80,12 @@ class EAP(ScoringMethod):
         ctx.report("score", 1.0)
         return scores
 
+    def score_positions(self, ctx: RunContext, config):
+        evaluator = ctx.evaluator
+        return integrated_position_scores(
+            ctx.model, ctx.spec, [ctx.prepared()], evaluator.clean_writers, evaluator.corrupted_writers, None
+        )[0]
+
     def score_many(self, contexts, config, progress=None):
         clean, corrupted = _writers_of(contexts)
         prepared = [ctx.prepared() for ctx in contexts]
@@ -87,9 +97,12 @@ class EAP(ScoringMethod):
 
 @dataclass(frozen=True)
 class IGConfig:
-    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20)."""
+    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20).
+    positions: score every (edge, position) unit and select, prune and patch over them (a
+    circuit over token positions; budgets count units)."""
 
     ig_steps: int = 20
+    positions: bool = False
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
@@ -118,6 +131,18 @@ class EAPIG(ScoringMethod):
             ctx.progress,
         )
         return scores[0]
+
+    def score_positions(self, ctx: RunContext, config):
+        evaluator = ctx.evaluator
+        return integrated_position_scores(
+            ctx.model,
+            ctx.spec,
+            [ctx.prepared()],
+            evaluator.clean_writers,
+            evaluator.corrupted_writers,
+            int(config.ig_steps),
+            ctx.progress,
+        )[0]
 
     def score_many(self, contexts, config, progress=None):
         clean, corrupted = _writers_of(contexts)
@@ -152,6 +177,13 @@ class EAPIGActivations(ScoringMethod):
         return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
 
     def score(self, ctx: RunContext, config):
+        return self._scores(ctx, config, gradient_scores)
+
+    def score_positions(self, ctx: RunContext, config):
+        return self._scores(ctx, config, gradient_position_scores)
+
+    def _scores(self, ctx: RunContext, config, contract):
+        """The activation-IG scores, contracted by ``contract`` (summed over positions, or not)."""
         model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
         groups = _writer_groups(spec)
@@ -199,9 +231,7 @@ class EAPIGActivations(ScoringMethod):
             owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
             return gradients, differences[None] * owned[:, None, :, None], None, None
 
-        scores = gradient_scores(
-            model, spec, len(jobs), prepared.n_positions, batch_pass, progress=ctx.progress
-        )
+        scores = contract(model, spec, len(jobs), prepared.n_positions, batch_pass, progress=ctx.progress)
         return scores / steps
 
 

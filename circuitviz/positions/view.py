@@ -43,7 +43,8 @@ class GraphNode:
     position: int
     head: int | None = None
     influence: float = 0.0  # summed weight of its links out (logits: in)
-    caption: str = ""
+    caption: str = ""  # what it does, in a sentence (hover, explanation, Neuronpedia's clerp)
+    badge: str = ""  # the caption's short form on the canvas (empty: the caption, cut short)
     details: dict[str, str] = field(default_factory=dict)  # hover lines: name -> value
 
 

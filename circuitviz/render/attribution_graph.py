@@ -222,11 +222,8 @@ def attribution_graph_html(
             node.kind if node.kind in ("head", "mlp") else ("input" if node.kind == "embedding" else "logits")
         )
         size = MIN_NODE_SIZE + (MAX_NODE_SIZE - MIN_NODE_SIZE) * math.sqrt(abs(node.influence) / strongest)
-        label = (
-            short_name(node)
-            if not node.caption
-            else f"{short_name(node)}\n{canvas_caption(node.caption, 14)}"
-        )
+        badge = node.badge or node.caption
+        label = f"{short_name(node)}\n{canvas_caption(badge, 16)}" if badge else short_name(node)
         network.add_node(
             node.id,
             label=label,

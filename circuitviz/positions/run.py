@@ -1,0 +1,47 @@
+"""A position-resolved run of a scoring method: position scores, units at every budget, pruning,
+one batched position curve, and the clean run's attention the drawing shares key/value units by.
+
+``ScoringMethod.run`` comes here when the config asks for positions (``positions=True``); the
+method supplies ``score_positions`` (the same gradients as its ``score``, before they are summed
+over positions). The result's ``scores`` are those position scores summed, so every
+position-agnostic view of it (tables, overlaps, the EAP-IG JSON's edge scores) reads what the
+position-agnostic run would give; its curve counts (edge, position) units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..activations import run_with_qk_edits
+from .evaluate import position_curve
+from .graph import summed_over_positions, unit_mask, units_at_budgets
+
+
+@torch.no_grad()
+def attention_patterns(model, prepared) -> torch.Tensor:
+    """The clean run's attention of every head.  # [n_layers, n_heads, pos, pos] (destination, source)"""
+    layers = range(model.cfg.n_layers)
+    _, patterns = run_with_qk_edits(model, prepared.clean_tokens, {}, {}, pattern_layers=layers)
+    return torch.stack([patterns[layer][0] for layer in layers]).float()
+
+
+def run_positions(method, ctx, config, budgets: Sequence[int]):
+    """The position-resolved ``CircuitResult`` of ``method`` on ``ctx`` at every budget (units)."""
+    spec, evaluator = ctx.spec, ctx.evaluator
+    n_positions = ctx.prepared().n_positions
+    with ctx.timed("scoring_s"):
+        position_scores = method.score_positions(ctx, config).float()  # [fwd, bwd, pos]
+        units = unit_mask(spec, n_positions, position_scores.device)
+        position_scores = (position_scores * units).nan_to_num(0.0)
+    with ctx.timed("evaluation_s"):
+        budgets = sorted({int(b) for b in budgets})
+        circuits = units_at_budgets(spec, position_scores, budgets)
+        curve = position_curve(evaluator, circuits, budgets, ctx.progress)
+    with ctx.timed("attention_s"):
+        attention = attention_patterns(ctx.model, ctx.prepared())
+    result = ctx.result(method.name, config, summed_over_positions(position_scores), curve)
+    result.position_scores = position_scores.cpu()
+    result.attention = attention.cpu()
+    return result
