@@ -68,24 +68,21 @@ def brute_force_unit(model, spec: GraphSpec, prepared, forward: int, backward: i
     ``backward``'s input at ``position`` only, by a hook on that reader and nothing else."""
     writers, _ = clean_and_corrupted(model, spec, prepared)  # [2, pos, n_forward, d_model]
     change = writers[1, position, forward] - writers[0, position, forward]  # [d_model]
-    for name, _, readers in reader_hook_points(spec):
-        if isinstance(readers, slice) and readers.start <= backward < readers.stop:
-            head = backward - readers.start
+    name, readers = next(
+        (name, readers)
+        for name, _, readers in reader_hook_points(spec)
+        if (readers.start <= backward < readers.stop if isinstance(readers, slice) else readers == backward)
+    )
+    head = backward - readers.start if isinstance(readers, slice) else None
 
-            def hook(x, hook, head=head):  # [batch, pos, n_heads, d_model]
-                x = x.clone()
-                x[:, position, head] += change
-                return x
+    def hook(x, hook):  # a head input [batch, pos, n_heads, d_model], else [batch, pos, d_model]
+        x = x.clone()
+        if head is None:
+            x[:, position] += change
+        else:
+            x[:, position, head] += change
+        return x
 
-            break
-        if readers == backward:
-
-            def hook(x, hook):  # [batch, pos, d_model]
-                x = x.clone()
-                x[:, position] += change
-                return x
-
-            break
     residual = final_residual(model, prepared.clean_tokens, [(name, hook)])
     return float(metric_from_residual(model, prepared, residual)[0])
 
