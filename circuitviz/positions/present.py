@@ -3,7 +3,8 @@ attribution graph with captions.
 
 The default budget is the smallest of the run's budgets whose circuit is both faithful (NDF >=
 ``READABLE_NDF``) and small enough to read (at most ``READABLE_NODES`` drawn nodes); when none is
-both, the smallest faithful one, else the most faithful; the reason is said in one sentence.
+both, the most faithful circuit that is small enough to read (readability first: the slider and
+the curve show the larger ones); the reason is said in one sentence.
 """
 
 from __future__ import annotations
@@ -55,22 +56,29 @@ def readable_position_budget(
                 f"{threshold} ({point.ndf:.2f}) with at most {max_nodes} nodes ({sizes[point.budget]}).",
             )
     faithful = [p for p in points if p.ndf >= threshold]
-    if faithful:
-        point = faithful[0]
+    where = (
+        f"the smallest that does has {sizes[faithful[0].budget]} nodes (at {faithful[0].budget:,} units, on the slider)"
+        if faithful
+        else "no budget of this run reaches it; add larger budgets"
+    )
+    readable = [p for p in points if sizes[p.budget] <= max_nodes]
+    if readable:
+        point = max(readable, key=lambda p: (p.ndf, -p.budget))
         return ReadableBudget(
             point.budget,
             sizes[point.budget],
             point.ndf,
-            f"Opened at {point.budget:,} units: no circuit of at most {max_nodes} nodes reaches NDF "
-            f"{threshold}; this is the smallest that does ({sizes[point.budget]} nodes, NDF {point.ndf:.2f}).",
+            f"Opened at {point.budget:,} units, the most faithful circuit of at most {max_nodes} nodes "
+            f"({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): none that small reaches NDF {threshold}; "
+            f"{where}.",
         )
-    point = max(points, key=lambda p: (p.ndf, -p.budget))
+    point = points[0]
     return ReadableBudget(
         point.budget,
         sizes[point.budget],
         point.ndf,
-        f"Opened at {point.budget:,} units: no budget of this run reaches NDF {threshold}; this one "
-        f"comes closest ({point.ndf:.2f}, {sizes[point.budget]} nodes). Add larger budgets.",
+        f"Opened at {point.budget:,} units, the smallest budget of this run ({sizes[point.budget]} nodes, "
+        f"NDF {point.ndf:.2f}): every circuit of it has more than {max_nodes} nodes; add smaller budgets.",
     )
 
 

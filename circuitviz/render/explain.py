@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..labels.captions import lens_caption, role_caption
+from ..positions.view import path_strength, strongest_paths
 from .graph_html import GraphEdge
 
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
@@ -88,3 +89,35 @@ def explain_circuit(
     edge's effect in the answer's terms."""
     strongest = sorted(edges, key=lambda edge: -abs(edge.score))[: max(0, int(n))]
     return [edge_sentence(edge, labels, task) for edge in strongest]
+
+
+# ----- a circuit over token positions ---------------------------------------------------------------
+def _place(graph, node_id: str) -> str:
+    """A node with its token: "a9.h1 at ' to' (position 14)", "the embedding of ' Mary' (position 2)"."""
+    node = graph.node_map[node_id]
+    token = graph.tokens[node.position] if 0 <= node.position < len(graph.tokens) else ""
+    where = f"{token!r} (position {node.position})"
+    if node.kind == "embedding":
+        return f"the embedding of {where}"
+    if node.kind == "logit":
+        return "the answer"
+    return f"{node.component} at {where}"
+
+
+def path_sentence(graph, path: Sequence[str]) -> str:
+    """One strongest path as a sentence: its steps, the share of the answer's input it carries,
+    and what its heads and MLPs do (their captions)."""
+    steps = " → ".join(_place(graph, node_id) for node_id in path)
+    share = path_strength(graph, path)
+    roles = [
+        f"{graph.node_map[n].component} {graph.node_map[n].caption}"
+        for n in path
+        if graph.node_map[n].caption and graph.node_map[n].kind in ("head", "mlp")
+    ]
+    said = f"; {'; '.join(roles)}" if roles else ""
+    return f"{steps}: {100 * share:.1f} % of the answer's input flows along it{said}."
+
+
+def explain_position_circuit(graph, n_paths: int = 3) -> list[str]:
+    """'Explain this circuit' for a position circuit: its strongest paths to the answer, in words."""
+    return [path_sentence(graph, path) for path in strongest_paths(graph, n_paths)]

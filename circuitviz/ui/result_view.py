@@ -315,7 +315,12 @@ def result_view(
     result, labels=None, key: str = "result", budget_key: str = "budget", model=None, timings: bool = True
 ) -> int:
     """Everything about one result; returns the budget shown. With ``model``, iBoN/BoN-CSM results
-    take any budget (their NDF then costs one batched evaluation, no scoring)."""
+    take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
+    token positions has its own view (``position_view``)."""
+    if result.positions:
+        from .position_view import position_result_view
+
+        return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
