@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from circuitviz.activations import masked_residual, metric_from_residual
 from circuitviz.api import evaluate_circuits
 from circuitviz.bench.planted_benchmark import default_cases
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.metric import metric_from_residual
+from circuitviz.engine.patching import masked_residual
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec, prune, top_n_at_budgets
 from circuitviz.methods import get_method

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of
 from ..query.details import QueryCircuitDetails
 from ..query.pairs import read_pairs_text
 from ..query.pipeline import query_circuits
@@ -171,7 +172,7 @@ class QueryCircuitMethod(Method):
         if settings.get("reference") and model is not None:
             from ..results import load_circuit
 
-            spec = GraphSpec.from_model(model)
+            spec = adapter_of(model).spec
             settings["reference"] = "\n".join(
                 spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
             )

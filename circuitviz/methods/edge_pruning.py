@@ -41,17 +41,14 @@ from typing import ClassVar
 
 import torch
 
-from ..activations import (
-    evaluation_bytes_per_position,
-    gradient_bytes_per_position,
-    masked_residual,
-    metric_from_residual,
-    model_dtype,
-    score_dtype,
-)
 from ..chunks import run_in_chunks
+from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from ..engine.metric import metric_from_residual
+from ..engine.patching import masked_residual
+from ..engine.scores import score_dtype
 from ..evaluate import Evaluator, ndf
 from ..graph import GraphSpec, prune
+from ..models.adapter import model_dtype
 from ..results import CircuitResult, MethodDetails, register_details
 from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register

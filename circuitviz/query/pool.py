@@ -15,9 +15,9 @@ import math
 import numpy
 import torch
 
-from ..activations import model_dtype
 from ..evaluate import Baseline, CurvePoint, Evaluator, Progress, ndf, nfs
 from ..graph import GraphSpec
+from ..models.adapter import model_dtype
 from ..store import content_key
 from ..tasks import PromptTask
 
