@@ -15,12 +15,13 @@ import torch
 from .activations import model_dtype
 from .evaluate import Baseline, CurvePoint, Evaluator
 from .graph import GraphSpec, prune
+from .keys import content_key
 from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
 from .methods.base import Progress, RunContext
 from .parsing import parse_whole_numbers
 from .results import CircuitResult
-from .store import ResultStore, content_key
+from .store import ResultStore
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..graph import GraphSpec
 from ..models import prepare_for_circuits
 from ..tasks import PromptTask
 
@@ -285,8 +286,6 @@ def planted_model(
     if distractors_read not in ("input", "circuit"):
         raise ValueError(f"distractors_read must be 'input' or 'circuit', not {distractors_read!r}.")
     from transformer_lens import HookedTransformer
-
-    from ..graph import GraphSpec
 
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)

@@ -35,6 +35,9 @@ from ..activations import (
     metric_from_residual,
     residual_stream,
 )
+from ..evaluate import Evaluator, circuits_at_budgets
+from ..graph import GraphSpec
+from ..methods import RunContext, get_method
 from ..sae_store import SaeUnavailable
 from ..tasks import PreparedTask, PromptTask, prepare_task
 from .sae_features import LabelledSae, circuit_node_features, feature_activations, feature_label
@@ -353,10 +356,6 @@ def candidate_circuits(
     Each candidate is scored on its own (clean, corrupted) pair and evaluated (NDF) on the
     ORIGINAL prompt. Returns ([{"source", "mask", "ndf", "metric"}], the original's PreparedTask).
     """
-    from ..evaluate import Evaluator, circuits_at_budgets
-    from ..graph import GraphSpec
-    from ..methods import RunContext, get_method
-
     spec = GraphSpec.from_model(model)
     scorer = get_method(method)
     config = scorer.make_config(method_config or {})
@@ -405,8 +404,6 @@ def gender_bias_experiment(
     logit(other pronoun)|; reduction = bias before - bias after. Returns per-prompt rows and the
     mean and standard deviation of the reductions for best and worst, with a paired sign test.
     """
-    from ..graph import GraphSpec
-
     prompts = list(prompts) if prompts is not None else load_gender_prompts()
     spec = GraphSpec.from_model(model)
     scores = gender_scores if gender_scores is not None else gender_feature_scores(model, saes, probe_pairs)

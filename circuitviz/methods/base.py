@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..results import CircuitResult, MethodDetails
+from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
 
 Progress = Callable[[str, float], None]

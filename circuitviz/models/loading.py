@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from circuitviz.models import cache
+import circuitviz.models.cache as cache
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,

@@ -18,7 +18,7 @@ import torch
 from ..activations import model_dtype
 from ..evaluate import Baseline, CurvePoint, Evaluator, Progress, ndf, nfs
 from ..graph import GraphSpec
-from ..store import content_key
+from ..keys import content_key
 from ..tasks import PromptTask
 
 
