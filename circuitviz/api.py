@@ -14,13 +14,14 @@ import torch
 
 from .evaluate import Baseline, CurvePoint, Evaluator
 from .graph import prune
+from .keys import content_key
 from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
 from .methods.base import Progress, RunContext
 from .models.adapter import adapter_of, model_dtype
 from .parsing import parse_whole_numbers
 from .results import CircuitResult
-from .store import ResultStore, content_key
+from .store import ResultStore
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
 from .text import shown_number
 

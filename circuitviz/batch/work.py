@@ -23,6 +23,7 @@ from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..limits import Limits, check_run, estimate_request
 from ..methods import RunContext, get_method
+from ..models import load_model
 from ..models.adapter import adapter_of, model_dtype
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
@@ -46,8 +47,6 @@ class ModelSource:
     def load(self):
         if self.factory is not None:
             return self.factory()
-        from ..models import load_model
-
         return load_model(self.model_id, device=self.device, dtype=self.dtype)
 
 

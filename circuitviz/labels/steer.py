@@ -30,7 +30,9 @@ import torch
 
 from .. import assets
 from ..engine.metric import logits_from_residual, metric_from_residual
+from ..evaluate import Evaluator, circuits_at_budgets
 from ..labels.residual import final_residual_with_edits, residual_stream
+from ..methods import RunContext, get_method
 from ..models.adapter import adapter_of
 from ..sae_store import SaeUnavailable
 from ..tasks import PreparedTask, PromptTask, prepare_task
@@ -350,9 +352,6 @@ def candidate_circuits(
     Each candidate is scored on its own (clean, corrupted) pair and evaluated (NDF) on the
     ORIGINAL prompt. Returns ([{"source", "mask", "ndf", "metric"}], the original's PreparedTask).
     """
-    from ..evaluate import Evaluator, circuits_at_budgets
-    from ..methods import RunContext, get_method
-
     spec = adapter_of(model).spec
     scorer = get_method(method)
     config = scorer.make_config(method_config or {})
@@ -401,7 +400,6 @@ def gender_bias_experiment(
     logit(other pronoun)|; reduction = bias before - bias after. Returns per-prompt rows and the
     mean and standard deviation of the reductions for best and worst, with a paired sign test.
     """
-
     prompts = list(prompts) if prompts is not None else load_gender_prompts()
     spec = adapter_of(model).spec
     scores = gender_scores if gender_scores is not None else gender_feature_scores(model, saes, probe_pairs)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from circuitviz.models import cache
+import circuitviz.models.cache as cache
 from circuitviz.models.adapter import adapter_of, register
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (

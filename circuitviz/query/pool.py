@@ -17,8 +17,8 @@ import torch
 
 from ..evaluate import Baseline, CurvePoint, Evaluator, Progress, ndf, nfs
 from ..graph import GraphSpec
+from ..keys import content_key
 from ..models.adapter import model_dtype
-from ..store import content_key
 from ..tasks import PromptTask
 
 

@@ -217,8 +217,8 @@ def discover(
 
 def node_labels(model, model_id: str, task) -> dict:
     """Logit-lens labels of every node on the task's clean prompt, stored like results."""
+    from ..keys import content_key
     from ..labels.logit_lens import logit_lens_labels
-    from ..store import content_key
     from ..tasks import prepare_task
 
     store = get_store()
