@@ -14,18 +14,15 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import (
-    batch_compatible,
-    clean_and_corrupted,
-    evaluation_bytes_per_position,
-    model_device,
-    patched_metrics,
-    rows_metric,
-    shared_prefix,
-    writers_of_prompts,
-)
 from .chunks import chunk_size, run_in_chunks
+from .engine.capture import clean_and_corrupted, writers_of_prompts
+from .engine.memory import evaluation_bytes_per_position
+from .engine.metric import batch_compatible, task_metric
+from .engine.patching import patched_metrics
+from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
+from .models.adapter import model_device
+from .positions.graph import unit_mask
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -134,17 +131,19 @@ class Evaluator:
         )
 
     def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
-        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward].
+        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward], or each
+        position circuit in [n_circuits, n_forward, n_backward, pos] (every (edge, position) unit
+        outside it patched at its own position).
 
         Returns [n_circuits] on the model's device.
         """
-        edge_mask = self.spec.tensors(self.device).edge_mask
+        edge_mask = graph_members(self.spec, circuits, self.device)
         prefix = shared_prefix(self.model, [self.prepared])
         results: list[torch.Tensor] = []
         total = circuits.shape[0]
 
         def compute(rows: slice) -> torch.Tensor:
-            removed = edge_mask & ~circuits[rows].to(self.device).bool()
+            removed = edge_mask & ~circuits[rows].to(self.device).bool()  # [b, fwd, bwd(, pos)]
             return patched_metrics(
                 self.model, self.spec, self.prepared, self.corrupted_writers, removed, prefix=prefix
             )
@@ -213,7 +212,7 @@ def evaluators_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]) -
         group = tasks[rows]
         tokens = torch.cat([t.clean_tokens for t in group] + [t.corrupted_tokens for t in group])  # [2g, pos]
         owner = torch.arange(len(group), device=model_device(model)).repeat(2)  # clean rows, then corrupted
-        return writers_of_prompts(model, spec, None, tokens, rows_metric(model, group, owner))
+        return writers_of_prompts(model, spec, None, tokens, task_metric(model, group, owner))
 
     def commit(rows: slice, result) -> None:
         writers, metrics = result  # [2g, pos, n_forward, d_model], [2g]
@@ -276,7 +275,7 @@ def curves_of_tasks(
             removed = edge_mask & ~chosen[:, run].reshape(-1, spec.n_forward, spec.n_backward)
             tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k', pos]
             corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
-            metric = rows_metric(model, tasks[rows], owner)
+            metric = task_metric(model, tasks[rows], owner)
             prefix = shared_prefix(model, tasks[rows])
             measured = patched_metrics(model, spec, None, corrupted, removed, tokens, metric, prefix)
             values[:, run] = torch.where(whole[:, run], values[:, run], measured.view(len(group), len(run)))
@@ -315,11 +314,26 @@ def curves_of_tasks(
     ]
 
 
+def is_position_circuit(spec: GraphSpec, circuits: torch.Tensor) -> bool:
+    """Whether ``circuits`` are position circuits [..., n_forward, n_backward, pos] rather than
+    [..., n_forward, n_backward] (n_backward is never n_forward, so the shapes cannot be confused)."""
+    return circuits.dim() >= 3 and circuits.shape[-2] != spec.n_forward
+
+
+def graph_members(spec: GraphSpec, circuits: torch.Tensor, device) -> torch.Tensor:
+    """What a circuit can keep: the graph's edges [n_forward, n_backward], or for position
+    circuits its (edge, position) units [n_forward, n_backward, pos] (``positions.graph``)."""
+    if is_position_circuit(spec, circuits):
+        return unit_mask(spec, circuits.shape[-1], device)
+    return spec.tensors(device).edge_mask
+
+
 def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
-    """Whether each circuit keeps every edge of the graph (patching it changes nothing).
-    circuits: [..., n_forward, n_backward] bool. # [...] bool"""
-    removed = spec.tensors(circuits.device).edge_mask & ~circuits.bool()
-    return ~removed.flatten(-2).any(-1)
+    """Whether each circuit keeps every edge (or every unit) of the graph (patching it changes
+    nothing). circuits: [..., n_forward, n_backward(, pos)] bool. # [...] bool"""
+    members = graph_members(spec, circuits, circuits.device)
+    removed = members & ~circuits.bool()
+    return ~removed.flatten(-members.dim()).any(-1)
 
 
 def circuits_at_budgets(

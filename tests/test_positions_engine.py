@@ -15,17 +15,15 @@ import json
 import pytest
 import torch
 
-from circuitviz.activations import (
-    clean_and_corrupted,
-    final_residual,
-    metric_from_residual,
-    reader_hook_points,
-)
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.capture import clean_and_corrupted
+from circuitviz.engine.metric import metric_from_residual
+from circuitviz.engine.prefix import final_residual
+from circuitviz.engine.sites import reader_sites
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
-from circuitviz.positions.evaluate import position_curve, position_metrics
+from circuitviz.models.adapter import adapter_of
 from circuitviz.positions.graph import n_units, unit_mask
 from circuitviz.tasks import PromptTask, prepare_task
 
@@ -54,7 +52,7 @@ def test_position_scores_sum_to_todays_scores(tiny, method, config, task):
     ctx = RunContext(tiny, task)
     agnostic = chosen.score(ctx, chosen.make_config(config))
     resolved = chosen.score_positions(ctx, chosen.make_config(config))
-    spec = GraphSpec.from_model(tiny)
+    spec = adapter_of(tiny).spec
     assert resolved.shape == (spec.n_forward, spec.n_backward, ctx.prepared().n_positions)
     assert resolved.dtype == torch.float64
     assert torch.allclose(resolved.sum(-1), agnostic, atol=1e-12, rtol=0)
@@ -70,7 +68,7 @@ def brute_force_unit(model, spec: GraphSpec, prepared, forward: int, backward: i
     change = writers[1, position, forward] - writers[0, position, forward]  # [d_model]
     name, readers = next(
         (name, readers)
-        for name, _, readers in reader_hook_points(spec)
+        for name, _, readers in reader_sites(spec)
         if (readers.start <= backward < readers.stop if isinstance(readers, slice) else readers == backward)
     )
     head = backward - readers.start if isinstance(readers, slice) else None
@@ -88,7 +86,7 @@ def brute_force_unit(model, spec: GraphSpec, prepared, forward: int, backward: i
 
 
 def test_patching_one_unit_equals_a_hooked_run_at_that_position_only(tiny):
-    spec = GraphSpec.from_model(tiny)
+    spec = adapter_of(tiny).spec
     prepared = prepare_task(tiny, IOI_TASK)
     evaluator = Evaluator(tiny, spec, prepared)
     n_positions = prepared.n_positions
@@ -105,7 +103,7 @@ def test_patching_one_unit_equals_a_hooked_run_at_that_position_only(tiny):
         circuit = units.clone()
         circuit[forward, backward, position] = False  # remove that unit alone
         circuits.append(circuit)
-    measured = position_metrics(evaluator, torch.stack(circuits)).tolist()
+    measured = evaluator.metrics(torch.stack(circuits)).tolist()
     for (forward, backward, position), value in zip(picks, measured):
         expected = brute_force_unit(tiny, spec, prepared, forward, backward, position)
         assert value == pytest.approx(expected, abs=1e-9)
@@ -113,27 +111,27 @@ def test_patching_one_unit_equals_a_hooked_run_at_that_position_only(tiny):
 
 
 def test_full_and_empty_position_circuits_are_the_clean_and_corrupted_runs(tiny):
-    spec = GraphSpec.from_model(tiny)
+    spec = adapter_of(tiny).spec
     for task in (IOI_TASK, LATE_CORRUPTION):
         prepared = prepare_task(tiny, task)
         evaluator = Evaluator(tiny, spec, prepared)
         units = unit_mask(spec, prepared.n_positions)
-        values = position_metrics(evaluator, torch.stack([units, torch.zeros_like(units)])).tolist()
+        values = evaluator.metrics(torch.stack([units, torch.zeros_like(units)])).tolist()
         assert values[0] == pytest.approx(evaluator.baseline.clean, abs=1e-9)
         assert values[1] == pytest.approx(evaluator.baseline.corrupted, abs=1e-9)
-        curve = position_curve(evaluator, units[None], [n_units(spec, prepared.n_positions)])
+        curve = evaluator.curve(units[None], [n_units(spec, prepared.n_positions)])
         assert curve[0].ndf == 1.0 and curve[0].n_edges == n_units(spec, prepared.n_positions)
 
 
 def test_a_batch_of_position_circuits_equals_each_alone(tiny):
-    spec = GraphSpec.from_model(tiny)
+    spec = adapter_of(tiny).spec
     prepared = prepare_task(tiny, LATE_CORRUPTION)
     evaluator = Evaluator(tiny, spec, prepared)
     generator = torch.Generator().manual_seed(3)
     units = unit_mask(spec, prepared.n_positions)
     circuits = (torch.rand(5, *units.shape, generator=generator) < 0.6) & units
-    together = position_metrics(evaluator, circuits)
-    alone = torch.cat([position_metrics(evaluator, c[None]) for c in circuits])
+    together = evaluator.metrics(circuits)
+    alone = torch.cat([evaluator.metrics(c[None]) for c in circuits])
     assert torch.allclose(together, alone, atol=1e-10)
 
 

@@ -18,18 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import (
-    accumulate_scores,
-    batched_gradient_scores,
-    gradient_scores,
-    model_device,
-    model_dtype,
-    reader_gradients,
-    score_dtype,
-)
+from ..engine import sites
+from ..engine.gradients import reader_gradients
+from ..engine.scores import accumulate_scores, batched_gradient_scores, gradient_scores, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
-from ..positions.scores import gradient_position_scores, integrated_position_scores
+from ..models.adapter import model_device, model_dtype
 from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
@@ -82,9 +76,9 @@ class EAP(ScoringMethod):
 
     def score_positions(self, ctx: RunContext, config):
         evaluator = ctx.evaluator
-        return integrated_position_scores(
-            ctx.model, ctx.spec, [ctx.prepared()], evaluator.clean_writers, evaluator.corrupted_writers, None
-        )[0]
+        clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+        spec, prepared = ctx.spec, [ctx.prepared()]
+        return batched_gradient_scores(ctx.model, spec, prepared, clean, corrupted, None, positions=True)[0]
 
     def score_many(self, contexts, config, progress=None):
         clean, corrupted = _writers_of(contexts)
@@ -134,7 +128,7 @@ class EAPIG(ScoringMethod):
 
     def score_positions(self, ctx: RunContext, config):
         evaluator = ctx.evaluator
-        return integrated_position_scores(
+        return batched_gradient_scores(
             ctx.model,
             ctx.spec,
             [ctx.prepared()],
@@ -142,6 +136,7 @@ class EAPIG(ScoringMethod):
             evaluator.corrupted_writers,
             int(config.ig_steps),
             ctx.progress,
+            positions=True,
         )[0]
 
     def score_many(self, contexts, config, progress=None):
@@ -152,16 +147,6 @@ class EAPIG(ScoringMethod):
             model, spec, prepared, clean, corrupted, int(config.ig_steps), progress
         )
         return [(matrix, None) for matrix in scores]
-
-
-def _writer_groups(spec: GraphSpec) -> list[tuple[str, slice]]:
-    """(hook whose output the group adds, forward indices): input, each layer's heads, each MLP."""
-    groups = [("blocks.0.hook_resid_pre", slice(0, 1))]
-    for layer in range(spec.n_layers):
-        groups.append((f"blocks.{layer}.hook_attn_out", spec.head_forward(layer)))
-        mlp = spec.mlp_forward(layer)
-        groups.append((f"blocks.{layer}.hook_mlp_out", slice(mlp, mlp + 1)))
-    return groups
 
 
 @register
@@ -177,16 +162,16 @@ class EAPIGActivations(ScoringMethod):
         return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
 
     def score(self, ctx: RunContext, config):
-        return self._scores(ctx, config, gradient_scores)
+        return self._scores(ctx, config, positions=False)
 
     def score_positions(self, ctx: RunContext, config):
-        return self._scores(ctx, config, gradient_position_scores)
+        return self._scores(ctx, config, positions=True)
 
-    def _scores(self, ctx: RunContext, config, contract):
-        """The activation-IG scores, contracted by ``contract`` (summed over positions, or not)."""
+    def _scores(self, ctx: RunContext, config, positions: bool):
+        """The activation-IG scores, summed over positions or (``positions``) not."""
         model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
-        groups = _writer_groups(spec)
+        groups = sites.writer_group_sites(spec)
         clean = evaluator.clean_writers[0]  # [pos, n_forward, d_model]
         corrupted = evaluator.corrupted_writers[0]
         differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]
@@ -231,7 +216,15 @@ class EAPIGActivations(ScoringMethod):
             owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
             return gradients, differences[None] * owned[:, None, :, None], None, None
 
-        scores = contract(model, spec, len(jobs), prepared.n_positions, batch_pass, progress=ctx.progress)
+        scores = gradient_scores(
+            model,
+            spec,
+            len(jobs),
+            prepared.n_positions,
+            batch_pass,
+            progress=ctx.progress,
+            positions=positions,
+        )
         return scores / steps
 
 

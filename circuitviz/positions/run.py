@@ -14,17 +14,27 @@ from collections.abc import Sequence
 
 import torch
 
-from ..activations import run_with_qk_edits
-from .evaluate import position_curve
+from ..engine import sites
+from ..engine.prefix import final_residual
+from ..models.adapter import adapter_of
 from .graph import summed_over_positions, unit_mask, units_at_budgets
 
 
 @torch.no_grad()
 def attention_patterns(model, prepared) -> torch.Tensor:
     """The clean run's attention of every head.  # [n_layers, n_heads, pos, pos] (destination, source)"""
-    layers = range(model.cfg.n_layers)
-    _, patterns = run_with_qk_edits(model, prepared.clean_tokens, {}, {}, pattern_layers=layers)
-    return torch.stack([patterns[layer][0] for layer in layers]).float()
+    layers = range(adapter_of(model).spec.n_layers)
+    captured: dict[int, torch.Tensor] = {}
+
+    def keep(pattern, hook, layer: int):  # [batch, n_heads, pos, pos]
+        captured[layer] = pattern[0].detach().float()
+
+    hooks = [
+        (sites.attention_pattern(layer), lambda x, hook, layer=layer: keep(x, hook, layer))
+        for layer in layers
+    ]
+    final_residual(model, prepared.clean_tokens.to(adapter_of(model).device), hooks)
+    return torch.stack([captured[layer] for layer in layers])
 
 
 def run_positions(method, ctx, config, budgets: Sequence[int]):
@@ -38,7 +48,7 @@ def run_positions(method, ctx, config, budgets: Sequence[int]):
     with ctx.timed("evaluation_s"):
         budgets = sorted({int(b) for b in budgets})
         circuits = units_at_budgets(spec, position_scores, budgets)
-        curve = position_curve(evaluator, circuits, budgets, ctx.progress)
+        curve = evaluator.curve(circuits, budgets, ctx.progress)  # each unit patched at its position
     with ctx.timed("attention_s"):
         attention = attention_patterns(ctx.model, ctx.prepared())
     result = ctx.result(method.name, config, summed_over_positions(position_scores), curve)
