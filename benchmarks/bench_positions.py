@@ -26,6 +26,7 @@ from circuitviz.bench.harness import add_threads_argument, apply_threads, load_t
 from circuitviz.evaluate import circuits_at_budgets
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
+from circuitviz.positions.graph import node_counts, prune_units, unit_mask
 from circuitviz.positions.present import nodes_at_budgets, readable_position_budget, result_attribution_graph
 from circuitviz.positions.view import strongest_paths
 
@@ -62,6 +63,14 @@ def agnostic_nodes(spec, mask) -> int:
     return len(touched)
 
 
+def agnostic_as_units(spec, mask, n_positions: int) -> tuple[int, int]:
+    """(units, (component, position) nodes) of a position-agnostic circuit on the position graph:
+    each kept edge at every position, pruned as a position circuit (what it patches, unit by unit)."""
+    expanded = mask[:, :, None].expand(-1, -1, n_positions) & unit_mask(spec, n_positions)
+    pruned = prune_units(spec, expanded)
+    return int(pruned.sum()), int(node_counts(spec, pruned))
+
+
 def first_reaching(curve, sizes, threshold: float = TARGET_NDF):
     """(budget, kept size, NDF, nodes) of the smallest budget reaching ``threshold``, else None."""
     for point, nodes in zip(curve, sizes):
@@ -91,12 +100,17 @@ def run_prompt(model, task, ig_steps: int) -> dict:
     edge_circuits = circuits_at_budgets(spec, result.scores, edge_budgets)  # the summed scores
     edge_points = evaluator.curve(edge_circuits, edge_budgets)
     edge_sizes = [agnostic_nodes(spec, c) for c in edge_circuits]
+    agnostic = first_reaching(edge_points, edge_sizes)
+    as_units = None
+    if agnostic is not None:
+        as_units = agnostic_as_units(spec, edge_circuits[edge_budgets.index(agnostic[0])], n_positions)
     view = readable_position_budget(result)
     graph = result_attribution_graph(result, view.budget)
     return {
         "timings": result.timings,
         "positions": first_reaching(result.curve, position_sizes),
-        "agnostic": first_reaching(edge_points, edge_sizes),
+        "agnostic": agnostic,
+        "agnostic_units": as_units,
         "view": view,
         "graph": graph,
         "links": len(graph.links),
@@ -128,7 +142,12 @@ def main() -> None:
         positions = found["positions"]
         print(f"\n{number}. {kind}: {task.clean[:60]!r} -> {task.answer!r}")
         print(f"   position-resolved, NDF {TARGET_NDF}: {describe(positions)}")
-        print(f"   position-agnostic, NDF {TARGET_NDF}: {describe(found['agnostic'])}")
+        print(f"   position-agnostic, NDF {TARGET_NDF}: {describe(found['agnostic'])} [edges, components]")
+        if found["agnostic_units"] is not None:
+            units, nodes = found["agnostic_units"]
+            print(
+                f"     the same circuit over positions: {units:>6} units, {nodes:>4} (component, position) nodes"
+            )
         print(
             f"   default view: {view.budget} units, {view.n_nodes} nodes, {found['links']} links, "
             f"NDF {view.ndf:.2f}; {view.reason}"

@@ -51,7 +51,7 @@ def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedd
     rows = [line.split() for line in printed.splitlines() if line.strip().startswith(("100 ", "1000 "))]
     assert [row[0] for row in rows] == ["100", "1000"]
     data = json.loads(out.read_text())
-    assert data["method"] == "eap-ig" and data["config"] == {"ig_steps": 3, "positions": False}
+    assert data["method"] == "eap-ig" and data["config"] == {"ig_steps": 3}
     assert data["cfg"]["n_layers"] == 18 and len(data["edges"]) == 10_342
     assert data["clean_metric"] > 0
     kept = sum(edge["in_graph"] for edge in data["edges"].values())

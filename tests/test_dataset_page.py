@@ -116,7 +116,7 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     assert at.session_state["inputs_for"] == rows[2]["clean"]  # Explore proposes nothing over them
     assert at.session_state["budgets"] == "4,10,25,60" and at.session_state["method"] == "eap-ig"
     opened = at.session_state["results"]["eap-ig"]
-    assert opened.task.clean == rows[2]["clean"] and opened.config == {"ig_steps": 3, "positions": False}
+    assert opened.task.clean == rows[2]["clean"] and opened.config == {"ig_steps": 3}
     assert opened.timings["batch_tasks"] == 4  # the batch's own result, read from the store
     assert [point.ndf for point in opened.curve] == pytest.approx(rows[2]["ndf"])
 

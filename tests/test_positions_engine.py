@@ -159,3 +159,25 @@ def test_a_position_run_says_so_and_its_edge_scores_are_the_summed_ones(tiny):
 
     again = CircuitResult.from_state(result.to_state())
     assert torch.equal(again.position_scores, result.position_scores) and again.positions
+
+
+@pytest.mark.parametrize("name", ["eap", "eap-ig", "eap-ig-activations"])
+def test_a_position_run_on_a_simulated_device_equals_the_host(name):
+    """Every tensor of a position run is made on its data's device (tests/simulated_device.py
+    raises as CUDA does when a host tensor meets a device one), and the results agree."""
+    from simulated_device import SimulatedDevice
+
+    from circuitviz.export.neuronpedia import to_neuronpedia
+    from circuitviz.positions.present import readable_position_budget, result_attribution_graph
+
+    model = tiny_model("gemma", seed=0)
+    method = get_method(name)
+    config = method.make_config({"positions": True, **({"ig_steps": 2} if name != "eap" else {})})
+    on_host = method.run_on(model, IOI_TASK, config, budgets=(10, 60))
+    with SimulatedDevice(model):
+        on_device = method.run_on(model, IOI_TASK, config, budgets=(10, 60))
+        budget = readable_position_budget(on_device).budget
+        to_neuronpedia(result_attribution_graph(on_device, budget))
+    assert on_device.position_scores.device.type == "cpu"
+    assert torch.allclose(on_device.position_scores, on_host.position_scores, atol=1e-12)
+    assert [p.to_dict() for p in on_device.curve] == [p.to_dict() for p in on_host.curve]

@@ -46,8 +46,19 @@ class NoConfig:
     """A method without settings."""
 
 
+OMIT_DEFAULT = "omit_default"  # field metadata: a setting left out of the config's dict at its default
+
+
 def config_to_dict(config) -> dict:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config or {})
+    """A config as plain values. A setting marked ``omit_default`` is left out at its default, so
+    adding one (``positions``) changes no stored key, atlas or JSON of the runs that do not use it."""
+    if not dataclasses.is_dataclass(config):
+        return dict(config or {})
+    values = dataclasses.asdict(config)
+    for config_field in dataclasses.fields(config):
+        if config_field.metadata.get(OMIT_DEFAULT) and values[config_field.name] == config_field.default:
+            del values[config_field.name]
+    return values
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -24,7 +24,7 @@ from ..engine.scores import accumulate_scores, batched_gradient_scores, gradient
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
-from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -53,7 +53,7 @@ class EAPConfig:
     """EAP: one gradient at the clean run. positions: score every (edge, position) unit and
     select, prune and patch over them (a circuit over token positions; budgets count units)."""
 
-    positions: bool = False
+    positions: bool = field(default=False, metadata={OMIT_DEFAULT: True})
 
 
 @register
@@ -96,7 +96,7 @@ class IGConfig:
     circuit over token positions; budgets count units)."""
 
     ig_steps: int = 20
-    positions: bool = False
+    positions: bool = field(default=False, metadata={OMIT_DEFAULT: True})
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
