@@ -19,12 +19,13 @@ EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 
 
-def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int) -> str:
-    """The faithfulness table: one row per circuit, the clean/corrupted metrics above."""
+def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
+    """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
+    what a budget counts, edges or (edge, position) units)."""
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
         f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
-        f"{'budget':>8} {'edges kept':>10} {'% edges':>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6}",
+        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6}",
     ]
     for point in curve:
         nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
@@ -248,7 +249,14 @@ def cmd_discover(args) -> int:
     }
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
-    print(format_table(result.baseline, result.curve, result.graph.n_edges))
+    if result.positions:
+        from .positions.graph import n_units
+
+        total = n_units(result.graph, len(result.tokens.get("clean", [])))
+        print(f"position graph: {total} (edge, position) units; budgets count units")
+        print(format_table(result.baseline, result.curve, total, kept="units"))
+    else:
+        print(format_table(result.baseline, result.curve, result.graph.n_edges))
     if result.details is not None:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"

@@ -122,7 +122,12 @@ def to_neuronpedia(
             }
         )
     links = [
-        {"source": ids[link.source], "target": ids[link.target], "weight": float(link.weight)}
+        {
+            "source": ids[link.source],
+            "target": ids[link.target],
+            "weight": float(link.weight),
+            "circuitviz_kind": link.kind,  # which input of the target it feeds (q, k, v, mlp, logits)
+        }
         for link in graph.links
     ]
     pinned = sorted({ids[node] for path in strongest_paths(graph) for node in path})
@@ -249,7 +254,8 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         )
         _require(isinstance(entry["weight"], (int, float)), f"{origin}: a link's weight is not a number.")
         if entry["source"] in known and entry["target"] in known:
-            links.append(GraphLink(str(entry["source"]), str(entry["target"]), float(entry["weight"])))
+            kind = str(entry.get("circuitviz_kind") or "link")
+            links.append(GraphLink(str(entry["source"]), str(entry["target"]), float(entry["weight"]), kind))
         else:
             dangling += 1
     notes = (
