@@ -63,12 +63,18 @@ def role_caption(
     return f"{verb} {what}({answer!r}) by {amount}"
 
 
-def short_role(contribution: float | None, answer: str) -> str | None:
-    """The role in a few characters for the canvas: ``+1.2 for ' Mary'`` (the full sentence is
-    in the hover and the legend says what the number is)."""
+def short_role(contribution: float | None) -> str | None:
+    """The role in a few characters for the canvas: ``+1.2`` (the full sentence is in the hover,
+    and the legend says what the number is)."""
     if contribution is None or contribution == 0 or contribution != contribution:
         return None
-    return f"{contribution:+.2g} for {answer!r}"
+    return f"{contribution:+.2g}"
+
+
+def short_lens(caption: str) -> str:
+    """A lens caption in a few characters: ``↑' Mary'`` (promotes), ``↓' John'`` (suppresses)."""
+    verb, _, token = caption.partition(" ")
+    return ("↑" if verb == "promotes" else "↓") + token
 
 
 def node_caption(
@@ -82,18 +88,18 @@ def node_caption(
 ) -> str | None:
     """A node's caption by the rule of this module: the lens token where it bears on the task
     (only at the last position, where the lens reads), else its role, else None. ``short``
-    gives the canvas's form of the role (``short_role``)."""
+    gives the canvas's form (``short_lens``, ``short_role``)."""
     if at_last_position:
         lens = lens_caption(labels, answer, foils)
         if lens is not None:
-            return lens
+            return short_lens(lens) if short else lens
     if short:
-        return short_role(contribution, answer)
+        return short_role(contribution)
     return role_caption(contribution, answer, foils, metric)
 
 
 CAPTION_KEY = (
-    "under each name: 'promotes'/'suppresses' a token when the answer or foil is among the node's "
-    f"top {LENS_TOP_K} logit-lens tokens at the last position; otherwise '+x for' the answer: how "
-    "much the node raises the answer's metric (the logit difference over the foil), estimated"
+    "under each name: ↑/↓ a token when the answer or foil is among the tokens the node's output "
+    f"promotes/suppresses most (top {LENS_TOP_K}, logit lens at the last position); otherwise +x: "
+    "how much the node raises the answer's metric (the logit difference over the foil), estimated"
 )

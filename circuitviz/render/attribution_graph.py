@@ -33,9 +33,9 @@ from .graph_html import (
 )
 
 MIN_TEXT_PX = 12  # on screen, after the graph is fitted to the frame (the issue asks for 11 at least)
-SLOT = 124  # layout px between the nodes of one cell (room for an 18-character caption)
+SLOT = 84  # layout px between the nodes of one cell (room for a 10-character caption)
 TOKEN_WIDTH = 78  # the narrowest column: room for its token under it
-ROW = 84  # layout px between layer rows
+ROW = 72  # layout px between layer rows (a node, its name and its caption)
 LEFT_MARGIN = 70  # the layer names
 MAX_NODE_SIZE = 26
 MIN_NODE_SIZE = 7
@@ -93,9 +93,10 @@ def text_scale(layout_width: float, layout_height: float, frame_width: float, he
 
 
 def canvas_height(layout_width: float, layout_height: float, frame_width: float) -> int:
-    """A canvas height that shows the layout at its width's scale (300 to 760 px)."""
+    """A canvas height that shows the layout at its width's scale, so a deep circuit gets a tall
+    canvas rather than smaller text (300 to 1400 px; the page scrolls)."""
     scale = min(frame_width / max(layout_width, 1.0), 1.0)
-    return int(min(760, max(300, layout_height * scale + 40)))
+    return int(min(1400, max(300, layout_height * scale + 40)))
 
 
 def _node_title(node: GraphNode, token: str) -> str:
@@ -137,7 +138,8 @@ def _legend(graph: AttributionGraph, notes: list[str], caption_key: str) -> str:
     keys = (
         '<span class="cv-item">x: token position, y: layer (embeddings at the bottom, the answer at '
         "the top); node size: contribution; bold links: the strongest paths to the answer; dashed: "
-        "works against the answer</span>"
+        "works against the answer; under a name: ↑/↓ the answer or foil among the tokens it "
+        "promotes/suppresses most (logit lens), else +x, how much it raises the answer's metric</span>"
     )
     heading = f'<div class="cv-title">{_escape(graph.title)}</div>' if graph.title else ""
     caption = f'<div class="cv-key">{_escape(caption_key)}</div>' if caption_key else ""
@@ -223,7 +225,7 @@ def attribution_graph_html(
         )
         size = MIN_NODE_SIZE + (MAX_NODE_SIZE - MIN_NODE_SIZE) * math.sqrt(abs(node.influence) / strongest)
         badge = node.badge or node.caption
-        label = f"{short_name(node)}\n{canvas_caption(badge, 18)}" if badge else short_name(node)
+        label = f"{short_name(node)}\n{canvas_caption(badge, 10)}" if badge else short_name(node)
         network.add_node(
             node.id,
             label=label,
