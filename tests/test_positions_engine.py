@@ -181,3 +181,34 @@ def test_a_position_run_on_a_simulated_device_equals_the_host(name):
     assert on_device.position_scores.device.type == "cpu"
     assert torch.allclose(on_device.position_scores, on_host.position_scores, atol=1e-12)
     assert [p.to_dict() for p in on_device.curve] == [p.to_dict() for p in on_host.curve]
+
+
+def test_batch_runs_with_positions_and_each_row_is_the_prompts_own_position_run(
+    tmp_path, monkeypatch, capsys
+):
+    """``batch --positions``: every prompt runs as ``discover --positions`` would, one by one."""
+    from circuitviz import cli
+    from circuitviz.batch.work import ModelSource
+
+    tasks = [IOI_TASK, LATE_CORRUPTION]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(json.dumps(dict(t.to_dict(), id=f"p{i}")) for i, t in enumerate(tasks)) + "\n")
+    model = tiny_model("gpt2", seed=0)
+    monkeypatch.setattr(cli, "_batch_source", lambda args: ModelSource("tiny-gpt2-0", factory=lambda: model))
+    argv = ["batch", "--dataset", str(path), "--out", str(tmp_path / "out"), "--methods", "eap-ig"]
+    argv += ["--ig-steps", "2", "--positions", "--budgets", "10,60", "--store", str(tmp_path / "store")]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "2 finished" in printed and "positions=True" in printed
+    alone = get_method("eap-ig").run_on(model, IOI_TASK, {"ig_steps": 2, "positions": True}, budgets=[10, 60])
+    assert alone.positions
+    from circuitviz.api import request_key
+    from circuitviz.store import ResultStore
+    from circuitviz.tasks import DEFAULT_MAX_TOKENS
+
+    method = get_method("eap-ig")
+    config = method.make_config({"ig_steps": 2, "positions": True})
+    key = request_key(model, "tiny-gpt2-0", IOI_TASK, "eap-ig", config, [10, 60], DEFAULT_MAX_TOKENS)
+    stored = ResultStore(tmp_path / "store").get(key)
+    assert stored is not None and stored.positions
+    assert [p.to_dict() for p in stored.curve] == [p.to_dict() for p in alone.curve]
