@@ -212,3 +212,25 @@ def test_batch_runs_with_positions_and_each_row_is_the_prompts_own_position_run(
     stored = ResultStore(tmp_path / "store").get(key)
     assert stored is not None and stored.positions
     assert [p.to_dict() for p in stored.curve] == [p.to_dict() for p in alone.curve]
+
+
+@pytest.mark.parametrize("task", [IOI_TASK, LATE_CORRUPTION], ids=["ioi", "late"])
+def test_each_positions_scores_are_the_agnostic_scores_of_that_positions_difference_alone(tiny, task):
+    """score(u, v, p) is today's score with every writer's difference zeroed except at p: the
+    position-agnostic contraction (checked against re-derivations in test_reference) of one
+    position's difference, position by position, so a score cannot land on another position."""
+    from circuitviz.engine.gradients import reader_gradients
+    from circuitviz.engine.scores import accumulate_scores
+    from circuitviz.methods import RunContext
+
+    ctx = RunContext(tiny, task)
+    spec, evaluator = ctx.spec, ctx.evaluator
+    resolved = get_method("eap").score_positions(ctx, get_method("eap").make_config({}))
+    gradients, _ = reader_gradients(tiny, spec, ctx.prepared(), batch=1)
+    differences = evaluator.corrupted_writers - evaluator.clean_writers  # [1, pos, n_forward, d_model]
+    for position in range(differences.shape[1]):
+        alone = torch.zeros_like(differences)
+        alone[:, position] = differences[:, position]
+        expected = torch.zeros(spec.n_forward, spec.n_backward, dtype=resolved.dtype)
+        accumulate_scores(spec, expected, gradients, alone)
+        assert torch.allclose(resolved[..., position], expected, atol=1e-12, rtol=0), position
