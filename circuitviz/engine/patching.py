@@ -8,6 +8,7 @@ faithfulness curves), ``masked_residual`` continuous masks differentiably (Edge 
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import torch
@@ -159,15 +160,43 @@ def position_patch_hooks(
         difference = corrupted[rows, :upstream] - current.major(upstream)  # [b, up, pos, d_model]
         return torch.einsum("burp,bupd->bprd", share, difference)
 
+    def head_patch(x, hook, layer: int, kind: int, cache: dict):
+        """A head input [b, pos, n_heads, d_model]; a layer's q, k and v patches come from one
+        contraction (they read the same writers), made at the first and dropped after the last."""
+        if "moved" not in cache:
+            readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+            cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, pos, 3 n_heads, d]
+        part = cache["moved"][:, :, kind * spec.n_heads : (kind + 1) * spec.n_heads]
+        cache["used"] = cache.get("used", 0) + 1
+        if cache["used"] == len(QKV):
+            cache.clear()
+        return x + part
+
     hooks: list[Hook] = []
-    for name, upstream, readers in sites.reader_sites(spec):
-        if isinstance(readers, slice):  # a layer's q, k or v inputs: [b, pos, n_heads, d_model]
-            if any(active[r] for r in range(readers.start, readers.stop)):
-                hooks.append((name, lambda x, hook, u=upstream, r=readers: x + moved(u, r)))
-        elif active[readers]:  # an MLP input or the logits' residual: [b, pos, d_model]
-            one = slice(readers, readers + 1)
-            hooks.append((name, lambda x, hook, u=upstream, r=one: x + moved(u, r)[:, :, 0]))
+    for layer in range(spec.n_layers):
+        heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+        if any(active[r] for r in heads):
+            cache: dict = {}
+            for kind, qkv in enumerate(QKV):
+                patch = functools.partial(head_patch, layer=layer, kind=kind, cache=cache)
+                hooks.append((sites.head_input(layer, qkv), patch))
+        mlp = spec.mlp_backward(layer)
+        if active[mlp]:
+            patch = functools.partial(
+                _single_patch, moved=moved, upstream=spec.upstream_of_mlp(layer), reader=mlp
+            )
+            hooks.append((sites.mlp_in(layer), patch))
+    if active[spec.logits_backward]:
+        patch = functools.partial(
+            _single_patch, moved=moved, upstream=spec.n_forward, reader=spec.logits_backward
+        )
+        hooks.append((sites.resid_post(spec.n_layers - 1), patch))
     return hooks
+
+
+def _single_patch(x, hook, moved, upstream: int, reader: int):
+    """An MLP input or the logits' residual [b, pos, d_model] with its removed units' share added."""
+    return x + moved(upstream, slice(reader, reader + 1))[:, :, 0]
 
 
 @torch.no_grad()
