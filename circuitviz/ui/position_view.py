@@ -41,11 +41,38 @@ def position_budget(result, key: str) -> tuple[int, str]:
     return budget, (chosen.reason if budget == chosen.budget else "")
 
 
+def _result_key(result) -> str:
+    """A cache key for a result's drawings: what produced it and a fingerprint of its scores."""
+    from ..keys import content_key
+
+    fingerprint = float(result.position_scores.double().abs().sum())
+    return content_key(model=result.model_id, task=result.task.to_dict(), method=result.method,
+                       config=result.config, budgets=result.budgets, scores=fingerprint)  # fmt: skip
+
+
+def _what_was_run(result) -> None:
+    """What was run, as plain text (prompts are user text: never markdown or HTML)."""
+    task = result.task
+    foils = ", ".join(repr(f) for f in task.foils)
+    st.text(
+        f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
+        f"corrupted  {task.corrupted!r}\n"
+        f"method     {result.method} {json.dumps(result.config)} on {result.model_id} ({result.device})"
+    )
+
+
+def _curve(result, budget: int, total: int, key: str, point) -> None:
+    """NDF against the units kept, the current budget marked."""
+    figure = render.curve_figure(
+        {result.method: result.curve}, total, current_budget=budget, marker_value=point.ndf if point else None
+    )
+    figure.update_layout(xaxis_title="(edge, position) units kept")
+    st.plotly_chart(figure, key=key, config={"displaylogo": False, "scrollZoom": False})
+
+
 def position_result_view(result, labels=None, key: str = "result", budget_key: str = "budget") -> int:
     """Everything about one position-resolved result; returns the budget shown."""
-    from .result_view import curve_chart, result_id, task_caption
-
-    task_caption(result)
+    _what_was_run(result)
     budget, reason = position_budget(result, budget_key)
     point = result.point(budget)
     total = n_units(result.graph, len(result.tokens.get("clean", [])))
@@ -56,12 +83,12 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         columns[2].metric("NDF", f"{point.ndf:.3f}")
         columns[3].metric("units kept", f"{point.n_edges:,} of {total:,}")
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
-    graph, drawing = _graph_page(result, result_id(result), budget, labels, labels_key, reason)
+    graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
     st.iframe(drawing.html, height=drawing.height)
     with st.expander("Explain this circuit: its strongest paths to the answer, in words"):
         for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
             st.text(sentence)
-    curve_chart(result, budget, key=f"{key}.curve", point=point)
+    _curve(result, budget, total, f"{key}.curve", point)
     stem = f"circuit-{result.method}-positions-{budget}"
     columns = st.columns(2)
     columns[0].download_button(
@@ -95,6 +122,3 @@ def graph_file_opener(key: str = "graph_file") -> None:
             return
         st.caption(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")
         st.iframe(attribution_graph_html(graph).html, height=attribution_graph_html(graph).height)
-
-
-__all__ = ["graph_file_opener", "position_result_view", "render"]
