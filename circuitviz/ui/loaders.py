@@ -1,8 +1,9 @@
 """Cached access to models, stored results and labels for the app's pages.
 
-Models are loaded once per process (``st.cache_resource``) and shared by every browser session;
-that is safe because the engine runs every hooked pass under a per-model lock and nothing here
-changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
+Models are loaded once per process, in a background thread, into a module-level dict of futures
+(``_MODELS``: the last two (model, device, loader) asked for), and shared by every browser
+session; that is safe because the engine runs every hooked pass under a per-model lock and
+nothing here changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
 reloading a shared URL or switching pages never computes the same circuit twice.
 
 Tests (and demos on other hardware) choose the model loader: set ``MODEL_LOADER`` to a callable
@@ -41,11 +42,6 @@ def _loader() -> tuple[Callable[[str, str | None], object], str]:
     from ..models import load_model
 
     return (lambda model_id, device: load_model(model_id, device=device)), "default"
-
-
-def injected_loader() -> bool:
-    """Whether a test or demo hook replaced the real model loader."""
-    return _loader()[1] != "default"
 
 
 _MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last two models asked for
@@ -120,11 +116,6 @@ def probe_rate(model) -> None:
 
 
 EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
-
-
-def get_model(model_id: str, device: str = "auto"):
-    """The shared model instance for (model, device); waits for its load (ModelLoadError)."""
-    return model_future(model_id, device).result()
 
 
 @st.cache_resource(show_spinner=False)
@@ -235,13 +226,13 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
     ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
     try:
-        from ..labels import sae
+        from ..labels import sae_features
     except ImportError as error:
         return {}, f"SAE labels need sae-lens ({error})."
     try:
-        saes = sae.load_embedded_saes(_model, model_id)
-        found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
-    except (sae.SaeUnavailable, ValueError, OSError) as error:
+        saes = sae_features.load_embedded_saes(_model, model_id)
+        found = sae_features.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
+    except (sae_features.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
     keep = ("label", "layer", "feature", "promotes", "token", "share")
     return {
