@@ -393,3 +393,41 @@ def test_hostile_tokens_and_labels_are_escaped_in_the_page():
     # every script block of the page is one of pyvis's or ours: none was opened by a token
     scripts = re.findall(r"<script[^>]*>", page)
     assert all("alert" not in tag for tag in scripts)
+
+
+def _wide_graph(n_positions: int = 30, per_cell: int = 4) -> AttributionGraph:
+    """A graph with a busy cell at every position: as wide as drawings get."""
+    nodes, links = [], []
+    for position in range(n_positions):
+        nodes.append(GraphNode(f"input@{position}", "input", "embedding", -1, position))
+        for head in range(per_cell):
+            node = GraphNode(
+                f"a0.h{head}@{position}", f"a0.h{head}", "head", 0, position, head=head, badge="+1.2"
+            )
+            nodes.append(node)
+            links.append(GraphLink(f"input@{position}", node.id, 1.0, "v"))
+            links.append(GraphLink(node.id, f"logits@{n_positions - 1}", 0.5, "logits"))
+    nodes.append(GraphNode(f"logits@{n_positions - 1}", "logits", "logit", 1, n_positions - 1))
+    return AttributionGraph([f" t{i}" for i in range(n_positions)], nodes, links, n_layers=1)
+
+
+@pytest.mark.parametrize("n_positions", [2, 30])
+def test_text_is_at_least_11_px_once_the_graph_is_fitted_to_its_frame(n_positions):
+    frame = 1150
+    drawing = attribution_graph_html(_wide_graph(n_positions), frame_width=frame)
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", drawing.html, re.S).group(1))
+    xs = [node["x"] for node in nodes]
+    ys = [node["y"] for node in nodes]
+    height = int(re.search(r"height: (\d+)px", drawing.html).group(1))
+    wide = re.search(r"#mynetwork \{[^}]*width: (\d+)px", drawing.html)
+    width = int(wide.group(1)) if wide else frame  # a wide circuit gets a canvas as wide as itself
+    # vis-network's fit: the bounding box scaled into the canvas, never zoomed in past 1
+    fitted = min(width / (max(xs) - min(xs) + 100), height / (max(ys) - min(ys) + 100), 1.0)
+    sizes = [node["font"]["size"] for node in nodes]
+    assert min(sizes) * fitted >= 11
+    # and the text is not enlarged past its cell: neighbours' 10-character captions cannot overlap
+    assert max(sizes) * 0.6 * 10 <= 84 * 1.25
+    assert (wide is not None) == (n_positions == 30)
+    # hover details: a node's component, position, token and contribution
+    head = next(node for node in nodes if node["id"] == "a0.h1@1")
+    assert "a0.h1" in head["title"] and "position 1" in head["title"] and "contribution" in head["title"]

@@ -44,6 +44,16 @@ LINK_KIND_NAMES = {**KIND_NAMES, "attention": "moved by attention", "link": "lin
 SHAPES = {"embedding": "box", "logit": "box", "mlp": "square", "head": "dot", "other": "diamond"}
 
 
+_SCROLL_STYLE = "<style>html, body {{ overflow-x: auto; }} .card {{ width: {width}px !important; }}</style>"
+
+
+# vis-network reads its canvas size once, before the wide style applies: size it again, then fit
+_RESIZE_SCRIPT = (
+    "<script>window.addEventListener('load', function () {{ network.setSize('{width}px', "
+    "'{height}px'); network.redraw(); network.fit(); }});</script>"
+)
+
+
 def short_name(node: GraphNode) -> str:
     """A node's name inside its cell: the column says the position, the row the layer."""
     if node.kind == "head" and node.head is not None:
@@ -192,11 +202,15 @@ def attribution_graph_html(
     places, centres, rows = layout(graph)
     layout_width = max(centres.values(), default=0.0) + TOKEN_WIDTH
     layout_height = (len(rows) + 1.6) * ROW
+    # a circuit wider than the frame gets a canvas as wide as itself (the page scrolls sideways)
+    # rather than smaller, overlapping text
+    canvas_width = max(frame_width, layout_width + 2 * SLOT)
     if height_px is None:
-        height_px = canvas_height(layout_width, layout_height, frame_width)
-    scale = text_scale(layout_width, layout_height, frame_width, height_px)
+        height_px = canvas_height(layout_width, layout_height, canvas_width)
+    scale = text_scale(layout_width, layout_height, canvas_width, height_px)
     font = int(math.ceil(MIN_TEXT_PX / scale))
-    network = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
+    width = "100%" if canvas_width <= frame_width else f"{int(canvas_width)}px"
+    network = Network(height=f"{height_px}px", width=width, directed=True, cdn_resources="in_line")
     bottom = (len(rows) + 1) * ROW
     for row, layer in enumerate(rows):
         name = "emb" if layer < 0 else ("answer" if layer >= graph.n_layers else f"L{layer}")
@@ -263,9 +277,13 @@ def attribution_graph_html(
         )
     )
     page = _finish_page(network.generate_html(), _legend(graph, notes, caption_key))
+    if canvas_width > frame_width:
+        page = page.replace("</head>", _SCROLL_STYLE.format(width=int(canvas_width)) + "</head>", 1)
+        resize = _RESIZE_SCRIPT.format(width=int(canvas_width), height=int(height_px))
+        page = page.replace("</body>", resize + "</body>", 1)
     return GraphDrawing(
         html=page,
-        height=height_px + 110 + 21 * len(notes),
+        height=height_px + 110 + 21 * len(notes) + (18 if canvas_width > frame_width else 0),
         nodes=[node.id for node in graph.nodes],
         edges=[
             GraphEdge(
