@@ -44,13 +44,19 @@ LINK_KIND_NAMES = {**KIND_NAMES, "attention": "moved by attention", "link": "lin
 SHAPES = {"embedding": "box", "logit": "box", "mlp": "square", "head": "dot", "other": "diamond"}
 
 
-_SCROLL_STYLE = "<style>html, body {{ overflow-x: auto; }} .card {{ width: {width}px !important; }}</style>"
+_SCROLL_STYLE = (
+    "<style>html, body {{ overflow-x: auto; }} .card {{ width: {width}px !important; }} "
+    ".cv-legend {{ position: sticky; left: 0; width: min(100vw, 100%); box-sizing: border-box; }}</style>"
+)
 
 
 # vis-network reads its canvas size once, before the wide style applies: size it again, then fit
+# and open scrolled to the right end, where the last position and the answer are
 _RESIZE_SCRIPT = (
     "<script>window.addEventListener('load', function () {{ network.setSize('{width}px', "
-    "'{height}px'); network.redraw(); network.fit(); }});</script>"
+    "'{height}px'); network.redraw(); network.fit(); "
+    "setTimeout(function () {{ var page = document.scrollingElement || document.documentElement; "
+    "page.scrollLeft = page.scrollWidth; document.body.scrollLeft = document.body.scrollWidth; }}, 300); }});</script>"
 )
 
 
@@ -212,12 +218,17 @@ def attribution_graph_html(
     width = "100%" if canvas_width <= frame_width else f"{int(canvas_width)}px"
     network = Network(height=f"{height_px}px", width=width, directed=True, cdn_resources="in_line")
     bottom = (len(rows) + 1) * ROW
+    # the layer names left of the first column, and right of the last on a canvas that scrolls
+    sides = [("", LEFT_MARGIN / 3)]
+    if canvas_width > frame_width:
+        sides.append((":right", layout_width + SLOT / 2))
     for row, layer in enumerate(rows):
         name = "emb" if layer < 0 else ("answer" if layer >= graph.n_layers else f"L{layer}")
-        network.add_node(
-            f"layer@{layer}", label=name, x=LEFT_MARGIN / 3, y=bottom - (row + 1) * ROW, physics=False,
-            shape="text", font={"size": font, "color": "#666666"},
-        )  # fmt: skip
+        for side, x in sides:
+            network.add_node(
+                f"layer@{layer}{side}", label=name, x=x, y=bottom - (row + 1) * ROW, physics=False,
+                shape="text", font={"size": font, "color": "#666666"},
+            )  # fmt: skip
     for position, x in centres.items():
         token = graph.tokens[position] if position < len(graph.tokens) else ""
         network.add_node(

@@ -18,26 +18,31 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
-from . import state
 
 MAX_UPLOAD_BYTES = 20_000_000
+
+
+FRAME_WIDTH = 700  # px of the page's main column the graph's frame fills
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _graph_page(_result, result_key: str, budget: int, _labels, labels_key: str, reason: str):
     graph = result_attribution_graph(_result, budget, _labels, reason)
-    return graph, attribution_graph_html(graph)
+    return graph, attribution_graph_html(graph, frame_width=FRAME_WIDTH)
 
 
 def position_budget(result, key: str) -> tuple[int, str]:
-    """The unit budget, one value across pages; a new result opens at the readable budget, and
-    the sentence why is returned while it is shown."""
+    """The unit budget: a new result opens at the readable budget (``positions.present``), and
+    the sentence why is returned while it is shown. Units are not edges, so the position view
+    keeps its own budget beside the pages' edge budget."""
     options = sorted(result.budgets)
     chosen = readable_position_budget(result)
-    if st.session_state.get(key) not in options:
-        state.set_value(key, chosen.budget)
+    slider_key = f"{key}.units"
+    if st.session_state.get(f"{slider_key}.result") != _result_key(result):
+        st.session_state[f"{slider_key}.result"] = _result_key(result)
+        st.session_state[slider_key] = chosen.budget
     label = "unit budget: (edge, position) units kept (moving it redraws the graph; no new run)"
-    budget = int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
+    budget = int(st.select_slider(label, options=options, key=slider_key, format_func=lambda b: f"{b:,}"))
     return budget, (chosen.reason if budget == chosen.budget else "")
 
 
@@ -81,7 +86,9 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         columns[0].metric("clean L(M(q))", f"{result.baseline.clean:+.3f}")
         columns[1].metric("corrupted L(M(q'))", f"{result.baseline.corrupted:+.3f}")
         columns[2].metric("NDF", f"{point.ndf:.3f}")
-        columns[3].metric("units kept", f"{point.n_edges:,} of {total:,}")
+        columns[3].metric(
+            "units kept", f"{point.n_edges:,}", help=f"(edge, position) units, of {total:,} in the graph"
+        )
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
     graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
     st.iframe(drawing.html, height=drawing.height)
@@ -121,4 +128,5 @@ def graph_file_opener(key: str = "graph_file") -> None:
             st.error(str(error))
             return
         st.caption(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")
-        st.iframe(attribution_graph_html(graph).html, height=attribution_graph_html(graph).height)
+        drawing = attribution_graph_html(graph, frame_width=FRAME_WIDTH)
+        st.iframe(drawing.html, height=drawing.height)
