@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from .activations import model_dtype
-from .evaluate import Baseline, CurvePoint, Evaluator
+from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
 from .graph import GraphSpec, prune
 from .keys import content_key
 from .limits import Limits, check_run, estimate_request
@@ -114,4 +114,4 @@ def evaluate_circuits(
         return evaluator.baseline, []
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
-    return evaluator.baseline, evaluator.curve(stacked, budgets)
+    return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
