@@ -17,20 +17,14 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import (
-    WriterBuffer,
-    batch_compatible,
-    evaluation_bytes_per_position,
-    final_residual,
-    model_device,
-    model_dtype,
-    patched_metrics,
-    rows_metric,
-    shared_prefix,
-    writer_hooks,
-)
 from .chunks import chunk_size, run_in_chunks
+from .engine.capture import WriterBuffer, writer_hooks
+from .engine.memory import evaluation_bytes_per_position
+from .engine.metric import batch_compatible, task_metric
+from .engine.patching import patched_metrics
+from .engine.prefix import final_residual, shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
+from .models.adapter import model_device, model_dtype
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -240,7 +234,7 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
         if len(tasks) == 1:  # an interactive run: its labels and next tokens read this clean run
             keep_clean_run(model, tasks[0].clean_tokens, CleanRun(writers[:1].clone(), residual[:1].clone()))
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
-    return writers, rows_metric(model, tasks, owner)(residual), residual
+    return writers, task_metric(model, tasks, owner)(residual), residual
 
 
 def evaluators_of_tasks(
@@ -352,7 +346,7 @@ def metrics_of_tasks(
                     corrupted_of[owners],
                     edge_mask & ~chosen,
                     tokens_of[[owners[i] for i in owner.tolist()]],
-                    rows_metric(model, group, owner),
+                    task_metric(model, group, owner),
                     shared_prefix(model, group),
                 )
             )

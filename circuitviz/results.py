@@ -26,7 +26,8 @@ from .details.base import MethodDetails, ResultFormatError, details_to_state
 from .details.kinds import details_from_state, legacy_details
 from .evaluate import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, shown_number
+from .tasks import PromptTask
+from .text import shown_number
 
 # 3: every evaluated budget's circuit stored, one bit per edge (``pack_circuits``);
 # 2: full boolean masks of the circuits a method chose itself, the others derived on reading;

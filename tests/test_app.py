@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from circuitviz import assets, render  # noqa: E402
 from circuitviz.api import evaluate_circuits  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.models.adapter import adapter_of  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean
@@ -336,7 +337,7 @@ class _PassCounter:
         """Passes without gradients that carried ``text`` as one of at most two rows: the prompt's
         own run (a batch of patched circuits carries one row per circuit, a gradient pass has
         gradients on)."""
-        ids = tuple(self.models[0].to_tokens(text)[0].tolist())
+        ids = tuple(adapter_of(self.models[0]).to_tokens(text)[0].tolist())
         return sum(1 for rows, grad in self.passes if not grad and len(rows) <= 2 and ids in rows)
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..graph import GraphSpec
 from ..models import prepare_for_circuits
+from ..models.adapter import adapter_of
 from ..tasks import PromptTask
 
 WORDS = (
@@ -302,7 +302,7 @@ def planted_model(
     cfg.d_head = block
     cfg.d_mlp = 4 * block
     model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
 
     def dims(writer: int) -> slice:
         return slice(writer * block, (writer + 1) * block)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from ..activations import logits_from_residual
+from ..engine.metric import logits_from_residual
 from ..evaluate import clean_run
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of
 from ..tasks import PreparedTask
 
 DEFAULT_TOP_K = 5
@@ -25,7 +26,7 @@ _CHUNK = 32  # writers unembedded at once: bounds the [chunk, d_vocab] block in 
 
 
 def _token_strings(model, ids: list[int]) -> list[str]:
-    return [model.tokenizer.decode([token]) for token in ids]
+    return [adapter_of(model).decode([token]) for token in ids]
 
 
 def _final_norm_direction(model, residual: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
@@ -39,7 +40,7 @@ def _final_norm_direction(model, residual: torch.Tensor, outputs: torch.Tensor) 
         outputs = outputs - outputs.mean(-1, keepdim=True)
     else:
         scale = (residual.pow(2).mean() + model.cfg.eps).sqrt()
-    weight = getattr(model.ln_final, "w", None)
+    weight = adapter_of(model).final_norm_weight
     outputs = outputs / scale
     return outputs * weight if weight is not None else outputs
 
@@ -57,7 +58,8 @@ def logit_lens_labels(
     writers = clean_run(model, spec, prepared.clean_tokens).writers  # [1, pos, n_forward, d_model]
     clean_last = writers[0, -1].float()  # [n_forward, d_model]
     residual = clean_last.sum(0)  # the final residual stream: writers add up to it
-    unembed = model.W_U.float()  # [d_model, d_vocab]
+    W_U, b_U = adapter_of(model).unembedding
+    unembed = W_U.float()  # [d_model, d_vocab]
     labels: dict[str, dict[str, list[str]]] = {}
     for start in range(0, spec.n_forward, _CHUNK):
         block = _final_norm_direction(model, residual, clean_last[start : start + _CHUNK])
@@ -68,7 +70,7 @@ def logit_lens_labels(
         for offset, (up, down) in enumerate(zip(top, bottom)):
             name = spec.forward_names[start + offset]
             labels[name] = {"promotes": _token_strings(model, up), "suppresses": _token_strings(model, down)}
-    final = _final_norm_direction(model, residual, residual[None])[0] @ unembed + model.b_U.float()
+    final = _final_norm_direction(model, residual, residual[None])[0] @ unembed + b_U.float()
     k = min(top_k, final.shape[-1])
     labels["logits"] = {
         "top next tokens": _token_strings(model, final.topk(k).indices.tolist()),
@@ -85,8 +87,8 @@ def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[
     the logit-lens labels then read too: the clean prompt goes through the model once. Only the
     last position is unembedded.
     """
-    tokens = model.to_tokens(prompt)  # [1, pos]
-    residual = clean_run(model, GraphSpec.from_model(model), tokens).residual  # [1, d_model]
+    tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
+    residual = clean_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
     logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))

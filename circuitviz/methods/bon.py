@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..activations import model_device, model_dtype
 from ..evaluate import evaluators_of_tasks
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of, model_device, model_dtype
 from ..models.devices import working_memory_bytes
 from ..query.details import QueryCircuitDetails
 from ..query.pairs import read_pairs_text
@@ -177,7 +177,7 @@ class QueryCircuitMethod(Method):
             settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
             settings.setdefault("paraphrase_source", "file")
         if settings.get("reference") and model is not None:
-            spec = GraphSpec.from_model(model)
+            spec = adapter_of(model).spec
             settings["reference"] = "\n".join(
                 spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
             )

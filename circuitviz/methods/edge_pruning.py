@@ -39,18 +39,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..activations import (
-    evaluation_bytes_per_position,
-    gradient_bytes_per_position,
-    masked_residual,
-    metric_from_residual,
-    model_dtype,
-    score_dtype,
-)
 from ..chunks import run_in_chunks
 from ..details.edge_pruning import EdgePruningDetails
+from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from ..engine.metric import metric_from_residual
+from ..engine.patching import masked_residual
+from ..engine.scores import score_dtype
 from ..evaluate import Evaluator, curves_of_tasks, ndf
 from ..graph import GraphSpec, prune
+from ..models.adapter import model_dtype
 from ..results import CircuitResult
 from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register

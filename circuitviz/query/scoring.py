@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import model_device
 from ..evaluate import Progress
 from ..graph import GraphSpec
+from ..models.adapter import model_device
 from ..store import ResultStore
 from ..tasks import PromptTask, prepare_task
 from .pool import prompt_key
