@@ -168,17 +168,19 @@ _CLEAN_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model ->
 _CLEAN_RUNS_GUARD = threading.Lock()
 
 
-def _clean_key(tokens: torch.Tensor) -> tuple[int, ...]:
-    return tuple(tokens[0].tolist())
+def _clean_key(model, tokens: torch.Tensor) -> tuple:
+    """A kept run's key: the model's device and dtype (a model moved or cast runs again) and the ids."""
+    return (str(model_device(model)), str(model_dtype(model)), tuple(tokens[0].tolist()))
 
 
 def kept_clean_run(model, tokens: torch.Tensor) -> CleanRun | None:
     """The clean run of ``tokens`` [1, pos] made before on this model object, or None."""
     with _CLEAN_RUNS_GUARD:
         runs = _CLEAN_RUNS.get(model)
-        found = runs.get(_clean_key(tokens)) if runs is not None else None
+        key = _clean_key(model, tokens)
+        found = runs.get(key) if runs is not None else None
         if found is not None:
-            runs.move_to_end(_clean_key(tokens))
+            runs.move_to_end(key)
         return found
 
 
@@ -186,8 +188,9 @@ def keep_clean_run(model, tokens: torch.Tensor, run: CleanRun) -> None:
     """Remember a prompt's clean run (the last ``_CLEAN_RUNS_KEPT`` per model)."""
     with _CLEAN_RUNS_GUARD:
         runs = _CLEAN_RUNS.setdefault(model, OrderedDict())
-        runs[_clean_key(tokens)] = run
-        runs.move_to_end(_clean_key(tokens))
+        key = _clean_key(model, tokens)
+        runs[key] = run
+        runs.move_to_end(key)
         while len(runs) > _CLEAN_RUNS_KEPT:
             runs.popitem(last=False)
 

@@ -227,3 +227,33 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
     ran.clear()
     curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6])
     assert ran == [2]  # a column whole for every task does not run
+
+
+def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkeypatch):
+    """The clean run a task's evaluator (or the next tokens) made is read by the next evaluator of
+    that prompt: it runs only the corrupted prompt and holds exactly what a fresh one holds."""
+    from circuitviz.evaluate import forget_clean_runs
+    from circuitviz.models.adapter import adapter_of
+
+    spec = GraphSpec.from_model(tiny)
+    prepared = prepare_task(tiny, IOI_TASK)
+    forget_clean_runs(tiny)
+    fresh = Evaluator(tiny, spec, prepared)
+    rows: list[list[tuple[int, ...]]] = []
+    forward = tiny.forward
+
+    def counted(tokens, *args, **kwargs):
+        rows.append([tuple(row) for row in tokens.tolist()])
+        return forward(tokens, *args, **kwargs)
+
+    monkeypatch.setattr(tiny, "forward", counted)
+    again = Evaluator(tiny, spec, prepared)
+    corrupted = tuple(adapter_of(tiny).to_tokens(IOI_TASK.corrupted)[0].tolist())
+    assert rows == [[corrupted]]  # one pass, of the corrupted prompt only
+    assert torch.equal(again.clean_writers, fresh.clean_writers)
+    assert torch.equal(again.corrupted_writers, fresh.corrupted_writers)
+    assert again.baseline == fresh.baseline
+    rows.clear()
+    forget_clean_runs(tiny)
+    Evaluator(tiny, spec, prepared)
+    assert len(rows) == 1 and len(rows[0]) == 2  # forgotten: both prompts run again, together
