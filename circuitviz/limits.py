@@ -152,14 +152,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _config_value(config, name: str, default):
-    if config is None:
-        return default
-    if isinstance(config, dict):
-        return config.get(name, default)
-    return getattr(config, name, default)
-
-
 def _n_parameters(model) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 

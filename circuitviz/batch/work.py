@@ -9,7 +9,6 @@ by one, so one bad task is recorded with its reason and never takes its neighbou
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -21,10 +20,10 @@ import torch
 from ..engine.prefix import unchanged_prefix
 from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..limits import Limits, check_run, estimate_request
 from ..methods import RunContext, get_method
 from ..models import load_model
 from ..models.adapter import adapter_of, model_dtype
+from ..request import Request
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import DatasetTask
@@ -158,8 +157,9 @@ def run_group(
         items.append(item)
     if contexts:
         try:  # what a single request would be refused for, the batch refuses too (limits.py)
-            limits = dataclasses.replace(Limits.load(), max_tokens=group.max_tokens)
-            check_run(estimate_request(model, contexts[0].task, method.name, config, len(budgets)), limits)
+            Request.for_model(
+                model, contexts[0].task, method.name, config, budgets, model_id, group.max_tokens
+            ).priced(model).check()
         except ValueError as error:
             found = [(None, reason(error))] * len(contexts)
         else:

@@ -22,7 +22,6 @@ observations), not causal effect sizes; the faithfulness curve is what measures 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -279,8 +278,3 @@ def _report(details: LassoDetails) -> list[str]:
         )
     lines.append("coefficients are a dependency skeleton, not effect sizes")
     return lines
-
-
-def config_fields() -> list[str]:
-    """The setting names (for the CLI's flags)."""
-    return [f.name for f in dataclasses.fields(LassoConfig)]
