@@ -223,19 +223,21 @@ def clean_run(model, spec: GraphSpec, tokens: torch.Tensor) -> CleanRun:
 
 def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
-    metrics [2g], final residuals at the last position [2g, d_model]). Clean runs made before on
-    this model (``clean_run``) are read, not run again; a task run alone keeps its clean run."""
+    metrics [2g], final residuals at the last position [2g, d_model]).
+
+    A task alone runs its prompts one at a time, reading its clean run when this model made it
+    before (``clean_run``: the next tokens or labels of the prompt made it); several tasks run
+    all their prompts in one batched pass. So what a task gives never depends on what ran before
+    it (a pass of one row and a pass of two can differ in the last bits on a large model)."""
     device = model_device(model)
-    kept = [kept_clean_run(model, t.clean_tokens) for t in tasks]
-    if all(run is not None for run in kept):
-        corrupted, corrupted_residual = _capture(model, spec, torch.cat([t.corrupted_tokens for t in tasks]))
-        writers = torch.cat([*(run.writers.to(device) for run in kept), corrupted])
-        residual = torch.cat([*(run.residual.to(device) for run in kept), corrupted_residual])
+    if len(tasks) == 1:
+        clean = clean_run(model, spec, tasks[0].clean_tokens)
+        corrupted, corrupted_residual = _capture(model, spec, tasks[0].corrupted_tokens)
+        writers = torch.cat([clean.writers.to(device), corrupted])  # [2, pos, n_forward, d_model]
+        residual = torch.cat([clean.residual.to(device), corrupted_residual])  # [2, d_model]
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
         writers, residual = _capture(model, spec, tokens)
-        if len(tasks) == 1:  # an interactive run: its labels and next tokens read this clean run
-            keep_clean_run(model, tasks[0].clean_tokens, CleanRun(writers[:1].clone(), residual[:1].clone()))
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual
 

@@ -256,4 +256,5 @@ def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkey
     rows.clear()
     forget_clean_runs(tiny)
     Evaluator(tiny, spec, prepared)
-    assert len(rows) == 1 and len(rows[0]) == 2  # forgotten: both prompts run again, together
+    clean = tuple(adapter_of(tiny).to_tokens(IOI_TASK.clean)[0].tolist())
+    assert rows == [[clean], [corrupted]]  # forgotten: the clean prompt runs again, then the corrupted
