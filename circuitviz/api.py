@@ -15,11 +15,11 @@ from .evaluate import Baseline, CurvePoint, Evaluator
 from .graph import GraphSpec, prune
 from .methods import get_method
 from .methods.base import Progress, RunContext
-from .parsing import parse_whole_numbers
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
+from .text import parse_whole_numbers, shown_number
 
 
 def parse_budgets(text: str) -> list[int]:

@@ -385,9 +385,9 @@ def _batch_budgets(text: str):
 def cmd_batch(args) -> int:
     from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
     from .batch.atlas import BatchTable, curve_bands, mib_scores
-    from .batch.runner import _duration
     from .methods import get_method
     from .store import ResultStore
+    from .text import clock_duration
 
     budgets = _batch_budgets(args.budgets)
     if args.n < 1:
@@ -453,7 +453,7 @@ def cmd_batch(args) -> int:
     counts = report.manifest["counts"]
     print(
         f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
-        f"{counts['failed']} failed, in {_duration(report.seconds)} on {report.executor} "
+        f"{counts['failed']} failed, in {clock_duration(report.seconds)} on {report.executor} "
         f"({report.workers} worker{'s' if report.workers != 1 else ''})"
     )
     if report.interrupted:

@@ -22,7 +22,7 @@ from functools import cached_property
 import torch
 
 from .graph_shape import edge_count, n_readers, n_writers
-from .tasks import shown
+from .text import shown
 
 QKV = ("q", "k", "v")
 EDGE_KINDS = ("q", "k", "v", "mlp", "logits")

@@ -22,7 +22,8 @@ import torch
 
 from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, prepare_task, shown_number
+from .tasks import PromptTask, prepare_task
+from .text import shown_number
 
 FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
 

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from .text import shown
+
 METRICS = ("logit_diff", "logprob", "prob")
 DEFAULT_MAX_TOKENS = 256
 
@@ -79,22 +81,6 @@ def _quote_tokens(tokens: list[str], limit: int = 4) -> str:
     """The first ``limit`` tokens, each quoted briefly, and how many there are in all."""
     shown_tokens = " | ".join(shown(token, 12) for token in tokens[:limit])
     return shown_tokens + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
-
-
-def shown(text: str, limit: int = 60) -> str:
-    """A user's text quoted for an error sentence: repr, cut at ``limit`` characters with the
-    full length named, so a 100 kB paste never becomes a 100 kB message. The cut applies to the
-    quoted form, so text of control characters (4 characters each in a repr) stays short too."""
-    quoted = repr(text)
-    if len(quoted) <= limit + 2:
-        return quoted
-    return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
-
-
-def shown_number(value, limit: int = 12) -> str:
-    """A number from a user's input as it is, cut short (digits counted) when absurdly long."""
-    digits = str(value)
-    return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
 
 
 def _first_difference(first: list[str], second: list[str]) -> str:

@@ -32,7 +32,7 @@ from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
 from circuitviz.models.errors import ModelLoadError
 from circuitviz.models.layout import use_linear_layout
-from circuitviz.tasks import shown
+from circuitviz.text import shown
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformer, HookedTransformerConfig

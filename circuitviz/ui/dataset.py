@@ -101,7 +101,7 @@ def clusters_view(
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
     from ..models.catalog import SUPPORTED_MODELS
-    from ..tasks import shown
+    from ..text import shown
 
     model_id = manifest["model"]["model_id"]
     if model_id in SUPPORTED_MODELS:
