@@ -27,7 +27,7 @@ from ..results import CircuitResult
 from ..tasks import PreparedTask
 from .base import Cost, Method, Progress, RunContext, ScoringMethod, get_method, register
 from .eap import EAPIG
-from .settings import setting
+from .settings import setting, type_fields
 
 
 def scorer_names() -> list[str]:
@@ -79,6 +79,7 @@ class QueryCircuitConfig:
     )
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."

@@ -33,7 +33,7 @@ from ..tasks import prepare_task
 from .base import Cost, RunContext, ScoringMethod, get_method, register
 from .bon import pair_scores, scorer_names
 from .paraphrase_pairs import template_tasks
-from .settings import setting
+from .settings import setting, type_fields
 
 NORMALISATIONS = ("rank", "scale")
 
@@ -67,6 +67,7 @@ class EnsembleConfig:
     seed: int = setting(0, "seeds the paraphrase templates and the resamples.")
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         names = member_names(self.members)
         object.__setattr__(self, "members", tuple(names))  # each once, as the registry names them
         if not names:

@@ -37,7 +37,7 @@ from ..lasso.units import build_component_problem, build_sae_problem, component_
 from ..results import CircuitResult, MethodDetails, register_details
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
-from .settings import setting
+from .settings import setting, type_fields
 
 SKELETON_NOTE = (
     "CircuitLasso's coefficients are a dependency skeleton: which components' outputs linearly "
@@ -94,9 +94,9 @@ class LassoConfig:
     seed: int = setting(0, "for the paraphrase templates, the corpus subset and the randomized PCA.")
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or "0.2")
         object.__setattr__(self, "units", str(self.units).strip().lower())
-        object.__setattr__(self, "layers", tuple(self.layers))
         if self.units not in UNITS:
             raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
         parse_selection(self.lasso_lambda)

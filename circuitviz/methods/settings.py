@@ -16,6 +16,7 @@ the command line, the form and stored settings all parse the same way.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from typing import Any
 
@@ -70,11 +71,20 @@ def setting_widget(config_field: dataclasses.Field) -> str | None:
 def setting_type(config_class: type, config_field: dataclasses.Field):
     """The setting's type hint resolved (``int``, ``tuple[int, ...]``, ...); the default's type
     when the hint cannot be resolved."""
+    hints = _type_hints(config_class)
+    if hints is not None:
+        return hints.get(config_field.name, config_field.type)
+    default = config_field.default  # an annotation that names something not importable here
+    return type(default) if default is not dataclasses.MISSING else str
+
+
+@functools.lru_cache(maxsize=256)
+def _type_hints(config_class: type) -> dict | None:
+    """A Config's resolved type hints, once per class (a Config is built often); None if not resolvable."""
     try:
-        return typing.get_type_hints(config_class).get(config_field.name, config_field.type)
-    except Exception:  # an annotation that names something not importable here
-        default = config_field.default
-        return type(default) if default is not dataclasses.MISSING else str
+        return typing.get_type_hints(config_class)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def item_type(kind) -> type | None:
@@ -122,6 +132,17 @@ def parse_settings(config_class: type, values: dict) -> dict:
         name: parse_value(setting_type(config_class, fields[name]), value, name) if name in fields else value
         for name, value in values.items()
     }
+
+
+def type_fields(config) -> None:
+    """Give a frozen Config's list settings their typed values in place (its ``__post_init__``
+    calls it), so a Config built directly from plain values (a stored result's, a test's, a comma
+    string) holds tuples like one from ``make_config``."""
+    for config_field in dataclasses.fields(config):
+        kind = setting_type(type(config), config_field)
+        if item_type(kind) is not None:
+            value = getattr(config, config_field.name)
+            object.__setattr__(config, config_field.name, parse_value(kind, value, config_field.name))
 
 
 def flag_type(kind, widget: str | None = None):
