@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import torch
 
 from .evaluate import Baseline, CurvePoint, Evaluator
-from .graph import GraphSpec, prune
+from .graph import prune
 from .methods import get_method
 from .methods.base import Progress, RunContext
+from .models.adapter import adapter_of
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
@@ -91,7 +92,7 @@ def evaluate_circuits(
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> tuple[Baseline, list[CurvePoint]]:
     """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch."""
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
     masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .activations import model_dtype
+from .keys import content_key
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
-from .store import content_key
+from .models.adapter import model_dtype
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)

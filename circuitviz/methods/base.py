@@ -25,10 +25,12 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name
-from ..results import CircuitResult, MethodDetails
+from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
 from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
@@ -98,7 +100,7 @@ class RunContext:
 
     @property
     def spec(self) -> GraphSpec:
-        return GraphSpec.from_model(self.model)
+        return adapter_of(self.model).spec
 
     @property
     def device(self) -> torch.device:
