@@ -98,6 +98,14 @@ class ModelAdapter:
     def decode(self, ids) -> str:
         return self.tokenizer.decode(ids)
 
+    @property
+    def bos_token_id(self) -> int | None:
+        return getattr(self.tokenizer, "bos_token_id", None) if self.tokenizer is not None else None
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.tokenizer, "pad_token_id", None) if self.tokenizer is not None else None
+
     # ----- runs --------------------------------------------------------------------------------
     @contextmanager
     def hooked(self, fwd_hooks: list[Hook]) -> Iterator[None]:
