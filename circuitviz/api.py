@@ -16,12 +16,11 @@ from .graph import prune
 from .methods import get_method
 from .methods.base import Progress, RunContext
 from .models.adapter import adapter_of
-from .parsing import parse_whole_numbers
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
-from .text import shown_number
+from .text import parse_whole_numbers, shown_number
 
 
 def parse_budgets(text: str) -> list[int]:

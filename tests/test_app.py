@@ -161,7 +161,7 @@ def test_explore_shows_the_results_own_numbers():
 
 
 def test_explain_this_circuit_says_the_strongest_edges():
-    from circuitviz.ui.result_view import markdown_text
+    from circuitviz.text import markdown_text
 
     at = _run(_explore())
     result = at.session_state["results"]["eap"]

@@ -30,9 +30,11 @@ from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
+from ..phases import Timing, timing_name
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
+from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
 
 Progress = Callable[[str, float], None]
 
@@ -116,7 +118,7 @@ class RunContext:
     def evaluator(self) -> Evaluator:
         """The batched faithfulness evaluator; its clean and corrupted runs are timed once."""
         if self._evaluator is None:
-            with self.timed("clean_corrupted_s"):
+            with self.timed(Timing.CLEAN_CORRUPTED):
                 self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
         return self._evaluator
 
@@ -126,12 +128,13 @@ class RunContext:
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        """Add the block's wall time to ``timings[name]``."""
+        """Add the block's wall time to ``timings[name]`` (a ``phases.Timing``, kept as its plain name)."""
+        key = timing_name(name)
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
 
     def result(
         self,
@@ -203,7 +206,7 @@ class Method(abc.ABC):
                 f"{self.name} has no setting {', '.join(quoted)}{more}; its settings are "
                 f"{', '.join(sorted(names)) or 'none'}."
             )
-        return self.Config(**values)
+        return self.Config(**parse_settings(self.Config, values))
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """Turn values typed on the command line into settings (a family that takes a file's
@@ -323,17 +326,17 @@ class ScoringMethod(Method):
             made = evaluators_of_tasks(first.model, spec, [ctx.prepared(True) for ctx in missing])
             for ctx, evaluator in zip(missing, made):
                 ctx._evaluator = evaluator
-        timings["clean_corrupted_s"] = time.perf_counter() - begin
+        timings[Timing.CLEAN_CORRUPTED.value] = time.perf_counter() - begin
         begin = time.perf_counter()
         scored = self.score_batch(contexts, config, phase("score", 0.8))
         scores = [(s.float() * spec.tensors(s.device).edge_mask).nan_to_num(0.0) for s, _ in scored]
-        timings["scoring_s"] = time.perf_counter() - begin
+        timings[Timing.SCORING.value] = time.perf_counter() - begin
         begin = time.perf_counter()
         circuits = circuits_at_budgets(spec, torch.stack(scores), budgets)  # [n, n_budgets, fwd, bwd]
         curves = curves_of_tasks(
             [ctx.evaluator for ctx in contexts], circuits, budgets, phase("evaluate", 0.15)
         )
-        timings["evaluation_s"] = time.perf_counter() - begin
+        timings[Timing.EVALUATION.value] = time.perf_counter() - begin
         results = []
         for ctx, matrix, (_, details), curve, chosen in zip(contexts, scores, scored, curves, circuits):
             for name, seconds in timings.items():
@@ -379,36 +382,17 @@ def available_methods() -> dict[str, Method]:
 # ----- settings as command-line flags (and form fields) ----------------------------------------
 @dataclass(frozen=True)
 class SettingFlag:
-    """One method setting as a command-line flag: shared by every method that has the setting."""
+    """One method setting as a command-line flag: shared by every method that has the setting.
+
+    kind: what argparse's ``type=`` is (``settings.flag_type``: a tuple setting's comma parser).
+    """
 
     dest: str
     names: tuple[str, ...]
-    kind: type
+    kind: Any
     choices: tuple | None
     help: str
     methods: tuple[str, ...]
-
-
-def setting_choices(config_field: dataclasses.Field) -> tuple | None:
-    """The allowed values of a setting (``field(metadata={"choices": ...})``), if it has a fixed set."""
-    choices = config_field.metadata.get("choices")
-    if callable(choices):
-        choices = choices()
-    return tuple(choices) if choices else None
-
-
-def setting_help(config_type: type, name: str) -> str:
-    """The sentence a Config's docstring gives a setting ('name: what it is')."""
-    text = " ".join((config_type.__doc__ or "").split())
-    marker = f"{name}:"
-    start = text.find(marker)
-    if start < 0:
-        return ""
-    rest = text[start + len(marker) :].strip()
-    for stop in (". ", "; "):
-        if stop in rest:
-            rest = rest[: rest.index(stop) + 1].rstrip(";")
-    return rest[:200]
 
 
 def setting_flags() -> list[SettingFlag]:
@@ -421,14 +405,13 @@ def setting_flags() -> list[SettingFlag]:
                 flag = flags[name]
                 flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
                 continue
-            default = config_field.default
             aliases = tuple(f"--{alias}" for alias, dest in method.flag_aliases.items() if dest == name)
             flags[name] = SettingFlag(
                 dest=name,
                 names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=type(default) if default is not dataclasses.MISSING else str,
+                kind=flag_type(setting_type(method.Config, config_field), setting_widget(config_field)),
                 choices=setting_choices(config_field),
-                help=setting_help(method.Config, name),
+                help=setting_help(config_field),
                 methods=(method.name,),
             )
     return list(flags.values())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -29,6 +29,7 @@ from ..query.sources import SOURCES
 from ..results import CircuitResult, load_circuit
 from ..tasks import PreparedTask
 from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
+from .settings import setting, type_fields
 
 
 def scorer_names() -> list[str]:
@@ -38,36 +39,47 @@ def scorer_names() -> list[str]:
 
 @dataclass(frozen=True)
 class QueryCircuitConfig:
-    """Settings of the Best-of-N family.
+    """Settings of the Best-of-N family."""
 
-    paraphrase_source: template (built-in families), openai (an LLM) or file (``paraphrases``).
-    paraphrases: the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).
-    n_paraphrases: p, how many paraphrases to generate (template/openai; a file gives all it has).
-    seed: seeds the template choice and the LLM request.
-    llm_model: the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).
-    include_mismatched: also score paraphrases whose model answer differs from the prompt's.
-    base_method: the scorer of every (paraphrase, corruption) pair; ig_steps: its IG steps.
-    anchor_budgets: budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated
-        ('' = every other budget from the smallest, and the largest).
-    reference: a reference circuit (EAP-IG JSON or edge names) to overlap the candidates with.
-    compare: also compute the other four variants, so one run holds the whole comparison.
-    cache_scores: keep score matrices (and circuit evaluations) in the run's result store and reuse them.
-    """
-
-    paraphrase_source: str = field(default="template", metadata={"choices": SOURCES})
-    paraphrases: str = ""
-    n_paraphrases: int = 9
-    seed: int = 0
-    llm_model: str = ""
-    include_mismatched: bool = False
-    base_method: str = field(default="eap-ig", metadata={"choices": lambda: scorer_names()})
-    ig_steps: int = 20
-    anchor_budgets: str = ""
-    reference: str = ""
-    compare: bool = True
-    cache_scores: bool = True
+    paraphrase_source: str = setting(
+        "template",
+        "template (built-in families), openai (an LLM) or file (``paraphrases``).",
+        choices=SOURCES,
+    )
+    paraphrases: str = setting(
+        "", "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).", widget="lines"
+    )
+    n_paraphrases: int = setting(
+        9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
+    )
+    seed: int = setting(0, "seeds the template choice and the LLM request.")
+    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
+    include_mismatched: bool = setting(
+        False, "also score paraphrases whose model answer differs from the prompt's."
+    )
+    base_method: str = setting(
+        "eap-ig", "the scorer of every (paraphrase, corruption) pair.", choices=lambda: scorer_names()
+    )
+    ig_steps: int = setting(20, "IG steps of the base method, when it takes them.", low=1, high=1000)
+    anchor_budgets: tuple[int, ...] = setting(
+        (),
+        "budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated (none = every other budget from the smallest, and the largest).",
+        widget="budgets",
+    )
+    reference: tuple[str, ...] = setting(
+        (),
+        "a reference circuit's edge names, to overlap the candidates with (the command line's --reference FILE reads EAP-IG JSON or edge names).",
+        widget="circuit",
+    )
+    compare: bool = setting(
+        True, "also compute the other four variants, so one run holds the whole comparison."
+    )
+    cache_scores: bool = setting(
+        True, "keep score matrices (and circuit evaluations) in the run's result store and reuse them."
+    )
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
@@ -178,9 +190,7 @@ class QueryCircuitMethod(Method):
             settings.setdefault("paraphrase_source", "file")
         if settings.get("reference") and model is not None:
             spec = adapter_of(model).spec
-            settings["reference"] = "\n".join(
-                spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
-            )
+            settings["reference"] = tuple(spec.edge_names_of(load_circuit(settings["reference"], spec).mask))
         return settings
 
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:

@@ -25,6 +25,7 @@ from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
 from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .settings import setting
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -74,9 +75,11 @@ class EAP(ScoringMethod):
 
 @dataclass(frozen=True)
 class IGConfig:
-    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20)."""
+    """Its one setting."""
 
-    ig_steps: int = 20
+    ig_steps: int = setting(
+        20, "points on the path from the corrupted to the clean input (the paper uses 20).", low=1, high=1000
+    )
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
@@ -165,9 +168,11 @@ class EAPIGActivations(ScoringMethod):
 
 @dataclass(frozen=True)
 class ExactConfig:
-    """max_edges: refuse graphs with more edges than this (one patched run per edge)."""
+    """Its one setting."""
 
-    max_edges: int = 20000
+    max_edges: int = setting(
+        20000, "refuse graphs with more edges than this (one patched run per edge).", low=1
+    )
 
 
 @register

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -53,6 +53,7 @@ from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
 from .bon import scorer_names
 from .paraphrase_pairs import template_tasks
+from .settings import setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
 TOLERANCE = 0.01
@@ -69,26 +70,42 @@ def warm_start_names() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class EdgePruningConfig:
-    """Settings of Edge Pruning.
+    """Settings of Edge Pruning."""
 
-    steps: optimisation steps at most, each one forward and backward pass of every budget's mask together.
-    learning_rate: how far the logit of the edge with the largest gradient moves per step (log-score units).
-    temperature: width of the sigmoid around each budget's threshold through which gradients pass (log-score units).
-    sparsity: weight of the term that pulls every logit down (the relaxed mask's size over the budget).
-    warm_start: the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).
-    ig_steps: IG steps of the warm start, when it takes them.
-    check_paraphrases: also measure every circuit on this many template paraphrases of the prompt (0: none).
-    seed: seeds the paraphrase templates.
-    """
-
-    steps: int = 20
-    learning_rate: float = 0.5
-    temperature: float = 1.0
-    sparsity: float = 0.01
-    warm_start: str = field(default="eap-ig", metadata={"choices": warm_start_names})
-    ig_steps: int = 20
-    check_paraphrases: int = 0
-    seed: int = 0
+    steps: int = setting(
+        20,
+        "optimisation steps at most, each one forward and backward pass of every budget's mask together.",
+        low=0,
+        high=10000,
+    )
+    learning_rate: float = setting(
+        0.5,
+        "how far the logit of the edge with the largest gradient moves per step (log-score units).",
+        low=0.0,
+    )
+    temperature: float = setting(
+        1.0,
+        "width of the sigmoid around each budget's threshold through which gradients pass (log-score units).",
+        low=0.0,
+    )
+    sparsity: float = setting(
+        0.01,
+        "weight of the term that pulls every logit down (the relaxed mask's size over the budget).",
+        low=0.0,
+    )
+    warm_start: str = setting(
+        "eap-ig",
+        "the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).",
+        choices=warm_start_names,
+    )
+    ig_steps: int = setting(20, "IG steps of the warm start, when it takes them.", low=1, high=1000)
+    check_paraphrases: int = setting(
+        0,
+        "also measure every circuit on this many template paraphrases of the prompt (0: none).",
+        low=0,
+        high=64,
+    )
+    seed: int = setting(0, "seeds the paraphrase templates.")
 
     def __post_init__(self):
         if not 0 <= int(self.steps) <= 10000:

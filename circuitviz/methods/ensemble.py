@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -33,36 +33,43 @@ from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
 from .bon import pair_scores, scorer_names
 from .paraphrase_pairs import template_tasks
+from .settings import setting, type_fields
 
 NORMALISATIONS = ("rank", "scale")
 
 
-def member_names(text: str) -> list[str]:
-    """The members of a comma-separated list, in order, each once."""
-    return list(dict.fromkeys(part.strip().lower() for part in str(text).split(",") if part.strip()))
+def member_names(members) -> list[str]:
+    """The members named (a tuple of names, or one comma-separated string), in order, each once."""
+    parts = str(members).split(",") if isinstance(members, str) else members
+    return list(dict.fromkeys(str(part).strip().lower() for part in parts if str(part).strip()))
 
 
 @dataclass(frozen=True)
 class EnsembleConfig:
-    """Settings of the score ensemble.
+    """Settings of the score ensemble."""
 
-    members: the scoring methods combined, comma separated, such as eap-ig,eap-ig-activations.
-    normalise: rank (an edge's place among a member's scores) or scale (its score over the member's largest).
-    ig_steps: IG steps of the members that take them.
-    n_paraphrases: template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).
-    resamples: bootstrap resamples of the prompt and its paraphrases.
-    seed: seeds the paraphrase templates and the resamples.
-    """
-
-    members: str = "eap-ig,eap"
-    normalise: str = field(default="rank", metadata={"choices": NORMALISATIONS})
-    ig_steps: int = 20
-    n_paraphrases: int = 0
-    resamples: int = 50
-    seed: int = 0
+    members: tuple[str, ...] = setting(
+        ("eap-ig", "eap"), "the scoring methods combined, comma separated, such as eap-ig,eap-ig-activations."
+    )
+    normalise: str = setting(
+        "rank",
+        "rank (an edge's place among a member's scores) or scale (its score over the member's largest).",
+        choices=NORMALISATIONS,
+    )
+    ig_steps: int = setting(20, "IG steps of the members that take them.", low=1, high=1000)
+    n_paraphrases: int = setting(
+        0,
+        "template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).",
+        low=0,
+        high=64,
+    )
+    resamples: int = setting(50, "bootstrap resamples of the prompt and its paraphrases.", low=1, high=10000)
+    seed: int = setting(0, "seeds the paraphrase templates and the resamples.")
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         names = member_names(self.members)
+        object.__setattr__(self, "members", tuple(names))  # each once, as the registry names them
         if not names:
             raise ValueError("members is empty; name one or more scoring methods, e.g. eap-ig,eap.")
         allowed = [name for name in scorer_names() if name != "ensemble"]

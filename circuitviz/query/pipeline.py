@@ -127,9 +127,9 @@ def query_circuits(
 
 def _reference(config, spec: GraphSpec, device) -> torch.Tensor | None:
     """The reference circuit given in the settings, on the evaluator's device, or None."""
-    if not config.reference.strip():
+    if not config.reference:
         return None
-    circuit = parse_circuit(config.reference, spec, origin="The reference circuit")
+    circuit = parse_circuit("\n".join(config.reference), spec, origin="The reference circuit")
     return (circuit.mask & spec.edge_mask).to(device)  # [n_forward, n_backward] bool
 
 

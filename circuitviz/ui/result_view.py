@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import streamlit as st
 
 from .. import render
 from ..keys import content_key
+from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
 
@@ -36,11 +36,6 @@ def result_id(result) -> str:
         budgets=result.budgets,
         scores=float(result.scores.double().abs().sum()),
     )
-
-
-def markdown_text(text: str) -> str:
-    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))
 
 
 # ----- what was run, and its metrics -----------------------------------------------------------------
