@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, Evaluator
+from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
 from .graph import prune
 from .methods import get_method
 from .methods.base import Progress, RunContext
@@ -100,4 +100,4 @@ def evaluate_circuits(
         return evaluator.baseline, []
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
-    return evaluator.baseline, evaluator.curve(stacked, budgets)
+    return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]

@@ -25,6 +25,7 @@ from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
+from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
 from .base import Cost, Method, RunContext, register
 from .settings import setting
@@ -106,7 +107,7 @@ class ACCPlusPlus(Method):
             ig_steps=int(config.ig_steps),
         )
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         model, spec = ctx.model, ctx.spec
         prepared = ctx.prepared(need_corrupted=False)
@@ -164,6 +165,8 @@ class ACCPlusPlus(Method):
         distinct: dict[bytes, int] = {}
         slot_of = [distinct.setdefault(circuits[b].cpu().numpy().tobytes(), len(distinct)) for b in budgets]
         firsts = [budgets[slot_of.index(slot)] for slot in range(len(distinct))]
-        points = evaluator.curve(torch.stack([circuits[b] for b in firsts]), firsts, ctx.progress)
+        points = curves_of_tasks(
+            [evaluator], torch.stack([circuits[b] for b in firsts])[None], firsts, ctx.progress
+        )[0]
         curve = [replace(points[slot], budget=b) for b, slot in zip(budgets, slot_of)]
         return curve, evaluator.baseline, "patching"

@@ -17,17 +17,18 @@ from dataclasses import dataclass
 
 import torch
 
+from ..evaluate import evaluators_of_tasks
 from ..graph import GraphSpec
-from ..models.adapter import adapter_of
+from ..models.adapter import adapter_of, model_device, model_dtype
+from ..models.devices import working_memory_bytes
 from ..query.details import QueryCircuitDetails
 from ..query.pairs import read_pairs_text
 from ..query.pipeline import query_circuits
-from ..query.scoring import PairScorer, batched_ig_scores
+from ..query.scoring import PairScorer
 from ..query.sources import SOURCES
 from ..results import CircuitResult, load_circuit
 from ..tasks import PreparedTask
 from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
-from .eap import EAPIG
 from .settings import setting, type_fields
 
 
@@ -101,43 +102,51 @@ def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
     return method, method.make_config(settings)
 
 
+# memory for the writer outputs of the pairs whose clean and corrupted runs are held at once (bytes)
+_CAPTURE_BYTES = 1e9
+
+
+def _capture_size(model, spec: GraphSpec, n_positions: int) -> int:
+    """How many pairs' clean and corrupted writer outputs one group holds."""
+    per_sequence = n_positions * spec.n_forward * spec.d_model * torch.finfo(model_dtype(model)).bits // 8
+    budget = min(_CAPTURE_BYTES, working_memory_bytes(model_device(model)) / 2)
+    return max(1, int(budget // max(2 * per_sequence, 1)))
+
+
 def pair_scores(
     model,
     spec: GraphSpec,
-    prepared: PreparedTask,
     pairs: list[PreparedTask],
     method: ScoringMethod,
     method_config,
     progress: Progress | None = None,
 ) -> list[torch.Tensor]:
-    """Score matrices of pairs with the base scorer: EAP-IG (inputs) batched across pairs of
-    equal length, any other scorer one pair at a time through its ``score``.
+    """Score matrices of pairs with the base scorer's ``score_batch``: pairs of equal length in
+    groups, each group's clean and corrupted runs made together and scored as one batch (EAP and
+    EAP-IG share their gradient passes between the pairs; any other scorer goes pair by pair).
 
     Every pair must share the task's answer, foils and metric.  # each [n_forward, n_backward] float32
     """
     results: list[torch.Tensor | None] = [None] * len(pairs)
-    if type(method) is EAPIG:
-        groups: dict[int, list[int]] = {}
-        for index, pair in enumerate(pairs):
-            groups.setdefault(pair.n_positions, []).append(index)
-        done = 0
-        for _, members in sorted(groups.items()):
+    by_length: dict[int, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        by_length.setdefault(pair.n_positions, []).append(index)
+    done = 0
+    for positions, members in sorted(by_length.items()):
+        capture = _capture_size(model, spec, positions)
+        for start in range(0, len(members), capture):
+            group = members[start : start + capture]
 
-            def report(phase, fraction, done=done, size=len(members)):
+            def report(phase, fraction, done=done, size=len(group)):
                 if progress:
                     progress(phase, (done + fraction * size) / len(pairs))
 
-            scores = batched_ig_scores(
-                model, spec, prepared, [pairs[i] for i in members], int(method_config.ig_steps), report
-            )
-            for index, matrix in zip(members, scores):
+            contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
+            for ctx, evaluator in zip(contexts, evaluators_of_tasks(model, spec, [pairs[i] for i in group])):
+                ctx._evaluator = evaluator
+            for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
                 results[index] = matrix
-            done += len(members)
-    else:
-        for index, pair in enumerate(pairs):
-            results[index] = method.score(RunContext.of_prepared(model, pair), method_config)
-            if progress:
-                progress("score", (index + 1) / len(pairs))
+            done += len(group)
     return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
 
 
@@ -145,8 +154,8 @@ def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
     """The base scorer as the pipeline takes it."""
     method, method_config = base_scorer(config)
 
-    def score(model, spec, prepared, pairs, progress) -> list[torch.Tensor]:
-        return pair_scores(model, spec, prepared, pairs, method, method_config, progress)
+    def score(model, spec, pairs, progress) -> list[torch.Tensor]:
+        return pair_scores(model, spec, pairs, method, method_config, progress)
 
     return PairScorer(method, method_config, score)
 
@@ -184,7 +193,7 @@ class QueryCircuitMethod(Method):
             settings["reference"] = tuple(spec.edge_names_of(load_circuit(settings["reference"], spec).mask))
         return settings
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         return query_circuits(ctx, config, budgets, pair_scorer(config), self.name).to_result(self.name)
 

@@ -45,7 +45,7 @@ from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_po
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, ndf
+from ..evaluate import Evaluator, curves_of_tasks, ndf
 from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..results import CircuitResult
@@ -287,7 +287,7 @@ def _warm_scores(ctx: RunContext, config: EdgePruningConfig) -> torch.Tensor:
         raise ValueError(
             f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {config.warm_start!r}."
         )
-    scores = method.score(ctx, _scorer_config(method, config))
+    ((scores, _),) = method.score_batch([ctx], _scorer_config(method, config), ctx.progress)  # a batch of one
     return (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
 
 
@@ -340,7 +340,7 @@ class EdgePruning(Method):
             n_paraphrases=int(config.check_paraphrases),
         )
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         spec, evaluator = ctx.spec, ctx.evaluator
         device = evaluator.device
@@ -373,7 +373,7 @@ class EdgePruning(Method):
         else:
             scores = warm.abs()
         with ctx.timed("evaluation_s"):
-            curve = evaluator.curve(circuits, budgets, ctx.progress)
+            curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
         points = {p.budget: p for p in curve}
         if trained:
             details.budgets = [

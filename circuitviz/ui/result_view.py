@@ -147,9 +147,12 @@ def opening_note(result, budget: int) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _evaluated_point(_model, _result, result_key: str, budget: int):
-    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate (one batched
-    patched pass; no scoring)."""
-    return _result.point(budget, _model)
+    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate: the circuit
+    comes from the result's data, the engine measures it (one batched patched pass; no scoring)."""
+    from ..api import evaluate_circuits  # here, not at the top: first paint does without the engine
+
+    _, (point,) = evaluate_circuits(_model, _result.task, [_result.circuit(budget)], [int(budget)])
+    return point
 
 
 def point_at(result, budget: int, model=None):
