@@ -55,7 +55,7 @@ class ACCConfig:
         64, "quadrature nodes of the integrated gradients through the softmax", low=2, high=1000
     )
     n_random: int = setting(5, "random draws of the knockout's control (0: skip it)", low=0)
-    seed: int = setting(0, "random seed of those draws")
+    seed: int = setting(0, "random seed of the knockout's control draws")
 
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):
