@@ -37,8 +37,7 @@ class ACCConfig:
 
     k: float = setting(
         2.0,
-        "threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5",
-        low=0.0,
+        "threshold constant of tau(d) = k / (sources d attends over), above 0; the paper uses 1.5 to 2.5",
         high=1000.0,
     )
     direct_top_k: int = setting(
