@@ -23,7 +23,7 @@ import argparse
 from bench_bon import PROMPTS  # the same nine prompts as the Best-of-N and faithfulness benchmarks
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed, machine_line
-from circuitviz.evaluate import circuits_at_budgets
+from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.positions.graph import node_counts, prune_units, unit_mask
@@ -98,7 +98,7 @@ def run_prompt(model, task, ig_steps: int) -> dict:
     position_sizes = [sizes for _, sizes in sorted(nodes_at_budgets(result).items())]
     edge_budgets = [b for b in EDGE_LADDER if b <= spec.n_edges]
     edge_circuits = circuits_at_budgets(spec, result.scores, edge_budgets)  # the summed scores
-    edge_points = evaluator.curve(edge_circuits, edge_budgets)
+    (edge_points,) = curves_of_tasks([evaluator], edge_circuits[None], edge_budgets)
     edge_sizes = [agnostic_nodes(spec, c) for c in edge_circuits]
     agnostic = first_reaching(edge_points, edge_sizes)
     as_units = None

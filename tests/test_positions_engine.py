@@ -20,7 +20,7 @@ from circuitviz.engine.capture import clean_and_corrupted
 from circuitviz.engine.metric import metric_from_residual
 from circuitviz.engine.prefix import final_residual
 from circuitviz.engine.sites import reader_sites
-from circuitviz.evaluate import Evaluator
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.models.adapter import adapter_of
@@ -50,7 +50,7 @@ def test_position_scores_sum_to_todays_scores(tiny, method, config, task):
     from circuitviz.methods import RunContext
 
     ctx = RunContext(tiny, task)
-    agnostic = chosen.score(ctx, chosen.make_config(config))
+    agnostic = chosen.score_batch([ctx], chosen.make_config(config))[0][0]
     resolved = chosen.score_positions(ctx, chosen.make_config(config))
     spec = adapter_of(tiny).spec
     assert resolved.shape == (spec.n_forward, spec.n_backward, ctx.prepared().n_positions)
@@ -119,7 +119,7 @@ def test_full_and_empty_position_circuits_are_the_clean_and_corrupted_runs(tiny)
         values = evaluator.metrics(torch.stack([units, torch.zeros_like(units)])).tolist()
         assert values[0] == pytest.approx(evaluator.baseline.clean, abs=1e-9)
         assert values[1] == pytest.approx(evaluator.baseline.corrupted, abs=1e-9)
-        curve = evaluator.curve(units[None], [n_units(spec, prepared.n_positions)])
+        (curve,) = curves_of_tasks([evaluator], units[None, None], [n_units(spec, prepared.n_positions)])
         assert curve[0].ndf == 1.0 and curve[0].n_edges == n_units(spec, prepared.n_positions)
 
 

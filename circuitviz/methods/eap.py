@@ -14,17 +14,29 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from ..engine import sites
 from ..engine.gradients import reader_gradients
-from ..engine.scores import accumulate_scores, batched_gradient_scores, gradient_scores, score_dtype
+from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
 from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost, register
+from .settings import setting
+
+
+def positions_setting():
+    """The ``positions`` setting of the gradient methods: off by default, and then left out of
+    the config's dict (``OMIT_DEFAULT``), so runs without it keep their keys and JSON."""
+    field_ = setting(
+        False,
+        "score, select, prune and patch every (edge, position) unit: a circuit over token positions "
+        "(budgets count units).",
+    )
+    return dataclasses.field(default=False, metadata={**field_.metadata, OMIT_DEFAULT: True})
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -39,21 +51,35 @@ def _differences(evaluator: Evaluator) -> torch.Tensor:
     return evaluator.corrupted_writers - evaluator.clean_writers
 
 
-def _writers_of(contexts: Sequence[RunContext]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The contexts' clean and corrupted writer outputs side by side.  # each [n, pos, n_fwd, d]"""
+def _gradient_scores_of(
+    contexts: Sequence[RunContext], steps: int | None, progress=None
+) -> list[tuple[torch.Tensor, None]]:
+    """EAP (``steps`` None) or EAP-IG scores of one task or several of one prompt length, their
+    gradient passes shared (``batched_gradient_scores``).  # each [n_forward, n_backward]"""
     evaluators = [ctx.evaluator for ctx in contexts]
-    return (
-        torch.cat([e.clean_writers for e in evaluators]),
-        torch.cat([e.corrupted_writers for e in evaluators]),
-    )
+    clean = torch.cat([e.clean_writers for e in evaluators])  # [n, pos, n_forward, d_model]
+    corrupted = torch.cat([e.corrupted_writers for e in evaluators])
+    prepared = [ctx.prepared() for ctx in contexts]
+    model, spec = contexts[0].model, contexts[0].spec
+    scores = batched_gradient_scores(model, spec, prepared, clean, corrupted, steps, progress)
+    return [(matrix, None) for matrix in scores]
+
+
+def _position_scores_of(ctx: RunContext, steps: int | None) -> torch.Tensor:
+    """EAP (``steps`` None) or EAP-IG scores of one task's (edge, position) units, from the same
+    passes as its edge scores.  # [n_forward, n_backward, pos]"""
+    evaluator = ctx.evaluator
+    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+    return batched_gradient_scores(
+        ctx.model, ctx.spec, [ctx.prepared()], clean, corrupted, steps, ctx.progress, positions=True
+    )[0]
 
 
 @dataclass(frozen=True)
 class EAPConfig:
-    """EAP: one gradient at the clean run. positions: score every (edge, position) unit and
-    select, prune and patch over them (a circuit over token positions; budgets count units)."""
+    """EAP: one gradient at the clean run; over positions or not."""
 
-    positions: bool = field(default=False, metadata={OMIT_DEFAULT: True})
+    positions: bool = positions_setting()
 
 
 @register
@@ -66,37 +92,21 @@ class EAP(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(1, n_budgets)
 
-    def score(self, ctx: RunContext, config):
-        model, spec = ctx.model, ctx.spec
-        scores = _zero_scores(model, spec)
-        gradients, _ = reader_gradients(model, spec, ctx.prepared(), batch=1)
-        accumulate_scores(spec, scores, gradients, _differences(ctx.evaluator))
-        ctx.report("score", 1.0)
-        return scores
+    def score_batch(self, contexts, config, progress=None):
+        return _gradient_scores_of(contexts, None, progress)
 
     def score_positions(self, ctx: RunContext, config):
-        evaluator = ctx.evaluator
-        clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
-        spec, prepared = ctx.spec, [ctx.prepared()]
-        return batched_gradient_scores(ctx.model, spec, prepared, clean, corrupted, None, positions=True)[0]
-
-    def score_many(self, contexts, config, progress=None):
-        clean, corrupted = _writers_of(contexts)
-        prepared = [ctx.prepared() for ctx in contexts]
-        scores = batched_gradient_scores(
-            contexts[0].model, contexts[0].spec, prepared, clean, corrupted, None, progress
-        )
-        return [(matrix, None) for matrix in scores]
+        return _position_scores_of(ctx, None)
 
 
 @dataclass(frozen=True)
 class IGConfig:
-    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20).
-    positions: score every (edge, position) unit and select, prune and patch over them (a
-    circuit over token positions; budgets count units)."""
+    """Its steps, and whether it runs over positions."""
 
-    ig_steps: int = 20
-    positions: bool = field(default=False, metadata={OMIT_DEFAULT: True})
+    ig_steps: int = setting(
+        20, "points on the path from the corrupted to the clean input (the paper uses 20).", low=1, high=1000
+    )
+    positions: bool = positions_setting()
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
@@ -113,40 +123,11 @@ class EAPIG(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(config.ig_steps, n_budgets)
 
-    def score(self, ctx: RunContext, config):
-        evaluator = ctx.evaluator
-        scores = batched_gradient_scores(
-            ctx.model,
-            ctx.spec,
-            [ctx.prepared()],
-            evaluator.clean_writers,
-            evaluator.corrupted_writers,
-            int(config.ig_steps),
-            ctx.progress,
-        )
-        return scores[0]
+    def score_batch(self, contexts, config, progress=None):
+        return _gradient_scores_of(contexts, int(config.ig_steps), progress)
 
     def score_positions(self, ctx: RunContext, config):
-        evaluator = ctx.evaluator
-        return batched_gradient_scores(
-            ctx.model,
-            ctx.spec,
-            [ctx.prepared()],
-            evaluator.clean_writers,
-            evaluator.corrupted_writers,
-            int(config.ig_steps),
-            ctx.progress,
-            positions=True,
-        )[0]
-
-    def score_many(self, contexts, config, progress=None):
-        clean, corrupted = _writers_of(contexts)
-        prepared = [ctx.prepared() for ctx in contexts]
-        model, spec = contexts[0].model, contexts[0].spec
-        scores = batched_gradient_scores(
-            model, spec, prepared, clean, corrupted, int(config.ig_steps), progress
-        )
-        return [(matrix, None) for matrix in scores]
+        return _position_scores_of(ctx, int(config.ig_steps))
 
 
 @register
@@ -230,9 +211,9 @@ class EAPIGActivations(ScoringMethod):
 
 @dataclass(frozen=True)
 class ExactConfig:
-    """max_edges: refuse graphs with more edges than this (one patched run per edge)."""
+    """Its one setting."""
 
-    max_edges: int = 20000
+    max_edges: int = setting(20000, "refuse graphs with more edges than this (one patched run per edge).")
 
 
 @register

@@ -16,7 +16,9 @@ import torch
 
 from ..engine import sites
 from ..engine.prefix import final_residual
+from ..evaluate import curves_of_tasks
 from ..models.adapter import adapter_of
+from ..phases import Timing
 from .graph import summed_over_positions, unit_mask, units_at_budgets
 
 
@@ -41,17 +43,20 @@ def run_positions(method, ctx, config, budgets: Sequence[int]):
     """The position-resolved ``CircuitResult`` of ``method`` on ``ctx`` at every budget (units)."""
     spec, evaluator = ctx.spec, ctx.evaluator
     n_positions = ctx.prepared().n_positions
-    with ctx.timed("scoring_s"):
+    with ctx.timed(Timing.SCORING):
         position_scores = method.score_positions(ctx, config).float()  # [fwd, bwd, pos]
         units = unit_mask(spec, n_positions, position_scores.device)
         position_scores = (position_scores * units).nan_to_num(0.0)
-    with ctx.timed("evaluation_s"):
+    with ctx.timed(Timing.EVALUATION):
         budgets = sorted({int(b) for b in budgets})
-        circuits = units_at_budgets(spec, position_scores, budgets)
-        curve = evaluator.curve(circuits, budgets, ctx.progress)  # each unit patched at its position
+        circuits = units_at_budgets(spec, position_scores, budgets)  # [n_budgets, fwd, bwd, pos]
+        # each unit patched at its own position, every budget in shared passes
+        (curve,) = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)
     with ctx.timed("attention_s"):
         attention = attention_patterns(ctx.model, ctx.prepared())
-    result = ctx.result(method.name, config, summed_over_positions(position_scores), curve)
+    # the edges each position circuit uses at some position: what edge views of the result draw
+    edges = {budget: circuit.any(-1) for budget, circuit in zip(budgets, circuits)}
+    result = ctx.result(method.name, config, summed_over_positions(position_scores), curve, circuits=edges)
     result.position_scores = position_scores.cpu()
     result.attention = attention.cpu()
     return result

@@ -162,15 +162,26 @@ def model_key(model) -> str:
 
 
 def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
-    """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
-    return _next_tokens(model, model_key(model), prompt, top_k)
+    """The model's most likely next tokens after ``prompt`` (cached per model and prompt, and
+    stored like results: a stored view of the prompt runs no forward pass for them)."""
+    return _next_tokens(model, model_key(model), model_id, prompt, top_k)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+    from ..keys import content_key
     from ..labels.logit_lens import next_token_probabilities
 
-    return next_token_probabilities(_model, prompt, top_k)
+    store = get_store()
+    stored_key = content_key(kind="next-tokens", model=model_id, prompt=prompt, top_k=top_k)
+    state = store.load_state(stored_key, kind="labels")
+    if state is not None:
+        return [(str(token), float(probability)) for token, probability in state["tokens"]]
+    found = next_token_probabilities(_model, prompt, top_k)
+    store.save_state(
+        stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
+    )
+    return found
 
 
 def str_tokens(model, model_id: str, text: str) -> list[str]:
