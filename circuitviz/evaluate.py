@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .chunks import chunk_size, run_in_chunks
-from .engine.capture import WriterBuffer, writer_hooks
+from .engine.capture import writers_and_residual
 from .engine.memory import evaluation_bytes_per_position
 from .engine.metric import batch_compatible, task_metric
 from .engine.patching import patched_metrics
-from .engine.prefix import final_residual, shared_prefix
+from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
 from .models.adapter import model_device, model_dtype
 from .tasks import PreparedTask
@@ -204,19 +204,11 @@ def forget_prompt_runs(model) -> None:
 
 
 @torch.no_grad()
-def _capture(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One batched plain pass: (writers [b, pos, n_forward, d_model], final residuals [b, d_model])."""
-    tokens = tokens.to(model_device(model))
-    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
-    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [b, d_model]
-    return buffer.values, residual
-
-
 def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
     """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
     found = kept_prompt_run(model, tokens)
     if found is None:
-        writers, residual = _capture(model, spec, tokens)
+        writers, residual = writers_and_residual(model, spec, tokens)
         found = PromptRun(writers, residual)
         keep_prompt_run(model, tokens, found)
     return found
@@ -238,7 +230,7 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
         residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
-        writers, residual = _capture(model, spec, tokens)
+        writers, residual = writers_and_residual(model, spec, tokens)
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual
 
