@@ -25,6 +25,7 @@ from .engine.patching import patched_metrics
 from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
 from .models.adapter import model_device, model_dtype
+from .positions.graph import unit_mask
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -302,7 +303,8 @@ def metrics_of_tasks(
     """L(C(q)) of every (task, circuit) pair, in shared patched passes.
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j (one
-    task: a batch of one). The tasks must share prompt length, metric and foil count. A circuit
+    task: a batch of one), or position circuits [n_tasks, n_circuits, n_forward, n_backward, pos]
+    (every unit outside a circuit patched at its own position). The tasks must share prompt length, metric and foil count. A circuit
     of every edge is its model: the clean run's metric, and a column of circuits whole for every
     task runs for none. Chunks hold as many (task, circuit) pairs as the device's memory takes,
     in tasks' order.  # [n_tasks, n_circuits]
@@ -313,7 +315,7 @@ def metrics_of_tasks(
     tasks = [e.prepared for e in evaluators]
     _check_batch(tasks)
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
-    edge_mask = spec.tensors(device).edge_mask
+    edge_mask = graph_members(spec, circuits, device)  # edges, or (edge, position) units
     clean = torch.tensor(
         [e.baseline.clean for e in evaluators], device=device, dtype=first.clean_writers.dtype
     )
@@ -334,7 +336,7 @@ def metrics_of_tasks(
         for piece in _runs_by_task(rows[chunk]):
             owners = sorted({t for t, _ in piece})
             owner = torch.tensor([owners.index(t) for t, _ in piece], device=device)  # [b]
-            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd]
+            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd(, pos)]
             group = [tasks[t] for t in owners]
             found.append(
                 patched_metrics(
@@ -405,11 +407,26 @@ def curves_of_tasks(
     ]
 
 
+def is_position_circuit(spec: GraphSpec, circuits: torch.Tensor) -> bool:
+    """Whether ``circuits`` are position circuits [..., n_forward, n_backward, pos] rather than
+    [..., n_forward, n_backward] (n_backward is never n_forward, so the shapes cannot be confused)."""
+    return circuits.dim() >= 3 and circuits.shape[-2] != spec.n_forward
+
+
+def graph_members(spec: GraphSpec, circuits: torch.Tensor, device) -> torch.Tensor:
+    """What a circuit can keep: the graph's edges [n_forward, n_backward], or for position
+    circuits its (edge, position) units [n_forward, n_backward, pos] (``positions.graph``)."""
+    if is_position_circuit(spec, circuits):
+        return unit_mask(spec, circuits.shape[-1], device)
+    return spec.tensors(device).edge_mask
+
+
 def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
-    """Whether each circuit keeps every edge of the graph (patching it changes nothing).
-    circuits: [..., n_forward, n_backward] bool. # [...] bool"""
-    removed = spec.tensors(circuits.device).edge_mask & ~circuits.bool()
-    return ~removed.flatten(-2).any(-1)
+    """Whether each circuit keeps every edge (or every unit) of the graph (patching it changes
+    nothing). circuits: [..., n_forward, n_backward(, pos)] bool. # [...] bool"""
+    members = graph_members(spec, circuits, circuits.device)
+    removed = members & ~circuits.bool()
+    return ~removed.flatten(-members.dim()).any(-1)
 
 
 def circuits_at_budgets(

@@ -60,4 +60,7 @@ if result is not None:
     labels = loaders.node_labels(model, result.model_id, result.task)
     st.session_state["settings"] = result.config
     show_result(result, labels)
+from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
+
+graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn
 state.write_to_url()
