@@ -437,7 +437,11 @@ def setting_flags() -> list[SettingFlag]:
             flags[name] = SettingFlag(
                 dest=name,
                 names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=flag_type(setting_type(method.Config, config_field), setting_widget(config_field)),
+                kind=flag_type(
+                    setting_type(method.Config, config_field),
+                    setting_widget(config_field),
+                    own_parse=config_field.metadata.get("parse") is not None,
+                ),
                 choices=setting_choices(config_field),
                 help=setting_help(config_field),
                 methods=(method.name,),
