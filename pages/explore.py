@@ -34,17 +34,16 @@ if ready:  # the estimated time and memory before the run; over a limit, the run
     estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
     ready = refused is None
 key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
+run_settings = inputs.run_settings(available_methods()[method], settings) if ready else None
 clicked = run.run_button("Run", ready)
+state.write_to_url()  # before the run: a reload while it goes on comes back to it
 
 result = state.result_for(method, model_id, prompt)
 if ready and (clicked or run.running(key) or st.session_state.pop("explore.autorun", False)):
     result = run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate) or result
-elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
-    # a shared or reloaded URL: show the stored result of exactly that request, never compute
-    result = loaders.stored_result(model, model_id, given.task, method, settings, budgets)
-    if result is not None:
-        state.results()[result.method] = result
-    st.session_state["_view_from_url"] = False
+elif ready and (result is None or result.task != given.task or result.config != run_settings):
+    # a shared or reloaded URL, or inputs run before: the stored result of exactly this request
+    result = state.stored_result(model, model_id, given.task, method, settings, budgets) or result
 
 
 @st.fragment
@@ -55,10 +54,9 @@ def show_result(result, labels) -> None:
 
 
 if result is not None:
-    if ready and (result.task != given.task or result.method != method or result.config != settings):
+    if ready and (result.task != given.task or result.method != method or result.config != run_settings):
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task)
-    st.session_state["settings"] = result.config
     show_result(result, labels)
 state.write_to_url()

@@ -11,6 +11,8 @@ from .curves import (
     curves_csv,
     figure_html,
     figure_image,
+    log_ticks,
+    opening_view,
     readable_budget,
 )
 from .explain import explain_circuit
@@ -54,7 +56,9 @@ __all__ = [
     "figure_html",
     "figure_image",
     "logit_lens_captions",
+    "log_ticks",
     "node_position",
+    "opening_view",
     "overlap_rows",
     "readable_budget",
     "result_graph_html",

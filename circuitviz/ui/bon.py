@@ -120,6 +120,82 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
     return sets
 
 
+# ----- the estimate of a run whose scores an earlier run stored ------------------------------------
+def stored_work(model, model_id: str, task, settings: dict, store) -> tuple[bool, bool]:
+    """(the prompt's own pair score matrix is stored, its circuit metrics memo is stored) for the
+    base scorer of ``settings``: a sibling variant (BoN before iBoN) stored both, so this run
+    scores nothing and re-evaluates few circuits. The prompt's pair stands for all the pairs:
+    the variants of one prompt and settings share them."""
+    if store is None or not settings.get("cache_scores", True):
+        return False, False
+    from ..graph import GraphSpec
+    from ..methods.bon import QueryCircuitConfig, base_scorer
+    from ..query.pool import metrics_key
+    from ..query.scoring import score_key
+
+    try:
+        method, method_config = base_scorer(QueryCircuitConfig(**settings))
+    except (TypeError, ValueError):
+        return False, False
+    spec = GraphSpec.from_model(model)
+    scores = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
+    metrics = store.load_state(metrics_key(model, model_id, spec, task), kind="circuit-metrics")
+    return isinstance(scores, dict) and "scores" in scores, isinstance(metrics, dict)
+
+
+def priced_with_stored_scores(
+    estimate, model, model_id: str, task, method: str, settings: dict, n_budgets: int, store
+):
+    """``estimate`` without the work an earlier run of the family stored: the pairs' scoring when
+    their score matrices are in the store, the candidates' evaluation when their metrics are.
+
+    The estimate prices every pair's scoring; iBoN after BoN on the same prompt finds it all
+    stored and was announced at four times what it took. What is stored is priced off by the
+    share of time it took in the family's last run here (its ``scoring_s`` and the candidates'
+    part of its ``evaluation_s``), else by its share of the passes. The FLOPs shrink with the
+    seconds, so the finished run calibrates the rate with the work it really did."""
+    if estimate is None or method not in BON_METHODS:
+        return estimate
+    scores_stored, metrics_stored = stored_work(model, model_id, task, settings, store)
+    if not scores_stored:
+        return estimate
+    import dataclasses
+
+    from .. import calibration
+
+    pairs = int(settings.get("n_paraphrases", 9)) + 1
+    candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (bon's Cost)
+    evaluation_stored = candidates / (candidates + n_budgets) if metrics_stored else 0.0
+    family = (method, *(name for name in BON_METHODS if name != method))
+    last = calibration.last_run(estimate.device, family)
+    if last is not None and last["seconds"] > 0:
+        timings = last["timings"]
+        stored = timings.get("scoring_s", 0.0) + evaluation_stored * timings.get("evaluation_s", 0.0)
+        share = max(1.0 - stored / last["seconds"], 0.02)
+    else:
+        share = max(
+            1.0 - _stored_passes(model, estimate, settings, pairs, evaluation_stored * candidates), 0.02
+        )
+    what = "scores and evaluations" if metrics_stored else "scores"
+    return dataclasses.replace(
+        estimate,
+        seconds=estimate.seconds * share,
+        flops=estimate.flops * share,
+        sequences=estimate.sequences * share,
+        priced=f"{estimate.priced}; without the paraphrases' {what} an earlier run stored",
+    )
+
+
+def _stored_passes(model, estimate, settings: dict, pairs: int, evaluation_passes: float) -> float:
+    """The share of the estimate's passes that stored scores and evaluations save."""
+    from ..graph import GraphSpec
+    from ..methods.bon import QueryCircuitConfig, base_scorer
+
+    base, base_config = base_scorer(QueryCircuitConfig(**settings))
+    scoring = base.estimate(base_config, GraphSpec.from_model(model), estimate.n_tokens, 0).passes * pairs
+    return (scoring + evaluation_passes) / max(estimate.sequences, 1.0)
+
+
 # ----- the Paraphrases page's views --------------------------------------------------------------
 # the page's own starting settings: 5 IG steps per pair, 6 budgets and no extra variants keep 9
 # paraphrases to about a minute on a busy 2-core CPU (20 steps, 10 budgets and the four other

@@ -47,6 +47,14 @@ def shared_settings(method, settings: dict) -> dict:
     return {name: value for name, value in settings.items() if name in fields}
 
 
+def run_settings(method, settings: dict) -> dict:
+    """The settings as the run's result records them (every field, as its Config reads them), so
+    a kept result can be compared with the form's values."""
+    from ..methods import config_to_dict
+
+    return config_to_dict(method.make_config(settings))
+
+
 def token_label(token: str) -> str:
     """A token as the user sees it: quotes keep leading spaces visible."""
     return repr(token)
@@ -291,11 +299,13 @@ def method_inputs(
     initial: dict | None = None,
     budgets_key: str = "budgets",
     budgets_default: list[int] | None = None,
+    settings_key: str = "settings",
 ):
     """Method picker, its settings form and the budgets, each checked where it is typed.
 
     ``initial``: the settings a page starts the form with (a page's own defaults);
-    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as.
+    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as;
+    ``settings_key``: where the form's values live on (per method, across pages and in the URL).
     Returns (method name, settings or None while invalid, budgets or None while invalid).
     """
     from ..api import parse_budgets
@@ -312,20 +322,51 @@ def method_inputs(
         text = state.bound(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
-        try:
-            budgets = parse_budgets(text)
-        except ValueError as error:
-            st.error(str(error))
-            budgets = None
+        problems, notes = budget_check(text, n_edges)
+        for problem in problems:
+            st.error(problem)
+        for note in notes:
+            st.warning(note)
+        budgets = None if problems else parse_budgets(text)
     start = dict(initial or {})
-    if key == "method":
-        start.update(st.session_state.get("settings") or {})
+    start.update(state.method_settings(settings_key, name))
     with form_box:
         settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
+        state.remember_settings(settings_key, name, settings)
         problem = check_config(method, settings)
         if problem:
             st.error(problem)
     return name, (None if problem else settings), budgets
+
+
+def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
+    """(every problem of the budgets box, the notes on it), one sentence each and all at once, so
+    a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
+    negative one, an empty list. A note does not: a budget over the graph's edges keeps the
+    whole graph."""
+    from ..api import parse_budgets
+
+    parts = [part.strip() for part in str(text).split(",")]
+    if not any(parts):
+        try:
+            parse_budgets(text)
+        except ValueError as error:
+            return [str(error)], []
+    problems, over = [], []
+    for part in (part for part in parts if part):
+        try:
+            parse_budgets(part)
+        except ValueError as error:
+            problems.append(str(error))
+            continue
+        if int(part) > n_edges:
+            over.append(int(part))
+    notes = [
+        f"Budget {value:,} is over the {n_edges:,} edges of this model's graph, so it keeps the whole graph; "
+        f"use at most {n_edges:,}."
+        for value in over
+    ]
+    return problems, notes
 
 
 def reference_circuits() -> dict[str, str]:

@@ -52,6 +52,7 @@ _MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last t
 _MODELS_GUARD = threading.Lock()
 _LOADS = itertools.count(1)
 PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
+PROBE_REPEATS = 3
 
 
 def model_future(model_id: str, device: str = "auto") -> Future:
@@ -111,9 +112,12 @@ def probe_rate(model) -> None:
     tokens = model.to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)  # [batch, pos]
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
-        start = time.perf_counter()
-        final_residual(model, tokens, [])
-        seconds = time.perf_counter() - start
+        timed = []
+        for _ in range(PROBE_REPEATS):  # the median: one pass timed in a moment of load misprices every run
+            start = time.perf_counter()
+            final_residual(model, tokens, [])
+            timed.append(time.perf_counter() - start)
+        seconds = sorted(timed)[len(timed) // 2]
     parameters = sum(p.numel() for p in model.parameters())
     kind = model_device(model).type
     calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds)
