@@ -19,7 +19,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import result_view, run  # noqa: E402
+    from circuitviz.ui import prefetch, result_view, run  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
     chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
@@ -35,6 +35,10 @@ if ready:  # the estimated time and memory before the run; over a limit, the run
     ready = refused is None
 key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
 run_settings = inputs.run_settings(available_methods()[method], settings) if ready else None
+if (
+    given.task is not None
+):  # the graph's node captions depend on the prompt alone: computed while the user looks
+    prefetch.node_labels_soon(model, model_id, given.task)
 clicked = run.run_button("Run", ready)
 state.write_to_url()  # before the run: a reload while it goes on comes back to it
 

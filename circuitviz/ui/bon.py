@@ -84,12 +84,12 @@ def shared_entry(result, budget: int) -> dict | None:
     return None
 
 
-def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dict[str, set[str]] | None:
-    """{candidate: its circuit's edges} at ``budget``, rebuilt from the stored score matrices.
+def candidate_masks(model, model_id: str, result, budget: int, store) -> dict | None:
+    """{candidate: its circuit mask at ``budget``}, rebuilt from the stored score matrices (the
+    candidate's top ``budget`` edges, pruned like the run prunes them).
 
     None when the run did not keep its scores (``cache_scores`` off) or they are gone: then
-    only the sizes the run recorded are known, and nothing is recomputed here.
-    """
+    only the sizes the run recorded are known, and nothing is recomputed here."""
     if not result.config.get("cache_scores", True):
         return None
     from ..graph import prune, top_n
@@ -106,7 +106,7 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
         return None
     pairs = result.details.pairs
     spec = result.graph
-    sets = {}
+    masks = {}
     for name, k in zip(candidate_names(result), _candidate_pairs(result)):
         pair = pairs[k]
         task = PromptTask(
@@ -115,9 +115,38 @@ def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dic
         state = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
         if not isinstance(state, dict) or "scores" not in state:
             return None
-        mask = prune(spec, top_n(spec, state["scores"].float(), budget))
-        sets[name] = set(spec.edge_names_of(mask))
-    return sets
+        masks[name] = prune(spec, top_n(spec, state["scores"].float(), budget))
+    return masks
+
+
+def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dict[str, set[str]] | None:
+    """{candidate: its circuit's edges} at ``budget`` (``candidate_masks``), or None."""
+    masks = candidate_masks(model, model_id, result, budget, store)
+    if masks is None:
+        return None
+    return {name: set(result.graph.edge_names_of(mask)) for name, mask in masks.items()}
+
+
+def candidates_at(model, model_id: str, result, budget: int, store) -> list[dict]:
+    """[{name, ndf, n_edges, winner}] of every candidate at ``budget``: the run's own figures
+    where it evaluated the candidates there, else their circuits rebuilt from the stored scores
+    and evaluated now in one batched pass (iBoN evaluates candidates at its anchors only, so the
+    slider's budget is usually not among them). The winner is the most faithful, as BoN picks it."""
+    evaluated = candidate_ndf(result, budget)
+    if evaluated or model is None:
+        return evaluated
+    masks = candidate_masks(model, model_id, result, budget, store)
+    if not masks:
+        return []
+    from ..api import evaluate_circuits
+    from ..query.pool import winner
+
+    baseline, points = evaluate_circuits(model, result.task, list(masks.values()), [budget] * len(masks))
+    best = winner(points, baseline)
+    return [
+        {"name": name, "ndf": point.ndf, "n_edges": point.n_edges, "winner": index == best}
+        for index, (name, point) in enumerate(zip(masks, points))
+    ]
 
 
 # ----- the estimate of a run whose scores an earlier run stored ------------------------------------
@@ -212,17 +241,21 @@ def page_budgets(n_edges: int) -> list[int]:
 TABLE_COLUMNS = ("pair", "candidate", "answer matches", "model's answer", "source", "paraphrase", "corrupted")
 
 
+# the table's widths: the short columns small, the two texts wide, so neither is cut off at the right
+TABLE_WIDTHS = {
+    "pair": {"width": "small"},
+    "candidate": {"width": "small"},
+    "answer matches": {"width": "small"},
+    "model's answer": {"width": "small"},
+    "source": {"width": "small"},
+    "paraphrase": {"width": "large"},
+    "corrupted": {"width": "large"},
+}
+
+
 def table_rows(result) -> list[dict]:
     """``paraphrase_rows`` with the short columns first, so none is cut off by the long texts."""
     return [{name: row[name] for name in TABLE_COLUMNS} for row in paraphrase_rows(result)]
-
-
-def candidate_budget(result, budget: int) -> int:
-    """The BoN budget nearest ``budget`` (candidates were evaluated at those only)."""
-    evaluated = [int(entry["budget"]) for entry in result.details.per_budget]
-    if not evaluated:
-        return int(budget)
-    return budget if budget in evaluated else min(evaluated, key=lambda b: abs(b - budget))
 
 
 def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
@@ -235,8 +268,13 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
             f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at {at:,} edges): "
             f"its circuit is the one drawn below (NDF {point.ndf:.3f})."
         )
+    if result.method == "bon":
+        return (
+            f"The candidates were evaluated at {at:,} edges, the nearest of the run's budgets; there the "
+            f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
+        )
     return (
-        f"The winner among the candidates, {winner['name']}, reaches NDF {winner['ndf']:.3f} at {at:,} edges; "
+        f"The winner among the candidates at {at:,} edges, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
         f"the {result.method} circuit drawn below at {budget:,} edges is another circuit, built from the "
         f"winners' edges at the anchor budgets, and its NDF is {point.ndf:.3f}."
     )
@@ -253,14 +291,24 @@ def clicked_intersection(event, shown) -> str | None:
     return None
 
 
-def highlight_in_circuit(edges: set[str], circuit_edges: set[str]) -> tuple[set[str] | None, str]:
+def highlight_in_circuit(
+    edges: set[str], circuit_edges: set[str], method: str = "ibon", members: tuple[str, ...] = ()
+) -> tuple[set[str] | None, str]:
     """(the intersection's edges to light up, the sentence on how many are in the drawn circuit):
-    an intersection none of whose edges is drawn lights nothing, rather than greying everything."""
+    an intersection none of whose edges is drawn lights nothing, rather than greying everything.
+    Best-of-N draws one candidate (the winner), so its sentence says the intersection leaves the
+    winner out; iBoN and BoN-CSM draw a circuit built from the winners' edges."""
     inside = edges & circuit_edges
     if not inside:
-        return None, (
-            f"None of this intersection's {len(edges):,} edges is in the circuit drawn below (the "
-            "intersection is of the candidates' circuits; the drawn one is built from them differently)."
+        why = (
+            "the circuit drawn is the winning candidate's, and this intersection holds edges of "
+            f"{' & '.join(members) or 'other candidates'} only"
+            if method == "bon"
+            else f"the {method} circuit drawn is built from the winners' edges at the anchor budgets, not from these"
+        )
+        return (
+            None,
+            f"None of this intersection's {len(edges):,} edges is in the circuit drawn below ({why}).",
         )
     return (
         inside,

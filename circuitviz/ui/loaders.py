@@ -210,14 +210,15 @@ def discover(
     )
 
 
-def node_labels(model, model_id: str, task) -> dict:
-    """Logit-lens labels of every node on the task's clean prompt, stored like results."""
+def node_labels(model, model_id: str, task, store=None) -> dict:
+    """Logit-lens labels of every node on the task's clean prompt, stored like results (``store``
+    when the caller fetched it: a background thread cannot reach streamlit's caches)."""
     from ..graph import GraphSpec
     from ..labels.logit_lens import logit_lens_labels
     from ..store import content_key
     from ..tasks import prepare_task
 
-    store = get_store()
+    store = store or get_store()
     key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
     state = store.load_state(key, kind="labels")
     if state is not None:

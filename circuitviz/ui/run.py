@@ -21,7 +21,7 @@ import streamlit as st
 
 from . import loaders, state
 
-POLL_S = 0.25
+POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
 
 # ----- the model ----------------------------------------------------------------------------------
@@ -350,12 +350,17 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def estimate_line(model, task, method: str, settings: dict, budgets) -> tuple[object | None, str | None]:
-    """The estimate shown above Run (None, and the limit's sentence, when the run is refused)."""
+def estimate_line(
+    model, task, method: str, settings: dict, budgets, adjust=None
+) -> tuple[object | None, str | None]:
+    """The estimate shown above Run (None, and the limit's sentence, when the run is refused);
+    ``adjust``: a page's correction of it (Paraphrases: the work an earlier run stored)."""
     from ..limits import check_run, estimate_request
 
     try:
         estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
+        if adjust is not None:
+            estimate = adjust(estimate)
         check_run(estimate)
     except ValueError as error:
         st.error(str(error))
