@@ -192,7 +192,9 @@ def _edge_title(edge: GraphEdge) -> str:
     )
 
 
-def _legend_html(title: str, notes: list[str], caption: str = "", compact: bool = False) -> str:
+def _legend_html(
+    title: str, notes: list[str], caption: str = "", compact: bool = False, width_key: str = ""
+) -> str:
     """The key in words: colour = which input of the target an edge feeds, width = |score|,
     dashes = a negative score, and what the caption under a node's name is; ``compact``: the
     short words of a narrow frame (side-by-side graphs), each key on lines of its own."""
@@ -214,6 +216,11 @@ def _legend_html(title: str, notes: list[str], caption: str = "", compact: bool 
             "width: |score|</span>"
             '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>'
             "dashed: carries the answer (negative score)</span>"
+        )
+    if width_key:
+        signs = (
+            '<span class="cv-item"><span class="cv-line" style="border-top:4px solid #555"></span>'
+            f"width: {_escape(width_key)}</span>"
         )
     colour_key = f'<span class="cv-key">edge colour = the input it feeds:</span>{swatches}'
     node_key = f'<div class="cv-key">{_escape(caption)}</div>' if caption else ""
@@ -287,6 +294,7 @@ def circuit_graph_html(
     captions: Mapping[str, str] | None = None,
     caption_key: str = "",
     others: str = "grey",
+    width_key: str = "",
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores`` as one standalone HTML page.
 
@@ -300,6 +308,8 @@ def circuit_graph_html(
     it does), and ``caption_key`` the legend's sentence saying what those captions are.
     ``others``: how the edges outside ``highlight`` are drawn: "grey", or "colour" (their own
     colour, thin and translucent, so a graph most of whose edges are shared is not grey).
+    ``width_key``: what width means when ``scores`` are not attribution scores (the consensus
+    circuit's share of prompts); its legend then says that, and nothing about signs.
     """
     from pyvis.network import Network
 
@@ -390,7 +400,7 @@ def circuit_graph_html(
     )
     page = network.generate_html()
     compact = frame_width < 700
-    page = _finish_page(page, _legend_html(title, notes, caption_key if captions else "", compact))
+    page = _finish_page(page, _legend_html(title, notes, caption_key if captions else "", compact, width_key))
     return GraphDrawing(
         html=page,
         height=height_px + legend_height(title, notes, bool(captions), frame_width),

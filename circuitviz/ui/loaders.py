@@ -231,7 +231,8 @@ def node_labels(model, model_id: str, task, store=None) -> dict:
 
 def sae_node_features(model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
-    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
+    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share,
+    activation."""
     return _sae_node_features(model, model_key(model), model_id, prompt, nodes, top_k)
 
 
@@ -248,7 +249,7 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
         found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    keep = ("label", "layer", "feature", "promotes", "token", "share")
+    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation")
     return {
         node: [{name: item.get(name) for name in keep} for item in entry.get("features") or []]
         for node, entry in found.items()

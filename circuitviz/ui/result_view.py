@@ -17,6 +17,7 @@ import streamlit as st
 from .. import render
 from . import loaders, state
 from .downloads import downloads
+from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
 GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
@@ -191,7 +192,10 @@ def sae_labels(model, result, budget: int, labels):
     captions = {}
     for node, features in found.items():
         merged.setdefault(node, {})["SAE features"] = [
-            f"{item['label']} (at {item['token']!r}, {item['share']:.2f})" for item in features
+            f"{item['label']} (at {item['token']!r}; this node writes {share_percent(item):.0f}% of it)"
+            if share_percent(item) is not None
+            else f"{item['label']} (at {item['token']!r})"
+            for item in features
         ] or ["no feature driven on this prompt"]
         if features:
             top = features[0]
