@@ -92,9 +92,8 @@ class RunProgress:
     scoring, then learning the masks). Inside a phase the fraction is the clock's
     (``time_fraction``) or, where it says more, the engine's reports: the faithfulness phase's,
     and the work's when this method's last run on this machine said how its work splits into
-    parts (``parts``: {part: share of the work}) or the part reporting is the only one known.
-    A part's report alone never completes the work: before the split is known a first part at
-    100 % may be followed by others. The overall fraction never goes back, and the time left
+    parts (``parts``: {part: share of the work}). Before that the work follows the clock: a first
+    part at 100 % may be followed by others (Edge Pruning's bar sat at 97 % for 18 s that way). The overall fraction never goes back, and the time left
     never grows: it blends the estimate with the speed observed so far, and is shown as the
     smallest value shown yet.
     """
@@ -145,9 +144,7 @@ class RunProgress:
         if self.parts and self.part in self.parts:
             done = sum(self.parts.get(name, 0.0) for name in self.parts_seen[:-1])
             return min(done + self.parts[self.part] * self.reported, 0.99)
-        if self.parts or len(self.parts_seen) > 1:
-            return 0.0  # a part the last run did not have, or parts of unknown weight: the clock says
-        return min(self.reported, 0.9)
+        return 0.0  # parts of unknown weight (a first run here): a part at 100 % may not be the last
 
     def update(self) -> tuple[float, str]:
         """(overall fraction, the line to show) now."""
