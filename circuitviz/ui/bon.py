@@ -157,8 +157,8 @@ def stored_work(model, model_id: str, task, settings: dict, store) -> tuple[bool
     the variants of one prompt and settings share them."""
     if store is None or not settings.get("cache_scores", True):
         return False, False
-    from ..graph import GraphSpec
     from ..methods.bon import QueryCircuitConfig, base_scorer
+    from ..models.adapter import adapter_of
     from ..query.pool import metrics_key
     from ..query.scoring import score_key
 
@@ -166,7 +166,7 @@ def stored_work(model, model_id: str, task, settings: dict, store) -> tuple[bool
         method, method_config = base_scorer(QueryCircuitConfig(**settings))
     except (TypeError, ValueError):
         return False, False
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     scores = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
     metrics = store.load_state(metrics_key(model, model_id, spec, task), kind="circuit-metrics")
     return isinstance(scores, dict) and "scores" in scores, isinstance(metrics, dict)
@@ -217,11 +217,11 @@ def priced_with_stored_scores(
 
 def _stored_passes(model, estimate, settings: dict, pairs: int, evaluation_passes: float) -> float:
     """The share of the estimate's passes that stored scores and evaluations save."""
-    from ..graph import GraphSpec
     from ..methods.bon import QueryCircuitConfig, base_scorer
+    from ..models.adapter import adapter_of
 
     base, base_config = base_scorer(QueryCircuitConfig(**settings))
-    scoring = base.estimate(base_config, GraphSpec.from_model(model), estimate.n_tokens, 0).passes * pairs
+    scoring = base.estimate(base_config, adapter_of(model).spec, estimate.n_tokens, 0).passes * pairs
     return (scoring + evaluation_passes) / max(estimate.sequences, 1.0)
 
 
