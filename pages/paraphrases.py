@@ -79,7 +79,7 @@ edited = st.data_editor(
     bon.table_rows(result),
     hide_index=True,
     key="bon.pairs",
-    disabled=bon.TABLE_COLUMNS[:5],
+    disabled=bon.READ_ONLY_COLUMNS,
     width="stretch",
     column_config=bon.TABLE_WIDTHS,
 )

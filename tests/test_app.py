@@ -462,6 +462,7 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     assert list(table["paraphrase"]) == [pair["clean"] for pair in pairs]
     assert list(table["corrupted"]) == [pair["corrupted"] for pair in pairs]
     assert list(table["source"]) == [pair["source"] for pair in pairs]
+    assert table["replaced"][0] == bon.replaced_words(pairs[0]["clean"], pairs[0]["corrupted"])
     assert list(table["model's answer"]) == [pair.get("model_answer") or "" for pair in pairs]
     candidates = {int(k) for k in result.details.candidates}
     assert list(table["candidate"]) == [i in candidates for i in range(len(pairs))]

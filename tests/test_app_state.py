@@ -83,6 +83,18 @@ def test_acc_on_signals_leaves_the_shared_budget_alone():
     assert at.select_slider(key="w.budget").value == 20
 
 
+def test_the_budget_survives_a_comparison_run():
+    """Compare's slider has the same key and another label: Explore's slider still shows the shared budget."""
+    at = _click(_app(method="eap-ig").run(), "Run")
+    at.select_slider(key="w.budget").set_value(10).run()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    assert at.select_slider(key="w.budget").value == 10
+    at.switch_page("pages/explore.py").run()
+    assert at.select_slider(key="w.budget").value == 10 == at.session_state["budget"]
+
+
 def test_a_run_in_flight_is_found_by_any_session():
     """The registry is the process's: a run started by one session (a page later reloaded) is
     found by the request's key from another, while it goes on and not after."""
@@ -263,7 +275,7 @@ def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
     assert list(figure.layout.xaxis.ticktext) == ["10", "100", "1k", "10k"]
     bon_trace = figure.data[1]
     assert list(bon_trace.x) == [10, None, None, 1000]  # no line straight from 10 to 1,000
-    assert any("clipped at 0" in note.text for note in figure.layout.annotations)
+    assert figure.layout.yaxis.title.text == "NDF (clipped at 0)"
     marker = figure.data[-1]
     assert marker.cliponaxis is False and marker.textposition == "bottom right"  # inside, at the left edge
 
@@ -275,3 +287,11 @@ def test_steer_shows_a_nodes_part_of_a_feature_in_percent():
     assert share_percent(feature) == pytest.approx(62.9)
     rows = feature_rows({"a1.h0": {"sae": "s", "sae_layer": 2, "features": [feature]}})
     assert rows[0][SHARE] == pytest.approx(62.9)
+
+
+def test_the_paraphrase_table_says_what_each_corruption_replaces():
+    from circuitviz.ui.bon import replaced_words
+
+    assert replaced_words("When Mary and John left", "When Alice and Bob left") == "Mary → Alice, John → Bob"
+    assert replaced_words("a b", "a b") == "nothing"
+    assert replaced_words("a b c", "a b") == "2 words (of 3)"

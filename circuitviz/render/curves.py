@@ -74,7 +74,9 @@ def curve_figure(
         )
         if marker_value is not None and not math.isnan(marker_value):
             figure.add_trace(_marker(int(current_budget), marker_value, shown))
-    label = SCORE_NAMES.get(score, score)
+    # NDF is min(deviation / corruption's, 1) taken from 1: a circuit deviating more than the
+    # corruption scores 0, so the axis says so where a reader looks
+    label = "NDF (clipped at 0)" if score == "ndf" else SCORE_NAMES.get(score, score)
     figure.update_layout(
         title={"text": title} if title else None,
         height=height,
@@ -85,19 +87,6 @@ def curve_figure(
         hovermode="closest",
         template="plotly_white",
     )
-    if score == "ndf":
-        figure.add_annotation(
-            text="NDF is clipped at 0: a circuit that deviates as much as the corruption, or more, scores 0",
-            xref="paper",
-            yref="paper",
-            x=0,
-            y=-0.02,
-            xanchor="left",
-            yanchor="bottom",
-            showarrow=False,
-            font={"size": 11, "color": "#667085"},
-            bgcolor="rgba(255,255,255,0.8)",
-        )
     return figure
 
 
@@ -152,7 +141,16 @@ def log_ticks(grid: Sequence[float]) -> dict:
     low = math.floor(math.log10(max(min(grid), 1)))
     high = math.ceil(math.log10(max(max(grid), 1)))
     values = [10**power for power in range(low, high + 1)]
-    return {"tickvals": values, "ticktext": [_short_count(v) for v in values], "minor": {"showgrid": False}}
+    span = [
+        math.log10(max(min(grid), 1)) - 0.08,
+        math.log10(max(max(grid), 1)) + 0.08,
+    ]  # the ends' ticks show
+    return {
+        "tickvals": values,
+        "ticktext": [_short_count(v) for v in values],
+        "range": span,
+        "minor": {"showgrid": False},
+    }
 
 
 def _short_count(value: int) -> str:

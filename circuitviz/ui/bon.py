@@ -238,24 +238,42 @@ def page_budgets(n_edges: int) -> list[int]:
     return [b for b in PAGE_BUDGETS if b < n_edges] + [int(n_edges)]
 
 
-TABLE_COLUMNS = ("pair", "candidate", "answer matches", "model's answer", "source", "paraphrase", "corrupted")
+TABLE_COLUMNS = (
+    "pair",
+    "candidate",
+    "answer matches",
+    "model's answer",
+    "source",
+    "replaced",
+    "paraphrase",
+    "corrupted",
+)
+READ_ONLY_COLUMNS = TABLE_COLUMNS[:6]
 
 
-# the table's widths: the short columns small, the two texts wide, so neither is cut off at the right
-TABLE_WIDTHS = {
-    "pair": {"width": "small"},
-    "candidate": {"width": "small"},
-    "answer matches": {"width": "small"},
-    "model's answer": {"width": "small"},
-    "source": {"width": "small"},
-    "paraphrase": {"width": "large"},
-    "corrupted": {"width": "large"},
-}
+# the two texts wide (the table scrolls sideways to the rest of the corrupted one); what the
+# corruption replaces has its own short column before them, so it is never cut off
+TABLE_WIDTHS = {"paraphrase": {"width": "large"}, "corrupted": {"width": "large"}}
+
+
+def replaced_words(clean: str, corrupted: str) -> str:
+    """What a corruption replaces, word for word ("Mary → Alice, John → Bob"); the whole
+    corrupted text's length in words when the two do not align word by word."""
+    before, after = clean.split(), corrupted.split()
+    if len(before) != len(after):
+        return f"{len(after)} words (of {len(before)})"
+    pairs = [f"{a} → {b}" for a, b in zip(before, after) if a != b]
+    return ", ".join(pairs) if pairs else "nothing"
 
 
 def table_rows(result) -> list[dict]:
-    """``paraphrase_rows`` with the short columns first, so none is cut off by the long texts."""
-    return [{name: row[name] for name in TABLE_COLUMNS} for row in paraphrase_rows(result)]
+    """``paraphrase_rows`` with the short columns first, so none is cut off by the long texts,
+    and what each corruption replaces."""
+    rows = []
+    for row in paraphrase_rows(result):
+        row = {**row, "replaced": replaced_words(row["paraphrase"], row["corrupted"])}
+        rows.append({name: row[name] for name in TABLE_COLUMNS})
+    return rows
 
 
 def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:

@@ -220,8 +220,9 @@ def budget_select(label: str, key: str, options: list[int], fallback: int) -> in
     shared = st.session_state.get(key)
     shown = nearest(options, shared if isinstance(shared, int) else fallback)
     wkey = widget_key(key)
-    if st.session_state.get(wkey) != shown:
-        st.session_state[wkey] = shown
+    # always handed over: the same key on another page is another widget (its label, its options),
+    # which would otherwise start from its own default instead of the value this key holds
+    st.session_state[wkey] = shown
 
     def moved() -> None:
         st.session_state[key] = st.session_state[wkey]
