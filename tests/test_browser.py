@@ -569,8 +569,13 @@ def _dataset_and_about(page) -> None:
     page.get_by_text("Dataset atlas").first.wait_for(timeout=60_000)
     wait_for(page, "() => document.body.innerText.includes('CPR (MIB)')", 180_000)
     settled(page)
-    active = page.locator('button[kind="segmented_controlActive"]').all_inner_texts()
-    assert active, "the atlas picker shows no atlas as open"
+    buttons = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stButtonGroup"] button')].map(b =>
+            [b.innerText.trim(), b.getAttribute('kind') || '', b.getAttribute('data-testid') || '',
+             b.getAttribute('aria-checked') || b.getAttribute('aria-pressed') || ''])"""
+    )
+    active = [b[0] for b in buttons if "Active" in b[1] or "Active" in b[2] or b[3] == "true"]
+    assert active, f"the atlas picker shows no atlas as open: {buttons[:4]}"
     page.get_by_role("tab", name="Consensus circuit").click()
     page.wait_for_timeout(1500)
     settled(page)
