@@ -44,45 +44,36 @@ budget_problems = inputs.budget_check(st.session_state["budgets"], n_edges)[0]
 for problem in budget_problems:
     st.error(f"{problem} (the budgets are set on the Explore page)")
 from circuitviz.api import parse_budgets  # noqa: E402
+from circuitviz.request import Request  # noqa: E402
 
 budgets = None if budget_problems else parse_budgets(st.session_state["budgets"])
 if len(chosen) < 2:
     st.error("Choose at least two methods to compare.")
 ready = given.task is not None and 2 <= len(chosen) <= 4 and budgets is not None
-settings_of = {
-    name: inputs.run_settings(
-        registered[name], inputs.shared_settings(registered[name], state.method_settings("settings", name))
-    )
-    for name in chosen
-}
-keys = (
-    {
-        name: loaders.request_key(model, model_id, given.task, name, settings_of[name], budgets)
-        for name in chosen
-    }
-    if ready
-    else {}
-)
+# each method's request (not priced yet: each is priced just before it runs, by the runs before it)
+requests = {}
+for name in chosen if ready else ():
+    settings = inputs.shared_settings(registered[name], state.method_settings("settings", name))
+    requests[name] = Request.for_model(model, given.task, name, settings, budgets, model_id)
 clicked = run.run_button("Run the comparison", ready, key="compare.run")
 state.write_to_url()  # before the runs: a reload while they go on comes back to them
 kept = {}
-if ready:
-    for name in chosen:
-        found = state.result_for(name, model_id, prompt)
-        if found is None or found.task != given.task or found.config != settings_of[name]:
-            found = (
-                state.stored_result(model, model_id, given.task, name, settings_of[name], budgets) or found
-            )
-        kept[name] = found
-if ready and (clicked or any(run.running(key) for key in keys.values())):
-    for name in chosen:  # each method's estimate, then its run (or the run under way, after a reload)
-        if kept.get(name) is not None and kept[name].config == settings_of[name] and not clicked:
+for name, request in requests.items():
+    found = state.result_for(name, model_id, prompt)
+    if found is None or found.task != given.task or found.config != request.settings:
+        found = state.stored_result(request) or found
+    kept[name] = found
+if ready and (clicked or any(run.running(request.key) for request in requests.values())):
+    for (
+        name,
+        request,
+    ) in requests.items():  # each estimate, then its run (or the run under way, after a reload)
+        done = kept.get(name) is not None and kept[name].config == request.settings
+        if done and not clicked:
             continue
-        estimate, refused = run.estimate_line(model, given.task, name, settings_of[name], budgets)
+        priced, refused = run.request_line(model, model_id, given.task, name, request.settings, budgets)
         if refused is None:
-            kept[name] = run.run_with_status(
-                model, model_id, given.task, name, settings_of[name], budgets, estimate
-            ) or kept.get(name)
+            kept[name] = run.run_with_status(model, priced) or kept.get(name)
 
 results = {n: r for n, r in kept.items() if r is not None and r.task == given.task}
 if len(results) >= 2 and compare.common_budgets(results):

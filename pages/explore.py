@@ -29,12 +29,10 @@ with st.container(border=True):
 with st.container(border=True):
     method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
 ready = given.task is not None and settings is not None and budgets is not None
-estimate = None
+request = None  # the one request of this page: settings parsed, key computed, priced and checked once
 if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
-    estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
+    request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
     ready = refused is None
-key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
-run_settings = inputs.run_settings(available_methods()[method], settings) if ready else None
 if (
     given.task is not None
 ):  # the graph's node captions depend on the prompt alone: computed while the user looks
@@ -43,11 +41,11 @@ clicked = run.run_button("Run", ready)
 state.write_to_url()  # before the run: a reload while it goes on comes back to it
 
 result = state.result_for(method, model_id, prompt)
-if ready and (clicked or run.running(key) or st.session_state.pop("explore.autorun", False)):
-    result = run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate) or result
-elif ready and (result is None or result.task != given.task or result.config != run_settings):
+if ready and (clicked or run.running(request.key) or st.session_state.pop("explore.autorun", False)):
+    result = run.run_with_status(model, request) or result
+elif ready and (result is None or result.task != given.task or result.config != request.settings):
     # a shared or reloaded URL, or inputs run before: the stored result of exactly this request
-    result = state.stored_result(model, model_id, given.task, method, settings, budgets) or result
+    result = state.stored_result(request) or result
 
 
 @st.fragment
@@ -58,7 +56,7 @@ def show_result(result, labels) -> None:
 
 
 if result is not None:
-    if ready and (result.task != given.task or result.method != method or result.config != run_settings):
+    if ready and (result.task != given.task or result.method != method or result.config != request.settings):
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task)

@@ -19,7 +19,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz import render  # noqa: E402
-    from circuitviz.methods import available_methods  # noqa: E402
+    from circuitviz.methods import available_methods, config_to_dict  # noqa: E402
     from circuitviz.ui import bon, result_view, run  # noqa: E402
 
     registered = available_methods()
@@ -46,31 +46,28 @@ with st.container(border=True):
         "variants' curves, each at a proportional cost."
     )
 ready = given.task is not None and settings is not None and budgets is not None
-estimate = None
-if ready:
-    estimate, refused = run.estimate_line(
+request = None
+if ready:  # priced without the work a sibling variant stored (iBoN after BoN finds its scores)
+    plain = config_to_dict(settings)
+    request, refused = run.request_line(
         model,
+        model_id,
         given.task,
         method,
         settings,
         budgets,
         adjust=lambda found: bon.priced_with_stored_scores(
-            found, model, model_id, given.task, method, settings, len(budgets), loaders.get_store()
+            found, model, model_id, given.task, method, plain, len(budgets), loaders.get_store()
         ),
     )
     ready = refused is None
-key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
 clicked = run.run_button("Run Best-of-N", ready, key="bon.run")
 state.write_to_url()  # before the run or a stop: the URL names this view from the start
 result = state.result_for(method, model_id, prompt)
-if ready and (clicked or run.running(key)):
-    result = run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate) or result
-elif ready and (
-    result is None
-    or result.task != given.task
-    or result.config != inputs.run_settings(registered[method], settings)
-):
-    result = state.stored_result(model, model_id, given.task, method, settings, budgets) or result
+if ready and (clicked or run.running(request.key)):
+    result = run.run_with_status(model, request) or result
+elif ready and (result is None or result.task != given.task or result.config != request.settings):
+    result = state.stored_result(request) or result
 if result is None or not bon.is_query_circuits(result):
     st.stop()
 

@@ -41,21 +41,18 @@ with st.expander(
     )
     values = forms.config_form(method, "signals", initial=start)
     state.remember_settings("signals.settings", "acc++", values)
-    problem = forms.check_config(method, values)
+    config, problem = forms.build_config(method, values)
     if problem:
         st.error(problem)
     budgets = inputs.default_budgets(inputs.graph_edge_total(model))
     ready = given.task is not None and not problem
-    estimate = run.estimate_line(model, given.task, "acc++", values, budgets)[0] if ready else None
-    key = loaders.request_key(model, model_id, given.task, "acc++", values, budgets) if ready else None
-    clicked = run.run_button("Run ACC++", ready and estimate is not None)
+    request = run.request_line(model, model_id, given.task, "acc++", config, budgets)[0] if ready else None
+    clicked = run.run_button("Run ACC++", ready and request is not None)
     state.write_to_url()  # before the run or a stop: a reload comes back to this view
-    if ready and estimate is not None and (clicked or run.running(key)):
-        result = (
-            run.run_with_status(model, model_id, given.task, "acc++", values, budgets, estimate) or result
-        )
-    elif ready and result is None:
-        result = state.stored_result(model, model_id, given.task, "acc++", values, budgets)
+    if request is not None and (clicked or run.running(request.key)):
+        result = run.run_with_status(model, request) or result
+    elif request is not None and result is None:
+        result = state.stored_result(request)
 
 if result is None:
     st.info(

@@ -9,6 +9,7 @@ metric``, one of ``tasks.METRICS``); ``metric_named`` turns the name into its ob
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -25,18 +26,18 @@ RowsMetric = Callable[[torch.Tensor], torch.Tensor]  # final residual [batch, d_
 
 
 @dataclass(frozen=True)
-class Metric:
+class Metric(ABC):
     """One way of scoring the answer; subclasses say how."""
 
     name: ClassVar[str]
     label: ClassVar[str]
     needs_foils: ClassVar[bool] = False
 
+    @abstractmethod
     def of_residual(self, adapter, residual: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         """The metric of each row. residual: [batch, d_model]; ids: the answer then the foils,
         [1 + n_foils] for every row alike or [batch, 1 + n_foils] for each row its own. Returns
         [batch]."""
-        raise NotImplementedError  # pragma: no cover  (every metric below defines it)
 
 
 @dataclass(frozen=True)

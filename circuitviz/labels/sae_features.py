@@ -464,23 +464,6 @@ def circuit_node_features(
     return {node: labels[node] for node in nodes if node in labels}
 
 
-def prompt_features(
-    model, prompt: str, labelled: LabelledSae, top_k: int = 10, position: int = -1
-) -> list[dict]:
-    """The ``top_k`` most active features of one SAE at one prompt position (default: the last)."""
-    tokens = adapter_of(model).to_tokens(prompt)
-    residual = residual_stream(model, tokens, [labelled.layer])[labelled.layer][0, position]
-    acts = feature_activations(labelled.sae, residual).float()
-    count = min(top_k, int((acts > 0).sum()))
-    out = []
-    for feature in acts.topk(count).indices.tolist():
-        description = feature_description(model, labelled, feature, n_contexts=3)
-        out.append(
-            {**description, "activation": round(float(acts[feature]), 4), "label": feature_label(description)}
-        )
-    return out
-
-
 def reconstruction_quality(sae, activations: torch.Tensor, batch: int = 4096) -> dict:
     """Explained variance, L0 and relative MSE of ``sae`` on ``activations`` [tokens, d_model]."""
     squared_error = 0.0

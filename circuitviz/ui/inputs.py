@@ -362,11 +362,11 @@ def method_inputs(
     ``initial``: the settings a page starts the form with (a page's own defaults);
     ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as;
     ``settings_key``: where the form's values live on (per method, across pages and in the URL).
-    Returns (method name, settings or None while invalid, budgets or None while invalid).
+    Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     from ..api import parse_budgets
     from ..methods import available_methods
-    from .forms import check_config, config_form
+    from .forms import build_config, config_form
 
     registered = methods or available_methods()
     name = method_picker(key, registered)
@@ -389,10 +389,10 @@ def method_inputs(
     with form_box:
         settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
         state.remember_settings(settings_key, name, settings)
-        problem = check_config(method, settings)
+        config, problem = build_config(method, settings)
         if problem:
             st.error(problem)
-    return name, (None if problem else settings), budgets
+    return name, config, budgets
 
 
 def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:

@@ -1,10 +1,11 @@
 """Starting a run and waiting for it: the model's load, the estimate, the progress, the outcome.
 
-A discovery runs in a background thread while the page's script draws its progress every
-quarter second, so the bar moves through every phase (clean and corrupted runs, scoring,
+A discovery runs in a background thread while the page's script draws its progress ten times
+a second, so the bar moves through every phase (clean and corrupted runs, scoring,
 faithfulness) even when the engine reports nothing for a while, and the time left is computed
 from the estimate and from how fast the run is actually going, never shown growing. A run keeps
-going when the page reruns (a widget touched meanwhile); the page attaches to it again. The
+going when the page reruns (a widget touched meanwhile) or is reloaded: runs in flight are kept
+per process by request key, so any session that asks for the same request attaches to it. The
 model loads the same way, with its elapsed time and what to expect on screen. Finished runs
 calibrate the estimates (``calibration.py``).
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..phases import Phase, phase_of_report, phase_seconds, report_words
 from . import loaders, state
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
@@ -56,22 +58,6 @@ def load_model_or_stop(model_id: str, device: str):
 
 
 # ----- progress -----------------------------------------------------------------------------------
-PHASE_ORDER = ("prepare", "work", "evaluate")
-WORK_NAMES = {
-    "score": "scoring edges",
-    "paraphrases": "checking paraphrases",
-    "observe": "observing activations",
-    "regress": "fitting the regression",
-    "knockout": "knockout check",
-    "trace": "tracing attention decisions",
-}
-
-
-def phase_of(reported: str) -> str:
-    """The bucket an engine report belongs to: faithfulness, or the method's own work."""
-    return "evaluate" if reported == "evaluate" else "work"
-
-
 def time_fraction(spent: float, expected: float) -> float:
     """How far a phase is by the clock: linear up to 80 % of the time expected, then ever slower
     towards 99 % (a phase that takes longer than expected still moves, and never looks done)."""
@@ -93,9 +79,9 @@ class RunProgress:
     (``time_fraction``) or, where it says more, the engine's reports: the faithfulness phase's,
     and the work's when this method's last run on this machine said how its work splits into
     parts (``parts``: {part: share of the work}). Before that the work follows the clock: a first
-    part at 100 % may be followed by others (Edge Pruning's bar sat at 97 % for 18 s that way). The overall fraction never goes back, and the time left
-    never grows: it blends the estimate with the speed observed so far, and is shown as the
-    smallest value shown yet.
+    part at 100 % may be followed by others (Edge Pruning's bar sat at 97 % for 18 s that way).
+    The overall fraction never goes back, and the time left never grows: it blends the estimate
+    with the speed observed so far, and is shown as the smallest value shown yet.
     """
 
     def __init__(
@@ -105,13 +91,13 @@ class RunProgress:
         clock: Callable[[], float] = time.perf_counter,
         parts: dict[str, float] | None = None,
     ):
-        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in PHASE_ORDER}
+        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in Phase}
         self.total = sum(self.expected.values()) or 1.0
         self.n_budgets = n_budgets
         self.clock = clock
         self.parts = dict(parts or {})
         self.start = clock()
-        self.phase = "prepare"
+        self.phase = Phase.PREPARE
         self.phase_start = self.start
         self.reported = 0.0
         self.part = ""
@@ -121,25 +107,25 @@ class RunProgress:
 
     @property
     def work_name(self) -> str:
-        return WORK_NAMES.get(self.part, self.part.replace("_", " "))
+        return report_words(self.part)
 
     def report(self, reported: str, fraction: float) -> None:
-        """An engine report: phase name and fraction done of it."""
-        phase = phase_of(reported)
-        if PHASE_ORDER.index(phase) > PHASE_ORDER.index(self.phase):
+        """An engine report (a ``phases.Report`` or another name) and the fraction done of it."""
+        phase = phase_of_report(reported)
+        if phase.step > self.phase.step:
             self.phase, self.phase_start, self.reported = phase, self.clock(), 0.0
         if phase != self.phase:
             return
-        if phase == "work" and reported != self.part:
-            self.part = reported
-            if reported not in self.parts_seen:
-                self.parts_seen.append(reported)
-            self.reported = 0.0
+        name = str(getattr(reported, "value", reported))
+        if phase is Phase.WORK and name != self.part:
+            self.part = name
+            if name not in self.parts_seen:
+                self.parts_seen.append(name)
         self.reported = min(max(float(fraction), 0.0), 1.0)
 
     def _reported_inside(self) -> float:
         """The phase's fraction by the engine's reports (0 when they cannot say it)."""
-        if self.phase != "work":
+        if self.phase is not Phase.WORK:
             return self.reported
         if self.parts and self.part in self.parts:
             done = sum(self.parts.get(name, 0.0) for name in self.parts_seen[:-1])
@@ -151,7 +137,7 @@ class RunProgress:
         now = self.clock()
         expected = self.expected[self.phase]
         inside = max(self._reported_inside(), time_fraction(now - self.phase_start, expected))
-        before = sum(self.expected[p] for p in PHASE_ORDER[: PHASE_ORDER.index(self.phase)])
+        before = sum(self.expected[p] for p in Phase if p.step < self.phase.step)
         self.fraction = max(self.fraction, min((before + inside * expected) / self.total, 0.99))
         elapsed = now - self.start
         planned = self.total - elapsed
@@ -161,9 +147,9 @@ class RunProgress:
         return self.fraction, self.text(elapsed)
 
     def phase_name(self) -> str:
-        if self.phase == "prepare":
+        if self.phase is Phase.PREPARE:
             return "clean and corrupted runs"
-        if self.phase == "evaluate":
+        if self.phase is Phase.EVALUATE:
             return (
                 f"measuring faithfulness at {self.n_budgets} budgets"
                 if self.n_budgets
@@ -174,15 +160,14 @@ class RunProgress:
         return f"{self.work_name} ({100 * self.reported:.0f}%)"
 
     def text(self, elapsed: float) -> str:
-        step = PHASE_ORDER.index(self.phase) + 1
         left = f"about {self.left:.0f} s left" if self.left and self.left >= 1 else "finishing"
         return (
-            f"step {step} of 3, {self.phase_name()} · {100 * self.fraction:.0f}% in all · "
+            f"step {self.phase.step} of 3, {self.phase_name()} · {100 * self.fraction:.0f}% in all · "
             f"{elapsed:.0f} s so far, {left}"
         )
 
 
-def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
+def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]:
     """Expected seconds per phase: this method's last measured split on this device, else the
     split of its forward passes (2 clean/corrupted runs, one patched pass per budget)."""
     from ..calibration import phase_shares
@@ -191,18 +176,19 @@ def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
     total = estimate.seconds if estimate is not None else 10.0
     if not shares:
         passes = max(estimate.sequences if estimate is not None else 0.0, 3.0 + n_budgets)
-        shares = {"prepare": 2 / passes, "evaluate": n_budgets / passes}
-        shares["work"] = max(1 - shares["prepare"] - shares["evaluate"], 0.0)
-    return {phase: total * shares.get(phase, 0.0) for phase in PHASE_ORDER}
+        shares = {Phase.PREPARE: 2 / passes, Phase.EVALUATE: n_budgets / passes}
+        shares[Phase.WORK] = max(1 - shares[Phase.PREPARE] - shares[Phase.EVALUATE], 0.0)
+    return {phase: total * shares.get(phase, 0.0) for phase in Phase}
 
 
 def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[str, float]:
     """Seconds of each part of a run's work, from its timed reports ((name, fraction, time)): a
-    part lasts from the previous part's last report (the run's start for the first) to its own
-    last report. Faithfulness reports are not work."""
+    part lasts from the previous part's last report (``start`` for the first) to its own last
+    report. Faithfulness reports are not work."""
     last: dict[str, float] = {}
     for name, _, at in reports:
-        if phase_of(name) == "work":
+        if phase_of_report(name) is Phase.WORK:
+            name = str(getattr(name, "value", name))
             last.pop(name, None)
             last[name] = at
     parts, previous = {}, start
@@ -212,21 +198,14 @@ def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[st
     return parts
 
 
-def timing_phases(timings: dict[str, float], seconds: float) -> dict[str, float]:
-    """A result's timings as the three phases (whatever was not timed counts as the work)."""
-    prepare = float(timings.get("clean_corrupted_s", 0.0))
-    evaluate = float(timings.get("evaluation_s", 0.0))
-    return {"prepare": prepare, "evaluate": evaluate, "work": max(seconds - prepare - evaluate, 0.0)}
-
-
 def record_run(estimate, method: str, result, seconds: float, parts: dict[str, float]) -> None:
-    """Calibrate the next estimates with a finished run: its work, wall time, phases and the
-    parts of its work (``work_parts``)."""
+    """Calibrate the next estimates with a finished run: its work, wall time, phases, the parts
+    of its work (``work_parts``) and its own timings (what a sibling variant may find stored)."""
     if estimate is None:
         return
     from .. import calibration
 
-    phases = timing_phases(result.timings, seconds)
+    phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
     calibration.record(estimate.device, method, estimate.flops, seconds, phases, parts, result.timings)
 
 
@@ -252,7 +231,7 @@ class Job:
 
 # the runs of this process by request key, shared by every session: a page reloaded (a new
 # session) while its run goes on finds the run by its request and shows its progress, then its
-# result; finished runs stay a while so a session that arrives late still gets its outcome
+# result
 _JOBS: dict[str, Job] = {}
 _JOBS_GUARD = threading.Lock()
 KEEP_FINISHED = 16  # finished runs kept (their outcome is in the store; these only bound memory)
@@ -276,14 +255,17 @@ def running(key: str | None) -> bool:
     return job is not None and not job.done
 
 
-def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job:
+def _start(model, request) -> Job:
+    estimate = request.estimate
     from ..calibration import part_shares
 
-    parts = part_shares(estimate.device, method) if estimate is not None else None
+    parts = part_shares(estimate.device, request.method) if estimate is not None else None
     progress = RunProgress(
-        expected_phases(estimate, method, len(budgets)), n_budgets=len(budgets), parts=parts
+        expected_phases(estimate, request.method, len(request.budgets)),
+        n_budgets=len(request.budgets),
+        parts=parts,
     )
-    job = Job(key, method, progress)
+    job = Job(request.key, request.method, progress)
     lock = threading.Lock()
     store = loaders.get_store()  # here, in the page's thread: the worker cannot reach streamlit's caches
 
@@ -295,32 +277,30 @@ def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job
     def work() -> None:
         start = time.perf_counter()
         try:
-            job.result, job.cached = loaders.discover(
-                model, model_id, task, method, config, budgets, progress=report, store=store
-            )
+            job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
         if job.result is not None and not job.cached:
             work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
-            record_run(estimate, method, job.result, job.seconds, work_parts(job.reports, work_start))
+            record_run(estimate, request.method, job.result, job.seconds, work_parts(job.reports, work_start))
 
-    job.thread = threading.Thread(target=work, name=f"run {method}", daemon=True)
+    job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
     _register(job)
     job.thread.start()
     return job
 
 
-def run_with_status(model, model_id: str, task, method: str, config: dict, budgets, estimate=None):
-    """Run a discovery (or attach to the one under way) with its progress on screen; the result,
-    or None after its error sentence is shown, open, below the status."""
+def run_with_status(model, request):
+    """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
+    the result, or None after its error sentence is shown, open, below the status."""
     from ..graph import GraphError
     from ..tasks import TaskError
 
-    key = loaders.request_key(model, model_id, task, method, config, budgets)
-    job = _jobs().get(key)
+    method, model_id = request.method, request.model_id
+    job = _jobs().get(request.key)
     if job is None or job.done:  # a finished run's result is in the store: a new start reads it
-        job = _start(key, model, model_id, task, method, config, budgets, estimate)
+        job = _start(model, request)
     with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
         bar = st.progress(0.0, text="starting")
         while not job.done:
@@ -347,23 +327,24 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def estimate_line(
-    model, task, method: str, settings: dict, budgets, adjust=None
-) -> tuple[object | None, str | None]:
-    """The estimate shown above Run (None, and the limit's sentence, when the run is refused);
-    ``adjust``: a page's correction of it (Paraphrases: the work an earlier run stored)."""
-    from ..limits import check_run, estimate_request
+def request_line(model, model_id: str, task, method: str, settings, budgets, adjust=None):
+    """The page's one request, priced, with its estimate shown above Run; (request, None), or
+    (None, the sentence) when it is refused (over a limit, or settings that do not make a config).
+    ``adjust``: a page's correction of the estimate (Paraphrases: the work an earlier run stored)."""
+    import dataclasses
 
     try:
-        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
-        if adjust is not None:
-            estimate = adjust(estimate)
-        check_run(estimate)
+        request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
         st.error(str(error))
         return None, str(error)
-    st.caption(estimate.summary())
-    return estimate, None
+    if adjust is not None and request.estimate is not None:
+        request = dataclasses.replace(request, estimate=adjust(request.estimate))
+    if request.refusal is not None:
+        st.error(request.refusal)
+        return None, request.refusal
+    st.caption(request.estimate.summary())
+    return request, None
 
 
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:

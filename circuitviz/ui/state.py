@@ -243,12 +243,12 @@ def result_for(method: str, model_id: str, prompt: str):
     return result
 
 
-def stored_result(model, model_id: str, task, method: str, settings: dict, budgets):
-    """The stored result of exactly this request (any session, any page, a run finished after a
-    reload), kept for every page like a fresh one; None when it was never computed. Never computes."""
+def stored_result(request):
+    """The stored result of exactly this ``Request`` (any session, any page, a run finished after
+    a reload), kept for every page like a fresh one; None when it was never computed. Never computes."""
     from . import loaders
 
-    found = loaders.stored_result(model, model_id, task, method, settings, budgets)
+    found = loaders.stored_result(request)
     if found is not None:
         keep_result(found)
     return found
