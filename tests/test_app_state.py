@@ -295,3 +295,14 @@ def test_the_paraphrase_table_says_what_each_corruption_replaces():
     assert replaced_words("When Mary and John left", "When Alice and Bob left") == "Mary → Alice, John → Bob"
     assert replaced_words("a b", "a b") == "nothing"
     assert replaced_words("a b c", "a b") == "2 words (of 3)"
+
+
+def test_the_launcher_starts_loading_the_default_model_before_any_page():
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.models.catalog import EMBEDDED_MODEL
+    from circuitviz.ui import serve
+
+    serve.preload()
+    future = loaders.model_future(EMBEDDED_MODEL, "auto")  # what the first page asks for: the same load
+    assert future.result(timeout=120) is not None
+    assert loaders.model_future(EMBEDDED_MODEL, "auto") is future

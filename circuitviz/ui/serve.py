@@ -19,11 +19,11 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 
 def preload() -> None:
     """Start loading the default model (the sidebar's first choice) in the background."""
+    from ..models.catalog import EMBEDDED_MODEL
     from . import loaders
-    from .sidebar import DEVICES, model_catalog
+    from .sidebar import DEVICES
 
-    _, embedded = model_catalog()
-    loaders.model_future(embedded, DEVICES[0])
+    loaders.model_future(EMBEDDED_MODEL, DEVICES[0])
 
 
 def main(argv: list[str] | None = None) -> None:
