@@ -253,14 +253,16 @@ def test_the_first_view_opens_where_it_can_be_read():
 
     # no small circuit reaches 0.8 (the curve): the most faithful legible one, and why
     curve = [
-        point(10, 9, 0.1),
+        point(10, 7, 0.3),  # too few edges to show a circuit
         point(20, 19, 0.22),
-        point(50, 48, 0.1),
+        point(50, 48, 0.25),
+        point(100, 58, 0.1),
         point(500, 452, 0.63),
         point(5000, 4800, 0.93),
     ]
     view = render.opening_view(curve)
-    assert view.budget == 20 and "4,800 edges, too many to read" in view.reason and "NDF 0.22" in view.reason
+    assert view.budget == 50 and "4,800 edges, too many to read" in view.reason and "NDF 0.25" in view.reason
+    assert render.opening_view([point(10, 7, 0.3), point(20, 12, 0.2), point(900, 800, 0.5)]).budget == 10
     # a small faithful one: the smallest reaching 0.8
     assert render.opening_view([point(10, 9, 0.5), point(100, 90, 0.85), point(200, 180, 0.9)]).budget == 100
 

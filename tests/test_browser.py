@@ -284,8 +284,9 @@ def _explore_first_run(page, app_url, cache, figures):
     assert frame.evaluate("() => network.getScale()") == scale_before
     figures["wheel_scrolled_px"] = page.evaluate(f"() => ({scroller}).scrollTop") - top_before
     assert figures["wheel_scrolled_px"] > 0
-    page.mouse.move(5, 5)  # no edge's tooltip in the pictures
-    page.wait_for_timeout(300)
+    frame.evaluate(
+        "() => document.querySelectorAll('div.vis-tooltip').forEach(t => { t.style.visibility = 'hidden'; })"
+    )  # no hover box
     shot(page, "explore-graph.png", iframe, full=True)
     if os.environ.get("CIRCUITVIZ_UPDATE_SCREENSHOTS") == "1":
         DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
@@ -472,8 +473,10 @@ def _settings_and_a_reload(page, cache, figures) -> None:
     figures["ig60_computed_s"] = stored[-1].timings
     type_into(page, "ig steps", "20")
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()  # a second 20-step run: timed
+    assert "is for earlier inputs" in body_text(page)  # the 60-step result is still on screen
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
+    wait_for(page, "() => !document.body.innerText.includes('is for earlier inputs')", RUN_WAIT_MS)
     figures["second_run_click_to_graph_s"] = graph_drawn(page, started)
     settled(page)
     figures["estimate_second_run_s"] = estimate_seconds(estimate_text)

@@ -163,6 +163,7 @@ def _short_count(value: int) -> str:
 
 READABLE_EDGES = 200  # the largest faithful circuit a first view opens at
 LEGIBLE_EDGES = 60  # a graph this small reads at a glance, whatever its faithfulness
+MIN_LEGIBLE_EDGES = 20  # and one this large still shows a circuit, not a handful of edges
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,8 @@ def opening_view(
 ) -> OpeningView:
     """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
     ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
-    of at most ``legible_edges`` edges (a graph a demo audience can read; the faithful ones are
-    too large to), else the smallest budget."""
+    of 20 to ``legible_edges`` edges (a graph a demo audience can read; the faithful ones are too
+    large to), else of fewer, else the smallest budget."""
     points = sorted(curve, key=lambda p: _value(p, "budget"))
     good = [p for p in points if _value(p, "n_edges") <= max_edges and _value(p, "ndf") >= good_ndf]
     if good:
@@ -196,7 +197,8 @@ def opening_view(
         if faithful
         else "none at any budget does"
     )
-    legible = [p for p in points if _value(p, "n_edges") <= legible_edges]
+    legible = [p for p in points if MIN_LEGIBLE_EDGES <= _value(p, "n_edges") <= legible_edges]
+    legible = legible or [p for p in points if _value(p, "n_edges") <= legible_edges]
     if not legible:
         budget = int(_value(points[0], "budget"))
         return OpeningView(
