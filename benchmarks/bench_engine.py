@@ -21,7 +21,7 @@ from circuitviz.bench.harness import (
     peak_rss_gib,
     timed,
 )
-from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_clean_runs
+from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
@@ -54,7 +54,7 @@ def main() -> None:
     config = ig.make_config({"ig_steps": args.ig_steps})
     phases: dict[str, list[float]] = {}
     for _ in range(args.repeats):
-        forget_clean_runs(model)  # each repeat runs the clean prompt itself (as a fresh prompt does)
+        forget_prompt_runs(model)  # each repeat runs the clean prompt itself (as a fresh prompt does)
         ctx = RunContext(model, TASK)
         evaluator, seconds = timed(lambda ctx=ctx: ctx.evaluator, sync=device)
         phases.setdefault("clean+corrupted runs", []).append(seconds)

@@ -149,57 +149,58 @@ def _check_batch(tasks: Sequence[PreparedTask]) -> None:
         raise ValueError(f"These tasks cannot be evaluated in one batch: {problem}.")
 
 
-# ----- the clean run of a prompt, shared by everything that reads it ------------------------------
+# ----- a prompt's plain run, shared by everything that reads it -----------------------------------
 @dataclass(frozen=True)
-class CleanRun:
-    """One prompt's plain forward pass: every writer's output and the final residual.
+class PromptRun:
+    """One prompt's plain (unpatched) forward pass: every writer's output and the final residual.
 
     writers: [1, pos, n_forward, d_model]; residual: [1, d_model] after the last block at the last
-    position. The evaluator's clean half, the next-token distribution and the logit-lens labels
-    all read it, so an interactive run passes the clean prompt through the model once.
+    position. An evaluator's clean and corrupted halves, the next-token distribution and the
+    logit-lens labels all read it, so an interactive session passes each prompt through the model
+    once, however many methods it runs on it.
     """
 
     writers: torch.Tensor
     residual: torch.Tensor
 
 
-_CLEAN_RUNS_KEPT = 4  # prompts kept per model: the ones a session works on now
-_CLEAN_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {token ids: CleanRun}
-_CLEAN_RUNS_GUARD = threading.Lock()
+_PROMPT_RUNS_KEPT = 8  # prompts kept per model: the clean and corrupted ones a session works on now
+_PROMPT_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {key: PromptRun}
+_PROMPT_RUNS_GUARD = threading.Lock()
 
 
-def _clean_key(model, tokens: torch.Tensor) -> tuple:
+def _run_key(model, tokens: torch.Tensor) -> tuple:
     """A kept run's key: the model's device and dtype (a model moved or cast runs again) and the ids."""
     return (str(model_device(model)), str(model_dtype(model)), tuple(tokens[0].tolist()))
 
 
-def kept_clean_run(model, tokens: torch.Tensor) -> CleanRun | None:
-    """The clean run of ``tokens`` [1, pos] made before on this model object, or None."""
-    with _CLEAN_RUNS_GUARD:
-        runs = _CLEAN_RUNS.get(model)
-        key = _clean_key(model, tokens)
+def kept_prompt_run(model, tokens: torch.Tensor) -> PromptRun | None:
+    """The plain run of ``tokens`` [1, pos] made before on this model object, or None."""
+    with _PROMPT_RUNS_GUARD:
+        runs = _PROMPT_RUNS.get(model)
+        key = _run_key(model, tokens)
         found = runs.get(key) if runs is not None else None
         if found is not None:
             runs.move_to_end(key)
         return found
 
 
-def keep_clean_run(model, tokens: torch.Tensor, run: CleanRun) -> None:
-    """Remember a prompt's clean run (the last ``_CLEAN_RUNS_KEPT`` per model)."""
-    with _CLEAN_RUNS_GUARD:
-        runs = _CLEAN_RUNS.setdefault(model, OrderedDict())
-        key = _clean_key(model, tokens)
+def keep_prompt_run(model, tokens: torch.Tensor, run: PromptRun) -> None:
+    """Remember a prompt's plain run (the last ``_PROMPT_RUNS_KEPT`` per model)."""
+    with _PROMPT_RUNS_GUARD:
+        runs = _PROMPT_RUNS.setdefault(model, OrderedDict())
+        key = _run_key(model, tokens)
         runs[key] = run
         runs.move_to_end(key)
-        while len(runs) > _CLEAN_RUNS_KEPT:
+        while len(runs) > _PROMPT_RUNS_KEPT:
             runs.popitem(last=False)
 
 
-def forget_clean_runs(model) -> None:
-    """Drop this model's kept clean runs (after changing its weights in place, or to make the
+def forget_prompt_runs(model) -> None:
+    """Drop this model's kept prompt runs (after changing its weights in place, or to make the
     next reader run the pass itself)."""
-    with _CLEAN_RUNS_GUARD:
-        _CLEAN_RUNS.pop(model, None)
+    with _PROMPT_RUNS_GUARD:
+        _PROMPT_RUNS.pop(model, None)
 
 
 @torch.no_grad()
@@ -211,31 +212,33 @@ def _capture(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor
     return buffer.values, residual
 
 
-def clean_run(model, spec: GraphSpec, tokens: torch.Tensor) -> CleanRun:
-    """The clean run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
-    found = kept_clean_run(model, tokens)
+def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
+    """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
+    found = kept_prompt_run(model, tokens)
     if found is None:
         writers, residual = _capture(model, spec, tokens)
-        found = CleanRun(writers, residual)
-        keep_clean_run(model, tokens, found)
+        found = PromptRun(writers, residual)
+        keep_prompt_run(model, tokens, found)
     return found
 
 
 def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
-    metrics [2g], final residuals at the last position [2g, d_model]). Clean runs made before on
-    this model (``clean_run``) are read, not run again; a task run alone keeps its clean run."""
+    metrics [2g], final residuals at the last position [2g, d_model]).
+
+    A task alone runs its two prompts one at a time, each read when this model ran it before
+    (``prompt_run``: the next tokens, the labels or another method's run of the prompt made it);
+    several tasks run all their prompts in one batched pass. So what a task gives never depends
+    on what ran before it (a pass of one row and a pass of two can differ in the last bits)."""
     device = model_device(model)
-    kept = [kept_clean_run(model, t.clean_tokens) for t in tasks]
-    if all(run is not None for run in kept):
-        corrupted, corrupted_residual = _capture(model, spec, torch.cat([t.corrupted_tokens for t in tasks]))
-        writers = torch.cat([*(run.writers.to(device) for run in kept), corrupted])
-        residual = torch.cat([*(run.residual.to(device) for run in kept), corrupted_residual])
+    if len(tasks) == 1:
+        clean = prompt_run(model, spec, tasks[0].clean_tokens)
+        corrupted = prompt_run(model, spec, tasks[0].corrupted_tokens)
+        writers = torch.cat([clean.writers.to(device), corrupted.writers.to(device)])  # [2, pos, fwd, d]
+        residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
         writers, residual = _capture(model, spec, tokens)
-        if len(tasks) == 1:  # an interactive run: its labels and next tokens read this clean run
-            keep_clean_run(model, tasks[0].clean_tokens, CleanRun(writers[:1].clone(), residual[:1].clone()))
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual
 

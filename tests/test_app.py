@@ -361,7 +361,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
 
     import circuitviz.results as results
     import circuitviz.ui.loaders as loaders
-    from circuitviz.evaluate import forget_clean_runs
+    from circuitviz.evaluate import forget_prompt_runs
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
@@ -371,7 +371,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
     # what a new process would hold: no cached next tokens, labels or clean runs; the store only
     st.cache_data.clear()
     for model in counter.models:
-        forget_clean_runs(model)
+        forget_prompt_runs(model)
     counter.passes.clear()
     # each circuit the run chose is in its result: no view recomputes top-N or prunes
     for name in ("top_n", "prune"):

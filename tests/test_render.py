@@ -298,7 +298,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     import threading
 
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.evaluate import Evaluator, forget_clean_runs
+    from circuitviz.evaluate import Evaluator, forget_prompt_runs
     from circuitviz.labels.logit_lens import next_token_probabilities
     from circuitviz.tasks import prepare_task
 
@@ -318,7 +318,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     try:
         seen = []
         for _ in range(30):
-            forget_clean_runs(model)  # each call runs its own forward pass, beside the other session's
+            forget_prompt_runs(model)  # each call runs its own forward pass, beside the other session's
             seen.append(next_token_probabilities(model, IOI_TASK.clean, 5))
     finally:
         stop.set()

@@ -37,8 +37,7 @@ class ACCConfig:
 
     k: float = setting(
         2.0,
-        "threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5",
-        low=0.0,
+        "threshold constant of tau(d) = k / (sources d attends over), above 0; the paper uses 1.5 to 2.5",
         high=1000.0,
     )
     direct_top_k: int = setting(
@@ -55,7 +54,7 @@ class ACCConfig:
         64, "quadrature nodes of the integrated gradients through the softmax", low=2, high=1000
     )
     n_random: int = setting(5, "random draws of the knockout's control (0: skip it)", low=0)
-    seed: int = setting(0, "random seed of those draws")
+    seed: int = setting(0, "random seed of the knockout's control draws")
 
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):

@@ -404,11 +404,18 @@ class SettingFlag:
 
 
 def setting_flags() -> list[SettingFlag]:
-    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...)."""
+    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...).
+
+    A setting several methods share is one flag; where their fields say different things (a seed
+    of the templates, a seed of the knockout's draws), its help gives each, with the methods it is
+    theirs for.
+    """
     flags: dict[str, SettingFlag] = {}
+    helps: dict[str, dict[str, list[str]]] = {}  # setting -> its help -> the methods that give it
     for method in sorted(_REGISTRY.values(), key=lambda m: m.name):
         for config_field in dataclasses.fields(method.Config):
             name = config_field.name
+            helps.setdefault(name, {}).setdefault(setting_help(config_field), []).append(method.name)
             if name in flags:
                 flag = flags[name]
                 flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
@@ -422,4 +429,10 @@ def setting_flags() -> list[SettingFlag]:
                 help=setting_help(config_field),
                 methods=(method.name,),
             )
+    for name, given in helps.items():
+        if len(given) > 1:
+            combined = "; ".join(
+                f"{', '.join(methods)}: {text.rstrip('.')}" for text, methods in given.items()
+            )
+            flags[name] = dataclasses.replace(flags[name], help=combined + ".")
     return list(flags.values())

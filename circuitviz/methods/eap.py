@@ -170,9 +170,7 @@ class EAPIGActivations(ScoringMethod):
 class ExactConfig:
     """Its one setting."""
 
-    max_edges: int = setting(
-        20000, "refuse graphs with more edges than this (one patched run per edge).", low=1
-    )
+    max_edges: int = setting(20000, "refuse graphs with more edges than this (one patched run per edge).")
 
 
 @register

@@ -14,6 +14,7 @@ import json
 import streamlit as st
 
 from .. import render
+from ..keys import content_key
 from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
@@ -27,8 +28,6 @@ SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feat
 def result_id(result) -> str:
     """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
     (one model id can name different weights: another device, or a test's tiny model)."""
-    from ..keys import content_key
-
     return content_key(
         model=result.model_id,
         task=result.task.to_dict(),
