@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.capture import writers_and_residual
 from circuitviz.engine.metric import metric_from_residual
 from circuitviz.engine.prefix import final_residual
 from circuitviz.engine.sites import reader_sites
@@ -63,11 +64,9 @@ def test_position_scores_sum_to_todays_scores(tiny, method, config, task):
 def brute_force_unit(model, spec: GraphSpec, prepared, forward: int, backward: int, position: int) -> float:
     """The metric with writer ``forward``'s corrupted-minus-clean output added to reader
     ``backward``'s input at ``position`` only, by a hook on that reader and nothing else."""
-    evaluator = Evaluator(
-        model, spec, prepared
-    )  # the clean and corrupted writers [1, pos, n_forward, d_model]
-    clean, corrupted = evaluator.clean_writers[0], evaluator.corrupted_writers[0]
-    change = corrupted[position, forward] - clean[position, forward]  # [d_model]
+    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
+    writers, _ = writers_and_residual(model, spec, tokens)  # [2, pos, n_forward, d_model]
+    change = writers[1, position, forward] - writers[0, position, forward]  # [d_model]
     name, readers = next(
         (name, readers)
         for name, _, readers in reader_sites(spec)

@@ -369,13 +369,21 @@ class ScoringMethod(Method):
         return results
 
 
+# what the passes of a gradient-scored run cost beside one step of a batched IG pass, measured on
+# the embedded model (benchmarks/bench_estimates.py, 2026-12-01): the clean and corrupted runs keep
+# every writer's output (5 such passes together), the gradient pass has a fixed set-up that
+# batching amortises (EAP's single pass took 9), a patched pass of the curve about 1.8
+PREPARE_PASSES = 5.0
+GRADIENT_SETUP_PASSES = 6.0
+PATCHED_PASS = 1.8
+
+
 def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> Cost:
     """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
-    forward+backward passes, the faithfulness curve's patched passes."""
+    forward+backward passes, the faithfulness curve's patched passes (weighted as measured)."""
     steps = max(int(ig_steps), 1)
-    return Cost(
-        passes=2.0 + 3.0 * steps + n_budgets + extra_passes, gradient_batch=steps, ig_steps=int(ig_steps)
-    )
+    passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
+    return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps))
 
 
 _REGISTRY: dict[str, Method] = {}

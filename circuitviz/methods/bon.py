@@ -165,9 +165,16 @@ def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
 
 
 # ----- the registered methods -----------------------------------------------------------------
+# proposing and checking one paraphrase (templates, tokenising, the model's answer on it and on its
+# corruption) takes about 12 forward passes' time (benchmarks/bench_estimates.py, 2026-12-01)
+PARAPHRASE_CHECK_PASSES = 12.0
+
+
 class QueryCircuitMethod(Method):
     """One variant's view of the shared Best-of-N pipeline."""
 
+    # the variants run one pipeline: a variant not yet run here is priced from the others' runs
+    calibration_family = ("single", "average", "bon", "ibon", "bon-csm")
     Config = QueryCircuitConfig
     Details = QueryCircuitDetails
     needs_corrupted = True
@@ -178,8 +185,9 @@ class QueryCircuitMethod(Method):
         base, base_config = base_scorer(config)
         per_pair = base.estimate(base_config, spec, n_tokens, 0)
         pairs = int(config.n_paraphrases) + 1
+        checks = PARAPHRASE_CHECK_PASSES * int(config.n_paraphrases)
         return Cost(
-            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets,
+            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
             n_paraphrases=int(config.n_paraphrases),

@@ -12,6 +12,8 @@ from .curves import (
     curves_csv,
     figure_html,
     figure_image,
+    log_ticks,
+    opening_view,
     readable_budget,
 )
 from .explain import explain_circuit
@@ -57,8 +59,10 @@ __all__ = [
     "exclusive_intersections",
     "figure_html",
     "figure_image",
+    "log_ticks",
     "meaningful_captions",
     "node_position",
+    "opening_view",
     "overlap_rows",
     "readable_budget",
     "result_graph_html",

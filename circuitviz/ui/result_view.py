@@ -10,7 +10,6 @@ method whose circuits cannot be faithful under patching, is explained where it s
 from __future__ import annotations
 
 import json
-import math
 
 import streamlit as st
 
@@ -19,6 +18,7 @@ from ..keys import content_key
 from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
+from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
 GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
@@ -108,40 +108,22 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         return 0
     free = any_budget and result.any_budget
     options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
-    current = st.session_state.get(key)
-    if current not in options:
-        wanted = (
-            current if isinstance(current, int) else render.readable_budget(result.curve, good_ndf=GOOD_NDF)
-        )
-        state.set_value(key, min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1)))))
     label = (
         f"edge budget ({result.method} builds a circuit at any budget from the Best-of-N circuits; "
         "a budget the run did not evaluate costs one patched pass)"
         if free
         else "edge budget (moving it redraws the graph and the marker; no new run)"
     )
-    budget = int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
-    note = opening_note(result, budget)
-    if note:
-        st.caption(note)
+    opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
+    budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0])
+    if opening is not None and budget == opening.budget:
+        st.caption(opening.reason)
     return budget
 
 
-READABLE_EDGES = 500  # the largest circuit a first view opens at (a graph people can read)
-
-
-def opening_note(result, budget: int) -> str:
-    """Why the view opened at ``budget``, when it is the budget a first view opens at."""
-    if not result.curve or budget != render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF):
-        return ""
-    point = result.point(budget)
-    if point is not None and point.ndf >= GOOD_NDF:
-        return f"Opened at the smallest budget whose circuit reaches NDF {GOOD_NDF}: {budget:,} edges."
-    ndf = f" (NDF {point.ndf:.2f})" if point is not None else ""
-    return (
-        f"No circuit of at most {READABLE_EDGES} edges reaches NDF {GOOD_NDF} here; opened at the most "
-        f"faithful of them, {budget:,} edges{ndf}. Larger budgets are on the slider and the curve."
-    )
+def demo_budget(result) -> int:
+    """The budget a demo opens at: a readable graph that is as faithful as possible."""
+    return render.readable_budget(result.curve, good_ndf=GOOD_NDF)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -207,7 +189,10 @@ def sae_labels(model, result, budget: int, labels):
     captions = {}
     for node, features in found.items():
         merged.setdefault(node, {})["SAE features"] = [
-            f"{item['label']} (at {item['token']!r}, {item['share']:.2f})" for item in features
+            f"{item['label']} (at {item['token']!r}; this node writes {share_percent(item):.0f}% of it)"
+            if share_percent(item) is not None
+            else f"{item['label']} (at {item['token']!r})"
+            for item in features
         ] or ["no feature driven on this prompt"]
         if features:
             top = features[0]
@@ -291,11 +276,6 @@ def edges_table(result, budget: int, limit: int = 50) -> None:
         column_config={"score": st.column_config.NumberColumn(format="%.4g")},
         height=min(420, 38 + 35 * max(1, len(rows))),
     )
-
-
-def demo_budget(result) -> int:
-    """The budget a demo opens at: a readable graph that is as faithful as possible."""
-    return render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF)
 
 
 def graph_edge_total_from_cfg(entry: dict) -> str:
