@@ -316,9 +316,8 @@ def metrics_of_tasks(
     _check_batch(tasks)
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
     edge_mask = graph_members(spec, circuits, device)  # edges, or (edge, position) units
-    clean = torch.tensor(
-        [e.baseline.clean for e in evaluators], device=device, dtype=first.clean_writers.dtype
-    )
+    baseline = [e.baseline.clean for e in evaluators]
+    clean = torch.tensor(baseline, device=device, dtype=first.clean_writers.dtype)  # [n_tasks]
     values = clean[:, None].repeat(1, n_circuits)  # [n_tasks, n_circuits]
     if n_circuits == 0:
         return values

@@ -39,7 +39,8 @@ POSITIONS = 4
 
 def random_scores(seed: int, spec: GraphSpec = SPEC, positions: int = POSITIONS) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
-    scores = torch.randn(spec.n_forward, spec.n_backward, positions, generator=generator, dtype=torch.float64)
+    shape = (spec.n_forward, spec.n_backward, positions)
+    scores = torch.randn(shape, generator=generator, dtype=torch.float64, device="cpu")
     return scores * unit_mask(spec, positions)  # [n_forward, n_backward, pos]
 
 
@@ -129,7 +130,7 @@ def _circuit(seed: int = 3, budget: int = 150):
 
 def test_links_carry_each_unit_and_keys_and_values_are_shared_by_attention():
     scores, mask = _circuit()
-    patterns = torch.rand(SPEC.n_layers, SPEC.n_heads, POSITIONS, POSITIONS).tril()
+    patterns = torch.rand(SPEC.n_layers, SPEC.n_heads, POSITIONS, POSITIONS, device="cpu").tril()
     patterns = patterns / patterns.sum(-1, keepdim=True)  # [layer, head, destination, source]
     graph = from_position_circuit(SPEC, scores, mask, ["a", "b", "c", "d"], patterns=patterns)
     ids = {node.id for node in graph.nodes}

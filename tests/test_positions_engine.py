@@ -130,7 +130,7 @@ def test_a_batch_of_position_circuits_equals_each_alone(tiny):
     evaluator = Evaluator(tiny, spec, prepared)
     generator = torch.Generator().manual_seed(3)
     units = unit_mask(spec, prepared.n_positions)
-    circuits = (torch.rand(5, *units.shape, generator=generator) < 0.6) & units
+    circuits = (torch.rand(5, *units.shape, generator=generator, device=units.device) < 0.6) & units
     together = evaluator.metrics(circuits)
     alone = torch.cat([evaluator.metrics(c[None]) for c in circuits])
     assert torch.allclose(together, alone, atol=1e-10)

@@ -257,7 +257,7 @@ class Method(abc.ABC):
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         """One task's run, for a method whose work is per task (Best-of-N, ACC++, Edge Pruning);
         build the result with ``ctx.result(...)``."""
-        raise NotImplementedError(f"{type(self).__name__} writes neither run_task nor run_batch.")
+        raise TypeError(f"{type(self).__name__} writes neither run_task nor run_batch.")
 
     def run_on(
         self,
@@ -289,7 +289,7 @@ class ScoringMethod(Method):
 
         Returns [n_forward, n_backward] on the model's device, zero off the edge mask.
         """
-        raise NotImplementedError(f"{type(self).__name__} writes neither score nor score_batch.")
+        raise TypeError(f"{type(self).__name__} writes neither score nor score_batch.")
 
     def score_positions(self, ctx: RunContext, config) -> torch.Tensor:
         """Scores of every (edge, position) unit: [n_forward, n_backward, pos] on the model's

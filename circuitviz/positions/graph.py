@@ -135,9 +135,8 @@ def node_adjacency(spec: GraphSpec, mask: torch.Tensor) -> tuple[torch.Tensor, t
     result = []
     for chosen in (~causal, causal):
         part = (mask & chosen[None, None, :, None]).to(torch.int32)
-        summed = torch.zeros(
-            batch, spec.n_forward, n_nodes, n_positions, dtype=torch.int32, device=mask.device
-        )
+        shape = (batch, spec.n_forward, n_nodes, n_positions)
+        summed = torch.zeros(shape, dtype=torch.int32, device=mask.device)
         summed.index_add_(2, tensors.reader_node, part)
         result.append(summed > 0)
     return result[0], result[1]
