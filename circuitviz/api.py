@@ -21,7 +21,8 @@ from .methods.base import Progress, RunContext
 from .parsing import parse_whole_numbers
 from .results import CircuitResult
 from .store import ResultStore, content_key
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
+from .task_validity import identical_prompts_problem, require_meaningful
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task, shown_number
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -79,6 +80,9 @@ def discover(
     score matrices); None computes everything and keeps nothing.
     """
     chosen = get_method(method)
+    identical = identical_prompts_problem(task)
+    if identical:  # refused before any pass (a task that differs is checked on its clean/corrupted run)
+        raise TaskError(identical)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
     model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
@@ -87,7 +91,9 @@ def discover(
         # refuse before any work when the request is over the configured limits (limits.py)
         limits = dataclasses.replace(Limits.load(), max_tokens=max_tokens)
         check_run(estimate_request(model, task, chosen.name, config, n_budgets=len(budgets)), limits)
-        ctx = RunContext(model, task, model_id, store, progress, max_tokens)
+        ctx = RunContext(model, task, model_id, store, progress, max_tokens, check_meaningful=True)
+        if chosen.needs_corrupted or task.corrupted:
+            ctx.evaluator  # noqa: B018  (the clean and corrupted run, and the task's check, before any work)
         return chosen.run(ctx, config, sorted({int(b) for b in budgets}))
 
     if store is None:
@@ -108,6 +114,7 @@ def evaluate_circuits(
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
+    require_meaningful(task, evaluator.baseline.clean, evaluator.baseline.corrupted)
     masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]
     if not masks:
         return evaluator.baseline, []

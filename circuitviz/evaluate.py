@@ -41,13 +41,17 @@ class Baseline:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF."""
+    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF;
+    and its necessity with L((M\\C)(q)), the model with only the circuit's edges corrupted
+    (NaN where not measured: a curve stored before necessity existed, or one asked without it)."""
 
     budget: int
     n_edges: int
     metric: float
     nfs: float
     ndf: float
+    necessity: float = math.nan
+    metric_without: float = math.nan
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,6 +76,38 @@ def ndf(circuit: float, baseline: Baseline) -> float:
     if span == 0:
         return 1.0 if deviation == 0 else 0.0
     return 1.0 - min(abs(deviation / span), 1.0)
+
+
+def necessity(without: float, baseline: Baseline) -> float:
+    """Necessity min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1), normalised like NDF.
+
+    ``without``: the metric of the full model with only the circuit's edges patched to the
+    corrupted run. 1 when removing the circuit removes the whole clean-corrupted difference,
+    0 when removing it changes nothing; NaN when the clean and corrupted runs agree.
+    """
+    span = baseline.clean - baseline.corrupted
+    if span == 0:
+        return math.nan
+    return min(abs((baseline.clean - without) / span), 1.0)
+
+
+def complements(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
+    """Every edge of the graph outside each circuit: evaluating it as a circuit patches exactly
+    the circuit's edges (what necessity measures). circuits [..., n_forward, n_backward] bool."""
+    return spec.tensors(circuits.device).edge_mask & ~circuits.bool()
+
+
+def _point(budget, size, value, without, baseline: Baseline) -> CurvePoint:
+    """A curve point from L(C(q)) and, when measured, L((M\\C)(q))."""
+    return CurvePoint(
+        budget=int(budget),
+        n_edges=int(size),
+        metric=float(value),
+        nfs=nfs(float(value), baseline),
+        ndf=ndf(float(value), baseline),
+        necessity=math.nan if without is None else necessity(float(without), baseline),
+        metric_without=math.nan if without is None else float(without),
+    )
 
 
 def area_under_curve(fractions: Sequence[float], values: Sequence[float]) -> float:
@@ -169,24 +205,32 @@ class Evaluator:
         return torch.cat(results)
 
     def curve(
-        self, circuits: torch.Tensor, budgets: Sequence[int], progress: Progress | None = None
+        self,
+        circuits: torch.Tensor,
+        budgets: Sequence[int],
+        progress: Progress | None = None,
+        with_necessity: bool = True,
     ) -> list[CurvePoint]:
         """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs
-        (a circuit of every edge is the model itself: its metric is the clean run's, no run)."""
-        whole = whole_graph(self.spec, circuits).tolist() if len(circuits) else []
-        partial = [index for index, complete in enumerate(whole) if not complete]
-        measured = iter(self.metrics(circuits[partial], progress).tolist() if partial else [])
-        values = [self.baseline.clean if complete else next(measured) for complete in whole]
-        sizes = circuits.flatten(1).sum(1).tolist() if len(circuits) else []
+        (a circuit of every edge is the model itself: its metric is the clean run's, no run).
+        ``with_necessity``: each circuit's complement rides in the same batch (its necessity)."""
+        n_circuits = len(circuits)
+        both = torch.cat([circuits.bool(), complements(self.spec, circuits)]) if with_necessity else circuits
+        if not len(both):
+            return []
+        dtype = self.clean_writers.dtype
+        clean = torch.tensor(self.baseline.clean, device=both.device, dtype=dtype)
+        corrupted = torch.tensor(self.baseline.corrupted, device=both.device, dtype=dtype)
+        known, values = known_metrics(self.spec, both, n_circuits if with_necessity else 0, clean, corrupted)
+        partial = (~known).nonzero()[:, 0]
+        if len(partial):
+            values[partial] = self.metrics(both[partial], progress).to(values)
+        values = values.tolist()
+        kept, removed = values[:n_circuits], values[n_circuits:] if with_necessity else [None] * n_circuits
+        sizes = circuits.flatten(1).sum(1).tolist() if n_circuits else []
         return [
-            CurvePoint(
-                budget=int(budget),
-                n_edges=int(size),
-                metric=float(value),
-                nfs=nfs(float(value), self.baseline),
-                ndf=ndf(float(value), self.baseline),
-            )
-            for budget, size, value in zip(budgets, sizes, values)
+            _point(budget, size, value, without, self.baseline)
+            for budget, size, value, without in zip(budgets, sizes, kept, removed)
         ]
 
 
@@ -241,8 +285,10 @@ def curves_of_tasks(
     circuits: torch.Tensor,
     budgets: Sequence[int],
     progress: Progress | None = None,
+    with_necessity: bool = True,
 ) -> list[list[CurvePoint]]:
-    """Each task's faithfulness curve, every (task, circuit) pair in shared patched passes.
+    """Each task's faithfulness curve, every (task, circuit) pair in shared patched passes;
+    ``with_necessity``: each circuit's complement in the same passes (its necessity).
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
     ``budgets`` names the circuits of a row. A task's points equal ``Evaluator.curve`` on it
@@ -256,6 +302,9 @@ def curves_of_tasks(
     model, spec, device = first.model, first.spec, first.device
     tasks = [e.prepared for e in evaluators]
     _check_batch(tasks)
+    n_asked = int(circuits.shape[1])
+    if with_necessity:
+        circuits = torch.cat([circuits.bool(), complements(spec, circuits)], dim=1)  # [n_tasks, 2k, ...]
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
     edge_mask = spec.tensors(device).edge_mask
     values: list[torch.Tensor] = []
@@ -266,10 +315,10 @@ def curves_of_tasks(
         that are all whole runs. # [g k]"""
         group = evaluators[rows]
         chosen = circuits[rows].to(device).bool()  # [g, k, n_forward, n_backward]
-        whole = whole_graph(spec, chosen)  # [g, k]
-        baselines = [e.baseline.clean for e in group]
-        clean = torch.tensor(baselines, device=device, dtype=first.clean_writers.dtype)
-        values = clean[:, None].repeat(1, n_circuits)  # [g, k]
+        dtype = first.clean_writers.dtype
+        clean = torch.tensor([e.baseline.clean for e in group], device=device, dtype=dtype)  # [g]
+        corrupted_metric = torch.tensor([e.baseline.corrupted for e in group], device=device, dtype=dtype)
+        whole, values = known_metrics(spec, chosen, n_asked if with_necessity else 0, clean, corrupted_metric)
         run = (~whole).any(0).nonzero()[:, 0]  # the circuits some task of the chunk needs a run for
         if len(run):
             owner = torch.arange(len(group), device=device).repeat_interleave(len(run))  # [g k']
@@ -299,20 +348,37 @@ def curves_of_tasks(
         max(1, 256 // max(n_circuits, 1)),
     )
     metrics = torch.cat(values).view(n_tasks, n_circuits).tolist() if n_circuits else [[]] * n_tasks
-    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
-    return [
-        [
-            CurvePoint(
-                budget=int(budget),
-                n_edges=int(size),
-                metric=float(value),
-                nfs=nfs(float(value), evaluator.baseline),
-                ndf=ndf(float(value), evaluator.baseline),
-            )
-            for budget, size, value in zip(budgets, task_sizes, task_values)
-        ]
-        for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics)
-    ]
+    sizes = circuits[:, :n_asked].flatten(2).sum(2).tolist()  # [n_tasks, n_asked]
+    curves = []
+    for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics):
+        kept = task_values[:n_asked]
+        removed = task_values[n_asked:] if with_necessity else [None] * n_asked
+        curves.append(
+            [
+                _point(budget, size, value, without, evaluator.baseline)
+                for budget, size, value, without in zip(budgets, task_sizes, kept, removed)
+            ]
+        )
+    return curves
+
+
+def known_metrics(
+    spec: GraphSpec, circuits: torch.Tensor, n_asked: int, clean: torch.Tensor, corrupted: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which circuits need no patched run, and their metrics: a circuit of every edge is the
+    model (the clean metric); with ``n_asked`` > 0 the columns from ``n_asked`` on are the
+    complements of the first ``n_asked``, and the complement of a whole circuit keeps no edge
+    (the corrupted run's metric). circuits [..., k, n_forward, n_backward]; clean, corrupted:
+    [...] (a task's metrics). Returns (known [..., k] bool, values [..., k]; clean where unknown)."""
+    known = whole_graph(spec, circuits)  # [..., k]
+    values = clean[..., None].expand(known.shape).clone()  # [..., k]
+    if n_asked:
+        inside_whole = known[..., :n_asked]  # [..., n_asked]
+        known[..., n_asked:] |= inside_whole
+        values[..., n_asked:] = torch.where(
+            inside_whole, corrupted[..., None].expand(inside_whole.shape), values[..., n_asked:]
+        )
+    return known, values
 
 
 def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:

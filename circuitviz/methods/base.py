@@ -28,6 +28,7 @@ import torch
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..results import CircuitResult, MethodDetails
+from ..task_validity import require_meaningful
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
 
 Progress = Callable[[str, float], None]
@@ -79,6 +80,9 @@ class RunContext:
     progress: Progress | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     timings: dict[str, float] = field(default_factory=dict)
+    # refuse a task whose corruption does not clearly lower the metric (task_validity), checked
+    # on the evaluator's own clean and corrupted run; the boundaries (api, batch) turn it on
+    check_meaningful: bool = False
     _prepared: dict[bool, PreparedTask] = field(default_factory=dict, repr=False)
     _evaluator: Evaluator | None = field(default=None, repr=False)
 
@@ -114,6 +118,9 @@ class RunContext:
         if self._evaluator is None:
             with self.timed("clean_corrupted_s"):
                 self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
+        if self.check_meaningful:
+            baseline = self._evaluator.baseline
+            require_meaningful(self.task, baseline.clean, baseline.corrupted)
         return self._evaluator
 
     def report(self, phase: str, fraction: float) -> None:
