@@ -1,30 +1,28 @@
 """The calls the CLI, the app and the benchmarks share: discover a circuit, evaluate one.
 
-``discover`` goes through the result store, so the same (model, task, method, config, budgets)
-is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
+``discover`` (or ``run_request``, for a ``request.Request`` built at the boundary) goes through
+the result store, so the same (model, task, method, config, budgets) is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
 user's selection) on a task with the same batched evaluation every method uses.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
 
-from .activations import model_dtype
 from .evaluate import Baseline, CurvePoint, Evaluator
-from .graph import GraphSpec, prune
-from .limits import Limits, check_run, estimate_request
-from .methods import config_to_dict, get_method
+from .graph import prune
+from .methods import get_method
 from .methods.base import Progress, RunContext
+from .models.adapter import adapter_of
 from .parsing import parse_whole_numbers
+from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
-from .store import ResultStore, content_key
+from .store import ResultStore
 from .task_validity import identical_prompts_problem, require_meaningful
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task, shown_number
-
-DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
+from .text import shown_number
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -42,25 +40,8 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:
-    """The store key of a discovery request."""
-    return request_key_of(model_id, str(model_dtype(model)), task, method, config, budgets, max_tokens)
-
-
-def request_key_of(
-    model_id: str, dtype: str, task: PromptTask, method: str, config, budgets, max_tokens: int
-) -> str:
-    """``request_key`` from the model's id and dtype alone (a batch's driver, whose workers hold
-    the model, keys its items with this)."""
-    return content_key(
-        kind="discover",
-        model=model_id,
-        dtype=dtype,
-        task=task.to_dict(),
-        method=method,
-        config=config_to_dict(config),
-        budgets=sorted(int(b) for b in budgets),
-        max_tokens=max_tokens,
-    )
+    """The store key of a discovery request (``Request.key``)."""
+    return Request.for_model(model, task, method, config, budgets, model_id, max_tokens).key
 
 
 def discover(
@@ -76,30 +57,40 @@ def discover(
 ) -> tuple[CircuitResult, bool]:
     """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store).
 
-    ``store`` is the run's one result store: the method keeps what it caches there too (Best-of-N's
-    score matrices); None computes everything and keeps nothing.
+    The arguments become one ``Request`` (settings parsed, key computed once); ``run_request``
+    does the rest.
     """
-    chosen = get_method(method)
-    identical = identical_prompts_problem(task)
+    request = Request.for_model(model, task, method, config, budgets, model_id, max_tokens)
+    return run_request(model, request, store, progress)
+
+
+def run_request(
+    model, request: Request, store: ResultStore | None = None, progress: Progress | None = None
+) -> tuple[CircuitResult, bool]:
+    """Run (or fetch from ``store``) a request. Returns (result, came from the store).
+
+    A request not computed before is priced on the model and refused over the limits before any
+    work (a request the page priced already is not priced again). ``store`` is the run's one
+    result store: the method keeps what it caches there too (Best-of-N's score matrices); None
+    computes everything and keeps nothing.
+    """
+    identical = identical_prompts_problem(request.task)
     if identical:  # refused before any pass (a task that differs is checked on its clean/corrupted run)
         raise TaskError(identical)
-    if config is None or isinstance(config, dict):
-        config = chosen.make_config(config)
-    model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
 
     def compute() -> CircuitResult:
-        # refuse before any work when the request is over the configured limits (limits.py)
-        limits = dataclasses.replace(Limits.load(), max_tokens=max_tokens)
-        check_run(estimate_request(model, task, chosen.name, config, n_budgets=len(budgets)), limits)
-        ctx = RunContext(model, task, model_id, store, progress, max_tokens, check_meaningful=True)
-        if chosen.needs_corrupted or task.corrupted:
+        request.priced(model).check()
+        chosen = get_method(request.method)
+        ctx = RunContext(
+            model, request.task, request.model_id, store, progress, request.max_tokens, check_meaningful=True
+        )
+        if chosen.needs_corrupted or request.task.corrupted:
             ctx.evaluator  # noqa: B018  (the clean and corrupted run, and the task's check, before any work)
-        return chosen.run(ctx, config, sorted({int(b) for b in budgets}))
+        return chosen.run(ctx, request.config, list(request.budgets))
 
     if store is None:
         return compute(), False
-    key = request_key(model, model_id, task, chosen.name, config, budgets, max_tokens)
-    return store.get_or_compute(key, compute)
+    return store.get_or_compute(request.key, compute)
 
 
 def evaluate_circuits(
@@ -111,7 +102,7 @@ def evaluate_circuits(
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> tuple[Baseline, list[CurvePoint]]:
     """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch."""
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
     require_meaningful(task, evaluator.baseline.clean, evaluator.baseline.corrupted)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .evaluate import Baseline, CurvePoint
+from .models.adapter import adapter_of
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -188,21 +189,18 @@ def _progress(phase: str, fraction: float) -> None:
     )
 
 
-def _print_estimate(model, task, method: str, settings: dict, budgets) -> None:
-    """One line before a run: its estimated time and memory (limits.py); the run itself refuses
-    what is over the limits, so a request the estimate cannot price is left to it."""
-    from .limits import estimate_request
+def _print_estimate(model, task, method: str, settings, budgets, model_id=None, max_tokens: int = 256):
+    """The run's one request (settings parsed, key computed, priced and checked once), its
+    estimated time and memory printed as one line before the run (limits.py)."""
+    from .request import Request
 
-    try:
-        print(
-            estimate_request(model, task, method, settings, n_budgets=len(budgets)).summary(), file=sys.stderr
-        )
-    except ValueError:
-        pass
+    request = Request.for_model(model, task, method, settings, budgets, model_id, max_tokens).priced(model)
+    print(request.estimate.summary(), file=sys.stderr)
+    return request
 
 
 def cmd_discover(args) -> int:
-    from .api import discover, parse_budgets
+    from .api import parse_budgets, run_request
     from .methods import get_method
     from .store import ResultStore
 
@@ -216,18 +214,8 @@ def cmd_discover(args) -> int:
     model, model_id, load_seconds = _load(args)
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
-    _print_estimate(model, task, args.method, settings, budgets)
-    result, cached = discover(
-        model,
-        task,
-        args.method,
-        settings,
-        budgets,
-        model_id=model_id,
-        store=store,
-        progress=_progress,
-        max_tokens=args.max_tokens,
-    )
+    request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
+    result, cached = run_request(model, request, store=store, progress=_progress)
     timings = {"load_s": load_seconds, **result.timings}
     shown = {  # long texts (paraphrase lists, reference circuits) as their line count
         k: f"<{len(v.splitlines())} lines>" if isinstance(v, str) and len(v) > 80 else v
@@ -265,11 +253,10 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 def cmd_evaluate(args) -> int:
     from .api import evaluate_circuits
     from .evaluate import circuits_at_budgets
-    from .graph import GraphSpec
     from .results import load_circuit
 
     model, model_id, _ = _load(args)
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
     file_curve = loaded.source.get("curve") or []

@@ -26,7 +26,8 @@ import os
 
 import torch
 
-from .tasks import PreparedTask, PromptTask, TaskError, shown
+from .tasks import PreparedTask, PromptTask, TaskError
+from .text import shown
 
 CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"
 MIN_GAP = {"logit_diff": 1.0, "logprob": 0.3, "prob": 0.05}
@@ -88,7 +89,9 @@ def require_meaningful(task: PromptTask, clean: float, corrupted: float) -> None
 def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, float]:
     """L(M(q)) and L(M(q')) from one plain batched pass (the app's check before Run; a run
     takes them from its evaluator instead)."""
-    from .activations import final_residual, metric_from_residual, model_device
+    from .engine.metric import metric_from_residual
+    from .engine.prefix import final_residual
+    from .models.adapter import model_device
 
     tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens]).to(model_device(model))  # [2, pos]
     metrics = metric_from_residual(model, prepared, final_residual(model, tokens, []))  # [2]

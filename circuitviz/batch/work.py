@@ -9,7 +9,6 @@ by one, so one bad task is recorded with its reason and never takes its neighbou
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -18,11 +17,13 @@ from typing import Any
 
 import torch
 
-from ..activations import model_dtype, unchanged_prefix
+from ..engine.prefix import unchanged_prefix
 from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..limits import Limits, check_run, estimate_request
 from ..methods import RunContext, get_method
+from ..models import load_model
+from ..models.adapter import adapter_of, model_dtype
+from ..request import Request
 from ..results import CircuitResult
 from ..task_validity import gap_problem
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
@@ -46,8 +47,6 @@ class ModelSource:
     def load(self):
         if self.factory is not None:
             return self.factory()
-        from ..models import load_model
-
         return load_model(self.model_id, device=self.device, dtype=self.dtype)
 
 
@@ -66,7 +65,7 @@ class ModelInfo:
 
 
 def model_info(model, model_id: str) -> ModelInfo:
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     device = str(next(model.parameters()).device)
     return ModelInfo(
         model_id=model_id, dtype=str(model_dtype(model)), device=device, graph=spec.to_cfg_dict()
@@ -158,7 +157,7 @@ def _meaningful(model, contexts, items, outcomes, worker) -> tuple[list, list]:
     passing_items = [item for _, item in unchecked]
     if not ready:
         return passing, passing_items
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     for ctx, evaluator in zip(ready, evaluators_of_tasks(model, spec, [c.prepared(True) for c in ready])):
         ctx._evaluator = evaluator
     for ctx, item in zip(ready, kept):
@@ -193,8 +192,9 @@ def run_group(
     contexts, items = _meaningful(model, contexts, items, outcomes, worker)
     if contexts:
         try:  # what a single request would be refused for, the batch refuses too (limits.py)
-            limits = dataclasses.replace(Limits.load(), max_tokens=group.max_tokens)
-            check_run(estimate_request(model, contexts[0].task, method.name, config, len(budgets)), limits)
+            Request.for_model(
+                model, contexts[0].task, method.name, config, budgets, model_id, group.max_tokens
+            ).priced(model).check()
         except ValueError as error:
             found = [(None, reason(error))] * len(contexts)
         else:
@@ -238,7 +238,7 @@ def masks_tensor(spec: GraphSpec, masks: dict[str, list[int]], device) -> torch.
 
 def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] | None, str | None]]:
     """Every circuit of the group on every task of it: (item, a point per circuit, or the reason)."""
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     device = next(model.parameters()).device
     prepared, items, found = [], [], []
     for item, dataset_task in group.items:

@@ -25,11 +25,14 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..results import CircuitResult, MethodDetails
+from ..models.adapter import adapter_of
+from ..results import CircuitResult
 from ..task_validity import require_meaningful
-from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
+from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
+from ..text import shown
 
 Progress = Callable[[str, float], None]
 
@@ -99,7 +102,7 @@ class RunContext:
 
     @property
     def spec(self) -> GraphSpec:
-        return GraphSpec.from_model(self.model)
+        return adapter_of(self.model).spec
 
     @property
     def device(self) -> torch.device:

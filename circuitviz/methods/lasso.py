@@ -27,13 +27,12 @@ observations), not causal effect sizes; the faithfulness curve is what measures 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 
+from ..lasso.details import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
 from ..lasso.paths import DEFAULT_MIN_SHARE, difference_scale, path_circuit, path_shares
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
@@ -47,15 +46,9 @@ from ..lasso.sem import (
 )
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
-from ..results import CircuitResult, MethodDetails, register_details
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
 
-SKELETON_NOTE = (
-    "CircuitLasso's coefficients are a dependency skeleton: which components' outputs linearly "
-    "predict which readers' inputs across the observed token positions. They are not causal effect "
-    "sizes; the faithfulness curve (patching) is what measures effects."
-)
 UNITS = ("components", "sae")
 SOURCE_SCALES = ("difference", "none")
 # chosen on the planted-circuit benchmark at three seeds (docs/methods.md: every variant's figures)
@@ -125,42 +118,6 @@ class LassoConfig:
             raise ValueError(f"min_share must be a number from 0 to 1, not {self.min_share!r}.")
         if self.units == "sae" and not self.layers:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
-
-
-@register_details
-@dataclass
-class LassoDetails(MethodDetails):
-    """What a CircuitLasso run fitted, as plain data.
-
-    note: what the coefficients mean (a dependency skeleton, not effect sizes).
-    units: "components" or "sae".
-    observations: counts of the observed token positions and texts by kind, and notes.
-    regression: the fitted problem's sizes, lambda selection, solver rounds, KKT violation.
-    lambda_path: the lambdas tried.
-    selected_edges: edges with a nonzero coefficient; circuit_edges: those on a path to logits.
-    coefficients: {edge name: aggregated |coefficient|} of the selected edges, largest first.
-    scores_note: how edges beyond the selection are ranked.
-    feature_circuit: with SAE units, the feature-level circuit ({layers, nodes, edges, ...}).
-    report: the lines the command line prints.
-    """
-
-    kind: ClassVar[str] = "circuit-lasso"
-    version: ClassVar[int] = 1
-
-    note: str = SKELETON_NOTE
-    units: str = "components"
-    observations: dict = field(default_factory=dict)
-    regression: dict = field(default_factory=dict)
-    lambda_path: list = field(default_factory=list)
-    selected_edges: int = 0
-    circuit_edges: list = field(default_factory=list)
-    coefficients: dict = field(default_factory=dict)
-    scores_note: str = ""
-    feature_circuit: dict | None = None
-    report: list = field(default_factory=list)
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        return list(self.report)
 
 
 @register
@@ -363,8 +320,3 @@ def _report(details: LassoDetails) -> list[str]:
         )
     lines.append("coefficients are a dependency skeleton, not effect sizes")
     return lines
-
-
-def config_fields() -> list[str]:
-    """The setting names (for the CLI's flags)."""
-    return [f.name for f in dataclasses.fields(LassoConfig)]

@@ -147,10 +147,10 @@ def _reference(label: str, value, key: str, help_text: str | None, references: d
     return "" if chosen == NO_REFERENCE else references[chosen]
 
 
-def check_config(method, values: dict) -> str | None:
-    """None when the settings make a valid Config, else the sentence that says what is wrong."""
+def build_config(method, values: dict):
+    """(the method's Config of the form's values, None), or (None, the sentence that says what is
+    wrong). The one place a form's settings become a config: the page's request takes it as is."""
     try:
-        method.make_config(values)
+        return method.make_config(values), None
     except (TypeError, ValueError) as error:
-        return str(error)
-    return None
+        return None, str(error)

@@ -192,9 +192,12 @@ def running(key: str) -> bool:
     return job is not None and not job.done
 
 
-def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job:
-    progress = RunProgress(expected_phases(estimate, method, len(budgets)), n_budgets=len(budgets))
-    job = Job(key, method, progress)
+def _start(model, request) -> Job:
+    estimate = request.estimate
+    progress = RunProgress(
+        expected_phases(estimate, request.method, len(request.budgets)), n_budgets=len(request.budgets)
+    )
+    job = Job(request.key, request.method, progress)
     lock = threading.Lock()
     store = loaders.get_store()  # here, in the page's thread: the worker cannot reach streamlit's caches
 
@@ -206,9 +209,7 @@ def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job
     def work() -> None:
         start = time.perf_counter()
         try:
-            job.result, job.cached = loaders.discover(
-                model, model_id, task, method, config, budgets, progress=report, store=store
-            )
+            job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
@@ -216,24 +217,24 @@ def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job
             from .. import calibration
 
             phases = timing_phases(job.result.timings, job.seconds)
-            calibration.record(estimate.device, method, estimate.flops, job.seconds, phases)
+            calibration.record(estimate.device, request.method, estimate.flops, job.seconds, phases)
 
-    job.thread = threading.Thread(target=work, name=f"run {method}", daemon=True)
-    _jobs()[key] = job
+    job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
+    _jobs()[request.key] = job
     job.thread.start()
     return job
 
 
-def run_with_status(model, model_id: str, task, method: str, config: dict, budgets, estimate=None):
-    """Run a discovery (or attach to the one under way) with its progress on screen; the result,
-    or None after its error sentence is shown, open, below the status."""
+def run_with_status(model, request):
+    """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
+    the result, or None after its error sentence is shown, open, below the status."""
     from ..graph import GraphError
     from ..tasks import TaskError
 
-    key = loaders.request_key(model, model_id, task, method, config, budgets)
-    job = _jobs().get(key)
+    method, model_id = request.method, request.model_id
+    job = _jobs().get(request.key)
     if job is None or (job.done and job.result is None):
-        job = _start(key, model, model_id, task, method, config, budgets, estimate)
+        job = _start(model, request)
     with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
         bar = st.progress(0.0, text="starting")
         while not job.done:
@@ -250,7 +251,7 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
             status.update(label=f"{method} on {model_id}: {source}", state="complete", expanded=False)
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
-    _jobs().pop(key, None)
+    _jobs().pop(request.key, None)
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(f"The run could not start: {job.error}")
         return None
@@ -261,18 +262,19 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def estimate_line(model, task, method: str, settings: dict, budgets) -> tuple[object | None, str | None]:
-    """The estimate shown above Run (None, and the limit's sentence, when the run is refused)."""
-    from ..limits import check_run, estimate_request
-
+def request_line(model, model_id: str, task, method: str, settings, budgets):
+    """The page's one request, priced, with its estimate shown above Run; (request, None), or
+    (None, the sentence) when it is refused (over a limit, or settings that do not make a config)."""
     try:
-        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
-        check_run(estimate)
+        request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
         st.error(str(error))
         return None, str(error)
-    st.caption(estimate.summary())
-    return estimate, None
+    if request.refusal is not None:
+        st.error(request.refusal)
+        return None, request.refusal
+    st.caption(request.estimate.summary())
+    return request, None
 
 
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:
