@@ -63,13 +63,25 @@ def main() -> None:
         phases.setdefault(f"EAP-IG scoring ({args.ig_steps} steps)", []).append(seconds)
         circuits, seconds = timed(circuits_at_budgets, spec, scores.float().cpu(), BUDGETS, sync=device)
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)
+        _, seconds = timed(evaluator.curve, circuits, BUDGETS, with_necessity=False, sync=device)
+        phases.setdefault("evaluation (10-budget curve, NDF only)", []).append(seconds)
         curve, seconds = timed(evaluator.curve, circuits, BUDGETS, sync=device)
         phases.setdefault("evaluation (10-budget curve, batched)", []).append(seconds)
 
     print(f"\nmedian of {args.repeats} repeats:")
     for phase, values in phases.items():
         print(f"  {phase:<42} {statistics.median(values):7.3f}s   (min {min(values):.3f}s)")
-    total = sum(statistics.median(v) for k, v in phases.items() if not k.startswith("EAP scoring"))
+    alone, both = (
+        statistics.median(phases[f"evaluation (10-budget curve, {kind})"]) for kind in ("NDF only", "batched")
+    )
+    print(
+        f"  necessity beside NDF costs {both / alone:.2f}x the NDF-only evaluation (the complements in the same batch)"
+    )
+    total = sum(
+        statistics.median(v)
+        for k, v in phases.items()
+        if not k.startswith("EAP scoring") and "NDF only" not in k
+    )
     print(f"  {'EAP-IG discovery total (no load)':<42} {total:7.3f}s")
     print(f"peak RSS: {peak_rss_gib():.2f} GiB")
     if device.type == "cuda":
@@ -77,7 +89,8 @@ def main() -> None:
     print(f"\nclean {evaluator.baseline.clean:+.3f}, corrupted {evaluator.baseline.corrupted:+.3f}")
     for point in curve:
         print(
-            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}"
+            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}, "
+            f"necessity {point.necessity:.3f}"
         )
 
 
