@@ -115,3 +115,47 @@ def task_verdict(model, task: PromptTask, max_tokens: int | None = None) -> str 
     except TaskError as error:
         return str(error)
     return gap_problem(task, *clean_and_corrupted_metrics(model, prepared))
+
+
+# ----- proposing a meaningful task --------------------------------------------------------------
+FUNCTION_WORDS = frozenset(
+    "the a an of to in on at and or but is are was were be been it its this that these those he she "
+    "they we you i his her their our your for with as by from not no so if then than there here".split()
+)
+
+
+def is_function_word(token: str) -> bool:
+    """Whether a token is a function word or no word at all (punctuation, spaces)."""
+    word = token.strip().lower()
+    return word in FUNCTION_WORDS or not any(character.isalnum() for character in word)
+
+
+def task_gaps(model, tasks: list[PromptTask]) -> list[float | None]:
+    """L(M(q)) - L(M(q')) of each task (None where it cannot be prepared), one plain pass each."""
+    from .tasks import prepare_task
+
+    gaps: list[float | None] = []
+    for task in tasks:
+        try:
+            clean, corrupted = clean_and_corrupted_metrics(model, prepare_task(model, task))
+        except TaskError:
+            gaps.append(None)
+            continue
+        gaps.append(clean - corrupted)
+    return gaps
+
+
+def preferred_task(tasks: list[PromptTask], gaps: list[float | None]) -> int:
+    """Which task to propose (``tasks`` in the order of the model's own preference for their
+    answers): among those that pass the check, a content word before a function word, then the
+    model's most likely answer (a circuit should explain what the model does; the largest gap
+    only breaks what is left); when none passes, the first (the check before Run says why)."""
+
+    def rank(index: int) -> tuple:
+        task, gap = tasks[index], gaps[index]
+        passes = gap is not None and identical_prompts_problem(task) is None and gap >= MIN_GAP[task.metric]
+        if not passes:
+            return (1, 0, 0.0, index)
+        return (0, int(is_function_word(task.answer)), index, -gap)
+
+    return min(range(len(tasks)), key=rank) if tasks else 0

@@ -55,7 +55,7 @@ kept = {name: state.result_for(name, model_id, prompt) for name in chosen}
 kept = {n: r for n, r in kept.items() if r is not None and (given.task is None or r.task == given.task)}
 results = {name: result for name, result in kept.items() if result is not None}
 if len(results) >= 2 and compare.common_budgets(results):
-    compare.comparison_view(results)
+    compare.comparison_view(results, model)
 elif results:
     st.info("Fewer than two of the chosen methods have a result for this prompt; run the comparison.")
 state.write_to_url()

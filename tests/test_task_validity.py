@@ -93,3 +93,17 @@ def test_a_batch_row_carries_the_reason_and_its_neighbours_run(tiny, checked, mo
     outcomes = run_group(tiny, "tiny", WorkGroup("eap", {}, [3], items))
     assert outcomes[0].result is None and "raises" in outcomes[0].error
     assert outcomes[1].error is None and outcomes[1].result.curve
+
+
+def test_proposals_prefer_a_passing_task_and_a_content_word():
+    from circuitviz.task_validity import is_function_word, preferred_task
+
+    tasks = [PromptTask("p", "q", answer, (" x",)) for answer in (" the", " Berlin", " a", " Paris")]
+    threshold = MIN_GAP["logit_diff"]
+    # the function word ' the' lowers most, ' Berlin' passes too: the content word wins
+    assert preferred_task(tasks, [5 * threshold, 2 * threshold, 3 * threshold, 4 * threshold]) == 1
+    # only function words pass: the most likely of them
+    assert preferred_task(tasks, [0.5 * threshold, -1.0, 2 * threshold, None]) == 2
+    # none passes: the model's own top answer (the check before Run explains)
+    assert preferred_task(tasks, [-1.0, 0.1, None, -2.0]) == 0
+    assert is_function_word(" the") and is_function_word(" ,") and not is_function_word(" Berlin")

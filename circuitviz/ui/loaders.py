@@ -173,6 +173,22 @@ def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, f
     return next_token_probabilities(_model, prompt, top_k)
 
 
+def task_verdict(model, task) -> str | None:
+    """Why ``task`` is not meaningful for the model (``task_validity``), or None; one plain pass
+    of the prompt and its corruption, cached per model and task."""
+    return _task_verdict(
+        model, model_key(model), task.clean, task.corrupted, task.answer, task.foils, task.metric
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _task_verdict(_model, key: str, clean: str, corrupted: str, answer: str, foils: tuple, metric: str):
+    from ..task_validity import task_verdict as verdict
+    from ..tasks import PromptTask
+
+    return verdict(_model, PromptTask(clean, corrupted, answer, tuple(foils), metric))
+
+
 def str_tokens(model, model_id: str, text: str) -> list[str]:
     """How the model's tokenizer splits ``text`` (with the BOS token the runs use), each id decoded
     on its own (TransformerLens's to_str_tokens fails on some tokenizers, Gemma-3's among them)."""
