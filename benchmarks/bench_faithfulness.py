@@ -43,7 +43,7 @@ from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
-from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr
+from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks
@@ -149,9 +149,8 @@ def fill_necessity(model, spec: GraphSpec, task, curve: list[dict], circuits: di
     if not missing:
         return
     evaluator = Evaluator(model, spec, prepare_task(model, task))
-    points = evaluator.curve(
-        torch.stack([masks[p["budget"]] for p in missing]), [p["budget"] for p in missing]
-    )
+    stacked = torch.stack([masks[p["budget"]] for p in missing])
+    (points,) = curves_of_tasks([evaluator], stacked[None], [p["budget"] for p in missing])
     for point, measured in zip(missing, points):
         point.update(necessity=measured.necessity, metric_without=measured.metric_without)
 
@@ -174,7 +173,9 @@ def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: l
         if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
             continue
         valid += 1
-        points = evaluator.curve(stacked, [b for _ in rows for b in budgets], with_necessity=False)
+        points = curves_of_tasks(
+            [evaluator], stacked[None], [b for _ in rows for b in budgets], with_necessity=False
+        )[0]
         for index, point in enumerate(points):
             row, budget = rows[index // len(budgets)], budgets[index % len(budgets)]
             found[row][str(budget)].append(point.ndf)

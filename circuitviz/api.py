@@ -11,18 +11,17 @@ from collections.abc import Sequence
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, Evaluator
+from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
 from .graph import prune
 from .methods import get_method
 from .methods.base import Progress, RunContext
 from .models.adapter import adapter_of
-from .parsing import parse_whole_numbers
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
 from .task_validity import identical_prompts_problem, require_meaningful
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
-from .text import shown_number
+from .text import parse_whole_numbers, shown_number
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -111,4 +110,4 @@ def evaluate_circuits(
         return evaluator.baseline, []
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
-    return evaluator.baseline, evaluator.curve(stacked, budgets)
+    return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]

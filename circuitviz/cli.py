@@ -220,8 +220,12 @@ def cmd_discover(args) -> int:
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
     result, cached = run_request(model, request, store=store, progress=_progress)
     timings = {"load_s": load_seconds, **result.timings}
-    shown = {  # long texts (paraphrase lists, reference circuits) as their line count
-        k: f"<{len(v.splitlines())} lines>" if isinstance(v, str) and len(v) > 80 else v
+    shown = {  # long texts (paraphrase lists) as their line count, long lists (reference edges) as theirs
+        k: f"<{len(v.splitlines())} lines>"
+        if isinstance(v, str) and len(v) > 80
+        else f"<{len(v)} items>"
+        if isinstance(v, (list, tuple)) and len(v) > 8
+        else v
         for k, v in result.config.items()
     }
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
@@ -280,10 +284,12 @@ def cmd_methods(args) -> int:
 
     from .methods import available_methods
 
+    def typed(value) -> str:  # a list setting as the command line takes it: comma separated
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
     for name, method in sorted(available_methods().items()):
-        settings = (
-            ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(method.Config)) or "no settings"
-        )
+        fields = dataclasses.fields(method.Config)
+        settings = ", ".join(f"{f.name}={typed(f.default)}" for f in fields) or "no settings"
         print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
     return 0
 
@@ -388,9 +394,9 @@ def _batch_budgets(text: str):
 def cmd_batch(args) -> int:
     from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
     from .batch.atlas import BatchTable, curve_bands, mib_scores
-    from .batch.runner import _duration
     from .methods import get_method
     from .store import ResultStore
+    from .text import clock_duration
 
     budgets = _batch_budgets(args.budgets)
     if args.n < 1:
@@ -456,7 +462,7 @@ def cmd_batch(args) -> int:
     counts = report.manifest["counts"]
     print(
         f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
-        f"{counts['failed']} failed, in {_duration(report.seconds)} on {report.executor} "
+        f"{counts['failed']} failed, in {clock_duration(report.seconds)} on {report.executor} "
         f"({report.workers} worker{'s' if report.workers != 1 else ''})"
     )
     if report.interrupted:

@@ -87,16 +87,28 @@ def require_meaningful(task: PromptTask, clean: float, corrupted: float) -> None
 
 @torch.no_grad()
 def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, float]:
-    """L(M(q)) and L(M(q')) from one plain batched pass (the app's check before Run; a run
-    takes them from its evaluator instead)."""
+    """L(M(q)) and L(M(q')) from the two prompts' plain runs (the app's check before Run; a run
+    takes them from its evaluator instead). The runs are the model's kept ones
+    (``evaluate.clean_run``): the evaluator of the Run that follows reads them, not runs them again."""
     from .engine.metric import metric_from_residual
-    from .engine.prefix import final_residual
-    from .models.adapter import model_device
+    from .evaluate import clean_run
+    from .models.adapter import adapter_of
 
-    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens]).to(model_device(model))  # [2, pos]
-    metrics = metric_from_residual(model, prepared, final_residual(model, tokens, []))  # [2]
+    spec = adapter_of(model).spec
+    residuals = [
+        clean_run(model, spec, tokens).residual
+        for tokens in (prepared.clean_tokens, prepared.corrupted_tokens)
+    ]
+    metrics = metric_from_residual(model, prepared, torch.cat(residuals))  # [2]
     clean, corrupted = metrics.float().tolist()
     return float(clean), float(corrupted)
+
+
+def task_metrics(model, task: PromptTask, max_tokens: int | None = None) -> tuple[float, float]:
+    """L(M(q)) and L(M(q')) of a task (TaskError when it cannot be prepared)."""
+    from .tasks import DEFAULT_MAX_TOKENS, prepare_task
+
+    return clean_and_corrupted_metrics(model, prepare_task(model, task, max_tokens or DEFAULT_MAX_TOKENS))
 
 
 def task_verdict(model, task: PromptTask, max_tokens: int | None = None) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .evaluate import Evaluator
+from .evaluate import Evaluator, curves_of_tasks
 from .models.adapter import adapter_of
 from .task_validity import gap_problem
 from .tasks import PromptTask, prepare_task
@@ -77,7 +77,9 @@ def paraphrase_ndf(
         if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
             continue
         found.valid += 1
-        points = evaluator.curve(stacked, [int(c.sum()) for c in stacked], with_necessity=False)
+        points = curves_of_tasks(
+            [evaluator], stacked[None], [int(c.sum()) for c in stacked], with_necessity=False
+        )[0]
         for name, point in zip(names, points):
             found.ndf[name].append(point.ndf)
     return found

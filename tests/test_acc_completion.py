@@ -6,7 +6,7 @@ import torch
 from circuitviz.acc.circuit import acc_circuits
 from circuitviz.acc.completion import claimed_mask, completed_scores, completion_edges, traced_nodes
 from circuitviz.bench.toy_models import planted_model
-from circuitviz.evaluate import Evaluator
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
@@ -28,7 +28,7 @@ def test_completed_circuit_has_ndf_above_zero_where_the_traced_one_has_none(plan
     traced = result.scores * claimed_mask(spec)
     alone = acc_circuits(spec, traced, [full])[full]
     evaluator = Evaluator(planted.model, spec, prepare_task(planted.model, planted.task))
-    (point,) = evaluator.curve(alone[None], [full])
+    (point,) = curves_of_tasks([evaluator], alone[None, None], [full])[0]
     assert point.ndf < completed.ndf  # without value paths the traced heads read the corrupted run
     assert result.details.completion["completion_edges"] > 0
 

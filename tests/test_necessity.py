@@ -94,7 +94,7 @@ def _random_circuits(spec: GraphSpec, count: int, seed: int) -> torch.Tensor:
 def test_necessity_equals_patching_exactly_the_circuits_edges(gpt2):
     model, spec, prepared, evaluator = gpt2
     circuits = _random_circuits(spec, 4, seed=3)
-    points = evaluator.curve(circuits, [int(c.sum()) for c in circuits])
+    points = curves_of_tasks([evaluator], circuits[None], [int(c.sum()) for c in circuits])[0]
     baseline = evaluator.baseline
     assert abs(baseline.clean - baseline.corrupted) > 1e-3
     for circuit, point in zip(circuits, points):
@@ -108,7 +108,7 @@ def test_necessity_equals_patching_exactly_the_circuits_edges(gpt2):
 def test_necessity_of_the_empty_and_the_whole_circuit(gpt2):
     _, spec, _, evaluator = gpt2
     empty, whole = torch.zeros_like(spec.edge_mask), spec.edge_mask.clone()
-    points = evaluator.curve(torch.stack([empty, whole]), [0, spec.n_edges])
+    points = curves_of_tasks([evaluator], torch.stack([empty, whole])[None], [0, spec.n_edges])[0]
     assert points[0].necessity == 0.0 and points[0].metric_without == evaluator.baseline.clean
     assert points[1].necessity == 1.0
     assert points[1].metric_without == pytest.approx(evaluator.metrics(empty[None]).item(), abs=1e-9)
@@ -118,7 +118,7 @@ def test_necessity_in_batched_curves_equals_one_task_alone(gpt2):
     model, spec, _, evaluator = gpt2
     circuits = _random_circuits(spec, 3, seed=5)
     together = curves_of_tasks([evaluator, evaluator], torch.stack([circuits, circuits.flip(0)]), [1, 2, 3])
-    alone = evaluator.curve(circuits, [1, 2, 3])
+    alone = curves_of_tasks([evaluator], circuits[None], [1, 2, 3])[0]
     for mine, theirs in zip(together[0], alone):
         assert mine.necessity == pytest.approx(theirs.necessity, abs=1e-10)
     assert together[1][0].necessity == pytest.approx(alone[2].necessity, abs=1e-10)

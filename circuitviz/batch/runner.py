@@ -25,6 +25,7 @@ from .. import __version__
 from ..methods import config_to_dict, get_method
 from ..request import Request
 from ..tasks import DEFAULT_MAX_TOKENS
+from ..text import clock_duration
 from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
 from .dataset import DatasetTask, write_tasks
 from .table import TableWriter, _write_atomic, failure_row, finish, latest_by_key, read_rows, result_row
@@ -108,17 +109,6 @@ class BatchReport:
     manifest: dict
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "--"
-    seconds = int(round(seconds))
-    return (
-        f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
-        if seconds >= 3600
-        else f"{seconds // 60}m{seconds % 60:02d}s"
-    )
-
-
 class ProgressBar:
     """A one-line progress bar on stderr: items, rate, ETA, found and failed counts."""
 
@@ -140,7 +130,7 @@ class ProgressBar:
         note = f" ({', '.join(extra)})" if extra else ""
         return (
             f"{state.phase:<10} [{'#' * filled}{'.' * (self.width - filled)}] {int(finished)}/{state.total} "
-            f"{rate_text}, ETA {_duration(state.eta)}, elapsed {_duration(time.perf_counter() - state.started)}{note}"
+            f"{rate_text}, ETA {clock_duration(state.eta)}, elapsed {clock_duration(time.perf_counter() - state.started)}{note}"
         )
 
     def __call__(self, state: BatchState) -> None:

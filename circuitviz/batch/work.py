@@ -3,7 +3,7 @@
 Executors differ only in where these functions run (this process, or Ray workers that each load
 the model once); the work and its results are plain, picklable values, so both give the same
 results. A group is several tasks of one prompt length, metric and foil count under one method
-and config: ``Method.run_many`` runs them in shared passes. When a group fails, its tasks run one
+and config: ``Method.run_batch`` runs them in shared passes. When a group fails, its tasks run one
 by one, so one bad task is recorded with its reason and never takes its neighbours with it.
 """
 
@@ -199,7 +199,7 @@ def run_group(
             found = [(None, reason(error))] * len(contexts)
         else:
             try:
-                results = method.run_many(
+                results = method.run_batch(
                     contexts, config, budgets, (lambda _, part: progress(part)) if progress else None
                 )
                 found = [(result, None) for result in results]

@@ -298,7 +298,8 @@ def describe_features_on_texts(
         )
     token_rows = [adapter_of(model).to_tokens(text)[0] for text in texts]
     length = max(len(row) for row in token_rows)
-    pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
+    pad = adapter_of(model).pad_token_id
+    pad = 0 if pad is None else pad
     rows = torch.full((len(token_rows), length), pad, dtype=torch.long)
     for index, row in enumerate(token_rows):
         rows[index, : len(row)] = row

@@ -28,7 +28,7 @@ observations), not causal effect sizes; the faithfulness curve is what measures 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -48,6 +48,7 @@ from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
+from .settings import setting, type_fields
 
 UNITS = ("components", "sae")
 SOURCE_SCALES = ("difference", "none")
@@ -57,45 +58,71 @@ DEFAULT_LAMBDA = "adaptive"
 
 @dataclass(frozen=True)
 class LassoConfig:
-    """Settings of CircuitLasso (one line each: the app shows them as help).
+    """Settings of CircuitLasso."""
 
-    units: "components" (heads and MLPs of the graph) or "sae" (SAE features at the layers below).
-    lasso_lambda: "adaptive" (0.3 on a real model's observations, 0.002 with least-squares strengths where a linear model explains them exactly), a correlation level in (0, 1], or "auto" (refitted extended BIC).
-    target_edges: when above 0, one lambda for all targets giving at most this many edges.
-    directions: principal directions per component output and per reader input.
-    n_paraphrases: template paraphrases (each with its corruption) added to the observations.
-    corpus: a UTF-8 text file, one text per line, added to the observations ("" for none).
-    max_observations: at most this many token positions (a seeded subset of the corpus beyond it).
-    layers: SAE units: the layers whose SAEs to use, e.g. 3,9.
-    sae_dir: SAE units: a folder of sae-lens SAEs ("" = the project's assets/saes/<model id>).
-    max_features: SAE units: features kept per layer (those most active on the prompt first).
-    n_lambdas: points on the lambda path.
-    seed: for the paraphrase templates, the corpus subset and the randomized PCA.
-    refit: with a number or "auto": strengths from the least-squares refit on the Lasso's support (off: the Lasso's own).
-    source_scale: "difference": an edge's strength is weighted by how much its source changes between the prompt and its corruption; "none": not.
-    min_share: an edge joins the circuit when its share is at least this part of the largest into its reader.
-    """
-
-    units: str = field(default="components", metadata={"choices": UNITS})
-    lasso_lambda: str = DEFAULT_LAMBDA
-    target_edges: int = 0
-    directions: int = 4
-    n_paraphrases: int = 8
-    corpus: str = ""
-    max_observations: int = 1024
-    layers: str = ""
-    sae_dir: str = ""
-    max_features: int = 256
-    n_lambdas: int = 20
-    seed: int = 0
-    refit: bool = False
-    source_scale: str = field(default="difference", metadata={"choices": SOURCE_SCALES})
-    min_share: float = DEFAULT_MIN_SHARE
+    units: str = setting(
+        "components",
+        '"components" (heads and MLPs of the graph) or "sae" (SAE features at the layers below).',
+        choices=UNITS,
+    )
+    lasso_lambda: str = setting(
+        DEFAULT_LAMBDA,
+        '"adaptive" (0.3 on a real model\'s observations; 0.002 with least-squares strengths where a linear '
+        'model explains them exactly), a correlation level in (0, 1], or "auto" (refitted extended BIC).',
+    )
+    target_edges: int = setting(
+        0, "when above 0, one lambda for all targets giving at most this many edges.", low=0, high=10**7
+    )
+    directions: int = setting(
+        4, "principal directions per component output and per reader input.", low=1, high=64
+    )
+    n_paraphrases: int = setting(
+        8, "template paraphrases (each with its corruption) added to the observations.", low=0, high=256
+    )
+    corpus: str = setting(
+        "", 'a UTF-8 text file, one text per line, added to the observations ("" for none).'
+    )
+    max_observations: int = setting(
+        1024,
+        "at most this many token positions (a seeded subset of the corpus beyond it).",
+        low=8,
+        high=10**6,
+    )
+    layers: tuple[int, ...] = setting(
+        (), "SAE units: the layers whose SAEs to use, comma separated, e.g. 3,9."
+    )
+    sae_dir: str = setting(
+        "", 'SAE units: a folder of sae-lens SAEs ("" = the project\'s assets/saes/<model id>).'
+    )
+    max_features: int = setting(
+        256,
+        "SAE units: features kept per layer (those most active on the prompt first).",
+        low=1,
+        high=100_000,
+    )
+    n_lambdas: int = setting(20, "points on the lambda path.", low=2, high=200)
+    seed: int = setting(0, "for the paraphrase templates, the corpus subset and the randomized PCA.")
+    refit: bool = setting(
+        False,
+        'with a number or "auto": strengths from the least-squares refit on the Lasso\'s support (off: its own).',
+    )
+    source_scale: str = setting(
+        "difference",
+        '"difference": the budgets rank edges weighted by how much their source changes between the prompt '
+        'and its corruption; "none": not.',
+        choices=SOURCE_SCALES,
+    )
+    min_share: float = setting(
+        DEFAULT_MIN_SHARE,
+        "an edge joins the circuit when its share is at least this part of the largest into its reader.",
+        low=0.0,
+        high=1.0,
+    )
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or DEFAULT_LAMBDA)
         object.__setattr__(self, "units", str(self.units).strip().lower())
-        object.__setattr__(self, "layers", str(self.layers).strip())
         if self.units not in UNITS:
             raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
         parse_selection(self.lasso_lambda)
@@ -147,7 +174,7 @@ class CircuitLasso(ScoringMethod):
         hooks = component_hook_names(model, spec)
         saes = []
         if config.units == "sae":
-            layers = parse_layers(config.layers, spec.n_layers)
+            layers = parse_layers(",".join(map(str, config.layers)), spec.n_layers)
             model_name = str(getattr(model.cfg, "model_name", ""))
             saes = [
                 (layer, load_sae(folder, ctx.device), hook)

@@ -162,31 +162,55 @@ def model_key(model) -> str:
 
 
 def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
-    """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
-    return _next_tokens(model, model_key(model), prompt, top_k)
+    """The model's most likely next tokens after ``prompt`` (cached per model and prompt, and
+    stored like results: a stored view of the prompt runs no forward pass for them)."""
+    return _next_tokens(model, model_key(model), model_id, prompt, top_k)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+    from ..keys import content_key
     from ..labels.logit_lens import next_token_probabilities
 
-    return next_token_probabilities(_model, prompt, top_k)
-
-
-def task_verdict(model, task) -> str | None:
-    """Why ``task`` is not meaningful for the model (``task_validity``), or None; one plain pass
-    of the prompt and its corruption, cached per model and task."""
-    return _task_verdict(
-        model, model_key(model), task.clean, task.corrupted, task.answer, task.foils, task.metric
+    store = get_store()
+    stored_key = content_key(kind="next-tokens", model=model_id, prompt=prompt, top_k=top_k)
+    state = store.load_state(stored_key, kind="labels")
+    if state is not None:
+        return [(str(token), float(probability)) for token, probability in state["tokens"]]
+    found = next_token_probabilities(_model, prompt, top_k)
+    store.save_state(
+        stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
     )
+    return found
+
+
+def task_verdict(model, model_id: str, task) -> str | None:
+    """Why ``task`` is not meaningful for the model (``task_validity``), or None: from the two
+    prompts' kept plain runs (the Run that follows reads them), cached per model and task and
+    stored like the next tokens, so a stored view runs no forward pass for it."""
+    return _task_verdict(model, model_key(model), model_id, task.to_dict())
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _task_verdict(_model, key: str, clean: str, corrupted: str, answer: str, foils: tuple, metric: str):
-    from ..task_validity import task_verdict as verdict
-    from ..tasks import PromptTask
+def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
+    from ..keys import content_key
+    from ..task_validity import gap_problem, identical_prompts_problem, task_metrics
+    from ..tasks import PromptTask, TaskError
 
-    return verdict(_model, PromptTask(clean, corrupted, answer, tuple(foils), metric))
+    chosen = PromptTask.from_dict(task)
+    if identical_prompts_problem(chosen):
+        return identical_prompts_problem(chosen)
+    store = get_store()
+    stored_key = content_key(kind="task-metrics", model=model_id, task=task)
+    state = store.load_state(stored_key, kind="labels")
+    if state is None:
+        try:
+            clean, corrupted = task_metrics(_model, chosen)
+        except TaskError as error:
+            return str(error)
+        state = {"clean": clean, "corrupted": corrupted}
+        store.save_state(stored_key, state, kind="labels")
+    return gap_problem(chosen, float(state["clean"]), float(state["corrupted"]))
 
 
 def str_tokens(model, model_id: str, text: str) -> list[str]:

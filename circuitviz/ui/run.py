@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..phases import Phase, phase_of_report, phase_seconds, report_words
 from . import loaders, state
 
 POLL_S = 0.25
@@ -55,22 +56,6 @@ def load_model_or_stop(model_id: str, device: str):
 
 
 # ----- progress -----------------------------------------------------------------------------------
-PHASE_ORDER = ("prepare", "work", "evaluate")
-WORK_NAMES = {
-    "score": "scoring edges",
-    "paraphrases": "checking paraphrases",
-    "observe": "observing activations",
-    "regress": "fitting the regression",
-    "knockout": "knockout check",
-    "trace": "tracing attention decisions",
-}
-
-
-def phase_of(reported: str) -> str:
-    """The bucket an engine report belongs to: faithfulness, or the method's own work."""
-    return "evaluate" if reported == "evaluate" else "work"
-
-
 class RunProgress:
     """Overall progress and time left of a run, from its expected phase durations, the engine's
     reports and the clock.
@@ -84,12 +69,12 @@ class RunProgress:
     def __init__(
         self, expected: dict[str, float], n_budgets: int = 0, clock: Callable[[], float] = time.perf_counter
     ):
-        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in PHASE_ORDER}
+        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in Phase}
         self.total = sum(self.expected.values()) or 1.0
         self.n_budgets = n_budgets
         self.clock = clock
         self.start = clock()
-        self.phase = "prepare"
+        self.phase = Phase.PREPARE
         self.phase_start = self.start
         self.reported = 0.0
         self.work_name = ""
@@ -97,11 +82,11 @@ class RunProgress:
         self.left: float | None = None
 
     def report(self, reported: str, fraction: float) -> None:
-        """An engine report: phase name and fraction done of it."""
-        phase = phase_of(reported)
-        if phase == "work":
-            self.work_name = WORK_NAMES.get(reported, reported.replace("_", " "))
-        if PHASE_ORDER.index(phase) > PHASE_ORDER.index(self.phase):
+        """An engine report (a ``phases.Report`` or another name) and the fraction done of it."""
+        phase = phase_of_report(reported)
+        if phase is Phase.WORK:
+            self.work_name = report_words(reported)
+        if phase.step > self.phase.step:
             self.phase, self.phase_start, self.reported = phase, self.clock(), 0.0
         if phase == self.phase:
             self.reported = min(max(float(fraction), 0.0), 1.0)
@@ -112,7 +97,7 @@ class RunProgress:
         expected = self.expected[self.phase]
         by_time = min((now - self.phase_start) / expected, 0.95) if expected > 0 else 0.0
         inside = max(self.reported, by_time)
-        before = sum(self.expected[p] for p in PHASE_ORDER[: PHASE_ORDER.index(self.phase)])
+        before = sum(self.expected[p] for p in Phase if p.step < self.phase.step)
         self.fraction = max(self.fraction, min((before + inside * expected) / self.total, 0.99))
         elapsed = now - self.start
         planned = self.total - elapsed
@@ -122,9 +107,9 @@ class RunProgress:
         return self.fraction, self.text(inside, elapsed)
 
     def phase_name(self) -> str:
-        if self.phase == "prepare":
+        if self.phase is Phase.PREPARE:
             return "clean and corrupted runs"
-        if self.phase == "evaluate":
+        if self.phase is Phase.EVALUATE:
             return (
                 f"measuring faithfulness at {self.n_budgets} budgets"
                 if self.n_budgets
@@ -133,7 +118,7 @@ class RunProgress:
         return self.work_name or "the method's own work"
 
     def text(self, inside: float, elapsed: float) -> str:
-        step = PHASE_ORDER.index(self.phase) + 1
+        step = self.phase.step
         left = f"about {self.left:.0f} s left" if self.left and self.left >= 1 else "finishing"
         return (
             f"step {step} of 3, {self.phase_name()}: {100 * inside:.0f}% · {100 * self.fraction:.0f}% in all · "
@@ -141,7 +126,7 @@ class RunProgress:
         )
 
 
-def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
+def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]:
     """Expected seconds per phase: this method's last measured split on this device, else the
     split of its forward passes (2 clean/corrupted runs, one patched pass per budget)."""
     from ..calibration import phase_shares
@@ -150,16 +135,9 @@ def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
     total = estimate.seconds if estimate is not None else 10.0
     if not shares:
         passes = max(estimate.sequences if estimate is not None else 0.0, 3.0 + n_budgets)
-        shares = {"prepare": 2 / passes, "evaluate": n_budgets / passes}
-        shares["work"] = max(1 - shares["prepare"] - shares["evaluate"], 0.0)
-    return {phase: total * shares.get(phase, 0.0) for phase in PHASE_ORDER}
-
-
-def timing_phases(timings: dict[str, float], seconds: float) -> dict[str, float]:
-    """A result's timings as the three phases (whatever was not timed counts as the work)."""
-    prepare = float(timings.get("clean_corrupted_s", 0.0))
-    evaluate = float(timings.get("evaluation_s", 0.0))
-    return {"prepare": prepare, "evaluate": evaluate, "work": max(seconds - prepare - evaluate, 0.0)}
+        shares = {Phase.PREPARE: 2 / passes, Phase.EVALUATE: n_budgets / passes}
+        shares[Phase.WORK] = max(1 - shares[Phase.PREPARE] - shares[Phase.EVALUATE], 0.0)
+    return {phase: total * shares.get(phase, 0.0) for phase in Phase}
 
 
 # ----- runs in the background ----------------------------------------------------------------------
@@ -216,7 +194,8 @@ def _start(model, request) -> Job:
         if job.result is not None and not job.cached and estimate is not None:
             from .. import calibration
 
-            phases = timing_phases(job.result.timings, job.seconds)
+            seconds = phase_seconds(job.result.timings, job.seconds)
+            phases = {phase.value: value for phase, value in seconds.items()}
             calibration.record(estimate.device, request.method, estimate.flops, job.seconds, phases)
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
