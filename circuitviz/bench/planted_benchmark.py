@@ -295,7 +295,7 @@ def format_table(report: BenchReport) -> str:
 def claimed_line(row: dict) -> str:
     """A method's figures on the edge kinds it claims to find (ACC++: queries, keys, logits)."""
     return (
-        f"{row['method']} on the edges it claims (into queries, keys and logits): SHD {row['claimed_shd']:.2f}, "
+        f"on the edge kinds it claims (into queries, keys and logits), {row['method']}: SHD {row['claimed_shd']:.2f}, "
         f"precision {row['claimed_precision']:.3f}, recall {row['claimed_recall']:.3f}"
     )
 
