@@ -75,6 +75,13 @@ MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-boo
 N_PARAPHRASES = 5
 
 
+def _figure(value: float) -> str:
+    """Three decimals, with a tiny negative written as 0.000 (an area of -1e-17 is zero, not
+    '-0.000')."""
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -279,9 +286,9 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         areas = [curve_areas([CurvePoint(**pt) for pt in c], spec.n_edges) for c in curves]
         lines.append(
             f"| {row}{' (fitted to the prompt)' if row in FITTED_TO_PROMPT else ''} | "
-            + " | ".join(f"{v:.3f}" for v in cells)
-            + f" | {mean(a['cpr'] for a in areas):.3f} | {mean(a['cmd'] for a in areas):.3f} | "
-            + f"{mean(a['cpr_ndf'] for a in areas):.3f} |"
+            + " | ".join(_figure(v) for v in cells)
+            + f" | {_figure(mean(a['cpr'] for a in areas))} | {_figure(mean(a['cmd'] for a in areas))} | "
+            + f"{_figure(mean(a['cpr_ndf'] for a in areas))} |"
             + ("" if len(curves) == len(prompts) else f" ({len(curves)} prompts)")
         )
     lines += [

@@ -89,14 +89,14 @@ def require_meaningful(task: PromptTask, clean: float, corrupted: float) -> None
 def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, float]:
     """L(M(q)) and L(M(q')) from the two prompts' plain runs (the app's check before Run; a run
     takes them from its evaluator instead). The runs are the model's kept ones
-    (``evaluate.clean_run``): the evaluator of the Run that follows reads them, not runs them again."""
+    (``evaluate.prompt_run``): the evaluator of the Run that follows reads them, not runs them again."""
     from .engine.metric import metric_from_residual
-    from .evaluate import clean_run
+    from .evaluate import prompt_run
     from .models.adapter import adapter_of
 
     spec = adapter_of(model).spec
     residuals = [
-        clean_run(model, spec, tokens).residual
+        prompt_run(model, spec, tokens).residual
         for tokens in (prepared.clean_tokens, prepared.corrupted_tokens)
     ]
     metrics = metric_from_residual(model, prepared, torch.cat(residuals))  # [2]

@@ -235,16 +235,15 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
     assert points[1].metric_without == evaluators[0].baseline.corrupted and points[1].necessity == 1.0
 
 
-def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkeypatch):
-    """The clean run a task's evaluator (or the next tokens) made is read by the next evaluator of
-    that prompt: it runs only the corrupted prompt and holds exactly what a fresh one holds."""
-    from circuitviz.evaluate import forget_clean_runs
+def test_kept_prompt_runs_are_read_not_run_again_and_change_nothing(tiny, monkeypatch):
+    """The plain runs a task's evaluator (or the next tokens) made are read by the next evaluator
+    of that prompt pair: it runs no pass and holds exactly what a fresh one holds."""
+    from circuitviz.evaluate import forget_prompt_runs
     from circuitviz.models.adapter import adapter_of
 
     spec = GraphSpec.from_model(tiny)
     prepared = prepare_task(tiny, IOI_TASK)
-    forget_clean_runs(tiny)
-    fresh = Evaluator(tiny, spec, prepared)
+    forget_prompt_runs(tiny)
     rows: list[list[tuple[int, ...]]] = []
     forward = tiny.forward
 
@@ -253,14 +252,16 @@ def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkey
         return forward(tokens, *args, **kwargs)
 
     monkeypatch.setattr(tiny, "forward", counted)
-    again = Evaluator(tiny, spec, prepared)
+    fresh = Evaluator(tiny, spec, prepared)
+    clean = tuple(adapter_of(tiny).to_tokens(IOI_TASK.clean)[0].tolist())
     corrupted = tuple(adapter_of(tiny).to_tokens(IOI_TASK.corrupted)[0].tolist())
-    assert rows == [[corrupted]]  # one pass, of the corrupted prompt only
+    assert rows == [[clean], [corrupted]]  # a task alone: its two prompts, one at a time
+    rows.clear()
+    again = Evaluator(tiny, spec, prepared)
+    assert rows == []  # both read, none run again
     assert torch.equal(again.clean_writers, fresh.clean_writers)
     assert torch.equal(again.corrupted_writers, fresh.corrupted_writers)
     assert again.baseline == fresh.baseline
-    rows.clear()
-    forget_clean_runs(tiny)
+    forget_prompt_runs(tiny)
     Evaluator(tiny, spec, prepared)
-    clean = tuple(adapter_of(tiny).to_tokens(IOI_TASK.clean)[0].tolist())
-    assert rows == [[clean], [corrupted]]  # forgotten: the clean prompt runs again, then the corrupted
+    assert rows == [[clean], [corrupted]]  # forgotten: both run again

@@ -106,9 +106,16 @@ class ACCPlusPlus(Method):
     needs_corrupted = False
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one forward pass; then per decision a few small tensor programs; then the knockouts
+        # one forward pass; per decision a few small tensor programs (about a quarter of a pass
+        # each), the softmax's integrated gradients (half a pass per node), the knockouts (a few
+        # passes per draw): weights measured on the embedded model (benchmarks/bench_estimates.py,
+        # 2026-12-01); the first run of a model also computes its heads' SVD (2 s on Gemma-3-270M)
         return Cost(
-            passes=2.0 + 3.0 * config.ig_steps + config.max_decisions + n_budgets,
+            passes=2.0
+            + 0.5 * config.ig_steps
+            + 0.25 * config.max_decisions
+            + 8.0 * (1 + config.n_random)
+            + n_budgets,
             gradient_batch=1,
             ig_steps=int(config.ig_steps),
         )

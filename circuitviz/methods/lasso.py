@@ -160,9 +160,13 @@ class CircuitLasso(ScoringMethod):
     flag_aliases = {"lambda": "lasso_lambda"}
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one plain forward pass over every observation (prompt, corruption, paraphrases, corpus)
-        observed = 2.0 * (1 + config.n_paraphrases)
-        return Cost(passes=2.0 + observed + 4.0 * max(config.n_paraphrases, 1) + n_budgets, gradient_batch=1)
+        # every observation (prompt, corruption, paraphrases) is one pass that keeps every
+        # component's input and output (about 3 plain passes' time); the regression is CPU algebra
+        # over the lambda path and directions, priced in pass-equivalents as measured on the
+        # embedded model (benchmarks/bench_estimates.py: reduce + solve 4.1 s, 2026-12-01)
+        observed = 3.0 * 2.0 * (1 + config.n_paraphrases)
+        regression = 1.6 * int(config.n_lambdas) * int(config.directions)
+        return Cost(passes=2.0 + observed + regression + n_budgets, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
