@@ -147,10 +147,15 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     return circuits
 
 
+def _measured(value) -> bool:
+    """Whether a stored figure is a number (JSON keeps an unmeasured one as null or NaN)."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
 def fill_necessity(model, spec: GraphSpec, task, curve: list[dict], circuits: dict) -> None:
     """Necessity for the points of a curve made without it (Best-of-N's pool measures NDF only):
     its circuits' complements in one batched evaluation."""
-    missing = [point for point in curve if math.isnan(point.get("necessity", math.nan))]
+    missing = [point for point in curve if not _measured(point.get("necessity"))]
     masks = next(iter(circuits.values()), {})
     missing = [point for point in missing if point["budget"] in masks]
     if not missing:
