@@ -67,6 +67,10 @@ def main() -> None:
         phases.setdefault(f"EAP-IG scoring ({args.ig_steps} steps)", []).append(seconds)
         circuits, seconds = timed(circuits_at_budgets, spec, scores.float().cpu(), BUDGETS, sync=device)
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)
+        _, seconds = timed(
+            curves_of_tasks, [evaluator], circuits[None], BUDGETS, with_necessity=False, sync=device
+        )
+        phases.setdefault("evaluation (10-budget curve, NDF only)", []).append(seconds)
         (curve,), seconds = timed(curves_of_tasks, [evaluator], circuits[None], BUDGETS, sync=device)
         phases.setdefault("evaluation (10-budget curve, batched)", []).append(seconds)
         # the same over (edge, position) units: scores kept per position, each unit patched at its own
@@ -80,8 +84,16 @@ def main() -> None:
     print(f"\nmedian of {args.repeats} repeats:")
     for phase, values in phases.items():
         print(f"  {phase:<42} {statistics.median(values):7.3f}s   (min {min(values):.3f}s)")
+    alone, both = (
+        statistics.median(phases[f"evaluation (10-budget curve, {kind})"]) for kind in ("NDF only", "batched")
+    )
+    print(
+        f"  necessity beside NDF costs {both / alone:.2f}x the NDF-only evaluation (the complements in the same batch)"
+    )
     agnostic = ("EAP scoring", "positions:")
-    total = sum(statistics.median(v) for k, v in phases.items() if not k.startswith(agnostic))
+    total = sum(
+        statistics.median(v) for k, v in phases.items() if not k.startswith(agnostic) and "NDF only" not in k
+    )
     print(f"  {'EAP-IG discovery total (no load)':<42} {total:7.3f}s")
     median = {k: statistics.median(v) for k, v in phases.items()}
     scoring = median[POSITION_SCORING] / median[f"EAP-IG scoring ({args.ig_steps} steps)"]
@@ -93,7 +105,8 @@ def main() -> None:
     print(f"\nclean {evaluator.baseline.clean:+.3f}, corrupted {evaluator.baseline.corrupted:+.3f}")
     for point in curve:
         print(
-            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}"
+            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}, "
+            f"necessity {point.necessity:.3f}"
         )
 
 

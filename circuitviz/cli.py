@@ -25,14 +25,17 @@ def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, 
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
         f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
-        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6}",
+        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
+        f"{'necessity':>9}",
     ]
     for point in curve:
         nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
+        necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         lines.append(
             f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
-            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f}"
+            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
         )
+    lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
     return "\n".join(lines)
 
 
@@ -534,6 +537,9 @@ def cmd_batch(args) -> int:
         )
         print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
         print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
+        needed = curve_bands(batch, label, "necessity")
+        if needed:
+            print("  necess. " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
     print(f"wrote {args.out / 'results.parquet'}; open it on the app's Dataset page")
     return 0
 

@@ -41,13 +41,17 @@ class Baseline:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF."""
+    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF;
+    and its necessity with L((M\\C)(q)), the model with only the circuit's edges corrupted
+    (NaN where not measured: a curve stored before necessity existed, or one asked without it)."""
 
     budget: int
     n_edges: int
     metric: float
     nfs: float
     ndf: float
+    necessity: float = math.nan
+    metric_without: float = math.nan
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,6 +76,39 @@ def ndf(circuit: float, baseline: Baseline) -> float:
     if span == 0:
         return 1.0 if deviation == 0 else 0.0
     return 1.0 - min(abs(deviation / span), 1.0)
+
+
+def necessity(without: float, baseline: Baseline) -> float:
+    """Necessity min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1), normalised like NDF.
+
+    ``without``: the metric of the full model with only the circuit's edges patched to the
+    corrupted run. 1 when removing the circuit removes the whole clean-corrupted difference,
+    0 when removing it changes nothing; NaN when the clean and corrupted runs agree.
+    """
+    span = baseline.clean - baseline.corrupted
+    if span == 0:
+        return math.nan
+    return min(abs((baseline.clean - without) / span), 1.0)
+
+
+def complements(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
+    """Every edge (or (edge, position) unit) of the graph outside each circuit: evaluating it as a
+    circuit patches exactly the circuit's own (what necessity measures).
+    circuits [..., n_forward, n_backward(, pos)] bool."""
+    return graph_members(spec, circuits, circuits.device) & ~circuits.bool()
+
+
+def _point(budget, size, value, without, baseline: Baseline) -> CurvePoint:
+    """A curve point from L(C(q)) and, when measured, L((M\\C)(q))."""
+    return CurvePoint(
+        budget=int(budget),
+        n_edges=int(size),
+        metric=float(value),
+        nfs=nfs(float(value), baseline),
+        ndf=ndf(float(value), baseline),
+        necessity=math.nan if without is None else necessity(float(without), baseline),
+        metric_without=math.nan if without is None else float(without),
+    )
 
 
 def area_under_curve(fractions: Sequence[float], values: Sequence[float]) -> float:
@@ -379,31 +416,47 @@ def curves_of_tasks(
     circuits: torch.Tensor,
     budgets: Sequence[int],
     progress: Progress | None = None,
+    with_necessity: bool = True,
 ) -> list[list[CurvePoint]]:
     """Each task's faithfulness curve: a point per (budget, circuit) of its row, every pair in
     shared patched passes (``metrics_of_tasks``; one task is a batch of one).
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
-    ``budgets`` names the circuits of a row.
+    ``budgets`` names the circuits of a row. ``with_necessity``: each circuit's complement
+    (every edge but the circuit's, so only the circuit's edges are corrupted) rides in the same
+    passes; the complement of a whole circuit keeps no edge: the corrupted run, with no pass.
     """
     evaluators = list(evaluators)
     if not evaluators:
         return []
-    metrics = metrics_of_tasks(evaluators, circuits, progress).tolist()  # [n_tasks, n_circuits]
-    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
-    return [
-        [
-            CurvePoint(
-                budget=int(budget),
-                n_edges=int(size),
-                metric=float(value),
-                nfs=nfs(float(value), evaluator.baseline),
-                ndf=ndf(float(value), evaluator.baseline),
-            )
-            for budget, size, value in zip(budgets, task_sizes, task_values)
-        ]
-        for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics)
-    ]
+    n_asked = int(circuits.shape[1])
+    circuits = circuits.bool()
+    if with_necessity and n_asked:
+        spec = evaluators[0].spec
+        whole = whole_graph(spec, circuits)  # [n_tasks, n_asked]
+        # a whole circuit's complement is asked as a whole circuit (no pass) and read as corrupted
+        inside = whole.view(*whole.shape, *[1] * (circuits.dim() - 2))  # broadcast over edges (and positions)
+        others = torch.where(inside, circuits, complements(spec, circuits))
+        metrics = metrics_of_tasks(evaluators, torch.cat([circuits, others], dim=1), progress).tolist()
+        whole = whole.tolist()
+    else:
+        metrics = metrics_of_tasks(evaluators, circuits, progress).tolist()  # [n_tasks, n_circuits]
+    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_asked]
+    curves = []
+    for task, (evaluator, task_sizes, task_values) in enumerate(zip(evaluators, sizes, metrics)):
+        removed: list = [None] * n_asked
+        if with_necessity and n_asked:
+            removed = [
+                evaluator.baseline.corrupted if whole[task][index] else value
+                for index, value in enumerate(task_values[n_asked:])
+            ]
+        curves.append(
+            [
+                _point(budget, size, value, without, evaluator.baseline)
+                for budget, size, value, without in zip(budgets, task_sizes, task_values[:n_asked], removed)
+            ]
+        )
+    return curves
 
 
 def is_position_circuit(spec: GraphSpec, circuits: torch.Tensor) -> bool:

@@ -78,7 +78,7 @@ if ready and (clicked or any(run.running(request.key) for request in requests.va
 results = {n: r for n, r in kept.items() if r is not None and r.task == given.task}
 if len(results) >= 2 and compare.common_budgets(results):
     labels = loaders.node_labels(model, model_id, given.task)
-    compare.comparison_view(results, labels=labels)
+    compare.comparison_view(results, labels=labels, model=model)
 elif results:
     st.info("Fewer than two of the chosen methods have a result for this prompt; run the comparison.")
 state.write_to_url()

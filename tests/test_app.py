@@ -115,6 +115,7 @@ def test_explore_shows_the_results_own_numbers():
         "clean L(M(q))": f"{result.baseline.clean:+.3f}",
         "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
         "NDF": f"{point.ndf:.3f}",
+        "necessity": f"{point.necessity:.3f}",
         "NFS": f"{point.nfs:.3f}",
         "edges kept": f"{point.n_edges:,} ({share:.2f}%)",
     }
@@ -451,7 +452,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
         scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
 
     notes = curve_notes(Result())
-    assert len(notes) == 1 and "as expected for ACC++" in notes[0] and "value paths" in notes[0]
+    assert len(notes) == 1 and "ACC++ traces queries and keys only" in notes[0] and "value paths" in notes[0]
 
 
 def test_a_dip_in_the_curve_is_explained():

@@ -213,20 +213,26 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
         evaluate, "patched_metrics", lambda *a, **k: ran.append(a[4].shape[0]) or real(*a, **k)
     )
 
-    points = curves_of_tasks([evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges])[0]
+    points = curves_of_tasks(
+        [evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges], with_necessity=False
+    )[0]
     assert ran == [1]  # the half circuit only
     assert points[1].metric == evaluators[0].baseline.clean and points[1].ndf == 1.0
 
     ran.clear()  # task 0's second circuit is whole, task 1's is not: that column runs, task 0 keeps clean
     circuits = torch.stack([torch.stack([half, full]), torch.stack([half, other])])
-    curves = curves_of_tasks(evaluators, circuits, [5, 6])
+    curves = curves_of_tasks(evaluators, circuits, [5, 6], with_necessity=False)
     assert ran == [4]
     assert curves[0][1].metric == evaluators[0].baseline.clean
-    alone = curves_of_tasks([evaluators[1]], other[None, None], [6])[0][0]
+    alone = curves_of_tasks([evaluators[1]], other[None, None], [6], with_necessity=False)[0][0]
     assert curves[1][1].metric == pytest.approx(alone.metric, abs=1e-10)
     ran.clear()
-    curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6])
+    curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6], with_necessity=False)
     assert ran == [2]  # a column whole for every task does not run
+    ran.clear()  # with necessity: the half circuit and its complement; a whole circuit's is the corrupted run
+    points = curves_of_tasks([evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges])[0]
+    assert ran == [2]
+    assert points[1].metric_without == evaluators[0].baseline.corrupted and points[1].necessity == 1.0
 
 
 def test_kept_prompt_runs_are_read_not_run_again_and_change_nothing(tiny, monkeypatch):

@@ -22,6 +22,7 @@ import torch
 
 from ..acc.ablation import knockout_check
 from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
+from ..acc.completion import completed_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
@@ -29,6 +30,12 @@ from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
 from .base import Cost, Method, RunContext, register
 from .settings import setting
+
+COMPLETION_NOTE = (
+    "The patching curve measures the traced circuit completed with the value inputs of its heads "
+    "and the inputs of its MLPs, read from the input and the circuit's own earlier nodes "
+    "(ACC++ traces queries and keys only); the knockout checks the signals alone."
+)
 
 
 @dataclass(frozen=True)
@@ -126,15 +133,17 @@ class ACCPlusPlus(Method):
         trace = Tracer(model, forward, svd, config.settings()).run(prepared, ctx.progress)
         ctx.timings.update(trace.timings)
         circuit = circuit_json(spec, trace, prepared.clean_str_tokens)
-        scores = engine_scores(spec, circuit)
+        traced = engine_scores(spec, circuit)  # the signals: queries, keys, logits
+        scores = completed_scores(spec, traced)  # with the value and MLP inputs of the traced nodes
 
         full_budget = int(((scores != 0) & spec.edge_mask).sum())
         budgets = sorted({int(b) for b in budgets} | {full_budget})
         circuits = acc_circuits(spec, scores, budgets)
+        traced_circuits = acc_circuits(spec, traced, budgets)  # the knockout checks the signals alone
 
         with ctx.timed("knockout_s"):
             report, knockout_curve, knockout_baseline = knockout_check(
-                model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets]
+                model, spec, svd, trace, prepared, [(b, traced_circuits[b]) for b in budgets]
             )
         ctx.report("knockout", 1.0)
 
@@ -156,6 +165,11 @@ class ACCPlusPlus(Method):
                 "knockout_curve": [point.to_dict() for point in knockout_curve],
             },
             svd={"cached": svd.cached, "seconds": svd.seconds, "path": svd.path, "bytes": svd.n_bytes},
+            completion={
+                "note": COMPLETION_NOTE,
+                "traced_edges": int(((traced != 0) & spec.edge_mask).sum()),
+                "completion_edges": full_budget - int(((traced != 0) & spec.edge_mask).sum()),
+            },
         )
         details = ACCDetails.from_dict(details.to_dict())  # plain, NaN-free data, as it is stored
         return ctx.result(

@@ -33,6 +33,7 @@ from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name
 from ..positions.run import run_positions
 from ..results import CircuitResult
+from ..task_validity import require_meaningful
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
 from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
@@ -97,6 +98,9 @@ class RunContext:
     progress: Progress | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     timings: dict[str, float] = field(default_factory=dict)
+    # refuse a task whose corruption does not clearly lower the metric (task_validity), checked
+    # on the evaluator's own clean and corrupted run; the boundaries (api, batch) turn it on
+    check_meaningful: bool = False
     _prepared: dict[bool, PreparedTask] = field(default_factory=dict, repr=False)
     _evaluator: Evaluator | None = field(default=None, repr=False)
 
@@ -132,6 +136,9 @@ class RunContext:
         if self._evaluator is None:
             with self.timed(Timing.CLEAN_CORRUPTED):
                 self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
+        if self.check_meaningful:
+            baseline = self._evaluator.baseline
+            require_meaningful(self.task, baseline.clean, baseline.corrupted)
         return self._evaluator
 
     def report(self, phase: str, fraction: float) -> None:

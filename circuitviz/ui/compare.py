@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import streamlit as st
 
 from .. import render
+from ..transfer import fitted_note, paraphrase_ndf
 from . import result_view, state
 
 
@@ -61,9 +63,34 @@ def graph_caption(name: str, result, point, only: int) -> str:
     )
 
 
-def comparison_view(results: dict, labels=None) -> None:
+def transfer_view(results: dict, budget: int, model=None) -> None:
+    """On request (it runs the model on each paraphrase), every circuit's NDF at this budget on
+    the prompt's template paraphrases, beside its NDF on the prompt."""
+    if model is None or not st.toggle(
+        "NDF on the prompt's paraphrases (runs the model)", key="compare.transfer"
+    ):
+        return
+    first = next(iter(results.values()))
+    with st.spinner("Evaluating every circuit on the paraphrases..."):
+        found = paraphrase_ndf(model, first.task, {name: r.circuit(budget) for name, r in results.items()})
+    if not found.valid:
+        st.caption(found.note or "No template paraphrase of this prompt passed its checks.")
+        return
+    rows = [
+        {"method": name, "NDF on the prompt": r.point(budget).ndf, "NDF on paraphrases": found.mean(name)}
+        for name, r in results.items()
+    ]
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        f"Mean over the {found.valid} of {found.paraphrases} template paraphrases whose corruption lowers "
+        "the metric clearly; a method fitted to the prompt drops here if it fitted the sentence."
+    )
+
+
+def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
-    from ``labels``), the curves in one chart, the overlap; Edge Pruning's fitted NDF said so."""
+    from ``labels``), the curves in one chart, the overlap, NDF on paraphrases on request (with
+    ``model``); Edge Pruning's fitted NDF said so."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
@@ -76,7 +103,12 @@ def comparison_view(results: dict, labels=None) -> None:
         with column:
             point = result.point(budget)
             st.subheader(result.method)
-            st.metric("NDF", f"{point.ndf:.3f}")
+            ndf_column, necessity_column = st.columns(2)
+            ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
+            necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+            necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
+            if result.method != "edge-pruning" and fitted_note(result.method):
+                st.caption(fitted_note(result.method))
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(
                 result_view.graph_drawing(
@@ -106,4 +138,5 @@ def comparison_view(results: dict, labels=None) -> None:
         column_config={"Jaccard": st.column_config.NumberColumn(format="%.3f")},
     )
     st.caption(f"{len(shown.shared):,} edges are in every circuit.")
+    transfer_view(results, budget, model)
     state.write_to_url(["budget"])

@@ -182,7 +182,10 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
 
     from ..render.atlas import band_figure
 
-    score = st.segmented_control("score", ["ndf", "nfs"], default="ndf", key="dataset.score") or "ndf"
+    score = (
+        st.segmented_control("score", ["ndf", "nfs", "necessity"], default="ndf", key="dataset.score")
+        or "ndf"
+    )
     series = {name: bands(folder, stamp, name, score) for name in batch.labels}
     own = {name: pair[0] for name, pair in series.items()}
     together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}

@@ -329,6 +329,10 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     task = PromptTask(
         clean=prompt, corrupted=corrupted, answer=answer, foils=(foil,) if foil else (), metric=metric
     )
+    verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
+    if verdict:  # a task whose corruption does not lower the metric: refused before Run
+        st.error(verdict)
+        return TaskInputs(None, [verdict], n_tokens)
     return TaskInputs(task, [], n_tokens)
 
 

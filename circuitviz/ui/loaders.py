@@ -188,6 +188,35 @@ def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> li
     return found
 
 
+def task_verdict(model, model_id: str, task) -> str | None:
+    """Why ``task`` is not meaningful for the model (``task_validity``), or None: from the two
+    prompts' kept plain runs (the Run that follows reads them), cached per model and task and
+    stored like the next tokens, so a stored view runs no forward pass for it."""
+    return _task_verdict(model, model_key(model), model_id, task.to_dict())
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
+    from ..keys import content_key
+    from ..task_validity import gap_problem, identical_prompts_problem, task_metrics
+    from ..tasks import PromptTask, TaskError
+
+    chosen = PromptTask.from_dict(task)
+    if identical_prompts_problem(chosen):
+        return identical_prompts_problem(chosen)
+    store = get_store()
+    stored_key = content_key(kind="task-metrics", model=model_id, task=task)
+    state = store.load_state(stored_key, kind="labels")
+    if state is None:
+        try:
+            clean, corrupted = task_metrics(_model, chosen)
+        except TaskError as error:
+            return str(error)
+        state = {"clean": clean, "corrupted": corrupted}
+        store.save_state(stored_key, state, kind="labels")
+    return gap_problem(chosen, float(state["clean"]), float(state["corrupted"]))
+
+
 def str_tokens(model, model_id: str, text: str) -> list[str]:
     """How the model's tokenizer splits ``text`` (with the BOS token the runs use), each id decoded
     on its own (TransformerLens's to_str_tokens fails on some tokenizers, Gemma-3's among them)."""

@@ -10,6 +10,7 @@ method whose circuits cannot be faithful under patching, is explained where it s
 from __future__ import annotations
 
 import json
+import math
 
 import streamlit as st
 
@@ -64,6 +65,7 @@ def metric_values(result, point) -> dict[str, str]:
     if point is not None:
         share = 100 * point.n_edges / result.graph.n_edges
         values["NDF"] = f"{point.ndf:.3f}"
+        values["necessity"] = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         values["NFS"] = f"{point.nfs:.3f}"
         values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
     return values
@@ -73,6 +75,7 @@ METRIC_HELP = {
     "clean L(M(q))": "the metric of the clean prompt",
     "corrupted L(M(q'))": "the metric of the corrupted prompt",
     "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
+    "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
     "NFS": "the older normalised faithfulness score (unbounded: above 1 overshoots)",
     "edges kept": "after pruning edges on no input-to-logits path",
 }
@@ -81,7 +84,7 @@ METRIC_HELP = {
 def metrics_row(result, budget: int, point=None) -> None:
     point = point or result.point(budget)
     values = metric_values(result, point)
-    for column, (label, value) in zip(st.columns(5), values.items()):
+    for column, (label, value) in zip(st.columns(len(values)), values.items()):
         column.metric(label, value, help=METRIC_HELP[label])
 
 
