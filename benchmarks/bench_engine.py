@@ -25,9 +25,12 @@ from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_pro
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
+from circuitviz.positions.graph import units_at_budgets
 from circuitviz.tasks import prepare_task
 
 TASK = ioi_task()
+POSITION_SCORING = "positions: EAP-IG scoring, per unit"
+POSITION_CURVE = "positions: evaluation (10-budget unit curve)"
 BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 
 
@@ -66,12 +69,24 @@ def main() -> None:
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)
         (curve,), seconds = timed(curves_of_tasks, [evaluator], circuits[None], BUDGETS, sync=device)
         phases.setdefault("evaluation (10-budget curve, batched)", []).append(seconds)
+        # the same over (edge, position) units: scores kept per position, each unit patched at its own
+        units, seconds = timed(ig.score_positions, ctx, config, sync=device)
+        phases.setdefault(POSITION_SCORING, []).append(seconds)
+        unit_circuits, seconds = timed(units_at_budgets, spec, units.float(), BUDGETS, sync=device)
+        phases.setdefault("positions: selection (units, 10 budgets)", []).append(seconds)
+        _, seconds = timed(curves_of_tasks, [evaluator], unit_circuits[None], BUDGETS, sync=device)
+        phases.setdefault(POSITION_CURVE, []).append(seconds)
 
     print(f"\nmedian of {args.repeats} repeats:")
     for phase, values in phases.items():
         print(f"  {phase:<42} {statistics.median(values):7.3f}s   (min {min(values):.3f}s)")
-    total = sum(statistics.median(v) for k, v in phases.items() if not k.startswith("EAP scoring"))
+    agnostic = ("EAP scoring", "positions:")
+    total = sum(statistics.median(v) for k, v in phases.items() if not k.startswith(agnostic))
     print(f"  {'EAP-IG discovery total (no load)':<42} {total:7.3f}s")
+    median = {k: statistics.median(v) for k, v in phases.items()}
+    scoring = median[POSITION_SCORING] / median[f"EAP-IG scoring ({args.ig_steps} steps)"]
+    evaluation = median[POSITION_CURVE] / median["evaluation (10-budget curve, batched)"]
+    print(f"  positions / position-agnostic: scoring {scoring:.2f}x, faithfulness curve {evaluation:.2f}x")
     print(f"peak RSS: {peak_rss_gib():.2f} GiB")
     if device.type == "cuda":
         print(f"peak GPU memory: {peak_memory_gib(device):.2f} GiB")

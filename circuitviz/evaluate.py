@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .chunks import chunk_size, run_in_chunks
-from .engine.capture import WriterBuffer, writer_hooks
+from .engine.capture import writers_and_residual
 from .engine.memory import evaluation_bytes_per_position
 from .engine.metric import batch_compatible, task_metric
 from .engine.patching import patched_metrics
-from .engine.prefix import final_residual, shared_prefix
+from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
 from .models.adapter import model_device, model_dtype
+from .positions.graph import unit_mask
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -204,19 +205,11 @@ def forget_prompt_runs(model) -> None:
 
 
 @torch.no_grad()
-def _capture(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One batched plain pass: (writers [b, pos, n_forward, d_model], final residuals [b, d_model])."""
-    tokens = tokens.to(model_device(model))
-    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
-    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [b, d_model]
-    return buffer.values, residual
-
-
 def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
     """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
     found = kept_prompt_run(model, tokens)
     if found is None:
-        writers, residual = _capture(model, spec, tokens)
+        writers, residual = writers_and_residual(model, spec, tokens)
         found = PromptRun(writers, residual)
         keep_prompt_run(model, tokens, found)
     return found
@@ -238,7 +231,7 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
         residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
-        writers, residual = _capture(model, spec, tokens)
+        writers, residual = writers_and_residual(model, spec, tokens)
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual
 
@@ -310,7 +303,8 @@ def metrics_of_tasks(
     """L(C(q)) of every (task, circuit) pair, in shared patched passes.
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j (one
-    task: a batch of one). The tasks must share prompt length, metric and foil count. A circuit
+    task: a batch of one), or position circuits [n_tasks, n_circuits, n_forward, n_backward, pos]
+    (every unit outside a circuit patched at its own position). The tasks must share prompt length, metric and foil count. A circuit
     of every edge is its model: the clean run's metric, and a column of circuits whole for every
     task runs for none. Chunks hold as many (task, circuit) pairs as the device's memory takes,
     in tasks' order.  # [n_tasks, n_circuits]
@@ -321,7 +315,7 @@ def metrics_of_tasks(
     tasks = [e.prepared for e in evaluators]
     _check_batch(tasks)
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
-    edge_mask = spec.tensors(device).edge_mask
+    edge_mask = graph_members(spec, circuits, device)  # edges, or (edge, position) units
     clean = torch.tensor(
         [e.baseline.clean for e in evaluators], device=device, dtype=first.clean_writers.dtype
     )
@@ -342,7 +336,7 @@ def metrics_of_tasks(
         for piece in _runs_by_task(rows[chunk]):
             owners = sorted({t for t, _ in piece})
             owner = torch.tensor([owners.index(t) for t, _ in piece], device=device)  # [b]
-            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd]
+            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd(, pos)]
             group = [tasks[t] for t in owners]
             found.append(
                 patched_metrics(
@@ -413,11 +407,26 @@ def curves_of_tasks(
     ]
 
 
+def is_position_circuit(spec: GraphSpec, circuits: torch.Tensor) -> bool:
+    """Whether ``circuits`` are position circuits [..., n_forward, n_backward, pos] rather than
+    [..., n_forward, n_backward] (n_backward is never n_forward, so the shapes cannot be confused)."""
+    return circuits.dim() >= 3 and circuits.shape[-2] != spec.n_forward
+
+
+def graph_members(spec: GraphSpec, circuits: torch.Tensor, device) -> torch.Tensor:
+    """What a circuit can keep: the graph's edges [n_forward, n_backward], or for position
+    circuits its (edge, position) units [n_forward, n_backward, pos] (``positions.graph``)."""
+    if is_position_circuit(spec, circuits):
+        return unit_mask(spec, circuits.shape[-1], device)
+    return spec.tensors(device).edge_mask
+
+
 def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
-    """Whether each circuit keeps every edge of the graph (patching it changes nothing).
-    circuits: [..., n_forward, n_backward] bool. # [...] bool"""
-    removed = spec.tensors(circuits.device).edge_mask & ~circuits.bool()
-    return ~removed.flatten(-2).any(-1)
+    """Whether each circuit keeps every edge (or every unit) of the graph (patching it changes
+    nothing). circuits: [..., n_forward, n_backward(, pos)] bool. # [...] bool"""
+    members = graph_members(spec, circuits, circuits.device)
+    removed = members & ~circuits.bool()
+    return ~removed.flatten(-members.dim()).any(-1)
 
 
 def circuits_at_budgets(

@@ -61,4 +61,7 @@ if result is not None:
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task)
     show_result(result, labels)
+from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
+
+graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn
 state.write_to_url()

@@ -614,9 +614,8 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     circuit = {
         node["id"] for node in nodes if not node["id"].startswith("layer@")
     } - tokens  # rows: layer names
-    assert (
-        circuit and {f"token@{node.split('@')[1]}" for node in circuit} == tokens
-    )  # a column per position used
+    # a column per position of the prompt (the tokens are the axis), the circuit's among them
+    assert circuit and {f"token@{node.split('@')[1]}" for node in circuit} <= tokens
     knockout = at.dataframe[2].value
     assert len(knockout) == 3
     # choosing another decision keeps the page whole

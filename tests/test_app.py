@@ -126,19 +126,27 @@ def test_explore_shows_the_results_own_numbers():
     assert len(edges) == len(names)
     drawn = {(e["from"], e["to"]) for e in edges}
     assert drawn == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in names}
-    # each drawn node is captioned on the canvas with its top promoted token (the logit lens,
-    # recomputed here from the model)
+    # each drawn node is captioned on the canvas by the caption rule: its logit-lens token where the
+    # answer or foil is among its top tokens, else its effect in words (recomputed here)
     from circuitviz.graph import GraphSpec
+    from circuitviz.labels.captions import node_caption
     from circuitviz.labels.logit_lens import logit_lens_labels
+    from circuitviz.render import canvas_caption_of, circuit_edges
+    from circuitviz.render.graph_html import node_scores
     from circuitviz.tasks import prepare_task
 
     model = _tiny_loader("", "")
     lens = logit_lens_labels(
         model, GraphSpec.from_model(model), prepare_task(model, result.task, need_corrupted=False)
     )
+    totals = node_scores(circuit_edges(result.graph, result.scores, circuit))
+    task = result.task
     for node in nodes:
         if node["id"] not in ("input", "logits"):
-            assert node["label"] == f"{node['id']}\n{lens[node['id']]['promotes'][0]!r}", node["label"]
+            caption = node_caption(
+                lens[node["id"]], -totals[node["id"]], task.answer, task.foils, task.metric, short=True
+            )
+            assert node["label"] == canvas_caption_of(node["id"], caption), node["label"]
     # the curve: one point per budget, NDF values from the result, the current budget marked
     chart = _charts(at)[0]
     assert chart["data"][0]["x"] == [5, 10, 20, 40]

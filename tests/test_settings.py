@@ -45,3 +45,28 @@ def test_every_setting_has_help_and_list_settings_are_tuples():
             assert setting_help(config_field), f"{name}.{config_field.name}"
             if item_type(setting_type(method.Config, config_field)) is not None:
                 assert isinstance(getattr(defaults, config_field.name), tuple), f"{name}.{config_field.name}"
+
+
+def test_paraphrase_pairs_are_records_parsed_once_whatever_the_boundary_gives():
+    """Best-of-N's ``paraphrases`` holds typed records: typed lines, JSONL, the JSON of a stored
+    config and the records themselves give one config and one store key; the form's text of it
+    reads back to the same records; a bad line is refused in one sentence naming it."""
+    from circuitviz.methods import config_to_dict, get_method
+    from circuitviz.query.pairs import ParaphraseError, ParaphraseRecord, records_text
+
+    bon = get_method("bon")
+    typed = "When Ann and Bob left, Bob thanked || When Ann and Cid left, Cid thanked\n# a comment\n"
+    jsonl = (
+        '{"clean": "When Ann and Bob left, Bob thanked", "corrupted": "When Ann and Cid left, Cid thanked"}\n'
+    )
+    first = bon.make_config({"paraphrases": typed, "paraphrase_source": "file"})
+    assert first.paraphrases == (
+        ParaphraseRecord("When Ann and Bob left, Bob thanked", "When Ann and Cid left, Cid thanked"),
+    )
+    from_jsonl = bon.make_config({"paraphrases": jsonl, "paraphrase_source": "file"})
+    stored = bon.make_config(config_to_dict(first))  # the dicts of a stored result or a URL
+    shown = bon.make_config({"paraphrases": records_text(first.paraphrases), "paraphrase_source": "file"})
+    assert first == from_jsonl == stored == shown
+    assert config_to_dict(first) == config_to_dict(stored)
+    with pytest.raises(ParaphraseError, match="Line 2"):
+        bon.make_config({"paraphrases": "a || b\nno separator here"})

@@ -31,6 +31,7 @@ from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tas
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name
+from ..positions.run import run_positions
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
@@ -48,8 +49,19 @@ class NoConfig:
     """A method without settings."""
 
 
+OMIT_DEFAULT = "omit_default"  # field metadata: a setting left out of the config's dict at its default
+
+
 def config_to_dict(config) -> dict:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config or {})
+    """A config as plain values. A setting marked ``omit_default`` is left out at its default, so
+    adding one (``positions``) changes no stored key, atlas or JSON of the runs that do not use it."""
+    if not dataclasses.is_dataclass(config):
+        return dict(config or {})
+    values = dataclasses.asdict(config)
+    for config_field in dataclasses.fields(config):
+        if config_field.metadata.get(OMIT_DEFAULT) and values[config_field.name] == config_field.default:
+            del values[config_field.name]
+    return values
 
 
 @dataclass(frozen=True)
@@ -279,6 +291,13 @@ class ScoringMethod(Method):
         """
         raise NotImplementedError(f"{type(self).__name__} writes neither score nor score_batch.")
 
+    def score_positions(self, ctx: RunContext, config) -> torch.Tensor:
+        """Scores of every (edge, position) unit: [n_forward, n_backward, pos] on the model's
+        device, whose sum over positions is ``score`` (the gradient methods have them)."""
+        raise ValueError(
+            f"{self.name} has no position-resolved scores; use eap, eap-ig or eap-ig-activations."
+        )
+
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, MethodDetails | None]:
         """One task's scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
@@ -307,6 +326,8 @@ class ScoringMethod(Method):
         """
         contexts = list(contexts)
         config = self.as_config(config)
+        if getattr(config, "positions", False):  # circuits over (edge, position) units, task by task
+            return [run_positions(self, ctx, config, budgets) for ctx in contexts]
         first = contexts[0]
         if any(ctx.model is not first.model for ctx in contexts):
             raise ValueError("The tasks of one batch must run on one model instance.")
@@ -424,7 +445,11 @@ def setting_flags() -> list[SettingFlag]:
             flags[name] = SettingFlag(
                 dest=name,
                 names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=flag_type(setting_type(method.Config, config_field), setting_widget(config_field)),
+                kind=flag_type(
+                    setting_type(method.Config, config_field),
+                    setting_widget(config_field),
+                    own_parse=config_field.metadata.get("parse") is not None,
+                ),
                 choices=setting_choices(config_field),
                 help=setting_help(config_field),
                 methods=(method.name,),

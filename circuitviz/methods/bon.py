@@ -22,7 +22,7 @@ from ..graph import GraphSpec
 from ..models.adapter import adapter_of, model_device, model_dtype
 from ..models.devices import working_memory_bytes
 from ..query.details import QueryCircuitDetails
-from ..query.pairs import read_pairs_text
+from ..query.pairs import ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.pipeline import query_circuits
 from ..query.scoring import PairScorer
 from ..query.sources import SOURCES
@@ -46,8 +46,12 @@ class QueryCircuitConfig:
         "template (built-in families), openai (an LLM) or file (``paraphrases``).",
         choices=SOURCES,
     )
-    paraphrases: str = setting(
-        "", "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).", widget="lines"
+    paraphrases: tuple[ParaphraseRecord, ...] = setting(
+        (),
+        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
+        widget="lines",
+        parse=paraphrase_records,
+        show=records_text,
     )
     n_paraphrases: int = setting(
         9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64

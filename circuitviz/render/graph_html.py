@@ -127,6 +127,11 @@ def canvas_caption(text: str, limit: int = 18) -> str:
     return text.replace("<", "‹").replace(">", "›")
 
 
+def canvas_caption_of(name: str, caption: str | None) -> str:
+    """A node's label on the canvas: its name, and its caption on a second line when it has one."""
+    return name if caption is None else f"{name}\n{canvas_caption(caption)}"
+
+
 def circuit_edges(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> list[GraphEdge]:
     """The circuit's edges, strongest |score| first (ties in graph order)."""
     forward, backward = spec.edge_index
@@ -350,7 +355,7 @@ def circuit_graph_html(
         caption = (captions or {}).get(name) if active else None
         network.add_node(
             name,
-            label=name if caption is None else f"{name}\n{canvas_caption(caption)}",
+            label=canvas_caption_of(name, caption),
             title=_node_title(spec, name, totals.get(name) if active else None, (labels or {}).get(name)),
             x=x,
             y=y,

@@ -205,14 +205,14 @@ def explain(result, budget: int, labels) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
-        sentences = render.explain_circuit(edges, labels, n=5)
+        sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
         if not sentences:
             st.write("The circuit has no edges at this budget.")
         for sentence in sentences:
             st.markdown("- " + markdown_text(sentence))
         st.caption(
             f"Of the circuit's {len(edges):,} edges, by |score| (the estimated change of the answer's metric "
-            "when the edge is corrupted); a node's promoted token is what its output pushes up at the last position."
+            "when the edge is corrupted); a node's logit-lens token is named only when it is the answer or the foil."
         )
 
 
@@ -289,7 +289,12 @@ def result_view(
     result, labels=None, key: str = "result", budget_key: str = "budget", model=None, timings: bool = True
 ) -> int:
     """Everything about one result; returns the budget shown. With ``model``, iBoN/BoN-CSM results
-    take any budget (their NDF then costs one batched evaluation, no scoring)."""
+    take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
+    token positions has its own view (``position_view``)."""
+    if result.positions:
+        from .position_view import position_result_view
+
+        return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
