@@ -6,7 +6,10 @@ widget, its sliders), kept apart so the test reads as the flows a user goes thro
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -217,3 +220,22 @@ def gallery_result(slug: str):
 
     state = torch.load(ROOT / "assets" / "gallery" / f"{slug}.pt", map_location="cpu", weights_only=True)
     return CircuitResult.from_state(state["result"])
+
+
+def bench_engine_total() -> float:
+    """``benchmarks/bench_engine.py``'s EAP-IG discovery time (no load), run now, one repeat."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_engine.py", "--repeats", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    OUTPUT.mkdir(exist_ok=True)  # this fixture runs before the server's, on a fresh checkout too
+    (OUTPUT / "bench-engine.txt").write_text(done.stdout)
+    found = re.search(r"EAP-IG discovery total \(no load\)\s+([\d.]+)s", done.stdout)
+    assert found, done.stdout[-2000:]
+    return float(found.group(1))
