@@ -34,7 +34,8 @@ from .graph_html import (
 
 MIN_TEXT_PX = 12  # on screen, after the graph is fitted to the frame (the issue asks for 11 at least)
 SLOT = 84  # layout px between the nodes of one cell (room for a 10-character caption)
-TOKEN_WIDTH = 78  # the narrowest column: room for its token under it
+TOKEN_WIDTH = 78  # the narrowest column that holds a node: room for its token and a caption
+EMPTY_TOKEN_WIDTH = 58  # a column without nodes: room for its token alone (about 8 characters at 12 px)
 ROW = 72  # layout px between layer rows (a node, its name and its caption)
 LEFT_MARGIN = 70  # the layer names
 MAX_NODE_SIZE = 26
@@ -77,12 +78,13 @@ def layout(graph: AttributionGraph) -> tuple[dict[str, tuple[float, float]], dic
     """(x, y) of every node, the x of each position's column, and the layer rows (bottom first).
 
     Every position of the prompt gets a column (the sentence reads along the axis), as wide as
-    its busiest cell; only layers that hold nodes get a row.
+    its busiest cell (a column without nodes only as wide as its token, so a 15-token prompt
+    fits the frame); only layers that hold nodes get a row.
     """
     cells: dict[tuple[int, int], list[GraphNode]] = {}
     for node in graph.nodes:
         cells.setdefault((node.position, node.layer), []).append(node)
-    widths = {position: TOKEN_WIDTH for position in range(len(graph.tokens))}
+    widths = {position: EMPTY_TOKEN_WIDTH for position in range(len(graph.tokens))}
     for (position, _), members in cells.items():
         widths[position] = max(widths.get(position, TOKEN_WIDTH), len(members) * SLOT)
     centres: dict[int, float] = {}
