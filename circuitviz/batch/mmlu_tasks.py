@@ -1,0 +1,233 @@
+"""MMLU questions as prompt tasks for one model: the letter it prefers, a foil, a corruption, a check.
+
+For each question (``mmlu.MMLUQuestion``, prompt format in ``mmlu``'s docstring):
+
+- answer: the letter among " A" .. " D" the model gives the highest logit after "Answer:",
+  right or wrong (the circuit explains the model's choice, not the key's);
+- foils: the three other letters, strongest first; the metric is the logit difference between
+  the answer and the foils' mean (why this letter rather than the others). Measured on
+  Gemma-3-270M: with the strongest other letter alone as the foil the clean margin is a few
+  tenths of a logit and 13 of 43 questions pass the check below; with the three, 18 of 43;
+- corrupted prompt, by one of ``CORRUPTIONS`` (the same token length, checked):
+  ``label`` (default): the answer option's marker is renamed to a letter no option uses
+  ("D. Mars" -> "E. Mars"), so the cue the model points to is gone while the question and every
+  option's text stay; ``filler``: every word of the question replaced by as many filler tokens
+  (" x") as it had, so the question's content is gone;
+- validity: the corruption must lower the metric by at least ``MIN_GAP`` logits, the yardstick's
+  threshold for a logit difference (an e-fold change of the answer's odds against the foil).
+
+Measured on Gemma-3-270M (docs/mmlu.md): its letter preference is mostly positional, so the
+filler corruption moves it by a small fraction of a logit on most questions and the check refuses
+them; renaming the answer's marker lowers it by more than a logit on most. Questions are drawn in
+a seeded order per subject until ``n`` are kept or the subject runs out; every refusal is counted
+with its reason, per subject.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ..activations import final_residual, logits_from_residual, model_device
+from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
+from .dataset import Dataset, DatasetError, DatasetTask
+from .mmlu import LETTERS, MMLUError, MMLUQuestion, draw_questions, format_prompt, load_mmlu, resolve_subjects
+
+MIN_GAP = 1.0  # logits; the task validity check's threshold for the logit difference
+UNUSED_LABEL = "E"  # the marker the label corruption gives the answer option
+FILLER = "x"
+DEFAULT_CORRUPTION = "label"
+TRIES_PER_TASK = 10  # questions tried per task asked for before a subject counts as exhausted
+
+
+@dataclass(frozen=True)
+class QuestionVerdict:
+    """What became of one question: its task, or the reason it was refused, and what was measured."""
+
+    question: MMLUQuestion
+    task: PromptTask | None
+    reason: str | None
+    letter_mass: float = float("nan")  # next-token probability on the four letters
+    clean_metric: float = float("nan")
+    corrupted_metric: float = float("nan")
+
+    @property
+    def kept(self) -> bool:
+        return self.task is not None
+
+
+@dataclass
+class SubjectReport:
+    """Per subject: questions tried, kept and refused (by reason), and the mean measurements."""
+
+    subject: str
+    tried: int = 0
+    kept: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    letter_mass: list[float] = field(default_factory=list)
+    correct: int = 0  # kept questions whose preferred letter is the key's
+
+    def to_dict(self) -> dict:
+        mass = self.letter_mass
+        return {
+            "tried": self.tried,
+            "kept": self.kept,
+            "refused": sum(self.refused.values()),
+            "kept_share": self.kept / self.tried if self.tried else 0.0,
+            "refusals": dict(self.refused),
+            "letter_mass_mean": sum(mass) / len(mass) if mass else None,
+            "accuracy_of_kept": self.correct / self.kept if self.kept else None,
+        }
+
+
+# ----- corruptions ------------------------------------------------------------------------------
+def relabelled_prompt(question: MMLUQuestion, answer: int, label: str = UNUSED_LABEL) -> str:
+    """The prompt with the answer option's marker renamed (``label``), everything else kept."""
+    prompt = question.prompt()
+    marker = f"\n{LETTERS[answer]}. "
+    if prompt.count(marker) != 1:
+        raise MMLUError(f"question {question.id} shows the marker {marker.strip()!r} more than once.")
+    return prompt.replace(marker, f"\n{label}. ")
+
+
+def filler_words(model, text: str, filler: str = FILLER) -> str:
+    """Each word of ``text`` replaced by as many filler words as it has tokens (after a space)."""
+    words = []
+    for word in text.split():
+        count = int(model.to_tokens(" " + word, prepend_bos=False, truncate=False).shape[1])
+        words.append(" ".join([filler] * count))
+    return " ".join(words)
+
+
+def filler_prompt(model, question: MMLUQuestion, answer: int) -> str:
+    """The prompt with the question's words replaced by filler; the options kept."""
+    return format_prompt(question.subject, filler_words(model, question.question), question.options)
+
+
+CORRUPTIONS: dict[str, Callable] = {
+    "label": lambda model, question, answer: relabelled_prompt(question, answer),
+    "filler": filler_prompt,
+}
+
+
+# ----- measuring a question ---------------------------------------------------------------------
+def letter_token_ids(model) -> list[int]:
+    """The ids of " A" .. " D"; MMLUError when a letter is not one token for this tokenizer."""
+    ids = []
+    for letter in LETTERS:
+        tokens = model.to_tokens(" " + letter, prepend_bos=False, truncate=False)[0].tolist()
+        if len(tokens) != 1:
+            raise MMLUError(
+                f"This model's tokenizer splits ' {letter}' into {len(tokens)} tokens; MMLU needs one."
+            )
+        ids.append(int(tokens[0]))
+    return ids
+
+
+@torch.no_grad()
+def next_token_logits(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits of the next token after each row.  # tokens [batch, pos] -> [batch, d_vocab]"""
+    residual = final_residual(model, tokens.to(model_device(model)), [])  # [batch, d_model]
+    return logits_from_residual(model, residual).float()
+
+
+def _refused(question, reason, **measured) -> QuestionVerdict:
+    return QuestionVerdict(question, None, reason, **measured)
+
+
+def question_verdict(
+    model, question: MMLUQuestion, corruption: str = DEFAULT_CORRUPTION, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> QuestionVerdict:
+    """The question as a task for ``model`` (module docstring), or the reason it is refused."""
+    letters = torch.tensor(letter_token_ids(model))
+    clean = question.prompt()
+    clean_tokens = model.to_tokens(clean, truncate=False)  # [1, pos]
+    if clean_tokens.shape[1] > max_tokens:
+        return _refused(question, f"longer than {max_tokens} tokens")
+    logits = next_token_logits(model, clean_tokens)[0]  # [d_vocab]
+    mass = float(logits.softmax(-1)[letters.to(logits.device)].sum())
+    scores = logits[letters.to(logits.device)].cpu()  # [4]
+    order = scores.argsort(descending=True).tolist()
+    answer, foils = order[0], order[1:]
+    clean_metric = float(scores[answer] - scores[foils].mean())
+    corrupted = CORRUPTIONS[corruption](model, question, answer)
+    corrupted_tokens = model.to_tokens(corrupted, truncate=False)
+    measured = {"letter_mass": mass, "clean_metric": clean_metric}
+    if corrupted_tokens.shape != clean_tokens.shape:
+        return _refused(question, "corruption changes the token length", **measured)
+    corrupted_scores = next_token_logits(model, corrupted_tokens)[0][letters.to(logits.device)].cpu()
+    corrupted_metric = float(corrupted_scores[answer] - corrupted_scores[foils].mean())
+    measured["corrupted_metric"] = corrupted_metric
+    if clean_metric - corrupted_metric < MIN_GAP:
+        return _refused(question, f"corruption lowers the metric by less than {MIN_GAP:g} logit", **measured)
+    task = PromptTask(clean, corrupted, f" {LETTERS[answer]}", tuple(f" {LETTERS[i]}" for i in foils))
+    return QuestionVerdict(question, task, None, **measured)
+
+
+def _reason_kind(reason: str) -> str:
+    """A refusal's reason without its numbers, to count refusals by kind."""
+    return re.sub(r"\s+", " ", reason).strip()
+
+
+def mmlu_tasks(
+    model,
+    subjects,
+    n: int,
+    seed: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    corruption: str = DEFAULT_CORRUPTION,
+    progress=None,
+) -> Dataset:
+    """Up to ``n`` valid tasks per subject (a name, a comma-separated list or 'all'), drawn in the
+    order ``seed`` gives, at most ``TRIES_PER_TASK`` x ``n`` of them; the Dataset's ``summary``
+    holds each subject's kept and refused counts. ``progress(subject, kept, tried)`` follows it.
+
+    DatasetError in one sentence for an unknown subject or corruption, ``n`` below 1, or no
+    question kept at all.
+    """
+    if corruption not in CORRUPTIONS:
+        raise DatasetError(f"Unknown MMLU corruption {corruption!r}; choose one of {', '.join(CORRUPTIONS)}.")
+    if n < 1:
+        raise DatasetError(f"--n must be 1 or more, not {n}.")
+    try:
+        data = load_mmlu()
+        chosen = resolve_subjects(subjects, data.subjects)
+        letter_token_ids(model)
+    except MMLUError as error:
+        raise DatasetError(str(error)) from None
+    tasks, problems, summary = [], [], {}
+    for subject in chosen:
+        report = SubjectReport(subject)
+        for question in draw_questions(subject, seed, data):
+            if report.kept == n or report.tried >= TRIES_PER_TASK * n:
+                break
+            verdict = question_verdict(model, question, corruption, max_tokens)
+            report.tried += 1
+            if verdict.letter_mass == verdict.letter_mass:  # measured (not NaN)
+                report.letter_mass.append(verdict.letter_mass)
+            if not verdict.kept:
+                kind = _reason_kind(verdict.reason or "refused")
+                report.refused[kind] = report.refused.get(kind, 0) + 1
+                continue
+            report.kept += 1
+            report.correct += verdict.task.answer.strip() == question.correct
+            tasks.append(DatasetTask(id=question.id, task=verdict.task, family=f"mmlu/{subject}"))
+            if progress:
+                progress(subject, report.kept, report.tried)
+        if report.kept < n:
+            problems.append(
+                f"{subject}: only {report.kept} of the {report.tried} questions tried are valid tasks for this model."
+            )
+        summary[subject] = report.to_dict()
+    if not tasks:
+        raise DatasetError(
+            f"No question of {', '.join(chosen)} is a valid task for this model (every corruption "
+            f"lowered the metric by less than {MIN_GAP:g} logit, or the questions are too long)."
+        )
+    selection = {"dataset": "mmlu", "subjects": chosen, "n": n, "seed": seed, "corruption": corruption}
+    return Dataset(
+        tasks=tasks, problems=problems, source="mmlu", summary={**selection, "per_subject": summary}
+    )
