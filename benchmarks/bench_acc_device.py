@@ -20,9 +20,9 @@ import torch
 from circuitviz.acc import svd as acc_svd
 from circuitviz.acc.ablation import build_edits
 from circuitviz.acc.decompose import HeadTables, decompose
+from circuitviz.acc.edits import run_with_qk_edits
 from circuitviz.acc.forward import allowed_sources, run_forward
 from circuitviz.acc.trace import Tracer, TraceSettings
-from circuitviz.activations import run_with_qk_edits
 from circuitviz.bench.harness import fresh_cache, peak_memory_gib, timed, verdict
 from circuitviz.bench.toy_models import IOI_TASK, random_model, tiny_model
 from circuitviz.methods import get_method

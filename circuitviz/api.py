@@ -12,16 +12,18 @@ from collections.abc import Sequence
 
 import torch
 
-from .activations import model_dtype
 from .evaluate import Baseline, CurvePoint, Evaluator
-from .graph import GraphSpec, prune
+from .graph import prune
+from .keys import content_key
 from .limits import Limits, check_run, estimate_request
 from .methods import config_to_dict, get_method
 from .methods.base import Progress, RunContext
+from .models.adapter import adapter_of, model_dtype
 from .parsing import parse_whole_numbers
 from .results import CircuitResult
-from .store import ResultStore, content_key
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task, shown_number
+from .store import ResultStore
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
+from .text import shown_number
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -105,7 +107,7 @@ def evaluate_circuits(
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> tuple[Baseline, list[CurvePoint]]:
     """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch."""
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
     masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .evaluate import Baseline, CurvePoint
+from .models.adapter import adapter_of
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -265,11 +266,10 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 def cmd_evaluate(args) -> int:
     from .api import evaluate_circuits
     from .evaluate import circuits_at_budgets
-    from .graph import GraphSpec
     from .results import load_circuit
 
     model, model_id, _ = _load(args)
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
     file_curve = loaded.source.get("curve") or []

@@ -14,18 +14,14 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .activations import (
-    batch_compatible,
-    clean_and_corrupted,
-    evaluation_bytes_per_position,
-    model_device,
-    patched_metrics,
-    rows_metric,
-    shared_prefix,
-    writers_of_prompts,
-)
 from .chunks import chunk_size, run_in_chunks
+from .engine.capture import clean_and_corrupted, writers_of_prompts
+from .engine.memory import evaluation_bytes_per_position
+from .engine.metric import batch_compatible, task_metric
+from .engine.patching import patched_metrics
+from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
+from .models.adapter import model_device
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -213,7 +209,7 @@ def evaluators_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]) -
         group = tasks[rows]
         tokens = torch.cat([t.clean_tokens for t in group] + [t.corrupted_tokens for t in group])  # [2g, pos]
         owner = torch.arange(len(group), device=model_device(model)).repeat(2)  # clean rows, then corrupted
-        return writers_of_prompts(model, spec, None, tokens, rows_metric(model, group, owner))
+        return writers_of_prompts(model, spec, None, tokens, task_metric(model, group, owner))
 
     def commit(rows: slice, result) -> None:
         writers, metrics = result  # [2g, pos, n_forward, d_model], [2g]
@@ -276,7 +272,7 @@ def curves_of_tasks(
             removed = edge_mask & ~chosen[:, run].reshape(-1, spec.n_forward, spec.n_backward)
             tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k', pos]
             corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
-            metric = rows_metric(model, tasks[rows], owner)
+            metric = task_metric(model, tasks[rows], owner)
             prefix = shared_prefix(model, tasks[rows])
             measured = patched_metrics(model, spec, None, corrupted, removed, tokens, metric, prefix)
             values[:, run] = torch.where(whole[:, run], values[:, run], measured.view(len(group), len(run)))

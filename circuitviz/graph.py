@@ -21,7 +21,7 @@ from functools import cached_property
 
 import torch
 
-from .tasks import shown
+from .text import shown
 
 QKV = ("q", "k", "v")
 EDGE_KINDS = ("q", "k", "v", "mlp", "logits")

@@ -25,7 +25,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tasks import shown, shown_number
+from .models.adapter import adapter_of
+from .text import shown, shown_number
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -167,13 +168,12 @@ def estimate_run(
     model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None
 ) -> Estimate:
     """Price a discovery of ``method`` with ``config`` on a prompt of ``n_tokens`` tokens."""
-    from .graph import GraphSpec
     from .methods import get_method
 
     chosen = get_method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     cost = chosen.estimate(config, spec, n_tokens, n_budgets)
     sequences = cost.passes
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
@@ -210,8 +210,8 @@ def estimate_memory(
     to that; on CUDA the per-position costs measured by an earlier run on this model replace the
     estimates of ``activations``.
     """
-    from .activations import evaluation_bytes_per_position, gradient_bytes_per_position
     from .chunks import learnt_bytes
+    from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
     from .models.devices import working_memory_bytes
 
     parameters = list(model.parameters())
@@ -255,7 +255,7 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
 
 def prompt_tokens(model, text: str) -> int:
     """Tokens of a prompt as the model runs it (with <bos>), without truncation."""
-    return int(model.to_tokens(text, truncate=False).shape[1])
+    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
 
 
 def estimate_request(model, task, method: str, config=None, n_budgets: int = 7, device=None) -> Estimate:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .tasks import shown
+from .text import shown
 
 
 def parse_whole_numbers(

@@ -11,109 +11,21 @@ such files and plain edge lists back.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import torch
 
+from .details.base import MethodDetails, ResultFormatError, details_to_state
+from .details.kinds import details_from_state, legacy_details
 from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, prepare_task, shown_number
+from .tasks import PromptTask, prepare_task
+from .text import shown_number
 
 FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
-
-
-class ResultFormatError(ValueError):
-    """A stored result this version cannot read; the message says what to do."""
-
-
-class MethodDetails:
-    """What a method family keeps beside the common fields: a typed, versioned dataclass.
-
-    Subclasses are dataclasses of plain JSON values with a ``kind`` and a ``version``, registered
-    with ``@register_details`` so stored results find their class. A family whose circuits exist
-    at budgets its run never evaluated (Best-of-N's variants, ACC++) says so by overriding
-    ``circuit``.
-    """
-
-    kind: ClassVar[str] = ""
-    version: ClassVar[int] = 1
-
-    def to_dict(self) -> dict:
-        return _json_safe_deep(dataclasses.asdict(self))
-
-    @classmethod
-    def from_dict(cls, data: dict, version: int | None = None):
-        if version is not None and version != cls.version:
-            raise ResultFormatError(
-                f"This stored {cls.kind} result has details of version {version}, and this circuitviz "
-                f"reads version {cls.version}; run the method again to recompute it."
-            )
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
-
-    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor | None:
-        """The family's circuit at ``budget`` when its rule differs from top-N of the scores."""
-        return None
-
-    def any_budget(self, result: CircuitResult) -> bool:
-        """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
-        return False
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        """Plain lines about the run for the command line."""
-        return []
-
-
-DETAILS: dict[str, type[MethodDetails]] = {}
-
-
-def register_details(cls: type[MethodDetails]) -> type[MethodDetails]:
-    """Class decorator: stored results of this ``kind`` read back into ``cls``."""
-    DETAILS[cls.kind] = cls
-    return cls
-
-
-def details_to_state(details: MethodDetails | None) -> dict | None:
-    if details is None:
-        return None
-    return {"kind": details.kind, "version": details.version, "data": details.to_dict()}
-
-
-def details_from_state(state: dict | None) -> MethodDetails | None:
-    if not state:
-        return None
-    from . import methods  # noqa: F401  (the families register their details on import)
-
-    kind = state.get("kind")
-    if kind not in DETAILS:
-        raise ResultFormatError(
-            f"This stored result carries details of kind {kind!r}, which this circuitviz does not know; "
-            "run the method again."
-        )
-    return DETAILS[kind].from_dict(state.get("data") or {}, state.get("version"))
-
-
-def _legacy_details(extra: dict) -> MethodDetails | None:
-    """Details from a format-1 result's ``extra`` dict (their keys are the typed fields)."""
-    if not extra:
-        return None
-    from . import methods  # noqa: F401
-
-    if "query_circuits_version" in extra:
-        return DETAILS["query-circuits"].from_dict(extra, extra["query_circuits_version"])
-    if extra.get("kind") == "acc++":
-        return DETAILS["acc++"].from_dict(extra)
-    if "lambda_path" in extra:
-        return DETAILS["circuit-lasso"].from_dict(extra)
-    raise ResultFormatError(
-        "This stored result was made by an older circuitviz whose details this version cannot read; "
-        "run the method again."
-    )
 
 
 @dataclass
@@ -200,7 +112,7 @@ class CircuitResult:
                 f"This stored result has format {version!r}, which this circuitviz cannot read; run it again."
             )
         details = (
-            _legacy_details(state.get("extra") or {})
+            legacy_details(state.get("extra") or {})
             if version == 1
             else details_from_state(state.get("details"))
         )
@@ -256,17 +168,6 @@ class CircuitResult:
 def _json_safe(data: dict) -> dict:
     """NaN is not JSON; write it as null."""
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
-
-
-def _json_safe_deep(value):
-    """NaN and infinities are not JSON: write them as null, recursively."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {key: _json_safe_deep(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe_deep(item) for item in value]
-    return value
 
 
 def eap_graph_json(spec: GraphSpec, scores: torch.Tensor, in_graph: torch.Tensor) -> dict:

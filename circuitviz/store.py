@@ -8,8 +8,6 @@ cannot be read is moved aside into ``corrupt/`` and reported, and the caller rec
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import tempfile
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from . import __version__, assets
+from . import assets
 from .results import CircuitResult
 
 log = logging.getLogger(__name__)
@@ -28,12 +26,6 @@ log = logging.getLogger(__name__)
 def default_root() -> Path:
     """``$CIRCUITVIZ_CACHE/results``, else ``~/.cache/circuitviz/results``."""
     return assets.cache_dir("results")
-
-
-def content_key(**parts) -> str:
-    """A stable hash of plain values (sorted keys, so dict order never changes the key)."""
-    text = json.dumps({"engine": __version__, **parts}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def default_max_bytes() -> int | None:

@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from .models.adapter import adapter_of
+from .text import shown
+
 METRICS = ("logit_diff", "logprob", "prob")
 DEFAULT_MAX_TOKENS = 256
 
@@ -68,33 +71,17 @@ class PreparedTask:
 
 def str_tokens(model, ids) -> list[str]:
     """Each token id decoded on its own (what a user sees as the tokenisation)."""
-    return [model.tokenizer.decode([int(token)]) for token in ids]
+    return [adapter_of(model).decode([int(token)]) for token in ids]
 
 
 def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
-    return str_tokens(model, model.to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
+    return str_tokens(model, adapter_of(model).to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
 
 
 def _quote_tokens(tokens: list[str], limit: int = 4) -> str:
     """The first ``limit`` tokens, each quoted briefly, and how many there are in all."""
     shown_tokens = " | ".join(shown(token, 12) for token in tokens[:limit])
     return shown_tokens + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
-
-
-def shown(text: str, limit: int = 60) -> str:
-    """A user's text quoted for an error sentence: repr, cut at ``limit`` characters with the
-    full length named, so a 100 kB paste never becomes a 100 kB message. The cut applies to the
-    quoted form, so text of control characters (4 characters each in a repr) stays short too."""
-    quoted = repr(text)
-    if len(quoted) <= limit + 2:
-        return quoted
-    return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
-
-
-def shown_number(value, limit: int = 12) -> str:
-    """A number from a user's input as it is, cut short (digits counted) when absurdly long."""
-    digits = str(value)
-    return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
 
 
 def _first_difference(first: list[str], second: list[str]) -> str:
@@ -106,14 +93,14 @@ def _first_difference(first: list[str], second: list[str]) -> str:
 
 
 def _n_tokens(model, text: str) -> int:
-    return int(model.to_tokens(text, prepend_bos=False, truncate=False).shape[1])
+    return int(adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False).shape[1])
 
 
 def single_token_id(model, text: str, role: str) -> int:
     """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
     if text == "":
         raise TaskError(f"The {role} is empty; give the token the model should predict, e.g. ' Mary'.")
-    ids = model.to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
+    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
     if not ids:
         raise TaskError(
             f"The {role} {shown(text)} gives no token (only characters the tokenizer drops); "
@@ -139,7 +126,7 @@ def prepare_task(
         raise TaskError(f"Unknown metric {shown(task.metric, 30)}; choose one of {', '.join(METRICS)}.")
     if not task.clean.strip():
         raise TaskError("The prompt is empty; type the text whose next token you want explained.")
-    clean_tokens = model.to_tokens(task.clean, truncate=False)
+    clean_tokens = adapter_of(model).to_tokens(task.clean, truncate=False)
     if clean_tokens.shape[1] > max_tokens:
         raise TaskError(
             f"The prompt is {clean_tokens.shape[1]} tokens, over the limit of {max_tokens}; "
@@ -157,7 +144,7 @@ def prepare_task(
             raise TaskError(
                 "The corrupted prompt is empty; give the prompt with its key fact or name replaced."
             )
-        corrupted_tokens = model.to_tokens(task.corrupted, truncate=False)
+        corrupted_tokens = adapter_of(model).to_tokens(task.corrupted, truncate=False)
         if corrupted_tokens.shape != clean_tokens.shape:
             clean_pieces = _str_tokens(model, task.clean, prepend_bos=True)
             corrupted_pieces = _str_tokens(model, task.corrupted, prepend_bos=True)

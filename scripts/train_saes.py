@@ -108,7 +108,7 @@ def pack_rows(model, texts: list[str], context: int, max_tokens: int, seed: int)
 
 def collect_activations(model, rows: torch.Tensor, layers: list[int], batch: int, cache: Path) -> dict:
     """{layer: [rows, context, d_model]} read once and cached in ``cache`` (CACHE_DTYPE)."""
-    from circuitviz.activations import residual_stream
+    from circuitviz.labels.residual import residual_stream
 
     if cache.exists():
         print(f"activations: reusing {cache}")
@@ -145,7 +145,7 @@ def train_one(activations: torch.Tensor, args, layer: int, model_id: str):
     from sae_lens.saes.topk_sae import TopKTrainingSAE, TopKTrainingSAEConfig
     from sae_lens.training.sae_trainer import SAETrainer
 
-    from circuitviz.activations import resid_post_name
+    from circuitviz.engine import sites
 
     torch.manual_seed(args.seed + layer)
     sae_cfg = TopKTrainingSAEConfig(
@@ -156,7 +156,7 @@ def train_one(activations: torch.Tensor, args, layer: int, model_id: str):
         decoder_init_norm=0.1,
     )
     sae_cfg.metadata.model_name = model_id
-    sae_cfg.metadata.hook_name = resid_post_name(layer)
+    sae_cfg.metadata.hook_name = sites.resid_post(layer)
     sae_cfg.metadata.context_size = args.context
     sae_cfg.metadata.prepend_bos = True
     sae_cfg.metadata.dataset_path = "debian:fortunes"

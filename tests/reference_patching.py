@@ -1,6 +1,6 @@
 """Edge patching and attribution re-derived from their definitions on TransformerLens's own hooks.
 
-Shares no code with ``circuitviz.activations``: writers' outputs are read from TransformerLens's
+Shares no code with ``circuitviz.engine``: writers' outputs are read from TransformerLens's
 cache (``hook_z`` times ``W_O`` for a head, ``hook_mlp_out``, ``hook_resid_pre``), a reader's
 input is patched or differentiated at TransformerLens's own reader hooks (``hook_q_input``,
 ``hook_k_input``, ``hook_v_input``, ``hook_mlp_in``, the last ``hook_resid_post``), and the metric

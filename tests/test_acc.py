@@ -12,9 +12,9 @@ from circuitviz.acc.ablation import build_edits, run_knockouts
 from circuitviz.acc.attribution import attention_threshold, greedy_removal, path_gradient, softmax_weight
 from circuitviz.acc.circuit import to_networkx
 from circuitviz.acc.decompose import HeadTables, decompose
+from circuitviz.acc.edits import run_with_qk_edits
 from circuitviz.acc.forward import allowed_sources, run_forward
 from circuitviz.acc.trace import Tracer, TraceSettings, direct_effects, logit_direction
-from circuitviz.activations import run_with_qk_edits
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method

@@ -352,15 +352,13 @@ def test_signals_shows_the_acc_result_computed_on_compare():
 
 
 def test_acc_zero_ndf_is_explained_where_it_shows():
+    from circuitviz.acc.circuit import ACCDetails
     from circuitviz.evaluate import CurvePoint
     from circuitviz.ui.result_view import curve_notes
 
-    class Details:
-        kind = "acc++"
-
     class Result:
         curve = [CurvePoint(10, 8, 0.0, -0.4, 0.0), CurvePoint(20, 17, 0.1, -0.3, 0.0)]
-        details = Details()
+        details = ACCDetails()
         scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
 
     notes = curve_notes(Result())

@@ -149,13 +149,13 @@ def test_labels_steering_and_signals_on_the_device():
 
 
 def test_estimates_read_the_model_on_the_device(monkeypatch):
-    from circuitviz import activations
+    from circuitviz.engine import memory
     from circuitviz.limits import estimate_request
 
     model = tiny_model("gpt2")
     # the host priced as an accelerator is (gradient passes' memory per unit differs by device)
-    accelerator = activations._BACKWARD_BYTES_PER_UNIT["accelerator"]
-    monkeypatch.setitem(activations._BACKWARD_BYTES_PER_UNIT, "cpu", accelerator)
+    accelerator = memory.BACKWARD_BYTES_PER_UNIT["accelerator"]
+    monkeypatch.setitem(memory.BACKWARD_BYTES_PER_UNIT, "cpu", accelerator)
     host = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
     with SimulatedDevice(model):
         on_device = [estimate_request(model, IOI_TASK, name) for name in sorted(available_methods())]
@@ -167,7 +167,7 @@ def test_estimates_read_the_model_on_the_device(monkeypatch):
 @pytest.mark.parametrize("name", ["eap", "eap-ig", "eap-ig-activations", "bon"])
 def test_shared_and_split_attention_inputs_give_the_same_scores(shape, name, monkeypatch):
     """Gradient passes share one attention input per layer on accelerators and split it per head
-    on the CPU (activations.shared_attention_inputs); the two must agree."""
+    on the CPU (engine.gradients.shared_attention_inputs); the two must agree."""
     model = tiny_model(shape, seed=4)
     method = get_method(name)
     config = method.make_config({"cache_scores": False, "n_paraphrases": 2} if name == "bon" else {})

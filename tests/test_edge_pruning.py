@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from circuitviz.activations import masked_residual, metric_from_residual
 from circuitviz.api import evaluate_circuits
 from circuitviz.bench.planted_benchmark import default_cases
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.metric import metric_from_residual
+from circuitviz.engine.patching import masked_residual
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec, prune, top_n_at_budgets
 from circuitviz.methods import get_method
@@ -74,10 +75,10 @@ def test_the_mask_gradient_is_the_derivative_of_the_metric(shape):
 def test_the_unchanged_prefix_runs_once_and_changes_nothing(shape, monkeypatch):
     """The positions before the first corrupted token run from a cache: the metric and its
     gradient at a fractional mask are those of the whole prompt run with every position."""
-    import circuitviz.activations as activations
+    from circuitviz.engine import prefix as engine_prefix
 
     model, spec, prepared, evaluator = _setup(shape, seed=2)
-    prefix = activations.unchanged_prefix(prepared)
+    prefix = engine_prefix.unchanged_prefix(prepared)
     differ = (prepared.clean_tokens[0] != prepared.corrupted_tokens[0]).tolist()
     assert 0 < prefix < prepared.n_positions and differ.index(True) == prefix and not any(differ[:prefix])
     generator = torch.Generator().manual_seed(1)
@@ -91,7 +92,7 @@ def test_the_unchanged_prefix_runs_once_and_changes_nothing(shape, monkeypatch):
         return metric.detach(), gradient
 
     cached = metric_and_gradient()
-    monkeypatch.setattr(activations, "unchanged_prefix", lambda prepared: 0)
+    monkeypatch.setattr(engine_prefix, "unchanged_prefix", lambda prepared: 0)
     whole = metric_and_gradient()
     assert torch.allclose(cached[0], whole[0], rtol=0, atol=1e-12)
     assert torch.allclose(cached[1], whole[1], rtol=0, atol=1e-12)

@@ -155,9 +155,11 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
     """The positions where clean and corrupted prompts agree run once, unhooked: EAP-IG's scores
     and every curve point equal a run over every position, alone and in a batch of tasks whose
     unchanged prefixes differ."""
-    from circuitviz import activations, evaluate
-    from circuitviz.activations import unchanged_prefix
+    from circuitviz import evaluate
+    from circuitviz.engine import scores
+    from circuitviz.engine.prefix import unchanged_prefix
     from circuitviz.methods.base import RunContext
+    from circuitviz.models.adapter import ModelAdapter
 
     model = tiny_model(shape, seed=1)
     method = get_method("eap-ig")
@@ -167,18 +169,23 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
     assert [unchanged_prefix(prepare_task(model, t)) for t in tasks] == [10, 2]
 
     skipped: list[int] = []
-    real_final_residual = activations.final_residual
+    real_caches, real_blocks = ModelAdapter.prefix_caches, ModelAdapter.blocks
 
-    def final_residual(model, tokens, hooks, prefix=0):
-        skipped.append(prefix)
-        return real_final_residual(model, tokens, hooks, prefix)
+    def prefix_caches(self, tokens):  # a run that skips the first tokens.shape[1] positions
+        skipped.append(int(tokens.shape[1]))
+        return real_caches(self, tokens)
 
-    monkeypatch.setattr(activations, "final_residual", final_residual)
+    def blocks(self, tokens, stop_at_layer=None):  # a run of every position
+        skipped.append(0)
+        return real_blocks(self, tokens, stop_at_layer)
+
+    monkeypatch.setattr(ModelAdapter, "prefix_caches", prefix_caches)
+    monkeypatch.setattr(ModelAdapter, "blocks", blocks)
     alone = [method.run_on(model, task, config, budgets) for task in tasks]
     together = method.run_many([RunContext(model, t, "", None, None) for t in tasks], config, budgets)
     assert 10 in skipped and 2 in skipped  # alone: each its own prefix; together: the shorter
 
-    monkeypatch.setattr(activations, "shared_prefix", lambda model, tasks: 0)
+    monkeypatch.setattr(scores, "shared_prefix", lambda model, tasks: 0)
     monkeypatch.setattr(evaluate, "shared_prefix", lambda model, tasks: 0)
     skipped.clear()
     whole = [method.run_on(model, task, config, budgets) for task in tasks]

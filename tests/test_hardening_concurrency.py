@@ -12,9 +12,10 @@ import threading
 import pytest
 import torch
 
-from circuitviz import activations
 from circuitviz.api import discover
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.prefix import final_residual
+from circuitviz.models.adapter import adapter_of
 from circuitviz.tasks import PromptTask
 
 TINY_TASKS = [
@@ -138,14 +139,14 @@ def test_an_exception_inside_a_hook_removes_every_hook_and_releases_the_lock(tin
         ("blocks.1.hook_resid_post", record),
     ]
     with pytest.raises(Interrupted):
-        activations.final_residual(tiny, tokens, hooks)
+        final_residual(tiny, tokens, hooks)
     assert seen == ["blocks.0.hook_resid_pre"]
     assert hooks_left(tiny) == []
     # another thread can take the model's lock at once (it was released by the failed run)
     acquired = []
 
     def take_and_release():
-        lock = activations.model_lock(tiny)
+        lock = adapter_of(tiny).lock
         got = lock.acquire(timeout=5)
         acquired.append(got)
         if got:
@@ -156,15 +157,15 @@ def test_an_exception_inside_a_hook_removes_every_hook_and_releases_the_lock(tin
     thread.join()
     assert acquired == [True]
     # a later plain run is not changed by the failed one
-    before = activations.final_residual(tiny, tokens, [])
-    assert torch.equal(before, activations.final_residual(tiny, tokens, []))
+    before = final_residual(tiny, tokens, [])
+    assert torch.equal(before, final_residual(tiny, tokens, []))
 
 
 def test_an_unknown_hook_name_fails_cleanly_and_leaves_nothing(tiny):
     tokens = tiny.to_tokens(IOI_TASK.clean)
     hooks = [("blocks.0.hook_resid_pre", lambda x, hook: x), ("blocks.9.no_such_hook", lambda x, hook: x)]
     with pytest.raises(KeyError):
-        activations.final_residual(tiny, tokens, hooks)
+        final_residual(tiny, tokens, hooks)
     assert hooks_left(tiny) == []
 
 
@@ -233,7 +234,7 @@ def test_tokenising_while_forward_passes_end_keeps_each_call_its_own_bos_setting
 
     def forward_passes():
         while not stop.is_set():
-            activations.final_residual(tiny, tokens, [])
+            final_residual(tiny, tokens, [])
 
     def tokenise():
         for _ in range(150):
@@ -242,7 +243,7 @@ def test_tokenising_while_forward_passes_end_keeps_each_call_its_own_bos_setting
                     single_token_id(tiny, word, "answer")
                 except ValueError as error:
                     wrong.append(str(error))
-            if tiny.to_tokens(IOI_TASK.clean).shape != tokens.shape:  # the prompt keeps its <bos>
+            if adapter_of(tiny).to_tokens(IOI_TASK.clean).shape != tokens.shape:  # keeps its <bos>
                 wrong.append("the prompt lost its <bos>")
 
     runners = [threading.Thread(target=forward_passes) for _ in range(2)]

@@ -12,15 +12,12 @@ import pytest
 import torch
 
 from circuitviz import sae_store
-from circuitviz.activations import (
-    final_residual,
-    final_residual_with_edits,
-    metric_from_residual,
-    residual_stream,
-)
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.engine.metric import metric_from_residual
+from circuitviz.engine.prefix import final_residual
 from circuitviz.graph import GraphSpec
 from circuitviz.labels import sae_features as sae_labels
+from circuitviz.labels.residual import final_residual_with_edits, residual_stream
 from circuitviz.labels.sae_features import (
     LabelledSae,
     circuit_node_features,

@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
-from circuitviz import activations, limits
+from circuitviz import limits
 from circuitviz.api import discover
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.limits import LimitError, Limits, check_run, estimate_request, estimate_run
+from circuitviz.models.adapter import ModelAdapter
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,8 @@ def test_a_request_over_a_limit_is_refused_before_any_pass(
 ):
     monkeypatch.setenv(variable, value)
     runs = []
-    original = activations.final_residual
-    monkeypatch.setattr(activations, "final_residual", lambda *a, **k: runs.append(1) or original(*a, **k))
+    original = ModelAdapter.hooked
+    monkeypatch.setattr(ModelAdapter, "hooked", lambda *a, **k: runs.append(1) or original(*a, **k))
     with pytest.raises(LimitError) as refused:
         discover(tiny, IOI_TASK, method, config, budgets=(5,))
     message = str(refused.value)

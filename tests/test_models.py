@@ -14,7 +14,6 @@ import pytest
 import torch
 from sentences import assert_one_sentence
 
-from circuitviz.activations import head_results
 from circuitviz.models import (
     EMBEDDED_MODEL,
     EMBEDDED_MODELS,
@@ -29,6 +28,7 @@ from circuitviz.models import (
     resolve_device,
     resolve_dtype,
 )
+from circuitviz.models.adapter import head_results
 from circuitviz.models.catalog import SMOLLM2_MODEL
 from circuitviz.models.checkpoints import load_saved_tokenizer, read_hf_model
 from circuitviz.models.embedded import embedded_gguf

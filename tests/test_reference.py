@@ -1,6 +1,6 @@
 """EAP, EAP-IG and exact patching against a second implementation written from their definitions.
 
-The re-derivation (tests/reference_patching.py) shares no code with ``circuitviz.activations``:
+The re-derivation (tests/reference_patching.py) shares no code with ``circuitviz.engine``:
 it reads writers from TransformerLens's cache and patches or differentiates readers at
 TransformerLens's own hooks.
 

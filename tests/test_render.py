@@ -207,7 +207,7 @@ def test_logit_lens_labels_match_the_unembedding():
     assert sum(p for _, p in next_token_probabilities(model, IOI_TASK.clean, 10_000)) == pytest.approx(1.0)
     # a node's "promotes" is the top of its own output read through the unembedding: check one
     # by brute force with the normalisation's scale left out (it does not change the order)
-    from circuitviz.activations import clean_and_corrupted
+    from circuitviz.engine.capture import clean_and_corrupted
 
     writers, _ = clean_and_corrupted(model, spec, prepared)
     output = writers[0, -1, spec.forward_names.index("a1.h0")]

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ..activations import metric_from_residual, run_with_qk_edits
+from ..acc.edits import run_with_qk_edits
+from ..engine.metric import metric_from_residual
 from ..evaluate import Baseline, CurvePoint, ndf, nfs
 from ..graph import GraphSpec
 from .svd import HeadSVD, compute_dtype

@@ -27,13 +27,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails, register_details
 from ..graph import GraphSpec, top_n
-from ..results import CircuitResult, MethodDetails, register_details
 from .trace import Signal, Trace, TracedDecision
+
+if TYPE_CHECKING:
+    from ..results import CircuitResult
 
 
 def node_id(component: str, position: int) -> str:
@@ -328,6 +331,13 @@ class ACCDetails(MethodDetails):
     def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor:
         """The top-N found edges (never an edge ACC++ did not find), kept if they reach logits."""
         return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
+
+    def flat_curve_note(self) -> str:
+        return (
+            "NDF is 0 at every budget, as expected for ACC++: it explains how attention heads pick their "
+            "sources (queries and keys) and never traces value paths or MLPs, so patching every edge it "
+            "leaves out corrupts the answer; its own check is the knockout on the Signals page."
+        )
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         return report_lines(self)

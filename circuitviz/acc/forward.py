@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import _attention_post_norm, observe
+from ..engine import sites
+from ..engine.capture import observe
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of
 from .svd import compute_dtype, is_centring, pre_attention_norm
 
 UNSUPPORTED_POSITIONS = {
@@ -155,15 +157,18 @@ def hook_names(model) -> list[str]:
     """The activations ACC++ reads, beyond every writer's output."""
     names = []
     for layer in range(model.cfg.n_layers):
-        prefix = f"blocks.{layer}"
-        names += [f"{prefix}.attn.hook_pattern", f"{prefix}.attn.hook_attn_scores", f"{prefix}.attn.hook_v"]
+        names += [
+            sites.attention_pattern(layer),
+            sites.attention_scores(layer),
+            sites.head_projection(layer, "v"),
+        ]
         if pre_attention_norm(model, layer) is not None:
-            names.append(f"{prefix}.ln1.hook_scale")
-        norm, norm_name = _attention_post_norm(model, layer)
+            names.append(sites.norm_scale(layer, "ln1"))
+        norm, norm_name = adapter_of(model).attention_post_norm(layer)
         if norm is not None:
-            names.append(f"{prefix}.{norm_name}.hook_scale")
+            names.append(sites.norm_scale(layer, norm_name))
         if getattr(model.cfg, "use_qk_norm", False):
-            names += [f"{prefix}.attn.q_norm.hook_scale", f"{prefix}.attn.k_norm.hook_scale"]
+            names += [sites.norm_scale(layer, "attn.q_norm"), sites.norm_scale(layer, "attn.k_norm")]
     return names
 
 
@@ -187,7 +192,7 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
     """One clean forward pass of ``tokens`` [1, n], kept as ACC++ needs it."""
     check_supported(model)
     cfg = model.cfg
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     dtype = compute_dtype(model)
     writers, captured, residual = observe(model, spec, tokens, hook_names(model))
     n = int(tokens.shape[1])
@@ -205,19 +210,18 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
     patterns, scores, value_outputs, head_bias = [], [], [], []
     post_scale, pre_scale, q_scale, k_scale = [], [], [], []
     for layer in range(cfg.n_layers):
-        prefix = f"blocks.{layer}"
         attn = model.blocks[layer].attn
-        patterns.append(captured[f"{prefix}.attn.hook_pattern"][0].to(dtype))
-        scores.append(captured[f"{prefix}.attn.hook_attn_scores"][0].to(dtype))
-        values = captured[f"{prefix}.attn.hook_v"][0].to(dtype)  # [n, H, R]
+        patterns.append(captured[sites.attention_pattern(layer)][0].to(dtype))
+        scores.append(captured[sites.attention_scores(layer)][0].to(dtype))
+        values = captured[sites.head_projection(layer, "v")][0].to(dtype)  # [n, H, R]
         outputs = torch.einsum("mhr,hrd->hmd", values, attn.W_O.detach().to(dtype))  # [H, n, d_model]
-        norm, norm_name = _attention_post_norm(model, layer)
+        norm, norm_name = adapter_of(model).attention_post_norm(layer)
         b_o = attn.b_O.detach().to(dtype)
         if norm is None:
             post = ones
             bias = b_o.expand(n, -1)
         else:
-            post = scale(f"{prefix}.{norm_name}.hook_scale")
+            post = scale(sites.norm_scale(layer, norm_name))
             outputs = _post_norm_linear(norm, outputs, dtype)
             bias = _post_norm_linear(norm, b_o, dtype)[None, :] / post[:, None]
             norm_bias = getattr(norm, "b", None)
@@ -226,9 +230,9 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
         value_outputs.append(outputs)
         head_bias.append(bias.contiguous())
         post_scale.append(post)
-        pre_scale.append(scale(f"{prefix}.ln1.hook_scale"))
-        q_scale.append(scale(f"{prefix}.attn.q_norm.hook_scale", cfg.n_heads))
-        k_scale.append(scale(f"{prefix}.attn.k_norm.hook_scale", cfg.n_heads))
+        pre_scale.append(scale(sites.norm_scale(layer, "ln1")))
+        q_scale.append(scale(sites.norm_scale(layer, "attn.q_norm"), cfg.n_heads))
+        k_scale.append(scale(sites.norm_scale(layer, "attn.k_norm"), cfg.n_heads))
     return ForwardPass(
         tokens=tokens,
         spec=spec,

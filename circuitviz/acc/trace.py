@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..models.adapter import adapter_of
 from .attribution import attention_threshold, greedy_removal, path_gradient
 from .decompose import Component, Decision, HeadTables, decompose
 from .forward import ForwardPass, allowed_sources
@@ -109,9 +110,10 @@ class Trace:
 def logit_direction(model, answer_id: int, foil_ids: tuple[int, ...], metric: str) -> torch.Tensor:
     """The residual direction whose dot product is the metric's logit part.  # [d_model]"""
     dtype = compute_dtype(model)
-    direction = model.W_U[:, answer_id].detach().to(dtype)
+    W_U, _ = adapter_of(model).unembedding
+    direction = W_U[:, answer_id].detach().to(dtype)
     if metric == "logit_diff" and foil_ids:
-        direction = direction - model.W_U[:, list(foil_ids)].detach().to(dtype).mean(-1)
+        direction = direction - W_U[:, list(foil_ids)].detach().to(dtype).mean(-1)
     return direction
 
 

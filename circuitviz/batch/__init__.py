@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..methods import get_method
+from ..models import EMBEDDED_MODEL
+from ..store import ResultStore
 from .dataset import Dataset, DatasetError, DatasetTask, read_dataset, read_tasks
 from .executors import EXECUTORS, ExecutorError, LocalExecutor, RayExecutor, make_executor
 from .generate import GENERATED_FAMILIES, generate_tasks
@@ -76,10 +79,6 @@ def run(
     result store. ``options`` are ``BatchRequest`` fields (batch_tasks, keep_edges, top_edges,
     consensus, max_tokens, command).
     """
-    from ..methods import get_method
-    from ..models import EMBEDDED_MODEL
-    from ..store import ResultStore
-
     problems, origin = [], ""
     if subjects:
         from .mmlu import resolve_subjects

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
+from ..models.adapter import adapter_of
 from ..tasks import PromptTask, TaskError, prepare_task
 from .dataset import DatasetError, DatasetTask
 
@@ -45,7 +46,7 @@ def template_families() -> SimpleNamespace:
 
 
 def _token_count(model, text: str) -> int:
-    return int(model.to_tokens(text, truncate=False).shape[1])
+    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
 
 
 def _fitting(model, clean: str, candidates, limit: int = 60) -> str | None:
@@ -61,8 +62,8 @@ def _fitting(model, clean: str, candidates, limit: int = 60) -> str | None:
 
 def _first_token(model, text: str) -> str:
     """The text of the first token ``text`` is split into (no <bos>)."""
-    ids = model.to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
-    return model.tokenizer.decode([int(ids[0])]) if ids else ""
+    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
+    return adapter_of(model).decode([int(ids[0])]) if ids else ""
 
 
 def _ioi(model, rng: random.Random) -> PromptTask | None:

@@ -25,7 +25,7 @@ from .. import __version__
 from ..api import request_key_of
 from ..methods import config_to_dict, get_method
 from ..tasks import DEFAULT_MAX_TOKENS
-from . import atlas
+from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
 from .dataset import DatasetTask, write_tasks
 from .table import TableWriter, _write_atomic, failure_row, finish, latest_by_key, read_rows, result_row
 from .work import MaskGroup, WorkGroup, worker_name
@@ -169,7 +169,7 @@ def _resolve_budgets(budgets, n_edges: int) -> list[int]:
     if isinstance(budgets, str):
         if budgets.strip().lower() != "mib":
             raise ValueError(f"Budgets {budgets!r} are neither edge counts nor 'mib'.")
-        return atlas.mib_budgets(n_edges)
+        return mib_budgets(n_edges)
     chosen = sorted({int(b) for b in budgets})
     if not chosen:
         raise ValueError("No budgets given; write edge counts such as 50,100,200, or mib.")
@@ -390,13 +390,13 @@ class _Run:
             "consensus": consensus,
             "store": str(getattr(self.store, "root", "")),
         }
-        previous = self.out / atlas.MANIFEST
+        previous = self.out / MANIFEST
         if interrupted and previous.exists():  # keep what an earlier run found about the consensus
             try:
                 manifest["consensus"] = json.loads(previous.read_text(encoding="utf-8")).get("consensus")
             except (OSError, ValueError):
                 pass
-        (self.out / atlas.MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        (self.out / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         return manifest
 
 
@@ -489,14 +489,14 @@ CONSENSUS_SCHEMA = pa.schema(
 )
 
 
-def consensus_circuits(batch: atlas.BatchTable, threshold: float) -> dict[str, tuple[str, int, list[int]]]:
+def consensus_circuits(batch: BatchTable, threshold: float) -> dict[str, tuple[str, int, list[int]]]:
     """{name: (series label, budget, edge indices)}: each series' consensus at its kept budgets."""
     circuits = {}
     for label in batch.labels:
         if batch.rows(label).num_rows < 2:
             continue  # one prompt's consensus is its own circuit
         for budget in batch.kept_budgets(label):
-            edges = atlas.consensus_edges(atlas.circuit_matrix(batch, label, budget), threshold)
+            edges = consensus_edges(circuit_matrix(batch, label, budget), threshold)
             circuits[f"{label} @ {budget}"] = (label, int(budget), edges.tolist())
     return circuits
 
@@ -508,7 +508,7 @@ def _digest(data) -> str:
 def _earlier_consensus(out: Path) -> dict:
     """What an earlier run of this folder recorded about its consensus evaluation ({} if none)."""
     try:
-        return json.loads((out / atlas.MANIFEST).read_text(encoding="utf-8")).get("consensus") or {}
+        return json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("consensus") or {}
     except (OSError, ValueError):
         return {}
 
@@ -518,7 +518,7 @@ def _consensus(run: _Run, table: pa.Table) -> dict | None:
     finished row (``consensus.parquet``); skipped when the same circuits on the same prompts were
     evaluated before."""
     out, executor, tasks, request, progress = run.out, run.executor, run.tasks, run.request, run.progress
-    batch = atlas.BatchTable(
+    batch = BatchTable(
         table=table,
         manifest={"model": {"graph": run.spec.to_cfg_dict()}, "n_edges": run.spec.n_edges},
         folder=out,
@@ -532,7 +532,7 @@ def _consensus(run: _Run, table: pa.Table) -> dict | None:
         return None
     digest = _digest({"circuits": circuits, "tasks": [tasks[i].task.to_dict() for i in done]})
     before = _earlier_consensus(out)
-    if before.get("digest") == digest and (out / atlas.CONSENSUS).exists():
+    if before.get("digest") == digest and (out / CONSENSUS).exists():
         return before
     begin = time.perf_counter()
     masks = {name: edges for name, (_, _, edges) in circuits.items()}
@@ -576,7 +576,7 @@ def _consensus(run: _Run, table: pa.Table) -> dict | None:
 
     executor.evaluate(groups, on_found)
     _report(progress, state, final=True)
-    _write_atomic(pa.Table.from_pylist(rows, schema=CONSENSUS_SCHEMA), out / atlas.CONSENSUS)
+    _write_atomic(pa.Table.from_pylist(rows, schema=CONSENSUS_SCHEMA), out / CONSENSUS)
     return {
         "threshold": float(request.consensus),
         "digest": digest,

@@ -18,11 +18,13 @@ from typing import Any
 
 import torch
 
-from ..activations import model_dtype, unchanged_prefix
+from ..engine.prefix import unchanged_prefix
 from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..limits import Limits, check_run, estimate_request
 from ..methods import RunContext, get_method
+from ..models import load_model
+from ..models.adapter import adapter_of, model_dtype
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import Dataset, DatasetError, DatasetTask
@@ -45,8 +47,6 @@ class ModelSource:
     def load(self):
         if self.factory is not None:
             return self.factory()
-        from ..models import load_model
-
         return load_model(self.model_id, device=self.device, dtype=self.dtype)
 
 
@@ -65,7 +65,7 @@ class ModelInfo:
 
 
 def model_info(model, model_id: str) -> ModelInfo:
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     device = str(next(model.parameters()).device)
     return ModelInfo(
         model_id=model_id, dtype=str(model_dtype(model)), device=device, graph=spec.to_cfg_dict()
@@ -203,7 +203,7 @@ def masks_tensor(spec: GraphSpec, masks: dict[str, list[int]], device) -> torch.
 
 def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] | None, str | None]]:
     """Every circuit of the group on every task of it: (item, a point per circuit, or the reason)."""
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     device = next(model.parameters()).device
     prepared, items, found = [], [], []
     for item, dataset_task in group.items:

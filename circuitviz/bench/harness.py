@@ -131,6 +131,7 @@ def load_timed(model_id: str | None = None, device: str | None = None, dtype: st
 
     The first load converts the GGUF (about a minute); later ones read the disk cache.
     """
+    # here, not at the top: importing this module must not load torch (bench_load times that)
     from circuitviz.models import EMBEDDED_MODEL, load_model
 
     return timed(load_model, model_id or EMBEDDED_MODEL, device=device, dtype=dtype, sync=device)
@@ -138,7 +139,7 @@ def load_timed(model_id: str | None = None, device: str | None = None, dtype: st
 
 def ioi_task() -> PromptTask:
     """The indirect-object prompt the benchmarks measure on the embedded model (15 tokens)."""
-    from circuitviz.tasks import PromptTask
+    from circuitviz.tasks import PromptTask  # here: circuitviz.tasks loads torch
 
     return PromptTask(
         clean="When Mary and John went to the store, John gave a drink to",

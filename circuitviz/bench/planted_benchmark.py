@@ -34,6 +34,8 @@ from pathlib import Path
 import torch
 
 from ..graph import GraphSpec, prune, top_n
+from ..methods import UnknownMethodError, get_method
+from .toy_models import WORDS, planted_model
 
 ZERO_SCORE = 1e-6
 CORPUS_TEXTS = 80
@@ -69,8 +71,6 @@ class PlantedCase:
         )
 
     def build(self):
-        from .toy_models import planted_model
-
         return planted_model(
             n_layers=self.n_layers,
             n_heads=self.n_heads,
@@ -114,8 +114,6 @@ def default_cases(count: int = 20, seed: int = 0) -> list[PlantedCase]:
 
 def word_corpus(count: int = CORPUS_TEXTS, seed: int = 0) -> list[str]:
     """Random sentences over the tiny models' vocabulary (what CircuitLasso observes)."""
-    from .toy_models import WORDS
-
     rng = random.Random(seed)
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) for _ in range(count)]
 
@@ -168,8 +166,6 @@ def _method_config(method, name: str, corpus_path: str):
 
 def run_case(case: PlantedCase, methods: Sequence[str], corpus_path: str) -> list[CaseResult]:
     """Every method on one planted model."""
-    from ..methods import UnknownMethodError, get_method
-
     planted = case.build()
     spec = GraphSpec.from_model(planted.model)
     n_true = int(planted.true_edges.sum())

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models import prepare_for_circuits
+from ..models.adapter import adapter_of
 from ..tasks import PromptTask
 
 WORDS = (
@@ -286,8 +287,6 @@ def planted_model(
         raise ValueError(f"distractors_read must be 'input' or 'circuit', not {distractors_read!r}.")
     from transformer_lens import HookedTransformer
 
-    from ..graph import GraphSpec
-
     rng = random.Random(seed)
     generator = torch.Generator().manual_seed(seed)
     cfg = tiny_config(
@@ -303,7 +302,7 @@ def planted_model(
     cfg.d_head = block
     cfg.d_mlp = 4 * block
     model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
 
     def dims(writer: int) -> slice:
         return slice(writer * block, (writer + 1) * block)

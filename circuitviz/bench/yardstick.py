@@ -8,7 +8,7 @@ yardstick compares the two by Spearman rank correlation over the heads and MLPs.
 
 For models with a post-attention norm (Gemma's ``ln1_post``) this also checks the engine's
 choice of what a head writes: its output passed through the norm with the norm's scale frozen
-(``activations._frozen_norm``). ``prenorm_eap_scores`` scores edges the way a tool that takes a
+(``activations.frozen_norm``). ``prenorm_eap_scores`` scores edges the way a tool that takes a
 head's output before the norm would, for comparison.
 """
 
@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import torch
 
-from ..activations import (
-    accumulate_scores,
-    head_results,
-    model_device,
-    node_patched_metrics,
-    observe,
-    reader_gradients,
-    score_dtype,
-)
+from ..engine import sites
+from ..engine.capture import observe
+from ..engine.gradients import reader_gradients
+from ..engine.patching import node_patched_metrics
+from ..engine.scores import accumulate_scores, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of, model_device
 
 
 def component_nodes(spec: GraphSpec) -> list[int]:
@@ -93,11 +90,11 @@ def prenorm_eap_scores(model, spec: GraphSpec, evaluator: Evaluator) -> torch.Te
     """
     prepared = evaluator.prepared
     tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
-    names = [f"blocks.{layer}.attn.hook_z" for layer in range(spec.n_layers)]
+    names = [sites.head_z(layer) for layer in range(spec.n_layers)]
     _, captured, _ = observe(model, spec, tokens, hook_names=names, keep_writers=False)
     differences = (evaluator.corrupted_writers - evaluator.clean_writers).clone()  # [1, pos, F, d]
     for layer in range(spec.n_layers):
-        results = head_results(model.blocks[layer].attn, captured[names[layer]])  # [2, pos, H, d]
+        results = adapter_of(model).head_results(layer, captured[names[layer]])  # [2, pos, H, d]
         differences[0, :, spec.head_forward(layer)] = (results[1] - results[0]).to(differences.dtype)
     gradients, _ = reader_gradients(model, spec, prepared, batch=1)
     dtype = score_dtype(differences.dtype)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import torch
 
-from ..activations import clean_and_corrupted, final_residual, logits_from_residual, model_device
+from ..engine.capture import clean_and_corrupted
+from ..engine.metric import logits_from_residual
+from ..engine.prefix import final_residual
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of, model_device
 from ..tasks import PreparedTask
 
 DEFAULT_TOP_K = 5
@@ -24,7 +27,7 @@ _CHUNK = 32  # writers unembedded at once: bounds the [chunk, d_vocab] block in 
 
 
 def _token_strings(model, ids: list[int]) -> list[str]:
-    return [model.tokenizer.decode([token]) for token in ids]
+    return [adapter_of(model).decode([token]) for token in ids]
 
 
 def _final_norm_direction(model, residual: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
@@ -38,7 +41,7 @@ def _final_norm_direction(model, residual: torch.Tensor, outputs: torch.Tensor) 
         outputs = outputs - outputs.mean(-1, keepdim=True)
     else:
         scale = (residual.pow(2).mean() + model.cfg.eps).sqrt()
-    weight = getattr(model.ln_final, "w", None)
+    weight = adapter_of(model).final_norm_weight
     outputs = outputs / scale
     return outputs * weight if weight is not None else outputs
 
@@ -55,7 +58,8 @@ def logit_lens_labels(
     writers, _ = clean_and_corrupted(model, spec, prepared)  # [2, pos, n_forward, d_model]
     clean_last = writers[0, -1].float()  # [n_forward, d_model]
     residual = clean_last.sum(0)  # the final residual stream: writers add up to it
-    unembed = model.W_U.float()  # [d_model, d_vocab]
+    W_U, b_U = adapter_of(model).unembedding
+    unembed = W_U.float()  # [d_model, d_vocab]
     labels: dict[str, dict[str, list[str]]] = {}
     for start in range(0, spec.n_forward, _CHUNK):
         block = _final_norm_direction(model, residual, clean_last[start : start + _CHUNK])
@@ -66,7 +70,7 @@ def logit_lens_labels(
         for offset, (up, down) in enumerate(zip(top, bottom)):
             name = spec.forward_names[start + offset]
             labels[name] = {"promotes": _token_strings(model, up), "suppresses": _token_strings(model, down)}
-    final = _final_norm_direction(model, residual, residual[None])[0] @ unembed + model.b_U.float()
+    final = _final_norm_direction(model, residual, residual[None])[0] @ unembed + b_U.float()
     k = min(top_k, final.shape[-1])
     labels["logits"] = {
         "top next tokens": _token_strings(model, final.topk(k).indices.tolist()),
@@ -82,7 +86,7 @@ def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[
     while another session's hooks are attached would run through them. Only the last position
     is unembedded.
     """
-    tokens = model.to_tokens(prompt).to(model_device(model))  # [1, pos]
+    tokens = adapter_of(model).to_tokens(prompt).to(model_device(model))  # [1, pos]
     residual = final_residual(model, tokens, [])  # [1, d_model]
     logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)

@@ -29,8 +29,11 @@ from pathlib import Path
 import torch
 
 from .. import assets
-from ..activations import observe, resid_post_name, residual_stream
+from ..engine import sites
+from ..engine.capture import observe
 from ..graph import GraphSpec
+from ..labels.residual import residual_stream
+from ..models.adapter import adapter_of
 from ..sae_store import (
     SaeUnavailable,
     dtype_name,
@@ -99,7 +102,7 @@ class LabelledSae:
                 )
         if model is not None:
             check_fits(sae, model)
-        return cls(sae, layer, resid_post_name(layer), assets.shown_path(folder), features, random_contexts)
+        return cls(sae, layer, sites.resid_post(layer), assets.shown_path(folder), features, random_contexts)
 
 
 @functools.lru_cache(maxsize=16)
@@ -155,7 +158,7 @@ def load_hub_sae(release: str, sae_id: str, model) -> LabelledSae:
     sae = load_hub_module(release, sae_id, parameter.device, dtype_name(parameter.dtype))
     check_fits(sae, model)
     layer = residual_layer(hook_name_of(sae))
-    return LabelledSae(sae, layer, resid_post_name(layer), f"hub:{release}/{sae_id}")
+    return LabelledSae(sae, layer, sites.resid_post(layer), f"hub:{release}/{sae_id}")
 
 
 # ----- features ---------------------------------------------------------------------------------
@@ -189,13 +192,14 @@ def node_shares(sae, residual: torch.Tensor, output: torch.Tensor) -> torch.Tens
 
 def unembed_directions(model, directions: torch.Tensor) -> torch.Tensor:
     """Logits that residual directions [n, d_model] add, read through the final norm's weight.  [n, d_vocab]"""
-    directions = directions.to(model.W_U.dtype)
+    W_U, _ = adapter_of(model).unembedding
+    directions = directions.to(W_U.dtype)
     if model.cfg.normalization_type is not None and model.cfg.normalization_type.startswith("LN"):
         directions = directions - directions.mean(-1, keepdim=True)
-    weight = getattr(model.ln_final, "w", None)
+    weight = adapter_of(model).final_norm_weight
     if weight is not None:
         directions = directions * weight
-    return directions @ model.W_U
+    return directions @ W_U
 
 
 def promoted_tokens(model, directions: torch.Tensor, top_k: int = 8) -> list[dict[str, list[str]]]:
@@ -209,8 +213,8 @@ def promoted_tokens(model, directions: torch.Tensor, top_k: int = 8) -> list[dic
             for ups, downs in zip(up, down):
                 out.append(
                     {
-                        "promotes": [model.tokenizer.decode([i]) for i in ups],
-                        "suppresses": [model.tokenizer.decode([i]) for i in downs],
+                        "promotes": [adapter_of(model).decode([i]) for i in ups],
+                        "suppresses": [adapter_of(model).decode([i]) for i in downs],
                     }
                 )
     return out
@@ -292,7 +296,7 @@ def describe_features_on_texts(
         raise SaeUnavailable(
             "No texts were given to find the features' top contexts in; give a few paragraphs."
         )
-    token_rows = [model.to_tokens(text)[0] for text in texts]
+    token_rows = [adapter_of(model).to_tokens(text)[0] for text in texts]
     length = max(len(row) for row in token_rows)
     pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
     rows = torch.full((len(token_rows), length), pad, dtype=torch.long)
@@ -303,7 +307,7 @@ def describe_features_on_texts(
         activations[index, : len(row)] = residual_stream(model, row[None], [labelled.layer])[labelled.layer][
             0
         ]
-    strings = {int(i): model.tokenizer.decode([int(i)]) for i in rows.unique().tolist()}
+    strings = {int(i): adapter_of(model).decode([int(i)]) for i in rows.unique().tolist()}
     lengths = [len(row) for row in token_rows]
     features, _ = top_contexts_from_activations(
         labelled.sae, activations, rows, strings, n_top, lengths=lengths
@@ -407,12 +411,12 @@ def circuit_node_features(
     """
     if not saes:
         raise SaeUnavailable("No SAE is loaded; load the embedded SAEs or one from a folder first.")
-    spec = GraphSpec.from_model(model)
-    tokens = model.to_tokens(prompt)  # [1, pos]
-    str_tokens = [model.tokenizer.decode([int(t)]) for t in tokens[0].tolist()]
+    spec = adapter_of(model).spec
+    tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
+    str_tokens = [adapter_of(model).decode([int(t)]) for t in tokens[0].tolist()]
     layers = sorted({sae.layer for sae in saes})
     writers, captured, _ = observe(
-        model, spec, tokens, hook_names=[resid_post_name(layer) for layer in layers]
+        model, spec, tokens, hook_names=[sites.resid_post(layer) for layer in layers]
     )
     writers = writers[0, 1:]  # [pos - 1, n_forward, d_model]
     # group the nodes by the SAE that reads them: one batched share computation per SAE
@@ -435,7 +439,7 @@ def circuit_node_features(
     by_layer = {sae.layer: sae for sae in saes}
     for layer, members in groups.items():
         labelled = by_layer[layer]
-        residual = captured[resid_post_name(layer)][0, 1:]  # [pos - 1, d_model]
+        residual = captured[sites.resid_post(layer)][0, 1:]  # [pos - 1, d_model]
         outputs = writers[:, [writer for _, writer in members]].transpose(0, 1)  # [nodes, pos - 1, d_model]
         shares = node_shares(labelled.sae, residual[None], outputs)  # [nodes, pos - 1, d_sae]
         acts = feature_activations(labelled.sae, residual).float()  # [pos - 1, d_sae]
@@ -464,7 +468,7 @@ def prompt_features(
     model, prompt: str, labelled: LabelledSae, top_k: int = 10, position: int = -1
 ) -> list[dict]:
     """The ``top_k`` most active features of one SAE at one prompt position (default: the last)."""
-    tokens = model.to_tokens(prompt)
+    tokens = adapter_of(model).to_tokens(prompt)
     residual = residual_stream(model, tokens, [labelled.layer])[labelled.layer][0, position]
     acts = feature_activations(labelled.sae, residual).float()
     count = min(top_k, int((acts > 0).sum()))

@@ -24,8 +24,9 @@ from pathlib import Path
 import torch
 
 from .. import assets
-from ..activations import observe
-from ..graph import GraphSpec
+from ..engine import sites
+from ..engine.capture import observe
+from ..models.adapter import adapter_of
 from .sae_features import CONTEXT_AFTER, CONTEXT_BEFORE
 
 
@@ -68,13 +69,13 @@ def signal_top_contexts(
         raise ValueError(
             f"Layer {layer} does not exist; this model has layers 0 to {model.cfg.n_layers - 1}."
         )
-    spec = GraphSpec.from_model(model)
-    hook = f"blocks.{layer}.hook_resid_pre"
+    spec = adapter_of(model).spec
+    hook = sites.resid_pre(layer)
     p = destination_direction.flatten().float()
     q = source_direction.flatten().float()
     found = []
     for text in texts:
-        tokens = model.to_tokens(text)  # [1, pos]
+        tokens = adapter_of(model).to_tokens(text)  # [1, pos]
         if tokens.shape[1] < 3:
             continue
         _, captured, _ = observe(model, spec, tokens, hook_names=[hook], keep_writers=False)
@@ -94,7 +95,7 @@ def signal_top_contexts(
         hi = min(len(ids), destination + after + 1)
         contexts.append(
             {
-                "tokens": [model.tokenizer.decode([t]) for t in ids[lo:hi]],
+                "tokens": [adapter_of(model).decode([t]) for t in ids[lo:hi]],
                 "target": destination - lo,
                 "source": source - lo,
                 "score": round(score, 4),

@@ -29,12 +29,11 @@ from pathlib import Path
 import torch
 
 from .. import assets
-from ..activations import (
-    final_residual_with_edits,
-    logits_from_residual,
-    metric_from_residual,
-    residual_stream,
-)
+from ..engine.metric import logits_from_residual, metric_from_residual
+from ..evaluate import Evaluator, circuits_at_budgets
+from ..labels.residual import final_residual_with_edits, residual_stream
+from ..methods import RunContext, get_method
+from ..models.adapter import adapter_of
 from ..sae_store import SaeUnavailable
 from ..tasks import PreparedTask, PromptTask, prepare_task
 from .sae_features import LabelledSae, circuit_node_features, feature_activations, feature_label
@@ -106,7 +105,7 @@ def run_with_edits(model, prepared: PreparedTask, edits: dict, top_k: int = 5) -
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(top_k)
     tokens = [
-        [model.tokenizer.decode([i]), round(float(p), 5)] for i, p in zip(ids.tolist(), values.tolist())
+        [adapter_of(model).decode([i]), round(float(p), 5)] for i, p in zip(ids.tolist(), values.tolist())
     ]
     return {"metric": metric, "top_tokens": tokens}
 
@@ -270,7 +269,7 @@ def gender_feature_scores(
     magnitude = {sae.layer: torch.zeros(sae.d_sae) for sae in saes}
     used = 0
     for male, female in pairs:
-        tokens_male, tokens_female = model.to_tokens(male), model.to_tokens(female)
+        tokens_male, tokens_female = adapter_of(model).to_tokens(male), adapter_of(model).to_tokens(female)
         if tokens_male.shape != tokens_female.shape:
             continue
         differ = (tokens_male != tokens_female)[0].nonzero()
@@ -353,11 +352,7 @@ def candidate_circuits(
     Each candidate is scored on its own (clean, corrupted) pair and evaluated (NDF) on the
     ORIGINAL prompt. Returns ([{"source", "mask", "ndf", "metric"}], the original's PreparedTask).
     """
-    from ..evaluate import Evaluator, circuits_at_budgets
-    from ..graph import GraphSpec
-    from ..methods import RunContext, get_method
-
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     scorer = get_method(method)
     config = scorer.make_config(method_config or {})
     original = PromptTask(item["clean"], item["corrupted"], item["answer"], (item["foil"],))
@@ -405,10 +400,8 @@ def gender_bias_experiment(
     logit(other pronoun)|; reduction = bias before - bias after. Returns per-prompt rows and the
     mean and standard deviation of the reductions for best and worst, with a paired sign test.
     """
-    from ..graph import GraphSpec
-
     prompts = list(prompts) if prompts is not None else load_gender_prompts()
-    spec = GraphSpec.from_model(model)
+    spec = adapter_of(model).spec
     scores = gender_scores if gender_scores is not None else gender_feature_scores(model, saes, probe_pairs)
     rows = []
     for index, item in enumerate(prompts):

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import torch
 
-from ..activations import metric_from_residual, model_device, observe
+from ..engine.capture import observe
+from ..engine.metric import metric_from_residual
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of, model_device
 from ..query.families import recognise
 from ..query.pairs import ParaphraseError
 from ..query.templates import unchecked_template_pairs
@@ -154,7 +156,7 @@ def _token_rows(model, texts: ObservationTexts) -> list[tuple[str, list[int]]]:
     window = min(CORPUS_WINDOW, int(model.cfg.n_ctx))
     rows = []
     for text, kind in zip(texts.texts, texts.kinds):
-        ids = model.to_tokens(text, truncate=False)[0].tolist()
+        ids = adapter_of(model).to_tokens(text, truncate=False)[0].tolist()
         if len(ids) <= window:
             rows.append((kind, ids))
             continue

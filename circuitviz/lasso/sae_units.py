@@ -13,7 +13,7 @@ import torch
 
 from ..parsing import parse_whole_numbers
 from ..sae_store import default_search_dir, find_saes
-from ..tasks import shown_number
+from ..text import shown_number
 from .units import SAEUnits
 
 

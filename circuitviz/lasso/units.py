@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..engine import sites
 from ..graph import QKV, GraphSpec
 from .solver import standardize
 
@@ -152,7 +153,7 @@ def _floor(units: list[tuple[int, torch.Tensor]]) -> float:
 
 def _reader_activations(model, spec: GraphSpec, activations: dict, layer: int, qkv: str) -> torch.Tensor:
     """A layer's query/key/value vectors per head.  # [M, n_heads, d_head]"""
-    values = activations[f"blocks.{layer}.attn.hook_{qkv}"]
+    values = activations[sites.head_projection(layer, qkv)]
     if values.shape[1] != spec.n_heads:  # grouped key/value heads: head h uses group h // size
         group = spec.n_heads // values.shape[1]
         values = values.repeat_interleave(group, dim=1)
@@ -163,10 +164,10 @@ def component_hook_names(model, spec: GraphSpec) -> list[str]:
     """The hooks whose activations are the readers' targets in components mode."""
     names = []
     for layer in range(spec.n_layers):
-        names += [f"blocks.{layer}.attn.hook_{qkv}" for qkv in QKV]
-        names.append(f"blocks.{layer}.mlp.hook_pre")
+        names += [sites.head_projection(layer, qkv) for qkv in QKV]
+        names.append(sites.mlp_pre(layer))
         if getattr(model.cfg, "gated_mlp", False):
-            names.append(f"blocks.{layer}.mlp.hook_pre_linear")
+            names.append(sites.mlp_pre(layer, gate=True))
     return names
 
 
@@ -195,9 +196,9 @@ def build_component_problem(
             scores = principal_scores(values.transpose(0, 1).to(compute), k, seed)  # [H, M, k]
             start = spec.head_backward(layer, qkv).start
             targets += [(start + head, scores[head]) for head in range(spec.n_heads)]
-        pre = [activations[f"blocks.{layer}.mlp.hook_pre"]]
-        if f"blocks.{layer}.mlp.hook_pre_linear" in activations:
-            pre.append(activations[f"blocks.{layer}.mlp.hook_pre_linear"])
+        pre = [activations[sites.mlp_pre(layer)]]
+        if sites.mlp_pre(layer, gate=True) in activations:
+            pre.append(activations[sites.mlp_pre(layer, gate=True)])
         hidden = torch.cat(pre, dim=-1).to(device).to(compute)  # [M, d_mlp (x2 gated)]
         targets.append((spec.mlp_backward(layer), principal_scores(hidden[None], k, seed)[0]))
     targets.append((spec.logits_backward, metric.to(device).to(compute)[:, None]))

@@ -25,10 +25,13 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..results import CircuitResult, MethodDetails
-from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task, shown
+from ..models.adapter import adapter_of
+from ..results import CircuitResult
+from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
+from ..text import shown
 
 Progress = Callable[[str, float], None]
 
@@ -95,7 +98,7 @@ class RunContext:
 
     @property
     def spec(self) -> GraphSpec:
-        return GraphSpec.from_model(self.model)
+        return adapter_of(self.model).spec
 
     @property
     def device(self) -> torch.device:

@@ -18,21 +18,20 @@ from dataclasses import dataclass, field
 import torch
 
 from ..graph import GraphSpec
+from ..models.adapter import adapter_of
 from ..query.details import QueryCircuitDetails
 from ..query.pairs import read_pairs_text
 from ..query.pipeline import query_circuits
 from ..query.scoring import PairScorer, batched_ig_scores
 from ..query.sources import SOURCES
-from ..results import CircuitResult
+from ..results import CircuitResult, load_circuit
 from ..tasks import PreparedTask
-from .base import Cost, Method, Progress, RunContext, ScoringMethod, get_method, register
+from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
 from .eap import EAPIG
 
 
 def scorer_names() -> list[str]:
     """The registered methods that score edges (what ``base_method`` may name)."""
-    from . import available_methods
-
     return sorted(name for name, method in available_methods().items() if isinstance(method, ScoringMethod))
 
 
@@ -169,9 +168,7 @@ class QueryCircuitMethod(Method):
             settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
             settings.setdefault("paraphrase_source", "file")
         if settings.get("reference") and model is not None:
-            from ..results import load_circuit
-
-            spec = GraphSpec.from_model(model)
+            spec = adapter_of(model).spec
             settings["reference"] = "\n".join(
                 spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
             )

@@ -18,17 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import (
-    accumulate_scores,
-    batched_gradient_scores,
-    gradient_scores,
-    model_device,
-    model_dtype,
-    reader_gradients,
-    score_dtype,
-)
+from ..engine import sites
+from ..engine.gradients import reader_gradients
+from ..engine.scores import accumulate_scores, batched_gradient_scores, gradient_scores, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
+from ..models.adapter import model_device, model_dtype
 from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
 
 
@@ -129,16 +124,6 @@ class EAPIG(ScoringMethod):
         return [(matrix, None) for matrix in scores]
 
 
-def _writer_groups(spec: GraphSpec) -> list[tuple[str, slice]]:
-    """(hook whose output the group adds, forward indices): input, each layer's heads, each MLP."""
-    groups = [("blocks.0.hook_resid_pre", slice(0, 1))]
-    for layer in range(spec.n_layers):
-        groups.append((f"blocks.{layer}.hook_attn_out", spec.head_forward(layer)))
-        mlp = spec.mlp_forward(layer)
-        groups.append((f"blocks.{layer}.hook_mlp_out", slice(mlp, mlp + 1)))
-    return groups
-
-
 @register
 class EAPIGActivations(ScoringMethod):
     name = "eap-ig-activations"
@@ -154,7 +139,7 @@ class EAPIGActivations(ScoringMethod):
     def score(self, ctx: RunContext, config):
         model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
-        groups = _writer_groups(spec)
+        groups = sites.writer_group_sites(spec)
         clean = evaluator.clean_writers[0]  # [pos, n_forward, d_model]
         corrupted = evaluator.corrupted_writers[0]
         differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]

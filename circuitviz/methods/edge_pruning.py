@@ -34,25 +34,21 @@ the mask is fitted to one sentence, and this shows how far it carries to others.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 
-from ..activations import (
-    evaluation_bytes_per_position,
-    gradient_bytes_per_position,
-    masked_residual,
-    metric_from_residual,
-    model_dtype,
-    score_dtype,
-)
 from ..chunks import run_in_chunks
+from ..details.edge_pruning import EdgePruningDetails
+from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from ..engine.metric import metric_from_residual
+from ..engine.patching import masked_residual
+from ..engine.scores import score_dtype
 from ..evaluate import Evaluator, ndf
 from ..graph import GraphSpec, prune
-from ..results import CircuitResult, MethodDetails, register_details
+from ..models.adapter import model_dtype
+from ..results import CircuitResult
 from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
 from .bon import scorer_names
@@ -107,49 +103,6 @@ class EdgePruningConfig:
             raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
         if not 0 <= int(self.check_paraphrases) <= 64:
             raise ValueError(f"check_paraphrases must be between 0 and 64, not {self.check_paraphrases}.")
-
-
-@register_details
-@dataclass
-class EdgePruningDetails(MethodDetails):
-    """What an Edge Pruning run learned, as plain data.
-
-    warm_start: the scoring method that started the logits; steps_run: steps taken (the longest
-        budget's).
-    budgets: per trained budget {budget, edges, warm_ndf (the first circuit of the budget's size:
-        with a warm start, its top-N at step 0), ndf (the circuit kept), best_step, steps};
-        untrained budgets (0 edges, the whole graph) are absent.
-    history: {budget: NDF of the circuit each step ran (without a warm start, larger ones first)}.
-    paraphrases: the paraphrases each circuit was also measured on (their clean prompts).
-    paraphrase_ndf: {budget: [NDF on each paraphrase]}.
-    circuit_edges: the circuit at the largest budget, as edge names (the method's own edge set).
-    notes: what the run left out and why, in sentences.
-    """
-
-    kind: ClassVar[str] = "edge-pruning"
-    version: ClassVar[int] = 1
-
-    warm_start: str = "eap-ig"
-    steps_run: int = 0
-    budgets: list = field(default_factory=list)
-    history: dict = field(default_factory=dict)
-    paraphrases: list = field(default_factory=list)
-    paraphrase_ndf: dict = field(default_factory=dict)
-    circuit_edges: list | None = None
-    notes: list = field(default_factory=list)
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        lines = [f"Edge Pruning from {self.warm_start}, {self.steps_run} steps:"]
-        for row in self.budgets:
-            line = (
-                f"  {row['budget']} edges: NDF {row['warm_ndf']:.3f} (warm start) -> {row['ndf']:.3f} "
-                f"at step {row['best_step']}"
-            )
-            values = self.paraphrase_ndf.get(str(row["budget"]))
-            if values:
-                line += f"; on {len(values)} paraphrases mean NDF {statistics.fmean(values):.3f}"
-            lines.append(line)
-        return lines + list(self.notes)
 
 
 # ----- the learning ------------------------------------------------------------------------------

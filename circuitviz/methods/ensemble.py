@@ -22,13 +22,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 
+from ..details.ensemble import EnsembleDetails
 from ..evaluate import circuits_at_budgets
 from ..graph import GraphSpec, top_n_at_budgets
-from ..results import CircuitResult, MethodDetails, register_details
+from ..results import CircuitResult
 from ..tasks import prepare_task
 from .base import Cost, RunContext, ScoringMethod, get_method, register
 from .bon import pair_scores, scorer_names
@@ -80,45 +80,6 @@ class EnsembleConfig:
             raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
         if not 1 <= int(self.resamples) <= 10000:
             raise ValueError(f"resamples must be between 1 and 10000, not {self.resamples}.")
-
-
-@register_details
-@dataclass
-class EnsembleDetails(MethodDetails):
-    """What an ensemble run combined, as plain data.
-
-    members, normalise: the methods averaged and how their scores were made comparable.
-    agreement: {budget: Jaccard overlap of the members' top-N edge sets (their mean over pairs of members)}.
-    prompts: the prompt and the paraphrases scored (bootstrap only).
-    resamples: bootstrap resamples drawn (0: no bootstrap).
-    stability: {budget: {"chosen_mean": mean stability of the circuit's edges, "stable": edges in
-        at least 90 % of the resamples' top N}}.
-    notes: what the run left out and why, in sentences.
-    """
-
-    kind: ClassVar[str] = "ensemble"
-    version: ClassVar[int] = 1
-
-    members: list = field(default_factory=list)
-    normalise: str = "rank"
-    agreement: dict = field(default_factory=dict)
-    prompts: list = field(default_factory=list)
-    resamples: int = 0
-    stability: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        lines = [f"Ensemble of {', '.join(self.members)} ({self.normalise}-normalised)."]
-        for budget, overlap in self.agreement.items():
-            line = f"  {budget} edges: members' top-N overlap {overlap:.2f}"
-            if budget in self.stability:
-                entry = self.stability[budget]
-                line += (
-                    f"; over {self.resamples} resamples of {len(self.prompts)} prompts the circuit's edges "
-                    f"are in {100 * entry['chosen_mean']:.0f} % of top-N sets, {entry['stable']} in 90 %+"
-                )
-            lines.append(line)
-        return lines + list(self.notes)
 
 
 # ----- normalisation and stability ---------------------------------------------------------------

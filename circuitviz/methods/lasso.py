@@ -25,25 +25,19 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 
 from ..graph import prune
+from ..lasso.details import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
 from ..lasso.sem import edge_scores, fit_sem, parse_selection
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
-from ..results import CircuitResult, MethodDetails, register_details
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
 
-SKELETON_NOTE = (
-    "CircuitLasso's coefficients are a dependency skeleton: which components' outputs linearly "
-    "predict which readers' inputs across the observed token positions. They are not causal effect "
-    "sizes; the faithfulness curve (patching) is what measures effects."
-)
 UNITS = ("components", "sae")
 
 
@@ -98,42 +92,6 @@ class LassoConfig:
                 raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
         if self.units == "sae" and not self.layers:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
-
-
-@register_details
-@dataclass
-class LassoDetails(MethodDetails):
-    """What a CircuitLasso run fitted, as plain data.
-
-    note: what the coefficients mean (a dependency skeleton, not effect sizes).
-    units: "components" or "sae".
-    observations: counts of the observed token positions and texts by kind, and notes.
-    regression: the fitted problem's sizes, lambda selection, solver rounds, KKT violation.
-    lambda_path: the lambdas tried.
-    selected_edges: edges with a nonzero coefficient; circuit_edges: those on a path to logits.
-    coefficients: {edge name: aggregated |coefficient|} of the selected edges, largest first.
-    scores_note: how edges beyond the selection are ranked.
-    feature_circuit: with SAE units, the feature-level circuit ({layers, nodes, edges, ...}).
-    report: the lines the command line prints.
-    """
-
-    kind: ClassVar[str] = "circuit-lasso"
-    version: ClassVar[int] = 1
-
-    note: str = SKELETON_NOTE
-    units: str = "components"
-    observations: dict = field(default_factory=dict)
-    regression: dict = field(default_factory=dict)
-    lambda_path: list = field(default_factory=list)
-    selected_edges: int = 0
-    circuit_edges: list = field(default_factory=list)
-    coefficients: dict = field(default_factory=dict)
-    scores_note: str = ""
-    feature_circuit: dict | None = None
-    report: list = field(default_factory=list)
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        return list(self.report)
 
 
 @register

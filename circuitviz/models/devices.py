@@ -7,7 +7,7 @@ import os
 import torch
 
 from circuitviz.models.errors import ModelLoadError
-from circuitviz.tasks import shown
+from circuitviz.text import shown
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

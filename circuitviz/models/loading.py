@@ -9,6 +9,7 @@ weights, so hooked activations are the model's own numbers.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from circuitviz.models import cache
+import circuitviz.models.cache as cache
+from circuitviz.models.adapter import adapter_of, register
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
@@ -32,7 +34,9 @@ from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
 from circuitviz.models.errors import ModelLoadError
 from circuitviz.models.layout import use_linear_layout
-from circuitviz.tasks import shown
+from circuitviz.text import shown
+
+_LOADS = itertools.count(1)  # numbers each load, so two loads of one model are two cache keys
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformer, HookedTransformerConfig
@@ -323,9 +327,8 @@ def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
     model.eval()
     model.requires_grad_(False)
     use_linear_layout(model)  # no copy of each weight in every forward pass (layout.py)
-    from ..activations import serialise_tokenizer
-
-    return serialise_tokenizer(model)
+    adapter_of(model)  # its lock, key, spec and tokenising (adapter.py)
+    return model
 
 
 def load_model(
@@ -354,7 +357,9 @@ def load_model(
     else:
         hooked = _load_from_hub(source.official_name, torch_device, torch_dtype)
     hooked.cfg.model_name = model
-    return prepare_for_circuits(hooked)
+    prepare_for_circuits(hooked)
+    register(hooked, f"{model} on {torch_device}, load {next(_LOADS)}")  # names it in cache keys
+    return hooked
 
 
 def _load_from_hub(official_name: str, device: torch.device, dtype: torch.dtype) -> HookedTransformer:

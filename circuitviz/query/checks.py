@@ -15,7 +15,9 @@ from dataclasses import replace
 
 import torch
 
-from ..activations import final_residual, metric_from_residual, model_device
+from ..engine.metric import metric_from_residual
+from ..engine.prefix import final_residual
+from ..models.adapter import adapter_of, model_device
 from ..tasks import PreparedTask, PromptTask, prepare_task
 from .pairs import ParaphrasePair
 
@@ -25,12 +27,12 @@ _WEAK_CORRUPTION = 0.05
 
 def token_count(model, text: str) -> int:
     """Tokens of a prompt as the model runs it (with its BOS token when it prepends one)."""
-    return int(model.to_tokens(text).shape[1])
+    return int(adapter_of(model).to_tokens(text).shape[1])
 
 
 def token_text(model, token_id: int) -> str:
     """One token id as text (decoded alone)."""
-    return model.tokenizer.decode([int(token_id)])
+    return adapter_of(model).decode([int(token_id)])
 
 
 @torch.no_grad()
@@ -41,16 +43,13 @@ def _last_position(model, prepared, tokens: torch.Tensor) -> tuple[torch.Tensor 
     """
     residual = final_residual(model, tokens.to(model_device(model)), [])  # [batch, d_model]
     metrics = None if prepared is None else metric_from_residual(model, prepared, residual).float().cpu()
-    x = residual[:, None, :]
-    if model.cfg.normalization_type is not None:
-        x = model.ln_final(x)
-    logits = x[:, 0] @ model.W_U + model.b_U  # [batch, d_vocab]; a soft cap keeps the argmax
+    logits = adapter_of(model).unembed(residual)  # [batch, d_vocab]
     return metrics, logits.argmax(-1).cpu()
 
 
 def model_answer(model, prompt: str) -> str:
     """The model's top-1 next token after ``prompt``, as text."""
-    _, top = _last_position(model, None, model.to_tokens(prompt))
+    _, top = _last_position(model, None, adapter_of(model).to_tokens(prompt))
     return token_text(model, int(top[0]))
 
 
@@ -91,8 +90,8 @@ def _checked_alone(
     ``seen`` collects the paraphrases so far. Returns (pair, clean tokens, corrupted tokens)."""
     pair = replace(pair, problems=list(pair.problems), warnings=list(pair.warnings))
     pair.answer_single_token = True  # the task's answer passed prepare_task
-    clean_tokens = model.to_tokens(pair.clean)  # [1, pos]
-    corrupted_tokens = model.to_tokens(pair.corrupted)  # [1, pos']
+    clean_tokens = adapter_of(model).to_tokens(pair.clean)  # [1, pos]
+    corrupted_tokens = adapter_of(model).to_tokens(pair.corrupted)  # [1, pos']
     pair.n_tokens, pair.corrupted_n_tokens = int(clean_tokens.shape[1]), int(corrupted_tokens.shape[1])
     pair.same_length = pair.n_tokens == pair.corrupted_n_tokens
     if not pair.same_length:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..details.base import MethodDetails, register_details
 from ..graph import prune, top_n
-from ..results import CircuitResult, MethodDetails, register_details
 from .report import report_lines
 from .variants import (
     ANY_BUDGET_VARIANTS,
@@ -27,6 +27,9 @@ from .variants import (
     ibon_circuit,
     names_mask,
 )
+
+if TYPE_CHECKING:
+    from ..results import CircuitResult
 
 FORMAT_VERSION = 1
 

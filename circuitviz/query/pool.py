@@ -15,10 +15,10 @@ import math
 import numpy
 import torch
 
-from ..activations import model_dtype
 from ..evaluate import Baseline, CurvePoint, Evaluator, Progress, ndf, nfs
 from ..graph import GraphSpec
-from ..store import content_key
+from ..keys import content_key
+from ..models.adapter import model_dtype
 from ..tasks import PromptTask
 
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..activations import batched_gradient_scores, model_device, model_dtype, writers_of_prompts
+from ..engine.capture import writers_of_prompts
+from ..engine.scores import batched_gradient_scores
 from ..evaluate import Progress
 from ..graph import GraphSpec
+from ..models.adapter import model_device, model_dtype
 from ..models.devices import working_memory_bytes
 from ..store import ResultStore
 from ..tasks import PreparedTask, PromptTask, prepare_task

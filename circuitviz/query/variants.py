@@ -21,7 +21,7 @@ import torch
 
 from ..graph import GraphSpec, prune
 from ..parsing import parse_whole_numbers
-from ..tasks import shown_number
+from ..text import shown_number
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 # variants whose circuit exists at any budget without a model pass

@@ -100,7 +100,7 @@ def clusters_view(
 
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
-    from ..tasks import shown
+    from ..text import shown
     from .sidebar import model_catalog
 
     model_id = manifest["model"]["model_id"]

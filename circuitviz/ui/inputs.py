@@ -36,9 +36,10 @@ def budgets_text(budgets) -> str:
 
 
 def graph_edge_total(model) -> int:
-    from ..graph import GraphSpec
 
-    return GraphSpec.from_model(model).n_edges
+    from ..models.adapter import adapter_of  # torch is loaded once a model is
+
+    return adapter_of(model).spec.n_edges
 
 
 def shared_settings(method, settings: dict) -> dict:

@@ -92,7 +92,9 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
         future.set_exception(error)
         return
     calibration.record_load(model_id, time.perf_counter() - start)
-    model._circuitviz_key = f"{model_id} on {device}, load {next(_LOADS)}"  # names it in cache keys
+    from ..models.adapter import register
+
+    register(model, f"{model_id} on {device}, load {next(_LOADS)}")  # names it in cache keys
     try:
         probe_rate(model)
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
@@ -106,9 +108,12 @@ def probe_rate(model) -> None:
     import torch
 
     from .. import calibration
-    from ..activations import final_residual, model_device
+    from ..engine.prefix import final_residual
+    from ..models.adapter import adapter_of, model_device
 
-    tokens = model.to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)  # [batch, pos]
+    tokens = (
+        adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
+    )  # [batch, pos]
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
         start = time.perf_counter()
@@ -144,7 +149,9 @@ def get_store():
 def model_key(model) -> str:
     """A cache key for this model object: the one its load gave it (a model id alone names
     several objects: one per device, or per loader in tests)."""
-    return getattr(model, "_circuitviz_key", None) or f"object {id(model)}"
+    from ..models.adapter import adapter_of  # torch is loaded once a model is
+
+    return adapter_of(model).key
 
 
 def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
@@ -167,8 +174,10 @@ def str_tokens(model, model_id: str, text: str) -> list[str]:
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _str_tokens(_model, key: str, text: str) -> list[str]:
-    ids = _model.to_tokens(text)[0].tolist()
-    return [_model.tokenizer.decode([int(token)]) for token in ids]
+    from ..models.adapter import adapter_of
+
+    ids = adapter_of(_model).to_tokens(text)[0].tolist()
+    return [adapter_of(_model).decode([int(token)]) for token in ids]
 
 
 def request_key(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]) -> str:
@@ -208,9 +217,8 @@ def discover(
 
 def node_labels(model, model_id: str, task) -> dict:
     """Logit-lens labels of every node on the task's clean prompt, stored like results."""
-    from ..graph import GraphSpec
+    from ..keys import content_key
     from ..labels.logit_lens import logit_lens_labels
-    from ..store import content_key
     from ..tasks import prepare_task
 
     store = get_store()
@@ -219,7 +227,9 @@ def node_labels(model, model_id: str, task) -> dict:
     if state is not None:
         return state["labels"]
     prepared = prepare_task(model, task, need_corrupted=False)
-    labels = logit_lens_labels(model, GraphSpec.from_model(model), prepared, LABEL_TOP_K)
+    from ..models.adapter import adapter_of
+
+    labels = logit_lens_labels(model, adapter_of(model).spec, prepared, LABEL_TOP_K)
     store.save_state(key, {"labels": labels}, kind="labels")
     return labels
 

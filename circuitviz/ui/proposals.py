@@ -42,11 +42,15 @@ def _templates():
 
 
 def _single_token(model, text: str) -> bool:
-    return int(model.to_tokens(text, prepend_bos=False, truncate=False).shape[1]) == 1
+    from ..models.adapter import adapter_of  # torch is loaded once a model is
+
+    return int(adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False).shape[1]) == 1
 
 
 def _token_count(model, text: str) -> int:
-    return int(model.to_tokens(text, truncate=False).shape[1])
+    from ..models.adapter import adapter_of
+
+    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
 
 
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:

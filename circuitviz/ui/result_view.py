@@ -27,7 +27,7 @@ SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feat
 def result_id(result) -> str:
     """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
     (one model id can name different weights: another device, or a test's tiny model)."""
-    from ..store import content_key
+    from ..keys import content_key
 
     return content_key(
         model=result.model_id,
@@ -259,12 +259,9 @@ def curve_notes(result) -> list[str]:
     grows, circuits that patching cannot make faithful, where the view opened."""
     notes = []
     if result.curve and max(point.ndf for point in result.curve) < 0.05:
-        if getattr(result.details, "kind", None) == "acc++":
-            notes.append(
-                "NDF is 0 at every budget, as expected for ACC++: it explains how attention heads pick their "
-                "sources (queries and keys) and never traces value paths or MLPs, so patching every edge it "
-                "leaves out corrupts the answer; its own check is the knockout on the Signals page."
-            )
+        expected = result.details.flat_curve_note() if result.details is not None else None
+        if expected:
+            notes.append(expected)
         else:
             notes.append(
                 "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "

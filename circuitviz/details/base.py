@@ -1,0 +1,90 @@
+"""The base of every family's details and the registry stored results find their class by.
+
+A leaf module: it imports nothing of circuitviz, so a family's details module (which imports
+only this) never pulls in the methods, the store or the result type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..results import CircuitResult
+
+
+class ResultFormatError(ValueError):
+    """A stored result this version cannot read; the message says what to do."""
+
+
+class MethodDetails:
+    """What a method family keeps beside the common fields: a typed, versioned dataclass.
+
+    Subclasses are dataclasses of plain JSON values with a ``kind`` and a ``version``, registered
+    with ``@register_details`` so stored results find their class. A family whose circuits exist
+    at budgets its run never evaluated (Best-of-N's variants) says so by overriding ``circuit``
+    and ``any_budget``; one whose faithfulness curve is expected to be flat says why in
+    ``flat_curve_note``.
+    """
+
+    kind: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+
+    def to_dict(self) -> dict:
+        return json_safe_deep(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict, version: int | None = None):
+        if version is not None and version != cls.version:
+            raise ResultFormatError(
+                f"This stored {cls.kind} result has details of version {version}, and this circuitviz "
+                f"reads version {cls.version}; run the method again to recompute it."
+            )
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor | None:
+        """The family's circuit at a budget its run did not evaluate, when its rule differs from
+        top-N of the scores (read from the result's data, never from the model)."""
+        return None
+
+    def any_budget(self, result: CircuitResult) -> bool:
+        """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
+        return False
+
+    def flat_curve_note(self) -> str | None:
+        """Why an NDF of zero at every budget is what this family expects, or None."""
+        return None
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        """Plain lines about the run for the command line."""
+        return []
+
+
+DETAILS: dict[str, type[MethodDetails]] = {}
+
+
+def register_details(cls: type[MethodDetails]) -> type[MethodDetails]:
+    """Class decorator: stored results of this ``kind`` read back into ``cls``."""
+    DETAILS[cls.kind] = cls
+    return cls
+
+
+def details_to_state(details: MethodDetails | None) -> dict | None:
+    if details is None:
+        return None
+    return {"kind": details.kind, "version": details.version, "data": details.to_dict()}
+
+
+def json_safe_deep(value):
+    """NaN and infinities are not JSON: write them as null, recursively."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {key: json_safe_deep(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe_deep(item) for item in value]
+    return value

@@ -1,0 +1,219 @@
+"""Every writer's output of a run: captured into buffers, or kept in the autograd graph.
+
+Writers' outputs are their *additive contributions to the residual stream*. For models that
+normalise the attention output before adding it (Gemma's ``ln1_post``, OLMo-2's post-norm), a
+head's contribution is its result passed through that norm with the norm's scale frozen at this
+run's value, so the heads of a layer still sum exactly to what the layer adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..graph import GraphSpec
+from ..models.adapter import Hook, adapter_of
+from . import sites
+from .metric import RowsMetric, metric_from_residual
+from .prefix import final_residual
+
+if TYPE_CHECKING:
+    from ..tasks import PreparedTask
+
+
+def frozen_norm(norm, heads: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Apply ``norm`` to each head's share with the scale of the whole sum frozen.
+
+    heads: [batch, pos, n_heads, d_model]; scale: [batch, pos, 1]. LayerNorm's centring and bias
+    are linear, so they distribute over the heads too (the bias split evenly).
+    """
+    n_heads = heads.shape[2]
+    centred = "LayerNorm" in type(norm).__name__
+    if centred:
+        heads = heads - heads.mean(-1, keepdim=True)
+    out = heads / scale[:, :, None, :]
+    weight = getattr(norm, "w", None)
+    if weight is not None:
+        out = out * weight
+    bias = getattr(norm, "b", None)
+    if bias is not None:
+        out = out + bias / n_heads
+    return out
+
+
+def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tensor], None]) -> list[Hook]:
+    """Hooks that hand each writer's residual contribution to ``sink(forward_index, tensor)``.
+
+    tensor shapes: input and MLP [batch, pos, d_model]; heads [batch, pos, n_heads, d_model].
+    """
+    adapter = adapter_of(model)
+    hooks: list[Hook] = [(sites.EMBEDDING, lambda x, hook: sink(0, x))]
+    for layer in range(spec.n_layers):
+        heads = spec.head_forward(layer)
+        norm, norm_name = adapter.attention_post_norm(layer)
+        if norm is None:
+            hooks.append(
+                (
+                    sites.head_z(layer),
+                    lambda z, hook, heads=heads, layer=layer: sink(heads, adapter.head_results(layer, z)),
+                )
+            )
+        else:
+            pending: dict[str, torch.Tensor] = {}
+
+            def keep(z, hook, pending=pending, layer=layer):
+                pending["result"] = adapter.head_results(layer, z)
+
+            def scaled(scale, hook, pending=pending, heads=heads, norm=norm):
+                sink(heads, frozen_norm(norm, pending.pop("result"), scale))
+
+            hooks.append((sites.head_z(layer), keep))
+            hooks.append((sites.norm_scale(layer, norm_name), scaled))
+        mlp = spec.mlp_forward(layer)
+        hooks.append((sites.mlp_out(layer), lambda x, hook, mlp=mlp: sink(mlp, x)))
+    return hooks
+
+
+class WriterBuffer:
+    """Every writer's contribution of one run in one tensor.  # [batch, pos, n_forward, d_model]
+
+    ``writer_major`` keeps them as [batch, n_forward, pos, d_model] instead, so the writers a
+    reader sums over are one contiguous block per row (the patched runs contract them with a
+    matrix product and no transposed copy).
+    """
+
+    def __init__(
+        self, spec: GraphSpec, batch: int, positions: int, dtype, device, writer_major: bool = False
+    ):
+        shape = (
+            (batch, spec.n_forward, positions, spec.d_model)
+            if writer_major
+            else (batch, positions, spec.n_forward, spec.d_model)
+        )
+        self.writer_major = writer_major
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
+
+    def __call__(self, index, tensor: torch.Tensor) -> None:
+        if not self.writer_major:
+            self.values[:, :, index] = tensor.detach()
+        elif tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
+            self.values[:, index] = tensor.detach().transpose(1, 2)
+        else:
+            self.values[:, index] = tensor.detach()
+
+    def major(self, count: int) -> torch.Tensor:
+        """The first ``count`` writers' contributions, writer-major (a view; needs ``writer_major``).
+        # [batch, count, pos, d_model]"""
+        if not self.writer_major:
+            raise ValueError(
+                "patching reads the writers writer-major: make the buffer with writer_major=True"
+            )
+        return self.values[:, :count]
+
+
+class WriterDifferences:
+    """(corrupted - current) output of every writer of one run, kept in the autograd graph (a
+    learned mask's run), laid out so that a reader's masked change is one batched matrix product.
+
+    A reader's change is sum_f w[f] (corrupted_f - current_f); with each writer's difference
+    stored as a [pos * d_model] row, that is [n_readers, up] @ [up, pos * d_model] per circuit:
+    one product over every position at once, differentiable in both the weights and the current
+    outputs. (``WriterBuffer`` writes into one preallocated tensor in place, which autograd cannot
+    differentiate through.) Writers arrive in forward order, as ``writer_hooks`` calls them;
+    ``upstream(count)`` concatenates the first ``count`` (once per count: a layer's q, k and v
+    readers share theirs).
+    """
+
+    def __init__(self, corrupted_writers: torch.Tensor):
+        self.corrupted = corrupted_writers[0].transpose(0, 1)  # [n_forward, pos, d_model]
+        self.parts: list[torch.Tensor] = []  # [batch, k, pos * d_model] each, in forward order
+        self.count = 0
+        self._joined: dict[int, torch.Tensor] = {}
+
+    def __call__(self, index, tensor: torch.Tensor) -> None:
+        start = index.start if isinstance(index, slice) else index
+        if start != self.count:
+            raise RuntimeError(f"writer {start} arrived after {self.count} writers; hooks out of order")
+        part = tensor if tensor.dim() == 4 else tensor[:, :, None]  # [batch, pos, k, d_model]
+        k = part.shape[2]
+        corrupted = self.corrupted[start : start + k]  # [k, pos, d_model]
+        difference = corrupted[None] - part.transpose(1, 2)  # [batch, k, pos, d_model], contiguous
+        self.parts.append(difference.flatten(2))
+        self.count += k
+
+    def upstream(self, count: int) -> torch.Tensor:
+        """The first ``count`` writers' differences.  # [batch, count, pos * d_model]"""
+        if count not in self._joined:
+            joined, total = [], 0
+            for part in self.parts:
+                if total >= count:
+                    break
+                joined.append(part[:, : count - total])
+                total += joined[-1].shape[1]
+            if total != count:
+                raise RuntimeError(f"{count} writers asked for, {total} written so far")
+            self._joined[count] = joined[0] if len(joined) == 1 else torch.cat(joined, dim=1)
+        return self._joined[count]
+
+
+@torch.no_grad()
+def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
+    """One batched run of the clean and the corrupted prompt.
+
+    Returns (writers [2, pos, n_forward, d_model], metrics [2]) with index 0 clean, 1 corrupted.
+    """
+    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
+    return writers_of_prompts(model, spec, prepared, tokens)
+
+
+@torch.no_grad()
+def writers_of_prompts(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask | None,
+    tokens: torch.Tensor,
+    metric: RowsMetric | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batched run of several different prompts of equal length (the clean and corrupted
+    prompt, Best-of-N's paraphrases and their corruptions, a dataset's prompts), scored with the
+    task's metric or ``metric`` (``task_metric``: each row its own task's).
+
+    tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], metrics [batch]).
+    """
+    adapter = adapter_of(model)
+    tokens = tokens.to(adapter.device)
+    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, tokens.device)
+    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
+    if metric is not None:
+        return buffer.values, metric(residual)
+    return buffer.values, metric_from_residual(model, prepared, residual)
+
+
+@torch.no_grad()
+def observe(
+    model, spec: GraphSpec, tokens: torch.Tensor, hook_names=(), keep_writers: bool = True
+) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor]:
+    """One plain forward pass that keeps what an observational method (CircuitLasso, ACC++,
+    labels) reads.
+
+    tokens: [batch, pos]. Returns (every writer's contribution [batch, pos, n_forward, d_model],
+    or None without ``keep_writers``; {hook name: the activation as that hook saw it}; the
+    residual stream after the last block at every position [batch, pos, d_model]).
+    """
+    adapter = adapter_of(model)
+    tokens = tokens.to(adapter.device)
+    buffer = None
+    if keep_writers:
+        buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, adapter.device)
+    captured: dict[str, torch.Tensor] = {}
+
+    def capture(x, hook):
+        captured[hook.name] = x.detach()
+
+    hooks = writer_hooks(model, spec, buffer) if buffer is not None else []
+    hooks += [(name, capture) for name in hook_names]
+    with adapter.hooked(hooks):
+        residual = adapter.blocks(tokens)  # [batch, pos, d_model]
+    return (buffer.values if buffer is not None else None), captured, residual

@@ -1,0 +1,259 @@
+"""Patching: a run of the clean prompt in which chosen edges carry their writer's corrupted output.
+
+A reader's input becomes its clean input plus, for each removed edge, (corrupted - current)
+output of the edge's source. ``patched_metrics`` evaluates boolean circuits in batches (the
+faithfulness curves), ``masked_residual`` continuous masks differentiably (Edge Pruning), and
+``node_patched_metrics`` switches whole heads or MLPs (the node-tracking yardstick).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..chunks import run_in_chunks
+from ..graph import QKV, GraphSpec
+from ..models.adapter import Hook, adapter_of
+from . import sites
+from .capture import WriterBuffer, WriterDifferences, writer_hooks
+from .memory import evaluation_bytes_per_position
+from .metric import RowsMetric, metric_from_residual
+from .prefix import final_residual, shared_prefix
+
+if TYPE_CHECKING:
+    from ..tasks import PreparedTask
+
+
+def patch_hooks(
+    spec: GraphSpec,
+    corrupted_writers: torch.Tensor | None,
+    weights: torch.Tensor,
+    current,
+) -> list[Hook]:
+    """Hooks that move each reader's input towards the corrupted run, edge by edge.
+
+    weights: [batch, n_forward, n_backward] in the model's dtype, the share of each edge that
+    carries its writer's corrupted output (1: the edge is removed, 0: kept, between: a learned
+    mask's relaxation). ``current`` is this run's writer-major ``WriterBuffer`` (the boolean
+    evaluation), with corrupted_writers [g, pos, n_forward, d_model]: the corrupted runs of g tasks
+    whose rows make up the batch in g equal runs (task 0's rows, then task 1's, ...; g = 1 for one
+    task); or ``WriterDifferences`` (a learned mask's differentiable run), which holds the
+    corrupted outputs already (corrupted_writers None). A reader's input becomes
+
+        x + sum_f weights[f] (corrupted_f - current_f)
+
+    computed with matrix products over the writers, which lie writer-major ([batch, n_forward,
+    pos, d_model], or a [pos * d_model] row per writer) so each reader's sum reads one contiguous
+    block per row and no transposed copy of the writers is made per reader (that copy was most of
+    an evaluation's time). A layer's q, k and v readers get their patches from one product.
+    Readers whose weights are all zero in every circuit of the batch get no hook (their input
+    stays clean).
+    """
+    batch = weights.shape[0]
+    differences = isinstance(current, WriterDifferences)
+    if differences:  # a learned mask's run: the differences are the writers' rows already
+        groups, positions, corrupted = 1, current.corrupted.shape[1], None
+    else:
+        groups, positions = corrupted_writers.shape[0], corrupted_writers.shape[1]
+        corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
+    if batch % groups:
+        raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
+    per_group = batch // groups
+    width = positions * spec.d_model
+    # readers with a nonzero weight in any circuit of the batch, read off in one transfer
+    active = (weights != 0).any(dim=1).any(dim=0).tolist()  # [n_backward]
+
+    def moved(upstream: int, readers: slice) -> torch.Tensor:
+        """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r: one product
+        with each row's task's corrupted run, one with the row's own current run (or one with
+        the learned run's differences).
+        # [batch, n_readers, pos, d_model]"""
+        share = weights[:, :upstream, readers]  # [b, up, r]
+        n = share.shape[2]
+        if differences:  # [b, r, up] @ [b, up, pos d]: the rows hold corrupted - current
+            into = torch.bmm(share.transpose(1, 2), current.upstream(upstream))
+            return into.view(batch, n, positions, spec.d_model)
+        grouped = (
+            share.reshape(groups, per_group, upstream, n)
+            .transpose(2, 3)
+            .reshape(groups, per_group * n, upstream)
+        )
+        into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
+        into = into.reshape(batch, n, width)
+        now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
+        into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
+        return into.view(batch, n, positions, spec.d_model)
+
+    def head_patch(x, hook, layer: int, kind: int, cache: dict):
+        """A head input [b, pos, n_heads, d]; a layer's q, k and v patches come from one product."""
+        if "moved" not in cache:
+            readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+            cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, 3 n_heads, pos, d]
+        part = cache["moved"][:, kind * spec.n_heads : (kind + 1) * spec.n_heads]  # [b, n_heads, pos, d]
+        cache["used"] = cache.get("used", 0) + 1
+        if cache["used"] == len(QKV):
+            del cache["moved"]
+        return x + part.transpose(1, 2)
+
+    def single_patch(x, hook, upstream: int, reader: int):
+        """An MLP input or the logits' residual: [b, pos, d]."""
+        return x + moved(upstream, slice(reader, reader + 1))[:, 0]
+
+    hooks: list[Hook] = []
+    for layer in range(spec.n_layers):
+        heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+        if any(active[reader] for reader in heads):
+            cache: dict = {}
+            for kind, qkv in enumerate(QKV):
+                hooks.append(
+                    (
+                        sites.head_input(layer, qkv),
+                        lambda x, hook, layer=layer, kind=kind, cache=cache: head_patch(
+                            x, hook, layer, kind, cache
+                        ),
+                    )
+                )
+        mlp = spec.mlp_backward(layer)
+        if active[mlp]:  # otherwise every circuit keeps all of this reader's edges: its input stays clean
+            upstream = spec.upstream_of_mlp(layer)
+            hooks.append(
+                (
+                    sites.mlp_in(layer),
+                    lambda x, hook, up=upstream, r=mlp: single_patch(x, hook, up, r),
+                )
+            )
+    if active[spec.logits_backward]:
+        hooks.append(
+            (
+                sites.resid_post(spec.n_layers - 1),
+                lambda x, hook: single_patch(x, hook, spec.n_forward, spec.logits_backward),
+            )
+        )
+    return hooks
+
+
+@torch.no_grad()
+def patched_metrics(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    corrupted_writers: torch.Tensor,
+    removed: torch.Tensor,
+    tokens: torch.Tensor | None = None,
+    metric: RowsMetric | None = None,
+    prefix: int = 0,
+) -> torch.Tensor:
+    """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
+
+    corrupted_writers: [1, pos, n_forward, d_model]; removed: [batch, n_forward, n_backward] bool,
+    one circuit's complement per batch element. A reader's input becomes its current input plus,
+    for each removed edge, (corrupted - current) output of the edge's source. Returns [batch].
+    A batch of several tasks (a dataset's prompts, all of one length) gives g tasks' corrupted
+    writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
+    task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``task_metric``).
+    ``prefix``: leading positions that run once, unpatched (``shared_prefix`` of the tasks).
+    """
+    batch = removed.shape[0]
+    adapter = adapter_of(model)
+    device = adapter.device
+    if tokens is None:
+        tokens = prepared.clean_tokens.to(device).expand(batch, -1)
+    tokens = tokens.to(device)
+    dtype = adapter.dtype
+    positions = tokens.shape[1] - prefix
+    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
+    weights = removed.to(device=device, dtype=dtype)
+    hooks = writer_hooks(model, spec, current) + patch_hooks(spec, corrupted_writers, weights, current)
+    residual = final_residual(model, tokens, hooks, prefix)
+    return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
+
+
+def masked_residual(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    corrupted_writers: torch.Tensor,
+    keep: torch.Tensor,
+) -> torch.Tensor:
+    """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
+
+    keep: [batch, n_forward, n_backward], each edge's kept share in [0, 1] (off-graph entries are
+    ignored): the relaxation of ``patched_metrics``, which it equals at 0/1 masks (within float
+    rounding: it contracts all positions at once, ``patch_hooks``). Every writer's output stays
+    in the autograd graph (``WriterDifferences``), so the gradient includes what a mask changes
+    downstream. The positions no mask can change (``unchanged_prefix``) run once, without
+    gradients, and the batch continues from their keys and values: a corruption late in a long
+    prompt makes each step that much cheaper. Returns [batch, d_model] (``metric_from_residual``
+    reads the metric).
+    """
+    batch = keep.shape[0]
+    adapter = adapter_of(model)
+    device, dtype = adapter.device, adapter.dtype
+    prefix = shared_prefix(model, [prepared])
+    edge_mask = spec.tensors(device).edge_mask
+    weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
+    # [1, pos - prefix, n_forward, d_model]: the positions that run
+    current = WriterDifferences(corrupted_writers[:, prefix:].to(device=device, dtype=dtype))
+    hooks = writer_hooks(model, spec, current)
+    hooks += patch_hooks(spec, None, weights, current)
+    tokens = prepared.clean_tokens.to(device).expand(batch, -1)  # [batch, pos]
+    with torch.enable_grad():
+        return final_residual(model, tokens, hooks, prefix)
+
+
+@torch.no_grad()
+def node_patched_metrics(model, spec: GraphSpec, prepared: PreparedTask, nodes) -> torch.Tensor:
+    """Metric of the clean run with one head or MLP switched to its corrupted-run output, per node.
+
+    The model computes everything else itself: a head is replaced at its z (before the output
+    projection and any post-attention norm, which then renormalises the layer's sum as it would),
+    an MLP at its output. This is the effect of patching that node alone, measured without the
+    graph's edge decomposition. nodes: writer indices (heads and MLPs); one batch element each,
+    chunked to the device's memory. Returns [len(nodes)] on the model's device.
+    """
+    nodes = [int(node) for node in nodes]
+    places = [sites.writer_site(spec, node) for node in nodes]
+    adapter = adapter_of(model)
+    device = adapter.device
+    corrupted: dict[str, torch.Tensor] = {}
+
+    def keep(x, hook):
+        corrupted[hook.name] = x.detach()
+
+    names = sorted({name for name, _ in places})
+    with adapter.hooked([(name, keep) for name in names]):
+        adapter.blocks(prepared.corrupted_tokens.to(device))
+    results: list[torch.Tensor] = []
+
+    def compute(rows: slice) -> torch.Tensor:
+        chosen = places[rows]
+        tokens = prepared.clean_tokens.to(device).expand(len(chosen), -1)
+
+        def replace(x, hook):
+            x = x.clone()
+            for row, (name, head) in enumerate(chosen):
+                if name != hook.name:
+                    continue
+                if head is None:
+                    x[row] = corrupted[name][0]  # [pos, d_model]
+                else:
+                    x[row, :, head] = corrupted[name][0, :, head]  # [pos, d_head]
+            return x
+
+        hooks = [(name, replace) for name in sorted({name for name, _ in chosen})]
+        return metric_from_residual(model, prepared, final_residual(model, tokens, hooks))
+
+    run_in_chunks(
+        model,
+        "evaluate",
+        len(nodes),
+        prepared.n_positions,
+        evaluation_bytes_per_position(spec, adapter.element_size),
+        compute,
+        lambda rows, values: results.append(values),
+    )
+    if not results:
+        return torch.zeros(0, device=device)
+    return torch.cat(results)

@@ -1,0 +1,60 @@
+"""Runs to the final residual, and the positions before the corruption that need running once.
+
+Where the clean and corrupted prompts agree (every position before the first token that
+differs), every writer's corrupted-minus-clean difference is 0: no patched edge changes anything
+there, no edge score takes anything from there, and under causal attention nothing at a later
+position reads a gradient or a patch from there. Those positions run once per distinct prompt,
+without hooks or gradients, and the hooked run continues from their keys and values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..models.adapter import Hook, adapter_of
+
+if TYPE_CHECKING:
+    from ..tasks import PreparedTask
+
+
+def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:
+    """Residual stream after the last block at the last position.  # [batch, d_model]
+
+    Stops before the unembedding: the metric needs a few logits at one position, not the whole
+    vocabulary at every position (for Gemma-3 that is most of the forward pass's cost). With
+    ``prefix`` > 0 the first ``prefix`` positions run once per distinct row, without hooks or
+    gradients, and the hooked run continues from their keys and values: the hooks see positions
+    ``prefix`` onwards only (``shared_prefix`` says when that changes nothing a caller reads).
+    """
+    adapter = adapter_of(model)
+    if prefix <= 0:
+        with adapter.hooked(fwd_hooks):
+            residual = adapter.blocks(tokens)  # [batch, pos, d_model]
+        return residual[:, -1]
+    caches = adapter.prefix_caches(tokens[:, :prefix])
+    mask = torch.ones_like(tokens)  # [batch, pos]
+    with adapter.hooked(fwd_hooks):
+        residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
+    return residual[:, -1]
+
+
+def unchanged_prefix(prepared: PreparedTask) -> int:
+    """How many leading positions no circuit can change: those before the first token where the
+    clean and corrupted prompts differ (always leaving the last position to run)."""
+    differ = (prepared.clean_tokens[0] != prepared.corrupted_tokens[0]).nonzero()  # [k, 1]
+    first = int(differ[0, 0]) if differ.numel() else prepared.n_positions
+    return min(first, prepared.n_positions - 1)
+
+
+def shared_prefix(model, tasks: Sequence[PreparedTask]) -> int:
+    """How many leading positions a batched run of ``tasks`` may run once, unhooked and without
+    gradients: the shortest of their ``unchanged_prefix`` (0 for models whose positions enter
+    inside attention, where a continued run would skip them). Skipping them changes no score and
+    no metric, only the time.
+    """
+    if not tasks or adapter_of(model).positions_inside_attention:
+        return 0
+    return min(unchanged_prefix(task) for task in tasks)

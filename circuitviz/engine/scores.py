@@ -1,0 +1,174 @@
+"""Edge scores from reader gradients: (corrupted - clean) writer output times the gradient at
+the reader's input, summed over batch and positions, accumulated in chunks that fit the device."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..chunks import run_in_chunks
+from ..graph import GraphSpec
+from ..models.adapter import adapter_of
+from .gradients import ReaderGradients, reader_gradients
+from .memory import gradient_bytes_per_position
+from .metric import task_metric
+from .prefix import shared_prefix
+
+if TYPE_CHECKING:
+    from ..tasks import PreparedTask
+
+
+def score_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The precision edge scores accumulate in: float32 at least (bfloat16 models included)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def accumulate_scores(
+    spec: GraphSpec,
+    scores: torch.Tensor,
+    gradients: ReaderGradients,
+    differences: torch.Tensor,
+    owner: torch.Tensor | None = None,
+) -> None:
+    """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
+
+    differences: [1 or n, pos, n_forward, d_model] (corrupted minus clean writer outputs). With
+    ``owner`` [batch] (values 0..n-1), ``scores`` is [n, n_forward, n_backward] and batch element
+    b adds to ``scores[owner[b]]`` with ``differences[owner[b]]`` (Best-of-N's pairs in one
+    pass). Without it ``scores`` is [n_forward, n_backward] and ``differences`` is shared (batch
+    1) or given per batch element. One contraction per layer covers all its readers, formed in
+    ``scores``' precision.
+    """
+    dtype = scores.dtype
+    width = 3 * spec.n_heads + 1
+    groups = "g" if owner is not None else ""
+
+    def reduce(gradient: torch.Tensor) -> torch.Tensor:
+        """The batch summed down to what ``differences`` holds: [1, n or batch, pos, ...]."""
+        gradient = gradient.to(dtype)
+        if owner is not None:
+            summed = torch.zeros((scores.shape[0], *gradient.shape[1:]), dtype=dtype, device=gradient.device)
+            return summed.index_add_(0, owner, gradient)
+        return gradient.sum(0, keepdim=True) if differences.shape[0] == 1 else gradient
+
+    for layer in range(spec.n_layers):
+        upstream = spec.upstream_of_mlp(layer)
+        readers = slice(layer * width, (layer + 1) * width)
+        gradient = reduce(gradients.layer(layer))  # [g, pos, 3H+1, d_model]
+        delta = differences[:, :, :upstream].to(dtype)  # [g, pos, upstream, d_model]
+        part = torch.einsum(f"gpfd,gprd->{groups}fr", delta, gradient)
+        # a layer's own heads feed its MLP but not its own queries, keys and values
+        part[..., spec.upstream_of_heads(layer) :, : 3 * spec.n_heads] = 0
+        scores[..., :upstream, readers] += part
+    gradient = reduce(gradients.logits)  # [g, pos, d_model]
+    scores[..., :, spec.logits_backward] += torch.einsum(
+        f"gpfd,gpd->{groups}f", differences.to(dtype), gradient
+    )
+
+
+def gradient_scores(
+    model,
+    spec: GraphSpec,
+    n_items: int,
+    n_positions: int,
+    batch_pass: Callable[[slice], tuple[ReaderGradients, torch.Tensor, torch.Tensor | None, slice | None]],
+    n_groups: int | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """Edge scores summed over ``n_items`` gradient sequences, in chunks that fit the device.
+
+    ``batch_pass(rows)`` runs the sequences ``rows`` and returns (their gradients, the
+    differences they multiply, an owner per sequence or None, the groups those owners index).
+    Returns [n_forward, n_backward], or [n_groups, n_forward, n_backward] with owners, on the
+    model's device in the precision scores accumulate in.
+    """
+    adapter = adapter_of(model)
+    dtype, device = score_dtype(adapter.dtype), adapter.device
+    graph = (spec.n_forward, spec.n_backward)
+    scores = torch.zeros((*(() if n_groups is None else (n_groups,)), *graph), dtype=dtype, device=device)
+
+    def compute(rows: slice):
+        gradients, differences, owner, groups = batch_pass(rows)
+        if owner is None:
+            part = torch.zeros(graph, dtype=dtype, device=device)
+        else:
+            part = torch.zeros((groups.stop - groups.start, *graph), dtype=dtype, device=device)
+        accumulate_scores(spec, part, gradients, differences, owner=owner)
+        return groups, part
+
+    def commit(rows: slice, result) -> None:
+        groups, part = result
+        (scores if groups is None else scores[groups]).add_(part)
+        if progress:
+            progress("score", rows.stop / n_items)
+
+    run_in_chunks(
+        model,
+        "gradient",
+        n_items,
+        n_positions,
+        gradient_bytes_per_position(model, n_positions),
+        compute,
+        commit,
+    )
+    return scores
+
+
+def batched_gradient_scores(
+    model,
+    spec: GraphSpec,
+    tasks: Sequence[PreparedTask],
+    clean_writers: torch.Tensor,
+    corrupted_writers: torch.Tensor,
+    steps: int | None,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes.
+
+    Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
+    gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
+    times the corrupted-minus-clean writer outputs; ``steps`` None gives EAP (the gradient at
+    the clean input itself). The leading positions where the batch's clean and corrupted prompts
+    agree run once, without gradients (``shared_prefix``). A batch holds the steps of several tasks, each scored with its own
+    answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
+    summed per task and contracted with each task's differences in one product per layer.
+    clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
+    Returns [n_tasks, n_forward, n_backward] on the model's device.
+    """
+    tasks = list(tasks)
+    device = adapter_of(model).device
+    differences = corrupted_writers - clean_writers  # [n, pos, n_forward, d_model]
+    clean_input, corrupted_input = clean_writers[:, :, 0], corrupted_writers[:, :, 0]  # [n, pos, d_model]
+    tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
+    n_steps = int(steps) if steps else 1
+    jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
+
+    def batch_pass(rows: slice):
+        batch = jobs[rows]
+        owners = [j for j, _ in batch]  # a batch's tasks are contiguous: jobs go task by task
+        lowest, highest = owners[0], owners[-1]
+        members = slice(lowest, highest + 1)
+        prefix = shared_prefix(model, tasks[members])  # positions with no difference run once
+        owner = torch.tensor(owners, device=device)
+        interpolate = None
+        if steps:
+            alpha = torch.tensor([k / n_steps for _, k in batch], dtype=clean_input.dtype, device=device)
+            alpha = alpha[:, None, None]  # [b, 1, 1]
+            start_value = corrupted_input[owner, prefix:]  # [b, pos - prefix, d_model]
+            end_value = clean_input[owner, prefix:]
+
+            def interpolate(x):
+                return start_value + alpha * (end_value - start_value)  # [b, pos - prefix, d_model]
+
+        metric = task_metric(model, tasks, owner)
+        gradients, _ = reader_gradients(
+            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric, prefix=prefix
+        )
+        return gradients, differences[members, prefix:], owner - lowest, members
+
+    scores = gradient_scores(
+        model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress
+    )
+    return scores / n_steps
