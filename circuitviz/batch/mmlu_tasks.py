@@ -9,16 +9,20 @@ For each question (``mmlu.MMLUQuestion``, prompt format in ``mmlu``'s docstring)
   Gemma-3-270M: with the strongest other letter alone as the foil the clean margin is a few
   tenths of a logit and 13 of 43 questions pass the check below; with the three, 18 of 43;
 - corrupted prompt, by one of ``CORRUPTIONS`` (the same token length, checked):
-  ``label`` (default): the answer option's marker is renamed to a letter no option uses
-  ("D. Mars" -> "E. Mars"), so the cue the model points to is gone while the question and every
-  option's text stay; ``filler``: every word of the question replaced by as many filler tokens
-  (" x") as it had, so the question's content is gone;
+  ``letters`` (default): the four option markers renamed E-H ("A. Mars" -> "E. Mars"), so the
+  letters the model answers with are gone from the prompt while the question and every option's
+  text stay; ``label``: only the answer option's marker renamed E; ``filler``: every word of the
+  question replaced by as many filler tokens (" x") as it had; ``blank``: the question's and the
+  options' words replaced so, and the answer's marker renamed E;
 - validity: the corruption must lower the metric by at least ``MIN_GAP`` logits, the yardstick's
   threshold for a logit difference (an e-fold change of the answer's odds against the foil).
 
-Measured on Gemma-3-270M (docs/mmlu.md): its letter preference is mostly positional, so the
-filler corruption moves it by a small fraction of a logit on most questions and the check refuses
-them; renaming the answer's marker lowers it by more than a logit on most. Questions are drawn in
+Measured on Gemma-3-270M over 37 marketing and astronomy questions (docs/mmlu.md): its letter
+preference is mostly positional (it prefers D on most questions), so the question's content
+barely moves it: the share of questions whose corruption lowers the metric by 1 logit is 2/37
+for ``filler``, 12/37 for ``label``, 17/37 for ``letters`` and 22/37 for ``blank``. ``letters``
+is the default: nearly as many kept as ``blank``, and a rule the paraphrases' template family
+applies in every marker style without the tokenizer (``blank`` needs it to keep the length). Questions are drawn in
 a seeded order per subject until ``n`` are kept or the subject runs out; every refusal is counted
 with its reason, per subject.
 """
@@ -31,15 +35,27 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..activations import final_residual, logits_from_residual, model_device
+from ..engine.metric import logits_from_residual
+from ..engine.prefix import final_residual
+from ..models.adapter import adapter_of, model_device
 from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
 from .dataset import Dataset, DatasetError, DatasetTask
-from .mmlu import LETTERS, MMLUError, MMLUQuestion, draw_questions, format_prompt, load_mmlu, resolve_subjects
+from .mmlu import (
+    LETTERS,
+    MMLUData,
+    MMLUError,
+    MMLUQuestion,
+    draw_questions,
+    format_prompt,
+    load_mmlu,
+    resolve_subjects,
+)
 
 MIN_GAP = 1.0  # logits; the task validity check's threshold for the logit difference
 UNUSED_LABEL = "E"  # the marker the label corruption gives the answer option
+UNUSED_LETTERS = ("E", "F", "G", "H")  # the markers the letters corruption gives A-D
 FILLER = "x"
-DEFAULT_CORRUPTION = "label"
+DEFAULT_CORRUPTION = "letters"
 TRIES_PER_TASK = 10  # questions tried per task asked for before a subject counts as exhausted
 
 
@@ -93,11 +109,19 @@ def relabelled_prompt(question: MMLUQuestion, answer: int, label: str = UNUSED_L
     return prompt.replace(marker, f"\n{label}. ")
 
 
+def renamed_letters_prompt(question: MMLUQuestion) -> str:
+    """The prompt with every option marker renamed (A-D -> E-H), everything else kept."""
+    prompt = question.prompt()
+    for letter, unused in zip(LETTERS, UNUSED_LETTERS):
+        prompt = prompt.replace(f"\n{letter}. ", f"\n{unused}. ", 1)
+    return prompt
+
+
 def filler_words(model, text: str, filler: str = FILLER) -> str:
     """Each word of ``text`` replaced by as many filler words as it has tokens (after a space)."""
     words = []
     for word in text.split():
-        count = int(model.to_tokens(" " + word, prepend_bos=False, truncate=False).shape[1])
+        count = int(adapter_of(model).to_tokens(" " + word, prepend_bos=False, truncate=False).shape[1])
         words.append(" ".join([filler] * count))
     return " ".join(words)
 
@@ -107,9 +131,19 @@ def filler_prompt(model, question: MMLUQuestion, answer: int) -> str:
     return format_prompt(question.subject, filler_words(model, question.question), question.options)
 
 
+def blank_prompt(model, question: MMLUQuestion, answer: int) -> str:
+    """The prompt with the question's and the options' words replaced by filler and the answer's
+    marker renamed: neither content nor cue left."""
+    options = [filler_words(model, option) for option in question.options]
+    blank = MMLUQuestion(question.row, question.subject, filler_words(model, question.question), options, "A")
+    return relabelled_prompt(blank, answer)
+
+
 CORRUPTIONS: dict[str, Callable] = {
+    "letters": lambda model, question, answer: renamed_letters_prompt(question),
     "label": lambda model, question, answer: relabelled_prompt(question, answer),
     "filler": filler_prompt,
+    "blank": blank_prompt,
 }
 
 
@@ -118,7 +152,7 @@ def letter_token_ids(model) -> list[int]:
     """The ids of " A" .. " D"; MMLUError when a letter is not one token for this tokenizer."""
     ids = []
     for letter in LETTERS:
-        tokens = model.to_tokens(" " + letter, prepend_bos=False, truncate=False)[0].tolist()
+        tokens = adapter_of(model).to_tokens(" " + letter, prepend_bos=False, truncate=False)[0].tolist()
         if len(tokens) != 1:
             raise MMLUError(
                 f"This model's tokenizer splits ' {letter}' into {len(tokens)} tokens; MMLU needs one."
@@ -139,12 +173,18 @@ def _refused(question, reason, **measured) -> QuestionVerdict:
 
 
 def question_verdict(
-    model, question: MMLUQuestion, corruption: str = DEFAULT_CORRUPTION, max_tokens: int = DEFAULT_MAX_TOKENS
+    model,
+    question: MMLUQuestion,
+    corruption: str = DEFAULT_CORRUPTION,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    min_gap: float = MIN_GAP,
 ) -> QuestionVerdict:
-    """The question as a task for ``model`` (module docstring), or the reason it is refused."""
+    """The question as a task for ``model`` (module docstring), or the reason it is refused
+    (too long, a corruption of another token length, or one lowering the metric by less than
+    ``min_gap``)."""
     letters = torch.tensor(letter_token_ids(model))
     clean = question.prompt()
-    clean_tokens = model.to_tokens(clean, truncate=False)  # [1, pos]
+    clean_tokens = adapter_of(model).to_tokens(clean, truncate=False)  # [1, pos]
     if clean_tokens.shape[1] > max_tokens:
         return _refused(question, f"longer than {max_tokens} tokens")
     logits = next_token_logits(model, clean_tokens)[0]  # [d_vocab]
@@ -154,15 +194,15 @@ def question_verdict(
     answer, foils = order[0], order[1:]
     clean_metric = float(scores[answer] - scores[foils].mean())
     corrupted = CORRUPTIONS[corruption](model, question, answer)
-    corrupted_tokens = model.to_tokens(corrupted, truncate=False)
+    corrupted_tokens = adapter_of(model).to_tokens(corrupted, truncate=False)
     measured = {"letter_mass": mass, "clean_metric": clean_metric}
     if corrupted_tokens.shape != clean_tokens.shape:
         return _refused(question, "corruption changes the token length", **measured)
     corrupted_scores = next_token_logits(model, corrupted_tokens)[0][letters.to(logits.device)].cpu()
     corrupted_metric = float(corrupted_scores[answer] - corrupted_scores[foils].mean())
     measured["corrupted_metric"] = corrupted_metric
-    if clean_metric - corrupted_metric < MIN_GAP:
-        return _refused(question, f"corruption lowers the metric by less than {MIN_GAP:g} logit", **measured)
+    if clean_metric - corrupted_metric < min_gap:
+        return _refused(question, f"corruption lowers the metric by less than {min_gap:g} logit", **measured)
     task = PromptTask(clean, corrupted, f" {LETTERS[answer]}", tuple(f" {LETTERS[i]}" for i in foils))
     return QuestionVerdict(question, task, None, **measured)
 
@@ -180,10 +220,13 @@ def mmlu_tasks(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     corruption: str = DEFAULT_CORRUPTION,
     progress=None,
+    data: MMLUData | None = None,
+    min_gap: float = MIN_GAP,
 ) -> Dataset:
     """Up to ``n`` valid tasks per subject (a name, a comma-separated list or 'all'), drawn in the
     order ``seed`` gives, at most ``TRIES_PER_TASK`` x ``n`` of them; the Dataset's ``summary``
-    holds each subject's kept and refused counts. ``progress(subject, kept, tried)`` follows it.
+    holds each subject's kept and refused counts. ``progress(subject, kept, tried)`` follows it;
+    ``data`` replaces the MMLU file (tests).
 
     DatasetError in one sentence for an unknown subject or corruption, ``n`` below 1, or no
     question kept at all.
@@ -193,7 +236,7 @@ def mmlu_tasks(
     if n < 1:
         raise DatasetError(f"--n must be 1 or more, not {n}.")
     try:
-        data = load_mmlu()
+        data = data or load_mmlu()
         chosen = resolve_subjects(subjects, data.subjects)
         letter_token_ids(model)
     except MMLUError as error:
@@ -204,7 +247,7 @@ def mmlu_tasks(
         for question in draw_questions(subject, seed, data):
             if report.kept == n or report.tried >= TRIES_PER_TASK * n:
                 break
-            verdict = question_verdict(model, question, corruption, max_tokens)
+            verdict = question_verdict(model, question, corruption, max_tokens, min_gap)
             report.tried += 1
             if verdict.letter_mass == verdict.letter_mass:  # measured (not NaN)
                 report.letter_mass.append(verdict.letter_mass)

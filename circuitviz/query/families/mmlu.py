@@ -5,8 +5,8 @@ choice question about marketing." then "Question: ...", "A. ..." .. "D. ...", "A
 rewrites them keeping the answer letter: every option keeps its letter and its text, and the
 rewrite changes only the preamble's wording (or drops it), the instruction before the question,
 the option markers (A. / A) / (A) / A:), the spacing (blank lines after the preamble and before
-the options) and the answer cue. Its corruption is the MMLU tasks' own: the answer option's
-marker renamed to a letter no option uses (E), so the letter the model points to is gone.
+the options) and the answer cue. Its corruption is the MMLU tasks' own (``letters``): the four
+markers renamed E-H in the rewrite's marker style, so the letters the model answers with are gone.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ MMLU_SPACINGS = (
     ("\n", "\n\n"),
     ("\n\n", "\n\n"),
 )  # after preamble, before options
-UNUSED_LETTER = "E"
+UNUSED_LETTERS = ("E", "F", "G", "H")
 _LETTERS = ("A", "B", "C", "D")
 _SUBJECT = r"(?P<subject>[a-z][a-z ]*?)"
 _PREAMBLE_PATTERNS = [
@@ -99,15 +99,15 @@ class MMLUFamily(MultipleChoiceFamily):
         return None
 
     @staticmethod
-    def render(slots: dict, renamed: str | None = None) -> str:
-        """The prompt of ``slots``; ``renamed``: the letter whose marker becomes E (the corruption)."""
+    def render(slots: dict, renamed: bool = False) -> str:
+        """The prompt of ``slots``; ``renamed``: every marker's letter A-D becomes E-H (the corruption)."""
         after_preamble, before_options = slots["spacing"]
         preamble = slots["preamble"].format(subject=slots["subject"])
         text = (preamble + after_preamble) if preamble else ""
         text += slots["header"] + slots["question"] + before_options
+        letters = UNUSED_LETTERS if renamed else _LETTERS
         lines = [
-            f"{_marker(UNUSED_LETTER if letter == renamed else letter, slots['style'])} {option}"
-            for letter, option in zip(_LETTERS, slots["options"])
+            f"{_marker(letter, slots['style'])} {option}" for letter, option in zip(letters, slots["options"])
         ]
         return text + "\n".join(lines + [slots["footer"]]) + slots["trailing"]
 
@@ -132,7 +132,7 @@ class MMLUFamily(MultipleChoiceFamily):
         return out
 
     def corruptions(self, found, rng, answer):
-        """The answer option's marker renamed to E (nothing for an answer given as option text)."""
+        """The four markers renamed E-H (nothing for an answer given as an option's text)."""
         correct, by_letter = self.correct_option(found.slots, answer or found.answer)
         if correct >= 0 and by_letter:
-            yield self.render(found.slots, renamed=_LETTERS[correct])
+            yield self.render(found.slots, renamed=True)
