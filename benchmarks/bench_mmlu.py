@@ -48,7 +48,7 @@ SUBJECTS = (
 )
 BON_FAMILY = ("single", "average", "bon", "ibon", "bon-csm")
 OTHERS = ("edge-pruning", "ensemble")
-FRACTIONS = (0.002, 0.005, 0.01, 0.013, 0.02, 0.05, 0.1, 0.2, 0.517, 1.0)
+FRACTIONS = (0.002, 0.005, 0.013, 0.03, 0.1, 0.2, 0.517, 1.0)
 TARGET_NDF = 0.6
 PAPER = {  # Llama-3.2-1B-Instruct, 386,713 edges, 9 MMLU subjects, p = 9 (GPT-4o), m = 20
     "bon": {"edges_to_0.6": "~5,000 (1.3 %)", "ndf_at_1.3%": "~0.6"},
@@ -271,8 +271,9 @@ def figure(all_series: dict[str, dict], n_edges: dict[str, int], path: Path) -> 
     log(f"wrote {path}")
 
 
-def run_model(model_id: str, args, timings: dict) -> int:
-    """Both folders of one model; returns its graph's edge count."""
+def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
+    """Both folders of one model (each run's timing appended to ``timings_path``); returns its
+    graph's edge count."""
     from circuitviz.batch.dataset import read_tasks
     from circuitviz.graph import GraphSpec
     from circuitviz.models import load_model
@@ -289,6 +290,7 @@ def run_model(model_id: str, args, timings: dict) -> int:
         base / "bon-family", model, model_id, BON_FAMILY, bon_settings, budgets, store,
         generate=("mmlu", args.n, args.seed), subjects=args.subjects, max_tokens=args.max_tokens,
     ))  # fmt: skip
+    timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
     if not args.skip_others:
         tasks = read_tasks(base / "bon-family" / "tasks.jsonl")
         other_settings = {"ig_steps": args.ig_steps, "steps": args.pruning_steps}
@@ -296,6 +298,7 @@ def run_model(model_id: str, args, timings: dict) -> int:
             base / "others", model, model_id, OTHERS, other_settings, budgets, store,
             tasks=tasks, max_tokens=args.max_tokens,
         ))  # fmt: skip
+        timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
     return n_edges
 
 
@@ -344,7 +347,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=10, help="valid questions per subject")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--p", type=int, default=3, help="template paraphrases per question (paper: 9)")
-    parser.add_argument("--ig-steps", type=int, default=5, help="EAP-IG steps (paper: 20)")
+    parser.add_argument("--ig-steps", type=int, default=3, help="EAP-IG steps (paper: 20)")
     parser.add_argument("--pruning-steps", type=int, default=10, help="edge-pruning optimisation steps")
     parser.add_argument("--max-tokens", type=int, default=128, help="questions longer than this are refused")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "mmlu")
@@ -359,13 +362,14 @@ def main() -> int:
 
     args.subjects = resolve_subjects(args.subjects)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    timings_path = args.out / "timings.json"
-    timings = json.loads(timings_path.read_text()) if timings_path.exists() else {}
-    if not args.report_only:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for model_id in models:
-            run_model(model_id, args, timings)
-            timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
+    timings = {}
+    for model_id in models:  # one file per model: two models may run in two processes at once
+        path = args.out / model_id / "timings.json"
+        found = json.loads(path.read_text()) if path.exists() else {}
+        if not args.report_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            run_model(model_id, args, found, path)
+        timings.update(found)
     log(f"max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load {load_average()}")
     report(args, models, timings)
     return 0
