@@ -5,14 +5,17 @@ are single tokens; its weights are random, so which letter it prefers is read fr
 logits here, independently of the code under test.
 """
 
+import functools
 import random
 
+import pyarrow.parquet as pq
 import pytest
 import torch
 
 from circuitviz import cli
+from circuitviz.batch import ModelSource, run
 from circuitviz.batch import mmlu_tasks as building
-from circuitviz.batch.dataset import DatasetError
+from circuitviz.batch.dataset import DatasetError, read_tasks
 from circuitviz.batch.mmlu import (
     _FIELDS,
     LETTERS,
@@ -24,8 +27,9 @@ from circuitviz.batch.mmlu import (
     parse_mmlu,
     resolve_subjects,
 )
-from circuitviz.bench.toy_models import tiny_config, word_tokenizer
+from circuitviz.bench.toy_models import tiny_model
 from circuitviz.query.families import family, recognise
+from circuitviz.store import ResultStore
 from circuitviz.tasks import prepare_task
 
 QUESTIONS = [
@@ -43,17 +47,13 @@ WORDS = sorted(
 )  # every word of the prompts, the letters alone, the renamed markers
 
 
+# a random tiny model that reads the letters as single tokens (real MMLU words are <unk> to it)
+LETTERS_MODEL = functools.partial(tiny_model, "gpt2", words=tuple(WORDS), n_ctx=512)
+
+
 @pytest.fixture(scope="module")
 def letters_model():
-    from transformer_lens import HookedTransformer
-
-    from circuitviz.models import prepare_for_circuits
-
-    torch.manual_seed(0)
-    cfg = tiny_config("gpt2", d_vocab=len(WORDS) + 3, n_ctx=64, dtype=torch.float64)
-    model = HookedTransformer(cfg, tokenizer=word_tokenizer(WORDS), move_to_device=False)
-    model.cfg.model_name = "tiny-mmlu"
-    return prepare_for_circuits(model)
+    return LETTERS_MODEL()
 
 
 def _letter_logits(model, prompt: str) -> torch.Tensor:
@@ -133,7 +133,9 @@ def test_a_question_becomes_a_task_of_the_letter_the_model_prefers(letters_model
 
 def test_a_corruption_that_does_not_lower_the_metric_is_refused(letters_model, monkeypatch):
     monkeypatch.setitem(building.CORRUPTIONS, "none", lambda model, question, answer: question.prompt())
-    verdict = building.question_verdict(letters_model, QUESTIONS[1], corruption="none")
+    verdict = building.question_verdict(
+        letters_model, QUESTIONS[1], corruption="none", min_gap=building.MIN_GAP
+    )
     assert verdict.task is None and "lowers the metric by less than 1 logit" in verdict.reason
     assert verdict.corrupted_metric == pytest.approx(verdict.clean_metric)
     # the threshold is the gap itself: a corruption lowering the metric by less is refused
@@ -159,8 +161,6 @@ def test_tasks_per_subject_report_what_was_kept_and_refused(letters_model):
 
 
 def test_letters_that_are_not_one_token_are_refused():
-    from circuitviz.bench.toy_models import tiny_model
-
     with pytest.raises(MMLUError, match="splits"):
         building.letter_token_ids(_SplittingLetters(tiny_model("gpt2")))
 
@@ -224,3 +224,49 @@ def test_cli_mmlu_arguments_fail_in_one_sentence(extra, fragment, tmp_path, caps
     code = cli.main(["batch", *extra, "--out", str(tmp_path / "out")])
     error = capsys.readouterr().err
     assert code == 2 and fragment in error and error.count("\n") == 1, error
+
+
+# ----- batches: local and Ray, resumable --------------------------------------------------------
+def _mmlu_batch(tmp_path, name, executor, **options):
+    return run(
+        tmp_path / name,
+        generate=("mmlu", 2, 0),
+        subjects="marketing, astronomy",
+        methods=["eap"],
+        budgets=[3, 10],
+        source=ModelSource("tiny-mmlu", factory=LETTERS_MODEL),
+        executor=executor,
+        store=ResultStore(tmp_path / f"store-{name}"),
+        max_tokens=200,
+        consensus=None,
+        **options,
+    )
+
+
+def test_an_mmlu_batch_reports_its_selection_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "off")  # a random model has no meaningful task
+    report = _mmlu_batch(tmp_path, "local", "local")
+    selection = report.manifest["dataset"]["selection"]
+    assert selection["subjects"] == ["marketing", "astronomy"] and selection["corruption"] == "letters"
+    tasks = read_tasks(tmp_path / "local" / "tasks.jsonl")
+    for subject in ("marketing", "astronomy"):
+        counts = selection["per_subject"][subject]
+        assert counts["kept"] + counts["refused"] == counts["tried"] and counts["kept"] <= 2
+        assert sum(t.family == f"mmlu/{subject}" for t in tasks) == counts["kept"]
+    assert report.items == len(tasks) >= 1 and report.failed == 0
+    again = _mmlu_batch(tmp_path, "local", "local")  # the same questions again, all from the store
+    assert again.skipped == again.items == report.items and again.computed == 0
+
+
+@pytest.mark.slow
+def test_an_mmlu_batch_on_ray_gives_the_local_tasks_and_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "off")  # the Ray workers inherit it
+    _mmlu_batch(tmp_path, "local", "local")
+    remote = _mmlu_batch(tmp_path, "ray", "ray", ray_options={"workers": 1, "local_cpus": 1})
+    assert remote.executor == "ray"
+    assert read_tasks(tmp_path / "ray" / "tasks.jsonl") == read_tasks(tmp_path / "local" / "tasks.jsonl")
+    mine = pq.read_table(tmp_path / "ray" / "results.parquet").to_pylist()
+    theirs = pq.read_table(tmp_path / "local" / "results.parquet").to_pylist()
+    assert [r["key"] for r in mine] == [r["key"] for r in theirs]
+    for a, b in zip(mine, theirs):
+        assert a["ndf"] == pytest.approx(b["ndf"], abs=1e-9)

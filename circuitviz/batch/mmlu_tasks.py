@@ -29,6 +29,8 @@ with its reason, per subject.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ from .mmlu import (
 )
 
 MIN_GAP = 1.0  # logits; the task validity check's threshold for the logit difference
+CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"  # "off": no gap threshold (random test models have no meaningful task)
 UNUSED_LABEL = "E"  # the marker the label corruption gives the answer option
 UNUSED_LETTERS = ("E", "F", "G", "H")  # the markers the letters corruption gives A-D
 FILLER = "x"
@@ -168,6 +171,12 @@ def next_token_logits(model, tokens: torch.Tensor) -> torch.Tensor:
     return logits_from_residual(model, residual).float()
 
 
+def default_min_gap() -> float:
+    """``MIN_GAP``, or no threshold at all when ``CIRCUITVIZ_TASK_CHECK`` is off."""
+    off = os.environ.get(CHECK_ENV, "").strip().lower() in ("off", "0", "false", "no")
+    return -math.inf if off else MIN_GAP
+
+
 def _refused(question, reason, **measured) -> QuestionVerdict:
     return QuestionVerdict(question, None, reason, **measured)
 
@@ -177,11 +186,12 @@ def question_verdict(
     question: MMLUQuestion,
     corruption: str = DEFAULT_CORRUPTION,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    min_gap: float = MIN_GAP,
+    min_gap: float | None = None,
 ) -> QuestionVerdict:
     """The question as a task for ``model`` (module docstring), or the reason it is refused
     (too long, a corruption of another token length, or one lowering the metric by less than
-    ``min_gap``)."""
+    ``min_gap``, by default ``MIN_GAP`` unless ``CIRCUITVIZ_TASK_CHECK=off``)."""
+    min_gap = default_min_gap() if min_gap is None else min_gap
     letters = torch.tensor(letter_token_ids(model))
     clean = question.prompt()
     clean_tokens = adapter_of(model).to_tokens(clean, truncate=False)  # [1, pos]
@@ -221,7 +231,7 @@ def mmlu_tasks(
     corruption: str = DEFAULT_CORRUPTION,
     progress=None,
     data: MMLUData | None = None,
-    min_gap: float = MIN_GAP,
+    min_gap: float | None = None,
 ) -> Dataset:
     """Up to ``n`` valid tasks per subject (a name, a comma-separated list or 'all'), drawn in the
     order ``seed`` gives, at most ``TRIES_PER_TASK`` x ``n`` of them; the Dataset's ``summary``
