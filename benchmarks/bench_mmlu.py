@@ -5,11 +5,15 @@ is the letter the model prefers, the foil the strongest other letter, the corrup
 the answer's marker, refused unless it lowers the logit difference by 1 logit), then two batch
 folders under ``--out/<model>/``:
 
-- ``bon-family``: single, average, bon, ibon and bon-csm (p template paraphrases of the MMLU
-  family, EAP-IG with m steps; the score matrices are computed once per question and shared by
-  the five variants through the result store). Timed: the issue's 45-minute target.
+- ``bon-family``: one ``bon`` run per question with ``compare`` on, which computes single,
+  average, bon, ibon and bon-csm from one set of paraphrases (p template paraphrases of the MMLU
+  family) and one set of EAP-IG score matrices (m steps); each variant's curve is read back from
+  the stored result. Timed: the issue's 45-minute target.
 - ``others``: edge-pruning (warm-started from EAP-IG) and ensemble (EAP-IG + EAP, rank-averaged)
-  on the same tasks.
+  on the first ``--others-n`` questions of each subject.
+
+The tasks are drawn once per model and kept in ``--out/<model>/mmlu-tasks.jsonl`` with their
+selection (kept and refused per subject) beside them, so a rerun starts computing at once.
 
 Then, per method: NDF against the edge budget with 95 % bands, the edges its mean curve needs to
 reach NDF 0.6, NDF at 1.3 % of the edges, necessity where the table has it, and a figure. Every
@@ -48,7 +52,7 @@ SUBJECTS = (
 )
 BON_FAMILY = ("single", "average", "bon", "ibon", "bon-csm")
 OTHERS = ("edge-pruning", "ensemble")
-FRACTIONS = (0.002, 0.005, 0.013, 0.03, 0.1, 0.2, 0.517, 1.0)
+FRACTIONS = (0.002, 0.005, 0.013, 0.03, 0.1, 0.517, 1.0)
 TARGET_NDF = 0.6
 PAPER = {  # Llama-3.2-1B-Instruct, 386,713 edges, 9 MMLU subjects, p = 9 (GPT-4o), m = 20
     "bon": {"edges_to_0.6": "~5,000 (1.3 %)", "ndf_at_1.3%": "~0.6"},
@@ -135,20 +139,68 @@ def method_summary(batch, label: str, n_edges: int) -> dict:
     return summary
 
 
-def read_series(folder: Path, n_edges: int) -> dict[str, dict]:
-    """Every method of a batch folder: {method name: summary}."""
+def read_series(folder: Path, n_edges: int, store=None) -> dict[str, dict]:
+    """Every method of a batch folder: {method name: summary}; a ``bon`` series with compare on
+    gives its five variants, read from each row's stored result."""
     from circuitviz.batch.atlas import BatchTable
 
     if not (folder / "results.parquet").exists():
         return {}
     batch = BatchTable.load(folder)
-    return {label.split(" (")[0]: method_summary(batch, label, n_edges) for label in batch.labels}
+    series = {}
+    for label in batch.labels:
+        name = label.split(" (")[0]
+        if name == "bon" and store is not None:
+            series.update(variant_series(batch, label, store, n_edges))
+        else:
+            series[name] = method_summary(batch, label, n_edges)
+    return series
 
 
-def selection_lines(folder: Path) -> list[str]:
-    """Kept and refused questions per subject, from the manifest."""
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    per_subject = (manifest["dataset"].get("selection") or {}).get("per_subject", {})
+def variant_series(batch, label: str, store, n_edges: int) -> dict[str, dict]:
+    """The five variants' NDF curves of a compare run, from the stored results, as bands."""
+    import numpy
+
+    from circuitviz.batch.atlas import _interval
+
+    rows = batch.rows(label).to_pylist()
+    budgets = list(rows[0]["budgets"]) if rows else []
+    values = {variant: [] for variant in BON_FAMILY}
+    for row in rows:
+        result = store.get(row["key"])
+        if result is None:
+            continue
+        curves = result.details.curves
+        for variant in BON_FAMILY:
+            by_budget = {point["budget"]: point["ndf"] for point in curves.get(variant, [])}
+            values[variant].append([by_budget.get(b, math.nan) for b in budgets])
+    series = {}
+    for variant, matrix in values.items():
+        if not matrix:
+            continue
+        matrix = numpy.asarray(matrix, dtype=float)  # [questions, budgets]
+        bands = []
+        for column, budget in enumerate(budgets):
+            mean, low, high = _interval(matrix[:, column])
+            bands.append(
+                {"budget": int(budget), "fraction": budget / n_edges, "n": int(numpy.sum(~numpy.isnan(matrix[:, column]))),
+                 "mean": mean, "low": low, "high": high}
+            )  # fmt: skip
+        at = min(bands, key=lambda band: abs(band["fraction"] - 0.013))
+        series[variant] = {
+            "bands": bands,
+            "n": at["n"],
+            "edges_to_0.6": edges_to_reach(bands),
+            "ndf_at_1.3%": at["mean"],
+            "ndf_at_1.3%_band": (at["low"], at["high"]),
+            "paraphrase_won_at_1.3%": None,
+        }
+    return series
+
+
+def selection_lines(path: Path) -> list[str]:
+    """Kept and refused questions per subject, from the selection the tasks were drawn with."""
+    per_subject = json.loads(path.read_text(encoding="utf-8")).get("per_subject", {})
     lines = [
         "| subject | tried | kept | refused | kept share | letter mass | accuracy of kept |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -271,28 +323,65 @@ def figure(all_series: dict[str, dict], n_edges: dict[str, int], path: Path) -> 
     log(f"wrote {path}")
 
 
+def store_of(args, model_id: str):
+    from circuitviz.store import ResultStore
+
+    return ResultStore(args.store or args.out / f"store-{model_id}")
+
+
+def drawn_tasks(model, args, base: Path, timings: dict) -> list:
+    """The MMLU tasks of this model: drawn once (timed), then read back from the folder."""
+    from circuitviz.batch.dataset import read_tasks, write_tasks
+    from circuitviz.batch.mmlu_tasks import mmlu_tasks
+
+    path, selection = base / "mmlu-tasks.jsonl", base / "mmlu-selection.json"
+    if path.exists() and selection.exists():
+        return read_tasks(path)
+    begin, cpu, load = time.perf_counter(), time.process_time(), load_average()
+    found = mmlu_tasks(model, args.subjects, args.n, args.seed, args.max_tokens)
+    base.mkdir(parents=True, exist_ok=True)
+    write_tasks(path, found.tasks)
+    selection.write_text(json.dumps(found.summary, indent=1), encoding="utf-8")
+    timings.setdefault(f"{base.name}/drawing tasks", []).append(
+        {"wall_s": time.perf_counter() - begin, "cpu_s": time.process_time() - cpu, "load_before": load,
+         "load_after": load_average(), "computed": len(found.tasks), "failed": 0}
+    )  # fmt: skip
+    log(f"drew {len(found.tasks)} tasks; " + "; ".join(found.problems))
+    return found.tasks
+
+
+def first_per_subject(tasks: list, n: int) -> list:
+    """The first ``n`` tasks of each subject (family)."""
+    chosen, counts = [], {}
+    for task in tasks:
+        counts[task.family] = counts.get(task.family, 0) + 1
+        if counts[task.family] <= n:
+            chosen.append(task)
+    return chosen
+
+
 def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
     """Both folders of one model (each run's timing appended to ``timings_path``); returns its
     graph's edge count."""
-    from circuitviz.batch.dataset import read_tasks
     from circuitviz.graph import GraphSpec
     from circuitviz.models import load_model
-    from circuitviz.store import ResultStore
 
     model = load_model(model_id)
     n_edges = GraphSpec.from_model(model).n_edges
     budgets = budgets_of(n_edges)
-    store = ResultStore(args.store) if args.store else ResultStore(args.out / "store")
+    store = store_of(args, model_id)
     base = args.out / model_id
-    bon_settings = {"n_paraphrases": args.p, "ig_steps": args.ig_steps, "compare": False}
+    bon_settings = {"n_paraphrases": args.p, "ig_steps": args.ig_steps, "compare": True}
     log(f"{model_id}: {n_edges} edges, budgets {budgets}; load {load_average()}")
+    tasks = drawn_tasks(model, args, base, timings)
+    timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
     timings.setdefault(f"{model_id}/bon-family", []).append(run_folder(
-        base / "bon-family", model, model_id, BON_FAMILY, bon_settings, budgets, store,
-        generate=("mmlu", args.n, args.seed), subjects=args.subjects, max_tokens=args.max_tokens,
+        base / "bon-family", model, model_id, ["bon"], bon_settings, budgets, store,
+        tasks=tasks, max_tokens=args.max_tokens,
     ))  # fmt: skip
     timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
     if not args.skip_others:
-        tasks = read_tasks(base / "bon-family" / "tasks.jsonl")
+        tasks = first_per_subject(tasks, args.others_n)
         other_settings = {"ig_steps": args.ig_steps, "steps": args.pruning_steps}
         timings.setdefault(f"{model_id}/others", []).append(run_folder(
             base / "others", model, model_id, OTHERS, other_settings, budgets, store,
@@ -316,9 +405,10 @@ def report(args, models: list[str], timings: dict) -> None:
         if not manifest_path.exists():
             continue
         n_edges = json.loads(manifest_path.read_text(encoding="utf-8"))["n_edges"]
-        series = read_series(base / "bon-family", n_edges) | read_series(base / "others", n_edges)
+        store = store_of(args, model_id)
+        series = read_series(base / "bon-family", n_edges, store) | read_series(base / "others", n_edges)
         all_series[model_id], edges[model_id] = series, n_edges
-        lines += [f"### {model_id}", "", *selection_lines(base / "bon-family"), ""]
+        lines += [f"### {model_id}", "", *selection_lines(base / "mmlu-selection.json"), ""]
         lines += result_lines(model_id, series, n_edges) + [""] + targets_lines(series) + [""]
     for name, runs in timings.items():
         wall, cpu = sum(t["wall_s"] for t in runs), sum(t["cpu_s"] for t in runs)
@@ -347,7 +437,10 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=10, help="valid questions per subject")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--p", type=int, default=3, help="template paraphrases per question (paper: 9)")
-    parser.add_argument("--ig-steps", type=int, default=3, help="EAP-IG steps (paper: 20)")
+    parser.add_argument("--ig-steps", type=int, default=2, help="EAP-IG steps (paper: 20)")
+    parser.add_argument(
+        "--others-n", type=int, default=2, help="questions per subject for edge-pruning and ensemble"
+    )
     parser.add_argument("--pruning-steps", type=int, default=10, help="edge-pruning optimisation steps")
     parser.add_argument("--max-tokens", type=int, default=128, help="questions longer than this are refused")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "mmlu")

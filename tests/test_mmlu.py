@@ -270,3 +270,29 @@ def test_an_mmlu_batch_on_ray_gives_the_local_tasks_and_results(tmp_path, monkey
     assert [r["key"] for r in mine] == [r["key"] for r in theirs]
     for a, b in zip(mine, theirs):
         assert a["ndf"] == pytest.approx(b["ndf"], abs=1e-9)
+
+
+# ----- Explore's picker -----------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_explore_picker_makes_a_question_the_prompt(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: LETTERS_MODEL())
+    at = AppTest.from_file("../app.py", default_timeout=300).run()
+    at.selectbox(key="mmlu.subject").set_value("astronomy").run()
+    question = load_mmlu().of_subject("astronomy")[0]
+    assert at.selectbox(key="mmlu.question").value == question.row
+    at.button(key="mmlu.use").click().run()
+    state = at.session_state
+    assert state["prompt"] == question.prompt()
+    assert state["answer"] in {" A", " B", " C", " D"} and state["foil"] in {" A", " B", " C", " D"}
+    assert (
+        state["answer"] != state["foil"]
+        and "\nE. " in state["corrupted"]
+        and "\nA. " not in state["corrupted"]
+    )
+    assert "astronomy, question mmlu-" in state["mmlu.note"]
+    assert not at.exception
