@@ -6,6 +6,7 @@ logits here, independently of the code under test.
 """
 
 import functools
+import json
 import random
 
 import pyarrow.parquet as pq
@@ -296,3 +297,31 @@ def test_the_explore_picker_makes_a_question_the_prompt(tmp_path, monkeypatch):
     )
     assert "astronomy, question mmlu-" in state["mmlu.note"]
     assert not at.exception
+
+
+def test_an_llm_paraphrase_of_a_question_is_corrupted_the_mmlu_way():
+    from circuitviz.query.llm_source import mmlu_corruptions, parse_llm_reply
+    from circuitviz.tasks import PromptTask
+
+    question = QUESTIONS[0]
+    task = PromptTask(question.prompt(), "", " B", (" A", " C", " D"))
+    kept = (
+        "Here is a question about geography.\nQ: Which city is the capital of France?\n"
+        + "\n".join(f"({letter}) {option}" for letter, option in zip(LETTERS, question.options))
+        + "\nThe answer is"
+    )
+    moved = kept.replace("(A) Rome", "(A) Paris").replace("(B) Paris", "(B) Rome")
+    reply = json.dumps(
+        {
+            "pairs": [
+                {"paraphrase": text, "corrupted": "what the LLM wrote"} for text in (kept, moved, "Paris?")
+            ]
+        }
+    )
+    pairs = mmlu_corruptions(task, parse_llm_reply(reply, task, 3, "openai:test"))
+    assert pairs[0].corrupted == kept.replace("(A)", "(E)").replace("(B)", "(F)").replace(
+        "(C)", "(G)"
+    ).replace("(D)", "(H)")
+    assert not pairs[0].problems
+    assert "moved it to another letter" in pairs[1].problems[0]
+    assert "lost the four options" in pairs[2].problems[0]

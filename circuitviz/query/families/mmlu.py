@@ -136,3 +136,20 @@ class MMLUFamily(MultipleChoiceFamily):
         correct, by_letter = self.correct_option(found.slots, answer or found.answer)
         if correct >= 0 and by_letter:
             yield self.render(found.slots, renamed=True)
+
+
+def corrupt_paraphrase(original: FamilyMatch, text: str) -> tuple[str | None, str | None]:
+    """An LLM's paraphrase of an MMLU prompt corrupted the family's way: (its four markers renamed
+    E-H, None), or (None, why not) when it lost the options A-D or changed one's letter or text."""
+    lines = split_trailing(text)[0].split("\n")
+    found = MMLUFamily._options(lines)
+    if found is None:
+        return None, "the paraphrase lost the four options lettered A-D"
+    start, style, options = found
+    if [" ".join(o.split()) for o in options] != [" ".join(o.split()) for o in original.slots["options"]]:
+        return None, "the paraphrase changed an option's text or moved it to another letter"
+    for offset, (letter, unused) in enumerate(zip(_LETTERS, UNUSED_LETTERS)):
+        line = lines[start + offset]
+        at = line.index(_marker(letter, style))
+        lines[start + offset] = line[:at] + _marker(unused, style) + line[at + len(_marker(letter, style)) :]
+    return "\n".join(lines) + text[len(split_trailing(text)[0]) :], None
