@@ -214,6 +214,12 @@ class _Run:
             self.tasks = list(request.tasks)
         elif request.generate is not None:
             family, n, seed = request.generate
+            what = (
+                f"{n} valid questions of each of {len(request.subjects)} MMLU subjects"
+                if family == "mmlu"
+                else ""
+            )
+            self.say(f"drawing {what or f'{n} {family} tasks'} on the model (seed {seed}) ...")
             found = executor.generate(family, int(n), int(seed), request.max_tokens, tuple(request.subjects))
             self.tasks, self.selection = list(found.tasks), dict(found.summary)
             request.problems = list(request.problems) + list(found.problems)
