@@ -219,13 +219,13 @@ def part_gpu(args) -> None:
     budgets = mib_budgets(GraphSpec.from_model(model).n_edges)
     for size in (1, 16, 64):
         group = tasks[:size]
-        method.run_many(
+        method.run_batch(
             [RunContext(model, t) for t in group], config, budgets
         )  # warm-up (learns chunk sizes)
         torch.cuda.synchronize()
         start = time.perf_counter()
         for offset in range(0, len(tasks) - len(tasks) % size, size):
-            method.run_many([RunContext(model, t) for t in tasks[offset : offset + size]], config, budgets)
+            method.run_batch([RunContext(model, t) for t in tasks[offset : offset + size]], config, budgets)
         torch.cuda.synchronize()
         done = len(tasks) - len(tasks) % size
         print(

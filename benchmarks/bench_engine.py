@@ -21,7 +21,7 @@ from circuitviz.bench.harness import (
     peak_rss_gib,
     timed,
 )
-from circuitviz.evaluate import circuits_at_budgets
+from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_clean_runs
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
@@ -54,16 +54,17 @@ def main() -> None:
     config = ig.make_config({"ig_steps": args.ig_steps})
     phases: dict[str, list[float]] = {}
     for _ in range(args.repeats):
+        forget_clean_runs(model)  # each repeat runs the clean prompt itself (as a fresh prompt does)
         ctx = RunContext(model, TASK)
         evaluator, seconds = timed(lambda ctx=ctx: ctx.evaluator, sync=device)
         phases.setdefault("clean+corrupted runs", []).append(seconds)
-        _, seconds = timed(eap.score, ctx, eap.default_config(), sync=device)
+        _, seconds = timed(eap.score_batch, [ctx], eap.default_config(), sync=device)
         phases.setdefault("EAP scoring", []).append(seconds)
-        scores, seconds = timed(ig.score, ctx, config, sync=device)
+        ((scores, _),), seconds = timed(ig.score_batch, [ctx], config, sync=device)
         phases.setdefault(f"EAP-IG scoring ({args.ig_steps} steps)", []).append(seconds)
         circuits, seconds = timed(circuits_at_budgets, spec, scores.float().cpu(), BUDGETS, sync=device)
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)
-        curve, seconds = timed(evaluator.curve, circuits, BUDGETS, sync=device)
+        (curve,), seconds = timed(curves_of_tasks, [evaluator], circuits[None], BUDGETS, sync=device)
         phases.setdefault("evaluation (10-budget curve, batched)", []).append(seconds)
 
     print(f"\nmedian of {args.repeats} repeats:")

@@ -38,7 +38,7 @@ from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
-from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr
+from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks
@@ -139,7 +139,7 @@ def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: l
     stacked = torch.stack([circuits[row][b] for row in rows for b in budgets])
     for paraphrase in tasks:
         evaluator = Evaluator(model, spec, prepare_task(model, paraphrase))
-        points = evaluator.curve(stacked, [b for _ in rows for b in budgets])
+        points = curves_of_tasks([evaluator], stacked[None], [b for _ in rows for b in budgets])[0]
         for index, point in enumerate(points):
             row, budget = rows[index // len(budgets)], budgets[index % len(budgets)]
             found[row][str(budget)].append(point.ndf)

@@ -5,7 +5,10 @@ then opens N separate browser contexts (N sessions) on the same shared URL at th
 and times each until its graph is drawn (the graph iframe's canvas and the metrics are on the
 page). Prints how many sessions were served (graph drawn, no exception shown) and the median,
 95th-percentile and slowest time to a rendered graph. Figures depend on what else the machine
-runs; nothing here asserts a time.
+runs; nothing here asserts a time. Because they do, it also prints the CPU time the concurrent
+sessions cost per session, on the server (the streamlit process) and in the browser (chromium,
+its exited renderers included), and the load average before and after: figures a busy machine
+moves far less than wall times.
 
     python benchmarks/bench_load_sessions.py               # 8 sessions
     python benchmarks/bench_load_sessions.py --sessions 16
@@ -44,6 +47,49 @@ VIEW = {
 }
 DRAWN = "() => !!document.querySelector('iframe') && document.body.innerText.includes('edges kept')"
 FAILED = "() => !!document.querySelector('[data-testid=\"stException\"]')"
+
+
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU seconds of a process (its threads; with ``children``, its exited and
+    waited-for children too) from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _browser_cpu_seconds() -> float:
+    """CPU seconds of every chromium process below this one (live ones and, through each live
+    process's children counters, the renderers that exited)."""
+    parents, names = {}, {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, _, rest = (entry / "stat").read_text().rpartition(")")
+        except OSError:
+            continue
+        names[int(entry.name)] = head.partition("(")[2]
+        parents[int(entry.name)] = int(rest.split()[1])
+
+    def below_us(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    chromium = [pid for pid, name in names.items() if "chrom" in name and below_us(pid)]
+    return sum(_cpu_seconds(pid, children=True) for pid in chromium)
+
+
+def _load_average() -> str:
+    """The 1, 5 and 15 minute load averages ('4.1 3.2 2.0')."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _free_port() -> int:
@@ -109,14 +155,19 @@ async def one_session(browser, url: str, timeout_ms: int) -> dict:
         await context.close()
 
 
-async def measure(url: str, sessions: int, timeout_ms: int) -> dict:
+async def measure(url: str, sessions: int, timeout_ms: int, server_pid: int) -> dict:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             warm_s = await warm(browser, url, timeout_ms)
+            load_before = _load_average()
+            server_cpu, browser_cpu = _cpu_seconds(server_pid), _browser_cpu_seconds()
             runs = await asyncio.gather(*(one_session(browser, url, timeout_ms) for _ in range(sessions)))
+            server_cpu = _cpu_seconds(server_pid) - server_cpu
+            browser_cpu = _browser_cpu_seconds() - browser_cpu
+            load_after = _load_average()
         finally:
             await browser.close()
     times = sorted(run["seconds"] for run in runs if run["served"])
@@ -128,6 +179,10 @@ async def measure(url: str, sessions: int, timeout_ms: int) -> dict:
         "median_s": round(statistics.median(times), 2) if times else None,
         "p95_s": round(p95, 2) if p95 is not None else None,
         "max_s": round(times[-1], 2) if times else None,
+        "server_cpu_s_per_session": round(server_cpu / sessions, 2),
+        "browser_cpu_s_per_session": round(browser_cpu / sessions, 2),
+        "load_average_before": load_before,
+        "load_average_after": load_after,
         "failures": [run for run in runs if not run["served"]],
     }
 
@@ -143,7 +198,7 @@ def main() -> int:
     server = start_app(port, output / "bench_load_sessions.log")
     try:
         url = f"http://127.0.0.1:{port}/?{urllib.parse.urlencode(VIEW)}"
-        figures = asyncio.run(measure(url, args.sessions, int(args.timeout * 1000)))
+        figures = asyncio.run(measure(url, args.sessions, int(args.timeout * 1000), server.pid))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -154,6 +209,11 @@ def main() -> int:
         f"{figures['served']}/{figures['sessions']} sessions served; time to a rendered graph: "
         f"median {figures['median_s']} s, p95 {figures['p95_s']} s, slowest {figures['max_s']} s "
         f"(first session, computing or loading the stored result: {figures['warm_s']} s)"
+    )
+    print(
+        f"CPU per session: server {figures['server_cpu_s_per_session']} s, browser "
+        f"{figures['browser_cpu_s_per_session']} s; load average {figures['load_average_before']} before, "
+        f"{figures['load_average_after']} after"
     )
     print(json.dumps(figures))
     return 0 if figures["served"] == figures["sessions"] else 1

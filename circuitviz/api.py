@@ -1,31 +1,26 @@
 """The calls the CLI, the app and the benchmarks share: discover a circuit, evaluate one.
 
-``discover`` goes through the result store, so the same (model, task, method, config, budgets)
-is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
+``discover`` (or ``run_request``, for a ``request.Request`` built at the boundary) goes through
+the result store, so the same (model, task, method, config, budgets) is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
 user's selection) on a task with the same batched evaluation every method uses.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, Evaluator
+from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
 from .graph import prune
-from .keys import content_key
-from .limits import Limits, check_run, estimate_request
-from .methods import config_to_dict, get_method
+from .methods import get_method
 from .methods.base import Progress, RunContext
-from .models.adapter import adapter_of, model_dtype
-from .parsing import parse_whole_numbers
+from .models.adapter import adapter_of
+from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
-from .text import shown_number
-
-DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
+from .text import parse_whole_numbers, shown_number
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -43,25 +38,8 @@ def parse_budgets(text: str) -> list[int]:
 
 
 def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:
-    """The store key of a discovery request."""
-    return request_key_of(model_id, str(model_dtype(model)), task, method, config, budgets, max_tokens)
-
-
-def request_key_of(
-    model_id: str, dtype: str, task: PromptTask, method: str, config, budgets, max_tokens: int
-) -> str:
-    """``request_key`` from the model's id and dtype alone (a batch's driver, whose workers hold
-    the model, keys its items with this)."""
-    return content_key(
-        kind="discover",
-        model=model_id,
-        dtype=dtype,
-        task=task.to_dict(),
-        method=method,
-        config=config_to_dict(config),
-        budgets=sorted(int(b) for b in budgets),
-        max_tokens=max_tokens,
-    )
+    """The store key of a discovery request (``Request.key``)."""
+    return Request.for_model(model, task, method, config, budgets, model_id, max_tokens).key
 
 
 def discover(
@@ -77,25 +55,32 @@ def discover(
 ) -> tuple[CircuitResult, bool]:
     """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store).
 
-    ``store`` is the run's one result store: the method keeps what it caches there too (Best-of-N's
-    score matrices); None computes everything and keeps nothing.
+    The arguments become one ``Request`` (settings parsed, key computed once); ``run_request``
+    does the rest.
     """
-    chosen = get_method(method)
-    if config is None or isinstance(config, dict):
-        config = chosen.make_config(config)
-    model_id = model_id or str(getattr(model.cfg, "model_name", "model"))
+    request = Request.for_model(model, task, method, config, budgets, model_id, max_tokens)
+    return run_request(model, request, store, progress)
+
+
+def run_request(
+    model, request: Request, store: ResultStore | None = None, progress: Progress | None = None
+) -> tuple[CircuitResult, bool]:
+    """Run (or fetch from ``store``) a request. Returns (result, came from the store).
+
+    A request not computed before is priced on the model and refused over the limits before any
+    work (a request the page priced already is not priced again). ``store`` is the run's one
+    result store: the method keeps what it caches there too (Best-of-N's score matrices); None
+    computes everything and keeps nothing.
+    """
 
     def compute() -> CircuitResult:
-        # refuse before any work when the request is over the configured limits (limits.py)
-        limits = dataclasses.replace(Limits.load(), max_tokens=max_tokens)
-        check_run(estimate_request(model, task, chosen.name, config, n_budgets=len(budgets)), limits)
-        ctx = RunContext(model, task, model_id, store, progress, max_tokens)
-        return chosen.run(ctx, config, sorted({int(b) for b in budgets}))
+        request.priced(model).check()
+        ctx = RunContext(model, request.task, request.model_id, store, progress, request.max_tokens)
+        return get_method(request.method).run(ctx, request.config, list(request.budgets))
 
     if store is None:
         return compute(), False
-    key = request_key(model, model_id, task, chosen.name, config, budgets, max_tokens)
-    return store.get_or_compute(key, compute)
+    return store.get_or_compute(request.key, compute)
 
 
 def evaluate_circuits(
@@ -115,4 +100,4 @@ def evaluate_circuits(
         return evaluator.baseline, []
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
-    return evaluator.baseline, evaluator.curve(stacked, budgets)
+    return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]

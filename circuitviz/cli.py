@@ -189,21 +189,18 @@ def _progress(phase: str, fraction: float) -> None:
     )
 
 
-def _print_estimate(model, task, method: str, settings: dict, budgets) -> None:
-    """One line before a run: its estimated time and memory (limits.py); the run itself refuses
-    what is over the limits, so a request the estimate cannot price is left to it."""
-    from .limits import estimate_request
+def _print_estimate(model, task, method: str, settings, budgets, model_id=None, max_tokens: int = 256):
+    """The run's one request (settings parsed, key computed, priced and checked once), its
+    estimated time and memory printed as one line before the run (limits.py)."""
+    from .request import Request
 
-    try:
-        print(
-            estimate_request(model, task, method, settings, n_budgets=len(budgets)).summary(), file=sys.stderr
-        )
-    except ValueError:
-        pass
+    request = Request.for_model(model, task, method, settings, budgets, model_id, max_tokens).priced(model)
+    print(request.estimate.summary(), file=sys.stderr)
+    return request
 
 
 def cmd_discover(args) -> int:
-    from .api import discover, parse_budgets
+    from .api import parse_budgets, run_request
     from .methods import get_method
     from .store import ResultStore
 
@@ -217,21 +214,15 @@ def cmd_discover(args) -> int:
     model, model_id, load_seconds = _load(args)
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
-    _print_estimate(model, task, args.method, settings, budgets)
-    result, cached = discover(
-        model,
-        task,
-        args.method,
-        settings,
-        budgets,
-        model_id=model_id,
-        store=store,
-        progress=_progress,
-        max_tokens=args.max_tokens,
-    )
+    request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
+    result, cached = run_request(model, request, store=store, progress=_progress)
     timings = {"load_s": load_seconds, **result.timings}
-    shown = {  # long texts (paraphrase lists, reference circuits) as their line count
-        k: f"<{len(v.splitlines())} lines>" if isinstance(v, str) and len(v) > 80 else v
+    shown = {  # long texts (paraphrase lists) as their line count, long lists (reference edges) as theirs
+        k: f"<{len(v.splitlines())} lines>"
+        if isinstance(v, str) and len(v) > 80
+        else f"<{len(v)} items>"
+        if isinstance(v, (list, tuple)) and len(v) > 8
+        else v
         for k, v in result.config.items()
     }
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
@@ -290,10 +281,12 @@ def cmd_methods(args) -> int:
 
     from .methods import available_methods
 
+    def typed(value) -> str:  # a list setting as the command line takes it: comma separated
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
     for name, method in sorted(available_methods().items()):
-        settings = (
-            ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(method.Config)) or "no settings"
-        )
+        fields = dataclasses.fields(method.Config)
+        settings = ", ".join(f"{f.name}={typed(f.default)}" for f in fields) or "no settings"
         print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
     return 0
 
@@ -420,9 +413,9 @@ def _batch_budgets(text: str):
 def cmd_batch(args) -> int:
     from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
     from .batch.atlas import BatchTable, curve_bands, mib_scores
-    from .batch.runner import _duration
     from .methods import get_method
     from .store import ResultStore
+    from .text import clock_duration
 
     budgets = _batch_budgets(args.budgets)
     if args.n < 1:
@@ -492,7 +485,7 @@ def cmd_batch(args) -> int:
     counts = report.manifest["counts"]
     print(
         f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
-        f"{counts['failed']} failed, in {_duration(report.seconds)} on {report.executor} "
+        f"{counts['failed']} failed, in {clock_duration(report.seconds)} on {report.executor} "
         f"({report.workers} worker{'s' if report.workers != 1 else ''})"
     )
     if report.interrupted:

@@ -9,19 +9,22 @@ bound memory.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
 
 from .chunks import chunk_size, run_in_chunks
-from .engine.capture import clean_and_corrupted, writers_of_prompts
+from .engine.capture import WriterBuffer, writer_hooks
 from .engine.memory import evaluation_bytes_per_position
 from .engine.metric import batch_compatible, task_metric
 from .engine.patching import patched_metrics
-from .engine.prefix import shared_prefix
+from .engine.prefix import final_residual, shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
-from .models.adapter import model_device
+from .models.adapter import model_device, model_dtype
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -97,7 +100,10 @@ class Evaluator:
 
     Everything stays on the model's device: circuits are moved there, metrics come back there.
     ``runs``: the clean and corrupted runs when they were made elsewhere (``evaluators_of_tasks``
-    runs a dataset's prompts together): (writers [2, pos, n_forward, d_model], metrics [2]).
+    runs a dataset's prompts together): (writers [2, pos, n_forward, d_model], metrics [2],
+    final residuals at the last position [2, d_model]); without them the task runs as a batch of
+    one (the same ``evaluators_of_tasks``). The clean final residual is kept for what else reads
+    the clean run (the next-token distribution) so it never runs again.
     """
 
     def __init__(
@@ -106,15 +112,16 @@ class Evaluator:
         spec: GraphSpec,
         prepared: PreparedTask,
         chunk_size: int | None = None,
-        runs: tuple[torch.Tensor, torch.Tensor] | None = None,
+        runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     ):
         self.model = model
         self.spec = spec
         self.prepared = prepared
         self.device = model_device(model)
-        writers, metrics = runs if runs is not None else clean_and_corrupted(model, spec, prepared)
+        writers, metrics, residuals = runs if runs is not None else _runs_of_tasks(model, spec, [prepared])
         self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
+        self.clean_residual = residuals[:1]  # [1, d_model]: the clean run's final residual, last position
         clean, corrupted = metrics.tolist()
         self.baseline = Baseline(clean=float(clean), corrupted=float(corrupted))
         self._bytes_per_position = evaluation_bytes_per_position(spec, writers.element_size())
@@ -130,106 +137,245 @@ class Evaluator:
         )
 
     def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
-        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward].
-
-        Returns [n_circuits] on the model's device.
-        """
-        edge_mask = self.spec.tensors(self.device).edge_mask
-        prefix = shared_prefix(self.model, [self.prepared])
-        results: list[torch.Tensor] = []
-        total = circuits.shape[0]
-
-        def compute(rows: slice) -> torch.Tensor:
-            removed = edge_mask & ~circuits[rows].to(self.device).bool()
-            return patched_metrics(
-                self.model, self.spec, self.prepared, self.corrupted_writers, removed, prefix=prefix
-            )
-
-        def commit(rows: slice, values: torch.Tensor) -> None:
-            results.append(values)
-            if progress:
-                progress("evaluate", min(1.0, rows.stop / total))
-
-        run_in_chunks(
-            self.model,
-            "evaluate",
-            total,
-            self.prepared.n_positions,
-            self._bytes_per_position,
-            compute,
-            commit,
-            max_chunk=self._fixed_chunk or 256,
-        )
-        if not results:
-            return torch.zeros(0, dtype=self.clean_writers.dtype, device=self.device)
-        return torch.cat(results)
-
-    def curve(
-        self, circuits: torch.Tensor, budgets: Sequence[int], progress: Progress | None = None
-    ) -> list[CurvePoint]:
-        """A faithfulness point per (budget, circuit mask) pair, all circuits in batched runs
-        (a circuit of every edge is the model itself: its metric is the clean run's, no run)."""
-        whole = whole_graph(self.spec, circuits).tolist() if len(circuits) else []
-        partial = [index for index, complete in enumerate(whole) if not complete]
-        measured = iter(self.metrics(circuits[partial], progress).tolist() if partial else [])
-        values = [self.baseline.clean if complete else next(measured) for complete in whole]
-        sizes = circuits.flatten(1).sum(1).tolist() if len(circuits) else []
-        return [
-            CurvePoint(
-                budget=int(budget),
-                n_edges=int(size),
-                metric=float(value),
-                nfs=nfs(float(value), self.baseline),
-                ndf=ndf(float(value), self.baseline),
-            )
-            for budget, size, value in zip(budgets, sizes, values)
-        ]
+        """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward]: this task
+        as a batch of one of ``metrics_of_tasks``.  # [n_circuits] on the model's device"""
+        return metrics_of_tasks([self], circuits[None], progress)[0]
 
 
-# ----- several tasks at once (a dataset's prompts of one length) ------------------------------
+# ----- one task or many: a batch of tasks of one prompt length (one task is a batch of one) ------
 def _check_batch(tasks: Sequence[PreparedTask]) -> None:
     problem = batch_compatible(tasks)
     if problem is not None:
         raise ValueError(f"These tasks cannot be evaluated in one batch: {problem}.")
 
 
-def evaluators_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
+# ----- the clean run of a prompt, shared by everything that reads it ------------------------------
+@dataclass(frozen=True)
+class CleanRun:
+    """One prompt's plain forward pass: every writer's output and the final residual.
+
+    writers: [1, pos, n_forward, d_model]; residual: [1, d_model] after the last block at the last
+    position. The evaluator's clean half, the next-token distribution and the logit-lens labels
+    all read it, so an interactive run passes the clean prompt through the model once.
+    """
+
+    writers: torch.Tensor
+    residual: torch.Tensor
+
+
+_CLEAN_RUNS_KEPT = 4  # prompts kept per model: the ones a session works on now
+_CLEAN_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {token ids: CleanRun}
+_CLEAN_RUNS_GUARD = threading.Lock()
+
+
+def _clean_key(model, tokens: torch.Tensor) -> tuple:
+    """A kept run's key: the model's device and dtype (a model moved or cast runs again) and the ids."""
+    return (str(model_device(model)), str(model_dtype(model)), tuple(tokens[0].tolist()))
+
+
+def kept_clean_run(model, tokens: torch.Tensor) -> CleanRun | None:
+    """The clean run of ``tokens`` [1, pos] made before on this model object, or None."""
+    with _CLEAN_RUNS_GUARD:
+        runs = _CLEAN_RUNS.get(model)
+        key = _clean_key(model, tokens)
+        found = runs.get(key) if runs is not None else None
+        if found is not None:
+            runs.move_to_end(key)
+        return found
+
+
+def keep_clean_run(model, tokens: torch.Tensor, run: CleanRun) -> None:
+    """Remember a prompt's clean run (the last ``_CLEAN_RUNS_KEPT`` per model)."""
+    with _CLEAN_RUNS_GUARD:
+        runs = _CLEAN_RUNS.setdefault(model, OrderedDict())
+        key = _clean_key(model, tokens)
+        runs[key] = run
+        runs.move_to_end(key)
+        while len(runs) > _CLEAN_RUNS_KEPT:
+            runs.popitem(last=False)
+
+
+def forget_clean_runs(model) -> None:
+    """Drop this model's kept clean runs (after changing its weights in place, or to make the
+    next reader run the pass itself)."""
+    with _CLEAN_RUNS_GUARD:
+        _CLEAN_RUNS.pop(model, None)
+
+
+@torch.no_grad()
+def _capture(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batched plain pass: (writers [b, pos, n_forward, d_model], final residuals [b, d_model])."""
+    tokens = tokens.to(model_device(model))
+    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
+    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [b, d_model]
+    return buffer.values, residual
+
+
+def clean_run(model, spec: GraphSpec, tokens: torch.Tensor) -> CleanRun:
+    """The clean run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
+    found = kept_clean_run(model, tokens)
+    if found is None:
+        writers, residual = _capture(model, spec, tokens)
+        found = CleanRun(writers, residual)
+        keep_clean_run(model, tokens, found)
+    return found
+
+
+def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
+    """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
+    metrics [2g], final residuals at the last position [2g, d_model]). Clean runs made before on
+    this model (``clean_run``) are read, not run again; a task run alone keeps its clean run."""
+    device = model_device(model)
+    kept = [kept_clean_run(model, t.clean_tokens) for t in tasks]
+    if all(run is not None for run in kept):
+        corrupted, corrupted_residual = _capture(model, spec, torch.cat([t.corrupted_tokens for t in tasks]))
+        writers = torch.cat([*(run.writers.to(device) for run in kept), corrupted])
+        residual = torch.cat([*(run.residual.to(device) for run in kept), corrupted_residual])
+    else:
+        tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
+        writers, residual = _capture(model, spec, tokens)
+        if len(tasks) == 1:  # an interactive run: its labels and next tokens read this clean run
+            keep_clean_run(model, tasks[0].clean_tokens, CleanRun(writers[:1].clone(), residual[:1].clone()))
+    owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
+    return writers, task_metric(model, tasks, owner)(residual), residual
+
+
+def evaluators_of_tasks(
+    model, spec: GraphSpec, tasks: Sequence[PreparedTask], chunk_size: int | None = None
+) -> list[Evaluator]:
     """An evaluator per task, their clean and corrupted runs made together in batched passes.
 
-    ``tasks`` must share the prompt length, metric and foil count (``batch_compatible``). Each
-    evaluator holds what ``Evaluator(model, spec, task)`` would compute alone (tested).
+    ``tasks`` must share the prompt length, metric and foil count (``batch_compatible``); one
+    task is a batch of one (``Evaluator(model, spec, task)``).
     """
     tasks = list(tasks)
     _check_batch(tasks)
     evaluators: list[Evaluator | None] = [None] * len(tasks)
-    positions = tasks[0].n_positions
     dtype_size = next(model.parameters()).element_size()
 
     def compute(rows: slice):
-        group = tasks[rows]
-        tokens = torch.cat([t.clean_tokens for t in group] + [t.corrupted_tokens for t in group])  # [2g, pos]
-        owner = torch.arange(len(group), device=model_device(model)).repeat(2)  # clean rows, then corrupted
-        return writers_of_prompts(model, spec, None, tokens, task_metric(model, group, owner))
+        return _runs_of_tasks(model, spec, tasks[rows])
 
     def commit(rows: slice, result) -> None:
-        writers, metrics = result  # [2g, pos, n_forward, d_model], [2g]
+        writers, metrics, residuals = result  # [2g, pos, n_forward, d_model], [2g], [2g, d_model]
         size = rows.stop - rows.start
         for offset in range(size):
             pick = [offset, size + offset]  # this task's clean and corrupted rows
             evaluators[rows.start + offset] = Evaluator(
-                model, spec, tasks[rows.start + offset], runs=(writers[pick], metrics[pick])
+                model,
+                spec,
+                tasks[rows.start + offset],
+                chunk_size,
+                (writers[pick], metrics[pick], residuals[pick]),
             )
 
     run_in_chunks(
         model,
         "evaluate",
         len(tasks),
-        2 * positions,
+        2 * tasks[0].n_positions,
         evaluation_bytes_per_position(spec, dtype_size),
         compute,
         commit,
     )
     return evaluators
+
+
+def _runs_by_task(rows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """(task, circuit) rows cut into pieces a patched pass takes: consecutive tasks with the same
+    number of rows each (``patched_metrics`` needs g equal runs of rows)."""
+    per_task: list[list[tuple[int, int]]] = []
+    for row in rows:
+        if per_task and per_task[-1][0][0] == row[0]:
+            per_task[-1].append(row)
+        else:
+            per_task.append([row])
+    pieces: list[list[tuple[int, int]]] = []
+    size = None
+    for run in per_task:
+        if pieces and len(run) == size:
+            pieces[-1].extend(run)
+        else:
+            pieces.append(list(run))
+            size = len(run)
+    return pieces
+
+
+def metrics_of_tasks(
+    evaluators: Sequence[Evaluator], circuits: torch.Tensor, progress: Progress | None = None
+) -> torch.Tensor:
+    """L(C(q)) of every (task, circuit) pair, in shared patched passes.
+
+    circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j (one
+    task: a batch of one). The tasks must share prompt length, metric and foil count. A circuit
+    of every edge is its model: the clean run's metric, and a column of circuits whole for every
+    task runs for none. Chunks hold as many (task, circuit) pairs as the device's memory takes,
+    in tasks' order.  # [n_tasks, n_circuits]
+    """
+    evaluators = list(evaluators)
+    first = evaluators[0]
+    model, spec, device = first.model, first.spec, first.device
+    tasks = [e.prepared for e in evaluators]
+    _check_batch(tasks)
+    n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
+    edge_mask = spec.tensors(device).edge_mask
+    clean = torch.tensor(
+        [e.baseline.clean for e in evaluators], device=device, dtype=first.clean_writers.dtype
+    )
+    values = clean[:, None].repeat(1, n_circuits)  # [n_tasks, n_circuits]
+    if n_circuits == 0:
+        return values
+    whole = whole_graph(spec, circuits.to(device))  # [n_tasks, n_circuits]
+    # the circuits some task needs a run for, run for every task (equal runs of rows per task)
+    columns = (~whole).any(0).nonzero()[:, 0].tolist()
+    rows = [(t, c) for t in range(n_tasks) for c in columns]
+    tokens_of = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n_tasks, pos]
+    corrupted_of = torch.cat([e.corrupted_writers for e in evaluators])  # [n_tasks, pos, n_forward, d_model]
+    measured: list[torch.Tensor] = []
+
+    def compute(chunk: slice) -> torch.Tensor:
+        """The metrics of rows ``chunk``, a patched pass per piece of equal runs per task. # [rows]"""
+        found = []
+        for piece in _runs_by_task(rows[chunk]):
+            owners = sorted({t for t, _ in piece})
+            owner = torch.tensor([owners.index(t) for t, _ in piece], device=device)  # [b]
+            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd]
+            group = [tasks[t] for t in owners]
+            found.append(
+                patched_metrics(
+                    model,
+                    spec,
+                    None,
+                    corrupted_of[owners],
+                    edge_mask & ~chosen,
+                    tokens_of[[owners[i] for i in owner.tolist()]],
+                    task_metric(model, group, owner),
+                    shared_prefix(model, group),
+                )
+            )
+        return torch.cat(found)
+
+    def commit(chunk: slice, result: torch.Tensor) -> None:
+        measured.append(result)
+        if progress:
+            progress("evaluate", min(1.0, chunk.stop / len(rows)))
+
+    run_in_chunks(
+        model,
+        "evaluate",
+        len(rows),
+        tasks[0].n_positions,
+        first._bytes_per_position,
+        compute,
+        commit,
+        max_chunk=first._fixed_chunk or 256,
+    )
+    if rows:
+        index = torch.tensor(rows, device=device)  # [n_rows, 2]
+        found = torch.cat(measured).to(values.dtype)  # [n_rows]
+        kept_whole = whole[index[:, 0], index[:, 1]]  # a whole circuit keeps the clean metric
+        values[index[:, 0], index[:, 1]] = torch.where(kept_whole, values[index[:, 0], index[:, 1]], found)
+    return values
 
 
 def curves_of_tasks(
@@ -238,63 +384,16 @@ def curves_of_tasks(
     budgets: Sequence[int],
     progress: Progress | None = None,
 ) -> list[list[CurvePoint]]:
-    """Each task's faithfulness curve, every (task, circuit) pair in shared patched passes.
+    """Each task's faithfulness curve: a point per (budget, circuit) of its row, every pair in
+    shared patched passes (``metrics_of_tasks``; one task is a batch of one).
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
-    ``budgets`` names the circuits of a row. A task's points equal ``Evaluator.curve`` on it
-    alone (tested). The tasks must share prompt length, metric and foil count; chunks hold whole
-    tasks (every circuit of a task in one pass, beside its corrupted run).
+    ``budgets`` names the circuits of a row.
     """
     evaluators = list(evaluators)
     if not evaluators:
         return []
-    first = evaluators[0]
-    model, spec, device = first.model, first.spec, first.device
-    tasks = [e.prepared for e in evaluators]
-    _check_batch(tasks)
-    n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
-    edge_mask = spec.tensors(device).edge_mask
-    values: list[torch.Tensor] = []
-
-    def compute(rows: slice) -> torch.Tensor:
-        """The circuits of tasks ``rows``, a task's circuits side by side (patched_metrics' groups);
-        a circuit of every edge is its model: the clean run's metric, and no column of circuits
-        that are all whole runs. # [g k]"""
-        group = evaluators[rows]
-        chosen = circuits[rows].to(device).bool()  # [g, k, n_forward, n_backward]
-        whole = whole_graph(spec, chosen)  # [g, k]
-        baselines = [e.baseline.clean for e in group]
-        clean = torch.tensor(baselines, device=device, dtype=first.clean_writers.dtype)
-        values = clean[:, None].repeat(1, n_circuits)  # [g, k]
-        run = (~whole).any(0).nonzero()[:, 0]  # the circuits some task of the chunk needs a run for
-        if len(run):
-            owner = torch.arange(len(group), device=device).repeat_interleave(len(run))  # [g k']
-            removed = edge_mask & ~chosen[:, run].reshape(-1, spec.n_forward, spec.n_backward)
-            tokens = torch.cat([e.prepared.clean_tokens for e in group]).to(device)[owner]  # [g k', pos]
-            corrupted = torch.cat([e.corrupted_writers for e in group])  # [g, pos, n_forward, d_model]
-            metric = task_metric(model, tasks[rows], owner)
-            prefix = shared_prefix(model, tasks[rows])
-            measured = patched_metrics(model, spec, None, corrupted, removed, tokens, metric, prefix)
-            values[:, run] = torch.where(whole[:, run], values[:, run], measured.view(len(group), len(run)))
-        return values.flatten()
-
-    def commit(rows: slice, result: torch.Tensor) -> None:
-        values.append(result)
-        if progress:
-            progress("evaluate", min(1.0, rows.stop / n_tasks))
-
-    per_position = evaluation_bytes_per_position(spec, first.clean_writers.element_size())
-    run_in_chunks(
-        model,
-        "evaluate",
-        n_tasks,
-        n_circuits * tasks[0].n_positions,
-        per_position,
-        compute,
-        commit,
-        max(1, 256 // max(n_circuits, 1)),
-    )
-    metrics = torch.cat(values).view(n_tasks, n_circuits).tolist() if n_circuits else [[]] * n_tasks
+    metrics = metrics_of_tasks(evaluators, circuits, progress).tolist()  # [n_tasks, n_circuits]
     sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
     return [
         [
@@ -323,9 +422,10 @@ def circuits_at_budgets(
 ) -> torch.Tensor:
     """Top-N circuits of one score matrix at every budget, from one sort, on the scores' device.
 
-    Returns [n_budgets, n_forward, n_backward] bool.
+    scores: [..., n_forward, n_backward]. Returns [..., n_budgets, n_forward, n_backward] bool.
     """
     if not len(budgets):
-        return torch.zeros(0, spec.n_forward, spec.n_backward, dtype=torch.bool, device=scores.device)
+        shape = (*scores.shape[:-2], 0, spec.n_forward, spec.n_backward)  # [..., 0, n_fwd, n_bwd]
+        return torch.zeros(shape, dtype=torch.bool, device=scores.device)
     masks = top_n_at_budgets(spec, scores, budgets)
     return prune(spec, masks) if prune_dead else masks

@@ -21,6 +21,7 @@ from functools import cached_property
 
 import torch
 
+from .graph_shape import edge_count, n_readers, n_writers
 from .text import shown
 
 QKV = ("q", "k", "v")
@@ -96,15 +97,16 @@ class GraphSpec:
     # ----- sizes -----------------------------------------------------------------------------
     @property
     def n_forward(self) -> int:
-        return 1 + self.n_layers * (self.n_heads + 1)
+        return n_writers(self.n_layers, self.n_heads)
 
     @property
     def n_backward(self) -> int:
-        return self.n_layers * (3 * self.n_heads + 1) + 1
+        return n_readers(self.n_layers, self.n_heads)
 
     @property
     def n_edges(self) -> int:
-        return int(self.edge_mask.sum())
+        """``graph_shape.edge_count``: the edges ``edge_mask`` holds, counted without building it."""
+        return edge_count(self.n_layers, self.n_heads, self.parallel_attn_mlp)
 
     # ----- indices ---------------------------------------------------------------------------
     def head_forward(self, layer: int) -> slice:

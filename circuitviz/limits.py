@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .models.adapter import adapter_of
-from .text import shown, shown_number
+from .text import rough_duration, shown, shown_number
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -137,27 +137,9 @@ class Estimate:
             work += f", {self.n_paraphrases} paraphrases"
         priced = f"; {self.priced}" if self.priced else ""
         return (
-            f"Estimate: about {_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} "
+            f"Estimate: about {rough_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} "
             f"({work}{priced})."
         )
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 1.5:
-        return "1 s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _config_value(config, name: str, default):
-    if config is None:
-        return default
-    if isinstance(config, dict):
-        return config.get(name, default)
-    return getattr(config, name, default)
 
 
 def _n_parameters(model) -> int:

@@ -1,16 +1,20 @@
 """A circuit-discovery result: a plain value that can be cached, exported, compared and drawn.
 
-It holds the edge scores of the method, the circuits at each budget (derived top-N-and-prune
-of the scores unless the method chose them itself, as Best-of-N does), the faithfulness curve,
-the timings, and the method family's own typed details (``MethodDetails``: Best-of-N's pairs
-and candidates, ACC++'s position graph, CircuitLasso's regression). Every result answers
-``circuit(budget)`` and ``point(budget)`` itself, whatever made it. It converts to the public
-EAP-IG library's JSON (``Graph.from_json`` reads it) with our own keys beside EAP-IG's, and reads
-such files and plain edge lists back.
+It holds the edge scores of the method, the circuit the run chose at every budget it evaluated
+(top-N-and-prune of the scores for a scoring method, the method's own for Best-of-N, ACC++,
+Edge Pruning, a bootstrap ensemble), the faithfulness curve, the timings, and the method
+family's own typed details (``MethodDetails``: Best-of-N's pairs and candidates, ACC++'s
+position graph, CircuitLasso's regression). A result is data: it never runs the model.
+``circuit(budget)`` reads a stored circuit (a budget the run did not evaluate is derived once
+from the result's own data and kept), ``point(budget)`` a stored curve point; evaluating a circuit
+at a new budget is ``api.evaluate_circuits``. Circuits are stored compactly, one bit per edge of
+the graph. It converts to the public EAP-IG library's JSON (``Graph.from_json`` reads it) with our
+own keys beside EAP-IG's, and reads such files and plain edge lists back.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,12 +24,15 @@ import torch
 
 from .details.base import MethodDetails, ResultFormatError, details_to_state
 from .details.kinds import details_from_state, legacy_details
-from .evaluate import Baseline, CurvePoint, Evaluator, cmd, cpr
+from .evaluate import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
-from .tasks import PromptTask, prepare_task
+from .tasks import PromptTask
 from .text import shown_number
 
-FORMAT_VERSION = 2  # 1: details as an untyped ``extra`` dict (still read)
+# 3: every evaluated budget's circuit stored, one bit per edge (``pack_circuits``);
+# 2: full boolean masks of the circuits a method chose itself, the others derived on reading;
+# 1: details as an untyped ``extra`` dict. All three are read.
+FORMAT_VERSION = 3
 
 
 @dataclass
@@ -41,39 +48,40 @@ class CircuitResult:
     baseline: Baseline
     curve: list[CurvePoint]
     timings: dict[str, float] = field(default_factory=dict)
-    circuits: dict[int, torch.Tensor] = field(default_factory=dict)  # budget -> [n_fwd, n_bwd] bool
+    # budget -> [n_fwd, n_bwd] bool: the circuit the run chose at each budget of its curve
+    circuits: dict[int, torch.Tensor] = field(default_factory=dict)
     tokens: dict[str, list[str]] = field(default_factory=dict)
     device: str = "cpu"
     details: MethodDetails | None = None
+    # circuits at budgets the run did not evaluate, each derived once (not stored)
+    _derived: dict[int, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def budgets(self) -> list[int]:
         return [point.budget for point in self.curve]
 
     def circuit(self, budget: int) -> torch.Tensor:
-        """The circuit at ``budget``: the method's own when it chose one (or its family's rule
-        gives one), else pruned top-N of the scores.  # [n_forward, n_backward] bool"""
+        """The circuit at ``budget``: the one the run chose, else (a budget it did not evaluate)
+        its family's rule or pruned top-N of the scores, derived once from the result's data and
+        kept.  # [n_forward, n_backward] bool"""
         budget = int(budget)
-        if budget in self.circuits:
-            return self.circuits[budget]
-        chosen = self.details.circuit(self, budget) if self.details is not None else None
-        if chosen is not None:
-            return chosen
-        return prune(self.graph, top_n(self.graph, self.scores, budget))
+        found = self.circuits.get(budget)
+        if found is None:
+            found = self._derived.get(budget)
+        if found is None:
+            found = derived_circuit(self, budget)
+            self._derived[budget] = found
+        return found
 
     @property
     def any_budget(self) -> bool:
         """Whether the family builds a circuit at any budget (iBoN, BoN-CSM, the baselines)."""
         return self.details is not None and self.details.any_budget(self)
 
-    def point(self, budget: int, model=None) -> CurvePoint | None:
-        """The faithfulness point at ``budget``: the one the run evaluated, else (given the
-        model) the circuit at that budget evaluated now in one patched pass, else None."""
-        stored = next((p for p in self.curve if p.budget == int(budget)), None)
-        if stored is not None or model is None:
-            return stored
-        evaluator = Evaluator(model, self.graph, prepare_task(model, self.task))
-        return evaluator.curve(self.circuit(budget)[None], [int(budget)])[0]
+    def point(self, budget: int) -> CurvePoint | None:
+        """The faithfulness point the run evaluated at ``budget``, or None (a result never runs
+        the model: ``api.evaluate_circuits`` measures a circuit at a new budget)."""
+        return next((p for p in self.curve if p.budget == int(budget)), None)
 
     def summary(self) -> dict:
         """CPR and CMD of the curve (NFS and NDF flavours)."""
@@ -98,7 +106,7 @@ class CircuitResult:
             "baseline": {"clean": self.baseline.clean, "corrupted": self.baseline.corrupted},
             "curve": [point.to_dict() for point in self.curve],
             "timings": dict(self.timings),
-            "circuits": {int(k): v.bool().cpu() for k, v in self.circuits.items()},
+            "circuits": pack_circuits(self.graph, self.circuits),
             "tokens": self.tokens,
             "device": self.device,
             "details": details_to_state(self.details),
@@ -107,7 +115,7 @@ class CircuitResult:
     @classmethod
     def from_state(cls, state: dict) -> CircuitResult:
         version = state.get("format_version")
-        if version not in (1, FORMAT_VERSION):
+        if version not in (1, 2, FORMAT_VERSION):
             raise ResultFormatError(
                 f"This stored result has format {version!r}, which this circuitviz cannot read; run it again."
             )
@@ -116,9 +124,14 @@ class CircuitResult:
             if version == 1
             else details_from_state(state.get("details"))
         )
-        return cls(
+        graph = GraphSpec.from_cfg_dict(state["graph"])
+        if version == FORMAT_VERSION:
+            circuits = unpack_circuits(graph, state["circuits"])
+        else:
+            circuits = {int(k): v for k, v in state["circuits"].items()}
+        result = cls(
             model_id=state["model_id"],
-            graph=GraphSpec.from_cfg_dict(state["graph"]),
+            graph=graph,
             task=PromptTask.from_dict(state["task"]),
             method=state["method"],
             config=state["config"],
@@ -126,11 +139,16 @@ class CircuitResult:
             baseline=Baseline(**state["baseline"]),
             curve=[CurvePoint(**point) for point in state["curve"]],
             timings=state["timings"],
-            circuits={int(k): v for k, v in state["circuits"].items()},
+            circuits=circuits,
             tokens=state["tokens"],
             device=state["device"],
             details=details,
         )
+        # an older result kept only the circuits a method chose itself: derive the rest once
+        for budget in result.budgets:
+            if budget not in result.circuits:
+                result.circuits[budget] = derived_circuit(result, budget)
+        return result
 
     # ----- EAP-IG JSON ------------------------------------------------------------------------
     def to_eap_json(self, budget: int | None = None) -> dict:
@@ -156,13 +174,101 @@ class CircuitResult:
                 "timings": self.timings,
                 "device": self.device,
                 "tokens": self.tokens,
-                "circuits": {str(k): self.graph.edge_names_of(v) for k, v in sorted(self.circuits.items())},
+                "circuits": circuits_json(self.graph, self.circuits),
                 "details": None
                 if self.details is None
                 else {"kind": self.details.kind, "version": self.details.version, **self.details.to_dict()},
             }
         )
         return data
+
+
+def derived_circuit(result: CircuitResult, budget: int) -> torch.Tensor:
+    """The circuit at a budget the run did not evaluate, from the result's data alone: the
+    family's rule when it has one (iBoN, BoN-CSM, ACC++), else pruned top-N of the scores."""
+    chosen = result.details.circuit(result, budget) if result.details is not None else None
+    if chosen is not None:
+        return chosen
+    return prune(result.graph, top_n(result.graph, result.scores, int(budget)))
+
+
+# ----- circuits as bits: one bit per edge of the graph, in ``GraphSpec.edge_names`` order ----
+_BIT_VALUES = (128, 64, 32, 16, 8, 4, 2, 1)
+
+
+def pack_bits(spec: GraphSpec, masks: torch.Tensor) -> torch.Tensor:
+    """Circuit masks [n, n_forward, n_backward] as bytes [n, ceil(n_edges / 8)] uint8 (CPU)."""
+    forward, backward = spec.edge_index
+    bits = masks.bool().cpu()[:, forward, backward]  # [n, n_edges]
+    padding = (-bits.shape[1]) % 8
+    bits = torch.nn.functional.pad(bits.to(torch.uint8), (0, padding)).view(bits.shape[0], -1, 8)
+    values = torch.tensor(_BIT_VALUES, dtype=torch.uint8, device="cpu")  # the weight of each bit
+    return (bits * values).sum(-1).to(torch.uint8)
+
+
+def unpack_bits(spec: GraphSpec, packed: torch.Tensor) -> torch.Tensor:
+    """``pack_bits`` undone.  # [n, n_forward, n_backward] bool"""
+    forward, backward = spec.edge_index
+    values = torch.tensor(_BIT_VALUES, dtype=torch.uint8, device="cpu")  # the weight of each bit
+    bits = (packed.to(torch.uint8)[..., None] & values).ne(0).flatten(1)[:, : spec.n_edges]  # [n, n_edges]
+    masks = torch.zeros(bits.shape[0], spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")
+    masks[:, forward, backward] = bits
+    return masks
+
+
+def pack_circuits(spec: GraphSpec, circuits: dict[int, torch.Tensor]) -> dict:
+    """A result's circuits as the store keeps them: {"budgets": [...], "bits": [n, bytes] uint8}."""
+    budgets = sorted(int(b) for b in circuits)
+    if not budgets:
+        return {"budgets": [], "bits": torch.zeros(0, 0, dtype=torch.uint8, device="cpu")}
+    return {"budgets": budgets, "bits": pack_bits(spec, torch.stack([circuits[b] for b in budgets]))}
+
+
+def unpack_circuits(spec: GraphSpec, stored: dict) -> dict[int, torch.Tensor]:
+    """``pack_circuits`` undone: {budget: [n_forward, n_backward] bool}."""
+    budgets = [int(b) for b in stored.get("budgets", [])]
+    if not budgets:
+        return {}
+    bits = stored["bits"]
+    if tuple(bits.shape) != (len(budgets), (spec.n_edges + 7) // 8):
+        raise ResultFormatError(
+            f"This stored result's circuits have shape {tuple(bits.shape)} for {len(budgets)} budgets of "
+            f"{spec.n_edges} edges; run it again."
+        )
+    return dict(zip(budgets, unpack_bits(spec, bits)))
+
+
+def circuits_json(spec: GraphSpec, circuits: dict[int, torch.Tensor]) -> dict:
+    """The circuits as JSON: each budget's bits (one per entry of ``edges``, most significant
+    first), base64."""
+    packed = pack_circuits(spec, circuits)
+    return {
+        "encoding": "bits-base64",
+        "order": "edges",
+        "budgets": {
+            str(b): base64.b64encode(row.numpy().tobytes()).decode("ascii")
+            for b, row in zip(packed["budgets"], packed["bits"])
+        },
+    }
+
+
+def circuits_from_json(spec: GraphSpec, data: dict) -> dict[int, torch.Tensor]:
+    """The circuits of an exported result: this format's bits, or (circuitviz_version 2 and
+    before) edge names per budget."""
+    circuits = data.get("circuits") or {}
+    if circuits.get("encoding") == "bits-base64":
+        width = (spec.n_edges + 7) // 8
+        found = {}
+        for budget, text in circuits.get("budgets", {}).items():
+            raw = base64.b64decode(text)
+            if len(raw) != width:
+                raise GraphError(
+                    f"The circuit at budget {budget} has {len(raw) * 8} bits for {spec.n_edges} edges."
+                )
+            row = torch.frombuffer(bytearray(raw), dtype=torch.uint8)[None]  # [1, bytes]
+            found[int(budget)] = unpack_bits(spec, row)[0]
+        return found
+    return {int(budget): spec.mask_from_edge_names(names) for budget, names in circuits.items()}
 
 
 def _json_safe(data: dict) -> dict:

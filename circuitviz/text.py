@@ -1,6 +1,12 @@
-"""Text helpers for the sentences circuitviz says to a user: quoting their input briefly."""
+"""Small text helpers every layer shares: a user's text quoted for a sentence, numbers read from
+text, durations in words, text made safe for markdown. Standard library only (no torch), so the
+model loader, the limits and the app's first paint import it freely.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
 
 
 def shown(text: str, limit: int = 60) -> str:
@@ -17,3 +23,62 @@ def shown_number(value, limit: int = 12) -> str:
     """A number from a user's input as it is, cut short (digits counted) when absurdly long."""
     digits = str(value)
     return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
+
+
+def parse_whole_numbers(
+    text: str,
+    not_whole: str,
+    refuse: Callable[[int], str | None] | None = None,
+    empty: str | None = None,
+) -> list[int]:
+    """'50, 100,20' -> [20, 50, 100]; ValueError in one sentence otherwise.
+
+    Every comma-separated list of numbers a user types (budgets, anchor budgets, layers) is read
+    here: spaces are ignored, empty pieces skipped, the values returned sorted without repeats.
+    not_whole: the sentence for a piece that is not a whole number; ``{part}`` in it becomes the
+    piece, quoted (briefly when long). refuse: the sentence for a value that is not allowed, or
+    None when it is. empty: the sentence when no number is given (None: an empty list is fine).
+    """
+    values = []
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise ValueError(not_whole.format(part=shown(part))) from None
+        problem = refuse(value) if refuse is not None else None
+        if problem:
+            raise ValueError(problem)
+        values.append(value)
+    if not values and empty is not None:
+        raise ValueError(empty)
+    return sorted(set(values))
+
+
+def rough_duration(seconds: float) -> str:
+    """A duration as an estimate says it: '1 s', '40 s', '12 min', '2.5 h'."""
+    if seconds < 1.5:
+        return "1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def clock_duration(seconds: float | None) -> str:
+    """A duration as a progress line says it: '3m07s', '1h05m'; '--' when not known yet."""
+    if seconds is None:
+        return "--"
+    seconds = int(round(seconds))
+    return (
+        f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+        if seconds >= 3600
+        else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
+
+
+def markdown_text(text: str) -> str:
+    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))

@@ -47,9 +47,9 @@ ready = given.task is not None and 2 <= len(chosen) <= 4
 if run.run_button("Run the comparison", ready, key="compare.run"):
     for name in chosen:
         settings = inputs.shared_settings(registered[name], st.session_state.get("settings") or {})
-        estimate, refused = run.estimate_line(model, given.task, name, settings, budgets)
+        request, refused = run.request_line(model, model_id, given.task, name, settings, budgets)
         if refused is None:
-            run.run_with_status(model, model_id, given.task, name, settings, budgets, estimate)
+            run.run_with_status(model, request)
 
 kept = {name: state.result_for(name, model_id, prompt) for name in chosen}
 kept = {n: r for n, r in kept.items() if r is not None and (given.task is None or r.task == given.task)}

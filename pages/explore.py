@@ -32,19 +32,18 @@ with st.container(border=True):
 with st.container(border=True):
     method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
 ready = given.task is not None and settings is not None and budgets is not None
-estimate = None
+request = None  # the one request of this page: settings parsed, key computed, priced and checked once
 if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
-    estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
+    request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
     ready = refused is None
-key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
 clicked = run.run_button("Run", ready)
 
 result = state.result_for(method, model_id, prompt)
-if ready and (clicked or run.running(key) or st.session_state.pop("explore.autorun", False)):
-    result = run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate) or result
+if ready and (clicked or run.running(request.key) or st.session_state.pop("explore.autorun", False)):
+    result = run.run_with_status(model, request) or result
 elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
     # a shared or reloaded URL: show the stored result of exactly that request, never compute
-    result = loaders.stored_result(model, model_id, given.task, method, settings, budgets)
+    result = loaders.stored_result(request)
     if result is not None:
         state.results()[result.method] = result
     st.session_state["_view_from_url"] = False
@@ -58,7 +57,7 @@ def show_result(result, labels) -> None:
 
 
 if result is not None:
-    if ready and (result.task != given.task or result.method != method or result.config != settings):
+    if ready and (result.task != given.task or result.method != method or result.config != request.settings):
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task)

@@ -45,14 +45,13 @@ with st.container(border=True):
         "variants' curves, each at a proportional cost."
     )
 ready = given.task is not None and settings is not None and budgets is not None
-estimate = None
+request = None
 if ready:
-    estimate, refused = run.estimate_line(model, given.task, method, settings, budgets)
+    request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
     ready = refused is None
-key = loaders.request_key(model, model_id, given.task, method, settings, budgets) if ready else None
 clicked = run.run_button("Run Best-of-N", ready, key="bon.run")
-if ready and (clicked or run.running(key)):
-    run.run_with_status(model, model_id, given.task, method, settings, budgets, estimate)
+if ready and (clicked or run.running(request.key)):
+    run.run_with_status(model, request)
 result = state.result_for(method, model_id, prompt)
 if result is None or not bon.is_query_circuits(result):
     st.stop()

@@ -37,16 +37,14 @@ with st.expander(
     result = state.result_for("acc++", model_id, prompt)
     method = get_method("acc++")
     values = forms.config_form(method, "signals", initial=(result.config if result is not None else None))
-    problem = forms.check_config(method, values)
+    config, problem = forms.build_config(method, values)
     if problem:
         st.error(problem)
     budgets = inputs.default_budgets(inputs.graph_edge_total(model))
     ready = given.task is not None and not problem
-    estimate = run.estimate_line(model, given.task, "acc++", values, budgets)[0] if ready else None
-    if run.run_button("Run ACC++", ready and estimate is not None):
-        result = (
-            run.run_with_status(model, model_id, given.task, "acc++", values, budgets, estimate) or result
-        )
+    request = run.request_line(model, model_id, given.task, "acc++", config, budgets)[0] if ready else None
+    if run.run_button("Run ACC++", ready and request is not None):
+        result = run.run_with_status(model, request) or result
 
 if result is None:
     st.info(

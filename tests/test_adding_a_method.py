@@ -8,25 +8,22 @@ fields, and measured by the same faithfulness curve as every other method.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 import torch
 
 from circuitviz.methods import Cost, RunContext, ScoringMethod, available_methods, register
 from circuitviz.methods.base import _REGISTRY
+from circuitviz.methods.settings import setting
 
 
 @dataclass(frozen=True)
 class ChangeSizeConfig:
-    """Settings of the change-size method.
+    """Settings of the change-size method."""
 
-    power: the exponent applied to each writer's change size.
-    norm: which size to take, "l1" or "l2".
-    """
-
-    power: float = 1.0
-    norm: str = field(default="l2", metadata={"choices": ("l1", "l2")})
+    power: float = setting(1.0, "the exponent applied to each writer's change size.", low=0.0)
+    norm: str = setting("l2", 'which size to take, "l1" or "l2".', choices=("l1", "l2"))
 
 
 class ChangeSize(ScoringMethod):

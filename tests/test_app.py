@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -21,7 +22,9 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import assets, render  # noqa: E402
+from circuitviz.api import evaluate_circuits  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.models.adapter import adapter_of  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean
@@ -158,7 +161,7 @@ def test_explore_shows_the_results_own_numbers():
 
 
 def test_explain_this_circuit_says_the_strongest_edges():
-    from circuitviz.ui.result_view import markdown_text
+    from circuitviz.text import markdown_text
 
     at = _run(_explore())
     result = at.session_state["results"]["eap"]
@@ -302,6 +305,83 @@ def test_a_shared_url_reopens_the_stored_result():
     assert not again.exception
     assert _graph_pages(again), "the stored result was not shown"
     assert again.select_slider(key="w.budget").value == 10
+
+
+# ----- forward passes: a stored view runs none, a fresh run passes each prompt through once --------
+class _PassCounter:
+    """Every forward pass of the models it wraps, outside a model's loading thread (a load times
+    one probe pass): the token rows each pass carried and whether gradients were on."""
+
+    def __init__(self):
+        self.passes: list[tuple[list[tuple[int, ...]], bool]] = []
+        self.models: list = []
+
+    def loader(self, model_id, device):
+        import threading
+
+        model = _tiny_loader(model_id, device)
+        forward = model.forward
+
+        def counted(*args, **kwargs):
+            tokens = args[0] if args else kwargs.get("input")
+            loading = threading.current_thread().name.startswith("load ")
+            if not loading and isinstance(tokens, torch.Tensor) and not tokens.is_floating_point():
+                self.passes.append(([tuple(row) for row in tokens.tolist()], torch.is_grad_enabled()))
+            return forward(*args, **kwargs)
+
+        model.forward = counted  # the instance's own forward, counted; the model is otherwise untouched
+        self.models.append(model)
+        return model
+
+    def plain_runs_of(self, text: str) -> int:
+        """Passes without gradients that carried ``text`` as one of at most two rows: the prompt's
+        own run (a batch of patched circuits carries one row per circuit, a gradient pass has
+        gradients on)."""
+        ids = tuple(adapter_of(self.models[0]).to_tokens(text)[0].tolist())
+        return sum(1 for rows, grad in self.passes if not grad and len(rows) <= 2 and ids in rows)
+
+
+def test_a_fresh_eap_ig_run_passes_the_clean_and_corrupted_prompts_once(monkeypatch):
+    """The next tokens, the evaluator's clean run and the logit-lens labels share one clean pass."""
+    import circuitviz.ui.loaders as loaders
+
+    counter = _PassCounter()
+    monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
+    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    at = _run(_explore(method="eap-ig"))
+    assert not at.exception, at.exception
+    assert at.session_state["results"]["eap-ig"].curve and _graph_pages(at)
+    assert counter.plain_runs_of(TINY_PROMPT) == 1
+    assert counter.plain_runs_of(TINY_CORRUPTED) == 1
+
+
+def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatch):
+    import streamlit as st
+
+    import circuitviz.results as results
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.evaluate import forget_clean_runs
+
+    counter = _PassCounter()
+    monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
+    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    first = _run(_explore(budget="10"))
+    assert _graph_pages(first) and counter.passes
+    # what a new process would hold: no cached next tokens, labels or clean runs; the store only
+    st.cache_data.clear()
+    for model in counter.models:
+        forget_clean_runs(model)
+    counter.passes.clear()
+    # each circuit the run chose is in its result: no view recomputes top-N or prunes
+    for name in ("top_n", "prune"):
+        monkeypatch.setattr(results, name, lambda *a, **k: pytest.fail("a stored circuit was recomputed"))
+    again = _explore(budget="10")  # a new session with the same URL
+    assert not again.exception, again.exception
+    assert _graph_pages(again), "the stored result was not shown"
+    again.select_slider(key="w.budget").set_value(20).run()
+    assert not again.exception, again.exception
+    assert again.select_slider(key="w.budget").value == 20 and _graph_pages(again)
+    assert counter.passes == []
 
 
 # ----- Compare ---------------------------------------------------------------------------------------
@@ -507,7 +587,7 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     assert not at.exception, at.exception
     assert (
         next(m.value for m in at.metric if m.label == "NDF")
-        == f"{result.point(15, _tiny_loader('', '')).ndf:.3f}"
+        == f"{evaluate_circuits(_tiny_loader('', ''), result.task, [result.circuit(15)], [15])[1][0].ndf:.3f}"
     )
 
 

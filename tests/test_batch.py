@@ -71,14 +71,14 @@ def _tasks(tasks):
 # ----- the engine: several tasks in shared passes ------------------------------------------------
 @pytest.mark.parametrize("shape", ["gpt2", "gemma"])
 @pytest.mark.parametrize("method_name", ["eap", "eap-ig"])
-def test_run_many_equals_one_prompt_runs(shape, method_name, tiny, tiny_gemma, monkeypatch):
+def test_run_batch_equals_one_prompt_runs(shape, method_name, tiny, tiny_gemma, monkeypatch):
     model = tiny if shape == "gpt2" else tiny_gemma
     # a tiny working memory cuts every batched pass into chunks that split tasks and steps
     monkeypatch.setenv("CIRCUITVIZ_WORKING_MEMORY_GB", "0.0000002")
     method = get_method(method_name)
     config = method.make_config({"ig_steps": 4} if method_name == "eap-ig" else {})
     contexts = [RunContext(model, task) for task in IOI_TASKS]
-    together = method.run_many(contexts, config, BUDGETS)
+    together = method.run_batch(contexts, config, BUDGETS)
     for task, mine in zip(IOI_TASKS, together):
         alone = method.run_on(model, task, config, BUDGETS)
         assert torch.allclose(mine.scores.double(), alone.scores.double(), rtol=1e-9, atol=1e-12)
@@ -105,7 +105,7 @@ def test_methods_with_their_own_run_give_that_run_in_a_batch(method_name, tiny):
     config = method.make_config(
         {k: v for k, v in settings.items() if k in method.Config.__dataclass_fields__}
     )
-    together = method.run_many([RunContext(tiny, task) for task in IOI_TASKS[:2]], config, BUDGETS)
+    together = method.run_batch([RunContext(tiny, task) for task in IOI_TASKS[:2]], config, BUDGETS)
     for task, mine in zip(IOI_TASKS[:2], together):
         alone = method.run_on(tiny, task, config, BUDGETS)
         assert mine.details.to_dict() == alone.details.to_dict()
@@ -136,7 +136,7 @@ def test_logprob_rows_match_their_tasks_alone(tiny):
     for task, together, evaluator, circuits in zip(prepared, curves, evaluators, masks):
         alone = Evaluator(tiny, spec, task)
         assert evaluator.baseline.clean == pytest.approx(alone.baseline.clean, abs=1e-10)
-        for point, expected in zip(together, alone.curve(circuits, [1, 2])):
+        for point, expected in zip(together, curves_of_tasks([alone], circuits[None], [1, 2])[0]):
             assert point.metric == pytest.approx(expected.metric, abs=1e-10)
 
 
@@ -266,18 +266,20 @@ def test_interrupted_batch_resumes(tmp_path, tiny):
 
 def test_a_group_that_fails_runs_its_tasks_one_by_one(tmp_path, tiny, monkeypatch):
     method = get_method("eap-ig")
-    original = type(method).score
+    original_score, original_run = type(method).score_batch, type(method).run_batch
 
-    def score(self, ctx, config):
-        if "Tom" in ctx.task.clean:
+    def score_batch(self, contexts, config, progress=None):
+        if any("Tom" in ctx.task.clean for ctx in contexts):
             raise RuntimeError("planted failure")
-        return original(self, ctx, config)
+        return original_score(self, contexts, config, progress)
 
-    def run_many(self, *args, **kwargs):
-        raise RuntimeError("the shared pass broke")
+    def run_batch(self, contexts, *args, **kwargs):
+        if len(contexts) > 1:  # the shared pass of several tasks; one task is a batch of one
+            raise RuntimeError("the shared pass broke")
+        return original_run(self, contexts, *args, **kwargs)
 
-    monkeypatch.setattr(type(method), "score", score)
-    monkeypatch.setattr(type(method), "run_many", run_many)
+    monkeypatch.setattr(type(method), "score_batch", score_batch)
+    monkeypatch.setattr(type(method), "run_batch", run_batch)
     report = _run(tmp_path, tiny, IOI_TASKS, methods=["eap-ig"])
     rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
     assert [row["status"] for row in rows] == ["done", "failed", "done"]

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Baseline, Evaluator, ndf, nfs
+from circuitviz.evaluate import Baseline, Evaluator, curves_of_tasks, ndf, nfs
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
 from circuitviz.methods.bon import QueryCircuitConfig, pair_scores
@@ -93,13 +93,12 @@ def test_batched_scores_equal_the_registry_scorer_pair_by_pair(tiny, tiny_bon):
     spec = tiny_bon.graph
     single = edge_matrix(spec, tiny_bon.details.edge_scores["single"])
     assert torch.allclose(single, expected[0], rtol=1e-5, atol=1e-7)
-    prepared = prepare_task(tiny, IOI_TASK)
     tasks = [
         prepare_task(tiny, PromptTask(p["clean"], p["corrupted"], p["answer"], tuple(p["foils"])))
         for p in tiny_bon.details.pairs
     ]
     method = get_method("eap-ig")
-    batched = pair_scores(tiny, spec, prepared, tasks, method, method.make_config({"ig_steps": 5}))
+    batched = pair_scores(tiny, spec, tasks, method, method.make_config({"ig_steps": 5}))
     for mine, theirs in zip(batched, expected):
         assert torch.allclose(mine, theirs, rtol=1e-5, atol=1e-7)
         assert mine.abs().sum() > 0
@@ -154,7 +153,7 @@ def test_bon_is_at_least_single_by_construction_and_both_curves_are_measured_on_
         assert own_single["ndf"] == pytest.approx(alone.ndf, abs=1e-9)
         assert own_single["n_edges"] == alone.n_edges
     evaluator = Evaluator(model, result.graph, prepare_task(model, task))
-    fresh = evaluator.curve(torch.stack([result.circuits[b] for b in budgets]), budgets)
+    fresh = curves_of_tasks([evaluator], torch.stack([result.circuits[b] for b in budgets])[None], budgets)[0]
     assert [p["ndf"] for p in curves["bon"]] == pytest.approx([p.ndf for p in fresh], abs=1e-9)
     assert [p.ndf for p in result.curve] == pytest.approx([p.ndf for p in fresh], abs=1e-9)
 
@@ -419,7 +418,9 @@ def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp
     # BoN >= single holds by construction (candidate 0 is the prompt); what is measured: the
     # BoN circuits' NDF on the original prompt, as a fresh Evaluator finds it
     evaluator = Evaluator(embedded_model, result.graph, prepare_task(embedded_model, task))
-    fresh = evaluator.curve(torch.stack([result.circuits[b] for b in result.budgets]), result.budgets)
+    fresh = curves_of_tasks(
+        [evaluator], torch.stack([result.circuits[b] for b in result.budgets])[None], result.budgets
+    )[0]
     assert [p["ndf"] for p in extra.curves["bon"]] == pytest.approx([p.ndf for p in fresh], abs=1e-4)
     assert torch.equal(variant_circuit(result, 1000, "ibon"), result.circuits[1000])
     smaller, larger = variant_circuit(result, 250, "bon-csm"), variant_circuit(result, 700, "bon-csm")

@@ -118,3 +118,48 @@ def test_methods_lists_the_registry(capsys):
     printed = capsys.readouterr().out
     for name in ("eap ", "eap-ig ", "eap-ig-activations", "exact"):
         assert name in printed
+
+
+def test_discover_help_says_every_setting_from_its_field(capsys):
+    """--help lists every method setting as a flag with the help its Config field declares and
+    the methods it applies to (``methods/settings.setting``)."""
+    import dataclasses
+
+    from circuitviz.methods import available_methods
+    from circuitviz.methods.settings import setting_help
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["discover", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for name, method in available_methods().items():
+        for config_field in dataclasses.fields(method.Config):
+            assert setting_help(config_field), f"{name}.{config_field.name} has no help"
+            assert f"--{config_field.name.replace('_', '-')}" in text
+    for words in ("quadrature nodes of the integrated gradients", "budgets whose BoN circuits iBoN"):
+        assert words in text
+
+
+def test_list_settings_are_parsed_once_at_the_boundary():
+    """A comma list on the command line, a list from a form or a URL's JSON and a tuple give the
+    same typed config and the same request key."""
+    from circuitviz.methods import get_method
+    from circuitviz.request import Request
+    from circuitviz.tasks import PromptTask
+
+    parsed = cli.build_parser().parse_args(
+        ["discover", *IOI, "--method", "ibon", "--anchor-budgets", "10,50"]
+    )
+    assert parsed.setting_anchor_budgets == (10, 50)
+    method = get_method("ibon")
+    given = [method.make_config({"anchor_budgets": value}) for value in ("10, 50", [10, 50], (10, 50))]
+    assert all(config.anchor_budgets == (10, 50) for config in given)
+    task = PromptTask("a b", "c b", " d", (" e",))
+    keys = {
+        Request.of("ibon", config, model_id="m", dtype="torch.float32", task=task, budgets=(10, 50)).key
+        for config in given
+    }
+    assert len(keys) == 1
+    assert get_method("ensemble").make_config({"members": "EAP, eap-ig,eap"}).members == ("eap", "eap-ig")
+    with pytest.raises(ValueError, match="not a whole number"):
+        method.make_config({"anchor_budgets": "10,fifty"})

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Evaluator
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
 from circuitviz.tasks import PromptTask, prepare_task
@@ -182,7 +182,7 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
     monkeypatch.setattr(ModelAdapter, "prefix_caches", prefix_caches)
     monkeypatch.setattr(ModelAdapter, "blocks", blocks)
     alone = [method.run_on(model, task, config, budgets) for task in tasks]
-    together = method.run_many([RunContext(model, t, "", None, None) for t in tasks], config, budgets)
+    together = method.run_batch([RunContext(model, t, "", None, None) for t in tasks], config, budgets)
     assert 10 in skipped and 2 in skipped  # alone: each its own prefix; together: the shorter
 
     monkeypatch.setattr(scores, "shared_prefix", lambda model, tasks: 0)
@@ -200,7 +200,6 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
 
 def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, monkeypatch):
     from circuitviz import evaluate
-    from circuitviz.evaluate import curves_of_tasks
 
     spec = GraphSpec.from_model(tiny)
     evaluators = [Evaluator(tiny, spec, prepare_task(tiny, task)) for task in (IOI_TASK, LATE_CORRUPTION)]
@@ -214,7 +213,7 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
         evaluate, "patched_metrics", lambda *a, **k: ran.append(a[4].shape[0]) or real(*a, **k)
     )
 
-    points = evaluators[0].curve(torch.stack([half, full]), [5, spec.n_edges])
+    points = curves_of_tasks([evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges])[0]
     assert ran == [1]  # the half circuit only
     assert points[1].metric == evaluators[0].baseline.clean and points[1].ndf == 1.0
 
@@ -223,8 +222,38 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
     curves = curves_of_tasks(evaluators, circuits, [5, 6])
     assert ran == [4]
     assert curves[0][1].metric == evaluators[0].baseline.clean
-    alone = evaluators[1].curve(other[None], [6])[0]
+    alone = curves_of_tasks([evaluators[1]], other[None, None], [6])[0][0]
     assert curves[1][1].metric == pytest.approx(alone.metric, abs=1e-10)
     ran.clear()
     curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6])
     assert ran == [2]  # a column whole for every task does not run
+
+
+def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkeypatch):
+    """The clean run a task's evaluator (or the next tokens) made is read by the next evaluator of
+    that prompt: it runs only the corrupted prompt and holds exactly what a fresh one holds."""
+    from circuitviz.evaluate import forget_clean_runs
+    from circuitviz.models.adapter import adapter_of
+
+    spec = GraphSpec.from_model(tiny)
+    prepared = prepare_task(tiny, IOI_TASK)
+    forget_clean_runs(tiny)
+    fresh = Evaluator(tiny, spec, prepared)
+    rows: list[list[tuple[int, ...]]] = []
+    forward = tiny.forward
+
+    def counted(tokens, *args, **kwargs):
+        rows.append([tuple(row) for row in tokens.tolist()])
+        return forward(tokens, *args, **kwargs)
+
+    monkeypatch.setattr(tiny, "forward", counted)
+    again = Evaluator(tiny, spec, prepared)
+    corrupted = tuple(adapter_of(tiny).to_tokens(IOI_TASK.corrupted)[0].tolist())
+    assert rows == [[corrupted]]  # one pass, of the corrupted prompt only
+    assert torch.equal(again.clean_writers, fresh.clean_writers)
+    assert torch.equal(again.corrupted_writers, fresh.corrupted_writers)
+    assert again.baseline == fresh.baseline
+    rows.clear()
+    forget_clean_runs(tiny)
+    Evaluator(tiny, spec, prepared)
+    assert len(rows) == 1 and len(rows[0]) == 2  # forgotten: both prompts run again, together

@@ -19,7 +19,7 @@ def edge_formula(n_layers: int, n_heads: int) -> int:
 def test_edge_count_matches_formula(n_layers, n_heads, expected):
     spec = GraphSpec(n_layers=n_layers, n_heads=n_heads)
     assert edge_formula(n_layers, n_heads) == expected
-    assert spec.n_edges == expected
+    assert spec.n_edges == expected == int(spec.edge_mask.sum())
     assert len(spec.edge_names) == expected
     assert len(set(spec.edge_names)) == expected
 

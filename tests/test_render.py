@@ -298,7 +298,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     import threading
 
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.evaluate import Evaluator
+    from circuitviz.evaluate import Evaluator, forget_clean_runs
     from circuitviz.labels.logit_lens import next_token_probabilities
     from circuitviz.tasks import prepare_task
 
@@ -316,7 +316,10 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     thread = threading.Thread(target=other_session)
     thread.start()
     try:
-        seen = [next_token_probabilities(model, IOI_TASK.clean, 5) for _ in range(30)]
+        seen = []
+        for _ in range(30):
+            forget_clean_runs(model)  # each call runs its own forward pass, beside the other session's
+            seen.append(next_token_probabilities(model, IOI_TASK.clean, 5))
     finally:
         stop.set()
         thread.join()

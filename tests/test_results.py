@@ -102,3 +102,63 @@ def test_budgets_beyond_the_edge_count_are_clipped_not_padded(result):
     assert big.curve[1].n_edges <= big.graph.n_edges
     assert big.curve[1].metric == pytest.approx(big.baseline.clean, abs=1e-6)
     assert big.curve[0].metric == pytest.approx(big.baseline.corrupted, abs=1e-6)
+
+
+# ----- results are data: the circuits a run chose are stored, compactly, and read back -------------
+def test_a_result_holds_the_circuit_of_every_budget_it_evaluated(result, monkeypatch):
+    """The run stores what it computed; reading a circuit back recomputes no top-N and no prune."""
+    import circuitviz.results as results
+
+    assert sorted(result.circuits) == result.budgets == [3, 10, 30]
+    for point in result.curve:
+        assert int(result.circuits[point.budget].sum()) == point.n_edges
+    monkeypatch.setattr(results, "top_n", lambda *a, **k: pytest.fail("a stored circuit was recomputed"))
+    monkeypatch.setattr(results, "prune", lambda *a, **k: pytest.fail("a stored circuit was recomputed"))
+    again = CircuitResult.from_state(result.to_state())
+    for budget in result.budgets:
+        assert torch.equal(again.circuit(budget), result.circuit(budget))
+
+
+def test_circuits_are_stored_as_one_bit_per_edge(result):
+    state = result.to_state()
+    assert state["format_version"] == 3
+    bits = state["circuits"]["bits"]
+    assert bits.dtype == torch.uint8 and tuple(bits.shape) == (3, (result.graph.n_edges + 7) // 8)
+    assert state["circuits"]["budgets"] == [3, 10, 30]
+
+
+def test_a_budget_the_run_did_not_evaluate_is_derived_once_from_the_scores(result, monkeypatch):
+    import circuitviz.results as results
+    from circuitviz.graph import prune, top_n
+
+    fresh = CircuitResult.from_state(result.to_state())
+    calls = []
+    monkeypatch.setattr(results, "top_n", lambda *a: calls.append(1) or top_n(*a))
+    first = fresh.circuit(7)
+    assert torch.equal(fresh.circuit(7), first) and calls == [1]  # kept, not derived again
+    assert torch.equal(first, prune(fresh.graph, top_n(fresh.graph, fresh.scores, 7)))
+    assert fresh.point(7) is None  # a result never runs the model
+
+
+def test_format_2_results_still_read_their_circuits_derived_once(result):
+    """A format-2 entry kept only the circuits a method chose itself (none for a scoring method)."""
+    state = result.to_state()
+    state.update(format_version=2, circuits={})
+    older = CircuitResult.from_state(state)
+    assert sorted(older.circuits) == result.budgets
+    for budget in result.budgets:
+        assert torch.equal(older.circuit(budget), result.circuit(budget))
+
+
+def test_exported_json_carries_every_circuit_and_reads_back(result):
+    from circuitviz.results import circuits_from_json
+
+    data = json.loads(json.dumps(result.to_eap_json()))
+    assert data["circuitviz_version"] == 3 and data["circuits"]["encoding"] == "bits-base64"
+    read = circuits_from_json(result.graph, data)
+    assert sorted(read) == result.budgets
+    for budget in result.budgets:
+        assert torch.equal(read[budget], result.circuit(budget))
+    # an export of circuitviz 2 named each budget's edges
+    older = {"circuits": {"10": result.graph.edge_names_of(result.circuit(10))}}
+    assert torch.equal(circuits_from_json(result.graph, older)[10], result.circuit(10))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..models.adapter import adapter_of
 from .forward import ForwardPass, PositionOperators, allowed_sources
 from .svd import FoldedLayer, HeadSVD, compute_dtype
 
@@ -57,7 +58,7 @@ class HeadTables:
         self.layer, self.head = layer, head
         self.a, self.b, self.sigma = svd.head(layer, head, dtype, device)
         self.degenerate = bool(svd.degenerate[layer, head])
-        self.scale = float(model.blocks[layer].attn.attn_scale)
+        self.scale = adapter_of(model).attention(layer).score_scale
         cap = getattr(model.cfg, "attn_scores_soft_cap", -1.0)
         self.soft_cap = float(cap) if cap is not None and cap > 0 else None
         self.positions = PositionOperators(model, layer, forward.n_positions, dtype, device)

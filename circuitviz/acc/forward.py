@@ -64,19 +64,18 @@ class PositionOperators:
         self.rotary = cfg.positional_embedding_type == "rotary"
         self.cos = torch.ones(n_positions, size, dtype=dtype, device=device)
         self.sin = torch.zeros(n_positions, size, dtype=dtype, device=device)
-        self._attn = model.blocks[layer].attn
+        self._attn = adapter_of(model).attention(layer)
         self.rotary_dim = int(cfg.rotary_dim or size) if self.rotary else 0
         if self.rotary:
-            if self._attn.rotary_cos.shape[0] < n_positions:
-                raise ValueError(f"the rotary tables of layer {layer} are shorter than the prompt")
-            self.cos[:, : self.rotary_dim] = self._attn.rotary_cos[:n_positions].to(dtype)
-            self.sin[:, : self.rotary_dim] = self._attn.rotary_sin[:n_positions].to(dtype)
+            cos, sin = self._attn.rotary_tables(n_positions)  # [n, rotary_dim] each
+            self.cos[:, : self.rotary_dim] = cos.to(dtype)
+            self.sin[:, : self.rotary_dim] = sin.to(dtype)
 
     def flip(self, x: torch.Tensor) -> torch.Tensor:
         """The model's pair swap on the rotary dimensions, zero elsewhere.  # [..., R]"""
         out = torch.zeros_like(x)
         if self.rotary:
-            out[..., : self.rotary_dim] = self._attn.rotate_every_two(x[..., : self.rotary_dim])
+            out[..., : self.rotary_dim] = self._attn.rotate_pairs(x[..., : self.rotary_dim])
         return out
 
     def rotate(self, x: torch.Tensor, positions: torch.Tensor | slice) -> torch.Tensor:
@@ -178,8 +177,8 @@ def final_norm_scale(model, residual: torch.Tensor) -> torch.Tensor:
     Computed, not hooked: the runs stop before the final norm (they never need the logits of
     every position). Same formula as TransformerLens's LayerNorm/RMSNorm.
     """
-    norm = getattr(model, "ln_final", None)
-    if model.cfg.normalization_type is None or norm is None:
+    norm = adapter_of(model).final_norm
+    if norm is None:
         return torch.ones(residual.shape[0], dtype=residual.dtype, device=residual.device)
     if is_centring(norm):
         residual = residual - residual.mean(-1, keepdim=True)
@@ -210,7 +209,7 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
     patterns, scores, value_outputs, head_bias = [], [], [], []
     post_scale, pre_scale, q_scale, k_scale = [], [], [], []
     for layer in range(cfg.n_layers):
-        attn = model.blocks[layer].attn
+        attn = adapter_of(model).attention(layer)
         patterns.append(captured[sites.attention_pattern(layer)][0].to(dtype))
         scores.append(captured[sites.attention_scores(layer)][0].to(dtype))
         values = captured[sites.head_projection(layer, "v")][0].to(dtype)  # [n, H, R]
@@ -252,8 +251,7 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
 
 def allowed_sources(model, layer: int, destination: int) -> range:
     """The source positions a head of ``layer`` can attend from ``destination`` (causal, window)."""
-    attn = model.blocks[layer].attn
     low = 0
-    if getattr(attn, "attn_type", "global") == "local" and isinstance(model.cfg.window_size, int):
+    if adapter_of(model).attention(layer).local and isinstance(model.cfg.window_size, int):
         low = max(0, destination - model.cfg.window_size + 1)
     return range(low, destination + 1)

@@ -46,6 +46,7 @@ from pathlib import Path
 import torch
 
 from .. import assets
+from ..models.adapter import adapter_of
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,7 @@ def cache_dir() -> Path:
 # ----- folding --------------------------------------------------------------------------------
 def pre_attention_norm(model, layer: int):
     """The norm a layer applies to the residual before its q/k projections, or None."""
-    from transformer_lens.components.transformer_block import POST_NORM_ARCHITECTURES
-
-    if model.cfg.original_architecture in POST_NORM_ARCHITECTURES:
-        return None
-    if model.cfg.normalization_type is None:
-        return None
-    return model.blocks[layer].ln1
+    return adapter_of(model).pre_attention_norm(layer)
 
 
 def is_centring(norm) -> bool:
@@ -111,7 +106,7 @@ class FoldedLayer:
 def fold_layer(model, layer: int, dtype: torch.dtype | None = None) -> FoldedLayer:
     """The folded projections of every head of ``layer`` (see the module docstring)."""
     dtype = dtype or compute_dtype(model)
-    attn = model.blocks[layer].attn
+    attn = adapter_of(model).attention(layer)
     w_q = attn.W_Q.detach().to(dtype)  # [n_heads, d_model, R]
     w_k = attn.W_K.detach().to(dtype)
     b_q = attn.b_Q.detach().to(dtype)  # [n_heads, R]
@@ -130,7 +125,7 @@ def fold_layer(model, layer: int, dtype: torch.dtype | None = None) -> FoldedLay
             w_q, w_k = _centre_rows(w_q), _centre_rows(w_k)
     keep_q = torch.ones(w_q.shape[-1], dtype=dtype, device=w_q.device)
     keep_k = keep_q.clone()
-    if getattr(model.cfg, "use_qk_norm", False) and getattr(attn, "q_norm", None) is not None:
+    if getattr(model.cfg, "use_qk_norm", False) and attn.q_norm is not None:
         q_weight = getattr(attn.q_norm, "w", None)
         k_weight = getattr(attn.k_norm, "w", None)
         if q_weight is not None:
@@ -224,12 +219,11 @@ def model_fingerprint(model) -> str:
 
 def _folded_parameters(model, layer: int) -> list[torch.Tensor]:
     """The parameters a layer's folded forms are made of (the key weights before GQA's repeat)."""
-    attn = model.blocks[layer].attn
-    parameters = [attn.W_Q, getattr(attn, "_W_K", None), attn.b_Q, getattr(attn, "_b_K", None)]
-    if parameters[1] is None:
-        parameters[1], parameters[3] = attn.W_K, attn.b_K
+    attn = adapter_of(model).attention(layer)
+    stored_w_k, stored_b_k = attn.stored_keys
+    parameters = [attn.W_Q, stored_w_k, attn.b_Q, stored_b_k]
     norm = pre_attention_norm(model, layer)
-    for module in (norm, getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)):
+    for module in (norm, attn.q_norm, attn.k_norm):
         if module is not None:
             parameters += [getattr(module, "w", None), getattr(module, "b", None)]
     return [p for p in parameters if isinstance(p, torch.Tensor)]

@@ -6,11 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 
-def is_acc_result(result) -> bool:
-    """Whether a CircuitResult carries an ACC++ position graph."""
-    return getattr(getattr(result, "details", None), "kind", None) == "acc++"
-
-
 def decision_label(decision: Mapping) -> str:
     """One line naming a decision: head, destination token -> source token, weight."""
     return (

@@ -128,7 +128,7 @@ def direct_effects(
     """
     spec = forward.spec
     last = forward.n_positions - 1
-    norm = getattr(model, "ln_final", None) if model.cfg.normalization_type is not None else None
+    norm = adapter_of(model).final_norm
     readout = direction.clone()
     weight = getattr(norm, "w", None) if norm is not None else None
     if weight is not None:

@@ -3,7 +3,7 @@
 The folder gets ``tasks.jsonl`` (the dataset as run), ``results.parquet`` (one row per task and
 method, ``table.py``), ``consensus.parquet`` (each method's consensus circuit evaluated on every
 prompt) and ``manifest.json`` (what was asked and what happened); every full result goes to the
-one result store the batch is given, under ``api.request_key_of``'s key, the key Explore and
+one result store the batch is given, under ``request.Request``'s key, the key Explore and
 ``discover`` use. A rerun finds finished items in the store and skips them, so Ctrl-C (or a
 crash) loses at most the groups in flight. A failing item is recorded with its one-sentence
 reason and never stops the batch.
@@ -22,9 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from .. import __version__
-from ..api import request_key_of
 from ..methods import config_to_dict, get_method
+from ..request import Request
 from ..tasks import DEFAULT_MAX_TOKENS
+from ..text import clock_duration
 from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
 from .dataset import DatasetTask, write_tasks
 from .table import TableWriter, _write_atomic, failure_row, finish, latest_by_key, read_rows, result_row
@@ -110,17 +111,6 @@ class BatchReport:
     manifest: dict
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "--"
-    seconds = int(round(seconds))
-    return (
-        f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
-        if seconds >= 3600
-        else f"{seconds // 60}m{seconds % 60:02d}s"
-    )
-
-
 class ProgressBar:
     """A one-line progress bar on stderr: items, rate, ETA, found and failed counts."""
 
@@ -142,7 +132,7 @@ class ProgressBar:
         note = f" ({', '.join(extra)})" if extra else ""
         return (
             f"{state.phase:<10} [{'#' * filled}{'.' * (self.width - filled)}] {int(finished)}/{state.total} "
-            f"{rate_text}, ETA {_duration(state.eta)}, elapsed {_duration(time.perf_counter() - state.started)}{note}"
+            f"{rate_text}, ETA {clock_duration(state.eta)}, elapsed {clock_duration(time.perf_counter() - state.started)}{note}"
         )
 
     def __call__(self, state: BatchState) -> None:
@@ -248,7 +238,15 @@ class _Run:
         name, config, _ = self.methods[method_index]
         info, request = self.info, self.request
         task = self.tasks[task_index].task
-        return request_key_of(info.model_id, info.dtype, task, name, config, self.budgets, request.max_tokens)
+        return Request.of(
+            name,
+            config,
+            model_id=info.model_id,
+            dtype=info.dtype,
+            task=task,
+            budgets=self.budgets,
+            max_tokens=request.max_tokens,
+        ).key
 
     def pending(self) -> list[_Item]:
         """Items not finished yet; finished ones found in the store get their row back if missing."""

@@ -3,13 +3,12 @@
 Executors differ only in where these functions run (this process, or Ray workers that each load
 the model once); the work and its results are plain, picklable values, so both give the same
 results. A group is several tasks of one prompt length, metric and foil count under one method
-and config: ``Method.run_many`` runs them in shared passes. When a group fails, its tasks run one
+and config: ``Method.run_batch`` runs them in shared passes. When a group fails, its tasks run one
 by one, so one bad task is recorded with its reason and never takes its neighbours with it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -21,10 +20,10 @@ import torch
 from ..engine.prefix import unchanged_prefix
 from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
-from ..limits import Limits, check_run, estimate_request
 from ..methods import RunContext, get_method
 from ..models import load_model
 from ..models.adapter import adapter_of, model_dtype
+from ..request import Request
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import Dataset, DatasetError, DatasetTask
@@ -158,13 +157,14 @@ def run_group(
         items.append(item)
     if contexts:
         try:  # what a single request would be refused for, the batch refuses too (limits.py)
-            limits = dataclasses.replace(Limits.load(), max_tokens=group.max_tokens)
-            check_run(estimate_request(model, contexts[0].task, method.name, config, len(budgets)), limits)
+            Request.for_model(
+                model, contexts[0].task, method.name, config, budgets, model_id, group.max_tokens
+            ).priced(model).check()
         except ValueError as error:
             found = [(None, reason(error))] * len(contexts)
         else:
             try:
-                results = method.run_many(
+                results = method.run_batch(
                     contexts, config, budgets, (lambda _, part: progress(part)) if progress else None
                 )
                 found = [(result, None) for result in results]

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from ..engine.capture import clean_and_corrupted
 from ..engine.metric import logits_from_residual
-from ..engine.prefix import final_residual
+from ..evaluate import clean_run
 from ..graph import GraphSpec
-from ..models.adapter import adapter_of, model_device
+from ..models.adapter import adapter_of
 from ..tasks import PreparedTask
 
 DEFAULT_TOP_K = 5
@@ -52,10 +51,11 @@ def logit_lens_labels(
 ) -> dict[str, dict[str, list[str]]]:
     """{node name: {"promotes": [top_k tokens], "suppresses": [top_k tokens]}} on the clean prompt.
 
-    One clean forward pass (through ``activations``, under the model's lock) and one matrix
-    product with the unembedding per chunk of writers.
+    The prompt's clean run (``evaluate.clean_run``: the one a run or the next tokens made
+    already, else one forward pass under the model's lock) and one matrix product with the
+    unembedding per chunk of writers.
     """
-    writers, _ = clean_and_corrupted(model, spec, prepared)  # [2, pos, n_forward, d_model]
+    writers = clean_run(model, spec, prepared.clean_tokens).writers  # [1, pos, n_forward, d_model]
     clean_last = writers[0, -1].float()  # [n_forward, d_model]
     residual = clean_last.sum(0)  # the final residual stream: writers add up to it
     W_U, b_U = adapter_of(model).unembedding
@@ -82,12 +82,13 @@ def logit_lens_labels(
 def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[str, float]]:
     """The model's ``top_k`` most likely next tokens after ``prompt``, with probabilities.
 
-    The forward pass runs under the model's lock (``final_residual`` with no hooks): a plain call
-    while another session's hooks are attached would run through them. Only the last position
-    is unembedded.
+    It reads the prompt's clean run (``evaluate.clean_run``, under the model's lock: a plain call
+    while another session's hooks are attached would run through them), which the evaluator and
+    the logit-lens labels then read too: the clean prompt goes through the model once. Only the
+    last position is unembedded.
     """
-    tokens = adapter_of(model).to_tokens(prompt).to(model_device(model))  # [1, pos]
-    residual = final_residual(model, tokens, [])  # [1, d_model]
+    tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
+    residual = clean_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
     logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))

@@ -298,7 +298,8 @@ def describe_features_on_texts(
         )
     token_rows = [adapter_of(model).to_tokens(text)[0] for text in texts]
     length = max(len(row) for row in token_rows)
-    pad = model.tokenizer.pad_token_id if model.tokenizer.pad_token_id is not None else 0
+    pad = adapter_of(model).pad_token_id
+    pad = 0 if pad is None else pad
     rows = torch.full((len(token_rows), length), pad, dtype=torch.long)
     for index, row in enumerate(token_rows):
         rows[index, : len(row)] = row
@@ -462,23 +463,6 @@ def circuit_node_features(
                 )
             labels[node] = {"sae": labelled.name, "sae_layer": layer, "features": features}
     return {node: labels[node] for node in nodes if node in labels}
-
-
-def prompt_features(
-    model, prompt: str, labelled: LabelledSae, top_k: int = 10, position: int = -1
-) -> list[dict]:
-    """The ``top_k`` most active features of one SAE at one prompt position (default: the last)."""
-    tokens = adapter_of(model).to_tokens(prompt)
-    residual = residual_stream(model, tokens, [labelled.layer])[labelled.layer][0, position]
-    acts = feature_activations(labelled.sae, residual).float()
-    count = min(top_k, int((acts > 0).sum()))
-    out = []
-    for feature in acts.topk(count).indices.tolist():
-        description = feature_description(model, labelled, feature, n_contexts=3)
-        out.append(
-            {**description, "activation": round(float(acts[feature]), 4), "label": feature_label(description)}
-        )
-    return out
 
 
 def reconstruction_quality(sae, activations: torch.Tensor, batch: int = 4096) -> dict:

@@ -30,7 +30,7 @@ import torch
 
 from .. import assets
 from ..engine.metric import logits_from_residual, metric_from_residual
-from ..evaluate import Evaluator, circuits_at_budgets
+from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..labels.residual import final_residual_with_edits, residual_stream
 from ..methods import RunContext, get_method
 from ..models.adapter import adapter_of
@@ -362,13 +362,13 @@ def candidate_circuits(
     ]
     masks, names = [], []
     for source in sources:
-        scores = scorer.score(RunContext(model, source), config)
+        ((scores, _),) = scorer.score_batch([RunContext(model, source)], config)  # a batch of one
         scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
         masks.append(circuits_at_budgets(spec, scores, [budget])[0])
         names.append(source.clean)
     prepared = prepare_task(model, original)
     evaluator = Evaluator(model, spec, prepared)
-    curve = evaluator.curve(torch.stack(masks), [budget] * len(masks))
+    curve = curves_of_tasks([evaluator], torch.stack(masks)[None], [budget] * len(masks))[0]
     candidates = [
         {"source": name, "mask": mask, "ndf": point.ndf, "metric": point.metric}
         for name, mask, point in zip(names, masks, curve)

@@ -173,7 +173,7 @@ def _token_rows(model, texts: ObservationTexts) -> list[tuple[str, list[int]]]:
 
 def _observed_positions(model, ids: list[int]) -> int:
     """How many positions of a sequence are observations (all but a leading BOS)."""
-    bos = getattr(model.tokenizer, "bos_token_id", None) if model.tokenizer is not None else None
+    bos = adapter_of(model).bos_token_id
     return len(ids) - (1 if ids and bos is not None and ids[0] == bos else 0)
 
 
@@ -243,8 +243,7 @@ def collect_observations(
     rows = _token_rows(model, texts)
     rows, cap_info = _cap_corpus(model, rows, max_observations, seed)
     device = model_device(model)
-    bos = getattr(model.tokenizer, "bos_token_id", None) if model.tokenizer is not None else None
-    pad = getattr(model.tokenizer, "pad_token_id", None) if model.tokenizer is not None else None
+    bos, pad = adapter_of(model).bos_token_id, adapter_of(model).pad_token_id
     pad = int(pad if pad is not None else 0)
     bytes_per_position = 4 * spec.d_model * (spec.n_forward if keep_writers else 1) + 4 * spec.d_model * 8
     writers, residuals, kinds, final = [], [], [], []

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import torch
 
-from ..parsing import parse_whole_numbers
 from ..sae_store import default_search_dir, find_saes
-from ..text import shown_number
+from ..text import parse_whole_numbers, shown_number
 from .units import SAEUnits
 
 

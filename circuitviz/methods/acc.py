@@ -25,32 +25,37 @@ from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
+from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
 from .base import Cost, Method, RunContext, register
+from .settings import setting
 
 
 @dataclass(frozen=True)
 class ACCConfig:
-    """ACC++ settings.
+    """ACC++ settings."""
 
-    k: threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5
-    direct_top_k: components with the largest direct effect on the answer to trace from
-    max_depth: steps back from the answer (0: no limit; each step goes to an earlier layer)
-    max_decisions: attention decisions traced at most (breadth-first, so the nearest first)
-    max_signals: signals removed at most per decision side
-    ig_steps: quadrature nodes of the integrated gradients through the softmax
-    n_random: random draws of the knockout's control (0: skip it)
-    seed: random seed of those draws
-    """
-
-    k: float = 2.0
-    direct_top_k: int = 10
-    max_depth: int = 0
-    max_decisions: int = 200
-    max_signals: int = 200
-    ig_steps: int = 64
-    n_random: int = 5
-    seed: int = 0
+    k: float = setting(
+        2.0,
+        "threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5",
+        low=0.0,
+        high=1000.0,
+    )
+    direct_top_k: int = setting(
+        10, "components with the largest direct effect on the answer to trace from", low=1
+    )
+    max_depth: int = setting(
+        0, "steps back from the answer (0: no limit; each step goes to an earlier layer)", low=0
+    )
+    max_decisions: int = setting(
+        200, "attention decisions traced at most (breadth-first, so the nearest first)", low=1
+    )
+    max_signals: int = setting(200, "signals removed at most per decision side", low=1)
+    ig_steps: int = setting(
+        64, "quadrature nodes of the integrated gradients through the softmax", low=2, high=1000
+    )
+    n_random: int = setting(5, "random draws of the knockout's control (0: skip it)", low=0)
+    seed: int = setting(0, "random seed of those draws")
 
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):
@@ -102,7 +107,7 @@ class ACCPlusPlus(Method):
             ig_steps=int(config.ig_steps),
         )
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         model, spec = ctx.model, ctx.spec
         prepared = ctx.prepared(need_corrupted=False)
@@ -160,6 +165,8 @@ class ACCPlusPlus(Method):
         distinct: dict[bytes, int] = {}
         slot_of = [distinct.setdefault(circuits[b].cpu().numpy().tobytes(), len(distinct)) for b in budgets]
         firsts = [budgets[slot_of.index(slot)] for slot in range(len(distinct))]
-        points = evaluator.curve(torch.stack([circuits[b] for b in firsts]), firsts, ctx.progress)
+        points = curves_of_tasks(
+            [evaluator], torch.stack([circuits[b] for b in firsts])[None], firsts, ctx.progress
+        )[0]
         curve = [replace(points[slot], budget=b) for b, slot in zip(budgets, slot_of)]
         return curve, evaluator.baseline, "patching"

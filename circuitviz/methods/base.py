@@ -1,15 +1,16 @@
 """The method interface and the registry every page, command and benchmark reaches methods by.
 
-A method turns a run context (model, graph, prepared task, evaluator, the one result store,
-progress, limits) plus its config and budgets into a ``CircuitResult``. The registry knows
+A method turns run contexts (model, graph, prepared task, evaluator, the one result store,
+progress, limits) plus its config and budgets into ``CircuitResult`` values, one task or a batch of
+them through the same ``run_batch`` (one task is a batch of one: ``run``). The registry knows
 everything else about it: its label, its settings (a dataclass whose fields become the app's form
 and the command line's flags), whether it needs a corrupted prompt, what a run costs
 (``estimate``) and the typed details its results carry. Most methods only score edges;
 ``ScoringMethod`` does the rest for them in one shared way (top-N selection and pruning at every
 budget, one batched faithfulness curve), so every method is measured the same way.
 
-Adding a method is one module: a ``Config`` dataclass, a ``Method`` subclass with ``run`` (or a
-``ScoringMethod`` with ``score``) and ``estimate``, decorated with ``@register``, imported in
+Adding a method is one module: a ``Config`` dataclass, a ``Method`` subclass with ``run_task`` (or
+a ``ScoringMethod`` with ``score`` or ``score_batch``) and ``estimate``, decorated with ``@register``, imported in
 ``methods/__init__.py`` (docs/adding-a-method.md walks through it).
 """
 
@@ -29,9 +30,11 @@ from ..details.base import MethodDetails
 from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
+from ..phases import Timing, timing_name
 from ..results import CircuitResult
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
+from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
 
 Progress = Callable[[str, float], None]
 
@@ -115,7 +118,7 @@ class RunContext:
     def evaluator(self) -> Evaluator:
         """The batched faithfulness evaluator; its clean and corrupted runs are timed once."""
         if self._evaluator is None:
-            with self.timed("clean_corrupted_s"):
+            with self.timed(Timing.CLEAN_CORRUPTED):
                 self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
         return self._evaluator
 
@@ -125,12 +128,13 @@ class RunContext:
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        """Add the block's wall time to ``timings[name]``."""
+        """Add the block's wall time to ``timings[name]`` (a ``phases.Timing``, kept as its plain name)."""
+        key = timing_name(name)
         start = time.perf_counter()
         try:
             yield
         finally:
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
 
     def result(
         self,
@@ -143,7 +147,13 @@ class RunContext:
         baseline=None,
         need_corrupted: bool = True,
     ) -> CircuitResult:
-        """The run's result, its tensors moved to the CPU (results are stored and drawn there)."""
+        """The run's result, its tensors moved to the CPU (results are stored and drawn there).
+
+        ``circuits`` holds the circuit the run chose at every budget of ``curve``: a result is
+        data, so nothing a view draws is recomputed from the scores."""
+        missing = sorted({point.budget for point in curve} - {int(b) for b in (circuits or {})})
+        if missing:
+            raise ValueError(f"{method}'s result has no circuit at the budgets {missing} of its curve.")
         prepared = self.prepared(need_corrupted)
         return CircuitResult(
             model_id=self.model_id,
@@ -196,7 +206,7 @@ class Method(abc.ABC):
                 f"{self.name} has no setting {', '.join(quoted)}{more}; its settings are "
                 f"{', '.join(sorted(names)) or 'none'}."
             )
-        return self.Config(**values)
+        return self.Config(**parse_settings(self.Config, values))
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """Turn values typed on the command line into settings (a family that takes a file's
@@ -213,23 +223,29 @@ class Method(abc.ABC):
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
 
-    @abc.abstractmethod
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
-        """Discover the circuit of ``ctx.task`` at every budget; see ScoringMethod for the usual way."""
+        """Discover the circuit of ``ctx.task`` at every budget: the batch of one of ``run_batch``."""
+        return self.run_batch([ctx], config, budgets)[0]
 
-    def run_many(
+    def run_batch(
         self, contexts: Sequence[RunContext], config, budgets: Sequence[int], progress: Progress | None = None
     ) -> list[CircuitResult]:
-        """Run on several tasks of one model (a dataset's prompts): each result is what ``run``
-        gives its context alone. By default they run one after another; ``ScoringMethod`` shares
-        batched passes between tasks of one prompt length, metric and foil count."""
+        """Run on one task or several of one model (a dataset's prompts): each result is what its
+        context gives alone. A method whose work is per task writes ``run_task`` and its tasks run
+        one after another here; ``ScoringMethod`` shares batched passes between tasks instead."""
         config = self.as_config(config)
+        budgets = sorted({int(b) for b in budgets})
         results = []
         for index, ctx in enumerate(contexts):
-            results.append(self.run(ctx, config, budgets))
+            results.append(self.run_task(ctx, config, budgets))
             if progress is not None:
                 progress("run", (index + 1) / len(contexts))
         return results
+
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+        """One task's run, for a method whose work is per task (Best-of-N, ACC++, Edge Pruning);
+        build the result with ``ctx.result(...)``."""
+        raise NotImplementedError(f"{type(self).__name__} writes neither run_task nor run_batch.")
 
     def run_on(
         self,
@@ -250,67 +266,57 @@ class Method(abc.ABC):
 
 
 class ScoringMethod(Method):
-    """A method that produces one edge-score matrix; circuits are its top-N edges, pruned."""
+    """A method that produces one edge-score matrix; circuits are its top-N edges, pruned.
 
-    @abc.abstractmethod
+    It writes ``score_batch`` (scores of several tasks in shared passes: EAP, EAP-IG) or, when its
+    scoring is per task, ``score`` (or ``score_with_details``); one task is a batch of one.
+    """
+
     def score(self, ctx: RunContext, config) -> torch.Tensor:
-        """Edge scores, the estimated change of the metric when the edge is corrupted.
+        """Edge scores of one task, the estimated change of the metric when the edge is corrupted.
 
         Returns [n_forward, n_backward] on the model's device, zero off the edge mask.
         """
+        raise NotImplementedError(f"{type(self).__name__} writes neither score nor score_batch.")
 
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, MethodDetails | None]:
-        """The scores and the typed details of the run beside them (none by default)."""
+        """One task's scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
 
-    def score_many(
+    def score_batch(
         self, contexts: Sequence[RunContext], config, progress: Progress | None = None
     ) -> list[tuple[torch.Tensor, MethodDetails | None]]:
-        """(scores, details) of several tasks; each context's evaluator is ready. One by one by
-        default; a method that can share passes between tasks overrides it (EAP, EAP-IG)."""
+        """(scores, details) of each task; each context's evaluator is ready. One by one through
+        ``score_with_details`` unless the method shares passes between tasks (EAP, EAP-IG)."""
         found = []
         for index, ctx in enumerate(contexts):
             found.append(self.score_with_details(ctx, config))
-            if progress is not None:
+            if progress is not None and len(contexts) > 1:
                 progress("score", (index + 1) / len(contexts))
         return found
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
-        config = self.as_config(config)
-        spec, evaluator = ctx.spec, ctx.evaluator
-        with ctx.timed("scoring_s"):
-            scores, details = self.score_with_details(ctx, config)
-            scores = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
-        with ctx.timed("evaluation_s"):
-            budgets = sorted({int(b) for b in budgets})
-            circuits = circuits_at_budgets(spec, scores, budgets)
-            curve = evaluator.curve(circuits, budgets, ctx.progress)
-        return ctx.result(self.name, config, scores, curve, details=details)
-
-    def run_many(
+    def run_batch(
         self, contexts: Sequence[RunContext], config, budgets: Sequence[int], progress: Progress | None = None
     ) -> list[CircuitResult]:
-        """Several tasks in shared passes: one batched clean/corrupted run, ``score_many``, and
-        every (task, budget) circuit in shared patched passes. The tasks must share the model,
+        """One task or several in shared passes: one batched clean/corrupted run, ``score_batch``,
+        and every (task, budget) circuit in shared patched passes. The tasks must share the model,
         prompt length, metric and foil count (``activations.batch_compatible``); each result
-        equals ``run`` on its context alone (tested). Each result's timings are its share of the
-        batch's (the phase time divided by the number of tasks), with ``batch_tasks`` beside them.
+        equals the run of its context alone (tested). With several tasks each result's timings
+        are its share of the batch's (the phase time divided by the number of tasks), with
+        ``batch_tasks`` beside them; progress is each task's own for a batch of one.
         """
         contexts = list(contexts)
-        if len(contexts) <= 1 or type(self).run is not ScoringMethod.run:
-            # a method with its own run (Ensemble's paraphrase selection) is not score-then-top-N:
-            # the shared passes would skip what its run adds, so its tasks run one by one
-            return super().run_many(contexts, config, budgets, progress)
         config = self.as_config(config)
         first = contexts[0]
         if any(ctx.model is not first.model for ctx in contexts):
             raise ValueError("The tasks of one batch must run on one model instance.")
         spec, budgets = first.spec, sorted({int(b) for b in budgets})
+        alone = len(contexts) == 1
         timings: dict[str, float] = {}
 
         def phase(name: str, fraction: float) -> Progress | None:
             if progress is None:
-                return None
+                return first.progress if alone else None
             start = {"score": 0.05, "evaluate": 0.85}[name]
             return lambda _, part: progress(name, start + fraction * part)
 
@@ -320,23 +326,25 @@ class ScoringMethod(Method):
             made = evaluators_of_tasks(first.model, spec, [ctx.prepared(True) for ctx in missing])
             for ctx, evaluator in zip(missing, made):
                 ctx._evaluator = evaluator
-        timings["clean_corrupted_s"] = time.perf_counter() - begin
+        timings[Timing.CLEAN_CORRUPTED.value] = time.perf_counter() - begin
         begin = time.perf_counter()
-        scored = self.score_many(contexts, config, phase("score", 0.8))
+        scored = self.score_batch(contexts, config, phase("score", 0.8))
         scores = [(s.float() * spec.tensors(s.device).edge_mask).nan_to_num(0.0) for s, _ in scored]
-        timings["scoring_s"] = time.perf_counter() - begin
+        timings[Timing.SCORING.value] = time.perf_counter() - begin
         begin = time.perf_counter()
         circuits = circuits_at_budgets(spec, torch.stack(scores), budgets)  # [n, n_budgets, fwd, bwd]
         curves = curves_of_tasks(
             [ctx.evaluator for ctx in contexts], circuits, budgets, phase("evaluate", 0.15)
         )
-        timings["evaluation_s"] = time.perf_counter() - begin
+        timings[Timing.EVALUATION.value] = time.perf_counter() - begin
         results = []
-        for ctx, matrix, (_, details), curve in zip(contexts, scores, scored, curves):
+        for ctx, matrix, (_, details), curve, chosen in zip(contexts, scores, scored, curves, circuits):
             for name, seconds in timings.items():
                 ctx.timings[name] = ctx.timings.get(name, 0.0) + seconds / len(contexts)
-            ctx.timings["batch_tasks"] = float(len(contexts))
-            results.append(ctx.result(self.name, config, matrix, curve, details=details))
+            if not alone:
+                ctx.timings["batch_tasks"] = float(len(contexts))
+            kept = dict(zip(budgets, chosen))
+            results.append(ctx.result(self.name, config, matrix, curve, circuits=kept, details=details))
         return results
 
 
@@ -374,36 +382,17 @@ def available_methods() -> dict[str, Method]:
 # ----- settings as command-line flags (and form fields) ----------------------------------------
 @dataclass(frozen=True)
 class SettingFlag:
-    """One method setting as a command-line flag: shared by every method that has the setting."""
+    """One method setting as a command-line flag: shared by every method that has the setting.
+
+    kind: what argparse's ``type=`` is (``settings.flag_type``: a tuple setting's comma parser).
+    """
 
     dest: str
     names: tuple[str, ...]
-    kind: type
+    kind: Any
     choices: tuple | None
     help: str
     methods: tuple[str, ...]
-
-
-def setting_choices(config_field: dataclasses.Field) -> tuple | None:
-    """The allowed values of a setting (``field(metadata={"choices": ...})``), if it has a fixed set."""
-    choices = config_field.metadata.get("choices")
-    if callable(choices):
-        choices = choices()
-    return tuple(choices) if choices else None
-
-
-def setting_help(config_type: type, name: str) -> str:
-    """The sentence a Config's docstring gives a setting ('name: what it is')."""
-    text = " ".join((config_type.__doc__ or "").split())
-    marker = f"{name}:"
-    start = text.find(marker)
-    if start < 0:
-        return ""
-    rest = text[start + len(marker) :].strip()
-    for stop in (". ", "; "):
-        if stop in rest:
-            rest = rest[: rest.index(stop) + 1].rstrip(";")
-    return rest[:200]
 
 
 def setting_flags() -> list[SettingFlag]:
@@ -416,14 +405,13 @@ def setting_flags() -> list[SettingFlag]:
                 flag = flags[name]
                 flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
                 continue
-            default = config_field.default
             aliases = tuple(f"--{alias}" for alias, dest in method.flag_aliases.items() if dest == name)
             flags[name] = SettingFlag(
                 dest=name,
                 names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=type(default) if default is not dataclasses.MISSING else str,
+                kind=flag_type(setting_type(method.Config, config_field), setting_widget(config_field)),
                 choices=setting_choices(config_field),
-                help=setting_help(method.Config, name),
+                help=setting_help(config_field),
                 methods=(method.name,),
             )
     return list(flags.values())

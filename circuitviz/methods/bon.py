@@ -13,21 +13,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
+from ..evaluate import evaluators_of_tasks
 from ..graph import GraphSpec
-from ..models.adapter import adapter_of
+from ..models.adapter import adapter_of, model_device, model_dtype
+from ..models.devices import working_memory_bytes
 from ..query.details import QueryCircuitDetails
 from ..query.pairs import read_pairs_text
 from ..query.pipeline import query_circuits
-from ..query.scoring import PairScorer, batched_ig_scores
+from ..query.scoring import PairScorer
 from ..query.sources import SOURCES
 from ..results import CircuitResult, load_circuit
 from ..tasks import PreparedTask
 from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
-from .eap import EAPIG
+from .settings import setting, type_fields
 
 
 def scorer_names() -> list[str]:
@@ -37,36 +39,47 @@ def scorer_names() -> list[str]:
 
 @dataclass(frozen=True)
 class QueryCircuitConfig:
-    """Settings of the Best-of-N family.
+    """Settings of the Best-of-N family."""
 
-    paraphrase_source: template (built-in families), openai (an LLM) or file (``paraphrases``).
-    paraphrases: the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).
-    n_paraphrases: p, how many paraphrases to generate (template/openai; a file gives all it has).
-    seed: seeds the template choice and the LLM request.
-    llm_model: the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).
-    include_mismatched: also score paraphrases whose model answer differs from the prompt's.
-    base_method: the scorer of every (paraphrase, corruption) pair; ig_steps: its IG steps.
-    anchor_budgets: budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated
-        ('' = every other budget from the smallest, and the largest).
-    reference: a reference circuit (EAP-IG JSON or edge names) to overlap the candidates with.
-    compare: also compute the other four variants, so one run holds the whole comparison.
-    cache_scores: keep score matrices (and circuit evaluations) in the run's result store and reuse them.
-    """
-
-    paraphrase_source: str = field(default="template", metadata={"choices": SOURCES})
-    paraphrases: str = ""
-    n_paraphrases: int = 9
-    seed: int = 0
-    llm_model: str = ""
-    include_mismatched: bool = False
-    base_method: str = field(default="eap-ig", metadata={"choices": lambda: scorer_names()})
-    ig_steps: int = 20
-    anchor_budgets: str = ""
-    reference: str = ""
-    compare: bool = True
-    cache_scores: bool = True
+    paraphrase_source: str = setting(
+        "template",
+        "template (built-in families), openai (an LLM) or file (``paraphrases``).",
+        choices=SOURCES,
+    )
+    paraphrases: str = setting(
+        "", "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).", widget="lines"
+    )
+    n_paraphrases: int = setting(
+        9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
+    )
+    seed: int = setting(0, "seeds the template choice and the LLM request.")
+    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
+    include_mismatched: bool = setting(
+        False, "also score paraphrases whose model answer differs from the prompt's."
+    )
+    base_method: str = setting(
+        "eap-ig", "the scorer of every (paraphrase, corruption) pair.", choices=lambda: scorer_names()
+    )
+    ig_steps: int = setting(20, "IG steps of the base method, when it takes them.", low=1, high=1000)
+    anchor_budgets: tuple[int, ...] = setting(
+        (),
+        "budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated (none = every other budget from the smallest, and the largest).",
+        widget="budgets",
+    )
+    reference: tuple[str, ...] = setting(
+        (),
+        "a reference circuit's edge names, to overlap the candidates with (the command line's --reference FILE reads EAP-IG JSON or edge names).",
+        widget="circuit",
+    )
+    compare: bool = setting(
+        True, "also compute the other four variants, so one run holds the whole comparison."
+    )
+    cache_scores: bool = setting(
+        True, "keep score matrices (and circuit evaluations) in the run's result store and reuse them."
+    )
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
@@ -89,43 +102,51 @@ def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
     return method, method.make_config(settings)
 
 
+# memory for the writer outputs of the pairs whose clean and corrupted runs are held at once (bytes)
+_CAPTURE_BYTES = 1e9
+
+
+def _capture_size(model, spec: GraphSpec, n_positions: int) -> int:
+    """How many pairs' clean and corrupted writer outputs one group holds."""
+    per_sequence = n_positions * spec.n_forward * spec.d_model * torch.finfo(model_dtype(model)).bits // 8
+    budget = min(_CAPTURE_BYTES, working_memory_bytes(model_device(model)) / 2)
+    return max(1, int(budget // max(2 * per_sequence, 1)))
+
+
 def pair_scores(
     model,
     spec: GraphSpec,
-    prepared: PreparedTask,
     pairs: list[PreparedTask],
     method: ScoringMethod,
     method_config,
     progress: Progress | None = None,
 ) -> list[torch.Tensor]:
-    """Score matrices of pairs with the base scorer: EAP-IG (inputs) batched across pairs of
-    equal length, any other scorer one pair at a time through its ``score``.
+    """Score matrices of pairs with the base scorer's ``score_batch``: pairs of equal length in
+    groups, each group's clean and corrupted runs made together and scored as one batch (EAP and
+    EAP-IG share their gradient passes between the pairs; any other scorer goes pair by pair).
 
     Every pair must share the task's answer, foils and metric.  # each [n_forward, n_backward] float32
     """
     results: list[torch.Tensor | None] = [None] * len(pairs)
-    if type(method) is EAPIG:
-        groups: dict[int, list[int]] = {}
-        for index, pair in enumerate(pairs):
-            groups.setdefault(pair.n_positions, []).append(index)
-        done = 0
-        for _, members in sorted(groups.items()):
+    by_length: dict[int, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        by_length.setdefault(pair.n_positions, []).append(index)
+    done = 0
+    for positions, members in sorted(by_length.items()):
+        capture = _capture_size(model, spec, positions)
+        for start in range(0, len(members), capture):
+            group = members[start : start + capture]
 
-            def report(phase, fraction, done=done, size=len(members)):
+            def report(phase, fraction, done=done, size=len(group)):
                 if progress:
                     progress(phase, (done + fraction * size) / len(pairs))
 
-            scores = batched_ig_scores(
-                model, spec, prepared, [pairs[i] for i in members], int(method_config.ig_steps), report
-            )
-            for index, matrix in zip(members, scores):
+            contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
+            for ctx, evaluator in zip(contexts, evaluators_of_tasks(model, spec, [pairs[i] for i in group])):
+                ctx._evaluator = evaluator
+            for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
                 results[index] = matrix
-            done += len(members)
-    else:
-        for index, pair in enumerate(pairs):
-            results[index] = method.score(RunContext.of_prepared(model, pair), method_config)
-            if progress:
-                progress("score", (index + 1) / len(pairs))
+            done += len(group)
     return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
 
 
@@ -133,8 +154,8 @@ def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
     """The base scorer as the pipeline takes it."""
     method, method_config = base_scorer(config)
 
-    def score(model, spec, prepared, pairs, progress) -> list[torch.Tensor]:
-        return pair_scores(model, spec, prepared, pairs, method, method_config, progress)
+    def score(model, spec, pairs, progress) -> list[torch.Tensor]:
+        return pair_scores(model, spec, pairs, method, method_config, progress)
 
     return PairScorer(method, method_config, score)
 
@@ -169,12 +190,10 @@ class QueryCircuitMethod(Method):
             settings.setdefault("paraphrase_source", "file")
         if settings.get("reference") and model is not None:
             spec = adapter_of(model).spec
-            settings["reference"] = "\n".join(
-                spec.edge_names_of(load_circuit(settings["reference"], spec).mask)
-            )
+            settings["reference"] = tuple(spec.edge_names_of(load_circuit(settings["reference"], spec).mask))
         return settings
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         return query_circuits(ctx, config, budgets, pair_scorer(config), self.name).to_result(self.name)
 

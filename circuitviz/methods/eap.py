@@ -20,11 +20,12 @@ import torch
 
 from ..engine import sites
 from ..engine.gradients import reader_gradients
-from ..engine.scores import accumulate_scores, batched_gradient_scores, gradient_scores, score_dtype
+from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
 from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .settings import setting
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -39,13 +40,18 @@ def _differences(evaluator: Evaluator) -> torch.Tensor:
     return evaluator.corrupted_writers - evaluator.clean_writers
 
 
-def _writers_of(contexts: Sequence[RunContext]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The contexts' clean and corrupted writer outputs side by side.  # each [n, pos, n_fwd, d]"""
+def _gradient_scores_of(
+    contexts: Sequence[RunContext], steps: int | None, progress=None
+) -> list[tuple[torch.Tensor, None]]:
+    """EAP (``steps`` None) or EAP-IG scores of one task or several of one prompt length, their
+    gradient passes shared (``batched_gradient_scores``).  # each [n_forward, n_backward]"""
     evaluators = [ctx.evaluator for ctx in contexts]
-    return (
-        torch.cat([e.clean_writers for e in evaluators]),
-        torch.cat([e.corrupted_writers for e in evaluators]),
-    )
+    clean = torch.cat([e.clean_writers for e in evaluators])  # [n, pos, n_forward, d_model]
+    corrupted = torch.cat([e.corrupted_writers for e in evaluators])
+    prepared = [ctx.prepared() for ctx in contexts]
+    model, spec = contexts[0].model, contexts[0].spec
+    scores = batched_gradient_scores(model, spec, prepared, clean, corrupted, steps, progress)
+    return [(matrix, None) for matrix in scores]
 
 
 @dataclass(frozen=True)
@@ -63,28 +69,17 @@ class EAP(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(1, n_budgets)
 
-    def score(self, ctx: RunContext, config):
-        model, spec = ctx.model, ctx.spec
-        scores = _zero_scores(model, spec)
-        gradients, _ = reader_gradients(model, spec, ctx.prepared(), batch=1)
-        accumulate_scores(spec, scores, gradients, _differences(ctx.evaluator))
-        ctx.report("score", 1.0)
-        return scores
-
-    def score_many(self, contexts, config, progress=None):
-        clean, corrupted = _writers_of(contexts)
-        prepared = [ctx.prepared() for ctx in contexts]
-        scores = batched_gradient_scores(
-            contexts[0].model, contexts[0].spec, prepared, clean, corrupted, None, progress
-        )
-        return [(matrix, None) for matrix in scores]
+    def score_batch(self, contexts, config, progress=None):
+        return _gradient_scores_of(contexts, None, progress)
 
 
 @dataclass(frozen=True)
 class IGConfig:
-    """ig_steps: points on the path from the corrupted to the clean input (the paper uses 20)."""
+    """Its one setting."""
 
-    ig_steps: int = 20
+    ig_steps: int = setting(
+        20, "points on the path from the corrupted to the clean input (the paper uses 20).", low=1, high=1000
+    )
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
@@ -101,27 +96,8 @@ class EAPIG(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(config.ig_steps, n_budgets)
 
-    def score(self, ctx: RunContext, config):
-        evaluator = ctx.evaluator
-        scores = batched_gradient_scores(
-            ctx.model,
-            ctx.spec,
-            [ctx.prepared()],
-            evaluator.clean_writers,
-            evaluator.corrupted_writers,
-            int(config.ig_steps),
-            ctx.progress,
-        )
-        return scores[0]
-
-    def score_many(self, contexts, config, progress=None):
-        clean, corrupted = _writers_of(contexts)
-        prepared = [ctx.prepared() for ctx in contexts]
-        model, spec = contexts[0].model, contexts[0].spec
-        scores = batched_gradient_scores(
-            model, spec, prepared, clean, corrupted, int(config.ig_steps), progress
-        )
-        return [(matrix, None) for matrix in scores]
+    def score_batch(self, contexts, config, progress=None):
+        return _gradient_scores_of(contexts, int(config.ig_steps), progress)
 
 
 @register
@@ -192,9 +168,11 @@ class EAPIGActivations(ScoringMethod):
 
 @dataclass(frozen=True)
 class ExactConfig:
-    """max_edges: refuse graphs with more edges than this (one patched run per edge)."""
+    """Its one setting."""
 
-    max_edges: int = 20000
+    max_edges: int = setting(
+        20000, "refuse graphs with more edges than this (one patched run per edge).", low=1
+    )
 
 
 @register

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -45,7 +45,7 @@ from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_po
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, ndf
+from ..evaluate import Evaluator, curves_of_tasks, ndf
 from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..results import CircuitResult
@@ -53,6 +53,7 @@ from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
 from .bon import scorer_names
 from .paraphrase_pairs import template_tasks
+from .settings import setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
 TOLERANCE = 0.01
@@ -69,26 +70,42 @@ def warm_start_names() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class EdgePruningConfig:
-    """Settings of Edge Pruning.
+    """Settings of Edge Pruning."""
 
-    steps: optimisation steps at most, each one forward and backward pass of every budget's mask together.
-    learning_rate: how far the logit of the edge with the largest gradient moves per step (log-score units).
-    temperature: width of the sigmoid around each budget's threshold through which gradients pass (log-score units).
-    sparsity: weight of the term that pulls every logit down (the relaxed mask's size over the budget).
-    warm_start: the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).
-    ig_steps: IG steps of the warm start, when it takes them.
-    check_paraphrases: also measure every circuit on this many template paraphrases of the prompt (0: none).
-    seed: seeds the paraphrase templates.
-    """
-
-    steps: int = 20
-    learning_rate: float = 0.5
-    temperature: float = 1.0
-    sparsity: float = 0.01
-    warm_start: str = field(default="eap-ig", metadata={"choices": warm_start_names})
-    ig_steps: int = 20
-    check_paraphrases: int = 0
-    seed: int = 0
+    steps: int = setting(
+        20,
+        "optimisation steps at most, each one forward and backward pass of every budget's mask together.",
+        low=0,
+        high=10000,
+    )
+    learning_rate: float = setting(
+        0.5,
+        "how far the logit of the edge with the largest gradient moves per step (log-score units).",
+        low=0.0,
+    )
+    temperature: float = setting(
+        1.0,
+        "width of the sigmoid around each budget's threshold through which gradients pass (log-score units).",
+        low=0.0,
+    )
+    sparsity: float = setting(
+        0.01,
+        "weight of the term that pulls every logit down (the relaxed mask's size over the budget).",
+        low=0.0,
+    )
+    warm_start: str = setting(
+        "eap-ig",
+        "the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).",
+        choices=warm_start_names,
+    )
+    ig_steps: int = setting(20, "IG steps of the warm start, when it takes them.", low=1, high=1000)
+    check_paraphrases: int = setting(
+        0,
+        "also measure every circuit on this many template paraphrases of the prompt (0: none).",
+        low=0,
+        high=64,
+    )
+    seed: int = setting(0, "seeds the paraphrase templates.")
 
     def __post_init__(self):
         if not 0 <= int(self.steps) <= 10000:
@@ -270,7 +287,7 @@ def _warm_scores(ctx: RunContext, config: EdgePruningConfig) -> torch.Tensor:
         raise ValueError(
             f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {config.warm_start!r}."
         )
-    scores = method.score(ctx, _scorer_config(method, config))
+    ((scores, _),) = method.score_batch([ctx], _scorer_config(method, config), ctx.progress)  # a batch of one
     return (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
 
 
@@ -323,7 +340,7 @@ class EdgePruning(Method):
             n_paraphrases=int(config.check_paraphrases),
         )
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         spec, evaluator = ctx.spec, ctx.evaluator
         device = evaluator.device
@@ -356,7 +373,7 @@ class EdgePruning(Method):
         else:
             scores = warm.abs()
         with ctx.timed("evaluation_s"):
-            curve = evaluator.curve(circuits, budgets, ctx.progress)
+            curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
         points = {p.budget: p for p in curve}
         if trained:
             details.budgets = [

@@ -21,48 +21,55 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from ..details.ensemble import EnsembleDetails
-from ..evaluate import circuits_at_budgets
+from ..evaluate import circuits_at_budgets, curves_of_tasks
 from ..graph import GraphSpec, top_n_at_budgets
 from ..results import CircuitResult
 from ..tasks import prepare_task
-from .base import Cost, RunContext, ScoringMethod, get_method, register
+from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
 from .bon import pair_scores, scorer_names
 from .paraphrase_pairs import template_tasks
+from .settings import setting, type_fields
 
 NORMALISATIONS = ("rank", "scale")
 
 
-def member_names(text: str) -> list[str]:
-    """The members of a comma-separated list, in order, each once."""
-    return list(dict.fromkeys(part.strip().lower() for part in str(text).split(",") if part.strip()))
+def member_names(members) -> list[str]:
+    """The members named (a tuple of names, or one comma-separated string), in order, each once."""
+    parts = str(members).split(",") if isinstance(members, str) else members
+    return list(dict.fromkeys(str(part).strip().lower() for part in parts if str(part).strip()))
 
 
 @dataclass(frozen=True)
 class EnsembleConfig:
-    """Settings of the score ensemble.
+    """Settings of the score ensemble."""
 
-    members: the scoring methods combined, comma separated, such as eap-ig,eap-ig-activations.
-    normalise: rank (an edge's place among a member's scores) or scale (its score over the member's largest).
-    ig_steps: IG steps of the members that take them.
-    n_paraphrases: template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).
-    resamples: bootstrap resamples of the prompt and its paraphrases.
-    seed: seeds the paraphrase templates and the resamples.
-    """
-
-    members: str = "eap-ig,eap"
-    normalise: str = field(default="rank", metadata={"choices": NORMALISATIONS})
-    ig_steps: int = 20
-    n_paraphrases: int = 0
-    resamples: int = 50
-    seed: int = 0
+    members: tuple[str, ...] = setting(
+        ("eap-ig", "eap"), "the scoring methods combined, comma separated, such as eap-ig,eap-ig-activations."
+    )
+    normalise: str = setting(
+        "rank",
+        "rank (an edge's place among a member's scores) or scale (its score over the member's largest).",
+        choices=NORMALISATIONS,
+    )
+    ig_steps: int = setting(20, "IG steps of the members that take them.", low=1, high=1000)
+    n_paraphrases: int = setting(
+        0,
+        "template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).",
+        low=0,
+        high=64,
+    )
+    resamples: int = setting(50, "bootstrap resamples of the prompt and its paraphrases.", low=1, high=10000)
+    seed: int = setting(0, "seeds the paraphrase templates and the resamples.")
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         names = member_names(self.members)
+        object.__setattr__(self, "members", tuple(names))  # each once, as the registry names them
         if not names:
             raise ValueError("members is empty; name one or more scoring methods, e.g. eap-ig,eap.")
         allowed = [name for name in scorer_names() if name != "ensemble"]
@@ -191,7 +198,7 @@ class Ensemble(ScoringMethod):
         scores = []
         members = _members(config)
         for index, (method, member_config) in enumerate(members):
-            matrix = method.score(ctx, member_config)
+            ((matrix, _),) = method.score_batch([ctx], member_config, ctx.progress)  # a batch of one
             scores.append((matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0))
             ctx.report("ensemble members", (index + 1) / len(members))
         return scores
@@ -201,7 +208,7 @@ class Ensemble(ScoringMethod):
         members = self.member_scores(ctx, config)
         return torch.stack([normalised(ctx.spec, s, config.normalise) for s in members]).mean(0)
 
-    def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
+    def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         spec, evaluator = ctx.spec, ctx.evaluator
         budgets = sorted({int(b) for b in budgets})
@@ -247,9 +254,14 @@ class Ensemble(ScoringMethod):
         with ctx.timed("evaluation_s"):
             if circuits is None:
                 circuits = circuits_at_budgets(spec, scores, budgets)
-            curve = evaluator.curve(circuits, budgets, ctx.progress)
-        kept = {b: circuits[i] for i, b in enumerate(budgets)} if details.resamples else None
+            curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
+        kept = {b: circuits[i] for i, b in enumerate(budgets)}
         return ctx.result(self.name, config, scores, curve, circuits=kept, details=details)
+
+    def run_batch(self, contexts, config, budgets, progress=None) -> list[CircuitResult]:
+        """Task by task through ``run_task``: the ensemble's paraphrase selection is not
+        score-then-top-N, so the shared passes of scoring methods would skip what it adds."""
+        return Method.run_batch(self, contexts, config, budgets, progress)
 
     def _paraphrase_scores(self, ctx: RunContext, config: EnsembleConfig, tasks) -> torch.Tensor:
         """The ensemble's scores on each paraphrase pair.  # [n_tasks, n_forward, n_backward]"""
@@ -257,8 +269,6 @@ class Ensemble(ScoringMethod):
         prepared = [prepare_task(ctx.model, task, ctx.max_tokens) for task in tasks]
         per_member = []
         for method, member_config in _members(config):
-            matrices = pair_scores(
-                ctx.model, spec, ctx.prepared(), prepared, method, member_config, ctx.progress
-            )
+            matrices = pair_scores(ctx.model, spec, prepared, method, member_config, ctx.progress)
             per_member.append(torch.stack([normalised(spec, m, config.normalise) for m in matrices]))
         return torch.stack(per_member).mean(0)

@@ -22,9 +22,8 @@ observations), not causal effect sizes; the faithfulness curve is what measures 
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -37,45 +36,61 @@ from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod, register
+from .settings import setting, type_fields
 
 UNITS = ("components", "sae")
 
 
 @dataclass(frozen=True)
 class LassoConfig:
-    """Settings of CircuitLasso (one line each: the app shows them as help).
+    """Settings of CircuitLasso."""
 
-    units: "components" (heads and MLPs of the graph) or "sae" (SAE features at the layers below).
-    lasso_lambda: a correlation level in (0, 1] (0.2 measured best on the embedded model) or "auto" (refitted extended BIC).
-    target_edges: when above 0, one lambda for all targets giving at most this many edges.
-    directions: principal directions per component output and per reader input.
-    n_paraphrases: template paraphrases (each with its corruption) added to the observations.
-    corpus: a UTF-8 text file, one text per line, added to the observations ("" for none).
-    max_observations: at most this many token positions (a seeded subset of the corpus beyond it).
-    layers: SAE units: the layers whose SAEs to use, e.g. 3,9.
-    sae_dir: SAE units: a folder of sae-lens SAEs ("" = the project's assets/saes/<model id>).
-    max_features: SAE units: features kept per layer (those most active on the prompt first).
-    n_lambdas: points on the lambda path.
-    seed: for the paraphrase templates, the corpus subset and the randomized PCA.
-    """
-
-    units: str = field(default="components", metadata={"choices": UNITS})
-    lasso_lambda: str = "0.2"
-    target_edges: int = 0
-    directions: int = 4
-    n_paraphrases: int = 8
-    corpus: str = ""
-    max_observations: int = 1024
-    layers: str = ""
-    sae_dir: str = ""
-    max_features: int = 256
-    n_lambdas: int = 20
-    seed: int = 0
+    units: str = setting(
+        "components",
+        '"components" (heads and MLPs of the graph) or "sae" (SAE features at the layers below).',
+        choices=UNITS,
+    )
+    lasso_lambda: str = setting(
+        "0.2",
+        'a correlation level in (0, 1] (0.2 measured best on the embedded model) or "auto" (refitted extended BIC).',
+    )
+    target_edges: int = setting(
+        0, "when above 0, one lambda for all targets giving at most this many edges.", low=0, high=10**7
+    )
+    directions: int = setting(
+        4, "principal directions per component output and per reader input.", low=1, high=64
+    )
+    n_paraphrases: int = setting(
+        8, "template paraphrases (each with its corruption) added to the observations.", low=0, high=256
+    )
+    corpus: str = setting(
+        "", 'a UTF-8 text file, one text per line, added to the observations ("" for none).'
+    )
+    max_observations: int = setting(
+        1024,
+        "at most this many token positions (a seeded subset of the corpus beyond it).",
+        low=8,
+        high=10**6,
+    )
+    layers: tuple[int, ...] = setting(
+        (), "SAE units: the layers whose SAEs to use, comma separated, e.g. 3,9."
+    )
+    sae_dir: str = setting(
+        "", 'SAE units: a folder of sae-lens SAEs ("" = the project\'s assets/saes/<model id>).'
+    )
+    max_features: int = setting(
+        256,
+        "SAE units: features kept per layer (those most active on the prompt first).",
+        low=1,
+        high=100_000,
+    )
+    n_lambdas: int = setting(20, "points on the lambda path.", low=2, high=200)
+    seed: int = setting(0, "for the paraphrase templates, the corpus subset and the randomized PCA.")
 
     def __post_init__(self):
+        type_fields(self)  # list settings as typed tuples, whatever they were given as
         object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or "0.2")
         object.__setattr__(self, "units", str(self.units).strip().lower())
-        object.__setattr__(self, "layers", str(self.layers).strip())
         if self.units not in UNITS:
             raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
         parse_selection(self.lasso_lambda)
@@ -121,7 +136,7 @@ class CircuitLasso(ScoringMethod):
         hooks = component_hook_names(model, spec)
         saes = []
         if config.units == "sae":
-            layers = parse_layers(config.layers, spec.n_layers)
+            layers = parse_layers(",".join(map(str, config.layers)), spec.n_layers)
             model_name = str(getattr(model.cfg, "model_name", ""))
             saes = [
                 (layer, load_sae(folder, ctx.device), hook)
@@ -279,8 +294,3 @@ def _report(details: LassoDetails) -> list[str]:
         )
     lines.append("coefficients are a dependency skeleton, not effect sizes")
     return lines
-
-
-def config_fields() -> list[str]:
-    """The setting names (for the CLI's flags)."""
-    return [f.name for f in dataclasses.fields(LassoConfig)]

@@ -2,6 +2,9 @@
 
 This is the only package that chooses a device, a dtype or a model size; everything else
 receives a HookedTransformer from load_model().
+
+Importing the package imports no torch: the catalog (the sidebar's first paint needs it) is read
+at once, the loader and devices on first use of their names (``__getattr__`` below).
 """
 
 import os
@@ -16,14 +19,29 @@ from circuitviz.models.catalog import (  # noqa: E402
     SUPPORTED_MODELS,
     ModelInfo,
 )
-from circuitviz.models.devices import (  # noqa: E402
-    default_device,
-    default_dtype,
-    resolve_device,
-    resolve_dtype,
-)
 from circuitviz.models.errors import ModelLoadError  # noqa: E402
-from circuitviz.models.loading import load_model, prepare_for_circuits  # noqa: E402
+
+# name -> the module that defines it, imported on first use (they import torch)
+_LAZY = {
+    "default_device": "devices",
+    "default_dtype": "devices",
+    "resolve_device": "devices",
+    "resolve_dtype": "devices",
+    "load_model": "loading",
+    "prepare_for_circuits": "loading",
+}
+
+
+def __getattr__(name: str):
+    """The loader's and devices' names, imported when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EMBEDDED_MODEL",

@@ -1,9 +1,15 @@
-"""The models circuitviz knows by name, with the figures the UI shows and the limits to know."""
+"""The models circuitviz knows by name, with the figures the UI shows and the limits to know.
+
+Standard library only (and the torch-free ``graph_shape``): the sidebar imports it for the first
+paint, before torch has loaded.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from ..graph_shape import edge_count
 
 ModelSource = Literal["embedded-gguf", "transformer-lens"]
 
@@ -27,6 +33,12 @@ class ModelInfo:
     d_model: int
     approx_params: int
     notes: str
+    parallel_attn_mlp: bool = False  # attention and MLP read the same residual stream
+
+    @property
+    def n_edges(self) -> int:
+        """Edges of its circuit graph (``graph_shape.edge_count``, as ``GraphSpec`` counts them)."""
+        return edge_count(self.n_layers, self.n_heads, self.parallel_attn_mlp)
 
     @property
     def needs_hub(self) -> bool:
@@ -97,6 +109,7 @@ SUPPORTED_MODELS: dict[str, ModelInfo] = {
             d_model=768,
             approx_params=162_000_000,
             notes=_HUB_NOTE + " Attention and MLP read the same residual stream (parallel).",
+            parallel_attn_mlp=True,
         ),
         ModelInfo(
             id="meta-llama/Llama-3.2-1B",

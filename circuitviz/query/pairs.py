@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..tasks import PromptTask
@@ -167,13 +167,6 @@ def _record_pair(record: dict, task: PromptTask, source: str, where: str) -> Par
             f"({task.answer!r} vs {list(task.foils)}); every paraphrase must keep them"
         )
     return pair
-
-
-def pairs_from_records(
-    records: Sequence[dict], task: PromptTask, source: str = "file"
-) -> list[ParaphrasePair]:
-    """Pairs from plain records, e.g. rows of the app's editable table."""
-    return [_record_pair(r, task, source, f"Row {i + 1}") for i, r in enumerate(records)]
 
 
 def parse_paraphrases(text: str, task: PromptTask, source: str = "file") -> list[ParaphrasePair]:

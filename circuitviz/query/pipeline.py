@@ -60,7 +60,7 @@ def query_circuits(
     with ctx.timed("scoring_s"):
         tasks = [pairs[i].task() for i in candidates]
         scores, from_store = stored_pair_scores(
-            ctx.model, ctx.model_id, spec, prepared, tasks, scorer, store, ctx.progress, ctx.max_tokens
+            ctx.model, ctx.model_id, spec, tasks, scorer, store, ctx.progress, ctx.max_tokens
         )
         candidate_scores = torch.stack(scores)  # [n_candidates, n_forward, n_backward]
     counts = {"scored_pairs": len(candidates) - from_store, "scores_from_store": from_store}
@@ -127,9 +127,9 @@ def query_circuits(
 
 def _reference(config, spec: GraphSpec, device) -> torch.Tensor | None:
     """The reference circuit given in the settings, on the evaluator's device, or None."""
-    if not config.reference.strip():
+    if not config.reference:
         return None
-    circuit = parse_circuit(config.reference, spec, origin="The reference circuit")
+    circuit = parse_circuit("\n".join(config.reference), spec, origin="The reference circuit")
     return (circuit.mask & spec.edge_mask).to(device)  # [n_forward, n_backward] bool
 
 

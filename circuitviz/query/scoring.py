@@ -3,9 +3,10 @@
 Each pair is scored by the base method (EAP-IG by default) as if it were the task. A pair's
 matrix is kept in the run's result store once per (model, dtype, graph, prompt pair, scorer and
 its settings), kind "scores", and reused by every method and budget of the family; a run asks
-only for the pairs never scored before. EAP-IG on the inputs is batched across pairs of equal
-token length (``batched_ig_scores``): their interpolation steps share forward and backward
-passes, and each pair's matrix equals what the scorer computes for it alone.
+only for the pairs never scored before. The base scorer scores the pairs as one batch
+(``methods.bon.pair_scores``): EAP-IG's interpolation steps of pairs of equal token length
+share forward and backward passes, and each pair's matrix equals what it computes for the pair
+alone.
 """
 
 from __future__ import annotations
@@ -16,18 +17,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ..engine.capture import writers_of_prompts
-from ..engine.scores import batched_gradient_scores
 from ..evaluate import Progress
 from ..graph import GraphSpec
-from ..models.adapter import model_device, model_dtype
-from ..models.devices import working_memory_bytes
+from ..models.adapter import model_device
 from ..store import ResultStore
-from ..tasks import PreparedTask, PromptTask, prepare_task
+from ..tasks import PromptTask, prepare_task
 from .pool import prompt_key
-
-# memory for the writer outputs of paraphrases captured in one batch (bytes)
-_CAPTURE_BYTES = 1e9
 
 
 @dataclass(frozen=True)
@@ -35,8 +30,8 @@ class PairScorer:
     """The base method every pair is scored with.
 
     method: the registered scoring method (its ``name`` keys the store); config: its settings
-    (they key the store too); score: (model, spec, prepared task, prepared pairs, progress) ->
-    one [n_forward, n_backward] float32 matrix per pair, zero off the edge mask.
+    (they key the store too); score: (model, spec, prepared pairs, progress) -> one
+    [n_forward, n_backward] float32 matrix per pair, zero off the edge mask.
     """
 
     method: object
@@ -50,49 +45,10 @@ def score_key(model, model_id: str, spec: GraphSpec, task: PromptTask, method, m
     return prompt_key("scores", model, model_id, spec, task, scorer=method.name, scorer_config=scorer_config)
 
 
-def batched_ig_scores(
-    model,
-    spec: GraphSpec,
-    prepared: PreparedTask,
-    pairs: list[PreparedTask],
-    steps: int,
-    progress: Progress | None = None,
-) -> list[torch.Tensor]:
-    """EAP-IG (inputs) scores of many pairs of equal token length, their steps in shared batches.
-
-    Computes exactly what the registered ``eap-ig`` computes for each pair alone (tested): the
-    gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
-    times the corrupted-minus-clean writer outputs. A batch holds the steps of several pairs;
-    their gradients are summed per pair and contracted with each pair's differences in one
-    batched product per layer.  # each [n_forward, n_backward], on the model's device
-    """
-    dtype, device = model_dtype(model), model_device(model)
-    positions = pairs[0].n_positions
-    per_sequence = positions * spec.n_forward * spec.d_model * torch.finfo(dtype).bits // 8
-    capture = max(1, int(min(_CAPTURE_BYTES, working_memory_bytes(device) / 2) // max(2 * per_sequence, 1)))
-    scores: list[torch.Tensor] = []
-    done = 0
-    for start in range(0, len(pairs), capture):
-        group = pairs[start : start + capture]
-        tokens = torch.cat([p.clean_tokens for p in group] + [p.corrupted_tokens for p in group])
-        writers, _ = writers_of_prompts(model, spec, prepared, tokens)  # [2g, pos, n_fwd, d]
-        clean, corrupted = writers[: len(group)], writers[len(group) :]
-
-        def report(phase, fraction, done=done, size=len(group) * steps):
-            if progress:
-                progress(phase, (done + fraction * size) / (len(pairs) * steps))
-
-        # each pair scored with its own answer and foils: the task's, as every pair keeps them
-        scores += list(batched_gradient_scores(model, spec, group, clean, corrupted, steps, report))
-        done += len(group) * steps
-    return scores
-
-
 def stored_pair_scores(
     model,
     model_id: str,
     spec: GraphSpec,
-    prepared: PreparedTask,
     tasks: list[PromptTask],
     scorer: PairScorer,
     store: ResultStore | None,
@@ -112,7 +68,7 @@ def stored_pair_scores(
     missing = [i for i, matrix in enumerate(scores) if matrix is None]
     if missing:
         prepared_pairs = [prepare_task(model, tasks[i], max_tokens=max_tokens) for i in missing]
-        computed = scorer.score(model, spec, prepared, prepared_pairs, progress)
+        computed = scorer.score(model, spec, prepared_pairs, progress)
         for index, matrix in zip(missing, computed):
             scores[index] = matrix
             if store is not None:

@@ -20,30 +20,37 @@ from collections.abc import Sequence
 import torch
 
 from ..graph import GraphSpec, prune
-from ..parsing import parse_whole_numbers
-from ..text import shown_number
+from ..text import parse_whole_numbers, shown_number
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 # variants whose circuit exists at any budget without a model pass
 ANY_BUDGET_VARIANTS = ("single", "average", "ibon", "bon-csm")
 
 
-def parse_anchor_budgets(text: str, budgets: Sequence[int]) -> list[int]:
-    """The anchors: the given ones (each must be a budget), else every other budget from the
-    smallest, and the largest."""
+def parse_anchor_budgets(given, budgets: Sequence[int]) -> list[int]:
+    """The anchors: the given ones (a config's tuple of budgets, or comma-separated text; each
+    must be a budget), else every other budget from the smallest, and the largest."""
     budgets = sorted(budgets)
-    if not str(text).strip():
-        return sorted(set(budgets[::2]) | {budgets[-1]})
-    return parse_whole_numbers(
-        text,
-        "Anchor budget {part} is not a whole number of edges.",
-        refuse=lambda value: (
-            None
-            if value in budgets
-            else f"Anchor budget {shown_number(value)} is not one of the budgets "
+
+    def refuse(value: int) -> str | None:
+        if value in budgets:
+            return None
+        return (
+            f"Anchor budget {shown_number(value)} is not one of the budgets "
             f"({', '.join(map(str, budgets[:8]))}{', …' if len(budgets) > 8 else ''}); anchors must be among them."
-        ),
-    )
+        )
+
+    if not (str(given).strip() if isinstance(given, str) else given):
+        return sorted(set(budgets[::2]) | {budgets[-1]})
+    if isinstance(given, str):
+        return parse_whole_numbers(
+            given, "Anchor budget {part} is not a whole number of edges.", refuse=refuse
+        )
+    for value in given:
+        problem = refuse(int(value))
+        if problem:
+            raise ValueError(problem)
+    return [int(value) for value in given]
 
 
 # ----- per-edge vectors (plain data for results and the app) ------------------------------------

@@ -100,11 +100,11 @@ def clusters_view(
 
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
+    from ..models.catalog import SUPPORTED_MODELS
     from ..text import shown
-    from .sidebar import model_catalog
 
     model_id = manifest["model"]["model_id"]
-    if model_id in model_catalog()[0]:
+    if model_id in SUPPORTED_MODELS:
         return None
     return (
         f"This batch ran on {shown(model_id)}, which the app's model list does not hold, so its prompts "

@@ -1,37 +1,35 @@
 """Widgets built from data: a method's settings form from its ``Config`` dataclass fields.
 
-Every registered method gets a form without UI code of its own: a field with a fixed set of
-values (``field(metadata={"choices": ...})``) becomes a select box, int and float fields number
-inputs, bool fields checkboxes, str fields text boxes. Two kinds of setting name circuits or
-budgets, so they are offered as choices too: ``anchor_budgets`` (budgets of this run, picked from
-the budgets box) and ``reference`` (a circuit computed for this prompt). A line ``name: text`` of
-the Config docstring becomes the field's help, and a "0: ..." meaning is written into the label
-("max depth (0 = no limit)"). Invalid values come back as one sentence (the Config's own
-validation) instead of a traceback.
+Every registered method gets a form without UI code of its own, from what each field declares
+(``methods.settings.setting``): a field with ``choices`` becomes a select box, int and float
+fields number inputs (within the field's ``low``/``high``), bool fields checkboxes, str fields
+text boxes (``widget="lines"``: a text area), tuple fields a comma-separated text box. Two
+widgets name budgets or circuits, so they are offered as choices: ``widget="budgets"`` (budgets
+of this run, picked from the budgets box) and ``widget="circuit"`` (a circuit computed for this
+prompt). The field's help is its tooltip, and a "0: ..." meaning in it is written into the label
+("max depth (0 = no limit)"). The values go through ``Method.make_config``, which parses them as
+the command line's are; invalid ones come back as one sentence (the Config's own validation)
+instead of a traceback.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import typing
 
 import streamlit as st
 
-from ..methods.base import setting_choices
+from ..methods.settings import (
+    item_type,
+    parse_value,
+    setting_bounds,
+    setting_choices,
+    setting_help,
+    setting_type,
+    setting_widget,
+)
 
 NO_REFERENCE = "none"
-
-
-def field_help(config_class: type) -> dict[str, str]:
-    """``{field: help}`` from ``name: text`` lines of a Config docstring."""
-    helps = {}
-    for line in (config_class.__doc__ or "").splitlines():
-        for part in re.split(r";\s+(?=\w+:)", line):
-            name, separator, text = part.strip().partition(":")
-            if separator and name.strip().isidentifier() and name.strip() not in helps:
-                helps[name.strip()] = text.strip()
-    return helps
 
 
 def field_label(name: str, help_text: str | None) -> str:
@@ -39,18 +37,6 @@ def field_label(name: str, help_text: str | None) -> str:
     label = name.replace("_", " ")
     zero = re.search(r"\(?\b0\s*[:=]\s*([^;,)]+)", help_text or "")
     return f"{label} (0 = {zero.group(1).strip()})" if zero else label
-
-
-def _field_type(config_class: type, config_field: dataclasses.Field) -> type:
-    try:
-        hints = typing.get_type_hints(config_class)
-    except Exception:  # unresolvable annotation: fall back to the default's type
-        hints = {}
-    hint = hints.get(config_field.name, config_field.type)
-    if isinstance(hint, type):
-        return hint
-    default = config_field.default if config_field.default is not dataclasses.MISSING else ""
-    return type(default)
 
 
 def config_form(
@@ -71,7 +57,6 @@ def config_form(
     if not fields:
         st.caption(f"{method.label} has no settings.")
         return {}
-    helps = field_help(config_class)
     values = {}
     columns = st.columns(min(3, len(fields)))
     for index, config_field in enumerate(fields):
@@ -80,44 +65,78 @@ def config_form(
         key = f"{key_prefix}.{method.name}.{config_field.name}"
         with columns[index % len(columns)]:
             values[config_field.name] = _field_widget(
-                config_class, config_field, value, key, helps.get(config_field.name), budgets, references
+                config_class,
+                config_field,
+                value,
+                key,
+                setting_help(config_field) or None,
+                budgets,
+                references,
             )
     return values
 
 
 def _field_widget(config_class, config_field, value, key, help_text, budgets, references):
-    """One setting's widget, chosen by its name, its choices or its type."""
-    name = config_field.name
-    label = field_label(name, help_text)
+    """One setting's widget, chosen by what its field declares: its widget, its choices, its type."""
+    label = field_label(config_field.name, help_text)
+    widget = setting_widget(config_field)
     choices = setting_choices(config_field)
-    if name == "anchor_budgets":
+    kind = setting_type(config_class, config_field)
+    if widget == "budgets":
         return _anchor_budgets(label, value, key, help_text, budgets or [])
-    if name == "reference" and references is not None:
+    if widget == "circuit" and references is not None:
         return _reference(label, value, key, help_text, references)
     if choices:
         options = list(choices)
         if key not in st.session_state and value in options:
             st.session_state[key] = value
         return st.selectbox(label, options, key=key, help=help_text)
-    kind = _field_type(config_class, config_field)
     if kind is bool:
         return st.checkbox(label, value=bool(value), key=key, help=help_text)
-    if kind is int:
-        return int(st.number_input(label, value=int(value or 0), step=1, key=key, help=help_text))
-    if kind is float:
-        return float(
-            st.number_input(label, value=float(value or 0.0), format="%.4g", key=key, help=help_text)
-        )
-    if name == "paraphrases":
+    if kind in (int, float):
+        return _number(config_field, kind, label, value, key, help_text)
+    if item_type(kind) is not None:  # a tuple: its items comma separated, parsed by make_config
+        text = value if isinstance(value, str) else ",".join(str(item) for item in value or ())
+        return st.text_input(label, value=text, key=key, help=help_text)
+    if widget == "lines":
         return st.text_area(
             label, value="" if value is None else str(value), key=key, help=help_text, height=90
         )
     return st.text_input(label, value="" if value is None else str(value), key=key, help=help_text)
 
 
-def _anchor_budgets(label: str, value, key: str, help_text: str | None, budgets: list[int]) -> str:
+def _number(config_field, kind: type, label: str, value, key: str, help_text: str | None):
+    """A number box, whole numbers for an int field; the field's bounds are said in its help.
+
+    The box does not clamp to the bounds: a value outside them (typed, or from a shared URL) is
+    refused by the Config's own validation, in one sentence, with Run disabled.
+    """
+    help_text = _with_bounds(help_text, *setting_bounds(config_field))
+    if kind is int:
+        return int(st.number_input(label, value=int(value or 0), step=1, key=key, help=help_text))
+    return float(st.number_input(label, value=float(value or 0.0), format="%.4g", key=key, help=help_text))
+
+
+def _with_bounds(help_text: str | None, low, high) -> str | None:
+    """The help with the values the setting accepts ('from 1 to 1000', 'at least 0')."""
+    if low is None and high is None:
+        return help_text
+    allowed = (
+        f"from {low:g} to {high:g}"
+        if low is not None and high is not None
+        else f"at least {low:g}"
+        if low is not None
+        else f"at most {high:g}"
+    )
+    return f"{help_text or ''} Allowed: {allowed}.".strip()
+
+
+def _anchor_budgets(label: str, value, key: str, help_text: str | None, budgets: list[int]) -> tuple:
     """The anchor budgets picked among the run's budgets; none picked means the method's default."""
-    chosen = [int(part) for part in str(value or "").replace(" ", "").split(",") if part.isdigit()]
+    try:
+        chosen = list(parse_value(tuple[int, ...], value or ()))
+    except ValueError:  # a stored or typed value that is not budgets: start with none picked
+        chosen = []
     if key not in st.session_state:
         st.session_state[key] = [b for b in chosen if b in budgets]
     else:
@@ -129,14 +148,17 @@ def _anchor_budgets(label: str, value, key: str, help_text: str | None, budgets:
         help=help_text,
         format_func=lambda b: f"{b:,}",
     )
-    return ",".join(str(b) for b in sorted(picked))
+    return tuple(sorted(picked))
 
 
-def _reference(label: str, value, key: str, help_text: str | None, references: dict[str, str]) -> str:
-    """A reference circuit chosen among those computed for this prompt (or none)."""
+def _reference(label: str, value, key: str, help_text: str | None, references: dict[str, str]) -> tuple:
+    """A reference circuit chosen among those computed for this prompt (or none): its edge names."""
     options = [NO_REFERENCE, *references]
     if st.session_state.get(key) not in options:
-        matching = next((name for name, edges in references.items() if edges == value), NO_REFERENCE)
+        given = tuple(parse_value(tuple[str, ...], value or ()))
+        matching = next(
+            (name for name, edges in references.items() if tuple(edges.splitlines()) == given), NO_REFERENCE
+        )
         st.session_state[key] = matching
     chosen = st.selectbox(
         f"{label} circuit",
@@ -144,13 +166,13 @@ def _reference(label: str, value, key: str, help_text: str | None, references: d
         key=key,
         help=(help_text or "") + " Run another method on this prompt to offer its circuit here.",
     )
-    return "" if chosen == NO_REFERENCE else references[chosen]
+    return () if chosen == NO_REFERENCE else tuple(references[chosen].splitlines())
 
 
-def check_config(method, values: dict) -> str | None:
-    """None when the settings make a valid Config, else the sentence that says what is wrong."""
+def build_config(method, values: dict):
+    """(the method's Config of the form's values, None), or (None, the sentence that says what is
+    wrong). The one place a form's settings become a config: the page's request takes it as is."""
     try:
-        method.make_config(values)
+        return method.make_config(values), None
     except (TypeError, ValueError) as error:
-        return str(error)
-    return None
+        return None, str(error)

@@ -297,11 +297,11 @@ def method_inputs(
 
     ``initial``: the settings a page starts the form with (a page's own defaults);
     ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as.
-    Returns (method name, settings or None while invalid, budgets or None while invalid).
+    Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     from ..api import parse_budgets
     from ..methods import available_methods
-    from .forms import check_config, config_form
+    from .forms import build_config, config_form
 
     registered = methods or available_methods()
     name = method_picker(key, registered)
@@ -323,10 +323,10 @@ def method_inputs(
         start.update(st.session_state.get("settings") or {})
     with form_box:
         settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
-        problem = check_config(method, settings)
+        config, problem = build_config(method, settings)
         if problem:
             st.error(problem)
-    return name, (None if problem else settings), budgets
+    return name, config, budgets
 
 
 def reference_circuits() -> dict[str, str]:

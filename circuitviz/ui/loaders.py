@@ -1,8 +1,9 @@
 """Cached access to models, stored results and labels for the app's pages.
 
-Models are loaded once per process (``st.cache_resource``) and shared by every browser session;
-that is safe because the engine runs every hooked pass under a per-model lock and nothing here
-changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
+Models are loaded once per process, in a background thread, into a module-level dict of futures
+(``_MODELS``: the last two (model, device, loader) asked for), and shared by every browser
+session; that is safe because the engine runs every hooked pass under a per-model lock and
+nothing here changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
 reloading a shared URL or switching pages never computes the same circuit twice.
 
 Tests (and demos on other hardware) choose the model loader: set ``MODEL_LOADER`` to a callable
@@ -13,6 +14,7 @@ that never needs a model paints without them.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import itertools
 import os
@@ -41,11 +43,6 @@ def _loader() -> tuple[Callable[[str, str | None], object], str]:
     from ..models import load_model
 
     return (lambda model_id, device: load_model(model_id, device=device)), "default"
-
-
-def injected_loader() -> bool:
-    """Whether a test or demo hook replaced the real model loader."""
-    return _loader()[1] != "default"
 
 
 _MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last two models asked for
@@ -99,7 +96,22 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
         probe_rate(model)
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
         pass
+    freeze_long_lived_objects()
     future.set_result(model)
+
+
+def freeze_long_lived_objects() -> None:
+    """Move every object alive now (the model, torch, transformer_lens, the page modules) out of
+    the garbage collector's view, so a full collection only walks what pages make afterwards.
+
+    Streamlit runs ``gc.collect(2)`` after every script run of every session, holding the GIL:
+    with a model loaded that walked about 500,000 objects (0.2 s of CPU each time on this machine),
+    and eight sessions opening one view waited on each other's collections (docs/app.md). Frozen
+    objects are still freed by reference counting; a frozen model evicted from ``_MODELS`` frees
+    its tensors the same way, only cycles among its Python objects stay.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def probe_rate(model) -> None:
@@ -127,11 +139,6 @@ def probe_rate(model) -> None:
 EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
 
 
-def get_model(model_id: str, device: str = "auto"):
-    """The shared model instance for (model, device); waits for its load (ModelLoadError)."""
-    return model_future(model_id, device).result()
-
-
 @st.cache_resource(show_spinner=False)
 def _store(root: str):
     from ..store import ResultStore
@@ -155,15 +162,26 @@ def model_key(model) -> str:
 
 
 def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple[str, float]]:
-    """The model's most likely next tokens after ``prompt`` (cached per model and prompt)."""
-    return _next_tokens(model, model_key(model), prompt, top_k)
+    """The model's most likely next tokens after ``prompt`` (cached per model and prompt, and
+    stored like results: a stored view of the prompt runs no forward pass for them)."""
+    return _next_tokens(model, model_key(model), model_id, prompt, top_k)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _next_tokens(_model, key: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
+    from ..keys import content_key
     from ..labels.logit_lens import next_token_probabilities
 
-    return next_token_probabilities(_model, prompt, top_k)
+    store = get_store()
+    stored_key = content_key(kind="next-tokens", model=model_id, prompt=prompt, top_k=top_k)
+    state = store.load_state(stored_key, kind="labels")
+    if state is not None:
+        return [(str(token), float(probability)) for token, probability in state["tokens"]]
+    found = next_token_probabilities(_model, prompt, top_k)
+    store.save_state(
+        stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
+    )
+    return found
 
 
 def str_tokens(model, model_id: str, text: str) -> list[str]:
@@ -180,39 +198,54 @@ def _str_tokens(_model, key: str, text: str) -> list[str]:
     return [adapter_of(_model).decode([int(token)]) for token in ids]
 
 
-def request_key(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]) -> str:
-    from ..api import request_key as engine_key
-    from ..methods import get_method
-    from ..tasks import DEFAULT_MAX_TOKENS
+def request_for(model, model_id: str, task, method: str, settings, budgets: Sequence[int]):
+    """The page's one ``Request`` (settings parsed, key computed), priced on the model: the
+    estimate and the limits' verdict it carries are what Run shows and what the run obeys."""
+    from ..request import Request
 
-    chosen = get_method(method)
-    return engine_key(
-        model, model_id, task, chosen.name, chosen.make_config(config), budgets, DEFAULT_MAX_TOKENS
-    )
+    return Request.for_model(model, task, method, settings, budgets, model_id).priced(model)
 
 
-def stored_result(model, model_id: str, task, method: str, config: dict, budgets: Sequence[int]):
-    """The stored result of exactly this request, or None; never computes."""
-    return get_store().get(request_key(model, model_id, task, method, config, budgets))
+# (store folder, kind, key) -> what the store held, shared by every session (the last few)
+_REMEMBERED: OrderedDict[tuple[str, str, str], object] = OrderedDict()
+_REMEMBERED_GUARD = threading.Lock()
+REMEMBERED_ENTRIES = 32
 
 
-def discover(
-    model, model_id: str, task, method: str, config: dict, budgets: Sequence[int], progress=None, store=None
-):
-    """(result, came from the store): the engine's discover through the shared store (``store``
-    when the caller fetched it already: a background thread cannot reach streamlit's caches)."""
-    from ..api import discover as engine_discover
+def _remembered(store, kind: str, key: str, read: Callable[[], object]):
+    """``read()`` (a read of ``store``) once per process while it is among the last
+    ``REMEMBERED_ENTRIES`` asked for; None (nothing stored) is not remembered.
 
-    return engine_discover(
-        model,
-        task,
-        method,
-        config,
-        budgets=budgets,
-        model_id=model_id,
-        store=store or get_store(),
-        progress=progress,
-    )
+    Eight sessions opening one shared view read and unpickle its files once, not eight times.
+    What is remembered is data no view changes (results, labels), so sharing the object is safe.
+    """
+    entry = (str(store.root), kind, key)
+    with _REMEMBERED_GUARD:
+        if entry in _REMEMBERED:
+            _REMEMBERED.move_to_end(entry)
+            return _REMEMBERED[entry]
+    value = read()
+    if value is not None:
+        with _REMEMBERED_GUARD:
+            _REMEMBERED[entry] = value
+            while len(_REMEMBERED) > REMEMBERED_ENTRIES:
+                _REMEMBERED.popitem(last=False)
+    return value
+
+
+def stored_result(request):
+    """The stored result of exactly this request, or None; never computes (read once per process)."""
+    store = get_store()
+    return _remembered(store, "result", request.key, lambda: store.get(request.key))
+
+
+def discover(model, request, progress=None, store=None):
+    """(result, came from the store): the engine's run of ``request`` through the shared store
+    (``store`` when the caller fetched it already: a background thread cannot reach streamlit's
+    caches)."""
+    from ..api import run_request
+
+    return run_request(model, request, store=store or get_store(), progress=progress)
 
 
 def node_labels(model, model_id: str, task) -> dict:
@@ -223,7 +256,7 @@ def node_labels(model, model_id: str, task) -> dict:
 
     store = get_store()
     key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
-    state = store.load_state(key, kind="labels")
+    state = _remembered(store, "labels", key, lambda: store.load_state(key, kind="labels"))
     if state is not None:
         return state["labels"]
     prepared = prepare_task(model, task, need_corrupted=False)
@@ -245,13 +278,13 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
     ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
     try:
-        from ..labels import sae
+        from ..labels import sae_features
     except ImportError as error:
         return {}, f"SAE labels need sae-lens ({error})."
     try:
-        saes = sae.load_embedded_saes(_model, model_id)
-        found = sae.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
-    except (sae.SaeUnavailable, ValueError, OSError) as error:
+        saes = sae_features.load_embedded_saes(_model, model_id)
+        found = sae_features.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
+    except (sae_features.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
     keep = ("label", "layer", "feature", "promotes", "token", "share")
     return {

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import streamlit as st
 
 from .. import render
+from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
 
@@ -37,11 +37,6 @@ def result_id(result) -> str:
         budgets=result.budgets,
         scores=float(result.scores.double().abs().sum()),
     )
-
-
-def markdown_text(text: str) -> str:
-    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))
 
 
 # ----- what was run, and its metrics -----------------------------------------------------------------
@@ -152,9 +147,12 @@ def opening_note(result, budget: int) -> str:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _evaluated_point(_model, _result, result_key: str, budget: int):
-    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate (one batched
-    patched pass; no scoring)."""
-    return _result.point(budget, _model)
+    """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate: the circuit
+    comes from the result's data, the engine measures it (one batched patched pass; no scoring)."""
+    from ..api import evaluate_circuits  # here, not at the top: first paint does without the engine
+
+    _, (point,) = evaluate_circuits(_model, _result.task, [_result.circuit(budget)], [int(budget)])
+    return point
 
 
 def point_at(result, budget: int, model=None):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..phases import Phase, phase_of_report, phase_seconds, report_words
 from . import loaders, state
 
 POLL_S = 0.25
@@ -55,22 +56,6 @@ def load_model_or_stop(model_id: str, device: str):
 
 
 # ----- progress -----------------------------------------------------------------------------------
-PHASE_ORDER = ("prepare", "work", "evaluate")
-WORK_NAMES = {
-    "score": "scoring edges",
-    "paraphrases": "checking paraphrases",
-    "observe": "observing activations",
-    "regress": "fitting the regression",
-    "knockout": "knockout check",
-    "trace": "tracing attention decisions",
-}
-
-
-def phase_of(reported: str) -> str:
-    """The bucket an engine report belongs to: faithfulness, or the method's own work."""
-    return "evaluate" if reported == "evaluate" else "work"
-
-
 class RunProgress:
     """Overall progress and time left of a run, from its expected phase durations, the engine's
     reports and the clock.
@@ -84,12 +69,12 @@ class RunProgress:
     def __init__(
         self, expected: dict[str, float], n_budgets: int = 0, clock: Callable[[], float] = time.perf_counter
     ):
-        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in PHASE_ORDER}
+        self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in Phase}
         self.total = sum(self.expected.values()) or 1.0
         self.n_budgets = n_budgets
         self.clock = clock
         self.start = clock()
-        self.phase = "prepare"
+        self.phase = Phase.PREPARE
         self.phase_start = self.start
         self.reported = 0.0
         self.work_name = ""
@@ -97,11 +82,11 @@ class RunProgress:
         self.left: float | None = None
 
     def report(self, reported: str, fraction: float) -> None:
-        """An engine report: phase name and fraction done of it."""
-        phase = phase_of(reported)
-        if phase == "work":
-            self.work_name = WORK_NAMES.get(reported, reported.replace("_", " "))
-        if PHASE_ORDER.index(phase) > PHASE_ORDER.index(self.phase):
+        """An engine report (a ``phases.Report`` or another name) and the fraction done of it."""
+        phase = phase_of_report(reported)
+        if phase is Phase.WORK:
+            self.work_name = report_words(reported)
+        if phase.step > self.phase.step:
             self.phase, self.phase_start, self.reported = phase, self.clock(), 0.0
         if phase == self.phase:
             self.reported = min(max(float(fraction), 0.0), 1.0)
@@ -112,7 +97,7 @@ class RunProgress:
         expected = self.expected[self.phase]
         by_time = min((now - self.phase_start) / expected, 0.95) if expected > 0 else 0.0
         inside = max(self.reported, by_time)
-        before = sum(self.expected[p] for p in PHASE_ORDER[: PHASE_ORDER.index(self.phase)])
+        before = sum(self.expected[p] for p in Phase if p.step < self.phase.step)
         self.fraction = max(self.fraction, min((before + inside * expected) / self.total, 0.99))
         elapsed = now - self.start
         planned = self.total - elapsed
@@ -122,9 +107,9 @@ class RunProgress:
         return self.fraction, self.text(inside, elapsed)
 
     def phase_name(self) -> str:
-        if self.phase == "prepare":
+        if self.phase is Phase.PREPARE:
             return "clean and corrupted runs"
-        if self.phase == "evaluate":
+        if self.phase is Phase.EVALUATE:
             return (
                 f"measuring faithfulness at {self.n_budgets} budgets"
                 if self.n_budgets
@@ -133,7 +118,7 @@ class RunProgress:
         return self.work_name or "the method's own work"
 
     def text(self, inside: float, elapsed: float) -> str:
-        step = PHASE_ORDER.index(self.phase) + 1
+        step = self.phase.step
         left = f"about {self.left:.0f} s left" if self.left and self.left >= 1 else "finishing"
         return (
             f"step {step} of 3, {self.phase_name()}: {100 * inside:.0f}% · {100 * self.fraction:.0f}% in all · "
@@ -141,7 +126,7 @@ class RunProgress:
         )
 
 
-def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
+def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]:
     """Expected seconds per phase: this method's last measured split on this device, else the
     split of its forward passes (2 clean/corrupted runs, one patched pass per budget)."""
     from ..calibration import phase_shares
@@ -150,16 +135,9 @@ def expected_phases(estimate, method: str, n_budgets: int) -> dict[str, float]:
     total = estimate.seconds if estimate is not None else 10.0
     if not shares:
         passes = max(estimate.sequences if estimate is not None else 0.0, 3.0 + n_budgets)
-        shares = {"prepare": 2 / passes, "evaluate": n_budgets / passes}
-        shares["work"] = max(1 - shares["prepare"] - shares["evaluate"], 0.0)
-    return {phase: total * shares.get(phase, 0.0) for phase in PHASE_ORDER}
-
-
-def timing_phases(timings: dict[str, float], seconds: float) -> dict[str, float]:
-    """A result's timings as the three phases (whatever was not timed counts as the work)."""
-    prepare = float(timings.get("clean_corrupted_s", 0.0))
-    evaluate = float(timings.get("evaluation_s", 0.0))
-    return {"prepare": prepare, "evaluate": evaluate, "work": max(seconds - prepare - evaluate, 0.0)}
+        shares = {Phase.PREPARE: 2 / passes, Phase.EVALUATE: n_budgets / passes}
+        shares[Phase.WORK] = max(1 - shares[Phase.PREPARE] - shares[Phase.EVALUATE], 0.0)
+    return {phase: total * shares.get(phase, 0.0) for phase in Phase}
 
 
 # ----- runs in the background ----------------------------------------------------------------------
@@ -192,9 +170,12 @@ def running(key: str) -> bool:
     return job is not None and not job.done
 
 
-def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job:
-    progress = RunProgress(expected_phases(estimate, method, len(budgets)), n_budgets=len(budgets))
-    job = Job(key, method, progress)
+def _start(model, request) -> Job:
+    estimate = request.estimate
+    progress = RunProgress(
+        expected_phases(estimate, request.method, len(request.budgets)), n_budgets=len(request.budgets)
+    )
+    job = Job(request.key, request.method, progress)
     lock = threading.Lock()
     store = loaders.get_store()  # here, in the page's thread: the worker cannot reach streamlit's caches
 
@@ -206,34 +187,33 @@ def _start(key, model, model_id, task, method, config, budgets, estimate) -> Job
     def work() -> None:
         start = time.perf_counter()
         try:
-            job.result, job.cached = loaders.discover(
-                model, model_id, task, method, config, budgets, progress=report, store=store
-            )
+            job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
         if job.result is not None and not job.cached and estimate is not None:
             from .. import calibration
 
-            phases = timing_phases(job.result.timings, job.seconds)
-            calibration.record(estimate.device, method, estimate.flops, job.seconds, phases)
+            seconds = phase_seconds(job.result.timings, job.seconds)
+            phases = {phase.value: value for phase, value in seconds.items()}
+            calibration.record(estimate.device, request.method, estimate.flops, job.seconds, phases)
 
-    job.thread = threading.Thread(target=work, name=f"run {method}", daemon=True)
-    _jobs()[key] = job
+    job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
+    _jobs()[request.key] = job
     job.thread.start()
     return job
 
 
-def run_with_status(model, model_id: str, task, method: str, config: dict, budgets, estimate=None):
-    """Run a discovery (or attach to the one under way) with its progress on screen; the result,
-    or None after its error sentence is shown, open, below the status."""
+def run_with_status(model, request):
+    """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
+    the result, or None after its error sentence is shown, open, below the status."""
     from ..graph import GraphError
     from ..tasks import TaskError
 
-    key = loaders.request_key(model, model_id, task, method, config, budgets)
-    job = _jobs().get(key)
+    method, model_id = request.method, request.model_id
+    job = _jobs().get(request.key)
     if job is None or (job.done and job.result is None):
-        job = _start(key, model, model_id, task, method, config, budgets, estimate)
+        job = _start(model, request)
     with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
         bar = st.progress(0.0, text="starting")
         while not job.done:
@@ -250,7 +230,7 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
             status.update(label=f"{method} on {model_id}: {source}", state="complete", expanded=False)
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
-    _jobs().pop(key, None)
+    _jobs().pop(request.key, None)
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(f"The run could not start: {job.error}")
         return None
@@ -261,18 +241,19 @@ def run_with_status(model, model_id: str, task, method: str, config: dict, budge
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def estimate_line(model, task, method: str, settings: dict, budgets) -> tuple[object | None, str | None]:
-    """The estimate shown above Run (None, and the limit's sentence, when the run is refused)."""
-    from ..limits import check_run, estimate_request
-
+def request_line(model, model_id: str, task, method: str, settings, budgets):
+    """The page's one request, priced, with its estimate shown above Run; (request, None), or
+    (None, the sentence) when it is refused (over a limit, or settings that do not make a config)."""
     try:
-        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
-        check_run(estimate)
+        request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
         st.error(str(error))
         return None, str(error)
-    st.caption(estimate.summary())
-    return estimate, None
+    if request.refusal is not None:
+        st.error(request.refusal)
+        return None, request.refusal
+    st.caption(request.estimate.summary())
+    return request, None
 
 
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:

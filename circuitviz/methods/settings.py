@@ -1,0 +1,160 @@
+"""What a method setting is, declared once on its ``Config`` field, and its values parsed in one place.
+
+A setting is a dataclass field made by ``setting(default, help, ...)``: its metadata carries the
+help sentence (the command line's ``--help`` and the form's tooltip), a fixed set of ``choices``
+(a select box, argparse ``choices``), bounds (``low``/``high``: the form's number limits) and the
+``widget`` when its type alone does not say it (``lines``: a text area; ``budgets``: picked among
+the run's budgets; ``circuit``: a circuit computed for this prompt). Its type hint says what the
+value is; tuple fields (``tuple[int, ...]``, ``tuple[str, ...]``) hold typed items, never a
+comma string.
+
+``parse_value`` turns what a boundary gives (a command-line string, a form's list, JSON from a URL
+or a stored result) into the field's type; ``Method.make_config`` calls it for every value, so
+the command line, the form and stored settings all parse the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from typing import Any
+
+WIDGETS = ("lines", "budgets", "circuit")
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    choices=None,
+    low: float | None = None,
+    high: float | None = None,
+    widget: str | None = None,
+) -> Any:
+    """A Config field with its help, choices, bounds and widget (``dataclasses.field`` metadata).
+
+    ``choices``: a tuple, or a callable giving one (methods registered later); ``widget``: one of
+    ``WIDGETS`` when the type does not say how to edit it.
+    """
+    if widget is not None and widget not in WIDGETS:
+        raise ValueError(f"widget must be one of {', '.join(WIDGETS)}, not {widget!r}.")
+    metadata = {"help": help, "choices": choices, "low": low, "high": high, "widget": widget}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("A setting's default must be immutable (a tuple, not a list).")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def setting_help(config_field: dataclasses.Field) -> str:
+    """The help sentence of a setting ('' when it has none)."""
+    return str(config_field.metadata.get("help") or "")
+
+
+def setting_choices(config_field: dataclasses.Field) -> tuple | None:
+    """The allowed values of a setting, if it has a fixed set."""
+    choices = config_field.metadata.get("choices")
+    if callable(choices):
+        choices = choices()
+    return tuple(choices) if choices else None
+
+
+def setting_bounds(config_field: dataclasses.Field) -> tuple[float | None, float | None]:
+    """(lowest, highest) value a number setting accepts; None where unbounded."""
+    return config_field.metadata.get("low"), config_field.metadata.get("high")
+
+
+def setting_widget(config_field: dataclasses.Field) -> str | None:
+    """The widget a setting asks for beyond its type (``WIDGETS``), or None."""
+    return config_field.metadata.get("widget")
+
+
+def setting_type(config_class: type, config_field: dataclasses.Field):
+    """The setting's type hint resolved (``int``, ``tuple[int, ...]``, ...); the default's type
+    when the hint cannot be resolved."""
+    hints = _type_hints(config_class)
+    if hints is not None:
+        return hints.get(config_field.name, config_field.type)
+    default = config_field.default  # an annotation that names something not importable here
+    return type(default) if default is not dataclasses.MISSING else str
+
+
+@functools.lru_cache(maxsize=256)
+def _type_hints(config_class: type) -> dict | None:
+    """A Config's resolved type hints, once per class (a Config is built often); None if not resolvable."""
+    try:
+        return typing.get_type_hints(config_class)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def item_type(kind) -> type | None:
+    """The item type of a ``tuple[X, ...]`` hint, else None."""
+    if typing.get_origin(kind) is tuple:
+        arguments = typing.get_args(kind)
+        return arguments[0] if arguments else str
+    return None
+
+
+def parse_value(kind, value, name: str = "setting"):
+    """``value`` as a setting of type ``kind``: a tuple field takes a comma-separated string
+    (the command line), a list or tuple (a form, JSON), one item per line for edge names
+    (``tuple[str, ...]`` given text with newlines); other types pass through (the Config's own
+    validation says what is wrong). ValueError in one sentence for an item of the wrong type."""
+    items = item_type(kind)
+    if items is None:
+        return value
+    if isinstance(value, str):
+        separator = "\n" if "\n" in value else ","
+        parts = [part.strip() for part in value.split(separator)]
+        value = [part for part in parts if part]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} takes a list of {items.__name__} values, not {value!r}.")
+    if items is int:
+        return tuple(_whole_number(part, name) for part in value)
+    return tuple(items(part) for part in value)
+
+
+def _whole_number(part, name: str) -> int:
+    if isinstance(part, bool):
+        raise ValueError(f"{name} takes whole numbers, not {part!r}.")
+    if isinstance(part, int):
+        return part
+    text = str(part).strip()
+    if not text.lstrip("-").isdigit():
+        raise ValueError(f"{name}: {text[:30]!r} is not a whole number.")
+    return int(text)
+
+
+def parse_settings(config_class: type, values: dict) -> dict:
+    """Every value of ``values`` parsed as its field's type (unknown names are left to the caller)."""
+    fields = {config_field.name: config_field for config_field in dataclasses.fields(config_class)}
+    return {
+        name: parse_value(setting_type(config_class, fields[name]), value, name) if name in fields else value
+        for name, value in values.items()
+    }
+
+
+def type_fields(config) -> None:
+    """Give a frozen Config's list settings their typed values in place (its ``__post_init__``
+    calls it), so a Config built directly from plain values (a stored result's, a test's, a comma
+    string) holds tuples like one from ``make_config``."""
+    for config_field in dataclasses.fields(config):
+        kind = setting_type(type(config), config_field)
+        if item_type(kind) is not None:
+            value = getattr(config, config_field.name)
+            object.__setattr__(config, config_field.name, parse_value(kind, value, config_field.name))
+
+
+def flag_type(kind, widget: str | None = None):
+    """What argparse's ``type=`` is for a setting of type ``kind``: the type itself, for a
+    tuple field the parser of its comma-separated items, and for a ``circuit`` setting the name
+    of the file that holds it (the method's ``settings_from_cli`` reads it against the model)."""
+    if widget == "circuit":
+        return str
+    if item_type(kind) is None:
+        return kind if isinstance(kind, type) else str
+
+    def comma_separated(text: str):
+        return parse_value(kind, text)
+
+    return comma_separated

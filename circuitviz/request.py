@@ -1,0 +1,144 @@
+"""One discovery request, settled once where it enters: the page, the command line, a batch plan.
+
+A ``Request`` holds what names a discovery (model id and dtype, task, method, its typed config,
+budgets, the token limit) and, once ``priced`` on the model, its estimate and the limits' verdict.
+Everything downstream reads it instead of re-deriving it: the settings are turned into the
+method's ``Config`` once (``Request.of``), the store key is computed once (``key``), the prompt is
+tokenised for the estimate and the limits are checked once (``priced``). ``api.run_request`` runs
+it; the app's run, ``circuitviz discover`` and ``circuitviz batch`` all build one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .keys import content_key
+from .limits import Estimate, LimitError, Limits, check_run, estimate_request
+from .methods import config_to_dict, get_method
+from .models.adapter import model_dtype
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask
+
+DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
+
+
+def model_name(model) -> str:
+    """The name a model goes by when the caller gives no id (its TransformerLens ``model_name``)."""
+    return str(getattr(model.cfg, "model_name", "model"))
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one discovery is, with its price once known.
+
+    model_id, dtype: the model the result belongs to (its key; a batch's driver has no model);
+    task, method (the registered name), config (the method's ``Config``, typed), budgets (sorted,
+    each once), max_tokens: what runs. estimate, refusal: set by ``priced`` (the estimate on the
+    model and the limit's sentence when the run is over a limit, else None).
+    """
+
+    model_id: str
+    dtype: str
+    task: PromptTask
+    method: str
+    config: Any
+    budgets: tuple[int, ...]
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    estimate: Estimate | None = field(default=None, compare=False)
+    refusal: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        method: str,
+        settings=None,
+        *,
+        model_id: str,
+        dtype: str,
+        task: PromptTask,
+        budgets: Sequence[int] = DEFAULT_BUDGETS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Request:
+        """A request from plain settings (a dict, None for the defaults) or a config already built."""
+        chosen = get_method(method)
+        return cls(
+            model_id=model_id,
+            dtype=dtype,
+            task=task,
+            method=chosen.name,
+            config=chosen.as_config(settings),
+            budgets=tuple(sorted({int(budget) for budget in budgets})),
+            max_tokens=int(max_tokens),
+        )
+
+    @classmethod
+    def for_model(
+        cls,
+        model,
+        task: PromptTask,
+        method: str,
+        settings=None,
+        budgets: Sequence[int] = DEFAULT_BUDGETS,
+        model_id: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> Request:
+        """``of`` with the model's id (unless given) and dtype; not priced yet."""
+        return cls.of(
+            method,
+            settings,
+            model_id=model_id or model_name(model),
+            dtype=str(model_dtype(model)),
+            task=task,
+            budgets=budgets,
+            max_tokens=max_tokens,
+        )
+
+    @cached_property
+    def key(self) -> str:
+        """The result store's key of this request (computed once)."""
+        return content_key(
+            kind="discover",
+            model=self.model_id,
+            dtype=self.dtype,
+            task=self.task.to_dict(),
+            method=self.method,
+            config=self.settings,
+            budgets=list(self.budgets),
+            max_tokens=self.max_tokens,
+        )
+
+    @property
+    def settings(self) -> dict:
+        """The config as plain values (what results, URLs and keys hold)."""
+        return config_to_dict(self.config)
+
+    @property
+    def is_priced(self) -> bool:
+        return self.estimate is not None or self.refusal is not None
+
+    def priced(self, model) -> Request:
+        """This request with its estimate on ``model`` and the limits' verdict; itself when priced.
+
+        The prompt is tokenised once here for the estimate; limits come from ``Limits.load`` with
+        this request's ``max_tokens``. A limits file or variable that cannot be read is a refusal
+        too (its sentence says which).
+        """
+        if self.is_priced:
+            return self
+        estimate = estimate_request(model, self.task, self.method, self.config, n_budgets=len(self.budgets))
+        try:
+            check_run(estimate, dataclasses.replace(Limits.load(), max_tokens=self.max_tokens))
+            refusal = None
+        except LimitError as error:
+            refusal = str(error)
+        return dataclasses.replace(self, estimate=estimate, refusal=refusal)
+
+    def check(self) -> None:
+        """Raise the LimitError of a refused request (the request must be priced)."""
+        if not self.is_priced:
+            raise ValueError("A request is checked against the limits after it is priced on the model.")
+        if self.refusal is not None:
+            raise LimitError(self.refusal)
