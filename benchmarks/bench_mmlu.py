@@ -73,28 +73,40 @@ def budgets_of(n_edges: int) -> list[int]:
     return sorted({max(1, round(f * n_edges)) for f in FRACTIONS})
 
 
-def run_folder(folder: Path, model, model_id, methods, settings, budgets, store, **source) -> dict:
-    """One batch folder (resumed when it exists): wall and CPU seconds, load before and after."""
+WORKERS = {"workers": 1}  # --workers: more than one runs the groups on a local Ray
+
+
+def run_folder(
+    folder: Path, model, model_id, methods, settings, budgets, store, consensus=None, **source
+) -> dict:
+    """One batch folder (resumed when it exists): wall and CPU seconds (this process's and its
+    finished children's: Ray's workers), load before and after."""
     from circuitviz.batch import ProgressBar, run
 
-    begin, cpu, load = time.perf_counter(), time.process_time(), load_average()
+    workers = WORKERS["workers"]
+    on_ray = (
+        {"executor": "ray", "ray_options": {"workers": workers, "local_cpus": workers}} if workers > 1 else {}
+    )
+    begin, cpu, load, clock = time.perf_counter(), process_seconds(), load_average(), DescendantClock()
     report = run(
         folder,
         methods=list(methods),
         settings=settings,
         budgets=budgets,
-        model=model,
+        model=None if on_ray else model,
         model_id=model_id,
         store=store,
         progress=ProgressBar(),
         log=log,
-        consensus=None,
+        consensus=consensus,
         batch_tasks=4,
+        **on_ray,
         **source,
     )
     timing = {
         "wall_s": time.perf_counter() - begin,
-        "cpu_s": time.process_time() - cpu,
+        "cpu_s": process_seconds() - cpu + clock.seconds(),
+        "workers": workers,
         "load_before": load,
         "load_after": load_average(),
         "computed": report.computed,
@@ -104,6 +116,41 @@ def run_folder(folder: Path, model, model_id, methods, settings, budgets, store,
     }
     log(f"{folder}: {json.dumps(timing)}")
     return timing
+
+
+class DescendantClock:
+    """CPU seconds of every process below this one (Ray's workers), sampled every few seconds
+    while a batch runs, since a worker's time is gone once Ray stops it."""
+
+    def __init__(self, every: float = 5.0):
+        import threading
+
+        self.seen: dict[int, float] = {}
+        self.every, self.stop = every, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self.stop.wait(self.every):
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    times = child.cpu_times()
+                    self.seen[child.pid] = times.user + times.system
+                except psutil.Error:
+                    continue
+
+    def seconds(self) -> float:
+        self.stop.set()
+        self.thread.join()
+        return sum(self.seen.values())
+
+
+def process_seconds() -> float:
+    """CPU seconds of this process."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def edges_to_reach(bands: list[dict], target: float = TARGET_NDF) -> float | None:
@@ -350,6 +397,23 @@ def drawn_tasks(model, args, base: Path, timings: dict) -> list:
     return found.tasks
 
 
+def build_atlas(folder: Path, atlas: Path, model, model_id, settings, budgets, store, tasks, args) -> None:
+    """The Dataset page's stored atlas: the folder rerun (every item from the store) with its
+    consensus at 50 % evaluated on every question, then its tables copied to ``atlas``."""
+    import shutil
+
+    run_folder(folder, model, model_id, ["bon"], settings, budgets, store, consensus=0.5, tasks=tasks,
+               max_tokens=args.max_tokens)  # fmt: skip
+    atlas.mkdir(parents=True, exist_ok=True)
+    for name in ("results.parquet", "consensus.parquet", "manifest.json", "tasks.jsonl"):
+        if (folder / name).exists():
+            shutil.copy2(folder / name, atlas / name)
+    selection = folder.parent / "mmlu-selection.json"
+    if selection.exists():
+        shutil.copy2(selection, atlas / "selection.json")
+    log(f"wrote the atlas {atlas}")
+
+
 def first_per_subject(tasks: list, n: int) -> list:
     """The first ``n`` tasks of each subject (family)."""
     chosen, counts = [], {}
@@ -380,6 +444,10 @@ def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
         tasks=tasks, max_tokens=args.max_tokens,
     ))  # fmt: skip
     timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
+    if args.atlas:
+        build_atlas(
+            base / "bon-family", args.atlas, model, model_id, bon_settings, budgets, store, tasks, args
+        )
     if not args.skip_others:
         tasks = first_per_subject(tasks, args.others_n)
         other_settings = {"ig_steps": args.ig_steps, "steps": args.pruning_steps}
@@ -447,9 +515,16 @@ def main() -> int:
     parser.add_argument("--store", type=Path, default=None, help="result store (default: OUT/store)")
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "images" / "mmlu.png")
     parser.add_argument("--skip-others", action="store_true", help="only the Best-of-N family")
+    parser.add_argument(
+        "--atlas", type=Path, default=None, help="also store the atlas there (e.g. assets/atlas/mmlu)"
+    )
     parser.add_argument("--report-only", action="store_true", help="print the tables from the folders")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="more than 1: a local Ray with that many workers"
+    )
     args = parser.parse_args()
     apply_threads(args.threads)
+    WORKERS["workers"] = args.workers
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from circuitviz.batch.mmlu import resolve_subjects
 
