@@ -325,3 +325,15 @@ def test_an_llm_paraphrase_of_a_question_is_corrupted_the_mmlu_way():
     assert not pairs[0].problems
     assert "moved it to another letter" in pairs[1].problems[0]
     assert "lost the four options" in pairs[2].problems[0]
+
+
+def test_cli_batch_on_mmlu_runs_and_reports_the_selection(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "off")  # a random model has no meaningful task
+    monkeypatch.setattr(cli, "_batch_source", lambda args: ModelSource("tiny-mmlu", factory=LETTERS_MODEL))
+    out = tmp_path / "out"
+    argv = ["batch", "--dataset", "mmlu", "--subjects", "Astronomy", "--n", "2", "--methods", "eap"]
+    argv += ["--budgets", "3,10", "--consensus", "0", "--store", str(tmp_path / "store"), "--out", str(out)]
+    assert cli.main(argv) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dataset"]["selection"]["per_subject"]["astronomy"]["kept"] == 2
+    assert "drawing 2 valid questions of each of 1 MMLU subjects" in capsys.readouterr().err
