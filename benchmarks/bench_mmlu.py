@@ -382,8 +382,8 @@ def drawn_tasks(model, args, base: Path, timings: dict) -> list:
     from circuitviz.batch.mmlu_tasks import mmlu_tasks
 
     path, selection = base / "mmlu-tasks.jsonl", base / "mmlu-selection.json"
-    if path.exists() and selection.exists():
-        return read_tasks(path)
+    if path.exists() and selection.exists():  # drawn before, perhaps with a larger n
+        return first_per_subject(read_tasks(path), args.n)
     begin, cpu, load = time.perf_counter(), time.process_time(), load_average()
     found = mmlu_tasks(model, args.subjects, args.n, args.seed, args.max_tokens)
     base.mkdir(parents=True, exist_ok=True)
@@ -439,11 +439,12 @@ def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
     log(f"{model_id}: {n_edges} edges, budgets {budgets}; load {load_average()}")
     tasks = drawn_tasks(model, args, base, timings)
     timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
-    timings.setdefault(f"{model_id}/bon-family", []).append(run_folder(
-        base / "bon-family", model, model_id, ["bon"], bon_settings, budgets, store,
-        tasks=tasks, max_tokens=args.max_tokens,
-    ))  # fmt: skip
-    timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
+    if not args.skip_bon:
+        timings.setdefault(f"{model_id}/bon-family", []).append(run_folder(
+            base / "bon-family", model, model_id, ["bon"], bon_settings, budgets, store,
+            tasks=tasks, max_tokens=args.max_tokens,
+        ))  # fmt: skip
+        timings_path.write_text(json.dumps(timings, indent=1), encoding="utf-8")
     if args.atlas:
         build_atlas(
             base / "bon-family", args.atlas, model, model_id, bon_settings, budgets, store, tasks, args
@@ -515,6 +516,7 @@ def main() -> int:
     parser.add_argument("--store", type=Path, default=None, help="result store (default: OUT/store)")
     parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "images" / "mmlu.png")
     parser.add_argument("--skip-others", action="store_true", help="only the Best-of-N family")
+    parser.add_argument("--skip-bon", action="store_true", help="only edge-pruning and ensemble")
     parser.add_argument(
         "--atlas", type=Path, default=None, help="also store the atlas there (e.g. assets/atlas/mmlu)"
     )
