@@ -391,10 +391,17 @@ def _add_batch_parser(commands) -> None:
     )
     source = batch.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--dataset", type=Path, help="JSONL or CSV: clean, corrupted, answer, foil(s) [, metric, id, family]"
+        "--dataset",
+        type=Path,
+        help="JSONL or CSV: clean, corrupted, answer, foil(s) [, metric, id, family]; or mmlu (with --subjects)",
     )
     source.add_argument("--generate", metavar="FAMILY", help="generate tasks: ioi, arithmetic or factual")
-    batch.add_argument("--n", type=int, default=100, help="how many tasks --generate makes")
+    batch.add_argument(
+        "--subjects", default=None, help="MMLU subjects, comma separated ('high school physics'), or all"
+    )
+    batch.add_argument(
+        "--n", type=int, default=100, help="how many tasks --generate makes (MMLU: per subject)"
+    )
     batch.add_argument("--seed", type=int, default=0, help="seed of --generate")
     batch.add_argument("--strict", action="store_true", help="refuse a dataset file with any bad row")
     batch.add_argument("--out", type=Path, required=True, help="the batch folder (created; reused to resume)")
@@ -442,6 +449,21 @@ def _batch_source(args):
     return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
 
 
+def _mmlu_source(args) -> tuple[tuple | None, tuple[str, ...]]:
+    """``--dataset mmlu --subjects ...``: (("mmlu", n, seed), the subjects as the data spells
+    them), checked before any model loads; (None, ()) for any other dataset."""
+    is_mmlu = args.dataset is not None and str(args.dataset).lower() == "mmlu" and not args.dataset.exists()
+    if not is_mmlu:
+        if args.subjects:
+            raise ValueError("--subjects is for --dataset mmlu only; drop it or use --dataset mmlu.")
+        return None, ()
+    if not args.subjects:
+        raise ValueError("--dataset mmlu needs --subjects, e.g. --subjects marketing,astronomy, or all.")
+    from .batch.mmlu import resolve_subjects
+
+    return ("mmlu", args.n, args.seed), tuple(resolve_subjects(args.subjects))
+
+
 def _batch_budgets(text: str):
     from .api import parse_budgets
 
@@ -461,7 +483,10 @@ def cmd_batch(args) -> int:
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
     tasks, problems, origin = None, [], ""
-    if args.dataset is not None:
+    generate, subjects = _mmlu_source(args)
+    if generate is None and args.generate:
+        generate = (args.generate, args.n, args.seed)
+    if args.dataset is not None and generate is None:
         loaded = read_dataset(args.dataset)
         tasks, problems, origin = loaded.tasks, loaded.problems, str(args.dataset)
         for line in loaded.problem_summary():
@@ -500,7 +525,8 @@ def cmd_batch(args) -> int:
         methods=runs,
         budgets=budgets,
         tasks=tasks,
-        generate=(args.generate, args.n, args.seed) if args.generate else None,
+        generate=generate,
+        subjects=subjects,
         source=origin,
         problems=problems,
         max_tokens=args.max_tokens,

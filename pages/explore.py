@@ -22,6 +22,9 @@ with st.container(border=True):
     from circuitviz.ui import prefetch, result_view, run  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
+    from circuitviz.ui.mmlu_picker import mmlu_picker  # noqa: E402
+
+    mmlu_picker(model)
     chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
     given = inputs.task_inputs(
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True

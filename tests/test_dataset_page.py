@@ -139,7 +139,7 @@ def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
     stored = ui.stored_atlases()
-    assert {"ioi", "arithmetic"} <= set(stored)
+    assert {"ioi", "arithmetic", "mmlu"} <= set(stored)
     for name, folder in stored.items():
         at = _dataset(source=name)
         assert not at.exception, at.exception

@@ -4,6 +4,7 @@
 
     from circuitviz.batch import run
     report = run("out/ioi", generate=("ioi", 500, 0), methods=["eap-ig"], budgets="mib")
+    report = run("out/mmlu", generate=("mmlu", 10, 0), subjects="marketing,astronomy", methods=["bon"])
 
 ``atlas`` reads the folder back (``atlas.BatchTable.load``) and computes what the prompts'
 circuits share. docs/datasets.md describes the folder, the executors and the atlas.
@@ -52,6 +53,7 @@ def run(
     dataset: str | Path | None = None,
     tasks: list[DatasetTask] | None = None,
     generate: tuple[str, int, int] | None = None,
+    subjects=(),
     methods=("eap-ig",),
     settings: dict | None = None,
     budgets="mib",
@@ -69,6 +71,8 @@ def run(
 ) -> BatchReport:
     """Run a batch: a dataset file, ``tasks`` or ``generate=(family, n, seed)`` x ``methods``
     (names; ``settings`` apply to every method that has them) x ``budgets`` into ``out``.
+    ``generate=("mmlu", n, seed)`` draws n valid MMLU questions of each of ``subjects`` (names
+    comma separated or a list, or "all"; ``batch.mmlu_tasks``).
 
     ``model`` runs on an already loaded model (local executor only); else ``source`` or
     (``model_id``, ``device``, ``dtype``) say what to load. ``store`` defaults to the shared
@@ -76,6 +80,10 @@ def run(
     consensus, max_tokens, command).
     """
     problems, origin = [], ""
+    if subjects:
+        from .mmlu import resolve_subjects
+
+        subjects = tuple(resolve_subjects(subjects))
     if dataset is not None:
         loaded = read_dataset(dataset)
         tasks, problems, origin = loaded.tasks, loaded.problems, str(dataset)
@@ -107,6 +115,7 @@ def run(
         budgets=budgets,
         tasks=tasks,
         generate=generate,
+        subjects=tuple(subjects),
         source=origin,
         problems=problems,
         **options,

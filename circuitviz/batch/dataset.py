@@ -50,11 +50,13 @@ class DatasetTask:
 
 @dataclass
 class Dataset:
-    """The tasks read, and a sentence for every row that could not be one."""
+    """The tasks read, and a sentence for every row that could not be one; ``summary``: what a
+    generated source reports about its selection (MMLU: kept and refused per subject)."""
 
     tasks: list[DatasetTask]
     problems: list[str] = field(default_factory=list)
     source: str = ""
+    summary: dict = field(default_factory=dict)
 
     def problem_summary(self, limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:
         """The problems to print: the first ``limit``, then how many more there are."""

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .dataset import DatasetTask
+from .dataset import Dataset, DatasetTask
 from .work import (
     MaskGroup,
     ModelInfo,
@@ -56,8 +56,8 @@ class LocalExecutor:
             self.model = self.source.load()
         return model_info(self.model, self.source.model_id)
 
-    def generate(self, family: str, n: int, seed: int, max_tokens: int) -> list[DatasetTask]:
-        return generate(self.model, family, n, seed, max_tokens)
+    def generate(self, family: str, n: int, seed: int, max_tokens: int, subjects=()) -> Dataset:
+        return generate(self.model, family, n, seed, max_tokens, subjects)
 
     def shapes(self, tasks: list[DatasetTask], max_tokens: int) -> list:
         return task_shapes(self.model, tasks, max_tokens)
@@ -102,8 +102,8 @@ class _Worker:
     def info(self) -> ModelInfo:
         return model_info(self.model, self.source.model_id)
 
-    def generate(self, family: str, n: int, seed: int, max_tokens: int) -> list[DatasetTask]:
-        return generate(self.model, family, n, seed, max_tokens)
+    def generate(self, family: str, n: int, seed: int, max_tokens: int, subjects=()) -> Dataset:
+        return generate(self.model, family, n, seed, max_tokens, subjects)
 
     def shapes(self, tasks: list[DatasetTask], max_tokens: int) -> list:
         return task_shapes(self.model, tasks, max_tokens)
@@ -204,8 +204,8 @@ class RayExecutor:
         infos = ray.get([a.info.remote() for a in self.actors])  # every worker has loaded the model
         return infos[0]
 
-    def generate(self, family: str, n: int, seed: int, max_tokens: int) -> list[DatasetTask]:
-        return self.ray.get(self.actors[0].generate.remote(family, n, seed, max_tokens))
+    def generate(self, family: str, n: int, seed: int, max_tokens: int, subjects=()) -> Dataset:
+        return self.ray.get(self.actors[0].generate.remote(family, n, seed, max_tokens, tuple(subjects)))
 
     def shapes(self, tasks: list[DatasetTask], max_tokens: int) -> list:
         share = math.ceil(len(tasks) / len(self.actors)) or 1

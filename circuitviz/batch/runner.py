@@ -47,13 +47,15 @@ class MethodRun:
 @dataclass
 class BatchRequest:
     """What to run. ``tasks`` or ``generate`` (family, n, seed) gives the dataset; ``budgets``
-    is a list of edge counts or "mib" (MIB's ten fractions of the graph's edges)."""
+    is a list of edge counts or "mib" (MIB's ten fractions of the graph's edges). ``generate``
+    with the family "mmlu" draws ``n`` valid questions of each of ``subjects``."""
 
     out: Path
     methods: list[MethodRun]
     budgets: list[int] | str
     tasks: list[DatasetTask] | None = None
     generate: tuple[str, int, int] | None = None
+    subjects: tuple[str, ...] = ()  # MMLU's subjects, with generate=("mmlu", n per subject, seed)
     source: str = ""
     problems: list[str] = field(default_factory=list)
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -197,12 +199,23 @@ class _Run:
         limit = request.keep_edges if request.keep_edges is not None else max(1, self.spec.n_edges // 10)
         self.keep = [b for b in self.budgets if b <= limit]
         self.methods = _method_configs(request.methods)
+        self.selection: dict = {}
         if request.tasks is not None:
             self.tasks = list(request.tasks)
         elif request.generate is not None:
             family, n, seed = request.generate
-            self.tasks = executor.generate(family, int(n), int(seed), request.max_tokens)
+            what = (
+                f"{n} valid questions of each of {len(request.subjects)} MMLU subjects"
+                if family == "mmlu"
+                else ""
+            )
+            self.say(f"drawing {what or f'{n} {family} tasks'} on the model (seed {seed}) ...")
+            found = executor.generate(family, int(n), int(seed), request.max_tokens, tuple(request.subjects))
+            self.tasks, self.selection = list(found.tasks), dict(found.summary)
+            request.problems = list(request.problems) + list(found.problems)
             self.say(f"generated {len(self.tasks)} {family} tasks (seed {seed})")
+            for problem in found.problems:
+                self.say(problem)
         else:
             raise ValueError("Give a dataset file or --generate FAMILY to run a batch on.")
         write_tasks(self.out / "tasks.jsonl", self.tasks)
@@ -364,6 +377,7 @@ class _Run:
                 "source": request.source or (f"generated {request.generate}" if request.generate else ""),
                 "n_tasks": len(self.tasks),
                 "problems": list(request.problems),
+                "selection": self.selection,
             },
             "counts": {
                 "items": len(self.items),

@@ -27,7 +27,7 @@ from ..request import Request
 from ..results import CircuitResult
 from ..task_validity import gap_problem
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
-from .dataset import DatasetTask
+from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generate_tasks
 
 Progress = Callable[[float], None]  # fraction of the current piece of work done
@@ -260,5 +260,15 @@ def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] 
     return sorted(found, key=lambda entry: entry[0])
 
 
-def generate(model, family: str, n: int, seed: int, max_tokens: int) -> list[DatasetTask]:
-    return generate_tasks(model, family, n, seed, max_tokens)
+def generate(model, family: str, n: int, seed: int, max_tokens: int, subjects=()) -> Dataset:
+    """Tasks made on the model: a template family's (``generate_tasks``), or MMLU's questions of
+    ``subjects`` (``mmlu_tasks``: n valid tasks per subject, the selection in ``summary``)."""
+    if family == "mmlu":
+        from .mmlu_tasks import mmlu_tasks
+
+        if not subjects:
+            raise DatasetError("MMLU needs subjects; name them, e.g. --subjects marketing,astronomy, or all.")
+        return mmlu_tasks(model, list(subjects), n, seed, max_tokens)
+    if subjects:
+        raise DatasetError(f"Subjects are for MMLU only; the {family} family has none.")
+    return Dataset(tasks=generate_tasks(model, family, n, seed, max_tokens), source=f"generated {family}")

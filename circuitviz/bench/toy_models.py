@@ -109,12 +109,15 @@ def _randomise_norms(model, generator: torch.Generator) -> None:
             parameter.data = 0.1 * torch.randn(parameter.shape, generator=generator)
 
 
-def tiny_model(shape: str = "gpt2", seed: int = 0, **config):
-    """A small random model ready for circuit discovery (float64 for exact comparisons)."""
+def tiny_model(shape: str = "gpt2", seed: int = 0, words=None, **config):
+    """A small random model ready for circuit discovery (float64 for exact comparisons);
+    ``words``: its tokenizer's vocabulary instead of ``WORDS``."""
     from transformer_lens import HookedTransformer
 
+    if words is not None:
+        config.setdefault("d_vocab", len(dict.fromkeys(words)) + 3)
     cfg = tiny_config(shape, seed=seed, dtype=torch.float64, **config)
-    model = HookedTransformer(cfg, tokenizer=word_tokenizer(), move_to_device=False)
+    model = HookedTransformer(cfg, tokenizer=word_tokenizer(words or WORDS), move_to_device=False)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         _randomise_norms(model, generator)

@@ -39,7 +39,8 @@ def _llm_request(task: PromptTask, n: int) -> str:
         "different wording from the prompt and from each other. For each paraphrase also write a "
         "corrupted version that replaces the key fact (a name, number, subject or the correct option) "
         "with a different one of the same length, so that the right next token changes; change "
-        "nothing else.\n"
+        "nothing else. For a multiple choice question, keep every option with its letter and its text "
+        "word for word.\n"
         'Reply exactly as: {"pairs": [{"paraphrase": "...", "corrupted": "..."}, ...]}'
     )
 
@@ -132,5 +133,24 @@ def llm_paraphrases(
         content, _ = ChatClient(config).chat(messages, seed=seed)
     except LLMError as error:
         raise ParaphraseError(str(error)) from None
-    pairs = parse_llm_reply(content, task, n, f"openai:{config.model}")
+    pairs = mmlu_corruptions(task, parse_llm_reply(content, task, n, f"openai:{config.model}"))
     return validate_pairs(model, task, pairs, max_tokens=max_tokens)
+
+
+def mmlu_corruptions(task: PromptTask, pairs: list[ParaphrasePair]) -> list[ParaphrasePair]:
+    """For an MMLU prompt, every paraphrase corrupted as the MMLU tasks are (its option markers
+    renamed E-H) instead of as the LLM wrote it; a paraphrase that lost or moved an option is
+    flagged. Other prompts' pairs are returned as they are."""
+    from .families import recognise
+    from .families.mmlu import corrupt_paraphrase
+
+    original = recognise(task.clean)
+    if original is None or original.family != "mmlu":
+        return pairs
+    for pair in pairs:
+        corrupted, problem = corrupt_paraphrase(original, pair.clean)
+        if corrupted is None:
+            pair.problems.append(problem)
+        else:
+            pair.corrupted = corrupted
+    return pairs

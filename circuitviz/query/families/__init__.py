@@ -1,7 +1,7 @@
 """The built-in template families: recognise a prompt's task, rewrite it, corrupt it, offline.
 
-One module per family (indirect object identification, arithmetic, factual recall, multiple
-choice on lines or inline, occupation and pronoun); ``recognise`` tries them in order and
+One module per family (indirect object identification, arithmetic, factual recall, MMLU
+questions, multiple choice on lines or inline, occupation and pronoun); ``recognise`` tries them in order and
 ``family`` finds one by name. ``EXAMPLE_TASKS`` holds one prompt per family that Gemma-3-270M
 answers correctly, for the app and the benchmarks.
 """
@@ -15,11 +15,14 @@ from .base import FamilyMatch, TemplateFamily
 from .factual import FactualFamily
 from .inline_choice import InlineChoiceFamily
 from .ioi import IOIFamily
+from .mmlu import MMLUFamily
 from .multiple_choice import MultipleChoiceFamily
 from .occupation import OccupationFamily
 
 # factual templates are anchored sentences; IOI's loose pattern comes last so it cannot take them
+# MMLU's prompts (a subject preamble first) before the general multiple-choice family
 FAMILIES: tuple[TemplateFamily, ...] = (
+    MMLUFamily(),
     MultipleChoiceFamily(),
     InlineChoiceFamily(),
     ArithmeticFamily(),

@@ -1,0 +1,286 @@
+"""MMLU questions as prompt tasks for one model: the letter it prefers, a foil, a corruption, a check.
+
+For each question (``mmlu.MMLUQuestion``, prompt format in ``mmlu``'s docstring):
+
+- answer: the letter among " A" .. " D" the model gives the highest logit after "Answer:",
+  right or wrong (the circuit explains the model's choice, not the key's);
+- foils: the three other letters, strongest first; the metric is the logit difference between
+  the answer and the foils' mean (why this letter rather than the others). Measured on
+  Gemma-3-270M: with the strongest other letter alone as the foil the clean margin is a few
+  tenths of a logit and 13 of 43 questions pass the check below; with the three, 18 of 43;
+- corrupted prompt, by one of ``CORRUPTIONS`` (the same token length, checked):
+  ``letters`` (default): the four option markers renamed E-H ("A. Mars" -> "E. Mars"), so the
+  letters the model answers with are gone from the prompt while the question and every option's
+  text stay; ``label``: only the answer option's marker renamed E; ``filler``: every word of the
+  question replaced by as many filler tokens (" x") as it had; ``blank``: the question's and the
+  options' words replaced so, and the answer's marker renamed E;
+- validity: the corruption must lower the metric by at least ``MIN_GAP`` logits, the yardstick's
+  threshold for a logit difference (an e-fold change of the answer's odds against the foil).
+
+Measured on Gemma-3-270M over 37 marketing and astronomy questions (docs/mmlu.md): its letter
+preference is mostly positional (it prefers D on most questions), so the question's content
+barely moves it: the share of questions whose corruption lowers the metric by 1 logit is 2/37
+for ``filler``, 12/37 for ``label``, 17/37 for ``letters`` and 22/37 for ``blank``. ``letters``
+is the default: nearly as many kept as ``blank``, and a rule the paraphrases' template family
+applies in every marker style without the tokenizer (``blank`` needs it to keep the length). Questions are drawn in
+a seeded order per subject until ``n`` are kept or the subject runs out; every refusal is counted
+with its reason, per subject.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ..engine.metric import logits_from_residual
+from ..engine.prefix import final_residual
+from ..models.adapter import adapter_of, model_device
+from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
+from .dataset import Dataset, DatasetError, DatasetTask
+from .mmlu import (
+    LETTERS,
+    MMLUData,
+    MMLUError,
+    MMLUQuestion,
+    draw_questions,
+    format_prompt,
+    load_mmlu,
+    resolve_subjects,
+)
+
+MIN_GAP = 1.0  # logits; the task validity check's threshold for the logit difference
+CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"  # "off": no gap threshold (random test models have no meaningful task)
+UNUSED_LABEL = "E"  # the marker the label corruption gives the answer option
+UNUSED_LETTERS = ("E", "F", "G", "H")  # the markers the letters corruption gives A-D
+FILLER = "x"
+DEFAULT_CORRUPTION = "letters"
+TRIES_PER_TASK = 10  # questions tried per task asked for before a subject counts as exhausted
+
+
+@dataclass(frozen=True)
+class QuestionVerdict:
+    """What became of one question: its task, or the reason it was refused, and what was measured."""
+
+    question: MMLUQuestion
+    task: PromptTask | None
+    reason: str | None
+    letter_mass: float = float("nan")  # next-token probability on the four letters
+    clean_metric: float = float("nan")
+    corrupted_metric: float = float("nan")
+
+    @property
+    def kept(self) -> bool:
+        return self.task is not None
+
+
+@dataclass
+class SubjectReport:
+    """Per subject: questions tried, kept and refused (by reason), and the mean measurements."""
+
+    subject: str
+    tried: int = 0
+    kept: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    letter_mass: list[float] = field(default_factory=list)
+    correct: int = 0  # kept questions whose preferred letter is the key's
+
+    def to_dict(self) -> dict:
+        mass = self.letter_mass
+        return {
+            "tried": self.tried,
+            "kept": self.kept,
+            "refused": sum(self.refused.values()),
+            "kept_share": self.kept / self.tried if self.tried else 0.0,
+            "refusals": dict(self.refused),
+            "letter_mass_mean": sum(mass) / len(mass) if mass else None,
+            "accuracy_of_kept": self.correct / self.kept if self.kept else None,
+        }
+
+
+# ----- corruptions ------------------------------------------------------------------------------
+def relabelled_prompt(question: MMLUQuestion, answer: int, label: str = UNUSED_LABEL) -> str:
+    """The prompt with the answer option's marker renamed (``label``), everything else kept."""
+    prompt = question.prompt()
+    marker = f"\n{LETTERS[answer]}. "
+    if prompt.count(marker) != 1:
+        raise MMLUError(f"question {question.id} shows the marker {marker.strip()!r} more than once.")
+    return prompt.replace(marker, f"\n{label}. ")
+
+
+def renamed_letters_prompt(question: MMLUQuestion) -> str:
+    """The prompt with every option marker renamed (A-D -> E-H), everything else kept."""
+    prompt = question.prompt()
+    for letter, unused in zip(LETTERS, UNUSED_LETTERS):
+        prompt = prompt.replace(f"\n{letter}. ", f"\n{unused}. ", 1)
+    return prompt
+
+
+def filler_words(model, text: str, filler: str = FILLER) -> str:
+    """Each word of ``text`` replaced by as many filler words as it has tokens (after a space)."""
+    words = []
+    for word in text.split():
+        count = int(adapter_of(model).to_tokens(" " + word, prepend_bos=False, truncate=False).shape[1])
+        words.append(" ".join([filler] * count))
+    return " ".join(words)
+
+
+def filler_prompt(model, question: MMLUQuestion, answer: int) -> str:
+    """The prompt with the question's words replaced by filler; the options kept."""
+    return format_prompt(question.subject, filler_words(model, question.question), question.options)
+
+
+def blank_prompt(model, question: MMLUQuestion, answer: int) -> str:
+    """The prompt with the question's and the options' words replaced by filler and the answer's
+    marker renamed: neither content nor cue left."""
+    options = [filler_words(model, option) for option in question.options]
+    blank = MMLUQuestion(question.row, question.subject, filler_words(model, question.question), options, "A")
+    return relabelled_prompt(blank, answer)
+
+
+CORRUPTIONS: dict[str, Callable] = {
+    "letters": lambda model, question, answer: renamed_letters_prompt(question),
+    "label": lambda model, question, answer: relabelled_prompt(question, answer),
+    "filler": filler_prompt,
+    "blank": blank_prompt,
+}
+
+
+# ----- measuring a question ---------------------------------------------------------------------
+def letter_token_ids(model) -> list[int]:
+    """The ids of " A" .. " D"; MMLUError when a letter is not one token for this tokenizer."""
+    ids = []
+    for letter in LETTERS:
+        tokens = adapter_of(model).to_tokens(" " + letter, prepend_bos=False, truncate=False)[0].tolist()
+        if len(tokens) != 1:
+            raise MMLUError(
+                f"This model's tokenizer splits ' {letter}' into {len(tokens)} tokens; MMLU needs one."
+            )
+        ids.append(int(tokens[0]))
+    return ids
+
+
+@torch.no_grad()
+def next_token_logits(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits of the next token after each row.  # tokens [batch, pos] -> [batch, d_vocab]"""
+    residual = final_residual(model, tokens.to(model_device(model)), [])  # [batch, d_model]
+    return logits_from_residual(model, residual).float()
+
+
+def default_min_gap() -> float:
+    """``MIN_GAP``, or no threshold at all when ``CIRCUITVIZ_TASK_CHECK`` is off."""
+    off = os.environ.get(CHECK_ENV, "").strip().lower() in ("off", "0", "false", "no")
+    return -math.inf if off else MIN_GAP
+
+
+def _refused(question, reason, **measured) -> QuestionVerdict:
+    return QuestionVerdict(question, None, reason, **measured)
+
+
+def question_verdict(
+    model,
+    question: MMLUQuestion,
+    corruption: str = DEFAULT_CORRUPTION,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    min_gap: float | None = None,
+) -> QuestionVerdict:
+    """The question as a task for ``model`` (module docstring), or the reason it is refused
+    (too long, a corruption of another token length, or one lowering the metric by less than
+    ``min_gap``, by default ``MIN_GAP`` unless ``CIRCUITVIZ_TASK_CHECK=off``)."""
+    min_gap = default_min_gap() if min_gap is None else min_gap
+    letters = torch.tensor(letter_token_ids(model))
+    clean = question.prompt()
+    clean_tokens = adapter_of(model).to_tokens(clean, truncate=False)  # [1, pos]
+    if clean_tokens.shape[1] > max_tokens:
+        return _refused(question, f"longer than {max_tokens} tokens")
+    logits = next_token_logits(model, clean_tokens)[0]  # [d_vocab]
+    mass = float(logits.softmax(-1)[letters.to(logits.device)].sum())
+    scores = logits[letters.to(logits.device)].cpu()  # [4]
+    order = scores.argsort(descending=True).tolist()
+    answer, foils = order[0], order[1:]
+    clean_metric = float(scores[answer] - scores[foils].mean())
+    corrupted = CORRUPTIONS[corruption](model, question, answer)
+    corrupted_tokens = adapter_of(model).to_tokens(corrupted, truncate=False)
+    measured = {"letter_mass": mass, "clean_metric": clean_metric}
+    if corrupted_tokens.shape != clean_tokens.shape:
+        return _refused(question, "corruption changes the token length", **measured)
+    corrupted_scores = next_token_logits(model, corrupted_tokens)[0][letters.to(logits.device)].cpu()
+    corrupted_metric = float(corrupted_scores[answer] - corrupted_scores[foils].mean())
+    measured["corrupted_metric"] = corrupted_metric
+    if clean_metric - corrupted_metric < min_gap:
+        return _refused(question, f"corruption lowers the metric by less than {min_gap:g} logit", **measured)
+    task = PromptTask(clean, corrupted, f" {LETTERS[answer]}", tuple(f" {LETTERS[i]}" for i in foils))
+    return QuestionVerdict(question, task, None, **measured)
+
+
+def _reason_kind(reason: str) -> str:
+    """A refusal's reason without its numbers, to count refusals by kind."""
+    return re.sub(r"\s+", " ", reason).strip()
+
+
+def mmlu_tasks(
+    model,
+    subjects,
+    n: int,
+    seed: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    corruption: str = DEFAULT_CORRUPTION,
+    progress=None,
+    data: MMLUData | None = None,
+    min_gap: float | None = None,
+) -> Dataset:
+    """Up to ``n`` valid tasks per subject (a name, a comma-separated list or 'all'), drawn in the
+    order ``seed`` gives, at most ``TRIES_PER_TASK`` x ``n`` of them; the Dataset's ``summary``
+    holds each subject's kept and refused counts. ``progress(subject, kept, tried)`` follows it;
+    ``data`` replaces the MMLU file (tests).
+
+    DatasetError in one sentence for an unknown subject or corruption, ``n`` below 1, or no
+    question kept at all.
+    """
+    if corruption not in CORRUPTIONS:
+        raise DatasetError(f"Unknown MMLU corruption {corruption!r}; choose one of {', '.join(CORRUPTIONS)}.")
+    if n < 1:
+        raise DatasetError(f"--n must be 1 or more, not {n}.")
+    try:
+        data = data or load_mmlu()
+        chosen = resolve_subjects(subjects, data.subjects)
+        letter_token_ids(model)
+    except MMLUError as error:
+        raise DatasetError(str(error)) from None
+    tasks, problems, summary = [], [], {}
+    for subject in chosen:
+        report = SubjectReport(subject)
+        for question in draw_questions(subject, seed, data):
+            if report.kept == n or report.tried >= TRIES_PER_TASK * n:
+                break
+            verdict = question_verdict(model, question, corruption, max_tokens, min_gap)
+            report.tried += 1
+            if verdict.letter_mass == verdict.letter_mass:  # measured (not NaN)
+                report.letter_mass.append(verdict.letter_mass)
+            if not verdict.kept:
+                kind = _reason_kind(verdict.reason or "refused")
+                report.refused[kind] = report.refused.get(kind, 0) + 1
+                continue
+            report.kept += 1
+            report.correct += verdict.task.answer.strip() == question.correct
+            tasks.append(DatasetTask(id=question.id, task=verdict.task, family=f"mmlu/{subject}"))
+            if progress:
+                progress(subject, report.kept, report.tried)
+        if report.kept < n:
+            problems.append(
+                f"{subject}: only {report.kept} of the {report.tried} questions tried are valid tasks for this model."
+            )
+        summary[subject] = report.to_dict()
+    if not tasks:
+        raise DatasetError(
+            f"No question of {', '.join(chosen)} is a valid task for this model (every corruption "
+            f"lowered the metric by less than {MIN_GAP:g} logit, or the questions are too long)."
+        )
+    selection = {"dataset": "mmlu", "subjects": chosen, "n": n, "seed": seed, "corruption": corruption}
+    return Dataset(
+        tasks=tasks, problems=problems, source="mmlu", summary={**selection, "per_subject": summary}
+    )

@@ -1,0 +1,100 @@
+"""Explore's MMLU question picker: a subject, then one of its questions, made the prompt.
+
+The question becomes the task ``circuitviz.batch.mmlu_tasks`` builds (its documented prompt,
+the letter the model prefers as the answer, the four markers renamed as the corrupted prompt);
+Explore has one foil box, so the foil is the strongest other letter. A question the validity
+check refuses (its corruption lowers the metric by less than 1 logit) is still loaded, with the
+reason shown, so the user can see why.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import state
+
+NOTE = "mmlu.note"
+
+
+@st.cache_data(show_spinner=False)
+def _subjects() -> list[str]:
+    from ..batch.mmlu import mmlu_subjects
+
+    return mmlu_subjects()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _questions(subject: str) -> list[tuple[int, str]]:
+    """(row, the question's first 100 characters) of a subject, in the file's order."""
+    from ..batch.mmlu import load_mmlu
+
+    return [(q.row, " ".join(q.question.split())[:100]) for q in load_mmlu().of_subject(subject)]
+
+
+def _use_question(model, row: int) -> None:
+    """Make question ``row`` Explore's prompt, answer, foil and corrupted prompt (a callback: it
+    runs before the widgets are drawn)."""
+    from ..batch.mmlu import load_mmlu
+    from ..batch.mmlu_tasks import question_verdict
+
+    question = next(q for q in load_mmlu().questions if q.row == row)
+    try:
+        verdict = question_verdict(model, question, max_tokens=10**6)
+    except ValueError as error:  # a tokenizer whose letters are not one token each
+        st.session_state[NOTE] = str(error)
+        return
+    task = verdict.task
+    if task is None:  # refused by the check: show it anyway, with the model's own letters
+        from ..batch.mmlu_tasks import CORRUPTIONS, DEFAULT_CORRUPTION
+
+        letters = _preferred_letters(model, question)
+        corrupted = CORRUPTIONS[DEFAULT_CORRUPTION](model, question, letters[0])
+        answer, foil = f" {'ABCD'[letters[0]]}", f" {'ABCD'[letters[1]]}"
+    else:
+        answer, foil, corrupted = task.answer, task.foils[0], task.corrupted
+    state.set_value("metric", "logit_diff")
+    state.adopt_prompt(
+        question.prompt(),
+        {"prompt": question.prompt(), "answer": answer, "foil": foil, "corrupted": corrupted},
+    )
+    st.session_state["corrupted_note"] = "MMLU: the four option markers renamed E-H, so the letters are gone."
+    st.session_state["foil_note"] = "MMLU: the foil is the letter the model prefers after the answer."
+    st.session_state.pop("foil_proposed", None)
+    correct = "the key's letter" if answer.strip() == question.correct else f"the key says {question.correct}"
+    st.session_state[NOTE] = (
+        f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
+        + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}.")
+    )
+
+
+def _preferred_letters(model, question) -> list[int]:
+    """The four letters' indices, the model's preferred first."""
+    import torch
+
+    from ..batch.mmlu_tasks import letter_token_ids, next_token_logits
+    from ..models.adapter import adapter_of
+
+    tokens = adapter_of(model).to_tokens(question.prompt(), truncate=False)
+    logits = next_token_logits(model, tokens)[0][torch.tensor(letter_token_ids(model))]  # [4]
+    return logits.argsort(descending=True).tolist()
+
+
+def mmlu_picker(model) -> None:
+    """An expander: pick an MMLU subject and question, then load it as the prompt."""
+    with st.expander("Or pick an MMLU question (MIT-licensed, Hendrycks et al.)"):
+        try:
+            subjects = _subjects()
+        except ValueError as error:  # MMLU not installed: the sentence says how to install it
+            st.info(str(error))
+            return
+        subject = st.selectbox("Subject", subjects, key="mmlu.subject")
+        questions = _questions(subject)
+        row = st.selectbox(
+            f"Question ({len(questions)})",
+            [r for r, _ in questions],
+            format_func=dict(questions).get,
+            key="mmlu.question",
+        )
+        st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(model, row))
+        if st.session_state.get(NOTE):
+            st.caption(st.session_state[NOTE])
