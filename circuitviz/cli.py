@@ -449,21 +449,6 @@ def _batch_source(args):
     return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
 
 
-def _mmlu_source(args) -> tuple[tuple | None, tuple[str, ...]]:
-    """``--dataset mmlu --subjects ...``: (("mmlu", n, seed), the subjects as the data spells
-    them), checked before any model loads; (None, ()) for any other dataset."""
-    is_mmlu = args.dataset is not None and str(args.dataset).lower() == "mmlu" and not args.dataset.exists()
-    if not is_mmlu:
-        if args.subjects:
-            raise ValueError("--subjects is for --dataset mmlu only; drop it or use --dataset mmlu.")
-        return None, ()
-    if not args.subjects:
-        raise ValueError("--dataset mmlu needs --subjects, e.g. --subjects marketing,astronomy, or all.")
-    from .batch.mmlu import resolve_subjects
-
-    return ("mmlu", args.n, args.seed), tuple(resolve_subjects(args.subjects))
-
-
 def _batch_budgets(text: str):
     from .api import parse_budgets
 
@@ -483,7 +468,9 @@ def cmd_batch(args) -> int:
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
     tasks, problems, origin = None, [], ""
-    generate, subjects = _mmlu_source(args)
+    from .batch.mmlu import mmlu_generation
+
+    generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n, args.seed)
     if generate is None and args.generate:
         generate = (args.generate, args.n, args.seed)
     if args.dataset is not None and generate is None:

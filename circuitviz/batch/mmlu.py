@@ -182,3 +182,17 @@ def draw_questions(subject: str, seed: int = 0, data: MMLUData | None = None) ->
     questions = (data or load_mmlu()).of_subject(subject)
     random.Random(f"mmlu:{subject}:{seed}").shuffle(questions)
     return questions
+
+
+def mmlu_generation(dataset, subjects, n: int, seed: int) -> tuple[tuple | None, tuple[str, ...]]:
+    """``--dataset mmlu --subjects ...``: (("mmlu", n, seed), the subjects as the data spells them),
+    checked before any model loads; (None, ()) for any other dataset (a file path: ``dataset``
+    names an existing file, or is None)."""
+    is_mmlu = dataset is not None and str(dataset).lower() == "mmlu" and not Path(dataset).exists()
+    if not is_mmlu:
+        if subjects:
+            raise ValueError("--subjects is for --dataset mmlu only; drop it or use --dataset mmlu.")
+        return None, ()
+    if not subjects:
+        raise ValueError("--dataset mmlu needs --subjects, e.g. --subjects marketing,astronomy, or all.")
+    return ("mmlu", n, seed), tuple(resolve_subjects(subjects))
