@@ -193,8 +193,7 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     _dataset_and_about(page)
     _positions_picture(page, figures)
     assert not errors, errors
-    figures["load_average_end"] = _load_average()
-    figures["new_prompt_answer"] = answer
+    figures.update(load_average_end=_load_average(), new_prompt_answer=answer)
     (OUTPUT / "browser-figures.json").write_text(json.dumps(figures, indent=1, default=str))
     print("browser figures:", json.dumps(figures, default=str))  # timings are reported, never asserted
 
@@ -395,7 +394,7 @@ def _new_prompt_and_its_inputs(page, figures) -> str:
     type_into(page, CORRUPTED_LABEL, NEW_PROMPT)  # the corrupted prompt is the prompt: refused
     page.get_by_text("is the prompt itself").first.wait_for(timeout=60_000)
     expect(run_button).to_be_disabled(timeout=30_000)
-    shot(page, "explore-identical-corrupted.png")
+    shot(page, "explore-identical-corrupted.png")  # then the corrupted prompt back, bad budgets
     type_into(page, CORRUPTED_LABEL, new_corrupted)
     budgets = input_value(page, BUDGETS_LABEL)
     type_into(page, BUDGETS_LABEL, "abc,-5,99999999")
@@ -595,6 +594,7 @@ def _positions_picture(page, figures) -> None:
     iframe = page.locator("iframe").first
     iframe.scroll_into_view_if_needed()
     page.wait_for_timeout(1500)
+    graph_frame(page).get_by_role("button", name="fit").first.click()  # the whole graph in its frame
     shot(page, "explore-positions.png", iframe, full=True)
     if os.environ.get("CIRCUITVIZ_UPDATE_SCREENSHOTS") == "1":
         iframe.screenshot(path=str(DOCS_SCREENSHOT))
