@@ -35,7 +35,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev $(VENV)/.chromium
 
 app: install
-	HF_HUB_OFFLINE=1 $(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
+	HF_HUB_OFFLINE=1 $(BIN)/python -m circuitviz.ui.serve --server.port $(PORT) --server.headless true
 
 # CI: fails on lint before it runs the whole suite
 test: install-dev

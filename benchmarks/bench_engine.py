@@ -21,13 +21,16 @@ from circuitviz.bench.harness import (
     peak_rss_gib,
     timed,
 )
-from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_clean_runs
+from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
+from circuitviz.positions.graph import units_at_budgets
 from circuitviz.tasks import prepare_task
 
 TASK = ioi_task()
+POSITION_SCORING = "positions: EAP-IG scoring, per unit"
+POSITION_CURVE = "positions: evaluation (10-budget unit curve)"
 BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 
 
@@ -54,7 +57,7 @@ def main() -> None:
     config = ig.make_config({"ig_steps": args.ig_steps})
     phases: dict[str, list[float]] = {}
     for _ in range(args.repeats):
-        forget_clean_runs(model)  # each repeat runs the clean prompt itself (as a fresh prompt does)
+        forget_prompt_runs(model)  # each repeat runs the clean prompt itself (as a fresh prompt does)
         ctx = RunContext(model, TASK)
         evaluator, seconds = timed(lambda ctx=ctx: ctx.evaluator, sync=device)
         phases.setdefault("clean+corrupted runs", []).append(seconds)
@@ -64,21 +67,46 @@ def main() -> None:
         phases.setdefault(f"EAP-IG scoring ({args.ig_steps} steps)", []).append(seconds)
         circuits, seconds = timed(circuits_at_budgets, spec, scores.float().cpu(), BUDGETS, sync=device)
         phases.setdefault("selection (top-N + prune, 10 budgets)", []).append(seconds)
+        _, seconds = timed(
+            curves_of_tasks, [evaluator], circuits[None], BUDGETS, with_necessity=False, sync=device
+        )
+        phases.setdefault("evaluation (10-budget curve, NDF only)", []).append(seconds)
         (curve,), seconds = timed(curves_of_tasks, [evaluator], circuits[None], BUDGETS, sync=device)
         phases.setdefault("evaluation (10-budget curve, batched)", []).append(seconds)
+        # the same over (edge, position) units: scores kept per position, each unit patched at its own
+        units, seconds = timed(ig.score_positions, ctx, config, sync=device)
+        phases.setdefault(POSITION_SCORING, []).append(seconds)
+        unit_circuits, seconds = timed(units_at_budgets, spec, units.float(), BUDGETS, sync=device)
+        phases.setdefault("positions: selection (units, 10 budgets)", []).append(seconds)
+        _, seconds = timed(curves_of_tasks, [evaluator], unit_circuits[None], BUDGETS, sync=device)
+        phases.setdefault(POSITION_CURVE, []).append(seconds)
 
     print(f"\nmedian of {args.repeats} repeats:")
     for phase, values in phases.items():
         print(f"  {phase:<42} {statistics.median(values):7.3f}s   (min {min(values):.3f}s)")
-    total = sum(statistics.median(v) for k, v in phases.items() if not k.startswith("EAP scoring"))
+    alone, both = (
+        statistics.median(phases[f"evaluation (10-budget curve, {kind})"]) for kind in ("NDF only", "batched")
+    )
+    print(
+        f"  necessity beside NDF costs {both / alone:.2f}x the NDF-only evaluation (the complements in the same batch)"
+    )
+    agnostic = ("EAP scoring", "positions:")
+    total = sum(
+        statistics.median(v) for k, v in phases.items() if not k.startswith(agnostic) and "NDF only" not in k
+    )
     print(f"  {'EAP-IG discovery total (no load)':<42} {total:7.3f}s")
+    median = {k: statistics.median(v) for k, v in phases.items()}
+    scoring = median[POSITION_SCORING] / median[f"EAP-IG scoring ({args.ig_steps} steps)"]
+    evaluation = median[POSITION_CURVE] / median["evaluation (10-budget curve, batched)"]
+    print(f"  positions / position-agnostic: scoring {scoring:.2f}x, faithfulness curve {evaluation:.2f}x")
     print(f"peak RSS: {peak_rss_gib():.2f} GiB")
     if device.type == "cuda":
         print(f"peak GPU memory: {peak_memory_gib(device):.2f} GiB")
     print(f"\nclean {evaluator.baseline.clean:+.3f}, corrupted {evaluator.baseline.corrupted:+.3f}")
     for point in curve:
         print(
-            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}"
+            f"  budget {point.budget:>5}: {point.n_edges:>5} edges, NDF {point.ndf:.3f}, NFS {point.nfs:+.3f}, "
+            f"necessity {point.necessity:.3f}"
         )
 
 

@@ -11,9 +11,14 @@ kinds, and the gender-bias prompt). For each method and prompt:
     that node alone in the model's own computation (Spearman over the 72 heads and 18 MLPs;
     |score| against |effect| for every method, signed for the methods whose scores estimate the
     metric's change), plus EAP with each head's output taken before Gemma's post-attention norm;
-(c) the NDF of EAP-IG's, Best-of-N's, the ensemble's and Edge Pruning's circuits on template
-    paraphrases of each prompt (a circuit fitted to one sentence shows up here);
-and Edge Pruning's seconds per prompt (all five budgets). The planted-circuit part of the
+(c) transfer: the NDF of every row's circuits on template paraphrases of each prompt, those
+    that pass their checks and whose corruption lowers the metric clearly
+    (``circuitviz.task_validity``): a circuit fitted to one sentence shows up here;
+(d) necessity at the same budgets: the full model with only the circuit's edges patched to the
+    corrupted run, min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1) (1: removing the
+    circuit removes the behaviour), from the same batched evaluation as NDF;
+the share of valid tasks (prompts and paraphrases that pass the meaningful-task check), and
+Edge Pruning's seconds per prompt (all five budgets). The planted-circuit part of the
 yardstick is ``python -m circuitviz planted-bench`` (assets/planted_bench.md).
 
 Exact patching is left out: one patched run per edge is 10,342 runs per prompt on this model.
@@ -43,6 +48,7 @@ from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks
 from circuitviz.query.variants import edge_matrix
+from circuitviz.task_validity import gap_problem
 from circuitviz.tasks import prepare_task
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -61,10 +67,19 @@ METHODS = {
     "circuit-lasso": ("circuit-lasso", {}),
     "eap-ig-activations": ("eap-ig-activations", {}),
 }
-TRANSFER = ("eap-ig", "bon", "ensemble", "edge-pruning")
+TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
+# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
+FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm")
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
 MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap")
 N_PARAPHRASES = 5
+
+
+def _figure(value: float) -> str:
+    """Three decimals, with a tiny negative written as 0.000 (an area of -1e-17 is zero, not
+    '-0.000')."""
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text
 
 
 def log(message: str) -> None:
@@ -72,7 +87,11 @@ def log(message: str) -> None:
 
 
 def curve_areas(curve: list[CurvePoint], n_edges: int) -> dict[str, float]:
-    return {"cpr": cpr(curve, n_edges, "nfs"), "cmd": cmd(curve, n_edges, "nfs")}
+    return {
+        "cpr": cpr(curve, n_edges, "nfs"),
+        "cmd": cmd(curve, n_edges, "nfs"),
+        "cpr_ndf": cpr(curve, n_edges, "ndf"),
+    }
 
 
 def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
@@ -83,6 +102,7 @@ def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
     log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
     entry: dict = {
         "baseline": [evaluator.baseline.clean, evaluator.baseline.corrupted],
+        "valid": gap_problem(task, evaluator.baseline.clean, evaluator.baseline.corrupted) is None,
         "curves": {},
         "tracking": {
             "eap (heads before the post-norm)": node_tracking(
@@ -118,6 +138,7 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
         entry["curves"][row] = [p.to_dict() for p in result.curve]
         entry["tracking"][row] = node_tracking(spec, result.scores, effects)
         circuits[row] = {b: result.circuit(b) for b in budgets}
+    fill_necessity(model, spec, task, entry["curves"]["bon" if row == "bon-family" else row], circuits)
     if row == "edge-pruning":
         entry["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
     shown = entry["curves"]["bon" if row == "bon-family" else row]
@@ -126,24 +147,51 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     return circuits
 
 
+def _measured(value) -> bool:
+    """Whether a stored figure is a number (JSON keeps an unmeasured one as null or NaN)."""
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def fill_necessity(model, spec: GraphSpec, task, curve: list[dict], circuits: dict) -> None:
+    """Necessity for the points of a curve made without it (Best-of-N's pool measures NDF only):
+    its circuits' complements in one batched evaluation."""
+    missing = [point for point in curve if not _measured(point.get("necessity"))]
+    masks = next(iter(circuits.values()), {})
+    missing = [point for point in missing if point["budget"] in masks]
+    if not missing:
+        return
+    evaluator = Evaluator(model, spec, prepare_task(model, task))
+    stacked = torch.stack([masks[p["budget"]] for p in missing])
+    (points,) = curves_of_tasks([evaluator], stacked[None], [p["budget"] for p in missing])
+    for point, measured in zip(missing, points):
+        point.update(necessity=measured.necessity, metric_without=measured.metric_without)
+
+
 def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict | None:
-    """NDF of the chosen rows' circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}
-    with how many paraphrases passed the check; None when no row of ``TRANSFER`` ran."""
-    rows = [row for row in TRANSFER if row in circuits]
+    """NDF of every row's circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}
+    with how many paraphrases passed the template check and how many of those the meaningful-task
+    check (only those are measured); None when no row ran."""
+    rows = list(circuits)
     if not rows:
         return None
     tasks, note = template_tasks(model, task, N_PARAPHRASES, seed=0)
     found: dict = {row: {str(b): [] for b in budgets} for row in rows}
+    valid = 0
     if not tasks:
-        return {"paraphrases": 0, "note": note, "ndf": found}
+        return {"paraphrases": 0, "valid": 0, "note": note, "ndf": found}
     stacked = torch.stack([circuits[row][b] for row in rows for b in budgets])
     for paraphrase in tasks:
         evaluator = Evaluator(model, spec, prepare_task(model, paraphrase))
-        points = curves_of_tasks([evaluator], stacked[None], [b for _ in rows for b in budgets])[0]
+        if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
+            continue
+        valid += 1
+        points = curves_of_tasks(
+            [evaluator], stacked[None], [b for _ in rows for b in budgets], with_necessity=False
+        )[0]
         for index, point in enumerate(points):
             row, budget = rows[index // len(budgets)], budgets[index % len(budgets)]
             found[row][str(budget)].append(point.ndf)
-    return {"paraphrases": len(tasks), "note": note, "ndf": found}
+    return {"paraphrases": len(tasks), "valid": valid, "note": note, "ndf": found}
 
 
 def mean(values) -> float:
@@ -156,23 +204,69 @@ def transfer_counts(prompts: list[dict], budget: int) -> str:
     when the rows differ (a row merged from a run whose paraphrases failed has none)."""
     per_row = {
         row: [len(p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget), [])) for p in prompts]
-        for row in TRANSFER
+        for row in transfer_rows(prompts)
     }
     kinds = [p["kind"] for p in prompts]
     counts = list(per_row.values())
     if all(c == counts[0] for c in counts):
         shown = ", ".join(f"{kind} {n}" for kind, n in zip(kinds, counts[0]))
-        text = f"Paraphrases per prompt (the ones that passed the check): {shown}."
+        text = f"Paraphrases per prompt (the ones that passed both checks): {shown}."
     else:
         text = (
             "Paraphrases per prompt and row: " + "; ".join(f"{row} {c}" for row, c in per_row.items()) + "."
         )
     if any(n < N_PARAPHRASES for c in counts for n in c):
         text += (
-            f" Where fewer than {N_PARAPHRASES}, the other template paraphrases failed the check (same "
-            "token length as their corruption, the same answer from the model)."
+            f" Where fewer than {N_PARAPHRASES}, the other template paraphrases failed the template check "
+            "(same token length as their corruption, the same answer from the model) or the meaningful-task "
+            "check (their corruption does not lower the metric by the threshold)."
         )
     return text
+
+
+def transfer_rows(prompts: list[dict]) -> list[str]:
+    """The rows measured on paraphrases, in the order they ran."""
+    return list(dict.fromkeys(row for p in prompts for row in p.get("transfer", {}).get("ndf", {})))
+
+
+def validity_line(prompts: list[dict]) -> str:
+    """The share of valid tasks: prompts and paraphrases that pass the meaningful-task check."""
+    valid = sum(bool(p.get("valid", True)) for p in prompts)
+    passed = sum(p.get("transfer", {}).get("paraphrases", 0) for p in prompts)
+    meaningful = sum(
+        p.get("transfer", {}).get("valid", p.get("transfer", {}).get("paraphrases", 0)) for p in prompts
+    )
+    return (
+        f"Valid tasks (the corruption lowers the metric by at least the threshold, circuitviz.task_validity): "
+        f"{valid} of {len(prompts)} prompts; {meaningful} of the {passed} template paraphrases that passed "
+        f"the template check ({meaningful / passed:.0%})."
+        if passed
+        else f"Valid tasks: {valid} of {len(prompts)} prompts; no template paraphrases."
+    )
+
+
+def necessity_table(prompts: list[dict], rows: list[str], budgets: list[int]) -> list[str]:
+    """(d): necessity at every budget, mean over the prompts whose curves carry it."""
+    lines = [
+        "",
+        f"### (d) Necessity: the full model with only the circuit's edges corrupted, mean over {len(prompts)} prompts",
+        "",
+        "| method | " + " | ".join(f"{b}" for b in budgets) + " |",
+        "|---|" + "---:|" * len(budgets),
+    ]
+    for row in rows:
+        curves = [p["curves"][row] for p in prompts if isinstance(p["curves"].get(row), list)]
+        cells = [
+            mean(next((pt.get("necessity") for pt in c if pt["budget"] == b), None) for c in curves)
+            for b in budgets
+        ]
+        lines.append(f"| {row} | " + " | ".join("-" if math.isnan(v) else f"{v:.3f}" for v in cells) + " |")
+    lines += [
+        "",
+        "1: removing the circuit's edges removes the whole clean-corrupted difference; 0: it changes nothing. "
+        "NDF (a) says whether the circuit suffices, necessity whether the model needs it.",
+    ]
+    return lines
 
 
 def tables(report: dict, spec: GraphSpec) -> list[str]:
@@ -183,20 +277,23 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         f"### (a) NDF on the prompt, mean over {len(prompts)} prompts, and CPR / CMD "
         f"({spec.n_edges:,} edges; areas over {FRACTIONS[0]:.1%}-{FRACTIONS[-1]:.0%} of the edges)",
         "",
-        "| method | " + " | ".join(f"{b} ({f:.1%})" for b, f in zip(budgets, FRACTIONS)) + " | CPR | CMD |",
-        "|---|" + "---:|" * (len(budgets) + 2),
+        "| method | "
+        + " | ".join(f"{b} ({f:.1%})" for b, f in zip(budgets, FRACTIONS))
+        + " | CPR | CMD | CPR (NDF) |",
+        "|---|" + "---:|" * (len(budgets) + 3),
     ]
     for row in rows:
         curves = [p["curves"][row] for p in prompts if isinstance(p["curves"].get(row), list)]
         if not curves:
-            lines.append(f"| {row} | " + " | ".join("-" for _ in budgets) + " | - | - |")
+            lines.append(f"| {row} | " + " | ".join("-" for _ in budgets) + " | - | - | - |")
             continue
         cells = [mean(next(pt["ndf"] for pt in c if pt["budget"] == b) for c in curves) for b in budgets]
         areas = [curve_areas([CurvePoint(**pt) for pt in c], spec.n_edges) for c in curves]
         lines.append(
-            f"| {row} | "
-            + " | ".join(f"{v:.3f}" for v in cells)
-            + f" | {mean(a['cpr'] for a in areas):.3f} | {mean(a['cmd'] for a in areas):.3f} |"
+            f"| {row}{' (fitted to the prompt)' if row in FITTED_TO_PROMPT else ''} | "
+            + " | ".join(_figure(v) for v in cells)
+            + f" | {_figure(mean(a['cpr'] for a in areas))} | {_figure(mean(a['cmd'] for a in areas))} | "
+            + f"{_figure(mean(a['cpr_ndf'] for a in areas))} |"
             + ("" if len(curves) == len(prompts) else f" ({len(curves)} prompts)")
         )
     lines += [
@@ -227,7 +324,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
         "|---|" + "---:|" * 4,
     ]
-    for row in TRANSFER:
+    for row in transfer_rows(prompts):
         cells = []
         for budget in budgets[:4]:
             on_paraphrases = mean(  # each prompt weighs the same, however many paraphrases it has
@@ -241,7 +338,19 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
             )
             cells.append("-" if math.isnan(on_paraphrases) else f"{on_paraphrases:.3f} / {on_prompt:.3f}")
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    lines += ["", transfer_counts(prompts, budgets[0])]
+    lines += [
+        "",
+        "Fitted to the prompt: "
+        + ", ".join(FITTED_TO_PROMPT)
+        + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, or the "
+        "candidate of highest NDF on it), so their NDF on the prompt is an upper bound; their NDF on "
+        "paraphrases is the figure to compare.",
+        "",
+        transfer_counts(prompts, budgets[0]),
+        "",
+        validity_line(prompts),
+    ]
+    lines += necessity_table(prompts, rows, budgets)
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
         lines += [
@@ -334,32 +443,30 @@ def main() -> int:
         else:
             report["prompts"].append(entry)
         effects.append(found)
-    # rows outer, prompts inner: each row is complete for every prompt before the next starts
-    circuits: list[dict] = [{} for _ in chosen]
+    # rows outer, prompts inner: each row is complete for every prompt (its transfer too) before
+    # the next starts, so a run cut short keeps whole rows
     for row in rows:
         for number, (kind, task) in enumerate(chosen):
             log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
             entry = report["prompts"][number]
-            circuits[number].update(run_row(model, spec, task, row, budgets, entry, effects[number]))
+            circuits = run_row(model, spec, task, row, budgets, entry, effects[number])
+            merge_transfer(entry, paraphrase_transfer(model, spec, task, circuits, budgets))
             if args.json:
                 args.json.write_text(json.dumps(report, indent=1))
-    for number, (kind, task) in enumerate(chosen):
-        log(f"paraphrases: prompt {number + 1}/{len(chosen)} ({kind})")
-        entry = report["prompts"][number]
-        transfer = paraphrase_transfer(model, spec, task, circuits[number], budgets)
-        if transfer is None:
-            continue
-        if "transfer" in entry and args.merge:
-            # the rerun rows replace theirs; the count and note are this run's (the same seed
-            # gives the same paraphrases, and the table counts each row's own values)
-            entry["transfer"]["ndf"].update(transfer["ndf"])
-            entry["transfer"].update(paraphrases=transfer["paraphrases"], note=transfer["note"])
-        else:
-            entry["transfer"] = transfer
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=1))
     publish(tables(report, spec), report, args.markdown)
     return 0
+
+
+def merge_transfer(entry: dict, transfer: dict | None) -> None:
+    """Add a row's paraphrase NDFs to the prompt's entry (a rerun row replaces its own; the counts
+    are this run's: the same seed gives the same paraphrases)."""
+    if transfer is None:
+        return
+    if "transfer" not in entry:
+        entry["transfer"] = transfer
+        return
+    entry["transfer"]["ndf"].update(transfer["ndf"])
+    entry["transfer"].update({k: v for k, v in transfer.items() if k != "ndf"})
 
 
 def publish(lines: list[str], report: dict, markdown: Path | None) -> None:

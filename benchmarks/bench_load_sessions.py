@@ -12,6 +12,9 @@ moves far less than wall times.
 
     python benchmarks/bench_load_sessions.py               # 8 sessions
     python benchmarks/bench_load_sessions.py --sessions 16
+    python benchmarks/bench_load_sessions.py --floor       # also: one session's browser CPU on the
+                                                           # About page (streamlit's own frontend) and
+                                                           # on the stored view, one after the other
 
 Needs Debian's chromium at /usr/bin/chromium and the playwright package.
 """
@@ -155,7 +158,36 @@ async def one_session(browser, url: str, timeout_ms: int) -> dict:
         await context.close()
 
 
-async def measure(url: str, sessions: int, timeout_ms: int, server_pid: int) -> dict:
+ABOUT_DRAWN = "() => document.body.innerText.includes('methods')"
+SETTLE_MS = 3000  # the page's own work after the graph (curve, table, downloads) is counted too
+
+
+async def browser_cpu_of_page(browser, url: str, drawn: str, timeout_ms: int) -> float:
+    """Browser CPU seconds of one session opening ``url`` until ``drawn`` holds and 3 s more."""
+    context = await browser.new_context()
+    page = await context.new_page()
+    before = _browser_cpu_seconds()
+    await page.goto(url)
+    await page.wait_for_function(drawn, timeout=timeout_ms)
+    await page.wait_for_timeout(SETTLE_MS)
+    await context.close()
+    return round(_browser_cpu_seconds() - before, 2)
+
+
+async def floor(browser, url: str, timeout_ms: int) -> dict:
+    """One session's browser CPU on a page of text (About: what streamlit's frontend costs by
+    itself) and on the stored view, twice each, alternating."""
+    about = url.split("?")[0].rstrip("/") + "/about"
+    found = {"about_page": [], "stored_view": []}
+    for _ in range(2):
+        found["about_page"].append(await browser_cpu_of_page(browser, about, ABOUT_DRAWN, timeout_ms))
+        found["stored_view"].append(await browser_cpu_of_page(browser, url, DRAWN, timeout_ms))
+    return found
+
+
+async def measure(
+    url: str, sessions: int, timeout_ms: int, server_pid: int, with_floor: bool = False
+) -> dict:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -168,6 +200,7 @@ async def measure(url: str, sessions: int, timeout_ms: int, server_pid: int) -> 
             server_cpu = _cpu_seconds(server_pid) - server_cpu
             browser_cpu = _browser_cpu_seconds() - browser_cpu
             load_after = _load_average()
+            floors = await floor(browser, url, timeout_ms) if with_floor else None
         finally:
             await browser.close()
     times = sorted(run["seconds"] for run in runs if run["served"])
@@ -183,6 +216,7 @@ async def measure(url: str, sessions: int, timeout_ms: int, server_pid: int) -> 
         "browser_cpu_s_per_session": round(browser_cpu / sessions, 2),
         "load_average_before": load_before,
         "load_average_after": load_after,
+        "browser_cpu_s_one_session": floors,
         "failures": [run for run in runs if not run["served"]],
     }
 
@@ -191,6 +225,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=600, help="seconds a session may take")
+    parser.add_argument(
+        "--floor", action="store_true", help="also one session's browser CPU on the About page and the view"
+    )
     args = parser.parse_args()
     port = _free_port()
     output = ROOT / "test-output"
@@ -198,7 +235,7 @@ def main() -> int:
     server = start_app(port, output / "bench_load_sessions.log")
     try:
         url = f"http://127.0.0.1:{port}/?{urllib.parse.urlencode(VIEW)}"
-        figures = asyncio.run(measure(url, args.sessions, int(args.timeout * 1000), server.pid))
+        figures = asyncio.run(measure(url, args.sessions, int(args.timeout * 1000), server.pid, args.floor))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -215,6 +252,12 @@ def main() -> int:
         f"{figures['browser_cpu_s_per_session']} s; load average {figures['load_average_before']} before, "
         f"{figures['load_average_after']} after"
     )
+    if figures["browser_cpu_s_one_session"]:
+        floors = figures["browser_cpu_s_one_session"]
+        print(
+            f"one session's browser CPU (two each, +{SETTLE_MS / 1000:g} s settled): About page "
+            f"{floors['about_page']} s, the stored view {floors['stored_view']} s"
+        )
     print(json.dumps(figures))
     return 0 if figures["served"] == figures["sessions"] else 1
 

@@ -19,7 +19,8 @@ from .models.adapter import adapter_of
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, prepare_task
+from .task_validity import identical_prompts_problem, require_meaningful
+from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
 from .text import parse_whole_numbers, shown_number
 
 
@@ -72,11 +73,19 @@ def run_request(
     result store: the method keeps what it caches there too (Best-of-N's score matrices); None
     computes everything and keeps nothing.
     """
+    identical = identical_prompts_problem(request.task)
+    if identical:  # refused before any pass (a task that differs is checked on its clean/corrupted run)
+        raise TaskError(identical)
 
     def compute() -> CircuitResult:
         request.priced(model).check()
-        ctx = RunContext(model, request.task, request.model_id, store, progress, request.max_tokens)
-        return get_method(request.method).run(ctx, request.config, list(request.budgets))
+        chosen = get_method(request.method)
+        ctx = RunContext(
+            model, request.task, request.model_id, store, progress, request.max_tokens, check_meaningful=True
+        )
+        if chosen.needs_corrupted or request.task.corrupted:
+            ctx.evaluator  # noqa: B018  (the clean and corrupted run, and the task's check, before any work)
+        return chosen.run(ctx, request.config, list(request.budgets))
 
     if store is None:
         return compute(), False
@@ -95,6 +104,7 @@ def evaluate_circuits(
     spec = adapter_of(model).spec
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
+    require_meaningful(task, evaluator.baseline.clean, evaluator.baseline.corrupted)
     masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]
     if not masks:
         return evaluator.baseline, []

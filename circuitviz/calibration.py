@@ -17,6 +17,7 @@ import os
 import statistics
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,12 +34,16 @@ class Rate:
 
     flops_per_second: float
     runs: int  # measured runs behind it (0: a probe or the nominal figure)
-    source: str  # 'method' (this method's runs), 'device' (other methods' runs), 'probe', 'nominal'
+    source: (
+        str  # 'method' (its runs), 'family' (its variants'), 'device' (other methods'), 'probe', 'nominal'
+    )
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
         if self.source == "method":
             return f"priced from {self.runs} {method} run{'s' if self.runs != 1 else ''} on this machine"
+        if self.source == "family":
+            return f"priced from {self.runs} run{'s' if self.runs != 1 else ''} of its family's other variants on this machine"
         if self.source == "device":
             return (
                 f"priced from {self.runs} run{'s' if self.runs != 1 else ''} of other methods on this machine"
@@ -70,13 +75,26 @@ def _write(path: Path, data: dict) -> None:
     os.replace(temporary, path)
 
 
-def record(device_kind: str, method: str, flops: float, seconds: float, phases: dict | None = None) -> None:
-    """Keep one finished run: its work, its wall time and its phases' seconds."""
+def record(
+    device_kind: str,
+    method: str,
+    flops: float,
+    seconds: float,
+    phases: dict | None = None,
+    parts: dict | None = None,
+    timings: dict | None = None,
+) -> None:
+    """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
+    the parts of its work that report on their own (Edge Pruning's warm start, then its masks)."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
     if phases:
         entry["phases"] = {name: float(value) for name, value in phases.items() if value >= 0}
+    if parts:
+        entry["parts"] = {name: float(value) for name, value in parts.items() if value >= 0}
+    if timings:  # the method's own timings (Best-of-N's scoring_s: what a later variant may find stored)
+        entry["timings"] = {name: float(value) for name, value in timings.items() if value >= 0}
     path = calibration_path()
     with _LOCK:
         data = _read(path)
@@ -117,12 +135,17 @@ def _median_rate(runs: list) -> float | None:
     return statistics.median(rates) if rates else None
 
 
-def rate(device_kind: str, method: str, nominal: float) -> Rate:
-    """The rate to price ``method`` on ``device_kind`` with: measured where possible."""
+def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = ()) -> Rate:
+    """The rate to price ``method`` on ``device_kind`` with: measured where possible, from the
+    method's own runs, else its family's (the Best-of-N variants run one pipeline), else other
+    methods', else the probe's, else the nominal figure."""
     by_method = _read(calibration_path()).get(device_kind) or {}
     own = by_method.get(method) or []
     if own:
         return Rate(_median_rate(own), len(own), "method")
+    kin = [run for name in family if name != method for run in by_method.get(name) or []]
+    if kin:
+        return Rate(_median_rate(kin), len(kin), "family")
     others = {name: runs for name, runs in by_method.items() if name != PROBE and runs}
     if others:
         medians = [_median_rate(runs) for runs in others.values()]
@@ -143,3 +166,26 @@ def phase_shares(device_kind: str, method: str) -> dict[str, float] | None:
     phases = runs[-1]["phases"]
     total = sum(phases.values())
     return {name: value / total for name, value in phases.items()} if total > 0 else None
+
+
+def part_shares(device_kind: str, method: str) -> dict[str, float] | None:
+    """How this method's last run split its work into parts ({part: share of the work}), or None
+    before a run that reported its parts."""
+    runs = [
+        run for run in _read(calibration_path()).get(device_kind, {}).get(method) or [] if run.get("parts")
+    ]
+    if not runs:
+        return None
+    parts = runs[-1]["parts"]
+    total = sum(parts.values())
+    return {name: value / total for name, value in parts.items()} if total > 0 else None
+
+
+def last_run(device_kind: str, methods: Sequence[str]) -> dict | None:
+    """The newest run among ``methods`` that recorded its timings ({seconds, timings, ...}), or None."""
+    by_method = _read(calibration_path()).get(device_kind) or {}
+    for name in methods:  # the first method named first: a variant's own run is the closest
+        runs = [run for run in by_method.get(name) or [] if run.get("timings")]
+        if runs:
+            return runs[-1]
+    return None

@@ -19,19 +19,23 @@ EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 
 
-def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int) -> str:
-    """The faithfulness table: one row per circuit, the clean/corrupted metrics above."""
+def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
+    """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
+    what a budget counts, edges or (edge, position) units)."""
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
         f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
-        f"{'budget':>8} {'edges kept':>10} {'% edges':>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6}",
+        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
+        f"{'necessity':>9}",
     ]
     for point in curve:
         nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
+        necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         lines.append(
             f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
-            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f}"
+            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
         )
+    lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
     return "\n".join(lines)
 
 
@@ -88,7 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--html-budget",
         type=int,
         default=None,
-        help="the budget drawn by --html (default: the smallest reaching NDF 0.8 within 500 edges)",
+        help="the budget drawn by --html and --neuronpedia (default: the smallest reaching NDF 0.8 within "
+        "500 edges; with --positions, the smallest reaching NDF 0.8 with at most 40 nodes)",
+    )
+    discover.add_argument(
+        "--neuronpedia",
+        type=Path,
+        default=None,
+        help="write the circuit over token positions as Neuronpedia's graph JSON here (needs --positions)",
     )
     discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
@@ -208,6 +219,11 @@ def cmd_discover(args) -> int:
     method = get_method(args.method)
     settings = dict(_parse_setting(item) for item in args.set)
     settings.update(_settings_given(args))
+    if args.neuronpedia and not settings.get("positions"):
+        raise ValueError(
+            "--neuronpedia writes a circuit over token positions: add --positions "
+            "(eap, eap-ig and eap-ig-activations have it)."
+        )
     if args.metric is None and not args.foil and not method.needs_corrupted:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
@@ -227,7 +243,14 @@ def cmd_discover(args) -> int:
     }
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
-    print(format_table(result.baseline, result.curve, result.graph.n_edges))
+    if result.positions:
+        from .positions.graph import n_units
+
+        total = n_units(result.graph, len(result.tokens.get("clean", [])))
+        print(f"position graph: {total} (edge, position) units; budgets count units")
+        print(format_table(result.baseline, result.curve, total, kept="units"))
+    else:
+        print(format_table(result.baseline, result.curve, result.graph.n_edges))
     if result.details is not None:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
@@ -235,9 +258,46 @@ def cmd_discover(args) -> int:
     if args.out:
         args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
         print(f"wrote {args.out}")
-    if args.html:
+    if args.html and result.positions:
+        _write_position_outputs(model, result, args.html, None, args.html_budget)
+    elif args.html:
         _write_graph_html(model, result, args.html, args.html_budget)
+    if args.neuronpedia:
+        _write_position_outputs(model, result, None, args.neuronpedia, args.html_budget)
     return 0
+
+
+def _write_position_outputs(
+    model, result, html: Path | None, neuronpedia: Path | None, budget: int | None
+) -> None:
+    """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
+    at ``budget`` units (default: the readable budget, whose reason is printed)."""
+    from .export.neuronpedia import to_neuronpedia
+    from .labels.logit_lens import logit_lens_labels
+    from .positions.present import readable_position_budget, result_attribution_graph
+    from .render.attribution_graph import attribution_graph_html
+    from .tasks import prepare_task
+
+    reason = ""
+    if budget is None:
+        chosen = readable_position_budget(result)
+        budget, reason = chosen.budget, chosen.reason
+        print(reason)
+    prepared = prepare_task(model, result.task)
+    labels = logit_lens_labels(model, result.graph, prepared)
+    graph = result_attribution_graph(result, budget, labels, reason)
+    if html is not None:
+        drawing = attribution_graph_html(graph)
+        html.write_text(drawing.html, encoding="utf-8")
+        print(f"wrote {html} ({budget:,} units: {len(graph.nodes)} nodes, {len(graph.links)} links)")
+    if neuronpedia is not None:
+        data = to_neuronpedia(
+            graph, token_ids=prepared.clean_tokens[0].tolist(), answer_id=int(prepared.answer_id)
+        )
+        neuronpedia.write_text(json.dumps(data), encoding="utf-8")
+        print(
+            f"wrote {neuronpedia} ({len(data['nodes'])} nodes, {len(data['links'])} links, Neuronpedia graph JSON)"
+        )
 
 
 def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
@@ -503,6 +563,9 @@ def cmd_batch(args) -> int:
         )
         print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
         print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
+        needed = curve_bands(batch, label, "necessity")
+        if needed:
+            print("  necess. " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
     print(f"wrote {args.out / 'results.parquet'}; open it on the app's Dataset page")
     return 0
 

@@ -18,13 +18,14 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .chunks import chunk_size, run_in_chunks
-from .engine.capture import WriterBuffer, writer_hooks
+from .engine.capture import writers_and_residual
 from .engine.memory import evaluation_bytes_per_position
 from .engine.metric import batch_compatible, task_metric
 from .engine.patching import patched_metrics
-from .engine.prefix import final_residual, shared_prefix
+from .engine.prefix import shared_prefix
 from .graph import GraphSpec, prune, top_n_at_budgets
 from .models.adapter import model_device, model_dtype
+from .positions.graph import unit_mask
 from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
@@ -40,13 +41,17 @@ class Baseline:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF."""
+    """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF;
+    and its necessity with L((M\\C)(q)), the model with only the circuit's edges corrupted
+    (NaN where not measured: a curve stored before necessity existed, or one asked without it)."""
 
     budget: int
     n_edges: int
     metric: float
     nfs: float
     ndf: float
+    necessity: float = math.nan
+    metric_without: float = math.nan
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,6 +76,39 @@ def ndf(circuit: float, baseline: Baseline) -> float:
     if span == 0:
         return 1.0 if deviation == 0 else 0.0
     return 1.0 - min(abs(deviation / span), 1.0)
+
+
+def necessity(without: float, baseline: Baseline) -> float:
+    """Necessity min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1), normalised like NDF.
+
+    ``without``: the metric of the full model with only the circuit's edges patched to the
+    corrupted run. 1 when removing the circuit removes the whole clean-corrupted difference,
+    0 when removing it changes nothing; NaN when the clean and corrupted runs agree.
+    """
+    span = baseline.clean - baseline.corrupted
+    if span == 0:
+        return math.nan
+    return min(abs((baseline.clean - without) / span), 1.0)
+
+
+def complements(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
+    """Every edge (or (edge, position) unit) of the graph outside each circuit: evaluating it as a
+    circuit patches exactly the circuit's own (what necessity measures).
+    circuits [..., n_forward, n_backward(, pos)] bool."""
+    return graph_members(spec, circuits, circuits.device) & ~circuits.bool()
+
+
+def _point(budget, size, value, without, baseline: Baseline) -> CurvePoint:
+    """A curve point from L(C(q)) and, when measured, L((M\\C)(q))."""
+    return CurvePoint(
+        budget=int(budget),
+        n_edges=int(size),
+        metric=float(value),
+        nfs=nfs(float(value), baseline),
+        ndf=ndf(float(value), baseline),
+        necessity=math.nan if without is None else necessity(float(without), baseline),
+        metric_without=math.nan if without is None else float(without),
+    )
 
 
 def area_under_curve(fractions: Sequence[float], values: Sequence[float]) -> float:
@@ -149,93 +187,88 @@ def _check_batch(tasks: Sequence[PreparedTask]) -> None:
         raise ValueError(f"These tasks cannot be evaluated in one batch: {problem}.")
 
 
-# ----- the clean run of a prompt, shared by everything that reads it ------------------------------
+# ----- a prompt's plain run, shared by everything that reads it -----------------------------------
 @dataclass(frozen=True)
-class CleanRun:
-    """One prompt's plain forward pass: every writer's output and the final residual.
+class PromptRun:
+    """One prompt's plain (unpatched) forward pass: every writer's output and the final residual.
 
     writers: [1, pos, n_forward, d_model]; residual: [1, d_model] after the last block at the last
-    position. The evaluator's clean half, the next-token distribution and the logit-lens labels
-    all read it, so an interactive run passes the clean prompt through the model once.
+    position. An evaluator's clean and corrupted halves, the next-token distribution and the
+    logit-lens labels all read it, so an interactive session passes each prompt through the model
+    once, however many methods it runs on it.
     """
 
     writers: torch.Tensor
     residual: torch.Tensor
 
 
-_CLEAN_RUNS_KEPT = 4  # prompts kept per model: the ones a session works on now
-_CLEAN_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {token ids: CleanRun}
-_CLEAN_RUNS_GUARD = threading.Lock()
+_PROMPT_RUNS_KEPT = 8  # prompts kept per model: the clean and corrupted ones a session works on now
+_PROMPT_RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {key: PromptRun}
+_PROMPT_RUNS_GUARD = threading.Lock()
 
 
-def _clean_key(model, tokens: torch.Tensor) -> tuple:
+def _run_key(model, tokens: torch.Tensor) -> tuple:
     """A kept run's key: the model's device and dtype (a model moved or cast runs again) and the ids."""
     return (str(model_device(model)), str(model_dtype(model)), tuple(tokens[0].tolist()))
 
 
-def kept_clean_run(model, tokens: torch.Tensor) -> CleanRun | None:
-    """The clean run of ``tokens`` [1, pos] made before on this model object, or None."""
-    with _CLEAN_RUNS_GUARD:
-        runs = _CLEAN_RUNS.get(model)
-        key = _clean_key(model, tokens)
+def kept_prompt_run(model, tokens: torch.Tensor) -> PromptRun | None:
+    """The plain run of ``tokens`` [1, pos] made before on this model object, or None."""
+    with _PROMPT_RUNS_GUARD:
+        runs = _PROMPT_RUNS.get(model)
+        key = _run_key(model, tokens)
         found = runs.get(key) if runs is not None else None
         if found is not None:
             runs.move_to_end(key)
         return found
 
 
-def keep_clean_run(model, tokens: torch.Tensor, run: CleanRun) -> None:
-    """Remember a prompt's clean run (the last ``_CLEAN_RUNS_KEPT`` per model)."""
-    with _CLEAN_RUNS_GUARD:
-        runs = _CLEAN_RUNS.setdefault(model, OrderedDict())
-        key = _clean_key(model, tokens)
+def keep_prompt_run(model, tokens: torch.Tensor, run: PromptRun) -> None:
+    """Remember a prompt's plain run (the last ``_PROMPT_RUNS_KEPT`` per model)."""
+    with _PROMPT_RUNS_GUARD:
+        runs = _PROMPT_RUNS.setdefault(model, OrderedDict())
+        key = _run_key(model, tokens)
         runs[key] = run
         runs.move_to_end(key)
-        while len(runs) > _CLEAN_RUNS_KEPT:
+        while len(runs) > _PROMPT_RUNS_KEPT:
             runs.popitem(last=False)
 
 
-def forget_clean_runs(model) -> None:
-    """Drop this model's kept clean runs (after changing its weights in place, or to make the
+def forget_prompt_runs(model) -> None:
+    """Drop this model's kept prompt runs (after changing its weights in place, or to make the
     next reader run the pass itself)."""
-    with _CLEAN_RUNS_GUARD:
-        _CLEAN_RUNS.pop(model, None)
+    with _PROMPT_RUNS_GUARD:
+        _PROMPT_RUNS.pop(model, None)
 
 
 @torch.no_grad()
-def _capture(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One batched plain pass: (writers [b, pos, n_forward, d_model], final residuals [b, d_model])."""
-    tokens = tokens.to(model_device(model))
-    buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], model_dtype(model), tokens.device)
-    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [b, d_model]
-    return buffer.values, residual
-
-
-def clean_run(model, spec: GraphSpec, tokens: torch.Tensor) -> CleanRun:
-    """The clean run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
-    found = kept_clean_run(model, tokens)
+def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
+    """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
+    found = kept_prompt_run(model, tokens)
     if found is None:
-        writers, residual = _capture(model, spec, tokens)
-        found = CleanRun(writers, residual)
-        keep_clean_run(model, tokens, found)
+        writers, residual = writers_and_residual(model, spec, tokens)
+        found = PromptRun(writers, residual)
+        keep_prompt_run(model, tokens, found)
     return found
 
 
 def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
-    metrics [2g], final residuals at the last position [2g, d_model]). Clean runs made before on
-    this model (``clean_run``) are read, not run again; a task run alone keeps its clean run."""
+    metrics [2g], final residuals at the last position [2g, d_model]).
+
+    A task alone runs its two prompts one at a time, each read when this model ran it before
+    (``prompt_run``: the next tokens, the labels or another method's run of the prompt made it);
+    several tasks run all their prompts in one batched pass. So what a task gives never depends
+    on what ran before it (a pass of one row and a pass of two can differ in the last bits)."""
     device = model_device(model)
-    kept = [kept_clean_run(model, t.clean_tokens) for t in tasks]
-    if all(run is not None for run in kept):
-        corrupted, corrupted_residual = _capture(model, spec, torch.cat([t.corrupted_tokens for t in tasks]))
-        writers = torch.cat([*(run.writers.to(device) for run in kept), corrupted])
-        residual = torch.cat([*(run.residual.to(device) for run in kept), corrupted_residual])
+    if len(tasks) == 1:
+        clean = prompt_run(model, spec, tasks[0].clean_tokens)
+        corrupted = prompt_run(model, spec, tasks[0].corrupted_tokens)
+        writers = torch.cat([clean.writers.to(device), corrupted.writers.to(device)])  # [2, pos, fwd, d]
+        residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
-        writers, residual = _capture(model, spec, tokens)
-        if len(tasks) == 1:  # an interactive run: its labels and next tokens read this clean run
-            keep_clean_run(model, tasks[0].clean_tokens, CleanRun(writers[:1].clone(), residual[:1].clone()))
+        writers, residual = writers_and_residual(model, spec, tokens)
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual
 
@@ -307,7 +340,8 @@ def metrics_of_tasks(
     """L(C(q)) of every (task, circuit) pair, in shared patched passes.
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j (one
-    task: a batch of one). The tasks must share prompt length, metric and foil count. A circuit
+    task: a batch of one), or position circuits [n_tasks, n_circuits, n_forward, n_backward, pos]
+    (every unit outside a circuit patched at its own position). The tasks must share prompt length, metric and foil count. A circuit
     of every edge is its model: the clean run's metric, and a column of circuits whole for every
     task runs for none. Chunks hold as many (task, circuit) pairs as the device's memory takes,
     in tasks' order.  # [n_tasks, n_circuits]
@@ -318,10 +352,9 @@ def metrics_of_tasks(
     tasks = [e.prepared for e in evaluators]
     _check_batch(tasks)
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
-    edge_mask = spec.tensors(device).edge_mask
-    clean = torch.tensor(
-        [e.baseline.clean for e in evaluators], device=device, dtype=first.clean_writers.dtype
-    )
+    edge_mask = graph_members(spec, circuits, device)  # edges, or (edge, position) units
+    baseline = [e.baseline.clean for e in evaluators]
+    clean = torch.tensor(baseline, device=device, dtype=first.clean_writers.dtype)  # [n_tasks]
     values = clean[:, None].repeat(1, n_circuits)  # [n_tasks, n_circuits]
     if n_circuits == 0:
         return values
@@ -339,7 +372,7 @@ def metrics_of_tasks(
         for piece in _runs_by_task(rows[chunk]):
             owners = sorted({t for t, _ in piece})
             owner = torch.tensor([owners.index(t) for t, _ in piece], device=device)  # [b]
-            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd]
+            chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd(, pos)]
             group = [tasks[t] for t in owners]
             found.append(
                 patched_metrics(
@@ -383,38 +416,69 @@ def curves_of_tasks(
     circuits: torch.Tensor,
     budgets: Sequence[int],
     progress: Progress | None = None,
+    with_necessity: bool = True,
 ) -> list[list[CurvePoint]]:
     """Each task's faithfulness curve: a point per (budget, circuit) of its row, every pair in
     shared patched passes (``metrics_of_tasks``; one task is a batch of one).
 
     circuits: [n_tasks, n_circuits, n_forward, n_backward] bool, row j evaluated on task j;
-    ``budgets`` names the circuits of a row.
+    ``budgets`` names the circuits of a row. ``with_necessity``: each circuit's complement
+    (every edge but the circuit's, so only the circuit's edges are corrupted) rides in the same
+    passes; the complement of a whole circuit keeps no edge: the corrupted run, with no pass.
     """
     evaluators = list(evaluators)
     if not evaluators:
         return []
-    metrics = metrics_of_tasks(evaluators, circuits, progress).tolist()  # [n_tasks, n_circuits]
-    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_circuits]
-    return [
-        [
-            CurvePoint(
-                budget=int(budget),
-                n_edges=int(size),
-                metric=float(value),
-                nfs=nfs(float(value), evaluator.baseline),
-                ndf=ndf(float(value), evaluator.baseline),
-            )
-            for budget, size, value in zip(budgets, task_sizes, task_values)
-        ]
-        for evaluator, task_sizes, task_values in zip(evaluators, sizes, metrics)
-    ]
+    n_asked = int(circuits.shape[1])
+    circuits = circuits.bool()
+    if with_necessity and n_asked:
+        spec = evaluators[0].spec
+        whole = whole_graph(spec, circuits)  # [n_tasks, n_asked]
+        # a whole circuit's complement is asked as a whole circuit (no pass) and read as corrupted
+        inside = whole.view(*whole.shape, *[1] * (circuits.dim() - 2))  # broadcast over edges (and positions)
+        others = torch.where(inside, circuits, complements(spec, circuits))
+        metrics = metrics_of_tasks(evaluators, torch.cat([circuits, others], dim=1), progress).tolist()
+        whole = whole.tolist()
+    else:
+        metrics = metrics_of_tasks(evaluators, circuits, progress).tolist()  # [n_tasks, n_circuits]
+    sizes = circuits.flatten(2).sum(2).tolist()  # [n_tasks, n_asked]
+    curves = []
+    for task, (evaluator, task_sizes, task_values) in enumerate(zip(evaluators, sizes, metrics)):
+        removed: list = [None] * n_asked
+        if with_necessity and n_asked:
+            removed = [
+                evaluator.baseline.corrupted if whole[task][index] else value
+                for index, value in enumerate(task_values[n_asked:])
+            ]
+        curves.append(
+            [
+                _point(budget, size, value, without, evaluator.baseline)
+                for budget, size, value, without in zip(budgets, task_sizes, task_values[:n_asked], removed)
+            ]
+        )
+    return curves
+
+
+def is_position_circuit(spec: GraphSpec, circuits: torch.Tensor) -> bool:
+    """Whether ``circuits`` are position circuits [..., n_forward, n_backward, pos] rather than
+    [..., n_forward, n_backward] (n_backward is never n_forward, so the shapes cannot be confused)."""
+    return circuits.dim() >= 3 and circuits.shape[-2] != spec.n_forward
+
+
+def graph_members(spec: GraphSpec, circuits: torch.Tensor, device) -> torch.Tensor:
+    """What a circuit can keep: the graph's edges [n_forward, n_backward], or for position
+    circuits its (edge, position) units [n_forward, n_backward, pos] (``positions.graph``)."""
+    if is_position_circuit(spec, circuits):
+        return unit_mask(spec, circuits.shape[-1], device)
+    return spec.tensors(device).edge_mask
 
 
 def whole_graph(spec: GraphSpec, circuits: torch.Tensor) -> torch.Tensor:
-    """Whether each circuit keeps every edge of the graph (patching it changes nothing).
-    circuits: [..., n_forward, n_backward] bool. # [...] bool"""
-    removed = spec.tensors(circuits.device).edge_mask & ~circuits.bool()
-    return ~removed.flatten(-2).any(-1)
+    """Whether each circuit keeps every edge (or every unit) of the graph (patching it changes
+    nothing). circuits: [..., n_forward, n_backward(, pos)] bool. # [...] bool"""
+    members = graph_members(spec, circuits, circuits.device)
+    removed = members & ~circuits.bool()
+    return ~removed.flatten(-members.dim()).any(-1)
 
 
 def circuits_at_budgets(

@@ -163,7 +163,8 @@ def estimate_run(
     kind = str(device or next(model.parameters()).device).split(":")[0]
     from .calibration import rate
 
-    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]))
+    family = getattr(chosen, "calibration_family", ())
+    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), family)
     seconds = flops / measured.flops_per_second
 
     memory = estimate_memory(

@@ -53,12 +53,30 @@ class CircuitResult:
     tokens: dict[str, list[str]] = field(default_factory=dict)
     device: str = "cpu"
     details: MethodDetails | None = None
+    # a position-resolved run (``--positions``): scores per (edge, position) unit, whose sum over
+    # positions is ``scores``, and the clean run's attention the drawing shares key/value units by
+    position_scores: torch.Tensor | None = None  # [n_forward, n_backward, pos] float32
+    attention: torch.Tensor | None = None  # [n_layers, n_heads, pos, pos]
     # circuits at budgets the run did not evaluate, each derived once (not stored)
     _derived: dict[int, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def budgets(self) -> list[int]:
         return [point.budget for point in self.curve]
+
+    @property
+    def positions(self) -> bool:
+        """Whether the circuits are position-resolved: budgets and sizes count (edge, position) units."""
+        return self.position_scores is not None
+
+    def position_circuit(self, budget: int) -> torch.Tensor:
+        """The position circuit at ``budget`` units: pruned top-N of the position scores.
+        # [n_forward, n_backward, pos] bool"""
+        from .positions.graph import units_at_budgets
+
+        if self.position_scores is None:
+            raise ValueError("This circuit is not position-resolved; run it again with positions on.")
+        return units_at_budgets(self.graph, self.position_scores, [int(budget)])[0]
 
     def circuit(self, budget: int) -> torch.Tensor:
         """The circuit at ``budget``: the one the run chose, else (a budget it did not evaluate)
@@ -110,6 +128,8 @@ class CircuitResult:
             "tokens": self.tokens,
             "device": self.device,
             "details": details_to_state(self.details),
+            "position_scores": None if self.position_scores is None else self.position_scores.float().cpu(),
+            "attention": None if self.attention is None else self.attention.float().cpu(),
         }
 
     @classmethod
@@ -143,6 +163,8 @@ class CircuitResult:
             tokens=state["tokens"],
             device=state["device"],
             details=details,
+            position_scores=state.get("position_scores"),
+            attention=state.get("attention"),
         )
         # an older result kept only the circuits a method chose itself: derive the rest once
         for budget in result.budgets:
@@ -167,6 +189,9 @@ class CircuitResult:
                 "method": self.method,
                 "config": self.config,
                 "budget": int(budget),
+                # position-resolved: budgets and curve sizes count (edge, position) units, and
+                # in_graph marks the edges the position circuit uses at some position
+                "positions": self.positions,
                 "clean_metric": self.baseline.clean,
                 "corrupted_metric": self.baseline.corrupted,
                 "curve": [_json_safe(point.to_dict()) for point in self.curve],
@@ -185,7 +210,10 @@ class CircuitResult:
 
 def derived_circuit(result: CircuitResult, budget: int) -> torch.Tensor:
     """The circuit at a budget the run did not evaluate, from the result's data alone: the
-    family's rule when it has one (iBoN, BoN-CSM, ACC++), else pruned top-N of the scores."""
+    family's rule when it has one (iBoN, BoN-CSM, ACC++), the edges a position circuit uses at
+    some position, else pruned top-N of the scores."""
+    if result.position_scores is not None:
+        return result.position_circuit(budget).any(-1)
     chosen = result.details.circuit(result, budget) if result.details is not None else None
     if chosen is not None:
         return chosen

@@ -26,6 +26,12 @@ activation it has on *q′*.
   deviates as much as the corruption does — in either direction.
 - **NFS** (the older normalised faithfulness score): (L(C(q)) − L(M(q′))) / (L(M(q)) − L(M(q′))).
   Unbounded: a circuit that overshoots scores above 1 and looks “better than perfect”.
+- **Necessity**: min(|L(M(q)) − L((M∖C)(q))| / |L(M(q)) − L(M(q′))|, 1), the full model with only
+  the circuit's edges corrupted. NDF asks whether the circuit suffices, necessity whether the model
+  needs it: 1 means removing the circuit removes the whole clean–corrupted difference.
+- A task runs only when its corruption lowers the metric clearly (by at least 1 logit of logit
+  difference, 0.3 nats of log-probability or 0.05 of probability); otherwise every score above
+  divides by noise, and the app says so before Run.
 - The **edge budget** N is how many edges a circuit may keep (before pruning edges that lie on no
   path from the input to the logits). The curve shows NDF against N.
 """
@@ -75,10 +81,12 @@ st.markdown(
 Every method measured the same way on the embedded Gemma-3-270M over the nine example prompts
 (`benchmarks/bench_faithfulness.py`): NDF of its circuits at a few small budgets and CPR / CMD
 (the areas under the faithfulness curve), how well its node scores follow the effect of patching
-each head or MLP alone, and how its circuits hold up on paraphrases of the prompt. **Edge Pruning**
-learns a mask per budget on the prompt itself, so it is the most faithful there by construction;
-the paraphrase columns show how much of that is fitted to the one sentence. Below it, the
-planted-circuit benchmark: models whose true circuit is known.
+each head or MLP alone, how its circuits hold up on paraphrases of the prompt (transfer), and their
+necessity. **Edge Pruning** learns a mask per budget on the prompt itself, and Best-of-N keeps the
+candidate of highest NDF on it, so both are marked *fitted to the prompt*: their NDF there is an
+upper bound, and the paraphrase columns show how much of it is fitted to the one sentence. ACC++
+is measured on its traced circuit completed with its heads' value paths and its MLPs' inputs.
+Below it, the planted-circuit benchmark: models whose true circuit is known.
 """
 )
 _ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -16,6 +16,8 @@ from circuitviz.ui import dataset as ui  # noqa: E402
 
 FOLDER = "a batch folder…"
 stored = ui.stored_atlases()
+if st.session_state.get("dataset.source") is None:  # the atlas open is the one the picker shows
+    st.session_state["dataset.source"] = next(iter(stored), FOLDER)
 choice = st.segmented_control("atlas", [*stored, FOLDER], key="dataset.source") or next(iter(stored), FOLDER)
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")

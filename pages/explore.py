@@ -19,7 +19,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import result_view, run  # noqa: E402
+    from circuitviz.ui import prefetch, result_view, run  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
     from circuitviz.ui.mmlu_picker import mmlu_picker  # noqa: E402
@@ -36,17 +36,19 @@ request = None  # the one request of this page: settings parsed, key computed, p
 if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
     request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
     ready = refused is None
+if (
+    given.task is not None
+):  # the graph's node captions depend on the prompt alone: computed while the user looks
+    prefetch.node_labels_soon(model, model_id, given.task)
 clicked = run.run_button("Run", ready)
+state.write_to_url()  # before the run: a reload while it goes on comes back to it
 
 result = state.result_for(method, model_id, prompt)
 if ready and (clicked or run.running(request.key) or st.session_state.pop("explore.autorun", False)):
     result = run.run_with_status(model, request) or result
-elif result is None and ready and st.session_state.get("_view_from_url", False) is not False:
-    # a shared or reloaded URL: show the stored result of exactly that request, never compute
-    result = loaders.stored_result(request)
-    if result is not None:
-        state.results()[result.method] = result
-    st.session_state["_view_from_url"] = False
+elif ready and (result is None or result.task != given.task or result.config != request.settings):
+    # a shared or reloaded URL, or inputs run before: the stored result of exactly this request
+    result = state.stored_result(request) or result
 
 
 @st.fragment
@@ -61,6 +63,8 @@ if result is not None:
         st.info("The result below is for earlier inputs; press Run to compute the current ones.")
     st.divider()
     labels = loaders.node_labels(model, result.model_id, result.task)
-    st.session_state["settings"] = result.config
     show_result(result, labels)
+from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
+
+graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn
 state.write_to_url()

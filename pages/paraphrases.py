@@ -19,7 +19,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz import render  # noqa: E402
-    from circuitviz.methods import available_methods  # noqa: E402
+    from circuitviz.methods import available_methods, config_to_dict  # noqa: E402
     from circuitviz.ui import bon, result_view, run  # noqa: E402
 
     registered = available_methods()
@@ -38,6 +38,7 @@ with st.container(border=True):
         initial=bon.PAGE_DEFAULTS,
         budgets_key="bon.budgets",
         budgets_default=bon.page_budgets(n_edges),
+        settings_key="bon.settings",
     )
     st.caption(
         "This page starts at 5 IG steps per pair, 6 budgets and the chosen variant alone, so 9 paraphrases "
@@ -46,19 +47,38 @@ with st.container(border=True):
     )
 ready = given.task is not None and settings is not None and budgets is not None
 request = None
-if ready:
-    request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
+if ready:  # priced without the work a sibling variant stored (iBoN after BoN finds its scores)
+    plain = config_to_dict(settings)
+    request, refused = run.request_line(
+        model,
+        model_id,
+        given.task,
+        method,
+        settings,
+        budgets,
+        adjust=lambda found: bon.priced_with_stored_scores(
+            found, model, model_id, given.task, method, plain, len(budgets), loaders.get_store()
+        ),
+    )
     ready = refused is None
 clicked = run.run_button("Run Best-of-N", ready, key="bon.run")
-if ready and (clicked or run.running(request.key)):
-    run.run_with_status(model, request)
+state.write_to_url()  # before the run or a stop: the URL names this view from the start
 result = state.result_for(method, model_id, prompt)
+if ready and (clicked or run.running(request.key)):
+    result = run.run_with_status(model, request) or result
+elif ready and (result is None or result.task != given.task or result.config != request.settings):
+    result = state.stored_result(request) or result
 if result is None or not bon.is_query_circuits(result):
     st.stop()
 
 st.subheader("Paraphrases")
 edited = st.data_editor(
-    bon.table_rows(result), hide_index=True, key="bon.pairs", disabled=bon.TABLE_COLUMNS[:5], width="stretch"
+    bon.table_rows(result),
+    hide_index=True,
+    key="bon.pairs",
+    disabled=bon.READ_ONLY_COLUMNS,
+    width="stretch",
+    column_config=bon.TABLE_WIDTHS,
 )
 
 
@@ -73,10 +93,24 @@ for note in result.details.notes:
     st.caption(note)
 
 budget = result_view.budget_slider(result, "budget", any_budget=True)
+
+
+@st.cache_data(show_spinner="Evaluating the candidates at this budget…", max_entries=64)
+def _candidates_at(_model, _result, result_key: str, budget: int) -> list[dict]:
+    return bon.candidates_at(_model, _result.model_id, _result, budget, loaders.get_store())
+
+
+def candidates_at(model, result, budget: int) -> list[dict]:
+    """Each candidate's NDF at ``budget`` (one batched pass where the run did not evaluate it)."""
+    return _candidates_at(
+        model, result, f"{result_view.result_id(result)} {loaders.model_key(model)}", int(budget)
+    )
+
+
 point = result_view.point_at(result, budget, model)
 result_view.metrics_row(result, budget, point)
-at = bon.candidate_budget(result, budget)
-scores = bon.candidate_ndf(result, at)
+at = budget  # the candidates at the slider's budget: evaluated now where the run did not
+scores = candidates_at(model, result, budget)
 if scores:
     st.plotly_chart(render.candidate_figure(scores, at), key="bon.candidates")
     st.caption(bon.winner_note(result, budget, point, scores, at))
@@ -106,7 +140,10 @@ if sets and len(sets) >= 2:
         key="bon.intersection",
     )
     if chosen != "none":
-        highlight, sentence = bon.highlight_in_circuit(set(named[chosen].edges), circuit_edges)
+        item = named[chosen]
+        highlight, sentence = bon.highlight_in_circuit(
+            set(item.edges), circuit_edges, result.method, item.members
+        )
         st.caption(sentence)
     st.caption(f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {at:,} edges.")
 elif (shared := bon.shared_entry(result, at)) is not None:

@@ -36,15 +36,23 @@ with st.expander(
     given = inputs.task_inputs(model, model_id, prompt, need_corrupted=False)
     result = state.result_for("acc++", model_id, prompt)
     method = get_method("acc++")
-    values = forms.config_form(method, "signals", initial=(result.config if result is not None else None))
+    start = state.method_settings("signals.settings", "acc++") or (
+        result.config if result is not None else {}
+    )
+    values = forms.config_form(method, "signals", initial=start)
+    state.remember_settings("signals.settings", "acc++", values)
     config, problem = forms.build_config(method, values)
     if problem:
         st.error(problem)
     budgets = inputs.default_budgets(inputs.graph_edge_total(model))
     ready = given.task is not None and not problem
     request = run.request_line(model, model_id, given.task, "acc++", config, budgets)[0] if ready else None
-    if run.run_button("Run ACC++", ready and request is not None):
+    clicked = run.run_button("Run ACC++", ready and request is not None)
+    state.write_to_url()  # before the run or a stop: a reload comes back to this view
+    if request is not None and (clicked or run.running(request.key)):
         result = run.run_with_status(model, request) or result
+    elif request is not None and result is None:
+        result = state.stored_result(request)
 
 if result is None:
     st.info(
@@ -99,6 +107,8 @@ st.caption(
     "runs on; the paper's check that the signals found carry the attention and the answer."
 )
 st.dataframe(knockout_rows(details), hide_index=True, width="stretch")
-if details.faithfulness.get("note"):
-    st.caption(details.faithfulness["note"])
+st.caption(
+    "metric: the answer's metric after the removal; mean traced attention: the attention weight of the "
+    "traced decisions; residual cosine and norm ratio: how close the final residual stays to the clean run's."
+)
 state.write_to_url()

@@ -72,11 +72,20 @@ try:
 except sae_store.SaeUnavailable as error:
     st.error(str(error))
     st.stop()
-st.dataframe(steer.feature_rows(labels), hide_index=True, width="stretch")
+st.dataframe(
+    steer.feature_rows(labels),
+    hide_index=True,
+    width="stretch",
+    column_config={steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP)},
+)
 
 options = steer.feature_options(labels)
 chosen = st.multiselect(
-    "Features to zero", list(options), format_func=lambda key: options[key], key="steer.features"
+    "Features to zero",
+    list(options),
+    format_func=lambda key: options[key],
+    key="steer.features",
+    select_all=False,  # a first click on "Select all" would zero every feature at once
 )
 for layer, feature in chosen[:3]:  # what the chosen features fired on, as marked text
     by_layer = {sae.layer: sae for sae in saes}

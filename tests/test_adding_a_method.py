@@ -22,7 +22,7 @@ from circuitviz.methods.settings import setting
 class ChangeSizeConfig:
     """Settings of the change-size method."""
 
-    power: float = setting(1.0, "the exponent applied to each writer's change size.", low=0.0)
+    power: float = setting(1.0, "the exponent applied to each writer's change size.")
     norm: str = setting("l2", 'which size to take, "l1" or "l2".', choices=("l1", "l2"))
 
 

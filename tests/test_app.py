@@ -101,7 +101,8 @@ def test_explore_shows_the_results_own_numbers():
     assert not at.exception
     # the next-token choices: the model's own softmax, as percentages with one decimal
     expected = next_token_probabilities(_tiny_loader("", ""), TINY_PROMPT, 8)
-    assert [f"{token!r} {100 * p:.1f}%" for token, p in expected] == list(at.pills[0].options)
+    # (each token in Unicode isolates, so a right-to-left token keeps the label's order)
+    assert [f"\u2068{token!r}\u2069 {100 * p:.1f}%" for token, p in expected] == list(at.pills[0].options)
     assert any("Both prompts are 15 tokens; 3 position(s) differ." == s.value for s in at.success)
     at = _run(at)
     assert not at.exception, at.exception
@@ -114,6 +115,7 @@ def test_explore_shows_the_results_own_numbers():
         "clean L(M(q))": f"{result.baseline.clean:+.3f}",
         "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
         "NDF": f"{point.ndf:.3f}",
+        "necessity": f"{point.necessity:.3f}",
         "NFS": f"{point.nfs:.3f}",
         "edges kept": f"{point.n_edges:,} ({share:.2f}%)",
     }
@@ -125,19 +127,27 @@ def test_explore_shows_the_results_own_numbers():
     assert len(edges) == len(names)
     drawn = {(e["from"], e["to"]) for e in edges}
     assert drawn == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in names}
-    # each drawn node is captioned on the canvas with its top promoted token (the logit lens,
-    # recomputed here from the model)
+    # each drawn node is captioned on the canvas by the caption rule: its logit-lens token where the
+    # answer or foil is among its top tokens, else its effect in words (recomputed here)
     from circuitviz.graph import GraphSpec
+    from circuitviz.labels.captions import node_caption
     from circuitviz.labels.logit_lens import logit_lens_labels
+    from circuitviz.render import canvas_caption_of, circuit_edges
+    from circuitviz.render.graph_html import node_scores
     from circuitviz.tasks import prepare_task
 
     model = _tiny_loader("", "")
     lens = logit_lens_labels(
         model, GraphSpec.from_model(model), prepare_task(model, result.task, need_corrupted=False)
     )
+    totals = node_scores(circuit_edges(result.graph, result.scores, circuit))
+    task = result.task
     for node in nodes:
         if node["id"] not in ("input", "logits"):
-            assert node["label"] == f"{node['id']}\n{lens[node['id']]['promotes'][0]!r}", node["label"]
+            caption = node_caption(
+                lens[node["id"]], -totals[node["id"]], task.answer, task.foils, task.metric, short=True
+            )
+            assert node["label"] == canvas_caption_of(node["id"], caption), node["label"]
     # the curve: one point per budget, NDF values from the result, the current budget marked
     chart = _charts(at)[0]
     assert chart["data"][0]["x"] == [5, 10, 20, 40]
@@ -360,7 +370,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
 
     import circuitviz.results as results
     import circuitviz.ui.loaders as loaders
-    from circuitviz.evaluate import forget_clean_runs
+    from circuitviz.evaluate import forget_prompt_runs
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
@@ -370,7 +380,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
     # what a new process would hold: no cached next tokens, labels or clean runs; the store only
     st.cache_data.clear()
     for model in counter.models:
-        forget_clean_runs(model)
+        forget_prompt_runs(model)
     counter.passes.clear()
     # each circuit the run chose is in its result: no view recomputes top-N or prunes
     for name in ("top_n", "prune"):
@@ -442,7 +452,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
         scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
 
     notes = curve_notes(Result())
-    assert len(notes) == 1 and "as expected for ACC++" in notes[0] and "value paths" in notes[0]
+    assert len(notes) == 1 and "ACC++ traces queries and keys only" in notes[0] and "value paths" in notes[0]
 
 
 def test_a_dip_in_the_curve_is_explained():
@@ -541,19 +551,26 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     assert list(table["paraphrase"]) == [pair["clean"] for pair in pairs]
     assert list(table["corrupted"]) == [pair["corrupted"] for pair in pairs]
     assert list(table["source"]) == [pair["source"] for pair in pairs]
+    assert table["replaced"][0] == bon.replaced_words(pairs[0]["clean"], pairs[0]["corrupted"])
     assert list(table["model's answer"]) == [pair.get("model_answer") or "" for pair in pairs]
     candidates = {int(k) for k in result.details.candidates}
     assert list(table["candidate"]) == [i in candidates for i in range(len(pairs))]
     assert sum(table["candidate"]) == len(candidates) > 1
-    # the candidates' NDF bars: the result's own per-budget points, the winner marked
+    # the candidates' NDF bars at the slider's budget: the run's own points where it evaluated the
+    # candidates there, else their circuits (top edges of each stored score matrix) evaluated now
     budget = at.session_state["budget"]
-    at_budget = bon.candidate_budget(result, budget)
-    entry = next(e for e in result.details.per_budget if int(e["budget"]) == at_budget)
+    at_budget = budget
     charts = _charts(at)
     bars = charts[0]["data"][0]
-    assert bars["y"] == pytest.approx([float(p["ndf"]) for p in entry["candidates"]])
+    assert f"at {budget:,} edges" in charts[0]["layout"]["title"]["text"]
+    entry = next((e for e in result.details.per_budget if int(e["budget"]) == budget), None)
+    if entry is not None:
+        expected, best = [float(p["ndf"]) for p in entry["candidates"]], int(entry["winner"])
+    else:
+        expected, best = _candidates_evaluated(at, result, budget)
+    assert bars["y"] == pytest.approx(expected)
     winner = [i for i, text in enumerate(bars["text"]) if text.startswith("winner")]
-    assert winner == [int(entry["winner"])]
+    assert winner == [best]
     assert any(c.value.startswith("The winner among the candidates") for c in at.caption)
     # the UpSet bars count the edges in exactly those candidates' circuits
     sets = bon.candidate_edge_sets(_tiny_loader("", ""), result.model_id, result, at_budget, _store(at))
@@ -589,6 +606,33 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
         next(m.value for m in at.metric if m.label == "NDF")
         == f"{evaluate_circuits(_tiny_loader('', ''), result.task, [result.circuit(15)], [15])[1][0].ndf:.3f}"
     )
+
+
+def _candidates_evaluated(at, result, budget: int) -> tuple[list[float], int]:
+    """Each candidate's NDF at ``budget`` recomputed here: its stored score matrix's top edges,
+    pruned, patched on the prompt; and the index of the most faithful (the winner)."""
+    from circuitviz.api import evaluate_circuits
+    from circuitviz.graph import prune, top_n
+    from circuitviz.methods.bon import QueryCircuitConfig, base_scorer
+    from circuitviz.query.scoring import score_key
+    from circuitviz.tasks import PromptTask
+
+    model, store, spec = _tiny_loader("", ""), _store(at), result.graph
+    method, config = base_scorer(QueryCircuitConfig(**result.config))
+    masks = []
+    for k in (int(k) for k in result.details.candidates):
+        pair = result.details.pairs[k]
+        task = PromptTask(
+            pair["clean"], pair["corrupted"], pair["answer"], tuple(pair["foils"]), pair["metric"]
+        )
+        scores = store.load_state(
+            score_key(model, result.model_id, spec, task, method, config), kind="scores"
+        )
+        masks.append(prune(spec, top_n(spec, scores["scores"].float(), budget)))
+    baseline, points = evaluate_circuits(model, result.task, masks, [budget] * len(masks))
+    # Best-of-N's rule: the highest NDF, then the metric closest to the model's, then the first
+    best = min(range(len(points)), key=lambda i: (-points[i].ndf, abs(baseline.clean - points[i].metric), i))
+    return [point.ndf for point in points], best
 
 
 def _store(at):

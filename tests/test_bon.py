@@ -506,3 +506,19 @@ def test_cli_paraphrase_errors_are_one_sentence(tmp_path, monkeypatch, capsys, t
         cli.main(["discover", *task, "--method", "bon", "--paraphrases", str(missing), "--budgets", "4"]) == 2
     )
     assert "Cannot read the paraphrase file" in capsys.readouterr().err
+
+
+def test_every_variants_curve_carries_its_circuits_necessity(tiny):
+    """Best-of-N's curves come from its pool (NDF only); the necessity beside them is each kept
+    circuit's complement evaluated as any method's curve evaluates it."""
+    from circuitviz.evaluate import Evaluator, curves_of_tasks
+
+    result = run(tiny, "bon")
+    evaluator = Evaluator(tiny, GraphSpec.from_model(tiny), prepare_task(tiny, IOI_TASK))
+    budgets = [point.budget for point in result.curve]
+    (expected,) = curves_of_tasks(
+        [evaluator], torch.stack([result.circuit(b) for b in budgets])[None], budgets
+    )
+    for point, reference in zip(result.curve, expected):
+        assert point.necessity == pytest.approx(reference.necessity, abs=1e-9)
+    assert all(0.0 <= point.necessity <= 1.0 for point in result.curve)

@@ -1,18 +1,22 @@
 """End to end in headless Chromium: the real app, the embedded model, a real browser, at 1500 px.
 
-Starts ``streamlit run app.py`` on a free local port with a fresh result store and calibration
-(the converted model is reused, so "model ready" is the warm start), then drives what a new user
-does: the Explore page from a shared URL (its phase shown while the model loads), EAP-IG on the
-15-token IOI prompt (timed against ``benchmarks/bench_engine.py`` run in the same test), the
-numbers on screen checked against the result the app stored, the graph's wheel scrolling the
-page, a new prompt (answer, foil and corrupted prompt proposed for it), a multi-token answer
-(its error beside it, Run disabled), the budget kept across a page switch, Compare, iBoN with 9
-paraphrases (timed) and a click on an UpSet bar, Steer on the circuit at the chosen budget, and
-the Gallery. Screenshots and the measured figures go to ``test-output/`` (look at them);
+Starts the app as ``make app`` does (``python -m circuitviz.ui.serve``: the default model starts
+loading with the server) on a free local port with a fresh result store and calibration (the
+converted model is reused), then drives what a new user does, page by page (``browser_page``
+holds the helpers): Explore from a shared URL (model ready timed from opening the page), EAP-IG on
+the 15-token IOI prompt (its run, click to graph, and ``benchmarks/bench_engine.py`` in the same
+test), the numbers on screen against the result the app stored, the view it opens at and why,
+the wheel scrolling the page, the budget across a page switch; Compare (EAP and EAP-IG, then its
+URL in a new browser, then ACC++, CircuitLasso and Edge Pruning with each estimate against its
+run and Edge Pruning's progress looked at every second); Signals (ACC++ leaves the budget); a
+new prompt and the inputs' sentences (a multi-token answer, 'Mary' without its space, the
+corrupted prompt equal to the prompt, bad budgets, a right-to-left prompt); IG steps 60 kept
+across a page switch and a reload during the run (its progress, then its result); Paraphrases
+(its URL from the first paint, Best-of-N then iBoN with their estimates, an UpSet click); Steer,
+Gallery, Dataset, About. Screenshots and figures go to ``test-output/`` (look at them);
 ``CIRCUITVIZ_UPDATE_SCREENSHOTS=1`` also writes ``docs/images/explore.png``.
 
-Needs Debian's chromium (``scripts/install-test-deps.sh``) and the playwright package; the
-browser build of ``playwright install`` is never used.
+Needs Debian's chromium (``scripts/install-test-deps.sh``) and playwright; never ``playwright install``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,32 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_page import (
+    bench_engine_total,
+    body_text,
+    budget_shown,
+    button_ready,
+    choose,
+    computed_seconds,
+    drawn_edge_count,
+    estimate_seconds,
+    estimates,
+    gallery_result,
+    graph_drawn,
+    graph_frame,
+    input_value,
+    metric_values,
+    metrics,
+    open_page,
+    progress_texts,
+    readable,
+    result_of,
+    settled,
+    shot,
+    stored_results,
+    type_into,
+    wait_for,
+)
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +120,7 @@ def cache(tmp_path_factory):
 def bench_seconds():
     """``benchmarks/bench_engine.py``'s EAP-IG time, measured in this test run before the app
     starts (so the two never share the CPU or hold two models at once)."""
-    return _bench_engine_total()
+    return bench_engine_total()
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +130,7 @@ def app_url(cache, bench_seconds):
     OUTPUT.mkdir(exist_ok=True)
     log = open(OUTPUT / "streamlit.log", "w")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CIRCUITVIZ_CACHE": str(cache)}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     server = subprocess.Popen(
@@ -138,222 +168,93 @@ def browser():
 
 
 # ----- helpers ---------------------------------------------------------------------------------------
-def _wait(page, condition: str, timeout_ms: int, arg=None) -> None:
-    """Wait for a JS condition; fail at once with the app's message when it shows an exception."""
-    script = (
-        "(arg) => { if (document.querySelector('[data-testid=\"stException\"]')) return 'exception';"
-        f" return ({condition})(arg) ? 'ok' : false; }}"
-    )
-    handle = page.wait_for_function(script, arg=arg, timeout=timeout_ms, polling=200)
-    if handle.json_value() == "exception":
-        text = page.locator('[data-testid="stException"]').first.inner_text()
-        page.screenshot(path=str(OUTPUT / "failure.png"), full_page=True)
-        raise AssertionError(f"the app raised: {text[:2000]}")
-
-
-def _button_ready(label: str) -> str:
-    return f"() => [...document.querySelectorAll('button')].some(b => b.innerText.trim() === {label!r} && !b.disabled)"
-
-
-def _settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
-    """Wait until streamlit has finished its script runs: no 'running' indicator in two looks
-    0.7 s apart (a rerun's indicator appears a moment after the input that caused it)."""
-    idle = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-    for _ in range(60):
-        page.wait_for_timeout(700)
-        _wait(page, idle, timeout_ms)
-        page.wait_for_timeout(700)
-        if page.evaluate(idle):
-            return
-
-
-def _graph_drawn(page, started: float, timeout_s: float = RUN_WAIT_MS / 1000) -> float:
-    """Seconds from ``started`` until the result's metrics are on the page and the circuit graph
-    has drawn its canvas inside its frame (looked at every 0.1 s; the graph is the point a user
-    waits for, the rest of the page below it may still be filling in)."""
-    _wait(page, "() => document.body.innerText.includes('edges kept')", int(timeout_s * 1000))
-    while time.perf_counter() - started < timeout_s:
-        for frame in page.frames:
-            if frame is not page.main_frame and frame.locator("canvas").count():
-                return time.perf_counter() - started
-        page.wait_for_timeout(100)
-    raise AssertionError("The circuit graph was not drawn.")
-
-
-def _metrics(page) -> dict[str, str]:
-    """{label: value} of every st.metric on screen."""
-    return page.evaluate(
-        """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
-            m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
-            m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
-    )
-
-
-def _metric_values(page, label: str) -> list[str]:
-    return page.evaluate(
-        """(label) => [...document.querySelectorAll('[data-testid="stMetric"]')]
-            .filter(m => m.querySelector('[data-testid="stMetricLabel"]').innerText.trim() === label)
-            .map(m => m.querySelector('[data-testid="stMetricValue"]').innerText.trim())""",
-        label,
-    )
-
-
-def _input_value(page, label: str) -> str:
-    return page.get_by_label(label, exact=True).input_value()
-
-
-def _type(page, label: str, text: str) -> None:
-    """Replace an input's text and commit it (Enter for a line, Ctrl+Enter for a text area)."""
-    box = page.get_by_label(label, exact=True)
-    box.click()
-    box.fill(text)
-    multiline = box.evaluate("e => e.tagName") == "TEXTAREA"
-    page.keyboard.press("Control+Enter" if multiline else "Enter")
-    _settled(page)
-
-
-def _graph_frame(page, index: int = 0):
-    """The Playwright frame of the ``index``-th graph iframe (srcdoc frames, in page order)."""
-    handles = page.locator("iframe").element_handles()
-    return handles[index].content_frame()
-
-
-def _drawn_edge_count(page, index: int = 0) -> int:
-    return int(_graph_frame(page, index).evaluate("() => network.body.data.edges.length"))
-
-
-def _stored_results(cache: Path) -> list:
-    """Every result the app stored, read back as CircuitResult objects."""
-    import torch
-
-    from circuitviz.results import CircuitResult
-
-    found = []
-    for path in sorted((cache / "results" / "result").glob("*.pt")):
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        found.append(CircuitResult.from_state(state))
-    return found
-
-
-def _result_of(cache: Path, method: str, prompt: str):
-    matching = [r for r in _stored_results(cache) if r.method == method and r.task.clean == prompt]
-    assert matching, f"no stored {method} result for {prompt!r}"
-    return matching[-1]
-
-
-def _budget_shown(page) -> int:
-    """The budget the slider shows now (its thumb's value)."""
-    text = page.get_by_role("slider").first.get_attribute("aria-valuetext") or ""
-    return int(text.replace(",", ""))
-
-
-def _shot(page, name: str, locator=None, full: bool = False, height: int = 1000) -> None:
-    """A screenshot into test-output/: the page scrolled so ``locator`` is at the top (in a
-    viewport ``height`` px tall: streamlit scrolls its main area itself, so a taller viewport is
-    how more of a page gets into one picture), or the element ``locator`` alone with ``full``."""
-    page.add_style_tag(content="header[data-testid='stHeader'] { display: none !important; }")
-    if locator is not None and full:
-        locator.screenshot(path=str(OUTPUT / name))
-        return
-    if height != 1000:
-        page.set_viewport_size({"width": WIDTH, "height": height})
-        page.wait_for_timeout(800)
-    if locator is not None:
-        locator.evaluate("element => element.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(600)
-    page.screenshot(path=str(OUTPUT / name))
-    if height != 1000:
-        page.set_viewport_size({"width": WIDTH, "height": 1000})
-        page.wait_for_timeout(500)
-
-
-def _bench_engine_total() -> float:
-    """``benchmarks/bench_engine.py``'s EAP-IG discovery time (no load), run now, one repeat."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [sys.executable, "benchmarks/bench_engine.py", "--repeats", "1"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    OUTPUT.mkdir(exist_ok=True)  # this fixture runs before the server's, on a fresh checkout too
-    (OUTPUT / "bench-engine.txt").write_text(done.stdout)
-    found = re.search(r"EAP-IG discovery total \(no load\)\s+([\d.]+)s", done.stdout)
-    assert found, done.stdout[-2000:]
-    return float(found.group(1))
-
-
-def _estimate_seconds(text: str) -> float:
-    found = re.search(r"Estimate: about ([\d.]+) (s|min|h)", text)
-    assert found, text
-    return float(found.group(1)) * {"s": 1, "min": 60, "h": 3600}[found.group(2)]
-
-
 # ----- the test ---------------------------------------------------------------------------------------
+CORRUPTED_LABEL = "Corrupted prompt (the key fact or name replaced; same number of tokens)"
+ANSWER_LABEL = "answer token (with its leading space)"
+BUDGETS_LABEL = "edge budgets (the slider's steps; each is evaluated once)"
+RTL_PROMPT = "The capital city of مدينة is the city of"
+RTL_CORRUPTED = "The capital city of مدينة is the city in"
+
+
 def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
-    figures: dict[str, object] = {"bench_engine_eap_ig_s": bench_seconds}
+    figures: dict[str, object] = {"bench_engine_eap_ig_s": bench_seconds, "load_average": _load_average()}
     page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    result = _explore_first_run(page, app_url, cache, figures)
+    _budget_across_pages(page, result)
+    _compare(page, browser, app_url, cache, figures, result)
+    _signals_leaves_the_budget(page, figures)
+    answer = _new_prompt_and_its_inputs(page, figures)
+    _settings_and_a_reload(page, cache, figures)
+    _paraphrases(page, cache, figures)
+    _steer(page, figures)
+    _gallery(page)
+    _dataset_and_about(page)
+    _positions_picture(page, figures)
+    assert not errors, errors
+    figures["load_average_end"] = _load_average()
+    figures["new_prompt_answer"] = answer
+    (OUTPUT / "browser-figures.json").write_text(json.dumps(figures, indent=1, default=str))
+    print("browser figures:", json.dumps(figures, default=str))  # timings are reported, never asserted
 
-    # --- open: first paint, the prompt box before the model, the phase shown, then ready
+
+def _load_average() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3] if Path("/proc/loadavg").exists() else "?"
+
+
+def _explore_first_run(page, app_url, cache, figures):
+    """Open Explore from a shared URL, wait for the model, run EAP-IG; the numbers are the stored result's."""
     start = time.perf_counter()
     page.goto(f"{app_url}/?{urllib.parse.urlencode(IOI_VIEW)}")
     page.get_by_text("Explore a prompt's circuit").wait_for(timeout=60_000)
     figures["first_paint_s"] = time.perf_counter() - start
     page.get_by_label("Prompt", exact=True).wait_for(timeout=60_000)
     figures["prompt_box_s"] = time.perf_counter() - start
-    loading = page.get_by_text("Loading the model")
-    try:
-        loading.first.wait_for(timeout=5_000)
-        figures["load_phase_shown"] = loading.first.inner_text()
-    except playwright_api.TimeoutError:
-        figures["load_phase_shown"] = ""
-    _wait(page, _button_ready("Run"), MODEL_WAIT_MS)
+    wait_for(page, button_ready("Run"), MODEL_WAIT_MS)
     figures["model_ready_s"] = time.perf_counter() - start
-    _settled(page)
-    assert figures["load_phase_shown"].startswith("Loading the model gemma-3-270m"), figures
-    assert _input_value(page, "answer token (with its leading space)") == " Mary"
-    assert _input_value(page, "foil token") == " John"  # the other name, not the next token
-    corrupted = _input_value(page, "Corrupted prompt (the key fact or name replaced; same number of tokens)")
+    settled(page)
+    assert input_value(page, ANSWER_LABEL) == " Mary"
+    assert input_value(page, "foil token") == " John"  # the other name, not the next token
+    corrupted = input_value(page, CORRUPTED_LABEL)
     assert corrupted and "Mary" not in corrupted and "John" not in corrupted
     assert page.get_by_text("Both prompts are 15 tokens").count() == 1
+    assert "the token: ·Mary" in body_text(page)  # the leading space shown
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()
     figures["estimate_first_run"] = estimate_text
-    _shot(page, "explore-inputs.png")
+    shot(page, "explore-inputs.png")
 
-    # --- EAP-IG on the 15-token prompt: time it, then bench_engine in the same test run
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    figures["eap_ig_click_to_graph_s"] = _graph_drawn(page, started)
-    _settled(page)
+    figures["eap_ig_click_to_graph_s"] = graph_drawn(page, started)
+    settled(page)
     figures["eap_ig_click_to_settled_s"] = time.perf_counter() - started
-    computed = re.search(r"computed in ([\d.]+) s", page.locator("body").inner_text())
-    figures["eap_ig_computed_s"] = float(computed.group(1)) if computed else None
-    figures["estimate_first_run_s"] = _estimate_seconds(estimate_text)
+    figures["eap_ig_computed_s"] = computed_seconds(page, "eap-ig")[-1]
+    figures["estimate_first_run_s"] = estimate_seconds(estimate_text)
 
-    # --- the numbers on screen are the stored result's
-    result = _result_of(cache, "eap-ig", IOI_PROMPT)
-    budget = _budget_shown(page)
+    result = result_of(cache, "eap-ig", IOI_PROMPT)
+    budget = budget_shown(page)
     point = result.point(budget)
-    assert point is not None and budget == _readable(result)
-    metrics = _metrics(page)
-    assert metrics["NDF"] == f"{point.ndf:.3f}" and metrics["NFS"] == f"{point.nfs:.3f}"
-    assert metrics["edges kept"] == f"{point.n_edges:,} ({100 * point.n_edges / result.graph.n_edges:.2f}%)"
-    assert metrics["clean L(M(q))"] == f"{result.baseline.clean:+.3f}"
-    frame = _graph_frame(page)
+    assert point is not None and budget == readable(result)
+    shown = metrics(page)
+    assert shown["NDF"] == f"{point.ndf:.3f}" and shown["NFS"] == f"{point.nfs:.3f}"
+    assert shown["edges kept"] == f"{point.n_edges:,} ({100 * point.n_edges / result.graph.n_edges:.2f}%)"
+    assert shown["clean L(M(q))"] == f"{result.baseline.clean:+.3f}"
+    reason = next(
+        text for text in ("Opened at the smallest", "No circuit of at most") if text in body_text(page)
+    )
+    figures["explore_shown"] = {"budget": budget, "opened": reason, **shown}
+    frame = graph_frame(page)
     frame.locator("canvas").wait_for(timeout=30_000)
-    assert _drawn_edge_count(page) == min(point.n_edges, 1500)
-    figures["explore_shown"] = {"budget": budget, **metrics}
-    # every drawn head carries its top promoted token on the canvas
+    assert drawn_edge_count(page) == min(point.n_edges, 1500)
     labels = frame.evaluate("() => network.body.data.nodes.get().map(n => n.label)")
-    assert all("\n'" in label for label in labels if label.startswith(("a", "m")))
+    assert any("\n" in label for label in labels), labels[:6]  # captions where they say something
+    chart = page.locator(".js-plotly-plot").first
+    ticks = chart.evaluate("c => [...c.querySelectorAll('.xtick text')].map(t => t.textContent)")
+    assert {"100", "1k", "10k"} <= set(ticks) and not {"2", "5"} & set(ticks), ticks  # budgets 20 to 10,342
+    assert "NDF (clipped at 0)" in chart.inner_text()
 
-    # --- the wheel over the graph scrolls the page, it does not zoom the graph
-    iframe = page.locator("iframe").first
+    iframe = page.locator("iframe").first  # the wheel over the graph scrolls the page, not the graph
     iframe.scroll_into_view_if_needed()
     box = iframe.bounding_box()
     scale_before = frame.evaluate("() => network.getScale()")
@@ -365,48 +266,52 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     assert frame.evaluate("() => network.getScale()") == scale_before
     figures["wheel_scrolled_px"] = page.evaluate(f"() => ({scroller}).scrollTop") - top_before
     assert figures["wheel_scrolled_px"] > 0
-    figures["graph_frame_px"] = {"width": box["width"], "height": box["height"]}
-    _shot(page, "explore-graph.png", iframe, full=True)
-    if os.environ.get("CIRCUITVIZ_UPDATE_SCREENSHOTS") == "1":
-        DOCS_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        iframe.screenshot(path=str(DOCS_SCREENSHOT))
+    frame.evaluate(
+        "() => document.querySelectorAll('div.vis-tooltip').forEach(t => { t.style.visibility = 'hidden'; })"
+    )  # no hover box
+    shot(page, "explore-graph.png", iframe, full=True)
     page.get_by_text("Explain this circuit").first.click()
     page.wait_for_timeout(600)
-    _shot(page, "explore-result.png", page.get_by_text("edge budget (").first, height=2400)
+    shot(page, "explore-result.png", page.get_by_text("edge budget (").first, height=2400)
+    return result
 
-    # --- the budget survives a page switch and back
+
+def _budget_across_pages(page, result) -> None:
     slider = page.get_by_role("slider").first
     slider.focus()
     page.keyboard.press("ArrowRight")
-    _settled(page)
-    moved = _budget_shown(page)
-    assert moved != budget and f"budget={moved}" in page.url
-    assert _metric_values(page, "NDF") == [f"{result.point(moved).ndf:.3f}"]
-    _open(page, "Compare")
+    settled(page)
+    moved = budget_shown(page)
+    assert f"budget={moved}" in page.url
+    assert metric_values(page, "NDF") == [f"{result.point(moved).ndf:.3f}"]
+    open_page(page, "Compare")
     page.get_by_text("Compare methods").first.wait_for(timeout=60_000)
-    _settled(page)
-    assert _input_value(page, "Prompt") == IOI_PROMPT
-    _open(page, "Explore")
-    page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=60_000)
-    _wait(page, "() => document.body.innerText.includes('edges kept')", 120_000)
-    _settled(page)
-    assert _budget_shown(page) == moved
+    settled(page)
+    assert input_value(page, "Prompt") == IOI_PROMPT
+    open_page(page, "Explore")
+    wait_for(page, "() => document.body.innerText.includes('edges kept')", 120_000)
+    settled(page)
+    assert budget_shown(page) == moved
 
-    # --- Compare: EAP and EAP-IG side by side, their NDFs the stored results'
-    _open(page, "Compare")
-    _wait(page, _button_ready("Run the comparison"), 120_000)
+
+def _compare(page, browser, app_url, cache, figures, result) -> None:
+    """EAP and EAP-IG side by side; the URL in a new browser; then ACC++, CircuitLasso and Edge
+    Pruning, each estimate against its run, Edge Pruning's progress looked at every second."""
+    open_page(page, "Compare")
+    wait_for(page, button_ready("Run the comparison"), 120_000)
     page.get_by_role("button", name="Run the comparison").click()
-    _wait(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
-    _settled(page)
-    shown_budget = _budget_shown(page)
-    eap = _result_of(cache, "eap", IOI_PROMPT)
-    assert _metric_values(page, "NDF") == [
+    wait_for(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
+    settled(page)
+    shown_budget = budget_shown(page)
+    eap = result_of(cache, "eap", IOI_PROMPT)
+    assert metric_values(page, "NDF") == [
         f"{eap.point(shown_budget).ndf:.3f}",
         f"{result.point(shown_budget).ndf:.3f}",
     ]
     a = set(eap.graph.edge_names_of(eap.circuit(shown_budget)))
     b = set(result.graph.edge_names_of(result.circuit(shown_budget)))
     assert page.get_by_text(f"{len(a & b):,} edges are in every circuit.").count() == 1
+    assert page.get_by_text("drawn bold, the shared ones thin").count() == 2
     figures["compare_shown"] = {
         "budget": shown_budget,
         "shared": len(a & b),
@@ -418,141 +323,278 @@ def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
     main_right = page.evaluate(
         "() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').getBoundingClientRect().right"
     )
-    assert right <= main_right + 1, (right, main_right)  # no column clipped on the right
-    _shot(page, "compare.png", page.get_by_text("edge budget (").first, height=2000)
+    assert right <= main_right + 1, (right, main_right)
+    shot(page, "compare.png", page.get_by_text("edge budget (").first, height=2000)
+    assert "compare=eap%2Ceap-ig" in page.url or "compare=eap,eap-ig" in page.url, page.url
 
-    # --- a new prompt: its own answer, foil and corrupted prompt
-    _open(page, "Explore")
-    page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=60_000)
-    _settled(page)
-    _type(page, "Prompt", NEW_PROMPT)
+    fresh = browser.new_page(viewport={"width": WIDTH, "height": 1000})  # the URL in a new browser
+    fresh.goto(page.url)
+    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 2", 180_000)
+    assert metric_values(fresh, "NDF") == metric_values(page, "NDF")
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    query["compare"] = ["acc++,circuit-lasso,edge-pruning"]
+    fresh.goto(f"{app_url}/compare?{urllib.parse.urlencode(query, doseq=True)}")
+    wait_for(fresh, button_ready("Run the comparison"), 180_000)
+    settled(fresh)
+    fresh.get_by_role("button", name="Run the comparison").click()
+    figures["edge_pruning_progress"] = progress_texts(fresh, "edge-pruning on gemma-3-270m: computed", 900)
+    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 3", RUN_WAIT_MS)
+    settled(fresh)
+    measured = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), computed_seconds(fresh)))
+    priced = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), estimates(fresh)))
+    figures["compare_estimate_vs_measured_s"] = {m: (priced.get(m), measured.get(m)) for m in measured}
+    assert "fitted to the prompt" in body_text(fresh)
+    shot(fresh, "compare-three.png", fresh.get_by_text("edge budget (").first, height=2000)
+    fresh.close()
+
+
+def _signals_leaves_the_budget(page, figures) -> None:
+    open_page(page, "Explore")
+    wait_for(page, "() => document.body.innerText.includes('edges kept')", 120_000)
+    settled(page)
+    before = budget_shown(page)
+    open_page(page, "Signals")
+    page.get_by_text("Signals: why a head attends").first.wait_for(timeout=60_000)
+    settled(page)
+    if (
+        page.get_by_role("button", name="Run ACC++").count()
+        and page.get_by_role("button", name="Run ACC++").is_visible()
+    ):
+        page.get_by_role("button", name="Run ACC++").click()
+    wait_for(page, "() => document.body.innerText.includes('Attention decisions')", RUN_WAIT_MS)
+    settled(page)
+    assert "NDF by patching" not in body_text(page)  # no orphan caption under the knockout table
+    shot(page, "signals.png", page.get_by_text("Attention decisions").first, height=2000)
+    open_page(page, "Explore")
+    wait_for(page, "() => document.body.innerText.includes('edges kept')", 120_000)
+    settled(page)
+    assert budget_shown(page) == before
+    figures["budget_after_signals"] = before
+
+
+def _new_prompt_and_its_inputs(page, figures) -> str:
+    type_into(page, "Prompt", NEW_PROMPT)
     expect(page.get_by_label("foil token", exact=True)).to_have_value(" Anna", timeout=120_000)
-    new_corrupted = _input_value(
-        page, "Corrupted prompt (the key fact or name replaced; same number of tokens)"
-    )
+    new_corrupted = input_value(page, CORRUPTED_LABEL)
     assert new_corrupted and "Anna" not in new_corrupted and "Tom" not in new_corrupted
-    answer = _input_value(page, "answer token (with its leading space)")
+    answer = input_value(page, ANSWER_LABEL)
     assert answer and answer != " Mary"
     assert page.locator("iframe").count() == 0  # the old prompt's result is gone
-    _shot(page, "explore-new-prompt.png")
+    shot(page, "explore-new-prompt.png")
+    run_button = page.get_by_role("button", name="Run", exact=True)
+    type_into(page, ANSWER_LABEL, " Mary-Jane Watson")  # a multi-token answer: its error, Run disabled
+    page.get_by_text("use a single token").first.wait_for(timeout=120_000)
+    expect(run_button).to_be_disabled(timeout=30_000)
+    shot(page, "explore-multi-token-answer.png")
+    type_into(page, ANSWER_LABEL, answer.strip())  # the word without the model's leading space
+    page.get_by_text("with a leading space").first.wait_for(timeout=60_000)
+    shot(page, "explore-missing-space.png")
+    page.get_by_role("button", name=f"Use {answer!r}").click()
+    settled(page)
+    assert input_value(page, ANSWER_LABEL) == answer
+    type_into(page, CORRUPTED_LABEL, NEW_PROMPT)  # the corrupted prompt is the prompt: refused
+    page.get_by_text("is the prompt itself").first.wait_for(timeout=60_000)
+    expect(run_button).to_be_disabled(timeout=30_000)
+    shot(page, "explore-identical-corrupted.png")
+    type_into(page, CORRUPTED_LABEL, new_corrupted)
+    budgets = input_value(page, BUDGETS_LABEL)
+    type_into(page, BUDGETS_LABEL, "abc,-5,99999999")
+    wait_for(
+        page,
+        "() => document.body.innerText.includes(\"'abc'\") && document.body.innerText.includes('-5 is negative')",
+        60_000,
+    )
+    assert "99,999,999 is over the" in body_text(page)
+    expect(run_button).to_be_disabled(timeout=30_000)
+    shot(page, "explore-bad-budgets.png", page.get_by_text("'abc'").first)
+    type_into(page, BUDGETS_LABEL, budgets)
+    type_into(page, "Prompt", RTL_PROMPT)  # right to left: the chips keep the prompt's order
+    page.get_by_text("Corrupted prompt").first.wait_for(timeout=120_000)
+    type_into(page, CORRUPTED_LABEL, RTL_CORRUPTED)
+    chips = page.locator('span[dir="auto"]')
+    figures["rtl_chips"] = chips.count()
+    assert chips.count() > 0
+    shot(page, "explore-right-to-left.png")
+    type_into(page, "Prompt", NEW_PROMPT)
+    expect(page.get_by_label("foil token", exact=True)).to_have_value(" Anna", timeout=120_000)
+    expect(run_button).to_be_enabled(timeout=120_000)
+    return answer
 
-    # --- a multi-token answer: the error beside it, Run disabled
-    _type(page, "answer token (with its leading space)", " Mary-Jane Watson")
-    error = page.get_by_text("use a single token").first
-    error.wait_for(timeout=120_000)
-    expect(page.get_by_role("button", name="Run", exact=True)).to_be_disabled(timeout=30_000)
-    _shot(page, "explore-multi-token-answer.png")
-    _type(page, "answer token (with its leading space)", answer)
-    expect(page.get_by_role("button", name="Run", exact=True)).to_be_enabled(timeout=120_000)
 
-    # --- the calibrated estimate of a second EAP-IG run, and its measured time
+def _settings_and_a_reload(page, cache, figures) -> None:
+    """IG steps 60 kept across a page switch and in the URL; a reload during the run shows its
+    progress and then its result."""
+    type_into(page, "ig steps", "60")
+    open_page(page, "Gallery")
+    page.get_by_text("Indirect object").first.wait_for(timeout=60_000)
+    open_page(page, "Explore")
+    page.get_by_label("ig steps", exact=True).wait_for(timeout=120_000)
+    settled(page)
+    assert input_value(page, "ig steps") == "60"
+    settings = json.loads(urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["settings"][0])
+    assert settings["ig_steps"] == 60  # in the URL as typed, before any run
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    figures["second_run_click_to_graph_s"] = _graph_drawn(page, started)
-    _settled(page)
-    computed = re.search(r"computed in ([\d.]+) s", page.locator("body").inner_text())
-    figures["estimate_second_run"] = estimate_text
-    figures["estimate_second_run_s"] = _estimate_seconds(estimate_text)
-    figures["second_run_computed_s"] = float(computed.group(1))
-    figures["second_run_click_to_settled_s"] = time.perf_counter() - started
+    page.get_by_text("Running eap-ig").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.reload()
+    seen = progress_texts(page, "edges kept", RUN_WAIT_MS / 1000, every_s=0.5)
+    figures["reload_progress_seen"] = seen[:3] + seen[-2:]
+    assert seen, "the reloaded page showed no progress of the run in flight"
+    graph_drawn(page, started)
+    settled(page)
+    figures["ig60_estimate"] = estimate_text
+    figures["ig60_estimate_s"] = estimate_seconds(estimate_text)
+    figures["ig60_seconds_click_to_result_after_reload"] = time.perf_counter() - started
+    stored = [r for r in stored_results(cache) if r.method == "eap-ig" and r.config.get("ig_steps") == 60]
+    assert stored and metric_values(page, "NDF") == [f"{stored[-1].point(budget_shown(page)).ndf:.3f}"]
+    figures["ig60_computed_s"] = stored[-1].timings
+    type_into(page, "ig steps", "20")
+    estimate_text = page.get_by_text("Estimate: about").first.inner_text()  # a second 20-step run: timed
+    assert "is for earlier inputs" in body_text(page)  # the 60-step result is still on screen
+    page.evaluate("() => { window.cvGraphBefore = document.querySelector('iframe').srcdoc; }")
+    started = time.perf_counter()
+    page.get_by_role("button", name="Run", exact=True).click()
+    new_graph = (
+        "() => { const f = document.querySelector('iframe'); return f && f.srcdoc !== window.cvGraphBefore; }"
+    )
+    wait_for(page, new_graph, RUN_WAIT_MS)  # the graph of this run, not the 60-step one
+    figures["second_run_click_to_graph_s"] = graph_drawn(page, started)
+    settled(page)
+    figures["estimate_second_run_s"] = estimate_seconds(estimate_text)
+    figures["second_run_computed_s"] = computed_seconds(page, "eap-ig")[-1]
 
-    # --- Paraphrases: iBoN with 9 paraphrases and the page's defaults; an UpSet bar clicked
-    _open(page, "Paraphrases")
+
+def _paraphrases(page, cache, figures) -> None:
+    open_page(page, "Paraphrases")
     page.get_by_text("Paraphrases and Best-of-N").first.wait_for(timeout=60_000)
-    _settled(page)
-    _type(page, "Prompt", IOI_PROMPT)
+    settled(page)
+    assert "bon_method=" in page.url and "prompt=" in page.url, page.url  # never a bare /paraphrases
+    type_into(page, "Prompt", IOI_PROMPT)
     expect(page.get_by_label("foil token", exact=True)).to_have_value(" John", timeout=120_000)
     page.get_by_text("Both prompts are 15 tokens").first.wait_for(timeout=60_000)
-    _choose(page, "method", "ibon")
-    page.get_by_text("Estimate: about").first.wait_for(timeout=60_000)
-    _settled(page)
-    figures["ibon_estimate"] = page.get_by_text("Estimate: about").first.inner_text()
-    started = time.perf_counter()
-    page.get_by_role("button", name="Run Best-of-N").click()
-    _wait(
-        page, "() => document.body.innerText.includes('Edges shared across candidate circuits')", RUN_WAIT_MS
-    )
-    _settled(page)
-    figures["ibon_click_to_view_s"] = time.perf_counter() - started
-    computed = re.search(r"computed in ([\d.]+) s", page.locator("body").inner_text())
-    figures["ibon_computed_s"] = float(computed.group(1)) if computed else None
-    ibon = _result_of(cache, "ibon", IOI_PROMPT)
-    figures["ibon_pairs"] = len(ibon.details.pairs) - 1
-    _shot(page, "paraphrases.png", page.get_by_role("heading", name="Paraphrases", exact=True), height=2400)
+    runs = {}
+    for method in ("bon", "ibon"):  # iBoN after BoN finds BoN's scores stored
+        choose(page, "method", f"({method})")
+        page.get_by_text("Estimate: about").first.wait_for(timeout=60_000)
+        settled(page)
+        estimate_text = page.get_by_text("Estimate: about").first.inner_text()
+        started = time.perf_counter()
+        page.get_by_role("button", name="Run Best-of-N").click()
+        wait_for(
+            page, f"() => document.body.innerText.includes('{method} on gemma-3-270m: computed')", RUN_WAIT_MS
+        )
+        settled(page)
+        runs[method] = {
+            "estimate_s": estimate_seconds(estimate_text),
+            "computed_s": computed_seconds(page, method)[-1],
+            "click_to_view_s": time.perf_counter() - started,
+            "priced": estimate_text,
+        }
+    figures["paraphrases_runs"] = runs
+    budget = budget_shown(page)
+    assert (
+        f"at {budget:,} edges" in page.locator(".js-plotly-plot").first.inner_text()
+    )  # candidates at the slider's
+    shot(page, "paraphrases.png", page.get_by_role("heading", name="Paraphrases", exact=True), height=2400)
     upset = page.locator(".js-plotly-plot").nth(1)
     upset.scroll_into_view_if_needed()
     bar = upset.locator(".barlayer .point path").first.bounding_box()  # plotly's drag layer takes the click
     page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
-    _settled(page)
+    settled(page)
     chosen = page.get_by_role(
         "combobox", name="highlight the edges of one intersection in the graph (or click its bar above)"
     )
     expect(chosen).to_have_value(re.compile(r"\(\d+ edges\)$"), timeout=60_000)
     figures["upset_clicked"] = chosen.input_value()
-    _shot(
+    shot(
         page,
         "paraphrases-upset.png",
         page.get_by_text("Edges shared across candidate circuits").first,
         height=2000,
     )
 
-    # --- Steer: the nodes of the circuit at the chosen budget
-    _open(page, "Steer")
+
+def _steer(page, figures) -> None:
+    open_page(page, "Steer")
     page.get_by_text("Steer with SAE features").first.wait_for(timeout=60_000)
-    _wait(page, "() => document.body.innerText.includes('Features to zero')", RUN_WAIT_MS)
-    _settled(page)
+    wait_for(page, "() => document.body.innerText.includes('Features to zero')", RUN_WAIT_MS)
+    settled(page)
     caption = page.get_by_text(re.compile(r"circuit at [\d,]+ edges")).first.inner_text()
     figures["steer_caption"] = caption
     budget_now = int(re.search(r"circuit at ([\d,]+) edges", caption).group(1).replace(",", ""))
     assert budget_now == int(re.search(r"budget=(\d+)", page.url).group(1))
-    _shot(page, "steer.png", page.get_by_text("Loaded:").first, height=1800)
+    # (the table's "node's part of it" column is drawn on a canvas: tests/test_app_state.py checks it)
+    picker = page.locator('[data-testid="stMultiSelect"]').first
+    picker.locator("input").first.click()
+    page.wait_for_timeout(600)
+    options = page.locator('[role="option"]').all_inner_texts()
+    assert options and not any("Select all" in text for text in options), options[:3]
+    page.keyboard.press("Escape")
+    shot(page, "steer.png", page.get_by_text("Loaded:").first, height=1800)
 
-    # --- Gallery: a stored example, at its readable budget, its numbers the stored result's
-    _open(page, "Gallery")
+
+def _gallery(page) -> None:
+    open_page(page, "Gallery")
     page.get_by_text("Indirect object").first.wait_for(timeout=60_000)
     page.locator("iframe").first.wait_for(timeout=60_000)
-    _settled(page)
-    _graph_frame(page).locator("canvas").wait_for(timeout=60_000)
-    _settled(page)
-    gallery = _gallery_result("ioi")
-    gallery_budget = _budget_shown(page)
-    assert gallery_budget == _readable(gallery)
-    assert _metric_values(page, "NDF") == [f"{gallery.point(gallery_budget).ndf:.3f}"]
-    assert "scoring_s" not in page.locator("body").inner_text()
-    _shot(page, "gallery.png", page.get_by_text("edge budget (").first, height=2400)
-
-    assert not errors, errors
-    (OUTPUT / "browser-figures.json").write_text(json.dumps(figures, indent=1, default=str))
-    print("browser figures:", json.dumps(figures, default=str))  # timings are reported, never asserted
+    settled(page)
+    graph_frame(page).locator("canvas").wait_for(timeout=60_000)
+    settled(page)
+    gallery = gallery_result("ioi")
+    gallery_budget = budget_shown(page)
+    assert gallery_budget == readable(gallery)
+    assert metric_values(page, "NDF") == [f"{gallery.point(gallery_budget).ndf:.3f}"]
+    assert "scoring_s" not in body_text(page)
+    shot(page, "gallery.png", page.get_by_text("edge budget (").first, height=2400)
 
 
-def _open(page, name: str) -> None:
-    """Switch page by its link in the sidebar, as a user clicks it (a script click: the link is
-    handled inside the app, so there is no navigation for the browser to wait for)."""
-    page.get_by_role("link", name=name).evaluate("link => link.click()")
+def _dataset_and_about(page) -> None:
+    open_page(page, "Dataset")
+    page.get_by_text("Dataset atlas").first.wait_for(timeout=60_000)
+    wait_for(page, "() => document.body.innerText.includes('CPR (MIB)')", 180_000)
+    settled(page)
+    buttons = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stButtonGroup"] button')].map(b =>
+            [b.innerText.trim(), b.getAttribute('kind') || '', b.getAttribute('data-testid') || '',
+             b.getAttribute('aria-checked') || b.getAttribute('aria-pressed') || ''])"""
+    )
+    active = [b[0] for b in buttons if "Active" in b[1] or "Active" in b[2] or b[3] == "true"]
+    assert active, f"the atlas picker shows no atlas as open: {buttons[:4]}"
+    page.get_by_role("tab", name="Consensus circuit").click()
+    page.wait_for_timeout(1500)
+    settled(page)
+    assert "width: the share of prompts" in graph_frame(page).locator("body").inner_text()
+    shot(page, "dataset-consensus.png", page.get_by_text("Dataset atlas").first, height=2000)
+    page.get_by_role("tab", name="Prompts").click()
+    page.wait_for_timeout(1000)
+    assert "CPR is MIB's area under the prompt's NFS curve" in body_text(page)
+    open_page(page, "About")
+    page.get_by_text("About circuitviz").first.wait_for(timeout=60_000)
+    settled(page)
+    assert "-0.000" not in body_text(page)
+    shot(page, "about.png", page.get_by_text("How faithful each method").first, height=1600)
+    open_page(page, "Explore")  # the README's picture: the first result's view
+    wait_for(page, "() => document.body.innerText.includes('Explore a prompt')", 60_000)
 
 
-def _choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the select box labelled ``label``: type to filter, Enter to choose."""
-    box = page.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
-    box.locator("input").first.click()
-    page.keyboard.type(option)
-    page.wait_for_timeout(500)
-    page.keyboard.press("Enter")
-    _settled(page)
-
-
-def _readable(result) -> int:
-    from circuitviz.render import readable_budget
-
-    return readable_budget(result.curve)
-
-
-def _gallery_result(slug: str):
-    import torch
-
-    from circuitviz.results import CircuitResult
-
-    state = torch.load(ROOT / "assets" / "gallery" / f"{slug}.pt", map_location="cpu", weights_only=True)
-    return CircuitResult.from_state(state["result"])
+def _positions_picture(page, figures) -> None:
+    """EAP-IG over token positions on the IOI prompt: the README's picture of the Explore page."""
+    page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=60_000)
+    wait_for(page, button_ready("Run"), 180_000)
+    settled(page)
+    assert input_value(page, "Prompt") == IOI_PROMPT
+    page.get_by_text("positions", exact=True).first.click()
+    settled(page)
+    started = time.perf_counter()
+    page.get_by_role("button", name="Run", exact=True).click()
+    wait_for(page, "() => document.body.innerText.includes('units kept')", RUN_WAIT_MS)
+    settled(page)
+    figures["positions_click_to_view_s"] = time.perf_counter() - started
+    iframe = page.locator("iframe").first
+    iframe.scroll_into_view_if_needed()
+    page.wait_for_timeout(1500)
+    shot(page, "explore-positions.png", iframe, full=True)
+    if os.environ.get("CIRCUITVIZ_UPDATE_SCREENSHOTS") == "1":
+        iframe.screenshot(path=str(DOCS_SCREENSHOT))

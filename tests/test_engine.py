@@ -213,32 +213,37 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
         evaluate, "patched_metrics", lambda *a, **k: ran.append(a[4].shape[0]) or real(*a, **k)
     )
 
-    points = curves_of_tasks([evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges])[0]
+    points = curves_of_tasks(
+        [evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges], with_necessity=False
+    )[0]
     assert ran == [1]  # the half circuit only
     assert points[1].metric == evaluators[0].baseline.clean and points[1].ndf == 1.0
 
     ran.clear()  # task 0's second circuit is whole, task 1's is not: that column runs, task 0 keeps clean
     circuits = torch.stack([torch.stack([half, full]), torch.stack([half, other])])
-    curves = curves_of_tasks(evaluators, circuits, [5, 6])
+    curves = curves_of_tasks(evaluators, circuits, [5, 6], with_necessity=False)
     assert ran == [4]
     assert curves[0][1].metric == evaluators[0].baseline.clean
-    alone = curves_of_tasks([evaluators[1]], other[None, None], [6])[0][0]
+    alone = curves_of_tasks([evaluators[1]], other[None, None], [6], with_necessity=False)[0][0]
     assert curves[1][1].metric == pytest.approx(alone.metric, abs=1e-10)
     ran.clear()
-    curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6])
+    curves_of_tasks(evaluators, torch.stack([torch.stack([half, full])] * 2), [5, 6], with_necessity=False)
     assert ran == [2]  # a column whole for every task does not run
+    ran.clear()  # with necessity: the half circuit and its complement; a whole circuit's is the corrupted run
+    points = curves_of_tasks([evaluators[0]], torch.stack([half, full])[None], [5, spec.n_edges])[0]
+    assert ran == [2]
+    assert points[1].metric_without == evaluators[0].baseline.corrupted and points[1].necessity == 1.0
 
 
-def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkeypatch):
-    """The clean run a task's evaluator (or the next tokens) made is read by the next evaluator of
-    that prompt: it runs only the corrupted prompt and holds exactly what a fresh one holds."""
-    from circuitviz.evaluate import forget_clean_runs
+def test_kept_prompt_runs_are_read_not_run_again_and_change_nothing(tiny, monkeypatch):
+    """The plain runs a task's evaluator (or the next tokens) made are read by the next evaluator
+    of that prompt pair: it runs no pass and holds exactly what a fresh one holds."""
+    from circuitviz.evaluate import forget_prompt_runs
     from circuitviz.models.adapter import adapter_of
 
     spec = GraphSpec.from_model(tiny)
     prepared = prepare_task(tiny, IOI_TASK)
-    forget_clean_runs(tiny)
-    fresh = Evaluator(tiny, spec, prepared)
+    forget_prompt_runs(tiny)
     rows: list[list[tuple[int, ...]]] = []
     forward = tiny.forward
 
@@ -247,13 +252,16 @@ def test_a_kept_clean_run_is_read_not_run_again_and_changes_nothing(tiny, monkey
         return forward(tokens, *args, **kwargs)
 
     monkeypatch.setattr(tiny, "forward", counted)
-    again = Evaluator(tiny, spec, prepared)
+    fresh = Evaluator(tiny, spec, prepared)
+    clean = tuple(adapter_of(tiny).to_tokens(IOI_TASK.clean)[0].tolist())
     corrupted = tuple(adapter_of(tiny).to_tokens(IOI_TASK.corrupted)[0].tolist())
-    assert rows == [[corrupted]]  # one pass, of the corrupted prompt only
+    assert rows == [[clean], [corrupted]]  # a task alone: its two prompts, one at a time
+    rows.clear()
+    again = Evaluator(tiny, spec, prepared)
+    assert rows == []  # both read, none run again
     assert torch.equal(again.clean_writers, fresh.clean_writers)
     assert torch.equal(again.corrupted_writers, fresh.corrupted_writers)
     assert again.baseline == fresh.baseline
-    rows.clear()
-    forget_clean_runs(tiny)
+    forget_prompt_runs(tiny)
     Evaluator(tiny, spec, prepared)
-    assert len(rows) == 1 and len(rows[0]) == 2  # forgotten: both prompts run again, together
+    assert rows == [[clean], [corrupted]]  # forgotten: both run again

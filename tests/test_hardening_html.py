@@ -82,7 +82,7 @@ def test_graph_page_escapes_prompt_title_labels_and_hovers(results):
 def test_token_chips_and_sae_contexts_escape_tokens():
     strip = render.token_strip_html(PAYLOADS, [True] * len(PAYLOADS))
     assert_inert(strip)
-    assert strip.count("<span") == len(PAYLOADS)
+    assert strip.count("<span") == len(PAYLOADS) + 1  # a chip per token, in one left-to-right strip
     snippet = context_html({"tokens": PAYLOADS, "source": 0, "target": 1})
     assert_inert(snippet)
     assert set(re.findall(r"</?(\w+)", snippet)) <= {"u", "mark"}

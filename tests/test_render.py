@@ -207,9 +207,9 @@ def test_logit_lens_labels_match_the_unembedding():
     assert sum(p for _, p in next_token_probabilities(model, IOI_TASK.clean, 10_000)) == pytest.approx(1.0)
     # a node's "promotes" is the top of its own output read through the unembedding: check one
     # by brute force with the normalisation's scale left out (it does not change the order)
-    from circuitviz.engine.capture import clean_and_corrupted
+    from circuitviz.engine.capture import writers_and_residual
 
-    writers, _ = clean_and_corrupted(model, spec, prepared)
+    writers, _ = writers_and_residual(model, spec, prepared.clean_tokens)
     output = writers[0, -1, spec.forward_names.index("a1.h0")]
     output = (output - output.mean()) * model.ln_final.w
     expected = (output @ model.W_U).topk(3).indices.tolist()
@@ -298,7 +298,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     import threading
 
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.evaluate import Evaluator, forget_clean_runs
+    from circuitviz.evaluate import Evaluator, forget_prompt_runs
     from circuitviz.labels.logit_lens import next_token_probabilities
     from circuitviz.tasks import prepare_task
 
@@ -318,7 +318,7 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     try:
         seen = []
         for _ in range(30):
-            forget_clean_runs(model)  # each call runs its own forward pass, beside the other session's
+            forget_prompt_runs(model)  # each call runs its own forward pass, beside the other session's
             seen.append(next_token_probabilities(model, IOI_TASK.clean, 5))
     finally:
         stop.set()

@@ -33,6 +33,7 @@ import torch
 
 from ..details.base import MethodDetails, register_details
 from ..graph import GraphSpec, top_n
+from .completion import path_ranked
 from .trace import Signal, Trace, TracedDecision
 
 if TYPE_CHECKING:
@@ -312,6 +313,8 @@ class ACCDetails(MethodDetails):
     faithfulness: {kind: "patching" or "signal-knockout", note, knockout (found versus random
         signals), knockout_curve}.
     svd: the per-head SVD cache's state (cached, seconds, path, bytes).
+    completion: how the scores complete the traced circuit for patching (``acc/completion.py``):
+        {note, traced_edges, completion_edges}.
     """
 
     kind: ClassVar[str] = "acc++"
@@ -327,16 +330,18 @@ class ACCDetails(MethodDetails):
     full_circuit_budget: int = 0
     faithfulness: dict = field(default_factory=dict)
     svd: dict = field(default_factory=dict)
+    completion: dict = field(default_factory=dict)
 
     def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor:
-        """The top-N found edges (never an edge ACC++ did not find), kept if they reach logits."""
+        """The top-N found edges (the traced signals and their completion, never another edge),
+        kept if they reach logits."""
         return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
 
     def flat_curve_note(self) -> str:
         return (
-            "NDF is 0 at every budget, as expected for ACC++: it explains how attention heads pick their "
-            "sources (queries and keys) and never traces value paths or MLPs, so patching every edge it "
-            "leaves out corrupts the answer; its own check is the knockout on the Signals page."
+            "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
+            "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
+            "check is the knockout on the Signals page."
         )
 
     def report_lines(self, result: CircuitResult) -> list[str]:
@@ -344,6 +349,9 @@ class ACCDetails(MethodDetails):
 
 
 def acc_circuits(spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int]) -> dict[int, torch.Tensor]:
-    """The circuit at each budget: the top-N found edges (no unfound edge), kept if they reach logits."""
+    """The circuit at each budget: the top-N found edges (no unfound edge), kept if they reach logits;
+    ranked by each edge's score capped by its best path into logits (``completion.path_ranked``),
+    so a budget is not spent on edges pruning would drop."""
     found = (scores != 0) & spec.edge_mask
-    return {int(b): prune_to_logits(spec, top_n(spec, scores, int(b)) & found) for b in budgets}
+    ranked = path_ranked(spec, scores)
+    return {int(b): prune_to_logits(spec, top_n(spec, ranked, int(b)) & found) for b in budgets}

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from scipy import sparse, stats
 
 from ..graph import GraphSpec
-from .table import SCHEMA, TABLE
+from .table import SCHEMA, TABLE, with_optional_columns
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 MANIFEST = "manifest.json"
@@ -86,6 +86,7 @@ class BatchTable:
             raise AtlasError(f"{folder} has no {MANIFEST}; it is not a batch folder.") from None
         except (OSError, ValueError, pa.ArrowInvalid) as error:
             raise AtlasError(f"{folder} cannot be read as a batch folder ({str(error)[:120]}).") from None
+        table = with_optional_columns(table)
         missing = [name for name in SCHEMA.names if name not in table.column_names]
         if missing:
             raise AtlasError(f"{path.name} lacks the columns {', '.join(missing[:5])}; rerun the batch.")
@@ -159,10 +160,11 @@ def _matrix(rows: pa.Table, column: str) -> numpy.ndarray:
 
 
 def curve_bands(batch: BatchTable, label: str, score: str = "ndf") -> list[dict]:
-    """Per budget: the mean ``score`` (ndf or nfs) over prompts with its 95 % interval, the
-    median, and the mean edges kept after pruning."""
+    """Per budget: the mean ``score`` (ndf, nfs or necessity) over prompts with its 95 % interval,
+    the median, and the mean edges kept after pruning (none for a score the table does not hold:
+    necessity in a table written before it was measured)."""
     rows = batch.rows(label)
-    if rows.num_rows == 0:
+    if rows.num_rows == 0 or rows.column(score).null_count == rows.num_rows:
         return []
     budgets = batch.budgets(label)
     values, kept = _matrix(rows, score), _matrix(rows, "edges_kept")

@@ -58,6 +58,7 @@ SCHEMA = pa.schema(
         ("metric_values", pa.list_(pa.float64())),
         ("nfs", pa.list_(pa.float64())),
         ("ndf", pa.list_(pa.float64())),
+        ("necessity", pa.list_(pa.float64())),
         ("cpr_nfs", pa.float64()),
         ("cmd_nfs", pa.float64()),
         ("cpr_ndf", pa.float64()),
@@ -157,6 +158,7 @@ def result_row(
         metric_values=[_number(p.metric) for p in curve],
         nfs=[_number(p.nfs) for p in curve],
         ndf=[_number(p.ndf) for p in curve],
+        necessity=[_number(p.necessity) for p in curve],
         cpr_nfs=_number(summary["cpr_nfs"]),
         cmd_nfs=_number(summary["cmd_nfs"]),
         cpr_ndf=_number(summary["cpr_ndf"]),
@@ -211,14 +213,30 @@ class TableWriter:
         self.buffer = []
 
 
+# columns added after tables were first written: a table without them reads with them empty
+OPTIONAL_COLUMNS = ("necessity",)
+
+
+def with_optional_columns(table: pa.Table) -> pa.Table:
+    """``table`` with every missing ``OPTIONAL_COLUMNS`` column added as nulls, in SCHEMA's order."""
+    for name in OPTIONAL_COLUMNS:
+        if name not in table.column_names:
+            table = table.append_column(SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type))
+    return table.select([name for name in SCHEMA.names if name in table.column_names])
+
+
+def _read(path: Path) -> pa.Table:
+    return with_optional_columns(pq.read_table(path)).cast(SCHEMA)
+
+
 def read_rows(folder: Path) -> pa.Table:
     """Every row written in ``folder`` (the merged table, then any parts), later rows last."""
     folder = Path(folder)
     tables = []
     if (folder / TABLE).exists():
-        tables.append(pq.read_table(folder / TABLE, schema=SCHEMA))
+        tables.append(_read(folder / TABLE))
     for part in sorted((folder / PARTS).glob("part-*.parquet")) if (folder / PARTS).exists() else []:
-        tables.append(pq.read_table(part, schema=SCHEMA))
+        tables.append(_read(part))
     if not tables:
         return SCHEMA.empty_table()
     return pa.concat_tables(tables)

@@ -25,6 +25,7 @@ from ..models import load_model
 from ..models.adapter import adapter_of, model_dtype
 from ..request import Request
 from ..results import CircuitResult
+from ..task_validity import gap_problem
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generate_tasks
@@ -136,6 +137,39 @@ def _one_by_one(method, contexts, config, budgets) -> list[tuple[CircuitResult |
     return found
 
 
+def _meaningful(model, contexts, items, outcomes, worker) -> tuple[list, list]:
+    """The contexts whose corruption clearly lowers the metric (``task_validity``), each with its
+    evaluator made (the group's clean and corrupted runs, batched; ``run_many`` reuses them); the
+    others leave with their reason as their outcome."""
+    ready, kept, unchecked = [], [], []
+    for ctx, item in zip(contexts, items):
+        if not ctx.task.corrupted:  # a method that needs none (ACC++): no gap to check
+            unchecked.append((ctx, item))
+            continue
+        try:
+            ctx.prepared(True)
+        except ValueError as error:
+            outcomes.append(Outcome(item, None, reason(error), 0.0, worker))
+            continue
+        ready.append(ctx)
+        kept.append(item)
+    passing = [ctx for ctx, _ in unchecked]
+    passing_items = [item for _, item in unchecked]
+    if not ready:
+        return passing, passing_items
+    spec = adapter_of(model).spec
+    for ctx, evaluator in zip(ready, evaluators_of_tasks(model, spec, [c.prepared(True) for c in ready])):
+        ctx._evaluator = evaluator
+    for ctx, item in zip(ready, kept):
+        problem = gap_problem(ctx.task, ctx.evaluator.baseline.clean, ctx.evaluator.baseline.corrupted)
+        if problem:
+            outcomes.append(Outcome(item, None, problem, 0.0, worker))
+        else:
+            passing.append(ctx)
+            passing_items.append(item)
+    return passing, passing_items
+
+
 def run_group(
     model, model_id: str, group: WorkGroup, store=None, progress: Progress | None = None
 ) -> list[Outcome]:
@@ -155,6 +189,7 @@ def run_group(
             continue
         contexts.append(ctx)
         items.append(item)
+    contexts, items = _meaningful(model, contexts, items, outcomes, worker)
     if contexts:
         try:  # what a single request would be refused for, the batch refuses too (limits.py)
             Request.for_model(
@@ -217,8 +252,11 @@ def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] 
         evaluators = evaluators_of_tasks(model, spec, prepared)
         stacked = circuits[None].expand(len(prepared), -1, -1, -1)
         budgets = [len(edges) for edges in group.masks.values()]
-        for item, points in zip(items, curves_of_tasks(evaluators, stacked, budgets)):
-            found.append((item, points, None))
+        for item, evaluator, points in zip(items, evaluators, curves_of_tasks(evaluators, stacked, budgets)):
+            problem = gap_problem(
+                evaluator.prepared.task, evaluator.baseline.clean, evaluator.baseline.corrupted
+            )
+            found.append((item, None, problem) if problem else (item, points, None))
     return sorted(found, key=lambda entry: entry[0])
 
 

@@ -16,11 +16,10 @@ import torch
 from ..graph import GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
-from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    pass
 
 
 def frozen_norm(norm, heads: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -159,36 +158,17 @@ class WriterDifferences:
 
 
 @torch.no_grad()
-def clean_and_corrupted(model, spec: GraphSpec, prepared: PreparedTask):
-    """One batched run of the clean and the corrupted prompt.
+def writers_and_residual(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batched plain pass of prompts of equal length, keeping every writer's output.
 
-    Returns (writers [2, pos, n_forward, d_model], metrics [2]) with index 0 clean, 1 corrupted.
-    """
-    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
-    return writers_of_prompts(model, spec, prepared, tokens)
-
-
-@torch.no_grad()
-def writers_of_prompts(
-    model,
-    spec: GraphSpec,
-    prepared: PreparedTask | None,
-    tokens: torch.Tensor,
-    metric: RowsMetric | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One batched run of several different prompts of equal length (the clean and corrupted
-    prompt, Best-of-N's paraphrases and their corruptions, a dataset's prompts), scored with the
-    task's metric or ``metric`` (``task_metric``: each row its own task's).
-
-    tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], metrics [batch]).
+    tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], the final residual at
+    the last position [batch, d_model], which any task's metric reads).
     """
     adapter = adapter_of(model)
     tokens = tokens.to(adapter.device)
     buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, tokens.device)
-    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))
-    if metric is not None:
-        return buffer.values, metric(residual)
-    return buffer.values, metric_from_residual(model, prepared, residual)
+    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [batch, d_model]
+    return buffer.values, residual
 
 
 @torch.no_grad()

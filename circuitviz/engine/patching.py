@@ -1,13 +1,14 @@
 """Patching: a run of the clean prompt in which chosen edges carry their writer's corrupted output.
 
 A reader's input becomes its clean input plus, for each removed edge, (corrupted - current)
-output of the edge's source. ``patched_metrics`` evaluates boolean circuits in batches (the
+output of the edge's source (for a removed (edge, position) unit: at that position only). ``patched_metrics`` evaluates boolean circuits in batches (the
 faithfulness curves), ``masked_residual`` continuous masks differentiably (Edge Pruning), and
 ``node_patched_metrics`` switches whole heads or MLPs (the node-tracking yardstick).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import torch
@@ -133,6 +134,71 @@ def patch_hooks(
     return hooks
 
 
+def position_patch_hooks(
+    spec: GraphSpec, corrupted_writers: torch.Tensor, weights: torch.Tensor, current: WriterBuffer
+) -> list[Hook]:
+    """Hooks that patch (edge, position) units: each removed unit's (corrupted - current) share
+    is added to its reader's input at its own position only,
+
+        x[p] + sum_f weights[f, r, p] (corrupted_f[p] - current_f[p]),
+
+    one contraction over the writers per hooked reader group, every position at once.
+    corrupted_writers: [g, pos, n_forward, d_model] (the batch is g equal runs of rows, as in
+    ``patch_hooks``); weights: [batch, n_forward, n_backward, pos] in the model's dtype;
+    ``current``: this run's writer-major buffer. Readers with no removed unit get no hook.
+    """
+    batch, groups = weights.shape[0], corrupted_writers.shape[0]
+    if batch % groups:
+        raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
+    corrupted = corrupted_writers.transpose(1, 2)  # [g, n_forward, pos, d_model]
+    rows = torch.arange(batch, device=weights.device) // (batch // groups)  # each row's task
+    active = (weights != 0).any(dim=-1).any(dim=1).any(dim=0).tolist()  # [n_backward]
+
+    def moved(upstream: int, readers: slice) -> torch.Tensor:
+        """sum_f w[b, f, r, p] (corrupted_f[p] - current_f[p])  # [batch, pos, n_readers, d_model]"""
+        share = weights[:, :upstream, readers]  # [b, up, r, pos]
+        difference = corrupted[rows, :upstream] - current.major(upstream)  # [b, up, pos, d_model]
+        return torch.einsum("burp,bupd->bprd", share, difference)
+
+    def head_patch(x, hook, layer: int, kind: int, cache: dict):
+        """A head input [b, pos, n_heads, d_model]; a layer's q, k and v patches come from one
+        contraction (they read the same writers), made at the first and dropped after the last."""
+        if "moved" not in cache:
+            readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+            cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, pos, 3 n_heads, d]
+        part = cache["moved"][:, :, kind * spec.n_heads : (kind + 1) * spec.n_heads]
+        cache["used"] = cache.get("used", 0) + 1
+        if cache["used"] == len(QKV):
+            cache.clear()
+        return x + part
+
+    hooks: list[Hook] = []
+    for layer in range(spec.n_layers):
+        heads = range(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
+        if any(active[r] for r in heads):
+            cache: dict = {}
+            for kind, qkv in enumerate(QKV):
+                patch = functools.partial(head_patch, layer=layer, kind=kind, cache=cache)
+                hooks.append((sites.head_input(layer, qkv), patch))
+        mlp = spec.mlp_backward(layer)
+        if active[mlp]:
+            patch = functools.partial(
+                _single_patch, moved=moved, upstream=spec.upstream_of_mlp(layer), reader=mlp
+            )
+            hooks.append((sites.mlp_in(layer), patch))
+    if active[spec.logits_backward]:
+        patch = functools.partial(
+            _single_patch, moved=moved, upstream=spec.n_forward, reader=spec.logits_backward
+        )
+        hooks.append((sites.resid_post(spec.n_layers - 1), patch))
+    return hooks
+
+
+def _single_patch(x, hook, moved, upstream: int, reader: int):
+    """An MLP input or the logits' residual [b, pos, d_model] with its removed units' share added."""
+    return x + moved(upstream, slice(reader, reader + 1))[:, :, 0]
+
+
 @torch.no_grad()
 def patched_metrics(
     model,
@@ -153,6 +219,8 @@ def patched_metrics(
     writers [g, pos, n_forward, d_model], the batch being g equal runs of rows (task 0's, then
     task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``task_metric``).
     ``prefix``: leading positions that run once, unpatched (``shared_prefix`` of the tasks).
+    ``removed`` [batch, n_forward, n_backward, pos] patches (edge, position) units instead, each
+    at its own position (``position_patch_hooks``).
     """
     batch = removed.shape[0]
     adapter = adapter_of(model)
@@ -164,8 +232,13 @@ def patched_metrics(
     positions = tokens.shape[1] - prefix
     current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
     corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
-    weights = removed.to(device=device, dtype=dtype)
-    hooks = writer_hooks(model, spec, current) + patch_hooks(spec, corrupted_writers, weights, current)
+    hooks = writer_hooks(model, spec, current)
+    if removed.dim() == 4:  # (edge, position) units; the prefix's positions run unpatched
+        weights = removed[..., prefix:].to(device=device, dtype=dtype)
+        hooks += position_patch_hooks(spec, corrupted_writers, weights, current)
+    else:
+        weights = removed.to(device=device, dtype=dtype)
+        hooks += patch_hooks(spec, corrupted_writers, weights, current)
     residual = final_residual(model, tokens, hooks, prefix)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 

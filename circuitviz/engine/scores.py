@@ -1,5 +1,11 @@
 """Edge scores from reader gradients: (corrupted - clean) writer output times the gradient at
-the reader's input, summed over batch and positions, accumulated in chunks that fit the device."""
+the reader's input, summed over batch and positions, accumulated in chunks that fit the device.
+
+With ``positions`` the sum over positions is left out: the score of the (edge, position) unit
+(u, v, p) is (z'_u[p] - z_u[p]) . dL/d(input of v)[p], scores carry a trailing position axis
+[..., n_forward, n_backward, pos], and their sum over it is the position-agnostic score (the
+same products, summed in another order: equal to float rounding).
+"""
 
 from __future__ import annotations
 
@@ -31,8 +37,13 @@ def accumulate_scores(
     gradients: ReaderGradients,
     differences: torch.Tensor,
     owner: torch.Tensor | None = None,
+    positions: bool = False,
 ) -> None:
     """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
+
+    ``positions``: scores[u, v, p] += the sum over the batch only (scores [..., n_forward,
+    n_backward, pos]); when the pass skipped a shared prefix (differences hold pos' < pos
+    positions), its positions are the last pos' of ``scores``.
 
     differences: [1 or n, pos, n_forward, d_model] (corrupted minus clean writer outputs). With
     ``owner`` [batch] (values 0..n-1), ``scores`` is [n, n_forward, n_backward] and batch element
@@ -44,6 +55,9 @@ def accumulate_scores(
     dtype = scores.dtype
     width = 3 * spec.n_heads + 1
     groups = "g" if owner is not None else ""
+    keep = "p" if positions else ""  # the position axis kept, or summed
+    at = (slice(scores.shape[-1] - differences.shape[1], None),) if positions else ()  # the positions run
+    every = (slice(None),) if positions else ()
 
     def reduce(gradient: torch.Tensor) -> torch.Tensor:
         """The batch summed down to what ``differences`` holds: [1, n or batch, pos, ...]."""
@@ -58,13 +72,13 @@ def accumulate_scores(
         readers = slice(layer * width, (layer + 1) * width)
         gradient = reduce(gradients.layer(layer))  # [g, pos, 3H+1, d_model]
         delta = differences[:, :, :upstream].to(dtype)  # [g, pos, upstream, d_model]
-        part = torch.einsum(f"gpfd,gprd->{groups}fr", delta, gradient)
+        part = torch.einsum(f"gpfd,gprd->{groups}fr{keep}", delta, gradient)  # [(g,) up, 3H+1(, pos)]
         # a layer's own heads feed its MLP but not its own queries, keys and values
-        part[..., spec.upstream_of_heads(layer) :, : 3 * spec.n_heads] = 0
-        scores[..., :upstream, readers] += part
+        part[(..., slice(spec.upstream_of_heads(layer), None), slice(None, 3 * spec.n_heads), *every)] = 0
+        scores[(..., slice(None, upstream), readers, *at)] += part
     gradient = reduce(gradients.logits)  # [g, pos, d_model]
-    scores[..., :, spec.logits_backward] += torch.einsum(
-        f"gpfd,gpd->{groups}f", differences.to(dtype), gradient
+    scores[(..., slice(None), spec.logits_backward, *at)] += torch.einsum(
+        f"gpfd,gpd->{groups}f{keep}", differences.to(dtype), gradient
     )
 
 
@@ -76,8 +90,10 @@ def gradient_scores(
     batch_pass: Callable[[slice], tuple[ReaderGradients, torch.Tensor, torch.Tensor | None, slice | None]],
     n_groups: int | None = None,
     progress: Callable[[str, float], None] | None = None,
+    positions: bool = False,
 ) -> torch.Tensor:
-    """Edge scores summed over ``n_items`` gradient sequences, in chunks that fit the device.
+    """Edge scores summed over ``n_items`` gradient sequences, in chunks that fit the device
+    (``positions``: per (edge, position) unit, with a trailing [n_positions] axis).
 
     ``batch_pass(rows)`` runs the sequences ``rows`` and returns (their gradients, the
     differences they multiply, an owner per sequence or None, the groups those owners index).
@@ -86,7 +102,7 @@ def gradient_scores(
     """
     adapter = adapter_of(model)
     dtype, device = score_dtype(adapter.dtype), adapter.device
-    graph = (spec.n_forward, spec.n_backward)
+    graph = (spec.n_forward, spec.n_backward, *((n_positions,) if positions else ()))
     scores = torch.zeros((*(() if n_groups is None else (n_groups,)), *graph), dtype=dtype, device=device)
 
     def compute(rows: slice):
@@ -95,7 +111,7 @@ def gradient_scores(
             part = torch.zeros(graph, dtype=dtype, device=device)
         else:
             part = torch.zeros((groups.stop - groups.start, *graph), dtype=dtype, device=device)
-        accumulate_scores(spec, part, gradients, differences, owner=owner)
+        accumulate_scores(spec, part, gradients, differences, owner=owner, positions=positions)
         return groups, part
 
     def commit(rows: slice, result) -> None:
@@ -124,8 +140,10 @@ def batched_gradient_scores(
     corrupted_writers: torch.Tensor,
     steps: int | None,
     progress: Callable[[str, float], None] | None = None,
+    positions: bool = False,
 ) -> torch.Tensor:
-    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes.
+    """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes
+    (``positions``: per (edge, position) unit, [n_tasks, n_forward, n_backward, pos]).
 
     Row j is what the registered ``eap-ig`` computes for ``tasks[j]`` alone (tested): the
     gradient at k/m of the way from the corrupted to the clean embedding, k = 1..m, averaged,
@@ -169,6 +187,13 @@ def batched_gradient_scores(
         return gradients, differences[members, prefix:], owner - lowest, members
 
     scores = gradient_scores(
-        model, spec, len(jobs), tasks[0].n_positions, batch_pass, n_groups=len(tasks), progress=progress
+        model,
+        spec,
+        len(jobs),
+        tasks[0].n_positions,
+        batch_pass,
+        n_groups=len(tasks),
+        progress=progress,
+        positions=positions,
     )
     return scores / n_steps

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..engine.metric import logits_from_residual
-from ..evaluate import clean_run
+from ..evaluate import prompt_run
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..tasks import PreparedTask
@@ -51,11 +51,11 @@ def logit_lens_labels(
 ) -> dict[str, dict[str, list[str]]]:
     """{node name: {"promotes": [top_k tokens], "suppresses": [top_k tokens]}} on the clean prompt.
 
-    The prompt's clean run (``evaluate.clean_run``: the one a run or the next tokens made
+    The prompt's plain run (``evaluate.prompt_run``: the one a run or the next tokens made
     already, else one forward pass under the model's lock) and one matrix product with the
     unembedding per chunk of writers.
     """
-    writers = clean_run(model, spec, prepared.clean_tokens).writers  # [1, pos, n_forward, d_model]
+    writers = prompt_run(model, spec, prepared.clean_tokens).writers  # [1, pos, n_forward, d_model]
     clean_last = writers[0, -1].float()  # [n_forward, d_model]
     residual = clean_last.sum(0)  # the final residual stream: writers add up to it
     W_U, b_U = adapter_of(model).unembedding
@@ -82,13 +82,13 @@ def logit_lens_labels(
 def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[str, float]]:
     """The model's ``top_k`` most likely next tokens after ``prompt``, with probabilities.
 
-    It reads the prompt's clean run (``evaluate.clean_run``, under the model's lock: a plain call
+    It reads the prompt's plain run (``evaluate.prompt_run``, under the model's lock: a plain call
     while another session's hooks are attached would run through them), which the evaluator and
     the logit-lens labels then read too: the clean prompt goes through the model once. Only the
     last position is unembedded.
     """
     tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
-    residual = clean_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
+    residual = prompt_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
     logits = logits_from_residual(model, residual)[0].float()  # [d_vocab]
     probabilities = torch.softmax(logits, dim=-1)
     values, ids = probabilities.topk(min(top_k, probabilities.shape[-1]))

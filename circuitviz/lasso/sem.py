@@ -62,15 +62,18 @@ class SEMFit:
 
 
 def parse_selection(value) -> tuple[str, float]:
-    """("auto", 0) or ("lambda", value) from a config's lambda setting; ValueError otherwise."""
+    """("auto", 0), ("adaptive", 0) or ("lambda", value) from a config's lambda setting;
+    ValueError otherwise ("adaptive" is resolved by ``fit_adaptive``, never by ``fit_sem``)."""
     text = str(value).strip().lower()
     if text in ("", "auto"):
         return "auto", 0.0
+    if text == "adaptive":
+        return "adaptive", 0.0
     try:
         number = float(text)
     except ValueError:
         raise ValueError(
-            f"lambda must be 'auto' or a number between 0 and 1 (a correlation level), not {value!r}."
+            f"lambda must be 'adaptive', 'auto' or a number between 0 and 1 (a correlation level), not {value!r}."
         ) from None
     if math.isnan(number) or not 0 < number <= 1:
         raise ValueError(
@@ -116,6 +119,8 @@ def fit_sem(
 def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size) -> SEMFit:
     start = time.perf_counter()
     mode, fixed = parse_selection(selection)
+    if mode == "adaptive":
+        raise ValueError("fit_sem needs a lambda or 'auto'; 'adaptive' is chosen by fit_adaptive.")
     if target_edges and target_edges > 0:
         mode = "target_edges"
     predictors, targets = problem.predictors, problem.targets
@@ -222,6 +227,68 @@ def _closeness(problem, gram, cross, coefficients, penalty, allowed) -> torch.Te
     result = torch.zeros(problem.n_sources, problem.n_targets, dtype=gradient.dtype, device=device)
     result.scatter_reduce_(1, cols, by_source, "amax")
     return result
+
+
+# "adaptive" lambda: observations a linear model explains exactly (a planted model's: no norms,
+# every reader's input linear in the writers it reads) are fitted at EXACT_LAMBDA and scored by
+# the least-squares refit; any other (a real model's, or too few observations to tell) at
+# NOISY_LAMBDA with the Lasso's own coefficients. Both measured: docs/methods.md.
+NOISY_LAMBDA = 0.3
+EXACT_LAMBDA = 0.002
+EXACT_RESIDUAL = 1e-6  # median share of a target's variance left by least squares on every allowed source
+MIN_ROWS_PER_PREDICTOR = 2  # below this the least-squares fit is too close to saturated to tell
+
+
+def linear_residual(problem: RegressionProblem) -> float | None:
+    """Median over target columns of the variance share least squares on every allowed source
+    leaves unexplained; None when the observations are too few to tell (under
+    ``MIN_ROWS_PER_PREDICTOR`` rows per predictor column)."""
+    m, p = problem.predictors.shape
+    if p == 0 or m < MIN_ROWS_PER_PREDICTOR * p or problem.targets.shape[1] == 0:
+        return None
+    gram, cross, power = sufficient_statistics(problem.predictors, problem.targets)
+    support = problem.column_allowed().to(gram.device, cross.dtype)
+    solution = solve_on_support(gram, cross, torch.zeros_like(power), support, ridge=1e-10)
+    residual = (power - 2 * (cross * solution).sum(0) + (solution * (gram @ solution)).sum(0)).clamp_min(0)
+    return float((residual / power.clamp_min(1e-30)).median())
+
+
+def fit_adaptive(problem: RegressionProblem, n_lambdas: int = 20) -> tuple[SEMFit, torch.Tensor, dict]:
+    """(fit, unit strengths [n_sources, n_targets], what was chosen) for the "adaptive" lambda."""
+    residual = linear_residual(problem)
+    exact = residual is not None and residual < EXACT_RESIDUAL
+    fit = fit_sem(problem, str(EXACT_LAMBDA if exact else NOISY_LAMBDA), 0, n_lambdas)
+    strengths = refitted_strengths(problem, fit) if exact else fit.selected.cpu().clone()
+    regime = {
+        "regime": "exact linear" if exact else "noisy",
+        "linear_residual": residual,
+        "lambda_adaptive": EXACT_LAMBDA if exact else NOISY_LAMBDA,
+    }
+    return fit, strengths, regime
+
+
+def refitted_strengths(problem: RegressionProblem, fit: SEMFit) -> torch.Tensor:
+    """Unit-level strengths of the least-squares refit on each column's Lasso support (the
+    support's own fit, without the shrinkage that makes weak true sources look like noise).
+    # [n_sources, n_targets] float64, CPU"""
+    gram, cross, power = sufficient_statistics(problem.predictors, problem.targets)
+    support = (fit.coefficients != 0).to(cross.dtype)
+    refit = solve_on_support(gram, cross, torch.zeros_like(power), support, ridge=1e-10)
+    return problem.aggregate(refit).cpu()
+
+
+def ranked_shares(fit: SEMFit, shares: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Scores: edges on a selected path into the metric by their share; below them the other
+    selected edges by their strength, then every other allowed pair by how close it is to
+    entering (``edge_scores``'s order). # [n_sources, n_targets] float32"""
+    allowed = allowed.cpu()
+    shares = torch.where(allowed, shares.double().cpu(), torch.zeros(allowed.shape, dtype=torch.float64))
+    on_path = shares > 0
+    rest = edge_scores(fit, allowed).double()  # selected by strength, then closeness
+    top = float(rest.max()) if rest.numel() else 1.0
+    floor = 0.5 * float(shares[on_path].min()) if bool(on_path.any()) else 1.0
+    below = floor * rest / max(top, 1e-300)
+    return torch.where(on_path, shares, torch.where(allowed, below, torch.zeros_like(below))).float()
 
 
 def edge_scores(fit: SEMFit, allowed: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ import torch
 
 from ..acc.ablation import knockout_check
 from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
+from ..acc.completion import completed_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
@@ -30,6 +31,12 @@ from ..results import CircuitResult
 from .base import Cost, Method, RunContext, register
 from .settings import setting
 
+COMPLETION_NOTE = (
+    "The patching curve measures the traced circuit completed with the value inputs of its heads "
+    "and the inputs of its MLPs, read from the input and the circuit's own earlier nodes "
+    "(ACC++ traces queries and keys only); the knockout checks the signals alone."
+)
+
 
 @dataclass(frozen=True)
 class ACCConfig:
@@ -37,8 +44,7 @@ class ACCConfig:
 
     k: float = setting(
         2.0,
-        "threshold constant of tau(d) = k / (sources d attends over); the paper uses 1.5 to 2.5",
-        low=0.0,
+        "threshold constant of tau(d) = k / (sources d attends over), above 0; the paper uses 1.5 to 2.5",
         high=1000.0,
     )
     direct_top_k: int = setting(
@@ -55,7 +61,7 @@ class ACCConfig:
         64, "quadrature nodes of the integrated gradients through the softmax", low=2, high=1000
     )
     n_random: int = setting(5, "random draws of the knockout's control (0: skip it)", low=0)
-    seed: int = setting(0, "random seed of those draws")
+    seed: int = setting(0, "random seed of the knockout's control draws")
 
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):
@@ -100,9 +106,16 @@ class ACCPlusPlus(Method):
     needs_corrupted = False
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one forward pass; then per decision a few small tensor programs; then the knockouts
+        # one forward pass; per decision a few small tensor programs (about a quarter of a pass
+        # each), the softmax's integrated gradients (half a pass per node), the knockouts (a few
+        # passes per draw): weights measured on the embedded model (benchmarks/bench_estimates.py,
+        # 2026-12-01); the first run of a model also computes its heads' SVD (2 s on Gemma-3-270M)
         return Cost(
-            passes=2.0 + 3.0 * config.ig_steps + config.max_decisions + n_budgets,
+            passes=2.0
+            + 0.5 * config.ig_steps
+            + 0.25 * config.max_decisions
+            + 8.0 * (1 + config.n_random)
+            + n_budgets,
             gradient_batch=1,
             ig_steps=int(config.ig_steps),
         )
@@ -120,15 +133,17 @@ class ACCPlusPlus(Method):
         trace = Tracer(model, forward, svd, config.settings()).run(prepared, ctx.progress)
         ctx.timings.update(trace.timings)
         circuit = circuit_json(spec, trace, prepared.clean_str_tokens)
-        scores = engine_scores(spec, circuit)
+        traced = engine_scores(spec, circuit)  # the signals: queries, keys, logits
+        scores = completed_scores(spec, traced)  # with the value and MLP inputs of the traced nodes
 
         full_budget = int(((scores != 0) & spec.edge_mask).sum())
         budgets = sorted({int(b) for b in budgets} | {full_budget})
         circuits = acc_circuits(spec, scores, budgets)
+        traced_circuits = acc_circuits(spec, traced, budgets)  # the knockout checks the signals alone
 
         with ctx.timed("knockout_s"):
             report, knockout_curve, knockout_baseline = knockout_check(
-                model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets]
+                model, spec, svd, trace, prepared, [(b, traced_circuits[b]) for b in budgets]
             )
         ctx.report("knockout", 1.0)
 
@@ -150,6 +165,11 @@ class ACCPlusPlus(Method):
                 "knockout_curve": [point.to_dict() for point in knockout_curve],
             },
             svd={"cached": svd.cached, "seconds": svd.seconds, "path": svd.path, "bytes": svd.n_bytes},
+            completion={
+                "note": COMPLETION_NOTE,
+                "traced_edges": int(((traced != 0) & spec.edge_mask).sum()),
+                "completion_edges": full_budget - int(((traced != 0) & spec.edge_mask).sum()),
+            },
         )
         details = ACCDetails.from_dict(details.to_dict())  # plain, NaN-free data, as it is stored
         return ctx.result(

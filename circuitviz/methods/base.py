@@ -31,7 +31,9 @@ from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tas
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name
+from ..positions.run import run_positions
 from ..results import CircuitResult
+from ..task_validity import require_meaningful
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
 from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
@@ -48,8 +50,19 @@ class NoConfig:
     """A method without settings."""
 
 
+OMIT_DEFAULT = "omit_default"  # field metadata: a setting left out of the config's dict at its default
+
+
 def config_to_dict(config) -> dict:
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config or {})
+    """A config as plain values. A setting marked ``omit_default`` is left out at its default, so
+    adding one (``positions``) changes no stored key, atlas or JSON of the runs that do not use it."""
+    if not dataclasses.is_dataclass(config):
+        return dict(config or {})
+    values = dataclasses.asdict(config)
+    for config_field in dataclasses.fields(config):
+        if config_field.metadata.get(OMIT_DEFAULT) and values[config_field.name] == config_field.default:
+            del values[config_field.name]
+    return values
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,9 @@ class RunContext:
     progress: Progress | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     timings: dict[str, float] = field(default_factory=dict)
+    # refuse a task whose corruption does not clearly lower the metric (task_validity), checked
+    # on the evaluator's own clean and corrupted run; the boundaries (api, batch) turn it on
+    check_meaningful: bool = False
     _prepared: dict[bool, PreparedTask] = field(default_factory=dict, repr=False)
     _evaluator: Evaluator | None = field(default=None, repr=False)
 
@@ -120,6 +136,9 @@ class RunContext:
         if self._evaluator is None:
             with self.timed(Timing.CLEAN_CORRUPTED):
                 self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
+        if self.check_meaningful:
+            baseline = self._evaluator.baseline
+            require_meaningful(self.task, baseline.clean, baseline.corrupted)
         return self._evaluator
 
     def report(self, phase: str, fraction: float) -> None:
@@ -245,7 +264,7 @@ class Method(abc.ABC):
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         """One task's run, for a method whose work is per task (Best-of-N, ACC++, Edge Pruning);
         build the result with ``ctx.result(...)``."""
-        raise NotImplementedError(f"{type(self).__name__} writes neither run_task nor run_batch.")
+        raise TypeError(f"{type(self).__name__} writes neither run_task nor run_batch.")
 
     def run_on(
         self,
@@ -277,7 +296,14 @@ class ScoringMethod(Method):
 
         Returns [n_forward, n_backward] on the model's device, zero off the edge mask.
         """
-        raise NotImplementedError(f"{type(self).__name__} writes neither score nor score_batch.")
+        raise TypeError(f"{type(self).__name__} writes neither score nor score_batch.")
+
+    def score_positions(self, ctx: RunContext, config) -> torch.Tensor:
+        """Scores of every (edge, position) unit: [n_forward, n_backward, pos] on the model's
+        device, whose sum over positions is ``score`` (the gradient methods have them)."""
+        raise ValueError(
+            f"{self.name} has no position-resolved scores; use eap, eap-ig or eap-ig-activations."
+        )
 
     def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, MethodDetails | None]:
         """One task's scores and the typed details of the run beside them (none by default)."""
@@ -307,6 +333,8 @@ class ScoringMethod(Method):
         """
         contexts = list(contexts)
         config = self.as_config(config)
+        if getattr(config, "positions", False):  # circuits over (edge, position) units, task by task
+            return [run_positions(self, ctx, config, budgets) for ctx in contexts]
         first = contexts[0]
         if any(ctx.model is not first.model for ctx in contexts):
             raise ValueError("The tasks of one batch must run on one model instance.")
@@ -348,13 +376,21 @@ class ScoringMethod(Method):
         return results
 
 
+# what the passes of a gradient-scored run cost beside one step of a batched IG pass, measured on
+# the embedded model (benchmarks/bench_estimates.py, 2026-12-01): the clean and corrupted runs keep
+# every writer's output (5 such passes together), the gradient pass has a fixed set-up that
+# batching amortises (EAP's single pass took 9), a patched pass of the curve about 1.8
+PREPARE_PASSES = 5.0
+GRADIENT_SETUP_PASSES = 6.0
+PATCHED_PASS = 1.8
+
+
 def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> Cost:
     """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
-    forward+backward passes, the faithfulness curve's patched passes."""
+    forward+backward passes, the faithfulness curve's patched passes (weighted as measured)."""
     steps = max(int(ig_steps), 1)
-    return Cost(
-        passes=2.0 + 3.0 * steps + n_budgets + extra_passes, gradient_batch=steps, ig_steps=int(ig_steps)
-    )
+    passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
+    return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps))
 
 
 _REGISTRY: dict[str, Method] = {}
@@ -396,11 +432,18 @@ class SettingFlag:
 
 
 def setting_flags() -> list[SettingFlag]:
-    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...)."""
+    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...).
+
+    A setting several methods share is one flag; where their fields say different things (a seed
+    of the templates, a seed of the knockout's draws), its help gives each, with the methods it is
+    theirs for.
+    """
     flags: dict[str, SettingFlag] = {}
+    helps: dict[str, dict[str, list[str]]] = {}  # setting -> its help -> the methods that give it
     for method in sorted(_REGISTRY.values(), key=lambda m: m.name):
         for config_field in dataclasses.fields(method.Config):
             name = config_field.name
+            helps.setdefault(name, {}).setdefault(setting_help(config_field), []).append(method.name)
             if name in flags:
                 flag = flags[name]
                 flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
@@ -409,9 +452,19 @@ def setting_flags() -> list[SettingFlag]:
             flags[name] = SettingFlag(
                 dest=name,
                 names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=flag_type(setting_type(method.Config, config_field), setting_widget(config_field)),
+                kind=flag_type(
+                    setting_type(method.Config, config_field),
+                    setting_widget(config_field),
+                    own_parse=config_field.metadata.get("parse") is not None,
+                ),
                 choices=setting_choices(config_field),
                 help=setting_help(config_field),
                 methods=(method.name,),
             )
+    for name, given in helps.items():
+        if len(given) > 1:
+            combined = "; ".join(
+                f"{', '.join(methods)}: {text.rstrip('.')}" for text, methods in given.items()
+            )
+            flags[name] = dataclasses.replace(flags[name], help=combined + ".")
     return list(flags.values())

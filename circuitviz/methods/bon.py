@@ -22,7 +22,7 @@ from ..graph import GraphSpec
 from ..models.adapter import adapter_of, model_device, model_dtype
 from ..models.devices import working_memory_bytes
 from ..query.details import QueryCircuitDetails
-from ..query.pairs import read_pairs_text
+from ..query.pairs import ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.pipeline import query_circuits
 from ..query.scoring import PairScorer
 from ..query.sources import SOURCES
@@ -46,8 +46,12 @@ class QueryCircuitConfig:
         "template (built-in families), openai (an LLM) or file (``paraphrases``).",
         choices=SOURCES,
     )
-    paraphrases: str = setting(
-        "", "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).", widget="lines"
+    paraphrases: tuple[ParaphraseRecord, ...] = setting(
+        (),
+        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
+        widget="lines",
+        parse=paraphrase_records,
+        show=records_text,
     )
     n_paraphrases: int = setting(
         9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
@@ -161,9 +165,16 @@ def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
 
 
 # ----- the registered methods -----------------------------------------------------------------
+# proposing and checking one paraphrase (templates, tokenising, the model's answer on it and on its
+# corruption) takes about 12 forward passes' time (benchmarks/bench_estimates.py, 2026-12-01)
+PARAPHRASE_CHECK_PASSES = 12.0
+
+
 class QueryCircuitMethod(Method):
     """One variant's view of the shared Best-of-N pipeline."""
 
+    # the variants run one pipeline: a variant not yet run here is priced from the others' runs
+    calibration_family = ("single", "average", "bon", "ibon", "bon-csm")
     Config = QueryCircuitConfig
     Details = QueryCircuitDetails
     needs_corrupted = True
@@ -174,8 +185,9 @@ class QueryCircuitMethod(Method):
         base, base_config = base_scorer(config)
         per_pair = base.estimate(base_config, spec, n_tokens, 0)
         pairs = int(config.n_paraphrases) + 1
+        checks = PARAPHRASE_CHECK_PASSES * int(config.n_paraphrases)
         return Cost(
-            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets,
+            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
             n_paraphrases=int(config.n_paraphrases),

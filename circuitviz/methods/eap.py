@@ -24,8 +24,19 @@ from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtyp
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
-from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost, register
 from .settings import setting
+
+
+def positions_setting():
+    """The ``positions`` setting of the gradient methods: off by default, and then left out of
+    the config's dict (``OMIT_DEFAULT``), so runs without it keep their keys and JSON."""
+    field_ = setting(
+        False,
+        "score, select, prune and patch every (edge, position) unit: a circuit over token positions "
+        "(budgets count units).",
+    )
+    return dataclasses.field(default=False, metadata={**field_.metadata, OMIT_DEFAULT: True})
 
 
 def _zero_scores(model, spec: GraphSpec) -> torch.Tensor:
@@ -54,9 +65,21 @@ def _gradient_scores_of(
     return [(matrix, None) for matrix in scores]
 
 
+def _position_scores_of(ctx: RunContext, steps: int | None) -> torch.Tensor:
+    """EAP (``steps`` None) or EAP-IG scores of one task's (edge, position) units, from the same
+    passes as its edge scores.  # [n_forward, n_backward, pos]"""
+    evaluator = ctx.evaluator
+    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+    return batched_gradient_scores(
+        ctx.model, ctx.spec, [ctx.prepared()], clean, corrupted, steps, ctx.progress, positions=True
+    )[0]
+
+
 @dataclass(frozen=True)
 class EAPConfig:
-    """EAP has no settings: one gradient at the clean run."""
+    """EAP: one gradient at the clean run; over positions or not."""
+
+    positions: bool = positions_setting()
 
 
 @register
@@ -72,14 +95,18 @@ class EAP(ScoringMethod):
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, None, progress)
 
+    def score_positions(self, ctx: RunContext, config):
+        return _position_scores_of(ctx, None)
+
 
 @dataclass(frozen=True)
 class IGConfig:
-    """Its one setting."""
+    """Its steps, and whether it runs over positions."""
 
     ig_steps: int = setting(
         20, "points on the path from the corrupted to the clean input (the paper uses 20).", low=1, high=1000
     )
+    positions: bool = positions_setting()
 
     def __post_init__(self):
         if not 1 <= int(self.ig_steps) <= 1000:
@@ -99,6 +126,9 @@ class EAPIG(ScoringMethod):
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, int(config.ig_steps), progress)
 
+    def score_positions(self, ctx: RunContext, config):
+        return _position_scores_of(ctx, int(config.ig_steps))
+
 
 @register
 class EAPIGActivations(ScoringMethod):
@@ -113,6 +143,13 @@ class EAPIGActivations(ScoringMethod):
         return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
 
     def score(self, ctx: RunContext, config):
+        return self._scores(ctx, config, positions=False)
+
+    def score_positions(self, ctx: RunContext, config):
+        return self._scores(ctx, config, positions=True)
+
+    def _scores(self, ctx: RunContext, config, positions: bool):
+        """The activation-IG scores, summed over positions or (``positions``) not."""
         model, spec, prepared, evaluator = ctx.model, ctx.spec, ctx.prepared(), ctx.evaluator
         steps = int(config.ig_steps)
         groups = sites.writer_group_sites(spec)
@@ -161,7 +198,13 @@ class EAPIGActivations(ScoringMethod):
             return gradients, differences[None] * owned[:, None, :, None], None, None
 
         scores = gradient_scores(
-            model, spec, len(jobs), prepared.n_positions, batch_pass, progress=ctx.progress
+            model,
+            spec,
+            len(jobs),
+            prepared.n_positions,
+            batch_pass,
+            progress=ctx.progress,
+            positions=positions,
         )
         return scores / steps
 
@@ -170,9 +213,7 @@ class EAPIGActivations(ScoringMethod):
 class ExactConfig:
     """Its one setting."""
 
-    max_edges: int = setting(
-        20000, "refuse graphs with more edges than this (one patched run per edge).", low=1
-    )
+    max_edges: int = setting(20000, "refuse graphs with more edges than this (one patched run per edge).")
 
 
 @register

@@ -80,13 +80,11 @@ class EdgePruningConfig:
     )
     learning_rate: float = setting(
         0.5,
-        "how far the logit of the edge with the largest gradient moves per step (log-score units).",
-        low=0.0,
+        "how far the logit of the edge with the largest gradient moves per step (log-score units, above 0).",
     )
     temperature: float = setting(
         1.0,
-        "width of the sigmoid around each budget's threshold through which gradients pass (log-score units).",
-        low=0.0,
+        "width of the sigmoid around each budget's threshold through which gradients pass (log-score units, above 0).",
     )
     sparsity: float = setting(
         0.01,

@@ -10,8 +10,13 @@ Units (``units``):
 - ``components``: every head and MLP of the engine's graph (see ``circuitviz.lasso.units``): a
   writer's output and a reader's input projection, each reduced to its top ``directions``
   principal directions. An edge u -> v is selected when any coefficient from u's scalars to v's
-  is nonzero; its score is the sum of those |coefficients|, weighted by each of v's directions'
-  share of v's spread. Budgets, the faithfulness curve and export come from the shared engine.
+  is nonzero. Its strength is the sum of those |coefficients| (refitted by least squares on the
+  Lasso's support, so the shrinkage does not decide), weighted by each of v's directions' share
+  of v's spread; its score is its share of the SEM's linear explanation of the metric along the
+  selected paths into it (``circuitviz.lasso.paths``): strength times the path sum from v to the
+  metric. The circuit is the selected edges on paths into the metric whose share is at least
+  ``min_share`` of the largest into the same reader. Budgets, the faithfulness curve and export
+  come from the shared engine.
 - ``sae``: features of sae-lens SAEs at the chosen ``layers``; the last layer's features link to
   the metric. The feature circuit is in ``result.details.feature_circuit``; the engine graph's
   scores (and so the curve) still come from the component units fitted on the same observations.
@@ -27,11 +32,18 @@ from dataclasses import dataclass
 
 import torch
 
-from ..graph import prune
 from ..lasso.details import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
+from ..lasso.paths import DEFAULT_MIN_SHARE, difference_scale, path_circuit, path_shares
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
-from ..lasso.sem import edge_scores, fit_sem, parse_selection
+from ..lasso.sem import (
+    NOISY_LAMBDA,
+    fit_adaptive,
+    fit_sem,
+    parse_selection,
+    ranked_shares,
+    refitted_strengths,
+)
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..sae_store import load_sae
@@ -39,6 +51,9 @@ from .base import Cost, RunContext, ScoringMethod, register
 from .settings import setting, type_fields
 
 UNITS = ("components", "sae")
+SOURCE_SCALES = ("difference", "none")
+# chosen on the planted-circuit benchmark at three seeds (docs/methods.md: every variant's figures)
+DEFAULT_LAMBDA = "adaptive"
 
 
 @dataclass(frozen=True)
@@ -51,8 +66,9 @@ class LassoConfig:
         choices=UNITS,
     )
     lasso_lambda: str = setting(
-        "0.2",
-        'a correlation level in (0, 1] (0.2 measured best on the embedded model) or "auto" (refitted extended BIC).',
+        DEFAULT_LAMBDA,
+        '"adaptive" (0.3 on a real model\'s observations; 0.002 with least-squares strengths where a linear '
+        'model explains them exactly), a correlation level in (0, 1], or "auto" (refitted extended BIC).',
     )
     target_edges: int = setting(
         0, "when above 0, one lambda for all targets giving at most this many edges.", low=0, high=10**7
@@ -86,10 +102,26 @@ class LassoConfig:
     )
     n_lambdas: int = setting(20, "points on the lambda path.", low=2, high=200)
     seed: int = setting(0, "for the paraphrase templates, the corpus subset and the randomized PCA.")
+    refit: bool = setting(
+        False,
+        'with a number or "auto": strengths from the least-squares refit on the Lasso\'s support (off: its own).',
+    )
+    source_scale: str = setting(
+        "difference",
+        '"difference": the budgets rank edges weighted by how much their source changes between the prompt '
+        'and its corruption; "none": not.',
+        choices=SOURCE_SCALES,
+    )
+    min_share: float = setting(
+        DEFAULT_MIN_SHARE,
+        "an edge joins the circuit when its share is at least this part of the largest into its reader.",
+        low=0.0,
+        high=1.0,
+    )
 
     def __post_init__(self):
         type_fields(self)  # list settings as typed tuples, whatever they were given as
-        object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or "0.2")
+        object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or DEFAULT_LAMBDA)
         object.__setattr__(self, "units", str(self.units).strip().lower())
         if self.units not in UNITS:
             raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
@@ -105,6 +137,12 @@ class LassoConfig:
         for name, value, low, high in checks:
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
+        if (
+            not isinstance(self.min_share, (int, float))
+            or isinstance(self.min_share, bool)
+            or not 0 <= self.min_share <= 1
+        ):
+            raise ValueError(f"min_share must be a number from 0 to 1, not {self.min_share!r}.")
         if self.units == "sae" and not self.layers:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
 
@@ -122,9 +160,13 @@ class CircuitLasso(ScoringMethod):
     flag_aliases = {"lambda": "lasso_lambda"}
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one plain forward pass over every observation (prompt, corruption, paraphrases, corpus)
-        observed = 2.0 * (1 + config.n_paraphrases)
-        return Cost(passes=2.0 + observed + 4.0 * max(config.n_paraphrases, 1) + n_budgets, gradient_batch=1)
+        # every observation (prompt, corruption, paraphrases) is one pass that keeps every
+        # component's input and output (about 3 plain passes' time); the regression is CPU algebra
+        # over the lambda path and directions, priced in pass-equivalents as measured on the
+        # embedded model (benchmarks/bench_estimates.py: reduce + solve 4.1 s, 2026-12-01)
+        observed = 3.0 * 2.0 * (1 + config.n_paraphrases)
+        regression = 1.6 * int(config.n_lambdas) * int(config.directions)
+        return Cost(passes=2.0 + observed + regression + n_budgets, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
@@ -161,13 +203,23 @@ class CircuitLasso(ScoringMethod):
                 config.seed,
             )
         timings["reduce_s"] = time.perf_counter() - start
-        fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+        if config.target_edges == 0 and parse_selection(config.lasso_lambda)[0] == "adaptive":
+            fit, strengths, regime = fit_adaptive(problem, config.n_lambdas)
+            problem.info.update(regime)
+        else:
+            fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+            strengths = refitted_strengths(problem, fit) if config.refit else fit.selected.cpu().clone()
         timings["solve_s"] = fit.info["solve_s"]
         ctx.report("regress", 1.0)
-        scores = edge_scores(fit, spec.edge_mask)
-
+        shares, _ = path_shares(spec, strengths)
+        circuit = path_circuit(spec, shares, config.min_share)  # the SEM's own structure into y
+        if config.source_scale == "difference":  # the budgets rank what this corruption changes
+            scale = difference_scale(
+                problem, observations.rows_of("prompt"), observations.rows_of("corrupted")
+            )
+            shares, _ = path_shares(spec, strengths * scale[:, None])
+        scores = ranked_shares(fit, shares, spec.edge_mask)
         selected = (fit.selected.cpu() > 0) & spec.edge_mask
-        circuit = prune(spec, selected)
         feature_circuit = None
         if saes:
             start = time.perf_counter()
@@ -180,11 +232,12 @@ class CircuitLasso(ScoringMethod):
             lambda_path=fit.info["lambda_grid"],
             selected_edges=int(selected.sum()),
             circuit_edges=spec.edge_names_of(circuit),
-            coefficients=_edge_coefficients(spec, fit.selected.cpu(), selected),
+            coefficients=_edge_coefficients(spec, strengths, selected),
             scores_note=(
-                "score = aggregated |coefficient| for the Lasso's selected edges; every other edge "
-                "ranks below them by how close it is to entering the model (its largest "
-                "|gradient| / lambda), so budgets larger than the selection continue the path."
+                "score = the edge's share of the metric's linear explanation along the fitted "
+                "paths into it (strength x the path sum from its reader to the metric); selected "
+                "edges on no path into the metric, then every other edge by how close it is to "
+                "entering the model (its largest |gradient| / lambda), rank below them."
             ),
             feature_circuit=feature_circuit,
         )
@@ -208,7 +261,9 @@ def _feature_circuit(saes, observations, config) -> dict:
     prompt_rows = observations.rows_of("prompt")
     units = sae_units(saes, observations.activations, prompt_rows, config.max_features)
     problem = build_sae_problem(units, observations.metric)
-    fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+    adaptive = parse_selection(config.lasso_lambda)[0] == "adaptive"
+    selection = str(NOISY_LAMBDA) if adaptive else config.lasso_lambda  # features are never exactly linear
+    fit = fit_sem(problem, selection, config.target_edges, config.n_lambdas)
     # one column per unit here, so the column coefficients are the signed edge coefficients
     signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
     coefficients = fit.coefficients.cpu()
@@ -265,6 +320,8 @@ def _feature_circuit(saes, observations, config) -> dict:
 def _selection_text(regression: dict) -> str:
     """How lambda was chosen, in words."""
     median = regression["lambda_chosen_median"]
+    if regression.get("regime"):
+        return f"{regression['lambda_fixed']:g} (adaptive: {regression['regime']} observations)"
     if regression["selection"] == "lambda":
         return f"{regression['lambda_fixed']:g}"
     if regression["selection"] == "target_edges":

@@ -6,7 +6,9 @@ help sentence (the command line's ``--help`` and the form's tooltip), a fixed se
 ``widget`` when its type alone does not say it (``lines``: a text area; ``budgets``: picked among
 the run's budgets; ``circuit``: a circuit computed for this prompt). Its type hint says what the
 value is; tuple fields (``tuple[int, ...]``, ``tuple[str, ...]``) hold typed items, never a
-comma string.
+comma string. A setting whose items are records of their own (Best-of-N's paraphrase pairs)
+names its ``parse`` (text, a list of dicts or the items -> the typed tuple) and ``show`` (the
+typed value -> the text a text area edits).
 
 ``parse_value`` turns what a boundary gives (a command-line string, a form's list, JSON from a URL
 or a stored result) into the field's type; ``Method.make_config`` calls it for every value, so
@@ -31,6 +33,8 @@ def setting(
     low: float | None = None,
     high: float | None = None,
     widget: str | None = None,
+    parse=None,
+    show=None,
 ) -> Any:
     """A Config field with its help, choices, bounds and widget (``dataclasses.field`` metadata).
 
@@ -39,7 +43,15 @@ def setting(
     """
     if widget is not None and widget not in WIDGETS:
         raise ValueError(f"widget must be one of {', '.join(WIDGETS)}, not {widget!r}.")
-    metadata = {"help": help, "choices": choices, "low": low, "high": high, "widget": widget}
+    metadata = {
+        "help": help,
+        "choices": choices,
+        "low": low,
+        "high": high,
+        "widget": widget,
+        "parse": parse,
+        "show": show,
+    }
     if isinstance(default, (list, dict, set)):
         raise TypeError("A setting's default must be immutable (a tuple, not a list).")
     return dataclasses.field(default=default, metadata=metadata)
@@ -66,6 +78,26 @@ def setting_bounds(config_field: dataclasses.Field) -> tuple[float | None, float
 def setting_widget(config_field: dataclasses.Field) -> str | None:
     """The widget a setting asks for beyond its type (``WIDGETS``), or None."""
     return config_field.metadata.get("widget")
+
+
+def setting_text(config_field: dataclasses.Field, value) -> str:
+    """The text a text box shows for ``value`` (its ``show`` for a typed value, else str)."""
+    show = config_field.metadata.get("show")
+    if value is None:
+        return ""
+    if show is not None and not isinstance(value, str):
+        return show(value)
+    if isinstance(value, (tuple, list)):
+        return "\n".join(str(item) for item in value)
+    return str(value)
+
+
+def parse_field(config_class: type, config_field: dataclasses.Field, value):
+    """``value`` as the field's type: its own ``parse`` when it names one, else ``parse_value``."""
+    parse = config_field.metadata.get("parse")
+    if parse is not None:
+        return parse(value)
+    return parse_value(setting_type(config_class, config_field), value, config_field.name)
 
 
 def setting_type(config_class: type, config_field: dataclasses.Field):
@@ -129,7 +161,7 @@ def parse_settings(config_class: type, values: dict) -> dict:
     """Every value of ``values`` parsed as its field's type (unknown names are left to the caller)."""
     fields = {config_field.name: config_field for config_field in dataclasses.fields(config_class)}
     return {
-        name: parse_value(setting_type(config_class, fields[name]), value, name) if name in fields else value
+        name: parse_field(config_class, fields[name], value) if name in fields else value
         for name, value in values.items()
     }
 
@@ -142,14 +174,15 @@ def type_fields(config) -> None:
         kind = setting_type(type(config), config_field)
         if item_type(kind) is not None:
             value = getattr(config, config_field.name)
-            object.__setattr__(config, config_field.name, parse_value(kind, value, config_field.name))
+            object.__setattr__(config, config_field.name, parse_field(type(config), config_field, value))
 
 
-def flag_type(kind, widget: str | None = None):
+def flag_type(kind, widget: str | None = None, own_parse: bool = False):
     """What argparse's ``type=`` is for a setting of type ``kind``: the type itself, for a
     tuple field the parser of its comma-separated items, and for a ``circuit`` setting the name
-    of the file that holds it (the method's ``settings_from_cli`` reads it against the model)."""
-    if widget == "circuit":
+    of the file that holds it (the method's ``settings_from_cli`` reads it against the model), as
+    for a setting with its own ``parse`` (the file's text, parsed by ``make_config``)."""
+    if widget == "circuit" or own_parse:
         return str
     if item_type(kind) is None:
         return kind if isinstance(kind, type) else str

@@ -138,8 +138,39 @@ def to_jsonl(pairs: Iterable[ParaphrasePair]) -> str:
 _CLEAN_KEYS = ("clean", "paraphrase", "prompt")
 
 
-def _record_pair(record: dict, task: PromptTask, source: str, where: str) -> ParaphrasePair:
-    """One record (a JSON object or CSV row) as a pair; the task's answer and foils by default."""
+@dataclass(frozen=True)
+class ParaphraseRecord:
+    """A paraphrase pair as a user gave it, before any task or model sees it: the paraphrase,
+    its corrupted version, and the answer and foils when the record names them (None: the
+    prompt's). Best-of-N's ``paraphrases`` setting holds a tuple of these, parsed once at the
+    boundary (``paraphrase_records``)."""
+
+    clean: str
+    corrupted: str
+    answer: str | None = None
+    foils: tuple[str, ...] | None = None
+    source: str = "file"
+
+    def __post_init__(self):
+        if self.foils is not None:
+            object.__setattr__(self, "foils", tuple(self.foils))
+
+    def pair(self, task: PromptTask) -> ParaphrasePair:
+        """This record as a pair of ``task`` (its answer and foils unless the record names its own,
+        which must then be the prompt's)."""
+        answer = self.answer or task.answer
+        foils = self.foils if self.foils else task.foils
+        pair = ParaphrasePair(self.clean, self.corrupted, str(answer), tuple(foils), self.source, task.metric)
+        if pair.answer != task.answer or tuple(pair.foils) != tuple(task.foils):
+            pair.problems.append(
+                f"its answer/foils ({pair.answer!r} vs {list(pair.foils)}) differ from the prompt's "
+                f"({task.answer!r} vs {list(task.foils)}); every paraphrase must keep them"
+            )
+        return pair
+
+
+def _record(record: dict, source: str, where: str) -> ParaphraseRecord:
+    """One JSON object or CSV row as a record; ParaphraseError naming ``where`` when it is not one."""
     if not isinstance(record, dict):
         raise ParaphraseError(f"{where} is not an object with 'clean' and 'corrupted' fields.")
     clean = next((record[k] for k in _CLEAN_KEYS if record.get(k) not in (None, "")), None)
@@ -150,43 +181,68 @@ def _record_pair(record: dict, task: PromptTask, source: str, where: str) -> Par
         raise ParaphraseError(
             f"{where} has no 'corrupted' prompt; give the paraphrase with its key fact replaced."
         )
-    answer = record.get("answer") or task.answer
+    answer = record.get("answer") or None
     foils = record.get("foils", None)
     if foils in (None, "", []):
-        foils = task.foils
+        foils = None
     elif isinstance(foils, str):
         foils = tuple(f for f in foils.split("|") if f != "")
-    elif not isinstance(foils, list) or not all(isinstance(f, str) for f in foils):
+    elif not isinstance(foils, (list, tuple)) or not all(isinstance(f, str) for f in foils):
         raise ParaphraseError(f"{where}: 'foils' must be a list of strings (or one string with '|').")
-    pair = ParaphrasePair(
-        clean, corrupted, str(answer), tuple(foils), str(record.get("source") or source), task.metric
+    return ParaphraseRecord(
+        clean, corrupted, None if answer is None else str(answer), foils, str(record.get("source") or source)
     )
-    if pair.answer != task.answer or tuple(pair.foils) != tuple(task.foils):
-        pair.problems.append(
-            f"its answer/foils ({pair.answer!r} vs {list(pair.foils)}) differ from the prompt's "
-            f"({task.answer!r} vs {list(task.foils)}); every paraphrase must keep them"
-        )
-    return pair
+
+
+def paraphrase_records(value, source: str = "file") -> tuple[ParaphraseRecord, ...]:
+    """The ``paraphrases`` setting from what a boundary gives: text (JSONL, a JSON list, CSV with a
+    header, or typed lines), a list of record dicts (JSON of a stored result or a URL), or records.
+    Text the parsers themselves choke on (JSON nested too deeply, a CSV field over the csv
+    module's size limit) is refused with a ParaphraseError too, never another exception."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ()
+    if isinstance(value, str):
+        try:
+            return tuple(_parse_records(value, source))
+        except RecursionError:
+            raise ParaphraseError(
+                "The paraphrase list is nested too deeply to be read; give flat JSON objects or lines."
+            ) from None
+        except csv.Error as error:
+            raise ParaphraseError(f"The paraphrase CSV cannot be read ({str(error)[:80]}).") from None
+    if not isinstance(value, (list, tuple)):
+        raise ParaphraseError("The paraphrases must be text or a list of pairs.")
+    return tuple(
+        item if isinstance(item, ParaphraseRecord) else _record(item, source, f"Pair {index + 1}")
+        for index, item in enumerate(value)
+    )
+
+
+def records_text(records) -> str:
+    """Records as JSONL, which ``paraphrase_records`` reads back (a text area edits this)."""
+    lines = []
+    for record in records:
+        row = {"clean": record.clean, "corrupted": record.corrupted}
+        if record.answer:
+            row["answer"] = record.answer
+        if record.foils:
+            row["foils"] = list(record.foils)
+        lines.append(json.dumps(row, ensure_ascii=False))
+    return "\n".join(lines)
 
 
 def parse_paraphrases(text: str, task: PromptTask, source: str = "file") -> list[ParaphrasePair]:
-    """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
-
-    Text the parsers themselves choke on (JSON nested too deeply, a CSV field over the csv
-    module's size limit) is refused with a ParaphraseError too, never another exception.
-    """
-    try:
-        return _parse_paraphrases(text, task, source)
-    except RecursionError:
+    """Pairs of ``task`` from text (see ``paraphrase_records`` for the formats)."""
+    records = paraphrase_records(text, source)
+    if not records:
         raise ParaphraseError(
-            "The paraphrase list is nested too deeply to be read; give flat JSON objects or lines."
-        ) from None
-    except csv.Error as error:
-        raise ParaphraseError(f"The paraphrase CSV cannot be read ({str(error)[:80]}).") from None
+            "The paraphrase list is empty; give one paraphrase and its corrupted version per line."
+        )
+    return [record.pair(task) for record in records]
 
 
-def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
-    """Pairs from text: JSONL, a JSON list, CSV with a header, or typed lines.
+def _parse_records(text: str, source: str) -> list[ParaphraseRecord]:
+    """Records from text: JSONL, a JSON list, CSV with a header, or typed lines.
 
     JSON objects and CSV rows have ``clean`` (or ``paraphrase``/``prompt``) and ``corrupted``,
     optionally ``answer`` and ``foils`` (a list, or '|'-separated in CSV); missing ones take the
@@ -202,16 +258,16 @@ def _parse_paraphrases(text: str, task: PromptTask, source: str) -> list[Paraphr
             "The paraphrase list is empty; give one paraphrase and its corrupted version per line."
         )
     if stripped.startswith("["):
-        return _json_list_pairs(stripped, task, source)
+        return _json_list_records(stripped, source)
     if stripped.startswith("{"):
-        return _jsonl_pairs(cleaned, task, source)
+        return _jsonl_records(cleaned, source)
     header = [name.strip().lower() for name in next(csv.reader([stripped.splitlines()[0]]))]
     if "corrupted" in header and any(key in header for key in _CLEAN_KEYS):
-        return _csv_pairs(stripped, task, source)
-    return _typed_pairs(cleaned, task, source)
+        return _csv_records(stripped, source)
+    return _typed_records(cleaned, source)
 
 
-def _json_list_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+def _json_list_records(text: str, source: str) -> list[ParaphraseRecord]:
     try:
         records = json.loads(text)
     except json.JSONDecodeError as error:
@@ -220,11 +276,11 @@ def _json_list_pairs(text: str, task: PromptTask, source: str) -> list[Paraphras
         ) from None
     if not isinstance(records, list):
         raise ParaphraseError("A JSON paraphrase list must be a list of objects.")
-    return [_record_pair(r, task, source, f"Item {i + 1}") for i, r in enumerate(records)]
+    return [_record(r, source, f"Item {i + 1}") for i, r in enumerate(records)]
 
 
-def _jsonl_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
-    pairs = []
+def _jsonl_records(text: str, source: str) -> list[ParaphraseRecord]:
+    records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -235,18 +291,18 @@ def _jsonl_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePai
                 f"Line {number} of the paraphrase file is not valid JSON ({error.msg}); each line "
                 'must be an object like {"clean": "...", "corrupted": "..."}.'
             ) from None
-        pairs.append(_record_pair(record, task, source, f"Line {number}"))
-    return pairs
+        records.append(_record(record, source, f"Line {number}"))
+    return records
 
 
-def _csv_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
+def _csv_records(text: str, source: str) -> list[ParaphraseRecord]:
     reader = csv.DictReader(io.StringIO(text))
     reader.fieldnames = [name.strip().lower() for name in reader.fieldnames or []]
-    return [_record_pair(row, task, source, f"CSV row {i + 1}") for i, row in enumerate(reader)]
+    return [_record(row, source, f"CSV row {i + 1}") for i, row in enumerate(reader)]
 
 
-def _typed_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePair]:
-    pairs = []
+def _typed_records(text: str, source: str) -> list[ParaphraseRecord]:
+    records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -255,8 +311,8 @@ def _typed_pairs(text: str, task: PromptTask, source: str) -> list[ParaphrasePai
             raise ParaphraseError(
                 f"Line {number} is not 'paraphrase<TAB>corrupted' or 'paraphrase || corrupted': {line[:60]!r}."
             )
-        pairs.append(_record_pair({"clean": parts[0], "corrupted": parts[1]}, task, source, f"Line {number}"))
-    return pairs
+        records.append(_record({"clean": parts[0], "corrupted": parts[1]}, source, f"Line {number}"))
+    return records
 
 
 def read_pairs_text(path) -> str:

@@ -10,12 +10,13 @@ BoN-CSM from the BoN circuits at the anchor budgets, and compute what the candid
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
 import torch
 
-from ..evaluate import circuits_at_budgets
+from ..evaluate import CurvePoint, circuits_at_budgets, complements, metrics_of_tasks, necessity
 from ..graph import GraphSpec
 from ..results import parse_circuit
 from .checks import validate_pairs
@@ -90,8 +91,13 @@ def query_circuits(
     counts["circuits_evaluated"] = evaluated
 
     circuits = {name: {b: pool.masks[i] for b, i in by_budget.items()} for name, by_budget in indices.items()}
+    with ctx.timed("evaluation_s"):
+        without = _metrics_without(evaluator, spec, pool, indices)
     curves = {
-        name: [pool.point(i, b, baseline) for b, i in sorted(by_budget.items())]
+        name: [
+            with_necessity(pool.point(i, b, baseline), without[i], baseline)
+            for b, i in sorted(by_budget.items())
+        ]
         for name, by_budget in indices.items()
     }
     with ctx.timed("overlap_s"):
@@ -165,6 +171,21 @@ def _pairs_and_candidates(
     if want != {"single"} and len(candidates) == 1:
         notes.append("No usable paraphrase: Best-of-N has only the prompt itself, so it equals single.")
     return pairs, candidates
+
+
+def _metrics_without(evaluator, spec, pool: CircuitPool, indices: dict) -> dict[int, float]:
+    """L((M\\C)(q)) of every circuit a variant keeps, each pool circuit once: their complements
+    (only the circuit's edges corrupted) in one batched evaluation, for the curves' necessity."""
+    chosen = sorted({i for by_budget in indices.values() for i in by_budget.values()})
+    if not chosen:
+        return {}
+    others = complements(spec, torch.stack([pool.masks[i] for i in chosen]))  # [n, n_forward, n_backward]
+    return dict(zip(chosen, metrics_of_tasks([evaluator], others[None])[0].tolist()))
+
+
+def with_necessity(point: CurvePoint, without: float, baseline) -> CurvePoint:
+    """The pool's point with the circuit's necessity from ``without`` = L((M\\C)(q))."""
+    return dataclasses.replace(point, necessity=necessity(without, baseline), metric_without=without)
 
 
 def _circuits_from_scores(

@@ -41,7 +41,11 @@ class PairScorer:
 
 def score_key(model, model_id: str, spec: GraphSpec, task: PromptTask, method, method_config) -> str:
     """The store key of one pair's score matrix: model, dtype, graph, prompt pair, scorer."""
-    scorer_config = dataclasses.asdict(method_config)
+    scorer_config = {  # as methods.base.config_to_dict: a setting marked omit_default is left out at its default
+        item.name: getattr(method_config, item.name)
+        for item in dataclasses.fields(method_config)
+        if not (item.metadata.get("omit_default") and getattr(method_config, item.name) == item.default)
+    }
     return prompt_key("scores", model, model_id, spec, task, scorer=method.name, scorer_config=scorer_config)
 
 

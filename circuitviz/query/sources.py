@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ..tasks import PromptTask
 from .checks import validate_pairs
 from .llm_source import llm_paraphrases
-from .pairs import ParaphraseError, ParaphrasePair, parse_paraphrases
+from .pairs import ParaphraseError, ParaphrasePair, ParaphraseRecord, paraphrase_records
 from .templates import template_paraphrases
 
 SOURCES = ("template", "openai", "file")
@@ -29,12 +29,13 @@ def gather_paraphrases(
     source: str = "template",
     n: int = 9,
     seed: int = 0,
-    text: str = "",
+    text: str | tuple[ParaphraseRecord, ...] = (),
     llm_model: str | None = None,
     max_tokens: int = 256,
     progress: Callable[[str, float], None] | None = None,
 ) -> list[ParaphrasePair]:
-    """Checked pairs from one source: 'template', 'openai' or 'file' (``text`` holds the pairs)."""
+    """Checked pairs from one source: 'template', 'openai' or 'file' (``text`` holds the pairs:
+    the typed records of a Config, or text in any format ``paraphrase_records`` reads)."""
     if source not in SOURCES:
         raise ParaphraseError(f"Unknown paraphrase source {source!r}; choose one of {', '.join(SOURCES)}.")
     if progress:
@@ -44,11 +45,12 @@ def gather_paraphrases(
     elif source == "openai":
         pairs = llm_paraphrases(model, task, n, seed, llm_model=llm_model or None, max_tokens=max_tokens)
     else:
-        if not text.strip():
+        records = paraphrase_records(text)
+        if not records:
             raise ParaphraseError(
                 "The file source needs paraphrases; give a file (--paraphrases FILE) or type them in."
             )
-        pairs = validate_pairs(model, task, parse_paraphrases(text, task), max_tokens=max_tokens)
+        pairs = validate_pairs(model, task, [record.pair(task) for record in records], max_tokens=max_tokens)
     if progress:
         progress("paraphrases", 1.0)
     return pairs

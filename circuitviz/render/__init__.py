@@ -4,6 +4,7 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
+from ..labels.captions import CAPTION_KEY, node_caption
 from .curves import (
     candidate_figure,
     curve_dips,
@@ -11,16 +12,20 @@ from .curves import (
     curves_csv,
     figure_html,
     figure_image,
+    log_ticks,
+    opening_view,
     readable_budget,
 )
 from .explain import explain_circuit
 from .graph_html import (
     GraphDrawing,
     GraphEdge,
+    canvas_caption_of,
     circuit_edges,
     circuit_graph_html,
     drawn_layers,
     node_position,
+    node_scores,
 )
 from .tables import (
     context_html,
@@ -37,6 +42,7 @@ __all__ = [
     "GraphDrawing",
     "GraphEdge",
     "Intersection",
+    "canvas_caption_of",
     "circuit_edges",
     "circuit_edges_nodes",
     "drawn_layers",
@@ -53,8 +59,10 @@ __all__ = [
     "exclusive_intersections",
     "figure_html",
     "figure_image",
-    "logit_lens_captions",
+    "log_ticks",
+    "meaningful_captions",
     "node_position",
+    "opening_view",
     "overlap_rows",
     "readable_budget",
     "result_graph_html",
@@ -84,23 +92,27 @@ def result_graph_html(
     )
     circuit = result.circuit(budget) if mask is None else mask
     if "captions" not in options and labels:
-        options["captions"] = logit_lens_captions(labels)
-        options["caption_key"] = LOGIT_LENS_KEY
+        options["captions"] = meaningful_captions(result.graph, result.scores, circuit, labels, result.task)
+        options["caption_key"] = CAPTION_KEY
     return circuit_graph_html(
         result.graph, result.scores, circuit, labels=labels, max_edges=max_edges, title=title, **options
     )
 
 
-LOGIT_LENS_KEY = "under each name: the token its output promotes most at the last position (logit lens)"
-
-
-def logit_lens_captions(labels) -> dict[str, str]:
-    """{node: repr of its top promoted token} from logit-lens labels (logits: its top next token)."""
+def meaningful_captions(spec, scores, mask, labels, task) -> dict[str, str]:
+    """{node: caption} by ``labels.captions``'s rule: the logit-lens token where the answer or a
+    foil is among the node's top promoted (or suppressed) tokens, else its effect in words
+    (minus its summed edge scores in this circuit: "raises ' Mary' over ' John' by 1.2")."""
+    totals = node_scores(circuit_edges(spec, scores, mask))
     captions = {}
-    for node, values in (labels or {}).items():
-        tokens = (values or {}).get("promotes") or (values or {}).get("top next tokens")
-        if isinstance(tokens, (list, tuple)) and tokens and node != "input":
-            captions[node] = repr(str(tokens[0]))
+    for node, score in totals.items():
+        if node in ("input", "logits"):
+            continue
+        text = node_caption(
+            (labels or {}).get(node), -score, task.answer, list(task.foils), task.metric, short=True
+        )
+        if text:
+            captions[node] = text
     return captions
 
 

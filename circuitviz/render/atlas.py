@@ -114,7 +114,14 @@ def consensus_graph_html(
     mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")
     index = torch.as_tensor(numpy.asarray(edges, dtype=numpy.int64))
     mask[forward[index], backward[index]] = True
-    return circuit_graph_html(spec, share, mask, title=title, max_edges=max_edges)
+    return circuit_graph_html(
+        spec,
+        share,
+        mask,
+        title=title,
+        max_edges=max_edges,
+        width_key="the share of prompts whose circuit holds the edge",
+    )
 
 
 def cluster_map_figure(

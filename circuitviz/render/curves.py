@@ -11,6 +11,7 @@ import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -35,28 +36,31 @@ def curve_figure(
     marker_value: float | None = None,
     title: str = "",
     height: int = 380,
+    grid: Sequence[int] | None = None,
 ) -> go.Figure:
     """NDF (or NFS) against the number of edges kept, one line per curve, log-scaled x.
 
     ``current_budget``: a vertical marker at that budget; ``marker_value`` a point on it (the
-    faithfulness of the circuit now drawn), labelled with its value.
+    faithfulness of the circuit now drawn), labelled with its value. ``grid``: the budgets a
+    curve is expected at (default: the first curve's); a curve evaluated at fewer has its line
+    broken at each one it misses, so no line is drawn through a budget nobody evaluated.
     """
     figure = go.Figure()
+    first = next(iter(curves.values()), [])
+    grid = sorted({float(b) for b in grid} if grid is not None else {_value(p, "budget") for p in first})
+    shown = sorted({_value(p, "budget") for points in curves.values() for p in points} | set(grid))
     for index, (name, points) in enumerate(curves.items()):
-        points = sorted(points, key=lambda p: _value(p, "budget"))
-        budgets = [_value(p, "budget") for p in points]
-        kept = [_value(p, "n_edges") for p in points]
-        values = [_value(p, score) for p in points]
-        share = [100 * k / total_edges if total_edges else math.nan for k in kept]
+        budgets, values, customdata = _with_gaps(points, grid, score, total_edges)
         figure.add_trace(
             go.Scatter(
-                x=[max(b, 1) for b in budgets],
+                x=[None if b is None else max(b, 1) for b in budgets],
                 y=values,
                 mode="lines+markers",
+                connectgaps=False,
                 name=str(name),
                 line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)], "width": 2.5},
                 marker={"size": 7},
-                customdata=list(zip(kept, share)),
+                customdata=customdata,
                 hovertemplate=(
                     f"{_plain(name)}<br>budget %{{x:,}} edges<br>kept after pruning %{{customdata[0]:,}}"
                     f" (%{{customdata[1]:.2f}}%)<br>{SCORE_NAMES.get(score, score)} %{{y:.3f}}<extra></extra>"
@@ -69,25 +73,16 @@ def curve_figure(
             line={"color": KIND_COLOURS["logits"], "dash": "dot", "width": 2},
         )
         if marker_value is not None and not math.isnan(marker_value):
-            figure.add_trace(
-                go.Scatter(
-                    x=[max(int(current_budget), 1)],
-                    y=[marker_value],
-                    mode="markers+text",
-                    marker={"size": 14, "color": KIND_COLOURS["logits"], "symbol": "diamond"},
-                    text=[f"{marker_value:.2f} at {int(current_budget):,}"],
-                    textposition="top left",
-                    name="shown now",
-                    hovertemplate="shown now: %{y:.3f} at %{x:,} edges<extra></extra>",
-                )
-            )
-    label = SCORE_NAMES.get(score, score)
+            figure.add_trace(_marker(int(current_budget), marker_value, shown))
+    # NDF is min(deviation / corruption's, 1) taken from 1: a circuit deviating more than the
+    # corruption scores 0, so the axis says so where a reader looks
+    label = "NDF (clipped at 0)" if score == "ndf" else SCORE_NAMES.get(score, score)
     figure.update_layout(
         title={"text": title} if title else None,
         height=height,
-        margin={"l": 60, "r": 20, "t": 40 if title else 20, "b": 50},
-        xaxis={"title": "edge budget (log scale)", "type": "log"},
-        yaxis={"title": label, "range": [-0.03, 1.05]} if score == "ndf" else {"title": label},
+        margin={"l": 60, "r": 30, "t": 40 if title else 20, "b": 50},
+        xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown)},
+        yaxis={"title": label, "range": [-0.03, 1.08]} if score == "ndf" else {"title": label},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         hovermode="closest",
         template="plotly_white",
@@ -95,15 +90,140 @@ def curve_figure(
     return figure
 
 
-def readable_budget(curve: Sequence, max_edges: int = 500, good_ndf: float = 0.8) -> int:
-    """A budget worth showing first: the smallest whose circuit reaches ``good_ndf`` within
-    ``max_edges`` edges (a graph people can read), else the most faithful within that size."""
-    small = [p for p in curve if _value(p, "n_edges") <= max_edges] or list(curve)
-    good = [p for p in small if _value(p, "ndf") >= good_ndf]
+def _with_gaps(points: Sequence, grid: Sequence[float], score: str, total_edges: int):
+    """(budgets, values, hover data) of one curve with a gap (None) at every budget of ``grid``
+    between its first and last that it was not evaluated at: a line is drawn only between
+    budgets next to each other that were both evaluated, never straight through a missing one."""
+    by_budget = {_value(p, "budget"): p for p in points}
+    if not by_budget:
+        return [], [], []
+    low, high = min(by_budget), max(by_budget)
+    budgets, values, customdata = [], [], []
+    for budget in sorted({b for b in grid if low <= b <= high} | set(by_budget)):
+        point = by_budget.get(budget)
+        if point is None:
+            budgets.append(None)
+            values.append(None)
+            customdata.append((None, None))
+            continue
+        kept = _value(point, "n_edges")
+        budgets.append(budget)
+        values.append(_value(point, score))
+        customdata.append((kept, 100 * kept / total_edges if total_edges else math.nan))
+    return budgets, values, customdata
+
+
+def _marker(budget: int, value: float, grid: Sequence[float]) -> go.Scatter:
+    """The point of the circuit shown now, labelled on the side that keeps its label inside the plot."""
+    low, high = (min(grid), max(grid)) if grid else (budget, budget)
+    span = math.log10(max(high, 1)) - math.log10(max(low, 1))
+    at = (math.log10(max(budget, 1)) - math.log10(max(low, 1))) / span if span > 0 else 0.5
+    side = "right" if at < 0.5 else "left"
+    vertical = "bottom" if value > 0.85 else "top"
+    return go.Scatter(
+        x=[max(budget, 1)],
+        y=[value],
+        mode="markers+text",
+        marker={"size": 14, "color": KIND_COLOURS["logits"], "symbol": "diamond"},
+        text=[f"{value:.2f} at {budget:,}"],
+        textposition=f"{vertical} {side}",
+        cliponaxis=False,
+        name="shown now",
+        hovertemplate="shown now: %{y:.3f} at %{x:,} edges<extra></extra>",
+    )
+
+
+def log_ticks(grid: Sequence[float]) -> dict:
+    """Ticks at the powers of ten the budgets span, written 10, 100, 1k, 10k (plotly's own log
+    ticks read '2, 5, 100, 2, 5, 1000')."""
+    if not grid:
+        return {}
+    low = math.floor(math.log10(max(min(grid), 1)))
+    high = math.ceil(math.log10(max(max(grid), 1)))
+    values = [10**power for power in range(low, high + 1)]
+    span = [
+        math.log10(max(min(grid), 1)) - 0.08,
+        math.log10(max(max(grid), 1)) + 0.08,
+    ]  # the ends' ticks show
+    return {
+        "tickvals": values,
+        "ticktext": [_short_count(v) for v in values],
+        "range": span,
+        "minor": {"showgrid": False},
+    }
+
+
+def _short_count(value: int) -> str:
+    """10, 100, 1k, 10k, 100k, 1M."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if value >= size:
+            return f"{value // size:,}{suffix}"
+    return f"{value:,}"
+
+
+READABLE_EDGES = 200  # the largest faithful circuit a first view opens at
+LEGIBLE_EDGES = 60  # a graph this small reads at a glance, whatever its faithfulness
+MIN_LEGIBLE_EDGES = 20  # and one this large still shows a circuit, not a handful of edges
+
+
+@dataclass(frozen=True)
+class OpeningView:
+    """The budget a first view opens at, and why (the sentence a page shows under the slider)."""
+
+    budget: int
+    reason: str
+
+
+def opening_view(
+    curve: Sequence,
+    max_edges: int = READABLE_EDGES,
+    good_ndf: float = 0.8,
+    legible_edges: int = LEGIBLE_EDGES,
+) -> OpeningView:
+    """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
+    ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
+    of 20 to ``legible_edges`` edges (a graph a demo audience can read; the faithful ones are too
+    large to), else of fewer, else the smallest budget."""
+    points = sorted(curve, key=lambda p: _value(p, "budget"))
+    good = [p for p in points if _value(p, "n_edges") <= max_edges and _value(p, "ndf") >= good_ndf]
     if good:
-        return int(min(_value(p, "budget") for p in good))
-    best = max(small, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
-    return int(_value(best, "budget"))
+        budget = int(_value(good[0], "budget"))
+        return OpeningView(
+            budget, f"Opened at the smallest budget whose circuit reaches NDF {good_ndf}: {budget:,} edges."
+        )
+    faithful = [p for p in points if _value(p, "ndf") >= good_ndf]
+    where = (
+        f"the smallest that does keeps {int(_value(faithful[0], 'n_edges')):,} edges, too many to read"
+        if faithful
+        else "none at any budget does"
+    )
+    legible = [p for p in points if MIN_LEGIBLE_EDGES <= _value(p, "n_edges") <= legible_edges]
+    legible = legible or [p for p in points if _value(p, "n_edges") <= legible_edges]
+    if not legible:
+        budget = int(_value(points[0], "budget"))
+        return OpeningView(
+            budget,
+            f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); "
+            f"opened at the smallest budget, {budget:,} edges.",
+        )
+    best = max(legible, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
+    budget = int(_value(best, "budget"))
+    return OpeningView(
+        budget,
+        f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); opened at {budget:,} edges, "
+        f"the most faithful circuit small enough to read (NDF {_value(best, 'ndf'):.2f}). Larger budgets are on "
+        "the slider and the curve.",
+    )
+
+
+def readable_budget(
+    curve: Sequence,
+    max_edges: int = READABLE_EDGES,
+    good_ndf: float = 0.8,
+    legible_edges: int = LEGIBLE_EDGES,
+) -> int:
+    """The budget of ``opening_view``: a first view that is faithful and readable, else legible."""
+    return opening_view(curve, max_edges, good_ndf, legible_edges).budget
 
 
 def curve_dips(curve: Sequence, min_drop: float = 0.1) -> list[tuple[int, float, int, float]]:

@@ -1,8 +1,11 @@
 """A circuit in words: the few edges that matter most, each said as one plain sentence.
 
 The sentences come from what is already computed for the drawing: the edges by |score|
-(``circuit_edges``) and the node labels (the logit lens's promoted tokens, or SAE features).
-They are plain text (tokens quoted with ``repr``); whoever renders them escapes them.
+(``circuit_edges``) and the node labels. A node is named with its logit-lens token only where
+that token bears on the task (the answer or a foil among its top promoted tokens:
+``labels.captions``); otherwise each sentence says what the edge does to the answer in the
+metric's units ("raises ' Mary' over ' John' by 1.2"). They are plain text (tokens quoted with
+``repr``); whoever renders them escapes them.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ..labels.captions import lens_caption, role_caption
+from ..positions.view import path_strength, strongest_paths
 from .graph_html import GraphEdge
 
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
@@ -21,10 +26,16 @@ ROLE = {
 }
 
 
-def node_phrase(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> str:
-    """A node named with what it does: 'a12.h2 (promotes ' Mary')', 'the token embeddings'."""
+def node_phrase(node: str, labels: Mapping[str, Mapping[str, object]] | None, task=None) -> str:
+    """A node named with what it does: 'a12.h2 (promotes ' Mary')', 'the token embeddings'.
+
+    With ``task`` (answer and foils) the lens token is named only when it is the answer or a
+    foil (``labels.captions.lens_caption``); without, the top promoted token as before."""
     if node == "input":
         return "the token embeddings"
+    if task is not None:
+        lens = lens_caption((labels or {}).get(node), task.answer, list(task.foils))
+        return f"{node} ({lens})" if lens is not None else node
     top = top_token(node, labels)
     return f"{node} (promotes {top!r})" if top is not None else node
 
@@ -37,27 +48,76 @@ def top_token(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> s
     return None
 
 
-def edge_sentence(edge: GraphEdge, labels: Mapping[str, Mapping[str, object]] | None) -> str:
-    """One edge as a sentence, e.g. "a12.h2 moves ' Mary' to the output (score -1.23: it
-    carries the answer).". A score is the estimated change of the metric when the edge is
-    corrupted, so a negative score marks an edge the answer relies on."""
+def edge_sentence(edge: GraphEdge, labels: Mapping[str, Mapping[str, object]] | None, task=None) -> str:
+    """One edge as a sentence, e.g. "a12.h2 writes straight to the output (score -1.23: it
+    raises ' Mary' over ' John' by 1.2).". A score is the estimated change of the metric when
+    the edge is corrupted, so a negative score marks an edge the answer relies on. With
+    ``task`` the effect is said in the task's terms, and a node's lens token only where it is
+    the answer or a foil."""
+    if task is not None:
+        effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric) or "changes nothing"
+        score = f" (score {edge.score:+.3g}: it {effect})"
+        return _sentence(edge, labels, score, task)
     role_of_sign = "it carries the answer" if edge.score < 0 else "it works against the answer"
     score = f" (score {edge.score:+.3g}: {role_of_sign})"
+    return _sentence(edge, labels, score, None)
+
+
+def _sentence(edge: GraphEdge, labels, score: str, task) -> str:
+    """The sentence of ``edge_sentence`` around its score clause."""
     if edge.target == "logits":
-        top = top_token(edge.source, labels)
         if edge.source == "input":
             return f"The token embeddings write straight to the output{score}."
+        if task is not None:
+            return f"{node_phrase(edge.source, labels, task)} writes straight to the output{score}."
+        top = top_token(edge.source, labels)
         moved = f"moves {top!r} to the output" if top is not None else "writes straight to the output"
         return f"{edge.source} {moved}{score}."
     role = ROLE.get(edge.kind, "{target}").format(target=edge.target)
-    source = "The token embeddings" if edge.source == "input" else node_phrase(edge.source, labels)
+    source = "The token embeddings" if edge.source == "input" else node_phrase(edge.source, labels, task)
     return f"{source} feed{'' if edge.source == 'input' else 's'} {role}{score}."
 
 
 def explain_circuit(
-    edges: Sequence[GraphEdge], labels: Mapping[str, Mapping[str, object]] | None = None, n: int = 5
+    edges: Sequence[GraphEdge],
+    labels: Mapping[str, Mapping[str, object]] | None = None,
+    n: int = 5,
+    task=None,
 ) -> list[str]:
     """The ``n`` edges with the largest |score| of a circuit (``edges`` strongest first, as
-    ``circuit_edges`` gives them), one sentence each."""
+    ``circuit_edges`` gives them), one sentence each; ``task`` (a ``PromptTask``) says each
+    edge's effect in the answer's terms."""
     strongest = sorted(edges, key=lambda edge: -abs(edge.score))[: max(0, int(n))]
-    return [edge_sentence(edge, labels) for edge in strongest]
+    return [edge_sentence(edge, labels, task) for edge in strongest]
+
+
+# ----- a circuit over token positions ---------------------------------------------------------------
+def _place(graph, node_id: str) -> str:
+    """A node with its token: "a9.h1 at ' to' (position 14)", "the embedding of ' Mary' (position 2)"."""
+    node = graph.node_map[node_id]
+    token = graph.tokens[node.position] if 0 <= node.position < len(graph.tokens) else ""
+    where = f"{token!r} (position {node.position})"
+    if node.kind == "embedding":
+        return f"the embedding of {where}"
+    if node.kind == "logit":
+        return "the answer"
+    return f"{node.component} at {where}"
+
+
+def path_sentence(graph, path: Sequence[str]) -> str:
+    """One strongest path as a sentence: its steps, the share of the answer's input it carries,
+    and what its heads and MLPs do (their captions)."""
+    steps = " → ".join(_place(graph, node_id) for node_id in path)
+    share = path_strength(graph, path)
+    roles = [
+        f"{graph.node_map[n].component} {graph.node_map[n].caption}"
+        for n in path
+        if graph.node_map[n].caption and graph.node_map[n].kind in ("head", "mlp")
+    ]
+    said = f"; {'; '.join(roles)}" if roles else ""
+    return f"{steps}: {100 * share:.1f} % of the answer's input flows along it{said}."
+
+
+def explain_position_circuit(graph, n_paths: int = 3) -> list[str]:
+    """'Explain this circuit' for a position circuit: its strongest paths to the answer, in words."""
+    return [path_sentence(graph, path) for path in strongest_paths(graph, n_paths)]

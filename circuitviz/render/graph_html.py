@@ -127,6 +127,11 @@ def canvas_caption(text: str, limit: int = 18) -> str:
     return text.replace("<", "‹").replace(">", "›")
 
 
+def canvas_caption_of(name: str, caption: str | None) -> str:
+    """A node's label on the canvas: its name, and its caption on a second line when it has one."""
+    return name if caption is None else f"{name}\n{canvas_caption(caption)}"
+
+
 def circuit_edges(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> list[GraphEdge]:
     """The circuit's edges, strongest |score| first (ties in graph order)."""
     forward, backward = spec.edge_index
@@ -192,9 +197,12 @@ def _edge_title(edge: GraphEdge) -> str:
     )
 
 
-def _legend_html(title: str, notes: list[str], caption: str = "") -> str:
+def _legend_html(
+    title: str, notes: list[str], caption: str = "", compact: bool = False, width_key: str = ""
+) -> str:
     """The key in words: colour = which input of the target an edge feeds, width = |score|,
-    dashes = a negative score, and what the caption under a node's name is."""
+    dashes = a negative score, and what the caption under a node's name is; ``compact``: the
+    short words of a narrow frame (side-by-side graphs), each key on lines of its own."""
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
@@ -207,6 +215,18 @@ def _legend_html(title: str, notes: list[str], caption: str = "") -> str:
         "dashed: negative score (corrupting the edge lowers the metric: it carries the answer); "
         "solid: positive (it works against the answer)</span>"
     )
+    if compact:
+        signs = (
+            '<span class="cv-item"><span class="cv-line" style="border-top:4px solid #555"></span>'
+            "width: |score|</span>"
+            '<span class="cv-item"><span class="cv-line" style="border-top:3px dashed #555"></span>'
+            "dashed: carries the answer (negative score)</span>"
+        )
+    if width_key:
+        signs = (
+            '<span class="cv-item"><span class="cv-line" style="border-top:4px solid #555"></span>'
+            f"width: {_escape(width_key)}</span>"
+        )
     colour_key = f'<span class="cv-key">edge colour = the input it feeds:</span>{swatches}'
     node_key = f'<div class="cv-key">{_escape(caption)}</div>' if caption else ""
     note_html = "".join(f'<div class="cv-note">{_escape(note)}</div>' for note in notes)
@@ -278,6 +298,8 @@ def circuit_graph_html(
     frame_width: float = 1150,
     captions: Mapping[str, str] | None = None,
     caption_key: str = "",
+    others: str = "grey",
+    width_key: str = "",
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores`` as one standalone HTML page.
 
@@ -289,6 +311,10 @@ def circuit_graph_html(
     ``layout_width``: the spread of a row (default: fitted to a ``frame_width`` px wide frame, so
     the graph fills its canvas). ``captions``: a short text per node drawn under its name (what
     it does), and ``caption_key`` the legend's sentence saying what those captions are.
+    ``others``: how the edges outside ``highlight`` are drawn: "grey", or "colour" (their own
+    colour, thin and translucent, so a graph most of whose edges are shared is not grey).
+    ``width_key``: what width means when ``scores`` are not attribution scores (the consensus
+    circuit's share of prompts); its legend then says that, and nothing about signs.
     """
     from pyvis.network import Network
 
@@ -329,7 +355,7 @@ def circuit_graph_html(
         caption = (captions or {}).get(name) if active else None
         network.add_node(
             name,
-            label=name if caption is None else f"{name}\n{canvas_caption(caption)}",
+            label=canvas_caption_of(name, caption),
             title=_node_title(spec, name, totals.get(name) if active else None, (labels or {}).get(name)),
             x=x,
             y=y,
@@ -344,13 +370,17 @@ def circuit_graph_html(
     curve_of = {"q": 0.08, "k": 0.14, "v": 0.2, "mlp": 0.0, "logits": 0.0}
     for edge in drawn:
         lit = highlight is None or edge.name in highlight
-        colour = KIND_COLOURS.get(edge.kind, "#777777") if lit else FADED
+        coloured = lit or others == "colour"
+        colour = KIND_COLOURS.get(edge.kind, "#777777") if coloured else FADED
+        width = 1 + 7 * abs(edge.score) / scale
+        if highlight is not None:
+            width = width + 1.5 if lit else (width * 0.5 if others == "colour" else width)
         network.add_edge(
             edge.source,
             edge.target,
             title=_edge_title(edge),
-            color={"color": colour, "opacity": 1.0 if lit else 0.6},
-            width=1 + 7 * abs(edge.score) / scale + (1.5 if highlight is not None and lit else 0),
+            color={"color": colour, "opacity": 1.0 if lit else (0.35 if others == "colour" else 0.6)},
+            width=width,
             dashes=edge.score < 0,
             smooth={"type": "curvedCW", "roundness": curve_of.get(edge.kind, 0.0)}
             if curve_of.get(edge.kind)
@@ -374,7 +404,8 @@ def circuit_graph_html(
         )
     )
     page = network.generate_html()
-    page = _finish_page(page, _legend_html(title, notes, caption_key if captions else ""))
+    compact = frame_width < 700
+    page = _finish_page(page, _legend_html(title, notes, caption_key if captions else "", compact, width_key))
     return GraphDrawing(
         html=page,
         height=height_px + legend_height(title, notes, bool(captions), frame_width),

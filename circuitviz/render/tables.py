@@ -78,7 +78,11 @@ def unique_edges(circuits: Mapping[str, set[str]]) -> dict[str, set[str]]:
 
 
 def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = None) -> str:
-    """Tokens as escaped chips (spaces shown as ·), the ones that differ from the other prompt marked."""
+    """Tokens as escaped chips (spaces shown as ·), the ones that differ from the other prompt marked.
+
+    Each chip is a bidi isolate with its own direction (``dir="auto"``): a right-to-left token
+    reads right to left inside its chip, and the chips stay in the prompt's order, left to right,
+    instead of the browser reordering them (and their quotes) around the Arabic or Hebrew text."""
     chips = []
     for index, token in enumerate(tokens):
         marked = bool(differs and index < len(differs) and differs[index])
@@ -88,10 +92,10 @@ def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = Non
             f"{KIND_COLOURS['logits'] if marked else '#d0d5dd'};"
         )
         chips.append(
-            f'<span style="{style}border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;'
-            f'font-family:monospace;font-size:13px">{shown}</span>'
+            f'<span dir="auto" style="{style}border-radius:4px;padding:1px 4px;margin:1px;display:inline-block;'
+            f'unicode-bidi:isolate;font-family:monospace;font-size:13px">{shown}</span>'
         )
-    return "".join(chips)
+    return f'<span dir="ltr" style="unicode-bidi:isolate">{"".join(chips)}</span>'
 
 
 def context_html(context: dict) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
+from ..transfer import fitted_note, paraphrase_ndf
 from . import result_view, state
 
 
@@ -43,53 +44,89 @@ def common_budgets(results: dict) -> list[int]:
 
 
 def budget_choice(options: list[int]) -> int:
-    """The shared budget, moved to the nearest budget every method evaluated."""
-    current = st.session_state.get("budget")
-    if current not in options:
-        wanted = current if isinstance(current, int) else 200
-        nearest = min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1))))
-        state.set_value("budget", nearest)
-    return int(
-        state.bound(
-            st.select_slider,
-            "edge budget (every method's circuit at this budget)",
-            "budget",
-            options=options,
-            format_func=lambda b: f"{b:,}",
-        )
+    """The shared budget, shown at the nearest budget every method evaluated (the other pages'
+    budget is left as it is until this slider moves)."""
+    return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
+
+
+FITTED_NOTE = (
+    "Edge Pruning learns each budget's mask on this prompt itself, so its NDF here is fitted to the "
+    "prompt, not measured on it like the other methods' (About: how its circuits hold up on paraphrases)."
+)
+
+
+def graph_caption(name: str, result, point, only: int) -> str:
+    """The line under a method's name: its circuit at the budget in numbers, what colour means."""
+    return (
+        f"{result.method}: NDF {point.ndf:.3f} with {point.n_edges:,} edges; the {only:,} edges no other "
+        "method found are drawn bold, the shared ones thin."
     )
 
 
-def comparison_view(results: dict) -> None:
-    """The graphs side by side (unique edges in colour), the curves in one chart, the overlap."""
+def transfer_view(results: dict, budget: int, model=None) -> None:
+    """On request (it runs the model on each paraphrase), every circuit's NDF at this budget on
+    the prompt's template paraphrases, beside its NDF on the prompt."""
+    if model is None or not st.toggle(
+        "NDF on the prompt's paraphrases (runs the model)", key="compare.transfer"
+    ):
+        return
     first = next(iter(results.values()))
-    budget = budget_choice(common_budgets(results))
+    with st.spinner("Evaluating every circuit on the paraphrases..."):
+        found = paraphrase_ndf(model, first.task, {name: r.circuit(budget) for name, r in results.items()})
+    if not found.valid:
+        st.caption(found.note or "No template paraphrase of this prompt passed its checks.")
+        return
+    rows = [
+        {"method": name, "NDF on the prompt": r.point(budget).ndf, "NDF on paraphrases": found.mean(name)}
+        for name, r in results.items()
+    ]
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        f"Mean over the {found.valid} of {found.paraphrases} template paraphrases whose corruption lowers "
+        "the metric clearly; a method fitted to the prompt drops here if it fitted the sentence."
+    )
+
+
+def comparison_view(results: dict, labels=None, model=None) -> None:
+    """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
+    from ``labels``), the curves in one chart, the overlap, NDF on paraphrases on request (with
+    ``model``); Edge Pruning's fitted NDF said so."""
+    first = next(iter(results.values()))
+    budgets = common_budgets(results)
+    budget = budget_choice(budgets)
     shown = compare_at(results, budget)
+    if any(result.method == "edge-pruning" for result in results.values()):
+        st.info(FITTED_NOTE)
     columns = st.columns(len(results))
     frame = 1150 / len(results)
     for column, (name, result) in zip(columns, results.items()):
         with column:
             point = result.point(budget)
             st.subheader(result.method)
-            st.metric("NDF", f"{point.ndf:.3f}")
-            st.caption(
-                f"{point.n_edges:,} edges, {len(shown.only[name]):,} of them found by no other method (in colour)"
-            )
+            ndf_column, necessity_column = st.columns(2)
+            ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
+            necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+            necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
+            if result.method != "edge-pruning" and fitted_note(result.method):
+                st.caption(fitted_note(result.method))
+            st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(
                 result_view.graph_drawing(
                     result,
                     budget,
+                    labels=labels,
                     highlight=shown.only[name],
                     layers=shown.layers,
-                    title=f"{name}: unique edges in colour",
+                    title=f"{name} at {budget:,} edges: bold = found by no other method",
                     frame_width=frame,
+                    others="colour",
                 )
             )
             for note in result_view.curve_notes(result):
                 st.caption(note)
     st.plotly_chart(
         render.curve_figure(
-            {n: r.curve for n, r in results.items()}, first.graph.n_edges, current_budget=budget
+            {n: r.curve for n, r in results.items()}, first.graph.n_edges, current_budget=budget, grid=budgets
         ),
         key="compare.curve",
         config={"scrollZoom": False, "displaylogo": False},
@@ -101,4 +138,5 @@ def comparison_view(results: dict) -> None:
         column_config={"Jaccard": st.column_config.NumberColumn(format="%.3f")},
     )
     st.caption(f"{len(shown.shared):,} edges are in every circuit.")
+    transfer_view(results, budget, model)
     state.write_to_url(["budget"])

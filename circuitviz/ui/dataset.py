@@ -182,7 +182,10 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
 
     from ..render.atlas import band_figure
 
-    score = st.segmented_control("score", ["ndf", "nfs"], default="ndf", key="dataset.score") or "ndf"
+    score = (
+        st.segmented_control("score", ["ndf", "nfs", "necessity"], default="ndf", key="dataset.score")
+        or "ndf"
+    )
     series = {name: bands(folder, stamp, name, score) for name in batch.labels}
     own = {name: pair[0] for name, pair in series.items()}
     together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}
@@ -304,7 +307,11 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
     table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
     st.caption(
-        f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column."
+        f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
+        f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
+        "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
+        "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
+        "beside a CPR of 1 or more."
     )
     picked = st.dataframe(
         table,

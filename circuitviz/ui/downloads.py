@@ -8,6 +8,7 @@ import shutil
 import streamlit as st
 
 from .. import render
+from ..results import eap_graph_json
 
 
 def _browser_for_images() -> bool:
@@ -82,8 +83,6 @@ def downloads(result, budget: int, drawing, key: str, point=None) -> None:
 
 def circuit_json(result, budget: int) -> dict:
     """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
-    from ..results import eap_graph_json
-
     evaluated = result.point(budget) is not None
     data = result.to_eap_json(budget if evaluated else None)
     if not evaluated:

@@ -25,6 +25,7 @@ from ..methods.settings import (
     setting_bounds,
     setting_choices,
     setting_help,
+    setting_text,
     setting_type,
     setting_widget,
 )
@@ -95,13 +96,13 @@ def _field_widget(config_class, config_field, value, key, help_text, budgets, re
         return st.checkbox(label, value=bool(value), key=key, help=help_text)
     if kind in (int, float):
         return _number(config_field, kind, label, value, key, help_text)
+    if widget == "lines":  # a text area, parsed by make_config (records by the field's own parse)
+        return st.text_area(
+            label, value=setting_text(config_field, value), key=key, help=help_text, height=90
+        )
     if item_type(kind) is not None:  # a tuple: its items comma separated, parsed by make_config
         text = value if isinstance(value, str) else ",".join(str(item) for item in value or ())
         return st.text_input(label, value=text, key=key, help=help_text)
-    if widget == "lines":
-        return st.text_area(
-            label, value="" if value is None else str(value), key=key, help=help_text, height=90
-        )
     return st.text_input(label, value="" if value is None else str(value), key=key, help=help_text)
 
 

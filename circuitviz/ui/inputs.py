@@ -48,9 +48,19 @@ def shared_settings(method, settings: dict) -> dict:
     return {name: value for name, value in settings.items() if name in fields}
 
 
+def run_settings(method, settings: dict) -> dict:
+    """The settings as the run's result records them (every field, as its Config reads them), so
+    a kept result can be compared with the form's values."""
+    from ..methods import config_to_dict
+
+    return config_to_dict(method.make_config(settings))
+
+
 def token_label(token: str) -> str:
-    """A token as the user sees it: quotes keep leading spaces visible."""
-    return repr(token)
+    """A token as the user sees it: quotes keep leading spaces visible, and Unicode's first-strong
+    isolate (U+2068 ... U+2069) keeps a right-to-left token from reordering the label around it
+    ("'مدينة' 23.9%" stays in that order) in widgets that take no HTML (pills, select boxes)."""
+    return f"\u2068{token!r}\u2069"
 
 
 @dataclass
@@ -156,8 +166,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         if problem:
             st.error(problem)
             problems.append(problem)
-        elif answer in probability:
-            st.caption(f"the model gives it {100 * probability[answer]:.1f}%")
+        else:
+            token_line(model, "answer", answer, probability)
     with columns[2]:
         metric = state.bound(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
     with columns[1]:
@@ -166,9 +176,49 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         if problem:
             st.error(problem)
             problems.append(problem)
-        elif st.session_state.get("foil_note") and foil == st.session_state.get("foil_proposed", foil):
-            st.caption(st.session_state["foil_note"])
+        elif foil:
+            token_line(model, "foil", foil, probability)
+            if st.session_state.get("foil_note") and foil == st.session_state.get("foil_proposed", foil):
+                st.caption(st.session_state["foil_note"])
     return answer, foil, metric, problems
+
+
+def token_line(model, role: str, token: str, probability: dict[str, float]) -> None:
+    """Under an answer or foil box: the token as a chip with its spaces shown (a leading space is
+    invisible in the box), the model's probability of it, and, for a word typed without the
+    space the model's token has (' Mary' typed 'Mary'), one sentence and a button that adds it."""
+    from .. import render
+
+    chance = f" · the model gives it {100 * probability[token]:.1f}%" if token in probability else ""
+    st.markdown(
+        f"<div style='font-size:0.85rem'>the token: {render.token_strip_html([token])}{chance}</div>",
+        unsafe_allow_html=True,
+    )
+    spaced = missing_space(model, token, probability)
+    if spaced is None:
+        return
+    st.warning(
+        f"The model's token is {spaced!r} with a leading space ({100 * probability[spaced]:.1f}%); "
+        f"{token!r} without it is another token, which the model does not rank among its likely next tokens."
+    )
+    st.button(
+        f"Use {spaced!r}",
+        key=f"add_space.{role}",
+        on_click=state.set_value,
+        args=(role, spaced),
+        type="secondary",
+    )
+
+
+def missing_space(model, token: str, probability: dict[str, float]) -> str | None:
+    """' ' + ``token`` when the user typed a word without the leading space of the model's own
+    likely token (and the word alone is not itself likely), else None."""
+    if not token or token[0].isspace():
+        return None
+    spaced = " " + token
+    if spaced not in probability or token in probability:
+        return None
+    return spaced if token_problem(model, spaced, "answer") is None else None
 
 
 def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
@@ -234,8 +284,21 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
         st.error(problem)
         return [problem]
     changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
+    if changed == 0:
+        problem = identical_prompts_problem()
+        st.error(problem)
+        return [problem]
     st.success(f"Both prompts are {len(clean_tokens)} tokens; {changed} position(s) differ.")
     return []
+
+
+def identical_prompts_problem() -> str:
+    """The sentence for a corrupted prompt with the prompt's very tokens: nothing is corrupted,
+    so every faithfulness score would be 0/0 (NFS nan, no edge kept)."""
+    return (
+        "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
+        "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
+    )
 
 
 def _chips(tokens: list[str], other: list[str]) -> str:
@@ -266,6 +329,10 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     task = PromptTask(
         clean=prompt, corrupted=corrupted, answer=answer, foils=(foil,) if foil else (), metric=metric
     )
+    verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
+    if verdict:  # a task whose corruption does not lower the metric: refused before Run
+        st.error(verdict)
+        return TaskInputs(None, [verdict], n_tokens)
     return TaskInputs(task, [], n_tokens)
 
 
@@ -292,11 +359,13 @@ def method_inputs(
     initial: dict | None = None,
     budgets_key: str = "budgets",
     budgets_default: list[int] | None = None,
+    settings_key: str = "settings",
 ):
     """Method picker, its settings form and the budgets, each checked where it is typed.
 
     ``initial``: the settings a page starts the form with (a page's own defaults);
-    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as.
+    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as;
+    ``settings_key``: where the form's values live on (per method, across pages and in the URL).
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     from ..api import parse_budgets
@@ -313,20 +382,51 @@ def method_inputs(
         text = state.bound(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
-        try:
-            budgets = parse_budgets(text)
-        except ValueError as error:
-            st.error(str(error))
-            budgets = None
+        problems, notes = budget_check(text, n_edges)
+        for problem in problems:
+            st.error(problem)
+        for note in notes:
+            st.warning(note)
+        budgets = None if problems else parse_budgets(text)
     start = dict(initial or {})
-    if key == "method":
-        start.update(st.session_state.get("settings") or {})
+    start.update(state.method_settings(settings_key, name))
     with form_box:
         settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
+        state.remember_settings(settings_key, name, settings)
         config, problem = build_config(method, settings)
         if problem:
             st.error(problem)
     return name, config, budgets
+
+
+def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
+    """(every problem of the budgets box, the notes on it), one sentence each and all at once, so
+    a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
+    negative one, an empty list. A note does not: a budget over the graph's edges keeps the
+    whole graph."""
+    from ..api import parse_budgets
+
+    parts = [part.strip() for part in str(text).split(",")]
+    if not any(parts):
+        try:
+            parse_budgets(text)
+        except ValueError as error:
+            return [str(error)], []
+    problems, over = [], []
+    for part in (part for part in parts if part):
+        try:
+            parse_budgets(part)
+        except ValueError as error:
+            problems.append(str(error))
+            continue
+        if int(part) > n_edges:
+            over.append(int(part))
+    notes = [
+        f"Budget {value:,} is over the {n_edges:,} edges of this model's graph, so it keeps the whole graph; "
+        f"use at most {n_edges:,}."
+        for value in over
+    ]
+    return problems, notes
 
 
 def reference_circuits() -> dict[str, str]:

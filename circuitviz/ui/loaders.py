@@ -49,6 +49,7 @@ _MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last t
 _MODELS_GUARD = threading.Lock()
 _LOADS = itertools.count(1)
 PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
+PROBE_REPEATS = 3
 
 
 def model_future(model_id: str, device: str = "auto") -> Future:
@@ -128,9 +129,12 @@ def probe_rate(model) -> None:
     )  # [batch, pos]
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
-        start = time.perf_counter()
-        final_residual(model, tokens, [])
-        seconds = time.perf_counter() - start
+        timed = []
+        for _ in range(PROBE_REPEATS):  # the median: one pass timed in a moment of load misprices every run
+            start = time.perf_counter()
+            final_residual(model, tokens, [])
+            timed.append(time.perf_counter() - start)
+        seconds = sorted(timed)[len(timed) // 2]
     parameters = sum(p.numel() for p in model.parameters())
     kind = model_device(model).type
     calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds)
@@ -182,6 +186,35 @@ def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> li
         stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
     )
     return found
+
+
+def task_verdict(model, model_id: str, task) -> str | None:
+    """Why ``task`` is not meaningful for the model (``task_validity``), or None: from the two
+    prompts' kept plain runs (the Run that follows reads them), cached per model and task and
+    stored like the next tokens, so a stored view runs no forward pass for it."""
+    return _task_verdict(model, model_key(model), model_id, task.to_dict())
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
+    from ..keys import content_key
+    from ..task_validity import gap_problem, identical_prompts_problem, task_metrics
+    from ..tasks import PromptTask, TaskError
+
+    chosen = PromptTask.from_dict(task)
+    if identical_prompts_problem(chosen):
+        return identical_prompts_problem(chosen)
+    store = get_store()
+    stored_key = content_key(kind="task-metrics", model=model_id, task=task)
+    state = store.load_state(stored_key, kind="labels")
+    if state is None:
+        try:
+            clean, corrupted = task_metrics(_model, chosen)
+        except TaskError as error:
+            return str(error)
+        state = {"clean": clean, "corrupted": corrupted}
+        store.save_state(stored_key, state, kind="labels")
+    return gap_problem(chosen, float(state["clean"]), float(state["corrupted"]))
 
 
 def str_tokens(model, model_id: str, text: str) -> list[str]:
@@ -248,13 +281,14 @@ def discover(model, request, progress=None, store=None):
     return run_request(model, request, store=store or get_store(), progress=progress)
 
 
-def node_labels(model, model_id: str, task) -> dict:
-    """Logit-lens labels of every node on the task's clean prompt, stored like results."""
+def node_labels(model, model_id: str, task, store=None) -> dict:
+    """Logit-lens labels of every node on the task's clean prompt, stored like results (``store``
+    when the caller fetched it: a background thread cannot reach streamlit's caches)."""
     from ..keys import content_key
     from ..labels.logit_lens import logit_lens_labels
     from ..tasks import prepare_task
 
-    store = get_store()
+    store = store or get_store()
     key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
     state = _remembered(store, "labels", key, lambda: store.load_state(key, kind="labels"))
     if state is not None:
@@ -269,7 +303,8 @@ def node_labels(model, model_id: str, task) -> dict:
 
 def sae_node_features(model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
-    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
+    ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share,
+    activation."""
     return _sae_node_features(model, model_key(model), model_id, prompt, nodes, top_k)
 
 
@@ -286,7 +321,7 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
         found = sae_features.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae_features.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    keep = ("label", "layer", "feature", "promotes", "token", "share")
+    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation")
     return {
         node: [{name: item.get(name) for name in keep} for item in entry.get("features") or []]
         for node, entry in found.items()

@@ -1,8 +1,10 @@
 """What the inputs propose for a new prompt: answer, foil and corrupted prompt, each with why.
 
-The answer is the model's own top next token (a circuit explains what the model does); the foil
-is, for a task the templates recognise as indirect object identification, the other name, else
-the model's next most likely token. The corrupted prompt comes from the template family that
+The answer is among the model's own top next tokens (a circuit explains what the model does): the
+most likely whose task passes the meaningful-task check (``task_validity``), a content word before
+a function word. The foil is, for a task the templates recognise as indirect object
+identification, the other name, else what the model predicts after the corrupted prompt (its most
+likely other token when there is none). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, a country, a
 landmark) is swapped for another of the same token length, and the note says which; when
 nothing fits, the note says so and how to write one. The paraphrase templates are imported here
@@ -53,22 +55,61 @@ def _token_count(model, text: str) -> int:
     return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
 
 
+CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
+
+
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
-    """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens."""
+    """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
+    the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the
+    meaningful-task check (``task_validity.preferred_task``), a content word before a function word."""
+    from ..task_validity import preferred_task, task_gaps
+    from ..tasks import PromptTask
+
+    candidates = [
+        proposal_for(model, prompt, answer, top_tokens) for answer in top_tokens[:CANDIDATE_ANSWERS]
+    ]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else proposal_for(model, prompt, "", top_tokens)
+    tasks = [PromptTask(prompt, c.corrupted, c.answer, (c.foil,) if c.foil else ()) for c in candidates]
+    usable = [index for index, c in enumerate(candidates) if c.corrupted and c.foil]
+    if not usable:
+        return candidates[0]
+    gaps = task_gaps(model, [tasks[index] for index in usable])
+    return candidates[usable[preferred_task([tasks[index] for index in usable], gaps)]]
+
+
+def proposal_for(model, prompt: str, answer: str, top_tokens: list[str]) -> Proposal:
+    """The foil and corrupted prompt proposed for ``answer``."""
     templates = _templates()
     found = templates.recognise(prompt)
-    answer = top_tokens[0] if top_tokens else ""
     foil, foil_note = "", ""
     if found is not None and found.family == "ioi":
         other = " " + str(found.slots.get("B", ""))
         if other.strip() and other != answer and _single_token(model, other):
             foil, foil_note = other, "The foil is the other name of the prompt (the repeated subject)."
-    if not foil:
-        foil = next((token for token in top_tokens[1:] if token != answer), "")
-        if foil:
-            foil_note = "The foil is the model's next most likely token; pick a more telling one if you like."
     corrupted, note = propose_corruption(model, prompt, answer)
+    if not foil and corrupted:
+        foil = _corrupted_prediction(model, corrupted, answer)
+        if foil:
+            foil_note = (
+                "The foil is what the model predicts after the corrupted prompt; pick another if you like."
+            )
+    if not foil:
+        foil = next((token for token in top_tokens if token != answer), "")
+        if foil:
+            foil_note = (
+                "The foil is the model's most likely other token; pick a more telling one if you like."
+            )
     return Proposal(answer, foil, corrupted, note, foil_note)
+
+
+def _corrupted_prediction(model, corrupted: str, answer: str) -> str:
+    """The model's most likely next token after the corrupted prompt other than ``answer`` (the
+    answer the corruption leads to: the foil its metric then falls towards), '' when none."""
+    from ..labels.logit_lens import next_token_probabilities
+
+    tokens = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
+    return next((token for token in tokens if token != answer and token.strip()), "")
 
 
 def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:

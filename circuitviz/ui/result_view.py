@@ -15,9 +15,11 @@ import math
 import streamlit as st
 
 from .. import render
+from ..keys import content_key
 from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
+from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
 GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
@@ -27,8 +29,6 @@ SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feat
 def result_id(result) -> str:
     """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
     (one model id can name different weights: another device, or a test's tiny model)."""
-    from ..keys import content_key
-
     return content_key(
         model=result.model_id,
         task=result.task.to_dict(),
@@ -65,6 +65,7 @@ def metric_values(result, point) -> dict[str, str]:
     if point is not None:
         share = 100 * point.n_edges / result.graph.n_edges
         values["NDF"] = f"{point.ndf:.3f}"
+        values["necessity"] = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         values["NFS"] = f"{point.nfs:.3f}"
         values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
     return values
@@ -74,6 +75,7 @@ METRIC_HELP = {
     "clean L(M(q))": "the metric of the clean prompt",
     "corrupted L(M(q'))": "the metric of the corrupted prompt",
     "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
+    "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
     "NFS": "the older normalised faithfulness score (unbounded: above 1 overshoots)",
     "edges kept": "after pruning edges on no input-to-logits path",
 }
@@ -82,7 +84,7 @@ METRIC_HELP = {
 def metrics_row(result, budget: int, point=None) -> None:
     point = point or result.point(budget)
     values = metric_values(result, point)
-    for column, (label, value) in zip(st.columns(5), values.items()):
+    for column, (label, value) in zip(st.columns(len(values)), values.items()):
         column.metric(label, value, help=METRIC_HELP[label])
 
 
@@ -109,40 +111,22 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         return 0
     free = any_budget and result.any_budget
     options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
-    current = st.session_state.get(key)
-    if current not in options:
-        wanted = (
-            current if isinstance(current, int) else render.readable_budget(result.curve, good_ndf=GOOD_NDF)
-        )
-        state.set_value(key, min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1)))))
     label = (
         f"edge budget ({result.method} builds a circuit at any budget from the Best-of-N circuits; "
         "a budget the run did not evaluate costs one patched pass)"
         if free
         else "edge budget (moving it redraws the graph and the marker; no new run)"
     )
-    budget = int(state.bound(st.select_slider, label, key, options=options, format_func=lambda b: f"{b:,}"))
-    note = opening_note(result, budget)
-    if note:
-        st.caption(note)
+    opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
+    budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0])
+    if opening is not None and budget == opening.budget:
+        st.caption(opening.reason)
     return budget
 
 
-READABLE_EDGES = 500  # the largest circuit a first view opens at (a graph people can read)
-
-
-def opening_note(result, budget: int) -> str:
-    """Why the view opened at ``budget``, when it is the budget a first view opens at."""
-    if not result.curve or budget != render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF):
-        return ""
-    point = result.point(budget)
-    if point is not None and point.ndf >= GOOD_NDF:
-        return f"Opened at the smallest budget whose circuit reaches NDF {GOOD_NDF}: {budget:,} edges."
-    ndf = f" (NDF {point.ndf:.2f})" if point is not None else ""
-    return (
-        f"No circuit of at most {READABLE_EDGES} edges reaches NDF {GOOD_NDF} here; opened at the most "
-        f"faithful of them, {budget:,} edges{ndf}. Larger budgets are on the slider and the curve."
-    )
+def demo_budget(result) -> int:
+    """The budget a demo opens at: a readable graph that is as faithful as possible."""
+    return render.readable_budget(result.curve, good_ndf=GOOD_NDF)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -208,7 +192,10 @@ def sae_labels(model, result, budget: int, labels):
     captions = {}
     for node, features in found.items():
         merged.setdefault(node, {})["SAE features"] = [
-            f"{item['label']} (at {item['token']!r}, {item['share']:.2f})" for item in features
+            f"{item['label']} (at {item['token']!r}; this node writes {share_percent(item):.0f}% of it)"
+            if share_percent(item) is not None
+            else f"{item['label']} (at {item['token']!r})"
+            for item in features
         ] or ["no feature driven on this prompt"]
         if features:
             top = features[0]
@@ -221,14 +208,14 @@ def explain(result, budget: int, labels) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
-        sentences = render.explain_circuit(edges, labels, n=5)
+        sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
         if not sentences:
             st.write("The circuit has no edges at this budget.")
         for sentence in sentences:
             st.markdown("- " + markdown_text(sentence))
         st.caption(
             f"Of the circuit's {len(edges):,} edges, by |score| (the estimated change of the answer's metric "
-            "when the edge is corrupted); a node's promoted token is what its output pushes up at the last position."
+            "when the edge is corrupted); a node's logit-lens token is named only when it is the answer or the foil."
         )
 
 
@@ -294,11 +281,6 @@ def edges_table(result, budget: int, limit: int = 50) -> None:
     )
 
 
-def demo_budget(result) -> int:
-    """The budget a demo opens at: a readable graph that is as faithful as possible."""
-    return render.readable_budget(result.curve, READABLE_EDGES, GOOD_NDF)
-
-
 def graph_edge_total_from_cfg(entry: dict) -> str:
     """The edge count of a gallery entry's graph, formatted (its budgets end with the full graph)."""
     budgets = entry.get("budgets") or []
@@ -310,7 +292,12 @@ def result_view(
     result, labels=None, key: str = "result", budget_key: str = "budget", model=None, timings: bool = True
 ) -> int:
     """Everything about one result; returns the budget shown. With ``model``, iBoN/BoN-CSM results
-    take any budget (their NDF then costs one batched evaluation, no scoring)."""
+    take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
+    token positions has its own view (``position_view``)."""
+    if result.positions:
+        from .position_view import position_result_view
+
+        return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)

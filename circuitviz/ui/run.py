@@ -1,16 +1,18 @@
 """Starting a run and waiting for it: the model's load, the estimate, the progress, the outcome.
 
-A discovery runs in a background thread while the page's script draws its progress every
-quarter second, so the bar moves through every phase (clean and corrupted runs, scoring,
+A discovery runs in a background thread while the page's script draws its progress ten times
+a second, so the bar moves through every phase (clean and corrupted runs, scoring,
 faithfulness) even when the engine reports nothing for a while, and the time left is computed
 from the estimate and from how fast the run is actually going, never shown growing. A run keeps
-going when the page reruns (a widget touched meanwhile); the page attaches to it again. The
+going when the page reruns (a widget touched meanwhile) or is reloaded: runs in flight are kept
+per process by request key, so any session that asks for the same request attaches to it. The
 model loads the same way, with its elapsed time and what to expect on screen. Finished runs
 calibrate the estimates (``calibration.py``).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +23,7 @@ import streamlit as st
 from ..phases import Phase, phase_of_report, phase_seconds, report_words
 from . import loaders, state
 
-POLL_S = 0.25
+POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
 
 # ----- the model ----------------------------------------------------------------------------------
@@ -56,47 +58,85 @@ def load_model_or_stop(model_id: str, device: str):
 
 
 # ----- progress -----------------------------------------------------------------------------------
+def time_fraction(spent: float, expected: float) -> float:
+    """How far a phase is by the clock: linear up to 80 % of the time expected, then ever slower
+    towards 99 % (a phase that takes longer than expected still moves, and never looks done)."""
+    if expected <= 0:
+        return 0.0
+    ratio = spent / expected
+    if ratio <= 0.8:
+        return ratio
+    return 0.8 + 0.19 * (1 - math.exp(-(ratio - 0.8) / 0.6))
+
+
 class RunProgress:
     """Overall progress and time left of a run, from its expected phase durations, the engine's
     reports and the clock.
 
-    The fraction inside a phase is the engine's last report or, between reports, the time spent
-    over the time expected (capped below 1, so a phase never looks finished before it is). The
-    overall fraction never goes back, and the time left never grows: it blends the estimate with
-    the speed observed so far, and is shown as the smallest value shown yet.
+    A run has three phases (clean and corrupted runs, the method's own work, faithfulness); the
+    method's work may come in parts that report on their own (Edge Pruning: the warm start's
+    scoring, then learning the masks). Inside a phase the fraction is the clock's
+    (``time_fraction``) or, where it says more, the engine's reports: the faithfulness phase's,
+    and the work's when this method's last run on this machine said how its work splits into
+    parts (``parts``: {part: share of the work}). Before that the work follows the clock: a first
+    part at 100 % may be followed by others (Edge Pruning's bar sat at 97 % for 18 s that way).
+    The overall fraction never goes back, and the time left never grows: it blends the estimate
+    with the speed observed so far, and is shown as the smallest value shown yet.
     """
 
     def __init__(
-        self, expected: dict[str, float], n_budgets: int = 0, clock: Callable[[], float] = time.perf_counter
+        self,
+        expected: dict[str, float],
+        n_budgets: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
+        parts: dict[str, float] | None = None,
     ):
         self.expected = {phase: max(float(expected.get(phase, 0.0)), 0.0) for phase in Phase}
         self.total = sum(self.expected.values()) or 1.0
         self.n_budgets = n_budgets
         self.clock = clock
+        self.parts = dict(parts or {})
         self.start = clock()
         self.phase = Phase.PREPARE
         self.phase_start = self.start
         self.reported = 0.0
-        self.work_name = ""
+        self.part = ""
+        self.parts_seen: list[str] = []
         self.fraction = 0.0
         self.left: float | None = None
+
+    @property
+    def work_name(self) -> str:
+        return report_words(self.part)
 
     def report(self, reported: str, fraction: float) -> None:
         """An engine report (a ``phases.Report`` or another name) and the fraction done of it."""
         phase = phase_of_report(reported)
-        if phase is Phase.WORK:
-            self.work_name = report_words(reported)
         if phase.step > self.phase.step:
             self.phase, self.phase_start, self.reported = phase, self.clock(), 0.0
-        if phase == self.phase:
-            self.reported = min(max(float(fraction), 0.0), 1.0)
+        if phase != self.phase:
+            return
+        name = str(getattr(reported, "value", reported))
+        if phase is Phase.WORK and name != self.part:
+            self.part = name
+            if name not in self.parts_seen:
+                self.parts_seen.append(name)
+        self.reported = min(max(float(fraction), 0.0), 1.0)
+
+    def _reported_inside(self) -> float:
+        """The phase's fraction by the engine's reports (0 when they cannot say it)."""
+        if self.phase is not Phase.WORK:
+            return self.reported
+        if self.parts and self.part in self.parts:
+            done = sum(self.parts.get(name, 0.0) for name in self.parts_seen[:-1])
+            return min(done + self.parts[self.part] * self.reported, 0.99)
+        return 0.0  # parts of unknown weight (a first run here): a part at 100 % may not be the last
 
     def update(self) -> tuple[float, str]:
         """(overall fraction, the line to show) now."""
         now = self.clock()
         expected = self.expected[self.phase]
-        by_time = min((now - self.phase_start) / expected, 0.95) if expected > 0 else 0.0
-        inside = max(self.reported, by_time)
+        inside = max(self._reported_inside(), time_fraction(now - self.phase_start, expected))
         before = sum(self.expected[p] for p in Phase if p.step < self.phase.step)
         self.fraction = max(self.fraction, min((before + inside * expected) / self.total, 0.99))
         elapsed = now - self.start
@@ -104,7 +144,7 @@ class RunProgress:
         observed = elapsed * (1 - self.fraction) / self.fraction if self.fraction > 0.05 else planned
         blended = max(self.fraction * observed + (1 - self.fraction) * planned, 0.0)
         self.left = blended if self.left is None else min(self.left, blended)
-        return self.fraction, self.text(inside, elapsed)
+        return self.fraction, self.text(elapsed)
 
     def phase_name(self) -> str:
         if self.phase is Phase.PREPARE:
@@ -115,13 +155,14 @@ class RunProgress:
                 if self.n_budgets
                 else "measuring faithfulness"
             )
-        return self.work_name or "the method's own work"
+        if not self.part:
+            return "the method's own work"
+        return f"{self.work_name} ({100 * self.reported:.0f}%)"
 
-    def text(self, inside: float, elapsed: float) -> str:
-        step = self.phase.step
+    def text(self, elapsed: float) -> str:
         left = f"about {self.left:.0f} s left" if self.left and self.left >= 1 else "finishing"
         return (
-            f"step {step} of 3, {self.phase_name()}: {100 * inside:.0f}% · {100 * self.fraction:.0f}% in all · "
+            f"step {self.phase.step} of 3, {self.phase_name()} · {100 * self.fraction:.0f}% in all · "
             f"{elapsed:.0f} s so far, {left}"
         )
 
@@ -140,6 +181,34 @@ def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]
     return {phase: total * shares.get(phase, 0.0) for phase in Phase}
 
 
+def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[str, float]:
+    """Seconds of each part of a run's work, from its timed reports ((name, fraction, time)): a
+    part lasts from the previous part's last report (``start`` for the first) to its own last
+    report. Faithfulness reports are not work."""
+    last: dict[str, float] = {}
+    for name, _, at in reports:
+        if phase_of_report(name) is Phase.WORK:
+            name = str(getattr(name, "value", name))
+            last.pop(name, None)
+            last[name] = at
+    parts, previous = {}, start
+    for name, at in sorted(last.items(), key=lambda item: item[1]):
+        parts[name] = max(at - previous, 0.0)
+        previous = at
+    return parts
+
+
+def record_run(estimate, method: str, result, seconds: float, parts: dict[str, float]) -> None:
+    """Calibrate the next estimates with a finished run: its work, wall time, phases, the parts
+    of its work (``work_parts``) and its own timings (what a sibling variant may find stored)."""
+    if estimate is None:
+        return
+    from .. import calibration
+
+    phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
+    calibration.record(estimate.device, method, estimate.flops, seconds, phases, parts, result.timings)
+
+
 # ----- runs in the background ----------------------------------------------------------------------
 @dataclass
 class Job:
@@ -153,27 +222,48 @@ class Job:
     cached: bool = False
     error: BaseException | None = None
     seconds: float = 0.0
-    reports: list[tuple[str, float]] = field(default_factory=list)
+    reports: list[tuple[str, float, float]] = field(default_factory=list)  # (phase, fraction, clock)
 
     @property
     def done(self) -> bool:
         return self.thread is not None and not self.thread.is_alive()
 
 
+# the runs of this process by request key, shared by every session: a page reloaded (a new
+# session) while its run goes on finds the run by its request and shows its progress, then its
+# result
+_JOBS: dict[str, Job] = {}
+_JOBS_GUARD = threading.Lock()
+KEEP_FINISHED = 16  # finished runs kept (their outcome is in the store; these only bound memory)
+
+
 def _jobs() -> dict[str, Job]:
-    return st.session_state.setdefault("run.jobs", {})
+    return _JOBS
 
 
-def running(key: str) -> bool:
-    """Whether a run of this request is under way in this session."""
-    job = _jobs().get(key)
+def _register(job: Job) -> None:
+    with _JOBS_GUARD:
+        _JOBS[job.key] = job
+        finished = [key for key, kept in _JOBS.items() if kept.done]
+        for key in finished[: max(len(finished) - KEEP_FINISHED, 0)]:
+            del _JOBS[key]
+
+
+def running(key: str | None) -> bool:
+    """Whether a run of this request is under way in this process (started by any session)."""
+    job = _JOBS.get(key) if key else None
     return job is not None and not job.done
 
 
 def _start(model, request) -> Job:
     estimate = request.estimate
+    from ..calibration import part_shares
+
+    parts = part_shares(estimate.device, request.method) if estimate is not None else None
     progress = RunProgress(
-        expected_phases(estimate, request.method, len(request.budgets)), n_budgets=len(request.budgets)
+        expected_phases(estimate, request.method, len(request.budgets)),
+        n_budgets=len(request.budgets),
+        parts=parts,
     )
     job = Job(request.key, request.method, progress)
     lock = threading.Lock()
@@ -181,7 +271,7 @@ def _start(model, request) -> Job:
 
     def report(phase: str, fraction: float) -> None:
         with lock:
-            job.reports.append((phase, fraction))
+            job.reports.append((phase, fraction, time.perf_counter()))
             progress.report(phase, fraction)
 
     def work() -> None:
@@ -191,15 +281,12 @@ def _start(model, request) -> Job:
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
-        if job.result is not None and not job.cached and estimate is not None:
-            from .. import calibration
-
-            seconds = phase_seconds(job.result.timings, job.seconds)
-            phases = {phase.value: value for phase, value in seconds.items()}
-            calibration.record(estimate.device, request.method, estimate.flops, job.seconds, phases)
+        if job.result is not None and not job.cached:
+            work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
+            record_run(estimate, request.method, job.result, job.seconds, work_parts(job.reports, work_start))
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
-    _jobs()[request.key] = job
+    _register(job)
     job.thread.start()
     return job
 
@@ -212,7 +299,7 @@ def run_with_status(model, request):
 
     method, model_id = request.method, request.model_id
     job = _jobs().get(request.key)
-    if job is None or (job.done and job.result is None):
+    if job is None or job.done:  # a finished run's result is in the store: a new start reads it
         job = _start(model, request)
     with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
         bar = st.progress(0.0, text="starting")
@@ -230,7 +317,6 @@ def run_with_status(model, request):
             status.update(label=f"{method} on {model_id}: {source}", state="complete", expanded=False)
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
-    _jobs().pop(request.key, None)
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(f"The run could not start: {job.error}")
         return None
@@ -241,14 +327,19 @@ def run_with_status(model, request):
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def request_line(model, model_id: str, task, method: str, settings, budgets):
+def request_line(model, model_id: str, task, method: str, settings, budgets, adjust=None):
     """The page's one request, priced, with its estimate shown above Run; (request, None), or
-    (None, the sentence) when it is refused (over a limit, or settings that do not make a config)."""
+    (None, the sentence) when it is refused (over a limit, or settings that do not make a config).
+    ``adjust``: a page's correction of the estimate (Paraphrases: the work an earlier run stored)."""
+    import dataclasses
+
     try:
         request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
         st.error(str(error))
         return None, str(error)
+    if adjust is not None and request.estimate is not None:
+        request = dataclasses.replace(request, estimate=adjust(request.estimate))
     if request.refusal is not None:
         st.error(request.refusal)
         return None, request.refusal

@@ -8,6 +8,11 @@ import streamlit as st
 from . import state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
+SHARE = "node's part of it"
+SHARE_HELP = (
+    "how much of the feature's activation on this prompt (summed over its positions) this node's own "
+    "output accounts for: its linear share of the feature's pre-activation, clipped to the activation"
+)
 
 
 def shared_text_input(label: str, role: str, key: str, default: str = "") -> str:
@@ -58,7 +63,7 @@ def feature_rows(labels: dict) -> list[dict]:
     for node, entry in labels.items():
         if entry["sae"] is None:
             rows.append(
-                {"node": node, "feature": "—", "what it does": entry["reason"], "share": None, "at": ""}
+                {"node": node, "feature": "—", "what it does": entry["reason"], SHARE: None, "at": ""}
             )
             continue
         for feature in entry["features"]:
@@ -67,11 +72,21 @@ def feature_rows(labels: dict) -> list[dict]:
                     "node": node,
                     "feature": f"L{entry['sae_layer']}/{feature['feature']}",
                     "what it does": feature["label"].split(": ", 1)[-1],
-                    "share": round(float(feature["share"]), 3),
+                    SHARE: share_percent(feature),
                     "at": repr(feature["token"]),
                 }
             )
     return rows
+
+
+def share_percent(feature: dict) -> float | None:
+    """The node's share of a feature's activation, in percent: ``share`` (the activation the
+    node's output accounts for, summed over positions, in the SAE's own units, e.g. 314.3) over
+    ``activation`` (the feature's whole activation, summed the same way)."""
+    activation = float(feature.get("activation") or 0.0)
+    if activation <= 0:
+        return None
+    return round(100 * float(feature["share"]) / activation, 1)
 
 
 def feature_options(labels: dict) -> dict[tuple[int, int], str]:

@@ -1,0 +1,86 @@
+"""Estimate before a run against the time it took, per method, in the order a user meets them.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_estimates.py [--threads 1] [--methods eap-ig,acc++]
+
+Replays what the app does on a fresh calibration (a new cache folder that reuses the converted
+models): the forward-pass probe timed after the load, then each method priced by
+``limits.estimate_request`` (the line above Run), run through ``api.discover`` with the app's
+budgets and settings, and recorded into the calibration as the app records it. The default
+order is the browser test's: EAP-IG on Explore, EAP and the other methods on Compare, then the
+Paraphrases page's Best-of-N and iBoN (whose paraphrase scores BoN has stored). Prints one line
+per run: estimate, measured, their ratio, and how the estimate was priced. No assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from circuitviz.bench.harness import add_threads_argument, apply_threads, ioi_task, machine_line
+
+ORDER = ("eap-ig", "eap", "acc++", "circuit-lasso", "edge-pruning", "bon", "ibon", "eap-ig")
+
+
+def _fresh_cache() -> str:
+    """A new cache folder whose models link to the converted ones (no conversion, no history)."""
+    from circuitviz import assets
+
+    models = assets.cache_dir() / "models"
+    root = Path(tempfile.mkdtemp(prefix="bench-estimates-"))
+    if models.exists():
+        (root / "models").symlink_to(models, target_is_directory=True)
+    return str(root)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--methods", default=",".join(ORDER))
+    parser.add_argument("--timings", action="store_true", help="also print each run's own phase timings")
+    add_threads_argument(parser)
+    args = parser.parse_args()
+    apply_threads(args.threads)
+    os.environ["CIRCUITVIZ_CACHE"] = _fresh_cache()
+
+    from circuitviz.api import discover
+    from circuitviz.limits import estimate_request
+    from circuitviz.models import EMBEDDED_MODEL, load_model
+    from circuitviz.store import ResultStore
+    from circuitviz.ui import bon, inputs, loaders
+    from circuitviz.ui.run import record_run
+
+    model = load_model(EMBEDDED_MODEL)
+    loaders.probe_rate(model)
+    store = ResultStore(Path(os.environ["CIRCUITVIZ_CACHE"]) / "results")
+    task = ioi_task()
+    n_edges = inputs.graph_edge_total(model)
+    print(machine_line())
+    print(f"{'method':<14} {'estimate':>9} {'measured':>9} {'ratio':>6}  priced")
+    for method in args.methods.split(","):
+        on_paraphrases = method in bon.BON_METHODS
+        settings = dict(bon.PAGE_DEFAULTS) if on_paraphrases else {}
+        budgets = bon.page_budgets(n_edges) if on_paraphrases else inputs.default_budgets(n_edges)
+        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
+        estimate = bon.priced_with_stored_scores(
+            estimate, model, EMBEDDED_MODEL, task, method, settings, len(budgets), store
+        )
+        start = time.perf_counter()
+        result, cached = discover(
+            model, task, method, settings, budgets=budgets, model_id=EMBEDDED_MODEL, store=store
+        )
+        seconds = time.perf_counter() - start
+        if not cached:
+            record_run(estimate, method, result, seconds, {})
+        ratio = max(estimate.seconds, seconds) / max(min(estimate.seconds, seconds), 1e-9)
+        if cached:
+            print(f"{method:<14} {estimate.seconds:>8.1f}s  from the result store (not a run)")
+            continue
+        print(f"{method:<14} {estimate.seconds:>8.1f}s {seconds:>8.1f}s {ratio:>5.2f}x  {estimate.priced}")
+        if args.timings:
+            print("    " + ", ".join(f"{name} {value:.2f}s" for name, value in result.timings.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Circuits in other tools' formats: Neuronpedia's graph JSON, written and read."""

@@ -1,0 +1,288 @@
+"""Attribution graphs in Neuronpedia's graph JSON: written for its viewer, read back from any
+file in that format (ours, circuit-tracer's, Neuronpedia's downloads).
+
+The format (Neuronpedia's published graph schema) is ``{"metadata": {slug, scan, prompt_tokens,
+prompt, ...}, "qParams": {...}, "nodes": [{node_id, feature, layer, ctx_idx, feature_type,
+jsNodeId, clerp, influence, activation}], "links": [{source, target, weight}]}``.
+
+How circuitviz's nodes map onto it (the format was made for transcoder features; a circuit of
+whole heads and MLPs is mapped as follows):
+
+- a token's embedding at position p: ``feature_type`` "embedding", ``layer`` "E", ``node_id``
+  ``E_{token id}_{p}``, ``feature`` p (as circuit-tracer writes embeddings);
+- the answer's logit at the last position: ``feature_type`` "logit", ``layer`` n_layers + 1,
+  ``feature`` the answer's token id, ``node_id`` ``{n_layers + 1}_{token id}_{p}``;
+- an attention head h of layer l at position p: ``feature_type`` "lorsa" (Neuronpedia's type for
+  attention units that move information between positions), ``feature`` h, ``node_id``
+  ``{l}_{h}_{p}``;
+- the MLP of layer l at position p: ``feature_type`` "mlp reconstruction error", ``feature``
+  null, ``node_id`` ``{l}_-1_{p}``: the MLP's whole output at that position, which is what a
+  graph without transcoder features at that layer keeps as its MLP node.
+
+``clerp`` is our label (the component's name and its caption), ``ctx_idx`` the position,
+``influence`` the node's cumulative share of the graph's |contribution| (nodes sorted strongest
+first, as circuit-tracer's pruning reads it; ``node_threshold`` 1.0 shows every node),
+``activation`` the node's contribution (the estimated rise of the metric it carries). Each node
+also keeps ``circuitviz_component`` so our own files read back exactly. Links carry our weights
+(minus the unit's score). ``qParams.pinnedIds`` are the nodes of the strongest paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from ..positions.view import AttributionGraph, GraphLink, GraphNode, strongest_paths
+
+FORMAT_NAME = "neuronpedia graph JSON"
+_SLUG_CHARACTERS = re.compile(r"[^a-z0-9]+")
+
+
+class GraphFileError(ValueError):
+    """A graph file this reader cannot draw; the message says what is wrong and what to give."""
+
+
+def slug_of(text: str, limit: int = 60) -> str:
+    """A Neuronpedia slug: lower-case letters, digits and dashes."""
+    slug = _SLUG_CHARACTERS.sub("-", text.lower()).strip("-")
+    return (slug[:limit].strip("-")) or "circuit"
+
+
+def _node_ids(
+    node: GraphNode, n_layers: int, token_ids: Sequence[int], answer_id: int | None
+) -> tuple[str, str, object, object]:
+    """(node_id, jsNodeId, feature, layer) of one node in Neuronpedia's conventions."""
+    position = node.position
+    if node.kind == "embedding":
+        vocab = token_ids[position] if position < len(token_ids) else position
+        return f"E_{vocab}_{position}", f"E_{vocab}-{position}", position, "E"
+    if node.kind == "logit":
+        vocab = answer_id if answer_id is not None else 0
+        layer = n_layers + 1
+        return f"{layer}_{vocab}_{position}", f"L_{vocab}-{position}", vocab, str(layer)
+    if node.kind == "head":
+        return (
+            f"{node.layer}_{node.head}_{position}",
+            f"{node.layer}_{node.head}-{position}",
+            node.head,
+            str(node.layer),
+        )
+    return f"{node.layer}_-1_{position}", f"{node.layer}_-1-{position}", None, str(node.layer)
+
+
+FEATURE_TYPES = {
+    "embedding": "embedding",
+    "logit": "logit",
+    "head": "lorsa",
+    "mlp": "mlp reconstruction error",
+}
+
+
+def cumulative_influence(graph: AttributionGraph) -> dict[str, float]:
+    """Each node's cumulative share of the graph's summed |contribution|, strongest first."""
+    ordered = sorted(graph.nodes, key=lambda node: -abs(node.influence))
+    total = sum(abs(node.influence) for node in ordered) or 1.0
+    shares, running = {}, 0.0
+    for node in ordered:
+        running += abs(node.influence)
+        shares[node.id] = min(1.0, running / total)
+    return shares
+
+
+def to_neuronpedia(
+    graph: AttributionGraph,
+    *,
+    slug: str = "",
+    token_ids: Sequence[int] = (),
+    answer_id: int | None = None,
+    info: dict | None = None,
+) -> dict:
+    """The graph in Neuronpedia's graph JSON (every node and link of ``graph``)."""
+    ids: dict[str, str] = {}
+    nodes = []
+    influence = cumulative_influence(graph)
+    for node in graph.nodes:
+        node_id, js_id, feature, layer = _node_ids(node, graph.n_layers, token_ids, answer_id)
+        ids[node.id] = node_id
+        label = f"{node.component}: {node.caption}" if node.caption else node.component
+        nodes.append(
+            {
+                "node_id": node_id,
+                "feature": feature,
+                "layer": layer,
+                "ctx_idx": int(node.position),
+                "feature_type": FEATURE_TYPES.get(node.kind, node.kind),
+                "jsNodeId": js_id,
+                "clerp": label,
+                "influence": float(influence[node.id]),
+                "activation": float(node.influence),
+                "is_target_logit": node.kind == "logit",
+                "circuitviz_component": node.component,
+            }
+        )
+    links = [
+        {
+            "source": ids[link.source],
+            "target": ids[link.target],
+            "weight": float(link.weight),
+            "circuitviz_kind": link.kind,  # which input of the target it feeds (q, k, v, mlp, logits)
+        }
+        for link in graph.links
+    ]
+    pinned = sorted({ids[node] for path in strongest_paths(graph) for node in path})
+    metadata = {
+        "slug": slug or slug_of(f"{graph.model_id} {graph.prompt}"),
+        "scan": graph.model_id or "unknown",
+        "prompt_tokens": list(graph.tokens),
+        "prompt": graph.prompt,
+        "node_threshold": 1.0,
+        "info": {
+            "description": graph.title,
+            "generator": {"name": "circuitviz"},
+            **(info or {}),
+        },
+    }
+    return {
+        "metadata": metadata,
+        "qParams": {"pinnedIds": pinned, "supernodes": [], "linkType": "both", "clickedId": "", "sg_pos": ""},
+        "nodes": nodes,
+        "links": links,
+    }
+
+
+# ----- reading -----------------------------------------------------------------------------------
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise GraphFileError(message)
+
+
+def _layer_number(value, feature_type: str) -> int | None:
+    """A node's layer as a number: embeddings -1, logits None (placed after the last layer)."""
+    if feature_type == "embedding" or value == "E":
+        return -1
+    if feature_type == "logit":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise GraphFileError(f"A node's layer {str(value)[:20]!r} is not a number or 'E'.") from None
+
+
+def _kind_of(feature_type: str) -> str:
+    text = feature_type.lower()
+    if text in ("embedding", "logit"):
+        return text
+    if "lorsa" in text or "attention" in text or "head" in text:
+        return "head"
+    if "mlp" in text or "transcoder" in text:
+        return "mlp"
+    return "other"
+
+
+def _component(entry: dict, kind: str, layer: int) -> str:
+    """Our component name for an imported node (``circuitviz_component`` when we wrote it)."""
+    if isinstance(entry.get("circuitviz_component"), str):
+        return entry["circuitviz_component"]
+    if kind == "embedding":
+        return "input"
+    if kind == "logit":
+        return "logits"
+    feature = entry.get("feature")
+    return f"L{layer} #{feature}" if feature is not None else f"L{layer} {kind}"
+
+
+def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionGraph:
+    """An ``AttributionGraph`` from a parsed Neuronpedia graph JSON (GraphFileError in one
+    sentence when it is not one)."""
+    _require(isinstance(data, dict), f"{origin} is not a JSON object; give a Neuronpedia graph JSON.")
+    missing = [key for key in ("metadata", "nodes", "links") if key not in data]
+    _require(
+        not missing,
+        f"{origin} has no {', '.join(missing)}; a Neuronpedia graph JSON has metadata, nodes and links.",
+    )
+    metadata, entries, link_entries = data["metadata"], data["nodes"], data["links"]
+    _require(
+        isinstance(metadata, dict) and isinstance(metadata.get("prompt_tokens"), list),
+        f"{origin}: metadata.prompt_tokens must be a list of tokens.",
+    )
+    _require(
+        isinstance(entries, list) and isinstance(link_entries, list),
+        f"{origin}: nodes and links must be lists.",
+    )
+    parsed = []
+    for entry in entries:
+        _require(isinstance(entry, dict), f"{origin}: every node must be an object.")
+        lacking = [key for key in ("node_id", "layer", "ctx_idx", "feature_type") if key not in entry]
+        _require(not lacking, f"{origin}: a node lacks {', '.join(lacking)}.")
+        _require(
+            isinstance(entry["ctx_idx"], int),
+            f"{origin}: node {str(entry['node_id'])[:30]!r} has a ctx_idx that is not an integer.",
+        )
+        feature_type = str(entry["feature_type"])
+        parsed.append((entry, feature_type, _layer_number(entry["layer"], feature_type)))
+    layers = [layer for _, _, layer in parsed if layer is not None and layer >= 0]
+    n_layers = max(layers) + 1 if layers else 0
+    nodes = []
+    for entry, feature_type, layer in parsed:
+        kind = _kind_of(feature_type)
+        layer = n_layers if layer is None else layer
+        head = entry.get("feature") if kind == "head" and isinstance(entry.get("feature"), int) else None
+        influence = entry.get("activation") if isinstance(entry.get("activation"), (int, float)) else 0.0
+        clerp = str(entry.get("clerp") or "")
+        component = _component(entry, kind, layer)
+        caption = clerp[len(component) + 2 :] if clerp.startswith(f"{component}: ") else clerp
+        nodes.append(
+            GraphNode(
+                id=str(entry["node_id"]),
+                component=component,
+                kind=kind,
+                layer=layer,
+                position=int(entry["ctx_idx"]),
+                head=head,
+                influence=float(influence),
+                caption=caption if caption != component else "",
+                details={"feature type": feature_type},
+            )
+        )
+    known = {node.id for node in nodes}
+    links, dangling = [], 0
+    for entry in link_entries:
+        _require(
+            isinstance(entry, dict) and {"source", "target", "weight"} <= set(entry),
+            f"{origin}: every link needs source, target and weight.",
+        )
+        _require(isinstance(entry["weight"], (int, float)), f"{origin}: a link's weight is not a number.")
+        if entry["source"] in known and entry["target"] in known:
+            kind = str(entry.get("circuitviz_kind") or "link")
+            links.append(GraphLink(str(entry["source"]), str(entry["target"]), float(entry["weight"]), kind))
+        else:
+            dangling += 1
+    notes = (
+        [f"{dangling:,} links of the file name nodes it does not have; they are not drawn."]
+        if dangling
+        else []
+    )
+    info = metadata.get("info") if isinstance(metadata.get("info"), dict) else {}
+    return AttributionGraph(
+        tokens=[str(token) for token in metadata["prompt_tokens"]],
+        nodes=nodes,
+        links=links,
+        n_layers=n_layers,
+        title=str(info.get("description") or metadata.get("slug") or ""),
+        prompt=str(metadata.get("prompt", "")),
+        model_id=str(metadata.get("scan", "")),
+        notes=notes,
+        source=origin,
+    )
+
+
+def read_neuronpedia(text: str, origin: str = "the graph file") -> AttributionGraph:
+    """Parse and read a Neuronpedia graph JSON given as text."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise GraphFileError(f"{origin} is not valid JSON ({error.msg} at line {error.lineno}).") from None
+    except RecursionError:
+        raise GraphFileError(f"{origin} is nested too deeply to be a graph file.") from None
+    return from_neuronpedia(data, origin)

@@ -1,0 +1,124 @@
+"""A position-resolved result made ready to read: the budget the view opens at (and why), and its
+attribution graph with captions.
+
+The default budget is the smallest of the run's budgets whose circuit is both faithful (NDF >=
+``READABLE_NDF``) and small enough to read (at most ``READABLE_NODES`` drawn nodes); when none is
+both, the most faithful circuit that is small enough to read (readability first: the slider and
+the curve show the larger ones); the reason is said in one sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..labels.captions import node_caption
+from .graph import node_counts
+from .view import AttributionGraph, from_position_circuit
+
+READABLE_NDF = 0.8
+READABLE_NODES = 40
+
+
+@dataclass(frozen=True)
+class ReadableBudget:
+    """The budget a position view opens at, its size and faithfulness, and the sentence why."""
+
+    budget: int
+    n_nodes: int
+    ndf: float
+    reason: str
+
+
+def nodes_at_budgets(result) -> dict[int, int]:
+    """Drawn nodes of the result's position circuit at each budget of its curve."""
+    return {
+        point.budget: int(node_counts(result.graph, result.position_circuit(point.budget)))
+        for point in result.curve
+    }
+
+
+def readable_position_budget(
+    result, max_nodes: int = READABLE_NODES, threshold: float = READABLE_NDF
+) -> ReadableBudget:
+    """The budget the view opens at, by the rule of this module."""
+    if not result.curve:
+        raise ValueError("This result has no faithfulness curve; run it at one budget at least.")
+    sizes = nodes_at_budgets(result)
+    points = sorted(result.curve, key=lambda p: p.budget)
+    for point in points:
+        if point.ndf >= threshold and sizes[point.budget] <= max_nodes:
+            return ReadableBudget(
+                point.budget,
+                sizes[point.budget],
+                point.ndf,
+                f"Opened at {point.budget:,} units: the smallest budget whose circuit reaches NDF "
+                f"{threshold} ({point.ndf:.2f}) with at most {max_nodes} nodes ({sizes[point.budget]}).",
+            )
+    faithful = [p for p in points if p.ndf >= threshold]
+    where = (
+        f"the smallest that does has {sizes[faithful[0].budget]} nodes (at {faithful[0].budget:,} units, on the slider)"
+        if faithful
+        else "no budget of this run reaches it; add larger budgets"
+    )
+    readable = [p for p in points if sizes[p.budget] <= max_nodes]
+    if readable:
+        point = max(readable, key=lambda p: (p.ndf, -p.budget))
+        return ReadableBudget(
+            point.budget,
+            sizes[point.budget],
+            point.ndf,
+            f"Opened at {point.budget:,} units, the most faithful circuit of at most {max_nodes} nodes "
+            f"({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): none that small reaches NDF {threshold}; "
+            f"{where}.",
+        )
+    point = points[0]
+    return ReadableBudget(
+        point.budget,
+        sizes[point.budget],
+        point.ndf,
+        f"Opened at {point.budget:,} units, the smallest budget of this run ({sizes[point.budget]} nodes, "
+        f"NDF {point.ndf:.2f}): every circuit of it has more than {max_nodes} nodes; add smaller budgets.",
+    )
+
+
+def caption_nodes(graph: AttributionGraph, labels: Mapping[str, Mapping[str, object]] | None, task) -> None:
+    """Caption every head and MLP by ``labels.captions``'s rule (the full sentence for the hover
+    and the explanation, the short form for the canvas); the lens labels read the last
+    position, so a node elsewhere is captioned with its role."""
+    last = len(graph.tokens) - 1
+    for node in graph.nodes:
+        if node.kind in ("embedding", "logit"):
+            continue
+        options = dict(at_last_position=node.position == last)
+        lens = (labels or {}).get(node.component)
+        foils = list(task.foils)
+        node.caption = node_caption(lens, node.influence, task.answer, foils, task.metric, **options) or ""
+        node.badge = (
+            node_caption(lens, node.influence, task.answer, foils, task.metric, short=True, **options) or ""
+        )
+
+
+def result_attribution_graph(result, budget: int, labels=None, reason: str = "") -> AttributionGraph:
+    """The attribution graph of a position-resolved result at ``budget`` units, captioned."""
+    point = result.point(budget)
+    faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ""
+    title = (
+        f"{result.model_id} · {result.method} over positions · {budget:,} units{faithfulness} · "
+        f"prompt: {result.task.clean!r} → {result.task.answer!r}"
+    )
+    graph = from_position_circuit(
+        result.graph,
+        result.position_scores,
+        result.position_circuit(budget),
+        result.tokens.get("clean", []),
+        patterns=result.attention,
+        title=title,
+        prompt=result.task.clean,
+        answer=result.task.answer,
+        model_id=result.model_id,
+    )
+    caption_nodes(graph, labels, result.task)
+    if reason:
+        graph.notes.insert(0, reason)
+    return graph

@@ -1,0 +1,132 @@
+"""A circuit over token positions on screen: the attribution graph at a budget of units, why the
+view opened there, its strongest paths in words, the curve, and the Neuronpedia download; and
+opening a Neuronpedia / circuit-tracer graph file to draw it.
+
+Called from the result view when a result is position-resolved (``result.positions``), and from
+the Explore page for the file opener; everything drawn comes from ``render.attribution_graph``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from .. import render
+from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
+from ..positions.graph import n_units
+from ..positions.present import readable_position_budget, result_attribution_graph
+from ..render.attribution_graph import attribution_graph_html
+from ..render.explain import explain_position_circuit
+
+MAX_UPLOAD_BYTES = 20_000_000
+
+
+FRAME_WIDTH = 700  # px of the page's main column the graph's frame fills
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _graph_page(_result, result_key: str, budget: int, _labels, labels_key: str, reason: str):
+    graph = result_attribution_graph(_result, budget, _labels, reason)
+    return graph, attribution_graph_html(graph, frame_width=FRAME_WIDTH)
+
+
+def position_budget(result, key: str) -> tuple[int, str]:
+    """The unit budget: a new result opens at the readable budget (``positions.present``), and
+    the sentence why is returned while it is shown. Units are not edges, so the position view
+    keeps its own budget beside the pages' edge budget."""
+    options = sorted(result.budgets)
+    chosen = readable_position_budget(result)
+    slider_key = f"{key}.units"
+    if st.session_state.get(f"{slider_key}.result") != _result_key(result):
+        st.session_state[f"{slider_key}.result"] = _result_key(result)
+        st.session_state[slider_key] = chosen.budget
+    label = "unit budget: (edge, position) units kept (moving it redraws the graph; no new run)"
+    budget = int(st.select_slider(label, options=options, key=slider_key, format_func=lambda b: f"{b:,}"))
+    return budget, (chosen.reason if budget == chosen.budget else "")
+
+
+def _result_key(result) -> str:
+    """A cache key for a result's drawings: what produced it and a fingerprint of its scores."""
+    from ..keys import content_key
+
+    fingerprint = float(result.position_scores.double().abs().sum())
+    return content_key(model=result.model_id, task=result.task.to_dict(), method=result.method,
+                       config=result.config, budgets=result.budgets, scores=fingerprint)  # fmt: skip
+
+
+def _what_was_run(result) -> None:
+    """What was run, as plain text (prompts are user text: never markdown or HTML)."""
+    task = result.task
+    foils = ", ".join(repr(f) for f in task.foils)
+    st.text(
+        f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
+        f"corrupted  {task.corrupted!r}\n"
+        f"method     {result.method} {json.dumps(result.config)} on {result.model_id} ({result.device})"
+    )
+
+
+def _curve(result, budget: int, total: int, key: str, point) -> None:
+    """NDF against the units kept, the current budget marked."""
+    figure = render.curve_figure(
+        {result.method: result.curve}, total, current_budget=budget, marker_value=point.ndf if point else None
+    )
+    figure.update_layout(xaxis_title="(edge, position) units kept")
+    st.plotly_chart(figure, key=key, config={"displaylogo": False, "scrollZoom": False})
+
+
+def position_result_view(result, labels=None, key: str = "result", budget_key: str = "budget") -> int:
+    """Everything about one position-resolved result; returns the budget shown."""
+    _what_was_run(result)
+    budget, reason = position_budget(result, budget_key)
+    point = result.point(budget)
+    total = n_units(result.graph, len(result.tokens.get("clean", [])))
+    if point is not None:
+        columns = st.columns(4)
+        columns[0].metric("clean L(M(q))", f"{result.baseline.clean:+.3f}")
+        columns[1].metric("corrupted L(M(q'))", f"{result.baseline.corrupted:+.3f}")
+        columns[2].metric("NDF", f"{point.ndf:.3f}")
+        columns[3].metric(
+            "units kept", f"{point.n_edges:,}", help=f"(edge, position) units, of {total:,} in the graph"
+        )
+    labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
+    graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
+    st.iframe(drawing.html, height=drawing.height)
+    with st.expander("Explain this circuit: its strongest paths to the answer, in words"):
+        for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
+            st.text(sentence)
+    _curve(result, budget, total, f"{key}.curve", point)
+    stem = f"circuit-{result.method}-positions-{budget}"
+    columns = st.columns(2)
+    columns[0].download_button(
+        "Neuronpedia graph JSON",
+        data=lambda: json.dumps(to_neuronpedia(graph)),
+        file_name=f"{stem}.neuronpedia.json",
+        mime="application/json",
+        key=f"{key}.neuronpedia",
+    )
+    columns[1].download_button(
+        "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
+    )
+    return budget
+
+
+def graph_file_opener(key: str = "graph_file") -> None:
+    """Open a Neuronpedia / circuit-tracer graph JSON (or one this app wrote) and draw it."""
+    with st.expander("Open an attribution graph file (Neuronpedia or circuit-tracer JSON)"):
+        upload = st.file_uploader("graph JSON", type=["json"], key=key)
+        if upload is None:
+            return
+        if upload.size > MAX_UPLOAD_BYTES:
+            st.error(
+                f"The file is {upload.size:,} bytes; give a graph file under {MAX_UPLOAD_BYTES:,} bytes."
+            )
+            return
+        try:
+            graph = read_neuronpedia(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+        except GraphFileError as error:
+            st.error(str(error))
+            return
+        st.caption(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")
+        drawing = attribution_graph_html(graph, frame_width=FRAME_WIDTH)
+        st.iframe(drawing.html, height=drawing.height)

@@ -1,0 +1,39 @@
+"""Start the app with its default model already loading: ``python -m circuitviz.ui.serve [flags]``.
+
+``streamlit run app.py`` runs nothing until a browser opens the page, so the first visitor waits
+for the whole load (TransformerLens's import, the weights, a timed pass) after the page opens.
+This launcher first starts loading the embedded model on the automatic device in a background
+thread of the server's own process (``loaders.model_future``, the cache every session shares),
+then hands over to streamlit's command line in the same process: by the time a browser has
+opened the page and the page has imported its own modules, the model is loaded or nearly.
+Any flag is streamlit's (``--server.port 8501``); ``make app`` uses this launcher.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+
+
+def preload() -> None:
+    """Start loading the default model (the sidebar's first choice) in the background."""
+    from ..models.catalog import EMBEDDED_MODEL
+    from . import loaders
+    from .sidebar import DEVICES
+
+    loaders.model_future(EMBEDDED_MODEL, DEVICES[0])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Preload, then run streamlit on app.py with ``argv`` (default: this command's flags)."""
+    from streamlit.web import cli
+
+    preload()
+    sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""What the browser test does to a page of the app: wait for it, read it, type, click, look.
+
+Playwright helpers for ``tests/test_browser.py`` (streamlit's own DOM: its test ids, its status
+widget, its sliders), kept apart so the test reads as the flows a user goes through.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "test-output"
+WIDTH = 1500
+RUN_WAIT_MS = 15 * 60 * 1000
+
+
+def wait_for(page, condition: str, timeout_ms: int, arg=None) -> None:
+    """Wait for a JS condition; fail at once with the app's message when it shows an exception."""
+    script = (
+        "(arg) => { if (document.querySelector('[data-testid=\"stException\"]')) return 'exception';"
+        f" return ({condition})(arg) ? 'ok' : false; }}"
+    )
+    handle = page.wait_for_function(script, arg=arg, timeout=timeout_ms, polling=200)
+    if handle.json_value() == "exception":
+        text = page.locator('[data-testid="stException"]').first.inner_text()
+        page.screenshot(path=str(OUTPUT / "failure.png"), full_page=True)
+        raise AssertionError(f"the app raised: {text[:2000]}")
+
+
+def button_ready(label: str) -> str:
+    return f"() => [...document.querySelectorAll('button')].some(b => b.innerText.trim() === {label!r} && !b.disabled)"
+
+
+def settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
+    """Wait until streamlit has finished its script runs: no 'running' indicator in two looks
+    0.7 s apart (a rerun's indicator appears a moment after the input that caused it)."""
+    idle = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    for _ in range(60):
+        page.wait_for_timeout(700)
+        wait_for(page, idle, timeout_ms)
+        page.wait_for_timeout(700)
+        if page.evaluate(idle):
+            return
+
+
+def graph_drawn(page, started: float, timeout_s: float = RUN_WAIT_MS / 1000) -> float:
+    """Seconds from ``started`` until the result's metrics are on the page and the circuit graph
+    has drawn its canvas inside its frame (looked at every 0.1 s; the graph is the point a user
+    waits for, the rest of the page below it may still be filling in)."""
+    wait_for(page, "() => document.body.innerText.includes('edges kept')", int(timeout_s * 1000))
+    while time.perf_counter() - started < timeout_s:
+        for frame in page.frames:
+            if frame is not page.main_frame and frame.locator("canvas").count():
+                return time.perf_counter() - started
+        page.wait_for_timeout(100)
+    raise AssertionError("The circuit graph was not drawn.")
+
+
+def metrics(page) -> dict[str, str]:
+    """{label: value} of every st.metric on screen."""
+    return page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+            m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+            m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
+    )
+
+
+def metric_values(page, label: str) -> list[str]:
+    return page.evaluate(
+        """(label) => [...document.querySelectorAll('[data-testid="stMetric"]')]
+            .filter(m => m.querySelector('[data-testid="stMetricLabel"]').innerText.trim() === label)
+            .map(m => m.querySelector('[data-testid="stMetricValue"]').innerText.trim())""",
+        label,
+    )
+
+
+def input_value(page, label: str) -> str:
+    return page.get_by_label(label, exact=True).input_value()
+
+
+def type_into(page, label: str, text: str) -> None:
+    """Replace an input's text and commit it (Enter for a line, Ctrl+Enter for a text area)."""
+    box = page.get_by_label(label, exact=True)
+    box.click()
+    box.fill(text)
+    multiline = box.evaluate("e => e.tagName") == "TEXTAREA"
+    page.keyboard.press("Control+Enter" if multiline else "Enter")
+    settled(page)
+
+
+def graph_frame(page, index: int = 0):
+    """The Playwright frame of the ``index``-th graph iframe (srcdoc frames, in page order)."""
+    handles = page.locator("iframe").element_handles()
+    return handles[index].content_frame()
+
+
+def drawn_edge_count(page, index: int = 0) -> int:
+    return int(graph_frame(page, index).evaluate("() => network.body.data.edges.length"))
+
+
+def budget_shown(page) -> int:
+    """The budget the slider shows now (its thumb's value)."""
+    text = page.get_by_role("slider").first.get_attribute("aria-valuetext") or ""
+    return int(text.replace(",", ""))
+
+
+def shot(page, name: str, locator=None, full: bool = False, height: int = 1000) -> None:
+    """A screenshot into test-output/: the page scrolled so ``locator`` is at the top (in a
+    viewport ``height`` px tall: streamlit scrolls its main area itself, so a taller viewport is
+    how more of a page gets into one picture), or the element ``locator`` alone with ``full``."""
+    page.add_style_tag(content="header[data-testid='stHeader'] { display: none !important; }")
+    if locator is not None and full:
+        locator.screenshot(path=str(OUTPUT / name))
+        return
+    if height != 1000:
+        page.set_viewport_size({"width": WIDTH, "height": height})
+        page.wait_for_timeout(800)
+    if locator is not None:
+        locator.evaluate("element => element.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(600)
+    page.screenshot(path=str(OUTPUT / name))
+    if height != 1000:
+        page.set_viewport_size({"width": WIDTH, "height": 1000})
+        page.wait_for_timeout(500)
+
+
+def estimate_seconds(text: str) -> float:
+    found = re.search(r"Estimate: about ([\d.]+) (s|min|h)", text)
+    assert found, text
+    return float(found.group(1)) * {"s": 1, "min": 60, "h": 3600}[found.group(2)]
+
+
+def open_page(page, name: str) -> None:
+    """Switch page by its link in the sidebar, as a user clicks it (a script click: the link is
+    handled inside the app, so there is no navigation for the browser to wait for)."""
+    page.get_by_role("link", name=name).evaluate("link => link.click()")
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the select box labelled ``label``: type to filter, Enter to choose."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has=page.get_by_text(label, exact=True)).first
+    box.locator("input").first.click()
+    page.keyboard.type(option)
+    page.wait_for_timeout(500)
+    page.keyboard.press("Enter")
+    settled(page)
+
+
+def body_text(page) -> str:
+    return page.locator("body").inner_text()
+
+
+def computed_seconds(page, method: str | None = None) -> list[float]:
+    """Every "computed in N s" of the page's run statuses (of ``method`` only, when named), in order."""
+    prefix = re.escape(method) if method else r"\S+"
+    return [
+        float(found) for found in re.findall(prefix + r" on \S+: computed in ([\d.]+) s", body_text(page))
+    ]
+
+
+def estimates(page) -> list[float]:
+    """Every estimate line's seconds on the page, in order."""
+    return [
+        estimate_seconds(found.group(0))
+        for found in re.finditer(r"Estimate: about [\d.]+ (s|min|h)", body_text(page))
+    ]
+
+
+def progress_texts(page, until: str, timeout_s: float, every_s: float = 1.0) -> list[str]:
+    """The run's progress line looked at every ``every_s`` seconds until ``until`` is on the page."""
+    seen, start = [], time.perf_counter()
+    while time.perf_counter() - start < timeout_s:
+        if until in body_text(page):
+            return seen
+        texts = page.evaluate(
+            "() => [...document.querySelectorAll('[data-testid=\"stProgress\"]')].map(p => p.innerText.trim())"
+        )
+        seen.extend(text for text in texts if text and text != "done")
+        page.wait_for_timeout(int(1000 * every_s))
+    raise AssertionError(f"{until!r} did not appear in {timeout_s:.0f} s; progress seen: {seen[-5:]}")
+
+
+# ----- what the app stored --------------------------------------------------------------------------
+def stored_results(cache: Path) -> list:
+    """Every result the app stored, read back as CircuitResult objects."""
+    import torch
+
+    from circuitviz.results import CircuitResult
+
+    found = []
+    for path in sorted((cache / "results" / "result").glob("*.pt")):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        found.append(CircuitResult.from_state(state))
+    return found
+
+
+def result_of(cache: Path, method: str, prompt: str):
+    matching = [r for r in stored_results(cache) if r.method == method and r.task.clean == prompt]
+    assert matching, f"no stored {method} result for {prompt!r}"
+    return matching[-1]
+
+
+def readable(result) -> int:
+    """The budget a first view of ``result`` opens at."""
+    from circuitviz.render import readable_budget
+
+    return readable_budget(result.curve)
+
+
+def gallery_result(slug: str):
+    """A stored Gallery example's result, read as the page reads it."""
+    import torch
+
+    from circuitviz.results import CircuitResult
+
+    state = torch.load(ROOT / "assets" / "gallery" / f"{slug}.pt", map_location="cpu", weights_only=True)
+    return CircuitResult.from_state(state["result"])
+
+
+def bench_engine_total() -> float:
+    """``benchmarks/bench_engine.py``'s EAP-IG discovery time (no load), run now, one repeat."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_engine.py", "--repeats", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    OUTPUT.mkdir(exist_ok=True)  # this fixture runs before the server's, on a fresh checkout too
+    (OUTPUT / "bench-engine.txt").write_text(done.stdout)
+    found = re.search(r"EAP-IG discovery total \(no load\)\s+([\d.]+)s", done.stdout)
+    assert found, done.stdout[-2000:]
+    return float(found.group(1))

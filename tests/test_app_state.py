@@ -1,0 +1,310 @@
+"""The app's one state, its inputs' sentences and its honest numbers, through AppTest on a tiny
+random model and on the pieces themselves (issue 25).
+
+State: settings kept per method across pages and in the URL, a later result (ACC++ on Signals)
+leaving the shared budget alone, runs in flight found by any session, Compare's and Paraphrases'
+URLs. Inputs: every budgets problem named, the missing leading space offered as a fix, a
+corrupted prompt equal to the prompt refused, right-to-left tokens isolated. Numbers: progress
+through the parts of a run's work, the family's and the stored scores' pricing, the opening view,
+the curve's ticks, gaps and clipped-NDF note.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz import render  # noqa: E402
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+
+TIMEOUT = 300
+BASE = {
+    "prompt": IOI_TASK.clean,
+    "corrupted": IOI_TASK.corrupted,
+    "answer": " Mary",
+    "foil": " John",
+    "budgets": "5,10,20,40",
+}
+
+
+def _tiny_loader(model_id, device):
+    return tiny_model("gpt2", n_layers=2, n_heads=2)
+
+
+@pytest.fixture(autouse=True)
+def tiny_app(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _tiny_loader)
+    yield
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in {**BASE, **query}.items():
+        at.query_params[name] = value
+    return at
+
+
+def _click(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click()
+    return at.run()
+
+
+# ----- one state ---------------------------------------------------------------------------------
+def test_method_settings_survive_a_page_switch_and_live_in_the_url():
+    at = _app(method="eap-ig").run()
+    at.number_input(key="method.eap-ig.ig_steps").set_value(7).run()
+    at.switch_page("pages/steer.py").run()
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="method.eap-ig.ig_steps").value == 7
+    assert '"ig_steps": 7' in at.query_params["settings"]
+    # another method and back: each keeps its own settings
+    at.selectbox(key="w.method").set_value("eap").run()
+    at.selectbox(key="w.method").set_value("eap-ig").run()
+    assert at.number_input(key="method.eap-ig.ig_steps").value == 7
+
+
+def test_acc_on_signals_leaves_the_shared_budget_alone():
+    at = _click(_app(method="eap").run(), "Run")
+    at.select_slider(key="w.budget").set_value(20).run()
+    at.switch_page("pages/signals.py").run()
+    at = _click(at, "Run ACC++")
+    assert not at.exception, at.exception
+    assert "acc++" in at.session_state["results"]
+    assert at.session_state["budget"] == 20
+    at.switch_page("pages/explore.py").run()
+    assert at.select_slider(key="w.budget").value == 20
+
+
+def test_the_budget_survives_a_comparison_run():
+    """Compare's slider has the same key and another label: Explore's slider still shows the shared budget."""
+    at = _click(_app(method="eap-ig").run(), "Run")
+    at.select_slider(key="w.budget").set_value(10).run()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    assert at.select_slider(key="w.budget").value == 10
+    at.switch_page("pages/explore.py").run()
+    assert at.select_slider(key="w.budget").value == 10 == at.session_state["budget"]
+
+
+def test_a_run_in_flight_is_found_by_any_session():
+    """The registry is the process's: a run started by one session (a page later reloaded) is
+    found by the request's key from another, while it goes on and not after."""
+    from circuitviz.ui import run
+
+    release = threading.Event()
+    job = run.Job("request-key", "eap", run.RunProgress({"work": 1.0}))
+    job.thread = threading.Thread(target=release.wait, daemon=True)
+    job.thread.start()
+    run._register(job)
+    assert run.running("request-key") and not run.running("another request")
+    release.set()
+    job.thread.join()
+    assert not run.running("request-key")
+
+
+def test_compare_url_restores_its_methods_and_results():
+    at = _app(compare="eap,eap-ig").run()
+    at.switch_page("pages/compare.py").run()
+    assert at.multiselect(key="compare.methods").value == ["eap", "eap-ig"]
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    assert at.query_params["compare"] == "eap,eap-ig"
+    again = _app(compare="eap,eap-ig", budget=str(at.session_state["budget"])).run()  # a new browser
+    again.switch_page("pages/compare.py").run()
+    assert not again.exception, again.exception
+    assert len(again.get("iframe")) == 2, "the stored results were not shown"
+
+
+def test_paraphrases_url_names_its_view_before_any_run():
+    at = _app().run()
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    for parameter in ("prompt", "bon_method", "bon_budgets", "bon_settings"):
+        assert at.query_params.get(parameter), parameter
+
+
+# ----- inputs ------------------------------------------------------------------------------------
+def test_every_budgets_problem_is_named():
+    from circuitviz.ui.inputs import budget_check
+
+    problems, notes = budget_check("abc,-5,99999999", 1000)
+    assert len(problems) == 2 and "'abc'" in problems[0] and "-5" in problems[1]
+    assert len(notes) == 1 and "99,999,999" in notes[0] and "1,000" in notes[0]
+    assert budget_check("10,20", 1000) == ([], [])
+    at = _app(method="eap", budgets="abc,-5,99999999").run()
+    shown = [e.value for e in at.error]
+    assert any("'abc'" in text for text in shown) and any("-5" in text for text in shown)
+    assert any("99,999,999" in w.value for w in at.warning)
+    assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_a_word_without_the_models_leading_space_is_offered_the_fix(monkeypatch):
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.ui.inputs import missing_space
+
+    model = _tiny_loader("", "")
+    assert missing_space(model, "Mary", {" Mary": 0.3}) == " Mary"
+    assert missing_space(model, " Mary", {" Mary": 0.3}) is None
+    assert missing_space(model, "Mary", {"Mary": 0.2, " Mary": 0.3}) is None  # both likely: the user's choice
+    monkeypatch.setattr(loaders, "next_tokens", lambda *args, **kwargs: [(" Mary", 0.3), (" John", 0.2)])
+    at = _app(method="eap").run()
+    at.text_input(key="w.answer").set_value("Mary").run()
+    assert any("' Mary' with a leading space (30.0%)" in w.value for w in at.warning)
+    at = _click(at, "Use ' Mary'")
+    assert not at.exception, at.exception
+    assert at.text_input(key="w.answer").value == " Mary" and not at.warning
+
+
+def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_run():
+    at = _app(method="eap", corrupted=IOI_TASK.clean).run()
+    assert any("is the prompt itself" in e.value for e in at.error)
+    assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_right_to_left_tokens_keep_their_order():
+    from circuitviz.ui.inputs import token_label
+
+    strip = render.token_strip_html(["a", " مدينة", "b"])
+    assert strip.startswith('<span dir="ltr" style="unicode-bidi:isolate">')
+    assert strip.count('dir="auto"') == 3 and strip.count("unicode-bidi:isolate") == 4
+    assert strip.index("a<") < strip.index("مدينة") < strip.index("b<")
+    assert token_label(" مدينة") == "\u2068' مدينة'\u2069"
+
+
+# ----- honest numbers ------------------------------------------------------------------------------
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_first_part_at_100_percent_does_not_finish_the_work():
+    """Edge Pruning reports its warm start's scoring (to 100 %), then its masks: before its parts
+    are known the bar follows the clock, not the first part's 100 %."""
+    from circuitviz.ui.run import RunProgress
+
+    clock = Clock()
+    progress = RunProgress({"prepare": 1.0, "work": 30.0, "evaluate": 2.0}, clock=clock)
+    seen = []
+    for t, report in [(1.5, ("score", 0.5)), (4.0, ("score", 1.0)), (6.0, ("learning masks", 0.1))]:
+        clock.now = t
+        progress.report(*report)
+        seen.append(progress.update()[0])
+    for t in (10.0, 20.0, 28.0, 40.0):
+        clock.now = t
+        seen.append(progress.update()[0])
+    assert seen[1] < 0.2, seen  # not "97 %" once the warm start is done
+    assert seen == sorted(seen) and len(set(seen)) == len(seen)  # moves at every look
+    assert seen[-1] < 0.99
+    assert "learning masks (10%)" in progress.update()[1]
+
+
+def test_known_parts_map_their_reports_into_the_work():
+    from circuitviz.ui.run import RunProgress, work_parts
+
+    parts = work_parts(
+        [("score", 1.0, 3.0), ("learning masks", 0.5, 10.0), ("learning masks", 1.0, 21.0)], 1.0
+    )
+    assert parts == {"score": 2.0, "learning masks": 18.0}
+    shares = {name: value / 20.0 for name, value in parts.items()}
+    clock = Clock()
+    progress = RunProgress({"prepare": 1.0, "work": 20.0, "evaluate": 1.0}, clock=clock, parts=shares)
+    clock.now = 1.0
+    progress.report("score", 1.0)
+    progress.report("learning masks", 0.5)
+    fraction, _ = progress.update()
+    assert fraction == pytest.approx((1.0 + 20.0 * (0.1 + 0.9 * 0.5)) / 22.0)
+
+
+def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
+    from circuitviz import calibration
+    from circuitviz.limits import estimate_run
+    from circuitviz.ui import bon
+
+    model = _tiny_loader("", "")
+    settings = {"n_paraphrases": 3, "ig_steps": 2, "compare": False}
+    first = estimate_run(model, "bon", settings, n_tokens=15, n_budgets=4)
+    timings = {"clean_corrupted_s": 0.5, "paraphrases_s": 1.5, "scoring_s": 6.0, "evaluation_s": 2.0}
+    calibration.record("cpu", "bon", first.flops, 10.0, timings=timings)
+    ibon = estimate_run(model, "ibon", settings, n_tokens=15, n_budgets=4)
+    assert "family" in ibon.priced and ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
+    monkeypatch.setattr(bon, "stored_work", lambda *args: (True, True))
+    priced = bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
+    stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations
+    assert priced.seconds == pytest.approx(ibon.seconds * (1 - stored))
+    assert priced.flops == pytest.approx(ibon.flops * (1 - stored)) and "stored" in priced.priced
+    assert bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
+
+
+def test_the_first_view_opens_where_it_can_be_read():
+    def point(budget, n_edges, ndf):
+        return {"budget": budget, "n_edges": n_edges, "ndf": ndf}
+
+    # no small circuit reaches 0.8 (the issue's curve): the most faithful legible one, and why
+    curve = [
+        point(10, 7, 0.3),  # too few edges to show a circuit
+        point(20, 19, 0.22),
+        point(50, 48, 0.25),
+        point(100, 58, 0.1),
+        point(500, 452, 0.63),
+        point(5000, 4800, 0.93),
+    ]
+    view = render.opening_view(curve)
+    assert view.budget == 50 and "4,800 edges, too many to read" in view.reason and "NDF 0.25" in view.reason
+    assert render.opening_view([point(10, 7, 0.3), point(20, 12, 0.2), point(900, 800, 0.5)]).budget == 10
+    # a small faithful one: the smallest reaching 0.8
+    assert render.opening_view([point(10, 9, 0.5), point(100, 90, 0.85), point(200, 180, 0.9)]).budget == 100
+
+
+def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
+    def point(budget, ndf):
+        return {"budget": budget, "n_edges": budget, "ndf": ndf, "nfs": ndf, "metric": ndf}
+
+    main = [point(b, 0.1 * i) for i, b in enumerate((10, 50, 200, 1000, 5000))]
+    partial = [point(10, 0.2), point(1000, 0.5)]
+    figure = render.curve_figure({"ibon": main, "bon": partial}, 10_000, current_budget=10, marker_value=0.9)
+    assert list(figure.layout.xaxis.ticktext) == ["10", "100", "1k", "10k"]
+    bon_trace = figure.data[1]
+    assert list(bon_trace.x) == [10, None, None, 1000]  # no line straight from 10 to 1,000
+    assert figure.layout.yaxis.title.text == "NDF (clipped at 0)"
+    marker = figure.data[-1]
+    assert marker.cliponaxis is False and marker.textposition == "bottom right"  # inside, at the left edge
+
+
+def test_steer_shows_a_nodes_part_of_a_feature_in_percent():
+    from circuitviz.ui.steer import SHARE, feature_rows, share_percent
+
+    feature = {"feature": 3, "label": "L2/3: names", "share": 314.329, "activation": 500.0, "token": " Mary"}
+    assert share_percent(feature) == pytest.approx(62.9)
+    rows = feature_rows({"a1.h0": {"sae": "s", "sae_layer": 2, "features": [feature]}})
+    assert rows[0][SHARE] == pytest.approx(62.9)
+
+
+def test_the_paraphrase_table_says_what_each_corruption_replaces():
+    from circuitviz.ui.bon import replaced_words
+
+    assert replaced_words("When Mary and John left", "When Alice and Bob left") == "Mary → Alice, John → Bob"
+    assert replaced_words("a b", "a b") == "nothing"
+    assert replaced_words("a b c", "a b") == "2 words (of 3)"
+
+
+def test_the_launcher_starts_loading_the_default_model_before_any_page():
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.models.catalog import EMBEDDED_MODEL
+    from circuitviz.ui import serve
+
+    serve.preload()
+    future = loaders.model_future(EMBEDDED_MODEL, "auto")  # what the first page asks for: the same load
+    assert future.result(timeout=120) is not None
+    assert loaders.model_future(EMBEDDED_MODEL, "auto") is future

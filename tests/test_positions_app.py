@@ -1,0 +1,57 @@
+"""The Explore page with positions on: the circuit drawn over token positions, why it opened at its
+budget, the Neuronpedia download; the tiny model, as tests/test_app.py runs the app."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+
+TIMEOUT = 300
+
+
+def _tiny_loader(model_id, device):
+    return tiny_model("gpt2", n_layers=2, n_heads=2)
+
+
+@pytest.fixture(autouse=True)
+def tiny_app(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _tiny_loader)
+    yield
+
+
+def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100,400"})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception
+    toggle = next(box for box in at.checkbox if "positions" in box.label)
+    toggle.check()
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    pages = [element.proto.srcdoc for element in at.get("iframe")]
+    page = next(page for page in pages if "token@" in page)
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    tokens = [node for node in nodes if node["id"].startswith("token@")]
+    assert len(tokens) == len(_tiny_loader("", "").to_str_tokens(IOI_TASK.clean))  # every position a column
+    circuit = [
+        node for node in nodes if "@" in node["id"] and not node["id"].startswith(("token@", "layer@"))
+    ]
+    assert any(node["id"].startswith("logits@") for node in circuit)
+    assert "Opened at" in page  # the view says why it chose its budget
+    assert any(button.label == "Neuronpedia graph JSON" for button in at.get("download_button"))
+    assert any(metric.label == "units kept" for metric in at.metric)

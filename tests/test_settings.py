@@ -1,0 +1,72 @@
+"""What a setting's field declares is true: the bounds the form's help states are the values the
+Config accepts, every setting has help, and list settings hold typed tuples."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from circuitviz.methods import available_methods
+from circuitviz.methods.settings import item_type, setting_bounds, setting_help, setting_type
+
+
+def _bounded_settings():
+    seen = set()
+    for name, method in sorted(available_methods().items()):
+        if method.Config in seen:
+            continue
+        seen.add(method.Config)
+        for config_field in dataclasses.fields(method.Config):
+            low, high = setting_bounds(config_field)
+            if low is not None or high is not None:
+                yield pytest.param(method, config_field, id=f"{name}.{config_field.name}")
+
+
+@pytest.mark.parametrize("method, config_field", list(_bounded_settings()))
+def test_the_stated_bounds_are_the_accepted_values(method, config_field):
+    kind = setting_type(method.Config, config_field)
+    step = 1 if kind is int else 1e-6
+    low, high = setting_bounds(config_field)
+    for inside in [value for value in (low, high) if value is not None]:
+        method.make_config({config_field.name: kind(inside)})  # the bounds themselves are allowed
+    if low is not None:
+        with pytest.raises(ValueError, match=config_field.name):
+            method.make_config({config_field.name: kind(low - step)})
+    if high is not None:
+        with pytest.raises(ValueError, match=config_field.name):
+            method.make_config({config_field.name: kind(high + step)})
+
+
+def test_every_setting_has_help_and_list_settings_are_tuples():
+    for name, method in available_methods().items():
+        defaults = method.Config()
+        for config_field in dataclasses.fields(method.Config):
+            assert setting_help(config_field), f"{name}.{config_field.name}"
+            if item_type(setting_type(method.Config, config_field)) is not None:
+                assert isinstance(getattr(defaults, config_field.name), tuple), f"{name}.{config_field.name}"
+
+
+def test_paraphrase_pairs_are_records_parsed_once_whatever_the_boundary_gives():
+    """Best-of-N's ``paraphrases`` holds typed records: typed lines, JSONL, the JSON of a stored
+    config and the records themselves give one config and one store key; the form's text of it
+    reads back to the same records; a bad line is refused in one sentence naming it."""
+    from circuitviz.methods import config_to_dict, get_method
+    from circuitviz.query.pairs import ParaphraseError, ParaphraseRecord, records_text
+
+    bon = get_method("bon")
+    typed = "When Ann and Bob left, Bob thanked || When Ann and Cid left, Cid thanked\n# a comment\n"
+    jsonl = (
+        '{"clean": "When Ann and Bob left, Bob thanked", "corrupted": "When Ann and Cid left, Cid thanked"}\n'
+    )
+    first = bon.make_config({"paraphrases": typed, "paraphrase_source": "file"})
+    assert first.paraphrases == (
+        ParaphraseRecord("When Ann and Bob left, Bob thanked", "When Ann and Cid left, Cid thanked"),
+    )
+    from_jsonl = bon.make_config({"paraphrases": jsonl, "paraphrase_source": "file"})
+    stored = bon.make_config(config_to_dict(first))  # the dicts of a stored result or a URL
+    shown = bon.make_config({"paraphrases": records_text(first.paraphrases), "paraphrase_source": "file"})
+    assert first == from_jsonl == stored == shown
+    assert config_to_dict(first) == config_to_dict(stored)
+    with pytest.raises(ParaphraseError, match="Line 2"):
+        bon.make_config({"paraphrases": "a || b\nno separator here"})
