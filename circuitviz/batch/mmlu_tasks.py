@@ -30,7 +30,6 @@ with its reason, per subject.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +39,8 @@ import torch
 from ..engine.metric import logits_from_residual
 from ..engine.prefix import final_residual
 from ..models.adapter import adapter_of, model_device
+from ..task_validity import MIN_GAP as VALIDITY_GAPS
+from ..task_validity import gap_check_enabled
 from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
 from .dataset import Dataset, DatasetError, DatasetTask
 from .mmlu import (
@@ -53,8 +54,7 @@ from .mmlu import (
     resolve_subjects,
 )
 
-MIN_GAP = 1.0  # logits; the task validity check's threshold for the logit difference
-CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"  # "off": no gap threshold (random test models have no meaningful task)
+MIN_GAP = VALIDITY_GAPS["logit_diff"]  # logits: the task validity check's own threshold
 UNUSED_LABEL = "E"  # the marker the label corruption gives the answer option
 UNUSED_LETTERS = ("E", "F", "G", "H")  # the markers the letters corruption gives A-D
 FILLER = "x"
@@ -172,9 +172,8 @@ def next_token_logits(model, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def default_min_gap() -> float:
-    """``MIN_GAP``, or no threshold at all when ``CIRCUITVIZ_TASK_CHECK`` is off."""
-    off = os.environ.get(CHECK_ENV, "").strip().lower() in ("off", "0", "false", "no")
-    return -math.inf if off else MIN_GAP
+    """``MIN_GAP``, or no threshold at all when the validity check is off (``CIRCUITVIZ_TASK_CHECK``)."""
+    return MIN_GAP if gap_check_enabled() else -math.inf
 
 
 def _refused(question, reason, **measured) -> QuestionVerdict:
