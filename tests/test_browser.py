@@ -430,6 +430,8 @@ def _settings_and_a_reload(page, cache, figures) -> None:
     page.get_by_label("ig steps", exact=True).wait_for(timeout=120_000)
     settled(page)
     assert input_value(page, "ig steps") == "60"
+    # the URL follows the widgets one script run later: wait for it rather than read it at once
+    page.wait_for_url(lambda url: "settings=" in url, timeout=60_000)
     settings = json.loads(urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["settings"][0])
     assert settings["ig_steps"] == 60  # in the URL as typed, before any run
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()
