@@ -295,10 +295,10 @@ def result_lines(model_id: str, series: dict[str, dict], n_edges: int) -> list[s
                 for band in series[name]["bands"]
             ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    if any("necessity" in s for s in series.values()):
+    if any(s.get("necessity") for s in series.values()):  # runs made before necessity have none
         lines += ["", "Necessity at 1.3 %:", ""]
         for name, s in series.items():
-            if "necessity" in s:
+            if s.get("necessity"):
                 at = min(s["necessity"], key=lambda band: abs(band["fraction"] - 0.013))
                 lines.append(f"- {name}: {at['mean']:.3f} ({at['low']:.3f}-{at['high']:.3f})")
     return lines
