@@ -69,7 +69,7 @@ def path_ranked(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
     shares are on different scales). # [n_forward, n_backward] float32, CPU"""
     scores = scores.float().cpu().abs() * spec.edge_mask
     owner = spec.backward_to_forward
-    reach = torch.zeros(spec.n_backward)  # [B] best path from each reader's node
+    reach = torch.zeros(spec.n_backward, device="cpu")  # [B] best path from each reader's node
     reach[owner < 0] = float("inf")
     capped = torch.zeros_like(scores)
     for writer in range(spec.n_forward - 1, -1, -1):

@@ -191,7 +191,7 @@ def question_verdict(
     (too long, a corruption of another token length, or one lowering the metric by less than
     ``min_gap``, by default ``MIN_GAP`` unless ``CIRCUITVIZ_TASK_CHECK=off``)."""
     min_gap = default_min_gap() if min_gap is None else min_gap
-    letters = torch.tensor(letter_token_ids(model))
+    letters = torch.tensor(letter_token_ids(model), device="cpu")  # [4] ids, read on the CPU
     clean = question.prompt()
     clean_tokens = adapter_of(model).to_tokens(clean, truncate=False)  # [1, pos]
     if clean_tokens.shape[1] > max_tokens:

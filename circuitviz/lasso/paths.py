@@ -35,8 +35,8 @@ def path_shares(spec: GraphSpec, strengths: torch.Tensor) -> tuple[torch.Tensor,
     """
     strengths = (strengths.detach().double().cpu() * spec.edge_mask).clamp_min(0)  # [F, B]
     owner = spec.backward_to_forward  # [B] writer of each reader's node, -1 for logits
-    importance = torch.zeros(spec.n_forward, dtype=torch.float64)  # [F]
-    reach = torch.zeros(spec.n_backward, dtype=torch.float64)  # [B] J of each reader
+    importance = torch.zeros(spec.n_forward, dtype=torch.float64, device="cpu")  # [F]
+    reach = torch.zeros(spec.n_backward, dtype=torch.float64, device="cpu")  # [B] J of each reader
     reach[owner < 0] = 1.0
     readers_of = [torch.nonzero(owner == writer)[:, 0] for writer in range(spec.n_forward)]
     for writer in range(spec.n_forward - 1, -1, -1):
@@ -65,7 +65,7 @@ def difference_scale(problem, prompt_rows: torch.Tensor, corrupted_rows: torch.T
     predictors = problem.predictors.double().cpu()
     clean, corrupted = predictors[prompt_rows.cpu()], predictors[corrupted_rows.cpu()]  # [n, P] each
     if clean.shape != corrupted.shape or not clean.shape[0]:
-        return torch.ones(problem.n_sources, dtype=torch.float64)
+        return torch.ones(problem.n_sources, dtype=torch.float64, device="cpu")
     per_column = (clean - corrupted).pow(2).mean(0)  # [P]
     scale = torch.zeros(problem.n_sources, dtype=torch.float64)
     scale.index_add_(0, problem.source_of.cpu(), per_column)
