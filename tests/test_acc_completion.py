@@ -35,7 +35,7 @@ def test_completed_circuit_has_ndf_above_zero_where_the_traced_one_has_none(plan
 
 def test_completion_feeds_only_the_traced_nodes_from_the_input_and_each_other():
     spec = GraphSpec.from_model(planted_model(seed=0).model)
-    scores = torch.zeros(spec.n_forward, spec.n_backward)
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
     head = spec.head_forward(1).start  # a1.h0: its query reads a0.h0, it writes to logits
     scores[spec.head_forward(0).start, spec.head_backward(1, "q").start] = 0.4
     scores[head, spec.logits_backward] = 1.0

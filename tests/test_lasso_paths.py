@@ -30,8 +30,10 @@ def _paths_to_logits(spec: GraphSpec, strengths: torch.Tensor, reader: int) -> f
 def test_shares_are_strength_times_every_path_into_the_metric():
     spec = _spec()
     generator = torch.Generator().manual_seed(0)
-    strengths = torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64)
-    strengths = strengths * (torch.rand(strengths.shape, generator=generator) < 0.4) * spec.edge_mask
+    shape = (spec.n_forward, spec.n_backward)
+    strengths = torch.rand(shape, generator=generator, dtype=torch.float64, device="cpu")
+    keep = torch.rand(strengths.shape, generator=generator, device="cpu") < 0.4
+    strengths = strengths * keep * spec.edge_mask
     shares, importance = path_shares(spec, strengths)
     for writer, reader in itertools.product(range(spec.n_forward), range(spec.n_backward)):
         expected = float(strengths[writer, reader]) * _paths_to_logits(spec, strengths, reader)
@@ -41,7 +43,7 @@ def test_shares_are_strength_times_every_path_into_the_metric():
 
 def test_an_edge_into_a_node_that_reaches_nothing_has_no_share_and_is_not_in_the_circuit():
     spec = _spec()
-    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device="cpu")
     head = spec.head_forward(0).start  # a0.h0: read by the metric
     dead = head + 1  # a0.h1: read by nobody
     strengths[0, spec.head_backward(0, "v").start] = 1.0  # input -> a0.h0<v>
@@ -57,7 +59,7 @@ def test_an_edge_into_a_node_that_reaches_nothing_has_no_share_and_is_not_in_the
 
 def test_a_weak_parallel_source_below_the_share_floor_leaves_the_circuit():
     spec = _spec()
-    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device="cpu")
     mlp = spec.mlp_forward(0)
     strengths[0, spec.mlp_backward(0)] = 1.0
     strengths[spec.head_forward(0).start, spec.mlp_backward(0)] = 0.01  # 1 % of the strong source

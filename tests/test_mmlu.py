@@ -173,7 +173,7 @@ class _SplittingLetters:
         self.model = model
 
     def to_tokens(self, text, prepend_bos=True, truncate=True):
-        return torch.tensor([[5, 6]])
+        return torch.tensor([[5, 6]], device="cpu")
 
 
 # ----- the MMLU template family ---------------------------------------------------------------

@@ -86,7 +86,7 @@ def gpt2():
 
 def _random_circuits(spec: GraphSpec, count: int, seed: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed)
-    fractions = torch.linspace(0.1, 0.9, count)
+    fractions = torch.linspace(0.1, 0.9, count, device="cpu")
     noise = torch.rand(count, spec.n_forward, spec.n_backward, generator=generator, device="cpu")
     return (noise < fractions[:, None, None]) & spec.edge_mask
 

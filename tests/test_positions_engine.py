@@ -147,7 +147,13 @@ def test_a_position_run_says_so_and_its_edge_scores_are_the_summed_ones(tiny):
     assert result.attention.shape == (spec.n_layers, spec.n_heads, n_positions, n_positions)
     assert torch.allclose(
         result.attention.sum(-1),
-        torch.ones(spec.n_layers, spec.n_heads, n_positions, dtype=result.attention.dtype),
+        torch.ones(
+            spec.n_layers,
+            spec.n_heads,
+            n_positions,
+            dtype=result.attention.dtype,
+            device=result.attention.device,
+        ),
         atol=1e-5,
     )
     for point in result.curve:
@@ -232,6 +238,6 @@ def test_each_positions_scores_are_the_agnostic_scores_of_that_positions_differe
     for position in range(differences.shape[1]):
         alone = torch.zeros_like(differences)
         alone[:, position] = differences[:, position]
-        expected = torch.zeros(spec.n_forward, spec.n_backward, dtype=resolved.dtype)
+        expected = torch.zeros(spec.n_forward, spec.n_backward, dtype=resolved.dtype, device=resolved.device)
         accumulate_scores(spec, expected, gradients, alone)
         assert torch.allclose(resolved[..., position], expected, atol=1e-12, rtol=0), position

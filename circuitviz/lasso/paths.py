@@ -67,6 +67,6 @@ def difference_scale(problem, prompt_rows: torch.Tensor, corrupted_rows: torch.T
     if clean.shape != corrupted.shape or not clean.shape[0]:
         return torch.ones(problem.n_sources, dtype=torch.float64, device="cpu")
     per_column = (clean - corrupted).pow(2).mean(0)  # [P]
-    scale = torch.zeros(problem.n_sources, dtype=torch.float64)
+    scale = torch.zeros(problem.n_sources, dtype=torch.float64, device="cpu")
     scale.index_add_(0, problem.source_of.cpu(), per_column)
     return scale.sqrt()

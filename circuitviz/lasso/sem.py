@@ -282,7 +282,9 @@ def ranked_shares(fit: SEMFit, shares: torch.Tensor, allowed: torch.Tensor) -> t
     selected edges by their strength, then every other allowed pair by how close it is to
     entering (``edge_scores``'s order). # [n_sources, n_targets] float32"""
     allowed = allowed.cpu()
-    shares = torch.where(allowed, shares.double().cpu(), torch.zeros(allowed.shape, dtype=torch.float64))
+    shares = torch.where(
+        allowed, shares.double().cpu(), torch.zeros(allowed.shape, dtype=torch.float64, device="cpu")
+    )
     on_path = shares > 0
     rest = edge_scores(fit, allowed).double()  # selected by strength, then closeness
     top = float(rest.max()) if rest.numel() else 1.0

@@ -75,7 +75,8 @@ def _preferred_letters(model, question) -> list[int]:
     from ..models.adapter import adapter_of
 
     tokens = adapter_of(model).to_tokens(question.prompt(), truncate=False)
-    logits = next_token_logits(model, tokens)[0][torch.tensor(letter_token_ids(model))]  # [4]
+    logits = next_token_logits(model, tokens)[0]  # [d_vocab]
+    logits = logits[torch.tensor(letter_token_ids(model), device=logits.device)]  # [4]
     return logits.argsort(descending=True).tolist()
 
 
