@@ -145,17 +145,8 @@ def test_a_position_run_says_so_and_its_edge_scores_are_the_summed_ones(tiny):
     spec = result.graph
     n_positions = len(result.tokens["clean"])
     assert result.attention.shape == (spec.n_layers, spec.n_heads, n_positions, n_positions)
-    assert torch.allclose(
-        result.attention.sum(-1),
-        torch.ones(
-            spec.n_layers,
-            spec.n_heads,
-            n_positions,
-            dtype=result.attention.dtype,
-            device=result.attention.device,
-        ),
-        atol=1e-5,
-    )
+    rows = result.attention.sum(-1)  # [layers, heads, pos]: each destination's pattern sums to 1
+    assert torch.allclose(rows, torch.ones_like(rows), atol=1e-5)
     for point in result.curve:
         circuit = result.position_circuit(point.budget)
         assert point.n_edges == int(circuit.sum()) <= point.budget
