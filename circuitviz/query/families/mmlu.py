@@ -15,7 +15,7 @@ import itertools
 import re
 
 from .base import FamilyMatch, split_trailing
-from .multiple_choice import MultipleChoiceFamily
+from .multiple_choice import MultipleChoiceFamily, option_label
 
 MMLU_PREAMBLES = (
     "The following is a multiple choice question about {subject}.",
@@ -45,10 +45,6 @@ _MARKER_PATTERNS = {
     marker: re.compile("^" + re.escape(marker).replace("A", "(?P<letter>[A-D])") + r" (?P<text>\S.*)$")
     for marker in MMLU_MARKERS
 }
-
-
-def _marker(letter: str, style: str) -> str:
-    return style.replace("A", letter)
 
 
 class MMLUFamily(MultipleChoiceFamily):
@@ -107,7 +103,8 @@ class MMLUFamily(MultipleChoiceFamily):
         text += slots["header"] + slots["question"] + before_options
         letters = UNUSED_LETTERS if renamed else _LETTERS
         lines = [
-            f"{_marker(letter, slots['style'])} {option}" for letter, option in zip(letters, slots["options"])
+            f"{option_label(letter, slots['style'])} {option}"
+            for letter, option in zip(letters, slots["options"])
         ]
         return text + "\n".join(lines + [slots["footer"]]) + slots["trailing"]
 
@@ -150,6 +147,8 @@ def corrupt_paraphrase(original: FamilyMatch, text: str) -> tuple[str | None, st
         return None, "the paraphrase changed an option's text or moved it to another letter"
     for offset, (letter, unused) in enumerate(zip(_LETTERS, UNUSED_LETTERS)):
         line = lines[start + offset]
-        at = line.index(_marker(letter, style))
-        lines[start + offset] = line[:at] + _marker(unused, style) + line[at + len(_marker(letter, style)) :]
+        at = line.index(option_label(letter, style))
+        lines[start + offset] = (
+            line[:at] + option_label(unused, style) + line[at + len(option_label(letter, style)) :]
+        )
     return "\n".join(lines) + text[len(split_trailing(text)[0]) :], None
