@@ -204,45 +204,110 @@ def read_series(folder: Path, n_edges: int, store=None) -> dict[str, dict]:
     return series
 
 
-def variant_series(batch, label: str, store, n_edges: int) -> dict[str, dict]:
-    """The five variants' NDF curves of a compare run, from the stored results, as bands."""
+def bands_of(matrix, budgets: list[int], n_edges: int) -> list[dict]:
+    """Per budget of a [questions, budgets] matrix (NaN where not measured): the mean with its
+    95 % band and the number of questions measured."""
     import numpy
 
     from circuitviz.batch.atlas import _interval
 
+    matrix = numpy.asarray(matrix, dtype=float).reshape(-1, len(budgets))
+    bands = []
+    for column, budget in enumerate(budgets):
+        mean, low, high = _interval(matrix[:, column])
+        bands.append(
+            {"budget": int(budget), "fraction": budget / n_edges, "n": int(numpy.sum(~numpy.isnan(matrix[:, column]))),
+             "mean": mean, "low": low, "high": high}
+        )  # fmt: skip
+    return bands
+
+
+def summary_of(bands: list[dict], necessity: list[dict] | None = None) -> dict:
+    at = min(bands, key=lambda band: abs(band["fraction"] - 0.013))
+    summary = {
+        "bands": bands,
+        "n": at["n"],
+        "edges_to_0.6": edges_to_reach(bands),
+        "ndf_at_1.3%": at["mean"],
+        "ndf_at_1.3%_band": (at["low"], at["high"]),
+    }
+    if necessity and any(band["n"] for band in necessity):
+        summary["necessity"] = necessity
+    return summary
+
+
+def stored_results(batch, label: str, store) -> tuple[list[int], list]:
+    """The budgets of a compare run's rows and each row's stored result (rows whose result is
+    gone from the store are left out)."""
     rows = batch.rows(label).to_pylist()
     budgets = list(rows[0]["budgets"]) if rows else []
-    values = {variant: [] for variant in BON_FAMILY}
-    for row in rows:
-        result = store.get(row["key"])
-        if result is None:
-            continue
-        curves = result.details.curves
-        for variant in BON_FAMILY:
-            by_budget = {point["budget"]: point["ndf"] for point in curves.get(variant, [])}
-            values[variant].append([by_budget.get(b, math.nan) for b in budgets])
+    results = [store.get(row["key"]) for row in rows]
+    return budgets, [result for result in results if result is not None]
+
+
+def variant_series(batch, label: str, store, n_edges: int) -> dict[str, dict]:
+    """The five variants' NDF (and necessity) curves of a compare run, from the stored results."""
+    budgets, results = stored_results(batch, label, store)
     series = {}
-    for variant, matrix in values.items():
-        if not matrix:
-            continue
-        matrix = numpy.asarray(matrix, dtype=float)  # [questions, budgets]
-        bands = []
-        for column, budget in enumerate(budgets):
-            mean, low, high = _interval(matrix[:, column])
-            bands.append(
-                {"budget": int(budget), "fraction": budget / n_edges, "n": int(numpy.sum(~numpy.isnan(matrix[:, column]))),
-                 "mean": mean, "low": low, "high": high}
-            )  # fmt: skip
-        at = min(bands, key=lambda band: abs(band["fraction"] - 0.013))
-        series[variant] = {
-            "bands": bands,
-            "n": at["n"],
-            "edges_to_0.6": edges_to_reach(bands),
-            "ndf_at_1.3%": at["mean"],
-            "ndf_at_1.3%_band": (at["low"], at["high"]),
-            "paraphrase_won_at_1.3%": None,
-        }
+    for variant in BON_FAMILY:
+        ndf, needed = [], []
+        for result in results:
+            points = {point["budget"]: point for point in result.details.curves.get(variant, [])}
+            ndf.append([_number(points.get(b, {}).get("ndf")) for b in budgets])
+            needed.append([_number(points.get(b, {}).get("necessity")) for b in budgets])
+        if ndf:
+            series[variant] = summary_of(bands_of(ndf, budgets, n_edges), bands_of(needed, budgets, n_edges))
     return series
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def paraphrase_count_series(batch, label: str, store, n_edges: int) -> dict[int, dict]:
+    """Best-of-N with only the first k paraphrases, k = 0 (the prompt alone, = single) .. p:
+    at each budget the most faithful of candidates 0..k (``QueryCircuitDetails.bon_with_first``),
+    read from every candidate's stored curve point. Tests the paper's "more paraphrases help,
+    with diminishing returns" on the same runs."""
+    budgets, results = stored_results(batch, label, store)
+    most = max((len(result.details.candidates) for result in results), default=0)
+    series = {}
+    for k in range(most):
+        matrix = []
+        for result in results:
+            seen = result.details.bon_with_first(k)
+            matrix.append([seen.get(b, math.nan) for b in budgets])
+        series[k] = summary_of(bands_of(matrix, budgets, n_edges))
+    return series
+
+
+def read_paraphrase_counts(folder: Path, n_edges: int, store) -> dict[int, dict]:
+    """``paraphrase_count_series`` of a folder's ``bon`` series; empty when it has none."""
+    from circuitviz.batch.atlas import BatchTable
+
+    if not (folder / "results.parquet").exists():
+        return {}
+    batch = BatchTable.load(folder)
+    label = next((label for label in batch.labels if label.split(" (")[0] == "bon"), None)
+    return {} if label is None else paraphrase_count_series(batch, label, store, n_edges)
+
+
+def paraphrase_count_lines(series: dict[int, dict], n_edges: int) -> list[str]:
+    """The table of BoN by number of paraphrases (the first k of each question's candidates)."""
+    if len(series) < 2:
+        return []
+    lines = [
+        "Best-of-N with only the first k paraphrases (k = 0 is the prompt alone, the single query):",
+        "",
+        "| k | questions | NDF at 1.3 % (95 % band) | edges to NDF 0.6 |",
+        "|---:|---:|---:|---:|",
+    ]
+    for k, s in series.items():
+        low, high = s["ndf_at_1.3%_band"]
+        lines.append(
+            f"| {k} | {s['n']} | {s['ndf_at_1.3%']:.3f} ({low:.3f}-{high:.3f}) | {_edges(s['edges_to_0.6'], n_edges)} |"
+        )
+    return lines
 
 
 def selection_lines(path: Path) -> list[str]:
@@ -271,8 +336,9 @@ def _edges(value: float | None, n_edges: int) -> str:
 
 def result_lines(model_id: str, series: dict[str, dict], n_edges: int) -> list[str]:
     lines = [
-        "| method | questions | edges to NDF 0.6 | NDF at 1.3 % (95 % band) | paper: edges to 0.6 | paper: NDF at 1.3 % |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| method | questions | edges to NDF 0.6 | NDF at 1.3 % (95 % band) | necessity at 1.3 % (95 % band) "
+        "| paper: edges to 0.6 | paper: NDF at 1.3 % |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name in BON_FAMILY + OTHERS:
         if name not in series:
@@ -282,7 +348,8 @@ def result_lines(model_id: str, series: dict[str, dict], n_edges: int) -> list[s
         paper = PAPER.get(name, {})
         lines.append(
             f"| {name} | {s['n']} | {_edges(s['edges_to_0.6'], n_edges)} | {s['ndf_at_1.3%']:.3f} "
-            f"({low:.3f}-{high:.3f}) | {paper.get('edges_to_0.6', '')} | {paper.get('ndf_at_1.3%', '')} |"
+            f"({low:.3f}-{high:.3f}) | {_necessity_at(s)} | {paper.get('edges_to_0.6', '')} "
+            f"| {paper.get('ndf_at_1.3%', '')} |"
         )
     budgets = [band["budget"] for band in next(iter(series.values()))["bands"]] if series else []
     lines += ["", f"Mean NDF per budget ({model_id}, {n_edges:,} edges):", ""]
@@ -295,13 +362,15 @@ def result_lines(model_id: str, series: dict[str, dict], n_edges: int) -> list[s
                 for band in series[name]["bands"]
             ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    if any(s.get("necessity") for s in series.values()):  # runs made before necessity have none
-        lines += ["", "Necessity at 1.3 %:", ""]
-        for name, s in series.items():
-            if s.get("necessity"):
-                at = min(s["necessity"], key=lambda band: abs(band["fraction"] - 0.013))
-                lines.append(f"- {name}: {at['mean']:.3f} ({at['low']:.3f}-{at['high']:.3f})")
     return lines
+
+
+def _necessity_at(summary: dict) -> str:
+    """Necessity at 1.3 % with its band; "-" for runs stored before necessity was measured."""
+    if not summary.get("necessity"):
+        return "-"
+    at = min(summary["necessity"], key=lambda band: abs(band["fraction"] - 0.013))
+    return f"{at['mean']:.3f} ({at['low']:.3f}-{at['high']:.3f})" if at["n"] else "-"
 
 
 def targets_lines(series: dict[str, dict]) -> list[str]:
@@ -463,7 +532,7 @@ def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
 def report(args, models: list[str], timings: dict) -> None:
     from circuitviz.graph import GraphSpec  # noqa: F401  (the summaries read the manifests' graphs)
 
-    all_series, edges = {}, {}
+    all_series, edges, all_counts = {}, {}, {}
     lines = [
         f"## MMLU: {len(args.subjects)} subjects x {args.n} questions, p = {args.p}, m = {args.ig_steps}",
         "",
@@ -479,6 +548,9 @@ def report(args, models: list[str], timings: dict) -> None:
         all_series[model_id], edges[model_id] = series, n_edges
         lines += [f"### {model_id}", "", *selection_lines(base / "mmlu-selection.json"), ""]
         lines += result_lines(model_id, series, n_edges) + [""] + targets_lines(series) + [""]
+        counts = read_paraphrase_counts(base / "bon-family", n_edges, store)
+        lines += paraphrase_count_lines(counts, n_edges) + [""]
+        all_counts[model_id] = counts
     for name, runs in timings.items():
         wall, cpu = sum(t["wall_s"] for t in runs), sum(t["cpu_s"] for t in runs)
         loads = ", ".join(f"{t['load_before']} -> {t['load_after']}" for t in runs)
@@ -489,7 +561,11 @@ def report(args, models: list[str], timings: dict) -> None:
         )
     print("\n".join(lines), flush=True)
     (args.out / "summary.json").write_text(
-        json.dumps({"series": all_series, "edges": edges, "timings": timings}, indent=1, default=str),
+        json.dumps(
+            {"series": all_series, "paraphrase_counts": all_counts, "edges": edges, "timings": timings},
+            indent=1,
+            default=str,
+        ),
         encoding="utf-8",
     )
     if all_series and args.figure:

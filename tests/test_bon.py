@@ -176,6 +176,26 @@ def test_candidates_are_evaluated_on_the_original_prompt_and_the_best_wins(tiny,
         assert tiny_bon.details.bon_circuits[str(budget)] == spec.edge_names_of(masks[entry["winner"]])
 
 
+def test_bon_with_the_first_k_candidates_runs_from_single_to_bon(tiny_bon):
+    """k = 0 is the prompt alone (single's point), the last k is BoN's own curve, and more
+    candidates never lower it; the values are candidates' measured points, not a model rerun."""
+    details = tiny_bon.details
+    last = len(details.candidates) - 1
+    single = {p["budget"]: p["ndf"] for p in details.curves["single"]}
+    bon = {p["budget"]: p["ndf"] for p in details.curves["bon"]}
+    first = details.bon_with_first(0)
+    assert first and all(first[b] == pytest.approx(single[b], abs=1e-12) for b in first)
+    assert details.bon_with_first(last) == pytest.approx({b: bon[b] for b in first}, abs=1e-12)
+    for k in range(1, last + 1):
+        before, now = details.bon_with_first(k - 1), details.bon_with_first(k)
+        assert all(now[b] >= before[b] for b in now)
+        for entry in details.per_budget:
+            assert now[entry["budget"]] in [c["ndf"] for c in entry["candidates"][: k + 1]]
+    assert details.bon_with_first(last + 5) == details.bon_with_first(last)
+    with pytest.raises(ValueError, match="at least the prompt"):
+        details.bon_with_first(-1)
+
+
 def test_averaging_is_top_n_of_the_mean_matrix(tiny):
     result = run(tiny, "average")
     mean = torch.stack(registry_scores(tiny, result)).mean(0)

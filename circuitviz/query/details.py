@@ -9,6 +9,7 @@ evaluated at.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
@@ -95,6 +96,21 @@ class QueryCircuitDetails(MethodDetails):
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         return report_lines(self)
+
+    def bon_with_first(self, k: int) -> dict[int, float]:
+        """{budget: NDF} of Best-of-N had it seen only candidates 0..k (k = 0: the prompt alone,
+        the single query; k = the last candidate: BoN itself), read from every candidate's stored
+        point: the paper's "more paraphrases help, with diminishing returns" on one run."""
+        if k < 0:
+            raise ValueError(f"k = {k}: Best-of-N needs at least the prompt itself (k = 0).")
+        return {
+            int(entry["budget"]): max(
+                math.nan if point["ndf"] is None else float(point["ndf"])
+                for point in entry["candidates"][: k + 1]
+            )
+            for entry in self.per_budget
+            if entry["candidates"]
+        }
 
 
 # a stored result's tensors, rebuilt once per result object (the slider calls many times)
