@@ -299,6 +299,15 @@ def test_the_explore_picker_makes_a_question_the_prompt(tmp_path, monkeypatch):
     assert not at.exception
 
 
+def test_the_pickers_question_labels_are_cut_visibly():
+    from circuitviz.ui.mmlu_picker import _one_line
+
+    long = "Which of these " + "very " * 40 + "long\nquestions?"
+    shown = _one_line(long)
+    assert len(shown) <= 100 and shown.endswith("…") and "\n" not in shown
+    assert _one_line("A short\n question?") == "A short question?"
+
+
 def test_an_llm_paraphrase_of_a_question_is_corrupted_the_mmlu_way():
     from circuitviz.query.llm_source import mmlu_corruptions, parse_llm_reply
     from circuitviz.tasks import PromptTask

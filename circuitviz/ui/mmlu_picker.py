@@ -25,10 +25,17 @@ def _subjects() -> list[str]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _questions(subject: str) -> list[tuple[int, str]]:
-    """(row, the question's first 100 characters) of a subject, in the file's order."""
+    """(row, the question on one line, cut at 100 characters with an ellipsis) of a subject, in
+    the file's order; the whole question becomes the prompt once chosen."""
     from ..batch.mmlu import load_mmlu
 
-    return [(q.row, " ".join(q.question.split())[:100]) for q in load_mmlu().of_subject(subject)]
+    return [(q.row, _one_line(q.question)) for q in load_mmlu().of_subject(subject)]
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    """The text on one line, cut visibly (…) where it is longer than ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def _use_question(model, row: int) -> None:
