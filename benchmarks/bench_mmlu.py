@@ -1,14 +1,14 @@
 """Query Circuits' headline experiment on real MMLU, in one command, resumable.
 
 For each model: n valid questions of each subject (``circuitviz.batch.mmlu_tasks``: the answer
-is the letter the model prefers, the foil the strongest other letter, the corruption renames
-the answer's marker, refused unless it lowers the logit difference by 1 logit), then two batch
-folders under ``--out/<model>/``:
+is the letter the model prefers, the foils the three other letters, the corruption renames all
+four option markers E-H, refused unless it lowers the logit difference by 1 logit), then two
+batch folders under ``--out/<model>/``:
 
 - ``bon-family``: one ``bon`` run per question with ``compare`` on, which computes single,
   average, bon, ibon and bon-csm from one set of paraphrases (p template paraphrases of the MMLU
-  family) and one set of EAP-IG score matrices (m steps); each variant's curve is read back from
-  the stored result. Timed: the issue's 45-minute target.
+  family, 9 as in the paper) and one set of EAP-IG score matrices (m steps); each variant's curve
+  is read back from the stored result. Timed against the 45-minute target.
 - ``others``: edge-pruning (warm-started from EAP-IG) and ensemble (EAP-IG + EAP, rank-averaged)
   on the first ``--others-n`` questions of each subject.
 
@@ -16,11 +16,12 @@ The tasks are drawn once per model and kept in ``--out/<model>/mmlu-tasks.jsonl`
 selection (kept and refused per subject) beside them, so a rerun starts computing at once.
 
 Then, per method: NDF against the edge budget with 95 % bands, the edges its mean curve needs to
-reach NDF 0.6, NDF at 1.3 % of the edges, necessity where the table has it, and a figure. Every
-folder resumes: the same command again skips what is finished (Ctrl-C loses the groups in
-flight only).
+reach NDF 0.6, NDF and necessity at 1.3 % of the edges, and a figure; and Best-of-N with only
+the first k of the p paraphrases, k = 0..p, from the same runs (the paper: more paraphrases
+help, with diminishing returns). Every folder resumes: the same command again skips what is
+finished (Ctrl-C loses the groups in flight only).
 
-    .venv/bin/python benchmarks/bench_mmlu.py --threads 1                     # both models
+    .venv/bin/python benchmarks/bench_mmlu.py --threads 1 --workers 2         # both models
     .venv/bin/python benchmarks/bench_mmlu.py --threads 1 --models gemma-3-270m --skip-others
     .venv/bin/python benchmarks/bench_mmlu.py --report-only                   # tables from the folders
 """
@@ -581,7 +582,7 @@ def main() -> int:
     parser.add_argument("--subjects", default=",".join(SUBJECTS), help="comma separated, or all")
     parser.add_argument("--n", type=int, default=10, help="valid questions per subject")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--p", type=int, default=3, help="template paraphrases per question (paper: 9)")
+    parser.add_argument("--p", type=int, default=9, help="template paraphrases per question (the paper: 9)")
     parser.add_argument("--ig-steps", type=int, default=2, help="EAP-IG steps (paper: 20)")
     parser.add_argument(
         "--others-n", type=int, default=2, help="questions per subject for edge-pruning and ensemble"
@@ -590,7 +591,12 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=128, help="questions longer than this are refused")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "mmlu")
     parser.add_argument("--store", type=Path, default=None, help="result store (default: OUT/store)")
-    parser.add_argument("--figure", type=Path, default=ROOT / "docs" / "images" / "mmlu.png")
+    parser.add_argument(
+        "--figure",
+        type=lambda text: Path(text) if text else None,
+        default=ROOT / "docs" / "images" / "mmlu.png",
+        help='the figure\'s path ("" for none)',
+    )
     parser.add_argument("--skip-others", action="store_true", help="only the Best-of-N family")
     parser.add_argument("--skip-bon", action="store_true", help="only edge-pruning and ensemble")
     parser.add_argument(
