@@ -161,6 +161,18 @@ def test_tasks_per_subject_report_what_was_kept_and_refused(letters_model):
         building.mmlu_tasks(letters_model, "geografy", 2, data=data)
 
 
+def test_a_question_mmlu_repeats_is_drawn_once(letters_model):
+    """MMLU holds 27 repeated questions (us foreign policy rows 927 and 938 among them): the
+    second is refused, counted, and never becomes a second task (a batch refuses duplicates)."""
+    again = MMLUQuestion(9, "geography", QUESTIONS[0].question, QUESTIONS[0].options, "B")
+    data = MMLUData((*QUESTIONS[:3], again), (), 4)
+    dataset = building.mmlu_tasks(letters_model, "geography", 4, data=data, min_gap=-float("inf"))
+    assert len(dataset.tasks) == 3 and len({t.task.clean for t in dataset.tasks}) == 3
+    report = dataset.summary["per_subject"]["geography"]
+    assert report["tried"] == 4 and report["kept"] == 3
+    assert report["refusals"] == {"the same question as one drawn before": 1}
+
+
 def test_letters_that_are_not_one_token_are_refused():
     with pytest.raises(MMLUError, match="splits"):
         building.letter_token_ids(_SplittingLetters(tiny_model("gpt2")))

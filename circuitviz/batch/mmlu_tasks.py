@@ -251,13 +251,19 @@ def mmlu_tasks(
     except MMLUError as error:
         raise DatasetError(str(error)) from None
     tasks, problems, summary = [], [], {}
+    seen: dict[str, str] = {}  # prompt -> the id of the first question with it (MMLU repeats 27)
     for subject in chosen:
         report = SubjectReport(subject)
         for question in draw_questions(subject, seed, data):
             if report.kept == n or report.tried >= TRIES_PER_TASK * n:
                 break
-            verdict = question_verdict(model, question, corruption, max_tokens, min_gap)
             report.tried += 1
+            first = seen.setdefault(question.prompt(), question.id)
+            if first != question.id:  # the same task twice would be counted twice in every mean
+                kind = "the same question as one drawn before"
+                report.refused[kind] = report.refused.get(kind, 0) + 1
+                continue
+            verdict = question_verdict(model, question, corruption, max_tokens, min_gap)
             if verdict.letter_mass == verdict.letter_mass:  # measured (not NaN)
                 report.letter_mass.append(verdict.letter_mass)
             if not verdict.kept:
