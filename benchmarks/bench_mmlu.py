@@ -403,13 +403,18 @@ def targets_lines(series: dict[str, dict]) -> list[str]:
     return lines
 
 
-def figure(all_series: dict[str, dict], n_edges: dict[str, int], path: Path) -> None:
-    """NDF against the edge fraction with 95 % bands, one panel per model (plotly + kaleido)."""
+def figure(
+    all_series: dict[str, dict], n_edges: dict[str, int], path: Path, counts: dict | None = None
+) -> None:
+    """NDF against the edge fraction with 95 % bands, one panel per model, and a last panel of
+    Best-of-N's NDF at 1.3 % against the number of paraphrases it chose from (plotly + kaleido)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     models = list(all_series)
-    fig = make_subplots(rows=1, cols=len(models), subplot_titles=models, shared_yaxes=True)
+    counted = {model: c for model, c in (counts or {}).items() if len(c) > 1}
+    titles = [*models, "BoN at 1.3 %: first k paraphrases"] if counted else models
+    fig = make_subplots(rows=1, cols=len(titles), subplot_titles=titles)
     colours = dict(
         zip(
             BON_FAMILY + OTHERS, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
@@ -432,9 +437,27 @@ def figure(all_series: dict[str, dict], n_edges: dict[str, int], path: Path) -> 
             )  # fmt: skip
         fig.add_hline(y=TARGET_NDF, line_dash="dot", row=1, col=column)
         fig.add_vline(x=1.3, line_dash="dot", row=1, col=column)
-        fig.update_xaxes(type="log", title_text="edges kept (% of the graph)", row=1, col=column)
-    fig.update_yaxes(title_text="NDF (mean over questions, 95 % band)", range=[0, 1.02], row=1, col=1)
-    fig.update_layout(width=560 * len(models), height=440, margin={"l": 60, "r": 20, "t": 40, "b": 50})
+        ticks = [100 * f for f in FRACTIONS]
+        fig.update_xaxes(type="log", title_text="edges kept (% of the graph)", tickvals=ticks,
+                         ticktext=[f"{t:g}" for t in ticks], row=1, col=column)  # fmt: skip
+    for (model_id, series), colour in zip(counted.items(), ("#111111", "#888888")):
+        k = list(series)
+        fig.add_trace(
+            go.Scatter(x=k, y=[series[i]["ndf_at_1.3%"] for i in k], name=f"{model_id}: BoN, first k", mode="lines+markers",
+                       line={"color": colour},
+                       error_y={"type": "data", "symmetric": False,
+                                "array": [series[i]["ndf_at_1.3%_band"][1] - series[i]["ndf_at_1.3%"] for i in k],
+                                "arrayminus": [series[i]["ndf_at_1.3%"] - series[i]["ndf_at_1.3%_band"][0] for i in k]}),
+            row=1, col=len(titles),
+        )  # fmt: skip
+    if counted:
+        fig.add_hline(y=TARGET_NDF, line_dash="dot", row=1, col=len(titles))
+        fig.update_xaxes(
+            title_text="paraphrases chosen from (k; 0 = the single query)", dtick=1, row=1, col=len(titles)
+        )
+    fig.update_yaxes(title_text="NDF (mean over questions, 95 % band)", range=[0, 1.02])
+    fig.update_layout(width=520 * len(titles), height=460, margin={"l": 60, "r": 20, "t": 40, "b": 50},
+                      legend={"orientation": "h", "y": -0.2})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.write_image(str(path))
     log(f"wrote {path}")
@@ -570,7 +593,7 @@ def report(args, models: list[str], timings: dict) -> None:
         encoding="utf-8",
     )
     if all_series and args.figure:
-        figure(all_series, edges, args.figure)
+        figure(all_series, edges, args.figure, all_counts)
 
 
 def main() -> int:
