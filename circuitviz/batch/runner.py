@@ -36,6 +36,19 @@ DEFAULT_TOP_EDGES = 100
 DEFAULT_CONSENSUS = 0.5
 
 
+def selection_lines(selection: dict) -> list[str]:
+    """One line per subject of a drawn dataset's selection (MMLU): kept of tried, and why the
+    others were refused, by reason."""
+    lines = []
+    for subject, row in selection.get("per_subject", {}).items():
+        refused = "; ".join(f"{reason} ({count})" for reason, count in row.get("refusals", {}).items())
+        lines.append(
+            f"  {subject}: kept {row['kept']} of {row['tried']} tried ({row.get('kept_share', 0):.0%})"
+            + (f"; refused: {refused}" if refused else "")
+        )
+    return lines
+
+
 @dataclass(frozen=True)
 class MethodRun:
     """One method of the batch with its settings (plain values, checked by the method)."""
@@ -214,6 +227,8 @@ class _Run:
             self.tasks, self.selection = list(found.tasks), dict(found.summary)
             request.problems = list(request.problems) + list(found.problems)
             self.say(f"generated {len(self.tasks)} {family} tasks (seed {seed})")
+            for line in selection_lines(self.selection):
+                self.say(line)
             for problem in found.problems:
                 self.say(problem)
         else:
