@@ -196,3 +196,16 @@ def mmlu_generation(dataset, subjects, n: int, seed: int) -> tuple[tuple | None,
     if not subjects:
         raise ValueError("--dataset mmlu needs --subjects, e.g. --subjects marketing,astronomy, or all.")
     return ("mmlu", n, seed), tuple(resolve_subjects(subjects))
+
+
+def selection_lines(selection: dict) -> list[str]:
+    """One line per subject of a drawn dataset's selection (MMLU): kept of tried, and why the
+    others were refused, by reason."""
+    lines = []
+    for subject, row in selection.get("per_subject", {}).items():
+        refused = "; ".join(f"{reason} ({count})" for reason, count in row.get("refusals", {}).items())
+        lines.append(
+            f"  {subject}: kept {row['kept']} of {row['tried']} tried ({row.get('kept_share', 0):.0%})"
+            + (f"; refused: {refused}" if refused else "")
+        )
+    return lines

@@ -28,25 +28,13 @@ from ..tasks import DEFAULT_MAX_TOKENS
 from ..text import clock_duration
 from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
 from .dataset import DatasetTask, write_tasks
+from .mmlu import selection_lines
 from .table import TableWriter, _write_atomic, failure_row, finish, latest_by_key, read_rows, result_row
 from .work import MaskGroup, WorkGroup, worker_name
 
 DEFAULT_BATCH_TASKS = 16
 DEFAULT_TOP_EDGES = 100
 DEFAULT_CONSENSUS = 0.5
-
-
-def selection_lines(selection: dict) -> list[str]:
-    """One line per subject of a drawn dataset's selection (MMLU): kept of tried, and why the
-    others were refused, by reason."""
-    lines = []
-    for subject, row in selection.get("per_subject", {}).items():
-        refused = "; ".join(f"{reason} ({count})" for reason, count in row.get("refusals", {}).items())
-        lines.append(
-            f"  {subject}: kept {row['kept']} of {row['tried']} tried ({row.get('kept_share', 0):.0%})"
-            + (f"; refused: {refused}" if refused else "")
-        )
-    return lines
 
 
 @dataclass(frozen=True)
