@@ -311,6 +311,24 @@ def test_the_explore_picker_makes_a_question_the_prompt(tmp_path, monkeypatch):
     assert not at.exception
 
 
+def test_a_refused_picked_question_says_to_pick_another(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.ui.mmlu_picker import REFUSED_HINT
+
+    refusal = "The corruption lowers the logit difference by less than 1."
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: LETTERS_MODEL())
+    monkeypatch.setattr(loaders, "task_verdict", lambda model, model_id, task: refusal)
+    at = AppTest.from_file("../app.py", default_timeout=300).run()
+    at.selectbox(key="mmlu.subject").set_value("astronomy").run()
+    at.button(key="mmlu.use").click().run()
+    assert refusal + REFUSED_HINT in [e.value for e in at.error]
+    at.text_area(key="w.prompt").set_value("The capital of France is").run()  # no longer the question
+    assert not any(REFUSED_HINT in e.value for e in at.error)
+
+
 def test_the_pickers_question_labels_are_cut_visibly():
     from circuitviz.ui.mmlu_picker import _one_line
 

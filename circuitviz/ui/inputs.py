@@ -331,6 +331,10 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     )
     verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
     if verdict:  # a task whose corruption does not lower the metric: refused before Run
+        from .mmlu_picker import PROMPT, REFUSED_HINT
+
+        if st.session_state.get(PROMPT) == prompt and corrupted != prompt:  # a picked MMLU question
+            verdict += REFUSED_HINT
         st.error(verdict)
         return TaskInputs(None, [verdict], n_tokens)
     return TaskInputs(task, [], n_tokens)

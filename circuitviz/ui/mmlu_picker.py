@@ -4,7 +4,7 @@ The question becomes the task ``circuitviz.batch.mmlu_tasks`` builds (its docume
 the letter the model prefers as the answer, the four markers renamed as the corrupted prompt);
 Explore has one foil box, so the foil is the strongest other letter. A question the validity
 check refuses (its corruption lowers the metric by less than 1 logit) is still loaded, with the
-reason shown, so the user can see why.
+reason shown, so the user can see why, and the refusal on Explore says to pick another question.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ import streamlit as st
 from . import state
 
 NOTE = "mmlu.note"
+PROMPT = "mmlu.prompt"  # the prompt the picker made, to tell a refused question its way out
+REFUSED_HINT = (
+    " This MMLU question's letter preference hardly moves when its option markers are renamed:"
+    ' pick another question under "Or pick an MMLU question".'
+)
 
 
 @st.cache_data(show_spinner=False)
@@ -59,6 +64,7 @@ def _use_question(model, row: int) -> None:
         answer, foil = f" {'ABCD'[letters[0]]}", f" {'ABCD'[letters[1]]}"
     else:
         answer, foil, corrupted = task.answer, task.foils[0], task.corrupted
+    st.session_state[PROMPT] = question.prompt()
     state.set_value("metric", "logit_diff")
     state.adopt_prompt(
         question.prompt(),
