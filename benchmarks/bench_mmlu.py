@@ -170,21 +170,15 @@ def edges_to_reach(bands: list[dict], target: float = TARGET_NDF) -> float | Non
 
 
 def method_summary(batch, label: str, n_edges: int) -> dict:
-    """What the table reports for one series."""
+    """What the table reports for one series of the batch table (edge-pruning, ensemble)."""
     from circuitviz.batch.atlas import curve_bands
 
     bands = curve_bands(batch, label)
-    at = min(bands, key=lambda band: abs(band["fraction"] - 0.013)) if bands else None
-    summary = {
-        "bands": bands,
-        "n": at["n"] if at else 0,
-        "edges_to_0.6": edges_to_reach(bands),
-        "ndf_at_1.3%": at["mean"] if at else math.nan,
-        "ndf_at_1.3%_band": (at["low"], at["high"]) if at else (math.nan, math.nan),
-    }
-    if "necessity" in batch.table.column_names:
-        summary["necessity"] = curve_bands(batch, label, "necessity")
-    return summary
+    if not bands:
+        return {"bands": [], "n": 0, "edges_to_0.6": None, "ndf_at_1.3%": math.nan,
+                "ndf_at_1.3%_band": (math.nan, math.nan)}  # fmt: skip
+    necessity = curve_bands(batch, label, "necessity") if "necessity" in batch.table.column_names else None
+    return summary_of(bands, necessity)
 
 
 def read_series(folder: Path, n_edges: int, store=None) -> dict[str, dict]:
@@ -246,19 +240,37 @@ def stored_results(batch, label: str, store) -> tuple[list[int], list]:
     return budgets, [result for result in results if result is not None]
 
 
+def variant_values(results: list, budgets: list[int], variant: str, score: str = "ndf") -> list[list[float]]:
+    """[questions, budgets]: ``score`` (ndf or necessity) of one variant's stored curve point per
+    result and budget, NaN where it has none."""
+    matrix = []
+    for result in results:
+        points = {point["budget"]: point for point in result.details.curves.get(variant, [])}
+        matrix.append([_number(points.get(b, {}).get(score)) for b in budgets])
+    return matrix
+
+
+def first_k_values(results: list, budgets: list[int], k: int) -> list[list[float]]:
+    """[questions, budgets]: Best-of-N's NDF from candidates 0..k only (``bon_with_first``)."""
+    matrix = []
+    for result in results:
+        seen = result.details.bon_with_first(k)
+        matrix.append([seen.get(b, math.nan) for b in budgets])
+    return matrix
+
+
 def variant_series(batch, label: str, store, n_edges: int) -> dict[str, dict]:
     """The five variants' NDF (and necessity) curves of a compare run, from the stored results."""
     budgets, results = stored_results(batch, label, store)
-    series = {}
-    for variant in BON_FAMILY:
-        ndf, needed = [], []
-        for result in results:
-            points = {point["budget"]: point for point in result.details.curves.get(variant, [])}
-            ndf.append([_number(points.get(b, {}).get("ndf")) for b in budgets])
-            needed.append([_number(points.get(b, {}).get("necessity")) for b in budgets])
-        if ndf:
-            series[variant] = summary_of(bands_of(ndf, budgets, n_edges), bands_of(needed, budgets, n_edges))
-    return series
+    if not results:
+        return {}
+    return {
+        variant: summary_of(
+            bands_of(variant_values(results, budgets, variant), budgets, n_edges),
+            bands_of(variant_values(results, budgets, variant, "necessity"), budgets, n_edges),
+        )
+        for variant in BON_FAMILY
+    }
 
 
 def _number(value) -> float:
@@ -272,14 +284,9 @@ def paraphrase_count_series(batch, label: str, store, n_edges: int) -> dict[int,
     with diminishing returns" on the same runs."""
     budgets, results = stored_results(batch, label, store)
     most = max((len(result.details.candidates) for result in results), default=0)
-    series = {}
-    for k in range(most):
-        matrix = []
-        for result in results:
-            seen = result.details.bon_with_first(k)
-            matrix.append([seen.get(b, math.nan) for b in budgets])
-        series[k] = summary_of(bands_of(matrix, budgets, n_edges))
-    return series
+    return {
+        k: summary_of(bands_of(first_k_values(results, budgets, k), budgets, n_edges)) for k in range(most)
+    }
 
 
 def read_paraphrase_counts(folder: Path, n_edges: int, store) -> dict[int, dict]:

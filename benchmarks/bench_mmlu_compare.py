@@ -10,15 +10,13 @@ with 95 % bands. For a setting's effect (IG steps, paraphrase count) on identica
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
-FRACTION = 0.013
+from bench_mmlu import BON_FAMILY, bands_of, first_k_values, summary_of, variant_values  # this folder
 
 
-def run_results(out: Path, model_id: str) -> tuple[dict, str]:
-    """{task id: stored result} of a run's Best-of-N folder, and a label of its settings."""
+def run_results(out: Path, model_id: str) -> tuple[dict, list[int], str]:
+    """{task id: stored result} of a run's Best-of-N folder, its budgets, and a label of its settings."""
     from circuitviz.batch.atlas import BatchTable
     from circuitviz.store import ResultStore
 
@@ -33,31 +31,14 @@ def run_results(out: Path, model_id: str) -> tuple[dict, str]:
         result = store.get(row["key"])
         if result is not None:
             results[row["task_id"]] = result
-    return results, f"p = {config['n_paraphrases']}, m = {config['ig_steps']}"
-
-
-def at_fraction(result, n_edges: int) -> int:
-    return min(result.details.budgets, key=lambda b: abs(b / n_edges - FRACTION))
-
-
-def values(results: list, name: str, n_edges: int) -> list[float]:
-    out = []
-    for result in results:
-        budget = at_fraction(result, n_edges)
-        if name == "bon, first 3":
-            out.append(result.details.bon_with_first(3).get(budget, math.nan))
-        else:
-            out.append(
-                next((p["ndf"] for p in result.details.curves[name] if p["budget"] == budget), math.nan)
-            )
-    return [math.nan if v is None else float(v) for v in out]
+    return (
+        results,
+        list(batch.manifest["budgets"]),
+        f"p = {config['n_paraphrases']}, m = {config['ig_steps']}",
+    )
 
 
 def main() -> int:
-    import numpy
-
-    from circuitviz.batch.atlas import _interval
-
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -65,20 +46,27 @@ def main() -> int:
     parser.add_argument("second", type=Path)
     parser.add_argument("--model", default="gemma-3-270m")
     args = parser.parse_args()
-    first, first_label = run_results(args.first, args.model)
-    second, second_label = run_results(args.second, args.model)
+    first, budgets, first_label = run_results(args.first, args.model)
+    second, _, second_label = run_results(args.second, args.model)
     both = [task for task in first if task in second]
     if not both:
         raise SystemExit("The two runs share no question; run them on the same tasks (the same --seed).")
     n_edges = next(iter(first.values())).graph.n_edges
-    print(f"NDF at {100 * FRACTION:g} % of the edges, {len(both)} questions in both runs, mean (95 % band):")
+    print(f"NDF at 1.3 % of the edges, {len(both)} questions in both runs, mean (95 % band):")
     print(f"| variant | {first_label} | {second_label} |")
     print("|---|---:|---:|")
-    for name in (*VARIANTS, "bon, first 3"):
+    for name in (*BON_FAMILY, "bon, first 3"):
         cells = []
         for results in (first, second):
-            mean, low, high = _interval(numpy.asarray(values([results[t] for t in both], name, n_edges)))
-            cells.append(f"{mean:.3f} ({low:.3f}-{high:.3f})")
+            chosen = [results[task] for task in both]
+            matrix = (
+                first_k_values(chosen, budgets, 3)
+                if name == "bon, first 3"
+                else variant_values(chosen, budgets, name)
+            )
+            summary = summary_of(bands_of(matrix, budgets, n_edges))
+            low, high = summary["ndf_at_1.3%_band"]
+            cells.append(f"{summary['ndf_at_1.3%']:.3f} ({low:.3f}-{high:.3f})")
         print(f"| {name} | {cells[0]} | {cells[1]} |")
     return 0
 
