@@ -28,6 +28,17 @@ def pytest_configure(config):
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+@pytest.fixture
+def tiny_app(tmp_path, monkeypatch):
+    """An app test's model is the tiny GPT-2 (``bench.toy_models.tiny_app_model``) and its results
+    go under tmp_path (``pytestmark = pytest.mark.usefixtures("tiny_app")`` in the app test files)."""
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.bench.toy_models import tiny_app_model
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
+
+
 @pytest.fixture(scope="session")
 def embedded_model():
     from circuitviz.models import EMBEDDED_MODEL, load_model

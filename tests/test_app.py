@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import assets, render  # noqa: E402
 from circuitviz.api import evaluate_circuits  # noqa: E402
-from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
@@ -31,18 +31,8 @@ TINY_PROMPT = IOI_TASK.clean
 TINY_CORRUPTED = IOI_TASK.corrupted
 
 
-def _tiny_loader(model_id, device):
-    return tiny_model("gpt2", n_layers=2, n_heads=2)
-
-
-@pytest.fixture(autouse=True)
-def tiny_app(tmp_path, monkeypatch):
-    """Every AppTest in this file loads the tiny model and stores results under tmp_path."""
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _tiny_loader)
-    yield
+pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
+_tiny_loader = tiny_app_model
 
 
 def _app(**query) -> AppTest:

@@ -11,22 +11,13 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
 
 TIMEOUT = 300
 
 
-def _tiny_loader(model_id, device):
-    return tiny_model("gpt2", n_layers=2, n_heads=2)
-
-
-@pytest.fixture(autouse=True)
-def tiny_app(tmp_path, monkeypatch):
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _tiny_loader)
-    yield
+pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
+_tiny_loader = tiny_app_model
 
 
 def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():

@@ -433,3 +433,9 @@ def _can_read(spec, source: int, reader: int) -> bool:
     if reader == spec.mlp_forward(layer):
         return source < spec.upstream_of_mlp(layer)
     return source < spec.upstream_of_heads(layer)
+
+
+def tiny_app_model(model_id: str = "", device: str = "cpu"):
+    """The app tests' model loader: a 2-layer, 2-head GPT-2 (its ``(model_id, device)`` signature is
+    ``ui.loaders.MODEL_LOADER``'s; both are ignored, the model is built on the CPU)."""
+    return tiny_model("gpt2", n_layers=2, n_heads=2)
