@@ -225,7 +225,9 @@ def learn_masks(
         keep = keep.scatter(1, flat_index.expand(len(chosen), -1), kept)
         keep = keep.view(-1, spec.n_forward, spec.n_backward)
         circuits = prune(spec, keep.detach() > 0.5)
-        residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+        residual = masked_residual(
+            model, spec, prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+        )
         with torch.enable_grad():
             metric = metric_from_residual(model, prepared, residual).to(dtype)  # [b]
             deviation = (metric - clean) / scale
