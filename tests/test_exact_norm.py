@@ -214,7 +214,8 @@ def test_removing_a_heads_out_edges_is_patching_the_head_on_gemma_3(embedded_mod
 
 
 @pytest.mark.slow
-def test_removing_a_heads_out_edges_is_patching_the_head_on_smollm2(embedded_model):
+@pytest.mark.embedded
+def test_removing_a_heads_out_edges_is_patching_the_head_on_smollm2():
     from circuitviz.models import load_model
     from circuitviz.models.catalog import SMOLLM2_MODEL
 

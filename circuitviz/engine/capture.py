@@ -3,7 +3,9 @@
 Writers' outputs are their *additive contributions to the residual stream*. For models that
 normalise the attention output before adding it (Gemma's ``ln1_post``, OLMo-2's post-norm), a
 head's contribution is its result passed through that norm with the norm's scale frozen at this
-run's value, so the heads of a layer still sum exactly to what the layer adds.
+run's value, so the heads of a layer still sum exactly to what the layer adds. Those shares are
+what scoring reads; patching also needs each head's output before the norm (``raw_sink``,
+``writers_residual_and_raw_heads``) to renormalise a reader's mix of heads (``renorm``).
 """
 
 from __future__ import annotations
