@@ -163,8 +163,7 @@ def estimate_run(
     kind = str(device or next(model.parameters()).device).split(":")[0]
     from .calibration import rate
 
-    family = getattr(chosen, "calibration_family", ())
-    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), family)
+    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
     seconds = flops / measured.flops_per_second
 
     memory = estimate_memory(

@@ -437,6 +437,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
+        method = "acc++"
         curve = [CurvePoint(10, 8, 0.0, -0.4, 0.0), CurvePoint(20, 17, 0.1, -0.3, 0.0)]
         details = ACCDetails()
         scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
@@ -450,6 +451,7 @@ def test_a_dip_in_the_curve_is_explained():
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
+        method = "eap-ig"
         curve = [
             CurvePoint(150, 140, 0, 0.74, 0.74),
             CurvePoint(200, 190, 0, 0.2, 0.2),

@@ -337,13 +337,6 @@ class ACCDetails(MethodDetails):
         kept if they reach logits."""
         return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
 
-    def flat_curve_note(self) -> str:
-        return (
-            "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
-            "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
-            "check is the knockout on the Signals page."
-        )
-
     def report_lines(self, result: CircuitResult) -> list[str]:
         return report_lines(self)
 

@@ -28,7 +28,8 @@ from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
 from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
-from .base import Cost, Method, RunContext, register
+from .base import Cost, Method, RunContext
+from .registry import register
 from .settings import setting
 
 COMPLETION_NOTE = (
@@ -104,6 +105,13 @@ class ACCPlusPlus(Method):
     Config = ACCConfig
     Details = ACCDetails
     needs_corrupted = False
+    has_signals_view = True
+    scores_estimate_metric = False  # signal attributions to attention decisions, completed
+    flat_curve_note = (
+        "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
+        "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
+        "check is the knockout on the Signals page."
+    )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # one forward pass; per decision a few small tensor programs (about a quarter of a pass

@@ -28,7 +28,8 @@ from ..query.scoring import PairScorer
 from ..query.sources import SOURCES
 from ..results import CircuitResult, load_circuit
 from ..tasks import PreparedTask
-from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
+from .base import Cost, Method, Progress, RunContext, ScoringMethod
+from .registry import available_methods, get_method, register
 from .settings import setting, type_fields
 
 
@@ -228,6 +229,7 @@ class AveragedParaphrases(QueryCircuitMethod):
 class BestOfN(QueryCircuitMethod):
     name = "bon"
     label = "Best-of-N (query circuits)"
+    fitted_to_prompt = "Best-of-N keeps the candidate of highest NDF on this prompt"
     summary = (
         "Score the prompt and p paraphrases; keep the candidate circuit most faithful (NDF) on the prompt."
     )
@@ -237,6 +239,7 @@ class BestOfN(QueryCircuitMethod):
 class InterpolatedBestOfN(QueryCircuitMethod):
     name = "ibon"
     label = "Interpolated BoN"
+    fitted_to_prompt = "iBoN keeps, per budget, the candidate of highest NDF on this prompt"
     summary = "BoN circuits at anchor budgets; a budget between them adds the next anchor's best edges."
 
 
@@ -244,4 +247,5 @@ class InterpolatedBestOfN(QueryCircuitMethod):
 class BestOfNCSM(QueryCircuitMethod):
     name = "bon-csm"
     label = "BoN with a constraint-adaptive score matrix"
+    fitted_to_prompt = "BoN-CSM merges the sub-circuits of highest NDF on this prompt"
     summary = "One tier-then-score ordering from the anchors' BoN circuits serves every budget (nested)."

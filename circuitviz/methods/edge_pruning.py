@@ -50,9 +50,10 @@ from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..results import CircuitResult
 from ..tasks import prepare_task
-from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
+from .base import Cost, Method, RunContext, ScoringMethod
 from .bon import scorer_names
 from .paraphrase_pairs import template_tasks
+from .registry import get_method, register
 from .settings import setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
@@ -321,6 +322,8 @@ class EdgePruning(Method):
     )
     Config = EdgePruningConfig
     Details = EdgePruningDetails
+    fitted_to_prompt = "Edge Pruning learns its mask on this prompt"
+    scores_estimate_metric = False  # the learned masks' logits
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         warm = Cost(passes=0.0)
