@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
+from .curves import Baseline, CurvePoint
+from .evaluate import Evaluator, curves_of_tasks
 from .graph import prune
 from .methods import get_method
 from .methods.base import Progress, RunContext

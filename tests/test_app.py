@@ -432,8 +432,8 @@ def test_signals_shows_the_acc_result_computed_on_compare():
 
 
 def test_acc_zero_ndf_is_explained_where_it_shows():
-    from circuitviz.acc.circuit import ACCDetails
-    from circuitviz.evaluate import CurvePoint
+    from circuitviz.curves import CurvePoint
+    from circuitviz.details.acc import ACCDetails
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
@@ -447,7 +447,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
 
 
 def test_a_dip_in_the_curve_is_explained():
-    from circuitviz.evaluate import CurvePoint
+    from circuitviz.curves import CurvePoint
     from circuitviz.ui.result_view import curve_notes
 
     class Result:

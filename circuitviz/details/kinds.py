@@ -6,12 +6,12 @@ class as it is defined); a family defined elsewhere registers its own with ``reg
 
 from __future__ import annotations
 
-from ..acc.circuit import ACCDetails
-from ..lasso.details import LassoDetails
-from ..query.details import QueryCircuitDetails
+from .acc import ACCDetails
 from .base import DETAILS, MethodDetails, ResultFormatError
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
+from .lasso import LassoDetails
+from .query import QueryCircuitDetails
 
 BUILT_IN: tuple[type[MethodDetails], ...] = (
     QueryCircuitDetails,

@@ -21,11 +21,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..acc.ablation import knockout_check
-from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
+from ..acc.circuit import circuit_json, engine_scores
 from ..acc.completion import completed_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
+from ..details.acc import ACCDetails, acc_circuits
 from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
 from .base import Cost, Method, RunContext

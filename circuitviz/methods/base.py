@@ -27,8 +27,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..curves import CurvePoint
 from ..details.base import MethodDetails
-from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
+from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name

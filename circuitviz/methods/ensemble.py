@@ -31,9 +31,9 @@ from ..graph import GraphSpec, top_n_at_budgets
 from ..results import CircuitResult
 from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod
-from .bon import pair_scores, scorer_names
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
+from .scoring import pair_scores, scorer_names
 from .settings import setting, type_fields
 
 NORMALISATIONS = ("rank", "scale")

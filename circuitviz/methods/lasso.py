@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..lasso.details import LassoDetails
+from ..details.lasso import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
 from ..lasso.paths import DEFAULT_MIN_SHARE, difference_scale, path_circuit, path_shares
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
