@@ -35,6 +35,7 @@ def test_a_flat_curve_is_explained_for_the_methods_that_can_give_one():
 
 def test_the_other_traits():
     assert methods_with("has_signals_view") == ["acc++"]
+    assert methods_with("has_paraphrases_view") == ["bon", "ibon", "bon-csm"]
     assert not method_traits("acc++").needs_corrupted
     # positions: exactly the methods that give position-resolved scores
     resolved = {

@@ -82,6 +82,24 @@ class Cost:
     n_paraphrases: int = 0
 
 
+@dataclass(frozen=True)
+class StoredWork:
+    """What an earlier run kept in the result store that a run of this request would reuse, so
+    its price drops (``Method.stored_work``; ``limits.priced_with_stored_work`` prices it).
+
+    timings: {phase timing name: the share of that phase the stored work saves} ("scoring_s": 1.0),
+        read against the last timed run of ``family`` on this device;
+    passes: the passes of the method's ``Cost`` it saves (the price when no run was timed here);
+    family: the methods whose last run's timings stand for this one's, its own first;
+    what: what was stored, in words ("the paraphrases' scores").
+    """
+
+    timings: dict[str, float]
+    passes: float
+    family: tuple[str, ...]
+    what: str
+
+
 # ----- the run context -------------------------------------------------------------------------
 @dataclass
 class RunContext:
@@ -217,6 +235,8 @@ class Method(abc.ABC):
     fitted_to_prompt: ClassVar[str | None] = None
     # whether its results carry traced signals a Signals page draws (ACC++)
     has_signals_view: ClassVar[bool] = False
+    # whether its results carry paraphrase candidates a Paraphrases page draws (Best-of-N)
+    has_paraphrases_view: ClassVar[bool] = False
     # why an NDF of zero at every budget is what this method can give (a sentence), or None
     flat_curve_note: ClassVar[str | None] = None
     # whether an edge's score estimates the change of the answer's metric when the edge is
@@ -257,6 +277,13 @@ class Method(abc.ABC):
     @abc.abstractmethod
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
+
+    def stored_work(
+        self, model, model_id: str, task: PromptTask, config, n_tokens: int, n_budgets: int, store
+    ) -> StoredWork | None:
+        """The hook where stored results change the price: what of this run an earlier run kept in
+        ``store`` (Best-of-N: a sibling variant's pair scores), or None (the default: nothing)."""
+        return None
 
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         """Discover the circuit of ``ctx.task`` at every budget: the batch of one of ``run_batch``."""

@@ -99,6 +99,7 @@ class MethodTraits:
     needs_corrupted: bool = True
     fitted_to_prompt: str | None = None
     has_signals_view: bool = False
+    has_paraphrases_view: bool = False
     flat_curve_note: str | None = None
     scores_estimate_metric: bool = True
     positions_capable: bool = False
@@ -135,6 +136,7 @@ def traits_of(method: Method) -> MethodTraits:
         needs_corrupted=bool(method.needs_corrupted),
         fitted_to_prompt=method.fitted_to_prompt,
         has_signals_view=bool(method.has_signals_view),
+        has_paraphrases_view=bool(method.has_paraphrases_view),
         flat_curve_note=method.flat_curve_note,
         scores_estimate_metric=bool(method.scores_estimate_metric),
         positions_capable=scorer_positions is not None
@@ -151,8 +153,9 @@ def method_traits(name: str) -> MethodTraits:
 
 
 def methods_with(trait: str) -> list[str]:
-    """The names of the registered methods whose ``trait`` is true (``"has_signals_view"``)."""
-    return sorted(name for name, method in discover_methods().items() if getattr(traits_of(method), trait))
+    """The names of the registered methods whose ``trait`` is true (``"has_signals_view"``), in
+    the order they registered (a family's own order: bon, ibon, bon-csm)."""
+    return [name for name, method in discover_methods().items() if getattr(traits_of(method), trait)]
 
 
 def default_method(names=None) -> str:
