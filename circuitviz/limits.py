@@ -25,7 +25,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from .models.adapter import adapter_of
+from .refusals import prompt_over_limit
+from .tasks import DEFAULT_MAX_TOKENS
 from .text import rough_duration, shown, shown_number
 
 ENV = {
@@ -47,9 +50,14 @@ class LimitError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    max_tokens: int = 256
-    max_ig_steps: int = 200
-    max_paraphrases: int = 64
+    """What a run may ask for. The IG steps and paraphrases start at the most any method's setting
+    takes (declared once, on the settings: ``methods.settings.IG_STEPS_HIGH``,
+    ``PARAPHRASES_HIGH``), so the form, the command line and the limits agree; an operator
+    lowers them (``CIRCUITVIZ_MAX_IG_STEPS``, ...)."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_ig_steps: int = IG_STEPS_HIGH
+    max_paraphrases: int = PARAPHRASES_HIGH
     max_memory_gb: float = 16.0
 
     @classmethod
@@ -209,14 +217,20 @@ def estimate_memory(
     return weights + max(gradient, evaluation) + writers + scores
 
 
+def prompt_limit_problem(n_tokens: int, limits: Limits | None = None) -> str | None:
+    """The sentence refusing a prompt of ``n_tokens`` over the token limit, or None (the app says
+    it before Run, ``check_run`` at the run)."""
+    limits = limits or Limits.load()
+    if n_tokens <= limits.max_tokens:
+        return None
+    return prompt_over_limit(n_tokens, limits.max_tokens, f"with {ENV['max_tokens']}")
+
+
 def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
     """Refuse a run over the limits before it starts (LimitError naming the limit and its fix)."""
     limits = limits or Limits.load()
     if estimate.n_tokens > limits.max_tokens:
-        raise LimitError(
-            f"The prompt is {estimate.n_tokens} tokens, over the limit of {limits.max_tokens}; shorten "
-            f"it or raise the limit with {ENV['max_tokens']}."
-        )
+        raise LimitError(prompt_limit_problem(estimate.n_tokens, limits))
     if estimate.ig_steps > limits.max_ig_steps:
         raise LimitError(
             f"{estimate.ig_steps} IG steps is over the limit of {limits.max_ig_steps}; use fewer steps or "
@@ -235,17 +249,12 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
         )
 
 
-def prompt_tokens(model, text: str) -> int:
-    """Tokens of a prompt as the model runs it (with <bos>), without truncation."""
-    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
-
-
 def estimate_request(
     model, task, method: str, config=None, n_budgets: int = 7, device=None, *, store=None, model_id: str = ""
 ) -> Estimate:
     """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer; with
     a ``store``, without the work an earlier run kept there (``priced_with_stored_work``)."""
-    n_tokens = prompt_tokens(model, task.clean) if task.clean.strip() else 1
+    n_tokens = adapter_of(model).token_count(task.clean) if task.clean.strip() else 1
     estimate = estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)
     if store is None:
         return estimate

@@ -26,6 +26,7 @@ import os
 
 import torch
 
+from .refusals import IDENTICAL_PROMPTS
 from .tasks import PreparedTask, PromptTask, TaskError
 from .text import shown
 
@@ -41,10 +42,7 @@ METRIC_WORDS = {
 def identical_prompts_problem(task: PromptTask) -> str | None:
     """The sentence saying the corrupted prompt is the prompt itself, or None."""
     if task.corrupted and task.corrupted.strip() == task.clean.strip():
-        return (
-            "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
-            "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
-        )
+        return IDENTICAL_PROMPTS
     return None
 
 

@@ -45,17 +45,14 @@ def template_families() -> SimpleNamespace:
     )
 
 
-def _token_count(model, text: str) -> int:
-    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
-
-
 def _fitting(model, clean: str, candidates, limit: int = 60) -> str | None:
     """The first candidate corruption with the clean prompt's token count."""
-    target = _token_count(model, clean)
+    count = adapter_of(model).token_count
+    target = count(clean)
     for tried, corrupted in enumerate(candidates):
         if tried >= limit:
             return None
-        if corrupted != clean and _token_count(model, corrupted) == target:
+        if corrupted != clean and count(corrupted) == target:
             return corrupted
     return None
 
