@@ -81,7 +81,9 @@ def test_the_ig_steps_and_paraphrases_bounds_have_one_home():
     highs = {"ig_steps": set(), "n_paraphrases": set()}
     for method in available_methods().values():
         for config_field in dataclasses.fields(method.Config):
-            if config_field.name in highs and method.name != "circuit-lasso":  # its paraphrases are observations
+            if (
+                config_field.name in highs and method.name != "circuit-lasso"
+            ):  # its paraphrases are observations
                 highs[config_field.name].add(setting_bounds(config_field)[1])
     assert highs == {"ig_steps": {IG_STEPS_HIGH}, "n_paraphrases": {PARAPHRASES_HIGH}}
     limits = Limits.load(environ={})
