@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .methods import Method, get_method
 from .methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from .models.adapter import adapter_of
 from .refusals import prompt_over_limit
@@ -150,6 +151,11 @@ class Estimate:
         )
 
 
+def _method(method) -> Method:
+    """The registered method of a name, or the method itself (a request's, looked up once)."""
+    return method if isinstance(method, Method) else get_method(method)
+
+
 def _n_parameters(model) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
@@ -157,10 +163,9 @@ def _n_parameters(model) -> int:
 def estimate_run(
     model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None
 ) -> Estimate:
-    """Price a discovery of ``method`` with ``config`` on a prompt of ``n_tokens`` tokens."""
-    from .methods import get_method
-
-    chosen = get_method(method)
+    """Price a discovery of ``method`` (a registered name, or the method a request looked up) with
+    ``config`` on a prompt of ``n_tokens`` tokens."""
+    chosen = _method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
     spec = adapter_of(model).spec
@@ -270,11 +275,10 @@ def priced_with_stored_work(
     phases it saves, ``StoredWork.timings``), else by its share of the passes. The FLOPs shrink
     with the seconds, so the finished run calibrates the rate with the work it really did."""
     from . import calibration
-    from .methods import get_method
 
     if estimate is None or store is None:
         return estimate
-    work = get_method(method).stored_work(model, model_id, task, config, estimate.n_tokens, n_budgets, store)
+    work = _method(method).stored_work(model, model_id, task, config, estimate.n_tokens, n_budgets, store)
     if work is None:
         return estimate
     last = calibration.last_run(estimate.device, work.family)

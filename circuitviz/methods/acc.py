@@ -117,6 +117,11 @@ class ACCPlusPlus(Method):
             ig_steps=int(config.ig_steps),
         )
 
+    def added_budgets(self, result) -> set[int]:
+        """The whole traced circuit's budget, always evaluated beside those asked."""
+        full = getattr(result.details, "full_circuit_budget", None)
+        return {int(full)} if full is not None else set()
+
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
         model, spec = ctx.model, ctx.spec
