@@ -25,9 +25,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import calibration
+from .calibration import rate
+from .chunks import learnt_bytes
+from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from .methods import Method, get_method
 from .methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from .models.adapter import adapter_of
+from .models.devices import working_memory_bytes
 from .refusals import prompt_over_limit
 from .tasks import DEFAULT_MAX_TOKENS
 from .text import rough_duration, shown, shown_number
@@ -174,7 +179,6 @@ def estimate_run(
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     flops = 2.0 * _n_parameters(model) * n_tokens * sequences
     kind = str(device or next(model.parameters()).device).split(":")[0]
-    from .calibration import rate
 
     measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
     seconds = flops / measured.flops_per_second
@@ -205,9 +209,6 @@ def estimate_memory(
     to that; on CUDA the per-position costs measured by an earlier run on this model replace the
     estimates of ``activations``.
     """
-    from .chunks import learnt_bytes
-    from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-    from .models.devices import working_memory_bytes
 
     parameters = list(model.parameters())
     element = parameters[0].element_size()
@@ -274,7 +275,6 @@ def priced_with_stored_work(
     What is stored is priced off by the share of time it took in the family's last run here (the
     phases it saves, ``StoredWork.timings``), else by its share of the passes. The FLOPs shrink
     with the seconds, so the finished run calibrates the rate with the work it really did."""
-    from . import calibration
 
     if estimate is None or store is None:
         return estimate

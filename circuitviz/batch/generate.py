@@ -14,6 +14,10 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from ..models.adapter import adapter_of
+from ..query.families import family
+from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
+from ..query.families.factual import FACT_RELATIONS
+from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
 from ..tasks import PromptTask, TaskError, prepare_task
 from .dataset import DatasetError, DatasetTask
 
@@ -29,10 +33,6 @@ def template_families() -> SimpleNamespace:
     Holds ``family(name)`` (``match``, ``corruptions``), ``IOI_TEMPLATES``, ``IOI_NAMES``,
     ``IOI_PLACES``, ``IOI_OBJECTS``, ``ARITHMETIC_TEMPLATES`` and ``FACT_RELATIONS``.
     """
-    from ..query.families import family
-    from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
-    from ..query.families.factual import FACT_RELATIONS
-    from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
 
     return SimpleNamespace(
         family=family,
