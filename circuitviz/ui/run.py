@@ -322,7 +322,7 @@ def run_with_status(model, request):
         return None
     if job.error is not None:
         raise job.error
-    state.keep_result(job.result)
+    state.keep_result(job.result, request.key)
     return job.result
 
 
