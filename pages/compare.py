@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Compare methods")
 st.caption(
     "The same prompt and budget through two to four methods: graphs side by side in the same "

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Dataset atlas")
 st.caption(
     "What the circuits of a whole task have in common: faithfulness over every prompt with its "

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Explore a prompt's circuit")
 st.caption(
     "Type a prompt, pick the answer the model gives and a wrong answer (foil), give a corrupted "

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Gallery")
 st.caption(
     "Ready circuits of the embedded Gemma-3-270M, computed once with EAP-IG (20 steps) and stored "

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Paraphrases and Best-of-N")
 st.caption(
     "Best-of-N scores the prompt and paraphrases of it, makes one candidate circuit from each, "

@@ -8,6 +8,10 @@ falling as they are removed one by one; then the paper's knockout (found versus 
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Signals: why a head attends where it does")
 st.caption(
     "ACC++ explains each attention decision of the circuit (a head at one token attending to an "

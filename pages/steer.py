@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Steer with SAE features")
 st.caption(
     "Each node of the circuit (the one computed for this prompt, at the budget chosen) is labelled "

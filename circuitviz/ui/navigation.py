@@ -34,6 +34,22 @@ def pages() -> list:
     return [page(name) for name in PAGES]
 
 
+def inside_app() -> None:
+    """Make sure this page runs inside the app's navigation; the first call of every page.
+
+    Streamlit treats a ``pages/`` folder beside the entry point as its older multipage layout
+    until a session calls ``st.navigation``: a fresh server whose first visitor opens a page's
+    own URL (``/dataset``, a shared ``/compare?...``) runs that page alone, without ``app.py``
+    (no model or device in the sidebar, a page list of raw file names), and so does every
+    session after it. Here the page turns that layout off, as ``st.navigation`` does, and runs
+    again: ``app.py`` then runs, with its navigation, and opens this same page."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
     """Go to page ``name`` inside the app with the view's URL parameters ``query_params`` (a
     switch clears them otherwise). A page run on its own (no navigation: a test's AppTest of one file) just
