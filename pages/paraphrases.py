@@ -22,7 +22,7 @@ loaders.model_future(model_id, device)  # the model starts loading now, in the b
 with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
-    from circuitviz.methods import available_methods, config_to_dict  # noqa: E402
+    from circuitviz.methods import available_methods  # noqa: E402
     from circuitviz.ui import bon, panel, paraphrase_view, run  # noqa: E402
 
     registered = available_methods()
@@ -50,16 +50,9 @@ with st.container(border=True):
     )
 
 
-def stored_work(found):  # priced without the work a sibling variant stored (iBoN after BoN finds its scores)
-    plain = config_to_dict(settings)
-    return bon.priced_with_stored_scores(
-        found, model, model_id, given.task, method, plain, len(budgets), loaders.get_store()
-    )
-
-
 shown = panel.run_panel(
     model, model_id, given.task, method, settings, budgets, button="Run Best-of-N", key="bon.run",
-    adjust=stored_work, prompt=prompt,
+    prompt=prompt,
 )  # fmt: skip
 if shown.result is None or not bon.is_query_circuits(shown.result):
     st.stop()

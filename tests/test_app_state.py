@@ -220,8 +220,8 @@ def test_known_parts_map_their_reports_into_the_work():
 
 def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
     from circuitviz import calibration
-    from circuitviz.limits import estimate_run
-    from circuitviz.ui import bon
+    from circuitviz.limits import estimate_run, priced_with_stored_work
+    from circuitviz.methods import bon
 
     model = _tiny_loader("", "")
     settings = {"n_paraphrases": 3, "ig_steps": 2, "compare": False}
@@ -230,12 +230,12 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
     calibration.record("cpu", "bon", first.flops, 10.0, timings=timings)
     ibon = estimate_run(model, "ibon", settings, n_tokens=15, n_budgets=4)
     assert "family" in ibon.priced and ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
-    monkeypatch.setattr(bon, "stored_work", lambda *args: (True, True))
-    priced = bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
+    monkeypatch.setattr(bon, "stored_pairs", lambda *args: (True, True))
+    priced = priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
     stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations
     assert priced.seconds == pytest.approx(ibon.seconds * (1 - stored))
     assert priced.flops == pytest.approx(ibon.flops * (1 - stored)) and "stored" in priced.priced
-    assert bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
+    assert priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
 
 
 def test_the_first_view_opens_where_it_can_be_read():
@@ -336,15 +336,16 @@ def test_a_result_for_other_budgets_is_said_to_be_for_earlier_inputs():
 
 def test_a_gallery_example_opens_in_explore_inside_the_app():
     """Opened from another page, the task is set before any widget exists (no widget-state
-    error: the model's box was drawn before the button was pressed) and Explore runs it. (That
-    it opens inside the app, its sidebar and page list, is checked in the browser: AppTest draws
-    no sidebar after a page switch.)"""
+    error: the model's box was drawn before the button was pressed) and Explore runs it, inside
+    the app: its sidebar holds the model. (AppTest starts every run in Streamlit's older layout
+    of a pages/ folder, as a fresh server does for a first visitor at a page's own URL: the page
+    puts itself inside the app, ``navigation.inside_app``.)"""
     at = _app().run()
     at.switch_page("pages/gallery.py").run()
     at.button(key="gallery.rerun").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value.startswith("Explore")
-    assert at.session_state["model"] == at.session_state["results"]["eap-ig"].model_id
+    assert at.sidebar.selectbox(key="w.model").value == at.session_state["results"]["eap-ig"].model_id
     assert at.text_area(key="w.prompt").value == at.session_state["results"]["eap-ig"].task.clean
 
 

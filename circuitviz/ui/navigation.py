@@ -1,37 +1,23 @@
-"""The app's pages, in one list: ``app.py`` builds its navigation from it, and a page that sends
-the user to another (Gallery's and Dataset's "open in Explore") switches to the very ``st.Page``
-of that navigation, so the page opens inside the app: its sidebar, its page list, its titles."""
+"""The app itself: its navigation over the pages (``pagelist``) and the sidebar they share, and
+the guard that keeps every page inside it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parents[2]  # where app.py and pages/ are
-# name -> (script, title, icon); the first is the default page
-PAGES = {
-    "explore": ("pages/explore.py", "Explore", ":material/travel_explore:"),
-    "compare": ("pages/compare.py", "Compare", ":material/compare_arrows:"),
-    "signals": ("pages/signals.py", "Signals", ":material/conversion_path:"),
-    "paraphrases": ("pages/paraphrases.py", "Paraphrases", ":material/format_quote:"),
-    "steer": ("pages/steer.py", "Steer", ":material/tune:"),
-    "gallery": ("pages/gallery.py", "Gallery", ":material/photo_library:"),
-    "dataset": ("pages/dataset.py", "Dataset", ":material/dataset:"),
-    "about": ("pages/about.py", "About", ":material/info:"),
-}
-DEFAULT = "explore"
+from .pagelist import pages
 
 
-def page(name: str):
-    """The ``st.Page`` of page ``name`` (the same page, hash and URL as in the navigation)."""
-    script, title, icon = PAGES[name]
-    return st.Page(str(ROOT / script), title=title, icon=icon, default=name == DEFAULT)
+def run_app() -> None:
+    """The page configuration, the navigation (its page list), the shared sidebar (model and
+    device; first, before any page's widget: the URL's values and a task opened on another page
+    are set there), then the page the URL names."""
+    from .sidebar import sidebar
 
-
-def pages() -> list:
-    """Every page of the app, the navigation's list."""
-    return [page(name) for name in PAGES]
+    st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
+    app_navigation = st.navigation(pages())
+    sidebar()
+    app_navigation.run()
 
 
 def inside_app() -> None:
@@ -41,22 +27,12 @@ def inside_app() -> None:
     until a session calls ``st.navigation``: a fresh server whose first visitor opens a page's
     own URL (``/dataset``, a shared ``/compare?...``) runs that page alone, without ``app.py``
     (no model or device in the sidebar, a page list of raw file names), and so does every
-    session after it. Here the page turns that layout off, as ``st.navigation`` does, and runs
-    again: ``app.py`` then runs, with its navigation, and opens this same page."""
+    session after it. Here the page turns that layout off, as ``st.navigation`` does, runs the
+    app (which runs this page inside it) and stops: one script run, so a button pressed for
+    this run keeps its click."""
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
-    """Go to page ``name`` inside the app with the view's URL parameters ``query_params`` (a
-    switch clears them otherwise). A page run on its own (no navigation: a test's AppTest of one file) just
-    stays; the values it set are in the session for when Explore opens."""
-    from streamlit.errors import StreamlitAPIException
-
-    try:
-        st.switch_page(page(name), query_params=query_params or None)
-    except StreamlitAPIException:
-        return
+        run_app()
+        st.stop()

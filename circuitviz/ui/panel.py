@@ -55,19 +55,17 @@ def run_panel(
     *,
     button: str = "Run",
     key: str | None = None,
-    adjust=None,
     autorun: bool = False,
     prompt: str | None = None,
 ) -> Panel:
     """Price this page's one request, show the estimate and the button, and return what to show.
 
     ``task``/``settings``/``budgets``: None while an input has a problem (the button is then
-    disabled); ``adjust``: a page's correction of the estimate (work an earlier run stored);
-    ``autorun``: run without a press (a task opened from another page); ``prompt``: the prompt
+    disabled); ``autorun``: run without a press (a task opened from another page); ``prompt``: the prompt
     whose kept result may show when the task is not ready."""
     request = None
     if task is not None and settings is not None and budgets is not None:
-        request, _ = run.request_line(model, model_id, task, method, settings, budgets, adjust=adjust)
+        request, _ = run.request_line(model, model_id, task, method, settings, budgets)
     clicked = run.run_button(button, request is not None, key=key)
     state.write_to_url()  # before the run: a reload while it goes on comes back to it
     kept = state.result_for(method, model_id, task.clean if task is not None else prompt or "")

@@ -404,7 +404,7 @@ def open_task(
         "extra": extra,
     }
     if switch:
-        from .navigation import switch_to
+        from .pagelist import switch_to
 
         switch_to("explore", url_params())
 
