@@ -7,6 +7,7 @@ from . import (
     edge_pruning,  # noqa: F401  (registers edge-pruning)
     ensemble,  # noqa: F401  (registers ensemble)
     lasso,  # noqa: F401  (registers circuit-lasso)
+    relp,  # noqa: F401  (registers relp)
 )
 from .base import (
     Cost,
