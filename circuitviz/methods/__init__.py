@@ -4,6 +4,7 @@ from . import (
     acc,  # noqa: F401  (registers acc++)
     bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
     eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
+    eap_gp,  # noqa: F401  (registers eap-gp)
     edge_pruning,  # noqa: F401  (registers edge-pruning)
     ensemble,  # noqa: F401  (registers ensemble)
     lasso,  # noqa: F401  (registers circuit-lasso)
