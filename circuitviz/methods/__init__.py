@@ -2,6 +2,7 @@
 
 from . import (
     acc,  # noqa: F401  (registers acc++)
+    atp_star,  # noqa: F401  (registers atp-star)
     bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
     eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
     eap_gp,  # noqa: F401  (registers eap-gp)

@@ -1,0 +1,51 @@
+"""AtP* (Kramár et al. 2024): attribution patching with the QK fix and GradDrop
+(``engine.atp_star``). With both off it is AtP, which on edges is EAP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.atp_star import atp_star_scores
+from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .settings import setting
+
+
+@dataclass(frozen=True)
+class AtPStarConfig:
+    """Its two fixes, each of which can be switched off."""
+
+    qk_fix: bool = setting(
+        True, "recompute the attention softmax exactly for edges into queries and keys (the QK fix)."
+    )
+    grad_drop: bool = setting(
+        True,
+        "one backward pass per layer with that layer's gradient dropped, scores the mean |score| "
+        "(GradDrop; scores become magnitudes).",
+    )
+
+
+@register
+class AtPStar(ScoringMethod):
+    name = "atp-star"
+    label = "AtP*"
+    summary = "Attribution patching with exact attention for queries and keys, and gradients dropped layer by layer."
+    Config = AtPStarConfig
+
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        rows = spec.n_layers if config.grad_drop else 1
+        # the QK fix recomputes every head's queries and keys once per upstream writer: about one
+        # forward pass of the attention layers per writer group, a pass in all (measured beside it)
+        return gradient_cost(rows, n_budgets, extra_passes=2.0 if config.qk_fix else 0.0)
+
+    def score(self, ctx: RunContext, config):
+        evaluator = ctx.evaluator
+        return atp_star_scores(
+            ctx.model,
+            ctx.spec,
+            ctx.prepared(),
+            evaluator.clean_writers,
+            evaluator.corrupted_writers,
+            qk_fix=bool(config.qk_fix),
+            grad_drop=bool(config.grad_drop),
+            progress=ctx.progress,
+        )
