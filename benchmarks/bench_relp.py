@@ -3,7 +3,8 @@ on the embedded model over the yardstick's nine prompts (``bench_bon.PROMPTS``).
 
 For each prompt: every head's and MLP's effect of being patched alone in the model's own
 computation (``yardstick.node_effects``), and each method's node scores (a node's outgoing edge
-scores summed: its attribution estimate of that same patch). Printed per prompt: the Pearson
+scores summed: its attribution estimate of that same patch; for AtP*, whose GradDrop scores are
+magnitudes, against the size of the effect). Printed per prompt: the Pearson
 correlation over the 18 MLPs and over the 72 heads, the NDF of the method's circuit at 1 % of
 the edges, and its scoring seconds; then the means over the prompts. RelP's paper claims a far
 higher Pearson than attribution patching's on GPT-2's MLPs (0.956 against 0.006 on GPT-2 Large).
@@ -28,6 +29,11 @@ from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
+
+
+# methods whose scores have no sign (AtP*'s GradDrop sums |score| over layers): their node scores
+# are compared with the size of the patching effect, |effect|
+MAGNITUDES = ("atp-star",)
 
 
 def pearson(first: torch.Tensor, second: torch.Tensor) -> float:
@@ -65,13 +71,16 @@ def main() -> None:
         for name in methods:
             result = get_method(name).run_on(model, task, budgets=[budget])
             mine = node_scores(spec, result.scores.double())[nodes]
+            truth = effects.abs() if name in MAGNITUDES else effects
             figures = {
-                "pearson_mlps": pearson(mine[mlps], effects[mlps]),
-                "pearson_heads": pearson(mine[~mlps], effects[~mlps]),
+                "pearson_mlps": pearson(mine[mlps], truth[mlps]),
+                "pearson_heads": pearson(mine[~mlps], truth[~mlps]),
                 "ndf_1pct": result.point(budget).ndf,
                 "scoring_s": result.timings.get("scoring_s", float("nan")),
             }
             row["methods"][name] = figures
+            row.setdefault("effects", effects.tolist())
+            row.setdefault("node_scores", {})[name] = mine.tolist()
             log(
                 f"{number} {kind:<16} {name:<10} Pearson MLPs {figures['pearson_mlps']:6.3f}  heads "
                 f"{figures['pearson_heads']:6.3f}  NDF@1% {figures['ndf_1pct']:6.3f}  "
