@@ -30,7 +30,6 @@ from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.tasks import prepare_task
 
-
 # methods whose scores have no sign (AtP*'s GradDrop sums |score| over layers): their node scores
 # are compared with the size of the patching effect, |effect|
 MAGNITUDES = ("atp-star",)
