@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.atp_star import atp_star_scores
-from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .base import Cost, RunContext, ScoringMethod, gradient_cost
+from .registry import register
 from .settings import setting
 
 
@@ -30,6 +31,8 @@ class AtPStar(ScoringMethod):
     label = "AtP*"
     summary = "Attribution patching with exact attention for queries and keys, and gradients dropped layer by layer."
     Config = AtPStarConfig
+    # by default (GradDrop) its scores are sums of |score| over layers: sizes, not the metric's change
+    scores_estimate_metric = False
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         rows = spec.n_layers if config.grad_drop else 1

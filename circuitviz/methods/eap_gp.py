@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..engine.gradients import reader_gradients
 from ..engine.gradpath import grad_path
 from ..engine.scores import gradient_scores
-from .base import Cost, RunContext, ScoringMethod, gradient_cost, register
+from .base import Cost, RunContext, ScoringMethod, gradient_cost
+from .registry import register
 from .settings import setting
 
 # what one step of building the path costs, in passes: a sequential forward and backward pass of

@@ -17,7 +17,8 @@ import torch
 
 from ..engine.relevance import relevance_hooks
 from ..engine.scores import batched_gradient_scores
-from .base import Cost, ScoringMethod, gradient_cost, register
+from .base import Cost, ScoringMethod, gradient_cost
+from .registry import register
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class RelP(ScoringMethod):
     label = "RelP"
     summary = "Relevance patching: attribution patching with a backward pass by relevance-propagation rules."
     Config = RelPConfig
+    calibration_family = ("eap",)  # EAP's passes with other rules: priced as EAP's until measured
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(1, n_budgets)
