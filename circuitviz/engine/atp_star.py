@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..tasks import PreparedTask
 
 WRITER_CHUNK = 16  # upstream writers whose patched queries and keys are recomputed at once
+KEEP_CHANGES_BYTES = 512 * 2**20  # pattern changes kept for every chunk of rows when they fit
 
 
 def pattern_changes(
@@ -50,16 +51,14 @@ def pattern_changes(
     n_heads, pos, pos].
     """
     adapter = adapter_of(model)
-    heads, (positions, upstream, width) = spec.n_heads, differences.shape
+    upstream = differences.shape[1]
     scale = adapter.attention(layer).score_scale
-    clean_input = residual[None, :, None, :].expand(1, positions, heads, width)
-    queries = adapter.head_queries_keys(layer, clean_input, "q")[0]  # [pos, H, d_head]
-    keys = adapter.head_queries_keys(layer, clean_input, "k")[0]
+    queries = adapter.head_queries_keys(layer, residual[None], "q")[0]  # [pos, H, d_head]
+    keys = adapter.head_queries_keys(layer, residual[None], "k")[0]
     pattern = torch.softmax(scores, dim=-1)  # [H, pos, pos]
     query_part, key_part = [], []
     for start in range(0, upstream, WRITER_CHUNK):
         moved = residual[None] + differences[:, start : start + WRITER_CHUNK].transpose(0, 1)  # [u, pos, d]
-        moved = moved[:, :, None, :].expand(-1, -1, heads, -1)
         query_change = adapter.head_queries_keys(layer, moved, "q") - queries  # [u, pos, H, d_head]
         key_change = adapter.head_queries_keys(layer, moved, "k") - keys
         shifted = scores[None] + torch.einsum("uthe,she->uhts", query_change, keys) / scale
@@ -100,6 +99,27 @@ def atp_star_scores(
     seen = observe(model, spec, prepared.clean_tokens, names, keep_writers=False)[1] if qk_fix else {}
     patterns = [sites.attention_pattern(layer) for layer in range(n_layers)] if qk_fix else []
     total = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype, device=device)
+    # A' - A does not depend on the row (the dropped layer): made once when all layers' fit
+    positions = prepared.n_positions
+    size = sum(2 * spec.upstream_of_heads(layer) * spec.n_heads * positions**2 for layer in range(n_layers))
+    kept: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = (
+        {} if size * adapter.element_size <= KEEP_CHANGES_BYTES else None
+    )
+
+    def changes_of(layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if kept is not None and layer in kept:
+            return kept[layer]
+        found = pattern_changes(
+            model,
+            spec,
+            layer,
+            seen[sites.resid_pre(layer)][0],
+            seen[sites.attention_scores(layer)][0],
+            differences[0, :, : spec.upstream_of_heads(layer)],
+        )
+        if kept is not None:
+            kept[layer] = found
+        return found
 
     def compute(chunk: slice) -> torch.Tensor:
         count = chunk.stop - chunk.start
@@ -120,14 +140,7 @@ def atp_star_scores(
         accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner=owner)
         for layer in range(n_layers if qk_fix else 0):
             upstream = spec.upstream_of_heads(layer)
-            changes = pattern_changes(
-                model,
-                spec,
-                layer,
-                seen[sites.resid_pre(layer)][0],
-                seen[sites.attention_scores(layer)][0],
-                differences[0, :, :upstream],
-            )
+            changes = changes_of(layer)
             pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(dtype)  # [rows, H, t, s]
             for kind, change in zip("qk", changes):
                 estimate = torch.einsum("uhts,rhts->ruh", change.to(dtype), pattern_gradient)

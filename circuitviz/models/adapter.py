@@ -315,14 +315,14 @@ class ModelAdapter:
 
     def head_queries_keys(self, layer: int, inputs: torch.Tensor, kind: str) -> torch.Tensor:
         """Each head's query (``kind`` "q") or key ("k") as its attention scores read it (after any
-        q/k-norm and the rotation), when head h reads ``inputs[:, :, h]`` (the residual before
-        the layer's norm). Call outside ``hooked``.
-        inputs: [n, pos, n_heads, d_model] -> [n, pos, n_heads, d_head]"""
+        q/k-norm and the rotation), when every head reads ``inputs`` (the residual before the
+        layer's norm). Call outside ``hooked``.
+        inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
         block = self.model.blocks[layer]
         attention = block.attn
         x = inputs if self.pre_attention_norm(layer) is None else block.ln1(inputs)
         weight, bias = (attention.W_Q, attention.b_Q) if kind == "q" else (attention.W_K, attention.b_K)
-        out = torch.einsum("nphd,hde->nphe", x, weight) + bias
+        out = torch.einsum("npd,hde->nphe", x, weight) + bias
         if self.cfg.use_qk_norm:
             out = attention._apply_qk_norm(out, attention.q_norm if kind == "q" else attention.k_norm)
         if self.cfg.positional_embedding_type == "rotary":
