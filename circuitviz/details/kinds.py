@@ -12,6 +12,7 @@ from ..query.details import QueryCircuitDetails
 from .base import DETAILS, MethodDetails, ResultFormatError
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
+from .own_circuit import OwnCircuitDetails
 
 BUILT_IN: tuple[type[MethodDetails], ...] = (
     QueryCircuitDetails,
@@ -19,6 +20,7 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     LassoDetails,
     EnsembleDetails,
     EdgePruningDetails,
+    OwnCircuitDetails,
 )
 
 

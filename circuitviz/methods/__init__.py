@@ -2,6 +2,7 @@
 
 from . import (
     acc,  # noqa: F401  (registers acc++)
+    acdc,  # noqa: F401  (registers acdc)
     bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
     eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
     edge_pruning,  # noqa: F401  (registers edge-pruning)
