@@ -3,6 +3,7 @@
 from . import (
     acc,  # noqa: F401  (registers acc++)
     acdc,  # noqa: F401  (registers acdc)
+    flow_routes,  # noqa: F401  (registers flow-routes)
     bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
     eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
     edge_pruning,  # noqa: F401  (registers edge-pruning)
