@@ -3,11 +3,11 @@
 from . import (
     acc,  # noqa: F401  (registers acc++)
     acdc,  # noqa: F401  (registers acdc)
-    flow_routes,  # noqa: F401  (registers flow-routes)
     bon,  # noqa: F401  (registers single, average, bon, ibon, bon-csm)
     eap,  # noqa: F401  (registers eap, eap-ig, eap-ig-activations, exact)
     edge_pruning,  # noqa: F401  (registers edge-pruning)
     ensemble,  # noqa: F401  (registers ensemble)
+    flow_routes,  # noqa: F401  (registers flow-routes)
     lasso,  # noqa: F401  (registers circuit-lasso)
 )
 from .base import (
