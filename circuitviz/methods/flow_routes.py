@@ -80,7 +80,9 @@ def proximity_shares(parts: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
     closer = total.abs().sum(-1, keepdim=True) - (total[..., None, :] - parts).abs().sum(-1)
     closer = closer.clamp_min(0.0)
     mass = closer.sum(-1, keepdim=True)
-    return torch.where(mass > 0, closer / mass.clamp_min(torch.finfo(closer.dtype).tiny), torch.zeros_like(closer))
+    return torch.where(
+        mass > 0, closer / mass.clamp_min(torch.finfo(closer.dtype).tiny), torch.zeros_like(closer)
+    )
 
 
 def _post_norm(norm, parts: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -103,8 +105,11 @@ def value_shares(model, spec: GraphSpec, layer: int, captured: dict) -> torch.Te
     values = captured[sites.head_projection(layer, "v")]  # [1, j, H or groups, d_head]
     if values.shape[2] != spec.n_heads:  # grouped values: head h reads group h // size
         values = values.repeat_interleave(spec.n_heads // values.shape[2], dim=2)
-    attention = model.blocks[layer].attn
-    projected = torch.einsum("bjhd,hdm->bjhm", values, attention.W_O)[0]  # [j, H, d_model]
+    # each value projected out by its head's W_O (the adapter adds the output bias's share, which
+    # belongs to no source: taken off again)
+    projected = (adapter.head_results(layer, values) - adapter.head_results(layer, torch.zeros_like(values)))[
+        0
+    ]
     parts = pattern[..., None] * projected.permute(1, 0, 2)[:, None]  # [H, i, j, d_model]
     norm, name = adapter.attention_post_norm(layer)
     if norm is not None:
@@ -233,8 +238,16 @@ class FlowRoutes(ScoringMethod):
             masked = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
             baseline = Baseline(clean=clean, corrupted=math.nan)
             results.append(
-                ctx.result(self.name, config, masked, [], circuits={}, details=details, baseline=baseline,
-                           need_corrupted=False)
+                ctx.result(
+                    self.name,
+                    config,
+                    masked,
+                    [],
+                    circuits={},
+                    details=details,
+                    baseline=baseline,
+                    need_corrupted=False,
+                )
             )
         return results
 
