@@ -10,9 +10,10 @@ import torch
 from reference_patching import writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
+from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
-from circuitviz.methods.flow_routes import FlowRoutesConfig, proximity_shares, route_scores
+from circuitviz.methods.flow_routes import FlowRoutesConfig, neutral_task, proximity_shares, route_scores
 from circuitviz.tasks import PromptTask, prepare_task
 
 SHAPES = ("gpt2", "gemma", "llama")
@@ -117,14 +118,20 @@ def test_the_method_on_a_planted_model_finds_its_circuit_writers():
     assert len(result.curve) == 1 and not math.isnan(result.curve[0].ndf)
 
 
-def test_without_a_corrupted_prompt_it_runs_and_says_what_the_curve_needs():
+def test_without_a_corrupted_prompt_its_curve_uses_the_neutral_prompt_and_says_so():
     model = tiny_model("gemma", seed=0)
     task = PromptTask(IOI_TASK.clean, "", IOI_TASK.answer, IOI_TASK.foils)
     result = get_method("flow-routes").run_on(model, task, None, budgets=[5, 20])
-    assert result.curve == []
-    assert result.scores.abs().sum() > 0
-    assert any("No corrupted prompt" in note for note in result.details.notes)
-    assert result.circuit(5).sum() <= 5
+    neutral = neutral_task(model, prepare_task(model, task, need_corrupted=False))
+    assert neutral.corrupted_tokens[0, 0] == neutral.clean_tokens[0, 0]
+    assert len(set(neutral.corrupted_tokens[0, 1:].tolist())) == 1
+    # the curve is the shared evaluator's against that neutral run
+    evaluator = Evaluator(model, GraphSpec.from_model(model), neutral)
+    assert result.baseline.corrupted == pytest.approx(evaluator.baseline.corrupted, abs=1e-9)
+    assert result.baseline.corrupted != pytest.approx(result.baseline.clean, abs=1e-6)
+    metric = evaluator.metrics(result.circuit(5)[None])[0].item()
+    assert result.curve[0].metric == pytest.approx(metric, abs=1e-9)
+    assert any("neutral prompt" in note for note in result.details.notes)
     assert not get_method("flow-routes").needs_corrupted
 
 

@@ -25,7 +25,7 @@ score above 0, pruned; top-N of the scores ranks within it.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,10 +34,9 @@ import torch
 from ..details.own_circuit import OwnCircuitDetails
 from ..engine import sites
 from ..engine.capture import observe
-from ..engine.metric import task_metric
-from ..evaluate import Baseline
 from ..graph import GraphSpec, prune
 from ..models.adapter import adapter_of
+from ..tasks import PreparedTask, str_tokens
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod, register
 from .settings import setting
 
@@ -47,8 +46,9 @@ SCORES_NOTE = (
     "0 off the routes"
 )
 NO_CORRUPTION_NOTE = (
-    "No corrupted prompt: the routes need none, but the faithfulness curve patches every edge outside "
-    "a circuit to a corrupted run, so no curve was measured; give a corrupted prompt to measure it."
+    "No corrupted prompt: the routes need none, but the faithfulness curve patches every edge outside a "
+    "circuit to a corrupted run; it used a neutral prompt (every token after the first replaced by the "
+    "padding token). Give a corrupted prompt to measure against your own corruption."
 )
 
 
@@ -221,41 +221,24 @@ class FlowRoutes(ScoringMethod):
         return scores, details
 
     def run_batch(self, contexts, config, budgets, progress=None):
-        """Tasks with a corrupted prompt run as every scoring method does; one without gets its
-        routes and circuits with no faithfulness curve (there is nothing to patch to)."""
-        contexts = list(contexts)
-        if all(ctx.task.corrupted for ctx in contexts):
-            return super().run_batch(contexts, config, budgets, progress)
-        config = self.as_config(config)
-        results = []
+        """Tasks with a corrupted prompt are measured against it; one without against the neutral
+        prompt (``neutral_task``): the routes never read either."""
         for ctx in contexts:
-            if ctx.task.corrupted:
-                results.append(super().run_batch([ctx], config, budgets)[0])
-                continue
-            scores, details = self.score_with_details(ctx, config)
-            prepared = ctx.prepared(need_corrupted=False)
-            clean = _clean_metric(ctx.model, spec := ctx.spec, prepared)
-            masked = (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
-            baseline = Baseline(clean=clean, corrupted=math.nan)
-            results.append(
-                ctx.result(
-                    self.name,
-                    config,
-                    masked,
-                    [],
-                    circuits={},
-                    details=details,
-                    baseline=baseline,
-                    need_corrupted=False,
-                )
-            )
-        return results
+            if not ctx.task.corrupted and True not in ctx._prepared:
+                ctx._prepared[True] = neutral_task(ctx.model, ctx.prepared(need_corrupted=False))
+                ctx.check_meaningful = False  # the check judges a user's corruption; none was given
+        return super().run_batch(contexts, config, budgets, progress)
 
 
-def _clean_metric(model, spec: GraphSpec, prepared) -> float:
-    """The task's metric on its clean prompt (the one baseline that exists without a corruption)."""
-    from ..evaluate import prompt_run
-
-    run = prompt_run(model, spec, prepared.clean_tokens)
-    owner = torch.zeros(1, dtype=torch.long, device=run.residual.device)
-    return float(task_metric(model, [prepared], owner)(run.residual)[0])
+def neutral_task(model, prepared: PreparedTask) -> PreparedTask:
+    """The task with a neutral corrupted prompt, for the faithfulness curve of a task given none:
+    every token after the first replaced by the tokenizer's padding token (its beginning-of-text
+    token where it has none), so patched edges carry what the model computes with the prompt's
+    content erased."""
+    adapter = adapter_of(model)
+    token = adapter.pad_token_id if adapter.pad_token_id is not None else adapter.bos_token_id
+    tokens = prepared.clean_tokens.clone()
+    tokens[:, 1:] = int(token if token is not None else 0)
+    return dataclasses.replace(
+        prepared, corrupted_tokens=tokens, corrupted_str_tokens=str_tokens(model, tokens[0].tolist())
+    )
