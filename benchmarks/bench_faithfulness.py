@@ -66,12 +66,14 @@ METHODS = {
     "acc++": ("acc++", {}),
     "circuit-lasso": ("circuit-lasso", {}),
     "eap-ig-activations": ("eap-ig-activations", {}),
+    "flow-routes": ("flow-routes", {}),
+    "acdc": ("acdc", {}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
 FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm")
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
-MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap")
+MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap", "flow-routes")
 N_PARAPHRASES = 5
 
 
