@@ -33,7 +33,8 @@ import torch
 
 from ..details.own_circuit import OwnCircuitDetails
 from ..graph import prune
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod, register
+from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .registry import register
 from .settings import setting
 
 SCORES_NOTE = (

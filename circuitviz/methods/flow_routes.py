@@ -37,7 +37,8 @@ from ..engine.capture import observe
 from ..graph import GraphSpec, prune
 from ..models.adapter import adapter_of
 from ..tasks import PreparedTask, str_tokens
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod, register
+from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .registry import register
 from .settings import setting
 
 SCORES_NOTE = (
@@ -186,6 +187,7 @@ class FlowRoutes(ScoringMethod):
     Config = FlowRoutesConfig
     Details = OwnCircuitDetails
     needs_corrupted = False
+    scores_estimate_metric = False  # proximity shares, not changes of the metric
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # one observed pass (every writer and the attention patterns kept, about 3 plain passes),
