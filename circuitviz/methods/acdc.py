@@ -142,11 +142,11 @@ class ACDC(ScoringMethod):
     Details = OwnCircuitDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # every edge of a reader that stays connected is tested once, in rows of speculative
-        # passes; about half the readers stay connected on the embedded model (measured:
-        # docs/methods.md), each row a patched pass
-        rows = 0.5 * spec.n_edges
-        return Cost(passes=PREPARE_PASSES + PATCHED_PASS * (rows / 8.0) + PATCHED_PASS * n_budgets)
+        # one patched row per edge tested, plus the rows a kept edge makes stale, less the edges of
+        # cut-off nodes removed untested: about one row per edge (100 rows for the default planted
+        # model's 100 edges, 57-62 for the tiny models' 46, where far more edges are kept), each
+        # row priced as one circuit of the faithfulness curve
+        return Cost(passes=PREPARE_PASSES + PATCHED_PASS * (spec.n_edges + n_budgets))
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
