@@ -67,15 +67,17 @@ def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
     assert "vis.Network" in drawing.html
 
 
-def test_layout_is_layered_and_shared():
+def test_layout_is_the_fields_orientation_and_shared():
     layers = [0, 1, 2]
     x_input, y_input = node_position(SPEC, "input", layers)
     _, y_logits = node_position(SPEC, "logits", layers)
     heads = [node_position(SPEC, f"a1.h{h}", layers) for h in range(SPEC.n_heads)]
     mlp = node_position(SPEC, "m1", layers)
-    assert y_input < heads[0][1] < y_logits
-    assert heads[0][1] == heads[1][1] and heads[0][0] < heads[1][0] < mlp[0]  # a row, MLP beside
-    assert node_position(SPEC, "a0.h0", layers)[1] < heads[0][1] < node_position(SPEC, "a2.h0", layers)[1]
+    # vis-network's y grows downwards: the embeddings at the bottom, the logit at the top
+    assert y_input > heads[0][1] > y_logits
+    assert heads[0][1] == heads[1][1] and heads[0][0] < heads[1][0] < mlp[0]  # heads in order, MLP after
+    assert mlp[1] < heads[0][1]  # the MLP a little above the heads it reads
+    assert node_position(SPEC, "a0.h0", layers)[1] > heads[0][1] > node_position(SPEC, "a2.h0", layers)[1]
     # two circuits drawn with the same layers put a node in the same place
     first = render.circuit_graph_html(SPEC, _scores(1), top_n(SPEC, _scores(1), 10), layers=layers)
     second = render.circuit_graph_html(SPEC, _scores(2), top_n(SPEC, _scores(2), 10), layers=layers)
@@ -83,6 +85,24 @@ def test_layout_is_layered_and_shared():
     for node in _data(second.html)[0]:
         if node["id"] in place:
             assert place[node["id"]] == (node["x"], node["y"])
+
+
+@pytest.mark.parametrize("words", [False, True])
+@pytest.mark.parametrize("shape", [(3, 2), (18, 4), (30, 9)])
+def test_no_two_node_boxes_overlap_with_captions_and_words(shape, words):
+    from circuitviz.render.vis import overlapping
+
+    spec = GraphSpec(n_layers=shape[0], n_heads=shape[1])
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator) * spec.edge_mask
+    captions = {name: "promotes ' Paris' strongly" for name in spec.node_names}
+    drawing = render.circuit_graph_html(
+        spec, scores, spec.edge_mask, show_faded=True, captions=captions, words=words
+    )
+    assert len(drawing.vis.nodes) == len(spec.node_names)
+    assert overlapping(drawing.vis.nodes) == []
+    if words:
+        assert any(node["label"].startswith("layer 1, head 0") for node in drawing.vis.nodes)
 
 
 def test_edge_cap_keeps_the_strongest_and_says_so():

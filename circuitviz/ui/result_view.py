@@ -152,18 +152,28 @@ def point_at(result, budget: int, model=None):
 # ----- the graph -----------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=64)
 def _drawing(
-    _result, result_key: str, budget: int, _labels, labels_key: str, options_key: str, _options: dict
+    _result,
+    result_key: str,
+    budget: int,
+    _labels,
+    labels_key: str,
+    options_key: str,
+    _options: dict,
+    _mask=None,
+    mask_key: str = "",
 ):
+    mask = _result.circuit(budget) if _mask is None else _mask
     return render.result_graph_html(
-        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, mask=_result.circuit(budget), **_options
+        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, mask=mask, **_options
     )
 
 
-def graph_drawing(result, budget: int, labels=None, **options):
-    """The drawn graph, cached per result, budget, labels and options (a slider move is quick).
+def graph_drawing(result, budget: int, labels=None, mask=None, **options):
+    """The drawn graph, cached per result, budget, labels, options and edited ``mask`` (a slider
+    move is quick).
 
     ``options``: those of ``render.circuit_graph_html`` (highlight, show_faded, layers, title,
-    frame_width, captions, caption_key) and ``ndf`` for the title.
+    frame_width, captions, caption_key, words, groups) and ``ndf`` for the title.
     """
     options = {name: value for name, value in options.items() if value is not None}
     options_key = json.dumps(
@@ -172,11 +182,17 @@ def graph_drawing(result, budget: int, labels=None, **options):
         default=str,
     )
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
-    return _drawing(result, result_id(result), int(budget), labels, labels_key, options_key, options)
+    mask_key = "" if mask is None else ",".join(result.graph.edge_names_of(mask))
+    return _drawing(
+        result, result_id(result), int(budget), labels, labels_key, options_key, options, mask, mask_key
+    )
 
 
-def show_graph(drawing) -> None:
-    st.iframe(drawing.html, height=drawing.height)
+def show_graph(drawing, key: str | None = None, selected=None):
+    """The drawing in the page (``graph_view``: fitted, clickable); the click of this run or None."""
+    from .graph_view import show_graph as draw
+
+    return draw(drawing, key=key, selected=selected)
 
 
 def sae_labels(model, result, budget: int, labels):
@@ -311,16 +327,25 @@ def result_view(
         help="each node's strongest feature of the embedded SAEs on this prompt",
     ):
         labels, captions, caption_key = sae_labels(model, result, budget, labels)
-    drawing = graph_drawing(
-        result,
-        budget,
-        labels=labels,
-        show_faded=faded,
-        ndf=point.ndf if point else None,
-        captions=captions,
-        caption_key=caption_key,
+    from .instrument import instrument_view
+
+    def draw(mask, groups, words):
+        return graph_drawing(
+            result,
+            budget,
+            labels=labels,
+            mask=mask,
+            show_faded=faded,
+            ndf=point.ndf if point else None,
+            captions=captions,
+            caption_key=caption_key,
+            groups=groups or None,
+            words=words or None,
+        )
+
+    drawing, _ = instrument_view(
+        result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
-    show_graph(drawing)
     explain(result, budget, labels)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget)

@@ -1,0 +1,114 @@
+"""The clicked node's card beside the graph: what it is, its edges in and out by weight (a click
+goes to the node at the other end), its logit lens, its SAE features with their top contexts,
+and for a head ACC++'s signals at the answer position (which source token it attends to, which
+upstream parts wrote the signal).
+
+Everything shown comes from ``render.cards`` (pure); the SAE features and the ACC++ trace are
+computed on request, once, through the app's caches and store. User text (tokens, labels) is
+shown as plain text.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..render.cards import acc_signals, component_of, node_card
+from . import loaders, state
+
+ACC = "acc++"
+
+
+def _go_buttons(rows: list[dict], arrow: str, key: str) -> str | None:
+    """One button per edge (the node at its other end, kind, score); the node clicked, or None."""
+    chosen = None
+    for index, row in enumerate(rows):
+        text = f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"
+        if st.button(text, key=f"{key}.{index}", width="stretch", help=f"go to {row['node']}"):
+            chosen = row["node"]
+    return chosen
+
+
+def card_view(node_id: str, drawing, labels=None, model=None, result=None, key: str = "card") -> str | None:
+    """The card of ``node_id`` in ``drawing``; returns the node to go to when an edge is clicked.
+
+    ``model`` and ``result`` (its task and model id): for the SAE features and ACC++'s signals.
+    """
+    card = node_card(node_id, drawing.edges, labels)
+    if drawing.vis is not None:
+        group = next((n for n in drawing.vis.nodes if n["id"] == node_id and n.get("members")), None)
+        if group is not None:
+            st.markdown(f"**group {group.get('group_name', node_id)}**")
+            st.text("members: " + ", ".join(group["members"]))
+            card["what"] = f"a group of {len(group['members'])} nodes"
+    st.markdown(f"**{node_id}**")
+    st.caption(card["what"])
+    st.text(f"score in this circuit: {card['score']:+.4g}")
+    chosen = None
+    if card["incoming"]:
+        st.markdown(f"**In** ({card['n_incoming']} edges, strongest first)")
+        chosen = _go_buttons(card["incoming"], "←", f"{key}.in") or chosen
+    if card["outgoing"]:
+        st.markdown(f"**Out** ({card['n_outgoing']} edges, strongest first)")
+        chosen = _go_buttons(card["outgoing"], "→", f"{key}.out") or chosen
+    if card["promotes"] or card["suppresses"]:
+        st.markdown("**Logit lens** (what its output pushes up / down at the last position)")
+        st.text(
+            "promotes:   " + ", ".join(repr(t) for t in card["promotes"][:6])
+            + "\nsuppresses: " + ", ".join(repr(t) for t in card["suppresses"][:6])
+        )  # fmt: skip
+    component = component_of(node_id)
+    if model is not None and result is not None and component not in ("input", "logits"):
+        _sae_features(model, result, component, key)
+        if component.startswith("a"):
+            _acc_signals(model, result, component, key)
+    return chosen
+
+
+def _sae_features(model, result, component: str, key: str) -> None:
+    if not st.toggle("SAE features of this node (slower)", key=f"{key}.sae"):
+        return
+    found, problem = loaders.sae_node_features(model, result.model_id, result.task.clean, (component,))
+    if problem:
+        st.caption(problem)
+        return
+    features = found.get(component) or []
+    if not features:
+        st.caption("No SAE feature is driven by this node on this prompt.")
+    for item in features:
+        st.text(f"{item['label']}  (at {item['token']!r}; share {item.get('share', 0):.3g})")
+        for context in (item.get("contexts") or [])[:3]:
+            from ..labels.sae_features import context_text
+
+            st.caption(context_text(context))
+
+
+def _acc_signals(model, result, component: str, key: str) -> None:
+    """ACC++'s decisions of this head at the answer position, traced once (on request)."""
+    acc = state.result_for(ACC, result.model_id, result.task.clean)
+    if acc is None:
+        if not st.button(
+            "Why does this head attend there? (traces ACC++ on this prompt, one forward pass)",
+            key=f"{key}.acc",
+        ):
+            return
+        from . import run
+
+        request = loaders.request_for(model, result.model_id, result.task, ACC, {}, [10, 100])
+        acc = run.run_with_status(model, request)
+        if acc is None:
+            return
+    found = acc_signals(acc.details, component)
+    if not found:
+        st.caption(
+            f"ACC++ traced no attention decision of {component} at the answer position above its threshold."
+        )
+        return
+    st.markdown("**Why it attends there** (ACC++ at the answer position)")
+    for decision in found:
+        st.text(
+            f"attends {decision['source_token']!r} (position {decision['source']}) with weight {decision['weight']:.3f}"
+        )
+        for side in ("query", "key"):
+            writers = ", ".join(f"{node} {value:+.3g}" for node, value in decision[side][:4])
+            if writers:
+                st.caption(f"{side} signal written by: {writers}")
