@@ -432,3 +432,46 @@ def test_the_drawing_fits_its_frame_legibly_and_no_boxes_overlap(n_positions):
     # hover details: a node's component, position, token and contribution
     head = next(node for node in nodes if node["id"] == "a0.h1@1")
     assert "a0.h1" in head["title"] and "position 1" in head["title"] and "contribution" in head["title"]
+
+
+def test_the_saved_view_travels_as_qparams_and_reads_back():
+    scores, mask = _circuit()
+    graph = from_position_circuit(SPEC, scores, mask, ["a", "b", "c", "d"], prompt="a b c d", model_id="tiny")
+    members = [node.id for node in graph.nodes if node.kind in ("head", "mlp")][:2]
+    clicked = graph.nodes[0].id
+    view = {
+        "pins": members,
+        "groups": {"movers": members},
+        "clicked": clicked,
+        "names": {clicked: "my label"},
+    }
+    data = to_neuronpedia(graph, view=view)
+    validate_neuronpedia(data)
+    ids = {node.id: entry["node_id"] for node, entry in zip(graph.nodes, data["nodes"])}
+    assert data["qParams"]["pinnedIds"] == [ids[m] for m in members]
+    assert data["qParams"]["supernodes"] == [["movers", *[ids[m] for m in members]]]
+    assert data["qParams"]["clickedId"] == ids[clicked]
+    assert data["nodes"][0]["clerp"] == "my label"
+    back = read_neuronpedia(json.dumps(data))
+    assert back.view == {"pins": [ids[m] for m in members], "groups": {"movers": [ids[m] for m in members]},
+                         "clicked": ids[clicked]}  # fmt: skip
+    assert not back.notes
+
+
+def test_a_bad_saved_view_is_one_sentence_and_the_graph_without_it():
+    scores, mask = _circuit()
+    graph = from_position_circuit(SPEC, scores, mask, ["a", "b", "c", "d"], prompt="a b c d", model_id="tiny")
+    data = to_neuronpedia(graph)
+    data["qParams"] = {
+        "pinnedIds": ["no-such-node"] * 3,
+        "supernodes": [["empty"], ["ghosts", "x_1", "y_2"], "junk"],
+        "clickedId": "nowhere",
+    }
+    back = read_neuronpedia(json.dumps(data))
+    assert back.view == {"pins": [], "groups": {}, "clicked": ""}
+    assert len(back.nodes) == len(graph.nodes)
+    (sentence,) = [note for note in back.notes if "saved view" in note]
+    assert "3 pinned nodes" in sentence and "holds no node" in sentence and "clicked node" in sentence
+    huge = to_neuronpedia(graph)
+    huge["qParams"]["pinnedIds"] = ["x"] * 5000
+    assert "at most" in " ".join(read_neuronpedia(json.dumps(huge)).notes)

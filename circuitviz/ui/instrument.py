@@ -202,7 +202,7 @@ def instrument_view(
             _card(result, drawing, state, labels, model, key)
     _controls(result, state, model, mask, point, key)
     save_state(key, state)
-    return drawing, mask
+    return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
 
 
 def _card(result, drawing, state, labels, model, key) -> None:

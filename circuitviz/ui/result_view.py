@@ -343,11 +343,11 @@ def result_view(
             words=words or None,
         )
 
-    drawing, _ = instrument_view(
+    drawing, edited, view = instrument_view(
         result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
     explain(result, budget, labels)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget)
-    downloads(result, budget, drawing, key=f"{key}.download", point=point)
+    downloads(result, budget, drawing, key=f"{key}.download", point=point, mask=edited, view=view)
     return budget
