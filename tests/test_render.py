@@ -360,3 +360,57 @@ def test_curve_exports_as_svg_when_kaleido_finds_a_browser():
     )
     image = render.figure_image(figure, "svg")
     assert image is not None and b"<svg" in image[:400]
+
+
+def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
+    from circuitviz.render.feature_graph import feature_circuit_html
+    from circuitviz.render.vis import overlapping
+
+    nodes = [{"id": f"L{layer}/f{feature}", "layer": layer, "feature": feature, "prompt_activation": 1.0}
+             for layer in (2, 5, 9) for feature in (3, 40, 7)]  # fmt: skip
+    edges = [
+        {"source": "L2/f3", "target": "L5/f40", "coefficient": 0.5},
+        {"source": "L5/f40", "target": "L9/f7", "coefficient": -0.2},
+        {"source": "L9/f7", "target": "metric", "coefficient": 0.9},
+    ]
+    labels = {"L5/f40": "fires on '<b>Paris</b>'"}
+    drawing = feature_circuit_html({"nodes": nodes, "edges": edges, "target": "metric"}, labels=labels)
+    placed = {node["id"]: node for node in drawing.vis.nodes}
+    # one row per layer, the earliest at the bottom (vis-network's y grows downwards), the metric on top
+    assert placed["L2/f3"]["y"] > placed["L5/f40"]["y"] > placed["L9/f7"]["y"] > placed["metric"]["y"]
+    assert placed["L2/f3"]["y"] == placed["L2/f40"]["y"]
+    assert overlapping(drawing.vis.nodes) == []
+    assert "fires on" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
+    assert "&lt;b&gt;" in placed["L5/f40"]["title"]
+    by_pair = {(e["from"], e["to"]): e for e in drawing.vis.edges}
+    assert by_pair[("L5/f40", "L9/f7")]["dashes"] is True and by_pair[("L9/f7", "metric")]["width"] == 7.0
+    assert "<b>Paris" not in drawing.html
+
+
+def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
+    from circuitviz.render.groups import check_groups, group_edges, grouped, propose_groups
+
+    mask = top_n(SPEC, _scores(4), 25)
+    drawing = render.circuit_graph_html(SPEC, _scores(4), mask)
+    members = [n for n in drawing.nodes if n not in ("input", "logits")][:2]
+    graph = grouped(drawing.vis, {"movers": members})
+    ids = {node["id"] for node in graph.nodes}
+    assert "group:movers" in ids and not set(members) & ids
+    group = next(node for node in graph.nodes if node["id"] == "group:movers")
+    assert group["members"] == members and all(m in group["title"] for m in members)
+    assert all(e["from"] in ids and e["to"] in ids for e in graph.edges)
+    # the group's figures are its members' edges, those inside it dropped
+    summed = group_edges(drawing.edges, {"movers": members})
+    outside = [e for e in drawing.edges if not (e.source in members and e.target in members)]
+    assert len(summed) == len(outside)
+    assert sum(e.score for e in summed if e.source == "group:movers") == pytest.approx(
+        sum(e.score for e in drawing.edges if e.source in members and e.target not in members)
+    )
+    groups, sentence = check_groups(
+        {"ghosts": ["a99.h9"], "ok": members, "": ["a0.h0"]}, set(SPEC.node_names)
+    )
+    assert groups == {"ok": members} and "holds no node" in sentence and "without a name" in sentence
+    assert check_groups([["x"]] * 100, set(SPEC.node_names))[1].startswith("100 groups")
+    proposal = propose_groups(drawing.edges, SPEC.n_layers)
+    assert all(len(m) > 1 for m in proposal.values())
+    assert all(": " in name for name in proposal)

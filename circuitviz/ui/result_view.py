@@ -220,6 +220,30 @@ def sae_labels(model, result, budget: int, labels):
     return merged, captions, SAE_KEY
 
 
+def feature_circuit_view(result, model, key: str) -> None:
+    """CircuitLasso's circuit over SAE features (``details.feature_circuit``), drawn like every
+    circuit, its features named by their SAE descriptions on request."""
+    circuit = getattr(result.details, "feature_circuit", None) if result.details is not None else None
+    if not circuit:
+        return
+    from ..render.feature_graph import feature_circuit_html
+    from .graph_view import show_graph as draw
+
+    with st.expander(
+        f"The circuit over SAE features ({len(circuit.get('nodes') or [])} features)", expanded=True
+    ):
+        names = None
+        if model is not None and st.toggle(
+            "name the features (SAE descriptions)", key=f"{key}.feature_names"
+        ):
+            names, problem = loaders.sae_feature_labels(model, result.model_id, tuple(
+                (int(n["layer"]), int(n["feature"]), str(n["id"])) for n in circuit.get("nodes") or []))  # fmt: skip
+            if problem:
+                st.caption(problem)
+        title = f"{result.method}: SAE features with a selected path into the metric"
+        draw(feature_circuit_html(circuit, labels=names, title=title), key=f"{key}.features")
+
+
 def explain(result, budget: int, labels) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
@@ -346,6 +370,7 @@ def result_view(
     drawing, edited, view = instrument_view(
         result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
+    feature_circuit_view(result, model, key)
     explain(result, budget, labels)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget)
