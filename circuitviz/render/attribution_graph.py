@@ -169,8 +169,6 @@ def attribution_graph_html(
     """
     del height_px
     notes = list(graph.notes) + list(notes or [])
-    if caption_key:
-        notes.append(caption_key)
     links = sorted(graph.links, key=lambda link: -abs(link.weight))
     drawn = links[: max(0, int(max_links))]
     if len(links) > len(drawn):
@@ -252,6 +250,8 @@ def attribution_graph_html(
             }
         )
     line, more = legend_line()
+    if caption_key:
+        more += " " + caption_key
     vis = VisGraph(
         nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )

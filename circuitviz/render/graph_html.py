@@ -277,8 +277,6 @@ def circuit_graph_html(
         )
     if not all_edges:
         notes.append("This circuit has no edges at this budget; raise the budget.")
-    if captions and caption_key:
-        notes.append(caption_key)
     scale = max((abs(edge.score) for edge in drawn), default=1.0) or 1.0
     totals = node_scores(all_edges)
     in_circuit = {"input", "logits"} | {e.source for e in drawn} | {e.target for e in drawn}
@@ -360,6 +358,9 @@ def circuit_graph_html(
             }
         )
     line, more = legend_line(width_key)
+    if captions and caption_key:
+        line += "; under a name: what it does (ⓘ)"
+        more += " Under a name: " + caption_key
     graph = VisGraph(nodes, edges, legend=line, legend_more=more, title=title, notes=notes)
     if groups:
         from .groups import grouped

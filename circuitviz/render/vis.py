@@ -141,7 +141,7 @@ OPTIONS = {
         "tooltipDelay": 80,
         "zoomView": False,
         "dragNodes": False,
-        "multiselect": True,
+        "multiselect": False,
     },
     "edges": {"selectionWidth": 2, "hoverWidth": 1.5},
     "nodes": {"margin": NODE_MARGIN, "scaling": {"label": {"enabled": False}}},
@@ -207,13 +207,13 @@ div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-h
 def legend_block(graph: VisGraph) -> str:
     """The title, the one-line legend (its ⓘ hover holds the rest) and the notes, as HTML."""
     more = (
-        f' <span class="cv-more" title="{escape(graph.legend_more)}">more…</span>'
+        f'<span class="cv-more" title="{escape(graph.legend_more)}">ⓘ the key</span> '
         if graph.legend_more
         else ""
     )
     title = f'<div class="cv-title">{escape(graph.title)}</div>' if graph.title else ""
     notes = "".join(f'<div class="cv-note">{escape(note)}</div>' for note in graph.notes)
-    return f'{title}<div class="cv-legend">{graph.legend}{more}</div>{notes}'
+    return f'{title}<div class="cv-legend">{more}{graph.legend}</div>{notes}'
 
 
 def standalone_page(graph: VisGraph) -> str:

@@ -72,10 +72,14 @@ export default function (component) {
     network.on("click", (event) => {
       const pin = !!(event.event && event.event.srcEvent &&
         (event.event.srcEvent.ctrlKey || event.event.srcEvent.metaKey || event.event.srcEvent.shiftKey));
-      if (event.nodes && event.nodes.length) {
-        setTriggerValue("clicked", {kind: "node", id: String(event.nodes[0]), pin: pin});
-      } else if (event.edges && event.edges.length) {
-        setTriggerValue("clicked", {kind: "edge", id: String(event.edges[0]), pin: pin});
+      // the element under the pointer (not vis-network's selection, which a Ctrl-click toggles)
+      const at = event.pointer && event.pointer.DOM;
+      const node = at ? network.getNodeAt(at) : undefined;
+      const edge = node === undefined && at ? network.getEdgeAt(at) : undefined;
+      if (node !== undefined) {
+        setTriggerValue("clicked", {kind: "node", id: String(node), pin: pin});
+      } else if (edge !== undefined) {
+        setTriggerValue("clicked", {kind: "edge", id: String(edge), pin: pin});
       }
     });
     root.cvNetwork = network;

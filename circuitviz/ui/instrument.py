@@ -126,6 +126,7 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
 
 def save_state(key: str, state: InstrumentState) -> None:
     st.session_state[_state_key(key)] = state
+    st.session_state[f"{key}.instrument_groups"] = dict(state.groups)  # what demo mode draws
     default = InstrumentState().to_dict()
     if state.to_dict() == default:
         if URL_PARAMETER in st.query_params:

@@ -244,10 +244,10 @@ def feature_circuit_view(result, model, key: str) -> None:
         draw(feature_circuit_html(circuit, labels=names, title=title), key=f"{key}.features")
 
 
-def explain(result, budget: int, labels) -> None:
+def explain(result, budget: int, labels, expanded: bool = False) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
-    with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
+    with st.expander("Explain this circuit: the 5 edges that matter most, in words", expanded=expanded):
         sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
         if not sentences:
             st.write("The circuit has no edges at this budget.")
@@ -338,6 +338,14 @@ def result_view(
         from .position_view import position_result_view
 
         return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
+    from .demo import demo_switch, demo_view
+
+    if demo_switch(key):
+        budget = int(st.session_state.get(budget_key) or demo_budget(result))
+        budget = budget if budget in result.budgets else demo_budget(result)
+        groups = st.session_state.get(f"{key}.instrument_groups")
+        demo_view(result, budget, labels, key, graph_drawing, explain, groups=groups)
+        return budget
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
