@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from .evaluate import Baseline, CurvePoint
+from .curves import Baseline, CurvePoint
 from .models.adapter import adapter_of
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"

@@ -163,8 +163,7 @@ def estimate_run(
     kind = str(device or next(model.parameters()).device).split(":")[0]
     from .calibration import rate
 
-    family = getattr(chosen, "calibration_family", ())
-    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), family)
+    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
     seconds = flops / measured.flops_per_second
 
     memory = estimate_memory(
@@ -241,7 +240,45 @@ def prompt_tokens(model, text: str) -> int:
     return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
 
 
-def estimate_request(model, task, method: str, config=None, n_budgets: int = 7, device=None) -> Estimate:
-    """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer."""
+def estimate_request(
+    model, task, method: str, config=None, n_budgets: int = 7, device=None, *, store=None, model_id: str = ""
+) -> Estimate:
+    """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer; with
+    a ``store``, without the work an earlier run kept there (``priced_with_stored_work``)."""
     n_tokens = prompt_tokens(model, task.clean) if task.clean.strip() else 1
-    return estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)
+    estimate = estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)
+    if store is None:
+        return estimate
+    return priced_with_stored_work(estimate, model, model_id, task, method, config, n_budgets, store)
+
+
+def priced_with_stored_work(
+    estimate: Estimate, model, model_id: str, task, method: str, config, n_budgets: int, store
+):
+    """``estimate`` without what the method says an earlier run stored (``Method.stored_work``).
+
+    What is stored is priced off by the share of time it took in the family's last run here (the
+    phases it saves, ``StoredWork.timings``), else by its share of the passes. The FLOPs shrink
+    with the seconds, so the finished run calibrates the rate with the work it really did."""
+    from . import calibration
+    from .methods import get_method
+
+    if estimate is None or store is None:
+        return estimate
+    work = get_method(method).stored_work(model, model_id, task, config, estimate.n_tokens, n_budgets, store)
+    if work is None:
+        return estimate
+    last = calibration.last_run(estimate.device, work.family)
+    if last is not None and last["seconds"] > 0:
+        timings = last["timings"]
+        stored = sum(share * timings.get(name, 0.0) for name, share in work.timings.items())
+        share = max(1.0 - stored / last["seconds"], 0.02)
+    else:
+        share = max(1.0 - work.passes / max(estimate.sequences, 1.0), 0.02)
+    return dataclasses.replace(
+        estimate,
+        seconds=estimate.seconds * share,
+        flops=estimate.flops * share,
+        sequences=estimate.sequences * share,
+        priced=f"{estimate.priced}; without {work.what} an earlier run stored",
+    )

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
+from .curves import Baseline, CurvePoint, cmd, cpr
 from .details.base import MethodDetails, ResultFormatError, details_to_state
 from .details.kinds import details_from_state, legacy_details
-from .evaluate import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
 from .text import shown_number

@@ -22,13 +22,6 @@ from .task_validity import gap_problem
 from .tasks import PromptTask, prepare_task
 
 DEFAULT_PARAPHRASES = 5
-# methods whose circuit is fitted to the prompt itself: their NDF on the prompt is an upper bound
-FITTED_TO_PROMPT = {
-    "edge-pruning": "Edge Pruning learns its mask on this prompt",
-    "bon": "Best-of-N keeps the candidate of highest NDF on this prompt",
-    "ibon": "iBoN keeps, per budget, the candidate of highest NDF on this prompt",
-    "bon-csm": "BoN-CSM merges the sub-circuits of highest NDF on this prompt",
-}
 
 
 @dataclass
@@ -43,16 +36,6 @@ class Transfer:
     def mean(self, name: str) -> float:
         values = self.ndf.get(name, [])
         return statistics.fmean(values) if values else math.nan
-
-
-def fitted_note(method: str) -> str:
-    """The visible caveat for a method whose circuit is fitted to the prompt ('' for others)."""
-    why = FITTED_TO_PROMPT.get(method)
-    return (
-        f"Fitted to the prompt: {why}, so its NDF here is an upper bound; see its NDF on paraphrases."
-        if why
-        else ""
-    )
 
 
 def paraphrase_ndf(

@@ -19,6 +19,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz import render  # noqa: E402
+    from circuitviz.limits import priced_with_stored_work  # noqa: E402
     from circuitviz.methods import available_methods, config_to_dict  # noqa: E402
     from circuitviz.ui import bon, result_view, run  # noqa: E402
 
@@ -56,7 +57,7 @@ if ready:  # priced without the work a sibling variant stored (iBoN after BoN fi
         method,
         settings,
         budgets,
-        adjust=lambda found: bon.priced_with_stored_scores(
+        adjust=lambda found: priced_with_stored_work(
             found, model, model_id, given.task, method, plain, len(budgets), loaders.get_store()
         ),
     )

@@ -221,8 +221,8 @@ def test_known_parts_map_their_reports_into_the_work():
 
 def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
     from circuitviz import calibration
-    from circuitviz.limits import estimate_run
-    from circuitviz.ui import bon
+    from circuitviz.limits import estimate_run, priced_with_stored_work
+    from circuitviz.methods import bon
 
     model = _tiny_loader("", "")
     settings = {"n_paraphrases": 3, "ig_steps": 2, "compare": False}
@@ -231,12 +231,12 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
     calibration.record("cpu", "bon", first.flops, 10.0, timings=timings)
     ibon = estimate_run(model, "ibon", settings, n_tokens=15, n_budgets=4)
     assert "family" in ibon.priced and ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
-    monkeypatch.setattr(bon, "stored_work", lambda *args: (True, True))
-    priced = bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
+    monkeypatch.setattr(bon, "stored_pairs", lambda *args: (True, True))
+    priced = priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
     stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations
     assert priced.seconds == pytest.approx(ibon.seconds * (1 - stored))
     assert priced.flops == pytest.approx(ibon.flops * (1 - stored)) and "stored" in priced.priced
-    assert bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
+    assert priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
 
 
 def test_the_first_view_opens_where_it_can_be_read():

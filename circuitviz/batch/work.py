@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
+from ..curves import CurvePoint
 from ..engine.prefix import unchanged_prefix
-from ..evaluate import CurvePoint, curves_of_tasks, evaluators_of_tasks
+from ..evaluate import curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..methods import RunContext, get_method
 from ..models import load_model

@@ -21,14 +21,16 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..acc.ablation import knockout_check
-from ..acc.circuit import ACCDetails, acc_circuits, circuit_json, engine_scores
+from ..acc.circuit import circuit_json, engine_scores
 from ..acc.completion import completed_scores
 from ..acc.forward import run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
+from ..details.acc import ACCDetails, acc_circuits
 from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
-from .base import Cost, Method, RunContext, register
+from .base import Cost, Method, RunContext
+from .registry import register
 from .settings import setting
 
 COMPLETION_NOTE = (
@@ -104,6 +106,13 @@ class ACCPlusPlus(Method):
     Config = ACCConfig
     Details = ACCDetails
     needs_corrupted = False
+    has_signals_view = True
+    scores_estimate_metric = False  # signal attributions to attention decisions, completed
+    flat_curve_note = (
+        "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
+        "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
+        "check is the knockout on the Signals page."
+    )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # one forward pass; per decision a few small tensor programs (about a quarter of a pass

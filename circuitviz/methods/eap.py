@@ -24,7 +24,8 @@ from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtyp
 from ..evaluate import Evaluator
 from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
-from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost, register
+from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
+from .registry import register
 from .settings import setting
 
 

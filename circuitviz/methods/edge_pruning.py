@@ -40,19 +40,21 @@ from dataclasses import dataclass
 import torch
 
 from ..chunks import run_in_chunks
+from ..curves import ndf
 from ..details.edge_pruning import EdgePruningDetails
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, curves_of_tasks, ndf
+from ..evaluate import Evaluator, curves_of_tasks
 from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..results import CircuitResult
 from ..tasks import prepare_task
-from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
-from .bon import scorer_names
+from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
+from .registry import get_method, register
+from .scoring import scorer_names
 from .settings import setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
@@ -321,6 +323,8 @@ class EdgePruning(Method):
     )
     Config = EdgePruningConfig
     Details = EdgePruningDetails
+    fitted_to_prompt = "Edge Pruning learns its mask on this prompt"
+    scores_estimate_metric = False  # the learned masks' logits
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         warm = Cost(passes=0.0)

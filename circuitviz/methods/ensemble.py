@@ -30,9 +30,10 @@ from ..evaluate import circuits_at_budgets, curves_of_tasks
 from ..graph import GraphSpec, top_n_at_budgets
 from ..results import CircuitResult
 from ..tasks import prepare_task
-from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
-from .bon import pair_scores, scorer_names
+from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
+from .registry import get_method, register
+from .scoring import pair_scores, scorer_names
 from .settings import setting, type_fields
 
 NORMALISATIONS = ("rank", "scale")
@@ -176,6 +177,7 @@ class Ensemble(ScoringMethod):
     )
     Config = EnsembleConfig
     Details = EnsembleDetails
+    scores_estimate_metric = False  # normalised scores averaged, or bootstrap stabilities
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         prompts = 1 + int(config.n_paraphrases)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..lasso.details import LassoDetails
+from ..details.lasso import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
 from ..lasso.paths import DEFAULT_MIN_SHARE, difference_scale, path_circuit, path_shares
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
@@ -47,7 +47,8 @@ from ..lasso.sem import (
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..sae_store import load_sae
-from .base import Cost, RunContext, ScoringMethod, register
+from .base import Cost, RunContext, ScoringMethod
+from .registry import register
 from .settings import setting, type_fields
 
 UNITS = ("components", "sae")
@@ -158,6 +159,13 @@ class CircuitLasso(ScoringMethod):
     Config = LassoConfig
     Details = LassoDetails
     flag_aliases = {"lambda": "lasso_lambda"}
+    scores_estimate_metric = False  # regression shares of a dependency skeleton
+    flat_curve_note = (
+        "NDF is 0 at every budget: CircuitLasso's edges are a dependency skeleton (which outputs "
+        "linearly predict which inputs across the observations), not edges chosen by their effect "
+        "under patching, so its circuits need not carry the answer; its own check is the planted "
+        "benchmark's recovery of known circuits."
+    )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # every observation (prompt, corruption, paraphrases) is one pass that keeps every

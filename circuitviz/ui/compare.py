@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..transfer import fitted_note, paraphrase_ndf
+from ..methods.registry import method_traits
+from ..transfer import paraphrase_ndf
 from . import result_view, state
 
 
@@ -49,12 +50,6 @@ def budget_choice(options: list[int]) -> int:
     return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
 
 
-FITTED_NOTE = (
-    "Edge Pruning learns each budget's mask on this prompt itself, so its NDF here is fitted to the "
-    "prompt, not measured on it like the other methods' (About: how its circuits hold up on paraphrases)."
-)
-
-
 def graph_caption(name: str, result, point, only: int) -> str:
     """The line under a method's name: its circuit at the budget in numbers, what colour means."""
     return (
@@ -90,13 +85,11 @@ def transfer_view(results: dict, budget: int, model=None) -> None:
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
     from ``labels``), the curves in one chart, the overlap, NDF on paraphrases on request (with
-    ``model``); Edge Pruning's fitted NDF said so."""
+    ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
     shown = compare_at(results, budget)
-    if any(result.method == "edge-pruning" for result in results.values()):
-        st.info(FITTED_NOTE)
     columns = st.columns(len(results))
     frame = 1150 / len(results)
     for column, (name, result) in zip(columns, results.items()):
@@ -107,8 +100,8 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
             necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
             necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
-            if result.method != "edge-pruning" and fitted_note(result.method):
-                st.caption(fitted_note(result.method))
+            for note in method_traits(result.method).notes(point.ndf for point in result.curve):
+                st.caption(note)
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(
                 result_view.graph_drawing(

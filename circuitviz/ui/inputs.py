@@ -343,12 +343,12 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
 # ----- method, settings and budgets -----------------------------------------------------------------
 def method_picker(key: str = "method", methods=None) -> str:
     """The method select box (the registered methods, or ``methods``); returns its name."""
-    from ..methods import available_methods
+    from ..methods import available_methods, default_method
 
     registered = methods or available_methods()
     names = sorted(registered)
     if st.session_state.get(key) not in names:
-        state.set_value(key, "eap-ig" if "eap-ig" in names else names[0])
+        state.set_value(key, default_method(names))
     name = state.bound(
         st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
     )
