@@ -414,3 +414,23 @@ def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
     proposal = propose_groups(drawing.edges, SPEC.n_layers)
     assert all(len(m) > 1 for m in proposal.values())
     assert all(": " in name for name in proposal)
+
+
+def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
+    from circuitviz.render.demo import path_sentence, prompt_sentence, strongest_paths
+    from circuitviz.render.graph_html import GraphEdge
+    from circuitviz.tasks import PromptTask
+
+    edges = [
+        GraphEdge("input->a0.h0<q>", "input", "a0.h0", "q", -1.0),
+        GraphEdge("input->m0", "input", "m0", "mlp", -0.1),
+        GraphEdge("a0.h0->m1", "a0.h0", "m1", "mlp", -2.0),
+        GraphEdge("m0->m1", "m0", "m1", "mlp", 0.5),
+        GraphEdge("m1->logits", "m1", "logits", "logits", -3.0),
+        GraphEdge("m0->logits", "m0", "logits", "logits", 0.2),
+    ]
+    paths = strongest_paths(edges, 3)
+    # from each edge into the logit, strongest first, back along the strongest incoming edge
+    assert [path_sentence(p) for p in paths] == ["input → a0.h0 → m1 → logits", "input → m0 → logits"]
+    task = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", foils=(" Rome",))
+    assert prompt_sentence(task) == "The model reads \"The Eiffel Tower is in\" and answers ' Paris' rather than ' Rome'."

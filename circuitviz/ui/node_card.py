@@ -112,3 +112,38 @@ def _acc_signals(model, result, component: str, key: str) -> None:
             writers = ", ".join(f"{node} {value:+.3g}" for node, value in decision[side][:4])
             if writers:
                 st.caption(f"{side} signal written by: {writers}")
+
+
+def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> None:
+    """A drawing whose clicked node's card opens beside it (the views without edits: a circuit
+    over positions, an opened graph file)."""
+    from .graph_view import show_graph
+
+    name = f"{key}.clicked"
+    clicked = st.session_state.get(name) or ""
+    known = {str(node["id"]) for node in drawing.vis.nodes} if drawing.vis is not None else set()
+    if clicked and clicked not in known:
+        clicked = ""
+    graph_column, card_column = st.columns([5, 2]) if clicked else (st.container(), None)
+    with graph_column:
+        click = show_graph(drawing, key=key, selected=[clicked] if clicked else [])
+    if click is not None and click.get("kind") == "node" and click.get("id") in known:
+        if not str(click["id"]).startswith(("token@", "layer@")):
+            st.session_state[name] = click["id"]
+            _rerun()
+    if card_column is not None:
+        with card_column:
+            if st.button("close the card", key=f"{key}.close"):
+                st.session_state[name] = ""
+                _rerun()
+            go = card_view(clicked, drawing, labels, model, result, key=f"{key}.card")
+            if go:
+                st.session_state[name] = go
+                _rerun()
+
+
+def _rerun() -> None:
+    try:
+        st.rerun(scope="fragment")
+    except st.errors.StreamlitAPIException:
+        st.rerun()

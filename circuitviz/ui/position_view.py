@@ -18,7 +18,7 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
-from .graph_view import show_graph
+from .node_card import graph_with_card
 
 MAX_UPLOAD_BYTES = 20_000_000
 
@@ -89,7 +89,7 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         )
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
     graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
-    show_graph(drawing, key=f"{key}.graph")
+    graph_with_card(drawing, f"{key}.graph")
     with st.expander("Explain this circuit: its strongest paths to the answer, in words"):
         for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
             st.text(sentence)
@@ -127,4 +127,4 @@ def graph_file_opener(key: str = "graph_file") -> None:
             return
         st.caption(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")
         drawing = attribution_graph_html(graph)
-        show_graph(drawing, key=f"{key}.graph")
+        graph_with_card(drawing, f"{key}.graph")
