@@ -359,7 +359,7 @@ def circuit_graph_html(
         )
     line, more = legend_line(width_key)
     if captions and caption_key:
-        line += "; under a name: what it does (ⓘ)"
+        line += "; under a name: what it does (see the key)"
         more += " Under a name: " + caption_key
     graph = VisGraph(nodes, edges, legend=line, legend_more=more, title=title, notes=notes)
     if groups:

@@ -94,7 +94,8 @@ def grouped(graph: VisGraph, groups: Mapping[str, Sequence[str]]) -> VisGraph:
             owner[member] = gid
         anchor = max((by_id[m] for m in present), key=lambda node: (node["y"], -node["x"]))
         width = max(len(line) for line in str(anchor.get("label", "")).split("\n"))
-        label = name if len(name) <= max(width, 6) else name[: max(width, 6) - 1] + "…"
+        room = max(width, 14)
+        label = name if len(name) <= room else name[: room - 1] + "…"
         members_text = ", ".join(escape(m) for m in present)
         group_nodes.append(
             {
@@ -141,10 +142,10 @@ def _band(layer: int, n_layers: int) -> str:
 
 
 PROPOSAL_RULE = (
-    "Proposed by one rule: a node with an edge into the answer's logit 'writes the answer'; any "
-    "other head 'moves information', any other MLP 'transforms'; each split by layer band (early, "
-    "middle, late thirds of the model). Edit the lines below (one group a line: name: node, node) "
-    "and apply them."
+    "Proposed by one rule: a node with an edge into the answer's logit is a 'writer' (it writes the "
+    "answer); any other head a 'mover' (it moves information between positions), any other MLP an "
+    "'MLP'; each split by layer band (early, middle, late thirds of the model). Edit the lines below "
+    "(one group a line: name: node, node) and apply them."
 )
 
 
@@ -157,13 +158,8 @@ def propose_groups(edges: Sequence, n_layers: int) -> dict[str, list[str]]:
         component = node.split("@")[0]
         head = _HEAD.match(component)
         layer = int(head.group(1)) if head else int(re.sub(r"\D", "", component.split(".")[0]) or 0)
-        if node in writes:
-            role = "writes the answer"
-        elif head:
-            role = "moves information"
-        else:
-            role = "transforms"
-        groups.setdefault(f"{_band(layer, n_layers)}: {role}", []).append(node)
+        role = "writers" if node in writes else ("movers" if head else "MLPs")
+        groups.setdefault(f"{_band(layer, n_layers)} {role}", []).append(node)
     return {name: members for name, members in groups.items() if len(members) > 1}
 
 

@@ -205,9 +205,9 @@ div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-h
 
 
 def legend_block(graph: VisGraph) -> str:
-    """The title, the one-line legend (its ⓘ hover holds the rest) and the notes, as HTML."""
+    """The title, the one-line legend ("the key" on hover holds the rest) and the notes, as HTML."""
     more = (
-        f'<span class="cv-more" title="{escape(graph.legend_more)}">ⓘ the key</span> '
+        f'<span class="cv-more" title="{escape(graph.legend_more)}">the key (hover)</span> '
         if graph.legend_more
         else ""
     )

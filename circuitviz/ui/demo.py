@@ -41,12 +41,18 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     st.subheader(prompt_sentence(result.task), anchor=False)
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     paths = strongest_paths(edges, 3)
-    groups = groups or propose_groups(
-        [e for e in edges if e.name not in path_edge_names(paths)], result.graph.n_layers
-    )
+    if not groups:  # the proposed grouping of the nodes off the strongest paths (those stay visible)
+        on_paths = {node for path in paths for edge in path for node in (edge.source, edge.target)}
+        proposed = propose_groups(edges, result.graph.n_layers)
+        groups = {
+            name: kept
+            for name, members in proposed.items()
+            if len(kept := [m for m in members if m not in on_paths]) > 1
+        }
     point = result.point(budget)
     faithful = (
-        f"; it reproduces {100 * max(point.ndf, 0):.0f}% of the model's behaviour (NDF {point.ndf:.2f})"
+        f"; its faithfulness (NDF) is {point.ndf:.2f}, where 1 means it alone reproduces the model's "
+        "answer and 0 that it does no better than the corrupted prompt"
         if point
         else ""
     )
