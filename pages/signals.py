@@ -62,6 +62,7 @@ if result is None:
 
 from circuitviz.render.acc_graph import position_graph_html, removal_figure  # noqa: E402
 from circuitviz.ui import result_view  # noqa: E402
+from circuitviz.ui.node_card import graph_with_card  # noqa: E402
 
 details = result.details  # ACCDetails
 result_view.task_caption(result)
@@ -99,7 +100,9 @@ with right:
 
 st.subheader("The circuit, by token and layer")
 title = f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted"
-result_view.show_graph(position_graph_html(details, title=title, highlight_decision=chosen))
+graph_with_card(
+    position_graph_html(details, title=title, highlight_decision=chosen), "signals.graph", None, model, result
+)
 
 st.subheader("Knockout: the signals found versus as many random ones")
 st.caption(

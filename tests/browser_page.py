@@ -50,13 +50,12 @@ def settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
 
 def graph_drawn(page, started: float, timeout_s: float = RUN_WAIT_MS / 1000) -> float:
     """Seconds from ``started`` until the result's metrics are on the page and the circuit graph
-    has drawn its canvas inside its frame (looked at every 0.1 s; the graph is the point a user
-    waits for, the rest of the page below it may still be filling in)."""
+    has drawn its canvas (looked at every 0.1 s; the graph is the point a user waits for, the
+    rest of the page below it may still be filling in)."""
     wait_for(page, "() => document.body.innerText.includes('edges kept')", int(timeout_s * 1000))
     while time.perf_counter() - started < timeout_s:
-        for frame in page.frames:
-            if frame is not page.main_frame and frame.locator("canvas").count():
-                return time.perf_counter() - started
+        if page.locator(".cv-root canvas").count():
+            return time.perf_counter() - started
         page.wait_for_timeout(100)
     raise AssertionError("The circuit graph was not drawn.")
 
@@ -93,10 +92,32 @@ def type_into(page, label: str, text: str) -> None:
     settled(page)
 
 
-def graph_frame(page, index: int = 0):
-    """The Playwright frame of the ``index``-th graph iframe (srcdoc frames, in page order)."""
-    handles = page.locator("iframe").element_handles()
-    return handles[index].content_frame()
+class GraphHandle:
+    """The ``index``-th circuit drawing on the page (``ui.graph_view``'s component, in the page's
+    own DOM): ``evaluate`` runs a script in which ``network`` is that drawing's vis-network, and
+    ``locator``/``get_by_role`` look inside its element."""
+
+    def __init__(self, page, index: int = 0):
+        self.page, self.index = page, index
+        self.element = page.locator(".cv-root").nth(index)
+
+    def evaluate(self, script: str, arg=None):
+        wrapped = (
+            "([index, arg]) => { const network = document.querySelectorAll('.cv-root')[index].cvNetwork;"
+            f" return ({script})(arg); }}"
+        )
+        return self.page.evaluate(wrapped, [self.index, arg])
+
+    def locator(self, selector: str):
+        return self.element.locator(selector)
+
+    def get_by_role(self, role: str, **options):
+        return self.element.get_by_role(role, **options)
+
+
+def graph_frame(page, index: int = 0) -> GraphHandle:
+    """The ``index``-th circuit drawing on the page, in page order."""
+    return GraphHandle(page, index)
 
 
 def drawn_edge_count(page, index: int = 0) -> int:

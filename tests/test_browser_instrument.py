@@ -205,4 +205,28 @@ def test_compare_and_signals_drawings_fit_at_every_width(app, browser):
     page.close()
     page = _open(browser, f"{url}/signals?{urllib.parse.urlencode(IOI)}", "Run ACC++")
     _fits_at_every_width(page, "signals")
+    # a head's card says which token it attends to and who wrote the signal (ACC++'s decision)
+    head = page.evaluate(  # a head that makes a decision (its hover says what it attends)
+        """() => { const data = document.querySelector('.cv-root').cvNetwork.body.data.nodes;
+        return data.getIds().map(String).find(id => /^a\\d+\\.h\\d+@\\d+$/.test(id)
+            && String((data.get(id).title || {}).innerText || '').includes('attends')); }"""
+    )
+    click_node(page, head)
+    wait_for(page, "() => document.body.innerText.includes('close the card')", 60_000)
+    settled(page)
+    text = page.locator("body").inner_text()
+    assert "Why it attends there" in text and "attends '" in text
+    page.screenshot(path=str(OUTPUT / "instrument-signals-card.png"))
+    page.close()
+
+
+def test_the_dataset_consensus_fits_at_every_width(app, browser):
+    url, _ = app
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.goto(f"{url}/dataset")
+    settled(page)
+    page.get_by_role("tab", name="Consensus circuit").click()
+    wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+    settled(page)
+    _fits_at_every_width(page, "dataset")
     page.close()

@@ -57,10 +57,13 @@ def card_view(node_id: str, drawing, labels=None, model=None, result=None, key: 
             + "\nsuppresses: " + ", ".join(repr(t) for t in card["suppresses"][:6])
         )  # fmt: skip
     component = component_of(node_id)
-    if model is not None and result is not None and component not in ("input", "logits"):
+    if model is not None and result is not None and component not in ("input", "logits", "emb", "logit"):
         _sae_features(model, result, component, key)
         if component.startswith("a"):
-            _acc_signals(model, result, component, key)
+            position = (
+                int(node_id.split("@")[1]) if "@" in node_id and node_id.split("@")[1].isdigit() else None
+            )
+            _acc_signals(model, result, component, key, position)
     return chosen
 
 
@@ -82,8 +85,8 @@ def _sae_features(model, result, component: str, key: str) -> None:
             st.caption(context_text(context))
 
 
-def _acc_signals(model, result, component: str, key: str) -> None:
-    """ACC++'s decisions of this head at the answer position, traced once (on request)."""
+def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
+    """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)."""
     acc = state.result_for(ACC, result.model_id, result.task.clean)
     if acc is None:
         if not st.button(
