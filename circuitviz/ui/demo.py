@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
+from . import state as ui_state
 from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
 from ..render.groups import propose_groups
 
@@ -22,8 +23,8 @@ _HIDE = (
 def demo_switch(key: str) -> bool:
     """The switch; on, the page's controls are hidden."""
     name = f"{key}.demo"
-    if name not in st.session_state:
-        st.session_state[name] = st.query_params.get("demo") == "1"
+    if not ui_state.has_widget_value(name):
+        ui_state.set_widget_value(name, st.query_params.get("demo") == "1")
     on = st.toggle("demo mode (the controls hidden, for an audience)", key=name)
     if on:
         st.query_params["demo"] = "1"

@@ -27,6 +27,7 @@ from ..render.groups import (
     parse_groups_text,
     propose_groups,
 )
+from . import state as ui_state
 from .node_card import card_view
 
 URL_PARAMETER = "view"
@@ -104,7 +105,7 @@ def _state_key(key: str) -> str:
 def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
     """This view's state: kept in the session, else read once from the URL (saying what it dropped)."""
     name = _state_key(key)
-    if name not in st.session_state:
+    if not ui_state.has_widget_value(name):
         text = st.query_params.get(URL_PARAMETER, "")
         data = None
         problems: list[str] = []
@@ -117,16 +118,17 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
                 except (json.JSONDecodeError, RecursionError):
                     problems.append("The view in the link is not readable; it was left out.")
         state, more = read_state(data, spec, node_ids)
-        st.session_state[name] = state
-        st.session_state[f"{name}.problems"] = problems + more
-    for sentence in st.session_state.pop(f"{name}.problems", []):
+        ui_state.set_widget_value(name, state)
+        ui_state.set_widget_value(f"{name}.problems", problems + more)
+    for sentence in ui_state.widget_value(f"{name}.problems") or []:
         st.info(sentence)
-    return st.session_state[name]
+    ui_state.forget_widget_value(f"{name}.problems")
+    return ui_state.widget_value(name)
 
 
 def save_state(key: str, state: InstrumentState) -> None:
-    st.session_state[_state_key(key)] = state
-    st.session_state[f"{key}.instrument_groups"] = dict(state.groups)  # what demo mode draws
+    ui_state.set_widget_value(_state_key(key), state)
+    ui_state.set_widget_value(f"{key}.instrument_groups", dict(state.groups))  # what demo mode draws
     default = InstrumentState().to_dict()
     if state.to_dict() == default:
         if URL_PARAMETER in st.query_params:
@@ -173,10 +175,10 @@ def instrument_view(
     spec = result.graph
     base = result.circuit(budget)
     owner, current = f"{key}.instrument.result", result_key
-    if st.session_state.get(owner) not in (None, current):  # another result: its own fresh view
+    if ui_state.widget_value(owner) not in (None, current):  # another result: its own fresh view
         save_state(key, InstrumentState())
-        st.session_state.pop(f"{key}.groups_text", None)
-    st.session_state[owner] = current
+        ui_state.forget_widget_value(f"{key}.groups_text")
+    ui_state.set_widget_value(owner, current)
     state = load_state(key, spec, set())
     mask = edited_mask(spec, base, state.edit) if not state.edit.is_empty() else base
     words = st.toggle("node names in words", value=state.words, key=f"{key}.words")
@@ -293,11 +295,11 @@ def _groups(result, state, mask, key) -> None:
             _rerun()
         if st.button("propose a grouping", key=f"{key}.propose"):
             proposal = propose_groups(circuit_edges(result.graph, result.scores, mask), result.graph.n_layers)
-            st.session_state[f"{key}.groups_text"] = groups_text(proposal)
+            ui_state.set_widget_value(f"{key}.groups_text", groups_text(proposal))
         st.caption(PROPOSAL_RULE)
         text_key = f"{key}.groups_text"
-        if text_key not in st.session_state:
-            st.session_state[text_key] = groups_text(state.groups)
+        if not ui_state.has_widget_value(text_key):
+            ui_state.set_widget_value(text_key, groups_text(state.groups))
         text = st.text_area("groups (one a line: name: node, node)", key=text_key, height=120)
         if st.button("apply the groups", key=f"{key}.apply_groups"):
             known = set(result.graph.node_names)

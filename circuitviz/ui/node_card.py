@@ -57,8 +57,9 @@ def card_view(node_id: str, drawing, labels=None, model=None, result=None, key: 
             + "\nsuppresses: " + ", ".join(repr(t) for t in card["suppresses"][:6])
         )  # fmt: skip
     component = component_of(node_id)
-    if model is not None and result is not None and component not in ("input", "logits", "emb", "logit"):
-        _sae_features(model, result, component, key)
+    if result is not None and component not in ("input", "logits", "emb", "logit"):
+        if model is not None:
+            _sae_features(model, result, component, key)
         if component.startswith("a"):
             position = (
                 int(node_id.split("@")[1]) if "@" in node_id and node_id.split("@")[1].isdigit() else None
@@ -87,8 +88,10 @@ def _sae_features(model, result, component: str, key: str) -> None:
 
 def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
     """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)."""
-    acc = state.result_for(ACC, result.model_id, result.task.clean)
+    acc = result if result.method == ACC else state.result_for(ACC, result.model_id, result.task.clean)
     if acc is None:
+        if model is None:
+            return
         if not st.button(
             "Why does this head attend there? (traces ACC++ on this prompt, one forward pass)",
             key=f"{key}.acc",
@@ -123,7 +126,7 @@ def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> 
     from .graph_view import show_graph
 
     name = f"{key}.clicked"
-    clicked = st.session_state.get(name) or ""
+    clicked = state.widget_value(name) or ""
     known = {str(node["id"]) for node in drawing.vis.nodes} if drawing.vis is not None else set()
     if clicked and clicked not in known:
         clicked = ""
@@ -132,16 +135,16 @@ def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> 
         click = show_graph(drawing, key=key, selected=[clicked] if clicked else [])
     if click is not None and click.get("kind") == "node" and click.get("id") in known:
         if not str(click["id"]).startswith(("token@", "layer@")):
-            st.session_state[name] = click["id"]
+            state.set_widget_value(name, click["id"])
             _rerun()
     if card_column is not None:
         with card_column:
             if st.button("close the card", key=f"{key}.close"):
-                st.session_state[name] = ""
+                state.set_widget_value(name, "")
                 _rerun()
             go = card_view(clicked, drawing, labels, model, result, key=f"{key}.card")
             if go:
-                st.session_state[name] = go
+                state.set_widget_value(name, go)
                 _rerun()
 
 

@@ -342,9 +342,9 @@ def result_view(
     from .demo import demo_switch, demo_view
 
     if demo_switch(key):
-        budget = int(st.session_state.get(budget_key) or demo_budget(result))
+        budget = int(state.widget_value(budget_key) or demo_budget(result))
         budget = budget if budget in result.budgets else demo_budget(result)
-        groups = st.session_state.get(f"{key}.instrument_groups")
+        groups = state.widget_value(f"{key}.instrument_groups")
         demo_view(result, budget, labels, key, graph_drawing, explain, groups=groups)
         return budget
     task_caption(result, timings=timings)
