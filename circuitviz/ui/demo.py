@@ -9,9 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
-from . import state as ui_state
 from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
 from ..render.groups import propose_groups
+from . import state as ui_state
 
 # the page's bordered input blocks and the sidebar: hidden while the demo is on
 _HIDE = (
