@@ -22,6 +22,7 @@ from ..refusals import (
     unequal_lengths,
 )
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from .state import session
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -84,7 +85,7 @@ class TaskInputs:
 # ----- the prompt ---------------------------------------------------------------------------------
 def prompt_input() -> str:
     """The prompt box: drawn first, before the model has loaded (it needs no model)."""
-    return state.bound(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
+    return state.bind(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
 
 
 def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
@@ -108,7 +109,7 @@ def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
 
 # ----- answer, foil and corrupted prompt ------------------------------------------------------------
 def _pick(role: str) -> None:
-    picked = st.session_state.get(f"pick.{role}")
+    picked = state.widget_value(f"pick.{role}")
     if picked is not None:
         state.set_value(role, picked)
 
@@ -122,9 +123,9 @@ def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
         prompt,
         {"answer": proposal.answer, "foil": proposal.foil, "corrupted": proposal.corrupted},
     )
-    st.session_state["corrupted_note"] = proposal.corrupted_note
-    st.session_state["foil_note"] = proposal.foil_note
-    st.session_state["foil_proposed"] = proposal.foil
+    session.corrupted_note = proposal.corrupted_note
+    session.foil_note = proposal.foil_note
+    session.foil_proposed = proposal.foil
 
 
 def token_problem(model, text: str, role: str) -> str | None:
@@ -149,8 +150,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     if not state.inputs_belong_to(prompt):
         _adopt_new_prompt(model, prompt, tokens)
     for role in ("answer", "foil"):
-        current = st.session_state.get(role)
-        st.session_state[f"pick.{role}"] = current if current in tokens else None
+        current = state.value(role)
+        state.set_widget_value(f"pick.{role}", current if current in tokens else None)
     st.markdown("**The model's next token** — click to choose the answer and a foil (a wrong answer):")
     for role in ("answer", "foil"):
         st.pills(
@@ -164,7 +165,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     problems = []
     columns = st.columns([2, 2, 1])
     with columns[0]:
-        answer = state.bound(st.text_input, "answer token (with its leading space)", "answer")
+        answer = state.bind(st.text_input, "answer token (with its leading space)", "answer")
         problem = token_problem(model, answer, "answer")
         if problem:
             st.error(problem)
@@ -172,17 +173,17 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         else:
             token_line(model, "answer", answer, probability)
     with columns[2]:
-        metric = state.bound(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
+        metric = state.bind(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
     with columns[1]:
-        foil = state.bound(st.text_input, "foil token", "foil")
+        foil = state.bind(st.text_input, "foil token", "foil")
         problem = foil_problem(model, answer, foil, metric)
         if problem:
             st.error(problem)
             problems.append(problem)
         elif foil:
             token_line(model, "foil", foil, probability)
-            if st.session_state.get("foil_note") and foil == st.session_state.get("foil_proposed", foil):
-                st.caption(st.session_state["foil_note"])
+            if session.foil_note and foil == (session.foil_proposed or foil):
+                st.caption(session.foil_note)
     return answer, foil, metric, problems
 
 
@@ -238,13 +239,13 @@ def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
 
 def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
     """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
-    corrupted = state.bound(
+    corrupted = state.bind(
         st.text_area,
         "Corrupted prompt (the key fact or name replaced; same number of tokens)",
         "corrupted",
         height=80,
     )
-    note = st.session_state.get("corrupted_note")
+    note = session.corrupted_note
     if note and not corrupted.strip():
         st.warning(note)
     elif note:
@@ -317,9 +318,9 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     )
     verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
     if verdict:  # a task whose corruption does not lower the metric: refused before Run
-        from .mmlu_picker import PROMPT, REFUSED_HINT
+        from .mmlu_picker import REFUSED_HINT
 
-        if st.session_state.get(PROMPT) == prompt and corrupted != prompt:  # a picked MMLU question
+        if session.mmlu_prompt == prompt and corrupted != prompt:  # a picked MMLU question
             verdict += REFUSED_HINT
         st.error(verdict)
         return TaskInputs(None, [verdict], n_tokens)
@@ -333,9 +334,9 @@ def method_picker(key: str = "method", methods=None) -> str:
 
     registered = methods or available_methods()
     names = sorted(registered)
-    if st.session_state.get(key) not in names:
+    if state.value(key) not in names:
         state.set_value(key, default_method(names))
-    name = state.bound(
+    name = state.bind(
         st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
     )
     st.caption(registered[name].summary)
@@ -365,11 +366,11 @@ def method_inputs(
     registered = methods or available_methods()
     name = method_picker(key, registered)
     method = registered[name]
-    if not st.session_state.get(budgets_key):
-        st.session_state[budgets_key] = budgets_text(budgets_default or default_budgets(n_edges))
+    if not state.value(budgets_key):
+        state.set_value(budgets_key, budgets_text(budgets_default or default_budgets(n_edges)))
     form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
     with budgets_box:
-        text = state.bound(
+        text = state.bind(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
         problems, notes = budget_check(text, n_edges)
@@ -422,7 +423,7 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
 def reference_circuits() -> dict[str, str]:
     """{label: edge names, one a line} of the circuits computed for this prompt at the chosen
     budget: what a form may offer as a reference circuit."""
-    budget = st.session_state.get("budget")
+    budget = session.budget
     found = {}
     for method, result in state.results().items():
         at = (
