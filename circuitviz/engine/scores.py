@@ -106,6 +106,8 @@ def gradient_scores(
     scores = torch.zeros((*(() if n_groups is None else (n_groups,)), *graph), dtype=dtype, device=device)
 
     def compute(rows: slice):
+        if progress:  # the chunk starts: the run is scoring (on a CPU one chunk may be all of it)
+            progress("score", rows.start / n_items)
         gradients, differences, owner, groups = batch_pass(rows)
         if owner is None:
             part = torch.zeros(graph, dtype=dtype, device=device)

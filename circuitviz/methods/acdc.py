@@ -35,7 +35,7 @@ from ..details.own_circuit import OwnCircuitDetails
 from ..graph import prune
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
-from .settings import setting
+from .settings import check_settings, setting
 
 SCORES_NOTE = (
     "each edge's signed metric change when ACDC tested it (the state of that moment), 0 where it was "
@@ -60,12 +60,7 @@ class ACDCConfig:
     )
 
     def __post_init__(self):
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be a number from 0 to 1, not {threshold!r}.")
-        batch = self.max_batch
-        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 256:
-            raise ValueError(f"max_batch must be a whole number from 1 to 256, not {batch!r}.")
+        check_settings(self)  # every bound its fields declare
 
 
 @dataclass

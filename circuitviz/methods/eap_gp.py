@@ -15,7 +15,7 @@ from ..engine.gradpath import grad_path
 from ..engine.scores import gradient_scores
 from .base import Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register
-from .settings import setting
+from .settings import check_settings, setting
 
 # what one step of building the path costs, in passes: a sequential forward and backward pass of
 # one sequence, set-up included, as EAP's single gradient pass (base.GRADIENT_SETUP_PASSES + 3);
@@ -37,10 +37,7 @@ class GradPathConfig:
     )
 
     def __post_init__(self):
-        if not 1 <= int(self.ig_steps) <= 200:
-            raise ValueError(f"ig_steps must be between 1 and 200, not {self.ig_steps}.")
-        if not 0.01 <= float(self.step_scale) <= 10.0:
-            raise ValueError(f"step_scale must be between 0.01 and 10, not {self.step_scale}.")
+        check_settings(self)  # every bound its fields declare
 
 
 @register

@@ -39,7 +39,7 @@ from ..models.adapter import adapter_of
 from ..tasks import PreparedTask, str_tokens
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
-from .settings import setting
+from .settings import check_settings, setting
 
 SCORES_NOTE = (
     "an edge's score is the sum over token positions of its writer's proximity share of its reader's "
@@ -69,9 +69,7 @@ class FlowRoutesConfig:
     )
 
     def __post_init__(self):
-        threshold = self.threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be a number from 0 to 1, not {threshold!r}.")
+        check_settings(self)  # every bound its fields declare
 
 
 def proximity_shares(parts: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
