@@ -358,3 +358,49 @@ def test_signals_says_when_its_result_is_for_another_task():
     at.text_input(key="w.foil").set_value(" the").run()  # another task: the result shown is the old one's
     assert not at.exception, at.exception
     assert any("earlier inputs" in i.value for i in at.info)
+
+
+# ----- method knowledge lives in the registry -----------------------------------------------------
+def test_no_method_name_is_spelled_in_the_app():
+    """The app asks the registry's traits (fitted to the prompt, a signals view, a flat-curve
+    note...) instead of comparing method names: no registered name is a literal in ui/ or pages/."""
+    import re
+    from pathlib import Path
+
+    from circuitviz.methods import available_methods
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*(root / "circuitviz" / "ui").glob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]
+    names = sorted(available_methods())
+    pattern = re.compile("[\"'](" + "|".join(re.escape(name) for name in names) + ")[\"']")
+    found = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert len(names) >= 8 and not found, found
+
+
+def test_every_caveat_shows_beside_the_methods_figures():
+    from circuitviz.curves import CurvePoint
+    from circuitviz.methods.registry import method_traits
+    from circuitviz.ui.caveats import caveats
+    from circuitviz.ui.result_view import curve_notes
+
+    class Result:
+        method, details, scores = "edge-pruning", None, None
+        curve = [CurvePoint(10, 8, 0.4, 0.3, 0.2), CurvePoint(20, 17, 0.9, 0.8, 0.7)]
+
+    fitted = method_traits("edge-pruning").fitted_note
+    assert fitted and caveats(Result, Result.curve[0]) == [fitted]  # on Explore, Compare, Paraphrases alike
+    Result.method = "acc++"
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.6, 0.5, 0.5)]
+    (zero,) = caveats(Result, Result.curve[0])
+    assert zero.startswith("NDF 0.000 at this budget: ACC++'s edge scores do not estimate")
+    assert caveats(Result, Result.curve[1]) == []
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.01, 0.0, 0.0)]
+    assert caveats(Result, Result.curve[0]) == []  # a flat curve is said once, under the curve
+    assert method_traits("acc++").flat_curve_note in curve_notes(Result)
+    Result.method = "eap"  # scores that estimate the metric: a zero is the figure itself
+    assert caveats(Result, Result.curve[0]) == []

@@ -19,6 +19,7 @@ from ..positions.present import readable_position_budget, result_attribution_gra
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
 from . import state
+from .caveats import caveats
 
 MAX_UPLOAD_BYTES = 20_000_000
 
@@ -90,6 +91,8 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         columns[3].metric(
             "units kept", f"{point.n_edges:,}", help=f"(edge, position) units, of {total:,} in the graph"
         )
+        for caveat in caveats(result, point):
+            st.caption(caveat)
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
     graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
     st.iframe(drawing.html, height=drawing.height)

@@ -19,6 +19,7 @@ from ..keys import content_key
 from ..methods.registry import method_traits
 from ..text import markdown_text
 from . import loaders, state
+from .caveats import caveats
 from .downloads import downloads
 from .steer import share_percent
 
@@ -83,10 +84,13 @@ METRIC_HELP = {
 
 
 def metrics_row(result, budget: int, point=None) -> None:
+    """The metrics at ``budget``, then the caveats of the method's figures (``caveats``)."""
     point = point or result.point(budget)
     values = metric_values(result, point)
     for column, (label, value) in zip(st.columns(len(values)), values.items()):
         column.metric(label, value, help=METRIC_HELP[label])
+    for caveat in caveats(result, point):
+        st.caption(caveat)
 
 
 # ----- the budget ----------------------------------------------------------------------------------
