@@ -404,3 +404,33 @@ def test_every_caveat_shows_beside_the_methods_figures():
     assert method_traits("acc++").flat_curve_note in curve_notes(Result)
     Result.method = "eap"  # scores that estimate the metric: a zero is the figure itself
     assert caveats(Result, Result.curve[0]) == []
+
+
+def test_models_live_in_streamlits_resource_cache():
+    """One load per (model, device, loader), shared by every session, under Streamlit's own cache
+    controls: clearing it starts a fresh load; a failed load is tried again."""
+    import streamlit as st
+
+    import circuitviz.ui.loaders as loaders
+
+    first = loaders.model_future("tiny", "cpu")
+    assert loaders.model_future("tiny", "cpu") is first and first.result(timeout=120) is not None
+    st.cache_resource.clear()
+    again = loaders.model_future("tiny", "cpu")
+    assert again is not first and again.result(timeout=120) is not None
+
+    class Failing:
+        calls = 0
+
+        def load(self, model_id, device):
+            self.calls += 1
+            raise OSError("no weights here")
+
+    failing = Failing()
+    loaders.MODEL_LOADER = failing.load  # (restored by the tiny_app fixture's monkeypatch)
+    broken = loaders.model_future("tiny", "cpu")
+    assert isinstance(broken.exception(timeout=60), OSError)
+    tried = failing.calls
+    retried = loaders.model_future("tiny", "cpu")
+    assert retried is not broken and isinstance(retried.exception(timeout=60), OSError)
+    assert failing.calls == tried + 1
