@@ -434,3 +434,41 @@ def test_models_live_in_streamlits_resource_cache():
     retried = loaders.model_future("tiny", "cpu")
     assert retried is not broken and isinstance(retried.exception(timeout=60), OSError)
     assert failing.calls == tried + 1
+
+
+# ----- inputs that would mislead ---------------------------------------------------------------------
+def test_a_budget_of_0_is_refused_and_no_score_reads_minus_zero():
+    from circuitviz.ui.caveats import score_text
+    from circuitviz.ui.inputs import ZERO_BUDGET, budget_check
+
+    assert budget_check("0,10", 1000) == ([ZERO_BUDGET], [])
+    assert score_text(-0.0001) == "0.000" and score_text(-0.0006) == "-0.001" and score_text(0.25) == "0.250"
+    at = _app(method="eap", budgets="0,10,20").run()
+    assert ZERO_BUDGET in [e.value for e in at.error]
+    assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkeypatch):
+    """'2 + 3 =' proposing '4' at 0.8 % while ' ' has 89.5 %: a sentence says so before Run; a
+    token outside the likely ones gets its own probability, computed."""
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.ui.inputs import unlikely_answer
+
+    model = _tiny_loader("", "")
+    likely = {" ": 0.895, "4": 0.008}
+    sentence = unlikely_answer(model, "tiny", "2 + 3 =", "4", likely)
+    assert sentence.startswith(
+        "The model gives '4' only 0.8% after this prompt (its most likely next token is ' ', 89.5%)"
+    )
+    assert unlikely_answer(model, "tiny", "2 + 3 =", " ", likely) is None
+    monkeypatch.setattr(loaders, "token_probability", lambda *args: (0.0002, " ", 0.9))
+    assert "only 0.0%" in unlikely_answer(model, "tiny", "2 + 3 =", " Mary", likely)
+    from circuitviz.labels.logit_lens import next_token_probabilities, token_probability
+    from circuitviz.tasks import single_token_id
+
+    top = next_token_probabilities(model, IOI_TASK.clean, 3)
+    chance, top_token, top_chance = token_probability(
+        model, IOI_TASK.clean, single_token_id(model, top[1][0], "answer")
+    )
+    assert chance == pytest.approx(top[1][1], rel=1e-5)
+    assert top_token == top[0][0] and top_chance == pytest.approx(top[0][1], rel=1e-5)

@@ -1,5 +1,6 @@
-"""The caveats of a method's figures, written beside them on every page that shows them (Explore,
-Compare, Paraphrases, the Gallery, the position view), from the method's traits in the registry."""
+"""A method's figures as the pages write them: a score's text, and the caveats written beside the
+figures on every page that shows them (Explore, Compare, Paraphrases, the Gallery, the position
+view), from the method's traits in the registry."""
 
 from __future__ import annotations
 
@@ -21,3 +22,9 @@ def caveats(result, point=None) -> list[str]:
             "not carry the answer; the curve below shows the budgets where they do."
         )
     return found
+
+
+def score_text(value: float) -> str:
+    """A score to three decimals, never "-0.000" (a value that rounds to 0 is 0)."""
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text

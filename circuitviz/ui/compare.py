@@ -145,8 +145,8 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             point = result.point(budget)
             st.subheader(result.method)
             ndf_column, necessity_column = st.columns(2)
-            ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
-            necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+            ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
+            necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
             necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
             for note in caveats(result, point):
                 st.caption(note)

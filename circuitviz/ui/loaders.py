@@ -188,6 +188,20 @@ def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> li
     return found
 
 
+def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
+    """(the model's probability of ``token`` (one token) after ``prompt``, its top token, that
+    token's probability), cached per model, prompt and token."""
+    return _token_probability(model, model_key(model), model_id, prompt, token)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
+    from ..labels.logit_lens import token_probability
+    from ..tasks import single_token_id
+
+    return token_probability(_model, prompt, single_token_id(_model, token, "answer"))
+
+
 def task_verdict(model, model_id: str, task) -> str | None:
     """Why ``task`` is not meaningful for the model (``task_validity``), or None: from the two
     prompts' kept plain runs (the Run that follows reads them), cached per model and task and

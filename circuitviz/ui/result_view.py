@@ -19,7 +19,7 @@ from ..keys import content_key
 from ..methods.registry import method_traits
 from ..text import markdown_text
 from . import loaders, state
-from .caveats import caveats
+from .caveats import caveats, score_text
 from .downloads import downloads
 from .steer import share_percent
 
@@ -66,9 +66,9 @@ def metric_values(result, point) -> dict[str, str]:
     }
     if point is not None:
         share = 100 * point.n_edges / result.graph.n_edges
-        values["NDF"] = f"{point.ndf:.3f}"
-        values["necessity"] = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
-        values["NFS"] = f"{point.nfs:.3f}"
+        values["NDF"] = score_text(point.ndf)
+        values["necessity"] = "-" if math.isnan(point.necessity) else score_text(point.necessity)
+        values["NFS"] = score_text(point.nfs)
         values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
     return values
 
