@@ -12,7 +12,6 @@ Best-of-N candidate NDFs and UpSet counts against the result's details and candi
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 
 import pytest
 import torch
@@ -345,7 +344,7 @@ def test_a_fresh_eap_ig_run_passes_the_clean_and_corrupted_prompts_once(monkeypa
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
-    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    # a model of its own, loaded through the counter: the loader is part of the model cache's key
     at = _run(_explore(method="eap-ig"))
     assert not at.exception, at.exception
     assert at.session_state["results"]["eap-ig"].curve and _graph_pages(at)
@@ -362,7 +361,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
-    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    # a model of its own, loaded through the counter: the loader is part of the model cache's key
     first = _run(_explore(budget="10"))
     assert _graph_pages(first) and counter.passes
     # what a new process would hold: no cached next tokens, labels or clean runs; the store only

@@ -43,3 +43,29 @@ def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
     assert any("Opened at" in note for note in data["notes"])  # the view says why it chose its budget
     assert any(button.label == "Neuronpedia graph JSON" for button in at.get("download_button"))
     assert any(metric.label == "units kept" for metric in at.metric)
+
+
+def test_the_positions_card_and_header_say_the_same_units():
+    """The header and the 'units kept' card count the same units: those kept after pruning, the
+    budget asked named beside them when pruning dropped some."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100,400"})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(box for box in at.checkbox if "positions" in box.label).check()
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    for budget in result.budgets:
+        at.select_slider(key="budget.units").set_value(budget).run()
+        kept = next(metric.value for metric in at.metric if metric.label == "units kept")
+        page = next(element.proto.srcdoc for element in at.get("iframe") if "token@" in element.proto.srcdoc)
+        assert int(kept.replace(",", "")) == result.point(budget).n_edges
+        header = f"{kept} units" + (
+            "" if int(kept.replace(",", "")) == budget else f" kept (budget {budget:,})"
+        )
+        assert f"over positions · {header}" in page, (kept, budget)

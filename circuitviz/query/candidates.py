@@ -103,12 +103,13 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
     winner = next((row for row in scores if row["winner"]), None)
     if winner is None or point is None:
         return ""
-    if result.method == "bon" and at == budget:
+    draws_winner = not result.any_budget  # Best-of-N draws the winning candidate itself
+    if draws_winner and at == budget:
         return (
             f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at {at:,} edges): "
             f"its circuit is the one drawn below (NDF {point.ndf:.3f})."
         )
-    if result.method == "bon":
+    if draws_winner:
         return (
             f"The candidates were evaluated at {at:,} edges, the nearest of the run's budgets; there the "
             f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
@@ -121,18 +122,19 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
 
 
 def highlight_in_circuit(
-    edges: set[str], circuit_edges: set[str], method: str = "ibon", members: tuple[str, ...] = ()
+    edges: set[str], circuit_edges: set[str], result=None, members: tuple[str, ...] = ()
 ) -> tuple[set[str] | None, str]:
     """(the intersection's edges to light up, the sentence on how many are in the drawn circuit):
     an intersection none of whose edges is drawn lights nothing, rather than greying everything.
     Best-of-N draws one candidate (the winner), so its sentence says the intersection leaves the
-    winner out; iBoN and BoN-CSM draw a circuit built from the winners' edges."""
+    winner out; iBoN and BoN-CSM (a circuit at any budget) draw one built from the winners' edges."""
     inside = edges & circuit_edges
+    method = result.method if result is not None else "variant's"
     if not inside:
         why = (
             "the circuit drawn is the winning candidate's, and this intersection holds edges of "
             f"{' & '.join(members) or 'other candidates'} only"
-            if method == "bon"
+            if result is not None and not result.any_budget
             else f"the {method} circuit drawn is built from the winners' edges at the anchor budgets, not from these"
         )
         return (

@@ -136,6 +136,25 @@ def open_in_explore(row: dict, manifest: dict) -> None:
     )
 
 
+def refusal(row: dict) -> str | None:
+    """The validity check's sentence for a table row (from the metrics the batch stored), or None
+    when the task passes it: a batch run before the check may hold tasks it now refuses."""
+    from ..task_validity import gap_problem
+    from ..tasks import PromptTask
+
+    clean, corrupted = row.get("clean_metric"), row.get("corrupted_metric")
+    if clean is None or corrupted is None:
+        return None
+    task = PromptTask(
+        clean=row["clean"],
+        corrupted=row["corrupted"],
+        answer=row["answer"],
+        foils=tuple(row["foils"]),
+        metric=row["metric"],
+    )
+    return gap_problem(task, float(clean), float(corrupted))
+
+
 # ----- the page's sections ------------------------------------------------------------------------
 def headline(batch, label: str, folder: str, stamp: float) -> None:
     """Prompts finished and failed, and MIB's CPR and CMD of the series."""
@@ -302,6 +321,14 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     share_of = dict(zip(view["task_index"].tolist(), view["jaccard"].tolist()))
     table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
     table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
+    table["validity check"] = [refusal(row) or "passes" for row in done.to_dict("records")]
+    refused = int((table["validity check"] != "passes").sum())
+    if refused:
+        st.warning(
+            f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
+            "corruption must lower the answer's metric clearly; the sentence is in the last column): their "
+            "figures are kept as the batch computed them, and Explore refuses to run them."
+        )
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "

@@ -19,6 +19,7 @@ from ..positions.present import readable_position_budget, result_attribution_gra
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
 from . import state
+from .caveats import caveats, score_text
 from .node_card import graph_with_card
 
 MAX_UPLOAD_BYTES = 20_000_000
@@ -84,10 +85,15 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         columns = st.columns(4)
         columns[0].metric("clean L(M(q))", f"{result.baseline.clean:+.3f}")
         columns[1].metric("corrupted L(M(q'))", f"{result.baseline.corrupted:+.3f}")
-        columns[2].metric("NDF", f"{point.ndf:.3f}")
+        columns[2].metric("NDF", score_text(point.ndf))
         columns[3].metric(
-            "units kept", f"{point.n_edges:,}", help=f"(edge, position) units, of {total:,} in the graph"
+            "units kept",
+            f"{point.n_edges:,}",
+            help=f"(edge, position) units of the circuit after pruning those on no input-to-logits path "
+            f"(the budget asked for {budget:,}), of {total:,} in the graph",
         )
+        for caveat in caveats(result, point):
+            st.caption(caveat)
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
     graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
     graph_with_card(drawing, f"{key}.graph")

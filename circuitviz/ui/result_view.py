@@ -19,6 +19,7 @@ from ..keys import content_key
 from ..methods.registry import method_traits
 from ..text import markdown_text
 from . import loaders, state
+from .caveats import caveats, score_text
 from .downloads import downloads
 from .steer import share_percent
 
@@ -65,9 +66,9 @@ def metric_values(result, point) -> dict[str, str]:
     }
     if point is not None:
         share = 100 * point.n_edges / result.graph.n_edges
-        values["NDF"] = f"{point.ndf:.3f}"
-        values["necessity"] = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
-        values["NFS"] = f"{point.nfs:.3f}"
+        values["NDF"] = score_text(point.ndf)
+        values["necessity"] = "-" if math.isnan(point.necessity) else score_text(point.necessity)
+        values["NFS"] = score_text(point.nfs)
         values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
     return values
 
@@ -83,10 +84,13 @@ METRIC_HELP = {
 
 
 def metrics_row(result, budget: int, point=None) -> None:
+    """The metrics at ``budget``, then the caveats of the method's figures (``caveats``)."""
     point = point or result.point(budget)
     values = metric_values(result, point)
     for column, (label, value) in zip(st.columns(len(values)), values.items()):
         column.metric(label, value, help=METRIC_HELP[label])
+    for caveat in caveats(result, point):
+        st.caption(caveat)
 
 
 # ----- the budget ----------------------------------------------------------------------------------
