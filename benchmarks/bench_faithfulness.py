@@ -70,12 +70,21 @@ METHODS = {
     "relp": ("relp", {}),
     "eap-gp": ("eap-gp", {}),
     "atp-star": ("atp-star", {}),
+    "flow-routes": ("flow-routes", {}),
+    "acdc": ("acdc", {}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
 FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm")
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
-MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap", "atp-star")
+MAGNITUDES = (
+    "edge-pruning",
+    "edge-pruning-from-eap",
+    "ensemble",
+    "ensemble-bootstrap",
+    "atp-star",
+    "flow-routes",
+)
 N_PARAPHRASES = 5
 
 

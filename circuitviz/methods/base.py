@@ -263,6 +263,15 @@ class Method(abc.ABC):
             )
         return self.Config(**parse_settings(self.Config, values))
 
+    def known_settings(self, settings: dict) -> dict:
+        """The part of ``settings`` this method has (a page's settings carried to another method)."""
+        names = {f.name for f in dataclasses.fields(self.Config)}
+        return {name: value for name, value in settings.items() if name in names}
+
+    def added_budgets(self, result) -> set[int]:
+        """Budgets a run adds to those it was asked for (ACC++: its whole traced circuit's)."""
+        return set()
+
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """Turn values typed on the command line into settings (a family that takes a file's
         contents reads the file here). ``model`` is loaded by then."""

@@ -95,6 +95,12 @@ class ModelAdapter:
         with self.tokenizer_lock:
             return self.model.to_tokens(text, **kwargs)
 
+    def token_count(self, text: str, prepend_bos: bool | None = None) -> int:
+        """How many tokens ``text`` is as the model runs it (with its <bos> when it prepends one,
+        unless ``prepend_bos`` says otherwise), never truncated: the one count the limits, the
+        proposals, the paraphrase checks and the answer checks read."""
+        return int(self.to_tokens(text, prepend_bos=prepend_bos, truncate=False).shape[1])
+
     def decode(self, ids) -> str:
         return self.tokenizer.decode(ids)
 
@@ -257,6 +263,14 @@ class ModelAdapter:
             return block.ln1, "ln1"
         return None, None
 
+    @cached_property
+    def post_normed_layers(self) -> tuple[bool, ...]:
+        """Per layer, whether its heads' summed output passes through a norm before the residual
+        add (Gemma's ``ln1_post``, OLMo-2's post-norm): there a head's share of what the layer adds
+        depends on the other heads, and a reader that mixes clean and corrupted heads of the layer
+        sees the norm of its own mix."""
+        return tuple(self.attention_post_norm(layer)[0] is not None for layer in range(self.cfg.n_layers))
+
     @property
     def reads_unnormalised_residual(self) -> bool:
         """Whether attention reads the residual unnormalised, its norm coming after (OLMo-2)."""
@@ -414,3 +428,24 @@ def model_device(model) -> torch.device:
 
 def model_dtype(model) -> torch.dtype:
     return adapter_of(model).dtype
+
+
+def apply_norm(norm, y: torch.Tensor) -> torch.Tensor:
+    """``norm(y)`` computed as TransformerLens's RMSNorm / LayerNorm compute it, without running
+    the module (so none of its hooks fires inside a hooked run that already hooks it).
+
+    y: [..., d_model]. Half-precision inputs are normalised in float32 and cast back before the
+    weight, as the modules do."""
+    dtype = y.dtype
+    x = y.to(torch.float32) if dtype not in (torch.float32, torch.float64) else y
+    if "LayerNorm" in type(norm).__name__:
+        x = x - x.mean(-1, keepdim=True)
+    scale = (x.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()
+    out = (x / scale).to(dtype)
+    weight = getattr(norm, "w", None)
+    if weight is not None:
+        out = out * weight
+    bias = getattr(norm, "b", None)
+    if bias is not None:
+        out = out + bias
+    return out

@@ -40,6 +40,56 @@ def compare_at(results: dict, budget: int) -> Comparison:
     )
 
 
+# ----- the page's inputs ------------------------------------------------------------------------
+DEFAULT_METHODS = ("eap", "eap-ig")
+
+
+def method_choice(registered: dict) -> list[str]:
+    """The methods to compare (2 to 4), kept across pages and in the URL."""
+    names = sorted(registered)
+    default = [n for n in DEFAULT_METHODS if n in names] or names[:2]
+    before = state.session.compare_chosen
+    chosen = st.multiselect(
+        "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
+        names,
+        default=[n for n in (default if before is None else before) if n in names],
+        max_selections=4,
+        key="compare.methods",
+        format_func=lambda n: registered[n].label,
+    )
+    state.session.compare_chosen = chosen
+    return chosen
+
+
+def shared_budgets(n_edges: int) -> list[int] | None:
+    """The budgets set on the Explore page (its defaults when none are), or None after saying
+    what is wrong with them."""
+    from ..api import parse_budgets
+    from .inputs import budget_check, budgets_text, default_budgets
+
+    if not state.session.budgets:
+        state.session.budgets = budgets_text(default_budgets(n_edges))
+    problems = budget_check(state.session.budgets, n_edges)[0]
+    for problem in problems:
+        st.error(f"{problem} (the budgets are set on the Explore page)")
+    return None if problems else parse_budgets(state.session.budgets)
+
+
+def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) -> dict:
+    """{method: its request} with the Explore page's settings where they apply (not priced yet:
+    each is priced just before it runs, by the runs before it)."""
+    from ..methods import available_methods
+    from ..request import Request
+    from .inputs import shared_settings
+
+    registered = available_methods()
+    found = {}
+    for name in chosen:
+        settings = shared_settings(registered[name], state.method_settings("settings", name))
+        found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
+    return found
+
+
 def common_budgets(results: dict) -> list[int]:
     return sorted(set.intersection(*(set(r.budgets) for r in results.values())))
 
