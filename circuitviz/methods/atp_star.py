@@ -38,15 +38,6 @@ class AtPStar(ScoringMethod):
         rows = spec.n_layers if config.grad_drop else 1
         return gradient_cost(rows, n_budgets, extra_passes=qk_fix_passes(spec) if config.qk_fix else 0.0)
 
-
-def qk_fix_passes(spec) -> float:
-    """What the QK fix costs in forward passes: a plain pass to read every layer's input and
-    scores, then every layer's queries and keys projected once per upstream writer, 2 d² a
-    position each, against a block's forward of about 16 d² a position (q, k, v, o and an MLP
-    of width 4 d), so sum over layers of upstream / (8 n_layers) passes."""
-    upstream = sum(spec.upstream_of_heads(layer) for layer in range(spec.n_layers))
-    return 1.0 + upstream / (8.0 * spec.n_layers)
-
     def score(self, ctx: RunContext, config):
         evaluator = ctx.evaluator
         return atp_star_scores(
@@ -59,3 +50,12 @@ def qk_fix_passes(spec) -> float:
             grad_drop=bool(config.grad_drop),
             progress=ctx.progress,
         )
+
+
+def qk_fix_passes(spec) -> float:
+    """What the QK fix costs in forward passes: a plain pass to read every layer's input and
+    scores, then every layer's queries and keys projected once per upstream writer, 2 d² a
+    position each, against a block's forward of about 16 d² a position (q, k, v, o and an MLP
+    of width 4 d), so sum over layers of upstream / (8 n_layers) passes."""
+    upstream = sum(spec.upstream_of_heads(layer) for layer in range(spec.n_layers))
+    return 1.0 + upstream / (8.0 * spec.n_layers)
