@@ -14,7 +14,14 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from circuitviz.bench.harness import add_threads_argument, apply_threads, ioi_task, load_timed, machine_line, timed
+from circuitviz.bench.harness import (
+    add_threads_argument,
+    apply_threads,
+    ioi_task,
+    load_timed,
+    machine_line,
+    timed,
+)
 from circuitviz.edit import CircuitEdit, edited_mask, measure
 from circuitviz.evaluate import circuits_at_budgets, forget_prompt_runs
 from circuitviz.graph import GraphSpec
