@@ -79,7 +79,7 @@ def _open(browser, url: str, button: str | None = None, graphs: int = 1):
     if button:
         wait_for(page, button_ready(button), WAIT_MS)
         settled(page)
-        page.get_by_role("button", name=button).first.click()
+        page.get_by_role("button", name=button, exact=True).first.click()
     wait_for(page, f"() => document.querySelectorAll('.cv-root canvas').length >= {graphs}", WAIT_MS)
     settled(page)
     return page
@@ -117,7 +117,7 @@ def test_click_edit_measure_group_and_share_on_explore(
     from circuitviz.edit import CircuitEdit, edited_mask
 
     url, cache = app
-    page = _open(browser, f"{url}/explore?{urllib.parse.urlencode({**IOI, 'method': 'eap'})}", "Run")
+    page = _open(browser, f"{url}/?{urllib.parse.urlencode({**IOI, 'method': 'eap'})}", "Run")
     _fits_at_every_width(page, "explore")
     node = next(n for n in graph_node_ids(page) if n not in ("input", "logits"))
     started = time.perf_counter()
