@@ -38,12 +38,13 @@ from dataclasses import dataclass
 import torch
 
 from ..chunks import run_in_chunks
+from ..curves import ndf
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, ndf
+from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
@@ -51,10 +52,12 @@ from ..query.sources import SOURCES, gather_paraphrases
 from ..results import CircuitResult
 from ..task_validity import gap_problem
 from ..tasks import PromptTask, TaskError, prepare_task
-from .base import Cost, Method, RunContext, get_method, register
-from .bon import PARAPHRASE_CHECK_PASSES, pair_scores
+from .base import Cost, Method, RunContext
+from .bon import PARAPHRASE_CHECK_PASSES
 from .edge_pruning import MOMENTUM, TOLERANCE, initial_logits, top_counts
-from .settings import setting, type_fields
+from .registry import get_method, register
+from .scoring import pair_scores
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 WARM_STARTS = ("eap-ig", "average", "bon")
 
@@ -75,8 +78,8 @@ class ParaphrasePruningConfig:
         parse=paraphrase_records,
         show=records_text,
     )
-    n_paraphrases: int = setting(
-        8, "how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
+    n_paraphrases: int = paraphrases_setting(
+        8, "how many paraphrases to generate (template/openai; a file gives all it has)."
     )
     held_out: float = setting(
         0.5,
@@ -92,7 +95,7 @@ class ParaphrasePruningConfig:
         "eap-ig: the prompt's EAP-IG scores; average: the mean of the fit set's normalised EAP-IG scores; bon: per budget, the fit set's most faithful top-N among the prompt's and each fit paraphrase's.",
         choices=WARM_STARTS,
     )
-    ig_steps: int = setting(5, "IG steps of the warm start's EAP-IG.", low=1, high=1000)
+    ig_steps: int = ig_steps_setting(5, "IG steps of the warm start's EAP-IG.")
     steps: int = setting(20, "optimisation steps at most.", low=0, high=10000)
     learning_rate: float = setting(0.5, "how far the logit with the largest gradient moves per step.")
     temperature: float = setting(1.0, "width of the sigmoid around each budget's threshold.")
@@ -101,25 +104,15 @@ class ParaphrasePruningConfig:
     llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
 
     def __post_init__(self):
-        type_fields(self)
+        check_settings(self)  # every bound its fields declare
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
             )
         if self.warm_start not in WARM_STARTS:
             raise ValueError(f"warm_start must be one of {', '.join(WARM_STARTS)}, not {self.warm_start!r}.")
-        if not 0 <= int(self.n_paraphrases) <= 64:
-            raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
-        if not 0.0 <= float(self.held_out) <= 0.9:
-            raise ValueError(f"held_out must be between 0 and 0.9, not {self.held_out}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
-        if not 0 <= int(self.steps) <= 10000:
-            raise ValueError(f"steps must be between 0 and 10000, not {self.steps}.")
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
             raise ValueError("learning_rate and temperature must be above 0.")
-        if not float(self.sparsity) >= 0:
-            raise ValueError(f"sparsity must be 0 or more, not {self.sparsity}.")
 
 
 # ----- paraphrases: gather, check, split ---------------------------------------------------------
@@ -350,6 +343,8 @@ class ParaphrasePruning(Method):
     )
     Config = ParaphrasePruningConfig
     Details = ParaphrasePruningDetails
+    fitted_to_prompt = "paraphrase pruning learns its mask on this prompt and a share of its paraphrases"
+    scores_estimate_metric = False  # the learned masks' logits
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         config = self.as_config(config)

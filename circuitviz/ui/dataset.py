@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from . import state
+from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
 
@@ -113,35 +114,45 @@ def explore_problem(manifest: dict) -> str | None:
 
 
 def open_in_explore(row: dict, manifest: dict) -> None:
-    """Make a table row the prompt of the one shared state (``state``), with the batch's model,
-    method, settings and budgets, and have Explore run it when it opens (it comes straight from
-    the result store when the batch kept the result there)."""
+    """Open a table row in Explore (``state.open_task``) with the batch's model, method, settings
+    and budgets, its own answer, foil and corrupted prompt, and have Explore run it when it opens
+    (it comes straight from the result store when the batch kept the result there)."""
     from .inputs import budgets_text
 
     config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
-    for key, value in {
-        "model": manifest["model"]["model_id"],
-        "metric": row["metric"],
-        "method": row["method"],
-        "budgets": budgets_text(manifest["budgets"]),
-    }.items():
-        state.set_value(key, value)
-    st.session_state["settings"] = config  # Explore's settings form starts from these
-    # the prompt with its own answer, foil and corrupted prompt: Explore proposes none of its own,
-    # and the old prompt's results and budget are dropped
-    state.adopt_prompt(
-        row["clean"],
+    state.open_task(
         {
-            "prompt": row["clean"],
-            "answer": row["answer"],
-            "foil": (list(row["foils"]) or [""])[0],
+            "clean": row["clean"],
             "corrupted": row["corrupted"],
+            "answer": row["answer"],
+            "foils": list(row["foils"]),
+            "metric": row["metric"],
         },
+        model=manifest["model"]["model_id"],
+        method=row["method"],
+        settings=config,
+        budgets=budgets_text(manifest["budgets"]),
+        corrupted_note=f"The corrupted prompt of {row['task_id']} in the batch.",
     )
-    st.session_state["corrupted_note"] = f"The corrupted prompt of {row['task_id']} in the batch."
-    for name in ("foil_note", "foil_proposed"):
-        st.session_state.pop(name, None)
-    st.session_state["explore.autorun"] = True
+
+
+def refusal(row: dict) -> str | None:
+    """The validity check's sentence for a table row (from the metrics the batch stored), or None
+    when the task passes it: a batch run before the check may hold tasks it now refuses."""
+    from ..task_validity import gap_problem
+    from ..tasks import PromptTask
+
+    clean, corrupted = row.get("clean_metric"), row.get("corrupted_metric")
+    if clean is None or corrupted is None:
+        return None
+    task = PromptTask(
+        clean=row["clean"],
+        corrupted=row["corrupted"],
+        answer=row["answer"],
+        foils=tuple(row["foils"]),
+        metric=row["metric"],
+    )
+    return gap_problem(task, float(clean), float(corrupted))
 
 
 # ----- the page's sections ------------------------------------------------------------------------
@@ -288,6 +299,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     import pandas
 
+    from ..batch.atlas import task_refusals
+
     rows = batch.rows(label, done=False).to_pandas()
     done = rows[rows["status"] == "done"].reset_index(drop=True)
     position = list(done["budgets"].iloc[0]).index(budget)
@@ -300,34 +313,45 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             "NDF": done["ndf"].map(lambda v: v[position]),
             "edges kept": done["edges_kept"].map(lambda v: v[position]),
             "CPR": done["cpr_nfs"],
+            # today's task check, from the metrics the batch stored: a task it refuses keeps its figures
+            "task check": ["refused" if why else "passes" for why in task_refusals(batch.rows(label))],
         }
     )
     cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
     share_of = dict(zip(view["task_index"].tolist(), view["jaccard"].tolist()))
     table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
     table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
+    table["validity check"] = [refusal(row) or "passes" for row in done.to_dict("records")]
+    refused = int((table["validity check"] != "passes").sum())
+    if refused:
+        st.warning(
+            f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
+            "corruption must lower the answer's metric clearly; the sentence is in the last column): their "
+            "figures are kept as the batch computed them, and Explore refuses to run them."
+        )
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
-        "beside a CPR of 1 or more."
+        "beside a CPR of 1 or more. 'refused' in the task check: the corruption does not clearly lower the "
+        "answer's metric (the meaningful-task check the app now runs before every run), so its figures "
+        "measure little; the batch measured them before that check."
     )
     picked = st.dataframe(
         table,
         hide_index=True,
         on_select="rerun",
         selection_mode="single-row",
-        key=f"dataset.prompts.{st.session_state.get('dataset.opened', 0)}",
+        key=f"dataset.prompts.{session.dataset_opened}",  # a new table after each opening: no row stays ticked
     )
     selected = picked.selection.rows if picked is not None else []
     problem = explore_problem(batch.manifest)
     if selected and problem:
         st.error(problem)
     elif selected:
-        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)
-        st.session_state["dataset.opened"] = st.session_state.get("dataset.opened", 0) + 1
-        st.switch_page("pages/explore.py")
+        session.dataset_opened += 1
+        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)  # switches to Explore
     failed = rows[rows["status"] == "failed"]
     if len(failed):
         with st.expander(f"{len(failed)} prompts failed"):
