@@ -131,9 +131,11 @@ def reader_gradients(model, spec, prepared, alpha: float) -> dict[str, torch.Ten
         return (corrupted + alpha * (clean - corrupted))[None].clone().requires_grad_(True)
 
     def keeper(name):  # keyed by the name asked for (a bridge's hook.name is the canonical one)
-        def keep(x, hook):
+        def keep(x, hook):  # the reader's own input: a copy (a bridge hooks the residual itself)
+            x = x.clone()
             x.retain_grad()
             kept[name] = x
+            return x
 
         return keep
 

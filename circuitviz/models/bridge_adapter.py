@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cached_property
 
 import torch
 
@@ -164,10 +165,24 @@ class BridgeAdapter(ModelAdapter):
     def hooked(self, fwd_hooks: list[Hook]) -> Iterator[None]:
         """``ModelAdapter.hooked``, each hook seeing the name it was added under: the bridge calls
         a hook added at an alias (``blocks.1.hook_resid_post``) with its canonical hook point
-        (``blocks.1.hook_out``), and callers key what they capture by ``hook.name``."""
-        named = [(name, _named(name, hook)) for name, hook in fwd_hooks]
+        (``blocks.1.hook_out``), and callers key what they capture by ``hook.name``.
+
+        ``hook_mlp_in`` is handed a copy of the residual stream, as HookedTransformer hands it:
+        the bridge hooks the very tensor the residual connection carries on, so a gradient
+        taken there (EAP's at an MLP's input) would include every later reader's, not only the
+        MLP's (EAP scores into MLPs were off by up to 100 % of the largest score on SmolLM2).
+        """
+        copied = self._copied_points
+        named = [(name, _named(name, hook, copied)) for name, hook in fwd_hooks]
         with self.lock, self.tokenizer_lock, self.model.hooks(fwd_hooks=named):
             yield
+
+    @cached_property
+    def _copied_points(self) -> frozenset[int]:
+        """The hook points whose value is the residual stream itself rather than a copy."""
+        return frozenset(
+            id(block.hook_mlp_in) for block in self.model.blocks if hasattr(block, "hook_mlp_in")
+        )
 
     def _to_final_residual(self, tokens: torch.Tensor, **kwargs) -> torch.Tensor:
         """Run until the final norm's input and return it (the residual after every block)."""
@@ -318,8 +333,14 @@ class _Renamed:
         return getattr(self._point, attribute)
 
 
-def _named(name: str, function: Callable) -> Callable:
+def _named(name: str, function: Callable, copied: frozenset[int]) -> Callable:
+    """``function`` called with the name it was added under, on a copy at ``copied`` points."""
+
     def call(x, hook):
+        if id(hook) in copied:
+            x = x.clone()
+            result = function(x, hook=hook if hook.name == name else _Renamed(hook, name))
+            return x if result is None else result
         return function(x, hook=hook if hook.name == name else _Renamed(hook, name))
 
     return call
