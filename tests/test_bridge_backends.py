@@ -63,7 +63,12 @@ def test_an_unsupported_architecture_names_the_fix(tmp_path):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.for_model(
-        "biogpt", vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2
+        "biogpt",
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
     )
     config.architectures = ["BioGptForCausalLM"]
     AutoModelForCausalLM.from_config(config).save_pretrained(str(tmp_path))
