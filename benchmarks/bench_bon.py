@@ -30,11 +30,11 @@ from pathlib import Path
 import torch
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
+from circuitviz.details.query import variant_circuit
 from circuitviz.evaluate import Evaluator
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.bon import QueryCircuitConfig
-from circuitviz.query.details import variant_circuit
 from circuitviz.query.families import EXAMPLE_TASKS
 from circuitviz.query.variants import csm_circuit, csm_matrices, ibon_circuit
 from circuitviz.store import ResultStore

@@ -46,6 +46,7 @@ def main() -> None:
 
     from circuitviz.api import discover
     from circuitviz.limits import estimate_request
+    from circuitviz.methods import method_traits
     from circuitviz.models import EMBEDDED_MODEL, load_model
     from circuitviz.store import ResultStore
     from circuitviz.ui import bon, inputs, loaders
@@ -59,12 +60,11 @@ def main() -> None:
     print(machine_line())
     print(f"{'method':<14} {'estimate':>9} {'measured':>9} {'ratio':>6}  priced")
     for method in args.methods.split(","):
-        on_paraphrases = method in bon.BON_METHODS
+        on_paraphrases = method_traits(method).has_paraphrases_view
         settings = dict(bon.PAGE_DEFAULTS) if on_paraphrases else {}
         budgets = bon.page_budgets(n_edges) if on_paraphrases else inputs.default_budgets(n_edges)
-        estimate = estimate_request(model, task, method, settings, n_budgets=len(budgets))
-        estimate = bon.priced_with_stored_scores(
-            estimate, model, EMBEDDED_MODEL, task, method, settings, len(budgets), store
+        estimate = estimate_request(
+            model, task, method, settings, n_budgets=len(budgets), store=store, model_id=EMBEDDED_MODEL
         )
         start = time.perf_counter()
         result, cached = discover(

@@ -43,7 +43,8 @@ from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
-from circuitviz.evaluate import CurvePoint, Evaluator, cmd, cpr, curves_of_tasks
+from circuitviz.curves import CurvePoint, cmd, cpr
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks

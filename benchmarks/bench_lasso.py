@@ -117,7 +117,7 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
 
 
 def bench_model(args) -> None:
-    from circuitviz.evaluate import cpr
+    from circuitviz.curves import cpr
     from circuitviz.methods import get_method
     from circuitviz.models import EMBEDDED_MODEL
 

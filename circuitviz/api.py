@@ -2,7 +2,8 @@
 
 ``discover`` (or ``run_request``, for a ``request.Request`` built at the boundary) goes through
 the result store, so the same (model, task, method, config, budgets) is computed once; ``evaluate_circuits`` scores any circuits (from a file, another method, a
-user's selection) on a task with the same batched evaluation every method uses.
+user's selection) on a task with the same batched evaluation every method uses;
+``bon_candidates`` gives a Best-of-N result's candidates, evaluated, at any budget.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from collections.abc import Sequence
 
 import torch
 
-from .evaluate import Baseline, CurvePoint, Evaluator, curves_of_tasks
+from .curves import Baseline, CurvePoint
+from .evaluate import Evaluator, curves_of_tasks
 from .graph import prune
-from .methods import get_method
 from .methods.base import Progress, RunContext
+from .methods.bon import stored_scores_reader
 from .models.adapter import adapter_of
+from .query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
 from .request import DEFAULT_BUDGETS, Request
 from .results import CircuitResult
 from .store import ResultStore
@@ -79,7 +82,7 @@ def run_request(
 
     def compute() -> CircuitResult:
         request.priced(model).check()
-        chosen = get_method(request.method)
+        chosen = request.method_object
         ctx = RunContext(
             model, request.task, request.model_id, store, progress, request.max_tokens, check_meaningful=True
         )
@@ -111,3 +114,31 @@ def evaluate_circuits(
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
     return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
+
+
+# ----- Best-of-N's candidates at any budget -------------------------------------------------------
+def bon_candidate_masks(
+    model, result: CircuitResult, budget: int, store: ResultStore | None, model_id: str | None = None
+) -> dict[str, torch.Tensor] | None:
+    """{candidate: its circuit at ``budget``} of a Best-of-N family result, rebuilt from the score
+    matrices its run kept in ``store`` (``query.candidates.candidate_masks``); None when it kept
+    none."""
+    read = stored_scores_reader(model, model_id or result.model_id, result.graph, result.config, store)
+    return candidate_masks(result, int(budget), read)
+
+
+def bon_candidates(
+    model, result: CircuitResult, budget: int, store: ResultStore | None = None, model_id: str | None = None
+) -> list[dict]:
+    """[{name, ndf, n_edges, winner}] of every candidate of a Best-of-N family result at
+    ``budget``: the run's own figures where it evaluated the candidates there, else their
+    circuits rebuilt from the stored scores and evaluated now in one batched pass (iBoN evaluates
+    candidates at its anchors only). The winner is the most faithful, as Best-of-N picks it."""
+    evaluated = evaluated_candidates(result, budget)
+    if evaluated or model is None:
+        return evaluated
+    masks = bon_candidate_masks(model, result, budget, store, model_id)
+    if not masks:
+        return []
+    baseline, points = evaluate_circuits(model, result.task, list(masks.values()), [int(budget)] * len(masks))
+    return ranked_candidates(list(masks), baseline, points)

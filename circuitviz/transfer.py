@@ -17,18 +17,12 @@ from dataclasses import dataclass, field
 import torch
 
 from .evaluate import Evaluator, curves_of_tasks
+from .methods.paraphrase_pairs import template_tasks
 from .models.adapter import adapter_of
 from .task_validity import gap_problem
 from .tasks import PromptTask, prepare_task
 
 DEFAULT_PARAPHRASES = 5
-# methods whose circuit is fitted to the prompt itself: their NDF on the prompt is an upper bound
-FITTED_TO_PROMPT = {
-    "edge-pruning": "Edge Pruning learns its mask on this prompt",
-    "bon": "Best-of-N keeps the candidate of highest NDF on this prompt",
-    "ibon": "iBoN keeps, per budget, the candidate of highest NDF on this prompt",
-    "bon-csm": "BoN-CSM merges the sub-circuits of highest NDF on this prompt",
-}
 
 
 @dataclass
@@ -45,16 +39,6 @@ class Transfer:
         return statistics.fmean(values) if values else math.nan
 
 
-def fitted_note(method: str) -> str:
-    """The visible caveat for a method whose circuit is fitted to the prompt ('' for others)."""
-    why = FITTED_TO_PROMPT.get(method)
-    return (
-        f"Fitted to the prompt: {why}, so its NDF here is an upper bound; see its NDF on paraphrases."
-        if why
-        else ""
-    )
-
-
 def paraphrase_ndf(
     model, task: PromptTask, circuits: dict[str, torch.Tensor], count: int = DEFAULT_PARAPHRASES
 ) -> Transfer:
@@ -63,7 +47,6 @@ def paraphrase_ndf(
     circuits: {name: [n_forward, n_backward] bool}. Paraphrases that fail either check are left
     out and counted (``paraphrases`` passed the template check, ``valid`` both).
     """
-    from .methods.paraphrase_pairs import template_tasks
 
     tasks, note = template_tasks(model, task, count, seed=0)
     found = Transfer(paraphrases=len(tasks), note=note, ndf={name: [] for name in circuits})

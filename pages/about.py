@@ -5,6 +5,9 @@ from pathlib import Path
 import streamlit as st
 
 from circuitviz.ui import loaders
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
 
 st.title("About circuitviz")
 st.markdown(

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Dataset atlas")
 st.caption(
     "What the circuits of a whole task have in common: faithfulness over every prompt with its "
@@ -13,11 +17,12 @@ st.caption(
 # pandas, plotly and the atlas load after the title is on screen (first paint)
 from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
+from circuitviz.ui.state import session  # noqa: E402
 
 FOLDER = "a batch folder…"
 stored = ui.stored_atlases()
-if st.session_state.get("dataset.source") is None:  # the atlas open is the one the picker shows
-    st.session_state["dataset.source"] = next(iter(stored), FOLDER)
+if session.dataset_source is None:  # the atlas open is the one the picker shows
+    session.dataset_source = next(iter(stored), FOLDER)
 choice = st.segmented_control("atlas", [*stored, FOLDER], key="dataset.source") or next(iter(stored), FOLDER)
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")

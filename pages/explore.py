@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Explore a prompt's circuit")
 st.caption(
     "Type a prompt, pick the answer the model gives and a wrong answer (foil), give a corrupted "
@@ -19,36 +23,24 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import prefetch, result_view, run  # noqa: E402
-
-    model = run.load_model_or_stop(model_id, device)
+    from circuitviz.ui import panel, prefetch, result_view, run  # noqa: E402
     from circuitviz.ui.mmlu_picker import mmlu_picker  # noqa: E402
 
+    model = run.load_model_or_stop(model_id, device)
     mmlu_picker(model)
-    chosen = available_methods().get(st.session_state.get("method") or "eap-ig")
+    chosen = available_methods().get(state.session.method)
     given = inputs.task_inputs(
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
     )
 with st.container(border=True):
     method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
-ready = given.task is not None and settings is not None and budgets is not None
-request = None  # the one request of this page: settings parsed, key computed, priced and checked once
-if ready:  # the estimated time and memory before the run; over a limit, the run is refused here
-    request, refused = run.request_line(model, model_id, given.task, method, settings, budgets)
-    ready = refused is None
-if (
-    given.task is not None
-):  # the graph's node captions depend on the prompt alone: computed while the user looks
+if given.task is not None:  # the graph's node captions depend on the prompt alone: computed meanwhile
     prefetch.node_labels_soon(model, model_id, given.task)
-clicked = run.run_button("Run", ready)
-state.write_to_url()  # before the run: a reload while it goes on comes back to it
-
-result = state.result_for(method, model_id, prompt)
-if ready and (clicked or run.running(request.key) or st.session_state.pop("explore.autorun", False)):
-    result = run.run_with_status(model, request) or result
-elif ready and (result is None or result.task != given.task or result.config != request.settings):
-    # a shared or reloaded URL, or inputs run before: the stored result of exactly this request
-    result = state.stored_result(request) or result
+autorun = state.session.autorun  # a task opened from another page runs once, when it opens
+del state.session.autorun
+shown = panel.run_panel(
+    model, model_id, given.task, method, settings, budgets, autorun=autorun, prompt=prompt
+)
 
 
 @st.fragment
@@ -58,12 +50,9 @@ def show_result(result, labels) -> None:
     state.write_to_url(["budget"])
 
 
-if result is not None:
-    if ready and (result.task != given.task or result.method != method or result.config != request.settings):
-        st.info("The result below is for earlier inputs; press Run to compute the current ones.")
+if shown.result is not None:
     st.divider()
-    labels = loaders.node_labels(model, result.model_id, result.task)
-    show_result(result, labels)
+    show_result(shown.result, loaders.node_labels(model, shown.result.model_id, shown.result.task))
 from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
 
 graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn

@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Gallery")
 st.caption(
     "Ready circuits of the embedded Gemma-3-270M, computed once with EAP-IG (20 steps) and stored "
@@ -16,8 +20,8 @@ if not examples:
     st.warning("No examples are built; run `python scripts/build_gallery.py` once.")
     st.stop()
 by_slug = {e["slug"]: e for e in examples}
-if st.session_state.get("gallery.slug") not in by_slug:
-    st.session_state["gallery.slug"] = examples[0]["slug"]
+if state.session.gallery_slug not in by_slug:
+    state.session.gallery_slug = examples[0]["slug"]
 slug = st.segmented_control(
     "example", list(by_slug), key="gallery.slug", format_func=lambda s: by_slug[s]["title"].split(":")[0]
 )
@@ -32,31 +36,18 @@ st.caption(
 )
 
 
-def rerun_live():
-    task = entry["task"]
-    for key, value in {
-        "model": entry["model_id"],
-        "prompt": task["clean"],
-        "corrupted": task["corrupted"],
-        "answer": task["answer"],
-        "foil": (task["foils"] or [""])[0],
-        "metric": task.get("metric", "logit_diff"),
-        "method": entry["method"],
-        "budgets": inputs.budgets_text(entry["budgets"]),
-    }.items():
-        state.set_value(key, value)
-    st.session_state[state.INPUTS_FOR] = task["clean"]  # these values belong to this prompt
-    st.session_state[state.RESULTS] = {}
-    st.session_state["corrupted_note"] = "The example's own corrupted prompt."
-    st.session_state["settings"] = entry["config"]
-    st.session_state["explore.autorun"] = True
-
-
-if st.button("Re-run live on the Explore page", on_click=rerun_live, key="gallery.rerun"):
-    st.switch_page("pages/explore.py")
+if st.button("Re-run live on the Explore page", key="gallery.rerun"):
+    state.open_task(  # the example's task, model, method, settings and budgets; Explore runs it
+        entry["task"],
+        model=entry["model_id"],
+        method=entry["method"],
+        settings=entry["config"],
+        budgets=inputs.budgets_text(entry["budgets"]),
+        corrupted_note="The example's own corrupted prompt.",
+    )
 
 result, labels = loaders.gallery_example(slug)
-if st.session_state.get(f"gallery.{slug}.budget") is None:
+if state.value(f"gallery.{slug}.budget") is None:
     state.set_value(f"gallery.{slug}.budget", result_view.demo_budget(result))
 st.caption(
     f"Stored when the gallery was built ({result.device}); opening it runs nothing. The view opens at "

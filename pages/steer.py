@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from circuitviz.ui.navigation import inside_app
+
+inside_app()  # never a page alone, outside the app (see inside_app)
+
 st.title("Steer with SAE features")
 st.caption(
     "Each node of the circuit (the one computed for this prompt, at the budget chosen) is labelled "
@@ -53,7 +57,7 @@ with columns[1]:
     answer = steer.shared_text_input("answer", "answer", "steer.answer", default=" she")
 with columns[2]:
     foil = steer.shared_text_input("foil", "foil", "steer.foil", default=" he")
-result = state.result_for(st.session_state.get("method") or "eap-ig", model_id, prompt)
+result = state.result_for(state.session.method, model_id, prompt)
 result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
@@ -117,15 +121,17 @@ if st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero")
 enabled, sentence = llm_status()
 st.caption(sentence)
 if enabled and options and st.button("Describe the features with the LLM"):
-    jobs = st.session_state.setdefault("steer.llm", BackgroundLabels(LLMLabeler()))
+    if state.session.steer_labels is None:
+        state.session.steer_labels = BackgroundLabels(LLMLabeler())
+    jobs = state.session.steer_labels
     by_layer = {sae.layer: sae for sae in saes}
     for layer, feature in options:
         jobs.submit(
             f"{layer}/{feature}",
             sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=10),
         )
-if "steer.llm" in st.session_state:
-    jobs = st.session_state["steer.llm"]
+if state.session.steer_labels is not None:
+    jobs = state.session.steer_labels
     done, total = jobs.progress
     st.progress(done / max(total, 1), text=f"LLM labels: {done} of {total} (refresh to update)")
     for key, label in jobs.results().items():

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from circuitviz.acc.circuit import acc_circuits
 from circuitviz.acc.completion import claimed_mask, completed_scores, completion_edges, traced_nodes
 from circuitviz.bench.toy_models import planted_model
+from circuitviz.details.acc import acc_circuits
 from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method

@@ -1,56 +1,71 @@
-"""The smallest method there can be, added the way docs/adding-a-method.md says: one class.
+"""Adding a method is one file: ``tests/method_example/change_size.py``, dropped where the
+registry looks, is found by discovery -- this test never registers it -- and runs everywhere
+methods run: the API (through the store), the limits, the command line's ``methods`` list and
+flags, and the app's method picker and settings form.
 
-It scores every edge by the size of its writer's clean-to-corrupted change seen by nothing in
-particular (|corrupted - clean| summed): a real, if naive, method. Registering it makes it
-reachable by name from the API, priced by the limits, offered as command-line flags and app form
-fields, and measured by the same faithfulness curve as every other method.
+Two ways in, both the package's own import path: a file in a folder of the
+``circuitviz.methods`` package's path (what a file in ``circuitviz/methods/`` is), and a module
+behind a ``circuitviz.methods`` entry point of an installed distribution (a method shipped in
+another package).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from circuitviz.methods import Cost, RunContext, ScoringMethod, available_methods, register
-from circuitviz.methods.base import _REGISTRY
-from circuitviz.methods.settings import setting
+import circuitviz.methods as methods
+from circuitviz.methods import available_methods, registry
+
+EXAMPLE = Path(__file__).parent / "method_example" / "change_size.py"
 
 
-@dataclass(frozen=True)
-class ChangeSizeConfig:
-    """Settings of the change-size method."""
-
-    power: float = setting(1.0, "the exponent applied to each writer's change size.")
-    norm: str = setting("l2", 'which size to take, "l1" or "l2".', choices=("l1", "l2"))
-
-
-class ChangeSize(ScoringMethod):
-    name = "change-size"
-    label = "Change size"
-    summary = "Every edge scores the size of its writer's clean-to-corrupted change (a naive baseline)."
-    Config = ChangeSizeConfig
-
-    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return Cost(passes=2.0 + n_budgets)  # the clean and corrupted runs, then the curve
-
-    def score(self, ctx: RunContext, config) -> torch.Tensor:
-        evaluator = ctx.evaluator
-        change = evaluator.corrupted_writers - evaluator.clean_writers  # [1, pos, n_forward, d_model]
-        order = 1 if config.norm == "l1" else 2
-        size = change.norm(p=order, dim=-1).sum(dim=(0, 1)) ** config.power  # [n_forward]
-        return size[:, None].expand(ctx.spec.n_forward, ctx.spec.n_backward)
+def _forget(module: str) -> None:
+    """Undo the discovery: the registry and the import system forget the example."""
+    registry._REGISTRY.pop("change-size", None)
+    sys.modules.pop(module, None)
 
 
 @pytest.fixture
-def registered():
-    register(ChangeSize)
-    yield _REGISTRY["change-size"]
-    del _REGISTRY["change-size"]
+def in_the_package(tmp_path, monkeypatch):
+    """The example dropped into a folder of the methods package's path."""
+    folder = tmp_path / "more_methods"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "change_size.py")
+    monkeypatch.setattr(methods, "__path__", [*methods.__path__, str(folder)])
+    yield
+    _forget("circuitviz.methods.change_size")
 
 
-def test_a_registered_method_runs_everywhere_methods_run(registered, tmp_path):
+@pytest.fixture
+def behind_an_entry_point(tmp_path, monkeypatch):
+    """The example as a module of a distribution installed on sys.path, named by its entry point."""
+    shutil.copy(EXAMPLE, tmp_path / "circuitviz_change_size.py")
+    dist_info = tmp_path / "circuitviz_change_size-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: circuitviz-change-size\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\nchange-size = circuitviz_change_size\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    _forget("circuitviz_change_size")
+
+
+@pytest.fixture(params=["in_the_package", "behind_an_entry_point"])
+def dropped(request):
+    request.getfixturevalue(request.param)
+
+
+def test_the_example_is_not_registered_until_it_is_dropped_in():
+    assert "change-size" not in available_methods()
+
+
+def test_a_dropped_method_runs_everywhere_methods_run(dropped, tmp_path):
     from circuitviz.api import discover
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.cli import build_parser
@@ -94,10 +109,34 @@ def test_a_registered_method_runs_everywhere_methods_run(registered, tmp_path):
         build_parser().parse_args(["discover", "--prompt", "x", "--answer", " y", "--norm", "l3"])
 
 
-def test_a_registered_method_gets_a_form(registered):
-    from circuitviz.methods.base import setting_flags
+def test_a_dropped_method_is_listed_by_the_command_line(dropped, capsys):
+    from circuitviz.cli import main
 
-    flags = {flag.dest: flag for flag in setting_flags()}
+    assert main(["methods"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("change-size ")]
+    assert "Change size" in line and "power=1.0, norm=l2" in line
+
+
+def test_a_dropped_method_gets_flags_and_a_form(dropped):
+    from streamlit.testing.v1 import AppTest
+
+    flags = {flag.dest: flag for flag in methods.setting_flags()}
     assert flags["power"].methods == ("change-size",) and flags["power"].kind is float
     assert flags["norm"].choices == ("l1", "l2")
     assert flags["power"].help == "the exponent applied to each writer's change size."
+
+    def form():
+        from circuitviz.methods import get_method
+        from circuitviz.ui.forms import config_form
+        from circuitviz.ui.inputs import method_picker
+
+        config_form(get_method(method_picker()), "form")
+
+    at = AppTest.from_function(form, default_timeout=60)
+    at.session_state["method"] = "change-size"
+    at.run()
+    assert not at.exception, at.exception
+    (picker,) = [box for box in at.selectbox if "Change size (change-size)" in box.options]
+    assert picker.value == "change-size"
+    assert at.number_input(key="form.change-size.power").value == 1.0
+    assert at.selectbox(key="form.change-size.norm").options == ["l1", "l2"]

@@ -432,11 +432,12 @@ def test_signals_shows_the_acc_result_computed_on_compare():
 
 
 def test_acc_zero_ndf_is_explained_where_it_shows():
-    from circuitviz.acc.circuit import ACCDetails
-    from circuitviz.evaluate import CurvePoint
+    from circuitviz.curves import CurvePoint
+    from circuitviz.details.acc import ACCDetails
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
+        method = "acc++"
         curve = [CurvePoint(10, 8, 0.0, -0.4, 0.0), CurvePoint(20, 17, 0.1, -0.3, 0.0)]
         details = ACCDetails()
         scores = torch.zeros(2, device="cpu")  # a stand-in result's scores
@@ -446,10 +447,11 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
 
 
 def test_a_dip_in_the_curve_is_explained():
-    from circuitviz.evaluate import CurvePoint
+    from circuitviz.curves import CurvePoint
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
+        method = "eap-ig"
         curve = [
             CurvePoint(150, 140, 0, 0.74, 0.74),
             CurvePoint(200, 190, 0, 0.2, 0.2),

@@ -220,8 +220,8 @@ def test_known_parts_map_their_reports_into_the_work():
 
 def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
     from circuitviz import calibration
-    from circuitviz.limits import estimate_run
-    from circuitviz.ui import bon
+    from circuitviz.limits import estimate_run, priced_with_stored_work
+    from circuitviz.methods import bon
 
     model = _tiny_loader("", "")
     settings = {"n_paraphrases": 3, "ig_steps": 2, "compare": False}
@@ -230,12 +230,12 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
     calibration.record("cpu", "bon", first.flops, 10.0, timings=timings)
     ibon = estimate_run(model, "ibon", settings, n_tokens=15, n_budgets=4)
     assert "family" in ibon.priced and ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
-    monkeypatch.setattr(bon, "stored_work", lambda *args: (True, True))
-    priced = bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
+    monkeypatch.setattr(bon, "stored_pairs", lambda *args: (True, True))
+    priced = priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
     stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations
     assert priced.seconds == pytest.approx(ibon.seconds * (1 - stored))
     assert priced.flops == pytest.approx(ibon.flops * (1 - stored)) and "stored" in priced.priced
-    assert bon.priced_with_stored_scores(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
+    assert priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "eap", settings, 4, object()) is ibon
 
 
 def test_the_first_view_opens_where_it_can_be_read():
@@ -299,3 +299,62 @@ def test_the_launcher_starts_loading_the_default_model_before_any_page():
     future = loaders.model_future(EMBEDDED_MODEL, "auto")  # what the first page asks for: the same load
     assert future.result(timeout=120) is not None
     assert loaders.model_future(EMBEDDED_MODEL, "auto") is future
+
+
+# ----- the state module owns the session -----------------------------------------------------------
+def test_no_module_but_the_state_module_touches_the_session():
+    """Every session value goes through ``circuitviz.ui.state`` (typed fields, ``bind``,
+    ``open_task``): no other module of the app indexes ``st.session_state``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    owner = root / "circuitviz" / "ui" / "state.py"
+    files = [*(root / "circuitviz").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in files
+        if path != owner
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"session_state\s*(\[|\.get\(|\.setdefault\(|\.pop\()", line)
+    ]
+    assert owner.exists() and not found, found
+
+
+def test_a_result_for_other_budgets_is_said_to_be_for_earlier_inputs():
+    """Explore restores the stored result of exactly this request, budgets included: a result
+    run at other budgets stays on screen with the sentence that it is for earlier inputs."""
+    at = _click(_app(method="eap").run(), "Run")
+    assert not at.exception, at.exception
+    assert not any("earlier inputs" in i.value for i in at.info)
+    at.text_input(key="w.budgets").set_value("5,10,20").run()
+    assert any("earlier inputs" in i.value for i in at.info)
+    at.text_input(key="w.budgets").set_value("5,10,20,40").run()  # back: the very result, no sentence
+    assert not any("earlier inputs" in i.value for i in at.info)
+    assert at.session_state["results"]["eap"].budgets == [5, 10, 20, 40]
+
+
+def test_a_gallery_example_opens_in_explore_inside_the_app():
+    """Opened from another page, the task is set before any widget exists (no widget-state
+    error: the model's box was drawn before the button was pressed) and Explore runs it, inside
+    the app: its sidebar holds the model. (AppTest starts every run in Streamlit's older layout
+    of a pages/ folder, as a fresh server does for a first visitor at a page's own URL: the page
+    puts itself inside the app, ``navigation.inside_app``.)"""
+    at = _app().run()
+    at.switch_page("pages/gallery.py").run()
+    at.button(key="gallery.rerun").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value.startswith("Explore")
+    assert at.sidebar.selectbox(key="w.model").value == at.session_state["results"]["eap-ig"].model_id
+    assert at.text_area(key="w.prompt").value == at.session_state["results"]["eap-ig"].task.clean
+
+
+def test_signals_says_when_its_result_is_for_another_task():
+    at = _app().run()
+    at.switch_page("pages/signals.py").run()
+    at = _click(at, "Run ACC++")
+    assert not at.exception, at.exception
+    assert not any("earlier inputs" in i.value for i in at.info)
+    at.text_input(key="w.foil").set_value(" the").run()  # another task: the result shown is the old one's
+    assert not at.exception, at.exception
+    assert any("earlier inputs" in i.value for i in at.info)

@@ -11,11 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Baseline, Evaluator, curves_of_tasks, ndf, nfs
+from circuitviz.curves import Baseline, ndf, nfs
+from circuitviz.details.query import variant_circuit
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec, prune, top_n
 from circuitviz.methods import get_method
-from circuitviz.methods.bon import QueryCircuitConfig, pair_scores
-from circuitviz.query.details import variant_circuit
+from circuitviz.methods.bon import QueryCircuitConfig
+from circuitviz.methods.scoring import pair_scores
 from circuitviz.query.variants import (
     csm_circuit,
     csm_matrices,

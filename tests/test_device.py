@@ -90,7 +90,7 @@ def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
 
 
 def test_best_of_n_variants_at_new_budgets_on_the_device(tmp_path):
-    from circuitviz.query.details import variant_circuit
+    from circuitviz.details.query import variant_circuit
 
     model = tiny_model("llama", seed=2)
     method = get_method("ibon")

@@ -13,7 +13,8 @@ import torch
 from reference_patching import metric_of, reader_hook, writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.evaluate import Baseline, Evaluator, curves_of_tasks, necessity
+from circuitviz.curves import Baseline, necessity
+from circuitviz.evaluate import Evaluator, curves_of_tasks
 from circuitviz.graph import GraphSpec
 from circuitviz.tasks import prepare_task
 

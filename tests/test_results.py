@@ -162,3 +162,42 @@ def test_exported_json_carries_every_circuit_and_reads_back(result):
     # an export of circuitviz 2 named each budget's edges
     older = {"circuits": {"10": result.graph.edge_names_of(result.circuit(10))}}
     assert torch.equal(circuits_from_json(result.graph, older)[10], result.circuit(10))
+
+
+def test_a_stored_result_loads_without_the_engine_acc_or_lasso(result, tmp_path):
+    """A result is plain data: importing the result type and the store, and reading back stored
+    results of every family with details (their circuits at a budget the run did not evaluate
+    included), loads no engine, ACC++ or CircuitLasso module. Counted in a fresh interpreter."""
+    import dataclasses
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from circuitviz.details.kinds import BUILT_IN
+
+    store = ResultStore(tmp_path)
+    scores = result.scores.clone()
+    scores[scores != 0] = torch.linspace(
+        1.0, 2.0, int((scores != 0).sum()), device="cpu"
+    )  # ranked, all found
+    keys = ["plain"]
+    store.put("plain", result)
+    for details in BUILT_IN:
+        key = details.kind.replace("+", "p")
+        store.put(key, dataclasses.replace(result, scores=scores, details=details(), _derived={}))
+        keys.append(key)
+    code = (
+        "import sys\n"
+        "from circuitviz.store import ResultStore\n"
+        f"store = ResultStore({str(tmp_path)!r})\n"
+        f"for key in {keys!r}:\n"
+        "    loaded = store.get(key)\n"
+        "    assert loaded is not None, key\n"
+        "    loaded.circuit(7), loaded.summary()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in (\n"
+        "    ['circuitviz', 'engine'], ['circuitviz', 'acc'], ['circuitviz', 'lasso'], ['circuitviz', 'evaluate'])))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -12,7 +12,8 @@ prompt. Modules:
   pre-softmax contributions;
 - ``attribution``: integrated gradients through the softmax, greedy removal to tau(d) = k/d;
 - ``trace``: seeds by direct effect on the answer, breadth-first recursive tracing;
-- ``graph``: the position graph as JSON, its projection on the engine's edges, networkx;
+- ``circuit``: the position graph as JSON, its projection on the engine's edges, networkx (what
+  a result keeps, ``ACCDetails``, and its circuits at any budget are ``circuitviz.details.acc``);
 - ``ablation``: the paper's knockout check (found vs random signals).
 """
 
@@ -21,11 +22,9 @@ from importlib import import_module
 # names -> defining module; imported on first use, so ``circuitviz.acc.tables`` (the app's
 # Signals page) loads without torch
 _EXPORTS = {
-    "circuit_json": "graph",
-    "engine_scores": "graph",
-    "prune_to_logits": "graph",
-    "report_lines": "graph",
-    "to_networkx": "graph",
+    "circuit_json": "circuit",
+    "engine_scores": "circuit",
+    "to_networkx": "circuit",
     "HeadSVD": "svd",
     "load_svd": "svd",
     "residual_directions": "svd",

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import torch
 
 from ..acc.edits import run_with_qk_edits
+from ..curves import Baseline, CurvePoint, ndf, nfs
 from ..engine.metric import metric_from_residual
-from ..evaluate import Baseline, CurvePoint, ndf, nfs
 from ..graph import GraphSpec
 from .svd import HeadSVD, compute_dtype
 from .trace import Signal, Trace, TracedDecision

@@ -25,19 +25,12 @@ effect. The bias has no engine node and is left out of the projection.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from ..details.base import MethodDetails, register_details
-from ..graph import GraphSpec, top_n
-from .completion import path_ranked
+from ..details.base import MethodDetails
+from ..graph import GraphSpec
 from .trace import Signal, Trace, TracedDecision
-
-if TYPE_CHECKING:
-    from ..results import CircuitResult
 
 
 def node_id(component: str, position: int) -> str:
@@ -219,24 +212,6 @@ def engine_scores(spec: GraphSpec, circuit: dict) -> torch.Tensor:
     return scores * spec.edge_mask
 
 
-def prune_to_logits(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
-    """Keep the edges whose reader reaches ``logits`` through kept edges.  # bool mask
-
-    Unlike the engine's ``prune`` it keeps edges out of leaves nothing feeds (ACC++ does not
-    trace into MLPs or values, so an MLP signal has no incoming edges and would be dropped).
-    """
-    mask = mask & spec.edge_mask
-    owner = spec.backward_to_forward
-    n_forward = spec.n_forward
-    reaches = torch.zeros(n_forward + 1, dtype=torch.bool)
-    reaches[n_forward] = True
-    targets = torch.where(owner < 0, torch.full_like(owner, n_forward), owner)  # [n_backward]
-    for node in range(n_forward - 1, -1, -1):
-        readers = mask[node].nonzero(as_tuple=True)[0]
-        reaches[node] = bool(reaches[targets[readers]].any()) if readers.numel() else False
-    return mask & reaches[targets][None, :]
-
-
 def to_networkx(circuit: dict | MethodDetails):
     """The position graph as a networkx DiGraph.
 
@@ -261,97 +236,3 @@ def to_networkx(circuit: dict | MethodDetails):
         else:
             graph.add_edge(u, v, attribution=edge["attribution"], sides=[edge["side"]], signals=[edge])
     return graph
-
-
-def report_lines(details: ACCDetails) -> list[str]:
-    """A few plain lines about an ACC++ result (for the command line)."""
-    summary = details.summary
-    lines = [
-        f"ACC++ circuit: {summary.get('n_nodes', 0)} nodes (component@position), {summary.get('n_edges', 0)} edges "
-        f"({summary.get('n_signals', 0)} signals, {100 * summary.get('rank1_fraction', 0.0):.0f}% of signal edges "
-        f"rank 1), {summary.get('n_decisions', 0)} attention decisions"
-    ]
-    limits = details.limits
-    if limits.get("max_decisions_reached"):
-        lines.append(
-            f"  stopped at max_decisions={limits.get('max_decisions')} with {limits.get('decisions_left')} "
-            "decisions left (raise it with --set max_decisions=N)"
-        )
-    faithfulness = details.faithfulness
-    if faithfulness.get("note"):
-        lines.append(f"  faithfulness: {faithfulness['note']}")
-    knockout = faithfulness.get("knockout") or {}
-    found, rand = knockout.get("found"), knockout.get("random")
-    if found and rand:
-
-        def number(value, form):
-            return "n/a" if value is None else format(value, form)
-
-        lines.append(
-            f"  knockout of the {knockout.get('n_signals')} found signals: metric "
-            f"{number(knockout['clean']['metric'], '+.3f')} -> {number(found['metric'], '+.3f')}, traced attention "
-            f"{number(knockout['clean']['mean_weight'], '.3f')} -> {number(found['mean_weight'], '.3f')}, residual "
-            f"cosine {number(found['cosine'], '.3f')}; as many random signals: metric "
-            f"{number(rand.get('metric'), '+.3f')}, attention {number(rand.get('mean_weight'), '.3f')}"
-        )
-    return lines
-
-
-@register_details
-@dataclass
-class ACCDetails(MethodDetails):
-    """What an ACC++ run found, as plain data (``acc/circuit.py`` writes the graph part).
-
-    nodes: (component, position) nodes, each {id, component, kind, layer, head, position, token}.
-    edges: signals grouped per (upstream node, decision side): {source, target, side (query, key
-        or logits), decision, directions, rank, attribution, weight_drop, via_source}.
-    decisions: each traced attention decision with its query and key removal curves.
-    seeds: the components traced from, with their direct effect on the answer.
-    tokens: the prompt's tokens. summary: counts (nodes, edges, signals, rank-1 share, ...).
-    limits: where tracing stopped (max_decisions reached, decisions left).
-    full_circuit_budget: edges in the whole traced circuit (always one of the result's budgets).
-    faithfulness: {kind: "patching" or "signal-knockout", note, knockout (found versus random
-        signals), knockout_curve}.
-    svd: the per-head SVD cache's state (cached, seconds, path, bytes).
-    completion: how the scores complete the traced circuit for patching (``acc/completion.py``):
-        {note, traced_edges, completion_edges}.
-    """
-
-    kind: ClassVar[str] = "acc++"
-    version: ClassVar[int] = 1
-
-    nodes: list = field(default_factory=list)
-    edges: list = field(default_factory=list)
-    decisions: list = field(default_factory=list)
-    seeds: list = field(default_factory=list)
-    tokens: list = field(default_factory=list)
-    summary: dict = field(default_factory=dict)
-    limits: dict = field(default_factory=dict)
-    full_circuit_budget: int = 0
-    faithfulness: dict = field(default_factory=dict)
-    svd: dict = field(default_factory=dict)
-    completion: dict = field(default_factory=dict)
-
-    def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor:
-        """The top-N found edges (the traced signals and their completion, never another edge),
-        kept if they reach logits."""
-        return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
-
-    def flat_curve_note(self) -> str:
-        return (
-            "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
-            "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "
-            "check is the knockout on the Signals page."
-        )
-
-    def report_lines(self, result: CircuitResult) -> list[str]:
-        return report_lines(self)
-
-
-def acc_circuits(spec: GraphSpec, scores: torch.Tensor, budgets: Sequence[int]) -> dict[int, torch.Tensor]:
-    """The circuit at each budget: the top-N found edges (no unfound edge), kept if they reach logits;
-    ranked by each edge's score capped by its best path into logits (``completion.path_ranked``),
-    so a budget is not spent on edges pruning would drop."""
-    found = (scores != 0) & spec.edge_mask
-    ranked = path_ranked(spec, scores)
-    return {int(b): prune_to_logits(spec, top_n(spec, ranked, int(b)) & found) for b in budgets}

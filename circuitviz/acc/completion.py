@@ -50,7 +50,7 @@ def completion_edges(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
 
 def completed_scores(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
     """The traced scores with every completion edge scored just below the strongest traced edge
-    out of the node it feeds (budgets rank them by ``path_ranked``).
+    out of the node it feeds (budgets rank them by ``details.acc.path_ranked``).
     # [n_forward, n_backward] float32, CPU"""
     scores = scores.float().cpu() * spec.edge_mask
     strongest_out = scores.abs().max(dim=1).values  # [F]
@@ -59,23 +59,6 @@ def completed_scores(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
     added = completion_edges(spec, scores) & (scores == 0)
     value = COMPLETION_FACTOR * feeding[None, :].expand_as(scores)
     return torch.where(added, value, scores)
-
-
-def path_ranked(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
-    """Each edge's score capped by the best path it starts into logits: min(score, imp(reader's
-    node)), imp(node) = its best capped out-edge, imp(logits) unbounded. A top-N of these scores
-    always holds, with an edge, a path from it to the logits (ties aside), so no budget is spent
-    on edges that pruning would drop (ACC++'s signal attributions and its seeds' direct-effect
-    shares are on different scales). # [n_forward, n_backward] float32, CPU"""
-    scores = scores.float().cpu().abs() * spec.edge_mask
-    owner = spec.backward_to_forward
-    reach = torch.zeros(spec.n_backward, device="cpu")  # [B] best path from each reader's node
-    reach[owner < 0] = float("inf")
-    capped = torch.zeros_like(scores)
-    for writer in range(spec.n_forward - 1, -1, -1):
-        capped[writer] = torch.minimum(scores[writer], reach)
-        reach[owner == writer] = capped[writer].max()
-    return capped
 
 
 def claimed_mask(spec: GraphSpec) -> torch.Tensor:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from ..acc.completion import claimed_mask
 from ..graph import GraphSpec, prune, top_n
 from ..methods import UnknownMethodError, get_method
 from .toy_models import WORDS, planted_model
@@ -43,8 +44,6 @@ DEFAULT_METHODS = ("eap", "eap-ig", "circuit-lasso", "acc++")
 
 
 def _acc_claimed(spec: GraphSpec) -> torch.Tensor:
-    from ..acc.completion import claimed_mask
-
     return claimed_mask(spec)
 
 

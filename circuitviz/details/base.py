@@ -26,8 +26,8 @@ class MethodDetails:
     Subclasses are dataclasses of plain JSON values with a ``kind`` and a ``version``, registered
     with ``@register_details`` so stored results find their class. A family whose circuits exist
     at budgets its run never evaluated (Best-of-N's variants) says so by overriding ``circuit``
-    and ``any_budget``; one whose faithfulness curve is expected to be flat says why in
-    ``flat_curve_note``.
+    and ``any_budget``. (Why a method's curve may be flat is a trait of the method,
+    ``Method.flat_curve_note``, not of its results.)
     """
 
     kind: ClassVar[str] = ""
@@ -54,10 +54,6 @@ class MethodDetails:
     def any_budget(self, result: CircuitResult) -> bool:
         """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
         return False
-
-    def flat_curve_note(self) -> str | None:
-        """Why an NDF of zero at every budget is what this family expects, or None."""
-        return None
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         """Plain lines about the run for the command line."""

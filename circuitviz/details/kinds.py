@@ -6,12 +6,12 @@ class as it is defined); a family defined elsewhere registers its own with ``reg
 
 from __future__ import annotations
 
-from ..acc.circuit import ACCDetails
-from ..lasso.details import LassoDetails
-from ..query.details import QueryCircuitDetails
+from .acc import ACCDetails
 from .base import DETAILS, MethodDetails, ResultFormatError
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
+from .lasso import LassoDetails
+from .query import QueryCircuitDetails
 
 BUILT_IN: tuple[type[MethodDetails], ...] = (
     QueryCircuitDetails,
@@ -35,16 +35,19 @@ def details_from_state(state: dict | None) -> MethodDetails | None:
     return DETAILS[kind].from_dict(state.get("data") or {}, state.get("version"))
 
 
+# format 1 wrote a family's kind only for ACC++; the two other families with details then are
+# known by the key each always wrote (those files are fixed: nothing new is read this way)
+FORMAT_1_KINDS = {"query_circuits_version": QueryCircuitDetails.kind, "lambda_path": LassoDetails.kind}
+
+
 def legacy_details(extra: dict) -> MethodDetails | None:
-    """Details from a format-1 result's ``extra`` dict (their keys are the typed fields)."""
+    """Details from a format-1 result's ``extra`` dict (their keys are the typed fields); every
+    later format stores its details' kind and version explicitly (``details_to_state``)."""
     if not extra:
         return None
-    if "query_circuits_version" in extra:
-        return QueryCircuitDetails.from_dict(extra, extra["query_circuits_version"])
-    if extra.get("kind") == ACCDetails.kind:
-        return ACCDetails.from_dict(extra)
-    if "lambda_path" in extra:
-        return LassoDetails.from_dict(extra)
+    kind = extra.get("kind") or next((kind for key, kind in FORMAT_1_KINDS.items() if key in extra), None)
+    if kind in DETAILS:
+        return DETAILS[kind].from_dict(extra, extra.get("query_circuits_version"))
     raise ResultFormatError(
         "This stored result was made by an older circuitviz whose details this version cannot read; "
         "run the method again."

@@ -10,8 +10,9 @@ and the command line's flags), whether it needs a corrupted prompt, what a run c
 budget, one batched faithfulness curve), so every method is measured the same way.
 
 Adding a method is one module: a ``Config`` dataclass, a ``Method`` subclass with ``run_task`` (or
-a ``ScoringMethod`` with ``score`` or ``score_batch``) and ``estimate``, decorated with ``@register``, imported in
-``methods/__init__.py`` (docs/adding-a-method.md walks through it).
+a ``ScoringMethod`` with ``score`` or ``score_batch``) and ``estimate``, decorated with
+``@register`` (``methods/registry.py``), in ``circuitviz/methods/`` or behind a
+``circuitviz.methods`` entry point: the registry finds it (docs/adding-a-method.md walks through it).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..curves import CurvePoint
 from ..details.base import MethodDetails
-from ..evaluate import CurvePoint, Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
+from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..phases import Timing, timing_name
@@ -36,7 +38,7 @@ from ..results import CircuitResult
 from ..task_validity import require_meaningful
 from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..text import shown
-from .settings import flag_type, parse_settings, setting_choices, setting_help, setting_type, setting_widget
+from .settings import parse_settings
 
 Progress = Callable[[str, float], None]
 
@@ -78,6 +80,24 @@ class Cost:
     gradient_batch: int = 0
     ig_steps: int = 0
     n_paraphrases: int = 0
+
+
+@dataclass(frozen=True)
+class StoredWork:
+    """What an earlier run kept in the result store that a run of this request would reuse, so
+    its price drops (``Method.stored_work``; ``limits.priced_with_stored_work`` prices it).
+
+    timings: {phase timing name: the share of that phase the stored work saves} ("scoring_s": 1.0),
+        read against the last timed run of ``family`` on this device;
+    passes: the passes of the method's ``Cost`` it saves (the price when no run was timed here);
+    family: the methods whose last run's timings stand for this one's, its own first;
+    what: what was stored, in words ("the paraphrases' scores").
+    """
+
+    timings: dict[str, float]
+    passes: float
+    family: tuple[str, ...]
+    what: str
 
 
 # ----- the run context -------------------------------------------------------------------------
@@ -208,6 +228,22 @@ class Method(abc.ABC):
     # rounding); False for a method whose scores are where an optimisation ended (Edge Pruning):
     # its circuits and curve agree across devices, the scores of the trajectory need not
     scores_are_exact: ClassVar[bool] = True
+    # ----- what the method is: pages, reports and transfer read these through
+    # ``registry.method_traits``, never by comparing its name
+    # why its circuit is fitted to the prompt itself, so its NDF on the prompt is an upper bound
+    # (a clause: "Edge Pruning learns its mask on this prompt"), None for a method that is not
+    fitted_to_prompt: ClassVar[str | None] = None
+    # whether its results carry traced signals a Signals page draws (ACC++)
+    has_signals_view: ClassVar[bool] = False
+    # whether its results carry paraphrase candidates a Paraphrases page draws (Best-of-N)
+    has_paraphrases_view: ClassVar[bool] = False
+    # why an NDF of zero at every budget is what this method can give (a sentence), or None
+    flat_curve_note: ClassVar[str | None] = None
+    # whether an edge's score estimates the change of the answer's metric when the edge is
+    # corrupted (the EAP family); False for learned masks, normalised ensembles, regression shares
+    scores_estimate_metric: ClassVar[bool] = True
+    # the method names whose runs price this one's when it has none of its own (one pipeline)
+    calibration_family: ClassVar[tuple[str, ...]] = ()
 
     def default_config(self):
         return self.Config()
@@ -227,6 +263,15 @@ class Method(abc.ABC):
             )
         return self.Config(**parse_settings(self.Config, values))
 
+    def known_settings(self, settings: dict) -> dict:
+        """The part of ``settings`` this method has (a page's settings carried to another method)."""
+        names = {f.name for f in dataclasses.fields(self.Config)}
+        return {name: value for name, value in settings.items() if name in names}
+
+    def added_budgets(self, result) -> set[int]:
+        """Budgets a run adds to those it was asked for (ACC++: its whole traced circuit's)."""
+        return set()
+
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """Turn values typed on the command line into settings (a family that takes a file's
         contents reads the file here). ``model`` is loaded by then."""
@@ -241,6 +286,13 @@ class Method(abc.ABC):
     @abc.abstractmethod
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
+
+    def stored_work(
+        self, model, model_id: str, task: PromptTask, config, n_tokens: int, n_budgets: int, store
+    ) -> StoredWork | None:
+        """The hook where stored results change the price: what of this run an earlier run kept in
+        ``store`` (Best-of-N: a sibling variant's pair scores), or None (the default: nothing)."""
+        return None
 
     def run(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         """Discover the circuit of ``ctx.task`` at every budget: the batch of one of ``run_batch``."""
@@ -391,80 +443,3 @@ def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> C
     steps = max(int(ig_steps), 1)
     passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
     return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps))
-
-
-_REGISTRY: dict[str, Method] = {}
-
-
-def register(cls: type[Method]) -> type[Method]:
-    """Class decorator: make a method reachable by its name."""
-    _REGISTRY[cls.name] = cls()
-    return cls
-
-
-def get_method(name: str) -> Method:
-    method = _REGISTRY.get(name.strip().lower()) if isinstance(name, str) else None
-    if method is None:
-        raise UnknownMethodError(
-            f"Unknown method {shown(str(name), 30)}; choose one of {', '.join(sorted(_REGISTRY))}."
-        )
-    return method
-
-
-def available_methods() -> dict[str, Method]:
-    return dict(_REGISTRY)
-
-
-# ----- settings as command-line flags (and form fields) ----------------------------------------
-@dataclass(frozen=True)
-class SettingFlag:
-    """One method setting as a command-line flag: shared by every method that has the setting.
-
-    kind: what argparse's ``type=`` is (``settings.flag_type``: a tuple setting's comma parser).
-    """
-
-    dest: str
-    names: tuple[str, ...]
-    kind: Any
-    choices: tuple | None
-    help: str
-    methods: tuple[str, ...]
-
-
-def setting_flags() -> list[SettingFlag]:
-    """Every registered method's settings as flags (``--ig-steps``, ``--n-paraphrases``, ...).
-
-    A setting several methods share is one flag; where their fields say different things (a seed
-    of the templates, a seed of the knockout's draws), its help gives each, with the methods it is
-    theirs for.
-    """
-    flags: dict[str, SettingFlag] = {}
-    helps: dict[str, dict[str, list[str]]] = {}  # setting -> its help -> the methods that give it
-    for method in sorted(_REGISTRY.values(), key=lambda m: m.name):
-        for config_field in dataclasses.fields(method.Config):
-            name = config_field.name
-            helps.setdefault(name, {}).setdefault(setting_help(config_field), []).append(method.name)
-            if name in flags:
-                flag = flags[name]
-                flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
-                continue
-            aliases = tuple(f"--{alias}" for alias, dest in method.flag_aliases.items() if dest == name)
-            flags[name] = SettingFlag(
-                dest=name,
-                names=(f"--{name.replace('_', '-')}", *aliases),
-                kind=flag_type(
-                    setting_type(method.Config, config_field),
-                    setting_widget(config_field),
-                    own_parse=config_field.metadata.get("parse") is not None,
-                ),
-                choices=setting_choices(config_field),
-                help=setting_help(config_field),
-                methods=(method.name,),
-            )
-    for name, given in helps.items():
-        if len(given) > 1:
-            combined = "; ".join(
-                f"{', '.join(methods)}: {text.rstrip('.')}" for text, methods in given.items()
-            )
-            flags[name] = dataclasses.replace(flags[name], help=combined + ".")
-    return list(flags.values())

@@ -17,24 +17,20 @@ from dataclasses import dataclass
 
 import torch
 
-from ..evaluate import evaluators_of_tasks
+from ..details.query import QueryCircuitDetails
 from ..graph import GraphSpec
-from ..models.adapter import adapter_of, model_device, model_dtype
-from ..models.devices import working_memory_bytes
-from ..query.details import QueryCircuitDetails
+from ..models.adapter import adapter_of
 from ..query.pairs import ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.pipeline import query_circuits
-from ..query.scoring import PairScorer
+from ..query.pool import metrics_key
+from ..query.scoring import PairScorer, score_key
 from ..query.sources import SOURCES
 from ..results import CircuitResult, load_circuit
-from ..tasks import PreparedTask
-from .base import Cost, Method, Progress, RunContext, ScoringMethod, available_methods, get_method, register
-from .settings import setting, type_fields
-
-
-def scorer_names() -> list[str]:
-    """The registered methods that score edges (what ``base_method`` may name)."""
-    return sorted(name for name, method in available_methods().items() if isinstance(method, ScoringMethod))
+from ..tasks import PromptTask
+from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
+from .registry import get_method, methods_with, register
+from .scoring import pair_scores, scorer_names
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 
 @dataclass(frozen=True)
@@ -53,8 +49,8 @@ class QueryCircuitConfig:
         parse=paraphrase_records,
         show=records_text,
     )
-    n_paraphrases: int = setting(
-        9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
+    n_paraphrases: int = paraphrases_setting(
+        9, "p, how many paraphrases to generate (template/openai; a file gives all it has)."
     )
     seed: int = setting(0, "seeds the template choice and the LLM request.")
     llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
@@ -64,7 +60,7 @@ class QueryCircuitConfig:
     base_method: str = setting(
         "eap-ig", "the scorer of every (paraphrase, corruption) pair.", choices=lambda: scorer_names()
     )
-    ig_steps: int = setting(20, "IG steps of the base method, when it takes them.", low=1, high=1000)
+    ig_steps: int = ig_steps_setting(20, "IG steps of the base method, when it takes them.")
     anchor_budgets: tuple[int, ...] = setting(
         (),
         "budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated (none = every other budget from the smallest, and the largest).",
@@ -83,15 +79,11 @@ class QueryCircuitConfig:
     )
 
     def __post_init__(self):
-        type_fields(self)  # list settings as typed tuples, whatever they were given as
+        check_settings(self)  # typed tuples, and every bound its fields declare
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
             )
-        if not 0 <= int(self.n_paraphrases) <= 64:
-            raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
 
 
 def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
@@ -106,52 +98,38 @@ def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
     return method, method.make_config(settings)
 
 
-# memory for the writer outputs of the pairs whose clean and corrupted runs are held at once (bytes)
-_CAPTURE_BYTES = 1e9
+def stored_scores_reader(model, model_id: str, spec: GraphSpec, settings, store):
+    """Each pair's score matrix as an earlier run with ``settings`` kept it in ``store``: a function
+    of a pair's task giving its [n_forward, n_backward] float32 scores or None; None when the run
+    kept none (``cache_scores`` off, no store) or the settings make no scorer (a stored result of
+    an older version). The run's own key function and scorer, so the keys match what it stored."""
+    try:
+        config = settings if isinstance(settings, QueryCircuitConfig) else QueryCircuitConfig(**settings)
+        method, method_config = base_scorer(config)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if store is None or not config.cache_scores:
+        return None
+
+    def read(task: PromptTask) -> torch.Tensor | None:
+        key = score_key(model, model_id, spec, task, method, method_config)
+        state = store.load_state(key, kind="scores")
+        return state["scores"].float() if isinstance(state, dict) and "scores" in state else None
+
+    return read
 
 
-def _capture_size(model, spec: GraphSpec, n_positions: int) -> int:
-    """How many pairs' clean and corrupted writer outputs one group holds."""
-    per_sequence = n_positions * spec.n_forward * spec.d_model * torch.finfo(model_dtype(model)).bits // 8
-    budget = min(_CAPTURE_BYTES, working_memory_bytes(model_device(model)) / 2)
-    return max(1, int(budget // max(2 * per_sequence, 1)))
-
-
-def pair_scores(
-    model,
-    spec: GraphSpec,
-    pairs: list[PreparedTask],
-    method: ScoringMethod,
-    method_config,
-    progress: Progress | None = None,
-) -> list[torch.Tensor]:
-    """Score matrices of pairs with the base scorer's ``score_batch``: pairs of equal length in
-    groups, each group's clean and corrupted runs made together and scored as one batch (EAP and
-    EAP-IG share their gradient passes between the pairs; any other scorer goes pair by pair).
-
-    Every pair must share the task's answer, foils and metric.  # each [n_forward, n_backward] float32
-    """
-    results: list[torch.Tensor | None] = [None] * len(pairs)
-    by_length: dict[int, list[int]] = {}
-    for index, pair in enumerate(pairs):
-        by_length.setdefault(pair.n_positions, []).append(index)
-    done = 0
-    for positions, members in sorted(by_length.items()):
-        capture = _capture_size(model, spec, positions)
-        for start in range(0, len(members), capture):
-            group = members[start : start + capture]
-
-            def report(phase, fraction, done=done, size=len(group)):
-                if progress:
-                    progress(phase, (done + fraction * size) / len(pairs))
-
-            contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
-            for ctx, evaluator in zip(contexts, evaluators_of_tasks(model, spec, [pairs[i] for i in group])):
-                ctx._evaluator = evaluator
-            for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
-                results[index] = matrix
-            done += len(group)
-    return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]
+def stored_pairs(model, model_id: str, task: PromptTask, settings, store) -> tuple[bool, bool]:
+    """(the prompt's own pair score matrix is stored, its circuit metrics memo is stored) for the
+    base scorer of ``settings``: a sibling variant (BoN before iBoN) stored both, so this run
+    scores nothing and re-evaluates few circuits. The prompt's pair stands for all the pairs:
+    the variants of one prompt and settings share them."""
+    spec = adapter_of(model).spec
+    read = stored_scores_reader(model, model_id, spec, settings, store)
+    if read is None:
+        return False, False
+    metrics = store.load_state(metrics_key(model, model_id, spec, task), kind="circuit-metrics")
+    return read(task) is not None, isinstance(metrics, dict)
 
 
 def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
@@ -193,6 +171,28 @@ class QueryCircuitMethod(Method):
             n_paraphrases=int(config.n_paraphrases),
         )
 
+    def stored_work(self, model, model_id, task, config, n_tokens, n_budgets, store) -> StoredWork | None:
+        """The pairs' scoring when their score matrices are in the store, and the candidates'
+        evaluation when their metrics are: iBoN after BoN on the same prompt finds it all stored
+        (it was announced at four times what it took before this was priced off)."""
+        if not self.has_paraphrases_view:  # single and average are priced whole, as they were
+            return None
+        config = self.as_config(config)
+        scores_stored, metrics_stored = stored_pairs(model, model_id, task, config, store)
+        if not scores_stored:
+            return None
+        pairs = int(config.n_paraphrases) + 1
+        candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (``estimate``)
+        evaluation_stored = candidates / (candidates + n_budgets) if metrics_stored else 0.0
+        base, base_config = base_scorer(config)
+        scoring = base.estimate(base_config, adapter_of(model).spec, n_tokens, 0).passes * pairs
+        return StoredWork(
+            timings={"scoring_s": 1.0, "evaluation_s": evaluation_stored},
+            passes=scoring + evaluation_stored * candidates,
+            family=(self.name, *(name for name in methods_with("has_paraphrases_view") if name != self.name)),
+            what="the paraphrases' scores and evaluations" if metrics_stored else "the paraphrases' scores",
+        )
+
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """``--paraphrases FILE`` gives the file's pairs (and the file source); ``--reference
         FILE`` gives the reference circuit's edge names, read against the model's graph."""
@@ -228,6 +228,8 @@ class AveragedParaphrases(QueryCircuitMethod):
 class BestOfN(QueryCircuitMethod):
     name = "bon"
     label = "Best-of-N (query circuits)"
+    fitted_to_prompt = "Best-of-N keeps the candidate of highest NDF on this prompt"
+    has_paraphrases_view = True
     summary = (
         "Score the prompt and p paraphrases; keep the candidate circuit most faithful (NDF) on the prompt."
     )
@@ -237,6 +239,8 @@ class BestOfN(QueryCircuitMethod):
 class InterpolatedBestOfN(QueryCircuitMethod):
     name = "ibon"
     label = "Interpolated BoN"
+    fitted_to_prompt = "iBoN keeps, per budget, the candidate of highest NDF on this prompt"
+    has_paraphrases_view = True
     summary = "BoN circuits at anchor budgets; a budget between them adds the next anchor's best edges."
 
 
@@ -244,4 +248,6 @@ class InterpolatedBestOfN(QueryCircuitMethod):
 class BestOfNCSM(QueryCircuitMethod):
     name = "bon-csm"
     label = "BoN with a constraint-adaptive score matrix"
+    fitted_to_prompt = "BoN-CSM merges the sub-circuits of highest NDF on this prompt"
+    has_paraphrases_view = True
     summary = "One tier-then-score ordering from the anchors' BoN circuits serves every budget (nested)."

@@ -40,20 +40,22 @@ from dataclasses import dataclass
 import torch
 
 from ..chunks import run_in_chunks
+from ..curves import ndf
 from ..details.edge_pruning import EdgePruningDetails
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, curves_of_tasks, ndf
+from ..evaluate import Evaluator, curves_of_tasks
 from ..graph import GraphSpec, prune
 from ..models.adapter import model_dtype
 from ..results import CircuitResult
 from ..tasks import prepare_task
-from .base import Cost, Method, RunContext, ScoringMethod, get_method, register
-from .bon import scorer_names
+from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
-from .settings import setting
+from .registry import get_method, register
+from .scoring import scorer_names
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
 TOLERANCE = 0.01
@@ -96,28 +98,18 @@ class EdgePruningConfig:
         "the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).",
         choices=warm_start_names,
     )
-    ig_steps: int = setting(20, "IG steps of the warm start, when it takes them.", low=1, high=1000)
-    check_paraphrases: int = setting(
-        0,
-        "also measure every circuit on this many template paraphrases of the prompt (0: none).",
-        low=0,
-        high=64,
+    ig_steps: int = ig_steps_setting(20, "IG steps of the warm start, when it takes them.")
+    check_paraphrases: int = paraphrases_setting(
+        0, "also measure every circuit on this many template paraphrases of the prompt (0: none)."
     )
     seed: int = setting(0, "seeds the paraphrase templates.")
 
     def __post_init__(self):
-        if not 0 <= int(self.steps) <= 10000:
-            raise ValueError(f"steps must be between 0 and 10000, not {self.steps}.")
+        check_settings(self)  # every bound its fields declare
         if not float(self.learning_rate) > 0:
             raise ValueError(f"learning_rate must be above 0, not {self.learning_rate}.")
         if not float(self.temperature) > 0:
             raise ValueError(f"temperature must be above 0, not {self.temperature}.")
-        if not float(self.sparsity) >= 0:
-            raise ValueError(f"sparsity must be 0 or more, not {self.sparsity}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
-        if not 0 <= int(self.check_paraphrases) <= 64:
-            raise ValueError(f"check_paraphrases must be between 0 and 64, not {self.check_paraphrases}.")
 
 
 # ----- the learning ------------------------------------------------------------------------------
@@ -321,6 +313,8 @@ class EdgePruning(Method):
     )
     Config = EdgePruningConfig
     Details = EdgePruningDetails
+    fitted_to_prompt = "Edge Pruning learns its mask on this prompt"
+    scores_estimate_metric = False  # the learned masks' logits
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         warm = Cost(passes=0.0)

@@ -93,6 +93,12 @@ class ModelAdapter:
         with self.tokenizer_lock:
             return self.model.to_tokens(text, **kwargs)
 
+    def token_count(self, text: str, prepend_bos: bool | None = None) -> int:
+        """How many tokens ``text`` is as the model runs it (with its <bos> when it prepends one,
+        unless ``prepend_bos`` says otherwise), never truncated: the one count the limits, the
+        proposals, the paraphrase checks and the answer checks read."""
+        return int(self.to_tokens(text, prepend_bos=prepend_bos, truncate=False).shape[1])
+
     def decode(self, ids) -> str:
         return self.tokenizer.decode(ids)
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..evaluate import Baseline, CurvePoint
+from ..curves import Baseline, CurvePoint
+from ..details.query import QueryCircuitDetails
 from ..graph import GraphSpec
 from ..results import CircuitResult
 from ..tasks import PreparedTask, PromptTask
-from .details import QueryCircuitDetails
 from .pairs import ParaphrasePair
 from .pool import point_dict
 from .variants import edge_vector

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ..evaluate import CurvePoint, circuits_at_budgets, complements, metrics_of_tasks, necessity
+from ..curves import CurvePoint, necessity
+from ..evaluate import circuits_at_budgets, complements, metrics_of_tasks
 from ..graph import GraphSpec
 from ..results import parse_circuit
 from .checks import validate_pairs

@@ -15,7 +15,8 @@ import math
 import numpy
 import torch
 
-from ..evaluate import Baseline, CurvePoint, Evaluator, Progress, ndf, nfs
+from ..curves import Baseline, CurvePoint, ndf, nfs
+from ..evaluate import Evaluator, Progress
 from ..graph import GraphSpec
 from ..keys import content_key
 from ..models.adapter import model_dtype

@@ -3,35 +3,37 @@
 The family keeps its data in ``result.details`` (a ``QueryCircuitDetails``: pairs, candidates, per-budget candidate
 points and winners, shared-subcircuit data, iBoN/BoN-CSM ingredients). This module is the one
 place of the app that knows that layout, so the pages see tidy rows, edge sets and masks.
-Circuits at any budget come from ``variant_circuit`` (no model pass); candidate circuits come
-from the score matrices the run stored, never from a new scoring pass.
+Circuits at any budget come from ``variant_circuit`` (no model pass); the candidates at any
+budget, their evaluation and the winner are ``query.candidates`` and ``api.bon_candidates``
+(the command line and Python reach them there); a run's price without what a sibling variant
+stored is the method's (``Method.stored_work``, priced by ``limits.estimate_request``).
 """
 
 from __future__ import annotations
 
-BON_METHODS = ("bon", "ibon", "bon-csm")
+from ..api import bon_candidate_masks, bon_candidates
+from ..methods import methods_with
+from ..query.candidates import candidate_names as query_candidate_names
+from ..query.candidates import candidate_pairs, evaluated_candidates
 
 
 def registered_bon_methods(registered: dict) -> list[str]:
-    return [name for name in BON_METHODS if name in registered]
+    """The registered methods whose results the Paraphrases page draws (bon, ibon, bon-csm)."""
+    return [name for name in methods_with("has_paraphrases_view") if name in registered]
 
 
 def is_query_circuits(result) -> bool:
     return getattr(getattr(result, "details", None), "kind", None) == "query-circuits"
 
 
-def _candidate_pairs(result) -> list[int]:
-    return [int(k) for k in result.details.candidates]
-
-
 def candidate_names(result) -> list[str]:
-    """'q' for the prompt itself, 'p<i>' for paraphrase pair i."""
-    return ["q" if k == 0 or i == 0 else f"p{k}" for i, k in enumerate(_candidate_pairs(result))]
+    """'q' for the prompt itself, 'p<i>' for paraphrase pair i (``query.candidates``)."""
+    return query_candidate_names(result)
 
 
 def paraphrase_rows(result) -> list[dict]:
     """One row per pair: text, corruption, source, the model's answer, whether it is a candidate."""
-    candidates = set(_candidate_pairs(result))
+    candidates = set(candidate_pairs(result))
     rows = []
     for index, pair in enumerate(result.details.pairs):
         rows.append(
@@ -48,32 +50,9 @@ def paraphrase_rows(result) -> list[dict]:
     return rows
 
 
-def _budget_entry(result, budget: int) -> dict | None:
-    for entry in result.details.per_budget:
-        if int(entry.get("budget", -1)) == int(budget):
-            return entry
-    return None
-
-
 def candidate_ndf(result, budget: int) -> list[dict]:
     """[{name, ndf, n_edges, winner}] for the BoN candidates evaluated at ``budget`` ([] if none)."""
-    entry = _budget_entry(result, budget)
-    if entry is None:
-        return []
-    names = candidate_names(result)
-    winner = int(entry.get("winner", -1))
-    rows = []
-    for index, point in enumerate(entry.get("candidates") or []):
-        ndf = point.get("ndf")
-        rows.append(
-            {
-                "name": names[index] if index < len(names) else f"candidate {index}",
-                "ndf": float("nan") if ndf is None else float(ndf),
-                "n_edges": int(point.get("n_edges", 0)),
-                "winner": index == winner,
-            }
-        )
-    return rows
+    return evaluated_candidates(result, budget)
 
 
 def shared_entry(result, budget: int) -> dict | None:
@@ -84,145 +63,17 @@ def shared_entry(result, budget: int) -> dict | None:
     return None
 
 
-def candidate_masks(model, model_id: str, result, budget: int, store) -> dict | None:
-    """{candidate: its circuit mask at ``budget``}, rebuilt from the stored score matrices (the
-    candidate's top ``budget`` edges, pruned like the run prunes them).
-
-    None when the run did not keep its scores (``cache_scores`` off) or they are gone: then
-    only the sizes the run recorded are known, and nothing is recomputed here."""
-    if not result.config.get("cache_scores", True):
-        return None
-    from ..graph import prune, top_n
-    from ..tasks import PromptTask
-
-    try:  # the run's own key function and scorer, so the keys match what it stored
-        from ..methods.bon import QueryCircuitConfig
-        from ..methods.bon import base_scorer as _base_scorer
-        from ..query.scoring import score_key
-
-        config = QueryCircuitConfig(**result.config)
-        method, method_config = _base_scorer(config)
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return None
-    pairs = result.details.pairs
-    spec = result.graph
-    masks = {}
-    for name, k in zip(candidate_names(result), _candidate_pairs(result)):
-        pair = pairs[k]
-        task = PromptTask(
-            pair["clean"], pair["corrupted"], pair["answer"], tuple(pair["foils"]), pair["metric"]
-        )
-        state = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
-        if not isinstance(state, dict) or "scores" not in state:
-            return None
-        masks[name] = prune(spec, top_n(spec, state["scores"].float(), budget))
-    return masks
-
-
 def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dict[str, set[str]] | None:
-    """{candidate: its circuit's edges} at ``budget`` (``candidate_masks``), or None."""
-    masks = candidate_masks(model, model_id, result, budget, store)
+    """{candidate: its circuit's edges} at ``budget`` (``api.bon_candidate_masks``), or None."""
+    masks = bon_candidate_masks(model, result, budget, store, model_id)
     if masks is None:
         return None
     return {name: set(result.graph.edge_names_of(mask)) for name, mask in masks.items()}
 
 
 def candidates_at(model, model_id: str, result, budget: int, store) -> list[dict]:
-    """[{name, ndf, n_edges, winner}] of every candidate at ``budget``: the run's own figures
-    where it evaluated the candidates there, else their circuits rebuilt from the stored scores
-    and evaluated now in one batched pass (iBoN evaluates candidates at its anchors only, so the
-    slider's budget is usually not among them). The winner is the most faithful, as BoN picks it."""
-    evaluated = candidate_ndf(result, budget)
-    if evaluated or model is None:
-        return evaluated
-    masks = candidate_masks(model, model_id, result, budget, store)
-    if not masks:
-        return []
-    from ..api import evaluate_circuits
-    from ..query.pool import winner
-
-    baseline, points = evaluate_circuits(model, result.task, list(masks.values()), [budget] * len(masks))
-    best = winner(points, baseline)
-    return [
-        {"name": name, "ndf": point.ndf, "n_edges": point.n_edges, "winner": index == best}
-        for index, (name, point) in enumerate(zip(masks, points))
-    ]
-
-
-# ----- the estimate of a run whose scores an earlier run stored ------------------------------------
-def stored_work(model, model_id: str, task, settings: dict, store) -> tuple[bool, bool]:
-    """(the prompt's own pair score matrix is stored, its circuit metrics memo is stored) for the
-    base scorer of ``settings``: a sibling variant (BoN before iBoN) stored both, so this run
-    scores nothing and re-evaluates few circuits. The prompt's pair stands for all the pairs:
-    the variants of one prompt and settings share them."""
-    if store is None or not settings.get("cache_scores", True):
-        return False, False
-    from ..methods.bon import QueryCircuitConfig, base_scorer
-    from ..models.adapter import adapter_of
-    from ..query.pool import metrics_key
-    from ..query.scoring import score_key
-
-    try:
-        method, method_config = base_scorer(QueryCircuitConfig(**settings))
-    except (TypeError, ValueError):
-        return False, False
-    spec = adapter_of(model).spec
-    scores = store.load_state(score_key(model, model_id, spec, task, method, method_config), kind="scores")
-    metrics = store.load_state(metrics_key(model, model_id, spec, task), kind="circuit-metrics")
-    return isinstance(scores, dict) and "scores" in scores, isinstance(metrics, dict)
-
-
-def priced_with_stored_scores(
-    estimate, model, model_id: str, task, method: str, settings: dict, n_budgets: int, store
-):
-    """``estimate`` without the work an earlier run of the family stored: the pairs' scoring when
-    their score matrices are in the store, the candidates' evaluation when their metrics are.
-
-    The estimate prices every pair's scoring; iBoN after BoN on the same prompt finds it all
-    stored and was announced at four times what it took. What is stored is priced off by the
-    share of time it took in the family's last run here (its ``scoring_s`` and the candidates'
-    part of its ``evaluation_s``), else by its share of the passes. The FLOPs shrink with the
-    seconds, so the finished run calibrates the rate with the work it really did."""
-    if estimate is None or method not in BON_METHODS:
-        return estimate
-    scores_stored, metrics_stored = stored_work(model, model_id, task, settings, store)
-    if not scores_stored:
-        return estimate
-    import dataclasses
-
-    from .. import calibration
-
-    pairs = int(settings.get("n_paraphrases", 9)) + 1
-    candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (bon's Cost)
-    evaluation_stored = candidates / (candidates + n_budgets) if metrics_stored else 0.0
-    family = (method, *(name for name in BON_METHODS if name != method))
-    last = calibration.last_run(estimate.device, family)
-    if last is not None and last["seconds"] > 0:
-        timings = last["timings"]
-        stored = timings.get("scoring_s", 0.0) + evaluation_stored * timings.get("evaluation_s", 0.0)
-        share = max(1.0 - stored / last["seconds"], 0.02)
-    else:
-        share = max(
-            1.0 - _stored_passes(model, estimate, settings, pairs, evaluation_stored * candidates), 0.02
-        )
-    what = "scores and evaluations" if metrics_stored else "scores"
-    return dataclasses.replace(
-        estimate,
-        seconds=estimate.seconds * share,
-        flops=estimate.flops * share,
-        sequences=estimate.sequences * share,
-        priced=f"{estimate.priced}; without the paraphrases' {what} an earlier run stored",
-    )
-
-
-def _stored_passes(model, estimate, settings: dict, pairs: int, evaluation_passes: float) -> float:
-    """The share of the estimate's passes that stored scores and evaluations save."""
-    from ..methods.bon import QueryCircuitConfig, base_scorer
-    from ..models.adapter import adapter_of
-
-    base, base_config = base_scorer(QueryCircuitConfig(**settings))
-    scoring = base.estimate(base_config, adapter_of(model).spec, estimate.n_tokens, 0).passes * pairs
-    return (scoring + evaluation_passes) / max(estimate.sequences, 1.0)
+    """Every candidate at ``budget``, evaluated where the run did not (``api.bon_candidates``)."""
+    return bon_candidates(model, result, budget, store, model_id)
 
 
 # ----- the Paraphrases page's views --------------------------------------------------------------

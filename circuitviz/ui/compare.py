@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..transfer import fitted_note, paraphrase_ndf
+from ..methods.registry import method_traits
+from ..transfer import paraphrase_ndf
 from . import result_view, state
 
 
@@ -39,6 +40,56 @@ def compare_at(results: dict, budget: int) -> Comparison:
     )
 
 
+# ----- the page's inputs ------------------------------------------------------------------------
+DEFAULT_METHODS = ("eap", "eap-ig")
+
+
+def method_choice(registered: dict) -> list[str]:
+    """The methods to compare (2 to 4), kept across pages and in the URL."""
+    names = sorted(registered)
+    default = [n for n in DEFAULT_METHODS if n in names] or names[:2]
+    before = state.session.compare_chosen
+    chosen = st.multiselect(
+        "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
+        names,
+        default=[n for n in (default if before is None else before) if n in names],
+        max_selections=4,
+        key="compare.methods",
+        format_func=lambda n: registered[n].label,
+    )
+    state.session.compare_chosen = chosen
+    return chosen
+
+
+def shared_budgets(n_edges: int) -> list[int] | None:
+    """The budgets set on the Explore page (its defaults when none are), or None after saying
+    what is wrong with them."""
+    from ..api import parse_budgets
+    from .inputs import budget_check, budgets_text, default_budgets
+
+    if not state.session.budgets:
+        state.session.budgets = budgets_text(default_budgets(n_edges))
+    problems = budget_check(state.session.budgets, n_edges)[0]
+    for problem in problems:
+        st.error(f"{problem} (the budgets are set on the Explore page)")
+    return None if problems else parse_budgets(state.session.budgets)
+
+
+def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) -> dict:
+    """{method: its request} with the Explore page's settings where they apply (not priced yet:
+    each is priced just before it runs, by the runs before it)."""
+    from ..methods import available_methods
+    from ..request import Request
+    from .inputs import shared_settings
+
+    registered = available_methods()
+    found = {}
+    for name in chosen:
+        settings = shared_settings(registered[name], state.method_settings("settings", name))
+        found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
+    return found
+
+
 def common_budgets(results: dict) -> list[int]:
     return sorted(set.intersection(*(set(r.budgets) for r in results.values())))
 
@@ -47,12 +98,6 @@ def budget_choice(options: list[int]) -> int:
     """The shared budget, shown at the nearest budget every method evaluated (the other pages'
     budget is left as it is until this slider moves)."""
     return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
-
-
-FITTED_NOTE = (
-    "Edge Pruning learns each budget's mask on this prompt itself, so its NDF here is fitted to the "
-    "prompt, not measured on it like the other methods' (About: how its circuits hold up on paraphrases)."
-)
 
 
 def graph_caption(name: str, result, point, only: int) -> str:
@@ -90,13 +135,11 @@ def transfer_view(results: dict, budget: int, model=None) -> None:
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
     from ``labels``), the curves in one chart, the overlap, NDF on paraphrases on request (with
-    ``model``); Edge Pruning's fitted NDF said so."""
+    ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
     shown = compare_at(results, budget)
-    if any(result.method == "edge-pruning" for result in results.values()):
-        st.info(FITTED_NOTE)
     columns = st.columns(len(results))
     frame = 1150 / len(results)
     for column, (name, result) in zip(columns, results.items()):
@@ -107,8 +150,8 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
             necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
             necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
-            if result.method != "edge-pruning" and fitted_note(result.method):
-                st.caption(fitted_note(result.method))
+            for note in method_traits(result.method).notes(point.ndf for point in result.curve):
+                st.caption(note)
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(
                 result_view.graph_drawing(

@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from . import state
+from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
 
@@ -113,35 +114,26 @@ def explore_problem(manifest: dict) -> str | None:
 
 
 def open_in_explore(row: dict, manifest: dict) -> None:
-    """Make a table row the prompt of the one shared state (``state``), with the batch's model,
-    method, settings and budgets, and have Explore run it when it opens (it comes straight from
-    the result store when the batch kept the result there)."""
+    """Open a table row in Explore (``state.open_task``) with the batch's model, method, settings
+    and budgets, its own answer, foil and corrupted prompt, and have Explore run it when it opens
+    (it comes straight from the result store when the batch kept the result there)."""
     from .inputs import budgets_text
 
     config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
-    for key, value in {
-        "model": manifest["model"]["model_id"],
-        "metric": row["metric"],
-        "method": row["method"],
-        "budgets": budgets_text(manifest["budgets"]),
-    }.items():
-        state.set_value(key, value)
-    st.session_state["settings"] = config  # Explore's settings form starts from these
-    # the prompt with its own answer, foil and corrupted prompt: Explore proposes none of its own,
-    # and the old prompt's results and budget are dropped
-    state.adopt_prompt(
-        row["clean"],
+    state.open_task(
         {
-            "prompt": row["clean"],
-            "answer": row["answer"],
-            "foil": (list(row["foils"]) or [""])[0],
+            "clean": row["clean"],
             "corrupted": row["corrupted"],
+            "answer": row["answer"],
+            "foils": list(row["foils"]),
+            "metric": row["metric"],
         },
+        model=manifest["model"]["model_id"],
+        method=row["method"],
+        settings=config,
+        budgets=budgets_text(manifest["budgets"]),
+        corrupted_note=f"The corrupted prompt of {row['task_id']} in the batch.",
     )
-    st.session_state["corrupted_note"] = f"The corrupted prompt of {row['task_id']} in the batch."
-    for name in ("foil_note", "foil_proposed"):
-        st.session_state.pop(name, None)
-    st.session_state["explore.autorun"] = True
 
 
 # ----- the page's sections ------------------------------------------------------------------------
@@ -318,16 +310,15 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         hide_index=True,
         on_select="rerun",
         selection_mode="single-row",
-        key=f"dataset.prompts.{st.session_state.get('dataset.opened', 0)}",
+        key=f"dataset.prompts.{session.dataset_opened}",  # a new table after each opening: no row stays ticked
     )
     selected = picked.selection.rows if picked is not None else []
     problem = explore_problem(batch.manifest)
     if selected and problem:
         st.error(problem)
     elif selected:
-        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)
-        st.session_state["dataset.opened"] = st.session_state.get("dataset.opened", 0) + 1
-        st.switch_page("pages/explore.py")
+        session.dataset_opened += 1
+        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)  # switches to Explore
     failed = rows[rows["status"] == "failed"]
     if len(failed):
         with st.expander(f"{len(failed)} prompts failed"):

@@ -29,6 +29,7 @@ from ..methods.settings import (
     setting_type,
     setting_widget,
 )
+from . import state
 
 NO_REFERENCE = "none"
 
@@ -89,8 +90,8 @@ def _field_widget(config_class, config_field, value, key, help_text, budgets, re
         return _reference(label, value, key, help_text, references)
     if choices:
         options = list(choices)
-        if key not in st.session_state and value in options:
-            st.session_state[key] = value
+        if not state.has_widget_value(key) and value in options:
+            state.set_widget_value(key, value)
         return st.selectbox(label, options, key=key, help=help_text)
     if kind is bool:
         return st.checkbox(label, value=bool(value), key=key, help=help_text)
@@ -138,10 +139,8 @@ def _anchor_budgets(label: str, value, key: str, help_text: str | None, budgets:
         chosen = list(parse_value(tuple[int, ...], value or ()))
     except ValueError:  # a stored or typed value that is not budgets: start with none picked
         chosen = []
-    if key not in st.session_state:
-        st.session_state[key] = [b for b in chosen if b in budgets]
-    else:
-        st.session_state[key] = [b for b in st.session_state[key] if b in budgets]
+    kept = state.widget_value(key) if state.has_widget_value(key) else chosen
+    state.set_widget_value(key, [b for b in kept if b in budgets])
     picked = st.multiselect(
         f"{label} (none = every other budget and the largest)",
         budgets,
@@ -155,12 +154,12 @@ def _anchor_budgets(label: str, value, key: str, help_text: str | None, budgets:
 def _reference(label: str, value, key: str, help_text: str | None, references: dict[str, str]) -> tuple:
     """A reference circuit chosen among those computed for this prompt (or none): its edge names."""
     options = [NO_REFERENCE, *references]
-    if st.session_state.get(key) not in options:
+    if state.widget_value(key) not in options:
         given = tuple(parse_value(tuple[str, ...], value or ()))
         matching = next(
             (name for name, edges in references.items() if tuple(edges.splitlines()) == given), NO_REFERENCE
         )
-        st.session_state[key] = matching
+        state.set_widget_value(key, matching)
     chosen = st.selectbox(
         f"{label} circuit",
         options,

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..refusals import (
+    EMPTY_CORRUPTED,
+    EMPTY_PROMPT,
+    IDENTICAL_PROMPTS,
+    NO_FOIL,
+    foil_is_answer,
+    prompt_over_context,
+    unequal_lengths,
+)
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from .state import session
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -75,37 +85,31 @@ class TaskInputs:
 # ----- the prompt ---------------------------------------------------------------------------------
 def prompt_input() -> str:
     """The prompt box: drawn first, before the model has loaded (it needs no model)."""
-    return state.bound(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
+    return state.bind(st.text_area, "Prompt", "prompt", default=EXAMPLE_PROMPT, height=80)
 
 
 def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
     """(the sentence why the prompt cannot run or None, its token count)."""
-    from ..limits import ENV, LimitError, Limits
+    from ..limits import LimitError, prompt_limit_problem  # torch is loaded once a model is
 
     if not prompt.strip():
-        return "Type a prompt: the text whose next token you want explained.", 0
+        return EMPTY_PROMPT, 0
     n_tokens = len(loaders.str_tokens(model, model_id, prompt))
     try:
-        limit = Limits.load().max_tokens
+        problem = prompt_limit_problem(n_tokens)
     except LimitError as error:
         return str(error), n_tokens
-    if n_tokens > limit:
-        return (
-            f"The prompt is {n_tokens} tokens, over the limit of {limit}; shorten it or raise the "
-            f"limit with {ENV['max_tokens']}."
-        ), n_tokens
+    if problem:
+        return problem, n_tokens
     context = getattr(getattr(model, "cfg", None), "n_ctx", None)
     if context and n_tokens > context:
-        return (
-            f"The prompt is {n_tokens} tokens, longer than this model's context of {context}; shorten it.",
-            n_tokens,
-        )
+        return prompt_over_context(n_tokens, context), n_tokens
     return None, n_tokens
 
 
 # ----- answer, foil and corrupted prompt ------------------------------------------------------------
 def _pick(role: str) -> None:
-    picked = st.session_state.get(f"pick.{role}")
+    picked = state.widget_value(f"pick.{role}")
     if picked is not None:
         state.set_value(role, picked)
 
@@ -119,9 +123,9 @@ def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
         prompt,
         {"answer": proposal.answer, "foil": proposal.foil, "corrupted": proposal.corrupted},
     )
-    st.session_state["corrupted_note"] = proposal.corrupted_note
-    st.session_state["foil_note"] = proposal.foil_note
-    st.session_state["foil_proposed"] = proposal.foil
+    session.corrupted_note = proposal.corrupted_note
+    session.foil_note = proposal.foil_note
+    session.foil_proposed = proposal.foil
 
 
 def token_problem(model, text: str, role: str) -> str | None:
@@ -146,8 +150,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     if not state.inputs_belong_to(prompt):
         _adopt_new_prompt(model, prompt, tokens)
     for role in ("answer", "foil"):
-        current = st.session_state.get(role)
-        st.session_state[f"pick.{role}"] = current if current in tokens else None
+        current = state.value(role)
+        state.set_widget_value(f"pick.{role}", current if current in tokens else None)
     st.markdown("**The model's next token** — click to choose the answer and a foil (a wrong answer):")
     for role in ("answer", "foil"):
         st.pills(
@@ -161,7 +165,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     problems = []
     columns = st.columns([2, 2, 1])
     with columns[0]:
-        answer = state.bound(st.text_input, "answer token (with its leading space)", "answer")
+        answer = state.bind(st.text_input, "answer token (with its leading space)", "answer")
         problem = token_problem(model, answer, "answer")
         if problem:
             st.error(problem)
@@ -169,17 +173,17 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         else:
             token_line(model, "answer", answer, probability)
     with columns[2]:
-        metric = state.bound(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
+        metric = state.bind(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
     with columns[1]:
-        foil = state.bound(st.text_input, "foil token", "foil")
+        foil = state.bind(st.text_input, "foil token", "foil")
         problem = foil_problem(model, answer, foil, metric)
         if problem:
             st.error(problem)
             problems.append(problem)
         elif foil:
             token_line(model, "foil", foil, probability)
-            if st.session_state.get("foil_note") and foil == st.session_state.get("foil_proposed", foil):
-                st.caption(st.session_state["foil_note"])
+            if session.foil_note and foil == (session.foil_proposed or foil):
+                st.caption(session.foil_note)
     return answer, foil, metric, problems
 
 
@@ -224,29 +228,24 @@ def missing_space(model, token: str, probability: dict[str, float]) -> str | Non
 def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
     """The foil's problem: missing for the logit difference, not one token, the answer again."""
     if not foil:
-        if metric == "logit_diff":
-            return (
-                "The logit-difference metric needs a foil; pick a wrong answer such as ' John', or "
-                "choose the logprob metric."
-            )
-        return None
+        return NO_FOIL if metric == "logit_diff" else None
     problem = token_problem(model, foil, "foil")
     if problem:
         return problem
     if foil == answer:
-        return "The foil is the answer itself; a foil must be a different token."
+        return foil_is_answer(answer)
     return None
 
 
 def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
     """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
-    corrupted = state.bound(
+    corrupted = state.bind(
         st.text_area,
         "Corrupted prompt (the key fact or name replaced; same number of tokens)",
         "corrupted",
         height=80,
     )
-    note = st.session_state.get("corrupted_note")
+    note = session.corrupted_note
     if note and not corrupted.strip():
         st.warning(note)
     elif note:
@@ -255,7 +254,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
         if not need_corrupted:
             st.caption("This method needs no corrupted prompt.")
             return corrupted, []
-        problem = "Give a corrupted prompt: the prompt with its key fact or name replaced, same token count."
+        problem = EMPTY_CORRUPTED
         if not note:
             st.error(problem)
         return corrupted, [problem]
@@ -277,28 +276,16 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
         unsafe_allow_html=True,
     )
     if len(clean_tokens) != len(corrupted_tokens):
-        problem = (
-            f"The prompt has {len(clean_tokens)} tokens and the corrupted prompt {len(corrupted_tokens)}; "
-            "edit the corrupted prompt so each replaced word is one token too (marked chips differ)."
-        )
+        problem = unequal_lengths(len(clean_tokens), len(corrupted_tokens), "marked chips differ")
         st.error(problem)
         return [problem]
     changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
     if changed == 0:
-        problem = identical_prompts_problem()
+        problem = IDENTICAL_PROMPTS
         st.error(problem)
         return [problem]
     st.success(f"Both prompts are {len(clean_tokens)} tokens; {changed} position(s) differ.")
     return []
-
-
-def identical_prompts_problem() -> str:
-    """The sentence for a corrupted prompt with the prompt's very tokens: nothing is corrupted,
-    so every faithfulness score would be 0/0 (NFS nan, no edge kept)."""
-    return (
-        "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
-        "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
-    )
 
 
 def _chips(tokens: list[str], other: list[str]) -> str:
@@ -331,9 +318,9 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     )
     verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
     if verdict:  # a task whose corruption does not lower the metric: refused before Run
-        from .mmlu_picker import PROMPT, REFUSED_HINT
+        from .mmlu_picker import REFUSED_HINT
 
-        if st.session_state.get(PROMPT) == prompt and corrupted != prompt:  # a picked MMLU question
+        if session.mmlu_prompt == prompt and corrupted != prompt:  # a picked MMLU question
             verdict += REFUSED_HINT
         st.error(verdict)
         return TaskInputs(None, [verdict], n_tokens)
@@ -343,13 +330,13 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
 # ----- method, settings and budgets -----------------------------------------------------------------
 def method_picker(key: str = "method", methods=None) -> str:
     """The method select box (the registered methods, or ``methods``); returns its name."""
-    from ..methods import available_methods
+    from ..methods import available_methods, default_method
 
     registered = methods or available_methods()
     names = sorted(registered)
-    if st.session_state.get(key) not in names:
-        state.set_value(key, "eap-ig" if "eap-ig" in names else names[0])
-    name = state.bound(
+    if state.value(key) not in names:
+        state.set_value(key, default_method(names))
+    name = state.bind(
         st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
     )
     st.caption(registered[name].summary)
@@ -379,11 +366,11 @@ def method_inputs(
     registered = methods or available_methods()
     name = method_picker(key, registered)
     method = registered[name]
-    if not st.session_state.get(budgets_key):
-        st.session_state[budgets_key] = budgets_text(budgets_default or default_budgets(n_edges))
+    if not state.value(budgets_key):
+        state.set_value(budgets_key, budgets_text(budgets_default or default_budgets(n_edges)))
     form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
     with budgets_box:
-        text = state.bound(
+        text = state.bind(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
         problems, notes = budget_check(text, n_edges)
@@ -436,7 +423,7 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
 def reference_circuits() -> dict[str, str]:
     """{label: edge names, one a line} of the circuits computed for this prompt at the chosen
     budget: what a form may offer as a reference circuit."""
-    budget = st.session_state.get("budget")
+    budget = session.budget
     found = {}
     for method, result in state.results().items():
         at = (

@@ -12,9 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
+from .state import session
 
-NOTE = "mmlu.note"
-PROMPT = "mmlu.prompt"  # the prompt the picker made, to tell a refused question its way out
 REFUSED_HINT = (
     " This MMLU question's letter preference hardly moves when its option markers are renamed:"
     ' pick another question under "Or pick an MMLU question".'
@@ -53,7 +52,7 @@ def _use_question(model, row: int) -> None:
     try:
         verdict = question_verdict(model, question, max_tokens=10**6)
     except ValueError as error:  # a tokenizer whose letters are not one token each
-        st.session_state[NOTE] = str(error)
+        session.mmlu_note = str(error)
         return
     task = verdict.task
     if task is None:  # refused by the check: show it anyway, with the model's own letters
@@ -64,19 +63,16 @@ def _use_question(model, row: int) -> None:
         answer, foil = f" {'ABCD'[letters[0]]}", f" {'ABCD'[letters[1]]}"
     else:
         answer, foil, corrupted = task.answer, task.foils[0], task.corrupted
-    st.session_state[PROMPT] = question.prompt()
-    state.set_value("metric", "logit_diff")
-    state.adopt_prompt(
-        question.prompt(),
-        {"prompt": question.prompt(), "answer": answer, "foil": foil, "corrupted": corrupted},
-    )
-    st.session_state["corrupted_note"] = "MMLU: the four option markers renamed E-H, so the letters are gone."
-    st.session_state["foil_note"] = "MMLU: the foil is the letter the model prefers after the answer."
-    st.session_state.pop("foil_proposed", None)
     correct = "the key's letter" if answer.strip() == question.correct else f"the key says {question.correct}"
-    st.session_state[NOTE] = (
-        f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
-        + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}.")
+    state.open_task(
+        {"clean": question.prompt(), "corrupted": corrupted, "answer": answer, "foils": [foil]},
+        corrupted_note="MMLU: the four option markers renamed E-H, so the letters are gone.",
+        foil_note="MMLU: the foil is the letter the model prefers after the answer.",
+        run=False,
+        switch=False,  # a callback of Explore itself: the next run opens it
+        mmlu_prompt=question.prompt(),
+        mmlu_note=f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
+        + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}."),
     )
 
 
@@ -110,5 +106,5 @@ def mmlu_picker(model) -> None:
             key="mmlu.question",
         )
         st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(model, row))
-        if st.session_state.get(NOTE):
-            st.caption(st.session_state[NOTE])
+        if session.mmlu_note:
+            st.caption(session.mmlu_note)

@@ -18,6 +18,7 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
+from . import state
 
 MAX_UPLOAD_BYTES = 20_000_000
 
@@ -38,9 +39,9 @@ def position_budget(result, key: str) -> tuple[int, str]:
     options = sorted(result.budgets)
     chosen = readable_position_budget(result)
     slider_key = f"{key}.units"
-    if st.session_state.get(f"{slider_key}.result") != _result_key(result):
-        st.session_state[f"{slider_key}.result"] = _result_key(result)
-        st.session_state[slider_key] = chosen.budget
+    if state.widget_value(f"{slider_key}.result") != _result_key(result):
+        state.set_widget_value(f"{slider_key}.result", _result_key(result))
+        state.set_widget_value(slider_key, chosen.budget)
     label = "unit budget: (edge, position) units kept (moving it redraws the graph; no new run)"
     budget = int(st.select_slider(label, options=options, key=slider_key, format_func=lambda b: f"{b:,}"))
     return budget, (chosen.reason if budget == chosen.budget else "")

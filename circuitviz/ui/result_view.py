@@ -16,6 +16,7 @@ import streamlit as st
 
 from .. import render
 from ..keys import content_key
+from ..methods.registry import method_traits
 from ..text import markdown_text
 from . import loaders, state
 from .downloads import downloads
@@ -244,7 +245,7 @@ def curve_notes(result) -> list[str]:
     grows, circuits that patching cannot make faithful, where the view opened."""
     notes = []
     if result.curve and max(point.ndf for point in result.curve) < 0.05:
-        expected = result.details.flat_curve_note() if result.details is not None else None
+        expected = method_traits(result.method).flat_curve_note
         if expected:
             notes.append(expected)
         else:

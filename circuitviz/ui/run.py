@@ -322,27 +322,34 @@ def run_with_status(model, request):
         return None
     if job.error is not None:
         raise job.error
-    state.keep_result(job.result)
+    state.keep_result(job.result, request.key)
     return job.result
 
 
 # ----- before the run -------------------------------------------------------------------------------
-def request_line(model, model_id: str, task, method: str, settings, budgets, adjust=None):
+def request_line(model, model_id: str, task, method: str, settings, budgets):
     """The page's one request, priced, with its estimate shown above Run; (request, None), or
     (None, the sentence) when it is refused (over a limit, or settings that do not make a config).
-    ``adjust``: a page's correction of the estimate (Paraphrases: the work an earlier run stored)."""
+    The estimate leaves out the work an earlier run stored that this one reads (the method's own
+    ``stored_work``: iBoN after BoN finds its pair scores)."""
     import dataclasses
+
+    from ..limits import priced_with_stored_work
+    from ..methods import config_to_dict
 
     try:
         request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
         st.error(str(error))
         return None, str(error)
-    if adjust is not None and request.estimate is not None:
-        request = dataclasses.replace(request, estimate=adjust(request.estimate))
     if request.refusal is not None:
         st.error(request.refusal)
         return None, request.refusal
+    estimate = priced_with_stored_work(
+        request.estimate, model, model_id, task, method, config_to_dict(request.config),
+        len(request.budgets), loaders.get_store(),
+    )  # fmt: skip
+    request = dataclasses.replace(request, estimate=estimate)
     st.caption(request.estimate.summary())
     return request, None
 

@@ -31,6 +31,11 @@ def main(argv: list[str] | None = None) -> None:
     from streamlit.web import cli
 
     preload()
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = (
+        False  # app.py's navigation, whatever the first URL (ui.navigation.inside_app)
+    )
     sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
     cli.main()
 

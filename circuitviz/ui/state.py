@@ -1,12 +1,18 @@
-"""One state across pages, mirrored in the URL so a view can be shared and reloaded.
+"""The app's one state: every session value as a typed field, its URL mirror, how a widget binds
+to it, and how a task opens in Explore from any page.
 
-The view's fields (model, prompt, corrupted prompt, answer, foil, method, budget, and the
-method's settings and budgets) live in ``st.session_state`` under ``VIEW_KEYS`` and are mirrored
-to the URL's query parameters. On a session's first run the URL wins: its values seed the
-widgets before they are created. Values are plain strings in the URL; nothing read from the URL
-is ever run or rendered unescaped.
+No other module of the app touches ``st.session_state``: a page reads and writes ``session.prompt``,
+``session.results`` ... (``Field``: a session key with its default and, for the view's fields, its
+query parameter and how it reads from URL text), binds a widget with ``bind``, and opens a task
+with ``open_task``. A widget's own key (a settings form's field, a data editor) goes through
+``widget_value`` / ``set_widget_value``.
 
-Every page reads and writes the same keys, so the prompt, answer, foil, corrupted prompt, the
+The view's fields (model, prompt, corrupted prompt, answer, foil, method, budget, and the method's
+settings and budgets) are mirrored to the URL's query parameters. On a session's first run the
+URL wins: its values seed the widgets before they are created. Values are plain strings in the
+URL; nothing read from the URL is ever run or rendered unescaped.
+
+Every page reads and writes the same fields, so the prompt, answer, foil, corrupted prompt, the
 chosen budget and the results computed for this prompt (by any page) follow the user from page
 to page. ``inputs_for`` remembers which prompt the answer, foil and corrupted prompt belong to:
 a new prompt resets them (and the results and budget) instead of leaving stale values.
@@ -16,68 +22,152 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
-# session-state key -> query parameter; every page's view is in these
-VIEW_KEYS = {
-    "model": "model",
-    "device": "device",
-    "prompt": "prompt",
-    "corrupted": "corrupted",
-    "answer": "answer",
-    "foil": "foil",
-    "metric": "metric",
-    "method": "method",
-    "budget": "budget",
-    "budgets": "budgets",
-    "settings": "settings",
-    "compare.chosen": "compare",
-    "bon.method": "bon_method",
-    "bon.budgets": "bon_budgets",
-    "bon.settings": "bon_settings",
-    "signals.settings": "acc_settings",
+TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
+
+
+class Field:
+    """One session value: its key, its default, and (for the view) its URL parameter and kind.
+
+    Read and written as an attribute of ``session`` (``session.prompt = ...``); ``del`` forgets it.
+    A mutable default (the results' dict) is stored on first read, so the reader may change it.
+    """
+
+    def __init__(self, key: str, default: Any = None, url: str | None = None, kind: str = TEXT):
+        self.key, self.default, self.url, self.kind = key, default, url, kind
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        if isinstance(self.default, (dict, list)):
+            return st.session_state.setdefault(self.key, type(self.default)())
+        return st.session_state.get(self.key, self.default)
+
+    def __set__(self, instance, value) -> None:
+        st.session_state[self.key] = value
+
+    def __delete__(self, instance) -> None:
+        st.session_state.pop(self.key, None)
+
+    def parsed(self, text: str):
+        """A URL parameter's value as the state holds it, or None when it does not read as one."""
+        if self.kind == INTEGER:
+            try:
+                return int(text)
+            except ValueError:
+                return None
+        if self.kind == SETTINGS:
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                return None
+            return parsed if isinstance(parsed, dict) else None
+        if self.kind == NAMES:
+            return [part for part in text.split(",") if part]
+        return str(text)
+
+
+class Session:
+    """Every value a session keeps, by name. The view's fields name their URL parameter."""
+
+    # the view, mirrored in the URL
+    model = Field("model", url="model")
+    device = Field("device", url="device")
+    prompt = Field("prompt", url="prompt")
+    corrupted = Field("corrupted", url="corrupted")
+    answer = Field("answer", url="answer")
+    foil = Field("foil", url="foil")
+    metric = Field("metric", url="metric")
+    method = Field("method", url="method")
+    budget = Field("budget", url="budget", kind=INTEGER)
+    budgets = Field("budgets", url="budgets")
+    settings = Field("settings", url="settings", kind=SETTINGS)
+    compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
+    bon_method = Field("bon.method", url="bon_method")
+    bon_budgets = Field("bon.budgets", url="bon_budgets")
+    bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
+    signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
+    # what depends on the prompt
+    inputs_for = Field("inputs_for")  # the prompt the answer, foil and corrupted prompt were set for
+    results = Field("results", {})  # {method: CircuitResult} computed for the current prompt, by any page
+    result_requests = Field("results.requests", {})  # {method: the request key its kept result answers}
+    corrupted_note = Field("corrupted_note")  # where the corrupted prompt came from
+    foil_note = Field("foil_note")
+    foil_proposed = Field("foil_proposed")  # the foil the note is about
+    autorun = Field("explore.autorun", False)  # an opened task runs when Explore opens
+    pending_open = Field("_pending_open")  # a task to open at the top of the next script run
+    url_seeded = Field("_view_seeded_from_url", False)
+    mmlu_note = Field("mmlu.note")
+    mmlu_prompt = Field("mmlu.prompt")  # the prompt the MMLU picker made
+    # a page's own values
+    dataset_source = Field("dataset.source")
+    dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
+    gallery_slug = Field("gallery.slug")
+    bon_intersection = Field("bon.intersection")
+    bon_intersection_clicked = Field("bon.intersection.clicked")
+    steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
+
+
+session = Session()
+VIEW_FIELDS: list[Field] = [f for f in vars(Session).values() if isinstance(f, Field) and f.url]
+VIEW_KEYS = {f.key: f.url for f in VIEW_FIELDS}  # session key -> query parameter
+# a method's settings -> the field naming its method (Signals' settings belong to its page's method)
+SETTINGS_OF: dict[str, str | None] = {
+    "settings": "method",
+    "bon.settings": "bon.method",
+    "signals.settings": None,
 }
-INTEGER_KEYS = {"budget"}
-SETTINGS_KEYS = {"settings", "bon.settings", "signals.settings"}  # a method's settings, JSON in the URL
-LIST_KEYS = {"compare.chosen"}  # names, comma separated in the URL
-METHOD_OF = {"settings": "method", "bon.settings": "bon.method", "signals.settings": None}
-_SEEDED = "_view_seeded_from_url"
 
 
-def _parsed(key: str, text: str):
-    """A URL parameter's value as the state holds it, or None when it does not read as one."""
-    if key in INTEGER_KEYS:
-        try:
-            return int(text)
-        except ValueError:
-            return None
-    if key in SETTINGS_KEYS:
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
-    if key in LIST_KEYS:
-        return [part for part in text.split(",") if part]
-    return str(text)
+# ----- values a widget keeps under its own key --------------------------------------------------
+def widget_value(key: str, default=None):
+    """The value a widget of key ``key`` holds (``default`` before it was drawn)."""
+    return st.session_state.get(key, default)
 
 
+def set_widget_value(key: str, value) -> None:
+    """Give the widget of key ``key`` its value (from a callback, or before the widget is drawn)."""
+    st.session_state[key] = value
+
+
+def has_widget_value(key: str) -> bool:
+    return key in st.session_state
+
+
+def forget_widget_value(key: str) -> None:
+    st.session_state.pop(key, None)
+
+
+# ----- the URL ---------------------------------------------------------------------------------
 def seed_from_url() -> None:
-    """Copy the URL's view parameters into session state, once per session."""
-    if st.session_state.get(_SEEDED):
+    """Copy the URL's view parameters into the session, once per session."""
+    if session.url_seeded:
         return
-    st.session_state[_SEEDED] = True
-    for key, parameter in VIEW_KEYS.items():
-        if parameter in st.query_params:
-            value = _parsed(key, st.query_params[parameter])
+    session.url_seeded = True
+    for found in VIEW_FIELDS:
+        if found.url in st.query_params:
+            value = found.parsed(st.query_params[found.url])
             if value is not None:
-                st.session_state[key] = value
-    for settings_key, method_key in METHOD_OF.items():
+                st.session_state[found.key] = value
+    for settings_key, method_key in SETTINGS_OF.items():
         if settings_key in st.session_state:  # the URL's settings belong to the URL's method
             st.session_state[f"{settings_key}.method"] = (
-                st.session_state.get(method_key) if method_key else "acc++"
+                st.session_state.get(method_key) if method_key else None
             )
+
+
+def begin() -> None:
+    """The top of every script run, before any widget: the URL's values on a session's first
+    run, then a task another page opened (``open_task``)."""
+    seed_from_url()
+    apply_pending_open()
 
 
 def _url_text(value) -> str:
@@ -88,21 +178,30 @@ def _url_text(value) -> str:
     return str(value)
 
 
+def url_params(keys=None) -> dict[str, str]:
+    """{query parameter: text} of the view's values that are set."""
+    found = {}
+    for key in keys or VIEW_KEYS:
+        value = st.session_state.get(key)
+        if value is None or value == "" or value == {} or value == []:
+            continue
+        found[VIEW_KEYS[key]] = _url_text(value)
+    return found
+
+
 def write_to_url(keys=None) -> None:
-    """Mirror the view's current values (those set in session state) into the URL.
+    """Mirror the view's current values (those set in the session) into the URL.
 
     Pages call it before anything that may stop or block the script (a run, ``st.stop``), so the
     URL names the view while it is on screen, a run in flight included."""
+    wanted = url_params(keys)
     for key in keys or VIEW_KEYS:
         parameter = VIEW_KEYS[key]
-        value = st.session_state.get(key)
-        if value is None or value == "" or value == {} or value == []:
+        if parameter not in wanted:
             if parameter in st.query_params:
                 del st.query_params[parameter]
-            continue
-        text = _url_text(value)
-        if st.query_params.get(parameter) != text:
-            st.query_params[parameter] = text
+        elif st.query_params.get(parameter) != wanted[parameter]:
+            st.query_params[parameter] = wanted[parameter]
 
 
 # ----- a method's settings, kept per method across pages ---------------------------------------
@@ -127,44 +226,81 @@ def remember_settings(settings_key: str, method: str, values: dict) -> None:
     st.session_state[f"{settings_key}.method"] = method
 
 
-def keep(key: str, default=None):
-    """Session-state value ``key``, set to ``default`` when absent (a value that outlives pages)."""
-    if key not in st.session_state or st.session_state[key] is None:
-        st.session_state[key] = default
-    return st.session_state[key]
-
-
-def widget_key(key: str) -> str:
+# ----- widgets bound to the shared state --------------------------------------------------------
+def _widget_key(key: str) -> str:
     return f"w.{key}"
 
 
-def bound(widget, label: str, key: str, default=None, **options):
-    """A widget whose value lives on in session state ``key`` across pages and reruns.
+def bind(
+    widget: Callable,
+    label: str,
+    key: str,
+    default=None,
+    *,
+    widget_key: str | None = None,
+    shown: Callable | None = None,
+    **options,
+):
+    """The one way a widget shows and sets a shared value (``key``: a ``Session`` field's key).
 
     Streamlit forgets a widget's state when a page without it runs, and a widget of the same key
-    on another page is a new widget; the value is kept under ``key`` (and re-assigned to the
-    widget's key) and handed to the widget whichever page draws it.
+    on another page (or another key: the Steer page's own boxes) is a new widget: the widget is
+    handed the shared value whenever that changed elsewhere (another page, the URL, an opened
+    task), else keeps its own. What the user sets becomes the shared value.
+
+    ``shown``: maps the shared value to the one the widget can show (a slider over some budgets
+    shows the nearest); then only a move of the widget sets the shared value, so a page whose
+    options differ leaves the other pages' value as it was.
     """
-    wkey = widget_key(key)
-    if wkey not in st.session_state:
-        stored = st.session_state.get(key)
-        st.session_state[wkey] = default if stored is None else stored
-    else:  # the same key on another page is another widget: hand it the value explicitly
+    wkey = widget_key or _widget_key(key)
+    synced = f"{wkey}.synced"
+    shared = st.session_state.get(key)
+    shared = default if shared is None else shared
+    showing = shown(shared) if shown is not None else shared
+    if wkey not in st.session_state or st.session_state.get(synced) != showing:
+        st.session_state[wkey] = showing
+    else:  # the same key on another page is another widget: hand it its own value explicitly
         st.session_state[wkey] = st.session_state[wkey]
     value = widget(label, key=wkey, **options)
-    st.session_state[key] = value
+    st.session_state[synced] = value
+    if shown is None or value != showing or st.session_state.get(key) is None:
+        st.session_state[key] = value
     return value
 
 
+def value(key: str, default=None):
+    """A shared value by its key (a page's ``key`` argument: "method" or "bon.method" ...)."""
+    found = st.session_state.get(key)
+    return default if found is None else found
+
+
 def set_value(key: str, value) -> None:
-    """Set a view value and its widget (call from a callback, or before the widget is drawn)."""
+    """Set a shared value (a ``Session`` field's key); a widget bound to it shows it next."""
     st.session_state[key] = value
-    st.session_state[widget_key(key)] = value
+
+
+def nearest(options, wanted: int) -> int:
+    """The option nearest ``wanted`` on a log scale (budgets span decades)."""
+    return min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1))))
+
+
+def budget_select(label: str, key: str, options: list[int], fallback: int) -> int:
+    """The slider over ``options`` for the shared budget ``key``: it shows the option nearest the
+    shared budget (``fallback`` when there is none yet), and only a move of it sets the budget."""
+    value = bind(
+        st.select_slider,
+        label,
+        key,
+        shown=lambda shared: nearest(options, shared if isinstance(shared, int) else fallback),
+        options=options,
+        format_func=lambda b: f"{b:,}",
+    )
+    return int(value)
 
 
 # ----- what depends on the prompt ------------------------------------------------------------------
-INPUTS_FOR = "inputs_for"  # the prompt the answer, foil and corrupted prompt were set for
-RESULTS = "results"  # {method: CircuitResult} computed for the current prompt, by any page
+INPUTS_FOR = Session.inputs_for.key
+RESULTS = Session.results.key
 
 
 def inputs_belong_to(prompt: str) -> bool:
@@ -174,8 +310,8 @@ def inputs_belong_to(prompt: str) -> bool:
     seen adopts them rather than proposing new ones.
     """
     if INPUTS_FOR not in st.session_state:
-        st.session_state[INPUTS_FOR] = prompt if st.session_state.get("answer") else None
-    return st.session_state[INPUTS_FOR] == prompt
+        session.inputs_for = prompt if session.answer else None
+    return session.inputs_for == prompt
 
 
 def adopt_prompt(prompt: str, values: dict) -> None:
@@ -183,56 +319,38 @@ def adopt_prompt(prompt: str, values: dict) -> None:
     results and the budget that belonged to the old one."""
     for key, value in values.items():
         set_value(key, value)
-    st.session_state[INPUTS_FOR] = prompt
-    st.session_state[RESULTS] = {}
-    st.session_state.pop("budget", None)
-    st.session_state.pop(widget_key("budget"), None)
+    session.inputs_for = prompt
+    session.results = {}
+    session.result_requests = {}
+    del session.budget
 
 
 def results() -> dict:
     """{method: result} computed for the current prompt on any page (newest per method)."""
-    return st.session_state.setdefault(RESULTS, {})
+    return session.results
 
 
-def keep_result(result) -> None:
-    """Remember a result for every page. The first result of a prompt opens at a readable budget;
-    a later one (ACC++ run on Signals, a method added on Compare) leaves the budget the user has."""
+def keep_result(result, request_key: str | None = None) -> None:
+    """Remember a result for every page, and the key of the request it answers (None: not known).
+    The first result of a prompt opens at a readable budget; a later one (ACC++ run on Signals, a
+    method added on Compare) leaves the budget the user has."""
     if result is None:
         return
     from ..render import readable_budget
 
     results()[result.method] = result
-    if result.curve and not isinstance(st.session_state.get("budget"), int):
-        set_value("budget", readable_budget(result.curve))
+    session.result_requests[result.method] = request_key
+    if result.curve and not isinstance(session.budget, int):
+        session.budget = readable_budget(result.curve)
 
 
-def nearest(options, wanted: int) -> int:
-    """The option nearest ``wanted`` on a log scale (budgets span decades)."""
-    return min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1))))
-
-
-def budget_select(label: str, key: str, options: list[int], fallback: int) -> int:
-    """The slider over ``options`` for the shared budget ``key``, without overwriting it.
-
-    It shows the option nearest the shared budget (``fallback`` when there is none yet); only a
-    move of the slider sets the shared budget, so a page whose result was evaluated at other
-    budgets (Paraphrases' six, Compare's common ones) leaves the other pages' budget as it was."""
-    shared = st.session_state.get(key)
-    shown = nearest(options, shared if isinstance(shared, int) else fallback)
-    wkey = widget_key(key)
-    # always handed over: the same key on another page is another widget (its label, its options),
-    # which would otherwise start from its own default instead of the value this key holds
-    st.session_state[wkey] = shown
-
-    def moved() -> None:
-        st.session_state[key] = st.session_state[wkey]
-
-    value = st.select_slider(
-        label, options=options, key=wkey, on_change=moved, format_func=lambda b: f"{b:,}"
-    )
-    if not isinstance(shared, int):
-        st.session_state[key] = int(value)
-    return int(value)
+def answers(result, request) -> bool:
+    """Whether ``result`` is the kept outcome of exactly ``request`` (its model, task, method,
+    every setting and its budgets: its key). A method's curve need not hold the budgets asked
+    for (ACC++ stops at its circuit's size), so the request's key is what tells."""
+    if result is None or request is None or results().get(result.method) is not result:
+        return False
+    return session.result_requests.get(result.method) == request.key
 
 
 def result_for(method: str, model_id: str, prompt: str):
@@ -250,5 +368,82 @@ def stored_result(request):
 
     found = loaders.stored_result(request)
     if found is not None:
-        keep_result(found)
+        keep_result(found, request.key)
     return found
+
+
+# ----- opening a task in Explore from any page ----------------------------------------------------
+def open_task(
+    task: dict,
+    *,
+    model: str | None = None,
+    method: str | None = None,
+    settings: dict | None = None,
+    budgets: str | None = None,
+    corrupted_note: str | None = None,
+    foil_note: str | None = None,
+    run: bool = True,
+    switch: bool = True,
+    **extra,
+) -> None:
+    """Open ``task`` (clean, corrupted, answer, foils, metric) in Explore: from the Gallery, a
+    Dataset row, the MMLU picker, an opened file. Nothing is set now (a widget of this run may
+    already hold a value): the task waits in the session and ``begin`` sets every value at the
+    top of the next script run, before any widget exists. ``run``: Explore runs it on opening;
+    ``switch``: go to Explore now (inside the app's navigation); ``extra``: other fields to set
+    (``mmlu_prompt``, ``mmlu_note``)."""
+    session.pending_open = {
+        "task": dict(task),
+        "model": model,
+        "method": method,
+        "settings": settings,
+        "budgets": budgets,
+        "corrupted_note": corrupted_note,
+        "foil_note": foil_note,
+        "run": run,
+        "extra": extra,
+    }
+    if switch:
+        from .pagelist import switch_to
+
+        switch_to("explore", url_params())
+
+
+def apply_pending_open() -> None:
+    """Set every value of a task ``open_task`` left waiting (called before any widget exists)."""
+    pending = session.pending_open
+    if not pending:
+        return
+    del session.pending_open
+    task = pending["task"]
+    for field, value in (
+        (Session.model, pending["model"]),
+        (Session.method, pending["method"]),
+        (Session.budgets, pending["budgets"]),
+        (Session.metric, task.get("metric") or "logit_diff"),
+    ):
+        if value is not None:
+            set_value(field.key, value)
+    if pending["settings"] is not None:  # the form of the task's method starts from these
+        method = pending["method"] or session.method
+        session.settings = dict(pending["settings"])
+        st.session_state[f"{Session.settings.key}.method"] = method
+        _by_method(Session.settings.key)[method] = dict(pending["settings"])
+    foils = list(task.get("foils") or [])
+    # the prompt with its own answer, foil and corrupted prompt: Explore proposes none of its own,
+    # and the old prompt's results and budget are dropped
+    adopt_prompt(
+        task["clean"],
+        {
+            Session.prompt.key: task["clean"],
+            Session.answer.key: task["answer"],
+            Session.foil.key: foils[0] if foils else "",
+            Session.corrupted.key: task.get("corrupted") or "",
+        },
+    )
+    session.corrupted_note = pending["corrupted_note"]
+    session.foil_note = pending["foil_note"]
+    del session.foil_proposed
+    session.autorun = bool(pending["run"])
+    for name, value in (pending.get("extra") or {}).items():
+        setattr(session, name, value)

@@ -16,17 +16,9 @@ SHARE_HELP = (
 
 
 def shared_text_input(label: str, role: str, key: str, default: str = "") -> str:
-    """A text box of this page holding the shared value ``role`` (prompt, answer, foil): it shows
-    the value set on any page, and what is typed here becomes the shared value."""
-    shared = st.session_state.get(role)
-    shared = default if shared is None else shared
-    if st.session_state.get(f"{key}.synced") != shared or key not in st.session_state:
-        st.session_state[key] = shared
-    value = st.text_input(label, key=key)
-    st.session_state[role] = value
-    st.session_state[state.widget_key(role)] = value
-    st.session_state[f"{key}.synced"] = value
-    return value
+    """A text box of this page (its own ``key``) bound to the shared value ``role`` (prompt,
+    answer, foil) the one way every page binds (``state.bind``)."""
+    return state.bind(st.text_input, label, role, default, widget_key=key)
 
 
 def metric_sentence(task) -> str:
@@ -44,7 +36,7 @@ def circuit_at_budget(result) -> tuple[list[str], int, int]:
     from .. import render
 
     budgets = sorted(result.budgets)
-    budget = st.session_state.get("budget")
+    budget = state.session.budget
     if not isinstance(budget, int) or not (result.any_budget or budget in budgets):
         budget = render.readable_budget(result.curve)
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from ..details.base import MethodDetails, register_details
 from ..graph import prune, top_n
-from .report import report_lines
-from .variants import (
+from ..query.report import report_lines
+from ..query.variants import (
     ANY_BUDGET_VARIANTS,
     VARIANTS,
     csm_circuit,
@@ -28,6 +27,7 @@ from .variants import (
     ibon_circuit,
     names_mask,
 )
+from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
     from ..results import CircuitResult

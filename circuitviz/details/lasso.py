@@ -1,12 +1,12 @@
-"""What a CircuitLasso run keeps beside its scores (``LassoDetails``); the method is
-``circuitviz.methods.lasso``."""
+"""What a CircuitLasso run keeps beside its scores (``LassoDetails``), as plain data; the method
+is ``circuitviz.methods.lasso``, its machinery ``circuitviz.lasso``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from ..details.base import MethodDetails, register_details
+from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
     from ..results import CircuitResult

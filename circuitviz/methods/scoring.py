@@ -1,0 +1,72 @@
+"""Scoring many tasks with one registered scorer: the methods that score edges, and the score
+matrices of many prepared tasks in shared passes.
+
+Best-of-N scores the prompt and its paraphrase pairs, the ensemble its members on the prompt and
+its paraphrases, Edge Pruning warm-starts from a scorer: all three reach the scorer here, one
+home below them (the registry and ``ScoringMethod.score_batch``), not through one another.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..evaluate import evaluators_of_tasks
+from ..graph import GraphSpec
+from ..models.adapter import model_device, model_dtype
+from ..models.devices import working_memory_bytes
+from ..tasks import PreparedTask
+from .base import Progress, RunContext, ScoringMethod
+from .registry import available_methods
+
+
+def scorer_names() -> list[str]:
+    """The registered methods that score edges (what ``base_method`` may name)."""
+    return sorted(name for name, method in available_methods().items() if isinstance(method, ScoringMethod))
+
+
+# memory for the writer outputs of the pairs whose clean and corrupted runs are held at once (bytes)
+_CAPTURE_BYTES = 1e9
+
+
+def _capture_size(model, spec: GraphSpec, n_positions: int) -> int:
+    """How many pairs' clean and corrupted writer outputs one group holds."""
+    per_sequence = n_positions * spec.n_forward * spec.d_model * torch.finfo(model_dtype(model)).bits // 8
+    budget = min(_CAPTURE_BYTES, working_memory_bytes(model_device(model)) / 2)
+    return max(1, int(budget // max(2 * per_sequence, 1)))
+
+
+def pair_scores(
+    model,
+    spec: GraphSpec,
+    pairs: list[PreparedTask],
+    method: ScoringMethod,
+    method_config,
+    progress: Progress | None = None,
+) -> list[torch.Tensor]:
+    """Score matrices of pairs with the base scorer's ``score_batch``: pairs of equal length in
+    groups, each group's clean and corrupted runs made together and scored as one batch (EAP and
+    EAP-IG share their gradient passes between the pairs; any other scorer goes pair by pair).
+
+    Every pair must share the task's answer, foils and metric.  # each [n_forward, n_backward] float32
+    """
+    results: list[torch.Tensor | None] = [None] * len(pairs)
+    by_length: dict[int, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        by_length.setdefault(pair.n_positions, []).append(index)
+    done = 0
+    for positions, members in sorted(by_length.items()):
+        capture = _capture_size(model, spec, positions)
+        for start in range(0, len(members), capture):
+            group = members[start : start + capture]
+
+            def report(phase, fraction, done=done, size=len(group)):
+                if progress:
+                    progress(phase, (done + fraction * size) / len(pairs))
+
+            contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
+            for ctx, evaluator in zip(contexts, evaluators_of_tasks(model, spec, [pairs[i] for i in group])):
+                ctx._evaluator = evaluator
+            for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
+                results[index] = matrix
+            done += len(group)
+    return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]

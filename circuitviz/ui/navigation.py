@@ -1,0 +1,38 @@
+"""The app itself: its navigation over the pages (``pagelist``) and the sidebar they share, and
+the guard that keeps every page inside it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .pagelist import pages
+
+
+def run_app() -> None:
+    """The page configuration, the navigation (its page list), the shared sidebar (model and
+    device; first, before any page's widget: the URL's values and a task opened on another page
+    are set there), then the page the URL names."""
+    from .sidebar import sidebar
+
+    st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
+    app_navigation = st.navigation(pages())
+    sidebar()
+    app_navigation.run()
+
+
+def inside_app() -> None:
+    """Make sure this page runs inside the app's navigation; the first call of every page.
+
+    Streamlit treats a ``pages/`` folder beside the entry point as its older multipage layout
+    until a session calls ``st.navigation``: a fresh server whose first visitor opens a page's
+    own URL (``/dataset``, a shared ``/compare?...``) runs that page alone, without ``app.py``
+    (no model or device in the sidebar, a page list of raw file names), and so does every
+    session after it. Here the page turns that layout off, as ``st.navigation`` does, runs the
+    app (which runs this page inside it) and stops: one script run, so a button pressed for
+    this run keeps its click."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        run_app()
+        st.stop()

@@ -1,0 +1,46 @@
+"""The app's pages, in one list: the navigation (``navigation.run_app``) is built from it, and a
+page that sends the user to another (Gallery's and Dataset's "open in Explore") switches to the
+very ``st.Page`` of that navigation, so the page opens inside the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parents[2]  # where app.py and pages/ are
+# name -> (script, title, icon); the first is the default page
+PAGES = {
+    "explore": ("pages/explore.py", "Explore", ":material/travel_explore:"),
+    "compare": ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    "signals": ("pages/signals.py", "Signals", ":material/conversion_path:"),
+    "paraphrases": ("pages/paraphrases.py", "Paraphrases", ":material/format_quote:"),
+    "steer": ("pages/steer.py", "Steer", ":material/tune:"),
+    "gallery": ("pages/gallery.py", "Gallery", ":material/photo_library:"),
+    "dataset": ("pages/dataset.py", "Dataset", ":material/dataset:"),
+    "about": ("pages/about.py", "About", ":material/info:"),
+}
+DEFAULT = "explore"
+
+
+def page(name: str):
+    """The ``st.Page`` of page ``name`` (the same page, hash and URL as in the navigation)."""
+    script, title, icon = PAGES[name]
+    return st.Page(str(ROOT / script), title=title, icon=icon, default=name == DEFAULT)
+
+
+def pages() -> list:
+    """Every page of the app, the navigation's list."""
+    return [page(name) for name in PAGES]
+
+
+def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
+    """Go to page ``name`` inside the app with the view's URL parameters ``query_params`` (a
+    switch clears them otherwise). A page run on its own (no navigation: a test's AppTest of one
+    file) just stays; the values it set are in the session for when Explore opens."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.switch_page(page(name), query_params=query_params or None)
+    except StreamlitAPIException:
+        return

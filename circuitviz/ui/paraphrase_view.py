@@ -1,0 +1,107 @@
+"""The Paraphrases page's view of a Best-of-N result: its pairs (editable for the next run), the
+candidates' NDF at the slider's budget, the edges they share (an UpSet whose bars highlight their
+edges in the graph), the winner's graph and the family's curves."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import render
+from . import bon, loaders, result_view, state
+
+
+def pairs_table(result, method: str) -> None:
+    """The paraphrase pairs, editable; a button makes the edited ones the next run's."""
+    edited = st.data_editor(
+        bon.table_rows(result),
+        hide_index=True,
+        key="bon.pairs",
+        disabled=bon.READ_ONLY_COLUMNS,
+        width="stretch",
+        column_config=bon.TABLE_WIDTHS,
+    )
+
+    def use_edited_pairs():
+        lines = [
+            f"{row['paraphrase']}\t{row['corrupted']}" for row in edited[1:] if row["paraphrase"].strip()
+        ]
+        for name, value in (("paraphrase_source", "file"), ("paraphrases", "\n".join(lines))):
+            state.set_widget_value(f"bon.method.{method}.{name}", value)
+
+    st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
+    for note in result.details.notes:
+        st.caption(note)
+
+
+@st.cache_data(show_spinner="Evaluating the candidates at this budget…", max_entries=64)
+def _candidates_at(_model, _result, result_key: str, budget: int) -> list[dict]:
+    return bon.candidates_at(_model, _result.model_id, _result, budget, loaders.get_store())
+
+
+def candidates_at(model, result, budget: int) -> list[dict]:
+    """Each candidate's NDF at ``budget`` (one batched pass where the run did not evaluate it)."""
+    return _candidates_at(
+        model, result, f"{result_view.result_id(result)} {loaders.model_key(model)}", int(budget)
+    )
+
+
+def shared_edges(model, result, budget: int, circuit_edges: set[str]):
+    """The UpSet of the candidates' edges at ``budget``; a bar clicked (or an intersection
+    chosen below it) highlights its edges in the graph. Returns those edges, or None."""
+    sets = bon.candidate_edge_sets(model, result.model_id, result, budget, loaders.get_store())
+    if not sets or len(sets) < 2:
+        shared = bon.shared_entry(result, budget)
+        if shared is not None:
+            st.caption(
+                f"{shared['n_common']:,} edges are common to all candidates (their score matrices were not kept)."
+            )
+        return None
+    st.subheader("Edges shared across candidate circuits")
+    chosen = (state.session.bon_intersection or "none").rsplit(" (", 1)[0]
+    upset, shown = render.upset_figure(
+        sets, selected=tuple(chosen.split(" & ")) if chosen != "none" else None
+    )
+    clicked = bon.clicked_intersection(
+        st.plotly_chart(upset, key="bon.upset", on_select="rerun", selection_mode="points"), shown
+    )
+    named = {f"{item.label} ({item.size} edges)": item for item in shown}
+    by_label = {item.label: name for name, item in named.items()}
+    if clicked is not None and clicked != state.session.bon_intersection_clicked:
+        state.session.bon_intersection = by_label[clicked]  # a bar clicked: as if chosen below
+    state.session.bon_intersection_clicked = clicked
+    if state.session.bon_intersection not in named:
+        state.session.bon_intersection = "none"
+    picked = st.selectbox(
+        "highlight the edges of one intersection in the graph (or click its bar above)",
+        ["none", *named],
+        key=state.Session.bon_intersection.key,
+    )
+    highlight = None
+    if picked != "none":
+        item = named[picked]
+        highlight, sentence = bon.highlight_in_circuit(
+            set(item.edges), circuit_edges, result.method, item.members
+        )
+        st.caption(sentence)
+    st.caption(f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {budget:,} edges.")
+    return highlight
+
+
+def candidates_view(model, result) -> None:
+    """Everything below the pairs: the budget, the candidates, their shared edges, the graph, the curves."""
+    budget = result_view.budget_slider(result, "budget", any_budget=True)
+    point = result_view.point_at(result, budget, model)
+    result_view.metrics_row(result, budget, point)
+    scores = candidates_at(model, result, budget)  # evaluated now where the run did not
+    if scores:
+        st.plotly_chart(render.candidate_figure(scores, budget), key="bon.candidates")
+        st.caption(bon.winner_note(result, budget, point, scores, budget))
+    circuit_edges = set(result.graph.edge_names_of(result.circuit(budget)))
+    highlight = shared_edges(model, result, budget, circuit_edges)
+    labels = loaders.node_labels(model, result.model_id, result.task)
+    drawing = result_view.graph_drawing(
+        result, budget, labels=labels, highlight=highlight, ndf=point.ndf if point else None
+    )
+    result_view.show_graph(drawing)
+    curves = {name: points for name, points in result.details.curves.items() if name != result.method}
+    result_view.curve_chart(result, budget, key="bon.curve", extra_curves=curves, point=point)

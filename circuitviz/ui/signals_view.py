@@ -1,0 +1,64 @@
+"""The Signals page's view of a result with a signals view (ACC++): the circuit on a token-by-layer
+grid, its attention decisions, one decision's signals with the attention weight falling as they
+are removed one by one, and the paper's knockout (found versus random signals)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import result_view
+
+
+def signals_view(result) -> None:
+    """Everything about one result's attention decisions and their signals."""
+    from ..acc.tables import decision_label, decision_rows, knockout_rows, signal_rows
+    from ..render.acc_graph import position_graph_html, removal_figure
+
+    details = result.details  # ACCDetails
+    result_view.task_caption(result)
+    summary = details.summary
+    cells = st.columns(4)
+    cells[0].metric("nodes (component at a position)", summary["n_nodes"])
+    cells[1].metric("edges (signals grouped)", summary["n_edges"])
+    cells[2].metric("attention decisions", summary["n_decisions"])
+    cells[3].metric("signal edges of rank 1", f"{100 * summary['rank1_fraction']:.0f}%")
+    if details.limits.get("max_decisions_reached"):
+        st.warning(
+            f"Tracing stopped at {details.limits['max_decisions']} decisions with "
+            f"{details.limits['decisions_left']} left; raise max decisions to trace them."
+        )
+    decisions = details.decisions
+    if not decisions:
+        st.info("No attention decision of the answer's components reached the threshold tau = k/d; lower k.")
+        return
+
+    st.subheader("Attention decisions")
+    st.dataframe(decision_rows(details), hide_index=True, width="stretch")
+    chosen = st.selectbox(
+        "Decision",
+        options=[d["index"] for d in decisions],
+        format_func=lambda index: decision_label(decisions[index]),
+        key="signals.decision",
+    )
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Its signals**")
+        st.dataframe(signal_rows(details, chosen), hide_index=True, width="stretch")
+    with right:
+        st.markdown("**Attention weight as the signals are removed**")
+        st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
+
+    st.subheader("The circuit, by token and layer")
+    title = f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted"
+    result_view.show_graph(position_graph_html(details, title=title, highlight_decision=chosen))
+
+    st.subheader("Knockout: the signals found versus as many random ones")
+    st.caption(
+        "Each signal's clean value is subtracted from the query or keys of its head and the model "
+        "runs on; the paper's check that the signals found carry the attention and the answer."
+    )
+    st.dataframe(knockout_rows(details), hide_index=True, width="stretch")
+    st.caption(
+        "metric: the answer's metric after the removal; mean traced attention: the attention weight of the "
+        "traced decisions; residual cosine and norm ratio: how close the final residual stays to the clean run's."
+    )

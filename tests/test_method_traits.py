@@ -1,0 +1,57 @@
+"""What a method is lives on its class and is read through the registry's traits, never by name."""
+
+from __future__ import annotations
+
+from circuitviz.methods import available_methods, method_traits, methods_with
+from circuitviz.methods.base import ScoringMethod
+
+# the caveats the product wrote by name before the traits (transfer.FITTED_TO_PROMPT)
+FITTED = {
+    "edge-pruning": "Edge Pruning learns its mask on this prompt",
+    "bon": "Best-of-N keeps the candidate of highest NDF on this prompt",
+    "ibon": "iBoN keeps, per budget, the candidate of highest NDF on this prompt",
+    "bon-csm": "BoN-CSM merges the sub-circuits of highest NDF on this prompt",
+}
+
+
+def test_the_fitted_to_the_prompt_caveat_is_each_methods_own():
+    for name in available_methods():
+        traits = method_traits(name)
+        assert traits.fitted_to_prompt == FITTED.get(name)
+        assert bool(traits.fitted_note) == (name in FITTED)
+    note = method_traits("edge-pruning").fitted_note
+    assert note.startswith("Fitted to the prompt: Edge Pruning learns its mask") and "upper bound" in note
+
+
+def test_a_flat_curve_is_explained_for_the_methods_that_can_give_one():
+    assert {n for n in available_methods() if method_traits(n).flat_curve_note} == {"acc++", "circuit-lasso"}
+    lasso = method_traits("circuit-lasso")
+    assert lasso.notes([0.0, 0.01]) == [lasso.flat_curve_note]
+    assert lasso.notes([0.0, 0.4]) == []  # a curve that rises says nothing about flatness
+    assert method_traits("eap-ig").notes([0.0, 0.0]) == []
+    bon = method_traits("bon")
+    assert bon.notes([0.9]) == [bon.fitted_note]
+
+
+def test_the_other_traits():
+    assert methods_with("has_signals_view") == ["acc++"]
+    assert methods_with("has_paraphrases_view") == ["bon", "ibon", "bon-csm"]
+    assert not method_traits("acc++").needs_corrupted
+    # positions: exactly the methods that give position-resolved scores
+    resolved = {
+        name
+        for name, method in available_methods().items()
+        if getattr(type(method), "score_positions", ScoringMethod.score_positions)
+        is not ScoringMethod.score_positions
+    }
+    assert methods_with("positions_capable") == sorted(resolved) == ["eap", "eap-ig", "eap-ig-activations"]
+    assert (
+        not method_traits("edge-pruning").scores_estimate_metric
+        and method_traits("eap").scores_estimate_metric
+    )
+    assert method_traits("ibon").calibration_family == ("single", "average", "bon", "ibon", "bon-csm")
+
+
+def test_a_name_the_registry_does_not_know_has_no_caveats():
+    traits = method_traits("a-method-this-install-lacks")
+    assert traits.notes([0.0]) == [] and not traits.has_signals_view and traits.label == traits.name
