@@ -12,6 +12,7 @@ import torch
 
 from circuitviz.bench.toy_families import random_hf_model
 from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
+from circuitviz.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.models import ModelLoadError, load_model
 from circuitviz.models.bridge_adapter import is_bridge
@@ -111,3 +112,22 @@ def test_the_bridge_conversion_cache_is_read_back_and_a_damaged_entry_rebuilt(tm
     third = load()
     assert len(conversions) == 2  # rebuilt
     assert all(torch.equal(first[name], third[name]) for name in first)
+
+
+def test_the_memory_estimate_counts_a_local_checkpoints_weights(tmp_path):
+    """Before loading: the parameters counted from config.json are the loaded bridge's."""
+    from circuitviz.models import estimate_memory
+
+    folder = checkpoint_folder("llama3", tmp_path)
+    estimate = estimate_memory(folder)
+    bridge = load_model(folder, backend="bridge")
+    loaded = bridge.original_model.named_parameters()
+    # (the bridge gives an unembedding without bias a zero one)
+    assert estimate.n_parameters == sum(
+        p.numel() for name, p in loaded if not ("lm_head" in name and "bias" in name)
+    )
+    assert estimate.weight_bytes == 4 * estimate.n_parameters
+    assert estimate.n_edges == GraphSpec.from_model(bridge).n_edges
+    assert "parameters" in estimate.sentence()
+    with pytest.raises(ModelLoadError, match="config.json"):
+        estimate_memory("circuitviz-test/not-a-model")
