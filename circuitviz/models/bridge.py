@@ -60,9 +60,12 @@ def ungroup_attention(hf_model: PreTrainedModel) -> int:
             if projection.bias is not None:
                 projection.bias = torch.nn.Parameter(_repeat_rows(projection.bias.data, n_kv, repeats))
             projection.out_features = n_heads * head_dim
-        k_norm = getattr(module, "k_norm", None)  # OLMo-2 normalises the whole key vector
+        # OLMo-2 normalises the whole key vector (its k_norm is n_kv * head_dim wide); Gemma and
+        # Qwen 3 each head's (head_dim wide, which equals n_kv * head_dim when n_kv is 1)
+        k_norm = getattr(module, "k_norm", None)
         weight = getattr(k_norm, "weight", None)
-        if weight is not None and weight.shape[0] == n_kv * head_dim:
+        whole_vector = "Olmo" in type(module).__name__
+        if whole_vector and weight is not None and weight.shape[0] == n_kv * head_dim:
             k_norm.weight = torch.nn.Parameter(_repeat_rows(weight.data, n_kv, repeats))
         module.num_key_value_groups = 1
         if hasattr(module, "num_key_value_heads"):

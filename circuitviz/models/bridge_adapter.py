@@ -16,6 +16,7 @@ own forward pass, so the engine's hooks work unchanged. What differs is answered
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -23,6 +24,8 @@ from functools import cached_property
 import torch
 
 from circuitviz.models.base_adapter import AttentionParts, Hook, ModelAdapter
+
+_LEVELS = itertools.count(1_000_000)  # hook levels of this adapter's contexts (the bridge's count from 0)
 
 # architectures whose attention reads the residual unnormalised, the norm after it (OLMo-2, 3)
 POST_NORM_ARCHITECTURES = frozenset({"Olmo2ForCausalLM", "Olmo3ForCausalLM"})
@@ -167,15 +170,38 @@ class BridgeAdapter(ModelAdapter):
         a hook added at an alias (``blocks.1.hook_resid_post``) with its canonical hook point
         (``blocks.1.hook_out``), and callers key what they capture by ``hook.name``.
 
+        Hooks go straight onto the hook points (found once, ``_points``), removed on exit by a
+        level of their own: the bridge's ``hooks()`` context rebuilds its alias map for every
+        hook it adds, 42 % of an EAP-IG run's time on a tiny Llama.
+
         ``hook_mlp_in`` is handed a copy of the residual stream, as HookedTransformer hands it:
         the bridge hooks the very tensor the residual connection carries on, so a gradient
         taken there (EAP's at an MLP's input) would include every later reader's, not only the
         MLP's (EAP scores into MLPs were off by up to 100 % of the largest score on SmolLM2).
         """
-        copied = self._copied_points
-        named = [(name, _named(name, hook, copied)) for name, hook in fwd_hooks]
-        with self.lock, self.tokenizer_lock, self.model.hooks(fwd_hooks=named):
+        with self.lock, self.tokenizer_lock, self._added(fwd_hooks):
             yield
+
+    @contextmanager
+    def _added(self, fwd_hooks: list[Hook]) -> Iterator[None]:
+        level = next(_LEVELS)
+        added = []
+        try:
+            for name, function in fwd_hooks:
+                point = self._points.get(name)
+                if point is None:
+                    raise ValueError(f"The bridge has no hook point {name}.")
+                point.add_hook(_named(name, function, self._copied_points), dir="fwd", level=level)
+                added.append(point)
+            yield
+        finally:
+            for point in {id(point): point for point in added}.values():
+                point.remove_hooks("fwd", level=level)
+
+    @cached_property
+    def _points(self) -> dict:
+        """{hook name, aliases included: its hook point}, read once."""
+        return dict(self.model.hook_dict)
 
     @cached_property
     def _copied_points(self) -> frozenset[int]:
@@ -192,7 +218,7 @@ class BridgeAdapter(ModelAdapter):
             raise StopAtLayerException(x)
 
         point = self.model.ln_final.hook_in
-        with self.model.hooks(fwd_hooks=[(point.name, stop)]):
+        with self._added([(point.name, stop)]):
             return self.model(tokens, **kwargs)
 
     def blocks(self, tokens: torch.Tensor, stop_at_layer: int | None = None) -> torch.Tensor:
