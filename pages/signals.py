@@ -25,29 +25,34 @@ from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
 loaders.model_future(model_id, device)  # the model starts loading now, in the background
-SIGNALS = "acc++"  # the method this page explains
+explained = state.session.signals_method  # the method this page explains, once the registry said
 
 with st.expander(
-    "Run ACC++ on a prompt", expanded=state.result_for(SIGNALS, model_id, state.session.prompt or "") is None
+    "Run ACC++ on a prompt",
+    expanded=explained is None or state.result_for(explained, model_id, state.session.prompt or "") is None,
 ):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
-    from circuitviz.methods import get_method  # noqa: E402
+    from circuitviz.methods import get_method, methods_with  # noqa: E402
     from circuitviz.ui import forms, panel, run  # noqa: E402
 
+    if not methods_with("has_signals_view"):
+        st.info("No method with a signals view is registered in this installation.")
+        st.stop()
+    explained = state.session.signals_method = methods_with("has_signals_view")[0]
+    method = get_method(explained)
     model = run.load_model_or_stop(model_id, device)
-    given = inputs.task_inputs(model, model_id, prompt, need_corrupted=False)
-    kept = state.result_for(SIGNALS, model_id, prompt)
-    method = get_method(SIGNALS)
-    start = state.method_settings("signals.settings", SIGNALS) or (kept.config if kept is not None else {})
+    given = inputs.task_inputs(model, model_id, prompt, need_corrupted=method.needs_corrupted)
+    kept = state.result_for(explained, model_id, prompt)
+    start = state.method_settings("signals.settings", explained) or (kept.config if kept is not None else {})
     values = forms.config_form(method, "signals", initial=start)
-    state.remember_settings("signals.settings", SIGNALS, values)
+    state.remember_settings("signals.settings", explained, values)
     config, problem = forms.build_config(method, values)
     if problem:
         st.error(problem)
     budgets = inputs.default_budgets(inputs.graph_edge_total(model))
     shown = panel.run_panel(
-        model, model_id, given.task, SIGNALS, config, budgets, button="Run ACC++", prompt=prompt
+        model, model_id, given.task, explained, config, budgets, button=f"Run {method.label}", prompt=prompt
     )
 
 if shown.result is None:

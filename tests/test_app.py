@@ -12,13 +12,12 @@ Best-of-N candidate NDFs and UpSet counts against the result's details and candi
 from __future__ import annotations
 
 import json
-import re
-from collections import OrderedDict
 
 import pytest
 import torch
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data, nodes_and_edges  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import assets, render  # noqa: E402
@@ -55,15 +54,13 @@ def _explore(**query) -> AppTest:
     return _app(**base).run()
 
 
-def _graph_pages(at: AppTest) -> list[str]:
-    """The HTML of every st.iframe on the page (our graphs)."""
-    return [element.proto.srcdoc for element in at.get("iframe")]
+def _graph_pages(at: AppTest) -> list[dict]:
+    """The data of every circuit drawing on the page (``ui.graph_view``'s components)."""
+    return graph_data(at)
 
 
-def _nodes_and_edges(page: str) -> tuple[list[dict], list[dict]]:
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
-    edges = json.loads(re.search(r"edges = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
-    return nodes, edges
+def _nodes_and_edges(data: dict) -> tuple[list[dict], list[dict]]:
+    return nodes_and_edges(data)
 
 
 def _run(at: AppTest) -> AppTest:
@@ -217,7 +214,7 @@ def test_a_new_prompt_proposes_its_own_answer_foil_and_corrupted_prompt():
     assert corrupted and corrupted != new and "Tom" not in corrupted
     assert any("indirect object" in c.value for c in at.caption)
     assert at.session_state["results"] == {}  # the old prompt's result is gone
-    assert not at.get("iframe")
+    assert not graph_data(at)
 
 
 def test_a_prompt_no_template_knows_says_so_and_disables_run():
@@ -347,7 +344,7 @@ def test_a_fresh_eap_ig_run_passes_the_clean_and_corrupted_prompts_once(monkeypa
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
-    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    # a model of its own, loaded through the counter: the loader is part of the model cache's key
     at = _run(_explore(method="eap-ig"))
     assert not at.exception, at.exception
     assert at.session_state["results"]["eap-ig"].curve and _graph_pages(at)
@@ -364,7 +361,7 @@ def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatc
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
-    monkeypatch.setattr(loaders, "_MODELS", OrderedDict())  # a model of its own, loaded through the counter
+    # a model of its own, loaded through the counter: the loader is part of the model cache's key
     first = _run(_explore(budget="10"))
     assert _graph_pages(first) and counter.passes
     # what a new process would hold: no cached next tokens, labels or clean runs; the store only

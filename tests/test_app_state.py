@@ -16,6 +16,7 @@ import threading
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
@@ -112,7 +113,7 @@ def test_compare_url_restores_its_methods_and_results():
     again = _app(compare="eap,eap-ig", budget=str(at.session_state["budget"])).run()  # a new browser
     again.switch_page("pages/compare.py").run()
     assert not again.exception, again.exception
-    assert len(again.get("iframe")) == 2, "the stored results were not shown"
+    assert len(graph_data(again)) == 2, "the stored results were not shown"
 
 
 def test_paraphrases_url_names_its_view_before_any_run():
@@ -358,3 +359,117 @@ def test_signals_says_when_its_result_is_for_another_task():
     at.text_input(key="w.foil").set_value(" the").run()  # another task: the result shown is the old one's
     assert not at.exception, at.exception
     assert any("earlier inputs" in i.value for i in at.info)
+
+
+# ----- method knowledge lives in the registry -----------------------------------------------------
+def test_no_method_name_is_spelled_in_the_app():
+    """The app asks the registry's traits (fitted to the prompt, a signals view, a flat-curve
+    note...) instead of comparing method names: no registered name is a literal in ui/ or pages/."""
+    import re
+    from pathlib import Path
+
+    from circuitviz.methods import available_methods
+
+    root = Path(__file__).resolve().parents[1]
+    files = [*(root / "circuitviz" / "ui").glob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]
+    names = sorted(available_methods())
+    pattern = re.compile("[\"'](" + "|".join(re.escape(name) for name in names) + ")[\"']")
+    found = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert len(names) >= 8 and not found, found
+
+
+def test_every_caveat_shows_beside_the_methods_figures():
+    from circuitviz.curves import CurvePoint
+    from circuitviz.methods.registry import method_traits
+    from circuitviz.ui.caveats import caveats
+    from circuitviz.ui.result_view import curve_notes
+
+    class Result:
+        method, details, scores = "edge-pruning", None, None
+        curve = [CurvePoint(10, 8, 0.4, 0.3, 0.2), CurvePoint(20, 17, 0.9, 0.8, 0.7)]
+
+    fitted = method_traits("edge-pruning").fitted_note
+    assert fitted and caveats(Result, Result.curve[0]) == [fitted]  # on Explore, Compare, Paraphrases alike
+    Result.method = "acc++"
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.6, 0.5, 0.5)]
+    (zero,) = caveats(Result, Result.curve[0])
+    assert zero.startswith("NDF 0.000 at this budget: ACC++'s edge scores do not estimate")
+    assert caveats(Result, Result.curve[1]) == []
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.01, 0.0, 0.0)]
+    assert caveats(Result, Result.curve[0]) == []  # a flat curve is said once, under the curve
+    assert method_traits("acc++").flat_curve_note in curve_notes(Result)
+    Result.method = "eap"  # scores that estimate the metric: a zero is the figure itself
+    assert caveats(Result, Result.curve[0]) == []
+
+
+def test_models_live_in_streamlits_resource_cache():
+    """One load per (model, device, loader), shared by every session, under Streamlit's own cache
+    controls: clearing it starts a fresh load; a failed load is tried again."""
+    import streamlit as st
+
+    import circuitviz.ui.loaders as loaders
+
+    first = loaders.model_future("tiny", "cpu")
+    assert loaders.model_future("tiny", "cpu") is first and first.result(timeout=120) is not None
+    st.cache_resource.clear()
+    again = loaders.model_future("tiny", "cpu")
+    assert again is not first and again.result(timeout=120) is not None
+
+    class Failing:
+        calls = 0
+
+        def load(self, model_id, device):
+            self.calls += 1
+            raise OSError("no weights here")
+
+    failing = Failing()
+    loaders.MODEL_LOADER = failing.load  # (restored by the tiny_app fixture's monkeypatch)
+    broken = loaders.model_future("tiny", "cpu")
+    assert isinstance(broken.exception(timeout=60), OSError)
+    tried = failing.calls
+    retried = loaders.model_future("tiny", "cpu")
+    assert retried is not broken and isinstance(retried.exception(timeout=60), OSError)
+    assert failing.calls == tried + 1
+
+
+# ----- inputs that would mislead ---------------------------------------------------------------------
+def test_a_budget_of_0_is_refused_and_no_score_reads_minus_zero():
+    from circuitviz.ui.caveats import score_text
+    from circuitviz.ui.inputs import ZERO_BUDGET, budget_check
+
+    assert budget_check("0,10", 1000) == ([ZERO_BUDGET], [])
+    assert score_text(-0.0001) == "0.000" and score_text(-0.0006) == "-0.001" and score_text(0.25) == "0.250"
+    at = _app(method="eap", budgets="0,10,20").run()
+    assert ZERO_BUDGET in [e.value for e in at.error]
+    assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkeypatch):
+    """'2 + 3 =' proposing '4' at 0.8 % while ' ' has 89.5 %: a sentence says so before Run; a
+    token outside the likely ones gets its own probability, computed."""
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.ui.inputs import unlikely_answer
+
+    model = _tiny_loader("", "")
+    likely = {" ": 0.895, "4": 0.008}
+    sentence = unlikely_answer(model, "tiny", "2 + 3 =", "4", likely)
+    assert sentence.startswith(
+        "The model gives '4' only 0.8% after this prompt (its most likely next token is ' ', 89.5%)"
+    )
+    assert unlikely_answer(model, "tiny", "2 + 3 =", " ", likely) is None
+    monkeypatch.setattr(loaders, "token_probability", lambda *args: (0.0002, " ", 0.9))
+    assert "only 0.0%" in unlikely_answer(model, "tiny", "2 + 3 =", " Mary", likely)
+    from circuitviz.labels.logit_lens import next_token_probabilities, token_probability
+    from circuitviz.tasks import single_token_id
+
+    top = next_token_probabilities(model, IOI_TASK.clean, 3)
+    chance, top_token, top_chance = token_probability(
+        model, IOI_TASK.clean, single_token_id(model, top[1][0], "answer")
+    )
+    assert chance == pytest.approx(top[1][1], rel=1e-5)
+    assert top_token == top[0][0] and top_chance == pytest.approx(top[0][1], rel=1e-5)

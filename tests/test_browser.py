@@ -21,6 +21,7 @@ Needs Debian's chromium (``scripts/install-test-deps.sh``) and playwright; never
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -123,13 +124,15 @@ def bench_seconds():
     return bench_engine_total()
 
 
-@pytest.fixture(scope="module")
-def app_url(cache, bench_seconds):
-    """A streamlit server of this checkout on 127.0.0.1, stopped (with its children) at the end."""
+@contextlib.contextmanager
+def _serve(cache: Path, log_name: str = "streamlit.log", **environment: str):
+    """A streamlit server of this checkout on 127.0.0.1 (``make app``'s launcher), its URL;
+    stopped (with its children) at the end. ``environment``: variables of its own."""
     port = _free_port()
     OUTPUT.mkdir(exist_ok=True)
-    log = open(OUTPUT / "streamlit.log", "w")
+    log = open(OUTPUT / log_name, "w")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CIRCUITVIZ_CACHE": str(cache)}
+    env.update(environment)
     command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
@@ -147,7 +150,7 @@ def app_url(cache, bench_seconds):
             except OSError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start; see {OUTPUT / 'streamlit.log'}")
+                raise RuntimeError(f"streamlit did not start; see {OUTPUT / log_name}")
             time.sleep(0.5)
         yield url
     finally:
@@ -157,6 +160,13 @@ def app_url(cache, bench_seconds):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(cache, bench_seconds):
+    """The server of the new user's walk (started after the benchmark, never beside it)."""
+    with _serve(cache) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +184,139 @@ ANSWER_LABEL = "answer token (with its leading space)"
 BUDGETS_LABEL = "edge budgets (the slider's steps; each is evaluated once)"
 RTL_PROMPT = "The capital city of مدينة is the city of"
 RTL_CORRUPTED = "The capital city of مدينة is the city in"
+
+
+# ----- every way into Explore ------------------------------------------------------------------------
+OPEN_WIDTHS = (1000, 1500)
+FINISHED = "() => document.body.innerText.includes('edges kept') || document.body.innerText.includes('could not run')"
+
+
+@pytest.fixture
+def opening_app(tmp_path, monkeypatch):
+    """A server of its own with a fresh store (the converted models reused) and the task validity
+    check on, as a user has it (the suite turns it off for its random models); stopped before the
+    new user's walk starts its own."""
+    from circuitviz.task_validity import CHECK_ENV
+
+    monkeypatch.setenv(CHECK_ENV, "on")
+    root = tmp_path / "cache"
+    root.mkdir()
+    if (_cache_root() / "models").exists():
+        (root / "models").symlink_to(_cache_root() / "models", target_is_directory=True)
+    with _serve(root, "streamlit-opening.log", **{CHECK_ENV: "on"}) as url:
+        yield url
+
+
+def _inside_the_app(page) -> None:
+    """Explore is on screen inside the app: its sidebar holds the model and device, its page list
+    the pages' titles (not the raw file names of a page run alone)."""
+    page.get_by_text("Explore a prompt's circuit").first.wait_for(timeout=120_000)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Model", exact=True).wait_for(timeout=120_000)
+    links = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    titles = [link.split("\n")[-1].strip() for link in links]
+    assert {"Explore", "Compare", "Dataset", "Gallery"} <= set(titles) and "app" not in titles, titles
+
+
+def _run_to_the_end(page, task, refused: str | None, name: str, width: int) -> str:
+    """The opened task's inputs in their boxes, then its run (started on opening, or by Run) to
+    its result; a task the validity check refuses shows the refusal, Run disabled. Returns what
+    the page ended with."""
+    settled(page)
+    assert input_value(page, "Prompt") == task["clean"]
+    if "answer" in task:
+        assert input_value(page, ANSWER_LABEL) == task["answer"]
+        assert input_value(page, CORRUPTED_LABEL) == task["corrupted"]
+    if refused:
+        page.get_by_text(refused[:60]).first.wait_for(timeout=120_000)
+        expect(page.get_by_role("button", name="Run", exact=True)).to_be_disabled(timeout=30_000)
+        ended = "refused"
+    else:
+        if (
+            not page.evaluate("() => document.body.innerText.includes('Running ')")
+            and page.get_by_role("button", name="Run", exact=True).is_enabled()
+        ):
+            page.get_by_role("button", name="Run", exact=True).click()
+        wait_for(page, FINISHED, RUN_WAIT_MS)
+        settled(page)
+        ended = "result" if "edges kept" in body_text(page) else "error"
+    page.get_by_text("Explore a prompt's circuit").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(OUTPUT / f"open-{name}-{width}.png"))
+    if ended == "result":
+        shot(page, f"open-{name}-{width}-result.png", page.get_by_text("edge budget (").first)
+    return ended
+
+
+def _open_atlas_row(page, app_url: str, atlas_name: str, row: int) -> None:
+    page.goto(f"{app_url}/dataset")
+    wait_for(page, "() => document.body.innerText.includes('CPR (MIB)')", 300_000)
+    settled(page)
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text=atlas_name).first.click()
+    settled(page)
+    page.get_by_role("tab", name="Prompts").click()
+    page.wait_for_timeout(1500)
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    box = grid.bounding_box()  # the grid is a canvas: its row-selection column, row by row
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 * row + 17)
+
+
+def test_every_way_into_explore_opens_inside_the_app(opening_app, browser):
+    """A prompt opened from each stored atlas's table (IOI, arithmetic, MMLU), from the Gallery
+    and from Explore's MMLU picker lands in Explore inside the app (its sidebar, its page list),
+    with its own inputs, and runs: no traceback, at 1,000 and 1,500 px. An arithmetic row the
+    validity check now refuses says so, beside its row and on Explore."""
+    from circuitviz.batch.atlas import BatchTable
+    from circuitviz.ui.dataset import refusal, stored_atlases
+
+    OUTPUT.mkdir(exist_ok=True)
+    atlases = stored_atlases()
+    ended, errors = {}, []
+    for width in OPEN_WIDTHS:
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        page.on("pageerror", lambda error, seen=errors: seen.append(str(error)))
+        for atlas_name in ("ioi", "arithmetic", "mmlu"):
+            batch = BatchTable.load(atlases[atlas_name])
+            rows = batch.rows(batch.labels[0]).to_pylist()
+            picks = (
+                [0]
+                if atlas_name != "arithmetic"
+                else [0, next(i for i, r in enumerate(rows) if not refusal(r))]
+            )
+            for row in picks:
+                _open_atlas_row(page, opening_app, atlas_name, row)
+                if refusal(rows[row]) and width == OPEN_WIDTHS[0]:
+                    assert "fail the validity check" in body_text(page)
+                _inside_the_app(page)
+                task = {key: rows[row][key] for key in ("clean", "corrupted", "answer")}
+                ended[f"{atlas_name}-{row}-{width}"] = _run_to_the_end(
+                    page, task, refusal(rows[row]), f"{atlas_name}-{row}", width
+                )
+        page.goto(f"{opening_app}/gallery")  # the Gallery's first example, re-run live
+        page.get_by_role("button", name="Re-run live on the Explore page").click(timeout=180_000)
+        _inside_the_app(page)
+        example = json.loads((ROOT / "assets" / "gallery" / "index.json").read_text())[0]
+        ended[f"gallery-{width}"] = _run_to_the_end(page, example["task"], None, "gallery", width)
+        page.get_by_text("Or pick an MMLU question").first.click()  # Explore's MMLU picker
+        page.get_by_role("button", name="Use this question").click(timeout=180_000)
+        settled(page)
+        _inside_the_app(page)
+        from circuitviz.batch.mmlu import load_mmlu, mmlu_subjects
+
+        question = load_mmlu().of_subject(mmlu_subjects()[0])[0]
+        refused = "refused as a task" in body_text(page)
+        ended[f"mmlu-picker-{width}"] = _run_to_the_end(
+            page,
+            {"clean": question.prompt()},
+            "This MMLU question" if refused else None,
+            "mmlu-picker",
+            width,
+        )
+        assert not errors, errors
+        page.close()
+    (OUTPUT / "opening-figures.json").write_text(json.dumps(ended, indent=1))
+    assert set(ended.values()) <= {"result", "refused"}, ended
 
 
 def test_a_new_user_in_chromium(app_url, browser, cache, bench_seconds):
@@ -253,7 +396,7 @@ def _explore_first_run(page, app_url, cache, figures):
     assert {"100", "1k", "10k"} <= set(ticks) and not {"2", "5"} & set(ticks), ticks  # budgets 20 to 10,342
     assert "NDF (clipped at 0)" in chart.inner_text()
 
-    iframe = page.locator("iframe").first  # the wheel over the graph scrolls the page, not the graph
+    iframe = page.locator(".cv-root").first  # the wheel over the graph scrolls the page, not the graph
     iframe.scroll_into_view_if_needed()
     box = iframe.bounding_box()
     scale_before = frame.evaluate("() => network.getScale()")
@@ -265,7 +408,7 @@ def _explore_first_run(page, app_url, cache, figures):
     assert frame.evaluate("() => network.getScale()") == scale_before
     figures["wheel_scrolled_px"] = page.evaluate(f"() => ({scroller}).scrollTop") - top_before
     assert figures["wheel_scrolled_px"] > 0
-    frame.evaluate(
+    page.evaluate(
         "() => document.querySelectorAll('div.vis-tooltip').forEach(t => { t.style.visibility = 'hidden'; })"
     )  # no hover box
     shot(page, "explore-graph.png", iframe, full=True)
@@ -299,7 +442,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     open_page(page, "Compare")
     wait_for(page, button_ready("Run the comparison"), 120_000)
     page.get_by_role("button", name="Run the comparison").click()
-    wait_for(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
+    wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 2", RUN_WAIT_MS)
     settled(page)
     shown_budget = budget_shown(page)
     eap = result_of(cache, "eap", IOI_PROMPT)
@@ -317,7 +460,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
         "jaccard": len(a & b) / len(a | b),
     }
     right = page.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('iframe')].map(f => f.getBoundingClientRect().right))"
+        "() => Math.max(...[...document.querySelectorAll('.cv-root')].map(f => f.getBoundingClientRect().right))"
     )
     main_right = page.evaluate(
         "() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').getBoundingClientRect().right"
@@ -328,7 +471,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
 
     fresh = browser.new_page(viewport={"width": WIDTH, "height": 1000})  # the URL in a new browser
     fresh.goto(page.url)
-    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 2", 180_000)
+    wait_for(fresh, "() => document.querySelectorAll('.cv-root canvas').length >= 2", 180_000)
     assert metric_values(fresh, "NDF") == metric_values(page, "NDF")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     query["compare"] = ["acc++,circuit-lasso,edge-pruning"]
@@ -337,7 +480,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     settled(fresh)
     fresh.get_by_role("button", name="Run the comparison").click()
     figures["edge_pruning_progress"] = progress_texts(fresh, "edge-pruning on gemma-3-270m: computed", 900)
-    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 3", RUN_WAIT_MS)
+    wait_for(fresh, "() => document.querySelectorAll('.cv-root canvas').length >= 3", RUN_WAIT_MS)
     settled(fresh)
     measured = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), computed_seconds(fresh)))
     priced = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), estimates(fresh)))
@@ -378,7 +521,7 @@ def _new_prompt_and_its_inputs(page, figures) -> str:
     assert new_corrupted and "Anna" not in new_corrupted and "Tom" not in new_corrupted
     answer = input_value(page, ANSWER_LABEL)
     assert answer and answer != " Mary"
-    assert page.locator("iframe").count() == 0  # the old prompt's result is gone
+    assert page.locator(".cv-root").count() == 0  # the old prompt's result is gone
     shot(page, "explore-new-prompt.png")
     run_button = page.get_by_role("button", name="Run", exact=True)
     type_into(page, ANSWER_LABEL, " Mary-Jane Watson")  # a multi-token answer: its error, Run disabled
@@ -454,12 +597,10 @@ def _settings_and_a_reload(page, cache, figures) -> None:
     type_into(page, "ig steps", "20")
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()  # a second 20-step run: timed
     assert "is for earlier inputs" in body_text(page)  # the 60-step result is still on screen
-    page.evaluate("() => { window.cvGraphBefore = document.querySelector('iframe').srcdoc; }")
+    page.evaluate("() => { window.cvGraphBefore = document.querySelector('.cv-root').cvDrawing; }")
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    new_graph = (
-        "() => { const f = document.querySelector('iframe'); return f && f.srcdoc !== window.cvGraphBefore; }"
-    )
+    new_graph = "() => { const f = document.querySelector('.cv-root'); return f && f.cvDrawing !== window.cvGraphBefore; }"
     wait_for(page, new_graph, RUN_WAIT_MS)  # the graph of this run, not the 60-step one
     figures["second_run_click_to_graph_s"] = graph_drawn(page, started)
     settled(page)
@@ -539,7 +680,7 @@ def _steer(page, figures) -> None:
 def _gallery(page) -> None:
     open_page(page, "Gallery")
     page.get_by_text("Indirect object").first.wait_for(timeout=60_000)
-    page.locator("iframe").first.wait_for(timeout=60_000)
+    page.locator(".cv-root").first.wait_for(timeout=60_000)
     settled(page)
     graph_frame(page).locator("canvas").wait_for(timeout=60_000)
     settled(page)
@@ -593,7 +734,7 @@ def _positions_picture(page, figures) -> None:
     wait_for(page, "() => document.body.innerText.includes('units kept')", RUN_WAIT_MS)
     settled(page)
     figures["positions_click_to_view_s"] = time.perf_counter() - started
-    iframe = page.locator("iframe").first
+    iframe = page.locator(".cv-root").first
     iframe.scroll_into_view_if_needed()
     page.wait_for_timeout(1500)
     graph_frame(page).get_by_role("button", name="fit").first.click()  # the whole graph in its frame

@@ -8,6 +8,7 @@ import json
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
@@ -99,7 +100,7 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     frequency = atlas.edge_frequency(atlas.circuit_matrix(batch, label, budget))
     consensus = atlas.consensus_edges(atlas.circuit_matrix(batch, label, budget), 0.5)
     assert any(f"**{len(consensus):,} edges** are in at least 50%" in m.value for m in at.markdown)
-    assert at.get("iframe"), "no consensus graph"
+    assert graph_data(at), "no consensus graph"
     edges = at.dataframe[1].value
     assert edges["share of prompts"].iloc[0] == pytest.approx(frequency.max())
     prompts = at.dataframe[-1].value
@@ -146,7 +147,7 @@ def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
         batch = atlas.BatchTable.load(folder)
         assert {m.label: m.value for m in at.metric}["prompts"] == f"{len(batch.rows(batch.labels[0])):,}"
         assert batch.manifest["model"]["model_id"] == "gemma-3-270m"
-        assert at.get("iframe") and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
+        assert graph_data(at) and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
 
 
 def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
@@ -155,3 +156,30 @@ def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
     problem = ui.explore_problem({"model": {"model_id": "my-lab/finetune-" + "x" * 200}})
     assert problem.startswith("This batch ran on 'my-lab/finetune-") and "(216 characters)" in problem
     assert len(problem) < 300 and problem.count(". ") == 0
+
+
+def test_the_atlas_curve_reads_10_100_1k():
+    """The band chart's log axis is ticked at the powers of ten only, written 10, 100, 1k (plotly's
+    own ticks read '10, 2, 5, 100, 2, 5, 1000')."""
+    from circuitviz.render.atlas import band_figure
+
+    bands = [{"budget": b, "mean": 0.5, "low": 0.4, "high": 0.6, "n": 3} for b in (10, 50, 200, 1000)]
+    axis = band_figure({"eap-ig": bands}).layout.xaxis
+    assert list(axis.ticktext) == ["10", "100", "1k"] and list(axis.tickvals) == [10, 100, 1000]
+
+
+def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch):
+    """The arithmetic atlas was built before the check: its rows carry their stored metrics, so
+    the table says which tasks the check now refuses, in the check's own sentence."""
+    from circuitviz.task_validity import CHECK_ENV
+
+    monkeypatch.setenv(CHECK_ENV, "on")
+    batch = atlas.BatchTable.load(ui.stored_atlases()["arithmetic"])
+    rows = batch.rows(batch.labels[0]).to_pylist()
+    found = [ui.refusal(row) for row in rows]
+    first = rows[0]
+    assert found[0].startswith(f"The corruption raises the logit difference of {first['answer']!r}")
+    assert f"{first['clean_metric']:+.3f} clean, {first['corrupted_metric']:+.3f} corrupted" in found[0]
+    assert any(sentence is None for sentence in found)  # the tasks that pass open and run
+    ioi = atlas.BatchTable.load(ui.stored_atlases()["ioi"])
+    assert sum(ui.refusal(row) is None for row in ioi.rows(ioi.labels[0]).to_pylist()) >= 190

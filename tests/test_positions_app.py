@@ -3,12 +3,10 @@ budget, the Neuronpedia download; the tiny model, as tests/test_app.py runs the 
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
@@ -34,15 +32,40 @@ def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
     next(button for button in at.button if button.label == "Run").click()
     at.run()
     assert not at.exception, at.exception
-    pages = [element.proto.srcdoc for element in at.get("iframe")]
-    page = next(page for page in pages if "token@" in page)
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    data = next(d for d in graph_data(at) if any(n["id"].startswith("token@") for n in d["nodes"]))
+    nodes = data["nodes"]
     tokens = [node for node in nodes if node["id"].startswith("token@")]
     assert len(tokens) == len(_tiny_loader("", "").to_str_tokens(IOI_TASK.clean))  # every position a column
     circuit = [
         node for node in nodes if "@" in node["id"] and not node["id"].startswith(("token@", "layer@"))
     ]
     assert any(node["id"].startswith("logits@") for node in circuit)
-    assert "Opened at" in page  # the view says why it chose its budget
+    assert any("Opened at" in note for note in data["notes"])  # the view says why it chose its budget
     assert any(button.label == "Neuronpedia graph JSON" for button in at.get("download_button"))
     assert any(metric.label == "units kept" for metric in at.metric)
+
+
+def test_the_positions_card_and_header_say_the_same_units():
+    """The header and the 'units kept' card count the same units: those kept after pruning, the
+    budget asked named beside them when pruning dropped some."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100,400"})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(box for box in at.checkbox if "positions" in box.label).check()
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    for budget in result.budgets:
+        at.select_slider(key="budget.units").set_value(budget).run()
+        kept = next(metric.value for metric in at.metric if metric.label == "units kept")
+        page = next(element.proto.srcdoc for element in at.get("iframe") if "token@" in element.proto.srcdoc)
+        assert int(kept.replace(",", "")) == result.point(budget).n_edges
+        header = f"{kept} units" + (
+            "" if int(kept.replace(",", "")) == budget else f" kept (budget {budget:,})"
+        )
+        assert f"over positions · {header}" in page, (kept, budget)

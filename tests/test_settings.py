@@ -85,7 +85,8 @@ def test_the_ig_steps_and_paraphrases_bounds_have_one_home():
                 config_field.name in highs and method.name != "circuit-lasso"
             ):  # its paraphrases are observations
                 highs[config_field.name].add(setting_bounds(config_field)[1])
-    assert highs == {"ig_steps": {IG_STEPS_HIGH}, "n_paraphrases": {PARAPHRASES_HIGH}}
+    # a method may take fewer (EAP-GP's GradPath points: 200); none takes more than the limits allow
+    assert max(highs["ig_steps"]) == IG_STEPS_HIGH and max(highs["n_paraphrases"]) == PARAPHRASES_HIGH
     limits = Limits.load(environ={})
     assert (limits.max_ig_steps, limits.max_paraphrases) == (IG_STEPS_HIGH, PARAPHRASES_HIGH)
 

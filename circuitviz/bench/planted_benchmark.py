@@ -40,7 +40,7 @@ from .toy_models import WORDS, planted_model
 
 ZERO_SCORE = 1e-6
 CORPUS_TEXTS = 80
-DEFAULT_METHODS = ("eap", "eap-ig", "circuit-lasso", "acc++")
+DEFAULT_METHODS = ("eap", "eap-ig", "circuit-lasso", "acc++", "acdc", "flow-routes")
 
 
 def _acc_claimed(spec: GraphSpec) -> torch.Tensor:

@@ -15,7 +15,7 @@ edges of largest logit, and the backward pass differentiates the soft mask
 sigmoid((theta - t_N) / temperature) around that budget's threshold t_N. So every step runs a
 circuit of exactly the budget's size and measures its faithfulness exactly; the circuit kept at
 a budget is the most faithful mask the run passed through, with its dead-end edges pruned
-(which changes its metric only under a post-attention norm), and is measured again by the
+(which changes nothing: a dead end is read by no one), and is measured again by the
 shared evaluator like every method's. The hard mask runs unpruned, so an edge whose path is not
 complete yet still gets a gradient through the rest of its path.
 
@@ -217,7 +217,9 @@ def learn_masks(
         keep = keep.scatter(1, flat_index.expand(len(chosen), -1), kept)
         keep = keep.view(-1, spec.n_forward, spec.n_backward)
         circuits = prune(spec, keep.detach() > 0.5)
-        residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+        residual = masked_residual(
+            model, spec, prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+        )
         with torch.enable_grad():
             metric = metric_from_residual(model, prepared, residual).to(dtype)  # [b]
             deviation = (metric - clean) / scale

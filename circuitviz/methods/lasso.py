@@ -156,7 +156,10 @@ class CircuitLasso(ScoringMethod):
         # over the lambda path and directions, priced in pass-equivalents as measured on the
         # embedded model (benchmarks/bench_estimates.py: reduce + solve 4.1 s, 2026-12-01)
         observed = 3.0 * 2.0 * (1 + config.n_paraphrases)
-        regression = 1.6 * int(config.n_lambdas) * int(config.directions)
+        # a fixed lambda (the adaptive default's, or a number) is solved once, not down the path:
+        # reduce + solve took about 0.65 of the path's time on the embedded model (docs/methods.md)
+        path = parse_selection(config.lasso_lambda)[0] == "auto" or config.target_edges > 0
+        regression = 1.6 * (int(config.n_lambdas) if path else 13) * int(config.directions)
         return Cost(passes=2.0 + observed + regression + n_budgets, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:

@@ -31,6 +31,7 @@ from .settings import flag_type, setting_choices, setting_help, setting_type, se
 
 ENTRY_POINT_GROUP = "circuitviz.methods"
 DEFAULT_METHOD = "eap-ig"  # what a form, the command line and the API start with
+DEFAULT_COMPARISON = ("eap", DEFAULT_METHOD)  # what the Compare page starts with: one gradient, then IG
 
 _REGISTRY: dict[str, Method] = {}
 # the (package path, sys.path) of the last finished walk, and whether a walk is under way; the
@@ -162,6 +163,13 @@ def default_method(names=None) -> str:
     """The method a form starts with: ``DEFAULT_METHOD`` when offered, else the first name."""
     names = sorted(names if names is not None else discover_methods())
     return DEFAULT_METHOD if DEFAULT_METHOD in names else names[0]
+
+
+def default_comparison(names=None) -> list[str]:
+    """The methods the Compare page starts with: ``DEFAULT_COMPARISON`` where offered, else the
+    first two names."""
+    names = sorted(names if names is not None else discover_methods())
+    return [name for name in DEFAULT_COMPARISON if name in names] or names[:2]
 
 
 # ----- settings as command-line flags (and form fields) ----------------------------------------

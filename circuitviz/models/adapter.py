@@ -13,7 +13,7 @@ import weakref
 
 import torch
 
-from .base_adapter import AttentionParts, Hook, ModelAdapter, head_results
+from .base_adapter import AttentionParts, Hook, ModelAdapter, apply_norm, head_results
 from .bridge_adapter import BridgeAdapter, is_bridge
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Hook",
     "ModelAdapter",
     "adapter_of",
+    "apply_norm",
     "head_results",
     "model_device",
     "model_dtype",

@@ -330,6 +330,36 @@ class BridgeAdapter(ModelAdapter):
         _, vjp = torch.func.vjp(self.pre_attention_norm(layer), x.detach())
         return torch.vmap(lambda cotangent: vjp(cotangent)[0], in_dims=2, out_dims=2)(cotangents)
 
+    def has_hook(self, name: str) -> bool:
+        return name in self._points
+
+    def mlp_activation(self, layer: int):
+        """(the MLP's activation function, whether it is gated), read off the transformers MLP."""
+        mlp = self.model.blocks[layer].mlp.original_component
+        act = getattr(mlp, "act_fn", None) or getattr(mlp, "act", None) or getattr(mlp, "activation", None)
+        if act is None:
+            raise ValueError("This model's MLP activation could not be read; relevance rules need it.")
+        return act, bool(self.cfg.gated_mlp)
+
+    def head_queries_keys(self, layer: int, inputs: torch.Tensor, kind: str) -> torch.Tensor:
+        """``ModelAdapter.head_queries_keys`` through the bridge: the projection, any q/k-norm,
+        and transformers' rotation with the layer's own tables.
+        inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
+        parts = self.attention(layer)
+        norm = self.pre_attention_norm(layer)
+        x = inputs if norm is None else norm(inputs)
+        weight, bias = (parts.W_Q, parts.b_Q) if kind == "q" else (parts.W_K, parts.b_K)
+        out = torch.einsum("npd,hde->nphe", x, weight) + bias
+        qk_norm = parts.q_norm if kind == "q" else parts.k_norm
+        if qk_norm is not None:
+            out = qk_norm(out)
+        if self.rotary:
+            cos, sin = self.rotary_tables(layer, out.shape[1])  # [pos, rotary_dim]
+            width = cos.shape[-1]
+            rotated = out[..., :width] * cos[:, None] + parts.rotate_pairs(out[..., :width]) * sin[:, None]
+            out = torch.cat([rotated, out[..., width:]], dim=-1)
+        return out
+
     def split_attention_inputs(self, split: bool):
         return _SplitInputs(self, split)
 

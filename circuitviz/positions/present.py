@@ -103,8 +103,10 @@ def result_attribution_graph(result, budget: int, labels=None, reason: str = "")
     """The attribution graph of a position-resolved result at ``budget`` units, captioned."""
     point = result.point(budget)
     faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ""
+    kept = point.n_edges if point is not None else budget
+    units = f"{kept:,} units" if kept == budget else f"{kept:,} units kept (budget {budget:,})"
     title = (
-        f"{result.model_id} · {result.method} over positions · {budget:,} units{faithfulness} · "
+        f"{result.model_id} · {result.method} over positions · {units}{faithfulness} · "
         f"prompt: {result.task.clean!r} → {result.task.answer!r}"
     )
     graph = from_position_circuit(

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..graph import GraphSpec
-from .curves import SERIES_COLOURS
+from .curves import SERIES_COLOURS, log_ticks
 from .graph_html import GraphDrawing, circuit_graph_html
 
 SCORE_NAMES = {"ndf": "NDF", "nfs": "NFS"}
@@ -93,10 +93,11 @@ def band_figure(
                 )
     if current_budget is not None:
         figure.add_vline(x=max(int(current_budget), 1), line={"color": "#555", "dash": "dot", "width": 1.5})
+    budgets = [max(b["budget"], 1) for bands in series.values() for b in bands]
     figure.update_layout(
         height=height,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"type": "log", "title": "edge budget (log scale)"},
+        xaxis={"type": "log", "title": "edge budget (log scale)", **log_ticks(budgets)},  # 10, 100, 1k
         yaxis={"title": f"mean {name} over the prompts"},
         legend={"orientation": "h", "y": -0.2},
     )

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..methods.registry import method_traits
+from ..methods.registry import default_comparison
 from ..transfer import paraphrase_ndf
 from . import result_view, state
+from .caveats import caveats
 
 
 @dataclass
@@ -41,13 +42,10 @@ def compare_at(results: dict, budget: int) -> Comparison:
 
 
 # ----- the page's inputs ------------------------------------------------------------------------
-DEFAULT_METHODS = ("eap", "eap-ig")
-
-
 def method_choice(registered: dict) -> list[str]:
     """The methods to compare (2 to 4), kept across pages and in the URL."""
     names = sorted(registered)
-    default = [n for n in DEFAULT_METHODS if n in names] or names[:2]
+    default = default_comparison(names)
     before = state.session.compare_chosen
     chosen = st.multiselect(
         "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
@@ -147,10 +145,10 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             point = result.point(budget)
             st.subheader(result.method)
             ndf_column, necessity_column = st.columns(2)
-            ndf_column.metric("NDF", f"{point.ndf:.3f}", help=result_view.METRIC_HELP["NDF"])
-            necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+            ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
+            necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
             necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
-            for note in method_traits(result.method).notes(point.ndf for point in result.curve):
+            for note in caveats(result, point):
                 st.caption(note)
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(

@@ -136,6 +136,25 @@ def open_in_explore(row: dict, manifest: dict) -> None:
     )
 
 
+def refusal(row: dict) -> str | None:
+    """The validity check's sentence for a table row (from the metrics the batch stored), or None
+    when the task passes it: a batch run before the check may hold tasks it now refuses."""
+    from ..task_validity import gap_problem
+    from ..tasks import PromptTask
+
+    clean, corrupted = row.get("clean_metric"), row.get("corrupted_metric")
+    if clean is None or corrupted is None:
+        return None
+    task = PromptTask(
+        clean=row["clean"],
+        corrupted=row["corrupted"],
+        answer=row["answer"],
+        foils=tuple(row["foils"]),
+        metric=row["metric"],
+    )
+    return gap_problem(task, float(clean), float(corrupted))
+
+
 # ----- the page's sections ------------------------------------------------------------------------
 def headline(batch, label: str, folder: str, stamp: float) -> None:
     """Prompts finished and failed, and MIB's CPR and CMD of the series."""
@@ -280,6 +299,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     import pandas
 
+    from ..batch.atlas import task_refusals
+
     rows = batch.rows(label, done=False).to_pandas()
     done = rows[rows["status"] == "done"].reset_index(drop=True)
     position = list(done["budgets"].iloc[0]).index(budget)
@@ -292,18 +313,30 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             "NDF": done["ndf"].map(lambda v: v[position]),
             "edges kept": done["edges_kept"].map(lambda v: v[position]),
             "CPR": done["cpr_nfs"],
+            # today's task check, from the metrics the batch stored: a task it refuses keeps its figures
+            "task check": ["refused" if why else "passes" for why in task_refusals(batch.rows(label))],
         }
     )
     cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
     share_of = dict(zip(view["task_index"].tolist(), view["jaccard"].tolist()))
     table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
     table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
+    table["validity check"] = [refusal(row) or "passes" for row in done.to_dict("records")]
+    refused = int((table["validity check"] != "passes").sum())
+    if refused:
+        st.warning(
+            f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
+            "corruption must lower the answer's metric clearly; the sentence is in the last column): their "
+            "figures are kept as the batch computed them, and Explore refuses to run them."
+        )
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
-        "beside a CPR of 1 or more."
+        "beside a CPR of 1 or more. 'refused' in the task check: the corruption does not clearly lower the "
+        "answer's metric (the meaningful-task check the app now runs before every run), so its figures "
+        "measure little; the batch measured them before that check."
     )
     picked = st.dataframe(
         table,

@@ -172,6 +172,9 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             problems.append(problem)
         else:
             token_line(model, "answer", answer, probability)
+            unlikely = unlikely_answer(model, model_id, prompt, answer, probability)
+            if unlikely:
+                st.warning(unlikely)
     with columns[2]:
         metric = state.bind(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
     with columns[1]:
@@ -185,6 +188,29 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             if session.foil_note and foil == (session.foil_proposed or foil):
                 st.caption(session.foil_note)
     return answer, foil, metric, problems
+
+
+UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
+
+
+def unlikely_answer(
+    model, model_id: str, prompt: str, answer: str, probability: dict[str, float] | None = None
+) -> str | None:
+    """The sentence for an answer the model barely predicts after the prompt (its probability
+    said), or None: a circuit explains what the model does, and it hardly does this.
+    ``probability``: the model's likely next tokens already at hand ({token: probability})."""
+    if probability and answer in probability:
+        top = max(probability, key=probability.get)
+        chance, top_chance = probability[answer], probability[top]
+    else:
+        chance, top, top_chance = loaders.token_probability(model, model_id, prompt, answer)
+    if chance >= UNLIKELY or top == answer:
+        return None
+    return (
+        f"The model gives {answer!r} only {100 * chance:.1f}% after this prompt (its most likely next "
+        f"token is {top!r}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
+        "explains little of what it does; pick one of its likely tokens above, or a prompt whose answer it predicts."
+    )
 
 
 def token_line(model, role: str, token: str, probability: dict[str, float]) -> None:
@@ -390,10 +416,16 @@ def method_inputs(
     return name, config, budgets
 
 
+ZERO_BUDGET = (
+    "A budget of 0 keeps no edge: its circuit is empty, so it reproduces nothing of the model by "
+    "construction and says nothing about the method; use budgets of 1 edge or more."
+)
+
+
 def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
     """(every problem of the budgets box, the notes on it), one sentence each and all at once, so
     a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
-    negative one, an empty list. A note does not: a budget over the graph's edges keeps the
+    negative one, a 0 (an empty circuit), an empty list. A note does not: a budget over the graph's edges keeps the
     whole graph."""
     from ..api import parse_budgets
 
@@ -409,6 +441,9 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
             parse_budgets(part)
         except ValueError as error:
             problems.append(str(error))
+            continue
+        if int(part) == 0:
+            problems.append(ZERO_BUDGET)
             continue
         if int(part) > n_edges:
             over.append(int(part))

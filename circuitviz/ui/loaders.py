@@ -1,8 +1,8 @@
 """Cached access to models, stored results and labels for the app's pages.
 
-Models are loaded once per process, in a background thread, into a module-level dict of futures
-(``_MODELS``: the last two (model, device, loader) asked for), and shared by every browser
-session; that is safe because the engine runs every hooked pass under a per-model lock and
+Models are loaded once per process, in a background thread, as futures in Streamlit's resource
+cache (``st.cache_resource``: the last two (model, device, loader) asked for), and shared by every
+browser session; that is safe because the engine runs every hooked pass under a per-model lock and
 nothing here changes the model. Results go through the engine's ``ResultStore``, so reopening a view,
 reloading a shared URL or switching pages never computes the same circuit twice.
 
@@ -45,37 +45,37 @@ def _loader() -> tuple[Callable[[str, str | None], object], str]:
     return (lambda model_id, device: load_model(model_id, device=device)), "default"
 
 
-_MODELS: OrderedDict[tuple[str, str, str], Future] = OrderedDict()  # the last two models asked for
-_MODELS_GUARD = threading.Lock()
 _LOADS = itertools.count(1)
 PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
 PROBE_REPEATS = 3
+MODELS_KEPT = 2  # the last two (model, device, loader) asked for
+
+
+@st.cache_resource(show_spinner=False, max_entries=MODELS_KEPT)
+def _model_future(model_id: str, device: str, loader_key: str, _loader) -> Future:
+    """The future of one model's load, started here in a background thread: Streamlit's resource
+    cache holds it, shared by every session (and by the launcher, which asks before the server
+    starts), with its own controls (``st.cache_resource.clear()``, the entries kept)."""
+    future: Future = Future()
+    threading.Thread(
+        target=_load_into, args=(future, _loader, model_id, device), name=f"load {model_id}", daemon=True
+    ).start()
+    return future
 
 
 def model_future(model_id: str, device: str = "auto") -> Future:
     """The shared model for (model, device) as a future: loading starts in a background thread
-    on the first call, so a page can draw while it loads and show how long it has taken."""
+    on the first call, so a page can draw while it loads and show how long it has taken. A load
+    that failed is tried again on the next call."""
     device = device or "auto"
     loader, loader_name = _loader()
-    key = (model_id, device, loader_name)
-    with _MODELS_GUARD:
-        future = _MODELS.get(key)
-        if future is not None and future.done() and future.exception() is not None:
-            del _MODELS[key]  # a failed load is tried again
-            future = None
-        if future is None:
-            future = Future()
-            _MODELS[key] = future
-            while len(_MODELS) > 2:
-                _MODELS.popitem(last=False)
-            threading.Thread(
-                target=_load_into,
-                args=(future, loader, model_id, device),
-                name=f"load {model_id}",
-                daemon=True,
-            ).start()
-        else:
-            _MODELS.move_to_end(key)
+    key = loader_name
+    if MODEL_LOADER is not None:  # a test's loader: each its own model (a bound method: its object)
+        key += f"@{id(getattr(loader, '__self__', loader))}"
+    future = _model_future(model_id, device, key, loader)
+    if future.done() and future.exception() is not None:
+        _model_future.clear(model_id, device, key, loader)
+        future = _model_future(model_id, device, key, loader)
     return future
 
 
@@ -108,7 +108,7 @@ def freeze_long_lived_objects() -> None:
     Streamlit runs ``gc.collect(2)`` after every script run of every session, holding the GIL:
     with a model loaded that walked about 500,000 objects (0.2 s of CPU each time on this machine),
     and eight sessions opening one view waited on each other's collections (docs/app.md). Frozen
-    objects are still freed by reference counting; a frozen model evicted from ``_MODELS`` frees
+    objects are still freed by reference counting; a frozen model evicted from the cache frees
     its tensors the same way, only cycles among its Python objects stay.
     """
     gc.collect()
@@ -186,6 +186,20 @@ def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> li
         stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
     )
     return found
+
+
+def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
+    """(the model's probability of ``token`` (one token) after ``prompt``, its top token, that
+    token's probability), cached per model, prompt and token."""
+    return _token_probability(model, model_key(model), model_id, prompt, token)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
+    from ..labels.logit_lens import token_probability
+    from ..tasks import single_token_id
+
+    return token_probability(_model, prompt, single_token_id(_model, token, "answer"))
 
 
 def task_verdict(model, model_id: str, task) -> str | None:
@@ -321,11 +335,31 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
         found = sae_features.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae_features.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation")
+    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation", "contexts")
     return {
         node: [{name: item.get(name) for name in keep} for item in entry.get("features") or []]
         for node, entry in found.items()
     }, None
+
+
+@st.cache_data(show_spinner="Reading the features' descriptions…", max_entries=16)
+def sae_feature_labels(_model, model_id: str, features: tuple[tuple[int, int, str], ...]):
+    """({node id: one-line label} for (layer, feature, node id) of the embedded SAEs, None), or
+    ({}, the sentence why not)."""
+    try:
+        from ..labels import sae_features
+    except ImportError as error:
+        return {}, f"SAE labels need sae-lens ({error})."
+    try:
+        by_layer = {sae.layer: sae for sae in sae_features.load_embedded_saes(_model, model_id)}
+        labels = {}
+        for layer, feature, node in features:
+            if layer in by_layer:
+                description = sae_features.feature_description(_model, by_layer[layer], feature, n_contexts=3)
+                labels[node] = sae_features.feature_label(description)
+    except (sae_features.SaeUnavailable, ValueError, OSError) as error:
+        return {}, f"No SAE labels: {error}"
+    return labels, None
 
 
 GALLERY = str(gallery_dir())

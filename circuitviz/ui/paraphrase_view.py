@@ -79,9 +79,7 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
     highlight = None
     if picked != "none":
         item = named[picked]
-        highlight, sentence = bon.highlight_in_circuit(
-            set(item.edges), circuit_edges, result.method, item.members
-        )
+        highlight, sentence = bon.highlight_in_circuit(set(item.edges), circuit_edges, result, item.members)
         st.caption(sentence)
     st.caption(f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {budget:,} edges.")
     return highlight

@@ -112,6 +112,7 @@ class Session:
     gallery_slug = Field("gallery.slug")
     bon_intersection = Field("bon.intersection")
     bon_intersection_clicked = Field("bon.intersection.clicked")
+    signals_method = Field("signals.method")  # the registered method the Signals page explains
     steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
 
 
