@@ -250,7 +250,9 @@ class SharedNormPatch:
             ones = torch.ones(len(target), dtype=self.weights.dtype, device=device)
             with warnings.catch_warnings():  # torch calls sparse CSR "beta"; its product is what we need
                 warnings.simplefilter("ignore")
-                self._sums[key] = torch.sparse_csr_tensor(rows, columns, ones, (size, last))  # on their device
+                self._sums[key] = torch.sparse_csr_tensor(
+                    rows, columns, ones, (size, last)
+                )  # on their device
         return self._sums[key]
 
     def _table_rows(self, layer: int) -> int:
