@@ -44,7 +44,8 @@ if not batch.labels or not batch.rows().num_rows:
 
 labels = [name for name in batch.labels if batch.rows(name).num_rows]
 label = st.selectbox("method", labels, key="dataset.label") if len(labels) > 1 else labels[0]
-ui.headline(batch, label, folder, stamp)
+if not ui.headline(batch, label, folder, stamp):
+    st.stop()
 kept = batch.kept_budgets(label)
 if not kept:
     st.warning("The table keeps no circuit of this method (rerun with a larger --keep-edges).")

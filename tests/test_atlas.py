@@ -130,3 +130,64 @@ def test_the_stored_atlases_say_which_tasks_todays_check_refuses(monkeypatch):
     assert [why is not None for why in refusals] == [gap < MIN_GAP["logit_diff"] for gap in gaps]
     mmlu = BatchTable.load(root / "mmlu")
     assert not any(task_refusals(mmlu.rows(mmlu.labels[0])))
+
+
+def _with_refused(batch, refused):
+    """The batch with the rows ``refused`` (positions) made tasks today's check refuses: their
+    corrupted metric raised above the clean one (the arithmetic atlas's commonest case)."""
+    import pyarrow as pa
+
+    table = batch.table
+    clean = table.column("clean_metric").to_pylist()
+    corrupted = [
+        c + 0.5 if i in refused else k
+        for i, (c, k) in enumerate(zip(clean, table.column("corrupted_metric").to_pylist()))
+    ]
+    index = table.column_names.index("corrupted_metric")
+    return table.set_column(index, "corrupted_metric", pa.array(corrupted, type=pa.float64()))
+
+
+def test_every_aggregate_is_over_the_tasks_that_pass_the_check(planted, monkeypatch):
+    """A stored batch holding tasks the check refuses: its curves, MIB scores, circuits, consensus
+    and clusters equal those of a batch of the passing rows alone, and it says how many pass."""
+    import pyarrow as pa
+
+    from circuitviz.batch.task_check import validity_sentence
+    from circuitviz.task_validity import CHECK_ENV
+
+    monkeypatch.setenv(CHECK_ENV, "on")
+    source = planted.batch
+    refused = set(range(0, source.table.num_rows, 4))
+    table = _with_refused(source, refused)
+    mixed = atlas.BatchTable(table=table, manifest=source.manifest)
+    alone = atlas.BatchTable(
+        table=table.filter(pa.array([i not in refused for i in range(table.num_rows)])),
+        manifest=source.manifest,
+    )
+    label = mixed.labels[0]
+    assert mixed.rows(label).num_rows == 60 and alone.rows(label).num_rows == 45
+    assert (
+        mixed.rows(label, passing=True).column("task_id").to_pylist()
+        == alone.rows(label).column("task_id").to_pylist()
+    )
+    for score in ("ndf", "nfs"):
+        assert atlas.curve_bands(mixed, label, score) == atlas.curve_bands(alone, label, score)
+    assert atlas.mib_scores(mixed, label) == atlas.mib_scores(alone, label)
+    assert atlas.mib_scores(mixed, label)["n_prompts"] == 45
+    matrix, reference = atlas.circuit_matrix(mixed, label, 51), atlas.circuit_matrix(alone, label, 51)
+    assert (matrix.members != reference.members).nnz == 0 and matrix.task_id == reference.task_id
+    assert numpy.array_equal(atlas.consensus_edges(matrix, 0.5), atlas.consensus_edges(reference, 0.5))
+    assert numpy.array_equal(atlas.cluster_prompts(matrix).labels, atlas.cluster_prompts(reference).labels)
+    assert atlas.circuit_matrix(mixed, label, 51, passing=False).n_prompts == 60
+    found = atlas.validity(mixed, label)
+    assert found == {
+        "stored": 60,
+        "passing": 45,
+        "refused": {"the corruption raises the answer's logit difference": 15},
+    }
+    assert validity_sentence(found) == (
+        "45 of 60 stored tasks pass the validity check; the figures are over those (15 refused: 15 because "
+        "the corruption raises the answer's logit difference)."
+    )
+    monkeypatch.setenv(CHECK_ENV, "off")  # the check switched off: every stored task counts again
+    assert atlas.mib_scores(mixed, label)["n_prompts"] == 60

@@ -183,3 +183,45 @@ def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch):
     assert any(sentence is None for sentence in found)  # the tasks that pass open and run
     ioi = atlas.BatchTable.load(ui.stored_atlases()["ioi"])
     assert sum(ui.refusal(row) is None for row in ioi.rows(ioi.labels[0]).to_pylist()) >= 190
+
+
+def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkeypatch):
+    """A stored batch where the check now refuses two tasks: the page says so in one sentence and
+    every figure it shows equals the atlas's over the four passing tasks alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from circuitviz.task_validity import CHECK_ENV
+
+    path = batch_folder / "results.parquet"
+    table = pq.read_table(path)
+    ids = table.column("task_id").to_pylist()
+    clean = table.column("clean_metric").to_pylist()
+    # the tiny model's tasks: two refused (the corruption raising the metric), the others passing
+    raised = [c + 0.5 if i in ("p0", "p3") else c - 2.0 for i, c in zip(ids, clean)]
+    index = table.column_names.index("corrupted_metric")
+    pq.write_table(table.set_column(index, "corrupted_metric", pa.array(raised, type=pa.float64())), path)
+    monkeypatch.setenv(CHECK_ENV, "on")
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    batch = atlas.BatchTable.load(batch_folder)
+    label = batch.labels[0]
+    passing = batch.rows(label, passing=True)
+    assert passing.column("task_id").to_pylist() == ["p1", "p2", "p4", "p5"]
+    assert any(
+        m.value.startswith(
+            "4 of 6 stored tasks pass the validity check; the figures are over those (2 refused: "
+            "2 because the corruption raises the answer's logit difference)"
+        )
+        for m in at.markdown
+    )
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["prompts"] == "4"
+    scores = atlas.mib_scores(batch, label)
+    assert scores["n_prompts"] == 4 and metrics["CPR (MIB)"] == f"{scores['cpr']:.3f}"
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)
+    mean_line = next(t for t in curves["data"] if t.get("name") == label)
+    ndf = [row["ndf"] for row in passing.to_pylist()]
+    assert mean_line["y"] == pytest.approx([sum(v[c] for v in ndf) / 4 for c in range(4)])
+    prompts = at.dataframe[-1].value  # the table still lists every task, with the check's sentence
+    assert len(prompts) == 6 and (prompts["validity check"] != "passes").sum() == 2

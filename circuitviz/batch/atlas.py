@@ -21,6 +21,11 @@ atlas of 10,000 prompts is read and computed in seconds:
   joins its most similar medoid: only prompts x k similarities are formed for the whole
   dataset, never a prompts x prompts matrix), each cluster with its own consensus circuit; ``circuit_map`` places every prompt in 2-D by landmark MDS of
   the Jaccard distance.
+
+Every aggregate is over the finished tasks that pass today's meaningful-task check
+(``task_refusals``, read off the metrics the batch stored): a stored batch run before the check
+keeps tasks it now refuses, and their figures would mean nothing in a dataset's mean.
+``validity`` says how many pass and why the others are refused.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ import pyarrow.parquet as pq
 from scipy import sparse, stats
 
 from ..graph import GraphSpec
-from ..task_validity import gap_problem
-from ..tasks import PromptTask
+from ..task_validity import gap_check_enabled
 from .table import SCHEMA, TABLE, with_optional_columns
+from .task_check import refusal_kinds, task_refusals
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 MANIFEST = "manifest.json"
@@ -120,16 +125,23 @@ class BatchTable:
             self._label_column = [named[pair] for pair in zip(methods, configs)]
         return self._label_column
 
-    def rows(self, label: str | None = None, done: bool = True) -> pa.Table:
-        """The rows of one series (all when None), only finished ones by default."""
-        if (label, done) not in self._rows:
-            table = self.table
-            if label is not None:
-                table = table.filter(pa.array([name == label for name in self.label_column()]))
-            if done:
-                table = table.filter(pc.equal(table.column("status"), "done"))
-            self._rows[(label, done)] = table
-        return self._rows[(label, done)]
+    def rows(self, label: str | None = None, done: bool = True, passing: bool = False) -> pa.Table:
+        """The rows of one series (all when None), only finished ones by default; ``passing``:
+        only those today's meaningful-task check does not refuse (``task_refusals``)."""
+        key = (label, done, passing and gap_check_enabled())  # the check can be switched off
+        if key not in self._rows:
+            if key[2]:
+                table = self.rows(label, done)
+                keep = [why is None for why in task_refusals(table)]
+                table = table.filter(pa.array(keep, type=pa.bool_()))
+            else:
+                table = self.table
+                if label is not None:
+                    table = table.filter(pa.array([name == label for name in self.label_column()]))
+                if done:
+                    table = table.filter(pc.equal(table.column("status"), "done"))
+            self._rows[key] = table
+        return self._rows[key]
 
     def budgets(self, label: str) -> list[int]:
         rows = self.rows(label)
@@ -141,22 +153,15 @@ class BatchTable:
         return list(rows.column("circuit_budgets")[0].as_py()) if rows.num_rows else []
 
 
-def task_refusals(rows: pa.Table) -> list[str | None]:
-    """Each row's sentence from today's meaningful-task check (``task_validity.gap_problem``), read
-    off the clean and corrupted metrics the batch stored (no model pass); None where the task
-    passes or the row has no metrics. A stored atlas built before the check holds tasks it now
-    refuses (the corruption raising the answer's metric): a page shows this beside their figures."""
-    columns = ("clean", "corrupted", "answer", "foils", "metric", "clean_metric", "corrupted_metric")
-    found = []
-    for clean, corrupted, answer, foils, metric, clean_metric, corrupted_metric in zip(
-        *(rows.column(name).to_pylist() for name in columns)
-    ):
-        if clean_metric is None or corrupted_metric is None:
-            found.append(None)
-            continue
-        task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
-        found.append(gap_problem(task, float(clean_metric), float(corrupted_metric)))
-    return found
+def validity(batch: BatchTable, label: str) -> dict:
+    """How many of a series' finished tasks pass today's check, and why the others are refused:
+    {"stored": N, "passing": n, "refused": {reason: count}} (reasons most frequent first)."""
+    rows = batch.rows(label)
+    return {
+        "stored": rows.num_rows,
+        "passing": batch.rows(label, passing=True).num_rows,
+        "refused": refusal_kinds(rows),
+    }
 
 
 # ----- curves over the dataset -----------------------------------------------------------------
@@ -182,8 +187,8 @@ def _matrix(rows: pa.Table, column: str) -> numpy.ndarray:
 def curve_bands(batch: BatchTable, label: str, score: str = "ndf") -> list[dict]:
     """Per budget: the mean ``score`` (ndf, nfs or necessity) over prompts with its 95 % interval,
     the median, and the mean edges kept after pruning (none for a score the table does not hold:
-    necessity in a table written before it was measured)."""
-    rows = batch.rows(label)
+    necessity in a table written before it was measured); over the tasks that pass the check."""
+    rows = batch.rows(label, passing=True)
     if rows.num_rows == 0 or rows.column(score).null_count == rows.num_rows:
         return []
     budgets = batch.budgets(label)
@@ -218,8 +223,8 @@ def _areas(fractions: list[float], faithfulness: list[float]) -> tuple[float, fl
 def mib_scores(batch: BatchTable, label: str) -> dict:
     """CPR and CMD of a series as MIB computes them over a dataset (see the module's docstring),
     with the dataset's faithfulness at each budget, and the mean per-prompt CPR/CMD (NFS) with
-    their 95 % intervals."""
-    rows = batch.rows(label)
+    their 95 % intervals; over the tasks that pass the check."""
+    rows = batch.rows(label, passing=True)
     if rows.num_rows == 0:
         return {}
     budgets = batch.budgets(label)
@@ -270,9 +275,10 @@ class CircuitMatrix:
         return numpy.asarray(self.members.getnnz(axis=1))
 
 
-def circuit_matrix(batch: BatchTable, label: str, budget: int) -> CircuitMatrix:
-    """The circuits of a series at a kept budget, one sparse row per prompt."""
-    rows = batch.rows(label)
+def circuit_matrix(batch: BatchTable, label: str, budget: int, passing: bool = True) -> CircuitMatrix:
+    """The circuits of a series at a kept budget, one sparse row per prompt (of the tasks that
+    pass the check; every finished one when ``passing`` is False)."""
+    rows = batch.rows(label, passing=passing)
     kept = batch.kept_budgets(label)
     if int(budget) not in kept:
         raise AtlasError(
@@ -517,20 +523,37 @@ def consensus_table(batch: BatchTable) -> pa.Table | None:
 
 def consensus_bands(batch: BatchTable, label: str) -> list[dict]:
     """Per budget: the consensus circuit's size and its mean NDF over the prompts (95 % interval),
-    beside the mean NDF of the prompts' own circuits: does one circuit explain the task?"""
+    beside the mean NDF of the prompts' own circuits: does one circuit explain the task?
+
+    Over the tasks that pass the check. A batch that kept tasks the check now refuses measured the
+    consensus of all its tasks: a budget whose circuit differs from the passing tasks' consensus
+    is left out (its figures are of another circuit)."""
     table = consensus_table(batch)
     if table is None or table.num_rows == 0:
         return []
     own = {band["budget"]: band for band in curve_bands(batch, label)}
     table = table.filter(pc.equal(table.column("label"), label))
+    passing = batch.rows(label, passing=True)
+    some_refused = passing.num_rows < batch.rows(label).num_rows
+    keep = pa.array(
+        sorted(set(passing.column("task_index").to_pylist())), type=table.column("task_index").type
+    )
+    table = table.filter(pc.is_in(table.column("task_index"), value_set=keep))
     bands = []
     for budget in sorted(set(table.column("budget").to_pylist())):
         rows = table.filter(pc.equal(table.column("budget"), budget))
+        threshold = float(rows.column("threshold")[0].as_py())
+        if some_refused:
+            measured = consensus_edges(circuit_matrix(batch, label, budget, passing=False), threshold)
+            if not numpy.array_equal(
+                measured, consensus_edges(circuit_matrix(batch, label, budget), threshold)
+            ):
+                continue
         mean, low, high = _interval(rows.column("ndf").to_numpy(zero_copy_only=False).astype(float))
         bands.append(
             {
                 "budget": int(budget),
-                "threshold": float(rows.column("threshold")[0].as_py()),
+                "threshold": threshold,
                 "n_edges": int(rows.column("n_edges")[0].as_py()),
                 "n": rows.num_rows,
                 "mean": mean,

@@ -156,14 +156,32 @@ def refusal(row: dict) -> str | None:
 
 
 # ----- the page's sections ------------------------------------------------------------------------
-def headline(batch, label: str, folder: str, stamp: float) -> None:
-    """Prompts finished and failed, and MIB's CPR and CMD of the series."""
+def headline(batch, label: str, folder: str, stamp: float) -> bool:
+    """How many stored tasks pass the validity check (the figures are over those), then prompts
+    finished and failed, and MIB's CPR and CMD of the series. False when no task passes."""
+    from ..batch.atlas import validity
+    from ..batch.task_check import validity_sentence
+
     rows = batch.rows(label, done=False)
     done = batch.rows(label).num_rows
+    found = validity(batch, label)
+    if not found["passing"]:
+        st.warning(
+            f"None of the {done:,} stored tasks of {label} passes the validity check, so the atlas has "
+            "no figure to show; pick another method or atlas, or rerun the batch on meaningful tasks."
+        )
+        return False
+    st.write(validity_sentence(found))
     scores = mib(folder, stamp, label)
     columns = st.columns(4)
     failed = rows.num_rows - done
-    columns[0].metric("prompts", f"{done:,}", f"{failed:,} failed" if failed else None, delta_color="inverse")
+    columns[0].metric(
+        "prompts",
+        f"{found['passing']:,}",
+        f"{failed:,} failed" if failed else None,
+        delta_color="inverse",
+        help="finished prompts that pass the validity check: every figure on this page is over these",
+    )
     columns[1].metric(
         "CPR (MIB)",
         f"{scores['cpr']:.3f}",
@@ -185,6 +203,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> None:
             "These budgets are not MIB's ten fractions of the edges (`--budgets mib`), so CPR and CMD "
             "compare only with runs on the same budgets."
         )
+    return True
 
 
 def curves(batch, folder: str, stamp: float, budget: int) -> None:
@@ -241,6 +260,11 @@ def consensus(
     elif point is not None:
         st.caption(
             f"The batch evaluated the consensus at {point['threshold']:.0%}; set the share to that to see its NDF."
+        )
+    elif batch.rows(label, passing=True).num_rows < batch.rows(label).num_rows:
+        st.caption(
+            "The batch measured the consensus of all its stored tasks, refused ones included, which is "
+            "another circuit at this budget; rerun `circuitviz batch` on the passing tasks to measure this one."
         )
     if len(edges):
         title = f"consensus at {budget:,} edges: width = share of prompts holding the edge"
@@ -299,8 +323,6 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     import pandas
 
-    from ..batch.atlas import task_refusals
-
     rows = batch.rows(label, done=False).to_pandas()
     done = rows[rows["status"] == "done"].reset_index(drop=True)
     position = list(done["budgets"].iloc[0]).index(budget)
@@ -313,8 +335,6 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             "NDF": done["ndf"].map(lambda v: v[position]),
             "edges kept": done["edges_kept"].map(lambda v: v[position]),
             "CPR": done["cpr_nfs"],
-            # today's task check, from the metrics the batch stored: a task it refuses keeps its figures
-            "task check": ["refused" if why else "passes" for why in task_refusals(batch.rows(label))],
         }
     )
     cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
@@ -326,17 +346,16 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     if refused:
         st.warning(
             f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
-            "corruption must lower the answer's metric clearly; the sentence is in the last column): their "
-            "figures are kept as the batch computed them, and Explore refuses to run them."
+            "corruption must lower the answer's metric clearly; the sentence is in the last column): they are "
+            "listed with the figures the batch computed for them, left out of every figure above, and "
+            "Explore refuses to run them."
         )
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
-        "beside a CPR of 1 or more. 'refused' in the task check: the corruption does not clearly lower the "
-        "answer's metric (the meaningful-task check the app now runs before every run), so its figures "
-        "measure little; the batch measured them before that check."
+        "beside a CPR of 1 or more."
     )
     picked = st.dataframe(
         table,

@@ -98,6 +98,13 @@ def _rerun() -> None:
         st.rerun()
 
 
+def _rerun_view() -> None:
+    """Rerun the whole page after a change the rest of the view shows (an edit, a pin, a group):
+    the graph and its card are a fragment of their own, so a fragment rerun would leave the
+    edited figures, the pins' line and the downloads as they were."""
+    st.rerun(scope="app")
+
+
 def _state_key(key: str) -> str:
     return f"{key}.instrument"
 
@@ -170,8 +177,6 @@ def instrument_view(
 ):
     """The drawing (``draw(mask, groups, words)`` -> GraphDrawing) with its card, edits and groups;
     ``result_key`` names the result (another result opens its own fresh view)."""
-    from .graph_view import show_graph
-
     spec = result.graph
     base = result.circuit(budget)
     owner, current = f"{key}.instrument.result", result_key
@@ -185,6 +190,21 @@ def instrument_view(
     if words != state.words:
         state.words = words
     drawing = draw(mask, state.groups, words)
+    # the graph and the card rerun alone on a click (a fragment): a click whose card's figures are
+    # cached does no model work and redraws nothing else of the page
+    st.fragment(_graph_and_card)(result, drawing, labels, model, key)
+    state = load_state(key, spec, set())
+    _controls(result, state, model, mask, point, key)
+    save_state(key, state)
+    return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
+
+
+def _graph_and_card(result, drawing, labels, model, key) -> None:
+    """The drawing and, beside it, the clicked node's card. A plain click or a move along the
+    card's edges reruns this fragment alone; a pin reruns the page (the pins' line shows it)."""
+    from .graph_view import show_graph  # the component's script is read when a graph is drawn
+
+    state = load_state(key, result.graph, set())
     graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
     with graph_column:
         clicked = show_graph(drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins])
@@ -192,8 +212,9 @@ def instrument_view(
         if clicked.get("pin"):
             node = clicked["id"]
             state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
-        else:
-            state.clicked = clicked["id"]
+            save_state(key, state)
+            _rerun_view()
+        state.clicked = clicked["id"]
         save_state(key, state)
         _rerun()
     if clicked is not None and clicked.get("kind") == "edge":
@@ -203,9 +224,6 @@ def instrument_view(
     if card_column is not None:
         with card_column:
             _card(result, drawing, state, labels, model, key)
-    _controls(result, state, model, mask, point, key)
-    save_state(key, state)
-    return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
 
 
 def _card(result, drawing, state, labels, model, key) -> None:
@@ -248,7 +266,7 @@ def _apply(state: InstrumentState, edit: CircuitEdit, key: str) -> None:
     state.history = [*state.history, state.edit]
     state.edit = edit
     save_state(key, state)
-    _rerun()
+    _rerun_view()
 
 
 def _controls(result, state, model, mask, point, key) -> None:

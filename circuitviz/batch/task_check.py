@@ -1,0 +1,63 @@
+"""Today's meaningful-task check over a stored batch table, read off the metrics the batch
+stored (no model pass): a batch run before the check keeps tasks it now refuses, and the atlas
+leaves them out of every aggregate (``atlas.BatchTable.rows(passing=True)``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..task_validity import METRIC_WORDS, MIN_GAP, gap_problem, identical_prompts_problem
+from ..tasks import PromptTask
+
+COLUMNS = ("clean", "corrupted", "answer", "foils", "metric", "clean_metric", "corrupted_metric")
+
+
+def task_refusals(rows: pa.Table) -> list[str | None]:
+    """Each row's sentence from today's meaningful-task check (``task_validity.gap_problem``), read
+    off the clean and corrupted metrics the batch stored (no model pass); None where the task
+    passes or the row has no metrics. A stored atlas built before the check holds tasks it now
+    refuses (the corruption raising the answer's metric): the atlas leaves them out of its figures."""
+    found = []
+    for clean, corrupted, answer, foils, metric, clean_metric, corrupted_metric in zip(
+        *(rows.column(name).to_pylist() for name in COLUMNS)
+    ):
+        if clean_metric is None or corrupted_metric is None:
+            found.append(None)
+            continue
+        task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
+        found.append(gap_problem(task, float(clean_metric), float(corrupted_metric)))
+    return found
+
+
+def _refusal_kind(task: PromptTask, clean: float, corrupted: float) -> str:
+    """A refused task's reason in a few words (the full sentence is ``gap_problem``'s)."""
+    if identical_prompts_problem(task):
+        return "the clean and corrupted prompts are the same"
+    words = METRIC_WORDS[task.metric]
+    if clean - corrupted < 0:
+        return f"the corruption raises the answer's {words}"
+    return f"the corruption lowers the answer's {words} by less than {MIN_GAP[task.metric]:g}"
+
+
+def refusal_kinds(rows: pa.Table) -> dict[str, int]:
+    """{reason in a few words: how many rows} of the rows the check refuses, most frequent first."""
+    kinds: dict[str, int] = {}
+    values = zip(*(rows.column(name).to_pylist() for name in COLUMNS))
+    for why, (clean, corrupted, answer, foils, metric, clean_metric, corrupted_metric) in zip(
+        task_refusals(rows), values
+    ):
+        if why is not None:
+            task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
+            kind = _refusal_kind(task, float(clean_metric), float(corrupted_metric))
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]))
+
+
+def validity_sentence(found: dict) -> str:
+    """'n of N stored tasks pass the validity check; the figures are over those (k refused: why).'"""
+    head = f"{found['passing']:,} of {found['stored']:,} stored tasks pass the validity check"
+    refused = sum(found["refused"].values())
+    if not refused:
+        return head + "."
+    reasons = "; ".join(f"{count:,} because {kind}" for kind, count in found["refused"].items())
+    return f"{head}; the figures are over those ({refused:,} refused: {reasons})."
