@@ -67,12 +67,24 @@ METHODS = {
     "acc++": ("acc++", {}),
     "circuit-lasso": ("circuit-lasso", {}),
     "eap-ig-activations": ("eap-ig-activations", {}),
+    "relp": ("relp", {}),
+    "eap-gp": ("eap-gp", {}),
+    "atp-star": ("atp-star", {}),
+    "flow-routes": ("flow-routes", {}),
+    "acdc": ("acdc", {}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
 FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm")
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
-MAGNITUDES = ("edge-pruning", "edge-pruning-from-eap", "ensemble", "ensemble-bootstrap")
+MAGNITUDES = (
+    "edge-pruning",
+    "edge-pruning-from-eap",
+    "ensemble",
+    "ensemble-bootstrap",
+    "atp-star",
+    "flow-routes",
+)
 N_PARAPHRASES = 5
 
 
@@ -270,6 +282,23 @@ def necessity_table(prompts: list[dict], rows: list[str], budgets: list[int]) ->
     return lines
 
 
+def cost_table(prompts: list[dict], rows: list[str]) -> list[str]:
+    """Each row's run time per prompt (scores, selection and the five-budget curve), the mean over
+    the prompts it ran on, as the run that measured the row recorded it."""
+    lines = [
+        "",
+        "### Seconds per prompt (one run of each row: scoring, selection and the curve; mean over the prompts)",
+        "",
+        "| method | seconds | prompts |",
+        "|---|---:|---:|",
+    ]
+    for row in [*rows, "bon-family"]:  # the Best-of-N variants come from one "bon-family" run
+        seconds = [p["seconds"][row] for p in prompts if row in p.get("seconds", {})]
+        if seconds:
+            lines.append(f"| {row} | {mean(seconds):.1f} | {len(seconds)} |")
+    return lines
+
+
 def tables(report: dict, spec: GraphSpec) -> list[str]:
     prompts = report["prompts"]
     budgets = report["budgets"]
@@ -352,6 +381,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         validity_line(prompts),
     ]
     lines += necessity_table(prompts, rows, budgets)
+    lines += cost_table(prompts, rows)
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
         lines += [

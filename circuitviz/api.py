@@ -15,7 +15,6 @@ import torch
 from .curves import Baseline, CurvePoint
 from .evaluate import Evaluator, curves_of_tasks
 from .graph import prune
-from .methods import get_method
 from .methods.base import Progress, RunContext
 from .methods.bon import stored_scores_reader
 from .models.adapter import adapter_of
@@ -83,7 +82,7 @@ def run_request(
 
     def compute() -> CircuitResult:
         request.priced(model).check()
-        chosen = get_method(request.method)
+        chosen = request.method_object
         ctx = RunContext(
             model, request.task, request.model_id, store, progress, request.max_tokens, check_meaningful=True
         )

@@ -12,8 +12,24 @@ import sys
 import time
 from pathlib import Path
 
+from .api import evaluate_circuits, parse_budgets, run_request
+from .bench.planted_benchmark import format_table as bench_table
+from .bench.planted_benchmark import run_bench, write_report
 from .curves import Baseline, CurvePoint
+from .evaluate import circuits_at_budgets
+from .export.neuronpedia import to_neuronpedia
+from .graph import GraphError
+from .labels.logit_lens import logit_lens_labels
+from .methods import UnknownMethodError, available_methods, get_method, setting_flags
+from .models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
 from .models.adapter import adapter_of
+from .positions.graph import n_units
+from .positions.present import readable_position_budget, result_attribution_graph
+from .request import Request
+from .results import load_circuit
+from .store import ResultStore
+from .tasks import PromptTask, TaskError, prepare_task
+from .text import clock_duration
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -131,7 +147,6 @@ def _add_method_settings(parser: argparse.ArgumentParser) -> None:
     """One flag per method setting, from the registry (a setting several methods share is one
     flag). A name the parser already uses is left to it (``batch``'s ``--seed`` seeds --generate;
     Best-of-N's seed is ``--set seed=N`` there)."""
-    from .methods import setting_flags
 
     taken = set(parser._option_string_actions)
     group = parser.add_argument_group("method settings (each applies to the methods named in its help)")
@@ -171,8 +186,6 @@ def _parse_setting(text: str) -> tuple[str, object]:
 
 
 def _task(args):
-    from .tasks import PromptTask
-
     return PromptTask(
         clean=args.prompt,
         corrupted=args.corrupted,
@@ -183,8 +196,6 @@ def _task(args):
 
 
 def _load(args):
-    from .models import EMBEDDED_MODEL, load_model
-
     model_id = args.model or EMBEDDED_MODEL
     start = time.perf_counter()
     model = load_model(model_id, device=args.device, dtype=args.dtype)
@@ -203,7 +214,6 @@ def _progress(phase: str, fraction: float) -> None:
 def _print_estimate(model, task, method: str, settings, budgets, model_id=None, max_tokens: int = 256):
     """The run's one request (settings parsed, key computed, priced and checked once), its
     estimated time and memory printed as one line before the run (limits.py)."""
-    from .request import Request
 
     request = Request.for_model(model, task, method, settings, budgets, model_id, max_tokens).priced(model)
     print(request.estimate.summary(), file=sys.stderr)
@@ -211,9 +221,6 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 
 def cmd_discover(args) -> int:
-    from .api import parse_budgets, run_request
-    from .methods import get_method
-    from .store import ResultStore
 
     budgets = parse_budgets(args.budgets)
     method = get_method(args.method)
@@ -244,8 +251,6 @@ def cmd_discover(args) -> int:
     print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     if result.positions:
-        from .positions.graph import n_units
-
         total = n_units(result.graph, len(result.tokens.get("clean", [])))
         print(f"position graph: {total} (edge, position) units; budgets count units")
         print(format_table(result.baseline, result.curve, total, kept="units"))
@@ -272,11 +277,7 @@ def _write_position_outputs(
 ) -> None:
     """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
     at ``budget`` units (default: the readable budget, whose reason is printed)."""
-    from .export.neuronpedia import to_neuronpedia
-    from .labels.logit_lens import logit_lens_labels
-    from .positions.present import readable_position_budget, result_attribution_graph
-    from .render.attribution_graph import attribution_graph_html
-    from .tasks import prepare_task
+    from .render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
 
     reason = ""
     if budget is None:
@@ -302,9 +303,7 @@ def _write_position_outputs(
 
 def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
     """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
-    from .labels.logit_lens import logit_lens_labels
-    from .render import readable_budget, result_graph_html
-    from .tasks import prepare_task
+    from .render import readable_budget, result_graph_html  # plotly loads only to draw a page
 
     budget = budget if budget is not None else readable_budget(result.curve)
     labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
@@ -315,9 +314,6 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 
 
 def cmd_evaluate(args) -> int:
-    from .api import evaluate_circuits
-    from .evaluate import circuits_at_budgets
-    from .results import load_circuit
 
     model, model_id, _ = _load(args)
     spec = adapter_of(model).spec
@@ -339,8 +335,6 @@ def cmd_evaluate(args) -> int:
 def cmd_methods(args) -> int:
     import dataclasses
 
-    from .methods import available_methods
-
     def typed(value) -> str:  # a list setting as the command line takes it: comma separated
         return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
@@ -352,17 +346,12 @@ def cmd_methods(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from .models import SUPPORTED_MODELS
-
     for model_id, info in SUPPORTED_MODELS.items():
         print(f"{model_id:<28} {getattr(info, 'description', '')}")
     return 0
 
 
 def cmd_planted_bench(args) -> int:
-    from .bench.planted_benchmark import format_table as bench_table
-    from .bench.planted_benchmark import run_bench, write_report
-
     methods = [name.strip() for name in args.methods.split(",") if name.strip()]
     if not methods:
         raise ValueError("--methods is empty; name methods such as eap,eap-ig,circuit-lasso.")
@@ -443,24 +432,20 @@ def _add_batch_parser(commands) -> None:
 
 def _batch_source(args):
     """Where the batch's executor gets its model (tests replace this)."""
-    from .batch import ModelSource
-    from .models import EMBEDDED_MODEL
+    from .batch import ModelSource  # pyarrow and scipy load only for the batch command
 
     return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
 
 
 def _batch_budgets(text: str):
-    from .api import parse_budgets
 
     return "mib" if text.strip().lower() == "mib" else parse_budgets(text)
 
 
 def cmd_batch(args) -> int:
+    # pyarrow and scipy (the batch runner and its atlas) load only for the batch command
     from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
     from .batch.atlas import BatchTable, curve_bands, mib_scores
-    from .methods import get_method
-    from .store import ResultStore
-    from .text import clock_duration
 
     budgets = _batch_budgets(args.budgets)
     if args.n < 1:
@@ -468,7 +453,7 @@ def cmd_batch(args) -> int:
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
     tasks, problems, origin = None, [], ""
-    from .batch.mmlu import mmlu_generation
+    from .batch.mmlu import mmlu_generation  # pyarrow and scipy load only for the batch command
 
     generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n, args.seed)
     if generate is None and args.generate:
@@ -485,7 +470,7 @@ def cmd_batch(args) -> int:
     names = [name.strip() for name in args.methods.split(",") if name.strip()]
     if not names:
         raise ValueError("--methods is empty; name methods such as eap-ig,eap.")
-    from .batch import MethodRun
+    from .batch import MethodRun  # pyarrow and scipy load only for the batch command
 
     runs, unused = [], set(settings)
     for name in names:
@@ -569,10 +554,6 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .graph import GraphError
-    from .methods import UnknownMethodError
-    from .models import ModelLoadError
-    from .tasks import TaskError
 
     try:
         return COMMANDS[args.command](args)

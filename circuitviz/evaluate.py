@@ -19,7 +19,7 @@ import torch
 
 from .chunks import chunk_size, run_in_chunks
 from .curves import Baseline, CurvePoint, ndf, necessity, nfs
-from .engine.capture import writers_and_residual
+from .engine.capture import writers_residual_and_raw_heads
 from .engine.memory import evaluation_bytes_per_position
 from .engine.metric import batch_compatible, task_metric
 from .engine.patching import patched_metrics
@@ -58,8 +58,10 @@ class Evaluator:
     Everything stays on the model's device: circuits are moved there, metrics come back there.
     ``runs``: the clean and corrupted runs when they were made elsewhere (``evaluators_of_tasks``
     runs a dataset's prompts together): (writers [2, pos, n_forward, d_model], metrics [2],
-    final residuals at the last position [2, d_model]); without them the task runs as a batch of
-    one (the same ``evaluators_of_tasks``). The clean final residual is kept for what else reads
+    final residuals at the last position [2, d_model], raw heads [2, pos, n_layers * n_heads,
+    d_model] or None); without them the task runs as a batch of one (the same
+    ``evaluators_of_tasks``). Raw heads (before a shared post-attention norm) exist only on models
+    with such a norm; the corrupted run's let the patching renormalise each reader's mix. The clean final residual is kept for what else reads
     the clean run (the next-token distribution) so it never runs again.
     """
 
@@ -69,15 +71,18 @@ class Evaluator:
         spec: GraphSpec,
         prepared: PreparedTask,
         chunk_size: int | None = None,
-        runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+        runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     ):
         self.model = model
         self.spec = spec
         self.prepared = prepared
         self.device = model_device(model)
-        writers, metrics, residuals = runs if runs is not None else _runs_of_tasks(model, spec, [prepared])
+        writers, metrics, residuals, raw = (
+            runs if runs is not None else _runs_of_tasks(model, spec, [prepared])
+        )
         self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
+        self.corrupted_raw = raw[1:] if raw is not None else None  # [1, pos, n_layers * n_heads, d_model]
         self.clean_residual = residuals[:1]  # [1, d_model]: the clean run's final residual, last position
         clean, corrupted = metrics.tolist()
         self.baseline = Baseline(clean=float(clean), corrupted=float(corrupted))
@@ -112,13 +117,15 @@ class PromptRun:
     """One prompt's plain (unpatched) forward pass: every writer's output and the final residual.
 
     writers: [1, pos, n_forward, d_model]; residual: [1, d_model] after the last block at the last
-    position. An evaluator's clean and corrupted halves, the next-token distribution and the
+    position; raw_heads: [1, pos, n_layers * n_heads, d_model] the heads before a shared
+    post-attention norm, or None on models without one. An evaluator's clean and corrupted halves, the next-token distribution and the
     logit-lens labels all read it, so an interactive session passes each prompt through the model
     once, however many methods it runs on it.
     """
 
     writers: torch.Tensor
     residual: torch.Tensor
+    raw_heads: torch.Tensor | None = None
 
 
 _PROMPT_RUNS_KEPT = 8  # prompts kept per model: the clean and corrupted ones a session works on now
@@ -165,15 +172,16 @@ def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
     """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
     found = kept_prompt_run(model, tokens)
     if found is None:
-        writers, residual = writers_and_residual(model, spec, tokens)
-        found = PromptRun(writers, residual)
+        writers, residual, raw = writers_residual_and_raw_heads(model, spec, tokens)
+        found = PromptRun(writers, residual, raw)
         keep_prompt_run(model, tokens, found)
     return found
 
 
 def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
-    metrics [2g], final residuals at the last position [2g, d_model]).
+    metrics [2g], final residuals at the last position [2g, d_model], raw heads [2g, pos,
+    n_layers * n_heads, d_model] or None).
 
     A task alone runs its two prompts one at a time, each read when this model ran it before
     (``prompt_run``: the next tokens, the labels or another method's run of the prompt made it);
@@ -185,11 +193,14 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
         corrupted = prompt_run(model, spec, tasks[0].corrupted_tokens)
         writers = torch.cat([clean.writers.to(device), corrupted.writers.to(device)])  # [2, pos, fwd, d]
         residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
+        raw = None
+        if clean.raw_heads is not None:
+            raw = torch.cat([clean.raw_heads.to(device), corrupted.raw_heads.to(device)])
     else:
         tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
-        writers, residual = writers_and_residual(model, spec, tokens)
+        writers, residual, raw = writers_residual_and_raw_heads(model, spec, tokens)
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
-    return writers, task_metric(model, tasks, owner)(residual), residual
+    return writers, task_metric(model, tasks, owner)(residual), residual, raw
 
 
 def evaluators_of_tasks(
@@ -209,7 +220,7 @@ def evaluators_of_tasks(
         return _runs_of_tasks(model, spec, tasks[rows])
 
     def commit(rows: slice, result) -> None:
-        writers, metrics, residuals = result  # [2g, pos, n_forward, d_model], [2g], [2g, d_model]
+        writers, metrics, residuals, raw = result  # [2g, pos, n_forward, d_model], [2g], [2g, d_model]
         size = rows.stop - rows.start
         for offset in range(size):
             pick = [offset, size + offset]  # this task's clean and corrupted rows
@@ -218,7 +229,7 @@ def evaluators_of_tasks(
                 spec,
                 tasks[rows.start + offset],
                 chunk_size,
-                (writers[pick], metrics[pick], residuals[pick]),
+                (writers[pick], metrics[pick], residuals[pick], raw[pick] if raw is not None else None),
             )
 
     run_in_chunks(
@@ -283,6 +294,9 @@ def metrics_of_tasks(
     rows = [(t, c) for t in range(n_tasks) for c in columns]
     tokens_of = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n_tasks, pos]
     corrupted_of = torch.cat([e.corrupted_writers for e in evaluators])  # [n_tasks, pos, n_forward, d_model]
+    raw_of = None  # [n_tasks, pos, n_layers * n_heads, d_model]: heads before a shared post-norm
+    if first.corrupted_raw is not None:
+        raw_of = torch.cat([e.corrupted_raw for e in evaluators])
     measured: list[torch.Tensor] = []
 
     def compute(chunk: slice) -> torch.Tensor:
@@ -303,6 +317,7 @@ def metrics_of_tasks(
                     tokens_of[[owners[i] for i in owner.tolist()]],
                     task_metric(model, group, owner),
                     shared_prefix(model, group),
+                    raw_of[owners] if raw_of is not None else None,
                 )
             )
         return torch.cat(found)

@@ -25,7 +25,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import calibration
+from .calibration import rate
+from .chunks import learnt_bytes
+from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from .methods import Method, get_method
+from .methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from .models.adapter import adapter_of
+from .models.devices import working_memory_bytes
+from .refusals import prompt_over_limit
+from .tasks import DEFAULT_MAX_TOKENS
 from .text import rough_duration, shown, shown_number
 
 ENV = {
@@ -47,9 +56,14 @@ class LimitError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    max_tokens: int = 256
-    max_ig_steps: int = 200
-    max_paraphrases: int = 64
+    """What a run may ask for. The IG steps and paraphrases start at the most any method's setting
+    takes (declared once, on the settings: ``methods.settings.IG_STEPS_HIGH``,
+    ``PARAPHRASES_HIGH``), so the form, the command line and the limits agree; an operator
+    lowers them (``CIRCUITVIZ_MAX_IG_STEPS``, ...)."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_ig_steps: int = IG_STEPS_HIGH
+    max_paraphrases: int = PARAPHRASES_HIGH
     max_memory_gb: float = 16.0
 
     @classmethod
@@ -142,6 +156,11 @@ class Estimate:
         )
 
 
+def _method(method) -> Method:
+    """The registered method of a name, or the method itself (a request's, looked up once)."""
+    return method if isinstance(method, Method) else get_method(method)
+
+
 def _n_parameters(model) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
@@ -149,10 +168,9 @@ def _n_parameters(model) -> int:
 def estimate_run(
     model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None
 ) -> Estimate:
-    """Price a discovery of ``method`` with ``config`` on a prompt of ``n_tokens`` tokens."""
-    from .methods import get_method
-
-    chosen = get_method(method)
+    """Price a discovery of ``method`` (a registered name, or the method a request looked up) with
+    ``config`` on a prompt of ``n_tokens`` tokens."""
+    chosen = _method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
     spec = adapter_of(model).spec
@@ -161,7 +179,6 @@ def estimate_run(
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     flops = 2.0 * _n_parameters(model) * n_tokens * sequences
     kind = str(device or next(model.parameters()).device).split(":")[0]
-    from .calibration import rate
 
     measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
     seconds = flops / measured.flops_per_second
@@ -192,9 +209,6 @@ def estimate_memory(
     to that; on CUDA the per-position costs measured by an earlier run on this model replace the
     estimates of ``activations``.
     """
-    from .chunks import learnt_bytes
-    from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-    from .models.devices import working_memory_bytes
 
     parameters = list(model.parameters())
     element = parameters[0].element_size()
@@ -209,14 +223,20 @@ def estimate_memory(
     return weights + max(gradient, evaluation) + writers + scores
 
 
+def prompt_limit_problem(n_tokens: int, limits: Limits | None = None) -> str | None:
+    """The sentence refusing a prompt of ``n_tokens`` over the token limit, or None (the app says
+    it before Run, ``check_run`` at the run)."""
+    limits = limits or Limits.load()
+    if n_tokens <= limits.max_tokens:
+        return None
+    return prompt_over_limit(n_tokens, limits.max_tokens, f"with {ENV['max_tokens']}")
+
+
 def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
     """Refuse a run over the limits before it starts (LimitError naming the limit and its fix)."""
     limits = limits or Limits.load()
     if estimate.n_tokens > limits.max_tokens:
-        raise LimitError(
-            f"The prompt is {estimate.n_tokens} tokens, over the limit of {limits.max_tokens}; shorten "
-            f"it or raise the limit with {ENV['max_tokens']}."
-        )
+        raise LimitError(prompt_limit_problem(estimate.n_tokens, limits))
     if estimate.ig_steps > limits.max_ig_steps:
         raise LimitError(
             f"{estimate.ig_steps} IG steps is over the limit of {limits.max_ig_steps}; use fewer steps or "
@@ -235,17 +255,12 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
         )
 
 
-def prompt_tokens(model, text: str) -> int:
-    """Tokens of a prompt as the model runs it (with <bos>), without truncation."""
-    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
-
-
 def estimate_request(
     model, task, method: str, config=None, n_budgets: int = 7, device=None, *, store=None, model_id: str = ""
 ) -> Estimate:
     """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer; with
     a ``store``, without the work an earlier run kept there (``priced_with_stored_work``)."""
-    n_tokens = prompt_tokens(model, task.clean) if task.clean.strip() else 1
+    n_tokens = adapter_of(model).token_count(task.clean) if task.clean.strip() else 1
     estimate = estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)
     if store is None:
         return estimate
@@ -260,12 +275,10 @@ def priced_with_stored_work(
     What is stored is priced off by the share of time it took in the family's last run here (the
     phases it saves, ``StoredWork.timings``), else by its share of the passes. The FLOPs shrink
     with the seconds, so the finished run calibrates the rate with the work it really did."""
-    from . import calibration
-    from .methods import get_method
 
     if estimate is None or store is None:
         return estimate
-    work = get_method(method).stored_work(model, model_id, task, config, estimate.n_tokens, n_budgets, store)
+    work = _method(method).stored_work(model, model_id, task, config, estimate.n_tokens, n_budgets, store)
     if work is None:
         return estimate
     last = calibration.last_run(estimate.device, work.family)

@@ -18,7 +18,7 @@ from typing import Any
 
 from .keys import content_key
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
-from .methods import config_to_dict, get_method
+from .methods import Method, config_to_dict, get_method
 from .models.adapter import model_dtype
 from .tasks import DEFAULT_MAX_TOKENS, PromptTask
 
@@ -49,6 +49,8 @@ class Request:
     max_tokens: int = DEFAULT_MAX_TOKENS
     estimate: Estimate | None = field(default=None, compare=False)
     refusal: str | None = field(default=None, compare=False)
+    # the registered method, looked up once where the request is made (``of``)
+    chosen: Method | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -61,9 +63,15 @@ class Request:
         task: PromptTask,
         budgets: Sequence[int] = DEFAULT_BUDGETS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        known_only: bool = False,
     ) -> Request:
-        """A request from plain settings (a dict, None for the defaults) or a config already built."""
+        """A request from plain settings (a dict, None for the defaults) or a config already built.
+
+        ``known_only``: settings this method does not have are left out rather than refused (one
+        page's settings carried to another method: Explore's ``ig_steps`` on Compare)."""
         chosen = get_method(method)
+        if known_only and isinstance(settings, dict):
+            settings = chosen.known_settings(settings)
         return cls(
             model_id=model_id,
             dtype=dtype,
@@ -72,6 +80,7 @@ class Request:
             config=chosen.as_config(settings),
             budgets=tuple(sorted({int(budget) for budget in budgets})),
             max_tokens=int(max_tokens),
+            chosen=chosen,
         )
 
     @classmethod
@@ -84,6 +93,7 @@ class Request:
         budgets: Sequence[int] = DEFAULT_BUDGETS,
         model_id: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        known_only: bool = False,
     ) -> Request:
         """``of`` with the model's id (unless given) and dtype; not priced yet."""
         return cls.of(
@@ -94,7 +104,47 @@ class Request:
             task=task,
             budgets=budgets,
             max_tokens=max_tokens,
+            known_only=known_only,
         )
+
+    @property
+    def method_object(self) -> Method:
+        """The registered method (the one ``of`` looked up; looked up here for a request built
+        field by field)."""
+        return self.chosen if self.chosen is not None else get_method(self.method)
+
+    def with_changes(self, *, settings=None, budgets: Sequence[int] | None = None, task=None) -> Request:
+        """This request with other settings (merged into its config's), budgets or task, not priced:
+        a page changes a value without taking the config apart into a dict and back."""
+        config = self.config
+        if settings:
+            config = self.method_object.make_config({**self.settings, **dict(settings)})
+        return dataclasses.replace(
+            self,
+            config=config,
+            budgets=self.budgets if budgets is None else tuple(sorted({int(b) for b in budgets})),
+            task=self.task if task is None else task,
+            estimate=None,
+            refusal=None,
+        )
+
+    def is_for(self, result) -> bool:
+        """Whether ``result`` is this request's: its model, task, method, settings and budgets (a
+        result a page holds is shown as current only when it is)."""
+        return (
+            result is not None
+            and result.model_id == self.model_id
+            and result.task == self.task
+            and result.method == self.method
+            and result.config == self.settings
+            and self._same_budgets(result)
+        )
+
+    def _same_budgets(self, result) -> bool:
+        """The result evaluated every budget asked and no other, bar those its method adds itself
+        (ACC++: its whole traced circuit's, ``Method.added_budgets``)."""
+        asked, got = set(self.budgets), {int(b) for b in result.budgets}
+        return asked <= got and got - asked <= self.method_object.added_budgets(result)
 
     @cached_property
     def key(self) -> str:
@@ -119,16 +169,25 @@ class Request:
     def is_priced(self) -> bool:
         return self.estimate is not None or self.refusal is not None
 
-    def priced(self, model) -> Request:
+    def priced(self, model, store=None) -> Request:
         """This request with its estimate on ``model`` and the limits' verdict; itself when priced.
 
-        The prompt is tokenised once here for the estimate; limits come from ``Limits.load`` with
+        The prompt is tokenised once here for the estimate; with ``store``, the work an earlier run
+        kept there is priced off (``Method.stored_work``). Limits come from ``Limits.load`` with
         this request's ``max_tokens``. A limits file or variable that cannot be read is a refusal
         too (its sentence says which).
         """
         if self.is_priced:
             return self
-        estimate = estimate_request(model, self.task, self.method, self.config, n_budgets=len(self.budgets))
+        estimate = estimate_request(
+            model,
+            self.task,
+            self.method_object,
+            self.config,
+            n_budgets=len(self.budgets),
+            store=store,
+            model_id=self.model_id,
+        )
         try:
             check_run(estimate, dataclasses.replace(Limits.load(), max_tokens=self.max_tokens))
             refusal = None

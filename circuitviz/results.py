@@ -26,6 +26,7 @@ from .curves import Baseline, CurvePoint, cmd, cpr
 from .details.base import MethodDetails, ResultFormatError, details_to_state
 from .details.kinds import details_from_state, legacy_details
 from .graph import GraphError, GraphSpec, prune, top_n
+from .positions.graph import units_at_budgets
 from .tasks import PromptTask
 from .text import shown_number
 
@@ -72,7 +73,6 @@ class CircuitResult:
     def position_circuit(self, budget: int) -> torch.Tensor:
         """The position circuit at ``budget`` units: pruned top-N of the position scores.
         # [n_forward, n_backward, pos] bool"""
-        from .positions.graph import units_at_budgets
 
         if self.position_scores is None:
             raise ValueError("This circuit is not position-resolved; run it again with positions on.")

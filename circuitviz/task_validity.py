@@ -26,7 +26,11 @@ import os
 
 import torch
 
-from .tasks import PreparedTask, PromptTask, TaskError
+from .engine.metric import metric_from_residual
+from .evaluate import prompt_run
+from .models.adapter import adapter_of
+from .refusals import IDENTICAL_PROMPTS
+from .tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, TaskError, prepare_task
 from .text import shown
 
 CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"
@@ -41,10 +45,7 @@ METRIC_WORDS = {
 def identical_prompts_problem(task: PromptTask) -> str | None:
     """The sentence saying the corrupted prompt is the prompt itself, or None."""
     if task.corrupted and task.corrupted.strip() == task.clean.strip():
-        return (
-            "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
-            "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
-        )
+        return IDENTICAL_PROMPTS
     return None
 
 
@@ -90,9 +91,6 @@ def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, f
     """L(M(q)) and L(M(q')) from the two prompts' plain runs (the app's check before Run; a run
     takes them from its evaluator instead). The runs are the model's kept ones
     (``evaluate.prompt_run``): the evaluator of the Run that follows reads them, not runs them again."""
-    from .engine.metric import metric_from_residual
-    from .evaluate import prompt_run
-    from .models.adapter import adapter_of
 
     spec = adapter_of(model).spec
     residuals = [
@@ -106,7 +104,6 @@ def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, f
 
 def task_metrics(model, task: PromptTask, max_tokens: int | None = None) -> tuple[float, float]:
     """L(M(q)) and L(M(q')) of a task (TaskError when it cannot be prepared)."""
-    from .tasks import DEFAULT_MAX_TOKENS, prepare_task
 
     return clean_and_corrupted_metrics(model, prepare_task(model, task, max_tokens or DEFAULT_MAX_TOKENS))
 
@@ -117,7 +114,6 @@ def task_verdict(model, task: PromptTask, max_tokens: int | None = None) -> str 
     Tokenisation problems come first (``prepare_task``'s sentence); then identical prompts (no
     pass); then the gap, from one plain pass of the prompt and its corruption.
     """
-    from .tasks import DEFAULT_MAX_TOKENS, prepare_task
 
     identical = identical_prompts_problem(task)
     if identical:
@@ -144,7 +140,6 @@ def is_function_word(token: str) -> bool:
 
 def task_gaps(model, tasks: list[PromptTask]) -> list[float | None]:
     """L(M(q)) - L(M(q')) of each task (None where it cannot be prepared), one plain pass each."""
-    from .tasks import prepare_task
 
     gaps: list[float | None] = []
     for task in tasks:

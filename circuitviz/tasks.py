@@ -13,6 +13,15 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from .models.adapter import adapter_of
+from .refusals import (
+    EMPTY_CORRUPTED,
+    EMPTY_PROMPT,
+    NO_FOIL,
+    foil_is_answer,
+    prompt_over_context,
+    prompt_over_limit,
+    unequal_lengths,
+)
 from .text import shown
 
 METRICS = ("logit_diff", "logprob", "prob")
@@ -92,10 +101,6 @@ def _first_difference(first: list[str], second: list[str]) -> str:
     return f"they part at token {index + 1}: {mine} vs {theirs}"
 
 
-def _n_tokens(model, text: str) -> int:
-    return int(adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False).shape[1])
-
-
 def single_token_id(model, text: str, role: str) -> int:
     """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
     if text == "":
@@ -109,7 +114,11 @@ def single_token_id(model, text: str, role: str) -> int:
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
         spaced = " " + text
-        one_with_space = not text.startswith(" ") and len(ids) <= 4 and _n_tokens(model, spaced) == 1
+        one_with_space = (
+            not text.startswith(" ")
+            and len(ids) <= 4
+            and adapter_of(model).token_count(spaced, prepend_bos=False) == 1
+        )
         hint = f" (or {shown(spaced, 30)}, one token with its leading space)" if one_with_space else ""
         raise TaskError(
             f"The {role} {shown(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
@@ -125,45 +134,29 @@ def prepare_task(
     if task.metric not in METRICS:
         raise TaskError(f"Unknown metric {shown(task.metric, 30)}; choose one of {', '.join(METRICS)}.")
     if not task.clean.strip():
-        raise TaskError("The prompt is empty; type the text whose next token you want explained.")
+        raise TaskError(EMPTY_PROMPT)
     clean_tokens = adapter_of(model).to_tokens(task.clean, truncate=False)
     if clean_tokens.shape[1] > max_tokens:
-        raise TaskError(
-            f"The prompt is {clean_tokens.shape[1]} tokens, over the limit of {max_tokens}; "
-            "shorten it or raise the limit (--max-tokens)."
-        )
+        raise TaskError(prompt_over_limit(clean_tokens.shape[1], max_tokens, "(--max-tokens)"))
     context = getattr(model.cfg, "n_ctx", None)
     if context and clean_tokens.shape[1] > context:
-        raise TaskError(
-            f"The prompt is {clean_tokens.shape[1]} tokens, longer than this model's context of "
-            f"{context}; shorten it."
-        )
+        raise TaskError(prompt_over_context(clean_tokens.shape[1], context))
     corrupted_tokens = clean_tokens
     if need_corrupted or task.corrupted:
         if not task.corrupted.strip():
-            raise TaskError(
-                "The corrupted prompt is empty; give the prompt with its key fact or name replaced."
-            )
+            raise TaskError(EMPTY_CORRUPTED)
         corrupted_tokens = adapter_of(model).to_tokens(task.corrupted, truncate=False)
         if corrupted_tokens.shape != clean_tokens.shape:
             clean_pieces = _str_tokens(model, task.clean, prepend_bos=True)
             corrupted_pieces = _str_tokens(model, task.corrupted, prepend_bos=True)
-            raise TaskError(
-                f"The prompt has {len(clean_pieces)} tokens and the corrupted prompt "
-                f"{len(corrupted_pieces)}; edit the corrupted prompt so each replaced word is one "
-                f"token too ({_first_difference(clean_pieces, corrupted_pieces)})."
-            )
+            where = _first_difference(clean_pieces, corrupted_pieces)
+            raise TaskError(unequal_lengths(len(clean_pieces), len(corrupted_pieces), where))
     answer_id = single_token_id(model, task.answer, "answer")
     if task.metric == "logit_diff" and not task.foils:
-        raise TaskError(
-            "The logit-difference metric needs at least one foil token; add a wrong answer such "
-            "as ' John', or choose the logprob metric."
-        )
+        raise TaskError(NO_FOIL)
     foil_ids = tuple(single_token_id(model, foil, "foil") for foil in task.foils)
     if answer_id in foil_ids:
-        raise TaskError(
-            f"The answer {shown(task.answer, 30)} is also given as a foil; a foil must be a different token."
-        )
+        raise TaskError(foil_is_answer(task.answer))
     return PreparedTask(
         task=task,
         clean_tokens=clean_tokens,

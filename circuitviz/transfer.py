@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .evaluate import Evaluator, curves_of_tasks
+from .methods.paraphrase_pairs import template_tasks
 from .models.adapter import adapter_of
 from .task_validity import gap_problem
 from .tasks import PromptTask, prepare_task
@@ -46,7 +47,6 @@ def paraphrase_ndf(
     circuits: {name: [n_forward, n_backward] bool}. Paraphrases that fail either check are left
     out and counted (``paraphrases`` passed the template check, ``valid`` both).
     """
-    from .methods.paraphrase_pairs import template_tasks
 
     tasks, note = template_tasks(model, task, count, seed=0)
     found = Transfer(paraphrases=len(tasks), note=note, ndf={name: [] for name in circuits})

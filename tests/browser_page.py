@@ -50,13 +50,12 @@ def settled(page, timeout_ms: int = RUN_WAIT_MS) -> None:
 
 def graph_drawn(page, started: float, timeout_s: float = RUN_WAIT_MS / 1000) -> float:
     """Seconds from ``started`` until the result's metrics are on the page and the circuit graph
-    has drawn its canvas inside its frame (looked at every 0.1 s; the graph is the point a user
-    waits for, the rest of the page below it may still be filling in)."""
+    has drawn its canvas (looked at every 0.1 s; the graph is the point a user waits for, the
+    rest of the page below it may still be filling in)."""
     wait_for(page, "() => document.body.innerText.includes('edges kept')", int(timeout_s * 1000))
     while time.perf_counter() - started < timeout_s:
-        for frame in page.frames:
-            if frame is not page.main_frame and frame.locator("canvas").count():
-                return time.perf_counter() - started
+        if page.locator(".cv-root canvas").count():
+            return time.perf_counter() - started
         page.wait_for_timeout(100)
     raise AssertionError("The circuit graph was not drawn.")
 
@@ -93,10 +92,32 @@ def type_into(page, label: str, text: str) -> None:
     settled(page)
 
 
-def graph_frame(page, index: int = 0):
-    """The Playwright frame of the ``index``-th graph iframe (srcdoc frames, in page order)."""
-    handles = page.locator("iframe").element_handles()
-    return handles[index].content_frame()
+class GraphHandle:
+    """The ``index``-th circuit drawing on the page (``ui.graph_view``'s component, in the page's
+    own DOM): ``evaluate`` runs a script in which ``network`` is that drawing's vis-network, and
+    ``locator``/``get_by_role`` look inside its element."""
+
+    def __init__(self, page, index: int = 0):
+        self.page, self.index = page, index
+        self.element = page.locator(".cv-root").nth(index)
+
+    def evaluate(self, script: str, arg=None):
+        wrapped = (
+            "([index, arg]) => { const network = document.querySelectorAll('.cv-root')[index].cvNetwork;"
+            f" return ({script})(arg); }}"
+        )
+        return self.page.evaluate(wrapped, [self.index, arg])
+
+    def locator(self, selector: str):
+        return self.element.locator(selector)
+
+    def get_by_role(self, role: str, **options):
+        return self.element.get_by_role(role, **options)
+
+
+def graph_frame(page, index: int = 0) -> GraphHandle:
+    """The ``index``-th circuit drawing on the page, in page order."""
+    return GraphHandle(page, index)
 
 
 def drawn_edge_count(page, index: int = 0) -> int:
@@ -239,3 +260,109 @@ def bench_engine_total() -> float:
     found = re.search(r"EAP-IG discovery total \(no load\)\s+([\d.]+)s", done.stdout)
     assert found, done.stdout[-2000:]
     return float(found.group(1))
+
+
+# ----- the circuit drawings (``ui.graph_view``'s components) ---------------------------------------
+GRAPH_BOXES = """() => [...document.querySelectorAll('.cv-root')].map(root => {
+  const network = root.cvNetwork; const frame = root.querySelector('.cv-canvas').getBoundingClientRect();
+  const boxes = network.body.data.nodes.getIds().map(id => {
+    const box = network.getBoundingBox(id);
+    const a = network.canvasToDOM({x: box.left, y: box.top}), b = network.canvasToDOM({x: box.right, y: box.bottom});
+    return {id: String(id), l: a.x, t: a.y, r: b.x, b: b.y, shape: network.body.data.nodes.get(id).shape};
+  });
+  return {key: root.dataset.cvGraph, width: frame.width, height: frame.height, boxes};
+})"""
+
+
+def graph_problems(page) -> list[str]:
+    """For every circuit drawing on the page, read from vis-network itself: each node's box that
+    is not inside its frame, and each pair of node boxes that overlap (none, when all is well)."""
+    problems = []
+    for graph in page.evaluate(GRAPH_BOXES):
+        for box in graph["boxes"]:
+            if (
+                box["l"] < -0.5
+                or box["t"] < -0.5
+                or box["r"] > graph["width"] + 0.5
+                or box["b"] > graph["height"] + 0.5
+            ):
+                problems.append(
+                    f"{graph['key']}: {box['id']} outside its {graph['width']:.0f} x {graph['height']:.0f} frame"
+                )
+        shapes = [box for box in graph["boxes"] if box["shape"] != "text"]
+        for i, a in enumerate(shapes):
+            for b in shapes[i + 1 :]:
+                if a["l"] < b["r"] and b["l"] < a["r"] and a["t"] < b["b"] and b["t"] < a["b"]:
+                    problems.append(f"{graph['key']}: {a['id']} overlaps {b['id']}")
+    return problems
+
+
+def graph_count(page) -> int:
+    return int(page.evaluate("() => document.querySelectorAll('.cv-root canvas').length"))
+
+
+def graph_node_ids(page, index: int = 0) -> list[str]:
+    return page.evaluate(
+        "(i) => document.querySelectorAll('.cv-root')[i].cvNetwork.body.data.nodes.getIds().map(String)",
+        index,
+    )
+
+
+def click_node(page, node: str, index: int = 0, modifiers=None) -> None:
+    """Click node ``node`` of the ``index``-th drawing where vis-network draws it."""
+    x, y = page.evaluate(
+        """([node, index]) => { const root = document.querySelectorAll('.cv-root')[index];
+        root.scrollIntoView({block: 'center'}); const network = root.cvNetwork;
+        const p = network.canvasToDOM(network.getPosition(node));
+        const r = root.querySelector('canvas').getBoundingClientRect(); return [p.x + r.left, p.y + r.top]; }""",
+        [node, index],
+    )
+    for key in modifiers or []:
+        page.keyboard.down(key)
+    page.mouse.click(x, y)
+    for key in modifiers or []:
+        page.keyboard.up(key)
+
+
+def serve_app(cache: Path, log_name: str = "streamlit.log"):
+    """(the URL, the server process) of a streamlit server of this checkout on 127.0.0.1, its
+    caches under ``cache``; stop it with ``stop_app``."""
+    import signal as _signal  # noqa: F401  (stop_app uses it)
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    OUTPUT.mkdir(exist_ok=True)
+    log = open(OUTPUT / log_name, "w")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CIRCUITVIZ_CACHE": str(cache)}
+    command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
+    command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return url, server
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop_app(server)
+            raise RuntimeError(f"streamlit did not start; see {OUTPUT / log_name}")
+        time.sleep(0.5)
+
+
+def stop_app(server) -> None:
+    import signal
+
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)

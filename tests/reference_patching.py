@@ -10,7 +10,11 @@ tests/test_planted_bench.py.
 
 Gemma-shaped models normalise the attention output after the heads are summed; a head's output is
 then its share of the sum through that norm at the sum's scale (``ln1_post.hook_scale``), which
-is how the graph defines a head's contribution there.
+is how the graph defines a head's contribution there (the shares add up to what the layer adds).
+Patching an edge from a head h to a reader v is the model's own computation with v alone seeing h
+corrupted: v reads ``ln1_post(sum of the layer's heads before the norm, h's replaced by its
+corrupted one)`` in place of the layer's output (``edge_change``), not the difference of two
+runs' shares, whose scales differ.
 """
 
 from __future__ import annotations
@@ -47,6 +51,40 @@ def writer_outputs(model, spec: GraphSpec, tokens: torch.Tensor) -> dict[str, to
     return outputs
 
 
+def post_norm(model, layer: int):
+    """The layer's norm after attention (Gemma's ln1_post) or None."""
+    if getattr(model.cfg, "use_normalization_before_and_after", False):
+        return model.blocks[layer].ln1_post
+    return None
+
+
+def raw_heads(model, spec: GraphSpec, tokens: torch.Tensor) -> dict[int, torch.Tensor]:
+    """{layer: every head's output before the post-attention norm [pos, n_heads, d_model]}."""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    heads = {}
+    for layer in range(spec.n_layers):
+        attention = model.blocks[layer].attn
+        z = cache[f"blocks.{layer}.attn.hook_z"][0]  # [pos, n_heads, d_head]
+        heads[layer] = torch.einsum("phe,hem->phm", z, attention.W_O) + attention.b_O / spec.n_heads
+    return heads
+
+
+def edge_change(model, spec: GraphSpec, clean: dict, corrupted: dict, writer: str, raw=None) -> torch.Tensor:
+    """What patching writer -> v adds to v's input [pos, d_model]: z'_u - z_u, or under a
+    post-attention norm, the norm of the layer's clean heads with the writer's corrupted (raw
+    = (clean raw heads, corrupted raw heads) by layer) minus the layer's clean output."""
+    if writer.startswith("a") and raw is not None:
+        layer, head = (int(part[1:]) for part in writer.split("."))
+        norm = post_norm(model, layer)
+        if norm is not None:
+            clean_raw, corrupted_raw = raw[0][layer], raw[1][layer]  # [pos, n_heads, d_model]
+            mixed = clean_raw.sum(1) - clean_raw[:, head] + corrupted_raw[:, head]
+            with torch.no_grad():
+                return norm(mixed[None])[0] - norm(clean_raw.sum(1)[None])[0]
+    return corrupted[writer] - clean[writer]
+
+
 def reader_hook(spec: GraphSpec, reader: str) -> tuple[str, int | None]:
     """(TransformerLens hook holding reader's input, head slot or None) for 'a1.h0<q>', 'm1', 'logits'."""
     if reader == "logits":
@@ -63,11 +101,12 @@ def edges(spec: GraphSpec) -> list[tuple[str, str, str]]:
     return [(name, *name.split("->")) for name in spec.edge_names]
 
 
-def edge_patch(spec: GraphSpec, clean: dict, corrupted: dict, name: str):
-    """(hook name, hook) that moves edge ``name``'s reader input by z'_u - z_u, all else clean."""
+def edge_patch(spec: GraphSpec, clean: dict, corrupted: dict, name: str, model=None, raw=None):
+    """(hook name, hook) that moves edge ``name``'s reader input by z'_u - z_u (under a
+    post-attention norm: ``edge_change``), all else clean."""
     writer, reader = name.split("->")
     hook_name, slot = reader_hook(spec, reader)
-    delta = corrupted[writer] - clean[writer]  # [pos, d_model]
+    delta = edge_change(model, spec, clean, corrupted, writer, raw)  # [pos, d_model]
 
     def patch(x, hook):
         x = x.clone()
@@ -84,13 +123,14 @@ def exact_scores(model, spec, prepared) -> torch.Tensor:
     """exact(u -> v), one separately patched forward pass per edge."""
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    raw = (raw_heads(model, spec, prepared.clean_tokens), raw_heads(model, spec, prepared.corrupted_tokens))
     with torch.no_grad():
         baseline = metric_of(model, prepared, model(prepared.clean_tokens))[0]
     scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=baseline.device)
     for name, _, _ in edges(spec):
         with torch.no_grad():
             logits = model.run_with_hooks(
-                prepared.clean_tokens, fwd_hooks=[edge_patch(spec, clean, corrupted, name)]
+                prepared.clean_tokens, fwd_hooks=[edge_patch(spec, clean, corrupted, name, model, raw)]
             )
         scores[spec.edge_position(name)] = metric_of(model, prepared, logits)[0] - baseline
     return scores

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from graph_data import graph_data
 
 from circuitviz.acc import svd as acc_svd
 from circuitviz.acc.ablation import build_edits, run_knockouts
@@ -576,7 +577,6 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
 # ----- the Signals page ---------------------------------------------------------------------------
 def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     pytest.importorskip("streamlit")
-    import re
 
     from streamlit.testing.v1 import AppTest
 
@@ -612,8 +612,7 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
         "key side signals removed",
     ]
     # the position graph: token row, nodes and edges of the circuit, user text escaped
-    page = at.get("iframe")[0].proto.srcdoc
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    nodes = graph_data(at)[0]["nodes"]
     tokens = {node["id"] for node in nodes if node["id"].startswith("token@")}
     circuit = {
         node["id"] for node in nodes if not node["id"].startswith("layer@")

@@ -12,12 +12,12 @@ Best-of-N candidate NDFs and UpSet counts against the result's details and candi
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 import torch
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data, nodes_and_edges  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import assets, render  # noqa: E402
@@ -54,15 +54,13 @@ def _explore(**query) -> AppTest:
     return _app(**base).run()
 
 
-def _graph_pages(at: AppTest) -> list[str]:
-    """The HTML of every st.iframe on the page (our graphs)."""
-    return [element.proto.srcdoc for element in at.get("iframe")]
+def _graph_pages(at: AppTest) -> list[dict]:
+    """The data of every circuit drawing on the page (``ui.graph_view``'s components)."""
+    return graph_data(at)
 
 
-def _nodes_and_edges(page: str) -> tuple[list[dict], list[dict]]:
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
-    edges = json.loads(re.search(r"edges = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
-    return nodes, edges
+def _nodes_and_edges(data: dict) -> tuple[list[dict], list[dict]]:
+    return nodes_and_edges(data)
 
 
 def _run(at: AppTest) -> AppTest:
@@ -216,7 +214,7 @@ def test_a_new_prompt_proposes_its_own_answer_foil_and_corrupted_prompt():
     assert corrupted and corrupted != new and "Tom" not in corrupted
     assert any("indirect object" in c.value for c in at.caption)
     assert at.session_state["results"] == {}  # the old prompt's result is gone
-    assert not at.get("iframe")
+    assert not graph_data(at)
 
 
 def test_a_prompt_no_template_knows_says_so_and_disables_run():

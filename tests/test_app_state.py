@@ -16,6 +16,7 @@ import threading
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
@@ -112,7 +113,7 @@ def test_compare_url_restores_its_methods_and_results():
     again = _app(compare="eap,eap-ig", budget=str(at.session_state["budget"])).run()  # a new browser
     again.switch_page("pages/compare.py").run()
     assert not again.exception, again.exception
-    assert len(again.get("iframe")) == 2, "the stored results were not shown"
+    assert len(graph_data(again)) == 2, "the stored results were not shown"
 
 
 def test_paraphrases_url_names_its_view_before_any_run():

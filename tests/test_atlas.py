@@ -1,6 +1,7 @@
 """The circuit atlas against planted clusters and brute-force recomputation."""
 
 import math
+from pathlib import Path
 
 import numpy
 import pytest
@@ -107,3 +108,25 @@ def test_curve_bands_and_mib_scores_recomputed(planted):
     assert scores["faithfulness"] == pytest.approx(f)
     assert (scores["cpr"], scores["cmd"]) == pytest.approx((cpr, cmd))
     assert atlas.mib_budgets(10342) == [10, 20, 51, 103, 206, 517, 1034, 2068, 5171, 10342]
+
+
+def test_the_stored_atlases_say_which_tasks_todays_check_refuses(monkeypatch):
+    """A stored atlas built before the meaningful-task check keeps tasks it now refuses; the check
+    is read off the metrics the batch stored (no model), so the Dataset page shows it beside them."""
+    from circuitviz.batch.atlas import BatchTable, task_refusals
+    from circuitviz.task_validity import CHECK_ENV, MIN_GAP
+
+    monkeypatch.setenv(CHECK_ENV, "on")  # the suite turns the check off for its random models
+    root = Path(__file__).resolve().parent.parent / "assets" / "atlas"
+    arithmetic = BatchTable.load(root / "arithmetic")
+    rows = arithmetic.rows(arithmetic.labels[0])
+    refusals = task_refusals(rows)
+    by_id = dict(zip(rows.column("task_id").to_pylist(), refusals))
+    assert "raises the logit difference" in by_id["arithmetic-00006"]  # the issue's example
+    gaps = [
+        c - k
+        for c, k in zip(rows.column("clean_metric").to_pylist(), rows.column("corrupted_metric").to_pylist())
+    ]
+    assert [why is not None for why in refusals] == [gap < MIN_GAP["logit_diff"] for gap in gaps]
+    mmlu = BatchTable.load(root / "mmlu")
+    assert not any(task_refusals(mmlu.rows(mmlu.labels[0])))

@@ -396,7 +396,7 @@ def _explore_first_run(page, app_url, cache, figures):
     assert {"100", "1k", "10k"} <= set(ticks) and not {"2", "5"} & set(ticks), ticks  # budgets 20 to 10,342
     assert "NDF (clipped at 0)" in chart.inner_text()
 
-    iframe = page.locator("iframe").first  # the wheel over the graph scrolls the page, not the graph
+    iframe = page.locator(".cv-root").first  # the wheel over the graph scrolls the page, not the graph
     iframe.scroll_into_view_if_needed()
     box = iframe.bounding_box()
     scale_before = frame.evaluate("() => network.getScale()")
@@ -408,7 +408,7 @@ def _explore_first_run(page, app_url, cache, figures):
     assert frame.evaluate("() => network.getScale()") == scale_before
     figures["wheel_scrolled_px"] = page.evaluate(f"() => ({scroller}).scrollTop") - top_before
     assert figures["wheel_scrolled_px"] > 0
-    frame.evaluate(
+    page.evaluate(
         "() => document.querySelectorAll('div.vis-tooltip').forEach(t => { t.style.visibility = 'hidden'; })"
     )  # no hover box
     shot(page, "explore-graph.png", iframe, full=True)
@@ -442,7 +442,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     open_page(page, "Compare")
     wait_for(page, button_ready("Run the comparison"), 120_000)
     page.get_by_role("button", name="Run the comparison").click()
-    wait_for(page, "() => document.querySelectorAll('iframe').length >= 2", RUN_WAIT_MS)
+    wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 2", RUN_WAIT_MS)
     settled(page)
     shown_budget = budget_shown(page)
     eap = result_of(cache, "eap", IOI_PROMPT)
@@ -460,7 +460,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
         "jaccard": len(a & b) / len(a | b),
     }
     right = page.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('iframe')].map(f => f.getBoundingClientRect().right))"
+        "() => Math.max(...[...document.querySelectorAll('.cv-root')].map(f => f.getBoundingClientRect().right))"
     )
     main_right = page.evaluate(
         "() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').getBoundingClientRect().right"
@@ -471,7 +471,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
 
     fresh = browser.new_page(viewport={"width": WIDTH, "height": 1000})  # the URL in a new browser
     fresh.goto(page.url)
-    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 2", 180_000)
+    wait_for(fresh, "() => document.querySelectorAll('.cv-root canvas').length >= 2", 180_000)
     assert metric_values(fresh, "NDF") == metric_values(page, "NDF")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     query["compare"] = ["acc++,circuit-lasso,edge-pruning"]
@@ -480,7 +480,7 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     settled(fresh)
     fresh.get_by_role("button", name="Run the comparison").click()
     figures["edge_pruning_progress"] = progress_texts(fresh, "edge-pruning on gemma-3-270m: computed", 900)
-    wait_for(fresh, "() => document.querySelectorAll('iframe').length >= 3", RUN_WAIT_MS)
+    wait_for(fresh, "() => document.querySelectorAll('.cv-root canvas').length >= 3", RUN_WAIT_MS)
     settled(fresh)
     measured = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), computed_seconds(fresh)))
     priced = dict(zip(("acc++", "circuit-lasso", "edge-pruning"), estimates(fresh)))
@@ -521,7 +521,7 @@ def _new_prompt_and_its_inputs(page, figures) -> str:
     assert new_corrupted and "Anna" not in new_corrupted and "Tom" not in new_corrupted
     answer = input_value(page, ANSWER_LABEL)
     assert answer and answer != " Mary"
-    assert page.locator("iframe").count() == 0  # the old prompt's result is gone
+    assert page.locator(".cv-root").count() == 0  # the old prompt's result is gone
     shot(page, "explore-new-prompt.png")
     run_button = page.get_by_role("button", name="Run", exact=True)
     type_into(page, ANSWER_LABEL, " Mary-Jane Watson")  # a multi-token answer: its error, Run disabled
@@ -597,12 +597,10 @@ def _settings_and_a_reload(page, cache, figures) -> None:
     type_into(page, "ig steps", "20")
     estimate_text = page.get_by_text("Estimate: about").first.inner_text()  # a second 20-step run: timed
     assert "is for earlier inputs" in body_text(page)  # the 60-step result is still on screen
-    page.evaluate("() => { window.cvGraphBefore = document.querySelector('iframe').srcdoc; }")
+    page.evaluate("() => { window.cvGraphBefore = document.querySelector('.cv-root').cvDrawing; }")
     started = time.perf_counter()
     page.get_by_role("button", name="Run", exact=True).click()
-    new_graph = (
-        "() => { const f = document.querySelector('iframe'); return f && f.srcdoc !== window.cvGraphBefore; }"
-    )
+    new_graph = "() => { const f = document.querySelector('.cv-root'); return f && f.cvDrawing !== window.cvGraphBefore; }"
     wait_for(page, new_graph, RUN_WAIT_MS)  # the graph of this run, not the 60-step one
     figures["second_run_click_to_graph_s"] = graph_drawn(page, started)
     settled(page)
@@ -682,7 +680,7 @@ def _steer(page, figures) -> None:
 def _gallery(page) -> None:
     open_page(page, "Gallery")
     page.get_by_text("Indirect object").first.wait_for(timeout=60_000)
-    page.locator("iframe").first.wait_for(timeout=60_000)
+    page.locator(".cv-root").first.wait_for(timeout=60_000)
     settled(page)
     graph_frame(page).locator("canvas").wait_for(timeout=60_000)
     settled(page)
@@ -736,7 +734,7 @@ def _positions_picture(page, figures) -> None:
     wait_for(page, "() => document.body.innerText.includes('units kept')", RUN_WAIT_MS)
     settled(page)
     figures["positions_click_to_view_s"] = time.perf_counter() - started
-    iframe = page.locator("iframe").first
+    iframe = page.locator(".cv-root").first
     iframe.scroll_into_view_if_needed()
     page.wait_for_timeout(1500)
     graph_frame(page).get_by_role("button", name="fit").first.click()  # the whole graph in its frame

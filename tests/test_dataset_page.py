@@ -8,6 +8,7 @@ import json
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
@@ -99,7 +100,7 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     frequency = atlas.edge_frequency(atlas.circuit_matrix(batch, label, budget))
     consensus = atlas.consensus_edges(atlas.circuit_matrix(batch, label, budget), 0.5)
     assert any(f"**{len(consensus):,} edges** are in at least 50%" in m.value for m in at.markdown)
-    assert at.get("iframe"), "no consensus graph"
+    assert graph_data(at), "no consensus graph"
     edges = at.dataframe[1].value
     assert edges["share of prompts"].iloc[0] == pytest.approx(frequency.max())
     prompts = at.dataframe[-1].value
@@ -146,7 +147,7 @@ def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
         batch = atlas.BatchTable.load(folder)
         assert {m.label: m.value for m in at.metric}["prompts"] == f"{len(batch.rows(batch.labels[0])):,}"
         assert batch.manifest["model"]["model_id"] == "gemma-3-270m"
-        assert at.get("iframe") and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
+        assert graph_data(at) and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
 
 
 def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():

@@ -30,7 +30,9 @@ def _setup(shape: str, seed: int = 0):
 
 
 def _masked_metric(model, spec, prepared, evaluator, keep: torch.Tensor) -> torch.Tensor:
-    residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+    residual = masked_residual(
+        model, spec, prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+    )
     return metric_from_residual(model, prepared, residual)
 
 

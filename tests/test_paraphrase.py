@@ -12,7 +12,8 @@ import torch
 
 from circuitviz.assets import gallery_dir, paraphrases_dir
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.query.checks import model_answer, token_count, validate_pairs
+from circuitviz.models.adapter import adapter_of
+from circuitviz.query.checks import model_answer, validate_pairs
 from circuitviz.query.families import EXAMPLE_TASKS, FAMILIES, family, recognise
 from circuitviz.query.llm_source import llm_paraphrases, parse_llm_reply
 from circuitviz.query.pairs import (
@@ -25,6 +26,11 @@ from circuitviz.query.pairs import (
 from circuitviz.query.sources import gather_paraphrases
 from circuitviz.query.templates import propose_answer, propose_corruption, template_paraphrases
 from circuitviz.tasks import PromptTask, TaskError
+
+
+def token_count(model, text: str) -> int:
+    return adapter_of(model).token_count(text)
+
 
 TINY_PAIRS = [
     ("When John and Mary went to the store , John gave a drink to", "When Bob and Alice went to the store , Carl gave a drink to"),

@@ -3,12 +3,10 @@ budget, the Neuronpedia download; the tiny model, as tests/test_app.py runs the 
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 
 pytest.importorskip("streamlit")
+from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
@@ -34,16 +32,15 @@ def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
     next(button for button in at.button if button.label == "Run").click()
     at.run()
     assert not at.exception, at.exception
-    pages = [element.proto.srcdoc for element in at.get("iframe")]
-    page = next(page for page in pages if "token@" in page)
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page, re.S).group(1))
+    data = next(d for d in graph_data(at) if any(n["id"].startswith("token@") for n in d["nodes"]))
+    nodes = data["nodes"]
     tokens = [node for node in nodes if node["id"].startswith("token@")]
     assert len(tokens) == len(_tiny_loader("", "").to_str_tokens(IOI_TASK.clean))  # every position a column
     circuit = [
         node for node in nodes if "@" in node["id"] and not node["id"].startswith(("token@", "layer@"))
     ]
     assert any(node["id"].startswith("logits@") for node in circuit)
-    assert "Opened at" in page  # the view says why it chose its budget
+    assert any("Opened at" in note for note in data["notes"])  # the view says why it chose its budget
     assert any(button.label == "Neuronpedia graph JSON" for button in at.get("download_button"))
     assert any(metric.label == "units kept" for metric in at.metric)
 

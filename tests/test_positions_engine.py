@@ -14,6 +14,7 @@ import json
 
 import pytest
 import torch
+from reference_patching import edge_change, raw_heads
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.engine.capture import writers_and_residual
@@ -63,10 +64,22 @@ def test_position_scores_sum_to_todays_scores(tiny, method, config, task):
 
 def brute_force_unit(model, spec: GraphSpec, prepared, forward: int, backward: int, position: int) -> float:
     """The metric with writer ``forward``'s corrupted-minus-clean output added to reader
-    ``backward``'s input at ``position`` only, by a hook on that reader and nothing else."""
+    ``backward``'s input at ``position`` only, by a hook on that reader and nothing else (a head
+    under a post-attention norm: the norm of the layer's clean heads with this one corrupted,
+    minus the layer's clean output, ``reference_patching.edge_change``)."""
     tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
     writers, _ = writers_and_residual(model, spec, tokens)  # [2, pos, n_forward, d_model]
     change = writers[1, position, forward] - writers[0, position, forward]  # [d_model]
+    name = spec.forward_names[forward]
+    if name.startswith("a"):
+        raw = (
+            raw_heads(model, spec, prepared.clean_tokens),
+            raw_heads(model, spec, prepared.corrupted_tokens),
+        )
+        change = edge_change(
+            model, spec, {name: writers[0, :, forward]}, {name: writers[1, :, forward]}, name, raw
+        )
+        change = change[position]
     name, readers = next(
         (name, readers)
         for name, _, readers in reader_sites(spec)

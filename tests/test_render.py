@@ -67,15 +67,17 @@ def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
     assert "vis.Network" in drawing.html
 
 
-def test_layout_is_layered_and_shared():
+def test_layout_is_the_fields_orientation_and_shared():
     layers = [0, 1, 2]
     x_input, y_input = node_position(SPEC, "input", layers)
     _, y_logits = node_position(SPEC, "logits", layers)
     heads = [node_position(SPEC, f"a1.h{h}", layers) for h in range(SPEC.n_heads)]
     mlp = node_position(SPEC, "m1", layers)
-    assert y_input < heads[0][1] < y_logits
-    assert heads[0][1] == heads[1][1] and heads[0][0] < heads[1][0] < mlp[0]  # a row, MLP beside
-    assert node_position(SPEC, "a0.h0", layers)[1] < heads[0][1] < node_position(SPEC, "a2.h0", layers)[1]
+    # vis-network's y grows downwards: the embeddings at the bottom, the logit at the top
+    assert y_input > heads[0][1] > y_logits
+    assert heads[0][1] == heads[1][1] and heads[0][0] < heads[1][0] < mlp[0]  # heads in order, MLP after
+    assert mlp[1] < heads[0][1]  # the MLP a little above the heads it reads
+    assert node_position(SPEC, "a0.h0", layers)[1] > heads[0][1] > node_position(SPEC, "a2.h0", layers)[1]
     # two circuits drawn with the same layers put a node in the same place
     first = render.circuit_graph_html(SPEC, _scores(1), top_n(SPEC, _scores(1), 10), layers=layers)
     second = render.circuit_graph_html(SPEC, _scores(2), top_n(SPEC, _scores(2), 10), layers=layers)
@@ -83,6 +85,24 @@ def test_layout_is_layered_and_shared():
     for node in _data(second.html)[0]:
         if node["id"] in place:
             assert place[node["id"]] == (node["x"], node["y"])
+
+
+@pytest.mark.parametrize("words", [False, True])
+@pytest.mark.parametrize("shape", [(3, 2), (18, 4), (30, 9)])
+def test_no_two_node_boxes_overlap_with_captions_and_words(shape, words):
+    from circuitviz.render.vis import overlapping
+
+    spec = GraphSpec(n_layers=shape[0], n_heads=shape[1])
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(spec.n_forward, spec.n_backward, generator=generator) * spec.edge_mask
+    captions = {name: "promotes ' Paris' strongly" for name in spec.node_names}
+    drawing = render.circuit_graph_html(
+        spec, scores, spec.edge_mask, show_faded=True, captions=captions, words=words
+    )
+    assert len(drawing.vis.nodes) == len(spec.node_names)
+    assert overlapping(drawing.vis.nodes) == []
+    if words:
+        assert any(node["label"].startswith("layer 1, head 0") for node in drawing.vis.nodes)
 
 
 def test_edge_cap_keeps_the_strongest_and_says_so():
@@ -340,3 +360,80 @@ def test_curve_exports_as_svg_when_kaleido_finds_a_browser():
     )
     image = render.figure_image(figure, "svg")
     assert image is not None and b"<svg" in image[:400]
+
+
+def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
+    from circuitviz.render.feature_graph import feature_circuit_html
+    from circuitviz.render.vis import overlapping
+
+    nodes = [{"id": f"L{layer}/f{feature}", "layer": layer, "feature": feature, "prompt_activation": 1.0}
+             for layer in (2, 5, 9) for feature in (3, 40, 7)]  # fmt: skip
+    edges = [
+        {"source": "L2/f3", "target": "L5/f40", "coefficient": 0.5},
+        {"source": "L5/f40", "target": "L9/f7", "coefficient": -0.2},
+        {"source": "L9/f7", "target": "metric", "coefficient": 0.9},
+    ]
+    labels = {"L5/f40": "fires on '<b>Paris</b>'"}
+    drawing = feature_circuit_html({"nodes": nodes, "edges": edges, "target": "metric"}, labels=labels)
+    placed = {node["id"]: node for node in drawing.vis.nodes}
+    # one row per layer, the earliest at the bottom (vis-network's y grows downwards), the metric on top
+    assert placed["L2/f3"]["y"] > placed["L5/f40"]["y"] > placed["L9/f7"]["y"] > placed["metric"]["y"]
+    assert placed["L2/f3"]["y"] == placed["L2/f40"]["y"]
+    assert overlapping(drawing.vis.nodes) == []
+    assert "fires on" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
+    assert "&lt;b&gt;" in placed["L5/f40"]["title"]
+    by_pair = {(e["from"], e["to"]): e for e in drawing.vis.edges}
+    assert by_pair[("L5/f40", "L9/f7")]["dashes"] is True and by_pair[("L9/f7", "metric")]["width"] == 7.0
+    assert "<b>Paris" not in drawing.html
+
+
+def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
+    from circuitviz.render.groups import check_groups, group_edges, grouped, propose_groups
+
+    mask = top_n(SPEC, _scores(4), 25)
+    drawing = render.circuit_graph_html(SPEC, _scores(4), mask)
+    members = [n for n in drawing.nodes if n not in ("input", "logits")][:2]
+    graph = grouped(drawing.vis, {"movers": members})
+    ids = {node["id"] for node in graph.nodes}
+    assert "group:movers" in ids and not set(members) & ids
+    group = next(node for node in graph.nodes if node["id"] == "group:movers")
+    assert group["members"] == members and all(m in group["title"] for m in members)
+    assert all(e["from"] in ids and e["to"] in ids for e in graph.edges)
+    # the group's figures are its members' edges, those inside it dropped
+    summed = group_edges(drawing.edges, {"movers": members})
+    outside = [e for e in drawing.edges if not (e.source in members and e.target in members)]
+    assert len(summed) == len(outside)
+    assert sum(e.score for e in summed if e.source == "group:movers") == pytest.approx(
+        sum(e.score for e in drawing.edges if e.source in members and e.target not in members)
+    )
+    groups, sentence = check_groups(
+        {"ghosts": ["a99.h9"], "ok": members, "": ["a0.h0"]}, set(SPEC.node_names)
+    )
+    assert groups == {"ok": members} and "holds no node" in sentence and "without a name" in sentence
+    assert check_groups([["x"]] * 100, set(SPEC.node_names))[1].startswith("100 groups")
+    proposal = propose_groups(drawing.edges, SPEC.n_layers)
+    assert all(len(m) > 1 for m in proposal.values())
+    assert all(name.split()[0] in ("early", "middle", "late") for name in proposal)
+
+
+def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
+    from circuitviz.render.demo import path_sentence, prompt_sentence, strongest_paths
+    from circuitviz.render.graph_html import GraphEdge
+    from circuitviz.tasks import PromptTask
+
+    edges = [
+        GraphEdge("input->a0.h0<q>", "input", "a0.h0", "q", -1.0),
+        GraphEdge("input->m0", "input", "m0", "mlp", -0.1),
+        GraphEdge("a0.h0->m1", "a0.h0", "m1", "mlp", -2.0),
+        GraphEdge("m0->m1", "m0", "m1", "mlp", 0.5),
+        GraphEdge("m1->logits", "m1", "logits", "logits", -3.0),
+        GraphEdge("m0->logits", "m0", "logits", "logits", 0.2),
+    ]
+    paths = strongest_paths(edges, 3)
+    # from each edge into the logit, strongest first, back along the strongest incoming edge
+    assert [path_sentence(p) for p in paths] == ["input → a0.h0 → m1 → logits", "input → m0 → logits"]
+    task = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", foils=(" Rome",))
+    assert (
+        prompt_sentence(task)
+        == "The model reads \"The Eiffel Tower is in\" and answers ' Paris' rather than ' Rome'."
+    )

@@ -103,3 +103,48 @@ def test_a_refused_request_says_why_once_and_runs_nothing(tiny, monkeypatch, cou
         run_request(tiny, priced)
     with pytest.raises(ValueError, match="after it is priced"):
         Request.for_model(tiny, IOI_TASK, "eap-ig").check()
+
+
+def test_one_request_looks_its_method_up_once_and_prices_it_once(tiny, tmp_path, monkeypatch):
+    """``ig_steps`` walks from the request to the engine once: the method is looked up where the
+    request is made, priced once from the method's own estimate, and run by the same method."""
+    from circuitviz.methods import get_method, registry
+
+    calls = {"lookup": 0, "estimate": 0, "ig_steps seen by the run": []}
+    lookup, method = registry.discover_methods, get_method("eap-ig")
+    estimate, run = type(method).estimate, type(method).run
+
+    def counted_lookup():
+        calls["lookup"] += 1
+        return lookup()
+
+    def counted_estimate(self, config, *args, **kwargs):
+        calls["estimate"] += 1
+        return estimate(self, config, *args, **kwargs)
+
+    def counted_run(self, ctx, config, budgets):
+        calls["ig_steps seen by the run"].append(config.ig_steps)
+        return run(self, ctx, config, budgets)
+
+    monkeypatch.setattr(registry, "discover_methods", counted_lookup)
+    monkeypatch.setattr(type(method), "estimate", counted_estimate)
+    monkeypatch.setattr(type(method), "run", counted_run)
+    result, cached = discover(
+        tiny, IOI_TASK, "eap-ig", {"ig_steps": 3}, budgets=(5,), store=ResultStore(tmp_path)
+    )
+    assert not cached and result.config == {"ig_steps": 3}
+    assert calls == {"lookup": 1, "estimate": 1, "ig_steps seen by the run": [3]}
+
+
+def test_a_request_changes_and_knows_its_result_without_a_dict_round_trip(tiny):
+    made = Request.for_model(
+        tiny, IOI_TASK, "eap-ig", {"ig_steps": 2, "n_paraphrases": 5}, (5, 10), known_only=True
+    )
+    assert made.settings == {"ig_steps": 2}  # Explore's settings carried to a method without them
+    result, _ = run_request(tiny, made)
+    assert made.is_for(result)
+    more = made.with_changes(settings={"ig_steps": 3})
+    assert more.config.ig_steps == 3 and more.budgets == made.budgets and not more.is_priced
+    assert not more.is_for(result)  # other settings
+    assert not made.with_changes(budgets=(0,)).is_for(result)  # other budgets: the note says so
+    assert not made.with_changes(budgets=(5,)).is_for(result)  # fewer budgets are other inputs too

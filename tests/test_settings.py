@@ -70,3 +70,44 @@ def test_paraphrase_pairs_are_records_parsed_once_whatever_the_boundary_gives():
     assert config_to_dict(first) == config_to_dict(stored)
     with pytest.raises(ParaphraseError, match="Line 2"):
         bon.make_config({"paraphrases": "a || b\nno separator here"})
+
+
+def test_the_ig_steps_and_paraphrases_bounds_have_one_home():
+    """Every IG-steps and paraphrase-count setting takes what its field declares, and the limits
+    start there: the form, the command line and the limits read one number."""
+    from circuitviz.limits import Limits
+    from circuitviz.methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
+
+    highs = {"ig_steps": set(), "n_paraphrases": set()}
+    for method in available_methods().values():
+        for config_field in dataclasses.fields(method.Config):
+            if (
+                config_field.name in highs and method.name != "circuit-lasso"
+            ):  # its paraphrases are observations
+                highs[config_field.name].add(setting_bounds(config_field)[1])
+    # a method may take fewer (EAP-GP's GradPath points: 200); none takes more than the limits allow
+    assert max(highs["ig_steps"]) == IG_STEPS_HIGH and max(highs["n_paraphrases"]) == PARAPHRASES_HIGH
+    limits = Limits.load(environ={})
+    assert (limits.max_ig_steps, limits.max_paraphrases) == (IG_STEPS_HIGH, PARAPHRASES_HIGH)
+
+
+def test_a_refusal_reads_the_same_in_the_form_and_in_the_run():
+    """The app's inputs and the backend say a problem in one sentence (``refusals``)."""
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.limits import Limits, prompt_limit_problem
+    from circuitviz.models.adapter import adapter_of
+    from circuitviz.tasks import TaskError, prepare_task
+    from circuitviz.ui import inputs
+
+    model = tiny_model("gpt2")
+    with pytest.raises(TaskError) as raised:
+        prepare_task(model, dataclasses.replace(IOI_TASK, foils=(IOI_TASK.answer,)))
+    assert inputs.foil_problem(model, IOI_TASK.answer, IOI_TASK.answer, "logit_diff") == str(raised.value)
+    with pytest.raises(TaskError) as raised:
+        prepare_task(model, dataclasses.replace(IOI_TASK, foils=()))
+    assert inputs.foil_problem(model, IOI_TASK.answer, "", "logit_diff") == str(raised.value)
+    # the one token count: untruncated, with the <bos> the run prepends
+    n_tokens = adapter_of(model).token_count(IOI_TASK.clean)
+    assert n_tokens == prepare_task(model, IOI_TASK).clean_tokens.shape[1]
+    assert prompt_limit_problem(n_tokens, Limits(max_tokens=n_tokens)) is None
+    assert "over the limit of 3" in prompt_limit_problem(n_tokens, Limits(max_tokens=3))

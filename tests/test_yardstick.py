@@ -43,11 +43,11 @@ def _without_node(spec: GraphSpec, nodes: list[int]) -> torch.Tensor:
     return circuits
 
 
-@pytest.mark.parametrize("shape", ["gpt2", "llama"])
-def test_patching_a_node_alone_is_removing_all_its_edges_without_a_post_norm(shape):
-    """Ground truth for the node effects: where writers are independent (no post-attention norm),
-    switching a head's z (or an MLP's output) to its corrupted value is exactly the engine's
-    evaluation with every outgoing edge of that node removed."""
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_patching_a_node_alone_is_removing_all_its_edges(shape):
+    """Ground truth for the node effects: switching a head's z (or an MLP's output) to its
+    corrupted value is exactly the engine's evaluation with every outgoing edge of that node
+    removed (under Gemma's post-attention norm too: each reader renormalises its own mix)."""
     model = tiny_model(shape, seed=2)
     spec, evaluator = _setup(model)
     nodes = component_nodes(spec)
@@ -105,11 +105,11 @@ def test_head_outputs_before_the_post_norm_do_not_predict_patching_and_the_engin
         prenorm = prenorm_eap_scores(model, spec, evaluator)
         engine.append(node_tracking(spec, eap, effects)["signed_heads"])
         before_norm.append(node_tracking(spec, prenorm, effects)["signed_heads"])
-        # the engine's own patching of each head (frozen-scale contributions) tracks it closely
+        # the engine's own patching of each head (every out-edge removed) is patching the head
         heads = [n for n in component_nodes(spec) if n not in {spec.mlp_forward(layer) for layer in range(3)}]
         through_graph = evaluator.metrics(_without_node(spec, heads)) - evaluator.baseline.clean
         truth = effects[[component_nodes(spec).index(n) for n in heads]]
-        assert spearman(through_graph, truth) > 0.75, seed
+        assert torch.allclose(through_graph, truth.to(through_graph.dtype), atol=1e-9), seed
     assert all(e > b + 0.2 for e, b in zip(engine, before_norm)), (engine, before_norm)
     assert sum(engine) / 5 > 0.85 and sum(before_norm) / 5 < 0.5, (engine, before_norm)
 

@@ -20,6 +20,7 @@ from ..store import ResultStore
 from .dataset import Dataset, DatasetError, DatasetTask, read_dataset, read_tasks
 from .executors import EXECUTORS, ExecutorError, LocalExecutor, RayExecutor, make_executor
 from .generate import GENERATED_FAMILIES, generate_tasks
+from .mmlu import resolve_subjects
 from .runner import BatchReport, BatchRequest, BatchState, MethodRun, ProgressBar, run_batch
 from .work import ModelSource
 
@@ -81,8 +82,6 @@ def run(
     """
     problems, origin = [], ""
     if subjects:
-        from .mmlu import resolve_subjects
-
         subjects = tuple(resolve_subjects(subjects))
     if dataset is not None:
         loaded = read_dataset(dataset)

@@ -37,6 +37,8 @@ import pyarrow.parquet as pq
 from scipy import sparse, stats
 
 from ..graph import GraphSpec
+from ..task_validity import gap_problem
+from ..tasks import PromptTask
 from .table import SCHEMA, TABLE, with_optional_columns
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -137,6 +139,24 @@ class BatchTable:
         """The budgets whose circuits the table keeps (the atlas's consensus and clusters)."""
         rows = self.rows(label)
         return list(rows.column("circuit_budgets")[0].as_py()) if rows.num_rows else []
+
+
+def task_refusals(rows: pa.Table) -> list[str | None]:
+    """Each row's sentence from today's meaningful-task check (``task_validity.gap_problem``), read
+    off the clean and corrupted metrics the batch stored (no model pass); None where the task
+    passes or the row has no metrics. A stored atlas built before the check holds tasks it now
+    refuses (the corruption raising the answer's metric): a page shows this beside their figures."""
+    columns = ("clean", "corrupted", "answer", "foils", "metric", "clean_metric", "corrupted_metric")
+    found = []
+    for clean, corrupted, answer, foils, metric, clean_metric, corrupted_metric in zip(
+        *(rows.column(name).to_pylist() for name in columns)
+    ):
+        if clean_metric is None or corrupted_metric is None:
+            found.append(None)
+            continue
+        task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
+        found.append(gap_problem(task, float(clean_metric), float(corrupted_metric)))
+    return found
 
 
 # ----- curves over the dataset -----------------------------------------------------------------

@@ -14,6 +14,10 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from ..models.adapter import adapter_of
+from ..query.families import family
+from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
+from ..query.families.factual import FACT_RELATIONS
+from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
 from ..tasks import PromptTask, TaskError, prepare_task
 from .dataset import DatasetError, DatasetTask
 
@@ -29,10 +33,6 @@ def template_families() -> SimpleNamespace:
     Holds ``family(name)`` (``match``, ``corruptions``), ``IOI_TEMPLATES``, ``IOI_NAMES``,
     ``IOI_PLACES``, ``IOI_OBJECTS``, ``ARITHMETIC_TEMPLATES`` and ``FACT_RELATIONS``.
     """
-    from ..query.families import family
-    from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
-    from ..query.families.factual import FACT_RELATIONS
-    from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
 
     return SimpleNamespace(
         family=family,
@@ -45,17 +45,14 @@ def template_families() -> SimpleNamespace:
     )
 
 
-def _token_count(model, text: str) -> int:
-    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
-
-
 def _fitting(model, clean: str, candidates, limit: int = 60) -> str | None:
     """The first candidate corruption with the clean prompt's token count."""
-    target = _token_count(model, clean)
+    count = adapter_of(model).token_count
+    target = count(clean)
     for tried, corrupted in enumerate(candidates):
         if tried >= limit:
             return None
-        if corrupted != clean and _token_count(model, corrupted) == target:
+        if corrupted != clean and count(corrupted) == target:
             return corrupted
     return None
 

@@ -30,6 +30,7 @@ from ..task_validity import gap_problem
 from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generate_tasks
+from .mmlu_tasks import mmlu_tasks
 
 Progress = Callable[[float], None]  # fraction of the current piece of work done
 MAX_REASON = 300
@@ -265,8 +266,6 @@ def generate(model, family: str, n: int, seed: int, max_tokens: int, subjects=()
     """Tasks made on the model: a template family's (``generate_tasks``), or MMLU's questions of
     ``subjects`` (``mmlu_tasks``: n valid tasks per subject, the selection in ``summary``)."""
     if family == "mmlu":
-        from .mmlu_tasks import mmlu_tasks
-
         if not subjects:
             raise DatasetError("MMLU needs subjects; name them, e.g. --subjects marketing,astronomy, or all.")
         return mmlu_tasks(model, list(subjects), n, seed, max_tokens)

@@ -33,18 +33,17 @@ from pathlib import Path
 
 import torch
 
+from ..acc.completion import claimed_mask
 from ..graph import GraphSpec, prune, top_n
 from ..methods import UnknownMethodError, get_method
 from .toy_models import WORDS, planted_model
 
 ZERO_SCORE = 1e-6
 CORPUS_TEXTS = 80
-DEFAULT_METHODS = ("eap", "eap-ig", "circuit-lasso", "acc++")
+DEFAULT_METHODS = ("eap", "eap-ig", "circuit-lasso", "acc++", "acdc", "flow-routes")
 
 
 def _acc_claimed(spec: GraphSpec) -> torch.Tensor:
-    from ..acc.completion import claimed_mask
-
     return claimed_mask(spec)
 
 

@@ -11,6 +11,7 @@ from .base import DETAILS, MethodDetails, ResultFormatError
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
 from .lasso import LassoDetails
+from .own_circuit import OwnCircuitDetails
 from .query import QueryCircuitDetails
 
 BUILT_IN: tuple[type[MethodDetails], ...] = (
@@ -19,6 +20,7 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     LassoDetails,
     EnsembleDetails,
     EdgePruningDetails,
+    OwnCircuitDetails,
 )
 
 

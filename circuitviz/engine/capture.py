@@ -3,7 +3,9 @@
 Writers' outputs are their *additive contributions to the residual stream*. For models that
 normalise the attention output before adding it (Gemma's ``ln1_post``, OLMo-2's post-norm), a
 head's contribution is its result passed through that norm with the norm's scale frozen at this
-run's value, so the heads of a layer still sum exactly to what the layer adds.
+run's value, so the heads of a layer still sum exactly to what the layer adds. Those shares are
+what scoring reads; patching also needs each head's output before the norm (``raw_sink``,
+``writers_residual_and_raw_heads``) to renormalise a reader's mix of heads (``renorm``).
 """
 
 from __future__ import annotations
@@ -42,10 +44,18 @@ def frozen_norm(norm, heads: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tensor], None]) -> list[Hook]:
+def writer_hooks(
+    model,
+    spec: GraphSpec,
+    sink: Callable[[int | slice, torch.Tensor], None],
+    raw_sink: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
+) -> list[Hook]:
     """Hooks that hand each writer's residual contribution to ``sink(forward_index, tensor)``.
 
     tensor shapes: input and MLP [batch, pos, d_model]; heads [batch, pos, n_heads, d_model].
+    ``raw_sink(layer, raw, shares)``, in layers whose heads' sum is normalised before the residual
+    add, also gets the heads' outputs before that norm (raw) and their frozen-scale shares, both
+    [batch, pos, n_heads, d_model] (the exact patching renormalises each reader's mix of them).
     """
     adapter = adapter_of(model)
     hooks: list[Hook] = [(sites.EMBEDDING, lambda x, hook: sink(0, x))]
@@ -65,8 +75,12 @@ def writer_hooks(model, spec: GraphSpec, sink: Callable[[int | slice, torch.Tens
             def keep(z, hook, pending=pending, layer=layer):
                 pending["result"] = adapter.head_results(layer, z)
 
-            def scaled(scale, hook, pending=pending, heads=heads, norm=norm):
-                sink(heads, frozen_norm(norm, pending.pop("result"), scale))
+            def scaled(scale, hook, pending=pending, heads=heads, norm=norm, layer=layer):
+                raw = pending.pop("result")
+                shares = frozen_norm(norm, raw, scale)
+                sink(heads, shares)
+                if raw_sink is not None:
+                    raw_sink(layer, raw, shares)
 
             hooks.append((sites.head_z(layer), keep))
             hooks.append((sites.norm_scale(layer, norm_name), scaled))
@@ -164,11 +178,31 @@ def writers_and_residual(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[
     tokens: [batch, pos]. Returns (writers [batch, pos, n_forward, d_model], the final residual at
     the last position [batch, d_model], which any task's metric reads).
     """
+    writers, residual, _ = writers_residual_and_raw_heads(model, spec, tokens)
+    return writers, residual
+
+
+@torch.no_grad()
+def writers_residual_and_raw_heads(
+    model, spec: GraphSpec, tokens: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``writers_and_residual`` and, on a model whose layers normalise their heads' sum before the
+    residual add, every head's output before that norm: raw heads [batch, pos, n_layers * n_heads,
+    d_model] (layer-major), else None. The exact patching reads a corrupted run's raw heads."""
     adapter = adapter_of(model)
     tokens = tokens.to(adapter.device)
     buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, tokens.device)
-    residual = final_residual(model, tokens, writer_hooks(model, spec, buffer))  # [batch, d_model]
-    return buffer.values, residual
+    raw = None
+    if any(adapter.post_normed_layers):
+        shape = (tokens.shape[0], tokens.shape[1], spec.n_layers * spec.n_heads, spec.d_model)
+        raw = torch.zeros(shape, dtype=adapter.dtype, device=tokens.device)
+
+    def keep_raw(layer: int, heads: torch.Tensor, shares: torch.Tensor) -> None:
+        raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads] = heads
+
+    hooks = writer_hooks(model, spec, buffer, keep_raw if raw is not None else None)
+    residual = final_residual(model, tokens, hooks)  # [batch, d_model]
+    return buffer.values, residual, raw
 
 
 @torch.no_grad()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -90,6 +90,8 @@ def reader_gradients(
     tokens: torch.Tensor | None = None,
     metric: RowsMetric | None = None,
     prefix: int = 0,
+    split_inputs: bool | None = None,
+    extra_grads: Sequence[str] = (),
 ) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
@@ -101,7 +103,10 @@ def reader_gradients(
     each row with its own task's, as a batch of a dataset's prompts does). ``extra_hooks`` may replace what writers
     add (EAP-IG activations); every head still reads the residual stream unpatched. ``prefix``
     leading positions run once without gradients (``shared_prefix``): the gradients, and what
-    ``input_replacement`` maps, cover the positions after them.
+    ``input_replacement`` maps, cover the positions after them. ``split_inputs`` True runs with
+    one q/k/v input per head whatever the device (a backward pass whose rules differ from
+    autograd's, RelP's, cannot recover them from a shared input); ``extra_grads`` names further
+    activations whose gradients ``ReaderGradients.grads`` holds too (AtP*'s attention patterns).
     Returns (the gradients, read out per layer; metrics [batch]).
     """
     adapter = adapter_of(model)
@@ -123,9 +128,10 @@ def reader_gradients(
         captured[hook.name] = x
         return x
 
-    shared = shared_attention_inputs(model)
+    shared = shared_attention_inputs(model) if split_inputs is None else not split_inputs
     hooks: list[Hook] = [(sites.EMBEDDING, leaf_input)]
     hooks += extra_hooks or []
+    hooks += [(name, capture) for name in extra_grads]
     if shared:
         for layer in range(spec.n_layers):
             hooks.append((sites.resid_pre(layer), keep_value))
@@ -136,7 +142,11 @@ def reader_gradients(
         hooks += [(name, capture) for name, _, _ in sites.reader_sites(spec)]
     with adapter.split_attention_inputs(not shared), torch.enable_grad():
         residual = final_residual(model, tokens, hooks, prefix)
-        metrics = metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
+        # the extra hooks hold for the final norm the metric applies too (RelP fixes its scale)
+        with adapter.hooked(extra_hooks or []):
+            metrics = (
+                metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
+            )
         names = list(captured)
         grads = torch.autograd.grad(metrics.sum(), [captured[name] for name in names], allow_unused=True)
     gradients = {

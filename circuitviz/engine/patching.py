@@ -21,6 +21,7 @@ from .capture import WriterBuffer, WriterDifferences, writer_hooks
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, shared_prefix
+from .renorm import SharedNormPatch
 
 if TYPE_CHECKING:
     from ..tasks import PreparedTask
@@ -31,6 +32,7 @@ def patch_hooks(
     corrupted_writers: torch.Tensor | None,
     weights: torch.Tensor,
     current,
+    renorm: SharedNormPatch | None = None,
 ) -> list[Hook]:
     """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
@@ -49,7 +51,8 @@ def patch_hooks(
     block per row and no transposed copy of the writers is made per reader (that copy was most of
     an evaluation's time). A layer's q, k and v readers get their patches from one product.
     Readers whose weights are all zero in every circuit of the batch get no hook (their input
-    stays clean).
+    stays clean). ``renorm``: on models that normalise a layer's summed heads, the corrections that
+    make each reader see the norm of its own mix of clean and corrupted heads (``renorm``).
     """
     batch = weights.shape[0]
     differences = isinstance(current, WriterDifferences)
@@ -74,7 +77,7 @@ def patch_hooks(
         n = share.shape[2]
         if differences:  # [b, r, up] @ [b, up, pos d]: the rows hold corrupted - current
             into = torch.bmm(share.transpose(1, 2), current.upstream(upstream))
-            return into.view(batch, n, positions, spec.d_model)
+            return renormed(into.view(batch, n, positions, spec.d_model), readers)
         grouped = (
             share.reshape(groups, per_group, upstream, n)
             .transpose(2, 3)
@@ -84,7 +87,12 @@ def patch_hooks(
         into = into.reshape(batch, n, width)
         now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
         into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
-        return into.view(batch, n, positions, spec.d_model)
+        return renormed(into.view(batch, n, positions, spec.d_model), readers)
+
+    def renormed(into: torch.Tensor, readers: slice) -> torch.Tensor:
+        """The linear patch plus, under a shared post-norm, each reader's renormalisation."""
+        extra = renorm.correction(readers) if renorm is not None else None
+        return into if extra is None else into + extra
 
     def head_patch(x, hook, layer: int, kind: int, cache: dict):
         """A head input [b, pos, n_heads, d]; a layer's q, k and v patches come from one product."""
@@ -135,7 +143,11 @@ def patch_hooks(
 
 
 def position_patch_hooks(
-    spec: GraphSpec, corrupted_writers: torch.Tensor, weights: torch.Tensor, current: WriterBuffer
+    spec: GraphSpec,
+    corrupted_writers: torch.Tensor,
+    weights: torch.Tensor,
+    current: WriterBuffer,
+    renorm: SharedNormPatch | None = None,
 ) -> list[Hook]:
     """Hooks that patch (edge, position) units: each removed unit's (corrupted - current) share
     is added to its reader's input at its own position only,
@@ -158,7 +170,9 @@ def position_patch_hooks(
         """sum_f w[b, f, r, p] (corrupted_f[p] - current_f[p])  # [batch, pos, n_readers, d_model]"""
         share = weights[:, :upstream, readers]  # [b, up, r, pos]
         difference = corrupted[rows, :upstream] - current.major(upstream)  # [b, up, pos, d_model]
-        return torch.einsum("burp,bupd->bprd", share, difference)
+        into = torch.einsum("burp,bupd->bprd", share, difference)
+        extra = renorm.correction(readers) if renorm is not None else None
+        return into if extra is None else into + extra
 
     def head_patch(x, hook, layer: int, kind: int, cache: dict):
         """A head input [b, pos, n_heads, d_model]; a layer's q, k and v patches come from one
@@ -209,6 +223,7 @@ def patched_metrics(
     tokens: torch.Tensor | None = None,
     metric: RowsMetric | None = None,
     prefix: int = 0,
+    corrupted_raw: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -220,7 +235,10 @@ def patched_metrics(
     task 1's, ...), each row's clean ``tokens`` [batch, pos] and ``metric`` (``task_metric``).
     ``prefix``: leading positions that run once, unpatched (``shared_prefix`` of the tasks).
     ``removed`` [batch, n_forward, n_backward, pos] patches (edge, position) units instead, each
-    at its own position (``position_patch_hooks``).
+    at its own position (``position_patch_hooks``). ``corrupted_raw`` [g, pos, n_layers * n_heads,
+    d_model]: the tasks' corrupted heads before a shared post-attention norm
+    (``capture.writers_residual_and_raw_heads``); a model with such a norm needs them, and each
+    reader then sees the norm of its own mix of clean and corrupted heads (``renorm``).
     """
     batch = removed.shape[0]
     adapter = adapter_of(model)
@@ -232,13 +250,16 @@ def patched_metrics(
     positions = tokens.shape[1] - prefix
     current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
     corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
-    hooks = writer_hooks(model, spec, current)
     if removed.dim() == 4:  # (edge, position) units; the prefix's positions run unpatched
         weights = removed[..., prefix:].to(device=device, dtype=dtype)
-        hooks += position_patch_hooks(spec, corrupted_writers, weights, current)
     else:
         weights = removed.to(device=device, dtype=dtype)
-        hooks += patch_hooks(spec, corrupted_writers, weights, current)
+    renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True)
+    hooks = writer_hooks(model, spec, current, renorm)
+    if removed.dim() == 4:
+        hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
+    else:
+        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm)
     residual = final_residual(model, tokens, hooks, prefix)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
@@ -249,6 +270,7 @@ def masked_residual(
     prepared: PreparedTask,
     corrupted_writers: torch.Tensor,
     keep: torch.Tensor,
+    corrupted_raw: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
 
@@ -259,7 +281,9 @@ def masked_residual(
     downstream. The positions no mask can change (``unchanged_prefix``) run once, without
     gradients, and the batch continues from their keys and values: a corruption late in a long
     prompt makes each step that much cheaper. Returns [batch, d_model] (``metric_from_residual``
-    reads the metric).
+    reads the metric). ``corrupted_raw``: the corrupted heads before a shared post-attention norm,
+    as ``patched_metrics`` takes them; each (reader, layer) whose weights mix that layer's heads
+    is renormalised on its own, in the autograd graph.
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
@@ -268,12 +292,34 @@ def masked_residual(
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
     # [1, pos - prefix, n_forward, d_model]: the positions that run
-    current = WriterDifferences(corrupted_writers[:, prefix:].to(device=device, dtype=dtype))
-    hooks = writer_hooks(model, spec, current)
-    hooks += patch_hooks(spec, None, weights, current)
+    corrupted = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
+    current = WriterDifferences(corrupted)
+    renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted, prefix, False)
+    hooks = writer_hooks(model, spec, current, renorm)
+    hooks += patch_hooks(spec, None, weights, current, renorm)
     tokens = prepared.clean_tokens.to(device).expand(batch, -1)  # [batch, pos]
     with torch.enable_grad():
         return final_residual(model, tokens, hooks, prefix)
+
+
+def _shared_norm_patch(
+    model, spec, weights, corrupted_raw, corrupted_writers, prefix: int, grouped: bool
+) -> SharedNormPatch | None:
+    """The renormalisation of shared post-attention norms for this batch, or None (a model
+    without such a norm). corrupted_writers: already cut to the positions that run."""
+    adapter = adapter_of(model)
+    if not any(adapter.post_normed_layers):
+        return None
+    if corrupted_raw is None:
+        raise ValueError(
+            "This model normalises each layer's summed heads: patching it exactly needs the "
+            "corrupted run's heads before that norm (corrupted_raw)."
+        )
+    groups = corrupted_writers.shape[0]
+    batch = weights.shape[0]
+    group = torch.arange(batch, device=weights.device) // (batch // groups)  # each row's task
+    raw = corrupted_raw[:, prefix:].to(device=adapter.device, dtype=adapter.dtype)
+    return SharedNormPatch(model, spec, weights, raw, corrupted_writers, group, grouped)
 
 
 @torch.no_grad()

@@ -106,6 +106,8 @@ def gradient_scores(
     scores = torch.zeros((*(() if n_groups is None else (n_groups,)), *graph), dtype=dtype, device=device)
 
     def compute(rows: slice):
+        if progress:  # the chunk starts: the run is scoring (on a CPU one chunk may be all of it)
+            progress("score", rows.start / n_items)
         gradients, differences, owner, groups = batch_pass(rows)
         if owner is None:
             part = torch.zeros(graph, dtype=dtype, device=device)
@@ -141,6 +143,8 @@ def batched_gradient_scores(
     steps: int | None,
     progress: Callable[[str, float], None] | None = None,
     positions: bool = False,
+    extra_hooks: Callable[[], list] | None = None,
+    split_inputs: bool | None = None,
 ) -> torch.Tensor:
     """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes
     (``positions``: per (edge, position) unit, [n_tasks, n_forward, n_backward, pos]).
@@ -153,6 +157,8 @@ def batched_gradient_scores(
     answer and foils (Best-of-N's paraphrase pairs, a dataset's prompts); their gradients are
     summed per task and contracted with each task's differences in one product per layer.
     clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
+    ``extra_hooks`` (made per pass by ``extra_hooks()``, a callable) change the backward pass (RelP's
+    relevance rules), with ``split_inputs`` as ``reader_gradients`` takes it.
     Returns [n_tasks, n_forward, n_backward] on the model's device.
     """
     tasks = list(tasks)
@@ -182,7 +188,16 @@ def batched_gradient_scores(
 
         metric = task_metric(model, tasks, owner)
         gradients, _ = reader_gradients(
-            model, spec, tasks[0], len(batch), interpolate, tokens=tokens[owner], metric=metric, prefix=prefix
+            model,
+            spec,
+            tasks[0],
+            len(batch),
+            interpolate,
+            extra_hooks=extra_hooks() if extra_hooks is not None else None,
+            tokens=tokens[owner],
+            metric=metric,
+            prefix=prefix,
+            split_inputs=split_inputs,
         )
         return gradients, differences[members, prefix:], owner - lowest, members
 

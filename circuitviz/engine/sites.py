@@ -73,6 +73,20 @@ def rotated_query_key(layer: int, rotary: bool) -> tuple[str, str]:
     return head_projection(layer, "q"), head_projection(layer, "k")
 
 
+FINAL_NORM_SCALE = "ln_final.hook_scale"
+
+
+def norm_scales(spec: GraphSpec) -> list[str]:
+    """Every norm scale a model of ``spec``'s depth may have: each block's pre- and post-norms,
+    the q/k-norms, the final norm (keep those the model has: ``ModelAdapter.has_hook``)."""
+    names = [
+        norm_scale(layer, norm)
+        for layer in range(spec.n_layers)
+        for norm in ("ln1", "ln2", "ln1_post", "ln2_post", "attn.q_norm", "attn.k_norm")
+    ]
+    return [*names, FINAL_NORM_SCALE]
+
+
 # MLPs
 def mlp_in(layer: int) -> str:
     return block(layer, "hook_mlp_in")
@@ -85,6 +99,11 @@ def mlp_out(layer: int) -> str:
 def mlp_pre(layer: int, gate: bool = False) -> str:
     """The MLP's hidden pre-activation (``gate``: the linear half of a gated MLP)."""
     return block(layer, "mlp.hook_pre_linear" if gate else "mlp.hook_pre")
+
+
+def mlp_post(layer: int) -> str:
+    """The MLP's hidden activation, what its output projection reads.  # [batch, pos, d_mlp]"""
+    return block(layer, "mlp.hook_post")
 
 
 # the graph's readers and writers

@@ -97,8 +97,16 @@ def to_neuronpedia(
     token_ids: Sequence[int] = (),
     answer_id: int | None = None,
     info: dict | None = None,
+    view: dict | None = None,
 ) -> dict:
-    """The graph in Neuronpedia's graph JSON (every node and link of ``graph``)."""
+    """The graph in Neuronpedia's graph JSON (every node and link of ``graph``).
+
+    ``view`` (default: ``graph.view``): the view to save with it, in our node ids: ``pins`` (the
+    pinned subgraph; default: the strongest paths), ``groups`` {name: members} (Neuronpedia's
+    ``supernodes``, each [name, member, ...]), ``clicked`` (``clickedId``) and ``names`` {node:
+    label} (the node's ``clerp``)."""
+    view = dict(graph.view if view is None else view)
+    names = view.get("names") or {}
     ids: dict[str, str] = {}
     nodes = []
     influence = cumulative_influence(graph)
@@ -106,6 +114,7 @@ def to_neuronpedia(
         node_id, js_id, feature, layer = _node_ids(node, graph.n_layers, token_ids, answer_id)
         ids[node.id] = node_id
         label = f"{node.component}: {node.caption}" if node.caption else node.component
+        label = str(names.get(node.id, label))
         nodes.append(
             {
                 "node_id": node_id,
@@ -130,7 +139,17 @@ def to_neuronpedia(
         }
         for link in graph.links
     ]
-    pinned = sorted({ids[node] for path in strongest_paths(graph) for node in path})
+    pins = view.get("pins")
+    if pins is None:
+        pinned = sorted({ids[node] for path in strongest_paths(graph) for node in path})
+    else:
+        pinned = [ids[node] for node in pins if node in ids]
+    supernodes = [
+        [str(name), *[ids[m] for m in members if m in ids]]
+        for name, members in (view.get("groups") or {}).items()
+        if any(m in ids for m in members)
+    ]
+    clicked = ids.get(str(view.get("clicked") or ""), "")
     metadata = {
         "slug": slug or slug_of(f"{graph.model_id} {graph.prompt}"),
         "scan": graph.model_id or "unknown",
@@ -145,7 +164,13 @@ def to_neuronpedia(
     }
     return {
         "metadata": metadata,
-        "qParams": {"pinnedIds": pinned, "supernodes": [], "linkType": "both", "clickedId": "", "sg_pos": ""},
+        "qParams": {
+            "pinnedIds": pinned,
+            "supernodes": supernodes,
+            "linkType": "both",
+            "clickedId": clicked,
+            "sg_pos": "",
+        },
         "nodes": nodes,
         "links": links,
     }
@@ -264,6 +289,9 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         else []
     )
     info = metadata.get("info") if isinstance(metadata.get("info"), dict) else {}
+    view, sentence = read_qparams(data.get("qParams"), known)
+    if sentence:
+        notes.append(sentence)
     return AttributionGraph(
         tokens=[str(token) for token in metadata["prompt_tokens"]],
         nodes=nodes,
@@ -274,7 +302,38 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         model_id=str(metadata.get("scan", "")),
         notes=notes,
         source=origin,
+        view=view,
     )
+
+
+MAX_PINS = 2000
+
+
+def read_qparams(qparams, known: set[str]) -> tuple[dict, str]:
+    """The saved view of a graph file's ``qParams`` in node ids ({pins, groups, clicked}), and
+    one sentence on what was left out (unknown node ids, a group of nothing, a huge list)."""
+    from ..render.groups import check_groups
+
+    if not isinstance(qparams, dict):
+        return {}, ""
+    problems = []
+    pins = qparams.get("pinnedIds") or []
+    if not isinstance(pins, list) or len(pins) > MAX_PINS:
+        problems.append(f"its pinned nodes are not a list of at most {MAX_PINS:,}")
+        pins = []
+    unknown = [p for p in pins if p not in known]
+    if unknown:
+        problems.append(f"{len(unknown):,} pinned nodes it does not have")
+    groups, group_sentence = check_groups(qparams.get("supernodes") or [], known)
+    if group_sentence:
+        problems.append(group_sentence.removeprefix("Groups: ").removesuffix("; the rest is shown."))
+    clicked = qparams.get("clickedId") or ""
+    if not isinstance(clicked, str) or (clicked and clicked not in known):
+        problems.append("a clicked node it does not have")
+        clicked = ""
+    view = {"pins": [str(p) for p in pins if p in known], "groups": groups, "clicked": clicked}
+    sentence = f"The file's saved view: {'; '.join(problems)} were left out." if problems else ""
+    return view, sentence
 
 
 def read_neuronpedia(text: str, origin: str = "the graph file") -> AttributionGraph:

@@ -436,11 +436,14 @@ def lasso_active_set(
     # coordinates a column may add per round: halved when adding that many made no progress
     budget = torch.full((t,), max(1, add_per_round), dtype=torch.long, device=device)
     rounds = 0
+    # G a of the pending columns as the last round left it (the product the step's test made),
+    # so each round multiplies by G twice, not three times; None before the first round
+    gram_a: torch.Tensor | None = None
     while pending.numel() and rounds < max_rounds:
         rounds += 1
         c, lam, m = cross[:, pending], penalty[pending], mask[:, pending]
         x = a[:, pending]
-        gram_x = gram @ x
+        gram_x = gram @ x if gram_a is None else gram_a
         gradient = gram_x - c
         nonzero = x != 0
         on_support = torch.where(nonzero, (gradient + lam * x.sign()).abs(), 0.0).amax(0)
@@ -465,15 +468,20 @@ def lasso_active_set(
         tiny = 1e-12 * (x.abs() + direction.abs())
         new_x = torch.where(new_x.abs() <= tiny, torch.zeros_like(new_x), new_x)
         base = _objective(gram_x, c, lam, x)
-        progress = _objective(gram @ new_x, c, lam, new_x) < base - 1e-15 * base.abs().clamp_min(1.0)
+        gram_new = gram @ new_x
+        progress = _objective(gram_new, c, lam, new_x) < base - 1e-15 * base.abs().clamp_min(1.0)
+        moved = progress & ~done
         new_x = torch.where(progress[None, :] | done[None, :], new_x, x)
         a[:, pending] = torch.where(done[None, :], x, new_x)
+        gram_kept = torch.where(moved[None, :], gram_new, gram_x)  # G a of every pending column now
         retry = ~done & ~progress & grow & (budget[pending] > 1)
         grown = (budget[pending] * 2).clamp_max(max(1, add_per_round))
         budget[pending] = torch.where(retry, budget[pending] // 2, torch.where(progress, grown, 1))
         stuck = ~done & ~progress & ~retry
         stalled[pending[stuck]] = True
-        pending = pending[~done & (progress | retry)]
+        going = ~done & (progress | retry)
+        pending = pending[going]
+        gram_a = gram_kept[:, going]
     unfinished = torch.zeros(t, dtype=torch.bool, device=device)
     unfinished[pending] = True
     unfinished |= stalled

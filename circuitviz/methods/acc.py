@@ -31,7 +31,7 @@ from ..evaluate import curves_of_tasks
 from ..results import CircuitResult
 from .base import Cost, Method, RunContext
 from .registry import register
-from .settings import setting
+from .settings import check_settings, ig_steps_setting, setting
 
 COMPLETION_NOTE = (
     "The patching curve measures the traced circuit completed with the value inputs of its heads "
@@ -59,8 +59,8 @@ class ACCConfig:
         200, "attention decisions traced at most (breadth-first, so the nearest first)", low=1
     )
     max_signals: int = setting(200, "signals removed at most per decision side", low=1)
-    ig_steps: int = setting(
-        64, "quadrature nodes of the integrated gradients through the softmax", low=2, high=1000
+    ig_steps: int = ig_steps_setting(
+        64, "quadrature nodes of the integrated gradients through the softmax", low=2
     )
     n_random: int = setting(5, "random draws of the knockout's control (0: skip it)", low=0)
     seed: int = setting(0, "random seed of the knockout's control draws")
@@ -68,19 +68,7 @@ class ACCConfig:
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):
             raise ValueError(f"k must be a positive number (the paper uses 1.5 to 2.5), not {self.k!r}.")
-        for name, low in (
-            ("direct_top_k", 1),
-            ("max_depth", 0),
-            ("max_decisions", 1),
-            ("max_signals", 1),
-            ("ig_steps", 2),
-            ("n_random", 0),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be a whole number of at least {low}, not {value!r}.")
-        if self.ig_steps > 1000:
-            raise ValueError(f"ig_steps must be at most 1000, not {self.ig_steps}.")
+        check_settings(self)  # every bound its fields declare
 
     def settings(self) -> TraceSettings:
         return TraceSettings(
@@ -128,6 +116,11 @@ class ACCPlusPlus(Method):
             gradient_batch=1,
             ig_steps=int(config.ig_steps),
         )
+
+    def added_budgets(self, result) -> set[int]:
+        """The whole traced circuit's budget, always evaluated beside those asked."""
+        full = getattr(result.details, "full_circuit_budget", None)
+        return {int(full)} if full is not None else set()
 
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)

@@ -32,7 +32,7 @@ from ..details.base import MethodDetails
 from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..graph import GraphSpec
 from ..models.adapter import adapter_of
-from ..phases import Timing, timing_name
+from ..phases import Report, Timing, timing_name
 from ..positions.run import run_positions
 from ..results import CircuitResult
 from ..task_validity import require_meaningful
@@ -263,6 +263,15 @@ class Method(abc.ABC):
             )
         return self.Config(**parse_settings(self.Config, values))
 
+    def known_settings(self, settings: dict) -> dict:
+        """The part of ``settings`` this method has (a page's settings carried to another method)."""
+        names = {f.name for f in dataclasses.fields(self.Config)}
+        return {name: value for name, value in settings.items() if name in names}
+
+    def added_budgets(self, result) -> set[int]:
+        """Budgets a run adds to those it was asked for (ACC++: its whole traced circuit's)."""
+        return set()
+
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """Turn values typed on the command line into settings (a family that takes a file's
         contents reads the file here). ``model`` is loaded by then."""
@@ -399,14 +408,18 @@ class ScoringMethod(Method):
                 ctx._evaluator = evaluator
         timings[Timing.CLEAN_CORRUPTED.value] = time.perf_counter() - begin
         begin = time.perf_counter()
-        scored = self.score_batch(contexts, config, phase("score", 0.8))
+        scoring = phase("score", 0.8)
+        if scoring is not None:  # the clean and corrupted runs are done: say the scoring has begun
+            scoring(Report.SCORE, 0.0)
+        scored = self.score_batch(contexts, config, scoring)
         scores = [(s.float() * spec.tensors(s.device).edge_mask).nan_to_num(0.0) for s, _ in scored]
         timings[Timing.SCORING.value] = time.perf_counter() - begin
         begin = time.perf_counter()
         circuits = circuits_at_budgets(spec, torch.stack(scores), budgets)  # [n, n_budgets, fwd, bwd]
-        curves = curves_of_tasks(
-            [ctx.evaluator for ctx in contexts], circuits, budgets, phase("evaluate", 0.15)
-        )
+        evaluating = phase("evaluate", 0.15)
+        if evaluating is not None:
+            evaluating(Report.EVALUATE, 0.0)
+        curves = curves_of_tasks([ctx.evaluator for ctx in contexts], circuits, budgets, evaluating)
         timings[Timing.EVALUATION.value] = time.perf_counter() - begin
         results = []
         for ctx, matrix, (_, details), curve, chosen in zip(contexts, scores, scored, curves, circuits):

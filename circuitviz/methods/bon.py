@@ -30,7 +30,7 @@ from ..tasks import PromptTask
 from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
 from .registry import get_method, methods_with, register
 from .scoring import pair_scores, scorer_names
-from .settings import setting, type_fields
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class QueryCircuitConfig:
         parse=paraphrase_records,
         show=records_text,
     )
-    n_paraphrases: int = setting(
-        9, "p, how many paraphrases to generate (template/openai; a file gives all it has).", low=0, high=64
+    n_paraphrases: int = paraphrases_setting(
+        9, "p, how many paraphrases to generate (template/openai; a file gives all it has)."
     )
     seed: int = setting(0, "seeds the template choice and the LLM request.")
     llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
@@ -60,7 +60,7 @@ class QueryCircuitConfig:
     base_method: str = setting(
         "eap-ig", "the scorer of every (paraphrase, corruption) pair.", choices=lambda: scorer_names()
     )
-    ig_steps: int = setting(20, "IG steps of the base method, when it takes them.", low=1, high=1000)
+    ig_steps: int = ig_steps_setting(20, "IG steps of the base method, when it takes them.")
     anchor_budgets: tuple[int, ...] = setting(
         (),
         "budgets whose BoN circuits iBoN and BoN-CSM build from, comma separated (none = every other budget from the smallest, and the largest).",
@@ -79,15 +79,11 @@ class QueryCircuitConfig:
     )
 
     def __post_init__(self):
-        type_fields(self)  # list settings as typed tuples, whatever they were given as
+        check_settings(self)  # typed tuples, and every bound its fields declare
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
             )
-        if not 0 <= int(self.n_paraphrases) <= 64:
-            raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
 
 
 def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:

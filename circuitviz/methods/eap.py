@@ -26,7 +26,7 @@ from ..graph import GraphSpec
 from ..models.adapter import model_device, model_dtype
 from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register
-from .settings import setting
+from .settings import check_settings, ig_steps_setting, setting
 
 
 def positions_setting():
@@ -104,14 +104,13 @@ class EAP(ScoringMethod):
 class IGConfig:
     """Its steps, and whether it runs over positions."""
 
-    ig_steps: int = setting(
-        20, "points on the path from the corrupted to the clean input (the paper uses 20).", low=1, high=1000
+    ig_steps: int = ig_steps_setting(
+        20, "points on the path from the corrupted to the clean input (the paper uses 20)."
     )
     positions: bool = positions_setting()
 
     def __post_init__(self):
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
+        check_settings(self)
 
 
 @register

@@ -15,7 +15,7 @@ edges of largest logit, and the backward pass differentiates the soft mask
 sigmoid((theta - t_N) / temperature) around that budget's threshold t_N. So every step runs a
 circuit of exactly the budget's size and measures its faithfulness exactly; the circuit kept at
 a budget is the most faithful mask the run passed through, with its dead-end edges pruned
-(which changes its metric only under a post-attention norm), and is measured again by the
+(which changes nothing: a dead end is read by no one), and is measured again by the
 shared evaluator like every method's. The hard mask runs unpruned, so an edge whose path is not
 complete yet still gets a gradient through the rest of its path.
 
@@ -55,7 +55,7 @@ from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import scorer_names
-from .settings import setting
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 # a budget stops learning once its circuit's NDF is within this of 1
 TOLERANCE = 0.01
@@ -98,28 +98,18 @@ class EdgePruningConfig:
         "the scoring method whose scores start the logits (none: each mask starts as the whole graph and shrinks to its budget over the first half of the steps).",
         choices=warm_start_names,
     )
-    ig_steps: int = setting(20, "IG steps of the warm start, when it takes them.", low=1, high=1000)
-    check_paraphrases: int = setting(
-        0,
-        "also measure every circuit on this many template paraphrases of the prompt (0: none).",
-        low=0,
-        high=64,
+    ig_steps: int = ig_steps_setting(20, "IG steps of the warm start, when it takes them.")
+    check_paraphrases: int = paraphrases_setting(
+        0, "also measure every circuit on this many template paraphrases of the prompt (0: none)."
     )
     seed: int = setting(0, "seeds the paraphrase templates.")
 
     def __post_init__(self):
-        if not 0 <= int(self.steps) <= 10000:
-            raise ValueError(f"steps must be between 0 and 10000, not {self.steps}.")
+        check_settings(self)  # every bound its fields declare
         if not float(self.learning_rate) > 0:
             raise ValueError(f"learning_rate must be above 0, not {self.learning_rate}.")
         if not float(self.temperature) > 0:
             raise ValueError(f"temperature must be above 0, not {self.temperature}.")
-        if not float(self.sparsity) >= 0:
-            raise ValueError(f"sparsity must be 0 or more, not {self.sparsity}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
-        if not 0 <= int(self.check_paraphrases) <= 64:
-            raise ValueError(f"check_paraphrases must be between 0 and 64, not {self.check_paraphrases}.")
 
 
 # ----- the learning ------------------------------------------------------------------------------
@@ -227,7 +217,9 @@ def learn_masks(
         keep = keep.scatter(1, flat_index.expand(len(chosen), -1), kept)
         keep = keep.view(-1, spec.n_forward, spec.n_backward)
         circuits = prune(spec, keep.detach() > 0.5)
-        residual = masked_residual(model, spec, prepared, evaluator.corrupted_writers, keep)
+        residual = masked_residual(
+            model, spec, prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+        )
         with torch.enable_grad():
             metric = metric_from_residual(model, prepared, residual).to(dtype)  # [b]
             deviation = (metric - clean) / scale

@@ -34,7 +34,7 @@ from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import pair_scores, scorer_names
-from .settings import setting, type_fields
+from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
 NORMALISATIONS = ("rank", "scale")
 
@@ -57,18 +57,15 @@ class EnsembleConfig:
         "rank (an edge's place among a member's scores) or scale (its score over the member's largest).",
         choices=NORMALISATIONS,
     )
-    ig_steps: int = setting(20, "IG steps of the members that take them.", low=1, high=1000)
-    n_paraphrases: int = setting(
-        0,
-        "template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone).",
-        low=0,
-        high=64,
+    ig_steps: int = ig_steps_setting(20, "IG steps of the members that take them.")
+    n_paraphrases: int = paraphrases_setting(
+        0, "template paraphrases of the prompt also scored, for bootstrap stability (0: the prompt alone)."
     )
     resamples: int = setting(50, "bootstrap resamples of the prompt and its paraphrases.", low=1, high=10000)
     seed: int = setting(0, "seeds the paraphrase templates and the resamples.")
 
     def __post_init__(self):
-        type_fields(self)  # list settings as typed tuples, whatever they were given as
+        check_settings(self)  # typed tuples, and every bound its fields declare
         names = member_names(self.members)
         object.__setattr__(self, "members", tuple(names))  # each once, as the registry names them
         if not names:
@@ -82,12 +79,6 @@ class EnsembleConfig:
             )
         if self.normalise not in NORMALISATIONS:
             raise ValueError(f"normalise must be rank or scale, not {self.normalise!r}.")
-        if not 1 <= int(self.ig_steps) <= 1000:
-            raise ValueError(f"ig_steps must be between 1 and 1000, not {self.ig_steps}.")
-        if not 0 <= int(self.n_paraphrases) <= 64:
-            raise ValueError(f"n_paraphrases must be between 0 and 64, not {self.n_paraphrases}.")
-        if not 1 <= int(self.resamples) <= 10000:
-            raise ValueError(f"resamples must be between 1 and 10000, not {self.resamples}.")
 
 
 # ----- normalisation and stability ---------------------------------------------------------------

@@ -49,7 +49,7 @@ from ..lasso.units import build_component_problem, build_sae_problem, component_
 from ..sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod
 from .registry import register
-from .settings import setting, type_fields
+from .settings import check_settings, setting
 
 UNITS = ("components", "sae")
 SOURCE_SCALES = ("difference", "none")
@@ -121,29 +121,12 @@ class LassoConfig:
     )
 
     def __post_init__(self):
-        type_fields(self)  # list settings as typed tuples, whatever they were given as
+        check_settings(self)  # typed tuples, and every bound its fields declare
         object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or DEFAULT_LAMBDA)
         object.__setattr__(self, "units", str(self.units).strip().lower())
         if self.units not in UNITS:
             raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
         parse_selection(self.lasso_lambda)
-        checks = (
-            ("target_edges", self.target_edges, 0, 10**7),
-            ("directions", self.directions, 1, 64),
-            ("n_paraphrases", self.n_paraphrases, 0, 256),
-            ("max_observations", self.max_observations, 8, 10**6),
-            ("max_features", self.max_features, 1, 100_000),
-            ("n_lambdas", self.n_lambdas, 2, 200),
-        )
-        for name, value, low, high in checks:
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(f"{name} must be a whole number from {low} to {high}, not {value!r}.")
-        if (
-            not isinstance(self.min_share, (int, float))
-            or isinstance(self.min_share, bool)
-            or not 0 <= self.min_share <= 1
-        ):
-            raise ValueError(f"min_share must be a number from 0 to 1, not {self.min_share!r}.")
         if self.units == "sae" and not self.layers:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
 
@@ -173,7 +156,10 @@ class CircuitLasso(ScoringMethod):
         # over the lambda path and directions, priced in pass-equivalents as measured on the
         # embedded model (benchmarks/bench_estimates.py: reduce + solve 4.1 s, 2026-12-01)
         observed = 3.0 * 2.0 * (1 + config.n_paraphrases)
-        regression = 1.6 * int(config.n_lambdas) * int(config.directions)
+        # a fixed lambda (the adaptive default's, or a number) is solved once, not down the path:
+        # reduce + solve took about 0.65 of the path's time on the embedded model (docs/methods.md)
+        path = parse_selection(config.lasso_lambda)[0] == "auto" or config.target_edges > 0
+        regression = 1.6 * (int(config.n_lambdas) if path else 13) * int(config.directions)
         return Cost(passes=2.0 + observed + regression + n_budgets, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:

@@ -23,6 +23,10 @@ import typing
 from typing import Any
 
 WIDGETS = ("lines", "budgets", "circuit")
+# the most IG steps and paraphrases any setting takes: the fields below declare them, and the
+# limits' defaults (``limits.Limits``) are these same values, lowered by an operator if need be
+IG_STEPS_HIGH = 1000
+PARAPHRASES_HIGH = 64
 
 
 def setting(
@@ -55,6 +59,63 @@ def setting(
     if isinstance(default, (list, dict, set)):
         raise TypeError("A setting's default must be immutable (a tuple, not a list).")
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def ig_steps_setting(default: int, help: str, low: int = 1) -> Any:
+    """The number of integrated-gradient steps, bounded once here (``IG_STEPS_HIGH``)."""
+    return setting(default, help, low=low, high=IG_STEPS_HIGH)
+
+
+def paraphrases_setting(default: int, help: str) -> Any:
+    """A number of paraphrases to generate and score, bounded once here (``PARAPHRASES_HIGH``)."""
+    return setting(default, help, low=0, high=PARAPHRASES_HIGH)
+
+
+def check_settings(config) -> None:
+    """A Config's ``__post_init__`` check of what its fields declare: list settings as typed
+    tuples (``type_fields``), whole numbers where the type is ``int`` (an integral float or a
+    digit string, from a URL or JSON, becomes the int), and every value within its field's
+    ``low``/``high``. ValueError in one sentence naming the setting and what it takes."""
+    type_fields(config)
+    for config_field in dataclasses.fields(config):
+        low, high = setting_bounds(config_field)
+        kind = setting_type(type(config), config_field)
+        if (low is None and high is None) or kind not in (int, float):
+            continue
+        name, value = config_field.name, getattr(config, config_field.name)
+        number = _as_number(value, kind)
+        whole = "a whole number " if number is None and kind is int else ""
+        if number is None or (low is not None and number < low) or (high is not None and number > high):
+            raise ValueError(f"{name} must be {whole}{_allowed(low, high)}, not {value!r}.")
+        if number is not value:
+            object.__setattr__(config, name, number)
+
+
+def _as_number(value, kind):
+    """``value`` as an int or float setting's value, or None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or value != value:  # NaN is no number of anything
+        return None
+    if kind is int:
+        return int(value) if float(value).is_integer() else None
+    return float(value) if not isinstance(value, float) else value
+
+
+def _allowed(low, high) -> str:
+    """'between 1 and 1000', 'at least 0', 'at most 1'."""
+
+    def shown(bound) -> str:
+        return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+    if low is not None and high is not None:
+        return f"between {shown(low)} and {shown(high)}"
+    return f"at least {shown(low)}" if low is not None else f"at most {shown(high)}"
 
 
 def setting_help(config_field: dataclasses.Field) -> str:

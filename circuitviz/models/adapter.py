@@ -95,6 +95,12 @@ class ModelAdapter:
         with self.tokenizer_lock:
             return self.model.to_tokens(text, **kwargs)
 
+    def token_count(self, text: str, prepend_bos: bool | None = None) -> int:
+        """How many tokens ``text`` is as the model runs it (with its <bos> when it prepends one,
+        unless ``prepend_bos`` says otherwise), never truncated: the one count the limits, the
+        proposals, the paraphrase checks and the answer checks read."""
+        return int(self.to_tokens(text, prepend_bos=prepend_bos, truncate=False).shape[1])
+
     def decode(self, ids) -> str:
         return self.tokenizer.decode(ids)
 
@@ -257,6 +263,14 @@ class ModelAdapter:
             return block.ln1, "ln1"
         return None, None
 
+    @cached_property
+    def post_normed_layers(self) -> tuple[bool, ...]:
+        """Per layer, whether its heads' summed output passes through a norm before the residual
+        add (Gemma's ``ln1_post``, OLMo-2's post-norm): there a head's share of what the layer adds
+        depends on the other heads, and a reader that mixes clean and corrupted heads of the layer
+        sees the norm of its own mix."""
+        return tuple(self.attention_post_norm(layer)[0] is not None for layer in range(self.cfg.n_layers))
+
     @property
     def reads_unnormalised_residual(self) -> bool:
         """Whether attention reads the residual unnormalised, its norm coming after (OLMo-2)."""
@@ -279,6 +293,55 @@ class ModelAdapter:
             return cotangents
         _, vjp = torch.func.vjp(self.model.blocks[layer].ln1, x.detach())
         return torch.vmap(lambda cotangent: vjp(cotangent)[0], in_dims=2, out_dims=2)(cotangents)
+
+    def has_hook(self, name: str) -> bool:
+        """Whether the model has a hook point of that name (norms and MLP kinds differ by model)."""
+        return name in self.model.hook_dict
+
+    def mlp_activation(self, layer: int):
+        """(the MLP's activation function, whether the MLP is gated: act(gate) * linear + b_in).
+
+        ValueError in one sentence for an MLP whose activation is followed by a norm (SoLU)."""
+        mlp = self.model.blocks[layer].mlp
+        if getattr(mlp, "hook_mid", None) is not None:
+            raise ValueError(
+                "This model's MLP normalises after its activation (SoLU); relevance rules are not defined for it."
+            )
+        return mlp.act_fn, bool(self.cfg.gated_mlp)
+
+    def attention_score_problem(self) -> str | None:
+        """Why a layer's attention scores are not (query . key) / scale under a causal mask, or
+        None when they are (what recomputing a patched softmax exactly needs)."""
+        cfg = self.cfg
+        if (getattr(cfg, "attn_scores_soft_cap", -1.0) or -1.0) > 0:
+            return "its attention scores are soft-capped"
+        if getattr(cfg, "use_attention_sinks", False):
+            return "its attention has sink columns"
+        if cfg.positional_embedding_type in ("alibi", "relative_positional_bias"):
+            return f"its attention adds a {cfg.positional_embedding_type} position bias"
+        if getattr(cfg, "use_logn_attn", False) or cfg.original_architecture in (
+            "OlmoeForCausalLM",
+            "Olmo2ForCausalLM",
+            "Olmo3ForCausalLM",
+        ):
+            return "its queries and keys are normalised or scaled in a way this recomputation does not follow"
+        return None
+
+    def head_queries_keys(self, layer: int, inputs: torch.Tensor, kind: str) -> torch.Tensor:
+        """Each head's query (``kind`` "q") or key ("k") as its attention scores read it (after any
+        q/k-norm and the rotation), when every head reads ``inputs`` (the residual before the
+        layer's norm). Call outside ``hooked``.
+        inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
+        block = self.model.blocks[layer]
+        attention = block.attn
+        x = inputs if self.pre_attention_norm(layer) is None else block.ln1(inputs)
+        weight, bias = (attention.W_Q, attention.b_Q) if kind == "q" else (attention.W_K, attention.b_K)
+        out = torch.einsum("npd,hde->nphe", x, weight) + bias
+        if self.cfg.use_qk_norm:
+            out = attention._apply_qk_norm(out, attention.q_norm if kind == "q" else attention.k_norm)
+        if self.cfg.positional_embedding_type == "rotary":
+            out = attention.apply_rotary(out, 0)
+        return out
 
     @contextmanager
     def split_attention_inputs(self, split: bool) -> Iterator[None]:
@@ -365,3 +428,24 @@ def model_device(model) -> torch.device:
 
 def model_dtype(model) -> torch.dtype:
     return adapter_of(model).dtype
+
+
+def apply_norm(norm, y: torch.Tensor) -> torch.Tensor:
+    """``norm(y)`` computed as TransformerLens's RMSNorm / LayerNorm compute it, without running
+    the module (so none of its hooks fires inside a hooked run that already hooks it).
+
+    y: [..., d_model]. Half-precision inputs are normalised in float32 and cast back before the
+    weight, as the modules do."""
+    dtype = y.dtype
+    x = y.to(torch.float32) if dtype not in (torch.float32, torch.float64) else y
+    if "LayerNorm" in type(norm).__name__:
+        x = x - x.mean(-1, keepdim=True)
+    scale = (x.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()
+    out = (x / scale).to(dtype)
+    weight = getattr(norm, "w", None)
+    if weight is not None:
+        out = out * weight
+    bias = getattr(norm, "b", None)
+    if bias is not None:
+        out = out + bias
+    return out

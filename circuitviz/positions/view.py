@@ -74,6 +74,7 @@ class AttributionGraph:
     model_id: str = ""
     notes: list[str] = field(default_factory=list)
     source: str = "circuitviz"  # who made it: circuitviz, or the file it was read from
+    view: dict = field(default_factory=dict)  # pins, groups, clicked node, names (Neuronpedia's qParams)
 
     def node(self, node_id: str) -> GraphNode:
         return self.node_map[node_id]

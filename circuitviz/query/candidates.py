@@ -95,3 +95,53 @@ def ranked_candidates(names: list[str], baseline: Baseline, points: list[CurvePo
         {"name": name, "ndf": point.ndf, "n_edges": point.n_edges, "winner": index == best}
         for index, (name, point) in enumerate(zip(names, points))
     ]
+
+
+# ----- the sentences beside the candidates (a variant's circuit is a candidate's or built from them)
+def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
+    """The sentence that puts the candidates' winner NDF and the result's NDF side by side."""
+    winner = next((row for row in scores if row["winner"]), None)
+    if winner is None or point is None:
+        return ""
+    draws_winner = not result.any_budget  # Best-of-N draws the winning candidate itself
+    if draws_winner and at == budget:
+        return (
+            f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at {at:,} edges): "
+            f"its circuit is the one drawn below (NDF {point.ndf:.3f})."
+        )
+    if draws_winner:
+        return (
+            f"The candidates were evaluated at {at:,} edges, the nearest of the run's budgets; there the "
+            f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
+        )
+    return (
+        f"The winner among the candidates at {at:,} edges, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
+        f"the {result.method} circuit drawn below at {budget:,} edges is another circuit, built from the "
+        f"winners' edges at the anchor budgets, and its NDF is {point.ndf:.3f}."
+    )
+
+
+def highlight_in_circuit(
+    edges: set[str], circuit_edges: set[str], result=None, members: tuple[str, ...] = ()
+) -> tuple[set[str] | None, str]:
+    """(the intersection's edges to light up, the sentence on how many are in the drawn circuit):
+    an intersection none of whose edges is drawn lights nothing, rather than greying everything.
+    Best-of-N draws one candidate (the winner), so its sentence says the intersection leaves the
+    winner out; iBoN and BoN-CSM (a circuit at any budget) draw one built from the winners' edges."""
+    inside = edges & circuit_edges
+    method = result.method if result is not None else "variant's"
+    if not inside:
+        why = (
+            "the circuit drawn is the winning candidate's, and this intersection holds edges of "
+            f"{' & '.join(members) or 'other candidates'} only"
+            if result is not None and not result.any_budget
+            else f"the {method} circuit drawn is built from the winners' edges at the anchor budgets, not from these"
+        )
+        return (
+            None,
+            f"None of this intersection's {len(edges):,} edges is in the circuit drawn below ({why}).",
+        )
+    return (
+        inside,
+        f"{len(inside):,} of this intersection's {len(edges):,} edges are in the circuit drawn below.",
+    )

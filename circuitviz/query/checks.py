@@ -25,11 +25,6 @@ from .pairs import ParaphrasePair
 _WEAK_CORRUPTION = 0.05
 
 
-def token_count(model, text: str) -> int:
-    """Tokens of a prompt as the model runs it (with its BOS token when it prepends one)."""
-    return int(adapter_of(model).to_tokens(text).shape[1])
-
-
 def token_text(model, token_id: int) -> str:
     """One token id as text (decoded alone)."""
     return adapter_of(model).decode([int(token_id)])

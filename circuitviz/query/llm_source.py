@@ -16,6 +16,8 @@ import re
 from ..llm_client import ChatClient, LLMConfig, LLMError
 from ..tasks import PromptTask
 from .checks import validate_pairs
+from .families import recognise
+from .families.mmlu import corrupt_paraphrase
 from .pairs import ParaphraseError, ParaphrasePair
 
 _SYSTEM_PROMPT = (
@@ -141,8 +143,6 @@ def mmlu_corruptions(task: PromptTask, pairs: list[ParaphrasePair]) -> list[Para
     """For an MMLU prompt, every paraphrase corrupted as the MMLU tasks are (its option markers
     renamed E-H) instead of as the LLM wrote it; a paraphrase that lost or moved an option is
     flagged. Other prompts' pairs are returned as they are."""
-    from .families import recognise
-    from .families.mmlu import corrupt_paraphrase
 
     original = recognise(task.clean)
     if original is None or original.family != "mmlu":

@@ -17,8 +17,9 @@ import random
 import re
 from collections.abc import Iterable, Iterator
 
+from ..models.adapter import adapter_of
 from ..tasks import PromptTask, TaskError, prepare_task
-from .checks import model_answer, token_count, validate_pairs
+from .checks import model_answer, validate_pairs
 from .families import family, recognise
 from .pairs import ParaphraseError, ParaphrasePair
 
@@ -97,11 +98,12 @@ def unchecked_template_pairs(task: PromptTask, count: int, seed: int = 0) -> lis
 
 def _first_fitting(model, clean: str, corruptions: Iterable[str], limit: int = 200) -> str | None:
     """The first corruption whose token count equals the clean prompt's."""
-    target = token_count(model, clean)
+    count = adapter_of(model).token_count
+    target = count(clean)
     for tried, corrupted in enumerate(corruptions):
         if tried >= limit:
             return None
-        if corrupted != clean and token_count(model, corrupted) == target:
+        if corrupted != clean and count(corrupted) == target:
             return corrupted
     return None
 

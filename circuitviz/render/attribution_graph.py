@@ -14,7 +14,6 @@ graph is fitted to its frame. Every piece of user text (tokens, labels) is escap
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 
@@ -27,12 +26,13 @@ from .graph_html import (
     GraphDrawing,
     GraphEdge,
     _escape,
-    _finish_page,
-    _template_environment,
     canvas_caption,
 )
+from .vis import CHAR_WIDTH, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
-MIN_TEXT_PX = 12  # on screen, after the graph is fitted to the frame (the issue asks for 11 at least)
+MIN_TEXT_PX = 11  # on screen, in a frame MIN_FRAME_WIDTH px wide, while the labels fit their cells
+MIN_FRAME_WIDTH = 1000
+BASE_FONT = 12
 SLOT = 84  # layout px between the nodes of one cell (room for a 10-character caption)
 TOKEN_WIDTH = 78  # the narrowest column that holds a node: room for its token and a caption
 EMPTY_TOKEN_WIDTH = 58  # a column without nodes: room for its token alone (about 8 characters at 12 px)
@@ -43,22 +43,6 @@ MIN_NODE_SIZE = 7
 DEFAULT_MAX_LINKS = 800
 LINK_KIND_NAMES = {**KIND_NAMES, "attention": "moved by attention", "link": "link"}
 SHAPES = {"embedding": "box", "logit": "box", "mlp": "square", "head": "dot", "other": "diamond"}
-
-
-_SCROLL_STYLE = (
-    "<style>html, body {{ overflow-x: auto; }} .card {{ width: {width}px !important; }} "
-    ".cv-legend {{ position: sticky; left: 0; width: min(100vw, 100%); box-sizing: border-box; }}</style>"
-)
-
-
-# vis-network reads its canvas size once, before the wide style applies: size it again, then fit
-# and open scrolled to the right end, where the last position and the answer are
-_RESIZE_SCRIPT = (
-    "<script>window.addEventListener('load', function () {{ network.setSize('{width}px', "
-    "'{height}px'); network.redraw(); network.fit(); "
-    "setTimeout(function () {{ var page = document.scrollingElement || document.documentElement; "
-    "page.scrollLeft = page.scrollWidth; document.body.scrollLeft = document.body.scrollWidth; }}, 300); }});</script>"
-)
 
 
 def short_name(node: GraphNode) -> str:
@@ -74,7 +58,9 @@ def short_name(node: GraphNode) -> str:
     return canvas_caption(node.component, 10)
 
 
-def layout(graph: AttributionGraph) -> tuple[dict[str, tuple[float, float]], dict[int, float], list[int]]:
+def layout(
+    graph: AttributionGraph, row: float = ROW
+) -> tuple[dict[str, tuple[float, float]], dict[int, float], list[int]]:
     """(x, y) of every node, the x of each position's column, and the layer rows (bottom first).
 
     Every position of the prompt gets a column (the sentence reads along the axis), as wide as
@@ -93,28 +79,21 @@ def layout(graph: AttributionGraph) -> tuple[dict[str, tuple[float, float]], dic
         centres[position] = x + widths[position] / 2
         x += widths[position]
     rows = sorted({node.layer for node in graph.nodes})
-    height = (len(rows) + 1) * ROW
+    height = (len(rows) + 1) * row
     places = {}
     for (position, layer), members in cells.items():
         members = sorted(members, key=lambda n: (n.kind != "head", n.head or 0, n.component))
         first = centres[position] - (len(members) - 1) * SLOT / 2
-        y = height - (rows.index(layer) + 1) * ROW  # the embeddings at the bottom
+        y = height - (rows.index(layer) + 1) * row  # the embeddings at the bottom
         for index, node in enumerate(members):
             places[node.id] = (first + index * SLOT, float(y))
     return places, centres, rows
 
 
-def text_scale(layout_width: float, layout_height: float, frame_width: float, height_px: int) -> float:
-    """How many screen px one layout px is once the graph is fitted to its frame (vis-network's
-    fit never zooms in past 1)."""
-    return min(frame_width / max(layout_width, 1.0), height_px / max(layout_height, 1.0), 1.0)
-
-
-def canvas_height(layout_width: float, layout_height: float, frame_width: float) -> int:
-    """A canvas height that shows the layout at its width's scale, so a deep circuit gets a tall
-    canvas rather than smaller text (300 to 1400 px; the page scrolls)."""
-    scale = min(frame_width / max(layout_width, 1.0), 1.0)
-    return int(min(1400, max(300, layout_height * scale + 40)))
+def fitted_font(layout_width: float, frame_width: float = MIN_FRAME_WIDTH) -> float:
+    """The font (layout units) that is ``MIN_TEXT_PX`` on screen once a layout ``layout_width``
+    wide is fitted to a ``frame_width`` px frame (at least the base size)."""
+    return max(BASE_FONT, MIN_TEXT_PX * layout_width / max(frame_width, 1.0))
 
 
 def _node_title(node: GraphNode, token: str) -> str:
@@ -147,30 +126,22 @@ def _link_title(link: GraphLink) -> str:
     return "<br>".join(lines)
 
 
-def _legend(graph: AttributionGraph, notes: list[str], caption_key: str) -> str:
+def legend_line() -> tuple[str, str]:
+    """(one-line legend as HTML, the rest of the key as plain text for its hover)."""
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
         for kind, colour in KIND_COLOURS.items()
     )
-    keys = (
-        '<span class="cv-item">x: token position, y: layer (embeddings at the bottom, the answer at '
-        "the top); node size: contribution; bold links: the strongest paths to the answer; dashed: "
-        "works against the answer; under a name: ↑/↓ the answer or foil among the tokens it "
-        "promotes/suppresses most (logit lens), else +x, how much it raises the answer's metric</span>"
+    line = f"x: token, y: layer; link colour = the input it feeds: {swatches} bold: strongest paths"
+    more = (
+        "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
+        "the answer at the top). Node size: contribution. Bold links: the strongest paths to the "
+        "answer; dashed: works against the answer. Under a name: ↑/↓ the answer or foil among the "
+        "tokens it promotes/suppresses most (logit lens), else +x, how much it raises the answer's "
+        "metric. Click a node for its card."
     )
-    heading = f'<div class="cv-title">{_escape(graph.title)}</div>' if graph.title else ""
-    caption = f'<div class="cv-key">{_escape(caption_key)}</div>' if caption_key else ""
-    note_html = "".join(f'<div class="cv-note">{_escape(note)}</div>' for note in notes)
-    controls = (
-        '<span class="cv-zoom"><button onclick="cvZoom(1.25)" title="zoom in">+</button>'
-        '<button onclick="cvZoom(0.8)" title="zoom out">&minus;</button>'
-        '<button onclick="network.fit()" title="fit the graph to the frame">fit</button></span>'
-    )
-    return (
-        f'<div class="cv-legend">{controls}{heading}<div><span class="cv-key">link colour = the input '
-        f"it feeds:</span>{swatches}</div><div>{keys}</div>{caption}{note_html}</div>"
-    )
+    return line, more
 
 
 def highlighted_links(graph: AttributionGraph, paths: Iterable[list[str]]) -> set[tuple[str, str]]:
@@ -184,19 +155,19 @@ def attribution_graph_html(
     highlight: set[tuple[str, str]] | None = None,
     n_paths: int = 3,
     max_links: int = DEFAULT_MAX_LINKS,
-    frame_width: float = 1150,
+    frame_width: float = MIN_FRAME_WIDTH,
     height_px: int | None = None,
     caption_key: str = "",
     notes: list[str] | None = None,
 ) -> GraphDrawing:
-    """The graph as one standalone HTML page (pyvis, every script inline).
+    """The graph as a ``VisGraph`` and its standalone page (every script inline).
 
     ``highlight``: (source, target) pairs to draw bold (default: the ``n_paths`` strongest paths
     to the answer). At most ``max_links`` links are drawn, the strongest; the page says how many
-    were left out.
+    were left out. The text is sized to be ``MIN_TEXT_PX`` on screen in a ``frame_width`` px
+    frame; the drawing is fitted to whatever frame it is shown in (nothing scrolls sideways).
     """
-    from pyvis.network import Network
-
+    del height_px
     notes = list(graph.notes) + list(notes or [])
     links = sorted(graph.links, key=lambda link: -abs(link.weight))
     drawn = links[: max(0, int(max_links))]
@@ -207,41 +178,35 @@ def attribution_graph_html(
     if highlight is None:
         paths = strongest_paths(graph, n_paths)
         highlight = highlighted_links(graph, paths)
-    places, centres, rows = layout(graph)
+    _, centres, _ = layout(graph)
     layout_width = max(centres.values(), default=0.0) + TOKEN_WIDTH
-    layout_height = (len(rows) + 1.6) * ROW
-    # a circuit wider than the frame gets a canvas as wide as itself (the page scrolls sideways)
-    # rather than smaller, overlapping text
-    canvas_width = max(frame_width, layout_width + 2 * SLOT)
-    if height_px is None:
-        height_px = canvas_height(layout_width, layout_height, canvas_width)
-    scale = text_scale(layout_width, layout_height, canvas_width, height_px)
-    font = int(math.ceil(MIN_TEXT_PX / scale))
-    width = "100%" if canvas_width <= frame_width else f"{int(canvas_width)}px"
-    network = Network(height=f"{height_px}px", width=width, directed=True, cdn_resources="in_line")
-    bottom = (len(rows) + 1) * ROW
-    # the layer names left of the first column, and right of the last on a canvas that scrolls
-    sides = [("", LEFT_MARGIN / 3)]
-    if canvas_width > frame_width:
-        sides.append((":right", layout_width + SLOT / 2))
+    font = fitted_font(layout_width, frame_width)
+    # captions on the canvas only while they fit their slot at this font (always in the hover)
+    with_badges = 10 * font * CHAR_WIDTH + 2 * NODE_MARGIN <= SLOT
+    font = min(font, (SLOT - 2 * NODE_MARGIN) / ((10 if with_badges else 5) * CHAR_WIDTH))
+    # a row holds a node (at most ``font`` in size) and its label under it, with a gap
+    row_height = max(ROW, 2 * font + (2 if with_badges else 1) * font * 1.25 + 2 * NODE_MARGIN + 0.8 * font)
+    places, centres, rows = layout(graph, row_height)
+    bottom = (len(rows) + 1) * row_height
+    nodes: list[dict] = []
     for row, layer in enumerate(rows):
         name = "emb" if layer < 0 else ("answer" if layer >= graph.n_layers else f"L{layer}")
-        for side, x in sides:
-            network.add_node(
-                f"layer@{layer}{side}", label=name, x=x, y=bottom - (row + 1) * ROW, physics=False,
-                shape="text", font={"size": font, "color": "#666666"},
-            )  # fmt: skip
+        nodes.append(
+            {"id": f"layer@{layer}", "label": name, "x": LEFT_MARGIN / 3, "y": bottom - (row + 1) * row_height,
+             "shape": "text", "font": {"size": font, "color": "#666666"}}
+        )  # fmt: skip
     for position, x in centres.items():
         token = graph.tokens[position] if position < len(graph.tokens) else ""
-        network.add_node(
-            f"token@{position}",
-            label=f"{canvas_caption(repr(token), 12)}\n{position}",
-            title=f"position {position}: {_escape(repr(token))}",
-            x=x,
-            y=bottom - 0.25 * ROW,
-            physics=False,
-            shape="text",
-            font={"size": font, "color": "#222222"},
+        nodes.append(
+            {
+                "id": f"token@{position}",
+                "label": f"{canvas_caption(repr(token), 8)}\n{position}",
+                "title": f"position {position}: {_escape(repr(token))}",
+                "x": x,
+                "y": bottom - 0.1 * row_height,
+                "shape": "text",
+                "font": {"size": font, "color": "#222222"},
+            }
         )
     strongest = max((abs(node.influence) for node in graph.nodes), default=1.0) or 1.0
     for node in graph.nodes:
@@ -251,52 +216,48 @@ def attribution_graph_html(
             node.kind if node.kind in ("head", "mlp") else ("input" if node.kind == "embedding" else "logits")
         )
         size = MIN_NODE_SIZE + (MAX_NODE_SIZE - MIN_NODE_SIZE) * math.sqrt(abs(node.influence) / strongest)
-        badge = node.badge or node.caption
+        badge = (node.badge or node.caption) if with_badges else ""
         label = f"{short_name(node)}\n{canvas_caption(badge, 10)}" if badge else short_name(node)
-        network.add_node(
-            node.id,
-            label=label,
-            title=_node_title(node, token),
-            x=x,
-            y=y,
-            size=size,
-            physics=False,
-            shape=SHAPES.get(node.kind, "dot"),
-            color={"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
-            font={"size": font, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
-        )
-    top = max((abs(link.weight) for link in drawn), default=1.0) or 1.0
-    for link in drawn:
-        lit = (link.source, link.target) in highlight
-        colour = KIND_COLOURS.get(link.kind, "#777777")
-        network.add_edge(
-            link.source,
-            link.target,
-            title=_link_title(link),
-            color={"color": colour if lit else FADED, "opacity": 1.0 if lit else 0.7},
-            width=(2.5 if lit else 0.5) + 6 * abs(link.weight) / top,
-            dashes=link.weight < 0,
-            smooth=False,
-            arrows={"to": {"enabled": True, "scaleFactor": 0.4}},
-        )
-    network.templateEnv = _template_environment(network.template_dir)
-    network.set_options(
-        json.dumps(
+        nodes.append(
             {
-                "physics": {"enabled": False},
-                "interaction": {"hover": True, "tooltipDelay": 80, "zoomView": False},
-                "nodes": {"margin": 5, "scaling": {"label": {"enabled": False}}},
+                "id": node.id,
+                "label": label,
+                "title": _node_title(node, token),
+                "x": x,
+                "y": y,
+                "size": min(size, font),
+                "shape": SHAPES.get(node.kind, "dot"),
+                "color": {"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
+                "font": {"size": font, "color": "#111111"},
             }
         )
+    top = max((abs(link.weight) for link in drawn), default=1.0) or 1.0
+    edges = []
+    for index, link in enumerate(drawn):
+        lit = (link.source, link.target) in highlight
+        colour = KIND_COLOURS.get(link.kind, "#777777")
+        edges.append(
+            {
+                "id": f"{link.source}->{link.target}#{index}",
+                "from": link.source,
+                "to": link.target,
+                "title": _link_title(link),
+                "color": {"color": colour if lit else FADED, "opacity": 1.0 if lit else 0.7},
+                "width": (2.5 if lit else 0.5) + 6 * abs(link.weight) / top,
+                "dashes": link.weight < 0,
+                "smooth": False,
+                "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
+            }
+        )
+    line, more = legend_line()
+    if caption_key:
+        more += " " + caption_key
+    vis = VisGraph(
+        nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )
-    page = _finish_page(network.generate_html(), _legend(graph, notes, caption_key))
-    if canvas_width > frame_width:
-        page = page.replace("</head>", _SCROLL_STYLE.format(width=int(canvas_width)) + "</head>", 1)
-        resize = _RESIZE_SCRIPT.format(width=int(canvas_width), height=int(height_px))
-        page = page.replace("</body>", resize + "</body>", 1)
     return GraphDrawing(
-        html=page,
-        height=height_px + 110 + 21 * len(notes) + (18 if canvas_width > frame_width else 0),
+        html=standalone_page(vis),
+        height=frame_height(vis.aspect(), 1000, 60 + 18 * len(notes)),
         nodes=[node.id for node in graph.nodes],
         edges=[
             GraphEdge(
@@ -311,4 +272,5 @@ def attribution_graph_html(
         n_circuit_edges=len(links),
         n_left_out=len(links) - len(drawn),
         notes=notes,
+        vis=vis,
     )

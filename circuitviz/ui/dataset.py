@@ -299,6 +299,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     import pandas
 
+    from ..batch.atlas import task_refusals
+
     rows = batch.rows(label, done=False).to_pandas()
     done = rows[rows["status"] == "done"].reset_index(drop=True)
     position = list(done["budgets"].iloc[0]).index(budget)
@@ -311,6 +313,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             "NDF": done["ndf"].map(lambda v: v[position]),
             "edges kept": done["edges_kept"].map(lambda v: v[position]),
             "CPR": done["cpr_nfs"],
+            # today's task check, from the metrics the batch stored: a task it refuses keeps its figures
+            "task check": ["refused" if why else "passes" for why in task_refusals(batch.rows(label))],
         }
     )
     cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
@@ -330,7 +334,9 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
-        "beside a CPR of 1 or more."
+        "beside a CPR of 1 or more. 'refused' in the task check: the corruption does not clearly lower the "
+        "answer's metric (the meaningful-task check the app now runs before every run), so its figures "
+        "measure little; the batch measured them before that check."
     )
     picked = st.dataframe(
         table,

@@ -21,8 +21,9 @@ def _browser_for_images() -> bool:
     return any(shutil.which(name) for name in names)
 
 
-def downloads(result, budget: int, drawing, key: str, point=None) -> None:
-    """Circuit JSON (EAP-IG format), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV."""
+def downloads(result, budget: int, drawing, key: str, point=None, mask=None, view=None) -> None:
+    """Circuit JSON (EAP-IG format; with ``mask``, the edited circuit, and ``view``: the pins,
+    groups, edit and clicked node), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV."""
     stem = f"circuit-{result.method}-{budget}"
     curves = {result.method: result.curve}
     point = point or result.point(budget)
@@ -35,7 +36,7 @@ def downloads(result, budget: int, drawing, key: str, point=None) -> None:
     columns = st.columns(4)
     columns[0].download_button(
         "Circuit JSON (EAP-IG)",
-        data=lambda: json.dumps(circuit_json(result, budget)),
+        data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
         file_name=f"{stem}.json",
         mime="application/json",
         key=f"{key}.json",
@@ -81,11 +82,17 @@ def downloads(result, budget: int, drawing, key: str, point=None) -> None:
         )
 
 
-def circuit_json(result, budget: int) -> dict:
-    """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit)."""
-    evaluated = result.point(budget) is not None
+def circuit_json(result, budget: int, mask=None, view=None) -> dict:
+    """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit; with
+    ``mask``: the edited circuit, whose ``in_graph`` edges ``circuitviz evaluate --circuit``
+    measures; ``view``: the saved view under ``"view"``)."""
+    evaluated = result.point(budget) is not None and mask is None
     data = result.to_eap_json(budget if evaluated else None)
     if not evaluated:
-        data.update(eap_graph_json(result.graph, result.scores, result.circuit(budget)))
+        data.update(
+            eap_graph_json(result.graph, result.scores, result.circuit(budget) if mask is None else mask)
+        )
         data["budget"] = int(budget)
+    if view:
+        data["view"] = view
     return data

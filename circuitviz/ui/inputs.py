@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..refusals import (
+    EMPTY_CORRUPTED,
+    EMPTY_PROMPT,
+    IDENTICAL_PROMPTS,
+    NO_FOIL,
+    foil_is_answer,
+    prompt_over_context,
+    unequal_lengths,
+)
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .state import session
 
@@ -81,26 +90,20 @@ def prompt_input() -> str:
 
 def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
     """(the sentence why the prompt cannot run or None, its token count)."""
-    from ..limits import ENV, LimitError, Limits
+    from ..limits import LimitError, prompt_limit_problem  # torch is loaded once a model is
 
     if not prompt.strip():
-        return "Type a prompt: the text whose next token you want explained.", 0
+        return EMPTY_PROMPT, 0
     n_tokens = len(loaders.str_tokens(model, model_id, prompt))
     try:
-        limit = Limits.load().max_tokens
+        problem = prompt_limit_problem(n_tokens)
     except LimitError as error:
         return str(error), n_tokens
-    if n_tokens > limit:
-        return (
-            f"The prompt is {n_tokens} tokens, over the limit of {limit}; shorten it or raise the "
-            f"limit with {ENV['max_tokens']}."
-        ), n_tokens
+    if problem:
+        return problem, n_tokens
     context = getattr(getattr(model, "cfg", None), "n_ctx", None)
     if context and n_tokens > context:
-        return (
-            f"The prompt is {n_tokens} tokens, longer than this model's context of {context}; shorten it.",
-            n_tokens,
-        )
+        return prompt_over_context(n_tokens, context), n_tokens
     return None, n_tokens
 
 
@@ -251,17 +254,12 @@ def missing_space(model, token: str, probability: dict[str, float]) -> str | Non
 def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
     """The foil's problem: missing for the logit difference, not one token, the answer again."""
     if not foil:
-        if metric == "logit_diff":
-            return (
-                "The logit-difference metric needs a foil; pick a wrong answer such as ' John', or "
-                "choose the logprob metric."
-            )
-        return None
+        return NO_FOIL if metric == "logit_diff" else None
     problem = token_problem(model, foil, "foil")
     if problem:
         return problem
     if foil == answer:
-        return "The foil is the answer itself; a foil must be a different token."
+        return foil_is_answer(answer)
     return None
 
 
@@ -282,7 +280,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
         if not need_corrupted:
             st.caption("This method needs no corrupted prompt.")
             return corrupted, []
-        problem = "Give a corrupted prompt: the prompt with its key fact or name replaced, same token count."
+        problem = EMPTY_CORRUPTED
         if not note:
             st.error(problem)
         return corrupted, [problem]
@@ -304,28 +302,16 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
         unsafe_allow_html=True,
     )
     if len(clean_tokens) != len(corrupted_tokens):
-        problem = (
-            f"The prompt has {len(clean_tokens)} tokens and the corrupted prompt {len(corrupted_tokens)}; "
-            "edit the corrupted prompt so each replaced word is one token too (marked chips differ)."
-        )
+        problem = unequal_lengths(len(clean_tokens), len(corrupted_tokens), "marked chips differ")
         st.error(problem)
         return [problem]
     changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
     if changed == 0:
-        problem = identical_prompts_problem()
+        problem = IDENTICAL_PROMPTS
         st.error(problem)
         return [problem]
     st.success(f"Both prompts are {len(clean_tokens)} tokens; {changed} position(s) differ.")
     return []
-
-
-def identical_prompts_problem() -> str:
-    """The sentence for a corrupted prompt with the prompt's very tokens: nothing is corrupted,
-    so every faithfulness score would be 0/0 (NFS nan, no edge kept)."""
-    return (
-        "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
-        "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
-    )
 
 
 def _chips(tokens: list[str], other: list[str]) -> str:

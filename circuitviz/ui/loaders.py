@@ -344,11 +344,31 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
         found = sae_features.circuit_node_features(_model, prompt, list(nodes), saes, top_k=top_k)
     except (sae_features.SaeUnavailable, ValueError, OSError) as error:
         return {}, f"No SAE labels: {error}"
-    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation")
+    keep = ("label", "layer", "feature", "promotes", "token", "share", "activation", "contexts")
     return {
         node: [{name: item.get(name) for name in keep} for item in entry.get("features") or []]
         for node, entry in found.items()
     }, None
+
+
+@st.cache_data(show_spinner="Reading the features' descriptions…", max_entries=16)
+def sae_feature_labels(_model, model_id: str, features: tuple[tuple[int, int, str], ...]):
+    """({node id: one-line label} for (layer, feature, node id) of the embedded SAEs, None), or
+    ({}, the sentence why not)."""
+    try:
+        from ..labels import sae_features
+    except ImportError as error:
+        return {}, f"SAE labels need sae-lens ({error})."
+    try:
+        by_layer = {sae.layer: sae for sae in sae_features.load_embedded_saes(_model, model_id)}
+        labels = {}
+        for layer, feature, node in features:
+            if layer in by_layer:
+                description = sae_features.feature_description(_model, by_layer[layer], feature, n_contexts=3)
+                labels[node] = sae_features.feature_label(description)
+    except (sae_features.SaeUnavailable, ValueError, OSError) as error:
+        return {}, f"No SAE labels: {error}"
+    return labels, None
 
 
 GALLERY = str(gallery_dir())

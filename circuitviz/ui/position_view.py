@@ -20,17 +20,15 @@ from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
 from . import state
 from .caveats import caveats, score_text
+from .node_card import graph_with_card
 
 MAX_UPLOAD_BYTES = 20_000_000
-
-
-FRAME_WIDTH = 700  # px of the page's main column the graph's frame fills
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _graph_page(_result, result_key: str, budget: int, _labels, labels_key: str, reason: str):
     graph = result_attribution_graph(_result, budget, _labels, reason)
-    return graph, attribution_graph_html(graph, frame_width=FRAME_WIDTH)
+    return graph, attribution_graph_html(graph)
 
 
 def position_budget(result, key: str) -> tuple[int, str]:
@@ -98,7 +96,7 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
             st.caption(caveat)
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
     graph, drawing = _graph_page(result, _result_key(result), budget, labels, labels_key, reason)
-    st.iframe(drawing.html, height=drawing.height)
+    graph_with_card(drawing, f"{key}.graph")
     with st.expander("Explain this circuit: its strongest paths to the answer, in words"):
         for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
             st.text(sentence)
@@ -135,5 +133,5 @@ def graph_file_opener(key: str = "graph_file") -> None:
             st.error(str(error))
             return
         st.caption(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")
-        drawing = attribution_graph_html(graph, frame_width=FRAME_WIDTH)
-        st.iframe(drawing.html, height=drawing.height)
+        drawing = attribution_graph_html(graph)
+        graph_with_card(drawing, f"{key}.graph")

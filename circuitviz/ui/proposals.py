@@ -46,13 +46,7 @@ def _templates():
 def _single_token(model, text: str) -> bool:
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
-    return int(adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False).shape[1]) == 1
-
-
-def _token_count(model, text: str) -> int:
-    from ..models.adapter import adapter_of
-
-    return int(adapter_of(model).to_tokens(text, truncate=False).shape[1])
+    return adapter_of(model).token_count(text, prepend_bos=False) == 1
 
 
 CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
@@ -155,7 +149,10 @@ def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
     """(corrupted prompt, word replaced, replacement) for the first known word of ``prompt`` that
     has a replacement of the same token count; None when none has."""
     known = _known_words()
-    target = _token_count(model, prompt)
+    from ..models.adapter import adapter_of  # torch is loaded once a model is
+
+    count = adapter_of(model).token_count
+    target = count(prompt)
     by_length = sorted(known, key=len, reverse=True)  # "Eiffel Tower" before "Tower"
     for word in by_length:
         match = re.search(rf"\b{re.escape(word)}\b", prompt)
@@ -163,6 +160,6 @@ def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
             continue
         for other in known[word]:
             corrupted = prompt[: match.start()] + other + prompt[match.end() :]
-            if _token_count(model, corrupted) == target:
+            if count(corrupted) == target:
                 return corrupted, word, other
     return None

@@ -158,18 +158,28 @@ def point_at(result, budget: int, model=None):
 # ----- the graph -----------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=64)
 def _drawing(
-    _result, result_key: str, budget: int, _labels, labels_key: str, options_key: str, _options: dict
+    _result,
+    result_key: str,
+    budget: int,
+    _labels,
+    labels_key: str,
+    options_key: str,
+    _options: dict,
+    _mask=None,
+    mask_key: str = "",
 ):
+    mask = _result.circuit(budget) if _mask is None else _mask
     return render.result_graph_html(
-        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, mask=_result.circuit(budget), **_options
+        _result, budget, labels=_labels, max_edges=MAX_DRAWN_EDGES, mask=mask, **_options
     )
 
 
-def graph_drawing(result, budget: int, labels=None, **options):
-    """The drawn graph, cached per result, budget, labels and options (a slider move is quick).
+def graph_drawing(result, budget: int, labels=None, mask=None, **options):
+    """The drawn graph, cached per result, budget, labels, options and edited ``mask`` (a slider
+    move is quick).
 
     ``options``: those of ``render.circuit_graph_html`` (highlight, show_faded, layers, title,
-    frame_width, captions, caption_key) and ``ndf`` for the title.
+    frame_width, captions, caption_key, words, groups) and ``ndf`` for the title.
     """
     options = {name: value for name, value in options.items() if value is not None}
     options_key = json.dumps(
@@ -178,11 +188,17 @@ def graph_drawing(result, budget: int, labels=None, **options):
         default=str,
     )
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
-    return _drawing(result, result_id(result), int(budget), labels, labels_key, options_key, options)
+    mask_key = "" if mask is None else ",".join(result.graph.edge_names_of(mask))
+    return _drawing(
+        result, result_id(result), int(budget), labels, labels_key, options_key, options, mask, mask_key
+    )
 
 
-def show_graph(drawing) -> None:
-    st.iframe(drawing.html, height=drawing.height)
+def show_graph(drawing, key: str | None = None, selected=None):
+    """The drawing in the page (``graph_view``: fitted, clickable); the click of this run or None."""
+    from .graph_view import show_graph as draw
+
+    return draw(drawing, key=key, selected=selected)
 
 
 def sae_labels(model, result, budget: int, labels):
@@ -210,10 +226,34 @@ def sae_labels(model, result, budget: int, labels):
     return merged, captions, SAE_KEY
 
 
-def explain(result, budget: int, labels) -> None:
+def feature_circuit_view(result, model, key: str) -> None:
+    """CircuitLasso's circuit over SAE features (``details.feature_circuit``), drawn like every
+    circuit, its features named by their SAE descriptions on request."""
+    circuit = getattr(result.details, "feature_circuit", None) if result.details is not None else None
+    if not circuit:
+        return
+    from ..render.feature_graph import feature_circuit_html
+    from .graph_view import show_graph as draw
+
+    with st.expander(
+        f"The circuit over SAE features ({len(circuit.get('nodes') or [])} features)", expanded=True
+    ):
+        names = None
+        if model is not None and st.toggle(
+            "name the features (SAE descriptions)", key=f"{key}.feature_names"
+        ):
+            names, problem = loaders.sae_feature_labels(model, result.model_id, tuple(
+                (int(n["layer"]), int(n["feature"]), str(n["id"])) for n in circuit.get("nodes") or []))  # fmt: skip
+            if problem:
+                st.caption(problem)
+        title = f"{result.method}: SAE features with a selected path into the metric"
+        draw(feature_circuit_html(circuit, labels=names, title=title), key=f"{key}.features")
+
+
+def explain(result, budget: int, labels, expanded: bool = False) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
-    with st.expander("Explain this circuit: the 5 edges that matter most, in words"):
+    with st.expander("Explain this circuit: the 5 edges that matter most, in words", expanded=expanded):
         sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
         if not sentences:
             st.write("The circuit has no edges at this budget.")
@@ -304,6 +344,14 @@ def result_view(
         from .position_view import position_result_view
 
         return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
+    from .demo import demo_switch, demo_view
+
+    if demo_switch(key):
+        budget = int(state.widget_value(budget_key) or demo_budget(result))
+        budget = budget if budget in result.budgets else demo_budget(result)
+        groups = state.widget_value(f"{key}.instrument_groups")
+        demo_view(result, budget, labels, key, graph_drawing, explain, groups=groups)
+        return budget
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
@@ -317,18 +365,28 @@ def result_view(
         help="each node's strongest feature of the embedded SAEs on this prompt",
     ):
         labels, captions, caption_key = sae_labels(model, result, budget, labels)
-    drawing = graph_drawing(
-        result,
-        budget,
-        labels=labels,
-        show_faded=faded,
-        ndf=point.ndf if point else None,
-        captions=captions,
-        caption_key=caption_key,
+    from .instrument import instrument_view
+
+    def draw(mask, groups, words):
+        return graph_drawing(
+            result,
+            budget,
+            labels=labels,
+            mask=mask,
+            show_faded=faded,
+            ndf=point.ndf if point else None,
+            captions=captions,
+            caption_key=caption_key,
+            groups=groups or None,
+            words=words or None,
+        )
+
+    drawing, edited, view = instrument_view(
+        result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
-    show_graph(drawing)
+    feature_circuit_view(result, model, key)
     explain(result, budget, labels)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget)
-    downloads(result, budget, drawing, key=f"{key}.download", point=point)
+    downloads(result, budget, drawing, key=f"{key}.download", point=point, mask=edited, view=view)
     return budget

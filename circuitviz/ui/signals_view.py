@@ -13,6 +13,7 @@ def signals_view(result) -> None:
     """Everything about one result's attention decisions and their signals."""
     from ..acc.tables import decision_label, decision_rows, knockout_rows, signal_rows
     from ..render.acc_graph import position_graph_html, removal_figure
+    from .node_card import graph_with_card
 
     details = result.details  # ACCDetails
     result_view.task_caption(result)
@@ -50,7 +51,9 @@ def signals_view(result) -> None:
 
     st.subheader("The circuit, by token and layer")
     title = f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted"
-    result_view.show_graph(position_graph_html(details, title=title, highlight_decision=chosen))
+    graph_with_card(
+        position_graph_html(details, title=title, highlight_decision=chosen), "signals.graph", result=result
+    )
 
     st.subheader("Knockout: the signals found versus as many random ones")
     st.caption(

@@ -1,0 +1,68 @@
+"""CircuitLasso's scoring time against EAP-IG's (20 steps), prompt by prompt, on the embedded model.
+
+For each of the yardstick's 9 prompts (``bench_bon.PROMPTS``) it runs EAP-IG, CircuitLasso with
+component units and CircuitLasso with SAE units (layers 3 and 9, when the SAEs are installed),
+alternating their order from prompt to prompt, with no budgets (the clean/corrupted runs and the
+scoring only), and prints each run's wall and CPU seconds, CircuitLasso's phases and the load
+average. CPU seconds of one single-threaded process say more than wall time on a shared machine.
+``--save DIR`` keeps every run's scores (to compare two versions: equal scores, equal circuits).
+
+    .venv/bin/python benchmarks/bench_lasso_speed.py --prompts 0,1,2 --save /tmp/after
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+from bench_bon import PROMPTS  # the yardstick's 9 prompts (a script beside this one)
+
+from circuitviz.bench.harness import load_average, load_timed
+from circuitviz.evaluate import forget_prompt_runs
+from circuitviz.methods import get_method
+
+RUNS = (("eap-ig", {}), ("circuit-lasso", {}), ("circuit-lasso", {"units": "sae", "layers": "3,9"}))
+PHASES = ("observe_s", "reduce_s", "solve_s", "sae_s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--prompts", default="", help="comma-separated prompt indices (default: all 9)")
+    parser.add_argument("--save", type=Path, default=None, help="a folder to keep every run's scores in")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model, _ = load_timed(None, device="cpu")
+    chosen = [int(i) for i in args.prompts.split(",") if i.strip()] or list(range(len(PROMPTS)))
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
+    for index in chosen:
+        kind, task = PROMPTS[index]
+        for name, settings in RUNS if index % 2 == 0 else RUNS[::-1]:
+            forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
+            method = get_method(name)
+            label = name + (" sae" if settings else "")
+            cpu, wall = time.process_time(), time.perf_counter()
+            try:
+                result = method.run_on(
+                    model, task, method.make_config(settings), budgets=[], model_id="bench"
+                )
+            except ValueError as error:  # no SAEs installed: said, the rest goes on
+                print(f"{index} {kind:<15} {label:<18} {error}", flush=True)
+                continue
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            phases = {k: round(v, 1) for k, v in result.timings.items() if k in PHASES}
+            print(
+                f"{index} {kind:<15} {label:<18} cpu {cpu:6.1f}s wall {wall:6.1f}s {phases}  {load_average()}",
+                flush=True,
+            )
+            if args.save:
+                torch.save(result.scores, args.save / f"{index}_{label.replace(' ', '_')}.pt")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The gradient methods' node scores against patching each node, and their NDF at 1 % of edges,
+on the embedded model over the yardstick's nine prompts (``bench_bon.PROMPTS``).
+
+For each prompt: every head's and MLP's effect of being patched alone in the model's own
+computation (``yardstick.node_effects``), and each method's node scores (a node's outgoing edge
+scores summed: its attribution estimate of that same patch; for AtP*, whose GradDrop scores are
+magnitudes, against the size of the effect). Printed per prompt: the Pearson
+correlation over the 18 MLPs and over the 72 heads, the NDF of the method's circuit at 1 % of
+the edges, and its scoring seconds; then the means over the prompts. RelP's paper claims a far
+higher Pearson than attribution patching's on GPT-2's MLPs (0.956 against 0.006 on GPT-2 Large).
+
+    .venv/bin/python benchmarks/bench_relp.py --threads 1
+    .venv/bin/python benchmarks/bench_relp.py --methods eap-ig,eap-gp --prompts 3 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+from bench_bon import PROMPTS  # the yardstick's nine prompts (a script beside this one)
+
+from circuitviz.bench.harness import add_threads_argument, apply_threads, load_average, load_timed
+from circuitviz.bench.yardstick import component_nodes, node_effects, node_scores
+from circuitviz.evaluate import Evaluator
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.tasks import prepare_task
+
+# methods whose scores have no sign (AtP*'s GradDrop sums |score| over layers): their node scores
+# are compared with the size of the patching effect, |effect|
+MAGNITUDES = ("atp-star",)
+
+
+def pearson(first: torch.Tensor, second: torch.Tensor) -> float:
+    a, b = first.double() - first.double().mean(), second.double() - second.double().mean()
+    denominator = float(a.norm() * b.norm())
+    return float((a * b).sum()) / denominator if denominator > 0 else float("nan")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", default="eap,relp", help="comma-separated registered methods")
+    parser.add_argument("--prompts", type=int, default=0, help="only the first N prompts (0: all nine)")
+    parser.add_argument("--model", default=None, help="model id (default: the embedded Gemma-3-270M)")
+    parser.add_argument("--json", default=None, help="write the per-prompt figures here")
+    add_threads_argument(parser, default=1)
+    args = parser.parse_args()
+    apply_threads(args.threads)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    model, seconds = load_timed(args.model)
+    spec = GraphSpec.from_model(model)
+    budget = max(1, round(0.01 * spec.n_edges))
+    log(f"model loaded in {seconds:.1f} s; {spec.n_edges} edges, 1 % = {budget}; {load_average()}")
+    nodes = torch.tensor(component_nodes(spec), device="cpu")  # compared on the CPU
+    mlps = torch.isin(nodes, torch.tensor([spec.mlp_forward(layer) for layer in range(spec.n_layers)]))
+    rows = []
+    chosen = PROMPTS[: args.prompts] if args.prompts else PROMPTS
+    for number, (kind, task) in enumerate(chosen, start=1):
+        evaluator = Evaluator(model, spec, prepare_task(model, task))
+        effects = node_effects(model, spec, evaluator).double().cpu()
+        row = {"kind": kind, "prompt": task.clean, "methods": {}}
+        for name in methods:
+            result = get_method(name).run_on(model, task, budgets=[budget])
+            mine = node_scores(spec, result.scores.double())[nodes]
+            truth = effects.abs() if name in MAGNITUDES else effects
+            figures = {
+                "pearson_mlps": pearson(mine[mlps], truth[mlps]),
+                "pearson_heads": pearson(mine[~mlps], truth[~mlps]),
+                "ndf_1pct": result.point(budget).ndf,
+                "scoring_s": result.timings.get("scoring_s", float("nan")),
+            }
+            row["methods"][name] = figures
+            row.setdefault("effects", effects.tolist())
+            row.setdefault("node_scores", {})[name] = mine.tolist()
+            log(
+                f"{number} {kind:<16} {name:<10} Pearson MLPs {figures['pearson_mlps']:6.3f}  heads "
+                f"{figures['pearson_heads']:6.3f}  NDF@1% {figures['ndf_1pct']:6.3f}  "
+                f"scoring {figures['scoring_s']:6.2f} s"
+            )
+        rows.append(row)
+    print(f"\nmeans over {len(rows)} prompts ({spec.n_edges} edges, 1 % = {budget}); {load_average()}")
+    print(f"{'method':<12}{'Pearson MLPs':>14}{'Pearson heads':>15}{'NDF@1%':>9}{'scoring s':>11}")
+    for name in methods:
+        column = [row["methods"][name] for row in rows]
+
+        def mean(key, column=column):
+            return statistics.fmean(entry[key] for entry in column)
+
+        print(
+            f"{name:<12}{mean('pearson_mlps'):>14.3f}{mean('pearson_heads'):>15.3f}"
+            f"{mean('ndf_1pct'):>9.3f}{mean('scoring_s'):>11.2f}"
+        )
+    if len(methods) >= 2:
+        first, *others = methods
+        for other in others:
+            wins = sum(row["methods"][other]["ndf_1pct"] > row["methods"][first]["ndf_1pct"] for row in rows)
+            print(f"{other} NDF@1% above {first}'s on {wins} of {len(rows)} prompts")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"budget": budget, "rows": rows}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

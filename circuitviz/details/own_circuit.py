@@ -1,0 +1,46 @@
+"""What the methods that choose one circuit by their own rule keep beside their scores: ACDC's
+greedy pruning and the information flow routes (``OwnCircuitDetails``); the methods are
+``circuitviz.methods.acdc`` and ``circuitviz.methods.flow_routes``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from .base import MethodDetails, register_details
+
+if TYPE_CHECKING:
+    from ..results import CircuitResult
+
+
+@register_details
+@dataclass
+class OwnCircuitDetails(MethodDetails):
+    """The circuit a method's own rule chose (one per threshold), and how it got there.
+
+    method: the method's name; threshold: the value its rule cut at.
+    circuit_edges: its own circuit as edge names (what the planted benchmark judges).
+    counts: plain counts of the run (ACDC: patched rows, batched passes, edges tested, kept).
+    scores_note: what a score is and how top-N relates to the own circuit.
+    notes: anything else the run should say, in sentences.
+    """
+
+    kind: ClassVar[str] = "own-circuit"
+    version: ClassVar[int] = 1
+
+    method: str = ""
+    threshold: float = 0.0
+    circuit_edges: list = field(default_factory=list)
+    counts: dict = field(default_factory=dict)
+    scores_note: str = ""
+    notes: list = field(default_factory=list)
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        counts = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in self.counts.items())
+        lines = [
+            f"{self.method} at threshold {self.threshold:g}: its own circuit has "
+            f"{len(self.circuit_edges)} edges" + (f" ({counts})" if counts else "")
+        ]
+        if self.scores_note:
+            lines.append(f"scores: {self.scores_note}")
+        return lines + list(self.notes)

@@ -1,0 +1,164 @@
+"""AtP* (Kramár et al. 2024): attribution patching with the QK fix and GradDrop.
+
+- **QK fix.** An edge into a head's query or key moves the attention pattern, and a saturated
+  softmax makes the gradient a poor guide to that move. For an edge u -> (h, query) the queries
+  of head h are recomputed exactly from the patched input x + (z'_u - z_u) (the layer's norm,
+  projection, q-norm and rotation included), the scores become S + (q' - q) k^T / scale, the
+  softmax is taken exactly, and only then is the change linearised through the pattern:
+  ``score = sum_{t,s} (A'_ts - A_ts) dL/dA_ts``. Keys likewise, every query row renormalised.
+- **GradDrop.** Direct and indirect paths can cancel in the gradient. For each layer l the
+  gradient is computed with layer l's contribution to the residual stream (its attention and
+  MLP outputs) cut from the backward pass, and ``score = sum_l |score_l| / (L - 1)``: a magnitude,
+  no longer signed. The L backward passes run as one batch whose rows drop different layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..chunks import run_in_chunks
+from ..graph import GraphSpec
+from ..models.adapter import adapter_of
+from . import sites
+from .capture import observe
+from .gradients import reader_gradients
+from .memory import gradient_bytes_per_position
+from .scores import accumulate_scores, score_dtype
+
+if TYPE_CHECKING:
+    from ..tasks import PreparedTask
+
+WRITER_CHUNK = 16  # upstream writers whose patched queries and keys are recomputed at once
+KEEP_CHANGES_BYTES = 512 * 2**20  # pattern changes kept for every chunk of rows when they fit
+
+
+def pattern_changes(
+    model,
+    spec: GraphSpec,
+    layer: int,
+    residual: torch.Tensor,
+    scores: torch.Tensor,
+    differences: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A' - A of every head of ``layer`` when its query (first) or key (second) input moves by
+    one upstream writer's change, the softmax recomputed exactly.
+
+    residual: the layer's clean input [pos, d_model]; scores: its clean attention scores, masked
+    [n_heads, pos, pos]; differences: [pos, n_upstream, d_model]. Returns two [n_upstream,
+    n_heads, pos, pos].
+    """
+    adapter = adapter_of(model)
+    upstream = differences.shape[1]
+    scale = adapter.attention(layer).score_scale
+    queries = adapter.head_queries_keys(layer, residual[None], "q")[0]  # [pos, H, d_head]
+    keys = adapter.head_queries_keys(layer, residual[None], "k")[0]
+    pattern = torch.softmax(scores, dim=-1)  # [H, pos, pos]
+    query_part, key_part = [], []
+    for start in range(0, upstream, WRITER_CHUNK):
+        moved = residual[None] + differences[:, start : start + WRITER_CHUNK].transpose(0, 1)  # [u, pos, d]
+        query_change = adapter.head_queries_keys(layer, moved, "q") - queries  # [u, pos, H, d_head]
+        key_change = adapter.head_queries_keys(layer, moved, "k") - keys
+        shifted = scores[None] + torch.einsum("uthe,she->uhts", query_change, keys) / scale
+        query_part.append(torch.softmax(shifted, dim=-1).nan_to_num(0.0) - pattern)
+        shifted = scores[None] + torch.einsum("the,ushe->uhts", queries, key_change) / scale
+        key_part.append(torch.softmax(shifted, dim=-1).nan_to_num(0.0) - pattern)
+    return torch.cat(query_part), torch.cat(key_part)
+
+
+def atp_star_scores(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    clean_writers: torch.Tensor,
+    corrupted_writers: torch.Tensor,
+    qk_fix: bool = True,
+    grad_drop: bool = True,
+    progress: Callable[[str, float], None] | None = None,
+) -> torch.Tensor:
+    """AtP* edge scores of one task (AtP, that is EAP, with both switched off).
+
+    clean_writers, corrupted_writers: [1, pos, n_forward, d_model]. Returns [n_forward,
+    n_backward] on the model's device, in the precision scores accumulate in.
+    """
+    adapter = adapter_of(model)
+    problem = adapter.attention_score_problem() if qk_fix else None
+    if problem is not None:
+        raise ValueError(
+            f"AtP*'s QK fix recomputes attention exactly, and this model's cannot be: {problem}; switch qk_fix off."
+        )
+    n_layers = spec.n_layers
+    rows = n_layers if grad_drop else 1
+    differences = corrupted_writers - clean_writers  # [1, pos, n_forward, d_model]
+    dtype, device = score_dtype(adapter.dtype), differences.device
+    names = [
+        name for layer in range(n_layers) for name in (sites.resid_pre(layer), sites.attention_scores(layer))
+    ]
+    seen = observe(model, spec, prepared.clean_tokens, names, keep_writers=False)[1] if qk_fix else {}
+    patterns = [sites.attention_pattern(layer) for layer in range(n_layers)] if qk_fix else []
+    total = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype, device=device)
+    # A' - A does not depend on the row (the dropped layer): made once when all layers' fit
+    positions = prepared.n_positions
+    size = sum(2 * spec.upstream_of_heads(layer) * spec.n_heads * positions**2 for layer in range(n_layers))
+    kept: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = (
+        {} if size * adapter.element_size <= KEEP_CHANGES_BYTES else None
+    )
+
+    def changes_of(layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if kept is not None and layer in kept:
+            return kept[layer]
+        found = pattern_changes(
+            model,
+            spec,
+            layer,
+            seen[sites.resid_pre(layer)][0],
+            seen[sites.attention_scores(layer)][0],
+            differences[0, :, : spec.upstream_of_heads(layer)],
+        )
+        if kept is not None:
+            kept[layer] = found
+        return found
+
+    def compute(chunk: slice) -> torch.Tensor:
+        count = chunk.stop - chunk.start
+        dropped = torch.arange(chunk.start, chunk.stop, device=device)  # the layer each row drops
+
+        def drop(x, hook, layer):
+            cut = (dropped == layer)[:, None, None]
+            return torch.where(cut, x.detach(), x)
+
+        hooks = []
+        if grad_drop:
+            for layer in range(n_layers):
+                for name in (sites.attention_out(layer), sites.mlp_out(layer)):
+                    hooks.append((name, lambda x, hook, layer=layer: drop(x, hook, layer)))
+        gradients, _ = reader_gradients(model, spec, prepared, count, extra_hooks=hooks, extra_grads=patterns)
+        part = torch.zeros(count, spec.n_forward, spec.n_backward, dtype=dtype, device=device)
+        owner = torch.arange(count, device=device)
+        accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner=owner)
+        for layer in range(n_layers if qk_fix else 0):
+            upstream = spec.upstream_of_heads(layer)
+            changes = changes_of(layer)
+            pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(dtype)  # [rows, H, t, s]
+            for kind, change in zip("qk", changes):
+                estimate = torch.einsum("uhts,rhts->ruh", change.to(dtype), pattern_gradient)
+                part[:, :upstream, spec.head_backward(layer, kind)] = estimate
+        return part.abs().sum(0) / max(n_layers - 1, 1) if grad_drop else part[0]
+
+    def commit(chunk: slice, part: torch.Tensor) -> None:
+        total.add_(part)
+        if progress:
+            progress("score", chunk.stop / rows)
+
+    run_in_chunks(
+        model,
+        "gradient",
+        rows,
+        prepared.n_positions,
+        gradient_bytes_per_position(model, prepared.n_positions),
+        compute,
+        commit,
+    )
+    return total

@@ -1,0 +1,260 @@
+"""Exact patching where a norm sits between several writers and the residual stream.
+
+Gemma (and OLMo-2) normalise the *sum* of a layer's heads before adding it to the residual
+stream: the layer adds ``norm(sum_h raw_h)``. The graph gives each head a share of that,
+``raw_h`` through the norm at the run's own scale (``capture.frozen_norm``), so the shares add up
+to what the layer adds. A reader v that keeps some of the layer's heads and loses others sees,
+in the model's own computation, ``norm(sum_h mix_h)`` with ``mix_h`` the head's current raw
+output where the edge h -> v is kept and its corrupted raw output where it is removed (weights
+in between for a relaxed mask: ``raw_h + w_h (raw'_h - raw_h)``). Summing frozen-scale shares
+instead, ``sum_h share_h + w_h (share'_h - share_h)``, mixes two runs' scales: a linearisation,
+exact only when v keeps all of the layer's heads or none of them.
+
+``SharedNormPatch`` adds to each reader's patch the difference between the two for every
+(reader, layer) pair whose weights on the layer's heads are neither all 0 nor all 1 (the others
+are exact already), so the reader sees exactly ``norm`` of its own mix. Boolean circuits are
+grouped by identical masks: one norm per distinct (circuit, layer, mask of the layer's heads)
+(per position too for position circuits), however many readers share it. A relaxed mask's pairs
+are computed one by one (their weights differ), in the autograd graph. Models without such a
+norm get no ``SharedNormPatch`` and run as before.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from ..graph import GraphSpec
+from ..models.adapter import adapter_of, apply_norm
+
+
+class SharedNormPatch:
+    """Per-reader corrections for post-normed layers, filled as the run reaches each layer.
+
+    weights: [batch, n_forward, n_backward] (or [..., pos] for position units), the share of each
+    edge carrying its writer's corrupted output, the same tensor the linear patch uses.
+    corrupted_raw: [g, pos, n_layers * n_heads, d_model], the g tasks' corrupted raw heads;
+    corrupted_writers: [g, pos, n_forward, d_model], their frozen-scale shares as the linear patch
+    reads them (the batch is g equal runs of rows, as in ``patching.patch_hooks``).
+    ``group``: each batch row's task [batch]. ``grouped``: merge pairs with identical 0/1 masks
+    (boolean circuits); otherwise each pair is its own entry, differentiable in the weights.
+
+    An entry is one (row, layer, mask) (and position, for position units); its correction is a
+    row of the layer's table. Boolean edge circuits lay each row's entries out side by side
+    ([batch, K, ...], K the most entries any row has), so one batched product per layer makes
+    them all; the others gather theirs. A reader's correction sums its pairs' table rows with
+    one sparse product per (reader group, layer).
+    """
+
+    def __init__(
+        self,
+        model,
+        spec: GraphSpec,
+        weights: torch.Tensor,
+        corrupted_raw: torch.Tensor,
+        corrupted_writers: torch.Tensor,
+        group: torch.Tensor,
+        grouped: bool,
+    ):
+        adapter = adapter_of(model)
+        self.spec = spec
+        self.weights = weights
+        self.positions = weights.dim() == 4
+        self.padded = grouped and not self.positions  # entries side by side per row
+        self.corrupted_raw = corrupted_raw
+        self.corrupted_writers = corrupted_writers
+        self.group = group
+        self.grouped = grouped
+        self.norms = {
+            layer: adapter.attention_post_norm(layer)[0]
+            for layer, normed in enumerate(adapter.post_normed_layers)
+            if normed
+        }
+        # layer -> (entries' rows, positions or None, masks [T, H] or [batch, K, H] or None, pairs)
+        self.entries: dict[int, tuple] = {}
+        # layer -> (pairs [P, 2 or 3]: row, reader(, position); each pair's table row [P]), CPU
+        self.pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.tables: dict[int, torch.Tensor] = {}  # layer -> corrections [table rows, width]
+        self._sums: dict[tuple[int, int], torch.Tensor | None] = {}  # readers -> sparse sum
+        self._plan()
+        # every layer's table rows one after another: the boolean run fills one tensor in place
+        self.offsets: dict[int, int] = {}
+        total = 0
+        for layer in self.pairs:
+            self.offsets[layer] = total
+            total += self._table_rows(layer)
+        self._table = None
+        if not weights.requires_grad and total:
+            positions = corrupted_raw.shape[1]
+            width = spec.d_model * (1 if self.positions else positions)
+            # every row is written (a layer's whole block) before any reader reads it
+            self._table = torch.empty(total, width, dtype=corrupted_raw.dtype, device=corrupted_raw.device)
+
+    # ----- before the run: which (row, layer, reader) pairs mix, and their distinct masks --------
+    def _plan(self) -> None:
+        spec, n_heads = self.spec, self.spec.n_heads
+        batch = self.weights.shape[0]
+        with torch.no_grad():
+            values = self.weights.detach()
+            for layer in self.norms:
+                heads = spec.head_forward(layer)
+                share = values[:, heads.start : heads.stop]  # [b, H, bwd(, pos)]
+                mixed = (share != 0).any(1) & ~(share == 1).all(1)  # [b, bwd(, pos)]
+                index = mixed.nonzero()  # [P, 2 or 3]: row, reader(, position)
+                if not index.shape[0]:
+                    continue
+                if self.positions:
+                    masks = share[index[:, 0], :, index[:, 1], index[:, 2]]  # [P, H]
+                else:
+                    masks = share[index[:, 0], :, index[:, 1]]  # [P, H]
+                if not self.grouped:
+                    row = torch.arange(index.shape[0], device=index.device)
+                    place = index[:, 2] if self.positions else None
+                    self.entries[layer] = (index[:, 0], place, None, index)
+                    self.pairs[layer] = (index.cpu(), row.cpu())  # read once per batch
+                    continue
+                keys = [index[:, :1]] + ([index[:, 2:3]] if self.positions else [])
+                keys = torch.cat(keys + [masks.round().long()], dim=1)  # [P, 1(+1) + H]
+                unique, inverse = torch.unique(keys, dim=0, return_inverse=True)  # sorted by row
+                bits = unique[:, -n_heads:].to(values.dtype)  # [T, H]
+                if self.positions:
+                    self.entries[layer] = (unique[:, 0], unique[:, 1], bits, None)
+                    self.pairs[layer] = (index.cpu(), inverse.cpu())
+                    continue
+                rows = unique[:, 0]
+                counts = torch.bincount(rows, minlength=batch)  # entries per row
+                first = torch.cumsum(counts, 0) - counts  # each row's first entry
+                slot = torch.arange(rows.shape[0], device=rows.device) - first[rows]  # within its row
+                width = int(counts.max())
+                padded = torch.zeros(batch, width, n_heads, dtype=values.dtype, device=values.device)
+                padded[rows, slot] = bits
+                self.entries[layer] = (rows, None, padded, None)
+                table_row = rows * width + slot  # [T]: the entry's row of the layer's table
+                self.pairs[layer] = (index.cpu(), table_row[inverse].cpu())
+
+    def _masks(self, layer: int) -> torch.Tensor:
+        """Each entry's weights on the layer's heads [entries, H] (in the autograd graph for a
+        relaxed mask), or [batch, K, H] laid out per row."""
+        rows, place, masks, index = self.entries[layer]
+        if masks is not None:
+            return masks
+        heads = self.spec.head_forward(layer)
+        share = self.weights[:, heads.start : heads.stop]  # [b, H, bwd(, pos)]
+        if self.positions:
+            return share[index[:, 0], :, index[:, 1], index[:, 2]]
+        return share[index[:, 0], :, index[:, 1]]
+
+    # ----- during the run: a layer's corrections, as soon as its heads are known ----------------
+    def __call__(self, layer: int, raw: torch.Tensor, shares: torch.Tensor) -> None:
+        """The corrections of every entry of ``layer``: norm(mix of raw heads) minus the linear
+        patch's mix of shares. raw, shares: this run's [batch, pos, H, d_model]."""
+        if layer not in self.entries:
+            return
+        rows, place, _, _ = self.entries[layer]
+        masks = self._masks(layer).to(raw.dtype)  # [T, H] or [batch, K, H]
+        heads = slice(layer * self.spec.n_heads, (layer + 1) * self.spec.n_heads)
+        forward = self.spec.head_forward(layer)
+        was_raw = self.corrupted_raw[:, :, heads]  # [g, pos, H, d]
+        was_share = self.corrupted_writers[:, :, forward.start : forward.stop]  # [g, pos, H, d]
+        if self.padded:  # one product per layer for every row's entries
+            batch, positions, n_heads, d_model = raw.shape
+            if was_raw.shape[0] > 1:
+                was_raw, was_share = was_raw[self.group], was_share[self.group]
+            moves = torch.cat([was_raw - raw, was_share - shares], dim=-1)  # [b, pos, H, 2d]
+            moves = moves.transpose(1, 2).reshape(batch, n_heads, positions * 2 * d_model)
+            moved = torch.bmm(masks, moves).view(batch, -1, positions, 2 * d_model)  # [b, K, pos, 2d]
+            mix = raw.sum(2)[:, None] + moved[..., :d_model]
+            linear = shares.sum(2)[:, None] + moved[..., d_model:]
+            table = apply_norm(self.norms[layer], mix) - linear  # [b, K, pos, d]
+            self._keep(layer, table.reshape(-1, positions * d_model))
+            return
+        task = self.group[rows]
+        if self.positions:  # one position per entry: [T, H, d_model]
+            now_raw, now_share = raw[rows, place], shares[rows, place]
+            was_raw, was_share = was_raw[task, place], was_share[task, place]
+            pattern = "th,thd->td"
+        else:  # every position: [T, pos, H, d_model]
+            now_raw, now_share = raw[rows], shares[rows]
+            was_raw, was_share = was_raw[task], was_share[task]
+            pattern = "th,tphd->tpd"
+        mix = now_raw.sum(-2) + torch.einsum(pattern, masks, was_raw - now_raw)
+        linear = now_share.sum(-2) + torch.einsum(pattern, masks, was_share - now_share)
+        table = apply_norm(self.norms[layer], mix) - linear  # [T, (pos,) d_model]
+        self._keep(layer, table.reshape(table.shape[0], -1))
+
+    def _keep(self, layer: int, table: torch.Tensor) -> None:
+        """A layer's corrections [rows, width]: written into the shared table (a boolean run) or
+        kept as they are (a relaxed mask's run, whose gradient flows through them)."""
+        if self._table is not None:
+            start = self.offsets[layer]
+            self._table[start : start + table.shape[0]] = table
+        self.tables[layer] = table
+
+    def correction(self, readers: slice) -> torch.Tensor | None:
+        """What readers ``readers`` add to the linear patch: the sum of their pairs' corrections
+        over the layers computed so far (every layer upstream of them), one sparse product.
+        [batch, n_readers, pos, d_model] for edge circuits, [batch, pos, n_readers, d_model] for
+        position circuits; None when none of them mixes."""
+        summing = self._summing(readers)
+        if summing is None:
+            return None
+        n_rows = summing.shape[1]
+        needed = [layer for layer in self.pairs if self.offsets[layer] < n_rows]
+        missing = [layer for layer in needed if layer not in self.tables]
+        if missing:
+            raise RuntimeError(f"readers {readers} mix layer {missing[0]} before it ran")
+        if self.weights.requires_grad:  # the tables stay separate tensors in the autograd graph
+            table = torch.cat([self.tables[layer] for layer in needed])
+        else:
+            table = self._table[:n_rows]
+        total = summing @ table  # [targets, width]
+        batch, n = self.weights.shape[0], readers.stop - readers.start
+        if self.positions:
+            return total.view(batch, -1, n, self.spec.d_model)
+        return total.view(batch, n, -1, self.spec.d_model)
+
+    def _summing(self, readers: slice) -> torch.Tensor | None:
+        """The sparse [targets, table rows] matrix that sums each target's pairs (targets: (row,
+        reader) or (row, position, reader); table rows: every layer's, one after another, up to
+        the last layer these readers mix), or None when no pair targets ``readers``. Made once
+        per reader group from the plan, on the CPU."""
+        key = (readers.start, readers.stop)
+        if key not in self._sums:
+            targets, sources, last = [], [], 0
+            batch, n = self.weights.shape[0], readers.stop - readers.start
+            for layer, (index, source) in self.pairs.items():
+                inside = (index[:, 1] >= readers.start) & (index[:, 1] < readers.stop)
+                if not inside.any():
+                    continue
+                chosen = index[inside]
+                if self.positions:
+                    positions = self.weights.shape[-1]
+                    target = (chosen[:, 0] * positions + chosen[:, 2]) * n + chosen[:, 1] - readers.start
+                else:
+                    target = chosen[:, 0] * n + chosen[:, 1] - readers.start
+                targets.append(target)
+                sources.append(source[inside] + self.offsets[layer])
+                last = self.offsets[layer] + self._table_rows(layer)
+            if not targets:
+                self._sums[key] = None
+                return None
+            size = batch * n * (self.weights.shape[-1] if self.positions else 1)
+            target, source = torch.cat(targets), torch.cat(sources)
+            # each (target, source) appears once: sorting by target gives the CSR layout directly
+            order = torch.argsort(target, stable=True)
+            rows = torch.zeros(size + 1, dtype=torch.long, device="cpu")  # built on the CPU
+            rows[1:] = torch.cumsum(torch.bincount(target, minlength=size), 0)
+            ones = torch.ones(len(target), dtype=self.weights.dtype, device="cpu")
+            with warnings.catch_warnings():  # torch calls sparse CSR "beta"; its product is what we need
+                warnings.simplefilter("ignore")
+                matrix = torch.sparse_csr_tensor(rows, source[order], ones, (size, last))
+                self._sums[key] = matrix.to(self.weights.device)
+        return self._sums[key]
+
+    def _table_rows(self, layer: int) -> int:
+        """How many rows the layer's table has (known from the plan, before the run)."""
+        rows, _, masks, _ = self.entries[layer]
+        if self.padded:
+            return masks.shape[0] * masks.shape[1]
+        return int(rows.shape[0])

@@ -1,0 +1,172 @@
+"""ACDC (Conmy et al. 2023): a circuit by greedy pruning with real patching (docs/methods.md).
+
+The walk starts from the whole graph and visits the readers from the logits backwards (reverse
+topological order: ``logits``, the last MLP, the last layer's value, key and query inputs, ...,
+which is the readers' index order reversed). At each reader it tries its incoming edges one at a
+time, latest writer first: the edge is switched to the corrupted run, every other edge keeping
+its current state, and removed for good when the metric moves by less than the threshold
+``tau x |L(M(q)) - L(M(q'))|``; otherwise it is put back. A node none of whose outgoing edges is
+kept by the time its readers come up changes nothing downstream: its incoming edges are removed
+without a pass (as ACDC does, it is never put on the queue).
+
+The decisions are sequential, but most edges are removed, so the walk speculates that they will
+be: one batched patched pass carries the circuits "the current state with the next 1, 2, ..., B
+edges of this reader removed". While the prefix's edges are all removed, row k's change against
+row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
+stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
+(tested against it); B doubles while everything is removed and halves after a kept edge.
+
+Scores: each edge's metric change when it was tested (signed, ``L(without it) - L(with it)`` in
+the state of that moment); an edge never tested (its reader's node was already cut off) scores 0.
+With ``tau > 0`` the kept edges are exactly those with ``|score| >= tau x span``, so top-N at the
+size of ACDC's circuit is its circuit, and smaller budgets keep the edges whose removal moved
+the metric most. ACDC's metric here is the task's metric (a logit difference, log-probability or
+probability), not the KL divergence of the paper's default: the shared engine reads only the
+answer and foil columns of the unembedding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..details.own_circuit import OwnCircuitDetails
+from ..graph import prune
+from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .registry import register
+from .settings import check_settings, setting
+
+SCORES_NOTE = (
+    "each edge's signed metric change when ACDC tested it (the state of that moment), 0 where it was "
+    "removed untested; the kept edges are those with |score| >= the threshold, so top-N at the circuit's "
+    "size is ACDC's circuit"
+)
+
+
+@dataclass(frozen=True)
+class ACDCConfig:
+    """ACDC's threshold and how many circuits one speculative pass may carry."""
+
+    threshold: float = setting(
+        0.01,
+        "remove an edge when patching it moves the metric by less than this part of the clean-corrupted "
+        "difference (ACDC's tau, relative).",
+        low=0.0,
+        high=1.0,
+    )
+    max_batch: int = setting(
+        32, "at most this many speculative circuits in one patched pass.", low=1, high=256
+    )
+
+    def __post_init__(self):
+        check_settings(self)  # every bound its fields declare
+
+
+@dataclass
+class WalkCounts:
+    """What the walk cost and found."""
+
+    rows: int = 0  # patched circuits evaluated (each a forward pass over the prompt)
+    passes: int = 0  # batched patched passes (sequential steps)
+    tested: int = 0  # edges ACDC decided by a measurement
+    kept: int = 0  # edges kept
+
+
+def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None):
+    """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
+
+    ``tau`` is absolute (in the metric's units). On the evaluator's device.
+    """
+    device = evaluator.device
+    graph = spec.tensors(device)
+    state = graph.edge_mask.clone()
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=device)
+    owner = spec.backward_to_forward.tolist()  # the node each reader belongs to (-1: logits)
+    parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
+    counts = WalkCounts()
+    current = float(evaluator.baseline.clean)
+    batch = 2
+    for step, reader in enumerate(reversed(range(spec.n_backward))):
+        node = owner[reader]
+        if node >= 0 and not bool(state[node].any()):  # cut off: nothing downstream reads it
+            state[:, reader] = False
+            continue
+        parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
+        start = 0
+        while start < len(parents):
+            size = min(batch, len(parents) - start)
+            rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
+            for k in range(size):  # row k: the next k + 1 edges removed
+                rows[k:, parents[start + k], reader] = False
+            values = evaluator.metrics(rows).double().tolist()
+            counts.rows += size
+            counts.passes += 1
+            before = current
+            decided, kept_one = 0, False
+            for k, value in enumerate(values):
+                parent = parents[start + k]
+                change = value - before
+                scores[parent, reader] = change
+                counts.tested += 1
+                decided += 1
+                if abs(change) < tau:
+                    state[parent, reader] = False
+                    before = value
+                    continue
+                counts.kept += 1  # kept: the later rows removed it, so they are stale
+                kept_one = True
+                break
+            current = before
+            start += decided
+            batch = max(1, batch // 2) if kept_one else min(max_batch, batch * 2)
+        if progress is not None:
+            progress("score", (step + 1) / spec.n_backward)
+    return state, scores, counts
+
+
+@register
+class ACDC(ScoringMethod):
+    name = "acdc"
+    label = "ACDC"
+    summary = (
+        "Greedy pruning by real patching, from the logits backwards: an edge is removed for good when "
+        "corrupting it moves the metric less than the threshold."
+    )
+    Config = ACDCConfig
+    Details = OwnCircuitDetails
+
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        # one patched row per edge tested, plus the rows a kept edge makes stale, less the edges of
+        # cut-off nodes removed untested: about one row per edge (100 rows for the default planted
+        # model's 100 edges, 57-62 for the tiny models' 46, where far more edges are kept), each
+        # row priced as one circuit of the faithfulness curve
+        return Cost(passes=PREPARE_PASSES + PATCHED_PASS * (spec.n_edges + n_budgets))
+
+    def score(self, ctx: RunContext, config) -> torch.Tensor:
+        return self.score_with_details(ctx, config)[0]
+
+    def score_with_details(self, ctx: RunContext, config):
+        evaluator, spec = ctx.evaluator, ctx.spec
+        span = abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+        tau = float(config.threshold) * span
+        with ctx.timed("walk_s"):
+            kept, scores, counts = acdc_walk(evaluator, spec, tau, int(config.max_batch), ctx.progress)
+        circuit = prune(spec, kept.cpu())
+        details = OwnCircuitDetails(
+            method=self.name,
+            threshold=float(config.threshold),
+            circuit_edges=spec.edge_names_of(circuit),
+            counts={
+                "patched_rows": counts.rows,
+                "batched_passes": counts.passes,
+                "edges_tested": counts.tested,
+                "edges_kept": counts.kept,
+            },
+            scores_note=SCORES_NOTE,
+            notes=[
+                f"threshold {config.threshold:g} of the clean-corrupted difference |{span:.4g}| = {tau:.4g} "
+                "in the task's metric (not the KL divergence)"
+            ],
+        )
+        return scores, details

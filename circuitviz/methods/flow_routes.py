@@ -1,0 +1,244 @@
+"""Information flow routes (Ferrando and Voita 2024): a circuit from one forward pass of the clean
+prompt, by proximity, with no corrupted prompt and no gradient (docs/methods.md).
+
+A vector that is a sum of parts, y = sum_k z_k, gives part k the share
+
+    share_k = max(0, ||y||_1 - ||y - z_k||_1) / sum_j max(0, ||y||_1 - ||y - z_j||_1)
+
+(how much closer y is to the origin than y without z_k, in L1; a part pointing away from the sum
+gets nothing). On the engine's graph two kinds of sum occur, at each token position:
+- a reader's input is the sum of its upstream writers' outputs (the residual stream before its
+  layer): the token-level edge (u, p) -> (v, p) has u's share of v's input at position p;
+- a head's output at position i is the sum over source positions j of ``A_ij x (value_j W_O)``
+  (its attention weight times its value projected out, through Gemma's post-attention norm with
+  the norm's scale at i, as the engine defines a head's output): (head<v>, j) -> (head, i) has
+  source j's share of it. As in the paper, attention weights are taken as given: queries and keys
+  carry nothing (the ``queries_keys`` setting instead routes a head's importance to its query at
+  i and to its key at every j it attends to with weight at least the threshold).
+
+Routes: from the prediction (the logits reader at the last position) backwards, a token-level
+edge is on a route when its share is at least the threshold and its target is on a route. An
+engine edge u -> v scores the sum over positions of u's share of v's input where (v, p) is on a
+route and the share reaches the threshold; 0 off the routes. Its own circuit is the edges with a
+score above 0, pruned; top-N of the scores ranks within it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..details.own_circuit import OwnCircuitDetails
+from ..engine import sites
+from ..engine.capture import observe
+from ..graph import GraphSpec, prune
+from ..models.adapter import adapter_of
+from ..tasks import PreparedTask, str_tokens
+from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .registry import register
+from .settings import check_settings, setting
+
+SCORES_NOTE = (
+    "an edge's score is the sum over token positions of its writer's proximity share of its reader's "
+    "input where that reader is on a route from the prediction and the share reaches the threshold; "
+    "0 off the routes"
+)
+NO_CORRUPTION_NOTE = (
+    "No corrupted prompt: the routes need none, but the faithfulness curve patches every edge outside a "
+    "circuit to a corrupted run; it used a neutral prompt (every token after the first replaced by the "
+    "padding token). Give a corrupted prompt to measure against your own corruption."
+)
+
+
+@dataclass(frozen=True)
+class FlowRoutesConfig:
+    """The threshold of the routes, and whether queries and keys carry importance."""
+
+    threshold: float = setting(
+        0.04,
+        "a token-level edge is on a route when its proximity share is at least this (the paper's tau).",
+        low=0.0,
+        high=1.0,
+    )
+    queries_keys: bool = setting(
+        False,
+        "also route a head's importance to its query and keys (the paper: values only).",
+    )
+
+    def __post_init__(self):
+        check_settings(self)  # every bound its fields declare
+
+
+def proximity_shares(parts: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """Each part's proximity share of ``total`` (the module docstring's formula).
+
+    parts [..., n, d], total [..., d] -> [..., n], each row summing to 1 (0 where no part is near)."""
+    closer = total.abs().sum(-1, keepdim=True) - (total[..., None, :] - parts).abs().sum(-1)
+    closer = closer.clamp_min(0.0)
+    mass = closer.sum(-1, keepdim=True)
+    return torch.where(
+        mass > 0, closer / mass.clamp_min(torch.finfo(closer.dtype).tiny), torch.zeros_like(closer)
+    )
+
+
+def _post_norm(norm, parts: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """The layer's post-attention norm applied linearly to parts [b, i, n, d] with the scale of the
+    whole sum at i frozen (scale [b, i, 1]); biases belong to no source and are left out."""
+    if norm is None:
+        return parts
+    if "LayerNorm" in type(norm).__name__:
+        parts = parts - parts.mean(-1, keepdim=True)
+    parts = parts / scale[:, :, None, :]
+    weight = getattr(norm, "w", None)
+    return parts * weight if weight is not None else parts
+
+
+@torch.no_grad()
+def value_shares(model, spec: GraphSpec, layer: int, captured: dict) -> torch.Tensor:
+    """Each head's source shares: [n_heads, i, j] (source j's share of the head's output at i)."""
+    adapter = adapter_of(model)
+    pattern = captured[sites.attention_pattern(layer)][0]  # [H, i, j]
+    values = captured[sites.head_projection(layer, "v")]  # [1, j, H or groups, d_head]
+    if values.shape[2] != spec.n_heads:  # grouped values: head h reads group h // size
+        values = values.repeat_interleave(spec.n_heads // values.shape[2], dim=2)
+    # each value projected out by its head's W_O (the adapter adds the output bias's share, which
+    # belongs to no source: taken off again)
+    projected = (adapter.head_results(layer, values) - adapter.head_results(layer, torch.zeros_like(values)))[
+        0
+    ]
+    parts = pattern[..., None] * projected.permute(1, 0, 2)[:, None]  # [H, i, j, d_model]
+    norm, name = adapter.attention_post_norm(layer)
+    if norm is not None:
+        scale = captured[sites.norm_scale(layer, name)]  # [1, i, 1]
+        heads, positions = parts.shape[0], parts.shape[1]
+        flat = parts.permute(1, 0, 2, 3).reshape(1, positions, heads * positions, -1)  # [1, i, H*j, d]
+        parts = _post_norm(norm, flat, scale).reshape(positions, heads, positions, -1).permute(1, 0, 2, 3)
+    return proximity_shares(parts, parts.sum(2))
+
+
+@torch.no_grad()
+def route_scores(model, spec: GraphSpec, tokens: torch.Tensor, tau: float, queries_keys: bool = False):
+    """(engine edge scores [n_forward, n_backward] on the model's device, token-level reach of
+    every reader [n_backward, pos] bool) of the routes from the last position."""
+    adapter = adapter_of(model)
+    hooks = []
+    for layer in range(spec.n_layers):
+        hooks += [sites.attention_pattern(layer), sites.head_projection(layer, "v")]
+        norm, name = adapter.attention_post_norm(layer)
+        if norm is not None:
+            hooks.append(sites.norm_scale(layer, name))
+    writers, captured, _ = observe(model, spec, tokens, hooks)
+    writers = writers[0]  # [pos, n_forward, d_model]
+    n_positions = writers.shape[0]
+    device = writers.device
+    scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=writers.dtype, device=device)
+    reader_reach = torch.zeros(spec.n_backward, n_positions, dtype=torch.bool, device=device)
+    writer_reach = torch.zeros(spec.n_forward, n_positions, dtype=torch.bool, device=device)
+    shares_of: dict[int, torch.Tensor] = {}  # upstream count -> [pos, count] shares of the residual
+
+    def feed(readers: Sequence[int], upstream: int) -> None:
+        """Score the edges into ``readers`` (sharing their upstream writers) and reach their writers."""
+        if upstream not in shares_of:
+            parts = writers[:, :upstream]  # [pos, upstream, d_model]
+            shares_of[upstream] = proximity_shares(parts, parts.sum(1))
+        shares = shares_of[upstream]  # [pos, upstream]
+        strong = shares >= tau
+        for reader in readers:
+            on_route = reader_reach[reader][:, None] & strong  # [pos, upstream]
+            scores[:upstream, reader] = (shares * on_route).sum(0)
+            writer_reach[:upstream] |= on_route.t()
+
+    reader_reach[spec.logits_backward, -1] = True
+    feed([spec.logits_backward], spec.n_forward)
+    for layer in reversed(range(spec.n_layers)):
+        mlp = spec.mlp_forward(layer)
+        reader_reach[spec.mlp_backward(layer)] = writer_reach[mlp]
+        feed([spec.mlp_backward(layer)], spec.upstream_of_mlp(layer))
+        shares = value_shares(model, spec, layer, captured)  # [H, i, j]
+        heads = spec.head_forward(layer)
+        reached = writer_reach[heads]  # [H, i]
+        value_route = (reached[:, :, None] & (shares >= tau)).any(1)  # [H, j]
+        reader_reach[spec.head_backward(layer, "v")] = value_route
+        readers = list(range(spec.head_backward(layer, "v").start, spec.head_backward(layer, "v").stop))
+        if queries_keys:
+            pattern = captured[sites.attention_pattern(layer)][0]  # [H, i, j]
+            reader_reach[spec.head_backward(layer, "q")] = reached
+            reader_reach[spec.head_backward(layer, "k")] = (reached[:, :, None] & (pattern >= tau)).any(1)
+            for kind in ("q", "k"):
+                index = spec.head_backward(layer, kind)
+                readers += list(range(index.start, index.stop))
+        feed(readers, spec.upstream_of_heads(layer))
+    return scores, reader_reach
+
+
+@register
+class FlowRoutes(ScoringMethod):
+    name = "flow-routes"
+    label = "Information flow routes"
+    summary = (
+        "Routes from the prediction backwards by proximity shares in one forward pass of the clean "
+        "prompt: no corrupted prompt, no gradient."
+    )
+    Config = FlowRoutesConfig
+    Details = OwnCircuitDetails
+    needs_corrupted = False
+    scores_estimate_metric = False  # proximity shares, not changes of the metric
+
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        # one observed pass (every writer and the attention patterns kept, about 3 plain passes),
+        # the shares (cheap beside it), then the clean/corrupted runs and the curve when measured
+        return Cost(passes=3.0 + PREPARE_PASSES + PATCHED_PASS * n_budgets)
+
+    def score(self, ctx: RunContext, config) -> torch.Tensor:
+        return self.score_with_details(ctx, config)[0]
+
+    def score_with_details(self, ctx: RunContext, config):
+        spec = ctx.spec
+        prepared = ctx.prepared(need_corrupted=False)
+        with ctx.timed("routes_s"):
+            scores, reach = route_scores(
+                ctx.model, spec, prepared.clean_tokens, float(config.threshold), bool(config.queries_keys)
+            )
+        circuit = prune(spec, (scores > 0).cpu() & spec.edge_mask)
+        details = OwnCircuitDetails(
+            method=self.name,
+            threshold=float(config.threshold),
+            circuit_edges=spec.edge_names_of(circuit),
+            counts={
+                "token_readers_on_routes": int(reach.sum()),
+                "edges_on_routes": int(((scores > 0).cpu() & spec.edge_mask).sum()),
+            },
+            scores_note=SCORES_NOTE,
+            notes=[
+                "the faithfulness curve patches to the task's corrupted prompt; the routes did not use it"
+                if ctx.task.corrupted
+                else NO_CORRUPTION_NOTE
+            ],
+        )
+        return scores, details
+
+    def run_batch(self, contexts, config, budgets, progress=None):
+        """Tasks with a corrupted prompt are measured against it; one without against the neutral
+        prompt (``neutral_task``): the routes never read either."""
+        for ctx in contexts:
+            if not ctx.task.corrupted and True not in ctx._prepared:
+                ctx._prepared[True] = neutral_task(ctx.model, ctx.prepared(need_corrupted=False))
+                ctx.check_meaningful = False  # the check judges a user's corruption; none was given
+        return super().run_batch(contexts, config, budgets, progress)
+
+
+def neutral_task(model, prepared: PreparedTask) -> PreparedTask:
+    """The task with a neutral corrupted prompt, for the faithfulness curve of a task given none:
+    every token after the first replaced by the tokenizer's padding token (its beginning-of-text
+    token where it has none), so patched edges carry what the model computes with the prompt's
+    content erased."""
+    adapter = adapter_of(model)
+    token = adapter.pad_token_id if adapter.pad_token_id is not None else adapter.bos_token_id
+    tokens = prepared.clean_tokens.clone()
+    tokens[:, 1:] = int(token if token is not None else 0)
+    return dataclasses.replace(
+        prepared, corrupted_tokens=tokens, corrupted_str_tokens=str_tokens(model, tokens[0].tolist())
+    )

@@ -1,0 +1,56 @@
+"""RelP, relevance patching (Jafari et al. 2025): attribution patching whose backward pass follows
+layer-wise relevance propagation rules instead of the plain gradient.
+
+An edge u -> v scores ``(z'_u - z_u) . r_v`` as EAP does, with r_v the metric's "gradient" at v's
+input computed by a backward pass in which norms are linear (scale fixed), attention patterns are
+constants, an activation f passes back f(x)/x and a gated MLP's product shares its relevance
+half and half between its factors (``engine.relevance``). Two forward passes (clean, corrupted)
+and one backward, like EAP. Heads' queries and keys receive nothing (the pattern is a constant),
+so edges into them score 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..engine.relevance import relevance_hooks
+from ..engine.scores import batched_gradient_scores
+from .base import Cost, ScoringMethod, gradient_cost
+from .registry import register
+
+
+@dataclass(frozen=True)
+class RelPConfig:
+    """RelP has no settings: its rules are fixed."""
+
+
+@register
+class RelP(ScoringMethod):
+    name = "relp"
+    label = "RelP"
+    summary = "Relevance patching: attribution patching with a backward pass by relevance-propagation rules."
+    Config = RelPConfig
+    calibration_family = ("eap",)  # EAP's passes with other rules: priced as EAP's until measured
+
+    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+        return gradient_cost(1, n_budgets)
+
+    def score_batch(self, contexts, config, progress=None):
+        evaluators = [ctx.evaluator for ctx in contexts]
+        model, spec = contexts[0].model, contexts[0].spec
+        clean = torch.cat([e.clean_writers for e in evaluators])
+        corrupted = torch.cat([e.corrupted_writers for e in evaluators])
+        scores = batched_gradient_scores(
+            model,
+            spec,
+            [ctx.prepared() for ctx in contexts],
+            clean,
+            corrupted,
+            None,
+            progress,
+            extra_hooks=lambda: relevance_hooks(model, spec),
+            split_inputs=True,
+        )
+        return [(matrix, None) for matrix in scores]

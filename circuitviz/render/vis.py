@@ -1,0 +1,241 @@
+"""The one circuit drawing as plain data, and the standalone page that draws it with vis-network.
+
+Every circuit view (the layered graph of heads and MLPs, the graph over token positions, ACC++'s
+signals, a consensus, an SAE-feature circuit) builds a ``VisGraph``: nodes with FIXED computed
+coordinates (no physics) in layout units, edges, a one-line legend and the rest of the key for
+its hover. The app draws it inside the page with a custom component (``ui.graph_view``); the
+downloads and ``discover --html`` get ``standalone_page``, which inlines vis-network's script read
+from the installed pyvis package (nothing loads from the internet).
+
+The drawing is fitted to its frame: the frame's height follows from its width and the layout's
+aspect ratio (``frame_height``), and vis-network's ``fit`` runs after the first draw and again
+whenever the frame is resized, so nothing is clipped at any width. Layouts leave room for each
+node's label box (``label_box``), so no two nodes overlap at any zoom.
+
+Node and edge titles are HTML built here from escaped text; labels are canvas text (never HTML);
+the JSON inside the page's script has ``</`` broken so no text can close the script.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHAR_WIDTH = 0.62  # of the font size: a generous average glyph width for vis-network's sans-serif
+LINE_HEIGHT = 1.25  # of the font size
+NODE_MARGIN = 6  # vis-network's label margin inside a box, layout units
+MIN_FRAME_HEIGHT = 260
+MAX_FRAME_HEIGHT = 900
+
+
+@dataclass
+class VisGraph:
+    """A drawing: vis-network nodes and edges (plain dicts) at fixed places, and its key."""
+
+    nodes: list[dict]
+    edges: list[dict]
+    legend: str = ""  # one line, HTML built from escaped text
+    legend_more: str = ""  # the rest of the key, plain text, shown on hover
+    title: str = ""  # plain text
+    notes: list[str] = field(default_factory=list)  # plain text, shown under the legend
+    kind: str = "layered"  # layered | positions | features
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(min x, min y, max x, max y) of every node's label box, layout units."""
+        boxes = [node_box(node) for node in self.nodes] or [(0.0, 0.0, 1.0, 1.0)]
+        return (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
+
+    def aspect(self) -> float:
+        """Height over width of the drawing's bounding box."""
+        left, top, right, bottom = self.bounds()
+        return max(bottom - top, 1.0) / max(right - left, 1.0)
+
+    def to_data(self) -> dict:
+        """What the component and the page read: JSON-able."""
+        return {
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "legend": self.legend,
+            "legend_more": self.legend_more,
+            "title": self.title,
+            "notes": self.notes,
+            "aspect": self.aspect(),
+            "min_height": MIN_FRAME_HEIGHT,
+            "max_height": MAX_FRAME_HEIGHT,
+        }
+
+
+def escape(text: object) -> str:
+    """HTML-escape, and break the word 'href' (no raw link can be smuggled into a hover)."""
+    return html.escape(str(text), quote=True).replace("href", "&#104;ref")
+
+
+def label_box(label: str, font: float, shape: str = "box") -> tuple[float, float]:
+    """(width, height) of a node's box in layout units for ``label`` at ``font`` (an upper
+    estimate of what vis-network draws: the longest line, the lines, the margin)."""
+    lines = str(label).split("\n") or [""]
+    width = max(len(line) for line in lines) * font * CHAR_WIDTH + 2 * NODE_MARGIN
+    height = len(lines) * font * LINE_HEIGHT + 2 * NODE_MARGIN
+    if shape in ("dot", "square", "diamond"):  # the label sits under a shape of ``size``
+        return max(width - 2 * NODE_MARGIN, 0.0), height
+    return width, height
+
+
+def node_box(node: dict) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a node's box in layout units (its label's box; a dot-like
+    shape with its label under it)."""
+    font = float(node.get("font", {}).get("size", 14))
+    shape = node.get("shape", "box")
+    width, height = label_box(node.get("label", ""), font, shape)
+    x, y = float(node["x"]), float(node["y"])
+    if shape in ("dot", "square", "diamond"):
+        size = float(node.get("size", 10))
+        width = max(width, 2 * size)
+        return x - width / 2, y - size, x + width / 2, y + size + height
+    return x - width / 2, y - height / 2, x + width / 2, y + height / 2
+
+
+def overlapping(nodes: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of nodes whose boxes overlap (the layouts promise none)."""
+    boxes = [(node["id"], node_box(node)) for node in nodes if node.get("shape") != "text"]
+    found = []
+    for i, (a, (l1, t1, r1, b1)) in enumerate(boxes):
+        for b, (l2, t2, r2, b2) in boxes[i + 1 :]:
+            if l1 < r2 and l2 < r1 and t1 < b2 and t2 < b1:
+                found.append((a, b))
+    return found
+
+
+def frame_height(aspect: float, width: float, chrome: int = 0) -> int:
+    """The frame height (px) that shows a drawing of ``aspect`` at ``width`` px, within bounds."""
+    return int(min(MAX_FRAME_HEIGHT, max(MIN_FRAME_HEIGHT, aspect * width + 30))) + chrome
+
+
+@functools.lru_cache(maxsize=1)
+def vis_script() -> str:
+    """vis-network's script, read once from the installed pyvis package."""
+    import pyvis
+
+    path = Path(pyvis.__file__).parent / "lib" / "vis-9.1.2" / "vis-network.min.js"
+    return path.read_text(encoding="utf-8")
+
+
+def script_json(value) -> str:
+    """JSON safe inside a <script> and inert as markup: every '<' and '>' written as a JSON escape."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+OPTIONS = {
+    "physics": {"enabled": False},
+    "layout": {"improvedLayout": False},
+    "interaction": {
+        "hover": True,
+        "tooltipDelay": 80,
+        "zoomView": False,
+        "dragNodes": False,
+        "multiselect": False,
+    },
+    "edges": {"selectionWidth": 2, "hoverWidth": 1.5},
+    "nodes": {"margin": NODE_MARGIN, "scaling": {"label": {"enabled": False}}},
+}
+
+# shared by the page and the component: titles to elements, the frame's height from its width,
+# fit after the first draw and on every resize
+DRAW_SCRIPT = r"""
+function cvTitles(items) {
+  return items.map(function (item) {
+    if (typeof item.title === "string") {
+      var box = document.createElement("div");
+      box.innerHTML = item.title;  // built by circuitviz from escaped text
+      return Object.assign({}, item, {title: box});
+    }
+    return item;
+  });
+}
+function cvDraw(container, data, options) {
+  var width = container.clientWidth || 800;
+  var height = Math.min(data.max_height, Math.max(data.min_height, data.aspect * width + 30));
+  container.style.height = height + "px";
+  var network = new vis.Network(
+    container,
+    {nodes: new vis.DataSet(cvTitles(data.nodes)), edges: new vis.DataSet(cvTitles(data.edges))},
+    options
+  );
+  network.once("afterDrawing", function () { network.fit(); });
+  if (typeof ResizeObserver !== "undefined") {
+    var last = width;
+    new ResizeObserver(function () {
+      var now = container.clientWidth;
+      if (now && Math.abs(now - last) > 2) {
+        last = now;
+        var h = Math.min(data.max_height, Math.max(data.min_height, data.aspect * now + 30));
+        container.style.height = h + "px";
+        network.setSize(now + "px", h + "px");
+        network.redraw();
+        network.fit();
+      }
+    }).observe(container);
+  }
+  return network;
+}
+"""
+
+_PAGE_STYLE = """
+body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+.cv-legend { font-size: 13px; padding: 4px 8px; color: #222; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.cv-title { font-weight: 600; padding: 4px 8px 0 8px; font-size: 13px; }
+.cv-note { color: #8a4b00; padding: 0 8px; font-size: 13px; }
+.cv-item { display: inline-flex; align-items: center; margin-right: 10px; }
+.cv-line { display: inline-block; width: 22px; margin-right: 4px; }
+.cv-more { cursor: help; color: #0068c9; border-bottom: 1px dotted #0068c9; }
+.cv-zoom { float: right; }
+.cv-zoom button { font-size: 13px; min-width: 28px; margin-left: 3px; cursor: pointer; }
+#mynetwork { width: 100%; border: 1px solid #e6e6e6; box-sizing: border-box; }
+div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-height: 1.35; }
+"""
+
+
+def legend_block(graph: VisGraph) -> str:
+    """The title, the one-line legend ("the key" on hover holds the rest) and the notes, as HTML."""
+    more = (
+        f'<span class="cv-more" title="{escape(graph.legend_more)}">the key (hover)</span> '
+        if graph.legend_more
+        else ""
+    )
+    title = f'<div class="cv-title">{escape(graph.title)}</div>' if graph.title else ""
+    notes = "".join(f'<div class="cv-note">{escape(note)}</div>' for note in graph.notes)
+    return f'{title}<div class="cv-legend">{more}{graph.legend}</div>{notes}'
+
+
+def standalone_page(graph: VisGraph) -> str:
+    """One HTML page that draws ``graph`` (every script inline; fitted to the window's width)."""
+    controls = (
+        '<span class="cv-zoom"><button onclick="cvZoom(1.25)" title="zoom in">+</button>'
+        '<button onclick="cvZoom(0.8)" title="zoom out">&minus;</button>'
+        '<button onclick="network.fit()" title="fit the graph to the frame">fit</button></span>'
+    )
+    data = graph.to_data()
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<style>{_PAGE_STYLE}</style>"
+        f"<script>{vis_script()}</script></head><body>"
+        f"{controls}{legend_block(graph)}<div id='mynetwork'></div>"
+        "<script>\n"
+        f"nodes = new vis.DataSet({script_json(data.pop('nodes'))});\n"
+        f"edges = new vis.DataSet({script_json(data.pop('edges'))});\n"
+        f"var data = Object.assign({script_json(data)}, {{nodes: nodes.get(), edges: edges.get()}});\n"
+        f"var options = {script_json(OPTIONS)};\n"
+        f"{DRAW_SCRIPT}\n"
+        "var network = cvDraw(document.getElementById('mynetwork'), data, options);\n"
+        "function cvZoom(factor) { network.moveTo({scale: network.getScale() * factor}); }\n"
+        "</script></body></html>"
+    )

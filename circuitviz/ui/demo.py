@@ -1,0 +1,76 @@
+"""Demo mode: what a stakeholder reads in ten seconds. A switch (mirrored in the URL as
+``demo=1``) hides the page's controls and shows the prompt as a sentence, the circuit fitted to
+the screen with its groups' names (the user's, else the proposed grouping) and its strongest
+paths in colour, its faithfulness in one line, and "Explain this circuit" open.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import render
+from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
+from ..render.groups import propose_groups
+from . import state as ui_state
+
+# the page's bordered input blocks and the sidebar: hidden while the demo is on
+_HIDE = (
+    "<style>[data-testid='stVerticalBlockBorderWrapper'], section[data-testid='stSidebar'], "
+    "[data-testid='stSidebarCollapsedControl'] { display: none !important; }</style>"
+)
+
+
+def demo_switch(key: str) -> bool:
+    """The switch; on, the page's controls are hidden."""
+    name = f"{key}.demo"
+    if not ui_state.has_widget_value(name):
+        ui_state.set_widget_value(name, st.query_params.get("demo") == "1")
+    on = st.toggle("demo mode (the controls hidden, for an audience)", key=name)
+    if on:
+        st.query_params["demo"] = "1"
+        st.html(_HIDE)
+    elif "demo" in st.query_params:
+        del st.query_params["demo"]
+    return on
+
+
+def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, groups=None) -> None:
+    """The demo: sentence, fitted graph with groups and strongest paths, NDF, the explanation
+    (``graph_drawing`` and ``explain``: the result view's)."""
+    from .graph_view import show_graph
+
+    st.subheader(prompt_sentence(result.task), anchor=False)
+    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    paths = strongest_paths(edges, 3)
+    if not groups:  # the proposed grouping of the nodes off the strongest paths (those stay visible)
+        on_paths = {node for path in paths for edge in path for node in (edge.source, edge.target)}
+        proposed = propose_groups(edges, result.graph.n_layers)
+        groups = {
+            name: kept
+            for name, members in proposed.items()
+            if len(kept := [m for m in members if m not in on_paths]) > 1
+        }
+    point = result.point(budget)
+    faithful = (
+        f"; its faithfulness (NDF) is {point.ndf:.2f}, where 1 means it alone reproduces the model's "
+        "answer and 0 that it does no better than the corrupted prompt"
+        if point
+        else ""
+    )
+    st.markdown(
+        f"The circuit below is the part of the model that carries this answer: {len(edges):,} connections"
+        f"{faithful}. The coloured paths carry the most; purple boxes are groups of parts that work together."
+    )
+    drawing = graph_drawing(
+        result,
+        budget,
+        labels=labels,
+        highlight=path_edge_names(paths),
+        others="colour",
+        groups=groups or None,
+        title="",
+    )
+    show_graph(drawing, key=f"{key}.demo.graph")
+    for path in paths:
+        st.caption("strongest path: " + path_sentence(path))
+    explain(result, budget, labels, expanded=True)

@@ -1,0 +1,311 @@
+"""The circuit as an instrument: the drawing with the clicked node's card beside it, edits
+measured live on the real model, pins, groups, names in words, all of it in the URL.
+
+The view's state (``InstrumentState``: clicked node, pins, groups, the edit and its history,
+names in words) is kept per result in session state and mirrored to the URL's ``view``
+parameter (JSON), so a fresh browser opened on the URL reproduces it; what it reads from the
+URL or a file is checked (``edit.read_edit``, ``render.groups.check_groups``) and what it drops
+is said in one sentence. An edit's NDF and necessity come from ``edit.measure``: one batched
+call of the shared evaluator, the task's clean and corrupted runs kept, exactly the numbers
+``circuitviz evaluate --circuit`` prints for the edited circuit's edge list.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from ..edit import CircuitEdit, edited_mask, measure, read_edit
+from ..render.groups import (
+    PROPOSAL_RULE,
+    check_groups,
+    group_edges,
+    groups_text,
+    parse_groups_text,
+    propose_groups,
+)
+from . import state as ui_state
+from .node_card import card_view
+
+URL_PARAMETER = "view"
+MAX_URL_TEXT = 20_000
+MAX_PINS = 200
+
+
+@dataclass
+class InstrumentState:
+    clicked: str = ""
+    pins: list[str] = field(default_factory=list)
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    edit: CircuitEdit = field(default_factory=CircuitEdit)
+    history: list[CircuitEdit] = field(default_factory=list)
+    words: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "clicked": self.clicked,
+            "pins": self.pins,
+            "groups": self.groups,
+            "edit": self.edit.to_dict(),
+            "words": self.words,
+        }
+
+
+def read_state(data, spec, node_ids: set[str]) -> tuple[InstrumentState, list[str]]:
+    """An ``InstrumentState`` from untrusted ``data`` (a URL's or a file's), and the sentences
+    saying what was left out."""
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        return InstrumentState(), (["The view in the link is not readable; it was left out."] if data else [])
+    read = read_edit(data.get("edit"), spec)
+    if read.problem:
+        problems.append(read.problem)
+    groups, sentence = check_groups(data.get("groups") or {}, set(spec.node_names) | node_ids)
+    if sentence:
+        problems.append(sentence)
+    pins = data.get("pins") or []
+    if not isinstance(pins, list) or len(pins) > MAX_PINS:
+        problems.append(f"The pinned nodes are not a list of at most {MAX_PINS}; they were left out.")
+        pins = []
+    known = set(spec.node_names) | node_ids
+    unknown = [p for p in pins if p not in known]
+    if unknown:
+        problems.append(f"{len(unknown)} pinned nodes this circuit does not have were left out.")
+    clicked = data.get("clicked") or ""
+    if not isinstance(clicked, str) or (
+        clicked and clicked not in known and not clicked.startswith("group:")
+    ):
+        problems.append("The clicked node in the link is not in this circuit; no card is open.")
+        clicked = ""
+    state = InstrumentState(
+        clicked=clicked,
+        pins=[str(p) for p in pins if p in known],
+        groups=groups,
+        edit=read.edit,
+        words=bool(data.get("words")),
+    )
+    return state, problems
+
+
+def _rerun() -> None:
+    """Rerun this view alone when it is a fragment (Explore, Gallery), else the page."""
+    try:
+        st.rerun(scope="fragment")
+    except st.errors.StreamlitAPIException:
+        st.rerun()
+
+
+def _state_key(key: str) -> str:
+    return f"{key}.instrument"
+
+
+def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
+    """This view's state: kept in the session, else read once from the URL (saying what it dropped)."""
+    name = _state_key(key)
+    if not ui_state.has_widget_value(name):
+        text = st.query_params.get(URL_PARAMETER, "")
+        data = None
+        problems: list[str] = []
+        if text:
+            if len(text) > MAX_URL_TEXT:
+                problems.append("The view in the link is too long to read; it was left out.")
+            else:
+                try:
+                    data = json.loads(text)
+                except (json.JSONDecodeError, RecursionError):
+                    problems.append("The view in the link is not readable; it was left out.")
+        state, more = read_state(data, spec, node_ids)
+        ui_state.set_widget_value(name, state)
+        ui_state.set_widget_value(f"{name}.problems", problems + more)
+    for sentence in ui_state.widget_value(f"{name}.problems") or []:
+        st.info(sentence)
+    ui_state.forget_widget_value(f"{name}.problems")
+    return ui_state.widget_value(name)
+
+
+def save_state(key: str, state: InstrumentState) -> None:
+    ui_state.set_widget_value(_state_key(key), state)
+    ui_state.set_widget_value(f"{key}.instrument_groups", dict(state.groups))  # what demo mode draws
+    default = InstrumentState().to_dict()
+    if state.to_dict() == default:
+        if URL_PARAMETER in st.query_params:
+            del st.query_params[URL_PARAMETER]
+    else:
+        st.query_params[URL_PARAMETER] = json.dumps(state.to_dict(), separators=(",", ":"))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _measured(_model, _task, model_key: str, task_key: str, edges: tuple[str, ...], _mask):
+    """(baseline, point) of one edited circuit, cached by its edge list."""
+    return measure(_model, _task, _mask)
+
+
+def _measure_line(result, model, mask, point_before) -> None:
+    """The edited circuit's NDF and necessity beside the method's own."""
+    from . import loaders
+
+    edges = tuple(result.graph.edge_names_of(mask))
+    with st.spinner("Measuring the edited circuit on the model…"):
+        _, point = _measured(
+            model, result.task, loaders.model_key(model), json.dumps(result.task.to_dict()), edges, mask
+        )
+    columns = st.columns(3)
+    before_ndf = point_before.ndf if point_before is not None else None
+    columns[0].metric(
+        "edited NDF",
+        f"{point.ndf:.3f}",
+        delta=None if before_ndf is None else f"{point.ndf - before_ndf:+.3f}",
+        help="NDF of the edited circuit on the model (circuitviz evaluate --circuit gives the same)",
+    )
+    necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+    columns[1].metric("edited necessity", necessity)
+    columns[2].metric("edited edges", f"{point.n_edges:,}")
+
+
+def instrument_view(
+    result, budget: int, draw, labels=None, model=None, key: str = "explore", point=None, result_key: str = ""
+):
+    """The drawing (``draw(mask, groups, words)`` -> GraphDrawing) with its card, edits and groups;
+    ``result_key`` names the result (another result opens its own fresh view)."""
+    from .graph_view import show_graph
+
+    spec = result.graph
+    base = result.circuit(budget)
+    owner, current = f"{key}.instrument.result", result_key
+    if ui_state.widget_value(owner) not in (None, current):  # another result: its own fresh view
+        save_state(key, InstrumentState())
+        ui_state.forget_widget_value(f"{key}.groups_text")
+    ui_state.set_widget_value(owner, current)
+    state = load_state(key, spec, set())
+    mask = edited_mask(spec, base, state.edit) if not state.edit.is_empty() else base
+    words = st.toggle("node names in words", value=state.words, key=f"{key}.words")
+    if words != state.words:
+        state.words = words
+    drawing = draw(mask, state.groups, words)
+    graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
+    with graph_column:
+        clicked = show_graph(drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins])
+    if clicked is not None and clicked.get("kind") == "node":
+        if clicked.get("pin"):
+            node = clicked["id"]
+            state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
+        else:
+            state.clicked = clicked["id"]
+        save_state(key, state)
+        _rerun()
+    if clicked is not None and clicked.get("kind") == "edge":
+        state.clicked = "edge:" + clicked["id"]
+        save_state(key, state)
+        _rerun()
+    if card_column is not None:
+        with card_column:
+            _card(result, drawing, state, labels, model, key)
+    _controls(result, state, model, mask, point, key)
+    save_state(key, state)
+    return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
+
+
+def _card(result, drawing, state, labels, model, key) -> None:
+    if st.button("close the card", key=f"{key}.close"):
+        state.clicked = ""
+        save_state(key, state)
+        _rerun()
+    if state.clicked.startswith("edge:"):
+        name = state.clicked[5:].split("#")[0]
+        st.markdown(f"**edge {name}**")
+        if name in result.graph.edge_names and st.button("remove this edge", key=f"{key}.rm_edge"):
+            _apply(state, state.edit.with_edge_removed(name), key)
+        return
+    node = state.clicked
+    edges = group_edges(drawing.edges, state.groups) if state.groups else drawing.edges
+    go = card_view(node, _with_edges(drawing, edges), labels, model, result, key=f"{key}.card")
+    if go:
+        state.clicked = go
+        save_state(key, state)
+        _rerun()
+    members = state.groups.get(node[6:], []) if node.startswith("group:") else [node]
+    removable = [m for m in members if m in result.graph.node_names and m not in ("input", "logits")]
+    if removable:
+        removed = all(m in state.edit.removed_nodes for m in removable)
+        label = "restore" if removed else "remove"
+        if st.button(f"{label} {'this group' if len(members) > 1 else 'this node'}", key=f"{key}.rm_node"):
+            edit = state.edit
+            for member in removable:
+                edit = edit.with_node_restored(member) if removed else edit.with_node_removed(member)
+            _apply(state, edit, key)
+
+
+def _with_edges(drawing, edges):
+    import dataclasses
+
+    return dataclasses.replace(drawing, edges=list(edges))
+
+
+def _apply(state: InstrumentState, edit: CircuitEdit, key: str) -> None:
+    state.history = [*state.history, state.edit]
+    state.edit = edit
+    save_state(key, state)
+    _rerun()
+
+
+def _controls(result, state, model, mask, point, key) -> None:
+    """Pins, the keep-only subgraph, undo and back, the edit's measure, groups."""
+    if state.pins:
+        st.caption("pinned (Ctrl-click a node to pin or unpin it): " + ", ".join(state.pins))
+    columns = st.columns(4)
+    if state.pins and columns[0].button("keep only the pinned nodes", key=f"{key}.keep"):
+        _apply(state, state.edit.keeping_only(state.pins), key)
+    if state.history and columns[1].button("undo", key=f"{key}.undo"):
+        state.edit = state.history[-1]
+        state.history = state.history[:-1]
+        save_state(key, state)
+        _rerun()
+    if not state.edit.is_empty() and columns[2].button("back to the method's circuit", key=f"{key}.back"):
+        _apply(state, CircuitEdit(), key)
+    if state.pins and columns[3].button("clear pins", key=f"{key}.unpin"):
+        state.pins = []
+        save_state(key, state)
+        _rerun()
+    if not state.edit.is_empty():
+        removed = [*state.edit.removed_nodes, *state.edit.removed_edges]
+        st.caption(
+            "edited: "
+            + (f"removed {', '.join(removed)}" if removed else "")
+            + (f"; kept only {', '.join(state.edit.keep_only)}" if state.edit.keep_only else "")
+        )
+        if model is not None:
+            _measure_line(result, model, mask, point)
+        else:
+            st.caption("Load the model (Explore) to measure the edited circuit.")
+    _groups(result, state, mask, key)
+
+
+def _groups(result, state, mask, key) -> None:
+    with st.expander("Groups (supernodes): name nodes that work together"):
+        from ..render import circuit_edges
+
+        if state.pins and st.button("group the pinned nodes", key=f"{key}.group_pins"):
+            name = f"group {len(state.groups) + 1}"
+            state.groups = {**state.groups, name: list(state.pins)}
+            state.pins = []
+            save_state(key, state)
+            _rerun()
+        if st.button("propose a grouping", key=f"{key}.propose"):
+            proposal = propose_groups(circuit_edges(result.graph, result.scores, mask), result.graph.n_layers)
+            ui_state.set_widget_value(f"{key}.groups_text", groups_text(proposal))
+        st.caption(PROPOSAL_RULE)
+        text_key = f"{key}.groups_text"
+        if not ui_state.has_widget_value(text_key):
+            ui_state.set_widget_value(text_key, groups_text(state.groups))
+        text = st.text_area("groups (one a line: name: node, node)", key=text_key, height=120)
+        if st.button("apply the groups", key=f"{key}.apply_groups"):
+            known = set(result.graph.node_names)
+            groups, sentence = check_groups(parse_groups_text(text), known)
+            if sentence:
+                st.info(sentence)
+            state.groups = groups
+            save_state(key, state)
+            _rerun()

@@ -1,0 +1,232 @@
+"""The circuit as an instrument, in Chromium as a user drives it: every drawing fits its frame at
+1,000, 1,500 and 2,000 px with no two node boxes overlapping (the boxes read from vis-network
+itself), a click opens the node's card, removing a node gives exactly the NDF and necessity that
+``circuitviz evaluate --circuit`` prints for the edited circuit, and a group made on the page is
+in the URL, which a fresh browser context opens to the same group.
+
+Slow (runs methods on the embedded model in the app); screenshots go to test-output/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from browser_page import (
+    OUTPUT,
+    button_ready,
+    click_node,
+    graph_count,
+    graph_node_ids,
+    graph_problems,
+    metrics,
+    serve_app,
+    settled,
+    stop_app,
+    stored_results,
+    wait_for,
+)
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.embedded,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+playwright_api = pytest.importorskip("playwright.sync_api")
+WIDTHS = (1000, 1500, 2000)
+WAIT_MS = 15 * 60 * 1000
+IOI = {
+    "prompt": "When Mary and John went to the store, John gave a drink to",
+    "corrupted": "When Alice and Bob went to the store, Carl gave a drink to",
+    "answer": " Mary",
+    "foil": " John",
+}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """(URL, cache) of the app on a fresh cache that reuses the converted models."""
+    import os
+
+    root = tmp_path_factory.mktemp("cache")
+    base = os.environ.get("CIRCUITVIZ_CACHE")
+    models = (Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz") / "models"
+    if models.exists():
+        (root / "models").symlink_to(models, target_is_directory=True)
+    url, server = serve_app(root, "streamlit-instrument.log")
+    yield url, root
+    stop_app(server)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, url: str, button: str | None = None, graphs: int = 1):
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.goto(url)
+    if button:
+        wait_for(page, button_ready(button), WAIT_MS)
+        settled(page)
+        page.get_by_role("button", name=button, exact=True).first.click()
+    wait_for(page, f"() => document.querySelectorAll('.cv-root canvas').length >= {graphs}", WAIT_MS)
+    settled(page)
+    return page
+
+
+def _fits_at_every_width(page, name: str) -> None:
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(1500)
+        problems = graph_problems(page)
+        assert not problems, f"{name} at {width} px: {problems[:5]}"
+        page.locator(".cv-root").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(OUTPUT / f"instrument-{name}-{width}.png"))
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    page.wait_for_timeout(800)
+
+
+def _view(url: str) -> dict:
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+    return json.loads(query["view"][0]) if "view" in query else {}
+
+
+def test_the_gallery_drawing_fits_at_every_width(app, browser):
+    url, _ = app
+    page = _open(browser, f"{url}/gallery")
+    _fits_at_every_width(page, "gallery")
+    page.close()
+
+
+def test_click_edit_measure_group_and_share_on_explore(
+    app, browser, embedded_model, tmp_path, monkeypatch, capsys
+):
+    from circuitviz import cli
+    from circuitviz.edit import CircuitEdit, edited_mask
+
+    url, cache = app
+    page = _open(browser, f"{url}/?{urllib.parse.urlencode({**IOI, 'method': 'eap'})}", "Run")
+    _fits_at_every_width(page, "explore")
+    node = next(n for n in graph_node_ids(page) if n not in ("input", "logits"))
+    started = time.perf_counter()
+    click_node(page, node)
+    wait_for(page, "() => document.body.innerText.includes('close the card')", 60_000)
+    figures = {"click_to_card_s": round(time.perf_counter() - started, 2), "load_average": os.getloadavg()}
+    settled(page)
+    assert "score in this circuit" in page.locator("body").inner_text()
+    assert _view(page.url)["clicked"] == node
+    assert not graph_problems(page)  # the graph beside the card fits its narrower frame
+    page.screenshot(path=str(OUTPUT / "instrument-card.png"))
+    # remove the node: the edited circuit's NDF is the command line's for the same edge list
+    started = time.perf_counter()
+    page.get_by_role("button", name="remove this node").click()
+    wait_for(page, "() => document.body.innerText.includes('edited NDF')", WAIT_MS)
+    figures["first_edit_to_ndf_s"] = round(time.perf_counter() - started, 2)
+    settled(page)
+    (OUTPUT / "instrument-figures.json").write_text(json.dumps(figures))
+    shown = metrics(page)
+    view = _view(page.url)
+    assert view["edit"]["removed_nodes"] == [node]
+    (result,) = [r for r in stored_results(cache) if r.method == "eap"]
+    budget = int(urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["budget"][0])
+    mask = edited_mask(result.graph, result.circuit(budget), CircuitEdit(removed_nodes=(node,)))
+    path = tmp_path / "edited.txt"
+    path.write_text("\n".join(result.graph.edge_names_of(mask)))
+    monkeypatch.setattr(cli, "_load", lambda args: (embedded_model, "gemma-3-270m", 0.0))
+    arguments = [
+        "--prompt",
+        IOI["prompt"],
+        "--corrupted",
+        IOI["corrupted"],
+        "--answer",
+        " Mary",
+        "--foil",
+        " John",
+    ]
+    assert cli.main(["evaluate", "--circuit", str(path), *arguments]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)][0]
+    assert shown["edited NDF"] == row.split()[-2] and shown["edited necessity"] == row.split()[-1]
+    assert shown["edited edges"] == f"{int(mask.sum()):,}"
+    # pin two nodes (Ctrl-click) and group them; the URL opened in a fresh context shows the group
+    page.get_by_role("button", name="back to the method's circuit").click()
+    settled(page)
+    members = [n for n in graph_node_ids(page) if n not in ("input", "logits")][:2]
+    for member in members:
+        click_node(page, member, modifiers=["Control"])
+        settled(page)
+    assert _view(page.url)["pins"] == members
+    page.get_by_text("Groups (supernodes)").click()
+    page.get_by_role("button", name="group the pinned nodes").click()
+    settled(page)
+    assert _view(page.url)["groups"] == {"group 1": members}
+    assert "group:group 1" in graph_node_ids(page)
+    assert not graph_problems(page)
+    shared = page.url
+    page.close()
+    fresh = browser.new_context(viewport={"width": 1500, "height": 1000})
+    again = fresh.new_page()
+    again.goto(shared)
+    wait_for(again, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+    settled(again)
+    assert "group:group 1" in graph_node_ids(again) and not set(members) & set(graph_node_ids(again))
+    again.screenshot(path=str(OUTPUT / "instrument-group-fresh.png"))
+    # a link with a broken view: one sentence, and the view without it
+    broken = (
+        shared.split("&view=")[0] + "&view=" + urllib.parse.quote('{"groups": {"x": ["nope"]}, "pins": 7}')
+    )
+    again.goto(broken)
+    wait_for(again, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+    settled(again)
+    text = again.locator("body").inner_text()
+    assert "holds no node of this circuit" in text and "pinned nodes are not a list" in text
+    assert not again.locator('[data-testid="stException"]').count()
+    fresh.close()
+
+
+def test_compare_and_signals_drawings_fit_at_every_width(app, browser):
+    url, _ = app
+    query = urllib.parse.urlencode({**IOI, "compare": "eap,eap-ig"})
+    page = _open(browser, f"{url}/compare?{query}", "Run the comparison", graphs=2)
+    assert graph_count(page) == 2
+    assert all("logits" in graph_node_ids(page, i) for i in range(2))  # the logit is drawn in each
+    _fits_at_every_width(page, "compare")
+    page.close()
+    page = _open(browser, f"{url}/signals?{urllib.parse.urlencode(IOI)}", "Run ACC++")
+    _fits_at_every_width(page, "signals")
+    # a head's card says which token it attends to and who wrote the signal (ACC++'s decision)
+    head = page.evaluate(  # a head that makes a decision (its hover says what it attends)
+        """() => { const data = document.querySelector('.cv-root').cvNetwork.body.data.nodes;
+        return data.getIds().map(String).find(id => /^a\\d+\\.h\\d+@\\d+$/.test(id)
+            && String((data.get(id).title || {}).innerText || '').includes('attends')); }"""
+    )
+    click_node(page, head)
+    wait_for(page, "() => document.body.innerText.includes('close the card')", 60_000)
+    settled(page)
+    text = page.locator("body").inner_text()
+    assert "Why it attends there" in text and "attends '" in text
+    page.screenshot(path=str(OUTPUT / "instrument-signals-card.png"))
+    page.close()
+
+
+def test_the_dataset_consensus_fits_at_every_width(app, browser):
+    url, _ = app
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.goto(f"{url}/dataset")
+    settled(page)
+    page.get_by_role("tab", name="Consensus circuit").click()
+    wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+    settled(page)
+    _fits_at_every_width(page, "dataset")
+    page.close()

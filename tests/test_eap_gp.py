@@ -1,0 +1,104 @@
+"""EAP-GP against a reference written from the paper's equations on TransformerLens's own hooks.
+
+GradPath (Zhang et al. 2025): γ_0 = e (the clean input embedding),
+γ_{j+1} = γ_j - η g_j / ||g_j|| with g_j the gradient at γ_j of the squared distance between the
+model's logits there and on the corrupted prompt (last position, whole vocabulary), and
+score(u -> v) = (z'_u - z_u) . mean over j = 1..m of dL/d(input of v) at γ_j.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference_patching import edges, metric_of, reader_hook, writer_outputs
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import RunContext, get_method
+from circuitviz.tasks import prepare_task
+
+
+def reference_path(model, prepared, steps: int, length: float) -> list[torch.Tensor]:
+    with torch.no_grad():
+        target = model(prepared.corrupted_tokens)[0, -1]
+    point = writer_outputs(model, GraphSpec.from_model(model), prepared.clean_tokens)["input"]
+    path = []
+    for _ in range(steps):
+        leaf = point.clone().requires_grad_(True)
+        with torch.enable_grad():
+            logits = model.run_with_hooks(
+                prepared.clean_tokens,
+                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, leaf=leaf: leaf[None])],
+            )
+            ((logits[0, -1] - target) ** 2).sum().backward()
+        point = (point - length * leaf.grad / leaf.grad.norm()).detach()
+        path.append(point)
+    return path
+
+
+def reference_gradients(model, spec, prepared, embedding) -> dict[str, torch.Tensor]:
+    kept = {}
+
+    def keep(x, hook):
+        x.retain_grad()
+        kept[hook.name] = x
+
+    hooks = [("blocks.0.hook_resid_pre", lambda x, hook: embedding[None].clone().requires_grad_(True))]
+    hooks += [(name, keep) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
+    with torch.enable_grad():
+        metric_of(model, prepared, model.run_with_hooks(prepared.clean_tokens, fwd_hooks=hooks))[0].backward()
+    found = {}
+    for reader in spec.backward_names:
+        name, slot = reader_hook(spec, reader)
+        found[reader] = kept[name].grad[0] if slot is None else kept[name].grad[0, :, slot]
+    return found
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_eap_gp_equals_the_papers_equations(shape):
+    model = tiny_model(shape, seed=4)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    method = get_method("eap-gp")
+    config = method.make_config({"ig_steps": 4, "step_scale": 0.7})
+    scores, path = method.score_with_path(RunContext(model, IOI_TASK), config)
+    clean = writer_outputs(model, spec, prepared.clean_tokens)
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    length = 0.7 * float((corrupted["input"] - clean["input"]).norm()) / 4
+    expected_path = reference_path(model, prepared, 4, length)
+    torch.testing.assert_close(path, torch.stack(expected_path), rtol=1e-8, atol=1e-9)
+    runs = [reference_gradients(model, spec, prepared, point) for point in expected_path]
+    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for name, writer, reader in edges(spec):
+        gradient = sum(run[reader] for run in runs) / len(runs)
+        reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradient).sum()
+    assert reference.abs().max() > 1e-3
+    torch.testing.assert_close(scores.double(), reference, rtol=1e-7, atol=1e-9)
+
+
+def test_the_path_starts_at_the_clean_input_and_descends_towards_the_corrupted_output():
+    """Steps of the set length from the clean embedding; small steps bring the output closer to
+    the corrupted one at every step (gradient descent), and the scores are the path's."""
+    model = tiny_model("gpt2", seed=5)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    method = get_method("eap-gp")
+    _, path = method.score_with_path(
+        RunContext(model, IOI_TASK), method.make_config({"ig_steps": 6, "step_scale": 0.05})
+    )
+    clean = writer_outputs(model, spec, prepared.clean_tokens)["input"]
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)["input"]
+    length = 0.05 * float((corrupted - clean).norm()) / 6
+    points = torch.cat([clean[None], path])
+    steps = (points[1:] - points[:-1]).flatten(1).norm(dim=1)
+    torch.testing.assert_close(steps, torch.full_like(steps, length), rtol=1e-9, atol=1e-12)
+    with torch.no_grad():
+        target = model(prepared.corrupted_tokens)[0, -1]
+        distances = []
+        for point in points:
+            logits = model.run_with_hooks(
+                prepared.clean_tokens,
+                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, p=point: p[None])],
+            )
+            distances.append(float(((logits[0, -1] - target) ** 2).sum()))
+    assert all(later < earlier for earlier, later in zip(distances, distances[1:])), distances

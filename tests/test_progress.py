@@ -1,0 +1,44 @@
+"""Progress follows the run: the scoring phase says it has begun when the clean and corrupted runs
+are done, and before each chunk of gradient passes, not only when a chunk ends (on a CPU one
+chunk can be all of EAP-IG's scoring: the app showed "clean and corrupted runs" for 16 s of it)."""
+
+from __future__ import annotations
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.methods import RunContext, get_method
+from circuitviz.phases import Phase, phase_of_report
+
+
+def test_a_scoring_run_reports_each_phase_as_it_begins():
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    reports = []
+    get_method("eap-ig").run_on(
+        model,
+        IOI_TASK,
+        {"ig_steps": 3},
+        [5, 10],
+        progress=lambda name, fraction: reports.append((name, fraction)),
+    )
+    names = [getattr(name, "value", name) for name, _ in reports]
+    assert reports[0] == ("score", 0.0)  # the work has begun: step 2 of 3 from here on
+    assert phase_of_report(reports[0][0]) is Phase.WORK
+    first_evaluate = names.index("evaluate")
+    assert all(name == "score" for name in names[:first_evaluate])
+    scoring = [fraction for _, fraction in reports[:first_evaluate]]
+    assert scoring == sorted(scoring) and scoring[-1] == 1.0
+    assert reports[first_evaluate] == ("evaluate", 0.0) and reports[-1] == ("evaluate", 1.0)
+
+
+def test_a_batch_reports_its_scoring_start_on_its_own_scale():
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    method = get_method("eap")
+    reports = []
+    contexts = [RunContext(model, IOI_TASK), RunContext(model, IOI_TASK)]
+    method.run_batch(
+        contexts,
+        {},
+        [5],
+        progress=lambda name, fraction: reports.append((getattr(name, "value", name), fraction)),
+    )
+    assert reports[0] == ("score", 0.05)  # the batch's scoring spans 5 % to 85 % of its progress
+    assert ("evaluate", 0.85) in reports

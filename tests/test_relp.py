@@ -1,0 +1,126 @@
+"""RelP (relevance patching) against EAP where the rules change nothing, and against a reference
+written from the rules with frozen constants on TransformerLens's own hooks.
+
+The rules (Jafari et al. 2025): norms are linear with their scale fixed at the clean run's value,
+attention patterns are constants, an activation y = f(x) is the line through 0 with slope f(x)/x
+at the clean run, and a gated MLP's product f(g) * l splits its relevance half and half between
+f(g) and l. Under them the model is a linear function of every reader's input, and RelP's score
+of u -> v is (z'_u - z_u) . d(that function)/d(input of v), summed over positions.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference_patching import edges, metric_of, reader_hook, writer_outputs
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.tasks import prepare_task
+
+
+def scores_of(model, method: str) -> torch.Tensor:
+    return get_method(method).run_on(model, IOI_TASK, budgets=[1]).scores.double()
+
+
+def test_relp_equals_eap_where_the_rules_change_nothing():
+    """No norms, ReLU MLPs (f(x)/x is f'(x)) and queries and keys that ignore their input (the
+    pattern is then a constant anyway): RelP's backward pass is the gradient."""
+    model = tiny_model("gpt2", seed=2, normalization_type=None, act_fn="relu")
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.W_Q.zero_()
+            block.attn.W_K.zero_()
+    relp, eap = scores_of(model, "relp"), scores_of(model, "eap")
+    assert eap.abs().max() > 1e-3
+    torch.testing.assert_close(relp, eap, rtol=1e-9, atol=1e-12)
+
+
+def test_relp_differs_from_eap_with_norms_and_smooth_activations():
+    model = tiny_model("gpt2", seed=2)
+    assert (scores_of(model, "relp") - scores_of(model, "eap")).abs().max() > 1e-4
+
+
+def frozen_reader_gradients(model, spec: GraphSpec, prepared) -> dict[str, torch.Tensor]:
+    """{reader: d(frozen model's metric)/d(its input)}: a clean run records every norm's scale,
+    every pattern and every MLP's activations; a second run replaces each by the linear function
+    the rules make of it, with those records as constants, and autograd differentiates that."""
+    tokens = prepared.clean_tokens
+    records: dict[str, list[torch.Tensor]] = {}
+
+    def record(x, hook):
+        records.setdefault(hook.name, []).append(x.detach().clone())
+
+    names = [name for name in model.hook_dict if name.endswith("hook_scale") or name.endswith("hook_pattern")]
+    names += [name for name in model.hook_dict if ".mlp.hook_" in name]
+    with torch.no_grad():
+        model.run_with_hooks(tokens, fwd_hooks=[(name, record) for name in names])
+    replay = {name: list(values) for name, values in records.items()}
+    live: dict[str, torch.Tensor] = {}
+
+    def constant(x, hook):  # scales and patterns: the clean run's value, no dependence on x
+        return replay[hook.name].pop(0)
+
+    def keep_live(x, hook):
+        live[hook.name] = x
+        return x
+
+    def linear_mlp(x, hook):
+        layer = hook.name.split(".")[1]
+        gate_name, linear_name = f"blocks.{layer}.mlp.hook_pre", f"blocks.{layer}.mlp.hook_pre_linear"
+        gate0 = records[gate_name][0]
+        act0 = model.blocks[int(layer)].mlp.act_fn(gate0)
+        slope = torch.where(gate0 == 0, torch.zeros_like(gate0), act0 / torch.where(gate0 == 0, 1.0, gate0))
+        if linear_name not in records:  # y = slope * g
+            return slope * live[gate_name] + (x.detach() - slope * gate0)
+        linear0 = records[linear_name][0]
+        # y = f(g) l + b: half the relevance through f(g) (slope * g) . l0, half through f(g0) . l
+        product = 0.5 * slope * live[gate_name] * linear0 + 0.5 * act0 * live[linear_name]
+        return product + (x.detach() - act0 * linear0)
+
+    kept: dict[str, torch.Tensor] = {}
+
+    def reader(x, hook):
+        x.retain_grad()
+        kept[hook.name] = x
+        return x
+
+    def leaf(x, hook):
+        return x.detach().clone().requires_grad_(True)
+
+    hooks = [("blocks.0.hook_resid_pre", leaf)]
+    hooks += [(name, constant) for name in records if name.endswith(("hook_scale", "hook_pattern"))]
+    hooks += [(name, keep_live) for name in records if name.endswith(("mlp.hook_pre", "mlp.hook_pre_linear"))]
+    hooks += [(name, linear_mlp) for name in records if name.endswith("mlp.hook_post")]
+    hooks += [(name, reader) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
+    with torch.enable_grad():
+        logits = model.run_with_hooks(tokens, fwd_hooks=hooks)
+        metric_of(model, prepared, logits)[0].backward()
+    gradients = {}
+    for name in spec.backward_names:
+        hook_name, slot = reader_hook(spec, name)
+        grad = kept[hook_name].grad
+        grad = torch.zeros_like(kept[hook_name]) if grad is None else grad
+        gradients[name] = grad[0] if slot is None else grad[0, :, slot]
+    return gradients
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_relp_equals_a_frozen_linear_reference(shape):
+    model = tiny_model(shape, seed=3)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    clean = writer_outputs(model, spec, prepared.clean_tokens)
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    gradients = frozen_reader_gradients(model, spec, prepared)
+    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for name, writer, reader in edges(spec):
+        reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradients[reader]).sum()
+    ours = scores_of(model, "relp")
+    assert reference.abs().max() > 1e-3
+    torch.testing.assert_close(ours, reference, rtol=1e-7, atol=1e-9)
+    # queries and keys read nothing back through a constant pattern
+    for layer in range(spec.n_layers):
+        for kind in "qk":
+            assert ours[:, spec.head_backward(layer, kind)].abs().max() == 0
