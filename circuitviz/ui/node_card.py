@@ -15,8 +15,6 @@ import streamlit as st
 from ..render.cards import acc_signals, component_of, node_card
 from . import loaders, state
 
-ACC = "acc++"
-
 
 def _go_buttons(rows: list[dict], arrow: str, key: str) -> str | None:
     """One button per edge (the node at its other end, kind, score); the node clicked, or None."""
@@ -88,7 +86,17 @@ def _sae_features(model, result, component: str, key: str) -> None:
 
 def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
     """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)."""
-    acc = result if result.method == ACC else state.result_for(ACC, result.model_id, result.task.clean)
+    from ..methods import methods_with
+
+    explained = methods_with("has_signals_view")  # the registry's method with attention signals (ACC++)
+    if not explained:
+        return
+    acc_method = explained[0]
+    acc = (
+        result
+        if result.method == acc_method
+        else state.result_for(acc_method, result.model_id, result.task.clean)
+    )
     if acc is None:
         if model is None:
             return
@@ -99,7 +107,7 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             return
         from . import run
 
-        request = loaders.request_for(model, result.model_id, result.task, ACC, {}, [10, 100])
+        request = loaders.request_for(model, result.model_id, result.task, acc_method, {}, [10, 100])
         acc = run.run_with_status(model, request)
         if acc is None:
             return
