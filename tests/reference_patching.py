@@ -79,6 +79,8 @@ def post_norm(model, layer: int):
     """The layer's norm after attention (Gemma's ln1_post) or None."""
     if getattr(model.cfg, "use_normalization_before_and_after", False):
         return model.blocks[layer].ln1_post
+    if model.cfg.original_architecture in POST_NORM_ARCHITECTURES:  # OLMo-2: ln1 comes after attention
+        return model.blocks[layer].ln1
     return None
 
 
@@ -90,7 +92,9 @@ def raw_heads(model, spec: GraphSpec, tokens: torch.Tensor) -> dict[int, torch.T
     for layer in range(spec.n_layers):
         attention = model.blocks[layer].attn
         z = cache[f"blocks.{layer}.attn.hook_z"][0]  # [pos, n_heads, d_head]
-        heads[layer] = torch.einsum("phe,hem->phm", z, attention.W_O) + attention.b_O / spec.n_heads
+        heads[layer] = torch.einsum("phe,hem->phm", z, attention.W_O)
+        if attention.b_O is not None:  # a TransformerBridge has None where a model has no bias
+            heads[layer] = heads[layer] + attention.b_O / spec.n_heads
     return heads
 
 

@@ -336,7 +336,8 @@ class BridgeAdapter(ModelAdapter):
     def mlp_activation(self, layer: int):
         """(the MLP's activation function, whether it is gated), read off the transformers MLP."""
         mlp = self.model.blocks[layer].mlp.original_component
-        act = getattr(mlp, "act_fn", None) or getattr(mlp, "act", None) or getattr(mlp, "activation", None)
+        names = ("act_fn", "activation_fn", "act", "activation")
+        act = next((getattr(mlp, name) for name in names if getattr(mlp, name, None) is not None), None)
         if act is None:
             raise ValueError("This model's MLP activation could not be read; relevance rules need it.")
         return act, bool(self.cfg.gated_mlp)

@@ -224,8 +224,8 @@ def choose_backend(source, backend: str | None, placement: dict) -> str:
     return "bridge" if bridge_only else DEFAULT_BACKEND
 
 
-# The backend of a load that does not ask for one. HookedTransformer, because the bridge is
-# slower on the embedded models for the same numbers (docs/models.md has the figures).
+# The backend of a load that does not ask for one. HookedTransformer until the bridge's NDF curve
+# and time are re-measured on both embedded models (docs/models.md has the figures so far).
 DEFAULT_BACKEND = "hooked"
 
 
