@@ -305,7 +305,8 @@ def test_the_launcher_starts_loading_the_default_model_before_any_page():
 # ----- the state module owns the session -----------------------------------------------------------
 def test_no_module_but_the_state_module_touches_the_session():
     """Every session value goes through ``circuitviz.ui.state`` (typed fields, ``bind``,
-    ``open_task``): no other module of the app indexes ``st.session_state``."""
+    ``open_task``): no other module of the app indexes ``st.session_state`` or touches
+    ``st.query_params`` (the URL's ``view`` and ``demo`` included: fields with their URL mirror)."""
     import re
     from pathlib import Path
 
@@ -317,9 +318,12 @@ def test_no_module_but_the_state_module_touches_the_session():
         for path in files
         if path != owner
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if re.search(r"session_state\s*(\[|\.get\(|\.setdefault\(|\.pop\()", line)
+        if re.search(r"session_state\s*(\[|\.get\(|\.setdefault\(|\.pop\()|\bst\.query_params\b", line)
     ]
     assert owner.exists() and not found, found
+    from circuitviz.ui.state import VIEW_KEYS
+
+    assert {"view", "demo"} <= set(VIEW_KEYS.values())
 
 
 def test_a_result_for_other_budgets_is_said_to_be_for_earlier_inputs():
@@ -371,7 +375,7 @@ def test_no_method_name_is_spelled_in_the_app():
     from circuitviz.methods import available_methods
 
     root = Path(__file__).resolve().parents[1]
-    files = [*(root / "circuitviz" / "ui").glob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]
+    files = [*(root / "circuitviz" / "ui").rglob("*.py"), *(root / "pages").rglob("*.py"), root / "app.py"]
     names = sorted(available_methods())
     pattern = re.compile("[\"'](" + "|".join(re.escape(name) for name in names) + ")[\"']")
     found = [

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..methods import methods_with
 from ..render.cards import acc_signals, component_of, node_card
 from . import loaders, state
-
-ACC = "acc++"
 
 
 def _go_buttons(rows: list[dict], arrow: str, key: str) -> str | None:
@@ -87,8 +86,13 @@ def _sae_features(model, result, component: str, key: str) -> None:
 
 
 def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
-    """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)."""
-    acc = result if result.method == ACC else state.result_for(ACC, result.model_id, result.task.clean)
+    """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)
+    by the registered method with a signals view (the registry's trait, not a name spelled here)."""
+    traced = methods_with("has_signals_view")
+    if not traced:
+        return
+    tracer = traced[0]
+    acc = result if result.method == tracer else state.result_for(tracer, result.model_id, result.task.clean)
     if acc is None:
         if model is None:
             return
@@ -99,7 +103,7 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             return
         from . import run
 
-        request = loaders.request_for(model, result.model_id, result.task, ACC, {}, [10, 100])
+        request = loaders.request_for(model, result.model_id, result.task, tracer, {}, [10, 100])
         acc = run.run_with_status(model, request)
         if acc is None:
             return
