@@ -477,3 +477,24 @@ def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkey
     )
     assert chance == pytest.approx(top[1][1], rel=1e-5)
     assert top_token == top[0][0] and top_chance == pytest.approx(top[0][1], rel=1e-5)
+
+
+def test_the_graph_view_and_demo_mode_live_in_the_url_through_the_state():
+    """The URL's ``view`` (the clicked node, pins...) and ``demo`` seed their typed fields on a
+    session's first run and are mirrored back; a view naming a node the circuit lacks opens no
+    card and leaves the URL."""
+    import json
+
+    view = json.dumps({"clicked": "a0.h1", "pins": ["m0"]})
+    at = _click(_app(method="eap", view=view, demo="1").run(), "Run")
+    assert not at.exception, at.exception
+    assert at.toggle(key="explore.demo").value and at.query_params["demo"] == "1"
+    at.toggle(key="explore.demo").set_value(False).run()
+    assert not at.exception, at.exception
+    assert "demo" not in at.query_params
+    shown = json.loads(at.query_params["view"])
+    assert shown["clicked"] == "a0.h1" and shown["pins"] == ["m0"]
+    assert at.session_state["instrument.view"] == at.query_params["view"]
+    wrong = _click(_app(method="eap", view=json.dumps({"clicked": "a99.h9"})).run(), "Run")
+    assert not wrong.exception, wrong.exception
+    assert "view" not in wrong.query_params
