@@ -38,18 +38,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default=EMBEDDED_MODEL)
     parser.add_argument("--device", default=None)
+    parser.add_argument("--backend", choices=["bridge", "hooked"], default=None, help="default: load_model's")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ig-steps", type=int, default=20)
     add_threads_argument(parser)
     args = parser.parse_args()
     apply_threads(args.threads)
 
-    model, load_s = load_timed(args.model, device=args.device)
+    model, load_s = load_timed(args.model, device=args.device, backend=args.backend)
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, TASK)
     device = next(model.parameters()).device
     print(machine_line())
-    print(f"model {args.model} on {device}: {spec.n_edges} edges; prompt {prepared.n_positions} tokens")
+    print(
+        f"model {args.model} ({type(model).__name__}) on {device}: {spec.n_edges} edges; prompt {prepared.n_positions} tokens"
+    )
     print(f"load (warm disk cache): {load_s:.2f}s; peak RSS after load {peak_rss_gib():.2f} GiB")
 
     ig = get_method("eap-ig")

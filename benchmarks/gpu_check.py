@@ -254,7 +254,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long")
+    parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long, bridge")
     parser.add_argument("--profile", action="store_true", help="also profile the Gemma-shape EAP-IG run")
     parser.add_argument(
         "--shapes",
@@ -276,6 +276,10 @@ def main() -> int:
         long_prompts(args.device, shapes)
     if args.profile:
         profile_gemma(args.device)
+    if "bridge" not in skip:  # TransformerBridge: families, a split over two devices, 1B/8B timings
+        from gpu_bridge_check import main as bridge_check
+
+        ok &= bridge_check(["--device", args.device]) == 0
     print(f"\ncorrectness: {verdict(ok)}")
     return 0 if ok else 1
 

@@ -284,6 +284,16 @@ class GraphSpec:
         flat = mask[self.edge_index]
         return [name for name, keep in zip(self.edge_names, flat.tolist()) if keep]
 
+    def node_names_of(self, mask: torch.Tensor) -> set[str]:
+        """The nodes a circuit draws: every source and target of its edges (a head's q, k and v
+        inputs are the head), ``input`` and ``logits`` included. mask: [n_forward, n_backward]."""
+        mask = mask.bool() & self.tensors(mask.device).edge_mask
+        sources = mask.any(1).nonzero()[:, 0].tolist()
+        targets = mask.any(0).nonzero()[:, 0].tolist()
+        names = {self.forward_names[f] for f in sources}
+        names |= {self.backward_names[b].split("<")[0] for b in targets}
+        return names
+
     def node_layer(self, name: str) -> int:
         """Layer of a node name for layout: input -1, logits n_layers."""
         if name == "input":

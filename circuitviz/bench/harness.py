@@ -126,7 +126,12 @@ def verdict(ok: bool) -> str:
 
 
 # ----- the embedded model and its prompt -------------------------------------------------------
-def load_timed(model_id: str | None = None, device: str | None = None, dtype: str | None = None):
+def load_timed(
+    model_id: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    backend: str | None = None,
+):
     """(model, seconds): ``load_model`` of ``model_id`` (default: the embedded Gemma-3-270M), timed.
 
     The first load converts the GGUF (about a minute); later ones read the disk cache.
@@ -134,7 +139,9 @@ def load_timed(model_id: str | None = None, device: str | None = None, dtype: st
     # here, not at the top: importing this module must not load torch (bench_load times that)
     from circuitviz.models import EMBEDDED_MODEL, load_model
 
-    return timed(load_model, model_id or EMBEDDED_MODEL, device=device, dtype=dtype, sync=device)
+    return timed(
+        load_model, model_id or EMBEDDED_MODEL, device=device, dtype=dtype, backend=backend, sync=device
+    )
 
 
 def ioi_task() -> PromptTask:

@@ -12,6 +12,7 @@ from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
 from .lasso import LassoDetails
 from .own_circuit import OwnCircuitDetails
+from .paraphrase_pruning import ParaphrasePruningDetails
 from .query import QueryCircuitDetails
 
 BUILT_IN: tuple[type[MethodDetails], ...] = (
@@ -21,6 +22,7 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     EnsembleDetails,
     EdgePruningDetails,
     OwnCircuitDetails,
+    ParaphrasePruningDetails,
 )
 
 

@@ -208,7 +208,7 @@ class SharedNormPatch:
             table = torch.cat([self.tables[layer] for layer in needed])
         else:
             table = self._table[:n_rows]
-        total = summing @ table  # [targets, width]
+        total = torch.mm(summing, table)  # [targets, width] (sparse times dense)
         batch, n = self.weights.shape[0], readers.stop - readers.start
         if self.positions:
             return total.view(batch, -1, n, self.spec.d_model)
@@ -243,13 +243,16 @@ class SharedNormPatch:
             target, source = torch.cat(targets), torch.cat(sources)
             # each (target, source) appears once: sorting by target gives the CSR layout directly
             order = torch.argsort(target, stable=True)
-            rows = torch.zeros(size + 1, dtype=torch.long, device="cpu")  # built on the CPU
+            rows = torch.zeros(size + 1, dtype=torch.long, device="cpu")  # planned on the CPU
             rows[1:] = torch.cumsum(torch.bincount(target, minlength=size), 0)
-            ones = torch.ones(len(target), dtype=self.weights.dtype, device="cpu")
+            device = self.weights.device
+            rows, columns = rows.to(device), source[order].to(device)
+            ones = torch.ones(len(target), dtype=self.weights.dtype, device=device)
             with warnings.catch_warnings():  # torch calls sparse CSR "beta"; its product is what we need
                 warnings.simplefilter("ignore")
-                matrix = torch.sparse_csr_tensor(rows, source[order], ones, (size, last))
-                self._sums[key] = matrix.to(self.weights.device)
+                self._sums[key] = torch.sparse_csr_tensor(
+                    rows, columns, ones, (size, last)
+                )  # on their device
         return self._sums[key]
 
     def _table_rows(self, layer: int) -> int:

@@ -23,7 +23,7 @@ import torch
 from ..acc.ablation import knockout_check
 from ..acc.circuit import circuit_json, engine_scores
 from ..acc.completion import completed_scores
-from ..acc.forward import run_forward
+from ..acc.forward import check_supported, run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
 from ..details.acc import ACCDetails, acc_circuits
@@ -127,6 +127,7 @@ class ACCPlusPlus(Method):
         model, spec = ctx.model, ctx.spec
         prepared = ctx.prepared(need_corrupted=False)
 
+        check_supported(model)  # before the SVD, which would fail on what the forward refuses
         svd = load_svd(model)
         ctx.timings["svd_s"] = svd.seconds
         with ctx.timed("forward_s"):

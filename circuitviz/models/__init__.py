@@ -28,6 +28,7 @@ _LAZY = {
     "resolve_device": "devices",
     "resolve_dtype": "devices",
     "load_model": "loading",
+    "estimate_memory": "estimate",
     "prepare_for_circuits": "loading",
 }
 
@@ -51,6 +52,7 @@ __all__ = [
     "ModelLoadError",
     "default_device",
     "default_dtype",
+    "estimate_memory",
     "load_model",
     "prepare_for_circuits",
     "resolve_device",

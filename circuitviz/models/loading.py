@@ -21,6 +21,14 @@ import torch
 
 import circuitviz.models.cache as cache
 from circuitviz.models.adapter import adapter_of, register
+from circuitviz.models.bridge_loading import (
+    HubModel,
+    choose_backend,
+    device_placement,
+    load_bridge,
+    looks_like_hub_id,
+    placement_name,
+)
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
@@ -43,13 +51,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class HubModel:
-    """An official TransformerLens model, read from the Hugging Face hub or its cache."""
-
-    official_name: str
 
 
 class _InMemoryWeights:
@@ -122,9 +123,12 @@ def resolve_source(model: str) -> EmbeddedGguf | LocalCheckpoint | HubModel:
     official = _official_name(name)
     if official is not None:
         return HubModel(official)
+    if looks_like_hub_id(name):
+        return HubModel(name, official=False)
     raise ModelLoadError(
-        f"Unknown model {shown(name, 40)}; use an embedded model ({_embedded_list()}), an official "
-        "TransformerLens name such as gpt2, or the path of a local checkpoint folder."
+        f"Unknown model {shown(name, 40)}; use an embedded model ({_embedded_list()}), a Hugging "
+        "Face hub id such as Qwen/Qwen3-0.6B, an official TransformerLens name such as gpt2, or "
+        "the path of a local checkpoint folder."
     )
 
 
@@ -332,19 +336,34 @@ def prepare_for_circuits(model: HookedTransformer) -> HookedTransformer:
 
 
 def load_model(
-    model: str = EMBEDDED_MODEL, device: str | None = None, dtype: str | None = None
-) -> HookedTransformer:
+    model: str = EMBEDDED_MODEL,
+    device: str | None = None,
+    dtype: str | None = None,
+    backend: str | None = None,
+    device_map: str | dict | None = None,
+    n_devices: int | None = None,
+    max_memory: dict | None = None,
+):
     """Load model as a HookedTransformer on device in dtype, ready for circuit discovery.
 
     model is an embedded id (gemma-3-270m, smollm2-135m), an official TransformerLens name
     (from the Hugging Face cache when offline), or the path of a local checkpoint folder or
-    .gguf file. device None or "auto" picks the best available; dtype defaults to float32.
-    The result has grouped-query attention ungrouped, the circuit hooks on, and
-    cfg.model_name set to the string given, so callers can key caches by it.
+    .gguf file, or (through the bridge) any Hugging Face hub id the bridge supports. device None
+    or "auto" picks the best available; dtype defaults to float32. ``backend`` "bridge" boots
+    TransformerLens's TransformerBridge, "hooked" assembles a HookedTransformer; None picks
+    ``choose_backend``'s default. ``device_map`` / ``n_devices`` / ``max_memory`` split the model
+    over several devices (bridge only). The result has grouped-query attention ungrouped, the
+    circuit hooks on, and cfg.model_name set to the string given, so callers can key caches by it.
     """
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
+    placement = device_placement(torch_device, device_map, n_devices, max_memory)
     source = resolve_source(model)
+    chosen = choose_backend(source, backend, placement)
+    if chosen == "bridge":
+        bridge = load_bridge(source, model, torch_dtype, placement)
+        register(bridge, f"{model} on {placement_name(torch_device, placement)}, load {next(_LOADS)}")
+        return bridge
     if isinstance(source, EmbeddedGguf):
         parts = _gguf_parts(source.checkpoint, source.model_id, torch_device, torch_dtype, source.verify)
         hooked = _assemble(parts, torch_device)

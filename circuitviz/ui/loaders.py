@@ -190,16 +190,25 @@ def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> li
 
 def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
     """(the model's probability of ``token`` (one token) after ``prompt``, its top token, that
-    token's probability), cached per model, prompt and token."""
+    token's probability), cached per model, prompt and token, and stored like the next tokens (a
+    stored view of the prompt runs no forward pass for it)."""
     return _token_probability(model, model_key(model), model_id, prompt, token)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
+    from ..keys import content_key
     from ..labels.logit_lens import token_probability
     from ..tasks import single_token_id
 
-    return token_probability(_model, prompt, single_token_id(_model, token, "answer"))
+    store = get_store()
+    stored_key = content_key(kind="token-probability", model=model_id, prompt=prompt, token=token)
+    state = store.load_state(stored_key, kind="labels")
+    if state is None:
+        found = token_probability(_model, prompt, single_token_id(_model, token, "answer"))
+        state = {"probability": found[0], "top": found[1], "top_probability": found[2]}
+        store.save_state(stored_key, state, kind="labels")
+    return float(state["probability"]), str(state["top"]), float(state["top_probability"])
 
 
 def task_verdict(model, model_id: str, task) -> str | None:

@@ -86,9 +86,10 @@ METRIC_HELP = {
 def metrics_row(result, budget: int, point=None) -> None:
     """The metrics at ``budget``, then the caveats of the method's figures (``caveats``)."""
     point = point or result.point(budget)
-    values = metric_values(result, point)
-    for column, (label, value) in zip(st.columns(len(values)), values.items()):
-        column.metric(label, value, help=METRIC_HELP[label])
+    values = list(metric_values(result, point).items())
+    for start in range(0, len(values), 3):  # rows of three: six in one row cut the figures at 1,000 px
+        for column, (label, value) in zip(st.columns(3), values[start : start + 3]):
+            column.metric(label, value, help=METRIC_HELP[label])
     for caveat in caveats(result, point):
         st.caption(caveat)
 

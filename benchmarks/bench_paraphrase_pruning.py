@@ -1,0 +1,112 @@
+"""Paraphrase pruning's variants on the yardstick's nine prompts (embedded Gemma-3-270M, CPU).
+
+For each prompt (``bench_bon.PROMPTS``) and variant, at one budget (default 103 edges, 1 % of the
+graph): NDF on the prompt, the mean NDF on the held-out paraphrases (never used to fit, to pick a
+step or to start the logits; the same split for every variant: it depends on the seed and the
+valid paraphrases only), the nodes the circuit draws, and the seconds of the run (paraphrases,
+warm start, learning and evaluation; the model loaded once). Variants:
+
+    prompt-only   warm start from the prompt's EAP-IG, fitted on the prompt alone (Edge Pruning's
+                  objective, with the held-out share measured)
+    eap-ig        warm start from the prompt's EAP-IG, fitted on the prompt and the fit share
+    average       warm start from the mean of the fit set's EAP-IG scores, same fit
+    bon           warm start per budget from the fit set's most faithful top-N (Best-of-N's pick)
+
+Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
+at most 40 nodes on 6 of 9; at most 10 s a prompt.
+
+    .venv/bin/python benchmarks/bench_paraphrase_pruning.py --threads 1 [--variants eap-ig,bon] [--prompts 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+
+from bench_bon import PROMPTS
+
+from circuitviz.bench.harness import add_threads_argument, apply_threads, load_average, load_timed
+from circuitviz.methods import get_method
+
+VARIANTS = {
+    "prompt-only": {"warm_start": "eap-ig", "fit_paraphrases": False},
+    "eap-ig": {"warm_start": "eap-ig"},
+    "average": {"warm_start": "average"},
+    "bon": {"warm_start": "bon"},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--prompts", type=int, default=len(PROMPTS))
+    parser.add_argument("--budget", type=int, default=103)
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--n-paraphrases", type=int, default=None)
+    parser.add_argument("--json", default=None)
+    add_threads_argument(parser, default=1)
+    args = parser.parse_args()
+    apply_threads(args.threads)
+    model, _ = load_timed()
+    method = get_method("paraphrase-pruning")
+    print(f"load average at start: {load_average()}", flush=True)
+    rows = []
+    for name in args.variants.split(","):
+        settings = dict(VARIANTS[name])
+        if args.steps is not None:
+            settings["steps"] = args.steps
+        if args.n_paraphrases is not None:
+            settings["n_paraphrases"] = args.n_paraphrases
+        for kind, task in PROMPTS[: args.prompts]:
+            start = time.perf_counter()
+            result = method.run_on(model, task, method.make_config(settings), budgets=[args.budget])
+            seconds = time.perf_counter() - start
+            (row,) = result.details.budgets or [{}]
+            held = result.details.held_out_ndf.get(str(args.budget), [])
+            entry = {
+                "variant": name,
+                "kind": kind,
+                "prompt": task.clean,
+                "ndf": result.curve[0].ndf,
+                "necessity": result.curve[0].necessity,
+                "held_out_ndf": statistics.fmean(held) if held else math.nan,
+                "n_held_out": len(held),
+                "fit_ndf": row.get("fit_ndf", math.nan),
+                "n_fit": len(result.details.fit),
+                "nodes": row.get("nodes", 0),
+                "edges": result.curve[0].n_edges,
+                "warm": row.get("warm_ndf", math.nan),
+                "seconds": seconds,
+                "timings": result.timings,
+                "notes": result.details.notes,
+            }
+            rows.append(entry)
+            print(
+                f"{name:12s} {kind:16s} NDF {entry['ndf']:.3f}  held-out {entry['held_out_ndf']:.3f} "
+                f"(n={entry['n_held_out']}, fit n={entry['n_fit']} mean {entry['fit_ndf']:.3f})  "
+                f"{entry['edges']} edges {entry['nodes']} nodes  {seconds:.1f} s  (warm score {entry['warm']:.3f})",
+                flush=True,
+            )
+    print()
+    for name in args.variants.split(","):
+        mine = [r for r in rows if r["variant"] == name]
+        both = sum(1 for r in mine if r["ndf"] >= 0.8 and r["held_out_ndf"] >= 0.8)
+        small = sum(1 for r in mine if r["nodes"] <= 40)
+        held = [r["held_out_ndf"] for r in mine if not math.isnan(r["held_out_ndf"])]
+        print(
+            f"{name:12s} prompt NDF mean {statistics.fmean(r['ndf'] for r in mine):.3f}, held-out mean "
+            f"{statistics.fmean(held) if held else math.nan:.3f}; both >= 0.8 on {both}/{len(mine)}; "
+            f"<= 40 nodes on {small}/{len(mine)}; seconds median {statistics.median(r['seconds'] for r in mine):.1f} "
+            f"max {max(r['seconds'] for r in mine):.1f}"
+        )
+    print(f"load average at end: {load_average()}")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(rows, handle, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""What a paraphrase-pruning run keeps beside its circuits (``ParaphrasePruningDetails``); the
+method is ``circuitviz.methods.paraphrase_pruning``."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from .base import MethodDetails, register_details
+
+if TYPE_CHECKING:
+    from ..results import CircuitResult
+
+
+@register_details
+@dataclass
+class ParaphrasePruningDetails(MethodDetails):
+    """One mask per budget learned on the prompt and a fit share of its paraphrases, measured on
+    a held-out share it never saw, as plain data.
+
+    warm_start: what started the logits; fit_paraphrases: whether the fit share was fitted (else
+        the prompt alone); steps_run: steps taken (the longest budget's).
+    fit / held_out: the clean prompts of the paraphrases in each share (held out: never used to
+        fit, to pick a step or to start the logits).
+    budgets: per trained budget {budget, edges, nodes, ndf (on the prompt), fit_ndf (mean over the
+        fit share, NaN without one), held_out_ndf (mean over the held-out share, NaN without one),
+        warm_ndf (the warm start's top-N on the prompt), best_step, steps}.
+    held_out_ndf: {budget: [NDF on each held-out paraphrase]}.
+    notes: what the run left out and why, in sentences.
+    """
+
+    kind: ClassVar[str] = "paraphrase-pruning"
+    version: ClassVar[int] = 1
+
+    warm_start: str = "eap-ig"
+    fit_paraphrases: bool = True
+    steps_run: int = 0
+    fit: list = field(default_factory=list)
+    held_out: list = field(default_factory=list)
+    budgets: list = field(default_factory=list)
+    held_out_ndf: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        fitted = f"the prompt and {len(self.fit)} paraphrases" if self.fit_paraphrases else "the prompt"
+        lines = [
+            f"One mask per budget fitted on {fitted} from {self.warm_start}, {self.steps_run} steps; "
+            f"{len(self.held_out)} paraphrases held out:"
+        ]
+        for row in self.budgets:
+            line = f"  {row['budget']} edges ({row['nodes']} nodes): NDF {row['ndf']:.3f} on the prompt"
+            values = self.held_out_ndf.get(str(row["budget"]))
+            if values:
+                line += f", mean {statistics.fmean(values):.3f} on {len(values)} held-out paraphrases"
+            lines.append(line)
+        return lines + list(self.notes)

@@ -1,0 +1,420 @@
+"""The model adapter's HookedTransformer form (``adapter.py`` picks the adapter of a model).
+
+The one model adapter: everything circuitviz asks of a TransformerLens model goes through it.
+
+A ``ModelAdapter`` holds the HookedTransformer and what circuitviz keeps beside it: the lock that
+serialises hooked runs, the lock that serialises tokenising, the key that names this loaded
+instance in caches, its graph spec (made once) and its device and dtype. The loader makes one for
+every model it loads (``load_model``); code handed a bare model (tests, scripts) gets the same
+adapter back from ``adapter_of(model)``, which makes one on first use. Nothing is set on or
+replaced in the model itself: the adapters live in a weak registry keyed by the model.
+
+Every TransformerLens-specific call (tokenising, hooked forward passes, the key/value cache a
+continued run reads, the unembedding, a head's output projection, the norms around attention,
+the split q/k/v inputs) is a method here, so that the move from HookedTransformer to
+TransformerLens 4's TransformerBridge touches this package only. Hook *names* are spelled in
+``circuitviz.engine.sites``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cached_property
+
+import torch
+
+from ..graph import GraphSpec
+
+Hook = tuple[str, Callable]
+
+
+class ModelAdapter:
+    """One loaded model and what circuitviz keeps beside it (see the module's docstring)."""
+
+    def __init__(self, model, key: str | None = None):
+        self.model = model
+        self.key = key or f"object {id(model)}"
+        self.lock = threading.RLock()  # hooked runs, one at a time on this instance
+        self.tokenizer_lock = threading.RLock()  # tokenising, one at a time (see ``to_tokens``)
+
+    # ----- what the model is -----------------------------------------------------------------
+    @property
+    def cfg(self):
+        return self.model.cfg
+
+    @cached_property
+    def spec(self) -> GraphSpec:
+        """The model's graph shape, made once."""
+        return GraphSpec.from_model(self.model)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def element_size(self) -> int:
+        return next(self.model.parameters()).element_size()
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def positions_inside_attention(self) -> bool:
+        """Whether positions enter inside attention (shortformer), so a run continued from cached
+        keys and values would skip them."""
+        return self.cfg.positional_embedding_type == "shortformer"
+
+    @property
+    def rotary(self) -> bool:
+        return self.cfg.positional_embedding_type == "rotary"
+
+    # ----- tokenising --------------------------------------------------------------------------
+    @property
+    def tokenizer(self):
+        return self.model.tokenizer
+
+    def to_tokens(self, text, prepend_bos: bool | None = None, truncate: bool = True) -> torch.Tensor:
+        """Token ids of ``text`` (a string or a list of them).  # [batch, pos] on the CPU
+
+        Serialised per model: TransformerLens's ``to_tokens(prepend_bos=...)`` overrides
+        ``cfg.default_prepend_bos`` for the duration of the call, and the tokenizer resets its own
+        truncation state, so two sessions tokenising at once could get each other's <bos> setting.
+        """
+        kwargs = {"truncate": truncate}
+        if prepend_bos is not None:
+            kwargs["prepend_bos"] = prepend_bos
+        with self.tokenizer_lock:
+            return self.model.to_tokens(text, **kwargs)
+
+    def token_count(self, text: str, prepend_bos: bool | None = None) -> int:
+        """How many tokens ``text`` is as the model runs it (with its <bos> when it prepends one,
+        unless ``prepend_bos`` says otherwise), never truncated: the one count the limits, the
+        proposals, the paraphrase checks and the answer checks read."""
+        return int(self.to_tokens(text, prepend_bos=prepend_bos, truncate=False).shape[1])
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(ids)
+
+    @property
+    def bos_token_id(self) -> int | None:
+        return getattr(self.tokenizer, "bos_token_id", None) if self.tokenizer is not None else None
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.tokenizer, "pad_token_id", None) if self.tokenizer is not None else None
+
+    # ----- runs --------------------------------------------------------------------------------
+    @contextmanager
+    def hooked(self, fwd_hooks: list[Hook]) -> Iterator[None]:
+        """Run with hooks under the model's lock; every hook is removed on exit, even on error.
+
+        The tokenizer's lock is held too: TransformerLens's ``forward`` saves
+        ``cfg.default_prepend_bos`` on entry and writes it back on exit, so a forward pass that
+        ended while another thread was inside ``to_tokens(prepend_bos=False)`` put the <bos>
+        setting back under it (a one-token answer came out as two tokens, 3 times in 180
+        concurrent discoveries).
+        """
+        with self.lock, self.tokenizer_lock, self.model.hooks(fwd_hooks=fwd_hooks):
+            yield
+
+    def blocks(self, tokens: torch.Tensor, stop_at_layer: int | None = None) -> torch.Tensor:
+        """The residual stream after block ``stop_at_layer - 1`` (all blocks by default), at every
+        position, stopping before the final norm and unembedding. Call inside ``hooked``.
+        # [batch, pos, d_model]"""
+        stop = self.cfg.n_layers if stop_at_layer is None else stop_at_layer
+        return self.model(tokens, stop_at_layer=stop)
+
+    def logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The model's logits at every position (a plain forward pass).  # [batch, pos, d_vocab]"""
+        return self.model(tokens)
+
+    def continuing(self, tokens: torch.Tensor, caches: list, mask: torch.Tensor) -> torch.Tensor:
+        """The blocks' residual for ``tokens`` continuing the positions held in ``caches`` (one
+        key/value entry per layer, from ``prefix_caches``), embedded as ``input_to_embed`` does but
+        without its cache check, which expects key-value heads where an ungrouped model caches
+        query heads. Not for shortformer models (``positions_inside_attention``). Call inside
+        ``hooked``.
+
+        tokens: [batch, new]; mask: [batch, cached + new], all ones. Returns [batch, new, d_model].
+        """
+        model = self.model
+        offset = int(caches[0].past_keys.shape[1])
+        if model.cfg.use_hook_tokens:
+            tokens = model.hook_tokens(tokens)
+        embed = model.hook_embed(model.embed(tokens))  # [batch, new, d_model]
+        residual, _ = model.get_residual(embed, offset, attention_mask=mask, tokens=tokens)
+        return model(
+            residual,
+            start_at_layer=0,
+            stop_at_layer=model.cfg.n_layers,
+            past_kv_cache=caches,
+            attention_mask=mask,
+        )
+
+    def _cached_key_heads(self) -> int:
+        """Heads per position in a layer's cached keys: every query head's own when grouped-query
+        attention runs ungrouped (as circuitviz loads models), else the key-value heads."""
+        cfg = self.cfg
+        if cfg.n_key_value_heads is None or getattr(cfg, "ungroup_grouped_query_attention", False):
+            return int(cfg.n_heads)
+        return int(cfg.n_key_value_heads)
+
+    @torch.no_grad()
+    def prefix_caches(self, tokens: torch.Tensor) -> list:
+        """The keys and values of each row's first positions, frozen, for runs that continue them.
+
+        tokens: [batch, prefix]. Each distinct row runs once (a batch of IG steps or circuits holds
+        a few tasks' prompts many times); a batch of one prompt gets expanded views, no copies.
+        """
+        from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+        cfg = self.cfg
+        distinct, inverse = torch.unique(tokens, dim=0, return_inverse=True)  # [g, prefix], [batch]
+        shape = (len(distinct), 0, self._cached_key_heads(), cfg.d_head)
+        empty = torch.zeros(shape, device=tokens.device, dtype=self.dtype)
+        caches = [TransformerLensKeyValueCacheEntry(empty, empty) for _ in range(cfg.n_layers)]
+        with self.hooked([]):
+            self.continuing(distinct, caches, torch.ones_like(distinct))
+
+        def rows(cached: torch.Tensor) -> torch.Tensor:  # [g, prefix, heads, d_head] -> [batch, ...]
+            return cached.expand(len(inverse), -1, -1, -1) if len(distinct) == 1 else cached[inverse]
+
+        return [
+            TransformerLensKeyValueCacheEntry(rows(entry.past_keys), rows(entry.past_values), frozen=True)
+            for entry in caches
+        ]
+
+    # ----- the pieces the engine computes with ----------------------------------------------------
+    def unembed(self, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits from the final residual at one position: final norm, unembedding, soft-cap.
+
+        residual: [batch, d_model]; ``ids`` restricts the unembedding to those vocabulary columns:
+        [k] for every row alike, or [batch, k] for each row its own (a batch of a dataset's tasks).
+        Returns [batch, k] or [batch, d_vocab].
+        """
+        model = self.model
+        x = residual[:, None, :]  # [batch, 1, d_model]
+        if model.cfg.normalization_type is not None:
+            x = model.ln_final(x)
+        x = x[:, 0]  # [batch, d_model]
+        if ids is None:
+            logits = x @ model.W_U + model.b_U
+        elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, one product a row
+            logits = torch.einsum("bd,dbk->bk", x, model.W_U[:, ids]) + model.b_U[ids]
+        else:
+            logits = x @ model.W_U[:, ids] + model.b_U[ids]
+        cap = getattr(model.cfg, "output_logits_soft_cap", None)
+        if cap is not None and cap > 0:
+            logits = cap * torch.tanh(logits / cap)
+        return logits
+
+    @property
+    def unembedding(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_U [d_model, d_vocab], b_U [d_vocab])."""
+        return self.model.W_U, self.model.b_U
+
+    @property
+    def final_norm(self):
+        """The norm before the unembedding (None for models without one)."""
+        return self.model.ln_final if self.cfg.normalization_type is not None else None
+
+    @property
+    def final_norm_weight(self) -> torch.Tensor | None:
+        """The final norm's weight (None for models without one, or a norm without weight)."""
+        return getattr(self.final_norm, "w", None)
+
+    def attention(self, layer: int) -> AttentionParts:
+        """What ACC++'s folding reads of a layer's attention: its weights, q/k-norms, rotary tables."""
+        return AttentionParts(self.model.blocks[layer].attn)
+
+    def pre_attention_norm(self, layer: int):
+        """The norm a layer applies to the residual before its q/k/v projections, or None (no
+        norm, or a model whose norm comes after attention)."""
+        if self.reads_unnormalised_residual or self.cfg.normalization_type is None:
+            return None
+        return self.model.blocks[layer].ln1
+
+    def head_results(self, layer: int, z: torch.Tensor) -> torch.Tensor:
+        """Each head's output from its z, with the output bias shared out evenly.
+
+        z: [batch, pos, n_heads, d_head] -> [batch, pos, n_heads, d_model]. Computed here rather
+        than read from ``hook_result``: TransformerLens builds that hook's value by broadcasting a
+        [batch, pos, n_heads, d_head, d_model] product (786 MB per layer for 20 Gemma-3
+        sequences), which made every run several times slower; an einsum gives the same numbers.
+        """
+        return head_results(self.model.blocks[layer].attn, z)
+
+    def attention_post_norm(self, layer: int):
+        """(the norm applied to a layer's summed attention output before the residual add, the
+        name of its sub-module) or (None, None) for models without one."""
+        block = self.model.blocks[layer]
+        if getattr(self.cfg, "use_normalization_before_and_after", False):
+            return block.ln1_post, "ln1_post"
+        if self.reads_unnormalised_residual:
+            return block.ln1, "ln1"
+        return None, None
+
+    @cached_property
+    def post_normed_layers(self) -> tuple[bool, ...]:
+        """Per layer, whether its heads' summed output passes through a norm before the residual
+        add (Gemma's ``ln1_post``, OLMo-2's post-norm): there a head's share of what the layer adds
+        depends on the other heads, and a reader that mixes clean and corrupted heads of the layer
+        sees the norm of its own mix."""
+        return tuple(self.attention_post_norm(layer)[0] is not None for layer in range(self.cfg.n_layers))
+
+    @property
+    def reads_unnormalised_residual(self) -> bool:
+        """Whether attention reads the residual unnormalised, its norm coming after (OLMo-2)."""
+        from transformer_lens.components.transformer_block import POST_NORM_ARCHITECTURES
+
+        return self.cfg.original_architecture in POST_NORM_ARCHITECTURES
+
+    def qkv_weights(self, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """W_Q, W_K, W_V of a layer, each [n_heads, d_model, d_head]."""
+        attention = self.model.blocks[layer].attn
+        return attention.W_Q, attention.W_K, attention.W_V
+
+    def attention_norm_vjp(self, layer: int, x: torch.Tensor, cotangents: torch.Tensor) -> torch.Tensor:
+        """J_norm(x)^T c for many cotangents c of the norm in front of a layer's attention.
+
+        x: [batch, pos, d_model]; cotangents: [batch, pos, n, d_model]. Returns [batch, pos, n,
+        d_model]. Models whose attention reads the residual unnormalised pass c through.
+        """
+        if self.reads_unnormalised_residual:
+            return cotangents
+        _, vjp = torch.func.vjp(self.model.blocks[layer].ln1, x.detach())
+        return torch.vmap(lambda cotangent: vjp(cotangent)[0], in_dims=2, out_dims=2)(cotangents)
+
+    def has_hook(self, name: str) -> bool:
+        """Whether the model has a hook point of that name (norms and MLP kinds differ by model)."""
+        return name in self.model.hook_dict
+
+    def mlp_activation(self, layer: int):
+        """(the MLP's activation function, whether the MLP is gated: act(gate) * linear + b_in).
+
+        ValueError in one sentence for an MLP whose activation is followed by a norm (SoLU)."""
+        mlp = self.model.blocks[layer].mlp
+        if getattr(mlp, "hook_mid", None) is not None:
+            raise ValueError(
+                "This model's MLP normalises after its activation (SoLU); relevance rules are not defined for it."
+            )
+        return mlp.act_fn, bool(self.cfg.gated_mlp)
+
+    def attention_score_problem(self) -> str | None:
+        """Why a layer's attention scores are not (query . key) / scale under a causal mask, or
+        None when they are (what recomputing a patched softmax exactly needs)."""
+        cfg = self.cfg
+        if (getattr(cfg, "attn_scores_soft_cap", -1.0) or -1.0) > 0:
+            return "its attention scores are soft-capped"
+        if getattr(cfg, "use_attention_sinks", False):
+            return "its attention has sink columns"
+        if cfg.positional_embedding_type in ("alibi", "relative_positional_bias"):
+            return f"its attention adds a {cfg.positional_embedding_type} position bias"
+        if getattr(cfg, "use_logn_attn", False) or cfg.original_architecture in (
+            "OlmoeForCausalLM",
+            "Olmo2ForCausalLM",
+            "Olmo3ForCausalLM",
+        ):
+            return "its queries and keys are normalised or scaled in a way this recomputation does not follow"
+        return None
+
+    def head_queries_keys(self, layer: int, inputs: torch.Tensor, kind: str) -> torch.Tensor:
+        """Each head's query (``kind`` "q") or key ("k") as its attention scores read it (after any
+        q/k-norm and the rotation), when every head reads ``inputs`` (the residual before the
+        layer's norm). Call outside ``hooked``.
+        inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
+        block = self.model.blocks[layer]
+        attention = block.attn
+        x = inputs if self.pre_attention_norm(layer) is None else block.ln1(inputs)
+        weight, bias = (attention.W_Q, attention.b_Q) if kind == "q" else (attention.W_K, attention.b_K)
+        out = torch.einsum("npd,hde->nphe", x, weight) + bias
+        if self.cfg.use_qk_norm:
+            out = attention._apply_qk_norm(out, attention.q_norm if kind == "q" else attention.k_norm)
+        if self.cfg.positional_embedding_type == "rotary":
+            out = attention.apply_rotary(out, 0)
+        return out
+
+    @contextmanager
+    def split_attention_inputs(self, split: bool) -> Iterator[None]:
+        """Run with one private q/k/v input per head (``split``) or one shared input per layer.
+
+        The one place the model's configuration changes during a pass: the caller holds the
+        model's lock (``hooked`` or ``lock``), so no other run sees the setting; restored on exit.
+        """
+        with self.lock:
+            before = self.cfg.use_split_qkv_input
+            self.cfg.use_split_qkv_input = split
+            try:
+                yield
+            finally:
+                self.cfg.use_split_qkv_input = before
+
+
+class AttentionParts:
+    """One layer's attention as ACC++ reads it, under names that do not depend on the backend."""
+
+    def __init__(self, module):
+        self._module = module
+
+    W_Q = property(lambda self: self._module.W_Q)  # [n_heads, d_model, d_head]
+    W_K = property(lambda self: self._module.W_K)  # [n_heads, d_model, d_head] (repeated per query head)
+    W_O = property(lambda self: self._module.W_O)  # [n_heads, d_head, d_model]
+    b_Q = property(lambda self: self._module.b_Q)  # [n_heads, d_head]
+    b_K = property(lambda self: self._module.b_K)
+    b_O = property(lambda self: self._module.b_O)  # [d_model]
+    q_norm = property(lambda self: getattr(self._module, "q_norm", None))
+    k_norm = property(lambda self: getattr(self._module, "k_norm", None))
+    score_scale = property(lambda self: float(self._module.attn_scale))  # scores are q.k / this
+    local = property(lambda self: getattr(self._module, "attn_type", "global") == "local")
+
+    @property
+    def stored_keys(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_K, b_K) as stored: before grouped-query attention repeats them per query head."""
+        stored = getattr(self._module, "_W_K", None)
+        if stored is None:
+            return self._module.W_K, self._module.b_K
+        return stored, self._module._b_K
+
+    def rotary_tables(self, n_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rotary cos and sin of the first ``n_positions``.  # [n, rotary_dim] each"""
+        if self._module.rotary_cos.shape[0] < n_positions:
+            raise ValueError("the rotary tables are shorter than the prompt")
+        return self._module.rotary_cos[:n_positions], self._module.rotary_sin[:n_positions]
+
+    def rotate_pairs(self, x: torch.Tensor) -> torch.Tensor:
+        """The backend's pair swap of rotary dimensions (the sin term's partner of each one)."""
+        return self._module.rotate_every_two(x)
+
+
+def head_results(attention, z: torch.Tensor) -> torch.Tensor:
+    """``ModelAdapter.head_results`` for one attention module (tests check the decomposition with
+    it).  z: [batch, pos, n_heads, d_head] -> [batch, pos, n_heads, d_model]"""
+    return torch.einsum("bphd,hdm->bphm", z, attention.W_O) + attention.b_O / z.shape[2]
+
+
+def apply_norm(norm, y: torch.Tensor) -> torch.Tensor:
+    """``norm(y)`` computed as TransformerLens's RMSNorm / LayerNorm compute it, without running
+    the module (so none of its hooks fires inside a hooked run that already hooks it).
+
+    y: [..., d_model]. Half-precision inputs are normalised in float32 and cast back before the
+    weight, as the modules do."""
+    dtype = y.dtype
+    x = y.to(torch.float32) if dtype not in (torch.float32, torch.float64) else y
+    if "LayerNorm" in type(norm).__name__:
+        x = x - x.mean(-1, keepdim=True)
+    scale = (x.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()
+    out = (x / scale).to(dtype)
+    weight = getattr(norm, "w", None)
+    if weight is not None:
+        out = out * weight
+    bias = getattr(norm, "b", None)
+    if bias is not None:
+        out = out + bias
+    return out

@@ -1,0 +1,151 @@
+"""Boot a ``transformers`` model through TransformerLens's ``TransformerBridge`` for circuits.
+
+The bridge wraps the ``transformers`` model as it is (its own forward, its own weights, no
+folding or centring: ``enable_compatibility_mode(no_processing=True)`` only adds the classic
+hook names) and circuitviz reads it through ``BridgeAdapter`` (``bridge_adapter.py``), so the
+engine never learns which backend it got.
+
+Grouped-query attention is ungrouped first (``ungroup_attention``): every query head gets its
+own copy of the key and value projection it shares, so each head has its own k and v reader in
+the graph, as circuitviz's HookedTransformers have (``ungroup_grouped_query_attention``). The
+function is unchanged: a repeated head computes what the shared one did.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import torch
+
+from circuitviz.models.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+logger = logging.getLogger(__name__)
+
+
+def _text_config(config):
+    getter = getattr(config, "get_text_config", None)
+    return getter() if getter is not None else config
+
+
+def _repeat_rows(weight: torch.Tensor, n_groups: int, repeats: int) -> torch.Tensor:
+    """[n_groups * rows, ...] -> [n_groups * repeats * rows, ...], each group's rows repeated
+    ``repeats`` times in place (how ``repeat_kv`` shares a key-value head among query heads)."""
+    grouped = weight.reshape(n_groups, -1, *weight.shape[1:])  # [groups, rows, ...]
+    return grouped.repeat_interleave(repeats, dim=0).reshape(-1, *weight.shape[1:])
+
+
+@torch.no_grad()
+def ungroup_attention(hf_model: PreTrainedModel) -> int:
+    """Give every query head its own key and value projection; returns the repeat factor (1 when
+    the model was not grouped). Separate q/k/v projections only: a fused qkv projection with
+    grouped heads is refused with the reason."""
+    config = _text_config(hf_model.config)
+    n_heads = int(config.num_attention_heads)
+    n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
+    if n_kv == n_heads:
+        return 1
+    repeats = n_heads // n_kv
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // n_heads)
+    touched = 0
+    for module in hf_model.modules():
+        k_proj, v_proj = getattr(module, "k_proj", None), getattr(module, "v_proj", None)
+        if k_proj is None or v_proj is None or not hasattr(module, "num_key_value_groups"):
+            continue
+        for projection in (k_proj, v_proj):
+            projection.weight = torch.nn.Parameter(_repeat_rows(projection.weight.data, n_kv, repeats))
+            if projection.bias is not None:
+                projection.bias = torch.nn.Parameter(_repeat_rows(projection.bias.data, n_kv, repeats))
+            projection.out_features = n_heads * head_dim
+        # OLMo-2 normalises the whole key vector (its k_norm is n_kv * head_dim wide); Gemma and
+        # Qwen 3 each head's (head_dim wide, which equals n_kv * head_dim when n_kv is 1)
+        k_norm = getattr(module, "k_norm", None)
+        weight = getattr(k_norm, "weight", None)
+        whole_vector = "Olmo" in type(module).__name__
+        if whole_vector and weight is not None and weight.shape[0] == n_kv * head_dim:
+            k_norm.weight = torch.nn.Parameter(_repeat_rows(weight.data, n_kv, repeats))
+        module.num_key_value_groups = 1
+        if hasattr(module, "num_key_value_heads"):
+            module.num_key_value_heads = n_heads
+        touched += 1
+    if touched == 0:
+        raise ModelLoadError(
+            f"{type(hf_model).__name__} shares {n_kv} key/value heads among {n_heads} query heads "
+            "in a fused projection circuitviz cannot ungroup; use a model with separate q/k/v "
+            "projections or one without grouped-query attention."
+        )
+    config.num_key_value_heads = n_heads
+    if config is not hf_model.config and hasattr(hf_model.config, "num_key_value_heads"):
+        hf_model.config.num_key_value_heads = n_heads
+    return repeats
+
+
+def architecture_of(hf_model: PreTrainedModel) -> str:
+    """The architecture name the bridge picks its adapter by (the class name when a config made
+    in memory lists none)."""
+    names = getattr(hf_model.config, "architectures", None) or []
+    return names[0] if names else type(hf_model).__name__
+
+
+def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_used: bool = False):
+    """Boot ``hf_model`` (a ``transformers`` causal LM, already on its devices) through the
+    bridge, ready for circuit discovery; ``name`` becomes ``cfg.model_name``."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    ungroup_attention(hf_model)
+    if not getattr(hf_model.config, "architectures", None):
+        hf_model.config.architectures = [architecture_of(hf_model)]
+    hf_model.requires_grad_(False)
+    try:
+        bridge = TransformerBridge.boot_transformers(
+            name, hf_model=hf_model, tokenizer=tokenizer, dtype=next(hf_model.parameters()).dtype
+        )
+    except ValueError as error:
+        if "Could not determine supported architecture" not in str(error):
+            raise
+        raise ModelLoadError(
+            f"TransformerLens's bridge has no adapter for {architecture_of(hf_model)}; use a "
+            "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) "
+            "or a newer TransformerLens that adds it."
+        ) from None
+    return prepare_bridge(bridge, name)
+
+
+def prepare_bridge(bridge, name: str):
+    """Switch on the hooks circuit discovery reads and record what the engine asks of the config.
+
+    Compatibility mode without processing gives the classic hook names on the model's own
+    weights; split q/k/v inputs and ``hook_mlp_in`` give every head and MLP its own reader.
+    """
+    from circuitviz.models.adapter import adapter_of
+
+    bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
+    bridge.set_use_split_qkv_input(True)
+    bridge.set_use_hook_mlp_in(True)
+    bridge.eval()
+    bridge.requires_grad_(False)
+    describe_config(bridge, name)
+    adapter_of(bridge)
+    return bridge
+
+
+def describe_config(bridge, name: str) -> None:
+    """Write onto ``bridge.cfg`` the HookedTransformer-config fields circuitviz reads that the
+    bridge leaves unset or reads otherwise (post-norms, q/k-norms, rotary width, local windows)."""
+    cfg = bridge.cfg
+    block = bridge.blocks[0]
+    hf_config = _text_config(bridge.original_model.config)
+    cfg.model_name = name
+    cfg.original_architecture = cfg.architecture
+    cfg.ungroup_grouped_query_attention = True
+    cfg.n_key_value_heads = cfg.n_heads
+    cfg.use_normalization_before_and_after = hasattr(block, "ln1_post")
+    cfg.use_qk_norm = hasattr(block.attn, "q_norm")
+    if cfg.positional_embedding_type == "rotary":
+        fraction = getattr(hf_config, "partial_rotary_factor", None) or getattr(hf_config, "rotary_pct", None)
+        cfg.rotary_dim = int(cfg.d_head * float(fraction)) if fraction else int(cfg.d_head)
+    window = getattr(hf_config, "sliding_window", None)
+    cfg.window_size = int(window) if isinstance(window, int) and window > 0 else None

@@ -1,0 +1,104 @@
+"""How much memory a model will take before it is loaded, from its config alone.
+
+``estimate_memory(model_id)`` reads an embedded model's row of the catalog, or the
+``config.json`` of a local folder or of a hub id in the Hugging Face cache, and counts the
+weights as circuitviz holds them (grouped-query attention ungrouped: every query head its own
+key and value projection). No torch and no model: the sidebar calls it as the user types.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from circuitviz.graph_shape import edge_count
+from circuitviz.models.catalog import SUPPORTED_MODELS
+from circuitviz.models.errors import ModelLoadError
+from circuitviz.text import shown
+
+BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """A model's size as circuitviz would load it."""
+
+    model_id: str
+    n_parameters: int
+    n_layers: int
+    n_heads: int
+    n_edges: int
+    weight_bytes: int
+    dtype: str
+
+    def sentence(self) -> str:
+        return (
+            f"{shown(self.model_id, 60)}: about {self.n_parameters / 1e6:,.0f}M parameters, "
+            f"{self.weight_bytes / 1e9:.1f} GB of weights in {self.dtype} plus working memory; "
+            f"{self.n_layers} layers x {self.n_heads} heads, {self.n_edges:,} edges."
+        )
+
+
+def _text_config(config: dict) -> dict:
+    return config.get("text_config") or config
+
+
+def _config_dict(model_id: str) -> dict:
+    folder = Path(model_id).expanduser()
+    path = folder / "config.json" if folder.is_dir() else None
+    if path is None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model_id, "config.json")
+        path = Path(found) if isinstance(found, str) else None
+    if path is None or not path.is_file():
+        raise ModelLoadError(
+            f"No config.json is known for {shown(model_id, 60)} (not a local folder, not in the "
+            "Hugging Face cache); its size is known once it is downloaded or loaded."
+        )
+    return _text_config(json.loads(path.read_text()))
+
+
+def _first(config: dict, *names, default=None):
+    for name in names:
+        if config.get(name) is not None:
+            return config[name]
+    return default
+
+
+def parameters_of_config(config: dict) -> tuple[int, int, int, bool]:
+    """(parameters with grouped-query attention ungrouped, layers, heads, parallel) of a config."""
+    d = int(_first(config, "hidden_size", "n_embd", "d_model"))
+    layers = int(_first(config, "num_hidden_layers", "n_layer", "num_layers"))
+    heads = int(_first(config, "num_attention_heads", "n_head", "num_heads"))
+    head_dim = int(_first(config, "head_dim", default=d // heads))
+    mlp = int(_first(config, "intermediate_size", "n_inner", default=None) or 4 * d)
+    vocab = int(_first(config, "vocab_size"))
+    gated = config.get("model_type") not in ("gpt2", "gpt_neox", "gptj", "opt", "bloom", "phi")
+    attention = 4 * d * heads * head_dim  # q, k, v (ungrouped) and o
+    per_layer = attention + (3 if gated else 2) * d * mlp + 2 * d  # and two norm weights
+    embeddings = vocab * d * (1 if config.get("tie_word_embeddings", True) else 2)
+    parallel = bool(config.get("use_parallel_residual", False) or config.get("parallel_attn", False))
+    return embeddings + layers * per_layer + d, layers, heads, parallel  # + the final norm
+
+
+def estimate_memory(model_id: str, dtype: str = "float32") -> MemoryEstimate:
+    """The size of ``model_id`` (an embedded id, a local folder, or a hub id in the cache) as
+    circuitviz would load it in ``dtype``; ModelLoadError with the fix when nothing is known."""
+    name = model_id.strip()
+    if dtype not in BYTES:
+        raise ModelLoadError(f"Precision {shown(dtype, 20)} is not supported; use one of {', '.join(BYTES)}.")
+    info = SUPPORTED_MODELS.get(name.lower())
+    if info is not None:
+        count, layers, heads, parallel = (
+            info.approx_params,
+            info.n_layers,
+            info.n_heads,
+            info.parallel_attn_mlp,
+        )
+    else:
+        count, layers, heads, parallel = parameters_of_config(_config_dict(name))
+    return MemoryEstimate(
+        name, count, layers, heads, edge_count(layers, heads, parallel), count * BYTES[dtype], dtype
+    )

@@ -1,0 +1,133 @@
+"""The bridge against HookedTransformer, the bridge's loader and its conversion cache.
+
+A tiny random model of each family both backends can read is saved as a ``transformers``
+checkpoint folder and loaded twice through ``load_model``: as a HookedTransformer and through
+the bridge. Exact patching and EAP give the same edge scores on both (float32 rounding).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_families import random_hf_model
+from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
+from circuitviz.graph import GraphSpec
+from circuitviz.methods import get_method
+from circuitviz.models import ModelLoadError, load_model
+from circuitviz.models.bridge_adapter import is_bridge
+
+pytestmark = pytest.mark.slow
+
+# the families HookedTransformer can also build from a local folder of any size
+BOTH = ["llama3", "qwen3", "gpt_neox", "mistral"]
+
+
+def checkpoint_folder(family: str, folder) -> str:
+    model = random_hf_model(family, seed=1, dtype=torch.float32)
+    model.config.architectures = [type(model).__name__]
+    model.save_pretrained(str(folder))
+    word_tokenizer().save_pretrained(str(folder))
+    return str(folder)
+
+
+def scores(model, method: str) -> torch.Tensor:
+    chosen = get_method(method)
+    return chosen.run_on(model, IOI_TASK, chosen.make_config({}), budgets=[1]).scores.double()
+
+
+@pytest.mark.parametrize("family", BOTH)
+def test_the_bridge_gives_the_hooked_transformers_scores(family, tmp_path):
+    folder = checkpoint_folder(family, tmp_path)
+    hooked, bridge = (load_model(folder, backend=backend) for backend in ("hooked", "bridge"))
+    assert is_bridge(bridge) and not is_bridge(hooked)
+    for method in ("exact", "eap"):
+        mine, theirs = scores(bridge, method), scores(hooked, method)
+        largest = float(theirs.abs().max())
+        assert largest > 1e-4
+        assert float((mine - theirs).abs().max()) <= 1e-4 * largest, method
+
+
+def test_a_hub_id_that_is_not_cached_offline_says_how_to_get_it(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE"):
+        load_model("circuitviz-test/not-a-model", backend="bridge")
+
+
+def test_the_hooked_backend_refuses_what_only_the_bridge_loads():
+    with pytest.raises(ModelLoadError, match="backend='bridge'"):
+        load_model("circuitviz-test/not-a-model", backend="hooked")
+
+
+def test_an_unsupported_architecture_names_the_fix(tmp_path):
+    """BioGPT is a transformers causal LM the bridge has no adapter for."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(
+        "biogpt",
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    )
+    config.architectures = ["BioGptForCausalLM"]
+    AutoModelForCausalLM.from_config(config).save_pretrained(str(tmp_path))
+    word_tokenizer().save_pretrained(str(tmp_path))
+    with pytest.raises(ModelLoadError, match="no adapter for BioGptForCausalLM"):
+        load_model(str(tmp_path), backend="bridge")
+
+
+def test_the_bridge_conversion_cache_is_read_back_and_a_damaged_entry_rebuilt(tmp_path, monkeypatch):
+    """A GGUF is dequantised once; later loads read the cache; a truncated weights file is
+    detected (its size is in the manifest) and the entry rebuilt, never used."""
+    import circuitviz.models.bridge_loading as bridge_loading
+    from circuitviz.models.checkpoints import LocalCheckpoint
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"stands in for a GGUF file")
+    conversions = []
+
+    def read_hf_model(checkpoint):
+        conversions.append(checkpoint)
+        return random_hf_model("llama3", seed=2, dtype=torch.float32)
+
+    monkeypatch.setattr(bridge_loading, "read_hf_model", read_hf_model)
+    monkeypatch.setattr(bridge_loading, "read_tokenizer", lambda checkpoint: word_tokenizer())
+    checkpoint = LocalCheckpoint(tmp_path, "gguf", "model.gguf")
+    placement = {"device_map": {"": "cpu"}}  # the test's CPU
+
+    def load():
+        model, _ = bridge_loading.gguf_hf_model(checkpoint, "test", torch.float32, placement, lambda: None)
+        return {name: tensor.clone() for name, tensor in model.state_dict().items()}  # not the mmapped file
+
+    first = load()
+    assert len(conversions) == 1
+    second = load()
+    assert len(conversions) == 1  # read from the cache
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    (weights,) = (tmp_path / "cache").rglob("model.safetensors")
+    weights.write_bytes(weights.read_bytes()[:-100])  # a write cut short
+    third = load()
+    assert len(conversions) == 2  # rebuilt
+    assert all(torch.equal(first[name], third[name]) for name in first)
+
+
+def test_the_memory_estimate_counts_a_local_checkpoints_weights(tmp_path):
+    """Before loading: the parameters counted from config.json are the loaded bridge's."""
+    from circuitviz.models import estimate_memory
+
+    folder = checkpoint_folder("llama3", tmp_path)
+    estimate = estimate_memory(folder)
+    bridge = load_model(folder, backend="bridge")
+    loaded = bridge.original_model.named_parameters()
+    # (the bridge gives an unembedding without bias a zero one)
+    assert estimate.n_parameters == sum(
+        p.numel() for name, p in loaded if not ("lm_head" in name and "bias" in name)
+    )
+    assert estimate.weight_bytes == 4 * estimate.n_parameters
+    assert estimate.n_edges == GraphSpec.from_model(bridge).n_edges
+    assert "parameters" in estimate.sentence()
+    with pytest.raises(ModelLoadError, match="config.json"):
+        estimate_memory("circuitviz-test/not-a-model")

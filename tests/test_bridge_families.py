@@ -1,0 +1,110 @@
+"""Tiny random-weight models of ten architecture families, built offline from a ``transformers``
+config and booted through TransformerLens's ``TransformerBridge``: the engine's numbers on them
+against definitions that share no code with it (tests/reference_patching.py).
+
+For each family: the bridge's logits are the ``transformers`` model's (grouped-query attention
+ungrouped changes nothing); a run continued from the prefix's key/value cache gives the full
+run's residual; exact edge patching equals one separately patched forward pass per edge; EAP
+equals its gradient definition; the graph's edge count is its shape's; every method runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from reference_patching import SUM_TOLERANCE, attribution_scores, exact_scores
+
+from circuitviz.bench.toy_families import FAMILIES, random_family_model, random_hf_model
+from circuitviz.bench.toy_models import IOI_TASK
+from circuitviz.engine.prefix import final_residual
+from circuitviz.graph import GraphSpec
+from circuitviz.graph_shape import edge_count
+from circuitviz.methods import available_methods, get_method
+from circuitviz.models.adapter import adapter_of
+from circuitviz.models.bridge_adapter import BridgeAdapter
+from circuitviz.tasks import prepare_task
+
+pytestmark = pytest.mark.slow
+
+# (family, method) pairs refused with a sentence: ACC++'s bilinear form has no place for OLMo-2's
+# q/k-norm over the whole key vector (it couples the heads)
+REFUSED = {("olmo2", "acc++"): "OLMo"}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    model = random_family_model(request.param, seed=1)
+    return request.param, model, GraphSpec.from_model(model), prepare_task(model, IOI_TASK)
+
+
+def ours(model, method: str, **settings) -> torch.Tensor:
+    chosen = get_method(method)
+    return chosen.run_on(model, IOI_TASK, chosen.make_config(settings), budgets=[1]).scores.double()
+
+
+def assert_every_edge(spec, mine, theirs, model):
+    """Equal on every edge to float32 rounding of the stored scores (1e-6 of each); where the
+    model's own norms compute in float32 (transformers' Gemma and OLMo-2, even in a float64
+    model), also to 1e-5 of the largest score."""
+    float32_norms = str(model.cfg.original_architecture) in SUM_TOLERANCE
+    floor = 1e-5 * float(theirs[spec.edge_mask].abs().max()) if float32_norms else 0.0
+    gaps = ((mine - theirs).abs() - 1e-6 * theirs.abs() - floor)[spec.edge_mask]
+    worst = int(gaps.argmax())
+    assert float(gaps.max()) <= 1e-10, (
+        f"{spec.edge_names[worst]}: {float(mine[spec.edge_mask][worst]):.9g} "
+        f"vs {float(theirs[spec.edge_mask][worst]):.9g}"
+    )
+    assert float(theirs[spec.edge_mask].abs().max()) > 1e-4  # the comparison is not of zeros
+
+
+def test_the_bridge_computes_what_the_grouped_transformers_model_does(family):
+    name, model, _, prepared = family
+    assert isinstance(adapter_of(model), BridgeAdapter)
+    original = random_hf_model(name, seed=1)  # the same weights, never ungrouped
+    with torch.no_grad():
+        expected = original(prepared.clean_tokens).logits
+        got = adapter_of(model).logits(prepared.clean_tokens)
+    # float32 softmax in both (a wrongly ungrouped head would be off by the logits' own size)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_continued_run_equals_the_full_run(family):
+    _, model, _, prepared = family
+    tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])  # two distinct rows
+    with torch.no_grad():
+        full = final_residual(model, tokens, [])
+        continued = final_residual(model, tokens, [], prefix=4)
+    # both bridges and transformers take attention's softmax in float32, even in a float64 model
+    torch.testing.assert_close(continued, full, rtol=1e-6, atol=1e-8)
+
+
+def test_the_graph_has_the_edges_its_shape_counts(family):
+    _, model, spec, _ = family
+    cfg = model.cfg
+    assert spec.n_edges == edge_count(cfg.n_layers, cfg.n_heads, bool(cfg.parallel_attn_mlp))
+    assert int(spec.edge_mask.sum()) == spec.n_edges
+
+
+def test_exact_scores_equal_separately_patched_forward_passes(family):
+    _, model, spec, prepared = family
+    assert_every_edge(spec, ours(model, "exact"), exact_scores(model, spec, prepared), model)
+
+
+def test_eap_equals_its_definition_on_every_edge(family):
+    _, model, spec, prepared = family
+    assert_every_edge(spec, ours(model, "eap"), attribution_scores(model, spec, prepared, [1.0]), model)
+
+
+@pytest.mark.parametrize("method", sorted(available_methods()))
+def test_every_method_runs(family, method):
+    _, model, spec, _ = family
+    chosen = get_method(method)
+    fields = set(chosen.Config.__dataclass_fields__)
+    config = chosen.make_config({"cache_scores": False} if "cache_scores" in fields else {})
+    if (family[0], method) in REFUSED:
+        with pytest.raises(ValueError, match=REFUSED[family[0], method]):
+            chosen.run_on(model, IOI_TASK, config, budgets=[4])
+        return
+    result = chosen.run_on(model, IOI_TASK, config, budgets=[4])
+    assert result.scores.shape == (spec.n_forward, spec.n_backward)
+    assert torch.isfinite(result.scores).all()
