@@ -204,21 +204,21 @@ def _graph_and_card(result, drawing, labels, model, key) -> None:
 
     state = load_state(key, result.graph, set())
     graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
-    with graph_column:
-        clicked = show_graph(drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins])
-    if clicked is not None and clicked.get("kind") == "node":
-        if clicked.get("pin"):
-            node = clicked["id"]
-            state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
+
+    def opened(click: dict) -> None:  # before the rerun the click causes: that rerun shows the card
+        if not click.get("pin"):
+            state.clicked = click["id"] if click.get("kind") == "node" else "edge:" + click["id"]
             save_state(key, state)
-            _rerun_view()
-        state.clicked = clicked["id"]
+
+    with graph_column:
+        clicked = show_graph(
+            drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins], on_click=opened
+        )
+    if clicked is not None and clicked.get("kind") == "node" and clicked.get("pin"):
+        node = clicked["id"]
+        state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
         save_state(key, state)
-        _rerun()
-    if clicked is not None and clicked.get("kind") == "edge":
-        state.clicked = "edge:" + clicked["id"]
-        save_state(key, state)
-        _rerun()
+        _rerun_view()
     if card_column is not None:
         with card_column:
             _card(result, drawing, state, labels, model, key)
