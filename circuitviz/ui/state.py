@@ -418,6 +418,7 @@ def apply_pending_open() -> None:
     if not pending:
         return
     del session.pending_open
+    del session.instrument_view  # an opened task starts with its own graph view (no other's card)
     task = pending["task"]
     for field, value in (
         (Session.model, pending["model"]),
