@@ -530,9 +530,13 @@ def cmd_batch(args) -> int:
             continue
         bands = curve_bands(batch, label)
         grid = "MIB's budgets" if scores["mib_grid"] else "these budgets"
-        print(
-            f"{label}: {scores['n_prompts']} prompts; CPR {scores['cpr']:.3f}, CMD {scores['cmd']:.3f} ({grid})"
+        stored = batch.rows(label).num_rows  # the figures are over the tasks that pass the check
+        shown = f"{scores['n_prompts']} prompts" + (
+            f" (of {stored} stored: those that pass the validity check)"
+            if stored != scores["n_prompts"]
+            else ""
         )
+        print(f"{label}: {shown}; CPR {scores['cpr']:.3f}, CMD {scores['cmd']:.3f} ({grid})")
         print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
         print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
         needed = curve_bands(batch, label, "necessity")

@@ -310,7 +310,8 @@ def test_the_launcher_starts_loading_the_default_model_before_any_page():
 # ----- the state module owns the session -----------------------------------------------------------
 def test_no_module_but_the_state_module_touches_the_session():
     """Every session value goes through ``circuitviz.ui.state`` (typed fields, ``bind``,
-    ``open_task``): no other module of the app indexes ``st.session_state``."""
+    ``open_task``): no other module of the app indexes ``st.session_state`` or touches
+    ``st.query_params`` (the URL's ``view`` and ``demo`` included: fields with their URL mirror)."""
     import re
     from pathlib import Path
 
@@ -322,9 +323,12 @@ def test_no_module_but_the_state_module_touches_the_session():
         for path in files
         if path != owner
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if re.search(r"session_state\s*(\[|\.get\(|\.setdefault\(|\.pop\()", line)
+        if re.search(r"session_state\s*(\[|\.get\(|\.setdefault\(|\.pop\()|\bst\.query_params\b", line)
     ]
     assert owner.exists() and not found, found
+    from circuitviz.ui.state import VIEW_KEYS
+
+    assert {"view", "demo"} <= set(VIEW_KEYS.values())
 
 
 def test_a_result_for_other_budgets_is_said_to_be_for_earlier_inputs():
@@ -376,7 +380,7 @@ def test_no_method_name_is_spelled_in_the_app():
     from circuitviz.methods import available_methods
 
     root = Path(__file__).resolve().parents[1]
-    files = [*(root / "circuitviz" / "ui").glob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]
+    files = [*(root / "circuitviz" / "ui").rglob("*.py"), *(root / "pages").rglob("*.py"), root / "app.py"]
     names = sorted(available_methods())
     pattern = re.compile("[\"'](" + "|".join(re.escape(name) for name in names) + ")[\"']")
     found = [
@@ -478,3 +482,24 @@ def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkey
     )
     assert chance == pytest.approx(top[1][1], rel=1e-5)
     assert top_token == top[0][0] and top_chance == pytest.approx(top[0][1], rel=1e-5)
+
+
+def test_the_graph_view_and_demo_mode_live_in_the_url_through_the_state():
+    """The URL's ``view`` (the clicked node, pins...) and ``demo`` seed their typed fields on a
+    session's first run and are mirrored back; a view naming a node the circuit lacks opens no
+    card and leaves the URL."""
+    import json
+
+    view = json.dumps({"clicked": "a0.h1", "pins": ["m0"]})
+    at = _click(_app(method="eap", view=view, demo="1").run(), "Run")
+    assert not at.exception, at.exception
+    assert at.toggle(key="explore.demo").value and at.query_params["demo"] == "1"
+    at.toggle(key="explore.demo").set_value(False).run()
+    assert not at.exception, at.exception
+    assert "demo" not in at.query_params
+    shown = json.loads(at.query_params["view"])
+    assert shown["clicked"] == "a0.h1" and shown["pins"] == ["m0"]
+    assert at.session_state["instrument.view"] == at.query_params["view"]
+    wrong = _click(_app(method="eap", view=json.dumps({"clicked": "a99.h9"})).run(), "Run")
+    assert not wrong.exception, wrong.exception
+    assert "view" not in wrong.query_params

@@ -24,13 +24,14 @@ def demo_switch(key: str) -> bool:
     """The switch; on, the page's controls are hidden."""
     name = f"{key}.demo"
     if not ui_state.has_widget_value(name):
-        ui_state.set_widget_value(name, st.query_params.get("demo") == "1")
+        ui_state.set_widget_value(name, ui_state.session.demo == "1")  # the URL's on a first run
     on = st.toggle("demo mode (the controls hidden, for an audience)", key=name)
     if on:
-        st.query_params["demo"] = "1"
+        ui_state.session.demo = "1"
         st.html(_HIDE)
-    elif "demo" in st.query_params:
-        del st.query_params["demo"]
+    else:
+        del ui_state.session.demo
+    ui_state.write_to_url([ui_state.Session.demo.key])
     return on
 
 

@@ -21,6 +21,7 @@ import json
 import streamlit as st
 
 from ..render.vis import DRAW_SCRIPT, OPTIONS, legend_block, vis_script
+from . import state as ui_state
 
 _CSS = """
 .cv-root { width: 100%; font-family: inherit; }
@@ -106,9 +107,23 @@ def drawing_key(drawing) -> str:
     return "graph." + hashlib.sha1(ids.encode("utf-8")).hexdigest()[:12]
 
 
-def show_graph(drawing, key: str | None = None, selected: list[str] | None = None) -> dict | None:
+def _click_of(value) -> dict | None:
+    """The click a component's value holds ({"kind", "id", "pin"}), or None."""
+    clicked = getattr(value, "clicked", None)
+    if isinstance(clicked, str):
+        try:
+            clicked = json.loads(clicked)
+        except json.JSONDecodeError:
+            clicked = None
+    return clicked if isinstance(clicked, dict) else None
+
+
+def show_graph(
+    drawing, key: str | None = None, selected: list[str] | None = None, on_click=None
+) -> dict | None:
     """Draw ``drawing`` (a ``render.GraphDrawing``) in the page; returns the click of this run
-    ({"kind", "id", "pin"}) or None."""
+    ({"kind", "id", "pin"}) or None. ``on_click(click)``: called with a click before the script
+    reruns (a callback), so the rerun the click causes already shows what it opened."""
     if drawing.vis is None:  # a drawing made elsewhere (no data): its page, in a frame
         st.iframe(drawing.html, height=drawing.height)
         return None
@@ -120,11 +135,10 @@ def show_graph(drawing, key: str | None = None, selected: list[str] | None = Non
         key=key,
         selected=[str(node) for node in (selected or [])],
     )
-    result = _component()(data=data, key=key, on_clicked_change=lambda: None)
-    clicked = getattr(result, "clicked", None)
-    if isinstance(clicked, str):
-        try:
-            clicked = json.loads(clicked)
-        except json.JSONDecodeError:
-            clicked = None
-    return clicked if isinstance(clicked, dict) else None
+
+    def changed() -> None:
+        found = _click_of(ui_state.widget_value(key))
+        if found is not None and on_click is not None:
+            on_click(found)
+
+    return _click_of(_component()(data=data, key=key, on_clicked_change=changed))

@@ -30,7 +30,6 @@ from ..render.groups import (
 from . import state as ui_state
 from .node_card import card_view
 
-URL_PARAMETER = "view"
 MAX_URL_TEXT = 20_000
 MAX_PINS = 200
 
@@ -113,7 +112,7 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
     """This view's state: kept in the session, else read once from the URL (saying what it dropped)."""
     name = _state_key(key)
     if not ui_state.has_widget_value(name):
-        text = st.query_params.get(URL_PARAMETER, "")
+        text = ui_state.session.instrument_view or ""  # the URL's on a session's first run
         data = None
         problems: list[str] = []
         if text:
@@ -136,12 +135,11 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
 def save_state(key: str, state: InstrumentState) -> None:
     ui_state.set_widget_value(_state_key(key), state)
     ui_state.set_widget_value(f"{key}.instrument_groups", dict(state.groups))  # what demo mode draws
-    default = InstrumentState().to_dict()
-    if state.to_dict() == default:
-        if URL_PARAMETER in st.query_params:
-            del st.query_params[URL_PARAMETER]
+    if state.to_dict() == InstrumentState().to_dict():
+        del ui_state.session.instrument_view
     else:
-        st.query_params[URL_PARAMETER] = json.dumps(state.to_dict(), separators=(",", ":"))
+        ui_state.session.instrument_view = json.dumps(state.to_dict(), separators=(",", ":"))
+    ui_state.write_to_url([ui_state.Session.instrument_view.key])
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -206,21 +204,21 @@ def _graph_and_card(result, drawing, labels, model, key) -> None:
 
     state = load_state(key, result.graph, set())
     graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
-    with graph_column:
-        clicked = show_graph(drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins])
-    if clicked is not None and clicked.get("kind") == "node":
-        if clicked.get("pin"):
-            node = clicked["id"]
-            state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
+
+    def opened(click: dict) -> None:  # before the rerun the click causes: that rerun shows the card
+        if not click.get("pin"):
+            state.clicked = click["id"] if click.get("kind") == "node" else "edge:" + click["id"]
             save_state(key, state)
-            _rerun_view()
-        state.clicked = clicked["id"]
+
+    with graph_column:
+        clicked = show_graph(
+            drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins], on_click=opened
+        )
+    if clicked is not None and clicked.get("kind") == "node" and clicked.get("pin"):
+        node = clicked["id"]
+        state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
         save_state(key, state)
-        _rerun()
-    if clicked is not None and clicked.get("kind") == "edge":
-        state.clicked = "edge:" + clicked["id"]
-        save_state(key, state)
-        _rerun()
+        _rerun_view()
     if card_column is not None:
         with card_column:
             _card(result, drawing, state, labels, model, key)

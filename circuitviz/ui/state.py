@@ -94,6 +94,8 @@ class Session:
     bon_budgets = Field("bon.budgets", url="bon_budgets")
     bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
     signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
+    instrument_view = Field("instrument.view", url="view")  # the graph's view as JSON (ui/instrument)
+    demo = Field("demo", url="demo")  # "1" while demo mode is on (ui/demo)
     # what depends on the prompt
     inputs_for = Field("inputs_for")  # the prompt the answer, foil and corrupted prompt were set for
     results = Field("results", {})  # {method: CircuitResult} computed for the current prompt, by any page
@@ -416,6 +418,7 @@ def apply_pending_open() -> None:
     if not pending:
         return
     del session.pending_open
+    del session.instrument_view  # an opened task starts with its own graph view (no other's card)
     task = pending["task"]
     for field, value in (
         (Session.model, pending["model"]),
