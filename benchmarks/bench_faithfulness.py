@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -139,6 +140,7 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
         return {}
     seconds = time.perf_counter() - start
     entry["seconds"][row] = seconds
+    entry.setdefault("load", {})[row] = os.getloadavg()[0]
     circuits = {}
     if row == "bon-family":
         for variant in BON_VARIANTS:
@@ -282,20 +284,26 @@ def necessity_table(prompts: list[dict], rows: list[str], budgets: list[int]) ->
     return lines
 
 
-def cost_table(prompts: list[dict], rows: list[str]) -> list[str]:
-    """Each row's run time per prompt (scores, selection and the five-budget curve), the mean over
-    the prompts it ran on, as the run that measured the row recorded it."""
+def cost_table(prompts: list[dict], rows: list[str], note: str = "") -> list[str]:
+    """Each row's run time per prompt (scoring, selection and the five-budget curve), the mean over
+    the prompts it ran on, as the run that measured the row recorded it, with the machine's load
+    average when it ran (recorded since 2026-12-01; ``note`` says what is known of the others)."""
     lines = [
         "",
         "### Seconds per prompt (one run of each row: scoring, selection and the curve; mean over the prompts)",
         "",
-        "| method | seconds | prompts |",
-        "|---|---:|---:|",
+        "Rows ran in different runs of a shared machine (the 'Made by' line): compare seconds only "
+        "between rows run together, or at the same load. " + note,
+        "",
+        "| method | seconds | prompts | load average when run |",
+        "|---|---:|---:|---|",
     ]
     for row in [*rows, "bon-family"]:  # the Best-of-N variants come from one "bon-family" run
         seconds = [p["seconds"][row] for p in prompts if row in p.get("seconds", {})]
+        loads = [p["load"][row] for p in prompts if row in p.get("load", {})]
         if seconds:
-            lines.append(f"| {row} | {mean(seconds):.1f} | {len(seconds)} |")
+            load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
+            lines.append(f"| {row} | {mean(seconds):.1f} | {len(seconds)} | {load} |")
     return lines
 
 
@@ -381,7 +389,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         validity_line(prompts),
     ]
     lines += necessity_table(prompts, rows, budgets)
-    lines += cost_table(prompts, rows)
+    lines += cost_table(prompts, rows, report.get("cost_note", ""))
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
         lines += [

@@ -254,6 +254,11 @@ def test_the_first_view_opens_where_it_can_be_read():
     ]
     view = render.opening_view(curve)
     assert view.budget == 50 and "4,800 edges, too many to read" in view.reason and "NDF 0.25" in view.reason
+    # the sentence is true of the curve: no circuit of 20 to 60 edges beats it, and the smaller
+    # one that does (7 edges, NDF 0.30) is named
+    assert "most faithful circuit of 20 to 60 edges" in view.reason
+    assert all(p["ndf"] <= 0.25 for p in curve if 20 <= p["n_edges"] <= 60)
+    assert "7 edges at budget 10 reach NDF 0.30" in view.reason
     assert render.opening_view([point(10, 7, 0.3), point(20, 12, 0.2), point(900, 800, 0.5)]).budget == 10
     # a small faithful one: the smallest reaching 0.8
     assert render.opening_view([point(10, 9, 0.5), point(100, 90, 0.85), point(200, 180, 0.9)]).budget == 100

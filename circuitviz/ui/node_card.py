@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..methods import methods_with
 from ..render.cards import acc_signals, component_of, node_card
 from . import loaders, state
 
@@ -86,13 +85,18 @@ def _sae_features(model, result, component: str, key: str) -> None:
 
 
 def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
-    """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)
-    by the registered method with a signals view (the registry's trait, not a name spelled here)."""
-    traced = methods_with("has_signals_view")
-    if not traced:
+    """ACC++'s decisions of this head at ``position`` (default: the answer's), traced once (on request)."""
+    from ..methods import methods_with
+
+    explained = methods_with("has_signals_view")  # the registry's method with attention signals (ACC++)
+    if not explained:
         return
-    tracer = traced[0]
-    acc = result if result.method == tracer else state.result_for(tracer, result.model_id, result.task.clean)
+    acc_method = explained[0]
+    acc = (
+        result
+        if result.method == acc_method
+        else state.result_for(acc_method, result.model_id, result.task.clean)
+    )
     if acc is None:
         if model is None:
             return
@@ -103,7 +107,7 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             return
         from . import run
 
-        request = loaders.request_for(model, result.model_id, result.task, tracer, {}, [10, 100])
+        request = loaders.request_for(model, result.model_id, result.task, acc_method, {}, [10, 100])
         acc = run.run_with_status(model, request)
         if acc is None:
             return

@@ -1,0 +1,130 @@
+"""Paraphrase pruning on tiny models: the held-out share is never fitted to, too few paraphrases
+are said in one sentence, and the learning measures each fit task as the evaluator does."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.curves import ndf
+from circuitviz.evaluate import Evaluator, circuits_at_budgets
+from circuitviz.methods import RunContext, get_method
+from circuitviz.methods import paraphrase_pruning as pp
+from circuitviz.tasks import PromptTask, prepare_task
+
+PARAPHRASES = [
+    PromptTask(
+        "When Tom and Anna went to the park , Anna gave a ball to",
+        "When Tom and Anna went to the park , Carl gave a ball to",
+        " Tom",
+        (" Anna",),
+    ),
+    PromptTask(
+        "When Mary and John went to the park , John gave a ball to",
+        "When Alice and Bob went to the park , Carl gave a ball to",
+        " Mary",
+        (" John",),
+    ),
+    PromptTask(
+        "When Mary and Bob went to the store , Bob gave a drink to",
+        "When Alice and John went to the store , Carl gave a drink to",
+        " Mary",
+        (" Bob",),
+    ),
+    PromptTask(
+        "When Anna and Tom went to the store , Tom gave a drink to",
+        "When Alice and Bob went to the store , Carl gave a drink to",
+        " Anna",
+        (" Tom",),
+    ),
+]
+
+
+class _Pair:
+    def __init__(self, task):
+        self._task = task
+
+    def usable(self, include_mismatched: bool = False) -> bool:
+        return True
+
+    def task(self) -> PromptTask:
+        return self._task
+
+
+@pytest.fixture
+def every_paraphrase_valid(monkeypatch):
+    """The tiny random model answers its paraphrases differently, so the source's checks refuse
+    them; here they pass, to test what the method does with valid ones."""
+    monkeypatch.setattr(pp, "gather_paraphrases", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
+    monkeypatch.setattr(pp, "gap_problem", lambda *args: None)
+
+
+def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_paraphrase_valid, monkeypatch):
+    model = tiny_model("gemma", seed=0)
+    seen: dict[str, list[str]] = {}
+    learn, warm = pp.learn_shared_masks, pp.warm_logits
+
+    def spy_learn(ctx, config, evaluators, start, counts):
+        seen["learn"] = [e.prepared.task.clean for e in evaluators]
+        return learn(ctx, config, evaluators, start, counts)
+
+    def spy_warm(ctx, config, evaluators, counts):
+        seen["warm"] = [e.prepared.task.clean for e in evaluators]
+        return warm(ctx, config, evaluators, counts)
+
+    monkeypatch.setattr(pp, "learn_shared_masks", spy_learn)
+    monkeypatch.setattr(pp, "warm_logits", spy_warm)
+    method = get_method("paraphrase-pruning")
+    result = method.run_on(
+        model, IOI_TASK, method.make_config({"warm_start": "average", "steps": 2}), budgets=[12]
+    )
+    details = result.details
+    assert len(details.held_out) == 2 and len(details.fit) == 2
+    assert not set(details.held_out) & set(details.fit)
+    assert seen["learn"] == [IOI_TASK.clean, *details.fit] == seen["warm"]
+    assert not set(details.held_out) & set(seen["learn"])
+    (row,) = details.budgets
+    held = details.held_out_ndf["12"]
+    assert len(held) == 2 and row["held_out_ndf"] == pytest.approx(sum(held) / 2)
+    # the held-out figures are the evaluator's, measured again on each held-out paraphrase
+    circuit = result.circuit(12)
+    for text, value in zip(details.held_out, held):
+        task = next(t for t in PARAPHRASES if t.clean == text)
+        evaluator = Evaluator(model, result.graph, prepare_task(model, task))
+        assert value == pytest.approx(
+            ndf(float(evaluator.metrics(circuit[None])[0]), evaluator.baseline), abs=1e-9
+        )
+    assert row["nodes"] == len(result.graph.node_names_of(circuit))
+
+
+def test_too_few_valid_paraphrases_are_said_in_one_sentence():
+    model = tiny_model("gemma", seed=0)
+    method = get_method("paraphrase-pruning")
+    text = f"{PARAPHRASES[0].clean}\t{PARAPHRASES[0].corrupted}"
+    config = method.make_config({"paraphrase_source": "file", "paraphrases": text, "steps": 1})
+    result = method.run_on(model, IOI_TASK, config, budgets=[12])
+    assert result.details.held_out == [] and result.details.held_out_ndf == {}
+    (sentence,) = [n for n in result.details.notes if "too few to hold any out" in n]
+    assert sentence.count(". ") == 0 and sentence.endswith(".")
+    assert math.isnan(result.details.budgets[0]["held_out_ndf"])
+
+
+def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphrase_valid):
+    """The learning's first step runs the warm start's top-N on each fit task: its score is the
+    worse of the prompt's NDF and the fit paraphrases' mean NDF, as the evaluator measures them."""
+    model = tiny_model("gemma", seed=1)
+    ctx = RunContext(model, IOI_TASK)
+    config = get_method("paraphrase-pruning").make_config({"steps": 0})
+    split = pp.split_paraphrases(ctx, config)
+    fitting = [ctx.evaluator, *split.fit]
+    start, _ = pp.warm_logits(ctx, config, fitting, [15])
+    learned = pp.learn_shared_masks(ctx, config, fitting, start, [15])
+    scores = pp._fit_scores(ctx, config, fitting[:1])[0]
+    circuit = circuits_at_budgets(ctx.spec, scores, [15], prune_dead=False)[0]
+    values = [ndf(float(e.metrics(circuit[None])[0]), e.baseline) for e in fitting]
+    expected = min(values[0], sum(values[1:]) / len(values[1:]))
+    assert learned.history[0][0] == pytest.approx(expected, abs=1e-9)
+    assert torch.equal(learned.circuits[0], circuits_at_budgets(ctx.spec, scores, [15])[0])
