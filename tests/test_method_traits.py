@@ -11,6 +11,7 @@ FITTED = {
     "bon": "Best-of-N keeps the candidate of highest NDF on this prompt",
     "ibon": "iBoN keeps, per budget, the candidate of highest NDF on this prompt",
     "bon-csm": "BoN-CSM merges the sub-circuits of highest NDF on this prompt",
+    "paraphrase-pruning": "Paraphrase pruning learns its mask on this prompt and a share of its paraphrases",
 }
 
 
@@ -20,7 +21,11 @@ def test_the_fitted_to_the_prompt_caveat_is_each_methods_own():
         assert traits.fitted_to_prompt == FITTED.get(name)
         assert bool(traits.fitted_note) == (name in FITTED)
     note = method_traits("edge-pruning").fitted_note
-    assert note.startswith("Fitted to the prompt: Edge Pruning learns its mask") and "upper bound" in note
+    assert (
+        note.startswith("Edge Pruning learns its mask")
+        and "fitted to the prompt" in note
+        and "upper bound" in note
+    )
 
 
 def test_a_flat_curve_is_explained_for_the_methods_that_can_give_one():

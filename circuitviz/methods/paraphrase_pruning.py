@@ -343,7 +343,7 @@ class ParaphrasePruning(Method):
     )
     Config = ParaphrasePruningConfig
     Details = ParaphrasePruningDetails
-    fitted_to_prompt = "paraphrase pruning learns its mask on this prompt and a share of its paraphrases"
+    fitted_to_prompt = "Paraphrase pruning learns its mask on this prompt and a share of its paraphrases"
     scores_estimate_metric = False  # the learned masks' logits
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:

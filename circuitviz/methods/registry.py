@@ -113,8 +113,8 @@ class MethodTraits:
         if not self.fitted_to_prompt:
             return ""
         return (
-            f"Fitted to the prompt: {self.fitted_to_prompt}, so its NDF here is an upper bound; "
-            "see its NDF on paraphrases."
+            f"{self.fitted_to_prompt}: its circuit is fitted to the prompt, so its NDF here is an "
+            "upper bound; see its NDF on paraphrases."
         )
 
     def notes(self, ndf_values=()) -> list[str]:
