@@ -3,7 +3,10 @@ each of a few graph nodes, twice round, timed from the click until that node's c
 (the card's title and the URL's ``view`` naming it, looked at every animation frame). The second round's cards have their figures
 cached: the target is under 300 ms for those. Prints each click, the medians, and the load average.
 
-    python benchmarks/bench_click_card.py [--nodes 4]
+    PYTHONPATH=tests .venv/bin/python benchmarks/bench_click_card.py [--nodes 4]
+
+It drives the app with the browser tests' helpers (tests/browser_page.py), so ``tests`` must be on
+``PYTHONPATH``: the script itself never edits ``sys.path``.
 """
 
 from __future__ import annotations
@@ -12,14 +15,12 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 from browser_page import button_ready, click_node, graph_node_ids, serve_app, settled, stop_app, wait_for  # noqa: E402
 
 IOI = {

@@ -707,7 +707,9 @@ def _dataset_and_about(page) -> None:
     page.get_by_role("tab", name="Consensus circuit").click()
     page.wait_for_timeout(1500)
     settled(page)
-    assert "width: the share of prompts" in graph_frame(page).locator("body").inner_text()
+    assert (
+        "width: the share of prompts" in graph_frame(page).element.inner_text()
+    )  # the legend, in the component
     shot(page, "dataset-consensus.png", page.get_by_text("Dataset atlas").first, height=2000)
     page.get_by_role("tab", name="Prompts").click()
     page.wait_for_timeout(1000)
