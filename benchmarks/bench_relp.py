@@ -60,7 +60,9 @@ def main() -> None:
     budget = max(1, round(0.01 * spec.n_edges))
     log(f"model loaded in {seconds:.1f} s; {spec.n_edges} edges, 1 % = {budget}; {load_average()}")
     nodes = torch.tensor(component_nodes(spec), device="cpu")  # compared on the CPU
-    mlps = torch.isin(nodes, torch.tensor([spec.mlp_forward(layer) for layer in range(spec.n_layers)]))
+    mlps = torch.isin(
+        nodes, torch.tensor([spec.mlp_forward(layer) for layer in range(spec.n_layers)], device="cpu")
+    )
     rows = []
     chosen = PROMPTS[: args.prompts] if args.prompts else PROMPTS
     for number, (kind, task) in enumerate(chosen, start=1):

@@ -51,7 +51,7 @@ def measure(model, ig_steps: int) -> dict:
         "logits": logits.double().cpu(),
         "eap": eap_scores.double().cpu(),
         "ig": ig_scores.double().cpu(),
-        "ndf": torch.tensor([point.ndf for point in curve], dtype=torch.float64),
+        "ndf": torch.tensor([point.ndf for point in curve], dtype=torch.float64, device="cpu"),
         "eap_s": eap_s,
         "ig_s": ig_s,
     }

@@ -47,7 +47,7 @@ def prune_to_logits(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
     mask = mask & spec.edge_mask
     owner = spec.backward_to_forward
     n_forward = spec.n_forward
-    reaches = torch.zeros(n_forward + 1, dtype=torch.bool)
+    reaches = torch.zeros(n_forward + 1, dtype=torch.bool, device=mask.device)
     reaches[n_forward] = True
     targets = torch.where(owner < 0, torch.full_like(owner, n_forward), owner)  # [n_backward]
     for node in range(n_forward - 1, -1, -1):
