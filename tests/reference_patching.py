@@ -38,7 +38,9 @@ SUM_TOLERANCE = {name: 1e-5 for name in ("Gemma2ForCausalLM", "Gemma3ForCausalLM
 def rms_norm_weight(norm, cfg) -> torch.Tensor:
     """An RMS norm's effective weight, read off its own forward pass: norm(1) = w / sqrt(1 + eps)
     (the same for HookedTransformer's w and Gemma's 1 + weight in transformers)."""
-    ones = torch.ones(1, 1, cfg.d_model, dtype=torch.float64)
+    weight = next(norm.parameters(), None)
+    device = weight.device if weight is not None else "cpu"  # the norm's own device (CPU without weights)
+    ones = torch.ones(1, 1, cfg.d_model, dtype=torch.float64, device=device)
     with torch.no_grad():
         out = norm(ones.to(cfg.dtype) if hasattr(cfg, "dtype") else ones.float())
     return (out[0, 0].double() * (1.0 + cfg.eps) ** 0.5).to(out.dtype)

@@ -25,7 +25,7 @@ def scores_of(model, method: str, **settings) -> torch.Tensor:
 
 
 def query_key_columns(spec: GraphSpec) -> torch.Tensor:
-    columns = torch.zeros(spec.n_backward, dtype=torch.bool)
+    columns = torch.zeros(spec.n_backward, dtype=torch.bool, device="cpu")  # compared with CPU scores
     for layer in range(spec.n_layers):
         for kind in "qk":
             columns[spec.head_backward(layer, kind)] = True
