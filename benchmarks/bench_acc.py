@@ -25,10 +25,10 @@ import torch
 
 from circuitviz.acc import svd as acc_svd
 from circuitviz.bench.harness import ioi_task, load_timed, machine_line
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask
 from circuitviz.methods import get_method
 from circuitviz.models import EMBEDDED_MODEL
-from circuitviz.tasks import PromptTask
 
 IOI = ioi_task()
 TEMPLATES = [

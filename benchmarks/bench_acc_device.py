@@ -25,8 +25,8 @@ from circuitviz.acc.forward import allowed_sources, run_forward
 from circuitviz.acc.trace import Tracer, TraceSettings
 from circuitviz.bench.harness import fresh_cache, peak_memory_gib, timed, verdict
 from circuitviz.bench.toy_models import IOI_TASK, random_model, tiny_model
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.methods import get_method
-from circuitviz.tasks import PromptTask, prepare_task
 
 NO_CORRUPTED = PromptTask(clean=IOI_TASK.clean, corrupted="", answer=" Mary", foils=(" John",))
 

@@ -46,8 +46,8 @@ def gallery_and_slider() -> None:
     import torch
 
     from circuitviz import render
-    from circuitviz.assets import gallery_dir
-    from circuitviz.results import CircuitResult
+    from circuitviz.core.results import CircuitResult
+    from circuitviz.services.assets import gallery_dir
 
     folder = gallery_dir()
     index = json.loads((folder / "index.json").read_text())

@@ -55,7 +55,7 @@ def part_single(args) -> None:
     method = get_method("eap-ig")
     config = method.make_config({"ig_steps": STEPS})
     from circuitviz.batch.atlas import mib_budgets
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
 
     budgets = mib_budgets(GraphSpec.from_model(model).n_edges)
     method.run_on(model, tasks[0].task, config, budgets)  # warm-up
@@ -71,7 +71,7 @@ def part_single(args) -> None:
 
 def _batch(args, executor: str, folder: Path, store: Path, ray_options=None):
     from circuitviz.batch import run
-    from circuitviz.store import ResultStore
+    from circuitviz.services.store import ResultStore
 
     return run(
         folder,
@@ -202,8 +202,8 @@ def part_gpu(args) -> None:
         print("gpu     no GPU in this session: the GPU line is printed where one exists")
         return
     from circuitviz.bench.toy_models import random_model
+    from circuitviz.core.tasks import PromptTask
     from circuitviz.methods import RunContext, get_method
-    from circuitviz.tasks import PromptTask
 
     model = random_model("gemma-3-270m", device="cuda")
     names = ["Mary", "John", "Alice", "Bob", "Carl", "Tom", "Anna"]
@@ -214,7 +214,7 @@ def part_gpu(args) -> None:
     method = get_method("eap-ig")
     config = method.make_config({"ig_steps": STEPS})
     from circuitviz.batch.atlas import mib_budgets
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
 
     budgets = mib_budgets(GraphSpec.from_model(model).n_edges)
     for size in (1, 16, 64):

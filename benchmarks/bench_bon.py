@@ -30,15 +30,15 @@ from pathlib import Path
 import torch
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.details.query import variant_circuit
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
 from circuitviz.methods.bon import QueryCircuitConfig
 from circuitviz.query.families import EXAMPLE_TASKS
 from circuitviz.query.variants import csm_circuit, csm_matrices, ibon_circuit
-from circuitviz.store import ResultStore
-from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.services.store import ResultStore
 
 TIMING_BUDGETS = [25, 50, 100, 200, 300, 500, 1000, 2000, 3000, 5000]
 NEW_BUDGET = 1234

@@ -22,9 +22,9 @@ from circuitviz.bench.harness import (
     machine_line,
     timed,
 )
-from circuitviz.edit import CircuitEdit, edited_mask, measure
-from circuitviz.evaluate import circuits_at_budgets, forget_prompt_runs
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.measure.edit import CircuitEdit, edited_mask, measure
+from circuitviz.measure.evaluate import circuits_at_budgets, forget_prompt_runs
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.render import circuit_edges, node_scores

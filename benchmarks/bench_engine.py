@@ -21,12 +21,12 @@ from circuitviz.bench.harness import (
     peak_rss_gib,
     timed,
 )
-from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.positions.graph import units_at_budgets
-from circuitviz.tasks import prepare_task
 
 TASK = ioi_task()
 POSITION_SCORING = "positions: EAP-IG scoring, per unit"

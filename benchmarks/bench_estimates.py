@@ -26,7 +26,7 @@ ORDER = ("eap-ig", "eap", "acc++", "circuit-lasso", "edge-pruning", "bon", "ibon
 
 def _fresh_cache() -> str:
     """A new cache folder whose models link to the converted ones (no conversion, no history)."""
-    from circuitviz import assets
+    from circuitviz.services import assets
 
     models = assets.cache_dir() / "models"
     root = Path(tempfile.mkdtemp(prefix="bench-estimates-"))
@@ -44,11 +44,11 @@ def main() -> None:
     apply_threads(args.threads)
     os.environ["CIRCUITVIZ_CACHE"] = _fresh_cache()
 
-    from circuitviz.api import discover
-    from circuitviz.limits import estimate_request
+    from circuitviz.entry.api import discover
+    from circuitviz.entry.limits import estimate_request
     from circuitviz.methods import method_traits
     from circuitviz.models import EMBEDDED_MODEL, load_model
-    from circuitviz.store import ResultStore
+    from circuitviz.services.store import ResultStore
     from circuitviz.ui import bon, inputs, loaders
     from circuitviz.ui.run import record_run
 

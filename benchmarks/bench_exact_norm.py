@@ -27,12 +27,12 @@ import torch
 from bench_bon import PROMPTS
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_average, load_timed
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
 from circuitviz.engine import renorm
 from circuitviz.engine.patching import node_patched_metrics
-from circuitviz.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
 

@@ -13,7 +13,7 @@ kinds, and the gender-bias prompt). For each method and prompt:
     metric's change), plus EAP with each head's output taken before Gemma's post-attention norm;
 (c) transfer: the NDF of every row's circuits on template paraphrases of each prompt, those
     that pass their checks and whose corruption lowers the metric clearly
-    (``circuitviz.task_validity``): a circuit fitted to one sentence shows up here;
+    (``circuitviz.measure.task_validity``): a circuit fitted to one sentence shows up here;
 (d) necessity at the same budgets: the full model with only the circuit's edges patched to the
     corrupted run, min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1) (1: removing the
     circuit removes the behaviour), from the same batched evaluation as NDF;
@@ -44,14 +44,14 @@ from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
-from circuitviz.curves import CurvePoint, cmd, cpr
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.core.curves import CurvePoint, cmd, cpr
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
+from circuitviz.measure.task_validity import gap_problem
 from circuitviz.methods import get_method
 from circuitviz.methods.paraphrase_pairs import template_tasks
 from circuitviz.query.variants import edge_matrix
-from circuitviz.task_validity import gap_problem
-from circuitviz.tasks import prepare_task
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
 BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
@@ -252,7 +252,7 @@ def validity_line(prompts: list[dict]) -> str:
         p.get("transfer", {}).get("valid", p.get("transfer", {}).get("paraphrases", 0)) for p in prompts
     )
     return (
-        f"Valid tasks (the corruption lowers the metric by at least the threshold, circuitviz.task_validity): "
+        f"Valid tasks (the corruption lowers the metric by at least the threshold, circuitviz.measure.task_validity): "
         f"{valid} of {len(prompts)} prompts; {meaningful} of the {passed} template paraphrases that passed "
         f"the template check ({meaningful / passed:.0%})."
         if passed

@@ -33,10 +33,10 @@ def reported(label: str, fn, *args, **kwargs):
 
 def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
     """Label timings, each SAE's quality, and one steering example; figures go into ``figures``."""
+    from circuitviz.core.tasks import PromptTask, prepare_task
     from circuitviz.labels import sae_features as sae_labels
     from circuitviz.labels.logit_lens import logit_lens_labels
     from circuitviz.labels.steer import load_gender_prompts, reconstruction_metric_change, steer_node
-    from circuitviz.tasks import PromptTask, prepare_task
 
     item = load_gender_prompts()[0]
     task = PromptTask(item["clean"], item["corrupted"], item["answer"], (item["foil"],))
@@ -108,7 +108,7 @@ def main(argv=None) -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
     from circuitviz.labels import sae_features as sae_labels
     from circuitviz.labels.llm import LLMLabeler, llm_status
     from circuitviz.labels.steer import (

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from circuitviz import assets
 from circuitviz.bench.harness import ioi_task, load_average, load_timed, machine_line
 from circuitviz.lasso.sem import fit_sem
 from circuitviz.lasso.solver import (
@@ -38,6 +37,7 @@ from circuitviz.lasso.solver import (
     solver_threads,
     sufficient_statistics,
 )
+from circuitviz.services import assets
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: assets/ is read and written here
 # the yardstick's budgets (bench_faithfulness.FRACTIONS of the edges) and its CPR, so the figures agree
@@ -117,14 +117,14 @@ def bench_solvers(predictors, targets, allowed, penalty: float = 0.2) -> None:
 
 
 def bench_model(args) -> None:
-    from circuitviz.curves import cpr
+    from circuitviz.core.curves import cpr
     from circuitviz.methods import get_method
     from circuitviz.models import EMBEDDED_MODEL
 
     print(f"\n== embedded model {EMBEDDED_MODEL} on cpu ({load_average()})")
     model, _ = load_timed(EMBEDDED_MODEL, device="cpu")
     task = ioi_task()
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
 
     n_edges = GraphSpec.from_model(model).n_edges
     budgets = [round(fraction * n_edges) for fraction in FRACTIONS]
@@ -158,8 +158,8 @@ def bench_model(args) -> None:
         from circuitviz.lasso.units import build_component_problem, component_hook_names
 
         print("  lambda sweep on the same observations (solve time, selected edges):")
-        from circuitviz.graph import GraphSpec
-        from circuitviz.tasks import prepare_task
+        from circuitviz.core.graph import GraphSpec
+        from circuitviz.core.tasks import prepare_task
 
         spec = GraphSpec.from_model(model)
         prepared = prepare_task(model, task)

@@ -21,7 +21,7 @@ import torch
 from bench_bon import PROMPTS  # the yardstick's 9 prompts (a script beside this one)
 
 from circuitviz.bench.harness import load_average, load_timed
-from circuitviz.evaluate import forget_prompt_runs
+from circuitviz.measure.evaluate import forget_prompt_runs
 from circuitviz.methods import get_method
 
 RUNS = (("eap-ig", {}), ("circuit-lasso", {}), ("circuit-lasso", {"units": "sae", "layers": "3,9"}))

@@ -471,7 +471,7 @@ def figure(
 
 
 def store_of(args, model_id: str):
-    from circuitviz.store import ResultStore
+    from circuitviz.services.store import ResultStore
 
     return ResultStore(args.store or args.out / f"store-{model_id}")
 
@@ -527,7 +527,7 @@ def first_per_subject(tasks: list, n: int) -> list:
 def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
     """Both folders of one model (each run's timing appended to ``timings_path``); returns its
     graph's edge count."""
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
     from circuitviz.models import load_model
 
     model = load_model(model_id)
@@ -561,7 +561,7 @@ def run_model(model_id: str, args, timings: dict, timings_path: Path) -> int:
 
 
 def report(args, models: list[str], timings: dict) -> None:
-    from circuitviz.graph import GraphSpec  # noqa: F401  (the summaries read the manifests' graphs)
+    from circuitviz.core.graph import GraphSpec  # noqa: F401  (the summaries read the manifests' graphs)
 
     all_series, edges, all_counts = {}, {}, {}
     lines = [

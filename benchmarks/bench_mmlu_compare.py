@@ -18,7 +18,7 @@ from bench_mmlu import BON_FAMILY, bands_of, first_k_values, summary_of, variant
 def run_results(out: Path, model_id: str) -> tuple[dict, list[int], str]:
     """{task id: stored result} of a run's Best-of-N folder, its budgets, and a label of its settings."""
     from circuitviz.batch.atlas import BatchTable
-    from circuitviz.store import ResultStore
+    from circuitviz.services.store import ResultStore
 
     folder = out / model_id / "bon-family"
     if not (folder / "results.parquet").exists():

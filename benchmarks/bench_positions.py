@@ -23,7 +23,7 @@ import argparse
 from bench_bon import PROMPTS  # the same nine prompts as the Best-of-N and faithfulness benchmarks
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed, machine_line
-from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks
+from circuitviz.measure.evaluate import circuits_at_budgets, curves_of_tasks
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.positions.graph import node_counts, prune_units, unit_mask

@@ -25,10 +25,10 @@ from bench_bon import PROMPTS  # the yardstick's nine prompts (a script beside t
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_average, load_timed
 from circuitviz.bench.yardstick import component_nodes, node_effects, node_scores
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 # methods whose scores have no sign (AtP*'s GradDrop sums |score| over layers): their node scores
 # are compared with the size of the patching effect, |effect|

@@ -23,12 +23,12 @@ from circuitviz.bench.harness import (
     machine_line,
     timed,
 )
-from circuitviz.evaluate import circuits_at_budgets, curves_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import circuits_at_budgets, curves_of_tasks
 from circuitviz.methods import RunContext, get_method
 from circuitviz.models import EMBEDDED_MODEL
 from circuitviz.models.adapter import adapter_of
-from circuitviz.tasks import prepare_task
 
 BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 TASK = ioi_task()

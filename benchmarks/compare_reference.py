@@ -19,9 +19,9 @@ import sys
 
 from circuitviz.bench.harness import ioi_task, load_timed, timed
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 EMBEDDED_TASK = ioi_task()
 

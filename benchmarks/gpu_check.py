@@ -28,10 +28,10 @@ import torch
 
 from circuitviz.bench.harness import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
 from circuitviz.bench.toy_models import IOI_TASK, compare_results, random_model, tiny_model
-from circuitviz.graph import GraphSpec
-from circuitviz.limits import estimate_request
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask
+from circuitviz.entry.limits import estimate_request
 from circuitviz.methods import available_methods, get_method
-from circuitviz.tasks import PromptTask
 
 BUDGETS = (3, 8, 20, 60)
 CURVE_BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
@@ -77,8 +77,8 @@ def labels_and_signals(device: str) -> bool:
     from circuitviz.acc.ablation import run_knockouts
     from circuitviz.acc.forward import run_forward
     from circuitviz.acc.trace import Tracer, TraceSettings
+    from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
-    from circuitviz.tasks import prepare_task
 
     task = PromptTask(IOI_TASK.clean, "", " Mary", (" John",))
     results = {}

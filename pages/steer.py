@@ -21,11 +21,12 @@ model_id, device = model_choice()
 loaders.model_future(model_id, device)  # the model starts loading now, in the background
 model = run.load_model_or_stop(model_id, device)
 
-from circuitviz import render, sae_store  # noqa: E402  (after the model: torch is loaded)
+from circuitviz import render  # noqa: E402  (after the model: torch is loaded)
+from circuitviz.core.tasks import PromptTask, TaskError  # noqa: E402
 from circuitviz.labels import sae_features as sae_labels  # noqa: E402
 from circuitviz.labels.llm import BackgroundLabels, LLMLabeler, llm_status  # noqa: E402
 from circuitviz.labels.steer import steer as zero_features  # noqa: E402
-from circuitviz.tasks import PromptTask, TaskError  # noqa: E402
+from circuitviz.services import sae_store  # noqa: E402
 
 source = st.radio("SAEs", ["embedded", "local folder", "hub"], horizontal=True, key="steer.source")
 try:

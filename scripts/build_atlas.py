@@ -19,7 +19,7 @@ from pathlib import Path
 
 import circuitviz.bench.harness  # noqa: F401  (the scripts' preamble: offline defaults)
 from circuitviz.batch import ProgressBar, run
-from circuitviz.store import ResultStore
+from circuitviz.services.store import ResultStore
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "atlas"
 

@@ -14,9 +14,9 @@ import argparse
 import json
 import time
 
-from circuitviz.assets import gallery_dir
 from circuitviz.bench.harness import ioi_task, load_timed
-from circuitviz.tasks import PromptTask
+from circuitviz.core.tasks import PromptTask
+from circuitviz.services.assets import gallery_dir
 
 GALLERY = gallery_dir()  # in the checkout: the examples are written into it
 
@@ -93,10 +93,10 @@ EXAMPLES = [
 def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
     import torch
 
-    from circuitviz.api import discover
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.tasks import TaskError, prepare_task
+    from circuitviz.entry.api import discover
     from circuitviz.labels.logit_lens import logit_lens_labels
-    from circuitviz.tasks import TaskError, prepare_task
 
     GALLERY.mkdir(parents=True, exist_ok=True)
     index_path = GALLERY / "index.json"

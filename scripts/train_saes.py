@@ -44,8 +44,8 @@ from pathlib import Path
 
 import torch
 
-from circuitviz import assets
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
+from circuitviz.services import assets
 
 CORPUS_DIR = Path("/usr/share/games/fortunes")
 # bfloat16 keeps float32's range: Gemma's residual reaches values float16 cannot hold (> 65504)
@@ -263,7 +263,7 @@ def main(argv=None) -> None:
     )
     from circuitviz.labels.signals import write_corpus_sample
     from circuitviz.labels.steer import reconstruction_metric_change
-    from circuitviz.sae_store import save_sae
+    from circuitviz.services.sae_store import save_sae
 
     n_held = max(1, int(args.held_out * rows.shape[0]))
     strings = token_table(model, rows)

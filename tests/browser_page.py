@@ -211,7 +211,7 @@ def stored_results(cache: Path) -> list:
     """Every result the app stored, read back as CircuitResult objects."""
     import torch
 
-    from circuitviz.results import CircuitResult
+    from circuitviz.core.results import CircuitResult
 
     found = []
     for path in sorted((cache / "results" / "result").glob("*.pt")):
@@ -237,7 +237,7 @@ def gallery_result(slug: str):
     """A stored Gallery example's result, read as the page reads it."""
     import torch
 
-    from circuitviz.results import CircuitResult
+    from circuitviz.core.results import CircuitResult
 
     state = torch.load(ROOT / "assets" / "gallery" / f"{slug}.pt", map_location="cpu", weights_only=True)
     return CircuitResult.from_state(state["result"])

@@ -18,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # case a plugin imported it first.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The tiny models are random: their tasks' corruptions do not lower the metric by the margin a
-# real model's must (circuitviz.task_validity). Tests of that check turn it back on.
+# real model's must (circuitviz.measure.task_validity). Tests of that check turn it back on.
 os.environ.setdefault("CIRCUITVIZ_TASK_CHECK", "off")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
 
 
 def metric_of(model, prepared, logits: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-MAX_SENTENCE = 300  # characters; long user input is quoted briefly (``circuitviz.text.shown``)
+MAX_SENTENCE = 300  # characters; long user input is quoted briefly (``circuitviz.core.text.shown``)
 
 # quoted user text (repr's '...' or "...") may hold anything, including full stops
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")

@@ -18,10 +18,10 @@ from circuitviz.acc.edits import run_with_qk_edits
 from circuitviz.acc.forward import allowed_sources, run_forward
 from circuitviz.acc.trace import Tracer, TraceSettings, direct_effects, logit_direction
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.results import CircuitResult
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.methods import get_method
-from circuitviz.results import CircuitResult
-from circuitviz.tasks import PromptTask, prepare_task
 
 PROMPT = IOI_TASK.clean
 NO_CORRUPTED = PromptTask(clean=IOI_TASK.clean, corrupted="", answer=" Mary", foils=(" John",))
@@ -470,7 +470,7 @@ def test_with_a_corrupted_prompt_the_curve_is_the_engines_patching_curve():
     method = get_method("acc++")
     result = method.run_on(model, IOI_TASK, method.make_config({"n_random": 0}), budgets=(5,))
     assert result.details.faithfulness["kind"] == "patching"
-    from circuitviz.evaluate import Evaluator
+    from circuitviz.measure.evaluate import Evaluator
 
     spec = result.graph
     evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
@@ -555,7 +555,7 @@ def test_embedded_ioi_trace_runs_and_its_knockout_beats_random(embedded_model):
 
 
 def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatch, capsys):
-    from circuitviz import cli
+    from circuitviz.entry import cli
 
     model = build("gemma3")
     monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gemma", 0.0))

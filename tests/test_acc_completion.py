@@ -5,11 +5,11 @@ import torch
 
 from circuitviz.acc.completion import claimed_mask, completed_scores, completion_edges, traced_nodes
 from circuitviz.bench.toy_models import planted_model
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
 from circuitviz.details.acc import acc_circuits
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 
 @pytest.fixture(scope="module")

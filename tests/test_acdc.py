@@ -8,11 +8,11 @@ import torch
 
 from circuitviz.bench.planted_benchmark import default_cases
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
 from circuitviz.methods.acdc import ACDCConfig, acdc_walk
-from circuitviz.tasks import prepare_task
 
 SHAPES = ("gpt2", "gemma", "llama")
 

@@ -66,11 +66,11 @@ def test_the_example_is_not_registered_until_it_is_dropped_in():
 
 
 def test_a_dropped_method_runs_everywhere_methods_run(dropped, tmp_path):
-    from circuitviz.api import discover
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.cli import build_parser
-    from circuitviz.limits import estimate_request
-    from circuitviz.store import ResultStore
+    from circuitviz.entry.api import discover
+    from circuitviz.entry.cli import build_parser
+    from circuitviz.entry.limits import estimate_request
+    from circuitviz.services.store import ResultStore
 
     model = tiny_model("gpt2")
     assert "change-size" in available_methods()
@@ -110,7 +110,7 @@ def test_a_dropped_method_runs_everywhere_methods_run(dropped, tmp_path):
 
 
 def test_a_dropped_method_is_listed_by_the_command_line(dropped, capsys):
-    from circuitviz.cli import main
+    from circuitviz.entry.cli import main
 
     assert main(["methods"]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("change-size ")]

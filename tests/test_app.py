@@ -20,10 +20,11 @@ pytest.importorskip("streamlit")
 from graph_data import graph_data, nodes_and_edges  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz import assets, render  # noqa: E402
-from circuitviz.api import evaluate_circuits  # noqa: E402
+from circuitviz import render  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
+from circuitviz.entry.api import evaluate_circuits  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
+from circuitviz.services import assets
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean
@@ -116,12 +117,12 @@ def test_explore_shows_the_results_own_numbers():
     assert drawn == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in names}
     # each drawn node is captioned on the canvas by the caption rule: its logit-lens token where the
     # answer or foil is among its top tokens, else its effect in words (recomputed here)
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.captions import node_caption
     from circuitviz.labels.logit_lens import logit_lens_labels
     from circuitviz.render import canvas_caption_of, circuit_edges
     from circuitviz.render.graph_html import node_scores
-    from circuitviz.tasks import prepare_task
 
     model = _tiny_loader("", "")
     lens = logit_lens_labels(
@@ -158,7 +159,7 @@ def test_explore_shows_the_results_own_numbers():
 
 
 def test_explain_this_circuit_says_the_strongest_edges():
-    from circuitviz.text import markdown_text
+    from circuitviz.core.text import markdown_text
 
     at = _run(_explore())
     result = at.session_state["results"]["eap"]
@@ -355,9 +356,9 @@ def test_a_fresh_eap_ig_run_passes_the_clean_and_corrupted_prompts_once(monkeypa
 def test_a_stored_view_runs_no_forward_pass_and_recomputes_no_circuit(monkeypatch):
     import streamlit as st
 
-    import circuitviz.results as results
+    import circuitviz.core.results as results
     import circuitviz.ui.loaders as loaders
-    from circuitviz.evaluate import forget_prompt_runs
+    from circuitviz.measure.evaluate import forget_prompt_runs
 
     counter = _PassCounter()
     monkeypatch.setattr(loaders, "MODEL_LOADER", counter.loader)
@@ -429,7 +430,7 @@ def test_signals_shows_the_acc_result_computed_on_compare():
 
 
 def test_acc_zero_ndf_is_explained_where_it_shows():
-    from circuitviz.curves import CurvePoint
+    from circuitviz.core.curves import CurvePoint
     from circuitviz.details.acc import ACCDetails
     from circuitviz.ui.result_view import curve_notes
 
@@ -444,7 +445,7 @@ def test_acc_zero_ndf_is_explained_where_it_shows():
 
 
 def test_a_dip_in_the_curve_is_explained():
-    from circuitviz.curves import CurvePoint
+    from circuitviz.core.curves import CurvePoint
     from circuitviz.ui.result_view import curve_notes
 
     class Result:
@@ -600,11 +601,11 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
 def _candidates_evaluated(at, result, budget: int) -> tuple[list[float], int]:
     """Each candidate's NDF at ``budget`` recomputed here: its stored score matrix's top edges,
     pruned, patched on the prompt; and the index of the most faithful (the winner)."""
-    from circuitviz.api import evaluate_circuits
-    from circuitviz.graph import prune, top_n
+    from circuitviz.core.graph import prune, top_n
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.entry.api import evaluate_circuits
     from circuitviz.methods.bon import QueryCircuitConfig, base_scorer
     from circuitviz.query.scoring import score_key
-    from circuitviz.tasks import PromptTask
 
     model, store, spec = _tiny_loader("", ""), _store(at), result.graph
     method, config = base_scorer(QueryCircuitConfig(**result.config))
@@ -625,7 +626,7 @@ def _candidates_evaluated(at, result, budget: int) -> tuple[list[float], int]:
 
 
 def _store(at):
-    from circuitviz.store import ResultStore, default_root
+    from circuitviz.services.store import ResultStore, default_root
 
     return ResultStore(default_root())
 
@@ -689,8 +690,8 @@ def test_progress_covers_every_phase_and_time_left_never_grows():
 
 
 def test_a_finished_run_calibrates_the_next_estimate(tmp_path, monkeypatch):
-    from circuitviz import calibration
-    from circuitviz.limits import estimate_run
+    from circuitviz.entry import calibration
+    from circuitviz.entry.limits import estimate_run
 
     model = _tiny_loader("", "")
     first = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
@@ -707,7 +708,7 @@ def test_a_finished_run_calibrates_the_next_estimate(tmp_path, monkeypatch):
 
 
 def test_a_run_records_its_time_and_shows_the_estimate_it_priced():
-    from circuitviz import calibration
+    from circuitviz.entry import calibration
 
     at = _run(_explore())
     assert not at.exception, at.exception

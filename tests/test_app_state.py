@@ -220,8 +220,8 @@ def test_known_parts_map_their_reports_into_the_work():
 
 
 def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
-    from circuitviz import calibration
-    from circuitviz.limits import estimate_run, priced_with_stored_work
+    from circuitviz.entry import calibration
+    from circuitviz.entry.limits import estimate_run, priced_with_stored_work
     from circuitviz.methods import bon
 
     model = _tiny_loader("", "")
@@ -393,7 +393,7 @@ def test_no_method_name_is_spelled_in_the_app():
 
 
 def test_every_caveat_shows_beside_the_methods_figures():
-    from circuitviz.curves import CurvePoint
+    from circuitviz.core.curves import CurvePoint
     from circuitviz.methods.registry import method_traits
     from circuitviz.ui.caveats import caveats
     from circuitviz.ui.result_view import curve_notes
@@ -473,8 +473,8 @@ def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkey
     assert unlikely_answer(model, "tiny", "2 + 3 =", " ", likely) is None
     monkeypatch.setattr(loaders, "token_probability", lambda *args: (0.0002, " ", 0.9))
     assert "only 0.0%" in unlikely_answer(model, "tiny", "2 + 3 =", " Mary", likely)
+    from circuitviz.core.tasks import single_token_id
     from circuitviz.labels.logit_lens import next_token_probabilities, token_probability
-    from circuitviz.tasks import single_token_id
 
     top = next_token_probabilities(model, IOI_TASK.clean, 3)
     chance, top_token, top_chance = token_probability(

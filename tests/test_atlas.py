@@ -114,7 +114,7 @@ def test_the_stored_atlases_say_which_tasks_todays_check_refuses(monkeypatch):
     """A stored atlas built before the meaningful-task check keeps tasks it now refuses; the check
     is read off the metrics the batch stored (no model), so the Dataset page shows it beside them."""
     from circuitviz.batch.atlas import BatchTable, task_refusals
-    from circuitviz.task_validity import CHECK_ENV, MIN_GAP
+    from circuitviz.measure.task_validity import CHECK_ENV, MIN_GAP
 
     monkeypatch.setenv(CHECK_ENV, "on")  # the suite turns the check off for its random models
     root = Path(__file__).resolve().parent.parent / "assets" / "atlas"
@@ -153,7 +153,7 @@ def test_every_aggregate_is_over_the_tasks_that_pass_the_check(planted, monkeypa
     import pyarrow as pa
 
     from circuitviz.batch.task_check import validity_sentence
-    from circuitviz.task_validity import CHECK_ENV
+    from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
     source = planted.batch

@@ -14,9 +14,9 @@ import torch
 from reference_patching import edges, metric_of, reader_hook, writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 
 def scores_of(model, method: str, **settings) -> torch.Tensor:

@@ -7,8 +7,6 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from circuitviz import cli
-from circuitviz.api import discover, request_key
 from circuitviz.batch import (
     DatasetError,
     DatasetTask,
@@ -20,11 +18,13 @@ from circuitviz.batch import (
 from circuitviz.batch.dataset import parse_dataset
 from circuitviz.batch.executors import ExecutorError, import_ray
 from circuitviz.bench.toy_models import tiny_model
-from circuitviz.evaluate import Evaluator, curves_of_tasks, evaluators_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.entry import cli
+from circuitviz.entry.api import discover, request_key
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks, evaluators_of_tasks
 from circuitviz.methods import RunContext, get_method
-from circuitviz.store import ResultStore
-from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.services.store import ResultStore
 
 IOI_TASKS = [
     PromptTask(

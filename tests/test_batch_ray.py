@@ -10,8 +10,8 @@ import torch
 from circuitviz.batch import DatasetTask, ModelSource, run
 from circuitviz.batch.executors import ExecutorError, RayExecutor
 from circuitviz.bench.toy_models import tiny_model
-from circuitviz.store import ResultStore
-from circuitviz.tasks import PromptTask
+from circuitviz.core.tasks import PromptTask
+from circuitviz.services.store import ResultStore
 
 TASKS = [
     PromptTask(

@@ -11,10 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.curves import Baseline, ndf, nfs
+from circuitviz.core.curves import Baseline, ndf, nfs
+from circuitviz.core.graph import GraphSpec, prune, top_n
+from circuitviz.core.results import CircuitResult
+from circuitviz.core.tasks import PromptTask, TaskError, prepare_task
 from circuitviz.details.query import variant_circuit
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec, prune, top_n
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.methods import get_method
 from circuitviz.methods.bon import QueryCircuitConfig
 from circuitviz.methods.scoring import pair_scores
@@ -27,9 +29,7 @@ from circuitviz.query.variants import (
     ibon_circuit,
     parse_anchor_budgets,
 )
-from circuitviz.results import CircuitResult
-from circuitviz.store import ResultStore
-from circuitviz.tasks import PromptTask, TaskError, prepare_task
+from circuitviz.services.store import ResultStore
 
 # paraphrases for the tiny models' word vocabulary: two of the prompt's length, one longer
 TINY_PAIRS = "\n".join(
@@ -453,7 +453,7 @@ def test_bon_on_the_embedded_model_with_template_paraphrases(embedded_model, tmp
 def test_cli_discover_prints_candidates_winners_curves_and_shared_subcircuits(
     tmp_path, monkeypatch, capsys, tiny
 ):
-    from circuitviz import cli
+    from circuitviz.entry import cli
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(cli, "_load", lambda args: (tiny, "tiny", 0.0))
@@ -501,7 +501,7 @@ def test_cli_discover_prints_candidates_winners_curves_and_shared_subcircuits(
 
 
 def test_cli_paraphrase_errors_are_one_sentence(tmp_path, monkeypatch, capsys, tiny):
-    from circuitviz import cli
+    from circuitviz.entry import cli
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -533,7 +533,7 @@ def test_cli_paraphrase_errors_are_one_sentence(tmp_path, monkeypatch, capsys, t
 def test_every_variants_curve_carries_its_circuits_necessity(tiny):
     """Best-of-N's curves come from its pool (NDF only); the necessity beside them is each kept
     circuit's complement evaluated as any method's curve evaluates it."""
-    from circuitviz.evaluate import Evaluator, curves_of_tasks
+    from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 
     result = run(tiny, "bon")
     evaluator = Evaluator(tiny, GraphSpec.from_model(tiny), prepare_task(tiny, IOI_TASK))

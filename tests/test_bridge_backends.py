@@ -12,7 +12,7 @@ import torch
 
 from circuitviz.bench.toy_families import random_hf_model
 from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
 from circuitviz.methods import get_method
 from circuitviz.models import ModelLoadError, load_model
 from circuitviz.models.bridge_adapter import is_bridge

@@ -16,13 +16,13 @@ from reference_patching import SUM_TOLERANCE, attribution_scores, exact_scores
 
 from circuitviz.bench.toy_families import FAMILIES, random_family_model, random_hf_model
 from circuitviz.bench.toy_models import IOI_TASK
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.graph_shape import edge_count
+from circuitviz.core.tasks import prepare_task
 from circuitviz.engine.prefix import final_residual
-from circuitviz.graph import GraphSpec
-from circuitviz.graph_shape import edge_count
 from circuitviz.methods import available_methods, get_method
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge_adapter import BridgeAdapter
-from circuitviz.tasks import prepare_task
 
 pytestmark = pytest.mark.slow
 

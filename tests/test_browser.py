@@ -196,7 +196,7 @@ def opening_app(tmp_path, monkeypatch):
     """A server of its own with a fresh store (the converted models reused) and the task validity
     check on, as a user has it (the suite turns it off for its random models); stopped before the
     new user's walk starts its own."""
-    from circuitviz.task_validity import CHECK_ENV
+    from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
     root = tmp_path / "cache"

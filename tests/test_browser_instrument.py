@@ -113,8 +113,8 @@ def test_the_gallery_drawing_fits_at_every_width(app, browser):
 def test_click_edit_measure_group_and_share_on_explore(
     app, browser, embedded_model, tmp_path, monkeypatch, capsys
 ):
-    from circuitviz import cli
-    from circuitviz.edit import CircuitEdit, edited_mask
+    from circuitviz.entry import cli
+    from circuitviz.measure.edit import CircuitEdit, edited_mask
 
     url, cache = app
     page = _open(browser, f"{url}/?{urllib.parse.urlencode({**IOI, 'method': 'eap'})}", "Run")

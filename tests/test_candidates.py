@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from circuitviz.api import bon_candidate_masks, bon_candidates, discover, evaluate_circuits
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.entry.api import bon_candidate_masks, bon_candidates, discover, evaluate_circuits
 from circuitviz.query.candidates import evaluated_candidates, ranked_candidates
-from circuitviz.store import ResultStore
+from circuitviz.services.store import ResultStore
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import json
 import pytest
 from sentences import assert_one_sentence
 
-from circuitviz import cli
+from circuitviz.entry import cli
 
 IOI = [
     "--prompt",
@@ -143,9 +143,9 @@ def test_discover_help_says_every_setting_from_its_field(capsys):
 def test_list_settings_are_parsed_once_at_the_boundary():
     """A comma list on the command line, a list from a form or a URL's JSON and a tuple give the
     same typed config and the same request key."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.entry.request import Request
     from circuitviz.methods import get_method
-    from circuitviz.request import Request
-    from circuitviz.tasks import PromptTask
 
     parsed = cli.build_parser().parse_args(
         ["discover", *IOI, "--method", "ibon", "--anchor-budgets", "10,50"]

@@ -13,9 +13,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
 from circuitviz.bench.toy_models import tiny_model  # noqa: E402
+from circuitviz.core.tasks import PromptTask  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
-from circuitviz.store import ResultStore  # noqa: E402
-from circuitviz.tasks import PromptTask  # noqa: E402
+from circuitviz.services.store import ResultStore  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 
 TIMEOUT = 300
@@ -171,7 +171,7 @@ def test_the_atlas_curve_reads_10_100_1k():
 def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch):
     """The arithmetic atlas was built before the check: its rows carry their stored metrics, so
     the table says which tasks the check now refuses, in the check's own sentence."""
-    from circuitviz.task_validity import CHECK_ENV
+    from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
     batch = atlas.BatchTable.load(ui.stored_atlases()["arithmetic"])
@@ -191,7 +191,7 @@ def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkey
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from circuitviz.task_validity import CHECK_ENV
+    from circuitviz.measure.task_validity import CHECK_ENV
 
     path = batch_folder / "results.parquet"
     table = pq.read_table(path)

@@ -68,8 +68,8 @@ def test_every_method_runs_on_the_device_and_equals_the_host(shape, name, tmp_pa
 
 
 def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
-    from circuitviz.api import discover, evaluate_circuits
-    from circuitviz.store import ResultStore
+    from circuitviz.entry.api import discover, evaluate_circuits
+    from circuitviz.services.store import ResultStore
 
     model = tiny_model("gemma", seed=1)
     host, _ = discover(model, IOI_TASK, "eap-ig", budgets=BUDGETS, store=ResultStore(tmp_path / "a"))
@@ -113,11 +113,11 @@ def test_labels_steering_and_signals_on_the_device():
     from circuitviz.acc.ablation import run_knockouts
     from circuitviz.acc.forward import run_forward
     from circuitviz.acc.trace import Tracer, TraceSettings
-    from circuitviz.graph import GraphSpec
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.tasks import PromptTask, prepare_task
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
     from circuitviz.labels.sae_features import LabelledSae, circuit_node_features, hover_labels
     from circuitviz.labels.steer import steer
-    from circuitviz.tasks import PromptTask, prepare_task
 
     model = tiny_model("gemma", seed=3)
     spec = GraphSpec.from_model(model)
@@ -150,7 +150,7 @@ def test_labels_steering_and_signals_on_the_device():
 
 def test_estimates_read_the_model_on_the_device(monkeypatch):
     from circuitviz.engine import memory
-    from circuitviz.limits import estimate_request
+    from circuitviz.entry.limits import estimate_request
 
     model = tiny_model("gpt2")
     # the host priced as an accelerator is (gradient passes' memory per unit differs by device)

@@ -6,17 +6,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from circuitviz.api import evaluate_circuits
 from circuitviz.bench.planted_benchmark import default_cases
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.graph import GraphSpec, prune, top_n_at_budgets
+from circuitviz.core.results import CircuitResult
+from circuitviz.core.tasks import prepare_task
 from circuitviz.engine.metric import metric_from_residual
 from circuitviz.engine.patching import masked_residual
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec, prune, top_n_at_budgets
+from circuitviz.entry.api import evaluate_circuits
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
 from circuitviz.methods.edge_pruning import EdgePruningDetails, initial_logits, top_counts
-from circuitviz.results import CircuitResult
-from circuitviz.tasks import prepare_task
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = [3, 8, 20, 60]
@@ -157,7 +157,7 @@ def test_a_planted_circuit_at_its_size_is_found_with_no_edge_outside_it():
 
 
 def test_progress_every_step_and_a_cost_that_counts_the_steps():
-    from circuitviz.limits import estimate_run
+    from circuitviz.entry.limits import estimate_run
 
     model = tiny_model("gpt2", seed=2)
     seen: list[tuple[str, float]] = []
@@ -173,8 +173,8 @@ def test_progress_every_step_and_a_cost_that_counts_the_steps():
 
 
 def test_the_result_survives_the_store_and_reports_its_learning(tmp_path):
-    from circuitviz.api import discover
-    from circuitviz.store import ResultStore
+    from circuitviz.entry.api import discover
+    from circuitviz.services.store import ResultStore
 
     model = tiny_model("llama", seed=1)
     store = ResultStore(tmp_path)

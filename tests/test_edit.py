@@ -8,11 +8,11 @@ import re
 import pytest
 import torch
 
-from circuitviz import cli
-from circuitviz.api import evaluate_circuits
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.edit import MAX_ITEMS, CircuitEdit, edited_mask, measure, read_edit, reader_node
-from circuitviz.graph import GraphSpec, top_n
+from circuitviz.core.graph import GraphSpec, top_n
+from circuitviz.entry import cli
+from circuitviz.entry.api import evaluate_circuits
+from circuitviz.measure.edit import MAX_ITEMS, CircuitEdit, edited_mask, measure, read_edit, reader_node
 from circuitviz.models.adapter import adapter_of
 
 SPEC = GraphSpec(n_layers=3, n_heads=2)
@@ -85,7 +85,7 @@ def test_the_edited_circuits_figures_are_the_evaluations_exactly():
 
 @pytest.mark.embedded
 def test_the_command_line_prints_the_edited_circuits_ndf(tmp_path, capsys, monkeypatch, embedded_model):
-    from circuitviz.tasks import PromptTask
+    from circuitviz.core.tasks import PromptTask
 
     monkeypatch.setattr(cli, "_load", lambda args: (embedded_model, "gemma-3-270m", 0.0))
     task = PromptTask(

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
-from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.measure.evaluate import Evaluator
 
 IOI = PromptTask(
     clean="When Mary and John went to the store, John gave a drink to",

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec, prune, top_n
+from circuitviz.core.graph import GraphSpec, prune, top_n
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.methods import get_method
-from circuitviz.tasks import PromptTask, prepare_task
 
 SHAPES = ["gpt2", "gemma", "llama"]
 
@@ -155,9 +155,9 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
     """The positions where clean and corrupted prompts agree run once, unhooked: EAP-IG's scores
     and every curve point equal a run over every position, alone and in a batch of tasks whose
     unchanged prefixes differ."""
-    from circuitviz import evaluate
     from circuitviz.engine import scores
     from circuitviz.engine.prefix import unchanged_prefix
+    from circuitviz.measure import evaluate
     from circuitviz.methods.base import RunContext
     from circuitviz.models.adapter import ModelAdapter
 
@@ -199,7 +199,7 @@ def test_positions_before_the_corruption_run_once_and_change_nothing(shape, monk
 
 
 def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, monkeypatch):
-    from circuitviz import evaluate
+    from circuitviz.measure import evaluate
 
     spec = GraphSpec.from_model(tiny)
     evaluators = [Evaluator(tiny, spec, prepare_task(tiny, task)) for task in (IOI_TASK, LATE_CORRUPTION)]
@@ -238,7 +238,7 @@ def test_a_circuit_of_every_edge_is_the_model_and_needs_no_patched_run(tiny, mon
 def test_kept_prompt_runs_are_read_not_run_again_and_change_nothing(tiny, monkeypatch):
     """The plain runs a task's evaluator (or the next tokens) made are read by the next evaluator
     of that prompt pair: it runs no pass and holds exactly what a fresh one holds."""
-    from circuitviz.evaluate import forget_prompt_runs
+    from circuitviz.measure.evaluate import forget_prompt_runs
     from circuitviz.models.adapter import adapter_of
 
     spec = GraphSpec.from_model(tiny)

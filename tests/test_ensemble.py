@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec, top_n
+from circuitviz.core.graph import GraphSpec, top_n
 from circuitviz.methods import get_method
 from circuitviz.methods.ensemble import EnsembleDetails, bootstrap_stability, normalised
 

@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.graph import GraphSpec, prune
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.engine.patching import masked_residual, node_patched_metrics
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec, prune
-from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.measure.evaluate import Evaluator
 
 SECOND_TASK = PromptTask(  # another prompt of the toy vocabulary, corrupted late (a prefix runs once)
     clean="When Tom and Anna went to the park , Anna gave a ball to",

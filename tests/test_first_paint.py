@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from circuitviz.graph import GraphSpec
-from circuitviz.graph_shape import edge_count
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.graph_shape import edge_count
 from circuitviz.models.catalog import SUPPORTED_MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # what the sidebar and the page tops import before the prompt box is drawn
 FIRST_PAINT = (
-    "circuitviz.graph_shape",
+    "circuitviz.core.graph_shape",
     "circuitviz.models",
     "circuitviz.models.catalog",
     "circuitviz.ui.sidebar",
@@ -30,7 +30,7 @@ def test_what_the_first_paint_imports_imports_no_torch():
         "import sys, importlib\n"
         f"for name in {FIRST_PAINT!r}: importlib.import_module(name)\n"
         "from circuitviz.models import SUPPORTED_MODELS\n"
-        "print(sorted(m for m in ('torch', 'transformer_lens', 'circuitviz.graph') if m in sys.modules))\n"
+        "print(sorted(m for m in ('torch', 'transformer_lens', 'circuitviz.core.graph') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

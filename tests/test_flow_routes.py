@@ -10,11 +10,11 @@ import torch
 from reference_patching import writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
 from circuitviz.methods.flow_routes import FlowRoutesConfig, neutral_task, proximity_shares, route_scores
-from circuitviz.tasks import PromptTask, prepare_task
 
 SHAPES = ("gpt2", "gemma", "llama")
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from circuitviz.graph import GraphError, GraphSpec, prune, top_n
+from circuitviz.core.graph import GraphError, GraphSpec, prune, top_n
 
 
 def edge_formula(n_layers: int, n_heads: int) -> int:

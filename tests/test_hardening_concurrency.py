@@ -12,11 +12,11 @@ import threading
 import pytest
 import torch
 
-from circuitviz.api import discover
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.tasks import PromptTask
 from circuitviz.engine.prefix import final_residual
+from circuitviz.entry.api import discover
 from circuitviz.models.adapter import adapter_of
-from circuitviz.tasks import PromptTask
 
 TINY_TASKS = [
     IOI_TASK,
@@ -208,7 +208,7 @@ def test_concurrent_discoveries_on_the_embedded_model(embedded_model):
 def test_tokenising_on_one_model_from_many_threads_gives_each_its_own_tokens(tiny):
     """TransformerLens's to_tokens(prepend_bos=False) flips a shared cfg flag during the call;
     before serialise_tokenizer this gave other sessions prompts without <bos> (wrong circuits)."""
-    from circuitviz.tasks import prepare_task
+    from circuitviz.core.tasks import prepare_task
 
     alone = [prepare_task(tiny, task) for task in TINY_TASKS]
     for _ in range(15):
@@ -226,7 +226,7 @@ def test_tokenising_while_forward_passes_end_keeps_each_call_its_own_bos_setting
     """TransformerLens's forward saves and writes back cfg.default_prepend_bos around every pass,
     so a pass that ends while another thread tokenises an answer with prepend_bos=False used to
     put <bos> back under it (the answer came out two tokens) or leave the override for good."""
-    from circuitviz.tasks import single_token_id
+    from circuitviz.core.tasks import single_token_id
 
     tokens = tiny.to_tokens(IOI_TASK.clean)
     stop = threading.Event()

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from circuitviz import render
-from circuitviz.api import discover
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.tasks import PromptTask
+from circuitviz.entry.api import discover
 from circuitviz.render import context_html
-from circuitviz.tasks import PromptTask
 from circuitviz.ui import bon
 
 PAYLOADS = [

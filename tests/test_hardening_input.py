@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sentences import assert_one_sentence
 
-from circuitviz.api import discover, parse_budgets
 from circuitviz.bench.toy_models import IOI_TASK, WORDS, tiny_model
-from circuitviz.graph import GraphError, GraphSpec
+from circuitviz.core.graph import GraphError, GraphSpec
+from circuitviz.core.results import parse_circuit
+from circuitviz.core.tasks import PromptTask, TaskError, prepare_task
+from circuitviz.entry.api import discover, parse_budgets
 from circuitviz.query.pairs import ParaphraseError, parse_paraphrases
-from circuitviz.results import parse_circuit
-from circuitviz.tasks import PromptTask, TaskError, prepare_task
 
 CLEAR = (TaskError, GraphError, ParaphraseError, ValueError)
 FAST = settings(
@@ -269,8 +269,8 @@ LONG_NAME = "a0.h0" * 1000  # 5,000 characters of a node-like name
 def boundary_calls(tiny, spec, tmp_path, monkeypatch):
     """(what, call, the error it must raise) for every place a user's text or file comes in,
     each fed input long enough that quoting it whole would make a message of kilobytes."""
+    from circuitviz.entry.limits import LimitError, Limits
     from circuitviz.lasso.sae_units import parse_layers
-    from circuitviz.limits import LimitError, Limits
     from circuitviz.methods import get_method
     from circuitviz.models import ModelLoadError, resolve_device, resolve_dtype
     from circuitviz.models.devices import working_memory_bytes

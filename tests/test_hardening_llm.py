@@ -15,9 +15,9 @@ from sentences import assert_one_sentence
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.labels.llm import LLMLabeler
-from circuitviz.llm_client import LLMConfig, LLMError
 from circuitviz.query.llm_source import llm_paraphrases
 from circuitviz.query.pairs import ParaphraseError
+from circuitviz.services.llm_client import LLMConfig, LLMError
 
 SECRET = "sk-test-SECRET-never-shown-0123456789"
 

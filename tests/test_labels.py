@@ -11,11 +11,11 @@ import json
 import pytest
 import torch
 
-from circuitviz import sae_store
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.engine.metric import metric_from_residual
 from circuitviz.engine.prefix import final_residual
-from circuitviz.graph import GraphSpec
 from circuitviz.labels import sae_features as sae_labels
 from circuitviz.labels.residual import final_residual_with_edits, residual_stream
 from circuitviz.labels.sae_features import (
@@ -38,8 +38,8 @@ from circuitviz.labels.steer import (
     zeroing_edit,
 )
 from circuitviz.render import context_html
-from circuitviz.sae_store import SaeUnavailable, save_sae
-from circuitviz.tasks import PromptTask, prepare_task
+from circuitviz.services import sae_store
+from circuitviz.services.sae_store import SaeUnavailable, save_sae
 
 PROMPT = IOI_TASK.clean
 TASK = PromptTask(PROMPT, "", " Mary", (" John",))

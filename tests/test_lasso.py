@@ -12,7 +12,9 @@ from sklearn.linear_model import Lasso
 
 from circuitviz.bench.planted_benchmark import word_corpus
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.results import CircuitResult
+from circuitviz.core.tasks import PromptTask
 from circuitviz.lasso.observations import CORPUS_WINDOW, observation_texts
 from circuitviz.lasso.sem import edge_scores, fit_sem
 from circuitviz.lasso.solver import (
@@ -27,8 +29,6 @@ from circuitviz.lasso.solver import (
 from circuitviz.lasso.units import RegressionProblem
 from circuitviz.methods import get_method
 from circuitviz.query.families import recognise
-from circuitviz.results import CircuitResult
-from circuitviz.tasks import PromptTask
 
 METHOD = get_method("circuit-lasso")
 
@@ -392,7 +392,7 @@ def test_sae_units_link_earlier_layers_to_later_ones_and_the_last_to_the_metric(
 
 def test_sae_features_are_sae_lens_encodings(tmp_path):
     from circuitviz.lasso.sae_units import sae_units
-    from circuitviz.sae_store import load_sae
+    from circuitviz.services.sae_store import load_sae
 
     model = tiny_model("gpt2", seed=0)
     hook = "blocks.1.hook_resid_post"

@@ -5,7 +5,7 @@ import itertools
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
 from circuitviz.lasso.paths import path_circuit, path_shares
 from circuitviz.methods import get_method
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from circuitviz import limits
-from circuitviz.api import discover
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.limits import LimitError, Limits, check_run, estimate_request, estimate_run
+from circuitviz.entry import limits
+from circuitviz.entry.api import discover
+from circuitviz.entry.limits import LimitError, Limits, check_run, estimate_request, estimate_run
 from circuitviz.models.adapter import ModelAdapter
 
 
@@ -86,7 +86,7 @@ def test_token_limit_and_a_run_within_limits(tiny, monkeypatch):
 @pytest.mark.slow
 def test_cli_prints_the_estimate_line_before_the_run(tmp_path):
     code = (
-        "import sys; from circuitviz.cli import _print_estimate; from circuitviz.bench.toy_models import tiny_model, IOI_TASK;"
+        "import sys; from circuitviz.entry.cli import _print_estimate; from circuitviz.bench.toy_models import tiny_model, IOI_TASK;"
         "_print_estimate(tiny_model(), IOI_TASK, 'eap-ig', {'ig_steps': 3}, [5, 10])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -23,7 +23,7 @@ from circuitviz.labels.llm import (
     fisher_exact_greater,
     llm_status,
 )
-from circuitviz.llm_client import LLMConfig, LLMError
+from circuitviz.services.llm_client import LLMConfig, LLMError
 
 SECRET = "sk-test-SECRET-0123456789"
 

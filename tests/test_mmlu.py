@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from circuitviz import cli
 from circuitviz.batch import ModelSource, run
 from circuitviz.batch import mmlu_tasks as building
 from circuitviz.batch.dataset import DatasetError, read_tasks
@@ -29,9 +28,10 @@ from circuitviz.batch.mmlu import (
     resolve_subjects,
 )
 from circuitviz.bench.toy_models import tiny_model
+from circuitviz.core.tasks import prepare_task
+from circuitviz.entry import cli
 from circuitviz.query.families import family, recognise
-from circuitviz.store import ResultStore
-from circuitviz.tasks import prepare_task
+from circuitviz.services.store import ResultStore
 
 QUESTIONS = [
     MMLUQuestion(
@@ -339,8 +339,8 @@ def test_the_pickers_question_labels_are_cut_visibly():
 
 
 def test_an_llm_paraphrase_of_a_question_is_corrupted_the_mmlu_way():
+    from circuitviz.core.tasks import PromptTask
     from circuitviz.query.llm_source import mmlu_corruptions, parse_llm_reply
-    from circuitviz.tasks import PromptTask
 
     question = QUESTIONS[0]
     task = PromptTask(question.prompt(), "", " B", (" A", " C", " D"))

@@ -13,10 +13,10 @@ import torch
 from reference_patching import metric_of, reader_hook, writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.curves import Baseline, necessity
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec
-from circuitviz.tasks import prepare_task
+from circuitviz.core.curves import Baseline, necessity
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 
 
 def _head_outputs(model, layer: int, z: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
 from circuitviz.query.overlap import (
     common_edges,
     intersection_size,

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
-from circuitviz.assets import gallery_dir, paraphrases_dir
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.tasks import PromptTask, TaskError
 from circuitviz.models.adapter import adapter_of
 from circuitviz.query.checks import model_answer, validate_pairs
 from circuitviz.query.families import EXAMPLE_TASKS, FAMILIES, family, recognise
@@ -25,7 +25,7 @@ from circuitviz.query.pairs import (
 )
 from circuitviz.query.sources import gather_paraphrases
 from circuitviz.query.templates import propose_answer, propose_corruption, template_paraphrases
-from circuitviz.tasks import PromptTask, TaskError
+from circuitviz.services.assets import gallery_dir, paraphrases_dir
 
 
 def token_count(model, text: str) -> int:

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.curves import ndf
-from circuitviz.evaluate import Evaluator, circuits_at_budgets
+from circuitviz.core.curves import ndf
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.measure.evaluate import Evaluator, circuits_at_budgets
 from circuitviz.methods import RunContext, get_method
 from circuitviz.methods import paraphrase_pruning as pp
-from circuitviz.tasks import PromptTask, prepare_task
 
 PARAPHRASES = [
     PromptTask(

@@ -15,11 +15,11 @@ from circuitviz.bench.planted_benchmark import (
     to_markdown,
 )
 from circuitviz.bench.toy_models import planted_model
-from circuitviz.cli import main
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.entry.cli import main
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 
 def test_edge_set_metrics_count_additions_and_deletions():

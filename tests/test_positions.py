@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 import torch
 
+from circuitviz.core.graph import GraphSpec
 from circuitviz.export.neuronpedia import GraphFileError, from_neuronpedia, read_neuronpedia, to_neuronpedia
-from circuitviz.graph import GraphSpec
 from circuitviz.labels.captions import lens_caption, node_caption, role_caption
 from circuitviz.positions.graph import (
     alive_nodes,

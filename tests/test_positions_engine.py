@@ -17,16 +17,16 @@ import torch
 from reference_patching import edge_change, raw_heads
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.engine.capture import writers_and_residual
 from circuitviz.engine.metric import metric_from_residual
 from circuitviz.engine.prefix import final_residual
 from circuitviz.engine.sites import reader_sites
-from circuitviz.evaluate import Evaluator, curves_of_tasks
-from circuitviz.graph import GraphSpec
+from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.methods import get_method
 from circuitviz.models.adapter import adapter_of
 from circuitviz.positions.graph import n_units, unit_mask
-from circuitviz.tasks import PromptTask, prepare_task
 
 SHAPES = ["gpt2", "gemma", "llama"]
 LATE_CORRUPTION = PromptTask(  # differs from the clean prompt only at the second name
@@ -166,7 +166,7 @@ def test_a_position_run_says_so_and_its_edge_scores_are_the_summed_ones(tiny):
     data = json.loads(json.dumps(result.to_eap_json()))
     assert data["positions"] is True and data["config"]["positions"] is True
     # the stored state reads back with its position axis
-    from circuitviz.results import CircuitResult
+    from circuitviz.core.results import CircuitResult
 
     again = CircuitResult.from_state(result.to_state())
     assert torch.equal(again.position_scores, result.position_scores) and again.positions
@@ -198,8 +198,8 @@ def test_batch_runs_with_positions_and_each_row_is_the_prompts_own_position_run(
     tmp_path, monkeypatch, capsys
 ):
     """``batch --positions``: every prompt runs as ``discover --positions`` would, one by one."""
-    from circuitviz import cli
     from circuitviz.batch.work import ModelSource
+    from circuitviz.entry import cli
 
     tasks = [IOI_TASK, LATE_CORRUPTION]
     path = tmp_path / "tasks.jsonl"
@@ -213,9 +213,9 @@ def test_batch_runs_with_positions_and_each_row_is_the_prompts_own_position_run(
     assert "2 finished" in printed and "positions=True" in printed
     alone = get_method("eap-ig").run_on(model, IOI_TASK, {"ig_steps": 2, "positions": True}, budgets=[10, 60])
     assert alone.positions
-    from circuitviz.api import request_key
-    from circuitviz.store import ResultStore
-    from circuitviz.tasks import DEFAULT_MAX_TOKENS
+    from circuitviz.core.tasks import DEFAULT_MAX_TOKENS
+    from circuitviz.entry.api import request_key
+    from circuitviz.services.store import ResultStore
 
     method = get_method("eap-ig")
     config = method.make_config({"ig_steps": 2, "positions": True})

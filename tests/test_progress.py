@@ -5,8 +5,8 @@ chunk can be all of EAP-IG's scoring: the app showed "clean and corrupted runs" 
 from __future__ import annotations
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.phases import Phase, phase_of_report
 from circuitviz.methods import RunContext, get_method
-from circuitviz.phases import Phase, phase_of_report
 
 
 def test_a_scoring_run_reports_each_phase_as_it_begins():

@@ -21,9 +21,9 @@ import torch
 from reference_patching import attribution_scores, exact_scores
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 SHAPES = ["gpt2", "llama", "gemma"]
 

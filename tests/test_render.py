@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from circuitviz import render
-from circuitviz.graph import GraphSpec, top_n
+from circuitviz.core.graph import GraphSpec, top_n
 from circuitviz.render.graph_html import KIND_COLOURS, node_position
 from circuitviz.ui import bon
 
@@ -195,8 +195,8 @@ def test_tables_overlap_unique_and_csv():
 
 
 def test_result_graph_html_matches_the_result(tmp_path):
-    from circuitviz.api import discover
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.entry.api import discover
 
     model = tiny_model("gpt2")
     result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20])
@@ -208,8 +208,8 @@ def test_result_graph_html_matches_the_result(tmp_path):
 
 def test_logit_lens_labels_match_the_unembedding():
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
-    from circuitviz.tasks import prepare_task
 
     model = tiny_model("gpt2")
     spec = GraphSpec.from_model(model)
@@ -240,9 +240,9 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
     """Candidate circuits rebuilt from the stored scores reproduce the run's UpSet sizes, NDFs
     and edge counts; iBoN gives a circuit at a budget the run never evaluated."""
     pytest.importorskip("circuitviz.methods.bon")
-    from circuitviz.api import discover
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.store import ResultStore
+    from circuitviz.entry.api import discover
+    from circuitviz.services.store import ResultStore
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
@@ -277,9 +277,9 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
 
 
 def test_cli_html_writes_the_apps_graph_page(tmp_path):
-    from circuitviz.api import discover
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.cli import _write_graph_html, build_parser
+    from circuitviz.entry.api import discover
+    from circuitviz.entry.cli import _write_graph_html, build_parser
 
     args = build_parser().parse_args(
         [
@@ -306,8 +306,8 @@ def test_cli_html_writes_the_apps_graph_page(tmp_path):
 
 
 def _labels_of(model, result):
+    from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.logit_lens import logit_lens_labels
-    from circuitviz.tasks import prepare_task
 
     return logit_lens_labels(model, result.graph, prepare_task(model, result.task))
 
@@ -318,9 +318,9 @@ def test_next_tokens_stay_right_while_another_session_runs_hooked_passes():
     import threading
 
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.evaluate import Evaluator, forget_prompt_runs
+    from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.logit_lens import next_token_probabilities
-    from circuitviz.tasks import prepare_task
+    from circuitviz.measure.evaluate import Evaluator, forget_prompt_runs
 
     model = tiny_model("gpt2")
     spec = GraphSpec.from_model(model)
@@ -417,9 +417,9 @@ def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
 
 
 def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
+    from circuitviz.core.tasks import PromptTask
     from circuitviz.render.demo import path_sentence, prompt_sentence, strongest_paths
     from circuitviz.render.graph_html import GraphEdge
-    from circuitviz.tasks import PromptTask
 
     edges = [
         GraphEdge("input->a0.h0<q>", "input", "a0.h0", "q", -1.0),

@@ -11,13 +11,13 @@ import json
 import pytest
 from graph_data import graph_data
 
-from circuitviz import request as request_module
-from circuitviz.api import discover, request_key, run_request
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.limits import LimitError
+from circuitviz.entry import request as request_module
+from circuitviz.entry.api import discover, request_key, run_request
+from circuitviz.entry.limits import LimitError
+from circuitviz.entry.request import Request
 from circuitviz.methods import base
-from circuitviz.request import Request
-from circuitviz.store import ResultStore
+from circuitviz.services.store import ResultStore
 
 
 @pytest.fixture

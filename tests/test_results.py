@@ -5,11 +5,11 @@ import json
 import pytest
 import torch
 
-from circuitviz.api import discover, parse_budgets
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphError, GraphSpec
-from circuitviz.results import CircuitResult, load_circuit, parse_circuit
-from circuitviz.store import ResultStore
+from circuitviz.core.graph import GraphError, GraphSpec
+from circuitviz.core.results import CircuitResult, load_circuit, parse_circuit
+from circuitviz.entry.api import discover, parse_budgets
+from circuitviz.services.store import ResultStore
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_budgets_beyond_the_edge_count_are_clipped_not_padded(result):
 # ----- results are data: the circuits a run chose are stored, compactly, and read back -------------
 def test_a_result_holds_the_circuit_of_every_budget_it_evaluated(result, monkeypatch):
     """The run stores what it computed; reading a circuit back recomputes no top-N and no prune."""
-    import circuitviz.results as results
+    import circuitviz.core.results as results
 
     assert sorted(result.circuits) == result.budgets == [3, 10, 30]
     for point in result.curve:
@@ -128,8 +128,8 @@ def test_circuits_are_stored_as_one_bit_per_edge(result):
 
 
 def test_a_budget_the_run_did_not_evaluate_is_derived_once_from_the_scores(result, monkeypatch):
-    import circuitviz.results as results
-    from circuitviz.graph import prune, top_n
+    import circuitviz.core.results as results
+    from circuitviz.core.graph import prune, top_n
 
     fresh = CircuitResult.from_state(result.to_state())
     calls = []
@@ -151,7 +151,7 @@ def test_format_2_results_still_read_their_circuits_derived_once(result):
 
 
 def test_exported_json_carries_every_circuit_and_reads_back(result):
-    from circuitviz.results import circuits_from_json
+    from circuitviz.core.results import circuits_from_json
 
     data = json.loads(json.dumps(result.to_eap_json()))
     assert data["circuitviz_version"] == 3 and data["circuits"]["encoding"] == "bits-base64"
@@ -188,7 +188,7 @@ def test_a_stored_result_loads_without_the_engine_acc_or_lasso(result, tmp_path)
         keys.append(key)
     code = (
         "import sys\n"
-        "from circuitviz.store import ResultStore\n"
+        "from circuitviz.services.store import ResultStore\n"
         f"store = ResultStore({str(tmp_path)!r})\n"
         f"for key in {keys!r}:\n"
         "    loaded = store.get(key)\n"

@@ -75,7 +75,7 @@ def test_paraphrase_pairs_are_records_parsed_once_whatever_the_boundary_gives():
 def test_the_ig_steps_and_paraphrases_bounds_have_one_home():
     """Every IG-steps and paraphrase-count setting takes what its field declares, and the limits
     start there: the form, the command line and the limits read one number."""
-    from circuitviz.limits import Limits
+    from circuitviz.entry.limits import Limits
     from circuitviz.methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 
     highs = {"ig_steps": set(), "n_paraphrases": set()}
@@ -94,9 +94,9 @@ def test_the_ig_steps_and_paraphrases_bounds_have_one_home():
 def test_a_refusal_reads_the_same_in_the_form_and_in_the_run():
     """The app's inputs and the backend say a problem in one sentence (``refusals``)."""
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-    from circuitviz.limits import Limits, prompt_limit_problem
+    from circuitviz.core.tasks import TaskError, prepare_task
+    from circuitviz.entry.limits import Limits, prompt_limit_problem
     from circuitviz.models.adapter import adapter_of
-    from circuitviz.tasks import TaskError, prepare_task
     from circuitviz.ui import inputs
 
     model = tiny_model("gpt2")

@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from circuitviz.store import ResultStore, default_max_bytes
+from circuitviz.services.store import ResultStore, default_max_bytes
 
 PAYLOAD = 50_000  # floats per entry: about 200 kB
 
@@ -57,7 +57,7 @@ def test_store_limit_from_the_environment(monkeypatch):
 # done (then once more), so its reads span the whole writing and it always sees entries
 WRITER = """
 import os, sys, time, torch
-from circuitviz.store import ResultStore
+from circuitviz.services.store import ResultStore
 root, tag, rounds, limit, ready = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 deadline = time.time() + 120
 while not os.path.exists(ready) and time.time() < deadline:
@@ -69,7 +69,7 @@ for index in range(rounds):
 """.replace("PAYLOAD", str(PAYLOAD))
 READER = """
 import os, sys, time, torch
-from circuitviz.store import ResultStore
+from circuitviz.services.store import ResultStore
 root, ready, done = sys.argv[1], sys.argv[2], sys.argv[3]
 store = ResultStore(root, max_bytes=None)
 bad = seen = 0

@@ -7,17 +7,17 @@ corrupted runs), so each case is built to pass or to fail, never assumed.
 
 import pytest
 
-from circuitviz.api import discover, evaluate_circuits
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.graph import GraphSpec
-from circuitviz.task_validity import (
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import PromptTask, TaskError, prepare_task
+from circuitviz.entry.api import discover, evaluate_circuits
+from circuitviz.measure.task_validity import (
     CHECK_ENV,
     MIN_GAP,
     clean_and_corrupted_metrics,
     gap_problem,
     task_verdict,
 )
-from circuitviz.tasks import PromptTask, TaskError, prepare_task
 
 
 @pytest.fixture()
@@ -96,7 +96,7 @@ def test_a_batch_row_carries_the_reason_and_its_neighbours_run(tiny, checked, mo
 
 
 def test_proposals_prefer_a_passing_task_and_a_content_word():
-    from circuitviz.task_validity import is_function_word, preferred_task
+    from circuitviz.measure.task_validity import is_function_word, preferred_task
 
     tasks = [PromptTask("p", "q", answer, (" x",)) for answer in (" the", " Berlin", " a", " Paris")]
     threshold = MIN_GAP["logit_diff"]

@@ -4,7 +4,7 @@ import pytest
 from sentences import assert_one_sentence
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.tasks import PromptTask, TaskError, prepare_task
+from circuitviz.core.tasks import PromptTask, TaskError, prepare_task
 
 
 @pytest.fixture(scope="module")

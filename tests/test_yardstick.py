@@ -24,10 +24,10 @@ from circuitviz.bench.yardstick import (
     prenorm_eap_scores,
     spearman,
 )
-from circuitviz.evaluate import Evaluator
-from circuitviz.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
-from circuitviz.tasks import prepare_task
 
 
 def _setup(model):

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 import torch
 
 from ..acc.edits import run_with_qk_edits
-from ..curves import Baseline, CurvePoint, ndf, nfs
+from ..core.curves import Baseline, CurvePoint, ndf, nfs
+from ..core.graph import GraphSpec
 from ..engine.metric import metric_from_residual
-from ..graph import GraphSpec
 from .svd import HeadSVD, compute_dtype
 from .trace import Signal, Trace, TracedDecision
 

@@ -28,8 +28,8 @@ from collections import defaultdict
 
 import torch
 
+from ..core.graph import GraphSpec
 from ..details.base import MethodDetails
-from ..graph import GraphSpec
 from .trace import Signal, Trace, TracedDecision
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 
 COMPLETION_FACTOR = 0.999
 COMPLETION_KINDS = ("v", "mlp")  # the readers ACC++ never traces

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import GraphSpec
 from ..engine import sites
 from ..engine.capture import observe
-from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from .svd import compute_dtype, is_centring, pre_attention_norm
 

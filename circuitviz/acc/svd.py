@@ -45,8 +45,8 @@ from pathlib import Path
 
 import torch
 
-from .. import assets
 from ..models.adapter import adapter_of
+from ..services import assets
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..methods import get_method
 from ..models import EMBEDDED_MODEL
-from ..store import ResultStore
+from ..services.store import ResultStore
 from .dataset import Dataset, DatasetError, DatasetTask, read_dataset, read_tasks
 from .executors import EXECUTORS, ExecutorError, LocalExecutor, RayExecutor, make_executor
 from .generate import GENERATED_FAMILIES, generate_tasks

@@ -41,8 +41,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from scipy import sparse, stats
 
-from ..graph import GraphSpec
-from ..task_validity import gap_check_enabled
+from ..core.graph import GraphSpec
+from ..measure.task_validity import gap_check_enabled
 from .table import SCHEMA, TABLE, with_optional_columns
 from .task_check import refusal_kinds, task_refusals
 

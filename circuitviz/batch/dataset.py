@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tasks import METRICS, PromptTask
-from ..text import shown
+from ..core.tasks import METRICS, PromptTask
+from ..core.text import shown
 
 _CLEAN_KEYS = ("clean", "prompt")
 MAX_PROBLEMS_SHOWN = 20

@@ -13,12 +13,12 @@ import random
 from collections.abc import Callable
 from types import SimpleNamespace
 
+from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..models.adapter import adapter_of
 from ..query.families import family
 from ..query.families.arithmetic import ARITHMETIC_TEMPLATES
 from ..query.families.factual import FACT_RELATIONS
 from ..query.families.ioi import IOI_NAMES, IOI_OBJECTS, IOI_PLACES, IOI_TEMPLATES
-from ..tasks import PromptTask, TaskError, prepare_task
 from .dataset import DatasetError, DatasetTask
 
 GENERATED_FAMILIES = ("ioi", "arithmetic", "factual")

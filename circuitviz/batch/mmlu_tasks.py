@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask
 from ..engine.metric import logits_from_residual
 from ..engine.prefix import final_residual
+from ..measure.task_validity import MIN_GAP as VALIDITY_GAPS
+from ..measure.task_validity import gap_check_enabled
 from ..models.adapter import adapter_of, model_device
-from ..task_validity import MIN_GAP as VALIDITY_GAPS
-from ..task_validity import gap_check_enabled
-from ..tasks import DEFAULT_MAX_TOKENS, PromptTask
 from .dataset import Dataset, DatasetError, DatasetTask
 from .mmlu import (
     LETTERS,

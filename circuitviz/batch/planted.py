@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from .atlas import BatchTable
 from .table import rows_table
 

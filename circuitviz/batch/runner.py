@@ -22,10 +22,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from .. import __version__
+from ..core.tasks import DEFAULT_MAX_TOKENS
+from ..core.text import clock_duration
+from ..entry.request import Request
 from ..methods import config_to_dict, get_method
-from ..request import Request
-from ..tasks import DEFAULT_MAX_TOKENS
-from ..text import clock_duration
 from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
 from .dataset import DatasetTask, write_tasks
 from .mmlu import selection_lines

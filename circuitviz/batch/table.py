@@ -27,7 +27,7 @@ import numpy
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..results import CircuitResult
+from ..core.results import CircuitResult
 from .dataset import DatasetTask
 
 TABLE = "results.parquet"

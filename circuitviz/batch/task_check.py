@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..task_validity import METRIC_WORDS, MIN_GAP, gap_problem, identical_prompts_problem
-from ..tasks import PromptTask
+from ..core.tasks import PromptTask
+from ..measure.task_validity import METRIC_WORDS, MIN_GAP, gap_problem, identical_prompts_problem
 
 COLUMNS = ("clean", "corrupted", "answer", "foils", "metric", "clean_metric", "corrupted_metric")
 

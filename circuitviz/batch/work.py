@@ -17,17 +17,17 @@ from typing import Any
 
 import torch
 
-from ..curves import CurvePoint
+from ..core.curves import CurvePoint
+from ..core.graph import GraphSpec
+from ..core.results import CircuitResult
+from ..core.tasks import DEFAULT_MAX_TOKENS, prepare_task
 from ..engine.prefix import unchanged_prefix
-from ..evaluate import curves_of_tasks, evaluators_of_tasks
-from ..graph import GraphSpec
+from ..entry.request import Request
+from ..measure.evaluate import curves_of_tasks, evaluators_of_tasks
+from ..measure.task_validity import gap_problem
 from ..methods import RunContext, get_method
 from ..models import load_model
 from ..models.adapter import adapter_of, model_dtype
-from ..request import Request
-from ..results import CircuitResult
-from ..task_validity import gap_problem
-from ..tasks import DEFAULT_MAX_TOKENS, prepare_task
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generate_tasks
 from .mmlu_tasks import mmlu_tasks

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from circuitviz.tasks import PromptTask
+    from circuitviz.core.tasks import PromptTask
 
 # set before transformers or huggingface_hub is imported (they read them once, at import)
 OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -146,7 +146,7 @@ def load_timed(
 
 def ioi_task() -> PromptTask:
     """The indirect-object prompt the benchmarks measure on the embedded model (15 tokens)."""
-    from circuitviz.tasks import PromptTask  # here: circuitviz.tasks loads torch
+    from circuitviz.core.tasks import PromptTask  # here: circuitviz.core.tasks loads torch
 
     return PromptTask(
         clean="When Mary and John went to the store, John gave a drink to",

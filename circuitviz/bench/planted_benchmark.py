@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from ..acc.completion import claimed_mask
-from ..graph import GraphSpec, prune, top_n
+from ..core.graph import GraphSpec, prune, top_n
 from ..methods import UnknownMethodError, get_method
 from .toy_models import WORDS, planted_model
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.tasks import PromptTask
 from ..models import prepare_for_circuits
 from ..models.adapter import adapter_of
-from ..tasks import PromptTask
 
 WORDS = (
     "When Mary John went to the store , gave a drink Alice Bob Carl and at park ball "

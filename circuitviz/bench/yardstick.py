@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import torch
 
+from ..core.graph import GraphSpec
 from ..engine import sites
 from ..engine.capture import observe
 from ..engine.gradients import reader_gradients
 from ..engine.patching import node_patched_metrics
 from ..engine.scores import accumulate_scores, score_dtype
-from ..evaluate import Evaluator
-from ..graph import GraphSpec
+from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device
 
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from ..graph import GraphSpec, top_n
+from ..core.graph import GraphSpec, top_n
 from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
-    from ..results import CircuitResult
+    from ..core.results import CircuitResult
 
 
 def path_ranked(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     import torch
 
-    from ..results import CircuitResult
+    from ..core.results import CircuitResult
 
 
 class ResultFormatError(ValueError):

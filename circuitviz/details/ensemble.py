@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
-    from ..results import CircuitResult
+    from ..core.results import CircuitResult
 
 
 @register_details

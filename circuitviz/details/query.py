@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from ..graph import prune, top_n
+from ..core.graph import prune, top_n
 from ..query.report import report_lines
 from ..query.variants import (
     ANY_BUDGET_VARIANTS,
@@ -30,7 +30,7 @@ from ..query.variants import (
 from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
-    from ..results import CircuitResult
+    from ..core.results import CircuitResult
 
 FORMAT_VERSION = 1
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..chunks import run_in_chunks
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
+from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
 from . import sites
 from .capture import observe
@@ -29,7 +29,7 @@ from .memory import gradient_bytes_per_position
 from .scores import accumulate_scores, score_dtype
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 WRITER_CHUNK = 16  # upstream writers whose patched queries and keys are recomputed at once
 KEEP_CHANGES_BYTES = 512 * 2**20  # pattern changes kept for every chunk of rows when they fit

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .prefix import final_residual

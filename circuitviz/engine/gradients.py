@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..graph import QKV, GraphSpec
+from ..core.graph import QKV, GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 GRADIENT_INPUTS_ENV = "CIRCUITVIZ_GRADIENT_INPUTS"
 

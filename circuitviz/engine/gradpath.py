@@ -20,7 +20,7 @@ from . import sites
 from .prefix import final_residual
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 
 @torch.no_grad()

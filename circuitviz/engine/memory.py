@@ -1,4 +1,4 @@
-"""Working memory of the batched passes, which ``circuitviz.chunks`` cuts to fit the device.
+"""Working memory of the batched passes, which ``circuitviz.measure.chunks`` cuts to fit the device.
 
 Bytes one sequence of a forward/backward pass keeps per position and layer, per unit of the
 model's width (q/k/v inputs per head, attention, MLP hidden), in float32. On the CPU, measured on
@@ -10,7 +10,7 @@ headroom; on an accelerator a cautious first guess that the first chunk's real p
 
 from __future__ import annotations
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from ..models.adapter import adapter_of
 
 BACKWARD_BYTES_PER_UNIT = {"cpu": 16.0, "accelerator": 40.0}

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..core.tasks import METRICS
 from ..models.adapter import adapter_of
-from ..tasks import METRICS
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 RowsMetric = Callable[[torch.Tensor], torch.Tensor]  # final residual [batch, d_model] -> [batch]
 

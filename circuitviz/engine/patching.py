@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..chunks import run_in_chunks
-from ..graph import QKV, GraphSpec
+from ..core.graph import QKV, GraphSpec
+from ..measure.chunks import run_in_chunks
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .capture import WriterBuffer, WriterDifferences, writer_hooks
@@ -24,7 +24,7 @@ from .prefix import final_residual, shared_prefix
 from .renorm import SharedNormPatch
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 
 def patch_hooks(

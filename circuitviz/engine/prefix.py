@@ -17,7 +17,7 @@ import torch
 from ..models.adapter import Hook, adapter_of
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 
 def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:

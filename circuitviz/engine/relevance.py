@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
 

@@ -25,7 +25,7 @@ import warnings
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from ..models.adapter import adapter_of, apply_norm
 
 

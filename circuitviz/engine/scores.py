@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..chunks import run_in_chunks
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
+from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
 from .gradients import ReaderGradients, reader_gradients
 from .memory import gradient_bytes_per_position
@@ -23,7 +23,7 @@ from .metric import task_metric
 from .prefix import shared_prefix
 
 if TYPE_CHECKING:
-    from ..tasks import PreparedTask
+    from ..core.tasks import PreparedTask
 
 
 def score_dtype(dtype: torch.dtype) -> torch.dtype:

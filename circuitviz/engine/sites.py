@@ -8,7 +8,7 @@ of ``circuitviz.models.adapter``.
 
 from __future__ import annotations
 
-from ..graph import QKV, GraphSpec
+from ..core.graph import QKV, GraphSpec
 
 
 def block(layer: int, point: str) -> str:

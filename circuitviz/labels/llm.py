@@ -9,7 +9,7 @@ description and a shuffled mix of real top contexts and random corpus contexts, 
 match, and its accuracy (with a one-sided Fisher exact p-value) says whether the description
 picks out the feature.
 
-Requests go through the project's one chat client (``circuitviz.llm_client``): replies are
+Requests go through the project's one chat client (``circuitviz.services.llm_client``): replies are
 cached on disk (keyed by endpoint, model and messages; never by the key), so a label is paid for
 once; timeouts, 429 and 5xx are retried a bounded number of times with exponential backoff;
 other failures become one sentence; the API key never appears in a message, a log line, a cache
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..llm_client import ChatClient, LLMConfig, LLMError
+from ..services.llm_client import ChatClient, LLMConfig, LLMError
 from .sae_features import context_text
 
 OFF_MESSAGE = (

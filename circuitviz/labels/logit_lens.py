@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import torch
 
+from ..core.graph import GraphSpec
+from ..core.tasks import PreparedTask
 from ..engine.metric import logits_from_residual
-from ..evaluate import prompt_run
-from ..graph import GraphSpec
+from ..measure.evaluate import prompt_run
 from ..models.adapter import adapter_of
-from ..tasks import PreparedTask
 
 DEFAULT_TOP_K = 5
 _CHUNK = 32  # writers unembedded at once: bounds the [chunk, d_vocab] block in memory

@@ -8,7 +8,7 @@ node's own output accounts for (its linear share of the pre-activation, clipped 
 activation), summed over the prompt's positions. So a node is labelled by the features it writes,
 not by whatever happens to be active at its layer.
 
-Sources (loaded through the project's SAE store, ``circuitviz.sae_store``): the embedded SAEs in
+Sources (loaded through the project's SAE store, ``circuitviz.services.sae_store``): the embedded SAEs in
 ``assets/saes/<model>/`` (trained by ``scripts/train_saes.py``, with precomputed descriptions),
 any local folder that ``SAE.load_from_disk`` reads, and the Hugging Face hub by release and id
 (e.g. Gemma Scope 2) when the network allows.
@@ -28,13 +28,13 @@ from pathlib import Path
 
 import torch
 
-from .. import assets
+from ..core.graph import GraphSpec
 from ..engine import sites
 from ..engine.capture import observe
-from ..graph import GraphSpec
 from ..labels.residual import residual_stream
 from ..models.adapter import adapter_of
-from ..sae_store import (
+from ..services import assets
+from ..services.sae_store import (
     SaeUnavailable,
     dtype_name,
     embedded_index,
@@ -43,7 +43,7 @@ from ..sae_store import (
     load_sae,
     residual_layer,
 )
-from ..sae_store import load_hub_sae as load_hub_module
+from ..services.sae_store import load_hub_sae as load_hub_module
 
 CONTEXT_BEFORE = 12  # tokens kept before the marked token of a stored context
 CONTEXT_AFTER = 3

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from .. import assets
 from ..engine import sites
 from ..engine.capture import observe
 from ..models.adapter import adapter_of
+from ..services import assets
 from .sae_features import CONTEXT_AFTER, CONTEXT_BEFORE
 
 

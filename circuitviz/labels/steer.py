@@ -28,14 +28,14 @@ from pathlib import Path
 
 import torch
 
-from .. import assets
+from ..core.tasks import PreparedTask, PromptTask, prepare_task
 from ..engine.metric import logits_from_residual, metric_from_residual
-from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..labels.residual import final_residual_with_edits, residual_stream
+from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..methods import RunContext, get_method
 from ..models.adapter import adapter_of
-from ..sae_store import SaeUnavailable
-from ..tasks import PreparedTask, PromptTask, prepare_task
+from ..services import assets
+from ..services.sae_store import SaeUnavailable
 from .sae_features import LabelledSae, circuit_node_features, feature_activations, feature_label
 
 Feature = tuple[int, int]  # (SAE layer, feature index)

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import torch
 
+from ..core.graph import GraphSpec
+from ..core.tasks import PreparedTask, PromptTask
 from ..engine.capture import observe
 from ..engine.metric import metric_from_residual
-from ..graph import GraphSpec
 from ..models.adapter import adapter_of, model_device
 from ..query.families import recognise
 from ..query.pairs import ParaphraseError
 from ..query.templates import unchecked_template_pairs
-from ..tasks import PreparedTask, PromptTask
 
 CORPUS_WINDOW = 64  # tokens per corpus window, BOS included
 _BATCH_BYTES = 512 * 2**20  # working memory of one observation batch

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import GraphSpec, prune
+from ..core.graph import GraphSpec, prune
 
 DEFAULT_MIN_SHARE = 0.03
 

@@ -1,6 +1,6 @@
 """SAEs for CircuitLasso's feature mode: one sae-lens SAE per chosen layer, from the SAE store.
 
-The project's SAE store (``circuitviz.sae_store``) finds the SAE folders under the given directory
+The project's SAE store (``circuitviz.services.sae_store``) finds the SAE folders under the given directory
 (or the embedded SAEs) that read this model, parses their hook names and loads each once; here
 one SAE is chosen per layer and its features are turned into regression units.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from ..sae_store import default_search_dir, find_saes
-from ..text import parse_whole_numbers, shown_number
+from ..core.text import parse_whole_numbers, shown_number
+from ..services.sae_store import default_search_dir, find_saes
 from .units import SAEUnits
 
 

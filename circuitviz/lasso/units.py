@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.graph import QKV, GraphSpec
 from ..engine import sites
-from ..graph import QKV, GraphSpec
 from .solver import standardize
 
 # the matrices here are small (positions x directions), so the analysis runs in float64 whatever

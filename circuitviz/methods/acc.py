@@ -26,9 +26,9 @@ from ..acc.completion import completed_scores
 from ..acc.forward import check_supported, run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
+from ..core.results import CircuitResult
 from ..details.acc import ACCDetails, acc_circuits
-from ..evaluate import curves_of_tasks
-from ..results import CircuitResult
+from ..measure.evaluate import curves_of_tasks
 from .base import Cost, Method, RunContext
 from .registry import register
 from .settings import check_settings, ig_steps_setting, setting

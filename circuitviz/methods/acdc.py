@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import prune
 from ..details.own_circuit import OwnCircuitDetails
-from ..graph import prune
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting

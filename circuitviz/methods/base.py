@@ -27,17 +27,17 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..curves import CurvePoint
+from ..core.curves import CurvePoint
+from ..core.graph import GraphSpec
+from ..core.phases import Report, Timing, timing_name
+from ..core.results import CircuitResult
+from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
+from ..core.text import shown
 from ..details.base import MethodDetails
-from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
-from ..graph import GraphSpec
+from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
+from ..measure.task_validity import require_meaningful
 from ..models.adapter import adapter_of
-from ..phases import Report, Timing, timing_name
 from ..positions.run import run_positions
-from ..results import CircuitResult
-from ..task_validity import require_meaningful
-from ..tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
-from ..text import shown
 from .settings import parse_settings
 
 Progress = Callable[[str, float], None]

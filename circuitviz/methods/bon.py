@@ -17,16 +17,16 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import GraphSpec
+from ..core.results import CircuitResult, load_circuit
+from ..core.tasks import PromptTask
 from ..details.query import QueryCircuitDetails
-from ..graph import GraphSpec
 from ..models.adapter import adapter_of
 from ..query.pairs import ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, score_key
 from ..query.sources import SOURCES
-from ..results import CircuitResult, load_circuit
-from ..tasks import PromptTask
 from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
 from .registry import get_method, methods_with, register
 from .scoring import pair_scores, scorer_names

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import GraphSpec
 from ..engine import sites
 from ..engine.gradients import reader_gradients
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
-from ..evaluate import Evaluator
-from ..graph import GraphSpec
+from ..measure.evaluate import Evaluator
 from ..models.adapter import model_device, model_dtype
 from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register

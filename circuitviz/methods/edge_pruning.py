@@ -39,18 +39,18 @@ from dataclasses import dataclass
 
 import torch
 
-from ..chunks import run_in_chunks
-from ..curves import ndf
+from ..core.curves import ndf
+from ..core.graph import GraphSpec, prune
+from ..core.results import CircuitResult
+from ..core.tasks import prepare_task
 from ..details.edge_pruning import EdgePruningDetails
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, curves_of_tasks
-from ..graph import GraphSpec, prune
+from ..measure.chunks import run_in_chunks
+from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
-from ..results import CircuitResult
-from ..tasks import prepare_task
 from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register

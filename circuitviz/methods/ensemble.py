@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import GraphSpec, top_n_at_budgets
+from ..core.results import CircuitResult
+from ..core.tasks import prepare_task
 from ..details.ensemble import EnsembleDetails
-from ..evaluate import circuits_at_budgets, curves_of_tasks
-from ..graph import GraphSpec, top_n_at_budgets
-from ..results import CircuitResult
-from ..tasks import prepare_task
+from ..measure.evaluate import circuits_at_budgets, curves_of_tasks
 from .base import Cost, Method, RunContext, ScoringMethod
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register

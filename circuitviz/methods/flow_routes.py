@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.graph import GraphSpec, prune
+from ..core.tasks import PreparedTask, str_tokens
 from ..details.own_circuit import OwnCircuitDetails
 from ..engine import sites
 from ..engine.capture import observe
-from ..graph import GraphSpec, prune
 from ..models.adapter import adapter_of
-from ..tasks import PreparedTask, str_tokens
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting

@@ -46,7 +46,7 @@ from ..lasso.sem import (
 )
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
-from ..sae_store import load_sae
+from ..services.sae_store import load_sae
 from .base import Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting

@@ -7,9 +7,9 @@ generator through this module only, so where the generator lives is named once.
 
 from __future__ import annotations
 
+from ..core.tasks import PromptTask
 from ..query.pairs import ParaphraseError
 from ..query.templates import template_paraphrases
-from ..tasks import PromptTask
 
 
 def template_tasks(

@@ -37,21 +37,21 @@ from dataclasses import dataclass
 
 import torch
 
-from ..chunks import run_in_chunks
-from ..curves import ndf
+from ..core.curves import ndf
+from ..core.graph import GraphSpec, prune
+from ..core.results import CircuitResult
+from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import metric_from_residual
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
-from ..graph import GraphSpec, prune
+from ..measure.chunks import run_in_chunks
+from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
+from ..measure.task_validity import gap_problem
 from ..models.adapter import model_dtype
 from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.sources import SOURCES, gather_paraphrases
-from ..results import CircuitResult
-from ..task_validity import gap_problem
-from ..tasks import PromptTask, TaskError, prepare_task
 from .base import Cost, Method, RunContext
 from .bon import PARAPHRASE_CHECK_PASSES
 from .edge_pruning import MOMENTUM, TOLERANCE, initial_logits, top_counts

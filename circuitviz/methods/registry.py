@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..text import shown
+from ..core.text import shown
 from .base import Method, ScoringMethod, UnknownMethodError
 from .settings import flag_type, setting_choices, setting_help, setting_type, setting_widget
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from ..evaluate import evaluators_of_tasks
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
+from ..core.tasks import PreparedTask
+from ..measure.evaluate import evaluators_of_tasks
 from ..models.adapter import model_device, model_dtype
 from ..models.devices import working_memory_bytes
-from ..tasks import PreparedTask
 from .base import Progress, RunContext, ScoringMethod
 from .registry import available_methods
 

@@ -25,7 +25,7 @@ from functools import cached_property
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 
 Hook = tuple[str, Callable]
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import circuitviz.models.cache as cache
+from circuitviz.core.text import shown
 from circuitviz.models.bridge import bridge_from_hf
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
@@ -32,7 +33,6 @@ from circuitviz.models.checkpoints import (
     saved_tokenizer_loader,
 )
 from circuitviz.models.errors import ModelLoadError
-from circuitviz.text import shown
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel

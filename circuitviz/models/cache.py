@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .. import assets
+from ..services import assets
 from .layout import from_storage, storage_form
 
 if TYPE_CHECKING:

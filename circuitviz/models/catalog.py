@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..graph_shape import edge_count
+from ..core.graph_shape import edge_count
 
 ModelSource = Literal["embedded-gguf", "transformer-lens"]
 

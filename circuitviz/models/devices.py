@@ -6,8 +6,8 @@ import os
 
 import torch
 
+from circuitviz.core.text import shown
 from circuitviz.models.errors import ModelLoadError
-from circuitviz.text import shown
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from circuitviz.graph_shape import edge_count
+from circuitviz.core.graph_shape import edge_count
+from circuitviz.core.text import shown
 from circuitviz.models.catalog import SUPPORTED_MODELS
 from circuitviz.models.errors import ModelLoadError
-from circuitviz.text import shown
 
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 

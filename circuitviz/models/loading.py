@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import circuitviz.models.cache as cache
+from circuitviz.core.text import shown
 from circuitviz.models.adapter import adapter_of, register
 from circuitviz.models.bridge_loading import (
     HubModel,
@@ -42,7 +43,6 @@ from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
 from circuitviz.models.errors import ModelLoadError
 from circuitviz.models.layout import use_linear_layout
-from circuitviz.text import shown
 
 _LOADS = itertools.count(1)  # numbers each load, so two loads of one model are two cache keys
 

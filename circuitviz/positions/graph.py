@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 
 CAUSAL_KINDS = ("k", "v")
 

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import torch
 
+from ..core.phases import Timing
 from ..engine import sites
 from ..engine.prefix import final_residual
-from ..evaluate import curves_of_tasks
+from ..measure.evaluate import curves_of_tasks
 from ..models.adapter import adapter_of
-from ..phases import Timing
 from .graph import summed_over_positions, unit_mask, units_at_budgets
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from .graph import alive_nodes, unit_mask
 
 NODE_KINDS = ("embedding", "head", "mlp", "logit", "other")

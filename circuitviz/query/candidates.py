@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import torch
 
-from ..curves import Baseline, CurvePoint
-from ..graph import prune, top_n
-from ..tasks import PromptTask
+from ..core.curves import Baseline, CurvePoint
+from ..core.graph import prune, top_n
+from ..core.tasks import PromptTask
 from .pool import winner
 
 # a pair's task -> its stored [n_forward, n_backward] float32 score matrix, or None

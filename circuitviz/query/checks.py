@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import torch
 
+from ..core.tasks import PreparedTask, PromptTask, prepare_task
 from ..engine.metric import metric_from_residual
 from ..engine.prefix import final_residual
 from ..models.adapter import adapter_of, model_device
-from ..tasks import PreparedTask, PromptTask, prepare_task
 from .pairs import ParaphrasePair
 
 # a corruption whose metric moves less than this fraction of the original's move is flagged

@@ -2,7 +2,7 @@
 
 The request asks for n paraphrases that keep the prompt's answer, each with a corrupted version
 that replaces the key fact; the reply must be one JSON object (``parse_llm_reply`` is strict).
-Requests go through the project's one chat client (``circuitviz.llm_client``): bounded retries
+Requests go through the project's one chat client (``circuitviz.services.llm_client``): bounded retries
 with backoff, one-sentence errors, the API key never shown. The pairs are then checked against
 the model like every other source's.
 """
@@ -13,8 +13,8 @@ import json
 import os
 import re
 
-from ..llm_client import ChatClient, LLMConfig, LLMError
-from ..tasks import PromptTask
+from ..core.tasks import PromptTask
+from ..services.llm_client import ChatClient, LLMConfig, LLMError
 from .checks import validate_pairs
 from .families import recognise
 from .families.mmlu import corrupt_paraphrase

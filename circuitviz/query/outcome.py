@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..curves import Baseline, CurvePoint
+from ..core.curves import Baseline, CurvePoint
+from ..core.graph import GraphSpec
+from ..core.results import CircuitResult
+from ..core.tasks import PreparedTask, PromptTask
 from ..details.query import QueryCircuitDetails
-from ..graph import GraphSpec
-from ..results import CircuitResult
-from ..tasks import PreparedTask, PromptTask
 from .pairs import ParaphrasePair
 from .pool import point_dict
 from .variants import edge_vector

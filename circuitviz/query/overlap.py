@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 
 
 def _stack(masks: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..tasks import PromptTask
+from ..core.tasks import PromptTask
 
 
 class ParaphraseError(ValueError):

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 import torch
 
-from ..curves import CurvePoint, necessity
-from ..evaluate import circuits_at_budgets, complements, metrics_of_tasks
-from ..graph import GraphSpec
-from ..results import parse_circuit
+from ..core.curves import CurvePoint, necessity
+from ..core.graph import GraphSpec
+from ..core.results import parse_circuit
+from ..measure.evaluate import circuits_at_budgets, complements, metrics_of_tasks
 from .checks import validate_pairs
 from .outcome import QueryCircuits
 from .overlap import shared_subcircuit

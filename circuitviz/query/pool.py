@@ -15,12 +15,12 @@ import math
 import numpy
 import torch
 
-from ..curves import Baseline, CurvePoint, ndf, nfs
-from ..evaluate import Evaluator, Progress
-from ..graph import GraphSpec
-from ..keys import content_key
+from ..core.curves import Baseline, CurvePoint, ndf, nfs
+from ..core.graph import GraphSpec
+from ..core.keys import content_key
+from ..core.tasks import PromptTask
+from ..measure.evaluate import Evaluator, Progress
 from ..models.adapter import model_dtype
-from ..tasks import PromptTask
 
 
 def circuit_digest(mask: torch.Tensor) -> str:

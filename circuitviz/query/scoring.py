@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..evaluate import Progress
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
+from ..core.tasks import PromptTask, prepare_task
+from ..measure.evaluate import Progress
 from ..models.adapter import model_device
-from ..store import ResultStore
-from ..tasks import PromptTask, prepare_task
+from ..services.store import ResultStore
 from .pool import prompt_key
 
 

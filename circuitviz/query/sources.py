@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..tasks import PromptTask
+from ..core.tasks import PromptTask
 from .checks import validate_pairs
 from .llm_source import llm_paraphrases
 from .pairs import ParaphraseError, ParaphrasePair, ParaphraseRecord, paraphrase_records

@@ -17,8 +17,8 @@ import random
 import re
 from collections.abc import Iterable, Iterator
 
+from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..models.adapter import adapter_of
-from ..tasks import PromptTask, TaskError, prepare_task
 from .checks import model_answer, validate_pairs
 from .families import family, recognise
 from .pairs import ParaphraseError, ParaphrasePair

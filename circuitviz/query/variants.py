@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ..graph import GraphSpec, prune
-from ..text import parse_whole_numbers, shown_number
+from ..core.graph import GraphSpec, prune
+from ..core.text import parse_whole_numbers, shown_number
 
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 # variants whose circuit exists at any budget without a model pass

@@ -14,7 +14,7 @@ import numpy
 import plotly.graph_objects as go
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from .curves import SERIES_COLOURS, log_ticks
 from .graph_html import GraphDrawing, circuit_graph_html
 

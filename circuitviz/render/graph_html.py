@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
 KIND_COLOURS = {

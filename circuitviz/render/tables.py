@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from ..graph import GraphSpec
+from ..core.graph import GraphSpec
 from .graph_html import KIND_COLOURS, circuit_edges
 
 

@@ -11,7 +11,7 @@ stored is the method's (``Method.stored_work``, priced by ``limits.estimate_requ
 
 from __future__ import annotations
 
-from ..api import bon_candidate_masks, bon_candidates
+from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
 from ..query.candidates import (  # noqa: F401  (the paraphrase view reads the sentences here)

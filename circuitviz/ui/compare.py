@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
+from ..measure.transfer import paraphrase_ndf
 from ..methods.registry import default_comparison
-from ..transfer import paraphrase_ndf
 from . import result_view, state
 from .caveats import caveats
 
@@ -62,7 +62,7 @@ def method_choice(registered: dict) -> list[str]:
 def shared_budgets(n_edges: int) -> list[int] | None:
     """The budgets set on the Explore page (its defaults when none are), or None after saying
     what is wrong with them."""
-    from ..api import parse_budgets
+    from ..entry.api import parse_budgets
     from .inputs import budget_check, budgets_text, default_budgets
 
     if not state.session.budgets:
@@ -76,8 +76,8 @@ def shared_budgets(n_edges: int) -> list[int] | None:
 def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) -> dict:
     """{method: its request} with the Explore page's settings where they apply (not priced yet:
     each is priced just before it runs, by the runs before it)."""
+    from ..entry.request import Request
     from ..methods import available_methods
-    from ..request import Request
     from .inputs import shared_settings
 
     registered = available_methods()

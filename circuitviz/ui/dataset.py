@@ -101,8 +101,8 @@ def clusters_view(
 
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
+    from ..core.text import shown
     from ..models.catalog import SUPPORTED_MODELS
-    from ..text import shown
 
     model_id = manifest["model"]["model_id"]
     if model_id in SUPPORTED_MODELS:
@@ -139,8 +139,8 @@ def open_in_explore(row: dict, manifest: dict) -> None:
 def refusal(row: dict) -> str | None:
     """The validity check's sentence for a table row (from the metrics the batch stored), or None
     when the task passes it: a batch run before the check may hold tasks it now refuses."""
-    from ..task_validity import gap_problem
-    from ..tasks import PromptTask
+    from ..core.tasks import PromptTask
+    from ..measure.task_validity import gap_problem
 
     clean, corrupted = row.get("clean_metric"), row.get("corrupted_metric")
     if clean is None or corrupted is None:

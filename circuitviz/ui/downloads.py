@@ -8,7 +8,7 @@ import shutil
 import streamlit as st
 
 from .. import render
-from ..results import eap_graph_json
+from ..core.results import eap_graph_json
 
 
 def _browser_for_images() -> bool:

@@ -98,7 +98,7 @@ export default function (component) {
 def _component():
     """The component, registered once per process (its script: vis-network, then ours)."""
     js = vis_script() + "\n" + DRAW_SCRIPT + "\n" + _JS
-    return st.components.v2.component("circuitviz.graph", css=_CSS, js=js, isolate_styles=False)
+    return st.components.v2.component("circuitviz.core.graph", css=_CSS, js=js, isolate_styles=False)
 
 
 def drawing_key(drawing) -> str:

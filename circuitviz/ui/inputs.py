@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..refusals import (
+from ..core.refusals import (
     EMPTY_CORRUPTED,
     EMPTY_PROMPT,
     IDENTICAL_PROMPTS,
@@ -90,7 +90,7 @@ def prompt_input() -> str:
 
 def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
     """(the sentence why the prompt cannot run or None, its token count)."""
-    from ..limits import LimitError, prompt_limit_problem  # torch is loaded once a model is
+    from ..entry.limits import LimitError, prompt_limit_problem  # torch is loaded once a model is
 
     if not prompt.strip():
         return EMPTY_PROMPT, 0
@@ -130,7 +130,7 @@ def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
 
 def token_problem(model, text: str, role: str) -> str | None:
     """None when ``text`` is one token of the model's vocabulary, else the sentence why not."""
-    from ..tasks import TaskError, single_token_id
+    from ..core.tasks import TaskError, single_token_id
 
     try:
         single_token_id(model, text, role)
@@ -142,7 +142,7 @@ def token_problem(model, text: str, role: str) -> str | None:
 def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, list[str]]:
     """The model's next tokens as choices, then answer, foil and metric boxes, each with its
     problem below it. Returns (answer, foil, metric, problems)."""
-    from ..tasks import METRICS
+    from ..core.tasks import METRICS
 
     top = loaders.next_tokens(model, model_id, prompt)
     tokens = [token for token, _ in top]
@@ -328,7 +328,7 @@ def _chips(tokens: list[str], other: list[str]) -> str:
 def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) -> TaskInputs:
     """Everything below the prompt box: its length check, answer, foil, metric and corrupted
     prompt, each checked where it is typed."""
-    from ..tasks import PromptTask
+    from ..core.tasks import PromptTask
 
     problem, n_tokens = prompt_problem(model, model_id, prompt)
     if problem:  # the prompt first: nothing else is checked against a prompt that cannot run
@@ -385,7 +385,7 @@ def method_inputs(
     ``settings_key``: where the form's values live on (per method, across pages and in the URL).
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
-    from ..api import parse_budgets
+    from ..entry.api import parse_budgets
     from ..methods import available_methods
     from .forms import build_config, config_form
 
@@ -427,7 +427,7 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
     a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
     negative one, a 0 (an empty circuit), an empty list. A note does not: a budget over the graph's edges keeps the
     whole graph."""
-    from ..api import parse_budgets
+    from ..entry.api import parse_budgets
 
     parts = [part.strip() for part in str(text).split(",")]
     if not any(parts):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..edit import CircuitEdit, edited_mask, measure, read_edit
+from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
 from ..render.groups import (
     PROPOSAL_RULE,
     check_groups,

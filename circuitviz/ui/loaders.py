@@ -26,7 +26,7 @@ from concurrent.futures import Future
 
 import streamlit as st
 
-from ..assets import gallery_dir
+from ..services.assets import gallery_dir
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 LABEL_TOP_K = 5
@@ -81,7 +81,7 @@ def model_future(model_id: str, device: str = "auto") -> Future:
 
 def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     """Load, time the load (the next start says how long to expect), warm up and time one pass."""
-    from .. import calibration
+    from ..entry import calibration
 
     start = time.perf_counter()
     try:
@@ -120,8 +120,8 @@ def probe_rate(model) -> None:
     of a run before any run has finished on this machine."""
     import torch
 
-    from .. import calibration
     from ..engine.prefix import final_residual
+    from ..entry import calibration
     from ..models.adapter import adapter_of, model_device
 
     tokens = (
@@ -145,14 +145,14 @@ EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
 
 @st.cache_resource(show_spinner=False)
 def _store(root: str):
-    from ..store import ResultStore
+    from ..services.store import ResultStore
 
     return ResultStore(root)
 
 
 def get_store():
     """The result store under ``$CIRCUITVIZ_CACHE`` (or ~/.cache/circuitviz)."""
-    from ..store import default_root
+    from ..services.store import default_root
 
     return _store(str(default_root()))
 
@@ -173,7 +173,7 @@ def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
-    from ..keys import content_key
+    from ..core.keys import content_key
     from ..labels.logit_lens import next_token_probabilities
 
     store = get_store()
@@ -197,9 +197,9 @@ def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[fl
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
-    from ..keys import content_key
+    from ..core.keys import content_key
+    from ..core.tasks import single_token_id
     from ..labels.logit_lens import token_probability
-    from ..tasks import single_token_id
 
     store = get_store()
     stored_key = content_key(kind="token-probability", model=model_id, prompt=prompt, token=token)
@@ -220,9 +220,9 @@ def task_verdict(model, model_id: str, task) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
-    from ..keys import content_key
-    from ..task_validity import gap_problem, identical_prompts_problem, task_metrics
-    from ..tasks import PromptTask, TaskError
+    from ..core.keys import content_key
+    from ..core.tasks import PromptTask, TaskError
+    from ..measure.task_validity import gap_problem, identical_prompts_problem, task_metrics
 
     chosen = PromptTask.from_dict(task)
     if identical_prompts_problem(chosen):
@@ -257,7 +257,7 @@ def _str_tokens(_model, key: str, text: str) -> list[str]:
 def request_for(model, model_id: str, task, method: str, settings, budgets: Sequence[int]):
     """The page's one ``Request`` (settings parsed, key computed), priced on the model: the
     estimate and the limits' verdict it carries are what Run shows and what the run obeys."""
-    from ..request import Request
+    from ..entry.request import Request
 
     return Request.for_model(model, task, method, settings, budgets, model_id).priced(model)
 
@@ -299,7 +299,7 @@ def discover(model, request, progress=None, store=None):
     """(result, came from the store): the engine's run of ``request`` through the shared store
     (``store`` when the caller fetched it already: a background thread cannot reach streamlit's
     caches)."""
-    from ..api import run_request
+    from ..entry.api import run_request
 
     return run_request(model, request, store=store or get_store(), progress=progress)
 
@@ -307,9 +307,9 @@ def discover(model, request, progress=None, store=None):
 def node_labels(model, model_id: str, task, store=None) -> dict:
     """Logit-lens labels of every node on the task's clean prompt, stored like results (``store``
     when the caller fetched it: a background thread cannot reach streamlit's caches)."""
-    from ..keys import content_key
+    from ..core.keys import content_key
+    from ..core.tasks import prepare_task
     from ..labels.logit_lens import logit_lens_labels
-    from ..tasks import prepare_task
 
     store = store or get_store()
     key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
@@ -391,7 +391,7 @@ def gallery_example(slug: str, folder: str = GALLERY):
     """(CircuitResult, labels) of a stored example, read without any model pass."""
     import torch
 
-    from ..results import CircuitResult
+    from ..core.results import CircuitResult
 
     state = torch.load(os.path.join(folder, f"{slug}.pt"), map_location="cpu", weights_only=True)
     return CircuitResult.from_state(state["result"]), state.get("labels")

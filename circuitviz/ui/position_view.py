@@ -48,7 +48,7 @@ def position_budget(result, key: str) -> tuple[int, str]:
 
 def _result_key(result) -> str:
     """A cache key for a result's drawings: what produced it and a fingerprint of its scores."""
-    from ..keys import content_key
+    from ..core.keys import content_key
 
     fingerprint = float(result.position_scores.double().abs().sum())
     return content_key(model=result.model_id, task=result.task.to_dict(), method=result.method,

@@ -56,8 +56,8 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
     the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the
     meaningful-task check (``task_validity.preferred_task``), a content word before a function word."""
-    from ..task_validity import preferred_task, task_gaps
-    from ..tasks import PromptTask
+    from ..core.tasks import PromptTask
+    from ..measure.task_validity import preferred_task, task_gaps
 
     candidates = [
         proposal_for(model, prompt, answer, top_tokens) for answer in top_tokens[:CANDIDATE_ANSWERS]

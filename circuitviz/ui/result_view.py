@@ -15,9 +15,9 @@ import math
 import streamlit as st
 
 from .. import render
-from ..keys import content_key
+from ..core.keys import content_key
+from ..core.text import markdown_text
 from ..methods.registry import method_traits
-from ..text import markdown_text
 from . import loaders, state
 from .caveats import caveats, score_text
 from .downloads import downloads
@@ -139,7 +139,7 @@ def demo_budget(result) -> int:
 def _evaluated_point(_model, _result, result_key: str, budget: int):
     """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate: the circuit
     comes from the result's data, the engine measures it (one batched patched pass; no scoring)."""
-    from ..api import evaluate_circuits  # here, not at the top: first paint does without the engine
+    from ..entry.api import evaluate_circuits  # here, not at the top: first paint does without the engine
 
     _, (point,) = evaluate_circuits(_model, _result.task, [_result.circuit(budget)], [int(budget)])
     return point

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..phases import Phase, phase_of_report, phase_seconds, report_words
+from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
 from . import loaders, state
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
@@ -30,7 +30,7 @@ POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run ha
 def load_model_or_stop(model_id: str, device: str):
     """The shared model; while it loads, how long it has taken and what to expect. A load error
     is one sentence and stops the page."""
-    from .. import calibration
+    from ..entry import calibration
 
     future = loaders.model_future(model_id, device)
     if not future.done():
@@ -170,7 +170,7 @@ class RunProgress:
 def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]:
     """Expected seconds per phase: this method's last measured split on this device, else the
     split of its forward passes (2 clean/corrupted runs, one patched pass per budget)."""
-    from ..calibration import phase_shares
+    from ..entry.calibration import phase_shares
 
     shares = phase_shares(estimate.device, method) if estimate is not None else None
     total = estimate.seconds if estimate is not None else 10.0
@@ -203,7 +203,7 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
     of its work (``work_parts``) and its own timings (what a sibling variant may find stored)."""
     if estimate is None:
         return
-    from .. import calibration
+    from ..entry import calibration
 
     phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
     calibration.record(estimate.device, method, estimate.flops, seconds, phases, parts, result.timings)
@@ -257,7 +257,7 @@ def running(key: str | None) -> bool:
 
 def _start(model, request) -> Job:
     estimate = request.estimate
-    from ..calibration import part_shares
+    from ..entry.calibration import part_shares
 
     parts = part_shares(estimate.device, request.method) if estimate is not None else None
     progress = RunProgress(
@@ -294,8 +294,8 @@ def _start(model, request) -> Job:
 def run_with_status(model, request):
     """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
     the result, or None after its error sentence is shown, open, below the status."""
-    from ..graph import GraphError
-    from ..tasks import TaskError
+    from ..core.graph import GraphError
+    from ..core.tasks import TaskError
 
     method, model_id = request.method, request.model_id
     job = _jobs().get(request.key)
@@ -334,7 +334,7 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
     ``stored_work``: iBoN after BoN finds its pair scores)."""
     import dataclasses
 
-    from ..limits import priced_with_stored_work
+    from ..entry.limits import priced_with_stored_work
     from ..methods import config_to_dict
 
     try:

@@ -8,7 +8,7 @@ answers correctly, for the app and the benchmarks.
 
 from __future__ import annotations
 
-from ...tasks import PromptTask
+from ...core.tasks import PromptTask
 from ..pairs import ParaphraseError
 from .arithmetic import ArithmeticFamily
 from .base import FamilyMatch, TemplateFamily

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import torch
 
+from ..core.results import CircuitResult
 from . import assets
-from .results import CircuitResult
 
 log = logging.getLogger(__name__)
 
 
 def default_root() -> Path:
-    """``$CIRCUITVIZ_CACHE/results``, else ``~/.cache/circuitviz/results``."""
+    """``$CIRCUITVIZ_CACHE/results``, else ``~/.cache/circuitviz/core/results``."""
     return assets.cache_dir("results")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from . import __version__
+from .. import __version__
 
 
 def content_key(**parts) -> str:

@@ -12,24 +12,24 @@ import sys
 import time
 from pathlib import Path
 
+from ..bench.planted_benchmark import format_table as bench_table
+from ..bench.planted_benchmark import run_bench, write_report
+from ..core.curves import Baseline, CurvePoint
+from ..core.graph import GraphError
+from ..core.results import load_circuit
+from ..core.tasks import PromptTask, TaskError, prepare_task
+from ..core.text import clock_duration
+from ..export.neuronpedia import to_neuronpedia
+from ..labels.logit_lens import logit_lens_labels
+from ..measure.evaluate import circuits_at_budgets
+from ..methods import UnknownMethodError, available_methods, get_method, setting_flags
+from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
+from ..models.adapter import adapter_of
+from ..positions.graph import n_units
+from ..positions.present import readable_position_budget, result_attribution_graph
+from ..services.store import ResultStore
 from .api import evaluate_circuits, parse_budgets, run_request
-from .bench.planted_benchmark import format_table as bench_table
-from .bench.planted_benchmark import run_bench, write_report
-from .curves import Baseline, CurvePoint
-from .evaluate import circuits_at_budgets
-from .export.neuronpedia import to_neuronpedia
-from .graph import GraphError
-from .labels.logit_lens import logit_lens_labels
-from .methods import UnknownMethodError, available_methods, get_method, setting_flags
-from .models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
-from .models.adapter import adapter_of
-from .positions.graph import n_units
-from .positions.present import readable_position_budget, result_attribution_graph
 from .request import Request
-from .results import load_circuit
-from .store import ResultStore
-from .tasks import PromptTask, TaskError, prepare_task
-from .text import clock_duration
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
@@ -277,7 +277,7 @@ def _write_position_outputs(
 ) -> None:
     """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
     at ``budget`` units (default: the readable budget, whose reason is printed)."""
-    from .render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
+    from ..render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
 
     reason = ""
     if budget is None:
@@ -303,7 +303,7 @@ def _write_position_outputs(
 
 def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
     """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
-    from .render import readable_budget, result_graph_html  # plotly loads only to draw a page
+    from ..render import readable_budget, result_graph_html  # plotly loads only to draw a page
 
     budget = budget if budget is not None else readable_budget(result.curve)
     labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
@@ -432,7 +432,7 @@ def _add_batch_parser(commands) -> None:
 
 def _batch_source(args):
     """Where the batch's executor gets its model (tests replace this)."""
-    from .batch import ModelSource  # pyarrow and scipy load only for the batch command
+    from ..batch import ModelSource  # pyarrow and scipy load only for the batch command
 
     return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
 
@@ -444,8 +444,8 @@ def _batch_budgets(text: str):
 
 def cmd_batch(args) -> int:
     # pyarrow and scipy (the batch runner and its atlas) load only for the batch command
-    from .batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
-    from .batch.atlas import BatchTable, curve_bands, mib_scores
+    from ..batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
+    from ..batch.atlas import BatchTable, curve_bands, mib_scores
 
     budgets = _batch_budgets(args.budgets)
     if args.n < 1:
@@ -453,7 +453,7 @@ def cmd_batch(args) -> int:
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
     tasks, problems, origin = None, [], ""
-    from .batch.mmlu import mmlu_generation  # pyarrow and scipy load only for the batch command
+    from ..batch.mmlu import mmlu_generation  # pyarrow and scipy load only for the batch command
 
     generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n, args.seed)
     if generate is None and args.generate:
@@ -470,7 +470,7 @@ def cmd_batch(args) -> int:
     names = [name.strip() for name in args.methods.split(",") if name.strip()]
     if not names:
         raise ValueError("--methods is empty; name methods such as eap-ig,eap.")
-    from .batch import MethodRun  # pyarrow and scipy load only for the batch command
+    from ..batch import MethodRun  # pyarrow and scipy load only for the batch command
 
     runs, unused = [], set(settings)
     for name in names:

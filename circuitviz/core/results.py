@@ -22,11 +22,11 @@ from pathlib import Path
 
 import torch
 
+from ..details.base import MethodDetails, ResultFormatError, details_to_state
+from ..details.kinds import details_from_state, legacy_details
+from ..positions.graph import units_at_budgets
 from .curves import Baseline, CurvePoint, cmd, cpr
-from .details.base import MethodDetails, ResultFormatError, details_to_state
-from .details.kinds import details_from_state, legacy_details
 from .graph import GraphError, GraphSpec, prune, top_n
-from .positions.graph import units_at_budgets
 from .tasks import PromptTask
 from .text import shown_number
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ASSETS_ROOT = Path(__file__).resolve().parents[1] / "assets"
+ASSETS_ROOT = Path(__file__).resolve().parents[2] / "assets"
 CORPUS_SAMPLE = "corpus_sample.json.gz"
 
 

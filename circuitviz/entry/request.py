@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .keys import content_key
+from ..core.keys import content_key
+from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask
+from ..methods import Method, config_to_dict, get_method
+from ..models.adapter import model_dtype
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
-from .methods import Method, config_to_dict, get_method
-from .models.adapter import model_dtype
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .graph import GraphSpec
+from ..core.graph import GraphSpec
 
 MAX_ITEMS = 2000  # nodes or edges one edit may name (a longer list from a URL is refused)
 KEPT_EVALUATORS = 4
@@ -182,10 +182,10 @@ def _task_key(model, task, max_tokens: int) -> tuple:
 def kept_evaluator(model, task, max_tokens: int | None = None):
     """The task's ``Evaluator`` (its clean and corrupted runs made once), kept for the last few
     tasks; raises TaskError in one sentence when the corruption does not change the metric."""
+    from ..core.tasks import DEFAULT_MAX_TOKENS, prepare_task
+    from ..models.adapter import adapter_of
     from .evaluate import Evaluator
-    from .models.adapter import adapter_of
     from .task_validity import require_meaningful
-    from .tasks import DEFAULT_MAX_TOKENS, prepare_task
 
     max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     key = _task_key(model, task, max_tokens)

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.tasks import PromptTask, prepare_task
+from ..methods.paraphrase_pairs import template_tasks
+from ..models.adapter import adapter_of
 from .evaluate import Evaluator, curves_of_tasks
-from .methods.paraphrase_pairs import template_tasks
-from .models.adapter import adapter_of
 from .task_validity import gap_problem
-from .tasks import PromptTask, prepare_task
 
 DEFAULT_PARAPHRASES = 5
 

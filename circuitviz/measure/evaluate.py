@@ -17,17 +17,17 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.curves import Baseline, CurvePoint, ndf, necessity, nfs
+from ..core.graph import GraphSpec, prune, top_n_at_budgets
+from ..core.tasks import PreparedTask
+from ..engine.capture import writers_residual_and_raw_heads
+from ..engine.memory import evaluation_bytes_per_position
+from ..engine.metric import batch_compatible, task_metric
+from ..engine.patching import patched_metrics
+from ..engine.prefix import shared_prefix
+from ..models.adapter import model_device, model_dtype
+from ..positions.graph import unit_mask
 from .chunks import chunk_size, run_in_chunks
-from .curves import Baseline, CurvePoint, ndf, necessity, nfs
-from .engine.capture import writers_residual_and_raw_heads
-from .engine.memory import evaluation_bytes_per_position
-from .engine.metric import batch_compatible, task_metric
-from .engine.patching import patched_metrics
-from .engine.prefix import shared_prefix
-from .graph import GraphSpec, prune, top_n_at_budgets
-from .models.adapter import model_device, model_dtype
-from .positions.graph import unit_mask
-from .tasks import PreparedTask
 
 Progress = Callable[[str, float], None]
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import torch
 
-from .models.devices import working_memory_bytes
+from ..models.devices import working_memory_bytes
 
 Result = TypeVar("Result")
 

@@ -12,19 +12,19 @@ from collections.abc import Sequence
 
 import torch
 
-from .curves import Baseline, CurvePoint
-from .evaluate import Evaluator, curves_of_tasks
-from .graph import prune
-from .methods.base import Progress, RunContext
-from .methods.bon import stored_scores_reader
-from .models.adapter import adapter_of
-from .query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
+from ..core.curves import Baseline, CurvePoint
+from ..core.graph import prune
+from ..core.results import CircuitResult
+from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
+from ..core.text import parse_whole_numbers, shown_number
+from ..measure.evaluate import Evaluator, curves_of_tasks
+from ..measure.task_validity import identical_prompts_problem, require_meaningful
+from ..methods.base import Progress, RunContext
+from ..methods.bon import stored_scores_reader
+from ..models.adapter import adapter_of
+from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
+from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
-from .results import CircuitResult
-from .store import ResultStore
-from .task_validity import identical_prompts_problem, require_meaningful
-from .tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
-from .text import parse_whole_numbers, shown_number
 
 
 def parse_budgets(text: str) -> list[int]:

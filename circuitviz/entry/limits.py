@@ -25,17 +25,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.refusals import prompt_over_limit
+from ..core.tasks import DEFAULT_MAX_TOKENS
+from ..core.text import rough_duration, shown, shown_number
+from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from ..measure.chunks import learnt_bytes
+from ..methods import Method, get_method
+from ..methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
+from ..models.adapter import adapter_of
+from ..models.devices import working_memory_bytes
 from . import calibration
 from .calibration import rate
-from .chunks import learnt_bytes
-from .engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-from .methods import Method, get_method
-from .methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
-from .models.adapter import adapter_of
-from .models.devices import working_memory_bytes
-from .refusals import prompt_over_limit
-from .tasks import DEFAULT_MAX_TOKENS
-from .text import rough_duration, shown, shown_number
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",

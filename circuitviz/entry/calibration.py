@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets
+from ..services import assets
 
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
 PROBE = "forward-pass probe"
@@ -54,7 +54,7 @@ class Rate:
 
 
 def calibration_path() -> Path:
-    """``$CIRCUITVIZ_CACHE/calibration.json``, else ``~/.cache/circuitviz/calibration.json``."""
+    """``$CIRCUITVIZ_CACHE/calibration.json``, else ``~/.cache/circuitviz/entry/calibration.json``."""
     return assets.cache_dir() / "calibration.json"
 
 

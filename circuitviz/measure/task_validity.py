@@ -26,12 +26,12 @@ import os
 
 import torch
 
-from .engine.metric import metric_from_residual
+from ..core.refusals import IDENTICAL_PROMPTS
+from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, TaskError, prepare_task
+from ..core.text import shown
+from ..engine.metric import metric_from_residual
+from ..models.adapter import adapter_of
 from .evaluate import prompt_run
-from .models.adapter import adapter_of
-from .refusals import IDENTICAL_PROMPTS
-from .tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, TaskError, prepare_task
-from .text import shown
 
 CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"
 MIN_GAP = {"logit_diff": 1.0, "logprob": 0.3, "prob": 0.05}

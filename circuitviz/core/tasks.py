@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from .models.adapter import adapter_of
+from ..models.adapter import adapter_of
 from .refusals import (
     EMPTY_CORRUPTED,
     EMPTY_PROMPT,
