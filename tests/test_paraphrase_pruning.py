@@ -58,7 +58,7 @@ class _Pair:
 def every_paraphrase_valid(monkeypatch):
     """The tiny random model answers its paraphrases differently, so the source's checks refuse
     them; here they pass, to test what the method does with valid ones."""
-    monkeypatch.setattr(pp, "gather_paraphrases", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
+    monkeypatch.setattr(pp, "gather_configured", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
     monkeypatch.setattr(pp, "gap_problem", lambda *args: None)
 
 
@@ -126,5 +126,5 @@ def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphras
     circuit = circuits_at_budgets(ctx.spec, scores, [15], prune_dead=False)[0]
     values = [ndf(float(e.metrics(circuit[None])[0]), e.baseline) for e in fitting]
     expected = min(values[0], sum(values[1:]) / len(values[1:]))
-    assert learned.history[0][0] == pytest.approx(expected, abs=1e-9)
+    assert learned.scores(0)[0] == pytest.approx(expected, abs=1e-9)
     assert torch.equal(learned.circuits[0], circuits_at_budgets(ctx.spec, scores, [15])[0])
