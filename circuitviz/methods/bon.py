@@ -22,12 +22,11 @@ from ..core.results import CircuitResult, load_circuit
 from ..core.tasks import PromptTask
 from ..details.query import QueryCircuitDetails
 from ..models.adapter import adapter_of
-from ..query.pairs import read_pairs_text
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, score_key
 from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
-from .paraphrase_pairs import ParaphraseSource
+from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
 from .scoring import pair_scores, scorer_names
 from .settings import ig_steps_setting, setting
@@ -172,10 +171,7 @@ class QueryCircuitMethod(Method):
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """``--paraphrases FILE`` gives the file's pairs (and the file source); ``--reference
         FILE`` gives the reference circuit's edge names, read against the model's graph."""
-        settings = dict(settings)
-        if settings.get("paraphrases"):
-            settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
-            settings.setdefault("paraphrase_source", "file")
+        settings = paraphrases_from_cli(settings)
         if settings.get("reference") and model is not None:
             spec = adapter_of(model).spec
             settings["reference"] = tuple(spec.edge_names_of(load_circuit(settings["reference"], spec).mask))

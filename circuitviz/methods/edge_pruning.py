@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 
 from ..core.curves import ndf
-from ..core.graph import GraphSpec, prune
+from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
 from ..details.edge_pruning import EdgePruningDetails
@@ -47,7 +47,7 @@ from ..engine.scores import score_dtype
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
 from .base import Cost, Method, RunContext, ScoringMethod
-from .mask_learning import Schedule, edge_values, initial_logits, learn_masks
+from .mask_learning import Schedule, budget_circuits, edge_values, initial_logits, learn_masks, mask_scores
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import scorer_names
@@ -174,15 +174,9 @@ class EdgePruning(Method):
         budgets = sorted({int(b) for b in budgets})
         with ctx.timed("scoring_s"):
             warm = _warm_scores(ctx, config)
-        n_edges = spec.n_edges
-        trained = [b for b in budgets if 0 < b < n_edges]
-        circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-        edge_mask = spec.tensors(device).edge_mask
-        for index, budget in enumerate(budgets):
-            if budget >= n_edges:
-                circuits[index] = prune(spec, edge_mask)
+        trained = [b for b in budgets if 0 < b < spec.n_edges]
         details = EdgePruningDetails(warm_start=config.warm_start)
-        scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
+        learned = None
         if trained:
             with ctx.timed("learning_s"):
                 warmup = int(config.steps) // 2 if config.warm_start == "none" else 0
@@ -196,11 +190,7 @@ class EdgePruning(Method):
                     warmup,
                 )
                 learned = learn_masks(ctx, [evaluator], start, trained, schedule)
-            for index, budget in enumerate(trained):
-                circuits[budgets.index(budget)] = learned.circuits[index]
-            # an edge's score: how firmly the budgets' masks keep it (mean relaxed mask)
-            kept = torch.sigmoid(learned.logits / float(config.temperature)).mean(0)  # [n_edges]
-            scores[spec.tensors(device).edge_index] = kept.float()
+            scores = mask_scores(spec, learned, config.temperature, device)
             details.steps_run = learned.steps_run
             details.history = {
                 str(b): [ndf(clean_deviation(d, evaluator), evaluator.baseline) for d in learned.deviation[i]]
@@ -208,6 +198,7 @@ class EdgePruning(Method):
             }
         else:
             scores = warm.abs()
+        circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
         points = {p.budget: p for p in curve}

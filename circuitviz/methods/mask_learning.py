@@ -247,3 +247,25 @@ def edge_values(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
     """A [n_forward, n_backward] score matrix as one value per edge.  # [n_edges]"""
     forward, backward = spec.tensors(scores.device).edge_index
     return scores[forward, backward]
+
+
+def budget_circuits(spec: GraphSpec, budgets: Sequence[int], trained: Sequence[int], learned, device):
+    """The circuit of every budget: the learned mask of a trained one (``learned``, None when none
+    was trained), the whole graph (pruned) for a budget of every edge or more, else empty.
+    # [n_budgets, n_forward, n_backward] bool"""
+    circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+    for index, budget in enumerate(budgets):
+        if budget >= spec.n_edges:
+            circuits[index] = prune(spec, spec.tensors(device).edge_mask)
+        elif budget in trained and learned is not None:
+            circuits[index] = learned.circuits[list(trained).index(budget)]
+    return circuits
+
+
+def mask_scores(spec: GraphSpec, learned: LearnedMasks, temperature: float, device) -> torch.Tensor:
+    """An edge's score: how firmly the budgets' masks keep it (the relaxed mask, averaged over
+    the budgets).  # [n_forward, n_backward]"""
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
+    kept = torch.sigmoid(learned.logits / float(temperature)).mean(0)  # [n_edges]
+    scores[spec.tensors(device).edge_index] = kept.float()
+    return scores

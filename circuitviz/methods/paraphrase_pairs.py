@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.tasks import PromptTask
-from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, records_text
+from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.sources import SOURCES
 from ..query.templates import template_paraphrases
 from .settings import check_settings, paraphrases_setting, setting
@@ -70,3 +70,13 @@ class ParaphraseSource:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
             )
+
+
+def paraphrases_from_cli(settings: dict) -> dict:
+    """The command line's ``--paraphrases FILE``: the file's pairs as text, and the file source
+    unless another was named."""
+    settings = dict(settings)
+    if settings.get("paraphrases"):
+        settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
+        settings.setdefault("paraphrase_source", "file")
+    return settings

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from ..core.curves import ndf
-from ..core.graph import GraphSpec, prune
+from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
@@ -50,12 +50,20 @@ from ..measure.evaluate import (
     metrics_of_tasks,
 )
 from ..measure.task_validity import gap_problem
-from ..query.pairs import ParaphraseError, read_pairs_text
+from ..query.pairs import ParaphraseError
 from ..query.sources import gather_configured
 from .base import Cost, Method, RunContext
 from .bon import PARAPHRASE_CHECK_PASSES
-from .mask_learning import LearnedMasks, Schedule, initial_logits, learn_masks, selection_error
-from .paraphrase_pairs import ParaphraseSource
+from .mask_learning import (
+    LearnedMasks,
+    Schedule,
+    budget_circuits,
+    initial_logits,
+    learn_masks,
+    mask_scores,
+    selection_error,
+)
+from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, register
 from .scoring import pair_scores
 from .settings import ig_steps_setting, paraphrases_setting, setting
@@ -277,11 +285,7 @@ class ParaphrasePruning(Method):
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """``--paraphrases FILE`` gives the file's pairs (and the file source)."""
-        settings = dict(settings)
-        if settings.get("paraphrases"):
-            settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
-            settings.setdefault("paraphrase_source", "file")
-        return settings
+        return paraphrases_from_cli(settings)
 
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
@@ -291,12 +295,7 @@ class ParaphrasePruning(Method):
         with ctx.timed("paraphrases_s"):
             split = split_paraphrases(ctx, config)
         fitting = [evaluator, *(split.fit if config.fit_paraphrases else [])]
-        n_edges = spec.n_edges
-        trained = [b for b in budgets if 0 < b < n_edges]
-        circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-        for index, budget in enumerate(budgets):
-            if budget >= n_edges:
-                circuits[index] = prune(spec, spec.tensors(device).edge_mask)
+        trained = [b for b in budgets if 0 < b < spec.n_edges]
         details = ParaphrasePruningDetails(
             warm_start=config.warm_start,
             fit_paraphrases=bool(config.fit_paraphrases),
@@ -311,11 +310,9 @@ class ParaphrasePruning(Method):
                 start, origin = warm_logits(ctx, config, fitting, trained)
             with ctx.timed("learning_s"):
                 learned = learn_shared_masks(ctx, config, fitting, start, trained)
-            for index, budget in enumerate(trained):
-                circuits[budgets.index(budget)] = learned.circuits[index]
-            kept = torch.sigmoid(learned.logits / float(config.temperature)).mean(0)  # [n_edges]
-            scores[spec.tensors(device).edge_index] = kept.float()
+            scores = mask_scores(spec, learned, config.temperature, device)
             details.steps_run = learned.steps_run
+        circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
             measured = {"fit": _ndfs(split.fit, circuits), "held": _ndfs(split.held_out, circuits)}
