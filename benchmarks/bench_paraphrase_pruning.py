@@ -43,7 +43,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
-    parser.add_argument("--only", default=None, help="run these prompts only (indices into PROMPTS, comma separated)")
+    parser.add_argument(
+        "--only", default=None, help="run these prompts only (indices into PROMPTS, comma separated)"
+    )
     parser.add_argument("--budget", type=int, default=103)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--n-paraphrases", type=int, default=None)

@@ -169,3 +169,45 @@ def test_best_of_n_and_paraphrase_pruning_share_one_home_for_their_paraphrase_se
         assert [f.name for f in dataclasses.fields(config)][: len(shared)] == shared
         with pytest.raises(ValueError, match="paraphrase_source must be one of"):
             get_method(name).make_config({"paraphrase_source": "nowhere"})
+
+
+def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
+    """The shared loop runs tasks of one prompt length in one masked pass, each row patched
+    towards its own task's corrupted run: the metrics and their gradient are each task's own run's."""
+    from circuitviz.engine.metric import metric_from_residual, task_metric
+    from circuitviz.engine.patching import masked_residual
+
+    model = tiny_model("gemma", seed=0)
+    ctx = RunContext(model, IOI_TASK)
+    spec = ctx.spec
+    evaluators = [Evaluator(model, spec, prepare_task(model, task)) for task in PARAPHRASES[1:4]]
+    assert len({e.prepared.n_positions for e in evaluators}) == 1
+    generator = torch.Generator().manual_seed(5)
+    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
+    keep[0] = (keep[0] > 0.5).double()  # a 0/1 circuit, and a fractional one
+    keep.requires_grad_(True)
+    alone = [
+        metric_from_residual(
+            model,
+            e.prepared,
+            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+        )
+        for e in evaluators
+    ]
+    residual = masked_residual(
+        model,
+        spec,
+        [e.prepared for e in evaluators],
+        torch.cat([e.corrupted_writers for e in evaluators]),
+        keep.repeat(3, 1, 1),
+        torch.cat([e.corrupted_raw for e in evaluators]),
+    )
+    owner = torch.arange(3).repeat_interleave(2)
+    together = task_metric(model, [e.prepared for e in evaluators], owner)(residual).view(3, 2)
+    for e, one, row in zip(evaluators, alone, together):
+        assert torch.allclose(one, row, rtol=0, atol=1e-9)
+        circuit = (keep[0] > 0.5) & spec.edge_mask
+        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
+    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
+    (grad_together,) = torch.autograd.grad(together.sum(), keep)
+    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)

@@ -139,8 +139,12 @@ class WriterDifferences:
     readers share theirs).
     """
 
-    def __init__(self, corrupted_writers: torch.Tensor):
-        self.corrupted = corrupted_writers[0].transpose(0, 1)  # [n_forward, pos, d_model]
+    def __init__(self, corrupted_writers: torch.Tensor, group: torch.Tensor | None = None):
+        """corrupted_writers: [g, pos, n_forward, d_model], the corrupted runs of g tasks; with
+        g > 1, ``group`` [batch] says each row's task (a batch of several tasks' rows)."""
+        self.corrupted = corrupted_writers.transpose(1, 2)  # [g, n_forward, pos, d_model]
+        self.group = group if corrupted_writers.shape[0] > 1 else None
+        self.positions = int(corrupted_writers.shape[1])
         self.parts: list[torch.Tensor] = []  # [batch, k, pos * d_model] each, in forward order
         self.count = 0
         self._joined: dict[int, torch.Tensor] = {}
@@ -151,8 +155,10 @@ class WriterDifferences:
             raise RuntimeError(f"writer {start} arrived after {self.count} writers; hooks out of order")
         part = tensor if tensor.dim() == 4 else tensor[:, :, None]  # [batch, pos, k, d_model]
         k = part.shape[2]
-        corrupted = self.corrupted[start : start + k]  # [k, pos, d_model]
-        difference = corrupted[None] - part.transpose(1, 2)  # [batch, k, pos, d_model], contiguous
+        corrupted = self.corrupted[:, start : start + k]  # [g, k, pos, d_model]
+        if self.group is not None:  # each row its own task's corrupted run
+            corrupted = corrupted[self.group]  # [batch, k, pos, d_model]
+        difference = corrupted - part.transpose(1, 2)  # [batch, k, pos, d_model], contiguous
         self.parts.append(difference.flatten(2))
         self.count += k
 

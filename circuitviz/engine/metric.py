@@ -104,6 +104,16 @@ def batch_compatible(tasks: Sequence[PreparedTask]) -> str | None:
     return None
 
 
+def compatible_groups(tasks: Sequence[PreparedTask]) -> list[list[int]]:
+    """The tasks' indices in groups that can share a batched pass (``batch_compatible``: one
+    prompt length, metric and number of foils), each group in the tasks' order, groups in the
+    order of their first task."""
+    groups: dict[tuple, list[int]] = {}
+    for index, task in enumerate(tasks):
+        groups.setdefault((task.n_positions, task.task.metric, len(task.foil_ids)), []).append(index)
+    return list(groups.values())
+
+
 def task_metric(model, tasks: Sequence[PreparedTask], owner: torch.Tensor | None = None) -> RowsMetric:
     """The metric of a batch whose row b belongs to ``tasks[owner[b]]``, each row scored with its
     own task's answer and foils. ``owner`` None: every row is ``tasks[0]``'s (one task's batch).

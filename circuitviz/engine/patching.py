@@ -24,6 +24,8 @@ from .prefix import final_residual, shared_prefix
 from .renorm import SharedNormPatch
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..core.tasks import PreparedTask
 
 
@@ -57,7 +59,7 @@ def patch_hooks(
     batch = weights.shape[0]
     differences = isinstance(current, WriterDifferences)
     if differences:  # a learned mask's run: the differences are the writers' rows already
-        groups, positions, corrupted = 1, current.corrupted.shape[1], None
+        groups, positions, corrupted = 1, current.positions, None
     else:
         groups, positions = corrupted_writers.shape[0], corrupted_writers.shape[1]
         corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
@@ -267,7 +269,7 @@ def patched_metrics(
 def masked_residual(
     model,
     spec: GraphSpec,
-    prepared: PreparedTask,
+    prepared: PreparedTask | Sequence[PreparedTask],
     corrupted_writers: torch.Tensor,
     keep: torch.Tensor,
     corrupted_raw: torch.Tensor | None = None,
@@ -284,20 +286,33 @@ def masked_residual(
     reads the metric). ``corrupted_raw``: the corrupted heads before a shared post-attention norm,
     as ``patched_metrics`` takes them; each (reader, layer) whose weights mix that layer's heads
     is renormalised on its own, in the autograd graph.
+
+    Several tasks of one prompt length (``batch_compatible``) run in one pass: ``prepared`` their
+    list, corrupted_writers (and corrupted_raw) [g, pos, ...] their corrupted runs, and the batch
+    g equal runs of rows (task 0's circuits, then task 1's, ...), each row patched towards its own
+    task's corrupted run; ``task_metric`` with the same rows reads each row's metric.
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
     device, dtype = adapter.device, adapter.dtype
-    prefix = shared_prefix(model, [prepared])
+    tasks = list(prepared) if isinstance(prepared, (list, tuple)) else [prepared]
+    prefix = shared_prefix(model, tasks)
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
-    # [1, pos - prefix, n_forward, d_model]: the positions that run
+    # [g, pos - prefix, n_forward, d_model]: the positions that run
     corrupted = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
-    current = WriterDifferences(corrupted)
+    per_task = batch // len(tasks)
+    group = torch.arange(batch, device=device) // per_task  # each row's task
+    current = WriterDifferences(corrupted, group)
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted, prefix, False)
     hooks = writer_hooks(model, spec, current, renorm)
     hooks += patch_hooks(spec, None, weights, current, renorm)
-    tokens = prepared.clean_tokens.to(device).expand(batch, -1)  # [batch, pos]
+    # [batch, pos]: each task's clean tokens for its rows
+    tokens = (
+        torch.cat([t.clean_tokens.to(device).expand(per_task, -1) for t in tasks])
+        if len(tasks) > 1
+        else (tasks[0].clean_tokens.to(device).expand(batch, -1))
+    )
     with torch.enable_grad():
         return final_residual(model, tokens, hooks, prefix)
 

@@ -30,7 +30,7 @@ import torch
 
 from ..core.graph import GraphSpec, prune
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-from ..engine.metric import metric_from_residual
+from ..engine.metric import compatible_groups, metric_from_residual, task_metric
 from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
 from ..measure.chunks import run_in_chunks
@@ -175,34 +175,68 @@ def learn_masks(
         keep = keep.scatter(1, graph.flat_edge_index.expand(len(chosen), -1), kept)
         return keep.view(-1, spec.n_forward, spec.n_backward), soft
 
+    prepared = [e.prepared for e in evaluators]
+    passes = compatible_groups(prepared)  # tasks of one length share a pass
+    row_weight = [torch.tensor([weights[t] for t in group], device=device, dtype=dtype) for group in passes]
+    scales = [
+        torch.tensor([spans[t] if spans[t] != 0 else 1.0 for t in group], device=device, dtype=dtype)
+        for group in passes
+    ]
+    cleans = [
+        torch.tensor([evaluators[t].baseline.clean for t in group], device=device, dtype=dtype)
+        for group in passes
+    ]
+
+    def run_pass(number: int, keep: torch.Tensor) -> torch.Tensor:
+        """The deviations of the circuits ``keep`` [b, ...] on pass ``number``'s tasks.  # [g, b]"""
+        group = passes[number]
+        if len(group) == 1:  # one task: its own run (Edge Pruning's, to the bit)
+            evaluator = evaluators[group[0]]
+            residual = masked_residual(
+                model, spec, evaluator.prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+            )
+            metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
+            span = spans[group[0]]
+            return ((metric - evaluator.baseline.clean) / (span if span != 0 else 1.0))[None]
+        chosen = [evaluators[t] for t in group]
+        raw = [e.corrupted_raw for e in chosen]
+        residual = masked_residual(
+            model,
+            spec,
+            [e.prepared for e in chosen],
+            torch.cat([e.corrupted_writers for e in chosen]),
+            keep.repeat(len(group), 1, 1),  # task 0's circuits, then task 1's, ...
+            torch.cat(raw) if raw[0] is not None else None,
+        )
+        owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
+        metric = task_metric(model, [e.prepared for e in chosen], owner)(residual).to(dtype)  # [g b]
+        metric = metric.view(len(group), -1)
+        return (metric - cleans[number][:, None]) / scales[number][:, None]
+
     def pass_rows(rows: slice, active: list[int]):
         """Forward and backward of the budgets ``active[rows]`` on every task:
         (deviations [task][row], circuits, gradient)."""
         chosen = torch.tensor(active[rows], device=device)
         theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
         gradient = torch.zeros_like(theta)
-        deviations, circuits = [], None
-        for task, (weight, evaluator, span) in enumerate(zip(weights, evaluators, spans)):
+        deviations: list[list[float]] = [[] for _ in evaluators]
+        circuits = None
+        for number, group in enumerate(passes):
             with torch.enable_grad():
                 keep, soft = keep_masks(theta, chosen)
                 if circuits is None:
                     circuits = prune(spec, keep.detach() > 0.5)
-                residual = masked_residual(
-                    model,
-                    spec,
-                    evaluator.prepared,
-                    evaluator.corrupted_writers,
-                    keep,
-                    evaluator.corrupted_raw,
-                )
-                metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
-                deviation = (metric - evaluator.baseline.clean) / (span if span != 0 else 1.0)
-                loss = weight * (deviation**2).sum()
-                if task == n_tasks - 1:  # the sparsity term rides on the last task's pass
+                deviation = run_pass(number, keep)  # [g, b]
+                if len(group) == 1:
+                    loss = weights[group[0]] * (deviation[0] ** 2).sum()
+                else:
+                    loss = (row_weight[number][:, None] * deviation**2).sum()
+                if number == len(passes) - 1:  # the sparsity term rides on the last pass
                     loss = loss + sparsity * (soft.sum(1) / budget_counts[chosen].to(dtype)).sum()
                 (part,) = torch.autograd.grad(loss, theta)
             gradient += part
-            deviations.append(deviation.detach().tolist())
+            for task, values in zip(group, deviation.detach().tolist()):
+                deviations[task] = values
         return deviations, circuits, gradient
 
     while training:

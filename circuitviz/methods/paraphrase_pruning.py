@@ -42,6 +42,7 @@ from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
+from ..engine.metric import compatible_groups
 from ..measure.evaluate import (
     Evaluator,
     circuits_at_budgets,
@@ -159,18 +160,10 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     return Split(valid[n_held:], valid[:n_held], notes)
 
 
-def _batches(tasks: Sequence[PreparedTask]) -> list[list[int]]:
-    """The tasks' indices in groups that share a batched pass (``batch_compatible``), in order."""
-    groups: dict[tuple, list[int]] = {}
-    for index, task in enumerate(tasks):
-        groups.setdefault((task.n_positions, task.task.metric, len(task.foil_ids)), []).append(index)
-    return list(groups.values())
-
-
 def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
     """An evaluator per task, the clean and corrupted runs of tasks of one length made together."""
     found: list[Evaluator | None] = [None] * len(tasks)
-    for group in _batches(tasks):
+    for group in compatible_groups(tasks):
         for index, evaluator in zip(
             group, evaluators_of_tasks(ctx.model, ctx.spec, [tasks[i] for i in group])
         ):
@@ -182,7 +175,7 @@ def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor) -> list[list[
     """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, tasks of one
     length in shared patched passes.  # [n_tasks][n_circuits]"""
     found: list[list[float]] = [[] for _ in evaluators]
-    for group in _batches([e.prepared for e in evaluators]):
+    for group in compatible_groups([e.prepared for e in evaluators]):
         chosen = [evaluators[i] for i in group]
         values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1))
         for index, evaluator, row in zip(group, chosen, values.tolist()):
