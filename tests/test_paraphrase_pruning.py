@@ -117,7 +117,7 @@ def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphras
     worse of the prompt's NDF and the fit paraphrases' mean NDF, as the evaluator measures them."""
     model = tiny_model("gemma", seed=1)
     ctx = RunContext(model, IOI_TASK)
-    config = get_method("paraphrase-pruning").make_config({"steps": 0})
+    config = get_method("paraphrase-pruning").make_config({"steps": 0, "warm_start": "eap-ig"})
     split = pp.split_paraphrases(ctx, config)
     fitting = [ctx.evaluator, *split.fit]
     start, _ = pp.warm_logits(ctx, config, fitting, [15])

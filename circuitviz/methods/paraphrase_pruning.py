@@ -8,19 +8,22 @@ method learns ONE edge mask per budget whose faithfulness is measured on the pro
 fit share of its valid paraphrases together, so the mask has to carry the mechanism, not the
 sentence:
 
-- paraphrases come from Best-of-N's sources (the template families, an LLM, the user's list),
+- paraphrases come from the sources Best-of-N uses, with the same settings
+  (``paraphrase_pairs.ParaphraseSource``: the template families, an LLM, the user's list),
   each with its own corruption; a paraphrase is valid when its checks pass and its corruption
   clearly lowers the metric (``task_validity.gap_problem``);
 - the valid ones are shuffled (``seed``) and split: a ``held_out`` share is never used to fit,
   to pick a step or to start the logits, and measures transfer; the rest fit. With fewer than
   two valid paraphrases none can be held out, and the result says so in one sentence;
-- logits start from EAP-IG scores (``warm_start``: the prompt's, the mean of the fit set's
-  normalised scores, or per budget the fit set's most faithful top-N among those of the prompt
-  and each fit paraphrase, Best-of-N's pick), as Edge Pruning's do (``edge_pruning.initial_logits``);
-- each step runs every budget's hard top-N mask on every fit task (the evaluator's exact
-  patching, ``masked_residual``) and descends the mean squared normalised deviation, the prompt
-  weighing as much as the fit paraphrases together, through Edge Pruning's straight-through
-  relaxation; the circuit kept is the one of the step whose worse of (NDF on the prompt, mean NDF
+- logits start from EAP-IG scores (``warm_start``: by default the mean of the fit set's
+  normalised scores; or the prompt's; or per budget the fit set's most faithful top-N among
+  those of the prompt and each fit paraphrase, Best-of-N's pick), as Edge Pruning's do
+  (``mask_learning.initial_logits``);
+- the masks learn through the loop Edge Pruning runs on the prompt alone
+  (``mask_learning.learn_masks``): each step runs every budget's hard top-N mask on every fit
+  task (the evaluator's exact patching, tasks of one prompt length in one pass) and descends the
+  mean squared normalised deviation, the prompt weighing as much as the fit paraphrases
+  together; the circuit kept is the one of the step whose worse of (NDF on the prompt, mean NDF
   on the fit paraphrases) is highest.
 
 Every circuit is then measured by the shared evaluator: its curve on the prompt (NDF,
@@ -77,7 +80,7 @@ class ParaphrasePruningConfig(ParaphraseSource):
     """Settings of paraphrase pruning (the paraphrase settings first, ``ParaphraseSource``)."""
 
     n_paraphrases: int = paraphrases_setting(
-        8, "how many paraphrases to generate (template/openai; a file gives all it has)."
+        6, "how many paraphrases to generate (template/openai; a file gives all it has)."
     )
     seed: int = setting(0, "seeds the paraphrases and the held-out split.")
     held_out: float = setting(
@@ -90,13 +93,13 @@ class ParaphrasePruningConfig(ParaphraseSource):
         True, "fit the mask on the prompt and the other paraphrases together (off: on the prompt alone)."
     )
     warm_start: str = setting(
-        "eap-ig",
+        "average",
         "eap-ig: the prompt's EAP-IG scores; average: the mean of the fit set's normalised EAP-IG scores; bon: per budget, the fit set's most faithful top-N among the prompt's and each fit paraphrase's.",
         choices=WARM_STARTS,
     )
     ig_steps: int = ig_steps_setting(5, "IG steps of the warm start's EAP-IG.")
-    steps: int = setting(20, "optimisation steps at most.", low=0, high=10000)
-    learning_rate: float = setting(0.5, "how far the logit with the largest gradient moves per step.")
+    steps: int = setting(8, "optimisation steps at most.", low=0, high=10000)
+    learning_rate: float = setting(1.0, "how far the logit with the largest gradient moves per step.")
     temperature: float = setting(1.0, "width of the sigmoid around each budget's threshold.")
     sparsity: float = setting(0.01, "weight of the term that pulls every logit down.", low=0.0)
 
@@ -249,7 +252,7 @@ class ParaphrasePruning(Method):
     scores_are_exact = False
     summary = (
         "One small mask per budget learned on the prompt and a share of its paraphrases together, "
-        "warm-started from EAP-IG; its NDF on held-out paraphrases measures transfer."
+        "warm-started from their mean EAP-IG scores; its NDF on held-out paraphrases measures transfer."
     )
     Config = ParaphrasePruningConfig
     Details = ParaphrasePruningDetails
