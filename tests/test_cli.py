@@ -140,6 +140,18 @@ def test_discover_help_says_every_setting_from_its_field(capsys):
         assert words in text
 
 
+def test_a_flag_several_methods_share_offers_every_methods_choices():
+    """--warm-start is Edge Pruning's (a scoring method or none) and paraphrase pruning's (eap-ig,
+    average or bon): the command line takes each method's own, and the method checks its own."""
+    from circuitviz.methods import get_method
+
+    parser = cli.build_parser()
+    for value in ("average", "bon", "eap-ig", "none"):
+        assert parser.parse_args(["discover", *IOI, "--warm-start", value]).setting_warm_start == value
+    with pytest.raises(ValueError, match="warm_start must be one of"):
+        get_method("paraphrase-pruning").make_config({"warm_start": "none"})
+
+
 def test_list_settings_are_parsed_once_at_the_boundary():
     """A comma list on the command line, a list from a form or a URL's JSON and a tuple give the
     same typed config and the same request key."""

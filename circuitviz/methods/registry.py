@@ -201,9 +201,15 @@ def setting_flags() -> list[SettingFlag]:
         for config_field in dataclasses.fields(method.Config):
             name = config_field.name
             helps.setdefault(name, {}).setdefault(setting_help(config_field), []).append(method.name)
-            if name in flags:
+            if name in flags:  # one flag: its choices are every method's (each Config checks its own)
                 flag = flags[name]
-                flags[name] = dataclasses.replace(flag, methods=flag.methods + (method.name,))
+                more = setting_choices(config_field) or ()
+                choices = (
+                    (*flag.choices, *(c for c in more if c not in flag.choices)) if flag.choices else None
+                )
+                flags[name] = dataclasses.replace(
+                    flag, methods=flag.methods + (method.name,), choices=choices
+                )
                 continue
             aliases = tuple(f"--{alias}" for alias, dest in method.flag_aliases.items() if dest == name)
             flags[name] = SettingFlag(
