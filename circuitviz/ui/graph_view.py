@@ -122,7 +122,10 @@ function cvOpen(root, id, local) {
     root.cvPending.push([id, Date.now()]);
     root.cvNetwork.selectNodes(id && !id.startsWith("edge:") && root.cvNetwork.body.nodes[id] ? [id] : [], false);
     const edge = id.startsWith("edge:");
-    root.cvTrigger("clicked", {kind: id ? (edge ? "edge" : "node") : "close", id: edge ? id.slice(5) : id, pin: false});
+    const click = {kind: id ? (edge ? "edge" : "node") : "close", id: edge ? id.slice(5) : id, pin: false};
+    // told to Python after the card is painted: the rerun it causes (its messages, the page's
+    // update) would otherwise hold the paint back on a busy machine
+    requestAnimationFrame(() => setTimeout(() => root.cvTrigger("clicked", click), 0));
   }
   return true;
 }
