@@ -184,7 +184,8 @@ def _gguf_parts(
     TransformerLens from ever re-reading the GGUF for it).
     """
     entry = gguf_cache_entry(checkpoint, slug)
-    if not entry.exists():
+    if not cache.entry_is_sound(entry):  # absent, partial, truncated or altered: converted again
+        cache.remove_entry(entry)
         logger.info("Converting %s once; later loads read %s.", slug, entry.folder)
         verify()
         converted = convert_checkpoint(checkpoint)
