@@ -2,11 +2,13 @@
 layer-wise relevance propagation rules instead of the plain gradient.
 
 An edge u -> v scores ``(z'_u - z_u) . r_v`` as EAP does, with r_v the metric's "gradient" at v's
-input computed by a backward pass in which norms are linear (scale fixed), attention patterns are
-constants, an activation f passes back f(x)/x and a gated MLP's product shares its relevance
-half and half between its factors (``engine.relevance``). Two forward passes (clean, corrupted)
-and one backward, like EAP. Heads' queries and keys receive nothing (the pattern is a constant),
-so edges into them score 0.
+input computed by a backward pass in which norms are linear (scale fixed), an activation f passes
+back f(x)/x and a gated MLP's product shares its relevance half and half between its factors
+(``engine.relevance``). Two forward passes (clean, corrupted) and one backward, like EAP.
+Attention follows ``attention``: "gradient" (the default of the paper's released code, whose
+rule set leaves the AH rule out) lets the softmax pass its gradient, so queries and keys receive
+relevance; "constant" (the AH rule) holds every pattern constant, so edges into queries and keys
+score 0.
 """
 
 from __future__ import annotations
@@ -19,11 +21,28 @@ from ..engine.relevance import relevance_hooks
 from ..engine.scores import batched_gradient_scores
 from .base import Cost, ScoringMethod, gradient_cost
 from .registry import register
+from .settings import check_settings, setting
+
+ATTENTION_RULES = ("gradient", "constant")
 
 
 @dataclass(frozen=True)
 class RelPConfig:
-    """RelP has no settings: its rules are fixed."""
+    """Settings of RelP: the rule for attention patterns (the other rules are fixed)."""
+
+    attention: str = setting(
+        "gradient",
+        '"gradient": the attention softmax passes its gradient, so queries and keys get relevance '
+        '(the rules of the paper\'s released code); "constant": patterns are constants (the AH rule), '
+        "so edges into queries and keys score 0.",
+        choices=ATTENTION_RULES,
+    )
+
+    def __post_init__(self):
+        check_settings(self)
+        object.__setattr__(self, "attention", str(self.attention).strip().lower())
+        if self.attention not in ATTENTION_RULES:
+            raise ValueError(f"attention must be 'gradient' or 'constant', not {self.attention!r}.")
 
 
 @register
@@ -42,6 +61,7 @@ class RelP(ScoringMethod):
         model, spec = contexts[0].model, contexts[0].spec
         clean = torch.cat([e.clean_writers for e in evaluators])
         corrupted = torch.cat([e.corrupted_writers for e in evaluators])
+        constant = config.attention == "constant"
         scores = batched_gradient_scores(
             model,
             spec,
@@ -50,7 +70,7 @@ class RelP(ScoringMethod):
             corrupted,
             None,
             progress,
-            extra_hooks=lambda: relevance_hooks(model, spec),
+            extra_hooks=lambda: relevance_hooks(model, spec, constant_pattern=constant),
             split_inputs=True,
         )
         return [(matrix, None) for matrix in scores]
