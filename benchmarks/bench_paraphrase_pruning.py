@@ -16,6 +16,12 @@ Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 o
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
 
     .venv/bin/python benchmarks/bench_paraphrase_pruning.py --threads 1 [--variants eap-ig,bon] [--prompts 9]
+    # some prompts only (indices into PROMPTS), other settings than the method's defaults
+    .venv/bin/python benchmarks/bench_paraphrase_pruning.py --threads 1 --variants average --only 4,5,6 \
+        --steps 8 --learning-rate 1.0 --n-paraphrases 6
+
+Each line also gives the run's phases (paraphrases, warm-start scoring, learning, evaluation)
+and the load average after it: on a shared machine, say the load beside every figure.
 """
 
 from __future__ import annotations
