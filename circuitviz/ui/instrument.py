@@ -12,6 +12,7 @@ call of the shared evaluator, the task's clean and corrupted runs kept, exactly 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
+from ..render import circuit_edges
 from ..render.groups import (
     PROPOSAL_RULE,
     check_groups,
@@ -27,7 +29,9 @@ from ..render.groups import (
     parse_groups_text,
     propose_groups,
 )
+from . import loaders
 from . import state as ui_state
+from .graph_view import show_graph
 from .node_card import card_view
 
 MAX_URL_TEXT = 20_000
@@ -150,8 +154,6 @@ def _measured(_model, _task, model_key: str, task_key: str, edges: tuple[str, ..
 
 def _measure_line(result, model, mask, point_before) -> None:
     """The edited circuit's NDF and necessity beside the method's own."""
-    from . import loaders
-
     edges = tuple(result.graph.edge_names_of(mask))
     with st.spinner("Measuring the edited circuit on the model…"):
         _, point = _measured(
@@ -200,8 +202,6 @@ def instrument_view(
 def _graph_and_card(result, drawing, labels, model, key) -> None:
     """The drawing and, beside it, the clicked node's card. A plain click or a move along the
     card's edges reruns this fragment alone; a pin reruns the page (the pins' line shows it)."""
-    from .graph_view import show_graph  # the component's script is read when a graph is drawn
-
     state = load_state(key, result.graph, set())
     graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
 
@@ -255,8 +255,6 @@ def _card(result, drawing, state, labels, model, key) -> None:
 
 
 def _with_edges(drawing, edges):
-    import dataclasses
-
     return dataclasses.replace(drawing, edges=list(edges))
 
 
@@ -301,8 +299,6 @@ def _controls(result, state, model, mask, point, key) -> None:
 
 def _groups(result, state, mask, key) -> None:
     with st.expander("Groups (supernodes): name nodes that work together"):
-        from ..render import circuit_edges
-
         if state.pins and st.button("group the pinned nodes", key=f"{key}.group_pins"):
             name = f"group {len(state.groups) + 1}"
             state.groups = {**state.groups, name: list(state.pins)}
