@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from . import startup
 from .pagelist import pages
 from .sidebar import sidebar
 
@@ -14,6 +15,7 @@ def run_app() -> None:
     """The page configuration, the navigation (its page list), the shared sidebar (model and
     device; first, before any page's widget: the URL's values and a task opened on another page
     are set there), then the page the URL names."""
+    startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
     app_navigation = st.navigation(pages())
     sidebar()

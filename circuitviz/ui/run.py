@@ -25,7 +25,7 @@ from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..models import ModelLoadError
-from . import loaders, state
+from . import loaders, startup, state
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
@@ -35,6 +35,7 @@ def load_model_or_stop(model_id: str, device: str):
     """The shared model; while it loads, how long it has taken and what to expect. A load error
     is one sentence and stops the page."""
     future = loaders.model_future(model_id, device)
+    startup.mark_once("the page asks for the model")
     if not future.done():
         last = calibration.last_load(model_id)
         expect = (
@@ -50,6 +51,7 @@ def load_model_or_stop(model_id: str, device: str):
         line.empty()
     error = future.exception()
     if error is None:
+        startup.mark_once("the page has the model")
         return future.result()
 
     if isinstance(error, (ModelLoadError, ValueError, OSError)):
@@ -353,6 +355,8 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
 
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:
     """The primary button, disabled (saying why) while an input above has a problem."""
+    if ready:
+        startup.mark_once(f"{label} drawn enabled")
     return st.button(
         label,
         type="primary",
