@@ -324,9 +324,10 @@ def click_node(page, node: str, index: int = 0, modifiers=None) -> None:
         page.keyboard.up(key)
 
 
-def serve_app(cache: Path, log_name: str = "streamlit.log"):
-    """(the URL, the server process) of a streamlit server of this checkout on 127.0.0.1, its
-    caches under ``cache``; stop it with ``stop_app``."""
+def serve_app(cache: Path, log_name: str = "streamlit.log", script: Path | None = None):
+    """(the URL, the server process) of a streamlit server of this checkout on 127.0.0.1 (on a
+    free port), its caches under ``cache``; stop it with ``stop_app``. ``script``: a streamlit
+    script of its own instead of the app (``make app``'s launcher, which loads the model)."""
     import signal as _signal  # noqa: F401  (stop_app uses it)
     import socket
     import urllib.request
@@ -337,7 +338,8 @@ def serve_app(cache: Path, log_name: str = "streamlit.log"):
     OUTPUT.mkdir(exist_ok=True)
     log = open(OUTPUT / log_name, "w")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CIRCUITVIZ_CACHE": str(cache)}
-    command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
+    launcher = ["circuitviz.ui.serve"] if script is None else ["streamlit", "run", str(script)]
+    command = [sys.executable, "-m", *launcher, "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
     command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     server = subprocess.Popen(

@@ -683,6 +683,13 @@ def test_an_upset_click_selects_its_intersection():
     shown = render.exclusive_intersections({"q": {"a", "b"}, "p1": {"b", "c"}})
     event = {"selection": {"points": [{"curve_number": 0, "point_index": 1}]}}
     assert clicked_intersection(event, shown) == shown[1].label
+    # the bar's own label where the event carries it (a chart drawn at another budget names its own bars)
+    labelled = {
+        "selection": {"points": [{"curve_number": 0, "point_index": 0, "customdata": shown[1].label}]}
+    }
+    assert clicked_intersection(labelled, shown) == shown[1].label
+    gone = {"selection": {"points": [{"curve_number": 0, "point_index": 0, "customdata": "p9"}]}}
+    assert clicked_intersection(gone, shown) is None
     assert clicked_intersection({"selection": {"points": []}}, shown) is None
     assert (
         clicked_intersection({"selection": {"points": [{"curve_number": 3, "point_index": 0}]}}, shown)

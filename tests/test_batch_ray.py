@@ -51,6 +51,7 @@ def _batch(tmp_path, name, executor, **options):
     )
 
 
+@pytest.mark.slow  # starts a local Ray and two worker processes: 3 min at load 15
 def test_ray_workers_give_the_local_executors_results(tmp_path):
     import ray
 
@@ -80,6 +81,7 @@ def test_ray_workers_give_the_local_executors_results(tmp_path):
     )
 
 
+@pytest.mark.slow  # starts a local Ray to ask it for CPUs (17 s at load 15)
 def test_ray_refuses_workers_that_do_not_fit():
     executor = RayExecutor(
         ModelSource("x", factory=functools.partial(tiny_model, "gpt2")), workers=3, local_cpus=2

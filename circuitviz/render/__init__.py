@@ -36,7 +36,7 @@ from .tables import (
     token_strip_html,
     unique_edges,
 )
-from .upset import Intersection, exclusive_intersections, shared_by_all, upset_figure
+from .upset import UPSET_BARS, Intersection, exclusive_intersections, shared_by_all, upset_figure
 
 __all__ = [
     "GraphDrawing",
@@ -70,6 +70,7 @@ __all__ = [
     "token_strip_html",
     "unique_edges",
     "upset_figure",
+    "UPSET_BARS",
 ]
 
 

@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 BAR_COLOUR = "#0072B2"
 DOT_ON = "#222222"
 DOT_OFF = "#dddddd"
+UPSET_BARS = 20  # the most bars a figure draws (the largest intersections)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def shared_by_all(sets: Mapping[str, set[str]]) -> set[str]:
 def upset_figure(
     sets: Mapping[str, set[str]],
     *,
-    max_bars: int = 20,
+    max_bars: int = UPSET_BARS,
     selected: tuple[str, ...] | None = None,
     height: int = 460,
 ) -> tuple[go.Figure, list[Intersection]]:

@@ -133,11 +133,16 @@ def table_rows(result) -> list[dict]:
 
 
 def clicked_intersection(event, shown) -> str | None:
-    """The label of the UpSet bar clicked (a plotly selection event), or None."""
+    """The label of the UpSet bar clicked (a plotly selection event), or None. The bar's own label
+    (its customdata) where the event carries it, so an event from a chart drawn at another budget
+    never names another bar; else its index among ``shown``."""
     points = ((event or {}).get("selection") or {}).get("points") or []
+    labels = [item.label for item in shown]
     for item in points:
-        if item.get("curve_number", 0) == 0 and item.get("point_index") is not None:
-            index = int(item["point_index"])
-            if 0 <= index < len(shown):
-                return shown[index].label
+        if item.get("curve_number", 0) != 0:
+            continue
+        if isinstance(item.get("customdata"), str):
+            return item["customdata"] if item["customdata"] in labels else None
+        if item.get("point_index") is not None and 0 <= int(item["point_index"]) < len(shown):
+            return labels[int(item["point_index"])]
     return None

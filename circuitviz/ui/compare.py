@@ -8,10 +8,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
+from ..entry.api import parse_budgets
+from ..entry.request import Request
 from ..measure.transfer import paraphrase_ndf
+from ..methods import available_methods
 from ..methods.registry import default_comparison
 from . import result_view, state
 from .caveats import caveats
+from .inputs import budget_check, budgets_text, default_budgets, shared_settings
 
 
 @dataclass
@@ -62,8 +66,6 @@ def method_choice(registered: dict) -> list[str]:
 def shared_budgets(n_edges: int) -> list[int] | None:
     """The budgets set on the Explore page (its defaults when none are), or None after saying
     what is wrong with them."""
-    from ..entry.api import parse_budgets
-    from .inputs import budget_check, budgets_text, default_budgets
 
     if not state.session.budgets:
         state.session.budgets = budgets_text(default_budgets(n_edges))
@@ -76,9 +78,6 @@ def shared_budgets(n_edges: int) -> list[int] | None:
 def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) -> dict:
     """{method: its request} with the Explore page's settings where they apply (not priced yet:
     each is priced just before it runs, by the runs before it)."""
-    from ..entry.request import Request
-    from ..methods import available_methods
-    from .inputs import shared_settings
 
     registered = available_methods()
     found = {}

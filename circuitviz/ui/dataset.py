@@ -9,7 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from ..core.text import shown
+from ..models.catalog import SUPPORTED_MODELS
 from . import state
+from .inputs import budgets_text
 from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
@@ -32,6 +35,7 @@ def _stamp(folder: Path) -> float:
 
 @st.cache_resource(show_spinner="Reading the batch table…", max_entries=8)
 def _load(folder: str, stamp: float):
+    # here, not at the top: keeps torch out of the first paint
     from ..batch.atlas import BatchTable
 
     return BatchTable.load(folder)
@@ -46,6 +50,7 @@ def load_batch(folder: str | Path):
 @st.cache_data(show_spinner=False, max_entries=64)
 def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list]:
     """(the prompts' own circuits' bands, the consensus circuit's bands) of one series."""
+    # here, not at the top: keeps torch out of the first paint
     from ..batch import atlas
 
     batch = _load(folder, stamp)
@@ -54,6 +59,7 @@ def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def mib(folder: str, stamp: float, label: str) -> dict:
+    # here, not at the top: keeps torch out of the first paint
     from ..batch import atlas
 
     return atlas.mib_scores(_load(folder, stamp), label)
@@ -62,6 +68,7 @@ def mib(folder: str, stamp: float, label: str) -> dict:
 @st.cache_data(show_spinner="Finding what the circuits share…", max_entries=32)
 def circuits_view(folder: str, stamp: float, label: str, budget: int, threshold: float) -> dict:
     """Edge frequencies, the consensus and its stability at one budget, as plain arrays."""
+    # here, not at the top: keeps torch out of the first paint
     from ..batch import atlas
 
     matrix = atlas.circuit_matrix(_load(folder, stamp), label, budget)
@@ -82,6 +89,7 @@ def circuits_view(folder: str, stamp: float, label: str, budget: int, threshold:
 def clusters_view(
     folder: str, stamp: float, label: str, budget: int, threshold: float, k: int | None
 ) -> dict:
+    # here, not at the top: keeps torch out of the first paint
     from ..batch import atlas
 
     matrix = atlas.circuit_matrix(_load(folder, stamp), label, budget)
@@ -101,8 +109,6 @@ def clusters_view(
 
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
-    from ..core.text import shown
-    from ..models.catalog import SUPPORTED_MODELS
 
     model_id = manifest["model"]["model_id"]
     if model_id in SUPPORTED_MODELS:
@@ -117,8 +123,6 @@ def open_in_explore(row: dict, manifest: dict) -> None:
     """Open a table row in Explore (``state.open_task``) with the batch's model, method, settings
     and budgets, its own answer, foil and corrupted prompt, and have Explore run it when it opens
     (it comes straight from the result store when the batch kept the result there)."""
-    from .inputs import budgets_text
-
     config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
     state.open_task(
         {
@@ -139,6 +143,7 @@ def open_in_explore(row: dict, manifest: dict) -> None:
 def refusal(row: dict) -> str | None:
     """The validity check's sentence for a table row (from the metrics the batch stored), or None
     when the task passes it: a batch run before the check may hold tasks it now refuses."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
     from ..measure.task_validity import gap_problem
 
@@ -159,6 +164,7 @@ def refusal(row: dict) -> str | None:
 def headline(batch, label: str, folder: str, stamp: float) -> bool:
     """How many stored tasks pass the validity check (the figures are over those), then prompts
     finished and failed, and MIB's CPR and CMD of the series. False when no task passes."""
+    # here, not at the top: keeps torch out of the first paint
     from ..batch.atlas import validity
     from ..batch.task_check import validity_sentence
 
@@ -208,6 +214,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
 
 def curves(batch, folder: str, stamp: float, budget: int) -> None:
     """Every series' mean curve with its band, the consensus circuits dashed, and the scores table."""
+    # here, not at the top: keeps torch out of the first paint
     import pandas
 
     from ..render.atlas import band_figure
@@ -240,6 +247,7 @@ def consensus(
     batch, label: str, folder: str, stamp: float, budget: int, threshold: float, view: dict
 ) -> None:
     """The consensus circuit: its size, its own NDF on every prompt, its graph, its edges."""
+    # here, not at the top: keeps torch out of the first paint
     import pandas
 
     from ..render.atlas import consensus_graph_html
@@ -291,6 +299,7 @@ def consensus(
 
 def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshold: float) -> dict:
     """The prompts' clusters: the map, the similarity between clusters, the UpSet of their consensus."""
+    # here, not at the top: keeps torch out of the first paint
     from ..render import upset_figure
     from ..render.atlas import cluster_map_figure, similarity_figure
 
@@ -321,6 +330,7 @@ def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshol
 
 def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
+    # here, not at the top: keeps torch out of the first paint
     import pandas
 
     rows = batch.rows(label, done=False).to_pandas()

@@ -12,6 +12,7 @@ from .. import render
 from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
 from ..render.groups import propose_groups
 from . import state as ui_state
+from .graph_view import show_graph
 
 # the page's bordered input blocks and the sidebar: hidden while the demo is on
 _HIDE = (
@@ -38,8 +39,6 @@ def demo_switch(key: str) -> bool:
 def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, groups=None) -> None:
     """The demo: sentence, fitted graph with groups and strongest paths, NDF, the explanation
     (``graph_drawing`` and ``explain``: the result view's)."""
-    from .graph_view import show_graph
-
     st.subheader(prompt_sentence(result.task), anchor=False)
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     paths = strongest_paths(edges, 3)

@@ -22,6 +22,8 @@ from ..core.refusals import (
     unequal_lengths,
 )
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from .mmlu_picker import REFUSED_HINT
+from .proposals import propose
 from .state import session
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -47,6 +49,7 @@ def budgets_text(budgets) -> str:
 
 def graph_edge_total(model) -> int:
 
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
     return adapter_of(model).spec.n_edges
@@ -61,6 +64,7 @@ def shared_settings(method, settings: dict) -> dict:
 def run_settings(method, settings: dict) -> dict:
     """The settings as the run's result records them (every field, as its Config reads them), so
     a kept result can be compared with the form's values."""
+    # here, not at the top: keeps torch out of the first paint
     from ..methods import config_to_dict
 
     return config_to_dict(method.make_config(settings))
@@ -90,6 +94,7 @@ def prompt_input() -> str:
 
 def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
     """(the sentence why the prompt cannot run or None, its token count)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.limits import LimitError, prompt_limit_problem  # torch is loaded once a model is
 
     if not prompt.strip():
@@ -116,8 +121,6 @@ def _pick(role: str) -> None:
 
 def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
     """The prompt changed: propose its answer, foil and corrupted prompt; forget the old results."""
-    from .proposals import propose
-
     proposal = propose(model, prompt, tokens)
     state.adopt_prompt(
         prompt,
@@ -130,6 +133,7 @@ def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
 
 def token_problem(model, text: str, role: str) -> str | None:
     """None when ``text`` is one token of the model's vocabulary, else the sentence why not."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import TaskError, single_token_id
 
     try:
@@ -142,6 +146,7 @@ def token_problem(model, text: str, role: str) -> str | None:
 def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, list[str]]:
     """The model's next tokens as choices, then answer, foil and metric boxes, each with its
     problem below it. Returns (answer, foil, metric, problems)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import METRICS
 
     top = loaders.next_tokens(model, model_id, prompt)
@@ -217,6 +222,7 @@ def token_line(model, role: str, token: str, probability: dict[str, float]) -> N
     """Under an answer or foil box: the token as a chip with its spaces shown (a leading space is
     invisible in the box), the model's probability of it, and, for a word typed without the
     space the model's token has (' Mary' typed 'Mary'), one sentence and a button that adds it."""
+    # here, not at the top: keeps torch out of the first paint
     from .. import render
 
     chance = f" · the model gives it {100 * probability[token]:.1f}%" if token in probability else ""
@@ -290,6 +296,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
 def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]:
     """Both tokenisations, the differing tokens marked; [] when the lengths match, else the
     sentence that says so."""
+    # here, not at the top: keeps torch out of the first paint
     from .. import render
 
     clean_tokens = loaders.str_tokens(model, model_key, prompt)
@@ -316,6 +323,7 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
 
 def _chips(tokens: list[str], other: list[str]) -> str:
     """Token chips, at most ``MAX_CHIPS`` of them (then how many more there are)."""
+    # here, not at the top: keeps torch out of the first paint
     from .. import render
 
     differs = render.differing_positions(tokens, other)
@@ -328,6 +336,7 @@ def _chips(tokens: list[str], other: list[str]) -> str:
 def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) -> TaskInputs:
     """Everything below the prompt box: its length check, answer, foil, metric and corrupted
     prompt, each checked where it is typed."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
 
     problem, n_tokens = prompt_problem(model, model_id, prompt)
@@ -344,8 +353,6 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     )
     verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
     if verdict:  # a task whose corruption does not lower the metric: refused before Run
-        from .mmlu_picker import REFUSED_HINT
-
         if session.mmlu_prompt == prompt and corrupted != prompt:  # a picked MMLU question
             verdict += REFUSED_HINT
         st.error(verdict)
@@ -356,6 +363,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
 # ----- method, settings and budgets -----------------------------------------------------------------
 def method_picker(key: str = "method", methods=None) -> str:
     """The method select box (the registered methods, or ``methods``); returns its name."""
+    # here, not at the top: keeps torch out of the first paint
     from ..methods import available_methods, default_method
 
     registered = methods or available_methods()
@@ -385,6 +393,7 @@ def method_inputs(
     ``settings_key``: where the form's values live on (per method, across pages and in the URL).
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.api import parse_budgets
     from ..methods import available_methods
     from .forms import build_config, config_form
@@ -427,6 +436,7 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
     a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
     negative one, a 0 (an empty circuit), an empty list. A note does not: a budget over the graph's edges keeps the
     whole graph."""
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.api import parse_budgets
 
     parts = [part.strip() for part in str(text).split(",")]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
+from ..render import circuit_edges
 from ..render.cards import absent_card
 from ..render.groups import (
     PROPOSAL_RULE,
@@ -28,7 +29,9 @@ from ..render.groups import (
     parse_groups_text,
     propose_groups,
 )
+from . import loaders
 from . import state as ui_state
+from .graph_view import show_graph
 from .node_card import card_extras, drawing_cards
 
 MAX_URL_TEXT = 20_000
@@ -151,8 +154,6 @@ def _measured(_model, _task, model_key: str, task_key: str, edges: tuple[str, ..
 
 def _measure_line(result, model, mask, point_before) -> None:
     """The edited circuit's NDF and necessity beside the method's own."""
-    from . import loaders
-
     edges = tuple(result.graph.edge_names_of(mask))
     with st.spinner("Measuring the edited circuit on the model…"):
         _, point = _measured(
@@ -204,8 +205,6 @@ def _graph_and_card(result, drawing, labels, model, key) -> None:
     or restore it, its SAE features, ACC++'s trace. A plain click, a move along the card's edges or
     closing it reruns this fragment alone (to keep the view); a pin reruns the page (the pins'
     line shows it)."""
-    from .graph_view import show_graph  # the component's script is read when a graph is drawn
-
     state = load_state(key, result.graph, set())
 
     def opened(click: dict) -> None:  # before the rerun the click causes: that rerun keeps the card
@@ -307,8 +306,6 @@ def _controls(result, state, model, mask, point, key) -> None:
 
 def _groups(result, state, mask, key) -> None:
     with st.expander("Groups (supernodes): name nodes that work together"):
-        from ..render import circuit_edges
-
         if state.pins and st.button("group the pinned nodes", key=f"{key}.group_pins"):
             name = f"group {len(state.groups) + 1}"
             state.groups = {**state.groups, name: list(state.pins)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import importlib
 import itertools
+import json
 import os
 import threading
 import time
@@ -26,7 +27,10 @@ from concurrent.futures import Future
 
 import streamlit as st
 
+from ..core.keys import content_key
+from ..entry import calibration
 from ..services.assets import gallery_dir
+from . import startup
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 LABEL_TOP_K = 5
@@ -46,6 +50,7 @@ def _loader() -> tuple[Callable[[str, str | None], object], str]:
 def _default_loader(model_id: str, device: str | None):
     """``models.load_model``, imported when a load starts (in the loading thread: the launcher's
     main thread goes on to start the server without importing torch)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..models import load_model
 
     return load_model(model_id, device=device)
@@ -88,9 +93,6 @@ def model_future(model_id: str, device: str = "auto") -> Future:
 def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     """Load, time the load (the next start says how long to expect) and, on a machine with no
     rate measured yet for the model's device kind, time one forward pass (``probe_rate``)."""
-    from ..entry import calibration
-    from . import startup
-
     startup.mark(f"loading {model_id}")
     start = time.perf_counter()
     try:
@@ -100,6 +102,7 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
         return
     calibration.record_load(model_id, time.perf_counter() - start)
     startup.mark(f"{model_id} loaded")
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import register
 
     register(model, f"{model_id} on {device}, load {next(_LOADS)}")  # names it in cache keys
@@ -130,6 +133,7 @@ def freeze_long_lived_objects() -> None:
 
 def model_device_kind(model) -> str:
     """'cpu', 'cuda', 'mps': the kind of device the model's weights are on (what rates are kept by)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import model_device
 
     return model_device(model).type
@@ -138,10 +142,10 @@ def model_device_kind(model) -> str:
 def probe_rate(model) -> None:
     """Time one batched forward pass (under the model's lock) and keep its FLOP rate: the price
     of a run before any run has finished on this machine."""
+    # here, not at the top: keeps torch out of the first paint
     import torch
 
     from ..engine.prefix import final_residual
-    from ..entry import calibration
     from ..models.adapter import adapter_of, model_device
 
     tokens = (
@@ -165,6 +169,7 @@ EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
 
 @st.cache_resource(show_spinner=False)
 def _store(root: str):
+    # here, not at the top: keeps torch out of the first paint
     from ..services.store import ResultStore
 
     return ResultStore(root)
@@ -172,6 +177,7 @@ def _store(root: str):
 
 def get_store():
     """The result store under ``$CIRCUITVIZ_CACHE`` (or ~/.cache/circuitviz)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..services.store import default_root
 
     return _store(str(default_root()))
@@ -180,6 +186,7 @@ def get_store():
 def model_key(model) -> str:
     """A cache key for this model object: the one its load gave it (a model id alone names
     several objects: one per device, or per loader in tests)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
     return adapter_of(model).key
@@ -193,7 +200,7 @@ def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
-    from ..core.keys import content_key
+    # here, not at the top: keeps torch out of the first paint
     from ..labels.logit_lens import next_token_probabilities
 
     store = get_store()
@@ -217,7 +224,7 @@ def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[fl
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
-    from ..core.keys import content_key
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import single_token_id
     from ..labels.logit_lens import token_probability
 
@@ -240,7 +247,7 @@ def task_verdict(model, model_id: str, task) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
-    from ..core.keys import content_key
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask, TaskError
     from ..measure.task_validity import gap_problem, identical_prompts_problem, task_metrics
 
@@ -268,6 +275,7 @@ def str_tokens(model, model_id: str, text: str) -> list[str]:
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _str_tokens(_model, key: str, text: str) -> list[str]:
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of
 
     ids = adapter_of(_model).to_tokens(text)[0].tolist()
@@ -277,6 +285,7 @@ def _str_tokens(_model, key: str, text: str) -> list[str]:
 def request_for(model, model_id: str, task, method: str, settings, budgets: Sequence[int]):
     """The page's one ``Request`` (settings parsed, key computed), priced on the model: the
     estimate and the limits' verdict it carries are what Run shows and what the run obeys."""
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.request import Request
 
     return Request.for_model(model, task, method, settings, budgets, model_id).priced(model)
@@ -319,6 +328,7 @@ def discover(model, request, progress=None, store=None):
     """(result, came from the store): the engine's run of ``request`` through the shared store
     (``store`` when the caller fetched it already: a background thread cannot reach streamlit's
     caches)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.api import run_request
 
     return run_request(model, request, store=store or get_store(), progress=progress)
@@ -327,7 +337,7 @@ def discover(model, request, progress=None, store=None):
 def node_labels(model, model_id: str, task, store=None) -> dict:
     """Logit-lens labels of every node on the task's clean prompt, stored like results (``store``
     when the caller fetched it: a background thread cannot reach streamlit's caches)."""
-    from ..core.keys import content_key
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import prepare_task
     from ..labels.logit_lens import logit_lens_labels
 
@@ -356,6 +366,7 @@ def _sae_node_features(_model, key: str, model_id: str, prompt: str, nodes: tupl
     """({node: [its strongest SAE features, strongest first]}, None) from the embedded SAEs, or
     ({}, the sentence why not). Each feature: label, layer, feature, promotes, token, share."""
     try:
+        # here, not at the top: keeps torch out of the first paint
         from ..labels import sae_features
     except ImportError as error:
         return {}, f"SAE labels need sae-lens ({error})."
@@ -376,6 +387,7 @@ def sae_feature_labels(_model, model_id: str, features: tuple[tuple[int, int, st
     """({node id: one-line label} for (layer, feature, node id) of the embedded SAEs, None), or
     ({}, the sentence why not)."""
     try:
+        # here, not at the top: keeps torch out of the first paint
         from ..labels import sae_features
     except ImportError as error:
         return {}, f"SAE labels need sae-lens ({error})."
@@ -397,8 +409,6 @@ GALLERY = str(gallery_dir())
 @st.cache_data(show_spinner=False)
 def gallery_index(folder: str = GALLERY) -> list[dict]:
     """The ready examples (title, description, task, headline figures); [] when none are built."""
-    import json
-
     path = os.path.join(folder, "index.json")
     if not os.path.exists(path):
         return []
@@ -409,6 +419,7 @@ def gallery_index(folder: str = GALLERY) -> list[dict]:
 @st.cache_resource(show_spinner=False, max_entries=16)
 def gallery_example(slug: str, folder: str = GALLERY):
     """(CircuitResult, labels) of a stored example, read without any model pass."""
+    # here, not at the top: keeps torch out of the first paint
     import torch
 
     from ..core.results import CircuitResult

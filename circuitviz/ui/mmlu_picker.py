@@ -22,6 +22,7 @@ REFUSED_HINT = (
 
 @st.cache_data(show_spinner=False)
 def _subjects() -> list[str]:
+    # here, not at the top: keeps torch out of the first paint
     from ..batch.mmlu import mmlu_subjects
 
     return mmlu_subjects()
@@ -31,6 +32,7 @@ def _subjects() -> list[str]:
 def _questions(subject: str) -> list[tuple[int, str]]:
     """(row, the question on one line, cut at 100 characters with an ellipsis) of a subject, in
     the file's order; the whole question becomes the prompt once chosen."""
+    # here, not at the top: keeps torch out of the first paint
     from ..batch.mmlu import load_mmlu
 
     return [(q.row, _one_line(q.question)) for q in load_mmlu().of_subject(subject)]
@@ -45,6 +47,7 @@ def _one_line(text: str, width: int = 100) -> str:
 def _use_question(model, row: int) -> None:
     """Make question ``row`` Explore's prompt, answer, foil and corrupted prompt (a callback: it
     runs before the widgets are drawn)."""
+    # here, not at the top: keeps torch out of the first paint
     from ..batch.mmlu import load_mmlu
     from ..batch.mmlu_tasks import question_verdict
 
@@ -78,6 +81,7 @@ def _use_question(model, row: int) -> None:
 
 def _preferred_letters(model, question) -> list[int]:
     """The four letters' indices, the model's preferred first."""
+    # here, not at the top: keeps torch out of the first paint
     import torch
 
     from ..batch.mmlu_tasks import letter_token_ids, next_token_logits

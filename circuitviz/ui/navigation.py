@@ -4,17 +4,17 @@ the guard that keeps every page inside it."""
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
+from . import startup
 from .pagelist import pages
+from .sidebar import sidebar
 
 
 def run_app() -> None:
     """The page configuration, the navigation (its page list), the shared sidebar (model and
     device; first, before any page's widget: the URL's values and a task opened on another page
     are set there), then the page the URL names."""
-    from . import startup
-    from .sidebar import sidebar
-
     startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
     app_navigation = st.navigation(pages())
@@ -32,8 +32,6 @@ def inside_app() -> None:
     session after it. Here the page turns that layout off, as ``st.navigation`` does, runs the
     app (which runs this page inside it) and stops: one script run, so a button pressed for
     this run keeps its click."""
-    from streamlit.runtime.pages_manager import PagesManager
-
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         run_app()

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..labels.sae_features import context_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
-from . import loaders, state
+from . import loaders, run, state
+from .graph_view import show_graph
 
 
 def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
@@ -54,8 +56,6 @@ def _sae_features(model, result, component: str, key: str) -> None:
     for item in features:
         st.text(f"{item['label']}  (at {item['token']!r}; share {item.get('share', 0):.3g})")
         for context in (item.get("contexts") or [])[:3]:
-            from ..labels.sae_features import context_text
-
             st.caption(context_text(context))
 
 
@@ -75,7 +75,6 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             key=f"{key}.acc",
         ):
             return
-        from . import run
 
         request = loaders.request_for(model, result.model_id, result.task, tracer, {}, [10, 100])
         acc = run.run_with_status(model, request)
@@ -101,8 +100,6 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
 def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> None:
     """A drawing whose clicked node's card opens beside it (the views without edits: a circuit
     over positions, an opened graph file), and under it the node's SAE features and ACC++ signals."""
-    from .graph_view import show_graph
-
     name = f"{key}.clicked"
     clicked = state.widget_value(name) or ""
     cards = drawing_cards(drawing, labels=labels)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 ROOT = Path(__file__).resolve().parents[2]  # where app.py and pages/ are
 # name -> (script, title, icon); the first is the default page
@@ -38,8 +39,6 @@ def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
     """Go to page ``name`` inside the app with the view's URL parameters ``query_params`` (a
     switch clears them otherwise). A page run on its own (no navigation: a test's AppTest of one
     file) just stays; the values it set are in the session for when Explore opens."""
-    from streamlit.errors import StreamlitAPIException
-
     try:
         st.switch_page(page(name), query_params=query_params or None)
     except StreamlitAPIException:

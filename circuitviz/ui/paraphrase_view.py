@@ -9,6 +9,8 @@ import streamlit as st
 from .. import render
 from . import bon, loaders, result_view, state
 
+UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
+
 
 def pairs_table(result, method: str) -> None:
     """The paraphrase pairs, editable; a button makes the edited ones the next run's."""
@@ -57,20 +59,22 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
             )
         return None
     st.subheader("Edges shared across candidate circuits")
-    chosen = (state.session.bon_intersection or "none").rsplit(" (", 1)[0]
-    upset, shown = render.upset_figure(
-        sets, selected=tuple(chosen.split(" & ")) if chosen != "none" else None
-    )
-    clicked = bon.clicked_intersection(
-        st.plotly_chart(upset, key="bon.upset", on_select="rerun", selection_mode="points"), shown
-    )
+    shown = render.exclusive_intersections(sets)[: render.UPSET_BARS]
     named = {f"{item.label} ({item.size} edges)": item for item in shown}
     by_label = {item.label: name for name, item in named.items()}
-    if clicked is not None and clicked != state.session.bon_intersection_clicked:
+    # The click is read before the chart is drawn, so this run already draws its bar highlighted.
+    # Drawn first (as before), the chart of the run after a click was the unhighlighted one, and
+    # the next run's highlighted figure is another chart to streamlit (a plotly chart's identity
+    # hashes its figure): the click that run carried was dropped, so a second bar took two clicks.
+    clicked = bon.clicked_intersection(state.widget_value(UPSET_KEY), shown)
+    if clicked is not None and clicked != state.session.bon_intersection_clicked and clicked in by_label:
         state.session.bon_intersection = by_label[clicked]  # a bar clicked: as if chosen below
     state.session.bon_intersection_clicked = clicked
     if state.session.bon_intersection not in named:
         state.session.bon_intersection = "none"
+    chosen = named.get(state.session.bon_intersection)
+    upset, _ = render.upset_figure(sets, selected=chosen.members if chosen else None)
+    st.plotly_chart(upset, key=UPSET_KEY, on_select="rerun", selection_mode="points")
     picked = st.selectbox(
         "highlight the edges of one intersection in the graph (or click its bar above)",
         ["none", *named],

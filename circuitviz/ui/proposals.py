@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,7 @@ class Proposal:
 
 def _templates():
     """The template families and their word lists, imported on first use (they import torch)."""
-    from types import SimpleNamespace
-
+    # here, not at the top: keeps torch out of the first paint
     from ..query import templates
     from ..query.families import factual, ioi, recognise
 
@@ -44,6 +44,7 @@ def _templates():
 
 
 def _single_token(model, text: str) -> bool:
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
     return adapter_of(model).token_count(text, prepend_bos=False) == 1
@@ -56,6 +57,7 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
     the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the
     meaningful-task check (``task_validity.preferred_task``), a content word before a function word."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
     from ..measure.task_validity import preferred_task, task_gaps
 
@@ -100,6 +102,7 @@ def proposal_for(model, prompt: str, answer: str, top_tokens: list[str]) -> Prop
 def _corrupted_prediction(model, corrupted: str, answer: str) -> str:
     """The model's most likely next token after the corrupted prompt other than ``answer`` (the
     answer the corruption leads to: the foil its metric then falls towards), '' when none."""
+    # here, not at the top: keeps torch out of the first paint
     from ..labels.logit_lens import next_token_probabilities
 
     tokens = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
@@ -149,6 +152,7 @@ def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
     """(corrupted prompt, word replaced, replacement) for the first known word of ``prompt`` that
     has a replacement of the same token count; None when none has."""
     known = _known_words()
+    # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
     count = adapter_of(model).token_count

@@ -17,10 +17,16 @@ import streamlit as st
 from .. import render
 from ..core.keys import content_key
 from ..core.text import markdown_text
+from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
+from ..render.feature_graph import feature_circuit_html
 from . import loaders, state
 from .caveats import caveats, score_text
+from .demo import demo_switch, demo_view
 from .downloads import downloads
+from .graph_view import show_graph as draw
+from .instrument import instrument_view
+from .position_view import position_result_view
 from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
@@ -139,8 +145,6 @@ def demo_budget(result) -> int:
 def _evaluated_point(_model, _result, result_key: str, budget: int):
     """Faithfulness of an iBoN/BoN-CSM circuit at a budget the run did not evaluate: the circuit
     comes from the result's data, the engine measures it (one batched patched pass; no scoring)."""
-    from ..entry.api import evaluate_circuits  # here, not at the top: first paint does without the engine
-
     _, (point,) = evaluate_circuits(_model, _result.task, [_result.circuit(budget)], [int(budget)])
     return point
 
@@ -198,8 +202,6 @@ def graph_drawing(result, budget: int, labels=None, mask=None, **options):
 
 def show_graph(drawing, key: str | None = None, selected=None):
     """The drawing in the page (``graph_view``: fitted, clickable); the click of this run or None."""
-    from .graph_view import show_graph as draw
-
     return draw(drawing, key=key, selected=selected)
 
 
@@ -234,8 +236,6 @@ def feature_circuit_view(result, model, key: str) -> None:
     circuit = getattr(result.details, "feature_circuit", None) if result.details is not None else None
     if not circuit:
         return
-    from ..render.feature_graph import feature_circuit_html
-    from .graph_view import show_graph as draw
 
     with st.expander(
         f"The circuit over SAE features ({len(circuit.get('nodes') or [])} features)", expanded=True
@@ -360,10 +360,7 @@ def result_view(
     take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
     token positions has its own view (``position_view``)."""
     if result.positions:
-        from .position_view import position_result_view
-
         return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
-    from .demo import demo_switch, demo_view
 
     if demo_switch(key):
         budget = int(state.widget_value(budget_key) or demo_budget(result))
@@ -384,7 +381,6 @@ def result_view(
         help="each node's strongest feature of the embedded SAEs on this prompt",
     ):
         labels, captions, caption_key = sae_labels(model, result, budget, labels)
-    from .instrument import instrument_view
 
     def draw(mask, groups, words):
         return graph_drawing(

@@ -12,6 +12,7 @@ calibrate the estimates (``calibration.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -21,7 +22,10 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
-from . import loaders, state
+from ..entry import calibration
+from ..entry.calibration import part_shares, phase_shares
+from ..models import ModelLoadError
+from . import loaders, startup, state
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
@@ -30,9 +34,6 @@ POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run ha
 def load_model_or_stop(model_id: str, device: str):
     """The shared model; while it loads, how long it has taken and what to expect. A load error
     is one sentence and stops the page."""
-    from ..entry import calibration
-    from . import startup
-
     future = loaders.model_future(model_id, device)
     startup.mark_once("the page asks for the model")
     if not future.done():
@@ -52,7 +53,6 @@ def load_model_or_stop(model_id: str, device: str):
     if error is None:
         startup.mark_once("the page has the model")
         return future.result()
-    from ..models import ModelLoadError
 
     if isinstance(error, (ModelLoadError, ValueError, OSError)):
         st.error(str(error))
@@ -173,8 +173,6 @@ class RunProgress:
 def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]:
     """Expected seconds per phase: this method's last measured split on this device, else the
     split of its forward passes (2 clean/corrupted runs, one patched pass per budget)."""
-    from ..entry.calibration import phase_shares
-
     shares = phase_shares(estimate.device, method) if estimate is not None else None
     total = estimate.seconds if estimate is not None else 10.0
     if not shares:
@@ -206,7 +204,6 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
     of its work (``work_parts``) and its own timings (what a sibling variant may find stored)."""
     if estimate is None:
         return
-    from ..entry import calibration
 
     phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
     calibration.record(estimate.device, method, estimate.flops, seconds, phases, parts, result.timings)
@@ -260,7 +257,6 @@ def running(key: str | None) -> bool:
 
 def _start(model, request) -> Job:
     estimate = request.estimate
-    from ..entry.calibration import part_shares
 
     parts = part_shares(estimate.device, request.method) if estimate is not None else None
     progress = RunProgress(
@@ -297,6 +293,7 @@ def _start(model, request) -> Job:
 def run_with_status(model, request):
     """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
     the result, or None after its error sentence is shown, open, below the status."""
+    # here, not at the top: keeps torch out of the first paint
     from ..core.graph import GraphError
     from ..core.tasks import TaskError
 
@@ -335,8 +332,7 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
     (None, the sentence) when it is refused (over a limit, or settings that do not make a config).
     The estimate leaves out the work an earlier run stored that this one reads (the method's own
     ``stored_work``: iBoN after BoN finds its pair scores)."""
-    import dataclasses
-
+    # here, not at the top: keeps torch out of the first paint
     from ..entry.limits import priced_with_stored_work
     from ..methods import config_to_dict
 
@@ -360,8 +356,6 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:
     """The primary button, disabled (saying why) while an input above has a problem."""
     if ready:
-        from . import startup
-
         startup.mark_once(f"{label} drawn enabled")
     return st.button(
         label,

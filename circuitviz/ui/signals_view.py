@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..acc.tables import decision_label, decision_rows, knockout_rows, signal_rows
+from ..render.acc_graph import position_graph_html, removal_figure
 from . import result_view
+from .node_card import graph_with_card
 
 
 def signals_view(result) -> None:
     """Everything about one result's attention decisions and their signals."""
-    from ..acc.tables import decision_label, decision_rows, knockout_rows, signal_rows
-    from ..render.acc_graph import position_graph_html, removal_figure
-    from .node_card import graph_with_card
 
     details = result.details  # ACCDetails
     result_view.task_caption(result)

@@ -27,6 +27,9 @@ from typing import Any
 
 import streamlit as st
 
+from . import loaders
+from .pagelist import switch_to
+
 TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
 
 
@@ -339,6 +342,7 @@ def keep_result(result, request_key: str | None = None) -> None:
     method added on Compare) leaves the budget the user has."""
     if result is None:
         return
+    # here, not at the top: keeps torch out of the first paint
     from ..render import readable_budget
 
     results()[result.method] = result
@@ -367,8 +371,6 @@ def result_for(method: str, model_id: str, prompt: str):
 def stored_result(request):
     """The stored result of exactly this ``Request`` (any session, any page, a run finished after
     a reload), kept for every page like a fresh one; None when it was never computed. Never computes."""
-    from . import loaders
-
     found = loaders.stored_result(request)
     if found is not None:
         keep_result(found, request.key)
@@ -407,8 +409,6 @@ def open_task(
         "extra": extra,
     }
     if switch:
-        from .pagelist import switch_to
-
         switch_to("explore", url_params())
 
 

@@ -33,6 +33,7 @@ def metric_sentence(task) -> str:
 def circuit_at_budget(result) -> tuple[list[str], int, int]:
     """(the strongest nodes of ``result``'s circuit at the shared budget, the budget, how many
     nodes the circuit has): the nodes are ranked by their summed |edge score|."""
+    # here, not at the top: keeps torch out of the first paint
     from .. import render
 
     budgets = sorted(result.budgets)
