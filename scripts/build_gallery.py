@@ -145,12 +145,43 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str) -> None:
     index_path.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
 
 
+def check(model_id: str) -> None:
+    """Re-evaluate every stored example's circuits with today's evaluator and print, per budget,
+    the stored NDF against the NDF now, and where each opens (``render.opening_view``)."""
+    import torch
+
+    from circuitviz.core.results import CircuitResult
+    from circuitviz.entry.api import evaluate_circuits
+    from circuitviz.render import opening_view
+
+    model, _ = load_timed(model_id, device="cpu")
+    for entry in json.loads((GALLERY / "index.json").read_text()):
+        state = torch.load(GALLERY / f"{entry['slug']}.pt", map_location="cpu", weights_only=True)
+        result = CircuitResult.from_state(state["result"])
+        budgets = list(result.budgets)
+        _, points = evaluate_circuits(model, result.task, [result.circuit(b) for b in budgets], budgets)
+        print(f"{entry['slug']} ({result.method}): budget edges stored-NDF now-NDF", flush=True)
+        for budget, point in zip(budgets, points):
+            stored = result.point(budget)
+            print(f"  {budget} {point.n_edges} {stored.ndf:.3f} {point.ndf:.3f}", flush=True)
+        print(f"  opens (stored curve): {opening_view(result.curve).reason}", flush=True)
+        print(f"  opens (curve now): {opening_view(points).reason}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated slugs to rebuild (default: all)")
     parser.add_argument("--ig-steps", type=int, default=20)
     parser.add_argument("--model", default="gemma-3-270m")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="re-evaluate the stored examples with today's evaluator; build nothing",
+    )
     args = parser.parse_args()
+    if args.check:
+        check(args.model)
+        return
     slugs = {s.strip() for s in args.only.split(",") if s.strip()} or None
     build(slugs, args.ig_steps, args.model)
 
