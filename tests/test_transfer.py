@@ -96,3 +96,21 @@ def test_each_family_names_the_paraphrases_it_fitted_or_selected_on():
 
     assert transfer.paraphrases_used(Result()) == frozenset({"d"})
     assert transfer.paraphrases_used(object()) == frozenset()
+
+
+def test_a_results_transfer_is_in_its_json_and_its_stored_state(every_gap_clear, monkeypatch):
+    from circuitviz.core.results import CircuitResult
+    from circuitviz.entry.api import discover, measure_transfer
+
+    model = _gemma_with_spread_post_norms(0)
+    monkeypatch.setattr(
+        transfer, "template_tasks", lambda model, task, n, seed, max_tokens: (PARAPHRASES[:n], "")
+    )
+    result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20], model_id="tiny")
+    record = measure_transfer(model, result, count=2)
+    spec = GraphSpec.from_model(model)
+    expected = [_brute_ndf(model, spec, task, result.circuit(20)) for task in PARAPHRASES[:2]]
+    assert record["budgets"]["20"]["ndf"] == pytest.approx(expected, abs=1e-9)
+    assert record["budgets"]["5"]["paraphrases"] == [p.clean for p in PARAPHRASES[:2]]
+    assert result.to_eap_json()["transfer"] == record
+    assert CircuitResult.from_state(result.to_state()).transfer == record

@@ -19,6 +19,7 @@ from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
 from ..core.text import parse_whole_numbers, shown_number
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
+from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
 from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
@@ -114,6 +115,27 @@ def evaluate_circuits(
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
     return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
+
+
+def measure_transfer(
+    model,
+    result: CircuitResult,
+    count: int = DEFAULT_PARAPHRASES,
+    seed: int = 0,
+    budgets: Sequence[int] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> dict:
+    """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
+    on up to ``count`` template paraphrases its method never fitted to or selected on; kept in
+    ``result.transfer`` (the circuit's JSON carries it) and returned."""
+    chosen = [b for b in (budgets or result.budgets) if budgets or b < result.graph.n_edges]
+    circuits = {str(b): result.circuit(b) for b in chosen}
+    used = paraphrases_used(result)
+    found = held_out_transfer(
+        model, result.task, circuits, {name: used for name in circuits}, count, seed, max_tokens=max_tokens
+    )
+    result.transfer = transfer_record(found, {str(b): b for b in chosen})
+    return result.transfer
 
 
 # ----- Best-of-N's candidates at any budget -------------------------------------------------------

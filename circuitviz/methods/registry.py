@@ -106,6 +106,9 @@ class MethodTraits:
     positions_capable: bool = False
     scores_are_exact: bool = True
     calibration_family: tuple[str, ...] = ()
+    # learns its circuit on the prompt and some paraphrases and holds a share of them out, so its
+    # circuit is made to carry over to wordings it never saw (its settings have a held-out share)
+    holds_out_paraphrases: bool = False
 
     @property
     def fitted_note(self) -> str:
@@ -144,6 +147,7 @@ def traits_of(method: Method) -> MethodTraits:
         and scorer_positions is not ScoringMethod.score_positions,
         scores_are_exact=bool(method.scores_are_exact),
         calibration_family=tuple(method.calibration_family),
+        holds_out_paraphrases="held_out" in {f.name for f in dataclasses.fields(method.Config)},
     )
 
 
