@@ -114,3 +114,33 @@ def test_a_results_transfer_is_in_its_json_and_its_stored_state(every_gap_clear,
     assert record["budgets"]["5"]["paraphrases"] == [p.clean for p in PARAPHRASES[:2]]
     assert result.to_eap_json()["transfer"] == record
     assert CircuitResult.from_state(result.to_state()).transfer == record
+
+
+def test_completeness_equals_hand_patched_halves_of_the_circuit_and_of_the_model():
+    from circuitviz.measure.completeness import completeness, random_halves
+    from circuitviz.measure.evaluate import Evaluator
+
+    model = _gemma_with_spread_post_norms(1)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    evaluator = Evaluator(model, spec, prepared)
+    generator = torch.Generator().manual_seed(3)
+    circuit = (
+        torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64) < 0.4
+    ) & (spec.edge_mask)
+    halves = random_halves(circuit, draws=3, seed=5)
+    assert bool((halves <= circuit).all()) and [int(h.sum()) for h in halves] == [int(circuit.sum()) // 2] * 3
+    span = abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+    gaps = [
+        abs(
+            hand_patched_metric(model, spec, prepared, circuit & ~half)
+            - hand_patched_metric(model, spec, prepared, spec.edge_mask & ~half)
+        )
+        for half in halves
+    ]
+    expected = 1.0 - min(sum(gaps) / 3 / span, 1.0)
+    whole = spec.edge_mask.clone()
+    found = completeness(evaluator, torch.stack([circuit, whole, torch.zeros_like(whole)]), draws=3, seed=5)
+    assert found[0] == pytest.approx(expected, abs=1e-9)
+    assert found[1] == pytest.approx(1.0, abs=1e-9)  # the whole model is complete by definition
+    assert found[2] != found[2]  # an empty circuit has no half to remove: NaN
