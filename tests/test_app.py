@@ -416,6 +416,32 @@ def test_compare_shows_each_methods_ndf_and_the_true_overlap():
     assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
 
 
+def test_compare_shows_each_methods_held_out_transfer_and_completeness():
+    from circuitviz.core.tasks import prepare_task
+    from circuitviz.measure.completeness import completeness
+    from circuitviz.measure.evaluate import Evaluator
+
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    at.toggle(key="compare.transfer").set_value(True).run()
+    assert not at.exception, at.exception
+    results = at.session_state["results"]
+    budget = at.session_state["budget"]
+    first = results["eap"]
+    model = tiny_app_model()  # the same weights the app's loader built (a seeded tiny model)
+    evaluator = Evaluator(model, first.graph, prepare_task(model, first.task))
+    expected = completeness(evaluator, torch.stack([results[n].circuit(budget) for n in ("eap", "eap-ig")]))
+    shown = [m.value for m in at.metric if m.label == "completeness"]
+    assert shown == [f"{value:.3f}" for value in expected]
+    assert len([m for m in at.metric if m.label == "NDF held out"]) == 2
+    table = at.dataframe[-1].value
+    assert list(table["completeness"]) == pytest.approx(expected)
+    # the transfer measured is each result's own record, which its JSON carries
+    assert all(str(budget) in results[n].to_eap_json()["transfer"]["budgets"] for n in ("eap", "eap-ig"))
+
+
 def test_signals_shows_the_acc_result_computed_on_compare():
     at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
     at.switch_page("pages/compare.py").run()

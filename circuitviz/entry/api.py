@@ -128,14 +128,37 @@ def measure_transfer(
     """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
     on up to ``count`` template paraphrases its method never fitted to or selected on; kept in
     ``result.transfer`` (the circuit's JSON carries it) and returned."""
-    chosen = [b for b in (budgets or result.budgets) if budgets or b < result.graph.n_edges]
-    circuits = {str(b): result.circuit(b) for b in chosen}
-    used = paraphrases_used(result)
-    found = held_out_transfer(
-        model, result.task, circuits, {name: used for name in circuits}, count, seed, max_tokens=max_tokens
-    )
-    result.transfer = transfer_record(found, {str(b): b for b in chosen})
-    return result.transfer
+    return measure_transfers(model, {"result": result}, count, seed, budgets, max_tokens)["result"]
+
+
+def measure_transfers(
+    model,
+    results: dict[str, CircuitResult],
+    count: int = DEFAULT_PARAPHRASES,
+    seed: int = 0,
+    budgets: Sequence[int] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> dict[str, dict]:
+    """``measure_transfer`` for several results of one task at once (Compare): every paraphrase is
+    checked and run once, each circuit measured on those its own method never used. A budget
+    measured before stays in a result's record unless measured again."""
+    first = next(iter(results.values()))
+    circuits, seen, owners = {}, {}, {}
+    for key, result in results.items():
+        chosen = [b for b in (budgets or result.budgets) if budgets or b < result.graph.n_edges]
+        used = paraphrases_used(result)
+        for budget in chosen:
+            name = f"{key}@{budget}"
+            circuits[name], seen[name], owners[name] = result.circuit(budget), used, (key, budget)
+    found = held_out_transfer(model, first.task, circuits, seen, count, seed, max_tokens=max_tokens)
+    records = {}
+    for key, result in results.items():
+        mine = {name: budget for name, (owner, budget) in owners.items() if owner == key}
+        record = transfer_record(found, mine)
+        if result.transfer and result.transfer.get("source") == record["source"]:
+            record["budgets"] = {**result.transfer.get("budgets", {}), **record["budgets"]}
+        result.transfer = records[key] = record
+    return records
 
 
 # ----- Best-of-N's candidates at any budget -------------------------------------------------------

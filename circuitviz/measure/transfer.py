@@ -146,14 +146,6 @@ def held_out_transfer(
     return found
 
 
-def paraphrase_ndf(
-    model, task: PromptTask, circuits: dict[str, torch.Tensor], count: int = DEFAULT_PARAPHRASES
-) -> Transfer:
-    """Each circuit's NDF on up to ``count`` template paraphrases of ``task``, for circuits whose
-    methods used none (``held_out_transfer`` with nothing seen)."""
-    return held_out_transfer(model, task, circuits, count=count)
-
-
 def transfer_record(
     transfer: Transfer, names_to_budgets: Mapping[str, int], source: str = "template"
 ) -> dict:
