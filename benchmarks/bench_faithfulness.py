@@ -112,23 +112,27 @@ def curve_areas(curve: list[CurvePoint], n_edges: int) -> dict[str, float]:
     }
 
 
-def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
-    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects."""
+def prepare_prompt(
+    model, spec: GraphSpec, task, with_effects: bool = True
+) -> tuple[dict, torch.Tensor | None]:
+    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects (None and
+    no (b) row without ``with_effects``)."""
     evaluator = Evaluator(model, spec, prepare_task(model, task))
-    start = time.perf_counter()
-    effects = node_effects(model, spec, evaluator)
-    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
     entry: dict = {
         "baseline": [evaluator.baseline.clean, evaluator.baseline.corrupted],
         "valid": gap_problem(task, evaluator.baseline.clean, evaluator.baseline.corrupted) is None,
         "curves": {},
-        "tracking": {
-            "eap (heads before the post-norm)": node_tracking(
-                spec, prenorm_eap_scores(model, spec, evaluator), effects
-            )
-        },
+        "tracking": {},
         "seconds": {},
     }
+    if not with_effects:
+        return entry, None
+    start = time.perf_counter()
+    effects = node_effects(model, spec, evaluator)
+    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
+    entry["tracking"]["eap (heads before the post-norm)"] = node_tracking(
+        spec, prenorm_eap_scores(model, spec, evaluator), effects
+    )
     return entry, effects
 
 
@@ -149,13 +153,14 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     if row == "bon-family":
         for variant in BON_VARIANTS:
             entry["curves"][variant] = [CurvePoint(**p).to_dict() for p in result.details.curves[variant]]
-        for variant in ("single", "average"):
+        for variant in ("single", "average") if effects is not None else ():
             scores = edge_matrix(spec, result.details.edge_scores[variant])
             entry["tracking"][variant] = node_tracking(spec, scores, effects)
         circuits["bon"] = {b: result.circuit(b) for b in budgets}
     else:
         entry["curves"][row] = [p.to_dict() for p in result.curve]
-        entry["tracking"][row] = node_tracking(spec, result.scores, effects)
+        if effects is not None:  # else (b) keeps the merged run's row
+            entry["tracking"][row] = node_tracking(spec, result.scores, effects)
         circuits[row] = {b: result.circuit(b) for b in budgets}
     fill_necessity(model, spec, task, entry["curves"]["bon" if row == "bon-family" else row], circuits)
     for name in circuits:  # the paraphrases the method fitted to or selected on: never held out
@@ -518,6 +523,11 @@ def main() -> int:
         default=None,
         help="rerun the rows of --methods into this saved run (same prompts), keeping its other rows",
     )
+    parser.add_argument(
+        "--no-node-effects",
+        action="store_true",
+        help="with --merge: keep the saved run's (b) instead of patching every node again (its slowest part)",
+    )
     args = parser.parse_args()
     apply_threads(args.threads)
     from circuitviz.models import EMBEDDED_MODEL
@@ -556,7 +566,7 @@ def main() -> int:
     effects = []
     for number, (kind, task) in enumerate(chosen, start=1):
         log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
-        entry, found = prepare_prompt(model, spec, task)
+        entry, found = prepare_prompt(model, spec, task, with_effects=not args.no_node_effects)
         entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
         if args.merge:
             report["prompts"][number - 1]["tracking"].update(entry["tracking"])
