@@ -93,8 +93,48 @@ EXAMPLES = [
 
 
 # a learned mask per budget costs a run per budget: the budgets a first view and its slider need
-LEARNED_BUDGETS = [10, 20, 30, 50, 75, 100, 150, 200, 500]
+LEARNED_BUDGETS = [20, 30, 50, 100, 200]
 SCORED_BUDGETS = [10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000]
+
+
+def index_entry(example: dict, result, model_id: str) -> dict:
+    """The example's line of index.json, read off its stored result: where it opens
+    (``render.opening_view``) and that circuit's NDF on held-out paraphrases."""
+    from circuitviz.render import opening_view
+
+    view = opening_view(result.curve, good_ndf=0.8)
+    best = result.point(view.budget)
+    held_out = ((result.transfer or {}).get("budgets") or {}).get(str(view.budget), {})
+    return {
+        "slug": example["slug"],
+        "title": example["title"],
+        "description": example["description"],
+        "task": example["task"].to_dict(),
+        "model_id": model_id,
+        "method": result.method,
+        "config": result.config,
+        "budgets": sorted(result.budgets),
+        "clean_metric": result.baseline.clean,
+        "corrupted_metric": result.baseline.corrupted,
+        "headline": {"budget": best.budget, "n_edges": best.n_edges, "ndf": best.ndf},
+        "opening": view.reason,
+        "held_out": {"ndf": held_out.get("mean_ndf"), "paraphrases": len(held_out.get("ndf", []))},
+    }
+
+
+def write_index(model_id: str) -> None:
+    """index.json from the stored examples (each ``<slug>.pt``), in the examples' order."""
+    import torch
+
+    from circuitviz.core.results import CircuitResult
+
+    entries = []
+    for example in EXAMPLES:
+        path = GALLERY / f"{example['slug']}.pt"
+        if path.exists():
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            entries.append(index_entry(example, CircuitResult.from_state(state["result"]), model_id))
+    (GALLERY / "index.json").write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
 
 
 def build(slugs: set[str] | None, ig_steps: int, model_id: str, method: str = "edge-pruning") -> None:
@@ -108,10 +148,6 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str, method: str = "e
     from circuitviz.render import opening_view
 
     GALLERY.mkdir(parents=True, exist_ok=True)
-    index_path = GALLERY / "index.json"
-    index = (
-        {entry["slug"]: entry for entry in json.loads(index_path.read_text())} if index_path.exists() else {}
-    )
     model, _ = load_timed(model_id, device="cpu")
     spec = GraphSpec.from_model(model)
     chosen = get_method(method)
@@ -134,32 +170,14 @@ def build(slugs: set[str] | None, ig_steps: int, model_id: str, method: str = "e
         labels = logit_lens_labels(model, spec, prepare_task(model, task))
         state = {"result": result.to_state(), "labels": labels}
         torch.save(state, GALLERY / f"{example['slug']}.pt")
-        best = result.point(view.budget)
-        held_out = result.transfer["budgets"][str(view.budget)]
-        index[example["slug"]] = {
-            "slug": example["slug"],
-            "title": example["title"],
-            "description": example["description"],
-            "task": task.to_dict(),
-            "model_id": model_id,
-            "method": method,
-            "config": config,
-            "budgets": budgets,
-            "clean_metric": result.baseline.clean,
-            "corrupted_metric": result.baseline.corrupted,
-            "headline": {"budget": best.budget, "n_edges": best.n_edges, "ndf": best.ndf},
-            "opening": view.reason,
-            "held_out": {"ndf": held_out["mean_ndf"], "paraphrases": len(held_out["ndf"])},
-        }
+        write_index(model_id)  # after each example: a build cut short keeps what it finished
+        entry = index_entry(example, result, model_id)
         print(
             f"{example['slug']}: clean {result.baseline.clean:+.2f} corrupted {result.baseline.corrupted:+.2f}; "
             + " ".join(f"{p.budget}:{p.ndf:.2f}" for p in result.curve)
-            + f" ({time.perf_counter() - start:.0f} s); opens: {view.reason} Held out: {held_out['mean_ndf']} "
-            f"on {len(held_out['ndf'])}",
+            + f" ({time.perf_counter() - start:.0f} s); opens: {view.reason} Held out: {entry['held_out']}",
             flush=True,
         )
-    ordered = [index[e["slug"]] for e in EXAMPLES if e["slug"] in index]
-    index_path.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
 
 
 def check(model_id: str) -> None:
@@ -196,6 +214,7 @@ def main() -> None:
         "at most 200 edges reach NDF 0.8 on one example of five, docs/faithfulness.md)",
     )
     parser.add_argument("--model", default="gemma-3-270m")
+    parser.add_argument("--reindex", action="store_true", help="rewrite index.json from the stored examples")
     parser.add_argument(
         "--check",
         action="store_true",
@@ -204,6 +223,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.check:
         check(args.model)
+        return
+    if args.reindex:
+        write_index(args.model)
         return
     slugs = {s.strip() for s in args.only.split(",") if s.strip()} or None
     build(slugs, args.ig_steps, args.model, args.method)
