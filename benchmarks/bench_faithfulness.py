@@ -528,6 +528,9 @@ def main() -> int:
         action="store_true",
         help="with --merge: keep the saved run's (b) instead of patching every node again (its slowest part)",
     )
+    parser.add_argument(
+        "--no-transfer", action="store_true", help="leave (c) as the saved run has it (no paraphrases run)"
+    )
     args = parser.parse_args()
     apply_threads(args.threads)
     from circuitviz.models import EMBEDDED_MODEL
@@ -580,9 +583,10 @@ def main() -> int:
             log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
             entry = report["prompts"][number]
             circuits = run_row(model, spec, task, row, budgets, entry, effects[number])
-            merge_transfer(
-                entry, paraphrase_transfer(model, spec, task, circuits, budgets, entry.get("seen"))
-            )
+            if not args.no_transfer:
+                merge_transfer(
+                    entry, paraphrase_transfer(model, spec, task, circuits, budgets, entry.get("seen"))
+                )
             if args.json:
                 args.json.write_text(json.dumps(report, indent=1))
     publish(tables(report, spec), report, args.markdown)
