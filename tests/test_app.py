@@ -488,6 +488,22 @@ def test_a_dip_in_the_curve_is_explained():
     assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
 
 
+def test_a_first_view_that_is_not_faithful_offers_the_method_that_holds_paraphrases_out():
+    from circuitviz.methods import methods_with
+
+    at = _run(_explore(budgets="4,5"))
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    view = render.opening_view(result.curve, good_ndf=0.8)
+    assert any(c.value == view.reason for c in at.caption)
+    assert not view.faithful, result.curve  # the tiny model's circuits of 4-5 edges stay below NDF 0.8
+    (offer,) = [b for b in at.button if b.key == "budget.transferable"]
+    offer.click().run()
+    assert not at.exception, at.exception
+    (name,) = methods_with("holds_out_paraphrases")
+    assert at.session_state["method"] == name and at.session_state["prompt"] == result.task.clean
+
+
 # ----- Gallery and About -----------------------------------------------------------------------------
 def test_gallery_opens_without_a_model_at_a_readable_budget():
     import circuitviz.ui.loaders as loaders
