@@ -540,22 +540,24 @@ def test_gallery_rerun_live_runs_the_example_on_explore():
     assert not at.exception, at.exception
     assert at.title[0].value.startswith("Explore")
     assert at.session_state["prompt"].startswith("When Mary and John")
-    result = at.session_state["results"].get("eap-ig")
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    method = next(e for e in examples if e["slug"] == "ioi")["method"]  # the example's own method
+    result = at.session_state["results"].get(method)
     assert result is not None, [e.value for e in at.error]
     assert result.task.corrupted == at.text_area(key="w.corrupted").value  # the example's, not a proposal
     assert any(m.label == "NDF" for m in at.metric)
 
 
 def test_gallery_rerun_live_uses_the_examples_settings_not_the_last_typed():
-    at = _app().run()
-    at.number_input(key="method.eap-ig.ig_steps").set_value(3).run()
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    entry = next(e for e in examples if e["slug"] == "ioi")
+    at = _app(method=entry["method"]).run()
+    at.number_input(key=f"method.{entry['method']}.ig_steps").set_value(3).run()
     at.switch_page("pages/gallery.py").run()
     at.segmented_control(key="gallery.slug").set_value("ioi").run()
     at.button(key="gallery.rerun").click().run()
     assert not at.exception, at.exception
-    result = at.session_state["results"].get("eap-ig")
-    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
-    entry = next(e for e in examples if e["slug"] == "ioi")
+    result = at.session_state["results"].get(entry["method"])
     assert result.config["ig_steps"] == entry["config"]["ig_steps"] != 3
 
 
