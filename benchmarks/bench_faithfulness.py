@@ -47,10 +47,11 @@ from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_
 from circuitviz.core.curves import CurvePoint, cmd, cpr
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.tasks import prepare_task
+from circuitviz.measure.completeness import completeness
 from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.measure.task_validity import gap_problem
+from circuitviz.measure.transfer import held_out_transfer, paraphrases_used
 from circuitviz.methods import get_method
-from circuitviz.methods.paraphrase_pairs import template_tasks
 from circuitviz.query.variants import edge_matrix
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -73,10 +74,11 @@ METHODS = {
     "atp-star": ("atp-star", {}),
     "flow-routes": ("flow-routes", {}),
     "acdc": ("acdc", {}),
+    "paraphrase-pruning": ("paraphrase-pruning", {}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
-FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm")
+FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm", "paraphrase-pruning")
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
 MAGNITUDES = (
     "edge-pruning",
@@ -87,6 +89,8 @@ MAGNITUDES = (
     "flow-routes",
 )
 N_PARAPHRASES = 5
+# rows whose method fits to or selects on paraphrases: their (c) is held out only when rerun since issue 31
+USES_PARAPHRASES = ("single", "average", "bon", "ibon", "bon-csm", "ensemble-bootstrap", "paraphrase-pruning")
 
 
 def _figure(value: float) -> str:
@@ -108,23 +112,27 @@ def curve_areas(curve: list[CurvePoint], n_edges: int) -> dict[str, float]:
     }
 
 
-def prepare_prompt(model, spec: GraphSpec, task) -> tuple[dict, torch.Tensor]:
-    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects."""
+def prepare_prompt(
+    model, spec: GraphSpec, task, with_effects: bool = True
+) -> tuple[dict, torch.Tensor | None]:
+    """A prompt's entry (baseline, the pre-norm EAP row of (b)) and its node effects (None and
+    no (b) row without ``with_effects``)."""
     evaluator = Evaluator(model, spec, prepare_task(model, task))
-    start = time.perf_counter()
-    effects = node_effects(model, spec, evaluator)
-    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
     entry: dict = {
         "baseline": [evaluator.baseline.clean, evaluator.baseline.corrupted],
         "valid": gap_problem(task, evaluator.baseline.clean, evaluator.baseline.corrupted) is None,
         "curves": {},
-        "tracking": {
-            "eap (heads before the post-norm)": node_tracking(
-                spec, prenorm_eap_scores(model, spec, evaluator), effects
-            )
-        },
+        "tracking": {},
         "seconds": {},
     }
+    if not with_effects:
+        return entry, None
+    start = time.perf_counter()
+    effects = node_effects(model, spec, evaluator)
+    log(f"    node effects of 90 components: {time.perf_counter() - start:.1f} s")
+    entry["tracking"]["eap (heads before the post-norm)"] = node_tracking(
+        spec, prenorm_eap_scores(model, spec, evaluator), effects
+    )
     return entry, effects
 
 
@@ -145,15 +153,19 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     if row == "bon-family":
         for variant in BON_VARIANTS:
             entry["curves"][variant] = [CurvePoint(**p).to_dict() for p in result.details.curves[variant]]
-        for variant in ("single", "average"):
+        for variant in ("single", "average") if effects is not None else ():
             scores = edge_matrix(spec, result.details.edge_scores[variant])
             entry["tracking"][variant] = node_tracking(spec, scores, effects)
         circuits["bon"] = {b: result.circuit(b) for b in budgets}
     else:
         entry["curves"][row] = [p.to_dict() for p in result.curve]
-        entry["tracking"][row] = node_tracking(spec, result.scores, effects)
+        if effects is not None:  # else (b) keeps the merged run's row
+            entry["tracking"][row] = node_tracking(spec, result.scores, effects)
         circuits[row] = {b: result.circuit(b) for b in budgets}
     fill_necessity(model, spec, task, entry["curves"]["bon" if row == "bon-family" else row], circuits)
+    for name in circuits:  # the paraphrases the method fitted to or selected on: never held out
+        entry.setdefault("seen", {})[name] = sorted(paraphrases_used(result))
+    fill_completeness(model, spec, task, entry, circuits)
     if row == "edge-pruning":
         entry["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
     shown = entry["curves"]["bon" if row == "bon-family" else row]
@@ -182,31 +194,44 @@ def fill_necessity(model, spec: GraphSpec, task, curve: list[dict], circuits: di
         point.update(necessity=measured.necessity, metric_without=measured.metric_without)
 
 
-def paraphrase_transfer(model, spec: GraphSpec, task, circuits: dict, budgets: list[int]) -> dict | None:
-    """NDF of every row's circuits on template paraphrases: {row: {budget: [ndf per paraphrase]}}
-    with how many paraphrases passed the template check and how many of those the meaningful-task
-    check (only those are measured); None when no row ran."""
+def fill_completeness(model, spec: GraphSpec, task, entry: dict, circuits: dict) -> None:
+    """(e): each row's completeness at its budgets (``measure.completeness``), into the entry."""
+    evaluator = Evaluator(model, spec, prepare_task(model, task))
+    for row, masks in circuits.items():
+        budgets = sorted(masks)
+        values = completeness(evaluator, torch.stack([masks[b] for b in budgets]))
+        entry.setdefault("completeness", {})[row] = {str(b): v for b, v in zip(budgets, values)}
+
+
+def paraphrase_transfer(
+    model, spec: GraphSpec, task, circuits: dict, budgets: list[int], seen: dict | None = None
+) -> dict | None:
+    """NDF of every row's circuits on held-out paraphrases (``measure.transfer.held_out_transfer``:
+    template paraphrases its method never fitted to or selected on, ``seen`` by row):
+    {row: {budget: [ndf per paraphrase]}}, with how many paraphrases passed the template check,
+    how many were measured (both checks passed) and, per row, how many were left out as used;
+    None when no row ran."""
     rows = list(circuits)
     if not rows:
         return None
-    tasks, note = template_tasks(model, task, N_PARAPHRASES, seed=0)
-    found: dict = {row: {str(b): [] for b in budgets} for row in rows}
-    valid = 0
-    if not tasks:
-        return {"paraphrases": 0, "valid": 0, "note": note, "ndf": found}
-    stacked = torch.stack([circuits[row][b] for row in rows for b in budgets])
-    for paraphrase in tasks:
-        evaluator = Evaluator(model, spec, prepare_task(model, paraphrase))
-        if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
-            continue
-        valid += 1
-        points = curves_of_tasks(
-            [evaluator], stacked[None], [b for _ in rows for b in budgets], with_necessity=False
-        )[0]
-        for index, point in enumerate(points):
-            row, budget = rows[index // len(budgets)], budgets[index % len(budgets)]
-            found[row][str(budget)].append(point.ndf)
-    return {"paraphrases": len(tasks), "valid": valid, "note": note, "ndf": found}
+    names = {f"{row}@{b}": (row, b) for row in rows for b in budgets}
+    found = held_out_transfer(
+        model,
+        task,
+        {name: circuits[row][b] for name, (row, b) in names.items()},
+        {name: (seen or {}).get(row, ()) for name, (row, _) in names.items()},
+        count=N_PARAPHRASES,
+    )
+    ndf: dict = {row: {str(b): found.ndf[f"{row}@{b}"] for b in budgets} for row in rows}
+    excluded = {row: found.excluded[f"{row}@{budgets[0]}"] for row in rows}
+    return {
+        "paraphrases": found.paraphrases,
+        "valid": found.valid,
+        "note": found.note,
+        "ndf": ndf,
+        "excluded": excluded,
+        "held_out": True,
+    }
 
 
 def mean(values) -> float:
@@ -280,6 +305,59 @@ def necessity_table(prompts: list[dict], rows: list[str], budgets: list[int]) ->
         "",
         "1: removing the circuit's edges removes the whole clean-corrupted difference; 0: it changes nothing. "
         "NDF (a) says whether the circuit suffices, necessity whether the model needs it.",
+        "",
+        "Necessity at the smallest of these budgets whose circuit reaches NDF 0.8 (the prompts where one does):",
+        "",
+        "| method | necessity there | prompts |",
+        "|---|---:|---:|",
+    ]
+    for row in rows:
+        found = []
+        for p in prompts:
+            curve = p["curves"].get(row)
+            if not isinstance(curve, list):
+                continue
+            first = next((pt for pt in sorted(curve, key=lambda q: q["budget"]) if pt["ndf"] >= 0.8), None)
+            if first is not None and _measured(first.get("necessity")):
+                found.append(first["necessity"])
+        if found:
+            lines.append(f"| {row} | {mean(found):.3f} | {len(found)} |")
+    return lines
+
+
+def completeness_table(prompts: list[dict], rows: list[str], budgets: list[int]) -> list[str]:
+    """(e): completeness at every budget (mean over the prompts, and its range at 1 %)."""
+    measured = [row for row in rows if any(row in p.get("completeness", {}) for p in prompts)]
+    if not measured:
+        return []
+    lines = [
+        "",
+        f"### (e) Completeness: a random half K of the circuit removed from the circuit and from the model, "
+        f"1 - mean |L(C\\K) - L(M\\K)| / |L(M) - L(M')| (8 halves), mean over {len(prompts)} prompts",
+        "",
+        "| method | " + " | ".join(f"{b}" for b in budgets) + f" | range over prompts at {budgets[1]} |",
+        "|---|" + "---:|" * (len(budgets) + 1),
+    ]
+    for row in measured:
+        values = {
+            b: [p["completeness"][row].get(str(b)) for p in prompts if row in p.get("completeness", {})]
+            for b in budgets
+        }
+        cells = ["-" if math.isnan(mean(values[b])) else f"{mean(values[b]):.3f}" for b in budgets]
+        at = [v for v in values[budgets[1]] if _measured(v)]
+        spread = f"{min(at):.2f}-{max(at):.2f}" if at else "-"
+        count = len([p for p in prompts if row in p.get("completeness", {})])
+        lines.append(
+            f"| {row} | "
+            + " | ".join(cells)
+            + f" | {spread} |"
+            + ("" if count == len(prompts) else f" ({count} prompts)")
+        )
+    lines += [
+        "",
+        "1: removing any half of the circuit does to the circuit what it does to the whole model, so the "
+        "model holds no route the circuit lacks; necessity (d) is near 1 for every circuit holding the "
+        "few edges everything passes through, completeness is not (docs/faithfulness.md).",
     ]
     return lines
 
@@ -356,8 +434,9 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         + ", ".join(sorted(MAGNITUDES))
         + " score without a sign (mask strengths, mean ranks).",
         "",
-        f"### (c) NDF on up to {N_PARAPHRASES} template paraphrases of each prompt against NDF on the prompt "
-        "(means over the prompts with paraphrases, each prompt's paraphrases averaged first)",
+        f"### (c) NDF on up to {N_PARAPHRASES} held-out template paraphrases of each prompt (never used by "
+        "the method to fit or to select) against NDF on the prompt (means over the prompts with "
+        "paraphrases, each prompt's paraphrases averaged first)",
         "",
         "| method | " + " | ".join(f"{b} edges: paraphrases / prompt" for b in budgets[:4]) + " |",
         "|---|" + "---:|" * 4,
@@ -375,8 +454,14 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
                 and p.get("transfer", {}).get("ndf", {}).get(row, {}).get(str(budget))
             )
             cells.append("-" if math.isnan(on_paraphrases) else f"{on_paraphrases:.3f} / {on_prompt:.3f}")
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        held = all(row in p.get("transfer", {}).get("held_out_rows", []) for p in prompts if "transfer" in p)
+        mark = "" if held or row not in USES_PARAPHRASES else " (not held out: measured before issue 31)"
+        lines.append(f"| {row}{mark} | " + " | ".join(cells) + " |")
     lines += [
+        "",
+        "Held out: each row's paraphrases are the first template paraphrases (seed 0) its method did not "
+        "use; Best-of-N and the bootstrap ensemble score theirs, paraphrase pruning fits on its fit share, "
+        "so theirs are drawn past those (`circuitviz.measure.transfer.held_out_transfer`).",
         "",
         "Fitted to the prompt: "
         + ", ".join(FITTED_TO_PROMPT)
@@ -389,6 +474,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         validity_line(prompts),
     ]
     lines += necessity_table(prompts, rows, budgets)
+    lines += completeness_table(prompts, rows, budgets)
     lines += cost_table(prompts, rows, report.get("cost_note", ""))
     timing = [p["edge_pruning"] for p in prompts if "edge_pruning" in p]
     if timing:
@@ -437,6 +523,14 @@ def main() -> int:
         default=None,
         help="rerun the rows of --methods into this saved run (same prompts), keeping its other rows",
     )
+    parser.add_argument(
+        "--no-node-effects",
+        action="store_true",
+        help="with --merge: keep the saved run's (b) instead of patching every node again (its slowest part)",
+    )
+    parser.add_argument(
+        "--no-transfer", action="store_true", help="leave (c) as the saved run has it (no paraphrases run)"
+    )
     args = parser.parse_args()
     apply_threads(args.threads)
     from circuitviz.models import EMBEDDED_MODEL
@@ -475,7 +569,7 @@ def main() -> int:
     effects = []
     for number, (kind, task) in enumerate(chosen, start=1):
         log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
-        entry, found = prepare_prompt(model, spec, task)
+        entry, found = prepare_prompt(model, spec, task, with_effects=not args.no_node_effects)
         entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
         if args.merge:
             report["prompts"][number - 1]["tracking"].update(entry["tracking"])
@@ -489,7 +583,10 @@ def main() -> int:
             log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
             entry = report["prompts"][number]
             circuits = run_row(model, spec, task, row, budgets, entry, effects[number])
-            merge_transfer(entry, paraphrase_transfer(model, spec, task, circuits, budgets))
+            if not args.no_transfer:
+                merge_transfer(
+                    entry, paraphrase_transfer(model, spec, task, circuits, budgets, entry.get("seen"))
+                )
             if args.json:
                 args.json.write_text(json.dumps(report, indent=1))
     publish(tables(report, spec), report, args.markdown)
@@ -505,7 +602,10 @@ def merge_transfer(entry: dict, transfer: dict | None) -> None:
         entry["transfer"] = transfer
         return
     entry["transfer"]["ndf"].update(transfer["ndf"])
-    entry["transfer"].update({k: v for k, v in transfer.items() if k != "ndf"})
+    entry["transfer"].setdefault("excluded", {}).update(transfer.get("excluded", {}))
+    entry["transfer"].setdefault("held_out_rows", [])
+    entry["transfer"]["held_out_rows"] = sorted({*entry["transfer"]["held_out_rows"], *transfer["ndf"]})
+    entry["transfer"].update({k: v for k, v in transfer.items() if k not in ("ndf", "excluded", "held_out")})
 
 
 def publish(lines: list[str], report: dict, markdown: Path | None) -> None:

@@ -32,6 +32,12 @@ activation it has on *q′*.
 - **Necessity**: min(|L(M(q)) − L((M∖C)(q))| / |L(M(q)) − L(M(q′))|, 1), the full model with only
   the circuit's edges corrupted. NDF asks whether the circuit suffices, necessity whether the model
   needs it: 1 means removing the circuit removes the whole clean–corrupted difference.
+- **Completeness**: a random half *K* of the circuit removed from the circuit and from the whole
+  model, 1 − mean |L((C∖K)(q)) − L((M∖K)(q))| / |L(M(q)) − L(M(q′))| over 8 halves: 1 means the model
+  holds no route the circuit lacks. Necessity is near 1 for nearly every circuit that holds the few
+  edges everything passes through; completeness tells those circuits apart.
+- **Transfer**: a circuit's NDF on paraphrases of the prompt its method never used to fit or to
+  select (Best-of-N's, the bootstrap ensemble's and paraphrase pruning's own are left out).
 - A task runs only when its corruption lowers the metric clearly (by at least 1 logit of logit
   difference, 0.3 nats of log-probability or 0.05 of probability); otherwise every score above
   divides by noise, and the app says so before Run.
@@ -84,8 +90,8 @@ st.markdown(
 Every method measured the same way on the embedded Gemma-3-270M over the nine example prompts
 (`benchmarks/bench_faithfulness.py`): NDF of its circuits at a few small budgets and CPR / CMD
 (the areas under the faithfulness curve), how well its node scores follow the effect of patching
-each head or MLP alone, how its circuits hold up on paraphrases of the prompt (transfer), and their
-necessity. **Edge Pruning** learns a mask per budget on the prompt itself, and Best-of-N keeps the
+each head or MLP alone, how its circuits hold up on paraphrases of the prompt they never saw
+(transfer, held out), their necessity and their completeness. **Edge Pruning** learns a mask per budget on the prompt itself, and Best-of-N keeps the
 candidate of highest NDF on it, so both are marked *fitted to the prompt*: their NDF there is an
 upper bound, and the paraphrase columns show how much of it is fitted to the one sentence. ACC++
 is measured on its traced circuit completed with its heads' value paths and its MLPs' inputs.

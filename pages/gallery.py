@@ -8,8 +8,8 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 
 st.title("Gallery")
 st.caption(
-    "Ready circuits of the embedded Gemma-3-270M, computed once with EAP-IG (20 steps) and stored "
-    "with the project: they open at once, without loading the model. Each can be re-run live."
+    "Ready circuits of the embedded Gemma-3-270M, computed once and stored with the project: they "
+    "open at once, without loading the model. Each can be re-run live."
 )
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
@@ -30,9 +30,19 @@ entry = by_slug[slug]
 st.subheader(entry["title"])
 st.write(entry["description"])
 headline = entry["headline"]
+from circuitviz.methods import method_traits  # noqa: E402
+
+held_out = entry.get("held_out") or {}
+carried = (
+    f" On {held_out['paraphrases']} paraphrases of the prompt it never saw, the same circuit's mean NDF is "
+    f"{held_out['ndf']:.2f}."
+    if held_out.get("paraphrases")
+    else ""
+)
 st.caption(
-    f"{headline['n_edges']:,} edges (of {result_view.graph_edge_total_from_cfg(entry)}) reach NDF "
-    f"{headline['ndf']:.2f} at budget {headline['budget']:,}."
+    f"Found with {method_traits(entry['method']).label}: {headline['n_edges']:,} edges (of "
+    f"{result_view.graph_edge_total_from_cfg(entry)}) reach NDF {headline['ndf']:.2f} at budget "
+    f"{headline['budget']:,}.{carried}"
 )
 
 
@@ -51,7 +61,8 @@ if state.value(f"gallery.{slug}.budget") is None:
     state.set_value(f"gallery.{slug}.budget", result_view.demo_budget(result))
 st.caption(
     f"Stored when the gallery was built ({result.device}); opening it runs nothing. The view opens at "
-    f"the smallest budget whose circuit reaches NDF {result_view.GOOD_NDF} (or the most faithful small one)."
+    f"the smallest budget whose circuit of at most {result_view.READABLE_EDGES} edges reaches NDF "
+    f"{result_view.GOOD_NDF}, else at the most faithful such circuit, and says which."
 )
 st.fragment(result_view.result_view)(
     result, labels=labels, key=f"gallery.{slug}", budget_key=f"gallery.{slug}.budget", timings=False

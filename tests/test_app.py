@@ -462,6 +462,32 @@ def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the
     assert sentences and all("the method's score" in s and "raises" not in s for s in sentences)
 
 
+def test_compare_shows_each_methods_held_out_transfer_and_completeness():
+    from circuitviz.core.tasks import prepare_task
+    from circuitviz.measure.completeness import completeness
+    from circuitviz.measure.evaluate import Evaluator
+
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    at.toggle(key="compare.transfer").set_value(True).run()
+    assert not at.exception, at.exception
+    results = at.session_state["results"]
+    budget = at.session_state["budget"]
+    first = results["eap"]
+    model = tiny_app_model()  # the same weights the app's loader built (a seeded tiny model)
+    evaluator = Evaluator(model, first.graph, prepare_task(model, first.task))
+    expected = completeness(evaluator, torch.stack([results[n].circuit(budget) for n in ("eap", "eap-ig")]))
+    shown = [m.value for m in at.metric if m.label == "completeness"]
+    assert shown == [f"{value:.3f}" for value in expected]
+    assert len([m for m in at.metric if m.label == "NDF held out"]) == 2
+    table = at.dataframe[-1].value
+    assert list(table["completeness"]) == pytest.approx(expected)
+    # the transfer measured is each result's own record, which its JSON carries
+    assert all(str(budget) in results[n].to_eap_json()["transfer"]["budgets"] for n in ("eap", "eap-ig"))
+
+
 def test_signals_shows_the_acc_result_computed_on_compare():
     at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
     at.switch_page("pages/compare.py").run()
@@ -508,6 +534,22 @@ def test_a_dip_in_the_curve_is_explained():
     assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
 
 
+def test_a_first_view_that_is_not_faithful_offers_the_method_that_holds_paraphrases_out():
+    from circuitviz.methods import methods_with
+
+    at = _run(_explore(budgets="4,5"))
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    view = render.opening_view(result.curve, good_ndf=0.8)
+    assert any(c.value == view.reason for c in at.caption)
+    assert not view.faithful, result.curve  # the tiny model's circuits of 4-5 edges stay below NDF 0.8
+    (offer,) = [b for b in at.button if b.key == "budget.transferable"]
+    offer.click().run()
+    assert not at.exception, at.exception
+    (name,) = methods_with("holds_out_paraphrases")
+    assert at.session_state["method"] == name and at.session_state["prompt"] == result.task.clean
+
+
 # ----- Gallery and About -----------------------------------------------------------------------------
 def test_gallery_opens_without_a_model_at_a_readable_budget():
     import circuitviz.ui.loaders as loaders
@@ -544,22 +586,24 @@ def test_gallery_rerun_live_runs_the_example_on_explore():
     assert not at.exception, at.exception
     assert at.title[0].value.startswith("Explore")
     assert at.session_state["prompt"].startswith("When Mary and John")
-    result = at.session_state["results"].get("eap-ig")
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    method = next(e for e in examples if e["slug"] == "ioi")["method"]  # the example's own method
+    result = at.session_state["results"].get(method)
     assert result is not None, [e.value for e in at.error]
     assert result.task.corrupted == at.text_area(key="w.corrupted").value  # the example's, not a proposal
     assert any(m.label == "NDF" for m in at.metric)
 
 
 def test_gallery_rerun_live_uses_the_examples_settings_not_the_last_typed():
-    at = _app().run()
-    at.number_input(key="method.eap-ig.ig_steps").set_value(3).run()
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    entry = next(e for e in examples if e["slug"] == "ioi")
+    at = _app(method=entry["method"]).run()
+    at.number_input(key=f"method.{entry['method']}.ig_steps").set_value(3).run()
     at.switch_page("pages/gallery.py").run()
     at.segmented_control(key="gallery.slug").set_value("ioi").run()
     at.button(key="gallery.rerun").click().run()
     assert not at.exception, at.exception
-    result = at.session_state["results"].get("eap-ig")
-    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
-    entry = next(e for e in examples if e["slug"] == "ioi")
+    result = at.session_state["results"].get(entry["method"])
     assert result.config["ig_steps"] == entry["config"]["ig_steps"] != 3
 
 

@@ -240,28 +240,45 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
 
 
 def test_the_first_view_opens_where_it_can_be_read():
+    from opening_check import check_opening
+
     def point(budget, n_edges, ndf):
         return {"budget": budget, "n_edges": n_edges, "ndf": ndf}
 
-    # no small circuit reaches 0.8 (the curve): the most faithful legible one, and why
+    # the curve (the Eiffel Tower with EAP-IG): no readable circuit reaches 0.8, so the
+    # most faithful of at most 200 edges, 186 edges at NDF 0.73, not 50 edges at 0.19
     curve = [
-        point(10, 7, 0.3),  # too few edges to show a circuit
-        point(20, 19, 0.22),
-        point(50, 48, 0.25),
-        point(100, 58, 0.1),
-        point(500, 452, 0.63),
+        point(10, 8, 0.14),
+        point(20, 9, 0.289),
+        point(50, 33, 0.19),
+        point(100, 86, 0.46),
+        point(200, 186, 0.734),
+        point(300, 277, 0.84),
         point(5000, 4800, 0.93),
     ]
     view = render.opening_view(curve)
-    assert view.budget == 50 and "4,800 edges, too many to read" in view.reason and "NDF 0.25" in view.reason
-    # the sentence is true of the curve: no circuit of 20 to 60 edges beats it, and the smaller
-    # one that does (7 edges, NDF 0.30) is named
-    assert "most faithful circuit of 20 to 60 edges" in view.reason
-    assert all(p["ndf"] <= 0.25 for p in curve if 20 <= p["n_edges"] <= 60)
-    assert "7 edges at budget 10 reach NDF 0.30" in view.reason
-    assert render.opening_view([point(10, 7, 0.3), point(20, 12, 0.2), point(900, 800, 0.5)]).budget == 10
+    assert view.budget == 200 and not view.faithful
+    assert "277 edges, too many to read" in view.reason and "186 edges (budget 200)" in view.reason
+    assert "NDF 0.73" in view.reason
+    check_opening(curve, view)
     # a small faithful one: the smallest reaching 0.8
-    assert render.opening_view([point(10, 9, 0.5), point(100, 90, 0.85), point(200, 180, 0.9)]).budget == 100
+    small = [point(10, 9, 0.5), point(100, 90, 0.85), point(200, 180, 0.9)]
+    view = render.opening_view(small)
+    assert view.budget == 100 and view.faithful and "90 edges (budget 100)" in view.reason
+    check_opening(small, view)
+    # none faithful anywhere; ties go to the smaller circuit; an empty circuit is not read
+    flat = [point(10, 0, 0.0), point(20, 12, 0.2), point(50, 40, 0.2), point(900, 800, 0.5)]
+    view = render.opening_view(flat)
+    assert view.budget == 20 and "none at any budget does" in view.reason
+    check_opening(flat, view)
+    # the false sentence is caught: 33 edges at NDF 0.19 called the most faithful readable
+    lie = (
+        "No circuit of at most 200 edges reaches NDF 0.8 (the smallest that does keeps 277 edges, too "
+        "many to read); opened at 33 edges (budget 50), the most faithful circuit of at most 200 edges "
+        "(NDF 0.19)."
+    )
+    with pytest.raises(AssertionError, match="more faithful"):
+        check_opening(curve, render.OpeningView(50, lie))
 
 
 def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():

@@ -56,6 +56,11 @@ def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedd
     assert data["clean_metric"] > 0
     kept = sum(edge["in_graph"] for edge in data["edges"].values())
     assert kept == data["curve"][-1]["n_edges"]
+    # with --out, each circuit's NDF on held-out paraphrases (EAP-IG used none, so none left out)
+    assert "NDF on held-out paraphrases" in printed
+    held = data["transfer"]["budgets"]["100"]
+    assert held["excluded_as_used"] == 0 and len(held["ndf"]) == len(held["paraphrases"]) > 0
+    assert data["prompt" if "prompt" in data else "task"]["clean"] not in held["paraphrases"]
 
     # a second discover is served by the store
     monkeypatch.setattr(cli, "_load", lambda args: (embedded_model, "gemma-3-270m", 0.0))

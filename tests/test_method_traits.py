@@ -55,6 +55,8 @@ def test_the_other_traits():
         and method_traits("eap").scores_estimate_metric
     )
     assert method_traits("ibon").calibration_family == ("single", "average", "bon", "ibon", "bon-csm")
+    # the method a page offers when no small circuit is faithful: the one that holds paraphrases out
+    assert methods_with("holds_out_paraphrases") == ["paraphrase-pruning"]
 
 
 def test_a_name_the_registry_does_not_know_has_no_caveats():

@@ -58,6 +58,8 @@ class CircuitResult:
     # positions is ``scores``, and the clean run's attention the drawing shares key/value units by
     position_scores: torch.Tensor | None = None  # [n_forward, n_backward, pos] float32
     attention: torch.Tensor | None = None  # [n_layers, n_heads, pos, pos]
+    # each circuit's NDF on held-out paraphrases (``measure.transfer.transfer_record``), when measured
+    transfer: dict | None = None
     # circuits at budgets the run did not evaluate, each derived once (not stored)
     _derived: dict[int, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
@@ -130,6 +132,7 @@ class CircuitResult:
             "details": details_to_state(self.details),
             "position_scores": None if self.position_scores is None else self.position_scores.float().cpu(),
             "attention": None if self.attention is None else self.attention.float().cpu(),
+            "transfer": self.transfer,
         }
 
     @classmethod
@@ -165,6 +168,7 @@ class CircuitResult:
             details=details,
             position_scores=state.get("position_scores"),
             attention=state.get("attention"),
+            transfer=state.get("transfer"),
         )
         # an older result kept only the circuits a method chose itself: derive the rest once
         for budget in result.budgets:
@@ -200,6 +204,8 @@ class CircuitResult:
                 "device": self.device,
                 "tokens": self.tokens,
                 "circuits": circuits_json(self.graph, self.circuits),
+                # NDF on paraphrases the method never fitted to or selected on, per budget
+                "transfer": self.transfer,
                 "details": None
                 if self.details is None
                 else {"kind": self.details.kind, "version": self.details.version, **self.details.to_dict()},

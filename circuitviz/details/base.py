@@ -59,6 +59,11 @@ class MethodDetails:
         """Plain lines about the run for the command line."""
         return []
 
+    def paraphrases_used(self) -> list[str]:
+        """The clean prompts of the paraphrases the method fitted to or selected on (none by
+        default): a measure of transfer holds them out."""
+        return []
+
 
 DETAILS: dict[str, type[MethodDetails]] = {}
 

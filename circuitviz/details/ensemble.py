@@ -27,6 +27,11 @@ class EnsembleDetails(MethodDetails):
     """
 
     kind: ClassVar[str] = "ensemble"
+
+    def paraphrases_used(self) -> list[str]:
+        """The paraphrases the bootstrap scored (its circuits are their most stable edges)."""
+        return list(self.prompts[1:])
+
     version: ClassVar[int] = 1
 
     members: list = field(default_factory=list)

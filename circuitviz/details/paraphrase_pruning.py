@@ -31,6 +31,11 @@ class ParaphrasePruningDetails(MethodDetails):
     """
 
     kind: ClassVar[str] = "paraphrase-pruning"
+
+    def paraphrases_used(self) -> list[str]:
+        """The fit share (the held-out share was never fitted to nor selected on)."""
+        return list(self.fit)
+
     version: ClassVar[int] = 1
 
     warm_start: str = "eap-ig"

@@ -60,6 +60,11 @@ class QueryCircuitDetails(MethodDetails):
     """
 
     kind: ClassVar[str] = "query-circuits"
+
+    def paraphrases_used(self) -> list[str]:
+        """Every paraphrase the run generated (its candidates are their top-N circuits)."""
+        return [pair["clean"] for pair in self.pairs[1:] if isinstance(pair, dict) and "clean" in pair]
+
     version: ClassVar[int] = FORMAT_VERSION
 
     variant: str = "bon"

@@ -19,6 +19,7 @@ from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
 from ..core.text import parse_whole_numbers, shown_number
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
+from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
 from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
@@ -114,6 +115,50 @@ def evaluate_circuits(
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
     return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
+
+
+def measure_transfer(
+    model,
+    result: CircuitResult,
+    count: int = DEFAULT_PARAPHRASES,
+    seed: int = 0,
+    budgets: Sequence[int] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> dict:
+    """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
+    on up to ``count`` template paraphrases its method never fitted to or selected on; kept in
+    ``result.transfer`` (the circuit's JSON carries it) and returned."""
+    return measure_transfers(model, {"result": result}, count, seed, budgets, max_tokens)["result"]
+
+
+def measure_transfers(
+    model,
+    results: dict[str, CircuitResult],
+    count: int = DEFAULT_PARAPHRASES,
+    seed: int = 0,
+    budgets: Sequence[int] | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> dict[str, dict]:
+    """``measure_transfer`` for several results of one task at once (Compare): every paraphrase is
+    checked and run once, each circuit measured on those its own method never used. A budget
+    measured before stays in a result's record unless measured again."""
+    first = next(iter(results.values()))
+    circuits, seen, owners = {}, {}, {}
+    for key, result in results.items():
+        chosen = [b for b in (budgets or result.budgets) if budgets or b < result.graph.n_edges]
+        used = paraphrases_used(result)
+        for budget in chosen:
+            name = f"{key}@{budget}"
+            circuits[name], seen[name], owners[name] = result.circuit(budget), used, (key, budget)
+    found = held_out_transfer(model, first.task, circuits, seen, count, seed, max_tokens=max_tokens)
+    records = {}
+    for key, result in results.items():
+        mine = {name: budget for name, (owner, budget) in owners.items() if owner == key}
+        record = transfer_record(found, mine)
+        if result.transfer and result.transfer.get("source") == record["source"]:
+            record["budgets"] = {**result.transfer.get("budgets", {}), **record["budgets"]}
+        result.transfer = records[key] = record
+    return records
 
 
 # ----- Best-of-N's candidates at any budget -------------------------------------------------------

@@ -1,22 +1,32 @@
-"""Transfer: how faithful a prompt's circuit stays on the prompt's template paraphrases.
+"""Transfer: how faithful a prompt's circuit stays on paraphrases of the prompt it never saw.
 
 A circuit chosen on one sentence (Edge Pruning's learned mask, Best-of-N's pick by the prompt's
-own NDF) can fit that sentence rather than the task. Its NDF on the template paraphrases of the
-prompt (``circuitviz.query`` families, each with its corruption) says which: every circuit is
-evaluated on every paraphrase that passes the template check (same token length as its
-corruption, the same answer from the model) and the meaningful-task check
-(``task_validity``), all circuits of a paraphrase in one batched evaluation (NDF only).
+own NDF) can fit that sentence rather than the task. Its NDF on paraphrases of the prompt says
+which, but only on paraphrases the method did not use: Best-of-N builds its candidates from the
+paraphrases it scores, the bootstrap ensemble ranks edges by their stability over its
+paraphrases, paraphrase pruning fits its mask on a share of them. ``held_out_transfer`` is the
+one function every page, report and benchmark measures transfer with:
+
+- the paraphrases are the template families' (``circuitviz.query`` families, each with its
+  corruption, drawn in the order a seed gives), or a list given (the user's, an LLM's);
+- each circuit is measured on the first ``count`` of them that its method never used to fit or to
+  select (``seen``, by clean prompt; ``paraphrases_used`` reads it off a result), so two methods
+  that used different paraphrases each get a held-out set disjoint from their own;
+- a paraphrase counts only when it passes the template check (same token length as its
+  corruption, the same answer from the model) and the meaningful-task check (``task_validity``);
+- every circuit measured on one paraphrase goes through one batched evaluation (NDF only).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from ..core.tasks import PromptTask, prepare_task
+from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..methods.paraphrase_pairs import template_tasks
 from ..models.adapter import adapter_of
 from .evaluate import Evaluator, curves_of_tasks
@@ -27,42 +37,126 @@ DEFAULT_PARAPHRASES = 5
 
 @dataclass
 class Transfer:
-    """NDF of each circuit on the paraphrases that passed both checks (``ndf``: {name: [...]})."""
+    """Each circuit's NDF on its held-out paraphrases.
+
+    paraphrases: paraphrases drawn that passed the template check; valid: of those measured, how
+        many passed the meaningful-task check too.
+    ndf: {name: [NDF on each of its held-out paraphrases]}; texts: {name: [their clean prompts]}.
+    excluded: {name: how many drawn paraphrases its method used, so were not held out}.
+    note: why there are fewer than asked, in sentences ('' when there are as many).
+    """
 
     paraphrases: int = 0
     valid: int = 0
     note: str = ""
     ndf: dict = field(default_factory=dict)
+    texts: dict = field(default_factory=dict)
+    excluded: dict = field(default_factory=dict)
 
     def mean(self, name: str) -> float:
         values = self.ndf.get(name, [])
         return statistics.fmean(values) if values else math.nan
 
+    def count(self, name: str) -> int:
+        return len(self.ndf.get(name, []))
 
-def paraphrase_ndf(
-    model, task: PromptTask, circuits: dict[str, torch.Tensor], count: int = DEFAULT_PARAPHRASES
+
+def paraphrases_used(result) -> frozenset[str]:
+    """The clean prompts of the paraphrases a result's method fitted to or selected on (empty for
+    a method that never saw one): what a held-out set must leave out."""
+    details = getattr(result, "details", None)
+    return frozenset(details.paraphrases_used()) if details is not None else frozenset()
+
+
+def held_out_transfer(
+    model,
+    task: PromptTask,
+    circuits: Mapping[str, torch.Tensor],
+    seen: Mapping[str, Collection[str]] | None = None,
+    count: int = DEFAULT_PARAPHRASES,
+    seed: int = 0,
+    paraphrases: Sequence[PromptTask] | None = None,
+    max_tokens: int = 256,
 ) -> Transfer:
-    """Each circuit's NDF on up to ``count`` template paraphrases of ``task``.
+    """Each circuit's NDF on up to ``count`` valid paraphrases of ``task`` its method never used.
 
-    circuits: {name: [n_forward, n_backward] bool}. Paraphrases that fail either check are left
-    out and counted (``paraphrases`` passed the template check, ``valid`` both).
+    circuits: {name: [n_forward, n_backward] bool}; seen: {name: clean prompts its method used}
+    (absent names used none). paraphrases: the candidates in order (default: template
+    paraphrases drawn with ``seed``, as many more as the most any method used, so each can still
+    get ``count``). The prompt itself is never a paraphrase.
     """
-
-    tasks, note = template_tasks(model, task, count, seed=0)
-    found = Transfer(paraphrases=len(tasks), note=note, ndf={name: [] for name in circuits})
-    if not tasks or not circuits:
+    seen = {name: frozenset(seen.get(name, ())) if seen else frozenset() for name in circuits}
+    found = Transfer(
+        ndf={name: [] for name in circuits},
+        texts={name: [] for name in circuits},
+        excluded={name: 0 for name in circuits},
+    )
+    if not circuits or count <= 0:
         return found
+    notes: list[str] = []
+    if paraphrases is None:
+        wanted = count + max((len(used) for used in seen.values()), default=0)
+        drawn, note = template_tasks(model, task, wanted, seed=seed, max_tokens=max_tokens)
+        if note:
+            notes.append(note)
+    else:
+        drawn = list(paraphrases)
+    candidates: list[PromptTask] = []
+    for paraphrase in drawn:  # the prompt, and a repeat, are not paraphrases to hold out
+        if paraphrase.clean != task.clean and all(paraphrase.clean != c.clean for c in candidates):
+            candidates.append(paraphrase)
+    found.paraphrases = len(candidates)
     spec = adapter_of(model).spec
-    names = list(circuits)
-    stacked = torch.stack([circuits[name].bool() & spec.edge_mask for name in names])
-    for paraphrase in tasks:
-        evaluator = Evaluator(model, spec, prepare_task(model, paraphrase))
+    for paraphrase in candidates:
+        for name in circuits:
+            if paraphrase.clean in seen[name]:
+                found.excluded[name] += 1
+        wanting = [
+            name for name in circuits if paraphrase.clean not in seen[name] and len(found.ndf[name]) < count
+        ]
+        if not wanting:
+            continue
+        try:
+            evaluator = Evaluator(model, spec, prepare_task(model, paraphrase, max_tokens))
+        except TaskError:
+            continue
         if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
             continue
         found.valid += 1
+        stacked = torch.stack([circuits[name].bool() & spec.edge_mask for name in wanting])
         points = curves_of_tasks(
             [evaluator], stacked[None], [int(c.sum()) for c in stacked], with_necessity=False
         )[0]
-        for name, point in zip(names, points):
+        for name, point in zip(wanting, points):
             found.ndf[name].append(point.ndf)
+            found.texts[name].append(paraphrase.clean)
+    short = sorted({found.count(name) for name in circuits if found.count(name) < count})
+    if short:
+        used = {name: n for name, n in found.excluded.items() if n}
+        why = (
+            " Left out as used by the method: " + ", ".join(f"{name} {n}" for name, n in used.items()) + "."
+            if used
+            else ""
+        )
+        notes.append(
+            f"Fewer than {count} held-out paraphrases passed both checks ({', '.join(map(str, short))} for "
+            f"some circuits).{why}"
+        )
+    found.note = " ".join(notes)
     return found
+
+
+def transfer_record(
+    transfer: Transfer, names_to_budgets: Mapping[str, int], source: str = "template"
+) -> dict:
+    """A result's transfer as plain JSON data: per budget its held-out paraphrases and NDFs."""
+    budgets = {
+        str(budget): {
+            "paraphrases": transfer.texts.get(name, []),
+            "ndf": transfer.ndf.get(name, []),
+            "mean_ndf": None if not transfer.ndf.get(name) else transfer.mean(name),
+            "excluded_as_used": transfer.excluded.get(name, 0),
+        }
+        for name, budget in names_to_budgets.items()
+    }
+    return {"source": source, "note": transfer.note, "budgets": budgets}

@@ -6,6 +6,8 @@ without a browser (the app, the CLI's ``discover --html`` and the gallery builde
 
 from ..labels.captions import CAPTION_KEY, LENS_CAPTION_KEY, node_caption
 from .curves import (
+    READABLE_EDGES,
+    OpeningView,
     candidate_figure,
     curve_dips,
     curve_figure,
@@ -62,6 +64,8 @@ __all__ = [
     "log_ticks",
     "meaningful_captions",
     "node_position",
+    "OpeningView",
+    "READABLE_EDGES",
     "opening_view",
     "overlap_rows",
     "readable_budget",

@@ -161,35 +161,45 @@ def _short_count(value: int) -> str:
     return f"{value:,}"
 
 
-READABLE_EDGES = 200  # the largest faithful circuit a first view opens at
-LEGIBLE_EDGES = 60  # a graph this small reads at a glance, whatever its faithfulness
-MIN_LEGIBLE_EDGES = 20  # and one this large still shows a circuit, not a handful of edges
+READABLE_EDGES = 200  # the largest circuit a first view opens at: a graph one can still read
 
 
 @dataclass(frozen=True)
 class OpeningView:
-    """The budget a first view opens at, and why (the sentence a page shows under the slider)."""
+    """The budget a first view opens at, and why (the sentence a page shows under the slider).
+
+    faithful: whether the circuit opened at reaches the NDF asked for (when not, a page offers the
+    method that learns a small circuit instead)."""
 
     budget: int
     reason: str
+    faithful: bool = False
 
 
-def opening_view(
-    curve: Sequence,
-    max_edges: int = READABLE_EDGES,
-    good_ndf: float = 0.8,
-    legible_edges: int = LEGIBLE_EDGES,
-) -> OpeningView:
+def _edges_at(point) -> str:
+    budget, kept = int(_value(point, "budget")), int(_value(point, "n_edges"))
+    return f"{kept:,} edges" + ("" if kept == budget else f" (budget {budget:,})")
+
+
+def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: float = 0.8) -> OpeningView:
     """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
     ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
-    of 20 to ``legible_edges`` edges (a graph a demo audience can read; the faithful ones are too
-    large to), else of fewer, else the smallest budget."""
-    points = sorted(curve, key=lambda p: _value(p, "budget"))
-    good = [p for p in points if _value(p, "n_edges") <= max_edges and _value(p, "ndf") >= good_ndf]
+    of at most ``max_edges`` edges (the smaller on a tie), else the smallest budget. The sentence
+    says which, with the figures it read off the curve."""
+    points = [p for p in sorted(curve, key=lambda p: _value(p, "budget")) if not math.isnan(_value(p, "ndf"))]
+    if not points:
+        points = sorted(curve, key=lambda p: _value(p, "budget"))
+        budget = int(_value(points[0], "budget")) if points else 0
+        return OpeningView(budget, "No circuit of this curve has an NDF; opened at the smallest budget.")
+    readable = [p for p in points if 0 < _value(p, "n_edges") <= max_edges]
+    good = [p for p in readable if _value(p, "ndf") >= good_ndf]
     if good:
-        budget = int(_value(good[0], "budget"))
+        first = good[0]
         return OpeningView(
-            budget, f"Opened at the smallest budget whose circuit reaches NDF {good_ndf}: {budget:,} edges."
+            int(_value(first, "budget")),
+            f"Opened at {_edges_at(first)}, the smallest budget whose circuit reaches NDF {good_ndf} "
+            f"(NDF {_value(first, 'ndf'):.2f}).",
+            faithful=True,
         )
     faithful = [p for p in points if _value(p, "ndf") >= good_ndf]
     where = (
@@ -197,50 +207,26 @@ def opening_view(
         if faithful
         else "none at any budget does"
     )
-    ranged = [p for p in points if MIN_LEGIBLE_EDGES <= _value(p, "n_edges") <= legible_edges]
-    legible = ranged or [p for p in points if _value(p, "n_edges") <= legible_edges]
-    if not legible:
+    if not readable:
         budget = int(_value(points[0], "budget"))
         return OpeningView(
             budget,
             f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); "
-            f"opened at the smallest budget, {budget:,} edges.",
+            f"opened at the smallest budget, {budget:,}.",
         )
-    best = max(legible, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
-    budget = int(_value(best, "budget"))
-    which = (
-        f"the most faithful circuit of {MIN_LEGIBLE_EDGES} to {legible_edges} edges"
-        if ranged
-        else "the most faithful circuit small enough to read"
-    )
-    # a sentence true of the curve: a smaller circuit that is more faithful is named, not hidden
-    smaller = [
-        p
-        for p in points
-        if _value(p, "n_edges") < MIN_LEGIBLE_EDGES and _value(p, "ndf") > _value(best, "ndf")
-    ]
-    aside = ""
-    if ranged and smaller:
-        top = max(smaller, key=lambda p: _value(p, "ndf"))
-        aside = (
-            f" A smaller circuit is more faithful: {int(_value(top, 'n_edges')):,} edges at budget "
-            f"{int(_value(top, 'budget')):,} reach NDF {_value(top, 'ndf'):.2f}."
-        )
+    best = max(readable, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
     return OpeningView(
-        budget,
-        f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); opened at {budget:,} edges, "
-        f"{which} (NDF {_value(best, 'ndf'):.2f}).{aside} Larger budgets are on the slider and the curve.",
+        int(_value(best, "budget")),
+        f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); opened at "
+        f"{_edges_at(best)}, the most faithful circuit of at most {max_edges} edges (NDF "
+        f"{_value(best, 'ndf'):.2f}). Larger budgets are on the slider and the curve.",
     )
 
 
-def readable_budget(
-    curve: Sequence,
-    max_edges: int = READABLE_EDGES,
-    good_ndf: float = 0.8,
-    legible_edges: int = LEGIBLE_EDGES,
-) -> int:
-    """The budget of ``opening_view``: a first view that is faithful and readable, else legible."""
-    return opening_view(curve, max_edges, good_ndf, legible_edges).budget
+def readable_budget(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: float = 0.8) -> int:
+    """The budget of ``opening_view``: a first view that is faithful and readable, else the most
+    faithful readable one."""
+    return opening_view(curve, max_edges, good_ndf).budget
 
 
 def curve_dips(curve: Sequence, min_drop: float = 0.1) -> list[tuple[int, float, int, float]]:

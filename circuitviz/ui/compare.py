@@ -10,7 +10,6 @@ import streamlit as st
 from .. import render
 from ..entry.api import parse_budgets
 from ..entry.request import Request
-from ..measure.transfer import paraphrase_ndf
 from ..methods import available_methods
 from ..methods.registry import default_comparison
 from . import result_view, state
@@ -105,27 +104,79 @@ def graph_caption(name: str, result, point, only: int) -> str:
     )
 
 
-def transfer_view(results: dict, budget: int, model=None) -> None:
-    """On request (it runs the model on each paraphrase), every circuit's NDF at this budget on
-    the prompt's template paraphrases, beside its NDF on the prompt."""
+HELD_OUT_HELP = (
+    "mean NDF of the same circuit on template paraphrases of the prompt that its method never used to "
+    "fit or to select (Best-of-N's, the bootstrap ensemble's and paraphrase pruning's own are left out)"
+)
+COMPLETENESS_HELP = (
+    "a random half of the circuit removed from the circuit and from the whole model (8 halves): 1 = "
+    "both respond alike, so the model holds no route the circuit lacks; necessity is near 1 for every "
+    "circuit holding the few edges everything passes through, completeness is not"
+)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _measured(_model, _results: dict, key: str, budget: int) -> dict:
+    """{method: {"held_out": mean NDF, "n": paraphrases, "left_out": used ones skipped,
+    "completeness": value}} at ``budget``, each result's transfer record updated on the way."""
+    import torch
+
+    from ..core.tasks import prepare_task
+    from ..entry.api import measure_transfers
+    from ..measure.completeness import completeness
+    from ..measure.evaluate import Evaluator
+
+    records = measure_transfers(_model, _results, budgets=[budget])
+    first = next(iter(_results.values()))
+    evaluator = Evaluator(_model, first.graph, prepare_task(_model, first.task))
+    values = completeness(evaluator, torch.stack([r.circuit(budget) for r in _results.values()]))
+    found = {}
+    for (name, record), value in zip(records.items(), values):
+        entry = record["budgets"][str(budget)]
+        found[name] = {
+            "held_out": entry["mean_ndf"],
+            "n": len(entry["ndf"]),
+            "left_out": entry["excluded_as_used"],
+            "completeness": value,
+            "note": record["note"],
+        }
+    return found
+
+
+def measured_view(results: dict, budget: int, model=None) -> dict | None:
+    """On request (it runs the model on each paraphrase), every circuit's held-out transfer and
+    completeness at this budget; None when not asked or no model."""
     if model is None or not st.toggle(
-        "NDF on the prompt's paraphrases (runs the model)", key="compare.transfer"
+        "NDF on held-out paraphrases and completeness (runs the model)", key="compare.transfer"
     ):
-        return
-    first = next(iter(results.values()))
-    with st.spinner("Evaluating every circuit on the paraphrases..."):
-        found = paraphrase_ndf(model, first.task, {name: r.circuit(budget) for name, r in results.items()})
-    if not found.valid:
-        st.caption(found.note or "No template paraphrase of this prompt passed its checks.")
-        return
-    rows = [
-        {"method": name, "NDF on the prompt": r.point(budget).ndf, "NDF on paraphrases": found.mean(name)}
-        for name, r in results.items()
-    ]
+        return None
+    key = " ".join(result_view.result_id(r) for r in results.values()) + " " + str(id(model))
+    with st.spinner("Evaluating every circuit on paraphrases it never saw, and its completeness..."):
+        return _measured(model, results, key, int(budget))
+
+
+def measured_table(results: dict, budget: int, measured: dict) -> None:
+    """The figures of ``measured_view`` for every method in one table, with what they averaged."""
+    rows = []
+    for name, result in results.items():
+        point, found = result.point(budget), measured[name]
+        rows.append(
+            {
+                "method": result_view.method_traits(result.method).label,
+                "NDF on the prompt": point.ndf,
+                "NDF held out": found["held_out"],
+                "held-out paraphrases": found["n"],
+                "left out as used by the method": found["left_out"],
+                "necessity": point.necessity,
+                "completeness": found["completeness"],
+            }
+        )
     st.dataframe(rows, hide_index=True)
+    notes = {found["note"] for found in measured.values() if found["note"]}
     st.caption(
-        f"Mean over the {found.valid} of {found.paraphrases} template paraphrases whose corruption lowers "
-        "the metric clearly; a method fitted to the prompt drops here if it fitted the sentence."
+        "Held out: template paraphrases whose checks pass and whose corruption lowers the metric "
+        "clearly, never used by the method to fit or to select; a method fitted to the prompt drops "
+        "here if it fitted the sentence. " + " ".join(sorted(notes))
     )
 
 
@@ -150,6 +201,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
     shown = compare_at(results, budget)
+    measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
     columns = st.container(key="compare-graphs").columns(len(results))
     frame = 1150 / len(results)
@@ -161,6 +213,21 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
             necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
             necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
+            if measured is not None:
+                found = measured[name]
+                held_column, complete_column = st.columns(2)
+                held = found["held_out"]
+                held_column.metric(
+                    "NDF held out",
+                    "-" if held is None else result_view.score_text(held),
+                    help=f"{HELD_OUT_HELP} ({found['n']} paraphrases)",
+                )
+                value = found["completeness"]
+                complete_column.metric(
+                    "completeness",
+                    "-" if math.isnan(value) else result_view.score_text(value),
+                    help=COMPLETENESS_HELP,
+                )
             for note in caveats(result, point):
                 st.caption(note)
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
@@ -192,5 +259,6 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
         column_config={"Jaccard": st.column_config.NumberColumn(format="%.3f")},
     )
     st.caption(f"{len(shown.shared):,} edges are in every circuit.")
-    transfer_view(results, budget, model)
+    if measured is not None:
+        measured_table(results, budget, measured)
     state.write_to_url(["budget"])

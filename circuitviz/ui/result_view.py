@@ -31,6 +31,7 @@ from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
 GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
+READABLE_EDGES = render.READABLE_EDGES  # the largest circuit a first view opens at
 SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feature) and the token that feature promotes"
 
 
@@ -133,7 +134,40 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
     budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0])
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
+        if not opening.faithful:
+            transferable_offer(result, key)
     return budget
+
+
+def transferable_offer(result, key: str) -> None:
+    """One click to the method that learns a small circuit on the prompt and paraphrases, holding
+    some out (the registry's ``holds_out_paraphrases`` trait): the same task on Explore, run."""
+    from ..methods import method_traits, methods_with
+    from .inputs import budgets_text
+
+    offered = [name for name in methods_with("holds_out_paraphrases") if name != result.method]
+    if not offered:
+        return
+    name = offered[0]
+    # a mask is learned per budget: the four largest readable budgets (or the smallest there is)
+    readable = (
+        sorted(b for b in result.budgets if b <= render.READABLE_EDGES)[-4:] or sorted(result.budgets)[:1]
+    )
+    if st.button(
+        f"Learn a small circuit that carries over: {method_traits(name).label}",
+        key=f"{key}.transferable",
+        help=(
+            "learns one mask per budget on the prompt and some of its paraphrases, and measures it on "
+            "paraphrases it never saw (runs on the Explore page)"
+        ),
+    ):
+        state.open_task(
+            result.task.to_dict(),
+            model=result.model_id,
+            method=name,
+            budgets=budgets_text(readable),
+            corrupted_note="The same corrupted prompt as the circuit you were reading.",
+        )
 
 
 def demo_budget(result) -> int:

@@ -1,0 +1,146 @@
+"""Held-out transfer: each circuit's NDF on paraphrases its method never used, against a brute-force
+recomputation (every paraphrase's clean, corrupted and circuit runs rebuilt by hand on a tiny
+Gemma, ``test_exact_norm.hand_patched_metric``), and the paraphrases a method used left out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_exact_norm import _gemma_with_spread_post_norms, hand_patched_metric
+from test_paraphrase_pruning import PARAPHRASES
+
+from circuitviz.bench.toy_models import IOI_TASK
+from circuitviz.core.graph import GraphSpec
+from circuitviz.core.tasks import prepare_task
+from circuitviz.details.ensemble import EnsembleDetails
+from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
+from circuitviz.details.query import QueryCircuitDetails
+from circuitviz.measure import transfer
+
+
+def _brute_ndf(model, spec, task, circuit) -> float:
+    """1 - min(|L(M) - L(C)| / |L(M) - L(M')|, 1) from three runs of the model, none through the
+    evaluator: the clean and corrupted logits, and the circuit's hand-patched run."""
+    from reference_patching import metric_of
+
+    prepared = prepare_task(model, task)
+    with torch.no_grad():
+        clean = float(metric_of(model, prepared, model(prepared.clean_tokens))[0])
+        corrupted = float(metric_of(model, prepared, model(prepared.corrupted_tokens))[0])
+    kept = hand_patched_metric(model, spec, prepared, circuit)
+    return 1.0 - min(abs((clean - kept) / (clean - corrupted)), 1.0)
+
+
+@pytest.fixture
+def every_gap_clear(monkeypatch):
+    """The tiny random model's corruptions need not lower its metric by the threshold; here each
+    paraphrase counts, to test what is measured on it."""
+    monkeypatch.setattr(transfer, "gap_problem", lambda *args: None)
+
+
+def test_held_out_ndf_equals_a_brute_force_recomputation_and_leaves_out_what_was_used(every_gap_clear):
+    model = _gemma_with_spread_post_norms(0)
+    spec = GraphSpec.from_model(model)
+    generator = torch.Generator().manual_seed(0)
+    circuits = {
+        name: (torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64) < share)
+        & spec.edge_mask
+        for name, share in (("sparse", 0.3), ("dense", 0.8))
+    }
+    circuits["full"] = spec.edge_mask.clone()
+    circuits["empty"] = torch.zeros_like(spec.edge_mask)
+    used = {PARAPHRASES[0].clean, PARAPHRASES[2].clean}
+    given = [IOI_TASK, *PARAPHRASES, PARAPHRASES[1]]  # the prompt itself and a repeat are dropped
+    found = transfer.held_out_transfer(
+        model, IOI_TASK, circuits, seen={"dense": used}, count=3, paraphrases=given
+    )
+    assert found.paraphrases == len(PARAPHRASES)
+    # a circuit whose method used nothing: the first three; "dense" skips the two its method used
+    assert found.texts["sparse"] == [p.clean for p in PARAPHRASES[:3]]
+    assert found.texts["dense"] == [PARAPHRASES[1].clean, PARAPHRASES[3].clean]
+    assert not set(found.texts["dense"]) & used and found.excluded["dense"] == 2
+    assert "Fewer than 3 held-out paraphrases" in found.note and "dense 2" in found.note
+    by_text = {p.clean: p for p in PARAPHRASES}
+    for name, circuit in circuits.items():
+        expected = [_brute_ndf(model, spec, by_text[text], circuit) for text in found.texts[name]]
+        assert found.ndf[name] == pytest.approx(expected, abs=1e-9)
+    assert found.ndf["full"] == pytest.approx([1.0] * 3) and found.ndf["empty"] == pytest.approx([0.0] * 3)
+    assert found.mean("sparse") == pytest.approx(sum(found.ndf["sparse"]) / 3)
+    record = transfer.transfer_record(found, {"sparse": 10, "dense": 20}, source="given")
+    assert record["budgets"]["20"]["paraphrases"] == found.texts["dense"]
+    assert record["budgets"]["20"]["excluded_as_used"] == 2 and record["source"] == "given"
+
+
+def test_an_invalid_paraphrase_is_skipped_and_the_next_held_out_taken(monkeypatch):
+    model = _gemma_with_spread_post_norms(1)
+    spec = GraphSpec.from_model(model)
+    refused = PARAPHRASES[0].clean
+    monkeypatch.setattr(
+        transfer, "gap_problem", lambda task, *_: "too small" if task.clean == refused else None
+    )
+    found = transfer.held_out_transfer(
+        model, IOI_TASK, {"full": spec.edge_mask}, count=2, paraphrases=PARAPHRASES
+    )
+    assert found.texts["full"] == [p.clean for p in PARAPHRASES[1:3]] and found.valid == 2
+
+
+def test_each_family_names_the_paraphrases_it_fitted_or_selected_on():
+    bon = QueryCircuitDetails(pairs=[{"clean": "prompt"}, {"clean": "a"}, {"clean": "b"}])
+    assert bon.paraphrases_used() == ["a", "b"]
+    assert EnsembleDetails(prompts=["prompt", "c"]).paraphrases_used() == ["c"]
+    pruning = ParaphrasePruningDetails(fit=["d"], held_out=["e"])
+    assert pruning.paraphrases_used() == ["d"]  # the held-out share was never used
+
+    class Result:
+        details = pruning
+
+    assert transfer.paraphrases_used(Result()) == frozenset({"d"})
+    assert transfer.paraphrases_used(object()) == frozenset()
+
+
+def test_a_results_transfer_is_in_its_json_and_its_stored_state(every_gap_clear, monkeypatch):
+    from circuitviz.core.results import CircuitResult
+    from circuitviz.entry.api import discover, measure_transfer
+
+    model = _gemma_with_spread_post_norms(0)
+    monkeypatch.setattr(
+        transfer, "template_tasks", lambda model, task, n, seed, max_tokens: (PARAPHRASES[:n], "")
+    )
+    result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20], model_id="tiny")
+    record = measure_transfer(model, result, count=2)
+    spec = GraphSpec.from_model(model)
+    expected = [_brute_ndf(model, spec, task, result.circuit(20)) for task in PARAPHRASES[:2]]
+    assert record["budgets"]["20"]["ndf"] == pytest.approx(expected, abs=1e-9)
+    assert record["budgets"]["5"]["paraphrases"] == [p.clean for p in PARAPHRASES[:2]]
+    assert result.to_eap_json()["transfer"] == record
+    assert CircuitResult.from_state(result.to_state()).transfer == record
+
+
+def test_completeness_equals_hand_patched_halves_of_the_circuit_and_of_the_model():
+    from circuitviz.measure.completeness import completeness, random_halves
+    from circuitviz.measure.evaluate import Evaluator
+
+    model = _gemma_with_spread_post_norms(1)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    evaluator = Evaluator(model, spec, prepared)
+    generator = torch.Generator().manual_seed(3)
+    circuit = (
+        torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64) < 0.4
+    ) & (spec.edge_mask)
+    halves = random_halves(circuit, draws=3, seed=5)
+    assert bool((halves <= circuit).all()) and [int(h.sum()) for h in halves] == [int(circuit.sum()) // 2] * 3
+    span = abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+    gaps = [
+        abs(
+            hand_patched_metric(model, spec, prepared, circuit & ~half)
+            - hand_patched_metric(model, spec, prepared, spec.edge_mask & ~half)
+        )
+        for half in halves
+    ]
+    expected = 1.0 - min(sum(gaps) / 3 / span, 1.0)
+    whole = spec.edge_mask.clone()
+    found = completeness(evaluator, torch.stack([circuit, whole, torch.zeros_like(whole)]), draws=3, seed=5)
+    assert found[0] == pytest.approx(expected, abs=1e-9)
+    assert found[1] == pytest.approx(1.0, abs=1e-9)  # the whole model is complete by definition
+    assert found[2] != found[2]  # an empty circuit has no half to remove: NaN
