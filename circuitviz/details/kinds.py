@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .acc import ACCDetails
 from .base import DETAILS, MethodDetails, ResultFormatError
+from .decomposition import DecompositionDetails
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
 from .lasso import LassoDetails
@@ -23,6 +24,7 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     EdgePruningDetails,
     OwnCircuitDetails,
     ParaphrasePruningDetails,
+    DecompositionDetails,
 )
 
 
