@@ -12,6 +12,7 @@ from .decomposition import DecompositionDetails
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
 from .lasso import LassoDetails
+from .neurons import NeuronDetails
 from .own_circuit import OwnCircuitDetails
 from .paraphrase_pruning import ParaphrasePruningDetails
 from .query import QueryCircuitDetails
@@ -25,6 +26,7 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     OwnCircuitDetails,
     ParaphrasePruningDetails,
     DecompositionDetails,
+    NeuronDetails,
 )
 
 
