@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from simulated_device import SimulatedDevice
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.graph import GraphSpec
@@ -214,3 +215,12 @@ def test_without_a_corrupted_prompt_it_runs_and_says_what_its_curve_used():
 def test_a_baseline_it_does_not_know_is_refused_in_one_sentence():
     with pytest.raises(ValueError, match="baseline"):
         CDTConfig(baseline="mean")
+
+
+@pytest.mark.parametrize("shape", ["gemma", "llama"])
+def test_the_corrupted_baseline_runs_on_a_simulated_device_and_equals_the_host(shape):
+    model = tiny_model(shape, seed=0)
+    host = get_method("cd-t").run_on(model, IOI_TASK, {"baseline": "corrupted"}, budgets=[5])
+    with SimulatedDevice(model):
+        device = get_method("cd-t").run_on(model, IOI_TASK, {"baseline": "corrupted"}, budgets=[5])
+    torch.testing.assert_close(device.scores, host.scores, rtol=1e-9, atol=1e-12)

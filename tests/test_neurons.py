@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from reference_patching import metric_of
+from simulated_device import SimulatedDevice
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.curves import Baseline, ndf
@@ -18,6 +19,7 @@ from circuitviz.entry.limits import estimate_run
 from circuitviz.methods import get_method
 from circuitviz.methods.base import config_to_dict
 from circuitviz.methods.eap import EAPConfig
+from circuitviz.render import result_graph_html
 
 
 def post_name(layer: int) -> str:
@@ -156,3 +158,37 @@ def test_neurons_cost_memory_in_the_estimate_and_refuse_positions():
     with pytest.raises(ValueError, match="neuron_top_k"):
         EAPConfig(neurons=True, neuron_top_k=0)
     assert config_to_dict(EAPConfig()) == {}  # runs without neurons keep their keys
+
+
+def test_the_drawing_puts_each_mlps_top_neurons_in_its_layer_row():
+    model = tiny_model("llama", seed=1)
+    result = get_method("eap").run_on(model, IOI_TASK, {"neurons": True, "neuron_top_k": 3}, budgets=[40])
+    drawing = result_graph_html(result, 40)
+    nodes = {node["id"]: node for node in drawing.vis.nodes}
+    drawn_mlps = [name for name in nodes if name.startswith("m") and "." not in name]
+    assert drawn_mlps
+    for neuron in result.details.neurons:
+        name = f"m{neuron['layer']}.n{neuron['neuron']}"
+        mlp = nodes.get(f"m{neuron['layer']}")
+        if mlp is None:
+            assert name not in nodes  # an MLP outside the circuit draws no neurons
+            continue
+        assert nodes[name]["y"] == mlp["y"] and nodes[name]["x"] > mlp["x"]
+        assert any(e["from"] == name and e["to"] == mlp["id"] for e in drawing.vis.edges)
+    assert "top neurons" in drawing.vis.legend
+    plain = get_method("eap").run_on(model, IOI_TASK, {}, budgets=[40])
+    assert not any(".n" in node["id"] for node in result_graph_html(plain, 40).vis.nodes)
+
+
+@pytest.mark.parametrize("shape", ["gemma", "llama"])
+def test_neurons_run_on_a_simulated_device_and_equal_the_host(shape):
+    model = tiny_model(shape, seed=0)
+    settings = {"neurons": True, "neuron_top_k": 4, "ig_steps": 3}
+    host = get_method("eap-ig").run_on(model, IOI_TASK, settings, budgets=[5])
+    with SimulatedDevice(model):
+        device = get_method("eap-ig").run_on(model, IOI_TASK, settings, budgets=[5])
+    assert [(n["layer"], n["neuron"]) for n in device.details.neurons] == [
+        (n["layer"], n["neuron"]) for n in host.details.neurons
+    ]
+    for a, b in zip(device.details.curve, host.details.curve):
+        assert a["metric"] == pytest.approx(b["metric"], abs=1e-9)
