@@ -44,10 +44,25 @@ def _metric(model, prepared, final):
     return logits[prepared.answer_id] - logits[list(prepared.foil_ids)].mean()
 
 
-def reference(model, spec: GraphSpec, prepared, source: str, base: dict | None = None):
-    """(R(source), {writer: its (relevant, irrelevant) output}) by the rules, one layer at a time.
+def _split(module, rel, irr, scale, frozen: bool):
+    """A norm on (relevant, irrelevant): linear at the clean scale (frozen), or as an activation:
+    the irrelevant part normalised by its own scale, the relevant part the rest."""
+    if frozen:
+        return _norm(module, rel, scale, False), _norm(module, irr, scale, True)
+    normalised = module(irr[None])[0]
+    return module((rel + irr)[None])[0] - normalised, normalised
 
-    ``base``: the corrupted run's writer outputs (baseline "corrupted"), else the zero baseline."""
+
+def _rms_scale(module, x):
+    return (x.pow(2).mean(-1, keepdim=True) + module.eps).sqrt()
+
+
+def reference(model, spec: GraphSpec, prepared, sources, base: dict | None = None, frozen: bool = True):
+    """(R(sources), {writer: its (relevant, irrelevant) output}) by the rules, one layer at a time.
+
+    ``base``: each writer's corrupted output before any post-attention norm (baseline
+    "corrupted"), else the zero baseline (a head keeps its share of the output bias)."""
+    sources = {sources} if isinstance(sources, str) else set(sources)
     tokens = prepared.clean_tokens
     with torch.no_grad():
         _, cache = model.run_with_cache(tokens)
@@ -55,40 +70,51 @@ def reference(model, spec: GraphSpec, prepared, source: str, base: dict | None =
     outputs = {}
 
     def at_source(name, rel, irr, own_bias=0.0):
-        """At the source, the relevant part becomes the whole output less what stays irrelevant:
-        the corrupted output, or (zero baseline) the layer's output bias a head is given a share
-        of (it is no head's computation)."""
-        if name == source:
+        """At a source the relevant part becomes the whole output less what stays irrelevant: its
+        corrupted output, or (zero baseline) the share of the output bias a head is given."""
+        if name in sources:
             total = rel + irr
             kept = base[name] if base is not None else torch.zeros_like(total) + own_bias
             rel, irr = total - kept, kept
-        outputs[name] = (rel, irr)
         return rel, irr
 
     rel, irr = at_source("input", torch.zeros_like(embedding), embedding)
+    outputs["input"] = (rel, irr)
     post = getattr(model.cfg, "use_normalization_before_and_after", False)
     for layer, block in enumerate(model.blocks):
         attention = block.attn
         s1 = cache[f"blocks.{layer}.ln1.hook_scale"][0]
-        rel_n, irr_n = _norm(block.ln1, rel, s1, False), _norm(block.ln1, irr, s1, True)
+        rel_n, irr_n = _split(block.ln1, rel, irr, s1, frozen)
         pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]  # [H, i, j]
-        heads = []
         own_bias = attention.b_O / spec.n_heads if attention.b_O is not None else torch.zeros_like(rel[0])
-        if post:
-            own_bias = own_bias / cache[f"blocks.{layer}.ln1_post.hook_scale"][0] * block.ln1_post.w
+        raw = []  # each head's (relevant, irrelevant) output before any post-attention norm
         for head in range(spec.n_heads):
-            parts = []
-            for part, bias in ((rel_n, False), (irr_n, True)):
-                value = part @ attention.W_V[head] + (attention.b_V[head] if bias else 0.0)
-                out = (pattern[head] @ value) @ attention.W_O[head]
-                if post:
-                    out = out / cache[f"blocks.{layer}.ln1_post.hook_scale"][0] * block.ln1_post.w
-                parts.append(out + own_bias if bias else out)
-            heads.append(at_source(f"a{layer}.h{head}", *parts, own_bias=own_bias))
+            value_r = rel_n @ attention.W_V[head]
+            value_i = irr_n @ attention.W_V[head] + attention.b_V[head]
+            parts = (
+                (pattern[head] @ value_r) @ attention.W_O[head],
+                (pattern[head] @ value_i) @ attention.W_O[head] + own_bias,
+            )
+            raw.append(at_source(f"a{layer}.h{head}", *parts, own_bias=own_bias))
+        heads = raw
+        if post:
+            norm = block.ln1_post
+            if frozen:
+                scale = cache[f"blocks.{layer}.ln1_post.hook_scale"][0]
+                heads = [(r / scale * norm.w, i / scale * norm.w) for r, i in raw]
+            else:  # each head's share at its own sum's scale
+                total_scale = _rms_scale(norm, sum(r + i for r, i in raw))
+                irr_scale = _rms_scale(norm, sum(i for _, i in raw))
+                heads = [
+                    ((r + i) / total_scale * norm.w - i / irr_scale * norm.w, i / irr_scale * norm.w)
+                    for r, i in raw
+                ]
+        for head in range(spec.n_heads):
+            outputs[f"a{layer}.h{head}"] = heads[head]
         rel = rel + sum(h[0] for h in heads)
         irr = irr + sum(h[1] for h in heads)
         s2 = cache[f"blocks.{layer}.ln2.hook_scale"][0]
-        rel_n, irr_n = _norm(block.ln2, rel, s2, False), _norm(block.ln2, irr, s2, True)
+        rel_n, irr_n = _split(block.ln2, rel, irr, s2, frozen)
         mlp = block.mlp
         if model.cfg.gated_mlp:
             gate_r, gate_i = rel_n @ mlp.W_gate, irr_n @ mlp.W_gate
@@ -103,21 +129,20 @@ def reference(model, spec: GraphSpec, prepared, source: str, base: dict | None =
         out_r, out_i = hidden_r @ mlp.W_out, hidden_i @ mlp.W_out + mlp.b_out
         if post:
             s_post = cache[f"blocks.{layer}.ln2_post.hook_scale"][0]
-            out_r, out_i = out_r / s_post * block.ln2_post.w, out_i / s_post * block.ln2_post.w
+            out_r, out_i = _split(block.ln2_post, out_r, out_i, s_post, frozen)
         out_r, out_i = at_source(f"m{layer}", out_r, out_i)
+        outputs[f"m{layer}"] = (out_r, out_i)
         rel, irr = rel + out_r, irr + out_i
     sf = cache["ln_final.hook_scale"][0][-1]
-    final_total = _norm(model.ln_final, (rel + irr)[-1], sf, True)
-    final_irr = _norm(model.ln_final, irr[-1], sf, True)
-    return _metric(model, prepared, final_total) - _metric(model, prepared, final_irr), outputs
+    final_r, final_i = _split(model.ln_final, rel[-1:], irr[-1:], sf, frozen)
+    return _metric(model, prepared, (final_r + final_i)[0]) - _metric(model, prepared, final_i[0]), outputs
 
 
 def corrupted_outputs(model, spec, prepared):
-    """Each writer's corrupted output with the norms at the clean run's scales (the rules' frozen
-    norms): the corrupted embedding, MLP output, and each head's corrupted mixed values through
-    W_O with its share of the output bias, after a post-attention norm at the clean scale."""
+    """Each writer's corrupted output, a head's before any post-attention norm (the rules apply
+    that norm to the parts): the corrupted embedding, MLP output, and each head's corrupted mixed
+    values through W_O with its share of the output bias."""
     with torch.no_grad():
-        _, clean = model.run_with_cache(prepared.clean_tokens)
         _, corrupted = model.run_with_cache(prepared.corrupted_tokens)
     outputs = {"input": corrupted["blocks.0.hook_resid_pre"][0]}
     for layer, block in enumerate(model.blocks):
@@ -126,8 +151,6 @@ def corrupted_outputs(model, spec, prepared):
             out = corrupted[f"blocks.{layer}.attn.hook_z"][0, :, head] @ attention.W_O[head]
             if attention.b_O is not None:
                 out = out + attention.b_O / spec.n_heads
-            if getattr(model.cfg, "use_normalization_before_and_after", False):
-                out = out / clean[f"blocks.{layer}.ln1_post.hook_scale"][0] * block.ln1_post.w
             outputs[f"a{layer}.h{head}"] = out
         outputs[f"m{layer}"] = corrupted[f"blocks.{layer}.hook_mlp_out"][0]
     return outputs
@@ -135,20 +158,24 @@ def corrupted_outputs(model, spec, prepared):
 
 @pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
 @pytest.mark.parametrize("baseline", ["zero", "corrupted"])
-def test_decomposition_equals_the_reference_from_the_rules(shape, baseline):
+@pytest.mark.parametrize("norms", ["nonlinear", "frozen"])
+def test_decomposition_equals_the_reference_from_the_rules(shape, baseline, norms):
     model = tiny_model(shape, seed=3)
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     evaluator = Evaluator(model, spec, prepared)
-    found = decompose(model, spec, prepared, evaluator.clean_writers[0], baseline == "corrupted")
+    found = decompose(model, spec, prepared, evaluator.clean_writers[0], baseline == "corrupted", norms)
     names = list(spec.forward_names)
     base = corrupted_outputs(model, spec, prepared) if baseline == "corrupted" else None
-    runs = {source: reference(model, spec, prepared, source, base) for source in names}
+    frozen = norms == "frozen"
+    runs = {source: reference(model, spec, prepared, source, base, frozen) for source in names}
+    # a target's own relevant output: its clean output less its output with every writer replaced
+    _, replaced = reference(model, spec, prepared, names, base, frozen)
     for u, source in enumerate(names):
         relevance, outputs = runs[source]
         assert found.relevance[u].item() == pytest.approx(relevance.item(), abs=1e-9, rel=1e-7)
         for v, target in enumerate(names):
-            own = runs[target][1][target][0]  # the target's own relevant output
+            own = sum(replaced[target]) - replaced[target][1]
             share = (outputs[target][0] * own).sum() / (own * own).sum()
             assert found.shares[u, v].item() == pytest.approx(share.item(), abs=1e-9, rel=1e-7), (
                 source,
@@ -162,7 +189,7 @@ def test_the_logits_edges_are_the_direct_parts_and_queries_keys_score_nothing():
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     evaluator = Evaluator(model, spec, prepared)
-    found = decompose(model, spec, prepared, evaluator.clean_writers[0])
+    found = decompose(model, spec, prepared, evaluator.clean_writers[0], norms="frozen")
     scores = edge_scores(spec, found)
     with torch.no_grad():
         _, cache = model.run_with_cache(prepared.clean_tokens)
@@ -191,7 +218,7 @@ def test_where_the_model_is_linear_the_relevance_is_the_exact_contribution():
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     evaluator = Evaluator(model, spec, prepared)
-    found = decompose(model, spec, prepared, evaluator.clean_writers[0], corrupted=True)
+    found = decompose(model, spec, prepared, evaluator.clean_writers[0], corrupted=True, norms="frozen")
     relp = get_method("relp").run_on(model, IOI_TASK, budgets=[1]).scores.double()
     torch.testing.assert_close(found.relevance.double().cpu(), -relp.sum(1), rtol=1e-7, atol=1e-9)
     torch.testing.assert_close(
@@ -212,9 +239,11 @@ def test_without_a_corrupted_prompt_it_runs_and_says_what_its_curve_used():
     assert "task's corrupted prompt" in with_prompt.details.notes[0]
 
 
-def test_a_baseline_it_does_not_know_is_refused_in_one_sentence():
+def test_a_baseline_or_norm_rule_it_does_not_know_is_refused_in_one_sentence():
     with pytest.raises(ValueError, match="baseline"):
         CDTConfig(baseline="mean")
+    with pytest.raises(ValueError, match="norms"):
+        CDTConfig(norms="layer")
 
 
 @pytest.mark.parametrize("shape", ["gemma", "llama"])

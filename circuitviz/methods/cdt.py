@@ -42,7 +42,7 @@ from ..details.decomposition import DecompositionDetails
 from ..engine import sites
 from ..engine.capture import WriterBuffer, writer_hooks
 from ..engine.memory import evaluation_bytes_per_position
-from ..engine.metric import metric_from_residual
+from ..engine.metric import metric_named
 from ..engine.prefix import final_residual
 from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
@@ -52,6 +52,7 @@ from .registry import register
 from .settings import check_settings, setting
 
 BASELINES = ("zero", "corrupted")
+NORM_RULES = ("nonlinear", "frozen")
 SCORES_NOTE = (
     "an edge into a head's values or an MLP scores that node's relevance times the share of its "
     "relevant output CD attributes to the edge's source (every path); into the logits, the source's "
@@ -70,8 +71,18 @@ class CDTConfig:
         choices=BASELINES,
     )
 
+    norms: str = setting(
+        "nonlinear",
+        'how a norm splits the parts: "nonlinear" (an activation: the irrelevant part normalised by its own '
+        "scale, the relevant part the rest) or \"frozen\" (linear at the clean run's scale, the paper's rule; "
+        "it diverges on Gemma-3, whose post-norms scale small MLP outputs up).",
+        choices=NORM_RULES,
+    )
+
     def __post_init__(self):
         check_settings(self)
+        if self.norms not in NORM_RULES:
+            raise ValueError(f"norms must be 'nonlinear' or 'frozen', not {str(self.norms)[:30]!r}.")
         if self.baseline not in BASELINES:
             raise ValueError(f"baseline must be 'zero' or 'corrupted', not {str(self.baseline)[:30]!r}.")
 
@@ -90,14 +101,16 @@ class Decomposition:
     clean_metric: float
 
 
-def _frozen_sites(model, spec: GraphSpec) -> list[str]:
-    """Every norm scale inside the blocks and every attention pattern the model has."""
+def _frozen_sites(model, spec: GraphSpec, frozen_norms: bool = True) -> list[str]:
+    """Every attention pattern the model has, and (``frozen_norms``) every norm scale in its blocks."""
     adapter = adapter_of(model)
     # (q/k-norms need no freezing: the pattern they feed is frozen whole)
     names = [
         name
         for name in sites.norm_scales(spec)
-        if name != sites.FINAL_NORM_SCALE and not name.endswith(("q_norm.hook_scale", "k_norm.hook_scale"))
+        if frozen_norms
+        and name != sites.FINAL_NORM_SCALE
+        and not name.endswith(("q_norm.hook_scale", "k_norm.hook_scale"))
     ]
     names += [sites.attention_pattern(layer) for layer in range(spec.n_layers)]
     return [name for name in names if adapter.has_hook(name)]
@@ -120,13 +133,55 @@ def _record(model, tokens: torch.Tensor, names: list[str]) -> dict[str, torch.Te
     return kept
 
 
-def _final_metric(model, prepared: PreparedTask, residual: torch.Tensor, scale: torch.Tensor | None):
-    """The metric of final residuals [b, d_model] with the final norm's scale frozen at ``scale``."""
-    adapter = adapter_of(model)
-    if scale is None:
-        return metric_from_residual(model, prepared, residual)
-    with adapter.hooked([(sites.FINAL_NORM_SCALE, lambda x, hook: scale.expand_as(x))]):
-        return metric_from_residual(model, prepared, residual)
+class _FrozenReadout:
+    """What a metric reads of the model (``unembed``) with the final norm's scale frozen at the
+    clean run's, computed here rather than by a hook (a bridge's readout calls no hook).
+
+    The scale is read off the norm's own output on the clean final residual x: with c(x) the
+    centred (LayerNorm) or plain (RMSNorm) x, w and b its weight and bias, norm(x) = c(x) w / s + b,
+    so s = <c w, c w> / <c w, norm(x) - b> whatever the norm's epsilon."""
+
+    def __init__(self, adapter, clean_final: torch.Tensor):
+        self.adapter, self.norm, self.scale = adapter, adapter.final_norm, None
+        if self.norm is not None:
+            x = clean_final[:, None, :]  # [1, 1, d_model]
+            shaped = self._centred(x) * self._weight(x)
+            normed = self.norm(x) - self._bias(x)
+            self.scale = (shaped * shaped).sum(-1, keepdim=True) / (shaped * normed).sum(-1, keepdim=True)
+
+    def _centred(self, x):
+        return x - x.mean(-1, keepdim=True) if "LayerNorm" in type(self.norm).__name__ else x
+
+    def _weight(self, x):
+        weight = getattr(self.norm, "w", None)
+        return weight if weight is not None else torch.ones_like(x[0, 0])
+
+    def _bias(self, x):
+        bias = getattr(self.norm, "b", None)
+        return bias if bias is not None else torch.zeros_like(x[0, 0])
+
+    def unembed(self, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        x = residual[:, None, :]
+        if self.norm is not None:
+            x = self._centred(x) / self.scale * self._weight(x) + self._bias(x)
+        x = x[:, 0]
+        W_U, b_U = self.adapter.unembedding
+        if ids is None:
+            logits = x @ W_U + b_U
+        elif ids.dim() == 2:
+            logits = torch.einsum("bd,dbk->bk", x, W_U[:, ids]) + b_U[ids]
+        else:
+            logits = x @ W_U[:, ids] + b_U[ids]
+        cap = getattr(self.adapter.cfg, "output_logits_soft_cap", None)
+        if cap is not None and cap > 0:
+            logits = cap * torch.tanh(logits / cap)
+        return logits
+
+
+def _final_metric(prepared: PreparedTask, readout: _FrozenReadout, residual: torch.Tensor) -> torch.Tensor:
+    """The task's metric of final residuals [b, d_model] read with the final norm frozen.  # [b]"""
+    ids = torch.tensor([prepared.answer_id, *prepared.foil_ids], device=residual.device)
+    return metric_named(prepared.task.metric).of_residual(readout, residual, ids)
 
 
 def _base_writers(model, spec: GraphSpec, tokens, frozen_names, frozen, base_sites) -> torch.Tensor:
@@ -151,18 +206,31 @@ def _base_writers(model, spec: GraphSpec, tokens, frozen_names, frozen, base_sit
 
 @torch.no_grad()
 def decompose(
-    model, spec: GraphSpec, prepared: PreparedTask, clean_writers: torch.Tensor, corrupted: bool = False
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    clean_writers: torch.Tensor,
+    corrupted: bool = False,
+    norms: str = "nonlinear",
 ) -> Decomposition:
     """CD-T with every writer as a source in turn (the module docstring).
 
     clean_writers: [pos, n_forward, d_model] (the engine's writer outputs of the clean run);
-    corrupted: the baseline is the corrupted run's output (else 0)."""
+    corrupted: the baseline is the corrupted run's output (else 0); norms: "frozen" (each norm
+    linear at the clean run's scale, the paper) or "nonlinear" (a norm is an activation:
+    γ' = N(γ), β' = N(β + γ) - N(γ))."""
     adapter = adapter_of(model)
     device = adapter.device
     tokens = prepared.clean_tokens.to(device)
-    frozen_names = _frozen_sites(model, spec)
+    frozen_norms = norms == "frozen"
+    frozen_names = _frozen_sites(model, spec, frozen_norms)
     places = _source_sites(spec)
     frozen = _record(model, tokens, frozen_names)
+    if set(frozen) != set(frozen_names):
+        raise ValueError(
+            "CD-T cannot hold this model's norm scales and attention patterns at their clean values "
+            f"(no value reached {sorted(set(frozen_names) - set(frozen))[0]}); use another method."
+        )
     base_sites: dict[str, torch.Tensor] = {}  # the corrupted run's values where sources are replaced
     if corrupted:
         names = [sites.EMBEDDING, *(sites.head_z(layer) for layer in range(spec.n_layers))]
@@ -170,19 +238,14 @@ def decompose(
             model, prepared.corrupted_tokens, names + [sites.mlp_out(i) for i in range(spec.n_layers)]
         )
 
-    # the clean final residual and the final norm's scale at the last position
+    # the clean final residual, and the readout with the final norm frozen at its scale
     clean_final = final_residual(model, tokens, [])  # [1, d_model]
-    final_scale = None
-    if adapter.has_hook(sites.FINAL_NORM_SCALE):
-        kept: dict[str, torch.Tensor] = {}
-        with adapter.hooked([(sites.FINAL_NORM_SCALE, lambda x, hook: kept.setdefault("s", x.detach()))]):
-            metric_from_residual(model, prepared, clean_final)
-        final_scale = kept["s"]
-    clean_metric = _final_metric(model, prepared, clean_final, final_scale)[0]
+    readout = _FrozenReadout(adapter, clean_final) if frozen_norms else adapter
+    clean_metric = _final_metric(prepared, readout, clean_final)[0]
 
     # each writer's relevant output: its whole output less what stays irrelevant when it is the source
     relevant = clean_writers - _base_writers(model, spec, tokens, frozen_names, frozen, base_sites)
-    direct = clean_metric - _final_metric(model, prepared, clean_final - relevant[-1], final_scale)
+    direct = clean_metric - _final_metric(prepared, readout, clean_final - relevant[-1])
     own = (relevant * relevant).sum(dim=(0, 2))  # [n_forward] sum_p ||beta_V^V||^2
 
     n = spec.n_forward
@@ -218,7 +281,7 @@ def decompose(
         hooks += [(name, remove) for name in sorted({places[node][0] for node in chosen})]
         hooks += writer_hooks(model, spec, sink)
         residual = final_residual(model, tokens.expand(batch, -1), hooks)  # [batch, d_model]
-        return clean_metric - _final_metric(model, prepared, residual, final_scale), found
+        return clean_metric - _final_metric(prepared, readout, residual), found
 
     def commit(rows: slice, result) -> None:
         relevance[rows], dots[rows] = result
@@ -232,6 +295,12 @@ def decompose(
         compute,
         commit,
     )
+    if not torch.isfinite(relevance).all():
+        raise ValueError(
+            f"CD-T's decomposition diverged on this model: with every norm frozen at the clean run's scale, "
+            f"the irrelevant part of {int((~torch.isfinite(relevance)).sum())} of {n} sources grew without "
+            'bound through the layers; use norms="nonlinear".'
+        )
     shares = torch.where(own > 0, dots / own.clamp_min(torch.finfo(own.dtype).tiny), torch.zeros_like(dots))
     return Decomposition(relevance, direct, shares, float(clean_metric))
 
@@ -276,7 +345,9 @@ class CDT(ScoringMethod):
         evaluator, spec = ctx.evaluator, ctx.spec
         corrupted = config.baseline == "corrupted"
         with ctx.timed("decomposition_s"):
-            found = decompose(ctx.model, spec, ctx.prepared(), evaluator.clean_writers[0], corrupted)
+            found = decompose(
+                ctx.model, spec, ctx.prepared(), evaluator.clean_writers[0], corrupted, str(config.norms)
+            )
         if ctx.task.corrupted:
             measured = "the faithfulness curve patches to the task's corrupted prompt"
             measured += "" if corrupted else "; the decomposition did not use it"
