@@ -8,13 +8,15 @@ through the network with fixed rules:
   out by |Wβ| : |Wγ|, which makes no difference on Gemma, Llama or SmolLM2: they have no biases);
 - an activation f: γ' = f(γ), β' = f(β + γ) - f(γ); a gated MLP's product f(g) l likewise,
   γ' = f(g_γ) l_γ and β' the rest (our extension: the paper's models have no gated MLP);
-- a norm: the scale (root mean square, or standard deviation) is that of the whole activation in
-  the clean run, so the norm is linear in each part (LayerNorm's centring too; its bias to γ);
+- a norm (``norms``): "frozen", the paper's, takes the scale of the whole activation in the clean
+  run, so the norm is linear in each part (LayerNorm's centring too; its bias to γ); it diverges
+  on Gemma-3 (docs/methods.md), so the default, "nonlinear", treats a norm as an activation:
+  γ' = N(γ) at γ's own scale, β' = N(β + γ) - N(γ);
 - attention: the pattern is the clean run's, taken as given, so a head is linear in its values
   and its queries and keys pass nothing on.
 Under these rules γ at every site is exactly the model's own forward pass with the source's output
-removed, every norm's scale and every attention pattern frozen at the clean run's values (the
-logits' soft-cap, an activation, is applied as it is), and β = clean - γ. That is how it is
+removed, every attention pattern (and, with frozen norms, every norm's scale) held at the clean
+run's values (the logits' soft-cap, an activation, is applied as it is), and β = clean - γ. That is how it is
 computed: one batched run, one sequence per source.
 
 A source is a writer of the graph (the input, a head, an MLP) at every position at once, and its
@@ -24,7 +26,8 @@ baseline keeps the mean). Scores on the graph:
 - a node's relevance R(u) = L(clean) - L(γ's logits) (for the logit difference, the metric of β);
 - an edge u -> v into a head's values or an MLP: R(V) x share(u, V), where V is the reader's node
   and share(u, V) = sum_p <β_V^u, β_V^V> / sum_p ||β_V^V||^2 is the part of V's own relevant output
-  that CD attributes to u along every path (the paper's source-to-target decomposition);
+  that CD attributes to u along every path (the paper's source-to-target decomposition); β_V^V is
+  read off one run with every writer replaced by its baseline;
 - u -> a head's query or key: 0 (the pattern is given);
 - u -> logits: the direct part, L(clean) - L(final residual minus u's relevant output at the last
   position, final norm frozen).
