@@ -3,7 +3,7 @@ budgets, and seconds per prompt, over the first prompts of the yardstick (``benc
 
 For each method (a registered name, optionally with settings as name:key=value;key=value) and
 prompt: the NDF and necessity of its circuits at 0.5, 1, 2, 5 and 10 % of the edges (the shared
-evaluator), and the wall seconds of the whole run (scoring and the curve) and of its scoring
+evaluator; with ``neurons`` also the neuron circuits' curve, top k neurons per MLP), and the wall seconds of the whole run (scoring and the curve) and of its scoring
 phase, with the load average beside them. Time it under the bench lock:
 
     flock /work/helpers/bench.lock .venv/bin/python benchmarks/bench_cdt_neurons.py --threads 1 \
@@ -65,6 +65,19 @@ def main() -> None:
                 "scoring_s": round(result.timings.get("scoring_s", float("nan")), 2),
                 "load": load_average(),
             }
+            if getattr(result.details, "kind", "") == "neurons":  # the neuron circuits' curve
+                row["neuron_curve"] = [
+                    {key: point[key] for key in ("k", "n_neurons", "ndf", "necessity")}
+                    for point in result.details.curve
+                ]
+                print(
+                    "    neurons: "
+                    + ", ".join(
+                        f"top {p['k']}/MLP NDF {p['ndf']:.3f} necessity {p['necessity']:.3f}"
+                        for p in row["neuron_curve"]
+                    ),
+                    flush=True,
+                )
             rows.append(row)
             print(
                 f"{text:<28} {kind:<16} NDF {row['ndf']} necessity {row['necessity']} "
