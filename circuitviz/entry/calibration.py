@@ -130,6 +130,13 @@ def last_load(model_id: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def measured(device_kind: str) -> bool:
+    """Whether this machine has a rate for ``device_kind`` already (a run or a timed forward
+    pass): a start that finds one skips timing a pass before the model is announced."""
+    by_method = _read(calibration_path()).get(device_kind) or {}
+    return any(isinstance(runs, list) and runs for runs in by_method.values())
+
+
 def _median_rate(runs: list) -> float | None:
     rates = [run["flops"] / run["seconds"] for run in runs if run.get("seconds", 0) > 0]
     return statistics.median(rates) if rates else None

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,56 +35,23 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BRIDGE_CACHE_FORMAT = 1  # the transformers state dict as transformers names it
+BRIDGE_CACHE_FORMAT = 2  # 1: the transformers state dict as transformers names it; 2: sealed (cache.seal)
 
 
 def _bridge_fingerprint(source: Path) -> dict:
     return {**cache.source_fingerprint(source), "backend": "bridge", "bridge_format": BRIDGE_CACHE_FORMAT}
 
 
-_MANIFEST = "manifest.json"
-
-
-def _weights_files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.safetensors"))
-
-
-def _entry_is_sound(entry: cache.CacheEntry) -> bool:
-    """Whether a complete-looking entry reads back: its manifest matches its key and every
-    weights file has the size the manifest recorded (a truncated or altered file is rebuilt,
-    never used)."""
-    try:
-        manifest = json.loads((entry.folder / _MANIFEST).read_text())
-        sizes = {path.name: path.stat().st_size for path in _weights_files(entry.folder)}
-        return manifest.get("fingerprint") == entry.fingerprint and manifest.get("weights") == sizes and sizes
-    except (OSError, ValueError):
-        return False
-
-
 def _write_bridge_entry(entry: cache.CacheEntry, hf_model: PreTrainedModel, tokenizer) -> bool:
     """Store the dequantised ``transformers`` checkpoint (``save_pretrained``) with its tokenizer,
-    in a staging folder renamed into place once whole; False (logged) when the disk refuses."""
-    parent = entry.folder.parent
-    staging: Path | None = None
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
+    sealed and renamed into place once whole (``cache.write_sealed``); False (logged) when the
+    disk refuses."""
+
+    def fill(staging: Path) -> None:
         hf_model.save_pretrained(str(staging), safe_serialization=True)
         tokenizer.save_pretrained(str(staging))
-        sizes = {path.name: path.stat().st_size for path in _weights_files(staging)}
-        manifest = {"fingerprint": entry.fingerprint, "weights": sizes}
-        (staging / _MANIFEST).write_text(json.dumps(manifest, indent=2))
-        if entry.folder.exists():
-            shutil.rmtree(entry.folder, ignore_errors=True)
-        os.replace(staging, entry.folder)
-        staging = None
-        return True
-    except OSError as error:
-        logger.warning("Could not write the model cache in %s (%s).", entry.folder, error)
-        return False
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+
+    return cache.write_sealed(entry, fill)
 
 
 def _model_from_entry(entry: cache.CacheEntry, dtype: torch.dtype, placement: dict) -> PreTrainedModel:
@@ -105,14 +68,13 @@ def gguf_hf_model(checkpoint: LocalCheckpoint, slug: str, dtype: torch.dtype, pl
     and stored in the conversion cache, read from there after. A cache entry that does not read
     back whole is removed and rebuilt."""
     entry = cache.cache_entry(f"bridge-{slug}", _bridge_fingerprint(checkpoint.gguf_path))
-    if _entry_is_sound(entry):
+    if cache.entry_is_sound(entry):
         try:
             load_tokenizer = saved_tokenizer_loader(entry.folder)
             return _model_from_entry(entry, dtype, placement), load_tokenizer()
         except Exception as error:  # a damaged entry costs one conversion, never a wrong model
             logger.warning("The cached %s could not be read (%s); converting again.", slug, error)
-    if entry.folder.exists():
-        shutil.rmtree(entry.folder, ignore_errors=True)
+    cache.remove_entry(entry)
     logger.info("Converting %s once for the bridge; later loads read %s.", slug, entry.folder)
     verify()
     hf_model = read_hf_model(checkpoint)

@@ -1,9 +1,20 @@
 """A disk cache of converted checkpoints, so only the first load pays for GGUF conversion.
 
-An entry is a folder holding the Hugging Face config, the tokenizer and the TransformerLens
-state dict as safetensors. It is keyed by the source file's size and modification time and by
-the library versions that did the conversion, written into a staging folder and renamed into
-place in one step, so a reader never sees half an entry.
+Both backends keep one: an entry is a folder holding what a load reads (HookedTransformer's:
+the Hugging Face config, the tokenizer and the TransformerLens state dict as safetensors; the
+bridge's: a ``transformers`` checkpoint written by ``save_pretrained``).
+
+- **Keyed by content and version**: the source file's sha256 (computed once per file identity
+  and remembered in ``sources.json``) and the versions of the libraries that converted it, so a
+  moved or copied file finds its entry and an upgrade converts again.
+- **Written whole or not at all**: into a staging folder renamed into place in one step, the
+  manifest written last.
+- **A damaged entry is detected and rebuilt, never used** (``entry_is_sound``): the manifest
+  records every file's size and sha256; each read checks that the manifest matches the key,
+  that every file is there with its size, that each safetensors header describes exactly its
+  file, and that every file's bytes hash to the manifest's digest. Hashing a gigabyte costs
+  about a second, so a file is hashed once per identity (size, modification and change times,
+  inode; any write changes them) and the identity it was verified under kept in ``verified.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -32,10 +44,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # 2: the weights TransformerLens copies in every forward are stored in the order it reads them
-CACHE_FORMAT = 2
+# 3: keyed by the source's content; the manifest records each file's size and sha256
+CACHE_FORMAT = 3
 _CONFIG_FILE = "config.json"
 _WEIGHTS_FILE = "weights.safetensors"
 _MANIFEST_FILE = "manifest.json"
+_VERIFIED_FILE = "verified.json"
+_SOURCES_FILE = "sources.json"
+_HASH_CHUNK = 16 * 2**20
 _STAGING_PREFIX = ".staging-"
 _STALE_STAGING_SECONDS = 3600  # older staging folders belong to writes that died
 
@@ -54,16 +70,67 @@ def _version(distribution: str) -> str:
 
 
 def source_fingerprint(source_file: Path) -> dict[str, Any]:
-    """What the converted weights depend on: the source file's identity and the converters."""
-    stat = source_file.stat()
+    """What the converted weights depend on: the source file's content and the converters."""
     return {
         "format": CACHE_FORMAT,
-        "source": str(source_file.resolve()),
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
+        "sha256": content_digest(source_file),
+        "size": source_file.stat().st_size,
         "transformer_lens": _version("transformer-lens"),
         "transformers": _version("transformers"),
     }
+
+
+def _identity(path: Path) -> list[int]:
+    """What changes whenever a file's bytes may have changed: size, modification and change times,
+    inode (a rename keeps them; any write, copy or replacement changes at least one)."""
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes (hashlib works outside the GIL on each chunk)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Atomically (a temporary file renamed over it); a disk that refuses only costs speed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        with os.fdopen(handle, "w") as stream:
+            json.dump(data, stream, indent=1)
+        os.replace(temporary, path)
+    except OSError as error:
+        logger.debug("Could not write %s (%s).", path, error)
+
+
+def content_digest(source_file: Path) -> str:
+    """The sha256 of ``source_file``, hashed once per file identity (``sources.json`` in the cache
+    remembers it: a start does not hash a model's file again)."""
+    path = source_file.resolve()
+    memo_path = cache_root() / _SOURCES_FILE
+    memo = _read_json(memo_path)
+    identity = _identity(path)
+    known = memo.get(str(path))
+    if isinstance(known, dict) and known.get("identity") == identity and known.get("sha256"):
+        return str(known["sha256"])
+    digest = file_digest(path)
+    memo = _read_json(memo_path)  # another process may have added its own meanwhile
+    memo[str(path)] = {"identity": identity, "sha256": digest}
+    _write_json(memo_path, memo)
+    return digest
 
 
 def slug_for(name: str) -> str:
@@ -88,7 +155,8 @@ class CacheEntry:
         return self.folder / _WEIGHTS_FILE
 
     def exists(self) -> bool:
-        """Whether a complete entry is present (the manifest is written last)."""
+        """Whether a complete entry is present (the manifest is written last); ``entry_is_sound``
+        says whether it may be read."""
         return (self.folder / _MANIFEST_FILE).is_file() and self.weights_path.is_file()
 
 
@@ -120,17 +188,13 @@ def write_entry(
     tokenizer: PreTrainedTokenizerBase,
     state_dict: dict[str, torch.Tensor],
 ) -> bool:
-    """Write the entry atomically; return False (and log why) when the disk refuses.
+    """Write HookedTransformer's entry atomically; return False (and log why) when the disk refuses.
 
     A failed write only costs speed next time, so it never fails the load itself.
     """
     from safetensors.torch import save_file
 
-    parent = entry.folder.parent
-    staging: Path | None = None
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=parent))
+    def fill(staging: Path) -> None:
         (staging / _CONFIG_FILE).write_text(json.dumps(hf_config, indent=2, default=str))
         tokenizer.save_pretrained(str(staging))
         save_file(
@@ -138,14 +202,27 @@ def write_entry(
             str(staging / _WEIGHTS_FILE),
             metadata={"circuitviz_cache_format": str(CACHE_FORMAT)},
         )
-        (staging / _MANIFEST_FILE).write_text(json.dumps(entry.fingerprint, indent=2))
-        if entry.folder.exists() and not entry.exists():
-            shutil.rmtree(entry.folder)  # an incomplete leftover with our key
-        if not entry.exists():
+
+    return write_sealed(entry, fill)
+
+
+def write_sealed(entry: CacheEntry, fill: Callable[[Path], None]) -> bool:
+    """Fill a staging folder (``fill(folder)``), seal it (``seal``) and rename it into place as
+    ``entry``; False (logged) when the disk refuses. A damaged entry in the way is replaced."""
+    parent = entry.folder.parent
+    staging: Path | None = None
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=parent))
+        fill(staging)
+        seal(staging, entry.fingerprint)
+        if entry.folder.exists() and not entry_is_sound(entry):
+            shutil.rmtree(entry.folder, ignore_errors=True)  # a damaged or partial leftover
+        if not entry.folder.exists():
             os.replace(staging, entry.folder)
             staging = None
     except OSError as error:
-        if entry.exists():  # another process finished the same entry first
+        if entry_is_sound(entry):  # another process finished the same entry first
             return True
         logger.warning("Could not write the model cache in %s (%s).", entry.folder, error)
         return False
@@ -154,6 +231,82 @@ def write_entry(
             shutil.rmtree(staging, ignore_errors=True)
     _remove_stale_siblings(entry)
     return True
+
+
+def _sealed_files(folder: Path) -> list[Path]:
+    return sorted(
+        path
+        for path in folder.iterdir()
+        if path.is_file()
+        and path.name not in (_MANIFEST_FILE, _VERIFIED_FILE)
+        and not path.name.startswith(".")
+    )
+
+
+def seal(folder: Path, fingerprint: dict[str, Any]) -> None:
+    """Record every file of ``folder`` (size and sha256) in its manifest, written last, and the
+    identity each was hashed under (``verified.json``: they need no hashing on the next read)."""
+    files = _sealed_files(folder)
+    records = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path)} for path in files}
+    (folder / _VERIFIED_FILE).write_text(json.dumps({path.name: _identity(path) for path in files}))
+    (folder / _MANIFEST_FILE).write_text(json.dumps({"fingerprint": fingerprint, "files": records}, indent=2))
+
+
+def safetensors_header_fits(path: Path) -> bool:
+    """Whether a safetensors file's header parses and its tensors end exactly at the file's end
+    (a file cut short, or grown, fails)."""
+    try:
+        with open(path, "rb") as stream:
+            header_size = int.from_bytes(stream.read(8), "little")
+            if header_size <= 0 or header_size > 100 * 2**20:
+                return False
+            header = json.loads(stream.read(header_size))
+        ends = [
+            int(value["data_offsets"][1])
+            for name, value in header.items()
+            if name != "__metadata__" and isinstance(value, dict)
+        ]
+        return 8 + header_size + max(ends, default=0) == path.stat().st_size
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+
+
+def entry_is_sound(entry: CacheEntry) -> bool:
+    """Whether ``entry`` may be read: its manifest matches its key, and every file it lists is
+    present with its size, a well-formed safetensors header where it is one, and its sha256
+    (hashed again only when the file's identity changed since it was last verified). A partial,
+    truncated, altered or foreign entry is not sound."""
+    manifest = _read_json(entry.folder / _MANIFEST_FILE)
+    records = manifest.get("files")
+    if manifest.get("fingerprint") != entry.fingerprint or not isinstance(records, dict) or not records:
+        return False
+    verified = _read_json(entry.folder / _VERIFIED_FILE)
+    rehashed = False
+    try:
+        for name, record in records.items():
+            path = entry.folder / name
+            if not path.is_file() or path.stat().st_size != record.get("size"):
+                return False
+            if name.endswith(".safetensors") and not safetensors_header_fits(path):
+                return False
+            identity = _identity(path)
+            if verified.get(name) != identity:
+                if file_digest(path) != record.get("sha256"):
+                    return False
+                verified[name] = identity
+                rehashed = True
+    except OSError:
+        return False
+    if rehashed:
+        _write_json(entry.folder / _VERIFIED_FILE, verified)
+    return True
+
+
+def remove_entry(entry: CacheEntry) -> None:
+    """Remove an entry that is not sound, so it is rebuilt."""
+    if entry.folder.exists():
+        logger.warning("The model cache entry %s is damaged or incomplete; converting again.", entry.folder)
+        shutil.rmtree(entry.folder, ignore_errors=True)
 
 
 def _remove_stale_siblings(entry: CacheEntry) -> None:

@@ -40,9 +40,15 @@ def _loader() -> tuple[Callable[[str, str | None], object], str]:
     if named:
         module_name, _, function_name = named.partition(":")
         return getattr(importlib.import_module(module_name), function_name), f"env:{named}"
+    return _default_loader, "default"
+
+
+def _default_loader(model_id: str, device: str | None):
+    """``models.load_model``, imported when a load starts (in the loading thread: the launcher's
+    main thread goes on to start the server without importing torch)."""
     from ..models import load_model
 
-    return (lambda model_id, device: load_model(model_id, device=device)), "default"
+    return load_model(model_id, device=device)
 
 
 _LOADS = itertools.count(1)
@@ -80,9 +86,12 @@ def model_future(model_id: str, device: str = "auto") -> Future:
 
 
 def _load_into(future: Future, loader, model_id: str, device: str) -> None:
-    """Load, time the load (the next start says how long to expect), warm up and time one pass."""
+    """Load, time the load (the next start says how long to expect) and, on a machine with no
+    rate measured yet for the model's device kind, time one forward pass (``probe_rate``)."""
     from ..entry import calibration
+    from . import startup
 
+    startup.mark(f"loading {model_id}")
     start = time.perf_counter()
     try:
         model = loader(model_id, None if device == "auto" else device)
@@ -90,15 +99,19 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
         future.set_exception(error)
         return
     calibration.record_load(model_id, time.perf_counter() - start)
+    startup.mark(f"{model_id} loaded")
     from ..models.adapter import register
 
     register(model, f"{model_id} on {device}, load {next(_LOADS)}")  # names it in cache keys
-    try:
-        probe_rate(model)
+    try:  # a rate stored by an earlier start or run prices the first estimate: no pass to time
+        if not calibration.measured(model_device_kind(model)):
+            probe_rate(model)
+            startup.mark("forward pass timed")
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
         pass
     freeze_long_lived_objects()
     future.set_result(model)
+    startup.mark(f"{model_id} ready")
 
 
 def freeze_long_lived_objects() -> None:
@@ -113,6 +126,13 @@ def freeze_long_lived_objects() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def model_device_kind(model) -> str:
+    """'cpu', 'cuda', 'mps': the kind of device the model's weights are on (what rates are kept by)."""
+    from ..models.adapter import model_device
+
+    return model_device(model).type
 
 
 def probe_rate(model) -> None:

@@ -12,8 +12,10 @@ def run_app() -> None:
     """The page configuration, the navigation (its page list), the shared sidebar (model and
     device; first, before any page's widget: the URL's values and a task opened on another page
     are set there), then the page the URL names."""
+    from . import startup
     from .sidebar import sidebar
 
+    startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
     app_navigation = st.navigation(pages())
     sidebar()

@@ -31,8 +31,10 @@ def load_model_or_stop(model_id: str, device: str):
     """The shared model; while it loads, how long it has taken and what to expect. A load error
     is one sentence and stops the page."""
     from ..entry import calibration
+    from . import startup
 
     future = loaders.model_future(model_id, device)
+    startup.mark_once("the page asks for the model")
     if not future.done():
         last = calibration.last_load(model_id)
         expect = (
@@ -48,6 +50,7 @@ def load_model_or_stop(model_id: str, device: str):
         line.empty()
     error = future.exception()
     if error is None:
+        startup.mark_once("the page has the model")
         return future.result()
     from ..models import ModelLoadError
 
@@ -356,6 +359,10 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
 
 def run_button(label: str, ready: bool, key: str | None = None) -> bool:
     """The primary button, disabled (saying why) while an input above has a problem."""
+    if ready:
+        from . import startup
+
+        startup.mark_once(f"{label} drawn enabled")
     return st.button(
         label,
         type="primary",

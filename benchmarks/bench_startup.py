@@ -1,0 +1,171 @@
+"""How long a new user waits: from `make app`'s command to an enabled Run, in Chromium.
+
+Starts the server exactly as ``make app`` does (``python -m circuitviz.ui.serve``, the default
+model loading from the start) with ``CIRCUITVIZ_CACHE`` pointing at a folder of its own, and
+times, from the moment the process is started:
+
+- **healthy**: the server answers ``/_stcore/health`` (looked at every 50 ms);
+- **painted**: the Explore page's title is on screen (the browser opens the page as soon as the
+  server is healthy; Chromium is started before the server, as a user's browser already runs);
+- **prompt box**: the prompt input is on screen;
+- **Run enabled**: the Run button is enabled (the model loaded and the page drawn around it).
+
+A **cold** start uses an empty cache folder (the embedded GGUF is converted on the way); a
+**warm** start reuses the folder a start left behind (converted weights, calibration). The order
+is one cold start, then ``--warm`` warm starts on the same folder. With ``--cache DIR`` the folder
+is used as it is (no cold start). Prints figures and the load average around each start; asserts
+nothing. Run under the bench lock:
+
+    flock /work/helpers/bench.lock .venv/bin/python benchmarks/bench_startup.py --warm 3
+    .venv/bin/python benchmarks/bench_startup.py --cache ~/.cache/circuitviz --warm 3 --no-cold
+
+The phases of the model's load inside the server (imports, weights, the timed pass) are printed
+from the server's log (``CIRCUITVIZ_STARTUP_LOG=1``, written by ``circuitviz.ui.serve``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
+RUN_READY = (
+    "() => [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Run' && !b.disabled)"
+)
+TITLE = "Explore a prompt's circuit"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def one_start(browser, cache: Path, timeout_s: float = 600.0) -> dict:
+    """Start the server on ``cache``, open the page, return the seconds of each milestone."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "CIRCUITVIZ_CACHE": str(cache),
+        "CIRCUITVIZ_STARTUP_LOG": "1",
+    }
+    command = [sys.executable, "-m", "circuitviz.ui.serve", "--server.port", str(port)]
+    command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    command += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    log_path = cache / f"server-{port}.log"
+    figures: dict = {"load_before": _load_average()}
+    url = f"http://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        start = time.perf_counter()
+        server = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+                        if response.status == 200:
+                            break
+                except OSError:
+                    pass
+                if server.poll() is not None or time.perf_counter() - start > timeout_s:
+                    raise RuntimeError(f"the server did not start; see {log_path}")
+                time.sleep(0.05)
+            figures["healthy_s"] = time.perf_counter() - start
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.goto(url)
+            page.get_by_text(TITLE).first.wait_for(timeout=timeout_s * 1000)
+            figures["painted_s"] = time.perf_counter() - start
+            page.get_by_label("Prompt", exact=True).wait_for(timeout=timeout_s * 1000)
+            figures["prompt_box_s"] = time.perf_counter() - start
+            page.wait_for_function(RUN_READY, timeout=timeout_s * 1000, polling=50)
+            figures["run_enabled_s"] = time.perf_counter() - start
+            page.close()
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+    figures["load_after"] = _load_average()
+    figures["phases"] = _phases(log_path)
+    return figures
+
+
+def _phases(log_path: Path) -> dict:
+    """The server's own ``startup:`` lines (seconds since its process started)."""
+    phases = {}
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("startup: "):
+            name, _, seconds = line.removeprefix("startup: ").rpartition(" ")
+            try:
+                phases[name] = float(seconds)
+            except ValueError:
+                continue
+    return phases
+
+
+def _show(kind: str, figures: dict) -> None:
+    phases = ", ".join(f"{name} {seconds:.2f}" for name, seconds in figures["phases"].items())
+    print(
+        f"{kind:5s} healthy {figures['healthy_s']:5.2f} s  painted {figures['painted_s']:5.2f} s  "
+        f"prompt box {figures['prompt_box_s']:5.2f} s  Run enabled {figures['run_enabled_s']:5.2f} s  "
+        f"(load {figures['load_before']} -> {figures['load_after']})"
+    )
+    if phases:
+        print(f"      in the server (s since start): {phases}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--warm", type=int, default=3, help="warm starts after the cold one")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold start (needs --cache)")
+    parser.add_argument("--cache", type=Path, help="the cache folder to start on (default: a new one)")
+    parser.add_argument("--json", type=Path, help="write every start's figures here")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="circuitviz-startup-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    print(f"cache {cache}; {os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    starts: list[tuple[str, dict]] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        try:
+            if not args.no_cold:
+                if any((cache / "models").glob("*")):
+                    raise SystemExit(f"{cache} holds converted models already; give an empty folder")
+                starts.append(("cold", one_start(browser, cache)))
+                _show(*starts[-1])
+            for _ in range(args.warm):
+                starts.append(("warm", one_start(browser, cache)))
+                _show(*starts[-1])
+        finally:
+            browser.close()
+    warm = [figures["run_enabled_s"] for kind, figures in starts if kind == "warm"]
+    if warm:
+        print(f"warm Run enabled: median {statistics.median(warm):.2f} s over {len(warm)} ({warm})")
+    if args.json:
+        args.json.write_text(json.dumps(starts, indent=1))
+
+
+if __name__ == "__main__":
+    main()
