@@ -298,6 +298,11 @@ def decompose(
         compute,
         commit,
     )
+    if not torch.isfinite(relevance).all() and not frozen_norms:
+        raise ValueError(
+            f"CD-T's decomposition gave no finite relevance for {int((~torch.isfinite(relevance)).sum())} "
+            f"of {n} sources on this model; use another method."
+        )
     if not torch.isfinite(relevance).all():
         raise ValueError(
             f"CD-T's decomposition diverged on this model: with every norm frozen at the clean run's scale, "
