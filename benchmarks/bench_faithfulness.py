@@ -75,6 +75,8 @@ METHODS = {
     "flow-routes": ("flow-routes", {}),
     "acdc": ("acdc", {}),
     "paraphrase-pruning": ("paraphrase-pruning", {}),
+    "cd-t": ("cd-t", {}),
+    "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)

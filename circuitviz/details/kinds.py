@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from .acc import ACCDetails
 from .base import DETAILS, MethodDetails, ResultFormatError
+from .decomposition import DecompositionDetails
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
 from .lasso import LassoDetails
+from .neurons import NeuronDetails
 from .own_circuit import OwnCircuitDetails
 from .paraphrase_pruning import ParaphrasePruningDetails
 from .query import QueryCircuitDetails
@@ -23,6 +25,8 @@ BUILT_IN: tuple[type[MethodDetails], ...] = (
     EdgePruningDetails,
     OwnCircuitDetails,
     ParaphrasePruningDetails,
+    DecompositionDetails,
+    NeuronDetails,
 )
 
 

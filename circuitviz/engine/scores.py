@@ -20,6 +20,7 @@ from ..models.adapter import adapter_of
 from .gradients import ReaderGradients, reader_gradients
 from .memory import gradient_bytes_per_position
 from .metric import task_metric
+from .neurons import neuron_sites
 from .prefix import shared_prefix
 
 if TYPE_CHECKING:
@@ -91,12 +92,15 @@ def gradient_scores(
     n_groups: int | None = None,
     progress: Callable[[str, float], None] | None = None,
     positions: bool = False,
+    committed: Callable[[slice], None] | None = None,
 ) -> torch.Tensor:
     """Edge scores summed over ``n_items`` gradient sequences, in chunks that fit the device
     (``positions``: per (edge, position) unit, with a trailing [n_positions] axis).
 
     ``batch_pass(rows)`` runs the sequences ``rows`` and returns (their gradients, the
     differences they multiply, an owner per sequence or None, the groups those owners index).
+    ``committed(rows)`` is called once a chunk's scores are kept (a chunk that ran out of memory
+    is computed again in halves: what ``batch_pass`` set aside for ``rows`` is final only then).
     Returns [n_forward, n_backward], or [n_groups, n_forward, n_backward] with owners, on the
     model's device in the precision scores accumulate in.
     """
@@ -119,6 +123,8 @@ def gradient_scores(
     def commit(rows: slice, result) -> None:
         groups, part = result
         (scores if groups is None else scores[groups]).add_(part)
+        if committed is not None:
+            committed(rows)
         if progress:
             progress("score", rows.stop / n_items)
 
@@ -145,7 +151,8 @@ def batched_gradient_scores(
     positions: bool = False,
     extra_hooks: Callable[[], list] | None = None,
     split_inputs: bool | None = None,
-) -> torch.Tensor:
+    neuron_differences: torch.Tensor | None = None,
+):
     """EAP-IG (inputs) scores of several tasks of one prompt length, their steps in shared passes
     (``positions``: per (edge, position) unit, [n_tasks, n_forward, n_backward, pos]).
 
@@ -159,7 +166,9 @@ def batched_gradient_scores(
     clean_writers, corrupted_writers: [n_tasks, pos, n_forward, d_model].
     ``extra_hooks`` (made per pass by ``extra_hooks()``, a callable) change the backward pass (RelP's
     relevance rules), with ``split_inputs`` as ``reader_gradients`` takes it.
-    Returns [n_tasks, n_forward, n_backward] on the model's device.
+    Returns [n_tasks, n_forward, n_backward] on the model's device; with ``neuron_differences``
+    (every MLP neuron's corrupted-minus-clean activation, [n_tasks, pos, n_layers, d_mlp]) also
+    the neurons' scores from the same passes (``engine.neurons``): (edges, [n_tasks, n_layers, d_mlp]).
     """
     tasks = list(tasks)
     device = adapter_of(model).device
@@ -168,6 +177,17 @@ def batched_gradient_scores(
     tokens = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n, pos]
     n_steps = int(steps) if steps else 1
     jobs = [(j, k) for j in range(len(tasks)) for k in range(1, n_steps + 1)]
+    neuron_names = neuron_sites(spec) if neuron_differences is not None else []
+    pending: dict[tuple[int, int], torch.Tensor] = {}  # a chunk's neuron scores until it is kept
+    neurons = None
+    if neuron_differences is not None:
+        neurons = torch.zeros(
+            (len(tasks), *neuron_differences.shape[2:]), dtype=score_dtype(clean_writers.dtype), device=device
+        )
+
+    def keep_neurons(rows: slice) -> None:
+        if neurons is not None:
+            neurons.add_(pending.pop((rows.start, rows.stop)))
 
     def batch_pass(rows: slice):
         batch = jobs[rows]
@@ -198,7 +218,14 @@ def batched_gradient_scores(
             metric=metric,
             prefix=prefix,
             split_inputs=split_inputs,
+            extra_grads=neuron_names,
         )
+        if neurons is not None:  # each neuron's difference times its gradient, summed per task
+            part = torch.zeros_like(neurons)
+            for layer, name in enumerate(neuron_names):
+                product = gradients.grads[name] * neuron_differences[owner, prefix:, layer]  # [b, pos, d_mlp]
+                part[:, layer].index_add_(0, owner, product.sum(1).to(part.dtype))
+            pending[(rows.start, rows.stop)] = part
         return gradients, differences[members, prefix:], owner - lowest, members
 
     scores = gradient_scores(
@@ -210,5 +237,8 @@ def batched_gradient_scores(
         n_groups=len(tasks),
         progress=progress,
         positions=positions,
+        committed=keep_neurons,
     )
+    if neurons is not None:
+        return scores / n_steps, neurons / n_steps
     return scores / n_steps

@@ -183,7 +183,7 @@ def estimate_run(
     measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
     seconds = flops / measured.flops_per_second
 
-    memory = estimate_memory(
+    memory = cost.extra_bytes + estimate_memory(
         model, spec, n_tokens, max(cost.gradient_batch, 1), n_budgets, n_paraphrases, kind
     )
     return Estimate(

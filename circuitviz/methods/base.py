@@ -80,6 +80,7 @@ class Cost:
     gradient_batch: int = 0
     ig_steps: int = 0
     n_paraphrases: int = 0
+    extra_bytes: float = 0.0  # working memory the method keeps beside the passes (neuron scores)
 
 
 @dataclass(frozen=True)
@@ -441,9 +442,9 @@ GRADIENT_SETUP_PASSES = 6.0
 PATCHED_PASS = 1.8
 
 
-def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0) -> Cost:
+def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0, extra_bytes: float = 0.0) -> Cost:
     """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
     forward+backward passes, the faithfulness curve's patched passes (weighted as measured)."""
     steps = max(int(ig_steps), 1)
     passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
-    return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps))
+    return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps), extra_bytes=float(extra_bytes))

@@ -19,12 +19,22 @@ from dataclasses import dataclass
 import torch
 
 from ..core.graph import GraphSpec
+from ..details.neurons import NeuronDetails
 from ..engine import sites
 from ..engine.gradients import reader_gradients
+from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..measure.evaluate import Evaluator
 from ..models.adapter import model_device, model_dtype
 from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
+from .neuron_nodes import (
+    CURVE_KS,
+    check_neurons,
+    neuron_details,
+    neuron_differences,
+    neuron_top_k_setting,
+    neurons_setting,
+)
 from .registry import register
 from .settings import check_settings, ig_steps_setting, setting
 
@@ -53,17 +63,51 @@ def _differences(evaluator: Evaluator) -> torch.Tensor:
 
 
 def _gradient_scores_of(
-    contexts: Sequence[RunContext], steps: int | None, progress=None
-) -> list[tuple[torch.Tensor, None]]:
+    contexts: Sequence[RunContext], steps: int | None, progress=None, config=None
+) -> list[tuple[torch.Tensor, NeuronDetails | None]]:
     """EAP (``steps`` None) or EAP-IG scores of one task or several of one prompt length, their
-    gradient passes shared (``batched_gradient_scores``).  # each [n_forward, n_backward]"""
+    gradient passes shared (``batched_gradient_scores``); with ``config.neurons`` the MLP neurons'
+    scores from the same passes, and their circuits, in each task's details.
+    # each [n_forward, n_backward]"""
     evaluators = [ctx.evaluator for ctx in contexts]
     clean = torch.cat([e.clean_writers for e in evaluators])  # [n, pos, n_forward, d_model]
     corrupted = torch.cat([e.corrupted_writers for e in evaluators])
     prepared = [ctx.prepared() for ctx in contexts]
     model, spec = contexts[0].model, contexts[0].spec
-    scores = batched_gradient_scores(model, spec, prepared, clean, corrupted, steps, progress)
-    return [(matrix, None) for matrix in scores]
+    if not getattr(config, "neurons", False):
+        scores = batched_gradient_scores(model, spec, prepared, clean, corrupted, steps, progress)
+        return [(matrix, None) for matrix in scores]
+    differences, corrupted_neurons = neuron_differences(model, spec, prepared)
+    scores, neurons = batched_gradient_scores(
+        model, spec, prepared, clean, corrupted, steps, progress, neuron_differences=differences
+    )
+    return [
+        (
+            scores[j],
+            neuron_details(
+                model,
+                spec,
+                prepared[j],
+                neurons[j],
+                corrupted_neurons[j],
+                int(config.neuron_top_k),
+                evaluators[j].baseline,
+            ),
+        )
+        for j in range(len(contexts))
+    ]
+
+
+def _neuron_cost(config, spec: GraphSpec, n_tokens: int, steps: int) -> dict:
+    """What ``neurons`` adds to a gradient method's cost: two plain runs for the activations and the
+    neuron circuits' patched runs (two per k of the curve), and the neurons' working memory."""
+    if not getattr(config, "neurons", False):
+        return {}
+    return {
+        "extra_passes": 2.0 + 2.0 * (len(CURVE_KS) + 1),
+        # the graph does not hold the MLPs' width: taken as at most 6 d_model (Gemma-3 3.2, Llama 4)
+        "extra_bytes": neuron_bytes(spec, 6 * spec.d_model, n_tokens, steps),
+    }
 
 
 def _position_scores_of(ctx: RunContext, steps: int | None) -> torch.Tensor:
@@ -81,6 +125,12 @@ class EAPConfig:
     """EAP: one gradient at the clean run; over positions or not."""
 
     positions: bool = positions_setting()
+    neurons: bool = neurons_setting()
+    neuron_top_k: int = neuron_top_k_setting()
+
+    def __post_init__(self):
+        check_settings(self)
+        check_neurons(self)
 
 
 @register
@@ -89,12 +139,13 @@ class EAP(ScoringMethod):
     label = "EAP"
     summary = "Edge attribution patching: one gradient at the clean prompt, times the corruption's change."
     Config = EAPConfig
+    Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(1, n_budgets)
+        return gradient_cost(1, n_budgets, **_neuron_cost(config, spec, n_tokens, 1))
 
     def score_batch(self, contexts, config, progress=None):
-        return _gradient_scores_of(contexts, None, progress)
+        return _gradient_scores_of(contexts, None, progress, config)
 
     def score_positions(self, ctx: RunContext, config):
         return _position_scores_of(ctx, None)
@@ -113,18 +164,32 @@ class IGConfig:
         check_settings(self)
 
 
+@dataclass(frozen=True)
+class EAPIGConfig(IGConfig):
+    """EAP-IG's: its steps, over positions or not, and MLP neurons as nodes or not."""
+
+    neurons: bool = neurons_setting()
+    neuron_top_k: int = neuron_top_k_setting()
+
+    def __post_init__(self):
+        check_settings(self)
+        check_neurons(self)
+
+
 @register
 class EAPIG(ScoringMethod):
     name = "eap-ig"
     label = "EAP-IG (inputs)"
     summary = "Integrated gradients along the path from the corrupted to the clean input embedding."
-    Config = IGConfig
+    Config = EAPIGConfig
+    Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(config.ig_steps, n_budgets)
+        steps = int(config.ig_steps)
+        return gradient_cost(steps, n_budgets, **_neuron_cost(config, spec, n_tokens, steps))
 
     def score_batch(self, contexts, config, progress=None):
-        return _gradient_scores_of(contexts, int(config.ig_steps), progress)
+        return _gradient_scores_of(contexts, int(config.ig_steps), progress, config)
 
     def score_positions(self, ctx: RunContext, config):
         return _position_scores_of(ctx, int(config.ig_steps))

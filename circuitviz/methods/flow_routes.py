@@ -47,7 +47,7 @@ SCORES_NOTE = (
     "0 off the routes"
 )
 NO_CORRUPTION_NOTE = (
-    "No corrupted prompt: the routes need none, but the faithfulness curve patches every edge outside a "
+    "No corrupted prompt: the method needs none, but the faithfulness curve patches every edge outside a "
     "circuit to a corrupted run; it used a neutral prompt (every token after the first replaced by the "
     "padding token). Give a corrupted prompt to measure against your own corruption."
 )
@@ -223,11 +223,17 @@ class FlowRoutes(ScoringMethod):
     def run_batch(self, contexts, config, budgets, progress=None):
         """Tasks with a corrupted prompt are measured against it; one without against the neutral
         prompt (``neutral_task``): the routes never read either."""
-        for ctx in contexts:
-            if not ctx.task.corrupted and True not in ctx._prepared:
-                ctx._prepared[True] = neutral_task(ctx.model, ctx.prepared(need_corrupted=False))
-                ctx.check_meaningful = False  # the check judges a user's corruption; none was given
+        use_neutral_corruption(contexts)
         return super().run_batch(contexts, config, budgets, progress)
+
+
+def use_neutral_corruption(contexts) -> None:
+    """Give every context whose task has no corrupted prompt the neutral one (``neutral_task``),
+    for a method that needs none: its faithfulness curve still patches to a corrupted run."""
+    for ctx in contexts:
+        if not ctx.task.corrupted and True not in ctx._prepared:
+            ctx._prepared[True] = neutral_task(ctx.model, ctx.prepared(need_corrupted=False))
+            ctx.check_meaningful = False  # the check judges a user's corruption; none was given
 
 
 def neutral_task(model, prepared: PreparedTask) -> PreparedTask:

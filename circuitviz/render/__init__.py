@@ -105,6 +105,8 @@ def result_graph_html(
         f"prompt: {result.task.clean!r} → {result.task.answer!r}"
     )
     circuit = result.circuit(budget) if mask is None else mask
+    if "neurons" not in options and getattr(result.details, "kind", "") == "neurons":
+        options["neurons"] = result.details.neurons  # MLP neurons kept as nodes (a run with neurons on)
     if "captions" not in options and labels:
         options["captions"] = meaningful_captions(
             result.graph, result.scores, circuit, labels, result.task, estimates_metric

@@ -257,6 +257,7 @@ def circuit_graph_html(
     words: bool = False,
     groups: Mapping[str, Sequence[str]] | None = None,
     estimates_metric: bool = True,
+    neurons: Sequence[Mapping[str, object]] = (),
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores``, drawn in the field's layered
     layout (``node_position``) as a ``VisGraph`` and its standalone page.
@@ -272,8 +273,10 @@ def circuit_graph_html(
     width means when ``scores`` are not attribution scores (the consensus circuit's share of
     prompts). ``words``: node names in words ("layer 12, head 2"). ``groups``: named sets of
     nodes drawn as one node each (``render.groups``). ``estimates_metric``: the scores estimate
-    the change of the answer's metric (``legend_line``). ``height_px``, ``layout_width`` and
-    ``frame_width`` are kept for callers; the drawing fits any frame.
+    the change of the answer's metric (``legend_line``). ``neurons``: MLP neurons kept as nodes
+    (``{"layer", "neuron", "score"}``, a run with ``neurons`` on): each MLP of the circuit draws
+    its own in its layer row, right of it, tied to it by a line as wide as |score|. ``height_px``,
+    ``layout_width`` and ``frame_width`` are kept for callers; the drawing fits any frame.
     """
     del height_px, layout_width, frame_width  # the drawing is fitted to its frame in the browser
     all_edges = circuit_edges(spec, scores, mask)
@@ -367,7 +370,15 @@ def circuit_graph_html(
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
         )
+    if neurons:
+        _add_neurons(nodes, edges, neurons, {n["id"]: n for n in nodes}, column_width)
     line, more = legend_line(width_key, estimates_metric)
+    if neurons:
+        line += "; dots: an MLP's top neurons"
+        more += (
+            " Dots right of an MLP: its neurons of largest |score| (orange: negative score, it carries "
+            "the answer; green: it works against it), size and line width by |score|."
+        )
     if captions and caption_key:
         line += "; under a name: what it does (see the key)"
         more += " Under a name: " + caption_key
@@ -390,3 +401,53 @@ def circuit_graph_html(
 
 def _in_layers(spec: GraphSpec, name: str, layers: list[int]) -> bool:
     return name in ("input", "logits") or spec.node_layer(name) in layers
+
+
+NEURON_COLOURS = ("#009E73", "#D55E00")  # raises the metric's change, lowers it
+NEURON_SPACING = 0.45  # of a column: room between two neurons of one MLP
+
+
+def _add_neurons(nodes: list, edges: list, neurons, placed: Mapping[str, dict], column_width: float) -> None:
+    """Each drawn MLP's kept neurons as small nodes in its row, right of it (``m3.n512``), each
+    tied to its MLP by an undirected line; the strongest first, nearest the MLP."""
+    by_layer: dict[int, list] = {}
+    for neuron in neurons:
+        by_layer.setdefault(int(neuron["layer"]), []).append(neuron)
+    scale = max((abs(float(n["score"])) for n in neurons), default=1.0) or 1.0
+    for layer, members in sorted(by_layer.items()):
+        mlp = placed.get(f"m{layer}")
+        if mlp is None or mlp["color"]["background"] == FADED:
+            continue  # only the circuit's own MLPs carry their neurons
+        members = sorted(members, key=lambda n: -abs(float(n["score"])))
+        for rank, neuron in enumerate(members):
+            name = f"m{layer}.n{int(neuron['neuron'])}"
+            score = float(neuron["score"])
+            nodes.append(
+                {
+                    "id": name,
+                    "label": f"n{int(neuron['neuron'])}",
+                    "title": _escape(
+                        f"{name}: neuron {int(neuron['neuron'])} of layer {layer}'s MLP, score {score:+.4g}"
+                    ),
+                    "x": mlp["x"] + (0.9 + NEURON_SPACING * rank) * column_width,
+                    "y": mlp["y"],
+                    "shape": "dot",
+                    "size": 6 + 8 * abs(score) / scale,
+                    "color": {"background": NEURON_COLOURS[score < 0], "border": "#333333"},
+                    "font": {"color": "#111111", "size": FONT_SIZE * 0.6},
+                    "borderWidth": 1,
+                }
+            )
+            edges.append(
+                {
+                    "id": f"{name}->m{layer}",
+                    "from": name,
+                    "to": f"m{layer}",
+                    "title": _escape(f"neuron {name} of m{layer}: score {score:+.4g}"),
+                    "color": {"color": KIND_COLOURS["mlp"], "opacity": 0.6},
+                    "width": 1 + 3 * abs(score) / scale,
+                    "dashes": score < 0,
+                    "smooth": False,
+                    "arrows": {"to": {"enabled": False}},
+                }
+            )

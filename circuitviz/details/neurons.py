@@ -1,0 +1,45 @@
+"""What a gradient method's run with ``neurons`` on keeps beside its edge scores: MLP neurons as
+nodes (``circuitviz.engine.neurons``), the top ones per layer and their circuit's faithfulness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from .base import MethodDetails, register_details
+
+if TYPE_CHECKING:
+    from ..core.results import CircuitResult
+
+
+@register_details
+@dataclass
+class NeuronDetails(MethodDetails):
+    """Neuron-level scores of one run.
+
+    top_k: the neurons kept per MLP (the ``neuron_top_k`` setting).
+    neurons: the kept neurons at top_k, [{"layer", "neuron", "score"}], by layer then |score|.
+    layer_mass: per layer, the sum of |score| over all its neurons (what the top k leave out shows
+        against it).
+    curve: the neuron circuit keeping the top k of every MLP at a few k, measured by exact patching
+        of every other neuron: [{"k", "n_neurons", "metric", "ndf", "necessity"}].
+    scores_note: what a neuron's score is.
+    """
+
+    kind: ClassVar[str] = "neurons"
+    version: ClassVar[int] = 1
+
+    top_k: int = 0
+    neurons: list = field(default_factory=list)
+    layer_mass: list = field(default_factory=list)
+    curve: list = field(default_factory=list)
+    scores_note: str = ""
+
+    def report_lines(self, result: CircuitResult) -> list[str]:
+        points = ", ".join(
+            f"top {p['k']} a layer ({p['n_neurons']} neurons): NDF {p['ndf']:.3f}, necessity {p['necessity']:.3f}"
+            for p in self.curve
+        )
+        strongest = sorted(self.neurons, key=lambda n: -abs(n["score"]))[:5]
+        named = ", ".join(f"m{n['layer']}.n{n['neuron']} {n['score']:+.3g}" for n in strongest)
+        return [f"neuron circuits (every other neuron patched): {points}", f"strongest neurons: {named}"]
