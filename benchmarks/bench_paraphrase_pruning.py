@@ -43,24 +43,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
+    parser.add_argument("--only", default=None, help="run these prompts only (indices into PROMPTS, comma separated)")
     parser.add_argument("--budget", type=int, default=103)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--n-paraphrases", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument("--ig-steps", type=int, default=None)
+    parser.add_argument("--held-out", type=float, default=None)
     parser.add_argument("--json", default=None)
     add_threads_argument(parser, default=1)
     args = parser.parse_args()
     apply_threads(args.threads)
     model, _ = load_timed()
     method = get_method("paraphrase-pruning")
-    print(f"load average at start: {load_average()}", flush=True)
+    print(f"load average at start: {load_average()}; settings {vars(args)}", flush=True)
     rows = []
     for name in args.variants.split(","):
         settings = dict(VARIANTS[name])
         if args.steps is not None:
             settings["steps"] = args.steps
-        if args.n_paraphrases is not None:
-            settings["n_paraphrases"] = args.n_paraphrases
-        for kind, task in PROMPTS[: args.prompts]:
+        for flag in ("n_paraphrases", "learning_rate", "ig_steps", "held_out"):
+            if getattr(args, flag) is not None:
+                settings[flag] = getattr(args, flag)
+        chosen = [int(i) for i in args.only.split(",")] if args.only else range(args.prompts)
+        for kind, task in [PROMPTS[i] for i in chosen]:
             start = time.perf_counter()
             result = method.run_on(model, task, method.make_config(settings), budgets=[args.budget])
             seconds = time.perf_counter() - start
@@ -87,7 +93,8 @@ def main() -> None:
             print(
                 f"{name:12s} {kind:16s} NDF {entry['ndf']:.3f}  held-out {entry['held_out_ndf']:.3f} "
                 f"(n={entry['n_held_out']}, fit n={entry['n_fit']} mean {entry['fit_ndf']:.3f})  "
-                f"{entry['edges']} edges {entry['nodes']} nodes  {seconds:.1f} s  (warm score {entry['warm']:.3f})",
+                f"{entry['edges']} edges {entry['nodes']} nodes  {seconds:.1f} s  (warm score {entry['warm']:.3f}; "
+                f"{', '.join(f'{k} {v:.1f}' for k, v in result.timings.items())}; {load_average()})",
                 flush=True,
             )
     print()

@@ -11,6 +11,9 @@ higher Pearson than attribution patching's on GPT-2's MLPs (0.956 against 0.006 
 
     .venv/bin/python benchmarks/bench_relp.py --threads 1
     .venv/bin/python benchmarks/bench_relp.py --methods eap-ig,eap-gp --prompts 3 --json out.json
+    .venv/bin/python benchmarks/bench_relp.py --methods eap,relp,relp:attention=constant
+
+A method may carry settings after a colon (``relp:attention=constant``, several joined by ``;``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,13 @@ def pearson(first: torch.Tensor, second: torch.Tensor) -> float:
     a, b = first.double() - first.double().mean(), second.double() - second.double().mean()
     denominator = float(a.norm() * b.norm())
     return float((a * b).sum()) / denominator if denominator > 0 else float("nan")
+
+
+def method_and_settings(text: str) -> tuple[str, dict[str, str]]:
+    """'relp:attention=constant' -> ('relp', {'attention': 'constant'})."""
+    name, _, rest = text.partition(":")
+    pairs = [part.split("=", 1) for part in rest.split(";") if part.strip()]
+    return name.strip(), {key.strip(): value.strip() for key, value in pairs}
 
 
 def log(message: str) -> None:
@@ -70,9 +80,10 @@ def main() -> None:
         effects = node_effects(model, spec, evaluator).double().cpu()
         row = {"kind": kind, "prompt": task.clean, "methods": {}}
         for name in methods:
-            result = get_method(name).run_on(model, task, budgets=[budget])
+            method, settings = method_and_settings(name)
+            result = get_method(method).run_on(model, task, settings, budgets=[budget])
             mine = node_scores(spec, result.scores.double())[nodes]
-            truth = effects.abs() if name in MAGNITUDES else effects
+            truth = effects.abs() if method in MAGNITUDES else effects
             figures = {
                 "pearson_mlps": pearson(mine[mlps], truth[mlps]),
                 "pearson_heads": pearson(mine[~mlps], truth[~mlps]),
@@ -83,13 +94,13 @@ def main() -> None:
             row.setdefault("effects", effects.tolist())
             row.setdefault("node_scores", {})[name] = mine.tolist()
             log(
-                f"{number} {kind:<16} {name:<10} Pearson MLPs {figures['pearson_mlps']:6.3f}  heads "
+                f"{number} {kind:<16} {name:<22} Pearson MLPs {figures['pearson_mlps']:6.3f}  heads "
                 f"{figures['pearson_heads']:6.3f}  NDF@1% {figures['ndf_1pct']:6.3f}  "
                 f"scoring {figures['scoring_s']:6.2f} s"
             )
         rows.append(row)
     print(f"\nmeans over {len(rows)} prompts ({spec.n_edges} edges, 1 % = {budget}); {load_average()}")
-    print(f"{'method':<12}{'Pearson MLPs':>14}{'Pearson heads':>15}{'NDF@1%':>9}{'scoring s':>11}")
+    print(f"{'method':<24}{'Pearson MLPs':>14}{'Pearson heads':>15}{'NDF@1%':>9}{'scoring s':>11}")
     for name in methods:
         column = [row["methods"][name] for row in rows]
 
@@ -97,7 +108,7 @@ def main() -> None:
             return statistics.fmean(entry[key] for entry in column)
 
         print(
-            f"{name:<12}{mean('pearson_mlps'):>14.3f}{mean('pearson_heads'):>15.3f}"
+            f"{name:<24}{mean('pearson_mlps'):>14.3f}{mean('pearson_heads'):>15.3f}"
             f"{mean('ndf_1pct'):>9.3f}{mean('scoring_s'):>11.2f}"
         )
     if len(methods) >= 2:

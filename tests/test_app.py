@@ -11,7 +11,9 @@ Best-of-N candidate NDFs and UpSet counts against the result's details and candi
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 
 import pytest
 import torch
@@ -414,6 +416,50 @@ def test_compare_shows_each_methods_ndf_and_the_true_overlap():
     assert lit == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in a - b}
     chart = _charts(at)[0]
     assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
+
+
+def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the_metric():
+    """Every sentence beside a method's figures on Compare is true of them: ACC++'s scores
+    (signal attributions to attention decisions) are not changes of the answer's metric, so its
+    legend, its node captions, its curve's notes and its explanation say no edge carries the
+    answer or works against it and put no number on a node's effect; EAP's, which estimate the
+    metric, do (its trait in the registry decides, not the method's name)."""
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.methods import method_traits
+    from circuitviz.ui.result_view import curve_notes
+
+    assert not method_traits("acc++").scores_estimate_metric and method_traits("eap").scores_estimate_metric
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John", budgets="5,10,20")
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["acc++", "eap"]).run()
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    by_method = {page["title"].split(" at ")[0]: page for page in _graph_pages(at)}
+    acc, eap = by_method["acc++"], by_method["eap"]
+    said = " ".join([acc["legend"], acc["legend_more"]])
+    assert "carries the answer" not in said and "against the answer" not in said
+    assert "does not estimate the change of the answer's metric" in acc["legend_more"]
+    assert "carries the answer" in eap["legend"] and "works against the answer" in eap["legend_more"]
+    # under a name: a lens token at most, never an estimated effect ("+1.2") for ACC++
+    captions = [n["label"].split("\n")[1] for n in acc["nodes"] if "\n" in str(n.get("label", ""))]
+    assert not [c for c in captions if re.fullmatch(r"[+-][\d.e+-]+", c.strip())]
+    assert "estimated" not in acc["legend_more"]
+    result = at.session_state["results"]["acc++"]
+    # a dip in ACC++'s curve is explained without saying any edge works against the answer
+    dipped = copy.copy(result)
+    dipped.curve = [
+        CurvePoint(5, 5, 0, 0.5, 0.5),
+        CurvePoint(10, 10, 0, 0.1, 0.1),
+        CurvePoint(20, 20, 0, 0.6, 0.6),
+    ]
+    (note,) = curve_notes(dipped)
+    assert "not monotone" in note and "against the answer" not in note and "ACC++'s own score" in note
+    sentences = render.explain_circuit(
+        render.circuit_edges(result.graph, result.scores, result.circuit(10)),
+        task=result.task,
+        estimates_metric=False,
+    )
+    assert sentences and all("the method's score" in s and "raises" not in s for s in sentences)
 
 
 def test_signals_shows_the_acc_result_computed_on_compare():

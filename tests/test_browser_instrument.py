@@ -85,12 +85,24 @@ def _open(browser, url: str, button: str | None = None, graphs: int = 1):
     return page
 
 
-def _fits_at_every_width(page, name: str) -> None:
+# the smallest label of each drawing on screen, in px: its font in layout units times the fit's scale
+LABEL_PX = """() => [...document.querySelectorAll('.cv-root')].map(root => {
+  const network = root.cvNetwork;
+  const sizes = network.body.data.nodes.get().map(node => (node.font && node.font.size) || 14);
+  return Math.min(...sizes) * network.getScale(); })"""
+
+
+def _fits_at_every_width(page, name: str, min_label_px: float | None = None) -> None:
+    """Every drawing's node boxes inside their frames, none overlapping, at every width (and, with
+    ``min_label_px``, no label drawn smaller than that many pixels: readable)."""
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
         page.wait_for_timeout(1500)
         problems = graph_problems(page)
         assert not problems, f"{name} at {width} px: {problems[:5]}"
+        if min_label_px is not None:
+            smallest = page.evaluate(LABEL_PX)
+            assert min(smallest) >= min_label_px, f"{name} at {width} px: labels at {smallest} px"
         page.locator(".cv-root").first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(300)
         page.screenshot(path=str(OUTPUT / f"instrument-{name}-{width}.png"))
@@ -201,7 +213,9 @@ def test_compare_and_signals_drawings_fit_at_every_width(app, browser):
     page = _open(browser, f"{url}/compare?{query}", "Run the comparison", graphs=2)
     assert graph_count(page) == 2
     assert all("logits" in graph_node_ids(page, i) for i in range(2))  # the logit is drawn in each
-    _fits_at_every_width(page, "compare")
+    # readable in every column: below two columns' readable width they stack (at 1,000 px two
+    # side by side drew their labels at 5 px)
+    _fits_at_every_width(page, "compare", min_label_px=10)
     page.close()
     page = _open(browser, f"{url}/signals?{urllib.parse.urlencode(IOI)}", "Run ACC++")
     _fits_at_every_width(page, "signals")
@@ -229,4 +243,15 @@ def test_the_dataset_consensus_fits_at_every_width(app, browser):
     wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
     settled(page)
     _fits_at_every_width(page, "dataset")
+    page.close()
+
+
+def test_the_paraphrases_drawing_fits_at_every_width(app, browser):
+    """Paraphrases draws the winning candidate's circuit with the edges the candidates share: a
+    Best-of-N run at the page's defaults (9 template paraphrases, 5 IG steps a pair), the
+    cheapest run that puts the page's drawing on screen."""
+    url, _ = app
+    page = _open(browser, f"{url}/paraphrases?{urllib.parse.urlencode(IOI)}", "Run Best-of-N")
+    assert "Paraphrases" in page.locator("body").inner_text()
+    _fits_at_every_width(page, "paraphrases")
     page.close()

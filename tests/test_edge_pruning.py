@@ -16,7 +16,8 @@ from circuitviz.engine.patching import masked_residual
 from circuitviz.entry.api import evaluate_circuits
 from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
-from circuitviz.methods.edge_pruning import EdgePruningDetails, initial_logits, top_counts
+from circuitviz.methods.edge_pruning import EdgePruningDetails
+from circuitviz.methods.mask_learning import initial_logits, top_counts
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = [3, 8, 20, 60]

@@ -14,7 +14,7 @@ from circuitviz.bench.planted_benchmark import word_corpus
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.results import CircuitResult
-from circuitviz.core.tasks import PromptTask
+from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.lasso.observations import CORPUS_WINDOW, observation_texts
 from circuitviz.lasso.sem import edge_scores, fit_sem
 from circuitviz.lasso.solver import (
@@ -424,3 +424,57 @@ def test_a_missing_sae_layer_is_named(tmp_path):
     assert METHOD.run_on(model, IOI_TASK, config, budgets=[5]).details.feature_circuit["layers"] == [0, 1]
     with pytest.raises(ValueError, match="does not exist"):
         METHOD.run_on(model, IOI_TASK, METHOD.make_config({"units": "sae", "layers": "7"}), budgets=[5])
+
+
+# ----- observation batches ------------------------------------------------------------------------
+def _padded_cost(rows, batches, pass_cost: int) -> int:
+    return sum(len(b) * max(len(rows[i][1]) for i in b) + pass_cost for b in batches)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_observation_batches_keep_the_order_and_pad_least(seed):
+    """Grouping by length keeps every row once in the same (longest-first) order as one batch,
+    stays within memory, and pads least: equal to the best split found by brute force."""
+    import itertools
+
+    from circuitviz.lasso import observations
+
+    generator = np.random.default_rng(seed)
+    rows = [("corpus", list(range(int(n)))) for n in generator.integers(2, 40, size=9)]
+    one = [i for batch in observations._batches(rows, 1, 0) for i in batch]
+    grouped = list(observations._batches(rows, 1, 8))
+    assert [i for batch in grouped for i in batch] == one
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][1]))
+    best = min(
+        _padded_cost(rows, [order[a:b] for a, b in zip((0, *cuts), (*cuts, len(order)))], 8)
+        for k in range(len(order))
+        for cuts in itertools.combinations(range(1, len(order)), k)
+    )
+    assert _padded_cost(rows, grouped, 8) == best
+    small = list(observations._batches(rows, observations._BATCH_BYTES // 60, 8))  # 60 positions a batch
+    assert all(len(b) * max(len(rows[i][1]) for i in b) <= 60 for b in small)
+    assert sorted(i for batch in small for i in batch) == list(range(len(rows)))
+
+
+def test_grouped_observations_equal_one_padded_batch(tmp_path, monkeypatch):
+    """Texts of different lengths observed in length groups give the activations of one padded
+    batch (causal attention: padding never reaches a real position), up to rounding."""
+    from circuitviz.lasso import observations
+
+    model = tiny_model("gpt2", seed=0)
+    spec = GraphSpec.from_model(model)
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(" ".join(["the cat"] * n) for n in (1, 2, 9, 10, 30)), encoding="utf-8")
+    texts = observation_texts(IOI_TASK, 0, str(path))
+    prepared = prepare_task(model, IOI_TASK)
+    rows = observations._token_rows(model, texts)
+    assert len(list(observations._batches(rows, 1, observations._CPU_PASS_POSITIONS))) > 1
+    hooks = ["blocks.0.attn.hook_q", "blocks.1.mlp.hook_pre"]
+    grouped = observations.collect_observations(model, spec, prepared, texts, hooks)
+    monkeypatch.setattr(observations, "_CPU_PASS_POSITIONS", 0)
+    single = observations.collect_observations(model, spec, prepared, texts, hooks)
+    assert single.kinds == grouped.kinds
+    torch.testing.assert_close(grouped.writers, single.writers, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grouped.metric, single.metric, rtol=1e-5, atol=1e-5)
+    for name in hooks:
+        torch.testing.assert_close(grouped.activations[name], single.activations[name], rtol=1e-5, atol=1e-5)

@@ -58,7 +58,7 @@ class _Pair:
 def every_paraphrase_valid(monkeypatch):
     """The tiny random model answers its paraphrases differently, so the source's checks refuse
     them; here they pass, to test what the method does with valid ones."""
-    monkeypatch.setattr(pp, "gather_paraphrases", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
+    monkeypatch.setattr(pp, "gather_configured", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
     monkeypatch.setattr(pp, "gap_problem", lambda *args: None)
 
 
@@ -126,5 +126,46 @@ def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphras
     circuit = circuits_at_budgets(ctx.spec, scores, [15], prune_dead=False)[0]
     values = [ndf(float(e.metrics(circuit[None])[0]), e.baseline) for e in fitting]
     expected = min(values[0], sum(values[1:]) / len(values[1:]))
-    assert learned.history[0][0] == pytest.approx(expected, abs=1e-9)
+    assert learned.scores(0)[0] == pytest.approx(expected, abs=1e-9)
     assert torch.equal(learned.circuits[0], circuits_at_budgets(ctx.spec, scores, [15])[0])
+
+
+def test_edge_pruning_is_the_shared_loops_one_task_case():
+    """One loop learns both methods' masks: Edge Pruning's circuits are the loop's on the prompt
+    alone, and the prompt given twice (each weighing half) learns the same circuits, the
+    selection reading each task's own deviation."""
+    from circuitviz.methods.mask_learning import Schedule, edge_values, initial_logits, learn_masks
+
+    model = tiny_model("gemma", seed=2)
+    ctx = RunContext(model, IOI_TASK)
+    method = get_method("edge-pruning")
+    config = method.make_config({"steps": 4, "ig_steps": 3})
+    result = method.run_on(model, IOI_TASK, config, budgets=[6, 15])
+    ((warm, _),) = get_method("eap-ig").score_batch(
+        [ctx], get_method("eap-ig").make_config({"ig_steps": 3}), None
+    )
+    start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
+    schedule = Schedule(4, 0.5, 1.0, 0.01)
+    once = learn_masks(ctx, [ctx.evaluator], start, [6, 15], schedule)
+    twice = learn_masks(ctx, [ctx.evaluator, ctx.evaluator], start, [6, 15], schedule)
+    for index, budget in enumerate([6, 15]):
+        assert torch.equal(result.circuit(budget).cpu(), once.circuits[index].cpu())
+        assert torch.equal(once.circuits[index], twice.circuits[index])
+        assert once.best_step[index] == twice.best_step[index]
+        for one, two in zip(once.deviations[index], twice.deviations[index]):
+            assert two == pytest.approx([one[0], one[0]], abs=1e-9)
+
+
+def test_best_of_n_and_paraphrase_pruning_share_one_home_for_their_paraphrase_settings():
+    import dataclasses
+
+    from circuitviz.methods.paraphrase_pairs import ParaphraseSource
+
+    shared = [f.name for f in dataclasses.fields(ParaphraseSource)]
+    assert shared == ["paraphrase_source", "paraphrases", "n_paraphrases", "seed", "llm_model"]
+    for name in ("bon", "paraphrase-pruning"):
+        config = get_method(name).Config
+        assert issubclass(config, ParaphraseSource)
+        assert [f.name for f in dataclasses.fields(config)][: len(shared)] == shared
+        with pytest.raises(ValueError, match="paraphrase_source must be one of"):
+            get_method(name).make_config({"paraphrase_source": "nowhere"})

@@ -2,7 +2,8 @@
 written from the rules with frozen constants on TransformerLens's own hooks.
 
 The rules (Jafari et al. 2025): norms are linear with their scale fixed at the clean run's value,
-attention patterns are constants, an activation y = f(x) is the line through 0 with slope f(x)/x
+attention patterns follow the softmax (the default, the paper's released code) or are constants
+(``attention=constant``, the AH rule), an activation y = f(x) is the line through 0 with slope f(x)/x
 at the clean run, and a gated MLP's product f(g) * l splits its relevance half and half between
 f(g) and l. Under them the model is a linear function of every reader's input, and RelP's score
 of u -> v is (z'_u - z_u) . d(that function)/d(input of v), summed over positions.
@@ -20,8 +21,8 @@ from circuitviz.core.tasks import prepare_task
 from circuitviz.methods import get_method
 
 
-def scores_of(model, method: str) -> torch.Tensor:
-    return get_method(method).run_on(model, IOI_TASK, budgets=[1]).scores.double()
+def scores_of(model, method: str, settings=None) -> torch.Tensor:
+    return get_method(method).run_on(model, IOI_TASK, settings or {}, budgets=[1]).scores.double()
 
 
 def test_relp_equals_eap_where_the_rules_change_nothing():
@@ -32,9 +33,11 @@ def test_relp_equals_eap_where_the_rules_change_nothing():
         for block in model.blocks:
             block.attn.W_Q.zero_()
             block.attn.W_K.zero_()
-    relp, eap = scores_of(model, "relp"), scores_of(model, "eap")
+    eap = scores_of(model, "eap")
     assert eap.abs().max() > 1e-3
-    torch.testing.assert_close(relp, eap, rtol=1e-9, atol=1e-12)
+    for attention in ("gradient", "constant"):
+        relp = scores_of(model, "relp", {"attention": attention})
+        torch.testing.assert_close(relp, eap, rtol=1e-9, atol=1e-12)
 
 
 def test_relp_differs_from_eap_with_norms_and_smooth_activations():
@@ -42,17 +45,21 @@ def test_relp_differs_from_eap_with_norms_and_smooth_activations():
     assert (scores_of(model, "relp") - scores_of(model, "eap")).abs().max() > 1e-4
 
 
-def frozen_reader_gradients(model, spec: GraphSpec, prepared) -> dict[str, torch.Tensor]:
+def frozen_reader_gradients(
+    model, spec: GraphSpec, prepared, constant_pattern: bool
+) -> dict[str, torch.Tensor]:
     """{reader: d(frozen model's metric)/d(its input)}: a clean run records every norm's scale,
     every pattern and every MLP's activations; a second run replaces each by the linear function
-    the rules make of it, with those records as constants, and autograd differentiates that."""
+    the rules make of it, with those records as constants (patterns only with
+    ``constant_pattern``; else the softmax stays live), and autograd differentiates that."""
+    frozen = ("hook_scale", "hook_pattern") if constant_pattern else ("hook_scale",)
     tokens = prepared.clean_tokens
     records: dict[str, list[torch.Tensor]] = {}
 
     def record(x, hook):
         records.setdefault(hook.name, []).append(x.detach().clone())
 
-    names = [name for name in model.hook_dict if name.endswith("hook_scale") or name.endswith("hook_pattern")]
+    names = [name for name in model.hook_dict if name.endswith(frozen)]
     names += [name for name in model.hook_dict if ".mlp.hook_" in name]
     with torch.no_grad():
         model.run_with_hooks(tokens, fwd_hooks=[(name, record) for name in names])
@@ -90,7 +97,7 @@ def frozen_reader_gradients(model, spec: GraphSpec, prepared) -> dict[str, torch
         return x.detach().clone().requires_grad_(True)
 
     hooks = [("blocks.0.hook_resid_pre", leaf)]
-    hooks += [(name, constant) for name in records if name.endswith(("hook_scale", "hook_pattern"))]
+    hooks += [(name, constant) for name in records if name.endswith(frozen)]
     hooks += [(name, keep_live) for name in records if name.endswith(("mlp.hook_pre", "mlp.hook_pre_linear"))]
     hooks += [(name, linear_mlp) for name in records if name.endswith("mlp.hook_post")]
     hooks += [(name, reader) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
@@ -106,21 +113,25 @@ def frozen_reader_gradients(model, spec: GraphSpec, prepared) -> dict[str, torch
     return gradients
 
 
+@pytest.mark.parametrize("attention", ["gradient", "constant"])
 @pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
-def test_relp_equals_a_frozen_linear_reference(shape):
+def test_relp_equals_a_frozen_linear_reference(shape, attention):
     model = tiny_model(shape, seed=3)
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
-    gradients = frozen_reader_gradients(model, spec, prepared)
+    gradients = frozen_reader_gradients(model, spec, prepared, attention == "constant")
     reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
     for name, writer, reader in edges(spec):
         reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradients[reader]).sum()
-    ours = scores_of(model, "relp")
+    ours = scores_of(model, "relp", {"attention": attention})
     assert reference.abs().max() > 1e-3
     torch.testing.assert_close(ours, reference, rtol=1e-7, atol=1e-9)
-    # queries and keys read nothing back through a constant pattern
-    for layer in range(spec.n_layers):
-        for kind in "qk":
-            assert ours[:, spec.head_backward(layer, kind)].abs().max() == 0
+    query_key = torch.cat(
+        [ours[:, spec.head_backward(layer, kind)] for layer in range(spec.n_layers) for kind in "qk"], 1
+    )
+    if attention == "constant":  # queries and keys read nothing back through a constant pattern
+        assert query_key.abs().max() == 0
+    else:  # through the softmax they do
+        assert query_key.abs().max() > 1e-4

@@ -6,8 +6,11 @@ nothing the forward pass computes (every hook returns a value equal to its input
 - norms (LayerNorm, RMSNorm, before and after attention and the MLP, q/k-norms, the final norm):
   the scale is detached, so a norm is the linear map x -> w (x - mean) / s with s the run's value
   (the LN rule);
-- attention: the pattern is detached, so a head is linear in its values and passes nothing back
-  to its queries and keys (the AH rule);
+- attention, two choices (``constant_pattern``): with it the pattern is detached, so a head is
+  linear in its values and passes nothing back to its queries and keys (the AH rule of Ali et
+  al. 2022, RelP's rule for attention and its default); without it the softmax passes its own
+  gradient, so queries and keys receive relevance through the pattern (the default rule set of
+  RelP's released code, which leaves the AH rule out);
 - the MLP's activation: y = f(x) passes back f(x)/x instead of f'(x) (the identity rule: the
   relevance x * dy/dx equals y);
 - a gated MLP's product y = f(g) * l: each factor gets half the relevance (the half rule),
@@ -32,15 +35,17 @@ def _ratio(value: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x == 0, torch.zeros_like(x), value / safe)
 
 
-def relevance_hooks(model, spec: GraphSpec) -> list[Hook]:
+def relevance_hooks(model, spec: GraphSpec, constant_pattern: bool = True) -> list[Hook]:
     """Forward hooks that make a gradient pass propagate relevance by the LRP rules above.
 
     Made fresh for every pass (they keep the MLP's pre-activations of the pass they run in).
+    ``constant_pattern``: the AH rule (attention patterns detached); off, the softmax's gradient.
     """
     adapter = adapter_of(model)
     hooks: list[Hook] = [(name, _detach) for name in sites.norm_scales(spec) if adapter.has_hook(name)]
     for layer in range(spec.n_layers):
-        hooks.append((sites.attention_pattern(layer), _detach))
+        if constant_pattern:
+            hooks.append((sites.attention_pattern(layer), _detach))
         activation, gated = adapter.mlp_activation(layer)
         kept: dict[str, torch.Tensor] = {}
 

@@ -22,7 +22,7 @@ from ..core.text import clock_duration
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..measure.evaluate import circuits_at_budgets
-from ..methods import UnknownMethodError, available_methods, get_method, setting_flags
+from ..methods import UnknownMethodError, available_methods, get_method, method_traits, setting_flags
 from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
@@ -307,7 +307,8 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 
     budget = budget if budget is not None else readable_budget(result.curve)
     labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
-    drawing = result_graph_html(result, budget, labels=labels)
+    estimates = method_traits(result.method).scores_estimate_metric  # what the legend may say of scores
+    drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
     path.write_text(drawing.html, encoding="utf-8")
     left_out = f"; {drawing.n_left_out:,} weaker edges left out" if drawing.n_left_out else ""
     print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out})")

@@ -103,3 +103,8 @@ CAPTION_KEY = (
     f"promotes/suppresses most (top {LENS_TOP_K}, logit lens at the last position); otherwise +x: "
     "how much the node raises the answer's metric (the logit difference over the foil), estimated"
 )
+# for a method whose scores do not estimate the metric, no number is written under a name
+LENS_CAPTION_KEY = (
+    "under a name: ↑/↓ a token when the answer or foil is among the tokens the node's output "
+    f"promotes/suppresses most (top {LENS_TOP_K}, logit lens at the last position)"
+)

@@ -22,38 +22,20 @@ from ..core.results import CircuitResult, load_circuit
 from ..core.tasks import PromptTask
 from ..details.query import QueryCircuitDetails
 from ..models.adapter import adapter_of
-from ..query.pairs import ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, score_key
-from ..query.sources import SOURCES
 from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
+from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
 from .scoring import pair_scores, scorer_names
-from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
+from .settings import ig_steps_setting, setting
 
 
 @dataclass(frozen=True)
-class QueryCircuitConfig:
-    """Settings of the Best-of-N family."""
+class QueryCircuitConfig(ParaphraseSource):
+    """Settings of the Best-of-N family (the paraphrase settings first, ``ParaphraseSource``)."""
 
-    paraphrase_source: str = setting(
-        "template",
-        "template (built-in families), openai (an LLM) or file (``paraphrases``).",
-        choices=SOURCES,
-    )
-    paraphrases: tuple[ParaphraseRecord, ...] = setting(
-        (),
-        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
-        widget="lines",
-        parse=paraphrase_records,
-        show=records_text,
-    )
-    n_paraphrases: int = paraphrases_setting(
-        9, "p, how many paraphrases to generate (template/openai; a file gives all it has)."
-    )
-    seed: int = setting(0, "seeds the template choice and the LLM request.")
-    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
     include_mismatched: bool = setting(
         False, "also score paraphrases whose model answer differs from the prompt's."
     )
@@ -77,13 +59,6 @@ class QueryCircuitConfig:
     cache_scores: bool = setting(
         True, "keep score matrices (and circuit evaluations) in the run's result store and reuse them."
     )
-
-    def __post_init__(self):
-        check_settings(self)  # typed tuples, and every bound its fields declare
-        if self.paraphrase_source not in SOURCES:
-            raise ValueError(
-                f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
-            )
 
 
 def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
@@ -196,10 +171,7 @@ class QueryCircuitMethod(Method):
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """``--paraphrases FILE`` gives the file's pairs (and the file source); ``--reference
         FILE`` gives the reference circuit's edge names, read against the model's graph."""
-        settings = dict(settings)
-        if settings.get("paraphrases"):
-            settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
-            settings.setdefault("paraphrase_source", "file")
+        settings = paraphrases_from_cli(settings)
         if settings.get("reference") and model is not None:
             spec = adapter_of(model).spec
             settings["reference"] = tuple(spec.edge_names_of(load_circuit(settings["reference"], spec).mask))

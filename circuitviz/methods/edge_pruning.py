@@ -33,36 +33,25 @@ the mask is fitted to one sentence, and this shows how far it carries to others.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from ..core.curves import ndf
-from ..core.graph import GraphSpec, prune
+from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
 from ..details.edge_pruning import EdgePruningDetails
-from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-from ..engine.metric import metric_from_residual
-from ..engine.patching import masked_residual
 from ..engine.scores import score_dtype
-from ..measure.chunks import run_in_chunks
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
 from .base import Cost, Method, RunContext, ScoringMethod
+from .mask_learning import Schedule, budget_circuits, edge_values, initial_logits, learn_masks, mask_scores
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import scorer_names
 from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
-
-# a budget stops learning once its circuit's NDF is within this of 1
-TOLERANCE = 0.01
-# momentum of the normalised-gradient steps
-MOMENTUM = 0.8
-# logits of edges a warm start scores 0 sit this far (log units) below the smallest nonzero score
-_ZERO_LOGIT_GAP = 5.0
 
 
 def warm_start_names() -> tuple[str, ...]:
@@ -110,162 +99,6 @@ class EdgePruningConfig:
             raise ValueError(f"learning_rate must be above 0, not {self.learning_rate}.")
         if not float(self.temperature) > 0:
             raise ValueError(f"temperature must be above 0, not {self.temperature}.")
-
-
-# ----- the learning ------------------------------------------------------------------------------
-@dataclass
-class LearnedMasks:
-    """The outcome of ``learn_masks``: per trained budget, the best circuit and its record."""
-
-    circuits: torch.Tensor  # [n_budgets, n_forward, n_backward] bool, pruned
-    logits: torch.Tensor  # [n_budgets, n_edges] the final logits, centred on each threshold
-    deviation: list[list[float]]  # per budget, (L(C) - L(M)) / span of each step's circuit
-    best_step: list[int]
-    steps_run: int
-    first_at_size: list[float]  # per budget, the deviation of the first circuit of its size
-
-
-def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
-    """theta = log(|score| / |score of the N-th edge|) per budget N: step 0 is the top-N circuit.
-
-    values: [n_edges] warm-start scores (all equal: no warm start). Edges scored 0 sit
-    ``_ZERO_LOGIT_GAP`` below the smallest nonzero score. Returns [n_budgets, n_edges].
-    """
-    size = values.abs() if values.is_floating_point() else values.abs().float()
-    positive = size[size > 0]
-    floor = float(positive.min()) * math.exp(-_ZERO_LOGIT_GAP) if positive.numel() else 1.0
-    logs = torch.log(size.clamp_min(floor))  # [n_edges]
-    ordered = torch.sort(logs, descending=True).values
-    thresholds = torch.stack([ordered[int(n) - 1] for n in counts])  # [n_budgets]
-    return logs[None, :] - thresholds[:, None]
-
-
-def top_counts(logits: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The hard top-N mask of each row and the threshold between its N-th and N+1-th logit.
-
-    logits: [n_budgets, n_edges]; counts: [n_budgets] (each below n_edges). Ties in edge order.
-    Returns (hard [n_budgets, n_edges] in the logits' dtype, thresholds [n_budgets, 1]).
-    """
-    order = torch.sort(logits, dim=1, descending=True, stable=True)
-    ranks = torch.empty_like(order.indices)
-    positions = torch.arange(logits.shape[1], device=logits.device).expand_as(ranks)
-    ranks.scatter_(1, order.indices, positions)
-    hard = (ranks < counts[:, None]).to(logits.dtype)
-    inside = order.values.gather(1, (counts - 1)[:, None])
-    outside = order.values.gather(1, counts[:, None])
-    return hard, (inside + outside) / 2
-
-
-def scheduled_count(target: int, n_edges: int, step: int, warmup: int) -> int:
-    """The edge count a budget's mask keeps at ``step``: over the first ``warmup`` steps it falls
-    geometrically from the whole graph (n_edges - 1) to the budget, then stays there."""
-    if warmup <= 0 or step >= warmup:
-        return int(target)
-    start = n_edges - 1
-    return int(round(math.exp(math.log(start) + (math.log(target) - math.log(start)) * step / warmup)))
-
-
-def learn_masks(
-    ctx: RunContext,
-    config: EdgePruningConfig,
-    warm_scores: torch.Tensor,
-    counts: Sequence[int],
-    warmup: int = 0,
-) -> LearnedMasks:
-    """Learn one mask per budget in ``counts`` (each 0 < N < n_edges), all in one batch per step.
-
-    warm_scores: [n_forward, n_backward]. With ``warmup`` > 0 each mask starts from the whole
-    graph and its size falls to the budget over that many steps (``scheduled_count``; the start
-    without a warm start), and only circuits of the budget's size compete for the best. See the
-    module docstring for the objective.
-    """
-    model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator
-    prepared = evaluator.prepared
-    device = evaluator.device
-    graph = spec.tensors(device)
-    forward, backward = graph.edge_index
-    n_budgets = len(counts)
-    dtype = score_dtype(model_dtype(model))  # float32 at least
-    values = warm_scores[forward, backward].to(device=device, dtype=dtype)  # [n_edges]
-    logits = initial_logits(values, counts).to(device)  # [n_budgets, n_edges]
-    n_edges = int(forward.shape[0])
-    budget_counts = torch.tensor([scheduled_count(n, n_edges, 0, warmup) for n in counts], device=device)
-    first_at_size = [math.nan] * n_budgets
-    velocity = torch.zeros_like(logits)
-    clean, span = evaluator.baseline.clean, evaluator.baseline.clean - evaluator.baseline.corrupted
-    scale = span if span != 0 else 1.0
-    best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-    best_deviation = [math.inf] * n_budgets
-    best_step = [0] * n_budgets
-    history: list[list[float]] = [[] for _ in range(n_budgets)]
-    training = list(range(n_budgets))
-    temperature, sparsity = float(config.temperature), float(config.sparsity)
-    flat_index = graph.flat_edge_index
-    steps = int(config.steps)
-    step = 0
-
-    def pass_rows(rows: slice, active: list[int]):
-        """Forward and backward of the budgets ``active[rows]``: (deviations, circuits, gradient)."""
-        chosen = torch.tensor(active[rows], device=device)
-        theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
-        hard, threshold = top_counts(theta.detach(), budget_counts[chosen])
-        soft = torch.sigmoid((theta - threshold) / temperature)  # [b, n_edges]
-        # the hard top-N runs unpruned: an edge whose path is not yet complete then still has a
-        # gradient (pruning it would cut the path its missing link is learned through)
-        kept = hard + soft - soft.detach()
-        keep = torch.zeros(len(chosen), spec.n_forward * spec.n_backward, dtype=dtype, device=device)
-        keep = keep.scatter(1, flat_index.expand(len(chosen), -1), kept)
-        keep = keep.view(-1, spec.n_forward, spec.n_backward)
-        circuits = prune(spec, keep.detach() > 0.5)
-        residual = masked_residual(
-            model, spec, prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
-        )
-        with torch.enable_grad():
-            metric = metric_from_residual(model, prepared, residual).to(dtype)  # [b]
-            deviation = (metric - clean) / scale
-            size = soft.sum(1) / budget_counts[chosen].to(dtype)
-            loss = (deviation**2).sum() + sparsity * size.sum()
-            (gradient,) = torch.autograd.grad(loss, theta)
-        return deviation.detach(), circuits, gradient
-
-    per_item = gradient_bytes_per_position(model, prepared.n_positions) + evaluation_bytes_per_position(
-        spec, 4
-    )
-    while training:
-        sizes = [scheduled_count(n, n_edges, step, warmup) for n in counts]
-        budget_counts = torch.tensor(sizes, device=device)
-        active = list(training)
-        results: dict[int, tuple] = {}
-
-        def compute(rows: slice, active=active):
-            return pass_rows(rows, active)
-
-        def commit(rows: slice, result, active=active, results=results):
-            deviation, circuits, gradient = result
-            for offset, index in enumerate(active[rows]):
-                results[index] = (float(deviation[offset]), circuits[offset], gradient[offset])
-
-        run_in_chunks(model, "gradient", len(active), prepared.n_positions, per_item, compute, commit)
-        for index in active:
-            deviation, circuit, gradient = results[index]
-            history[index].append(deviation)
-            at_size = sizes[index] == int(counts[index])
-            if at_size and math.isnan(first_at_size[index]):
-                first_at_size[index] = deviation
-            if at_size and abs(deviation) < best_deviation[index]:
-                best_deviation[index], best_step[index] = abs(deviation), step
-                best_circuits[index] = circuit
-            if at_size and (best_deviation[index] <= TOLERANCE or step >= steps or span == 0):
-                training.remove(index)
-                continue
-            largest = gradient.abs().max()
-            direction = gradient / largest if largest > 0 else gradient
-            velocity[index] = MOMENTUM * velocity[index] + direction
-            logits[index] -= float(config.learning_rate) * velocity[index]
-        ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
-        step += 1
-    _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
-    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
 
 
 # ----- the method ----------------------------------------------------------------------------------
@@ -341,24 +174,23 @@ class EdgePruning(Method):
         budgets = sorted({int(b) for b in budgets})
         with ctx.timed("scoring_s"):
             warm = _warm_scores(ctx, config)
-        n_edges = spec.n_edges
-        trained = [b for b in budgets if 0 < b < n_edges]
-        circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-        edge_mask = spec.tensors(device).edge_mask
-        for index, budget in enumerate(budgets):
-            if budget >= n_edges:
-                circuits[index] = prune(spec, edge_mask)
+        trained = [b for b in budgets if 0 < b < spec.n_edges]
         details = EdgePruningDetails(warm_start=config.warm_start)
-        scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
+        learned = None
         if trained:
             with ctx.timed("learning_s"):
                 warmup = int(config.steps) // 2 if config.warm_start == "none" else 0
-                learned = learn_masks(ctx, config, warm, trained, warmup)
-            for index, budget in enumerate(trained):
-                circuits[budgets.index(budget)] = learned.circuits[index]
-            # an edge's score: how firmly the budgets' masks keep it (mean relaxed mask)
-            kept = torch.sigmoid(learned.logits / float(config.temperature)).mean(0)  # [n_edges]
-            scores[spec.tensors(device).edge_index] = kept.float()
+                dtype = score_dtype(model_dtype(ctx.model))  # float32 at least
+                start = initial_logits(edge_values(spec, warm).to(dtype=dtype), trained)
+                schedule = Schedule(
+                    int(config.steps),
+                    float(config.learning_rate),
+                    float(config.temperature),
+                    float(config.sparsity),
+                    warmup,
+                )
+                learned = learn_masks(ctx, [evaluator], start, trained, schedule)
+            scores = mask_scores(spec, learned, config.temperature, device)
             details.steps_run = learned.steps_run
             details.history = {
                 str(b): [ndf(clean_deviation(d, evaluator), evaluator.baseline) for d in learned.deviation[i]]
@@ -366,6 +198,7 @@ class EdgePruning(Method):
             }
         else:
             scores = warm.abs()
+        circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
         points = {p.budget: p for p in curve}
@@ -374,7 +207,9 @@ class EdgePruning(Method):
                 {
                     "budget": b,
                     "edges": points[b].n_edges,
-                    "warm_ndf": ndf(clean_deviation(learned.first_at_size[i], evaluator), evaluator.baseline),
+                    "warm_ndf": ndf(
+                        clean_deviation(learned.first_at_size[i][0], evaluator), evaluator.baseline
+                    ),
                     "ndf": points[b].ndf,
                     "best_step": learned.best_step[i],
                     "steps": len(learned.deviation[i]),

@@ -1,15 +1,21 @@
-"""Template paraphrases of a prompt for the methods that check or resample over them.
+"""Paraphrases of a prompt for the methods that check, resample or fit over them.
 
-Edge Pruning measures its circuits on paraphrases of the prompt (a mask fitted to one sentence
-shows up as such) and the ensemble resamples its scores over them. Both reach the paraphrase
-generator through this module only, so where the generator lives is named once.
+Edge Pruning measures its circuits on template paraphrases of the prompt (a mask fitted to one
+sentence shows up as such) and the ensemble resamples its scores over them (``template_tasks``).
+Best-of-N's family and paraphrase pruning gather them from any source (templates, an LLM, the
+user's list) with one set of settings (``ParaphraseSource``, which their Configs inherit) and one
+call (``query.sources.gather_configured``). All reach the paraphrase generators through this module only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.tasks import PromptTask
-from ..query.pairs import ParaphraseError
+from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
+from ..query.sources import SOURCES
 from ..query.templates import template_paraphrases
+from .settings import check_settings, paraphrases_setting, setting
 
 
 def template_tasks(
@@ -31,3 +37,46 @@ def template_tasks(
             "length as their corruption, the same answer from the model)."
         )
     return usable, note
+
+
+@dataclass(frozen=True)
+class ParaphraseSource:
+    """Where a method's paraphrases come from, one home for the settings every method that
+    gathers them shares (Best-of-N's family, paraphrase pruning): the source, the user's pairs,
+    how many to generate, the seed and the LLM. A method's Config inherits these fields (first in
+    its form, in this order) and may give ``n_paraphrases`` its own default."""
+
+    paraphrase_source: str = setting(
+        "template",
+        "template (built-in families), openai (an LLM) or file (``paraphrases``).",
+        choices=SOURCES,
+    )
+    paraphrases: tuple[ParaphraseRecord, ...] = setting(
+        (),
+        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
+        widget="lines",
+        parse=paraphrase_records,
+        show=records_text,
+    )
+    n_paraphrases: int = paraphrases_setting(
+        9, "p, how many paraphrases to generate (template/openai; a file gives all it has)."
+    )
+    seed: int = setting(0, "seeds the template choice and the LLM request.")
+    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
+
+    def __post_init__(self):
+        check_settings(self)  # typed tuples, and every bound its fields declare
+        if self.paraphrase_source not in SOURCES:
+            raise ValueError(
+                f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
+            )
+
+
+def paraphrases_from_cli(settings: dict) -> dict:
+    """The command line's ``--paraphrases FILE``: the file's pairs as text, and the file source
+    unless another was named."""
+    settings = dict(settings)
+    if settings.get("paraphrases"):
+        settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
+        settings.setdefault("paraphrase_source", "file")
+    return settings

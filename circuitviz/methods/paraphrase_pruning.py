@@ -38,49 +38,47 @@ from dataclasses import dataclass
 import torch
 
 from ..core.curves import ndf
-from ..core.graph import GraphSpec, prune
+from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
-from ..core.tasks import PromptTask, TaskError, prepare_task
+from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
-from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
-from ..engine.metric import metric_from_residual
-from ..engine.patching import masked_residual
-from ..engine.scores import score_dtype
-from ..measure.chunks import run_in_chunks
-from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
+from ..measure.evaluate import (
+    Evaluator,
+    circuits_at_budgets,
+    curves_of_tasks,
+    evaluators_of_tasks,
+    metrics_of_tasks,
+)
 from ..measure.task_validity import gap_problem
-from ..models.adapter import model_dtype
-from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
-from ..query.sources import SOURCES, gather_paraphrases
+from ..query.pairs import ParaphraseError
+from ..query.sources import gather_configured
 from .base import Cost, Method, RunContext
 from .bon import PARAPHRASE_CHECK_PASSES
-from .edge_pruning import MOMENTUM, TOLERANCE, initial_logits, top_counts
+from .mask_learning import (
+    LearnedMasks,
+    Schedule,
+    budget_circuits,
+    initial_logits,
+    learn_masks,
+    mask_scores,
+    selection_error,
+)
+from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, register
 from .scoring import pair_scores
-from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
+from .settings import ig_steps_setting, paraphrases_setting, setting
 
 WARM_STARTS = ("eap-ig", "average", "bon")
 
 
 @dataclass(frozen=True)
-class ParaphrasePruningConfig:
-    """Settings of paraphrase pruning."""
+class ParaphrasePruningConfig(ParaphraseSource):
+    """Settings of paraphrase pruning (the paraphrase settings first, ``ParaphraseSource``)."""
 
-    paraphrase_source: str = setting(
-        "template",
-        "template (built-in families), openai (an LLM) or file (``paraphrases``).",
-        choices=SOURCES,
-    )
-    paraphrases: tuple[ParaphraseRecord, ...] = setting(
-        (),
-        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
-        widget="lines",
-        parse=paraphrase_records,
-        show=records_text,
-    )
     n_paraphrases: int = paraphrases_setting(
         8, "how many paraphrases to generate (template/openai; a file gives all it has)."
     )
+    seed: int = setting(0, "seeds the paraphrases and the held-out split.")
     held_out: float = setting(
         0.5,
         "the share of the valid paraphrases held out to measure transfer (never fitted to; at least one when there are two or more).",
@@ -100,15 +98,9 @@ class ParaphrasePruningConfig:
     learning_rate: float = setting(0.5, "how far the logit with the largest gradient moves per step.")
     temperature: float = setting(1.0, "width of the sigmoid around each budget's threshold.")
     sparsity: float = setting(0.01, "weight of the term that pulls every logit down.", low=0.0)
-    seed: int = setting(0, "seeds the paraphrases and the held-out split.")
-    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
 
     def __post_init__(self):
-        check_settings(self)  # every bound its fields declare
-        if self.paraphrase_source not in SOURCES:
-            raise ValueError(
-                f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
-            )
+        super().__post_init__()  # the paraphrase settings, and every bound the fields declare
         if self.warm_start not in WARM_STARTS:
             raise ValueError(f"warm_start must be one of {', '.join(WARM_STARTS)}, not {self.warm_start!r}.")
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
@@ -131,33 +123,26 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     the metric), shuffle them with the seed and hold out a share."""
     notes: list[str] = []
     tasks: list[PromptTask] = []
-    if int(config.n_paraphrases) > 0 or config.paraphrase_source == "file":
-        try:
-            pairs = gather_paraphrases(
-                ctx.model,
-                ctx.task,
-                config.paraphrase_source,
-                int(config.n_paraphrases),
-                int(config.seed),
-                text=config.paraphrases,
-                llm_model=config.llm_model or None,
-                max_tokens=ctx.max_tokens,
-            )
-            tasks = [pair.task() for pair in pairs if pair.usable()]
-        except ParaphraseError as error:
-            notes.append(str(error))
-    valid: list[Evaluator] = []
+    try:
+        tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
+    except ParaphraseError as error:
+        notes.append(str(error))
+    prepared: list[PreparedTask] = []
     seen = {ctx.task.clean}
     for task in tasks:
         if task.clean in seen:
             continue
         seen.add(task.clean)
         try:
-            evaluator = Evaluator(ctx.model, ctx.spec, prepare_task(ctx.model, task, ctx.max_tokens))
+            prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
         except TaskError:
             continue
-        if gap_problem(task, evaluator.baseline.clean, evaluator.baseline.corrupted) is None:
-            valid.append(evaluator)
+    valid = [
+        evaluator
+        for evaluator in _evaluators(ctx, prepared)
+        if gap_problem(evaluator.prepared.task, evaluator.baseline.clean, evaluator.baseline.corrupted)
+        is None
+    ]
     random.Random(int(config.seed)).shuffle(valid)
     n_valid = len(valid)
     if n_valid < 2:
@@ -174,120 +159,52 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     return Split(valid[n_held:], valid[:n_held], notes)
 
 
+def _batches(tasks: Sequence[PreparedTask]) -> list[list[int]]:
+    """The tasks' indices in groups that share a batched pass (``batch_compatible``), in order."""
+    groups: dict[tuple, list[int]] = {}
+    for index, task in enumerate(tasks):
+        groups.setdefault((task.n_positions, task.task.metric, len(task.foil_ids)), []).append(index)
+    return list(groups.values())
+
+
+def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
+    """An evaluator per task, the clean and corrupted runs of tasks of one length made together."""
+    found: list[Evaluator | None] = [None] * len(tasks)
+    for group in _batches(tasks):
+        for index, evaluator in zip(
+            group, evaluators_of_tasks(ctx.model, ctx.spec, [tasks[i] for i in group])
+        ):
+            found[index] = evaluator
+    return found
+
+
+def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor) -> list[list[float]]:
+    """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, tasks of one
+    length in shared patched passes.  # [n_tasks][n_circuits]"""
+    found: list[list[float]] = [[] for _ in evaluators]
+    for group in _batches([e.prepared for e in evaluators]):
+        chosen = [evaluators[i] for i in group]
+        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1))
+        for index, evaluator, row in zip(group, chosen, values.tolist()):
+            found[index] = [ndf(float(v), evaluator.baseline) for v in row]
+    return found
+
+
 # ----- the learning ------------------------------------------------------------------------------
-@dataclass
-class Learned:
-    circuits: torch.Tensor  # [n_budgets, n_forward, n_backward] bool, pruned
-    logits: torch.Tensor  # [n_budgets, n_edges], centred on each threshold
-    best_step: list[int]
-    steps_run: int
-    history: list[list[float]]  # per budget, the selection score of each step
-
-
-def _keep_masks(spec: GraphSpec, theta: torch.Tensor, counts: torch.Tensor, temperature: float, dtype):
-    """The straight-through masks of logits theta [b, n_edges]: hard top-N forward, the soft
-    sigmoid's gradient backward. Returns (keep [b, n_forward, n_backward], soft [b, n_edges])."""
-    graph = spec.tensors(theta.device)
-    hard, threshold = top_counts(theta.detach(), counts)
-    soft = torch.sigmoid((theta - threshold) / temperature)
-    kept = hard + soft - soft.detach()
-    keep = torch.zeros(theta.shape[0], spec.n_forward * spec.n_backward, dtype=dtype, device=theta.device)
-    keep = keep.scatter(1, graph.flat_edge_index.expand(theta.shape[0], -1), kept)
-    return keep.view(-1, spec.n_forward, spec.n_backward), soft
-
-
 def learn_shared_masks(
     ctx: RunContext,
     config: ParaphrasePruningConfig,
     evaluators: Sequence[Evaluator],
     start: torch.Tensor,
     counts: Sequence[int],
-) -> Learned:
+) -> LearnedMasks:
     """One mask per budget in ``counts``, fitted on every task of ``evaluators`` at once (the
-    prompt first, weighing as much as the others together). start: [n_budgets, n_edges] logits."""
-    model, spec = ctx.model, ctx.spec
-    device = evaluators[0].device
-    dtype = score_dtype(model_dtype(model))
-    logits = start.to(device=device, dtype=dtype).clone()
-    n_budgets = len(counts)
-    budget_counts = torch.tensor([int(n) for n in counts], device=device)
-    weights = [0.5, *[0.5 / (len(evaluators) - 1)] * (len(evaluators) - 1)] if len(evaluators) > 1 else [1.0]
-    velocity = torch.zeros_like(logits)
-    best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-    best_score, best_step = [-math.inf] * n_budgets, [0] * n_budgets
-    history: list[list[float]] = [[] for _ in range(n_budgets)]
-    temperature, sparsity = float(config.temperature), float(config.sparsity)
-    training, step = list(range(n_budgets)), 0
-    per_item = sum(
-        gradient_bytes_per_position(model, e.prepared.n_positions) + evaluation_bytes_per_position(spec, 4)
-        for e in evaluators
+    prompt first, weighing as much as the others together): the loop Edge Pruning runs on the
+    prompt alone (``mask_learning``). start: [n_budgets, n_edges] logits."""
+    schedule = Schedule(
+        int(config.steps), float(config.learning_rate), float(config.temperature), float(config.sparsity)
     )
-    positions = max(e.prepared.n_positions for e in evaluators)
-
-    def pass_rows(rows: slice, active: list[int]):
-        chosen = torch.tensor(active[rows], device=device)
-        theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
-        gradient = torch.zeros_like(theta)
-        ndfs = []
-        for weight, evaluator in zip(weights, evaluators):
-            keep, _ = _keep_masks(spec, theta, budget_counts[chosen], temperature, dtype)
-            base = evaluator.baseline
-            span = base.clean - base.corrupted
-            with torch.enable_grad():
-                residual = masked_residual(
-                    model,
-                    spec,
-                    evaluator.prepared,
-                    evaluator.corrupted_writers,
-                    keep,
-                    evaluator.corrupted_raw,
-                )
-                metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
-                deviation = (metric - base.clean) / (span if span != 0 else 1.0)
-                loss = weight * (deviation**2).sum()
-                (part,) = torch.autograd.grad(loss, theta)
-            gradient += part
-            ndfs.append((1 - deviation.detach().abs().clamp(max=1)).tolist())
-        with torch.enable_grad():
-            _, soft = _keep_masks(spec, theta, budget_counts[chosen], temperature, dtype)
-            size = soft.sum(1) / budget_counts[chosen].to(dtype)
-            (part,) = torch.autograd.grad(sparsity * size.sum(), theta)
-        gradient += part
-        circuits = prune(spec, keep.detach() > 0.5)
-        return ndfs, circuits, gradient
-
-    while training:
-        active = list(training)
-        results: dict[int, tuple] = {}
-
-        def compute(rows: slice, active=active):
-            return pass_rows(rows, active)
-
-        def commit(rows: slice, result, active=active, results=results):
-            ndfs, circuits, gradient = result
-            for offset, index in enumerate(active[rows]):
-                per_task = [values[offset] for values in ndfs]
-                results[index] = (per_task, circuits[offset], gradient[offset])
-
-        run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
-        for index in active:
-            per_task, circuit, gradient = results[index]
-            score = per_task[0] if len(per_task) == 1 else min(per_task[0], statistics.fmean(per_task[1:]))
-            history[index].append(score)
-            if score > best_score[index]:
-                best_score[index], best_step[index] = score, step
-                best_circuits[index] = circuit
-            if best_score[index] >= 1 - TOLERANCE or step >= int(config.steps):
-                training.remove(index)
-                continue
-            largest = gradient.abs().max()
-            direction = gradient / largest if largest > 0 else gradient
-            velocity[index] = MOMENTUM * velocity[index] + direction
-            logits[index] -= float(config.learning_rate) * velocity[index]
-        ctx.report("learning masks", min(1.0, (step + 1) / max(int(config.steps), 1)))
-        step += 1
-    _, thresholds = top_counts(logits, budget_counts)
-    return Learned(best_circuits, logits - thresholds, best_step, step, history)
+    return learn_masks(ctx, evaluators, start, counts, schedule)
 
 
 # ----- warm starts -------------------------------------------------------------------------------
@@ -300,8 +217,8 @@ def _fit_scores(ctx: RunContext, config, evaluators: Sequence[Evaluator]) -> lis
 
 def _fit_score(ndfs: Sequence[float]) -> float:
     """The selection score of a circuit on the fit tasks: the worse of the prompt's NDF and the
-    fit paraphrases' mean NDF (the prompt's alone without any)."""
-    return ndfs[0] if len(ndfs) == 1 else min(ndfs[0], statistics.fmean(ndfs[1:]))
+    fit paraphrases' mean NDF (the prompt's alone without any), as the learning selects."""
+    return 1 - min(1.0, selection_error([1 - v for v in ndfs]))
 
 
 def warm_logits(
@@ -368,11 +285,7 @@ class ParaphrasePruning(Method):
 
     def settings_from_cli(self, settings: dict, model=None) -> dict:
         """``--paraphrases FILE`` gives the file's pairs (and the file source)."""
-        settings = dict(settings)
-        if settings.get("paraphrases"):
-            settings["paraphrases"] = read_pairs_text(settings["paraphrases"])
-            settings.setdefault("paraphrase_source", "file")
-        return settings
+        return paraphrases_from_cli(settings)
 
     def run_task(self, ctx: RunContext, config, budgets: Sequence[int]) -> CircuitResult:
         config = self.as_config(config)
@@ -382,12 +295,7 @@ class ParaphrasePruning(Method):
         with ctx.timed("paraphrases_s"):
             split = split_paraphrases(ctx, config)
         fitting = [evaluator, *(split.fit if config.fit_paraphrases else [])]
-        n_edges = spec.n_edges
-        trained = [b for b in budgets if 0 < b < n_edges]
-        circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
-        for index, budget in enumerate(budgets):
-            if budget >= n_edges:
-                circuits[index] = prune(spec, spec.tensors(device).edge_mask)
+        trained = [b for b in budgets if 0 < b < spec.n_edges]
         details = ParaphrasePruningDetails(
             warm_start=config.warm_start,
             fit_paraphrases=bool(config.fit_paraphrases),
@@ -402,17 +310,12 @@ class ParaphrasePruning(Method):
                 start, origin = warm_logits(ctx, config, fitting, trained)
             with ctx.timed("learning_s"):
                 learned = learn_shared_masks(ctx, config, fitting, start, trained)
-            for index, budget in enumerate(trained):
-                circuits[budgets.index(budget)] = learned.circuits[index]
-            kept = torch.sigmoid(learned.logits / float(config.temperature)).mean(0)  # [n_edges]
-            scores[spec.tensors(device).edge_index] = kept.float()
+            scores = mask_scores(spec, learned, config.temperature, device)
             details.steps_run = learned.steps_run
+        circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
-            measured = {
-                "fit": [[ndf(v, e.baseline) for v in e.metrics(circuits).tolist()] for e in split.fit],
-                "held": [[ndf(v, e.baseline) for v in e.metrics(circuits).tolist()] for e in split.held_out],
-            }
+            measured = {"fit": _ndfs(split.fit, circuits), "held": _ndfs(split.held_out, circuits)}
         details.held_out_ndf = {
             str(b): [row[i] for row in measured["held"]] for i, b in enumerate(budgets) if measured["held"]
         }
@@ -431,10 +334,10 @@ class ParaphrasePruning(Method):
                     "ndf": points[b].ndf,
                     "fit_ndf": statistics.fmean(fit_values) if fit_values else math.nan,
                     "held_out_ndf": statistics.fmean(held_values) if held_values else math.nan,
-                    "warm_ndf": learned.history[j][0] if learned.history[j] else math.nan,
+                    "warm_ndf": learned.scores(j)[0] if learned.deviations[j] else math.nan,
                     "warm_from": origin[j],
                     "best_step": learned.best_step[j],
-                    "steps": len(learned.history[j]),
+                    "steps": len(learned.deviations[j]),
                 }
             )
         if evaluator.baseline.clean == evaluator.baseline.corrupted:

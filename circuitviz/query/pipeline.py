@@ -26,7 +26,7 @@ from .overlap import shared_subcircuit
 from .pairs import ParaphrasePair, original_pair
 from .pool import CircuitPool, MetricsMemo, metrics_key, winner
 from .scoring import PairScorer, stored_pair_scores
-from .sources import gather_paraphrases
+from .sources import gather_configured
 from .templates import check_task
 from .variants import VARIANTS, csm_circuit, csm_matrices, csm_order, ibon_circuit, parse_anchor_budgets
 
@@ -149,17 +149,7 @@ def _pairs_and_candidates(
     paraphrases: list[ParaphrasePair] = []
     n = int(config.n_paraphrases)
     if want != {"single"} and (config.paraphrase_source == "file" or n > 0):
-        paraphrases = gather_paraphrases(
-            ctx.model,
-            ctx.task,
-            config.paraphrase_source,
-            n,
-            int(config.seed),
-            config.paraphrases,
-            config.llm_model,
-            ctx.max_tokens,
-            ctx.progress,
-        )
+        paraphrases = gather_configured(ctx, config, ctx.progress)
     pairs = [original] + paraphrases
     candidates = [0] + [i for i in range(1, len(pairs)) if pairs[i].usable(config.include_mismatched)]
     left_out = [pair for pair in paraphrases if not pair.usable(config.include_mismatched)]

@@ -54,3 +54,24 @@ def gather_paraphrases(
     if progress:
         progress("paraphrases", 1.0)
     return pairs
+
+
+def gather_configured(
+    ctx, config, progress: Callable[[str, float], None] | None = None
+) -> list[ParaphrasePair]:
+    """The checked pairs of the run's prompt from a Config with the paraphrase settings
+    (``methods.paraphrase_pairs.ParaphraseSource``: source, pairs, count, seed, LLM); none when
+    it asks for 0 and is not a file. Raises ParaphraseError with the source's one sentence."""
+    if config.paraphrase_source != "file" and int(config.n_paraphrases) <= 0:
+        return []
+    return gather_paraphrases(
+        ctx.model,
+        ctx.task,
+        config.paraphrase_source,
+        int(config.n_paraphrases),
+        int(config.seed),
+        config.paraphrases,
+        config.llm_model or None,
+        ctx.max_tokens,
+        progress,
+    )

@@ -4,7 +4,7 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
-from ..labels.captions import CAPTION_KEY, node_caption
+from ..labels.captions import CAPTION_KEY, LENS_CAPTION_KEY, node_caption
 from .curves import (
     candidate_figure,
     curve_dips,
@@ -74,13 +74,22 @@ __all__ = [
 
 
 def result_graph_html(
-    result, budget: int, labels=None, max_edges: int = 1500, mask=None, ndf=None, **options
+    result,
+    budget: int,
+    labels=None,
+    max_edges: int = 1500,
+    mask=None,
+    ndf=None,
+    estimates_metric: bool = True,
+    **options,
 ):
     """The standalone graph page of a ``CircuitResult`` at ``budget``: what the app shows and
     downloads, and what ``python -m circuitviz discover --html`` writes.
 
     ``mask``: the circuit to draw when it is not ``result.circuit(budget)`` (iBoN/BoN-CSM at a
     budget the run did not evaluate); ``ndf``: its faithfulness for the title, when known.
+    ``estimates_metric``: the method's trait ``scores_estimate_metric`` (when false, the legend
+    and the captions under the names say nothing of the scores' effect on the answer).
     """
     point = result.point(budget)
     if ndf is None and point is not None:
@@ -92,24 +101,39 @@ def result_graph_html(
     )
     circuit = result.circuit(budget) if mask is None else mask
     if "captions" not in options and labels:
-        options["captions"] = meaningful_captions(result.graph, result.scores, circuit, labels, result.task)
-        options["caption_key"] = CAPTION_KEY
+        options["captions"] = meaningful_captions(
+            result.graph, result.scores, circuit, labels, result.task, estimates_metric
+        )
+        options["caption_key"] = CAPTION_KEY if estimates_metric else LENS_CAPTION_KEY
     return circuit_graph_html(
-        result.graph, result.scores, circuit, labels=labels, max_edges=max_edges, title=title, **options
+        result.graph,
+        result.scores,
+        circuit,
+        labels=labels,
+        max_edges=max_edges,
+        title=title,
+        estimates_metric=estimates_metric,
+        **options,
     )
 
 
-def meaningful_captions(spec, scores, mask, labels, task) -> dict[str, str]:
+def meaningful_captions(spec, scores, mask, labels, task, estimates_metric: bool = True) -> dict[str, str]:
     """{node: caption} by ``labels.captions``'s rule: the logit-lens token where the answer or a
     foil is among the node's top promoted (or suppressed) tokens, else its effect in words
-    (minus its summed edge scores in this circuit: "raises ' Mary' over ' John' by 1.2")."""
+    (minus its summed edge scores in this circuit: "raises ' Mary' over ' John' by 1.2"), which
+    only scores that estimate the metric give (``estimates_metric``; else the lens alone)."""
     totals = node_scores(circuit_edges(spec, scores, mask))
     captions = {}
     for node, score in totals.items():
         if node in ("input", "logits"):
             continue
         text = node_caption(
-            (labels or {}).get(node), -score, task.answer, list(task.foils), task.metric, short=True
+            (labels or {}).get(node),
+            -score if estimates_metric else None,
+            task.answer,
+            list(task.foils),
+            task.metric,
+            short=True,
         )
         if text:
             captions[node] = text

@@ -96,3 +96,82 @@ def acc_signals(details, component: str, position: int | None = None) -> list[di
         )
     found.sort(key=lambda item: -item["weight"])
     return found
+
+
+def card_data(
+    vis_nodes: Sequence[Mapping], edges: Sequence, labels: Mapping[str, Mapping] | None = None
+) -> dict:
+    """Every drawn node's and edge's card as plain text, sent with the drawing so a click shows
+    its card at once in the browser (``ui.graph_view``): {"nodes": {id: {title, what, score, in,
+    out, lens, members}}, "edges": {id: {title, lines}}}. ``vis_nodes``: the drawing's nodes (a
+    group carries its ``members``; a node without a circuit component, a token or layer label
+    of a position drawing, has no card); ``edges``: its ``GraphEdge``s, groups already merged
+    (``render.groups.group_edges``). Each card says what ``node_card`` says, in the same words
+    as the card in the page used to."""
+    incoming: dict[str, list] = {}
+    outgoing: dict[str, list] = {}
+    for edge in edges:
+        incoming.setdefault(edge.target, []).append(edge)
+        outgoing.setdefault(edge.source, []).append(edge)
+    nodes = {}
+    for node in vis_nodes:
+        node_id = str(node["id"])
+        if node.get("shape") == "text" or node_id.startswith(("token@", "layer@")):
+            continue
+        card = node_card(node_id, [*incoming.get(node_id, []), *outgoing.get(node_id, [])], labels)
+        members = [str(m) for m in node.get("members") or []]
+        nodes[node_id] = {
+            "title": node_id,
+            "group": f"group {node.get('group_name', node_id)}" if members else "",
+            "members": ("members: " + ", ".join(members)) if members else "",
+            "what": f"a group of {len(members)} nodes" if members else card["what"],
+            "score": f"score in this circuit: {card['score']:+.4g}",
+            "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In"),
+            "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out"),
+            "lens": _lens_text(card),
+        }
+    edge_cards = {
+        str(edge.name): {
+            "title": f"edge {edge.name}",
+            "lines": [f"from {edge.source} to {edge.target} ({edge.kind} input)", f"score {edge.score:+.4g}"],
+        }
+        for edge in edges
+    }
+    return {"nodes": nodes, "edges": edge_cards}
+
+
+def _rows_text(rows: list[dict], arrow: str, total: int, side: str) -> dict:
+    """A side of a card: its heading and one (node to go to, text) per edge, strongest first."""
+    if not rows:
+        return {"head": "", "rows": []}
+    return {
+        "head": f"{side} ({total} edges, strongest first)",
+        "rows": [
+            [row["node"], f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"] for row in rows
+        ],
+    }
+
+
+def _lens_text(card: dict) -> str:
+    if not (card["promotes"] or card["suppresses"]):
+        return ""
+    return (
+        "promotes:   " + ", ".join(repr(t) for t in card["promotes"][:6])
+        + "\nsuppresses: " + ", ".join(repr(t) for t in card["suppresses"][:6])
+    )  # fmt: skip
+
+
+def absent_card(node_id: str, why: str) -> dict:
+    """The card of a node the drawing does not hold (removed by an edit), saying ``why``."""
+    empty = {"head": "", "rows": []}
+    what = f"{describe(node_id)}; {why}"
+    return {
+        "title": node_id,
+        "group": "",
+        "members": "",
+        "what": what,
+        "score": "",
+        "in": empty,
+        "out": empty,
+        "lens": "",
+    }

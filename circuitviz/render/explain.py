@@ -48,12 +48,20 @@ def top_token(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> s
     return None
 
 
-def edge_sentence(edge: GraphEdge, labels: Mapping[str, Mapping[str, object]] | None, task=None) -> str:
+def edge_sentence(
+    edge: GraphEdge,
+    labels: Mapping[str, Mapping[str, object]] | None,
+    task=None,
+    estimates_metric: bool = True,
+) -> str:
     """One edge as a sentence, e.g. "a12.h2 writes straight to the output (score -1.23: it
     raises ' Mary' over ' John' by 1.2).". A score is the estimated change of the metric when
     the edge is corrupted, so a negative score marks an edge the answer relies on. With
     ``task`` the effect is said in the task's terms, and a node's lens token only where it is
-    the answer or a foil."""
+    the answer or a foil. ``estimates_metric`` false (a method whose scores are its own, not an
+    estimate of the metric): the score is given as the method's, with no effect said."""
+    if not estimates_metric:
+        return _sentence(edge, labels, f" (the method's score {edge.score:+.3g})", task)
     if task is not None:
         effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric) or "changes nothing"
         score = f" (score {edge.score:+.3g}: it {effect})"
@@ -83,12 +91,13 @@ def explain_circuit(
     labels: Mapping[str, Mapping[str, object]] | None = None,
     n: int = 5,
     task=None,
+    estimates_metric: bool = True,
 ) -> list[str]:
     """The ``n`` edges with the largest |score| of a circuit (``edges`` strongest first, as
     ``circuit_edges`` gives them), one sentence each; ``task`` (a ``PromptTask``) says each
-    edge's effect in the answer's terms."""
+    edge's effect in the answer's terms (when the scores estimate the metric: the method's trait)."""
     strongest = sorted(edges, key=lambda edge: -abs(edge.score))[: max(0, int(n))]
-    return [edge_sentence(edge, labels, task) for edge in strongest]
+    return [edge_sentence(edge, labels, task, estimates_metric) for edge in strongest]
 
 
 # ----- a circuit over token positions ---------------------------------------------------------------

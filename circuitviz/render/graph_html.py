@@ -201,17 +201,19 @@ def _edge_title(edge: GraphEdge) -> str:
     )
 
 
-def legend_line(width_key: str = "") -> tuple[str, str]:
-    """(one-line legend as HTML, the rest of the key as plain text for its hover)."""
+def legend_line(width_key: str = "", estimates_metric: bool = True) -> tuple[str, str]:
+    """(one-line legend as HTML, the rest of the key as plain text for its hover).
+    ``estimates_metric``: the scores estimate the change of the answer's metric (the method's
+    trait); when not, the legend says what the width and the dashes are without saying that an
+    edge carries the answer or works against it."""
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
         for kind, colour in KIND_COLOURS.items()
     )
     width = _escape(width_key) if width_key else "|score|"
-    line = f"edge colour = the input it feeds: {swatches} width: {width}" + (
-        "" if width_key else "; dashed: carries the answer"
-    )
+    sign = "; dashed: carries the answer" if estimates_metric else "; dashed: a negative score"
+    line = f"edge colour = the input it feeds: {swatches} width: {width}" + ("" if width_key else sign)
     more = (
         "Bottom: the embeddings; one row per layer going up (its heads in order, then its MLP a "
         "little higher); top: the answer's logit. An edge's colour says which input of its target it "
@@ -219,6 +221,12 @@ def legend_line(width_key: str = "") -> tuple[str, str]:
     )
     if width_key:
         more += f" Width: {width_key}."
+    elif not estimates_metric:
+        more += (
+            " Width: |score|, the method's own score of the edge, which does not estimate the change "
+            "of the answer's metric when the edge is corrupted; dashed: a negative score. The circuit's "
+            "NDF is what says whether its edges carry the answer. Click a node for its card."
+        )
     else:
         more += (
             " Width: |score|, the estimated change of the answer's metric if the edge is corrupted. "
@@ -248,6 +256,7 @@ def circuit_graph_html(
     width_key: str = "",
     words: bool = False,
     groups: Mapping[str, Sequence[str]] | None = None,
+    estimates_metric: bool = True,
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores``, drawn in the field's layered
     layout (``node_position``) as a ``VisGraph`` and its standalone page.
@@ -262,7 +271,8 @@ def circuit_graph_html(
     are drawn: "grey", or "colour" (their own colour, thin and translucent). ``width_key``: what
     width means when ``scores`` are not attribution scores (the consensus circuit's share of
     prompts). ``words``: node names in words ("layer 12, head 2"). ``groups``: named sets of
-    nodes drawn as one node each (``render.groups``). ``height_px``, ``layout_width`` and
+    nodes drawn as one node each (``render.groups``). ``estimates_metric``: the scores estimate
+    the change of the answer's metric (``legend_line``). ``height_px``, ``layout_width`` and
     ``frame_width`` are kept for callers; the drawing fits any frame.
     """
     del height_px, layout_width, frame_width  # the drawing is fitted to its frame in the browser
@@ -357,7 +367,7 @@ def circuit_graph_html(
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
         )
-    line, more = legend_line(width_key)
+    line, more = legend_line(width_key, estimates_metric)
     if captions and caption_key:
         line += "; under a name: what it does (see the key)"
         more += " Under a name: " + caption_key

@@ -130,15 +130,29 @@ def transfer_view(results: dict, budget: int, model=None) -> None:
     )
 
 
+# the methods' columns wrap onto more rows below a readable width: a graph fitted to a narrower
+# column would draw its labels too small to read (at 1,000 px, two columns drew them at 5 px)
+MIN_COLUMN_PX = 480
+_COLUMNS_CSS = f"""<style>
+.st-key-compare-graphs [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
+.st-key-compare-graphs [data-testid="stColumn"] {{
+  flex: 1 1 {MIN_COLUMN_PX}px !important; min-width: min(100%, {MIN_COLUMN_PX}px) !important; }}
+.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stColumn"] {{
+  flex: 1 1 0 !important; min-width: 0 !important; }}
+</style>"""
+
+
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
-    from ``labels``), the curves in one chart, the overlap, NDF on paraphrases on request (with
+    from ``labels``; two a row, or one, where the page is too narrow for every column to be
+    readable: ``MIN_COLUMN_PX``), the curves in one chart, the overlap, NDF on paraphrases on request (with
     ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
     shown = compare_at(results, budget)
-    columns = st.columns(len(results))
+    st.html(_COLUMNS_CSS)
+    columns = st.container(key="compare-graphs").columns(len(results))
     frame = 1150 / len(results)
     for column, (name, result) in zip(columns, results.items()):
         with column:

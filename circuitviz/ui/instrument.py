@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
+from ..render.cards import absent_card
 from ..render.groups import (
     PROPOSAL_RULE,
     check_groups,
@@ -28,7 +29,7 @@ from ..render.groups import (
     propose_groups,
 )
 from . import state as ui_state
-from .node_card import card_view
+from .node_card import card_extras, drawing_cards
 
 MAX_URL_TEXT = 20_000
 MAX_PINS = 200
@@ -198,66 +199,71 @@ def instrument_view(
 
 
 def _graph_and_card(result, drawing, labels, model, key) -> None:
-    """The drawing and, beside it, the clicked node's card. A plain click or a move along the
-    card's edges reruns this fragment alone; a pin reruns the page (the pins' line shows it)."""
+    """The drawing with the clicked node's card beside it (drawn by the browser at the click, from
+    the cards sent with the drawing), and under it what the card's node needs Python for: remove
+    or restore it, its SAE features, ACC++'s trace. A plain click, a move along the card's edges or
+    closing it reruns this fragment alone (to keep the view); a pin reruns the page (the pins'
+    line shows it)."""
     from .graph_view import show_graph  # the component's script is read when a graph is drawn
 
     state = load_state(key, result.graph, set())
-    graph_column, card_column = st.columns([5, 2]) if state.clicked else (st.container(), None)
 
-    def opened(click: dict) -> None:  # before the rerun the click causes: that rerun shows the card
+    def opened(click: dict) -> None:  # before the rerun the click causes: that rerun keeps the card
         if not click.get("pin"):
-            state.clicked = click["id"] if click.get("kind") == "node" else "edge:" + click["id"]
+            kind = click.get("kind")
+            state.clicked = (
+                click["id"] if kind == "node" else ("edge:" + click["id"] if kind == "edge" else "")
+            )
             save_state(key, state)
 
-    with graph_column:
-        clicked = show_graph(
-            drawing, key=f"{key}.graph", selected=[state.clicked, *state.pins], on_click=opened
-        )
+    edges = group_edges(drawing.edges, state.groups) if state.groups else drawing.edges
+    cards = drawing_cards(drawing, edges, labels)
+    if (
+        cards is not None
+        and state.clicked in state.edit.removed_nodes
+        and state.clicked not in cards["nodes"]
+    ):
+        cards["nodes"][state.clicked] = absent_card(state.clicked, "removed from the circuit by your edit")
+    clicked = show_graph(
+        drawing,
+        key=f"{key}.graph",
+        selected=[state.clicked, *state.pins],
+        on_click=opened,
+        cards=cards,
+        opened=state.clicked,
+    )
     if clicked is not None and clicked.get("kind") == "node" and clicked.get("pin"):
         node = clicked["id"]
         state.pins = [p for p in state.pins if p != node] if node in state.pins else [*state.pins, node]
         save_state(key, state)
         _rerun_view()
-    if card_column is not None:
-        with card_column:
-            _card(result, drawing, state, labels, model, key)
+    if state.clicked:
+        _card(result, state, model, key)
 
 
-def _card(result, drawing, state, labels, model, key) -> None:
-    if st.button("close the card", key=f"{key}.close"):
-        state.clicked = ""
-        save_state(key, state)
-        _rerun()
+def _card(result, state, model, key) -> None:
+    """What the open card's node or edge needs Python for, under the graph."""
     if state.clicked.startswith("edge:"):
         name = state.clicked[5:].split("#")[0]
-        st.markdown(f"**edge {name}**")
-        if name in result.graph.edge_names and st.button("remove this edge", key=f"{key}.rm_edge"):
+        if name in result.graph.edge_names and st.button(f"remove this edge ({name})", key=f"{key}.rm_edge"):
             _apply(state, state.edit.with_edge_removed(name), key)
         return
     node = state.clicked
-    edges = group_edges(drawing.edges, state.groups) if state.groups else drawing.edges
-    go = card_view(node, _with_edges(drawing, edges), labels, model, result, key=f"{key}.card")
-    if go:
-        state.clicked = go
-        save_state(key, state)
-        _rerun()
     members = state.groups.get(node[6:], []) if node.startswith("group:") else [node]
     removable = [m for m in members if m in result.graph.node_names and m not in ("input", "logits")]
     if removable:
         removed = all(m in state.edit.removed_nodes for m in removable)
         label = "restore" if removed else "remove"
-        if st.button(f"{label} {'this group' if len(members) > 1 else 'this node'}", key=f"{key}.rm_node"):
+        if st.button(
+            f"{label} {'this group' if len(members) > 1 else 'this node'} ({node})",
+            key=f"{key}.rm_node",
+            help=f"{label} {node} and measure the edited circuit on the model",
+        ):
             edit = state.edit
             for member in removable:
                 edit = edit.with_node_restored(member) if removed else edit.with_node_removed(member)
             _apply(state, edit, key)
-
-
-def _with_edges(drawing, edges):
-    import dataclasses
-
-    return dataclasses.replace(drawing, edges=list(edges))
+    card_extras(node, model, result, key=f"{key}.card")
 
 
 def _apply(state: InstrumentState, edit: CircuitEdit, key: str) -> None:

@@ -1,7 +1,8 @@
-"""The clicked node's card beside the graph: what it is, its edges in and out by weight (a click
-goes to the node at the other end), its logit lens, its SAE features with their top contexts,
-and for a head ACC++'s signals at the answer position (which source token it attends to, which
-upstream parts wrote the signal).
+"""The clicked node's card: beside the graph, what it is, its edges in and out by weight (a
+click goes to the node at the other end) and its logit lens, drawn by the browser from the cards
+sent with the drawing (``render.cards.card_data``, ``graph_view``); under the graph, its SAE
+features with their top contexts and for a head ACC++'s signals at the answer position (which
+source token it attends to, which upstream parts wrote the signal).
 
 Everything shown comes from ``render.cards`` (pure); the SAE features and the ACC++ trace are
 computed on request, once, through the app's caches and store. User text (tokens, labels) is
@@ -13,62 +14,35 @@ from __future__ import annotations
 import streamlit as st
 
 from ..methods import methods_with
-from ..render.cards import acc_signals, component_of, node_card
+from ..render.cards import acc_signals, card_data, component_of
 from . import loaders, state
 
 
-def _go_buttons(rows: list[dict], arrow: str, key: str) -> str | None:
-    """One button per edge (the node at its other end, kind, score); the node clicked, or None."""
-    chosen = None
-    for index, row in enumerate(rows):
-        text = f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"
-        if st.button(text, key=f"{key}.{index}", width="stretch", help=f"go to {row['node']}"):
-            chosen = row["node"]
-    return chosen
+def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
+    """Every node's and edge's card of ``drawing`` (``render.cards.card_data``), sent with it so a
+    click shows its card at once; ``edges``: the drawing's edges with groups merged (default: its
+    own). None for a drawing made elsewhere (no data)."""
+    if drawing.vis is None:
+        return None
+    return card_data(drawing.vis.nodes, drawing.edges if edges is None else edges, labels)
 
 
-def card_view(node_id: str, drawing, labels=None, model=None, result=None, key: str = "card") -> str | None:
-    """The card of ``node_id`` in ``drawing``; returns the node to go to when an edge is clicked.
-
-    ``model`` and ``result`` (its task and model id): for the SAE features and ACC++'s signals.
-    """
-    card = node_card(node_id, drawing.edges, labels)
-    if drawing.vis is not None:
-        group = next((n for n in drawing.vis.nodes if n["id"] == node_id and n.get("members")), None)
-        if group is not None:
-            st.markdown(f"**group {group.get('group_name', node_id)}**")
-            st.text("members: " + ", ".join(group["members"]))
-            card["what"] = f"a group of {len(group['members'])} nodes"
-    st.markdown(f"**{node_id}**")
-    st.caption(card["what"])
-    st.text(f"score in this circuit: {card['score']:+.4g}")
-    chosen = None
-    if card["incoming"]:
-        st.markdown(f"**In** ({card['n_incoming']} edges, strongest first)")
-        chosen = _go_buttons(card["incoming"], "←", f"{key}.in") or chosen
-    if card["outgoing"]:
-        st.markdown(f"**Out** ({card['n_outgoing']} edges, strongest first)")
-        chosen = _go_buttons(card["outgoing"], "→", f"{key}.out") or chosen
-    if card["promotes"] or card["suppresses"]:
-        st.markdown("**Logit lens** (what its output pushes up / down at the last position)")
-        st.text(
-            "promotes:   " + ", ".join(repr(t) for t in card["promotes"][:6])
-            + "\nsuppresses: " + ", ".join(repr(t) for t in card["suppresses"][:6])
-        )  # fmt: skip
+def card_extras(node_id: str, model=None, result=None, key: str = "card") -> None:
+    """Under the graph, what the open card's node needs the model or the store for: its SAE
+    features (on request) and, for a head, ACC++'s signals (traced once on request, stored).
+    ``model`` and ``result`` (its task and model id) are needed for either."""
     component = component_of(node_id)
-    if result is not None and component not in ("input", "logits", "emb", "logit"):
-        if model is not None:
-            _sae_features(model, result, component, key)
-        if component.startswith("a"):
-            position = (
-                int(node_id.split("@")[1]) if "@" in node_id and node_id.split("@")[1].isdigit() else None
-            )
-            _acc_signals(model, result, component, key, position)
-    return chosen
+    if result is None or component in ("input", "logits", "emb", "logit") or node_id.startswith("group:"):
+        return
+    if model is not None:
+        _sae_features(model, result, component, key)
+    if component.startswith("a"):
+        position = int(node_id.split("@")[1]) if "@" in node_id and node_id.split("@")[1].isdigit() else None
+        _acc_signals(model, result, component, key, position)
 
 
 def _sae_features(model, result, component: str, key: str) -> None:
-    if not st.toggle("SAE features of this node (slower)", key=f"{key}.sae"):
+    if not st.toggle(f"SAE features of {component} (slower)", key=f"{key}.sae"):
         return
     found, problem = loaders.sae_node_features(model, result.model_id, result.task.clean, (component,))
     if problem:
@@ -97,7 +71,7 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
         if model is None:
             return
         if not st.button(
-            "Why does this head attend there? (traces ACC++ on this prompt, one forward pass)",
+            f"Why does {component} attend there? (traces ACC++ on this prompt, one forward pass)",
             key=f"{key}.acc",
         ):
             return
@@ -113,7 +87,7 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             f"ACC++ traced no attention decision of {component} at the answer position above its threshold."
         )
         return
-    st.markdown("**Why it attends there** (ACC++ at the answer position)")
+    st.markdown(f"**Why it attends there** ({component}, ACC++ at the answer position)")
     for decision in found:
         st.text(
             f"attends {decision['source_token']!r} (position {decision['source']}) with weight {decision['weight']:.3f}"
@@ -126,34 +100,29 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
 
 def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> None:
     """A drawing whose clicked node's card opens beside it (the views without edits: a circuit
-    over positions, an opened graph file)."""
+    over positions, an opened graph file), and under it the node's SAE features and ACC++ signals."""
     from .graph_view import show_graph
 
     name = f"{key}.clicked"
     clicked = state.widget_value(name) or ""
-    known = {str(node["id"]) for node in drawing.vis.nodes} if drawing.vis is not None else set()
+    cards = drawing_cards(drawing, labels=labels)
+    known = set(cards["nodes"]) | {f"edge:{edge}" for edge in cards["edges"]} if cards else set()
     if clicked and clicked not in known:
         clicked = ""
-    graph_column, card_column = st.columns([5, 2]) if clicked else (st.container(), None)
-    with graph_column:
-        click = show_graph(drawing, key=key, selected=[clicked] if clicked else [])
-    if click is not None and click.get("kind") == "node" and click.get("id") in known:
-        if not str(click["id"]).startswith(("token@", "layer@")):
-            state.set_widget_value(name, click["id"])
-            _rerun()
-    if card_column is not None:
-        with card_column:
-            if st.button("close the card", key=f"{key}.close"):
-                state.set_widget_value(name, "")
-                _rerun()
-            go = card_view(clicked, drawing, labels, model, result, key=f"{key}.card")
-            if go:
-                state.set_widget_value(name, go)
-                _rerun()
 
+    def opened(click: dict) -> None:  # before the rerun the click causes
+        kind, found = click.get("kind"), str(click.get("id") or "")
+        found = f"edge:{found}" if kind == "edge" else ("" if kind == "close" else found)
+        if not click.get("pin") and (not found or found in known):
+            state.set_widget_value(name, found)
 
-def _rerun() -> None:
-    try:
-        st.rerun(scope="fragment")
-    except st.errors.StreamlitAPIException:
-        st.rerun()
+    show_graph(
+        drawing,
+        key=key,
+        selected=[clicked] if clicked else [],
+        on_click=opened,
+        cards=cards,
+        opened=clicked,
+    )
+    if clicked:
+        card_extras(clicked, model, result, key=f"{key}.card")

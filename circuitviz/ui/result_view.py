@@ -182,6 +182,8 @@ def graph_drawing(result, budget: int, labels=None, mask=None, **options):
     frame_width, captions, caption_key, words, groups) and ``ndf`` for the title.
     """
     options = {name: value for name, value in options.items() if value is not None}
+    # what the legend and the captions may say of the scores is the method's trait
+    options["estimates_metric"] = method_traits(result.method).scores_estimate_metric
     options_key = json.dumps(
         {k: sorted(v) if isinstance(v, (set, frozenset)) else v for k, v in options.items()},
         sort_keys=True,
@@ -253,15 +255,23 @@ def feature_circuit_view(result, model, key: str) -> None:
 def explain(result, budget: int, labels, expanded: bool = False) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    traits = method_traits(result.method)
     with st.expander("Explain this circuit: the 5 edges that matter most, in words", expanded=expanded):
-        sentences = render.explain_circuit(edges, labels, n=5, task=result.task)
+        sentences = render.explain_circuit(
+            edges, labels, n=5, task=result.task, estimates_metric=traits.scores_estimate_metric
+        )
         if not sentences:
             st.write("The circuit has no edges at this budget.")
         for sentence in sentences:
             st.markdown("- " + markdown_text(sentence))
+        meaning = (
+            "the estimated change of the answer's metric when the edge is corrupted"
+            if traits.scores_estimate_metric
+            else f"{traits.label}'s own score, not an estimate of the change of the answer's metric"
+        )
         st.caption(
-            f"Of the circuit's {len(edges):,} edges, by |score| (the estimated change of the answer's metric "
-            "when the edge is corrupted); a node's logit-lens token is named only when it is the answer or the foil."
+            f"Of the circuit's {len(edges):,} edges, by |score| ({meaning}); a node's logit-lens token is "
+            "named only when it is the answer or the foil."
         )
 
 
@@ -301,13 +311,22 @@ def curve_notes(result) -> list[str]:
     dips = render.curve_dips(result.curve)
     if dips:
         low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-        against = int((result.scores > 0).sum())
+        dip = f"The curve is not monotone: at {high:,} edges NDF is {high_ndf:.2f}, below {low_ndf:.2f} at {low:,}. "
+        traits = method_traits(result.method)
+        if traits.scores_estimate_metric:
+            against = int((result.scores > 0).sum())
+            why = (
+                f"Edges are added by |score| whatever their sign, and {against:,} edges work against the "
+                "answer (a positive score: corrupting them would raise the metric; solid in the graph), so a "
+                "larger circuit can take in edges that cancel others"
+            )
+        else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
+            why = (
+                f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
+                "the answer's metric, so a larger circuit can take in edges that lower its NDF"
+            )
         notes.append(
-            f"The curve is not monotone: at {high:,} edges NDF is {high_ndf:.2f}, below {low_ndf:.2f} at "
-            f"{low:,}. Edges are added by |score| whatever their sign, and {against:,} edges work against the "
-            "answer (a positive score: corrupting them would raise the metric; solid in the graph), so a "
-            "larger circuit can take in edges that cancel others; pruning edges on no input-to-logits path "
-            "also changes which edges a budget keeps."
+            dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."
         )
     return notes
 

@@ -1,0 +1,271 @@
+"""Learning edge masks by gradient descent on exact faithfulness: the loop Edge Pruning and
+paraphrase pruning share.
+
+One mask per budget, each a row of logits over the edges. Every step runs, for every task (the
+prompt alone for Edge Pruning; the prompt and its fit paraphrases for paraphrase pruning), the
+hard top-N mask of each budget through the evaluator's differentiable patching
+(``masked_residual``, exact at 0/1 masks) and descends
+
+    sum_t weight_t ((L(C(q_t)) - L(M(q_t))) / (L(M(q_t)) - L(M(q_t'))))^2
+        + sparsity x (relaxed mask size / N)
+
+through a straight-through top-N: forward the hard top-N, backward the sigmoid of
+(logit - t_N) / temperature around that budget's threshold t_N. Steps are normalised gradient
+steps with momentum (the edge with the largest gradient moves ``learning_rate`` logit units).
+The circuit kept at a budget is the step's whose selection error is smallest: |deviation| on the
+prompt for one task; for several, the worse of the prompt's and the other tasks' mean (each
+deviation capped at 1, i.e. 1 - NDF), so a circuit must hold on both. A budget stops once that
+error is within ``TOLERANCE``. With one task and weight 1 this is Edge Pruning's loop exactly
+(tested against its earlier code's circuits and histories).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..core.graph import GraphSpec, prune
+from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
+from ..engine.metric import metric_from_residual
+from ..engine.patching import masked_residual
+from ..engine.scores import score_dtype
+from ..measure.chunks import run_in_chunks
+from ..measure.evaluate import Evaluator
+from ..models.adapter import model_dtype
+from .base import RunContext
+
+# a budget stops learning once its circuit's selection error is within this of 0 (NDF 0.99)
+TOLERANCE = 0.01
+# momentum of the normalised-gradient steps
+MOMENTUM = 0.8
+# logits of edges a warm start scores 0 sit this far (log units) below the smallest nonzero score
+_ZERO_LOGIT_GAP = 5.0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How the masks learn: at most ``steps`` steps of ``learning_rate``, the sigmoid's
+    ``temperature``, the ``sparsity`` weight, and ``warmup`` steps over which each mask shrinks
+    from the whole graph to its budget (0: it starts at its budget)."""
+
+    steps: int
+    learning_rate: float
+    temperature: float
+    sparsity: float
+    warmup: int = 0
+
+
+@dataclass
+class LearnedMasks:
+    """The outcome of ``learn_masks``: per budget, the best circuit and its record."""
+
+    circuits: torch.Tensor  # [n_budgets, n_forward, n_backward] bool, pruned
+    logits: torch.Tensor  # [n_budgets, n_edges] the final logits, centred on each threshold
+    deviations: list[list[list[float]]]  # per budget, per step, per task (L(C) - L(M)) / span
+    best_step: list[int]
+    steps_run: int
+    first_at_size: list[list[float]]  # per budget, per task, the first circuit of its size's deviations
+
+    @property
+    def deviation(self) -> list[list[float]]:
+        """Per budget, the prompt's (first task's) deviation at each step."""
+        return [[step[0] for step in budget] for budget in self.deviations]
+
+    def scores(self, budget: int) -> list[float]:
+        """Per step, 1 - the selection error of that step's circuit (the worse of the prompt's NDF
+        and the other tasks' mean NDF; the prompt's NDF for one task)."""
+        return [1 - min(1.0, selection_error(step)) for step in self.deviations[budget]]
+
+
+def selection_error(deviations: Sequence[float]) -> float:
+    """How far a circuit is from its model on the tasks: |deviation| on the prompt alone; with more
+    tasks, the worse of the prompt's and the others' mean, each capped at 1 (1 - NDF)."""
+    if len(deviations) == 1:
+        return abs(deviations[0])
+    return max(min(abs(deviations[0]), 1.0), statistics.fmean(min(abs(d), 1.0) for d in deviations[1:]))
+
+
+def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
+    """theta = log(|score| / |score of the N-th edge|) per budget N: step 0 is the top-N circuit.
+
+    values: [n_edges] warm-start scores (all equal: no warm start). Edges scored 0 sit
+    ``_ZERO_LOGIT_GAP`` below the smallest nonzero score. Returns [n_budgets, n_edges].
+    """
+    size = values.abs() if values.is_floating_point() else values.abs().float()
+    positive = size[size > 0]
+    floor = float(positive.min()) * math.exp(-_ZERO_LOGIT_GAP) if positive.numel() else 1.0
+    logs = torch.log(size.clamp_min(floor))  # [n_edges]
+    ordered = torch.sort(logs, descending=True).values
+    thresholds = torch.stack([ordered[int(n) - 1] for n in counts])  # [n_budgets]
+    return logs[None, :] - thresholds[:, None]
+
+
+def top_counts(logits: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The hard top-N mask of each row and the threshold between its N-th and N+1-th logit.
+
+    logits: [n_budgets, n_edges]; counts: [n_budgets] (each below n_edges). Ties in edge order.
+    Returns (hard [n_budgets, n_edges] in the logits' dtype, thresholds [n_budgets, 1]).
+    """
+    order = torch.sort(logits, dim=1, descending=True, stable=True)
+    ranks = torch.empty_like(order.indices)
+    positions = torch.arange(logits.shape[1], device=logits.device).expand_as(ranks)
+    ranks.scatter_(1, order.indices, positions)
+    hard = (ranks < counts[:, None]).to(logits.dtype)
+    inside = order.values.gather(1, (counts - 1)[:, None])
+    outside = order.values.gather(1, counts[:, None])
+    return hard, (inside + outside) / 2
+
+
+def scheduled_count(target: int, n_edges: int, step: int, warmup: int) -> int:
+    """The edge count a budget's mask keeps at ``step``: over the first ``warmup`` steps it falls
+    geometrically from the whole graph (n_edges - 1) to the budget, then stays there."""
+    if warmup <= 0 or step >= warmup:
+        return int(target)
+    start = n_edges - 1
+    return int(round(math.exp(math.log(start) + (math.log(target) - math.log(start)) * step / warmup)))
+
+
+def learn_masks(
+    ctx: RunContext,
+    evaluators: Sequence[Evaluator],
+    start: torch.Tensor,
+    counts: Sequence[int],
+    schedule: Schedule,
+) -> LearnedMasks:
+    """Learn one mask per budget in ``counts`` (each 0 < N < n_edges) on every task of
+    ``evaluators`` (the prompt first; it weighs as much as the others together), all budgets in one
+    batch per task and step. start: [n_budgets, n_edges] logits (``initial_logits``). With a
+    ``warmup`` only circuits of the budget's size compete for the best."""
+    model, spec = ctx.model, ctx.spec
+    device = evaluators[0].device
+    graph = spec.tensors(device)
+    n_budgets, n_edges = len(counts), int(graph.edge_index[0].shape[0])
+    dtype = score_dtype(model_dtype(model))  # float32 at least
+    logits = start.to(device=device, dtype=dtype).clone()  # [n_budgets, n_edges]
+    n_tasks = len(evaluators)
+    weights = [1.0] if n_tasks == 1 else [0.5, *[0.5 / (n_tasks - 1)] * (n_tasks - 1)]
+    spans = [e.baseline.clean - e.baseline.corrupted for e in evaluators]
+    velocity = torch.zeros_like(logits)
+    best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+    best_error, best_step = [math.inf] * n_budgets, [0] * n_budgets
+    history: list[list[list[float]]] = [[] for _ in range(n_budgets)]
+    first_at_size: list[list[float]] = [[math.nan] * n_tasks for _ in range(n_budgets)]
+    temperature, sparsity, steps = float(schedule.temperature), float(schedule.sparsity), int(schedule.steps)
+    training, step = list(range(n_budgets)), 0
+    per_item = sum(
+        gradient_bytes_per_position(model, e.prepared.n_positions) + evaluation_bytes_per_position(spec, 4)
+        for e in evaluators
+    )
+    positions = max(e.prepared.n_positions for e in evaluators)
+    budget_counts = torch.tensor([int(n) for n in counts], device=device)
+
+    def keep_masks(theta: torch.Tensor, chosen: torch.Tensor):
+        """Straight-through masks: hard top-N forward, the sigmoid's gradient backward.
+        Returns (keep [b, n_forward, n_backward], soft [b, n_edges])."""
+        hard, threshold = top_counts(theta.detach(), budget_counts[chosen])
+        soft = torch.sigmoid((theta - threshold) / temperature)  # [b, n_edges]
+        # the hard top-N runs unpruned: an edge whose path is not yet complete then still has a
+        # gradient (pruning it would cut the path its missing link is learned through)
+        kept = hard + soft - soft.detach()
+        keep = torch.zeros(len(chosen), spec.n_forward * spec.n_backward, dtype=dtype, device=device)
+        keep = keep.scatter(1, graph.flat_edge_index.expand(len(chosen), -1), kept)
+        return keep.view(-1, spec.n_forward, spec.n_backward), soft
+
+    def pass_rows(rows: slice, active: list[int]):
+        """Forward and backward of the budgets ``active[rows]`` on every task:
+        (deviations [task][row], circuits, gradient)."""
+        chosen = torch.tensor(active[rows], device=device)
+        theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
+        gradient = torch.zeros_like(theta)
+        deviations, circuits = [], None
+        for task, (weight, evaluator, span) in enumerate(zip(weights, evaluators, spans)):
+            with torch.enable_grad():
+                keep, soft = keep_masks(theta, chosen)
+                if circuits is None:
+                    circuits = prune(spec, keep.detach() > 0.5)
+                residual = masked_residual(
+                    model,
+                    spec,
+                    evaluator.prepared,
+                    evaluator.corrupted_writers,
+                    keep,
+                    evaluator.corrupted_raw,
+                )
+                metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
+                deviation = (metric - evaluator.baseline.clean) / (span if span != 0 else 1.0)
+                loss = weight * (deviation**2).sum()
+                if task == n_tasks - 1:  # the sparsity term rides on the last task's pass
+                    loss = loss + sparsity * (soft.sum(1) / budget_counts[chosen].to(dtype)).sum()
+                (part,) = torch.autograd.grad(loss, theta)
+            gradient += part
+            deviations.append(deviation.detach().tolist())
+        return deviations, circuits, gradient
+
+    while training:
+        sizes = [scheduled_count(n, n_edges, step, schedule.warmup) for n in counts]
+        budget_counts = torch.tensor(sizes, device=device)
+        active = list(training)
+        results: dict[int, tuple] = {}
+
+        def compute(rows: slice, active=active):
+            return pass_rows(rows, active)
+
+        def commit(rows: slice, result, active=active, results=results):
+            deviations, circuits, gradient = result
+            for offset, index in enumerate(active[rows]):
+                results[index] = ([d[offset] for d in deviations], circuits[offset], gradient[offset])
+
+        run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
+        for index in active:
+            deviations, circuit, gradient = results[index]
+            history[index].append(deviations)
+            at_size = sizes[index] == int(counts[index])
+            if at_size and math.isnan(first_at_size[index][0]):
+                first_at_size[index] = list(deviations)
+            error = selection_error(deviations)
+            if at_size and error < best_error[index]:
+                best_error[index], best_step[index] = error, step
+                best_circuits[index] = circuit
+            if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
+                training.remove(index)
+                continue
+            largest = gradient.abs().max()
+            direction = gradient / largest if largest > 0 else gradient
+            velocity[index] = MOMENTUM * velocity[index] + direction
+            logits[index] -= float(schedule.learning_rate) * velocity[index]
+        ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
+        step += 1
+    _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
+    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
+
+
+def edge_values(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:
+    """A [n_forward, n_backward] score matrix as one value per edge.  # [n_edges]"""
+    forward, backward = spec.tensors(scores.device).edge_index
+    return scores[forward, backward]
+
+
+def budget_circuits(spec: GraphSpec, budgets: Sequence[int], trained: Sequence[int], learned, device):
+    """The circuit of every budget: the learned mask of a trained one (``learned``, None when none
+    was trained), the whole graph (pruned) for a budget of every edge or more, else empty.
+    # [n_budgets, n_forward, n_backward] bool"""
+    circuits = torch.zeros(len(budgets), spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
+    for index, budget in enumerate(budgets):
+        if budget >= spec.n_edges:
+            circuits[index] = prune(spec, spec.tensors(device).edge_mask)
+        elif budget in trained and learned is not None:
+            circuits[index] = learned.circuits[list(trained).index(budget)]
+    return circuits
+
+
+def mask_scores(spec: GraphSpec, learned: LearnedMasks, temperature: float, device) -> torch.Tensor:
+    """An edge's score: how firmly the budgets' masks keep it (the relaxed mask, averaged over
+    the budgets).  # [n_forward, n_backward]"""
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
+    kept = torch.sigmoid(learned.logits / float(temperature)).mean(0)  # [n_edges]
+    scores[spec.tensors(device).edge_index] = kept.float()
+    return scores

@@ -1,0 +1,62 @@
+"""The node and edge cards sent with a drawing (``render.cards.card_data``): what the browser shows
+at a click, checked against the circuit's edges recomputed by hand."""
+
+from __future__ import annotations
+
+import torch
+
+from circuitviz import render
+from circuitviz.core.graph import GraphSpec
+from circuitviz.render.cards import card_data
+from circuitviz.render.groups import group_edges
+
+SPEC = GraphSpec(n_layers=3, n_heads=2)
+EDGES = {
+    "input->a0.h1<q>": 0.5,
+    "input->m0": -0.25,
+    "a0.h1->m1": -2.0,
+    "m0->m1": 0.75,
+    "m1->a2.h0<v>": 1.0,
+    "a0.h1->a2.h0<k>": -0.1,
+    "a2.h0->logits": 4.0,
+    "m1->logits": -3.0,
+}
+
+
+def _drawing(groups=None):
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
+    for name, value in EDGES.items():
+        scores[SPEC.edge_position(name)] = value
+    return render.circuit_graph_html(SPEC, scores, SPEC.mask_from_edge_names(EDGES), groups=groups)
+
+
+def test_every_drawn_node_has_its_card_with_its_edges_strongest_first():
+    drawing = _drawing()
+    labels = {"m1": {"promotes": [" Mary", "<b>x</b>"], "suppresses": [" John"]}}
+    cards = card_data(drawing.vis.nodes, drawing.edges, labels)
+    assert set(cards["nodes"]) == {node["id"] for node in drawing.vis.nodes}
+    m1 = cards["nodes"]["m1"]
+    assert m1["title"] == "m1" and m1["what"] == "the MLP of layer 1"
+    # by hand: into m1 from a0.h1 (-2.0) then m0 (0.75); out of m1 to logits (-3.0) then a2.h0 (1.0)
+    assert m1["in"]["head"] == "In (2 edges, strongest first)"
+    assert m1["in"]["rows"] == [["a0.h1", "← a0.h1 (mlp)  -2"], ["m0", "← m0 (mlp)  +0.75"]]
+    assert [row[0] for row in m1["out"]["rows"]] == ["logits", "a2.h0"]
+    assert m1["score"] == f"score in this circuit: {-3.0 + 1.0:+.4g}"  # its outgoing edges' sum
+    # the lens as plain text (the browser sets it as text, so markup stays visible, never parsed)
+    assert m1["lens"] == "promotes:   ' Mary', '<b>x</b>'\nsuppresses: ' John'"
+    assert cards["nodes"]["logits"]["out"] == {"head": "", "rows": []}
+    edge = cards["edges"]["a0.h1->m1"]
+    assert edge["title"] == "edge a0.h1->m1" and edge["lines"][-1] == "score -2"
+
+
+def test_a_group_has_one_card_summing_its_members_edges():
+    groups = {"movers": ["a0.h1", "m0"]}
+    drawing = _drawing(groups)
+    cards = card_data(drawing.vis.nodes, group_edges(drawing.edges, groups))
+    card = cards["nodes"]["group:movers"]
+    assert card["group"] == "group movers" and card["members"] == "members: a0.h1, m0"
+    assert card["what"] == "a group of 2 nodes"
+    # out of the group: a0.h1->m1 (-2.0), m0->m1 (0.75), a0.h1->a2.h0 (-0.1); no edge inside it
+    assert [row[0] for row in card["out"]["rows"]] == ["m1", "m1", "a2.h0"]
+    assert card["score"] == f"score in this circuit: {-2.0 + 0.75 - 0.1:+.4g}"
+    assert "a0.h1" not in cards["nodes"] and "m0" not in cards["nodes"]
