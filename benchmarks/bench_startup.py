@@ -57,8 +57,9 @@ def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def one_start(browser, cache: Path, timeout_s: float = 600.0) -> dict:
-    """Start the server on ``cache``, open the page, return the seconds of each milestone."""
+def one_start(browser, cache: Path, timeout_s: float = 600.0, root: Path = ROOT) -> dict:
+    """Start the server of the checkout ``root`` on ``cache``, open the page, return the seconds
+    of each milestone."""
     port = _free_port()
     env = {
         **os.environ,
@@ -76,7 +77,12 @@ def one_start(browser, cache: Path, timeout_s: float = 600.0) -> dict:
     with open(log_path, "w") as log:
         start = time.perf_counter()
         server = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=root,
+            env={**env, "PYTHONPATH": str(root)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             while True:
@@ -140,6 +146,12 @@ def main() -> None:
     parser.add_argument("--no-cold", action="store_true", help="skip the cold start (needs --cache)")
     parser.add_argument("--cache", type=Path, help="the cache folder to start on (default: a new one)")
     parser.add_argument("--json", type=Path, help="write every start's figures here")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the checkout whose app to start (another branch's, to compare)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -153,10 +165,10 @@ def main() -> None:
             if not args.no_cold:
                 if any((cache / "models").glob("*")):
                     raise SystemExit(f"{cache} holds converted models already; give an empty folder")
-                starts.append(("cold", one_start(browser, cache)))
+                starts.append(("cold", one_start(browser, cache, root=args.root)))
                 _show(*starts[-1])
             for _ in range(args.warm):
-                starts.append(("warm", one_start(browser, cache)))
+                starts.append(("warm", one_start(browser, cache, root=args.root)))
                 _show(*starts[-1])
         finally:
             browser.close()

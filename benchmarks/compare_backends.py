@@ -34,7 +34,7 @@ BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 TASK = ioi_task()
 
 
-def measure(model, ig_steps: int) -> dict:
+def measure(model, ig_steps: int, other_circuits: torch.Tensor | None = None) -> dict:
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, TASK)
     ctx = RunContext(model, TASK)
@@ -44,6 +44,10 @@ def measure(model, ig_steps: int) -> dict:
     ((ig_scores, _),), ig_s = timed(ig.score_batch, [ctx], ig.make_config({"ig_steps": ig_steps}))
     circuits = circuits_at_budgets(spec, ig_scores.float().cpu(), BUDGETS)
     (curve,) = curves_of_tasks([evaluator], circuits[None], BUDGETS, with_necessity=False)
+    crossed = None
+    if other_circuits is not None:  # the other backend's circuits, evaluated on this one
+        (other_curve,) = curves_of_tasks([evaluator], other_circuits[None], BUDGETS, with_necessity=False)
+        crossed = torch.tensor([point.ndf for point in other_curve], dtype=torch.float64, device="cpu")
     with torch.no_grad():
         logits = adapter_of(model).logits(prepared.clean_tokens.to(adapter_of(model).device))[0, -1]
     return {
@@ -52,9 +56,33 @@ def measure(model, ig_steps: int) -> dict:
         "eap": eap_scores.double().cpu(),
         "ig": ig_scores.double().cpu(),
         "ndf": torch.tensor([point.ndf for point in curve], dtype=torch.float64, device="cpu"),
+        "circuits": circuits.cpu(),
+        "crossed": crossed,
         "eap_s": eap_s,
         "ig_s": ig_s,
     }
+
+
+def edge_sets(hooked: dict, bridge: dict) -> None:
+    """Per budget: how many edges one backend's circuit keeps that the other's does not, and how
+    close their EAP-IG scores sit to that budget's boundary (the smallest score kept)."""
+    scores = hooked["ig"].abs().flatten()  # [edges]
+    largest = float(scores.max())
+    for index, budget in enumerate(BUDGETS):
+        mine, theirs = hooked["circuits"][index].flatten(), bridge["circuits"][index].flatten()
+        only_hooked, only_bridge = (mine & ~theirs).nonzero().flatten(), (theirs & ~mine).nonzero().flatten()
+        if not len(only_hooked) and not len(only_bridge):
+            print(f"  budget {budget}: the same {int(mine.sum())} edges")
+            continue
+        boundary = float(scores[mine].min())
+        swapped = torch.cat([only_hooked, only_bridge])
+        gaps = (scores[swapped] - boundary).abs() / largest
+        print(
+            f"  budget {budget}: {len(only_hooked)} edge(s) only in hooked's circuit, {len(only_bridge)} only "
+            f"in the bridge's; their |score| differs from the boundary's by at most {float(gaps.max()):.2g} of "
+            f"the largest score (the backends' scores differ by up to "
+            f"{relative(bridge['ig'], hooked['ig']):.2g})"
+        )
 
 
 def relative(first: torch.Tensor, second: torch.Tensor) -> float:
@@ -72,7 +100,8 @@ def main() -> None:
     results = {}
     for backend in ("hooked", "bridge"):
         model, load_s = load_timed(args.model, backend=backend)
-        results[backend] = measure(model, args.ig_steps)
+        others = results["hooked"]["circuits"] if backend == "bridge" else None
+        results[backend] = measure(model, args.ig_steps, others)
         print(f"{backend}: {type(model).__name__} loaded in {load_s:.2f}s")
         del model
     hooked, bridge = results["hooked"], results["bridge"]
@@ -89,6 +118,11 @@ def main() -> None:
     print("  hooked " + " ".join(f"{value:.4f}" for value in hooked["ndf"].tolist()))
     print("  bridge " + " ".join(f"{value:.4f}" for value in bridge["ndf"].tolist()))
     print(f"  largest difference {float((hooked['ndf'] - bridge['ndf']).abs().max()):.3g}")
+    crossed = bridge["crossed"]
+    print("  the hooked circuits evaluated through the bridge (same edges, other backend):")
+    print("  bridge " + " ".join(f"{value:.4f}" for value in crossed.tolist()))
+    print(f"  largest difference from hooked's own {float((hooked['ndf'] - crossed).abs().max()):.3g}")
+    edge_sets(hooked, bridge)
     for name in ("eap_s", "ig_s"):
         print(
             f"{name[:-2].upper()} scoring: hooked {hooked[name]:.3f}s, bridge {bridge[name]:.3f}s "

@@ -102,3 +102,110 @@ def estimate_memory(model_id: str, dtype: str = "float32") -> MemoryEstimate:
     return MemoryEstimate(
         name, count, layers, heads, edge_count(layers, heads, parallel), count * BYTES[dtype], dtype
     )
+
+
+HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}"
+
+
+@dataclass(frozen=True)
+class FreeModelCheck:
+    """What the sidebar knows of a typed model id before loading it: its size (``estimate``), or
+    why it cannot be loaded (``problem``, one sentence with the fix), or what is not known yet
+    (``note``: loading may still work)."""
+
+    model_id: str
+    estimate: MemoryEstimate | None = None
+    problem: str | None = None
+    note: str | None = None
+
+    @property
+    def loadable(self) -> bool:
+        return self.problem is None
+
+
+def _offline() -> bool:
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _unsupported_architecture(config: dict) -> str | None:
+    """The config's architecture when TransformerLens's bridge is known to have no adapter for it;
+    None when it has one, or when TransformerLens is not imported yet (the load then says so:
+    importing it here would hold the sidebar for seconds)."""
+    import sys
+
+    factory = sys.modules.get("transformer_lens.factories.architecture_adapter_factory")
+    supported = getattr(factory, "SUPPORTED_ARCHITECTURES", None)
+    names = config.get("architectures") or []
+    if not supported or not names:
+        return None
+    return None if any(name in supported for name in names) else str(names[0])
+
+
+def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
+    """Check a model id typed by the user (a hub id or a local folder or .gguf file) without
+    loading it or importing torch: its memory estimate, or one sentence saying why it cannot load
+    and what to do instead."""
+    import re
+
+    name = model_id.strip()
+    path = Path(name).expanduser()
+    looks_like_path = name.startswith(("/", "./", "../", "~", "\\")) or name.lower().endswith(".gguf")
+    try:
+        exists = path.exists()
+    except OSError:
+        exists = False
+    if exists and path.is_file():
+        if path.suffix.lower() == ".gguf":
+            return FreeModelCheck(
+                name, note="A GGUF file: its size is known once it is converted (once, then cached)."
+            )
+        return FreeModelCheck(
+            name, problem=f"{shown(name, 60)} is a single file; give a checkpoint folder or a .gguf file."
+        )
+    if exists:
+        if not (path / "config.json").is_file():
+            return FreeModelCheck(
+                name,
+                problem=f"{shown(name, 60)} holds no config.json; give a folder saved with "
+                "save_pretrained (config.json and safetensors weights).",
+            )
+    elif looks_like_path:
+        return FreeModelCheck(
+            name,
+            problem=f"Nothing exists at {shown(name, 60)}; give the path of a checkpoint folder or of a .gguf file.",
+        )
+    elif re.fullmatch(HUB_ID, name) is None:
+        return FreeModelCheck(
+            name,
+            problem=f"{shown(name, 40)} is neither a Hugging Face hub id (owner/name, such as "
+            "Qwen/Qwen3-0.6B) nor a local folder; type one of those.",
+        )
+    try:
+        config = _config_dict(name)
+    except ModelLoadError:
+        if _offline():
+            return FreeModelCheck(
+                name,
+                problem=f"{shown(name, 60)} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
+                "download it once with network access and HF_HUB_OFFLINE=0, or give a local folder.",
+            )
+        return FreeModelCheck(name, note="Not downloaded yet: its size is known once its config is fetched.")
+    except (OSError, ValueError) as error:
+        return FreeModelCheck(name, problem=f"The config.json of {shown(name, 60)} does not read ({error}).")
+    unsupported = _unsupported_architecture(config)
+    if unsupported:
+        return FreeModelCheck(
+            name,
+            problem=f"TransformerLens's bridge has no adapter for {shown(unsupported, 40)}; use a supported "
+            "architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) or a newer TransformerLens.",
+        )
+    try:
+        count, layers, heads, parallel = parameters_of_config(config)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return FreeModelCheck(name, note="Its config does not say its size; loading will tell.")
+    estimate = MemoryEstimate(
+        name, count, layers, heads, edge_count(layers, heads, parallel), count * BYTES[dtype], dtype
+    )
+    return FreeModelCheck(name, estimate=estimate)

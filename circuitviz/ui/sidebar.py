@@ -11,11 +11,29 @@ from .state import Session, session
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
+def _accepted(model_id) -> bool:
+    """Whether ``model_id`` is a model the app offers: one of its list, the free model this
+    session chose, or (from a URL) a hub id; a local path only when typed in this session."""
+    import re
+
+    from ..models.estimate import HUB_ID
+
+    if not isinstance(model_id, str):
+        return False
+    return (
+        model_id in SUPPORTED_MODELS
+        or model_id == session.free_model
+        or re.fullmatch(HUB_ID, model_id) is not None
+    )
+
+
 def _checked() -> tuple[str, str]:
     """(model id, device) of the session, each replaced by the default when it is not one the
     app offers (a URL's typo)."""
-    if session.model not in SUPPORTED_MODELS:
+    if not _accepted(session.model):
         session.model = EMBEDDED_MODEL
+    elif session.model not in SUPPORTED_MODELS:
+        session.free_model = session.model  # a hub id from the URL: offered in the list too
     if session.device not in DEVICES:
         session.device = "auto"
     return session.model, session.device
@@ -35,6 +53,8 @@ def sidebar() -> tuple[str, str]:
     state.begin()
     _checked()
     models, ids = SUPPORTED_MODELS, list(SUPPORTED_MODELS)
+    if session.free_model and session.free_model not in ids:
+        ids.append(session.free_model)
     with st.sidebar:
         st.markdown("### Model")
         model_id = state.bind(
@@ -42,7 +62,9 @@ def sidebar() -> tuple[str, str]:
             "model",
             Session.model.key,
             options=ids,
-            format_func=lambda m: f"{m} (offline)" if not models[m].needs_hub else m,
+            format_func=lambda m: (
+                m if m not in models else f"{m} (offline)" if not models[m].needs_hub else m
+            ),
             help="The embedded models load offline; hub models need the Hugging Face cache.",
         )
         device = state.bind(
@@ -52,11 +74,53 @@ def sidebar() -> tuple[str, str]:
             options=list(DEVICES),
             help="auto: a CUDA GPU, else Apple MPS, else CPU",
         )
-        info = models[model_id]
-        st.caption(
-            f"{info.description}. {info.n_layers} layers × {info.n_heads} heads, d_model {info.d_model} · "
-            f"{info.n_edges:,} edges."
-        )
-        with st.expander("about this model"):
-            st.write(info.notes)
+        info = models.get(model_id)
+        if info is not None:
+            st.caption(
+                f"{info.description}. {info.n_layers} layers × {info.n_heads} heads, d_model {info.d_model} · "
+                f"{info.n_edges:,} edges."
+            )
+            with st.expander("about this model"):
+                st.write(info.notes)
+        else:
+            st.caption(_estimate_line(model_id))
+        free_model_input()
     return model_id, device
+
+
+def _estimate_line(model_id: str) -> str:
+    """The memory estimate of a model outside the list, or why it is not known (one sentence)."""
+    from ..models.estimate import check_free_model
+
+    checked = check_free_model(model_id)
+    if checked.estimate is not None:
+        return checked.estimate.sentence()
+    return checked.problem or checked.note or ""
+
+
+def free_model_input() -> None:
+    """A hub id or local folder typed beside the list: checked as it is typed (its memory
+    estimate before loading, or one sentence naming the fix), loaded by a button."""
+    from ..models.estimate import check_free_model
+
+    with st.expander("another model (hub id or local folder)", expanded=bool(session.model_typed)):
+        typed = state.bind(
+            st.text_input,
+            "hub id or local folder",
+            Session.model_typed.key,
+            "",
+            placeholder="Qwen/Qwen3-0.6B or /path/to/checkpoint",
+            help="Any model TransformerLens's bridge supports: a Hugging Face hub id (offline: one in "
+            "the Hugging Face cache), a folder saved with save_pretrained, or a .gguf file.",
+        ).strip()
+        if not typed:
+            return
+        checked = check_free_model(typed)
+        if checked.problem:
+            st.warning(checked.problem)
+            return
+        st.caption(checked.estimate.sentence() if checked.estimate is not None else checked.note)
+        if st.button("Load this model", key="sidebar.load_free_model"):
+            session.free_model = typed
+            session.model = typed
+            st.rerun()

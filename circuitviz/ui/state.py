@@ -83,6 +83,8 @@ class Session:
     # the view, mirrored in the URL
     model = Field("model", url="model")
     device = Field("device", url="device")
+    model_typed = Field("model.typed", "")  # the sidebar's free model id, as typed (not yet loaded)
+    free_model = Field("model.free")  # a hub id or local folder the user chose to load (ui/sidebar)
     prompt = Field("prompt", url="prompt")
     corrupted = Field("corrupted", url="corrupted")
     answer = Field("answer", url="answer")

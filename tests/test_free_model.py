@@ -1,0 +1,143 @@
+"""The sidebar's free model id: a hub id or local folder typed beside the list, checked before
+loading (its memory estimate, or one sentence naming the fix), loaded by a button.
+
+``check_free_model`` is tested on its own (no torch), then the sidebar through streamlit's
+AppTest on the tiny model (the loader is the tests' own; it records which id it was asked for).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from circuitviz.models.estimate import check_free_model, parameters_of_config
+
+LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+    "tie_word_embeddings": False,
+}
+
+
+def _folder(tmp_path, config=LLAMA_CONFIG):
+    folder = tmp_path / "my-checkpoint"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_a_local_folder_is_estimated_from_its_config(tmp_path):
+    checked = check_free_model(str(_folder(tmp_path)))
+    assert checked.loadable and checked.estimate is not None
+    count = parameters_of_config(LLAMA_CONFIG)[0]
+    assert checked.estimate.n_parameters == count
+    # by hand: embeddings 2 x 100 x 64, per layer q/k/v/o ungrouped 4 x 64 x 64, gated MLP
+    # 3 x 64 x 128, two norms; the final norm
+    assert count == 2 * 100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
+    assert "parameters" in checked.estimate.sentence()
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("/no/such/folder", "Nothing exists at"),
+        ("just some words", "neither a Hugging Face hub id"),
+        ("circuitviz-test/not-cached", "HF_HUB_OFFLINE"),
+    ],
+)
+def test_an_id_that_cannot_load_is_one_sentence_naming_the_fix(typed, expected, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    checked = check_free_model(typed)
+    assert not checked.loadable and expected in checked.problem
+    assert checked.problem.count(". ") == 0 and checked.problem.endswith(".")
+
+
+def test_a_folder_without_a_config_says_what_it_needs(tmp_path):
+    (tmp_path / "empty").mkdir()
+    checked = check_free_model(str(tmp_path / "empty"))
+    assert not checked.loadable and "config.json" in checked.problem
+
+
+def test_an_architecture_the_bridge_lacks_is_named_once_transformer_lens_is_loaded(tmp_path):
+    pytest.importorskip("transformer_lens")
+    import transformer_lens.factories.architecture_adapter_factory  # noqa: F401
+
+    assert "transformer_lens.factories.architecture_adapter_factory" in sys.modules
+    folder = _folder(tmp_path, {**LLAMA_CONFIG, "architectures": ["BioGptForCausalLM"]})
+    checked = check_free_model(str(folder))
+    assert (
+        not checked.loadable
+        and "no adapter for" in checked.problem
+        and "BioGptForCausalLM" in checked.problem
+    )
+    assert check_free_model(str(_folder(tmp_path / "ok", LLAMA_CONFIG))).loadable  # Llama has one
+
+
+# ----- the sidebar ------------------------------------------------------------------------------
+@pytest.fixture
+def asked(tmp_path, monkeypatch):
+    """The app on the tiny model, its loader recording the model ids it is asked for."""
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.bench.toy_models import tiny_app_model
+
+    ids: list[str] = []
+
+    def loader(model_id, device):
+        ids.append(model_id)
+        return tiny_app_model(model_id, device)
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(loaders, "MODEL_LOADER", loader)
+    return ids
+
+
+def _app():
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file("../app.py", default_timeout=300)
+
+
+def _typed_box(at):
+    return next(box for box in at.sidebar.text_input if box.label == "hub id or local folder")
+
+
+def _sidebar_text(at) -> str:
+    parts = [element.value for element in [*at.sidebar.caption, *at.sidebar.warning]]
+    return " ".join(str(part) for part in parts)
+
+
+@pytest.mark.slow
+def test_the_sidebar_estimates_a_typed_folder_then_loads_it(asked, tmp_path):
+    folder = _folder(tmp_path)
+    at = _app().run()
+    assert not at.exception
+    _typed_box(at).input(str(folder)).run()
+    expected = check_free_model(str(folder)).estimate.sentence()
+    assert expected in _sidebar_text(at)  # before loading: nothing asked of the loader for it
+    assert str(folder) not in asked
+    next(button for button in at.sidebar.button if button.label == "Load this model").click().run()
+    assert not at.exception
+    assert str(folder) in asked
+    model_box = next(box for box in at.sidebar.selectbox if box.label == "model")
+    assert model_box.value == str(folder)
+    assert str(folder) in model_box.options
+    assert expected in _sidebar_text(at)  # the chosen model's caption is its estimate
+
+
+@pytest.mark.slow
+def test_the_sidebar_refuses_an_offline_id_in_one_sentence_and_offers_no_button(asked):
+    at = _app().run()
+    _typed_box(at).input("circuitviz-test/not-cached").run()
+    assert not at.exception
+    assert any("HF_HUB_OFFLINE" in warning.value for warning in at.sidebar.warning)
+    assert not [button for button in at.sidebar.button if button.label == "Load this model"]
+    assert "circuitviz-test/not-cached" not in asked
