@@ -143,10 +143,13 @@ def main() -> None:
     print("the card is on screen in the first animation frame that shows it):")
     for name in cached[0]:
         print(f"  {name}: {statistics.median(p[name] for p in cached):.0f}")
-    in_page = [p["click to card on screen"] for p in cached]
-    print(
-        "second round, click to card in the page's clock: " + ", ".join(f"{t:.0f}" for t in in_page) + " ms"
-    )
+    for number, part in enumerate((phases[: len(phases) // 2], cached), 1):
+        in_page = [p["click to card on screen"] for p in part]
+        print(
+            f"round {number}, click to card in the page's clock: "
+            + ", ".join(f"{t:.0f}" for t in in_page)
+            + f" ms; median {statistics.median(in_page):.0f} ms"
+        )
     print("load average:", open("/proc/loadavg").read().split()[:3])
     print(
         json.dumps(
