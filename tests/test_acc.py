@@ -565,6 +565,7 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "ACC++ circuit:" in printed and "knockout of the" in printed
+    assert "transfer: not measured: this task has no corrupted prompt" in printed
     data = json.loads(out.read_text())
     assert data["method"] == "acc++" and data["config"]["k"] == 1.5
     assert data["task"]["metric"] == "logprob" and data["task"]["corrupted"] == ""

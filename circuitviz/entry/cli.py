@@ -269,7 +269,9 @@ def cmd_discover(args) -> int:
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     count = args.transfer_paraphrases if args.transfer_paraphrases is not None else (5 if args.out else 0)
-    if count > 0:
+    if count > 0 and not result.task.corrupted:
+        print("transfer: not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one")
+    elif count > 0:
         print("\n".join(_transfer_lines(measure_transfer(model, result, count, max_tokens=args.max_tokens))))
     if args.out:
         args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
