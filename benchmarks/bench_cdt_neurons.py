@@ -4,9 +4,9 @@ budgets, and seconds per prompt, over the first prompts of the yardstick (``benc
 For each method (a registered name, optionally with settings as name:key=value;key=value) and
 prompt: the NDF and necessity of its circuits at 0.5, 1, 2, 5 and 10 % of the edges (the shared
 evaluator; with ``neurons`` also the neuron circuits' curve, top k neurons per MLP), and the wall seconds of the whole run (scoring and the curve) and of its scoring
-phase, with the load average beside them. Time it under the bench lock:
+phase, with the load average beside them. Time it with no other benchmark running:
 
-    flock /work/helpers/bench.lock .venv/bin/python benchmarks/bench_cdt_neurons.py --threads 1 \
+    .venv/bin/python benchmarks/bench_cdt_neurons.py --threads 1 \
         --prompts 2 --methods cd-t,eap-ig --model smollm2-135m
 """
 

@@ -9,9 +9,9 @@ embedded Gemma-3-270M, one run as the app makes it (its default budgets, no resu
   is faithful and readable (NDF >= 0.8 with at most 200 edges);
 - the smallest of its budgets whose circuit reaches NDF 0.8 (any size).
 
-Time it under the bench lock and say the load:
+Time it with no other benchmark running, and say the load:
 
-    flock /work/helpers/bench.lock env OMP_NUM_THREADS=1 .venv/bin/python \\
+    env OMP_NUM_THREADS=1 .venv/bin/python \\
         benchmarks/bench_default_method.py --threads 1 --methods eap,eap-ig,edge-pruning
 """
 

@@ -14,9 +14,9 @@ A **cold** start uses an empty cache folder (the embedded GGUF is converted on t
 **warm** start reuses the folder a start left behind (converted weights, calibration). The order
 is one cold start, then ``--warm`` warm starts on the same folder. With ``--cache DIR`` the folder
 is used as it is (no cold start). Prints figures and the load average around each start; asserts
-nothing. Run under the bench lock:
+nothing. Run it with no other benchmark running:
 
-    flock /work/helpers/bench.lock .venv/bin/python benchmarks/bench_startup.py --warm 3
+    .venv/bin/python benchmarks/bench_startup.py --warm 3
     .venv/bin/python benchmarks/bench_startup.py --cache ~/.cache/circuitviz --warm 3 --no-cold
 
 The phases of the model's load inside the server (imports, weights, the timed pass) are printed
