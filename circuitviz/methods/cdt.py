@@ -167,18 +167,7 @@ class _FrozenReadout:
         x = residual[:, None, :]
         if self.norm is not None:
             x = self._centred(x) / self.scale * self._weight(x) + self._bias(x)
-        x = x[:, 0]
-        W_U, b_U = self.adapter.unembedding
-        if ids is None:
-            logits = x @ W_U + b_U
-        elif ids.dim() == 2:
-            logits = torch.einsum("bd,dbk->bk", x, W_U[:, ids]) + b_U[ids]
-        else:
-            logits = x @ W_U[:, ids] + b_U[ids]
-        cap = getattr(self.adapter.cfg, "output_logits_soft_cap", None)
-        if cap is not None and cap > 0:
-            logits = cap * torch.tanh(logits / cap)
-        return logits
+        return self.adapter.logits_of_normed(x[:, 0], ids)
 
 
 def _final_metric(prepared: PreparedTask, readout: _FrozenReadout, residual: torch.Tensor) -> torch.Tensor:

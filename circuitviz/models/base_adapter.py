@@ -199,18 +199,22 @@ class ModelAdapter:
         [k] for every row alike, or [batch, k] for each row its own (a batch of a dataset's tasks).
         Returns [batch, k] or [batch, d_vocab].
         """
-        model = self.model
         x = residual[:, None, :]  # [batch, 1, d_model]
-        if model.cfg.normalization_type is not None:
-            x = model.ln_final(x)
-        x = x[:, 0]  # [batch, d_model]
+        if self.model.cfg.normalization_type is not None:
+            x = self.model.ln_final(x)
+        return self.logits_of_normed(x[:, 0], ids)
+
+    def logits_of_normed(self, x: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits from a final residual already through the final norm (x: [batch, d_model]):
+        the unembedding (``ids`` as in ``unembed``) and the soft-cap, for every backend alike."""
+        W_U, b_U = self.unembedding
         if ids is None:
-            logits = x @ model.W_U + model.b_U
+            logits = x @ W_U + b_U
         elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, one product a row
-            logits = torch.einsum("bd,dbk->bk", x, model.W_U[:, ids]) + model.b_U[ids]
+            logits = torch.einsum("bd,dbk->bk", x, W_U[:, ids]) + b_U[ids]
         else:
-            logits = x @ model.W_U[:, ids] + model.b_U[ids]
-        cap = getattr(model.cfg, "output_logits_soft_cap", None)
+            logits = x @ W_U[:, ids] + b_U[ids]
+        cap = getattr(self.cfg, "output_logits_soft_cap", None)
         if cap is not None and cap > 0:
             logits = cap * torch.tanh(logits / cap)
         return logits

@@ -283,18 +283,7 @@ class BridgeAdapter(ModelAdapter):
         norm = self.final_norm
         if norm is not None:
             x = norm(x)
-        x = x[:, 0]  # [batch, d_model]
-        W_U, b_U = self.unembedding
-        if ids is None:
-            logits = x @ W_U + b_U
-        elif ids.dim() == 2:
-            logits = torch.einsum("bd,dbk->bk", x, W_U[:, ids]) + b_U[ids]
-        else:
-            logits = x @ W_U[:, ids] + b_U[ids]
-        cap = getattr(self.cfg, "output_logits_soft_cap", None)
-        if cap is not None and cap > 0:
-            logits = cap * torch.tanh(logits / cap)
-        return logits
+        return self.logits_of_normed(x[:, 0], ids)
 
     @property
     def final_norm(self):
