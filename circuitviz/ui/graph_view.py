@@ -131,15 +131,26 @@ function cvOpen(root, id, local) {
 }
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { data, setTriggerValue } = component;
   if (data.vis && typeof vis === "undefined") {
     // vis-network, sent once a session (not with every rerun: it is 470 kB); run at the page's top level
     (0, eval)(data.vis);
   }
-  if (typeof vis === "undefined") {  // this page has not got it yet: ask for it
-    setTriggerValue("need_vis", true);
-    return;
-  }
+  if (typeof vis !== "undefined") return cvRender(component);
+  // not here yet: another drawing of this run may carry it (only the first drawing of a run does,
+  // and the page may run this one first); wait for it, asking Python once if it does not come
+  // (the rerun that answers sends it with one drawing: every waiting drawing then draws)
+  let waited = 0;
+  const timer = setInterval(() => {
+    waited += 50;
+    if (typeof vis !== "undefined") { clearInterval(timer); cvRender(component); return; }
+    if (waited === 2000) setTriggerValue("need_vis", true);
+    if (waited >= 120000) clearInterval(timer);
+  }, 50);
+}
+
+function cvRender(component) {
+  const { data, parentElement, setTriggerValue } = component;
   let root = parentElement.querySelector(".cv-root");
   if (!root) {
     root = document.createElement("div");
