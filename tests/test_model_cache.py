@@ -40,7 +40,10 @@ def _fill(staging: Path) -> None:
     (staging / "config.json").write_text(json.dumps({"hidden_size": 4}))
     (staging / "tokenizer.json").write_text(json.dumps({"vocab": ["a", "b"]}))
     generator = torch.Generator(device="cpu").manual_seed(0)  # weights on the CPU, where files are read
-    weights = {"w": torch.randn(64, 64, generator=generator), "b": torch.randn(64, generator=generator)}
+    weights = {
+        "w": torch.randn(64, 64, generator=generator, device="cpu"),
+        "b": torch.randn(64, generator=generator, device="cpu"),
+    }
     save_file(weights, str(staging / "weights.safetensors"))
 
 

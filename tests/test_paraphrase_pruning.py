@@ -202,7 +202,7 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
         keep.repeat(3, 1, 1),
         torch.cat([e.corrupted_raw for e in evaluators]),
     )
-    owner = torch.arange(3).repeat_interleave(2)
+    owner = torch.arange(3, device="cpu").repeat_interleave(2)
     together = task_metric(model, [e.prepared for e in evaluators], owner)(residual).view(3, 2)
     for e, one, row in zip(evaluators, alone, together):
         assert torch.allclose(one, row, rtol=0, atol=1e-9)

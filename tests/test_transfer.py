@@ -43,7 +43,12 @@ def test_held_out_ndf_equals_a_brute_force_recomputation_and_leaves_out_what_was
     spec = GraphSpec.from_model(model)
     generator = torch.Generator().manual_seed(0)
     circuits = {
-        name: (torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64) < share)
+        name: (
+            torch.rand(
+                spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64, device="cpu"
+            )
+            < share
+        )
         & spec.edge_mask
         for name, share in (("sparse", 0.3), ("dense", 0.8))
     }
@@ -126,7 +131,8 @@ def test_completeness_equals_hand_patched_halves_of_the_circuit_and_of_the_model
     evaluator = Evaluator(model, spec, prepared)
     generator = torch.Generator().manual_seed(3)
     circuit = (
-        torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64) < 0.4
+        torch.rand(spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64, device="cpu")
+        < 0.4
     ) & (spec.edge_mask)
     halves = random_halves(circuit, draws=3, seed=5)
     assert bool((halves <= circuit).all()) and [int(h.sum()) for h in halves] == [int(circuit.sum()) // 2] * 3
