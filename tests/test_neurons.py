@@ -116,9 +116,8 @@ def test_the_neuron_circuit_metric_is_the_model_with_every_other_neuron_patched(
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     corrupted = activations(model, prepared.corrupted_tokens)
-    scores = torch.randn(
-        spec.n_layers, model.cfg.d_mlp, generator=torch.Generator().manual_seed(0), device="cpu"
-    )
+    seeded = torch.Generator().manual_seed(0)
+    scores = torch.randn(spec.n_layers, model.cfg.d_mlp, generator=seeded, device="cpu")
     kept = torch.stack([top_neurons(scores, 3), ~top_neurons(scores, 3)])
     assert kept[0].sum() == 3 * spec.n_layers
     found = neuron_patched_metrics(model, spec, prepared, kept, corrupted)

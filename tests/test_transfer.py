@@ -42,13 +42,9 @@ def test_held_out_ndf_equals_a_brute_force_recomputation_and_leaves_out_what_was
     model = _gemma_with_spread_post_norms(0)
     spec = GraphSpec.from_model(model)
     generator = torch.Generator().manual_seed(0)
+    shape = (spec.n_forward, spec.n_backward)
     circuits = {
-        name: (
-            torch.rand(
-                spec.n_forward, spec.n_backward, generator=generator, dtype=torch.float64, device="cpu"
-            )
-            < share
-        )
+        name: (torch.rand(shape, generator=generator, dtype=torch.float64, device="cpu") < share)
         & spec.edge_mask
         for name, share in (("sparse", 0.3), ("dense", 0.8))
     }

@@ -181,9 +181,8 @@ def batched_gradient_scores(
     pending: dict[tuple[int, int], torch.Tensor] = {}  # a chunk's neuron scores until it is kept
     neurons = None
     if neuron_differences is not None:
-        neurons = torch.zeros(
-            (len(tasks), *neuron_differences.shape[2:]), dtype=score_dtype(clean_writers.dtype), device=device
-        )
+        shape, dtype = (len(tasks), *neuron_differences.shape[2:]), score_dtype(clean_writers.dtype)
+        neurons = torch.zeros(shape, dtype=dtype, device=device)
 
     def keep_neurons(rows: slice) -> None:
         if neurons is not None:
