@@ -57,6 +57,22 @@ class ModelAdapter:
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 
+    def device_of_module(self, module) -> torch.device:
+        """The device of a module's first weight (or buffer); the model's device when it has none.
+
+        A model split over devices (``load_model(..., device_map=...)``) has its blocks, final
+        norm and unembedding on several; whatever computes with a module's weights outside the
+        model's own forward moves its input there (and its result back)."""
+        for tensor in module.parameters():
+            return tensor.device
+        for tensor in module.buffers():
+            return tensor.device
+        return self.device
+
+    def layer_device(self, layer: int) -> torch.device:
+        """The device block ``layer``'s weights are on (the model's one device unless split)."""
+        return self.device_of_module(self.model.blocks[layer])
+
     @property
     def element_size(self) -> int:
         return next(self.model.parameters()).element_size()
@@ -208,6 +224,9 @@ class ModelAdapter:
         """Logits from a final residual already through the final norm (x: [batch, d_model]):
         the unembedding (``ids`` as in ``unembed``) and the soft-cap, for every backend alike."""
         W_U, b_U = self.unembedding
+        home = x.device  # a split model's unembedding may sit on another device than x
+        x = x.to(W_U.device)
+        ids = ids.to(W_U.device) if ids is not None else None
         if ids is None:
             logits = x @ W_U + b_U
         elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, one product a row
@@ -217,7 +236,7 @@ class ModelAdapter:
         cap = getattr(self.cfg, "output_logits_soft_cap", None)
         if cap is not None and cap > 0:
             logits = cap * torch.tanh(logits / cap)
-        return logits
+        return logits.to(home)
 
     @property
     def unembedding(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -219,15 +219,16 @@ class BridgeAdapter(ModelAdapter):
 
         point = self.model.ln_final.hook_in
         with self._added([(point.name, stop)]):
-            return self.model(tokens, **kwargs)
+            # back on the tokens' device: a split model's last block may sit on another
+            return self.model(tokens, **kwargs).to(tokens.device)
 
     def blocks(self, tokens: torch.Tensor, stop_at_layer: int | None = None) -> torch.Tensor:
         if stop_at_layer is not None and stop_at_layer < self.cfg.n_layers:
-            return self.model(tokens, stop_at_layer=stop_at_layer)
+            return self.model(tokens, stop_at_layer=stop_at_layer).to(tokens.device)
         return self._to_final_residual(tokens)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model(tokens)
+        return self.model(tokens).to(tokens.device)
 
     @contextmanager
     def _cache_handed_to_attention(self) -> Iterator[None]:
@@ -282,7 +283,7 @@ class BridgeAdapter(ModelAdapter):
         x = residual[:, None, :]  # [batch, 1, d_model]
         norm = self.final_norm
         if norm is not None:
-            x = norm(x)
+            x = norm(x.to(self.device_of_module(norm.inner))).to(residual.device)
         return self.logits_of_normed(x[:, 0], ids)
 
     @property
