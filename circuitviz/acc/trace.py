@@ -132,7 +132,7 @@ def direct_effects(
     readout = direction.clone()
     weight = getattr(norm, "w", None) if norm is not None else None
     if weight is not None:
-        readout = readout * weight.detach().to(readout.dtype)
+        readout = readout * weight.detach().to(readout.device, readout.dtype)
     if is_centring(norm):
         readout = readout - readout.mean()
     readout = readout / forward.final_scale[last]

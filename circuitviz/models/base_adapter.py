@@ -272,7 +272,8 @@ class ModelAdapter:
         [batch, pos, n_heads, d_head, d_model] product (786 MB per layer for 20 Gemma-3
         sequences), which made every run several times slower; an einsum gives the same numbers.
         """
-        return head_results(self.model.blocks[layer].attn, z)
+        # on the layer's device and back (a split model's layers sit on several)
+        return head_results(self.model.blocks[layer].attn, z.to(self.layer_device(layer))).to(z.device)
 
     def attention_post_norm(self, layer: int):
         """(the norm applied to a layer's summed attention output before the residual add, the
@@ -355,6 +356,7 @@ class ModelAdapter:
         inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
         block = self.model.blocks[layer]
         attention = block.attn
+        home, inputs = inputs.device, inputs.to(self.layer_device(layer))  # a split model's layer
         x = inputs if self.pre_attention_norm(layer) is None else block.ln1(inputs)
         weight, bias = (attention.W_Q, attention.b_Q) if kind == "q" else (attention.W_K, attention.b_K)
         out = torch.einsum("npd,hde->nphe", x, weight) + bias
@@ -362,7 +364,7 @@ class ModelAdapter:
             out = attention._apply_qk_norm(out, attention.q_norm if kind == "q" else attention.k_norm)
         if self.cfg.positional_embedding_type == "rotary":
             out = attention.apply_rotary(out, 0)
-        return out
+        return out.to(home)
 
     @contextmanager
     def split_attention_inputs(self, split: bool) -> Iterator[None]:

@@ -300,7 +300,8 @@ class BridgeAdapter(ModelAdapter):
         return bridge_norm(self.model.blocks[layer].ln1)
 
     def head_results(self, layer: int, z: torch.Tensor) -> torch.Tensor:
-        return head_results(self.attention(layer), z)
+        # on the layer's device and back (a split model's layers sit on several)
+        return head_results(self.attention(layer), z.to(self.layer_device(layer))).to(z.device)
 
     def attention_post_norm(self, layer: int):
         block = self.model.blocks[layer]
@@ -338,6 +339,7 @@ class BridgeAdapter(ModelAdapter):
         inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
         parts = self.attention(layer)
         norm = self.pre_attention_norm(layer)
+        home, inputs = inputs.device, inputs.to(self.layer_device(layer))  # a split model's layer
         x = inputs if norm is None else norm(inputs)
         weight, bias = (parts.W_Q, parts.b_Q) if kind == "q" else (parts.W_K, parts.b_K)
         out = torch.einsum("npd,hde->nphe", x, weight) + bias
@@ -349,7 +351,7 @@ class BridgeAdapter(ModelAdapter):
             width = cos.shape[-1]
             rotated = out[..., :width] * cos[:, None] + parts.rotate_pairs(out[..., :width]) * sin[:, None]
             out = torch.cat([rotated, out[..., width:]], dim=-1)
-        return out
+        return out.to(home)
 
     def split_attention_inputs(self, split: bool):
         return _SplitInputs(self, split)
