@@ -438,8 +438,8 @@ def apply_norm(norm, y: torch.Tensor) -> torch.Tensor:
     out = (x / scale).to(dtype)
     weight = getattr(norm, "w", None)
     if weight is not None:
-        out = out * weight
+        out = out * weight.to(out.device)  # a split model's norm may sit on another device than y
     bias = getattr(norm, "b", None)
     if bias is not None:
-        out = out + bias
+        out = out + bias.to(out.device)
     return out
