@@ -122,7 +122,9 @@ class SimulatedDevice(TorchFunctionMode):
             self.adopt(module, place)
             for inner in module.modules():
                 if inner is module or len(inner.state_dict()) > 0:
-                    self._handles.append(inner.register_forward_pre_hook(self._mover(place), with_kwargs=True))
+                    self._handles.append(
+                        inner.register_forward_pre_hook(self._mover(place), with_kwargs=True)
+                    )
 
     def _mover(self, place: int):
         target = self.device(place)

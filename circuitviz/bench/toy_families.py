@@ -114,7 +114,9 @@ def split_map(hf_model, devices: list) -> dict:
     ``transformers`` balances a model over several GPUs: the embeddings with the first blocks,
     the final norm and the unembedding with the last (an unembedding tied to the embedding stays
     with it, as ``accelerate`` keeps tied weights together). {module name: device}"""
-    blocks = next(name for name, module in hf_model.named_modules() if isinstance(module, torch.nn.ModuleList))
+    blocks = next(
+        name for name, module in hf_model.named_modules() if isinstance(module, torch.nn.ModuleList)
+    )
     base = blocks.rsplit(".", 1)[0]
     n_blocks = len(hf_model.get_submodule(blocks))
     per_device = -(-n_blocks // len(devices))

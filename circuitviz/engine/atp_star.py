@@ -141,8 +141,8 @@ def atp_star_scores(
         for layer in range(n_layers if qk_fix else 0):
             upstream = spec.upstream_of_heads(layer)
             changes = changes_of(layer)
-            # from the layer's device to the scores' (a split model's layers sit on several)
-            pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(device, dtype)  # [rows, H, t, s]
+            # [rows, H, t, s], from the layer's device to the scores' (a split model's may differ)
+            pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(device, dtype)
             for kind, change in zip("qk", changes):
                 estimate = torch.einsum("uhts,rhts->ruh", change.to(dtype), pattern_gradient)
                 part[:, :upstream, spec.head_backward(layer, kind)] = estimate
