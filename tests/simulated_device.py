@@ -108,7 +108,7 @@ class SimulatedDevice(TorchFunctionMode):
         for tensor in list(module.parameters()) + list(module.buffers()):
             self.places[tensor] = place
         cfg = getattr(module, "cfg", None)
-        if cfg is not None and hasattr(cfg, "device") and not self._restore:
+        if cfg is not None and hasattr(cfg, "device") and all(seen is not cfg for seen, _ in self._restore):
             self._restore.append((cfg, cfg.device))
             cfg.device = self.device(place)
 
