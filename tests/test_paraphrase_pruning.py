@@ -97,6 +97,13 @@ def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_parap
         assert value == pytest.approx(
             ndf(float(evaluator.metrics(circuit[None])[0]), evaluator.baseline), abs=1e-9
         )
+    # and the fit share's, measured in the same call as the held-out share's
+    fit_values = []
+    for text in details.fit:
+        task = next(t for t in PARAPHRASES if t.clean == text)
+        evaluator = Evaluator(model, result.graph, prepare_task(model, task))
+        fit_values.append(ndf(float(evaluator.metrics(circuit[None])[0]), evaluator.baseline))
+    assert row["fit_ndf"] == pytest.approx(sum(fit_values) / len(fit_values), abs=1e-9)
     assert row["nodes"] == len(result.graph.node_names_of(circuit))
 
 
