@@ -8,9 +8,13 @@ average. CPU seconds of one single-threaded process say more than wall time on a
 Each run first makes one untimed run of every setting on a short prompt, so that no timed run
 pays a process's one-time costs (importing sae-lens, about 4.5 CPU-s; loading the SAEs; the
 first passes' allocations), and each prompt ends with CircuitLasso's CPU time over EAP-IG's.
-``--save DIR`` keeps every run's scores (to compare two versions: equal scores, equal circuits).
+``--save DIR`` keeps every run's scores; ``--compare DIR`` reads those another version saved and
+prints the largest change of each run's scores against them (to compare two versions: equal
+scores, equal circuits). At the end, one row per prompt: EAP-IG's CPU seconds, then for each
+CircuitLasso mode its CPU seconds, its ratio to EAP-IG's (met: at most 1) and its score change.
 
-    .venv/bin/python benchmarks/bench_lasso_speed.py --prompts 0,1,2 --save /tmp/after
+    .venv/bin/python benchmarks/bench_lasso_speed.py --save /tmp/before    # on the old code
+    .venv/bin/python benchmarks/bench_lasso_speed.py --compare /tmp/before  # on the new
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ def main() -> None:
     )
     parser.add_argument("--prompts", default="", help="comma-separated prompt indices (default: all 9)")
     parser.add_argument("--save", type=Path, default=None, help="a folder to keep every run's scores in")
+    parser.add_argument(
+        "--compare", type=Path, default=None, help="a folder of scores another version saved with --save"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, _ = load_timed(None, device="cpu")
@@ -51,9 +58,10 @@ def main() -> None:
             method.run_on(model, warm, method.make_config(settings), budgets=[], model_id="bench")
         except ValueError:
             pass  # no SAEs installed: the timed runs say so
+    table = []
     for index in chosen:
         kind, task = PROMPTS[index]
-        seconds = {}
+        seconds, changes = {}, {}
         for name, settings in RUNS if index % 2 == 0 else RUNS[::-1]:
             forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
             method = get_method(name)
@@ -73,8 +81,11 @@ def main() -> None:
                 f"{index} {kind:<15} {label:<18} cpu {cpu:6.1f}s wall {wall:6.1f}s {phases}  {load_average()}",
                 flush=True,
             )
+            name_of_file = f"{index}_{label.replace(' ', '_')}.pt"
             if args.save:
-                torch.save(result.scores, args.save / f"{index}_{label.replace(' ', '_')}.pt")
+                torch.save(result.scores, args.save / name_of_file)
+            if args.compare and (args.compare / name_of_file).is_file():
+                changes[label] = score_change(result.scores, torch.load(args.compare / name_of_file))
         if "eap-ig" in seconds:
             ratios = "  ".join(
                 f"{label} {cpu / seconds['eap-ig']:.2f}x"
@@ -82,6 +93,30 @@ def main() -> None:
                 if label != "eap-ig"
             )
             print(f"{index} {kind:<15} CPU over EAP-IG's: {ratios}", flush=True)
+        table.append(row(index, kind, seconds, changes))
+    print(f"\nCPU seconds, one process, one torch thread; {load_average()}")
+    print("| prompt | EAP-IG | components | ratio | change | SAE units | ratio | change |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(table))
+
+
+def score_change(new: torch.Tensor, old: torch.Tensor) -> str:
+    """The largest |new - old| over the edges, and relative to the largest |old| score."""
+    if new.shape != old.shape:
+        return "shape differs"
+    largest = float((new.double() - old.double()).abs().max())
+    return f"{largest:.1e} ({largest / max(float(old.abs().max()), 1e-30):.1e} rel.)"
+
+
+def row(index: int, kind: str, seconds: dict, changes: dict) -> str:
+    """One markdown row: EAP-IG's CPU seconds, then each CircuitLasso mode's, ratio and change."""
+    base = seconds.get("eap-ig")
+    cells = [f"{index} {kind}", f"{base:.1f}" if base else "-"]
+    for label in ("circuit-lasso", "circuit-lasso sae"):
+        cpu = seconds.get(label)
+        ratio = f"{cpu / base:.2f}x {'met' if cpu <= base else 'missed'}" if cpu and base else "-"
+        cells += [f"{cpu:.1f}" if cpu else "-", ratio, changes.get(label, "-")]
+    return "| " + " | ".join(cells) + " |"
 
 
 if __name__ == "__main__":
