@@ -15,6 +15,10 @@ CircuitLasso mode its CPU seconds, its ratio to EAP-IG's (met: at most 1) and it
 
     .venv/bin/python benchmarks/bench_lasso_speed.py --save /tmp/before    # on the old code
     .venv/bin/python benchmarks/bench_lasso_speed.py --compare /tmp/before  # on the new
+
+``--reduction N`` times only the reduction to principal directions, N times per prompt on that
+prompt's observations, alternating the units a chunk at a time (the default on the CPU) and all
+in one batch (the old way), and checks that both give the same problem bit for bit.
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ import torch
 from bench_bon import PROMPTS  # the yardstick's 9 prompts (a script beside this one)
 
 from circuitviz.bench.harness import load_average, load_timed
-from circuitviz.core.tasks import PromptTask
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.lasso import units
+from circuitviz.lasso.observations import collect_observations, observation_texts
+from circuitviz.lasso.units import build_component_problem, component_hook_names
 from circuitviz.measure.evaluate import forget_prompt_runs
 from circuitviz.methods import get_method
+from circuitviz.models.adapter import adapter_of
 
 RUNS = (("eap-ig", {}), ("circuit-lasso", {}), ("circuit-lasso", {"units": "sae", "layers": "3,9"}))
 PHASES = ("observe_s", "reduce_s", "solve_s", "sae_s")
@@ -45,10 +53,13 @@ def main() -> None:
     parser.add_argument(
         "--compare", type=Path, default=None, help="a folder of scores another version saved with --save"
     )
+    parser.add_argument("--reduction", type=int, default=0, help="time the reduction alone, N times")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, _ = load_timed(None, device="cpu")
     chosen = [int(i) for i in args.prompts.split(",") if i.strip()] or list(range(len(PROMPTS)))
+    if args.reduction:
+        return reduction_only(model, chosen, args.reduction)
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     warm = PromptTask("The nurse said that", "The person said that", " she", (" he",))
@@ -98,6 +109,45 @@ def main() -> None:
     print("| prompt | EAP-IG | components | ratio | change | SAE units | ratio | change |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(table))
+
+
+def reduction_only(model, chosen: list[int], repeats: int) -> None:
+    """CPU seconds of the reduction, chunked against one batch, back to back on each prompt."""
+    spec, chunked = adapter_of(model).spec, units._CPU_CHUNK_BYTES
+    config = get_method("circuit-lasso").make_config({})
+    for index in chosen:
+        kind, task = PROMPTS[index]
+        prepared = prepare_task(model, task)
+        texts = observation_texts(task, config.n_paraphrases, config.corpus, config.seed)
+        observed = collect_observations(model, spec, prepared, texts, component_hook_names(model, spec))
+        seconds: dict[str, list[float]] = {"chunked": [], "one batch": []}
+        problems = {}
+        for _ in range(repeats):
+            for label, chunk in (("chunked", chunked), ("one batch", 2**62)):
+                units._CPU_CHUNK_BYTES = chunk
+                cpu = time.process_time()
+                problems[label] = build_component_problem(
+                    model,
+                    spec,
+                    observed.writers,
+                    observed.activations,
+                    observed.metric,
+                    config.directions,
+                    config.seed,
+                )
+                seconds[label].append(time.process_time() - cpu)
+        units._CPU_CHUNK_BYTES = chunked
+        same = all(
+            torch.equal(getattr(problems["chunked"], name), getattr(problems["one batch"], name))
+            for name in ("predictors", "targets", "target_weight")
+        )
+        medians = {label: sorted(values)[len(values) // 2] for label, values in seconds.items()}
+        print(
+            f"{index} {kind:<15} {observed.n_observations} rows: reduction chunked {medians['chunked']:.2f} "
+            f"CPU-s, one batch {medians['one batch']:.2f} (median of {repeats}); same problem: {same}  "
+            f"{load_average()}",
+            flush=True,
+        )
 
 
 def score_change(new: torch.Tensor, old: torch.Tensor) -> str:
