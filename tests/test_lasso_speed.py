@@ -73,7 +73,9 @@ def test_principal_scores_a_chunk_at_a_time_equal_one_batch(shape, chunk_units, 
     n, m, d = shape
     generator = torch.Generator().manual_seed(sum(shape))
     # a float32 activation array as the observations hold it, read through a transposed view
-    x = (torch.randn(m, n, d, generator=generator) * torch.linspace(3, 0.1, d)).transpose(0, 1)
+    x = (
+        torch.randn(m, n, d, generator=generator, device="cpu") * torch.linspace(3, 0.1, d, device="cpu")
+    ).transpose(0, 1)
     monkeypatch.setattr(units, "_CPU_CHUNK_BYTES", chunk_units * m * d * 8)
     new = units.principal_scores(x, 4, seed=2, dtype=torch.float64)
     old = reference_principal_scores(x, 4, seed=2, dtype=torch.float64)
@@ -87,19 +89,19 @@ def test_line_search_and_support_order_equal_the_full_sort():
     steps that stop inside a piece or at the segment's end."""
     generator = torch.Generator().manual_seed(0)
     p, t = 40, 12
-    gram = torch.randn(p, p, generator=generator, dtype=torch.float64)
-    gram = gram @ gram.T / p + 0.1 * torch.eye(p, dtype=torch.float64)
-    x = torch.randn(p, t, generator=generator, dtype=torch.float64) * (
-        torch.rand(p, t, generator=generator) < 0.3
+    gram = torch.randn(p, p, generator=generator, dtype=torch.float64, device="cpu")
+    gram = gram @ gram.T / p + 0.1 * torch.eye(p, dtype=torch.float64, device="cpu")
+    x = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu") * (
+        torch.rand(p, t, generator=generator, device="cpu") < 0.3
     )
-    direction = torch.randn(p, t, generator=generator, dtype=torch.float64) * (
-        torch.rand(p, t, generator=generator) < 0.4
+    direction = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu") * (
+        torch.rand(p, t, generator=generator, device="cpu") < 0.4
     )
     direction[:, 0] = x[:, 0]  # no crossing in column 0 (it moves away from zero)
     x[:, 1] = 0.0  # nor in column 1
     # the quadratic part's minimum lies at x + s d with s from 0.2 to 2 (past the segment's end)
-    cross = gram @ (x + torch.linspace(0.2, 2.0, t, dtype=torch.float64) * direction)
-    penalty = 0.01 * torch.rand(t, generator=generator, dtype=torch.float64)
+    cross = gram @ (x + torch.linspace(0.2, 2.0, t, dtype=torch.float64, device="cpu") * direction)
+    penalty = 0.01 * torch.rand(t, generator=generator, dtype=torch.float64, device="cpu")
     crossings = ((x != 0) & (x.sign() != direction.sign()) & (direction != 0)).sum(0)
     assert int(crossings.max()) >= 2 and int(crossings[0]) == int(crossings[1]) == 0
     gram_x, gram_d = gram @ x, gram @ direction
@@ -118,12 +120,12 @@ def test_active_set_equals_the_old_helpers():
     old ones: the same coefficients bit for bit."""
     generator = torch.Generator().manual_seed(3)
     m, p, t = 80, 60, 15
-    x = torch.randn(m, p, generator=generator, dtype=torch.float64)
+    x = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
     y = x @ (
-        torch.randn(p, t, generator=generator, dtype=torch.float64)
-        * (torch.rand(p, t, generator=generator) < 0.2)
+        torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu")
+        * (torch.rand(p, t, generator=generator, device="cpu") < 0.2)
     )
-    y = y + 0.3 * torch.randn(m, t, generator=generator, dtype=torch.float64)
+    y = y + 0.3 * torch.randn(m, t, generator=generator, dtype=torch.float64, device="cpu")
     gram, cross, power = solver.sufficient_statistics(x, y)
     new = solver.lasso_active_set(gram, cross, power, 0.05)
     with pytest.MonkeyPatch.context() as patch:
