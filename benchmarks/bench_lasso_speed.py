@@ -8,9 +8,17 @@ average. CPU seconds of one single-threaded process say more than wall time on a
 Each run first makes one untimed run of every setting on a short prompt, so that no timed run
 pays a process's one-time costs (importing sae-lens, about 4.5 CPU-s; loading the SAEs; the
 first passes' allocations), and each prompt ends with CircuitLasso's CPU time over EAP-IG's.
-``--save DIR`` keeps every run's scores (to compare two versions: equal scores, equal circuits).
+``--save DIR`` keeps every run's scores; ``--compare DIR`` reads those another version saved and
+prints the largest change of each run's scores against them (to compare two versions: equal
+scores, equal circuits). At the end, one row per prompt: EAP-IG's CPU seconds, then for each
+CircuitLasso mode its CPU seconds, its ratio to EAP-IG's (met: at most 1) and its score change.
 
-    .venv/bin/python benchmarks/bench_lasso_speed.py --prompts 0,1,2 --save /tmp/after
+    .venv/bin/python benchmarks/bench_lasso_speed.py --save /tmp/before    # on the old code
+    .venv/bin/python benchmarks/bench_lasso_speed.py --compare /tmp/before  # on the new
+
+``--reduction N`` times only the reduction to principal directions, N times per prompt on that
+prompt's observations, alternating the units a chunk at a time (the default on the CPU) and all
+in one batch (the old way), and checks that both give the same problem bit for bit.
 """
 
 from __future__ import annotations
@@ -24,9 +32,13 @@ import torch
 from bench_bon import PROMPTS  # the yardstick's 9 prompts (a script beside this one)
 
 from circuitviz.bench.harness import load_average, load_timed
-from circuitviz.core.tasks import PromptTask
+from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.lasso import units
+from circuitviz.lasso.observations import collect_observations, observation_texts
+from circuitviz.lasso.units import build_component_problem, component_hook_names
 from circuitviz.measure.evaluate import forget_prompt_runs
 from circuitviz.methods import get_method
+from circuitviz.models.adapter import adapter_of
 
 RUNS = (("eap-ig", {}), ("circuit-lasso", {}), ("circuit-lasso", {"units": "sae", "layers": "3,9"}))
 PHASES = ("observe_s", "reduce_s", "solve_s", "sae_s")
@@ -38,10 +50,16 @@ def main() -> None:
     )
     parser.add_argument("--prompts", default="", help="comma-separated prompt indices (default: all 9)")
     parser.add_argument("--save", type=Path, default=None, help="a folder to keep every run's scores in")
+    parser.add_argument(
+        "--compare", type=Path, default=None, help="a folder of scores another version saved with --save"
+    )
+    parser.add_argument("--reduction", type=int, default=0, help="time the reduction alone, N times")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, _ = load_timed(None, device="cpu")
     chosen = [int(i) for i in args.prompts.split(",") if i.strip()] or list(range(len(PROMPTS)))
+    if args.reduction:
+        return reduction_only(model, chosen, args.reduction)
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     warm = PromptTask("The nurse said that", "The person said that", " she", (" he",))
@@ -51,9 +69,10 @@ def main() -> None:
             method.run_on(model, warm, method.make_config(settings), budgets=[], model_id="bench")
         except ValueError:
             pass  # no SAEs installed: the timed runs say so
+    table = []
     for index in chosen:
         kind, task = PROMPTS[index]
-        seconds = {}
+        seconds, changes = {}, {}
         for name, settings in RUNS if index % 2 == 0 else RUNS[::-1]:
             forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
             method = get_method(name)
@@ -73,8 +92,11 @@ def main() -> None:
                 f"{index} {kind:<15} {label:<18} cpu {cpu:6.1f}s wall {wall:6.1f}s {phases}  {load_average()}",
                 flush=True,
             )
+            name_of_file = f"{index}_{label.replace(' ', '_')}.pt"
             if args.save:
-                torch.save(result.scores, args.save / f"{index}_{label.replace(' ', '_')}.pt")
+                torch.save(result.scores, args.save / name_of_file)
+            if args.compare and (args.compare / name_of_file).is_file():
+                changes[label] = score_change(result.scores, torch.load(args.compare / name_of_file))
         if "eap-ig" in seconds:
             ratios = "  ".join(
                 f"{label} {cpu / seconds['eap-ig']:.2f}x"
@@ -82,6 +104,69 @@ def main() -> None:
                 if label != "eap-ig"
             )
             print(f"{index} {kind:<15} CPU over EAP-IG's: {ratios}", flush=True)
+        table.append(row(index, kind, seconds, changes))
+    print(f"\nCPU seconds, one process, one torch thread; {load_average()}")
+    print("| prompt | EAP-IG | components | ratio | change | SAE units | ratio | change |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(table))
+
+
+def reduction_only(model, chosen: list[int], repeats: int) -> None:
+    """CPU seconds of the reduction, chunked against one batch, back to back on each prompt."""
+    spec, chunked = adapter_of(model).spec, units._CPU_CHUNK_BYTES
+    config = get_method("circuit-lasso").make_config({})
+    for index in chosen:
+        kind, task = PROMPTS[index]
+        prepared = prepare_task(model, task)
+        texts = observation_texts(task, config.n_paraphrases, config.corpus, config.seed)
+        observed = collect_observations(model, spec, prepared, texts, component_hook_names(model, spec))
+        seconds: dict[str, list[float]] = {"chunked": [], "one batch": []}
+        problems = {}
+        for _ in range(repeats):
+            for label, chunk in (("chunked", chunked), ("one batch", 2**62)):
+                units._CPU_CHUNK_BYTES = chunk
+                cpu = time.process_time()
+                problems[label] = build_component_problem(
+                    model,
+                    spec,
+                    observed.writers,
+                    observed.activations,
+                    observed.metric,
+                    config.directions,
+                    config.seed,
+                )
+                seconds[label].append(time.process_time() - cpu)
+        units._CPU_CHUNK_BYTES = chunked
+        same = all(
+            torch.equal(getattr(problems["chunked"], name), getattr(problems["one batch"], name))
+            for name in ("predictors", "targets", "target_weight")
+        )
+        medians = {label: sorted(values)[len(values) // 2] for label, values in seconds.items()}
+        print(
+            f"{index} {kind:<15} {observed.n_observations} rows: reduction chunked {medians['chunked']:.2f} "
+            f"CPU-s, one batch {medians['one batch']:.2f} (median of {repeats}); same problem: {same}  "
+            f"{load_average()}",
+            flush=True,
+        )
+
+
+def score_change(new: torch.Tensor, old: torch.Tensor) -> str:
+    """The largest |new - old| over the edges, and relative to the largest |old| score."""
+    if new.shape != old.shape:
+        return "shape differs"
+    largest = float((new.double() - old.double()).abs().max())
+    return f"{largest:.1e} ({largest / max(float(old.abs().max()), 1e-30):.1e} rel.)"
+
+
+def row(index: int, kind: str, seconds: dict, changes: dict) -> str:
+    """One markdown row: EAP-IG's CPU seconds, then each CircuitLasso mode's, ratio and change."""
+    base = seconds.get("eap-ig")
+    cells = [f"{index} {kind}", f"{base:.1f}" if base else "-"]
+    for label in ("circuit-lasso", "circuit-lasso sae"):
+        cpu = seconds.get(label)
+        ratio = f"{cpu / base:.2f}x {'met' if cpu <= base else 'missed'}" if cpu and base else "-"
+        cells += [f"{cpu:.1f}" if cpu else "-", ratio, changes.get(label, "-")]
+    return "| " + " | ".join(cells) + " |"
 
 
 if __name__ == "__main__":

@@ -75,9 +75,9 @@ def main() -> None:
                 settings[flag] = getattr(args, flag)
         chosen = [int(i) for i in args.only.split(",")] if args.only else range(args.prompts)
         for kind, task in [PROMPTS[i] for i in chosen]:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             result = method.run_on(model, task, method.make_config(settings), budgets=[args.budget])
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
             (row,) = result.details.budgets or [{}]
             held = result.details.held_out_ndf.get(str(args.budget), [])
             entry = {
@@ -94,6 +94,9 @@ def main() -> None:
                 "edges": result.curve[0].n_edges,
                 "warm": row.get("warm_ndf", math.nan),
                 "seconds": seconds,
+                "cpu_seconds": cpu,
+                "best_step": row.get("best_step", 0),
+                "steps": row.get("steps", 0),
                 "timings": result.timings,
                 "notes": result.details.notes,
             }
@@ -101,7 +104,8 @@ def main() -> None:
             print(
                 f"{name:12s} {kind:16s} NDF {entry['ndf']:.3f}  held-out {entry['held_out_ndf']:.3f} "
                 f"(n={entry['n_held_out']}, fit n={entry['n_fit']} mean {entry['fit_ndf']:.3f})  "
-                f"{entry['edges']} edges {entry['nodes']} nodes  {seconds:.1f} s  (warm score {entry['warm']:.3f}; "
+                f"{entry['edges']} edges {entry['nodes']} nodes  {seconds:.1f} s wall {cpu:.1f} CPU s  "
+                f"best step {entry['best_step']} of {entry['steps']}  (warm score {entry['warm']:.3f}; "
                 f"{', '.join(f'{k} {v:.1f}' for k, v in result.timings.items())}; {load_average()})",
                 flush=True,
             )
@@ -115,7 +119,8 @@ def main() -> None:
             f"{name:12s} prompt NDF mean {statistics.fmean(r['ndf'] for r in mine):.3f}, held-out mean "
             f"{statistics.fmean(held) if held else math.nan:.3f}; both >= 0.8 on {both}/{len(mine)}; "
             f"<= 40 nodes on {small}/{len(mine)}; seconds median {statistics.median(r['seconds'] for r in mine):.1f} "
-            f"max {max(r['seconds'] for r in mine):.1f}"
+            f"max {max(r['seconds'] for r in mine):.1f}; CPU s median "
+            f"{statistics.median(r['cpu_seconds'] for r in mine):.1f} max {max(r['cpu_seconds'] for r in mine):.1f}"
         )
     print(f"load average at end: {load_average()}")
     if args.json:

@@ -97,6 +97,13 @@ def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_parap
         assert value == pytest.approx(
             ndf(float(evaluator.metrics(circuit[None])[0]), evaluator.baseline), abs=1e-9
         )
+    # and the fit share's, measured in the same call as the held-out share's
+    fit_values = []
+    for text in details.fit:
+        task = next(t for t in PARAPHRASES if t.clean == text)
+        evaluator = Evaluator(model, result.graph, prepare_task(model, task))
+        fit_values.append(ndf(float(evaluator.metrics(circuit[None])[0]), evaluator.baseline))
+    assert row["fit_ndf"] == pytest.approx(sum(fit_values) / len(fit_values), abs=1e-9)
     assert row["nodes"] == len(result.graph.node_names_of(circuit))
 
 
@@ -211,3 +218,64 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
     (grad_together,) = torch.autograd.grad(together.sum(), keep)
     assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+
+
+def _learning(seed: int, steps: int, tasks: int = 1):
+    """A learning on a tiny Gemma, to run: the prompt (and ``tasks - 1`` paraphrases of one
+    length). Returns (the evaluators, the learning)."""
+    from circuitviz.methods.mask_learning import Schedule, edge_values, initial_logits, learn_masks
+
+    model = tiny_model("gemma", seed=seed)
+    ctx = RunContext(model, IOI_TASK)
+    others = [Evaluator(model, ctx.spec, prepare_task(model, task)) for task in PARAPHRASES[1:tasks]]
+    eap = get_method("eap")
+    ((warm, _),) = eap.score_batch([ctx], eap.make_config({}), None)
+    start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
+    evaluators = [ctx.evaluator, *others]
+    return evaluators, lambda: learn_masks(ctx, evaluators, start, [6, 15], Schedule(steps, 0.5, 1.0, 0.01))
+
+
+def test_a_learning_runs_each_prefix_once_and_learns_what_it_learned_running_it_every_step(monkeypatch):
+    """The positions before the corruption run once for the whole learning (frozen keys and
+    values reused by every step): the same deviations, circuits and logits to the bit as running
+    them at every step, with one prefix run per pass instead of one per pass and step."""
+    import contextlib
+
+    from circuitviz.engine.metric import compatible_groups
+    from circuitviz.engine.prefix import shared_prefix
+    from circuitviz.methods import mask_learning
+    from circuitviz.models.adapter import adapter_of
+
+    evaluators, learn = _learning(seed=3, steps=3, tasks=3)
+    model = evaluators[0].model
+    groups = compatible_groups([e.prepared for e in evaluators])
+    assert all(shared_prefix(model, [evaluators[i].prepared for i in g]) > 0 for g in groups)
+    adapter = adapter_of(model)
+    runs = []
+    original = adapter.prefix_caches
+    monkeypatch.setattr(adapter, "prefix_caches", lambda tokens: runs.append(1) or original(tokens))
+    reused = learn()
+    reused_runs = len(runs)
+    runs.clear()
+    monkeypatch.setattr(mask_learning, "reusing_prefixes", contextlib.nullcontext)
+    fresh = learn()
+    assert reused.deviations == fresh.deviations and reused.best_step == fresh.best_step
+    assert torch.equal(reused.circuits, fresh.circuits) and torch.equal(reused.logits, fresh.logits)
+    passes = len(fresh.deviations[0])  # steps run (both budgets in one batch a step)
+    assert reused_runs == len(groups) and len(runs) == len(groups) * passes
+
+
+def test_the_last_step_measures_its_circuits_without_a_backward_pass(monkeypatch):
+    """The last step's gradient moves nothing, so it runs forward only: the same deviations as
+    the same step of a longer learning (which takes its gradient), and one backward pass fewer."""
+    longer = _learning(seed=4, steps=3)[1]()
+    _, learn = _learning(seed=4, steps=2)
+    calls = []
+    grad = torch.autograd.grad
+    monkeypatch.setattr(torch.autograd, "grad", lambda *a, **k: calls.append(1) or grad(*a, **k))
+    shorter = learn()
+    compared = [i for i in range(2) if len(shorter.deviations[i]) == 3]  # not stopped at the tolerance
+    assert compared
+    for index in compared:
+        assert shorter.deviations[index] == longer.deviations[index][:3]
+    assert len(calls) == 2  # steps 0 and 1 (one pass each); step 2 forward only

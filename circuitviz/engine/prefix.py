@@ -9,7 +9,9 @@ without hooks or gradients, and the hooked run continues from their keys and val
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import torch
@@ -18,6 +20,33 @@ from ..models.adapter import Hook, adapter_of
 
 if TYPE_CHECKING:
     from ..core.tasks import PreparedTask
+
+# the prefix keys and values kept by ``reusing_prefixes``, keyed by the prefix's tokens
+_KEPT: ContextVar[dict | None] = ContextVar("kept_prefixes", default=None)
+
+
+@contextmanager
+def reusing_prefixes() -> Iterator[None]:
+    """Within it, ``final_residual`` runs each distinct batch of prefix tokens once and reuses its
+    frozen keys and values: for loops that run the same prompts many times with the model's
+    weights unchanged (mask learning's steps). The kept entries are the very tensors a fresh run
+    would make, so nothing a caller reads changes; they are dropped on leaving."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def _prefix_caches(adapter, tokens: torch.Tensor) -> list:
+    """``adapter.prefix_caches(tokens)``, reused within ``reusing_prefixes``."""
+    kept = _KEPT.get()
+    if kept is None:
+        return adapter.prefix_caches(tokens)
+    key = (tuple(tokens.shape), str(tokens.device), tokens.cpu().numpy().tobytes())  # to the CPU: a key
+    if key not in kept:
+        kept[key] = adapter.prefix_caches(tokens)
+    return kept[key]
 
 
 def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:
@@ -34,7 +63,7 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: i
         with adapter.hooked(fwd_hooks):
             residual = adapter.blocks(tokens)  # [batch, pos, d_model]
         return residual[:, -1]
-    caches = adapter.prefix_caches(tokens[:, :prefix])
+    caches = _prefix_caches(adapter, tokens[:, :prefix])
     mask = torch.ones_like(tokens)  # [batch, pos]
     with adapter.hooked(fwd_hooks):
         residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]

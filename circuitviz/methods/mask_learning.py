@@ -32,6 +32,7 @@ from ..core.graph import GraphSpec, prune
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import compatible_groups, metric_from_residual, task_metric
 from ..engine.patching import masked_residual
+from ..engine.prefix import reusing_prefixes
 from ..engine.scores import score_dtype
 from ..measure.chunks import run_in_chunks
 from ..measure.evaluate import Evaluator
@@ -213,66 +214,73 @@ def learn_masks(
         metric = metric.view(len(group), -1)
         return (metric - cleans[number][:, None]) / scales[number][:, None]
 
-    def pass_rows(rows: slice, active: list[int]):
+    def pass_rows(rows: slice, active: list[int], backward: bool = True):
         """Forward and backward of the budgets ``active[rows]`` on every task:
-        (deviations [task][row], circuits, gradient)."""
+        (deviations [task][row], circuits, gradient). ``backward`` False: the forward only (the
+        last step, whose gradient no step uses; the same masks, so the same deviations) and a
+        zero gradient."""
         chosen = torch.tensor(active[rows], device=device)
-        theta = logits[chosen].detach().requires_grad_(True)  # [b, n_edges]
+        theta = logits[chosen].detach().requires_grad_(backward)  # [b, n_edges]
         gradient = torch.zeros_like(theta)
         deviations: list[list[float]] = [[] for _ in evaluators]
         circuits = None
         for number, group in enumerate(passes):
-            with torch.enable_grad():
+            with torch.set_grad_enabled(backward):
                 keep, soft = keep_masks(theta, chosen)
                 if circuits is None:
                     circuits = prune(spec, keep.detach() > 0.5)
                 deviation = run_pass(number, keep)  # [g, b]
-                if len(group) == 1:
-                    loss = weights[group[0]] * (deviation[0] ** 2).sum()
-                else:
-                    loss = (row_weight[number][:, None] * deviation**2).sum()
-                if number == len(passes) - 1:  # the sparsity term rides on the last pass
-                    loss = loss + sparsity * (soft.sum(1) / budget_counts[chosen].to(dtype)).sum()
-                (part,) = torch.autograd.grad(loss, theta)
-            gradient += part
+                if backward:
+                    if len(group) == 1:
+                        loss = weights[group[0]] * (deviation[0] ** 2).sum()
+                    else:
+                        loss = (row_weight[number][:, None] * deviation**2).sum()
+                    if number == len(passes) - 1:  # the sparsity term rides on the last pass
+                        loss = loss + sparsity * (soft.sum(1) / budget_counts[chosen].to(dtype)).sum()
+                    (part,) = torch.autograd.grad(loss, theta)
+                    gradient += part
             for task, values in zip(group, deviation.detach().tolist()):
                 deviations[task] = values
         return deviations, circuits, gradient
 
-    while training:
-        sizes = [scheduled_count(n, n_edges, step, schedule.warmup) for n in counts]
-        budget_counts = torch.tensor(sizes, device=device)
-        active = list(training)
-        results: dict[int, tuple] = {}
+    # each prompt's unchanged prefix runs once for the whole learning, not once a step
+    with reusing_prefixes():
+        while training:
+            sizes = [scheduled_count(n, n_edges, step, schedule.warmup) for n in counts]
+            budget_counts = torch.tensor(sizes, device=device)
+            active = list(training)
+            results: dict[int, tuple] = {}
+            # the last step of every active budget: its circuits are measured, its gradient unused
+            last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
 
-        def compute(rows: slice, active=active):
-            return pass_rows(rows, active)
+            def compute(rows: slice, active=active, last=last):
+                return pass_rows(rows, active, backward=not last)
 
-        def commit(rows: slice, result, active=active, results=results):
-            deviations, circuits, gradient = result
-            for offset, index in enumerate(active[rows]):
-                results[index] = ([d[offset] for d in deviations], circuits[offset], gradient[offset])
+            def commit(rows: slice, result, active=active, results=results):
+                deviations, circuits, gradient = result
+                for offset, index in enumerate(active[rows]):
+                    results[index] = ([d[offset] for d in deviations], circuits[offset], gradient[offset])
 
-        run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
-        for index in active:
-            deviations, circuit, gradient = results[index]
-            history[index].append(deviations)
-            at_size = sizes[index] == int(counts[index])
-            if at_size and math.isnan(first_at_size[index][0]):
-                first_at_size[index] = list(deviations)
-            error = selection_error(deviations)
-            if at_size and error < best_error[index]:
-                best_error[index], best_step[index] = error, step
-                best_circuits[index] = circuit
-            if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
-                training.remove(index)
-                continue
-            largest = gradient.abs().max()
-            direction = gradient / largest if largest > 0 else gradient
-            velocity[index] = MOMENTUM * velocity[index] + direction
-            logits[index] -= float(schedule.learning_rate) * velocity[index]
-        ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
-        step += 1
+            run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
+            for index in active:
+                deviations, circuit, gradient = results[index]
+                history[index].append(deviations)
+                at_size = sizes[index] == int(counts[index])
+                if at_size and math.isnan(first_at_size[index][0]):
+                    first_at_size[index] = list(deviations)
+                error = selection_error(deviations)
+                if at_size and error < best_error[index]:
+                    best_error[index], best_step[index] = error, step
+                    best_circuits[index] = circuit
+                if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
+                    training.remove(index)
+                    continue
+                largest = gradient.abs().max()
+                direction = gradient / largest if largest > 0 else gradient
+                velocity[index] = MOMENTUM * velocity[index] + direction
+                logits[index] -= float(schedule.learning_rate) * velocity[index]
+            ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
+            step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
     return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
 

@@ -311,7 +311,9 @@ class ParaphrasePruning(Method):
         circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
-            measured = {"fit": _ndfs(split.fit, circuits), "held": _ndfs(split.held_out, circuits)}
+            # the fit and held-out shares in one call: paraphrases of one length share a pass
+            every = _ndfs([*split.fit, *split.held_out], circuits)
+            measured = {"fit": every[: len(split.fit)], "held": every[len(split.fit) :]}
         details.held_out_ndf = {
             str(b): [row[i] for row in measured["held"]] for i, b in enumerate(budgets) if measured["held"]
         }

@@ -1,0 +1,151 @@
+"""CircuitLasso's faster reduction and solver against the algorithms they replaced, written out
+here as they were: the principal scores of all units in one batch, the line search over a full
+sort of every coordinate's kink, and the support order from a stable argsort. The new code must
+give the same numbers (bit for bit on the CPU), down to the method's scores on a tiny model."""
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.lasso import solver, units
+from circuitviz.methods import get_method
+
+
+def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None):
+    """The one-batch reduction as it was before units were reduced a chunk at a time."""
+    x = x.to(dtype or x.dtype)
+    n, m, d = x.shape
+    centred = x - x.mean(1, keepdim=True)
+    k = max(1, min(k, m, d))
+    width = min(k + 8, m, d)
+    if min(m, d) <= 4 * width:
+        if d <= m:
+            values, vectors = torch.linalg.eigh(centred.transpose(1, 2) @ centred)
+            return centred @ vectors.flip(-1)[:, :, :k]
+        values, vectors = torch.linalg.eigh(centred @ centred.transpose(1, 2))
+        top = values.flip(-1)[:, :k].clamp_min(0).sqrt()
+        return vectors.flip(-1)[:, :, :k] * top[:, None, :]
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    omega = torch.randn(n, d, width, generator=generator, device="cpu", dtype=x.dtype).to(x.device)
+    sample = centred @ omega
+    for _ in range(power_iterations):
+        sample, _ = torch.linalg.qr(sample)
+        sample = centred @ (centred.transpose(1, 2) @ sample)
+    basis, _ = torch.linalg.qr(sample)
+    small = basis.transpose(1, 2) @ centred
+    left, singular, _ = torch.linalg.svd(small, full_matrices=False)
+    return basis @ left[:, :, :k] * singular[:, None, :k]
+
+
+def reference_line_minimum(gram_d, gram_x, cross, penalty, x, direction):
+    """The exact line search over a full sort of all p kinks per column."""
+    linear = (direction * gram_x).sum(0) - (cross * direction).sum(0)
+    curvature = (direction * gram_d).sum(0).clamp_min(1e-300)
+    crosses = (x != 0) & (x.sign() != direction.sign()) & (direction != 0)
+    kinks = torch.where(
+        crosses, -x / direction.where(crosses, torch.ones_like(x)), torch.full_like(x, torch.inf)
+    )
+    kinks, order = torch.sort(kinks.clamp_min(0.0), dim=0)
+    jumps = 2 * direction.abs().gather(0, order) * torch.isfinite(kinks)
+    start_sign = torch.where(x != 0, x.sign(), direction.sign())
+    slope_sum = (start_sign * direction).sum(0)
+    sums = slope_sum[None, :] + torch.cat([torch.zeros_like(jumps[:1]), jumps.cumsum(0)])
+    lefts = torch.cat([torch.zeros_like(kinks[:1]), kinks]).clamp_max(1.0)
+    rights = torch.cat([kinks, torch.full_like(kinks[:1], torch.inf)]).clamp_max(1.0)
+    right_slope = linear[None, :] + rights * curvature[None, :] + penalty[None, :] * sums
+    piece = (right_slope >= 0).to(torch.uint8).argmax(0)
+    piece = torch.where((right_slope >= 0).any(0), piece, torch.full_like(piece, sums.shape[0] - 1))
+    total = sums.gather(0, piece[None])[0]
+    root = -(linear + penalty * total) / curvature
+    return torch.minimum(
+        torch.maximum(root, lefts.gather(0, piece[None])[0]), rights.gather(0, piece[None])[0]
+    )
+
+
+def reference_support_first(support, size):
+    return torch.argsort((~support).to(torch.uint8), dim=0, stable=True)[:size]
+
+
+@pytest.mark.parametrize("shape", [(7, 50, 300), (5, 30, 20), (3, 20, 100), (4, 200, 64)])
+@pytest.mark.parametrize("chunk_units", [1, 3])
+def test_principal_scores_a_chunk_at_a_time_equal_one_batch(shape, chunk_units, monkeypatch):
+    """Both branches (randomized and exact), any chunk size: the same scores bit for bit."""
+    n, m, d = shape
+    generator = torch.Generator().manual_seed(sum(shape))
+    # a float32 activation array as the observations hold it, read through a transposed view
+    x = (
+        torch.randn(m, n, d, generator=generator, device="cpu") * torch.linspace(3, 0.1, d, device="cpu")
+    ).transpose(0, 1)
+    monkeypatch.setattr(units, "_CPU_CHUNK_BYTES", chunk_units * m * d * 8)
+    new = units.principal_scores(x, 4, seed=2, dtype=torch.float64)
+    old = reference_principal_scores(x, 4, seed=2, dtype=torch.float64)
+    assert new.dtype == torch.float64 and new.shape == old.shape
+    assert torch.equal(new, old)
+
+
+def test_line_search_and_support_order_equal_the_full_sort():
+    """The line search over each column's crossings only, and the counted support order, give
+    what the full sort and the stable argsort gave: columns with no crossing, one, many, and
+    steps that stop inside a piece or at the segment's end."""
+    generator = torch.Generator().manual_seed(0)
+    p, t = 40, 12
+    gram = torch.randn(p, p, generator=generator, dtype=torch.float64, device="cpu")
+    gram = gram @ gram.T / p + 0.1 * torch.eye(p, dtype=torch.float64, device="cpu")
+    x = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu") * (
+        torch.rand(p, t, generator=generator, device="cpu") < 0.3
+    )
+    direction = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu") * (
+        torch.rand(p, t, generator=generator, device="cpu") < 0.4
+    )
+    direction[:, 0] = x[:, 0]  # no crossing in column 0 (it moves away from zero)
+    x[:, 1] = 0.0  # nor in column 1
+    # the quadratic part's minimum lies at x + s d with s from 0.2 to 2 (past the segment's end)
+    cross = gram @ (x + torch.linspace(0.2, 2.0, t, dtype=torch.float64, device="cpu") * direction)
+    penalty = 0.01 * torch.rand(t, generator=generator, dtype=torch.float64, device="cpu")
+    crossings = ((x != 0) & (x.sign() != direction.sign()) & (direction != 0)).sum(0)
+    assert int(crossings.max()) >= 2 and int(crossings[0]) == int(crossings[1]) == 0
+    gram_x, gram_d = gram @ x, gram @ direction
+    new = solver._line_minimum(gram_d, gram_x, cross, penalty, x, direction)
+    old = reference_line_minimum(gram_d, gram_x, cross, penalty, x, direction)
+    assert torch.equal(new, old)
+    assert bool(((new > 0) & (new < 1)).any()) and bool((new == 1).any())
+    support = x != 0
+    size = int(support.sum(0).max())
+    assert torch.equal(solver._support_first(support, size), reference_support_first(support, size))
+    assert torch.equal(solver._support_first(support, p), reference_support_first(support, p))
+
+
+def test_active_set_equals_the_old_helpers():
+    """A whole active-set solve (many rounds, warm start from zero) with the new helpers or the
+    old ones: the same coefficients bit for bit."""
+    generator = torch.Generator().manual_seed(3)
+    m, p, t = 80, 60, 15
+    x = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
+    y = x @ (
+        torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu")
+        * (torch.rand(p, t, generator=generator, device="cpu") < 0.2)
+    )
+    y = y + 0.3 * torch.randn(m, t, generator=generator, dtype=torch.float64, device="cpu")
+    gram, cross, power = solver.sufficient_statistics(x, y)
+    new = solver.lasso_active_set(gram, cross, power, 0.05)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(solver, "_line_minimum", reference_line_minimum)
+        patch.setattr(solver, "_support_first", reference_support_first)
+        old = solver.lasso_active_set(gram, cross, power, 0.05)
+    assert new.iterations == old.iterations and new.iterations > 3
+    assert torch.equal(new.coefficients, old.coefficients)
+
+
+@pytest.mark.parametrize("settings", [{}, {"lasso_lambda": "0.05", "directions": 2}])
+def test_method_scores_equal_the_old_algorithms(settings, monkeypatch):
+    """CircuitLasso's scores on a tiny model: the same with the old reduction and solver helpers."""
+    model = tiny_model("gpt2", seed=0)
+    method = get_method("circuit-lasso")
+    config = method.make_config({"n_paraphrases": 2, **settings})
+    new = method.run_on(model, IOI_TASK, config, budgets=[], model_id="tiny").scores
+    monkeypatch.setattr(units, "principal_scores", reference_principal_scores)
+    monkeypatch.setattr(solver, "_line_minimum", reference_line_minimum)
+    monkeypatch.setattr(solver, "_support_first", reference_support_first)
+    old = method.run_on(model, IOI_TASK, config, budgets=[], model_id="tiny").scores
+    assert torch.equal(new, old)
+    assert bool((new > 0).any())
