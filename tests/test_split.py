@@ -76,15 +76,15 @@ def test_the_simulated_devices_refuse_what_cuda_refuses_across_devices():
         with pytest.raises(DeviceMixError):
             a[torch.tensor([0, 1], device=b.device)]  # indices of another device
         with pytest.raises(DeviceMixError):
-            a[torch.tensor([0, 1])] = b[:2]  # a value of another device through index tensors
+            a[torch.tensor([0, 1], device="cpu")] = b[:2]  # a value of another device through index tensors
         with pytest.raises(TypeError, match="numpy"):
             b.numpy()
         # what CUDA allows: moves, copies, host indices and scalars, slices of another device
         moved = b.to(a.device)
         assert device.place(moved) == 0 and torch.equal(moved.cpu(), b.detach().cpu())
         assert device.place(torch.zeros(4, device=b.device) + b[0]) == 1
-        assert device.place(a * torch.tensor(2.0)) == 0
-        assert a[torch.tensor([0, 2])].shape == (2, 4)
+        assert device.place(a * torch.tensor(2.0, device="cpu")) == 0
+        assert a[torch.tensor([0, 2], device="cpu")].shape == (2, 4)
         target = torch.zeros(4, 4, device=a.device)
         target[:2] = b[:2]
         target.copy_(b)
