@@ -1,14 +1,17 @@
 """The bridge part of the GPU check (``gpu_check.py`` runs it; or run it alone):
 
     python benchmarks/gpu_bridge_check.py [--device cuda] [--skip correctness,split,timings]
+    python benchmarks/gpu_bridge_check.py --device cpu --skip correctness --split-devices cpu,cpu
+        (a dry run of the split's code on a machine without a GPU)
 
 1. correctness: tiny random models of every family booted through TransformerLens's
    TransformerBridge, EAP, EAP-IG and exact patching on the device against the CPU (float64
    weights; the bridge and transformers take attention's softmax in float32, so 1e-6 of the
    largest score).
-2. split: the same model split layer by layer over two devices (cuda:0 and cuda:1 when two GPUs
-   are visible, else cuda:0 and the CPU) with a transformers device map, against the CPU: every
-   tensor the engine makes must follow the data it meets.
+2. split: a 4-block model of three families split block by block over two devices (cuda:0 and
+   cuda:1 when two GPUs are visible, else cuda:0 and the CPU; ``--split-devices`` chooses) with
+   a transformers device map (``toy_families.split_map``), against the CPU: every tensor the
+   engine makes must follow the data it meets.
 3. timings: random weights in the shapes of Llama-3.2-1B (float32, bfloat16) and Llama-3.1-8B
    (bfloat16) through the bridge: EAP-IG with 20 steps on a 15-token prompt, best of 2, and the
    peak memory.
@@ -23,7 +26,7 @@ import argparse
 import torch
 
 from circuitviz.bench.harness import peak_memory_gib, reset_peak_memory, timed, verdict
-from circuitviz.bench.toy_families import FAMILIES, random_hf_model
+from circuitviz.bench.toy_families import FAMILIES, random_hf_model, split_map
 from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
 from circuitviz.methods import get_method
 from circuitviz.models.bridge import bridge_from_hf
@@ -59,8 +62,11 @@ def compare(label: str, model, host_scores: dict) -> bool:
     return ok
 
 
+N_LAYERS = 4  # two blocks on each device of a split
+
+
 def bridge_on(family: str, placement) -> object:
-    model = random_hf_model(family, seed=0)
+    model = random_hf_model(family, seed=0, n_layers=N_LAYERS)
     if isinstance(placement, dict):
         from accelerate import dispatch_model
 
@@ -80,34 +86,18 @@ def correctness(device: str) -> bool:
     return ok
 
 
-def split_map(family: str, second: str) -> dict:
-    """{module: device}: the embeddings and block 0 on cuda:0, every other block, the final norm
-    and the unembedding on ``second``."""
-    model = random_hf_model(family, seed=0)
-    blocks = next(name for name, module in model.named_modules() if isinstance(module, torch.nn.ModuleList))
-    base = blocks.rsplit(".", 1)[0]
-    placement = {}
-    for name, module in model.get_submodule(base).named_children():
-        path = f"{base}.{name}"
-        if path == blocks:
-            for index in range(len(module)):
-                placement[f"{blocks}.{index}"] = "cuda:0" if index == 0 else second
-        else:
-            placement[path] = "cuda:0" if isinstance(module, torch.nn.Embedding) else second
-    for name, _ in model.named_children():
-        if name != base:
-            placement[name] = second
-    return placement
-
-
-def split(device: str) -> bool:
-    second = "cuda:1" if torch.cuda.device_count() > 1 else "cpu"
-    print(f"\n== bridge split: block 0 on cuda:0, the rest on {second}, against the CPU ==")
+def split(device: str, devices: list[str] | None = None) -> bool:
+    """The split check: ``devices`` (default cuda:0 and cuda:1 when two GPUs are visible, else
+    cuda:0 and the CPU) each hold a run of blocks, as ``split_map`` spreads them (the map
+    tests/test_split.py checks on simulated devices), against the CPU."""
+    if devices is None:
+        devices = ["cuda:0", "cuda:1" if torch.cuda.device_count() > 1 else "cpu"]
+    print(f"\n== bridge split: blocks spread over {' + '.join(devices)}, against the CPU ==")
     ok = True
     for family in ("llama3", "gemma3", "gpt2"):
         host_scores = {method: scores_of(bridge_on(family, "cpu"), method) for method in METHODS}
         try:
-            model = bridge_on(family, split_map(family, second))
+            model = bridge_on(family, split_map(random_hf_model(family, seed=0, n_layers=N_LAYERS), devices))
         except Exception as error:
             print(
                 f"  {family:<28} split refused: {type(error).__name__}: {str(error)[:160]}  {verdict(False)}"
@@ -162,13 +152,19 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip", default="", help="comma separated: correctness, split, timings")
+    parser.add_argument(
+        "--split-devices",
+        default="",
+        help="comma separated devices to split over (e.g. cpu,cpu: a dry run of the split on the CPU)",
+    )
     args = parser.parse_args(argv)
     skip = {part.strip() for part in args.skip.split(",") if part.strip()}
     ok = True
     if "correctness" not in skip:
         ok &= correctness(args.device)
-    if "split" not in skip and args.device.startswith("cuda"):
-        ok &= split(args.device)
+    chosen = [part.strip() for part in args.split_devices.split(",") if part.strip()] or None
+    if "split" not in skip and (args.device.startswith("cuda") or chosen):
+        ok &= split(args.device, chosen)
     if "timings" not in skip and args.device.startswith("cuda"):
         timings(args.device)
     print(f"\nbridge check: {verdict(ok)}")

@@ -149,7 +149,7 @@ def _post_norm_linear(norm, y: torch.Tensor, dtype) -> torch.Tensor:
     if is_centring(norm):
         y = y - y.mean(-1, keepdim=True)
     weight = getattr(norm, "w", None)
-    return y * weight.detach().to(dtype) if weight is not None else y
+    return y * weight.detach().to(y.device, dtype) if weight is not None else y
 
 
 def hook_names(model) -> list[str]:
@@ -213,9 +213,9 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
         patterns.append(captured[sites.attention_pattern(layer)][0].to(dtype))
         scores.append(captured[sites.attention_scores(layer)][0].to(dtype))
         values = captured[sites.head_projection(layer, "v")][0].to(dtype)  # [n, H, R]
-        outputs = torch.einsum("mhr,hrd->hmd", values, attn.W_O.detach().to(dtype))  # [H, n, d_model]
+        outputs = torch.einsum("mhr,hrd->hmd", values, attn.W_O.detach().to(device, dtype))  # [H, n, d_model]
         norm, norm_name = adapter_of(model).attention_post_norm(layer)
-        b_o = attn.b_O.detach().to(dtype)
+        b_o = attn.b_O.detach().to(device, dtype)  # a split model's layer may sit elsewhere
         if norm is None:
             post = ones
             bias = b_o.expand(n, -1)
@@ -225,7 +225,7 @@ def run_forward(model, tokens: torch.Tensor) -> ForwardPass:
             bias = _post_norm_linear(norm, b_o, dtype)[None, :] / post[:, None]
             norm_bias = getattr(norm, "b", None)
             if norm_bias is not None:
-                bias = bias + norm_bias.detach().to(dtype)
+                bias = bias + norm_bias.detach().to(device, dtype)
         value_outputs.append(outputs)
         head_bias.append(bias.contiguous())
         post_scale.append(post)

@@ -107,20 +107,21 @@ def fold_layer(model, layer: int, dtype: torch.dtype | None = None) -> FoldedLay
     """The folded projections of every head of ``layer`` (see the module docstring)."""
     dtype = dtype or compute_dtype(model)
     attn = adapter_of(model).attention(layer)
-    w_q = attn.W_Q.detach().to(dtype)  # [n_heads, d_model, R]
-    w_k = attn.W_K.detach().to(dtype)
-    b_q = attn.b_Q.detach().to(dtype)  # [n_heads, R]
-    b_k = attn.b_K.detach().to(dtype)
+    home = adapter_of(model).device  # a split model's layer may sit on another: folded at home
+    w_q = attn.W_Q.detach().to(home, dtype)  # [n_heads, d_model, R]
+    w_k = attn.W_K.detach().to(home, dtype)
+    b_q = attn.b_Q.detach().to(home, dtype)  # [n_heads, R]
+    b_k = attn.b_K.detach().to(home, dtype)
     norm = pre_attention_norm(model, layer)
     if norm is not None:
         weight = getattr(norm, "w", None)
         bias = getattr(norm, "b", None)
         if bias is not None:  # the norm's bias enters every position like b_Q does
-            b_q = b_q + torch.einsum("m,hmr->hr", bias.detach().to(dtype), w_q)
-            b_k = b_k + torch.einsum("m,hmr->hr", bias.detach().to(dtype), w_k)
+            b_q = b_q + torch.einsum("m,hmr->hr", bias.detach().to(home, dtype), w_q)
+            b_k = b_k + torch.einsum("m,hmr->hr", bias.detach().to(home, dtype), w_k)
         if weight is not None:
-            w_q = w_q * weight.detach().to(dtype)[None, :, None]
-            w_k = w_k * weight.detach().to(dtype)[None, :, None]
+            w_q = w_q * weight.detach().to(home, dtype)[None, :, None]
+            w_k = w_k * weight.detach().to(home, dtype)[None, :, None]
         if is_centring(norm):
             w_q, w_k = _centre_rows(w_q), _centre_rows(w_k)
     keep_q = torch.ones(w_q.shape[-1], dtype=dtype, device=w_q.device)
@@ -129,9 +130,9 @@ def fold_layer(model, layer: int, dtype: torch.dtype | None = None) -> FoldedLay
         q_weight = getattr(attn.q_norm, "w", None)
         k_weight = getattr(attn.k_norm, "w", None)
         if q_weight is not None:
-            w_q, b_q, keep_q = _fold_norm_weight(w_q, b_q, q_weight.detach().to(dtype))
+            w_q, b_q, keep_q = _fold_norm_weight(w_q, b_q, q_weight.detach().to(home, dtype))
         if k_weight is not None:
-            w_k, b_k, keep_k = _fold_norm_weight(w_k, b_k, k_weight.detach().to(dtype))
+            w_k, b_k, keep_k = _fold_norm_weight(w_k, b_k, k_weight.detach().to(home, dtype))
     return FoldedLayer(w_q=w_q, w_k=w_k, b_q=b_q, b_k=b_k, keep_q=keep_q, keep_k=keep_k)
 
 

@@ -111,9 +111,10 @@ def logit_direction(model, answer_id: int, foil_ids: tuple[int, ...], metric: st
     """The residual direction whose dot product is the metric's logit part.  # [d_model]"""
     dtype = compute_dtype(model)
     W_U, _ = adapter_of(model).unembedding
-    direction = W_U[:, answer_id].detach().to(dtype)
+    home = adapter_of(model).device  # a split model's unembedding may sit on another
+    direction = W_U[:, answer_id].detach().to(home, dtype)
     if metric == "logit_diff" and foil_ids:
-        direction = direction - W_U[:, list(foil_ids)].detach().to(dtype).mean(-1)
+        direction = direction - W_U[:, list(foil_ids)].detach().to(home, dtype).mean(-1)
     return direction
 
 
@@ -132,7 +133,7 @@ def direct_effects(
     readout = direction.clone()
     weight = getattr(norm, "w", None) if norm is not None else None
     if weight is not None:
-        readout = readout * weight.detach().to(readout.dtype)
+        readout = readout * weight.detach().to(readout.device, readout.dtype)
     if is_centring(norm):
         readout = readout - readout.mean()
     readout = readout / forward.final_scale[last]

@@ -77,6 +77,9 @@ def family_config(family: str, n_layers: int = N_LAYERS):
             pad_token_id=1,
         )
     fields.update(extra)
+    if "layer_types" in fields:  # the family's pattern of local and global layers, repeated
+        pattern = fields["layer_types"]
+        fields["layer_types"] = [pattern[index % len(pattern)] for index in range(n_layers)]
     if model_type == "gpt_neox":
         fields.pop("head_dim")
     return AutoConfig.for_model(model_type, **fields)
@@ -104,3 +107,30 @@ def random_family_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dt
 
     hf_model = random_hf_model(family, seed, n_layers, dtype)
     return bridge_from_hf(hf_model, word_tokenizer(), name=f"random-{family}")
+
+
+def split_map(hf_model, devices: list) -> dict:
+    """A ``device_map`` that spreads ``hf_model``'s blocks in equal runs over ``devices``, the way
+    ``transformers`` balances a model over several GPUs: the embeddings with the first blocks,
+    the final norm and the unembedding with the last (an unembedding tied to the embedding stays
+    with it, as ``accelerate`` keeps tied weights together). {module name: device}"""
+    blocks = next(
+        name for name, module in hf_model.named_modules() if isinstance(module, torch.nn.ModuleList)
+    )
+    base = blocks.rsplit(".", 1)[0]
+    n_blocks = len(hf_model.get_submodule(blocks))
+    per_device = -(-n_blocks // len(devices))
+    embedding = hf_model.get_input_embeddings().weight
+    placement = {}
+    for name, module in hf_model.get_submodule(base).named_children():
+        path = f"{base}.{name}" if base else name
+        if path == blocks:
+            for index in range(n_blocks):
+                placement[f"{blocks}.{index}"] = devices[index // per_device]
+        else:
+            placement[path] = devices[0] if isinstance(module, torch.nn.Embedding) else devices[-1]
+    for name, module in hf_model.named_children():
+        if name != base:
+            tied = any(parameter is embedding for parameter in module.parameters())
+            placement[name] = devices[0] if tied else devices[-1]
+    return placement

@@ -126,7 +126,7 @@ def atp_star_scores(
         dropped = torch.arange(chunk.start, chunk.stop, device=device)  # the layer each row drops
 
         def drop(x, hook, layer):
-            cut = (dropped == layer)[:, None, None]
+            cut = (dropped == layer)[:, None, None].to(x.device)  # x: on its layer's device
             return torch.where(cut, x.detach(), x)
 
         hooks = []
@@ -141,7 +141,8 @@ def atp_star_scores(
         for layer in range(n_layers if qk_fix else 0):
             upstream = spec.upstream_of_heads(layer)
             changes = changes_of(layer)
-            pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(dtype)  # [rows, H, t, s]
+            # [rows, H, t, s], from the layer's device to the scores' (a split model's may differ)
+            pattern_gradient = gradients.grads[sites.attention_pattern(layer)].to(device, dtype)
             for kind, change in zip("qk", changes):
                 estimate = torch.einsum("uhts,rhts->ruh", change.to(dtype), pattern_gradient)
                 part[:, :upstream, spec.head_backward(layer, kind)] = estimate

@@ -158,7 +158,8 @@ class WriterDifferences:
         corrupted = self.corrupted[:, start : start + k]  # [g, k, pos, d_model]
         if self.group is not None:  # each row its own task's corrupted run
             corrupted = corrupted[self.group]  # [batch, k, pos, d_model]
-        difference = corrupted - part.transpose(1, 2)  # [batch, k, pos, d_model], contiguous
+        # part: on its layer's device (a split model's may differ from the corrupted run's)
+        difference = corrupted - part.transpose(1, 2).to(corrupted.device)  # [batch, k, pos, d_model]
         self.parts.append(difference.flatten(2))
         self.count += k
 
@@ -230,7 +231,8 @@ def observe(
     captured: dict[str, torch.Tensor] = {}
 
     def capture(x, hook):
-        captured[hook.name] = x.detach()
+        # on the model's device: a split model's later layers hand theirs over on another
+        captured[hook.name] = x.detach().to(tokens.device)
 
     hooks = writer_hooks(model, spec, buffer) if buffer is not None else []
     hooks += [(name, capture) for name in hook_names]

@@ -105,11 +105,11 @@ def patch_hooks(
         cache["used"] = cache.get("used", 0) + 1
         if cache["used"] == len(QKV):
             del cache["moved"]
-        return x + part.transpose(1, 2)
+        return x + part.transpose(1, 2).to(x.device)  # a split model: the layer may sit elsewhere
 
     def single_patch(x, hook, upstream: int, reader: int):
         """An MLP input or the logits' residual: [b, pos, d]."""
-        return x + moved(upstream, slice(reader, reader + 1))[:, 0]
+        return x + moved(upstream, slice(reader, reader + 1))[:, 0].to(x.device)
 
     hooks: list[Hook] = []
     for layer in range(spec.n_layers):
@@ -186,7 +186,7 @@ def position_patch_hooks(
         cache["used"] = cache.get("used", 0) + 1
         if cache["used"] == len(QKV):
             cache.clear()
-        return x + part
+        return x + part.to(x.device)
 
     hooks: list[Hook] = []
     for layer in range(spec.n_layers):
@@ -212,7 +212,7 @@ def position_patch_hooks(
 
 def _single_patch(x, hook, moved, upstream: int, reader: int):
     """An MLP input or the logits' residual [b, pos, d_model] with its removed units' share added."""
-    return x + moved(upstream, slice(reader, reader + 1))[:, :, 0]
+    return x + moved(upstream, slice(reader, reader + 1))[:, :, 0].to(x.device)
 
 
 @torch.no_grad()

@@ -152,6 +152,8 @@ class SharedNormPatch:
         if layer not in self.entries:
             return
         rows, place, _, _ = self.entries[layer]
+        # from the layer's device to the corrupted run's (a split model's layers sit on several)
+        raw, shares = raw.to(self.corrupted_raw.device), shares.to(self.corrupted_raw.device)
         masks = self._masks(layer).to(raw.dtype)  # [T, H] or [batch, K, H]
         heads = slice(layer * self.spec.n_heads, (layer + 1) * self.spec.n_heads)
         forward = self.spec.head_forward(layer)

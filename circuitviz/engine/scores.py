@@ -61,8 +61,9 @@ def accumulate_scores(
     every = (slice(None),) if positions else ()
 
     def reduce(gradient: torch.Tensor) -> torch.Tensor:
-        """The batch summed down to what ``differences`` holds: [1, n or batch, pos, ...]."""
-        gradient = gradient.to(dtype)
+        """The batch summed down to what ``differences`` holds: [1, n or batch, pos, ...], on the
+        scores' device (a split model's later layers give their gradients on another)."""
+        gradient = gradient.to(device=scores.device, dtype=dtype)
         if owner is not None:
             summed = torch.zeros((scores.shape[0], *gradient.shape[1:]), dtype=dtype, device=gradient.device)
             return summed.index_add_(0, owner, gradient)

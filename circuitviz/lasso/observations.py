@@ -315,7 +315,8 @@ def collect_observations(
             writers.append(batch_writers[keep])
         residuals.append(residual[keep])
         for name in hook_names:
-            activations[name].append(captured[name][keep])
+            seen = captured[name]  # on its layer's device (a split model's may differ)
+            activations[name].append(seen[keep.to(seen.device)].to(device))
     residual = _joined(residuals) if residuals else torch.zeros(0, spec.d_model, device=device)
     counts: dict[str, int] = {}
     for kind in kinds:

@@ -267,6 +267,7 @@ def decompose(
         def sink(index, tensor):
             # <clean_V - gamma_V, relevant_V> summed over positions and the model dimension
             target = relevant[:, index]  # [pos, d] or [pos, H, d]
+            tensor = tensor.to(clean_writers.device)  # from its layer's device (a split model's may differ)
             found[:, index] = ((clean_writers[:, index] - tensor) * target).sum(dim=(1, -1))
 
         hooks = [(name, freeze) for name in frozen_names]

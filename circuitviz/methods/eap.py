@@ -244,7 +244,9 @@ class EAPIGActivations(ScoringMethod):
             def replace(x, hook, group, index):
                 if group not in present:
                     return x
-                return torch.where((group_of == group)[:, None, None], interpolated(index), x)
+                # x sits on its layer's device (a split model's may differ from the model's first)
+                rows = (group_of == group)[:, None, None].to(x.device)
+                return torch.where(rows, interpolated(index).to(x.device), x)
 
             hooks = [
                 (name, lambda x, hook, g=g, index=index: replace(x, hook, g, index))

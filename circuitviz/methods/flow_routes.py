@@ -93,7 +93,8 @@ def _post_norm(norm, parts: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         parts = parts - parts.mean(-1, keepdim=True)
     parts = parts / scale[:, :, None, :]
     weight = getattr(norm, "w", None)
-    return parts * weight if weight is not None else parts
+    # the norm's weight on the parts' device (a split model's layer may sit on another)
+    return parts * weight.to(parts.device) if weight is not None else parts
 
 
 @torch.no_grad()

@@ -57,6 +57,22 @@ class ModelAdapter:
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 
+    def device_of_module(self, module) -> torch.device:
+        """The device of a module's first weight (or buffer); the model's device when it has none.
+
+        A model split over devices (``load_model(..., device_map=...)``) has its blocks, final
+        norm and unembedding on several; whatever computes with a module's weights outside the
+        model's own forward moves its input there (and its result back)."""
+        for tensor in module.parameters():
+            return tensor.device
+        for tensor in module.buffers():
+            return tensor.device
+        return self.device
+
+    def layer_device(self, layer: int) -> torch.device:
+        """The device block ``layer``'s weights are on (the model's one device unless split)."""
+        return self.device_of_module(self.model.blocks[layer])
+
     @property
     def element_size(self) -> int:
         return next(self.model.parameters()).element_size()
@@ -208,6 +224,9 @@ class ModelAdapter:
         """Logits from a final residual already through the final norm (x: [batch, d_model]):
         the unembedding (``ids`` as in ``unembed``) and the soft-cap, for every backend alike."""
         W_U, b_U = self.unembedding
+        home = x.device  # a split model's unembedding may sit on another device than x
+        x = x.to(W_U.device)
+        ids = ids.to(W_U.device) if ids is not None else None
         if ids is None:
             logits = x @ W_U + b_U
         elif ids.dim() == 2:  # each row's own columns: [d_model, batch, k] gathered, one product a row
@@ -217,7 +236,7 @@ class ModelAdapter:
         cap = getattr(self.cfg, "output_logits_soft_cap", None)
         if cap is not None and cap > 0:
             logits = cap * torch.tanh(logits / cap)
-        return logits
+        return logits.to(home)
 
     @property
     def unembedding(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,7 +272,8 @@ class ModelAdapter:
         [batch, pos, n_heads, d_head, d_model] product (786 MB per layer for 20 Gemma-3
         sequences), which made every run several times slower; an einsum gives the same numbers.
         """
-        return head_results(self.model.blocks[layer].attn, z)
+        # on the layer's device and back (a split model's layers sit on several)
+        return head_results(self.model.blocks[layer].attn, z.to(self.layer_device(layer))).to(z.device)
 
     def attention_post_norm(self, layer: int):
         """(the norm applied to a layer's summed attention output before the residual add, the
@@ -336,6 +356,7 @@ class ModelAdapter:
         inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
         block = self.model.blocks[layer]
         attention = block.attn
+        home, inputs = inputs.device, inputs.to(self.layer_device(layer))  # a split model's layer
         x = inputs if self.pre_attention_norm(layer) is None else block.ln1(inputs)
         weight, bias = (attention.W_Q, attention.b_Q) if kind == "q" else (attention.W_K, attention.b_K)
         out = torch.einsum("npd,hde->nphe", x, weight) + bias
@@ -343,7 +364,7 @@ class ModelAdapter:
             out = attention._apply_qk_norm(out, attention.q_norm if kind == "q" else attention.k_norm)
         if self.cfg.positional_embedding_type == "rotary":
             out = attention.apply_rotary(out, 0)
-        return out
+        return out.to(home)
 
     @contextmanager
     def split_attention_inputs(self, split: bool) -> Iterator[None]:
@@ -417,8 +438,8 @@ def apply_norm(norm, y: torch.Tensor) -> torch.Tensor:
     out = (x / scale).to(dtype)
     weight = getattr(norm, "w", None)
     if weight is not None:
-        out = out * weight
+        out = out * weight.to(out.device)  # a split model's norm may sit on another device than y
     bias = getattr(norm, "b", None)
     if bias is not None:
-        out = out + bias
+        out = out + bias.to(out.device)
     return out

@@ -219,15 +219,16 @@ class BridgeAdapter(ModelAdapter):
 
         point = self.model.ln_final.hook_in
         with self._added([(point.name, stop)]):
-            return self.model(tokens, **kwargs)
+            # back on the tokens' device: a split model's last block may sit on another
+            return self.model(tokens, **kwargs).to(tokens.device)
 
     def blocks(self, tokens: torch.Tensor, stop_at_layer: int | None = None) -> torch.Tensor:
         if stop_at_layer is not None and stop_at_layer < self.cfg.n_layers:
-            return self.model(tokens, stop_at_layer=stop_at_layer)
+            return self.model(tokens, stop_at_layer=stop_at_layer).to(tokens.device)
         return self._to_final_residual(tokens)
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model(tokens)
+        return self.model(tokens).to(tokens.device)
 
     @contextmanager
     def _cache_handed_to_attention(self) -> Iterator[None]:
@@ -282,7 +283,7 @@ class BridgeAdapter(ModelAdapter):
         x = residual[:, None, :]  # [batch, 1, d_model]
         norm = self.final_norm
         if norm is not None:
-            x = norm(x)
+            x = norm(x.to(self.device_of_module(norm.inner))).to(residual.device)
         return self.logits_of_normed(x[:, 0], ids)
 
     @property
@@ -299,7 +300,8 @@ class BridgeAdapter(ModelAdapter):
         return bridge_norm(self.model.blocks[layer].ln1)
 
     def head_results(self, layer: int, z: torch.Tensor) -> torch.Tensor:
-        return head_results(self.attention(layer), z)
+        # on the layer's device and back (a split model's layers sit on several)
+        return head_results(self.attention(layer), z.to(self.layer_device(layer))).to(z.device)
 
     def attention_post_norm(self, layer: int):
         block = self.model.blocks[layer]
@@ -337,6 +339,7 @@ class BridgeAdapter(ModelAdapter):
         inputs: [n, pos, d_model] -> [n, pos, n_heads, d_head]"""
         parts = self.attention(layer)
         norm = self.pre_attention_norm(layer)
+        home, inputs = inputs.device, inputs.to(self.layer_device(layer))  # a split model's layer
         x = inputs if norm is None else norm(inputs)
         weight, bias = (parts.W_Q, parts.b_Q) if kind == "q" else (parts.W_K, parts.b_K)
         out = torch.einsum("npd,hde->nphe", x, weight) + bias
@@ -348,7 +351,7 @@ class BridgeAdapter(ModelAdapter):
             width = cos.shape[-1]
             rotated = out[..., :width] * cos[:, None] + parts.rotate_pairs(out[..., :width]) * sin[:, None]
             out = torch.cat([rotated, out[..., width:]], dim=-1)
-        return out
+        return out.to(home)
 
     def split_attention_inputs(self, split: bool):
         return _SplitInputs(self, split)

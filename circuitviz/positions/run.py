@@ -28,14 +28,17 @@ def attention_patterns(model, prepared) -> torch.Tensor:
     layers = range(adapter_of(model).spec.n_layers)
     captured: dict[int, torch.Tensor] = {}
 
+    tokens = prepared.clean_tokens.to(adapter_of(model).device)
+
     def keep(pattern, hook, layer: int):  # [batch, n_heads, pos, pos]
-        captured[layer] = pattern[0].detach().float()
+        # on the tokens' device: a split model's later layers hand theirs over on another
+        captured[layer] = pattern[0].detach().float().to(tokens.device)
 
     hooks = [
         (sites.attention_pattern(layer), lambda x, hook, layer=layer: keep(x, hook, layer))
         for layer in layers
     ]
-    final_residual(model, prepared.clean_tokens.to(adapter_of(model).device), hooks)
+    final_residual(model, tokens, hooks)
     return torch.stack([captured[layer] for layer in layers])
 
 

@@ -1,0 +1,203 @@
+"""A model split block by block over two devices, on a CPU-only machine: every method equals the host.
+
+``load_model(..., device_map=...)`` / ``n_devices=`` load a model through the bridge with its
+blocks spread over several GPUs; a tensor of block 3's device meeting one of block 20's raises on
+CUDA. ``SimulatedDevice(kind="xpu", n_devices=2)`` (tests/simulated_device.py) keeps those books
+on the CPU: ``split`` spreads a tiny random model of a real family over xpu:0 and xpu:1 with the
+map ``split_map`` makes (the map ``benchmarks/gpu_bridge_check.py`` loads on two GPUs), moving
+each module's inputs to its device as ``accelerate``'s hooks do. Every method must then give
+exactly what it gives on the host: the same scores, curve (metric, NDF, necessity) and circuits.
+
+Both runs take each head's q/k/v input gradient from one shared input per layer
+(``CIRCUITVIZ_GRADIENT_INPUTS=shared``, what an accelerator does by default), so the comparison is
+exact; tests/test_device.py checks that shared and split inputs agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from simulated_device import HOST, DeviceMixError, SimulatedDevice
+
+from circuitviz.bench.toy_families import random_hf_model, split_map
+from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
+from circuitviz.measure.evaluate import forget_prompt_runs
+from circuitviz.methods import available_methods, get_method
+from circuitviz.models.adapter import adapter_of
+from circuitviz.models.bridge import bridge_from_hf
+
+BUDGETS = (3, 8, 20)
+N_LAYERS = 4  # two blocks on each device
+LIGHT = {"n_paraphrases": 4, "ig_steps": 5, "steps": 3}
+FAMILIES = ("llama3", "gemma3", "gpt2")  # rotary + grouped heads; post-norms + local layers; tied, LayerNorm
+
+
+@pytest.fixture(autouse=True)
+def shared_inputs(monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_GRADIENT_INPUTS", "shared")
+
+
+def split_model(family: str, seed: int = 1):
+    """(the bridge, its transformers model, the two-device map) of a tiny random ``family`` model."""
+    hf_model = random_hf_model(family, seed=seed, n_layers=N_LAYERS)
+    device_map = split_map(hf_model, [0, 1])
+    return bridge_from_hf(hf_model, word_tokenizer(), name=f"split-{family}"), hf_model, device_map
+
+
+def _config(method):
+    fields = set(method.Config.__dataclass_fields__)
+    defaults = method.make_config({})
+    settings = {"cache_scores": False} if "cache_scores" in fields else {}
+    settings.update({k: v for k, v in LIGHT.items() if k in fields and getattr(defaults, k) > v})
+    return method.make_config(settings)
+
+
+def _same_result(split, host) -> None:
+    assert split.scores.device.type == "cpu"  # results are stored and drawn on the host
+    assert torch.equal(split.scores, host.scores)
+    assert [p.to_dict() for p in split.curve] == [p.to_dict() for p in host.curve]
+    for budget in host.budgets:
+        assert torch.equal(split.circuit(budget).cpu(), host.circuit(budget))
+
+
+def test_the_simulated_devices_refuse_what_cuda_refuses_across_devices():
+    first, second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.adopt(first, 0)
+        device.adopt(second, 1)
+        a, b = first.weight, second.weight
+        assert a.device == torch.device("xpu", 0) and b.device == torch.device("xpu", 1)
+        with pytest.raises(DeviceMixError, match="xpu:0, xpu:1"):
+            a + b
+        with pytest.raises(DeviceMixError):
+            a @ b.sum()  # a zero-dimensional tensor of another device is no scalar to CUDA
+        with pytest.raises(DeviceMixError, match="host"):
+            a + torch.zeros(4, 4)  # made without a device: on the host, as on CUDA
+        with pytest.raises(DeviceMixError):
+            a[torch.tensor([0, 1], device=b.device)]  # indices of another device
+        with pytest.raises(DeviceMixError):
+            a[torch.tensor([0, 1], device="cpu")] = b[:2]  # a value of another device through index tensors
+        with pytest.raises(TypeError, match="numpy"):
+            b.numpy()
+        # what CUDA allows: moves, copies, host indices and scalars, slices of another device
+        moved = b.to(a.device)
+        assert device.place(moved) == 0 and torch.equal(moved.cpu(), b.detach().cpu())
+        assert device.place(torch.zeros(4, device=b.device) + b[0]) == 1
+        assert device.place(a * torch.tensor(2.0, device="cpu")) == 0
+        assert a[torch.tensor([0, 2], device="cpu")].shape == (2, 4)
+        target = torch.zeros(4, 4, device=a.device)
+        target[:2] = b[:2]
+        target.copy_(b)
+        assert device.place(target) == 0
+        assert device.place(b.cpu()) == HOST and b.detach().cpu().numpy().shape == (4, 4)
+        # gradients land on the device of what they are taken at
+        x = torch.ones(2, 4, device=a.device, requires_grad=True)
+        hidden = first(x)
+        out = second(hidden.to(b.device)).sum()
+        grads = torch.autograd.grad(out, [x, hidden])
+        assert [device.place(g) for g in grads] == [0, 0]
+        later = second(first(x).to(b.device))  # [2, 4] on the second device
+        assert device.place(later) == 1
+        assert device.place(torch.autograd.grad(later.sum(), [x])[0]) == 0
+
+
+def test_the_split_map_spreads_the_blocks_and_keeps_tied_weights_together():
+    llama = random_hf_model("llama3", n_layers=N_LAYERS)
+    assert split_map(llama, [0, 1]) == {
+        "model.embed_tokens": 0,
+        **{f"model.layers.{i}": i // 2 for i in range(N_LAYERS)},
+        "model.norm": 1,
+        "model.rotary_emb": 1,
+        "lm_head": 1,
+    }
+    gpt2 = random_hf_model("gpt2", n_layers=N_LAYERS)
+    placed = split_map(gpt2, ["cuda:0", "cuda:1"])
+    assert placed["lm_head"] == "cuda:0"  # tied to the embedding
+    assert [placed[f"transformer.h.{i}"] for i in range(N_LAYERS)] == ["cuda:0"] * 2 + ["cuda:1"] * 2
+
+
+def test_a_split_model_reads_its_layers_devices_and_runs_across_them():
+    model, hf_model, device_map = split_model("llama3")
+    tokens = adapter_of(model).to_tokens(IOI_TASK.clean)
+    on_host = adapter_of(model).logits(tokens)
+    hooks_before = sum(len(module._forward_pre_hooks) for module in hf_model.modules())
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.split(hf_model, device_map)
+        adapter = adapter_of(model)
+        assert [adapter.layer_device(layer).index for layer in range(N_LAYERS)] == [0, 0, 1, 1]
+        logits = adapter.logits(tokens.to(adapter.device))
+        assert logits.device == adapter.device  # back where the tokens went in
+    assert (0, 1) in device.moves  # the residual crossed from the first device to the second
+    assert torch.equal(logits, on_host)
+    assert sum(len(module._forward_pre_hooks) for module in hf_model.modules()) == hooks_before
+
+
+# the fast set: three methods on three families (a few seconds each at load 6); every method on
+# every family (ACDC's passes over every edge alone take minutes) in `make test`
+FAST = {("eap", "gpt2"), ("eap-ig", "gemma3"), ("acc++", "llama3")}
+CASES = [
+    pytest.param(name, family, marks=[] if (name, family) in FAST else [pytest.mark.slow])
+    for name in sorted(available_methods())
+    for family in FAMILIES
+]
+
+
+@pytest.mark.parametrize("name, family", CASES)
+def test_every_method_on_a_split_model_equals_the_host(name, family):
+    model, hf_model, device_map = split_model(family)
+    method = get_method(name)
+    config = _config(method)
+    on_host = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
+    forget_prompt_runs(model)  # the split run makes its own plain passes
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.split(hf_model, device_map)
+        split = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
+    assert device.moves  # the run did cross devices
+    _same_result(split, on_host)
+
+
+@pytest.mark.parametrize("name", [pytest.param("eap", marks=pytest.mark.slow), "eap-ig"])
+def test_a_position_run_on_a_split_model_equals_the_host(name):
+    model, hf_model, device_map = split_model("gemma3")
+    method = get_method(name)
+    config = method.make_config({"positions": True, **({"ig_steps": 2} if name != "eap" else {})})
+    on_host = method.run_on(model, IOI_TASK, config, budgets=(10, 60))
+    forget_prompt_runs(model)
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.split(hf_model, device_map)
+        split = method.run_on(model, IOI_TASK, config, budgets=(10, 60))
+    assert torch.equal(split.position_scores, on_host.position_scores)
+    assert [p.to_dict() for p in split.curve] == [p.to_dict() for p in on_host.curve]
+
+
+def test_curves_and_necessity_of_several_tasks_on_a_split_model(tmp_path):
+    """The evaluator's batched pass of several tasks (one pass, several prompts) and a curve's
+    necessity, through the API, against the host."""
+    from circuitviz.core.tasks import PromptTask, prepare_task
+    from circuitviz.measure.evaluate import curves_of_tasks, evaluators_of_tasks
+
+    model, hf_model, device_map = split_model("llama3", seed=2)
+    spec = adapter_of(model).spec
+    other = PromptTask(
+        "When John and Mary went to the park , Mary gave a ball to",
+        "When Alice and Bob went to the park , Carl gave a ball to",
+        " John",
+        (" Mary",),
+    )
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    circuits = torch.rand((2, 3, *spec.edge_mask.shape), generator=generator, device="cpu") < 0.4
+    circuits &= spec.edge_mask
+
+    def curves():
+        tasks = [prepare_task(model, task) for task in (IOI_TASK, other)]
+        evaluators = evaluators_of_tasks(model, spec, tasks)
+        found = curves_of_tasks(evaluators, circuits.to(adapter_of(model).device), [1, 2, 3])
+        return [[p.to_dict() for p in points] for points in found]
+
+    on_host = curves()
+    forget_prompt_runs(model)
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.split(hf_model, device_map)
+        split = curves()
+    assert split == on_host
+    assert all(0.0 <= point["necessity"] <= 1.0 for points in split for point in points)
