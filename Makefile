@@ -7,6 +7,11 @@ BIN     = $(VENV)/bin
 PORT   ?= 8501
 # the markers are registered in pyproject.toml and explained in docs/development.md
 FAST   ?= not slow and not browser and not embedded and not gpu
+# test processes (pytest-xdist): each test runs on one torch thread, so two use both cores of a
+# 2-core machine; the browser tests all go to one of them, one at a time (conftest.py groups
+# them). JOBS=0 runs everything in this process.
+JOBS   ?= 2
+PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadgroup
 
 .PHONY: install install-dev app test test-fast lint bench gpu-check
 
@@ -40,10 +45,10 @@ app: install
 # CI: fails on lint before it runs the whole suite
 test: install-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-fast: $(VENV)/.installed-dev
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "$(FAST)"
+	$(PYTEST) -m "$(FAST)"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -345,3 +345,28 @@ def test_generated_tasks_fit_the_embedded_model(embedded_model):
         assert task.answer.strip() in task.clean and task.clean.count(task.foils[0].strip()) == 2
     with pytest.raises(DatasetError, match="only .* distinct prompts"):
         generate_tasks(embedded_model, "factual", 5000, seed=0)
+
+
+def test_a_family_that_runs_out_says_so_after_a_stall_not_every_attempt(tiny, monkeypatch):
+    """Asking a family for more prompts than it holds ends once draws stop finding new ones (the
+    coupon rule in batch/generate.py), with the count found; a request it can fill still gets
+    every prompt, however rare the last ones are to draw."""
+    import random
+
+    import circuitviz.batch.generate as generate
+
+    pool = [PromptTask(f"The number {k} is", f"The number {k + 1} is", " a", (" the",)) for k in range(7)]
+    draws = []
+
+    def draw(model, rng: random.Random) -> PromptTask:
+        draws.append(1)
+        return pool[0] if rng.random() < 0.9 else rng.choice(pool)  # most draws repeat one prompt
+
+    monkeypatch.setitem(generate.DRAWS, "ioi", draw)
+    assert len(generate.generate_tasks(tiny, "ioi", 7, seed=1)) == 7
+    draws.clear()
+    with pytest.raises(DatasetError, match="gave only 7 distinct prompts"):
+        generate.generate_tasks(tiny, "ioi", 5000, seed=1)
+    # all 7 are found within a few hundred draws; then 2,000 draws without news end it, where
+    # the old rule drew 40 a task asked for (200,000)
+    assert len(draws) < 3000

@@ -160,6 +160,30 @@ def test_a_damaged_entry_in_the_way_is_replaced_by_a_new_write(cache_home, tmp_p
     assert cache.entry_is_sound(entry)
 
 
+def test_a_second_converter_waits_for_the_first(cache_home, tmp_path):
+    """Two loads of one model on a cold cache: the second waits for the first's conversion
+    (the lock is per open file, so two threads stand in for two processes)."""
+    import threading
+
+    entry = cache.cache_entry("model", cache.source_fingerprint(_source(tmp_path / "src")))
+    order: list[str] = []
+    second_waiting = threading.Event()
+
+    def second() -> None:
+        second_waiting.set()
+        with cache.converting(entry):
+            order.append("second holds it")
+
+    with cache.converting(entry):
+        thread = threading.Thread(target=second)
+        thread.start()
+        second_waiting.wait(10)
+        thread.join(0.5)  # it cannot get in while this one converts
+        order.append("first done")
+    thread.join(10)
+    assert order == ["first done", "second holds it"]
+
+
 # ----- both backends, end to end ----------------------------------------------------------------
 def _toy_gguf(tmp_path, monkeypatch, module):
     """A stand-in GGUF file whose 'reading' gives a tiny random Llama (counted)."""
@@ -211,6 +235,18 @@ def test_the_hooked_cache_rebuilds_an_altered_entry(cache_home, tmp_path, monkey
     fourth = load()
     assert len(conversions) == 3
     assert all(torch.equal(first[name], fourth[name]) for name in first)
+    # two loads at once on a cold cache (two app servers, two test workers) convert once
+    cache.remove_entry(entry)
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    reading = loading.read_hf_model
+    monkeypatch.setattr(loading, "read_hf_model", lambda *a, **k: (time.sleep(0.5), reading(*a, **k))[1])
+
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda _: load(), range(2)))
+    assert len(conversions) == 4
+    assert all(torch.equal(first[name], loaded[name]) for loaded in together for name in first)
 
 
 @pytest.mark.slow

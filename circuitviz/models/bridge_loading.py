@@ -68,12 +68,29 @@ def gguf_hf_model(checkpoint: LocalCheckpoint, slug: str, dtype: torch.dtype, pl
     and stored in the conversion cache, read from there after. A cache entry that does not read
     back whole is removed and rebuilt."""
     entry = cache.cache_entry(f"bridge-{slug}", _bridge_fingerprint(checkpoint.gguf_path))
+    read = _read_bridge_entry(entry, slug, dtype, placement)
+    if read is not None:
+        return read
+    with cache.converting(entry):  # another process converting it: wait, then read its entry
+        read = _read_bridge_entry(entry, slug, dtype, placement)
+        if read is not None:
+            return read
+        return _convert_for_the_bridge(entry, checkpoint, slug, dtype, placement, verify)
+
+
+def _read_bridge_entry(entry: cache.CacheEntry, slug: str, dtype: torch.dtype, placement: dict):
+    """(model, tokenizer) from a sound entry; None when it is absent or does not read back."""
     if cache.entry_is_sound(entry):
         try:
             load_tokenizer = saved_tokenizer_loader(entry.folder)
             return _model_from_entry(entry, dtype, placement), load_tokenizer()
         except Exception as error:  # a damaged entry costs one conversion, never a wrong model
             logger.warning("The cached %s could not be read (%s); converting again.", slug, error)
+    return None
+
+
+def _convert_for_the_bridge(entry, checkpoint: LocalCheckpoint, slug: str, dtype, placement: dict, verify):
+    """Convert the GGUF file for the bridge and store it (the caller holds the conversion lock)."""
     cache.remove_entry(entry)
     logger.info("Converting %s once for the bridge; later loads read %s.", slug, entry.folder)
     verify()

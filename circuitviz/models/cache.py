@@ -27,7 +27,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -204,6 +205,39 @@ def write_entry(
         )
 
     return write_sealed(entry, fill)
+
+
+@contextmanager
+def converting(entry: CacheEntry) -> Iterator[None]:
+    """Held while ``entry`` is converted, so a cold cache is converted once however many
+    processes load the same model together (app servers, test workers, Ray workers): the others
+    wait here, then find the entry written (callers check ``entry_is_sound`` again inside).
+
+    An advisory lock on a file beside the entry, released by the system if the holder dies.
+    Where there is no ``fcntl`` (Windows) or the disk refuses the lock file, each process
+    converts on its own, which ``write_sealed`` keeps safe (only slower).
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        fcntl = None
+    handle = None
+    if fcntl is not None:
+        try:
+            entry.folder.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(entry.folder.parent / f".{entry.folder.name}.lock", "a")  # noqa: SIM115
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError as error:
+            logger.info("No conversion lock for %s (%s); converting without it.", entry.folder, error)
+            if handle is not None:
+                handle.close()
+            handle = None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
 
 
 def write_sealed(entry: CacheEntry, fill: Callable[[Path], None]) -> bool:

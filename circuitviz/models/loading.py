@@ -185,19 +185,23 @@ def _gguf_parts(
     """
     entry = gguf_cache_entry(checkpoint, slug)
     if not cache.entry_is_sound(entry):  # absent, partial, truncated or altered: converted again
-        cache.remove_entry(entry)
-        logger.info("Converting %s once; later loads read %s.", slug, entry.folder)
-        verify()
-        converted = convert_checkpoint(checkpoint)
-        written = cache.write_entry(entry, converted.hf_config, converted.tokenizer, converted.state_dict)
-        if not written:
-            return _Parts(
-                tl_config(converted.hf_config, device, dtype),
-                converted.tokenizer,
-                _InMemoryWeights(converted.state_dict),
-            )
-        del converted  # read back from disk instead, so peak memory holds one copy
-        gc.collect()
+        with cache.converting(entry):  # another process converting it: wait, then read its entry
+            if not cache.entry_is_sound(entry):
+                cache.remove_entry(entry)
+                logger.info("Converting %s once; later loads read %s.", slug, entry.folder)
+                verify()
+                converted = convert_checkpoint(checkpoint)
+                written = cache.write_entry(
+                    entry, converted.hf_config, converted.tokenizer, converted.state_dict
+                )
+                if not written:
+                    return _Parts(
+                        tl_config(converted.hf_config, device, dtype),
+                        converted.tokenizer,
+                        _InMemoryWeights(converted.state_dict),
+                    )
+                del converted  # read back from disk instead, so peak memory holds one copy
+                gc.collect()
     logger.info("Loading %s from the conversion cache %s.", slug, entry.folder)
     # the tokenizer builds beside TransformerLens's import in tl_config (both take seconds, and
     # the tokenizers library parses its file outside the GIL); its classes are imported here
