@@ -73,7 +73,7 @@ class WalkCounts:
     kept: int = 0  # edges kept
 
 
-def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None):
+def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True):
     """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
 
     ``tau`` is absolute (in the metric's units). On the evaluator's device.
@@ -99,7 +99,7 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None):
             rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
             for k in range(size):  # row k: the next k + 1 edges removed
                 rows[k:, parents[start + k], reader] = False
-            values = evaluator.metrics(rows).double().tolist()
+            values = evaluator.metrics(rows, from_layer=from_layer).double().tolist()
             counts.rows += size
             counts.passes += 1
             before = current
