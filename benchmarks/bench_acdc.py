@@ -69,6 +69,20 @@ class Recorder:
         return values
 
 
+def reporter(kind: str, started: float):
+    """A progress callback that logs each whole percent of the readers with the CPU seconds so far."""
+    mark = [1]
+
+    def progress(phase: str, fraction: float) -> None:
+        if 100 * fraction >= mark[0]:
+            log(
+                f"    {kind}: {100 * fraction:.0f}% of the readers, {time.process_time() - started:.0f} CPU s"
+            )
+            mark[0] = int(100 * fraction) + 1
+
+    return progress
+
+
 def check(model, spec, task, tau: float, passes: int) -> str:
     """The first ``passes`` batched passes with rows started at their block against whole passes."""
     evaluator = Evaluator(model, spec, prepare_task(model, task))
@@ -91,7 +105,9 @@ def check(model, spec, task, tau: float, passes: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--prompts", default="0", help="prompt indices of bench_bon.PROMPTS, e.g. 0-8")
     parser.add_argument("--threshold", type=float, default=0.01, help="ACDC's tau (relative)")
     parser.add_argument("--max-batch", type=int, default=32)
@@ -119,15 +135,7 @@ def main() -> None:
         evaluator.metrics = recorder.metrics
         load_before = os.getloadavg()
         cpu, wall = time.process_time(), time.perf_counter()
-        marks = iter(range(1, 101))
-        mark = [next(marks)]
-
-        def progress(phase: str, fraction: float, started=cpu) -> None:
-            if 100 * fraction >= mark[0]:
-                log(f"    {kind}: {100 * fraction:.0f}% of the readers, {time.process_time() - started:.0f} CPU s")
-                while mark[0] <= 100 * fraction:
-                    mark[0] = next(marks, 101)
-
+        progress = reporter(kind, cpu)
         kept, _, counts = acdc_walk(
             evaluator, spec, args.threshold * span, args.max_batch, progress, from_layer=not args.whole
         )
