@@ -15,6 +15,9 @@ edges of this reader removed". While the prefix's edges are all removed, row k's
 row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
 stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
 (tested against it); B doubles while everything is removed and halves after a kept edge.
+While a reader of block l is tested every reader below block l still has all its edges, so the
+passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
+metrics to float rounding, the blocks below run once per prompt instead of once per row.
 
 Scores: each edge's metric change when it was tested (signed, ``L(without it) - L(with it)`` in
 the state of that moment); an edge never tested (its reader's node was already cut off) scores 0.
