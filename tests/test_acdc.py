@@ -64,6 +64,25 @@ def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_bat
         assert counts.passes < counts.rows  # speculation put several circuits in one pass
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("model_dtype", [torch.float64, torch.float32])
+def test_rows_started_at_the_readers_layer_make_the_whole_pass_walks_decisions(shape, model_dtype):
+    """The walk's rows start at the tested reader's block from the clean run (every reader below
+    it still has all its edges); the walk on whole passes makes the same decisions, with the same
+    changes to float rounding, in float64 and in float32 (how the embedded models run)."""
+    model = tiny_model(shape, seed=2).to(model_dtype)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    tau = 0.02 * abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+    kept, scores, counts = acdc_walk(evaluator, spec, tau, 8, from_layer=False)
+    started_kept, started_scores, started_counts = acdc_walk(evaluator, spec, tau, 8, from_layer=True)
+    assert torch.equal(started_kept, kept)
+    assert 0 < int(kept.sum()) < spec.n_edges
+    assert started_counts == counts
+    tolerance = 1e-10 if model_dtype == torch.float64 else 1e-6
+    assert (started_scores - scores).abs().max().item() < tolerance * max(1.0, tau / 0.02)
+
+
 def test_the_first_tests_are_exact_patching_of_single_edges():
     """Before anything is removed, ACDC's change for an edge into the logits is exact patching of
     that edge alone (the reference of every scoring method)."""

@@ -18,6 +18,7 @@ from ..measure.chunks import run_in_chunks
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .capture import WriterBuffer, WriterDifferences, writer_hooks
+from .layer_start import LayerStart, start_layer
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, shared_prefix
@@ -226,6 +227,7 @@ def patched_metrics(
     metric: RowsMetric | None = None,
     prefix: int = 0,
     corrupted_raw: torch.Tensor | None = None,
+    start: LayerStart | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -241,6 +243,8 @@ def patched_metrics(
     d_model]: the tasks' corrupted heads before a shared post-attention norm
     (``capture.writers_residual_and_raw_heads``); a model with such a norm needs them, and each
     reader then sees the norm of its own mix of clean and corrupted heads (``renorm``).
+    ``start``: the rows start at block ``start.layer`` from the clean run (``layer_start``); no
+    circuit may remove an edge into a reader below that block (ValueError).
     """
     batch = removed.shape[0]
     adapter = adapter_of(model)
@@ -257,13 +261,37 @@ def patched_metrics(
     else:
         weights = removed.to(device=device, dtype=dtype)
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True)
+    if start is not None:
+        _fill_below(spec, removed, start, current, renorm)
     hooks = writer_hooks(model, spec, current, renorm)
     if removed.dim() == 4:
         hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
     else:
         hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm)
-    residual = final_residual(model, tokens, hooks, prefix)
+    if start is not None:
+        with adapter.hooked(hooks):
+            residual = adapter.from_layer(start.residual, start.layer, start.caches)[
+                :, -1
+            ]  # [batch, d_model]
+    else:
+        residual = final_residual(model, tokens, hooks, prefix)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
+
+
+def _fill_below(spec: GraphSpec, removed, start: LayerStart, current: WriterBuffer, renorm) -> None:
+    """A run starting at block ``start.layer``: the writers below it hold the clean run's outputs
+    (no row patches a reader below it, so they are what the whole pass would compute), and each
+    post-normed layer below it gets its corrections from the clean heads."""
+    if start_layer(spec, removed) < start.layer:
+        raise ValueError(f"These circuits patch a reader below layer {start.layer}: they cannot start there.")
+    below = spec.head_forward(start.layer).start  # the writers of the blocks below the start
+    current.values[:, :below] = start.writers[:, :below]
+    if renorm is None:
+        return
+    for layer in range(start.layer):
+        heads = spec.head_forward(layer)
+        raw = start.raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads]  # [b, pos, H, d]
+        renorm(layer, raw, start.writers[:, heads].transpose(1, 2))  # shares [b, pos, H, d]
 
 
 def masked_residual(

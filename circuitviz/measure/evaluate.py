@@ -21,11 +21,12 @@ from ..core.curves import Baseline, CurvePoint, ndf, necessity, nfs
 from ..core.graph import GraphSpec, prune, top_n_at_budgets
 from ..core.tasks import PreparedTask
 from ..engine.capture import writers_residual_and_raw_heads
+from ..engine.layer_start import CleanState, clean_state, rows_from_layer, start_layer
 from ..engine.memory import evaluation_bytes_per_position
 from ..engine.metric import batch_compatible, task_metric
 from ..engine.patching import patched_metrics
 from ..engine.prefix import shared_prefix
-from ..models.adapter import model_device, model_dtype
+from ..models.adapter import adapter_of, model_device, model_dtype
 from ..positions.graph import unit_mask
 from .chunks import chunk_size, run_in_chunks
 
@@ -88,6 +89,7 @@ class Evaluator:
         self.baseline = Baseline(clean=float(clean), corrupted=float(corrupted))
         self._bytes_per_position = evaluation_bytes_per_position(spec, writers.element_size())
         self._fixed_chunk = chunk_size
+        self._clean_states: dict[int, CleanState] = {}  # prefix -> the clean run rows start from
 
     @property
     def chunk_size(self) -> int:
@@ -98,10 +100,21 @@ class Evaluator:
             256, chunk_size(self.model, "evaluate", self.prepared.n_positions, self._bytes_per_position)
         )
 
-    def metrics(self, circuits: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
+    def metrics(
+        self, circuits: torch.Tensor, progress: Progress | None = None, from_layer: bool = False
+    ) -> torch.Tensor:
         """L(C(q)) for each circuit mask in circuits [n_circuits, n_forward, n_backward]: this task
-        as a batch of one of ``metrics_of_tasks``.  # [n_circuits] on the model's device"""
-        return metrics_of_tasks([self], circuits[None], progress)[0]
+        as a batch of one of ``metrics_of_tasks`` (``from_layer`` as there).
+        # [n_circuits] on the model's device"""
+        return metrics_of_tasks([self], circuits[None], progress, from_layer)[0]
+
+    def clean_state(self, prefix: int) -> CleanState:
+        """The clean run that rows started at a layer continue (``layer_start``), made once per
+        prefix length."""
+        if prefix not in self._clean_states:
+            tokens = self.prepared.clean_tokens
+            self._clean_states[prefix] = clean_state(self.model, self.spec, tokens, prefix)
+        return self._clean_states[prefix]
 
 
 # ----- one task or many: a batch of tasks of one prompt length (one task is a batch of one) ------
@@ -265,7 +278,10 @@ def _runs_by_task(rows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
 
 
 def metrics_of_tasks(
-    evaluators: Sequence[Evaluator], circuits: torch.Tensor, progress: Progress | None = None
+    evaluators: Sequence[Evaluator],
+    circuits: torch.Tensor,
+    progress: Progress | None = None,
+    from_layer: bool = False,
 ) -> torch.Tensor:
     """L(C(q)) of every (task, circuit) pair, in shared patched passes.
 
@@ -274,7 +290,10 @@ def metrics_of_tasks(
     (every unit outside a circuit patched at its own position). The tasks must share prompt length, metric and foil count. A circuit
     of every edge is its model: the clean run's metric, and a column of circuits whole for every
     task runs for none. Chunks hold as many (task, circuit) pairs as the device's memory takes,
-    in tasks' order.  # [n_tasks, n_circuits]
+    in tasks' order. ``from_layer``: each patched pass starts at the lowest block where one of
+    its circuits removes an edge, from each task's clean run (``engine.layer_start``): the same
+    metrics to float rounding, the blocks below run once instead of once per circuit (models
+    whose adapter cannot start mid-model run whole passes).  # [n_tasks, n_circuits]
     """
     evaluators = list(evaluators)
     first = evaluators[0]
@@ -298,6 +317,7 @@ def metrics_of_tasks(
     if first.corrupted_raw is not None:
         raw_of = torch.cat([e.corrupted_raw for e in evaluators])
     measured: list[torch.Tensor] = []
+    starts_at_layer = adapter_of(model).starts_at_layer
 
     def compute(chunk: slice) -> torch.Tensor:
         """The metrics of rows ``chunk``, a patched pass per piece of equal runs per task. # [rows]"""
@@ -307,17 +327,25 @@ def metrics_of_tasks(
             owner = torch.tensor([owners.index(t) for t, _ in piece], device=device)  # [b]
             chosen = torch.stack([circuits[t, c] for t, c in piece]).to(device).bool()  # [b, fwd, bwd(, pos)]
             group = [tasks[t] for t in owners]
+            prefix = shared_prefix(model, group)
+            removed = edge_mask & ~chosen
+            start = None
+            layer = start_layer(spec, removed) if from_layer and starts_at_layer else 0
+            if layer > 0:
+                states = [evaluators[t].clean_state(prefix) for t in owners]
+                start = rows_from_layer(model, states, owner, layer)
             found.append(
                 patched_metrics(
                     model,
                     spec,
                     None,
                     corrupted_of[owners],
-                    edge_mask & ~chosen,
+                    removed,
                     tokens_of[[owners[i] for i in owner.tolist()]],
                     task_metric(model, group, owner),
-                    shared_prefix(model, group),
+                    prefix,
                     raw_of[owners] if raw_of is not None else None,
+                    start,
                 )
             )
         return torch.cat(found)

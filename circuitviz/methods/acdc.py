@@ -15,6 +15,9 @@ edges of this reader removed". While the prefix's edges are all removed, row k's
 row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
 stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
 (tested against it); B doubles while everything is removed and halves after a kept edge.
+While a reader of block l is tested every reader below block l still has all its edges, so the
+passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
+metrics to float rounding, the blocks below run once per prompt instead of once per row.
 
 Scores: each edge's metric change when it was tested (signed, ``L(without it) - L(with it)`` in
 the state of that moment); an edge never tested (its reader's node was already cut off) scores 0.
@@ -73,7 +76,7 @@ class WalkCounts:
     kept: int = 0  # edges kept
 
 
-def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None):
+def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True):
     """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
 
     ``tau`` is absolute (in the metric's units). On the evaluator's device.
@@ -99,7 +102,7 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None):
             rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
             for k in range(size):  # row k: the next k + 1 edges removed
                 rows[k:, parents[start + k], reader] = False
-            values = evaluator.metrics(rows).double().tolist()
+            values = evaluator.metrics(rows, from_layer=from_layer).double().tolist()
             counts.rows += size
             counts.passes += 1
             before = current

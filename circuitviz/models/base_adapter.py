@@ -174,6 +174,52 @@ class ModelAdapter:
             attention_mask=mask,
         )
 
+    @property
+    def starts_at_layer(self) -> bool:
+        """Whether ``from_layer`` can run the blocks from any layer on a given residual (not on
+        models whose positions enter inside attention, which a mid-model start would skip)."""
+        return not self.positions_inside_attention
+
+    def from_layer(self, residual: torch.Tensor, layer: int, caches: list | None) -> torch.Tensor:
+        """The residual after every block when blocks ``layer`` onwards run on ``residual``, the
+        residual stream before block ``layer`` at the positions that run, continuing the positions
+        held in ``caches`` (``prefix_caches`` / ``cache_rows``; None when none precede). What the
+        blocks below ``layer`` would compute must be in ``residual`` and in the caches already.
+        Call inside ``hooked``.  residual: [batch, new, d_model] -> [batch, new, d_model]"""
+        mask = None
+        if caches is not None:
+            offset = int(caches[0].past_keys.shape[1])
+            # [batch, cached + new], all ones
+            shape = (residual.shape[0], offset + residual.shape[1])
+            mask = torch.ones(shape, dtype=torch.long, device=residual.device)
+        return self.model(
+            residual,
+            start_at_layer=layer,
+            stop_at_layer=self.cfg.n_layers,
+            past_kv_cache=caches,
+            attention_mask=mask,
+        )
+
+    def cache_rows(self, caches_of_tasks: list[list], owner: torch.Tensor) -> list:
+        """Caches for a batch whose row i continues task ``owner[i]``'s prefix: ``caches_of_tasks``
+        holds each task's ``prefix_caches`` of one row (all of one prefix length). Frozen, as
+        ``prefix_caches``'s are; one task's rows are expanded views, no copies."""
+        from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+        def rows(parts: list[torch.Tensor]) -> torch.Tensor:  # [1, prefix, heads, d_head] each
+            if len(parts) == 1:
+                return parts[0].expand(len(owner), -1, -1, -1)
+            return torch.cat(parts)[owner.to(parts[0].device)]
+
+        return [
+            TransformerLensKeyValueCacheEntry(
+                rows([task[layer].past_keys for task in caches_of_tasks]),
+                rows([task[layer].past_values for task in caches_of_tasks]),
+                frozen=True,
+            )
+            for layer in range(len(caches_of_tasks[0]))
+        ]
+
     def _cached_key_heads(self) -> int:
         """Heads per position in a layer's cached keys: every query head's own when grouped-query
         attention runs ungrouped (as circuitviz loads models), else the key-value heads."""

@@ -154,6 +154,7 @@ class BridgeAdapter(ModelAdapter):
     """The adapter of a TransformerBridge in compatibility mode (module docstring)."""
 
     positions_inside_attention = False
+    starts_at_layer = False  # the bridge runs from the embedding only: layer starts run whole passes
 
     @property
     def rotary(self) -> bool:
