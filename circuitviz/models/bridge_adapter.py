@@ -16,7 +16,6 @@ own forward pass, so the engine's hooks work unchanged. What differs is answered
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -24,8 +23,6 @@ from functools import cached_property
 import torch
 
 from circuitviz.models.base_adapter import AttentionParts, Hook, ModelAdapter
-
-_LEVELS = itertools.count(1_000_000)  # hook levels of this adapter's contexts (the bridge's count from 0)
 
 # architectures whose attention reads the residual unnormalised, the norm after it (OLMo-2, 3)
 POST_NORM_ARCHITECTURES = frozenset({"Olmo2ForCausalLM", "Olmo3ForCausalLM"})
@@ -171,7 +168,7 @@ class BridgeAdapter(ModelAdapter):
         a hook added at an alias (``blocks.1.hook_resid_post``) with its canonical hook point
         (``blocks.1.hook_out``), and callers key what they capture by ``hook.name``.
 
-        Hooks go straight onto the hook points (found once, ``_points``), removed on exit by a
+        Hooks go straight onto the hook points (found once, ``_hook_points``), removed on exit by a
         level of their own: the bridge's ``hooks()`` context rebuilds its alias map for every
         hook it adds, 42 % of an EAP-IG run's time on a tiny Llama.
 
@@ -183,26 +180,13 @@ class BridgeAdapter(ModelAdapter):
         with self.lock, self.tokenizer_lock, self._added(fwd_hooks):
             yield
 
-    @contextmanager
-    def _added(self, fwd_hooks: list[Hook]) -> Iterator[None]:
-        level = next(_LEVELS)
-        added = []
-        try:
-            for name, function in fwd_hooks:
-                point = self._points.get(name)
-                if point is None:
-                    raise ValueError(f"The bridge has no hook point {name}.")
-                point.add_hook(_named(name, function, self._copied_points), dir="fwd", level=level)
-                added.append(point)
-            yield
-        finally:
-            for point in {id(point): point for point in added}.values():
-                point.remove_hooks("fwd", level=level)
-
     @cached_property
-    def _points(self) -> dict:
+    def _hook_points(self) -> dict:
         """{hook name, aliases included: its hook point}, read once."""
         return dict(self.model.hook_dict)
+
+    def _hook_function(self, name: str, function: Callable) -> Callable:
+        return _named(name, function, self._copied_points)
 
     @cached_property
     def _copied_points(self) -> frozenset[int]:
@@ -323,7 +307,7 @@ class BridgeAdapter(ModelAdapter):
         return torch.vmap(lambda cotangent: vjp(cotangent)[0], in_dims=2, out_dims=2)(cotangents)
 
     def has_hook(self, name: str) -> bool:
-        return name in self._points
+        return name in self._hook_points
 
     def mlp_activation(self, layer: int):
         """(the MLP's activation function, whether it is gated), read off the transformers MLP."""
