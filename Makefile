@@ -8,10 +8,10 @@ PORT   ?= 8501
 # the markers are registered in pyproject.toml and explained in docs/development.md
 FAST   ?= not slow and not browser and not embedded and not gpu
 # test processes (pytest-xdist): each test runs on one torch thread, so two use both cores of a
-# 2-core machine; the browser tests all go to one of them, one at a time (conftest.py groups
-# them). JOBS=0 runs everything in this process.
+# 2-core machine. A test file goes to one worker whole (--dist loadfile), so a module's fixtures
+# (a browser test's app server) start once. JOBS=0 runs everything in this process.
 JOBS   ?= 2
-PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadgroup
+PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
 .PHONY: install install-dev app test test-fast lint bench gpu-check
 

@@ -51,11 +51,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "embedded_model" in item.fixturenames:  # directly or through another fixture
             item.add_marker(pytest.mark.embedded)
-        if item.get_closest_marker("browser"):
-            # under pytest-xdist (`make test`: -n 2 --dist loadgroup) every browser test runs on one
-            # worker, one at a time: each starts a server and Chromium that need a core of their
-            # own, and their module fixtures (the app's server) are started once, not per worker
-            item.add_marker(pytest.mark.xdist_group("browser"))
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_items:
         import torch
