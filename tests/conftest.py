@@ -46,8 +46,29 @@ def embedded_model():
     return load_model(EMBEDDED_MODEL, device="cpu")
 
 
+# The files that take longest, longest first. `make test` hands each file whole to one of two
+# workers in the order collected (pytest-xdist, --dist loadfile): started last, the two Chromium
+# walks of test_browser.py (about 10 minutes together) ran alone at the end of the suite.
+LONG_FIRST = (
+    "test_browser.py",
+    "test_browser_instrument.py",
+    "test_exact_norm.py",
+    "test_cli.py",
+    "test_split.py",
+    "test_models.py",
+    "test_device.py",
+    "test_bridge_families.py",
+)
+
+
+def _collection_rank(item) -> int:
+    name = item.path.name
+    return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_collection_rank)  # stable: each file's tests stay together, in their order
     for item in items:
         if "embedded_model" in item.fixturenames:  # directly or through another fixture
             item.add_marker(pytest.mark.embedded)
