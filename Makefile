@@ -9,9 +9,11 @@ PORT   ?= 8501
 FAST   ?= not slow and not browser and not embedded and not gpu
 # test processes (pytest-xdist): each test runs on one torch thread, so two use both cores of a
 # 2-core machine. A test file goes to one worker whole (--dist loadfile), so a module's fixtures
-# (a browser test's app server) start once. JOBS=0 runs everything in this process.
+# (a browser test's app server) start once, and files are handed out in the order collected
+# (--no-loadscope-reorder; xdist would otherwise hand out the files with most tests first, and
+# the two long Chromium walks, two tests, came last). JOBS=0 runs everything in this process.
 JOBS   ?= 2
-PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
+PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: install install-dev app test test-fast lint bench gpu-check
 
