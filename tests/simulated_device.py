@@ -285,3 +285,29 @@ class SimulatedDevice(TorchFunctionMode):
             foreign = value_place not in (None, target) and not (value_place == HOST and value.dim() == 0)
             return not (foreign and indices)
         return target not in (None, HOST) or not indices
+
+
+# ----- what the device tests share: a light configuration of a method, and a result compared with the host's
+# fewer of what a method repeats (paraphrases, IG steps, optimisation steps): a tensor on the wrong
+# device fails the first repeat as it does the last
+LIGHT = {"n_paraphrases": 4, "ig_steps": 5, "steps": 3}
+
+
+def light_config(method):
+    """``method``'s configuration with at most LIGHT of what it repeats, and no score cache."""
+    fields = set(method.Config.__dataclass_fields__)
+    defaults = method.make_config({})
+    settings = {"cache_scores": False} if "cache_scores" in fields else {}
+    settings.update(
+        {name: value for name, value in LIGHT.items() if name in fields and getattr(defaults, name) > value}
+    )
+    return method.make_config(settings)
+
+
+def assert_same_result(on_device, on_host) -> None:
+    """Scores, curve and every budget's circuit equal the host run's, the scores back on the host."""
+    assert on_device.scores.device.type == "cpu"  # results are stored and drawn on the host
+    assert torch.equal(on_device.scores, on_host.scores)
+    assert [p.to_dict() for p in on_device.curve] == [p.to_dict() for p in on_host.curve]
+    for budget in on_host.budgets:
+        assert torch.equal(on_device.circuit(budget).cpu(), on_host.circuit(budget))

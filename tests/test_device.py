@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from simulated_device import DeviceMixError, SimulatedDevice
+from simulated_device import DeviceMixError, SimulatedDevice, assert_same_result, light_config
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.methods import available_methods, get_method
@@ -25,25 +25,6 @@ BUDGETS = (3, 8, 20, 60)
 # Fewer of what a method repeats (paraphrases, integration steps, optimisation steps): a tensor on
 # the wrong device fails the first repeat as it would the last, and these were 60 % of the fast
 # set's time (paraphrase-pruning alone 6.4 min at load 15 over three shapes).
-LIGHT = {"n_paraphrases": 4, "ig_steps": 5, "steps": 3}
-
-
-def _config(method, tmp_path):
-    fields = set(method.Config.__dataclass_fields__)
-    defaults = method.make_config({})
-    settings = {"cache_scores": False} if "cache_scores" in fields else {}
-    settings.update(
-        {name: value for name, value in LIGHT.items() if name in fields and getattr(defaults, name) > value}
-    )
-    return method.make_config(settings)
-
-
-def _same_result(on_device, on_host) -> None:
-    assert on_device.scores.device.type == "cpu"  # results are stored and drawn on the host
-    assert torch.equal(on_device.scores, on_host.scores)
-    assert [p.to_dict() for p in on_device.curve] == [p.to_dict() for p in on_host.curve]
-    for budget in on_host.budgets:
-        assert torch.equal(on_device.circuit(budget).cpu(), on_host.circuit(budget))
 
 
 def test_the_simulated_device_refuses_what_cuda_refuses():
@@ -84,11 +65,11 @@ CASES = [
 def test_every_method_runs_on_the_device_and_equals_the_host(shape, name, tmp_path):
     model = tiny_model(shape, seed=0)
     method = get_method(name)
-    config = _config(method, tmp_path)
+    config = light_config(method)
     on_host = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     with SimulatedDevice(model):
         on_device = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
-    _same_result(on_device, on_host)
+    assert_same_result(on_device, on_host)
 
 
 def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
@@ -105,7 +86,7 @@ def test_discover_and_evaluate_through_the_api_on_the_device(tmp_path):
         )
         baseline, curve = evaluate_circuits(model, IOI_TASK, [result.circuit(8), result.circuit(20)])
     assert not cached
-    _same_result(result, host)
+    assert_same_result(result, host)
     assert [p.metric for p in curve] == [p.metric for p in host_curve]
     assert [p.metric for p in curve] == pytest.approx(
         [host.point(8).metric, host.point(20).metric], abs=1e-12
@@ -127,7 +108,7 @@ def test_best_of_n_variants_at_new_budgets_on_the_device(tmp_path):
                 assert torch.equal(
                     variant_circuit(result, budget, variant), variant_circuit(host, budget, variant)
                 )
-    _same_result(result, host)
+    assert_same_result(result, host)
 
 
 def test_labels_steering_and_signals_on_the_device():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from simulated_device import HOST, DeviceMixError, SimulatedDevice
+from simulated_device import HOST, DeviceMixError, SimulatedDevice, assert_same_result, light_config
 
 from circuitviz.bench.toy_families import random_hf_model, split_map
 from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
@@ -28,7 +28,6 @@ from circuitviz.models.bridge import bridge_from_hf
 
 BUDGETS = (3, 8, 20)
 N_LAYERS = 4  # two blocks on each device
-LIGHT = {"n_paraphrases": 4, "ig_steps": 5, "steps": 3}
 FAMILIES = ("llama3", "gemma3", "gpt2")  # rotary + grouped heads; post-norms + local layers; tied, LayerNorm
 
 
@@ -42,22 +41,6 @@ def split_model(family: str, seed: int = 1):
     hf_model = random_hf_model(family, seed=seed, n_layers=N_LAYERS)
     device_map = split_map(hf_model, [0, 1])
     return bridge_from_hf(hf_model, word_tokenizer(), name=f"split-{family}"), hf_model, device_map
-
-
-def _config(method):
-    fields = set(method.Config.__dataclass_fields__)
-    defaults = method.make_config({})
-    settings = {"cache_scores": False} if "cache_scores" in fields else {}
-    settings.update({k: v for k, v in LIGHT.items() if k in fields and getattr(defaults, k) > v})
-    return method.make_config(settings)
-
-
-def _same_result(split, host) -> None:
-    assert split.scores.device.type == "cpu"  # results are stored and drawn on the host
-    assert torch.equal(split.scores, host.scores)
-    assert [p.to_dict() for p in split.curve] == [p.to_dict() for p in host.curve]
-    for budget in host.budgets:
-        assert torch.equal(split.circuit(budget).cpu(), host.circuit(budget))
 
 
 def test_the_simulated_devices_refuse_what_cuda_refuses_across_devices():
@@ -166,14 +149,14 @@ def test_the_split_cases_cover_every_method_and_every_family():
 def test_every_method_on_a_split_model_equals_the_host(name, family):
     model, hf_model, device_map = split_model(family)
     method = get_method(name)
-    config = _config(method)
+    config = light_config(method)
     on_host = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     forget_prompt_runs(model)  # the split run makes its own plain passes
     with SimulatedDevice(kind="xpu", n_devices=2) as device:
         device.split(hf_model, device_map)
         split = method.run_on(model, IOI_TASK, config, budgets=BUDGETS)
     assert device.moves  # the run did cross devices
-    _same_result(split, on_host)
+    assert_same_result(split, on_host)
 
 
 @pytest.mark.parametrize("name", [pytest.param("eap", marks=pytest.mark.slow), "eap-ig"])
