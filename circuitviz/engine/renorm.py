@@ -77,6 +77,7 @@ class SharedNormPatch:
         self.pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.tables: dict[int, torch.Tensor] = {}  # layer -> corrections [table rows, width]
         self._sums: dict[tuple[int, int], torch.Tensor | None] = {}  # readers -> sparse sum
+        self._flat: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # ``_every_pair``
         self._plan()
         # every layer's table rows one after another: the boolean run fills one tensor in place
         self.offsets: dict[int, int] = {}
@@ -168,8 +169,7 @@ class SharedNormPatch:
             moved = torch.bmm(masks, moves).view(batch, -1, positions, 2 * d_model)  # [b, K, pos, 2d]
             mix = raw.sum(2)[:, None] + moved[..., :d_model]
             linear = shares.sum(2)[:, None] + moved[..., d_model:]
-            table = apply_norm(self.norms[layer], mix) - linear  # [b, K, pos, d]
-            self._keep(layer, table.reshape(-1, positions * d_model))
+            self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [b, K, pos, d]
             return
         task = self.group[rows]
         if self.positions:  # one position per entry: [T, H, d_model]
@@ -182,15 +182,23 @@ class SharedNormPatch:
             pattern = "th,tphd->tpd"
         mix = now_raw.sum(-2) + torch.einsum(pattern, masks, was_raw - now_raw)
         linear = now_share.sum(-2) + torch.einsum(pattern, masks, was_share - now_share)
-        table = apply_norm(self.norms[layer], mix) - linear  # [T, (pos,) d_model]
-        self._keep(layer, table.reshape(table.shape[0], -1))
+        self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [T, (pos,) d_model]
 
-    def _keep(self, layer: int, table: torch.Tensor) -> None:
-        """A layer's corrections [rows, width]: written into the shared table (a boolean run) or
-        kept as they are (a relaxed mask's run, whose gradient flows through them)."""
-        if self._table is not None:
-            start = self.offsets[layer]
-            self._table[start : start + table.shape[0]] = table
+    def _keep(self, layer: int, normed: torch.Tensor, linear: torch.Tensor) -> None:
+        """A layer's corrections ``normed - linear`` (entries first, [rows, ...]) as [rows, width]:
+        written straight into the shared table (a boolean run: no second copy of every
+        correction) or kept as they are (a relaxed mask's run, whose gradient flows through them)."""
+        rows = normed.shape[0] * (normed.shape[1] if self.padded else 1)
+        direct = self._table is not None and normed.dtype == linear.dtype == self._table.dtype
+        if not direct or normed.requires_grad or linear.requires_grad:
+            table = (normed - linear).reshape(rows, -1)
+            if self._table is not None:
+                self._table[self.offsets[layer] : self.offsets[layer] + rows] = table
+            self.tables[layer] = table
+            return
+        start = self.offsets[layer]
+        table = self._table[start : start + rows]
+        torch.sub(normed, linear, out=table.view(normed.shape))  # the same subtraction, in place
         self.tables[layer] = table
 
     def correction(self, readers: slice) -> torch.Tensor | None:
@@ -223,26 +231,20 @@ class SharedNormPatch:
         per reader group from the plan, on the CPU."""
         key = (readers.start, readers.stop)
         if key not in self._sums:
-            targets, sources, last = [], [], 0
             batch, n = self.weights.shape[0], readers.stop - readers.start
-            for layer, (index, source) in self.pairs.items():
-                inside = (index[:, 1] >= readers.start) & (index[:, 1] < readers.stop)
-                if not inside.any():
-                    continue
-                chosen = index[inside]
-                if self.positions:
-                    positions = self.weights.shape[-1]
-                    target = (chosen[:, 0] * positions + chosen[:, 2]) * n + chosen[:, 1] - readers.start
-                else:
-                    target = chosen[:, 0] * n + chosen[:, 1] - readers.start
-                targets.append(target)
-                sources.append(source[inside] + self.offsets[layer])
-                last = self.offsets[layer] + self._table_rows(layer)
-            if not targets:
+            index, source, end = self._every_pair()
+            inside = (index[:, 1] >= readers.start) & (index[:, 1] < readers.stop)
+            if not bool(inside.any()):
                 self._sums[key] = None
                 return None
+            chosen, source = index[inside], source[inside]  # in layer order, as the table's rows
+            last = int(end[inside].max())  # the end of the last layer these readers mix
+            if self.positions:
+                positions = self.weights.shape[-1]
+                target = (chosen[:, 0] * positions + chosen[:, 2]) * n + chosen[:, 1] - readers.start
+            else:
+                target = chosen[:, 0] * n + chosen[:, 1] - readers.start
             size = batch * n * (self.weights.shape[-1] if self.positions else 1)
-            target, source = torch.cat(targets), torch.cat(sources)
             # each (target, source) appears once: sorting by target gives the CSR layout directly
             order = torch.argsort(target, stable=True)
             rows = torch.zeros(size + 1, dtype=torch.long, device="cpu")  # planned on the CPU
@@ -256,6 +258,25 @@ class SharedNormPatch:
                     rows, columns, ones, (size, last)
                 )  # on their device
         return self._sums[key]
+
+    def _every_pair(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every layer's pairs one after another, once per batch (each reader group then selects
+        its own with one comparison instead of one per layer): (pairs [P, 2 or 3], each pair's
+        row of the whole table [P], the end of its layer's rows [P]), on the CPU."""
+        if self._flat is None:
+            index = [index for index, _ in self.pairs.values()]
+            source = [source + self.offsets[layer] for layer, (_, source) in self.pairs.items()]
+            end = [
+                torch.full((len(pairs),), self.offsets[layer] + self._table_rows(layer), device="cpu")
+                for layer, (pairs, _) in self.pairs.items()
+            ]  # on the CPU, beside the plan's pairs
+            empty = torch.zeros(0, dtype=torch.long, device="cpu")  # as the plan's pairs
+            self._flat = (
+                torch.cat(index) if index else empty.view(0, 2),
+                torch.cat(source) if source else empty,
+                torch.cat(end) if end else empty,
+            )
+        return self._flat
 
     def _table_rows(self, layer: int) -> int:
         """How many rows the layer's table has (known from the plan, before the run)."""
