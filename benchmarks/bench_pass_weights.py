@@ -59,7 +59,7 @@ def main() -> None:
         final_residual(model, tokens[:1], [])  # one-time set-up, as the probe does
         plain, _ = cpu_seconds(lambda: final_residual(model, tokens, []), 5)
     plain /= BATCH
-    print(f"load average {load_average()}")
+    print(load_average())
     print(f"plain forward pass: {plain * 1000:.1f} ms CPU a sequence ({tokens.shape[1]} tokens)")
     ig = get_method("eap-ig")
     if args.only == "all":
@@ -115,7 +115,8 @@ def main() -> None:
     print(
         f"mask learning, {len(trained)} masks together: a masked forward and backward "
         f"{masked_step / plain:.1f} passes a mask (counted {mask_learning.MASKED_STEP_PASSES}), "
-        f"the last step's forward {masked_forward / plain:.1f} (counted {mask_learning.MASKED_FORWARD_PASSES})"
+        f"the last step's forward with the learning's set-up {masked_forward / plain:.1f} "
+        f"(counted {mask_learning.MASKED_FORWARD_PASSES})"
     )
 
 

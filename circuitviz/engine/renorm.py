@@ -41,9 +41,9 @@ class SharedNormPatch:
     (boolean circuits); otherwise each pair is its own entry, differentiable in the weights.
 
     An entry is one (row, layer, mask) (and position, for position units); its correction is a
-    row of the layer's table. Boolean edge circuits lay each row's entries out side by side
-    ([batch, K, ...], K the most entries any row has), so one batched product per layer makes
-    them all; the others gather theirs. A reader's correction sums its pairs' table rows with
+    row of the layer's table. Boolean edge circuits lay each row's masks out side by side
+    ([batch, K, H], K the most entries any row has), so one batched product per layer makes
+    every mix, and the entries (not the padding) are taken from it; the others gather theirs. A reader's correction sums its pairs' table rows with
     one sparse product per (reader group, layer).
     """
 
@@ -71,13 +71,22 @@ class SharedNormPatch:
             for layer, normed in enumerate(adapter.post_normed_layers)
             if normed
         }
-        # layer -> (entries' rows, positions or None, masks [T, H] or [batch, K, H] or None, pairs)
+        # layer -> (entries' rows, positions or None, masks [T, H] or [batch, K, H] or None, the
+        # pairs [P, ...] (a relaxed mask) or each entry's place in [batch K] (boolean edge circuits))
         self.entries: dict[int, tuple] = {}
         # layer -> (pairs [P, 2 or 3]: row, reader(, position); each pair's table row [P]), CPU
         self.pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.tables: dict[int, torch.Tensor] = {}  # layer -> corrections [table rows, width]
         self._sums: dict[tuple[int, int], torch.Tensor | None] = {}  # readers -> sparse sum
         self._flat: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # ``_every_pair``
+        # the reader groups the patch hooks ask for (a layer's q, k and v heads; an MLP; the
+        # logits): a relaxed mask's pairs are ordered by group, so each layer's table splits
+        # into one block per group and every block feeds one group's correction only
+        self.groups = reader_groups(spec)
+        self._group_index = {(g.start, g.stop): i for i, g in enumerate(self.groups)}
+        self.group_sizes: dict[int, list[int]] = {}  # layer -> its pairs per group (relaxed)
+        self.blocks: dict[int, tuple[torch.Tensor, ...]] = {}  # layer -> its table per group
+        self._local: torch.Tensor | None = None  # table row -> its row in its group's blocks
         self._plan()
         # every layer's table rows one after another: the boolean run fills one tensor in place
         self.offsets: dict[int, int] = {}
@@ -110,6 +119,11 @@ class SharedNormPatch:
                 else:
                     masks = share[index[:, 0], :, index[:, 1]]  # [P, H]
                 if not self.grouped:
+                    # grouped by reader group, in order within each (a stable sort)
+                    group = self._reader_group_of(index[:, 1].cpu())  # on the CPU, as the plan
+                    order = torch.argsort(group, stable=True)
+                    index = index[order.to(index.device)]
+                    self.group_sizes[layer] = torch.bincount(group, minlength=len(self.groups)).tolist()
                     row = torch.arange(index.shape[0], device=index.device)
                     place = index[:, 2] if self.positions else None
                     self.entries[layer] = (index[:, 0], place, None, index)
@@ -130,9 +144,11 @@ class SharedNormPatch:
                 width = int(counts.max())
                 padded = torch.zeros(batch, width, n_heads, dtype=values.dtype, device=values.device)
                 padded[rows, slot] = bits
-                self.entries[layer] = (rows, None, padded, None)
-                table_row = rows * width + slot  # [T]: the entry's row of the layer's table
-                self.pairs[layer] = (index.cpu(), table_row[inverse].cpu())
+                # the table keeps the T entries only: the padding (most of [batch, K] here, as
+                # rows differ in their number of masks) is never normalised nor stored
+                used = rows * width + slot  # [T]: each entry's place in [batch, K]
+                self.entries[layer] = (rows, None, padded, used)
+                self.pairs[layer] = (index.cpu(), inverse.cpu())
 
     def _masks(self, layer: int) -> torch.Tensor:
         """Each entry's weights on the layer's heads [entries, H] (in the autograd graph for a
@@ -166,10 +182,11 @@ class SharedNormPatch:
                 was_raw, was_share = was_raw[self.group], was_share[self.group]
             moves = torch.cat([was_raw - raw, was_share - shares], dim=-1)  # [b, pos, H, 2d]
             moves = moves.transpose(1, 2).reshape(batch, n_heads, positions * 2 * d_model)
-            moved = torch.bmm(masks, moves).view(batch, -1, positions, 2 * d_model)  # [b, K, pos, 2d]
-            mix = raw.sum(2)[:, None] + moved[..., :d_model]
-            linear = shares.sum(2)[:, None] + moved[..., d_model:]
-            self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [b, K, pos, d]
+            moved = torch.bmm(masks, moves).view(-1, positions, 2 * d_model)  # [b K, pos, 2d]
+            moved = moved[self.entries[layer][3]]  # the entries only: [T, pos, 2d]
+            mix = raw.sum(2)[rows] + moved[..., :d_model]
+            linear = shares.sum(2)[rows] + moved[..., d_model:]
+            self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [T, pos, d]
             return
         task = self.group[rows]
         if self.positions:  # one position per entry: [T, H, d_model]
@@ -188,13 +205,15 @@ class SharedNormPatch:
         """A layer's corrections ``normed - linear`` (entries first, [rows, ...]) as [rows, width]:
         written straight into the shared table (a boolean run: no second copy of every
         correction) or kept as they are (a relaxed mask's run, whose gradient flows through them)."""
-        rows = normed.shape[0] * (normed.shape[1] if self.padded else 1)
+        rows = normed.shape[0]
         direct = self._table is not None and normed.dtype == linear.dtype == self._table.dtype
         if not direct or normed.requires_grad or linear.requires_grad:
             table = (normed - linear).reshape(rows, -1)
             if self._table is not None:
                 self._table[self.offsets[layer] : self.offsets[layer] + rows] = table
             self.tables[layer] = table
+            if layer in self.group_sizes:  # one block per reader group, each read once
+                self.blocks[layer] = table.split(self.group_sizes[layer])
             return
         start = self.offsets[layer]
         table = self._table[start : start + rows]
@@ -206,6 +225,9 @@ class SharedNormPatch:
         over the layers computed so far (every layer upstream of them), one sparse product.
         [batch, n_readers, pos, d_model] for edge circuits, [batch, pos, n_readers, d_model] for
         position circuits; None when none of them mixes."""
+        group = self._group_index.get((readers.start, readers.stop))
+        if self.weights.requires_grad and self.group_sizes and group is not None:
+            return self._group_correction(readers, group)
         summing = self._summing(readers)
         if summing is None:
             return None
@@ -218,18 +240,60 @@ class SharedNormPatch:
             table = torch.cat([self.tables[layer] for layer in needed])
         else:
             table = self._table[:n_rows]
-        total = torch.mm(summing, table)  # [targets, width] (sparse times dense)
+        return self._shaped(torch.mm(summing, table), readers)  # sparse times dense
+
+    def _group_correction(self, readers: slice, group: int) -> torch.Tensor | None:
+        """``correction`` of a relaxed mask's run: the group's blocks of every layer upstream,
+        one after another, summed with one sparse product. Each block is used by this group only,
+        so the backward pass hands each layer's table its gradient once (a product with every
+        layer's whole table made each of them gather a table-sized gradient per reader group)."""
+        summing = self._summing(readers, local=True)
+        if summing is None:
+            return None
+        layers = [layer for layer, sizes in self.group_sizes.items() if sizes[group]]
+        missing = [layer for layer in layers if layer not in self.blocks]
+        if missing:
+            raise RuntimeError(f"readers {readers} mix layer {missing[0]} before it ran")
+        blocks = [self.blocks[layer][group] for layer in layers]
+        table = blocks[0] if len(blocks) == 1 else torch.cat(blocks)
+        return self._shaped(torch.mm(summing, table), readers)
+
+    def _shaped(self, total: torch.Tensor, readers: slice) -> torch.Tensor:
         batch, n = self.weights.shape[0], readers.stop - readers.start
         if self.positions:
             return total.view(batch, -1, n, self.spec.d_model)
         return total.view(batch, n, -1, self.spec.d_model)
 
-    def _summing(self, readers: slice) -> torch.Tensor | None:
+    def _reader_group_of(self, readers: torch.Tensor) -> torch.Tensor:
+        """Each reader's group (its index in ``self.groups``).  # like readers, on the CPU"""
+        starts = torch.tensor([g.start for g in self.groups], device="cpu")  # sorted
+        return torch.searchsorted(starts, readers, right=True) - 1
+
+    def _local_rows(self) -> torch.Tensor:
+        """Each table row's row among its group's blocks, laid one layer after another.  # CPU"""
+        if self._local is None:
+            local = torch.zeros(
+                sum(self._table_rows(layer) for layer in self.pairs), dtype=torch.long, device="cpu"
+            )
+            counts = [0] * len(self.groups)
+            for layer, sizes in self.group_sizes.items():
+                start = self.offsets[layer]
+                for group, size in enumerate(sizes):
+                    local[start : start + size] = torch.arange(
+                        counts[group], counts[group] + size, device="cpu"
+                    )
+                    counts[group] += size
+                    start += size
+            self._local = local
+        return self._local
+
+    def _summing(self, readers: slice, local: bool = False) -> torch.Tensor | None:
         """The sparse [targets, table rows] matrix that sums each target's pairs (targets: (row,
         reader) or (row, position, reader); table rows: every layer's, one after another, up to
         the last layer these readers mix), or None when no pair targets ``readers``. Made once
-        per reader group from the plan, on the CPU."""
-        key = (readers.start, readers.stop)
+        per reader group from the plan, on the CPU. ``local``: the table rows are the group's
+        blocks (``_group_correction``) instead of every layer's table."""
+        key = (readers.start, readers.stop, local)
         if key not in self._sums:
             batch, n = self.weights.shape[0], readers.stop - readers.start
             index, source, end = self._every_pair()
@@ -239,6 +303,9 @@ class SharedNormPatch:
                 return None
             chosen, source = index[inside], source[inside]  # in layer order, as the table's rows
             last = int(end[inside].max())  # the end of the last layer these readers mix
+            if local:  # the group's own blocks: its rows of every layer, one layer after another
+                source = self._local_rows()[source]
+                last = int(source.max()) + 1
             if self.positions:
                 positions = self.weights.shape[-1]
                 target = (chosen[:, 0] * positions + chosen[:, 2]) * n + chosen[:, 1] - readers.start
@@ -280,7 +347,16 @@ class SharedNormPatch:
 
     def _table_rows(self, layer: int) -> int:
         """How many rows the layer's table has (known from the plan, before the run)."""
-        rows, _, masks, _ = self.entries[layer]
-        if self.padded:
-            return masks.shape[0] * masks.shape[1]
-        return int(rows.shape[0])
+        return int(self.entries[layer][0].shape[0])  # one row per entry
+
+
+def reader_groups(spec: GraphSpec) -> list[slice]:
+    """The reader groups each patch hook asks one correction for, in reader order: a layer's
+    q, k and v heads together, its MLP, and the logits."""
+    groups = []
+    for layer in range(spec.n_layers):
+        groups.append(slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop))
+        mlp = spec.mlp_backward(layer)
+        groups.append(slice(mlp, mlp + 1))
+    groups.append(slice(spec.logits_backward, spec.logits_backward + 1))
+    return groups

@@ -47,12 +47,14 @@ MOMENTUM = 0.8
 _ZERO_LOGIT_GAP = 5.0
 # A learning step of one mask, in plain forward passes of the prompt (``Cost.passes``): the masked
 # forward and backward (every reader's input mixed from the writers' differences by the relaxed
-# mask, each shared post-norm renormalised per reader, all in the autograd graph), and the last
-# step's forward alone. Measured on the embedded model, IOI, 9 masks learning together, against
-# a plain batched forward pass in the same process (benchmarks/bench_pass_weights.py,
-# 2026-12-02): 11.4 and 4.2. They were counted 3 and 0 (Edge Pruning ran 3.25x over its price).
-MASKED_STEP_PASSES = 11.0
-MASKED_FORWARD_PASSES = 4.0
+# mask, each shared post-norm renormalised per reader pair, all in the autograd graph), and the
+# last step's forward with the learning's set-up (its unchanged prefix run once). Measured on the
+# embedded model, IOI, 9 masks learning together, against a plain batched forward pass in the
+# same process (benchmarks/bench_pass_weights.py, 2026-12-02, load 3): 6.0 and 6.3. They were
+# counted 3 and 0, and the step cost 11.4 before each layer's table was split per reader group
+# (engine/renorm.py): Edge Pruning ran 3.25x over its price.
+MASKED_STEP_PASSES = 6.0
+MASKED_FORWARD_PASSES = 6.0
 
 
 def learning_passes(steps: int, masks: int, tasks: int = 1) -> float:
