@@ -279,3 +279,18 @@ def test_the_last_step_measures_its_circuits_without_a_backward_pass(monkeypatch
     for index in compared:
         assert shorter.deviations[index] == longer.deviations[index][:3]
     assert len(calls) == 2  # steps 0 and 1 (one pass each); step 2 forward only
+
+
+def test_the_price_counts_each_learning_step_of_every_mask_on_every_fitted_task():
+    """The masks learn on the prompt and its fitted paraphrases in one batch: each step runs
+    every (mask, task) forward and backward, weighted as Edge Pruning's masked step."""
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.methods.mask_learning import MASKED_STEP_PASSES
+
+    spec = GraphSpec.from_model(tiny_model("gemma", seed=0))
+    method = get_method("paraphrase-pruning")
+    settings = {"n_paraphrases": 4, "held_out": 0.5, "fit_paraphrases": True}
+    fit = 1 + round(4 * (1 - 0.5))  # the prompt and the paraphrases not held out
+    few = method.estimate(method.make_config({**settings, "steps": 2}), spec, 15, 3).passes
+    many = method.estimate(method.make_config({**settings, "steps": 12}), spec, 15, 3).passes
+    assert many - few == pytest.approx(MASKED_STEP_PASSES * 10 * 3 * fit)

@@ -64,6 +64,7 @@ from .mask_learning import (
     budget_circuits,
     initial_logits,
     learn_masks,
+    learning_passes,
     mask_scores,
     selection_error,
 )
@@ -272,7 +273,7 @@ class ParaphrasePruning(Method):
             passes=warm.passes * scored
             + PARAPHRASE_CHECK_PASSES * paraphrases
             + 2.0 * paraphrases
-            + 3.0 * int(config.steps) * masks * fit
+            + learning_passes(int(config.steps), masks, fit)  # every mask on every fitted task
             + (paraphrases + 2.0) * masks,
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=int(config.ig_steps),
