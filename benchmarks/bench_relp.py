@@ -15,6 +15,10 @@ higher Pearson than attribution patching's on GPT-2's MLPs (0.956 against 0.006 
     .venv/bin/python benchmarks/bench_relp.py --from-json relp.json   # the tables of a saved run
 
 A method may carry settings after a colon (``relp:attention=constant``, several joined by ``;``).
+``relp:rules=ln+half`` runs RelP with only the named relevance rules (``engine.relevance.RULES``:
+ln, identity, half, ah; ``rules=none`` is the plain gradient, EAP): the ablation of the rules.
+
+    .venv/bin/python benchmarks/bench_relp.py --methods eap,relp:rules=ah,relp:rules=ln+identity+half+ah
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from circuitviz.core.graph import GraphSpec
 from circuitviz.core.tasks import prepare_task
 from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
+from circuitviz.methods.relp import RelP
 
 # methods whose scores have no sign (AtP*'s GradDrop sums |score| over layers): their node scores
 # are compared with the size of the patching effect, |effect|
@@ -50,6 +55,25 @@ def method_and_settings(text: str) -> tuple[str, dict[str, str]]:
     name, _, rest = text.partition(":")
     pairs = [part.split("=", 1) for part in rest.split(";") if part.strip()]
     return name.strip(), {key.strip(): value.strip() for key, value in pairs}
+
+
+class RelPRules(RelP):
+    """RelP with a chosen subset of its relevance rules (the benchmark's ablation; not registered)."""
+
+    def __init__(self, rules: frozenset[str]):
+        self.chosen = rules
+
+    def rules(self, config) -> frozenset[str]:
+        return self.chosen
+
+
+def method_of(name: str, settings: dict[str, str]):
+    """(the method object, its settings): ``relp`` with ``rules`` is a ``RelPRules``."""
+    if name == "relp" and "rules" in settings:
+        text = settings.pop("rules")
+        rules = frozenset() if text == "none" else frozenset(part.strip() for part in text.split("+"))
+        return RelPRules(rules), settings
+    return get_method(name), settings
 
 
 def log(message: str) -> None:
@@ -90,7 +114,8 @@ def main() -> None:
         row = {"kind": kind, "prompt": task.clean, "methods": {}}
         for name in methods:
             method, settings = method_and_settings(name)
-            result = get_method(method).run_on(model, task, settings, budgets=[budget])
+            runner, settings = method_of(method, settings)
+            result = runner.run_on(model, task, settings, budgets=[budget])
             mine = node_scores(spec, result.scores.double())[nodes]
             truth = effects.abs() if method in MAGNITUDES else effects
             figures = {

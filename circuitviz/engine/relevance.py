@@ -22,6 +22,8 @@ run's to the last bit and the gradient with respect to a is c.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import torch
 
 from ..core.graph import GraphSpec
@@ -35,50 +37,76 @@ def _ratio(value: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x == 0, torch.zeros_like(x), value / safe)
 
 
-def relevance_hooks(model, spec: GraphSpec, constant_pattern: bool = True) -> list[Hook]:
+RULES = ("ln", "identity", "half", "ah")  # the paper's code's rule names: LN-, Identity-, Half-, AH-rule
+DEFAULT_RULES = frozenset(RULES)
+
+
+def relevance_hooks(
+    model, spec: GraphSpec, constant_pattern: bool = True, rules: Collection[str] | None = None
+) -> list[Hook]:
     """Forward hooks that make a gradient pass propagate relevance by the LRP rules above.
 
     Made fresh for every pass (they keep the MLP's pre-activations of the pass they run in).
     ``constant_pattern``: the AH rule (attention patterns detached); off, the softmax's gradient.
+    ``rules``: which of ``RULES`` apply (as the paper's code's list of rules; default: the first
+    three, and "ah" as ``constant_pattern`` says); a rule left out keeps autograd's own derivative
+    there, so no rule at all is EAP's gradient.
     """
+    if rules is None:
+        rules = {"ln", "identity", "half", *(("ah",) if constant_pattern else ())}
+    rules = frozenset(rules)
+    unknown = rules - DEFAULT_RULES
+    if unknown:
+        raise ValueError(f"Unknown relevance rules {sorted(unknown)}; choose from {', '.join(RULES)}.")
     adapter = adapter_of(model)
-    hooks: list[Hook] = [(name, _detach) for name in sites.norm_scales(spec) if adapter.has_hook(name)]
+    hooks: list[Hook] = []
+    if "ln" in rules:
+        hooks += [(name, _detach) for name in sites.norm_scales(spec) if adapter.has_hook(name)]
+    share = 0.5 if "half" in rules else 1.0  # what each factor of a gated product passes back
     for layer in range(spec.n_layers):
-        if constant_pattern:
+        if "ah" in rules:
             hooks.append((sites.attention_pattern(layer), _detach))
         activation, gated = adapter.mlp_activation(layer)
+        if not gated and "identity" not in rules:
+            continue  # the plain gradient: nothing to change
         kept: dict[str, torch.Tensor] = {}
 
-        def keep(x, hook, kept=kept, key="gate"):
-            kept[key] = x
+        def keep(x, hook, kept=kept):
+            kept["gate"] = x
             return x
 
         def keep_linear(x, hook, kept=kept):
             kept["linear"] = x
             return x
 
+        def activated(gate: torch.Tensor, activation=activation) -> torch.Tensor:
+            """f(gate) whose gradient is f(g)/g (the identity rule) or autograd's f'(g)."""
+            fixed = gate.detach()
+            if "identity" not in rules:
+                return activation(gate)
+            value = activation(fixed)
+            return value + (gate - fixed) * _ratio(value, fixed)
+
         if gated:
 
-            def half(y, hook, kept=kept, activation=activation):
+            def product(y, hook, kept=kept, activated=activated):
                 gate, linear = kept.pop("gate"), kept.pop("linear")
-                fixed_gate, fixed_linear = gate.detach(), linear.detach()
-                active = activation(fixed_gate)
-                ratio = _ratio(active, fixed_gate)
-                gate_part = (gate - fixed_gate) * ratio * fixed_linear
-                linear_part = active * (linear - fixed_linear)
-                return y.detach() + 0.5 * gate_part + 0.5 * linear_part
+                live = activated(gate)
+                fixed_active, fixed_linear = live.detach(), linear.detach()
+                gate_part = (live - fixed_active) * fixed_linear
+                linear_part = fixed_active * (linear - fixed_linear)
+                return y.detach() + share * gate_part + share * linear_part
 
             hooks += [
                 (sites.mlp_pre(layer), keep),
                 (sites.mlp_pre(layer, gate=True), keep_linear),
-                (sites.mlp_post(layer), half),
+                (sites.mlp_post(layer), product),
             ]
         else:
 
-            def identity(y, hook, kept=kept):
-                pre = kept.pop("gate")
-                fixed = pre.detach()
-                return y.detach() + (pre - fixed) * _ratio(y.detach(), fixed)
+            def identity(y, hook, kept=kept, activated=activated):
+                live = activated(kept.pop("gate"))
+                return y.detach() + (live - live.detach())
 
             hooks += [(sites.mlp_pre(layer), keep), (sites.mlp_post(layer), identity)]
     return hooks
