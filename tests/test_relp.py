@@ -55,8 +55,15 @@ def frozen_reader_gradients(
     ``rules`` (a subset of ln, identity, half, ah) overrides: only those rules apply, the rest of
     the model keeps its own derivative."""
     if rules is None:
-        rules = {"ln", "identity", "half", *(("ah",) if constant_pattern else ())}
-    frozen = tuple(suffix for rule, suffix in (("ln", "hook_scale"), ("ah", "hook_pattern")) if rule in rules)
+        rules = {"ln", "qk-ln", "identity", "half", *(("ah",) if constant_pattern else ())}
+
+    def is_frozen(name: str) -> bool:  # a scale or pattern the rules hold at the clean run's value
+        if name.endswith("hook_pattern"):
+            return "ah" in rules
+        if name.endswith("hook_scale"):
+            return ("qk-ln" if "q_norm" in name or "k_norm" in name else "ln") in rules
+        return False
+
     share = 0.5 if "half" in rules else 1.0
     tokens = prepared.clean_tokens
     records: dict[str, list[torch.Tensor]] = {}
@@ -64,7 +71,7 @@ def frozen_reader_gradients(
     def record(x, hook):
         records.setdefault(hook.name, []).append(x.detach().clone())
 
-    names = [name for name in model.hook_dict if frozen and name.endswith(frozen)]
+    names = [name for name in model.hook_dict if is_frozen(name)]
     names += [name for name in model.hook_dict if ".mlp.hook_" in name]
     with torch.no_grad():
         model.run_with_hooks(tokens, fwd_hooks=[(name, record) for name in names])
@@ -109,7 +116,7 @@ def frozen_reader_gradients(
         return x.detach().clone().requires_grad_(True)
 
     hooks = [("blocks.0.hook_resid_pre", leaf)]
-    hooks += [(name, constant) for name in records if frozen and name.endswith(frozen)]
+    hooks += [(name, constant) for name in records if is_frozen(name)]
     hooks += [(name, keep_live) for name in records if name.endswith(("mlp.hook_pre", "mlp.hook_pre_linear"))]
     hooks += [(name, linear_mlp) for name in records if name.endswith("mlp.hook_post")]
     hooks += [(name, reader) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
@@ -165,10 +172,12 @@ def test_relp_without_rules_is_eap():
     torch.testing.assert_close(relp_with_rules(model, ()), scores_of(model, "eap"), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("rules", [("ln",), ("identity",), ("half",), ("ah",), ("identity", "half", "ah")])
+@pytest.mark.parametrize(
+    "rules", [("ln",), ("qk-ln",), ("identity",), ("half",), ("ah",), ("ln", "identity", "half")]
+)
 def test_each_rule_alone_equals_the_frozen_reference(rules):
-    """Every rule on its own (and all but the LN rule) against the reference with only that part
-    frozen, on the Gemma-shaped model (sandwich and q/k norms, a gated MLP)."""
+    """Every rule on its own (and all but the AH rule and the q/k-norms' LN rule) against the
+    reference with only that part frozen, on the Gemma-shaped model (sandwich and q/k norms, a gated MLP)."""
     model = tiny_model("gemma", seed=3)
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)

@@ -3,9 +3,9 @@
 Each rule changes what the backward pass propagates through one kind of nonlinearity and
 nothing the forward pass computes (every hook returns a value equal to its input):
 
-- norms (LayerNorm, RMSNorm, before and after attention and the MLP, q/k-norms, the final norm):
-  the scale is detached, so a norm is the linear map x -> w (x - mean) / s with s the run's value
-  (the LN rule);
+- norms (LayerNorm, RMSNorm, before and after attention and the MLP, the final norm; the
+  q/k-norms as rule "qk-ln"): the scale is detached, so a norm is the linear map
+  x -> w (x - mean) / s with s the run's value (the LN rule);
 - attention, two choices (``constant_pattern``): with it the pattern is detached, so a head is
   linear in its values and passes nothing back to its queries and keys (the AH rule of Ali et
   al. 2022, RelP's rule for attention and its default); without it the softmax passes its own
@@ -37,7 +37,9 @@ def _ratio(value: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.where(x == 0, torch.zeros_like(x), value / safe)
 
 
-RULES = ("ln", "identity", "half", "ah")  # the paper's code's rule names: LN-, Identity-, Half-, AH-rule
+# the paper's code's rule names (LN-, Identity-, Half-, AH-rule); "qk-ln" is the LN rule on the
+# q/k-norms, which the paper's models do not have (kept apart to measure it; on by default)
+RULES = ("ln", "qk-ln", "identity", "half", "ah")
 DEFAULT_RULES = frozenset(RULES)
 
 
@@ -48,20 +50,19 @@ def relevance_hooks(
 
     Made fresh for every pass (they keep the MLP's pre-activations of the pass they run in).
     ``constant_pattern``: the AH rule (attention patterns detached); off, the softmax's gradient.
-    ``rules``: which of ``RULES`` apply (as the paper's code's list of rules; default: the first
-    three, and "ah" as ``constant_pattern`` says); a rule left out keeps autograd's own derivative
-    there, so no rule at all is EAP's gradient.
+    ``rules``: which of ``RULES`` apply (as the paper's code's list of rules; default: all, "ah"
+    as ``constant_pattern`` says); a rule left out keeps autograd's own derivative there, so no
+    rule at all is EAP's gradient.
     """
     if rules is None:
-        rules = {"ln", "identity", "half", *(("ah",) if constant_pattern else ())}
+        rules = DEFAULT_RULES if constant_pattern else DEFAULT_RULES - {"ah"}
     rules = frozenset(rules)
     unknown = rules - DEFAULT_RULES
     if unknown:
         raise ValueError(f"Unknown relevance rules {sorted(unknown)}; choose from {', '.join(RULES)}.")
     adapter = adapter_of(model)
-    hooks: list[Hook] = []
-    if "ln" in rules:
-        hooks += [(name, _detach) for name in sites.norm_scales(spec) if adapter.has_hook(name)]
+    norms = sites.norm_scales(spec, residual="ln" in rules, queries_keys="qk-ln" in rules)
+    hooks: list[Hook] = [(name, _detach) for name in norms if adapter.has_hook(name)]
     share = 0.5 if "half" in rules else 1.0  # what each factor of a gated product passes back
     for layer in range(spec.n_layers):
         if "ah" in rules:
