@@ -198,3 +198,24 @@ def test_unknown_rule_is_one_sentence():
     model = tiny_model("gpt2", seed=2)
     with pytest.raises(ValueError, match="Unknown relevance rules"):
         relevance_hooks(model, GraphSpec.from_model(model), rules={"epsilon"})
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma"])
+def test_attention_half_rule_in_one_layer(shape):
+    """AttnLRP's rule for attention ("attn-half") on a one-layer model, from its equations: the
+    pattern and the values each get half of what z passes back, and q and k each half of what
+    the scores pass back, which are the softmax's gradient of the pattern's half. So against the
+    same rules without it, edges into values score 1/2, into queries and keys 1/4, into the MLP
+    and the logits the same."""
+    model = tiny_model(shape, seed=4, n_layers=1)
+    spec = GraphSpec.from_model(model)
+    plain = {"ln", "qk-ln", "identity", "half"}
+    without, with_half = relp_with_rules(model, plain), relp_with_rules(model, plain | {"attn-half"})
+    factor = torch.ones(spec.n_backward, dtype=torch.float64)
+    factor[spec.head_backward(0, "v")] = 0.5
+    factor[spec.head_backward(0, "q")] = 0.25
+    factor[spec.head_backward(0, "k")] = 0.25
+    # keys score (queries do not: only the last one reaches the metric in one layer, and the
+    # corruption changes earlier tokens)
+    assert without[:, spec.head_backward(0, "k")].abs().max() > 1e-4
+    torch.testing.assert_close(with_half, without * factor, rtol=1e-9, atol=1e-12)

@@ -11,6 +11,9 @@ nothing the forward pass computes (every hook returns a value equal to its input
   al. 2022, RelP's rule for attention and its default); without it the softmax passes its own
   gradient, so queries and keys receive relevance through the pattern (the default rule set of
   RelP's released code, which leaves the AH rule out);
+- (not RelP's, for the benchmark's comparison) AttnLRP's attention rule, "attn-half": the softmax
+  passes its gradient and the products q.k and pattern.v split what they get half and half
+  between their factors;
 - the MLP's activation: y = f(x) passes back f(x)/x instead of f'(x) (the identity rule: the
   relevance x * dy/dx equals y);
 - a gated MLP's product y = f(g) * l: each factor gets half the relevance (the half rule),
@@ -38,9 +41,12 @@ def _ratio(value: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 # the paper's code's rule names (LN-, Identity-, Half-, AH-rule); "qk-ln" is the LN rule on the
-# q/k-norms, which the paper's models do not have (kept apart to measure it; on by default)
-RULES = ("ln", "qk-ln", "identity", "half", "ah")
-DEFAULT_RULES = frozenset(RULES)
+# q/k-norms, which the paper's models do not have (kept apart to measure it; on by default);
+# "attn-half" is AttnLRP's rule for attention (Achtibat et al. 2024), which the paper does not use:
+# the softmax passes its gradient and each of the two products, q.k and pattern.v, gives each
+# factor half (the half rule again), i.e. what flows back to q, k, v and the pattern is halved
+RULES = ("ln", "qk-ln", "identity", "half", "ah", "attn-half")
+DEFAULT_RULES = frozenset(("ln", "qk-ln", "identity", "half", "ah"))
 
 
 def relevance_hooks(
@@ -57,7 +63,7 @@ def relevance_hooks(
     if rules is None:
         rules = DEFAULT_RULES if constant_pattern else DEFAULT_RULES - {"ah"}
     rules = frozenset(rules)
-    unknown = rules - DEFAULT_RULES
+    unknown = rules - set(RULES)
     if unknown:
         raise ValueError(f"Unknown relevance rules {sorted(unknown)}; choose from {', '.join(RULES)}.")
     adapter = adapter_of(model)
@@ -67,6 +73,10 @@ def relevance_hooks(
     for layer in range(spec.n_layers):
         if "ah" in rules:
             hooks.append((sites.attention_pattern(layer), _detach))
+        if "attn-half" in rules:  # each factor is used once, in its product: halve what it gets
+            query, key = sites.rotated_query_key(layer, adapter.rotary)
+            factors = (query, key, sites.head_projection(layer, "v"), sites.attention_pattern(layer))
+            hooks += [(name, _halved) for name in factors]
         activation, gated = adapter.mlp_activation(layer)
         if not gated and "identity" not in rules:
             continue  # the plain gradient: nothing to change
@@ -115,3 +125,8 @@ def relevance_hooks(
 
 def _detach(x: torch.Tensor, hook) -> torch.Tensor:
     return x.detach()
+
+
+def _halved(x: torch.Tensor, hook) -> torch.Tensor:
+    """x itself (0.5 x + 0.5 x is exact in floating point), passing back half its gradient."""
+    return 0.5 * x + 0.5 * x.detach()
