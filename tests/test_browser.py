@@ -61,6 +61,7 @@ from browser_page import (
     type_into,
     wait_for,
 )
+from fresh_cache import fresh_cache
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,20 +102,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    return Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     """A fresh cache (results, calibration) that reuses the converted models: a warm start that
     has computed nothing yet."""
-    root = tmp_path_factory.mktemp("cache")
-    models = _cache_root() / "models"
-    if models.exists():
-        (root / "models").symlink_to(models, target_is_directory=True)
-    return root
+    return fresh_cache(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="module")
@@ -199,10 +191,7 @@ def opening_app(tmp_path, monkeypatch):
     from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
-    root = tmp_path / "cache"
-    root.mkdir()
-    if (_cache_root() / "models").exists():
-        (root / "models").symlink_to(_cache_root() / "models", target_is_directory=True)
+    root = fresh_cache(tmp_path / "cache")
     with _serve(root, "streamlit-opening.log", **{CHECK_ENV: "on"}) as url:
         yield url
 
