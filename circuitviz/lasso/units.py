@@ -9,7 +9,9 @@ per observed position, so that the Lasso's nonzero coefficients are the engine's
   directions -> k target columns. For a head's q, k and v inputs: the head's query, key and value
   vectors (``hook_q``/``hook_k``/``hook_v``, before any q/k norm and rotary); for an MLP: its
   pre-activations (``hook_pre``, and ``hook_pre_linear`` for gated MLPs); for ``logits``: the
-  task's metric at that position (one column).
+  task's metric at that position (one column). Heads whose vectors are identical at every
+  observation (the heads of one key/value group under grouped-query attention, for keys and
+  values) are reduced once and share the columns (``distinct_heads``).
 
 Reader v may use writer u's columns exactly where the engine has the edge u -> v (writers of
 earlier layers, and for an MLP its own layer's heads), so the model is block-triangular by
