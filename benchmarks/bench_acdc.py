@@ -114,6 +114,7 @@ def main() -> None:
     parser.add_argument("--check", type=int, default=0, help="compare the first N passes first")
     parser.add_argument("--whole", action="store_true", help="whole passes (no layer start)")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--save", help="save each prompt's kept edges and scores here (torch.save), to compare two runs' decisions")
     add_threads_argument(parser, 1)
     args = parser.parse_args()
     apply_threads(args.threads)
@@ -125,7 +126,7 @@ def main() -> None:
         evaluator = Evaluator(model, spec, prepare_task(model, task))
         span = abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
         print(check(model, spec, task, args.threshold * span, args.check), flush=True)
-    rows = []
+    rows, saved = [], {}
     for index in chosen(args.prompts):
         kind, task = PROMPTS[index]
         prepared = prepare_task(model, task)
@@ -136,7 +137,7 @@ def main() -> None:
         load_before = os.getloadavg()
         cpu, wall = time.process_time(), time.perf_counter()
         progress = reporter(kind, cpu)
-        kept, _, counts = acdc_walk(
+        kept, scores, counts = acdc_walk(
             evaluator, spec, args.threshold * span, args.max_batch, progress, from_layer=not args.whole
         )
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -162,7 +163,10 @@ def main() -> None:
 
         row["kept_after_pruning_dead_ends"] = int(prune(spec, kept.cpu()).sum())
         rows.append(row)
+        saved[index] = {"kept": kept.cpu(), "scores": scores.cpu(), "tau": args.threshold * span}
         print(json.dumps(row), flush=True)
+        if args.save:
+            torch.save(saved, args.save)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)
