@@ -114,7 +114,10 @@ def main() -> None:
     parser.add_argument("--check", type=int, default=0, help="compare the first N passes first")
     parser.add_argument("--whole", action="store_true", help="whole passes (no layer start)")
     parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--save", help="save each prompt's kept edges and scores here (torch.save), to compare two runs' decisions")
+    parser.add_argument(
+        "--save",
+        help="save each prompt's kept edges and scores here (torch.save), to compare two runs' decisions",
+    )
     add_threads_argument(parser, 1)
     args = parser.parse_args()
     apply_threads(args.threads)

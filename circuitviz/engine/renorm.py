@@ -377,4 +377,3 @@ def _unique_keys(index: torch.Tensor, bits: torch.Tensor, positions: bool):
     rest = unique >> n_heads
     parts = [rest] if not positions else [rest // span[1], rest % span[1]]
     return torch.stack(parts + [heads[:, h] for h in range(n_heads)], dim=1), inverse
-
