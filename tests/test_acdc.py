@@ -147,3 +147,34 @@ def test_the_default_planted_model_and_its_report():
 def test_settings_out_of_range_are_refused_in_one_sentence(values):
     with pytest.raises(ValueError, match="must be"):
         ACDCConfig(**values)
+
+
+def test_the_speculative_size_is_the_cheapest_per_decided_edge():
+    """The size minimises (overhead + b) / E[edges decided] for the recent kept share, E
+    counted here over every pattern of kept and removed edges (a row is used when the edges
+    before it in its pass are all removed), so a wrong formula picks another size."""
+    from itertools import product
+
+    from circuitviz.methods.acdc import SpeculationSize
+
+    def decided(p: float, b: int) -> float:
+        total = 0.0
+        for pattern in product([0, 1], repeat=b):
+            chance = 1.0
+            for kept in pattern:
+                chance *= p if kept else 1 - p
+            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first kept
+            total += chance * first
+        return total
+
+    for kept_of_ten in (0, 1, 2, 5, 9):
+        size = SpeculationSize(cap=8, overhead=2.8, memory=10, prior=0.05)
+        size.record([True] * kept_of_ten + [False] * (10 - kept_of_ten))
+        p = (kept_of_ten + 0.1) / 12
+        costs = {b: (2.8 + b) / decided(p, b) for b in range(1, 9)}
+        assert size.size() == min(costs, key=costs.get)
+    size = SpeculationSize(cap=32, memory=50)
+    size.record([False] * 50)
+    assert size.size() == 32  # nothing kept lately: the longest pass
+    size.record([True] * 50)
+    assert size.size() == 1  # everything kept: one row a pass
