@@ -178,3 +178,28 @@ def test_the_speculative_size_is_the_cheapest_per_decided_edge():
     assert size.size() == 32  # nothing kept lately: the longest pass
     size.record([True] * 50)
     assert size.size() == 1  # everything kept: one row a pass
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
+    """Each edge is priced as a row run from its reader's block (the layer start): its reader's
+    layer read off its name here (``a3.h0<q>``, ``m3``, ``logits`` after the last block), so
+    the estimate is below one whole row per edge and grows with the budgets' whole rows."""
+    import re
+
+    from circuitviz.methods.acdc import ROWS_PER_EDGE
+    from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
+
+    model = tiny_model(shape, seed=1, n_layers=3)
+    spec = GraphSpec.from_model(model)
+    depth = 0.0
+    for _writer, reader in spec.edge_mask.nonzero().tolist():
+        name = spec.backward_names[reader]
+        layer = spec.n_layers - 1 if name == "logits" else int(re.match(r"[am](\d+)", name).group(1))
+        depth += (spec.n_layers - layer) / spec.n_layers
+    method = get_method("acdc")
+    cost = method.estimate(ACDCConfig(), spec, 15, 0)
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    assert depth < spec.n_edges  # cheaper than a whole pass per edge
+    more = method.estimate(ACDCConfig(), spec, 15, 5)
+    assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)

@@ -14,7 +14,9 @@ be: one batched patched pass carries the circuits "the current state with the ne
 edges of this reader removed". While the prefix's edges are all removed, row k's change against
 row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
 stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
-(tested against it); B doubles while everything is removed and halves after a kept edge.
+(tested against it); B is the size that makes the expected cost per decided edge smallest for
+the share of edges kept among the last tests (``SpeculationSize``: a pass costs about 2.8 rows
+besides its rows, and a kept edge wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
 metrics to float rounding, the blocks below run once per prompt instead of once per row.
