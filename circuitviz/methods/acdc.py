@@ -75,7 +75,7 @@ class ACDCConfig:
 PASS_OVERHEAD_ROWS = 2.8
 # whole-pass rows per unit of ``walk_depth`` (rows, stale rows and pass overhead, less the edges
 # never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01 (docs/methods.md)
-ROWS_PER_EDGE = 1.0
+ROWS_PER_EDGE = 0.33
 
 
 class SpeculationSize:
@@ -88,7 +88,7 @@ class SpeculationSize:
     the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so the first
     passes speculate). The decisions never depend on it; only rows and passes do."""
 
-    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 50, prior: float = 0.05):
+    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 10, prior: float = 0.05):
         self.cap, self.overhead, self.memory, self.prior = cap, overhead, memory, prior
         self.recent: list[int] = []  # 1 kept, 0 removed: the last ``memory`` tests
         self._best: dict[int, int] = {}  # kept among the recent tests -> size
