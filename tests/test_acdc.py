@@ -147,3 +147,59 @@ def test_the_default_planted_model_and_its_report():
 def test_settings_out_of_range_are_refused_in_one_sentence(values):
     with pytest.raises(ValueError, match="must be"):
         ACDCConfig(**values)
+
+
+def test_the_speculative_size_is_the_cheapest_per_decided_edge():
+    """The size minimises (overhead + b) / E[edges decided] for the recent kept share, E
+    counted here over every pattern of kept and removed edges (a row is used when the edges
+    before it in its pass are all removed), so a wrong formula picks another size."""
+    from itertools import product
+
+    from circuitviz.methods.acdc import SpeculationSize
+
+    def decided(p: float, b: int) -> float:
+        total = 0.0
+        for pattern in product([0, 1], repeat=b):
+            chance = 1.0
+            for kept in pattern:
+                chance *= p if kept else 1 - p
+            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first kept
+            total += chance * first
+        return total
+
+    for kept_of_ten in (0, 1, 2, 5, 9):
+        size = SpeculationSize(cap=8, overhead=2.8, memory=10, prior=0.05)
+        size.record([True] * kept_of_ten + [False] * (10 - kept_of_ten))
+        p = (kept_of_ten + 0.1) / 12
+        costs = {b: (2.8 + b) / decided(p, b) for b in range(1, 9)}
+        assert size.size() == min(costs, key=costs.get)
+    size = SpeculationSize(cap=32, memory=50)
+    size.record([False] * 50)
+    assert size.size() == 32  # nothing kept lately: the longest pass
+    size.record([True] * 50)
+    assert size.size() == 1  # everything kept: one row a pass
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
+    """Each edge is priced as a row run from its reader's block (the layer start): its reader's
+    layer read off its name here (``a3.h0<q>``, ``m3``, ``logits`` after the last block), so
+    the estimate is below one whole row per edge and grows with the budgets' whole rows."""
+    import re
+
+    from circuitviz.methods.acdc import ROWS_PER_EDGE
+    from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
+
+    model = tiny_model(shape, seed=1, n_layers=3)
+    spec = GraphSpec.from_model(model)
+    depth = 0.0
+    for _writer, reader in spec.edge_mask.nonzero().tolist():
+        name = spec.backward_names[reader]
+        layer = spec.n_layers - 1 if name == "logits" else int(re.match(r"[am](\d+)", name).group(1))
+        depth += (spec.n_layers - layer) / spec.n_layers
+    method = get_method("acdc")
+    cost = method.estimate(ACDCConfig(), spec, 15, 0)
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    assert depth < spec.n_edges  # cheaper than a whole pass per edge
+    more = method.estimate(ACDCConfig(), spec, 15, 5)
+    assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)
