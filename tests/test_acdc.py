@@ -17,6 +17,20 @@ from circuitviz.methods.acdc import ACDCConfig, acdc_walk
 SHAPES = ("gpt2", "gemma", "llama")
 
 
+def covering(pairs, fast):
+    """The (shape, value) cross product, the ``fast`` pairs in the fast set and the rest marked
+    slow: each shape and each value meets the fast set once, every pair runs in ``make test``."""
+    assert {a for a, _ in fast} == {a for a, _ in pairs} and {b for _, b in fast} == {b for _, b in pairs}
+    return [
+        pytest.param(
+            *pair,
+            marks=[] if pair in fast else [pytest.mark.slow],
+            id="-".join(str(value).removeprefix("torch.") for value in pair),
+        )
+        for pair in pairs
+    ]
+
+
 def _reference_walk(evaluator: Evaluator, spec: GraphSpec, tau: float):
     """ACDC as the paper writes it: receivers from the output backwards, each parent tried alone
     against the current circuit, one patched run per try; a receiver whose node feeds nothing
@@ -41,8 +55,13 @@ def _reference_walk(evaluator: Evaluator, spec: GraphSpec, tau: float):
     return state, changes
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("max_batch", [1, 4, 32])
+@pytest.mark.parametrize(
+    "shape, max_batch",
+    covering(
+        [(shape, size) for size in (1, 4, 32) for shape in SHAPES],
+        fast={("gemma", 32), ("gpt2", 4), ("llama", 1)},  # Gemma's exact norms under speculation
+    ),
+)
 def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_batch):
     model = tiny_model(shape, seed=1)
     spec = GraphSpec.from_model(model)
@@ -64,8 +83,13 @@ def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_bat
         assert counts.passes < counts.rows  # speculation put several circuits in one pass
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("model_dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    "shape, model_dtype",
+    covering(
+        [(shape, dtype) for dtype in (torch.float64, torch.float32) for shape in SHAPES],
+        fast={("gemma", torch.float32), ("gpt2", torch.float64), ("llama", torch.float64)},
+    ),
+)
 def test_rows_started_at_the_readers_layer_make_the_whole_pass_walks_decisions(shape, model_dtype):
     """The walk's rows start at the tested reader's block from the clean run (every reader below
     it still has all its edges); the walk on whole passes makes the same decisions, with the same

@@ -17,7 +17,12 @@ from circuitviz.entry.api import evaluate_circuits
 from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
 from circuitviz.methods.edge_pruning import EdgePruningDetails
-from circuitviz.methods.mask_learning import initial_logits, top_counts
+from circuitviz.methods.mask_learning import (
+    MASKED_FORWARD_PASSES,
+    MASKED_STEP_PASSES,
+    initial_logits,
+    top_counts,
+)
 
 SHAPES = ("gpt2", "gemma", "llama")
 BUDGETS = [3, 8, 20, 60]
@@ -169,8 +174,38 @@ def test_progress_every_step_and_a_cost_that_counts_the_steps():
     assert len(steps) == result.details.steps_run and steps == sorted(steps)
     few = estimate_run(model, "edge-pruning", {"steps": 10}, n_tokens=15, n_budgets=4)
     many = estimate_run(model, "edge-pruning", {"steps": 40}, n_tokens=15, n_budgets=4)
-    assert many.sequences - few.sequences == pytest.approx(3 * 30 * 4)
+    assert many.sequences - few.sequences == pytest.approx(MASKED_STEP_PASSES * 30 * 4)
     assert few.ig_steps == 20  # the warm start's IG steps, priced and limited like EAP-IG's
+
+
+def test_the_price_counts_every_masked_pass_the_learning_runs(monkeypatch):
+    """Every step runs each mask forward and backward, and the last step forward only: the
+    price counts exactly those rows at their measured weights (no budget stops early here)."""
+    from circuitviz.methods import edge_pruning, mask_learning
+
+    rows = {True: 0, False: 0}  # masks run with a gradient / forward only
+    counted = mask_learning.masked_residual
+
+    def counting(model, spec, prepared, writers, keep, raw=None):
+        rows[torch.is_grad_enabled() and keep.requires_grad] += keep.shape[0]
+        return counted(model, spec, prepared, writers, keep, raw)
+
+    monkeypatch.setattr(mask_learning, "masked_residual", counting)
+    monkeypatch.setattr(mask_learning, "TOLERANCE", -1.0)  # every budget learns every step
+    model = tiny_model("gemma", seed=1)
+    steps, budgets = 3, [3, 8, 20]  # each below the whole graph: each learns a mask
+    get_method("edge-pruning").run_on(model, IOI_TASK, {"steps": steps}, budgets=budgets)
+    assert rows == {True: steps * len(budgets), False: len(budgets)}
+    spec = GraphSpec.from_model(model)
+    method = get_method("edge-pruning")
+    config = method.make_config({"steps": steps})
+    with_learning = method.estimate(config, spec, 15, len(budgets)).passes
+    priced = with_learning - method.estimate(method.make_config({"steps": 0}), spec, 15, len(budgets)).passes
+    # the difference between 3 steps and none: the forward and backward rows; the last forward is in both
+    assert priced == pytest.approx(MASKED_STEP_PASSES * rows[True])
+    assert edge_pruning.learning_passes(steps, len(budgets)) == pytest.approx(
+        MASKED_STEP_PASSES * rows[True] + MASKED_FORWARD_PASSES * rows[False]
+    )
 
 
 def test_the_result_survives_the_store_and_reports_its_learning(tmp_path):

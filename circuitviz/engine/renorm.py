@@ -122,7 +122,7 @@ class SharedNormPatch:
             # every row is written (a layer's whole block) before any reader reads it
             self._table = torch.empty(total, width, dtype=corrupted_raw.dtype, device=corrupted_raw.device)
             for layer in self.fixed:
-                self._keep(layer, self.tables[layer])
+                self._place(layer, self.tables[layer])
 
     # ----- before the run: which (row, layer, reader) pairs mix, and their distinct masks --------
     def _plan(self) -> None:
@@ -237,8 +237,7 @@ class SharedNormPatch:
             moved = torch.bmm(masks, moves).view(batch, -1, positions, 2 * d_model)  # [b, K, pos, 2d]
             mix = raw.sum(2)[:, None] + moved[..., :d_model]
             linear = shares.sum(2)[:, None] + moved[..., d_model:]
-            table = apply_norm(self.norms[layer], mix) - linear  # [b, K, pos, d]
-            self._keep(layer, table.reshape(-1, positions * d_model))
+            self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [b, K, pos, d]
             return
         task = self.group[rows]
         if self.positions:  # one position per entry: [T, H, d_model]
@@ -251,15 +250,27 @@ class SharedNormPatch:
             pattern = "th,tphd->tpd"
         mix = now_raw.sum(-2) + torch.einsum(pattern, masks, was_raw - now_raw)
         linear = now_share.sum(-2) + torch.einsum(pattern, masks, was_share - now_share)
-        table = apply_norm(self.norms[layer], mix) - linear  # [T, (pos,) d_model]
-        self._keep(layer, table.reshape(table.shape[0], -1))
+        self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [T, (pos,) d_model]
 
-    def _keep(self, layer: int, table: torch.Tensor) -> None:
-        """A layer's corrections [rows, width]: written into the shared table (a boolean run) or
-        kept as they are (a relaxed mask's run, whose gradient flows through them)."""
+    def _keep(self, layer: int, normed: torch.Tensor, linear: torch.Tensor) -> None:
+        """A layer's corrections ``normed - linear`` (entries first, [rows, ...]) as [rows, width]:
+        written straight into the shared table (a boolean run: no second copy of every
+        correction) or kept as they are (a relaxed mask's run, whose gradient flows through them)."""
+        rows = normed.shape[0] * (normed.shape[1] if self.padded else 1)
+        direct = self._table is not None and normed.dtype == linear.dtype == self._table.dtype
+        if not direct or normed.requires_grad or linear.requires_grad:
+            self._place(layer, (normed - linear).reshape(rows, -1))
+            return
+        start = self.offsets[layer]
+        table = self._table[start : start + rows]
+        torch.sub(normed, linear, out=table.view(normed.shape))  # the same subtraction, in place
+        self.tables[layer] = table
+
+    def _place(self, layer: int, table: torch.Tensor) -> None:
+        """A layer's corrections made already ([rows, width]: a relaxed run's, or a layer below
+        the run's start, from the clean state) copied into the shared table when there is one."""
         if self._table is not None:
-            start = self.offsets[layer]
-            self._table[start : start + table.shape[0]] = table
+            self._table[self.offsets[layer] : self.offsets[layer] + table.shape[0]] = table
         self.tables[layer] = table
 
     def correction(self, readers: slice) -> torch.Tensor | None:

@@ -47,7 +47,15 @@ from ..engine.scores import score_dtype
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
 from .base import Cost, Method, RunContext, ScoringMethod
-from .mask_learning import Schedule, budget_circuits, edge_values, initial_logits, learn_masks, mask_scores
+from .mask_learning import (
+    Schedule,
+    budget_circuits,
+    edge_values,
+    initial_logits,
+    learn_masks,
+    learning_passes,
+    mask_scores,
+)
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import scorer_names
@@ -157,8 +165,8 @@ class EdgePruning(Method):
             method = get_method(config.warm_start)
             warm = method.estimate(_scorer_config(method, config), spec, n_tokens, 0)
         masks = max(int(n_budgets), 1)
-        # each step: a forward and backward pass of every mask (counted 3 passes each)
-        training = 3.0 * int(config.steps) * masks
+        # each step: a masked forward and backward pass of every mask, then the last step's forward
+        training = learning_passes(int(config.steps), masks)
         paraphrases = int(config.check_paraphrases) * (2.0 + masks)
         return Cost(
             passes=warm.passes + 2.0 + training + n_budgets + paraphrases,

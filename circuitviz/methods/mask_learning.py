@@ -45,6 +45,21 @@ TOLERANCE = 0.01
 MOMENTUM = 0.8
 # logits of edges a warm start scores 0 sit this far (log units) below the smallest nonzero score
 _ZERO_LOGIT_GAP = 5.0
+# A learning step of one mask, in plain forward passes of the prompt (``Cost.passes``): the masked
+# forward and backward (every reader's input mixed from the writers' differences by the relaxed
+# mask, each shared post-norm renormalised per reader, all in the autograd graph), and the last
+# step's forward alone. Measured on the embedded model, IOI, 9 masks learning together, against
+# a plain batched forward pass in the same process (benchmarks/bench_pass_weights.py,
+# 2026-12-02): 11.4 and 4.2. They were counted 3 and 0 (Edge Pruning ran 3.25x over its price).
+MASKED_STEP_PASSES = 11.0
+MASKED_FORWARD_PASSES = 4.0
+
+
+def learning_passes(steps: int, masks: int, tasks: int = 1) -> float:
+    """The plain-pass equivalents of ``learn_masks`` with ``steps`` steps of ``masks`` masks on
+    ``tasks`` tasks: every step a forward and backward of each (mask, task), then the last step's
+    forward (a budget that reaches its tolerance earlier stops earlier: this is the most)."""
+    return (MASKED_STEP_PASSES * int(steps) + MASKED_FORWARD_PASSES) * int(masks) * int(tasks)
 
 
 @dataclass(frozen=True)
