@@ -69,12 +69,14 @@ class ACDCConfig:
         check_settings(self)  # every bound its fields declare
 
 
-# what a batched pass costs besides its rows, in rows of the same pass: a pass started at block l
-# costs about (l-independent) (overhead + rows) x (L - l) / L (Gemma-3-270M's IOI prompt, one
-# thread: 1 and 16 rows at blocks 16, 10 and 4, benchmarks/bench_acdc.py --pass-cost)
+# what a batched pass costs besides its rows, in rows of the same pass: a pass of b rows started
+# at block l costs about (overhead + b) x (L - l) / L, the overhead about the same at every block
+# (Gemma-3-270M's IOI prompt, one thread: 1 and 16 rows at blocks 16, 10 and 4,
+# benchmarks/bench_acdc.py --pass-cost)
 PASS_OVERHEAD_ROWS = 2.8
-# whole-pass rows per unit of ``walk_depth`` (rows, stale rows and pass overhead, less the edges
-# never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01 (docs/methods.md)
+# curve-circuit rows per unit of ``walk_depth`` (the tested rows, stale rows and each pass's
+# overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
+# (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
 
 
