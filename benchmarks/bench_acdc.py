@@ -27,7 +27,8 @@ from circuitviz.core.graph import GraphSpec
 from circuitviz.core.tasks import prepare_task
 from circuitviz.engine.layer_start import reader_layers
 from circuitviz.measure.evaluate import Evaluator
-from circuitviz.methods.acdc import acdc_walk
+from circuitviz.methods.acdc import ACDC, ACDCConfig, acdc_walk
+from circuitviz.methods.base import PREPARE_PASSES
 
 
 def log(message: str) -> None:
@@ -104,6 +105,55 @@ def check(model, spec, task, tau: float, passes: int) -> str:
     )
 
 
+def pass_cost(model, spec, task, blocks: list[int], sizes: list[int], repeats: int = 4) -> dict:
+    """CPU seconds of one batched pass started at each block, for each number of rows: circuits
+    like the walk's (95 % of the edges into the readers above the tested one removed, the tested
+    reader's edges removed one more per row). A pass of b rows at block l costs about
+    (overhead + b) x (L - l) / L; the overhead in rows is ``acdc.PASS_OVERHEAD_ROWS``."""
+    evaluator = Evaluator(model, spec, prepare_task(model, task))
+    layers, mask = reader_layers(spec), spec.tensors("cpu").edge_mask  # host-side circuits
+    found = {}
+    for block in blocks:
+        generator = torch.Generator().manual_seed(block)
+        readers = [r for r in range(spec.n_backward) if layers[r] == block]
+        reader = readers[len(readers) // 2]
+        above = torch.tensor(
+            [layers[r] > block or (layers[r] == block and r > reader) for r in range(spec.n_backward)],
+            device="cpu",
+        )
+        drop = torch.rand(mask.shape, generator=generator, device="cpu") < 0.95
+        state = mask & ~(drop & above[None, :])
+        parents = mask[:, reader].nonzero()[:, 0].flip(0).tolist()
+        for size in sizes:
+            passes = []
+            for i in range(repeats + 1):
+                rows = state.expand(size, -1, -1).clone()
+                for k in range(size):
+                    rows[k:, parents[(i * size + k) % len(parents)], reader] = False
+                passes.append(rows)
+            evaluator.metrics(passes[0], from_layer=True)  # the clean state, made once
+            start = time.process_time()
+            for rows in passes[1:]:
+                evaluator.metrics(rows, from_layer=True)
+            found[f"block {block}, {size} rows"] = round((time.process_time() - start) / repeats, 4)
+    return found
+
+
+def plain_pass_seconds(model, task, repeats: int = 5) -> float:
+    """CPU seconds of one plain forward pass of the clean prompt (the median of ``repeats``)."""
+    from circuitviz.models.adapter import adapter_of
+
+    adapter = adapter_of(model)
+    tokens = prepare_task(model, task).clean_tokens.to(adapter.device)
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats + 1):
+            start = time.process_time()
+            adapter.blocks(tokens)
+            times.append(time.process_time() - start)
+    return sorted(times[1:])[repeats // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,19 +163,31 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--check", type=int, default=0, help="compare the first N passes first")
     parser.add_argument("--whole", action="store_true", help="whole passes (no layer start)")
+    parser.add_argument(
+        "--pass-cost", action="store_true", help="time batched passes by block and size, then stop"
+    )
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument(
+        "--save",
+        help="save each prompt's kept edges and scores here (torch.save), to compare two runs' decisions",
+    )
     add_threads_argument(parser, 1)
     args = parser.parse_args()
     apply_threads(args.threads)
     model, seconds = load_timed()
     spec = GraphSpec.from_model(model)
     log(f"model loaded in {seconds:.1f} s; {torch.get_num_threads()} torch thread(s)")
+    if args.pass_cost:
+        task = PROMPTS[chosen(args.prompts)[0]][1]
+        costs = pass_cost(model, spec, task, [16, 10, 4], [1, 16])
+        print(json.dumps({"cpu_s_per_pass": costs, "load": [round(v, 1) for v in os.getloadavg()]}))
+        return
     if args.check:
         _, task = PROMPTS[chosen(args.prompts)[0]]
         evaluator = Evaluator(model, spec, prepare_task(model, task))
         span = abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
         print(check(model, spec, task, args.threshold * span, args.check), flush=True)
-    rows = []
+    rows, saved = [], {}
     for index in chosen(args.prompts):
         kind, task = PROMPTS[index]
         prepared = prepare_task(model, task)
@@ -136,10 +198,12 @@ def main() -> None:
         load_before = os.getloadavg()
         cpu, wall = time.process_time(), time.perf_counter()
         progress = reporter(kind, cpu)
-        kept, _, counts = acdc_walk(
+        kept, scores, counts = acdc_walk(
             evaluator, spec, args.threshold * span, args.max_batch, progress, from_layer=not args.whole
         )
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        estimate = ACDC().estimate(ACDCConfig(threshold=args.threshold), spec, prepared.n_positions, 0)
+        plain = plain_pass_seconds(model, task)
         row = {
             "prompt": index,
             "kind": kind,
@@ -157,12 +221,19 @@ def main() -> None:
             "cpu_s_by_block": {str(k): round(v[0], 1) for k, v in sorted(recorder.by_layer.items())},
             "rows_by_block": {str(k): v[1] for k, v in sorted(recorder.by_layer.items())},
             "layer_start": not args.whole,
+            # the estimate's forward-pass equivalents for the walk (less the clean and corrupted
+            # runs and the curve) at this process's CPU seconds of one plain pass
+            "plain_pass_cpu_s": round(plain, 4),
+            "estimated_walk_cpu_s": round((estimate.passes - PREPARE_PASSES) * plain, 1),
         }
         from circuitviz.core.graph import prune
 
         row["kept_after_pruning_dead_ends"] = int(prune(spec, kept.cpu()).sum())
         rows.append(row)
+        saved[index] = {"kept": kept.cpu(), "scores": scores.cpu(), "tau": args.threshold * span}
         print(json.dumps(row), flush=True)
+        if args.save:
+            torch.save(saved, args.save)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=1)

@@ -19,17 +19,29 @@ CircuitLasso mode its CPU seconds, its ratio to EAP-IG's (met: at most 1) and it
 ``--reduction N`` times only the reduction to principal directions, N times per prompt on that
 prompt's observations, alternating the units a chunk at a time (the default on the CPU) and all
 in one batch (the old way), and checks that both give the same problem bit for bit.
+
+``--settings`` runs CircuitLasso with other settings (``n_paraphrases=4``, ``directions=2``; JSON
+values) in both modes. ``--yardstick FILE`` runs only CircuitLasso (components), at the
+yardstick's budgets (0.5, 1, 2, 5 and 10 % of the edges, as ``bench_faithfulness.py``), and
+writes each prompt's NDF at every budget, CPR, CPU seconds and top-N edge sets to FILE (JSON);
+with ``--compare-yardstick OLD`` it prints, per prompt, the NDFs and CPR against OLD's and how
+many of each budget's edges are the same (two versions, or two settings, on the same prompts):
+
+    PYTHONPATH=. python benchmarks/bench_lasso_speed.py --yardstick /tmp/old.json        # old code
+    PYTHONPATH=. python benchmarks/bench_lasso_speed.py --yardstick /tmp/new.json --compare-yardstick /tmp/old.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 import torch
 from bench_bon import PROMPTS  # the yardstick's 9 prompts (a script beside this one)
+from bench_faithfulness import FRACTIONS, curve_areas
 
 from circuitviz.bench.harness import load_average, load_timed
 from circuitviz.core.tasks import PromptTask, prepare_task
@@ -54,16 +66,27 @@ def main() -> None:
         "--compare", type=Path, default=None, help="a folder of scores another version saved with --save"
     )
     parser.add_argument("--reduction", type=int, default=0, help="time the reduction alone, N times")
+    parser.add_argument(
+        "--settings", default="", help="CircuitLasso settings, e.g. n_paraphrases=4,directions=2"
+    )
+    parser.add_argument(
+        "--yardstick", type=Path, default=None, help="NDFs at the yardstick's budgets, to FILE"
+    )
+    parser.add_argument("--compare-yardstick", type=Path, default=None, help="another --yardstick FILE")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, _ = load_timed(None, device="cpu")
     chosen = [int(i) for i in args.prompts.split(",") if i.strip()] or list(range(len(PROMPTS)))
+    extra = parse_settings(args.settings)
     if args.reduction:
         return reduction_only(model, chosen, args.reduction)
+    if args.yardstick:
+        return yardstick(model, chosen, extra, args.yardstick, args.compare_yardstick)
+    runs = [(name, {**settings, **extra} if name == "circuit-lasso" else settings) for name, settings in RUNS]
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     warm = PromptTask("The nurse said that", "The person said that", " she", (" he",))
-    for name, settings in RUNS:  # untimed: one-time costs of the process (see the docstring)
+    for name, settings in runs:  # untimed: one-time costs of the process (see the docstring)
         method = get_method(name)
         try:
             method.run_on(model, warm, method.make_config(settings), budgets=[], model_id="bench")
@@ -73,10 +96,10 @@ def main() -> None:
     for index in chosen:
         kind, task = PROMPTS[index]
         seconds, changes = {}, {}
-        for name, settings in RUNS if index % 2 == 0 else RUNS[::-1]:
+        for name, settings in runs if index % 2 == 0 else runs[::-1]:
             forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
             method = get_method(name)
-            label = name + (" sae" if settings else "")
+            label = name + (" sae" if settings.get("units") == "sae" else "")
             cpu, wall = time.process_time(), time.perf_counter()
             try:
                 result = method.run_on(
@@ -109,6 +132,59 @@ def main() -> None:
     print("| prompt | EAP-IG | components | ratio | change | SAE units | ratio | change |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(table))
+
+
+def parse_settings(text: str) -> dict:
+    """'n_paraphrases=4,directions=2' -> {'n_paraphrases': 4, 'directions': 2} (JSON values)."""
+    settings = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = part.partition("=")
+        try:
+            settings[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key.strip()] = value.strip()
+    return settings
+
+
+def yardstick(model, chosen: list[int], settings: dict, out: Path, against: Path | None) -> None:
+    """CircuitLasso's NDF at the yardstick's budgets on each prompt, to ``out``; against another."""
+    spec = adapter_of(model).spec
+    budgets = [round(f * spec.n_edges) for f in FRACTIONS]
+    method = get_method("circuit-lasso")
+    old = json.loads(against.read_text()) if against else {}
+    found = {}
+    for index in chosen:
+        kind, task = PROMPTS[index]
+        forget_prompt_runs(model)
+        cpu = time.process_time()
+        result = method.run_on(model, task, method.make_config(settings), budgets=budgets, model_id="bench")
+        cpu = time.process_time() - cpu
+        ndfs = [point.ndf for point in result.curve]
+        edges = {
+            str(budget): sorted(spec.edge_names_of(circuit)) for budget, circuit in result.circuits.items()
+        }
+        found[str(index)] = {
+            "ndf": ndfs,
+            "cpr": curve_areas(result.curve, spec.n_edges)["cpr"],
+            "cpu_s": cpu,
+            "edges": edges,
+        }
+        line = f"{index} {kind:<15} cpu {cpu:5.1f}s NDF " + " ".join(f"{v:.3f}" for v in ndfs)
+        line += f" CPR {found[str(index)]['cpr']:.3f}"
+        before = old.get(str(index))
+        if before:
+            same = [same_share(edges[str(b)], before["edges"][str(b)]) for b in budgets]
+            line += "  | old NDF " + " ".join(f"{v:.3f}" for v in before["ndf"])
+            line += f" CPR {before['cpr']:.3f}; same edges " + " ".join(f"{v:.2f}" for v in same)
+        print(f"{line}  {load_average()}", flush=True)
+    out.write_text(json.dumps(found, indent=1))
+
+
+def same_share(new: list[str], old: list[str]) -> float:
+    """The share of edges two circuits have in common (of the larger; 1 when both are empty)."""
+    if not new and not old:
+        return 1.0
+    return len(set(new) & set(old)) / max(len(new), len(old))
 
 
 def reduction_only(model, chosen: list[int], repeats: int) -> None:

@@ -17,6 +17,20 @@ from circuitviz.methods.acdc import ACDCConfig, acdc_walk
 SHAPES = ("gpt2", "gemma", "llama")
 
 
+def covering(pairs, fast):
+    """The (shape, value) cross product, the ``fast`` pairs in the fast set and the rest marked
+    slow: each shape and each value meets the fast set once, every pair runs in ``make test``."""
+    assert {a for a, _ in fast} == {a for a, _ in pairs} and {b for _, b in fast} == {b for _, b in pairs}
+    return [
+        pytest.param(
+            *pair,
+            marks=[] if pair in fast else [pytest.mark.slow],
+            id="-".join(str(value).removeprefix("torch.") for value in pair),
+        )
+        for pair in pairs
+    ]
+
+
 def _reference_walk(evaluator: Evaluator, spec: GraphSpec, tau: float):
     """ACDC as the paper writes it: receivers from the output backwards, each parent tried alone
     against the current circuit, one patched run per try; a receiver whose node feeds nothing
@@ -41,8 +55,13 @@ def _reference_walk(evaluator: Evaluator, spec: GraphSpec, tau: float):
     return state, changes
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("max_batch", [1, 4, 32])
+@pytest.mark.parametrize(
+    "shape, max_batch",
+    covering(
+        [(shape, size) for size in (1, 4, 32) for shape in SHAPES],
+        fast={("gemma", 32), ("gpt2", 4), ("llama", 1)},  # Gemma's exact norms under speculation
+    ),
+)
 def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_batch):
     model = tiny_model(shape, seed=1)
     spec = GraphSpec.from_model(model)
@@ -64,8 +83,13 @@ def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_bat
         assert counts.passes < counts.rows  # speculation put several circuits in one pass
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("model_dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    "shape, model_dtype",
+    covering(
+        [(shape, dtype) for dtype in (torch.float64, torch.float32) for shape in SHAPES],
+        fast={("gemma", torch.float32), ("gpt2", torch.float64), ("llama", torch.float64)},
+    ),
+)
 def test_rows_started_at_the_readers_layer_make_the_whole_pass_walks_decisions(shape, model_dtype):
     """The walk's rows start at the tested reader's block from the clean run (every reader below
     it still has all its edges); the walk on whole passes makes the same decisions, with the same
@@ -147,3 +171,59 @@ def test_the_default_planted_model_and_its_report():
 def test_settings_out_of_range_are_refused_in_one_sentence(values):
     with pytest.raises(ValueError, match="must be"):
         ACDCConfig(**values)
+
+
+def test_the_speculative_size_is_the_cheapest_per_decided_edge():
+    """The size minimises (overhead + b) / E[edges decided] for the recent kept share, E
+    counted here over every pattern of kept and removed edges (a row is used when the edges
+    before it in its pass are all removed), so a wrong formula picks another size."""
+    from itertools import product
+
+    from circuitviz.methods.acdc import SpeculationSize
+
+    def decided(p: float, b: int) -> float:
+        total = 0.0
+        for pattern in product([0, 1], repeat=b):
+            chance = 1.0
+            for kept in pattern:
+                chance *= p if kept else 1 - p
+            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first kept
+            total += chance * first
+        return total
+
+    for kept_of_ten in (0, 1, 2, 5, 9):
+        size = SpeculationSize(cap=8, overhead=2.8, memory=10, prior=0.05)
+        size.record([True] * kept_of_ten + [False] * (10 - kept_of_ten))
+        p = (kept_of_ten + 0.1) / 12
+        costs = {b: (2.8 + b) / decided(p, b) for b in range(1, 9)}
+        assert size.size() == min(costs, key=costs.get)
+    size = SpeculationSize(cap=32, memory=50)
+    size.record([False] * 50)
+    assert size.size() == 32  # nothing kept lately: the longest pass
+    size.record([True] * 50)
+    assert size.size() == 1  # everything kept: one row a pass
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
+    """Each edge is priced as a row run from its reader's block (the layer start): its reader's
+    layer read off its name here (``a3.h0<q>``, ``m3``, ``logits`` after the last block), so
+    the estimate is below one whole row per edge and grows with the budgets' whole rows."""
+    import re
+
+    from circuitviz.methods.acdc import ROWS_PER_EDGE
+    from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
+
+    model = tiny_model(shape, seed=1, n_layers=3)
+    spec = GraphSpec.from_model(model)
+    depth = 0.0
+    for _writer, reader in spec.edge_mask.nonzero().tolist():
+        name = spec.backward_names[reader]
+        layer = spec.n_layers - 1 if name == "logits" else int(re.match(r"[am](\d+)", name).group(1))
+        depth += (spec.n_layers - layer) / spec.n_layers
+    method = get_method("acdc")
+    cost = method.estimate(ACDCConfig(), spec, 15, 0)
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    assert depth < spec.n_edges  # cheaper than a whole pass per edge
+    more = method.estimate(ACDCConfig(), spec, 15, 5)
+    assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)

@@ -377,6 +377,31 @@ def test_a_gallery_example_opens_in_explore_inside_the_app():
     assert at.text_area(key="w.prompt").value == result.task.clean
 
 
+def test_a_task_with_several_foils_opens_with_all_of_them():
+    """An opened task keeps every foil it has (a batch's MMLU row compares the answer with three
+    letters): the run's task holds them all, a note under the foil box says so, and typing another
+    foil makes a task of that foil alone. Nothing is dropped silently."""
+    at = _app(method="eap").run()
+    foils = [" John", " Bob", " Carl"]
+    at.session_state["_pending_open"] = {  # what state.open_task leaves for the next script run
+        **{key: None for key in ("model", "settings", "budgets", "corrupted_note", "foil_note")},
+        "task": {**{k: getattr(IOI_TASK, k) for k in ("clean", "corrupted", "answer")}, "foils": foils},
+        "method": "eap",
+        "run": True,
+        "extra": {},
+    }
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="w.foil").value == " John"  # the box holds one: the first
+    assert any("3 foils (' John', ' Bob', ' Carl')" in c.value for c in at.caption)
+    assert at.session_state["results"]["eap"].task.foils == tuple(foils)  # the run used all three
+    at.text_input(key="w.foil").set_value(" Alice").run()
+    at = _click(at, "Run")
+    assert not at.exception, at.exception
+    assert at.session_state["results"]["eap"].task.foils == (" Alice",)
+    assert not any("3 foils" in c.value for c in at.caption)
+
+
 def test_signals_says_when_its_result_is_for_another_task():
     at = _app().run()
     at.switch_page("pages/signals.py").run()

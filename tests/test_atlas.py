@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy
 import pytest
-from scipy import stats
 
 from circuitviz.batch import atlas
 from circuitviz.batch.planted import planted_batch
@@ -83,6 +82,8 @@ def test_clusters_recover_the_planted_groups(planted):
 
 
 def test_curve_bands_and_mib_scores_recomputed(planted):
+    from scipy import stats  # here: 0.6 CPU s of import every test worker paid at collection
+
     batch = planted.batch
     label = batch.labels[0]
     rows = batch.rows(label).to_pylist()

@@ -31,6 +31,7 @@ from browser_page import (
     stored_results,
     wait_for,
 )
+from fresh_cache import fresh_cache
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -53,13 +54,7 @@ IOI = {
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """(URL, cache) of the app on a fresh cache that reuses the converted models."""
-    import os
-
-    root = tmp_path_factory.mktemp("cache")
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    models = (Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz") / "models"
-    if models.exists():
-        (root / "models").symlink_to(models, target_is_directory=True)
+    root = fresh_cache(tmp_path_factory.mktemp("cache"))
     url, server = serve_app(root, "streamlit-instrument.log")
     yield url, root
     stop_app(server)

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from fresh_cache import fresh_cache
 from sentences import assert_one_sentence
 
 from circuitviz.entry import cli
@@ -28,9 +29,9 @@ def shared_model(monkeypatch, embedded_model):
 
 @pytest.mark.slow
 def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedded_model):
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(fresh_cache(tmp_path / "cache")))
     out = tmp_path / "circuit.json"
-    # the real loading path once (warm disk cache after the session fixture)
+    # the real loading path once, from the converted models (a new conversion is test_models's)
     code = cli.main(
         [
             "discover",

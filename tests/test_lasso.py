@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 from sentences import assert_one_sentence
-from sklearn.linear_model import Lasso
 
 from circuitviz.bench.planted_benchmark import word_corpus
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
@@ -48,6 +47,8 @@ def random_problem(m: int, p: int, t: int, seed: int, correlation: float = 0.3):
 
 def scikit_lasso(x, y, penalty, allowed=None) -> torch.Tensor:
     """Column by column with scikit-learn's coordinate descent, on the allowed predictors only."""
+    from sklearn.linear_model import Lasso  # here: 2 CPU s of import every test worker paid at collection
+
     coefficients = np.zeros((x.shape[1], y.shape[1]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,14 +1,19 @@
 """CircuitLasso's faster reduction and solver against the algorithms they replaced, written out
 here as they were: the principal scores of all units in one batch, the line search over a full
 sort of every coordinate's kink, and the support order from a stable argsort. The new code must
-give the same numbers (bit for bit on the CPU), down to the method's scores on a tiny model."""
+give the same numbers (bit for bit on the CPU), down to the method's scores on a tiny model.
+Heads that share keys and values (grouped-query attention) are reduced and solved once per
+group; on a tiny model whose reduction is exact the scores equal those of one per head."""
 
 import pytest
 import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.lasso import solver, units
+from circuitviz.core.tasks import prepare_task
+from circuitviz.lasso import sem, solver, units
+from circuitviz.lasso.observations import collect_observations, observation_texts
 from circuitviz.methods import get_method
+from circuitviz.models.adapter import adapter_of
 
 
 def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None):
@@ -148,4 +153,111 @@ def test_method_scores_equal_the_old_algorithms(settings, monkeypatch):
     monkeypatch.setattr(solver, "_support_first", reference_support_first)
     old = method.run_on(model, IOI_TASK, config, budgets=[], model_id="tiny").scores
     assert torch.equal(new, old)
+    assert bool((new > 0).any())
+
+
+def each_head_alone(values):
+    """The old reduction's grouping: every head its own unit."""
+    heads = list(range(values.shape[1]))
+    return heads, heads
+
+
+def each_column_alone(targets, allowed):
+    """The old solve: every target column its own Lasso."""
+    columns = torch.arange(targets.shape[1], device=targets.device)
+    return columns, columns
+
+
+def gemma_problem(model):
+    spec = adapter_of(model).spec
+    prepared = prepare_task(model, IOI_TASK)
+    texts = observation_texts(IOI_TASK, 2)
+    observed = collect_observations(model, spec, prepared, texts, units.component_hook_names(model, spec))
+    return spec, observed
+
+
+def test_heads_of_one_key_value_group_are_reduced_once(monkeypatch):
+    """Gemma's shape (one key/value head for all query heads): each layer's keys and values are
+    reduced once, not once per head, and every head of the group gets the same target columns."""
+    model = tiny_model("gemma", seed=0)
+    spec, observed = gemma_problem(model)
+    reduced = []
+    original = units.principal_scores
+
+    def counting(x, *args, **kwargs):
+        reduced.append(int(x.shape[0]))
+        return original(x, *args, **kwargs)
+
+    monkeypatch.setattr(units, "principal_scores", counting)
+    problem = units.build_component_problem(
+        model, spec, observed.writers, observed.activations, observed.metric, 4
+    )
+    per_layer = spec.n_heads + 2  # queries per head, one key group, one value group
+    assert sum(reduced) == spec.n_forward + spec.n_layers * (per_layer + 1)  # old: 3 * n_heads + 1
+    for layer in range(spec.n_layers):
+        for qkv in "kv":
+            readers = spec.head_backward(layer, qkv)
+            columns = [
+                problem.targets[:, problem.target_of == reader]
+                for reader in range(readers.start, readers.stop)
+            ]
+            assert all(torch.equal(column, columns[0]) for column in columns[1:])
+        queries = spec.head_backward(layer, "q")
+        first, second = (problem.targets[:, problem.target_of == queries.start + h] for h in (0, 1))
+        assert not torch.equal(first, second)  # query heads stay their own
+
+
+def test_identical_target_columns_are_solved_once(monkeypatch):
+    """The Lassos of identical target columns are one: solved once (fewer columns reach the
+    active set than the old one-per-column solve) and the same solution at the fixed lambdas the
+    method uses (the adaptive default's 0.3, a number). Under "auto" a column whose extended BIC
+    ties between two grid points to rounding may keep the other one, as a different batch of
+    columns could make it do before."""
+    model = tiny_model("gemma", seed=0)
+    spec, observed = gemma_problem(model)
+    problem = units.build_component_problem(
+        model, spec, observed.writers, observed.activations, observed.metric, 4
+    )
+    distinct, copy_of = sem.distinct_columns(problem.targets, problem.column_allowed())
+    assert 0 < len(distinct) < problem.targets.shape[1]
+    assert torch.equal(problem.targets[:, distinct][:, copy_of], problem.targets)
+    solved: list[int] = []
+    original = sem.lasso_active_set
+
+    def counting(gram, cross, *args, **kwargs):
+        solved.append(int(cross.shape[1]))
+        return original(gram, cross, *args, **kwargs)
+
+    for selection in ("0.05", "0.3"):
+        solved.clear()
+        monkeypatch.setattr(sem, "lasso_active_set", counting)
+        new = sem.fit_sem(problem, selection)
+        new_columns = solved[0]
+        monkeypatch.setattr(sem, "distinct_columns", each_column_alone)
+        solved.clear()
+        old = sem.fit_sem(problem, selection)
+        monkeypatch.undo()
+        assert new_columns == len(distinct) and solved[0] == problem.targets.shape[1]
+        assert torch.equal(new.coefficients != 0, old.coefficients != 0)
+        torch.testing.assert_close(new.coefficients, old.coefficients, rtol=0, atol=1e-12)
+        torch.testing.assert_close(new.selected, old.selected, rtol=0, atol=1e-12)
+        assert torch.equal(new.chosen, old.chosen)
+
+
+@pytest.mark.parametrize("shape", ["gemma", "llama"])
+def test_method_scores_equal_one_reduction_and_solve_per_head(shape, monkeypatch):
+    """On tiny models with grouped keys and values (their heads' reduction is exact, so a head
+    reduced alone gives its group's scores), the method's scores equal those of the old code,
+    which reduced and solved every head alone, to the solver's tolerance; the same edges rank."""
+    model = tiny_model(shape, seed=0)
+    method = get_method("circuit-lasso")
+    config = method.make_config({"n_paraphrases": 2})
+    new = method.run_on(model, IOI_TASK, config, budgets=[], model_id="tiny").scores
+    monkeypatch.setattr(units, "distinct_heads", each_head_alone)
+    monkeypatch.setattr(sem, "distinct_columns", each_column_alone)
+    old = method.run_on(model, IOI_TASK, config, budgets=[], model_id="tiny").scores
+    torch.testing.assert_close(new, old, rtol=1e-6, atol=1e-9)
+    assert torch.equal(
+        torch.argsort(new.flatten(), stable=True)[-50:], torch.argsort(old.flatten(), stable=True)[-50:]
+    )
     assert bool((new > 0).any())

@@ -98,3 +98,46 @@ def test_a_start_above_a_patched_reader_is_refused():
             metric=task_metric(model, [prepared], owner),
             start=start,
         )
+
+
+@pytest.mark.parametrize("model_dtype", [torch.float64, torch.float32])
+def test_the_layers_below_the_start_take_their_norm_corrections_from_the_clean_state(
+    model_dtype, monkeypatch
+):
+    """Below a run's start every row's heads are the clean ones: each (layer, mask of the
+    layer's heads) correction is made once per clean state and read by later runs, and the
+    metrics equal those of runs that compute every correction in the pass (to the bit)."""
+    import circuitviz.engine.patching as patching
+
+    model = tiny_model("gemma", seed=3, n_layers=4).to(model_dtype)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    circuits = [_circuits_from(spec, layer, 6, seed=10 + layer) for layer in range(1, spec.n_layers)]
+    stored = [evaluator.metrics(c, from_layer=True) for c in circuits]
+    store = next(iter(evaluator._clean_states.values())).corrections
+    layers = {layer for layer, _ in store}
+    assert layers == set(range(spec.n_layers - 1))  # every layer below some start
+    assert all(0 <= code < 2**spec.n_heads for _, code in store)
+    made = len(store)
+    again = [evaluator.metrics(c, from_layer=True) for c in circuits]
+    assert len(store) == made  # read, not made again
+    monkeypatch.setattr(patching, "CleanCorrections", lambda *parts: None)  # every correction in the pass
+    fresh = [evaluator.metrics(c, from_layer=True) for c in circuits]
+    for a, b, c in zip(stored, again, fresh):
+        assert torch.equal(a, b) and torch.equal(a, c)
+
+
+@pytest.mark.parametrize("positions", [False, True])
+def test_plan_keys_sort_as_the_rows_they_stand_for(positions):
+    """The plan's integer keys give what ``torch.unique(rows, dim=0)`` gives: the same distinct
+    keys in the same order and the same inverse (the tables' layout depends on it)."""
+    from circuitviz.engine.renorm import _unique_keys
+
+    generator = torch.Generator().manual_seed(2)
+    for n_heads in (1, 4, 12):
+        index = torch.randint(0, 7, (300, 3 if positions else 2), generator=generator, device="cpu")
+        bits = torch.randint(0, 2, (300, n_heads), generator=generator, device="cpu")
+        unique, inverse = _unique_keys(index, bits, positions)
+        lead = [index[:, :1]] + ([index[:, 2:3]] if positions else [])
+        expected, expected_inverse = torch.unique(torch.cat(lead + [bits], 1), dim=0, return_inverse=True)
+        assert torch.equal(unique, expected) and torch.equal(inverse, expected_inverse)

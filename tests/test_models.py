@@ -91,12 +91,20 @@ def smollm2_loads(tmp_path_factory):
     """SmolLM2 loaded twice into an empty cache: a conversion, then a cache hit.
 
     Returns (first model, second model, seconds for the second load, cache entry, reference).
-    The second load runs with reading the GGUF forbidden, which proves it used the cache.
+    The reference is the transformers model the conversion itself read from the GGUF (kept, not
+    read a second time). The second load runs with reading the GGUF forbidden, which proves it
+    used the cache.
     """
-    from transformers import AutoConfig
+    read: list = []  # the transformers model the conversion reads from the GGUF: the reference
+    real_read = loading.read_hf_model
+
+    def recording(*args, **kwargs):
+        read.append(real_read(*args, **kwargs))
+        return read[-1]
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CIRCUITVIZ_CACHE", str(tmp_path_factory.mktemp("circuitviz-cache")))
+        patch.setattr(loading, "read_hf_model", recording)
         first = load_model(SMOLLM2_MODEL)
         gguf = embedded_gguf(SMOLLM2_MODEL)
         entry = loading.gguf_cache_entry(gguf.checkpoint, SMOLLM2_MODEL)
@@ -108,8 +116,8 @@ def smollm2_loads(tmp_path_factory):
         start = time.perf_counter()
         second = load_model(SMOLLM2_MODEL)
         second_load_seconds = time.perf_counter() - start
-    hf_model = read_hf_model(gguf.checkpoint, config=AutoConfig.from_pretrained(entry.folder))
-    return first, second, second_load_seconds, entry, hf_model
+    assert len(read) == 1  # one conversion, and no second slow read for the reference
+    return first, second, second_load_seconds, entry, read[0]
 
 
 @pytest.mark.embedded

@@ -46,20 +46,32 @@ def test_relp_differs_from_eap_with_norms_and_smooth_activations():
 
 
 def frozen_reader_gradients(
-    model, spec: GraphSpec, prepared, constant_pattern: bool
+    model, spec: GraphSpec, prepared, constant_pattern: bool, rules=None
 ) -> dict[str, torch.Tensor]:
     """{reader: d(frozen model's metric)/d(its input)}: a clean run records every norm's scale,
     every pattern and every MLP's activations; a second run replaces each by the linear function
     the rules make of it, with those records as constants (patterns only with
-    ``constant_pattern``; else the softmax stays live), and autograd differentiates that."""
-    frozen = ("hook_scale", "hook_pattern") if constant_pattern else ("hook_scale",)
+    ``constant_pattern``; else the softmax stays live), and autograd differentiates that.
+    ``rules`` (a subset of ln, identity, half, ah) overrides: only those rules apply, the rest of
+    the model keeps its own derivative."""
+    if rules is None:
+        rules = {"ln", "qk-ln", "identity", "half", *(("ah",) if constant_pattern else ())}
+
+    def is_frozen(name: str) -> bool:  # a scale or pattern the rules hold at the clean run's value
+        if name.endswith("hook_pattern"):
+            return "ah" in rules
+        if name.endswith("hook_scale"):
+            return ("qk-ln" if "q_norm" in name or "k_norm" in name else "ln") in rules
+        return False
+
+    share = 0.5 if "half" in rules else 1.0
     tokens = prepared.clean_tokens
     records: dict[str, list[torch.Tensor]] = {}
 
     def record(x, hook):
         records.setdefault(hook.name, []).append(x.detach().clone())
 
-    names = [name for name in model.hook_dict if name.endswith(frozen)]
+    names = [name for name in model.hook_dict if is_frozen(name)]
     names += [name for name in model.hook_dict if ".mlp.hook_" in name]
     with torch.no_grad():
         model.run_with_hooks(tokens, fwd_hooks=[(name, record) for name in names])
@@ -76,15 +88,22 @@ def frozen_reader_gradients(
     def linear_mlp(x, hook):
         layer = hook.name.split(".")[1]
         gate_name, linear_name = f"blocks.{layer}.mlp.hook_pre", f"blocks.{layer}.mlp.hook_pre_linear"
+        act_fn = model.blocks[int(layer)].mlp.act_fn
         gate0 = records[gate_name][0]
-        act0 = model.blocks[int(layer)].mlp.act_fn(gate0)
-        slope = torch.where(gate0 == 0, torch.zeros_like(gate0), act0 / torch.where(gate0 == 0, 1.0, gate0))
-        if linear_name not in records:  # y = slope * g
-            return slope * live[gate_name] + (x.detach() - slope * gate0)
+        act0 = act_fn(gate0)
+        if "identity" in rules:  # the line through 0 and (g0, f(g0))
+            slope = torch.where(
+                gate0 == 0, torch.zeros_like(gate0), act0 / torch.where(gate0 == 0, 1.0, gate0)
+            )
+            activated = slope * live[gate_name]
+        else:  # the activation itself
+            activated = act_fn(live[gate_name])
+        if linear_name not in records:  # y = f(g)
+            return activated + (x.detach() - activated.detach())
         linear0 = records[linear_name][0]
-        # y = f(g) l + b: half the relevance through f(g) (slope * g) . l0, half through f(g0) . l
-        product = 0.5 * slope * live[gate_name] * linear0 + 0.5 * act0 * live[linear_name]
-        return product + (x.detach() - act0 * linear0)
+        # y = f(g) l + b: (half of) the relevance through f(g) . l0, (half) through f(g0) . l
+        product = share * activated * linear0 + share * act0 * live[linear_name]
+        return product + (x.detach() - product.detach())
 
     kept: dict[str, torch.Tensor] = {}
 
@@ -97,7 +116,7 @@ def frozen_reader_gradients(
         return x.detach().clone().requires_grad_(True)
 
     hooks = [("blocks.0.hook_resid_pre", leaf)]
-    hooks += [(name, constant) for name in records if name.endswith(frozen)]
+    hooks += [(name, constant) for name in records if is_frozen(name)]
     hooks += [(name, keep_live) for name in records if name.endswith(("mlp.hook_pre", "mlp.hook_pre_linear"))]
     hooks += [(name, linear_mlp) for name in records if name.endswith("mlp.hook_post")]
     hooks += [(name, reader) for name in dict.fromkeys(reader_hook(spec, r)[0] for r in spec.backward_names)]
@@ -135,3 +154,68 @@ def test_relp_equals_a_frozen_linear_reference(shape, attention):
         assert query_key.abs().max() == 0
     else:  # through the softmax they do
         assert query_key.abs().max() > 1e-4
+
+
+def relp_with_rules(model, rules) -> torch.Tensor:
+    """RelP's scores with only ``rules`` applied (the benchmark's ablation, ``bench_relp.py``)."""
+    from circuitviz.methods.relp import RelP
+
+    class Chosen(RelP):
+        def rules(self, config):
+            return frozenset(rules)
+
+    return Chosen().run_on(model, IOI_TASK, {}, budgets=[1]).scores.double()
+
+
+def test_relp_without_rules_is_eap():
+    model = tiny_model("gemma", seed=3)
+    torch.testing.assert_close(relp_with_rules(model, ()), scores_of(model, "eap"), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "rules", [("ln",), ("qk-ln",), ("identity",), ("half",), ("ah",), ("ln", "identity", "half")]
+)
+def test_each_rule_alone_equals_the_frozen_reference(rules):
+    """Every rule on its own (and all but the AH rule and the q/k-norms' LN rule) against the
+    reference with only that part frozen, on the Gemma-shaped model (sandwich and q/k norms, a gated MLP)."""
+    model = tiny_model("gemma", seed=3)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    clean = writer_outputs(model, spec, prepared.clean_tokens)
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
+    gradients = frozen_reader_gradients(model, spec, prepared, False, rules=set(rules))
+    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for name, writer, reader in edges(spec):
+        reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradients[reader]).sum()
+    ours = relp_with_rules(model, rules)
+    torch.testing.assert_close(ours, reference, rtol=1e-7, atol=1e-9)
+    assert (ours - scores_of(model, "eap")).abs().max() > 1e-6  # the rule changes something
+
+
+def test_unknown_rule_is_one_sentence():
+    from circuitviz.engine.relevance import relevance_hooks
+
+    model = tiny_model("gpt2", seed=2)
+    with pytest.raises(ValueError, match="Unknown relevance rules"):
+        relevance_hooks(model, GraphSpec.from_model(model), rules={"epsilon"})
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma"])
+def test_attention_half_rule_in_one_layer(shape):
+    """AttnLRP's rule for attention ("attn-half") on a one-layer model, from its equations: the
+    pattern and the values each get half of what z passes back, and q and k each half of what
+    the scores pass back, which are the softmax's gradient of the pattern's half. So against the
+    same rules without it, edges into values score 1/2, into queries and keys 1/4, into the MLP
+    and the logits the same."""
+    model = tiny_model(shape, seed=4, n_layers=1)
+    spec = GraphSpec.from_model(model)
+    plain = {"ln", "qk-ln", "identity", "half"}
+    without, with_half = relp_with_rules(model, plain), relp_with_rules(model, plain | {"attn-half"})
+    factor = torch.ones(spec.n_backward, dtype=torch.float64)
+    factor[spec.head_backward(0, "v")] = 0.5
+    factor[spec.head_backward(0, "q")] = 0.25
+    factor[spec.head_backward(0, "k")] = 0.25
+    # keys score (queries do not: only the last one reaches the metric in one layer, and the
+    # corruption changes earlier tokens)
+    assert without[:, spec.head_backward(0, "k")].abs().max() > 1e-4
+    torch.testing.assert_close(with_half, without * factor, rtol=1e-9, atol=1e-12)

@@ -204,3 +204,20 @@ def test_curves_and_necessity_of_several_tasks_on_a_split_model(tmp_path):
         split = curves()
     assert split == on_host
     assert all(0.0 <= point["necessity"] <= 1.0 for points in split for point in points)
+
+
+def test_a_split_models_batches_fit_the_device_with_the_least_room(monkeypatch):
+    """A batch runs through every device of a split model, so chunks (and the pairs a scoring
+    group holds) are sized from the device with the least free memory, not from the first."""
+    from circuitviz.measure.chunks import chunk_size
+    from circuitviz.models import devices
+
+    model, hf_model, device_map = split_model("llama3")
+    free = {0: 8e9, 1: 1e9}  # the second device, holding the last blocks and the unembedding, is full
+    monkeypatch.setattr(devices, "free_memory_bytes", lambda device: free[torch.device(device).index])
+    with SimulatedDevice(kind="xpu", n_devices=2) as device:
+        device.split(hf_model, device_map)
+        assert {p.device.index for p in model.parameters()} == {0, 1}
+        least = devices.ACCELERATOR_SHARE * free[1]
+        assert devices.model_working_memory_bytes(model) == least
+        assert chunk_size(model, "evaluate", 10, 1e6) == int(least // 1e7)  # 60, not the first device's 480

@@ -15,7 +15,7 @@ rounding (a batch of one row and a batch of many round their sums differently).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -40,20 +40,22 @@ class CleanState:
     writers: torch.Tensor
     raw: torch.Tensor | None
     caches: list | None
+    corrections: dict = field(default_factory=dict, compare=False)  # renorm.CleanCorrections' store
 
 
 @dataclass(frozen=True)
 class LayerStart:
     """A batch's start at block ``layer``: each row's clean residual before it [batch, pos,
     d_model], the clean writers [batch, n_forward, pos, d_model] (those below ``layer`` are
-    read), the clean raw heads [batch, pos, n_layers * n_heads, d_model] or None, and the caches
-    of each row's prefix (or None)."""
+    read), the clean raw heads [batch, pos, n_layers * n_heads, d_model] or None, the caches
+    of each row's prefix (or None), and the clean state of each task of the batch."""
 
     layer: int
     residual: torch.Tensor
     writers: torch.Tensor
     raw: torch.Tensor | None
     caches: list | None
+    states: list = field(default_factory=list)
 
 
 @torch.no_grad()
@@ -134,4 +136,5 @@ def rows_from_layer(model, states: list[CleanState], owner: torch.Tensor, layer:
         writers=rows([state.writers for state in states]),
         raw=raw,
         caches=caches,
+        states=list(states),
     )

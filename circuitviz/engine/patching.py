@@ -22,7 +22,7 @@ from .layer_start import LayerStart, start_layer
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, shared_prefix
-from .renorm import SharedNormPatch
+from .renorm import CleanCorrections, SharedNormPatch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -260,7 +260,16 @@ def patched_metrics(
         weights = removed[..., prefix:].to(device=device, dtype=dtype)
     else:
         weights = removed.to(device=device, dtype=dtype)
-    renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True)
+    clean = None
+    if start is not None and start.states and start.raw is not None and removed.dim() == 3:
+        states = start.states
+        clean = CleanCorrections(
+            start.layer,
+            [state.raw for state in states],
+            [state.writers for state in states],
+            [state.corrections for state in states],
+        )
+    renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
     if start is not None:
         _fill_below(spec, removed, start, current, renorm)
     hooks = writer_hooks(model, spec, current, renorm)
@@ -346,10 +355,12 @@ def masked_residual(
 
 
 def _shared_norm_patch(
-    model, spec, weights, corrupted_raw, corrupted_writers, prefix: int, grouped: bool
+    model, spec, weights, corrupted_raw, corrupted_writers, prefix: int, grouped: bool, clean=None
 ) -> SharedNormPatch | None:
     """The renormalisation of shared post-attention norms for this batch, or None (a model
-    without such a norm). corrupted_writers: already cut to the positions that run."""
+    without such a norm). corrupted_writers: already cut to the positions that run. ``clean``:
+    a run started at a layer, whose layers below take their corrections from the clean states
+    (``renorm.CleanCorrections``)."""
     adapter = adapter_of(model)
     if not any(adapter.post_normed_layers):
         return None
@@ -362,7 +373,7 @@ def _shared_norm_patch(
     batch = weights.shape[0]
     group = torch.arange(batch, device=weights.device) // (batch // groups)  # each row's task
     raw = corrupted_raw[:, prefix:].to(device=adapter.device, dtype=adapter.dtype)
-    return SharedNormPatch(model, spec, weights, raw, corrupted_writers, group, grouped)
+    return SharedNormPatch(model, spec, weights, raw, corrupted_writers, group, grouped, clean)
 
 
 @torch.no_grad()

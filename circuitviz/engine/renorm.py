@@ -29,6 +29,33 @@ from ..core.graph import GraphSpec
 from ..models.adapter import adapter_of, apply_norm
 
 
+class CleanCorrections:
+    """What a run started at block ``below`` (``layer_start``) knows of the layers below it:
+    every row's heads there are its task's clean ones, so a correction depends only on the task
+    and the mask of the layer's heads, and each is computed once per clean state (``stores``,
+    one dict per task of the batch, kept on its ``CleanState`` across runs).
+
+    raws: per task [1, pos, n_layers * n_heads, d_model], the clean heads before the norm;
+    writers: per task [1, n_forward, pos, d_model], the clean writers (writer-major)."""
+
+    def __init__(self, below: int, raws: list, writers: list, stores: list[dict]):
+        self.below, self.raws, self.writers, self.stores = below, raws, writers, stores
+
+    def heads(self, task: int, layer: int, spec: GraphSpec) -> tuple[torch.Tensor, torch.Tensor]:
+        """Task ``task``'s clean raw heads and shares of ``layer``, [1, pos, H, d_model] each."""
+        raw = self.raws[task][:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads]
+        forward = spec.head_forward(layer)
+        return raw, self.writers[task][:, forward.start : forward.stop].transpose(1, 2)
+
+    def row(self, patch: SharedNormPatch, task: int, layer: int, code: int) -> torch.Tensor:
+        """The correction of mask ``code`` of ``layer``'s heads in task ``task``, made once.
+        # [pos * d_model]"""
+        store = self.stores[task]
+        if (layer, code) not in store:
+            store[(layer, code)] = patch.fixed_row(task, layer, code)
+        return store[(layer, code)]
+
+
 class SharedNormPatch:
     """Per-reader corrections for post-normed layers, filled as the run reaches each layer.
 
@@ -56,6 +83,7 @@ class SharedNormPatch:
         corrupted_writers: torch.Tensor,
         group: torch.Tensor,
         grouped: bool,
+        clean: CleanCorrections | None = None,
     ):
         adapter = adapter_of(model)
         self.spec = spec
@@ -71,14 +99,13 @@ class SharedNormPatch:
             for layer, normed in enumerate(adapter.post_normed_layers)
             if normed
         }
-        # layer -> (entries' rows, positions or None, masks [T, H] or [batch, K, H] or None, the
-        # pairs [P, ...] (a relaxed mask) or each entry's place in [batch K] (boolean edge circuits))
+        # layer -> (entries' rows, positions or None, masks [T, H] or [batch, K, H] or None, pairs)
         self.entries: dict[int, tuple] = {}
         # layer -> (pairs [P, 2 or 3]: row, reader(, position); each pair's table row [P]), CPU
         self.pairs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.tables: dict[int, torch.Tensor] = {}  # layer -> corrections [table rows, width]
         self._sums: dict[tuple[int, int], torch.Tensor | None] = {}  # readers -> sparse sum
-        self._flat: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # ``_every_pair``
+        self._by_reader: tuple | None = None  # every pair sorted by reader (``_summing``)
         # the reader groups the patch hooks ask for (a layer's q, k and v heads; an MLP; the
         # logits): a relaxed mask's pairs are ordered by group, so each layer's table splits
         # into one block per group and every block feeds one group's correction only
@@ -87,6 +114,8 @@ class SharedNormPatch:
         self.group_sizes: dict[int, list[int]] = {}  # layer -> its pairs per group (relaxed)
         self.blocks: dict[int, tuple[torch.Tensor, ...]] = {}  # layer -> its table per group
         self._local: torch.Tensor | None = None  # table row -> its row in its group's blocks
+        self.clean = clean
+        self.fixed: set[int] = set()  # layers below a run's start: tables known before the run
         self._plan()
         # every layer's table rows one after another: the boolean run fills one tensor in place
         self.offsets: dict[int, int] = {}
@@ -100,6 +129,8 @@ class SharedNormPatch:
             width = spec.d_model * (1 if self.positions else positions)
             # every row is written (a layer's whole block) before any reader reads it
             self._table = torch.empty(total, width, dtype=corrupted_raw.dtype, device=corrupted_raw.device)
+            for layer in self.fixed:
+                self._place(layer, self.tables[layer])
 
     # ----- before the run: which (row, layer, reader) pairs mix, and their distinct masks --------
     def _plan(self) -> None:
@@ -129,9 +160,10 @@ class SharedNormPatch:
                     self.entries[layer] = (index[:, 0], place, None, index)
                     self.pairs[layer] = (index.cpu(), row.cpu())  # read once per batch
                     continue
-                keys = [index[:, :1]] + ([index[:, 2:3]] if self.positions else [])
-                keys = torch.cat(keys + [masks.round().long()], dim=1)  # [P, 1(+1) + H]
-                unique, inverse = torch.unique(keys, dim=0, return_inverse=True)  # sorted by row
+                if self.clean is not None and layer < self.clean.below and not self.positions:
+                    self._plan_fixed(layer, index, masks)
+                    continue
+                unique, inverse = _unique_keys(index, masks.round().long(), self.positions)
                 bits = unique[:, -n_heads:].to(values.dtype)  # [T, H]
                 if self.positions:
                     self.entries[layer] = (unique[:, 0], unique[:, 1], bits, None)
@@ -150,6 +182,41 @@ class SharedNormPatch:
                 self.entries[layer] = (rows, None, padded, used)
                 self.pairs[layer] = (index.cpu(), inverse.cpu())
 
+    def _plan_fixed(self, layer: int, index: torch.Tensor, masks: torch.Tensor) -> None:
+        """A layer below the run's start: its heads are the clean run's in every row, so an
+        entry's correction depends only on its task and its mask of the layer's heads. One table
+        row per distinct (task, mask), from the clean state's store (made there once)."""
+        tasks = self.group[index[:, 0]]  # [P]
+        unique, inverse = torch.unique(tasks * 2**self.spec.n_heads + _mask_codes(masks), return_inverse=True)
+        codes = unique.tolist()
+        places = [divmod(code, 2**self.spec.n_heads) for code in codes]  # (task, mask code)
+        self.tables[layer] = torch.stack(
+            [self.clean.row(self, task, layer, code) for task, code in places]
+        )  # [T, pos * d_model]
+        self.entries[layer] = (None, None, None, None)
+        self.pairs[layer] = (index.cpu(), inverse.cpu())
+        self.fixed.add(layer)
+
+    def fixed_row(self, task: int, layer: int, code: int) -> torch.Tensor:
+        """The correction of one mask (``code``, head 0 the highest bit) of ``layer``'s heads in
+        task ``task``'s clean run, as ``__call__`` computes an entry of a boolean run whose
+        heads are the clean ones.  # [pos * d_model]"""
+        n_heads = self.spec.n_heads
+        bits = [(code >> (n_heads - 1 - head)) & 1 for head in range(n_heads)]
+        raw, shares = self.clean.heads(task, layer, self.spec)  # [1, pos, H, d_model] each
+        masks = torch.tensor(bits, dtype=raw.dtype, device=raw.device).view(1, 1, n_heads)  # [1, 1, H]
+        heads = slice(layer * n_heads, (layer + 1) * n_heads)
+        forward = self.spec.head_forward(layer)
+        was_raw = self.corrupted_raw[task : task + 1, :, heads]  # [1, pos, H, d]
+        was_share = self.corrupted_writers[task : task + 1, :, forward.start : forward.stop]
+        _, positions, _, d_model = raw.shape
+        moves = torch.cat([was_raw - raw, was_share - shares], dim=-1)  # [1, pos, H, 2d]
+        moves = moves.transpose(1, 2).reshape(1, n_heads, positions * 2 * d_model)
+        moved = torch.bmm(masks, moves).view(1, 1, positions, 2 * d_model)
+        mix = raw.sum(2)[:, None] + moved[..., :d_model]
+        linear = shares.sum(2)[:, None] + moved[..., d_model:]
+        return (apply_norm(self.norms[layer], mix) - linear).reshape(-1)
+
     def _masks(self, layer: int) -> torch.Tensor:
         """Each entry's weights on the layer's heads [entries, H] (in the autograd graph for a
         relaxed mask), or [batch, K, H] laid out per row."""
@@ -166,7 +233,7 @@ class SharedNormPatch:
     def __call__(self, layer: int, raw: torch.Tensor, shares: torch.Tensor) -> None:
         """The corrections of every entry of ``layer``: norm(mix of raw heads) minus the linear
         patch's mix of shares. raw, shares: this run's [batch, pos, H, d_model]."""
-        if layer not in self.entries:
+        if layer not in self.entries or layer in self.fixed:
             return
         rows, place, _, _ = self.entries[layer]
         # from the layer's device to the corrupted run's (a split model's layers sit on several)
@@ -208,16 +275,20 @@ class SharedNormPatch:
         rows = normed.shape[0]
         direct = self._table is not None and normed.dtype == linear.dtype == self._table.dtype
         if not direct or normed.requires_grad or linear.requires_grad:
-            table = (normed - linear).reshape(rows, -1)
-            if self._table is not None:
-                self._table[self.offsets[layer] : self.offsets[layer] + rows] = table
-            self.tables[layer] = table
+            self._place(layer, (normed - linear).reshape(rows, -1))
             if layer in self.group_sizes:  # one block per reader group, each read once
-                self.blocks[layer] = table.split(self.group_sizes[layer])
+                self.blocks[layer] = self.tables[layer].split(self.group_sizes[layer])
             return
         start = self.offsets[layer]
         table = self._table[start : start + rows]
         torch.sub(normed, linear, out=table.view(normed.shape))  # the same subtraction, in place
+        self.tables[layer] = table
+
+    def _place(self, layer: int, table: torch.Tensor) -> None:
+        """A layer's corrections made already ([rows, width]: a relaxed run's, or a layer below
+        the run's start, from the clean state) copied into the shared table when there is one."""
+        if self._table is not None:
+            self._table[self.offsets[layer] : self.offsets[layer] + table.shape[0]] = table
         self.tables[layer] = table
 
     def correction(self, readers: slice) -> torch.Tensor | None:
@@ -272,9 +343,8 @@ class SharedNormPatch:
     def _local_rows(self) -> torch.Tensor:
         """Each table row's row among its group's blocks, laid one layer after another.  # CPU"""
         if self._local is None:
-            local = torch.zeros(
-                sum(self._table_rows(layer) for layer in self.pairs), dtype=torch.long, device="cpu"
-            )
+            total = sum(self._table_rows(layer) for layer in self.pairs)
+            local = torch.zeros(total, dtype=torch.long, device="cpu")  # planned on the CPU
             counts = [0] * len(self.groups)
             for layer, sizes in self.group_sizes.items():
                 start = self.offsets[layer]
@@ -291,21 +361,24 @@ class SharedNormPatch:
         """The sparse [targets, table rows] matrix that sums each target's pairs (targets: (row,
         reader) or (row, position, reader); table rows: every layer's, one after another, up to
         the last layer these readers mix), or None when no pair targets ``readers``. Made once
-        per reader group from the plan, on the CPU. ``local``: the table rows are the group's
-        blocks (``_group_correction``) instead of every layer's table."""
+        per reader group from the plan, on the CPU: every layer's pairs are sorted by reader once
+        (stably, so a target's pairs stay in layer order), and each group reads its stretch.
+        ``local``: the table rows are the group's blocks (``_group_correction``) instead of every
+        layer's table."""
         key = (readers.start, readers.stop, local)
         if key not in self._sums:
-            batch, n = self.weights.shape[0], readers.stop - readers.start
-            index, source, end = self._every_pair()
-            inside = (index[:, 1] >= readers.start) & (index[:, 1] < readers.stop)
-            if not bool(inside.any()):
+            if self._by_reader is None:
+                self._by_reader = self._pairs_by_reader()
+            reader, index, source, end = self._by_reader
+            low, high = torch.searchsorted(reader, torch.tensor([readers.start, readers.stop])).tolist()
+            if low == high:
                 self._sums[key] = None
                 return None
-            chosen, source = index[inside], source[inside]  # in layer order, as the table's rows
-            last = int(end[inside].max())  # the end of the last layer these readers mix
+            chosen, source, last = index[low:high], source[low:high], int(end[low:high].max())
             if local:  # the group's own blocks: its rows of every layer, one layer after another
                 source = self._local_rows()[source]
                 last = int(source.max()) + 1
+            batch, n = self.weights.shape[0], readers.stop - readers.start
             if self.positions:
                 positions = self.weights.shape[-1]
                 target = (chosen[:, 0] * positions + chosen[:, 2]) * n + chosen[:, 1] - readers.start
@@ -326,28 +399,58 @@ class SharedNormPatch:
                 )  # on their device
         return self._sums[key]
 
-    def _every_pair(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every layer's pairs one after another, once per batch (each reader group then selects
-        its own with one comparison instead of one per layer): (pairs [P, 2 or 3], each pair's
-        row of the whole table [P], the end of its layer's rows [P]), on the CPU."""
-        if self._flat is None:
-            index = [index for index, _ in self.pairs.values()]
-            source = [source + self.offsets[layer] for layer, (_, source) in self.pairs.items()]
-            end = [
-                torch.full((len(pairs),), self.offsets[layer] + self._table_rows(layer), device="cpu")
-                for layer, (pairs, _) in self.pairs.items()
-            ]  # on the CPU, beside the plan's pairs
-            empty = torch.zeros(0, dtype=torch.long, device="cpu")  # as the plan's pairs
-            self._flat = (
-                torch.cat(index) if index else empty.view(0, 2),
-                torch.cat(source) if source else empty,
-                torch.cat(end) if end else empty,
-            )
-        return self._flat
+    def _pairs_by_reader(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every layer's pairs, in layer order, sorted stably by reader: (readers [P], pairs [P, 2
+        or 3], their table rows counted over all layers [P], the end of their layer's table [P]),
+        on the CPU."""
+        if not self.pairs:
+            empty = torch.zeros(0, dtype=torch.long, device="cpu")  # planned on the CPU
+            return empty, empty.view(0, 3 if self.positions else 2), empty, empty
+        indices, sources, ends = [], [], []
+        for layer, (index, source) in self.pairs.items():
+            indices.append(index)
+            sources.append(source + self.offsets[layer])
+            ends.append(torch.full_like(source, self.offsets[layer] + self._table_rows(layer)))
+        index, source, end = torch.cat(indices), torch.cat(sources), torch.cat(ends)
+        order = torch.argsort(index[:, 1], stable=True)
+        return index[order, 1], index[order], source[order], end[order]
 
     def _table_rows(self, layer: int) -> int:
         """How many rows the layer's table has (known from the plan, before the run)."""
+        if layer in self.fixed:
+            return int(self.tables[layer].shape[0])
         return int(self.entries[layer][0].shape[0])  # one row per entry
+
+
+def _mask_codes(masks: torch.Tensor) -> torch.Tensor:
+    """Each 0/1 mask of a layer's heads [P, H] as one integer, head 0 the highest bit, so codes
+    sort as the masks do.  # [P] long"""
+    n_heads = masks.shape[1]
+    powers = 2 ** torch.arange(n_heads - 1, -1, -1, device=masks.device)  # [H]
+    return (masks.round().long() * powers).sum(1)
+
+
+def _unique_keys(index: torch.Tensor, bits: torch.Tensor, positions: bool):
+    """``torch.unique(cat([row, (position,) bits]), dim=0, return_inverse=True)`` of each pair's
+    row (and position) and 0/1 mask [P, H], through one integer per key where it fits in 62
+    bits (a sort of integers instead of rows: the same order, the same result)."""
+    n_heads = bits.shape[1]
+    lead = [index[:, :1]] + ([index[:, 2:3]] if positions else [])
+    span = [int(part.max()) + 1 for part in lead]
+    bound = 2**n_heads
+    for size in span:
+        bound *= size
+    if bound >= 2**62:
+        return torch.unique(torch.cat(lead + [bits], dim=1), dim=0, return_inverse=True)
+    code = index[:, 0]
+    if positions:
+        code = code * span[1] + index[:, 2]
+    code = code * 2**n_heads + _mask_codes(bits)
+    unique, inverse = torch.unique(code, return_inverse=True)  # sorted
+    heads = (unique[:, None] >> torch.arange(n_heads - 1, -1, -1, device=unique.device)) & 1  # [T, H]
+    rest = unique >> n_heads
+    parts = [rest] if not positions else [rest // span[1], rest % span[1]]
+    return torch.stack(parts + [heads[:, h] for h in range(n_heads)], dim=1), inverse
 
 
 def reader_groups(spec: GraphSpec) -> list[slice]:

@@ -76,15 +76,15 @@ def rotated_query_key(layer: int, rotary: bool) -> tuple[str, str]:
 FINAL_NORM_SCALE = "ln_final.hook_scale"
 
 
-def norm_scales(spec: GraphSpec) -> list[str]:
-    """Every norm scale a model of ``spec``'s depth may have: each block's pre- and post-norms,
-    the q/k-norms, the final norm (keep those the model has: ``ModelAdapter.has_hook``)."""
-    names = [
-        norm_scale(layer, norm)
-        for layer in range(spec.n_layers)
-        for norm in ("ln1", "ln2", "ln1_post", "ln2_post", "attn.q_norm", "attn.k_norm")
-    ]
-    return [*names, FINAL_NORM_SCALE]
+def norm_scales(spec: GraphSpec, residual: bool = True, queries_keys: bool = True) -> list[str]:
+    """Every norm scale a model of ``spec``'s depth may have (keep those the model has:
+    ``ModelAdapter.has_hook``): with ``residual`` each block's pre- and post-norms and the final
+    norm, with ``queries_keys`` the q/k-norms."""
+    norms = (("ln1", "ln2", "ln1_post", "ln2_post") if residual else ()) + (
+        ("attn.q_norm", "attn.k_norm") if queries_keys else ()
+    )
+    names = [norm_scale(layer, norm) for layer in range(spec.n_layers) for norm in norms]
+    return [*names, FINAL_NORM_SCALE] if residual else names
 
 
 # MLPs

@@ -33,7 +33,7 @@ from ..measure.chunks import learnt_bytes
 from ..methods import Method, get_method
 from ..methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from ..models.adapter import adapter_of
-from ..models.devices import working_memory_bytes
+from ..models.devices import model_working_memory_bytes
 from . import calibration
 from .calibration import rate
 
@@ -213,7 +213,7 @@ def estimate_memory(
     parameters = list(model.parameters())
     element = parameters[0].element_size()
     weights = sum(p.numel() for p in parameters) * element
-    budget = working_memory_bytes(parameters[0].device) if device_kind != "meta" else 2e9
+    budget = model_working_memory_bytes(model) if device_kind != "meta" else 2e9
     gradient_per_position = learnt_bytes(model, "gradient") or gradient_bytes_per_position(model, n_tokens)
     evaluation_per_position = learnt_bytes(model, "evaluate") or evaluation_bytes_per_position(spec, element)
     gradient = min(budget, gradient_per_position * n_tokens * sequences)

@@ -124,12 +124,16 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         raise ValueError("fit_sem needs a lambda or 'auto'; 'adaptive' is chosen by fit_adaptive.")
     if target_edges and target_edges > 0:
         mode = "target_edges"
-    predictors, targets = problem.predictors, problem.targets
+    predictors = problem.predictors
     m, p = predictors.shape
-    t = targets.shape[1]
     device, dtype = predictors.device, predictors.dtype
+    full_allowed = problem.column_allowed().to(device)
+    # identical target columns with the same allowed sources (the heads of one key/value group)
+    # have one Lasso: solved once, its solution copied to each (``distinct_columns``)
+    distinct, copy_of = distinct_columns(problem.targets, full_allowed)
+    targets, allowed = problem.targets[:, distinct], full_allowed[:, distinct]
+    t = targets.shape[1]
     gram, cross, power = sufficient_statistics(predictors, targets)
-    allowed = problem.column_allowed().to(device)
     grid = lambda_grid(cross * allowed, None, n_lambdas, min_ratio, shared=True)[:, 0]
     if mode == "lambda":
         # one lambda: solved from zero at once. The active set gives the same solution (KKT-certified,
@@ -178,7 +182,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         elif mode == "lambda":
             best, chosen[:] = coefficients.clone(), lam
         else:
-            count = int(((problem.aggregate(coefficients) > 0) & unit_allowed).sum())
+            count = int(((problem.aggregate(coefficients[:, copy_of]) > 0) & unit_allowed).sum())
             if count > target_edges:
                 # the target lies between the last two grid points: bisect (geometrically) there
                 high, low = float(grid[index - 1]) if index else float(lam) * 2, float(lam)
@@ -186,15 +190,17 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
                     middle = math.sqrt(high * low)
                     fit = lasso_active_set(gram, cross, power, middle, allowed, init=best, tol=tol)
                     rounds += fit.iterations
-                    count = int(((problem.aggregate(fit.coefficients) > 0) & unit_allowed).sum())
+                    count = int(((problem.aggregate(fit.coefficients[:, copy_of]) > 0) & unit_allowed).sum())
                     if count > target_edges:
                         low = middle
                     else:
                         high, best, chosen[:] = middle, fit.coefficients.clone(), middle
                 break
             best, chosen[:] = coefficients.clone(), lam
-    selected = problem.aggregate(best)
     violation = kkt_violation(gram, cross, chosen, best, allowed)
+    best, chosen, violation = best[:, copy_of], chosen[copy_of], violation[copy_of]
+    cross, power, allowed, t = cross[:, copy_of], power[copy_of], full_allowed, len(copy_of)
+    selected = problem.aggregate(best)
     info = {
         "selection": mode,
         "lambda_grid": [float(value) for value in grid.tolist()],
@@ -206,6 +212,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         "max_kkt_violation": float(violation.max()) if t else 0.0,
         "converged": bool((violation <= 1e-6 * power.clamp_min(1e-30).sqrt()).all()) if t else True,
         "observations": m,
+        "distinct_target_columns": len(distinct),
         "solve_s": time.perf_counter() - start,
         "device": str(device),
     }
@@ -217,6 +224,24 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         chosen.cpu(),
         info,
     )
+
+
+def distinct_columns(targets: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the first of each group of identical columns [d], each column's group [T]), on targets'
+    device. Columns are identical when their values [M] and allowed sources [P] are equal bit for
+    bit: their Lassos are one problem (one solution)."""
+    t = targets.shape[1]
+    if t == 0:
+        empty = torch.zeros(0, dtype=torch.long, device=targets.device)
+        return empty, empty
+    keys = torch.cat([targets, allowed.to(targets.dtype)], dim=0).T  # [T, M + P]
+    _, inverse = torch.unique(keys, dim=0, return_inverse=True)  # sorted groups
+    first = torch.full((int(inverse.max()) + 1,), t, dtype=torch.long, device=targets.device)
+    first.scatter_reduce_(0, inverse, torch.arange(t, device=targets.device), "amin")
+    order = torch.argsort(first)  # groups in the order of their first column
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), device=targets.device)
+    return first[order], rank[inverse]
 
 
 def _closeness(problem, gram, cross, coefficients, penalty, allowed) -> torch.Tensor:

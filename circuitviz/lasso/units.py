@@ -9,7 +9,9 @@ per observed position, so that the Lasso's nonzero coefficients are the engine's
   directions -> k target columns. For a head's q, k and v inputs: the head's query, key and value
   vectors (``hook_q``/``hook_k``/``hook_v``, before any q/k norm and rotary); for an MLP: its
   pre-activations (``hook_pre``, and ``hook_pre_linear`` for gated MLPs); for ``logits``: the
-  task's metric at that position (one column).
+  task's metric at that position (one column). Heads whose vectors are identical at every
+  observation (the heads of one key/value group under grouped-query attention, for keys and
+  values) are reduced once and share the columns (``distinct_heads``).
 
 Reader v may use writer u's columns exactly where the engine has the edge u -> v (writers of
 earlier layers, and for an MLP its own layer's heads), so the model is block-triangular by
@@ -198,6 +200,23 @@ def _reader_activations(model, spec: GraphSpec, activations: dict, layer: int, q
     return values
 
 
+def distinct_heads(values: torch.Tensor) -> tuple[list[int], list[int]]:
+    """Heads whose vectors are identical at every observation, grouped (grouped-query attention:
+    every head of a key/value group reads the same keys and values, copied per head).
+
+    values [M, H, d_head] -> (the first head of each group, each head's group index).
+    """
+    first: list[int] = []
+    group: list[int] = []
+    for head in range(values.shape[1]):
+        same = next((g for g, h in enumerate(first) if torch.equal(values[:, head], values[:, h])), None)
+        if same is None:
+            first.append(head)
+            same = len(first) - 1
+        group.append(same)
+    return first, group
+
+
 def component_hook_names(model, spec: GraphSpec) -> list[str]:
     """The hooks whose activations are the readers' targets in components mode."""
     names = []
@@ -231,9 +250,11 @@ def build_component_problem(
     for layer in range(spec.n_layers):
         for qkv in QKV:
             values = _reader_activations(model, spec, activations, layer, qkv).to(device)  # [M, H, d_head]
-            scores = principal_scores(values.transpose(0, 1), k, seed, dtype=compute)  # [H, M, k]
+            first, group = distinct_heads(values)
+            # heads that read one key/value group see the same vectors: reduced once, shared
+            scores = principal_scores(values[:, first].transpose(0, 1), k, seed, dtype=compute)  # [G, M, k]
             start = spec.head_backward(layer, qkv).start
-            targets += [(start + head, scores[head]) for head in range(spec.n_heads)]
+            targets += [(start + head, scores[group[head]]) for head in range(spec.n_heads)]
         pre = [activations[sites.mlp_pre(layer)]]
         if sites.mlp_pre(layer, gate=True) in activations:
             pre.append(activations[sites.mlp_pre(layer, gate=True)])

@@ -2,8 +2,8 @@
 
 Every batched pass of the engine (IG steps through a forward/backward, circuits through the
 patched evaluation, paraphrase pairs) goes through ``run_in_chunks``: items are cut into chunks
-that fit the device's working memory (``models.devices.working_memory_bytes``, which follows
-the memory free on an accelerator). The size of a chunk starts from the caller's estimate of the
+that fit the working memory of the model's devices (``models.devices.model_working_memory_bytes``:
+the least of its devices' when it is split, each following the memory free on an accelerator). The size of a chunk starts from the caller's estimate of the
 bytes one item needs; on a CUDA device the first chunk's real peak is measured and replaces the
 estimate for the rest of the run and for later runs on the same model, and a chunk that runs out
 of memory is halved and tried again, so an estimate that is off never ends a run.
@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import torch
 
-from ..models.devices import working_memory_bytes
+from ..models.devices import model_working_memory_bytes
 
 Result = TypeVar("Result")
 
@@ -56,10 +56,9 @@ def _learn(model, kind: str, value: float) -> None:
 
 def chunk_size(model, kind: str, units_per_item: float, estimated_bytes_per_unit: float) -> int:
     """How many items fit the working memory, from what was measured or else the estimate."""
-    device = next(model.parameters()).device
     per_unit = learnt_bytes(model, kind) or estimated_bytes_per_unit
     per_item = max(per_unit * units_per_item, 1.0)
-    return max(1, int(working_memory_bytes(device) // per_item))
+    return max(1, int(model_working_memory_bytes(model) // per_item))
 
 
 def run_in_chunks(

@@ -14,7 +14,9 @@ be: one batched patched pass carries the circuits "the current state with the ne
 edges of this reader removed". While the prefix's edges are all removed, row k's change against
 row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
 stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
-(tested against it); B doubles while everything is removed and halves after a kept edge.
+(tested against it); B is the size that makes the expected cost per decided edge smallest for
+the share of edges kept among the last tests (``SpeculationSize``: a pass costs about 2.8 rows
+besides its rows, and a kept edge wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
 metrics to float rounding, the blocks below run once per prompt instead of once per row.
@@ -36,6 +38,7 @@ import torch
 
 from ..core.graph import prune
 from ..details.own_circuit import OwnCircuitDetails
+from ..engine.layer_start import reader_layers
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting
@@ -66,6 +69,50 @@ class ACDCConfig:
         check_settings(self)  # every bound its fields declare
 
 
+# what a batched pass costs besides its rows, in rows of the same pass: a pass of b rows started
+# at block l costs about (overhead + b) x (L - l) / L, the overhead about the same at every block
+# (Gemma-3-270M's IOI prompt, one thread: 1 and 16 rows at blocks 16, 10 and 4,
+# benchmarks/bench_acdc.py --pass-cost)
+PASS_OVERHEAD_ROWS = 2.8
+# curve-circuit rows per unit of ``walk_depth`` (the tested rows, stale rows and each pass's
+# overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
+# (docs/methods.md; it over-prices walks whose circuits are sparser)
+ROWS_PER_EDGE = 0.33
+
+
+class SpeculationSize:
+    """How many circuits the next speculative pass carries.
+
+    Row k of a pass is used only if the k - 1 edges before it are all removed, so with each edge
+    kept with probability p a pass of b rows decides E(b) = (1 - (1 - p)^b) / p edges on
+    average (up to the first kept one), for the price of ``overhead`` + b rows. The size is the
+    b <= ``cap`` that makes (overhead + b) / E(b) smallest, p being the share of edges kept among
+    the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so the first
+    passes speculate). The decisions never depend on it; only rows and passes do."""
+
+    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 10, prior: float = 0.05):
+        self.cap, self.overhead, self.memory, self.prior = cap, overhead, memory, prior
+        self.recent: list[int] = []  # 1 kept, 0 removed: the last ``memory`` tests
+        self._best: dict[int, int] = {}  # kept among the recent tests -> size
+
+    def size(self) -> int:
+        kept = sum(self.recent)
+        if kept not in self._best or len(self.recent) < self.memory:
+            share = (kept + 2 * self.prior) / (len(self.recent) + 2)
+            best, cheapest = 1, float("inf")
+            for rows in range(1, self.cap + 1):
+                decided = (1 - (1 - share) ** rows) / share
+                if (self.overhead + rows) / decided < cheapest:
+                    best, cheapest = rows, (self.overhead + rows) / decided
+            if len(self.recent) < self.memory:
+                return best
+            self._best[kept] = best
+        return self._best[kept]
+
+    def record(self, kept: list[bool]) -> None:
+        self.recent = (self.recent + [int(k) for k in kept])[-self.memory :]
+
+
 @dataclass
 class WalkCounts:
     """What the walk cost and found."""
@@ -89,7 +136,7 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
     parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
     counts = WalkCounts()
     current = float(evaluator.baseline.clean)
-    batch = 2
+    speculation = SpeculationSize(max_batch)
     for step, reader in enumerate(reversed(range(spec.n_backward))):
         node = owner[reader]
         if node >= 0 and not bool(state[node].any()):  # cut off: nothing downstream reads it
@@ -98,7 +145,7 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
         start = 0
         while start < len(parents):
-            size = min(batch, len(parents) - start)
+            size = min(speculation.size(), len(parents) - start)
             rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
             for k in range(size):  # row k: the next k + 1 edges removed
                 rows[k:, parents[start + k], reader] = False
@@ -122,10 +169,18 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
                 break
             current = before
             start += decided
-            batch = max(1, batch // 2) if kept_one else min(max_batch, batch * 2)
+            speculation.record([False] * (decided - kept_one) + [True] * kept_one)
         if progress is not None:
             progress("score", (step + 1) / spec.n_backward)
     return state, scores, counts
+
+
+def walk_depth(spec) -> float:
+    """The edges into each reader weighted by the share of the blocks a row testing them runs
+    (``engine.layer_start``): sum over readers r of edges(r) x (L - block(r)) / L."""
+    edges = spec.edge_mask.sum(0).tolist()  # [n_backward]
+    layers = reader_layers(spec)
+    return sum(count * (spec.n_layers - layer) / spec.n_layers for count, layer in zip(edges, layers))
 
 
 @register
@@ -140,11 +195,13 @@ class ACDC(ScoringMethod):
     Details = OwnCircuitDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # one patched row per edge tested, plus the rows a kept edge makes stale, less the edges of
-        # cut-off nodes removed untested: about one row per edge (100 rows for the default planted
-        # model's 100 edges, 57-62 for the tiny models' 46, where far more edges are kept), each
-        # row priced as one circuit of the faithfulness curve
-        return Cost(passes=PREPARE_PASSES + PATCHED_PASS * (spec.n_edges + n_budgets))
+        # about one patched row per edge (each edge tested, plus the rows a kept edge makes stale
+        # and each pass's own overhead, less the edges of cut-off nodes removed untested), a row
+        # priced as a circuit of the faithfulness curve but run from its reader's block: an edge
+        # into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean run
+        # the rows start from is one more pass.
+        rows = ROWS_PER_EDGE * walk_depth(spec)
+        return Cost(passes=PREPARE_PASSES + 1.0 + PATCHED_PASS * (rows + n_budgets))
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]

@@ -49,7 +49,7 @@ from ..lasso.sem import (
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..services.sae_store import load_sae
-from .base import Cost, RunContext, ScoringMethod
+from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting
 
@@ -153,16 +153,20 @@ class CircuitLasso(ScoringMethod):
     )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # every observation (prompt, corruption, paraphrases) is one pass that keeps every
-        # component's input and output (about 3 plain passes' time); the regression is CPU algebra
-        # over the lambda path and directions, priced in pass-equivalents as measured on the
-        # embedded model (benchmarks/bench_estimates.py: reduce + solve 4.1 s, 2026-12-01)
-        observed = 3.0 * 2.0 * (1 + config.n_paraphrases)
+        # every observed text (prompt, corruption, paraphrases) is a share of batched passes that
+        # keep every component's input and output; the regression is CPU algebra over the lambda
+        # path and directions; both in pass-equivalents (EAP-IG's passes on the same prompt as the
+        # unit) as measured on the embedded model's IOI prompt (benchmarks/bench_estimates.py
+        # --methods eap-ig,circuit-lasso, 2026-12-02, two runs at load 5.3-6.0, heads of one
+        # key/value group reduced and solved once: observe 22-30 and reduce + solve 22-23 of
+        # EAP-IG's passes; the earlier constants priced the run 2.1x over)
+        observed = 1.45 * 2.0 * (1 + config.n_paraphrases)
         # a fixed lambda (the adaptive default's, or a number) is solved once, not down the path:
         # reduce + solve took about 0.65 of the path's time on the embedded model (docs/methods.md)
         path = parse_selection(config.lasso_lambda)[0] == "auto" or config.target_edges > 0
-        regression = 1.6 * (int(config.n_lambdas) if path else 13) * int(config.directions)
-        return Cost(passes=2.0 + observed + regression + n_budgets, gradient_batch=1)
+        regression = 0.42 * (int(config.n_lambdas) if path else 13) * int(config.directions)
+        passes = PREPARE_PASSES + observed + regression + PATCHED_PASS * n_budgets
+        return Cost(passes=passes, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]

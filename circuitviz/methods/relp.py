@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..engine.relevance import relevance_hooks
+from ..engine.relevance import DEFAULT_RULES, relevance_hooks
 from ..engine.scores import batched_gradient_scores
 from .base import Cost, ScoringMethod, gradient_cost
 from .registry import register
@@ -59,12 +59,17 @@ class RelP(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return gradient_cost(1, n_budgets)
 
+    def rules(self, config) -> frozenset[str]:
+        """The relevance rules of a run (``engine.relevance.RULES``): all four, or all but the AH
+        rule with ``attention=gradient``."""
+        return DEFAULT_RULES if config.attention == "constant" else DEFAULT_RULES - {"ah"}
+
     def score_batch(self, contexts, config, progress=None):
         evaluators = [ctx.evaluator for ctx in contexts]
         model, spec = contexts[0].model, contexts[0].spec
         clean = torch.cat([e.clean_writers for e in evaluators])
         corrupted = torch.cat([e.corrupted_writers for e in evaluators])
-        constant = config.attention == "constant"
+        rules = self.rules(config)
         scores = batched_gradient_scores(
             model,
             spec,
@@ -73,7 +78,7 @@ class RelP(ScoringMethod):
             corrupted,
             None,
             progress,
-            extra_hooks=lambda: relevance_hooks(model, spec, constant_pattern=constant),
+            extra_hooks=lambda: relevance_hooks(model, spec, rules=rules),
             split_inputs=True,
         )
         return [(matrix, None) for matrix in scores]

@@ -13,8 +13,8 @@ import torch
 from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask
 from ..measure.evaluate import evaluators_of_tasks
-from ..models.adapter import model_device, model_dtype
-from ..models.devices import working_memory_bytes
+from ..models.adapter import model_dtype
+from ..models.devices import model_working_memory_bytes
 from .base import Progress, RunContext, ScoringMethod
 from .registry import available_methods
 
@@ -31,7 +31,7 @@ _CAPTURE_BYTES = 1e9
 def _capture_size(model, spec: GraphSpec, n_positions: int) -> int:
     """How many pairs' clean and corrupted writer outputs one group holds."""
     per_sequence = n_positions * spec.n_forward * spec.d_model * torch.finfo(model_dtype(model)).bits // 8
-    budget = min(_CAPTURE_BYTES, working_memory_bytes(model_device(model)) / 2)
+    budget = min(_CAPTURE_BYTES, model_working_memory_bytes(model) / 2)
     return max(1, int(budget // max(2 * per_sequence, 1)))
 
 

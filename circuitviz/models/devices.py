@@ -125,6 +125,16 @@ def free_memory_bytes(device: str | torch.device) -> float | None:
     return None
 
 
+def model_working_memory_bytes(model) -> float:
+    """The working memory of a batched pass through ``model``: the least of its devices'.
+
+    A model split over several devices runs every batch through each of them in turn, so a batch
+    must fit the device with the least room, not only the first one (where the embedding sits).
+    """
+    devices = {parameter.device for parameter in model.parameters()}
+    return min(working_memory_bytes(device) for device in devices)
+
+
 def working_memory_bytes(device: str | torch.device) -> float:
     """How much memory one batched pass (IG steps, circuits, positions) may use on ``device``.
 

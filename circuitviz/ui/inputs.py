@@ -129,6 +129,7 @@ def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
     session.corrupted_note = proposal.corrupted_note
     session.foil_note = proposal.foil_note
     session.foil_proposed = proposal.foil
+    del session.more_foils  # an opened task's other foils belonged to its own prompt
 
 
 def token_problem(model, text: str, role: str) -> str | None:
@@ -196,6 +197,16 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
 
 
 UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
+
+
+def task_foils(answer: str, foil: str) -> tuple[str, ...]:
+    """The run's foils: the box's, and with it the other foils of an opened task (a batch's MMLU
+    row compares the answer with three letters) while the box still holds that task's first."""
+    if not foil:
+        return ()
+    if foil == session.foil_proposed and session.more_foils:
+        return (foil, *(other for other in session.more_foils if other not in (answer, foil)))
+    return (foil,)
 
 
 def unlikely_answer(
@@ -349,7 +360,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     if problems:
         return TaskInputs(None, problems, n_tokens)
     task = PromptTask(
-        clean=prompt, corrupted=corrupted, answer=answer, foils=(foil,) if foil else (), metric=metric
+        clean=prompt, corrupted=corrupted, answer=answer, foils=task_foils(answer, foil), metric=metric
     )
     verdict = loaders.task_verdict(model, model_id, task) if corrupted.strip() else None
     if verdict:  # a task whose corruption does not lower the metric: refused before Run

@@ -108,6 +108,7 @@ class Session:
     corrupted_note = Field("corrupted_note")  # where the corrupted prompt came from
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
+    more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
     autorun = Field("explore.autorun", False)  # an opened task runs when Explore opens
     pending_open = Field("_pending_open")  # a task to open at the top of the next script run
     url_seeded = Field("_view_seeded_from_url", False)
@@ -450,6 +451,19 @@ def apply_pending_open() -> None:
     session.corrupted_note = pending["corrupted_note"]
     session.foil_note = pending["foil_note"]
     del session.foil_proposed
+    session.more_foils = tuple(foil for foil in foils[1:] if foil != task["answer"])
+    if session.more_foils:  # the task's metric is against every foil: said, never dropped
+        every = ", ".join(repr(foil) for foil in (foils[0], *session.more_foils))
+        session.foil_note = " ".join(
+            part
+            for part in (
+                pending["foil_note"],
+                f"This task compares the answer with {len(session.more_foils) + 1} foils ({every}); "
+                "the box shows the first, and typing another foil replaces them all.",
+            )
+            if part
+        )
+        session.foil_proposed = foils[0]
     session.autorun = bool(pending["run"])
     for name, value in (pending.get("extra") or {}).items():
         setattr(session, name, value)
