@@ -12,11 +12,8 @@ FAST   ?= not slow and not browser and not embedded and not gpu
 # (a browser test's app server) start once, and files are handed out in the order collected
 # (--no-loadscope-reorder; xdist would otherwise hand out the files with most tests first, and
 # the two long Chromium walks, two tests, came last). JOBS=0 runs everything in this process.
-# `make test` runs one more: its Chromium walks spend most of their time waiting on the app they
-# drive (1.3 cores busy on average with two workers), and a third worker's tests fill that time.
 JOBS   ?= 2
-SUITE_JOBS ?= 3
-PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --dist loadfile --no-loadscope-reorder
+PYTEST  = HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: install install-dev app test test-fast lint bench gpu-check
 
@@ -50,10 +47,10 @@ app: install
 # CI: fails on lint before it runs the whole suite
 test: install-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
-	$(PYTEST) -n $(SUITE_JOBS)
+	$(PYTEST)
 
 test-fast: $(VENV)/.installed-dev
-	$(PYTEST) -n $(JOBS) -m "$(FAST)"
+	$(PYTEST) -m "$(FAST)"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

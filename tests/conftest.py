@@ -69,7 +69,6 @@ def embedded_model():
 # walks of test_browser.py (about 10 minutes together) ran alone at the end of the suite.
 LONG_FIRST = (
     "test_browser.py",
-    "test_browser_opening.py",
     "test_browser_instrument.py",
     "test_exact_norm.py",
     "test_cli.py",
