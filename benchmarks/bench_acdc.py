@@ -117,10 +117,8 @@ def pass_cost(model, spec, task, blocks: list[int], sizes: list[int], repeats: i
         generator = torch.Generator().manual_seed(block)
         readers = [r for r in range(spec.n_backward) if layers[r] == block]
         reader = readers[len(readers) // 2]
-        above = torch.tensor(
-            [layers[r] > block or (layers[r] == block and r > reader) for r in range(spec.n_backward)],
-            device="cpu",
-        )
+        later = [layers[r] > block or (layers[r] == block and r > reader) for r in range(spec.n_backward)]
+        above = torch.tensor(later, device="cpu")
         drop = torch.rand(mask.shape, generator=generator, device="cpu") < 0.95
         state = mask & ~(drop & above[None, :])
         parents = mask[:, reader].nonzero()[:, 0].flip(0).tolist()

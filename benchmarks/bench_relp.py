@@ -103,9 +103,8 @@ def position_effects(model, spec: GraphSpec, prepared) -> dict[str, torch.Tensor
         baseline = metric_from_residual(model, prepared, final_residual(model, tokens, []))
     effects = {}
     for kind, where in kinds.items():
-        rows = torch.zeros(
-            spec.n_layers, n_positions, dtype=torch.float64, device="cpu"
-        )  # compared on the CPU
+        shape = (spec.n_layers, n_positions)
+        rows = torch.zeros(shape, dtype=torch.float64, device="cpu")  # compared on the CPU
         for layer in range(spec.n_layers):
             name = where(layer)
 

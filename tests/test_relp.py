@@ -141,7 +141,7 @@ def test_relp_equals_a_frozen_linear_reference(shape, attention):
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
     gradients = frozen_reader_gradients(model, spec, prepared, attention == "constant")
-    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device="cpu")
     for name, writer, reader in edges(spec):
         reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradients[reader]).sum()
     ours = scores_of(model, "relp", {"attention": attention})
@@ -184,7 +184,7 @@ def test_each_rule_alone_equals_the_frozen_reference(rules):
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
     gradients = frozen_reader_gradients(model, spec, prepared, False, rules=set(rules))
-    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    reference = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device="cpu")
     for name, writer, reader in edges(spec):
         reference[spec.edge_position(name)] = ((corrupted[writer] - clean[writer]) * gradients[reader]).sum()
     ours = relp_with_rules(model, rules)

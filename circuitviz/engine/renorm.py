@@ -349,9 +349,8 @@ class SharedNormPatch:
             for layer, sizes in self.group_sizes.items():
                 start = self.offsets[layer]
                 for group, size in enumerate(sizes):
-                    local[start : start + size] = torch.arange(
-                        counts[group], counts[group] + size, device="cpu"
-                    )
+                    first = counts[group]
+                    local[start : start + size] = torch.arange(first, first + size, device="cpu")
                     counts[group] += size
                     start += size
             self._local = local
@@ -370,7 +369,8 @@ class SharedNormPatch:
             if self._by_reader is None:
                 self._by_reader = self._pairs_by_reader()
             reader, index, source, end = self._by_reader
-            low, high = torch.searchsorted(reader, torch.tensor([readers.start, readers.stop])).tolist()
+            bounds = torch.tensor([readers.start, readers.stop], device="cpu")  # the plan is on the CPU
+            low, high = torch.searchsorted(reader, bounds).tolist()
             if low == high:
                 self._sums[key] = None
                 return None
