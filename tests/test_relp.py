@@ -211,7 +211,7 @@ def test_attention_half_rule_in_one_layer(shape):
     spec = GraphSpec.from_model(model)
     plain = {"ln", "qk-ln", "identity", "half"}
     without, with_half = relp_with_rules(model, plain), relp_with_rules(model, plain | {"attn-half"})
-    factor = torch.ones(spec.n_backward, dtype=torch.float64)
+    factor = torch.ones(spec.n_backward, dtype=torch.float64, device="cpu")
     factor[spec.head_backward(0, "v")] = 0.5
     factor[spec.head_backward(0, "q")] = 0.25
     factor[spec.head_backward(0, "k")] = 0.25

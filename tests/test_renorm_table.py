@@ -57,8 +57,8 @@ def _run(seed: int, positions: bool):
     evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
     generator = torch.Generator().manual_seed(seed)
     shape = (4, spec.n_forward, spec.n_backward) + ((evaluator.prepared.n_positions,) if positions else ())
-    keep = torch.tensor([0.3, 0.5, 0.7, 0.9]).view(-1, *([1] * (len(shape) - 1)))
-    circuits = torch.rand(shape, generator=generator) < keep
+    keep = torch.tensor([0.3, 0.5, 0.7, 0.9], device="cpu").view(-1, *([1] * (len(shape) - 1)))
+    circuits = torch.rand(shape, generator=generator, device="cpu") < keep
     mask = spec.edge_mask[..., None] if positions else spec.edge_mask
     measured = evaluator.metrics(circuits & mask)
     return spec, measured
@@ -69,7 +69,7 @@ def _reference_summing(patch: renorm.SharedNormPatch, readers: slice) -> torch.T
     batch, n = patch.weights.shape[0], readers.stop - readers.start
     positions = patch.weights.shape[-1] if patch.positions else 1
     total = sum(patch._table_rows(layer) for layer in patch.pairs)
-    dense = torch.zeros(batch * positions * n, total, dtype=patch.weights.dtype)
+    dense = torch.zeros(batch * positions * n, total, dtype=patch.weights.dtype, device="cpu")
     last = 0
     for layer, (index, source) in patch.pairs.items():
         for pair, row in zip(index.tolist(), source.tolist()):
@@ -130,7 +130,7 @@ def test_a_relaxed_masks_tables_feed_each_reader_group_through_its_own_block(rec
     spec = GraphSpec.from_model(model)
     evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
     generator = torch.Generator().manual_seed(2)
-    keep = (torch.rand(3, spec.n_forward, spec.n_backward, generator=generator) < 0.6).double()
+    keep = (torch.rand(3, spec.n_forward, spec.n_backward, generator=generator, device="cpu") < 0.6).double()
     keep = keep.to(evaluator.corrupted_writers.dtype).requires_grad_(True)
     masked_residual(
         model, spec, evaluator.prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
@@ -149,7 +149,7 @@ def test_a_relaxed_masks_tables_feed_each_reader_group_through_its_own_block(rec
         if not columns:
             assert summing is None
             continue
-        reference = torch.zeros(batch * n, len(columns), dtype=patch.weights.dtype)
+        reference = torch.zeros(batch * n, len(columns), dtype=patch.weights.dtype, device="cpu")
         for column, pair in enumerate(columns):
             reference[pair[0] * n + pair[1] - readers.start, column] = 1.0
         assert torch.equal(summing.to_dense(), reference)
