@@ -8,20 +8,16 @@ GGUF again costs minutes of CPU and is tested on its own (tests/test_models.py, 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-
-def suite_cache_root() -> Path:
-    """The cache the suite itself runs with: ``$CIRCUITVIZ_CACHE``, else ``~/.cache/circuitviz``."""
-    base = os.environ.get("CIRCUITVIZ_CACHE")
-    return Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz"
+from circuitviz.models.cache import cache_root
 
 
 def fresh_cache(root: Path) -> Path:
-    """``root`` made (if needed) as an empty cache whose ``models`` links to the suite's converted models."""
+    """``root`` made (if needed) as an empty cache whose ``models`` links to the suite's converted
+    models (``models.cache.cache_root``, read before ``$CIRCUITVIZ_CACHE`` points at ``root``)."""
     root.mkdir(parents=True, exist_ok=True)
-    models = suite_cache_root() / "models"
+    models = cache_root()
     if models.exists() and not (root / "models").exists():
         (root / "models").symlink_to(models, target_is_directory=True)
     return root
