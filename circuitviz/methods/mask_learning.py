@@ -12,7 +12,7 @@ hard top-N mask of each budget through the evaluator's differentiable patching
 through a straight-through top-N: forward the hard top-N, backward the sigmoid of
 (logit - t_N) / temperature around that budget's threshold t_N. Steps are normalised gradient
 steps with momentum (the edge with the largest gradient moves ``learning_rate`` logit units).
-The circuit kept at a budget is the step's whose selection error is smallest: |deviation| on the
+The circuit kept at a budget is the (earliest) step's whose selection error is smallest: |deviation| on the
 prompt for one task; for several, the worse of the prompt's and the other tasks' mean (each
 deviation capped at 1, i.e. 1 - NDF), so a circuit must hold on both. A budget stops once that
 error is within ``TOLERANCE``. With one task and weight 1 this is Edge Pruning's loop exactly
@@ -41,6 +41,10 @@ from .base import RunContext
 
 # a budget stops learning once its circuit's selection error is within this of 0 (NDF 0.99)
 TOLERANCE = 0.01
+# a later step's circuit replaces the kept one only when its selection error is smaller by more
+# than this: errors that differ in the last bits (one task's pass against the same task batched
+# with others, or another CPU's summation order) tie, and the earlier step stays
+TIE = 1e-12
 # momentum of the normalised-gradient steps
 MOMENTUM = 0.8
 # logits of edges a warm start scores 0 sit this far (log units) below the smallest nonzero score
@@ -286,7 +290,7 @@ def learn_masks(
                 if at_size and math.isnan(first_at_size[index][0]):
                     first_at_size[index] = list(deviations)
                 error = selection_error(deviations)
-                if at_size and error < best_error[index]:
+                if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit
                 if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
