@@ -202,15 +202,19 @@ def write_to_url(keys=None) -> None:
     """Mirror the view's current values (those set in the session) into the URL.
 
     Pages call it before anything that may stop or block the script (a run, ``st.stop``), so the
-    URL names the view while it is on screen, a run in flight included."""
+    URL names the view while it is on screen, a run in flight included. The whole query string
+    is sent every time, in one message, even when the server's copy already holds it: the browser
+    ignores a query string equal to its own, and one that a page switch left behind (the browser's
+    URL without a parameter the server believes it shows) is put right by the next script run."""
     wanted = url_params(keys)
+    query = st.query_params.to_dict()
     for key in keys or VIEW_KEYS:
         parameter = VIEW_KEYS[key]
-        if parameter not in wanted:
-            if parameter in st.query_params:
-                del st.query_params[parameter]
-        elif st.query_params.get(parameter) != wanted[parameter]:
-            st.query_params[parameter] = wanted[parameter]
+        if parameter in wanted:
+            query[parameter] = wanted[parameter]
+        else:
+            query.pop(parameter, None)
+    st.query_params.from_dict(query)
 
 
 # ----- a method's settings, kept per method across pages ---------------------------------------
