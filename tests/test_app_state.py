@@ -202,6 +202,22 @@ def test_a_first_part_at_100_percent_does_not_finish_the_work():
     assert "learning masks (10%)" in progress.update()[1]
 
 
+def test_a_part_that_has_reported_nothing_done_shows_no_percentage():
+    """EAP-IG's steps on a CPU run as one chunk, reporting 0 at its start and 1 at its end: the
+    line names the part and leaves out a "0%" that stays on screen the whole scoring."""
+    from circuitviz.ui.run import RunProgress
+
+    clock = Clock()
+    progress = RunProgress({"prepare": 1.0, "work": 10.0, "evaluate": 2.0}, clock=clock)
+    clock.now = 1.0
+    progress.report("score", 0.0)
+    clock.now = 6.0
+    text = progress.update()[1]
+    assert "step 2 of 3, scoring edges · " in text and "%)" not in text, text
+    progress.report("score", 0.5)
+    assert "scoring edges (50%)" in progress.update()[1]
+
+
 def test_known_parts_map_their_reports_into_the_work():
     from circuitviz.ui.run import RunProgress, work_parts
 

@@ -160,6 +160,8 @@ class RunProgress:
             )
         if not self.part:
             return "the method's own work"
+        if self.reported <= 0:  # begun, nothing done reported yet (a CPU's IG steps run as one chunk)
+            return self.work_name
         return f"{self.work_name} ({100 * self.reported:.0f}%)"
 
     def text(self, elapsed: float) -> str:
