@@ -456,27 +456,36 @@ def lasso_active_set(
     # G a of the pending columns as the last round left it (the product the step's test made),
     # so each round multiplies by G twice, not three times; None before the first round
     gram_a: torch.Tensor | None = None
+    # the pending columns' statistics and coefficients, compacted (``index_select``, a plain
+    # copy) only when columns finish: gathering [p, t] columns every round cost more than the
+    # round's products on the embedded model
+    c, lam, m, x = cross, penalty, mask, a
     while pending.numel() and rounds < max_rounds:
         rounds += 1
-        c, lam, m = cross[:, pending], penalty[pending], mask[:, pending]
-        x = a[:, pending]
+        limit, allowance = threshold[pending], budget[pending]
         gram_x = gram @ x if gram_a is None else gram_a
         gradient = gram_x - c
         nonzero = x != 0
-        on_support = torch.where(nonzero, (gradient + lam * x.sign()).abs(), 0.0).amax(0)
+        # |gradient + lambda sign(x)| on the support, 0 off it (x = 0 there: the product is +0)
+        on_support = ((gradient + lam * x.sign()).abs() * nonzero).amax(0)
         violation = torch.where(~nonzero & m, gradient.abs() - lam, -torch.inf)  # [p, c]
         worst = violation.amax(0)
-        done = (on_support <= threshold[pending]) & (worst <= threshold[pending])
+        done = (on_support <= limit) & (worst <= limit)
         # columns whose support is optimal get new coordinates; the others re-solve their support
-        grow = ~done & (on_support <= threshold[pending])
+        grow = ~done & (on_support <= limit)
         signs = x.sign()
-        if bool(grow.any()):
-            top = violation.topk(min(max(1, add_per_round), p), dim=0)
+        growing = grow.nonzero(as_tuple=True)[0]
+        if growing.numel():
+            # each column's most violating coordinates, for the growing columns only (the
+            # top-k of a column is its own: the same picks as over every column)
+            top = violation.index_select(1, growing).topk(min(max(1, add_per_round), p), dim=0)
             rank = torch.arange(top.values.shape[0], device=device)[:, None]
-            add = (top.values > threshold[pending]) & grow[None, :] & (rank < budget[pending][None, :])
-            new_signs = -gradient.gather(0, top.indices).sign() * add
-            current = signs.gather(0, top.indices)
-            signs.scatter_(0, top.indices, torch.where(add, new_signs, current))
+            add = (top.values > limit[growing]) & (rank < allowance[growing][None, :])
+            new_signs = -gradient.index_select(1, growing).gather(0, top.indices).sign() * add
+            chosen = signs.index_select(1, growing)
+            current = chosen.gather(0, top.indices)
+            chosen.scatter_(0, top.indices, torch.where(add, new_signs, current))
+            signs.index_copy_(1, growing, chosen)
         target = solve_on_support(gram, c, lam, signs * m, ridge)
         direction = target - x
         step = _line_minimum(gram @ direction, gram_x, c, lam, x, direction)
@@ -488,17 +497,22 @@ def lasso_active_set(
         gram_new = gram @ new_x
         progress = _objective(gram_new, c, lam, new_x) < base - 1e-15 * base.abs().clamp_min(1.0)
         moved = progress & ~done
-        new_x = torch.where(progress[None, :] | done[None, :], new_x, x)
-        a[:, pending] = torch.where(done[None, :], x, new_x)
+        kept = torch.where((progress & ~done)[None, :], new_x, x)  # done or no progress: as it was
+        a.index_copy_(1, pending, kept)
         gram_kept = torch.where(moved[None, :], gram_new, gram_x)  # G a of every pending column now
-        retry = ~done & ~progress & grow & (budget[pending] > 1)
-        grown = (budget[pending] * 2).clamp_max(max(1, add_per_round))
-        budget[pending] = torch.where(retry, budget[pending] // 2, torch.where(progress, grown, 1))
+        retry = ~done & ~progress & grow & (allowance > 1)
+        grown = (allowance * 2).clamp_max(max(1, add_per_round))
+        budget[pending] = torch.where(retry, allowance // 2, torch.where(progress, grown, 1))
         stuck = ~done & ~progress & ~retry
         stalled[pending[stuck]] = True
         going = ~done & (progress | retry)
-        pending = pending[going]
-        gram_a = gram_kept[:, going]
+        if bool(going.all()):
+            x, gram_a = kept, gram_kept
+            continue
+        still = going.nonzero(as_tuple=True)[0]
+        pending = pending[still]
+        c, lam, m = c.index_select(1, still), lam[still], m.index_select(1, still)
+        x, gram_a = kept.index_select(1, still), gram_kept.index_select(1, still)
     unfinished = torch.zeros(t, dtype=torch.bool, device=device)
     unfinished[pending] = True
     unfinished |= stalled
