@@ -226,6 +226,39 @@ def test_active_set_rounds_equal_the_dense_rounds(lam, masked):
     assert bool((new.coefficients != 0).any())
 
 
+def test_a_rank_deficient_support_is_solved_without_the_fallback(monkeypatch):
+    """Sparse, collinear predictors (more columns than observations, as SAE features on a short
+    prompt): a support whose system is singular gives a huge direction along its null space and
+    a step of ~1e-17. Coordinates are zeroed only when the step itself leaves them at rounding
+    size; zeroing every one below 1e-12 of the direction's size (0.3 here) made the objective
+    worse, the column stalled and FISTA finished it (seed 46: two columns at lambda 0.1 or 0.03).
+    Now every column ends in the active set, its optimality conditions certified."""
+    generator = torch.Generator().manual_seed(46)
+    m, p, t = 40, 120, 20
+    base = torch.randn(m, 30, generator=generator, dtype=torch.float64, device="cpu")
+    base = base * (torch.rand(m, 30, generator=generator, device="cpu") < 0.15)
+    mix = torch.randn(30, p, generator=generator, dtype=torch.float64, device="cpu")
+    x = base @ (mix * (torch.rand(30, p, generator=generator, device="cpu") < 0.05))  # rank <= 30
+    jitter = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
+    x = x + 1e-9 * jitter * (x != 0)
+    weights = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu")
+    weights = weights * (torch.rand(p, t, generator=generator, device="cpu") < 0.05)
+    noise = torch.randn(m, t, generator=generator, dtype=torch.float64, device="cpu")
+    y = x @ weights + 0.3 * noise
+    x, y = solver.standardize(x)[0], solver.standardize(y)[0]
+    gram, cross, power = solver.sufficient_statistics(x, y)
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("a column stalled and went to FISTA")
+
+    monkeypatch.setattr(solver, "lasso_fista", no_fallback)
+    for lam in (0.3, 0.1, 0.03):
+        fit = solver.lasso_active_set(gram, cross, power, lam)
+        penalty = torch.full((t,), lam, dtype=torch.float64, device="cpu")
+        assert fit.converged
+        assert float(solver.kkt_violation(gram, cross, penalty, fit.coefficients).max()) < 1e-8
+
+
 def test_the_random_start_is_kept_and_equals_a_fresh_draw():
     """The randomized reduction's start is drawn once per (seed, shape, dtype) and kept: the same
     numbers as a fresh draw, untouched by the reductions that read it."""

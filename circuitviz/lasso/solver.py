@@ -511,8 +511,12 @@ def lasso_active_set(
         gram_x_s, c_s = gram_x.gather(0, order), c.gather(0, order)
         step = _line_minimum(gram_d, gram_x_s, c_s, lam, x_s, direction)
         new_s = x_s + step * direction
-        # coordinates that the step brings to zero (a kink of the objective) are exactly zero
-        tiny = 1e-12 * (x_s.abs() + direction.abs())
+        # coordinates that the step brings to zero (a kink of the objective) are exactly zero:
+        # left at rounding size of what they were and what the step moved them. Scaled by the
+        # step's move, not the direction's: on a singular support (collinear predictors) the
+        # direction is huge along its null space and the step tiny, and a threshold of 1e-12 of
+        # the direction zeroed real coefficients, made the objective worse and stalled the column
+        tiny = 1e-12 * (x_s.abs() + (step * direction).abs())
         new_s = torch.where(new_s.abs() <= tiny, torch.zeros_like(new_s), new_s)
         new_x = torch.zeros_like(x).scatter_(0, order, new_s)
         base = _objective(gram_x_s, c_s, lam, x_s)
