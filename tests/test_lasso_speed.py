@@ -259,7 +259,7 @@ def test_a_rank_deficient_support_is_solved_without_the_fallback(monkeypatch):
         assert float(solver.kkt_violation(gram, cross, penalty, fit.coefficients).max()) < 1e-8
 
 
-def test_the_random_start_is_kept_and_equals_a_fresh_draw():
+def test_the_random_start_is_kept_and_equals_a_fresh_draw(monkeypatch):
     """The randomized reduction's start is drawn once per (seed, shape, dtype) and kept: the same
     numbers as a fresh draw, untouched by the reductions that read it."""
     units._RANDOM_STARTS.clear()
@@ -273,9 +273,12 @@ def test_the_random_start_is_kept_and_equals_a_fresh_draw():
     assert torch.equal(first, reference_principal_scores(x, 4, seed=7, dtype=torch.float64))
     other = units.principal_scores(x, 4, seed=8, dtype=torch.float64)  # another seed, another start
     assert not torch.equal(other, first)
-    for seed in range(units._RANDOM_STARTS_KEPT + 3):  # the kept draws stay bounded
-        units._random_start(seed, 1, 4, 2, torch.float64)
-    assert len(units._RANDOM_STARTS) == units._RANDOM_STARTS_KEPT
+    monkeypatch.setattr(units, "_RANDOM_STARTS_BYTES", 10 * 200 * 12 * 8)  # room for ten [1, 200, 12]
+    for seed in range(13):  # the kept draws stay within their bytes, the most recent kept
+        units._random_start(seed, 1, 200, 12, torch.float64)
+    assert [key[0] for key in units._RANDOM_STARTS] == list(range(3, 13))
+    big = units._random_start(99, 20, 200, 12, torch.float64)  # over the budget alone: drawn, not kept
+    assert big.shape == (20, 200, 12) and not units._RANDOM_STARTS
 
 
 @pytest.mark.parametrize("settings", [{}, {"lasso_lambda": "0.05", "directions": 2}])

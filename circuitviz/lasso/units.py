@@ -134,7 +134,7 @@ def principal_scores(
 
 _CPU_CHUNK_BYTES = 2 * 2**20  # units reduced together on the CPU (see ``principal_scores``)
 _RANDOM_STARTS: OrderedDict[tuple, torch.Tensor] = OrderedDict()  # see ``_random_start``
-_RANDOM_STARTS_KEPT = 16
+_RANDOM_STARTS_BYTES = 64 * 2**20  # at most this much kept (the embedded model's draws: 6.1 MB)
 _RANDOM_STARTS_LOCK = threading.Lock()
 
 
@@ -142,10 +142,10 @@ def _random_start(seed: int, n: int, d: int, width: int, dtype: torch.dtype) -> 
     """The randomized iteration's start for n units of width d: normal draws on the CPU from a
     generator seeded with ``seed`` (so every device projects onto the same directions).  # [n, d, width]
 
-    The draw depends only on its arguments, so it is kept (the last ``_RANDOM_STARTS_KEPT``): a
-    components problem asks for the same one 18 times (each layer's queries, keys, values and MLP
-    inputs), and every run of a process for the same ones again (0.03 CPU-s a run drawn anew).
-    Never modified in place by its readers."""
+    The draw depends only on its arguments, so it is kept (the most recent, within
+    ``_RANDOM_STARTS_BYTES``): a components problem asks for the same one 18 times (each layer's
+    queries, keys, values and MLP inputs), and every run of a process for the same ones again
+    (0.03 CPU-s a run drawn anew). Never modified in place by its readers."""
     key = (int(seed), int(n), int(d), int(width), dtype)
     with _RANDOM_STARTS_LOCK:  # runs of several threads share the kept draws
         start = _RANDOM_STARTS.get(key)
@@ -153,9 +153,11 @@ def _random_start(seed: int, n: int, d: int, width: int, dtype: torch.dtype) -> 
             generator = torch.Generator(device="cpu").manual_seed(seed)
             start = torch.randn(n, d, width, generator=generator, device="cpu", dtype=dtype)
             _RANDOM_STARTS[key] = start
-            while len(_RANDOM_STARTS) > _RANDOM_STARTS_KEPT:
-                _RANDOM_STARTS.popitem(last=False)
         _RANDOM_STARTS.move_to_end(key)
+        kept = sum(draw.numel() * draw.element_size() for draw in _RANDOM_STARTS.values())
+        while _RANDOM_STARTS and kept > _RANDOM_STARTS_BYTES:  # the oldest first, this one too if alone
+            _, dropped = _RANDOM_STARTS.popitem(last=False)
+            kept -= dropped.numel() * dropped.element_size()
         return start
 
 
