@@ -1,7 +1,9 @@
 """CircuitLasso's faster reduction and solver against the algorithms they replaced, written out
 here as they were: the principal scores of all units in one batch, the line search over a full
-sort of every coordinate's kink, and the support order from a stable argsort. The new code must
-give the same numbers (bit for bit on the CPU), down to the method's scores on a tiny model.
+sort of every coordinate's kink, the support order from a stable argsort, and the rounds that
+gathered every pending column and searched the line over every row. The new code must give the
+same numbers (bit for bit on the CPU; the rounds' line search in support slots to rounding, with
+the same supports and rounds), down to the method's scores on a tiny model.
 Heads that share keys and values (grouped-query attention) are reduced and solved once per
 group; on a tiny model whose reduction is exact the scores equal those of one per head."""
 
@@ -69,6 +71,61 @@ def reference_line_minimum(gram_d, gram_x, cross, penalty, x, direction):
 
 def reference_support_first(support, size):
     return torch.argsort((~support).to(torch.uint8), dim=0, stable=True)[:size]
+
+
+def reference_active_set_rounds(gram, cross, target_power, penalty, allowed=None, tol=1e-9, add_per_round=8):
+    """The active set's rounds as they were: every round gathers the pending columns from the
+    full [p, t] arrays, takes the top-k over every column and searches the line over every row.
+    (coefficients, rounds)"""
+    p, t = cross.shape
+    setup = solver.solve_setup(cross, target_power, penalty, allowed, None)
+    penalty, a = setup.penalty, setup.start
+    mask = torch.ones(p, t, dtype=torch.bool, device="cpu") if setup.allowed is None else setup.allowed
+    threshold = tol * setup.target_scale.sqrt()
+    pending = torch.arange(t, device="cpu")
+    budget = torch.full((t,), add_per_round, dtype=torch.long, device="cpu")
+    rounds, gram_a = 0, None
+    while pending.numel() and rounds < 200:
+        rounds += 1
+        c, lam, m = cross[:, pending], penalty[pending], mask[:, pending]
+        x = a[:, pending]
+        gram_x = gram @ x if gram_a is None else gram_a
+        gradient = gram_x - c
+        nonzero = x != 0
+        on_support = torch.where(nonzero, (gradient + lam * x.sign()).abs(), 0.0).amax(0)
+        violation = torch.where(~nonzero & m, gradient.abs() - lam, -torch.inf)
+        worst = violation.amax(0)
+        done = (on_support <= threshold[pending]) & (worst <= threshold[pending])
+        grow = ~done & (on_support <= threshold[pending])
+        signs = x.sign()
+        if bool(grow.any()):
+            top = violation.topk(min(add_per_round, p), dim=0)
+            rank = torch.arange(top.values.shape[0], device="cpu")[:, None]
+            add = (top.values > threshold[pending]) & grow[None, :] & (rank < budget[pending][None, :])
+            new_signs = -gradient.gather(0, top.indices).sign() * add
+            current = signs.gather(0, top.indices)
+            signs.scatter_(0, top.indices, torch.where(add, new_signs, current))
+        target = solver.solve_on_support(gram, c, lam, signs * m, 1e-12)
+        direction = target - x
+        step = solver._line_minimum(gram @ direction, gram_x, c, lam, x, direction)
+        new_x = x + step * direction
+        tiny = 1e-12 * (x.abs() + direction.abs())
+        new_x = torch.where(new_x.abs() <= tiny, torch.zeros_like(new_x), new_x)
+        base = solver._objective(gram_x, c, lam, x)
+        gram_new = gram @ new_x
+        progress = solver._objective(gram_new, c, lam, new_x) < base - 1e-15 * base.abs().clamp_min(1.0)
+        moved = progress & ~done
+        new_x = torch.where(progress[None, :] | done[None, :], new_x, x)
+        a[:, pending] = torch.where(done[None, :], x, new_x)
+        gram_kept = torch.where(moved[None, :], gram_new, gram_x)
+        retry = ~done & ~progress & grow & (budget[pending] > 1)
+        grown = (budget[pending] * 2).clamp_max(add_per_round)
+        budget[pending] = torch.where(retry, budget[pending] // 2, torch.where(progress, grown, 1))
+        going = ~done & (progress | retry)
+        pending = pending[going]
+        gram_a = gram_kept[:, going]
+    assert pending.numel() == 0, "the reference stopped early: pick a problem it finishes"
+    return a, rounds
 
 
 @pytest.mark.parametrize("shape", [(7, 50, 300), (5, 30, 20), (3, 20, 100), (4, 200, 64)])
@@ -139,6 +196,89 @@ def test_active_set_equals_the_old_helpers():
         old = solver.lasso_active_set(gram, cross, power, 0.05)
     assert new.iterations == old.iterations and new.iterations > 3
     assert torch.equal(new.coefficients, old.coefficients)
+
+
+@pytest.mark.parametrize("lam", [0.3, 0.05, 0.002])
+@pytest.mark.parametrize("masked", [False, True])
+def test_active_set_rounds_equal_the_dense_rounds(lam, masked):
+    """The rounds that keep the pending columns compacted, take the top-k over the growing columns
+    only and search the line in each column's support slots: the same rounds, the same supports
+    and the same coefficients to rounding (the slots' sums skip the zero rows, so their last bits
+    may differ) as the dense rounds that gathered every column every round (columns finishing
+    at different rounds, an allowed mask pinning some coefficients)."""
+    generator = torch.Generator().manual_seed(11)
+    m, p, t = 90, 70, 40
+    x = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
+    y = x @ (
+        torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu")
+        * (torch.rand(p, t, generator=generator, device="cpu") < 0.15)
+    )
+    noise = torch.randn(m, t, generator=generator, dtype=torch.float64, device="cpu")
+    y = y + torch.linspace(0.05, 2.0, t, dtype=torch.float64, device="cpu") * noise
+    x, y = solver.standardize(x)[0], solver.standardize(y)[0]
+    gram, cross, power = solver.sufficient_statistics(x, y)
+    allowed = torch.rand(p, t, generator=generator, device="cpu") < 0.7 if masked else None
+    new = solver.lasso_active_set(gram, cross, power, lam, allowed)
+    old, rounds = reference_active_set_rounds(gram, cross, power, lam, allowed)
+    assert new.iterations == rounds and rounds > 3
+    assert torch.equal(new.coefficients != 0, old != 0)
+    assert torch.allclose(new.coefficients, old, rtol=0, atol=1e-13)
+    assert bool((new.coefficients != 0).any())
+
+
+def test_a_rank_deficient_support_is_solved_without_the_fallback(monkeypatch):
+    """Sparse, collinear predictors (more columns than observations, as SAE features on a short
+    prompt): a support whose system is singular gives a huge direction along its null space and
+    a step of ~1e-17. Coordinates are zeroed only when the step itself leaves them at rounding
+    size; zeroing every one below 1e-12 of the direction's size (0.3 here) made the objective
+    worse, the column stalled and FISTA finished it (seed 46: two columns at lambda 0.1 or 0.03).
+    Now every column ends in the active set, its optimality conditions certified."""
+    generator = torch.Generator().manual_seed(46)
+    m, p, t = 40, 120, 20
+    base = torch.randn(m, 30, generator=generator, dtype=torch.float64, device="cpu")
+    base = base * (torch.rand(m, 30, generator=generator, device="cpu") < 0.15)
+    mix = torch.randn(30, p, generator=generator, dtype=torch.float64, device="cpu")
+    x = base @ (mix * (torch.rand(30, p, generator=generator, device="cpu") < 0.05))  # rank <= 30
+    jitter = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
+    x = x + 1e-9 * jitter * (x != 0)
+    weights = torch.randn(p, t, generator=generator, dtype=torch.float64, device="cpu")
+    weights = weights * (torch.rand(p, t, generator=generator, device="cpu") < 0.05)
+    noise = torch.randn(m, t, generator=generator, dtype=torch.float64, device="cpu")
+    y = x @ weights + 0.3 * noise
+    x, y = solver.standardize(x)[0], solver.standardize(y)[0]
+    gram, cross, power = solver.sufficient_statistics(x, y)
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("a column stalled and went to FISTA")
+
+    monkeypatch.setattr(solver, "lasso_fista", no_fallback)
+    for lam in (0.3, 0.1, 0.03):
+        fit = solver.lasso_active_set(gram, cross, power, lam)
+        penalty = torch.full((t,), lam, dtype=torch.float64, device="cpu")
+        assert fit.converged
+        assert float(solver.kkt_violation(gram, cross, penalty, fit.coefficients).max()) < 1e-8
+
+
+def test_the_random_start_is_kept_and_equals_a_fresh_draw(monkeypatch):
+    """The randomized reduction's start is drawn once per (seed, shape, dtype) and kept: the same
+    numbers as a fresh draw, untouched by the reductions that read it."""
+    units._RANDOM_STARTS.clear()
+    x = torch.randn(3, 60, 200, generator=torch.Generator().manual_seed(5), device="cpu")
+    first = units.principal_scores(x, 4, seed=7, dtype=torch.float64)
+    again = units.principal_scores(x, 4, seed=7, dtype=torch.float64)
+    generator = torch.Generator(device="cpu").manual_seed(7)
+    fresh = torch.randn(3, 200, 12, generator=generator, device="cpu", dtype=torch.float64)
+    assert torch.equal(units._random_start(7, 3, 200, 12, torch.float64), fresh)
+    assert torch.equal(first, again)
+    assert torch.equal(first, reference_principal_scores(x, 4, seed=7, dtype=torch.float64))
+    other = units.principal_scores(x, 4, seed=8, dtype=torch.float64)  # another seed, another start
+    assert not torch.equal(other, first)
+    monkeypatch.setattr(units, "_RANDOM_STARTS_BYTES", 10 * 200 * 12 * 8)  # room for ten [1, 200, 12]
+    for seed in range(13):  # the kept draws stay within their bytes, the most recent kept
+        units._random_start(seed, 1, 200, 12, torch.float64)
+    assert [key[0] for key in units._RANDOM_STARTS] == list(range(3, 13))
+    big = units._random_start(99, 20, 200, 12, torch.float64)  # over the budget alone: drawn, not kept
+    assert big.shape == (20, 200, 12) and not units._RANDOM_STARTS
 
 
 @pytest.mark.parametrize("settings", [{}, {"lasso_lambda": "0.05", "directions": 2}])

@@ -338,13 +338,28 @@ def solve_on_support(gram, cross, penalty, signs, ridge: float = 1e-12, memory_b
     of small dense systems, padded to the largest support (padding is an identity block).
     """
     p, t = signs.shape
-    support = signs != 0
     result = torch.zeros(p, t, dtype=cross.dtype, device=cross.device)
-    size = int(support.sum(0).max()) if t else 0
+    solution, order = _solve_on_slots(gram, cross, penalty, signs, ridge, memory_bytes)
+    if order.shape[0]:
+        result.scatter_(0, order, solution)
+    return result
+
+
+def _solve_on_slots(
+    gram, cross, penalty, signs, ridge: float = 1e-12, memory_bytes: float = 2**27, min_size: int = 0
+):
+    """``solve_on_support`` in each column's support slots: (solution [k, t], order [k, t]),
+    ``order`` the support rows in increasing order, then other rows (where the solution is 0) up
+    to k, the largest support (at least ``min_size``, at most p)."""
+    p, t = signs.shape
+    support = signs != 0
+    size = min(p, max(int(support.sum(0).max()) if t else 0, min_size))
     if size == 0:
-        return result
+        empty = torch.zeros(0, t, dtype=torch.long, device=cross.device)
+        return torch.zeros(0, t, dtype=cross.dtype, device=cross.device), empty
     order = _support_first(support, size)  # [k, t]
     valid = support.gather(0, order)  # [k, t]
+    solution = torch.zeros(size, t, dtype=cross.dtype, device=cross.device)
     chunk = max(1, int(memory_bytes // (8 * size * size)))
     eye = torch.eye(size, dtype=cross.dtype, device=cross.device)
     scale = float(gram.diagonal().mean()) if p else 1.0
@@ -359,9 +374,8 @@ def solve_on_support(gram, cross, penalty, signs, ridge: float = 1e-12, memory_b
             0, order[:, cols]
         )
         rhs = rhs.T * keep  # [c, k]
-        solution = torch.linalg.solve(system, rhs[:, :, None])[:, :, 0] * keep
-        result[:, cols].scatter_(0, order[:, cols], solution.T)
-    return result
+        solution[:, cols] = (torch.linalg.solve(system, rhs[:, :, None])[:, :, 0] * keep).T
+    return solution, order
 
 
 def _support_first(support: torch.Tensor, size: int) -> torch.Tensor:
@@ -456,49 +470,76 @@ def lasso_active_set(
     # G a of the pending columns as the last round left it (the product the step's test made),
     # so each round multiplies by G twice, not three times; None before the first round
     gram_a: torch.Tensor | None = None
+    # the pending columns' statistics and coefficients, compacted (``index_select``, a plain
+    # copy) only when columns finish: gathering [p, t] columns every round cost more than the
+    # round's products on the embedded model
+    c, lam, m, x = cross, penalty, mask, a
     while pending.numel() and rounds < max_rounds:
         rounds += 1
-        c, lam, m = cross[:, pending], penalty[pending], mask[:, pending]
-        x = a[:, pending]
+        limit, allowance = threshold[pending], budget[pending]
         gram_x = gram @ x if gram_a is None else gram_a
         gradient = gram_x - c
         nonzero = x != 0
-        on_support = torch.where(nonzero, (gradient + lam * x.sign()).abs(), 0.0).amax(0)
+        # |gradient + lambda sign(x)| on the support, 0 off it (x = 0 there: the product is +0)
+        on_support = ((gradient + lam * x.sign()).abs() * nonzero).amax(0)
         violation = torch.where(~nonzero & m, gradient.abs() - lam, -torch.inf)  # [p, c]
         worst = violation.amax(0)
-        done = (on_support <= threshold[pending]) & (worst <= threshold[pending])
+        done = (on_support <= limit) & (worst <= limit)
         # columns whose support is optimal get new coordinates; the others re-solve their support
-        grow = ~done & (on_support <= threshold[pending])
+        grow = ~done & (on_support <= limit)
         signs = x.sign()
-        if bool(grow.any()):
-            top = violation.topk(min(max(1, add_per_round), p), dim=0)
+        growing = grow.nonzero(as_tuple=True)[0]
+        if growing.numel():
+            # each column's most violating coordinates, for the growing columns only (the
+            # top-k of a column is its own: the same picks as over every column)
+            top = violation.index_select(1, growing).topk(min(max(1, add_per_round), p), dim=0)
             rank = torch.arange(top.values.shape[0], device=device)[:, None]
-            add = (top.values > threshold[pending]) & grow[None, :] & (rank < budget[pending][None, :])
-            new_signs = -gradient.gather(0, top.indices).sign() * add
-            current = signs.gather(0, top.indices)
-            signs.scatter_(0, top.indices, torch.where(add, new_signs, current))
-        target = solve_on_support(gram, c, lam, signs * m, ridge)
-        direction = target - x
-        step = _line_minimum(gram @ direction, gram_x, c, lam, x, direction)
-        new_x = x + step * direction
-        # coordinates that the step brings to zero (a kink of the objective) are exactly zero
-        tiny = 1e-12 * (x.abs() + direction.abs())
-        new_x = torch.where(new_x.abs() <= tiny, torch.zeros_like(new_x), new_x)
-        base = _objective(gram_x, c, lam, x)
+            add = (top.values > limit[growing]) & (rank < allowance[growing][None, :])
+            new_signs = -gradient.index_select(1, growing).gather(0, top.indices).sign() * add
+            chosen = signs.index_select(1, growing)
+            current = chosen.gather(0, top.indices)
+            chosen.scatter_(0, top.indices, torch.where(add, new_signs, current))
+            signs.index_copy_(1, growing, chosen)
+        # the segment from x to the solution on the new support lies in that support (x's own is
+        # part of it), so the line search and the objectives read each column's support slots
+        # [k, c] (k its largest size, ~16 of the embedded model's 364 rows) instead of every row
+        target, order = _solve_on_slots(gram, c, lam, signs * m, ridge, min_size=1)
+        x_s = x.gather(0, order)  # 0 in the padding slots, as the target
+        direction = target - x_s
+        spread = torch.zeros_like(x).scatter_(0, order, direction)
+        gram_d = (gram @ spread).gather(0, order)
+        gram_x_s, c_s = gram_x.gather(0, order), c.gather(0, order)
+        step = _line_minimum(gram_d, gram_x_s, c_s, lam, x_s, direction)
+        new_s = x_s + step * direction
+        # coordinates that the step brings to zero (a kink of the objective) are exactly zero:
+        # left at rounding size of what they were and what the step moved them. Scaled by the
+        # step's move, not the direction's: on a singular support (collinear predictors) the
+        # direction is huge along its null space and the step tiny, and a threshold of 1e-12 of
+        # the direction zeroed real coefficients, made the objective worse and stalled the column
+        tiny = 1e-12 * (x_s.abs() + (step * direction).abs())
+        new_s = torch.where(new_s.abs() <= tiny, torch.zeros_like(new_s), new_s)
+        new_x = torch.zeros_like(x).scatter_(0, order, new_s)
+        base = _objective(gram_x_s, c_s, lam, x_s)
         gram_new = gram @ new_x
-        progress = _objective(gram_new, c, lam, new_x) < base - 1e-15 * base.abs().clamp_min(1.0)
+        change = _objective(gram_new.gather(0, order), c_s, lam, new_s)
+        progress = change < base - 1e-15 * base.abs().clamp_min(1.0)
         moved = progress & ~done
-        new_x = torch.where(progress[None, :] | done[None, :], new_x, x)
-        a[:, pending] = torch.where(done[None, :], x, new_x)
+        kept = torch.where((progress & ~done)[None, :], new_x, x)  # done or no progress: as it was
+        a.index_copy_(1, pending, kept)
         gram_kept = torch.where(moved[None, :], gram_new, gram_x)  # G a of every pending column now
-        retry = ~done & ~progress & grow & (budget[pending] > 1)
-        grown = (budget[pending] * 2).clamp_max(max(1, add_per_round))
-        budget[pending] = torch.where(retry, budget[pending] // 2, torch.where(progress, grown, 1))
+        retry = ~done & ~progress & grow & (allowance > 1)
+        grown = (allowance * 2).clamp_max(max(1, add_per_round))
+        budget[pending] = torch.where(retry, allowance // 2, torch.where(progress, grown, 1))
         stuck = ~done & ~progress & ~retry
         stalled[pending[stuck]] = True
         going = ~done & (progress | retry)
-        pending = pending[going]
-        gram_a = gram_kept[:, going]
+        if bool(going.all()):
+            x, gram_a = kept, gram_kept
+            continue
+        still = going.nonzero(as_tuple=True)[0]
+        pending = pending[still]
+        c, lam, m = c.index_select(1, still), lam[still], m.index_select(1, still)
+        x, gram_a = kept.index_select(1, still), gram_kept.index_select(1, still)
     unfinished = torch.zeros(t, dtype=torch.bool, device=device)
     unfinished[pending] = True
     unfinished |= stalled
