@@ -10,7 +10,11 @@ warm start, learning and evaluation; the model loaded once). Variants:
                   objective, with the held-out share measured)
     eap-ig        warm start from the prompt's EAP-IG, fitted on the prompt and the fit share
     average       warm start from the mean of the fit set's EAP-IG scores, same fit
+    balanced      the same mean with the prompt weighing as much as the fit paraphrases together
+    consensus     the geometric mean of the fit set's normalised EAP-IG scores, same fit
     bon           warm start per budget from the fit set's most faithful top-N (Best-of-N's pick)
+    worst         average's warm start; each step's circuit kept by its lowest fit paraphrase's NDF
+    worst-weighted  the same, the loss weighing each fit paraphrase by its error at the step before
 
 Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
@@ -37,11 +41,15 @@ from bench_bon import PROMPTS
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_average, load_timed
 from circuitviz.methods import get_method
 
-VARIANTS = {
+VARIANTS = {  # the method's settings of each variant, over its defaults
     "prompt-only": {"warm_start": "eap-ig", "fit_paraphrases": False},
     "eap-ig": {"warm_start": "eap-ig"},
     "average": {"warm_start": "average"},
+    "balanced": {"warm_start": "balanced"},
+    "consensus": {"warm_start": "consensus"},
     "bon": {"warm_start": "bon"},
+    "worst": {"warm_start": "average", "objective": "worst"},
+    "worst-weighted": {"warm_start": "average", "objective": "worst-weighted"},
 }
 
 
@@ -58,6 +66,11 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--ig-steps", type=int, default=None)
     parser.add_argument("--held-out", type=float, default=None)
+    parser.add_argument("--objective", default=None, help="mean, worst or worst-weighted")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="the paraphrases' order and the held-out split"
+    )
+    parser.add_argument("--warm-start", default=None, help="overrides every variant's warm start")
     parser.add_argument("--json", default=None)
     add_threads_argument(parser, default=1)
     args = parser.parse_args()
@@ -70,7 +83,15 @@ def main() -> None:
         settings = dict(VARIANTS[name])
         if args.steps is not None:
             settings["steps"] = args.steps
-        for flag in ("n_paraphrases", "learning_rate", "ig_steps", "held_out"):
+        for flag in (
+            "n_paraphrases",
+            "learning_rate",
+            "ig_steps",
+            "held_out",
+            "objective",
+            "warm_start",
+            "seed",
+        ):
             if getattr(args, flag) is not None:
                 settings[flag] = getattr(args, flag)
         chosen = [int(i) for i in args.only.split(",")] if args.only else range(args.prompts)
@@ -99,6 +120,9 @@ def main() -> None:
                 "steps": row.get("steps", 0),
                 "timings": result.timings,
                 "notes": result.details.notes,
+                "fit": result.details.fit,
+                "held_out": result.details.held_out,
+                "held_out_each": held,
             }
             rows.append(entry)
             print(

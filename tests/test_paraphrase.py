@@ -1,8 +1,10 @@
 """Paraphrase sources: file formats, template families, the LLM source against a local stub server
 speaking the OpenAI chat API, and per-pair validation against the model."""
 
+import itertools
 import json
 import random
+import re
 import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -247,6 +249,35 @@ def test_loose_prompts_of_a_family_are_recognised():
     assert rewrites and all(t.startswith("I have 3 apples and eat 1, so 3") for t in rewrites)
 
 
+def test_worked_examples_are_rewritten_with_their_problem():
+    """A problem after worked examples solved in its own template is also rewritten together with
+    them (the same operands and results in another template), in the other case, and joined to
+    them another way; its corruptions change the problem only."""
+    from circuitviz.query.families.arithmetic import ARITHMETIC_TEMPLATES, TEMPLATES
+
+    found = recognise("One plus one is two. Two plus two is four. One plus two is")
+    texts = {text: variant for text, variant in family("arithmetic").variants(found, random.Random(0))}
+    assert len(texts) == len(set(texts)) and found.answer == "Three"
+    whole = "One plus one equals two. Two plus two equals four. One plus two equals"
+    assert whole in texts
+    assert "The sum of one and one is two. The sum of two and two is four. The sum of one and two is" in texts
+    assert "one plus one is two. two plus two is four. one plus two is" in texts  # the other case
+    assert "One plus one is two. Two plus two is four, and one plus two is" in texts
+    assert "One plus one is two. Two plus two is four. So one plus two is" in texts
+    assert "One plus one is two. Two plus two is four. One plus two equals" in texts  # the problem alone
+    corrupted = next(family("arithmetic").corruptions(texts[whole], random.Random(1), None))
+    assert corrupted.startswith("One plus one equals two. Two plus two equals four. ")
+    assert recognise(corrupted).answer.lower() != "three"
+    # examples in another template than the problem's, or digits without examples: no such rewrites
+    mixed = recognise("one plus one equals two. one plus two is")
+    assert all(
+        v.slots["prefix"] == "one plus one equals two. "
+        for _, v in family("arithmetic").variants(mixed, random.Random(0))
+    )
+    # the dataset generator's templates are the first of every operation's
+    assert all(TEMPLATES[op][: len(ARITHMETIC_TEMPLATES[op])] == ARITHMETIC_TEMPLATES[op] for op in TEMPLATES)
+
+
 # the app's gallery, read from its own index (a copy here would drift from what the app shows)
 GALLERY_INDEX = gallery_dir() / "index.json"
 GALLERY = json.loads(GALLERY_INDEX.read_text(encoding="utf-8"))
@@ -276,8 +307,11 @@ def test_the_gallery_examples_are_recognised(tiny, entry):
     proposal = propose_corruption(tiny, prompt, answer)
     assert proposal is not None and proposal != prompt
     assert token_count(tiny, proposal) == token_count(tiny, prompt)
-    if name == "arithmetic":  # worked examples stay, the last problem is rewritten and corrupted
-        assert all(text.startswith("one plus one is two. ") for text, _ in variants)
+    if name == "arithmetic":  # the worked example stays or is rewritten as the problem is, the same sum
+        prefixes = [variant.slots["prefix"] for _, variant in variants]
+        assert all(re.search(r"\bone\b.*\bone\b.*\btwo\b", p, re.IGNORECASE) for p in prefixes)
+        assert "one plus one is two. " in prefixes and "one plus one equals two. " in prefixes
+        assert all((v.slots["a"], v.slots["b"], v.answer) == ("one", "two", "three") for _, v in variants)
         assert proposal.startswith("one plus one is two. ") and recognise(proposal).answer != "three"
 
 
@@ -494,6 +528,39 @@ def test_the_prompts_own_corruption_carries_over_to_rewrites():
     # a word the corruption replaces differently in two places takes its first replacement (IOI's
     # ABC corruption is therefore made by the IOI family itself, never carried over)
     assert two == "Tom and Anna: Tom"
+
+
+def test_arithmetic_and_factual_rewrites_are_corrupted_as_the_prompt_is():
+    """Their first corruption is the prompt's own: the same other operands (worked examples
+    untouched) or the same other subject, so the corrupted rewrite leads to the prompt's foil.
+    IOI keeps its own ABC corruption first (carried over word for word it would be ABB)."""
+    from circuitviz.query.templates import template_rewrites, transfer_corruption
+
+    words = PromptTask(
+        "one plus one is two. one plus two is", "one plus one is two. two plus two is", " three", (" four",)
+    )
+    eiffel = PromptTask(
+        "The Eiffel Tower is located in the city of",
+        "The Colosseum is located in the city of",
+        " Paris",
+        (" Rome",),
+    )
+    for task in (words, EXAMPLE_TASKS["arithmetic"], eiffel):
+        _, rewrites = template_rewrites(task)
+        for text, corruptions in itertools.islice(rewrites, 12):
+            first = next(corruptions)
+            if task is eiffel:
+                assert first == text.replace("Eiffel Tower", "Colosseum"), (text, first)
+            elif task is words:  # the problem's first operand one -> two, the example as it was
+                assert first.count("two") == text.count("two") + 1 and first[:12] == text[:12], (text, first)
+            else:
+                assert first == text.replace("14", "54"), (text, first)
+    ioi = EXAMPLE_TASKS["ioi"]
+    _, rewrites = template_rewrites(ioi)
+    for text, corruptions in itertools.islice(rewrites, 5):
+        first = next(corruptions)
+        assert not {"Mary", "John"} & set(re.findall(r"\w+", first))
+        assert first != transfer_corruption(ioi.clean, ioi.corrupted, text)
 
 
 def test_multiple_choice_answered_by_the_options_text(tiny):

@@ -294,3 +294,47 @@ def test_the_price_counts_each_learning_step_of_every_mask_on_every_fitted_task(
     few = method.estimate(method.make_config({**settings, "steps": 2}), spec, 15, 3).passes
     many = method.estimate(method.make_config({**settings, "steps": 12}), spec, 15, 3).passes
     assert many - few == pytest.approx(MASKED_STEP_PASSES * 10 * 3 * fit)
+
+
+def test_the_warm_starts_that_combine_the_fit_tasks_scores():
+    """average: the mean of the normalised scores; balanced: the prompt (first) weighs as much as
+    the paraphrases together; consensus: the geometric mean, so an edge every task scores ranks
+    above one only a single task scores highly. One task: each is that task's scores."""
+    prompt = torch.tensor([0.5, 0.3, 0.2, 0.0], device="cpu")
+    first = torch.tensor([0.1, 0.3, 0.0, 0.6], device="cpu")
+    second = torch.tensor([0.1, 0.3, 0.0, 0.6], device="cpu")
+    tasks = [prompt, first, second]
+    assert torch.allclose(pp._combined(tasks, "average"), (prompt + first + second) / 3)
+    assert torch.allclose(pp._combined(tasks, "balanced"), 0.5 * prompt + 0.25 * (first + second))
+    consensus = pp._combined(tasks, "consensus")
+    assert torch.allclose(consensus[:2], torch.tensor([0.5 * 0.1 * 0.1, 0.3**3], device="cpu") ** (1 / 3))
+    assert consensus[1] > consensus[0] > consensus[2] and consensus[1] > consensus[3]
+    for how in ("average", "balanced", "consensus"):
+        assert torch.allclose(pp._combined([prompt], how), prompt)
+    with pytest.raises(ValueError, match="warm_start must be one of"):
+        get_method("paraphrase-pruning").make_config({"warm_start": "median"})
+
+
+def test_the_worst_objective_keeps_a_circuit_by_its_lowest_fit_paraphrase(every_paraphrase_valid):
+    """objective worst: each step's score is the worse of the prompt's NDF and the LOWEST fit
+    paraphrase's (mean: their mean); worst-weighted learns with the lagging paraphrases weighing
+    more, scored the same way. Edge Pruning's one task is untouched (the selection reads it alone)."""
+    from circuitviz.methods.mask_learning import selection_error
+
+    assert selection_error([0.1, 0.2, 0.6]) == pytest.approx(0.4)
+    assert selection_error([0.1, 0.2, 0.6], worst=True) == pytest.approx(0.6)
+    assert selection_error([-0.3], worst=True) == selection_error([-0.3]) == pytest.approx(0.3)
+    model = tiny_model("gemma", seed=1)
+    ctx = RunContext(model, IOI_TASK)
+    config = get_method("paraphrase-pruning").make_config({"steps": 2, "objective": "worst-weighted"})
+    split = pp.split_paraphrases(ctx, config)
+    fitting = [ctx.evaluator, *split.fit]
+    assert len(fitting) >= 3
+    start, _ = pp.warm_logits(ctx, config, fitting, [15])
+    learned = pp.learn_shared_masks(ctx, config, fitting, start, [15])
+    for step, score in zip(learned.deviations[0], learned.scores(0)):
+        errors = [min(abs(d), 1.0) for d in step]
+        assert score == pytest.approx(1 - max(errors[0], max(errors[1:])), abs=1e-12)
+    assert learned.scores(0)[learned.best_step[0]] == max(learned.scores(0))
+    with pytest.raises(ValueError, match="objective must be one of"):
+        get_method("paraphrase-pruning").make_config({"objective": "median"})

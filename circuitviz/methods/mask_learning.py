@@ -72,13 +72,18 @@ def learning_passes(steps: int, masks: int, tasks: int = 1) -> float:
 class Schedule:
     """How the masks learn: at most ``steps`` steps of ``learning_rate``, the sigmoid's
     ``temperature``, the ``sparsity`` weight, and ``warmup`` steps over which each mask shrinks
-    from the whole graph to its budget (0: it starts at its budget)."""
+    from the whole graph to its budget (0: it starts at its budget). With several tasks,
+    ``worst`` selects each budget's circuit by the worse of the prompt's NDF and the lowest other
+    task's (not their mean), and ``reweight`` shares the other tasks' half of the loss in
+    proportion to each one's error at the step before (the lagging ones weigh most)."""
 
     steps: int
     learning_rate: float
     temperature: float
     sparsity: float
     warmup: int = 0
+    worst: bool = False
+    reweight: bool = False
 
 
 @dataclass
@@ -91,6 +96,7 @@ class LearnedMasks:
     best_step: list[int]
     steps_run: int
     first_at_size: list[list[float]]  # per budget, per task, the first circuit of its size's deviations
+    worst: bool = False  # selected by the lowest other task's NDF, not their mean
 
     @property
     def deviation(self) -> list[list[float]]:
@@ -100,15 +106,17 @@ class LearnedMasks:
     def scores(self, budget: int) -> list[float]:
         """Per step, 1 - the selection error of that step's circuit (the worse of the prompt's NDF
         and the other tasks' mean NDF; the prompt's NDF for one task)."""
-        return [1 - min(1.0, selection_error(step)) for step in self.deviations[budget]]
+        return [1 - min(1.0, selection_error(step, self.worst)) for step in self.deviations[budget]]
 
 
-def selection_error(deviations: Sequence[float]) -> float:
+def selection_error(deviations: Sequence[float], worst: bool = False) -> float:
     """How far a circuit is from its model on the tasks: |deviation| on the prompt alone; with more
-    tasks, the worse of the prompt's and the others' mean, each capped at 1 (1 - NDF)."""
+    tasks, the worse of the prompt's and the others' mean (``worst``: the others' largest), each
+    capped at 1 (1 - NDF)."""
     if len(deviations) == 1:
         return abs(deviations[0])
-    return max(min(abs(deviations[0]), 1.0), statistics.fmean(min(abs(d), 1.0) for d in deviations[1:]))
+    others = [min(abs(d), 1.0) for d in deviations[1:]]
+    return max(min(abs(deviations[0]), 1.0), max(others) if worst else statistics.fmean(others))
 
 
 def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
@@ -170,6 +178,9 @@ def learn_masks(
     logits = start.to(device=device, dtype=dtype).clone()  # [n_budgets, n_edges]
     n_tasks = len(evaluators)
     weights = [1.0] if n_tasks == 1 else [0.5, *[0.5 / (n_tasks - 1)] * (n_tasks - 1)]
+    # per budget, each task's weight (``reweight``: the others' half shared by their last errors)
+    budget_weights = [list(weights) for _ in range(n_budgets)]
+    reweight = bool(schedule.reweight) and n_tasks > 2
     spans = [e.baseline.clean - e.baseline.corrupted for e in evaluators]
     velocity = torch.zeros_like(logits)
     best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
@@ -252,7 +263,10 @@ def learn_masks(
                     circuits = prune(spec, keep.detach() > 0.5)
                 deviation = run_pass(number, keep)  # [g, b]
                 if backward:
-                    if len(group) == 1:
+                    if reweight:
+                        rows_weight = [[budget_weights[i][t] for i in active[rows]] for t in group]
+                        loss = (torch.tensor(rows_weight, device=device, dtype=dtype) * deviation**2).sum()
+                    elif len(group) == 1:
                         loss = weights[group[0]] * (deviation[0] ** 2).sum()
                     else:
                         loss = (row_weight[number][:, None] * deviation**2).sum()
@@ -289,7 +303,12 @@ def learn_masks(
                 at_size = sizes[index] == int(counts[index])
                 if at_size and math.isnan(first_at_size[index][0]):
                     first_at_size[index] = list(deviations)
-                error = selection_error(deviations)
+                error = selection_error(deviations, schedule.worst)
+                if reweight:
+                    errors = [min(abs(d), 1.0) for d in deviations[1:]]
+                    total = sum(errors)
+                    shares = [e / total for e in errors] if total > 0 else [1 / len(errors)] * len(errors)
+                    budget_weights[index] = [0.5, *[0.5 * share for share in shares]]
                 if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit
@@ -303,7 +322,9 @@ def learn_masks(
             ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
             step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
-    return LearnedMasks(best_circuits, logits - thresholds, history, best_step, step, first_at_size)
+    return LearnedMasks(
+        best_circuits, logits - thresholds, history, best_step, step, first_at_size, bool(schedule.worst)
+    )
 
 
 def edge_values(spec: GraphSpec, scores: torch.Tensor) -> torch.Tensor:

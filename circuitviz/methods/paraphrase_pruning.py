@@ -16,7 +16,8 @@ sentence:
   to pick a step or to start the logits, and measures transfer; the rest fit. With fewer than
   two valid paraphrases none can be held out, and the result says so in one sentence;
 - logits start from EAP-IG scores (``warm_start``: by default the mean of the fit set's
-  normalised scores; or the prompt's; or per budget the fit set's most faithful top-N among
+  normalised scores; or that mean with the prompt weighing as much as the paraphrases together;
+  or their geometric mean; or the prompt's; or per budget the fit set's most faithful top-N among
   those of the prompt and each fit paraphrase, Best-of-N's pick), as Edge Pruning's do
   (``mask_learning.initial_logits``);
 - the masks learn through the loop Edge Pruning runs on the prompt alone
@@ -73,7 +74,8 @@ from .registry import get_method, register
 from .scoring import pair_scores
 from .settings import ig_steps_setting, paraphrases_setting, setting
 
-WARM_STARTS = ("eap-ig", "average", "bon")
+WARM_STARTS = ("eap-ig", "average", "balanced", "consensus", "bon")
+OBJECTIVES = ("mean", "worst", "worst-weighted")
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,13 @@ class ParaphrasePruningConfig(ParaphraseSource):
     )
     warm_start: str = setting(
         "average",
-        "eap-ig: the prompt's EAP-IG scores; average: the mean of the fit set's normalised EAP-IG scores; bon: per budget, the fit set's most faithful top-N among the prompt's and each fit paraphrase's.",
+        "eap-ig: the prompt's EAP-IG scores; average: the mean of the fit set's normalised EAP-IG scores; balanced: the same with the prompt weighing as much as the fit paraphrases together (as in the learning); consensus: their geometric mean (an edge ranks high only when every fit task scores it); bon: per budget, the fit set's most faithful top-N among the prompt's and each fit paraphrase's.",
         choices=WARM_STARTS,
+    )
+    objective: str = setting(
+        "mean",
+        "mean: a step's circuit is kept by the worse of the prompt's NDF and the fit paraphrases' mean; worst: by the worse of the prompt's and the lowest fit paraphrase's; worst-weighted: the same, and the fit paraphrases' half of the loss goes to each by its error at the step before.",
+        choices=OBJECTIVES,
     )
     ig_steps: int = ig_steps_setting(5, "IG steps of the warm start's EAP-IG.")
     steps: int = setting(8, "optimisation steps at most.", low=0, high=10000)
@@ -108,6 +115,8 @@ class ParaphrasePruningConfig(ParaphraseSource):
         super().__post_init__()  # the paraphrase settings, and every bound the fields declare
         if self.warm_start not in WARM_STARTS:
             raise ValueError(f"warm_start must be one of {', '.join(WARM_STARTS)}, not {self.warm_start!r}.")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}.")
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
             raise ValueError("learning_rate and temperature must be above 0.")
 
@@ -199,7 +208,12 @@ def learn_shared_masks(
     prompt first, weighing as much as the others together): the loop Edge Pruning runs on the
     prompt alone (``mask_learning``). start: [n_budgets, n_edges] logits."""
     schedule = Schedule(
-        int(config.steps), float(config.learning_rate), float(config.temperature), float(config.sparsity)
+        int(config.steps),
+        float(config.learning_rate),
+        float(config.temperature),
+        float(config.sparsity),
+        worst=config.objective != "mean",
+        reweight=config.objective == "worst-weighted",
     )
     return learn_masks(ctx, evaluators, start, counts, schedule)
 
@@ -218,6 +232,23 @@ def _fit_score(ndfs: Sequence[float]) -> float:
     return 1 - min(1.0, selection_error([1 - v for v in ndfs]))
 
 
+def _combined(normalised: Sequence[torch.Tensor], how: str) -> torch.Tensor:
+    """One warm-start score per edge from the fit tasks' normalised scores (the prompt first), each
+    [n_edges]: their mean (``average``), the prompt weighing as much as the paraphrases together
+    (``balanced``, the learning's weights), or their geometric mean (``consensus``; an edge a
+    task scores 0 counts there as the smallest score that task gives, over e^5)."""
+    stacked = torch.stack(list(normalised))  # [n_tasks, n_edges]
+    if how == "average" or len(normalised) == 1:
+        return stacked.mean(0)
+    if how == "balanced":
+        return 0.5 * stacked[0] + 0.5 * stacked[1:].mean(0)
+    floors = [
+        float(row[row > 0].min()) * math.exp(-5.0) if bool((row > 0).any()) else 1e-30 for row in stacked
+    ]
+    floor = torch.tensor(floors, dtype=stacked.dtype, device=stacked.device)[:, None]
+    return torch.exp(torch.log(torch.maximum(stacked, floor)).mean(0))
+
+
 def warm_logits(
     ctx: RunContext, config, evaluators: Sequence[Evaluator], counts: Sequence[int]
 ) -> tuple[torch.Tensor, list[str]]:
@@ -230,8 +261,10 @@ def warm_logits(
     if config.warm_start == "eap-ig":
         return initial_logits(values[0], counts), ["prompt"] * len(counts)
     normalised = [v.abs() / v.abs().sum().clamp(min=1e-12) for v in values]
-    if config.warm_start == "average":
-        return initial_logits(torch.stack(normalised).mean(0), counts), ["average"] * len(counts)
+    if config.warm_start in ("average", "balanced", "consensus"):
+        return initial_logits(_combined(normalised, config.warm_start), counts), [config.warm_start] * len(
+            counts
+        )
     # bon: each candidate's top-N, measured on every fit task; the best per budget starts it
     matrices = torch.stack([s.to(device) for s in scores])  # [n_candidates, fwd, bwd]
     candidates = circuits_at_budgets(spec, matrices, counts)  # [n_candidates, n_budgets, fwd, bwd]

@@ -57,8 +57,10 @@ def template_rewrites(task: PromptTask, seed: int = 0) -> tuple[str, Iterator[tu
 
     Rewrites come in the order ``seed`` gives; a family that needs the answer (multiple choice)
     gets the task's. Corruptions are the family's own (seeded by the seed and the rewrite), then
-    the prompt's own corruption carried over. ParaphraseError when no family recognises the
-    prompt, or no rewrite can keep its answer.
+    the prompt's own corruption carried over; a family that keeps the prompt's corruption
+    (arithmetic: the same other operands; factual recall: the same other subject) puts that one
+    first, so the rewrite's corrupted run leads to the prompt's foil as the prompt's does.
+    ParaphraseError when no family recognises the prompt, or no rewrite can keep its answer.
     """
     found = recognise(task.clean)
     if found is None:
@@ -69,10 +71,17 @@ def template_rewrites(task: PromptTask, seed: int = 0) -> tuple[str, Iterator[tu
     if not variants and chosen.needs_answer:
         raise ParaphraseError(chosen.unusable_answer(task.answer))
 
+    corrupted = (
+        recognise(task.corrupted) if chosen.keeps_prompt_corruption and task.corrupted.strip() else None
+    )
+
     def corruptions(text: str, variant) -> Iterator[str]:
         own = chosen.corruptions(variant, random.Random(f"{seed}:{text}"), answer)
         carried = transfer_corruption(task.clean, task.corrupted, text) if task.corrupted.strip() else None
-        return itertools.chain(own, [carried] if carried else [])
+        kept = (
+            chosen.prompt_corruption(variant, corrupted, carried) if chosen.keeps_prompt_corruption else None
+        )
+        return itertools.chain([kept] if kept else [], own, [carried] if carried else [])
 
     return found.family, ((text, corruptions(text, variant)) for text, variant in variants)
 

@@ -34,6 +34,29 @@ ARITHMETIC_TEMPLATES = {
         "The result of {a} * {b} is",
     ),
 }  # fmt: skip
+# More wordings for rewrites only: the dataset generator (``batch.generate``) draws its prompts
+# from ARITHMETIC_TEMPLATES alone, so the datasets it makes from a seed stay as they were.
+REWRITE_TEMPLATES = {
+    "+": (
+        "{a}+{b} =", "{a} plus {b} =", "({a} + {b}) =", "Compute: {a} + {b} =", "Sum: {a} + {b} =",
+        "Addition: {a} + {b} =", "Let's add: {a} + {b} =", "Math: {a} + {b} =", "{b} plus {a} is",
+        "{a} plus {b} gives", "{a} plus {b} is equal to",
+    ),
+    "-": (
+        "{a}-{b} =", "{a} minus {b} =", "({a} - {b}) =", "Compute: {a} - {b} =", "Difference: {a} - {b} =",
+        "Subtraction: {a} - {b} =", "Let's subtract: {a} - {b} =", "Math: {a} - {b} =", "{a} minus {b} gives",
+        "{a} minus {b} is equal to",
+    ),
+    "*": (
+        "{a}*{b} =", "{a} times {b} =", "({a} * {b}) =", "Compute: {a} * {b} =", "Product: {a} * {b} =",
+        "Multiplication: {a} * {b} =", "Let's multiply: {a} * {b} =", "Math: {a} * {b} =", "{b} times {a} is",
+        "{a} times {b} gives", "{a} times {b} is equal to",
+    ),
+}  # fmt: skip
+# how the last worked example may lead into the problem, besides a full stop and a space
+JOINS = (", and ", "; ", ".\n", ". and ", ". so ", ". then ")
+# every template a prompt is recognised by and rewritten to; an index into it names a template
+TEMPLATES = {op: ARITHMETIC_TEMPLATES[op] + REWRITE_TEMPLATES[op] for op in ARITHMETIC_TEMPLATES}
 NUMBERWORDS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
@@ -63,6 +86,11 @@ def _number_text(value: int, like: str) -> str:
     return word.capitalize() if like[:1].isupper() else word
 
 
+def _with_case(text: str, case: str | None) -> str:
+    """``text`` with its first letter lower case, upper case, or (None) as it is."""
+    return text[:1].lower() + text[1:] if case == "lower" else text[:1].upper() + text[1:] if case else text
+
+
 def _in_words(template: str) -> bool:
     """Whether a template reads naturally with numbers in words (no symbols)."""
     return not re.search(r"[+\-*=]|\bx\b", template)
@@ -74,11 +102,12 @@ class ArithmeticFamily(TemplateFamily):
 
     name = "arithmetic"
     label = "arithmetic"
+    keeps_prompt_corruption = True
 
     def __init__(self):
         self._regexes = [
             (op, index, template_regex(t, {"a": _NUMBER, "b": _NUMBER}))
-            for op, templates in ARITHMETIC_TEMPLATES.items()
+            for op, templates in TEMPLATES.items()
             for index, t in enumerate(templates)
         ]
 
@@ -86,7 +115,7 @@ class ArithmeticFamily(TemplateFamily):
         for op, index, regex in self._regexes:
             found = regex.match(problem)
             if found and found["a"].isdigit() == found["b"].isdigit():
-                if not found["a"].isdigit() and not _in_words(ARITHMETIC_TEMPLATES[op][index]):
+                if not found["a"].isdigit() and not _in_words(TEMPLATES[op][index]):
                     continue
                 return {"op": op, "a": found["a"], "b": found["b"], "template": index}
         return None
@@ -122,18 +151,66 @@ class ArithmeticFamily(TemplateFamily):
         return None
 
     def _render(self, slots: dict, index: int, a: str, b: str) -> str:
-        template = ARITHMETIC_TEMPLATES[slots["op"]][index]
-        text = fill_template(template, {"a": a, "b": b}, slots["spaced"])
-        if slots["prefix"] and not a.isdigit() and slots["a"][:1].islower():
-            text = text[:1].lower() + text[1:]  # after worked examples in lower case, stay lower case
-        return slots["prefix"] + text + slots["trailing"]
+        template = TEMPLATES[slots["op"]][index]
+        text = fill_template(template, {"a": a.lower(), "b": b.lower()}, slots["spaced"])
+        case = slots.get("case")
+        if case is None and not a.isdigit():
+            # after worked examples in lower case, stay lower case; a capital stays a capital
+            case = "upper" if slots["a"][:1].isupper() else "lower" if slots["prefix"] else None
+        return slots["prefix"] + _with_case(text, case) + slots["trailing"]
+
+    def _worked_examples(self, slots: dict) -> list[tuple[str, str, str, str]] | None:
+        """The worked examples before the problem as (a, b, result, the white space after), when
+        every sentence before it is one, solved in the problem's own template; else None."""
+        if slots["template"] is None or not slots["prefix"].strip():
+            return None
+        solved = template_regex(
+            TEMPLATES[slots["op"]][slots["template"]] + " {c}.", {"a": _NUMBER, "b": _NUMBER, "c": _NUMBER}
+        )
+        examples, rest = [], slots["prefix"]
+        while rest:
+            for end in [m.end() for m in re.finditer(r"[.?!](?=\s|$)", rest)]:
+                found = solved.match(rest[:end])
+                if found:
+                    space = re.match(r"\s*", rest[end:]).group()
+                    examples.append((found["a"], found["b"], found["c"], space))
+                    rest = rest[end + len(space) :]
+                    break
+            else:
+                return None
+        return examples
+
+    def _examples_text(self, slots: dict, examples: list, index: int, case: str, join: str | None) -> str:
+        """The worked examples written in template ``index`` (the same operands and results), each
+        sentence's first letter in ``case``; ``join`` after the last (None: its full stop and space)."""
+        template = TEMPLATES[slots["op"]][index] + " {c}"
+        out = ""
+        for number, (a, b, c, space) in enumerate(examples):
+            words = {"a": a.lower(), "b": b.lower(), "c": c.lower()}
+            text = _with_case(fill_template(template, words, slots["spaced"]), case)
+            last = number == len(examples) - 1
+            out += text + (join if last and join is not None else "." + space)
+        return out
+
+    def _choices(self, slots: dict, indices: list[int]) -> list[tuple[int, str, str | None]]:
+        """(template, kind, join) of every rewrite: ``problem``, the problem alone in another
+        template; and, when the worked examples are solved in the problem's own template,
+        ``whole``, examples and problem in another template alike; ``case``, every sentence's
+        first letter the other case; ``join``, the last example leading into the problem another way."""
+        choices = [(i, "problem", None) for i in indices]
+        if self._worked_examples(slots) is None:
+            return choices
+        choices += [(i, "whole", None) for i in indices]
+        if not slots["a"].isdigit():
+            choices.append((slots["template"], "case", None))
+        return choices + [(slots["template"], "join", join) for join in JOINS]
 
     def variants(self, found, rng, answer=None):
         slots = found.slots
         words = not slots["a"].isdigit()
         # inside a sentence ("..., so 3 - 1 =") only templates that start with the first operand fit
         inside = bool(slots["prefix"]) and not re.search(r"[.?!\n]\s*$", slots["prefix"])
-        templates = ARITHMETIC_TEMPLATES[slots["op"]]
+        templates = TEMPLATES[slots["op"]]
         indices = [
             i
             for i in range(len(templates))
@@ -141,13 +218,45 @@ class ArithmeticFamily(TemplateFamily):
             and (not words or _in_words(templates[i]))
             and (not inside or templates[i].startswith("{a}"))
         ]
-        rng.shuffle(indices)
-        out = []
-        for index in indices:
-            text = self._render(slots, index, slots["a"], slots["b"])
+        examples = self._worked_examples(slots)
+        choices = self._choices(slots, indices)
+        rng.shuffle(choices)
+        # the sentences' first letters: lower case as the prompt's, else as each template has it
+        lower = slots["prefix"][:1].islower()
+        case = "lower" if lower else "upper" if slots["prefix"][:1].isupper() else None
+        out, seen = [], set()
+        for index, kind, join in choices:
             new = dict(slots, template=index, text=None, spans=None)
-            out.append((text, FamilyMatch(self.name, self.label, new, found.answer)))
+            if kind == "whole":
+                new["prefix"] = self._examples_text(slots, examples, index, case, None)
+            elif kind == "case":
+                new["case"] = "upper" if lower else "lower"
+                new["prefix"] = self._examples_text(slots, examples, index, new["case"], None)
+            elif kind == "join":
+                new["case"] = "lower"  # the problem goes on the sentence ("..., and one plus two is")
+                if not lower and join[:2] == ". ":
+                    join = join[:2] + join[2:].capitalize()  # ". So one plus two is"
+                new["prefix"] = self._examples_text(slots, examples, index, case, join)
+            text = self._render(new, index, slots["a"], slots["b"])
+            if text not in seen:  # two ways can write the same ("one plus one", operands swapped)
+                seen.add(text)
+                out.append((text, FamilyMatch(self.name, self.label, new, found.answer)))
         return out
+
+    def prompt_corruption(self, found, corrupted, carried):
+        """The rewrite with the corrupted prompt's operands (its worked examples untouched)."""
+        if corrupted is None or corrupted.family != self.name:
+            return carried
+        slots, other = found.slots, corrupted.slots
+        if other["op"] != slots["op"] or other["a"].isdigit() != slots["a"].isdigit():
+            return carried
+        if (other["a"].lower(), other["b"].lower()) == (slots["a"].lower(), slots["b"].lower()):
+            return None
+        return (
+            self._render(slots, slots["template"], other["a"], other["b"])
+            if slots["template"] is not None
+            else carried
+        )
 
     def corruptions(self, found, rng, answer):
         """Operands of the same form (digit count, or words) whose result is written differently

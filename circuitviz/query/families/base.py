@@ -43,6 +43,9 @@ class TemplateFamily:
     name: str = ""
     label: str = ""
     needs_answer: bool = False
+    # a rewrite's first corruption is the prompt's own, carried over (``prompt_corruption``): the
+    # rewrite's metric then contrasts the answer with the foil the prompt's corruption leads to
+    keeps_prompt_corruption: bool = False
 
     def match(self, prompt: str) -> FamilyMatch | None:
         raise TypeError(f"{type(self).__name__} does not recognise prompts")
@@ -56,6 +59,13 @@ class TemplateFamily:
     def corruptions(self, found: FamilyMatch, rng: random.Random | None, answer: str | None) -> Iterator[str]:
         """Corrupted versions of a matched prompt, most preferred first (rng None: fixed order)."""
         raise TypeError(f"{type(self).__name__} has no corruptions")
+
+    def prompt_corruption(
+        self, found: FamilyMatch, corrupted: FamilyMatch | None, carried: str | None
+    ) -> str | None:
+        """The rewrite ``found`` corrupted as the prompt is: by default the prompt's substitutions
+        carried over word for word (``carried``); ``corrupted`` is the corrupted prompt recognised."""
+        return carried
 
     def unusable_answer(self, answer: str) -> str:
         """The sentence for a task answer no rewrite can keep (families that need the answer)."""

@@ -60,6 +60,7 @@ class FactualFamily(TemplateFamily):
 
     name = "factual"
     label = "factual recall"
+    keeps_prompt_corruption = True
 
     def __init__(self):
         self._regexes = [
