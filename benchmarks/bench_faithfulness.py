@@ -79,8 +79,17 @@ METHODS = {
     "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
-# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
-FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm", "paraphrase-pruning")
+# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF,
+# ACDC's removals each judged by the patched circuit's metric on the prompt)
+FITTED_TO_PROMPT = (
+    "edge-pruning",
+    "edge-pruning-from-eap",
+    "bon",
+    "ibon",
+    "bon-csm",
+    "paraphrase-pruning",
+    "acdc",
+)
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
 MAGNITUDES = (
     "edge-pruning",
@@ -512,8 +521,9 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         "",
         "Fitted to the prompt: "
         + ", ".join(FITTED_TO_PROMPT)
-        + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, or the "
-        "candidate of highest NDF on it), so their NDF on the prompt is an upper bound; their NDF on "
+        + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, the "
+        "candidate of highest NDF on it, or each removal kept only while the circuit's metric on it moves "
+        "less than the threshold), so their NDF on the prompt is an upper bound; their NDF on "
         "paraphrases is the figure to compare.",
         "",
         transfer_counts(prompts, budgets[0]),
