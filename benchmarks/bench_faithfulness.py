@@ -522,8 +522,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         "Fitted to the prompt: "
         + ", ".join(FITTED_TO_PROMPT)
         + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, the "
-        "candidate of highest NDF on it, or each removal kept only while the circuit's metric on it moves "
-        "less than the threshold), so their NDF on the prompt is an upper bound; their NDF on "
+        "candidate of highest NDF on it, or each edge removed only where removing it moves the circuit's "
+        "metric on it by less than a threshold), so their NDF on the prompt is an upper bound; their NDF on "
         "paraphrases is the figure to compare.",
         "",
         transfer_counts(prompts, budgets[0]),
