@@ -164,9 +164,8 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
     entry.setdefault("load", {})[row] = os.getloadavg()[0]
     entry.setdefault("timings", {})[row] = dict(result.timings)  # wall seconds by phase
     counts = getattr(result.details, "counts", None)
-    if counts and all(
-        isinstance(v, int) for v in counts.values()
-    ):  # the method's own tally (ACDC: patched rows, batched passes, edges tested and kept)
+    # the method's own tally (ACDC: patched rows, batched passes, edges tested and kept)
+    if counts and all(isinstance(v, int) for v in counts.values()):
         entry.setdefault("counts", {})[row] = dict(counts)
     circuits = {}
     if row == "bon-family":
@@ -392,7 +391,8 @@ def cost_table(prompts: list[dict], rows: list[str], note: str = "") -> list[str
         "",
         "Rows ran in different runs of a shared machine (the 'Made by' line): compare seconds only "
         "between rows run together, or at the same load; CPU seconds (the process's, one torch thread) "
-        "say less about the load. " + note,
+        "leave out the waits for a core but still grow with what runs beside it (docs/benchmarks.md, "
+        "ACDC). " + note,
         "",
         "| method | seconds | CPU s (mean / max) | prompts | load average when run |",
         "|---|---:|---:|---:|---|",
