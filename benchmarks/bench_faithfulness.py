@@ -79,8 +79,17 @@ METHODS = {
     "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
-# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF)
-FITTED_TO_PROMPT = ("edge-pruning", "edge-pruning-from-eap", "bon", "ibon", "bon-csm", "paraphrase-pruning")
+# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF,
+# ACDC's removals each judged by the patched circuit's metric on the prompt)
+FITTED_TO_PROMPT = (
+    "edge-pruning",
+    "edge-pruning-from-eap",
+    "bon",
+    "ibon",
+    "bon-csm",
+    "paraphrase-pruning",
+    "acdc",
+)
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
 MAGNITUDES = (
     "edge-pruning",
@@ -141,16 +150,23 @@ def prepare_prompt(
 def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: dict, effects) -> dict:
     """One row on one prompt: its curve and node tracking into ``entry``; returns its circuits."""
     name, settings = METHODS[row]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = get_method(name).run_on(model, task, settings, budgets=budgets)
     except Exception as error:  # a failing method is reported, the benchmark goes on
         log(f"    {row}: {type(error).__name__}: {error}")
         entry["curves"][row] = {"error": f"{type(error).__name__}: {error}"}
         return {}
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     entry["seconds"][row] = seconds
+    # the process's CPU seconds: what the run cost on a loaded machine (recorded since 2026-12-02)
+    entry.setdefault("cpu_seconds", {})[row] = cpu
     entry.setdefault("load", {})[row] = os.getloadavg()[0]
+    entry.setdefault("timings", {})[row] = dict(result.timings)  # wall seconds by phase
+    counts = getattr(result.details, "counts", None)
+    # the method's own tally (ACDC: patched rows, batched passes, edges tested and kept)
+    if counts and all(isinstance(v, int) for v in counts.values()):
+        entry.setdefault("counts", {})[row] = dict(counts)
     circuits = {}
     if row == "bon-family":
         for variant in BON_VARIANTS:
@@ -172,7 +188,7 @@ def run_row(model, spec: GraphSpec, task, row: str, budgets: list[int], entry: d
         entry["edge_pruning"] = {"timings": result.timings, "budgets": result.details.budgets}
     shown = entry["curves"]["bon" if row == "bon-family" else row]
     ndfs = " ".join(f"{point['ndf']:.2f}" for point in shown)
-    log(f"    {row}: {seconds:.1f} s; NDF {ndfs}")
+    log(f"    {row}: {seconds:.1f} s ({cpu:.1f} CPU s, load {os.getloadavg()[0]:.1f}); NDF {ndfs}")
     return circuits
 
 
@@ -367,23 +383,61 @@ def completeness_table(prompts: list[dict], rows: list[str], budgets: list[int])
 def cost_table(prompts: list[dict], rows: list[str], note: str = "") -> list[str]:
     """Each row's run time per prompt (scoring, selection and the five-budget curve), the mean over
     the prompts it ran on, as the run that measured the row recorded it, with the machine's load
-    average when it ran (recorded since 2026-12-01; ``note`` says what is known of the others)."""
+    average when it ran (recorded since 2026-12-01; ``note`` says what is known of the others),
+    and the process's CPU seconds and their largest per prompt (recorded since 2026-12-02)."""
     lines = [
         "",
         "### Seconds per prompt (one run of each row: scoring, selection and the curve; mean over the prompts)",
         "",
         "Rows ran in different runs of a shared machine (the 'Made by' line): compare seconds only "
-        "between rows run together, or at the same load. " + note,
+        "between rows run together, or at the same load; CPU seconds (the process's, one torch thread) "
+        "leave out the waits for a core but still grow with what runs beside it (docs/benchmarks.md, "
+        "ACDC). " + note,
         "",
-        "| method | seconds | prompts | load average when run |",
-        "|---|---:|---:|---|",
+        "| method | seconds | CPU s (mean / max) | prompts | load average when run |",
+        "|---|---:|---:|---:|---|",
     ]
     for row in [*rows, "bon-family"]:  # the Best-of-N variants come from one "bon-family" run
         seconds = [p["seconds"][row] for p in prompts if row in p.get("seconds", {})]
         loads = [p["load"][row] for p in prompts if row in p.get("load", {})]
+        cpu = [p["cpu_seconds"][row] for p in prompts if row in p.get("cpu_seconds", {})]
         if seconds:
             load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
-            lines.append(f"| {row} | {mean(seconds):.1f} | {len(seconds)} | {load} |")
+            spent = f"{mean(cpu):.1f} / {max(cpu):.1f}" if cpu else "-"
+            lines.append(f"| {row} | {mean(seconds):.1f} | {spent} | {len(seconds)} | {load} |")
+    lines += counts_table(prompts)
+    return lines
+
+
+def short(prompt: str) -> str:
+    """A prompt on one table cell: its first 37 characters and '...' when longer than 40."""
+    prompt = prompt.replace("\n", " ").replace("|", "/")
+    return prompt if len(prompt) <= 40 else prompt[:37] + "..."
+
+
+def counts_table(prompts: list[dict]) -> list[str]:
+    """Per prompt, the cost and tally of the rows whose method counts its own work (ACDC's patched
+    rows, batched passes, edges tested and kept), with the CPU seconds of the run."""
+    lines = []
+    for row in dict.fromkeys(row for p in prompts for row in p.get("counts", {})):
+        ran = [p for p in prompts if row in p.get("counts", {})]
+        keys = list(dict.fromkeys(key for p in ran for key in p["counts"][row]))
+        lines += [
+            "",
+            f"### {row} per prompt (the whole run: clean and corrupted runs, the method and its five-budget curve)",
+            "",
+            "| kind | prompt | tokens | CPU s | seconds | load | "
+            + " | ".join(k.replace("_", " ") for k in keys)
+            + " |",
+            "|---|---|" + "---:|" * (4 + len(keys)),
+        ]
+        for p in ran:
+            cpu = p.get("cpu_seconds", {}).get(row)
+            tally = " | ".join(f"{p['counts'][row][k]:,}" if k in p["counts"][row] else "-" for k in keys)
+            lines.append(
+                f"| {p['kind']} | {short(p['prompt'])} | {p['tokens']} | {'-' if cpu is None else f'{cpu:.1f}'} | "
+                f"{p['seconds'][row]:.1f} | {p.get('load', {}).get(row, math.nan):.1f} | {tally} |"
+            )
     return lines
 
 
@@ -467,8 +521,9 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         "",
         "Fitted to the prompt: "
         + ", ".join(FITTED_TO_PROMPT)
-        + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, or the "
-        "candidate of highest NDF on it), so their NDF on the prompt is an upper bound; their NDF on "
+        + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, the "
+        "candidate of highest NDF on it, or each edge removed only where removing it moves the circuit's "
+        "metric on it by less than a threshold), so their NDF on the prompt is an upper bound; their NDF on "
         "paraphrases is the figure to compare.",
         "",
         transfer_counts(prompts, budgets[0]),
@@ -496,10 +551,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
             change = " / ".join(
                 f"{rows_by_budget[b]['warm_ndf']:.2f} -> {rows_by_budget[b]['ndf']:.2f}" for b in budgets[:2]
             )
-            prompt = p["prompt"].replace("\n", " ").replace("|", "/")
-            prompt = prompt if len(prompt) <= 40 else prompt[:37] + "..."
             lines.append(
-                f"| {p['kind']} | {prompt} | {p['tokens']} | {p['seconds']['edge-pruning']:.1f} | "
+                f"| {p['kind']} | {short(p['prompt'])} | {p['tokens']} | {p['seconds']['edge-pruning']:.1f} | "
                 f"{info['timings'].get('scoring_s', 0):.1f} | {info['timings'].get('learning_s', 0):.1f} | "
                 f"{steps} | {change} |"
             )
@@ -514,6 +567,12 @@ def main() -> int:
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best there is)")
     parser.add_argument("--prompts", type=int, default=0, help="only the first N prompts (0: all 9)")
     parser.add_argument("--methods", default=",".join(METHODS), help="rows to run, comma separated")
+    parser.add_argument(
+        "--prompt-order",
+        default="",
+        help="run only these prompts (indices of bench_bon.PROMPTS, or of the --merge run's prompts), "
+        "in this order, e.g. 2,5,6 (default: all, in order); a run cut short keeps the first ones",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
     parser.add_argument("--from-json", type=Path, default=None, help="print the tables of a saved run")
     parser.add_argument(
@@ -568,23 +627,29 @@ def main() -> int:
         chosen = [
             next((k, t) for k, t in PROMPTS if t.clean == entry["prompt"]) for entry in report["prompts"]
         ]
-    effects = []
-    for number, (kind, task) in enumerate(chosen, start=1):
-        log(f"prompt {number}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
-        entry, found = prepare_prompt(model, spec, task, with_effects=not args.no_node_effects)
+    order = [int(i) for i in args.prompt_order.split(",")] if args.prompt_order else range(len(chosen))
+    if any(not 0 <= i < len(chosen) for i in order):
+        parser.error(f"--prompt-order: indices from 0 to {len(chosen) - 1}")
+    effects, slot = {}, {}  # by prompt index: node effects, place in report["prompts"]
+    for index in sorted(order):
+        kind, task = chosen[index]
+        log(f"prompt {index + 1}/{len(chosen)} ({kind}): {task.clean[:50]!r}")
+        entry, effects[index] = prepare_prompt(model, spec, task, with_effects=not args.no_node_effects)
         entry.update(kind=kind, prompt=task.clean, tokens=prepare_task(model, task).n_positions)
         if args.merge:
-            report["prompts"][number - 1]["tracking"].update(entry["tracking"])
+            report["prompts"][index]["tracking"].update(entry["tracking"])
+            slot[index] = index
         else:
+            slot[index] = len(report["prompts"])
             report["prompts"].append(entry)
-        effects.append(found)
     # rows outer, prompts inner: each row is complete for every prompt (its transfer too) before
     # the next starts, so a run cut short keeps whole rows
     for row in rows:
-        for number, (kind, task) in enumerate(chosen):
-            log(f"{row}: prompt {number + 1}/{len(chosen)} ({kind})")
-            entry = report["prompts"][number]
-            circuits = run_row(model, spec, task, row, budgets, entry, effects[number])
+        for number, index in enumerate(order):
+            kind, task = chosen[index]
+            log(f"{row}: prompt {index + 1}/{len(chosen)} ({kind}), {number + 1} of {len(order)} run")
+            entry = report["prompts"][slot[index]]
+            circuits = run_row(model, spec, task, row, budgets, entry, effects[index])
             if not args.no_transfer:
                 merge_transfer(
                     entry, paraphrase_transfer(model, spec, task, circuits, budgets, entry.get("seen"))
