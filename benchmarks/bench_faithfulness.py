@@ -51,7 +51,7 @@ from circuitviz.measure.completeness import completeness
 from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.measure.task_validity import gap_problem
 from circuitviz.measure.transfer import held_out_transfer, paraphrases_used
-from circuitviz.methods import get_method
+from circuitviz.methods import get_method, method_traits
 from circuitviz.query.variants import edge_matrix
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -79,16 +79,12 @@ METHODS = {
     "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
 }
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
-# rows whose circuits are fitted to the prompt itself (a learned mask, a pick by the prompt's own NDF,
-# ACDC's removals each judged by the patched circuit's metric on the prompt)
-FITTED_TO_PROMPT = (
-    "edge-pruning",
-    "edge-pruning-from-eap",
-    "bon",
-    "ibon",
-    "bon-csm",
-    "paraphrase-pruning",
-    "acdc",
+# rows whose circuits are fitted to the prompt itself: the registry's trait of each row's method (a
+# learned mask, a pick by the prompt's own NDF, ACDC's removals each judged on the prompt)
+FITTED_TO_PROMPT = tuple(
+    row
+    for row in [*METHODS, *BON_VARIANTS]  # a Best-of-N variant's row is its method's name
+    if row != "bon-family" and method_traits(METHODS[row][0] if row in METHODS else row).fitted_to_prompt
 )
 # rows whose edge scores have no sign, so (b)'s signed columns say nothing about them
 MAGNITUDES = (

@@ -12,6 +12,9 @@ FITTED = {
     "ibon": "iBoN keeps, per budget, the candidate of highest NDF on this prompt",
     "bon-csm": "BoN-CSM merges the sub-circuits of highest NDF on this prompt",
     "paraphrase-pruning": "Paraphrase pruning learns its mask on this prompt and a share of its paraphrases",
+    # added with ACDC's yardstick row: each removal is judged by the patched circuit on the prompt
+    "acdc": "ACDC removes an edge only where the patched circuit's metric on this prompt moves by less than "
+    "its threshold",
 }
 
 

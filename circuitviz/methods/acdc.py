@@ -193,6 +193,10 @@ class ACDC(ScoringMethod):
     )
     Config = ACDCConfig
     Details = OwnCircuitDetails
+    fitted_to_prompt = (
+        "ACDC removes an edge only where the patched circuit's metric on this prompt moves by less than "
+        "its threshold"
+    )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # about one patched row per edge (each edge tested, plus the rows a kept edge makes stale
