@@ -414,10 +414,10 @@ def result_view(
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
     metrics_row(result, budget, point)
-    columns = st.columns(2)
-    faded = columns[0].toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
+    # one toggle a row: two side by side cut their labels at 1,000 px ("show the nodes outside the ...")
+    faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
     captions = caption_key = None
-    if model is not None and columns[1].toggle(
+    if model is not None and st.toggle(
         "SAE feature labels on the nodes (slower)",
         key=f"{key}.sae",
         help="each node's strongest feature of the embedded SAEs on this prompt",
