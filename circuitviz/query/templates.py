@@ -81,7 +81,8 @@ def template_rewrites(task: PromptTask, seed: int = 0) -> tuple[str, Iterator[tu
         kept = (
             chosen.prompt_corruption(variant, corrupted, carried) if chosen.keeps_prompt_corruption else None
         )
-        return itertools.chain([kept] if kept else [], own, [carried] if carried else [])
+        last = [carried] if carried and carried != kept else []  # never the same corruption checked twice
+        return itertools.chain([kept] if kept else [], own, last)
 
     return found.family, ((text, corruptions(text, variant)) for text, variant in variants)
 
