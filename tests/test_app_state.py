@@ -418,6 +418,37 @@ def test_a_task_with_several_foils_opens_with_all_of_them():
     assert not any("3 foils" in c.value for c in at.caption)
 
 
+def test_an_opened_prompt_survives_a_rerun_that_carries_the_old_one():
+    """A rerun the browser asked for before it had the opened task (another click while the MMLU
+    picker's "Use this question" ran) sends the boxes' old values: the opened prompt, answer and
+    corrupted prompt stay. The check is one-shot: the old prompt typed back is taken."""
+    at = _app(method="eap").run()
+    old, old_answer = at.text_area(key="w.prompt").value, at.text_input(key="w.answer").value
+    task = {"clean": "Alice and Bob went to the park. Bob gave a ball to", "answer": " Alice"}
+    at.session_state["_pending_open"] = {
+        **{key: None for key in ("model", "settings", "budgets", "corrupted_note", "foil_note", "method")},
+        "task": {
+            **task,
+            "corrupted": "Alice and Bob went to the park. Carl gave a ball to",
+            "foils": [" Bob"],
+        },
+        "run": False,
+        "extra": {},
+    }
+    at.run()
+    assert at.text_area(key="w.prompt").value == task["clean"]
+    at.text_area(key="w.prompt").set_value(old)  # the stale echo of the box
+    at.text_input(key="w.answer").set_value(old_answer)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="w.prompt").value == task["clean"]
+    assert at.text_input(key="w.answer").value == task["answer"]
+    assert at.session_state["prompt"] == task["clean"]
+    at.text_area(key="w.prompt").set_value(old).run()  # now the user's own edit
+    assert at.text_area(key="w.prompt").value == old
+    assert at.session_state["prompt"] == old
+
+
 def test_signals_says_when_its_result_is_for_another_task():
     at = _app().run()
     at.switch_page("pages/signals.py").run()

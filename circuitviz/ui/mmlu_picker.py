@@ -44,9 +44,35 @@ def _one_line(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-def _use_question(model, row: int) -> None:
-    """Make question ``row`` Explore's prompt, answer, foil and corrupted prompt (a callback: it
-    runs before the widgets are drawn)."""
+def _use_question(row: int) -> None:
+    """The button's callback: remember the choice, nothing more (``_open_chosen`` opens it).
+
+    A callback must be quick. With Streamlit's fast reruns, another input while a callback runs
+    (a click, a drawing asking for its script) starts a new run at once, beside the old one: a
+    callback that ran the model (a second or more on a busy CPU) left its task behind that new
+    run, and the page showed the old prompt until the next input."""
+    session.mmlu_choice = (row, object())  # the object: this click, not an equal later one
+
+
+def _open_chosen(model) -> None:
+    """Open the chosen question as Explore's task (the script's body, after the model loaded),
+    then rerun so that it is set before the boxes are drawn. A run stopped for a newer one may
+    still finish this: only the run that finds the choice still current opens it, and a run
+    that finds a task opened after its start (by such a stopped run) reruns to show it."""
+    chosen = session.mmlu_choice
+    if chosen is not None:
+        task = _question_task(model, chosen[0])
+        if session.mmlu_choice is chosen:
+            if task is not None:
+                state.open_task(**task)
+            del session.mmlu_choice
+    if state.open_is_waiting():
+        st.rerun()
+
+
+def _question_task(model, row: int) -> dict | None:
+    """``state.open_task``'s arguments for question ``row`` (None, with the note set, when the
+    tokenizer cannot make it a task)."""
     # here, not at the top: keeps torch out of the first paint
     from ..batch.mmlu import load_mmlu
     from ..batch.mmlu_tasks import question_verdict
@@ -56,7 +82,7 @@ def _use_question(model, row: int) -> None:
         verdict = question_verdict(model, question, max_tokens=10**6)
     except ValueError as error:  # a tokenizer whose letters are not one token each
         session.mmlu_note = str(error)
-        return
+        return None
     task = verdict.task
     if task is None:  # refused by the check: show it anyway, with the model's own letters
         from ..batch.mmlu_tasks import CORRUPTIONS, DEFAULT_CORRUPTION
@@ -67,12 +93,12 @@ def _use_question(model, row: int) -> None:
     else:
         answer, foil, corrupted = task.answer, task.foils[0], task.corrupted
     correct = "the key's letter" if answer.strip() == question.correct else f"the key says {question.correct}"
-    state.open_task(
-        {"clean": question.prompt(), "corrupted": corrupted, "answer": answer, "foils": [foil]},
+    return dict(
+        task={"clean": question.prompt(), "corrupted": corrupted, "answer": answer, "foils": [foil]},
         corrupted_note="MMLU: the four option markers renamed E-H, so the letters are gone.",
         foil_note="MMLU: the foil is the letter the model prefers after the answer.",
         run=False,
-        switch=False,  # a callback of Explore itself: the next run opens it
+        switch=False,  # Explore itself: the rerun opens it
         mmlu_prompt=question.prompt(),
         mmlu_note=f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
         + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}."),
@@ -95,6 +121,7 @@ def _preferred_letters(model, question) -> list[int]:
 
 def mmlu_picker(model) -> None:
     """An expander: pick an MMLU subject and question, then load it as the prompt."""
+    _open_chosen(model)
     with st.expander("Or pick an MMLU question (MIT-licensed, Hendrycks et al.)"):
         try:
             subjects = _subjects()
@@ -109,6 +136,6 @@ def mmlu_picker(model) -> None:
             format_func=dict(questions).get,
             key="mmlu.question",
         )
-        st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(model, row))
+        st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(row,))
         if session.mmlu_note:
             st.caption(session.mmlu_note)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,7 @@ class Session:
     url_seeded = Field("_view_seeded_from_url", False)
     mmlu_note = Field("mmlu.note")
     mmlu_prompt = Field("mmlu.prompt")  # the prompt the MMLU picker made
+    mmlu_choice = Field("mmlu.choice")  # (row, this click) of "Use this question", until it opens
     # a page's own values
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
@@ -271,6 +273,10 @@ def bind(
     shared = default if shared is None else shared
     showing = shown(shared) if shown is not None else shared
     if wkey not in st.session_state or st.session_state.get(synced) != showing:
+        if wkey in st.session_state:  # handed a value set elsewhere: a stale echo may follow
+            st.session_state[f"{wkey}.handed"] = (showing, st.session_state[wkey], time.monotonic())
+        st.session_state[wkey] = showing
+    elif _stale_echo(wkey, showing):
         st.session_state[wkey] = showing
     else:  # the same key on another page is another widget: hand it its own value explicitly
         st.session_state[wkey] = st.session_state[wkey]
@@ -279,6 +285,33 @@ def bind(
     if shown is None or value != showing or st.session_state.get(key) is None:
         st.session_state[key] = value
     return value
+
+
+# how long after a widget was handed a value its old value coming back is taken for a stale echo
+ECHO_S = 5.0
+
+
+def _stale_echo(wkey: str, showing) -> bool:
+    """Whether the widget's value is a stale echo of the value it had before it was last handed
+    ``showing`` (the first run after the hand-off only, within ``ECHO_S`` seconds).
+
+    The browser sends every widget's value with each rerun it asks for. A rerun asked for while
+    the run that handed a widget a new value (a task opened from a callback: the MMLU picker's
+    "Use this question") was on its way (another click, a drawing asking for its script) carries
+    the value the box showed before, and Streamlit gives the browser's value precedence: the
+    opened prompt would silently turn back into the old one. The old value coming back on the
+    very next run is taken for that echo and the handed value is kept; the check is one-shot, so a
+    user who really types the old value back has it from the next run on."""
+    handed = st.session_state.pop(f"{wkey}.handed", None)
+    if handed is None:
+        return False
+    given, before, at = handed
+    return (
+        given == showing
+        and before != given
+        and st.session_state.get(wkey) == before
+        and time.monotonic() - at < ECHO_S
+    )
 
 
 def value(key: str, default=None):
@@ -417,6 +450,12 @@ def open_task(
     }
     if switch:
         switch_to("explore", url_params())
+
+
+def open_is_waiting() -> bool:
+    """Whether a task ``open_task`` left waits for the next run's ``begin`` (one opened after this
+    run's top, by a callback or a run stopped for this one)."""
+    return bool(session.pending_open)
 
 
 def apply_pending_open() -> None:
