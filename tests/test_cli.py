@@ -77,6 +77,45 @@ def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedd
     assert metrics[1] == pytest.approx(data["curve"][0]["metric"], abs=1e-4)
 
 
+PAIRS = [  # IOI paraphrases of our own, each with its corruption; the last one's is a token longer
+    ("When Mary and John went to the park, John gave a ball to", "When Alice and Bob went to the park, Carl gave a ball to"),
+    ("After Mary and John sat down, John handed a cup to", "After Alice and Bob sat down, Carl handed a cup to"),
+    ("When Mary and John went to the shop, John gave a gift to", "When Alice and Bob went to the shop, Carl gave a gift to"),
+    ("When Mary and John went out, John gave a book to", "When Alice and Bob went out for a long walk, Carl gave a book to"),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_transfer_is_measured_on_the_users_own_paraphrases(tmp_path, capsys, shared_model, monkeypatch):
+    """--transfer-file: every circuit's NDF on the user's pairs instead of template paraphrases,
+    those failing the check left out; a method that read its pairs from a file is measured on those
+    pairs by default, never on one it used (here it used all: none is measured, and it says so)."""
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{clean}\t{corrupted}\n" for clean, corrupted in PAIRS), encoding="utf-8")
+    out = tmp_path / "eap.json"
+    args = ["discover", *IOI, "--method", "eap", "--budgets", "100", "--transfer-file", str(pairs)]
+    assert cli.main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "NDF on held-out paraphrases from the given pairs" in printed
+    transfer = json.loads(out.read_text())["transfer"]
+    assert transfer["source"] == "given"
+    held = transfer["budgets"]["100"]
+    assert held["paraphrases"] == [clean for clean, _ in PAIRS[:3]]  # the longer corruption is refused
+    assert len(held["ndf"]) == 3 and held["excluded_as_used"] == 0
+
+    out = tmp_path / "average.json"  # Best-of-N's average scores its candidates on every pair it has
+    args = ["discover", *IOI, "--method", "average", "--ig-steps", "2", "--budgets", "100"]
+    assert cli.main([*args, "--paraphrases", str(pairs), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    transfer = json.loads(out.read_text())["transfer"]
+    held = transfer["budgets"]["100"]
+    assert transfer["source"] == "given" and held["excluded_as_used"] == 3 and held["ndf"] == []
+    assert (
+        "budget 100: none measured" in printed and "Left out as used by the method: average@100 3" in printed
+    )
+
+
 def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
     path = tmp_path / "edges.txt"
     path.write_text("input->logits\nm17->logits\n")

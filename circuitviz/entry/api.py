@@ -124,11 +124,27 @@ def measure_transfer(
     seed: int = 0,
     budgets: Sequence[int] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    paraphrases: Sequence[PromptTask] | None = None,
 ) -> dict:
     """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
-    on up to ``count`` template paraphrases its method never fitted to or selected on; kept in
-    ``result.transfer`` (the circuit's JSON carries it) and returned."""
-    return measure_transfers(model, {"result": result}, count, seed, budgets, max_tokens)["result"]
+    on up to ``count`` paraphrases its method never fitted to or selected on (template ones, or
+    ``paraphrases``: the user's, see ``given_paraphrases``); kept in ``result.transfer`` (the
+    circuit's JSON carries it) and returned."""
+    found = measure_transfers(model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases)
+    return found[result.method]  # keyed by the method: its notes name it
+
+
+def given_paraphrases(
+    model, task: PromptTask, pairs, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> list[PromptTask]:
+    """The user's paraphrase pairs (text in any format the file source reads, or its records) as
+    tasks of ``task``'s answer and foils: those that pass the same check as the file source's
+    (same token length as their corruption, the same answer from the model)."""
+    # here, not at the top: the paraphrase sources import the LLM client's module
+    from ..query.sources import gather_paraphrases
+
+    pairs = gather_paraphrases(model, task, "file", 0, 0, pairs, None, max_tokens)
+    return [pair.task() for pair in pairs if pair.usable()]
 
 
 def measure_transfers(
@@ -138,10 +154,12 @@ def measure_transfers(
     seed: int = 0,
     budgets: Sequence[int] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    paraphrases: Sequence[PromptTask] | None = None,
 ) -> dict[str, dict]:
     """``measure_transfer`` for several results of one task at once (Compare): every paraphrase is
     checked and run once, each circuit measured on those its own method never used. A budget
-    measured before stays in a result's record unless measured again."""
+    measured before stays in a result's record unless measured again (from the same source:
+    template paraphrases, or the ones given)."""
     first = next(iter(results.values()))
     circuits, seen, owners = {}, {}, {}
     for key, result in results.items():
@@ -150,15 +168,51 @@ def measure_transfers(
         for budget in chosen:
             name = f"{key}@{budget}"
             circuits[name], seen[name], owners[name] = result.circuit(budget), used, (key, budget)
-    found = held_out_transfer(model, first.task, circuits, seen, count, seed, max_tokens=max_tokens)
+    found = held_out_transfer(
+        model, first.task, circuits, seen, count, seed, paraphrases=paraphrases, max_tokens=max_tokens
+    )
     records = {}
     for key, result in results.items():
         mine = {name: budget for name, (owner, budget) in owners.items() if owner == key}
-        record = transfer_record(found, mine)
+        record = transfer_record(found, mine, source="template" if paraphrases is None else "given")
         if result.transfer and result.transfer.get("source") == record["source"]:
             record["budgets"] = {**result.transfer.get("budgets", {}), **record["budgets"]}
         result.transfer = records[key] = record
     return records
+
+
+def transfer_report(
+    model,
+    result: CircuitResult,
+    count: int | None,
+    default: int,
+    pairs=None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> list[str]:
+    """The command line's transfer: measured on ``count`` paraphrases (None: every given pair, else
+    ``default`` template ones), kept in ``result.transfer``; its lines ([] when not asked for).
+    ``pairs``: the user's paraphrase pairs (``given_paraphrases``) instead of template ones."""
+    given = (
+        given_paraphrases(model, result.task, pairs, max_tokens) if pairs and result.task.corrupted else None
+    )
+    if count is None:
+        count = len(given) if given is not None else default
+    if count <= 0 and given is None:
+        return []
+    if not result.task.corrupted:
+        return ["transfer: not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"]
+    return transfer_lines(measure_transfer(model, result, count, max_tokens=max_tokens, paraphrases=given))
+
+
+def transfer_lines(transfer: dict) -> list[str]:
+    """A result's held-out transfer as lines: per budget, mean NDF on its held-out paraphrases."""
+    given = "" if transfer.get("source", "template") == "template" else " from the given pairs"
+    lines = [f"NDF on held-out paraphrases{given} (never fitted to or selected on by the method):"]
+    for budget, entry in transfer["budgets"].items():
+        values = entry["ndf"]
+        shown = f"mean {entry['mean_ndf']:.3f} on {len(values)}" if values else "none measured"
+        lines.append(f"  budget {int(budget):,}: {shown}")
+    return lines + ([transfer["note"]] if transfer.get("note") else [])
 
 
 # ----- Best-of-N's candidates at any budget -------------------------------------------------------

@@ -27,8 +27,9 @@ from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_mode
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
+from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
-from .api import evaluate_circuits, measure_transfer, parse_budgets, run_request
+from .api import evaluate_circuits, parse_budgets, run_request, transfer_report
 from .request import Request
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -105,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="measure every circuit on N template paraphrases its method never fitted to or selected "
         "on, printed and kept in the JSON's 'transfer' (default 5 with --out, else 0: not measured)",
+    )
+    discover.add_argument(
+        "--transfer-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="measure transfer on these paraphrase pairs (the formats of --paraphrases), all of them "
+        "unless --transfer-paraphrases; those the method used are left out (default: the method's "
+        "own --paraphrases file, when it read one)",
     )
     discover.add_argument(
         "--html",
@@ -268,11 +278,13 @@ def cmd_discover(args) -> int:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
-    count = args.transfer_paraphrases if args.transfer_paraphrases is not None else (5 if args.out else 0)
-    if count > 0 and not result.task.corrupted:
-        print("transfer: not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one")
-    elif count > 0:
-        print("\n".join(_transfer_lines(measure_transfer(model, result, count, max_tokens=args.max_tokens))))
+    pairs = read_pairs_text(args.transfer_file) if args.transfer_file else None
+    if pairs is None and settings.get("paraphrase_source") == "file":
+        pairs = settings.get("paraphrases")  # the method's own file: what it left out is held out
+    for line in transfer_report(
+        model, result, args.transfer_paraphrases, 5 if args.out else 0, pairs, args.max_tokens
+    ):
+        print(line)
     if args.out:
         args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
         print(f"wrote {args.out}")
@@ -283,16 +295,6 @@ def cmd_discover(args) -> int:
     if args.neuronpedia:
         _write_position_outputs(model, result, None, args.neuronpedia, args.html_budget)
     return 0
-
-
-def _transfer_lines(transfer: dict) -> list[str]:
-    """A result's held-out transfer as lines: per budget, mean NDF on its held-out paraphrases."""
-    lines = ["NDF on held-out paraphrases (never fitted to or selected on by the method):"]
-    for budget, entry in transfer["budgets"].items():
-        values = entry["ndf"]
-        shown = f"mean {entry['mean_ndf']:.3f} on {len(values)}" if values else "none measured"
-        lines.append(f"  budget {int(budget):,}: {shown}")
-    return lines + ([transfer["note"]] if transfer.get("note") else [])
 
 
 def _write_position_outputs(
