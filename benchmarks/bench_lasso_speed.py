@@ -12,6 +12,9 @@ first passes' allocations), and each prompt ends with CircuitLasso's CPU time ov
 prints the largest change of each run's scores against them (to compare two versions: equal
 scores, equal circuits). At the end, one row per prompt: EAP-IG's CPU seconds, then for each
 CircuitLasso mode its CPU seconds, its ratio to EAP-IG's (met: at most 1) and its score change.
+``--repeats N`` times every setting N times per prompt (the order alternating each round) and
+reports each setting's median CPU seconds: on a loaded machine one run's seconds vary by a
+third, more than the changes measured.
 
     .venv/bin/python benchmarks/bench_lasso_speed.py --save /tmp/before    # on the old code
     .venv/bin/python benchmarks/bench_lasso_speed.py --compare /tmp/before  # on the new
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -73,6 +77,9 @@ def main() -> None:
         "--yardstick", type=Path, default=None, help="NDFs at the yardstick's budgets, to FILE"
     )
     parser.add_argument("--compare-yardstick", type=Path, default=None, help="another --yardstick FILE")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs of every setting per prompt (medians reported)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, _ = load_timed(None, device="cpu")
@@ -95,31 +102,24 @@ def main() -> None:
     table = []
     for index in chosen:
         kind, task = PROMPTS[index]
-        seconds, changes = {}, {}
-        for name, settings in runs if index % 2 == 0 else runs[::-1]:
-            forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
-            method = get_method(name)
-            label = name + (" sae" if settings.get("units") == "sae" else "")
-            cpu, wall = time.process_time(), time.perf_counter()
-            try:
-                result = method.run_on(
-                    model, task, method.make_config(settings), budgets=[], model_id="bench"
-                )
-            except ValueError as error:  # no SAEs installed: said, the rest goes on
-                print(f"{index} {kind:<15} {label:<18} {error}", flush=True)
-                continue
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            seconds[label] = cpu
-            phases = {k: round(v, 1) for k, v in result.timings.items() if k in PHASES}
-            print(
-                f"{index} {kind:<15} {label:<18} cpu {cpu:6.1f}s wall {wall:6.1f}s {phases}  {load_average()}",
-                flush=True,
-            )
-            name_of_file = f"{index}_{label.replace(' ', '_')}.pt"
-            if args.save:
-                torch.save(result.scores, args.save / name_of_file)
-            if args.compare and (args.compare / name_of_file).is_file():
-                changes[label] = score_change(result.scores, torch.load(args.compare / name_of_file))
+        changes: dict[str, str] = {}
+        measured: dict[str, list[float]] = {}
+        for round_ in range(max(1, args.repeats)):
+            order = runs if (index + round_) % 2 == 0 else runs[::-1]
+            for name, settings in order:
+                label = name + (" sae" if settings.get("units") == "sae" else "")
+                result, cpu = timed_run(model, index, kind, task, name, settings)
+                if result is None:
+                    continue
+                measured.setdefault(label, []).append(cpu)
+                if round_:
+                    continue
+                name_of_file = f"{index}_{label.replace(' ', '_')}.pt"
+                if args.save:
+                    torch.save(result.scores, args.save / name_of_file)
+                if args.compare and (args.compare / name_of_file).is_file():
+                    changes[label] = score_change(result.scores, torch.load(args.compare / name_of_file))
+        seconds = {label: statistics.median(values) for label, values in measured.items()}
         if "eap-ig" in seconds:
             ratios = "  ".join(
                 f"{label} {cpu / seconds['eap-ig']:.2f}x"
@@ -132,6 +132,26 @@ def main() -> None:
     print("| prompt | EAP-IG | components | ratio | change | SAE units | ratio | change |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(table))
+
+
+def timed_run(model, index: int, kind: str, task, name: str, settings: dict):
+    """One timed run (its own clean and corrupted runs): (result, CPU seconds), (None, 0) without SAEs."""
+    forget_prompt_runs(model)  # every run makes its own clean and corrupted passes
+    method = get_method(name)
+    label = name + (" sae" if settings.get("units") == "sae" else "")
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        result = method.run_on(model, task, method.make_config(settings), budgets=[], model_id="bench")
+    except ValueError as error:  # no SAEs installed: said, the rest goes on
+        print(f"{index} {kind:<15} {label:<18} {error}", flush=True)
+        return None, 0.0
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    phases = {k: round(v, 1) for k, v in result.timings.items() if k in PHASES}
+    print(
+        f"{index} {kind:<15} {label:<18} cpu {cpu:6.1f}s wall {wall:6.1f}s {phases}  {load_average()}",
+        flush=True,
+    )
+    return result, cpu
 
 
 def parse_settings(text: str) -> dict:

@@ -223,19 +223,41 @@ def observe(
     or None without ``keep_writers``; {hook name: the activation as that hook saw it}; the
     residual stream after the last block at every position [batch, pos, d_model]).
     """
+    return observe_with_raw_heads(model, spec, tokens, hook_names, keep_writers)[:3]
+
+
+@torch.no_grad()
+def observe_with_raw_heads(
+    model, spec: GraphSpec, tokens: torch.Tensor, hook_names=(), keep_writers: bool = True, raw_rows=()
+) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
+    """``observe``, and for the batch rows ``raw_rows`` the heads before a shared post-attention
+    norm as ``writers_residual_and_raw_heads`` keeps them: [len(raw_rows), pos, n_layers *
+    n_heads, d_model], or None (no rows asked, or a model without such a norm). With them a
+    row's writers, raw heads and final residual are what an evaluator reads of a prompt's run.
+    """
     adapter = adapter_of(model)
     tokens = tokens.to(adapter.device)
     buffer = None
     if keep_writers:
         buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, adapter.device)
     captured: dict[str, torch.Tensor] = {}
+    rows = list(raw_rows)
+    raw = None
+    if rows and keep_writers and any(adapter.post_normed_layers):
+        shape = (len(rows), tokens.shape[1], spec.n_layers * spec.n_heads, spec.d_model)
+        raw = torch.zeros(shape, dtype=adapter.dtype, device=tokens.device)
+
+    def keep_raw(layer: int, heads: torch.Tensor, shares: torch.Tensor) -> None:
+        raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads] = heads[rows]
 
     def capture(x, hook):
         # on the model's device: a split model's later layers hand theirs over on another
         captured[hook.name] = x.detach().to(tokens.device)
 
-    hooks = writer_hooks(model, spec, buffer) if buffer is not None else []
+    hooks = (
+        writer_hooks(model, spec, buffer, keep_raw if raw is not None else None) if buffer is not None else []
+    )
     hooks += [(name, capture) for name in hook_names]
     with adapter.hooked(hooks):
         residual = adapter.blocks(tokens)  # [batch, pos, d_model]
-    return (buffer.values if buffer is not None else None), captured, residual
+    return (buffer.values if buffer is not None else None), captured, residual, raw

@@ -27,7 +27,7 @@ import torch
 
 from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask, PromptTask
-from ..engine.capture import observe
+from ..engine.capture import observe_with_raw_heads
 from ..engine.metric import metric_from_residual
 from ..models.adapter import adapter_of, model_device
 from ..query.families import recognise
@@ -73,6 +73,9 @@ class Observations:
     counts: dict[str, int]
     texts: dict[str, int]
     notes: list[str]
+    # the prompt's and its corruption's runs as an evaluator reads them (``keep_runs``): writers
+    # [2, pos, n_forward, d_model] with position 0, final residuals [2, d_model], raw heads or None
+    runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None
 
     def rows_of(self, *kinds: str) -> torch.Tensor:
         """Which rows come from texts of the given kinds.  # [M] bool"""
@@ -283,10 +286,18 @@ def collect_observations(
     keep_writers: bool = True,
     max_observations: int = 1024,
     seed: int = 0,
+    keep_runs: bool = False,
 ) -> Observations:
-    """Run every text once and stack the observed positions' activations (on the model's device)."""
+    """Run every text once and stack the observed positions' activations (on the model's device).
+
+    With ``keep_runs`` (and ``keep_writers``) the prompt's and its corruption's rows are also kept
+    whole, as the clean and corrupted runs of an evaluator (``Observations.runs``), when they are
+    exactly the prepared task's tokens: the texts' pass then makes those two runs too.
+    """
     rows = _token_rows(model, texts)
     rows, cap_info = _cap_corpus(model, rows, max_observations, seed)
+    run_rows = _run_rows(rows, prepared) if keep_runs and keep_writers else {}
+    runs: dict[int, tuple] = {}
     device = model_device(model)
     bos, pad = adapter_of(model).bos_token_id, adapter_of(model).pad_token_id
     pad = int(pad if pad is not None else 0)
@@ -309,7 +320,18 @@ def collect_observations(
             observed = int(keep[row].sum())
             kinds += [rows[index][0]] * observed
             final += [False] * (observed - 1) + [True] if observed else []
-        batch_writers, captured, residual = observe(model, spec, tokens, hook_names, keep_writers)
+        in_batch = [row for row, index in enumerate(batch) if index in run_rows]
+        batch_writers, captured, residual, raw = observe_with_raw_heads(
+            model, spec, tokens, hook_names, keep_writers, in_batch
+        )
+        for j, row in enumerate(in_batch):  # a prompt's whole run, BOS included
+            n = len(rows[batch[row]][1])
+            whole = raw[j : j + 1, :n] if raw is not None else None
+            runs[run_rows[batch[row]]] = (
+                batch_writers[row : row + 1, :n].clone(),
+                residual[row, n - 1],
+                whole,
+            )
         keep = keep.to(device)
         if batch_writers is not None:
             writers.append(batch_writers[keep])
@@ -339,4 +361,27 @@ def collect_observations(
         counts=counts,
         texts=text_counts,
         notes=notes,
+        runs=_stacked_runs(runs) if len(runs) == 2 else None,
+    )
+
+
+def _run_rows(rows, prepared: PreparedTask) -> dict[int, int]:
+    """{row: 0 for the clean run, 1 for the corrupted one}: the prompt's and its corruption's rows
+    when their tokens are the prepared task's, else {} (their runs are then made apart)."""
+    wanted = (("prompt", prepared.clean_tokens), ("corrupted", prepared.corrupted_tokens))
+    if len(rows) < 2:
+        return {}
+    for index, (kind, tokens) in enumerate(wanted):
+        if rows[index][0] != kind or rows[index][1] != tokens[0].tolist():
+            return {}
+    return {0: 0, 1: 1}
+
+
+def _stacked_runs(runs: dict[int, tuple]) -> tuple:
+    """The clean and corrupted rows' (writers, final residual, raw heads), each stacked clean first."""
+    (writers, residual, raw), (writers_c, residual_c, raw_c) = runs[0], runs[1]
+    return (
+        torch.cat([writers, writers_c]),
+        torch.stack([residual, residual_c]),
+        torch.cat([raw, raw_c]) if raw is not None else None,
     )

@@ -257,6 +257,25 @@ def evaluators_of_tasks(
     return evaluators
 
 
+def evaluator_of_runs(
+    model,
+    spec: GraphSpec,
+    prepared: PreparedTask,
+    writers: torch.Tensor,
+    residual: torch.Tensor,
+    raw: torch.Tensor | None = None,
+) -> Evaluator:
+    """An evaluator whose clean and corrupted runs a method made in a pass of its own (CircuitLasso
+    observes both prompts among its texts): writers [2, pos, n_forward, d_model] (clean, then
+    corrupted), final residuals at the last position [2, d_model], raw heads [2, pos, n_layers *
+    n_heads, d_model] or None, as ``_runs_of_tasks`` gives them; the metrics are read off the
+    residuals as it reads them. A row of a batched pass can differ from a one-row run in the last
+    bits, and so can this evaluator's baseline and curve."""
+    owner = torch.zeros(2, dtype=torch.long, device=residual.device)  # both rows are this task's
+    metrics = task_metric(model, [prepared], owner)(residual)
+    return Evaluator(model, spec, prepared, runs=(writers, metrics, residual, raw))
+
+
 def _runs_by_task(rows: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
     """(task, circuit) rows cut into pieces a patched pass takes: consecutive tasks with the same
     number of rows each (``patched_metrics`` needs g equal runs of rows)."""

@@ -122,6 +122,9 @@ class RunContext:
     # refuse a task whose corruption does not clearly lower the metric (task_validity), checked
     # on the evaluator's own clean and corrupted run; the boundaries (api, batch) turn it on
     check_meaningful: bool = False
+    # what one step of a method's run leaves for a later one (CircuitLasso's observations, made
+    # in the pass that made the clean and corrupted runs, wait here for its scoring)
+    kept: dict[str, Any] = field(default_factory=dict, repr=False)
     _prepared: dict[bool, PreparedTask] = field(default_factory=dict, repr=False)
     _evaluator: Evaluator | None = field(default=None, repr=False)
 
@@ -362,6 +365,12 @@ class ScoringMethod(Method):
         """One task's scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
 
+    def make_evaluators(self, contexts: Sequence[RunContext], config) -> list[Evaluator]:
+        """The clean and corrupted runs of ``contexts`` (none has its evaluator yet), in shared
+        batched passes; a method whose own work runs the two prompts anyway makes them there."""
+        model, spec = contexts[0].model, contexts[0].spec
+        return evaluators_of_tasks(model, spec, [ctx.prepared(True) for ctx in contexts])
+
     def score_batch(
         self, contexts: Sequence[RunContext], config, progress: Progress | None = None
     ) -> list[tuple[torch.Tensor, MethodDetails | None]]:
@@ -404,8 +413,7 @@ class ScoringMethod(Method):
         begin = time.perf_counter()
         missing = [ctx for ctx in contexts if ctx._evaluator is None]
         if missing:
-            made = evaluators_of_tasks(first.model, spec, [ctx.prepared(True) for ctx in missing])
-            for ctx, evaluator in zip(missing, made):
+            for ctx, evaluator in zip(missing, self.make_evaluators(missing, config)):
                 ctx._evaluator = evaluator
         timings[Timing.CLEAN_CORRUPTED.value] = time.perf_counter() - begin
         begin = time.perf_counter()

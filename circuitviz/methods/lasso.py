@@ -48,6 +48,7 @@ from ..lasso.sem import (
 )
 from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
+from ..measure.evaluate import Evaluator, evaluator_of_runs
 from ..services.sae_store import load_sae
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
@@ -57,6 +58,7 @@ UNITS = ("components", "sae")
 SOURCE_SCALES = ("difference", "none")
 # chosen on the planted-circuit benchmark at three seeds (docs/methods.md: every variant's figures)
 DEFAULT_LAMBDA = "adaptive"
+_OBSERVED = "circuit-lasso observations"  # RunContext.kept: made with the clean and corrupted runs
 
 
 @dataclass(frozen=True)
@@ -171,8 +173,25 @@ class CircuitLasso(ScoringMethod):
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
 
-    def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, LassoDetails]:
-        model, spec, prepared, timings = ctx.model, ctx.spec, ctx.prepared(), ctx.timings
+    def make_evaluators(self, contexts, config) -> list[Evaluator]:
+        """A task alone: the prompt and its corruption are two of the observed texts, so their rows
+        of the observation pass are its clean and corrupted runs (two one-row passes fewer; the
+        baseline can differ from those passes' in the last bits, the scores cannot), and the
+        observations wait on the context for the scoring. Several tasks: their shared passes (the
+        observations of one task at a time are made when it is scored, not all held at once)."""
+        if len(contexts) != 1:
+            return super().make_evaluators(contexts, config)
+        ctx = contexts[0]
+        observations, saes = self._observe(ctx, config, keep_runs=True)
+        ctx.kept[_OBSERVED] = (config, observations, saes)
+        if observations.runs is None:  # the texts' tokens are not the prepared task's: made apart
+            return super().make_evaluators(contexts, config)
+        writers, residual, raw = observations.runs
+        return [evaluator_of_runs(ctx.model, ctx.spec, ctx.prepared(True), writers, residual, raw)]
+
+    def _observe(self, ctx: RunContext, config, keep_runs: bool = False):
+        """The observations (every text's pass) and the SAEs of SAE mode."""
+        model, spec, prepared = ctx.model, ctx.spec, ctx.prepared()
         start = time.perf_counter()
         texts = observation_texts(prepared.task, config.n_paraphrases, config.corpus, config.seed)
         hooks = component_hook_names(model, spec)
@@ -188,10 +207,19 @@ class CircuitLasso(ScoringMethod):
             ]
             hooks += sorted({hook for _, _, hook in saes} - set(hooks))
         observations = collect_observations(
-            model, spec, prepared, texts, hooks, True, config.max_observations, config.seed
+            model, spec, prepared, texts, hooks, True, config.max_observations, config.seed, keep_runs
         )
-        timings["observe_s"] = time.perf_counter() - start
+        ctx.timings["observe_s"] = time.perf_counter() - start
         ctx.report("observe", 1.0)
+        return observations, saes
+
+    def score_with_details(self, ctx: RunContext, config) -> tuple[torch.Tensor, LassoDetails]:
+        model, spec, timings = ctx.model, ctx.spec, ctx.timings
+        kept = ctx.kept.pop(_OBSERVED, None)  # made with the clean and corrupted runs
+        if kept is not None and kept[0] == config:
+            observations, saes = kept[1], kept[2]
+        else:
+            observations, saes = self._observe(ctx, config)
 
         start = time.perf_counter()
         with solver_threads(observations.metric.device):
