@@ -52,6 +52,7 @@ from ..measure.evaluate import (
     circuits_at_budgets,
     curves_of_tasks,
     evaluators_of_tasks,
+    keeping_runs,
     metrics_of_tasks,
 )
 from ..measure.task_validity import gap_problem
@@ -137,23 +138,26 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     the metric), shuffle them with the seed and hold out a share."""
     notes: list[str] = []
     tasks: list[PromptTask] = []
-    try:
-        tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
-    except ParaphraseError as error:
-        notes.append(str(error))
-    prepared: list[PreparedTask] = []
-    seen = {ctx.task.clean}
-    for task in tasks:
-        if task.clean in seen:
-            continue
-        seen.add(task.clean)
+    # the checks' runs of the paraphrases are kept: their evaluators read them, not run them again
+    with keeping_runs():
         try:
-            prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
-        except TaskError:
-            continue
+            tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
+        except ParaphraseError as error:
+            notes.append(str(error))
+        prepared: list[PreparedTask] = []
+        seen = {ctx.task.clean}
+        for task in tasks:
+            if task.clean in seen:
+                continue
+            seen.add(task.clean)
+            try:
+                prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
+            except TaskError:
+                continue
+        evaluators = _evaluators(ctx, prepared)
     valid = [
         evaluator
-        for evaluator in _evaluators(ctx, prepared)
+        for evaluator in evaluators
         if gap_problem(evaluator.prepared.task, evaluator.baseline.clean, evaluator.baseline.corrupted)
         is None
     ]
@@ -220,10 +224,12 @@ def learn_shared_masks(
 
 # ----- warm starts -------------------------------------------------------------------------------
 def _fit_scores(ctx: RunContext, config, evaluators: Sequence[Evaluator]) -> list[torch.Tensor]:
-    """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes."""
+    """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes and
+    reading the evaluators' clean and corrupted runs (not running them again)."""
     method = get_method("eap-ig")
     method_config = method.make_config({"ig_steps": int(config.ig_steps)})
-    return pair_scores(ctx.model, ctx.spec, [e.prepared for e in evaluators], method, method_config)
+    prepared = [e.prepared for e in evaluators]
+    return pair_scores(ctx.model, ctx.spec, prepared, method, method_config, evaluators=evaluators)
 
 
 def _fit_score(ndfs: Sequence[float]) -> float:
