@@ -12,7 +12,9 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import torch
@@ -25,7 +27,7 @@ from ..engine.layer_start import CleanState, clean_state, rows_from_layer, start
 from ..engine.memory import evaluation_bytes_per_position
 from ..engine.metric import batch_compatible, task_metric
 from ..engine.patching import patched_metrics
-from ..engine.prefix import shared_prefix
+from ..engine.prefix import final_residual, shared_prefix
 from ..models.adapter import adapter_of, model_device, model_dtype
 from ..positions.graph import unit_mask
 from .chunks import chunk_size, run_in_chunks
@@ -191,27 +193,97 @@ def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
     return found
 
 
+# ----- runs kept for a while: prompts checked against the model, then evaluated ------------------
+# within ``keeping_runs``: {"runs": {row key: PromptRun}, "bytes": what they hold}
+_KEPT_ROWS: ContextVar[dict | None] = ContextVar("kept_rows", default=None)
+_KEPT_ROWS_BYTES = 1e9  # past this, a batch runs without capture and its rows run again when evaluated
+
+
+@contextmanager
+def keeping_runs() -> Iterator[None]:
+    """Within it, ``last_residuals`` captures every writer of the prompts it runs and keeps each
+    row's run, and every evaluator made within it (``_runs_of_tasks``) reads a prompt's kept run
+    instead of running it again: paraphrases checked against the model and then evaluated pass
+    through it once. A pass's rows do not mix, so an evaluator reads what its own pass would give
+    to float rounding: the kernels may round a batch of another size differently (to the bit on
+    the tiny test model; on the embedded Gemma's nine bench prompts, NDFs within 5e-6, and a
+    learning that reads them may go another way at a near-tie: docs/faithfulness.md). What it
+    reads depends only on the batches the checks ran, so a run repeats itself. The kept runs are
+    dropped on leaving."""
+    token = _KEPT_ROWS.set({"runs": {}, "bytes": 0})
+    try:
+        yield
+    finally:
+        _KEPT_ROWS.reset(token)
+
+
+def _kept_rows(model, rows: Sequence[torch.Tensor]) -> list[PromptRun] | None:
+    """The runs kept by ``keeping_runs`` of every row [1, pos] of ``rows``, or None when one is not."""
+    kept = _KEPT_ROWS.get()
+    if kept is None:
+        return None
+    found = [kept["runs"].get(_run_key(model, row)) for row in rows]
+    return None if any(run is None for run in found) else found
+
+
+@torch.no_grad()
+def last_residuals(model, tokens: torch.Tensor) -> torch.Tensor:
+    """The residual after the last block at the last position of each row of ``tokens`` [batch,
+    pos] (a check's metric and top-1 token read it). A row run before is read: a prompt's plain
+    run (``prompt_run``) or one kept by ``keeping_runs``; the others run now in one pass, within
+    ``keeping_runs`` with every writer captured and kept for the evaluators.  # [batch, d_model]"""
+    device = model_device(model)
+    rows = [tokens[i : i + 1] for i in range(tokens.shape[0])]
+    found: list[torch.Tensor | None] = []
+    for row in rows:
+        run = (_kept_rows(model, [row]) or [None])[0] or kept_prompt_run(model, row)
+        found.append(None if run is None else run.residual.to(device))
+    missing = [i for i, residual in enumerate(found) if residual is None]
+    if missing:
+        batch = torch.cat([rows[i] for i in missing]).to(device)  # [m, pos]
+        kept = _KEPT_ROWS.get()
+        spec = adapter_of(model).spec
+        # a row's writers and (at most) its raw heads
+        width = (spec.n_forward + spec.n_layers * spec.n_heads) * spec.d_model
+        row_bytes = batch.shape[1] * width * torch.finfo(model_dtype(model)).bits // 8
+        if kept is None or kept["bytes"] + len(missing) * row_bytes > _KEPT_ROWS_BYTES:
+            residual = final_residual(model, batch, [])  # [m, d_model]
+        else:
+            writers, residual, raw = writers_residual_and_raw_heads(model, spec, batch)
+            for j, i in enumerate(missing):
+                run = PromptRun(
+                    writers[j : j + 1], residual[j : j + 1], raw[j : j + 1] if raw is not None else None
+                )
+                kept["runs"][_run_key(model, rows[i])] = run
+            kept["bytes"] += len(missing) * row_bytes
+        for j, i in enumerate(missing):
+            found[i] = residual[j : j + 1]
+    return torch.cat(found)
+
+
 def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
     metrics [2g], final residuals at the last position [2g, d_model], raw heads [2g, pos,
     n_layers * n_heads, d_model] or None).
 
-    A task alone runs its two prompts one at a time, each read when this model ran it before
+    Within ``keeping_runs`` the prompts' kept runs are read when every one was kept. Otherwise a
+    task alone runs its two prompts one at a time, each read when this model ran it before
     (``prompt_run``: the next tokens, the labels or another method's run of the prompt made it);
     several tasks run all their prompts in one batched pass. So what a task gives never depends
     on what ran before it (a pass of one row and a pass of two can differ in the last bits)."""
     device = model_device(model)
-    if len(tasks) == 1:
-        clean = prompt_run(model, spec, tasks[0].clean_tokens)
-        corrupted = prompt_run(model, spec, tasks[0].corrupted_tokens)
-        writers = torch.cat([clean.writers.to(device), corrupted.writers.to(device)])  # [2, pos, fwd, d]
-        residual = torch.cat([clean.residual.to(device), corrupted.residual.to(device)])  # [2, d_model]
+    sequences = [t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks]
+    runs = _kept_rows(model, sequences)
+    if runs is None and len(tasks) == 1:
+        runs = [prompt_run(model, spec, tokens) for tokens in sequences]
+    if runs is not None:
+        writers = torch.cat([run.writers.to(device) for run in runs])  # [2g, pos, fwd, d]
+        residual = torch.cat([run.residual.to(device) for run in runs])  # [2g, d_model]
         raw = None
-        if clean.raw_heads is not None:
-            raw = torch.cat([clean.raw_heads.to(device), corrupted.raw_heads.to(device)])
+        if runs[0].raw_heads is not None:
+            raw = torch.cat([run.raw_heads.to(device) for run in runs])
     else:
-        tokens = torch.cat([t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks])
-        writers, residual, raw = writers_residual_and_raw_heads(model, spec, tokens)
+        writers, residual, raw = writers_residual_and_raw_heads(model, spec, torch.cat(sequences))
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual, raw
 

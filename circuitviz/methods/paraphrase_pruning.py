@@ -47,11 +47,13 @@ from ..core.results import CircuitResult
 from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.metric import compatible_groups
+from ..engine.prefix import reusing_prefixes
 from ..measure.evaluate import (
     Evaluator,
     circuits_at_budgets,
     curves_of_tasks,
     evaluators_of_tasks,
+    keeping_runs,
     metrics_of_tasks,
 )
 from ..measure.task_validity import gap_problem
@@ -137,23 +139,26 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     the metric), shuffle them with the seed and hold out a share."""
     notes: list[str] = []
     tasks: list[PromptTask] = []
-    try:
-        tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
-    except ParaphraseError as error:
-        notes.append(str(error))
-    prepared: list[PreparedTask] = []
-    seen = {ctx.task.clean}
-    for task in tasks:
-        if task.clean in seen:
-            continue
-        seen.add(task.clean)
+    # the checks' runs of the paraphrases are kept: their evaluators read them, not run them again
+    with keeping_runs():
         try:
-            prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
-        except TaskError:
-            continue
+            tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
+        except ParaphraseError as error:
+            notes.append(str(error))
+        prepared: list[PreparedTask] = []
+        seen = {ctx.task.clean}
+        for task in tasks:
+            if task.clean in seen:
+                continue
+            seen.add(task.clean)
+            try:
+                prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
+            except TaskError:
+                continue
+        evaluators = _evaluators(ctx, prepared)
     valid = [
         evaluator
-        for evaluator in _evaluators(ctx, prepared)
+        for evaluator in evaluators
         if gap_problem(evaluator.prepared.task, evaluator.baseline.clean, evaluator.baseline.corrupted)
         is None
     ]
@@ -220,10 +225,12 @@ def learn_shared_masks(
 
 # ----- warm starts -------------------------------------------------------------------------------
 def _fit_scores(ctx: RunContext, config, evaluators: Sequence[Evaluator]) -> list[torch.Tensor]:
-    """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes."""
+    """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes and
+    reading the evaluators' clean and corrupted runs (not running them again)."""
     method = get_method("eap-ig")
     method_config = method.make_config({"ig_steps": int(config.ig_steps)})
-    return pair_scores(ctx.model, ctx.spec, [e.prepared for e in evaluators], method, method_config)
+    prepared = [e.prepared for e in evaluators]
+    return pair_scores(ctx.model, ctx.spec, prepared, method, method_config, evaluators=evaluators)
 
 
 def _fit_score(ndfs: Sequence[float]) -> float:
@@ -335,13 +342,15 @@ class ParaphrasePruning(Method):
         )
         scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
         learned = None
-        if trained:
-            with ctx.timed("scoring_s"):
-                start, origin = warm_logits(ctx, config, fitting, trained)
-            with ctx.timed("learning_s"):
-                learned = learn_shared_masks(ctx, config, fitting, start, trained)
-            scores = mask_scores(spec, learned, config.temperature, device)
-            details.steps_run = learned.steps_run
+        # the positions before each corruption run once for the warm start and the learning together
+        with reusing_prefixes():
+            if trained:
+                with ctx.timed("scoring_s"):
+                    start, origin = warm_logits(ctx, config, fitting, trained)
+                with ctx.timed("learning_s"):
+                    learned = learn_shared_masks(ctx, config, fitting, start, trained)
+                scores = mask_scores(spec, learned, config.temperature, device)
+                details.steps_run = learned.steps_run
         circuits = budget_circuits(spec, budgets, trained, learned, device)
         with ctx.timed("evaluation_s"):
             curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]

@@ -8,11 +8,13 @@ home below them (the registry and ``ScoringMethod.score_batch``), not through on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask
-from ..measure.evaluate import evaluators_of_tasks
+from ..measure.evaluate import Evaluator, evaluators_of_tasks
 from ..models.adapter import model_dtype
 from ..models.devices import model_working_memory_bytes
 from .base import Progress, RunContext, ScoringMethod
@@ -42,10 +44,13 @@ def pair_scores(
     method: ScoringMethod,
     method_config,
     progress: Progress | None = None,
+    evaluators: Sequence[Evaluator] | None = None,
 ) -> list[torch.Tensor]:
     """Score matrices of pairs with the base scorer's ``score_batch``: pairs of equal length in
     groups, each group's clean and corrupted runs made together and scored as one batch (EAP and
     EAP-IG share their gradient passes between the pairs; any other scorer goes pair by pair).
+    ``evaluators``: the pairs' evaluators when the caller made them already (one per pair, in
+    order); their clean and corrupted runs are read, not made again.
 
     Every pair must share the task's answer, foils and metric.  # each [n_forward, n_backward] float32
     """
@@ -64,7 +69,12 @@ def pair_scores(
                     progress(phase, (done + fraction * size) / len(pairs))
 
             contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
-            for ctx, evaluator in zip(contexts, evaluators_of_tasks(model, spec, [pairs[i] for i in group])):
+            made = (
+                [evaluators[i] for i in group]
+                if evaluators is not None
+                else evaluators_of_tasks(model, spec, [pairs[i] for i in group])
+            )
+            for ctx, evaluator in zip(contexts, made):
                 ctx._evaluator = evaluator
             for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
                 results[index] = matrix

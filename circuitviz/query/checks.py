@@ -17,7 +17,7 @@ import torch
 
 from ..core.tasks import PreparedTask, PromptTask, prepare_task
 from ..engine.metric import metric_from_residual
-from ..engine.prefix import final_residual
+from ..measure.evaluate import last_residuals
 from ..models.adapter import adapter_of, model_device
 from .pairs import ParaphrasePair
 
@@ -31,15 +31,25 @@ def token_text(model, token_id: int) -> str:
 
 
 @torch.no_grad()
-def _last_position(model, prepared, tokens: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+def _last_position(
+    model, prepared, tokens: torch.Tensor, top_of: Sequence[int] | None = None
+) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Metric and top-1 token at the last position for a batch of equal-length prompts.
 
-    tokens: [batch, pos]. Returns (metrics [batch] or None without ``prepared``, top-1 ids [batch]).
+    tokens: [batch, pos]; each row's run is read when it was kept (``evaluate.last_residuals``:
+    the prompt's own run, or the paraphrase checks' runs that their evaluators read again).
+    ``top_of``: the rows whose top-1 token is read (None: every row); the others get -1, without
+    their vocabulary-wide logits. Returns (metrics [batch] or None without ``prepared``, top-1
+    ids [batch]).
     """
-    residual = final_residual(model, tokens.to(model_device(model)), [])  # [batch, d_model]
+    residual = last_residuals(model, tokens.to(model_device(model)))  # [batch, d_model]
     metrics = None if prepared is None else metric_from_residual(model, prepared, residual).float().cpu()
-    logits = adapter_of(model).unembed(residual)  # [batch, d_vocab]
-    return metrics, logits.argmax(-1).cpu()
+    rows = list(range(tokens.shape[0])) if top_of is None else list(top_of)
+    top = torch.full((tokens.shape[0],), -1, dtype=torch.long, device="cpu")
+    if rows:
+        logits = adapter_of(model).unembed(residual[rows])  # [rows, d_vocab]
+        top[rows] = logits.argmax(-1).cpu()
+    return metrics, top
 
 
 def model_answer(model, prompt: str) -> str:
@@ -63,7 +73,7 @@ def validate_pairs(
     """
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     original_metrics, original_top = _last_position(
-        model, prepared, torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])
+        model, prepared, torch.cat([prepared.clean_tokens, prepared.corrupted_tokens]), top_of=[0]
     )
     checked: list[ParaphrasePair] = []
     seen: set[str] = set()
@@ -123,7 +133,9 @@ def _check_on_model(
     for _, members in sorted(_grouped_by_length(sequences).items()):
         for start in range(0, len(members), batch_size):
             chunk = members[start : start + batch_size]
-            metrics, top = _last_position(model, prepared, torch.cat([sequences[i] for i in chunk]))
+            clean_rows = [row for row, member in enumerate(chunk) if owners[member][1] == "clean"]
+            tokens = torch.cat([sequences[i] for i in chunk])
+            metrics, top = _last_position(model, prepared, tokens, top_of=clean_rows)
             for row, member in enumerate(chunk):
                 index, kind = owners[member]
                 pair = checked[index]
