@@ -287,21 +287,6 @@ class ModelAdapter:
             for entry in caches
         ]
 
-    def prefix_rows(self, caches: list, inverse: torch.Tensor) -> list:
-        """The caches ``prefix_caches`` made of g distinct rows, for a batch whose row b continues
-        distinct row ``inverse[b]`` (the same tensors ``prefix_caches`` of that batch gives)."""
-        from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
-
-        def rows(cached: torch.Tensor) -> torch.Tensor:  # [g, prefix, heads, d_head] -> [batch, ...]
-            if cached.shape[0] == 1:
-                return cached.expand(len(inverse), -1, -1, -1)
-            return cached[inverse.to(cached.device)]
-
-        return [
-            TransformerLensKeyValueCacheEntry(rows(entry.past_keys), rows(entry.past_values), frozen=True)
-            for entry in caches
-        ]
-
     # ----- the pieces the engine computes with ----------------------------------------------------
     def unembed(self, residual: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits from the final residual at one position: final norm, unembedding, soft-cap.
