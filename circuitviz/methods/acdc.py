@@ -121,12 +121,28 @@ class WalkCounts:
     passes: int = 0  # batched patched passes (sequential steps)
     tested: int = 0  # edges ACDC decided by a measurement
     kept: int = 0  # edges kept
+    mispredicted: int = 0  # tested edges decided otherwise than the pass had guessed
 
 
-def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True):
+def attribution_guess(evaluator, spec, tau: float) -> torch.Tensor:
+    """The walk's first guess of each edge's decision: kept where its EAP score (one gradient at
+    the clean run, ``engine.scores``) is at least ``tau`` in size.  # [n_forward, n_backward] bool,
+    on the host"""
+    from ..engine.scores import batched_gradient_scores
+
+    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+    scores = batched_gradient_scores(evaluator.model, spec, [evaluator.prepared], clean, corrupted, None)[0]
+    return (scores.abs() >= tau).cpu() & spec.edge_mask.cpu()
+
+
+def acdc_walk(
+    evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True, guess=None
+):
     """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
 
-    ``tau`` is absolute (in the metric's units). On the evaluator's device.
+    ``tau`` is absolute (in the metric's units). On the evaluator's device. ``guess``
+    [n_forward, n_backward] bool: the edges each pass first guesses kept (None: the EAP guess,
+    ``attribution_guess``); it changes the rows and passes, never a decision.
     """
     device = evaluator.device
     graph = spec.tensors(device)
@@ -134,6 +150,9 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
     scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=device)
     owner = spec.backward_to_forward.tolist()  # the node each reader belongs to (-1: logits)
     parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
+    if guess is None:
+        guess = attribution_guess(evaluator, spec, tau)
+    guessed = guess.t().cpu().clone()  # [n_backward, n_forward]: kept as guessed now
     counts = WalkCounts()
     current = float(evaluator.baseline.clean)
     speculation = SpeculationSize(max_batch)
@@ -145,34 +164,53 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
         start = 0
         while start < len(parents):
-            size = min(speculation.size(), len(parents) - start)
-            rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
-            for k in range(size):  # row k: the next k + 1 edges removed
-                rows[k:, parents[start + k], reader] = False
+            batch = parents[start : start + min(speculation.size(), len(parents) - start)]
+            keep = guessed[reader, batch].tolist()
+            rows = state.expand(len(batch), -1, -1).clone()  # [size, n_forward, n_backward]
+            for k, parent in enumerate(batch):  # row k: edge k removed, those before it as guessed
+                rows[k, parent, reader] = False
+                if not keep[k]:
+                    rows[k + 1 :, parent, reader] = False
             values = evaluator.metrics(rows, from_layer=from_layer).double().tolist()
-            counts.rows += size
+            counts.rows += len(batch)
             counts.passes += 1
-            before = current
-            decided, kept_one = 0, False
+            before = current  # the metric of the state before edge k (every earlier guess right)
+            decided = 0
             for k, value in enumerate(values):
-                parent = parents[start + k]
+                parent = batch[k]
                 change = value - before
                 scores[parent, reader] = change
                 counts.tested += 1
                 decided += 1
-                if abs(change) < tau:
+                removed = abs(change) < tau
+                if removed == keep[k]:  # guessed wrong: the later rows start from another state
+                    counts.mispredicted += 1
+                    chain = before if removed else value  # the metric the later rows' guess gave
+                    _guess_again(guessed, reader, batch, keep, values, k, chain, tau)
+                if removed:
                     state[parent, reader] = False
                     before = value
-                    continue
-                counts.kept += 1  # kept: the later rows removed it, so they are stale
-                kept_one = True
-                break
+                else:
+                    counts.kept += 1
+                if removed == keep[k]:
+                    break
             current = before
             start += decided
-            speculation.record([False] * (decided - kept_one) + [True] * kept_one)
+            speculation.record([False] * (decided - 1) + [removed == keep[decided - 1]])
         if progress is not None:
             progress("score", (step + 1) / spec.n_backward)
     return state, scores, counts
+
+
+def _guess_again(guessed, reader, batch, keep, values, wrong, before, tau) -> None:
+    """After the pass's guess for edge ``wrong`` failed, the later rows are stale, but each
+    still measured its edge in a state one decision away: their changes are the next guesses.
+    ``before``: the metric of the guessed state before row ``wrong + 1``."""
+    for k in range(wrong + 1, len(batch)):
+        change = values[k] - before
+        guessed[reader, batch[k]] = abs(change) >= tau
+        if not keep[k]:
+            before = values[k]
 
 
 def walk_depth(spec) -> float:
