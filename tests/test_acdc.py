@@ -84,6 +84,42 @@ def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_bat
 
 
 @pytest.mark.parametrize(
+    "shape, guess",
+    covering(
+        [(shape, guess) for guess in ("none", "random", "wrong", "right") for shape in ("gpt2", "gemma")],
+        fast={("gemma", "wrong"), ("gpt2", "random"), ("gemma", "right"), ("gpt2", "none")},
+    ),
+)
+def test_the_guess_changes_the_rows_never_the_decisions(shape, guess):
+    """Each pass's rows build on a guess of the earlier edges' decisions (kept ones left in); the
+    walk keeps the one-at-a-time walk's decisions and changes whatever the guess is: every edge
+    guessed removed (the walk before the guess), a random guess, the opposite of every decision,
+    and the decisions themselves (then no row is stale: one row per tested edge). After a wrong
+    guess the pass's later rows give the next guesses, so only the first guesses are these."""
+    model = tiny_model(shape, seed=1)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    tau = 0.02 * abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+    expected, changes = _reference_walk(evaluator, spec, tau)
+    generator = torch.Generator().manual_seed(3)
+    guesses = {
+        "none": torch.zeros_like(expected),
+        "random": torch.rand(expected.shape, generator=generator, device="cpu") < 0.5,
+        "wrong": ~expected,
+        "right": expected.clone(),
+    }
+    kept, scores, counts = acdc_walk(evaluator, spec, tau, 8, guess=guesses[guess])
+    assert torch.equal(kept, expected)
+    assert counts.tested == len(changes)
+    for (parent, reader), change in changes.items():
+        assert scores[parent, reader].item() == pytest.approx(change, abs=1e-9)
+    if guess == "right":
+        assert counts.mispredicted == 0 and counts.rows == counts.tested
+    if guess == "wrong":
+        assert counts.mispredicted > 0 and counts.rows > counts.tested
+
+
+@pytest.mark.parametrize(
     "shape, model_dtype",
     covering(
         [(shape, dtype) for dtype in (torch.float64, torch.float32) for shape in SHAPES],

@@ -9,14 +9,19 @@ its current state, and removed for good when the metric moves by less than the t
 kept by the time its readers come up changes nothing downstream: its incoming edges are removed
 without a pass (as ACDC does, it is never put on the queue).
 
-The decisions are sequential, but most edges are removed, so the walk speculates that they will
-be: one batched patched pass carries the circuits "the current state with the next 1, 2, ..., B
-edges of this reader removed". While the prefix's edges are all removed, row k's change against
-row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
-stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
-(tested against it); B is the size that makes the expected cost per decided edge smallest for
-the share of edges kept among the last tests (``SpeculationSize``: a pass costs about 2.8 rows
-besides its rows, and a kept edge wastes the rows after it).
+The decisions are sequential, but most can be guessed, so the walk speculates: one batched
+pass carries the next B edges of a reader, row k being "the current state with edges 1..k-1 of
+the batch as guessed (those guessed kept left in, those guessed removed removed) and edge k
+removed". While every guess before edge k is right, row k against the metric of the guessed
+state before it (row k-1's when edge k-1 was guessed removed, the one before it otherwise) is
+exactly the test ACDC makes for edge k; at the first wrong guess the later rows are stale and the
+walk continues after it. The first guess of an edge is its EAP score against tau (one gradient
+at the clean run, ``attribution_guess``); a stale row then guesses its edge again from its own
+change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
+walk whatever the guess (tested against it with wrong, random and right guesses); B is the size
+that makes the expected cost per decided edge smallest for the share of wrong guesses among the
+last tests (``SpeculationSize``: a pass costs about 2.8 rows besides its rows, and a wrong guess
+wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
 metrics to float rounding, the blocks below run once per prompt instead of once per row.
@@ -83,22 +88,22 @@ ROWS_PER_EDGE = 0.33
 class SpeculationSize:
     """How many circuits the next speculative pass carries.
 
-    Row k of a pass is used only if the k - 1 edges before it are all removed, so with each edge
-    kept with probability p a pass of b rows decides E(b) = (1 - (1 - p)^b) / p edges on
-    average (up to the first kept one), for the price of ``overhead`` + b rows. The size is the
-    b <= ``cap`` that makes (overhead + b) / E(b) smallest, p being the share of edges kept among
-    the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so the first
-    passes speculate). The decisions never depend on it; only rows and passes do."""
+    Row k of a pass is used only if the guesses of the k - 1 edges before it are all right, so
+    with each guess wrong with probability p a pass of b rows decides E(b) = (1 - (1 - p)^b) / p
+    edges on average (up to the first wrong guess), for the price of ``overhead`` + b rows. The
+    size is the b <= ``cap`` that makes (overhead + b) / E(b) smallest, p being the share of wrong
+    guesses among the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so
+    the first passes speculate). The decisions never depend on it; only rows and passes do."""
 
     def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 10, prior: float = 0.05):
         self.cap, self.overhead, self.memory, self.prior = cap, overhead, memory, prior
-        self.recent: list[int] = []  # 1 kept, 0 removed: the last ``memory`` tests
-        self._best: dict[int, int] = {}  # kept among the recent tests -> size
+        self.recent: list[int] = []  # 1 guessed wrong, 0 right: the last ``memory`` tests
+        self._best: dict[int, int] = {}  # wrong guesses among the recent tests -> size
 
     def size(self) -> int:
-        kept = sum(self.recent)
-        if kept not in self._best or len(self.recent) < self.memory:
-            share = (kept + 2 * self.prior) / (len(self.recent) + 2)
+        wrong = sum(self.recent)
+        if wrong not in self._best or len(self.recent) < self.memory:
+            share = (wrong + 2 * self.prior) / (len(self.recent) + 2)
             best, cheapest = 1, float("inf")
             for rows in range(1, self.cap + 1):
                 decided = (1 - (1 - share) ** rows) / share
@@ -106,11 +111,11 @@ class SpeculationSize:
                     best, cheapest = rows, (self.overhead + rows) / decided
             if len(self.recent) < self.memory:
                 return best
-            self._best[kept] = best
-        return self._best[kept]
+            self._best[wrong] = best
+        return self._best[wrong]
 
-    def record(self, kept: list[bool]) -> None:
-        self.recent = (self.recent + [int(k) for k in kept])[-self.memory :]
+    def record(self, wrong: list[bool]) -> None:
+        self.recent = (self.recent + [int(k) for k in wrong])[-self.memory :]
 
 
 @dataclass
