@@ -232,6 +232,7 @@ def main() -> None:
             "edges_tested": counts.tested,
             "edges_kept": counts.kept,
             "mispredicted": counts.mispredicted,
+            "guess_passes": counts.guesses,
             "guess": args.guess,
             "kept_after_pruning_dead_ends": None,
             "cpu_s_by_block": {str(k): round(v[0], 1) for k, v in sorted(recorder.by_layer.items())},

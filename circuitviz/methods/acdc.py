@@ -44,6 +44,7 @@ import torch
 from ..core.graph import prune
 from ..details.own_circuit import OwnCircuitDetails
 from ..engine.layer_start import reader_layers
+from ..engine.prefix import shared_prefix
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting
@@ -77,8 +78,12 @@ class ACDCConfig:
 # what a batched pass costs besides its rows, in rows of the same pass: a pass of b rows started
 # at block l costs about (overhead + b) x (L - l) / L, the overhead about the same at every block
 # (Gemma-3-270M's IOI prompt, one thread: 1 and 16 rows at blocks 16, 10 and 4,
-# benchmarks/bench_acdc.py --pass-cost)
+# benchmarks/bench_acdc.py --pass-cost). The overhead is about fixed in seconds while a row's cost
+# grows with the positions it runs, so in rows it is PASS_OVERHEAD_ROWS x OVERHEAD_POSITIONS / the
+# positions a row runs (the IOI prompt runs 13; measured 10-17 rows on a prompt running 2, 0.8-1.8
+# on one running 24)
 PASS_OVERHEAD_ROWS = 2.8
+OVERHEAD_POSITIONS = 13
 # curve-circuit rows per unit of ``walk_depth`` (the tested rows, stale rows and each pass's
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
@@ -127,17 +132,26 @@ class WalkCounts:
     tested: int = 0  # edges ACDC decided by a measurement
     kept: int = 0  # edges kept
     mispredicted: int = 0  # tested edges decided otherwise than the pass had guessed
+    guesses: int = 0  # gradient passes that guessed the decisions (one per block reached)
 
 
-def attribution_guess(evaluator, spec, tau: float) -> torch.Tensor:
-    """The walk's first guess of each edge's decision: kept where its EAP score (one gradient at
-    the clean run, ``engine.scores``) is at least ``tau`` in size.  # [n_forward, n_backward] bool,
-    on the host"""
-    from ..engine.scores import batched_gradient_scores
+def attribution_guess(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+    """Each edge's decision as guessed from the circuit ``state`` [n_forward, n_backward] bool:
+    kept where the metric's gradient in the edge's kept share, at that circuit
+    (``patching.masked_residual``, one forward and backward), is at least ``tau`` in size, the
+    first-order change of removing it alone (EAP when ``state`` is the whole model).
+    # [n_forward, n_backward] bool, on the host"""
+    from ..engine.metric import metric_from_residual
+    from ..engine.patching import masked_residual
 
-    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
-    scores = batched_gradient_scores(evaluator.model, spec, [evaluator.prepared], clean, corrupted, None)[0]
-    return (scores.abs() >= tau).cpu() & spec.edge_mask.cpu()
+    model, prepared = evaluator.model, evaluator.prepared
+    # a hair below 1: a reader whose edges are all wholly kept gets no patch, so no gradient
+    keep = (state.to(evaluator.clean_writers.dtype) * (1 - 1e-4))[None].requires_grad_(True)  # [1, fwd, bwd]
+    with torch.enable_grad():
+        corrupted, raw = evaluator.corrupted_writers, evaluator.corrupted_raw
+        residual = masked_residual(model, spec, prepared, corrupted, keep, raw)  # [1, d_model]
+        (gradient,) = torch.autograd.grad(metric_from_residual(model, prepared, residual).sum(), keep)
+    return (gradient[0].abs() >= tau).cpu() & spec.edge_mask.cpu()
 
 
 def acdc_walk(
@@ -146,7 +160,8 @@ def acdc_walk(
     """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
 
     ``tau`` is absolute (in the metric's units). On the evaluator's device. ``guess``
-    [n_forward, n_backward] bool: the edges each pass first guesses kept (None: the EAP guess,
+    [n_forward, n_backward] bool: the edges each pass first guesses kept (None: guessed again
+    from the current circuit's gradient whenever the walk reaches a new block,
     ``attribution_guess``); it changes the rows and passes, never a decision.
     """
     device = evaluator.device
@@ -155,18 +170,24 @@ def acdc_walk(
     scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=device)
     owner = spec.backward_to_forward.tolist()  # the node each reader belongs to (-1: logits)
     parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
-    if guess is None:
-        guess = attribution_guess(evaluator, spec, tau)
-    guessed = guess.t().cpu().clone()  # [n_backward, n_forward]: kept as guessed now
+    layers = reader_layers(spec)
+    guessed = guess.t().cpu().clone() if guess is not None else None  # [n_backward, n_forward]
+    guessed_at = None  # the block the current guess was made for
     counts = WalkCounts()
     current = float(evaluator.baseline.clean)
-    speculation = SpeculationSize(max_batch)
+    prepared = evaluator.prepared
+    run = prepared.n_positions - shared_prefix(evaluator.model, [prepared])  # the positions a row runs
+    speculation = SpeculationSize(max_batch, PASS_OVERHEAD_ROWS * OVERHEAD_POSITIONS / max(run, 1))
     for step, reader in enumerate(reversed(range(spec.n_backward))):
         node = owner[reader]
         if node >= 0 and not bool(state[node].any()):  # cut off: nothing downstream reads it
             state[:, reader] = False
             continue
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
+        if guess is None and guessed_at != layers[reader]:
+            guessed = attribution_guess(evaluator, spec, state, tau).t().clone()
+            guessed_at = layers[reader]
+            counts.guesses += 1
         start = 0
         while start < len(parents):
             batch = parents[start : start + min(speculation.size(), len(parents) - start)]
