@@ -119,6 +119,28 @@ def test_the_guess_changes_the_rows_never_the_decisions(shape, guess):
         assert counts.mispredicted > 0 and counts.rows > counts.tested
 
 
+@pytest.mark.parametrize("shape", ["gpt2", "llama"])
+def test_the_guess_from_the_whole_model_is_eap(shape):
+    """The walk's guess is the gradient of the metric in each edge's kept share at the current
+    circuit; at the whole model that is EAP's score (one gradient at the clean run) in size, so
+    the first block's guess is EAP's against tau. (On Gemma's shared post-attention norm the
+    gradient also goes through each reader's renormalisation, which EAP's does not.)"""
+    from circuitviz.engine.scores import batched_gradient_scores
+    from circuitviz.methods.acdc import attribution_guess
+
+    model = tiny_model(shape, seed=1)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+    eap = batched_gradient_scores(model, spec, [evaluator.prepared], clean, corrupted, None)[0].abs()
+    on = spec.edge_mask
+    for quantile in (0.3, 0.6, 0.9):
+        tau = float(eap[on].quantile(quantile))
+        near = ((eap - tau).abs() < 1e-3 * tau) & on  # the guess is taken a hair from the whole model
+        guessed = attribution_guess(evaluator, spec, spec.edge_mask.clone(), tau)
+        assert torch.equal(guessed[~near], ((eap >= tau) & on)[~near])
+
+
 @pytest.mark.parametrize(
     "shape, model_dtype",
     covering(

@@ -94,33 +94,46 @@ class SpeculationSize:
     """How many circuits the next speculative pass carries.
 
     Row k of a pass is used only if the guesses of the k - 1 edges before it are all right, so
-    with each guess wrong with probability p a pass of b rows decides E(b) = (1 - (1 - p)^b) / p
-    edges on average (up to the first wrong guess), for the price of ``overhead`` + b rows. The
-    size is the b <= ``cap`` that makes (overhead + b) / E(b) smallest, p being the share of wrong
-    guesses among the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so
-    the first passes speculate). The decisions never depend on it; only rows and passes do."""
+    with the guess of edge j wrong with probability p_j a pass of b rows decides
+    E(b) = sum_k prod_(j<k) (1 - p_j) edges on average (up to the first wrong guess), for the
+    price of ``overhead`` + b rows. The size is the b <= ``cap`` that makes (overhead + b) / E(b)
+    smallest. p_j is the share of wrong guesses so far among the guesses of edge j's kind: by how
+    far its guessed change is from tau (a factor of 3 a step, ``kind``), and whether a stale row
+    or the gradient made it (with a prior of ``prior`` worth two guesses, so the first passes
+    speculate). The decisions never depend on it; only rows and passes do."""
 
-    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 10, prior: float = 0.05):
-        self.cap, self.overhead, self.memory, self.prior = cap, overhead, memory, prior
-        self.recent: list[int] = []  # 1 guessed wrong, 0 right: the last ``memory`` tests
-        self._best: dict[int, int] = {}  # wrong guesses among the recent tests -> size
+    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, prior: float = 0.05):
+        self.cap, self.overhead, self.prior = cap, overhead, prior
+        self.wrong: dict[int, int] = {}  # kind -> wrong guesses so far
+        self.made: dict[int, int] = {}  # kind -> guesses tested so far
 
-    def size(self) -> int:
-        wrong = sum(self.recent)
-        if wrong not in self._best or len(self.recent) < self.memory:
-            share = (wrong + 2 * self.prior) / (len(self.recent) + 2)
-            best, cheapest = 1, float("inf")
-            for rows in range(1, self.cap + 1):
-                decided = (1 - (1 - share) ** rows) / share
-                if (self.overhead + rows) / decided < cheapest:
-                    best, cheapest = rows, (self.overhead + rows) / decided
-            if len(self.recent) < self.memory:
-                return best
-            self._best[wrong] = best
-        return self._best[wrong]
+    @staticmethod
+    def kind(ratio: float, stale: bool) -> int:
+        """A guess's kind: |guessed change| / tau in steps of a factor of 3 (below 1/9, ..., 9 and
+        over), and whether a stale row made it."""
+        step = 0
+        for bound in (1 / 9, 1 / 3, 1.0, 3.0, 9.0):
+            step += ratio >= bound
+        return step + 6 * int(stale)
 
-    def record(self, wrong: list[bool]) -> None:
-        self.recent = (self.recent + [int(k) for k in wrong])[-self.memory :]
+    def chance(self, kind: int) -> float:
+        """The chance a guess of this kind is wrong."""
+        return (self.wrong.get(kind, 0) + 2 * self.prior) / (self.made.get(kind, 0) + 2)
+
+    def size(self, kinds: list[int]) -> int:
+        """The size for the next edges' guesses of ``kinds`` (at most ``cap`` of them read)."""
+        best, cheapest, decided, right = 1, float("inf"), 0.0, 1.0
+        for rows, kind in enumerate(kinds[: self.cap], start=1):
+            decided += right  # row ``rows`` is used when every guess before it is right
+            right *= 1 - self.chance(kind)
+            if (self.overhead + rows) / decided < cheapest:
+                best, cheapest = rows, (self.overhead + rows) / decided
+        return best
+
+    def record(self, kinds: list[int], wrong: list[bool]) -> None:
+        for kind, miss in zip(kinds, wrong):
+            self.made[kind] = self.made.get(kind, 0) + 1
+            self.wrong[kind] = self.wrong.get(kind, 0) + int(miss)
 
 
 @dataclass
@@ -135,12 +148,12 @@ class WalkCounts:
     guesses: int = 0  # gradient passes that guessed the decisions (one per block reached)
 
 
-def attribution_guess(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
-    """Each edge's decision as guessed from the circuit ``state`` [n_forward, n_backward] bool:
-    kept where the metric's gradient in the edge's kept share, at that circuit
-    (``patching.masked_residual``, one forward and backward), is at least ``tau`` in size, the
-    first-order change of removing it alone (EAP when ``state`` is the whole model).
-    # [n_forward, n_backward] bool, on the host"""
+def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+    """Each edge's guessed |change| / tau at the circuit ``state`` [n_forward, n_backward] bool:
+    the metric's gradient in the edge's kept share at that circuit (``patching.masked_residual``,
+    one forward and backward), the first-order change of removing it alone (EAP's score when
+    ``state`` is the whole model). The guess is "kept" where it is at least 1.
+    # [n_forward, n_backward] float64, on the host; 0 off the graph"""
     from ..engine.metric import metric_from_residual
     from ..engine.patching import masked_residual
 
@@ -151,7 +164,15 @@ def attribution_guess(evaluator, spec, state: torch.Tensor, tau: float) -> torch
         corrupted, raw = evaluator.corrupted_writers, evaluator.corrupted_raw
         residual = masked_residual(model, spec, prepared, corrupted, keep, raw)  # [1, d_model]
         (gradient,) = torch.autograd.grad(metric_from_residual(model, prepared, residual).sum(), keep)
-    return (gradient[0].abs() >= tau).cpu() & spec.edge_mask.cpu()
+    size = gradient[0].abs().double().cpu()
+    ratio = size / tau if tau > 0 else torch.where(size >= 0, float("inf"), 0.0)
+    return ratio * spec.edge_mask.cpu()
+
+
+def attribution_guess(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+    """The edges guessed kept at the circuit ``state`` (``guessed_ratios`` at least 1).
+    # [n_forward, n_backward] bool, on the host"""
+    return (guessed_ratios(evaluator, spec, state, tau) >= 1) & spec.edge_mask.cpu()
 
 
 def acdc_walk(
@@ -162,7 +183,7 @@ def acdc_walk(
     ``tau`` is absolute (in the metric's units). On the evaluator's device. ``guess``
     [n_forward, n_backward] bool: the edges each pass first guesses kept (None: guessed again
     from the current circuit's gradient whenever the walk reaches a new block,
-    ``attribution_guess``); it changes the rows and passes, never a decision.
+    ``guessed_ratios``); it changes the rows and passes, never a decision.
     """
     device = evaluator.device
     graph = spec.tensors(device)
@@ -171,8 +192,11 @@ def acdc_walk(
     owner = spec.backward_to_forward.tolist()  # the node each reader belongs to (-1: logits)
     parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
     layers = reader_layers(spec)
-    guessed = guess.t().cpu().clone() if guess is not None else None  # [n_backward, n_forward]
-    guessed_at = None  # the block the current guess was made for
+    # [n_backward, n_forward]: each edge's guessed |change| / tau (kept where >= 1), and whether
+    # a stale row made the guess
+    ratios = 2.0 * guess.t().double().cpu() if guess is not None else None
+    stale = torch.zeros(spec.n_backward, spec.n_forward, dtype=torch.bool, device="cpu")
+    guessed_at = None  # the block the current gradient guess was made for
     counts = WalkCounts()
     current = float(evaluator.baseline.clean)
     prepared = evaluator.prepared
@@ -185,13 +209,19 @@ def acdc_walk(
             continue
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
         if guess is None and guessed_at != layers[reader]:
-            guessed = attribution_guess(evaluator, spec, state, tau).t().clone()
+            ratios = guessed_ratios(evaluator, spec, state, tau).t().clone()
+            stale.zero_()
             guessed_at = layers[reader]
             counts.guesses += 1
         start = 0
         while start < len(parents):
-            batch = parents[start : start + min(speculation.size(), len(parents) - start)]
-            keep = guessed[reader, batch].tolist()
+            rest = parents[start : start + max_batch]
+            kinds = [
+                speculation.kind(r, s)
+                for r, s in zip(ratios[reader, rest].tolist(), stale[reader, rest].tolist())
+            ]
+            batch = rest[: speculation.size(kinds)]
+            keep = (ratios[reader, batch] >= 1).tolist()
             rows = state.expand(len(batch), -1, -1).clone()  # [size, n_forward, n_backward]
             for k, parent in enumerate(batch):  # row k: edge k removed, those before it as guessed
                 rows[k, parent, reader] = False
@@ -212,7 +242,7 @@ def acdc_walk(
                 if removed == keep[k]:  # guessed wrong: the later rows start from another state
                     counts.mispredicted += 1
                     chain = before if removed else value  # the metric the later rows' guess gave
-                    _guess_again(guessed, reader, batch, keep, values, k, chain, tau)
+                    _guess_again(ratios, stale, reader, batch, keep, values, k, chain, tau)
                 if removed:
                     state[parent, reader] = False
                     before = value
@@ -222,19 +252,20 @@ def acdc_walk(
                     break
             current = before
             start += decided
-            speculation.record([False] * (decided - 1) + [removed == keep[decided - 1]])
+            speculation.record(kinds[:decided], [False] * (decided - 1) + [removed == keep[decided - 1]])
         if progress is not None:
             progress("score", (step + 1) / spec.n_backward)
     return state, scores, counts
 
 
-def _guess_again(guessed, reader, batch, keep, values, wrong, before, tau) -> None:
+def _guess_again(ratios, stale, reader, batch, keep, values, wrong, before, tau) -> None:
     """After the pass's guess for edge ``wrong`` failed, the later rows are stale, but each
     still measured its edge in a state one decision away: their changes are the next guesses.
     ``before``: the metric of the guessed state before row ``wrong + 1``."""
     for k in range(wrong + 1, len(batch)):
-        change = values[k] - before
-        guessed[reader, batch[k]] = abs(change) >= tau
+        change = abs(values[k] - before)
+        ratios[reader, batch[k]] = change / tau if tau > 0 else float("inf")
+        stale[reader, batch[k]] = True
         if not keep[k]:
             before = values[k]
 
