@@ -232,9 +232,10 @@ def test_settings_out_of_range_are_refused_in_one_sentence(values):
 
 
 def test_the_speculative_size_is_the_cheapest_per_decided_edge():
-    """The size minimises (overhead + b) / E[edges decided] for the recent kept share, E
-    counted here over every pattern of kept and removed edges (a row is used when the edges
-    before it in its pass are all removed), so a wrong formula picks another size."""
+    """The size minimises (overhead + b) / E[edges decided] for the next guesses' chances of
+    being wrong (the share wrong so far among guesses of their kind), E counted here over every
+    pattern of right and wrong guesses (a row is used when the guesses before it in its pass are
+    all right), so a wrong formula picks another size."""
     from itertools import product
 
     from circuitviz.methods.acdc import SpeculationSize
@@ -243,23 +244,28 @@ def test_the_speculative_size_is_the_cheapest_per_decided_edge():
         total = 0.0
         for pattern in product([0, 1], repeat=b):
             chance = 1.0
-            for kept in pattern:
-                chance *= p if kept else 1 - p
-            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first kept
+            for wrong in pattern:
+                chance *= p if wrong else 1 - p
+            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first wrong
             total += chance * first
         return total
 
-    for kept_of_ten in (0, 1, 2, 5, 9):
-        size = SpeculationSize(cap=8, overhead=2.8, memory=10, prior=0.05)
-        size.record([True] * kept_of_ten + [False] * (10 - kept_of_ten))
-        p = (kept_of_ten + 0.1) / 12
+    kind = SpeculationSize.kind(0.5, stale=False)
+    for wrong_of_ten in (0, 1, 2, 5, 9):
+        size = SpeculationSize(cap=8, overhead=2.8, prior=0.05)
+        size.record([kind] * 10, [True] * wrong_of_ten + [False] * (10 - wrong_of_ten))
+        p = (wrong_of_ten + 0.1) / 12
         costs = {b: (2.8 + b) / decided(p, b) for b in range(1, 9)}
-        assert size.size() == min(costs, key=costs.get)
-    size = SpeculationSize(cap=32, memory=50)
-    size.record([False] * 50)
-    assert size.size() == 32  # nothing kept lately: the longest pass
-    size.record([True] * 50)
-    assert size.size() == 1  # everything kept: one row a pass
+        assert size.size([kind] * 8) == min(costs, key=costs.get)
+    size = SpeculationSize(cap=32)
+    sure, unsure = SpeculationSize.kind(0.01, stale=False), SpeculationSize.kind(1.2, stale=True)
+    assert sure != unsure
+    size.record([sure] * 200, [False] * 200)
+    assert size.size([sure] * 32) == 32  # guesses of this kind are never wrong: the longest pass
+    size.record([unsure] * 50, [True] * 50)
+    assert size.size([unsure] * 32) == 1  # always wrong: one row a pass
+    assert size.size([sure] * 5 + [unsure] + [sure] * 26) == 6  # the pass ends at the likely wrong guess
+    assert size.size([sure] * 3) == 3  # never more rows than edges left
 
 
 @pytest.mark.parametrize("shape", SHAPES)
