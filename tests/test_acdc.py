@@ -275,7 +275,7 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
     the estimate is below one whole row per edge and grows with the budgets' whole rows."""
     import re
 
-    from circuitviz.methods.acdc import ROWS_PER_EDGE
+    from circuitviz.methods.acdc import GUESS_PASSES, ROWS_PER_EDGE
     from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
 
     model = tiny_model(shape, seed=1, n_layers=3)
@@ -287,7 +287,8 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
         depth += (spec.n_layers - layer) / spec.n_layers
     method = get_method("acdc")
     cost = method.estimate(ACDCConfig(), spec, 15, 0)
-    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    guesses = GUESS_PASSES * spec.n_layers  # the guess's gradient pass at each block
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * ROWS_PER_EDGE * depth)
     assert depth < spec.n_edges  # cheaper than a whole pass per edge
     more = method.estimate(ACDCConfig(), spec, 15, 5)
     assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)

@@ -88,6 +88,11 @@ OVERHEAD_POSITIONS = 13
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
+# what the guess at each block costs (``guessed_ratios``: a forward and backward of the circuit,
+# Gemma's renormalisation of every mixed reader among it), in plain forward passes: 5-6 at a
+# sparse circuit, 10-16 at the whole model (the first block's), on Gemma-3-270M's 15- and
+# 34-token prompts
+GUESS_PASSES = 6.0
 
 
 class SpeculationSize:
@@ -294,13 +299,14 @@ class ACDC(ScoringMethod):
     )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # about one patched row per edge (each edge tested, plus the rows a kept edge makes stale
-        # and each pass's own overhead, less the edges of cut-off nodes removed untested), a row
-        # priced as a circuit of the faithfulness curve but run from its reader's block: an edge
-        # into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean run
-        # the rows start from is one more pass.
+        # about one patched row per edge (each edge tested, plus the rows a wrong guess makes
+        # stale and each pass's own overhead, less the edges of cut-off nodes removed untested), a
+        # row priced as a circuit of the faithfulness curve but run from its reader's block: an
+        # edge into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean
+        # run the rows start from is one more pass; the guess, a gradient pass per block.
         rows = ROWS_PER_EDGE * walk_depth(spec)
-        return Cost(passes=PREPARE_PASSES + 1.0 + PATCHED_PASS * (rows + n_budgets))
+        guesses = GUESS_PASSES * spec.n_layers
+        return Cost(passes=PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * (rows + n_budgets))
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
@@ -320,6 +326,7 @@ class ACDC(ScoringMethod):
                 "patched_rows": counts.rows,
                 "batched_passes": counts.passes,
                 "edges_tested": counts.tested,
+                "wrong_guesses": counts.mispredicted,
                 "edges_kept": counts.kept,
             },
             scores_note=SCORES_NOTE,
