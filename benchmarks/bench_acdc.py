@@ -164,6 +164,13 @@ def main() -> None:
     parser.add_argument(
         "--pass-cost", action="store_true", help="time batched passes by block and size, then stop"
     )
+    parser.add_argument(
+        "--guess",
+        choices=["eap", "none"],
+        default="eap",
+        help="what each pass first guesses: the EAP guess (the default) or every edge removed (the walk "
+        "before the guess)",
+    )
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument(
         "--save",
@@ -196,8 +203,17 @@ def main() -> None:
         load_before = os.getloadavg()
         cpu, wall = time.process_time(), time.perf_counter()
         progress = reporter(kind, cpu)
+        guess = None
+        if args.guess == "none":
+            guess = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")
         kept, scores, counts = acdc_walk(
-            evaluator, spec, args.threshold * span, args.max_batch, progress, from_layer=not args.whole
+            evaluator,
+            spec,
+            args.threshold * span,
+            args.max_batch,
+            progress,
+            from_layer=not args.whole,
+            guess=guess,
         )
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         estimate = ACDC().estimate(ACDCConfig(threshold=args.threshold), spec, prepared.n_positions, 0)
@@ -215,6 +231,9 @@ def main() -> None:
             "batched_passes": counts.passes,
             "edges_tested": counts.tested,
             "edges_kept": counts.kept,
+            "mispredicted": counts.mispredicted,
+            "guess_passes": counts.guesses,
+            "guess": args.guess,
             "kept_after_pruning_dead_ends": None,
             "cpu_s_by_block": {str(k): round(v[0], 1) for k, v in sorted(recorder.by_layer.items())},
             "rows_by_block": {str(k): v[1] for k, v in sorted(recorder.by_layer.items())},

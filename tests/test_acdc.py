@@ -84,6 +84,64 @@ def test_the_batched_walk_makes_the_one_at_a_time_walks_decisions(shape, max_bat
 
 
 @pytest.mark.parametrize(
+    "shape, guess",
+    covering(
+        [(shape, guess) for guess in ("none", "random", "wrong", "right") for shape in ("gpt2", "gemma")],
+        fast={("gemma", "wrong"), ("gpt2", "random"), ("gemma", "right"), ("gpt2", "none")},
+    ),
+)
+def test_the_guess_changes_the_rows_never_the_decisions(shape, guess):
+    """Each pass's rows build on a guess of the earlier edges' decisions (kept ones left in); the
+    walk keeps the one-at-a-time walk's decisions and changes whatever the guess is: every edge
+    guessed removed (the walk before the guess), a random guess, the opposite of every decision,
+    and the decisions themselves (then no row is stale: one row per tested edge). After a wrong
+    guess the pass's later rows give the next guesses, so only the first guesses are these."""
+    model = tiny_model(shape, seed=1)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    tau = 0.02 * abs(evaluator.baseline.clean - evaluator.baseline.corrupted)
+    expected, changes = _reference_walk(evaluator, spec, tau)
+    generator = torch.Generator().manual_seed(3)
+    guesses = {
+        "none": torch.zeros_like(expected),
+        "random": torch.rand(expected.shape, generator=generator, device="cpu") < 0.5,
+        "wrong": ~expected,
+        "right": expected.clone(),
+    }
+    kept, scores, counts = acdc_walk(evaluator, spec, tau, 8, guess=guesses[guess])
+    assert torch.equal(kept, expected)
+    assert counts.tested == len(changes)
+    for (parent, reader), change in changes.items():
+        assert scores[parent, reader].item() == pytest.approx(change, abs=1e-9)
+    if guess == "right":
+        assert counts.mispredicted == 0 and counts.rows == counts.tested
+    if guess == "wrong":
+        assert counts.mispredicted > 0 and counts.rows > counts.tested
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama"])
+def test_the_guess_from_the_whole_model_is_eap(shape):
+    """The walk's guess is the gradient of the metric in each edge's kept share at the current
+    circuit; at the whole model that is EAP's score (one gradient at the clean run) in size, so
+    the first block's guess is EAP's against tau. (On Gemma's shared post-attention norm the
+    gradient also goes through each reader's renormalisation, which EAP's does not.)"""
+    from circuitviz.engine.scores import batched_gradient_scores
+    from circuitviz.methods.acdc import attribution_guess
+
+    model = tiny_model(shape, seed=1)
+    spec = GraphSpec.from_model(model)
+    evaluator = Evaluator(model, spec, prepare_task(model, IOI_TASK))
+    clean, corrupted = evaluator.clean_writers, evaluator.corrupted_writers
+    eap = batched_gradient_scores(model, spec, [evaluator.prepared], clean, corrupted, None)[0].abs()
+    on = spec.edge_mask
+    for quantile in (0.3, 0.6, 0.9):
+        tau = float(eap[on].quantile(quantile))
+        near = ((eap - tau).abs() < 1e-3 * tau) & on  # the guess is taken a hair from the whole model
+        guessed = attribution_guess(evaluator, spec, spec.edge_mask.clone(), tau)
+        assert torch.equal(guessed[~near], ((eap >= tau) & on)[~near])
+
+
+@pytest.mark.parametrize(
     "shape, model_dtype",
     covering(
         [(shape, dtype) for dtype in (torch.float64, torch.float32) for shape in SHAPES],
@@ -174,9 +232,10 @@ def test_settings_out_of_range_are_refused_in_one_sentence(values):
 
 
 def test_the_speculative_size_is_the_cheapest_per_decided_edge():
-    """The size minimises (overhead + b) / E[edges decided] for the recent kept share, E
-    counted here over every pattern of kept and removed edges (a row is used when the edges
-    before it in its pass are all removed), so a wrong formula picks another size."""
+    """The size minimises (overhead + b) / E[edges decided] for the next guesses' chances of
+    being wrong (the share wrong so far among guesses of their kind), E counted here over every
+    pattern of right and wrong guesses (a row is used when the guesses before it in its pass are
+    all right), so a wrong formula picks another size."""
     from itertools import product
 
     from circuitviz.methods.acdc import SpeculationSize
@@ -185,23 +244,28 @@ def test_the_speculative_size_is_the_cheapest_per_decided_edge():
         total = 0.0
         for pattern in product([0, 1], repeat=b):
             chance = 1.0
-            for kept in pattern:
-                chance *= p if kept else 1 - p
-            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first kept
+            for wrong in pattern:
+                chance *= p if wrong else 1 - p
+            first = pattern.index(1) + 1 if 1 in pattern else b  # the pass stops at the first wrong
             total += chance * first
         return total
 
-    for kept_of_ten in (0, 1, 2, 5, 9):
-        size = SpeculationSize(cap=8, overhead=2.8, memory=10, prior=0.05)
-        size.record([True] * kept_of_ten + [False] * (10 - kept_of_ten))
-        p = (kept_of_ten + 0.1) / 12
+    kind = SpeculationSize.kind(0.5, stale=False)
+    for wrong_of_ten in (0, 1, 2, 5, 9):
+        size = SpeculationSize(cap=8, overhead=2.8, prior=0.05)
+        size.record([kind] * 10, [True] * wrong_of_ten + [False] * (10 - wrong_of_ten))
+        p = (wrong_of_ten + 0.1) / 12
         costs = {b: (2.8 + b) / decided(p, b) for b in range(1, 9)}
-        assert size.size() == min(costs, key=costs.get)
-    size = SpeculationSize(cap=32, memory=50)
-    size.record([False] * 50)
-    assert size.size() == 32  # nothing kept lately: the longest pass
-    size.record([True] * 50)
-    assert size.size() == 1  # everything kept: one row a pass
+        assert size.size([kind] * 8) == min(costs, key=costs.get)
+    size = SpeculationSize(cap=32)
+    sure, unsure = SpeculationSize.kind(0.01, stale=False), SpeculationSize.kind(1.2, stale=True)
+    assert sure != unsure
+    size.record([sure] * 200, [False] * 200)
+    assert size.size([sure] * 32) == 32  # guesses of this kind are never wrong: the longest pass
+    size.record([unsure] * 50, [True] * 50)
+    assert size.size([unsure] * 32) == 1  # always wrong: one row a pass
+    assert size.size([sure] * 5 + [unsure] + [sure] * 26) == 6  # the pass ends at the likely wrong guess
+    assert size.size([sure] * 3) == 3  # never more rows than edges left
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -211,7 +275,7 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
     the estimate is below one whole row per edge and grows with the budgets' whole rows."""
     import re
 
-    from circuitviz.methods.acdc import ROWS_PER_EDGE
+    from circuitviz.methods.acdc import GUESS_PASSES, ROWS_PER_EDGE
     from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
 
     model = tiny_model(shape, seed=1, n_layers=3)
@@ -223,7 +287,8 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
         depth += (spec.n_layers - layer) / spec.n_layers
     method = get_method("acdc")
     cost = method.estimate(ACDCConfig(), spec, 15, 0)
-    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    guesses = GUESS_PASSES * spec.n_layers  # the guess's gradient pass at each block
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * ROWS_PER_EDGE * depth)
     assert depth < spec.n_edges  # cheaper than a whole pass per edge
     more = method.estimate(ACDCConfig(), spec, 15, 5)
     assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)

@@ -9,14 +9,19 @@ its current state, and removed for good when the metric moves by less than the t
 kept by the time its readers come up changes nothing downstream: its incoming edges are removed
 without a pass (as ACDC does, it is never put on the queue).
 
-The decisions are sequential, but most edges are removed, so the walk speculates that they will
-be: one batched patched pass carries the circuits "the current state with the next 1, 2, ..., B
-edges of this reader removed". While the prefix's edges are all removed, row k's change against
-row k-1 is exactly the test ACDC makes for edge k; at the first edge kept the later rows are
-stale and the walk continues from it. The circuits are those of the one-edge-at-a-time walk
-(tested against it); B is the size that makes the expected cost per decided edge smallest for
-the share of edges kept among the last tests (``SpeculationSize``: a pass costs about 2.8 rows
-besides its rows, and a kept edge wastes the rows after it).
+The decisions are sequential, but most can be guessed, so the walk speculates: one batched
+pass carries the next B edges of a reader, row k being "the current state with edges 1..k-1 of
+the batch as guessed (those guessed kept left in, those guessed removed removed) and edge k
+removed". While every guess before edge k is right, row k against the metric of the guessed
+state before it (row k-1's when edge k-1 was guessed removed, the one before it otherwise) is
+exactly the test ACDC makes for edge k; at the first wrong guess the later rows are stale and the
+walk continues after it. The first guess of an edge is its EAP score against tau (one gradient
+at the clean run, ``attribution_guess``); a stale row then guesses its edge again from its own
+change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
+walk whatever the guess (tested against it with wrong, random and right guesses); B is the size
+that makes the expected cost per decided edge smallest for the share of wrong guesses among the
+last tests (``SpeculationSize``: a pass costs about 2.8 rows besides its rows, and a wrong guess
+wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
 metrics to float rounding, the blocks below run once per prompt instead of once per row.
@@ -39,6 +44,7 @@ import torch
 from ..core.graph import prune
 from ..details.own_circuit import OwnCircuitDetails
 from ..engine.layer_start import reader_layers
+from ..engine.prefix import shared_prefix
 from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
 from .registry import register
 from .settings import check_settings, setting
@@ -72,45 +78,67 @@ class ACDCConfig:
 # what a batched pass costs besides its rows, in rows of the same pass: a pass of b rows started
 # at block l costs about (overhead + b) x (L - l) / L, the overhead about the same at every block
 # (Gemma-3-270M's IOI prompt, one thread: 1 and 16 rows at blocks 16, 10 and 4,
-# benchmarks/bench_acdc.py --pass-cost)
+# benchmarks/bench_acdc.py --pass-cost). The overhead is about fixed in seconds while a row's cost
+# grows with the positions it runs, so in rows it is PASS_OVERHEAD_ROWS x OVERHEAD_POSITIONS / the
+# positions a row runs (the IOI prompt runs 13; measured 10-17 rows on a prompt running 2, 0.8-1.8
+# on one running 24)
 PASS_OVERHEAD_ROWS = 2.8
+OVERHEAD_POSITIONS = 13
 # curve-circuit rows per unit of ``walk_depth`` (the tested rows, stale rows and each pass's
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
+# what the guess at each block costs (``guessed_ratios``: a forward and backward of the circuit,
+# Gemma's renormalisation of every mixed reader among it), in plain forward passes: 5-6 at a
+# sparse circuit, 10-16 at the whole model (the first block's), on Gemma-3-270M's 15- and
+# 34-token prompts
+GUESS_PASSES = 6.0
 
 
 class SpeculationSize:
     """How many circuits the next speculative pass carries.
 
-    Row k of a pass is used only if the k - 1 edges before it are all removed, so with each edge
-    kept with probability p a pass of b rows decides E(b) = (1 - (1 - p)^b) / p edges on
-    average (up to the first kept one), for the price of ``overhead`` + b rows. The size is the
-    b <= ``cap`` that makes (overhead + b) / E(b) smallest, p being the share of edges kept among
-    the walk's last ``memory`` tests (with a prior of ``prior`` worth two tests, so the first
-    passes speculate). The decisions never depend on it; only rows and passes do."""
+    Row k of a pass is used only if the guesses of the k - 1 edges before it are all right, so
+    with the guess of edge j wrong with probability p_j a pass of b rows decides
+    E(b) = sum_k prod_(j<k) (1 - p_j) edges on average (up to the first wrong guess), for the
+    price of ``overhead`` + b rows. The size is the b <= ``cap`` that makes (overhead + b) / E(b)
+    smallest. p_j is the share of wrong guesses so far among the guesses of edge j's kind: by how
+    far its guessed change is from tau (a factor of 3 a step, ``kind``), and whether a stale row
+    or the gradient made it (with a prior of ``prior`` worth two guesses, so the first passes
+    speculate). The decisions never depend on it; only rows and passes do."""
 
-    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, memory: int = 10, prior: float = 0.05):
-        self.cap, self.overhead, self.memory, self.prior = cap, overhead, memory, prior
-        self.recent: list[int] = []  # 1 kept, 0 removed: the last ``memory`` tests
-        self._best: dict[int, int] = {}  # kept among the recent tests -> size
+    def __init__(self, cap: int, overhead: float = PASS_OVERHEAD_ROWS, prior: float = 0.05):
+        self.cap, self.overhead, self.prior = cap, overhead, prior
+        self.wrong: dict[int, int] = {}  # kind -> wrong guesses so far
+        self.made: dict[int, int] = {}  # kind -> guesses tested so far
 
-    def size(self) -> int:
-        kept = sum(self.recent)
-        if kept not in self._best or len(self.recent) < self.memory:
-            share = (kept + 2 * self.prior) / (len(self.recent) + 2)
-            best, cheapest = 1, float("inf")
-            for rows in range(1, self.cap + 1):
-                decided = (1 - (1 - share) ** rows) / share
-                if (self.overhead + rows) / decided < cheapest:
-                    best, cheapest = rows, (self.overhead + rows) / decided
-            if len(self.recent) < self.memory:
-                return best
-            self._best[kept] = best
-        return self._best[kept]
+    @staticmethod
+    def kind(ratio: float, stale: bool) -> int:
+        """A guess's kind: |guessed change| / tau in steps of a factor of 3 (below 1/9, ..., 9 and
+        over), and whether a stale row made it."""
+        step = 0
+        for bound in (1 / 9, 1 / 3, 1.0, 3.0, 9.0):
+            step += ratio >= bound
+        return step + 6 * int(stale)
 
-    def record(self, kept: list[bool]) -> None:
-        self.recent = (self.recent + [int(k) for k in kept])[-self.memory :]
+    def chance(self, kind: int) -> float:
+        """The chance a guess of this kind is wrong."""
+        return (self.wrong.get(kind, 0) + 2 * self.prior) / (self.made.get(kind, 0) + 2)
+
+    def size(self, kinds: list[int]) -> int:
+        """The size for the next edges' guesses of ``kinds`` (at most ``cap`` of them read)."""
+        best, cheapest, decided, right = 1, float("inf"), 0.0, 1.0
+        for rows, kind in enumerate(kinds[: self.cap], start=1):
+            decided += right  # row ``rows`` is used when every guess before it is right
+            right *= 1 - self.chance(kind)
+            if (self.overhead + rows) / decided < cheapest:
+                best, cheapest = rows, (self.overhead + rows) / decided
+        return best
+
+    def record(self, kinds: list[int], wrong: list[bool]) -> None:
+        for kind, miss in zip(kinds, wrong):
+            self.made[kind] = self.made.get(kind, 0) + 1
+            self.wrong[kind] = self.wrong.get(kind, 0) + int(miss)
 
 
 @dataclass
@@ -121,12 +149,46 @@ class WalkCounts:
     passes: int = 0  # batched patched passes (sequential steps)
     tested: int = 0  # edges ACDC decided by a measurement
     kept: int = 0  # edges kept
+    mispredicted: int = 0  # tested edges decided otherwise than the pass had guessed
+    guesses: int = 0  # gradient passes that guessed the decisions (one per block reached)
 
 
-def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True):
+def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+    """Each edge's guessed |change| / tau at the circuit ``state`` [n_forward, n_backward] bool:
+    the metric's gradient in the edge's kept share at that circuit (``patching.masked_residual``,
+    one forward and backward), the first-order change of removing it alone (EAP's score when
+    ``state`` is the whole model). The guess is "kept" where it is at least 1.
+    # [n_forward, n_backward] float64, on the host; 0 off the graph"""
+    from ..engine.metric import metric_from_residual
+    from ..engine.patching import masked_residual
+
+    model, prepared = evaluator.model, evaluator.prepared
+    # a hair below 1: a reader whose edges are all wholly kept gets no patch, so no gradient
+    keep = (state.to(evaluator.clean_writers.dtype) * (1 - 1e-4))[None].requires_grad_(True)  # [1, fwd, bwd]
+    with torch.enable_grad():
+        corrupted, raw = evaluator.corrupted_writers, evaluator.corrupted_raw
+        residual = masked_residual(model, spec, prepared, corrupted, keep, raw)  # [1, d_model]
+        (gradient,) = torch.autograd.grad(metric_from_residual(model, prepared, residual).sum(), keep)
+    size = gradient[0].abs().double().cpu()
+    ratio = size / tau if tau > 0 else torch.where(size >= 0, float("inf"), 0.0)
+    return ratio * spec.edge_mask.cpu()
+
+
+def attribution_guess(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+    """The edges guessed kept at the circuit ``state`` (``guessed_ratios`` at least 1).
+    # [n_forward, n_backward] bool, on the host"""
+    return (guessed_ratios(evaluator, spec, state, tau) >= 1) & spec.edge_mask.cpu()
+
+
+def acdc_walk(
+    evaluator, spec, tau: float, max_batch: int, progress=None, from_layer: bool = True, guess=None
+):
     """ACDC's greedy walk: (kept edges [n_forward, n_backward] bool, scores, WalkCounts).
 
-    ``tau`` is absolute (in the metric's units). On the evaluator's device.
+    ``tau`` is absolute (in the metric's units). On the evaluator's device. ``guess``
+    [n_forward, n_backward] bool: the edges each pass first guesses kept (None: guessed again
+    from the current circuit's gradient whenever the walk reaches a new block,
+    ``guessed_ratios``); it changes the rows and passes, never a decision.
     """
     device = evaluator.device
     graph = spec.tensors(device)
@@ -134,45 +196,83 @@ def acdc_walk(evaluator, spec, tau: float, max_batch: int, progress=None, from_l
     scores = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device=device)
     owner = spec.backward_to_forward.tolist()  # the node each reader belongs to (-1: logits)
     parents_of = graph.edge_mask.t().cpu()  # [n_backward, n_forward]: host-side bookkeeping
+    layers = reader_layers(spec)
+    # [n_backward, n_forward]: each edge's guessed |change| / tau (kept where >= 1), and whether
+    # a stale row made the guess
+    ratios = 2.0 * guess.t().double().cpu() if guess is not None else None
+    stale = torch.zeros(spec.n_backward, spec.n_forward, dtype=torch.bool, device="cpu")
+    guessed_at = None  # the block the current gradient guess was made for
     counts = WalkCounts()
     current = float(evaluator.baseline.clean)
-    speculation = SpeculationSize(max_batch)
+    prepared = evaluator.prepared
+    run = prepared.n_positions - shared_prefix(evaluator.model, [prepared])  # the positions a row runs
+    speculation = SpeculationSize(max_batch, PASS_OVERHEAD_ROWS * OVERHEAD_POSITIONS / max(run, 1))
     for step, reader in enumerate(reversed(range(spec.n_backward))):
         node = owner[reader]
         if node >= 0 and not bool(state[node].any()):  # cut off: nothing downstream reads it
             state[:, reader] = False
             continue
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
+        if guess is None and guessed_at != layers[reader]:
+            ratios = guessed_ratios(evaluator, spec, state, tau).t().clone()
+            stale.zero_()
+            guessed_at = layers[reader]
+            counts.guesses += 1
         start = 0
         while start < len(parents):
-            size = min(speculation.size(), len(parents) - start)
-            rows = state.expand(size, -1, -1).clone()  # [size, n_forward, n_backward]
-            for k in range(size):  # row k: the next k + 1 edges removed
-                rows[k:, parents[start + k], reader] = False
+            rest = parents[start : start + max_batch]
+            kinds = [
+                speculation.kind(r, s)
+                for r, s in zip(ratios[reader, rest].tolist(), stale[reader, rest].tolist())
+            ]
+            batch = rest[: speculation.size(kinds)]
+            keep = (ratios[reader, batch] >= 1).tolist()
+            rows = state.expand(len(batch), -1, -1).clone()  # [size, n_forward, n_backward]
+            for k, parent in enumerate(batch):  # row k: edge k removed, those before it as guessed
+                rows[k, parent, reader] = False
+                if not keep[k]:
+                    rows[k + 1 :, parent, reader] = False
             values = evaluator.metrics(rows, from_layer=from_layer).double().tolist()
-            counts.rows += size
+            counts.rows += len(batch)
             counts.passes += 1
-            before = current
-            decided, kept_one = 0, False
+            before = current  # the metric of the state before edge k (every earlier guess right)
+            decided = 0
             for k, value in enumerate(values):
-                parent = parents[start + k]
+                parent = batch[k]
                 change = value - before
                 scores[parent, reader] = change
                 counts.tested += 1
                 decided += 1
-                if abs(change) < tau:
+                removed = abs(change) < tau
+                if removed == keep[k]:  # guessed wrong: the later rows start from another state
+                    counts.mispredicted += 1
+                    chain = before if removed else value  # the metric the later rows' guess gave
+                    _guess_again(ratios, stale, reader, batch, keep, values, k, chain, tau)
+                if removed:
                     state[parent, reader] = False
                     before = value
-                    continue
-                counts.kept += 1  # kept: the later rows removed it, so they are stale
-                kept_one = True
-                break
+                else:
+                    counts.kept += 1
+                if removed == keep[k]:
+                    break
             current = before
             start += decided
-            speculation.record([False] * (decided - kept_one) + [True] * kept_one)
+            speculation.record(kinds[:decided], [False] * (decided - 1) + [removed == keep[decided - 1]])
         if progress is not None:
             progress("score", (step + 1) / spec.n_backward)
     return state, scores, counts
+
+
+def _guess_again(ratios, stale, reader, batch, keep, values, wrong, before, tau) -> None:
+    """After the pass's guess for edge ``wrong`` failed, the later rows are stale, but each
+    still measured its edge in a state one decision away: their changes are the next guesses.
+    ``before``: the metric of the guessed state before row ``wrong + 1``."""
+    for k in range(wrong + 1, len(batch)):
+        change = abs(values[k] - before)
+        ratios[reader, batch[k]] = change / tau if tau > 0 else float("inf")
+        stale[reader, batch[k]] = True
+        if not keep[k]:
+            before = values[k]
 
 
 def walk_depth(spec) -> float:
@@ -199,13 +299,14 @@ class ACDC(ScoringMethod):
     )
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        # about one patched row per edge (each edge tested, plus the rows a kept edge makes stale
-        # and each pass's own overhead, less the edges of cut-off nodes removed untested), a row
-        # priced as a circuit of the faithfulness curve but run from its reader's block: an edge
-        # into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean run
-        # the rows start from is one more pass.
+        # about one patched row per edge (each edge tested, plus the rows a wrong guess makes
+        # stale and each pass's own overhead, less the edges of cut-off nodes removed untested), a
+        # row priced as a circuit of the faithfulness curve but run from its reader's block: an
+        # edge into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean
+        # run the rows start from is one more pass; the guess, a gradient pass per block.
         rows = ROWS_PER_EDGE * walk_depth(spec)
-        return Cost(passes=PREPARE_PASSES + 1.0 + PATCHED_PASS * (rows + n_budgets))
+        guesses = GUESS_PASSES * spec.n_layers
+        return Cost(passes=PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * (rows + n_budgets))
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
@@ -225,6 +326,7 @@ class ACDC(ScoringMethod):
                 "patched_rows": counts.rows,
                 "batched_passes": counts.passes,
                 "edges_tested": counts.tested,
+                "wrong_guesses": counts.mispredicted,
                 "edges_kept": counts.kept,
             },
             scores_note=SCORES_NOTE,
