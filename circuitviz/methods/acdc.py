@@ -15,13 +15,14 @@ the batch as guessed (those guessed kept left in, those guessed removed removed)
 removed". While every guess before edge k is right, row k against the metric of the guessed
 state before it (row k-1's when edge k-1 was guessed removed, the one before it otherwise) is
 exactly the test ACDC makes for edge k; at the first wrong guess the later rows are stale and the
-walk continues after it. The first guess of an edge is its EAP score against tau (one gradient
-at the clean run, ``attribution_guess``); a stale row then guesses its edge again from its own
-change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
+walk continues after it. An edge's first guess is its first-order change at the current
+circuit against tau (``guessed_ratios``: one forward and backward, refreshed at each block the
+walk reaches; EAP's score at the whole model); a stale row then guesses its edge again from its
+own change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
 walk whatever the guess (tested against it with wrong, random and right guesses); B is the size
-that makes the expected cost per decided edge smallest for the share of wrong guesses among the
-last tests (``SpeculationSize``: a pass costs about 2.8 rows besides its rows, and a wrong guess
-wastes the rows after it).
+that makes the expected cost per decided edge smallest for each next guess's chance of being
+wrong, read off the guesses of its kind so far (``SpeculationSize``: a pass costs a fixed overhead
+in rows besides its rows, and a wrong guess wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
 metrics to float rounding, the blocks below run once per prompt instead of once per row.
