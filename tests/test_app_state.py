@@ -593,3 +593,27 @@ def test_the_graph_view_and_demo_mode_live_in_the_url_through_the_state():
     wrong = _click(_app(method="eap", view=json.dumps({"clicked": "a99.h9"})).run(), "Run")
     assert not wrong.exception, wrong.exception
     assert "view" not in wrong.query_params
+
+
+def test_a_prompts_proposal_is_stored_and_read_back_without_a_forward_pass(monkeypatch):
+    """The answer, foil and corrupted prompt proposed for a prompt are kept in the store: a later
+    start of the app (an empty in-memory cache) reads them back and weighs no candidate again."""
+    from circuitviz.ui import loaders, proposals
+
+    model = tiny_app_model("tiny", "cpu")
+    calls = []
+    real = proposals.propose
+
+    def counted(*args):
+        calls.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(proposals, "propose", counted)
+    tokens = [" Mary", " John", " the"]
+    first = loaders.proposal(model, "tiny", IOI_TASK.clean, tokens)
+    assert calls == [IOI_TASK.clean] and first.corrupted
+    loaders._proposal.clear()  # a new server process: only the store remains
+    again = loaders.proposal(model, "tiny", IOI_TASK.clean, tokens)
+    assert again == first and calls == [IOI_TASK.clean]
+    loaders.proposal(model, "tiny", IOI_TASK.clean, [" John", " Mary"])  # other top tokens: proposed anew
+    assert len(calls) == 2

@@ -23,7 +23,6 @@ from ..core.refusals import (
 )
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
-from .proposals import propose
 from .state import session
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -119,9 +118,10 @@ def _pick(role: str) -> None:
         state.set_value(role, picked)
 
 
-def _adopt_new_prompt(model, prompt: str, tokens: list[str]) -> None:
-    """The prompt changed: propose its answer, foil and corrupted prompt; forget the old results."""
-    proposal = propose(model, prompt, tokens)
+def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> None:
+    """The prompt changed: propose its answer, foil and corrupted prompt (stored per model and
+    prompt: a prompt seen before proposes without a forward pass); forget the old results."""
+    proposal = loaders.proposal(model, model_id, prompt, tokens)
     state.adopt_prompt(
         prompt,
         {"answer": proposal.answer, "foil": proposal.foil, "corrupted": proposal.corrupted},
@@ -154,7 +154,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     tokens = [token for token, _ in top]
     probability = dict(top)
     if not state.inputs_belong_to(prompt):
-        _adopt_new_prompt(model, prompt, tokens)
+        _adopt_new_prompt(model, model_id, prompt, tokens)
     for role in ("answer", "foil"):
         current = state.value(role)
         state.set_widget_value(f"pick.{role}", current if current in tokens else None)

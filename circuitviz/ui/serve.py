@@ -23,7 +23,7 @@ def preload() -> None:
     Python's cyclic garbage collector is paused until that load ends: importing torch,
     transformers and TransformerLens makes about 500,000 objects, and each full collection the
     allocations trigger meanwhile walks all of them (7 full collections, about 15 % of the
-    imports' CPU time on this machine). The load's end collects once and freezes what it made
+    imports' CPU time on this machine). The load's end freezes what it made
     (``loaders.freeze_long_lived_objects``) before the collector runs again.
     """
     import gc
