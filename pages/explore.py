@@ -27,7 +27,7 @@ with st.container(border=True):
     from circuitviz.ui.mmlu_picker import mmlu_picker  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
-    mmlu_picker(model)
+    mmlu_picker(model, prompt)
     chosen = available_methods().get(state.session.method)
     given = inputs.task_inputs(
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True

@@ -617,3 +617,22 @@ def test_a_prompts_proposal_is_stored_and_read_back_without_a_forward_pass(monke
     assert again == first and calls == [IOI_TASK.clean]
     loaders.proposal(model, "tiny", IOI_TASK.clean, [" John", " Mary"])  # other top tokens: proposed anew
     assert len(calls) == 2
+
+
+def test_the_mmlu_pickers_note_stands_outside_its_expander_while_the_question_is_the_prompt():
+    """The rerun that opens a picked question draws the expander closed: its note (the model's
+    letter, a valid or refused task) stands above the expander, and goes once the prompt is
+    another."""
+    at = _app(method="eap").run()
+    at = _click(at, "Use this question")  # the first subject's first question
+    at.run()  # (the opening rerun, as the browser makes it)
+    assert not at.exception, at.exception
+    question = at.session_state["mmlu.prompt"]
+    assert at.text_area(key="w.prompt").value == question
+    expander = next(e for e in at.expander if e.label.startswith("Or pick an MMLU question"))
+    inside = {caption.value for caption in expander.caption}
+    notes = [c.value for c in at.caption if "question" in c.value and "the model prefers" in c.value]
+    assert notes and not set(notes) & inside, (notes, inside)
+    at.text_area(key="w.prompt").set_value("When Tom and Lisa went to the park, Lisa gave a ball to").run()
+    assert not at.exception, at.exception
+    assert not any("the model prefers" in c.value for c in at.caption)

@@ -82,6 +82,7 @@ def _question_task(model, row: int) -> dict | None:
         verdict = question_verdict(model, question, max_tokens=10**6)
     except ValueError as error:  # a tokenizer whose letters are not one token each
         session.mmlu_note = str(error)
+        del session.mmlu_prompt  # no question opened: the note is about this model, not a prompt
         return None
     task = verdict.task
     if task is None:  # refused by the check: show it anyway, with the model's own letters
@@ -119,9 +120,14 @@ def _preferred_letters(model, question) -> list[int]:
     return logits.argsort(descending=True).tolist()
 
 
-def mmlu_picker(model) -> None:
-    """An expander: pick an MMLU subject and question, then load it as the prompt."""
+def mmlu_picker(model, prompt: str | None = None) -> None:
+    """An expander: pick an MMLU subject and question, then load it as the prompt. The note on
+    the question opened (the model's letter, valid or refused) stands above the expander, which
+    the page's rerun draws closed, while ``prompt`` is still that question."""
     _open_chosen(model)
+    note = _current_note(prompt)
+    if note:
+        st.caption(note)
     with st.expander("Or pick an MMLU question (MIT-licensed, Hendrycks et al.)"):
         try:
             subjects = _subjects()
@@ -137,5 +143,14 @@ def mmlu_picker(model) -> None:
             key="mmlu.question",
         )
         st.button("Use this question", key="mmlu.use", on_click=_use_question, args=(row,))
-        if session.mmlu_note:
-            st.caption(session.mmlu_note)
+
+
+def _current_note(prompt: str | None) -> str | None:
+    """The picker's note while it is true of the page: a question's while the prompt is still the
+    question (an edited or new prompt is no longer it); a tokenizer's refusal to make any question
+    a task, whatever the prompt."""
+    if not session.mmlu_note:
+        return None
+    if session.mmlu_prompt is None or prompt is None or session.mmlu_prompt == prompt:
+        return session.mmlu_note
+    return None
