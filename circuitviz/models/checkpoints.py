@@ -185,9 +185,10 @@ def saved_tokenizer_loader(folder: Path) -> Callable[[], PreTrainedTokenizerBase
     When the tokenizer has a BOS token it is loaded with add_bos_token=True, which is the
     form HookedTransformer would otherwise reload it in. A fast tokenizer is built straight
     from its tokenizer.json as the class its config names: AutoTokenizer would first parse that
-    file in Python and rebuild it from its vocabulary (Gemma's 262k tokens: 3.1 s against 1.2 s,
-    most of which the tokenizers library spends outside the GIL, so it overlaps the rest of a
-    load). Anything else, or a file that does not build, goes through AutoTokenizer.
+    file in Python and rebuild it from its vocabulary (Gemma's 262k tokens: 3.1 s against 1.2 s).
+    The tokenizers library holds the GIL while it builds (0.23: Python threads beside it get about
+    12 % of their work done), so that second does not overlap the rest of a load. Anything else,
+    or a file that does not build, goes through AutoTokenizer.
     """
     from transformers import AutoTokenizer
 

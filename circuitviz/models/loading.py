@@ -203,9 +203,10 @@ def _gguf_parts(
                 del converted  # read back from disk instead, so peak memory holds one copy
                 gc.collect()
     logger.info("Loading %s from the conversion cache %s.", slug, entry.folder)
-    # the tokenizer builds beside TransformerLens's import in tl_config (both take seconds, and
-    # the tokenizers library parses its file outside the GIL); its classes are imported here
-    # first, as two threads importing one transformers module at once can see it half made
+    # the tokenizer builds in a thread beside the config's lookup in tl_config (the tokenizers
+    # library 0.23 holds the GIL while it parses the file, so the two take turns rather than
+    # overlap: docs/models.md); its classes are imported here first, as two threads importing
+    # one transformers module at once can see it half made
     load_tokenizer = saved_tokenizer_loader(entry.folder)
     with ThreadPoolExecutor(1, thread_name_prefix="tokenizer") as pool:
         tokenizer = pool.submit(load_tokenizer)
