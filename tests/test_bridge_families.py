@@ -21,7 +21,7 @@ from circuitviz.bench.toy_models import IOI_TASK
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.graph_shape import edge_count
 from circuitviz.core.tasks import prepare_task
-from circuitviz.engine.prefix import final_residual
+from circuitviz.engine.prefix import final_residual, reusing_prefixes
 from circuitviz.methods import available_methods, get_method
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge_adapter import BridgeAdapter
@@ -89,6 +89,13 @@ def test_a_continued_run_equals_the_full_run(family):
         continued = final_residual(model, tokens, [], prefix=4)
     # both bridges and transformers take attention's softmax in float32, even in a float64 model
     torch.testing.assert_close(continued, full, rtol=1e-6, atol=1e-8)
+    # a prefix kept by reusing_prefixes serves batches of other rows of it: what a fresh run gives
+    with torch.no_grad(), reusing_prefixes():
+        again = final_residual(model, tokens, [], prefix=4)
+        clean_only = final_residual(model, tokens[:1].expand(3, -1), [], prefix=4)
+    assert torch.equal(again, continued)
+    with torch.no_grad():
+        assert torch.equal(clean_only, final_residual(model, tokens[:1].expand(3, -1), [], prefix=4))
 
 
 def test_the_graph_has_the_edges_its_shape_counts(family):

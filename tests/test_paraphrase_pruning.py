@@ -342,9 +342,10 @@ def test_the_worst_objective_keeps_a_circuit_by_its_lowest_fit_paraphrase(every_
 
 def test_the_checks_runs_serve_the_evaluators_and_the_warm_start_without_a_second_pass(monkeypatch):
     """Within ``keeping_runs`` the runs a check made (``last_residuals``) are kept and the
-    paraphrases' evaluators read them: no second pass, and the writers and baselines to the bit of
-    evaluators that run their own; the warm start reads those evaluators' runs too (no new ones),
-    with the same scores. A check reads the top-1 token of the rows it asks for only."""
+    paraphrases' evaluators read them: no second pass, and the writers and baselines of evaluators
+    that run their own (to the bit on this model; batches of other sizes may round differently
+    elsewhere); the warm start reads those evaluators' runs too (no new ones), with the same
+    scores. A check reads the top-1 token of the rows it asks for only."""
     from circuitviz.measure import evaluate
     from circuitviz.methods import scoring
     from circuitviz.query.checks import _last_position
@@ -382,3 +383,58 @@ def test_the_checks_runs_serve_the_evaluators_and_the_warm_start_without_a_secon
     monkeypatch.setattr(scoring, "evaluators_of_tasks", lambda *args, **kwargs: pytest.fail("ran again"))
     for a, b in zip(pp._fit_scores(ctx, config, kept), made):
         assert torch.equal(a, b)
+
+
+def test_a_prefix_runs_once_for_every_batch_that_continues_its_rows(monkeypatch):
+    """Within ``reusing_prefixes`` the positions before the corruption run once per distinct set
+    of prefix rows, whatever batch continues them next (the warm start's IG steps, the learning's
+    masks, the measurement's circuits ask with batches of other sizes), and each batch's residuals
+    are those of a run without the reuse, to the bit; nested scopes share one store."""
+    from circuitviz.engine.prefix import final_residual, reusing_prefixes, unchanged_prefix
+    from circuitviz.models.adapter import adapter_of
+
+    model = tiny_model("gemma", seed=0)
+    prepared = [prepare_task(model, task) for task in PARAPHRASES[1:4]]
+    prefix = min(unchanged_prefix(p) for p in prepared)
+    assert prefix > 0
+    one = prepared[0].clean_tokens
+    batches = [one.expand(3, -1), one, torch.cat([p.clean_tokens for p in prepared]), one.expand(5, -1)]
+    fresh = [final_residual(model, tokens, [], prefix) for tokens in batches]
+    adapter = adapter_of(model)
+    runs = []
+    original = adapter.prefix_caches
+    monkeypatch.setattr(adapter, "prefix_caches", lambda tokens: runs.append(len(tokens)) or original(tokens))
+    with reusing_prefixes():
+        reused = [final_residual(model, tokens, [], prefix) for tokens in batches[:2]]
+        with reusing_prefixes():
+            reused += [final_residual(model, tokens, [], prefix) for tokens in batches[2:]]
+    distinct = len(torch.unique(batches[2][:, :prefix], dim=0))
+    assert runs == ([1] if distinct == 1 else [1, distinct])
+    for a, b in zip(reused, fresh):
+        assert torch.equal(a, b)
+
+
+def test_a_prefix_kept_with_shared_attention_inputs_is_not_served_to_a_split_run():
+    """A gradient pass on an accelerator runs with one attention input per layer, which rounds the
+    prefix's keys and values otherwise than the split runs of the learning and the measurement; a
+    prefix kept in one mode serves that mode only (the simulated device's run of paraphrase pruning
+    differed from the host's when the warm start's kept prefix served the learning)."""
+    from circuitviz.engine.prefix import final_residual, reusing_prefixes, unchanged_prefix
+    from circuitviz.models.adapter import adapter_of
+
+    model = tiny_model("gemma", seed=0)
+    prepared = prepare_task(model, PARAPHRASES[1])
+    prefix = unchanged_prefix(prepared)
+    assert prefix > 0
+    tokens = prepared.clean_tokens.expand(2, -1)
+    adapter = adapter_of(model)
+
+    def run(split: bool) -> torch.Tensor:
+        with adapter.split_attention_inputs(split):
+            return final_residual(model, tokens, [], prefix)
+
+    fresh = {split: run(split) for split in (False, True)}
+    with reusing_prefixes():
+        reused = {split: run(split) for split in (False, True)}
+    for split in (False, True):
+        assert torch.equal(reused[split], fresh[split])

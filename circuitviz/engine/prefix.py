@@ -21,17 +21,21 @@ from ..models.adapter import Hook, adapter_of
 if TYPE_CHECKING:
     from ..core.tasks import PreparedTask
 
-# the prefix keys and values kept by ``reusing_prefixes``, keyed by the prefix's tokens
+# the prefix keys and values kept by ``reusing_prefixes``, keyed by the prefix's distinct rows
 _KEPT: ContextVar[dict | None] = ContextVar("kept_prefixes", default=None)
 
 
 @contextmanager
 def reusing_prefixes() -> Iterator[None]:
-    """Within it, ``final_residual`` runs each distinct batch of prefix tokens once and reuses its
-    frozen keys and values: for loops that run the same prompts many times with the model's
-    weights unchanged (mask learning's steps). The kept entries are the very tensors a fresh run
-    would make, so nothing a caller reads changes; they are dropped on leaving."""
-    token = _KEPT.set({})
+    """Within it, ``final_residual`` runs each distinct set of prefix rows once and reuses its
+    frozen keys and values, whatever batch asks for them next: for runs that pass the same
+    prompts many times with the model's weights unchanged (mask learning's steps; a method's warm
+    start, learning and measurement). A kept entry is the very tensor a fresh run of those rows
+    makes (``prefix_caches`` runs each distinct row once, as the rows it is given; one entry per
+    attention-input mode, which rounds them differently), so nothing a caller reads changes;
+    they are dropped on leaving the outermost one (a nested one shares it)."""
+    kept = _KEPT.get()
+    token = _KEPT.set(kept if kept is not None else {})
     try:
         yield
     finally:
@@ -39,14 +43,18 @@ def reusing_prefixes() -> Iterator[None]:
 
 
 def _prefix_caches(adapter, tokens: torch.Tensor) -> list:
-    """``adapter.prefix_caches(tokens)``, reused within ``reusing_prefixes``."""
+    """``adapter.prefix_caches(tokens)``, its distinct rows' run reused within ``reusing_prefixes``."""
     kept = _KEPT.get()
     if kept is None:
         return adapter.prefix_caches(tokens)
-    key = (tuple(tokens.shape), str(tokens.device), tokens.cpu().numpy().tobytes())  # to the CPU: a key
+    distinct, inverse = torch.unique(tokens, dim=0, return_inverse=True)  # [g, prefix], [batch]
+    # the attention inputs' mode is part of the key: a gradient pass sharing one input per layer (on
+    # accelerators) rounds the keys and values otherwise than a split run, so each mode keeps its own
+    split = adapter.attention_inputs_split
+    key = (split, tuple(distinct.shape), str(distinct.device), distinct.cpu().numpy().tobytes())  # CPU: a key
     if key not in kept:
-        kept[key] = adapter.prefix_caches(tokens)
-    return kept[key]
+        kept[key] = adapter.prefix_caches(distinct)
+    return adapter.prefix_rows(kept[key], inverse)
 
 
 def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:

@@ -205,9 +205,11 @@ def keeping_runs() -> Iterator[None]:
     row's run, and every evaluator made within it (``_runs_of_tasks``) reads a prompt's kept run
     instead of running it again: paraphrases checked against the model and then evaluated pass
     through it once. A pass's rows do not mix, so an evaluator reads what its own pass would give
-    to float rounding at most (to the bit with one CPU thread, as checked on the embedded Gemma and
-    the tiny test model; a device's kernels may round a batch of another size differently). The
-    kept runs are dropped on leaving."""
+    to float rounding: the kernels may round a batch of another size differently (to the bit on
+    the tiny test model; on the embedded Gemma's nine bench prompts, NDFs within 5e-6, and a
+    learning that reads them may go another way at a near-tie: docs/faithfulness.md). What it
+    reads depends only on the batches the checks ran, so a run repeats itself. The kept runs are
+    dropped on leaving."""
     token = _KEPT_ROWS.set({"runs": {}, "bytes": 0})
     try:
         yield
