@@ -220,6 +220,65 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
 
 
+LONGER = PromptTask(
+    "When Mary and John went to the big old store , John gave a drink to",
+    "When Alice and Bob went to the big old store , Carl gave a drink to",
+    " Mary",
+    (" John",),
+)
+
+
+def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone():
+    """Prompts of other lengths share the learning's pass, the shorter padded at the end: each
+    row's metric is read at its own last position, and the metrics and their gradient are each
+    task's own run's (to float rounding), on a model with a shared post-attention norm."""
+    from circuitviz.engine.metric import compatible_groups, metric_from_residual, task_metric
+    from circuitviz.engine.patching import masked_residual, padded_to
+
+    model = tiny_model("gemma", seed=0)
+    spec = RunContext(model, IOI_TASK).spec
+    tasks = [PARAPHRASES[1], LONGER, PARAPHRASES[2]]
+    evaluators = [Evaluator(model, spec, prepare_task(model, task)) for task in tasks]
+    lengths = [e.prepared.n_positions for e in evaluators]
+    assert len(set(lengths)) == 2 and evaluators[0].corrupted_raw is not None
+    assert len(compatible_groups([e.prepared for e in evaluators], same_length=False)) == 1
+    generator = torch.Generator().manual_seed(6)
+    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
+    keep[0] = (keep[0] > 0.5).double()
+    keep.requires_grad_(True)
+    alone = [
+        metric_from_residual(
+            model,
+            e.prepared,
+            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+        )
+        for e in evaluators
+    ]
+    longest = max(lengths)
+    prepared = [e.prepared for e in evaluators]
+    residual = masked_residual(
+        model,
+        spec,
+        prepared,
+        torch.cat([padded_to(e.corrupted_writers, longest) for e in evaluators]),
+        keep.repeat(3, 1, 1),
+        torch.cat([padded_to(e.corrupted_raw, longest) for e in evaluators]),
+    )
+    owner = torch.arange(3, device="cpu").repeat_interleave(2)
+    together = task_metric(model, prepared, owner, same_length=False)(residual).view(3, 2)
+    for e, one, row in zip(evaluators, alone, together):
+        assert torch.allclose(one, row, rtol=0, atol=1e-9)
+        circuit = (keep[0] > 0.5) & spec.edge_mask
+        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
+    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
+    (grad_together,) = torch.autograd.grad(together.sum(), keep)
+    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="positions"):
+        masked_residual(
+            model, spec, prepared, torch.cat([e.corrupted_writers for e in evaluators[::2]]), keep
+        )
+
+
 def _learning(seed: int, steps: int, tasks: int = 1):
     """A learning on a tiny Gemma, to run: the prompt (and ``tasks - 1`` paraphrases of one
     length). Returns (the evaluators, the learning)."""
@@ -248,7 +307,7 @@ def test_a_learning_runs_each_prefix_once_and_learns_what_it_learned_running_it_
 
     evaluators, learn = _learning(seed=3, steps=3, tasks=3)
     model = evaluators[0].model
-    groups = compatible_groups([e.prepared for e in evaluators])
+    groups = compatible_groups([e.prepared for e in evaluators], same_length=False)
     assert all(shared_prefix(model, [evaluators[i].prepared for i in g]) > 0 for g in groups)
     adapter = adapter_of(model)
     runs = []

@@ -57,7 +57,9 @@ def _prefix_caches(adapter, tokens: torch.Tensor) -> list:
     return adapter.prefix_rows(kept[key], inverse)
 
 
-def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:
+def final_residual(
+    model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0, last: torch.Tensor | None = None
+) -> torch.Tensor:
     """Residual stream after the last block at the last position.  # [batch, d_model]
 
     Stops before the unembedding: the metric needs a few logits at one position, not the whole
@@ -65,17 +67,23 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: i
     ``prefix`` > 0 the first ``prefix`` positions run once per distinct row, without hooks or
     gradients, and the hooked run continues from their keys and values: the hooks see positions
     ``prefix`` onwards only (``shared_prefix`` says when that changes nothing a caller reads).
+    ``last`` [batch]: each row's own last position (prompts of several lengths padded at the end
+    to one: under causal attention no position reads a later one, so the padding changes nothing
+    a row's last position holds); None: the batch's last position.
     """
     adapter = adapter_of(model)
     if prefix <= 0:
         with adapter.hooked(fwd_hooks):
             residual = adapter.blocks(tokens)  # [batch, pos, d_model]
+    else:
+        caches = _prefix_caches(adapter, tokens[:, :prefix])
+        mask = torch.ones_like(tokens)  # [batch, pos]
+        with adapter.hooked(fwd_hooks):
+            residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
+    if last is None:
         return residual[:, -1]
-    caches = _prefix_caches(adapter, tokens[:, :prefix])
-    mask = torch.ones_like(tokens)  # [batch, pos]
-    with adapter.hooked(fwd_hooks):
-        residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
-    return residual[:, -1]
+    rows = torch.arange(residual.shape[0], device=residual.device)
+    return residual[rows, last.to(residual.device) - prefix]
 
 
 def unchanged_prefix(prepared: PreparedTask) -> int:
