@@ -497,3 +497,30 @@ def test_a_prefix_kept_with_shared_attention_inputs_is_not_served_to_a_split_run
         reused = {split: run(split) for split in (False, True)}
     for split in (False, True):
         assert torch.equal(reused[split], fresh[split])
+
+
+def test_the_measurement_of_several_prompt_lengths_in_one_padded_pass():
+    """The fit and held-out paraphrases are measured in one patched pass whatever their lengths,
+    the shorter padded at the end: each NDF is its own evaluator's (to float rounding)."""
+    from circuitviz.engine import patching
+
+    model = tiny_model("gemma", seed=1)
+    spec = RunContext(model, IOI_TASK).spec
+    evaluators = [
+        Evaluator(model, spec, prepare_task(model, t)) for t in (PARAPHRASES[2], LONGER, PARAPHRASES[0])
+    ]
+    assert len({e.prepared.n_positions for e in evaluators}) == 2
+    generator = torch.Generator().manual_seed(7)
+    circuits = torch.rand((3, spec.n_forward, spec.n_backward), generator=generator, device="cpu") > 0.6
+    circuits &= spec.edge_mask
+    alone = [[ndf(float(v), e.baseline) for v in e.metrics(circuits)] for e in evaluators]
+    passes = []
+    original = patching.final_residual
+    patching.final_residual = lambda *a, **k: passes.append(1) or original(*a, **k)
+    try:
+        together = pp._ndfs(evaluators, circuits)
+    finally:
+        patching.final_residual = original
+    assert len(passes) == 1
+    for a, b in zip(alone, together):
+        assert a == pytest.approx(b, abs=1e-9)

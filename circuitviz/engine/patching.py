@@ -228,6 +228,7 @@ def patched_metrics(
     prefix: int = 0,
     corrupted_raw: torch.Tensor | None = None,
     start: LayerStart | None = None,
+    last: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -244,7 +245,8 @@ def patched_metrics(
     (``capture.writers_residual_and_raw_heads``); a model with such a norm needs them, and each
     reader then sees the norm of its own mix of clean and corrupted heads (``renorm``).
     ``start``: the rows start at block ``start.layer`` from the clean run (``layer_start``); no
-    circuit may remove an edge into a reader below that block (ValueError).
+    circuit may remove an edge into a reader below that block (ValueError). ``last`` [batch]:
+    each row's own last position, for prompts padded at the end (``final_residual``; whole passes).
     """
     batch = removed.shape[0]
     adapter = adapter_of(model)
@@ -283,7 +285,7 @@ def patched_metrics(
                 :, -1
             ]  # [batch, d_model]
     else:
-        residual = final_residual(model, tokens, hooks, prefix)
+        residual = final_residual(model, tokens, hooks, prefix, last)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 

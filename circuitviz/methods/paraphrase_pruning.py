@@ -190,12 +190,13 @@ def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluato
 
 
 def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor) -> list[list[float]]:
-    """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, tasks of one
-    length in shared patched passes.  # [n_tasks][n_circuits]"""
+    """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, in shared patched
+    passes (the shorter prompts padded at the end: one pass, not one per prompt length).
+    # [n_tasks][n_circuits]"""
     found: list[list[float]] = [[] for _ in evaluators]
-    for group in compatible_groups([e.prepared for e in evaluators]):
+    for group in compatible_groups([e.prepared for e in evaluators], same_length=False):
         chosen = [evaluators[i] for i in group]
-        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1))
+        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1), padded=True)
         for index, evaluator, row in zip(group, chosen, values.tolist()):
             found[index] = [ndf(float(v), evaluator.baseline) for v in row]
     return found
