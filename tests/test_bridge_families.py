@@ -158,3 +158,54 @@ def test_every_method_runs(pair):
     result = chosen.run_on(model, IOI_TASK, config, budgets=[4])
     assert result.scores.shape == (spec.n_forward, spec.n_backward)
     assert torch.isfinite(result.scores).all()
+
+
+def test_prompts_of_two_lengths_share_a_padded_pass(family):
+    """Paraphrase pruning's learning and measurement run prompts of several lengths in one pass,
+    the shorter padded at the end: on every family each row is its own run's, to float rounding
+    (attention's softmax runs in float32 here)."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.engine.metric import metric_from_residual, task_metric
+    from circuitviz.engine.patching import masked_residual, padded_to
+    from circuitviz.measure.evaluate import Evaluator, metrics_of_tasks
+
+    _, model, spec, prepared = family
+    longer = PromptTask(
+        "When Mary and John went to the big old store , John gave a drink to",
+        "When Alice and Bob went to the big old store , Carl gave a drink to",
+        IOI_TASK.answer,
+        IOI_TASK.foils,
+    )
+    evaluators = [Evaluator(model, spec, prepared), Evaluator(model, spec, prepare_task(model, longer))]
+    lengths = [e.prepared.n_positions for e in evaluators]
+    assert lengths[0] < lengths[1]
+    generator = torch.Generator().manual_seed(3)
+    kept = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu") > 0.5
+    keep = kept.to(evaluators[0].corrupted_writers.dtype)
+    alone = torch.stack(
+        [
+            metric_from_residual(
+                model,
+                e.prepared,
+                masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+            )
+            for e in evaluators
+        ]
+    )
+    raw = [e.corrupted_raw for e in evaluators]
+    tasks = [e.prepared for e in evaluators]
+    residual = masked_residual(
+        model,
+        spec,
+        tasks,
+        torch.cat([padded_to(e.corrupted_writers, lengths[1]) for e in evaluators]),
+        keep.repeat(2, 1, 1),
+        torch.cat([padded_to(r, lengths[1]) for r in raw]) if raw[0] is not None else None,
+    )
+    owner = torch.arange(2, device="cpu").repeat_interleave(2)
+    together = task_metric(model, tasks, owner, same_length=False)(residual).view(2, 2)
+    torch.testing.assert_close(together, alone, rtol=1e-6, atol=1e-7)
+    circuit = kept[:1] & spec.edge_mask
+    padded = metrics_of_tasks(evaluators, circuit[None].expand(2, -1, -1, -1), padded=True)
+    own = torch.stack([e.metrics(circuit) for e in evaluators])
+    torch.testing.assert_close(padded, own, rtol=1e-6, atol=1e-7)
