@@ -21,7 +21,7 @@ from circuitviz.bench.toy_models import IOI_TASK
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.graph_shape import edge_count
 from circuitviz.core.tasks import prepare_task
-from circuitviz.engine.prefix import final_residual
+from circuitviz.engine.prefix import final_residual, reusing_prefixes
 from circuitviz.methods import available_methods, get_method
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge_adapter import BridgeAdapter
@@ -89,6 +89,13 @@ def test_a_continued_run_equals_the_full_run(family):
         continued = final_residual(model, tokens, [], prefix=4)
     # both bridges and transformers take attention's softmax in float32, even in a float64 model
     torch.testing.assert_close(continued, full, rtol=1e-6, atol=1e-8)
+    # a prefix kept by reusing_prefixes serves batches of other rows of it: what a fresh run gives
+    with torch.no_grad(), reusing_prefixes():
+        again = final_residual(model, tokens, [], prefix=4)
+        clean_only = final_residual(model, tokens[:1].expand(3, -1), [], prefix=4)
+    assert torch.equal(again, continued)
+    with torch.no_grad():
+        assert torch.equal(clean_only, final_residual(model, tokens[:1].expand(3, -1), [], prefix=4))
 
 
 def test_the_graph_has_the_edges_its_shape_counts(family):
@@ -151,3 +158,54 @@ def test_every_method_runs(pair):
     result = chosen.run_on(model, IOI_TASK, config, budgets=[4])
     assert result.scores.shape == (spec.n_forward, spec.n_backward)
     assert torch.isfinite(result.scores).all()
+
+
+def test_prompts_of_two_lengths_share_a_padded_pass(family):
+    """Paraphrase pruning's learning and measurement run prompts of several lengths in one pass,
+    the shorter padded at the end: on every family each row is its own run's, to float rounding
+    (attention's softmax runs in float32 here)."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.engine.metric import metric_from_residual, task_metric
+    from circuitviz.engine.patching import masked_residual, padded_to
+    from circuitviz.measure.evaluate import Evaluator, metrics_of_tasks
+
+    _, model, spec, prepared = family
+    longer = PromptTask(
+        "When Mary and John went to the big old store , John gave a drink to",
+        "When Alice and Bob went to the big old store , Carl gave a drink to",
+        IOI_TASK.answer,
+        IOI_TASK.foils,
+    )
+    evaluators = [Evaluator(model, spec, prepared), Evaluator(model, spec, prepare_task(model, longer))]
+    lengths = [e.prepared.n_positions for e in evaluators]
+    assert lengths[0] < lengths[1]
+    generator = torch.Generator().manual_seed(3)
+    kept = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu") > 0.5
+    keep = kept.to(evaluators[0].corrupted_writers.dtype)
+    alone = torch.stack(
+        [
+            metric_from_residual(
+                model,
+                e.prepared,
+                masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+            )
+            for e in evaluators
+        ]
+    )
+    raw = [e.corrupted_raw for e in evaluators]
+    tasks = [e.prepared for e in evaluators]
+    residual = masked_residual(
+        model,
+        spec,
+        tasks,
+        torch.cat([padded_to(e.corrupted_writers, lengths[1]) for e in evaluators]),
+        keep.repeat(2, 1, 1),
+        torch.cat([padded_to(r, lengths[1]) for r in raw]) if raw[0] is not None else None,
+    )
+    owner = torch.arange(2, device="cpu").repeat_interleave(2)
+    together = task_metric(model, tasks, owner, same_length=False)(residual).view(2, 2)
+    torch.testing.assert_close(together, alone, rtol=1e-6, atol=1e-7)
+    circuit = kept[:1] & spec.edge_mask
+    padded = metrics_of_tasks(evaluators, circuit[None].expand(2, -1, -1, -1), padded=True)
+    own = torch.stack([e.metrics(circuit) for e in evaluators])
+    torch.testing.assert_close(padded, own, rtol=1e-6, atol=1e-7)

@@ -220,6 +220,65 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
 
 
+LONGER = PromptTask(
+    "When Mary and John went to the big old store , John gave a drink to",
+    "When Alice and Bob went to the big old store , Carl gave a drink to",
+    " Mary",
+    (" John",),
+)
+
+
+def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone():
+    """Prompts of other lengths share the learning's pass, the shorter padded at the end: each
+    row's metric is read at its own last position, and the metrics and their gradient are each
+    task's own run's (to float rounding), on a model with a shared post-attention norm."""
+    from circuitviz.engine.metric import compatible_groups, metric_from_residual, task_metric
+    from circuitviz.engine.patching import masked_residual, padded_to
+
+    model = tiny_model("gemma", seed=0)
+    spec = RunContext(model, IOI_TASK).spec
+    tasks = [PARAPHRASES[1], LONGER, PARAPHRASES[2]]
+    evaluators = [Evaluator(model, spec, prepare_task(model, task)) for task in tasks]
+    lengths = [e.prepared.n_positions for e in evaluators]
+    assert len(set(lengths)) == 2 and evaluators[0].corrupted_raw is not None
+    assert len(compatible_groups([e.prepared for e in evaluators], same_length=False)) == 1
+    generator = torch.Generator().manual_seed(6)
+    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
+    keep[0] = (keep[0] > 0.5).double()
+    keep.requires_grad_(True)
+    alone = [
+        metric_from_residual(
+            model,
+            e.prepared,
+            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+        )
+        for e in evaluators
+    ]
+    longest = max(lengths)
+    prepared = [e.prepared for e in evaluators]
+    residual = masked_residual(
+        model,
+        spec,
+        prepared,
+        torch.cat([padded_to(e.corrupted_writers, longest) for e in evaluators]),
+        keep.repeat(3, 1, 1),
+        torch.cat([padded_to(e.corrupted_raw, longest) for e in evaluators]),
+    )
+    owner = torch.arange(3, device="cpu").repeat_interleave(2)
+    together = task_metric(model, prepared, owner, same_length=False)(residual).view(3, 2)
+    for e, one, row in zip(evaluators, alone, together):
+        assert torch.allclose(one, row, rtol=0, atol=1e-9)
+        circuit = (keep[0] > 0.5) & spec.edge_mask
+        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
+    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
+    (grad_together,) = torch.autograd.grad(together.sum(), keep)
+    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="positions"):
+        masked_residual(
+            model, spec, prepared, torch.cat([e.corrupted_writers for e in evaluators[::2]]), keep
+        )
+
+
 def _learning(seed: int, steps: int, tasks: int = 1):
     """A learning on a tiny Gemma, to run: the prompt (and ``tasks - 1`` paraphrases of one
     length). Returns (the evaluators, the learning)."""
@@ -248,7 +307,7 @@ def test_a_learning_runs_each_prefix_once_and_learns_what_it_learned_running_it_
 
     evaluators, learn = _learning(seed=3, steps=3, tasks=3)
     model = evaluators[0].model
-    groups = compatible_groups([e.prepared for e in evaluators])
+    groups = compatible_groups([e.prepared for e in evaluators], same_length=False)
     assert all(shared_prefix(model, [evaluators[i].prepared for i in g]) > 0 for g in groups)
     adapter = adapter_of(model)
     runs = []
@@ -342,9 +401,10 @@ def test_the_worst_objective_keeps_a_circuit_by_its_lowest_fit_paraphrase(every_
 
 def test_the_checks_runs_serve_the_evaluators_and_the_warm_start_without_a_second_pass(monkeypatch):
     """Within ``keeping_runs`` the runs a check made (``last_residuals``) are kept and the
-    paraphrases' evaluators read them: no second pass, and the writers and baselines to the bit of
-    evaluators that run their own; the warm start reads those evaluators' runs too (no new ones),
-    with the same scores. A check reads the top-1 token of the rows it asks for only."""
+    paraphrases' evaluators read them: no second pass, and the writers and baselines of evaluators
+    that run their own (to the bit on this model; batches of other sizes may round differently
+    elsewhere); the warm start reads those evaluators' runs too (no new ones), with the same
+    scores. A check reads the top-1 token of the rows it asks for only."""
     from circuitviz.measure import evaluate
     from circuitviz.methods import scoring
     from circuitviz.query.checks import _last_position
@@ -382,3 +442,85 @@ def test_the_checks_runs_serve_the_evaluators_and_the_warm_start_without_a_secon
     monkeypatch.setattr(scoring, "evaluators_of_tasks", lambda *args, **kwargs: pytest.fail("ran again"))
     for a, b in zip(pp._fit_scores(ctx, config, kept), made):
         assert torch.equal(a, b)
+
+
+def test_a_prefix_runs_once_for_every_batch_that_continues_its_rows(monkeypatch):
+    """Within ``reusing_prefixes`` the positions before the corruption run once per distinct set
+    of prefix rows, whatever batch continues them next (the warm start's IG steps, the learning's
+    masks, the measurement's circuits ask with batches of other sizes), and each batch's residuals
+    are those of a run without the reuse, to the bit; nested scopes share one store."""
+    from circuitviz.engine.prefix import final_residual, reusing_prefixes, unchanged_prefix
+    from circuitviz.models.adapter import adapter_of
+
+    model = tiny_model("gemma", seed=0)
+    prepared = [prepare_task(model, task) for task in PARAPHRASES[1:4]]
+    prefix = min(unchanged_prefix(p) for p in prepared)
+    assert prefix > 0
+    one = prepared[0].clean_tokens
+    batches = [one.expand(3, -1), one, torch.cat([p.clean_tokens for p in prepared]), one.expand(5, -1)]
+    fresh = [final_residual(model, tokens, [], prefix) for tokens in batches]
+    adapter = adapter_of(model)
+    runs = []
+    original = adapter.prefix_caches
+    monkeypatch.setattr(adapter, "prefix_caches", lambda tokens: runs.append(len(tokens)) or original(tokens))
+    with reusing_prefixes():
+        reused = [final_residual(model, tokens, [], prefix) for tokens in batches[:2]]
+        with reusing_prefixes():
+            reused += [final_residual(model, tokens, [], prefix) for tokens in batches[2:]]
+    distinct = len(torch.unique(batches[2][:, :prefix], dim=0))
+    assert runs == ([1] if distinct == 1 else [1, distinct])
+    for a, b in zip(reused, fresh):
+        assert torch.equal(a, b)
+
+
+def test_a_prefix_kept_with_shared_attention_inputs_is_not_served_to_a_split_run():
+    """A gradient pass on an accelerator runs with one attention input per layer, which rounds the
+    prefix's keys and values otherwise than the split runs of the learning and the measurement; a
+    prefix kept in one mode serves that mode only (the simulated device's run of paraphrase pruning
+    differed from the host's when the warm start's kept prefix served the learning)."""
+    from circuitviz.engine.prefix import final_residual, reusing_prefixes, unchanged_prefix
+    from circuitviz.models.adapter import adapter_of
+
+    model = tiny_model("gemma", seed=0)
+    prepared = prepare_task(model, PARAPHRASES[1])
+    prefix = unchanged_prefix(prepared)
+    assert prefix > 0
+    tokens = prepared.clean_tokens.expand(2, -1)
+    adapter = adapter_of(model)
+
+    def run(split: bool) -> torch.Tensor:
+        with adapter.split_attention_inputs(split):
+            return final_residual(model, tokens, [], prefix)
+
+    fresh = {split: run(split) for split in (False, True)}
+    with reusing_prefixes():
+        reused = {split: run(split) for split in (False, True)}
+    for split in (False, True):
+        assert torch.equal(reused[split], fresh[split])
+
+
+def test_the_measurement_of_several_prompt_lengths_in_one_padded_pass():
+    """The fit and held-out paraphrases are measured in one patched pass whatever their lengths,
+    the shorter padded at the end: each NDF is its own evaluator's (to float rounding)."""
+    from circuitviz.engine import patching
+
+    model = tiny_model("gemma", seed=1)
+    spec = RunContext(model, IOI_TASK).spec
+    evaluators = [
+        Evaluator(model, spec, prepare_task(model, t)) for t in (PARAPHRASES[2], LONGER, PARAPHRASES[0])
+    ]
+    assert len({e.prepared.n_positions for e in evaluators}) == 2
+    generator = torch.Generator().manual_seed(7)
+    circuits = torch.rand((3, spec.n_forward, spec.n_backward), generator=generator, device="cpu") > 0.6
+    circuits &= spec.edge_mask
+    alone = [[ndf(float(v), e.baseline) for v in e.metrics(circuits)] for e in evaluators]
+    passes = []
+    original = patching.final_residual
+    patching.final_residual = lambda *a, **k: passes.append(1) or original(*a, **k)
+    try:
+        together = pp._ndfs(evaluators, circuits)
+    finally:
+        patching.final_residual = original
+    assert len(passes) == 1
+    for a, b in zip(alone, together):
+        assert a == pytest.approx(b, abs=1e-9)

@@ -84,18 +84,23 @@ def metric_named(name: str) -> Metric:
         raise ValueError(f"Unknown metric {name!r}; choose one of {', '.join(METRICS)}.") from None
 
 
-def batch_compatible(tasks: Sequence[PreparedTask]) -> str | None:
+def _batch_key(task: PreparedTask, same_length: bool) -> tuple:
+    return (task.n_positions if same_length else None, task.task.metric, len(task.foil_ids))
+
+
+def batch_compatible(tasks: Sequence[PreparedTask], same_length: bool = True) -> str | None:
     """Why these tasks cannot share a batched pass, or None when they can.
 
     A batch of several tasks needs one prompt length (its sequences are stacked), one metric and
     one number of foils (each row's metric is then the same formula with its own token ids).
+    ``same_length`` False: prompts of other lengths may share it, padded at the end to the longest
+    (``patching.masked_residual``; each row's metric read at its own last position).
     """
     if not tasks:
         return "no tasks were given"
     first = tasks[0]
-    shape = (first.n_positions, first.task.metric, len(first.foil_ids))
     for task in tasks[1:]:
-        if (task.n_positions, task.task.metric, len(task.foil_ids)) != shape:
+        if _batch_key(task, same_length) != _batch_key(first, same_length):
             return (
                 "tasks of one batch must share the prompt length, the metric and the number of foils "
                 f"({first.n_positions} tokens, {first.task.metric}, {len(first.foil_ids)} foils first; "
@@ -104,23 +109,26 @@ def batch_compatible(tasks: Sequence[PreparedTask]) -> str | None:
     return None
 
 
-def compatible_groups(tasks: Sequence[PreparedTask]) -> list[list[int]]:
+def compatible_groups(tasks: Sequence[PreparedTask], same_length: bool = True) -> list[list[int]]:
     """The tasks' indices in groups that can share a batched pass (``batch_compatible``: one
-    prompt length, metric and number of foils), each group in the tasks' order, groups in the
-    order of their first task."""
+    prompt length, unless ``same_length`` is False, one metric and one number of foils), each
+    group in the tasks' order, groups in the order of their first task."""
     groups: dict[tuple, list[int]] = {}
     for index, task in enumerate(tasks):
-        groups.setdefault((task.n_positions, task.task.metric, len(task.foil_ids)), []).append(index)
+        groups.setdefault(_batch_key(task, same_length), []).append(index)
     return list(groups.values())
 
 
-def task_metric(model, tasks: Sequence[PreparedTask], owner: torch.Tensor | None = None) -> RowsMetric:
+def task_metric(
+    model, tasks: Sequence[PreparedTask], owner: torch.Tensor | None = None, same_length: bool = True
+) -> RowsMetric:
     """The metric of a batch whose row b belongs to ``tasks[owner[b]]``, each row scored with its
     own task's answer and foils. ``owner`` None: every row is ``tasks[0]``'s (one task's batch).
 
-    ``tasks`` must pass ``batch_compatible``. Returns residual [batch, d_model] -> [batch].
+    ``tasks`` must pass ``batch_compatible`` (with ``same_length``: a padded batch's residual is
+    each row's own last position's). Returns residual [batch, d_model] -> [batch].
     """
-    problem = batch_compatible(tasks)
+    problem = batch_compatible(tasks, same_length)
     if problem is not None:
         raise ValueError(f"These tasks cannot run in one batch: {problem}.")
     adapter = adapter_of(model)

@@ -228,6 +228,7 @@ def patched_metrics(
     prefix: int = 0,
     corrupted_raw: torch.Tensor | None = None,
     start: LayerStart | None = None,
+    last: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -244,7 +245,8 @@ def patched_metrics(
     (``capture.writers_residual_and_raw_heads``); a model with such a norm needs them, and each
     reader then sees the norm of its own mix of clean and corrupted heads (``renorm``).
     ``start``: the rows start at block ``start.layer`` from the clean run (``layer_start``); no
-    circuit may remove an edge into a reader below that block (ValueError).
+    circuit may remove an edge into a reader below that block (ValueError). ``last`` [batch]:
+    each row's own last position, for prompts padded at the end (``final_residual``; whole passes).
     """
     batch = removed.shape[0]
     adapter = adapter_of(model)
@@ -283,7 +285,7 @@ def patched_metrics(
                 :, -1
             ]  # [batch, d_model]
     else:
-        residual = final_residual(model, tokens, hooks, prefix)
+        residual = final_residual(model, tokens, hooks, prefix, last)
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
@@ -324,15 +326,23 @@ def masked_residual(
     as ``patched_metrics`` takes them; each (reader, layer) whose weights mix that layer's heads
     is renormalised on its own, in the autograd graph.
 
-    Several tasks of one prompt length (``batch_compatible``) run in one pass: ``prepared`` their
-    list, corrupted_writers (and corrupted_raw) [g, pos, ...] their corrupted runs, and the batch
-    g equal runs of rows (task 0's circuits, then task 1's, ...), each row patched towards its own
-    task's corrupted run; ``task_metric`` with the same rows reads each row's metric.
+    Several tasks (``batch_compatible``) run in one pass: ``prepared`` their list, corrupted_writers
+    (and corrupted_raw) [g, pos, ...] their corrupted runs, and the batch g equal runs of rows
+    (task 0's circuits, then task 1's, ...), each row patched towards its own task's corrupted run;
+    ``task_metric`` with the same rows reads each row's metric. Tasks of several prompt lengths
+    run padded at the end to the longest (their corrupted runs ``padded_to`` it): each row's
+    residual is read at its own last position, which under causal attention no padded position
+    reaches (the same metric and gradient, to float rounding).
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
     device, dtype = adapter.device, adapter.dtype
     tasks = list(prepared) if isinstance(prepared, (list, tuple)) else [prepared]
+    lengths = [t.n_positions for t in tasks]
+    if corrupted_writers.shape[1] != max(lengths):
+        raise ValueError(
+            f"the corrupted runs hold {corrupted_writers.shape[1]} positions, not {max(lengths)}"
+        )
     prefix = shared_prefix(model, tasks)
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
@@ -346,12 +356,25 @@ def masked_residual(
     hooks += patch_hooks(spec, None, weights, current, renorm)
     # [batch, pos]: each task's clean tokens for its rows
     tokens = (
-        torch.cat([t.clean_tokens.to(device).expand(per_task, -1) for t in tasks])
+        torch.cat([padded_to(t.clean_tokens.to(device), max(lengths)).expand(per_task, -1) for t in tasks])
         if len(tasks) > 1
         else (tasks[0].clean_tokens.to(device).expand(batch, -1))
     )
+    last = None
+    if len(set(lengths)) > 1:  # each row's own last position  # [batch]
+        last = torch.tensor(lengths, device=device).repeat_interleave(per_task) - 1
     with torch.enable_grad():
-        return final_residual(model, tokens, hooks, prefix)
+        return final_residual(model, tokens, hooks, prefix, last)
+
+
+def padded_to(tensor: torch.Tensor, length: int) -> torch.Tensor:
+    """``tensor`` [rows, pos, ...] padded at the end to ``length`` positions with copies of its
+    last position (a prompt in a batch of longer ones: no row reads its padding, which is only
+    kept finite and like the model's own values)."""
+    missing = length - tensor.shape[1]
+    if missing <= 0:
+        return tensor
+    return torch.cat([tensor, tensor[:, -1:].expand(tensor.shape[0], missing, *tensor.shape[2:])], dim=1)
 
 
 def _shared_norm_patch(

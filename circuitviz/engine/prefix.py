@@ -21,17 +21,21 @@ from ..models.adapter import Hook, adapter_of
 if TYPE_CHECKING:
     from ..core.tasks import PreparedTask
 
-# the prefix keys and values kept by ``reusing_prefixes``, keyed by the prefix's tokens
+# the prefix keys and values kept by ``reusing_prefixes``, keyed by the prefix's distinct rows
 _KEPT: ContextVar[dict | None] = ContextVar("kept_prefixes", default=None)
 
 
 @contextmanager
 def reusing_prefixes() -> Iterator[None]:
-    """Within it, ``final_residual`` runs each distinct batch of prefix tokens once and reuses its
-    frozen keys and values: for loops that run the same prompts many times with the model's
-    weights unchanged (mask learning's steps). The kept entries are the very tensors a fresh run
-    would make, so nothing a caller reads changes; they are dropped on leaving."""
-    token = _KEPT.set({})
+    """Within it, ``final_residual`` runs each distinct set of prefix rows once and reuses its
+    frozen keys and values, whatever batch asks for them next: for runs that pass the same
+    prompts many times with the model's weights unchanged (mask learning's steps; a method's warm
+    start, learning and measurement). A kept entry is the very tensor a fresh run of those rows
+    makes (``prefix_caches`` runs each distinct row once, as the rows it is given; one entry per
+    attention-input mode, which rounds them differently), so nothing a caller reads changes;
+    they are dropped on leaving the outermost one (a nested one shares it)."""
+    kept = _KEPT.get()
+    token = _KEPT.set(kept if kept is not None else {})
     try:
         yield
     finally:
@@ -39,17 +43,23 @@ def reusing_prefixes() -> Iterator[None]:
 
 
 def _prefix_caches(adapter, tokens: torch.Tensor) -> list:
-    """``adapter.prefix_caches(tokens)``, reused within ``reusing_prefixes``."""
+    """``adapter.prefix_caches(tokens)``, its distinct rows' run reused within ``reusing_prefixes``."""
     kept = _KEPT.get()
     if kept is None:
         return adapter.prefix_caches(tokens)
-    key = (tuple(tokens.shape), str(tokens.device), tokens.cpu().numpy().tobytes())  # to the CPU: a key
+    distinct, inverse = torch.unique(tokens, dim=0, return_inverse=True)  # [g, prefix], [batch]
+    # the attention inputs' mode is part of the key: a gradient pass sharing one input per layer (on
+    # accelerators) rounds the keys and values otherwise than a split run, so each mode keeps its own
+    split = adapter.attention_inputs_split
+    key = (split, tuple(distinct.shape), str(distinct.device), distinct.cpu().numpy().tobytes())  # CPU: a key
     if key not in kept:
-        kept[key] = adapter.prefix_caches(tokens)
-    return kept[key]
+        kept[key] = adapter.prefix_caches(distinct)
+    return adapter.prefix_rows(kept[key], inverse)
 
 
-def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0) -> torch.Tensor:
+def final_residual(
+    model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: int = 0, last: torch.Tensor | None = None
+) -> torch.Tensor:
     """Residual stream after the last block at the last position.  # [batch, d_model]
 
     Stops before the unembedding: the metric needs a few logits at one position, not the whole
@@ -57,17 +67,23 @@ def final_residual(model, tokens: torch.Tensor, fwd_hooks: list[Hook], prefix: i
     ``prefix`` > 0 the first ``prefix`` positions run once per distinct row, without hooks or
     gradients, and the hooked run continues from their keys and values: the hooks see positions
     ``prefix`` onwards only (``shared_prefix`` says when that changes nothing a caller reads).
+    ``last`` [batch]: each row's own last position (prompts of several lengths padded at the end
+    to one: under causal attention no position reads a later one, so the padding changes nothing
+    a row's last position holds); None: the batch's last position.
     """
     adapter = adapter_of(model)
     if prefix <= 0:
         with adapter.hooked(fwd_hooks):
             residual = adapter.blocks(tokens)  # [batch, pos, d_model]
+    else:
+        caches = _prefix_caches(adapter, tokens[:, :prefix])
+        mask = torch.ones_like(tokens)  # [batch, pos]
+        with adapter.hooked(fwd_hooks):
+            residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
+    if last is None:
         return residual[:, -1]
-    caches = _prefix_caches(adapter, tokens[:, :prefix])
-    mask = torch.ones_like(tokens)  # [batch, pos]
-    with adapter.hooked(fwd_hooks):
-        residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
-    return residual[:, -1]
+    rows = torch.arange(residual.shape[0], device=residual.device)
+    return residual[rows, last.to(residual.device) - prefix]
 
 
 def unchanged_prefix(prepared: PreparedTask) -> int:

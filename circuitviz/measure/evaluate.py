@@ -26,7 +26,7 @@ from ..engine.capture import writers_residual_and_raw_heads
 from ..engine.layer_start import CleanState, clean_state, rows_from_layer, start_layer
 from ..engine.memory import evaluation_bytes_per_position
 from ..engine.metric import batch_compatible, task_metric
-from ..engine.patching import patched_metrics
+from ..engine.patching import padded_to, patched_metrics
 from ..engine.prefix import final_residual, shared_prefix
 from ..models.adapter import adapter_of, model_device, model_dtype
 from ..positions.graph import unit_mask
@@ -120,8 +120,8 @@ class Evaluator:
 
 
 # ----- one task or many: a batch of tasks of one prompt length (one task is a batch of one) ------
-def _check_batch(tasks: Sequence[PreparedTask]) -> None:
-    problem = batch_compatible(tasks)
+def _check_batch(tasks: Sequence[PreparedTask], same_length: bool = True) -> None:
+    problem = batch_compatible(tasks, same_length)
     if problem is not None:
         raise ValueError(f"These tasks cannot be evaluated in one batch: {problem}.")
 
@@ -205,9 +205,11 @@ def keeping_runs() -> Iterator[None]:
     row's run, and every evaluator made within it (``_runs_of_tasks``) reads a prompt's kept run
     instead of running it again: paraphrases checked against the model and then evaluated pass
     through it once. A pass's rows do not mix, so an evaluator reads what its own pass would give
-    to float rounding at most (to the bit with one CPU thread, as checked on the embedded Gemma and
-    the tiny test model; a device's kernels may round a batch of another size differently). The
-    kept runs are dropped on leaving."""
+    to float rounding: the kernels may round a batch of another size differently (to the bit on
+    the tiny test model; on the embedded Gemma's nine bench prompts, NDFs within 5e-6, and a
+    learning that reads them may go another way at a near-tie: docs/faithfulness.md). What it
+    reads depends only on the batches the checks ran, so a run repeats itself. The kept runs are
+    dropped on leaving."""
     token = _KEPT_ROWS.set({"runs": {}, "bytes": 0})
     try:
         yield
@@ -371,6 +373,7 @@ def metrics_of_tasks(
     circuits: torch.Tensor,
     progress: Progress | None = None,
     from_layer: bool = False,
+    padded: bool = False,
 ) -> torch.Tensor:
     """L(C(q)) of every (task, circuit) pair, in shared patched passes.
 
@@ -382,13 +385,21 @@ def metrics_of_tasks(
     in tasks' order. ``from_layer``: each patched pass starts at the lowest block where one of
     its circuits removes an edge, from each task's clean run (``engine.layer_start``): the same
     metrics to float rounding, the blocks below run once instead of once per circuit (models
-    whose adapter cannot start mid-model run whole passes).  # [n_tasks, n_circuits]
+    whose adapter cannot start mid-model run whole passes). ``padded``: tasks of several prompt
+    lengths share the passes, the shorter padded at the end and each row read at its own last
+    position (edge circuits of whole passes only; the same metrics to float rounding, in fewer
+    passes).  # [n_tasks, n_circuits]
     """
     evaluators = list(evaluators)
     first = evaluators[0]
     model, spec, device = first.model, first.spec, first.device
     tasks = [e.prepared for e in evaluators]
-    _check_batch(tasks)
+    _check_batch(tasks, same_length=not padded)
+    if padded and (from_layer or circuits.dim() == 5):
+        raise ValueError("padded passes take edge circuits of whole passes only")
+    lengths = [t.n_positions for t in tasks]
+    longest = max(lengths)
+    ends = torch.tensor(lengths, device=device) - 1  # each task's last position  # [n_tasks]
     n_tasks, n_circuits = int(circuits.shape[0]), int(circuits.shape[1])
     edge_mask = graph_members(spec, circuits, device)  # edges, or (edge, position) units
     baseline = [e.baseline.clean for e in evaluators]
@@ -400,11 +411,12 @@ def metrics_of_tasks(
     # the circuits some task needs a run for, run for every task (equal runs of rows per task)
     columns = (~whole).any(0).nonzero()[:, 0].tolist()
     rows = [(t, c) for t in range(n_tasks) for c in columns]
-    tokens_of = torch.cat([t.clean_tokens for t in tasks]).to(device)  # [n_tasks, pos]
-    corrupted_of = torch.cat([e.corrupted_writers for e in evaluators])  # [n_tasks, pos, n_forward, d_model]
+    tokens_of = torch.cat([padded_to(t.clean_tokens, longest) for t in tasks]).to(device)  # [n_tasks, pos]
+    # [n_tasks, pos, n_forward, d_model]
+    corrupted_of = torch.cat([padded_to(e.corrupted_writers, longest) for e in evaluators])
     raw_of = None  # [n_tasks, pos, n_layers * n_heads, d_model]: heads before a shared post-norm
     if first.corrupted_raw is not None:
-        raw_of = torch.cat([e.corrupted_raw for e in evaluators])
+        raw_of = torch.cat([padded_to(e.corrupted_raw, longest) for e in evaluators])
     measured: list[torch.Tensor] = []
     starts_at_layer = adapter_of(model).starts_at_layer
 
@@ -431,10 +443,11 @@ def metrics_of_tasks(
                     corrupted_of[owners],
                     removed,
                     tokens_of[[owners[i] for i in owner.tolist()]],
-                    task_metric(model, group, owner),
+                    task_metric(model, group, owner, same_length=not padded),
                     prefix,
                     raw_of[owners] if raw_of is not None else None,
                     start,
+                    ends[[owners[i] for i in owner.tolist()]] if padded else None,
                 )
             )
         return torch.cat(found)
@@ -448,7 +461,7 @@ def metrics_of_tasks(
         model,
         "evaluate",
         len(rows),
-        tasks[0].n_positions,
+        longest,
         first._bytes_per_position,
         compute,
         commit,

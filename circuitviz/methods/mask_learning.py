@@ -31,7 +31,7 @@ import torch
 from ..core.graph import GraphSpec, prune
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import compatible_groups, metric_from_residual, task_metric
-from ..engine.patching import masked_residual
+from ..engine.patching import masked_residual, padded_to
 from ..engine.prefix import reusing_prefixes
 from ..engine.scores import score_dtype
 from ..measure.chunks import run_in_chunks
@@ -189,11 +189,11 @@ def learn_masks(
     first_at_size: list[list[float]] = [[math.nan] * n_tasks for _ in range(n_budgets)]
     temperature, sparsity, steps = float(schedule.temperature), float(schedule.sparsity), int(schedule.steps)
     training, step = list(range(n_budgets)), 0
-    per_item = sum(
-        gradient_bytes_per_position(model, e.prepared.n_positions) + evaluation_bytes_per_position(spec, 4)
-        for e in evaluators
-    )
     positions = max(e.prepared.n_positions for e in evaluators)
+    # every task's rows run padded to the longest prompt (tasks of several lengths share a pass)
+    per_item = len(evaluators) * (
+        gradient_bytes_per_position(model, positions) + evaluation_bytes_per_position(spec, 4)
+    )
     budget_counts = torch.tensor([int(n) for n in counts], device=device)
 
     def keep_masks(theta: torch.Tensor, chosen: torch.Tensor):
@@ -209,7 +209,21 @@ def learn_masks(
         return keep.view(-1, spec.n_forward, spec.n_backward), soft
 
     prepared = [e.prepared for e in evaluators]
-    passes = compatible_groups(prepared)  # tasks of one length share a pass
+    # tasks of one metric and number of foils share a pass, the shorter prompts padded at the end
+    # (on the CPU one padded pass costs much less than one pass per prompt length)
+    passes = compatible_groups(prepared, same_length=False)
+    longest = [max(prepared[t].n_positions for t in group) for group in passes]
+    # each pass's corrupted runs, padded to its longest prompt: [g, pos, ...] (None: one task's own)
+    pass_writers = [
+        torch.cat([padded_to(evaluators[t].corrupted_writers, n) for t in group]) if len(group) > 1 else None
+        for group, n in zip(passes, longest)
+    ]
+    pass_raw = [
+        torch.cat([padded_to(evaluators[t].corrupted_raw, n) for t in group])
+        if len(group) > 1 and evaluators[group[0]].corrupted_raw is not None
+        else None
+        for group, n in zip(passes, longest)
+    ]
     row_weight = [torch.tensor([weights[t] for t in group], device=device, dtype=dtype) for group in passes]
     scales = [
         torch.tensor([spans[t] if spans[t] != 0 else 1.0 for t in group], device=device, dtype=dtype)
@@ -231,18 +245,17 @@ def learn_masks(
             metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
             span = spans[group[0]]
             return ((metric - evaluator.baseline.clean) / (span if span != 0 else 1.0))[None]
-        chosen = [evaluators[t] for t in group]
-        raw = [e.corrupted_raw for e in chosen]
+        chosen = [evaluators[t].prepared for t in group]
         residual = masked_residual(
             model,
             spec,
-            [e.prepared for e in chosen],
-            torch.cat([e.corrupted_writers for e in chosen]),
+            chosen,
+            pass_writers[number],
             keep.repeat(len(group), 1, 1),  # task 0's circuits, then task 1's, ...
-            torch.cat(raw) if raw[0] is not None else None,
+            pass_raw[number],
         )
         owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
-        metric = task_metric(model, [e.prepared for e in chosen], owner)(residual).to(dtype)  # [g b]
+        metric = task_metric(model, chosen, owner, same_length=False)(residual).to(dtype)  # [g b]
         metric = metric.view(len(group), -1)
         return (metric - cleans[number][:, None]) / scales[number][:, None]
 

@@ -47,6 +47,7 @@ from ..core.results import CircuitResult
 from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.metric import compatible_groups
+from ..engine.prefix import reusing_prefixes
 from ..measure.evaluate import (
     Evaluator,
     circuits_at_budgets,
@@ -189,12 +190,13 @@ def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluato
 
 
 def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor) -> list[list[float]]:
-    """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, tasks of one
-    length in shared patched passes.  # [n_tasks][n_circuits]"""
+    """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, in shared patched
+    passes (the shorter prompts padded at the end: one pass, not one per prompt length).
+    # [n_tasks][n_circuits]"""
     found: list[list[float]] = [[] for _ in evaluators]
-    for group in compatible_groups([e.prepared for e in evaluators]):
+    for group in compatible_groups([e.prepared for e in evaluators], same_length=False):
         chosen = [evaluators[i] for i in group]
-        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1))
+        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1), padded=True)
         for index, evaluator, row in zip(group, chosen, values.tolist()):
             found[index] = [ndf(float(v), evaluator.baseline) for v in row]
     return found
@@ -341,19 +343,22 @@ class ParaphrasePruning(Method):
         )
         scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
         learned = None
-        if trained:
-            with ctx.timed("scoring_s"):
-                start, origin = warm_logits(ctx, config, fitting, trained)
-            with ctx.timed("learning_s"):
-                learned = learn_shared_masks(ctx, config, fitting, start, trained)
-            scores = mask_scores(spec, learned, config.temperature, device)
-            details.steps_run = learned.steps_run
-        circuits = budget_circuits(spec, budgets, trained, learned, device)
-        with ctx.timed("evaluation_s"):
-            curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
-            # the fit and held-out shares in one call: paraphrases of one length share a pass
-            every = _ndfs([*split.fit, *split.held_out], circuits)
-            measured = {"fit": every[: len(split.fit)], "held": every[len(split.fit) :]}
+        # the positions before each corruption run once for the warm start, the learning and the
+        # measurement together (the same prompts pass many times)
+        with reusing_prefixes():
+            if trained:
+                with ctx.timed("scoring_s"):
+                    start, origin = warm_logits(ctx, config, fitting, trained)
+                with ctx.timed("learning_s"):
+                    learned = learn_shared_masks(ctx, config, fitting, start, trained)
+                scores = mask_scores(spec, learned, config.temperature, device)
+                details.steps_run = learned.steps_run
+            circuits = budget_circuits(spec, budgets, trained, learned, device)
+            with ctx.timed("evaluation_s"):
+                curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
+                # the fit and held-out shares in one call: paraphrases of one length share a pass
+                every = _ndfs([*split.fit, *split.held_out], circuits)
+                measured = {"fit": every[: len(split.fit)], "held": every[len(split.fit) :]}
         details.held_out_ndf = {
             str(b): [row[i] for row in measured["held"]] for i, b in enumerate(budgets) if measured["held"]
         }

@@ -93,6 +93,12 @@ class ModelAdapter:
         return self.cfg.positional_embedding_type == "shortformer"
 
     @property
+    def attention_inputs_split(self) -> bool:
+        """Whether attention runs with one private q/k/v input per head now
+        (``split_attention_inputs``): the two round the keys and values differently."""
+        return bool(self.cfg.use_split_qkv_input)
+
+    @property
     def rotary(self) -> bool:
         return self.cfg.positional_embedding_type == "rotary"
 
@@ -281,6 +287,21 @@ class ModelAdapter:
 
         def rows(cached: torch.Tensor) -> torch.Tensor:  # [g, prefix, heads, d_head] -> [batch, ...]
             return cached.expand(len(inverse), -1, -1, -1) if len(distinct) == 1 else cached[inverse]
+
+        return [
+            TransformerLensKeyValueCacheEntry(rows(entry.past_keys), rows(entry.past_values), frozen=True)
+            for entry in caches
+        ]
+
+    def prefix_rows(self, caches: list, inverse: torch.Tensor) -> list:
+        """The caches ``prefix_caches`` made of g distinct rows, for a batch whose row b continues
+        distinct row ``inverse[b]`` (the same tensors ``prefix_caches`` of that batch gives)."""
+        from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+        def rows(cached: torch.Tensor) -> torch.Tensor:  # [g, prefix, heads, d_head] -> [batch, ...]
+            if cached.shape[0] == 1:
+                return cached.expand(len(inverse), -1, -1, -1)
+            return cached[inverse.to(cached.device)]
 
         return [
             TransformerLensKeyValueCacheEntry(rows(entry.past_keys), rows(entry.past_values), frozen=True)

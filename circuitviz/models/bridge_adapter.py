@@ -249,6 +249,11 @@ class BridgeAdapter(ModelAdapter):
             self._to_final_residual(distinct, cache=cache, use_cache=True)
         return _Prefix(cache, inverse, len(distinct), int(tokens.shape[1]))
 
+    def prefix_rows(self, caches: _Prefix, inverse: torch.Tensor) -> _Prefix:
+        """The cache ``prefix_caches`` made of distinct rows, for a batch whose row b continues
+        distinct row ``inverse[b]``."""
+        return _Prefix(caches.cache, inverse, caches.n_distinct, caches.length)
+
     def continuing(self, tokens: torch.Tensor, caches: _Prefix, mask: torch.Tensor) -> torch.Tensor:
         """The residual after every block for ``tokens`` continuing ``caches`` (``prefix_caches``).
         Call inside ``hooked``.  tokens: [batch, new] -> [batch, new, d_model]."""
