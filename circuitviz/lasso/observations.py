@@ -316,13 +316,17 @@ def collect_observations(
             final += [False] * (observed - 1) + [True] if observed else []
     tree = _tree_if_cheaper(model, spec, rows, batches, bytes_per_position, pass_cost)
     if tree is not None:
-        passes = [_packed_pass(model, spec, rows, batches, tree, hook_names, keep_writers, run_rows)]
+        passes = [lambda: _packed_pass(model, spec, rows, batches, tree, hook_names, keep_writers, run_rows)]
     else:
-        passes = (
-            _batch_pass(model, spec, rows, batch, hook_names, keep_writers, run_rows, pad)
+        passes = [
+            lambda batch=batch: _batch_pass(model, spec, rows, batch, hook_names, keep_writers, run_rows, pad)
             for batch in batches
-        )
-    for batch_writers, residual, captured, batch_runs in passes:
+        ]
+    for run in passes:
+        # one q/k/v input a layer, not a private copy per head (nothing here reads a head's own
+        # input): a layer's projections are then one product, not an einsum per head
+        with adapter_of(model).split_attention_inputs(False):
+            batch_writers, residual, captured, batch_runs = run()
         runs.update(batch_runs)
         if batch_writers is not None:
             writers.append(batch_writers)

@@ -219,6 +219,12 @@ def _floor(units: list[tuple[int, torch.Tensor]]) -> float:
 def _reader_activations(model, spec: GraphSpec, activations: dict, layer: int, qkv: str) -> torch.Tensor:
     """A layer's query/key/value vectors per head.  # [M, n_heads, d_head]"""
     values = activations[sites.head_projection(layer, qkv)]
+    groups = int(getattr(model.cfg, "n_key_value_heads", None) or spec.n_heads)
+    if qkv != "q" and groups < spec.n_heads == values.shape[1]:
+        # keys and values copied per query head (TransformerLens's ungrouped attention): each
+        # group's first copy stands for it (with one shared input per layer the copies come from
+        # one product and may differ in the last bits; from per-head inputs they are equal)
+        values = values[:, :: spec.n_heads // groups]
     if values.shape[1] != spec.n_heads:  # grouped key/value heads: head h uses group h // size
         group = spec.n_heads // values.shape[1]
         values = values.repeat_interleave(group, dim=1)
