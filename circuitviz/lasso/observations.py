@@ -77,6 +77,9 @@ class Observations:
     # the prompt's and its corruption's runs as an evaluator reads them (``keep_runs``): writers
     # [2, pos, n_forward, d_model] with position 0, final residuals [2, d_model], raw heads or None
     runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None
+    # (first [r], inverse [M]): row i equals row first[inverse[i]] bit for bit (a packed pass's
+    # shared prefixes), so the reduction may run on the r distinct rows; None: not known
+    distinct: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def rows_of(self, *kinds: str) -> torch.Tensor:
         """Which rows come from texts of the given kinds.  # [M] bool"""
@@ -356,6 +359,7 @@ def collect_observations(
         texts=text_counts,
         notes=notes,
         runs=_stacked_runs(runs) if len(runs) == 2 else None,
+        distinct=_distinct_rows(_packed_order(model, rows, batches, tree)) if tree is not None else None,
     )
 
 
@@ -441,12 +445,7 @@ def _packed_pass(
     model, spec, rows, batches, tree: PrefixTree, hook_names, keep_writers: bool, run_rows: dict
 ):
     """``_batch_pass`` of every text at once, packed as ``tree``; the rows in the batches' order."""
-    bos = adapter_of(model).bos_token_id
-    order = []
-    for batch in batches:
-        for index in batch:
-            path, ids = tree.paths[index], rows[index][1]
-            order += path[1:] if ids and bos is not None and ids[0] == bos else path
+    order = _packed_order(model, rows, batches, tree)
     wanted = sorted(run_rows)
     raw_positions = [node for index in wanted for node in tree.paths[index]]
     writers, captured, residual, raw = observe_with_raw_heads(
@@ -466,6 +465,40 @@ def _packed_pass(
     kept = writers[0].index_select(0, pick.to(writers.device)) if writers is not None else None
     seen = {name: value[0].index_select(0, pick.to(value.device)) for name, value in captured.items()}
     return kept, residual[0].index_select(0, pick.to(residual.device)), seen, runs
+
+
+def _packed_order(model, rows, batches, tree: PrefixTree) -> list[int]:
+    """The packed node of every observation, in the batches' order (BOS left out as they leave it)."""
+    bos = adapter_of(model).bos_token_id
+    order = []
+    for batch in batches:
+        for index in batch:
+            path, ids = tree.paths[index], rows[index][1]
+            order += path[1:] if ids and bos is not None and ids[0] == bos else path
+    return order
+
+
+def _distinct_rows(order: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the first row of each distinct node, in order of appearance; each row's index among them)."""
+    index: dict[int, int] = {}  # node -> its index among the distinct rows
+    first, inverse = [], []
+    for row, node in enumerate(order):
+        if node not in index:
+            index[node] = len(first)
+            first.append(row)
+        inverse.append(index[node])
+    return (
+        torch.tensor(
+            first,
+            dtype=torch.long,
+            device="cpu",
+        ),
+        torch.tensor(
+            inverse,
+            dtype=torch.long,
+            device="cpu",
+        ),
+    )
 
 
 def _run_rows(rows, prepared: PreparedTask) -> dict[int, int]:
