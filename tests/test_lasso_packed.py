@@ -6,6 +6,7 @@ part of each head), and a model the packing cannot serve runs the batches as bef
 
 import pytest
 import torch
+from simulated_device import SimulatedDevice
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.tasks import prepare_task
@@ -132,3 +133,29 @@ def test_packed_rows_repeat_bit_for_bit_and_give_the_same_problem(shape, monkeyp
     assert torch.allclose(problems[1].target_weight, problems[0].target_weight, rtol=1e-8, atol=1e-9)
     assert torch.equal(problems[0].source_of, problems[1].source_of)
     assert torch.equal(problems[0].target_of, problems[1].target_of)
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma"])
+def test_the_packed_pass_runs_on_a_device(shape, monkeypatch):
+    """Every tensor of the packed pass meets the model's device as CUDA would require."""
+    model = tiny_model(shape, seed=1, d_model=64, n_ctx=256)
+    on_host = observed(model, True, monkeypatch)
+    with SimulatedDevice(model):
+        on_device = observed(model, True, monkeypatch)
+        problem = units.build_component_problem(
+            model,
+            adapter_of(model).spec,
+            on_device.writers,
+            on_device.activations,
+            on_device.metric,
+            4,
+            0,
+            on_device.distinct,
+        )
+        predictors = problem.predictors.cpu()
+    assert torch.equal(on_device.writers.cpu(), on_host.writers)
+    spec = adapter_of(model).spec
+    expected = units.build_component_problem(
+        model, spec, on_host.writers, on_host.activations, on_host.metric, 4, 0, on_host.distinct
+    )
+    assert torch.equal(predictors, expected.predictors)
