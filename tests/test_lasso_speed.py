@@ -18,8 +18,9 @@ from circuitviz.methods import get_method
 from circuitviz.models.adapter import adapter_of
 
 
-def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None):
-    """The one-batch reduction as it was before units were reduced a chunk at a time."""
+def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None, rows=None):
+    """The one-batch reduction as it was before units were reduced a chunk at a time (every row,
+    whatever ``rows`` says repeats)."""
     x = x.to(dtype or x.dtype)
     n, m, d = x.shape
     centred = x - x.mean(1, keepdim=True)

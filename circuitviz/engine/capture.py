@@ -18,6 +18,7 @@ import torch
 from ..core.graph import GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
+from .packed import PrefixTree, tree_hooks
 from .prefix import final_residual
 
 if TYPE_CHECKING:
@@ -228,15 +229,25 @@ def observe(
 
 @torch.no_grad()
 def observe_with_raw_heads(
-    model, spec: GraphSpec, tokens: torch.Tensor, hook_names=(), keep_writers: bool = True, raw_rows=()
+    model,
+    spec: GraphSpec,
+    tokens: torch.Tensor,
+    hook_names=(),
+    keep_writers: bool = True,
+    raw_rows=(),
+    tree: PrefixTree | None = None,
+    raw_positions: list[int] | None = None,
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
     """``observe``, and for the batch rows ``raw_rows`` the heads before a shared post-attention
     norm as ``writers_residual_and_raw_heads`` keeps them: [len(raw_rows), pos, n_layers *
-    n_heads, d_model], or None (no rows asked, or a model without such a norm). With them a
-    row's writers, raw heads and final residual are what an evaluator reads of a prompt's run.
+    n_heads, d_model] (only the positions ``raw_positions``, when given), or None (no rows asked,
+    or a model without such a norm). With them a row's writers, raw heads and final residual are
+    what an evaluator reads of a prompt's run. With ``tree`` the one row ``tokens`` is the packed
+    pass of several texts (``engine.packed``; ``tree.tokens[None]``).
     """
     adapter = adapter_of(model)
     tokens = tokens.to(adapter.device)
+    kept = list(range(tokens.shape[1])) if raw_positions is None else list(raw_positions)
     buffer = None
     if keep_writers:
         buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, adapter.device)
@@ -244,11 +255,12 @@ def observe_with_raw_heads(
     rows = list(raw_rows)
     raw = None
     if rows and keep_writers and any(adapter.post_normed_layers):
-        shape = (len(rows), tokens.shape[1], spec.n_layers * spec.n_heads, spec.d_model)
+        shape = (len(rows), len(kept), spec.n_layers * spec.n_heads, spec.d_model)
         raw = torch.zeros(shape, dtype=adapter.dtype, device=tokens.device)
 
     def keep_raw(layer: int, heads: torch.Tensor, shares: torch.Tensor) -> None:
-        raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads] = heads[rows]
+        chosen = heads[rows] if raw_positions is None else heads[rows][:, kept]
+        raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads] = chosen
 
     def capture(x, hook):
         # on the model's device: a split model's later layers hand theirs over on another
@@ -258,6 +270,8 @@ def observe_with_raw_heads(
         writer_hooks(model, spec, buffer, keep_raw if raw is not None else None) if buffer is not None else []
     )
     hooks += [(name, capture) for name in hook_names]
+    if tree is not None:
+        hooks += tree_hooks(model, tree, tokens.device)
     with adapter.hooked(hooks):
         residual = adapter.blocks(tokens)  # [batch, pos, d_model]
     return (buffer.values if buffer is not None else None), captured, residual, raw

@@ -28,6 +28,7 @@ def resid_post(layer: int) -> str:
 
 
 EMBEDDING = resid_pre(0)
+POSITION_EMBEDDING = "hook_pos_embed"  # learned position embeddings (``standard`` models)
 
 
 # attention

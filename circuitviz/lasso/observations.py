@@ -4,7 +4,12 @@ versions and optionally a text corpus, run through the model once with nothing p
 Every position of every text is one observation (one row of the activation matrices), except
 position 0 when it is the BOS token: its activations are the same in every text, so it adds no
 variation, only one extreme repeated point. Texts are run in right-padded batches; padding never
-affects real positions because attention is causal, and padded positions are dropped.
+affects real positions because attention is causal, and padded positions are dropped. Where it
+costs less (every text's BOS, a corruption's unchanged prefix and a template's shared words are
+then computed once: factual's 18 texts, 150 padded positions, hold 76 distinct prefixes), they run
+as one pass packed as a prefix tree instead (``circuitviz.engine.packed``): the same observations
+to float rounding, in the same order, the rows of a shared prefix copies of one row
+(``Observations.distinct``).
 
 Where texts come from, in this order (the prompt's own are always kept):
 - the prompt and its corrupted version;
@@ -29,6 +34,7 @@ from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask, PromptTask
 from ..engine.capture import observe_with_raw_heads
 from ..engine.metric import metric_from_residual
+from ..engine.packed import PrefixTree, packs, prefix_tree
 from ..models.adapter import adapter_of, model_device
 from ..query.families import recognise
 from ..query.pairs import ParaphraseError
@@ -76,6 +82,9 @@ class Observations:
     # the prompt's and its corruption's runs as an evaluator reads them (``keep_runs``): writers
     # [2, pos, n_forward, d_model] with position 0, final residuals [2, d_model], raw heads or None
     runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None
+    # (first [r], inverse [M]): row i equals row first[inverse[i]] bit for bit (a packed pass's
+    # shared prefixes), so the reduction may run on the r distinct rows; None: not known
+    distinct: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def rows_of(self, *kinds: str) -> torch.Tensor:
         """Which rows come from texts of the given kinds.  # [M] bool"""
@@ -299,7 +308,7 @@ def collect_observations(
     run_rows = _run_rows(rows, prepared) if keep_runs and keep_writers else {}
     runs: dict[int, tuple] = {}
     device = model_device(model)
-    bos, pad = adapter_of(model).bos_token_id, adapter_of(model).pad_token_id
+    pad = adapter_of(model).pad_token_id
     pad = int(pad if pad is not None else 0)
     bytes_per_position = 4 * spec.d_model * (spec.n_forward if keep_writers else 1) + 4 * spec.d_model * 8
     writers, residuals, kinds, final = [], [], [], []
@@ -307,38 +316,31 @@ def collect_observations(
     # on the CPU a pass costs about 32 positions besides its positions (reading the weights);
     # elsewhere positions cost little next to the launches, so one batch within memory is best
     pass_cost = _CPU_PASS_POSITIONS if device.type == "cpu" else 0
-    for batch in _batches(rows, bytes_per_position, pass_cost):
-        length = max(len(rows[i][1]) for i in batch)
-        tokens = torch.full((len(batch), length), pad, dtype=torch.long)
-        keep = torch.zeros(len(batch), length, dtype=torch.bool)
-        for row, index in enumerate(batch):
-            ids = rows[index][1]
-            tokens[row, : len(ids)] = torch.tensor(ids)
-            keep[row, : len(ids)] = True
-            if ids and bos is not None and ids[0] == bos:
-                keep[row, 0] = False
-            observed = int(keep[row].sum())
+    batches = list(_batches(rows, bytes_per_position, pass_cost))
+    for batch in batches:  # the observations' order, whichever way the texts run
+        for index in batch:
+            observed = _observed_positions(model, rows[index][1])
             kinds += [rows[index][0]] * observed
             final += [False] * (observed - 1) + [True] if observed else []
-        in_batch = [row for row, index in enumerate(batch) if index in run_rows]
-        batch_writers, captured, residual, raw = observe_with_raw_heads(
-            model, spec, tokens, hook_names, keep_writers, in_batch
-        )
-        for j, row in enumerate(in_batch):  # a prompt's whole run, BOS included
-            n = len(rows[batch[row]][1])
-            whole = raw[j : j + 1, :n] if raw is not None else None
-            runs[run_rows[batch[row]]] = (
-                batch_writers[row : row + 1, :n].clone(),
-                residual[row, n - 1],
-                whole,
-            )
-        keep = keep.to(device)
+    tree = _tree_if_cheaper(model, spec, rows, batches, bytes_per_position, pass_cost)
+    if tree is not None:
+        passes = [lambda: _packed_pass(model, spec, rows, batches, tree, hook_names, keep_writers, run_rows)]
+    else:
+        passes = [
+            lambda batch=batch: _batch_pass(model, spec, rows, batch, hook_names, keep_writers, run_rows, pad)
+            for batch in batches
+        ]
+    for run in passes:
+        # one q/k/v input a layer, not a private copy per head (nothing here reads a head's own
+        # input): a layer's projections are then one product, not an einsum per head
+        with adapter_of(model).split_attention_inputs(False):
+            batch_writers, residual, captured, batch_runs = run()
+        runs.update(batch_runs)
         if batch_writers is not None:
-            writers.append(batch_writers[keep])
-        residuals.append(residual[keep])
+            writers.append(batch_writers)
+        residuals.append(residual)
         for name in hook_names:
-            seen = captured[name]  # on its layer's device (a split model's may differ)
-            activations[name].append(seen[keep.to(seen.device)].to(device))
+            activations[name].append(captured[name].to(device))
     residual = _joined(residuals) if residuals else torch.zeros(0, spec.d_model, device=device)
     counts: dict[str, int] = {}
     for kind in kinds:
@@ -362,6 +364,145 @@ def collect_observations(
         texts=text_counts,
         notes=notes,
         runs=_stacked_runs(runs) if len(runs) == 2 else None,
+        distinct=_distinct_rows(_packed_order(model, rows, batches, tree)) if tree is not None else None,
+    )
+
+
+def _batch_pass(
+    model, spec, rows, batch: list[int], hook_names, keep_writers: bool, run_rows: dict, pad: int
+):
+    """One padded batch of texts: (writers [m, n_forward, d_model] or None, final residual [m,
+    d_model], {hook: [m, ...]} (on each layer's device), {run: (writers, residual, raw)}) over the
+    batch's m observed positions, in order."""
+    bos = adapter_of(model).bos_token_id
+    length = max(len(rows[i][1]) for i in batch)
+    tokens = torch.full(
+        (len(batch), length),
+        pad,
+        dtype=torch.long,
+        device="cpu",
+    )
+    keep = torch.zeros(
+        len(batch),
+        length,
+        dtype=torch.bool,
+        device="cpu",
+    )
+    for row, index in enumerate(batch):
+        ids = rows[index][1]
+        tokens[row, : len(ids)] = torch.tensor(
+            ids,
+            device="cpu",
+        )
+        keep[row, : len(ids)] = True
+        if ids and bos is not None and ids[0] == bos:
+            keep[row, 0] = False
+    in_batch = [row for row, index in enumerate(batch) if index in run_rows]
+    batch_writers, captured, residual, raw = observe_with_raw_heads(
+        model, spec, tokens, hook_names, keep_writers, in_batch
+    )
+    runs = {}
+    for j, row in enumerate(in_batch):  # a prompt's whole run, BOS included
+        n = len(rows[batch[row]][1])
+        whole = raw[j : j + 1, :n] if raw is not None else None
+        runs[run_rows[batch[row]]] = (batch_writers[row : row + 1, :n].clone(), residual[row, n - 1], whole)
+    keep = keep.to(residual.device)
+    writers = batch_writers[keep] if batch_writers is not None else None
+    seen = {name: value[keep.to(value.device)] for name, value in captured.items()}
+    return writers, residual[keep], seen, runs
+
+
+def _tree_if_cheaper(
+    model, spec, rows, batches, bytes_per_position: int, pass_cost: int
+) -> PrefixTree | None:
+    """The texts' prefix tree when one packed pass of it costs less than the batches (positions,
+    a pass's fixed cost, and attention over every pair of the packed positions) and fits the
+    memory budget and the model (``engine.packed``), else None."""
+    tree = prefix_tree([ids for _, ids in rows])
+    n = tree.n_nodes
+    if n * bytes_per_position > _BATCH_BYTES or not packs(model, n):
+        return None
+    pair = _pair_cost(model, spec)
+    batched = sum(
+        len(batch) * length + pass_cost + pair * len(batch) * length**2
+        for batch in batches
+        for length in [max(len(rows[i][1]) for i in batch)]
+    )
+    return tree if n + pass_cost + pair * n**2 < batched else None
+
+
+def _pair_cost(model, spec) -> float:
+    """Attention's cost per (query, key) pair in positions: its products (4 x heads x d_head
+    multiply-adds a layer) over a position's (about the layer's weights), doubled for the
+    softmax and the mask over the scores."""
+    cfg = model.cfg
+    heads, d_head, kv = (
+        spec.n_heads,
+        int(cfg.d_head),
+        int(getattr(cfg, "n_key_value_heads", None) or spec.n_heads),
+    )
+    mlp = (3 if getattr(cfg, "gated_mlp", False) else 2) * spec.d_model * int(cfg.d_mlp or 0)
+    weights = spec.d_model * d_head * (2 * heads + 2 * kv) + mlp
+    return 2 * (2 * heads * d_head) / max(weights, 1)
+
+
+def _packed_pass(
+    model, spec, rows, batches, tree: PrefixTree, hook_names, keep_writers: bool, run_rows: dict
+):
+    """``_batch_pass`` of every text at once, packed as ``tree``; the rows in the batches' order."""
+    order = _packed_order(model, rows, batches, tree)
+    wanted = sorted(run_rows)
+    raw_positions = [node for index in wanted for node in tree.paths[index]]
+    writers, captured, residual, raw = observe_with_raw_heads(
+        model, spec, tree.tokens[None], hook_names, keep_writers, [0] if wanted else (), tree, raw_positions
+    )
+    runs, start = {}, 0
+    for index in wanted:  # a prompt's whole run, BOS included
+        path = tree.paths[index]
+        whole = raw[:, start : start + len(path)] if raw is not None else None
+        start += len(path)
+        runs[run_rows[index]] = (writers[:, path], residual[0, path[-1]], whole)
+    pick = torch.tensor(
+        order,
+        dtype=torch.long,
+        device="cpu",
+    )
+    kept = writers[0].index_select(0, pick.to(writers.device)) if writers is not None else None
+    seen = {name: value[0].index_select(0, pick.to(value.device)) for name, value in captured.items()}
+    return kept, residual[0].index_select(0, pick.to(residual.device)), seen, runs
+
+
+def _packed_order(model, rows, batches, tree: PrefixTree) -> list[int]:
+    """The packed node of every observation, in the batches' order (BOS left out as they leave it)."""
+    bos = adapter_of(model).bos_token_id
+    order = []
+    for batch in batches:
+        for index in batch:
+            path, ids = tree.paths[index], rows[index][1]
+            order += path[1:] if ids and bos is not None and ids[0] == bos else path
+    return order
+
+
+def _distinct_rows(order: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the first row of each distinct node, in order of appearance; each row's index among them)."""
+    index: dict[int, int] = {}  # node -> its index among the distinct rows
+    first, inverse = [], []
+    for row, node in enumerate(order):
+        if node not in index:
+            index[node] = len(first)
+            first.append(row)
+        inverse.append(index[node])
+    return (
+        torch.tensor(
+            first,
+            dtype=torch.long,
+            device="cpu",
+        ),
+        torch.tensor(
+            inverse,
+            dtype=torch.long,
+            device="cpu",
+        ),
     )
 
 

@@ -231,6 +231,7 @@ class CircuitLasso(ScoringMethod):
                 observations.metric,
                 config.directions,
                 config.seed,
+                observations.distinct,
             )
         timings["reduce_s"] = time.perf_counter() - start
         if config.target_edges == 0 and parse_selection(config.lasso_lambda)[0] == "adaptive":

@@ -102,6 +102,12 @@ class ModelAdapter:
     def rotary(self) -> bool:
         return self.cfg.positional_embedding_type == "rotary"
 
+    packs_prefix_trees = True  # texts can run packed as a prefix tree (``engine.packed``)
+
+    def position_table(self) -> torch.Tensor:
+        """The learned position embeddings of a ``standard`` model.  # [n_ctx, d_model]"""
+        return self.model.W_pos
+
     # ----- tokenising --------------------------------------------------------------------------
     @property
     def tokenizer(self):

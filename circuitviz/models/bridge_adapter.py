@@ -151,6 +151,7 @@ class BridgeAdapter(ModelAdapter):
     """The adapter of a TransformerBridge in compatibility mode (module docstring)."""
 
     positions_inside_attention = False
+    packs_prefix_trees = False  # its attention is the wrapped model's own: no packed passes
     starts_at_layer = False  # the bridge runs from the embedding only: layer starts run whole passes
 
     @property
