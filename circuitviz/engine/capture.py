@@ -107,14 +107,17 @@ class WriterBuffer:
         )
         self.writer_major = writer_major
         self.values = torch.zeros(shape, dtype=dtype, device=device)
+        self.last = None  # a ``layer_start.LastPosition``: its block's calls write their positions
 
     def __call__(self, index, tensor: torch.Tensor) -> None:
         if not self.writer_major:
             self.values[:, :, index] = tensor.detach()
-        elif tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
-            self.values[:, index] = tensor.detach().transpose(1, 2)
+            return
+        into = self.values[:, index] if self.last is None else self.values[:, index, self.last.part]
+        if tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
+            into.copy_(tensor.detach().transpose(1, 2))
         else:
-            self.values[:, index] = tensor.detach()
+            into.copy_(tensor.detach())
 
     def major(self, count: int) -> torch.Tensor:
         """The first ``count`` writers' contributions, writer-major (a view; needs ``writer_major``).

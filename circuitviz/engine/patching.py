@@ -18,7 +18,7 @@ from ..measure.chunks import run_in_chunks
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .capture import WriterBuffer, WriterDifferences, writer_hooks
-from .layer_start import LayerStart, start_layer
+from .layer_start import LastPosition, LayerStart, start_layer
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, shared_prefix
@@ -36,6 +36,7 @@ def patch_hooks(
     weights: torch.Tensor,
     current,
     renorm: SharedNormPatch | None = None,
+    last: LastPosition | None = None,
 ) -> list[Hook]:
     """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
@@ -56,6 +57,8 @@ def patch_hooks(
     Readers whose weights are all zero in every circuit of the batch get no hook (their input
     stays clean). ``renorm``: on models that normalise a layer's summed heads, the corrections that
     make each reader see the norm of its own mix of clean and corrupted heads (``renorm``).
+    ``last``: the last block runs for the last position only (``layer_start.LastPosition``): its
+    readers are patched at the positions of each of its calls.
     """
     batch = weights.shape[0]
     differences = isinstance(current, WriterDifferences)
@@ -67,14 +70,13 @@ def patch_hooks(
     if batch % groups:
         raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
     per_group = batch // groups
-    width = positions * spec.d_model
     # readers with a nonzero weight in any circuit of the batch, read off in one transfer
     active = (weights != 0).any(dim=1).any(dim=0).tolist()  # [n_backward]
 
-    def moved(upstream: int, readers: slice) -> torch.Tensor:
+    def moved(upstream: int, readers: slice, part: slice | None = None) -> torch.Tensor:
         """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r: one product
         with each row's task's corrupted run, one with the row's own current run (or one with
-        the learned run's differences).
+        the learned run's differences); ``part``: at those positions only (a boolean run).
         # [batch, n_readers, pos, d_model]"""
         share = weights[:, :upstream, readers]  # [b, up, r]
         n = share.shape[2]
@@ -86,15 +88,21 @@ def patch_hooks(
             .transpose(2, 3)
             .reshape(groups, per_group * n, upstream)
         )
-        into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
-        into = into.reshape(batch, n, width)
-        now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
+        was, now = corrupted[:, :upstream], current.major(upstream)  # [g or b, up, pos, d_model]
+        if part is not None:
+            was, now = was[:, :, part], now[:, :, part]
+        count = was.shape[2]
+        into = torch.bmm(grouped, was.reshape(groups, upstream, -1))  # [g, k r, pos d]
+        into = into.reshape(batch, n, -1)
+        now = now.reshape(batch, upstream, -1)  # [b, up, pos d]
         into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
-        return renormed(into.view(batch, n, positions, spec.d_model), readers)
+        return renormed(into.view(batch, n, count, spec.d_model), readers, part)
 
-    def renormed(into: torch.Tensor, readers: slice) -> torch.Tensor:
+    def renormed(into: torch.Tensor, readers: slice, part: slice | None = None) -> torch.Tensor:
         """The linear patch plus, under a shared post-norm, each reader's renormalisation."""
         extra = renorm.correction(readers) if renorm is not None else None
+        if extra is not None and part is not None:
+            extra = extra[:, :, part]
         return into if extra is None else into + extra
 
     def head_patch(x, hook, layer: int, kind: int, cache: dict):
@@ -103,14 +111,20 @@ def patch_hooks(
             readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
             cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, 3 n_heads, pos, d]
         part = cache["moved"][:, kind * spec.n_heads : (kind + 1) * spec.n_heads]  # [b, n_heads, pos, d]
+        calls = 1
+        if last is not None:  # the last block's calls patch their positions
+            part = part[:, :, last.part]
+            calls = 2 if layer == last.layer else 1
         cache["used"] = cache.get("used", 0) + 1
-        if cache["used"] == len(QKV):
+        if cache["used"] == len(QKV) * calls:
             del cache["moved"]
+            cache["used"] = 0
         return x + part.transpose(1, 2).to(x.device)  # a split model: the layer may sit elsewhere
 
     def single_patch(x, hook, upstream: int, reader: int):
         """An MLP input or the logits' residual: [b, pos, d]."""
-        return x + moved(upstream, slice(reader, reader + 1))[:, 0].to(x.device)
+        part = last.part if last is not None and last.part != slice(None) else None
+        return x + moved(upstream, slice(reader, reader + 1), part)[:, 0].to(x.device)
 
     hooks: list[Hook] = []
     for layer in range(spec.n_layers):
@@ -272,14 +286,22 @@ def patched_metrics(
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
     if start is not None:
         _fill_below(spec, removed, start, current, renorm)
+    last = None  # the last block for the last position only: what the metric reads
+    if start is not None and removed.dim() == 3 and positions > 1 and adapter.runs_last_position_alone:
+        last = LastPosition(spec, positions)
+        current.last = last
+        if renorm is not None:
+            renorm.last = last
     hooks = writer_hooks(model, spec, current, renorm)
     if removed.dim() == 4:
         hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
     else:
-        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm)
+        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, last)
+    if last is not None:
+        hooks += last.hooks()  # after the patch hooks: the earlier queries are dropped once patched
     if start is not None:
         with adapter.hooked(hooks):
-            residual = adapter.from_layer(start.residual, start.layer, start.caches)[
+            residual = adapter.from_layer(start.residual, start.layer, start.caches, last)[
                 :, -1
             ]  # [batch, d_model]
     else:
