@@ -154,18 +154,23 @@ class WalkCounts:
     guesses: int = 0  # gradient passes that guessed the decisions (one per block reached)
 
 
-def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float, layer: int = 0) -> torch.Tensor:
     """Each edge's guessed |change| / tau at the circuit ``state`` [n_forward, n_backward] bool:
     the metric's gradient in the edge's kept share at that circuit (``patching.masked_residual``,
     one forward and backward), the first-order change of removing it alone (EAP's score when
-    ``state`` is the whole model). The guess is "kept" where it is at least 1.
-    # [n_forward, n_backward] float64, on the host; 0 off the graph"""
+    ``state`` is the whole model). The guess is "kept" where it is at least 1. Only the edges into
+    readers of block ``layer`` and above are guessed (the walk reads those); the readers below
+    keep every edge wholly, so the backward pass stops at block ``layer`` and their norms are not
+    renormalised (0 there). # [n_forward, n_backward] float64, on the host; 0 off the graph"""
     from ..engine.metric import metric_from_residual
     from ..engine.patching import masked_residual
 
     model, prepared = evaluator.model, evaluator.prepared
     # a hair below 1: a reader whose edges are all wholly kept gets no patch, so no gradient
-    keep = (state.to(evaluator.clean_writers.dtype) * (1 - 1e-4))[None].requires_grad_(True)  # [1, fwd, bwd]
+    hair = state.to(evaluator.clean_writers.dtype) * (1 - 1e-4)  # [fwd, bwd]
+    below = torch.tensor([block < layer for block in reader_layers(spec)], device=hair.device)  # [bwd]
+    hair[:, below] = 1.0  # every edge of a reader below the block is kept (state there is the graph)
+    keep = hair[None].requires_grad_(True)  # [1, fwd, bwd]
     with torch.enable_grad():
         corrupted, raw = evaluator.corrupted_writers, evaluator.corrupted_raw
         residual = masked_residual(model, spec, prepared, corrupted, keep, raw)  # [1, d_model]
@@ -215,7 +220,7 @@ def acdc_walk(
             continue
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
         if guess is None and guessed_at != layers[reader]:
-            ratios = guessed_ratios(evaluator, spec, state, tau).t().clone()
+            ratios = guessed_ratios(evaluator, spec, state, tau, layers[reader]).t().clone()
             stale.zero_()
             guessed_at = layers[reader]
             counts.guesses += 1
