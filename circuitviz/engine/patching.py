@@ -37,6 +37,7 @@ def patch_hooks(
     current,
     renorm: SharedNormPatch | None = None,
     last: LastPosition | None = None,
+    clean: torch.Tensor | None = None,
 ) -> list[Hook]:
     """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
@@ -58,7 +59,10 @@ def patch_hooks(
     stays clean). ``renorm``: on models that normalise a layer's summed heads, the corrections that
     make each reader see the norm of its own mix of clean and corrupted heads (``renorm``).
     ``last``: the last block runs for the last position only (``layer_start.LastPosition``): its
-    readers are patched at the positions of each of its calls.
+    readers are patched at the positions of each of its calls. ``clean`` [g, k, pos, d_model]:
+    the first k writers are the tasks' clean run's in every row (a run started at a layer): their
+    (corrupted - clean) joins the product shared by the rows, and only the writers from k on are
+    read from each row's own run (``current``'s first k are not read).
     """
     batch = weights.shape[0]
     differences = isinstance(current, WriterDifferences)
@@ -66,7 +70,12 @@ def patch_hooks(
         groups, positions, corrupted = 1, current.positions, None
     else:
         groups, positions = corrupted_writers.shape[0], corrupted_writers.shape[1]
-        corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
+        corrupted = corrupted_writers.transpose(1, 2)  # [g, n_forward, pos, d_model]
+        if clean is not None:  # a fresh tensor: (corrupted - clean) below the start
+            corrupted = torch.cat([corrupted[:, : clean.shape[1]] - clean, corrupted[:, clean.shape[1] :]], 1)
+        else:
+            corrupted = corrupted.contiguous()
+    fixed = clean.shape[1] if clean is not None else 0  # the writers every row shares
     if batch % groups:
         raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
     per_group = batch // groups
@@ -88,14 +97,18 @@ def patch_hooks(
             .transpose(2, 3)
             .reshape(groups, per_group * n, upstream)
         )
-        was, now = corrupted[:, :upstream], current.major(upstream)  # [g or b, up, pos, d_model]
+        was = corrupted[:, :upstream]  # [g, up, pos, d_model]
         if part is not None:
-            was, now = was[:, :, part], now[:, :, part]
+            was = was[:, :, part]
         count = was.shape[2]
         into = torch.bmm(grouped, was.reshape(groups, upstream, -1))  # [g, k r, pos d]
         into = into.reshape(batch, n, -1)
-        now = now.reshape(batch, upstream, -1)  # [b, up, pos d]
-        into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
+        if upstream > fixed:  # the writers of each row's own run
+            now = current.major(upstream)[:, fixed:]  # [b, up - fixed, pos, d_model]
+            if part is not None:
+                now = now[:, :, part]
+            now = now.reshape(batch, upstream - fixed, -1)  # [b, up - fixed, pos d]
+            into = torch.baddbmm(into, share[:, fixed:].transpose(1, 2), now, alpha=-1)
         return renormed(into.view(batch, n, count, spec.d_model), readers, part)
 
     def renormed(into: torch.Tensor, readers: slice, part: slice | None = None) -> torch.Tensor:
@@ -284,8 +297,13 @@ def patched_metrics(
             [state.corrections for state in states],
         )
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
+    below = None  # [g, k, pos, d_model]: the clean writers below the start, the same in every row
+    if start is not None and start.states and removed.dim() == 3:
+        k = spec.head_forward(start.layer).start
+        parts = [state.writers[:, :k] for state in start.states]
+        below = parts[0] if len(parts) == 1 else torch.cat(parts)
     if start is not None:
-        _fill_below(spec, removed, start, current, renorm)
+        _fill_below(spec, removed, start, current, renorm, copy=below is None)
     last = None  # the last block for the last position only: what the metric reads
     if start is not None and removed.dim() == 3 and positions > 1 and adapter.runs_last_position_alone:
         last = LastPosition(spec, positions)
@@ -296,7 +314,7 @@ def patched_metrics(
     if removed.dim() == 4:
         hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
     else:
-        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, last)
+        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, last, below)
     if last is not None:
         hooks += last.hooks()  # after the patch hooks: the earlier queries are dropped once patched
     if start is not None:
@@ -309,14 +327,18 @@ def patched_metrics(
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
-def _fill_below(spec: GraphSpec, removed, start: LayerStart, current: WriterBuffer, renorm) -> None:
+def _fill_below(
+    spec: GraphSpec, removed, start: LayerStart, current: WriterBuffer, renorm, copy: bool = True
+) -> None:
     """A run starting at block ``start.layer``: the writers below it hold the clean run's outputs
-    (no row patches a reader below it, so they are what the whole pass would compute), and each
-    post-normed layer below it gets its corrections from the clean heads."""
+    (no row patches a reader below it, so they are what the whole pass would compute; copied into
+    ``current`` unless the patches read them from the clean run, ``patch_hooks``'s ``clean``), and
+    each post-normed layer below it gets its corrections from the clean heads."""
     if start_layer(spec, removed) < start.layer:
         raise ValueError(f"These circuits patch a reader below layer {start.layer}: they cannot start there.")
     below = spec.head_forward(start.layer).start  # the writers of the blocks below the start
-    current.values[:, :below] = start.writers[:, :below]
+    if copy:
+        current.values[:, :below] = start.writers[:, :below]
     if renorm is None:
         return
     for layer in range(start.layer):
