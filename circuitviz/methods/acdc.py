@@ -17,7 +17,8 @@ state before it (row k-1's when edge k-1 was guessed removed, the one before it 
 exactly the test ACDC makes for edge k; at the first wrong guess the later rows are stale and the
 walk continues after it. An edge's first guess is its first-order change at the current
 circuit against tau (``guessed_ratios``: one forward and backward, refreshed at each block the
-walk reaches; EAP's score at the whole model); a stale row then guesses its edge again from its
+walk reaches, the backward stopping at that block; EAP's score at the whole model); a stale row
+then guesses its edge again from its
 own change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
 walk whatever the guess (tested against it with wrong, random and right guesses); B is the size
 that makes the expected cost per decided edge smallest for each next guess's chance of being
@@ -25,7 +26,9 @@ wrong, read off the guesses of its kind so far (``SpeculationSize``: a pass cost
 in rows besides its rows, and a wrong guess wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
-metrics to float rounding, the blocks below run once per prompt instead of once per row.
+metrics to float rounding, the blocks below run once per prompt instead of once per row; the
+last block runs the last position only (the metric's), the others giving it their keys and
+values, and the writers below l enter the rows' patches from the clean run, once per pass.
 
 Scores: each edge's metric change when it was tested (signed, ``L(without it) - L(with it)`` in
 the state of that moment); an edge never tested (its reader's node was already cut off) scores 0.
@@ -89,11 +92,12 @@ OVERHEAD_POSITIONS = 13
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
-# what the guess at each block costs (``guessed_ratios``: a forward and backward of the circuit,
-# Gemma's renormalisation of every mixed reader among it), in plain forward passes: 5-6 at a
-# sparse circuit, 10-16 at the whole model (the first block's), on Gemma-3-270M's 15- and
-# 34-token prompts
-GUESS_PASSES = 6.0
+# what the guess at each block costs (``guessed_ratios``: a forward of the circuit and a backward
+# down to the block, Gemma's renormalisation of the mixed readers at and above it), in plain
+# forward passes: 4.0 a block on Gemma-3-270M's 34-token prompt, the walk's bookkeeping included
+# (14.7 CPU-s for 18 blocks at a plain pass of 0.205; 6 a block before the backward stopped at
+# the block, 10-16 for the whole model's)
+GUESS_PASSES = 4.0
 
 
 class SpeculationSize:
