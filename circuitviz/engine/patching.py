@@ -104,7 +104,7 @@ def patch_hooks(
         into = torch.bmm(grouped, was.reshape(groups, upstream, -1))  # [g, k r, pos d]
         into = into.reshape(batch, n, -1)
         if upstream > fixed:  # the writers of each row's own run
-            now = current.major(upstream)[:, fixed:]  # [b, up - fixed, pos, d_model]
+            now = current.between(fixed, upstream)  # [b, up - fixed, pos, d_model]
             if part is not None:
                 now = now[:, :, part]
             now = now.reshape(batch, upstream - fixed, -1)  # [b, up - fixed, pos d]
@@ -281,7 +281,13 @@ def patched_metrics(
     tokens = tokens.to(device)
     dtype = adapter.dtype
     positions = tokens.shape[1] - prefix
-    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    below = None  # [g, k, pos, d_model]: the clean writers below the start, the same in every row
+    if start is not None and start.states and removed.dim() == 3:
+        k = spec.head_forward(start.layer).start
+        parts = [state.writers[:, :k] for state in start.states]
+        below = parts[0] if len(parts) == 1 else torch.cat(parts)
+    first = below.shape[1] if below is not None else 0  # the rows' own writers: from the start on
+    current = WriterBuffer(spec, batch, positions, dtype, device, True, first)  # [b, fwd - first, pos, d]
     corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
     if removed.dim() == 4:  # (edge, position) units; the prefix's positions run unpatched
         weights = removed[..., prefix:].to(device=device, dtype=dtype)
@@ -297,11 +303,6 @@ def patched_metrics(
             [state.corrections for state in states],
         )
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
-    below = None  # [g, k, pos, d_model]: the clean writers below the start, the same in every row
-    if start is not None and start.states and removed.dim() == 3:
-        k = spec.head_forward(start.layer).start
-        parts = [state.writers[:, :k] for state in start.states]
-        below = parts[0] if len(parts) == 1 else torch.cat(parts)
     if start is not None:
         _fill_below(spec, removed, start, current, renorm, copy=below is None)
     last = None  # the last block for the last position only: what the metric reads
