@@ -46,6 +46,31 @@ def test_a_row_started_at_a_layer_equals_the_whole_pass(shape, model_dtype):
         assert not torch.allclose(whole, torch.full_like(whole, evaluator.baseline.clean))
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_started_run_gives_the_last_block_the_last_position_alone(shape):
+    """The metric reads the last position after the last block: on rotary models a started run
+    runs that block's MLP at the last position only (the earlier positions give it their keys and
+    values), with the whole pass's metrics; GPT-2 (learned positions) runs it whole."""
+    model = tiny_model(shape, seed=3).to(torch.float64)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    evaluator = Evaluator(model, spec, prepared)
+    seen = []
+    handle = model.blocks[-1].mlp.register_forward_hook(lambda module, args, out: seen.append(out.shape[1]))
+    try:
+        for layer in (1, spec.n_layers - 1):
+            circuits = _circuits_from(spec, layer, 4, seed=layer)
+            whole = evaluator.metrics(circuits)
+            evaluator.clean_state(shared_prefix(model, [prepared]))  # the clean run, made once
+            seen.clear()
+            started = evaluator.metrics(circuits, from_layer=True)
+            assert torch.allclose(started, whole, atol=1e-10, rtol=0)
+            run = prepared.n_positions - shared_prefix(model, [prepared])
+            assert seen == ([1] if shape != "gpt2" else [run])
+    finally:
+        handle.remove()
+
+
 def test_only_the_logits_patched_starts_at_the_last_block_and_matches():
     model = tiny_model("gemma", seed=4)
     spec = GraphSpec.from_model(model)

@@ -99,23 +99,48 @@ class WriterBuffer:
     """
 
     def __init__(
-        self, spec: GraphSpec, batch: int, positions: int, dtype, device, writer_major: bool = False
+        self,
+        spec: GraphSpec,
+        batch: int,
+        positions: int,
+        dtype,
+        device,
+        writer_major: bool = False,
+        first: int = 0,
     ):
+        """``first``: the writers before it are never written nor read (a run started at a layer
+        whose patches read the clean run's below it): only writers ``first`` onwards are held
+        (writer-major only)."""
+        if first and not writer_major:
+            raise ValueError("a buffer from a later writer on is writer-major")
         shape = (
-            (batch, spec.n_forward, positions, spec.d_model)
+            (batch, spec.n_forward - first, positions, spec.d_model)
             if writer_major
             else (batch, positions, spec.n_forward, spec.d_model)
         )
+        self.first = first
         self.writer_major = writer_major
         self.values = torch.zeros(shape, dtype=dtype, device=device)
+        self.last = None  # a ``layer_start.LastPosition``: its block's calls write their positions
 
     def __call__(self, index, tensor: torch.Tensor) -> None:
         if not self.writer_major:
             self.values[:, :, index] = tensor.detach()
-        elif tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
-            self.values[:, index] = tensor.detach().transpose(1, 2)
+            return
+        if self.first:  # the writers from ``first`` on: their places shift
+            start = index.start if isinstance(index, slice) else index
+            if start < self.first:
+                raise ValueError(f"writer {start} arrived; this buffer holds writers {self.first} onwards")
+            index = (
+                slice(index.start - self.first, index.stop - self.first)
+                if isinstance(index, slice)
+                else index - self.first
+            )
+        into = self.values[:, index] if self.last is None else self.values[:, index, self.last.part]
+        if tensor.dim() == 4:  # a layer's heads: [batch, pos, n_heads, d_model]
+            into.copy_(tensor.detach().transpose(1, 2))
         else:
-            self.values[:, index] = tensor.detach()
+            into.copy_(tensor.detach())
 
     def major(self, count: int) -> torch.Tensor:
         """The first ``count`` writers' contributions, writer-major (a view; needs ``writer_major``).
@@ -124,7 +149,14 @@ class WriterBuffer:
             raise ValueError(
                 "patching reads the writers writer-major: make the buffer with writer_major=True"
             )
-        return self.values[:, :count]
+        return self.between(0, count)
+
+    def between(self, start: int, stop: int) -> torch.Tensor:
+        """Writers ``start`` to ``stop``'s contributions, writer-major (a view).
+        # [batch, stop - start, pos, d_model]"""
+        if start < self.first:
+            raise ValueError(f"writer {start} asked for; this buffer holds writers {self.first} onwards")
+        return self.values[:, start - self.first : stop - self.first]
 
 
 class WriterDifferences:

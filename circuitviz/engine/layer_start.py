@@ -21,6 +21,7 @@ import torch
 
 from ..core.graph import GraphSpec
 from ..models.adapter import adapter_of
+from ..models.base_adapter import KeysDone
 from . import sites
 from .capture import WriterBuffer, writer_hooks
 
@@ -138,3 +139,45 @@ def rows_from_layer(model, states: list[CleanState], owner: torch.Tensor, layer:
         caches=caches,
         states=list(states),
     )
+
+
+class LastPosition:
+    """The last block of a run started at a layer, run for the last position's output only.
+
+    The metric reads the residual after the last block at the last position, so in that block
+    every other position is needed only for its keys and values (what the last position's
+    attention reads): the block runs twice (``ModelAdapter.from_layer``), first on the earlier
+    positions until their keys and values are cached (their queries dropped at the query
+    input, the block stopped at the rotated queries, before any score), then on the last
+    position alone. ``part`` is the positions the block's current call runs, of the
+    ``positions`` a patched row runs (all of them below the last block): the hooks patch and
+    capture those only. Writers of the last block and the readers after it (its MLP, the
+    logits) hold nothing at the earlier positions; nothing reads them there.
+    """
+
+    def __init__(self, spec: GraphSpec, positions: int):
+        self.layer = spec.n_layers - 1
+        self.positions = positions
+        self.part = slice(None)
+        self.earlier = False  # the first call: the earlier positions' keys and values only
+
+    def keys(self) -> None:
+        self.part, self.earlier = slice(0, self.positions - 1), True
+
+    def last(self) -> None:
+        self.part, self.earlier = slice(self.positions - 1, self.positions), False
+
+    def hooks(self) -> list:
+        """The first call's hooks: no queries at the earlier positions, a stop once their keys
+        and values are cached (after every patch hook, which they must follow)."""
+
+        def no_queries(x, hook):
+            return x[:, :0] if self.earlier else x
+
+        def stop(x, hook):
+            if self.earlier:
+                raise KeysDone
+            return x
+
+        rotated_query = sites.rotated_query_key(self.layer, True)[0]
+        return [(sites.head_input(self.layer, "q"), no_queries), (rotated_query, stop)]

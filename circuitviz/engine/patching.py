@@ -18,7 +18,7 @@ from ..measure.chunks import run_in_chunks
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .capture import WriterBuffer, WriterDifferences, writer_hooks
-from .layer_start import LayerStart, start_layer
+from .layer_start import LastPosition, LayerStart, start_layer
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, shared_prefix
@@ -36,6 +36,8 @@ def patch_hooks(
     weights: torch.Tensor,
     current,
     renorm: SharedNormPatch | None = None,
+    last: LastPosition | None = None,
+    clean: torch.Tensor | None = None,
 ) -> list[Hook]:
     """Hooks that move each reader's input towards the corrupted run, edge by edge.
 
@@ -56,6 +58,11 @@ def patch_hooks(
     Readers whose weights are all zero in every circuit of the batch get no hook (their input
     stays clean). ``renorm``: on models that normalise a layer's summed heads, the corrections that
     make each reader see the norm of its own mix of clean and corrupted heads (``renorm``).
+    ``last``: the last block runs for the last position only (``layer_start.LastPosition``): its
+    readers are patched at the positions of each of its calls. ``clean`` [g, k, pos, d_model]:
+    the first k writers are the tasks' clean run's in every row (a run started at a layer): their
+    (corrupted - clean) joins the product shared by the rows, and only the writers from k on are
+    read from each row's own run (``current``'s first k are not read).
     """
     batch = weights.shape[0]
     differences = isinstance(current, WriterDifferences)
@@ -63,18 +70,22 @@ def patch_hooks(
         groups, positions, corrupted = 1, current.positions, None
     else:
         groups, positions = corrupted_writers.shape[0], corrupted_writers.shape[1]
-        corrupted = corrupted_writers.transpose(1, 2).contiguous()  # [g, n_forward, pos, d_model]
+        corrupted = corrupted_writers.transpose(1, 2)  # [g, n_forward, pos, d_model]
+        if clean is not None:  # a fresh tensor: (corrupted - clean) below the start
+            corrupted = torch.cat([corrupted[:, : clean.shape[1]] - clean, corrupted[:, clean.shape[1] :]], 1)
+        else:
+            corrupted = corrupted.contiguous()
+    fixed = clean.shape[1] if clean is not None else 0  # the writers every row shares
     if batch % groups:
         raise ValueError(f"{batch} circuits cannot be split evenly over {groups} tasks.")
     per_group = batch // groups
-    width = positions * spec.d_model
     # readers with a nonzero weight in any circuit of the batch, read off in one transfer
     active = (weights != 0).any(dim=1).any(dim=0).tolist()  # [n_backward]
 
-    def moved(upstream: int, readers: slice) -> torch.Tensor:
+    def moved(upstream: int, readers: slice, part: slice | None = None) -> torch.Tensor:
         """sum_f w[b, f, r] (corrupted_f - current_f) for every row b and reader r: one product
         with each row's task's corrupted run, one with the row's own current run (or one with
-        the learned run's differences).
+        the learned run's differences); ``part``: at those positions only (a boolean run).
         # [batch, n_readers, pos, d_model]"""
         share = weights[:, :upstream, readers]  # [b, up, r]
         n = share.shape[2]
@@ -86,15 +97,25 @@ def patch_hooks(
             .transpose(2, 3)
             .reshape(groups, per_group * n, upstream)
         )
-        into = torch.bmm(grouped, corrupted[:, :upstream].reshape(groups, upstream, width))  # [g, k r, pos d]
-        into = into.reshape(batch, n, width)
-        now = current.major(upstream).reshape(batch, upstream, width)  # [b, up, pos d]
-        into = torch.baddbmm(into, share.transpose(1, 2), now, alpha=-1)
-        return renormed(into.view(batch, n, positions, spec.d_model), readers)
+        was = corrupted[:, :upstream]  # [g, up, pos, d_model]
+        if part is not None:
+            was = was[:, :, part]
+        count = was.shape[2]
+        into = torch.bmm(grouped, was.reshape(groups, upstream, -1))  # [g, k r, pos d]
+        into = into.reshape(batch, n, -1)
+        if upstream > fixed:  # the writers of each row's own run
+            now = current.between(fixed, upstream)  # [b, up - fixed, pos, d_model]
+            if part is not None:
+                now = now[:, :, part]
+            now = now.reshape(batch, upstream - fixed, -1)  # [b, up - fixed, pos d]
+            into = torch.baddbmm(into, share[:, fixed:].transpose(1, 2), now, alpha=-1)
+        return renormed(into.view(batch, n, count, spec.d_model), readers, part)
 
-    def renormed(into: torch.Tensor, readers: slice) -> torch.Tensor:
+    def renormed(into: torch.Tensor, readers: slice, part: slice | None = None) -> torch.Tensor:
         """The linear patch plus, under a shared post-norm, each reader's renormalisation."""
         extra = renorm.correction(readers) if renorm is not None else None
+        if extra is not None and part is not None:
+            extra = extra[:, :, part]
         return into if extra is None else into + extra
 
     def head_patch(x, hook, layer: int, kind: int, cache: dict):
@@ -103,14 +124,20 @@ def patch_hooks(
             readers = slice(spec.head_backward(layer, "q").start, spec.head_backward(layer, "v").stop)
             cache["moved"] = moved(spec.upstream_of_heads(layer), readers)  # [b, 3 n_heads, pos, d]
         part = cache["moved"][:, kind * spec.n_heads : (kind + 1) * spec.n_heads]  # [b, n_heads, pos, d]
+        calls = 1
+        if last is not None:  # the last block's calls patch their positions
+            part = part[:, :, last.part]
+            calls = 2 if layer == last.layer else 1
         cache["used"] = cache.get("used", 0) + 1
-        if cache["used"] == len(QKV):
+        if cache["used"] == len(QKV) * calls:
             del cache["moved"]
+            cache["used"] = 0
         return x + part.transpose(1, 2).to(x.device)  # a split model: the layer may sit elsewhere
 
     def single_patch(x, hook, upstream: int, reader: int):
         """An MLP input or the logits' residual: [b, pos, d]."""
-        return x + moved(upstream, slice(reader, reader + 1))[:, 0].to(x.device)
+        part = last.part if last is not None and last.part != slice(None) else None
+        return x + moved(upstream, slice(reader, reader + 1), part)[:, 0].to(x.device)
 
     hooks: list[Hook] = []
     for layer in range(spec.n_layers):
@@ -256,7 +283,13 @@ def patched_metrics(
     tokens = tokens.to(device)
     dtype = adapter.dtype
     positions = tokens.shape[1] - prefix
-    current = WriterBuffer(spec, batch, positions, dtype, device, writer_major=True)  # [b, fwd, pos, d]
+    below = None  # [g, k, pos, d_model]: the clean writers below the start, the same in every row
+    if start is not None and start.states and removed.dim() == 3:
+        k = spec.head_forward(start.layer).start
+        parts = [state.writers[:, :k] for state in start.states]
+        below = parts[0] if len(parts) == 1 else torch.cat(parts)
+    first = below.shape[1] if below is not None else 0  # the rows' own writers: from the start on
+    current = WriterBuffer(spec, batch, positions, dtype, device, True, first)  # [b, fwd - first, pos, d]
     corrupted_writers = corrupted_writers[:, prefix:].to(device=device, dtype=dtype)
     if removed.dim() == 4:  # (edge, position) units; the prefix's positions run unpatched
         weights = removed[..., prefix:].to(device=device, dtype=dtype)
@@ -273,15 +306,23 @@ def patched_metrics(
         )
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
     if start is not None:
-        _fill_below(spec, removed, start, current, renorm)
+        _fill_below(spec, removed, start, current, renorm, copy=below is None)
+    last = None  # the last block for the last position only: what the metric reads
+    if start is not None and removed.dim() == 3 and positions > 1 and adapter.runs_last_position_alone:
+        last = LastPosition(spec, positions)
+        current.last = last
+        if renorm is not None:
+            renorm.last = last
     hooks = writer_hooks(model, spec, current, renorm)
     if removed.dim() == 4:
         hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
     else:
-        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm)
+        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, last, below)
+    if last is not None:
+        hooks += last.hooks()  # after the patch hooks: the earlier queries are dropped once patched
     if start is not None:
         with adapter.hooked(hooks):
-            residual = adapter.from_layer(start.residual, start.layer, start.caches)[
+            residual = adapter.from_layer(start.residual, start.layer, start.caches, last)[
                 :, -1
             ]  # [batch, d_model]
     else:
@@ -289,14 +330,18 @@ def patched_metrics(
     return metric(residual) if metric is not None else metric_from_residual(model, prepared, residual)
 
 
-def _fill_below(spec: GraphSpec, removed, start: LayerStart, current: WriterBuffer, renorm) -> None:
+def _fill_below(
+    spec: GraphSpec, removed, start: LayerStart, current: WriterBuffer, renorm, copy: bool = True
+) -> None:
     """A run starting at block ``start.layer``: the writers below it hold the clean run's outputs
-    (no row patches a reader below it, so they are what the whole pass would compute), and each
-    post-normed layer below it gets its corrections from the clean heads."""
+    (no row patches a reader below it, so they are what the whole pass would compute; copied into
+    ``current`` unless the patches read them from the clean run, ``patch_hooks``'s ``clean``), and
+    each post-normed layer below it gets its corrections from the clean heads."""
     if start_layer(spec, removed) < start.layer:
         raise ValueError(f"These circuits patch a reader below layer {start.layer}: they cannot start there.")
     below = spec.head_forward(start.layer).start  # the writers of the blocks below the start
-    current.values[:, :below] = start.writers[:, :below]
+    if copy:
+        current.values[:, :below] = start.writers[:, :below]
     if renorm is None:
         return
     for layer in range(start.layer):

@@ -116,6 +116,9 @@ class SharedNormPatch:
         self._local: torch.Tensor | None = None  # table row -> its row in its group's blocks
         self.clean = clean
         self.fixed: set[int] = set()  # layers below a run's start: tables known before the run
+        # a ``layer_start.LastPosition``: its block's corrections are made at its positions only
+        # (the others are left unwritten; only the readers' columns at those positions are read)
+        self.last = None
         self._plan()
         # every layer's table rows one after another: the boolean run fills one tensor in place
         self.offsets: dict[int, int] = {}
@@ -245,6 +248,8 @@ class SharedNormPatch:
         was_share = self.corrupted_writers[:, :, forward.start : forward.stop]  # [g, pos, H, d]
         if self.padded:  # one product per layer for every row's entries
             batch, positions, n_heads, d_model = raw.shape
+            if self.last is not None and self.last.part != slice(None):
+                was_raw, was_share = was_raw[:, self.last.part], was_share[:, self.last.part]
             if was_raw.shape[0] > 1:
                 was_raw, was_share = was_raw[self.group], was_share[self.group]
             moves = torch.cat([was_raw - raw, was_share - shares], dim=-1)  # [b, pos, H, 2d]
@@ -281,7 +286,10 @@ class SharedNormPatch:
             return
         start = self.offsets[layer]
         table = self._table[start : start + rows]
-        torch.sub(normed, linear, out=table.view(normed.shape))  # the same subtraction, in place
+        if normed.dim() == 3 and normed.shape[1] * normed.shape[2] != table.shape[1]:  # some positions
+            table.view(rows, -1, normed.shape[2])[:, self.last.part] = normed - linear
+        else:
+            torch.sub(normed, linear, out=table.view(normed.shape))  # the same subtraction, in place
         self.tables[layer] = table
 
     def _place(self, layer: int, table: torch.Tensor) -> None:

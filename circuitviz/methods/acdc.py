@@ -17,7 +17,8 @@ state before it (row k-1's when edge k-1 was guessed removed, the one before it 
 exactly the test ACDC makes for edge k; at the first wrong guess the later rows are stale and the
 walk continues after it. An edge's first guess is its first-order change at the current
 circuit against tau (``guessed_ratios``: one forward and backward, refreshed at each block the
-walk reaches; EAP's score at the whole model); a stale row then guesses its edge again from its
+walk reaches, the backward stopping at that block; EAP's score at the whole model); a stale row
+then guesses its edge again from its
 own change, measured in a state one decision away. The circuits are those of the one-edge-at-a-time
 walk whatever the guess (tested against it with wrong, random and right guesses); B is the size
 that makes the expected cost per decided edge smallest for each next guess's chance of being
@@ -25,7 +26,9 @@ wrong, read off the guesses of its kind so far (``SpeculationSize``: a pass cost
 in rows besides its rows, and a wrong guess wastes the rows after it).
 While a reader of block l is tested every reader below block l still has all its edges, so the
 passes start at block l from the clean run (``from_layer``, ``engine.layer_start``): the same
-metrics to float rounding, the blocks below run once per prompt instead of once per row.
+metrics to float rounding, the blocks below run once per prompt instead of once per row; the
+last block runs the last position only (the metric's), the others giving it their keys and
+values, and the writers below l enter the rows' patches from the clean run, once per pass.
 
 Scores: each edge's metric change when it was tested (signed, ``L(without it) - L(with it)`` in
 the state of that moment); an edge never tested (its reader's node was already cut off) scores 0.
@@ -89,11 +92,12 @@ OVERHEAD_POSITIONS = 13
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
-# what the guess at each block costs (``guessed_ratios``: a forward and backward of the circuit,
-# Gemma's renormalisation of every mixed reader among it), in plain forward passes: 5-6 at a
-# sparse circuit, 10-16 at the whole model (the first block's), on Gemma-3-270M's 15- and
-# 34-token prompts
-GUESS_PASSES = 6.0
+# what the guess at each block costs (``guessed_ratios``: a forward of the circuit and a backward
+# down to the block, Gemma's renormalisation of the mixed readers at and above it), in plain
+# forward passes: 4.0 a block on Gemma-3-270M's 34-token prompt, the walk's bookkeeping included
+# (14.7 CPU-s for 18 blocks at a plain pass of 0.205; 6 a block before the backward stopped at
+# the block, 10-16 for the whole model's)
+GUESS_PASSES = 4.0
 
 
 class SpeculationSize:
@@ -154,18 +158,23 @@ class WalkCounts:
     guesses: int = 0  # gradient passes that guessed the decisions (one per block reached)
 
 
-def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float) -> torch.Tensor:
+def guessed_ratios(evaluator, spec, state: torch.Tensor, tau: float, layer: int = 0) -> torch.Tensor:
     """Each edge's guessed |change| / tau at the circuit ``state`` [n_forward, n_backward] bool:
     the metric's gradient in the edge's kept share at that circuit (``patching.masked_residual``,
     one forward and backward), the first-order change of removing it alone (EAP's score when
-    ``state`` is the whole model). The guess is "kept" where it is at least 1.
-    # [n_forward, n_backward] float64, on the host; 0 off the graph"""
+    ``state`` is the whole model). The guess is "kept" where it is at least 1. Only the edges into
+    readers of block ``layer`` and above are guessed (the walk reads those); the readers below
+    keep every edge wholly, so the backward pass stops at block ``layer`` and their norms are not
+    renormalised (0 there). # [n_forward, n_backward] float64, on the host; 0 off the graph"""
     from ..engine.metric import metric_from_residual
     from ..engine.patching import masked_residual
 
     model, prepared = evaluator.model, evaluator.prepared
     # a hair below 1: a reader whose edges are all wholly kept gets no patch, so no gradient
-    keep = (state.to(evaluator.clean_writers.dtype) * (1 - 1e-4))[None].requires_grad_(True)  # [1, fwd, bwd]
+    hair = state.to(evaluator.clean_writers.dtype) * (1 - 1e-4)  # [fwd, bwd]
+    below = torch.tensor([block < layer for block in reader_layers(spec)], device=hair.device)  # [bwd]
+    hair[:, below] = 1.0  # every edge of a reader below the block is kept (state there is the graph)
+    keep = hair[None].requires_grad_(True)  # [1, fwd, bwd]
     with torch.enable_grad():
         corrupted, raw = evaluator.corrupted_writers, evaluator.corrupted_raw
         residual = masked_residual(model, spec, prepared, corrupted, keep, raw)  # [1, d_model]
@@ -215,7 +224,7 @@ def acdc_walk(
             continue
         parents = parents_of[reader].nonzero()[:, 0].flip(0).tolist()  # latest writer first
         if guess is None and guessed_at != layers[reader]:
-            ratios = guessed_ratios(evaluator, spec, state, tau).t().clone()
+            ratios = guessed_ratios(evaluator, spec, state, tau, layers[reader]).t().clone()
             stale.zero_()
             guessed_at = layers[reader]
             counts.guesses += 1

@@ -35,6 +35,11 @@ Hook = tuple[str, Callable]
 _LEVELS = itertools.count(1_000_000)
 
 
+class KeysDone(Exception):
+    """Raised inside the last block once the earlier positions' keys and values are cached
+    (``ModelAdapter.from_layer`` with ``last``)."""
+
+
 class ModelAdapter:
     """One loaded model and what circuitviz keeps beside it (see the module's docstring)."""
 
@@ -226,25 +231,71 @@ class ModelAdapter:
         models whose positions enter inside attention, which a mid-model start would skip)."""
         return not self.positions_inside_attention
 
-    def from_layer(self, residual: torch.Tensor, layer: int, caches: list | None) -> torch.Tensor:
+    def from_layer(self, residual: torch.Tensor, layer: int, caches: list | None, last=None) -> torch.Tensor:
         """The residual after every block when blocks ``layer`` onwards run on ``residual``, the
         residual stream before block ``layer`` at the positions that run, continuing the positions
         held in ``caches`` (``prefix_caches`` / ``cache_rows``; None when none precede). What the
         blocks below ``layer`` would compute must be in ``residual`` and in the caches already.
-        Call inside ``hooked``.  residual: [batch, new, d_model] -> [batch, new, d_model]"""
-        mask = None
+        Call inside ``hooked``.  residual: [batch, new, d_model] -> [batch, new, d_model]
+
+        ``last`` (``layer_start.LastPosition``, its hooks among the run's; only where
+        ``runs_last_position_alone``): the last block runs for the last position's output only,
+        and the result is [batch, 1, d_model]."""
+        top = self.cfg.n_layers if last is None else self.cfg.n_layers - 1
+        if layer < top:
+            residual = self.model(
+                residual,
+                start_at_layer=layer,
+                stop_at_layer=top,
+                past_kv_cache=caches,
+                attention_mask=self._ones(residual, caches),
+            )
+        if last is None:
+            return residual
+        return self._last_block(residual, caches, last)
+
+    @staticmethod
+    def _ones(residual: torch.Tensor, caches: list | None) -> torch.Tensor | None:
+        """The attention mask of a run continuing ``caches``: all ones [batch, cached + new]
+        (None without caches)."""
+        if caches is None:
+            return None
+        shape = (residual.shape[0], int(caches[0].past_keys.shape[1]) + residual.shape[1])
+        return torch.ones(shape, dtype=torch.long, device=residual.device)
+
+    @property
+    def runs_last_position_alone(self) -> bool:
+        """Whether ``from_layer`` can run the last block for the last position only (rotary
+        models with split query, key and value inputs: the stop after the keys are cached
+        is at the rotated queries)."""
+        cfg = self.cfg
+        return self.starts_at_layer and self.rotary and bool(cfg.use_split_qkv_input)
+
+    def _last_block(self, residual: torch.Tensor, caches: list | None, last) -> torch.Tensor:
+        """The last block on ``residual`` [batch, new, d_model] (its input), for the last
+        position: once on the earlier positions until their keys and values are cached, then on
+        the last position reading them.  # [batch, 1, d_model]"""
+        from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+        top = self.cfg.n_layers - 1
+        block = self.model.blocks[top]
+        residual = residual.to(self.layer_device(top))
         if caches is not None:
-            offset = int(caches[0].past_keys.shape[1])
-            # [batch, cached + new], all ones
-            shape = (residual.shape[0], offset + residual.shape[1])
-            mask = torch.ones(shape, dtype=torch.long, device=residual.device)
-        return self.model(
-            residual,
-            start_at_layer=layer,
-            stop_at_layer=self.cfg.n_layers,
-            past_kv_cache=caches,
-            attention_mask=mask,
-        )
+            keys, values = caches[top].past_keys, caches[top].past_values
+        else:
+            shape = (residual.shape[0], 0, self._cached_key_heads(), self.cfg.d_head)
+            keys = values = torch.zeros(shape, dtype=residual.dtype, device=residual.device)
+        cached = TransformerLensKeyValueCacheEntry(keys, values, frozen=False)  # grows by the first call
+        last.keys()
+        try:  # no mask: it would place the (dropped) queries; the stop comes before the keys' rotation
+            block(residual[:, :-1], past_kv_cache_entry=cached)
+        except KeysDone:
+            pass
+        else:
+            raise RuntimeError("the last block ran past its keys: the stop hook is missing")
+        last.last()
+        mask = self._ones(residual, caches)
+        return block(residual[:, -1:], past_kv_cache_entry=cached, attention_mask=mask)
 
     def cache_rows(self, caches_of_tasks: list[list], owner: torch.Tensor) -> list:
         """Caches for a batch whose row i continues task ``owner[i]``'s prefix: ``caches_of_tasks``
