@@ -275,6 +275,8 @@ def patched_metrics(
     circuit may remove an edge into a reader below that block (ValueError). ``last`` [batch]:
     each row's own last position, for prompts padded at the end (``final_residual``; whole passes).
     """
+    if start is not None and last is not None:
+        raise ValueError("Rows padded to one length run whole passes; they cannot start at a layer.")
     batch = removed.shape[0]
     adapter = adapter_of(model)
     device = adapter.device
@@ -307,22 +309,22 @@ def patched_metrics(
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted_writers, prefix, True, clean)
     if start is not None:
         _fill_below(spec, removed, start, current, renorm, copy=below is None)
-    last = None  # the last block for the last position only: what the metric reads
+    one = None  # the last block for the last position only: what the metric reads (not ``last``)
     if start is not None and removed.dim() == 3 and positions > 1 and adapter.runs_last_position_alone:
-        last = LastPosition(spec, positions)
-        current.last = last
+        one = LastPosition(spec, positions)
+        current.last = one
         if renorm is not None:
-            renorm.last = last
+            renorm.last = one
     hooks = writer_hooks(model, spec, current, renorm)
     if removed.dim() == 4:
         hooks += position_patch_hooks(spec, corrupted_writers, weights, current, renorm)
     else:
-        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, last, below)
-    if last is not None:
-        hooks += last.hooks()  # after the patch hooks: the earlier queries are dropped once patched
+        hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, one, below)
+    if one is not None:
+        hooks += one.hooks()  # after the patch hooks: the earlier queries are dropped once patched
     if start is not None:
         with adapter.hooked(hooks):
-            residual = adapter.from_layer(start.residual, start.layer, start.caches, last)[
+            residual = adapter.from_layer(start.residual, start.layer, start.caches, one)[
                 :, -1
             ]  # [batch, d_model]
     else:

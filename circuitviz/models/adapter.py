@@ -13,7 +13,8 @@ import weakref
 
 import torch
 
-from .base_adapter import AttentionParts, Hook, ModelAdapter, apply_norm, head_results
+from .attention_parts import AttentionParts
+from .base_adapter import Hook, ModelAdapter, apply_norm, head_results
 from .bridge_adapter import BridgeAdapter, is_bridge
 
 __all__ = [

@@ -22,7 +22,8 @@ from functools import cached_property
 
 import torch
 
-from circuitviz.models.base_adapter import AttentionParts, Hook, ModelAdapter
+from circuitviz.models.attention_parts import AttentionParts
+from circuitviz.models.base_adapter import Hook, ModelAdapter
 
 # architectures whose attention reads the residual unnormalised, the norm after it (OLMo-2, 3)
 POST_NORM_ARCHITECTURES = frozenset({"Olmo2ForCausalLM", "Olmo3ForCausalLM"})
