@@ -181,7 +181,7 @@ def test_best_of_n_and_paraphrase_pruning_share_one_home_for_their_paraphrase_se
 def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     """The shared loop runs tasks of one prompt length in one masked pass, each row patched
     towards its own task's corrupted run: the metrics and their gradient are each task's own run's."""
-    from circuitviz.engine.metric import metric_from_residual, task_metric
+    from circuitviz.engine.metric import task_metric
     from circuitviz.engine.patching import masked_residual
 
     model = tiny_model("gemma", seed=0)
@@ -189,18 +189,7 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     spec = ctx.spec
     evaluators = [Evaluator(model, spec, prepare_task(model, task)) for task in PARAPHRASES[1:4]]
     assert len({e.prepared.n_positions for e in evaluators}) == 1
-    generator = torch.Generator().manual_seed(5)
-    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
-    keep[0] = (keep[0] > 0.5).double()  # a 0/1 circuit, and a fractional one
-    keep.requires_grad_(True)
-    alone = [
-        metric_from_residual(
-            model,
-            e.prepared,
-            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
-        )
-        for e in evaluators
-    ]
+    keep, alone = _two_masks_each_task_alone(model, spec, evaluators, seed=5)
     residual = masked_residual(
         model,
         spec,
@@ -211,13 +200,7 @@ def test_paraphrases_of_one_length_learn_in_one_pass_as_each_would_alone():
     )
     owner = torch.arange(3, device="cpu").repeat_interleave(2)
     together = task_metric(model, [e.prepared for e in evaluators], owner)(residual).view(3, 2)
-    for e, one, row in zip(evaluators, alone, together):
-        assert torch.allclose(one, row, rtol=0, atol=1e-9)
-        circuit = (keep[0] > 0.5) & spec.edge_mask
-        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
-    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
-    (grad_together,) = torch.autograd.grad(together.sum(), keep)
-    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+    _assert_each_tasks_own(spec, evaluators, keep, alone, together)
 
 
 LONGER = PromptTask(
@@ -232,7 +215,7 @@ def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone
     """Prompts of other lengths share the learning's pass, the shorter padded at the end: each
     row's metric is read at its own last position, and the metrics and their gradient are each
     task's own run's (to float rounding), on a model with a shared post-attention norm."""
-    from circuitviz.engine.metric import compatible_groups, metric_from_residual, task_metric
+    from circuitviz.engine.metric import compatible_groups, task_metric
     from circuitviz.engine.patching import masked_residual, padded_to
 
     model = tiny_model("gemma", seed=0)
@@ -242,18 +225,7 @@ def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone
     lengths = [e.prepared.n_positions for e in evaluators]
     assert len(set(lengths)) == 2 and evaluators[0].corrupted_raw is not None
     assert len(compatible_groups([e.prepared for e in evaluators], same_length=False)) == 1
-    generator = torch.Generator().manual_seed(6)
-    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
-    keep[0] = (keep[0] > 0.5).double()
-    keep.requires_grad_(True)
-    alone = [
-        metric_from_residual(
-            model,
-            e.prepared,
-            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
-        )
-        for e in evaluators
-    ]
+    keep, alone = _two_masks_each_task_alone(model, spec, evaluators, seed=6)
     longest = max(lengths)
     prepared = [e.prepared for e in evaluators]
     residual = masked_residual(
@@ -266,13 +238,7 @@ def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone
     )
     owner = torch.arange(3, device="cpu").repeat_interleave(2)
     together = task_metric(model, prepared, owner, same_length=False)(residual).view(3, 2)
-    for e, one, row in zip(evaluators, alone, together):
-        assert torch.allclose(one, row, rtol=0, atol=1e-9)
-        circuit = (keep[0] > 0.5) & spec.edge_mask
-        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
-    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
-    (grad_together,) = torch.autograd.grad(together.sum(), keep)
-    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+    _assert_each_tasks_own(spec, evaluators, keep, alone, together)
     with pytest.raises(ValueError, match="positions"):
         masked_residual(
             model, spec, prepared, torch.cat([e.corrupted_writers for e in evaluators[::2]]), keep
@@ -524,3 +490,36 @@ def test_the_measurement_of_several_prompt_lengths_in_one_padded_pass():
     assert len(passes) == 1
     for a, b in zip(alone, together):
         assert a == pytest.approx(b, abs=1e-9)
+
+
+def _two_masks_each_task_alone(model, spec, evaluators, seed: int):
+    """(masks [2, n_forward, n_backward]: a 0/1 circuit and a fractional one, needing gradients;
+    each evaluator's task's metrics under them, run alone)."""
+    from circuitviz.engine.metric import metric_from_residual
+    from circuitviz.engine.patching import masked_residual
+
+    generator = torch.Generator().manual_seed(seed)
+    keep = torch.rand((2, spec.n_forward, spec.n_backward), generator=generator, device="cpu").double()
+    keep[0] = (keep[0] > 0.5).double()
+    keep.requires_grad_(True)
+    alone = [
+        metric_from_residual(
+            model,
+            e.prepared,
+            masked_residual(model, spec, e.prepared, e.corrupted_writers, keep, e.corrupted_raw),
+        )
+        for e in evaluators
+    ]
+    return keep, alone
+
+
+def _assert_each_tasks_own(spec, evaluators, keep, alone, together) -> None:
+    """The rows run together equal each task run alone (the 0/1 circuit also its evaluator's
+    metric), and so do the gradients with respect to the masks."""
+    for e, one, row in zip(evaluators, alone, together):
+        assert torch.allclose(one, row, rtol=0, atol=1e-9)
+        circuit = (keep[0] > 0.5) & spec.edge_mask
+        assert float(row[0].detach()) == pytest.approx(float(e.metrics(circuit[None])[0]), abs=1e-9)
+    (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
+    (grad_together,) = torch.autograd.grad(together.sum(), keep)
+    assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
