@@ -103,7 +103,7 @@ def test_the_guess_changes_the_rows_never_the_decisions(shape, guess):
     expected, changes = _reference_walk(evaluator, spec, tau)
     generator = torch.Generator().manual_seed(3)
     guesses = {
-        "none": torch.zeros_like(expected),
+        "none": torch.zeros_like(expected, device=expected.device),
         "random": torch.rand(expected.shape, generator=generator, device="cpu") < 0.5,
         "wrong": ~expected,
         "right": expected.clone(),

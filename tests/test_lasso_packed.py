@@ -91,8 +91,10 @@ def test_a_window_shorter_than_the_tree_runs_the_batches(monkeypatch):
 
 def test_the_reduction_on_distinct_rows_equals_the_reduction_on_every_row():
     generator = torch.Generator().manual_seed(0)
-    distinct = torch.randn(3, 40, 64, generator=generator, dtype=torch.float64)
-    nodes = torch.cat([torch.arange(40), torch.randint(0, 40, (50,), generator=generator)])
+    distinct = torch.randn(3, 40, 64, generator=generator, dtype=torch.float64, device="cpu")
+    nodes = torch.cat(
+        [torch.arange(40, device="cpu"), torch.randint(0, 40, (50,), generator=generator, device="cpu")]
+    )
     order = nodes[torch.randperm(90, generator=generator)].tolist()
     x = distinct[:, order]  # [3, 90, 64]: 90 rows, 40 distinct
     first, inverse = observing._distinct_rows(order)

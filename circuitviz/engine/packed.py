@@ -57,25 +57,15 @@ def prefix_tree(texts: list[list[int]]) -> PrefixTree:
             parent = node
         paths.append(path)
     n = len(tokens)
-    ancestors = torch.eye(
-        n,
-        dtype=torch.bool,
-        device="cpu",
-    )
+    # the tree is built on the CPU on purpose (Python loops over its rows); each hook moves what it
+    # reads to its layer's device (``tree_hooks``)
+    ancestors = torch.eye(n, dtype=torch.bool, device="cpu")
     for node in range(n):  # parents come first, so their rows are complete
         if parents[node] >= 0:
             ancestors[node] |= ancestors[parents[node]]
     return PrefixTree(
-        tokens=torch.tensor(
-            tokens,
-            dtype=torch.long,
-            device="cpu",
-        ),
-        depth=torch.tensor(
-            depths,
-            dtype=torch.long,
-            device="cpu",
-        ),
+        tokens=torch.tensor(tokens, dtype=torch.long, device="cpu"),
+        depth=torch.tensor(depths, dtype=torch.long, device="cpu"),
         ancestors=ancestors,
         paths=paths,
     )

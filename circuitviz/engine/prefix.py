@@ -77,7 +77,7 @@ def final_residual(
             residual = adapter.blocks(tokens)  # [batch, pos, d_model]
     else:
         caches = _prefix_caches(adapter, tokens[:, :prefix])
-        mask = torch.ones_like(tokens)  # [batch, pos]
+        mask = torch.ones_like(tokens, device=tokens.device)  # [batch, pos]
         with adapter.hooked(fwd_hooks):
             residual = adapter.continuing(tokens[:, prefix:], caches, mask)  # [batch, pos - prefix, d_model]
     if last is None:

@@ -376,24 +376,12 @@ def _batch_pass(
     batch's m observed positions, in order."""
     bos = adapter_of(model).bos_token_id
     length = max(len(rows[i][1]) for i in batch)
-    tokens = torch.full(
-        (len(batch), length),
-        pad,
-        dtype=torch.long,
-        device="cpu",
-    )
-    keep = torch.zeros(
-        len(batch),
-        length,
-        dtype=torch.bool,
-        device="cpu",
-    )
+    # filled row by row on the CPU on purpose; the pass moves them to the model's device
+    tokens = torch.full((len(batch), length), pad, dtype=torch.long, device="cpu")
+    keep = torch.zeros(len(batch), length, dtype=torch.bool, device="cpu")
     for row, index in enumerate(batch):
         ids = rows[index][1]
-        tokens[row, : len(ids)] = torch.tensor(
-            ids,
-            device="cpu",
-        )
+        tokens[row, : len(ids)] = torch.tensor(ids, device="cpu")
         keep[row, : len(ids)] = True
         if ids and bos is not None and ids[0] == bos:
             keep[row, 0] = False
@@ -462,11 +450,7 @@ def _packed_pass(
         whole = raw[:, start : start + len(path)] if raw is not None else None
         start += len(path)
         runs[run_rows[index]] = (writers[:, path], residual[0, path[-1]], whole)
-    pick = torch.tensor(
-        order,
-        dtype=torch.long,
-        device="cpu",
-    )
+    pick = torch.tensor(order, dtype=torch.long, device="cpu")  # moved to each tensor's device below
     kept = writers[0].index_select(0, pick.to(writers.device)) if writers is not None else None
     seen = {name: value[0].index_select(0, pick.to(value.device)) for name, value in captured.items()}
     return kept, residual[0].index_select(0, pick.to(residual.device)), seen, runs
@@ -493,16 +477,8 @@ def _distinct_rows(order: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             first.append(row)
         inverse.append(index[node])
     return (
-        torch.tensor(
-            first,
-            dtype=torch.long,
-            device="cpu",
-        ),
-        torch.tensor(
-            inverse,
-            dtype=torch.long,
-            device="cpu",
-        ),
+        torch.tensor(first, dtype=torch.long, device="cpu"),
+        torch.tensor(inverse, dtype=torch.long, device="cpu"),
     )
 
 
