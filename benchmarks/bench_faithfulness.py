@@ -657,8 +657,10 @@ def main() -> int:
 
 
 def merge_transfer(entry: dict, transfer: dict | None) -> None:
-    """Add a row's paraphrase NDFs to the prompt's entry (a rerun row replaces its own; the counts
-    are this run's: the same seed gives the same paraphrases)."""
+    """Add a row's paraphrase NDFs to the prompt's entry (a rerun row replaces its own). The counts
+    (checked, valid, the note) are those of the run that checked more paraphrases: the same seed
+    gives the same paraphrases, but a run with rows that fitted to some (Best-of-N) draws more to
+    hold out, so a run of other rows alone checks fewer and must not shrink the tally."""
     if transfer is None:
         return
     if "transfer" not in entry:
@@ -668,7 +670,10 @@ def merge_transfer(entry: dict, transfer: dict | None) -> None:
     entry["transfer"].setdefault("excluded", {}).update(transfer.get("excluded", {}))
     entry["transfer"].setdefault("held_out_rows", [])
     entry["transfer"]["held_out_rows"] = sorted({*entry["transfer"]["held_out_rows"], *transfer["ndf"]})
-    entry["transfer"].update({k: v for k, v in transfer.items() if k not in ("ndf", "excluded", "held_out")})
+    if transfer.get("paraphrases", 0) >= entry["transfer"].get("paraphrases", 0):
+        entry["transfer"].update(
+            {k: v for k, v in transfer.items() if k not in ("ndf", "excluded", "held_out")}
+        )
 
 
 def publish(lines: list[str], report: dict, markdown: Path | None) -> None:

@@ -10,11 +10,17 @@ import torch
 from reference_patching import writer_outputs
 
 from circuitviz.bench.toy_models import IOI_TASK, planted_model, tiny_model
-from circuitviz.core.graph import GraphSpec
+from circuitviz.core.graph import GraphSpec, prune, top_n
 from circuitviz.core.tasks import PromptTask, prepare_task
 from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
-from circuitviz.methods.flow_routes import FlowRoutesConfig, neutral_task, proximity_shares, route_scores
+from circuitviz.methods.flow_routes import (
+    FlowRoutesConfig,
+    neutral_task,
+    proximity_shares,
+    route_graph,
+    route_scores,
+)
 
 SHAPES = ("gpt2", "gemma", "llama")
 
@@ -71,6 +77,95 @@ def _reference(model, spec: GraphSpec, tokens: torch.Tensor, tau: float) -> torc
     return scores
 
 
+def _strengths_reference(model, spec: GraphSpec, tokens: torch.Tensor, tau: float) -> torch.Tensor:
+    """Each edge's strongest complete route (the product of the shares along it), from the
+    definition with plain loops: the strongest product from the input to every writer and from
+    every reader to the prediction, position by position, then joined edge by edge."""
+    outputs = writer_outputs(model, spec, tokens)
+    names = list(spec.forward_names)
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    n = tokens.shape[1]
+    post = getattr(model.cfg, "use_normalization_before_and_after", False)
+
+    def share(p: int, upstream: int, u: int) -> float:
+        value = _share([outputs[names[k]][p] for k in range(upstream)], u)
+        return value if value >= tau else 0.0
+
+    def source_share(layer: int, head: int, i: int, j: int) -> float:
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"][0]
+        values = cache[f"blocks.{layer}.attn.hook_v"][0]
+        group = head * values.shape[1] // spec.n_heads
+        parts = []
+        for k in range(n):
+            part = pattern[head, i, k] * (values[k, group] @ model.blocks[layer].attn.W_O[head])
+            if post:
+                part = (
+                    part / cache[f"blocks.{layer}.ln1_post.hook_scale"][0, i] * model.blocks[layer].ln1_post.w
+                )
+            parts.append(part)
+        value = _share(parts, j)
+        return value if value >= tau else 0.0
+
+    def upstream_of(reader: int) -> int:
+        if reader == spec.logits_backward:
+            return spec.n_forward
+        layer = next(
+            layer
+            for layer in range(spec.n_layers)
+            if reader == spec.mlp_backward(layer)
+            or spec.head_backward(layer, "v").start <= reader < spec.head_backward(layer, "v").stop
+        )
+        if reader == spec.mlp_backward(layer):
+            return spec.upstream_of_mlp(layer)
+        return spec.upstream_of_heads(layer)
+
+    value_readers = [spec.logits_backward]
+    for layer in range(spec.n_layers):
+        index = spec.head_backward(layer, "v")
+        value_readers += list(range(index.start, index.stop)) + [spec.mlp_backward(layer)]
+    # onwards: from the prediction backwards
+    down = {r: [0.0] * n for r in value_readers}
+    writer_down = {u: [0.0] * n for u in range(spec.n_forward)}
+    down[spec.logits_backward][n - 1] = 1.0
+
+    def push(reader: int) -> None:
+        for p in range(n):
+            for u in range(upstream_of(reader)):
+                writer_down[u][p] = max(writer_down[u][p], share(p, upstream_of(reader), u) * down[reader][p])
+
+    push(spec.logits_backward)
+    for layer in reversed(range(spec.n_layers)):
+        down[spec.mlp_backward(layer)] = list(writer_down[names.index(f"m{layer}")])
+        push(spec.mlp_backward(layer))
+        for head in range(spec.n_heads):
+            own = writer_down[names.index(f"a{layer}.h{head}")]
+            reader = spec.head_backward(layer, "v").start + head
+            down[reader] = [max(source_share(layer, head, i, j) * own[i] for i in range(n)) for j in range(n)]
+            push(reader)
+    # from the input forwards
+    up = {u: [0.0] * n for u in range(spec.n_forward)}
+    up[0] = [1.0] * n
+
+    def arriving(reader: int, p: int) -> float:
+        return max(up[u][p] * share(p, upstream_of(reader), u) for u in range(upstream_of(reader)))
+
+    for layer in range(spec.n_layers):
+        for head in range(spec.n_heads):
+            reader = spec.head_backward(layer, "v").start + head
+            into = [arriving(reader, j) for j in range(n)]
+            up[names.index(f"a{layer}.h{head}")] = [
+                max(source_share(layer, head, i, j) * into[j] for j in range(n)) for i in range(n)
+            ]
+        up[names.index(f"m{layer}")] = [arriving(spec.mlp_backward(layer), p) for p in range(n)]
+    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    for reader in value_readers:
+        upstream = upstream_of(reader)
+        for u in range(upstream):
+            strengths[u, reader] = max(up[u][p] * share(p, upstream, u) * down[reader][p] for p in range(n))
+    return strengths
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("tau", [0.0, 0.05, 0.2])
 def test_routes_equal_the_reference_from_the_formulas(shape, tau):
@@ -83,6 +178,40 @@ def test_routes_equal_the_reference_from_the_formulas(shape, tau):
     assert (found > 0).any()
     if tau > 0:
         assert ((found == 0) & spec.edge_mask).any()  # the threshold cut some edges
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("tau", [0.0, 0.05])
+def test_route_strengths_equal_the_reference_and_rank_whole_routes(shape, tau):
+    model = tiny_model(shape, seed=3)
+    spec = GraphSpec.from_model(model)
+    tokens = prepare_task(model, IOI_TASK).clean_tokens
+    scores, _, strengths = route_graph(model, spec, tokens, tau)
+    expected = _strengths_reference(model, spec, tokens, tau)
+    assert torch.allclose(strengths.double(), expected, atol=1e-7)
+    if tau > 0:  # an edge is strong exactly when it lies on a route (a route's shares are positive)
+        assert torch.equal((strengths > 0) & spec.edge_mask, (scores > 0) & spec.edge_mask)
+    # the top N by strength are whole routes from the input to the prediction: pruning keeps every
+    # edge stronger than the N-th (a route's edges tie at its product, so the cut may split one)
+    values = strengths[spec.edge_mask].sort(descending=True).values
+    positive = int((values > 0).sum())
+    for n in sorted({1, 3, positive // 4, positive // 2, positive}):
+        kept = prune(spec, top_n(spec, strengths, n))
+        stronger = (strengths > values[n - 1]) & spec.edge_mask
+        assert (kept | ~stronger).all()
+    assert int(prune(spec, top_n(spec, strengths, positive)).sum()) == positive
+
+
+def test_the_method_ranks_by_strength_and_draws_whole_routes_at_small_budgets():
+    model = tiny_model("gemma", seed=1)
+    spec = GraphSpec.from_model(model)
+    result = get_method("flow-routes").run_on(model, IOI_TASK, None, budgets=[2, 6])
+    _, _, strengths = route_graph(model, spec, prepare_task(model, IOI_TASK).clean_tokens, 0.04)
+    assert torch.allclose(result.scores, strengths.float().cpu() * spec.edge_mask)
+    values = result.scores[spec.edge_mask].sort(descending=True).values
+    for budget in (2, 6):  # every edge stronger than the budget's last survives pruning
+        stronger = (result.scores > values[budget - 1]) & spec.edge_mask
+        assert (result.circuit(budget) | ~stronger).all()
 
 
 def test_shares_of_a_sum_add_to_one_and_refuse_parts_pointing_away():
