@@ -1,15 +1,34 @@
 """Content keys: a stable hash of the plain values that produced something (a result, a score
-matrix, a memo). A leaf module, so everything that keys what it keeps imports only this."""
+matrix, a memo). A leaf module, so everything that keys what it keeps imports only this.
+
+Every key also holds the engine: the package's version and a digest of its source files, so a
+result stored by other code (an upgrade, or any change to a method, the evaluator or the model
+assembly) is never served as this code's: the version alone never changed while the figures did."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from pathlib import Path
 
 from .. import __version__
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def engine_digest() -> str:
+    """The version and a digest of every Python source file of the package (their paths and
+    bytes, in path order): computed once a process, about 2 MB read."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return f"{__version__}+{digest.hexdigest()[:16]}"
 
 
 def content_key(**parts) -> str:
     """A stable hash of plain values (sorted keys, so dict order never changes the key)."""
-    text = json.dumps({"engine": __version__, **parts}, sort_keys=True, default=str)
+    text = json.dumps({"engine": engine_digest(), **parts}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -1,0 +1,39 @@
+"""Content keys hold the engine's source: a result stored by other code is never served."""
+
+from __future__ import annotations
+
+from circuitviz.core import keys
+
+
+def _digest_of(monkeypatch, folder) -> str:
+    monkeypatch.setattr(keys, "PACKAGE", folder)
+    keys.engine_digest.cache_clear()
+    return keys.engine_digest()
+
+
+def test_a_changed_source_file_changes_every_key(monkeypatch, tmp_path):
+    (tmp_path / "methods").mkdir()
+    (tmp_path / "methods" / "a.py").write_text("SCORE = 1\n")
+    (tmp_path / "b.py").write_text("x = 2\n")
+    (tmp_path / "notes.txt").write_text("not source")
+    try:
+        first = _digest_of(monkeypatch, tmp_path)
+        key = keys.content_key(kind="discover", method="a")
+        assert _digest_of(monkeypatch, tmp_path) == first  # stable for the same files
+        (tmp_path / "notes.txt").write_text("changed, still not source")
+        assert _digest_of(monkeypatch, tmp_path) == first
+        (tmp_path / "methods" / "a.py").write_text("SCORE = 2\n")
+        assert _digest_of(monkeypatch, tmp_path) != first
+        assert keys.content_key(kind="discover", method="a") != key
+        # a file moved keeps its bytes but not its path: another engine too
+        (tmp_path / "methods" / "a.py").write_text("SCORE = 1\n")
+        assert _digest_of(monkeypatch, tmp_path) == first
+        (tmp_path / "methods" / "a.py").rename(tmp_path / "a.py")
+        assert _digest_of(monkeypatch, tmp_path) != first
+    finally:
+        keys.engine_digest.cache_clear()
+
+
+def test_the_real_package_digest_names_the_version():
+    keys.engine_digest.cache_clear()
+    assert keys.engine_digest().startswith(keys.__version__ + "+")
