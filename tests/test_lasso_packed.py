@@ -89,16 +89,26 @@ def test_a_window_shorter_than_the_tree_runs_the_batches(monkeypatch):
     assert batched.n_observations == sum(len(ids) - 1 for ids in rows)
 
 
-def test_the_reduction_on_distinct_rows_equals_the_reduction_on_every_row():
+@pytest.mark.parametrize("n_distinct, n_rows, width", [(40, 90, 64), (150, 200, 160)])
+def test_the_reduction_on_distinct_rows_equals_the_reduction_on_every_row(n_distinct, n_rows, width):
+    """Both paths: exact (at most ``units.EXACT_ROWS`` rows or columns) and randomized."""
     generator = torch.Generator().manual_seed(0)
-    distinct = torch.randn(3, 40, 64, generator=generator, dtype=torch.float64, device="cpu")
+    distinct = torch.randn(3, n_distinct, width, generator=generator, dtype=torch.float64, device="cpu")
+    distinct = distinct * torch.linspace(
+        3, 0.1, width, dtype=torch.float64, device="cpu"
+    )  # a decaying spectrum
+    extra = n_rows - n_distinct
     nodes = torch.cat(
-        [torch.arange(40, device="cpu"), torch.randint(0, 40, (50,), generator=generator, device="cpu")]
+        [
+            torch.arange(n_distinct, device="cpu"),
+            torch.randint(0, n_distinct, (extra,), generator=generator, device="cpu"),
+        ]
     )
-    order = nodes[torch.randperm(90, generator=generator)].tolist()
-    x = distinct[:, order]  # [3, 90, 64]: 90 rows, 40 distinct
+    order = nodes[torch.randperm(n_rows, generator=generator)].tolist()
+    x = distinct[:, order]  # [3, n_rows, width]
+    assert (min(n_rows, width) <= units.EXACT_ROWS) == (n_rows == 90)  # one case of each path
     first, inverse = observing._distinct_rows(order)
-    assert len(first) == 40 and torch.equal(x[:, first][:, inverse], x)
+    assert len(first) == n_distinct and torch.equal(x[:, first][:, inverse], x)
     every = units.principal_scores(x, 4, seed=3, dtype=torch.float64)
     once = units.principal_scores(x, 4, seed=3, dtype=torch.float64, rows=(first, inverse))
     assert torch.allclose(aligned(once, every), every, rtol=1e-9, atol=1e-10)

@@ -378,6 +378,21 @@ def _solve_on_slots(
     return solution, order
 
 
+def _gram_on_slots(gram, order, direction, memory_bytes: float = 2**27) -> torch.Tensor:
+    """(G d) at each column's slots, d = ``direction`` [k, t] in the slots ``order`` [k, t] (0
+    elsewhere), from each column's k x k block of G: the same sums as ``(G @ d_full).gather(0,
+    order)`` over the k slots instead of all p rows (the embedded model: k about 16 of 364), in
+    chunks of columns whose blocks hold at most ``memory_bytes``.  # [k, t]"""
+    size, t = order.shape
+    out = torch.empty(size, t, dtype=direction.dtype, device=direction.device)
+    chunk = max(1, int(memory_bytes // (8 * max(size, 1) ** 2)))
+    for start in range(0, t, chunk):
+        index = order[:, start : start + chunk].T  # [c, k]
+        block = gram[index[:, :, None], index[:, None, :]]  # [c, k, k]
+        out[:, start : start + chunk] = (block @ direction[:, start : start + chunk].T[:, :, None])[:, :, 0].T
+    return out
+
+
 def _support_first(support: torch.Tensor, size: int) -> torch.Tensor:
     """Each column's support rows in increasing order, then its other rows, first ``size`` only:
     what a stable argsort of ``~support`` gives, by counting instead of sorting.  # [size, t]"""
@@ -506,8 +521,7 @@ def lasso_active_set(
         target, order = _solve_on_slots(gram, c, lam, signs * m, ridge, min_size=1)
         x_s = x.gather(0, order)  # 0 in the padding slots, as the target
         direction = target - x_s
-        spread = torch.zeros_like(x).scatter_(0, order, direction)
-        gram_d = (gram @ spread).gather(0, order)
+        gram_d = _gram_on_slots(gram, order, direction)
         gram_x_s, c_s = gram_x.gather(0, order), c.gather(0, order)
         step = _line_minimum(gram_d, gram_x_s, c_s, lam, x_s, direction)
         new_s = x_s + step * direction

@@ -106,8 +106,12 @@ def principal_scores(
 
     x: [n_units, M, d] (any layout; converted to ``dtype``, default x's own, a chunk of units at a
     time) -> [n_units, M, k'] with k' = min(k, M, d). Exact (eigendecomposition of the smaller
-    Gram matrix) when min(M, d) is small; otherwise randomized subspace iteration (Halko,
-    Martinsson and Tropp 2011) with a seeded generator, so results are reproducible.
+    Gram matrix) when the rows (all M) or the columns are at most ``EXACT_ROWS`` (or 4 x (k + 8));
+    otherwise randomized subspace iteration (Halko, Martinsson and Tropp 2011) with a seeded
+    generator, so results are reproducible. Until 2026-12-03 the exact path was taken only below
+    4 x (k + 8) = 48 rows at the default k; on the short prompts, where the randomized iteration's
+    ten products and five factorisations a unit cost more than one Gram matrix and its
+    eigendecomposition, the exact scores are now both cheaper and exact (docs/methods.md).
 
     On the CPU the units are reduced a few at a time (``_CPU_CHUNK_BYTES`` of ``dtype`` each):
     every unit's arithmetic is its own (a batched product or factorisation treats each matrix
@@ -122,21 +126,25 @@ def principal_scores(
     iteration then runs on the r distinct rows, each centred and weighted by the square root of
     its count: with U the M x r matrix of those rows' copies scaled by 1 / sqrt(count), which has
     orthonormal columns, the rows are U times the weighted ones, every iterate is U times the
-    weighted iteration's, and the scores are U times its scores. The same scores up to float
+    weighted iteration's, and the scores are U times its scores (the exact path likewise: the
+    weighted rows have the same Gram matrix W^T W as all M, so the same directions). The same scores up to float
     rounding, from r rows' products instead of M (factual: 75 rows instead of 116).
     """
     n, m, d = x.shape
     dtype = dtype or x.dtype
     k = max(1, min(k, m, d))
     width = min(k + 8, m, d)
-    exact = min(m, d) <= 4 * width
-    omega = None if exact else _random_start(seed, n, d, width, dtype).to(x.device)
-    if exact or rows is None or len(rows[0]) == m:
+    if rows is None or len(rows[0]) == m:
         rows = None
     else:
         first, inverse = (part.to(x.device) for part in rows)
         count = torch.bincount(inverse, minlength=len(first)).to(dtype)  # [r]
         root = count.sqrt()[None, :, None]  # [1, r, 1]
+    # decided on all M rows, so a packed run (distinct rows given) takes the path an unpacked one does
+    exact = min(m, d) <= max(4 * width, EXACT_ROWS)
+    if exact and rows is not None and len(first) < k:  # too few distinct rows for k directions
+        rows = None
+    omega = None if exact else _random_start(seed, n, d, width, dtype).to(x.device)
     per_unit = (m if rows is None else len(first)) * d * torch.finfo(dtype).bits // 8
     size = max(1, _CPU_CHUNK_BYTES // max(per_unit, 1)) if x.device.type == "cpu" else max(n, 1)
     parts = []
@@ -145,7 +153,10 @@ def principal_scores(
             chunk = x[start : start + size].index_select(1, first).to(dtype)  # a copy: [c, r, d]
             mean = torch.matmul(count, chunk) / m  # [c, d]
             centred = chunk.sub_(mean[:, None, :]).mul_(root)
-            scores = _randomized_scores(centred, omega[start : start + size], k, power_iterations)
+            if exact:
+                scores = _exact_scores(centred, k)
+            else:
+                scores = _randomized_scores(centred, omega[start : start + size], k, power_iterations)
             parts.append((scores / root).index_select(1, inverse))
             continue
         # a copy of its own (even in ``dtype`` already), centred in place: one working array a chunk
@@ -159,6 +170,9 @@ def principal_scores(
 
 
 _CPU_CHUNK_BYTES = 2 * 2**20  # units reduced together on the CPU (see ``principal_scores``)
+# at most this many distinct rows (or columns), the scores come from the eigendecomposition of the
+# smaller Gram matrix, exact, instead of the randomized iteration (cheaper there: fewer products)
+EXACT_ROWS = 128
 _RANDOM_STARTS: OrderedDict[tuple, torch.Tensor] = OrderedDict()  # see ``_random_start``
 _RANDOM_STARTS_BYTES = 64 * 2**20  # at most this much kept (the embedded model's draws: 6.1 MB)
 _RANDOM_STARTS_LOCK = threading.Lock()
