@@ -158,7 +158,7 @@ def _strengths_reference(model, spec: GraphSpec, tokens: torch.Tensor, tau: floa
                 max(source_share(layer, head, i, j) * into[j] for j in range(n)) for i in range(n)
             ]
         up[names.index(f"m{layer}")] = [arriving(spec.mlp_backward(layer), p) for p in range(n)]
-    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64)
+    strengths = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.float64, device="cpu")
     for reader in value_readers:
         upstream = upstream_of(reader)
         for u in range(upstream):

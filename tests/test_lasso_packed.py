@@ -94,9 +94,8 @@ def test_the_reduction_on_distinct_rows_equals_the_reduction_on_every_row(n_dist
     """Both paths: exact (at most ``units.EXACT_ROWS`` rows or columns) and randomized."""
     generator = torch.Generator().manual_seed(0)
     distinct = torch.randn(3, n_distinct, width, generator=generator, dtype=torch.float64, device="cpu")
-    distinct = distinct * torch.linspace(
-        3, 0.1, width, dtype=torch.float64, device="cpu"
-    )  # a decaying spectrum
+    decay = torch.linspace(3, 0.1, width, dtype=torch.float64, device="cpu")  # a decaying spectrum
+    distinct = distinct * decay
     extra = n_rows - n_distinct
     nodes = torch.cat(
         [
