@@ -203,7 +203,6 @@ def route_graph(model, spec: GraphSpec, tokens: torch.Tensor, tau: float, querie
         reader_reach[spec.head_backward(layer, "v")] = value_route
         sources[layer] = {"v": shares * (shares >= tau)}
         reader_down[spec.head_backward(layer, "v")] = spread(sources[layer]["v"], writer_down[heads])
-        readers = list(range(spec.head_backward(layer, "v").start, spec.head_backward(layer, "v").stop))
         if queries_keys:
             pattern = captured[sites.attention_pattern(layer)][0].to(writers.dtype)  # [H, i, j]
             reader_reach[spec.head_backward(layer, "q")] = reached
@@ -211,10 +210,7 @@ def route_graph(model, spec: GraphSpec, tokens: torch.Tensor, tau: float, querie
             sources[layer].update(q=None, k=pattern * (pattern >= tau))
             reader_down[spec.head_backward(layer, "q")] = writer_down[heads]
             reader_down[spec.head_backward(layer, "k")] = spread(sources[layer]["k"], writer_down[heads])
-            for kind in ("q", "k"):
-                index = spec.head_backward(layer, kind)
-                readers += list(range(index.start, index.stop))
-        feed(readers, spec.upstream_of_heads(layer))
+        feed(_readers_of(spec, layer, sources[layer]), spec.upstream_of_heads(layer))
     return scores, reader_reach, route_strengths(spec, tau, writers, shares_of, sources, reader_down)
 
 
