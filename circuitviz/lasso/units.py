@@ -127,8 +127,9 @@ def principal_scores(
     its count: with U the M x r matrix of those rows' copies scaled by 1 / sqrt(count), which has
     orthonormal columns, the rows are U times the weighted ones, every iterate is U times the
     weighted iteration's, and the scores are U times its scores (the exact path likewise: the
-    weighted rows have the same Gram matrix W^T W as all M, so the same directions). The same scores up to float
-    rounding, from r rows' products instead of M (factual: 75 rows instead of 116).
+    weighted rows have the same Gram matrix W^T W as all M, so the same directions). The same
+    scores up to float rounding, from r rows' products instead of M (factual: 75 rows instead of
+    116).
     """
     n, m, d = x.shape
     dtype = dtype or x.dtype
@@ -145,6 +146,12 @@ def principal_scores(
     if exact and rows is not None and len(first) < k:  # too few distinct rows for k directions
         rows = None
     omega = None if exact else _random_start(seed, n, d, width, dtype).to(x.device)
+
+    def reduce(centred: torch.Tensor, start: int) -> torch.Tensor:
+        if exact:
+            return _exact_scores(centred, k)
+        return _randomized_scores(centred, omega[start : start + size], k, power_iterations)
+
     per_unit = (m if rows is None else len(first)) * d * torch.finfo(dtype).bits // 8
     size = max(1, _CPU_CHUNK_BYTES // max(per_unit, 1)) if x.device.type == "cpu" else max(n, 1)
     parts = []
@@ -153,25 +160,18 @@ def principal_scores(
             chunk = x[start : start + size].index_select(1, first).to(dtype)  # a copy: [c, r, d]
             mean = torch.matmul(count, chunk) / m  # [c, d]
             centred = chunk.sub_(mean[:, None, :]).mul_(root)
-            if exact:
-                scores = _exact_scores(centred, k)
-            else:
-                scores = _randomized_scores(centred, omega[start : start + size], k, power_iterations)
-            parts.append((scores / root).index_select(1, inverse))
+            parts.append((reduce(centred, start) / root).index_select(1, inverse))
             continue
         # a copy of its own (even in ``dtype`` already), centred in place: one working array a chunk
         chunk = x[start : start + size].to(dtype, copy=True)
-        centred = chunk.sub_(chunk.mean(1, keepdim=True))
-        if exact:
-            parts.append(_exact_scores(centred, k))
-        else:
-            parts.append(_randomized_scores(centred, omega[start : start + size], k, power_iterations))
+        parts.append(reduce(chunk.sub_(chunk.mean(1, keepdim=True)), start))
     return torch.cat(parts) if parts else torch.zeros(0, m, k, dtype=dtype, device=x.device)
 
 
 _CPU_CHUNK_BYTES = 2 * 2**20  # units reduced together on the CPU (see ``principal_scores``)
-# at most this many distinct rows (or columns), the scores come from the eigendecomposition of the
-# smaller Gram matrix, exact, instead of the randomized iteration (cheaper there: fewer products)
+# at most this many rows (all M, not the distinct ones) or columns, the scores come from the
+# eigendecomposition of the smaller Gram matrix, exact, instead of the randomized iteration
+# (cheaper there: fewer products)
 EXACT_ROWS = 128
 _RANDOM_STARTS: OrderedDict[tuple, torch.Tensor] = OrderedDict()  # see ``_random_start``
 _RANDOM_STARTS_BYTES = 64 * 2**20  # at most this much kept (the embedded model's draws: 6.1 MB)
