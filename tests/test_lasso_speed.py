@@ -363,7 +363,7 @@ def test_identical_target_columns_are_solved_once(monkeypatch):
     assert 0 < len(distinct) < problem.targets.shape[1]
     assert torch.equal(problem.targets[:, distinct][:, copy_of], problem.targets)
     solved: list[int] = []
-    original = sem.lasso_active_set
+    original = sem.lasso_in_blocks
 
     def counting(gram, cross, *args, **kwargs):
         solved.append(int(cross.shape[1]))
@@ -371,7 +371,7 @@ def test_identical_target_columns_are_solved_once(monkeypatch):
 
     for selection in ("0.05", "0.3"):
         solved.clear()
-        monkeypatch.setattr(sem, "lasso_active_set", counting)
+        monkeypatch.setattr(sem, "lasso_in_blocks", counting)
         new = sem.fit_sem(problem, selection)
         new_columns = solved[0]
         monkeypatch.setattr(sem, "distinct_columns", each_column_alone)

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .blocks import lasso_in_blocks
 from .solver import (
     kkt_violation,
     lambda_grid,
-    lasso_active_set,
     solve_on_support,
     solver_threads,
     sufficient_statistics,
@@ -157,7 +157,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         columns = running.nonzero(as_tuple=True)[0]
         if columns.numel() == 0:
             break
-        fit = lasso_active_set(
+        fit = lasso_in_blocks(
             gram,
             cross[:, columns],
             power[columns],
@@ -188,7 +188,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
                 high, low = float(grid[index - 1]) if index else float(lam) * 2, float(lam)
                 for _ in range(BISECTIONS):
                     middle = math.sqrt(high * low)
-                    fit = lasso_active_set(gram, cross, power, middle, allowed, init=best, tol=tol)
+                    fit = lasso_in_blocks(gram, cross, power, middle, allowed, init=best, tol=tol)
                     rounds += fit.iterations
                     count = int(((problem.aggregate(fit.coefficients[:, copy_of]) > 0) & unit_allowed).sum())
                     if count > target_edges:

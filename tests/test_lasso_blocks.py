@@ -1,0 +1,104 @@
+"""The active-set Lasso solved in blocks of the rows its columns allow (``circuitviz.lasso.blocks``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_models import tiny_model
+from circuitviz.lasso import blocks, sem, solver, units
+
+
+def layered_problem(seed: int, layers: int = 4, width: int = 64, m: int = 600):
+    """A layered SEM's regression, as CircuitLasso's: predictors in ``layers`` layers of ``width``;
+    a target of layer i allows the predictors of layers < i (the first layer's allow none); one
+    more target (the metric) allows only the last layer's. More observations than predictors, so
+    every column's Lasso has one solution."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    p = layers * width
+    x = torch.randn(m, p, generator=generator, dtype=torch.float64, device="cpu")
+    layer_of = torch.arange(p, device="cpu") // width
+    mixing = torch.randn(p, p, generator=generator, dtype=torch.float64, device="cpu")
+    sparse = torch.rand(p, p, generator=generator, device="cpu") < 0.2
+    weights = mixing * sparse * (layer_of[:, None] < layer_of[None, :])
+    metric_weights = torch.randn(p, 1, generator=generator, dtype=torch.float64, device="cpu")
+    y = torch.cat([x @ weights, x @ (metric_weights * (layer_of == layers - 1)[:, None])], dim=1)
+    y = y + 0.5 * torch.randn(m, p + 1, generator=generator, dtype=torch.float64, device="cpu")
+    allowed = torch.zeros(p, p + 1, dtype=torch.bool, device="cpu")
+    allowed[:, :p] = layer_of[:, None] < layer_of[None, :]
+    allowed[:, p] = layer_of == layers - 1
+    x, y = solver.standardize(x)[0], solver.standardize(y)[0]
+    return (*solver.sufficient_statistics(x, y), allowed)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("lam", [0.2, 0.03])
+def test_blocks_give_the_solution_of_one_batch(seed, lam):
+    """Solved in blocks or over every row at once: the same supports, coefficients and gaps to
+    rounding (a block's product skips the rows its columns do not allow), zero wherever a column
+    allows nothing, and a plan of more than one block."""
+    gram, cross, power, allowed = layered_problem(seed)
+    plan = blocks.row_blocks(allowed, "cpu")
+    assert plan is not None and len(plan) > 1
+    whole = solver.lasso_active_set(gram, cross, power, lam, allowed)
+    split = blocks.lasso_in_blocks(gram, cross, power, lam, allowed)
+    assert torch.equal(split.coefficients != 0, whole.coefficients != 0)
+    torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)
+    torch.testing.assert_close(split.gap, whole.gap, rtol=0, atol=1e-12)
+    assert bool((split.coefficients[~allowed] == 0).all())
+    assert bool((split.coefficients != 0).any()) and split.converged
+
+
+def test_the_plan_covers_every_column_once_over_the_rows_it_allows():
+    """Every column is in one block; a block's rows are the union of what its columns allow, in
+    increasing order; no plan without a mask, elsewhere than on the CPU, or where every column
+    allows every row."""
+    _, _, _, allowed = layered_problem(0)
+    plan = blocks.row_blocks(allowed, "cpu")
+    columns = torch.cat([cols for _, cols in plan]).sort().values
+    assert torch.equal(columns, torch.arange(allowed.shape[1], device="cpu"))
+    for rows, cols in plan:
+        union = allowed[:, cols].any(1).nonzero(as_tuple=True)[0]
+        assert torch.equal(rows, union)
+    assert blocks.row_blocks(None, "cpu") is None
+    assert blocks.row_blocks(allowed, "meta") is None
+    assert blocks.row_blocks(torch.ones(5, 7, dtype=torch.bool, device="cpu"), "cpu") is None
+
+
+def test_a_column_allowing_nothing_and_a_single_pattern_of_fewer_rows():
+    """A mask with one pattern over half the rows is solved on those rows (one block, not None);
+    columns allowing no row are zero with a zero gap."""
+    gram, cross, power, _ = layered_problem(2)
+    p, t = cross.shape
+    allowed = torch.zeros(p, t, dtype=torch.bool, device="cpu")
+    allowed[: p // 2, : t // 2] = True
+    plan = blocks.row_blocks(allowed, "cpu")
+    assert plan is not None
+    whole = solver.lasso_active_set(gram, cross, power, 0.05, allowed)
+    split = blocks.lasso_in_blocks(gram, cross, power, 0.05, allowed)
+    torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)
+    assert bool((split.coefficients[:, t // 2 :] == 0).all()) and bool((split.gap[t // 2 :] == 0).all())
+
+
+def test_circuit_lasso_fits_the_same_in_blocks(monkeypatch):
+    """CircuitLasso's components fit on a tiny Gemma-shaped model, at a fixed lambda and along
+    the criterion's path: the same selection and coefficients in blocks as in one batch (a block's
+    fixed cost set to zero, so this small problem is split as the embedded model's is)."""
+    from test_lasso_speed import gemma_problem
+
+    model = tiny_model("gemma", seed=0)
+    spec, observed = gemma_problem(model)
+    problem = units.build_component_problem(
+        model, spec, observed.writers, observed.activations, observed.metric, 4
+    )
+    assert blocks.row_blocks(problem.column_allowed(), "cpu") is None  # too small to pay
+    for selection in ("0.05", "auto"):
+        monkeypatch.setattr(blocks, "_BLOCK_S", 0.0)
+        assert len(blocks.row_blocks(problem.column_allowed(), "cpu")) > 1
+        split = sem.fit_sem(problem, selection)
+        monkeypatch.setattr(blocks, "row_blocks", lambda allowed, device: None)
+        whole = sem.fit_sem(problem, selection)
+        monkeypatch.undo()
+        assert torch.equal(split.coefficients != 0, whole.coefficients != 0)
+        torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)
+        assert torch.equal(split.chosen, whole.chosen)
