@@ -102,3 +102,60 @@ def test_circuit_lasso_fits_the_same_in_blocks(monkeypatch):
         assert torch.equal(split.coefficients != 0, whole.coefficients != 0)
         torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)
         assert torch.equal(split.chosen, whole.chosen)
+
+
+# ----- SAE features identical at every observation (twins) ---------------------------------------
+def feature_units(seed: int, m: int = 60, width: int = 40):
+    """Two layers of sparse non-negative 'features' with twins: in layer 0, feature 1 is 2.5 x
+    feature 0 and feature 5 is feature 4 x 0.1; in layer 1, feature 0 is 3 x layer 0's feature 0
+    (a copy across layers, which stays). Fewer observations than features."""
+    from circuitviz.lasso.units import SAEUnits
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    layers = []
+    for _ in range(2):
+        values = torch.rand(m, width, generator=generator, device="cpu")
+        values = values * (torch.rand(m, width, generator=generator, device="cpu") < 0.15)
+        layers.append(values)
+    layers[0][:, 1] = 2.5 * layers[0][:, 0]
+    layers[0][:, 5] = 0.1 * layers[0][:, 4]
+    layers[1][:, 0] = 3.0 * layers[0][:, 0]
+    prompt = [torch.zeros(width, device="cpu") for _ in range(2)]
+    prompt[0][1], prompt[0][4] = 1.0, 1.0  # the prompt uses feature 1 more than 0; 4 and 5 tie
+    features = [torch.arange(width, device="cpu") for _ in range(2)]
+    return SAEUnits([3, 9], ["a", "b"], features, layers, prompt, [width, width])
+
+
+def test_twin_features_are_merged_into_the_one_the_prompt_uses_most():
+    """A group of identical (proportional) columns of one layer keeps one predictor, the feature
+    most active on the prompt (ties to the lower index); copies across layers are not merged."""
+    units_ = feature_units(0)
+    metric = torch.randn(60, generator=torch.Generator(device="cpu").manual_seed(1), device="cpu")
+    problem = units.build_sae_problem(units_, metric)
+    assert problem.info["twins"] == {1: [0], 4: [5]}
+    sources = set(problem.source_of.tolist())
+    assert 0 not in sources and 5 not in sources and {1, 4, 40} <= sources
+    columns = torch.randn(
+        20, 3, generator=torch.Generator(device="cpu").manual_seed(2), dtype=torch.float64, device="cpu"
+    )
+    columns[:, 2] = -columns[:, 0]  # a negative copy is a twin too
+    standardised, kept = solver.standardize(columns)
+    layer_of = torch.zeros(3, dtype=torch.long, device="cpu")
+    assert units.twin_columns(standardised, kept, layer_of, torch.zeros(3, device="cpu")) == {0: [2]}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_feature_fit_does_not_depend_on_how_the_solve_sums(seed, monkeypatch):
+    """With twins merged, the SAE feature fit (more features than observations) gives the same
+    selection in blocks as in one batch: the Lasso's choice no longer rests on float rounding."""
+    problem = units.build_sae_problem(
+        feature_units(seed),
+        torch.randn(60, generator=torch.Generator(device="cpu").manual_seed(seed), device="cpu"),
+    )
+    monkeypatch.setattr(blocks, "_BLOCK_S", 0.0)
+    assert len(blocks.row_blocks(problem.column_allowed(), "cpu")) > 1
+    split = sem.fit_sem(problem, "0.3")
+    monkeypatch.setattr(blocks, "row_blocks", lambda allowed, device: None)
+    whole = sem.fit_sem(problem, "0.3")
+    assert torch.equal(split.selected > 0, whole.selected > 0)
+    torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)

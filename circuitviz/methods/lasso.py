@@ -319,12 +319,16 @@ def _feature_circuit(saes, observations, config) -> dict:
         feature_of += features.tolist()
         prompt_of += prompt_mean.tolist()
     in_circuit = sorted({int(i) for i in kept_edges.nonzero()[:, 0].tolist()})
+    twins = problem.info.get("twins", {})
+    merged = sum(len(members) for members in twins.values())
     nodes = [
         {
             "id": names[i],
             "layer": layer_of[i],
             "feature": int(feature_of[i]),
             "prompt_activation": float(prompt_of[i]),
+            # features of its layer identical to it at every observation, merged into it
+            "twins": [int(feature_of[j]) for j in twins.get(i, [])],
         }
         for i in in_circuit
     ]
@@ -342,11 +346,19 @@ def _feature_circuit(saes, observations, config) -> dict:
         "nodes": nodes,
         "edges": edge_list,
         "selected_edges_total": int(edges.sum()),
+        "twins_merged": merged,
         "regression": {k: v for k, v in fit.info.items() if k != "lambda_grid"},
         "note": (
             "Signed standardised Lasso coefficients between SAE features (and from the last layer's "
             "features to the metric), kept when on a path into the metric: a dependency skeleton, "
             "not effect sizes."
+            + (
+                f" {merged} feature(s) identical at every observation to another of their layer (the "
+                "observations cannot tell them apart) are merged into it; a drawn feature's tooltip "
+                "names those it stands for."
+                if merged
+                else ""
+            )
         ),
     }
 

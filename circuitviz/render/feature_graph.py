@@ -63,6 +63,7 @@ def feature_circuit_html(
                             f"<b>{escape(node['id'])}</b>",
                             f"SAE feature {int(node['feature'])} of layer {int(node['layer'])}",
                             f"mean activation on the prompt: {float(node.get('prompt_activation', 0.0)):.4g}",
+                            *_twins_line(node),
                             *([escape(labels[str(node["id"])])] if labels.get(str(node["id"])) else []),
                         ]
                     ),
@@ -129,3 +130,14 @@ def feature_circuit_html(
         notes=notes,
         vis=graph,
     )
+
+
+def _twins_line(node: Mapping) -> list[str]:
+    """The tooltip's line naming the features merged into this one (none: no line)."""
+    twins = [int(feature) for feature in node.get("twins") or []]
+    if not twins:
+        return []
+    shown = ", ".join(f"#{feature}" for feature in twins[:8]) + (
+        f" and {len(twins) - 8} more" if len(twins) > 8 else ""
+    )
+    return [f"stands for {len(twins)} identical feature(s) of its layer: {shown}"]
