@@ -353,9 +353,9 @@ def _feature_circuit(saes, observations, config) -> dict:
             "features to the metric), kept when on a path into the metric: a dependency skeleton, "
             "not effect sizes."
             + (
-                f" {merged} feature(s) identical at every observation to another of their layer (the "
-                "observations cannot tell them apart) are merged into it; a drawn feature's tooltip "
-                "names those it stands for."
+                f" {merged} feature(s) were merged into a feature of their layer that is identical to "
+                "them at every observation (the observations cannot tell them apart); a drawn "
+                "feature's tooltip names those it stands for."
                 if merged
                 else ""
             )
