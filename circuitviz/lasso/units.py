@@ -459,24 +459,24 @@ def twin_columns(
     x = columns[:, candidates]
     correlation = (x.T @ x) / max(x.shape[0], 1)  # unit variance: 1 or -1 for a twin pair
     same_layer = layer_of[candidates][:, None] == layer_of[candidates][None, :]
-    close = (correlation.abs() >= 1 - 1e-10) & same_layer
-    order = sorted(
-        range(len(candidates)), key=lambda i: (-float(preference[candidates[i]]), int(candidates[i]))
-    )
+    close = ((correlation.abs() >= 1 - 1e-10) & same_layer).cpu()
+    close.fill_diagonal_(False)
+    paired = close.any(1).nonzero(as_tuple=True)[0].tolist()  # most features have no twin
+    rank, index = preference[candidates].cpu().tolist(), candidates.cpu().tolist()
+    order = sorted(paired, key=lambda i: (-rank[i], index[i]))
     taken = torch.zeros(len(candidates), dtype=torch.bool, device="cpu")
-    close, twins = close.cpu(), {}
+    twins = {}
     for i in order:
         if taken[i]:
             continue
         members = [
             j
             for j in close[i].nonzero(as_tuple=True)[0].tolist()
-            if j != i
-            and not taken[j]
+            if not taken[j]
             and float((x[:, j] - x[:, i] * correlation[i, j].sign()).abs().max()) <= TWIN_TOLERANCE
         ]
         taken[i] = True
         if members:
             taken[members] = True
-            twins[int(candidates[i])] = [int(candidates[j]) for j in members]
+            twins[index[i]] = [index[j] for j in members]
     return twins
