@@ -49,6 +49,9 @@ def feature_circuit_html(
     for node in sorted(nodes_in, key=lambda n: (int(n["layer"]), int(n["feature"]))):
         by_layer.setdefault(int(node["layer"]), []).append(node)
     widest = max((len(members) for members in by_layer.values()), default=1)
+    # rows far enough apart that edges between them are not near-horizontal lines on top of each
+    # other once a wide layer is fitted to the frame (about 3:1 for the whole drawing at most)
+    row = max(row, widest * column / (3.0 * (len(layers) + 1)))
     vis_nodes = []
     for row_index, layer in enumerate(layers):
         members = by_layer[layer]
