@@ -392,6 +392,25 @@ def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
     assert "<b>Paris" not in drawing.html
 
 
+def test_a_wide_sae_layer_wraps_onto_rows_below_the_next_layer():
+    """A layer of 20 features is drawn on rows of at most eight, none overlapping, every row of an
+    earlier layer below every row of a later one, the metric above all."""
+    from circuitviz.render.feature_graph import PER_ROW, feature_circuit_html
+    from circuitviz.render.vis import overlapping
+
+    nodes = [{"id": f"L3/f{f}", "layer": 3, "feature": f, "prompt_activation": 1.0} for f in range(20)]
+    nodes += [{"id": f"L9/f{f}", "layer": 9, "feature": f, "prompt_activation": 1.0} for f in range(5)]
+    edges = [{"source": "L3/f0", "target": "L9/f0", "coefficient": 0.5}]
+    placed = {n["id"]: n for n in feature_circuit_html({"nodes": nodes, "edges": edges}).vis.nodes}
+    rows: dict[float, int] = {}
+    for f in range(20):
+        rows[placed[f"L3/f{f}"]["y"]] = rows.get(placed[f"L3/f{f}"]["y"], 0) + 1
+    assert sorted(rows.values()) == [4, PER_ROW, PER_ROW]
+    assert min(placed[f"L3/f{f}"]["y"] for f in range(20)) > max(placed[f"L9/f{f}"]["y"] for f in range(5))
+    assert max(placed[f"L9/f{f}"]["y"] for f in range(5)) > placed["metric"]["y"]
+    assert overlapping(list(placed.values())) == []
+
+
 def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
     from circuitviz.render.groups import check_groups, group_edges, grouped, propose_groups
 

@@ -19,6 +19,7 @@ FONT = 20
 POSITIVE, NEGATIVE = "#0072B2", "#D55E00"
 FEATURE_COLOUR = "#F0E442"
 CAPTION_CHARACTERS = 16
+PER_ROW = 8  # features a row at most: a fitted drawing of 15 in a row was unreadable at 1,000 px
 
 
 def feature_circuit_html(
@@ -49,34 +50,22 @@ def feature_circuit_html(
     for node in sorted(nodes_in, key=lambda n: (int(n["layer"]), int(n["feature"]))):
         by_layer.setdefault(int(node["layer"]), []).append(node)
     widest = max((len(members) for members in by_layer.values()), default=1)
-    # rows far enough apart that edges between them are not near-horizontal lines on top of each
-    # other once a wide layer is fitted to the frame (about 3:1 for the whole drawing at most)
-    row = max(row, widest * column / (3.0 * (len(layers) + 1)))
-    vis_nodes = []
-    for row_index, layer in enumerate(layers):
+    across = min(widest, PER_ROW)  # a wider layer wraps onto staggered rows of PER_ROW
+    # layers far enough apart that edges between them are not near-horizontal lines on top of each
+    # other once the drawing is fitted to the frame (about 3:1 for the whole drawing at most)
+    gap = max(row, across * column / (3.0 * (len(layers) + 1)))
+    wrap = lines * FONT * LINE_HEIGHT + 2 * NODE_MARGIN + 0.8 * FONT  # between one layer's rows
+    vis_nodes, y = [], 0.0
+    for layer in layers:
         members = by_layer[layer]
-        first = -(len(members) - 1) * column / 2
-        for index, node in enumerate(members):
-            vis_nodes.append(
-                {
-                    "id": str(node["id"]),
-                    "label": label_of(node),
-                    "title": "<br>".join(
-                        [
-                            f"<b>{escape(node['id'])}</b>",
-                            f"SAE feature {int(node['feature'])} of layer {int(node['layer'])}",
-                            f"mean activation on the prompt: {float(node.get('prompt_activation', 0.0)):.4g}",
-                            *_twins_line(node),
-                            *([escape(labels[str(node["id"])])] if labels.get(str(node["id"])) else []),
-                        ]
-                    ),
-                    "x": first + index * column,
-                    "y": -row_index * row,
-                    "shape": "box",
-                    "color": {"background": FEATURE_COLOUR, "border": "#333333"},
-                    "font": {"size": FONT, "color": "#111111"},
-                }
-            )
+        chunks = [members[start : start + PER_ROW] for start in range(0, len(members), PER_ROW)]
+        for sub, chunk in enumerate(chunks):
+            first = -(len(chunk) - 1) * column / 2 + (column / 2 if sub % 2 else 0.0)
+            for index, node in enumerate(chunk):
+                vis_nodes.append(
+                    _feature_node(node, label_of(node), labels, first + index * column, y - sub * wrap)
+                )
+        y -= (len(chunks) - 1) * wrap + gap
     target = str(circuit.get("target") or "metric")
     vis_nodes.append(
         {
@@ -84,7 +73,7 @@ def feature_circuit_html(
             "label": "the metric",
             "title": "the answer's metric (the regression's target)",
             "x": 0.0,
-            "y": -len(layers) * row,
+            "y": y,
             "shape": "box",
             "color": {"background": "#4d4d4d", "border": "#333333"},
             "font": {"size": FONT, "color": "#ffffff"},
@@ -118,7 +107,8 @@ def feature_circuit_html(
     more = (
         "CircuitLasso's circuit over SAE features: a feature is a node in its layer's row (earliest at "
         "the bottom), an edge a dependency the Lasso selected on a path into the metric; width says the "
-        f"|standardised coefficient| (a dependency skeleton, not an effect size). {widest} features at most in a row."
+        f"|standardised coefficient| (a dependency skeleton, not an effect size). A layer of more than {PER_ROW} "
+        "features wraps onto staggered rows."
     )
     graph = VisGraph(
         vis_nodes, vis_edges, legend=legend, legend_more=more, title=title, notes=notes, kind="features"
@@ -144,3 +134,25 @@ def _twins_line(node: Mapping) -> list[str]:
         f" and {len(twins) - 8} more" if len(twins) > 8 else ""
     )
     return [f"stands for {len(twins)} identical feature(s) of its layer: {shown}"]
+
+
+def _feature_node(node: Mapping, label: str, labels: Mapping[str, str], x: float, y: float) -> dict:
+    """One feature's box at (x, y), its tooltip naming it, its prompt activation and its twins."""
+    return {
+        "id": str(node["id"]),
+        "label": label,
+        "title": "<br>".join(
+            [
+                f"<b>{escape(node['id'])}</b>",
+                f"SAE feature {int(node['feature'])} of layer {int(node['layer'])}",
+                f"mean activation on the prompt: {float(node.get('prompt_activation', 0.0)):.4g}",
+                *_twins_line(node),
+                *([escape(labels[str(node["id"])])] if labels.get(str(node["id"])) else []),
+            ]
+        ),
+        "x": x,
+        "y": y,
+        "shape": "box",
+        "color": {"background": FEATURE_COLOUR, "border": "#333333"},
+        "font": {"size": FONT, "color": "#111111"},
+    }
