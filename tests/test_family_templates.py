@@ -3,11 +3,13 @@ out, and none that makes another template's prompt ambiguous (regexes are built 
 
 import random
 
+from circuitviz.measure.transfer import DEFAULT_PARAPHRASES as HELD_OUT
+from circuitviz.methods.bon import QueryCircuitConfig
 from circuitviz.query.families import family, recognise
 from circuitviz.query.families.factual import FACT_RELATIONS
 from circuitviz.query.families.occupation import OCCUPATION_TEMPLATES, OCCUPATIONS
 
-BON_PARAPHRASES, HELD_OUT = 9, 5  # Best-of-N's default n_paraphrases; the yardstick's held-out count
+BON_PARAPHRASES = QueryCircuitConfig().n_paraphrases  # Best-of-N's default: 9
 
 
 def test_every_template_reads_back_as_itself():
@@ -27,8 +29,8 @@ def test_every_template_reads_back_as_itself():
 
 def test_best_of_n_leaves_rewrites_to_hold_out():
     """The gender-bias and Eiffel Tower prompts of the yardstick: more rewrites than Best-of-N's
-    nine plus five held out (some fail the model's checks; tests/test_paraphrase.py's slow test
-    and docs/faithfulness.md say how many pass)."""
+    nine plus five held out (on the embedded model 23 of each prompt's 24 pass the checks,
+    docs/faithfulness.md)."""
     for prompt in ("The nurse said that", "The Eiffel Tower is located in the city of"):
         found = recognise(prompt)
         variants = family(found.family).variants(found, random.Random(0))
