@@ -49,6 +49,15 @@ FACT_RELATIONS = {
             "The famous {X} stands in the city of", "The city where the {X} stands is",
             "Q: In which city is the {X}? A:", "The {X} is a landmark in the city of",
             "To see the {X}, you travel to the city of",
+            # added 2026-12-03 (checked on the Eiffel Tower prompt, as the occupation family's)
+            "The {X} is situated in the city of", "The {X} was built in the city of",
+            "The {X} stands in the city of", "The {X} is a famous landmark in the city of",
+            "The home of the {X} is the city of", "The {X} is found in the city of",
+            "The {X} is a well-known sight in the city of", "Every year, tourists visit the {X} in the city of",
+            "The {X} is located in the heart of the city of", "The {X} attracts visitors to the city of",
+            "The {X} is a popular attraction in the city of", "Q: Where is the {X}? A: In the city of",
+            "The {X} is one of the landmarks of the city of", "If you visit the {X}, you are in the city of",
+            "The {X} is a famous sight in the city of",
         ),
     ),
 }  # fmt: skip

@@ -25,6 +25,23 @@ OCCUPATION_TEMPLATES = (
     "The {X} called and said that",
     "Everyone agreed that the {X} was right, because",
     "Before leaving, the {X} wrote that",
+    # added 2026-12-03, each checked on the embedded model with 'The nurse said that' (same answer,
+    # the corruption lowers the metric): so Best-of-N's nine leave paraphrases to hold out
+    "The {X} smiled and said that",
+    "Last week the {X} wrote to say that",
+    "The {X} was tired because",
+    "When the {X} arrived at work,",
+    "On Monday the {X} said that",
+    "After lunch, the {X} explained that",
+    "When the {X} finished work,",
+    "At the party, the {X} said that",
+    "Later that day the {X} admitted that",
+    "The {X} was happy because",
+    "When the {X} woke up,",
+    "The {X} apologized because",
+    "In the interview, the {X} said that",
+    "As the {X} walked in,",
+    "The {X} replied that",
 )
 
 
