@@ -17,6 +17,7 @@ warm start, learning and evaluation; the model loaded once). Variants:
     worst-weighted  the same, the loss weighing each fit paraphrase by its error at the step before
     anchor10/30/50  average's, every step pulling the logits back 10/30/50 % of the way to the warm start
     draw50      average's, each step's loss on the prompt and a seeded half of the fit paraphrases
+    anchor30-draw50  both
 
 Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
@@ -56,6 +57,7 @@ VARIANTS = {  # the method's settings of each variant, over its defaults
     "anchor30": {"warm_start": "average", "anchor": 0.3},
     "anchor50": {"warm_start": "average", "anchor": 0.5},
     "draw50": {"warm_start": "average", "draw": 0.5},
+    "anchor30-draw50": {"warm_start": "average", "anchor": 0.3, "draw": 0.5},
 }
 
 
