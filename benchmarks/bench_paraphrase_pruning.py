@@ -15,6 +15,9 @@ warm start, learning and evaluation; the model loaded once). Variants:
     bon           warm start per budget from the fit set's most faithful top-N (Best-of-N's pick)
     worst         average's warm start; each step's circuit kept by its lowest fit paraphrase's NDF
     worst-weighted  the same, the loss weighing each fit paraphrase by its error at the step before
+    anchor10/30/50  average's, every step pulling the logits back 10/30/50 % of the way to the warm start
+    draw50      average's, each step's loss on the prompt and a seeded half of the fit paraphrases
+    anchor30-draw50  both
 
 Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
@@ -50,6 +53,11 @@ VARIANTS = {  # the method's settings of each variant, over its defaults
     "bon": {"warm_start": "bon"},
     "worst": {"warm_start": "average", "objective": "worst"},
     "worst-weighted": {"warm_start": "average", "objective": "worst-weighted"},
+    "anchor10": {"warm_start": "average", "anchor": 0.1},
+    "anchor30": {"warm_start": "average", "anchor": 0.3},
+    "anchor50": {"warm_start": "average", "anchor": 0.5},
+    "draw50": {"warm_start": "average", "draw": 0.5},
+    "anchor30-draw50": {"warm_start": "average", "anchor": 0.3, "draw": 0.5},
 }
 
 
@@ -67,6 +75,8 @@ def main() -> None:
     parser.add_argument("--ig-steps", type=int, default=None)
     parser.add_argument("--held-out", type=float, default=None)
     parser.add_argument("--objective", default=None, help="mean, worst or worst-weighted")
+    parser.add_argument("--anchor", type=float, default=None, help="overrides every variant's anchor")
+    parser.add_argument("--draw", type=float, default=None, help="overrides every variant's draw")
     parser.add_argument(
         "--seed", type=int, default=None, help="the paraphrases' order and the held-out split"
     )
@@ -89,6 +99,8 @@ def main() -> None:
             "ig_steps",
             "held_out",
             "objective",
+            "anchor",
+            "draw",
             "warm_start",
             "seed",
         ):

@@ -523,3 +523,68 @@ def _assert_each_tasks_own(spec, evaluators, keep, alone, together) -> None:
     (grad_alone,) = torch.autograd.grad(sum(m.sum() for m in alone), keep)
     (grad_together,) = torch.autograd.grad(together.sum(), keep)
     assert torch.allclose(grad_alone, grad_together, rtol=0, atol=1e-9)
+
+
+def test_anchor_and_draw_off_by_default_leave_the_circuits_unchanged(every_paraphrase_valid):
+    """The two opt-in settings default to off: the defaults, and both named at their off values
+    (a draw of 1 is every fit paraphrase), learn the same circuits, steps and logits to the bit."""
+    model = tiny_model("gemma", seed=2)
+    method = get_method("paraphrase-pruning")
+    config = method.make_config({"steps": 3})
+    assert config.anchor == 0.0 and config.draw == 0.0
+    plain = method.run_on(model, IOI_TASK, config, budgets=[12])
+    for off in ({"anchor": 0.0, "draw": 0.0}, {"draw": 1.0}):
+        named = method.run_on(model, IOI_TASK, method.make_config({"steps": 3, **off}), budgets=[12])
+        assert torch.equal(plain.circuit(12), named.circuit(12))
+        assert torch.equal(plain.scores, named.scores)
+        assert plain.details.budgets == named.details.budgets
+        assert plain.details.held_out_ndf == named.details.held_out_ndf
+    with pytest.raises(ValueError, match="choose one"):
+        method.make_config({"draw": 0.5, "objective": "worst-weighted"})
+
+
+def _shared_learning(schedule, tasks: int = 4, seed: int = 5):
+    """A learning of budgets 6 and 15 on the prompt and ``tasks - 1`` paraphrases of a tiny Gemma
+    with ``schedule``. Returns (the warm-start logits, the learned masks)."""
+    from circuitviz.methods.mask_learning import edge_values, initial_logits, learn_masks
+
+    model = tiny_model("gemma", seed=seed)
+    ctx = RunContext(model, IOI_TASK)
+    others = [Evaluator(model, ctx.spec, prepare_task(model, task)) for task in PARAPHRASES[1:tasks]]
+    eap = get_method("eap")
+    ((warm, _),) = eap.score_batch([ctx], eap.make_config({}), None)
+    start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
+    return start, learn_masks(ctx, [ctx.evaluator, *others], start, [6, 15], schedule)
+
+
+def test_an_anchor_pulls_the_learned_logits_toward_the_warm_start():
+    """anchor: after each step every logit moves that share of its distance from its start back,
+    so the learned logits end nearer the warm start than without it (each row's distance, with
+    the logits centred on their thresholds as returned)."""
+    from circuitviz.methods.mask_learning import Schedule
+
+    start, free = _shared_learning(Schedule(4, 1.0, 1.0, 0.01, anchor=0.0))
+    _, held = _shared_learning(Schedule(4, 1.0, 1.0, 0.01, anchor=0.6))
+    assert free.steps_run > 1 and held.steps_run > 1
+    for row in range(2):
+        centred = start[row] - start[row].median()
+        free_gap = (free.logits[row] - free.logits[row].median() - centred).abs().max()
+        held_gap = (held.logits[row] - held.logits[row].median() - centred).abs().max()
+        assert held_gap < 0.5 * free_gap
+
+
+def test_a_draw_fits_each_step_on_a_seeded_share_and_keeps_the_step_by_every_task():
+    """draw: each step's loss takes the prompt and a seeded share of the other tasks (the same
+    draws for the same seed), while every task is still measured at every step (the selection
+    reads all of them). A share that draws them all weighs them as the default loss does."""
+    from circuitviz.methods.mask_learning import Schedule
+
+    _, default = _shared_learning(Schedule(3, 1.0, 1.0, 0.01))
+    _, drawn = _shared_learning(Schedule(3, 1.0, 1.0, 0.01, draw=0.5, draw_seed=7))
+    _, again = _shared_learning(Schedule(3, 1.0, 1.0, 0.01, draw=0.5, draw_seed=7))
+    assert drawn.deviations == again.deviations and torch.equal(drawn.logits, again.logits)
+    assert all(len(step) == 4 for budget in drawn.deviations for step in budget)
+    assert drawn.deviations[0][0] == default.deviations[0][0]  # step 0: the warm start's circuit
+    _, every = _shared_learning(Schedule(3, 1.0, 1.0, 0.01, draw=0.99, draw_seed=7))  # 3 of 3 drawn
+    assert torch.allclose(every.logits, default.logits, atol=1e-5)
+    assert every.best_step == default.best_step and torch.equal(every.circuits, default.circuits)

@@ -22,6 +22,7 @@ error is within ``TOLERANCE``. With one task and weight 1 this is Edge Pruning's
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,7 +76,14 @@ class Schedule:
     from the whole graph to its budget (0: it starts at its budget). With several tasks,
     ``worst`` selects each budget's circuit by the worse of the prompt's NDF and the lowest other
     task's (not their mean), and ``reweight`` shares the other tasks' half of the loss in
-    proportion to each one's error at the step before (the lagging ones weigh most)."""
+    proportion to each one's error at the step before (the lagging ones weigh most).
+
+    ``anchor`` (0 to 1) pulls the logits back toward their start after every step: each moves that
+    share of its distance from its warm-start value back (decoupled weight decay toward the start;
+    in plain gradient descent the penalty anchor / (2 learning_rate) x |theta - theta_0|^2, here
+    independent of the normalised gradient's scale). ``draw`` (0 to 1, 0: off) fits each step on
+    the prompt and a seeded random share (``draw_seed``) of the other tasks, at least one; every
+    task is still run and the step is still kept by all of them."""
 
     steps: int
     learning_rate: float
@@ -84,6 +92,9 @@ class Schedule:
     warmup: int = 0
     worst: bool = False
     reweight: bool = False
+    anchor: float = 0.0
+    draw: float = 0.0
+    draw_seed: int = 0
 
 
 @dataclass
@@ -181,6 +192,13 @@ def learn_masks(
     # per budget, each task's weight (``reweight``: the others' half shared by their last errors)
     budget_weights = [list(weights) for _ in range(n_budgets)]
     reweight = bool(schedule.reweight) and n_tasks > 2
+    anchor = float(schedule.anchor)
+    anchored = start.to(device=device, dtype=dtype).clone() if anchor > 0 else None
+    # ``draw``: each step's loss on the prompt and a seeded share of the others (weights per step)
+    drawing = 0 < float(schedule.draw) < 1 and n_tasks > 2
+    n_drawn = max(1, round(float(schedule.draw) * (n_tasks - 1))) if drawing else 0
+    draws = random.Random(int(schedule.draw_seed))
+    step_weights: list[float] = list(weights)
     spans = [e.baseline.clean - e.baseline.corrupted for e in evaluators]
     velocity = torch.zeros_like(logits)
     best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
@@ -276,7 +294,10 @@ def learn_masks(
                     circuits = prune(spec, keep.detach() > 0.5)
                 deviation = run_pass(number, keep)  # [g, b]
                 if backward:
-                    if reweight:
+                    if drawing:
+                        rows_weight = [[step_weights[t]] * len(active[rows]) for t in group]
+                        loss = (torch.tensor(rows_weight, device=device, dtype=dtype) * deviation**2).sum()
+                    elif reweight:
                         rows_weight = [[budget_weights[i][t] for i in active[rows]] for t in group]
                         loss = (torch.tensor(rows_weight, device=device, dtype=dtype) * deviation**2).sum()
                     elif len(group) == 1:
@@ -298,6 +319,9 @@ def learn_masks(
             budget_counts = torch.tensor(sizes, device=device)
             active = list(training)
             results: dict[int, tuple] = {}
+            if drawing:
+                drawn = set(draws.sample(range(1, n_tasks), n_drawn))
+                step_weights = [0.5, *[0.5 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]]
             # the last step of every active budget: its circuits are measured, its gradient unused
             last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
 
@@ -332,6 +356,8 @@ def learn_masks(
                 direction = gradient / largest if largest > 0 else gradient
                 velocity[index] = MOMENTUM * velocity[index] + direction
                 logits[index] -= float(schedule.learning_rate) * velocity[index]
+                if anchored is not None:  # back toward the warm start by a share of the distance
+                    logits[index] -= anchor * (logits[index] - anchored[index])
             ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
             step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))

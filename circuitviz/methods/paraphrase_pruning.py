@@ -25,7 +25,9 @@ sentence:
   task (the evaluator's exact patching, tasks of one prompt length in one pass) and descends the
   mean squared normalised deviation, the prompt weighing as much as the fit paraphrases
   together; the circuit kept is the one of the step whose worse of (NDF on the prompt, mean NDF
-  on the fit paraphrases) is highest.
+  on the fit paraphrases) is highest. Opt-in, off by default: ``anchor`` pulls the logits back
+  toward the warm start after every step, ``draw`` fits each step on a seeded share of the fit
+  paraphrases (both measured on the nine prompts in docs/faithfulness.md).
 
 Every circuit is then measured by the shared evaluator: its curve on the prompt (NDF,
 necessity) and its NDF on each held-out paraphrase (``details.held_out_ndf``).
@@ -112,6 +114,18 @@ class ParaphrasePruningConfig(ParaphraseSource):
     learning_rate: float = setting(1.0, "how far the logit with the largest gradient moves per step.")
     temperature: float = setting(1.0, "width of the sigmoid around each budget's threshold.")
     sparsity: float = setting(0.01, "weight of the term that pulls every logit down.", low=0.0)
+    anchor: float = setting(
+        0.0,
+        "after every step each logit moves this share of its distance from its warm-start value back (0: off), so the mask cannot wander far from the warm start to fit the fit share.",
+        low=0.0,
+        high=0.99,
+    )
+    draw: float = setting(
+        0.0,
+        "fit each step on the prompt and this share of the fit paraphrases, drawn anew with the seed (0: all of them every step); the step is still kept by all of them.",
+        low=0.0,
+        high=1.0,
+    )
 
     def __post_init__(self):
         super().__post_init__()  # the paraphrase settings, and every bound the fields declare
@@ -121,6 +135,8 @@ class ParaphrasePruningConfig(ParaphraseSource):
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}.")
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
             raise ValueError("learning_rate and temperature must be above 0.")
+        if float(self.draw) > 0 and self.objective == "worst-weighted":
+            raise ValueError("draw and the worst-weighted objective each set the loss's weights: choose one.")
 
 
 # ----- paraphrases: gather, check, split ---------------------------------------------------------
@@ -220,6 +236,9 @@ def learn_shared_masks(
         float(config.sparsity),
         worst=config.objective != "mean",
         reweight=config.objective == "worst-weighted",
+        anchor=float(config.anchor),
+        draw=float(config.draw),
+        draw_seed=int(config.seed),
     )
     return learn_masks(ctx, evaluators, start, counts, schedule)
 
