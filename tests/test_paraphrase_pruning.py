@@ -245,10 +245,10 @@ def test_prompts_of_several_lengths_learn_in_one_padded_pass_as_each_would_alone
         )
 
 
-def _learning(seed: int, steps: int, tasks: int = 1):
-    """A learning on a tiny Gemma, to run: the prompt (and ``tasks - 1`` paraphrases of one
-    length). Returns (the evaluators, the learning)."""
-    from circuitviz.methods.mask_learning import Schedule, edge_values, initial_logits, learn_masks
+def _learning_setup(seed: int, tasks: int):
+    """A tiny Gemma's prompt (and ``tasks - 1`` paraphrases of one length), warm-started from EAP
+    for budgets 6 and 15. Returns (the context, the evaluators, the warm-start logits)."""
+    from circuitviz.methods.mask_learning import edge_values, initial_logits
 
     model = tiny_model("gemma", seed=seed)
     ctx = RunContext(model, IOI_TASK)
@@ -256,7 +256,14 @@ def _learning(seed: int, steps: int, tasks: int = 1):
     eap = get_method("eap")
     ((warm, _),) = eap.score_batch([ctx], eap.make_config({}), None)
     start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
-    evaluators = [ctx.evaluator, *others]
+    return ctx, [ctx.evaluator, *others], start
+
+
+def _learning(seed: int, steps: int, tasks: int = 1):
+    """A learning on a tiny Gemma, to run. Returns (the evaluators, the learning)."""
+    from circuitviz.methods.mask_learning import Schedule, learn_masks
+
+    ctx, evaluators, start = _learning_setup(seed, tasks)
     return evaluators, lambda: learn_masks(ctx, evaluators, start, [6, 15], Schedule(steps, 0.5, 1.0, 0.01))
 
 
@@ -546,15 +553,10 @@ def test_anchor_and_draw_off_by_default_leave_the_circuits_unchanged(every_parap
 def _shared_learning(schedule, tasks: int = 4, seed: int = 5):
     """A learning of budgets 6 and 15 on the prompt and ``tasks - 1`` paraphrases of a tiny Gemma
     with ``schedule``. Returns (the warm-start logits, the learned masks)."""
-    from circuitviz.methods.mask_learning import edge_values, initial_logits, learn_masks
+    from circuitviz.methods.mask_learning import learn_masks
 
-    model = tiny_model("gemma", seed=seed)
-    ctx = RunContext(model, IOI_TASK)
-    others = [Evaluator(model, ctx.spec, prepare_task(model, task)) for task in PARAPHRASES[1:tasks]]
-    eap = get_method("eap")
-    ((warm, _),) = eap.score_batch([ctx], eap.make_config({}), None)
-    start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
-    return start, learn_masks(ctx, [ctx.evaluator, *others], start, [6, 15], schedule)
+    ctx, evaluators, start = _learning_setup(seed, tasks)
+    return start, learn_masks(ctx, evaluators, start, [6, 15], schedule)
 
 
 def test_an_anchor_pulls_the_learned_logits_toward_the_warm_start():
