@@ -135,9 +135,8 @@ def test_twin_features_are_merged_into_the_one_the_prompt_uses_most():
     assert problem.info["twins"] == {1: [0], 4: [5]}
     sources = set(problem.source_of.tolist())
     assert 0 not in sources and 5 not in sources and {1, 4, 40} <= sources
-    columns = torch.randn(
-        20, 3, generator=torch.Generator(device="cpu").manual_seed(2), dtype=torch.float64, device="cpu"
-    )
+    draws = torch.Generator(device="cpu").manual_seed(2)
+    columns = torch.randn(20, 3, generator=draws, dtype=torch.float64, device="cpu")
     columns[:, 2] = -columns[:, 0]  # a negative copy is a twin too
     standardised, kept = solver.standardize(columns)
     layer_of = torch.zeros(3, dtype=torch.long, device="cpu")
