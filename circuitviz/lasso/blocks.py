@@ -92,8 +92,8 @@ def lasso_in_blocks(
     if blocks is None:
         return lasso_active_set(gram, cross, target_power, penalty, allowed, init, **options)
     setup = solve_setup(cross, target_power, penalty, allowed, init)
-    coefficients = torch.zeros_like(cross)
-    gap = torch.zeros_like(target_power)
+    coefficients = torch.zeros_like(cross, device=cross.device)
+    gap = torch.zeros_like(target_power, device=target_power.device)
     rounds, converged = 0, True
     for rows, cols in blocks:
         if rows.numel() == 0:  # nothing allowed: zero, and the gap of a zero solution (0 here)
