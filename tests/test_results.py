@@ -201,3 +201,32 @@ def test_a_stored_result_loads_without_the_engine_acc_or_lasso(result, tmp_path)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_a_circuit_file_is_evaluated_on_the_circuits_its_method_drew(result):
+    """`circuitviz evaluate` reads each budget's circuit from the file: a learned mask or a chosen
+    candidate is not the top-N of the scores the file exports. Where a budget has no stored
+    circuit (an EAP-IG JSON from elsewhere), the top-N of the scores stands in, and the note says so."""
+    from circuitviz.core.graph import top_n
+    from circuitviz.core.results import LoadedCircuit, circuits_json
+    from circuitviz.entry.api import file_circuits
+
+    spec = result.graph
+    data = json.loads(json.dumps(result.to_eap_json(budget=10)))
+    # a method that drew another circuit at 10 than the top 10 of its scores: the next 10 edges
+    drawn = top_n(spec, result.scores, 20) & ~top_n(spec, result.scores, 10)
+    assert not torch.equal(drawn, result.circuit(10))
+    data["circuits"] = circuits_json(spec, {3: result.circuit(3), 10: drawn})
+    loaded = load_circuit_text(data, spec)
+    circuits, budgets, rows = file_circuits(spec, loaded)
+    assert budgets == [int(loaded.mask.sum()), 3, 10, 30]
+    assert torch.equal(circuits[1], result.circuit(3)) and torch.equal(circuits[2], drawn)
+    assert torch.equal(circuits[3], top_n(spec, result.scores, 30))  # none stored at 30
+    assert "drew at each budget" in rows and "top-N of the file's scores at 30" in rows
+    # a plain edge list has no curve: its own circuit alone
+    plain = LoadedCircuit(mask=result.circuit(3), scores=None, source={})
+    assert file_circuits(spec, plain) == ([plain.mask], [int(plain.mask.sum())], "")
+
+
+def load_circuit_text(data: dict, spec):
+    return parse_circuit(json.dumps(data), spec)

@@ -14,10 +14,10 @@ import torch
 
 from ..core.curves import Baseline, CurvePoint
 from ..core.graph import prune
-from ..core.results import CircuitResult
+from ..core.results import CircuitResult, LoadedCircuit, circuits_from_json
 from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
 from ..core.text import parse_whole_numbers, shown_number
-from ..measure.evaluate import Evaluator, curves_of_tasks
+from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
 from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
 from ..methods.base import Progress, RunContext
@@ -115,6 +115,34 @@ def evaluate_circuits(
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
     return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
+
+
+def file_circuits(spec, loaded: LoadedCircuit) -> tuple[list[torch.Tensor], list[int], str]:
+    """The circuits a circuit file stands for, to evaluate: (masks, budgets, what the rows are).
+
+    First the file's ``in_graph`` circuit; then, at each budget of its curve, the circuit its
+    method drew there (the file's ``circuits``: a learned mask or a chosen candidate is not the
+    top-N of the scores it exports), or the top-N of its scores where it stored none (an EAP-IG
+    JSON from elsewhere)."""
+    circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
+    curve_budgets = [int(point["budget"]) for point in loaded.source.get("curve") or []]
+    if not curve_budgets:
+        return circuits, budgets, ""
+    stored = circuits_from_json(spec, loaded.source) if loaded.source.get("circuits") else {}
+    missing = [b for b in curve_budgets if b not in stored]
+    ranked = {}
+    if missing and loaded.scores is not None:
+        ranked = dict(zip(missing, circuits_at_budgets(spec, loaded.scores, missing)))
+    for budget in curve_budgets:
+        if budget in stored or budget in ranked:
+            circuits.append(stored[budget] if budget in stored else ranked[budget])
+            budgets.append(budget)
+    parts = ["first row: the file's in_graph circuit"]
+    if set(stored) & set(budgets[1:]):
+        parts.append("then the circuit its method drew at each budget")
+    if ranked:
+        parts.append(f"top-N of the file's scores at {', '.join(map(str, ranked))} (no circuit stored there)")
+    return circuits, budgets, "(" + "; ".join(parts) + ")"
 
 
 def measure_transfer(

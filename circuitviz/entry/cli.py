@@ -21,7 +21,6 @@ from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import clock_duration
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
-from ..measure.evaluate import circuits_at_budgets
 from ..methods import UnknownMethodError, available_methods, get_method, method_traits, setting_flags
 from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
 from ..models.adapter import adapter_of
@@ -29,7 +28,7 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
-from .api import evaluate_circuits, parse_budgets, run_request, transfer_report
+from .api import evaluate_circuits, file_circuits, parse_budgets, run_request, transfer_report
 from .request import Request
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -344,17 +343,12 @@ def cmd_evaluate(args) -> int:
     model, model_id, _ = _load(args)
     spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
-    circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
-    file_curve = loaded.source.get("curve") or []
-    if loaded.scores is not None and file_curve:
-        curve_budgets = [int(point["budget"]) for point in file_curve]
-        circuits += list(circuits_at_budgets(spec, loaded.scores, curve_budgets))
-        budgets += curve_budgets
+    circuits, budgets, rows = file_circuits(spec, loaded)
     baseline, curve = evaluate_circuits(model, _task(args), circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
-        print("(first row: the file's in_graph circuit; then top-N of the file's scores at its budgets)")
+        print(rows)
     return 0
 
 
