@@ -43,7 +43,8 @@ class EdgePruningDetails(MethodDetails):
     notes: list = field(default_factory=list)
 
     def report_lines(self, result: CircuitResult) -> list[str]:
-        lines = [f"Edge Pruning from {self.warm_start}, {self.steps_run} steps:"]
+        # steps_run counts the circuits measured: the warm start's, then one after each step
+        lines = [f"Edge Pruning from {self.warm_start}, {max(0, self.steps_run - 1)} learning steps:"]
         for row in self.budgets:
             line = (
                 f"  {row['budget']} edges: NDF {row['warm_ndf']:.3f} (warm start) -> {row['ndf']:.3f} "

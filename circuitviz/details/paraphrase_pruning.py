@@ -13,6 +13,16 @@ if TYPE_CHECKING:
     from ..core.results import CircuitResult
 
 
+# what each warm start is, in the report's words
+WARM_START_WORDS = {
+    "eap-ig": "the prompt's EAP-IG scores",
+    "average": "the mean of the fit set's EAP-IG scores",
+    "balanced": "the fit set's EAP-IG scores with the prompt weighing half",
+    "consensus": "the geometric mean of the fit set's EAP-IG scores",
+    "bon": "Best-of-N's most faithful top-N of the fit set",
+}
+
+
 @register_details
 @dataclass
 class ParaphrasePruningDetails(MethodDetails):
@@ -49,9 +59,11 @@ class ParaphrasePruningDetails(MethodDetails):
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         fitted = f"the prompt and {len(self.fit)} paraphrases" if self.fit_paraphrases else "the prompt"
+        start = WARM_START_WORDS.get(self.warm_start, self.warm_start)
+        # steps_run counts the circuits measured: the warm start's, then one after each step
         lines = [
-            f"One mask per budget fitted on {fitted} from {self.warm_start}, {self.steps_run} steps; "
-            f"{len(self.held_out)} paraphrases held out:"
+            f"One mask per budget fitted on {fitted}, warm-started from {start}, "
+            f"{max(0, self.steps_run - 1)} learning steps; {len(self.held_out)} paraphrases held out:"
         ]
         for row in self.budgets:
             line = f"  {row['budget']} edges ({row['nodes']} nodes): NDF {row['ndf']:.3f} on the prompt"
