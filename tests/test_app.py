@@ -550,6 +550,22 @@ def test_a_first_view_that_is_not_faithful_offers_the_method_that_holds_paraphra
     assert at.session_state["method"] == name and at.session_state["prompt"] == result.task.clean
 
 
+def test_the_offered_method_runs_with_its_own_defaults_not_the_first_methods_settings():
+    """EAP-IG's IG steps share a name with paraphrase pruning's warm-start IG steps (5 by default):
+    the one click runs the offered method as measured, not with the first view's 2 (or 20)."""
+    from circuitviz.methods import get_method, methods_with
+
+    at = _run(_explore(method="eap-ig", settings=json.dumps({"ig_steps": 2}), budgets="4,5"))
+    assert not at.exception, at.exception
+    assert at.session_state["results"]["eap-ig"].config["ig_steps"] == 2
+    (offer,) = [b for b in at.button if b.key == "budget.transferable"]
+    offer.click().run()
+    assert not at.exception, at.exception
+    (name,) = methods_with("holds_out_paraphrases")
+    default = get_method(name).make_config({}).ig_steps
+    assert default != 2 and at.session_state["settings"]["ig_steps"] == default
+
+
 # ----- Gallery and About -----------------------------------------------------------------------------
 def test_gallery_opens_without_a_model_at_a_readable_budget():
     import circuitviz.ui.loaders as loaders

@@ -173,6 +173,7 @@ def transferable_offer(result, key: str) -> None:
             result.task.to_dict(),
             model=result.model_id,
             method=name,
+            settings=state.own_settings(name),  # its own (measured) defaults, not this method's fields
             budgets=budgets_text(readable),
             corrupted_note="The same corrupted prompt as the circuit you were reading.",
         )

@@ -234,6 +234,13 @@ def method_settings(settings_key: str, method: str) -> dict:
     return dict(st.session_state.get(settings_key) or {})
 
 
+def own_settings(method: str) -> dict:
+    """The settings last set for ``method`` on Explore in this session, else none (its defaults):
+    what a one-click run of that method starts from, never another method's fields of the same
+    name (EAP-IG's 20 IG steps are not paraphrase pruning's warm start's 5)."""
+    return dict(_by_method(Session.settings.key).get(method) or {})
+
+
 def remember_settings(settings_key: str, method: str, values: dict) -> None:
     """The form's values become the method's settings: the URL's, and what every page starts from."""
     _by_method(settings_key)[method] = dict(values)
