@@ -534,6 +534,31 @@ def test_a_dip_in_the_curve_is_explained():
     assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
 
 
+def test_budgets_that_pruning_empties_are_said_so_on_the_page_and_the_command_line():
+    """ACC++'s top 20 and 103 edges held no input-to-logits path on a factual prompt: its rows read
+    0 edges and NDF 0 with nothing saying why. One sentence now says it, and where a path starts."""
+    from circuitviz.core.curves import Baseline, CurvePoint
+    from circuitviz.entry.cli import format_table
+    from circuitviz.ui.result_view import curve_notes
+
+    class Result:
+        method = "acc++"
+        curve = [
+            CurvePoint(20, 0, -3.8, 0.0, 0.0),
+            CurvePoint(103, 0, -3.8, 0.0, 0.0),
+            CurvePoint(1000, 1000, 1.3, 0.31, 0.31),
+        ]
+        details = None
+        scores = torch.tensor([1.0, 2.0, -3.0], device="cpu")
+
+    expected = "At 20, 103 edges the method's top-ranked edges hold no path from the input to the logits"
+    (note,) = [n for n in curve_notes(Result()) if "no path" in n]
+    assert note.startswith(expected) and "the first budget that keeps a path is 1,000" in note
+    assert expected in format_table(Baseline(12.6, -3.8), Result.curve, 10_342)
+    kept = [CurvePoint(20, 18, 1.0, 0.3, 0.3)]
+    assert "no path" not in format_table(Baseline(12.6, -3.8), kept, 10_342)
+
+
 def test_a_first_view_that_is_not_faithful_offers_the_method_that_holds_paraphrases_out():
     from circuitviz.methods import methods_with
 

@@ -93,3 +93,22 @@ def cmd(curve: Sequence[CurvePoint], n_edges_total: int, score: str = "nfs") -> 
     return area_under_curve(
         [p.n_edges / n_edges_total for p in curve], [abs(1 - getattr(p, score)) for p in curve]
     )
+
+
+def empty_budgets_note(curve: Sequence[CurvePoint], kept: str = "edges") -> str | None:
+    """One sentence when budgets above 0 kept nothing once the edges on no input-to-logits path
+    were pruned (their NDF of 0 is an empty circuit's, not a measured failure); None otherwise."""
+    empty = [p.budget for p in curve if p.budget > 0 and p.n_edges == 0]
+    if not empty:
+        return None
+    shown = ", ".join(f"{b:,}" for b in empty)
+    first = min((p.budget for p in curve if p.n_edges > 0 and p.budget > max(empty)), default=None)
+    after = (
+        f"; the first budget that keeps a path is {first:,}"
+        if first is not None
+        else "; no budget measured keeps one"
+    )
+    return (
+        f"At {shown} {kept} the method's top-ranked {kept} hold no path from the input to the logits, "
+        f"so pruning leaves an empty circuit there (NDF 0){after}."
+    )

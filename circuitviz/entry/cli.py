@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..bench.planted_benchmark import format_table as bench_table
 from ..bench.planted_benchmark import run_bench, write_report
-from ..core.curves import Baseline, CurvePoint
+from ..core.curves import Baseline, CurvePoint, empty_budgets_note
 from ..core.graph import GraphError
 from ..core.results import load_circuit
 from ..core.tasks import PromptTask, TaskError, prepare_task
@@ -52,7 +52,8 @@ def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, 
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
         )
     lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
-    return "\n".join(lines)
+    empty = empty_budgets_note(curve, kept)
+    return "\n".join([*lines, empty] if empty else lines)
 
 
 def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = True) -> None:

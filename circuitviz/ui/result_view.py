@@ -15,6 +15,7 @@ import math
 import streamlit as st
 
 from .. import render
+from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.text import markdown_text
 from ..entry.api import evaluate_circuits
@@ -351,6 +352,9 @@ def curve_notes(result) -> list[str]:
                 "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "
                 "this prompt; try more budgets, another method, or a corrupted prompt that changes less."
             )
+    empty = empty_budgets_note(result.curve)
+    if empty and max(point.ndf for point in result.curve) >= 0.05:  # else the flat-curve note says it
+        notes.append(empty)
     dips = render.curve_dips(result.curve)
     if dips:
         low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
