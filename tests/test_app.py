@@ -834,7 +834,12 @@ def test_a_finished_run_calibrates_the_next_estimate(tmp_path, monkeypatch):
     model = _tiny_loader("", "")
     first = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
     assert "nominal" in first.priced
-    calibration.record("cpu", "eap", first.flops, 2.0, {"prepare": 0.5, "work": 1.0, "evaluate": 0.5})
+    phases = {"prepare": 0.5, "work": 1.0, "evaluate": 0.5}
+    # a run of another model only: its rate stands in, and the sentence says whose it was
+    calibration.record("cpu", "eap", first.flops, 8.0, phases, model="another model")
+    stand_in = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
+    assert stand_in.seconds == pytest.approx(8.0) and "1 eap run of other models" in stand_in.priced
+    calibration.record("cpu", "eap", first.flops, 2.0, phases, model=first.model)
     again = estimate_run(model, "eap", n_tokens=15, n_budgets=4)
     assert again.seconds == pytest.approx(2.0) and "1 eap run on this machine" in again.priced
     other = estimate_run(model, "eap-ig", {"ig_steps": 3}, n_tokens=15, n_budgets=4)
@@ -842,7 +847,7 @@ def test_a_finished_run_calibrates_the_next_estimate(tmp_path, monkeypatch):
         other.seconds == pytest.approx(other.flops / (first.flops / 2.0)) and "other methods" in other.priced
     )
     assert calibration.phase_shares("cpu", "eap") == {"prepare": 0.25, "work": 0.5, "evaluate": 0.25}
-    assert json.loads(calibration.calibration_path().read_text())["cpu"]["eap"][0]["seconds"] == 2.0
+    assert json.loads(calibration.calibration_path().read_text())["cpu"]["eap"][1]["seconds"] == 2.0
 
 
 def test_a_run_records_its_time_and_shows_the_estimate_it_priced():

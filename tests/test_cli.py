@@ -116,6 +116,22 @@ def test_transfer_is_measured_on_the_users_own_paraphrases(tmp_path, capsys, sha
     )
 
 
+def test_a_command_line_run_prices_the_next_runs_of_its_model(tmp_path, capsys, shared_model, monkeypatch):
+    """A computed discover records its seconds under the model's size and shape, as the app's runs
+    do: the next estimate of that method on that model is priced from it; a stored result is not."""
+    from circuitviz.entry import calibration
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    args = ["discover", *IOI, "--method", "eap", "--budgets", "10"]
+    assert cli.main(args) == 0
+    assert "priced at a nominal speed" in capsys.readouterr().err
+    (run,) = json.loads(calibration.calibration_path().read_text())["cpu"]["eap"]
+    assert run["seconds"] > 0 and run["model"].endswith("-10342e")
+    assert cli.main(args) == 0  # from the store: nothing recorded
+    assert "priced from 1 eap run on this machine" in capsys.readouterr().err
+    assert len(json.loads(calibration.calibration_path().read_text())["cpu"]["eap"]) == 1
+
+
 def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
     path = tmp_path / "edges.txt"
     path.write_text("input->logits\nm17->logits\n")

@@ -38,16 +38,22 @@ class Rate:
         str  # 'method' (its runs), 'family' (its variants'), 'device' (other methods'), 'probe', 'nominal'
     )
 
+    other_models: bool = False  # the runs were of other models (none of this one yet)
+
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
+        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
+        where = (
+            " of other models on this machine (a first run of this model refines it)"
+            if self.other_models
+            else " on this machine"
+        )
         if self.source == "method":
-            return f"priced from {self.runs} {method} run{'s' if self.runs != 1 else ''} on this machine"
+            return f"priced from {self.runs} {method} run{'s' if self.runs != 1 else ''}{where}"
         if self.source == "family":
-            return f"priced from {self.runs} run{'s' if self.runs != 1 else ''} of its family's other variants on this machine"
+            return f"priced from {runs} of its family's other variants{where}"
         if self.source == "device":
-            return (
-                f"priced from {self.runs} run{'s' if self.runs != 1 else ''} of other methods on this machine"
-            )
+            return f"priced from {runs} of other methods{where}"
         if self.source == "probe":
             return "priced from a forward pass timed on this machine; a first run refines it"
         return "priced at a nominal speed; the first run calibrates it for this machine"
@@ -83,12 +89,16 @@ def record(
     phases: dict | None = None,
     parts: dict | None = None,
     timings: dict | None = None,
+    model: str = "",
 ) -> None:
     """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
-    the parts of its work that report on their own (Edge Pruning's warm start, then its masks)."""
+    the parts of its work that report on their own (Edge Pruning's warm start, then its masks);
+    ``model`` names the model's size and shape (``model_key``), whose runs price its next ones."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
+    if model:
+        entry["model"] = str(model)
     if phases:
         entry["phases"] = {name: float(value) for name, value in phases.items() if value >= 0}
     if parts:
@@ -107,9 +117,17 @@ def record(
             return
 
 
-def record_probe(device_kind: str, flops: float, seconds: float) -> None:
+def record_probe(device_kind: str, flops: float, seconds: float, model: str = "") -> None:
     """The rate of one timed forward pass, the fallback before any run has finished."""
-    record(device_kind, PROBE, flops, seconds)
+    record(device_kind, PROBE, flops, seconds, model=model)
+
+
+def model_key(n_parameters: int, n_edges: int) -> str:
+    """What a run's speed depends on besides the machine: the model's size and its graph's edges.
+    A rate in FLOPs a second (2 x parameters x tokens a pass) is not the same across models on
+    a CPU: SmolLM2-135M (30 layers x 9 heads, 126,000 edges) ran EAP-IG at about a fifth of
+    Gemma-3-270M's rate (18 x 4, 10,342 edges), so each model's runs price its own first."""
+    return f"{int(n_parameters)}p-{int(n_edges)}e"
 
 
 def record_load(model_id: str, seconds: float) -> None:
@@ -142,22 +160,34 @@ def _median_rate(runs: list) -> float | None:
     return statistics.median(rates) if rates else None
 
 
-def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = ()) -> Rate:
+def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = (), model: str = "") -> Rate:
     """The rate to price ``method`` on ``device_kind`` with: measured where possible, from the
     method's own runs, else its family's (the Best-of-N variants run one pipeline), else other
-    methods', else the probe's, else the nominal figure."""
+    methods', each first among the runs of this ``model`` (``model_key``; every run when none is
+    named), then among every model's; else the probe's (this model's first), else the nominal
+    figure."""
     by_method = _read(calibration_path()).get(device_kind) or {}
-    own = by_method.get(method) or []
-    if own:
-        return Rate(_median_rate(own), len(own), "method")
-    kin = [run for name in family if name != method for run in by_method.get(name) or []]
-    if kin:
-        return Rate(_median_rate(kin), len(kin), "family")
-    others = {name: runs for name, runs in by_method.items() if name != PROBE and runs}
-    if others:
-        medians = [_median_rate(runs) for runs in others.values()]
-        return Rate(statistics.median(medians), sum(len(runs) for runs in others.values()), "device")
-    probe = _median_rate(by_method.get(PROBE) or [])
+    tiers = [True, False] if model else [False]
+    for same in tiers:
+
+        def kept(name: str, same=same) -> list:
+            runs = by_method.get(name) or []
+            return [run for run in runs if run.get("model") == model] if same else runs
+
+        other = bool(model) and not same
+        own = kept(method)
+        if own:
+            return Rate(_median_rate(own), len(own), "method", other)
+        kin = [run for name in family if name != method for run in kept(name)]
+        if kin:
+            return Rate(_median_rate(kin), len(kin), "family", other)
+        others = {name: kept(name) for name in by_method if name != PROBE}
+        others = {name: runs for name, runs in others.items() if runs}
+        if others:
+            medians = [_median_rate(runs) for runs in others.values()]
+            return Rate(statistics.median(medians), sum(len(r) for r in others.values()), "device", other)
+    probes = by_method.get(PROBE) or []
+    probe = _median_rate([run for run in probes if run.get("model") == model] or probes)
     if probe:
         return Rate(probe, 0, "probe")
     return Rate(nominal, 0, "nominal")

@@ -29,6 +29,7 @@ from ..positions.present import readable_position_budget, result_attribution_gra
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, run_request, transfer_report
+from .calibration import record
 from .request import Request
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -256,7 +257,11 @@ def cmd_discover(args) -> int:
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
+    started = time.perf_counter()
     result, cached = run_request(model, request, store=store, progress=_progress)
+    if not cached and request.estimate is not None:  # prices the next runs of this model, as the app's do
+        done, priced = time.perf_counter() - started, request.estimate
+        record(priced.device, method.name, priced.flops, done, timings=result.timings, model=priced.model)
     timings = {"load_s": load_seconds, **result.timings}
     shown = {  # long texts (paraphrase lists) as their line count, long lists (reference edges) as theirs
         k: f"<{len(v.splitlines())} lines>"

@@ -35,7 +35,7 @@ from ..methods.settings import IG_STEPS_HIGH, PARAPHRASES_HIGH
 from ..models.adapter import adapter_of
 from ..models.devices import model_working_memory_bytes
 from . import calibration
-from .calibration import rate
+from .calibration import model_key, rate
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -138,6 +138,7 @@ class Estimate:
     device: str
     flops: float = 0.0  # the work priced, so a finished run can calibrate the rate
     priced: str = ""  # how the rate was found (calibration.Rate.describe)
+    model: str = ""  # the model's size and shape (calibration.model_key): its runs price its next ones
 
     @property
     def memory_gb(self) -> float:
@@ -177,10 +178,12 @@ def estimate_run(
     cost = chosen.estimate(config, spec, n_tokens, n_budgets)
     sequences = cost.passes
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
-    flops = 2.0 * _n_parameters(model) * n_tokens * sequences
+    n_parameters = _n_parameters(model)
+    flops = 2.0 * n_parameters * n_tokens * sequences
     kind = str(device or next(model.parameters()).device).split(":")[0]
-
-    measured = rate(kind, chosen.name, DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"]), chosen.calibration_family)
+    which = model_key(n_parameters, spec.n_edges)
+    nominal = DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
+    measured = rate(kind, chosen.name, nominal, chosen.calibration_family, which)
     seconds = flops / measured.flops_per_second
 
     memory = cost.extra_bytes + estimate_memory(
@@ -196,6 +199,7 @@ def estimate_run(
         kind,
         flops,
         measured.describe(chosen.name),
+        which,
     )
 
 

@@ -167,7 +167,8 @@ def probe_rate(model) -> None:
         seconds = sorted(timed)[len(timed) // 2]
     parameters = sum(p.numel() for p in model.parameters())
     kind = model_device(model).type
-    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds)
+    which = calibration.model_key(parameters, adapter_of(model).spec.n_edges)
+    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds, which)
 
 
 EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"

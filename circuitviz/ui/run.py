@@ -208,7 +208,9 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
         return
 
     phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
-    calibration.record(estimate.device, method, estimate.flops, seconds, phases, parts, result.timings)
+    calibration.record(
+        estimate.device, method, estimate.flops, seconds, phases, parts, result.timings, estimate.model
+    )
 
 
 # ----- runs in the background ----------------------------------------------------------------------
