@@ -43,15 +43,113 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "phi3": ("phi3", {"num_key_value_heads": 4}),
 }
 
+DROP = object()  # a common config field this family's config has no place for
+
+# families tried through the command line (benchmarks/cli_families.py) and not (yet) checked by
+# tests/test_bridge_families.py; docs/models.md has what each gave
+CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
+    "gemma": ("gemma", {"num_key_value_heads": 1}),
+    "olmo": ("olmo", {}),
+    "olmo3": (
+        "olmo3",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "stablelm": ("stablelm", {"num_key_value_heads": 4, "partial_rotary_factor": 0.5}),
+    "phi": ("phi", {"partial_rotary_factor": 0.5}),
+    "gptj": ("gptj", {"rotary_dim": 4}),
+    "codegen": ("codegen", {"rotary_dim": 4}),
+    "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
+    "falcon": ("falcon", {"head_dim": DROP}),
+    "bloom": ("bloom", {}),
+    "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
+    "gpt_bigcode": ("gpt_bigcode", {}),
+    "mixtral": ("mixtral", {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": (
+        "qwen2_moe",
+        {
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 64,
+        },
+    ),
+    "qwen3_moe": (
+        "qwen3_moe",
+        {"num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    ),
+    "olmoe": ("olmoe", {"num_experts": 4, "num_experts_per_tok": 2}),
+    "granite": (
+        "granite",
+        {
+            "num_key_value_heads": 2,
+            "embedding_multiplier": 2.0,
+            "residual_multiplier": 0.5,
+            "attention_multiplier": 0.2,
+            "logits_scaling": 4.0,
+        },
+    ),
+    "starcoder2": ("starcoder2", {"num_key_value_heads": 2, "sliding_window": None}),
+    "cohere": ("cohere", {"num_key_value_heads": 2}),
+    "cohere2": (
+        "cohere2",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "smollm3": ("smollm3", {"num_key_value_heads": 2}),
+    "glm4": ("glm4", {"num_key_value_heads": 2}),
+    "apertus": ("apertus", {"num_key_value_heads": 2}),
+    "seed_oss": ("seed_oss", {"num_key_value_heads": 2}),
+    "nemotron": ("nemotron", {"num_key_value_heads": 2}),
+    "xglm": ("xglm", {"ffn_dim": 64}),
+    "mpt": ("mpt", {}),
+    "gpt_oss": (
+        "gpt_oss",
+        {
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "deepseek_v3": (
+        "deepseek_v3",
+        {
+            "num_key_value_heads": 4,
+            "head_dim": DROP,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 4,
+            "qk_nope_head_dim": 4,
+            "v_head_dim": 8,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_group": 1,
+            "topk_group": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+        },
+    ),
+}
+
 D_MODEL, N_HEADS, D_HEAD, N_LAYERS, D_MLP = 32, 4, 8, 2, 64
 
 
-def family_config(family: str, n_layers: int = N_LAYERS):
-    """The ``transformers`` config of a tiny model of ``family``."""
+def family_config(family: str, n_layers: int = N_LAYERS, vocab_size: int | None = None):
+    """The ``transformers`` config of a tiny model of ``family`` (one of ``FAMILIES`` or
+    ``CANDIDATE_FAMILIES``), for ``toy_models``' word tokenizer unless ``vocab_size`` is given."""
     from transformers import AutoConfig
 
-    model_type, extra = FAMILIES[family]
-    vocab = len(word_tokenizer())
+    model_type, extra = FAMILIES[family] if family in FAMILIES else CANDIDATE_FAMILIES[family]
+    vocab = vocab_size or len(word_tokenizer())
     if model_type == "gpt2":
         fields = dict(
             vocab_size=vocab,
@@ -77,12 +175,17 @@ def family_config(family: str, n_layers: int = N_LAYERS):
             pad_token_id=1,
         )
     fields.update(extra)
+    fields = {key: value for key, value in fields.items() if value is not DROP}
     if "layer_types" in fields:  # the family's pattern of local and global layers, repeated
         pattern = fields["layer_types"]
         fields["layer_types"] = [pattern[index % len(pattern)] for index in range(n_layers)]
     if model_type == "gpt_neox":
         fields.pop("head_dim")
-    return AutoConfig.for_model(model_type, **fields)
+    config = AutoConfig.for_model(model_type, **fields)
+    built = (getattr(config, "hidden_size", None), getattr(config, "num_hidden_layers", None))
+    if built != (D_MODEL, n_layers):  # a field under another name: never build a full-size model
+        raise ValueError(f"{model_type}'s config came out {built} (width, layers), not {(D_MODEL, n_layers)}")
+    return config
 
 
 def random_hf_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=torch.float64):
