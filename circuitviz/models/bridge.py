@@ -148,12 +148,39 @@ def prepare_bridge(bridge, name: str):
             "gives its MLP no input of its own, which circuit edges into MLPs need; load it as a "
             "HookedTransformer where TransformerLens converts it (Phi, GPT-J) or use another architecture."
         )
+    scaled = {
+        field: value
+        for field in ("embedding_multiplier", "residual_multiplier", "logits_scaling")
+        if (value := getattr(_text_config(bridge.original_model.config), field, None)) not in (None, 1, 1.0)
+    }
+    if scaled:
+        raise ModelLoadError(
+            f"{architecture} multiplies its embedding, its blocks' outputs or its logits outside the "
+            f"modules the bridge hooks ({', '.join(f'{k} {v:g}' for k, v in scaled.items())}), which "
+            "circuitviz's edge contributions do not include; use another architecture."
+        )
     bridge.set_use_hook_mlp_in(True)
     bridge.eval()
     bridge.requires_grad_(False)
     describe_config(bridge, name)
+    weigh_plain_norms(bridge)
     require_circuit_hooks(bridge)
     return bridge
+
+
+@torch.no_grad()
+def weigh_plain_norms(bridge) -> None:
+    """Give a norm without parameters (OLMo's LayerNorm) a weight of ones and a bias of zeros,
+    which it computes with anyway: TransformerLens's norm, once a hook reads its scale (RelP's
+    frozen norms), multiplies by the module's weight and fails without one."""
+    for module in bridge.modules():
+        inner = getattr(module, "original_component", None)
+        if "Norm" not in type(inner).__name__ or getattr(inner, "weight", None) is not None:
+            continue
+        width = int(bridge.cfg.d_model)
+        reference = next(bridge.parameters())
+        inner.register_buffer("weight", torch.ones(width, dtype=reference.dtype, device=reference.device))
+        inner.register_buffer("bias", torch.zeros(width, dtype=reference.dtype, device=reference.device))
 
 
 @torch.no_grad()
@@ -208,6 +235,8 @@ def describe_config(bridge, name: str) -> None:
     cfg.n_key_value_heads = cfg.n_heads
     cfg.use_normalization_before_and_after = hasattr(block, "ln1_post")
     cfg.use_qk_norm = hasattr(block.attn, "q_norm")
+    # gpt-oss's per-head sink logit joins each softmax: what recomputes attention must refuse it
+    cfg.use_attention_sinks = getattr(block.attn.original_component, "sinks", None) is not None
     if cfg.positional_embedding_type == "rotary":
         fraction = getattr(hf_config, "partial_rotary_factor", None) or getattr(hf_config, "rotary_pct", None)
         cfg.rotary_dim = int(cfg.d_head * float(fraction)) if fraction else int(cfg.d_head)
