@@ -9,10 +9,11 @@ trained here with ``tokenizers`` (a ``PreTrainedTokenizerFast``), both saved wit
 ``save_pretrained`` in one folder; then, as a user would, ``python -m circuitviz discover --model
 FOLDER ... --budgets 20 --out out.json`` and ``python -m circuitviz evaluate --circuit out.json
 --model FOLDER ...`` as subprocesses, with ``--no-task-check`` (a random model's corruption
-decides nothing, so the meaningful-task check would refuse every task). One row per family and method: built, discover's exit code
-and last line, evaluate's exit code, seconds. ``--compare`` also runs ``exact`` and ``eap`` and
-prints how close EAP's edge scores are to exact patching's (a linear approximation: close, not
-equal). Nothing is downloaded; no assertions (the table goes into docs/models.md).
+decides nothing, so the meaningful-task check would refuse every task). One row per family and
+method: built, the backend the folder loaded through, discover's exit code and last line,
+evaluate's exit code, seconds. ``--compare`` also runs ``exact`` and ``eap`` and prints how close
+EAP's edge scores are to exact patching's (a linear approximation: close, not equal). Nothing is
+downloaded; no assertions (the table goes into docs/models.md).
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_cli(arguments: list[str], env: dict, log: Path) -> tuple[int, str, float]:
-    """(exit code, the last line it printed: stderr's when it failed, stdout's else, seconds)."""
+def run_cli(arguments: list[str], env: dict, log: Path) -> tuple[int, str, float, str]:
+    """(exit code, the last line it printed: stderr's when it failed, stdout's else, seconds, the
+    backend: a local folder loads as a HookedTransformer unless the load says it booted the bridge)."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "circuitviz", *arguments], capture_output=True, text=True, env=env
@@ -103,7 +105,8 @@ def run_cli(arguments: list[str], env: dict, log: Path) -> tuple[int, str, float
     shown = last_line(done.stderr) if done.returncode else last_line(done.stdout)
     if done.returncode and "Traceback" in done.stderr:
         shown = "TRACEBACK " + shown
-    return done.returncode, shown, seconds
+    backend = "bridge" if "booting it through the TransformerBridge" in done.stderr else "hooked"
+    return done.returncode, shown, seconds, backend
 
 
 def task_arguments(task: dict) -> list[str]:
@@ -139,7 +142,8 @@ def compare_scores(exact: Path, eap: Path) -> str:
 
 
 def run_family(family: str, root: Path, tokenizer_folder: Path, task: dict, methods: list[str], env: dict):
-    """The rows of one family: (family, method, built, discover rc, its last line, evaluate rc, s)."""
+    """The rows of one family: (family, method, built, backend, discover rc, its last line,
+    evaluate rc, seconds)."""
     from transformers import AutoTokenizer
 
     folder = root / family
@@ -149,26 +153,26 @@ def run_family(family: str, root: Path, tokenizer_folder: Path, task: dict, meth
     start = time.perf_counter()
     why_not = build_model(family, folder, tokenizer)
     if why_not:
-        yield family, "-", "no: " + why_not, "", "", "", f"{time.perf_counter() - start:.1f}"
+        yield family, "-", "no: " + why_not, "", "", "", "", f"{time.perf_counter() - start:.1f}"
         return
     for method in methods:
         out = folder / f"{method}.json"
         # a random-weight model's corruption decides nothing: the meaningful-task check is off
         common = ["--model", str(folder), *task_arguments(task), "--no-task-check"]
         discover = ["discover", *common, "--method", method, "--budgets", "20", "--out", str(out)]
-        rc, line, seconds = run_cli(discover, env, folder / f"{method}-discover.log")
+        rc, line, seconds, backend = run_cli(discover, env, folder / f"{method}-discover.log")
         evaluate_rc, evaluate_line = "-", ""
         if rc == 0:
             evaluate = ["evaluate", "--circuit", str(out), *common]
-            code, evaluate_line, more = run_cli(evaluate, env, folder / f"{method}-evaluate.log")
+            code, evaluate_line, more, _ = run_cli(evaluate, env, folder / f"{method}-evaluate.log")
             evaluate_rc, seconds = str(code), seconds + more
             if code:
                 line += f" | evaluate: {evaluate_line}"
-        yield family, method, "yes", str(rc), line, evaluate_rc, f"{seconds:.1f}"
+        yield family, method, "yes", backend, str(rc), line, evaluate_rc, f"{seconds:.1f}"
     if {"exact", "eap"} <= set(methods):
         exact, eap = folder / "exact.json", folder / "eap.json"
         if exact.exists() and eap.exists():
-            yield family, "eap vs exact", "", "", compare_scores(exact, eap), "", ""
+            yield family, "eap vs exact", "", "", "", compare_scores(exact, eap), "", ""
 
 
 def main() -> None:
@@ -203,8 +207,8 @@ def main() -> None:
         task = task_for(tokenizer)
         print(machine_line())
         print(f"tokenizer: byte-level BPE, {len(tokenizer)} tokens; task {json.dumps(task)}")
-        print("| family | method | built | discover | its last line | evaluate | seconds |")
-        print("|---|---|---|---|---|---|---|")
+        print("| family | method | built | backend | discover | its last line | evaluate | seconds |")
+        print("|---|---|---|---|---|---|---|---|")
         for family in families:
             for row in run_family(family, root, tokenizer_folder, task, methods, env):
                 print("| " + " | ".join(row) + " |", flush=True)

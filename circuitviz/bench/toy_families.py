@@ -1,9 +1,12 @@
 """Tiny random-weight models of real architectures, built offline from a ``transformers`` config.
 
-``random_family_model(family)`` makes a 2-layer model of one family (Llama 3, Qwen 2 and 3,
-Gemma 2 and 3, GPT-2, GPT-NeoX, OLMo 2, Mistral, Phi-3) with ``transformers``'s own random
-initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's
-``TransformerBridge`` (``circuitviz.models.bridge``). Nothing is downloaded.
+``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
+Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
+Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
+Apertus, Seed-OSS, Nemotron) with ``transformers``'s own random initialisation and the word
+tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
+(``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
+tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import torch
 
 from .toy_models import word_tokenizer
+
+DROP = object()  # a common config field this family's config has no place for
 
 # family -> (transformers model type, config fields beyond the common ones)
 FAMILIES: dict[str, tuple[str, dict]] = {
@@ -41,13 +46,6 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "olmo2": ("olmo2", {"num_key_value_heads": 4}),
     "mistral": ("mistral", {"num_key_value_heads": 2, "sliding_window": None}),
     "phi3": ("phi3", {"num_key_value_heads": 4}),
-}
-
-DROP = object()  # a common config field this family's config has no place for
-
-# families tried through the command line (benchmarks/cli_families.py) and not (yet) checked by
-# tests/test_bridge_families.py; docs/models.md has what each gave
-CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "gemma": ("gemma", {"num_key_value_heads": 1}),
     "olmo": ("olmo", {}),
     "olmo3": (
@@ -59,14 +57,6 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
         },
     ),
     "stablelm": ("stablelm", {"num_key_value_heads": 4, "partial_rotary_factor": 0.5}),
-    "phi": ("phi", {"partial_rotary_factor": 0.5}),
-    "gptj": ("gptj", {"rotary_dim": 4}),
-    "codegen": ("codegen", {"rotary_dim": 4}),
-    "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
-    "falcon": ("falcon", {"head_dim": DROP}),
-    "bloom": ("bloom", {}),
-    "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
-    "gpt_bigcode": ("gpt_bigcode", {}),
     "mixtral": ("mixtral", {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2}),
     "qwen2_moe": (
         "qwen2_moe",
@@ -83,33 +73,12 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
         {"num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
     ),
     "olmoe": ("olmoe", {"num_experts": 4, "num_experts_per_tok": 2}),
-    "granite": (
-        "granite",
-        {
-            "num_key_value_heads": 2,
-            "embedding_multiplier": 2.0,
-            "residual_multiplier": 0.5,
-            "attention_multiplier": 0.2,
-            "logits_scaling": 4.0,
-        },
-    ),
     "starcoder2": ("starcoder2", {"num_key_value_heads": 2, "sliding_window": None}),
-    "cohere": ("cohere", {"num_key_value_heads": 2}),
-    "cohere2": (
-        "cohere2",
-        {
-            "num_key_value_heads": 2,
-            "sliding_window": 4,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
-    ),
     "smollm3": ("smollm3", {"num_key_value_heads": 2}),
     "glm4": ("glm4", {"num_key_value_heads": 2}),
     "apertus": ("apertus", {"num_key_value_heads": 2}),
     "seed_oss": ("seed_oss", {"num_key_value_heads": 2}),
     "nemotron": ("nemotron", {"num_key_value_heads": 2}),
-    "xglm": ("xglm", {"ffn_dim": 64}),
-    "mpt": ("mpt", {}),
     "gpt_oss": (
         "gpt_oss",
         {
@@ -120,6 +89,41 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
             "layer_types": ["sliding_attention", "full_attention"],
         },
     ),
+}
+
+# families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
+# (or that only HookedTransformer converts), so tests/test_bridge_families.py cannot check them
+# through it; docs/models.md has what each gave
+CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
+    "granite": (
+        "granite",
+        {
+            "num_key_value_heads": 2,
+            "embedding_multiplier": 2.0,
+            "residual_multiplier": 0.5,
+            "attention_multiplier": 0.2,
+            "logits_scaling": 4.0,
+        },
+    ),
+    "phi": ("phi", {"partial_rotary_factor": 0.5}),
+    "gptj": ("gptj", {"rotary_dim": 4}),
+    "codegen": ("codegen", {"rotary_dim": 4}),
+    "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
+    "falcon": ("falcon", {"head_dim": DROP}),
+    "bloom": ("bloom", {}),
+    "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
+    "gpt_bigcode": ("gpt_bigcode", {}),
+    "cohere": ("cohere", {"num_key_value_heads": 2}),
+    "cohere2": (
+        "cohere2",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "xglm": ("xglm", {"ffn_dim": 64}),
+    "mpt": ("mpt", {}),
     "deepseek_v3": (
         "deepseek_v3",
         {
@@ -194,7 +198,9 @@ def random_hf_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(family_config(family, n_layers), attn_implementation="eager")
+    model = AutoModelForCausalLM.from_config(
+        family_config(family, n_layers), attn_implementation="eager", experts_implementation="eager"
+    )  # eager experts: transformers' grouped matmul takes no float64
     model = model.to(dtype)
     with torch.no_grad():  # norms that start at exactly 1 (or 0) would hide a misread norm weight
         generator = torch.Generator(device="cpu").manual_seed(seed + 1)
