@@ -1,4 +1,4 @@
-"""Tiny random-weight models of ten architecture families, built offline from a ``transformers``
+"""Tiny random-weight models of every family in ``toy_families.FAMILIES``, built offline from a ``transformers``
 config and booted through TransformerLens's ``TransformerBridge``: the engine's numbers on them
 against definitions that share no code with it (tests/reference_patching.py).
 
@@ -28,13 +28,27 @@ from circuitviz.models.bridge_adapter import BridgeAdapter
 
 pytestmark = pytest.mark.slow
 
-# (family, method) pairs refused with a sentence: ACC++'s bilinear form has no place for OLMo-2's
-# q/k-norm over the whole key vector (it couples the heads); AtP*'s QK fix recomputes attention
-# and refuses soft-capped scores (Gemma 2) and OLMo's normalised queries and keys
+# (family, method) pairs refused with a sentence: ACC++'s bilinear form has no place for OLMo's
+# q/k-norm over the whole key vector (it couples the heads) or gpt-oss's attention sinks; AtP*'s
+# QK fix recomputes attention and refuses soft-capped scores (Gemma 2), OLMo's normalised queries
+# and keys and sink columns
 REFUSED = {
     ("olmo2", "acc++"): "OLMo",
+    ("olmo3", "acc++"): "OLMo",
+    ("olmoe", "acc++"): "OLMo",
+    ("gpt_oss", "acc++"): "sinks",  # gpt-oss's sink logit in every softmax
     ("gemma2", "atp-star"): "soft-capped",
     ("olmo2", "atp-star"): "normalised",
+    ("olmo3", "atp-star"): "normalised",
+    ("olmoe", "atp-star"): "normalised",
+    ("gpt_oss", "atp-star"): "sink",
+    # a mixture of experts has no single MLP whose neurons Circuit Lasso reads or whose
+    # activation RelP's rules follow
+    **{
+        (moe, "circuit-lasso"): "no hook point"
+        for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss")
+    },
+    **{(moe, "relp"): "activation" for moe in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss")},
 }
 
 
@@ -123,6 +137,10 @@ def pairs_to_run(families: list[str], methods: list[str]) -> list[tuple[str, str
     n = len(families)
     chosen = {(families[(2 * i) % n], m) for i, m in enumerate(methods)}
     chosen |= {(families[(2 * i + n // 2) % n], m) for i, m in enumerate(methods)}
+    # with more families than methods, each family's own three, in turn through the methods
+    chosen |= {
+        (family, methods[(3 * k + j) % len(methods)]) for k, family in enumerate(families) for j in range(3)
+    }
     return sorted(chosen | {pair for pair in REFUSED if pair[1] in methods})
 
 

@@ -236,3 +236,37 @@ def test_list_settings_are_parsed_once_at_the_boundary():
     assert get_method("ensemble").make_config({"members": "EAP, eap-ig,eap"}).members == ("eap", "eap-ig")
     with pytest.raises(ValueError, match="not a whole number"):
         method.make_config({"anchor_budgets": "10,fifty"})
+
+
+def random_task_arguments() -> list[str]:
+    from circuitviz.bench.toy_models import IOI_TASK
+
+    arguments = ["--prompt", IOI_TASK.clean, "--corrupted", IOI_TASK.corrupted, "--answer", IOI_TASK.answer]
+    return arguments + [item for foil in IOI_TASK.foils for item in ("--foil", foil)]
+
+
+@pytest.mark.slow
+def test_a_random_models_weak_corruption_names_the_switch(monkeypatch, capsys, tmp_path):
+    """A random-weight model's corruption changes its logit difference by a hair: refused with
+    the sentence that names --no-task-check, which then runs it."""
+    import torch
+
+    from circuitviz.bench.toy_families import random_family_model
+
+    model = random_family_model("llama3", seed=1, dtype=torch.float32)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "random-llama3", 0.0))
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "on")
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
+    command = ["discover", *random_task_arguments(), "--method", "eap", "--budgets", "4", "--no-cache"]
+    assert cli.main(command) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "--no-task-check to run anyway" in errors[0], errors
+    assert_one_sentence(errors[0].removeprefix("error: "))
+    assert cli.main([*command, "--no-task-check"]) == 0
+
+
+def test_progress_names_the_phase_by_its_plain_name(capsys):
+    from circuitviz.core.phases import Report
+
+    cli._progress(Report.SCORE, 0.5)
+    assert capsys.readouterr().err.split() == ["score", "50.0%"]

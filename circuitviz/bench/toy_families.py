@@ -1,9 +1,12 @@
 """Tiny random-weight models of real architectures, built offline from a ``transformers`` config.
 
-``random_family_model(family)`` makes a 2-layer model of one family (Llama 3, Qwen 2 and 3,
-Gemma 2 and 3, GPT-2, GPT-NeoX, OLMo 2, Mistral, Phi-3) with ``transformers``'s own random
-initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's
-``TransformerBridge`` (``circuitviz.models.bridge``). Nothing is downloaded.
+``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
+Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
+Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
+Apertus, Seed-OSS, Nemotron) with ``transformers``'s own random initialisation and the word
+tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
+(``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
+tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import torch
 
 from .toy_models import word_tokenizer
+
+DROP = object()  # a common config field this family's config has no place for
 
 # family -> (transformers model type, config fields beyond the common ones)
 FAMILIES: dict[str, tuple[str, dict]] = {
@@ -41,17 +46,114 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "olmo2": ("olmo2", {"num_key_value_heads": 4}),
     "mistral": ("mistral", {"num_key_value_heads": 2, "sliding_window": None}),
     "phi3": ("phi3", {"num_key_value_heads": 4}),
+    "gemma": ("gemma", {"num_key_value_heads": 1}),
+    "olmo": ("olmo", {}),
+    "olmo3": (
+        "olmo3",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "stablelm": ("stablelm", {"num_key_value_heads": 4, "partial_rotary_factor": 0.5}),
+    "mixtral": ("mixtral", {"num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": (
+        "qwen2_moe",
+        {
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 64,
+        },
+    ),
+    "qwen3_moe": (
+        "qwen3_moe",
+        {"num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    ),
+    "olmoe": ("olmoe", {"num_experts": 4, "num_experts_per_tok": 2}),
+    "starcoder2": ("starcoder2", {"num_key_value_heads": 2, "sliding_window": None}),
+    "smollm3": ("smollm3", {"num_key_value_heads": 2}),
+    "glm4": ("glm4", {"num_key_value_heads": 2}),
+    "apertus": ("apertus", {"num_key_value_heads": 2}),
+    "seed_oss": ("seed_oss", {"num_key_value_heads": 2}),
+    "nemotron": ("nemotron", {"num_key_value_heads": 2}),
+    "gpt_oss": (
+        "gpt_oss",
+        {
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+}
+
+# families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
+# (or that only HookedTransformer converts), so tests/test_bridge_families.py cannot check them
+# through it; docs/models.md has what each gave
+CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
+    "granite": (
+        "granite",
+        {
+            "num_key_value_heads": 2,
+            "embedding_multiplier": 2.0,
+            "residual_multiplier": 0.5,
+            "attention_multiplier": 0.2,
+            "logits_scaling": 4.0,
+        },
+    ),
+    "phi": ("phi", {"partial_rotary_factor": 0.5}),
+    "gptj": ("gptj", {"rotary_dim": 4}),
+    "codegen": ("codegen", {"rotary_dim": 4}),
+    "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
+    "falcon": ("falcon", {"head_dim": DROP}),
+    "bloom": ("bloom", {}),
+    "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
+    "gpt_bigcode": ("gpt_bigcode", {}),
+    "cohere": ("cohere", {"num_key_value_heads": 2}),
+    "cohere2": (
+        "cohere2",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "xglm": ("xglm", {"ffn_dim": 64}),
+    "mpt": ("mpt", {}),
+    "deepseek_v3": (
+        "deepseek_v3",
+        {
+            "num_key_value_heads": 4,
+            "head_dim": DROP,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 4,
+            "qk_nope_head_dim": 4,
+            "v_head_dim": 8,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_group": 1,
+            "topk_group": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+        },
+    ),
 }
 
 D_MODEL, N_HEADS, D_HEAD, N_LAYERS, D_MLP = 32, 4, 8, 2, 64
 
 
-def family_config(family: str, n_layers: int = N_LAYERS):
-    """The ``transformers`` config of a tiny model of ``family``."""
+def family_config(family: str, n_layers: int = N_LAYERS, vocab_size: int | None = None):
+    """The ``transformers`` config of a tiny model of ``family`` (one of ``FAMILIES`` or
+    ``CANDIDATE_FAMILIES``), for ``toy_models``' word tokenizer unless ``vocab_size`` is given."""
     from transformers import AutoConfig
 
-    model_type, extra = FAMILIES[family]
-    vocab = len(word_tokenizer())
+    model_type, extra = FAMILIES[family] if family in FAMILIES else CANDIDATE_FAMILIES[family]
+    vocab = vocab_size or len(word_tokenizer())
     if model_type == "gpt2":
         fields = dict(
             vocab_size=vocab,
@@ -77,12 +179,17 @@ def family_config(family: str, n_layers: int = N_LAYERS):
             pad_token_id=1,
         )
     fields.update(extra)
+    fields = {key: value for key, value in fields.items() if value is not DROP}
     if "layer_types" in fields:  # the family's pattern of local and global layers, repeated
         pattern = fields["layer_types"]
         fields["layer_types"] = [pattern[index % len(pattern)] for index in range(n_layers)]
     if model_type == "gpt_neox":
         fields.pop("head_dim")
-    return AutoConfig.for_model(model_type, **fields)
+    config = AutoConfig.for_model(model_type, **fields)
+    built = (getattr(config, "hidden_size", None), getattr(config, "num_hidden_layers", None))
+    if built != (D_MODEL, n_layers):  # a field under another name: never build a full-size model
+        raise ValueError(f"{model_type}'s config came out {built} (width, layers), not {(D_MODEL, n_layers)}")
+    return config
 
 
 def random_hf_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=torch.float64):
@@ -91,7 +198,9 @@ def random_hf_model(family: str, seed: int = 0, n_layers: int = N_LAYERS, dtype=
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(family_config(family, n_layers), attn_implementation="eager")
+    model = AutoModelForCausalLM.from_config(
+        family_config(family, n_layers), attn_implementation="eager", experts_implementation="eager"
+    )  # eager experts: transformers' grouped matmul takes no float64
     model = model.to(dtype)
     with torch.no_grad():  # norms that start at exactly 1 (or 0) would hide a misread norm weight
         generator = torch.Generator(device="cpu").manual_seed(seed + 1)

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import sys
 import time
 from pathlib import Path
 
 from ..bench.planted_benchmark import format_table as bench_table
 from ..bench.planted_benchmark import run_bench, write_report
-from ..core.curves import Baseline, CurvePoint, empty_budgets_note
 from ..core.graph import GraphError
 from ..core.results import load_circuit
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import clock_duration
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
+from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
 from ..methods import UnknownMethodError, available_methods, get_method, method_traits, setting_flags
 from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
 from ..models.adapter import adapter_of
@@ -31,30 +31,10 @@ from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, run_request, transfer_report
 from .calibration import record
 from .request import Request
+from .tables import format_table
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
-
-
-def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
-    """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
-    what a budget counts, edges or (edge, position) units)."""
-    lines = [
-        f"clean metric L(M(q))      {baseline.clean:+.4f}",
-        f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
-        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
-        f"{'necessity':>9}",
-    ]
-    for point in curve:
-        nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
-        necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
-        lines.append(
-            f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
-            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
-        )
-    lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
-    empty = empty_budgets_note(curve, kept)
-    return "\n".join([*lines, empty] if empty else lines)
 
 
 def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = True) -> None:
@@ -73,6 +53,16 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
         help="default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
     )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+    _add_task_check_argument(parser)
+
+
+def _add_task_check_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-task-check",
+        action="store_true",
+        help="run even when the corruption does not lower the metric by the threshold (a random-weight "
+        f"model's never does; the same as {CHECK_ENV}=off)",
+    )
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -222,6 +212,7 @@ def _load(args):
 
 
 def _progress(phase: str, fraction: float) -> None:
+    phase = getattr(phase, "value", phase)  # a Report by its plain name, not 'Report.SCORE'
     print(
         f"\r  {phase:<10} {100 * fraction:5.1f}%",
         end="\n" if fraction >= 1 else "",
@@ -428,6 +419,7 @@ def _add_batch_parser(commands) -> None:
         "--budgets", default="mib", help="edge budgets, comma separated, or mib (0.1%% to 100%% of the edges)"
     )
     batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
+    _add_task_check_argument(batch)
     _add_model_arguments(batch)
     batch.add_argument("--executor", default="local", choices=["local", "ray"])
     batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as fit)")
@@ -584,9 +576,14 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
+    if getattr(args, "no_task_check", False):
+        os.environ[CHECK_ENV] = "off"  # read where each check runs (task_validity.gap_check_enabled)
     try:
         return COMMANDS[args.command](args)
+    except WeakCorruptionError as error:
+        fix = "use an answer the prompt's key word decides, or --no-task-check to run anyway"
+        print(f"error: {error.what}; {fix}.", file=sys.stderr)
+        return 2
     except (
         TaskError,
         GraphError,

@@ -42,6 +42,15 @@ METRIC_WORDS = {
 }
 
 
+class WeakCorruptionError(TaskError):
+    """The corruption does not lower the metric by the threshold (``gap_problem``); ``what`` is
+    the sentence's first half, which the command line ends with its switch (``--no-task-check``)."""
+
+    def __init__(self, problem: str):
+        super().__init__(problem)
+        self.what = problem.partition("; pick ")[0]
+
+
 def identical_prompts_problem(task: PromptTask) -> str | None:
     """The sentence saying the corrupted prompt is the prompt itself, or None."""
     if task.corrupted and task.corrupted.strip() == task.clean.strip():
@@ -80,10 +89,11 @@ def gap_problem(task: PromptTask, clean: float, corrupted: float) -> str | None:
 
 
 def require_meaningful(task: PromptTask, clean: float, corrupted: float) -> None:
-    """Raise TaskError with ``gap_problem``'s sentence when the task is not meaningful."""
+    """Raise TaskError with ``gap_problem``'s sentence when the task is not meaningful
+    (``WeakCorruptionError`` when the prompts differ but the gap is too small)."""
     problem = gap_problem(task, clean, corrupted)
     if problem:
-        raise TaskError(problem)
+        raise (TaskError if identical_prompts_problem(task) else WeakCorruptionError)(problem)
 
 
 @torch.no_grad()

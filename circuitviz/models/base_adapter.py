@@ -174,8 +174,11 @@ class ModelAdapter:
         try:
             for name, function in fwd_hooks:
                 point = self._hook_points.get(name)
-                if point is None:
-                    raise KeyError(f"The model has no hook point {name}.")
+                if point is None:  # a method reading what this model lacks (an MoE's MLP neurons)
+                    raise ValueError(
+                        f"{self.cfg.model_name} has no hook point {name}, which this method reads; "
+                        "choose another method."
+                    )
                 point.add_hook(self._hook_function(name, function), dir="fwd", level=level)
                 added[id(point)] = point
             yield

@@ -45,7 +45,11 @@ def ungroup_attention(hf_model: PreTrainedModel) -> int:
     grouped heads is refused with the reason."""
     config = _text_config(hf_model.config)
     n_heads = int(config.num_attention_heads)
-    n_kv = int(getattr(config, "num_key_value_heads", None) or n_heads)
+    n_kv = int(
+        getattr(config, "num_key_value_heads", None) or getattr(config, "num_kv_heads", None) or n_heads
+    )
+    if getattr(config, "multi_query", False) and not getattr(config, "new_decoder_architecture", False):
+        n_kv = 1  # Falcon-7B's and StarCoder's multi-query attention: one key/value head
     if n_kv == n_heads:
         return 1
     repeats = n_heads // n_kv
@@ -120,16 +124,103 @@ def prepare_bridge(bridge, name: str):
     Compatibility mode without processing gives the classic hook names on the model's own
     weights; split q/k/v inputs and ``hook_mlp_in`` give every head and MLP its own reader.
     """
-    from circuitviz.models.adapter import adapter_of
 
     bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
-    bridge.set_use_split_qkv_input(True)
+    architecture = bridge.cfg.architecture
+    try:
+        bridge.set_use_split_qkv_input(True)
+    except NotImplementedError:
+        raise ModelLoadError(
+            f"TransformerLens's bridge has no per-head query, key and value inputs for {architecture}'s "
+            "attention, which circuit edges into heads need; use an architecture it splits (Llama, "
+            "Qwen, Gemma, GPT-2, ...) or a newer TransformerLens."
+        ) from None
+    shared_norm = [
+        index
+        for index, block in enumerate(bridge.blocks)
+        if "mlp" in block.submodules
+        and "ln2" not in block.submodules
+        and not getattr(block, "mlp_reads_resid_directly", False)
+    ]
+    if shared_norm:
+        raise ModelLoadError(
+            f"{architecture}'s attention and MLP read one shared norm, and TransformerLens's bridge "
+            "gives its MLP no input of its own, which circuit edges into MLPs need; load it as a "
+            "HookedTransformer where TransformerLens converts it (Phi, GPT-J) or use another architecture."
+        )
+    scaled = {
+        field: value
+        for field in ("embedding_multiplier", "residual_multiplier", "logits_scaling")
+        if (value := getattr(_text_config(bridge.original_model.config), field, None)) not in (None, 1, 1.0)
+    }
+    if scaled:
+        raise ModelLoadError(
+            f"{architecture} multiplies its embedding, its blocks' outputs or its logits outside the "
+            f"modules the bridge hooks ({', '.join(f'{k} {v:g}' for k, v in scaled.items())}), which "
+            "circuitviz's edge contributions do not include; use another architecture."
+        )
     bridge.set_use_hook_mlp_in(True)
     bridge.eval()
     bridge.requires_grad_(False)
     describe_config(bridge, name)
-    adapter_of(bridge)
+    weigh_plain_norms(bridge)
+    require_circuit_hooks(bridge)
     return bridge
+
+
+@torch.no_grad()
+def weigh_plain_norms(bridge) -> None:
+    """Give a norm without parameters (OLMo's LayerNorm) a weight of ones and a bias of zeros,
+    which it computes with anyway: TransformerLens's norm, once a hook reads its scale (RelP's
+    frozen norms), multiplies by the module's weight and fails without one."""
+    for module in bridge.modules():
+        inner = getattr(module, "original_component", None)
+        if "Norm" not in type(inner).__name__ or getattr(inner, "weight", None) is not None:
+            continue
+        width = int(bridge.cfg.d_model)
+        reference = next(bridge.parameters())
+        inner.register_buffer("weight", torch.ones(width, dtype=reference.dtype, device=reference.device))
+        inner.register_buffer("bias", torch.zeros(width, dtype=reference.dtype, device=reference.device))
+
+
+@torch.no_grad()
+def require_circuit_hooks(bridge) -> None:
+    """Run two tokens with per-head and with shared attention inputs and check that the bridge
+    calls every hook the engine reads in the first block; a model it cannot run, or whose hooks
+    it never calls (MPT's queries in transformers 5), is refused with a sentence at load instead
+    of a traceback in the middle of a run."""
+    from circuitviz.core.graph import QKV
+    from circuitviz.engine import sites
+    from circuitviz.models.adapter import adapter_of
+
+    adapter, architecture = adapter_of(bridge), bridge.cfg.architecture
+    tokens = torch.zeros((1, 2), dtype=torch.long, device=adapter.device)
+    wanted = {
+        True: [sites.head_input(0, kind) for kind in QKV]
+        + [sites.mlp_in(0), sites.head_z(0), sites.mlp_out(0)],
+        False: [sites.head_projection(0, kind) for kind in QKV],
+    }
+    fired: set[str] = set()
+
+    def seen(x, hook):
+        fired.add(hook.name)
+
+    for split, names in wanted.items():
+        try:
+            with adapter.split_attention_inputs(split), adapter.hooked([(name, seen) for name in names]):
+                adapter.blocks(tokens)
+        except Exception as error:  # TransformerLens's adapter for it fails: one sentence, not a traceback
+            first = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
+            raise ModelLoadError(
+                f"TransformerLens's bridge cannot run {architecture} here ({type(error).__name__}: "
+                f"{first}); use a supported architecture or a newer TransformerLens."
+            ) from error
+    missing = [name for names in wanted.values() for name in names if name not in fired]
+    if missing:
+        raise ModelLoadError(
+            f"TransformerLens's bridge never calls {', '.join(missing[:3])} in {architecture}, which "
+            "circuit discovery reads; use another architecture or a newer TransformerLens."
+        )
 
 
 def describe_config(bridge, name: str) -> None:
@@ -144,6 +235,8 @@ def describe_config(bridge, name: str) -> None:
     cfg.n_key_value_heads = cfg.n_heads
     cfg.use_normalization_before_and_after = hasattr(block, "ln1_post")
     cfg.use_qk_norm = hasattr(block.attn, "q_norm")
+    # gpt-oss's per-head sink logit joins each softmax: what recomputes attention must refuse it
+    cfg.use_attention_sinks = getattr(block.attn.original_component, "sinks", None) is not None
     if cfg.positional_embedding_type == "rotary":
         fraction = getattr(hf_config, "partial_rotary_factor", None) or getattr(hf_config, "rotary_pct", None)
         cfg.rotary_dim = int(cfg.d_head * float(fraction)) if fraction else int(cfg.d_head)

@@ -151,13 +151,24 @@ class _Prefix:
 class BridgeAdapter(ModelAdapter):
     """The adapter of a TransformerBridge in compatibility mode (module docstring)."""
 
-    positions_inside_attention = False
     packs_prefix_trees = False  # its attention is the wrapped model's own: no packed passes
     starts_at_layer = False  # the bridge runs from the embedding only: layer starts run whole passes
 
     @property
     def rotary(self) -> bool:
         return self.cfg.positional_embedding_type == "rotary"
+
+    @cached_property
+    def positions_inside_attention(self) -> bool:
+        """Whether a run must see every position: a model whose attention keeps no ``transformers``
+        key/value cache (MPT's, in transformers 5) cannot be continued from a prefix, so the
+        engine runs its prompts whole (checked once, on a two-token run)."""
+        tokens = torch.zeros((1, 2), dtype=torch.long, device=self.device)
+        kept = self.prefix_caches(tokens).cache
+        layers = getattr(kept, "layers", None) or []
+        return len(layers) < self.cfg.n_layers or any(
+            getattr(layer, "keys", None) is None for layer in layers
+        )
 
     @property
     def reads_unnormalised_residual(self) -> bool:

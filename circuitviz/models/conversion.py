@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from circuitviz.models.errors import ModelLoadError
+from circuitviz.models.errors import ConversionRefused, ModelLoadError
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformerConfig
@@ -41,6 +42,53 @@ def hf_config_dict(hf_model: PreTrainedModel) -> dict[str, Any]:
     config.pop("quantization_config", None)
     config["architectures"] = [type(hf_model).__name__]
     return config
+
+
+_SHIM_LOCK = threading.Lock()
+
+# (transformers config class, field TransformerLens 3.9's converter reads, where transformers 5 keeps it)
+_MOVED_FIELDS = {
+    "GPT2LMHeadModel": ("GPT2Config", "n_ctx", lambda config: config.n_positions),
+    "PhiForCausalLM": (
+        "PhiConfig",
+        "partial_rotary_factor",
+        lambda config: (config.rope_parameters or {}).get("partial_rotary_factor", 1.0),
+    ),
+}
+
+
+def _keep(field: str):
+    def keep(config, value) -> None:
+        config.__dict__[field] = value
+
+    return keep
+
+
+@contextlib.contextmanager
+def moved_config_field(architecture: str) -> Iterator[None]:
+    """While TransformerLens 3.9 reads a config: the one field of ``architecture``'s config that
+    transformers 5 no longer keeps (GPT-2's ``n_ctx``, Phi's ``partial_rotary_factor``, now in
+    ``rope_parameters``), read from where it is now; the class is as it was after."""
+    import transformers
+
+    if architecture not in _MOVED_FIELDS:
+        yield
+        return
+    class_name, field, read = _MOVED_FIELDS[architecture]
+    config_class = getattr(transformers, class_name)
+    with _SHIM_LOCK:
+        added = not hasattr(config_class, field)
+        if added:  # a config that does hold the field (an older config.json's) keeps its own
+            setattr(
+                config_class,
+                field,
+                property(lambda config: config.__dict__.get(field, read(config)), _keep(field)),
+            )
+        try:
+            yield
+        finally:
+            if added:
+                delattr(config_class, field)
 
 
 def _architecture(hf_config: dict[str, Any]) -> str:
@@ -117,16 +165,18 @@ def official_template_name(hf_config: dict[str, Any]) -> str:
             continue
         mismatches = _behaviour_mismatches(candidate, hf_config)
         if mismatches:
-            raise ModelLoadError(
+            raise ConversionRefused(
                 f"This {architecture} checkpoint has the shape of {name} but differs in "
                 f"{' and '.join(mismatches)}, which TransformerLens fixes for that name; "
-                "it cannot be converted faithfully."
+                "it cannot be converted faithfully.",
+                f"its {' and '.join(mismatches)} differ from {name}'s",
             )
         return name
-    raise ModelLoadError(
+    shape = f"{hf_config.get('num_hidden_layers')} layers, {hf_config.get('hidden_size')} wide"
+    raise ConversionRefused(
         f"TransformerLens knows {architecture} only by official name and none has this "
-        f"checkpoint's shape ({hf_config.get('num_hidden_layers')} layers, "
-        f"{hf_config.get('hidden_size')} wide); load an official size instead."
+        f"checkpoint's shape ({shape}); load an official size instead.",
+        f"it knows {architecture} only in its official sizes, not {shape}",
     )
 
 
@@ -159,15 +209,30 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
     """
     from transformer_lens import loading_from_pretrained as loading
 
-    with transformer_lens_reference(hf_config) as reference:
+    architecture = _architecture(hf_config)
+    n_kv = hf_config.get("num_key_value_heads") or hf_config.get("num_attention_heads")
+    if architecture.startswith("Olmo") and n_kv != hf_config.get("num_attention_heads"):
+        raise ConversionRefused(  # its k-norm spans the grouped keys, not the ungrouped ones
+            f"TransformerLens's HookedTransformer normalises an {architecture} model's keys over "
+            "the grouped heads' width, which ungrouping changes; load it with backend='bridge'.",
+            f"its {architecture} key norm spans {n_kv} grouped key heads",
+        )
+    with transformer_lens_reference(hf_config) as reference, moved_config_field(architecture):
         try:
             cfg = loading.get_pretrained_model_config(
                 reference, hf_cfg=hf_config, fold_ln=False, device=str(device), dtype=dtype
             )
         except NotImplementedError as error:
-            raise ModelLoadError(
+            raise ConversionRefused(
                 f"TransformerLens cannot build a {_architecture(hf_config)} model "
-                f"({error}); pick a model from the supported table."
+                f"({error}); pick a model from the supported table.",
+                f"it has no converter for {_architecture(hf_config)}",
+            ) from error
+        except (AttributeError, KeyError) as error:  # its converter reads a field this config lacks
+            raise ConversionRefused(
+                f"TransformerLens cannot read this {_architecture(hf_config)} config ({error}); "
+                "load it with backend='bridge'.",
+                f"its converter cannot read this config ({error})",
             ) from error
     cfg.ungroup_grouped_query_attention = True
     return cfg
@@ -183,7 +248,9 @@ def tl_state_dict(
         try:
             return loading.get_pretrained_state_dict(reference, cfg, hf_model, dtype=torch.float32)
         except (NotImplementedError, ValueError) as error:
-            raise ModelLoadError(
+            first = str(error).splitlines()[0][:200] if str(error).strip() else type(error).__name__
+            raise ConversionRefused(
                 f"TransformerLens could not convert the {_architecture(hf_config)} weights "
-                f"({str(error).splitlines()[0][:200]}); pick a model from the supported table."
+                f"({first}); pick a model from the supported table.",
+                f"its converter refuses the {_architecture(hf_config)} weights ({first})",
             ) from error

@@ -7,3 +7,12 @@ class ModelLoadError(Exception):
     The message is a single sentence saying what failed and what to do instead, so the UI and
     the command line can show it to the user unchanged.
     """
+
+
+class ConversionRefused(ModelLoadError):
+    """TransformerLens's HookedTransformer cannot convert a checkpoint the bridge may still boot
+    (an architecture or shape it has no converter for); ``reason`` says why in a few words."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason

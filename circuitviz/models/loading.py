@@ -38,10 +38,10 @@ from circuitviz.models.checkpoints import (
     read_tokenizer,
     saved_tokenizer_loader,
 )
-from circuitviz.models.conversion import hf_config_dict, tl_config, tl_state_dict
+from circuitviz.models.conversion import hf_config_dict, moved_config_field, tl_config, tl_state_dict
 from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
-from circuitviz.models.errors import ModelLoadError
+from circuitviz.models.errors import ConversionRefused, ModelLoadError
 from circuitviz.models.layout import use_linear_layout
 
 _LOADS = itertools.count(1)  # numbers each load, so two loads of one model are two cache keys
@@ -244,7 +244,10 @@ def _hub_parts(official_name: str, device: torch.device, dtype: torch.dtype) -> 
     from transformer_lens import loading_from_pretrained as loading
 
     _require_hub_files(official_name)
-    cfg = loading.get_pretrained_model_config(official_name, fold_ln=False, device=str(device), dtype=dtype)
+    with moved_config_field("PhiForCausalLM" if "phi-" in official_name.lower() else ""):  # Phi-1, 2
+        cfg = loading.get_pretrained_model_config(
+            official_name, fold_ln=False, device=str(device), dtype=dtype
+        )
     cfg.ungroup_grouped_query_attention = True
     state_dict = loading.get_pretrained_state_dict(official_name, cfg, None, dtype=dtype)
     return _Parts(cfg, None, _InMemoryWeights(state_dict))
@@ -264,7 +267,17 @@ def _assemble(parts: _Parts, device: torch.device) -> HookedTransformer:
     from transformer_lens import HookedTransformer
 
     hooked = HookedTransformer(parts.cfg, tokenizer=parts.tokenizer, move_to_device=False)
-    _load_unprocessed_weights(hooked, parts.weights)
+    try:
+        _load_unprocessed_weights(hooked, parts.weights)
+    except RuntimeError as error:  # its converter's shapes are not its model's (GPT-Neo's d_mlp)
+        if "size mismatch" not in str(error):
+            raise
+        detail = next(line.strip() for line in str(error).splitlines() if "size mismatch" in line)
+        raise ConversionRefused(
+            f"TransformerLens's converted weights do not fit its own model ({detail[:160]}); "
+            "load it with backend='bridge'.",
+            f"its converted weights do not fit its model: {detail[:120]}",
+        ) from error
     hooked.cfg.device = str(device)
     hooked.move_model_modules_to_device()
     return hooked
@@ -385,10 +398,25 @@ def load_model(
     placement = device_placement(torch_device, device_map, n_devices, max_memory)
     source = resolve_source(model)
     chosen = choose_backend(source, backend, placement)
+    if chosen == "hooked" and backend is None and isinstance(source, LocalCheckpoint):
+        try:
+            return _load_hooked(source, model, torch_device, torch_dtype)
+        except ConversionRefused as refused:  # the bridge needs no converter: it runs the model itself
+            logger.warning(
+                "HookedTransformer cannot load %s (%s); booting it through the TransformerBridge.",
+                model,
+                refused.reason,
+            )
+            chosen = "bridge"
     if chosen == "bridge":
         bridge = load_bridge(source, model, torch_dtype, placement)
         register(bridge, f"{model} on {placement_name(torch_device, placement)}, load {next(_LOADS)}")
         return bridge
+    return _load_hooked(source, model, torch_device, torch_dtype)
+
+
+def _load_hooked(source, model: str, torch_device: torch.device, torch_dtype: torch.dtype):
+    """A HookedTransformer from ``source``, ready for circuits."""
     if isinstance(source, EmbeddedGguf):
         parts = _gguf_parts(source.checkpoint, source.model_id, torch_device, torch_dtype, source.verify)
         hooked = _assemble(parts, torch_device)

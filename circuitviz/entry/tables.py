@@ -1,0 +1,28 @@
+"""The command line's faithfulness table (``python -m circuitviz discover`` and ``evaluate``)."""
+
+from __future__ import annotations
+
+import math
+
+from ..core.curves import Baseline, CurvePoint, empty_budgets_note
+
+
+def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
+    """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
+    what a budget counts, edges or (edge, position) units)."""
+    lines = [
+        f"clean metric L(M(q))      {baseline.clean:+.4f}",
+        f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
+        f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
+        f"{'necessity':>9}",
+    ]
+    for point in curve:
+        nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
+        necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+        lines.append(
+            f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
+            f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
+        )
+    lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
+    empty = empty_budgets_note(curve, kept)
+    return "\n".join([*lines, empty] if empty else lines)

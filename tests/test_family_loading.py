@@ -1,0 +1,113 @@
+"""Local folders of families beyond the ten, as a user saves them with ``transformers`` 5: each
+loads through the backend that can run it, or is refused with one sentence naming the fix
+(``benchmarks/cli_families.py`` runs the command line on all of them; docs/models.md)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from sentences import assert_one_sentence
+
+from circuitviz.bench.toy_families import random_hf_model
+from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
+from circuitviz.models import ModelLoadError, load_model
+from circuitviz.models.adapter import adapter_of
+from circuitviz.models.bridge import bridge_from_hf
+from circuitviz.models.bridge_adapter import is_bridge
+
+pytestmark = pytest.mark.slow
+
+
+def saved(family: str, folder, **fields) -> tuple[str, torch.nn.Module]:
+    """A random ``family`` model (its config's ``fields`` changed) saved in ``folder`` with the
+    word tokenizer, and the model."""
+    from transformers import AutoModelForCausalLM
+
+    from circuitviz.bench.toy_families import family_config
+
+    if fields:
+        config = family_config(family)
+        for name, value in fields.items():
+            setattr(config, name, value)
+        torch.manual_seed(1)
+        model = AutoModelForCausalLM.from_config(config).eval()  # no dropout
+    else:
+        model = random_hf_model(family, seed=1, dtype=torch.float32)
+    model.save_pretrained(str(folder))
+    word_tokenizer().save_pretrained(str(folder))
+    return str(folder), model
+
+
+def assert_same_logits(model, hf_model) -> None:
+    tokens = adapter_of(model).to_tokens(IOI_TASK.clean)
+    with torch.no_grad():
+        expected = hf_model(tokens).logits
+        got = adapter_of(model).logits(tokens)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "family, older", [("gpt2", False), ("gpt2", True), ("phi", False), ("gpt_neo", False)]
+)
+def test_a_folder_transformers_5_saved_converts_to_a_hooked_transformer(family, older, tmp_path):
+    """transformers 5 writes no GPT-2 ``n_ctx`` and keeps Phi's ``partial_rotary_factor`` in its
+    rope parameters; TransformerLens 3.9's converters read both (a traceback before). A config
+    an older transformers wrote, with ``n_ctx``, reads as before."""
+    import json
+
+    # TransformerLens's GPT-2 and GPT-Neo converters take the MLP 4x wide, as the published models
+    # are (else: the bridge, or a refusal)
+    wide = {"gpt2": {"n_inner": None}, "gpt_neo": {"intermediate_size": None}}.get(family, {})
+    folder, hf_model = saved(family, tmp_path, **wide)
+    if older:
+        config = json.loads((tmp_path / "config.json").read_text())
+        (tmp_path / "config.json").write_text(json.dumps({**config, "n_ctx": config["n_positions"]}))
+    model = load_model(folder)
+    assert not is_bridge(model)
+    assert_same_logits(model, hf_model)
+
+
+@pytest.mark.parametrize("family", ["gemma2", "olmo2", "olmo3", "gpt2"])
+def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge(family, tmp_path, caplog):
+    """Gemma in a size TransformerLens has no official name for, OLMo-2 (no converter), OLMo-3 with
+    grouped keys (its key norm), GPT-2 with a non-default MLP width (its converter assumes 4x)."""
+    folder, hf_model = saved(family, tmp_path)
+    model = load_model(folder)
+    assert is_bridge(model)
+    assert "booting it through the TransformerBridge" in caplog.text
+    assert_same_logits(model, hf_model)
+    with pytest.raises(ModelLoadError) as refused:  # asked for, it is refused with the reason
+        load_model(folder, backend="hooked")
+    assert_one_sentence(str(refused.value))
+
+
+@pytest.mark.parametrize(
+    "family, fragment",
+    [
+        ("falcon", "fused projection"),  # Falcon-7B's multi-query attention
+        ("gpt_bigcode", "fused projection"),
+        ("xglm", "no per-head query, key and value inputs"),
+        ("deepseek_v3", "no per-head query, key and value inputs"),
+        ("mpt", "never calls"),  # its attention calls no per-head input hook
+        ("granite", "multiplies its embedding"),  # residual_multiplier outside the hooked modules
+        ("cohere", "one shared norm"),
+        ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
+    ],
+)
+def test_what_the_bridge_cannot_give_circuits_is_refused_in_one_sentence(family, fragment):
+    """At load, with the reason and the fix, rather than a traceback in the middle of a run."""
+    hf_model = random_hf_model(family, seed=1, dtype=torch.float32)
+    with pytest.raises(ModelLoadError, match=fragment) as refused:
+        bridge_from_hf(hf_model, word_tokenizer(), name=f"random-{family}")
+    assert_one_sentence(str(refused.value))
+
+
+def test_a_model_that_keeps_no_key_value_cache_runs_its_prompts_whole(monkeypatch):
+    """MPT's attention fills no ``transformers`` cache (booted here past the hook check that
+    refuses it), so continued runs would read nothing: its prompts run whole; Llama's do not."""
+    import circuitviz.models.bridge as bridge
+
+    monkeypatch.setattr(bridge, "require_circuit_hooks", lambda model: None)
+    for family, whole in (("mpt", True), ("llama3", False)):
+        model = bridge_from_hf(random_hf_model(family, seed=1), word_tokenizer(), name=f"random-{family}")
+        assert adapter_of(model).positions_inside_attention is whole, family
