@@ -83,7 +83,10 @@ class Schedule:
     in plain gradient descent the penalty anchor / (2 learning_rate) x |theta - theta_0|^2, here
     independent of the normalised gradient's scale). ``draw`` (0 to 1, 0: off) fits each step on
     the prompt and a seeded random share (``draw_seed``) of the other tasks, at least one; every
-    task is still run and the step is still kept by all of them."""
+    task is still run and the step is still kept by all of them. ``prompt_weight`` (0 to 1,
+    exclusive) is the prompt's share of the loss with several tasks, the others sharing the rest
+    (evenly, by ``reweight`` or among those ``draw`` picks); 0.5: the prompt weighs as much as the
+    others together."""
 
     steps: int
     learning_rate: float
@@ -95,6 +98,11 @@ class Schedule:
     anchor: float = 0.0
     draw: float = 0.0
     draw_seed: int = 0
+    prompt_weight: float = 0.5
+
+    def __post_init__(self):
+        if not 0 < float(self.prompt_weight) < 1:
+            raise ValueError(f"prompt_weight must be between 0 and 1 (exclusive), not {self.prompt_weight}.")
 
 
 @dataclass
@@ -178,7 +186,8 @@ def learn_masks(
     schedule: Schedule,
 ) -> LearnedMasks:
     """Learn one mask per budget in ``counts`` (each 0 < N < n_edges) on every task of
-    ``evaluators`` (the prompt first; it weighs as much as the others together), all budgets in one
+    ``evaluators`` (the prompt first; it weighs ``prompt_weight``, by default as much as the others
+    together, and the others share the rest), all budgets in one
     batch per task and step. start: [n_budgets, n_edges] logits (``initial_logits``). With a
     ``warmup`` only circuits of the budget's size compete for the best."""
     model, spec = ctx.model, ctx.spec
@@ -188,8 +197,10 @@ def learn_masks(
     dtype = score_dtype(model_dtype(model))  # float32 at least
     logits = start.to(device=device, dtype=dtype).clone()  # [n_budgets, n_edges]
     n_tasks = len(evaluators)
-    weights = [1.0] if n_tasks == 1 else [0.5, *[0.5 / (n_tasks - 1)] * (n_tasks - 1)]
-    # per budget, each task's weight (``reweight``: the others' half shared by their last errors)
+    # the prompt's share of the loss and the others' (0.5 each by default); one task weighs 1
+    prompt, rest = float(schedule.prompt_weight), 1.0 - float(schedule.prompt_weight)
+    weights = [1.0] if n_tasks == 1 else [prompt, *[rest / (n_tasks - 1)] * (n_tasks - 1)]
+    # per budget, each task's weight (``reweight``: the others' share split by their last errors)
     budget_weights = [list(weights) for _ in range(n_budgets)]
     reweight = bool(schedule.reweight) and n_tasks > 2
     anchor = float(schedule.anchor)
@@ -321,7 +332,7 @@ def learn_masks(
             results: dict[int, tuple] = {}
             if drawing:
                 drawn = set(draws.sample(range(1, n_tasks), n_drawn))
-                step_weights = [0.5, *[0.5 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]]
+                step_weights = [prompt, *[rest / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]]
             # the last step of every active budget: its circuits are measured, its gradient unused
             last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
 
@@ -345,7 +356,7 @@ def learn_masks(
                     errors = [min(abs(d), 1.0) for d in deviations[1:]]
                     total = sum(errors)
                     shares = [e / total for e in errors] if total > 0 else [1 / len(errors)] * len(errors)
-                    budget_weights[index] = [0.5, *[0.5 * share for share in shares]]
+                    budget_weights[index] = [prompt, *[rest * share for share in shares]]
                 if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit
