@@ -138,6 +138,13 @@ def selection_error(deviations: Sequence[float], worst: bool = False) -> float:
     return max(min(abs(deviations[0]), 1.0), max(others) if worst else statistics.fmean(others))
 
 
+def loss_weights(prompt_weight: float, parts: Sequence[float]) -> list[float]:
+    """Every task's weight in the loss: the prompt's ``prompt_weight`` first, then each other
+    task's ``part`` (the parts sum to 1; 0: not fitted at that step) of the rest."""
+    rest = 1.0 - float(prompt_weight)
+    return [float(prompt_weight), *[rest * part for part in parts]]
+
+
 def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
     """theta = log(|score| / |score of the N-th edge|) per budget N: step 0 is the top-N circuit.
 
@@ -197,9 +204,10 @@ def learn_masks(
     dtype = score_dtype(model_dtype(model))  # float32 at least
     logits = start.to(device=device, dtype=dtype).clone()  # [n_budgets, n_edges]
     n_tasks = len(evaluators)
-    # the prompt's share of the loss and the others' (0.5 each by default); one task weighs 1
-    prompt, rest = float(schedule.prompt_weight), 1.0 - float(schedule.prompt_weight)
-    weights = [1.0] if n_tasks == 1 else [prompt, *[rest / (n_tasks - 1)] * (n_tasks - 1)]
+    # the prompt's share of the loss, the others sharing the rest (half each by default; at 0.5
+    # exactly the weights 0.5 and 0.5 / (n_tasks - 1) of before, to the bit); one task weighs 1
+    prompt = float(schedule.prompt_weight)
+    weights = [1.0] if n_tasks == 1 else loss_weights(prompt, [1 / (n_tasks - 1)] * (n_tasks - 1))
     # per budget, each task's weight (``reweight``: the others' share split by their last errors)
     budget_weights = [list(weights) for _ in range(n_budgets)]
     reweight = bool(schedule.reweight) and n_tasks > 2
@@ -332,7 +340,9 @@ def learn_masks(
             results: dict[int, tuple] = {}
             if drawing:
                 drawn = set(draws.sample(range(1, n_tasks), n_drawn))
-                step_weights = [prompt, *[rest / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]]
+                step_weights = loss_weights(
+                    prompt, [1 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]
+                )
             # the last step of every active budget: its circuits are measured, its gradient unused
             last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
 
@@ -356,7 +366,7 @@ def learn_masks(
                     errors = [min(abs(d), 1.0) for d in deviations[1:]]
                     total = sum(errors)
                     shares = [e / total for e in errors] if total > 0 else [1 / len(errors)] * len(errors)
-                    budget_weights[index] = [prompt, *[rest * share for share in shares]]
+                    budget_weights[index] = loss_weights(prompt, shares)
                 if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit
