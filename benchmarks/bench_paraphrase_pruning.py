@@ -18,6 +18,8 @@ warm start, learning and evaluation; the model loaded once). Variants:
     anchor10/30/50  average's, every step pulling the logits back 10/30/50 % of the way to the warm start
     draw50      average's, each step's loss on the prompt and a seeded half of the fit paraphrases
     anchor30-draw50  both
+    pw25/pw35   average's, the prompt weighing 25/35 % of the loss (the fit paraphrases the rest;
+                the default is 50 %)
 
 Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
@@ -58,6 +60,8 @@ VARIANTS = {  # the method's settings of each variant, over its defaults
     "anchor50": {"warm_start": "average", "anchor": 0.5},
     "draw50": {"warm_start": "average", "draw": 0.5},
     "anchor30-draw50": {"warm_start": "average", "anchor": 0.3, "draw": 0.5},
+    "pw25": {"warm_start": "average", "prompt_weight": 0.25},
+    "pw35": {"warm_start": "average", "prompt_weight": 0.35},
 }
 
 
@@ -77,6 +81,9 @@ def main() -> None:
     parser.add_argument("--objective", default=None, help="mean, worst or worst-weighted")
     parser.add_argument("--anchor", type=float, default=None, help="overrides every variant's anchor")
     parser.add_argument("--draw", type=float, default=None, help="overrides every variant's draw")
+    parser.add_argument(
+        "--prompt-weight", type=float, default=None, help="overrides every variant's prompt weight"
+    )
     parser.add_argument(
         "--seed", type=int, default=None, help="the paraphrases' order and the held-out split"
     )
@@ -101,6 +108,7 @@ def main() -> None:
             "objective",
             "anchor",
             "draw",
+            "prompt_weight",
             "warm_start",
             "seed",
         ):

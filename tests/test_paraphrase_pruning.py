@@ -590,3 +590,52 @@ def test_a_draw_fits_each_step_on_a_seeded_share_and_keeps_the_step_by_every_tas
     _, every = _shared_learning(Schedule(3, 1.0, 1.0, 0.01, draw=0.99, draw_seed=7))  # 3 of 3 drawn
     assert torch.allclose(every.logits, default.logits, atol=1e-5)
     assert every.best_step == default.best_step and torch.equal(every.circuits, default.circuits)
+
+
+def test_a_prompt_weight_of_one_half_leaves_the_circuits_unchanged(every_paraphrase_valid):
+    """prompt_weight defaults to 0.5 (the prompt weighs as much as the fit paraphrases together):
+    the defaults and 0.5 named learn the same circuits, steps and logits to the bit; the weight
+    must lie strictly between 0 and 1."""
+    from circuitviz.methods.mask_learning import Schedule
+
+    model = tiny_model("gemma", seed=2)
+    method = get_method("paraphrase-pruning")
+    config = method.make_config({"steps": 3})
+    assert config.prompt_weight == 0.5 and Schedule(1, 1.0, 1.0, 0.0).prompt_weight == 0.5
+    plain = method.run_on(model, IOI_TASK, config, budgets=[12])
+    named = method.run_on(
+        model, IOI_TASK, method.make_config({"steps": 3, "prompt_weight": 0.5}), budgets=[12]
+    )
+    assert torch.equal(plain.circuit(12), named.circuit(12))
+    assert torch.equal(plain.scores, named.scores)
+    assert plain.details.budgets == named.details.budgets
+    assert plain.details.held_out_ndf == named.details.held_out_ndf
+    for outside in (0.0, 1.0):
+        with pytest.raises(ValueError, match="prompt_weight"):
+            method.make_config({"prompt_weight": outside})
+        with pytest.raises(ValueError, match="prompt_weight"):
+            Schedule(1, 1.0, 1.0, 0.0, prompt_weight=outside)
+
+
+def test_a_smaller_prompt_weight_gives_the_other_tasks_the_rest_of_the_loss(monkeypatch):
+    """prompt_weight w: the prompt weighs w and the other tasks share 1 - w, evenly, among those a
+    draw picks, or by their errors (reweight); at 0.5 the weights are 0.5 and 0.5 / (n - 1)."""
+    from circuitviz.methods import mask_learning
+    from circuitviz.methods.mask_learning import Schedule, loss_weights
+
+    assert loss_weights(0.5, [1 / 3] * 3) == [0.5, 0.5 / 3, 0.5 / 3, 0.5 / 3]
+    assert loss_weights(0.25, [1 / 3] * 3) == pytest.approx([0.25] * 4)
+    assert loss_weights(0.35, [0.5, 0.0, 0.5]) == pytest.approx([0.35, 0.325, 0.0, 0.325])
+    seen: list[list[float]] = []
+    original = mask_learning.loss_weights
+    monkeypatch.setattr(mask_learning, "loss_weights", lambda *a: seen.append(original(*a)) or seen[-1])
+    _, default = _shared_learning(Schedule(3, 1.0, 1.0, 0.01))
+    assert seen and all(w == [0.5, 0.5 / 3, 0.5 / 3, 0.5 / 3] for w in seen)
+    for extra in ({}, {"draw": 0.5, "draw_seed": 7}, {"reweight": True, "worst": True}):
+        seen.clear()
+        _, light = _shared_learning(Schedule(3, 1.0, 1.0, 0.01, prompt_weight=0.25, **extra))
+        assert len(seen) > (1 if extra else 0)  # the draws and the reweighting each step
+        assert all(w[0] == 0.25 and sum(w) == pytest.approx(1.0) for w in seen)
+        if not extra:
+            assert all(w == pytest.approx([0.25] * 4) for w in seen)
+            assert not torch.equal(light.logits, default.logits)

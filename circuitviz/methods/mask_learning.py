@@ -83,7 +83,10 @@ class Schedule:
     in plain gradient descent the penalty anchor / (2 learning_rate) x |theta - theta_0|^2, here
     independent of the normalised gradient's scale). ``draw`` (0 to 1, 0: off) fits each step on
     the prompt and a seeded random share (``draw_seed``) of the other tasks, at least one; every
-    task is still run and the step is still kept by all of them."""
+    task is still run and the step is still kept by all of them. ``prompt_weight`` (0 to 1,
+    exclusive) is the prompt's share of the loss with several tasks, the others sharing the rest
+    (evenly, by ``reweight`` or among those ``draw`` picks); 0.5: the prompt weighs as much as the
+    others together."""
 
     steps: int
     learning_rate: float
@@ -95,6 +98,11 @@ class Schedule:
     anchor: float = 0.0
     draw: float = 0.0
     draw_seed: int = 0
+    prompt_weight: float = 0.5
+
+    def __post_init__(self):
+        if not 0 < float(self.prompt_weight) < 1:
+            raise ValueError(f"prompt_weight must be between 0 and 1 (exclusive), not {self.prompt_weight}.")
 
 
 @dataclass
@@ -128,6 +136,13 @@ def selection_error(deviations: Sequence[float], worst: bool = False) -> float:
         return abs(deviations[0])
     others = [min(abs(d), 1.0) for d in deviations[1:]]
     return max(min(abs(deviations[0]), 1.0), max(others) if worst else statistics.fmean(others))
+
+
+def loss_weights(prompt_weight: float, parts: Sequence[float]) -> list[float]:
+    """Every task's weight in the loss: the prompt's ``prompt_weight`` first, then each other
+    task's ``part`` (the parts sum to 1; 0: not fitted at that step) of the rest."""
+    rest = 1.0 - float(prompt_weight)
+    return [float(prompt_weight), *[rest * part for part in parts]]
 
 
 def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
@@ -178,7 +193,8 @@ def learn_masks(
     schedule: Schedule,
 ) -> LearnedMasks:
     """Learn one mask per budget in ``counts`` (each 0 < N < n_edges) on every task of
-    ``evaluators`` (the prompt first; it weighs as much as the others together), all budgets in one
+    ``evaluators`` (the prompt first; it weighs ``prompt_weight``, by default as much as the others
+    together, and the others share the rest), all budgets in one
     batch per task and step. start: [n_budgets, n_edges] logits (``initial_logits``). With a
     ``warmup`` only circuits of the budget's size compete for the best."""
     model, spec = ctx.model, ctx.spec
@@ -188,8 +204,11 @@ def learn_masks(
     dtype = score_dtype(model_dtype(model))  # float32 at least
     logits = start.to(device=device, dtype=dtype).clone()  # [n_budgets, n_edges]
     n_tasks = len(evaluators)
-    weights = [1.0] if n_tasks == 1 else [0.5, *[0.5 / (n_tasks - 1)] * (n_tasks - 1)]
-    # per budget, each task's weight (``reweight``: the others' half shared by their last errors)
+    # the prompt's share of the loss, the others sharing the rest (half each by default; at 0.5
+    # exactly the weights 0.5 and 0.5 / (n_tasks - 1) of before, to the bit); one task weighs 1
+    prompt = float(schedule.prompt_weight)
+    weights = [1.0] if n_tasks == 1 else loss_weights(prompt, [1 / (n_tasks - 1)] * (n_tasks - 1))
+    # per budget, each task's weight (``reweight``: the others' share split by their last errors)
     budget_weights = [list(weights) for _ in range(n_budgets)]
     reweight = bool(schedule.reweight) and n_tasks > 2
     anchor = float(schedule.anchor)
@@ -321,7 +340,9 @@ def learn_masks(
             results: dict[int, tuple] = {}
             if drawing:
                 drawn = set(draws.sample(range(1, n_tasks), n_drawn))
-                step_weights = [0.5, *[0.5 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]]
+                step_weights = loss_weights(
+                    prompt, [1 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]
+                )
             # the last step of every active budget: its circuits are measured, its gradient unused
             last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
 
@@ -345,7 +366,7 @@ def learn_masks(
                     errors = [min(abs(d), 1.0) for d in deviations[1:]]
                     total = sum(errors)
                     shares = [e / total for e in errors] if total > 0 else [1 / len(errors)] * len(errors)
-                    budget_weights[index] = [0.5, *[0.5 * share for share in shares]]
+                    budget_weights[index] = loss_weights(prompt, shares)
                 if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit

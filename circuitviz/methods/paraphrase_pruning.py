@@ -27,7 +27,8 @@ sentence:
   together; the circuit kept is the one of the step whose worse of (NDF on the prompt, mean NDF
   on the fit paraphrases) is highest. Opt-in, off by default: ``anchor`` pulls the logits back
   toward the warm start after every step, ``draw`` fits each step on a seeded share of the fit
-  paraphrases (both measured on the nine prompts in docs/faithfulness.md).
+  paraphrases, ``prompt_weight`` gives the prompt another share of the loss than half (all
+  measured on the nine prompts in docs/faithfulness.md).
 
 Every circuit is then measured by the shared evaluator: its curve on the prompt (NDF,
 necessity) and its NDF on each held-out paraphrase (``details.held_out_ndf``).
@@ -126,6 +127,12 @@ class ParaphrasePruningConfig(ParaphraseSource):
         low=0.0,
         high=1.0,
     )
+    prompt_weight: float = setting(
+        0.5,
+        "the prompt's share of the loss; the fit paraphrases share the rest (0.5: the prompt weighs as much as all of them together; lower: the fit paraphrases weigh more).",
+        low=0.01,
+        high=0.99,
+    )
 
     def __post_init__(self):
         super().__post_init__()  # the paraphrase settings, and every bound the fields declare
@@ -135,6 +142,8 @@ class ParaphrasePruningConfig(ParaphraseSource):
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}.")
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
             raise ValueError("learning_rate and temperature must be above 0.")
+        if not 0 < float(self.prompt_weight) < 1:
+            raise ValueError("prompt_weight must be between 0 and 1 (exclusive).")
         if float(self.draw) > 0 and self.objective == "worst-weighted":
             raise ValueError("draw and the worst-weighted objective each set the loss's weights: choose one.")
 
@@ -227,8 +236,9 @@ def learn_shared_masks(
     counts: Sequence[int],
 ) -> LearnedMasks:
     """One mask per budget in ``counts``, fitted on every task of ``evaluators`` at once (the
-    prompt first, weighing as much as the others together): the loop Edge Pruning runs on the
-    prompt alone (``mask_learning``). start: [n_budgets, n_edges] logits."""
+    prompt first, weighing ``prompt_weight`` of the loss, by default as much as the others
+    together): the loop Edge Pruning runs on the prompt alone (``mask_learning``). start:
+    [n_budgets, n_edges] logits."""
     schedule = Schedule(
         int(config.steps),
         float(config.learning_rate),
@@ -239,6 +249,7 @@ def learn_shared_masks(
         anchor=float(config.anchor),
         draw=float(config.draw),
         draw_seed=int(config.seed),
+        prompt_weight=float(config.prompt_weight),
     )
     return learn_masks(ctx, evaluators, start, counts, schedule)
 
