@@ -32,5 +32,10 @@ def check_opening(curve, view, max_edges: int = 200, good_ndf: float = 0.8) -> N
         assert f"the smallest that does keeps {int(_get(faithful[0], 'n_edges')):,} edges" in view.reason
     else:
         assert "none at any budget does" in view.reason
+    if "keep no edge" in view.reason:  # no readable circuit has an edge: the first one drawn
+        assert not readable and "the smallest budget whose circuit has edges" in view.reason
+        before = [p for p in points if _get(p, "budget") < view.budget]
+        assert before and all(_get(p, "n_edges") == 0 for p in before), "a smaller circuit has edges"
+        return
     assert "the most faithful circuit of at most" in view.reason
     assert all(_get(p, "ndf") <= _get(opened, "ndf") for p in readable), "a readable circuit is more faithful"

@@ -287,6 +287,17 @@ def test_the_first_view_opens_where_it_can_be_read():
     view = render.opening_view(flat)
     assert view.budget == 20 and "none at any budget does" in view.reason
     check_opening(flat, view)
+    # every readable budget pruned to nothing (ACC++ on a factual prompt): the first circuit drawn
+    empty = [
+        point(20, 0, 0.0),
+        point(100, 0, 0.0),
+        point(200, 0, 0.0),
+        point(500, 500, 0.1),
+        point(1000, 1000, 0.31),
+    ]
+    view = render.opening_view(empty)
+    assert view.budget == 500 and "the budgets up to 200 keep no edge" in view.reason
+    check_opening(empty, view)
     # the false sentence is caught: 33 edges at NDF 0.19 called the most faithful readable
     lie = (
         "No circuit of at most 200 edges reaches NDF 0.8 (the smallest that does keeps 277 edges, too "

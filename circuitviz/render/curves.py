@@ -208,6 +208,17 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
         else "none at any budget does"
     )
     if not readable:
+        drawn = [p for p in points if _value(p, "n_edges") > 0]
+        small = [p for p in points if _value(p, "n_edges") == 0 and _value(p, "budget") > 0]
+        if drawn and small:  # every readable budget pruned to nothing: open where a circuit is drawn
+            first = drawn[0]
+            return OpeningView(
+                int(_value(first, "budget")),
+                f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); the budgets up "
+                f"to {int(_value(small[-1], 'budget')):,} keep no edge (their top edges hold no path from "
+                f"the input to the logits), so it opened at {_edges_at(first)}, the smallest budget whose "
+                f"circuit has edges (NDF {_value(first, 'ndf'):.2f}).",
+            )
         budget = int(_value(points[0], "budget"))
         return OpeningView(
             budget,
