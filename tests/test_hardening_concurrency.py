@@ -164,7 +164,8 @@ def test_an_exception_inside_a_hook_removes_every_hook_and_releases_the_lock(tin
 def test_an_unknown_hook_name_fails_cleanly_and_leaves_nothing(tiny):
     tokens = tiny.to_tokens(IOI_TASK.clean)
     hooks = [("blocks.0.hook_resid_pre", lambda x, hook: x), ("blocks.9.no_such_hook", lambda x, hook: x)]
-    with pytest.raises(KeyError):
+    # one sentence naming the missing hook point (a method reading what the model lacks)
+    with pytest.raises(ValueError, match="has no hook point blocks.9.no_such_hook"):
         final_residual(tiny, tokens, hooks)
     assert hooks_left(tiny) == []
 
