@@ -54,6 +54,13 @@ def test_a_hub_id_that_is_not_cached_offline_says_how_to_get_it(monkeypatch):
         load_model("circuitviz-test/not-a-model", backend="bridge")
 
 
+def test_the_bridge_boots_a_short_name_under_its_hub_id_without_a_deprecation_warning():
+    from circuitviz.models.bridge import official_name
+
+    assert official_name("gemma-3-270m") == "google/gemma-3-270m"  # TransformerLens warned on every load
+    assert official_name("my-own-checkpoint") == "my-own-checkpoint"
+
+
 def test_the_hooked_backend_refuses_what_only_the_bridge_loads():
     with pytest.raises(ModelLoadError, match="backend='bridge'"):
         load_model("circuitviz-test/not-a-model", backend="hooked")

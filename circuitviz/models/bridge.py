@@ -94,6 +94,15 @@ def architecture_of(hf_model: PreTrainedModel) -> str:
     return names[0] if names else type(hf_model).__name__
 
 
+def official_name(name: str) -> str:
+    """The hub id TransformerLens files ``name`` under when it is one of its old short names
+    ("gemma-3-270m"): the bridge warns on every load given a short name, though the model it
+    boots from is ours either way."""
+    from transformer_lens.supported_models import MODEL_ALIASES
+
+    return next((official for official, aliases in MODEL_ALIASES.items() if name in aliases), name)
+
+
 def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_used: bool = False):
     """Boot ``hf_model`` (a ``transformers`` causal LM, already on its devices) through the
     bridge, ready for circuit discovery; ``name`` becomes ``cfg.model_name``."""
@@ -105,7 +114,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     hf_model.requires_grad_(False)
     try:
         bridge = TransformerBridge.boot_transformers(
-            name, hf_model=hf_model, tokenizer=tokenizer, dtype=next(hf_model.parameters()).dtype
+            official_name(name), hf_model=hf_model, tokenizer=tokenizer, dtype=next(hf_model.parameters()).dtype
         )
     except ValueError as error:
         if "Could not determine supported architecture" not in str(error):
