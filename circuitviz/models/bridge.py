@@ -114,7 +114,10 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     hf_model.requires_grad_(False)
     try:
         bridge = TransformerBridge.boot_transformers(
-            official_name(name), hf_model=hf_model, tokenizer=tokenizer, dtype=next(hf_model.parameters()).dtype
+            official_name(name),
+            hf_model=hf_model,
+            tokenizer=tokenizer,
+            dtype=next(hf_model.parameters()).dtype,
         )
     except ValueError as error:
         if "Could not determine supported architecture" not in str(error):
