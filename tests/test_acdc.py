@@ -292,3 +292,29 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
     assert depth < spec.n_edges  # cheaper than a whole pass per edge
     more = method.estimate(ACDCConfig(), spec, 15, 5)
     assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)
+
+
+def test_the_estimate_says_a_range_and_a_finished_walk_is_priced_by_the_rows_it_ran():
+    """ACDC's work depends on what it finds: the estimate says the least and most a walk takes,
+    and the run calibrates the next estimates with the rows it really patched, not the guess."""
+    from circuitviz.entry.limits import estimate_run
+    from circuitviz.methods.acdc import PRICED_ROWS_PER_EDGE, ROWS_PER_EDGE, walk_depth
+    from circuitviz.methods.base import PATCHED_PASS
+
+    model = tiny_model("gpt2", seed=1, n_layers=3)
+    spec = GraphSpec.from_model(model)
+    method = get_method("acdc")
+    cost = method.estimate(ACDCConfig(), spec, 15, 2)
+    low, high = cost.passes_range
+    assert low < cost.passes < high
+    estimate = estimate_run(model, "acdc", n_tokens=15, n_budgets=2)
+    assert estimate.seconds_range[0] < estimate.seconds < estimate.seconds_range[1]
+    assert " to " in estimate.summary() and "ACDC tests an edge only while" in estimate.summary()
+
+    result = method.run_on(model, IOI_TASK, ACDCConfig(), budgets=[5, 10])
+    rows = result.details.counts["patched_rows"]
+    done = method.passes_done(result)
+    walk = PATCHED_PASS * ROWS_PER_EDGE * walk_depth(spec) / PRICED_ROWS_PER_EDGE
+    assert done - cost.passes == pytest.approx(walk * (rows / spec.n_edges - PRICED_ROWS_PER_EDGE))
+    assert estimate.flops_done("acdc", result) == pytest.approx(estimate.flops * done / estimate.sequences)
+    assert estimate.flops_done("eap", result) == estimate.flops  # a method whose passes are its work

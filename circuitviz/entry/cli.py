@@ -252,7 +252,8 @@ def cmd_discover(args) -> int:
     result, cached = run_request(model, request, store=store, progress=_progress)
     if not cached and request.estimate is not None:  # prices the next runs of this model, as the app's do
         done, priced = time.perf_counter() - started, request.estimate
-        record(priced.device, method.name, priced.flops, done, timings=result.timings, model=priced.model)
+        worked = priced.flops_done(method, result)
+        record(priced.device, method.name, worked, done, timings=result.timings, model=priced.model)
     timings = {"load_s": load_seconds, **result.timings}
     shown = {  # long texts (paraphrase lists) as their line count, long lists (reference edges) as theirs
         k: f"<{len(v.splitlines())} lines>"

@@ -139,6 +139,8 @@ class Estimate:
     flops: float = 0.0  # the work priced, so a finished run can calibrate the rate
     priced: str = ""  # how the rate was found (calibration.Rate.describe)
     model: str = ""  # the model's size and shape (calibration.model_key): its runs price its next ones
+    seconds_range: tuple[float, float] | None = None  # a method whose work depends on what it finds
+    range_reason: str = ""
 
     @property
     def memory_gb(self) -> float:
@@ -151,10 +153,19 @@ class Estimate:
         if self.n_paraphrases:
             work += f", {self.n_paraphrases} paraphrases"
         priced = f"; {self.priced}" if self.priced else ""
-        return (
-            f"Estimate: about {rough_duration(self.seconds)} and {self.memory_gb:.1f} GB on {self.device} "
-            f"({work}{priced})."
-        )
+        took, why = f"about {rough_duration(self.seconds)}", ""
+        if self.seconds_range is not None:
+            low, high = (rough_duration(seconds) for seconds in self.seconds_range)
+            took, why = f"{low} to {high}", f" {self.range_reason}." if self.range_reason else ""
+        return f"Estimate: {took} and {self.memory_gb:.1f} GB on {self.device} ({work}{priced}).{why}"
+
+    def flops_done(self, method, result) -> float:
+        """The work a finished ``result`` of ``method`` really did, in this estimate's FLOPs: the
+        estimate's own, unless the method counts the passes its run took (``passes_done``)."""
+        done = _method(method).passes_done(result)
+        if done is None or self.sequences <= 0:
+            return self.flops
+        return self.flops * done / self.sequences
 
 
 def _method(method) -> Method:
@@ -185,6 +196,9 @@ def estimate_run(
     nominal = DEVICE_FLOPS.get(kind, DEVICE_FLOPS["cpu"])
     measured = rate(kind, chosen.name, nominal, chosen.calibration_family, which)
     seconds = flops / measured.flops_per_second
+    seconds_range = None
+    if cost.passes_range is not None and cost.passes > 0:
+        seconds_range = tuple(seconds * passes / cost.passes for passes in cost.passes_range)
 
     memory = cost.extra_bytes + estimate_memory(
         model, spec, n_tokens, max(cost.gradient_batch, 1), n_budgets, n_paraphrases, kind
@@ -200,6 +214,8 @@ def estimate_run(
         flops,
         measured.describe(chosen.name),
         which,
+        seconds_range,
+        cost.range_reason,
     )
 
 
@@ -295,6 +311,7 @@ def priced_with_stored_work(
     return dataclasses.replace(
         estimate,
         seconds=estimate.seconds * share,
+        seconds_range=estimate.seconds_range and tuple(seconds * share for seconds in estimate.seconds_range),
         flops=estimate.flops * share,
         sequences=estimate.sequences * share,
         priced=f"{estimate.priced}; without {work.what} an earlier run stored",

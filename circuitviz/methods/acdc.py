@@ -92,6 +92,12 @@ OVERHEAD_POSITIONS = 13
 # overhead, less the edges never tested), measured on Gemma-3-270M's IOI prompt at threshold 0.01
 # (docs/methods.md; it over-prices walks whose circuits are sparser)
 ROWS_PER_EDGE = 0.33
+# the patched rows per edge of the graph that ROWS_PER_EDGE prices: its estimate was 0.81 of the
+# inline multiple-choice walk, which ran 1.01 rows an edge (docs/benchmarks.md, ACDC). A walk runs
+# fewer where a sparse circuit cuts whole nodes off early (0.51 on Gemma's factual prompt, 0.13 on
+# SmolLM2's) and at most about one row per edge and its stale rows (1.11 on the multiple choice)
+PRICED_ROWS_PER_EDGE = 0.82
+ROWS_PER_EDGE_RANGE = (0.1, 1.15)
 # what the guess at each block costs (``guessed_ratios``: a forward of the circuit and a backward
 # down to the block, Gemma's renormalisation of the mixed readers at and above it), in plain
 # forward passes: 4.0 a block on Gemma-3-270M's 34-token prompt, the walk's bookkeeping included
@@ -314,9 +320,31 @@ class ACDC(ScoringMethod):
         # row priced as a circuit of the faithfulness curve but run from its reader's block: an
         # edge into a reader of block l runs (L - l) of the L blocks (``walk_depth``). The clean
         # run the rows start from is one more pass; the guess, a gradient pass per block.
-        rows = ROWS_PER_EDGE * walk_depth(spec)
-        guesses = GUESS_PASSES * spec.n_layers
-        return Cost(passes=PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * (rows + n_budgets))
+        return self._cost(spec, n_budgets, PRICED_ROWS_PER_EDGE)
+
+    def _cost(self, spec, n_budgets: int, rows_per_edge: float) -> Cost:
+        """The walk's passes when it runs ``rows_per_edge`` patched rows per edge of the graph,
+        with the least and the most a walk runs (``ROWS_PER_EDGE_RANGE``)."""
+
+        def passes(rows_per_edge: float) -> float:
+            rows = ROWS_PER_EDGE * walk_depth(spec) * rows_per_edge / PRICED_ROWS_PER_EDGE
+            return PREPARE_PASSES + 1.0 + GUESS_PASSES * spec.n_layers + PATCHED_PASS * (rows + n_budgets)
+
+        low, high = ROWS_PER_EDGE_RANGE
+        return Cost(
+            passes=passes(rows_per_edge),
+            passes_range=(passes(low), passes(high)),
+            range_reason="ACDC tests an edge only while a path still reaches it, so a sparse circuit "
+            "ends its walk early",
+        )
+
+    def passes_done(self, result) -> float | None:
+        rows = (
+            ((getattr(result.details, "counts", None) or {}).get("patched_rows")) if result.details else None
+        )
+        if rows is None or result.graph.n_edges == 0:
+            return None
+        return self._cost(result.graph, len(result.curve), rows / result.graph.n_edges).passes
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]

@@ -73,7 +73,10 @@ class Cost:
 
     passes: forward-pass equivalents over the prompt (a forward+backward counts 3), all phases;
     gradient_batch: sequences one gradient pass would carry at once without chunking (memory);
-    ig_steps, n_paraphrases: what the limits refuse above their maxima.
+    ig_steps, n_paraphrases: what the limits refuse above their maxima;
+    passes_range, range_reason: for a method whose work depends on what it finds (ACDC tests an
+        edge only while a path still reaches it), the least and most passes a run can take and
+        why, in words; the estimate then says the range, not one figure.
     """
 
     passes: float
@@ -81,6 +84,8 @@ class Cost:
     ig_steps: int = 0
     n_paraphrases: int = 0
     extra_bytes: float = 0.0  # working memory the method keeps beside the passes (neuron scores)
+    passes_range: tuple[float, float] | None = None
+    range_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -290,6 +295,13 @@ class Method(abc.ABC):
     @abc.abstractmethod
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
+
+    def passes_done(self, result) -> float | None:
+        """The passes a finished ``result`` (a ``CircuitResult``) really took, in ``estimate``'s
+        units, where its work depends on what it found; None (the default) when the estimate's
+        passes are the work. The finished run calibrates the rate with it, so a sparse walk does
+        not make the next one look cheap."""
+        return None
 
     def stored_work(
         self, model, model_id: str, task: PromptTask, config, n_tokens: int, n_budgets: int, store

@@ -209,7 +209,14 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
 
     phases = {phase.value: value for phase, value in phase_seconds(result.timings, seconds).items()}
     calibration.record(
-        estimate.device, method, estimate.flops, seconds, phases, parts, result.timings, estimate.model
+        estimate.device,
+        method,
+        estimate.flops_done(method, result),
+        seconds,
+        phases,
+        parts,
+        result.timings,
+        estimate.model,
     )
 
 
