@@ -270,3 +270,20 @@ def test_progress_names_the_phase_by_its_plain_name(capsys):
 
     cli._progress(Report.SCORE, 0.5)
     assert capsys.readouterr().err.split() == ["score", "50.0%"]
+
+
+def test_backend_reaches_the_load_of_discover_and_of_batch(monkeypatch):
+    """``--backend bridge`` loads through TransformerLens's bridge, on every command that loads."""
+    seen = []
+
+    def load_model(model_id, **kwargs):
+        seen.append(kwargs["backend"])
+        raise cli.ModelLoadError("stopped after the load's arguments were seen.")
+
+    monkeypatch.setattr(cli, "load_model", load_model)
+    for backend in ("bridge", "hooked"):
+        assert cli.main(["discover", *IOI, "--model", "somewhere", "--backend", backend]) == 2
+    assert cli.main(["discover", *IOI, "--model", "somewhere"]) == 2
+    assert seen == ["bridge", "hooked", None]
+    args = cli.build_parser().parse_args(["batch", "--backend", "bridge", "--dataset", "ioi", "--out", "x"])
+    assert cli._batch_source(args).backend == "bridge"

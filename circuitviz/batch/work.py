@@ -39,17 +39,18 @@ MAX_REASON = 300
 @dataclass(frozen=True)
 class ModelSource:
     """How an executor (or each Ray worker) gets the model: ``models.load_model(model_id, device,
-    dtype)``, or ``factory()`` when given (a picklable callable: tests' tiny models)."""
+    dtype, backend)``, or ``factory()`` when given (a picklable callable: tests' tiny models)."""
 
     model_id: str
     device: str | None = None
     dtype: str | None = None
     factory: Callable[[], Any] | None = None
+    backend: str | None = None  # "hooked" or "bridge"; None: load_model's choice
 
     def load(self):
         if self.factory is not None:
             return self.factory()
-        return load_model(self.model_id, device=self.device, dtype=self.dtype)
+        return load_model(self.model_id, device=self.device, dtype=self.dtype, backend=self.backend)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from ..positions.present import readable_position_budget, result_attribution_gra
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, run_request, transfer_report
+from .arguments import add_model_arguments, add_task_check_argument
 from .calibration import record
 from .request import Request
 from .tables import format_table
@@ -53,24 +54,7 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
         help="default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
     )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
-    _add_task_check_argument(parser)
-
-
-def _add_task_check_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no-task-check",
-        action="store_true",
-        help="run even when the corruption does not lower the metric by the threshold (a random-weight "
-        f"model's never does; the same as {CHECK_ENV}=off)",
-    )
-
-
-def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", default=None, help="model id or local folder (default: the embedded Gemma-3-270M)"
-    )
-    parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: cuda when available)")
-    parser.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"])
+    add_task_check_argument(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     discover = commands.add_parser("discover", help="find the circuit behind a prompt's answer")
     _add_task_arguments(discover)
-    _add_model_arguments(discover)
+    add_model_arguments(discover)
     discover.add_argument("--method", default="eap-ig", help="see 'python -m circuitviz methods'")
     discover.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="any method setting, by name"
@@ -143,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
     _add_task_arguments(evaluate)
-    _add_model_arguments(evaluate)
+    add_model_arguments(evaluate)
 
     _add_batch_parser(commands)
 
@@ -207,7 +191,7 @@ def _task(args):
 def _load(args):
     model_id = args.model or EMBEDDED_MODEL
     start = time.perf_counter()
-    model = load_model(model_id, device=args.device, dtype=args.dtype)
+    model = load_model(model_id, device=args.device, dtype=args.dtype, backend=args.backend)
     return model, model_id, time.perf_counter() - start
 
 
@@ -420,8 +404,8 @@ def _add_batch_parser(commands) -> None:
         "--budgets", default="mib", help="edge budgets, comma separated, or mib (0.1%% to 100%% of the edges)"
     )
     batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
-    _add_task_check_argument(batch)
-    _add_model_arguments(batch)
+    add_task_check_argument(batch)
+    add_model_arguments(batch)
     batch.add_argument("--executor", default="local", choices=["local", "ray"])
     batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as fit)")
     batch.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs each Ray worker takes")
@@ -453,7 +437,7 @@ def _batch_source(args):
     """Where the batch's executor gets its model (tests replace this)."""
     from ..batch import ModelSource  # pyarrow and scipy load only for the batch command
 
-    return ModelSource(model_id=args.model or EMBEDDED_MODEL, device=args.device, dtype=args.dtype)
+    return ModelSource(args.model or EMBEDDED_MODEL, args.device, args.dtype, backend=args.backend)
 
 
 def _batch_budgets(text: str):
