@@ -89,6 +89,35 @@ def test_ig_activations_completeness_per_group(shape):
         assert result.scores[rows].sum().item() == pytest.approx(patched, rel=0.03, abs=2e-3)
 
 
+def test_gradients_summed_per_owner_score_as_each_sequence_alone():
+    """Sequences that multiply the same differences (one writer group's steps) may be summed
+    before the contraction: the scores equal each sequence's own product, summed after."""
+    from circuitviz.engine.gradients import SummedGradients, reader_gradients
+    from circuitviz.engine.scores import accumulate_scores
+
+    model = tiny_model("llama", seed=4)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    evaluator = Evaluator(model, spec, prepared)
+    differences = (evaluator.corrupted_writers[0] - evaluator.clean_writers[0]).double()
+    noise = torch.linspace(0.5, 1.5, 5, dtype=torch.float64, device="cpu")[:, None, None]
+
+    def noisy(x):
+        return x * noise.to(x.dtype)  # five different sequences
+
+    gradients, _ = reader_gradients(model, spec, prepared, 5, input_replacement=noisy)
+    owner = torch.tensor([1, 0, 1, 2, 0], device="cpu")
+    masks = torch.rand((3, spec.n_forward), generator=torch.Generator().manual_seed(0), device="cpu") > 0.5
+    each = torch.zeros((spec.n_forward, spec.n_backward), dtype=torch.float64, device="cpu")
+    per_sequence = differences[None] * masks[owner].to(differences.dtype)[:, None, :, None]
+    accumulate_scores(spec, each, gradients, per_sequence)
+    grouped = torch.zeros((spec.n_forward, spec.n_backward), dtype=torch.float64, device="cpu")
+    per_owner = differences[None] * masks.to(differences.dtype)[:, None, :, None]
+    accumulate_scores(spec, grouped, SummedGradients(gradients, owner, 3), per_owner)
+    assert each.abs().max() > 1e-3
+    assert torch.allclose(grouped, each, rtol=1e-6, atol=1e-9)
+
+
 def test_ig_activations_input_row_equals_ig_inputs():
     model = tiny_model("gemma", seed=3)
     inputs = run(model, "eap-ig", ig_steps=16)

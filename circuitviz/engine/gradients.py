@@ -80,6 +80,28 @@ class ReaderGradients:
         return torch.cat([per_head.to(mlp.dtype), mlp], dim=2)
 
 
+class SummedGradients:
+    """A batch's reader gradients summed per owner, read out like ``ReaderGradients``: row i of
+    each layer is the sum over the sequences whose ``owner`` is i. A batch whose sequences share
+    the differences they multiply in owner groups (EAP-IG activations: every step of one writer
+    group) contracts each group once instead of each sequence."""
+
+    def __init__(self, inner: ReaderGradients, owner: torch.Tensor, n_owners: int):
+        self.inner, self.owner, self.n_owners = inner, owner, n_owners
+
+    def _summed(self, gradient: torch.Tensor) -> torch.Tensor:
+        shape = (self.n_owners, *gradient.shape[1:])
+        summed = torch.zeros(shape, dtype=gradient.dtype, device=gradient.device)
+        return summed.index_add_(0, self.owner.to(gradient.device), gradient)
+
+    @property
+    def logits(self) -> torch.Tensor:
+        return self._summed(self.inner.logits)  # [n_owners, pos, d_model]
+
+    def layer(self, layer: int) -> torch.Tensor:
+        return self._summed(self.inner.layer(layer))  # [n_owners, pos, 3 n_heads + 1, d_model]
+
+
 def reader_gradients(
     model,
     spec: GraphSpec,

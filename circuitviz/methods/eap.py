@@ -21,7 +21,7 @@ import torch
 from ..core.graph import GraphSpec
 from ..details.neurons import NeuronDetails
 from ..engine import sites
-from ..engine.gradients import reader_gradients
+from ..engine.gradients import SummedGradients, reader_gradients
 from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..measure.evaluate import Evaluator
@@ -260,9 +260,14 @@ class EAPIGActivations(ScoringMethod):
             gradients, _ = reader_gradients(
                 model, spec, prepared, len(batch_jobs), input_replacement, extra_hooks=hooks
             )
-            # a sequence's gradients score only the rows of the group it interpolated
-            owned = (group_of[:, None] == row_group[None, :]).to(differences.dtype)  # [b, n_forward]
-            return gradients, differences[None] * owned[:, None, :, None], None, None
+            # a sequence's gradients score only the rows of the group it interpolated: the steps
+            # of one group are summed first, then contracted once with that group's rows
+            members = sorted(present)
+            local = torch.tensor([members.index(g) for g, _ in batch_jobs], device=device)
+            listed = torch.tensor(members, device=device)
+            owned = (listed[:, None] == row_group[None, :]).to(differences.dtype)  # [groups, n_forward]
+            summed = SummedGradients(gradients, local, len(members))
+            return summed, differences[None] * owned[:, None, :, None], None, None
 
         scores = gradient_scores(
             model,
