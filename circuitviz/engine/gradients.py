@@ -51,12 +51,18 @@ class ReaderGradients:
     """
 
     def __init__(
-        self, model, spec: GraphSpec, values: dict[str, torch.Tensor], grads: dict[str, torch.Tensor]
+        self,
+        model,
+        spec: GraphSpec,
+        values: dict[str, torch.Tensor],
+        grads: dict[str, torch.Tensor],
+        start: int = 0,
     ):
         self.adapter = adapter_of(model)
         self.spec = spec
         self.values = values  # {hook name: activation}: each layer's attention input
         self.grads = grads  # {hook name: gradient of the summed metric there}
+        self.start = start  # a pass started at this block: the readers below it read nothing it changed
 
     @property
     def logits(self) -> torch.Tensor:
@@ -67,6 +73,10 @@ class ReaderGradients:
         """One layer's reader gradients side by side, in backward-index order: each head's q, k
         and v input, then the MLP.  # [batch, pos, 3 n_heads + 1, d_model]
         """
+        if layer < self.start:  # below a started pass: no gradient reaches these readers
+            batch, positions, width = self.logits.shape
+            shape = (batch, positions, 3 * self.spec.n_heads + 1, width)
+            return torch.zeros(shape, dtype=self.logits.dtype, device=self.logits.device)
         mlp = self.grads[sites.mlp_in(layer)][:, :, None]  # [batch, pos, 1, d_model]
         if sites.head_input(layer, "q") in self.grads:  # split inputs: read directly
             heads = [self.grads[sites.head_input(layer, kind)] for kind in QKV]
@@ -102,6 +112,25 @@ class SummedGradients:
         return self._summed(self.inner.layer(layer))  # [n_owners, pos, 3 n_heads + 1, d_model]
 
 
+@torch.no_grad()
+def clean_residuals(model, spec: GraphSpec, prepared: PreparedTask) -> torch.Tensor:
+    """The clean prompt's residual stream before every block, where a started pass begins.
+    # [n_layers, pos, d_model]"""
+    adapter = adapter_of(model)
+    kept: list[torch.Tensor | None] = [None] * spec.n_layers
+
+    def keep(x, hook, layer: int) -> None:
+        kept[layer] = x[0]
+
+    hooks = [
+        (sites.resid_pre(layer), lambda x, hook, layer=layer: keep(x, hook, layer))
+        for layer in range(spec.n_layers)
+    ]
+    with adapter.hooked(hooks):
+        adapter.blocks(prepared.clean_tokens.to(adapter.device))
+    return torch.stack(kept)
+
+
 def reader_gradients(
     model,
     spec: GraphSpec,
@@ -114,6 +143,8 @@ def reader_gradients(
     prefix: int = 0,
     split_inputs: bool | None = None,
     extra_grads: Sequence[str] = (),
+    start: int = 0,
+    start_residual: torch.Tensor | None = None,
 ) -> tuple[ReaderGradients, torch.Tensor]:
     """Gradients of the summed metric with respect to every reader's input, on the clean prompt.
 
@@ -129,6 +160,9 @@ def reader_gradients(
     one q/k/v input per head whatever the device (a backward pass whose rules differ from
     autograd's, RelP's, cannot recover them from a shared input); ``extra_grads`` names further
     activations whose gradients ``ReaderGradients.grads`` holds too (AtP*'s attention patterns).
+    ``start`` > 0 runs blocks ``start`` onwards only, from ``start_residual`` [pos, d_model] (the
+    clean residual stream before that block, ``adapter.starts_at_layer`` models only): a pass
+    whose ``extra_hooks`` change nothing below it, whose readers below it get no gradient (zeros).
     Returns (the gradients, read out per layer; metrics [batch]).
     """
     adapter = adapter_of(model)
@@ -163,7 +197,12 @@ def reader_gradients(
     else:
         hooks += [(name, capture) for name, _, _ in sites.reader_sites(spec)]
     with adapter.split_attention_inputs(not shared), torch.enable_grad():
-        residual = final_residual(model, tokens, hooks, prefix)
+        if start > 0:
+            leaf = start_residual.to(device)[None].expand(batch, -1, -1).detach().requires_grad_(True)
+            with adapter.hooked(hooks):
+                residual = adapter.from_layer(leaf, start, None)[:, -1]  # [batch, d_model]
+        else:
+            residual = final_residual(model, tokens, hooks, prefix)
         # the extra hooks hold for the final norm the metric applies too (RelP fixes its scale)
         with adapter.hooked(extra_hooks or []):
             metrics = (
@@ -175,4 +214,4 @@ def reader_gradients(
         name: (grad if grad is not None else torch.zeros_like(captured[name]))
         for name, grad in zip(names, grads)
     }
-    return ReaderGradients(model, spec, values, gradients), metrics.detach()
+    return ReaderGradients(model, spec, values, gradients, start), metrics.detach()

@@ -21,11 +21,11 @@ import torch
 from ..core.graph import GraphSpec
 from ..details.neurons import NeuronDetails
 from ..engine import sites
-from ..engine.gradients import SummedGradients, reader_gradients
+from ..engine.gradients import SummedGradients, clean_residuals, reader_gradients
 from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..measure.evaluate import Evaluator
-from ..models.adapter import model_device, model_dtype
+from ..models.adapter import adapter_of, model_device, model_dtype
 from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
 from .neuron_nodes import (
     CURVE_KS,
@@ -221,15 +221,17 @@ class EAPIGActivations(ScoringMethod):
         clean = evaluator.clean_writers[0]  # [pos, n_forward, d_model]
         corrupted = evaluator.corrupted_writers[0]
         differences = _differences(evaluator)[0]  # [pos, n_forward, d_model]
-        # every (group, step) pair is one sequence of the batch
-        jobs = [(g, k) for g in range(len(groups)) for k in range(1, steps + 1)]
         device = clean.device
         # which writer group owns each row of the score matrix
         row_group = torch.zeros(spec.n_forward, dtype=torch.long, device=device)
         for g, (_, index) in enumerate(groups):
             row_group[index] = g
+        # the groups of block l run from block l: below it every row is the clean run (its residual
+        # stream kept once) and no reader there reads a changed writer; the embedding's from the start
+        residuals = clean_residuals(model, spec, prepared) if adapter_of(model).starts_at_layer else None
+        starts = [(g - 1) // 2 if g > 0 and residuals is not None else 0 for g in range(len(groups))]
 
-        def batch_pass(rows: slice):
+        def batch_pass(jobs, rows: slice):
             batch_jobs = jobs[rows]
             group_of = torch.tensor([g for g, _ in batch_jobs], device=device)
             alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype, device=device)
@@ -257,8 +259,16 @@ class EAPIGActivations(ScoringMethod):
             def input_replacement(x):
                 return torch.where((group_of == 0)[:, None, None], interpolated(slice(0, 1)), x)
 
+            start = min(starts[g] for g in present)
             gradients, _ = reader_gradients(
-                model, spec, prepared, len(batch_jobs), input_replacement, extra_hooks=hooks
+                model,
+                spec,
+                prepared,
+                len(batch_jobs),
+                input_replacement,
+                extra_hooks=hooks,
+                start=start,
+                start_residual=residuals[start] if start > 0 else None,
             )
             # a sequence's gradients score only the rows of the group it interpolated: the steps
             # of one group are summed first, then contracted once with that group's rows
@@ -269,15 +279,28 @@ class EAPIGActivations(ScoringMethod):
             summed = SummedGradients(gradients, local, len(members))
             return summed, differences[None] * owned[:, None, :, None], None, None
 
-        scores = gradient_scores(
-            model,
-            spec,
-            len(jobs),
-            prepared.n_positions,
-            batch_pass,
-            progress=ctx.progress,
-            positions=positions,
-        )
+        # every (group, step) pair is one sequence; the sequences of one starting block together
+        segments = {}
+        for g in range(len(groups)):
+            segments.setdefault(starts[g], []).extend((g, k) for k in range(1, steps + 1))
+        total, done, scores = len(groups) * steps, 0, None
+        for jobs in segments.values():
+
+            def progress(phase, fraction, done=done, size=len(jobs)):
+                if ctx.progress:
+                    ctx.progress(phase, (done + fraction * size) / total)
+
+            part = gradient_scores(
+                model,
+                spec,
+                len(jobs),
+                prepared.n_positions,
+                lambda rows, jobs=jobs: batch_pass(jobs, rows),
+                progress=progress,
+                positions=positions,
+            )
+            scores = part if scores is None else scores.add_(part)
+            done += len(jobs)
         return scores / steps
 
 
