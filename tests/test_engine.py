@@ -118,6 +118,29 @@ def test_gradients_summed_per_owner_score_as_each_sequence_alone():
     assert torch.allclose(grouped, each, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_pass_started_at_a_block_gives_the_whole_passs_gradients_there(shape):
+    """Where nothing below block l changes, running from the clean residual stream before l gives
+    every reader at and above l the gradient of a pass from the embedding; those below get zero."""
+    from circuitviz.engine import sites
+    from circuitviz.engine.gradients import clean_residuals, reader_gradients
+
+    model = tiny_model(shape, seed=5)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    halve = [(sites.attention_out(1), lambda x, hook: 0.5 * x)]  # a change at block 1 only
+    whole, metrics = reader_gradients(model, spec, prepared, 2, extra_hooks=halve)
+    residual = clean_residuals(model, spec, prepared)[1]
+    started, started_metrics = reader_gradients(
+        model, spec, prepared, 2, extra_hooks=halve, start=1, start_residual=residual
+    )
+    assert torch.allclose(started_metrics, metrics, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(started.logits, whole.logits, rtol=1e-5, atol=1e-7)
+    for layer in range(1, spec.n_layers):
+        assert torch.allclose(started.layer(layer), whole.layer(layer), rtol=1e-4, atol=1e-7)
+    assert whole.layer(0).abs().max() > 0 and started.layer(0).abs().max() == 0
+
+
 def test_ig_activations_input_row_equals_ig_inputs():
     model = tiny_model("gemma", seed=3)
     inputs = run(model, "eap-ig", ig_steps=16)
