@@ -10,6 +10,8 @@ import torch
 
 from circuitviz.bench.toy_families import family_config, random_hf_model
 from circuitviz.bench.toy_models import word_tokenizer
+from circuitviz.core.graph import QKV
+from circuitviz.engine import sites
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge import bridge_from_hf
 from circuitviz.models.bridge_rewrites import fold_scalar_multipliers, ungroup_fused_multi_query
@@ -124,4 +126,12 @@ def test_gpt_bigcode_multi_query_is_ungrouped_in_the_bridge():
     attention = model.blocks[0].attn
     assert attention.k.original_component.out_features == attention.v.original_component.out_features == 32
     assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+    shapes = {}
+
+    def seen(x, hook):
+        shapes[hook.name] = tuple(x.shape)
+
+    with adapter_of(model).hooked([(sites.head_projection(0, kind), seen) for kind in QKV]):
+        adapter_of(model).blocks(TOKENS)
+    assert set(shapes.values()) == {(2, 7, 4, 8)}  # a key and a value per query head, as hook_q
     assert model.original_model.transformer.h[0].attn.multi_query  # transformers' model untouched

@@ -159,4 +159,6 @@ def ungroup_bridge_multi_query(bridge) -> bool:
             repeated.bias = torch.nn.Parameter(linear.bias.data.repeat(n_heads), requires_grad=False)
         part.set_original_component(repeated)
     cfg.n_key_value_heads = n_heads
+    for attention in attentions:  # hook_k and hook_v were shaped at boot for one head
+        attention._setup_qkv_hook_reshaping()
     return True
