@@ -135,3 +135,33 @@ def test_gpt_bigcode_multi_query_is_ungrouped_in_the_bridge():
         adapter_of(model).blocks(TOKENS)
     assert set(shapes.values()) == {(2, 7, 4, 8)}  # a key and a value per query head, as hook_q
     assert model.original_model.transformer.h[0].attn.multi_query  # transformers' model untouched
+
+
+def test_multipliers_in_a_layout_not_folded_are_still_refused_in_one_sentence():
+    """GraniteMoE scales its experts' sum, which ``fold_scalar_multipliers`` does not fold."""
+    from sentences import assert_one_sentence
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from circuitviz.models.errors import ModelLoadError
+
+    config = AutoConfig.for_model(
+        "granitemoe",
+        vocab_size=len(word_tokenizer()),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=64,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.7,
+        logits_scaling=1.5,
+    )
+    torch.manual_seed(1)
+    hf_model = AutoModelForCausalLM.from_config(config).eval()
+    assert not fold_scalar_multipliers(hf_model)
+    with pytest.raises(ModelLoadError, match="only for dense Granite") as refused:
+        bridge_from_hf(hf_model, word_tokenizer(), name="random-granitemoe")
+    assert_one_sentence(str(refused.value))
