@@ -1,4 +1,4 @@
-"""The weight rewrites the bridge boots Granite, Falcon-7B and GPT-BigCode with change no function:
+"""The rewrites the bridge boots Granite, Falcon-7B and GPT-BigCode with change no function:
 on tiny random float64 models the rewritten model's logits (and, where ``transformers``'s norms
 round to float32, its residual stream before the final norm) equal the original's to float64
 rounding."""
@@ -14,7 +14,7 @@ from circuitviz.core.graph import QKV
 from circuitviz.engine import sites
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge import bridge_from_hf
-from circuitviz.models.bridge_rewrites import fold_scalar_multipliers, ungroup_fused_multi_query
+from circuitviz.models.bridge_rewrites import fold_scalar_multipliers, fused_multi_query
 
 pytestmark = pytest.mark.slow
 
@@ -67,34 +67,39 @@ def falcon(**fields) -> torch.nn.Module:
         setattr(config, name, value)
     torch.manual_seed(1)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():  # norms that are not exactly 1 and 0
+        for name, parameter in model.named_parameters():
+            if "layernorm" in name:
+                parameter.add_(0.2 * torch.randn(parameter.shape, device="cpu"))
     return model.to(torch.float64).eval()
 
 
-@pytest.mark.parametrize(
-    "fields", [{}, {"bias": True}, {"parallel_attn": False}], ids=["7b", "bias", "sequential"]
-)
-def test_falcon_multi_query_ungroups_into_its_multi_head_layout(fields):
-    original, ungrouped = falcon(**fields), falcon(**fields)
-    assert original.config.multi_query and original.transformer.h[0].self_attention.num_kv_heads == 1
-    assert ungroup_fused_multi_query(ungrouped)
+@pytest.mark.parametrize("fields", [{}, {"bias": True}], ids=["7b", "bias"])
+def test_falcon_7b_gets_a_norm_per_sublayer_and_a_key_value_head_per_query_head(fields):
+    """Falcon-7B's parallel blocks share one norm: switched to Falcon's newer decoder with one
+    key/value group and two copies of the norm (``transformers``' own function, 0 difference),
+    then the bridge's split key and value linears are repeated per query head."""
+    original, rewritten = falcon(**fields), falcon(**fields)
+    assert original.config.parallel_attn and original.config.multi_query
+    assert fused_multi_query(rewritten)
     with torch.no_grad():
-        expected, got = original(TOKENS).logits, ungrouped(TOKENS).logits
-    assert relative(got, expected) <= 1e-12  # Falcon's LayerNorm computes in float64
-    attention = ungrouped.transformer.h[0].self_attention
-    assert (attention.multi_query, attention.num_kv_heads, ungrouped.config.multi_query) == (False, 4, False)
-    assert attention.query_key_value.weight.shape == (3 * 32, 32)
-    # head h's key rows are the one key head's rows, in head h's slot of the interleaved layout
-    shared_key = original.transformer.h[0].self_attention.query_key_value.weight[32:40]
-    per_head = attention.query_key_value.weight.view(4, 3, 8, 32)
-    torch.testing.assert_close(per_head[:, 1], shared_key.expand(4, -1, -1), rtol=0, atol=0)
-    assert not ungroup_fused_multi_query(ungrouped)
+        expected, got = original(TOKENS).logits, rewritten(TOKENS).logits
+    assert relative(got, expected) == 0.0  # the same operations on the same numbers
+    layer = rewritten.transformer.h[0]
+    assert layer.ln_mlp.weight is not layer.ln_attn.weight and not hasattr(layer, "input_layernorm")
+    torch.testing.assert_close(layer.ln_mlp.weight, original.transformer.h[0].input_layernorm.weight)
+    model = bridge_from_hf(falcon(**fields), word_tokenizer(), name="random-falcon")
+    with torch.no_grad():
+        through_bridge = adapter_of(model).logits(TOKENS)
+    assert relative(through_bridge, expected) <= 1e-12  # Falcon's LayerNorm computes in float64
+    assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+    assert "ln2" in model.blocks[0].submodules  # the MLP's own norm, so its own input
 
 
-def test_a_sequential_multi_query_falcon_runs_through_the_bridge_with_a_key_head_per_query_head():
-    """Falcon-7B's blocks are parallel (refused: one norm for attention and MLP); a sequential one
-    shows the bridge reads the ungrouped layout right."""
+def test_a_sequential_multi_query_falcon_keeps_its_decoder():
     original = falcon(parallel_attn=False)
     model = bridge_from_hf(falcon(parallel_attn=False), word_tokenizer(), name="random-falcon")
+    assert not model.original_model.config.new_decoder_architecture
     with torch.no_grad():
         expected, got = original(TOKENS).logits, adapter_of(model).logits(TOKENS)
     assert relative(got, expected) <= 1e-12

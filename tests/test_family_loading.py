@@ -84,7 +84,6 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
 @pytest.mark.parametrize(
     "family, fragment",
     [
-        ("falcon", "one shared norm"),  # Falcon-7B's parallel blocks (its multi-query attention ungroups)
         ("xglm", "no per-head query, key and value inputs"),
         ("deepseek_v3", "no per-head query, key and value inputs"),
         ("mpt", "never calls"),  # its attention calls no per-head input hook

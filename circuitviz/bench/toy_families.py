@@ -3,8 +3,8 @@
 ``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
-Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode) with ``transformers``'s own random initialisation and the word
-tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
+Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B) with ``transformers``'s
+own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
 tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
 """
@@ -103,6 +103,8 @@ FAMILIES: dict[str, tuple[str, dict]] = {
         },
     ),
     "gpt_bigcode": ("gpt_bigcode", {}),  # StarCoder's multi-query attention
+    # Falcon-7B: multi-query attention, parallel blocks whose attention and MLP read one norm
+    "falcon": ("falcon", {"head_dim": DROP}),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
@@ -110,9 +112,6 @@ FAMILIES: dict[str, tuple[str, dict]] = {
 # through it; docs/models.md has what each gave
 CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "phi": ("phi", {"partial_rotary_factor": 0.5}),
-    # Falcon-7B: multi-query attention (ungrouped at boot) in parallel blocks whose attention and
-    # MLP read one norm, which the bridge gives the MLP no input of its own for
-    "falcon": ("falcon", {"head_dim": DROP}),
     "gptj": ("gptj", {"rotary_dim": 4}),
     "codegen": ("codegen", {"rotary_dim": 4}),
     "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),

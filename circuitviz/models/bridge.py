@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from circuitviz.models.bridge_rewrites import (
-    BRIDGE_SPLITS_MULTI_QUERY,
     fold_scalar_multipliers,
+    fused_multi_query,
     ungroup_bridge_multi_query,
-    ungroup_fused_multi_query,
 )
 from circuitviz.models.errors import ModelLoadError
 
@@ -117,8 +116,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     from transformer_lens.model_bridge import TransformerBridge
 
     fold_scalar_multipliers(hf_model)
-    ungroup_fused_multi_query(hf_model)
-    split_by_bridge = architecture_of(hf_model) in BRIDGE_SPLITS_MULTI_QUERY
+    split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
     if not split_by_bridge:
         ungroup_attention(hf_model)
     if not getattr(hf_model.config, "architectures", None):

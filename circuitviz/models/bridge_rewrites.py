@@ -8,20 +8,20 @@ Each rewrite changes the weights, never the function (the logits agree to float 
   divides the logits; all three act outside the modules the bridge hooks, so an edge read at a
   hook would miss its factor. Each is folded into the one matrix it multiplies (embedding,
   output projections, unembedding) and set to 1.
-- ``ungroup_fused_multi_query`` (Falcon-7B): one key and one value head inside a fused q/k/v
-  projection; rewritten as the same architecture without multi-query, every query head with its
-  own copy of the key and value rows.
-- ``ungroup_bridge_multi_query`` (GPT-BigCode / StarCoder): the bridge's adapter accepts only the
-  multi-query layout, but it splits the fused projection into its own q, k and v linears at boot
-  and computes attention from those; their one key and value head is repeated per query head.
+- ``fused_multi_query`` (Falcon-7B, GPT-BigCode / StarCoder): one key and one value head inside a
+  fused q/k/v projection. The bridge's adapters split the fused projection into q, k and v linears
+  of their own at boot and compute attention from those (GPT-BigCode's accepts only the
+  multi-query layout), so after boot ``ungroup_bridge_multi_query`` repeats their one key and
+  value head per query head. Falcon-7B's parallel blocks read one norm for attention and MLP,
+  where the bridge gives the MLP no input of its own; Falcon's own newer decoder (Falcon-40B's)
+  has a norm for each, and with one key/value group it reads the same fused rows
+  ``[q_0 .. q_{n-1} | k | v]``, so the model is switched to it with two copies of the norm.
 """
 
 from __future__ import annotations
 
 import torch
 
-# architectures whose bridge adapter accepts only the multi-query layout and splits it itself
-BRIDGE_SPLITS_MULTI_QUERY = ("GPTBigCodeForCausalLM",)
 MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling")
 
 
@@ -84,46 +84,43 @@ def fold_scalar_multipliers(hf_model) -> bool:
     return True
 
 
-def _multi_head_layout(rows: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tensor:
-    """Rows ``[q_0 .. q_{n-1} | k | v]`` -> ``[q_0 k v | q_1 k v | ...]`` (weights or a bias)."""
-    heads = rows.reshape(n_heads + 2, head_dim, *rows.shape[1:])
-    q, k, v = heads[:n_heads], heads[n_heads:-1], heads[-1:]
-    layout = torch.stack([q, k.expand_as(q), v.expand_as(q)], dim=1)  # [n, 3, head_dim, ...]
-    return layout.reshape(3 * n_heads * head_dim, *rows.shape[1:]).contiguous()
-
-
 @torch.no_grad()
-def ungroup_fused_multi_query(hf_model) -> bool:
-    """Falcon's multi-query fused projection, rows ``[q_0 .. q_{n-1} | k | v]`` (head_dim rows
-    each), rewritten in its multi-head layout ``[q_0 k v | q_1 k v | ...]`` (what
-    ``FalconAttention._split_heads`` reads when ``multi_query`` is off); False when the model is
-    not Falcon with multi-query attention."""
+def fused_multi_query(hf_model) -> bool:
+    """True when ``hf_model`` has multi-query attention in a fused q/k/v projection that the bridge
+    splits (Falcon, GPT-BigCode): ``ungroup_bridge_multi_query`` then ungroups it after boot. A
+    Falcon whose parallel blocks share one norm is given two copies of it first
+    (``_falcon_norm_per_sublayer``)."""
     config = _text_config(hf_model.config)
-    if not getattr(config, "multi_query", False) or getattr(config, "new_decoder_architecture", False):
+    if not getattr(config, "multi_query", False):
         return False
-    kinds = ("FalconAttention", "FalconFlashAttention2")  # the eager/SDPA and the flash attention
-    modules = [m for m in hf_model.modules() if type(m).__name__ in kinds]
-    if not modules:
+    architecture = type(hf_model).__name__
+    if architecture == "GPTBigCodeForCausalLM":
+        return True
+    if architecture != "FalconForCausalLM" or getattr(config, "new_decoder_architecture", False):
         return False
-    n_heads = int(config.num_attention_heads)
-    for module in modules:
-        head_dim = int(module.head_dim)
-        fused = module.query_key_value
-        fused.weight = torch.nn.Parameter(
-            _multi_head_layout(fused.weight.data, n_heads, head_dim), requires_grad=False
-        )
-        if fused.bias is not None:
-            fused.bias = torch.nn.Parameter(
-                _multi_head_layout(fused.bias.data, n_heads, head_dim), requires_grad=False
-            )
-        fused.out_features = 3 * n_heads * head_dim
-        module.multi_query = False
-        module.num_kv_heads = n_heads
-    config.multi_query = False
-    config.num_kv_heads = n_heads
-    if config is not hf_model.config:
-        hf_model.config.multi_query, hf_model.config.num_kv_heads = False, n_heads
+    if getattr(config, "parallel_attn", False):
+        _falcon_norm_per_sublayer(hf_model)
     return True
+
+
+def _falcon_norm_per_sublayer(hf_model) -> None:
+    """Falcon-7B's decoder (parallel attention and MLP reading one ``input_layernorm``, one
+    key/value head) as Falcon's newer decoder with one key/value group: ``ln_attn`` and
+    ``ln_mlp`` two copies of the norm, the fused projection's rows unchanged (that decoder reads
+    a group as its query heads, then its key, then its value head: with one group, the same
+    rows). The function is unchanged: both sublayers normalise the same input by the same
+    weights."""
+    import copy
+
+    config = _text_config(hf_model.config)
+    for layer in hf_model.transformer.h:
+        norm = layer.input_layernorm
+        del layer.input_layernorm
+        layer.ln_attn, layer.ln_mlp = norm, copy.deepcopy(norm)
+        layer.self_attention.new_decoder_architecture = True
+    config.new_decoder_architecture = True
+    config.num_ln_in_parallel_attn = 2
+    config.num_kv_heads = 1
 
 
 @torch.no_grad()
