@@ -1,7 +1,7 @@
-"""Rewrite a ``transformers`` model's weights so the bridge's hooks see every edge's whole contribution.
+"""Rewrite a ``transformers`` model so the bridge's hooks see every edge's whole contribution.
 
-Each rewrite changes the weights, never the function (the logits agree to float rounding,
-``tests/test_bridge_rewrites.py``):
+Each rewrite changes the model's weights or form, never its function (the logits agree to float
+rounding, ``tests/test_bridge_rewrites.py``):
 
 - ``fold_scalar_multipliers`` (Granite): ``embedding_multiplier`` scales the embedding's output,
   ``residual_multiplier`` every attention and MLP output before its residual add, ``logits_scaling``
@@ -19,6 +19,8 @@ Each rewrite changes the weights, never the function (the logits agree to float 
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -110,8 +112,6 @@ def _falcon_norm_per_sublayer(hf_model) -> None:
     a group as its query heads, then its key, then its value head: with one group, the same
     rows). The function is unchanged: both sublayers normalise the same input by the same
     weights."""
-    import copy
-
     config = _text_config(hf_model.config)
     for layer in hf_model.transformer.h:
         norm = layer.input_layernorm
