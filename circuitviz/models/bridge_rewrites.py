@@ -128,10 +128,14 @@ def ungroup_bridge_multi_query(bridge) -> bool:
     """Repeat the one key and value head of the linears the bridge split from a multi-query fused
     projection (GPT-BigCode's ``c_attn``, ``[q | k | v]`` with k and v one head wide) so every
     query head has its own; the bridge's attention then runs with as many key/value heads as
-    query heads. False when its attention has no such split linears."""
+    query heads. True when no head was shared; False when they are shared otherwise than one
+    key/value head in split linears."""
     cfg = bridge.cfg
     n_heads, d_head = int(cfg.n_heads), int(cfg.d_head)
-    if int(getattr(cfg, "n_key_value_heads", None) or n_heads) != 1 or n_heads == 1:
+    n_kv = int(getattr(cfg, "n_key_value_heads", None) or n_heads)
+    if n_kv == n_heads:
+        return True
+    if n_kv != 1:
         return False
     attentions = [block.attn for block in bridge.blocks]
     parts = [
