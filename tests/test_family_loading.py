@@ -84,12 +84,9 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
 @pytest.mark.parametrize(
     "family, fragment",
     [
-        ("falcon", "fused projection"),  # Falcon-7B's multi-query attention
-        ("gpt_bigcode", "fused projection"),
         ("xglm", "no per-head query, key and value inputs"),
         ("deepseek_v3", "no per-head query, key and value inputs"),
         ("mpt", "never calls"),  # its attention calls no per-head input hook
-        ("granite", "multiplies its embedding"),  # residual_multiplier outside the hooked modules
         ("cohere", "one shared norm"),
         ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
     ],

@@ -3,8 +3,8 @@
 ``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
-Apertus, Seed-OSS, Nemotron) with ``transformers``'s own random initialisation and the word
-tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
+Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B) with ``transformers``'s
+own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
 tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
 """
@@ -89,30 +89,34 @@ FAMILIES: dict[str, tuple[str, dict]] = {
             "layer_types": ["sliding_attention", "full_attention"],
         },
     ),
+    # Granite's three multipliers, folded into the weights at boot (none a power of two, so the
+    # fold rounds), and an unembedding tied to the embedding as Granite 3's is
+    "granite": (
+        "granite",
+        {
+            "num_key_value_heads": 2,
+            "embedding_multiplier": 12.0,
+            "residual_multiplier": 0.7,
+            "attention_multiplier": 0.2,
+            "logits_scaling": 1.5,
+            "tie_word_embeddings": True,
+        },
+    ),
+    "gpt_bigcode": ("gpt_bigcode", {}),  # StarCoder's multi-query attention
+    # Falcon-7B: multi-query attention, parallel blocks whose attention and MLP read one norm
+    "falcon": ("falcon", {"head_dim": DROP}),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
 # (or that only HookedTransformer converts), so tests/test_bridge_families.py cannot check them
 # through it; docs/models.md has what each gave
 CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
-    "granite": (
-        "granite",
-        {
-            "num_key_value_heads": 2,
-            "embedding_multiplier": 2.0,
-            "residual_multiplier": 0.5,
-            "attention_multiplier": 0.2,
-            "logits_scaling": 4.0,
-        },
-    ),
     "phi": ("phi", {"partial_rotary_factor": 0.5}),
     "gptj": ("gptj", {"rotary_dim": 4}),
     "codegen": ("codegen", {"rotary_dim": 4}),
     "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
-    "falcon": ("falcon", {"head_dim": DROP}),
     "bloom": ("bloom", {}),
     "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
-    "gpt_bigcode": ("gpt_bigcode", {}),
     "cohere": ("cohere", {"num_key_value_heads": 2}),
     "cohere2": (
         "cohere2",

@@ -8,7 +8,9 @@ engine never learns which backend it got.
 Grouped-query attention is ungrouped first (``ungroup_attention``): every query head gets its
 own copy of the key and value projection it shares, so each head has its own k and v reader in
 the graph, as circuitviz's HookedTransformers have (``ungroup_grouped_query_attention``). The
-function is unchanged: a repeated head computes what the shared one did.
+function is unchanged: a repeated head computes what the shared one did. Multi-query attention in a
+fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, and Granite's scalar multipliers are
+folded into the weights they scale (``bridge_rewrites.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from circuitviz.models.bridge_rewrites import (
+    fold_scalar_multipliers,
+    fused_multi_query,
+    ungroup_bridge_multi_query,
+)
 from circuitviz.models.errors import ModelLoadError
 
 if TYPE_CHECKING:
@@ -108,7 +115,10 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     bridge, ready for circuit discovery; ``name`` becomes ``cfg.model_name``."""
     from transformer_lens.model_bridge import TransformerBridge
 
-    ungroup_attention(hf_model)
+    fold_scalar_multipliers(hf_model)
+    split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
+    if not split_by_bridge:
+        ungroup_attention(hf_model)
     if not getattr(hf_model.config, "architectures", None):
         hf_model.config.architectures = [architecture_of(hf_model)]
     hf_model.requires_grad_(False)
@@ -127,6 +137,11 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) "
             "or a newer TransformerLens that adds it."
         ) from None
+    if split_by_bridge and not ungroup_bridge_multi_query(bridge):
+        raise ModelLoadError(
+            f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "
+            "heads circuitviz cannot ungroup; use a model without multi-query attention."
+        )
     return prepare_bridge(bridge, name)
 
 
@@ -169,7 +184,7 @@ def prepare_bridge(bridge, name: str):
         raise ModelLoadError(
             f"{architecture} multiplies its embedding, its blocks' outputs or its logits outside the "
             f"modules the bridge hooks ({', '.join(f'{k} {v:g}' for k, v in scaled.items())}), which "
-            "circuitviz's edge contributions do not include; use another architecture."
+            "circuitviz folds into the weights only for dense Granite; use another architecture."
         )
     bridge.set_use_hook_mlp_in(True)
     bridge.eval()

@@ -106,7 +106,14 @@ class BridgeAttentionParts(AttentionParts):
     k_norm = property(
         lambda self: bridge_norm(self._module.k_norm) if hasattr(self._module, "k_norm") else None
     )
-    score_scale = property(lambda self: 1.0 / float(self._hf.scaling))
+
+    @property
+    def score_scale(self) -> float:
+        """Scores are q.k / this: ``transformers``' ``scaling``; Falcon's attention keeps it as
+        ``inv_norm_factor`` (1 / sqrt(d_head), what the bridge's attention scales by)."""
+        scaling = getattr(self._hf, "scaling", None)
+        return 1.0 / float(scaling if scaling is not None else self._hf.inv_norm_factor)
+
     local = property(lambda self: getattr(self._hf, "sliding_window", None) is not None)
 
     @property

@@ -1,0 +1,165 @@
+"""Rewrite a ``transformers`` model so the bridge's hooks see every edge's whole contribution.
+
+Each rewrite changes the model's weights or form, never its function (the logits agree to float
+rounding, ``tests/test_bridge_rewrites.py``):
+
+- ``fold_scalar_multipliers`` (Granite): ``embedding_multiplier`` scales the embedding's output,
+  ``residual_multiplier`` every attention and MLP output before its residual add, ``logits_scaling``
+  divides the logits; all three act outside the modules the bridge hooks, so an edge read at a
+  hook would miss its factor. Each is folded into the one matrix it multiplies (embedding,
+  output projections, unembedding) and set to 1.
+- ``fused_multi_query`` (Falcon-7B, GPT-BigCode / StarCoder): one key and one value head inside a
+  fused q/k/v projection. The bridge's adapters split the fused projection into q, k and v linears
+  of their own at boot and compute attention from those (GPT-BigCode's accepts only the
+  multi-query layout), so after boot ``ungroup_bridge_multi_query`` repeats their one key and
+  value head per query head. Falcon-7B's parallel blocks read one norm for attention and MLP,
+  where the bridge gives the MLP no input of its own; Falcon's own newer decoder (Falcon-40B's)
+  has a norm for each, and with one key/value group it reads the same fused rows
+  ``[q_0 .. q_{n-1} | k | v]``, so the model is switched to it with two copies of the norm.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling")
+
+
+def _text_config(config):
+    getter = getattr(config, "get_text_config", None)
+    return getter() if getter is not None else config
+
+
+def _scale_linear(linear: torch.nn.Module, factor: float) -> None:
+    linear.weight.mul_(factor)
+    if getattr(linear, "bias", None) is not None:
+        linear.bias.mul_(factor)
+
+
+def _untie_unembedding(hf_model) -> None:
+    """Give the unembedding its own copy of a weight it shares with the input embedding."""
+    embedding, unembedding = hf_model.get_input_embeddings(), hf_model.get_output_embeddings()
+    if unembedding is None or unembedding.weight is not embedding.weight:
+        return
+    unembedding.weight = torch.nn.Parameter(embedding.weight.detach().clone(), requires_grad=False)
+    for config in {id(c): c for c in (hf_model.config, _text_config(hf_model.config))}.values():
+        config.tie_word_embeddings = False
+
+
+@torch.no_grad()
+def fold_scalar_multipliers(hf_model) -> bool:
+    """Fold Granite's three scalar multipliers into the weights they scale and set them to 1;
+    False (nothing changed) when the model has none or is not laid out as dense Granite is
+    (``prepare_bridge`` then refuses it with the reason)."""
+    config = _text_config(hf_model.config)
+    values = {field: getattr(config, field, None) for field in MULTIPLIERS}
+    if all(value in (None, 1, 1.0) for value in values.values()):
+        return False
+    base = getattr(hf_model, "model", None)
+    layers = list(getattr(base, "layers", None) or [])
+    unembedding = hf_model.get_output_embeddings()
+    dense = bool(layers) and all(
+        hasattr(layer, "residual_multiplier")
+        and isinstance(getattr(getattr(layer, "self_attn", None), "o_proj", None), torch.nn.Linear)
+        and isinstance(getattr(getattr(layer, "mlp", None), "down_proj", None), torch.nn.Linear)
+        for layer in layers
+    )
+    if not dense or not hasattr(base, "embedding_multiplier") or unembedding is None:
+        return False
+    _untie_unembedding(hf_model)
+    embedding = float(values["embedding_multiplier"] or 1.0)
+    residual = float(values["residual_multiplier"] or 1.0)
+    logits = float(values["logits_scaling"] or 1.0)
+    hf_model.get_input_embeddings().weight.mul_(embedding)
+    base.embedding_multiplier = 1.0
+    for layer in layers:
+        _scale_linear(layer.self_attn.o_proj, residual)
+        _scale_linear(layer.mlp.down_proj, residual)
+        layer.residual_multiplier = 1.0
+    _scale_linear(unembedding, 1.0 / logits)
+    for field in MULTIPLIERS:
+        setattr(config, field, 1.0)
+        if config is not hf_model.config and hasattr(hf_model.config, field):
+            setattr(hf_model.config, field, 1.0)
+    return True
+
+
+@torch.no_grad()
+def fused_multi_query(hf_model) -> bool:
+    """True when ``hf_model`` has multi-query attention in a fused q/k/v projection that the bridge
+    splits (Falcon, GPT-BigCode): ``ungroup_bridge_multi_query`` then ungroups it after boot. A
+    Falcon whose parallel blocks share one norm is given two copies of it first
+    (``_falcon_norm_per_sublayer``)."""
+    config = _text_config(hf_model.config)
+    if not getattr(config, "multi_query", False):
+        return False
+    architecture = type(hf_model).__name__
+    if architecture == "GPTBigCodeForCausalLM":
+        return True
+    if architecture != "FalconForCausalLM" or getattr(config, "new_decoder_architecture", False):
+        return False
+    if getattr(config, "parallel_attn", False):
+        _falcon_norm_per_sublayer(hf_model)
+    return True
+
+
+def _falcon_norm_per_sublayer(hf_model) -> None:
+    """Falcon-7B's decoder (parallel attention and MLP reading one ``input_layernorm``, one
+    key/value head) as Falcon's newer decoder with one key/value group: ``ln_attn`` and
+    ``ln_mlp`` two copies of the norm, the fused projection's rows unchanged (that decoder reads
+    a group as its query heads, then its key, then its value head: with one group, the same
+    rows). The function is unchanged: both sublayers normalise the same input by the same
+    weights."""
+    config = _text_config(hf_model.config)
+    for layer in hf_model.transformer.h:
+        norm = layer.input_layernorm
+        del layer.input_layernorm
+        layer.ln_attn, layer.ln_mlp = norm, copy.deepcopy(norm)
+        layer.self_attention.new_decoder_architecture = True
+    config.new_decoder_architecture = True
+    config.num_ln_in_parallel_attn = 2
+    config.num_kv_heads = 1
+
+
+@torch.no_grad()
+def ungroup_bridge_multi_query(bridge) -> bool:
+    """Repeat the one key and value head of the linears the bridge split from a multi-query fused
+    projection (GPT-BigCode's ``c_attn``, ``[q | k | v]`` with k and v one head wide) so every
+    query head has its own; the bridge's attention then runs with as many key/value heads as
+    query heads. True when no head was shared; False when they are shared otherwise than one
+    key/value head in split linears."""
+    cfg = bridge.cfg
+    n_heads, d_head = int(cfg.n_heads), int(cfg.d_head)
+    n_kv = int(getattr(cfg, "n_key_value_heads", None) or n_heads)
+    if n_kv == n_heads:
+        return True
+    if n_kv != 1:
+        return False
+    attentions = [block.attn for block in bridge.blocks]
+    parts = [
+        part
+        for attention in attentions
+        for part in (getattr(attention, "k", None), getattr(attention, "v", None))
+    ]
+    widths = [getattr(getattr(part, "original_component", None), "out_features", None) for part in parts]
+    if any(getattr(a, "split_qkv_matrix", None) is None for a in attentions) or set(widths) != {d_head}:
+        return False
+    for part in parts:
+        linear = part.original_component
+        repeated = torch.nn.Linear(
+            linear.in_features,
+            n_heads * d_head,
+            bias=linear.bias is not None,
+            device=linear.weight.device,
+            dtype=linear.weight.dtype,
+        )
+        repeated.weight = torch.nn.Parameter(linear.weight.data.repeat(n_heads, 1), requires_grad=False)
+        if linear.bias is not None:
+            repeated.bias = torch.nn.Parameter(linear.bias.data.repeat(n_heads), requires_grad=False)
+        part.set_original_component(repeated)
+    cfg.n_key_value_heads = n_heads
+    for attention in attentions:  # hook_k and hook_v were shaped at boot for one head
+        attention._setup_qkv_hook_reshaping()
+    return True

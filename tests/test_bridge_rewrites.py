@@ -1,0 +1,172 @@
+"""The rewrites the bridge boots Granite, Falcon-7B and GPT-BigCode with change no function:
+on tiny random float64 models the rewritten model's logits (and, where ``transformers``'s norms
+round to float32, its residual stream before the final norm) equal the original's to float64
+rounding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_families import family_config, random_hf_model
+from circuitviz.bench.toy_models import word_tokenizer
+from circuitviz.core.graph import QKV
+from circuitviz.engine import sites
+from circuitviz.models.adapter import adapter_of
+from circuitviz.models.bridge import bridge_from_hf
+from circuitviz.models.bridge_rewrites import fold_scalar_multipliers, fused_multi_query
+
+pytestmark = pytest.mark.slow
+
+TOKENS = torch.tensor([[0, 5, 9, 3, 12, 7, 2], [0, 4, 4, 11, 6, 8, 10]], device="cpu")
+
+
+def relative(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got - expected).abs().max() / expected.abs().max())
+
+
+def logits_and_residual(hf_model, final_norm: torch.nn.Module):
+    """The logits and the residual stream entering the final norm (Granite's RMSNorm computes in
+    float32 even in a float64 model, so the logits alone would hide a fold's error below that)."""
+    seen = {}
+    handle = final_norm.register_forward_pre_hook(lambda module, args: seen.setdefault("x", args[0]))
+    try:
+        with torch.no_grad():
+            logits = hf_model(TOKENS).logits
+    finally:
+        handle.remove()
+    return logits, seen["x"]
+
+
+def test_granite_multipliers_fold_into_the_weights_they_scale():
+    original, folded = random_hf_model("granite", seed=1), random_hf_model("granite", seed=1)
+    assert folded.lm_head.weight is folded.model.embed_tokens.weight  # tied, as Granite 3's are
+    embedding = original.model.embed_tokens.weight.detach().clone()
+    assert fold_scalar_multipliers(folded)
+    expected_logits, expected_residual = logits_and_residual(original, original.model.norm)
+    logits, residual = logits_and_residual(folded, folded.model.norm)
+    assert relative(logits, expected_logits) <= 1e-10
+    assert relative(residual, expected_residual) <= 1e-10
+    assert relative(residual, expected_residual * 1.001) > 1e-5  # the comparison can fail
+    config = folded.config
+    assert (config.embedding_multiplier, config.residual_multiplier, config.logits_scaling) == (1.0, 1.0, 1.0)
+    assert folded.model.embedding_multiplier == 1.0
+    assert all(layer.residual_multiplier == 1.0 for layer in folded.model.layers)
+    # untied first: each fold touched its own matrix only
+    assert folded.lm_head.weight is not folded.model.embed_tokens.weight
+    torch.testing.assert_close(folded.model.embed_tokens.weight, embedding * 12.0, rtol=0, atol=0)
+    torch.testing.assert_close(folded.lm_head.weight, embedding / 1.5, rtol=1e-15, atol=0)
+    assert not fold_scalar_multipliers(folded)  # nothing left to fold
+
+
+def falcon(**fields) -> torch.nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    config = family_config("falcon")
+    for name, value in fields.items():
+        setattr(config, name, value)
+    torch.manual_seed(1)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():  # norms that are not exactly 1 and 0
+        for name, parameter in model.named_parameters():
+            if "layernorm" in name:
+                parameter.add_(0.2 * torch.randn(parameter.shape, device="cpu"))
+    return model.to(torch.float64).eval()
+
+
+@pytest.mark.parametrize("fields", [{}, {"bias": True}], ids=["7b", "bias"])
+def test_falcon_7b_gets_a_norm_per_sublayer_and_a_key_value_head_per_query_head(fields):
+    """Falcon-7B's parallel blocks share one norm: switched to Falcon's newer decoder with one
+    key/value group and two copies of the norm (``transformers``' own function, 0 difference),
+    then the bridge's split key and value linears are repeated per query head."""
+    original, rewritten = falcon(**fields), falcon(**fields)
+    assert original.config.parallel_attn and original.config.multi_query
+    assert fused_multi_query(rewritten)
+    with torch.no_grad():
+        expected, got = original(TOKENS).logits, rewritten(TOKENS).logits
+    assert relative(got, expected) == 0.0  # the same operations on the same numbers
+    layer = rewritten.transformer.h[0]
+    assert layer.ln_mlp.weight is not layer.ln_attn.weight and not hasattr(layer, "input_layernorm")
+    torch.testing.assert_close(layer.ln_mlp.weight, original.transformer.h[0].input_layernorm.weight)
+    model = bridge_from_hf(falcon(**fields), word_tokenizer(), name="random-falcon")
+    with torch.no_grad():
+        through_bridge = adapter_of(model).logits(TOKENS)
+    assert relative(through_bridge, expected) <= 1e-12  # Falcon's LayerNorm computes in float64
+    assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+    assert "ln2" in model.blocks[0].submodules  # the MLP's own norm, so its own input
+
+
+def test_a_sequential_multi_query_falcon_keeps_its_decoder():
+    original = falcon(parallel_attn=False)
+    model = bridge_from_hf(falcon(parallel_attn=False), word_tokenizer(), name="random-falcon")
+    assert not model.original_model.config.new_decoder_architecture
+    with torch.no_grad():
+        expected, got = original(TOKENS).logits, adapter_of(model).logits(TOKENS)
+    assert relative(got, expected) <= 1e-12
+    assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+
+
+def test_gpt_bigcode_multi_query_is_ungrouped_in_the_bridge():
+    """The bridge's adapter accepts GPT-BigCode's multi-query layout only and computes attention
+    from the q/k/v linears it splits off ``c_attn``; their one key and value head is repeated.
+    Equal to the bridge as TransformerLens boots it (one key/value head) to float64 rounding, and
+    to ``transformers``'s model to its float32 softmax."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    plain_hf = random_hf_model("gpt_bigcode", seed=1)
+    plain_hf.config.architectures = ["GPTBigCodeForCausalLM"]
+    plain = TransformerBridge.boot_transformers(
+        "random-gpt_bigcode", hf_model=plain_hf, tokenizer=word_tokenizer(), dtype=torch.float64
+    )
+    assert plain.cfg.n_key_value_heads == 1
+    original = random_hf_model("gpt_bigcode", seed=1)
+    model = bridge_from_hf(
+        random_hf_model("gpt_bigcode", seed=1), word_tokenizer(), name="random-gpt_bigcode"
+    )
+    with torch.no_grad():
+        multi_query, got = plain(TOKENS), adapter_of(model).logits(TOKENS)
+        expected = original(TOKENS).logits
+    assert relative(got, multi_query) <= 1e-12
+    assert relative(got, expected) <= 1e-6  # transformers' softmax runs in float32
+    attention = model.blocks[0].attn
+    assert attention.k.original_component.out_features == attention.v.original_component.out_features == 32
+    assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+    shapes = {}
+
+    def seen(x, hook):
+        shapes[hook.name] = tuple(x.shape)
+
+    with adapter_of(model).hooked([(sites.head_projection(0, kind), seen) for kind in QKV]):
+        adapter_of(model).blocks(TOKENS)
+    assert set(shapes.values()) == {(2, 7, 4, 8)}  # a key and a value per query head, as hook_q
+    assert model.original_model.transformer.h[0].attn.multi_query  # transformers' model untouched
+
+
+def test_multipliers_in_a_layout_not_folded_are_still_refused_in_one_sentence():
+    """GraniteMoE scales its experts' sum, which ``fold_scalar_multipliers`` does not fold."""
+    from sentences import assert_one_sentence
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from circuitviz.models.errors import ModelLoadError
+
+    config = AutoConfig.for_model(
+        "granitemoe",
+        vocab_size=len(word_tokenizer()),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=64,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.7,
+        logits_scaling=1.5,
+    )
+    torch.manual_seed(1)
+    hf_model = AutoModelForCausalLM.from_config(config).eval()
+    assert not fold_scalar_multipliers(hf_model)
+    with pytest.raises(ModelLoadError, match="only for dense Granite") as refused:
+        bridge_from_hf(hf_model, word_tokenizer(), name="random-granitemoe")
+    assert_one_sentence(str(refused.value))
