@@ -203,7 +203,9 @@ class EAPIGActivations(ScoringMethod):
     Config = IGConfig
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        groups = 2 * spec.n_layers + 1
+        # 2L + 1 groups, block l's two running L - l of the L blocks: the embedding's whole pass
+        # and 2 x (L + 1) / 2 whole passes for the rest
+        groups = spec.n_layers + 2
         cost = gradient_cost(config.ig_steps * groups, n_budgets)
         return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
 
