@@ -87,7 +87,6 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
         ("xglm", "no per-head query, key and value inputs"),
         ("deepseek_v3", "no per-head query, key and value inputs"),
         ("mpt", "never calls"),  # its attention calls no per-head input hook
-        ("cohere", "one shared norm"),
         ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
     ],
 )

@@ -105,6 +105,17 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "gpt_bigcode": ("gpt_bigcode", {}),  # StarCoder's multi-query attention
     # Falcon-7B: multi-query attention, parallel blocks whose attention and MLP read one norm
     "falcon": ("falcon", {"head_dim": DROP}),
+    # Cohere (Command-R) and Cohere 2: parallel blocks whose attention and MLP read one norm,
+    # rotary embeddings that rotate adjacent pairs (Cohere 2's global layers none)
+    "cohere": ("cohere", {"num_key_value_heads": 2}),
+    "cohere2": (
+        "cohere2",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
@@ -117,15 +128,6 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
     "bloom": ("bloom", {}),
     "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
-    "cohere": ("cohere", {"num_key_value_heads": 2}),
-    "cohere2": (
-        "cohere2",
-        {
-            "num_key_value_heads": 2,
-            "sliding_window": 4,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
-    ),
     "xglm": ("xglm", {"ffn_dim": 64}),
     "mpt": ("mpt", {}),
     "deepseek_v3": (

@@ -21,8 +21,12 @@ from typing import TYPE_CHECKING
 import torch
 
 from circuitviz.models.bridge_rewrites import (
+    bridge_mlp_norms,
+    fold_logit_scale,
     fold_scalar_multipliers,
     fused_multi_query,
+    mlp_norm_per_layer,
+    rotation_in_halves,
     ungroup_bridge_multi_query,
 )
 from circuitviz.models.errors import ModelLoadError
@@ -116,6 +120,9 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     from transformer_lens.model_bridge import TransformerBridge
 
     fold_scalar_multipliers(hf_model)
+    fold_logit_scale(hf_model)
+    mlp_norm_per_layer(hf_model)  # mapped as the bridge's ln2 after boot
+    rotation_in_halves(hf_model)
     split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
     if not split_by_bridge:
         ungroup_attention(hf_model)
@@ -137,6 +144,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) "
             "or a newer TransformerLens that adds it."
         ) from None
+    bridge_mlp_norms(bridge)
     if split_by_bridge and not ungroup_bridge_multi_query(bridge):
         raise ModelLoadError(
             f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "
