@@ -1,4 +1,4 @@
-"""The rewrites the bridge boots Granite, Falcon-7B, GPT-BigCode, Cohere and Cohere 2 with
+"""The rewrites the bridge boots Granite, Falcon-7B, GPT-BigCode, Cohere, Cohere 2 and MPT with
 change no function: on tiny random float64 models the rewritten model's logits (and, where
 ``transformers``'s norms round to float32, its residual stream before the final norm) equal the
 original's to float64 rounding, or through the bridge to that float32 rounding."""
@@ -227,3 +227,26 @@ def test_cohere_through_the_bridge_rotates_as_cohere_does(family):
     assert relative(residual, expected_residual) <= 1e-6
     assert torch.equal(seen[sites.mlp_in(1)], seen[sites.resid_pre(1)])
     assert "ln2" in model.blocks[0].submodules and model.cfg.parallel_attn_mlp
+
+
+def test_mpt_forks_per_head_inputs_without_changing_its_function():
+    """MPT's ALiBi attention bridge, switched to fork per-head inputs: its logits with split inputs
+    equal those without and transformers' (float64, no float32 norm), and each head input fires."""
+    original = random_hf_model("mpt", seed=1)
+    model = bridge_from_hf(random_hf_model("mpt", seed=1), word_tokenizer(), name="random-mpt")
+    adapter = adapter_of(model)
+    fired = set()
+
+    def seen(x, hook):
+        fired.add(hook.name)
+
+    with torch.no_grad():
+        expected = original(TOKENS).logits
+        with adapter.split_attention_inputs(False):
+            whole = adapter.logits(TOKENS)
+        names = [sites.head_input(layer, kind) for layer in range(2) for kind in QKV]
+        with adapter.split_attention_inputs(True), adapter.hooked([(name, seen) for name in names]):
+            split = adapter.logits(TOKENS)
+    assert relative(whole, expected) <= 1e-12
+    assert relative(split, expected) <= 1e-12
+    assert fired == set(names)

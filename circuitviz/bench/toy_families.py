@@ -116,6 +116,7 @@ FAMILIES: dict[str, tuple[str, dict]] = {
             "layer_types": ["sliding_attention", "full_attention"],
         },
     ),
+    "mpt": ("mpt", {}),  # ALiBi, a fused q/k/v projection, no key/value cache
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
@@ -129,7 +130,6 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "bloom": ("bloom", {}),
     "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
     "xglm": ("xglm", {"ffn_dim": 64}),
-    "mpt": ("mpt", {}),
     "deepseek_v3": (
         "deepseek_v3",
         {

@@ -24,6 +24,7 @@ from circuitviz.models.bridge_rewrites import (
     bridge_mlp_norms,
     fold_logit_scale,
     fold_scalar_multipliers,
+    fork_alibi_inputs,
     fused_multi_query,
     mlp_norm_per_layer,
     rotation_in_halves,
@@ -145,6 +146,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             "or a newer TransformerLens that adds it."
         ) from None
     bridge_mlp_norms(bridge)
+    fork_alibi_inputs(bridge)
     if split_by_bridge and not ungroup_bridge_multi_query(bridge):
         raise ModelLoadError(
             f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "

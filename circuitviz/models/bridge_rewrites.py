@@ -23,6 +23,8 @@ Each rewrite changes the model's weights or form, never the function the booted 
   ``rotation_in_halves`` reorders each head's query and key dimensions so the bridge's rotation
   of halves computes Cohere's rotation of adjacent pairs (the bridge as TransformerLens boots it
   computes another function; the ``transformers`` model alone, rewritten, does too).
+- MPT: ``fork_alibi_inputs`` makes the bridge's ALiBi attention fork the per-head inputs it
+  otherwise never forks (the bridge's function is unchanged; only the hooks differ).
 """
 
 from __future__ import annotations
@@ -302,3 +304,41 @@ def rotation_in_halves(hf_model) -> bool:
                 norm.weight.copy_(norm.weight[..., order])
     rotary.__class__ = type(type(rotary).__name__, (_TablesInHalves, type(rotary)), {})
     return True
+
+
+class _ForkedInputs(torch.nn.Module):
+    """An ALiBi attention bridge whose forward forks per-head inputs as its parent's does."""
+
+    def forward(self, *args, **kwargs):
+        if not self._is_split_qkv_fork_active():
+            return super().forward(*args, **kwargs)
+        if args and isinstance(args[0], torch.Tensor):
+            hidden_states = args[0]
+        else:
+            hidden_states = kwargs.pop("hidden_states")
+        q, k, v = self._split_forward_qkv(self.hook_in(hidden_states))
+        output, weights = self._reconstruct_attention(q, k, v, **kwargs)
+        return self.hook_out(output), weights
+
+
+def fork_alibi_inputs(bridge) -> bool:
+    """MPT's attention bridge (a subclass of TransformerLens's ALiBi bridge over a fused q/k/v
+    projection; Falcon's ALiBi variant, untested here, is left as it is) computes q, k and v from the one input it is handed and never forks the per-head inputs its
+    parent's forward forks (``hook_q_input`` and the others never fire). Its class is switched to
+    one whose forward forks them as the parent's does, then runs the ALiBi bridge's own attention
+    (``_reconstruct_attention`` reads heads of [batch, pos, head, d_head] as well as flat ones).
+    Without split inputs the forward is the ALiBi bridge's own. True when switched."""
+    from transformer_lens.model_bridge.generalized_components.mpt_alibi_attention import (
+        MPTALiBiAttentionBridge,
+    )
+
+    switched = {}
+    for block in bridge.blocks:
+        attention = block.attn
+        kind = type(attention)
+        if not isinstance(attention, MPTALiBiAttentionBridge) or isinstance(attention, _ForkedInputs):
+            continue
+        if kind not in switched:
+            switched[kind] = type(kind.__name__, (_ForkedInputs, kind), {})
+        attention.__class__ = switched[kind]
+    return bool(switched)
