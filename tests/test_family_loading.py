@@ -86,6 +86,7 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
     [
         ("xglm", "no per-head query, key and value inputs"),
         ("deepseek_v3", "no per-head query, key and value inputs"),
+        ("codegen", "no per-head query, key and value inputs"),  # computes q, k, v from one input
         ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
     ],
 )

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# attention bridges that accept split inputs but compute q, k and v from the one input they are
+# handed, never firing the per-head input hooks: TransformerLens 3.9's CodeGen attention (which
+# also reads the position table and scale transformers 4 kept on the attention, absent in 5)
+ONE_INPUT_ATTENTION = frozenset({"CodeGenAttentionBridge"})
+
 
 def _text_config(config):
     getter = getattr(config, "get_text_config", None)
@@ -166,6 +171,8 @@ def prepare_bridge(bridge, name: str):
     architecture = bridge.cfg.architecture
     try:
         bridge.set_use_split_qkv_input(True)
+        if type(bridge.blocks[0].attn).__name__ in ONE_INPUT_ATTENTION:
+            raise NotImplementedError
     except NotImplementedError:
         raise ModelLoadError(
             f"TransformerLens's bridge has no per-head query, key and value inputs for {architecture}'s "
