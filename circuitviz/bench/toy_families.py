@@ -3,7 +3,7 @@
 ``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
-Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B) with ``transformers``'s
+Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B, Cohere 1 and 2, MPT) with ``transformers``'s
 own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
 tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.

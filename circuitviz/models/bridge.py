@@ -9,8 +9,10 @@ Grouped-query attention is ungrouped first (``ungroup_attention``): every query 
 own copy of the key and value projection it shares, so each head has its own k and v reader in
 the graph, as circuitviz's HookedTransformers have (``ungroup_grouped_query_attention``). The
 function is unchanged: a repeated head computes what the shared one did. Multi-query attention in a
-fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, and Granite's scalar multipliers are
-folded into the weights they scale (``bridge_rewrites.py``).
+fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, Granite's scalar multipliers and
+Cohere's logit scale are folded into the weights they scale, Cohere's MLP gets its own copy of the
+norm and its rotation is made the bridge's, and MPT's attention forks per-head inputs
+(``bridge_rewrites.py``).
 """
 
 from __future__ import annotations
@@ -231,7 +233,7 @@ def weigh_plain_norms(bridge) -> None:
 def require_circuit_hooks(bridge) -> None:
     """Run two tokens with per-head and with shared attention inputs and check that the bridge
     calls every hook the engine reads in the first block; a model it cannot run, or whose hooks
-    it never calls (MPT's queries in transformers 5), is refused with a sentence at load instead
+    it never calls (BLOOM's MLP input), is refused with a sentence at load instead
     of a traceback in the middle of a run."""
     from circuitviz.core.graph import QKV
     from circuitviz.engine import sites
