@@ -32,10 +32,19 @@ def metric_of(model, prepared, logits: torch.Tensor) -> torch.Tensor:
 
 POST_NORM_ARCHITECTURES = ("Olmo2ForCausalLM", "Olmo3ForCausalLM")
 # architectures whose transformers norms compute in float32 whatever the model's dtype and sit on
-# a writer's output (Gemma's and GLM-4's norms after each sublayer, OLMo-2's and 3's)
+# a writer's output (Gemma's and GLM-4's norms after each sublayer, OLMo-2's and 3's) or normalise
+# each head's own input (the bridge's per-head inputs go through Cohere's LayerNorm, which rounds
+# to float32, where its unsplit forward normalises in the model's dtype)
 SUM_TOLERANCE = {
     name: 1e-5
-    for name in ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Glm4ForCausalLM", *POST_NORM_ARCHITECTURES)
+    for name in (
+        "Gemma2ForCausalLM",
+        "Gemma3ForCausalLM",
+        "Glm4ForCausalLM",
+        "CohereForCausalLM",
+        "Cohere2ForCausalLM",
+        *POST_NORM_ARCHITECTURES,
+    )
 }
 
 

@@ -21,7 +21,7 @@ from circuitviz.bench.toy_models import IOI_TASK
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.graph_shape import edge_count
 from circuitviz.core.tasks import prepare_task
-from circuitviz.engine.prefix import final_residual, reusing_prefixes
+from circuitviz.engine.prefix import final_residual, reusing_prefixes, shared_prefix
 from circuitviz.methods import available_methods, get_method
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge_adapter import BridgeAdapter
@@ -29,19 +29,21 @@ from circuitviz.models.bridge_adapter import BridgeAdapter
 pytestmark = pytest.mark.slow
 
 # (family, method) pairs refused with a sentence: ACC++'s bilinear form has no place for OLMo's
-# q/k-norm over the whole key vector (it couples the heads) or gpt-oss's attention sinks; AtP*'s
-# QK fix recomputes attention and refuses soft-capped scores (Gemma 2), OLMo's normalised queries
-# and keys and sink columns
+# q/k-norm over the whole key vector (it couples the heads), gpt-oss's attention sinks or MPT's
+# ALiBi biases; AtP*'s QK fix recomputes attention and refuses soft-capped scores (Gemma 2), OLMo's
+# normalised queries and keys, sink columns and ALiBi biases
 REFUSED = {
     ("olmo2", "acc++"): "OLMo",
     ("olmo3", "acc++"): "OLMo",
     ("olmoe", "acc++"): "OLMo",
     ("gpt_oss", "acc++"): "sinks",  # gpt-oss's sink logit in every softmax
+    ("mpt", "acc++"): "ALiBi",
     ("gemma2", "atp-star"): "soft-capped",
     ("olmo2", "atp-star"): "normalised",
     ("olmo3", "atp-star"): "normalised",
     ("olmoe", "atp-star"): "normalised",
     ("gpt_oss", "atp-star"): "sink",
+    ("mpt", "atp-star"): "alibi position bias",
     # a mixture of experts has no single MLP whose neurons Circuit Lasso reads or whose
     # activation RelP's rules follow
     **{
@@ -97,6 +99,9 @@ def test_the_bridge_computes_what_the_grouped_transformers_model_does(family):
 
 def test_a_continued_run_equals_the_full_run(family):
     _, model, _, prepared = family
+    if adapter_of(model).positions_inside_attention:  # MPT keeps no key/value cache: never continued
+        assert shared_prefix(model, [prepared]) == 0
+        return
     tokens = torch.cat([prepared.clean_tokens, prepared.corrupted_tokens])  # two distinct rows
     with torch.no_grad():
         full = final_residual(model, tokens, [])

@@ -1,7 +1,7 @@
-"""The rewrites the bridge boots Granite, Falcon-7B and GPT-BigCode with change no function:
-on tiny random float64 models the rewritten model's logits (and, where ``transformers``'s norms
-round to float32, its residual stream before the final norm) equal the original's to float64
-rounding."""
+"""The rewrites the bridge boots Granite, Falcon-7B, GPT-BigCode, Cohere, Cohere 2 and MPT with
+change no function: on tiny random float64 models the rewritten model's logits (and, where
+``transformers``'s norms round to float32, its residual stream before the final norm) equal the
+original's to float64 rounding, or through the bridge to that float32 rounding."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ from circuitviz.core.graph import QKV
 from circuitviz.engine import sites
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.bridge import bridge_from_hf
-from circuitviz.models.bridge_rewrites import fold_scalar_multipliers, fused_multi_query
+from circuitviz.models.bridge_rewrites import (
+    fold_logit_scale,
+    fold_scalar_multipliers,
+    fused_multi_query,
+    mlp_norm_per_layer,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -170,3 +175,78 @@ def test_multipliers_in_a_layout_not_folded_are_still_refused_in_one_sentence():
     with pytest.raises(ModelLoadError, match="only for dense Granite") as refused:
         bridge_from_hf(hf_model, word_tokenizer(), name="random-granitemoe")
     assert_one_sentence(str(refused.value))
+
+
+@pytest.mark.parametrize("family", ["cohere", "cohere2"])
+def test_cohere_mlp_norm_and_logit_scale_change_no_logit(family):
+    """The MLP's own copy of the shared norm and the logit scale folded into the unembedding: the
+    ``transformers`` model's own operations on the same numbers (its LayerNorm rounds to float32,
+    so the residual before the final norm is compared too)."""
+    original, rewritten = random_hf_model(family, seed=1), random_hf_model(family, seed=1)
+    assert original.logit_scale == 0.0625
+    assert mlp_norm_per_layer(rewritten) and fold_logit_scale(rewritten)
+    expected_logits, expected_residual = logits_and_residual(original, original.model.norm)
+    logits, residual = logits_and_residual(rewritten, rewritten.model.norm)
+    assert relative(residual, expected_residual) == 0.0
+    assert relative(logits, expected_logits) <= 1e-15  # the scale applied to the weights first
+    layer = rewritten.model.layers[0]
+    assert layer.ln_mlp.weight is not layer.input_layernorm.weight
+    torch.testing.assert_close(layer.ln_mlp.weight, layer.input_layernorm.weight, rtol=0, atol=0)
+    assert rewritten.lm_head.weight is not rewritten.model.embed_tokens.weight
+    assert not fold_logit_scale(rewritten) and not mlp_norm_per_layer(rewritten)  # nothing left
+
+
+@pytest.mark.parametrize("family", ["cohere", "cohere2"])
+def test_cohere_through_the_bridge_rotates_as_cohere_does(family):
+    """TransformerLens's bridge rotates Cohere's interleaved tables by halves (another function:
+    1e-3 of the logits here); with each head's query and key dimensions reordered evens first,
+    its logits and residual equal transformers' to the float32 rounding of Cohere's LayerNorm,
+    and the MLP reads its own input (``hook_mlp_in``, the block's input in a parallel block)."""
+    from transformer_lens.model_bridge import TransformerBridge
+
+    original = random_hf_model(family, seed=1)
+    expected, expected_residual = logits_and_residual(original, original.model.norm)
+    plain_hf = random_hf_model(family, seed=1)
+    plain_hf.config.architectures = [type(plain_hf).__name__]
+    plain = TransformerBridge.boot_transformers(
+        f"random-{family}", hf_model=plain_hf, tokenizer=word_tokenizer(), dtype=torch.float64
+    )
+    with torch.no_grad():
+        assert relative(plain(TOKENS), expected) > 1e-4  # the bridge as booted: pairs rotated as halves
+    model = bridge_from_hf(random_hf_model(family, seed=1), word_tokenizer(), name=f"random-{family}")
+    adapter = adapter_of(model)
+    seen = {}
+
+    def keep(x, hook):
+        seen[hook.name] = x.detach().clone()
+
+    names = [sites.resid_pre(1), sites.mlp_in(1)]
+    with torch.no_grad(), adapter.hooked([(name, keep) for name in names]):
+        got, residual = adapter.logits(TOKENS), adapter.blocks(TOKENS)
+    assert relative(got, expected) <= 1e-6
+    assert relative(residual, expected_residual) <= 1e-6
+    assert torch.equal(seen[sites.mlp_in(1)], seen[sites.resid_pre(1)])
+    assert "ln2" in model.blocks[0].submodules and model.cfg.parallel_attn_mlp
+
+
+def test_mpt_forks_per_head_inputs_without_changing_its_function():
+    """MPT's ALiBi attention bridge, switched to fork per-head inputs: its logits with split inputs
+    equal those without and transformers' (float64, no float32 norm), and each head input fires."""
+    original = random_hf_model("mpt", seed=1)
+    model = bridge_from_hf(random_hf_model("mpt", seed=1), word_tokenizer(), name="random-mpt")
+    adapter = adapter_of(model)
+    fired = set()
+
+    def seen(x, hook):
+        fired.add(hook.name)
+
+    with torch.no_grad():
+        expected = original(TOKENS).logits
+        with adapter.split_attention_inputs(False):
+            whole = adapter.logits(TOKENS)
+        names = [sites.head_input(layer, kind) for layer in range(2) for kind in QKV]
+        with adapter.split_attention_inputs(True), adapter.hooked([(name, seen) for name in names]):
+            split = adapter.logits(TOKENS)
+    assert relative(whole, expected) <= 1e-12
+    assert relative(split, expected) <= 1e-12
+    assert fired == set(names)

@@ -86,8 +86,7 @@ def test_a_folder_the_hooked_transformer_cannot_convert_boots_through_the_bridge
     [
         ("xglm", "no per-head query, key and value inputs"),
         ("deepseek_v3", "no per-head query, key and value inputs"),
-        ("mpt", "never calls"),  # its attention calls no per-head input hook
-        ("cohere", "one shared norm"),
+        ("codegen", "no per-head query, key and value inputs"),  # computes q, k, v from one input
         ("phi", "one shared norm"),  # through the bridge; as a HookedTransformer it loads
     ],
 )
@@ -99,12 +98,9 @@ def test_what_the_bridge_cannot_give_circuits_is_refused_in_one_sentence(family,
     assert_one_sentence(str(refused.value))
 
 
-def test_a_model_that_keeps_no_key_value_cache_runs_its_prompts_whole(monkeypatch):
-    """MPT's attention fills no ``transformers`` cache (booted here past the hook check that
-    refuses it), so continued runs would read nothing: its prompts run whole; Llama's do not."""
-    import circuitviz.models.bridge as bridge
-
-    monkeypatch.setattr(bridge, "require_circuit_hooks", lambda model: None)
+def test_a_model_that_keeps_no_key_value_cache_runs_its_prompts_whole():
+    """MPT's attention fills no ``transformers`` cache, so continued runs would read nothing: its
+    prompts run whole; Llama's do not."""
     for family, whole in (("mpt", True), ("llama3", False)):
         model = bridge_from_hf(random_hf_model(family, seed=1), word_tokenizer(), name=f"random-{family}")
         assert adapter_of(model).positions_inside_attention is whole, family

@@ -3,7 +3,7 @@
 ``random_family_model(family)`` makes a 2-layer model of one family of ``FAMILIES`` (Llama 3,
 Qwen 2 and 3, Gemma 1 to 3, GPT-2, GPT-NeoX, OLMo 1 to 3, Mistral, Phi-3, the mixtures of experts
 Mixtral, Qwen 2 and 3 MoE, OLMoE and gpt-oss, StableLM, StarCoder 2, SmolLM 3, GLM-4,
-Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B) with ``transformers``'s
+Apertus, Seed-OSS, Nemotron, Granite, StarCoder's GPT-BigCode, Falcon-7B, Cohere 1 and 2, MPT) with ``transformers``'s
 own random initialisation and the word tokenizer of ``toy_models``, and boots it through TransformerLens's ``TransformerBridge``
 (``circuitviz.models.bridge``). ``CANDIDATE_FAMILIES`` are the families the command line was
 tried on that the bridge refuses (``benchmarks/cli_families.py``). Nothing is downloaded.
@@ -105,6 +105,18 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "gpt_bigcode": ("gpt_bigcode", {}),  # StarCoder's multi-query attention
     # Falcon-7B: multi-query attention, parallel blocks whose attention and MLP read one norm
     "falcon": ("falcon", {"head_dim": DROP}),
+    # Cohere (Command-R) and Cohere 2: parallel blocks whose attention and MLP read one norm,
+    # rotary embeddings that rotate adjacent pairs (Cohere 2's global layers none)
+    "cohere": ("cohere", {"num_key_value_heads": 2}),
+    "cohere2": (
+        "cohere2",
+        {
+            "num_key_value_heads": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "mpt": ("mpt", {}),  # ALiBi, a fused q/k/v projection, no key/value cache
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses
@@ -117,17 +129,7 @@ CANDIDATE_FAMILIES: dict[str, tuple[str, dict]] = {
     "opt": ("opt", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
     "bloom": ("bloom", {}),
     "gpt_neo": ("gpt_neo", {"attention_types": [[["global", "local"], 1]], "window_size": 4}),
-    "cohere": ("cohere", {"num_key_value_heads": 2}),
-    "cohere2": (
-        "cohere2",
-        {
-            "num_key_value_heads": 2,
-            "sliding_window": 4,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
-    ),
     "xglm": ("xglm", {"ffn_dim": 64}),
-    "mpt": ("mpt", {}),
     "deepseek_v3": (
         "deepseek_v3",
         {

@@ -9,8 +9,10 @@ Grouped-query attention is ungrouped first (``ungroup_attention``): every query 
 own copy of the key and value projection it shares, so each head has its own k and v reader in
 the graph, as circuitviz's HookedTransformers have (``ungroup_grouped_query_attention``). The
 function is unchanged: a repeated head computes what the shared one did. Multi-query attention in a
-fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, and Granite's scalar multipliers are
-folded into the weights they scale (``bridge_rewrites.py``).
+fused projection (Falcon-7B, GPT-BigCode) is ungrouped too, Granite's scalar multipliers and
+Cohere's logit scale are folded into the weights they scale, Cohere's MLP gets its own copy of the
+norm and its rotation is made the bridge's, and MPT's attention forks per-head inputs
+(``bridge_rewrites.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from circuitviz.models.bridge_rewrites import (
+    bridge_mlp_norms,
+    fold_logit_scale,
     fold_scalar_multipliers,
+    fork_alibi_inputs,
     fused_multi_query,
+    mlp_norm_per_layer,
+    rotation_in_halves,
     ungroup_bridge_multi_query,
 )
 from circuitviz.models.errors import ModelLoadError
@@ -31,6 +38,11 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
+
+# attention bridges that accept split inputs but compute q, k and v from the one input they are
+# handed, never firing the per-head input hooks: TransformerLens 3.9's CodeGen attention (which
+# also reads the position table and scale transformers 4 kept on the attention, absent in 5)
+ONE_INPUT_ATTENTION = frozenset({"CodeGenAttentionBridge"})
 
 
 def _text_config(config):
@@ -116,6 +128,9 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     from transformer_lens.model_bridge import TransformerBridge
 
     fold_scalar_multipliers(hf_model)
+    fold_logit_scale(hf_model)
+    mlp_norm_per_layer(hf_model)  # mapped as the bridge's ln2 after boot
+    rotation_in_halves(hf_model)
     split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
     if not split_by_bridge:
         ungroup_attention(hf_model)
@@ -137,6 +152,8 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
             "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) "
             "or a newer TransformerLens that adds it."
         ) from None
+    bridge_mlp_norms(bridge)
+    fork_alibi_inputs(bridge)
     if split_by_bridge and not ungroup_bridge_multi_query(bridge):
         raise ModelLoadError(
             f"TransformerLens's bridge gives {architecture_of(hf_model)}'s query heads shared key/value "
@@ -156,6 +173,8 @@ def prepare_bridge(bridge, name: str):
     architecture = bridge.cfg.architecture
     try:
         bridge.set_use_split_qkv_input(True)
+        if type(bridge.blocks[0].attn).__name__ in ONE_INPUT_ATTENTION:
+            raise NotImplementedError
     except NotImplementedError:
         raise ModelLoadError(
             f"TransformerLens's bridge has no per-head query, key and value inputs for {architecture}'s "
@@ -214,7 +233,7 @@ def weigh_plain_norms(bridge) -> None:
 def require_circuit_hooks(bridge) -> None:
     """Run two tokens with per-head and with shared attention inputs and check that the bridge
     calls every hook the engine reads in the first block; a model it cannot run, or whose hooks
-    it never calls (MPT's queries in transformers 5), is refused with a sentence at load instead
+    it never calls (BLOOM's MLP input), is refused with a sentence at load instead
     of a traceback in the middle of a run."""
     from circuitviz.core.graph import QKV
     from circuitviz.engine import sites

@@ -367,7 +367,8 @@ class BridgeAdapter(ModelAdapter):
         return _SplitInputs(self, split)
 
     def rotary_tables(self, layer: int, n_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The cos and sin a layer rotates its first ``n_positions`` with.  # [n, rotary_dim] each"""
+        """The cos and sin a layer rotates its first ``n_positions`` with (1 and 0 where it rotates
+        nothing).  # [n, rotary_dim] each"""
         attention = self.model.blocks[layer].attn
         tables: dict[str, torch.Tensor] = {}
 
@@ -378,6 +379,10 @@ class BridgeAdapter(ModelAdapter):
         tokens = torch.zeros((1, n_positions), dtype=torch.long, device=self.device)
         with torch.no_grad(), self.hooked([(name, keep) for name in names]):
             self.blocks(tokens, stop_at_layer=layer + 1)
+        if len(tables) < len(names):  # a layer handed no rotation (Cohere 2's global layers)
+            width, like = int(self.cfg.rotary_dim or self.cfg.d_head), attention.W_Q
+            cos = torch.ones((n_positions, width), dtype=like.dtype, device=like.device)
+            return cos, torch.zeros((n_positions, width), dtype=like.dtype, device=like.device)
         cos, sin = (tables[name].reshape(-1, tables[name].shape[-1])[-n_positions:] for name in names)
         return cos, sin
 

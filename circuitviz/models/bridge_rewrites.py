@@ -1,7 +1,8 @@
 """Rewrite a ``transformers`` model so the bridge's hooks see every edge's whole contribution.
 
-Each rewrite changes the model's weights or form, never its function (the logits agree to float
-rounding, ``tests/test_bridge_rewrites.py``):
+Each rewrite changes the model's weights or form, never the function the booted bridge computes
+(its logits agree with the original ``transformers`` model's to float rounding,
+``tests/test_bridge_rewrites.py``):
 
 - ``fold_scalar_multipliers`` (Granite): ``embedding_multiplier`` scales the embedding's output,
   ``residual_multiplier`` every attention and MLP output before its residual add, ``logits_scaling``
@@ -16,6 +17,14 @@ rounding, ``tests/test_bridge_rewrites.py``):
   where the bridge gives the MLP no input of its own; Falcon's own newer decoder (Falcon-40B's)
   has a norm for each, and with one key/value group it reads the same fused rows
   ``[q_0 .. q_{n-1} | k | v]``, so the model is switched to it with two copies of the norm.
+- Cohere and Cohere 2 (Command-R, Command-A): ``fold_logit_scale`` folds the scale the logits are
+  multiplied by into the unembedding; ``mlp_norm_per_layer`` gives each parallel layer's MLP its
+  own copy of the one norm, mapped as the bridge's ``ln2`` after boot (``bridge_mlp_norms``);
+  ``rotation_in_halves`` reorders each head's query and key dimensions so the bridge's rotation
+  of halves computes Cohere's rotation of adjacent pairs (the bridge as TransformerLens boots it
+  computes another function; the ``transformers`` model alone, rewritten, does too).
+- MPT: ``fork_alibi_inputs`` makes the bridge's ALiBi attention fork the per-head inputs it
+  otherwise never forks (the bridge's function is unchanged; only the hooks differ).
 """
 
 from __future__ import annotations
@@ -83,6 +92,24 @@ def fold_scalar_multipliers(hf_model) -> bool:
         setattr(config, field, 1.0)
         if config is not hf_model.config and hasattr(hf_model.config, field):
             setattr(hf_model.config, field, 1.0)
+    return True
+
+
+@torch.no_grad()
+def fold_logit_scale(hf_model) -> bool:
+    """Fold Cohere's ``logit_scale`` (it multiplies the logits after the unembedding, where the
+    engine's unembedding would miss it) into the unembedding, untied first, and set it to 1; True
+    when folded."""
+    scale = getattr(hf_model, "logit_scale", None)
+    unembedding = hf_model.get_output_embeddings()
+    if not isinstance(scale, (int, float)) or scale == 1 or unembedding is None:
+        return False
+    _untie_unembedding(hf_model)
+    _scale_linear(unembedding, float(scale))
+    hf_model.logit_scale = 1.0
+    for config in {id(c): c for c in (hf_model.config, _text_config(hf_model.config))}.values():
+        if hasattr(config, "logit_scale"):
+            config.logit_scale = 1.0
     return True
 
 
@@ -163,3 +190,155 @@ def ungroup_bridge_multi_query(bridge) -> bool:
     for attention in attentions:  # hook_k and hook_v were shaped at boot for one head
         attention._setup_qkv_hook_reshaping()
     return True
+
+
+# transformers' parallel decoder layers whose attention and MLP read one norm, which the bridge's
+# adapters map without an ``ln2``: class name -> (the norm, the attention). CodeGen's layer is one
+# too, but TransformerLens's CodeGen attention has no per-head inputs (``prepare_bridge``)
+SHARED_NORM_LAYERS = {
+    "CohereDecoderLayer": ("input_layernorm", "self_attn"),
+    "Cohere2DecoderLayer": ("input_layernorm", "self_attn"),
+}
+MLP_NORM = "ln_mlp"  # the MLP's own copy of the shared norm
+
+
+class _MlpNormOfItsOwn(torch.nn.Module):
+    """The forward of a parallel layer in ``SHARED_NORM_LAYERS`` with the MLP reading its own copy
+    of the norm: transformers' operations in transformers' order, the norm applied twice."""
+
+    _shared_norm_layer = ""
+
+    def forward(self, hidden_states: torch.Tensor, **kwargs):
+        norm, attention = SHARED_NORM_LAYERS[self._shared_norm_layer]
+        attention_out, _ = getattr(self, attention)(
+            hidden_states=getattr(self, norm)(hidden_states), **kwargs
+        )
+        return hidden_states + attention_out + self.mlp(getattr(self, MLP_NORM)(hidden_states))
+
+
+def mlp_norm_per_layer(hf_model) -> bool:
+    """Give the MLP of each parallel layer in ``SHARED_NORM_LAYERS`` (Cohere, Cohere 2) its own copy of the norm the attention reads (``ln_mlp``), the layer switched to a forward
+    that calls it; ``bridge_mlp_norms`` maps the copy as the bridge's ``ln2`` after boot, so the
+    MLP gets an input hook of its own. True when a layer was switched. The function is unchanged:
+    both sublayers normalise the same input by the same weights."""
+    switched = {}
+    for module in hf_model.modules():
+        name = type(module).__name__
+        if name not in SHARED_NORM_LAYERS or hasattr(module, MLP_NORM):
+            continue
+        if name not in switched:
+            switched[name] = type(name, (_MlpNormOfItsOwn, type(module)), {"_shared_norm_layer": name})
+        setattr(module, MLP_NORM, copy.deepcopy(getattr(module, SHARED_NORM_LAYERS[name][0])))
+        module.__class__ = switched[name]
+    return bool(switched)
+
+
+def bridge_mlp_norms(bridge) -> None:
+    """Map each block's ``ln_mlp`` (``mlp_norm_per_layer``) as the bridge's ``ln2``, built as the
+    adapter builds ``ln1``, so the bridge fires ``hook_mlp_in`` on the MLP's own input."""
+    from transformer_lens.model_bridge.generalized_components import NormalizationBridge
+
+    for block in bridge.blocks:
+        layer = block.original_component
+        if not isinstance(layer, _MlpNormOfItsOwn) or "ln2" in block.submodules:
+            continue
+        shared = block.ln1  # the adapter's bridge of the shared norm
+        norm = NormalizationBridge(
+            name=MLP_NORM,
+            config=bridge.cfg,
+            use_native_layernorm_autograd=shared.use_native_layernorm_autograd,
+            uses_rms_norm=shared._uses_rms_norm_override,
+        )
+        norm.set_original_component(getattr(layer, MLP_NORM))
+        block.submodules["ln2"] = norm
+        block.add_module("ln2", norm)
+        block.real_components["ln2"] = (MLP_NORM, norm)
+        setattr(layer, MLP_NORM, norm)  # transformers' layer calls the bridge's norm, as for ln1
+
+
+# transformers' rotary embeddings whose tables interleave each frequency ([c0, c0, c1, c1, ...]) for
+# a rotation of adjacent pairs (Cohere's ``rotate_half``), where the bridge's attention rotates
+# halves with Llama's (``[c0, c1, .., c0, c1, ..]``)
+INTERLEAVED_ROTARY = frozenset({"CohereRotaryEmbedding", "Cohere2RotaryEmbedding"})
+
+
+def _halves_order(width: int, device) -> torch.Tensor:
+    """Each head's dimensions, the even ones first: pair (2i, 2i + 1) becomes (i, i + width/2)."""
+    return torch.cat([torch.arange(0, width, 2, device=device), torch.arange(1, width, 2, device=device)])
+
+
+class _TablesInHalves(torch.nn.Module):
+    """An interleaved rotary embedding whose tables come in halves (``_halves_order``)."""
+
+    def forward(self, x, position_ids):
+        cos, sin = super().forward(x, position_ids)
+        order = _halves_order(cos.shape[-1], cos.device)
+        return cos[..., order], sin[..., order]
+
+
+@torch.no_grad()
+def rotation_in_halves(hf_model) -> bool:
+    """Cohere's and Cohere 2's rotary embedding rotates adjacent pairs of each head's query and key
+    dimensions; TransformerLens's bridge recomputes their attention with Llama's rotation of
+    halves on the same tables, which is another function. Each head's query and key dimensions
+    (projection rows and biases, q/k-norm weights) are reordered evens first and the tables with
+    them, so the rotation of halves rotates what Cohere's rotation of pairs did: the scores, dot
+    products of equally reordered queries and keys, are unchanged. True when reordered. The
+    ``transformers`` model alone, whose attention still rotates pairs, no longer computes the
+    original function; booted through the bridge it does."""
+    rotary = getattr(getattr(hf_model, "model", None), "rotary_emb", None)
+    if type(rotary).__name__ not in INTERLEAVED_ROTARY:
+        return False
+    head_dim = int(_text_config(hf_model.config).head_dim)
+    for layer in hf_model.model.layers:
+        attention = layer.self_attn
+        order = _halves_order(head_dim, attention.q_proj.weight.device)
+        for projection in (attention.q_proj, attention.k_proj):
+            projection.weight.copy_(
+                projection.weight.view(-1, head_dim, projection.in_features)[:, order].flatten(0, 1)
+            )
+            if projection.bias is not None:
+                projection.bias.copy_(projection.bias.view(-1, head_dim)[:, order].flatten())
+        for norm in (getattr(attention, "q_norm", None), getattr(attention, "k_norm", None)):
+            if norm is not None:
+                norm.weight.copy_(norm.weight[..., order])
+    rotary.__class__ = type(type(rotary).__name__, (_TablesInHalves, type(rotary)), {})
+    return True
+
+
+class _ForkedInputs(torch.nn.Module):
+    """An ALiBi attention bridge whose forward forks per-head inputs as its parent's does."""
+
+    def forward(self, *args, **kwargs):
+        if not self._is_split_qkv_fork_active():
+            return super().forward(*args, **kwargs)
+        if args and isinstance(args[0], torch.Tensor):
+            hidden_states = args[0]
+        else:
+            hidden_states = kwargs.pop("hidden_states")
+        q, k, v = self._split_forward_qkv(self.hook_in(hidden_states))
+        output, weights = self._reconstruct_attention(q, k, v, **kwargs)
+        return self.hook_out(output), weights
+
+
+def fork_alibi_inputs(bridge) -> bool:
+    """MPT's attention bridge (a subclass of TransformerLens's ALiBi bridge over a fused q/k/v
+    projection; Falcon's ALiBi variant, untested here, is left as it is) computes q, k and v from the one input it is handed and never forks the per-head inputs its
+    parent's forward forks (``hook_q_input`` and the others never fire). Its class is switched to
+    one whose forward forks them as the parent's does, then runs the ALiBi bridge's own attention
+    (``_reconstruct_attention`` reads heads of [batch, pos, head, d_head] as well as flat ones).
+    Without split inputs the forward is the ALiBi bridge's own. True when switched."""
+    from transformer_lens.model_bridge.generalized_components.mpt_alibi_attention import (
+        MPTALiBiAttentionBridge,
+    )
+
+    switched = {}
+    for block in bridge.blocks:
+        attention = block.attn
+        kind = type(attention)
+        if not isinstance(attention, MPTALiBiAttentionBridge) or isinstance(attention, _ForkedInputs):
+            continue
+        if kind not in switched:
+            switched[kind] = type(kind.__name__, (_ForkedInputs, kind), {})
+        attention.__class__ = switched[kind]
+    return bool(switched)
