@@ -173,9 +173,10 @@ def prepare_bridge(bridge, name: str):
     architecture = bridge.cfg.architecture
     try:
         bridge.set_use_split_qkv_input(True)
-        if type(bridge.blocks[0].attn).__name__ in ONE_INPUT_ATTENTION:
-            raise NotImplementedError
+        splits = type(bridge.blocks[0].attn).__name__ not in ONE_INPUT_ATTENTION
     except NotImplementedError:
+        splits = False
+    if not splits:
         raise ModelLoadError(
             f"TransformerLens's bridge has no per-head query, key and value inputs for {architecture}'s "
             "attention, which circuit edges into heads need; use an architecture it splits (Llama, "
