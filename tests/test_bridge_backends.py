@@ -10,12 +10,15 @@ from __future__ import annotations
 import pytest
 import torch
 
+from circuitviz.batch.work import model_info
 from circuitviz.bench.toy_families import random_hf_model
 from circuitviz.bench.toy_models import IOI_TASK, word_tokenizer
 from circuitviz.core.graph import GraphSpec
+from circuitviz.entry.request import Request
 from circuitviz.methods import get_method
 from circuitviz.models import ModelLoadError, load_model
 from circuitviz.models.bridge_adapter import is_bridge
+from circuitviz.query.pool import prompt_key
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +37,31 @@ def checkpoint_folder(family: str, folder) -> str:
 def scores(model, method: str) -> torch.Tensor:
     chosen = get_method(method)
     return chosen.run_on(model, IOI_TASK, chosen.make_config({}), budgets=[1]).scores.double()
+
+
+def test_one_models_results_through_the_two_backends_are_stored_apart(tmp_path):
+    """The same id, dtype, task and settings: the bridge's store keys differ from the hooked
+    model's (their scores agree to about 1e-4, not to the bit), and the hooked key is the one a
+    request without a model makes (so HookedTransformer's keys are as they were)."""
+    folder = checkpoint_folder("llama3", tmp_path)
+    hooked, bridge = (load_model(folder, backend=backend) for backend in ("hooked", "bridge"))
+    requests = {
+        name: Request.for_model(model, IOI_TASK, "eap", {}, [1, 2], model_id="m")
+        for name, model in (("hooked", hooked), ("bridge", bridge))
+    }
+    assert requests["hooked"].backend == "hooked" and requests["bridge"].backend == "bridge"
+    assert requests["hooked"].key != requests["bridge"].key
+    plain = Request.of("eap", {}, model_id="m", dtype=requests["hooked"].dtype, task=IOI_TASK, budgets=[1, 2])
+    assert plain.key == requests["hooked"].key
+    driver = Request.of(
+        "eap", {}, model_id="m", dtype=plain.dtype, task=IOI_TASK, budgets=[1, 2], backend="bridge"
+    )
+    assert driver.key == requests["bridge"].key  # a batch's driver, told the backend by its worker
+    assert model_info(bridge, "m").backend == "bridge" and model_info(hooked, "m").backend == "hooked"
+    spec = GraphSpec.from_model(hooked)
+    assert prompt_key("scores", hooked, "m", spec, IOI_TASK) != prompt_key(
+        "scores", bridge, "m", spec, IOI_TASK
+    )
 
 
 @pytest.mark.parametrize("family", BOTH)

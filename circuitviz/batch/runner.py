@@ -249,6 +249,7 @@ class _Run:
             task=task,
             budgets=self.budgets,
             max_tokens=request.max_tokens,
+            backend=info.backend,
         ).key
 
     def pending(self) -> list[_Item]:

@@ -27,7 +27,7 @@ from ..measure.evaluate import curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import gap_problem
 from ..methods import RunContext, get_method
 from ..models import load_model
-from ..models.adapter import adapter_of, model_dtype
+from ..models.adapter import adapter_of, backend_of, model_dtype
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generate_tasks
 from .mmlu_tasks import mmlu_tasks
@@ -61,6 +61,7 @@ class ModelInfo:
     dtype: str
     device: str
     graph: dict  # GraphSpec.to_cfg_dict()
+    backend: str = "hooked"  # models.adapter.backend_of: part of the bridge's store keys
 
     @property
     def spec(self) -> GraphSpec:
@@ -71,7 +72,11 @@ def model_info(model, model_id: str) -> ModelInfo:
     spec = adapter_of(model).spec
     device = str(next(model.parameters()).device)
     return ModelInfo(
-        model_id=model_id, dtype=str(model_dtype(model)), device=device, graph=spec.to_cfg_dict()
+        model_id=model_id,
+        dtype=str(model_dtype(model)),
+        device=device,
+        graph=spec.to_cfg_dict(),
+        backend=backend_of(model),
     )
 
 

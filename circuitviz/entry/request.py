@@ -19,7 +19,7 @@ from typing import Any
 from ..core.keys import content_key
 from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask
 from ..methods import Method, config_to_dict, get_method
-from ..models.adapter import model_dtype
+from ..models.adapter import backend_of, model_dtype
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
 
 DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
@@ -34,7 +34,8 @@ def model_name(model) -> str:
 class Request:
     """What one discovery is, with its price once known.
 
-    model_id, dtype: the model the result belongs to (its key; a batch's driver has no model);
+    model_id, dtype, backend: the model the result belongs to (its key; a batch's driver has no
+    model; "hooked" or "bridge", the latter added to the key so its results are kept apart);
     task, method (the registered name), config (the method's ``Config``, typed), budgets (sorted,
     each once), max_tokens: what runs. estimate, refusal: set by ``priced`` (the estimate on the
     model and the limit's sentence when the run is over a limit, else None).
@@ -47,6 +48,7 @@ class Request:
     config: Any
     budgets: tuple[int, ...]
     max_tokens: int = DEFAULT_MAX_TOKENS
+    backend: str = "hooked"
     estimate: Estimate | None = field(default=None, compare=False)
     refusal: str | None = field(default=None, compare=False)
     # the registered method, looked up once where the request is made (``of``)
@@ -64,6 +66,7 @@ class Request:
         budgets: Sequence[int] = DEFAULT_BUDGETS,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         known_only: bool = False,
+        backend: str = "hooked",
     ) -> Request:
         """A request from plain settings (a dict, None for the defaults) or a config already built.
 
@@ -80,6 +83,7 @@ class Request:
             config=chosen.as_config(settings),
             budgets=tuple(sorted({int(budget) for budget in budgets})),
             max_tokens=int(max_tokens),
+            backend=backend,
             chosen=chosen,
         )
 
@@ -105,6 +109,7 @@ class Request:
             budgets=budgets,
             max_tokens=max_tokens,
             known_only=known_only,
+            backend=backend_of(model),
         )
 
     @property
@@ -148,7 +153,9 @@ class Request:
 
     @cached_property
     def key(self) -> str:
-        """The result store's key of this request (computed once)."""
+        """The result store's key of this request (computed once; the backend named only when it
+        is the bridge, so the keys of HookedTransformer's results are as they were)."""
+        bridge = {"backend": self.backend} if self.backend != "hooked" else {}
         return content_key(
             kind="discover",
             model=self.model_id,
@@ -158,6 +165,7 @@ class Request:
             config=self.settings,
             budgets=list(self.budgets),
             max_tokens=self.max_tokens,
+            **bridge,
         )
 
     @property

@@ -24,6 +24,7 @@ __all__ = [
     "ModelAdapter",
     "adapter_of",
     "apply_norm",
+    "backend_of",
     "head_results",
     "model_device",
     "model_dtype",
@@ -67,3 +68,10 @@ def model_device(model) -> torch.device:
 
 def model_dtype(model) -> torch.dtype:
     return adapter_of(model).dtype
+
+
+def backend_of(model) -> str:
+    """ "bridge" for a TransformerBridge, "hooked" for a HookedTransformer: what store keys add
+    to a model's id, so one model's results through the two backends are kept apart (they agree
+    to about 1e-4, not to the bit)."""
+    return "bridge" if isinstance(adapter_of(model), BridgeAdapter) else "hooked"

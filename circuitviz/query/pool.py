@@ -20,7 +20,7 @@ from ..core.graph import GraphSpec
 from ..core.keys import content_key
 from ..core.tasks import PromptTask
 from ..measure.evaluate import Evaluator, Progress
-from ..models.adapter import model_dtype
+from ..models.adapter import backend_of, model_dtype
 
 
 def circuit_digest(mask: torch.Tensor) -> str:
@@ -33,13 +33,16 @@ def _digest_of_bits(bits: numpy.ndarray) -> str:
 
 
 def prompt_key(kind: str, model, model_id: str, spec: GraphSpec, task: PromptTask, **more) -> str:
-    """The store key of something computed for one (model, dtype, graph, prompt pair)."""
+    """The store key of something computed for one (model, dtype, graph, prompt pair); the
+    backend named only for the bridge, as in ``Request.key``."""
+    backend = backend_of(model)
     return content_key(
         kind=kind,
         model=model_id,
         dtype=str(model_dtype(model)),
         graph=spec.to_cfg_dict(),
         task=task.to_dict(),
+        **({"backend": backend} if backend != "hooked" else {}),
         **more,
     )
 
