@@ -34,9 +34,13 @@ def checkpoint_folder(family: str, folder) -> str:
     return str(folder)
 
 
-def scores(model, method: str) -> torch.Tensor:
+def scores_result(model, method: str = "eap"):
     chosen = get_method(method)
-    return chosen.run_on(model, IOI_TASK, chosen.make_config({}), budgets=[1]).scores.double()
+    return chosen.run_on(model, IOI_TASK, chosen.make_config({}), budgets=[1])
+
+
+def scores(model, method: str) -> torch.Tensor:
+    return scores_result(model, method).scores.double()
 
 
 def test_one_models_results_through_the_two_backends_are_stored_apart(tmp_path):

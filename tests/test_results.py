@@ -1,5 +1,6 @@
 """Results: EAP-IG JSON out and in, plain edge lists, the store's atomic and corrupt-file paths."""
 
+import dataclasses
 import json
 
 import pytest
@@ -67,6 +68,16 @@ def test_state_round_trip(result):
     assert torch.equal(again.scores, result.scores)
     assert again.curve == result.curve and again.task == result.task
     assert again.summary() == pytest.approx(result.summary(), nan_ok=True)
+    assert result.backend == again.backend == result.to_eap_json()["backend"] == "hooked"
+
+
+def test_the_backend_is_kept_and_a_result_stored_before_it_was_named_reads_as_hooked(result):
+    bridged = dataclasses.replace(result, backend="bridge")
+    assert CircuitResult.from_state(bridged.to_state()).backend == "bridge"
+    assert bridged.to_eap_json()["backend"] == "bridge"
+    state = result.to_state()
+    del state["backend"]
+    assert CircuitResult.from_state(state).backend == "hooked"
 
 
 def test_store_computes_once_and_survives_a_corrupt_entry(tmp_path):

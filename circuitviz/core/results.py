@@ -54,6 +54,7 @@ class CircuitResult:
     tokens: dict[str, list[str]] = field(default_factory=dict)
     device: str = "cpu"
     details: MethodDetails | None = None
+    backend: str = "hooked"  # "bridge": computed through TransformerLens's TransformerBridge
     # a position-resolved run (``--positions``): scores per (edge, position) unit, whose sum over
     # positions is ``scores``, and the clean run's attention the drawing shares key/value units by
     position_scores: torch.Tensor | None = None  # [n_forward, n_backward, pos] float32
@@ -129,6 +130,7 @@ class CircuitResult:
             "circuits": pack_circuits(self.graph, self.circuits),
             "tokens": self.tokens,
             "device": self.device,
+            "backend": self.backend,
             "details": details_to_state(self.details),
             "position_scores": None if self.position_scores is None else self.position_scores.float().cpu(),
             "attention": None if self.attention is None else self.attention.float().cpu(),
@@ -165,6 +167,7 @@ class CircuitResult:
             circuits=circuits,
             tokens=state["tokens"],
             device=state["device"],
+            backend=state.get("backend", "hooked"),  # results stored before backends were named
             details=details,
             position_scores=state.get("position_scores"),
             attention=state.get("attention"),
@@ -202,6 +205,7 @@ class CircuitResult:
                 "summary": _json_safe(self.summary()),
                 "timings": self.timings,
                 "device": self.device,
+                "backend": self.backend,
                 "tokens": self.tokens,
                 "circuits": circuits_json(self.graph, self.circuits),
                 # NDF on paraphrases the method never fitted to or selected on, per budget

@@ -247,7 +247,8 @@ def cmd_discover(args) -> int:
         else v
         for k, v in result.config.items()
     }
-    print(f"model {model_id} on {result.device}; method {result.method} {json.dumps(shown)}")
+    through = " through the TransformerBridge" if result.backend == "bridge" else ""
+    print(f"model {model_id} on {result.device}{through}; method {result.method} {json.dumps(shown)}")
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     if result.positions:
         total = n_units(result.graph, len(result.tokens.get("clean", [])))

@@ -36,7 +36,7 @@ from ..core.text import shown
 from ..details.base import MethodDetails
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import require_meaningful
-from ..models.adapter import adapter_of
+from ..models.adapter import adapter_of, backend_of
 from ..positions.run import run_positions
 from .settings import parse_settings
 
@@ -216,6 +216,7 @@ class RunContext:
             circuits={int(b): mask.bool().cpu() for b, mask in (circuits or {}).items()},
             tokens={"clean": prepared.clean_str_tokens, "corrupted": prepared.corrupted_str_tokens},
             device=str(self.device),
+            backend=backend_of(self.model),
             details=details,
         )
 

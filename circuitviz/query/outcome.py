@@ -51,6 +51,7 @@ class QueryCircuits:
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     device: str = "cpu"
+    backend: str = "hooked"  # models.adapter.backend_of
 
     def to_result(self, variant: str) -> CircuitResult:
         """One variant's result, its tensors on the CPU (results are stored and drawn there)."""
@@ -69,6 +70,7 @@ class QueryCircuits:
             circuits={b: m.cpu() for b, m in self.circuits[variant].items()},
             tokens={"clean": self.prepared.clean_str_tokens, "corrupted": self.prepared.corrupted_str_tokens},
             device=self.device,
+            backend=self.backend,
             details=self._details(variant, candidate_scores, csm),
         )
 

@@ -20,6 +20,7 @@ from ..core.curves import CurvePoint, necessity
 from ..core.graph import GraphSpec
 from ..core.results import parse_circuit
 from ..measure.evaluate import circuits_at_budgets, complements, metrics_of_tasks
+from ..models.adapter import backend_of
 from .checks import validate_pairs
 from .outcome import QueryCircuits
 from .overlap import shared_subcircuit
@@ -129,6 +130,7 @@ def query_circuits(
         counts=counts,
         notes=notes,
         device=str(ctx.device),
+        backend=backend_of(ctx.model),
     )
 
 
