@@ -40,7 +40,7 @@ with st.container(border=True):
         methods={m: registered[m] for m in family},
         initial=bon.PAGE_DEFAULTS,
         budgets_key="bon.budgets",
-        budgets_default=bon.page_budgets(n_edges),
+        budgets_default=bon.page_budgets,
         settings_key="bon.settings",
     )
     st.caption(

@@ -31,7 +31,8 @@ def check_opening(curve, view, max_edges: int = 200, good_ndf: float = 0.8) -> N
     if faithful:
         assert f"the smallest that does keeps {int(_get(faithful[0], 'n_edges')):,} edges" in view.reason
     else:
-        assert "none at any budget does" in view.reason
+        largest = int(max(_get(p, "n_edges") for p in points))
+        assert f"none of the budgets run does, up to {largest:,} edges" in view.reason
     if "keep no edge" in view.reason:  # no readable circuit has an edge: the first one drawn
         assert not readable and "the smallest budget whose circuit has edges" in view.reason
         before = [p for p in points if _get(p, "budget") < view.budget]

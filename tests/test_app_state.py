@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
+from circuitviz.ui import bon  # noqa: E402
 
 TIMEOUT = 300
 BASE = {
@@ -137,6 +138,45 @@ def test_every_budgets_problem_is_named():
     assert any("'abc'" in text for text in shown) and any("-5" in text for text in shown)
     assert any("99,999,999" in w.value for w in at.warning)
     assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_another_models_untouched_default_budgets_become_this_models():
+    """Gemma's default budgets end at its 10,342 edges; left on a model of another size (the
+    sidebar switched) they would leave that graph's whole-model point out of the curve, so while
+    the box holds the default it was last given it follows the model; budgets the user wrote (or
+    a link carried) stay as written."""
+    from circuitviz.ui.inputs import READABLE_BUDGET, budgets_for_graph, budgets_text, default_budgets
+
+    gemma = budgets_text(default_budgets(10_342))
+    assert gemma == "20,50,100,200,500,1000,2000,5000,10000,10342"
+    smollm2 = budgets_for_graph(gemma, 123_211, placed=gemma)
+    assert smollm2 == budgets_text(default_budgets(123_211)) and smollm2.endswith(",100000,123211")
+    # every graph's defaults hold the readable sizes a first view opens at, ten at most
+    assert READABLE_BUDGET == render.READABLE_EDGES
+    for n_edges in (300, 10_342, 123_211, 2_000_000, 10**8):
+        budgets = default_budgets(n_edges)
+        assert {20, 50, 100, 200} <= set(budgets) and budgets[-1] == n_edges, budgets
+        assert len(budgets) <= 10 and budgets == sorted(set(budgets))
+    assert default_budgets(46) == [10, 20, 46] and default_budgets(5) == [5]
+    assert budgets_for_graph(smollm2, 10_342, placed=smollm2) == gemma  # and back
+    assert budgets_for_graph("", 500, placed=None) == budgets_text(default_budgets(500))
+    for written in ("20,50,10342", "10,20", "abc", gemma):
+        assert budgets_for_graph(written, 123_211, placed="20,50") == written
+    paraphrase_defaults = budgets_text(bon.page_budgets(10_342))
+    moved = budgets_for_graph(paraphrase_defaults, 777, paraphrase_defaults, bon.page_budgets)
+    assert moved == budgets_text(bon.page_budgets(777))
+    # on the page, a model switch: the box holds the last model's untouched default
+    at = _app(method="eap", budgets="").run()
+    box = next(t for t in at.text_input if t.label.startswith("edge budgets"))
+    total = int(box.value.rsplit(",", 1)[-1])  # the tiny model's whole graph
+    assert total < 10_342
+    assert box.value == budgets_text(default_budgets(total)) == at.session_state["budgets.default"]
+    at.session_state["budgets"] = at.session_state["budgets.default"] = gemma
+    at.run()
+    box = next(t for t in at.text_input if t.label.startswith("edge budgets"))
+    assert box.value == budgets_text(default_budgets(total)), box.value
+    box.set_value("20,50,10342").run()  # the user's own budgets survive a rerun
+    assert next(t for t in at.text_input if t.label.startswith("edge budgets")).value == "20,50,10342"
 
 
 def test_a_word_without_the_models_leading_space_is_offered_the_fix(monkeypatch):
@@ -285,7 +325,7 @@ def test_the_first_view_opens_where_it_can_be_read():
     # none faithful anywhere; ties go to the smaller circuit; an empty circuit is not read
     flat = [point(10, 0, 0.0), point(20, 12, 0.2), point(50, 40, 0.2), point(900, 800, 0.5)]
     view = render.opening_view(flat)
-    assert view.budget == 20 and "none at any budget does" in view.reason
+    assert view.budget == 20 and "none of the budgets run does, up to 800 edges" in view.reason
     check_opening(flat, view)
     # every readable budget pruned to nothing (ACC++ on a factual prompt): the first circuit drawn
     empty = [

@@ -202,10 +202,11 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
             faithful=True,
         )
     faithful = [p for p in points if _value(p, "ndf") >= good_ndf]
+    largest = int(max(_value(p, "n_edges") for p in points))
     where = (
         f"the smallest that does keeps {int(_value(faithful[0], 'n_edges')):,} edges, too many to read"
         if faithful
-        else "none at any budget does"
+        else f"none of the budgets run does, up to {largest:,} edges"  # larger ones were not run
     )
     if not readable:
         drawn = [p for p in points if _value(p, "n_edges") > 0]

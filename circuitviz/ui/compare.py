@@ -14,7 +14,7 @@ from ..methods import available_methods
 from ..methods.registry import default_comparison
 from . import result_view, state
 from .caveats import caveats
-from .inputs import budget_check, budgets_text, default_budgets, shared_settings
+from .inputs import budget_check, fit_budgets_box, shared_settings
 
 
 @dataclass
@@ -66,8 +66,7 @@ def shared_budgets(n_edges: int) -> list[int] | None:
     """The budgets set on the Explore page (its defaults when none are), or None after saying
     what is wrong with them."""
 
-    if not state.session.budgets:
-        state.session.budgets = budgets_text(default_budgets(n_edges))
+    fit_budgets_box(state.Session.budgets.key, n_edges)
     problems = budget_check(state.session.budgets, n_edges)[0]
     for problem in problems:
         st.error(f"{problem} (the budgets are set on the Explore page)")

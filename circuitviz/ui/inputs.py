@@ -8,6 +8,7 @@ answer, foil and corrupted prompt (``proposals``) instead of keeping the old pro
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -31,19 +32,55 @@ EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 # scoring time instead of doubling it
 _BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
 MAX_BUDGETS = 10
+READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
 MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
 
 
 def default_budgets(n_edges: int, count: int = MAX_BUDGETS) -> list[int]:
-    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps)."""
+    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps).
+
+    The readable ones (up to ``READABLE_BUDGET`` edges, where a first view opens) are kept on any
+    graph; on a large one the larger steps are thinned evenly instead (SmolLM2's 123,211 edges
+    once started at 200, so a first view had one readable circuit to open at, and a graph of
+    millions had none)."""
     steps = [b for b in _BUDGET_STEPS if b < n_edges]
-    while len(steps) + 1 > count and len(steps) > 1:
-        steps = steps[::2] if len(steps) + 1 > 2 * count else steps[1:]
-    return steps + [int(n_edges)]
+    if len(steps) + 1 > count and len(steps) > 1:
+        steps = steps[1:]  # the 10-edge step goes first: a circuit of 10 edges rarely says much
+    small = [b for b in steps if b <= READABLE_BUDGET]
+    large = [b for b in steps if b > READABLE_BUDGET]
+    room = max(count - 1 - len(small), 1)
+    if len(large) > room:  # evenly spaced over the large steps' log-spaced list, the largest kept
+        large = [large[round(i * (len(large) - 1) / max(room - 1, 1))] for i in range(room)]
+    return small + sorted(set(large)) + [int(n_edges)]
 
 
 def budgets_text(budgets) -> str:
     return ",".join(str(int(b)) for b in budgets)
+
+
+def budgets_for_graph(
+    text: str | None, n_edges: int, placed: str | None, defaults: Callable[[int], list[int]] = default_budgets
+) -> str:
+    """The budgets box's text for a graph of ``n_edges``: the graph's default budgets when the box
+    is empty or still holds ``placed``, the default it was last given (the sidebar switched models:
+    Gemma's "...,10000,10342" left on SmolLM2's 123,211 edges would leave that graph's whole-model
+    point out of the curve), else the text as the user wrote it. ``defaults``: a page's default
+    budgets of a graph size."""
+    if not text or text == placed:
+        return budgets_text(defaults(n_edges))
+    return text
+
+
+def fit_budgets_box(key: str, n_edges: int, defaults: Callable[[int], list[int]] = default_budgets) -> str:
+    """Set the budgets box ``key`` (a ``Session`` field's key; its last default under
+    ``key + ".default"``) for a graph of ``n_edges`` edges; returns its text."""
+    placed_key = f"{key}.default"
+    text, placed = state.value(key), state.value(placed_key)
+    fitted = budgets_for_graph(text, n_edges, placed, defaults)
+    if fitted != text:
+        state.set_value(key, fitted)
+        state.set_value(placed_key, fitted)
+    return fitted
 
 
 def graph_edge_total(model) -> int:
@@ -394,13 +431,14 @@ def method_inputs(
     methods=None,
     initial: dict | None = None,
     budgets_key: str = "budgets",
-    budgets_default: list[int] | None = None,
+    budgets_default: Callable[[int], list[int]] = default_budgets,
     settings_key: str = "settings",
 ):
     """Method picker, its settings form and the budgets, each checked where it is typed.
 
     ``initial``: the settings a page starts the form with (a page's own defaults);
-    ``budgets_key``/``budgets_default``: where a page keeps its budgets and what they start as;
+    ``budgets_key``/``budgets_default``: where a page keeps its budgets and its default budgets of
+    a graph size (what they start as, and become when another model's defaults are left untouched);
     ``settings_key``: where the form's values live on (per method, across pages and in the URL).
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
@@ -412,8 +450,7 @@ def method_inputs(
     registered = methods or available_methods()
     name = method_picker(key, registered)
     method = registered[name]
-    if not state.value(budgets_key):
-        state.set_value(budgets_key, budgets_text(budgets_default or default_budgets(n_edges)))
+    fit_budgets_box(budgets_key, n_edges, budgets_default)
     form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
     with budgets_box:
         text = state.bind(

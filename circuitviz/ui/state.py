@@ -98,6 +98,10 @@ class Session:
     compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
     bon_method = Field("bon.method", url="bon_method")
     bon_budgets = Field("bon.budgets", url="bon_budgets")
+    # the default text each budgets box was last given: while the box still holds it, a model of
+    # another size gets its own default (ui/inputs.budgets_for_graph)
+    budgets_default = Field("budgets.default")
+    bon_budgets_default = Field("bon.budgets.default")
     bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
     signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
     instrument_view = Field("instrument.view", url="view")  # the graph's view as JSON (ui/instrument)
