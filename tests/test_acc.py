@@ -570,9 +570,19 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     assert data["method"] == "acc++" and data["config"]["k"] == 1.5
     assert data["task"]["metric"] == "logprob" and data["task"]["corrupted"] == ""
     assert data["details"]["nodes"] and data["details"]["decisions"]
-    # a method that needs the corrupted prompt still says so in one sentence
-    assert cli.main(["discover", "--prompt", PROMPT, "--answer", " Mary", "--foil", " John"]) == 2
-    assert "corrupted prompt is empty" in capsys.readouterr().err
+    # a method that needs the corrupted prompt gets the one the app proposes, and says which
+    assert (
+        cli.main(["discover", "--prompt", PROMPT, "--answer", " Mary", "--foil", " John", "--budgets", "5"])
+        == 0
+    )
+    said = capsys.readouterr().err
+    assert "No --corrupted given; using 'When" in said and "indirect object identification template" in said
+    # and a prompt nothing can corrupt is refused in one sentence naming the flag
+    argv = ["discover", "--prompt", "xyzzy plugh", "--answer", " Mary", "--foil", " John"]
+    assert cli.main(argv) == 2
+    assert (
+        "No corrupted prompt could be proposed" in (said := capsys.readouterr().err) and "--corrupted" in said
+    )
 
 
 # ----- the Signals page ---------------------------------------------------------------------------

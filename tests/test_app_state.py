@@ -649,7 +649,8 @@ def test_the_graph_view_and_demo_mode_live_in_the_url_through_the_state():
 def test_a_prompts_proposal_is_stored_and_read_back_without_a_forward_pass(monkeypatch):
     """The answer, foil and corrupted prompt proposed for a prompt are kept in the store: a later
     start of the app (an empty in-memory cache) reads them back and weighs no candidate again."""
-    from circuitviz.ui import loaders, proposals
+    from circuitviz.query import proposals
+    from circuitviz.ui import loaders
 
     model = tiny_app_model("tiny", "cpu")
     calls = []

@@ -8,6 +8,7 @@ user's selection) on a task with the same batched evaluation every method uses;
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -24,8 +25,20 @@ from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
+from ..query.proposals import propose_corruption
 from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
+
+
+def with_proposed_corruption(model, task: PromptTask) -> tuple[PromptTask, str]:
+    """``task`` with the corrupted prompt the app would propose (``query.proposals``: the template
+    family that recognises the prompt, or a known word swapped) and the sentence saying how it was
+    made; TaskError with the reason, naming ``--corrupted``, when nothing fits."""
+    corrupted, note = propose_corruption(model, task.clean, task.answer)
+    if not corrupted:
+        raise TaskError(f"{note} Give it with --corrupted.")
+    said = note.replace("; edit it freely", "")  # the app's wording; elsewhere the caller says how
+    return dataclasses.replace(task, corrupted=corrupted), said
 
 
 def parse_budgets(text: str) -> list[int]:

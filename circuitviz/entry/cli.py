@@ -28,7 +28,14 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
-from .api import evaluate_circuits, file_circuits, parse_budgets, run_request, transfer_report
+from .api import (
+    evaluate_circuits,
+    file_circuits,
+    parse_budgets,
+    run_request,
+    transfer_report,
+    with_proposed_corruption,
+)
 from .arguments import add_model_arguments, add_task_check_argument
 from .calibration import record
 from .request import Request
@@ -41,7 +48,9 @@ EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = True) -> None:
     parser.add_argument("--prompt", required=True, help="the clean prompt q")
     parser.add_argument(
-        "--corrupted", default="", help="q' : the prompt with its key fact replaced (same token length)"
+        "--corrupted",
+        default="",
+        help="q' : the prompt with its key fact replaced (same token length); discover proposes one when omitted",
     )
     parser.add_argument("--answer", required=True, help="the answer token, with its leading space (' Mary')")
     parser.add_argument(
@@ -229,6 +238,12 @@ def cmd_discover(args) -> int:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
+    if method.needs_corrupted and not task.corrupted.strip() and task.clean.strip():
+        task, said = with_proposed_corruption(model, task)
+        print(
+            f"No --corrupted given; using {task.corrupted!r}. {said} (--corrupted sets your own.)",
+            file=sys.stderr,
+        )
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)

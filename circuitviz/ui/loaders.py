@@ -254,7 +254,7 @@ def proposal(model, model_id: str, prompt: str, top_tokens: Sequence[str]):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _proposal(_model, key: str, model_id: str, prompt: str, top_tokens: tuple[str, ...]):
-    from .proposals import Proposal, propose
+    from ..query.proposals import Proposal, propose
 
     store = get_store()
     stored_key = content_key(kind="proposal", model=model_id, prompt=prompt, tokens=list(top_tokens))

@@ -7,8 +7,9 @@ identification, the other name, else what the model predicts after the corrupted
 likely other token when there is none). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, a country, a
 landmark) is swapped for another of the same token length, and the note says which; when
-nothing fits, the note says so and how to write one. The paraphrase templates are imported here
-only, so the rest of the app does not depend on where they live.
+nothing fits, the note says so and how to write one. The app's inputs (through
+``ui.loaders``) and the command line (``discover`` without ``--corrupted``) read it; the templates
+are imported on first use, so the first paint stays free of torch.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class Proposal:
 def _templates():
     """The template families and their word lists, imported on first use (they import torch)."""
     # here, not at the top: keeps torch out of the first paint
-    from ..query import templates
-    from ..query.families import factual, ioi, recognise
+    from . import templates
+    from .families import factual, ioi, recognise
 
     return SimpleNamespace(
         recognise=recognise,
