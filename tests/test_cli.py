@@ -137,6 +137,11 @@ def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
     path.write_text("input->logits\nm17->logits\n")
     assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
     assert "2 edges in graph" in capsys.readouterr().out
+    # no --corrupted: the app's proposal, said, as discover does
+    given = IOI.index("--corrupted")
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI[:given], *IOI[given + 2 :]]) == 0
+    captured = capsys.readouterr()
+    assert "No --corrupted given; using 'When" in captured.err and "2 edges in graph" in captured.out
 
 
 @pytest.mark.parametrize(

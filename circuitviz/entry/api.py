@@ -30,15 +30,19 @@ from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
 
 
-def with_proposed_corruption(model, task: PromptTask) -> tuple[PromptTask, str]:
-    """``task`` with the corrupted prompt the app would propose (``query.proposals``: the template
-    family that recognises the prompt, or a known word swapped) and the sentence saying how it was
-    made; TaskError with the reason, naming ``--corrupted``, when nothing fits."""
+def with_proposed_corruption(model, task: PromptTask) -> tuple[PromptTask, str | None]:
+    """``task`` and None when it has a corrupted prompt (or no prompt); else the task with the
+    corrupted prompt the app would propose (``query.proposals``: the template family that
+    recognises the prompt, or a known word swapped) and the sentence saying which and how it was
+    made. TaskError with the reason, naming ``--corrupted``, when nothing fits."""
+    if task.corrupted.strip() or not task.clean.strip():
+        return task, None
     corrupted, note = propose_corruption(model, task.clean, task.answer)
     if not corrupted:
         raise TaskError(f"{note} Give it with --corrupted.")
-    said = note.replace("; edit it freely", "")  # the app's wording; elsewhere the caller says how
-    return dataclasses.replace(task, corrupted=corrupted), said
+    said = note.replace("; edit it freely", "")  # the app's wording; here the flag edits it
+    sentence = f"No --corrupted given; using {corrupted!r}. {said} (--corrupted sets your own.)"
+    return dataclasses.replace(task, corrupted=corrupted), sentence
 
 
 def parse_budgets(text: str) -> list[int]:

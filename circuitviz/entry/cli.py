@@ -197,6 +197,13 @@ def _task(args):
     )
 
 
+def _said(task, sentence: str | None):
+    """``task``, after printing what was done to it (a proposed corrupted prompt) on stderr."""
+    if sentence:
+        print(sentence, file=sys.stderr)
+    return task
+
+
 def _load(args):
     model_id = args.model or EMBEDDED_MODEL
     start = time.perf_counter()
@@ -224,7 +231,6 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 
 def cmd_discover(args) -> int:
-
     budgets = parse_budgets(args.budgets)
     method = get_method(args.method)
     settings = dict(_parse_setting(item) for item in args.set)
@@ -238,12 +244,8 @@ def cmd_discover(args) -> int:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
-    if method.needs_corrupted and not task.corrupted.strip() and task.clean.strip():
-        task, said = with_proposed_corruption(model, task)
-        print(
-            f"No --corrupted given; using {task.corrupted!r}. {said} (--corrupted sets your own.)",
-            file=sys.stderr,
-        )
+    if method.needs_corrupted:
+        task = _said(*with_proposed_corruption(model, task))
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
@@ -337,12 +339,12 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 
 
 def cmd_evaluate(args) -> int:
-
     model, model_id, _ = _load(args)
     spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets, rows = file_circuits(spec, loaded)
-    baseline, curve = evaluate_circuits(model, _task(args), circuits, budgets, max_tokens=args.max_tokens)
+    task = _said(*with_proposed_corruption(model, _task(args)))
+    baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
