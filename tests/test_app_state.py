@@ -160,8 +160,10 @@ def test_another_models_untouched_default_budgets_become_this_models():
     assert default_budgets(46) == [10, 20, 46] and default_budgets(5) == [5]
     assert budgets_for_graph(smollm2, 10_342, placed=smollm2) == gemma  # and back
     assert budgets_for_graph("", 500, placed=None) == budgets_text(default_budgets(500))
-    for written in ("20,50,10342", "10,20", "abc", gemma):
+    for written in ("20,50,10342", "10,20", "abc", "10,20,50,100,200,500,1000"):
         assert budgets_for_graph(written, 123_211, placed="20,50") == written
+    # a link's text is another real graph's default exactly: it follows the model too
+    assert budgets_for_graph(gemma, 123_211, placed=None) == smollm2
     paraphrase_defaults = budgets_text(bon.page_budgets(10_342))
     moved = budgets_for_graph(paraphrase_defaults, 777, paraphrase_defaults, bon.page_budgets)
     assert moved == budgets_text(bon.page_budgets(777))

@@ -33,6 +33,7 @@ EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 _BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
 MAX_BUDGETS = 10
 READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
+SMALLEST_MODEL_GRAPH = 5000  # the smallest graph whose default text is taken for a default (Gemma-3-270M: 10,342)
 MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
 
 
@@ -64,9 +65,12 @@ def budgets_for_graph(
     """The budgets box's text for a graph of ``n_edges``: the graph's default budgets when the box
     is empty or still holds ``placed``, the default it was last given (the sidebar switched models:
     Gemma's "...,10000,10342" left on SmolLM2's 123,211 edges would leave that graph's whole-model
-    point out of the curve), else the text as the user wrote it. ``defaults``: a page's default
-    budgets of a graph size."""
-    if not text or text == placed:
+    point out of the curve), or another real graph's default exactly (a link opened, then the model
+    switched: the URL keeps the text, not where it came from), else the text as the user wrote it.
+    ``defaults``: a page's default budgets of a graph size."""
+    last = str(text).rsplit(",", 1)[-1].strip()
+    another = last.isdigit() and SMALLEST_MODEL_GRAPH <= int(last) != n_edges
+    if not text or text == placed or (another and text == budgets_text(defaults(int(last)))):
         return budgets_text(defaults(n_edges))
     return text
 
