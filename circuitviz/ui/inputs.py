@@ -33,7 +33,7 @@ EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 _BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
 MAX_BUDGETS = 10
 READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
-SMALLEST_MODEL_GRAPH = 5000  # the smallest graph whose default text is taken for a default (Gemma-3-270M: 10,342)
+SMALLEST_MODEL_GRAPH = 5000  # a default text of a graph this large is taken for one (Gemma: 10,342)
 MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
 
 
