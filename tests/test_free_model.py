@@ -7,6 +7,7 @@ AppTest on the tiny model (the loader is the tests' own; it records which id it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -42,7 +43,10 @@ def test_a_local_folder_is_estimated_from_its_config(tmp_path):
     # by hand: embeddings 2 x 100 x 64, per layer q/k/v/o ungrouped 4 x 64 x 64, gated MLP
     # 3 x 64 x 128, two norms; the final norm
     assert count == 2 * 100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
-    assert "parameters" in checked.estimate.sentence()
+    assert f"about {count / 1e3:,.0f}K parameters" in checked.estimate.sentence()  # not "0M"
+    assert " MB of weights in " in checked.estimate.sentence()  # not "0.0 GB"
+    large = dataclasses.replace(checked.estimate, n_parameters=1_236_000_000, weight_bytes=4_944_000_000)
+    assert "about 1,236M parameters, 4.9 GB of weights" in large.sentence()
 
 
 @pytest.mark.parametrize(

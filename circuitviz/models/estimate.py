@@ -33,9 +33,20 @@ class MemoryEstimate:
     dtype: str
 
     def sentence(self) -> str:
+        # a tiny model (a test checkpoint, a toy) in thousands and MB, not "0M parameters, 0.0 GB"
+        parameters = (
+            f"{self.n_parameters / 1e6:,.0f}M"
+            if self.n_parameters >= 1e6
+            else f"{self.n_parameters / 1e3:,.0f}K"
+        )
+        weights = (
+            f"{self.weight_bytes / 1e9:.1f} GB"
+            if self.weight_bytes >= 1e8
+            else f"{self.weight_bytes / 1e6:.1f} MB"
+        )
         return (
-            f"{shown(self.model_id, 60)}: about {self.n_parameters / 1e6:,.0f}M parameters, "
-            f"{self.weight_bytes / 1e9:.1f} GB of weights in {self.dtype} plus working memory; "
+            f"{shown(self.model_id, 60)}: about {parameters} parameters, "
+            f"{weights} of weights in {self.dtype} plus working memory; "
             f"{self.n_layers} layers x {self.n_heads} heads, {self.n_edges:,} edges."
         )
 
