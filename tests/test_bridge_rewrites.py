@@ -64,6 +64,12 @@ def test_granite_multipliers_fold_into_the_weights_they_scale():
     assert not fold_scalar_multipliers(folded)  # nothing left to fold
 
 
+# ``transformers`` 5.25's eager Falcon attention takes its softmax in float32 even in a float64
+# model (earlier 5.x releases kept float64, and these comparisons held to 1e-12); the bridge keeps
+# float64, so the two agree to that float32 rounding (1.3e-8 to 2.5e-8 measured), not to the bit.
+FALCON_SOFTMAX_ROUNDING = 1e-6
+
+
 def falcon(**fields) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM
 
@@ -96,7 +102,8 @@ def test_falcon_7b_gets_a_norm_per_sublayer_and_a_key_value_head_per_query_head(
     model = bridge_from_hf(falcon(**fields), word_tokenizer(), name="random-falcon")
     with torch.no_grad():
         through_bridge = adapter_of(model).logits(TOKENS)
-    assert relative(through_bridge, expected) <= 1e-12  # Falcon's LayerNorm computes in float64
+    assert relative(through_bridge, expected) <= FALCON_SOFTMAX_ROUNDING
+    assert relative(through_bridge, expected * 1.001) > 1e-4  # the comparison can fail
     assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
     assert "ln2" in model.blocks[0].submodules  # the MLP's own norm, so its own input
 
@@ -107,7 +114,7 @@ def test_a_sequential_multi_query_falcon_keeps_its_decoder():
     assert not model.original_model.config.new_decoder_architecture
     with torch.no_grad():
         expected, got = original(TOKENS).logits, adapter_of(model).logits(TOKENS)
-    assert relative(got, expected) <= 1e-12
+    assert relative(got, expected) <= FALCON_SOFTMAX_ROUNDING
     assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
 
 
