@@ -218,10 +218,15 @@ def _run_to_the_end(page, task, refused: str | None, name: str, width: int) -> s
     its result; a task the validity check refuses shows the refusal, Run disabled. Returns what
     the page ended with."""
     settled(page)
-    assert input_value(page, "Prompt") == task["clean"]
+    # on a busy machine the rerun that fills the boxes can end after the page looks settled: wait
+    # for each box to hold the task's text (a box that never does still fails, after 30 s)
+    expect(page.get_by_label("Prompt", exact=True)).to_have_value(task["clean"], timeout=30_000)
     if "answer" in task:
-        assert input_value(page, ANSWER_LABEL) == task["answer"]
-        assert input_value(page, CORRUPTED_LABEL) == task["corrupted"]
+        expect(page.get_by_label(ANSWER_LABEL, exact=True)).to_have_value(task["answer"], timeout=30_000)
+        expect(page.get_by_label(CORRUPTED_LABEL, exact=True)).to_have_value(
+            task["corrupted"], timeout=30_000
+        )
+    settled(page)
     if refused:
         page.get_by_text(refused[:60]).first.wait_for(timeout=120_000)
         expect(page.get_by_role("button", name="Run", exact=True)).to_be_disabled(timeout=30_000)
