@@ -59,7 +59,7 @@ def every_paraphrase_valid(monkeypatch):
     """The tiny random model answers its paraphrases differently, so the source's checks refuse
     them; here they pass, to test what the method does with valid ones."""
     monkeypatch.setattr(pp, "gather_configured", lambda *args, **kwargs: [_Pair(t) for t in PARAPHRASES])
-    monkeypatch.setattr(pp, "gap_problem", lambda *args: None)
+    monkeypatch.setattr(pp, "gap_problem", lambda *args, **kwargs: None)
 
 
 def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_paraphrase_valid, monkeypatch):
@@ -116,7 +116,31 @@ def test_too_few_valid_paraphrases_are_said_in_one_sentence():
     assert result.details.held_out == [] and result.details.held_out_ndf == {}
     (sentence,) = [n for n in result.details.notes if "too few to hold any out" in n]
     assert sentence.count(". ") == 0 and sentence.endswith(".")
+    # and the pair the file's check refused is named, with the check's reason
+    (left,) = [n for n in result.details.notes if "left out" in n]
+    assert left.startswith(f"1 of 1 paraphrase left out: {PARAPHRASES[0].clean!r}: ") and left.endswith(".")
+    assert left.removeprefix(f"1 of 1 paraphrase left out: {PARAPHRASES[0].clean!r}: ") != "."
     assert math.isnan(result.details.budgets[0]["held_out_ndf"])
+
+
+def test_every_paraphrase_left_out_is_named_with_its_reason(monkeypatch):
+    """Nothing is dropped silently: a repeat, the prompt itself and a paraphrase whose corruption
+    does not clearly lower the metric are each named in one note, with why."""
+    weak = PARAPHRASES[1].clean
+    given = [*PARAPHRASES, PARAPHRASES[0], IOI_TASK]
+    monkeypatch.setattr(pp, "gather_configured", lambda *args, **kwargs: [_Pair(t) for t in given])
+    monkeypatch.setattr(
+        pp,
+        "gap_problem",
+        lambda task, *args, **kwargs: "the gap is too small" if task.clean == weak else None,
+    )
+    ctx = RunContext(tiny_model("gemma", seed=0), IOI_TASK)
+    split = pp.split_paraphrases(ctx, get_method("paraphrase-pruning").make_config({}))
+    assert len(split.fit) + len(split.held_out) == len(PARAPHRASES) - 1
+    assert split.notes == [
+        f"3 of {len(given)} paraphrases left out: {PARAPHRASES[0].clean!r}: a repeat; "
+        f"{IOI_TASK.clean!r}: it is the prompt itself; {weak!r}: the gap is too small."
+    ]
 
 
 def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphrase_valid):

@@ -35,7 +35,7 @@ def _brute_ndf(model, spec, task, circuit) -> float:
 def every_gap_clear(monkeypatch):
     """The tiny random model's corruptions need not lower its metric by the threshold; here each
     paraphrase counts, to test what is measured on it."""
-    monkeypatch.setattr(transfer, "gap_problem", lambda *args: None)
+    monkeypatch.setattr(transfer, "gap_problem", lambda *args, **kwargs: None)
 
 
 def test_held_out_ndf_equals_a_brute_force_recomputation_and_leaves_out_what_was_used(every_gap_clear):
@@ -77,12 +77,22 @@ def test_an_invalid_paraphrase_is_skipped_and_the_next_held_out_taken(monkeypatc
     spec = GraphSpec.from_model(model)
     refused = PARAPHRASES[0].clean
     monkeypatch.setattr(
-        transfer, "gap_problem", lambda task, *_: "too small" if task.clean == refused else None
+        transfer, "gap_problem", lambda task, *_, **__: "too small" if task.clean == refused else None
     )
+    earlier = [("a pair the caller refused", "its corruption has 2 more tokens")]
     found = transfer.held_out_transfer(
-        model, IOI_TASK, {"full": spec.edge_mask}, count=2, paraphrases=PARAPHRASES
+        model, IOI_TASK, {"full": spec.edge_mask}, count=2, paraphrases=PARAPHRASES, left_out=earlier
     )
     assert found.texts["full"] == [p.clean for p in PARAPHRASES[1:3]] and found.valid == 2
+    # nothing left out silently: each refused paraphrase is named with its reason, of how many
+    total = len(PARAPHRASES) + 1
+    assert found.note == (
+        f"2 of {total} paraphrases left out: 'a pair the caller refused': its corruption has 2 more "
+        f"tokens; {refused!r}: too small."
+    )
+    # every pair given refused: nothing measured, and the note still says why
+    none = transfer.held_out_transfer(model, IOI_TASK, {"full": spec.edge_mask}, count=0, left_out=earlier)
+    assert none.ndf == {"full": []} and none.note.startswith("1 of 1 paraphrase left out: 'a pair the")
 
 
 def test_each_family_names_the_paraphrases_it_fitted_or_selected_on():

@@ -25,6 +25,11 @@ def shown_number(value, limit: int = 12) -> str:
     return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the number it takes: '1 paraphrase', '3 paraphrases'."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def parse_whole_numbers(
     text: str,
     not_whole: str,

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from ..core.text import counted
 from .base import MethodDetails, register_details
 
 if TYPE_CHECKING:
@@ -58,17 +59,21 @@ class ParaphrasePruningDetails(MethodDetails):
     notes: list = field(default_factory=list)
 
     def report_lines(self, result: CircuitResult) -> list[str]:
-        fitted = f"the prompt and {len(self.fit)} paraphrases" if self.fit_paraphrases else "the prompt"
+        fitted = (
+            f"the prompt and {counted(len(self.fit), 'paraphrase')}" if self.fit_paraphrases else "the prompt"
+        )
         start = WARM_START_WORDS.get(self.warm_start, self.warm_start)
         # steps_run counts the circuits measured: the warm start's, then one after each step
         lines = [
             f"One mask per budget fitted on {fitted}, warm-started from {start}, "
-            f"{max(0, self.steps_run - 1)} learning steps; {len(self.held_out)} paraphrases held out:"
+            f"{counted(max(0, self.steps_run - 1), 'learning step')}; {counted(len(self.held_out), 'paraphrase')} held out:"
         ]
         for row in self.budgets:
             line = f"  {row['budget']} edges ({row['nodes']} nodes): NDF {row['ndf']:.3f} on the prompt"
             values = self.held_out_ndf.get(str(row["budget"]))
             if values:
-                line += f", mean {statistics.fmean(values):.3f} on {len(values)} held-out paraphrases"
+                line += (
+                    f", mean {statistics.fmean(values):.3f} on {counted(len(values), 'held-out paraphrase')}"
+                )
             lines.append(line)
         return lines + list(self.notes)

@@ -170,26 +170,31 @@ def measure_transfer(
     budgets: Sequence[int] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     paraphrases: Sequence[PromptTask] | None = None,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> dict:
     """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
     on up to ``count`` paraphrases its method never fitted to or selected on (template ones, or
-    ``paraphrases``: the user's, see ``given_paraphrases``); kept in ``result.transfer`` (the
-    circuit's JSON carries it) and returned."""
-    found = measure_transfers(model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases)
+    ``paraphrases``: the user's, see ``given_paraphrases``, whose refused pairs ``left_out`` the
+    note names); kept in ``result.transfer`` (the circuit's JSON carries it) and returned."""
+    found = measure_transfers(
+        model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases, left_out
+    )
     return found[result.method]  # keyed by the method: its notes name it
 
 
 def given_paraphrases(
     model, task: PromptTask, pairs, max_tokens: int = DEFAULT_MAX_TOKENS
-) -> list[PromptTask]:
+) -> tuple[list[PromptTask], list[tuple[str, str]]]:
     """The user's paraphrase pairs (text in any format the file source reads, or its records) as
     tasks of ``task``'s answer and foils: those that pass the same check as the file source's
-    (same token length as their corruption, the same answer from the model)."""
+    (same token length as their corruption, the same answer from the model), and (text, reason)
+    of each pair that does not."""
     # here, not at the top: the paraphrase sources import the LLM client's module
     from ..query.sources import gather_paraphrases
 
     pairs = gather_paraphrases(model, task, "file", 0, 0, pairs, None, max_tokens)
-    return [pair.task() for pair in pairs if pair.usable()]
+    refused = [(pair.clean, pair.reason) for pair in pairs if not pair.usable()]
+    return [pair.task() for pair in pairs if pair.usable()], refused
 
 
 def measure_transfers(
@@ -200,6 +205,7 @@ def measure_transfers(
     budgets: Sequence[int] | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     paraphrases: Sequence[PromptTask] | None = None,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> dict[str, dict]:
     """``measure_transfer`` for several results of one task at once (Compare): every paraphrase is
     checked and run once, each circuit measured on those its own method never used. A budget
@@ -214,7 +220,15 @@ def measure_transfers(
             name = f"{key}@{budget}"
             circuits[name], seen[name], owners[name] = result.circuit(budget), used, (key, budget)
     found = held_out_transfer(
-        model, first.task, circuits, seen, count, seed, paraphrases=paraphrases, max_tokens=max_tokens
+        model,
+        first.task,
+        circuits,
+        seen,
+        count,
+        seed,
+        paraphrases=paraphrases,
+        max_tokens=max_tokens,
+        left_out=left_out,
     )
     records = {}
     for key, result in results.items():
@@ -237,8 +251,10 @@ def transfer_report(
     """The command line's transfer: measured on ``count`` paraphrases (None: every given pair, else
     ``default`` template ones), kept in ``result.transfer``; its lines ([] when not asked for).
     ``pairs``: the user's paraphrase pairs (``given_paraphrases``) instead of template ones."""
-    given = (
-        given_paraphrases(model, result.task, pairs, max_tokens) if pairs and result.task.corrupted else None
+    given, refused = (
+        given_paraphrases(model, result.task, pairs, max_tokens)
+        if pairs and result.task.corrupted
+        else (None, [])
     )
     if count is None:
         count = len(given) if given is not None else default
@@ -246,7 +262,10 @@ def transfer_report(
         return []
     if not result.task.corrupted:
         return ["transfer: not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"]
-    return transfer_lines(measure_transfer(model, result, count, max_tokens=max_tokens, paraphrases=given))
+    measured = measure_transfer(
+        model, result, count, max_tokens=max_tokens, paraphrases=given, left_out=refused
+    )
+    return transfer_lines(measured)
 
 
 def transfer_lines(transfer: dict) -> list[str]:

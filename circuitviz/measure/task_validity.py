@@ -63,10 +63,11 @@ def gap_check_enabled() -> bool:
     return os.environ.get(CHECK_ENV, "").strip().lower() not in ("off", "0", "false", "no")
 
 
-def gap_problem(task: PromptTask, clean: float, corrupted: float) -> str | None:
+def gap_problem(task: PromptTask, clean: float, corrupted: float, advice: bool = True) -> str | None:
     """The sentence saying the corruption does not clearly lower the metric, or None when it does.
 
-    ``clean`` and ``corrupted``: L(M(q)) and L(M(q')) of the task's metric.
+    ``clean`` and ``corrupted``: L(M(q)) and L(M(q')) of the task's metric. ``advice``: end with
+    what to change (for the user's own prompt; a paraphrase left out needs only the reason).
     """
     identical = identical_prompts_problem(task)
     if identical:
@@ -82,6 +83,8 @@ def gap_problem(task: PromptTask, clean: float, corrupted: float) -> str | None:
     else:
         what = f"The corruption lowers the {words} of {answer} by only {gap:.3g} ({values})"
     what += f", and faithfulness means something only when it falls by at least {threshold:g}"
+    if not advice:
+        return what
     return (
         f"{what}; pick an answer the prompt's key word decides (a content word, not ' the') or "
         "corrupt the word that decides it."

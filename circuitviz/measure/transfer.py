@@ -29,6 +29,7 @@ import torch
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..methods.paraphrase_pairs import template_tasks
 from ..models.adapter import adapter_of
+from ..query.pairs import left_out_note
 from .evaluate import Evaluator, curves_of_tasks
 from .task_validity import gap_problem
 
@@ -77,13 +78,16 @@ def held_out_transfer(
     seed: int = 0,
     paraphrases: Sequence[PromptTask] | None = None,
     max_tokens: int = 256,
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> Transfer:
     """Each circuit's NDF on up to ``count`` valid paraphrases of ``task`` its method never used.
 
     circuits: {name: [n_forward, n_backward] bool}; seen: {name: clean prompts its method used}
     (absent names used none). paraphrases: the candidates in order (default: template
     paraphrases drawn with ``seed``, as many more as the most any method used, so each can still
-    get ``count``). The prompt itself is never a paraphrase.
+    get ``count``). The prompt itself is never a paraphrase. left_out: (text, reason) of the
+    paraphrases given that the caller's own check refused (``entry.api.given_paraphrases``); the
+    note names them with those this function's checks refuse.
     """
     seen = {name: frozenset(seen.get(name, ())) if seen else frozenset() for name in circuits}
     found = Transfer(
@@ -92,6 +96,7 @@ def held_out_transfer(
         excluded={name: 0 for name in circuits},
     )
     if not circuits or count <= 0:
+        found.note = left_out_note(list(left_out), len(left_out))  # every pair given was refused
         return found
     notes: list[str] = []
     if paraphrases is None:
@@ -106,6 +111,7 @@ def held_out_transfer(
         if paraphrase.clean != task.clean and all(paraphrase.clean != c.clean for c in candidates):
             candidates.append(paraphrase)
     found.paraphrases = len(candidates)
+    refused = list(left_out)
     spec = adapter_of(model).spec
     for paraphrase in candidates:
         for name in circuits:
@@ -118,9 +124,12 @@ def held_out_transfer(
             continue
         try:
             evaluator = Evaluator(model, spec, prepare_task(model, paraphrase, max_tokens))
-        except TaskError:
+        except TaskError as error:
+            refused.append((paraphrase.clean, str(error)))
             continue
-        if gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted):
+        weak = gap_problem(paraphrase, evaluator.baseline.clean, evaluator.baseline.corrupted, advice=False)
+        if weak:
+            refused.append((paraphrase.clean, weak))
             continue
         found.valid += 1
         stacked = torch.stack([circuits[name].bool() & spec.edge_mask for name in wanting])
@@ -130,6 +139,8 @@ def held_out_transfer(
         for name, point in zip(wanting, points):
             found.ndf[name].append(point.ndf)
             found.texts[name].append(paraphrase.clean)
+    if refused:
+        notes.append(left_out_note(refused, len(candidates) + len(left_out)))
     short = sorted({found.count(name) for name in circuits if found.count(name) < count})
     if short:
         used = {name: n for name, n in found.excluded.items() if n}

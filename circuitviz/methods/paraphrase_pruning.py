@@ -47,7 +47,7 @@ import torch
 from ..core.curves import ndf
 from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
-from ..core.tasks import PreparedTask, PromptTask, TaskError, prepare_task
+from ..core.tasks import PreparedTask, TaskError, prepare_task
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.metric import compatible_groups
 from ..engine.prefix import reusing_prefixes
@@ -60,7 +60,7 @@ from ..measure.evaluate import (
     metrics_of_tasks,
 )
 from ..measure.task_validity import gap_problem
-from ..query.pairs import ParaphraseError
+from ..query.pairs import ParaphraseError, left_out_note
 from ..query.sources import gather_configured
 from .base import Cost, Method, RunContext
 from .bon import PARAPHRASE_CHECK_PASSES
@@ -163,30 +163,37 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     """Gather the paraphrases, keep the valid ones (checks passed, the corruption clearly lowers
     the metric), shuffle them with the seed and hold out a share."""
     notes: list[str] = []
-    tasks: list[PromptTask] = []
+    pairs = []
     # the checks' runs of the paraphrases are kept: their evaluators read them, not run them again
     with keeping_runs():
         try:
-            tasks = [pair.task() for pair in gather_configured(ctx, config) if pair.usable()]
+            pairs = gather_configured(ctx, config)
         except ParaphraseError as error:
             notes.append(str(error))
+        left_out = [(pair.clean, pair.reason) for pair in pairs if not pair.usable()]
         prepared: list[PreparedTask] = []
         seen = {ctx.task.clean}
-        for task in tasks:
+        for task in [pair.task() for pair in pairs if pair.usable()]:
             if task.clean in seen:
+                repeat = "it is the prompt itself" if task.clean == ctx.task.clean else "a repeat"
+                left_out.append((task.clean, repeat))
                 continue
             seen.add(task.clean)
             try:
                 prepared.append(prepare_task(ctx.model, task, ctx.max_tokens))
-            except TaskError:
-                continue
+            except TaskError as error:
+                left_out.append((task.clean, str(error)))
         evaluators = _evaluators(ctx, prepared)
-    valid = [
-        evaluator
-        for evaluator in evaluators
-        if gap_problem(evaluator.prepared.task, evaluator.baseline.clean, evaluator.baseline.corrupted)
-        is None
-    ]
+    valid = []
+    for evaluator in evaluators:
+        baseline = evaluator.baseline
+        weak = gap_problem(evaluator.prepared.task, baseline.clean, baseline.corrupted, advice=False)
+        if weak is None:
+            valid.append(evaluator)
+        else:
+            left_out.append((evaluator.prepared.task.clean, weak))
+    if left_out:
+        notes.append(left_out_note(left_out, len(pairs)))
     random.Random(int(config.seed)).shuffle(valid)
     n_valid = len(valid)
     if n_valid < 2:

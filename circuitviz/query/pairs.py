@@ -12,10 +12,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..core.tasks import PromptTask
+from ..core.text import counted, shown
 
 
 class ParaphraseError(ValueError):
@@ -113,6 +114,28 @@ class ParaphrasePair:
 def original_pair(task: PromptTask) -> ParaphrasePair:
     """The prompt itself as candidate 0."""
     return ParaphrasePair(task.clean, task.corrupted, task.answer, task.foils, "original", task.metric)
+
+
+LEFT_OUT_SHOWN = 5  # the left-out paraphrases a note names; the count always covers all of them
+
+
+def left_out_note(left_out: Sequence[tuple[str, str]], total: int) -> str:
+    """One sentence naming the paraphrases left out and why: ``left_out`` is (clean text, reason)
+    pairs, ``total`` how many paraphrases there were ('' when none was left out). The first
+    ``LEFT_OUT_SHOWN`` are named, and the sentence says when there are more."""
+    if not left_out:
+        return ""
+    named = "; ".join(f"{shown(clean)}: {reason}" for clean, reason in left_out[:LEFT_OUT_SHOWN])
+    more = len(left_out) - LEFT_OUT_SHOWN
+    return f"{len(left_out)} of {counted(total, 'paraphrase')} left out: {named}" + (
+        f"; and {more} more." if more > 0 else "."
+    )
+
+
+def unusable_note(pairs: Sequence[ParaphrasePair], include_mismatched: bool = False) -> str:
+    """``left_out_note`` of the checked pairs a method may not use, with each one's reason."""
+    left_out = [(pair.clean, pair.reason) for pair in pairs if not pair.usable(include_mismatched)]
+    return left_out_note(left_out, len(pairs))
 
 
 def to_jsonl(pairs: Iterable[ParaphrasePair]) -> str:

@@ -24,7 +24,7 @@ from ..models.adapter import backend_of
 from .checks import validate_pairs
 from .outcome import QueryCircuits
 from .overlap import shared_subcircuit
-from .pairs import ParaphrasePair, original_pair
+from .pairs import ParaphrasePair, original_pair, unusable_note
 from .pool import CircuitPool, MetricsMemo, metrics_key, winner
 from .scoring import PairScorer, stored_pair_scores
 from .sources import gather_configured
@@ -154,13 +154,9 @@ def _pairs_and_candidates(
         paraphrases = gather_configured(ctx, config, ctx.progress)
     pairs = [original] + paraphrases
     candidates = [0] + [i for i in range(1, len(pairs)) if pairs[i].usable(config.include_mismatched)]
-    left_out = [pair for pair in paraphrases if not pair.usable(config.include_mismatched)]
+    left_out = unusable_note(paraphrases, config.include_mismatched)
     if left_out:
-        notes.append(
-            f"{len(left_out)} of {len(paraphrases)} paraphrases left out: "
-            + "; ".join(f"{pair.clean!r}: {pair.reason}" for pair in left_out[:5])
-            + ("; ..." if len(left_out) > 5 else "")
-        )
+        notes.append(left_out)
     if want != {"single"} and len(candidates) == 1:
         notes.append("No usable paraphrase: Best-of-N has only the prompt itself, so it equals single.")
     return pairs, candidates
