@@ -64,6 +64,16 @@ class MethodDetails:
         default): a measure of transfer holds them out."""
         return []
 
+    def held_out_figures(self, budget: int) -> list[tuple[str, float]]:
+        """(clean prompt, NDF of the circuit at ``budget``) of each paraphrase the method itself
+        held out (never fitted to nor selected on); none by default."""
+        return []
+
+    def page_notes(self) -> list[str]:
+        """Sentences a page writes beside the result's figures (what the run left out and why);
+        none by default."""
+        return []
+
 
 DETAILS: dict[str, type[MethodDetails]] = {}
 

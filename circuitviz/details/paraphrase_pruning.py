@@ -47,6 +47,12 @@ class ParaphrasePruningDetails(MethodDetails):
         """The fit share (the held-out share was never fitted to nor selected on)."""
         return list(self.fit)
 
+    def held_out_figures(self, budget: int) -> list[tuple[str, float]]:
+        return list(zip(self.held_out, self.held_out_ndf.get(str(int(budget)), [])))
+
+    def page_notes(self) -> list[str]:
+        return list(self.notes)
+
     version: ClassVar[int] = 1
 
     warm_start: str = "eap-ig"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 
 import streamlit as st
 
 from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
-from ..core.text import markdown_text
+from ..core.text import counted, markdown_text, shown
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..render.feature_graph import feature_circuit_html
@@ -78,7 +79,33 @@ def metric_values(result, point) -> dict[str, str]:
         values["necessity"] = "-" if math.isnan(point.necessity) else score_text(point.necessity)
         values["NFS"] = score_text(point.nfs)
         values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
+        held = [value for _, value in held_out_at(result, point.budget)]
+        if held:
+            values["NDF held out"] = score_text(statistics.fmean(held))
     return values
+
+
+def held_out_at(result, budget: int) -> list[tuple[str, float]]:
+    """(paraphrase, NDF) of the circuit at ``budget`` on paraphrases of the prompt its method never
+    fitted to nor selected on: the method's own held-out share (paraphrase pruning), else what was
+    measured on request (Compare, the command line: ``result.transfer``); [] when neither."""
+    own = result.details.held_out_figures(budget) if result.details is not None else []
+    if own:
+        return own
+    entry = ((result.transfer or {}).get("budgets") or {}).get(str(int(budget))) or {}
+    return list(zip(entry.get("paraphrases") or [], entry.get("ndf") or []))
+
+
+def held_out_caption(result, budget: int) -> str:
+    """The sentence under the metrics naming the held-out paraphrases and each one's NDF."""
+    held = held_out_at(result, budget)
+    if not held:
+        return ""
+    each = ", ".join(f"{shown(text)} {score_text(value)}" for text, value in held)
+    return (
+        f"NDF held out: the mean over {counted(len(held), 'paraphrase')} of the prompt that this "
+        f"method never fitted to nor selected on: {each}."
+    )
 
 
 METRIC_HELP = {
@@ -88,6 +115,7 @@ METRIC_HELP = {
     "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
     "NFS": "the older normalised faithfulness score (unbounded: above 1 overshoots)",
     "edges kept": "after pruning edges on no input-to-logits path",
+    "NDF held out": "the same circuit's mean NDF on paraphrases of the prompt that its method never fitted to nor selected on (named below the figures): 1 = it carries over to wordings it never saw",
 }
 
 
@@ -106,6 +134,10 @@ def metrics_row(result, budget: int, point=None) -> None:
     for start in range(0, len(values), 3):  # rows of three: six in one row cut the figures at 1,000 px
         for column, (label, value) in zip(st.columns(3), values[start : start + 3]):
             column.metric(label, value, help=METRIC_HELP[label])
+    held = held_out_caption(result, point.budget) if point is not None else ""
+    notes = result.details.page_notes() if result.details is not None else []
+    for caption in ([held] if held else []) + notes:
+        st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
     for caveat in caveats(result, point):
         st.caption(caveat)
 

@@ -1,0 +1,63 @@
+"""Explore's metrics say how the circuit carries over when that is known: paraphrase pruning's own
+held-out share, or a transfer measured on request (Compare, the command line), with every
+held-out paraphrase named beside its NDF and the run's notes on what it left out."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from circuitviz.core.curves import Baseline, CurvePoint
+from circuitviz.details.base import MethodDetails
+from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
+from circuitviz.ui import result_view
+
+POINT = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
+
+
+def _result(method: str, details=None, transfer=None):
+    return SimpleNamespace(
+        method=method,
+        details=details,
+        transfer=transfer,
+        baseline=Baseline(2.0, -1.0),
+        graph=SimpleNamespace(n_edges=10342),
+    )
+
+
+def test_paraphrase_prunings_own_held_out_share_is_shown_and_named():
+    details = ParaphrasePruningDetails(
+        fit=["fitted"],
+        held_out=["The *Louvre* stands in", "Visitors see it in"],
+        held_out_ndf={"103": [0.9, 0.5], "10342": [1.0, 1.0]},
+        notes=["1 of 4 paraphrases left out: 'x': a repeat."],
+    )
+    result = _result("paraphrase-pruning", details)
+    values = result_view.metric_values(result, POINT)
+    assert values["NDF held out"] == "0.700"  # the mean of the budget's own two
+    caption = result_view.held_out_caption(result, 103)
+    assert caption == (
+        "NDF held out: the mean over 2 paraphrases of the prompt that this method never fitted to "
+        "nor selected on: 'The *Louvre* stands in' 0.900, 'Visitors see it in' 0.500."
+    )
+    assert details.page_notes() == details.notes
+    assert "NDF held out" in result_view.METRIC_HELP
+
+
+def test_a_transfer_measured_on_request_is_shown_at_its_budget_only():
+    transfer = {"budgets": {"103": {"paraphrases": ["a", "b", "c"], "ndf": [0.2, 0.4, 0.6]}}}
+    result = _result("eap-ig", MethodDetails(), transfer)
+    assert result_view.metric_values(result, POINT)["NDF held out"] == "0.400"
+    assert result_view.held_out_caption(result, 103).startswith("NDF held out: the mean over 3 paraphrases")
+    other = CurvePoint(budget=50, n_edges=40, metric=1.0, nfs=0.5, ndf=0.5)
+    assert "NDF held out" not in result_view.metric_values(result, other)
+    assert result_view.held_out_caption(result, 50) == ""
+
+
+@pytest.mark.parametrize("details", [None, MethodDetails()], ids=["no details", "no held-out share"])
+def test_nothing_held_out_shows_nothing(details):
+    result = _result("eap-ig", details)
+    assert "NDF held out" not in result_view.metric_values(result, POINT)
+    assert result_view.held_out_caption(result, 103) == ""
+    assert MethodDetails().page_notes() == []
