@@ -142,6 +142,32 @@ def metrics_row(result, budget: int, point=None) -> None:
         st.caption(caveat)
 
 
+def transfer_offer(result, budget: int, model, key: str) -> None:
+    """One click to measure the circuit at ``budget`` on template paraphrases of the prompt that
+    its method never used (the figure then joins the metrics above); offered while none is known."""
+    if model is None or not result.task.corrupted or held_out_at(result, budget):
+        return
+    if not st.button(
+        "Measure its NDF on paraphrases it never saw (runs the model)",
+        key=f"{key}.transfer",
+        help=METRIC_HELP["NDF held out"],
+    ):
+        return
+    from ..entry.api import measure_transfer
+
+    with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
+        found = measure_transfer(model, result, budgets=[budget])
+    if held_out_at(result, budget):
+        st.rerun()  # the metrics above show it now
+    st.caption(
+        markdown_text(
+            "Nothing was measured: "
+            + (found.get("note") or "no paraphrase of this prompt passed the checks.")
+            + " On the command line, --transfer-file measures a circuit on paraphrase pairs of your own."
+        )
+    )
+
+
 # ----- the budget ----------------------------------------------------------------------------------
 def any_budget_options(low: int, high: int, evaluated) -> list[int]:
     """A log-spaced grid of budgets from ``low`` to ``high`` (1, 1.5, 2, 3, 5, 7 per decade) and
@@ -451,6 +477,7 @@ def result_view(
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
     metrics_row(result, budget, point)
+    transfer_offer(result, budget, model, key)
     # one toggle a row: two side by side cut their labels at 1,000 px ("show the nodes outside the ...")
     faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
     captions = caption_key = None
