@@ -415,7 +415,23 @@ def _explore_first_run(page, app_url, cache, figures):
     page.get_by_text("Explain this circuit").first.click()
     page.wait_for_timeout(600)
     shot(page, "explore-result.png", page.get_by_text("edge budget (").first, height=2400)
+    _held_out_on_request(page, figures)
     return result
+
+
+def _held_out_on_request(page, figures) -> None:
+    """One click measures the circuit on paraphrases its method never used: the metric is the mean
+    of the NDFs the sentence under it gives, one per paraphrase it names."""
+    assert "NDF held out" not in metrics(page)  # nothing known before the click
+    page.get_by_role("button", name="Measure its NDF on paraphrases it never saw (runs the model)").click()
+    wait_for(page, "() => document.body.innerText.includes('NDF held out:')", RUN_WAIT_MS)
+    settled(page)
+    sentence = page.get_by_text("NDF held out:").first.inner_text()
+    each = [float(value) for value in re.findall(r"['\")] (\d\.\d{3})(?=, |\.$)", sentence)]
+    assert len(each) == int(re.search(r"the mean over (\d+) paraphrase", sentence).group(1)) > 0, sentence
+    shown = float(metrics(page)["NDF held out"])
+    assert shown == pytest.approx(sum(each) / len(each), abs=2e-3), sentence  # the values are rounded
+    figures["explore_held_out"] = {"ndf": shown, "paraphrases": len(each)}
 
 
 def _budget_across_pages(page, result) -> None:
