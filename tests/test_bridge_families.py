@@ -38,12 +38,14 @@ REFUSED = {
     ("olmoe", "acc++"): "OLMo",
     ("gpt_oss", "acc++"): "sinks",  # gpt-oss's sink logit in every softmax
     ("mpt", "acc++"): "ALiBi",
+    ("falcon_rw", "acc++"): "ALiBi",
     ("gemma2", "atp-star"): "soft-capped",
     ("olmo2", "atp-star"): "normalised",
     ("olmo3", "atp-star"): "normalised",
     ("olmoe", "atp-star"): "normalised",
     ("gpt_oss", "atp-star"): "sink",
     ("mpt", "atp-star"): "alibi position bias",
+    ("falcon_rw", "atp-star"): "alibi position bias",
     # a mixture of experts has no single MLP whose neurons Circuit Lasso reads or whose
     # activation RelP's rules follow
     **{

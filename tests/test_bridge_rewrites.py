@@ -20,6 +20,7 @@ from circuitviz.models.bridge_rewrites import (
     fused_multi_query,
     mlp_norm_per_layer,
 )
+from circuitviz.models.errors import ModelLoadError
 
 pytestmark = pytest.mark.slow
 
@@ -70,10 +71,10 @@ def test_granite_multipliers_fold_into_the_weights_they_scale():
 FALCON_SOFTMAX_ROUNDING = 1e-6
 
 
-def falcon(**fields) -> torch.nn.Module:
+def falcon(family: str = "falcon", **fields) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM
 
-    config = family_config("falcon")
+    config = family_config(family)
     for name, value in fields.items():
         setattr(config, name, value)
     torch.manual_seed(1)
@@ -116,6 +117,32 @@ def test_a_sequential_multi_query_falcon_keeps_its_decoder():
         expected, got = original(TOKENS).logits, adapter_of(model).logits(TOKENS)
     assert relative(got, expected) <= FALCON_SOFTMAX_ROUNDING
     assert model.cfg.n_key_value_heads == model.cfg.n_heads == 4
+
+
+def test_falcon_with_alibi_forks_its_head_inputs_and_computes_the_same():
+    """Falcon-RW's ALiBi attention: the bridge's ALiBi attention forks per-head query, key and value
+    inputs (it never did: the model was refused), and the logits equal ``transformers``' to
+    float64 rounding, the per-head inputs on or off. A parallel block of that layout (one norm
+    for both sublayers, no multi-query rewrite to give the MLP its own) is refused in a sentence."""
+    with pytest.raises(ModelLoadError, match="read one shared norm"):
+        bridge_from_hf(falcon("falcon_rw", parallel_attn=True), word_tokenizer(), name="random-falcon")
+    original = falcon("falcon_rw")
+    assert original.config.alibi and not original.config.multi_query
+    model = bridge_from_hf(falcon("falcon_rw"), word_tokenizer(), name="random-falcon")
+    adapter = adapter_of(model)
+    seen = []
+    names = [sites.head_input(0, kind) for kind in QKV]
+    with torch.no_grad():
+        expected = original(TOKENS).logits
+        with (
+            adapter.split_attention_inputs(True),
+            adapter.hooked([(n, lambda x, hook: seen.append(hook.name)) for n in names]),
+        ):
+            split = adapter.logits(TOKENS)
+        with adapter.split_attention_inputs(False):
+            joint = adapter.logits(TOKENS)
+    assert sorted(set(seen)) == sorted(names)
+    assert relative(split, expected) <= 1e-12 and relative(joint, expected) <= 1e-12
 
 
 def test_gpt_bigcode_multi_query_is_ungrouped_in_the_bridge():

@@ -117,6 +117,8 @@ FAMILIES: dict[str, tuple[str, dict]] = {
         },
     ),
     "mpt": ("mpt", {}),  # ALiBi, a fused q/k/v projection, no key/value cache
+    # Falcon-RW (the RefinedWeb models): ALiBi, a fused q/k/v projection of one head each, serial blocks
+    "falcon_rw": ("falcon", {"head_dim": DROP, "alibi": True, "multi_query": False, "parallel_attn": False}),
 }
 
 # families tried through the command line (benchmarks/cli_families.py) that the bridge refuses

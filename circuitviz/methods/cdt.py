@@ -35,6 +35,7 @@ baseline keeps the mean). Scores on the graph:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -176,6 +177,13 @@ def _final_metric(prepared: PreparedTask, readout: _FrozenReadout, residual: tor
     return metric_named(prepared.task.metric).of_residual(readout, residual, ids)
 
 
+def _frozen_value(frozen: dict[str, torch.Tensor], x: torch.Tensor, hook) -> torch.Tensor:
+    """The clean run's value at ``hook`` in place of ``x``, one copy per row: an expanded view
+    (no memory of its own per row) is refused by attention that reshapes its pattern with
+    ``view`` (TransformerLens's ALiBi bridge, Falcon-RW's)."""
+    return frozen[hook.name].expand_as(x).contiguous()
+
+
 def _base_writers(model, spec: GraphSpec, tokens, frozen_names, frozen, base_sites) -> torch.Tensor:
     """Each writer's irrelevant output when it is the source: the clean run with every writer's
     output replaced by its corrupted one (``base_sites``) or by 0 (empty), norms frozen at the clean
@@ -190,7 +198,7 @@ def _base_writers(model, spec: GraphSpec, tokens, frozen_names, frozen, base_sit
     def replace(x, hook):
         return base_sites[hook.name] if base_sites else torch.zeros_like(x)
 
-    hooks = [(name, lambda x, hook: frozen[hook.name].expand_as(x)) for name in frozen_names]
+    hooks = [(name, functools.partial(_frozen_value, frozen)) for name in frozen_names]
     hooks += [(name, replace) for name in names]
     final_residual(model, tokens, hooks + writer_hooks(model, spec, buffer))
     return buffer.values[0]
@@ -249,8 +257,7 @@ def decompose(
         batch = len(chosen)
         found = torch.zeros(batch, n, dtype=clean_writers.dtype, device=device)
 
-        def freeze(x, hook):
-            return frozen[hook.name].expand_as(x)
+        freeze = functools.partial(_frozen_value, frozen)
 
         def remove(x, hook):
             x = x.clone()

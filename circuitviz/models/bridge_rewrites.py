@@ -23,8 +23,8 @@ Each rewrite changes the model's weights or form, never the function the booted 
   ``rotation_in_halves`` reorders each head's query and key dimensions so the bridge's rotation
   of halves computes Cohere's rotation of adjacent pairs (the bridge as TransformerLens boots it
   computes another function; the ``transformers`` model alone, rewritten, does too).
-- MPT: ``fork_alibi_inputs`` makes the bridge's ALiBi attention fork the per-head inputs it
-  otherwise never forks (the bridge's function is unchanged; only the hooks differ).
+- MPT and Falcon-RW: ``fork_alibi_inputs`` makes the bridge's ALiBi attention fork the per-head
+  inputs it otherwise never forks (the bridge's function is unchanged; only the hooks differ).
 """
 
 from __future__ import annotations
@@ -322,21 +322,21 @@ class _ForkedInputs(torch.nn.Module):
 
 
 def fork_alibi_inputs(bridge) -> bool:
-    """MPT's attention bridge (a subclass of TransformerLens's ALiBi bridge over a fused q/k/v
-    projection; Falcon's ALiBi variant, untested here, is left as it is) computes q, k and v from the one input it is handed and never forks the per-head inputs its
-    parent's forward forks (``hook_q_input`` and the others never fire). Its class is switched to
+    """TransformerLens's ALiBi attention bridge over a fused q/k/v projection (MPT's subclass of
+    it, and the bridge of Falcon-RW's ALiBi attention) computes q, k and v from the one input it
+    is handed and never forks the per-head inputs its parent's forward forks (``hook_q_input`` and the others never fire). Its class is switched to
     one whose forward forks them as the parent's does, then runs the ALiBi bridge's own attention
     (``_reconstruct_attention`` reads heads of [batch, pos, head, d_head] as well as flat ones).
     Without split inputs the forward is the ALiBi bridge's own. True when switched."""
-    from transformer_lens.model_bridge.generalized_components.mpt_alibi_attention import (
-        MPTALiBiAttentionBridge,
+    from transformer_lens.model_bridge.generalized_components.alibi_joint_qkv_attention import (
+        ALiBiJointQKVAttentionBridge,
     )
 
     switched = {}
     for block in bridge.blocks:
         attention = block.attn
         kind = type(attention)
-        if not isinstance(attention, MPTALiBiAttentionBridge) or isinstance(attention, _ForkedInputs):
+        if not isinstance(attention, ALiBiJointQKVAttentionBridge) or isinstance(attention, _ForkedInputs):
             continue
         if kind not in switched:
             switched[kind] = type(kind.__name__, (_ForkedInputs, kind), {})

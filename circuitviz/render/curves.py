@@ -295,13 +295,17 @@ def figure_html(figure: go.Figure) -> str:
 
 
 def figure_image(figure: go.Figure, image_format: str = "png") -> bytes | None:
-    """PNG or SVG bytes through kaleido, or None when kaleido or a Chrome/Chromium is missing."""
-    try:
-        return figure.to_image(
-            format=image_format, width=900, height=450, scale=2 if image_format == "png" else 1
-        )
-    except Exception:  # kaleido absent, or it found no browser to render with
-        return None
+    """PNG or SVG bytes through kaleido, or None when kaleido or a Chrome/Chromium is missing.
+    Tried twice: on a loaded machine kaleido's browser once failed to answer in time (the suite's
+    SVG test, at load average 4-5), and the download then was an empty file."""
+    for _ in range(2):
+        try:
+            return figure.to_image(
+                format=image_format, width=900, height=450, scale=2 if image_format == "png" else 1
+            )
+        except Exception:  # kaleido absent, no browser to render with, or one that did not answer
+            continue
+    return None
 
 
 def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) -> go.Figure:
