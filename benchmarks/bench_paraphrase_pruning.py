@@ -62,6 +62,7 @@ VARIANTS = {  # the method's settings of each variant, over its defaults
     "anchor30-draw50": {"warm_start": "average", "anchor": 0.3, "draw": 0.5},
     "pw25": {"warm_start": "average", "prompt_weight": 0.25},
     "pw35": {"warm_start": "average", "prompt_weight": 0.35},
+    "reverse": {"warm_start": "average", "reverse": True},
 }
 
 

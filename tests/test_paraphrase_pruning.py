@@ -663,3 +663,33 @@ def test_a_smaller_prompt_weight_gives_the_other_tasks_the_rest_of_the_loss(monk
         if not extra:
             assert all(w == pytest.approx([0.25] * 4) for w in seen)
             assert not torch.equal(light.logits, default.logits)
+
+
+def test_reverse_adds_each_fit_task_the_other_way_round_to_the_learning_only(
+    every_paraphrase_valid, monkeypatch
+):
+    """``reverse``: the learning also sees the prompt and each fit paraphrase with their clean and
+    corrupted prompts swapped; the warm start and the held-out share are as without it."""
+    model = tiny_model("gemma", seed=0)
+    seen: dict[str, list] = {}
+    learn, warm = pp.learn_shared_masks, pp.warm_logits
+
+    def spy_learn(ctx, config, evaluators, start, counts):
+        seen["learn"] = [(e.prepared.task.clean, e.prepared.task.corrupted) for e in evaluators]
+        return learn(ctx, config, evaluators, start, counts)
+
+    def spy_warm(ctx, config, evaluators, counts):
+        seen["warm"] = [e.prepared.task.clean for e in evaluators]
+        return warm(ctx, config, evaluators, counts)
+
+    monkeypatch.setattr(pp, "learn_shared_masks", spy_learn)
+    monkeypatch.setattr(pp, "warm_logits", spy_warm)
+    method = get_method("paraphrase-pruning")
+    result = method.run_on(model, IOI_TASK, method.make_config({"steps": 2, "reverse": True}), budgets=[12])
+    details = result.details
+    by_clean = {t.clean: t for t in [IOI_TASK, *PARAPHRASES]}
+    forward = [(text, by_clean[text].corrupted) for text in [IOI_TASK.clean, *details.fit]]
+    assert seen["learn"] == forward + [(corrupted, clean) for clean, corrupted in forward]
+    assert seen["warm"] == [IOI_TASK.clean, *details.fit]  # the warm start is the forward tasks'
+    assert not set(details.held_out) & {text for pair in seen["learn"] for text in pair}
+    assert len(details.held_out_ndf["12"]) == len(details.held_out)

@@ -36,6 +36,7 @@ necessity) and its NDF on each held-out paraphrase (``details.held_out_ndf``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -132,6 +133,10 @@ class ParaphrasePruningConfig(ParaphraseSource):
         "the prompt's share of the loss; the fit paraphrases share the rest (0.5: the prompt weighs as much as all of them together; lower: the fit paraphrases weigh more).",
         low=0.01,
         high=0.99,
+    )
+    reverse: bool = setting(
+        False,
+        "also fit each fit task in the other direction (its corrupted prompt the base, patched toward the clean one), so the circuit must carry the answer both ways.",
     )
 
     def __post_init__(self):
@@ -261,6 +266,14 @@ def learn_shared_masks(
     return learn_masks(ctx, evaluators, start, counts, schedule)
 
 
+def _reversed(ctx: RunContext, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
+    """Each task the other way round: its corrupted prompt the base run, its clean one the
+    patch (the metric's span then negative; the learning's deviations are normalised by it)."""
+    tasks = [e.prepared.task for e in evaluators]
+    turned = [dataclasses.replace(t, clean=t.corrupted, corrupted=t.clean) for t in tasks]
+    return _evaluators(ctx, [prepare_task(ctx.model, t, ctx.max_tokens) for t in turned])
+
+
 # ----- warm starts -------------------------------------------------------------------------------
 def _fit_scores(ctx: RunContext, config, evaluators: Sequence[Evaluator]) -> list[torch.Tensor]:
     """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes and
@@ -387,7 +400,8 @@ class ParaphrasePruning(Method):
                 with ctx.timed("scoring_s"):
                     start, origin = warm_logits(ctx, config, fitting, trained)
                 with ctx.timed("learning_s"):
-                    learned = learn_shared_masks(ctx, config, fitting, start, trained)
+                    learning = fitting + (_reversed(ctx, fitting) if config.reverse else [])
+                    learned = learn_shared_masks(ctx, config, learning, start, trained)
                 scores = mask_scores(spec, learned, config.temperature, device)
                 details.steps_run = learned.steps_run
             circuits = budget_circuits(spec, budgets, trained, learned, device)
