@@ -54,6 +54,24 @@ class _Pair:
         return self._task
 
 
+def _spy_on_the_tasks(monkeypatch) -> dict[str, list[PromptTask]]:
+    """{"learn": the tasks the learning saw, "warm": the warm start's}, filled by the next run."""
+    tasks: dict[str, list[PromptTask]] = {}
+    learn, warm = pp.learn_shared_masks, pp.warm_logits
+
+    def spy_learn(ctx, config, evaluators, start, counts):
+        tasks["learn"] = [e.prepared.task for e in evaluators]
+        return learn(ctx, config, evaluators, start, counts)
+
+    def spy_warm(ctx, config, evaluators, counts):
+        tasks["warm"] = [e.prepared.task for e in evaluators]
+        return warm(ctx, config, evaluators, counts)
+
+    monkeypatch.setattr(pp, "learn_shared_masks", spy_learn)
+    monkeypatch.setattr(pp, "warm_logits", spy_warm)
+    return tasks
+
+
 @pytest.fixture
 def every_paraphrase_valid(monkeypatch):
     """The tiny random model answers its paraphrases differently, so the source's checks refuse
@@ -64,19 +82,7 @@ def every_paraphrase_valid(monkeypatch):
 
 def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_paraphrase_valid, monkeypatch):
     model = tiny_model("gemma", seed=0)
-    seen: dict[str, list[str]] = {}
-    learn, warm = pp.learn_shared_masks, pp.warm_logits
-
-    def spy_learn(ctx, config, evaluators, start, counts):
-        seen["learn"] = [e.prepared.task.clean for e in evaluators]
-        return learn(ctx, config, evaluators, start, counts)
-
-    def spy_warm(ctx, config, evaluators, counts):
-        seen["warm"] = [e.prepared.task.clean for e in evaluators]
-        return warm(ctx, config, evaluators, counts)
-
-    monkeypatch.setattr(pp, "learn_shared_masks", spy_learn)
-    monkeypatch.setattr(pp, "warm_logits", spy_warm)
+    tasks = _spy_on_the_tasks(monkeypatch)
     method = get_method("paraphrase-pruning")
     result = method.run_on(
         model, IOI_TASK, method.make_config({"warm_start": "average", "steps": 2}), budgets=[12]
@@ -84,8 +90,9 @@ def test_the_held_out_share_is_never_fitted_to_nor_starts_the_logits(every_parap
     details = result.details
     assert len(details.held_out) == 2 and len(details.fit) == 2
     assert not set(details.held_out) & set(details.fit)
-    assert seen["learn"] == [IOI_TASK.clean, *details.fit] == seen["warm"]
-    assert not set(details.held_out) & set(seen["learn"])
+    assert [t.clean for t in tasks["learn"]] == [IOI_TASK.clean, *details.fit]
+    assert [t.clean for t in tasks["warm"]] == [IOI_TASK.clean, *details.fit]
+    assert not set(details.held_out) & {t.clean for t in tasks["learn"]}
     (row,) = details.budgets
     held = details.held_out_ndf["12"]
     assert len(held) == 2 and row["held_out_ndf"] == pytest.approx(sum(held) / 2)
@@ -671,25 +678,14 @@ def test_reverse_adds_each_fit_task_the_other_way_round_to_the_learning_only(
     """``reverse``: the learning also sees the prompt and each fit paraphrase with their clean and
     corrupted prompts swapped; the warm start and the held-out share are as without it."""
     model = tiny_model("gemma", seed=0)
-    seen: dict[str, list] = {}
-    learn, warm = pp.learn_shared_masks, pp.warm_logits
-
-    def spy_learn(ctx, config, evaluators, start, counts):
-        seen["learn"] = [(e.prepared.task.clean, e.prepared.task.corrupted) for e in evaluators]
-        return learn(ctx, config, evaluators, start, counts)
-
-    def spy_warm(ctx, config, evaluators, counts):
-        seen["warm"] = [e.prepared.task.clean for e in evaluators]
-        return warm(ctx, config, evaluators, counts)
-
-    monkeypatch.setattr(pp, "learn_shared_masks", spy_learn)
-    monkeypatch.setattr(pp, "warm_logits", spy_warm)
+    tasks = _spy_on_the_tasks(monkeypatch)
     method = get_method("paraphrase-pruning")
     result = method.run_on(model, IOI_TASK, method.make_config({"steps": 2, "reverse": True}), budgets=[12])
     details = result.details
     by_clean = {t.clean: t for t in [IOI_TASK, *PARAPHRASES]}
     forward = [(text, by_clean[text].corrupted) for text in [IOI_TASK.clean, *details.fit]]
-    assert seen["learn"] == forward + [(corrupted, clean) for clean, corrupted in forward]
-    assert seen["warm"] == [IOI_TASK.clean, *details.fit]  # the warm start is the forward tasks'
-    assert not set(details.held_out) & {text for pair in seen["learn"] for text in pair}
+    learned = [(t.clean, t.corrupted) for t in tasks["learn"]]
+    assert learned == forward + [(corrupted, clean) for clean, corrupted in forward]
+    assert [t.clean for t in tasks["warm"]] == [IOI_TASK.clean, *details.fit]  # the forward tasks'
+    assert not set(details.held_out) & {text for pair in learned for text in pair}
     assert len(details.held_out_ndf["12"]) == len(details.held_out)
