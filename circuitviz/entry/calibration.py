@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.text import counted
 from ..services import assets
 
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
@@ -42,14 +43,14 @@ class Rate:
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
-        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
+        runs = counted(self.runs, "run")
         where = (
             " of other models on this machine (a first run of this model refines it)"
             if self.other_models
             else " on this machine"
         )
         if self.source == "method":
-            return f"priced from {self.runs} {method} run{'s' if self.runs != 1 else ''}{where}"
+            return f"priced from {counted(self.runs, f'{method} run')}{where}"
         if self.source == "family":
             return f"priced from {runs} of its family's other variants{where}"
         if self.source == "device":

@@ -17,7 +17,7 @@ from ..bench.planted_benchmark import run_bench, write_report
 from ..core.graph import GraphError
 from ..core.results import load_circuit
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import clock_duration
+from ..core.text import clock_duration, counted
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
@@ -539,7 +539,7 @@ def cmd_batch(args) -> int:
     print(
         f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
         f"{counts['failed']} failed, in {clock_duration(report.seconds)} on {report.executor} "
-        f"({report.workers} worker{'s' if report.workers != 1 else ''})"
+        f"({counted(report.workers, 'worker')})"
     )
     if report.interrupted:
         print(f"interrupted: rerun the same command to resume; {args.out} keeps what finished.")
