@@ -486,6 +486,12 @@ def test_compare_shows_each_methods_held_out_transfer_and_completeness():
     assert list(table["completeness"]) == pytest.approx(expected)
     # the transfer measured is each result's own record, which its JSON carries
     assert all(str(budget) in results[n].to_eap_json()["transfer"]["budgets"] for n in ("eap", "eap-ig"))
+    # and is stored with it: a reload (a new session) reads it back without measuring again
+    from circuitviz.ui import loaders
+
+    keys = at.session_state["results.requests"]
+    for name in ("eap", "eap-ig"):
+        assert loaders.get_store().get(keys[name]).transfer == results[name].transfer
 
 
 def test_signals_shows_the_acc_result_computed_on_compare():

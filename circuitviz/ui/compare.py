@@ -12,7 +12,7 @@ from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
 from ..methods.registry import default_comparison
-from . import result_view, state
+from . import loaders, result_view, state
 from .caveats import caveats
 from .inputs import budget_check, fit_budgets_box, shared_settings
 
@@ -115,9 +115,10 @@ COMPLETENESS_HELP = (
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _measured(_model, _results: dict, key: str, budget: int) -> dict:
+def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict) -> dict:
     """{method: {"held_out": mean NDF, "n": paraphrases, "left_out": used ones skipped,
-    "completeness": value}} at ``budget``, each result's transfer record updated on the way."""
+    "completeness": value}} at ``budget``, each result's transfer record updated on the way and
+    stored again under its request's key (``_request_keys``), so a reload shows it measured."""
     import torch
 
     from ..core.tasks import prepare_task
@@ -131,13 +132,14 @@ def _measured(_model, _results: dict, key: str, budget: int) -> dict:
     values = completeness(evaluator, torch.stack([r.circuit(budget) for r in _results.values()]))
     found = {}
     for (name, record), value in zip(records.items(), values):
+        problem = loaders.store_measured(_results[name], _request_keys.get(name))
         entry = record["budgets"][str(budget)]
         found[name] = {
             "held_out": entry["mean_ndf"],
             "n": len(entry["ndf"]),
             "left_out": entry["excluded_as_used"],
             "completeness": value,
-            "note": record["note"],
+            "note": " ".join(filter(None, [record["note"], problem])),
         }
     return found
 
@@ -151,7 +153,8 @@ def measured_view(results: dict, budget: int, model=None) -> dict | None:
         return None
     key = " ".join(result_view.result_id(r) for r in results.values()) + " " + str(id(model))
     with st.spinner("Evaluating every circuit on paraphrases it never saw, and its completeness..."):
-        return _measured(model, results, key, int(budget))
+        keys = {name: state.request_key_of(result) for name, result in results.items()}
+        return _measured(model, results, key, int(budget), keys)
 
 
 def measured_table(results: dict, budget: int, measured: dict) -> None:

@@ -355,6 +355,26 @@ def stored_result(request):
     return _remembered(store, "result", request.key, lambda: store.get(request.key))
 
 
+def store_measured(result, request_key: str | None) -> str | None:
+    """Store ``result`` again under the request it answers once a figure was measured on it (its
+    held-out transfer), so that a reload or a restart shows the figure without measuring again.
+    None when stored (or when the request is not known: nothing to store it under); else one
+    sentence saying the figure was not kept and why."""
+    if not request_key:
+        return None
+    store = get_store()
+    try:
+        store.put(request_key, result)
+    except OSError as error:
+        return (
+            f"The figure is shown but could not be kept in the result store ({error.strerror or error}); "
+            "it will be measured again after a reload."
+        )
+    with _REMEMBERED_GUARD:  # this process's readers of the entry get the measured object
+        _REMEMBERED[(str(store.root), "result", request_key)] = result
+    return None
+
+
 def discover(model, request, progress=None, store=None):
     """(result, came from the store): the engine's run of ``request`` through the shared store
     (``store`` when the caller fetched it already: a background thread cannot reach streamlit's

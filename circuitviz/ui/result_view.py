@@ -158,7 +158,11 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
     with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
         found = measure_transfer(model, result, budgets=[budget])
     if held_out_at(result, budget):
-        st.rerun()  # the metrics above show it now
+        problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
+        if problem is None:
+            st.rerun()  # the metrics above show it now
+        st.warning(markdown_text(f"{problem} {held_out_caption(result, budget)}"))  # the figure, shown here
+        return
     st.caption(
         markdown_text(
             "Nothing was measured: "

@@ -411,6 +411,14 @@ def answers(result, request) -> bool:
     return session.result_requests.get(result.method) == request.key
 
 
+def request_key_of(result) -> str | None:
+    """The key of the request ``result`` answers, when it is the kept result of its method; None
+    when that is not known (a result opened from a file, or one no longer kept)."""
+    if result is None or results().get(result.method) is not result:
+        return None
+    return session.result_requests.get(result.method)
+
+
 def result_for(method: str, model_id: str, prompt: str):
     """The kept result of ``method`` for this model and prompt, or None."""
     result = results().get(method)
