@@ -142,6 +142,31 @@ def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
     assert cli.main(["evaluate", "--circuit", str(path), *IOI[:given], *IOI[given + 2 :]]) == 0
     captured = capsys.readouterr()
     assert "No --corrupted given; using 'When" in captured.err and "2 edges in graph" in captured.out
+    # no --foil either: the other name of an indirect-object prompt, said
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI[:given], *IOI[given + 2 : -2]]) == 0
+    assert "No --foil given; using ' John'. The foil is the other name" in capsys.readouterr().err
+
+
+def test_a_missing_foil_is_what_the_model_predicts_after_the_corrupted_prompt(tmp_path, capsys, shared_model):
+    """As the app proposes it: a factual prompt's foil is the model's answer on the corruption
+    (not a name from another task), said on stderr, and the run is the one given that foil."""
+    from circuitviz.labels.logit_lens import next_token_probabilities
+
+    path = tmp_path / "edges.txt"
+    path.write_text("input->logits\n")
+    prompt, corrupted = "The capital of Germany is the city of", "The capital of France is the city of"
+    expected = next(t for t, _ in next_token_probabilities(shared_model, corrupted, 4) if t != " Berlin")
+    assert expected.strip()
+    args = ["evaluate", "--circuit", str(path), "--prompt", prompt, "--answer", " Berlin"]
+    assert cli.main([*args, "--corrupted", corrupted]) == 0
+    captured = capsys.readouterr()
+    assert (
+        f"No --foil given; using {expected!r}. The foil is what the model predicts after the corrupted"
+        in (captured.err)
+    )
+    assert cli.main([*args, "--corrupted", corrupted, "--foil", expected]) == 0
+    given = capsys.readouterr()
+    assert "No --foil given" not in given.err and given.out == captured.out  # the same figures
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ EMPTY_CORRUPTED = (
     "The corrupted prompt is empty; give the prompt with its key fact or name replaced, same token count."
 )
 NO_FOIL = (
-    "The logit-difference metric needs at least one foil token; add a wrong answer such as ' John', "
-    "or choose the logprob metric."
+    "The logit-difference metric needs at least one foil token: a wrong answer the model could give "
+    "instead, such as the one the corrupted prompt leads to; add one, or choose the logprob metric."
 )
 
 

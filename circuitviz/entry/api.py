@@ -25,24 +25,35 @@ from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
-from ..query.proposals import propose_corruption
+from ..query.proposals import propose_corruption, propose_foil
 from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
 
 
-def with_proposed_corruption(model, task: PromptTask) -> tuple[PromptTask, str | None]:
-    """``task`` and None when it has a corrupted prompt (or no prompt); else the task with the
-    corrupted prompt the app would propose (``query.proposals``: the template family that
-    recognises the prompt, or a known word swapped) and the sentence saying which and how it was
-    made. TaskError with the reason, naming ``--corrupted``, when nothing fits."""
-    if task.corrupted.strip() or not task.clean.strip():
-        return task, None
-    corrupted, note = propose_corruption(model, task.clean, task.answer)
-    if not corrupted:
-        raise TaskError(f"{note} Give it with --corrupted.")
-    said = note.replace("; edit it freely", "")  # the app's wording; here the flag edits it
-    sentence = f"No --corrupted given; using {corrupted!r}. {said} (--corrupted sets your own.)"
-    return dataclasses.replace(task, corrupted=corrupted), sentence
+def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | None]:
+    """``task`` with what the command line left out proposed as the app proposes it
+    (``query.proposals``), and the sentences saying what and how (None: nothing proposed).
+
+    Without a corrupted prompt: the template family's that recognises the prompt, or a known word
+    swapped; TaskError with the reason, naming ``--corrupted``, when nothing fits. Without a foil
+    under the logit-difference metric: the other name of an indirect-object prompt, else what the
+    model predicts after the corrupted prompt (as before, a missing foil the method's task check
+    refuses, naming ``--foil``, when neither gives one)."""
+    sentences = []
+    if not task.corrupted.strip() and task.clean.strip():
+        corrupted, note = propose_corruption(model, task.clean, task.answer)
+        if not corrupted:
+            raise TaskError(f"{note} Give it with --corrupted.")
+        said = note.replace("; edit it freely", "")  # the app's wording; here the flag edits it
+        sentences.append(f"No --corrupted given; using {corrupted!r}. {said} (--corrupted sets your own.)")
+        task = dataclasses.replace(task, corrupted=corrupted)
+    if task.metric == "logit_diff" and not task.foils and task.clean.strip() and task.answer.strip():
+        foil, note = propose_foil(model, task.clean, task.corrupted, task.answer)
+        if foil:
+            said = note.replace("; pick another if you like", "")
+            sentences.append(f"No --foil given; using {foil!r}. {said} (--foil sets your own.)")
+            task = dataclasses.replace(task, foils=(foil,))
+    return task, "\n".join(sentences) or None
 
 
 def parse_budgets(text: str) -> list[int]:

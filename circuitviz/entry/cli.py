@@ -34,7 +34,7 @@ from .api import (
     parse_budgets,
     run_request,
     transfer_report,
-    with_proposed_corruption,
+    with_proposed_inputs,
 )
 from .arguments import add_model_arguments, add_task_check_argument
 from .calibration import record
@@ -245,7 +245,7 @@ def cmd_discover(args) -> int:
     task = _task(args)
     model, model_id, load_seconds = _load(args)
     if method.needs_corrupted:
-        task = _said(*with_proposed_corruption(model, task))
+        task = _said(*with_proposed_inputs(model, task))
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
@@ -343,7 +343,7 @@ def cmd_evaluate(args) -> int:
     spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets, rows = file_circuits(spec, loaded)
-    task = _said(*with_proposed_corruption(model, _task(args)))
+    task = _said(*with_proposed_inputs(model, _task(args)))
     baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
     print(format_table(baseline, curve, spec.n_edges))

@@ -77,20 +77,8 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
 
 def proposal_for(model, prompt: str, answer: str, top_tokens: list[str]) -> Proposal:
     """The foil and corrupted prompt proposed for ``answer``."""
-    templates = _templates()
-    found = templates.recognise(prompt)
-    foil, foil_note = "", ""
-    if found is not None and found.family == "ioi":
-        other = " " + str(found.slots.get("B", ""))
-        if other.strip() and other != answer and _single_token(model, other):
-            foil, foil_note = other, "The foil is the other name of the prompt (the repeated subject)."
     corrupted, note = propose_corruption(model, prompt, answer)
-    if not foil and corrupted:
-        foil = _corrupted_prediction(model, corrupted, answer)
-        if foil:
-            foil_note = (
-                "The foil is what the model predicts after the corrupted prompt; pick another if you like."
-            )
+    foil, foil_note = propose_foil(model, prompt, corrupted, answer)
     if not foil:
         foil = next((token for token in top_tokens if token != answer), "")
         if foil:
@@ -98,6 +86,24 @@ def proposal_for(model, prompt: str, answer: str, top_tokens: list[str]) -> Prop
                 "The foil is the model's most likely other token; pick a more telling one if you like."
             )
     return Proposal(answer, foil, corrupted, note, foil_note)
+
+
+def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, str]:
+    """(foil, the sentence saying where it came from) for ``answer``: the other name of an
+    indirect-object prompt, else what the model predicts after ``corrupted``; ('', '') when
+    neither gives one."""
+    found = _templates().recognise(prompt)
+    if found is not None and found.family == "ioi":
+        other = " " + str(found.slots.get("B", ""))
+        if other.strip() and other != answer and _single_token(model, other):
+            return other, "The foil is the other name of the prompt (the repeated subject)."
+    foil = _corrupted_prediction(model, corrupted, answer) if corrupted.strip() else ""
+    if foil:
+        return (
+            foil,
+            "The foil is what the model predicts after the corrupted prompt; pick another if you like.",
+        )
+    return "", ""
 
 
 def _corrupted_prediction(model, corrupted: str, answer: str) -> str:
