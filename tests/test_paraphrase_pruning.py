@@ -359,6 +359,45 @@ def test_the_price_counts_each_learning_step_of_every_mask_on_every_fitted_task(
     assert many - few == pytest.approx(MASKED_STEP_PASSES * 10 * 3 * fit)
 
 
+def test_a_finished_run_is_priced_on_the_paraphrases_that_passed_and_the_steps_it_took():
+    """The calibration's work of a finished run (``passes_done``): the estimate's passes when every
+    paraphrase asked for passed and every step ran; fewer when fewer passed (they are neither
+    fitted nor measured) or the learning stopped early; ``reverse`` learns every fitted task twice."""
+    from types import SimpleNamespace
+
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
+    from circuitviz.methods.mask_learning import MASKED_STEP_PASSES
+
+    spec = GraphSpec.from_model(tiny_model("gemma", seed=0))
+    method = get_method("paraphrase-pruning")
+    config = method.make_config({"n_paraphrases": 6})
+
+    def finished(fit: int, held: int, steps: int, settings=None):
+        details = ParaphrasePruningDetails(
+            fit=[f"fit {i}" for i in range(fit)],
+            held_out=[f"held {i}" for i in range(held)],
+            budgets=[{"budget": 5, "steps": steps + 1}, {"budget": 9, "steps": steps + 1}],
+        )
+        chosen = method.make_config({"n_paraphrases": 6, **(settings or {})})
+        curve = [SimpleNamespace(budget=b) for b in (5, 9, spec.n_edges)]
+        tokens = {"clean": ["t"] * 15}
+        return SimpleNamespace(details=details, config=chosen, graph=spec, tokens=tokens, curve=curve)
+
+    estimated = method.estimate(config, spec, 15, 3).passes
+    assert method.passes_done(finished(3, 3, 8)) == pytest.approx(estimated)
+    fewer = method.passes_done(finished(1, 1, 8))
+    assert fewer < estimated
+    early = method.passes_done(finished(3, 3, 5))
+    assert estimated - early == pytest.approx(MASKED_STEP_PASSES * 3 * 3 * (1 + 3))
+    both_ways = method.make_config({"n_paraphrases": 6, "reverse": True})
+    assert method.estimate(both_ways, spec, 15, 3).passes - estimated == pytest.approx(
+        method.passes_done(finished(3, 3, 8, {"reverse": True})) - estimated
+    )
+    assert method.estimate(both_ways, spec, 15, 3).passes > estimated
+    assert method.passes_done(SimpleNamespace(details=None)) is None  # nothing to count: the estimate's
+
+
 def test_the_warm_starts_that_combine_the_fit_tasks_scores():
     """average: the mean of the normalised scores; balanced: the prompt (first) weighs as much as
     the paraphrases together; consensus: the geometric mean, so an edge every task scores ranks

@@ -354,18 +354,43 @@ class ParaphrasePruning(Method):
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         config = self.as_config(config)
         paraphrases = int(config.n_paraphrases)
-        fit = 1 + (round(paraphrases * (1 - float(config.held_out))) if config.fit_paraphrases else 0)
+        fit = round(paraphrases * (1 - float(config.held_out))) if config.fit_paraphrases else 0
+        return self._cost(config, spec, n_tokens, n_budgets, paraphrases, fit, int(config.steps))
+
+    def passes_done(self, result) -> float | None:
+        """The passes of the run as it went: only the valid paraphrases are run, fitted and measured
+        (a prompt whose template paraphrases mostly fail the checks learns on fewer tasks than the
+        estimate assumed), and a learning that reached its tolerance stopped early. Priced on these,
+        the next estimate's rate is the machine's, not the share of paraphrases that passed."""
+        details = result.details
+        if not isinstance(details, ParaphrasePruningDetails):
+            return None
+        config = self.as_config(result.config)
+        valid = len(details.fit) + len(details.held_out)
+        # a budget's "steps" counts the circuits it measured: the warm start's, then one a step
+        steps = max((int(row["steps"]) - 1 for row in details.budgets), default=int(config.steps))
+        n_tokens = len(result.tokens.get("clean", ())) or 16
+        return self._cost(
+            config, result.graph, n_tokens, len(result.curve), valid, len(details.fit), max(steps, 0)
+        ).passes
+
+    def _cost(self, config, spec, n_tokens: int, n_budgets: int, valid: int, fit: int, steps: int) -> Cost:
+        """The run's passes with ``valid`` paraphrases run and measured (the requested count before
+        the checks), ``fit`` of them fitted and ``steps`` learning steps."""
+        paraphrases = int(config.n_paraphrases)
+        tasks = 1 + (fit if config.fit_paraphrases else 0)
         warm = get_method("eap-ig").estimate(
             get_method("eap-ig").make_config({"ig_steps": int(config.ig_steps)}), spec, n_tokens, 0
         )
-        scored = 1 if config.warm_start == "eap-ig" else fit
+        scored = 1 if config.warm_start == "eap-ig" else tasks
         masks = max(int(n_budgets), 1)
+        learned = tasks * (2 if config.reverse else 1)  # ``reverse``: each fitted task both ways
         return Cost(
             passes=warm.passes * scored
             + PARAPHRASE_CHECK_PASSES * paraphrases
-            + 2.0 * paraphrases
-            + learning_passes(int(config.steps), masks, fit)  # every mask on every fitted task
-            + (paraphrases + 2.0) * masks,
+            + 2.0 * valid
+            + learning_passes(steps, masks, learned)  # every mask on every fitted task
+            + (valid + 2.0) * masks,
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases,
