@@ -156,3 +156,20 @@ def test_completeness_equals_hand_patched_halves_of_the_circuit_and_of_the_model
     assert found[0] == pytest.approx(expected, abs=1e-9)
     assert found[1] == pytest.approx(1.0, abs=1e-9)  # the whole model is complete by definition
     assert found[2] != found[2]  # an empty circuit has no half to remove: NaN
+
+
+def test_the_shortfall_sentence_counts_one_circuits_paraphrases_and_is_silent_when_none_exist(
+    every_gap_clear,
+):
+    """One circuit short of the count: how many of those asked for passed, in one sentence. No
+    paraphrase to check at all (no template family knows the prompt): the source's sentence alone,
+    not a second one about checks nothing went through."""
+    model = _gemma_with_spread_post_norms(0)
+    spec = GraphSpec.from_model(model)
+    circuits = {"only": spec.edge_mask.clone()}
+    found = transfer.held_out_transfer(model, IOI_TASK, circuits, count=5, paraphrases=PARAPHRASES[:2])
+    assert found.note == "2 of the 5 held-out paraphrases asked for passed both checks."
+    odd = IOI_TASK.__class__("xyzzy plugh frob", "xyzzy plugh grue", " Mary", (" John",))
+    found = transfer.held_out_transfer(model, odd, circuits, count=5)
+    assert found.ndf["only"] == [] and "template" in found.note.lower()
+    assert "passed both checks" not in found.note and "Fewer than" not in found.note

@@ -142,7 +142,11 @@ def held_out_transfer(
     if refused:
         notes.append(left_out_note(refused, len(candidates) + len(left_out)))
     short = sorted({found.count(name) for name in circuits if found.count(name) < count})
-    if short:
+    if short and not drawn and not refused:  # nothing to check at all: the source's note says why
+        short = []
+    if short and len(circuits) == 1 and not found.excluded[next(iter(circuits))]:
+        notes.append(f"{short[0]} of the {count} held-out paraphrases asked for passed both checks.")
+    elif short:
         used = {name: n for name, n in found.excluded.items() if n}
         why = (
             " Left out as used by the method: " + ", ".join(f"{name} {n}" for name, n in used.items()) + "."
