@@ -728,3 +728,17 @@ def test_reverse_adds_each_fit_task_the_other_way_round_to_the_learning_only(
     assert [t.clean for t in tasks["warm"]] == [IOI_TASK.clean, *details.fit]  # the forward tasks'
     assert not set(details.held_out) & {text for pair in learned for text in pair}
     assert len(details.held_out_ndf["12"]) == len(details.held_out)
+
+
+def test_the_report_says_what_the_mask_was_fitted_on_and_started_from():
+    """With no valid fit paraphrase the fit set is the prompt alone, and a combined warm start is
+    the prompt's own EAP-IG: the report says so rather than naming a set of one."""
+    from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
+
+    alone = ParaphrasePruningDetails(warm_start="average", fit=[], steps_run=9).report_lines(None)[0]
+    assert "fitted on the prompt alone, warm-started from the prompt's EAP-IG scores (no fit" in alone
+    assert "8 learning steps; 0 paraphrases held out" in alone
+    shared = ParaphrasePruningDetails(warm_start="average", fit=["a", "b"], held_out=["c"], steps_run=9)
+    line = shared.report_lines(None)[0]
+    assert "fitted on the prompt and 2 paraphrases, warm-started from the mean of the fit set's" in line
+    assert "1 paraphrase held out" in line

@@ -66,9 +66,13 @@ class ParaphrasePruningDetails(MethodDetails):
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         fitted = (
-            f"the prompt and {counted(len(self.fit), 'paraphrase')}" if self.fit_paraphrases else "the prompt"
+            f"the prompt and {counted(len(self.fit), 'paraphrase')}"
+            if self.fit_paraphrases and self.fit
+            else "the prompt alone"
         )
         start = WARM_START_WORDS.get(self.warm_start, self.warm_start)
+        if not self.fit and self.warm_start != "eap-ig":  # a fit set of the prompt alone
+            start = f"{WARM_START_WORDS['eap-ig']} (no fit paraphrase to combine them with)"
         # steps_run counts the circuits measured: the warm start's, then one after each step
         lines = [
             f"One mask per budget fitted on {fitted}, warm-started from {start}, "
