@@ -317,3 +317,15 @@ def test_backend_reaches_the_load_of_discover_and_of_batch(monkeypatch):
     assert seen == ["bridge", "hooked", None]
     args = cli.build_parser().parse_args(["batch", "--backend", "bridge", "--dataset", "ioi", "--out", "x"])
     assert cli._batch_source(args).backend == "bridge"
+
+
+def test_a_usage_error_is_one_sentence_and_where_to_read_more(capsys):
+    """Not discover's whole usage (about a hundred lines of options) above the sentence that matters."""
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["discover", "--prompt", "The capital of Germany is the city of"])
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        "python -m circuitviz discover: error: the following arguments are required: --answer",
+        "(`python -m circuitviz discover --help` lists every option.)",
+    ]

@@ -7,6 +7,14 @@ import argparse
 from ..measure.task_validity import CHECK_ENV
 
 
+class BriefParser(argparse.ArgumentParser):
+    """An argument parser whose error is its sentence and where to read more, not the whole usage
+    (``discover``'s usage runs to about a hundred lines of options, burying the one that matters)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists every option.)\n")
+
+
 def add_task_check_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-task-check",

@@ -36,7 +36,7 @@ from .api import (
     transfer_report,
     with_proposed_inputs,
 )
-from .arguments import add_model_arguments, add_task_check_argument
+from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .calibration import record
 from .request import Request
 from .tables import format_table
@@ -67,7 +67,7 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m circuitviz", description=__doc__)
+    parser = BriefParser(prog="python -m circuitviz", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     discover = commands.add_parser("discover", help="find the circuit behind a prompt's answer")
