@@ -148,6 +148,11 @@ def test_every_paraphrase_left_out_is_named_with_its_reason(monkeypatch):
         f"3 of {len(given)} paraphrases left out: {PARAPHRASES[0].clean!r}: a repeat; "
         f"{IOI_TASK.clean!r}: it is the prompt itself; {weak!r}: the gap is too small."
     ]
+    assert split.left_out == [  # every one kept whole (the sentence names the first few)
+        (PARAPHRASES[0].clean, "a repeat"),
+        (IOI_TASK.clean, "it is the prompt itself"),
+        (weak, "the gap is too small"),
+    ]
 
 
 def test_each_step_measures_every_fit_task_as_the_evaluator_does(every_paraphrase_valid):

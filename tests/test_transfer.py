@@ -93,6 +93,13 @@ def test_an_invalid_paraphrase_is_skipped_and_the_next_held_out_taken(monkeypatc
     # every pair given refused: nothing measured, and the note still says why
     none = transfer.held_out_transfer(model, IOI_TASK, {"full": spec.edge_mask}, count=0, left_out=earlier)
     assert none.ndf == {"full": []} and none.note.startswith("1 of 1 paraphrase left out: 'a pair the")
+    # the sentence names the first five; the record keeps every one with its reason
+    assert found.left_out == [*earlier, (refused, "too small")]
+    many = [(f"pair {i}", f"reason {i}") for i in range(8)]
+    lots = transfer.held_out_transfer(model, IOI_TASK, {"full": spec.edge_mask}, count=0, left_out=many)
+    assert lots.note.endswith("; and 3 more.") and "pair 7" not in lots.note
+    record = transfer.transfer_record(lots, {"full": 10})
+    assert record["left_out"] == [{"paraphrase": f"pair {i}", "reason": f"reason {i}"} for i in range(8)]
 
 
 def test_each_family_names_the_paraphrases_it_fitted_or_selected_on():

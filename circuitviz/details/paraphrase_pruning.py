@@ -39,6 +39,7 @@ class ParaphrasePruningDetails(MethodDetails):
         warm_ndf (the warm start's top-N on the prompt), best_step, steps}.
     held_out_ndf: {budget: [NDF on each held-out paraphrase]}.
     notes: what the run left out and why, in sentences.
+    left_out: [{paraphrase, reason}] of every paraphrase left out (the sentence names the first few).
     """
 
     kind: ClassVar[str] = "paraphrase-pruning"
@@ -63,6 +64,7 @@ class ParaphrasePruningDetails(MethodDetails):
     budgets: list = field(default_factory=list)
     held_out_ndf: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    left_out: list = field(default_factory=list)
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         fitted = (

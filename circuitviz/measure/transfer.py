@@ -45,11 +45,14 @@ class Transfer:
     ndf: {name: [NDF on each of its held-out paraphrases]}; texts: {name: [their clean prompts]}.
     excluded: {name: how many drawn paraphrases its method used, so were not held out}.
     note: why there are fewer than asked, in sentences ('' when there are as many).
+    left_out: [(clean prompt, reason)] of every paraphrase a check refused (the note names the
+        first few; this keeps them all).
     """
 
     paraphrases: int = 0
     valid: int = 0
     note: str = ""
+    left_out: list = field(default_factory=list)
     ndf: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)
     excluded: dict = field(default_factory=dict)
@@ -97,6 +100,7 @@ def held_out_transfer(
     )
     if not circuits or count <= 0:
         found.note = left_out_note(list(left_out), len(left_out))  # every pair given was refused
+        found.left_out = list(left_out)
         return found
     notes: list[str] = []
     if paraphrases is None:
@@ -141,6 +145,7 @@ def held_out_transfer(
             found.texts[name].append(paraphrase.clean)
     if refused:
         notes.append(left_out_note(refused, len(candidates) + len(left_out)))
+    found.left_out = [(text, reason) for text, reason in refused]
     short = sorted({found.count(name) for name in circuits if found.count(name) < count})
     if short and not drawn and not refused:  # nothing to check at all: the source's note says why
         short = []
@@ -174,4 +179,5 @@ def transfer_record(
         }
         for name, budget in names_to_budgets.items()
     }
-    return {"source": source, "note": transfer.note, "budgets": budgets}
+    left_out = [{"paraphrase": text, "reason": reason} for text, reason in transfer.left_out]
+    return {"source": source, "note": transfer.note, "budgets": budgets, "left_out": left_out}

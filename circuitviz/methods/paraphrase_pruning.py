@@ -41,7 +41,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -162,6 +162,7 @@ class Split:
     fit: list[Evaluator]
     held_out: list[Evaluator]
     notes: list[str]
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (clean prompt, reason), every one
 
 
 def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split:
@@ -208,11 +209,11 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
             "corruption that clearly lowers the metric), too few to hold any out: this circuit's "
             "transfer to paraphrases it never saw is not measured."
         )
-        return Split(valid, [], notes)
+        return Split(valid, [], notes, left_out)
     n_held = (
         min(n_valid - 1, max(1, round(float(config.held_out) * n_valid))) if float(config.held_out) > 0 else 0
     )
-    return Split(valid[n_held:], valid[:n_held], notes)
+    return Split(valid[n_held:], valid[:n_held], notes, left_out)
 
 
 def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
@@ -415,6 +416,7 @@ class ParaphrasePruning(Method):
             fit=[e.prepared.task.clean for e in split.fit] if config.fit_paraphrases else [],
             held_out=[e.prepared.task.clean for e in split.held_out],
             notes=list(split.notes),
+            left_out=[{"paraphrase": text, "reason": reason} for text, reason in split.left_out],
         )
         scores = torch.zeros(spec.n_forward, spec.n_backward, device=device)
         learned = None
