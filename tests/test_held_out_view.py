@@ -114,3 +114,17 @@ def test_a_transfer_measured_on_explore_is_kept_past_a_reload():
 def _only_budget(transfer: dict) -> dict:
     (entry,) = transfer["budgets"].values()
     return entry
+
+
+def test_every_paraphrase_left_out_is_listed_beside_the_sentence_that_names_the_first_few():
+    """The run's own (paraphrase pruning's split) and the measured transfer's, each with its reason
+    and where it was left out; nothing when neither left any out."""
+    details = ParaphrasePruningDetails(left_out=[{"paraphrase": "a", "reason": "a repeat"}])
+    transfer = {"budgets": {}, "left_out": [{"paraphrase": "b", "reason": "the gap is too small"}]}
+    rows = result_view.left_out_rows(_result("paraphrase-pruning", details, transfer))
+    assert rows == [
+        {"paraphrase": "a", "reason": "a repeat", "where": "the method's own paraphrases"},
+        {"paraphrase": "b", "reason": "the gap is too small", "where": "held-out transfer"},
+    ]
+    assert result_view.left_out_rows(_result("eap-ig", MethodDetails())) == []
+    assert result_view.left_out_rows(_result("eap-ig", None, {"budgets": {}})) == []

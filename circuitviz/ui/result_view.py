@@ -21,6 +21,7 @@ from ..core.keys import content_key
 from ..core.text import counted, markdown_text, shown
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
+from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.feature_graph import feature_circuit_html
 from . import loaders, state
 from .caveats import caveats, score_text
@@ -138,8 +139,24 @@ def metrics_row(result, budget: int, point=None) -> None:
     notes = result.details.page_notes() if result.details is not None else []
     for caption in ([held] if held else []) + notes:
         st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
+    left_out = left_out_rows(result)
+    if len(left_out) > LEFT_OUT_SHOWN:  # the sentences above name the first few
+        with st.expander(f"Every paraphrase left out, with its reason ({len(left_out)})"):
+            for row in left_out:  # wrapped lines, not a table whose cells cut the reasons at 1,000 px
+                st.caption(markdown_text(f"{row['paraphrase']!r} ({row['where']}): {row['reason']}"))
     for caveat in caveats(result, point):
         st.caption(caveat)
+
+
+def left_out_rows(result) -> list[dict]:
+    """Every paraphrase the run (paraphrase pruning's split) or its measured transfer left out, as
+    {"paraphrase", "reason", "where"} rows, in the order their sentences name them."""
+    rows = [
+        {**row, "where": "the method's own paraphrases"}
+        for row in getattr(result.details, "left_out", None) or []
+    ]
+    rows += [{**row, "where": "held-out transfer"} for row in (result.transfer or {}).get("left_out", [])]
+    return rows
 
 
 def transfer_offer(result, budget: int, model, key: str) -> None:
