@@ -128,3 +128,35 @@ def test_every_paraphrase_left_out_is_listed_beside_the_sentence_that_names_the_
     ]
     assert result_view.left_out_rows(_result("eap-ig", MethodDetails())) == []
     assert result_view.left_out_rows(_result("eap-ig", None, {"budgets": {}})) == []
+
+
+def test_a_held_out_figure_on_few_paraphrases_offers_a_wider_one_and_shows_the_wider():
+    """Paraphrase pruning holds out one to three paraphrases, so one can decide its mean: the
+    button offers up to five more it never saw, and once measured the figure on more paraphrases
+    is the one shown (its own, when the measurement found no more); no button once measured, nor
+    for a figure already on five or more, nor without a corrupted prompt."""
+    task = SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to")
+    own = ParaphrasePruningDetails(held_out=["a", "b"], held_out_ndf={"103": [0.9, 0.5]})
+    result = _result("paraphrase-pruning", own)
+    result.task = task
+    assert result_view.transfer_label(result, 103) == (
+        "Measure its NDF on up to 5 paraphrases it never saw, not 2 paraphrases (runs the model)"
+    )
+    result.transfer = {"budgets": {"103": {"paraphrases": ["a", "c", "d"], "ndf": [0.9, 0.7, 0.8]}}}
+    assert result_view.held_out_at(result, 103) == [("a", 0.9), ("c", 0.7), ("d", 0.8)]
+    assert result_view.transfer_label(result, 103) is None
+    result.transfer = {"budgets": {"103": {"paraphrases": ["c"], "ndf": [0.1]}}}
+    assert result_view.held_out_at(result, 103) == [("a", 0.9), ("b", 0.5)]  # its own: on more
+    assert result_view.transfer_label(result, 103) is None
+    wide = ParaphrasePruningDetails(held_out=list("abcde"), held_out_ndf={"103": [0.9] * 5})
+    many = _result("paraphrase-pruning", wide)
+    many.task = task
+    assert result_view.transfer_label(many, 103) is None
+    nothing = _result("eap-ig", MethodDetails())
+    nothing.task = task
+    assert (
+        result_view.transfer_label(nothing, 103)
+        == "Measure its NDF on paraphrases it never saw (runs the model)"
+    )
+    nothing.task = SimpleNamespace(corrupted="")
+    assert result_view.transfer_label(nothing, 103) is None

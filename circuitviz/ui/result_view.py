@@ -20,6 +20,7 @@ from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.text import counted, markdown_text, shown
 from ..entry.api import evaluate_circuits
+from ..measure.transfer import DEFAULT_PARAPHRASES
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.feature_graph import feature_circuit_html
@@ -91,10 +92,9 @@ def held_out_at(result, budget: int) -> list[tuple[str, float]]:
     fitted to nor selected on: the method's own held-out share (paraphrase pruning), else what was
     measured on request (Compare, the command line: ``result.transfer``); [] when neither."""
     own = result.details.held_out_figures(budget) if result.details is not None else []
-    if own:
-        return own
     entry = ((result.transfer or {}).get("budgets") or {}).get(str(int(budget))) or {}
-    return list(zip(entry.get("paraphrases") or [], entry.get("ndf") or []))
+    measured = list(zip(entry.get("paraphrases") or [], entry.get("ndf") or []))
+    return measured if len(measured) > len(own) else own  # the one that rests on more paraphrases
 
 
 def held_out_caption(result, budget: int) -> str:
@@ -159,26 +159,50 @@ def left_out_rows(result) -> list[dict]:
     return rows
 
 
+def transfer_label(result, budget: int) -> str | None:
+    """The transfer button's label at ``budget``, or None when no click is offered: no corrupted
+    prompt, a transfer measured there already, or a held-out figure on five paraphrases or more."""
+    known = held_out_at(result, budget)
+    measured = str(int(budget)) in ((result.transfer or {}).get("budgets") or {})
+    if not result.task.corrupted or (known and (measured or len(known) >= DEFAULT_PARAPHRASES)):
+        return None
+    if not known:
+        return "Measure its NDF on paraphrases it never saw (runs the model)"
+    return (
+        f"Measure its NDF on up to {DEFAULT_PARAPHRASES} paraphrases it never saw, not "
+        f"{counted(len(known), 'paraphrase')} (runs the model)"
+    )
+
+
 def transfer_offer(result, budget: int, model, key: str) -> None:
     """One click to measure the circuit at ``budget`` on template paraphrases of the prompt that
-    its method never used (the figure then joins the metrics above); offered while none is known."""
-    if model is None or not result.task.corrupted or held_out_at(result, budget):
+    its method never used (the figure then joins the metrics above); offered while none is known,
+    or while the one known is the method's own held-out share of fewer than five (paraphrase
+    pruning holds out one to three: one paraphrase can decide its mean)."""
+    if model is None:
         return
-    if not st.button(
-        "Measure its NDF on paraphrases it never saw (runs the model)",
-        key=f"{key}.transfer",
-        help=METRIC_HELP["NDF held out"],
-    ):
+    known, label = held_out_at(result, budget), transfer_label(result, budget)
+    if label is None:
+        return
+    if not st.button(label, key=f"{key}.transfer", help=METRIC_HELP["NDF held out"]):
         return
     from ..entry.api import measure_transfer
 
     with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
         found = measure_transfer(model, result, budgets=[budget])
-    if held_out_at(result, budget):
+    now = held_out_at(result, budget)
+    if now:
         problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
-        if problem is None:
+        if problem is None and len(now) > len(known):
             st.rerun()  # the metrics above show it now
-        st.warning(markdown_text(f"{problem} {held_out_caption(result, budget)}"))  # the figure, shown here
+        if problem:
+            st.warning(markdown_text(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
+            return
+        counts = (found.get("budgets") or {}).get(str(int(budget))) or {}
+        st.caption(
+            f"Only {counted(len(counts.get('ndf') or []), 'paraphrase')} it never saw passed the checks, "
+            f"no more than the {len(known)} it held out itself: the figure above stays its own."
+        )
         return
     st.caption(
         markdown_text(
