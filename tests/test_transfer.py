@@ -122,7 +122,9 @@ def test_a_results_transfer_is_in_its_json_and_its_stored_state(every_gap_clear,
 
     model = _gemma_with_spread_post_norms(0)
     monkeypatch.setattr(
-        transfer, "template_tasks", lambda model, task, n, seed, max_tokens: (PARAPHRASES[:n], "")
+        transfer,
+        "template_tasks",
+        lambda model, task, n, seed, max_tokens, refused=None: (PARAPHRASES[:n], ""),
     )
     result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20], model_id="tiny")
     record = measure_transfer(model, result, count=2)
@@ -180,3 +182,27 @@ def test_the_shortfall_sentence_counts_one_circuits_paraphrases_and_is_silent_wh
     found = transfer.held_out_transfer(model, odd, circuits, count=5)
     assert found.ndf["only"] == [] and "template" in found.note.lower()
     assert "passed both checks" not in found.note and "Fewer than" not in found.note
+
+
+def test_the_template_checks_refusals_are_kept_in_the_record_too(every_gap_clear, monkeypatch):
+    """A template paraphrase the template check refuses (the model answers otherwise) is counted in
+    the template's sentence and kept, with its reason, in ``left_out``: nothing is only a number."""
+    from types import SimpleNamespace
+
+    from circuitviz.methods import paraphrase_pairs
+
+    def pair(task, reason=""):
+        return SimpleNamespace(clean=task.clean, reason=reason, usable=lambda: not reason, task=lambda: task)
+
+    made = [pair(PARAPHRASES[0]), pair(PARAPHRASES[1], "the model answers ' the' here"), pair(PARAPHRASES[2])]
+    monkeypatch.setattr(paraphrase_pairs, "template_paraphrases", lambda *args, **kwargs: made)
+    model = _gemma_with_spread_post_norms(0)
+    spec = GraphSpec.from_model(model)
+    found = transfer.held_out_transfer(model, IOI_TASK, {"only": spec.edge_mask}, count=3)
+    assert found.texts["only"] == [PARAPHRASES[0].clean, PARAPHRASES[2].clean]
+    assert "2 of the 3 template paraphrases asked for passed the check" in found.note
+    assert found.left_out == [(PARAPHRASES[1].clean, "the model answers ' the' here")]
+    record = transfer.transfer_record(found, {"only": 10})
+    assert record["left_out"] == [
+        {"paraphrase": PARAPHRASES[1].clean, "reason": "the model answers ' the' here"}
+    ]

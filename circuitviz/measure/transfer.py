@@ -103,9 +103,10 @@ def held_out_transfer(
         found.left_out = list(left_out)
         return found
     notes: list[str] = []
+    unchecked: list[tuple[str, str]] = []  # the template check's refusals (its note counts them)
     if paraphrases is None:
         wanted = count + max((len(used) for used in seen.values()), default=0)
-        drawn, note = template_tasks(model, task, wanted, seed=seed, max_tokens=max_tokens)
+        drawn, note = template_tasks(model, task, wanted, seed, max_tokens, refused=unchecked)
         if note:
             notes.append(note)
     else:
@@ -145,7 +146,7 @@ def held_out_transfer(
             found.texts[name].append(paraphrase.clean)
     if refused:
         notes.append(left_out_note(refused, len(candidates) + len(left_out)))
-    found.left_out = [(text, reason) for text, reason in refused]
+    found.left_out = unchecked + refused
     short = sorted({found.count(name) for name in circuits if found.count(name) < count})
     if short and not drawn and not refused:  # nothing to check at all: the source's note says why
         short = []

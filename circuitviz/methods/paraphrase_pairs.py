@@ -19,16 +19,19 @@ from .settings import check_settings, paraphrases_setting, setting
 
 
 def template_tasks(
-    model, task: PromptTask, n: int, seed: int = 0, max_tokens: int = 256
+    model, task: PromptTask, n: int, seed: int = 0, max_tokens: int = 256, refused: list | None = None
 ) -> tuple[list[PromptTask], str]:
     """Up to ``n`` checked template paraphrases of ``task`` (each with its corruption), and a
-    sentence saying why there are fewer when there are ('' otherwise)."""
+    sentence saying why there are fewer when there are ('' otherwise). ``refused``, when given,
+    receives (clean prompt, reason) of every generated paraphrase the check refused."""
     if n <= 0:
         return [], ""
     try:
         pairs = template_paraphrases(model, task, n, seed, max_tokens=max_tokens)
     except ParaphraseError as error:
         return [], str(error)
+    if refused is not None:
+        refused += [(pair.clean, pair.reason) for pair in pairs if not pair.usable()]
     usable = [pair.task() for pair in pairs if pair.usable()][:n]
     note = ""
     if len(usable) < n:
