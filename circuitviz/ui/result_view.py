@@ -92,9 +92,14 @@ def held_out_at(result, budget: int) -> list[tuple[str, float]]:
     fitted to nor selected on: the method's own held-out share (paraphrase pruning), else what was
     measured on request (Compare, the command line: ``result.transfer``); [] when neither."""
     own = result.details.held_out_figures(budget) if result.details is not None else []
-    entry = ((result.transfer or {}).get("budgets") or {}).get(str(int(budget))) or {}
+    entry = transfer_entry(result, budget) or {}
     measured = list(zip(entry.get("paraphrases") or [], entry.get("ndf") or []))
     return measured if len(measured) > len(own) else own  # the one that rests on more paraphrases
+
+
+def transfer_entry(result, budget: int) -> dict | None:
+    """The transfer measured on request at ``budget`` (``result.transfer``), or None when none was."""
+    return ((result.transfer or {}).get("budgets") or {}).get(str(int(budget)))
 
 
 def held_out_caption(result, budget: int) -> str:
@@ -163,7 +168,7 @@ def transfer_label(result, budget: int) -> str | None:
     """The transfer button's label at ``budget``, or None when no click is offered: no corrupted
     prompt, a transfer measured there already, or a held-out figure on five paraphrases or more."""
     known = held_out_at(result, budget)
-    measured = str(int(budget)) in ((result.transfer or {}).get("budgets") or {})
+    measured = transfer_entry(result, budget) is not None
     if not result.task.corrupted or (known and (measured or len(known) >= DEFAULT_PARAPHRASES)):
         return None
     if not known:
@@ -198,7 +203,7 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
         if problem:
             st.warning(markdown_text(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
             return
-        counts = (found.get("budgets") or {}).get(str(int(budget))) or {}
+        counts = transfer_entry(result, budget) or {}  # ``found`` is the record kept there
         st.caption(
             f"Only {counted(len(counts.get('ndf') or []), 'paraphrase')} it never saw passed the checks, "
             f"no more than the {len(known)} it held out itself: the figure above stays its own."

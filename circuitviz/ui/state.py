@@ -406,9 +406,7 @@ def answers(result, request) -> bool:
     """Whether ``result`` is the kept outcome of exactly ``request`` (its model, task, method,
     every setting and its budgets: its key). A method's curve need not hold the budgets asked
     for (ACC++ stops at its circuit's size), so the request's key is what tells."""
-    if result is None or request is None or results().get(result.method) is not result:
-        return False
-    return session.result_requests.get(result.method) == request.key
+    return request is not None and request_key_of(result) == request.key
 
 
 def request_key_of(result) -> str | None:
