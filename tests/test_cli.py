@@ -112,7 +112,10 @@ def test_transfer_is_measured_on_the_users_own_paraphrases(tmp_path, capsys, sha
     held = transfer["budgets"]["100"]
     assert transfer["source"] == "given" and held["excluded_as_used"] == 3 and held["ndf"] == []
     assert (
-        "budget 100: none measured" in printed and "Left out as used by the method: average@100 3" in printed
+        "budget 100: none measured" in printed
+        and "Measured on 0 held-out paraphrases, not the 3 asked for: the source gave 4 besides the prompt; "
+        "1 failed a check; the method used 3 to fit or select (average@100)."
+        in printed
     )
 
 

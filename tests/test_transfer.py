@@ -60,7 +60,10 @@ def test_held_out_ndf_equals_a_brute_force_recomputation_and_leaves_out_what_was
     assert found.texts["sparse"] == [p.clean for p in PARAPHRASES[:3]]
     assert found.texts["dense"] == [PARAPHRASES[1].clean, PARAPHRASES[3].clean]
     assert not set(found.texts["dense"]) & used and found.excluded["dense"] == 2
-    assert "Fewer than 3 held-out paraphrases" in found.note and "dense 2" in found.note
+    assert found.note == (  # why "dense" has two: the source's four, less the two its method used
+        "Some circuits were measured on 2 held-out paraphrases, not the 3 asked for: the source gave "
+        "4 besides the prompt; the method used 2 to fit or select (dense)."
+    )
     by_text = {p.clean: p for p in PARAPHRASES}
     for name, circuit in circuits.items():
         expected = [_brute_ndf(model, spec, by_text[text], circuit) for text in found.texts[name]]
@@ -170,18 +173,21 @@ def test_completeness_equals_hand_patched_halves_of_the_circuit_and_of_the_model
 def test_the_shortfall_sentence_counts_one_circuits_paraphrases_and_is_silent_when_none_exist(
     every_gap_clear,
 ):
-    """One circuit short of the count: how many of those asked for passed, in one sentence. No
+    """One circuit short of the count: how many were measured and why, in one sentence (here the
+    source gave only two, both passing: not "2 passed", which would suggest three failed). No
     paraphrase to check at all (no template family knows the prompt): the source's sentence alone,
     not a second one about checks nothing went through."""
     model = _gemma_with_spread_post_norms(0)
     spec = GraphSpec.from_model(model)
     circuits = {"only": spec.edge_mask.clone()}
     found = transfer.held_out_transfer(model, IOI_TASK, circuits, count=5, paraphrases=PARAPHRASES[:2])
-    assert found.note == "2 of the 5 held-out paraphrases asked for passed both checks."
+    assert found.note == (
+        "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 2 besides the prompt."
+    )
     odd = IOI_TASK.__class__("xyzzy plugh frob", "xyzzy plugh grue", " Mary", (" John",))
     found = transfer.held_out_transfer(model, odd, circuits, count=5)
     assert found.ndf["only"] == [] and "template" in found.note.lower()
-    assert "passed both checks" not in found.note and "Fewer than" not in found.note
+    assert "Measured on" not in found.note
 
 
 def test_the_template_checks_refusals_are_kept_in_the_record_too(every_gap_clear, monkeypatch):

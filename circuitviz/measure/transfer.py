@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.tasks import PromptTask, TaskError, prepare_task
+from ..core.text import counted
 from ..methods.paraphrase_pairs import template_tasks
 from ..models.adapter import adapter_of
 from ..query.pairs import left_out_note
@@ -147,24 +148,37 @@ def held_out_transfer(
     if refused:
         notes.append(left_out_note(refused, len(candidates) + len(left_out)))
     found.left_out = unchecked + refused
-    short = sorted({found.count(name) for name in circuits if found.count(name) < count})
-    if short and not drawn and not refused:  # nothing to check at all: the source's note says why
-        short = []
-    if short and len(circuits) == 1 and not found.excluded[next(iter(circuits))]:
-        notes.append(f"{short[0]} of the {count} held-out paraphrases asked for passed both checks.")
-    elif short:
-        used = {name: n for name, n in found.excluded.items() if n}
-        why = (
-            " Left out as used by the method: " + ", ".join(f"{name} {n}" for name, n in used.items()) + "."
-            if used
-            else ""
-        )
-        notes.append(
-            f"Fewer than {count} held-out paraphrases passed both checks ({', '.join(map(str, short))} for "
-            f"some circuits).{why}"
-        )
-    found.note = " ".join(notes)
+    if drawn or refused:  # with nothing to check at all, the source's note says why
+        notes.append(shortfall_note(found, count, given=found.paraphrases + len(left_out) + len(unchecked)))
+    found.note = " ".join(note for note in notes if note)
     return found
+
+
+def shortfall_note(found: Transfer, count: int, given: int) -> str:
+    """Why some circuits were measured on fewer than ``count`` held-out paraphrases, in one
+    sentence ('' when none was): how many the source gave besides the prompt (``given``, those a
+    check refused included), how many failed a check, and how many each short circuit's method
+    used to fit or select. Which paraphrases were refused, and why, is the note's other sentence."""
+    short = {name: n for name in found.ndf if (n := found.count(name)) < count}
+    if not short:
+        return ""
+    low, high = min(short.values()), max(short.values())
+    figure = f"{low}-{high}"
+    some = len(short) < len(found.ndf) or low != high
+    reasons = [f"the source gave {given} besides the prompt"]
+    if found.left_out:
+        reasons.append(f"{len(found.left_out)} failed a check")
+    used = {name: found.excluded[name] for name in short if found.excluded[name]}
+    if len(used) == 1:
+        ((name, n),) = used.items()
+        reasons.append(f"the method used {n} to fit or select ({name})")
+    elif used:
+        reasons.append(
+            "the methods used some to fit or select (" + ", ".join(f"{n} {k}" for n, k in used.items()) + ")"
+        )
+    measured = counted(high, "held-out paraphrase") if low == high else f"{figure} held-out paraphrases"
+    opening = f"Some circuits were measured on {measured}" if some else f"Measured on {measured}"
+    return f"{opening}, not the {count} asked for: " + "; ".join(reasons) + "."
 
 
 def transfer_record(
