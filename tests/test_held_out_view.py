@@ -160,3 +160,14 @@ def test_a_held_out_figure_on_few_paraphrases_offers_a_wider_one_and_shows_the_w
     )
     nothing.task = SimpleNamespace(corrupted="")
     assert result_view.transfer_label(nothing, 103) is None
+
+
+def test_a_wider_measurement_on_no_more_paraphrases_says_why_the_own_figure_stays():
+    """The sentence when the wider measurement found no more paraphrases than the run held out:
+    how many it measured, and the measurement's own reason (not "passed the checks" when none
+    failed: the template source may simply have run out, or the method used them)."""
+    note = "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 5 besides the prompt; the method used 3 to fit or select (paraphrase-pruning@103)."
+    sentence = result_view.no_wider_sentence(2, 3, note)
+    assert sentence.startswith("Only 2 paraphrases it never saw could be measured, no more than the 3")
+    assert sentence.endswith(note) and "passed the checks" not in sentence
+    assert result_view.no_wider_sentence(1, 1, None).endswith("the figure above stays its own.")

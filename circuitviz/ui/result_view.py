@@ -205,8 +205,7 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
             return
         counts = transfer_entry(result, budget) or {}  # ``found`` is the record kept there
         st.caption(
-            f"Only {counted(len(counts.get('ndf') or []), 'paraphrase')} it never saw passed the checks, "
-            f"no more than the {len(known)} it held out itself: the figure above stays its own."
+            markdown_text(no_wider_sentence(len(counts.get("ndf") or []), len(known), found.get("note")))
         )
         return
     st.caption(
@@ -216,6 +215,16 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
             + " On the command line, --transfer-file measures a circuit on paraphrase pairs of your own."
         )
     )
+
+
+def no_wider_sentence(measured: int, held: int, note: str | None) -> str:
+    """Why the figure shown stays the method's own held-out one: the wider measurement reached
+    ``measured`` paraphrases, no more than the ``held`` of its own; ``note`` (the measurement's
+    sentences) says why (the source ran out, a check refused some, the method used some)."""
+    return (
+        f"Only {counted(measured, 'paraphrase')} it never saw could be measured, no more than the {held} "
+        f"it held out itself: the figure above stays its own. {note or ''}"
+    ).strip()
 
 
 # ----- the budget ----------------------------------------------------------------------------------
