@@ -332,3 +332,26 @@ def test_a_usage_error_is_one_sentence_and_where_to_read_more(capsys):
         "python -m circuitviz discover: error: the following arguments are required: --answer",
         "(`python -m circuitviz discover --help` lists every option.)",
     ]
+
+
+def test_the_settings_header_gives_long_values_as_their_size():
+    """The header line of a run (the command line, Explore) shows a method's settings as JSON, but
+    a paraphrase file's pairs, a pasted list or a reference edge list only as their size: eight
+    pairs of 120 characters each made one line of a thousand."""
+    from circuitviz.core.text import settings_text
+
+    pairs = [{"clean": f"When Mary and John went to the park {i}", "corrupted": "x" * 40} for i in range(8)]
+    config = {
+        "paraphrases": pairs,
+        "text": "a\nb\n" + "c" * 90,
+        "edges": list(range(9)),
+        "seed": 0,
+        "few": [1, 2],
+    }
+    assert json.loads(settings_text(config)) == {
+        "paraphrases": "<8 items>",
+        "text": "<3 lines>",
+        "edges": "<9 items>",
+        "seed": 0,
+        "few": [1, 2],
+    }

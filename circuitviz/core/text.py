@@ -5,8 +5,9 @@ model loader, the limits and the app's first paint import it freely.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 
 def shown(text: str, limit: int = 60) -> str:
@@ -17,6 +18,24 @@ def shown(text: str, limit: int = 60) -> str:
     if len(quoted) <= limit + 2:
         return quoted
     return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
+
+
+def settings_text(config: Mapping, limit: int = 80) -> str:
+    """A method's settings as one line of JSON for a header, each long value given as its size: a
+    text over ``limit`` characters (a pasted paraphrase list) as '<N lines>', a list of more than
+    eight items or over ``limit`` characters as JSON (reference edges, paraphrase pairs) as '<N
+    items>'. The result's JSON keeps them whole."""
+
+    def brief(value):
+        if isinstance(value, str) and len(value) > limit:
+            return f"<{len(value.splitlines())} lines>"
+        if isinstance(value, (list, tuple)) and (
+            len(value) > 8 or len(json.dumps(value, default=str)) > limit
+        ):
+            return f"<{len(value)} items>"
+        return value
+
+    return json.dumps({key: brief(value) for key, value in config.items()}, default=str)
 
 
 def shown_number(value, limit: int = 12) -> str:

@@ -17,7 +17,7 @@ from ..bench.planted_benchmark import run_bench, write_report
 from ..core.graph import GraphError
 from ..core.results import load_circuit
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import clock_duration, counted
+from ..core.text import clock_duration, counted, settings_text
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
@@ -256,16 +256,10 @@ def cmd_discover(args) -> int:
         worked = priced.flops_done(method, result)
         record(priced.device, method.name, worked, done, timings=result.timings, model=priced.model)
     timings = {"load_s": load_seconds, **result.timings}
-    shown = {  # long texts (paraphrase lists) as their line count, long lists (reference edges) as theirs
-        k: f"<{len(v.splitlines())} lines>"
-        if isinstance(v, str) and len(v) > 80
-        else f"<{len(v)} items>"
-        if isinstance(v, (list, tuple)) and len(v) > 8
-        else v
-        for k, v in result.config.items()
-    }
     through = " through the TransformerBridge" if result.backend == "bridge" else ""
-    print(f"model {model_id} on {result.device}{through}; method {result.method} {json.dumps(shown)}")
+    print(
+        f"model {model_id} on {result.device}{through}; method {result.method} {settings_text(result.config)}"
+    )
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     if result.positions:
         total = n_units(result.graph, len(result.tokens.get("clean", [])))

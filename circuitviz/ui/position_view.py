@@ -14,6 +14,7 @@ import streamlit as st
 
 from .. import render
 from ..core.keys import content_key
+from ..core.text import settings_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
@@ -61,7 +62,7 @@ def _what_was_run(result) -> None:
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
         f"corrupted  {task.corrupted!r}\n"
-        f"method     {result.method} {json.dumps(result.config)} on {result.model_id} ({result.device})"
+        f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
     )
 
 

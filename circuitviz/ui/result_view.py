@@ -18,7 +18,7 @@ import streamlit as st
 from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
-from ..core.text import counted, markdown_text, shown
+from ..core.text import counted, markdown_text, settings_text, shown
 from ..entry.api import evaluate_circuits
 from ..measure.transfer import DEFAULT_PARAPHRASES
 from ..methods.registry import method_traits
@@ -64,7 +64,7 @@ def task_caption(result, timings: bool = True) -> None:
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
         f"corrupted  {task.corrupted!r}\n"
-        f"method     {result.method} {json.dumps(result.config)} on {result.model_id} ({result.device})"
+        f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
         + (f"; {spent}" if spent else "")
     )
 
