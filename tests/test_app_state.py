@@ -204,6 +204,32 @@ def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_run():
     assert next(b for b in at.button if b.label == "Run").disabled
 
 
+@pytest.mark.parametrize("page", ["pages/explore.py", "pages/compare.py"])
+def test_a_url_with_only_the_answer_gets_a_proposed_foil_and_corrupted_prompt(page):
+    """A link with the prompt and answer alone (no foil, no corrupted prompt) opened the page on
+    a traceback (the corrupted box read None): the rest is proposed for that answer."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.query_params["prompt"], at.query_params["answer"] = IOI_TASK.clean, " Mary"
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    corrupted = at.text_area(key="w.corrupted").value
+    assert corrupted and corrupted != IOI_TASK.clean
+    assert at.text_input(key="w.answer").value == " Mary"  # what the link gave is kept
+    assert at.text_input(key="w.foil").value == " John"  # the IOI prompt's other name
+    assert any("template" in c.value for c in at.caption)  # the corrupted prompt says where it came from
+
+
+def test_a_url_with_its_corrupted_prompt_keeps_it_and_gets_a_foil():
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    given = "When Alice and Bob went to the store , Carl gave a drink to"
+    for name, value in {"prompt": IOI_TASK.clean, "answer": " Mary", "corrupted": given}.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="w.corrupted").value == given
+    assert at.text_input(key="w.foil").value == " John"
+
+
 def test_right_to_left_tokens_keep_their_order():
     from circuitviz.ui.inputs import token_label
 

@@ -75,9 +75,14 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     return candidates[usable[preferred_task([tasks[index] for index in usable], gaps)]]
 
 
-def proposal_for(model, prompt: str, answer: str, top_tokens: list[str]) -> Proposal:
-    """The foil and corrupted prompt proposed for ``answer``."""
-    corrupted, note = propose_corruption(model, prompt, answer)
+def proposal_for(
+    model, prompt: str, answer: str, top_tokens: list[str], corrupted: str | None = None
+) -> Proposal:
+    """The foil and corrupted prompt proposed for ``answer`` (the foil for ``corrupted`` when one
+    is given: then it is kept, with no note)."""
+    note = ""
+    if corrupted is None:
+        corrupted, note = propose_corruption(model, prompt, answer)
     foil, foil_note = propose_foil(model, prompt, corrupted, answer)
     if not foil:
         foil = next((token for token in top_tokens if token != answer), "")

@@ -173,6 +173,24 @@ def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> N
     del session.more_foils  # an opened task's other foils belonged to its own prompt
 
 
+def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str]) -> None:
+    """Inputs that named the answer but left out the corrupted prompt or, for the logit
+    difference, the foil (a URL with only ``prompt`` and ``answer``): propose those for that
+    answer, keeping what was given. An empty box the user cleared is kept empty."""
+    foil, corrupted = state.value("foil"), state.value("corrupted")
+    wants_foil = foil is None and state.value("metric", "logit_diff") == "logit_diff"
+    if corrupted is not None and not wants_foil:
+        return
+    found = loaders.completion(model, model_id, prompt, state.value("answer"), corrupted, tokens)
+    if corrupted is None:
+        state.set_value("corrupted", found.corrupted)
+        session.corrupted_note = found.corrupted_note
+    if wants_foil:
+        state.set_value("foil", found.foil)
+        session.foil_note = found.foil_note
+        session.foil_proposed = found.foil
+
+
 def token_problem(model, text: str, role: str) -> str | None:
     """None when ``text`` is one token of the model's vocabulary, else the sentence why not."""
     # here, not at the top: keeps torch out of the first paint
@@ -196,6 +214,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     probability = dict(top)
     if not state.inputs_belong_to(prompt):
         _adopt_new_prompt(model, model_id, prompt, tokens)
+    else:
+        _complete_given_inputs(model, model_id, prompt, tokens)
     for role in ("answer", "foil"):
         current = state.value(role)
         state.set_widget_value(f"pick.{role}", current if current in tokens else None)
@@ -329,6 +349,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
         "corrupted",
         height=80,
     )
+    corrupted = corrupted or ""  # a box never filled reads None
     note = session.corrupted_note
     if note and not corrupted.strip():
         st.warning(note)

@@ -269,6 +269,20 @@ def _proposal(_model, key: str, model_id: str, prompt: str, top_tokens: tuple[st
     return found
 
 
+def completion(model, model_id: str, prompt: str, answer: str, corrupted: str | None, top_tokens):
+    """The foil (and, when ``corrupted`` is None, the corrupted prompt) proposed for a given
+    answer (``proposals.proposal_for``): for a URL or an opened task that named the answer and
+    left them out. Cached per model and inputs."""
+    return _completion(model, model_key(model), model_id, prompt, answer, corrupted, tuple(top_tokens))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _completion(_model, key: str, model_id: str, prompt: str, answer: str, corrupted, top_tokens):
+    from ..query.proposals import proposal_for
+
+    return proposal_for(_model, prompt, answer, list(top_tokens), corrupted)
+
+
 def task_verdict(model, model_id: str, task) -> str | None:
     """Why ``task`` is not meaningful for the model (``task_validity``), or None: from the two
     prompts' kept plain runs (the Run that follows reads them), cached per model and task and
