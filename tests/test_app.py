@@ -484,6 +484,9 @@ def test_compare_shows_each_methods_held_out_transfer_and_completeness():
     assert len([m for m in at.metric if m.label == "NDF held out"]) == 2
     table = at.dataframe[-1].value
     assert list(table["completeness"]) == pytest.approx(expected)
+    # the methods by the names their graphs carry, every figure in a short column
+    assert list(table["method"]) == ["eap", "eap-ig"]
+    assert list(table.columns)[1:5] == ["prompt NDF", "held-out NDF", "held out", "used by it"]
     # the transfer measured is each result's own record, which its JSON carries
     assert all(str(budget) in results[n].to_eap_json()["transfer"]["budgets"] for n in ("eap", "eap-ig"))
     # and is stored with it: a reload (a new session) reads it back without measuring again

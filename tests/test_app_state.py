@@ -389,6 +389,12 @@ def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
     assert figure.layout.yaxis.title.text == "NDF (clipped at 0)"
     marker = figure.data[-1]
     assert marker.cliponaxis is False and marker.textposition == "bottom right"  # inside, at the left edge
+    # budgets within one power of ten (20 to 200 showed a single tick, '100'): each budget ticks
+    narrow = render.curve_figure({"eap": [point(b, 0.5) for b in (20, 50, 103, 200)]}, 10_000)
+    assert list(narrow.layout.xaxis.ticktext) == ["20", "50", "103", "200"]
+    assert list(narrow.layout.xaxis.tickvals) == [20, 50, 103, 200]
+    many = render.log_ticks([20 + 20 * i for i in range(12)])  # 20 to 240: its ends and 100
+    assert many["ticktext"] == ["20", "100", "240"]
 
 
 def test_steer_shows_a_nodes_part_of_a_feature_in_percent():

@@ -133,24 +133,30 @@ def _marker(budget: int, value: float, grid: Sequence[float]) -> go.Scatter:
     )
 
 
+BUDGET_TICKS = 8  # budgets spanning less than two powers of ten tick at each budget, up to this many
+
+
 def log_ticks(grid: Sequence[float]) -> dict:
     """Ticks at the powers of ten the budgets span, written 10, 100, 1k, 10k (plotly's own log
-    ticks read '2, 5, 100, 2, 5, 1000')."""
+    ticks read '2, 5, 100, 2, 5, 1000'). Where fewer than two powers of ten fall inside the
+    budgets' span (20 to 200 showed one tick, '100'), at the budgets themselves (at most
+    ``BUDGET_TICKS``; else their ends), written in full."""
     if not grid:
         return {}
-    low = math.floor(math.log10(max(min(grid), 1)))
-    high = math.ceil(math.log10(max(max(grid), 1)))
+    smallest, largest = max(min(grid), 1), max(max(grid), 1)
+    low = math.floor(math.log10(smallest))
+    high = math.ceil(math.log10(largest))
     values = [10**power for power in range(low, high + 1)]
-    span = [
-        math.log10(max(min(grid), 1)) - 0.08,
-        math.log10(max(max(grid), 1)) + 0.08,
-    ]  # the ends' ticks show
-    return {
-        "tickvals": values,
-        "ticktext": [_short_count(v) for v in values],
-        "range": span,
-        "minor": {"showgrid": False},
-    }
+    span = [math.log10(smallest) - 0.08, math.log10(largest) + 0.08]  # the ends' ticks show
+    if sum(smallest <= value <= largest for value in values) >= 2:
+        text = [_short_count(v) for v in values]
+    else:
+        budgets = sorted({max(int(round(b)), 1) for b in grid})
+        if len(budgets) > BUDGET_TICKS:
+            inside = [v for v in values if smallest <= v <= largest]
+            budgets = sorted({budgets[0], budgets[-1], *inside})
+        values, text = budgets, [f"{v:,}" for v in budgets]
+    return {"tickvals": values, "ticktext": text, "range": span, "minor": {"showgrid": False}}
 
 
 def _short_count(value: int) -> str:

@@ -157,6 +157,27 @@ def measured_view(results: dict, budget: int, model=None) -> dict | None:
         return _measured(model, results, key, int(budget), keys)
 
 
+def _figure_column(label: str, help: str, integer: bool = False):
+    return st.column_config.NumberColumn(label, help=help, format="%d" if integer else "%.3f", width="small")
+
+
+# short headers with their meaning on hover, the methods by the names their graphs carry: the long
+# labels and headers pushed the last columns out of view at 1,500 px
+MEASURED_COLUMNS = {
+    "method": st.column_config.TextColumn("method", width="medium"),
+    "prompt NDF": _figure_column("prompt NDF", "the circuit's NDF on the prompt at this budget"),
+    "held-out NDF": _figure_column("held-out NDF", HELD_OUT_HELP),
+    "held out": _figure_column("held out", "how many paraphrases the mean is over", integer=True),
+    "used by it": _figure_column(
+        "used by it",
+        "paraphrases left out of the mean because the method used them to fit or to select",
+        integer=True,
+    ),
+    "necessity": _figure_column("necessity", result_view.METRIC_HELP["necessity"]),
+    "completeness": _figure_column("completeness", COMPLETENESS_HELP),
+}
+
+
 def measured_table(results: dict, budget: int, measured: dict) -> None:
     """The figures of ``measured_view`` for every method in one table, with what they averaged."""
     rows = []
@@ -164,16 +185,16 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
         point, found = result.point(budget), measured[name]
         rows.append(
             {
-                "method": result_view.method_traits(result.method).label,
-                "NDF on the prompt": point.ndf,
-                "NDF held out": found["held_out"],
-                "held-out paraphrases": found["n"],
-                "left out as used by the method": found["left_out"],
+                "method": name,
+                "prompt NDF": point.ndf,
+                "held-out NDF": found["held_out"],
+                "held out": found["n"],
+                "used by it": found["left_out"],
                 "necessity": point.necessity,
                 "completeness": found["completeness"],
             }
         )
-    st.dataframe(rows, hide_index=True)
+    st.dataframe(rows, hide_index=True, column_config=MEASURED_COLUMNS)
     notes = {found["note"] for found in measured.values() if found["note"]}
     st.caption(
         "Held out: template paraphrases whose checks pass and whose corruption lowers the metric "
@@ -258,7 +279,13 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     st.dataframe(
         shown.overlap,
         hide_index=True,
-        column_config={"Jaccard": st.column_config.NumberColumn(format="%.3f")},
+        column_config={  # narrow figures: the eight columns fit a 1,000 px page
+            "Jaccard": st.column_config.NumberColumn(format="%.3f", width="small"),
+            **{
+                column: st.column_config.NumberColumn(width="small")
+                for column in ("edges A", "edges B", "shared", "only A", "only B")
+            },
+        },
     )
     st.caption(f"{len(shown.shared):,} edges are in every circuit.")
     if measured is not None:
