@@ -52,12 +52,13 @@ except sae_store.SaeUnavailable as error:
 st.text("Loaded: " + "; ".join(sae.name for sae in saes))
 
 columns = st.columns([3, 1, 1])
+example = steer.example_defaults()  # the page's own example only where no prompt was chosen
 with columns[0]:
-    prompt = steer.shared_text_input("Prompt", "prompt", "steer.prompt", default="The nurse said that")
+    prompt = steer.shared_text_input("Prompt", "prompt", "steer.prompt", default=example["prompt"])
 with columns[1]:
-    answer = steer.shared_text_input("answer", "answer", "steer.answer", default=" she")
+    answer = steer.shared_text_input("answer", "answer", "steer.answer", default=example["answer"])
 with columns[2]:
-    foil = steer.shared_text_input("foil", "foil", "steer.foil", default=" he")
+    foil = steer.shared_text_input("foil", "foil", "steer.foil", default=example["foil"])
 result = state.result_for(state.session.method, model_id, prompt)
 result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
 if result is not None:

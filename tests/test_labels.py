@@ -464,6 +464,35 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     assert any("LLM labels are off" in caption.value for caption in at.caption)
 
 
+def test_steer_page_keeps_its_example_foil_to_its_own_example(tmp_path, monkeypatch):
+    """A prompt chosen elsewhere (a link) with no foil is not paired with the example's ' he'."""
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    save_sae(make_sae(model.cfg.d_model, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: model)
+
+    def boxes(query: dict) -> dict:
+        at = AppTest.from_file("../app.py", default_timeout=300)
+        for name, value in query.items():
+            at.query_params[name] = value
+        at.switch_page("pages/steer.py").run()
+        at.radio(key="steer.source").set_value("local folder").run()
+        at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+        assert not at.exception, at.exception
+        return {key: at.text_input(key=f"steer.{key}").value for key in ("prompt", "answer", "foil")}
+
+    assert boxes({"prompt": PROMPT, "answer": " Mary"}) == {"prompt": PROMPT, "answer": " Mary", "foil": ""}
+    assert boxes({}) == {"prompt": "The nurse said that", "answer": " she", "foil": " he"}  # the example
+
+
 def test_signal_top_contexts_match_brute_force(tiny):
     from circuitviz.labels.signals import signal_top_contexts
 

@@ -21,6 +21,15 @@ def shared_text_input(label: str, role: str, key: str, default: str = "") -> str
     return state.bind(st.text_input, label, role, default, widget_key=key)
 
 
+EXAMPLE = {"prompt": "The nurse said that", "answer": " she", "foil": " he"}
+
+
+def example_defaults() -> dict[str, str]:
+    """The boxes' defaults: the page's example where no prompt was chosen elsewhere, else none (a
+    prompt from a link with no foil read the example's ' he' as its foil: 'Paris' against 'he')."""
+    return EXAMPLE if state.value("prompt") is None else dict.fromkeys(EXAMPLE, "")
+
+
 def metric_sentence(task) -> str:
     """What 'the metric' is for this task, in words."""
     if task.metric == "logit_diff" and task.foils:
