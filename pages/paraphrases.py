@@ -43,11 +43,7 @@ with st.container(border=True):
         budgets_default=bon.page_budgets,
         settings_key="bon.settings",
     )
-    st.caption(
-        "This page starts at 5 IG steps per pair, 6 budgets and the chosen variant alone, so 9 paraphrases "
-        "take about a minute on a CPU; more steps score each pair more closely, and 'compare' adds the other "
-        "variants' curves, each at a proportional cost."
-    )
+    st.caption(bon.page_defaults_note(n_edges))
 
 
 shown = panel.run_panel(

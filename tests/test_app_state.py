@@ -123,6 +123,9 @@ def test_paraphrases_url_names_its_view_before_any_run():
     assert not at.exception, at.exception
     for parameter in ("prompt", "bon_method", "bon_budgets", "bon_settings"):
         assert at.query_params.get(parameter), parameter
+    # what the page starts at, read from its defaults, and no time of its own beside the estimate's
+    note = next(c.value for c in at.caption if c.value.startswith("This page starts at"))
+    assert "5 IG steps per pair" in note and "9 paraphrases" in note and "minute" not in note
 
 
 # ----- inputs ------------------------------------------------------------------------------------
