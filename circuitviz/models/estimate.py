@@ -116,6 +116,7 @@ def estimate_memory(model_id: str, dtype: str = "float32") -> MemoryEstimate:
 
 
 HUB_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}"
+BARE_ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}"  # a hub name with no owner (the hub's old ids: gpt2)
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,14 @@ def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
         return FreeModelCheck(
             name,
             problem=f"Nothing exists at {shown(name, 60)}; give the path of a checkpoint folder or of a .gguf file.",
+        )
+    elif name in SUPPORTED_MODELS:
+        return FreeModelCheck(name, problem=f"{shown(name, 40)} is in the model list above; pick it there.")
+    elif re.fullmatch(BARE_ID, name):
+        return FreeModelCheck(
+            name,
+            problem=f"{shown(name, 40)} names no owner; type its hub id as owner/name (gpt2's is "
+            "openai-community/gpt2) or the path of a local folder.",
         )
     elif re.fullmatch(HUB_ID, name) is None:
         return FreeModelCheck(
