@@ -426,10 +426,9 @@ def test_embedded_node_labels_and_steering(embedded_model):
 
 
 # ----- the Steer page ------------------------------------------------------------------------------
-def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
-    pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
-
+def _steer_setup(tmp_path, monkeypatch) -> None:
+    """The Steer page's tests: a tiny model as the app's, an SAE of its width in tmp_path/sae,
+    the cache under tmp_path, offline, no LLM."""
     import circuitviz.ui.loaders as loaders
 
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
@@ -439,6 +438,13 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: model)
+
+
+def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    _steer_setup(tmp_path, monkeypatch)
     at = AppTest.from_file("../app.py", default_timeout=300)
     at.switch_page("pages/steer.py").run()
     assert not at.exception, at.exception
@@ -469,15 +475,7 @@ def test_steer_page_keeps_its_example_foil_to_its_own_example(tmp_path, monkeypa
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
 
-    import circuitviz.ui.loaders as loaders
-
-    model = tiny_model("gpt2", n_layers=2, n_heads=2)
-    save_sae(make_sae(model.cfg.d_model, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: model)
+    _steer_setup(tmp_path, monkeypatch)
 
     def boxes(query: dict) -> dict:
         at = AppTest.from_file("../app.py", default_timeout=300)
