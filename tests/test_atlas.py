@@ -192,3 +192,21 @@ def test_every_aggregate_is_over_the_tasks_that_pass_the_check(planted, monkeypa
     )
     monkeypatch.setenv(CHECK_ENV, "off")  # the check switched off: every stored task counts again
     assert atlas.mib_scores(mixed, label)["n_prompts"] == 60
+
+
+def test_a_folder_that_cannot_be_read_is_one_whole_sentence(tmp_path):
+    """Nothing there, a file, a damaged table: each its own sentence, none cut mid-word."""
+    with pytest.raises(atlas.AtlasError, match=r"^Nothing exists at .*/nowhere; give the folder"):
+        atlas.BatchTable.load(tmp_path / "nowhere")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(atlas.AtlasError, match=r"notes\.txt is a file; give the folder"):
+        atlas.BatchTable.load(tmp_path / "notes.txt")
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "results.parquet").write_bytes(b"not parquet")
+    (damaged / "manifest.json").write_text("{}")
+    with pytest.raises(atlas.AtlasError) as raised:
+        atlas.BatchTable.load(damaged)
+    sentence = str(raised.value)
+    assert sentence.startswith(f"{damaged} cannot be read as a batch folder: ") and sentence.endswith(".")
+    assert "magic bytes" in sentence and sentence.count(". ") == 0  # the reader's first sentence, whole

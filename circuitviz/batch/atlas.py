@@ -84,6 +84,14 @@ class BatchTable:
     def load(cls, folder: str | Path) -> BatchTable:
         folder = Path(folder)
         path = folder / TABLE
+        if not folder.exists():
+            raise AtlasError(
+                f"Nothing exists at {folder}; give the folder a `circuitviz batch --out FOLDER` run wrote."
+            )
+        if not folder.is_dir():
+            raise AtlasError(
+                f"{folder} is a file; give the folder a `circuitviz batch --out FOLDER` run wrote."
+            )
         if not path.exists():
             raise AtlasError(f"{folder} holds no {TABLE}; run `circuitviz batch --out {folder}` first.")
         try:
@@ -92,11 +100,16 @@ class BatchTable:
         except FileNotFoundError:
             raise AtlasError(f"{folder} has no {MANIFEST}; it is not a batch folder.") from None
         except (OSError, ValueError, pa.ArrowInvalid) as error:
-            raise AtlasError(f"{folder} cannot be read as a batch folder ({str(error)[:120]}).") from None
+            # the reader's first sentence, whole (its message was cut at 120 characters mid-word)
+            reason = str(error).split(". ")[0].strip().rstrip(".")
+            raise AtlasError(f"{folder} cannot be read as a batch folder: {reason}.") from None
         table = with_optional_columns(table)
         missing = [name for name in SCHEMA.names if name not in table.column_names]
         if missing:
-            raise AtlasError(f"{path.name} lacks the columns {', '.join(missing[:5])}; rerun the batch.")
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise AtlasError(
+                f"{path.name} lacks the columns {', '.join(missing[:5])}{more}; rerun the batch."
+            )
         return cls(table=table, manifest=manifest, folder=folder)
 
     @property
