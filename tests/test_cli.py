@@ -181,16 +181,39 @@ def test_a_missing_foil_is_what_the_model_predicts_after_the_corrupted_prompt(tm
         (["--corrupted", "When Alice went to the store, Carl gave a drink to"], "corrupted prompt"),
         (["--set", "ig_steps=0"], "ig_steps must be between"),
         (["--set", "colour=red"], "has no setting colour"),
+        (["--prompt", "  "], "The prompt is empty"),
     ],
 )
 def test_user_errors_end_in_one_sentence(extra, fragment, capsys, shared_model):
     code = cli.main(["discover", *IOI, "--no-cache", *extra])
     stderr = capsys.readouterr().err.strip()
     assert code == 2 and "Traceback" not in stderr
-    # the run's time/memory estimate may come first; the error is one line of its own
-    errors = [line for line in stderr.splitlines() if not line.startswith("Estimate")]
+    # the error is the one line: no estimate of a run that will not happen comes before it
+    errors = stderr.splitlines()
     assert len(errors) == 1 and errors[0].startswith("error: ") and fragment in errors[0], stderr
     assert_one_sentence(errors[0].removeprefix("error: "))
+
+
+def test_an_answer_the_model_barely_predicts_is_said_as_the_app_says_it(tmp_path, capsys, shared_model):
+    """' Bob' after the IOI prompt: the app's sentence, with the command line's way out; the
+    run goes on (the user may mean it). The model's own answer gets no such sentence."""
+    path = tmp_path / "edges.txt"
+    path.write_text("input->logits\n")
+    given = IOI.index("--answer")
+    unlikely = [*IOI[:given], "--answer", " Bob", *IOI[given + 2 :]]
+    assert cli.main(["evaluate", "--circuit", str(path), *unlikely]) == 0
+    said = capsys.readouterr().err
+    assert "The model gives ' Bob' only " in said and "give one it predicts with --answer" in said
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
+    assert "The model gives" not in capsys.readouterr().err
+
+
+def test_eaps_estimate_names_no_ig_steps(shared_model):
+    from circuitviz.entry.limits import estimate_run
+
+    assert "IG steps" not in estimate_run(shared_model, "eap", n_tokens=1).summary()
+    assert "(1 token;" in estimate_run(shared_model, "eap", n_tokens=1).summary()
+    assert "20 IG steps" in estimate_run(shared_model, "eap-ig", n_tokens=16).summary()
 
 
 def test_unknown_model_is_one_sentence(capsys):

@@ -16,7 +16,7 @@ import torch
 from ..core.curves import Baseline, CurvePoint
 from ..core.graph import prune
 from ..core.results import CircuitResult, LoadedCircuit, circuits_from_json
-from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task
+from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task, single_token_id
 from ..core.text import parse_whole_numbers, shown_number
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
@@ -25,7 +25,7 @@ from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
-from ..query.proposals import propose_corruption, propose_foil
+from ..query.proposals import propose_corruption, propose_foil, unlikely_answer_sentence
 from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
 
@@ -54,6 +54,23 @@ def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | Non
             sentences.append(f"No --foil given; using {foil!r}. {said} (--foil sets your own.)")
             task = dataclasses.replace(task, foils=(foil,))
     return task, "\n".join(sentences) or None
+
+
+def answer_note(model, task: PromptTask) -> str | None:
+    """The app's sentence for an answer the model barely predicts after the prompt, with the
+    command line's way out; None when it predicts it, or when the answer is not one token (the
+    task's own check refuses that, in its own sentence)."""
+    from ..labels.logit_lens import token_probability
+
+    if not task.clean.strip() or not task.answer:
+        return None
+    try:
+        answer_id = single_token_id(model, task.answer, "answer")
+    except TaskError:
+        return None
+    chance, top, top_chance = token_probability(model, task.clean, answer_id)
+    way_out = "give one it predicts with --answer, or a prompt whose answer it predicts"
+    return unlikely_answer_sentence(task.answer, chance, top, top_chance, way_out)
 
 
 def parse_budgets(text: str) -> list[int]:

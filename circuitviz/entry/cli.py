@@ -15,6 +15,7 @@ from pathlib import Path
 from ..bench.planted_benchmark import format_table as bench_table
 from ..bench.planted_benchmark import run_bench, write_report
 from ..core.graph import GraphError
+from ..core.refusals import EMPTY_PROMPT
 from ..core.results import load_circuit
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import clock_duration, counted, settings_text
@@ -29,6 +30,7 @@ from ..positions.present import readable_position_budget, result_attribution_gra
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
 from .api import (
+    answer_note,
     evaluate_circuits,
     file_circuits,
     parse_budgets,
@@ -188,12 +190,11 @@ def _parse_setting(text: str) -> tuple[str, object]:
 
 
 def _task(args):
+    if not args.prompt.strip():  # said before the model loads
+        raise TaskError(EMPTY_PROMPT)
+    foils, metric = tuple(args.foil), args.metric or "logit_diff"
     return PromptTask(
-        clean=args.prompt,
-        corrupted=args.corrupted,
-        answer=args.answer,
-        foils=tuple(args.foil),
-        metric=args.metric or "logit_diff",
+        clean=args.prompt, corrupted=args.corrupted, answer=args.answer, foils=foils, metric=metric
     )
 
 
@@ -246,6 +247,8 @@ def cmd_discover(args) -> int:
     model, model_id, load_seconds = _load(args)
     if method.needs_corrupted:
         task = _said(*with_proposed_inputs(model, task))
+    prepare_task(model, task, args.max_tokens, method.needs_corrupted)  # errors before the estimate
+    _said(task, answer_note(model, task))
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
@@ -338,6 +341,7 @@ def cmd_evaluate(args) -> int:
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets, rows = file_circuits(spec, loaded)
     task = _said(*with_proposed_inputs(model, _task(args)))
+    _said(task, answer_note(model, task))
     baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
     print(format_table(baseline, curve, spec.n_edges))

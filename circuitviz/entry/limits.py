@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..core.refusals import prompt_over_limit
 from ..core.tasks import DEFAULT_MAX_TOKENS
-from ..core.text import rough_duration, shown, shown_number
+from ..core.text import counted, rough_duration, shown, shown_number
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..measure.chunks import learnt_bytes
 from ..methods import Method, get_method
@@ -147,7 +147,7 @@ class Estimate:
         return self.memory_bytes / 1e9
 
     def summary(self) -> str:
-        work = f"{self.n_tokens} tokens"
+        work = counted(self.n_tokens, "token")
         if self.ig_steps:
             work += f", {self.ig_steps} IG steps"
         if self.n_paraphrases:

@@ -36,7 +36,8 @@ class AtPStar(ScoringMethod):
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         rows = spec.n_layers if config.grad_drop else 1
-        return gradient_cost(rows, n_budgets, extra_passes=qk_fix_passes(spec) if config.qk_fix else 0.0)
+        extra = qk_fix_passes(spec) if config.qk_fix else 0.0
+        return gradient_cost(rows, n_budgets, extra_passes=extra, integrated=False)
 
     def score(self, ctx: RunContext, config):
         evaluator = ctx.evaluator

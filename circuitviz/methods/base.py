@@ -463,9 +463,22 @@ GRADIENT_SETUP_PASSES = 6.0
 PATCHED_PASS = 1.8
 
 
-def gradient_cost(ig_steps: int, n_budgets: int, extra_passes: float = 0.0, extra_bytes: float = 0.0) -> Cost:
+def gradient_cost(
+    ig_steps: int,
+    n_budgets: int,
+    extra_passes: float = 0.0,
+    extra_bytes: float = 0.0,
+    integrated: bool = True,
+) -> Cost:
     """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
-    forward+backward passes, the faithfulness curve's patched passes (weighted as measured)."""
+    forward+backward passes, the faithfulness curve's patched passes (weighted as measured).
+    ``integrated=False``: the rows are not IG steps (EAP's one gradient, AtP*'s layers), so the
+    estimate names none and the IG-steps limit does not apply."""
     steps = max(int(ig_steps), 1)
     passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
-    return Cost(passes=passes, gradient_batch=steps, ig_steps=int(ig_steps), extra_bytes=float(extra_bytes))
+    return Cost(
+        passes=passes,
+        gradient_batch=steps,
+        ig_steps=int(ig_steps) if integrated else 0,
+        extra_bytes=float(extra_bytes),
+    )

@@ -142,7 +142,7 @@ class EAP(ScoringMethod):
     Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(1, n_budgets, **_neuron_cost(config, spec, n_tokens, 1))
+        return gradient_cost(1, n_budgets, integrated=False, **_neuron_cost(config, spec, n_tokens, 1))
 
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, None, progress, config)

@@ -52,6 +52,22 @@ def _single_token(model, text: str) -> bool:
 
 
 CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
+UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
+
+
+def unlikely_answer_sentence(
+    answer: str, chance: float, top: str, top_chance: float, way_out: str
+) -> str | None:
+    """The sentence for an answer the model barely predicts after the prompt (below
+    ``UNLIKELY``, and not its top token), ending with ``way_out``; None otherwise. A circuit
+    explains what the model does, and it hardly does this (the app's inputs and the command line)."""
+    if chance >= UNLIKELY or top == answer:
+        return None
+    return (
+        f"The model gives {answer!r} only {100 * chance:.1f}% after this prompt (its most likely next "
+        f"token is {top!r}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
+        f"explains little of what it does; {way_out}."
+    )
 
 
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:

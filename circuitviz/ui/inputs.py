@@ -257,9 +257,6 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     return answer, foil, metric, problems
 
 
-UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
-
-
 def task_foils(answer: str, foil: str) -> tuple[str, ...]:
     """The run's foils: the box's, and with it the other foils of an opened task (a batch's MMLU
     row compares the answer with three letters) while the box still holds that task's first."""
@@ -276,18 +273,15 @@ def unlikely_answer(
     """The sentence for an answer the model barely predicts after the prompt (its probability
     said), or None: a circuit explains what the model does, and it hardly does this.
     ``probability``: the model's likely next tokens already at hand ({token: probability})."""
+    from ..query.proposals import unlikely_answer_sentence
+
     if probability and answer in probability:
         top = max(probability, key=probability.get)
         chance, top_chance = probability[answer], probability[top]
     else:
         chance, top, top_chance = loaders.token_probability(model, model_id, prompt, answer)
-    if chance >= UNLIKELY or top == answer:
-        return None
-    return (
-        f"The model gives {answer!r} only {100 * chance:.1f}% after this prompt (its most likely next "
-        f"token is {top!r}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
-        "explains little of what it does; pick one of its likely tokens above, or a prompt whose answer it predicts."
-    )
+    way_out = "pick one of its likely tokens above, or a prompt whose answer it predicts"
+    return unlikely_answer_sentence(answer, chance, top, top_chance, way_out)
 
 
 def token_line(model, role: str, token: str, probability: dict[str, float]) -> None:
