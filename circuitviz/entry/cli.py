@@ -343,7 +343,7 @@ def cmd_evaluate(args) -> int:
     task = _said(*with_proposed_inputs(model, _task(args)))
     _said(task, answer_note(model, task))
     baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
-    print(f"model {model_id}; circuit {args.circuit} ({int(loaded.mask.sum())} edges in graph)")
+    print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
         print(rows)
