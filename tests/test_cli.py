@@ -208,6 +208,26 @@ def test_an_answer_the_model_barely_predicts_is_said_as_the_app_says_it(tmp_path
     assert "The model gives" not in capsys.readouterr().err
 
 
+def test_a_missing_answer_is_the_one_the_app_proposes(tmp_path, capsys, shared_model):
+    """No --answer: the app's proposal (the likeliest of the model's top tokens whose task is
+    meaningful), said with its rank and probability; the figures are those of giving it."""
+    from circuitviz.labels.logit_lens import next_token_probabilities
+    from circuitviz.query.proposals import propose
+
+    prompt = "The Eiffel Tower is located in the city of"
+    likely = next_token_probabilities(shared_model, prompt, 8)
+    expected = propose(shared_model, prompt, [token for token, _ in likely]).answer
+    path = tmp_path / "edges.txt"
+    path.write_text("input->logits\nm17->logits\n")
+    assert cli.main(["evaluate", "--circuit", str(path), "--prompt", prompt]) == 0
+    captured = capsys.readouterr()
+    assert f"No --answer given; using {expected!r}, the model's most likely next token (" in captured.err
+    assert "No --corrupted given" in captured.err and "No --foil given" in captured.err
+    assert cli.main(["evaluate", "--circuit", str(path), "--prompt", prompt, "--answer", expected]) == 0
+    given = capsys.readouterr()
+    assert "No --answer given" not in given.err and given.out == captured.out  # the same figures
+
+
 def test_eaps_estimate_names_no_ig_steps(shared_model):
     from circuitviz.entry.limits import estimate_run
 
@@ -348,11 +368,11 @@ def test_backend_reaches_the_load_of_discover_and_of_batch(monkeypatch):
 def test_a_usage_error_is_one_sentence_and_where_to_read_more(capsys):
     """Not discover's whole usage (about a hundred lines of options) above the sentence that matters."""
     with pytest.raises(SystemExit) as stopped:
-        cli.main(["discover", "--prompt", "The capital of Germany is the city of"])
+        cli.main(["discover", "--answer", " Berlin"])  # the answer alone: the prompt is required
     assert stopped.value.code == 2
     said = capsys.readouterr().err.strip().splitlines()
     assert said == [
-        "python -m circuitviz discover: error: the following arguments are required: --answer",
+        "python -m circuitviz discover: error: the following arguments are required: --prompt",
         "(`python -m circuitviz discover --help` lists every option.)",
     ]
 

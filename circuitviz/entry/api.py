@@ -30,6 +30,27 @@ from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
 
 
+def with_proposed_answer(model, task: PromptTask) -> tuple[PromptTask, str | None]:
+    """``task`` with the answer the app would propose when the command line gave none
+    (``proposals.propose`` over the model's eight likely next tokens: the likeliest of the top
+    five whose task passes the meaningful-task check, a content word before a function word),
+    and the sentence saying which and how likely; TaskError naming ``--answer`` when none fits."""
+    if task.answer or not task.clean.strip():
+        return task, None
+    from ..labels.logit_lens import next_token_probabilities
+    from ..query.proposals import propose
+
+    likely = next_token_probabilities(model, task.clean, 8)
+    answer = propose(model, task.clean, [token for token, _ in likely]).answer
+    chance = dict(likely).get(answer)
+    if not answer or chance is None:
+        raise TaskError("No answer could be proposed for this prompt; give it with --answer.")
+    rank = [token for token, _ in likely].index(answer) + 1
+    which = "most likely" if rank == 1 else f"number {rank} of its likely"
+    said = f"No --answer given; using {answer!r}, the model's {which} next token ({100 * chance:.1f}%)."
+    return dataclasses.replace(task, answer=answer), f"{said} (--answer sets your own.)"
+
+
 def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | None]:
     """``task`` with what the command line left out proposed as the app proposes it
     (``query.proposals``), and the sentences saying what and how (None: nothing proposed).
@@ -54,6 +75,19 @@ def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | Non
             sentences.append(f"No --foil given; using {foil!r}. {said} (--foil sets your own.)")
             task = dataclasses.replace(task, foils=(foil,))
     return task, "\n".join(sentences) or None
+
+
+def proposed_task(model, task: PromptTask, needs_corrupted: bool = True) -> tuple[PromptTask, str | None]:
+    """What the command line left out proposed as the app proposes it (the answer; for a method
+    that needs one, the corrupted prompt and the foil), and every sentence saying so, with the
+    app's sentence for an answer the model barely predicts."""
+    task, said = with_proposed_answer(model, task)
+    sentences = [said]
+    if needs_corrupted:
+        task, said = with_proposed_inputs(model, task)
+        sentences.append(said)
+    sentences.append(answer_note(model, task))
+    return task, "\n".join(filter(None, sentences)) or None
 
 
 def answer_note(model, task: PromptTask) -> str | None:

@@ -29,15 +29,7 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
-from .api import (
-    answer_note,
-    evaluate_circuits,
-    file_circuits,
-    parse_budgets,
-    run_request,
-    transfer_report,
-    with_proposed_inputs,
-)
+from .api import evaluate_circuits, file_circuits, parse_budgets, proposed_task, run_request, transfer_report
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .calibration import record
 from .request import Request
@@ -54,7 +46,11 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
         default="",
         help="q' : the prompt with its key fact replaced (same token length); discover proposes one when omitted",
     )
-    parser.add_argument("--answer", required=True, help="the answer token, with its leading space (' Mary')")
+    parser.add_argument(
+        "--answer",
+        default="",
+        help="the answer token, with its leading space (' Mary'); proposed as the app does when omitted",
+    )
     parser.add_argument(
         "--foil", action="append", default=[], help="a wrong-answer token; repeat for several"
     )
@@ -245,10 +241,8 @@ def cmd_discover(args) -> int:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
     model, model_id, load_seconds = _load(args)
-    if method.needs_corrupted:
-        task = _said(*with_proposed_inputs(model, task))
+    task = _said(*proposed_task(model, task, method.needs_corrupted))
     prepare_task(model, task, args.max_tokens, method.needs_corrupted)  # errors before the estimate
-    _said(task, answer_note(model, task))
     settings = method.settings_from_cli(settings, model)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
@@ -340,8 +334,7 @@ def cmd_evaluate(args) -> int:
     spec = adapter_of(model).spec
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets, rows = file_circuits(spec, loaded)
-    task = _said(*with_proposed_inputs(model, _task(args)))
-    _said(task, answer_note(model, task))
+    task = _said(*proposed_task(model, _task(args)))
     baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
     print(format_table(baseline, curve, spec.n_edges))
