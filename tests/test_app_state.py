@@ -222,6 +222,19 @@ def test_a_url_with_only_the_answer_gets_a_proposed_foil_and_corrupted_prompt(pa
     assert any("template" in c.value for c in at.caption)  # the corrupted prompt says where it came from
 
 
+def test_a_url_with_a_corrupted_prompt_and_no_answer_keeps_it():
+    """The corrupted prompt a link gives is kept (a missing answer proposed all three, the link's
+    corrupted prompt replaced without a word)."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    given = "When Carl and Alice went to the store , Bob gave a drink to"  # not the template's own
+    at.query_params["prompt"], at.query_params["corrupted"] = IOI_TASK.clean, given
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="w.corrupted").value == given
+    assert at.text_input(key="w.answer").value  # proposed: the model's own likely token
+    assert at.text_input(key="w.foil").value
+
+
 def test_a_url_with_its_corrupted_prompt_keeps_it_and_gets_a_foil():
     at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
     given = "When Alice and Bob went to the store , Carl gave a drink to"

@@ -174,9 +174,12 @@ def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> N
 
 
 def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str]) -> None:
-    """Inputs that named the answer but left out the corrupted prompt or, for the logit
-    difference, the foil (a URL with only ``prompt`` and ``answer``): propose those for that
-    answer, keeping what was given. An empty box the user cleared is kept empty."""
+    """Inputs that left out the answer, the corrupted prompt or, for the logit difference, the
+    foil (a URL with only ``prompt`` and ``answer``, or ``corrupted`` and no answer): propose
+    those (the foil and corrupted prompt for the answer), keeping what was given. An empty box
+    the user cleared is kept empty."""
+    if state.value("answer") is None:
+        state.set_value("answer", loaders.proposal(model, model_id, prompt, tokens).answer)
     foil, corrupted = state.value("foil"), state.value("corrupted")
     wants_foil = foil is None and state.value("metric", "logit_diff") == "logit_diff"
     if corrupted is not None and not wants_foil:

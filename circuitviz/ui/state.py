@@ -364,10 +364,12 @@ def inputs_belong_to(prompt: str) -> bool:
     """Whether the answer, foil and corrupted prompt in the state were set for ``prompt``.
 
     A session opened from a URL (or a gallery example) brings its own values: the first prompt
-    seen adopts them rather than proposing new ones.
+    seen adopts them rather than proposing new ones (any of the three given: the inputs propose
+    only those it left out).
     """
     if INPUTS_FOR not in st.session_state:
-        session.inputs_for = prompt if session.answer else None
+        given = any(value is not None for value in (session.answer, session.foil, session.corrupted))
+        session.inputs_for = prompt if given else None
     return session.inputs_for == prompt
 
 
