@@ -25,7 +25,7 @@ from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
-from ..query.proposals import propose_corruption, propose_foil, unlikely_answer_sentence
+from ..query.proposals import propose, propose_corruption, propose_foil, unlikely_answer_sentence
 from ..services.store import ResultStore
 from .request import DEFAULT_BUDGETS, Request
 
@@ -38,7 +38,6 @@ def with_proposed_answer(model, task: PromptTask) -> tuple[PromptTask, str | Non
     if task.answer or not task.clean.strip():
         return task, None
     from ..labels.logit_lens import next_token_probabilities
-    from ..query.proposals import propose
 
     likely = next_token_probabilities(model, task.clean, 8)
     answer = propose(model, task.clean, [token for token, _ in likely]).answer
