@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -41,16 +42,30 @@ class KeysDone(Exception):
     (``ModelAdapter.from_layer`` with ``last``)."""
 
 
+_UNNAMED = itertools.count(1)  # adapters of models no load named
+
+
 class ModelAdapter:
     """One loaded model and what circuitviz keeps beside it (see the module's docstring)."""
 
     def __init__(self, model, key: str | None = None):
-        self.model = model
-        self.key = key or f"object {id(model)}"
+        # a weak reference: the registry keeps adapters in a weak dictionary keyed by the model,
+        # and a value that held its key strongly kept every model ever adapted alive (on a GPU
+        # server, each model a user switched away from stayed on the card)
+        self._model = weakref.ref(model)
+        # a number of its own, not id(model): a freed model's id is handed to the next one
+        self.key = key or f"object {next(_UNNAMED)}"
         self.lock = threading.RLock()  # hooked runs, one at a time on this instance
         self.tokenizer_lock = threading.RLock()  # tokenising, one at a time (see ``to_tokens``)
 
     # ----- what the model is -----------------------------------------------------------------
+    @property
+    def model(self):
+        model = self._model()
+        if model is None:
+            raise ReferenceError(f"the model of adapter {self.key} was freed")
+        return model
+
     @property
     def cfg(self):
         return self.model.cfg
