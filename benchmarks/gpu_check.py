@@ -5,14 +5,17 @@
 Run it whenever a GPU machine is available and put its date and figures in docs/benchmarks.md.
 
 1. correctness: every registered method on GPT-2-, Gemma- and Llama-shaped tiny float64 models,
-   run on the device and on the CPU; scores, circuits and curve must agree to 1e-9. Then logit-lens
+   run on the device and on the CPU; scores, circuits and curve must agree to 1e-9 (an optimisation,
+   whose hard decisions turn on the last bit, to within how far the CPU's own result moves when
+   the weights change in their last bits, ``toy_models.rounding_band``). Then logit-lens
    labels, SAE hover labels and steering (when sae-lens is installed), an ACC++ knockout and the
    estimates. One PASS/FAIL line each.
 2. timings: random weights in the real models' shapes (their weights do not travel to a rented
    GPU), a 15-token IOI-like prompt, EAP-IG with 20 steps and a 10-budget curve, best of 2:
    Gemma-3-270M, Llama-3.2-1B in float32 and bfloat16, Llama-3.1-8B in bfloat16, and Best-of-N
    with 8 paraphrases, Edge Pruning (20 steps, warm start EAP-IG) and the score ensemble on the
-   Gemma shape. Peak memory is printed beside each.
+   Gemma shape, then EAP, RelP, AtP*, EAP-GP, CD-T, flow routes and CircuitLasso (components) on
+   that shape. Peak memory is printed beside each.
 3. long prompts: 512 tokens on the Llama-1B shape, 128 on the 8B shape; the peak memory used
    against the estimate of ``limits.py``, an upper bound (PASS when the run stays under it).
 
@@ -27,7 +30,14 @@ import datetime
 import torch
 
 from circuitviz.bench.harness import fresh_cache, peak_memory_gib, reset_peak_memory, timed, verdict
-from circuitviz.bench.toy_models import IOI_TASK, compare_results, random_model, tiny_model
+from circuitviz.bench.toy_models import (
+    IOI_TASK,
+    NUDGES,
+    compare_results,
+    random_model,
+    rounding_band,
+    tiny_model,
+)
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.tasks import PromptTask
 from circuitviz.entry.limits import estimate_request
@@ -36,6 +46,8 @@ from circuitviz.methods import available_methods, get_method
 BUDGETS = (3, 8, 20, 60)
 CURVE_BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 3000, 5000, 8000]
 TOLERANCE = 1e-9
+# timed on the Gemma shape after the rows above (ACDC, which patches edge by edge, is left out)
+OTHER_METHODS = ("eap", "relp", "atp-star", "eap-gp", "cd-t", "flow-routes", "circuit-lasso")
 
 
 def quiet_config(method, **settings):
@@ -62,14 +74,27 @@ def correctness(device: str) -> bool:
                 scores_ok = gap["scores"] <= TOLERANCE or not method.scores_are_exact
                 ok = scores_ok and gap["metrics"] <= TOLERANCE and gap["circuits_equal"]
                 detail = f"scores {gap['scores']:.1e}, curve {gap['metrics']:.1e}, circuits equal {gap['circuits_equal']}"
-                if not method.scores_are_exact:
-                    detail += " (scores of an optimisation: circuits and curve must match)"
+                if not method.scores_are_exact and not ok:
+                    ok, band = within_rounding_band(gap, method, shape, config)
+                    detail += (
+                        f"; an optimisation: CPU runs with the weights nudged by {NUDGES[0]:g}-{NUDGES[-1]:g} "
+                        f"move it up to scores {band['scores']:.1e}, curve {band['metrics']:.1e}"
+                    )
             except Exception as error:  # a crash is the failure this check exists to show
                 ok, detail = False, f"{type(error).__name__}: {str(error)[:160]}"
             all_ok &= ok
             print(f"  {shape:>5} {name:<20} {detail}  {verdict(ok)}")
     all_ok &= labels_and_signals(device)
     return all_ok
+
+
+def within_rounding_band(gap: dict, method, shape: str, config) -> tuple[bool, dict]:
+    """Whether a device run of an optimisation whose circuits differ from the CPU's is as close to
+    the CPU's as the CPU's own runs on weights changed in their last bits are (their circuits move
+    too, and the curve no further; ``toy_models.rounding_band``), and that band."""
+    band = rounding_band(method, shape, config, BUDGETS)
+    # scores of an optimisation are where it ended and are not held; its circuits' curve is
+    return band["circuits_move"] and gap["metrics"] <= band["metrics"] + TOLERANCE, band
 
 
 def labels_and_signals(device: str) -> bool:
@@ -81,9 +106,12 @@ def labels_and_signals(device: str) -> bool:
     from circuitviz.labels.logit_lens import logit_lens_labels, next_token_probabilities
 
     task = PromptTask(IOI_TASK.clean, "", " Mary", (" John",))
-    results = {}
+    results, estimates = {}, {}
     for where in ("cpu", device):
         model = tiny_model("gemma", seed=3).to(where)
+        # before any run: a CUDA run teaches the model its measured memory per position, which
+        # then replaces the formula's (the CPU measures none)
+        estimates[where] = estimate_request(model, IOI_TASK, "eap-ig")
         spec = GraphSpec.from_model(model)
         prepared = prepare_task(model, task, need_corrupted=False)
         forward = run_forward(model, prepared.clean_tokens)
@@ -96,7 +124,6 @@ def labels_and_signals(device: str) -> bool:
             "ACC++ knockout": [
                 round(v, 9) for v in run_knockouts(model, svd, trace, prepared, [found])["metric"]
             ],
-            "estimate": estimate_request(model, IOI_TASK, "eap-ig").memory_bytes,
         }
         sae_part = sae_labels(model, task)
         if sae_part is not None:
@@ -106,6 +133,16 @@ def labels_and_signals(device: str) -> bool:
         ok = value == results[device].get(key)
         ok_all &= ok
         print(f"  labels/signals: {key:<28} {verdict(ok)}")
+    # the estimates differ by design: an accelerator's first guess of a gradient pass's memory
+    # per position is the cautious one (engine/memory.py); each must read its own device
+    host, there = estimates["cpu"], estimates[device]
+    ok = host.device == "cpu" and there.device == device.split(":")[0]
+    ok &= there.memory_bytes >= host.memory_bytes
+    ok_all &= ok
+    print(
+        f"  labels/signals: estimate reads the device    {host.device} {host.memory_bytes / 1e6:.1f} MB, "
+        f"{there.device} {there.memory_bytes / 1e6:.1f} MB  {verdict(ok)}"
+    )
     if "SAE hover labels" not in results["cpu"]:
         print("  labels/signals: SAE hover labels and steering skipped (sae-lens is not installed here)")
     return ok_all
@@ -114,7 +151,8 @@ def labels_and_signals(device: str) -> bool:
 def sae_labels(model, task) -> dict | None:
     try:
         from sae_lens import StandardSAE, StandardSAEConfig
-    except ImportError:
+    except ImportError as error:
+        print(f"  sae-lens does not import here ({type(error).__name__}: {str(error)[:120]})")
         return None
     from circuitviz.labels.sae_features import LabelledSae, hover_labels
     from circuitviz.labels.steer import steer
@@ -184,11 +222,18 @@ def timings(device: str, shapes: list[str]) -> None:
         ("gemma-3-270m", torch.float32, "bon", {"n_paraphrases": 8, "include_mismatched": True}),
         ("gemma-3-270m", torch.float32, "edge-pruning", {}),
         ("gemma-3-270m", torch.float32, "ensemble", {}),
+        # the field's other methods and CircuitLasso (components) beside EAP-IG on the same shape
+        *(("gemma-3-270m", torch.float32, name, {}) for name in OTHER_METHODS),
     ]
+    model, built = None, None
     for shape, dtype, method, settings in rows:
         if shape not in shapes:
             continue
-        model = random_model(shape, dtype=dtype, device=device)
+        if built != (shape, dtype):  # one model per shape and dtype, built when the rows reach it
+            model = None
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+            model, built = random_model(shape, dtype=dtype, device=device), (shape, dtype)
         n_edges = GraphSpec.from_model(model).n_edges
         seconds, parts, peak, _ = timed_run(model, method, task, CURVE_BUDGETS, device, **settings)
         phases = ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in parts.items())
@@ -196,9 +241,6 @@ def timings(device: str, shapes: list[str]) -> None:
         print(
             f"  {label:<34} {n_edges:>9} edges  whole run {seconds:6.2f} s  ({phases})  peak {peak:.1f} GiB"
         )
-        del model
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()
 
 
 def profile_gemma(device: str) -> None:

@@ -245,6 +245,42 @@ IOI_TASK = PromptTask(
 )
 
 
+NUDGES = (1e-15, 1e-12, 1e-9)
+
+
+def nudged_tiny_model(shape: str, seed: int = 0, scale: float = 1e-12):
+    """``tiny_model(shape, seed)`` with every weight times (1 + scale x a standard normal draw):
+    a change in the last bits of float64, the size of another summation order's rounding."""
+    model = tiny_model(shape, seed=seed)
+    generator = torch.Generator(device="cpu").manual_seed(seed + 1)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype, device="cpu")
+            parameter.mul_(1 + scale * noise.to(parameter.device))
+    return model
+
+
+def rounding_band(method, shape: str, config, budgets, task=None, seed: int = 0) -> dict:
+    """How far ``method``'s result moves on rounding alone, on the CPU: the largest score and curve
+    gaps (``compare_results``) between its run on ``tiny_model(shape, seed)`` and its runs on that
+    model nudged by each of ``NUDGES``. An optimisation that ends in hard decisions (Edge Pruning's
+    masks) can move far on the last bit; a device whose other summation order moves it no further
+    than this agrees with the CPU as well as the CPU agrees with itself."""
+    task = task or IOI_TASK
+    host = method.run_on(tiny_model(shape, seed=seed), task, config, budgets=budgets)
+    gaps = [
+        compare_results(
+            method.run_on(nudged_tiny_model(shape, seed, scale), task, config, budgets=budgets), host
+        )
+        for scale in NUDGES
+    ]
+    return {
+        "scores": max(gap["scores"] for gap in gaps),
+        "metrics": max(gap["metrics"] for gap in gaps),
+        "circuits_move": not all(gap["circuits_equal"] for gap in gaps),
+    }
+
+
 @dataclass
 class PlantedCircuit:
     """A planted model, a task on it, and the true edges.  true_edges: [n_forward, n_backward] bool."""
