@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Wheels the GPU check needs on a rented GPU machine that has torch and transformers but not
-# transformer-lens or sae-lens (it reaches no package index; sae-lens comes without babe, nltk and
-# plotly, which only its training and plotting import). Run here, then carry .whl/ to that machine
-# and install it there and run from the checkout (not installed there, so on the path as "."):
+# transformer-lens (it reaches no package index). sae-lens is not carried: it imports wandb, whose
+# dependencies (opentelemetry and more) that machine lacks too, so the check's SAE lines are skipped
+# there and run on the simulated device of tests/test_device.py. Run here, then carry .whl/ to that machine and
+# install it there and run from the checkout (not installed there, so on the path as "."):
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:.
 # See docs/benchmarks.md, "The GPU check".
 set -euo pipefail
@@ -12,6 +13,5 @@ mkdir -p .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d .whl transformer-lens==3.9.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 better-abc==0.0.3 \
-  fancy-einsum==0.0.3 beartype==0.23.1 typeguard==4.6.1 \
-  sae-lens==6.54.12 simple-parsing==0.1.9 docstring-parser==0.18.0 python-dotenv==1.2.4 tenacity==9.2.1
+  fancy-einsum==0.0.3 beartype==0.23.1 typeguard==4.6.1
 ls -1 .whl
