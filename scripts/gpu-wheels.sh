@@ -2,8 +2,10 @@
 # Wheels the GPU check needs on a rented GPU machine that has torch and transformers but not
 # transformer-lens (it reaches no package index). sae-lens is not carried: it imports wandb, whose
 # dependencies (opentelemetry and more) that machine lacks too, so the check's SAE lines are skipped
-# there and run on the simulated device of tests/test_device.py. Run here, then carry .whl/ to that machine and
-# install it there and run from the checkout (not installed there, so on the path as "."):
+# there and run on the simulated device of tests/test_device.py. Its transformers (5.17 on
+# 2026-12-04) is below our floor of 5.24, so the bridge part fails GPT-NeoX and GPTBigCode there.
+# Run here, then carry .whl/ to that machine and install it there and run from the checkout (not
+# installed there, so on the path as "."):
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:.
 # See docs/benchmarks.md, "The GPU check".
 set -euo pipefail
