@@ -221,3 +221,21 @@ def test_a_split_models_batches_fit_the_device_with_the_least_room(monkeypatch):
         least = devices.ACCELERATOR_SHARE * free[1]
         assert devices.model_working_memory_bytes(model) == least
         assert chunk_size(model, "evaluate", 10, 1e6) == int(least // 1e7)  # 60, not the first device's 480
+
+
+def test_a_model_offloaded_to_the_cpu_beside_a_gpu_is_refused_in_one_sentence():
+    """``device_map="auto"`` on GPUs too small for the model puts its last blocks on the CPU; the
+    bridge refuses such a map with its own error, so the load says what to change first."""
+    from circuitviz.models import ModelLoadError
+
+    hf_model = random_hf_model("llama3", seed=0, n_layers=2)
+    hf_model.hf_device_map = {
+        "model.embed_tokens": 0,
+        "model.layers.0": 0,
+        "model.layers.1": "cpu",
+        "lm_head": "cpu",
+    }
+    with pytest.raises(ModelLoadError, match=r"does not fit the GPU memory.*2 of its 4 parts.*n_devices"):
+        bridge_from_hf(hf_model, word_tokenizer(), name="big-model")
+    hf_model.hf_device_map = {"": "cpu"}  # a model wholly on the CPU is no offload
+    assert bridge_from_hf(hf_model, word_tokenizer(), name="big-model").cfg.n_layers == 2

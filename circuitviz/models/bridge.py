@@ -122,11 +122,28 @@ def official_name(name: str) -> str:
     return next((official for official, aliases in MODEL_ALIASES.items() if name in aliases), name)
 
 
+def refuse_offload(hf_model: PreTrainedModel, name: str) -> None:
+    """One sentence, before any work, for a model ``accelerate`` spread over a GPU and the CPU or
+    disk: what ``device_map="auto"`` does when the GPUs given are too small, and what
+    TransformerBridge refuses ("device_map mixes CPU and GPU targets"; seen on an H200)."""
+    placed = getattr(hf_model, "hf_device_map", None) or {}
+    offloaded = [module for module, where in placed.items() if str(where) in ("cpu", "disk")]
+    if not offloaded or len(offloaded) == len(placed):
+        return
+    raise ModelLoadError(
+        f"{name} does not fit the GPU memory it was given: {len(offloaded)} of its {len(placed)} parts "
+        f"(first {offloaded[0] or 'the whole model'}) were put on the CPU or disk, which the bridge "
+        "cannot run; give it more GPUs (n_devices), more memory per GPU (max_memory) or a smaller "
+        "dtype (bfloat16)."
+    )
+
+
 def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_used: bool = False):
     """Boot ``hf_model`` (a ``transformers`` causal LM, already on its devices) through the
     bridge, ready for circuit discovery; ``name`` becomes ``cfg.model_name``."""
     from transformer_lens.model_bridge import TransformerBridge
 
+    refuse_offload(hf_model, name)
     fold_scalar_multipliers(hf_model)
     fold_logit_scale(hf_model)
     mlp_norm_per_layer(hf_model)  # mapped as the bridge's ln2 after boot
