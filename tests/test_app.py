@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -27,6 +28,7 @@ from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
 from circuitviz.entry.api import evaluate_circuits  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
 from circuitviz.services import assets
+from circuitviz.ui import compare
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean
@@ -93,7 +95,7 @@ def test_explore_shows_the_results_own_numbers():
     expected = next_token_probabilities(_tiny_loader("", ""), TINY_PROMPT, 8)
     # (each token in Unicode isolates, so a right-to-left token keeps the label's order)
     assert [f"\u2068{token!r}\u2069 {100 * p:.1f}%" for token, p in expected] == list(at.pills[0].options)
-    assert any("Both prompts are 15 tokens; 3 position(s) differ." == s.value for s in at.success)
+    assert any("Both prompts are 15 tokens; 3 positions differ." == s.value for s in at.success)
     at = _run(at)
     assert not at.exception, at.exception
     result = at.session_state["results"]["eap"]
@@ -416,6 +418,27 @@ def test_compare_shows_each_methods_ndf_and_the_true_overlap():
     assert lit == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in a - b}
     chart = _charts(at)[0]
     assert {trace["name"] for trace in chart["data"]} >= {"eap", "eap-ig"}
+    # the line under each name counts what its graph draws bold (never "the 0 edges ... bold")
+    for name, mine, theirs in (("eap", a, b), ("eap-ig", b, a)):
+        expected = compare.graph_caption(name, results[name], results[name].point(budget), len(mine - theirs))
+        assert any(c.value == expected for c in at.caption), expected
+
+
+def test_compares_line_under_a_graph_says_when_no_edge_or_every_edge_is_bold():
+    point = SimpleNamespace(ndf=0.5, n_edges=7)
+    result = SimpleNamespace(method="eap")
+    assert compare.graph_caption("eap", result, point, 0).endswith(
+        "another method found each of them too, so all are drawn thin."
+    )
+    assert compare.graph_caption("eap", result, point, 7).endswith(
+        "no other method found any of them, so all are drawn bold."
+    )
+    assert "; the 1 edge no other method found is drawn bold," in compare.graph_caption(
+        "eap", result, point, 1
+    )
+    assert compare.graph_caption("eap", result, point, 3) == (
+        "eap: NDF 0.500 with 7 edges; the 3 edges no other method found are drawn bold, the shared ones thin."
+    )
 
 
 def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the_metric():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
+from ..core.text import counted
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -97,9 +98,14 @@ def budget_choice(options: list[int]) -> int:
 
 def graph_caption(name: str, result, point, only: int) -> str:
     """The line under a method's name: its circuit at the budget in numbers, what colour means."""
+    head = f"{result.method}: NDF {point.ndf:.3f} with {counted(point.n_edges, 'edge')}"
+    if only == 0:
+        return f"{head}; another method found each of them too, so all are drawn thin."
+    if only == point.n_edges:
+        return f"{head}; no other method found any of them, so all are drawn bold."
+    verb = "is" if only == 1 else "are"
     return (
-        f"{result.method}: NDF {point.ndf:.3f} with {point.n_edges:,} edges; the {only:,} edges no other "
-        "method found are drawn bold, the shared ones thin."
+        f"{head}; the {counted(only, 'edge')} no other method found {verb} drawn bold, the shared ones thin."
     )
 
 

@@ -22,6 +22,7 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
+from ..core.text import counted
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -387,7 +388,8 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
         problem = IDENTICAL_PROMPTS
         st.error(problem)
         return [problem]
-    st.success(f"Both prompts are {len(clean_tokens)} tokens; {changed} position(s) differ.")
+    differ = "differs" if changed == 1 else "differ"
+    st.success(f"Both prompts are {len(clean_tokens)} tokens; {counted(changed, 'position')} {differ}.")
     return []
 
 
