@@ -383,7 +383,7 @@ def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
     # a feature that stands for its identical twins says so in its tooltip; the others do not
     nodes[0] = dict(nodes[0], twins=[498, 988])
     titles = {n["id"]: n["title"] for n in feature_circuit_html({"nodes": nodes, "edges": edges}).vis.nodes}
-    assert "stands for 2 identical feature(s) of its layer: #498, #988" in titles["L2/f3"]
+    assert "stands for 2 identical features of its layer: #498, #988" in titles["L2/f3"]
     assert "identical" not in titles["L2/f40"]
     assert "fires on" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
     assert "&lt;b&gt;" in placed["L5/f40"]["title"]

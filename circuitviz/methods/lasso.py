@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.text import counted
 from ..details.base import json_safe_deep
 from ..details.lasso import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
@@ -353,8 +354,12 @@ def _feature_circuit(saes, observations, config) -> dict:
             "features to the metric), kept when on a path into the metric: a dependency skeleton, "
             "not effect sizes."
             + (
-                f" {merged} feature(s) were merged into a feature of their layer that is identical to "
-                "them at every observation (the observations cannot tell them apart); a drawn "
+                (
+                    " 1 feature was merged into a feature of its layer that is identical to it"
+                    if merged == 1
+                    else f" {merged} features were merged into a feature of their layer that is identical to them"
+                )
+                + " at every observation (the observations cannot tell them apart); a drawn "
                 "feature's tooltip names those it stands for."
                 if merged
                 else ""
@@ -379,7 +384,9 @@ def _report(details: LassoDetails) -> list[str]:
     """Lines the CLI prints under the faithfulness table."""
     observations, regression = details.observations, details.regression
     counts, texts = observations["positions_by_kind"], observations["texts_by_kind"]
-    parts = ", ".join(f"{counts[k]} from {texts.get(k, 0)} {k.replace('_', ' ')} text(s)" for k in counts)
+    parts = ", ".join(
+        f"{counts[k]} from {counted(texts.get(k, 0), k.replace('_', ' ') + ' text')}" for k in counts
+    )
     lines = [
         f"observations: {observations['total']} token positions ({parts})",
         f"lasso: {regression['predictor_columns']} predictor and {regression['target_columns']} target "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import circuitviz.models.cache as cache
-from circuitviz.core.text import shown
+from circuitviz.core.text import counted, shown
 from circuitviz.models.bridge import bridge_from_hf
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
@@ -221,7 +221,7 @@ def device_placement(
         available = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n_devices > available:
             raise ModelLoadError(
-                f"{n_devices} devices were asked for but {available} CUDA device(s) are visible; "
+                f"{n_devices} devices were asked for but {counted(available, 'CUDA device')} {'is' if available == 1 else 'are'} visible; "
                 "lower n_devices or set CUDA_VISIBLE_DEVICES."
             )
         if max_memory is None:

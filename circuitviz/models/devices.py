@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from circuitviz.core.text import shown
+from circuitviz.core.text import counted, shown
 from circuitviz.models.errors import ModelLoadError
 
 DTYPES: dict[str, torch.dtype] = {
@@ -56,7 +56,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ModelLoadError(
                 f"Device '{device}' was requested but this machine has only "
-                f"{torch.cuda.device_count()} CUDA GPU(s); choose 'cuda:0' or 'auto' instead."
+                f"{counted(torch.cuda.device_count(), 'CUDA GPU')}; choose 'cuda:0' or 'auto' instead."
             )
         return resolved
     if resolved.type == "mps":

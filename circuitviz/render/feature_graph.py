@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.text import counted
 from .graph_html import GraphDrawing, GraphEdge, canvas_caption
 from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, escape, frame_height, standalone_page
 
@@ -133,7 +134,7 @@ def _twins_line(node: Mapping) -> list[str]:
     shown = ", ".join(f"#{feature}" for feature in twins[:8]) + (
         f" and {len(twins) - 8} more" if len(twins) > 8 else ""
     )
-    return [f"stands for {len(twins)} identical feature(s) of its layer: {shown}"]
+    return [f"stands for {counted(len(twins), 'identical feature')} of its layer: {shown}"]
 
 
 def _feature_node(node: Mapping, label: str, labels: Mapping[str, str], x: float, y: float) -> dict:
