@@ -234,7 +234,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             args=(role,),
         )
     problems = []
-    columns = st.columns([2, 2, 1])
+    # the metric's column fits "logit_diff" beside its arrow at 1,000 px (a fifth of the row cut it to "logit_d")
+    columns = st.columns([2, 2, 1.5])
     with columns[0]:
         answer = state.bind(st.text_input, "answer token (with its leading space)", "answer")
         problem = token_problem(model, answer, "answer")
