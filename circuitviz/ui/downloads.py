@@ -33,33 +33,33 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
             curves, result.graph.n_edges, current_budget=budget, marker_value=point.ndf if point else None
         )
 
-    columns = st.columns(4)
-    columns[0].download_button(
+    # one row that wraps: in four fixed columns a narrow page cut the longer labels to "Circuit JSON (…"
+    row = st.container(horizontal=True, key=f"{key}.downloads")
+    row.download_button(
         "Circuit JSON (EAP-IG)",
         data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
         file_name=f"{stem}.json",
         mime="application/json",
         key=f"{key}.json",
     )
-    columns[1].download_button(
+    row.download_button(
         "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
     )
-    columns[2].download_button(
+    row.download_button(
         "Edges (CSV)",
         data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
         file_name=f"{stem}-edges.csv",
         mime="text/csv",
         key=f"{key}.edges",
     )
-    columns[3].download_button(
+    row.download_button(
         "Curve (CSV)",
         data=render.curves_csv(curves, result.graph.n_edges),
         file_name=f"ndf-curve-{result.method}.csv",
         mime="text/csv",
         key=f"{key}.curvecsv",
     )
-    columns = st.columns(4)
-    columns[0].download_button(
+    row.download_button(
         "Curve (interactive HTML)",
         data=lambda: render.figure_html(figure()),
         file_name=f"ndf-curve-{result.method}.html",
@@ -67,8 +67,8 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         key=f"{key}.curvehtml",
     )
     if _browser_for_images():
-        for column, (kind, mime) in zip(columns[1:], (("png", "image/png"), ("svg", "image/svg+xml"))):
-            column.download_button(
+        for kind, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
+            row.download_button(
                 f"Curve ({kind.upper()})",
                 data=lambda kind=kind: render.figure_image(figure(), kind) or b"",
                 file_name=f"ndf-curve-{result.method}.{kind}",
@@ -76,7 +76,7 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
                 key=f"{key}.{kind}",
             )
     else:
-        columns[1].caption(
+        st.caption(
             "PNG/SVG export needs kaleido and Chrome or Chromium; use the chart's camera icon, "
             "or the HTML/CSV downloads."
         )

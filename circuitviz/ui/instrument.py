@@ -276,17 +276,17 @@ def _controls(result, state, model, mask, point, key) -> None:
     """Pins, the keep-only subgraph, undo and back, the edit's measure, groups."""
     if state.pins:
         st.caption("pinned (Ctrl-click a node to pin or unpin it): " + ", ".join(state.pins))
-    columns = st.columns(4)
-    if state.pins and columns[0].button("keep only the pinned nodes", key=f"{key}.keep"):
+    row = st.container(horizontal=True, key=f"{key}.edit-buttons")  # wraps on a narrow page
+    if state.pins and row.button("keep only the pinned nodes", key=f"{key}.keep"):
         _apply(state, state.edit.keeping_only(state.pins), key)
-    if state.history and columns[1].button("undo", key=f"{key}.undo"):
+    if state.history and row.button("undo", key=f"{key}.undo"):
         state.edit = state.history[-1]
         state.history = state.history[:-1]
         save_state(key, state)
         _rerun()
-    if not state.edit.is_empty() and columns[2].button("back to the method's circuit", key=f"{key}.back"):
+    if not state.edit.is_empty() and row.button("back to the method's circuit", key=f"{key}.back"):
         _apply(state, CircuitEdit(), key)
-    if state.pins and columns[3].button("clear pins", key=f"{key}.unpin"):
+    if state.pins and row.button("clear pins", key=f"{key}.unpin"):
         state.pins = []
         save_state(key, state)
         _rerun()
