@@ -282,6 +282,29 @@ def test_settings_form_comes_from_the_config():
     assert _run_button(at).disabled
 
 
+def test_paraphrase_settings_show_only_for_the_sources_they_apply_to():
+    """The pairs box for a file source, the LLM's name for openai, how many and the seed for the
+    generated ones; a value typed before a switch is there again when its box comes back."""
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John")
+    at.switch_page("pages/paraphrases.py").run()
+    at.selectbox(key="w.bon.method").set_value("ibon").run()
+    prefix = "bon.method.ibon."
+
+    def shown():
+        widgets = [*at.text_input, *at.text_area, *at.number_input]
+        return {w.key.removeprefix(prefix) for w in widgets if w.key and w.key.startswith(prefix)}
+
+    assert {"n_paraphrases", "seed"} <= shown() and not {"paraphrases", "llm_model"} & shown()
+    at.selectbox(key=prefix + "paraphrase_source").set_value("openai").run()
+    assert {"n_paraphrases", "seed", "llm_model"} <= shown() and "paraphrases" not in shown()
+    at.text_input(key=prefix + "llm_model").set_value("my-llm").run()
+    at.selectbox(key=prefix + "paraphrase_source").set_value("file").run()
+    assert "paraphrases" in shown() and not {"n_paraphrases", "seed", "llm_model"} & shown()
+    assert not at.exception, at.exception
+    at.selectbox(key=prefix + "paraphrase_source").set_value("openai").run()
+    assert at.text_input(key=prefix + "llm_model").value == "my-llm"
+
+
 def test_settings_with_fixed_values_are_choices():
     at = _explore(method="acc++")
     assert not at.exception, at.exception

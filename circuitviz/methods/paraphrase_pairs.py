@@ -42,6 +42,10 @@ def template_tasks(
     return usable, note
 
 
+# the settings that mean something only for some sources (the form hides them for the others)
+GENERATED = ("paraphrase_source", ("template", "openai"))  # generated, not read from a file
+
+
 @dataclass(frozen=True)
 class ParaphraseSource:
     """Where a method's paraphrases come from, one home for the settings every method that
@@ -60,12 +64,19 @@ class ParaphraseSource:
         widget="lines",
         parse=paraphrase_records,
         show=records_text,
+        applies=("paraphrase_source", ("file",)),
     )
     n_paraphrases: int = paraphrases_setting(
-        9, "p, how many paraphrases to generate (template/openai; a file gives all it has)."
+        9,
+        "p, how many paraphrases to generate (template/openai; a file gives all it has).",
+        applies=GENERATED,
     )
-    seed: int = setting(0, "seeds the template choice and the LLM request.")
-    llm_model: str = setting("", "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).")
+    seed: int = setting(0, "seeds the template choice and the LLM request.", applies=GENERATED)
+    llm_model: str = setting(
+        "",
+        "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).",
+        applies=("paraphrase_source", ("openai",)),
+    )
 
     def __post_init__(self):
         check_settings(self)  # typed tuples, and every bound its fields declare

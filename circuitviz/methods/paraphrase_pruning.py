@@ -75,7 +75,7 @@ from .mask_learning import (
     mask_scores,
     selection_error,
 )
-from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
+from .paraphrase_pairs import GENERATED, ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, register
 from .scoring import pair_scores
 from .settings import ig_steps_setting, paraphrases_setting, setting
@@ -89,7 +89,7 @@ class ParaphrasePruningConfig(ParaphraseSource):
     """Settings of paraphrase pruning (the paraphrase settings first, ``ParaphraseSource``)."""
 
     n_paraphrases: int = paraphrases_setting(
-        6, "how many paraphrases to generate (template/openai; a file gives all it has)."
+        6, "how many paraphrases to generate (template/openai; a file gives all it has).", applies=GENERATED
     )
     seed: int = setting(0, "seeds the paraphrases and the held-out split.")
     held_out: float = setting(

@@ -39,11 +39,14 @@ def setting(
     widget: str | None = None,
     parse=None,
     show=None,
+    applies: tuple[str, tuple] | None = None,
 ) -> Any:
     """A Config field with its help, choices, bounds and widget (``dataclasses.field`` metadata).
 
     ``choices``: a tuple, or a callable giving one (methods registered later); ``widget``: one of
-    ``WIDGETS`` when the type does not say how to edit it.
+    ``WIDGETS`` when the type does not say how to edit it; ``applies``: (an earlier field, its
+    values) for a setting that only means something when that field holds one of them (the form
+    hides it otherwise and keeps its value).
     """
     if widget is not None and widget not in WIDGETS:
         raise ValueError(f"widget must be one of {', '.join(WIDGETS)}, not {widget!r}.")
@@ -55,6 +58,7 @@ def setting(
         "widget": widget,
         "parse": parse,
         "show": show,
+        "applies": applies,
     }
     if isinstance(default, (list, dict, set)):
         raise TypeError("A setting's default must be immutable (a tuple, not a list).")
@@ -66,9 +70,9 @@ def ig_steps_setting(default: int, help: str, low: int = 1) -> Any:
     return setting(default, help, low=low, high=IG_STEPS_HIGH)
 
 
-def paraphrases_setting(default: int, help: str) -> Any:
+def paraphrases_setting(default: int, help: str, applies: tuple[str, tuple] | None = None) -> Any:
     """A number of paraphrases to generate and score, bounded once here (``PARAPHRASES_HIGH``)."""
-    return setting(default, help, low=0, high=PARAPHRASES_HIGH)
+    return setting(default, help, low=0, high=PARAPHRASES_HIGH, applies=applies)
 
 
 def check_settings(config) -> None:
@@ -139,6 +143,15 @@ def setting_bounds(config_field: dataclasses.Field) -> tuple[float | None, float
 def setting_widget(config_field: dataclasses.Field) -> str | None:
     """The widget a setting asks for beyond its type (``WIDGETS``), or None."""
     return config_field.metadata.get("widget")
+
+
+def setting_applies(config_field: dataclasses.Field, values: dict) -> bool:
+    """Whether a setting means something beside the ``values`` chosen so far (``applies``)."""
+    applies = config_field.metadata.get("applies")
+    if applies is None:
+        return True
+    field_name, allowed = applies
+    return field_name not in values or values[field_name] in allowed
 
 
 def setting_text(config_field: dataclasses.Field, value) -> str:

@@ -22,6 +22,7 @@ import streamlit as st
 from ..methods.settings import (
     item_type,
     parse_value,
+    setting_applies,
     setting_bounds,
     setting_choices,
     setting_help,
@@ -61,11 +62,16 @@ def config_form(
         return {}
     values = {}
     columns = st.columns(min(3, len(fields)))
-    for index, config_field in enumerate(fields):
+    shown = 0
+    for config_field in fields:
         default = config_field.default if config_field.default is not dataclasses.MISSING else None
         value = initial.get(config_field.name, default)
+        if not setting_applies(config_field, values):  # e.g. the LLM's name with template paraphrases
+            values[config_field.name] = value  # kept as it was, for when it applies again
+            continue
         key = f"{key_prefix}.{method.name}.{config_field.name}"
-        with columns[index % len(columns)]:
+        shown += 1
+        with columns[(shown - 1) % len(columns)]:
             values[config_field.name] = _field_widget(
                 config_class,
                 config_field,
