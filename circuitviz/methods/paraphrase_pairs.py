@@ -44,6 +44,8 @@ def template_tasks(
 
 # the settings that mean something only for some sources (the form hides them for the others)
 GENERATED = ("paraphrase_source", ("template", "openai"))  # generated, not read from a file
+FROM_FILE = ("paraphrase_source", ("file",))
+FROM_LLM = ("paraphrase_source", ("openai",))
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class ParaphraseSource:
         widget="lines",
         parse=paraphrase_records,
         show=records_text,
-        applies=("paraphrase_source", ("file",)),
+        applies=FROM_FILE,
     )
     n_paraphrases: int = paraphrases_setting(
         9,
@@ -75,7 +77,7 @@ class ParaphraseSource:
     llm_model: str = setting(
         "",
         "the LLM's name ('' = $CIRCUITVIZ_LLM_MODEL or gpt-4o-mini).",
-        applies=("paraphrase_source", ("openai",)),
+        applies=FROM_LLM,
     )
 
     def __post_init__(self):
