@@ -16,8 +16,11 @@ st.title("Signals: why a head attends where it does")
 st.caption(
     "ACC++ explains each attention decision of the circuit (a head at one token attending to an "
     "earlier token) by the few low-rank signals that its query and key match on: which upstream "
-    "component wrote them, along which singular direction of the head's query-key matrix. It "
-    "needs one forward pass and no corrupted prompt."
+    "component wrote them, along which singular direction of the head's query-key matrix. Finding "
+    "them needs one forward pass of the model (its IG steps integrate through each head's softmax "
+    "alone) and no corrupted prompt; the knockout check and the faithfulness curve run more passes "
+    "(given a corrupted prompt, the curve patches it in; without one, it knocks out the signals "
+    "outside the circuit)."
 )
 
 from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
