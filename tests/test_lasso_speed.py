@@ -20,7 +20,9 @@ from circuitviz.models.adapter import adapter_of
 
 def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None, rows=None):
     """The one-batch reduction as it was before units were reduced a chunk at a time (every row,
-    whatever ``rows`` says repeats)."""
+    whatever ``rows`` says repeats); a list of groups, one such call each."""
+    if isinstance(x, list):
+        return torch.cat([reference_principal_scores(g, k, seed, power_iterations, dtype) for g in x])
     x = x.to(dtype or x.dtype)
     n, m, d = x.shape
     centred = x - x.mean(1, keepdim=True)
@@ -326,7 +328,7 @@ def test_heads_of_one_key_value_group_are_reduced_once(monkeypatch):
     original = units.principal_scores
 
     def counting(x, *args, **kwargs):
-        reduced.append(int(x.shape[0]))
+        reduced.append(sum(int(group.shape[0]) for group in (x if isinstance(x, list) else [x])))
         return original(x, *args, **kwargs)
 
     monkeypatch.setattr(units, "principal_scores", counting)

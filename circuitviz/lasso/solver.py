@@ -302,8 +302,8 @@ def standardize(values: torch.Tensor, rel_tol: float = 1e-6) -> tuple[torch.Tens
     """
     centred = values - values.mean(0, keepdim=True)
     spread = centred.pow(2).mean(0).sqrt()  # [n]
-    top = float(spread.max()) if spread.numel() else 0.0
-    kept = spread > max(rel_tol * top, 1e-30)
+    # the threshold stays on the device (no read back per call): max(rel_tol x top, 1e-30)
+    kept = spread > ((rel_tol * spread.max()).clamp_min(1e-30) if spread.numel() else 1e-30)
     return torch.where(kept, centred / spread.clamp_min(1e-30), torch.zeros_like(centred)), kept
 
 

@@ -33,13 +33,12 @@ import torch
 
 from ..core.graph import QKV, GraphSpec
 from ..engine import sites
+from .columns import Batch, assemble, silent_floor
 from .solver import standardize
 
 # the matrices here are small (positions x directions), so the analysis runs in float64 whatever
 # the model's dtype: the duality-gap certificates and the support then do not depend on it
 ANALYSIS_DTYPE = torch.float64
-_WITHIN_UNIT_TOL = 1e-4  # a direction with sd below this fraction of the unit's first is rank noise
-_SILENT_UNIT_TOL = 1e-6  # a unit whose sd is below this fraction of the largest unit's is silent
 
 
 @dataclass
@@ -95,7 +94,7 @@ def analysis_device(device: torch.device) -> torch.device:
 
 
 def principal_scores(
-    x: torch.Tensor,
+    x: torch.Tensor | list[torch.Tensor],
     k: int,
     seed: int = 0,
     power_iterations: int = 4,
@@ -105,7 +104,11 @@ def principal_scores(
     """Scores of the rows of each unit on its top-k principal directions.
 
     x: [n_units, M, d] (any layout; converted to ``dtype``, default x's own, a chunk of units at a
-    time) -> [n_units, M, k'] with k' = min(k, M, d). Exact (eigendecomposition of the smaller
+    time) -> [n_units, M, k'] with k' = min(k, M, d). Or a list of such groups (all of one M and
+    d; the layers of one kind of reader): reduced together, each group from the random start a
+    call of its own would draw, so the scores are those of one call per group (bit for bit on
+    the CPU) from a few batches instead of one per group (on a GPU, 4 calls instead of 72 for the
+    embedded model's readers). Exact (eigendecomposition of the smaller
     Gram matrix) when the rows (all M) or the columns are at most ``EXACT_ROWS`` (or 4 x (k + 8));
     otherwise randomized subspace iteration (Halko, Martinsson and Tropp 2011) with a seeded
     generator, so results are reproducible. Until 2026-12-03 the exact path was taken only below
@@ -131,44 +134,70 @@ def principal_scores(
     scores up to float rounding, from r rows' products instead of M (factual: 75 rows instead of
     116).
     """
-    n, m, d = x.shape
-    dtype = dtype or x.dtype
+    groups = list(x) if isinstance(x, (list, tuple)) else [x]
+    n, (m, d), device = sum(int(g.shape[0]) for g in groups), groups[0].shape[1:], groups[0].device
+    dtype = dtype or groups[0].dtype
     k = max(1, min(k, m, d))
     width = min(k + 8, m, d)
     if rows is None or len(rows[0]) == m:
         rows = None
     else:
-        first, inverse = (part.to(x.device) for part in rows)
+        first, inverse = (part.to(device) for part in rows)
         count = torch.bincount(inverse, minlength=len(first)).to(dtype)  # [r]
         root = count.sqrt()[None, :, None]  # [1, r, 1]
     # decided on all M rows, so a packed run (distinct rows given) takes the path an unpacked one does
     exact = min(m, d) <= max(4 * width, EXACT_ROWS)
     if exact and rows is not None and len(first) < k:  # too few distinct rows for k directions
         rows = None
-    omega = None if exact else _random_start(seed, n, d, width, dtype).to(x.device)
+    omega = None
+    if not exact:  # each group's own draw (a kept one when groups are alike), moved once
+        draws = [_random_start(seed, int(g.shape[0]), d, width, dtype) for g in groups if g.shape[0]]
+        omega = torch.cat(draws).to(device) if draws else None
 
     def reduce(centred: torch.Tensor, start: int) -> torch.Tensor:
         if exact:
             return _exact_scores(centred, k)
-        return _randomized_scores(centred, omega[start : start + size], k, power_iterations)
+        return _randomized_scores(centred, omega[start : start + len(centred)], k, power_iterations)
 
     per_unit = (m if rows is None else len(first)) * d * torch.finfo(dtype).bits // 8
-    size = max(1, _CPU_CHUNK_BYTES // max(per_unit, 1)) if x.device.type == "cpu" else max(n, 1)
+    offsets = [0]
+    for group in groups:
+        offsets.append(offsets[-1] + int(group.shape[0]))
+    if device.type == "cpu":  # each group in the chunks a call of its own would make (same bits)
+        size = max(1, _CPU_CHUNK_BYTES // max(per_unit, 1))
+        spans = [(a, min(a + size, hi)) for lo, hi in zip(offsets, offsets[1:]) for a in range(lo, hi, size)]
+    else:  # as few batches as the memory allows, across groups
+        size = max(1, _DEVICE_CHUNK_BYTES // max(per_unit, 1))
+        spans = [(a, min(a + size, n)) for a in range(0, n, size)]
+
+    def units(start: int, stop: int, pick=None) -> torch.Tensor:
+        """Units start..stop of the groups in ``dtype``, a copy of their own: [c, M or r, d]."""
+        pieces = []
+        for group, offset in zip(groups, offsets):
+            a, b = max(start - offset, 0), min(stop - offset, int(group.shape[0]))
+            if a < b:
+                pieces.append(group[a:b] if pick is None else group[a:b].index_select(1, pick))
+        if len(pieces) == 1:  # one group's slice: a working copy (even in ``dtype`` already)
+            return pieces[0].to(dtype, copy=pick is None)
+        return torch.cat(pieces).to(dtype)
+
     parts = []
-    for start in range(0, n, size):
+    for start, stop in spans:
         if rows is not None:  # the distinct rows, centred on the mean of all M, weighted
-            chunk = x[start : start + size].index_select(1, first).to(dtype)  # a copy: [c, r, d]
+            chunk = units(start, stop, first)  # a copy: [c, r, d]
             mean = torch.matmul(count, chunk) / m  # [c, d]
             centred = chunk.sub_(mean[:, None, :]).mul_(root)
             parts.append((reduce(centred, start) / root).index_select(1, inverse))
             continue
-        # a copy of its own (even in ``dtype`` already), centred in place: one working array a chunk
-        chunk = x[start : start + size].to(dtype, copy=True)
+        # centred in place: one working array a chunk
+        chunk = units(start, stop)
         parts.append(reduce(chunk.sub_(chunk.mean(1, keepdim=True)), start))
-    return torch.cat(parts) if parts else torch.zeros(0, m, k, dtype=dtype, device=x.device)
+    return torch.cat(parts) if parts else torch.zeros(0, m, k, dtype=dtype, device=device)
 
 
 _CPU_CHUNK_BYTES = 2 * 2**20  # units reduced together on the CPU (see ``principal_scores``)
+# and on an accelerator, where one batch is fastest, at most this much working copy at a time
+_DEVICE_CHUNK_BYTES = 512 * 2**20
 # at most this many rows (all M, not the distinct ones) or columns, the scores come from the
 # eigendecomposition of the smaller Gram matrix, exact, instead of the randomized iteration
 # (cheaper there: fewer products)
@@ -226,36 +255,6 @@ def _randomized_scores(
     return basis @ left[:, :, :k] * singular[:, None, :k]
 
 
-def _unit_columns(
-    scores: torch.Tensor, unit_sd_floor: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Standardised kept directions of one unit's scores [M, k]: (columns, kept [k], sd [k])."""
-    sd = scores.double().pow(2).mean(0).sqrt() if scores.shape[0] else torch.zeros(scores.shape[1])
-    first = float(sd.max()) if sd.numel() else 0.0
-    kept = (sd > _WITHIN_UNIT_TOL * first) & (sd > unit_sd_floor)
-    columns, _ = standardize(scores.double()[:, kept])
-    return columns, kept, sd[kept]
-
-
-def _assemble(units: list[tuple[int, torch.Tensor]], floor: float):
-    """Stack per-unit scores into standardised columns with their unit indices and weights."""
-    columns, owners, weights = [], [], []
-    for unit, scores in units:
-        unit_columns, _, sd = _unit_columns(scores, floor)
-        if unit_columns.shape[1] == 0:
-            continue
-        columns.append(unit_columns)
-        owners += [unit] * unit_columns.shape[1]
-        weights.append(sd / sd.sum())
-    return columns, owners, weights
-
-
-def _floor(units: list[tuple[int, torch.Tensor]]) -> float:
-    """The standard deviation below which a unit counts as silent (relative to the loudest)."""
-    loudest = max((float(s.double().pow(2).mean(0).sqrt().max()) for _, s in units if s.numel()), default=0.0)
-    return _SILENT_UNIT_TOL * loudest
-
-
 def _reader_activations(model, spec: GraphSpec, activations: dict, layer: int, qkv: str) -> torch.Tensor:
     """A layer's query/key/value vectors per head.  # [M, n_heads, d_head]"""
     values = activations[sites.head_projection(layer, qkv)]
@@ -277,25 +276,57 @@ def distinct_heads(values: torch.Tensor) -> tuple[list[int], list[int]]:
 
     values [M, H, d_head] -> (the first head of each group, each head's group index).
     """
-    first: list[int] = []
-    group: list[int] = []
-    # the first observation's vectors tell most heads apart; the whole comparison is made only
-    # where they agree (0.03 CPU-s of full comparisons on a 638-row prompt otherwise)
-    opening = values[:1]
-    for head in range(values.shape[1]):
-        same = next(
-            (
-                g
-                for g, h in enumerate(first)
-                if torch.equal(opening[:, head], opening[:, h]) and torch.equal(values[:, head], values[:, h])
-            ),
-            None,
-        )
-        if same is None:
-            first.append(head)
-            same = len(first) - 1
-        group.append(same)
-    return first, group
+    return distinct_heads_by_layer([values])[0]
+
+
+def distinct_heads_by_layer(layers: list[torch.Tensor]) -> list[tuple[list[int], list[int]]]:
+    """``distinct_heads`` of each layer's values [M, H, d_head], with two reads from the device in
+    all (not one comparison per pair of heads, each a wait on a GPU): the first observation's
+    vectors of every layer's heads compared at once, then every head against the first earlier
+    head that agrees there, over all observations, at once. Equality is transitive, so a head
+    equal to an earlier one joins that one's group; a head that agrees with an earlier one at the
+    first observation only (never seen on real activations) is compared with each earlier group
+    as before."""
+    if not layers:
+        return []
+    opening = torch.stack([values[0] for values in layers]) if layers[0].shape[0] else None
+    n_heads = layers[0].shape[1]
+    if opening is None:  # no observation: every head is its own group
+        return [(list(range(n_heads)), list(range(n_heads))) for _ in layers]
+    agree = (opening[:, :, None] == opening[:, None, :]).all(-1).cpu()  # [L, H, H]
+    candidates = []  # (layer, head, the first earlier head that agrees at the first observation)
+    for layer in range(len(layers)):
+        for head in range(1, n_heads):
+            earlier = agree[layer, head, :head].nonzero(as_tuple=True)[0]
+            if earlier.numel():
+                candidates.append((layer, head, int(earlier[0])))
+    equal = {}
+    for start in range(0, len(candidates), 64):  # a bounded stack of pairs at a time
+        batch = candidates[start : start + 64]
+        mine = torch.stack([layers[layer][:, head] for layer, head, _ in batch])
+        theirs = torch.stack([layers[layer][:, other] for layer, _, other in batch])
+        same = (mine == theirs).flatten(1).all(1).cpu().tolist()
+        equal.update({(layer, head): other for (layer, head, other), ok in zip(batch, same) if ok})
+    doubtful = {(layer, head) for layer, head, _ in candidates} - set(equal)
+    grouped = []
+    for layer, values in enumerate(layers):
+        first: list[int] = []
+        group: list[int] = []
+        for head in range(n_heads):
+            if (layer, head) in equal:
+                same = group[equal[(layer, head)]]
+            elif (layer, head) in doubtful:  # agreed at the first observation only
+                same = next(
+                    (g for g, h in enumerate(first) if torch.equal(values[:, head], values[:, h])), None
+                )
+            else:
+                same = None
+            if same is None:
+                first.append(head)
+                same = len(first) - 1
+            group.append(same)
+        grouped.append((first, group))
+    return grouped
 
 
 def component_hook_names(model, spec: GraphSpec) -> list[str]:
@@ -326,32 +357,50 @@ def build_component_problem(
     """
     compute, device = ANALYSIS_DTYPE, analysis_device(writers.device)
     writers = writers.to(device)
-    writer_scores = principal_scores(
-        writers.transpose(0, 1), k, seed, dtype=compute, rows=rows
-    )  # [n_fwd, M, k]
-    sources = [(unit, writer_scores[unit]) for unit in range(spec.n_forward)]
-
-    targets: list[tuple[int, torch.Tensor]] = []
+    sources = Batch(principal_scores(writers.transpose(0, 1), k, seed, dtype=compute, rows=rows))
+    # each kind of reader reduced for all layers together (``principal_scores`` takes the layers
+    # as groups): its queries, keys, values and MLP inputs, 4 calls instead of 4 a layer
+    heads, offsets = {}, {}
+    for qkv in QKV:
+        values = [
+            _reader_activations(model, spec, activations, layer, qkv).to(device)
+            for layer in range(spec.n_layers)
+        ]  # per layer [M, H, d_head]
+        groups = distinct_heads_by_layer(values)
+        # heads that read one key/value group see the same vectors: reduced once, shared
+        chosen = [layer_values[:, first].transpose(0, 1) for layer_values, (first, _) in zip(values, groups)]
+        heads[qkv] = (Batch(principal_scores(chosen, k, seed, dtype=compute, rows=rows)), groups)
+        offsets[qkv] = [0]
+        for first, _ in groups:
+            offsets[qkv].append(offsets[qkv][-1] + len(first))
+    hidden = []
     for layer in range(spec.n_layers):
-        for qkv in QKV:
-            values = _reader_activations(model, spec, activations, layer, qkv).to(device)  # [M, H, d_head]
-            first, group = distinct_heads(values)
-            # heads that read one key/value group see the same vectors: reduced once, shared
-            scores = principal_scores(values[:, first].transpose(0, 1), k, seed, dtype=compute, rows=rows)
-            start = spec.head_backward(layer, qkv).start
-            targets += [(start + head, scores[group[head]]) for head in range(spec.n_heads)]
         pre = [activations[sites.mlp_pre(layer)]]
         if sites.mlp_pre(layer, gate=True) in activations:
             pre.append(activations[sites.mlp_pre(layer, gate=True)])
-        hidden = torch.cat(pre, dim=-1).to(device)  # [M, d_mlp (x2 gated)], converted by the reduction
-        reduced = principal_scores(hidden[None], k, seed, dtype=compute, rows=rows)[0]
-        targets.append((spec.mlp_backward(layer), reduced))
-    targets.append((spec.logits_backward, metric.to(device).to(compute)[:, None]))
+        joined = pre[0] if len(pre) == 1 else torch.cat(pre, dim=-1)  # [M, d_mlp (x2 gated)]
+        hidden.append(joined.to(device)[None])
+    mlps = Batch(principal_scores(hidden, k, seed, dtype=compute, rows=rows))
+    del hidden
 
-    source_columns, source_of, _ = _assemble(sources, _floor(sources))
-    target_columns, target_of, target_weights = _assemble(
-        targets, _floor(targets[:-1]) if len(targets) > 1 else 0.0
+    targets: list[tuple[int, Batch, int]] = []  # (reader, its batch, its row there), in reader order
+    for layer in range(spec.n_layers):
+        for qkv in QKV:
+            batch, groups = heads[qkv]
+            start = spec.head_backward(layer, qkv).start
+            targets += [
+                (start + head, batch, offsets[qkv][layer] + groups[layer][1][head])
+                for head in range(spec.n_heads)
+            ]
+        targets.append((spec.mlp_backward(layer), mlps, layer))
+    logits = Batch(metric.to(device).to(compute)[None, :, None])
+    targets.append((spec.logits_backward, logits, 0))
+
+    source_columns, source_of, _ = assemble(
+        [(unit, sources, unit) for unit in range(spec.n_forward)], silent_floor([sources])
     )
+    target_floor = silent_floor([batch for batch, _ in heads.values()] + [mlps])
+    target_columns, target_of, target_weights = assemble(targets, target_floor)
     silent_writers = sorted(set(range(spec.n_forward)) - set(source_of))
     silent_readers = sorted(set(range(spec.n_backward)) - set(target_of))
     return RegressionProblem(
