@@ -243,25 +243,32 @@ def timings(device: str, shapes: list[str]) -> None:
         )
 
 
-def profile_gemma(device: str) -> None:
-    """Where the Gemma-shape EAP-IG run spends its time: wall time against the GPU's busy time, the
-    number of kernel launches, and the operators taking the most device time."""
+def profile_gemma(device: str, methods: list[str]) -> None:
+    """Where each method's Gemma-shape run spends its time: wall time against the GPU's busy time,
+    the number of kernel launches and of reads back to the host (each waits for the queue), and
+    the operators taking the most device time."""
     from torch.profiler import ProfilerActivity, profile
 
-    print(f"\n== profile on {device}: Gemma-3-270M shape, EAP-IG 20 steps, 10 budgets ==")
     model = random_model("gemma-3-270m", dtype=torch.float32, device=device)
     task = prompt_of(15)
-    timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)  # warm-up
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-    with profile(activities=activities) as profiler:
-        seconds, _, _, _ = timed_run(model, "eap-ig", task, CURVE_BUDGETS, device, repeats=1)
-    events = profiler.key_averages()
-    device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
-    launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC"))
-    print(f"  wall {seconds:.3f} s, device busy {device_us / 1e6:.3f} s, kernel launches {launches}")
-    print(
-        events.table(sort_by="self_device_time_total" if device_us else "self_cpu_time_total", row_limit=12)
-    )
+    for name in methods:
+        print(f"\n== profile on {device}: Gemma-3-270M shape, {name}, 10 budgets ==")
+        timed_run(model, name, task, CURVE_BUDGETS, device, repeats=1)  # warm-up
+        with profile(activities=activities) as profiler:
+            seconds, parts, _, _ = timed_run(model, name, task, CURVE_BUDGETS, device, repeats=1)
+        events = profiler.key_averages()
+        device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
+        launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC"))
+        reads = sum(e.count for e in events if e.key in ("aten::_local_scalar_dense", "cudaStreamSynchronize"))
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in parts.items() if isinstance(v, float))
+        print(
+            f"  wall {seconds:.3f} s, device busy {device_us / 1e6:.3f} s, kernel launches {launches}, "
+            f"scalar reads (item) {reads} ({phases})"
+        )
+        sort_by = "self_device_time_total" if device_us else "self_cpu_time_total"
+        print(events.table(sort_by=sort_by, row_limit=10))
+        print(events.table(sort_by="count", row_limit=8))
 
 
 def long_prompts(device: str, shapes: list[str]) -> None:
@@ -297,7 +304,13 @@ def main() -> int:
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip", default="", help="comma separated: correctness, timings, long, bridge")
-    parser.add_argument("--profile", action="store_true", help="also profile the Gemma-shape EAP-IG run")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="eap-ig",
+        default="",
+        help="also profile these methods' Gemma-shape runs (comma separated; alone: eap-ig)",
+    )
     parser.add_argument(
         "--shapes",
         default="gemma-3-270m,llama-3.2-1b,llama-3.1-8b",
@@ -317,7 +330,7 @@ def main() -> int:
     if "long" not in skip:
         long_prompts(args.device, shapes)
     if args.profile:
-        profile_gemma(args.device)
+        profile_gemma(args.device, [part.strip() for part in args.profile.split(",") if part.strip()])
     if "bridge" not in skip:  # TransformerBridge: families, a split over two devices, 1B/8B timings
         from gpu_bridge_check import main as bridge_check
 

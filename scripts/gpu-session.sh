@@ -33,7 +33,7 @@ run_named() {
     case "$1" in
     cuda-tests) part cuda-tests 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "not every_method" ;;
     gpu-check) part gpu-check 330 python3 benchmarks/gpu_check.py --skip bridge ;;
-    profile) part profile 120 python3 benchmarks/gpu_check.py --skip correctness,timings,long,bridge --profile ;;
+    profile) part profile 150 python3 benchmarks/gpu_check.py --skip correctness,timings,long,bridge --profile eap-ig,circuit-lasso,edge-pruning ;;
     bridge) part bridge 300 python3 benchmarks/gpu_bridge_check.py ;;
     batch) part batch 120 python3 benchmarks/bench_batch.py --part gpu --n 128 ;;
     every-method) part every-method 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k every_method ;;
