@@ -445,6 +445,8 @@ def test_compare_shows_each_methods_ndf_and_the_true_overlap():
     for name, mine, theirs in (("eap", a, b), ("eap-ig", b, a)):
         expected = compare.graph_caption(name, results[name], results[name].point(budget), len(mine - theirs))
         assert any(c.value == expected for c in at.caption), expected
+    # each graph is headed by the name its picker showed, not the short one the tables use
+    assert [h.value for h in at.subheader] == ["EAP", "EAP-IG (inputs)"]
 
 
 def test_compares_line_under_a_graph_says_when_no_edge_or_every_edge_is_bold():

@@ -96,6 +96,13 @@ def budget_choice(options: list[int]) -> int:
     return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
 
 
+def method_title(name: str) -> str:
+    """A method's heading on Compare: the label its picker shows (``eap-ig`` reads "EAP-IG
+    (inputs)"), the short name where no method of that name is registered any more."""
+    method = available_methods().get(name)
+    return method.label if method is not None else name
+
+
 def graph_caption(name: str, result, point, only: int) -> str:
     """The line under a method's name: its circuit at the budget in numbers, what colour means."""
     head = f"{result.method}: NDF {point.ndf:.3f} with {counted(point.n_edges, 'edge')}"
@@ -237,7 +244,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     for column, (name, result) in zip(columns, results.items()):
         with column:
             point = result.point(budget)
-            st.subheader(result.method)
+            st.subheader(method_title(result.method))  # the picker's name; the caption below gives the short one
             ndf_column, necessity_column = st.columns(2)
             ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
             necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
