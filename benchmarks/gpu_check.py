@@ -260,7 +260,9 @@ def profile_gemma(device: str, methods: list[str]) -> None:
         events = profiler.key_averages()
         device_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
         launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC"))
-        reads = sum(e.count for e in events if e.key in ("aten::_local_scalar_dense", "cudaStreamSynchronize"))
+        reads = sum(
+            e.count for e in events if e.key in ("aten::_local_scalar_dense", "cudaStreamSynchronize")
+        )
         phases = ", ".join(f"{k} {v:.2f}" for k, v in parts.items() if isinstance(v, float))
         print(
             f"  wall {seconds:.3f} s, device busy {device_us / 1e6:.3f} s, kernel launches {launches}, "

@@ -244,7 +244,9 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     for column, (name, result) in zip(columns, results.items()):
         with column:
             point = result.point(budget)
-            st.subheader(method_title(result.method))  # the picker's name; the caption below gives the short one
+            st.subheader(
+                method_title(result.method)
+            )  # the picker's name; the caption below gives the short one
             ndf_column, necessity_column = st.columns(2)
             ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
             necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
