@@ -84,8 +84,37 @@ def correctness(device: str) -> bool:
                 ok, detail = False, f"{type(error).__name__}: {str(error)[:160]}"
             all_ok &= ok
             print(f"  {shape:>5} {name:<20} {detail}  {verdict(ok)}")
+    all_ok &= lasso_reduction(device)
     all_ok &= labels_and_signals(device)
     return all_ok
+
+
+def lasso_reduction(device: str) -> bool:
+    """CircuitLasso's randomized reduction (the tiny models take the exact one) on the device
+    against the CPU, on groups of the Gemma-3-270M shape's readers (cuSOLVER's approximate SVD
+    there, LAPACK here); a direction's sign is either, as the Lasso's fit does not see it."""
+    from circuitviz.lasso.units import principal_scores
+
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    ok_all = True
+    for n, m, d in ((4, 202, 256), (1, 202, 4096)):
+        # a spectrum with distinct leading values (halving), as a unit's is, plus noise
+        strength = 2.0 ** -torch.arange(12, dtype=torch.float32, device="cpu")
+        groups = [
+            torch.randn(n, m, 12, generator=generator, device="cpu")
+            * strength
+            @ torch.randn(n, 12, d, generator=generator, device="cpu")
+            + 1e-3 * torch.randn(n, m, d, generator=generator, device="cpu")
+            for _ in range(3)
+        ]
+        host = principal_scores(groups, 4, seed=0, dtype=torch.float64)
+        there = principal_scores([g.to(device) for g in groups], 4, seed=0, dtype=torch.float64).cpu()
+        there = there * torch.sign((there * host).sum(1, keepdim=True))
+        gap = float((there - host).abs().max() / host.abs().max())
+        ok = gap <= TOLERANCE
+        ok_all &= ok
+        print(f"  lasso reduction [{n}x{m}x{d}] x 3 groups: within {gap:.1e}  {verdict(ok)}")
+    return ok_all
 
 
 def within_rounding_band(gap: dict, method, shape: str, config) -> tuple[bool, dict]:
