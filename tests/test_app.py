@@ -667,6 +667,12 @@ def test_gallery_opens_without_a_model_at_a_readable_budget():
     nodes, edges = _nodes_and_edges(_graph_pages(at)[0])
     assert len(edges) == int(result.circuit(budget).sum())
     assert any("promotes" in (n.get("title") or "") for n in nodes)
+    # the circuit's download names its format, not another method (the example is not EAP-IG's)
+    buttons = at.get("download_button")
+    labels = [b.proto.label for b in buttons]
+    assert "Circuit (JSON)" in labels and not any("EAP-IG" in label for label in labels), labels
+    helps = [b.proto.help for b in buttons if b.proto.label == "Circuit (JSON)"]
+    assert helps and helps[0].startswith(f"This {result.method} circuit in the EAP-IG library's"), helps
 
 
 def test_about_page_renders():

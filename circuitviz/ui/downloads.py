@@ -1,4 +1,4 @@
-"""The downloads of a result: circuit JSON (EAP-IG), graph HTML, edges and curve as CSV, PNG, SVG."""
+"""The downloads of a result: the circuit as JSON (in the EAP-IG library's format), graph HTML, edges and curve as CSV, PNG, SVG."""
 
 from __future__ import annotations
 
@@ -36,11 +36,17 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
     # one row that wraps: in four fixed columns a narrow page cut the longer labels to "Circuit JSON (…"
     row = st.container(horizontal=True, key=f"{key}.downloads")
     row.download_button(
-        "Circuit JSON (EAP-IG)",
+        # the format is the EAP-IG library's, whatever method found the circuit: a label naming
+        # EAP-IG alone read, under an Edge Pruning circuit, as if EAP-IG had found it
+        "Circuit (JSON)",
         data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
         file_name=f"{stem}.json",
         mime="application/json",
         key=f"{key}.json",
+        help=(
+            f"This {result.method} circuit in the EAP-IG library's graph format (each edge's score and "
+            "whether it is in the circuit), readable by `circuitviz evaluate --circuit`"
+        ),
     )
     row.download_button(
         "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
