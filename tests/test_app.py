@@ -28,7 +28,7 @@ from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
 from circuitviz.entry.api import evaluate_circuits  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
 from circuitviz.services import assets
-from circuitviz.ui import compare
+from circuitviz.ui import compare, result_view
 
 TIMEOUT = 300  # the first run imports torch and transformer_lens
 TINY_PROMPT = IOI_TASK.clean
@@ -923,3 +923,17 @@ def test_a_run_records_its_time_and_shows_the_estimate_it_priced():
     at.text_input(key="w.budgets").set_value("5,10,20").run()
     estimate = next(c.value for c in at.caption if c.value.startswith("Estimate: about"))
     assert "priced from 1 eap run on this machine" in estimate
+
+
+def test_the_edge_tables_line_says_all_edges_when_it_lists_them_all():
+    """'The 29 strongest of the circuit's 29 edges' read as if some were left out."""
+    assert (
+        result_view.edges_table_caption(29, 50)
+        == "The circuit's 29 edges, strongest first (also in the CSV)."
+    )
+    assert (
+        result_view.edges_table_caption(1, 50) == "The circuit's 1 edge, strongest first (also in the CSV)."
+    )
+    assert result_view.edges_table_caption(120, 50) == (
+        "The 50 strongest of the circuit's 120 edges (all of them in the CSV)."
+    )

@@ -495,13 +495,18 @@ def curve_notes(result) -> list[str]:
     return notes
 
 
+def edges_table_caption(total: int, limit: int) -> str:
+    """The line over the edge table: all the circuit's edges, or the strongest of them."""
+    if total <= limit:
+        return f"The circuit's {counted(total, 'edge')}, strongest first (also in the CSV)."
+    return f"The {limit} strongest of the circuit's {total:,} edges (all of them in the CSV)."
+
+
 def edges_table(result, budget: int, limit: int = 50) -> None:
     circuit = result.circuit(budget)
     rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
     total = int(circuit.sum())
-    st.caption(
-        f"The {min(limit, total)} strongest of the circuit's {total:,} edges (all of them in the CSV)."
-    )
+    st.caption(edges_table_caption(total, limit))
     st.dataframe(
         rows,
         hide_index=True,
