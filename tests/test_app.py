@@ -305,6 +305,21 @@ def test_paraphrase_settings_show_only_for_the_sources_they_apply_to():
     assert at.text_input(key=prefix + "llm_model").value == "my-llm"
 
 
+def test_neuron_top_k_shows_only_with_neurons_on():
+    """'neuron top k' beside an unticked 'neurons' box read as if it changed the run; a value typed
+    before the box is unticked is there again when it is ticked."""
+    at = _explore(method="eap-ig")
+    keys = lambda: {w.key for w in at.number_input}  # noqa: E731
+    assert "method.eap-ig.neuron_top_k" not in keys()
+    at.checkbox(key="method.eap-ig.neurons").check().run()
+    assert "method.eap-ig.neuron_top_k" in keys()
+    at.number_input(key="method.eap-ig.neuron_top_k").set_value(5).run()
+    at.checkbox(key="method.eap-ig.neurons").uncheck().run()
+    assert "method.eap-ig.neuron_top_k" not in keys() and not at.exception
+    at.checkbox(key="method.eap-ig.neurons").check().run()
+    assert at.number_input(key="method.eap-ig.neuron_top_k").value == 5
+
+
 def test_settings_with_fixed_values_are_choices():
     at = _explore(method="acc++")
     assert not at.exception, at.exception

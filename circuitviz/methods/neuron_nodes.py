@@ -40,6 +40,7 @@ def neuron_top_k_setting():
         "with neurons: how many neurons of largest |score| each MLP keeps in the neuron circuit and the drawing.",
         low=1,
         high=NEURON_TOP_K_HIGH,
+        applies=("neurons", (True,)),  # the form hides it while neurons is off (its value kept)
     )
     return dataclasses.field(default=16, metadata={**field_.metadata, OMIT_DEFAULT: True})
 
