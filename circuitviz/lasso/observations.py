@@ -451,9 +451,16 @@ def _packed_pass(
         start += len(path)
         runs[run_rows[index]] = (writers[:, path], residual[0, path[-1]], whole)
     pick = torch.tensor(order, dtype=torch.long, device="cpu")  # moved to each tensor's device below
-    kept = writers[0].index_select(0, pick.to(writers.device)) if writers is not None else None
-    seen = {name: value[0].index_select(0, pick.to(value.device)) for name, value in captured.items()}
-    return kept, residual[0].index_select(0, pick.to(residual.device)), seen, runs
+    picks: dict = {}  # once per device, not once per hook (each copy waits for a GPU's queue)
+
+    def chosen(value: torch.Tensor) -> torch.Tensor:
+        if value.device not in picks:
+            picks[value.device] = pick.to(value.device)
+        return value[0].index_select(0, picks[value.device])
+
+    kept = chosen(writers) if writers is not None else None
+    seen = {name: chosen(value) for name, value in captured.items()}
+    return kept, chosen(residual), seen, runs
 
 
 def _packed_order(model, rows, batches, tree: PrefixTree) -> list[int]:
