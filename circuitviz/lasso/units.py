@@ -333,6 +333,14 @@ def distinct_heads_by_layer(layers: list[torch.Tensor]) -> list[tuple[list[int],
     return grouped
 
 
+def _heads(values: torch.Tensor, heads: list[int]) -> torch.Tensor:
+    """values[:, heads] ([M, H, d] -> [M, len(heads), d]): a slice where the heads run in a row
+    (every head, or a key/value group's first), which needs no index moved to the device."""
+    if heads == list(range(heads[0], heads[0] + len(heads))):
+        return values[:, heads[0] : heads[0] + len(heads)]
+    return values[:, heads]
+
+
 def component_hook_names(model, spec: GraphSpec) -> list[str]:
     """The hooks whose activations are the readers' targets in components mode."""
     names = []
@@ -372,7 +380,9 @@ def build_component_problem(
         ]  # per layer [M, H, d_head]
         groups = distinct_heads_by_layer(values)
         # heads that read one key/value group see the same vectors: reduced once, shared
-        chosen = [layer_values[:, first].transpose(0, 1) for layer_values, (first, _) in zip(values, groups)]
+        chosen = [
+            _heads(layer_values, first).transpose(0, 1) for layer_values, (first, _) in zip(values, groups)
+        ]
         heads[qkv] = (Batch(principal_scores(chosen, k, seed, dtype=compute, rows=rows)), groups)
         offsets[qkv] = [0]
         for first, _ in groups:
