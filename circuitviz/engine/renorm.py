@@ -114,6 +114,7 @@ class SharedNormPatch:
         self.group_sizes: dict[int, list[int]] = {}  # layer -> its pairs per group (relaxed)
         self.blocks: dict[int, tuple[torch.Tensor, ...]] = {}  # layer -> its table per group
         self._local: torch.Tensor | None = None  # table row -> its row in its group's blocks
+        self._row_groups: torch.Tensor | None = None  # table row -> its reader group (a relaxed plan)
         self.clean = clean
         self.fixed: set[int] = set()  # layers below a run's start: tables known before the run
         # a ``layer_start.LastPosition``: its block's corrections are made at its positions only
@@ -137,6 +138,9 @@ class SharedNormPatch:
 
     # ----- before the run: which (row, layer, reader) pairs mix, and their distinct masks --------
     def _plan(self) -> None:
+        if not self.grouped and not self.positions:
+            self._plan_relaxed()
+            return
         spec, n_heads = self.spec, self.spec.n_heads
         batch = self.weights.shape[0]
         with torch.no_grad():
@@ -184,6 +188,47 @@ class SharedNormPatch:
                 used = rows * width + slot  # [T]: each entry's place in [batch, K]
                 self.entries[layer] = (rows, None, padded, used)
                 self.pairs[layer] = (index.cpu(), inverse.cpu())
+
+    def _plan_relaxed(self) -> None:
+        """A relaxed mask's plan (``_plan``'s ungrouped edge pairs, the same to the element): every
+        post-normed layer's mixed pairs from one comparison and one transfer to the CPU, sorted
+        there by (layer, reader group), stably, so each group keeps its (row, reader) order. A
+        layer at a time, each layer's nonzero and its three copies to the CPU were a sync each on
+        an accelerator (72 a learning step on Gemma-3-270M)."""
+        spec, n_heads, layers = self.spec, self.spec.n_heads, list(self.norms)
+        if not layers:
+            return
+        batch, n_backward = self.weights.shape[0], self.weights.shape[2]
+        device = self.weights.device
+        forward = [
+            f
+            for layer in layers
+            for f in range(spec.head_forward(layer).start, spec.head_forward(layer).stop)
+        ]
+        with torch.no_grad():
+            pick = torch.tensor(forward, device=device)  # every post-normed layer's heads
+            share = self.weights.detach().index_select(1, pick).view(batch, len(layers), n_heads, n_backward)
+            mixed = ((share != 0).any(2) & ~(share == 1).all(2)).cpu()  # [b, L, bwd]: the one transfer
+        index = mixed.nonzero()  # [P, 3]: row, layer's place, reader; (row, reader) order per layer
+        n_groups = len(self.groups)
+        key = index[:, 1] * n_groups + self._reader_group_of(index[:, 2])
+        order = torch.argsort(key, stable=True)
+        key, pairs = key[order], index[order][:, [0, 2]]  # [P], [P, 2] (row, reader)
+        sizes = torch.bincount(key, minlength=len(layers) * n_groups).view(len(layers), n_groups)
+        per_layer, sizes = sizes.sum(1).tolist(), sizes.tolist()
+        on_device = pairs.to(device)  # one copy for every layer
+        numbers = torch.arange(max(per_layer), device="cpu")  # each pair's table row, planned on the CPU
+        start = 0
+        for place, layer in enumerate(layers):
+            count = per_layer[place]
+            if not count:
+                continue
+            here = on_device[start : start + count]
+            self.group_sizes[layer] = sizes[place]
+            self.entries[layer] = (here[:, 0], None, None, here)
+            self.pairs[layer] = (pairs[start : start + count], numbers[:count])
+            start += count
+        self._row_groups = key % n_groups  # each table row's reader group, the rows in table order
 
     def _plan_fixed(self, layer: int, index: torch.Tensor, masks: torch.Tensor) -> None:
         """A layer below the run's start: its heads are the clean run's in every row, so an
@@ -350,6 +395,16 @@ class SharedNormPatch:
 
     def _local_rows(self) -> torch.Tensor:
         """Each table row's row among its group's blocks, laid one layer after another.  # CPU"""
+        if self._local is None and self._row_groups is not None:  # a relaxed plan: every row's group
+            groups = self._row_groups  # the rank of each row among its group's, in table order
+            counts = torch.bincount(groups, minlength=len(self.groups))
+            order = torch.argsort(groups, stable=True)
+            local = torch.empty_like(groups)
+            local[order] = (
+                torch.arange(groups.shape[0], device="cpu")
+                - (torch.cumsum(counts, 0) - counts)[groups[order]]
+            )
+            self._local = local
         if self._local is None:
             total = sum(self._table_rows(layer) for layer in self.pairs)
             local = torch.zeros(total, dtype=torch.long, device="cpu")  # planned on the CPU
