@@ -220,6 +220,7 @@ def learn_masks(
     step_weights: list[float] = list(weights)
     spans = [e.baseline.clean - e.baseline.corrupted for e in evaluators]
     velocity = torch.zeros_like(logits)
+    # each budget's kept hard mask, pruned after the learning (``prune`` treats rows alone)
     best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
     best_error, best_step = [math.inf] * n_budgets, [0] * n_budgets
     history: list[list[list[float]]] = [[] for _ in range(n_budgets)]
@@ -309,8 +310,8 @@ def learn_masks(
         for number, group in enumerate(passes):
             with torch.set_grad_enabled(backward):
                 keep, soft = keep_masks(theta, chosen)
-                if circuits is None:
-                    circuits = prune(spec, keep.detach() > 0.5)
+                if circuits is None:  # pruned once at the end, the kept ones only (row by row alike)
+                    circuits = keep.detach() > 0.5
                 deviation = run_pass(number, keep)  # [g, b]
                 if backward:
                     if drawing:
@@ -355,6 +356,7 @@ def learn_masks(
                     results[index] = ([d[offset] for d in deviations], circuits[offset], gradient[offset])
 
             run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
+            moving: list[int] = []  # the budgets that learn on, stepped together below
             for index in active:
                 deviations, circuit, gradient = results[index]
                 history[index].append(deviations)
@@ -373,17 +375,27 @@ def learn_masks(
                 if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
                     training.remove(index)
                     continue
-                largest = gradient.abs().max()
-                direction = gradient / largest if largest > 0 else gradient
-                velocity[index] = MOMENTUM * velocity[index] + direction
-                logits[index] -= float(schedule.learning_rate) * velocity[index]
+                moving.append(index)
+            if moving:  # every learning budget's step at once, on the device (no sync per budget)
+                rows = torch.tensor(moving, device=device)
+                gradient = torch.stack([results[index][2] for index in moving])  # [m, n_edges]
+                largest = gradient.abs().amax(1, keepdim=True)  # each row's own largest
+                direction = torch.where(largest > 0, gradient / largest, gradient)
+                velocity[rows] = MOMENTUM * velocity[rows] + direction
+                logits[rows] -= float(schedule.learning_rate) * velocity[rows]
                 if anchored is not None:  # back toward the warm start by a share of the distance
-                    logits[index] -= anchor * (logits[index] - anchored[index])
+                    logits[rows] -= anchor * (logits[rows] - anchored[rows])
             ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
             step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
     return LearnedMasks(
-        best_circuits, logits - thresholds, history, best_step, step, first_at_size, bool(schedule.worst)
+        prune(spec, best_circuits),
+        logits - thresholds,
+        history,
+        best_step,
+        step,
+        first_at_size,
+        bool(schedule.worst),
     )
 
 
