@@ -305,14 +305,16 @@ class SharedNormPatch:
             linear = shares.sum(2)[rows] + moved[..., d_model:]
             self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [T, pos, d]
             return
-        task = self.group[rows]
         if self.positions:  # one position per entry: [T, H, d_model]
+            task = self.group[rows]
             now_raw, now_share = raw[rows, place], shares[rows, place]
             was_raw, was_share = was_raw[task, place], was_share[task, place]
             pattern = "th,thd->td"
         else:  # every position: [T, pos, H, d_model]
             now_raw, now_share = raw[rows], shares[rows]
-            was_raw, was_share = was_raw[task], was_share[task]
+            if was_raw.shape[0] > 1:  # one task's corrupted run meets its rows by broadcasting
+                task = self.group[rows]
+                was_raw, was_share = was_raw[task], was_share[task]
             pattern = "th,tphd->tpd"
         mix = now_raw.sum(-2) + torch.einsum(pattern, masks, was_raw - now_raw)
         linear = now_share.sum(-2) + torch.einsum(pattern, masks, was_share - now_share)
@@ -327,7 +329,10 @@ class SharedNormPatch:
         if not direct or normed.requires_grad or linear.requires_grad:
             self._place(layer, (normed - linear).reshape(rows, -1))
             if layer in self.group_sizes:  # one block per reader group, each read once
-                self.blocks[layer] = self.tables[layer].split(self.group_sizes[layer])
+                sizes = self.group_sizes[layer]  # the empty blocks are not made (nor their zero
+                # gradients, one per empty block of every layer in each backward pass)
+                pieces = iter(self.tables[layer].split([size for size in sizes if size]))
+                self.blocks[layer] = tuple(next(pieces) if size else None for size in sizes)
             return
         start = self.offsets[layer]
         table = self._table[start : start + rows]
