@@ -33,7 +33,7 @@ from ..core.graph import GraphSpec, prune
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import compatible_groups, metric_from_residual, task_metric
 from ..engine.patching import masked_residual, padded_to
-from ..engine.prefix import reusing_prefixes
+from ..engine.prefix import reusing_prefixes, shared_prefix
 from ..engine.scores import score_dtype
 from ..measure.chunks import run_in_chunks
 from ..measure.evaluate import Evaluator
@@ -272,13 +272,22 @@ def learn_masks(
         for group in passes
     ]
 
+    # each pass's unchanged prefix, read once (not a step: on an accelerator a sync or two each)
+    prefixes = [shared_prefix(model, [prepared[t] for t in group]) for group in passes]
+
     def run_pass(number: int, keep: torch.Tensor) -> torch.Tensor:
         """The deviations of the circuits ``keep`` [b, ...] on pass ``number``'s tasks.  # [g, b]"""
         group = passes[number]
         if len(group) == 1:  # one task: its own run (Edge Pruning's, to the bit)
             evaluator = evaluators[group[0]]
             residual = masked_residual(
-                model, spec, evaluator.prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+                model,
+                spec,
+                evaluator.prepared,
+                evaluator.corrupted_writers,
+                keep,
+                evaluator.corrupted_raw,
+                prefix=prefixes[number],
             )
             metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
             span = spans[group[0]]
@@ -291,6 +300,7 @@ def learn_masks(
             pass_writers[number],
             keep.repeat(len(group), 1, 1),  # task 0's circuits, then task 1's, ...
             pass_raw[number],
+            prefix=prefixes[number],
         )
         owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
         metric = task_metric(model, chosen, owner, same_length=False)(residual).to(dtype)  # [g b]
