@@ -359,6 +359,7 @@ def masked_residual(
     corrupted_writers: torch.Tensor,
     keep: torch.Tensor,
     corrupted_raw: torch.Tensor | None = None,
+    prefix: int | None = None,
 ) -> torch.Tensor:
     """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
 
@@ -379,7 +380,8 @@ def masked_residual(
     ``task_metric`` with the same rows reads each row's metric. Tasks of several prompt lengths
     run padded at the end to the longest (their corrupted runs ``padded_to`` it): each row's
     residual is read at its own last position, which under causal attention no padded position
-    reaches (the same metric and gradient, to float rounding).
+    reaches (the same metric and gradient, to float rounding). ``prefix``: the tasks'
+    ``shared_prefix``, when the caller knows it already (it reads the tokens back from the device).
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
@@ -390,7 +392,7 @@ def masked_residual(
         raise ValueError(
             f"the corrupted runs hold {corrupted_writers.shape[1]} positions, not {max(lengths)}"
         )
-    prefix = shared_prefix(model, tasks)
+    prefix = shared_prefix(model, tasks) if prefix is None else prefix
     edge_mask = spec.tensors(device).edge_mask
     weights = (1 - keep.to(device=device, dtype=dtype)) * edge_mask  # [batch, n_forward, n_backward]
     # [g, pos - prefix, n_forward, d_model]: the positions that run

@@ -114,6 +114,7 @@ class SharedNormPatch:
         self.group_sizes: dict[int, list[int]] = {}  # layer -> its pairs per group (relaxed)
         self.blocks: dict[int, tuple[torch.Tensor, ...]] = {}  # layer -> its table per group
         self._local: torch.Tensor | None = None  # table row -> its row in its group's blocks
+        self._row_groups: torch.Tensor | None = None  # table row -> its reader group (a relaxed plan)
         self.clean = clean
         self.fixed: set[int] = set()  # layers below a run's start: tables known before the run
         # a ``layer_start.LastPosition``: its block's corrections are made at its positions only
@@ -137,6 +138,9 @@ class SharedNormPatch:
 
     # ----- before the run: which (row, layer, reader) pairs mix, and their distinct masks --------
     def _plan(self) -> None:
+        if not self.grouped and not self.positions:
+            self._plan_relaxed()
+            return
         spec, n_heads = self.spec, self.spec.n_heads
         batch = self.weights.shape[0]
         with torch.no_grad():
@@ -184,6 +188,47 @@ class SharedNormPatch:
                 used = rows * width + slot  # [T]: each entry's place in [batch, K]
                 self.entries[layer] = (rows, None, padded, used)
                 self.pairs[layer] = (index.cpu(), inverse.cpu())
+
+    def _plan_relaxed(self) -> None:
+        """A relaxed mask's plan (``_plan``'s ungrouped edge pairs, the same to the element): every
+        post-normed layer's mixed pairs from one comparison and one transfer to the CPU, sorted
+        there by (layer, reader group), stably, so each group keeps its (row, reader) order. A
+        layer at a time, each layer's nonzero and its three copies to the CPU were a sync each on
+        an accelerator (72 a learning step on Gemma-3-270M)."""
+        spec, n_heads, layers = self.spec, self.spec.n_heads, list(self.norms)
+        if not layers:
+            return
+        batch, n_backward = self.weights.shape[0], self.weights.shape[2]
+        device = self.weights.device
+        forward = [
+            f
+            for layer in layers
+            for f in range(spec.head_forward(layer).start, spec.head_forward(layer).stop)
+        ]
+        with torch.no_grad():
+            pick = torch.tensor(forward, device=device)  # every post-normed layer's heads
+            share = self.weights.detach().index_select(1, pick).view(batch, len(layers), n_heads, n_backward)
+            mixed = ((share != 0).any(2) & ~(share == 1).all(2)).cpu()  # [b, L, bwd]: the one transfer
+        index = mixed.nonzero()  # [P, 3]: row, layer's place, reader; (row, reader) order per layer
+        n_groups = len(self.groups)
+        key = index[:, 1] * n_groups + self._reader_group_of(index[:, 2])
+        order = torch.argsort(key, stable=True)
+        key, pairs = key[order], index[order][:, [0, 2]]  # [P], [P, 2] (row, reader)
+        sizes = torch.bincount(key, minlength=len(layers) * n_groups).view(len(layers), n_groups)
+        per_layer, sizes = sizes.sum(1).tolist(), sizes.tolist()
+        on_device = pairs.to(device)  # one copy for every layer
+        numbers = torch.arange(max(per_layer), device="cpu")  # each pair's table row, planned on the CPU
+        start = 0
+        for place, layer in enumerate(layers):
+            count = per_layer[place]
+            if not count:
+                continue
+            here = on_device[start : start + count]
+            self.group_sizes[layer] = sizes[place]
+            self.entries[layer] = (here[:, 0], None, None, here)
+            self.pairs[layer] = (pairs[start : start + count], numbers[:count])
+            start += count
+        self._row_groups = key % n_groups  # each table row's reader group, the rows in table order
 
     def _plan_fixed(self, layer: int, index: torch.Tensor, masks: torch.Tensor) -> None:
         """A layer below the run's start: its heads are the clean run's in every row, so an
@@ -260,14 +305,16 @@ class SharedNormPatch:
             linear = shares.sum(2)[rows] + moved[..., d_model:]
             self._keep(layer, apply_norm(self.norms[layer], mix), linear)  # [T, pos, d]
             return
-        task = self.group[rows]
         if self.positions:  # one position per entry: [T, H, d_model]
+            task = self.group[rows]
             now_raw, now_share = raw[rows, place], shares[rows, place]
             was_raw, was_share = was_raw[task, place], was_share[task, place]
             pattern = "th,thd->td"
         else:  # every position: [T, pos, H, d_model]
             now_raw, now_share = raw[rows], shares[rows]
-            was_raw, was_share = was_raw[task], was_share[task]
+            if was_raw.shape[0] > 1:  # one task's corrupted run meets its rows by broadcasting
+                task = self.group[rows]
+                was_raw, was_share = was_raw[task], was_share[task]
             pattern = "th,tphd->tpd"
         mix = now_raw.sum(-2) + torch.einsum(pattern, masks, was_raw - now_raw)
         linear = now_share.sum(-2) + torch.einsum(pattern, masks, was_share - now_share)
@@ -282,7 +329,10 @@ class SharedNormPatch:
         if not direct or normed.requires_grad or linear.requires_grad:
             self._place(layer, (normed - linear).reshape(rows, -1))
             if layer in self.group_sizes:  # one block per reader group, each read once
-                self.blocks[layer] = self.tables[layer].split(self.group_sizes[layer])
+                sizes = self.group_sizes[layer]  # the empty blocks are not made (nor their zero
+                # gradients, one per empty block of every layer in each backward pass)
+                pieces = iter(self.tables[layer].split([size for size in sizes if size]))
+                self.blocks[layer] = tuple(next(pieces) if size else None for size in sizes)
             return
         start = self.offsets[layer]
         table = self._table[start : start + rows]
@@ -350,6 +400,16 @@ class SharedNormPatch:
 
     def _local_rows(self) -> torch.Tensor:
         """Each table row's row among its group's blocks, laid one layer after another.  # CPU"""
+        if self._local is None and self._row_groups is not None:  # a relaxed plan: every row's group
+            groups = self._row_groups  # the rank of each row among its group's, in table order
+            counts = torch.bincount(groups, minlength=len(self.groups))
+            order = torch.argsort(groups, stable=True)
+            local = torch.empty_like(groups)
+            local[order] = (
+                torch.arange(groups.shape[0], device="cpu")
+                - (torch.cumsum(counts, 0) - counts)[groups[order]]
+            )
+            self._local = local
         if self._local is None:
             total = sum(self._table_rows(layer) for layer in self.pairs)
             local = torch.zeros(total, dtype=torch.long, device="cpu")  # planned on the CPU
@@ -373,6 +433,8 @@ class SharedNormPatch:
         ``local``: the table rows are the group's blocks (``_group_correction``) instead of every
         layer's table."""
         key = (readers.start, readers.stop, local)
+        if key not in self._sums and local and not self.positions:
+            self._local_sums()
         if key not in self._sums:
             if self._by_reader is None:
                 self._by_reader = self._pairs_by_reader()
@@ -406,6 +468,51 @@ class SharedNormPatch:
                     rows, columns, ones, (size, last)
                 )  # on their device
         return self._sums[key]
+
+    def _local_sums(self) -> None:
+        """``_summing(group, local=True)`` of every reader group at once (edge circuits): the same
+        sparse matrices, element for element, from one pass over the plan and one copy to the
+        device (a group at a time, each made ~20 small CPU operations and two copies: 37 groups a
+        learning step on Gemma-3-270M). Every pair's target counts over the groups one after
+        another, so one stable sort by it orders each group's pairs as its own sort did."""
+        if self._by_reader is None:
+            self._by_reader = self._pairs_by_reader()
+        reader, index, source, _ = self._by_reader
+        batch, n_groups = self.weights.shape[0], len(self.groups)
+        starts = torch.tensor([g.start for g in self.groups], device="cpu")  # the plan is on the CPU
+        widths = torch.tensor([g.stop - g.start for g in self.groups], device="cpu")
+        sizes = batch * widths  # each group's targets
+        group = self._reader_group_of(reader)  # [P]
+        base = torch.cumsum(sizes, 0) - sizes  # each group's first target among all
+        target = base[group] + index[:, 0] * widths[group] + reader - starts[group]
+        order = torch.argsort(target, stable=True)
+        local = self._local_rows()[source]
+        pairs = torch.bincount(group, minlength=n_groups)  # each group's pairs
+        first = torch.cumsum(pairs, 0) - pairs  # its first pair among all (sorted by target)
+        total = int(sizes.sum())
+        running = torch.cumsum(torch.bincount(target, minlength=total), 0)  # [total]
+        of_target = torch.repeat_interleave(torch.arange(n_groups, device="cpu"), sizes)  # [total]
+        rows = torch.zeros(total + n_groups, dtype=torch.long, device="cpu")  # a leading 0 per group
+        rows[torch.arange(total, device="cpu") + of_target + 1] = running - first[of_target]
+        last = torch.zeros(n_groups, dtype=torch.long, device="cpu").scatter_reduce_(
+            0, group, local + 1, "amax"
+        )
+        device = self.weights.device
+        both = torch.cat([rows, local[order]]).to(device)  # one copy for every group
+        ones = torch.ones(len(target), dtype=self.weights.dtype, device=device)
+        pairs, first, sizes, last = pairs.tolist(), first.tolist(), sizes.tolist(), last.tolist()
+        columns, row_start = both[total + n_groups :], 0
+        for number, readers in enumerate(self.groups):
+            crow = both[row_start : row_start + sizes[number] + 1]
+            row_start += sizes[number] + 1
+            span = slice(first[number], first[number] + pairs[number])
+            with warnings.catch_warnings():  # torch calls sparse CSR "beta"; its product is what we need
+                warnings.simplefilter("ignore")
+                self._sums[(readers.start, readers.stop, True)] = (
+                    torch.sparse_csr_tensor(crow, columns[span], ones[span], (sizes[number], last[number]))
+                    if pairs[number]
+                    else None
+                )  # on their device
 
     def _pairs_by_reader(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every layer's pairs, in layer order, sorted stably by reader: (readers [P], pairs [P, 2

@@ -33,7 +33,7 @@ from ..core.graph import GraphSpec, prune
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import compatible_groups, metric_from_residual, task_metric
 from ..engine.patching import masked_residual, padded_to
-from ..engine.prefix import reusing_prefixes
+from ..engine.prefix import reusing_prefixes, shared_prefix
 from ..engine.scores import score_dtype
 from ..measure.chunks import run_in_chunks
 from ..measure.evaluate import Evaluator
@@ -220,6 +220,7 @@ def learn_masks(
     step_weights: list[float] = list(weights)
     spans = [e.baseline.clean - e.baseline.corrupted for e in evaluators]
     velocity = torch.zeros_like(logits)
+    # each budget's kept hard mask, pruned after the learning (``prune`` treats rows alone)
     best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
     best_error, best_step = [math.inf] * n_budgets, [0] * n_budgets
     history: list[list[list[float]]] = [[] for _ in range(n_budgets)]
@@ -271,13 +272,22 @@ def learn_masks(
         for group in passes
     ]
 
+    # each pass's unchanged prefix, read once (not a step: on an accelerator a sync or two each)
+    prefixes = [shared_prefix(model, [prepared[t] for t in group]) for group in passes]
+
     def run_pass(number: int, keep: torch.Tensor) -> torch.Tensor:
         """The deviations of the circuits ``keep`` [b, ...] on pass ``number``'s tasks.  # [g, b]"""
         group = passes[number]
         if len(group) == 1:  # one task: its own run (Edge Pruning's, to the bit)
             evaluator = evaluators[group[0]]
             residual = masked_residual(
-                model, spec, evaluator.prepared, evaluator.corrupted_writers, keep, evaluator.corrupted_raw
+                model,
+                spec,
+                evaluator.prepared,
+                evaluator.corrupted_writers,
+                keep,
+                evaluator.corrupted_raw,
+                prefix=prefixes[number],
             )
             metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
             span = spans[group[0]]
@@ -290,6 +300,7 @@ def learn_masks(
             pass_writers[number],
             keep.repeat(len(group), 1, 1),  # task 0's circuits, then task 1's, ...
             pass_raw[number],
+            prefix=prefixes[number],
         )
         owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
         metric = task_metric(model, chosen, owner, same_length=False)(residual).to(dtype)  # [g b]
@@ -309,8 +320,8 @@ def learn_masks(
         for number, group in enumerate(passes):
             with torch.set_grad_enabled(backward):
                 keep, soft = keep_masks(theta, chosen)
-                if circuits is None:
-                    circuits = prune(spec, keep.detach() > 0.5)
+                if circuits is None:  # pruned once at the end, the kept ones only (row by row alike)
+                    circuits = keep.detach() > 0.5
                 deviation = run_pass(number, keep)  # [g, b]
                 if backward:
                     if drawing:
@@ -355,6 +366,7 @@ def learn_masks(
                     results[index] = ([d[offset] for d in deviations], circuits[offset], gradient[offset])
 
             run_in_chunks(model, "gradient", len(active), positions, per_item, compute, commit)
+            moving: list[int] = []  # the budgets that learn on, stepped together below
             for index in active:
                 deviations, circuit, gradient = results[index]
                 history[index].append(deviations)
@@ -373,17 +385,27 @@ def learn_masks(
                 if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
                     training.remove(index)
                     continue
-                largest = gradient.abs().max()
-                direction = gradient / largest if largest > 0 else gradient
-                velocity[index] = MOMENTUM * velocity[index] + direction
-                logits[index] -= float(schedule.learning_rate) * velocity[index]
+                moving.append(index)
+            if moving:  # every learning budget's step at once, on the device (no sync per budget)
+                rows = torch.tensor(moving, device=device)
+                gradient = torch.stack([results[index][2] for index in moving])  # [m, n_edges]
+                largest = gradient.abs().amax(1, keepdim=True)  # each row's own largest
+                direction = torch.where(largest > 0, gradient / largest, gradient)
+                velocity[rows] = MOMENTUM * velocity[rows] + direction
+                logits[rows] -= float(schedule.learning_rate) * velocity[rows]
                 if anchored is not None:  # back toward the warm start by a share of the distance
-                    logits[index] -= anchor * (logits[index] - anchored[index])
+                    logits[rows] -= anchor * (logits[rows] - anchored[rows])
             ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
             step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
     return LearnedMasks(
-        best_circuits, logits - thresholds, history, best_step, step, first_at_size, bool(schedule.worst)
+        prune(spec, best_circuits),
+        logits - thresholds,
+        history,
+        best_step,
+        step,
+        first_at_size,
+        bool(schedule.worst),
     )
 
 
