@@ -241,7 +241,7 @@ def learn_masks(
         soft = torch.sigmoid((theta - threshold) / temperature)  # [b, n_edges]
         # the hard top-N runs unpruned: an edge whose path is not yet complete then still has a
         # gradient (pruning it would cut the path its missing link is learned through)
-        kept = hard + soft - soft.detach()
+        kept = hard + (soft - soft.detach())
         keep = torch.zeros(len(chosen), spec.n_forward * spec.n_backward, dtype=dtype, device=device)
         keep = keep.scatter(1, graph.flat_edge_index.expand(len(chosen), -1), kept)
         return keep.view(-1, spec.n_forward, spec.n_backward), soft
