@@ -254,3 +254,20 @@ def test_bad_settings_are_refused_in_one_sentence():
             method.make_config(values)
     with pytest.raises(ValueError, match="warm_start must be a method that scores edges"):
         method.run_on(tiny_model("gpt2"), IOI_TASK, {"warm_start": "acc++"}, budgets=[5])
+
+
+def test_the_straight_through_mask_is_the_hard_mask_exactly_with_the_soft_gradient():
+    """In float32 hard + soft - soft.detach() read 0.99999994 for a kept edge, and the exact
+    evaluator then renormalised every all-kept reader as a mixed one."""
+    from circuitviz.methods.mask_learning import straight_through
+
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    theta = torch.randn(4, 500, generator=generator, device="cpu", dtype=torch.float32).requires_grad_()
+    soft = torch.sigmoid(theta)
+    hard = (theta.detach() > 0.3).to(torch.float32)
+    kept = straight_through(hard, soft)
+    assert torch.equal(kept, hard)
+    assert not torch.equal(hard + soft - soft.detach(), hard)  # the old form, off by rounding
+    (gradient,) = torch.autograd.grad(kept.sum(), theta, retain_graph=True)
+    (expected,) = torch.autograd.grad(soft.sum(), theta)
+    assert torch.equal(gradient, expected)
