@@ -6,8 +6,8 @@
 #                                         the API, Best-of-N variants), then gpu_check.py's
 #                                         correctness, timings, long prompts and profile
 #   bash scripts/gpu-session.sh second    the bridge part, the batch line, every method as a test
-#   bash scripts/gpu-session.sh PART...   the parts named (cuda-tests gpu-check profile bridge batch
-#                                         every-method), to run again what a fix touched
+#   bash scripts/gpu-session.sh PART...   the parts named (cuda-tests gpu-check profile syncs bridge
+#                                         batch every-method), to run again what a fix touched
 # Two calls because a rented machine's session is short: the first half's failures can be fixed
 # before the second. docs/benchmarks.md ("The GPU check") records what each printed.
 set -uo pipefail
@@ -36,6 +36,7 @@ run_named() {
     profile) part profile 150 python3 benchmarks/gpu_check.py --skip correctness,timings,long,bridge --profile eap-ig,circuit-lasso,edge-pruning ;;
     bridge) part bridge 300 python3 benchmarks/gpu_bridge_check.py ;;
     batch) part batch 120 python3 benchmarks/bench_batch.py --part gpu --n 128 ;;
+    syncs) part syncs 150 python3 benchmarks/gpu_syncs.py --svd ;;
     every-method) part every-method 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k every_method ;;
     *) echo "unknown part $1" | tee -a "$OUT/summary.log" ;;
     esac
