@@ -55,20 +55,16 @@ def count_syncs(model, name: str, task, budgets, device: str) -> tuple[float, co
         label = f"{where.filename.split(ROOT_MARK)[-1]}:{where.lineno} {where.name}" if where else filename
         sites[label] += 1
 
-    warnings.showwarning = record
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")
-            warnings.showwarning = record
+    with warnings.catch_warnings():  # restores showwarning and the filters on leaving
+        warnings.simplefilter("always")
+        warnings.showwarning = record
+        if device.startswith("cuda"):
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            method.run_on(model, task, config, budgets=budgets)
+        finally:
             if device.startswith("cuda"):
-                torch.cuda.set_sync_debug_mode("warn")
-            try:
-                method.run_on(model, task, config, budgets=budgets)
-            finally:
-                if device.startswith("cuda"):
-                    torch.cuda.set_sync_debug_mode("default")
-    finally:
-        warnings.showwarning = original
+                torch.cuda.set_sync_debug_mode("default")
     return seconds, sites
 
 
