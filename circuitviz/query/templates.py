@@ -25,7 +25,8 @@ from .pairs import ParaphraseError, ParaphrasePair
 
 NO_FAMILY = (
     "The prompt matches none of the built-in template families (indirect object, arithmetic, "
-    "factual recall, multiple choice); give paraphrases in a file or use the openai source."
+    "factual recall such as 'The capital of France is' or 'The currency of Japan is the', "
+    "occupation and pronoun, multiple choice); give paraphrases in a file or use the openai source."
 )
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

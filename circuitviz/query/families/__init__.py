@@ -1,7 +1,8 @@
 """The built-in template families: recognise a prompt's task, rewrite it, corrupt it, offline.
 
 One module per family (indirect object identification, arithmetic, factual recall, MMLU
-questions, multiple choice on lines or inline, occupation and pronoun); ``recognise`` tries them in order and
+questions, multiple choice on lines or inline, any relation of a named subject, occupation
+and pronoun); ``recognise`` tries them in order and
 ``family`` finds one by name. ``EXAMPLE_TASKS`` holds one prompt per family that Gemma-3-270M
 answers correctly, for the app and the benchmarks.
 """
@@ -18,8 +19,10 @@ from .ioi import IOIFamily
 from .mmlu import MMLUFamily
 from .multiple_choice import MultipleChoiceFamily
 from .occupation import OccupationFamily
+from .relation import RelationFamily
 
-# factual templates are anchored sentences; IOI's loose pattern comes last so it cannot take them
+# factual templates are anchored sentences; IOI's loose pattern comes last so it cannot take them;
+# factual recall's known relations before the general relation of a named subject
 # MMLU's prompts (a subject preamble first) before the general multiple-choice family
 FAMILIES: tuple[TemplateFamily, ...] = (
     MMLUFamily(),
@@ -27,6 +30,7 @@ FAMILIES: tuple[TemplateFamily, ...] = (
     InlineChoiceFamily(),
     ArithmeticFamily(),
     FactualFamily(),
+    RelationFamily(),
     OccupationFamily(),
     IOIFamily(),
 )
