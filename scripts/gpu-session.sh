@@ -34,7 +34,14 @@ run_named() {
     cuda-tests) part cuda-tests 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "not every_method" ;;
     gpu-check) part gpu-check 330 python3 benchmarks/gpu_check.py --skip bridge ;;
     profile) part profile 150 python3 benchmarks/gpu_check.py --skip correctness,timings,long,bridge --profile eap-ig,circuit-lasso,edge-pruning ;;
-    bridge) part bridge 300 python3 benchmarks/gpu_bridge_check.py ;;
+    bridge)  # with .whl-tf/ (gpu-wheels.sh --transformers): transformers 5.25 for this part only
+        if ls .whl-tf/*.whl >/dev/null 2>&1; then
+            python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+                --target /tmp/site-tf .whl-tf/*.whl || return 1
+            PYTHONPATH=/tmp/site-tf:$PYTHONPATH part bridge 300 python3 -c "import transformers, sys; print('transformers', transformers.__version__); sys.argv[0] = 'gpu_bridge_check'; import runpy; runpy.run_path('benchmarks/gpu_bridge_check.py', run_name='__main__')"
+        else
+            part bridge 300 python3 benchmarks/gpu_bridge_check.py
+        fi ;;
     batch) part batch 120 python3 benchmarks/bench_batch.py --part gpu --n 128 ;;
     syncs) part syncs 150 python3 benchmarks/gpu_syncs.py --svd ;;
     every-method) part every-method 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k every_method ;;
