@@ -140,7 +140,7 @@ def test_a_held_out_figure_on_few_paraphrases_offers_a_wider_one_and_shows_the_w
     result = _result("paraphrase-pruning", own)
     result.task = task
     assert result_view.transfer_label(result, 103) == (
-        "Measure its NDF on up to 5 paraphrases it never saw, not 2 paraphrases (runs the model)"
+        "Measure its NDF on up to 5 paraphrases it never saw; the figure above has 2 (runs the model)"
     )
     result.transfer = {"budgets": {"103": {"paraphrases": ["a", "c", "d"], "ndf": [0.9, 0.7, 0.8]}}}
     assert result_view.held_out_at(result, 103) == [("a", 0.9), ("c", 0.7), ("d", 0.8)]

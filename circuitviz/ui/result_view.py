@@ -174,8 +174,8 @@ def transfer_label(result, budget: int) -> str | None:
     if not known:
         return "Measure its NDF on paraphrases it never saw (runs the model)"
     return (
-        f"Measure its NDF on up to {DEFAULT_PARAPHRASES} paraphrases it never saw, not "
-        f"{counted(len(known), 'paraphrase')} (runs the model)"
+        f"Measure its NDF on up to {DEFAULT_PARAPHRASES} paraphrases it never saw; the figure above "
+        f"has {len(known)} (runs the model)"
     )
 
 
