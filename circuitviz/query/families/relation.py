@@ -54,7 +54,7 @@ class RelationFamily(TemplateFamily):
     """A relation of a named subject ("The currency of Japan is the"): the subject is the key."""
 
     name = "relation"
-    label = "a relation of a named subject"
+    label = "relation"  # "Proposed by the relation template"
     keeps_prompt_corruption = True
 
     def __init__(self):
