@@ -86,13 +86,14 @@ def test_an_unrecognised_prompt_names_the_shapes_the_templates_know():
 @pytest.mark.slow
 def test_on_the_embedded_model_a_typed_relation_gets_paraphrases_to_hold_out(embedded_model):
     """'The currency of Japan is the' found no family before this one: paraphrase pruning said
-    no paraphrase could be held out. Now six checked pairs, each answered ' yen' by the model
-    and corrupted to France as the prompt is."""
+    no paraphrase could be held out. Now 20 of 23 rewrites pass the checks (docs/methods.md),
+    each answered ' yen' and corrupted to France as the prompt is: Best-of-N's nine candidates
+    and five held out."""
     from circuitviz.query.sources import gather_paraphrases
 
-    pairs = gather_paraphrases(embedded_model, CURRENCY, "template", n=6, seed=0)
+    pairs = gather_paraphrases(embedded_model, CURRENCY, "template", n=30, seed=0)
     usable = [pair for pair in pairs if pair.usable()]
-    assert len(usable) >= 6
+    assert len(usable) >= 14
     for pair in usable:
         assert pair.model_answer == " yen" and pair.corrupted == pair.clean.replace("Japan", "France")
         assert pair.metric_corrupted < 0 < pair.metric_clean

@@ -32,6 +32,17 @@ RELATION_TEMPLATES = (
     "The {R} of {X}, as everyone knows, is{D}",
     "Fact: the {R} of {X} is{D}",
     "Ask anyone about {X}: the {R} is{D}",
+    # more, so Best-of-N's nine candidates leave five or more to hold out
+    "Here is something about {X}. The {R} of {X} is{D}",
+    "Many people know that the {R} of {X} is{D}",
+    "In short, the {R} of {X} is{D}",
+    "I read that the {R} of {X} is{D}",
+    "Speaking of {X}, its {R} is{D}",
+    "Today we learn about {X}. Its {R} is{D}",
+    "A simple fact: the {R} of {X} is{D}",
+    "Most people agree that the {R} of {X} is{D}",
+    "Our teacher said that the {R} of {X} is{D}",
+    "The answer is easy: the {R} of {X} is{D}",
 )
 # The first three are the shapes a prompt is recognised by; the others only rewrite one.
 RECOGNISED = 3
