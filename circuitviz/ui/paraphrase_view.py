@@ -94,7 +94,7 @@ def candidates_view(model, result) -> None:
     budget = result_view.budget_slider(result, "budget", any_budget=True)
     point = result_view.point_at(result, budget, model)
     result_view.metrics_row(result, budget, point)
-    result_view.transfer_offer(result, budget, model, "bon")  # what the fitted caveat points to
+    result_view.transfer_offer(result, budget, model, "bon.result")  # what the fitted caveat points to
     scores = candidates_at(model, result, budget)  # evaluated now where the run did not
     if scores:
         st.plotly_chart(render.candidate_figure(scores, budget), key="bon.candidates")
