@@ -43,7 +43,7 @@ run_named() {
             part bridge 300 python3 benchmarks/gpu_bridge_check.py
         fi ;;
     batch) part batch 120 python3 benchmarks/bench_batch.py --part gpu --n 128 ;;
-    syncs) part syncs 150 python3 benchmarks/gpu_syncs.py --svd ;;
+    syncs) part syncs 150 python3 benchmarks/gpu_syncs.py --svd ${SYNC_METHODS:+--methods $SYNC_METHODS} ;;  # SYNC_METHODS=bon,...
     every-method) part every-method 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k every_method ;;
     *) echo "unknown part $1" | tee -a "$OUT/summary.log" ;;
     esac
