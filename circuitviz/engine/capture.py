@@ -197,15 +197,28 @@ class WriterDifferences:
         self.count += k
 
     def upstream(self, count: int) -> torch.Tensor:
-        """The first ``count`` writers' differences.  # [batch, count, pos * d_model]"""
+        """The first ``count`` writers' differences.  # [batch, count, pos * d_model]
+
+        Each join extends the largest earlier one by the parts written since (one ``cat`` of a
+        few tensors), not every part from the first: a step on Gemma-3-270M's 37 reader groups
+        sliced and joined 703 parts forward and as many backward, now about 75. The values are
+        the same; a part's gradient then sums its readers' shares as a chain, a + (b + c) where
+        the autograd engine summed (c + b) + a, the same additions in the same order, to the bit.
+        """
         if count not in self._joined:
-            joined, total = [], 0
+            base = max((n for n in self._joined if n <= count), default=0)
+            joined = [self._joined[base]] if base else []
+            total = 0
             for part in self.parts:
                 if total >= count:
                     break
-                joined.append(part[:, : count - total])
-                total += joined[-1].shape[1]
-            if total != count:
+                size = part.shape[1]
+                if total + size > base:  # beyond the earlier join: this part (or its start)
+                    low = max(base - total, 0)
+                    high = min(count - total, size)
+                    joined.append(part if (low, high) == (0, size) else part[:, low:high])
+                total += size
+            if total < count:
                 raise RuntimeError(f"{count} writers asked for, {total} written so far")
             self._joined[count] = joined[0] if len(joined) == 1 else torch.cat(joined, dim=1)
         return self._joined[count]
