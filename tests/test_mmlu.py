@@ -184,7 +184,7 @@ class _SplittingLetters:
     def __init__(self, model):
         self.model = model
 
-    def to_tokens(self, text, prepend_bos=True, truncate=True):
+    def to_tokens(self, text, prepend_bos=True, truncate=True, move_to_device=True):
         return torch.tensor([[5, 6]], device="cpu")
 
 

@@ -64,7 +64,7 @@ def _fitting(model, clean: str, candidates, limit: int = 60) -> str | None:
 
 def _first_token(model, text: str) -> str:
     """The text of the first token ``text`` is split into (no <bos>)."""
-    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
+    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
     return adapter_of(model).decode([int(ids[0])]) if ids else ""
 
 

@@ -124,7 +124,11 @@ def filler_words(model, text: str, filler: str = FILLER) -> str:
     """Each word of ``text`` replaced by as many filler words as it has tokens (after a space)."""
     words = []
     for word in text.split():
-        count = int(adapter_of(model).to_tokens(" " + word, prepend_bos=False, truncate=False).shape[1])
+        count = int(
+            adapter_of(model)
+            .to_tokens(" " + word, prepend_bos=False, truncate=False, on_device=False)
+            .shape[1]
+        )
         words.append(" ".join([filler] * count))
     return " ".join(words)
 
@@ -155,7 +159,11 @@ def letter_token_ids(model) -> list[int]:
     """The ids of " A" .. " D"; MMLUError when a letter is not one token for this tokenizer."""
     ids = []
     for letter in LETTERS:
-        tokens = adapter_of(model).to_tokens(" " + letter, prepend_bos=False, truncate=False)[0].tolist()
+        tokens = (
+            adapter_of(model)
+            .to_tokens(" " + letter, prepend_bos=False, truncate=False, on_device=False)[0]
+            .tolist()
+        )
         if len(tokens) != 1:
             raise MMLUError(
                 f"This model's tokenizer splits ' {letter}' into {len(tokens)} tokens; MMLU needs one."

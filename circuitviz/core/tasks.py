@@ -84,7 +84,9 @@ def str_tokens(model, ids) -> list[str]:
 
 
 def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
-    return str_tokens(model, adapter_of(model).to_tokens(text, prepend_bos=prepend_bos)[0].tolist())
+    return str_tokens(
+        model, adapter_of(model).to_tokens(text, prepend_bos=prepend_bos, on_device=False)[0].tolist()
+    )
 
 
 def _quote_tokens(tokens: list[str], limit: int = 4) -> str:
@@ -105,7 +107,7 @@ def single_token_id(model, text: str, role: str) -> int:
     """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
     if text == "":
         raise TaskError(f"The {role} is empty; give the token the model should predict, e.g. ' Mary'.")
-    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False)[0].tolist()
+    ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
     if not ids:
         raise TaskError(
             f"The {role} {shown(text)} gives no token (only characters the tokenizer drops); "

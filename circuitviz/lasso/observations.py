@@ -169,7 +169,7 @@ def _token_rows(model, texts: ObservationTexts) -> list[tuple[str, list[int]]]:
     window = min(CORPUS_WINDOW, int(model.cfg.n_ctx))
     rows = []
     for text, kind in zip(texts.texts, texts.kinds):
-        ids = adapter_of(model).to_tokens(text, truncate=False)[0].tolist()
+        ids = adapter_of(model).to_tokens(text, truncate=False, on_device=False)[0].tolist()
         if len(ids) <= window:
             rows.append((kind, ids))
             continue

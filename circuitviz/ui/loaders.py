@@ -323,7 +323,7 @@ def _str_tokens(_model, key: str, text: str) -> list[str]:
     # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of
 
-    ids = adapter_of(_model).to_tokens(text)[0].tolist()
+    ids = adapter_of(_model).to_tokens(text, on_device=False)[0].tolist()
     return [adapter_of(_model).decode([int(token)]) for token in ids]
 
 
