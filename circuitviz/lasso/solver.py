@@ -340,7 +340,7 @@ def solve_on_support(gram, cross, penalty, signs, ridge: float = 1e-12, memory_b
     """
     p, t = signs.shape
     result = torch.zeros(p, t, dtype=cross.dtype, device=cross.device)
-    solution, order = _solve_on_slots(gram, cross, penalty, signs, ridge, memory_bytes)
+    solution, order, _ = _solve_on_slots(gram, cross, penalty, signs, ridge, memory_bytes)
     if order.shape[0]:
         result.scatter_(0, order, solution)
     return result
@@ -349,26 +349,29 @@ def solve_on_support(gram, cross, penalty, signs, ridge: float = 1e-12, memory_b
 def _solve_on_slots(
     gram, cross, penalty, signs, ridge: float = 1e-12, memory_bytes: float = 2**27, min_size: int = 0
 ):
-    """``solve_on_support`` in each column's support slots: (solution [k, t], order [k, t]),
-    ``order`` the support rows in increasing order, then other rows (where the solution is 0) up
-    to k, the largest support (at least ``min_size``, at most p)."""
+    """``solve_on_support`` in each column's support slots: (solution [k, t], order [k, t],
+    each chunk's k x k blocks of G, for ``_gram_on_slots``), ``order`` the support rows in
+    increasing order, then other rows (where the solution is 0) up to k, the largest support (at
+    least ``min_size``, at most p)."""
     p, t = signs.shape
     support = signs != 0
     size = min(p, max(int(support.sum(0).max()) if t else 0, min_size))
     if size == 0:
         empty = torch.zeros(0, t, dtype=torch.long, device=cross.device)
-        return torch.zeros(0, t, dtype=cross.dtype, device=cross.device), empty
+        return torch.zeros(0, t, dtype=cross.dtype, device=cross.device), empty, None
     order = _support_first(support, size)  # [k, t]
     valid = support.gather(0, order)  # [k, t]
     solution = torch.zeros(size, t, dtype=cross.dtype, device=cross.device)
     chunk = max(1, int(memory_bytes // (8 * size * size)))
     eye = torch.eye(size, dtype=cross.dtype, device=cross.device)
     scale = float(gram.diagonal().mean()) if p else 1.0
+    blocks = []
     for start in range(0, t, chunk):
         cols = slice(start, min(start + chunk, t))
         index = order[:, cols].T  # [c, k]
         keep = valid[:, cols].T  # [c, k]
-        system = gram[index[:, :, None], index[:, None, :]]  # [c, k, k]
+        system = _slot_blocks(gram, index)  # [c, k, k]
+        blocks.append(system)
         both = keep[:, :, None] & keep[:, None, :]
         system = torch.where(both, system, eye) + ridge * scale * eye
         rhs = cross[:, cols].gather(0, order[:, cols]) - penalty[cols] * signs[:, cols].gather(
@@ -376,34 +379,39 @@ def _solve_on_slots(
         )
         rhs = rhs.T * keep  # [c, k]
         solution[:, cols] = (torch.linalg.solve(system, rhs[:, :, None])[:, :, 0] * keep).T
-    return solution, order
+    return solution, order, blocks
 
 
-def _gram_on_slots(gram, order, direction, memory_bytes: float = 2**27) -> torch.Tensor:
+def _slot_blocks(gram: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """G[index[c, i], index[c, j]], index [c, k], as one ``index_select`` of flat G: the same
+    values, 2-3x faster than the two-index gather on the embedded model's problems.  # [c, k, k]"""
+    c, k = index.shape
+    flat = (index[:, :, None] * gram.shape[1] + index[:, None, :]).reshape(-1)
+    return gram.reshape(-1).index_select(0, flat).reshape(c, k, k)
+
+
+def _gram_on_slots(gram, order, direction, memory_bytes: float = 2**27, blocks=None) -> torch.Tensor:
     """(G d) at each column's slots, d = ``direction`` [k, t] in the slots ``order`` [k, t] (0
     elsewhere), from each column's k x k block of G: the same sums as ``(G @ d_full).gather(0,
     order)`` over the k slots instead of all p rows (the embedded model: k about 16 of 364), in
-    chunks of columns whose blocks hold at most ``memory_bytes``.  # [k, t]"""
+    chunks of columns whose blocks hold at most ``memory_bytes`` (or ``_solve_on_slots``'s).  # [k, t]"""
     size, t = order.shape
     out = torch.empty(size, t, dtype=direction.dtype, device=direction.device)
     chunk = max(1, int(memory_bytes // (8 * max(size, 1) ** 2)))
-    for start in range(0, t, chunk):
+    for number, start in enumerate(range(0, t, chunk)):
         index = order[:, start : start + chunk].T  # [c, k]
-        block = gram[index[:, :, None], index[:, None, :]]  # [c, k, k]
+        block = _slot_blocks(gram, index) if blocks is None else blocks[number]  # [c, k, k]
         out[:, start : start + chunk] = (block @ direction[:, start : start + chunk].T[:, :, None])[:, :, 0].T
     return out
 
 
 def _support_first(support: torch.Tensor, size: int) -> torch.Tensor:
-    """Each column's support rows in increasing order, then its other rows, first ``size`` only:
-    what a stable argsort of ``~support`` gives, by counting instead of sorting.  # [size, t]"""
-    p, t = support.shape
-    count = support.sum(0, keepdim=True)  # [1, t]
-    rank = torch.where(support, support.cumsum(0) - 1, count + (~support).cumsum(0) - 1)  # [p, t]
-    rows = torch.arange(p, device=support.device)[:, None].expand(p, t)
-    order = torch.empty(p, t, dtype=torch.long, device=support.device)
-    order.scatter_(0, rank, rows)
-    return order[:size]
+    """Each column's support rows in increasing order, then its other rows, first ``size`` only
+    (a stable argsort of ``~support``): the largest of the distinct keys -row on the support and
+    -row - p off it (3-6x faster than counting with two cumulative sums).  # [size, t]"""
+    p = support.shape[0]
+    rows = torch.arange(p, device=support.device)[:, None]
+    return torch.where(support, -rows, -rows - p).topk(size, dim=0).indices
 
 
 def _objective(gram_a, cross, penalty, a) -> torch.Tensor:
@@ -480,7 +488,6 @@ def lasso_active_set(
     device = cross.device
     setup = solve_setup(cross, target_power, penalty, allowed, init)
     penalty, a = setup.penalty, setup.start
-    mask = torch.ones(p, t, dtype=torch.bool, device=device) if setup.allowed is None else setup.allowed
     threshold = tol * setup.target_scale.sqrt()
     pending = torch.arange(t, device=device)
     stalled = torch.zeros(t, dtype=torch.bool, device=device)
@@ -495,40 +502,45 @@ def lasso_active_set(
     # the pending columns' statistics and coefficients, compacted (``index_select``, a plain
     # copy) only when columns finish: gathering [p, t] columns every round cost more than the
     # round's products on the embedded model
-    c, lam, m, x = cross, penalty, mask, a
+    c, lam, m, x = cross, penalty, setup.allowed, a  # m None: every row allowed
     while pending.numel() and rounds < max_rounds:
         rounds += 1
         limit, allowance = threshold[pending], budget[pending]
         gram_x = gram @ x if gram_a is None else gram_a
         gradient = gram_x - c
         nonzero = x != 0
-        # |gradient + lambda sign(x)| on the support, 0 off it (x = 0 there: the product is +0)
-        on_support = ((gradient + lam * x.sign()).abs() * nonzero).amax(0)
-        violation = torch.where(~nonzero & m, gradient.abs() - lam, -torch.inf)  # [p, c]
+        signs = x.sign()
+        # |gradient + lambda sign(x)| on the support, +0 off it
+        on_support = torch.where(nonzero, (gradient + lam * signs).abs(), 0.0).amax(0)
+        violation = torch.where(~nonzero if m is None else ~nonzero & m, gradient.abs() - lam, -torch.inf)
         worst = violation.amax(0)
         done = (on_support <= limit) & (worst <= limit)
         # columns whose support is optimal get new coordinates; the others re-solve their support
         grow = ~done & (on_support <= limit)
-        signs = x.sign()
         growing = grow.nonzero(as_tuple=True)[0]
         if growing.numel():
-            # each column's most violating coordinates, for the growing columns only (the
-            # top-k of a column is its own: the same picks as over every column)
-            top = violation.index_select(1, growing).topk(min(max(1, add_per_round), p), dim=0)
+            # each column's most violating coordinates, for the growing columns only (the top-k
+            # of a column is its own: the same picks as over every column; no copy when all grow)
+            every = growing.numel() == grow.numel()
+            grown_violation = violation if every else violation.index_select(1, growing)
+            top = grown_violation.topk(min(max(1, add_per_round), p), dim=0)
             rank = torch.arange(top.values.shape[0], device=device)[:, None]
             add = (top.values > limit[growing]) & (rank < allowance[growing][None, :])
-            new_signs = -gradient.index_select(1, growing).gather(0, top.indices).sign() * add
-            chosen = signs.index_select(1, growing)
+            grown_gradient = gradient if every else gradient.index_select(1, growing)
+            new_signs = -grown_gradient.gather(0, top.indices).sign() * add
+            chosen = signs if every else signs.index_select(1, growing)
             current = chosen.gather(0, top.indices)
             chosen.scatter_(0, top.indices, torch.where(add, new_signs, current))
-            signs.index_copy_(1, growing, chosen)
+            if not every:
+                signs.index_copy_(1, growing, chosen)
         # the segment from x to the solution on the new support lies in that support (x's own is
         # part of it), so the line search and the objectives read each column's support slots
-        # [k, c] (k its largest size, ~16 of the embedded model's 364 rows) instead of every row
-        target, order = _solve_on_slots(gram, c, lam, signs * m, ridge, min_size=1)
+        # [k, c] (k its largest size, ~16 of the embedded model's 364 rows) instead of every row;
+        # the signs are 0 on masked rows (x is 0 there and none is added), so no product by the mask
+        target, order, slot_blocks = _solve_on_slots(gram, c, lam, signs, ridge, min_size=1)
         x_s = x.gather(0, order)  # 0 in the padding slots, as the target
         direction = target - x_s
-        gram_d = _gram_on_slots(gram, order, direction)
+        gram_d = _gram_on_slots(gram, order, direction, blocks=slot_blocks)
         gram_x_s, c_s = gram_x.gather(0, order), c.gather(0, order)
         step = _line_minimum(gram_d, gram_x_s, c_s, lam, x_s, direction)
         new_s = x_s + step * direction
@@ -559,7 +571,8 @@ def lasso_active_set(
             continue
         still = going.nonzero(as_tuple=True)[0]
         pending = pending[still]
-        c, lam, m = c.index_select(1, still), lam[still], m.index_select(1, still)
+        c, lam = c.index_select(1, still), lam[still]
+        m = None if m is None else m.index_select(1, still)
         x, gram_a = kept.index_select(1, still), gram_kept.index_select(1, still)
     unfinished = torch.zeros(t, dtype=torch.bool, device=device)
     unfinished[pending] = True
@@ -572,7 +585,7 @@ def lasso_active_set(
             cross[:, cols],
             target_power[cols],
             penalty[cols],
-            None if setup.allowed is None else mask[:, cols],
+            None if setup.allowed is None else setup.allowed[:, cols],
             init=a[:, cols],
             max_iter=fallback_iter,
             tol=tol,
