@@ -220,3 +220,17 @@ def test_an_uncertified_solve_from_none_is_the_certified_one_from_zero(lam):
         quick = solve(gram, cross, power, lam, allowed, None, certify=False)
         assert torch.equal(quick.coefficients, certified.coefficients)
         assert quick.iterations == certified.iterations and quick.gap is None
+
+
+def test_slot_blocks_are_the_two_index_gather_in_its_layout():
+    """``_slot_blocks`` holds the values of ``gram[order.T[:, :, None], order.T[:, None, :]]`` in
+    that gather's strides (a product by a block laid out otherwise sums in another order: the
+    path's coefficients moved by 1e-12 when the blocks were contiguous)."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    gram = torch.randn(50, 50, generator=generator, dtype=torch.float64, device="cpu")
+    for k, t in ((6, 30), (1, 30), (19, 505), (3, 2)):
+        order = torch.randint(0, 50, (k, t), generator=generator, device="cpu")
+        index = order.T
+        gathered = gram[index[:, :, None], index[:, None, :]]
+        blocks_ = solver._slot_blocks(gram, order)
+        assert torch.equal(blocks_, gathered) and blocks_.stride() == gathered.stride()

@@ -160,6 +160,8 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         columns = running.nonzero(as_tuple=True)[0]
         if columns.numel() == 0:
             break
+        if columns.numel() == t:  # every column (a fixed lambda, the path's first points): views, not copies
+            columns = slice(None)
         fit = lasso_in_blocks(
             gram,
             cross[:, columns],
