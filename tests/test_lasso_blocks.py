@@ -158,3 +158,79 @@ def test_the_feature_fit_does_not_depend_on_how_the_solve_sums(seed, monkeypatch
     whole = sem.fit_sem(problem, "0.3")
     assert torch.equal(split.selected > 0, whole.selected > 0)
     torch.testing.assert_close(split.coefficients, whole.coefficients, rtol=0, atol=1e-12)
+
+
+def _unique_groups(keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What ``row_groups`` stands for: torch.unique's groups, numbered by their first row."""
+    _, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    n = keys.shape[0]
+    first = torch.full((int(inverse.max()) + 1,), n, dtype=torch.long, device="cpu")
+    first.scatter_reduce_(0, inverse, torch.arange(n, device="cpu"), "amin")
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), device="cpu")
+    return first[order], rank[inverse]
+
+
+def test_row_groups_are_torch_uniques(monkeypatch):
+    """``row_groups`` groups rows as ``torch.unique(dim=0)`` does: bool and float64 rows, -0.0
+    equal to +0.0, a NaN row its own group; and with every key colliding (the fallback to the
+    sort) the same; ``row_blocks`` makes the same plan as from ``torch.unique``'s patterns."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    base = torch.randn(7, 30, generator=generator, dtype=torch.float64, device="cpu")
+    pick = torch.randint(0, 7, (60,), generator=generator, device="cpu")
+    floats = base[pick].clone()
+    floats[pick == pick[3], 5] = 0.0
+    floats[3, 5] = -0.0  # equal to its group's +0.0
+    floats[10, 2] = float("nan")
+    masks = torch.rand(60, 40, generator=generator, device="cpu")[pick] < 0.5
+    for keys in (floats[:, :], floats[:, :].T.contiguous().T, masks, masks.T.contiguous().T):
+        expected = _unique_groups(keys) if not bool(keys.isnan().any()) else None
+        got = blocks.row_groups(keys)
+        if expected is not None:
+            assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    # NaN: its row is its own group (it equals nothing, itself included), every other as unique's
+    first, group = blocks.row_groups(floats)
+    assert int((group == group[10]).sum()) == 1
+    # every key the same: the check finds rows of one key that differ and sorts them instead
+    monkeypatch.setattr(
+        torch.Tensor, "sum", lambda self, *a, **k: torch.zeros(self.shape[0], dtype=self.dtype, device="cpu")
+    )
+    got = blocks.row_groups(masks)
+    monkeypatch.undo()
+    assert all(torch.equal(a, b) for a, b in zip(got, _unique_groups(masks)))
+    _, _, _, allowed = layered_problem(0)
+    plan = blocks.row_blocks(allowed, "cpu")
+    monkeypatch.setattr(blocks, "row_groups", lambda keys: _unique_groups(keys))
+    assert all(
+        torch.equal(r, r2) and torch.equal(c, c2)
+        for (r, c), (r2, c2) in zip(plan, blocks.row_blocks(allowed, "cpu"), strict=True)
+    )
+
+
+@pytest.mark.parametrize("lam", [0.2, 0.03])
+def test_an_uncertified_solve_from_none_is_the_certified_one_from_zero(lam):
+    """``certify=False`` (no gap, as ``fit_sem`` asks) and ``init=None`` (the first round's G a
+    taken as zero, not made): the same coefficients and rounds to the bit as the certified solve
+    from an explicit zero start, in blocks and in one batch."""
+    gram, cross, power, allowed = layered_problem(1)
+    zero = torch.zeros_like(cross)
+    for solve in (solver.lasso_active_set, blocks.lasso_in_blocks):
+        certified = solve(gram, cross, power, lam, allowed, zero)
+        quick = solve(gram, cross, power, lam, allowed, None, certify=False)
+        assert torch.equal(quick.coefficients, certified.coefficients)
+        assert quick.iterations == certified.iterations and quick.gap is None
+
+
+def test_slot_blocks_are_the_two_index_gather_in_its_layout():
+    """``_slot_blocks`` holds the values of ``gram[order.T[:, :, None], order.T[:, None, :]]`` in
+    that gather's strides (a product by a block laid out otherwise sums in another order: the
+    path's coefficients moved by 1e-12 when the blocks were contiguous)."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    gram = torch.randn(50, 50, generator=generator, dtype=torch.float64, device="cpu")
+    for k, t in ((6, 30), (1, 30), (19, 505), (3, 2)):
+        order = torch.randint(0, 50, (k, t), generator=generator, device="cpu")
+        index = order.T
+        gathered = gram[index[:, :, None], index[:, None, :]]
+        blocks_ = solver._slot_blocks(gram, order)
+        assert torch.equal(blocks_, gathered) and blocks_.stride() == gathered.stride()

@@ -56,7 +56,7 @@ class SEMFit:
 
     selected: torch.Tensor
     coefficients: torch.Tensor
-    closeness: torch.Tensor
+    closeness: torch.Tensor | None  # None when the caller asked for none (``fit_sem(closeness=False)``)
     lambdas: torch.Tensor
     chosen: torch.Tensor
     info: dict = field(default_factory=dict)
@@ -107,17 +107,20 @@ def fit_sem(
     min_ratio: float = 1e-3,
     tol: float = 1e-9,
     sample_size: int | None = None,
+    closeness: bool = True,
 ) -> SEMFit:
     """Fit every target column's Lasso along the path and keep the chosen solutions.
 
     ``sample_size``: the number of independent observations the criterion counts (default: the
-    rows); see ``effective_sample_size``.
+    rows); see ``effective_sample_size``. ``closeness=False``: no ``SEMFit.closeness`` (None), for
+    a caller that ranks no unselected pair (the SAE feature circuit): a product by G of every
+    column fewer.
     """
     with solver_threads(problem.predictors.device):
-        return _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size)
+        return _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness)
 
 
-def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size) -> SEMFit:
+def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness) -> SEMFit:
     start = time.perf_counter()
     mode, fixed = parse_selection(selection)
     if mode == "adaptive":
@@ -157,14 +160,18 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
         columns = running.nonzero(as_tuple=True)[0]
         if columns.numel() == 0:
             break
+        if columns.numel() == t:  # every column (a fixed lambda, the path's first points): views, not copies
+            columns = slice(None)
         fit = lasso_in_blocks(
             gram,
             cross[:, columns],
             power[columns],
             lam,
             allowed[:, columns],
-            init=coefficients[:, columns],
+            # the first point starts from zero: None says so, and the first round's G a is not made
+            init=coefficients[:, columns] if index else None,
             tol=tol,
+            certify=False,  # the chosen solutions' optimality conditions are checked below, once
         )
         coefficients[:, columns] = fit.coefficients
         rounds += fit.iterations
@@ -188,7 +195,9 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
                 high, low = float(grid[index - 1]) if index else float(lam) * 2, float(lam)
                 for _ in range(BISECTIONS):
                     middle = math.sqrt(high * low)
-                    fit = lasso_in_blocks(gram, cross, power, middle, allowed, init=best, tol=tol)
+                    fit = lasso_in_blocks(
+                        gram, cross, power, middle, allowed, init=best, tol=tol, certify=False
+                    )
                     rounds += fit.iterations
                     count = int(((problem.aggregate(fit.coefficients[:, copy_of]) > 0) & unit_allowed).sum())
                     if count > target_edges:
@@ -219,7 +228,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
     return SEMFit(
         selected,
         best,
-        _closeness(problem, gram, cross, best, chosen, allowed),
+        _closeness(problem, gram, cross, best, chosen, allowed) if closeness else None,
         grid.cpu(),
         chosen.cpu(),
         info,

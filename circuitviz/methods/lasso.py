@@ -298,7 +298,8 @@ def _feature_circuit(saes, observations, config) -> dict:
     problem = build_sae_problem(units, observations.metric)
     adaptive = parse_selection(config.lasso_lambda)[0] == "adaptive"
     selection = str(NOISY_LAMBDA) if adaptive else config.lasso_lambda  # features are never exactly linear
-    fit = fit_sem(problem, selection, config.target_edges, config.n_lambdas)
+    # no closeness: nothing here ranks the unselected pairs (a product by G of every column fewer)
+    fit = fit_sem(problem, selection, config.target_edges, config.n_lambdas, closeness=False)
     # one column per unit here, so the column coefficients are the signed edge coefficients
     signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
     coefficients = fit.coefficients.cpu()
