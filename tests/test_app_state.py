@@ -427,6 +427,10 @@ def test_the_paraphrase_table_says_what_each_corruption_replaces():
 
     assert replaced_words("When Mary and John left", "When Alice and Bob left") == "Mary → Alice, John → Bob"
     assert replaced_words("a b", "a b") == "nothing"
+    assert replaced_words("In Japan, the currency", "In France, the currency") == "Japan → France"
+    assert replaced_words("about Japan: its", "about China: its") == "Japan → China"
+    assert replaced_words("(Mary) went", "(Alice) went") == "Mary → Alice"
+    assert replaced_words("Mary, went", "Alice; went") == "Mary, → Alice;"  # what differs stays
     assert replaced_words("a b c", "a b") == "2 words (of 3)"
 
 

@@ -129,8 +129,18 @@ def replaced_words(clean: str, corrupted: str) -> str:
     before, after = clean.split(), corrupted.split()
     if len(before) != len(after):
         return f"{len(after)} words (of {len(before)})"
-    pairs = [f"{a} → {b}" for a, b in zip(before, after) if a != b]
+    pairs = ["{} → {}".format(*_without_shared_punctuation(a, b)) for a, b in zip(before, after) if a != b]
     return ", ".join(pairs) if pairs else "nothing"
+
+
+def _without_shared_punctuation(word: str, other: str) -> tuple[str, str]:
+    """Two differing words without the punctuation both carry at either end ("Japan," and
+    "France," read "Japan → France", not "Japan, → France," in a list joined by commas)."""
+    while word and other and word[-1] == other[-1] and not word[-1].isalnum():
+        word, other = word[:-1], other[:-1]
+    while word and other and word[0] == other[0] and not word[0].isalnum():
+        word, other = word[1:], other[1:]
+    return word, other
 
 
 def table_rows(result) -> list[dict]:
