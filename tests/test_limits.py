@@ -12,7 +12,7 @@ import pytest
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.entry import limits
 from circuitviz.entry.api import discover
-from circuitviz.entry.limits import LimitError, Limits, check_run, estimate_request, estimate_run
+from circuitviz.entry.limits import LimitError, Limits, busy_note, check_run, estimate_request, estimate_run
 from circuitviz.models.adapter import ModelAdapter
 
 
@@ -32,6 +32,21 @@ def test_estimate_grows_with_tokens_steps_and_paraphrases(tiny):
     assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8, device="cuda").seconds < short.seconds
     text = short.summary()
     assert text.startswith("Estimate: about") and "GB on cpu" in text and "5 IG steps" in text
+
+
+def test_a_busy_cpu_is_said_beside_the_estimate(tiny, monkeypatch):
+    """The estimate is priced from earlier runs; more work waiting than cores says so."""
+    assert busy_note(load=1.9, cores=2) == ""
+    assert busy_note(load=2.9, cores=2) == (
+        " The machine is busy now (load 2.9 on 2 cores): the run may take longer."
+    )
+    monkeypatch.setattr(limits.os, "getloadavg", lambda: (7.5, 1.0, 1.0))
+    text = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).summary()
+    assert text.startswith("Estimate: about") and text.endswith("the run may take longer.")
+    assert "load 7.5 on" in text
+    assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8, device="cuda").busy == ""
+    monkeypatch.setattr(limits.os, "getloadavg", lambda: (0.1, 1.0, 1.0))
+    assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).busy == ""
 
 
 def test_limits_from_env_and_file(tmp_path):
