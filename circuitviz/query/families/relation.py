@@ -57,7 +57,7 @@ _KINDS = (
 
 
 def _sentence(text: str) -> str:
-    """A rewrite that starts with the subject starts with a capital ("the Netherlands' ...")."""
+    """A rewrite that starts with the subject starts with a capital ("The United States's ...")."""
     return text[:1].upper() + text[1:]
 
 
