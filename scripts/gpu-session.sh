@@ -6,7 +6,7 @@
 #                                         the API, Best-of-N variants), then gpu_check.py's
 #                                         correctness, timings, long prompts and profile
 #   bash scripts/gpu-session.sh second    the bridge part, the batch line, every method as a test
-#   bash scripts/gpu-session.sh PART...   the parts named (cuda-tests gpu-check profile syncs bridge
+#   bash scripts/gpu-session.sh PART...   the parts named (cuda-tests gpu-check timings profile syncs bridge
 #                                         batch every-method), to run again what a fix touched
 # Two calls because a rented machine's session is short: the first half's failures can be fixed
 # before the second. docs/benchmarks.md ("The GPU check") records what each printed.
@@ -33,6 +33,7 @@ run_named() {
     case "$1" in
     cuda-tests) part cuda-tests 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "not every_method" ;;
     gpu-check) part gpu-check 330 python3 benchmarks/gpu_check.py --skip bridge ;;
+    timings) part timings 200 python3 benchmarks/gpu_check.py --skip correctness,long,bridge --shapes gemma-3-270m ;;
     profile) part profile 150 python3 benchmarks/gpu_check.py --skip correctness,timings,long,bridge --profile eap-ig,circuit-lasso,edge-pruning ;;
     bridge)  # with .whl-tf/ (gpu-wheels.sh --transformers): transformers 5.25 for this part only
         if ls .whl-tf/*.whl >/dev/null 2>&1; then
