@@ -26,6 +26,7 @@ from circuitviz.core.tasks import PromptTask, TaskError  # noqa: E402
 from circuitviz.labels import sae_features as sae_labels  # noqa: E402
 from circuitviz.labels.llm import BackgroundLabels, LLMLabeler, llm_status  # noqa: E402
 from circuitviz.labels.steer import steer as zero_features  # noqa: E402
+from circuitviz.methods.registry import method_traits  # noqa: E402
 from circuitviz.services import sae_store  # noqa: E402
 
 source = st.radio("SAEs", ["embedded", "local folder", "hub"], horizontal=True, key="steer.source")
@@ -64,8 +65,9 @@ result = result or next((r for r in state.results().values() if r.task.clean == 
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
-        f"The {len(nodes)} strongest of the {total} nodes of the {result.method} circuit at {budget:,} edges "
-        "(the budget chosen on Explore, Compare or Paraphrases; change it there)."
+        f"The {len(nodes)} strongest of the {total} nodes of the circuit at {budget:,} edges found by "
+        f"{method_traits(result.method).label} (the budget chosen on Explore, Compare or Paraphrases; "
+        "change it there)."
     )
 else:
     st.caption("No circuit has been computed for this prompt yet (run one on Explore); label these nodes:")
@@ -86,13 +88,21 @@ st.dataframe(
 )
 
 options = steer.feature_options(labels)
-chosen = st.multiselect(
-    "Features to zero",
-    list(options),
-    format_func=lambda key: options[key],
-    key="steer.features",
-    select_all=False,  # a first click on "Select all" would zero every feature at once
-)
+# The button sits beside the picker, level with its box's top. A picker that has the focus grows a line
+# for typing and gives it back when a click elsewhere takes the focus: a button below it would move
+# up between the press and the release, and a user's first click on it would be lost.
+picker_column, button_column = st.columns([3, 1], vertical_alignment="top")
+with picker_column:
+    chosen = st.multiselect(
+        "Features to zero",
+        list(options),
+        format_func=lambda key: options[key],
+        key="steer.features",
+        select_all=False,  # a first click on "Select all" would zero every feature at once
+    )
+with button_column:
+    st.space("small")  # the height of the picker's label: the button level with the picker's box
+    zero_clicked = st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero")
 for layer, feature in chosen[:3]:  # what the chosen features fired on, as marked text
     by_layer = {sae.layer: sae for sae in saes}
     description = sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=3)
@@ -103,7 +113,7 @@ for layer, feature in chosen[:3]:  # what the chosen features fired on, as marke
     )
 task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
 st.caption(f"The metric: {steer.metric_sentence(task)}.")
-if st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero"):
+if zero_clicked:
     try:
         outcome = zero_features(model, task, chosen, saes, n_random=5)
     except (TaskError, sae_store.SaeUnavailable) as error:

@@ -708,11 +708,31 @@ def _steer(page, figures) -> None:
     assert budget_now == int(re.search(r"budget=(\d+)", page.url).group(1))
     # (the table's "node's part of it" column is drawn on a canvas: tests/test_app_state.py checks it)
     picker = page.locator('[data-testid="stMultiSelect"]').first
+    picker.evaluate("element => element.scrollIntoView({block: 'center'})")  # as a user scrolls to it
     picker.locator("input").first.click()
-    page.wait_for_timeout(600)
+    page.locator('[role="option"]').first.wait_for(timeout=30_000)
     options = page.locator('[role="option"]').all_inner_texts()
     assert options and not any("Select all" in text for text in options), options[:3]
     page.keyboard.press("Escape")
+    # Pick two features and press "Zero them" once, the way a hand does: the picker still has the
+    # focus and its menu is open, the press takes the focus away, and the release must land on
+    # the same button (a picker that shrinks on losing the focus moved a button below it; at
+    # 1,000 px two features' labels fill the picker's line, so it shrank by one).
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    settled(page)
+    for option in range(2):
+        picker.evaluate("element => element.scrollIntoView({block: 'center'})")
+        picker.locator("input").first.click()
+        page.locator('[role="option"]').nth(option).click(timeout=30_000)
+        page.wait_for_timeout(800)
+        settled(page)
+    button = page.locator('button:has-text("Zero them")').first.bounding_box()
+    page.mouse.move(button["x"] + button["width"] / 2, button["y"] + button["height"] * 0.8)
+    page.mouse.down()
+    page.mouse.up()
+    wait_for(page, "() => document.body.innerText.includes('after zeroing')", 180_000)
+    settled(page)
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
     shot(page, "steer.png", page.get_by_text("Loaded:").first, height=1800)
 
 

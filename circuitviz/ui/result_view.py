@@ -251,7 +251,7 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
     free = any_budget and result.any_budget
     options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
     label = (
-        f"edge budget ({result.method} builds a circuit at any budget from the Best-of-N circuits; "
+        f"edge budget ({method_traits(result.method).label} builds a circuit at any budget from the Best-of-N circuits; "
         "a budget the run did not evaluate costs one patched pass)"
         if free
         else "edge budget (moving it redraws the graph and the marker; no new run)"
@@ -409,7 +409,7 @@ def feature_circuit_view(result, model, key: str) -> None:
                 (int(n["layer"]), int(n["feature"]), str(n["id"])) for n in circuit.get("nodes") or []))  # fmt: skip
             if problem:
                 st.caption(problem)
-        title = f"{result.method}: SAE features with a selected path into the metric"
+        title = f"{method_traits(result.method).label}: SAE features with a selected path into the metric"
         draw(feature_circuit_html(circuit, labels=names, title=title), key=f"{key}.features")
 
 
