@@ -96,3 +96,103 @@ def test_edge_pruning_learns_the_same_masks_to_the_bit(shape, monkeypatch):
     assert all(torch.equal(now.circuits[b], before.circuits[b]) for b in before.circuits)
     assert now.details.history == before.details.history
     assert [p.metric for p in now.curve] == [p.metric for p in before.curve]
+
+
+def _joins_copied(monkeypatch) -> list[int]:
+    """``WriterDifferences``'s joins as they were, each a copy (``cat``) of the earlier join and
+    the parts written since, instead of a view of the store. Returns a list that counts the
+    joins made."""
+    made: list[int] = []
+
+    def copied(view, *parts):
+        made.append(len(parts))
+        return torch.cat(parts, dim=1)
+
+    monkeypatch.setattr(capture._Joined, "apply", copied)
+    return made
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_joins_read_from_the_store_match_the_copied_joins_to_the_bit(shape, monkeypatch):
+    """The writers' differences copied once into one store, each join a view of it: the relaxed
+    run's metric and its mask gradient are the copied joins' to the bit, on one task and on
+    three tasks of two prompt lengths in one padded pass (the learning's)."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.engine.metric import task_metric
+
+    model = tiny_model(shape, seed=2)
+    spec = GraphSpec.from_model(model)
+    longer = PromptTask(
+        "After lunch , When Mary and John went to the park , John gave a ball to",
+        "After lunch , When Alice and Bob went to the park , Carl gave a ball to",
+        " Mary",
+        (" John",),
+    )
+    tasks = [prepare_task(model, task) for task in (IOI_TASK, longer, IOI_TASK)]
+    assert len({task.n_positions for task in tasks}) == 2
+    evaluators = [Evaluator(model, spec, task) for task in tasks]
+    longest = max(task.n_positions for task in tasks)
+    generator = torch.Generator(device="cpu").manual_seed(3)
+    size = (2, spec.n_forward, spec.n_backward)
+    hard = (torch.rand(size, generator=generator, device="cpu") < 0.6).double()
+    fractional = torch.rand(size, generator=generator, device="cpu", dtype=torch.float64)
+
+    def runs():
+        results = []
+        for keep in (hard, fractional):
+            results.append(_metric_and_gradient(model, spec, tasks[0], evaluators[0], keep[:1]))
+            leaf = keep.clone().requires_grad_(True)
+            raw = [e.corrupted_raw for e in evaluators]
+            residual = patching.masked_residual(
+                model,
+                spec,
+                tasks,
+                torch.cat([patching.padded_to(e.corrupted_writers, longest) for e in evaluators]),
+                leaf.repeat(3, 1, 1),
+                torch.cat([patching.padded_to(r, longest) for r in raw]) if raw[0] is not None else None,
+            )
+            owner = torch.arange(3, device="cpu").repeat_interleave(2)
+            metric = task_metric(model, tasks, owner, same_length=False)(residual)
+            (gradient,) = torch.autograd.grad((metric**2).sum(), leaf)
+            results.append((metric.detach(), gradient))
+        return results
+
+    now = runs()
+    made = _joins_copied(monkeypatch)
+    before = runs()
+    assert made  # the store served joins of several parts
+    for (metric, gradient), (metric_before, gradient_before) in zip(now, before):
+        assert torch.equal(metric, metric_before)
+        assert torch.equal(gradient, gradient_before)
+        assert gradient.abs().sum() > 0
+
+
+def test_paraphrase_pruning_learns_the_same_masks_with_the_store_to_the_bit(monkeypatch):
+    """A paraphrase-pruning learning (prompt and paraphrases in one pass, several steps) with the
+    joins read from the store learns the copied joins' masks, histories and logits to the bit."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.methods.base import RunContext
+    from circuitviz.methods.mask_learning import Schedule, edge_values, initial_logits, learn_masks
+
+    model = tiny_model("gemma", seed=0)
+    ctx = RunContext(model, IOI_TASK)
+    other = PromptTask(
+        "When Mary and Bob went to the store , Bob gave a drink to",
+        "When Alice and John went to the store , Carl gave a drink to",
+        " Mary",
+        (" Bob",),
+    )
+    evaluators = [ctx.evaluator, Evaluator(model, ctx.spec, prepare_task(model, other))]
+    eap = get_method("eap")
+    ((warm, _),) = eap.score_batch([ctx], eap.make_config({}), None)
+    start = initial_logits(edge_values(ctx.spec, warm.float() * ctx.spec.edge_mask), [6, 15])
+
+    def learned():
+        return learn_masks(ctx, evaluators, start, [6, 15], Schedule(4, 0.5, 1.0, 0.01))
+
+    now = learned()
+    _joins_copied(monkeypatch)
+    before = learned()
+    assert torch.equal(now.circuits, before.circuits)
+    assert torch.equal(now.logits, before.logits)
+    assert now.deviations == before.deviations and now.best_step == before.best_step
