@@ -208,6 +208,63 @@ def test_row_groups_are_torch_uniques(monkeypatch):
     )
 
 
+def reference_row_blocks(allowed: torch.Tensor):
+    """``row_blocks`` as it was before 2026-12-04's last change: each block's columns summed group
+    by group inside the cost, for every block the plan weighs."""
+    p, t = allowed.shape
+    columns_of = allowed.T.cpu()
+    firsts, group = blocks.row_groups(columns_of)
+    if firsts.shape[0] > blocks._MAX_GROUPS:
+        return None
+    patterns, sorted_group = torch.unique(columns_of[firsts], dim=0, return_inverse=True)
+    inverse = sorted_group[group]
+    g = patterns.shape[0]
+    columns = torch.bincount(inverse, minlength=g).tolist()
+    order = torch.argsort(patterns.sum(1), stable=True).tolist()
+    ordered = patterns[order].to(torch.uint8)
+    union = [ordered[i:].cummax(0).values.sum(1).tolist() for i in range(g)]
+
+    def cost(i: int, j: int) -> float:
+        rows, cols = union[i][j - i], sum(columns[order[k]] for k in range(i, j + 1))
+        return rows * rows * cols * blocks._MULTIPLY_ADD_S + rows * cols * blocks._ELEMENT_S + blocks._BLOCK_S
+
+    best, cut = [0.0] * (g + 1), [0] * (g + 1)
+    for j in range(1, g + 1):
+        best[j], cut[j] = min((best[i] + cost(i, j - 1), i) for i in range(j))
+    spans, j = [], g
+    while j > 0:
+        spans.append((cut[j], j))
+        j = cut[j]
+    if len(spans) == 1 and union[0][g - 1] == p:
+        return None
+    plan = []
+    for i, j in reversed(spans):
+        members = torch.tensor([order[k] for k in range(i, j)], dtype=torch.long, device="cpu")
+        rows = patterns[members].any(0).nonzero(as_tuple=True)[0]
+        cols = torch.isin(inverse, members).nonzero(as_tuple=True)[0]
+        plan.append((rows, cols))
+    return plan
+
+
+def test_the_plan_is_the_one_summed_block_by_block():
+    """The plan's costs take each block's column count as a difference of running totals: the
+    same whole numbers, so the same plan as summing each block's groups, on layered masks (as the
+    feature fit's), nested prefixes with dozens of groups (as the components fit's) and random
+    patterns."""
+    generator = torch.Generator(device="cpu").manual_seed(3)
+    masks = [layered_problem(0)[3], layered_problem(1, layers=8, width=16, m=200)[3]]
+    ends = torch.randint(0, 300, (40,), generator=generator, device="cpu")
+    pick = torch.randint(0, 40, (900,), generator=generator, device="cpu")
+    masks.append(torch.arange(300, device="cpu")[:, None] < ends[pick][None, :])  # 40 nested groups
+    masks.append(torch.rand(120, 7, generator=generator, device="cpu")[:, pick % 7] < 0.5)
+    for allowed in masks:
+        got, expected = blocks.row_blocks(allowed, "cpu"), reference_row_blocks(allowed)
+        assert (got is None) == (expected is None)
+        if got is not None:
+            assert len(got) == len(expected) > 1
+            assert all(torch.equal(r, r2) and torch.equal(c, c2) for (r, c), (r2, c2) in zip(got, expected))
+
+
 @pytest.mark.parametrize("lam", [0.2, 0.03])
 def test_an_uncertified_solve_from_none_is_the_certified_one_from_zero(lam):
     """``certify=False`` (no gap, as ``fit_sem`` asks) and ``init=None`` (the first round's G a

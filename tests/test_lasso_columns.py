@@ -159,6 +159,14 @@ def test_heads_grouped_across_layers_as_pair_by_pair():
     layers.append(tricky)
     assert units.distinct_heads_by_layer(layers) == [reference_distinct_heads(v) for v in layers]
     assert units.distinct_heads(layers[2]) == ([0, 1, 3], [0, 1, 0, 2])
+    # heads that copy one earlier head without running in a row (compared through an index)
+    wider = []
+    for pattern in ([0, 1, 0, 2, 0], [0, 1, 2, 1, 1], [0, 0, 1, 0, 1]):
+        base = torch.randn(6, 5, 3, generator=generator, dtype=torch.float64, device="cpu")
+        wider.append(base[:, pattern].clone())
+    wider[2][4, 3] = -wider[2][4, 3]  # head 3 agrees with head 0 at the first observation only
+    assert units.distinct_heads_by_layer(wider) == [reference_distinct_heads(v) for v in wider]
+    assert units.distinct_heads(wider[0]) == ([0, 1, 3], [0, 1, 0, 2, 0])
 
 
 def test_groups_of_units_reduce_as_one_call_each(monkeypatch):

@@ -94,9 +94,15 @@ def row_blocks(allowed: torch.Tensor | None, device) -> list[tuple[torch.Tensor,
     ordered = patterns[order].to(torch.uint8)
     # union[i][j]: rows allowed by groups order[i..j] together
     union = [ordered[i:].cummax(0).values.sum(1).tolist() for i in range(g)]
+    # columns of groups order[:i] (whole numbers, so a block's count is the sum it was: the same
+    # costs, the same plan, from a difference instead of a sum per block; the components fit's 37
+    # groups weigh 703 blocks, 3 CPU-ms of sums)
+    before = [0]
+    for k in range(g):
+        before.append(before[-1] + columns[order[k]])
 
     def cost(i: int, j: int) -> float:
-        rows, cols = union[i][j - i], sum(columns[order[k]] for k in range(i, j + 1))
+        rows, cols = union[i][j - i], before[j + 1] - before[i]
         return rows * rows * cols * _MULTIPLY_ADD_S + rows * cols * _ELEMENT_S + _BLOCK_S
 
     best, cut = [0.0] * (g + 1), [0] * (g + 1)  # best[j]: groups order[:j] in blocks

@@ -66,17 +66,20 @@ def assemble(
         first = sd.amax(1, keepdim=True) if sd.shape[1] else sd[:, :0]
         kept_of[id(batch)] = (sd > WITHIN_UNIT_TOL * first) & (sd > floor.to(sd.device))
     host = torch.cat([kept.flatten() for kept in kept_of.values()]).cpu() if batches else None  # one read
-    start = 0
+    start, counts_of = 0, {}
     for batch in batches:
         kept = kept_of[id(batch)]
         kept_of[id(batch)] = host[start : start + kept.numel()].view(kept.shape)
+        # each unit's count of kept directions, for all its rows at once (not a sum and a read per
+        # unit: 326 units on the embedded model)
+        counts_of[id(batch)] = kept_of[id(batch)].sum(1).tolist()
         start += kept.numel()
     columns, owners, weights = [], [], []
     for unit, batch, row in units:
-        kept = kept_of[id(batch)][row]
-        n_kept = int(kept.sum())
+        n_kept = counts_of[id(batch)][row]
         if n_kept == 0:
             continue
+        kept = kept_of[id(batch)][row]
         if n_kept == kept.numel():  # every direction: the batch's own standardisation
             if id(batch) not in whole_of:
                 whole_of[id(batch)] = _standardize_rows(batch.scores.double())

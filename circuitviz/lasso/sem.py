@@ -137,12 +137,13 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
     targets, allowed = problem.targets[:, distinct], full_allowed[:, distinct]
     t = targets.shape[1]
     gram, cross, power = sufficient_statistics(predictors, targets)
-    grid = lambda_grid(cross * allowed, None, n_lambdas, min_ratio, shared=True)[:, 0]
     if mode == "lambda":
         # one lambda: solved from zero at once. The active set gives the same solution (KKT-certified,
         # 1e-12 apart on the embedded model) as walking the grid down to it with warm starts, in
-        # about a third of the time there (docs/methods.md: CircuitLasso's speed)
+        # about a third of the time there (docs/methods.md: CircuitLasso's speed); no grid is made
         grid = torch.tensor([fixed], dtype=dtype, device=device)
+    else:
+        grid = lambda_grid(cross * allowed, None, n_lambdas, min_ratio, shared=True)[:, 0]
     candidates = allowed.sum(0).clamp_min(1).to(dtype)  # [T]
     n_eff = int(sample_size or m)
     ebic_penalty = math.log(max(n_eff, 2)) + 2 * EBIC_GAMMA * torch.log(candidates)  # [T]
