@@ -618,10 +618,16 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     assert len(signals) >= 1
     # the removal chart: one line per side, ending below tau when reached
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert [trace["name"] for trace in figure["data"]] == [
+    assert [trace["name"] for trace in figure["data"]][:2] == [
         "query side signals removed",
         "key side signals removed",
     ]
+    # the threshold is a legend entry (a label on the chart sat under the curves): the first
+    # decision's, in the legend's words and in the line's height
+    tau = float(decisions.iloc[0]["threshold"])
+    threshold = figure["data"][2]
+    assert threshold["name"] == f"threshold tau = {tau:.3f}"
+    assert threshold["y"] == pytest.approx([tau, tau], abs=5e-5)
     # the position graph: token row, nodes and edges of the circuit, user text escaped
     nodes = graph_data(at)[0]["nodes"]
     tokens = {node["id"] for node in nodes if node["id"].startswith("token@")}

@@ -143,18 +143,25 @@ def removal_figure(decision: Mapping, height: int = 320) -> go.Figure:
                 hovertemplate="after %{x} removals: weight %{y:.3f}<br>removed %{customdata}<extra></extra>",
             )
         )
-    figure.add_hline(
-        y=decision["threshold"],
-        line={"dash": "dot", "color": "#555555"},
-        annotation_text=f"tau = {decision['threshold']:.3f}",
-        annotation_position="top right",
+    # the threshold as a legend entry, not a label on the chart, which the curves cross
+    steps = max((len(decision[label]["curve"]) for label in ("query", "key")), default=1)
+    figure.add_trace(
+        go.Scatter(
+            x=[0, max(steps - 1, 1)],
+            y=[decision["threshold"]] * 2,
+            mode="lines",
+            name=f"threshold tau = {decision['threshold']:.3f}",
+            line={"dash": "dot", "color": "#555555"},
+            hoverinfo="skip",
+        )
     )
     figure.update_layout(
         height=height,
         margin={"l": 50, "r": 20, "t": 30, "b": 40},
-        xaxis_title="signals removed (largest IG first)",
+        xaxis_title="signals removed",  # largest IG first: the heading above the chart says so
         yaxis_title="attention weight",
         yaxis={"range": [0, 1.02]},
-        legend={"orientation": "h", "y": -0.25},
+        # above the plot: below it, one row of it sat on the axis's ticks and title
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
     )
     return figure

@@ -46,7 +46,7 @@ def signals_view(result) -> None:
         st.markdown("**Its signals**")
         st.dataframe(signal_rows(details, chosen), hide_index=True, width="stretch")
     with right:
-        st.markdown("**Attention weight as the signals are removed**")
+        st.markdown("**Attention weight as the signals are removed**, the largest IG first")
         st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
 
     st.subheader("The circuit, by token and layer")
