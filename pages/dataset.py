@@ -9,7 +9,7 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 st.title("Dataset atlas")
 st.caption(
     "What the circuits of a whole task have in common: faithfulness over every prompt with its "
-    "95 % band, MIB's CPR and CMD, the consensus circuit (edges in many prompts' circuits) and "
+    "95\u00a0% band, MIB's CPR and CMD, the consensus circuit (edges in many prompts' circuits) and "
     "how well it alone explains each prompt, and the prompts grouped by circuit similarity. Open "
     "a stored example or a folder written by `circuitviz batch --out FOLDER`."
 )

@@ -202,7 +202,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     columns[3].metric(
         "CPR per prompt",
         f"{per_prompt['mean']:.3f}",
-        help=f"mean of the prompts' own CPR, 95 % interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}",
+        help=f"mean of the prompts' own CPR, 95\u00a0% interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}",
     )
     if not scores["mib_grid"]:
         st.caption(
@@ -262,7 +262,7 @@ def consensus(
     )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
         st.write(
-            f"Alone, this circuit reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95 % interval "
+            f"Alone, this circuit reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95\u00a0% interval "
             f"{point['low']:.3f} to {point['high']:.3f}), against {point['own_mean']:.3f} for each prompt's own circuit."
         )
     elif point is not None:
