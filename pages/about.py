@@ -99,6 +99,12 @@ Below it, the planted-circuit benchmark: models whose true circuit is known.
 """
 )
 _ASSETS = Path(__file__).resolve().parents[1] / "assets"
+# the tables below are wider than the page at 1,000 px (up to 835 px in a 540 px column): each
+# scrolls sideways in its own box instead of the whole page scrolling sideways under them
+st.html(
+    "<style>[data-testid='stMarkdownContainer'] table "
+    "{ display: block; max-width: 100%; overflow-x: auto; }</style>"
+)
 for _name, _made_by in (
     ("faithfulness.md", "benchmarks/bench_faithfulness.py --markdown assets/faithfulness.md"),
     ("planted_bench.md", "python -m circuitviz planted-bench --markdown assets/planted_bench.md"),
