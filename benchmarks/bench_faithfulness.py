@@ -292,8 +292,10 @@ def validity_line(prompts: list[dict]) -> str:
     )
     return (
         f"Valid tasks (the corruption lowers the metric by at least the threshold, circuitviz.measure.task_validity): "
-        f"{valid} of {len(prompts)} prompts; {meaningful} of the {passed} template paraphrases that passed "
-        f"the template check ({meaningful / passed:.0%})."
+        f"{valid} of {len(prompts)} prompts; {meaningful} template paraphrases, those measured as some "
+        f"row's held-out ones that passed it too. {passed} passed the template check: enough are drawn "
+        "for the row that used the most, and those no row still needed were never measured, so the two "
+        "counts are not a pass rate."
         if passed
         else f"Valid tasks: {valid} of {len(prompts)} prompts; no template paraphrases."
     )
