@@ -405,6 +405,11 @@ def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
     assert figure.layout.yaxis.title.text == "NDF (clipped at 0)"
     marker = figure.data[-1]
     assert marker.cliponaxis is False and marker.textposition == "bottom right"  # inside, at the left edge
+    # off a rising curve: below it on the right, above it on the left, inside the floor and ceiling
+    for budget, value, where in ((200, 0.41, "bottom right"), (10, 0.05, "top right"),
+                                 (2000, 0.5, "top left"), (5000, 0.95, "bottom left")):  # fmt: skip
+        shown = render.curve_figure({"ibon": main}, 10_000, current_budget=budget, marker_value=value)
+        assert shown.data[-1].textposition == where, (budget, value)
     # budgets within one power of ten (20 to 200 showed a single tick, '100'): each budget ticks
     narrow = render.curve_figure({"eap": [point(b, 0.5) for b in (20, 50, 103, 200)]}, 10_000)
     assert list(narrow.layout.xaxis.ticktext) == ["20", "50", "103", "200"]

@@ -5,7 +5,7 @@ chunk can be all of EAP-IG's scoring: the app showed "clean and corrupted runs" 
 from __future__ import annotations
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
-from circuitviz.core.phases import Phase, phase_of_report
+from circuitviz.core.phases import Phase, Timing, phase_of_report, timing_words
 from circuitviz.methods import RunContext, get_method
 
 
@@ -64,3 +64,12 @@ def test_a_phase_on_a_gpu_ends_when_its_kernels_have_run(monkeypatch):
     with pytest.raises(RuntimeError), context.timed("evaluation_s"):
         raise RuntimeError("a kernel failed")
     assert waited == ["cuda:1"] and "evaluation_s" in context.timings
+
+
+def test_timings_read_in_words_in_the_result_caption():
+    """The caption under a result said 'clean_corrupted_s 0.0s, scoring_s 6.5s': its keys, not words."""
+    assert timing_words(Timing.CLEAN_CORRUPTED) == "clean and corrupted runs"
+    assert timing_words("scoring_s") == "scoring"
+    assert timing_words("ig_s") == "IG"
+    assert timing_words("reduce_s") == "reduce"
+    assert timing_words("a_method_own_s") == "a method own"  # any name a method records

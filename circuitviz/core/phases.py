@@ -83,6 +83,16 @@ class Timing(_Named):
     OVERLAP = "overlap_s"
 
 
+_TIMING_WORDS = {"clean_corrupted": "clean and corrupted runs", "ig": "IG", "sae": "SAE", "svd": "SVD"}
+
+
+def timing_words(name: str) -> str:
+    """A timing's key in words for a caption ('clean_corrupted_s' -> 'clean and corrupted runs',
+    'scoring_s' -> 'scoring'); any name a method records reads with its underscores as spaces."""
+    plain = timing_name(name).removesuffix("_s")
+    return _TIMING_WORDS.get(plain, plain.replace("_", " "))
+
+
 def timing_name(name: str) -> str:
     """A timing's plain-string key (a ``Timing`` or any other name a method records)."""
     return name.value if isinstance(name, Timing) else str(name)

@@ -114,12 +114,18 @@ def _with_gaps(points: Sequence, grid: Sequence[float], score: str, total_edges:
 
 
 def _marker(budget: int, value: float, grid: Sequence[float]) -> go.Scatter:
-    """The point of the circuit shown now, labelled on the side that keeps its label inside the plot."""
+    """The point of the circuit shown now, labelled on the side that keeps its label inside the plot,
+    and off the curve: a faithfulness curve mostly rises, so the label sits below it on the right
+    and above it on the left (above-right, at 200 edges of a rising curve, the line ran through
+    '0.41 at 200'), unless that would push it past the plot's floor or ceiling."""
     low, high = (min(grid), max(grid)) if grid else (budget, budget)
     span = math.log10(max(high, 1)) - math.log10(max(low, 1))
     at = (math.log10(max(budget, 1)) - math.log10(max(low, 1))) / span if span > 0 else 0.5
     side = "right" if at < 0.5 else "left"
-    vertical = "bottom" if value > 0.85 else "top"
+    if side == "right":
+        vertical = "top" if value < 0.15 else "bottom"
+    else:
+        vertical = "bottom" if value > 0.85 else "top"
     return go.Scatter(
         x=[max(budget, 1)],
         y=[value],

@@ -18,6 +18,7 @@ import streamlit as st
 from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
+from ..core.phases import timing_words
 from ..core.text import counted, markdown_text, settings_text, shown
 from ..entry.api import evaluate_circuits
 from ..measure.transfer import DEFAULT_PARAPHRASES
@@ -60,7 +61,9 @@ def task_caption(result, timings: bool = True) -> None:
     machine that built them, not of this page)."""
     task = result.task
     foils = ", ".join(repr(f) for f in task.foils)
-    spent = ", ".join(f"{k} {v:.1f}s" for k, v in result.timings.items()) if timings else ""
+    spent = (
+        ", ".join(f"{timing_words(k)} {v:.1f}\u00a0s" for k, v in result.timings.items()) if timings else ""
+    )
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
         f"corrupted  {task.corrupted!r}\n"
