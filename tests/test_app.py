@@ -771,7 +771,8 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     else:
         expected, best = _candidates_evaluated(at, result, budget)
     assert bars["y"] == pytest.approx(expected)
-    winner = [i for i, text in enumerate(bars["text"]) if text.startswith("winner")]
+    ticks = charts[0]["layout"]["xaxis"]["ticktext"]  # the winner is named under its bar
+    winner = [i for i, text in enumerate(ticks) if text.endswith("<b>winner</b>")]
     assert winner == [best]
     assert any(c.value.startswith("The winner among the candidates") for c in at.caption)
     # the UpSet bars count the edges in exactly those candidates' circuits

@@ -177,6 +177,14 @@ def test_upset_counts_exclusive_intersections():
     bars = figure.data[0]
     assert list(bars.y) == [item.size for item in shown]
     assert bars.marker.color[[item.members for item in shown].index(("q", "p1", "p2"))] == "#D55E00"
+    # labels keep their size (plotly shrank '113' over a narrow bar, and ten sets' counts to a dash)
+    assert bars.constraintext == "none"
+    assert list(figure.layout.yaxis2.ticktext) == [f"{name} ({len(sets[name])})" for name in sets]
+    candidates = render.candidate_figure(
+        [{"name": "q", "ndf": 0.38, "winner": False}, {"name": "p3", "ndf": 0.602, "winner": True}], 200
+    )
+    assert list(candidates.data[0].text) == ["0.38", "0.60"] and candidates.data[0].constraintext == "none"
+    assert list(candidates.layout.xaxis.ticktext) == ["q", "p3<br><b>winner</b>"]
 
 
 def test_tables_overlap_unique_and_csv():

@@ -329,10 +329,18 @@ def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) ->
             x=[_plain(row["name"]) for row in rows],
             y=[row["ndf"] for row in rows],
             marker_color=[SERIES_COLOURS[1] if row["winner"] else SERIES_COLOURS[0] for row in rows],
-            text=[("winner · " if row["winner"] else "") + f"{row['ndf']:.2f}" for row in rows],
+            text=[f"{row['ndf']:.2f}" for row in rows],
             textposition="outside",
+            constraintext="none",  # plotly shrank a label wider than its bar to an unreadable size
+            cliponaxis=False,
             hovertemplate="%{x}: NDF %{y:.3f}<extra></extra>",
         )
+    )
+    # the winner is named under its bar: 'winner · 0.60' above a bar 30 px wide shrank to 4 px type
+    figure.update_xaxes(
+        tickmode="array",
+        tickvals=[_plain(row["name"]) for row in rows],
+        ticktext=[_plain(row["name"]) + ("<br><b>winner</b>" if row["winner"] else "") for row in rows],
     )
     figure.update_layout(
         title=f"each candidate's NDF on the original prompt at {int(budget):,} edges",

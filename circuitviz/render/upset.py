@@ -88,6 +88,8 @@ def upset_figure(
             marker_color=colours,
             text=[item.size for item in shown],
             textposition="outside",
+            constraintext="none",  # plotly shrank '113' over a narrow bar to an unreadable size
+            cliponaxis=False,
             customdata=[item.label for item in shown],
             hovertemplate="%{customdata}<br>%{y} edges in exactly these circuits<extra></extra>",
             showlegend=False,
@@ -131,16 +133,16 @@ def upset_figure(
             y=rows,
             orientation="h",
             marker_color="#7f7f7f",
-            text=[len(sets[name]) for name in names],
-            textposition="inside",
             hovertemplate="%{x} edges<extra></extra>",
             showlegend=False,
         ),
         row=2,
         col=1,
     )
+    # each set's size beside its name: written on its bar, ten sets' bars are too thin to read it
+    sized = [f"{name} ({len(sets[name]):,})" for name in names]
     figure.update_xaxes(autorange="reversed", title_text="set size", row=2, col=1)
-    figure.update_yaxes(tickmode="array", tickvals=rows, ticktext=names, row=2, col=1, autorange="reversed")
+    figure.update_yaxes(tickmode="array", tickvals=rows, ticktext=sized, row=2, col=1, autorange="reversed")
     figure.update_yaxes(showticklabels=False, row=2, col=2, autorange="reversed")
     figure.update_xaxes(showticklabels=False, row=2, col=2)
     figure.update_xaxes(showticklabels=False, row=1, col=2)

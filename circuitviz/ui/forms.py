@@ -42,6 +42,14 @@ def field_label(name: str, help_text: str | None) -> str:
     return f"{label} (0 = {zero.group(1).strip()})" if zero else label
 
 
+# Streamlit cuts a checkbox's label to one line ('include mismatc…' in a third of the form at
+# 1,000 px); the form's labels wrap instead, as every other widget's label does
+_WRAP_CHECKBOX_LABELS = (
+    "<style>[data-testid='stCheckbox'] .stMarkdownEllipsis, [data-testid='stCheckbox'] .stMarkdownEllipsis p "
+    "{ white-space: normal; text-overflow: clip; overflow: visible; }</style>"
+)
+
+
 def config_form(
     method,
     key_prefix: str,
@@ -61,6 +69,7 @@ def config_form(
         st.caption(f"{method.label} has no settings.")
         return {}
     values = {}
+    st.html(_WRAP_CHECKBOX_LABELS)
     columns = st.columns(min(3, len(fields)))
     shown = 0
     for config_field in fields:
