@@ -398,3 +398,15 @@ def test_the_settings_header_gives_long_values_as_their_size():
         "seed": 0,
         "few": [1, 2],
     }
+
+
+def test_a_quoted_text_is_cut_only_where_the_cut_shortens_it():
+    """A held-out paraphrase of 61 characters was quoted as its first 60 and '… (61 characters)':
+    longer than the text and missing its last letter."""
+    from circuitviz.core.text import shown
+
+    sixty_one = "When John and Mary went to the library, John gave a flower to"
+    assert len(sixty_one) == 61 and shown(sixty_one) == repr(sixty_one)
+    long = "x" * 500
+    assert shown(long) == f"'{'x' * 60}'… (500 characters)"
+    assert len(shown("y" * 78)) <= len(repr("y" * 78))  # whichever is shorter

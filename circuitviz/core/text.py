@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping
 def shown(text: str, limit: int = 60) -> str:
     """A user's text quoted for an error sentence: repr, cut at ``limit`` characters with the
     full length named, so a 100 kB paste never becomes a 100 kB message. The cut applies to the
-    quoted form, so text of control characters (4 characters each in a repr) stays short too."""
+    quoted form, so text of control characters (4 characters each in a repr) stays short too. A
+    text the cut would not shorten is quoted whole (a 61-character paraphrase read "'When John and
+    Mary went to the library, John gave a flower t'… (61 characters)")."""
     quoted = repr(text)
-    if len(quoted) <= limit + 2:
-        return quoted
-    return f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
+    cut = f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
+    return quoted if len(quoted) <= len(cut) else cut
 
 
 def settings_text(config: Mapping, limit: int = 80) -> str:
