@@ -469,3 +469,24 @@ def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
         prompt_sentence(task)
         == "The model reads \"The Eiffel Tower is in\" and answers ' Paris' rather than ' Rome'."
     )
+
+
+def test_the_fit_never_draws_a_small_circuit_larger_than_the_pages_type():
+    """A circuit of 40 edges on three columns was fitted at scale 0.95: 21 px labels in boxes
+    twice the page's type. The fit's zoom is capped, and the frame is no taller than the drawing
+    at that zoom needs."""
+    from circuitviz.render.vis import MAX_LABEL_PX, VisGraph, frame_height
+
+    def node(name, x, y):
+        return {"id": name, "label": name, "x": x, "y": y, "shape": "box", "font": {"size": 22}}
+
+    small = VisGraph([node("input", 0, 400), node("a1.h1", -100, 200), node("logits", 0, 0)], [])
+    assert small.max_scale() == pytest.approx(MAX_LABEL_PX / 22)
+    left, top, right, bottom = small.bounds()
+    assert small.widest() == pytest.approx((right - left) * MAX_LABEL_PX / 22)
+    drawn_tall = (bottom - top) * MAX_LABEL_PX / 22 + 30
+    assert frame_height(small, 1000) == int(max(drawn_tall, 260))  # not aspect x 1000 px
+    data = small.to_data()
+    assert data["max_scale"] == small.max_scale() and data["widest"] == small.widest()
+    wide = VisGraph([node(f"a{i}.h0", 300 * i, 0) for i in range(12)], [])
+    assert frame_height(wide, 1000) == int(max(wide.aspect() * 1000 + 30, 260))  # wider than the frame

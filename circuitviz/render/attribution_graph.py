@@ -257,7 +257,7 @@ def attribution_graph_html(
     )
     return GraphDrawing(
         html=standalone_page(vis),
-        height=frame_height(vis.aspect(), 1000, 60 + 18 * len(notes)),
+        height=frame_height(vis, 1000, 60 + 18 * len(notes)),
         nodes=[node.id for node in graph.nodes],
         edges=[
             GraphEdge(

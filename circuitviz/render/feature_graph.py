@@ -116,7 +116,7 @@ def feature_circuit_html(
     )
     return GraphDrawing(
         html=standalone_page(graph),
-        height=frame_height(graph.aspect(), 1000, 60 + 18 * len(notes)),
+        height=frame_height(graph, 1000, 60 + 18 * len(notes)),
         nodes=[n["id"] for n in vis_nodes],
         edges=graph_edges,
         n_circuit_edges=len(edges_in),

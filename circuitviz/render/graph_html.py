@@ -389,7 +389,7 @@ def circuit_graph_html(
         graph = grouped(graph, groups)
     return GraphDrawing(
         html=standalone_page(graph),
-        height=frame_height(graph.aspect(), 1000, 60 + 18 * len(notes)),
+        height=frame_height(graph, 1000, 60 + 18 * len(notes)),
         nodes=names,
         edges=drawn,
         n_circuit_edges=len(all_edges),

@@ -9,7 +9,8 @@ from the installed pyvis package (nothing loads from the internet).
 
 The drawing is fitted to its frame: the frame's height follows from its width and the layout's
 aspect ratio (``frame_height``), and vis-network's ``fit`` runs after the first draw and again
-whenever the frame is resized, so nothing is clipped at any width. Layouts leave room for each
+whenever the frame is resized, so nothing is clipped at any width; the fit never zooms a label past
+``MAX_LABEL_PX`` (a small circuit is drawn at the page's type size, centred, not blown up). Layouts leave room for each
 node's label box (``label_box``), so no two nodes overlap at any zoom.
 
 Node and edge titles are HTML built here from escaped text; labels are canvas text (never HTML);
@@ -29,6 +30,9 @@ LINE_HEIGHT = 1.25  # of the font size
 NODE_MARGIN = 6  # vis-network's label margin inside a box, layout units
 MIN_FRAME_HEIGHT = 260
 MAX_FRAME_HEIGHT = 900
+# the largest a label is drawn by the fit, px: a small circuit's fit zoomed its labels to 21-23 px
+# (node fonts are 22 layout units), boxes and type far larger than the page's own 16 px text
+MAX_LABEL_PX = 16
 
 
 @dataclass
@@ -58,6 +62,16 @@ class VisGraph:
         left, top, right, bottom = self.bounds()
         return max(bottom - top, 1.0) / max(right - left, 1.0)
 
+    def max_scale(self) -> float:
+        """The largest zoom the fit may use: no label drawn larger than ``MAX_LABEL_PX``."""
+        fonts = [float(node.get("font", {}).get("size", 14)) for node in self.nodes] or [14.0]
+        return MAX_LABEL_PX / max(fonts)
+
+    def widest(self) -> float:
+        """The drawing's width in px at its largest zoom (a frame wider than this leaves margins)."""
+        left, _, right, _ = self.bounds()
+        return max(right - left, 1.0) * self.max_scale()
+
     def to_data(self) -> dict:
         """What the component and the page read: JSON-able."""
         return {
@@ -68,6 +82,8 @@ class VisGraph:
             "title": self.title,
             "notes": self.notes,
             "aspect": self.aspect(),
+            "max_scale": self.max_scale(),
+            "widest": self.widest(),
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
         }
@@ -114,9 +130,11 @@ def overlapping(nodes: list[dict]) -> list[tuple[str, str]]:
     return found
 
 
-def frame_height(aspect: float, width: float, chrome: int = 0) -> int:
-    """The frame height (px) that shows a drawing of ``aspect`` at ``width`` px, within bounds."""
-    return int(min(MAX_FRAME_HEIGHT, max(MIN_FRAME_HEIGHT, aspect * width + 30))) + chrome
+def frame_height(graph: VisGraph, width: float, chrome: int = 0) -> int:
+    """The frame height (px) that shows ``graph`` at ``width`` px, within bounds (no taller than
+    the drawing at its largest zoom needs)."""
+    drawn = min(width, graph.widest())
+    return int(min(MAX_FRAME_HEIGHT, max(MIN_FRAME_HEIGHT, graph.aspect() * drawn + 30))) + chrome
 
 
 @functools.lru_cache(maxsize=1)
@@ -160,27 +178,35 @@ function cvTitles(items) {
     return item;
   });
 }
+function cvHeight(data, width) {
+  var drawn = data.widest ? Math.min(width, data.widest) : width;
+  return Math.min(data.max_height, Math.max(data.min_height, data.aspect * drawn + 30));
+}
+function cvFit(network, data) {
+  network.fit();
+  if (data.max_scale && network.getScale() > data.max_scale) { network.moveTo({scale: data.max_scale}); }
+}
 function cvDraw(container, data, options) {
   var width = container.clientWidth || 800;
-  var height = Math.min(data.max_height, Math.max(data.min_height, data.aspect * width + 30));
+  var height = cvHeight(data, width);
   container.style.height = height + "px";
   var network = new vis.Network(
     container,
     {nodes: new vis.DataSet(cvTitles(data.nodes)), edges: new vis.DataSet(cvTitles(data.edges))},
     options
   );
-  network.once("afterDrawing", function () { network.fit(); });
+  network.once("afterDrawing", function () { cvFit(network, data); });
   if (typeof ResizeObserver !== "undefined") {
     var last = width;
     new ResizeObserver(function () {
       var now = container.clientWidth;
       if (now && Math.abs(now - last) > 2) {
         last = now;
-        var h = Math.min(data.max_height, Math.max(data.min_height, data.aspect * now + 30));
+        var h = cvHeight(data, now);
         container.style.height = h + "px";
         network.setSize(now + "px", h + "px");
         network.redraw();
-        network.fit();
+        cvFit(network, data);
       }
     }).observe(container);
   }
@@ -221,7 +247,7 @@ def standalone_page(graph: VisGraph) -> str:
     controls = (
         '<span class="cv-zoom"><button onclick="cvZoom(1.25)" title="zoom in">+</button>'
         '<button onclick="cvZoom(0.8)" title="zoom out">&minus;</button>'
-        '<button onclick="network.fit()" title="fit the graph to the frame">fit</button></span>'
+        '<button onclick="cvFit(network, data)" title="fit the graph to the frame">fit</button></span>'
     )
     data = graph.to_data()
     return (

@@ -173,7 +173,7 @@ function cvRender(component) {
     for (const [text, tip, act] of [["+", "zoom in", 1.25], ["\u2212", "zoom out", 0.8], ["fit", "fit the graph to the frame", 0]]) {
       const button = document.createElement("button");
       button.textContent = text; button.title = tip;
-      button.onclick = () => { const n = root.cvNetwork; if (!n) return; if (act) { n.moveTo({scale: n.getScale() * act}); } else { n.fit(); } };
+      button.onclick = () => { const n = root.cvNetwork; if (!n) return; if (act) { n.moveTo({scale: n.getScale() * act}); } else { cvFit(n, root.cvData); } };
       zoom.appendChild(button);
     }
     root.appendChild(zoom);
