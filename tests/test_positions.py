@@ -475,3 +475,34 @@ def test_a_bad_saved_view_is_one_sentence_and_the_graph_without_it():
     huge = to_neuronpedia(graph)
     huge["qParams"]["pinnedIds"] = ["x"] * 5000
     assert "at most" in " ".join(read_neuronpedia(json.dumps(huge)).notes)
+
+
+@pytest.mark.parametrize("frame", [540, 1000])
+def test_the_tokens_labels_never_run_into_each_other(frame):
+    """At the font sized for a 540 px frame, the labels of neighbouring empty columns ran into
+    each other ("'is' 'locat…' 'in'"): a column is as wide as its token's label at the font."""
+    from circuitviz.render.attribution_graph import TOKEN_CHARS
+    from circuitviz.render.vis import CHAR_WIDTH
+
+    tokens = ["<bos>", "The", " Statue", " of", " Liberty", " is", " located", " in", " the", " city", " of"]
+    first = GraphNode("input@0", "input", "embedding", -1, 0)
+    head = GraphNode("a0.h1@10", "a0.h1", "head", 0, 10, head=1)
+    logit = GraphNode("logits@10", "logits", "logit", 1, 10)
+    graph = AttributionGraph(
+        tokens,
+        [first, head, logit],
+        [GraphLink(first.id, head.id, 1.0, "v"), GraphLink(head.id, logit.id, 0.5, "logits")],
+        n_layers=1,
+    )
+    drawing = attribution_graph_html(graph, frame_width=frame)
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", drawing.html, re.S).group(1))
+    tokens = sorted((node for node in nodes if node["id"].startswith("token@")), key=lambda n: n["x"])
+    for left, right in zip(tokens, tokens[1:]):
+        reach = max(len(line) for line in left["label"].split("\n")) * left["font"]["size"] * CHAR_WIDTH / 2
+        reach_right = (
+            max(len(line) for line in right["label"].split("\n")) * right["font"]["size"] * CHAR_WIDTH / 2
+        )
+        assert left["x"] + reach <= right["x"] - reach_right, (left["label"], right["label"])
+    assert all(len(node["label"].split("\n")[0]) <= TOKEN_CHARS for node in tokens)
+    dark = [node for node in nodes if node["id"] in (first.id, logit.id)]  # white on the dark boxes
+    assert [node["font"]["color"] for node in dark] == ["#ffffff", "#ffffff"]

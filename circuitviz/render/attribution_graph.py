@@ -31,7 +31,9 @@ from .graph_html import (
 from .vis import CHAR_WIDTH, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
 MIN_TEXT_PX = 11  # on screen, in a frame MIN_FRAME_WIDTH px wide, while the labels fit their cells
-MIN_FRAME_WIDTH = 1000
+# the narrowest frame the app draws in: a 1,000 px window with the sidebar open leaves the graph
+# 538 px (sized for 1,000, an 11-token circuit's labels were 5.3 px there)
+MIN_FRAME_WIDTH = 540
 BASE_FONT = 12
 SLOT = 84  # layout px between the nodes of one cell (room for a 10-character caption)
 TOKEN_WIDTH = 78  # the narrowest column that holds a node: room for its token and a caption
@@ -58,21 +60,32 @@ def short_name(node: GraphNode) -> str:
     return canvas_caption(node.component, 10)
 
 
+TOKEN_CHARS = 8  # a column's token is drawn in at most this many characters
+
+
+def token_room(font: float) -> float:
+    """The width (layout units) a column's token label needs at ``font``, with a small gap."""
+    return TOKEN_CHARS * font * CHAR_WIDTH + NODE_MARGIN
+
+
 def layout(
-    graph: AttributionGraph, row: float = ROW
+    graph: AttributionGraph, row: float = ROW, font: float = BASE_FONT
 ) -> tuple[dict[str, tuple[float, float]], dict[int, float], list[int]]:
     """(x, y) of every node, the x of each position's column, and the layer rows (bottom first).
 
     Every position of the prompt gets a column (the sentence reads along the axis), as wide as
     its busiest cell (a column without nodes only as wide as its token, so a 15-token prompt
-    fits the frame); only layers that hold nodes get a row.
+    fits the frame), and never narrower than its token's label at ``font`` (at a larger font
+    the labels of neighbouring empty columns ran into each other: "'is' 'locat…' 'in'");
+    only layers that hold nodes get a row.
     """
     cells: dict[tuple[int, int], list[GraphNode]] = {}
     for node in graph.nodes:
         cells.setdefault((node.position, node.layer), []).append(node)
-    widths = {position: EMPTY_TOKEN_WIDTH for position in range(len(graph.tokens))}
+    label = token_room(font)
+    widths = {position: max(EMPTY_TOKEN_WIDTH, label) for position in range(len(graph.tokens))}
     for (position, _), members in cells.items():
-        widths[position] = max(widths.get(position, TOKEN_WIDTH), len(members) * SLOT)
+        widths[position] = max(widths.get(position, TOKEN_WIDTH), TOKEN_WIDTH, len(members) * SLOT)
     centres: dict[int, float] = {}
     x = float(LEFT_MARGIN)
     for position in sorted(widths):
@@ -186,7 +199,9 @@ def attribution_graph_html(
     font = min(font, (SLOT - 2 * NODE_MARGIN) / ((10 if with_badges else 5) * CHAR_WIDTH))
     # a row holds a node (at most ``font`` in size) and its label under it, with a gap
     row_height = max(ROW, 2 * font + (2 if with_badges else 1) * font * 1.25 + 2 * NODE_MARGIN + 0.8 * font)
-    places, centres, rows = layout(graph, row_height)
+    # the columns widened for the tokens' labels at this font (the text then a little smaller on
+    # screen than ``MIN_TEXT_PX``, rather than labels drawn over each other)
+    places, centres, rows = layout(graph, row_height, font)
     bottom = (len(rows) + 1) * row_height
     nodes: list[dict] = []
     for row, layer in enumerate(rows):
@@ -200,7 +215,7 @@ def attribution_graph_html(
         nodes.append(
             {
                 "id": f"token@{position}",
-                "label": f"{canvas_caption(repr(token), 8)}\n{position}",
+                "label": f"{canvas_caption(repr(token), TOKEN_CHARS)}\n{position}",
                 "title": f"position {position}: {_escape(repr(token))}",
                 "x": x,
                 "y": bottom - 0.1 * row_height,
@@ -228,7 +243,8 @@ def attribution_graph_html(
                 "size": min(size, font),
                 "shape": SHAPES.get(node.kind, "dot"),
                 "color": {"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
-                "font": {"size": font, "color": "#111111"},
+                # white on the dark embedding and logit boxes ('emb' and 'logit' were dark on dark)
+                "font": {"size": font, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
             }
         )
     top = max((abs(link.weight) for link in drawn), default=1.0) or 1.0
