@@ -19,10 +19,18 @@ def signals_view(result) -> None:
     result_view.task_caption(result)
     summary = details.summary
     cells = st.columns(4)
-    cells[0].metric("nodes (component at a position)", summary["n_nodes"])
-    cells[1].metric("edges (signals grouped)", summary["n_edges"])
+    # short labels, the rest in the help: at 1,000 px a quarter of the row cut the longer ones
+    # ("nodes (componen…", "signal edges of ran…")
+    cells[0].metric("nodes", summary["n_nodes"], help="Nodes: a component (head or MLP) at a token position.")
+    cells[1].metric(
+        "edges", summary["n_edges"], help="Edges: the signals, grouped by upstream node and side."
+    )
     cells[2].metric("attention decisions", summary["n_decisions"])
-    cells[3].metric("signal edges of rank 1", f"{100 * summary['rank1_fraction']:.0f}%")
+    cells[3].metric(
+        "rank-1 edges",
+        f"{100 * summary['rank1_fraction']:.0f}%",
+        help="The share of signal edges of rank 1: carried by one singular direction of the head's query-key form.",
+    )
     if details.limits.get("max_decisions_reached"):
         st.warning(
             f"Tracing stopped at {details.limits['max_decisions']} decisions with "
