@@ -462,6 +462,26 @@ def test_compare_shows_each_methods_ndf_and_the_true_overlap():
         assert any(c.value == expected for c in at.caption), expected
     # each graph is headed by the name its picker showed, not the short one the tables use
     assert [h.value for h in at.subheader] == ["EAP", "EAP-IG (inputs)"]
+    # under the slider: which circuits are faithful here, and where each method's first is
+    assert any(c.value == compare.faithful_line(results, budget) for c in at.caption)
+
+
+def test_compares_faithful_line_reads_each_curve():
+    def result(points):
+        curve = [SimpleNamespace(budget=b, n_edges=k, ndf=v) for b, k, v in points]
+        return SimpleNamespace(
+            curve=curve, point=lambda budget: next((p for p in curve if p.budget == budget), None)
+        )
+
+    results = {
+        "eap": result([(20, 11, 0.24), (2000, 1995, 0.85), (5000, 4990, 0.93)]),
+        "eap-ig": result([(20, 7, 0.22), (2000, 2000, 0.57), (5000, 5000, float("nan"))]),
+    }
+    assert compare.faithful_line(results, 20) == (
+        "At 20 edges no method's circuit reaches NDF 0.8. The smallest circuit of each method that does: "
+        "eap: 1,995 edges (budget 2,000); eap-ig: none of its budgets, up to 2,000 edges."
+    )
+    assert compare.faithful_line(results, 2000).startswith("At 2,000 edges eap reaches NDF 0.8.")
 
 
 def test_compares_line_under_a_graph_says_when_no_edge_or_every_edge_is_bold():

@@ -96,6 +96,34 @@ def budget_choice(options: list[int]) -> int:
     return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
 
 
+def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
+    """Under the shared slider: which circuits reach ``good_ndf`` at ``budget``, and the smallest
+    circuit of each method that does (Compare opened at 20 edges, every NDF near 0.2, and said
+    nothing of where each method becomes faithful)."""
+    reach = [
+        name
+        for name, result in results.items()
+        if (point := result.point(budget)) is not None and point.ndf >= good_ndf
+    ]
+    if not reach:
+        head = f"At {budget:,} edges no method's circuit reaches NDF {good_ndf}"
+    elif len(reach) == len(results):
+        head = f"At {budget:,} edges every method's circuit reaches NDF {good_ndf}"
+    else:
+        head = f"At {budget:,} edges {', '.join(reach)} {'reaches' if len(reach) == 1 else 'reach'} NDF {good_ndf}"
+    each = []
+    for name, result in results.items():
+        points = sorted((p for p in result.curve if not math.isnan(p.ndf)), key=lambda p: p.budget)
+        first = next((p for p in points if p.ndf >= good_ndf), None)
+        if first is None:
+            largest = max((p.n_edges for p in points), default=0)
+            each.append(f"{name}: none of its budgets, up to {largest:,} edges")
+        else:
+            budget_note = "" if first.n_edges == first.budget else f" (budget {first.budget:,})"
+            each.append(f"{name}: {first.n_edges:,} edges{budget_note}")
+    return f"{head}. The smallest circuit of each method that does: {'; '.join(each)}."
+
+
 def method_title(name: str) -> str:
     """A method's heading on Compare: the label its picker shows (``eap-ig`` reads "EAP-IG
     (inputs)"), the short name where no method of that name is registered any more."""
@@ -236,6 +264,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
+    st.caption(faithful_line(results, budget))
     shown = compare_at(results, budget)
     measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
