@@ -332,8 +332,11 @@ def collect_observations(
         ]
     for run in passes:
         # one q/k/v input a layer, not a private copy per head (nothing here reads a head's own
-        # input): a layer's projections are then one product, not an einsum per head
-        with adapter_of(model).split_attention_inputs(False):
+        # input): a layer's projections are then one product, not an einsum per head; and a
+        # grouped-query model's keys and values once per key/value head, not per query head (the
+        # reduction reads each group's keys and values once anyway): on the embedded Gemma the
+        # pass's activations are the same to the bit, in 0.50 CPU-s instead of 0.58 on factual
+        with adapter_of(model).split_attention_inputs(False, grouped=True):
             batch_writers, residual, captured, batch_runs = run()
         runs.update(batch_runs)
         if batch_writers is not None:
