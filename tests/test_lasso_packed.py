@@ -200,3 +200,29 @@ def test_the_packed_pass_runs_on_a_device(shape, monkeypatch):
         model, spec, on_host.writers, on_host.activations, on_host.metric, 4, 0, on_host.distinct
     )
     assert torch.equal(predictors, expected.predictors)
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma", "llama"])
+def test_laid_out_projections_give_the_same_observations_to_the_bit(shape, monkeypatch):
+    """The observation pass projects q/k/v with weights laid out once (``laid_out_projections``):
+    the same product of the same operands as TransformerLens's per-call copy, so the same bits;
+    the laid-out weights follow a weight changed in place, and nothing is left on the modules."""
+    from contextlib import nullcontext
+
+    from circuitviz.models import projections
+
+    model = tiny_model(shape, seed=1, n_ctx=256)
+    laid_out = observed(model, True, monkeypatch)
+    assert all(projections._KEPT.get(block.attn) for block in model.blocks)
+    assert not any("calculate_qkv_matrices" in block.attn.__dict__ for block in model.blocks)
+    monkeypatch.setattr(observing, "laid_out_projections", lambda model: nullcontext())
+    plain = observed(model, True, monkeypatch)
+    assert torch.equal(laid_out.writers, plain.writers) and torch.equal(laid_out.metric, plain.metric)
+    for name, values in plain.activations.items():
+        assert torch.equal(laid_out.activations[name], values), name
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q.mul_(1.5)  # a weight changed in place: laid out again
+    plain = observed(model, True, monkeypatch)
+    monkeypatch.undo()
+    again = observed(model, True, monkeypatch)
+    assert torch.equal(again.writers, plain.writers) and not torch.equal(again.writers, laid_out.writers)
