@@ -291,3 +291,48 @@ def test_slot_blocks_are_the_two_index_gather_in_its_layout():
         gathered = gram[index[:, :, None], index[:, None, :]]
         blocks_ = solver._slot_blocks(gram, order)
         assert torch.equal(blocks_, gathered) and blocks_.stride() == gathered.stride()
+
+
+def chained_units(seed: int, layers: int = 3, width: int = 20, m: int = 80):
+    """SAE-like features in ``layers`` layers, each layer's a sparse non-negative function of the
+    previous one's, and a metric of the last layer's: (SAEUnits, metric [m])."""
+    from circuitviz.lasso.units import SAEUnits
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    values = [torch.rand(m, width, generator=generator, device="cpu") * 2 - 1]
+    for _ in range(layers - 1):
+        mixing = torch.randn(width, width, generator=generator, device="cpu")
+        mixing = mixing * (torch.rand(width, width, generator=generator, device="cpu") < 0.2)
+        noise = 0.3 * torch.randn(m, width, generator=generator, device="cpu")
+        values.append(torch.relu(values[-1] @ mixing + noise))
+    values[0] = torch.relu(values[0])
+    weights = torch.randn(width, generator=generator, device="cpu") * (torch.arange(width, device="cpu") < 4)
+    metric = values[-1] @ weights + 0.3 * torch.randn(m, generator=generator, device="cpu")
+    features = [torch.arange(width, device="cpu") for _ in range(layers)]
+    prompt = [torch.zeros(width, device="cpu") for _ in range(layers)]
+    return SAEUnits(list(range(layers)), ["h"] * layers, features, values, prompt, [width] * layers), metric
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("selection", ["0.3", "0.05"])
+def test_the_feature_fit_solves_only_the_targets_a_path_into_the_metric_reaches(seed, selection):
+    """At a fixed lambda the SAE feature fit solves the metric's Lasso, then those of the features
+    it selected, and so on back: their coefficients are the whole fit's (same supports, 1e-12),
+    every other column is 0, and fewer columns are solved than the whole fit's."""
+    from circuitviz.methods.lasso import _fit_reached
+
+    problem = units.build_sae_problem(*chained_units(seed))
+    whole = sem.fit_sem(problem, selection, closeness=False)
+    signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
+    signed[problem.source_of[:, None], problem.target_of[None, :]] = whole.coefficients
+    edges = (signed != 0) & problem.allowed
+    reaches = torch.zeros(problem.n_targets, dtype=torch.bool, device="cpu")
+    reaches[-1] = True
+    for _ in range(len(problem.info["layers"])):
+        reaches[: problem.n_sources] |= (edges & reaches[None, :]).any(1)
+    solved_columns = reaches[problem.target_of] & problem.column_allowed().any(0)
+    coefficients, regression, solved = _fit_reached(problem, selection, 20)
+    assert solved == int(solved_columns.sum()) and 1 < solved < problem.targets.shape[1]
+    assert torch.equal(coefficients != 0, whole.coefficients * solved_columns != 0)
+    torch.testing.assert_close(coefficients, whole.coefficients * solved_columns, rtol=0, atol=1e-12)
+    assert regression["converged"] and regression["distinct_target_columns"] <= solved

@@ -74,6 +74,36 @@ def test_packed_observations_equal_the_batches(shape, monkeypatch):
             assert torch.allclose(mine, theirs, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("shape", ["gemma", "llama"])
+@pytest.mark.parametrize("packed", [True, False])
+def test_grouped_keys_and_values_are_each_groups_copy(shape, packed, monkeypatch):
+    """The observation pass makes a grouped-query model's keys and values once per key/value
+    head (``split_attention_inputs(False, grouped=True)``), where TransformerLens's ungrouped
+    attention makes one copy per query head from a repeated weight: the keys and values are
+    each group's copy, every other observation and the clean and corrupted runs the same, to
+    rounding (products of other shapes; on the embedded Gemma-3-270M, to the bit)."""
+    model = tiny_model(shape, seed=1, n_ctx=256)
+    n_heads, groups = model.cfg.n_heads, model.cfg.n_key_value_heads
+    assert groups < n_heads and model.cfg.ungroup_grouped_query_attention
+    grouped = observed(model, packed, monkeypatch)
+    assert model.cfg.ungroup_grouped_query_attention  # restored
+    adapter_class = type(adapter_of(model))
+    split = adapter_class.split_attention_inputs
+    monkeypatch.setattr(
+        adapter_class, "split_attention_inputs", lambda self, shared, grouped=False: split(self, shared)
+    )
+    ungrouped = observed(model, packed, monkeypatch)
+    assert torch.allclose(grouped.writers, ungrouped.writers, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(grouped.metric, ungrouped.metric, rtol=1e-12, atol=1e-12)
+    for mine, theirs in zip(grouped.runs, ungrouped.runs):  # raw heads: None without a post-norm
+        assert (mine is None and theirs is None) or torch.allclose(mine, theirs, rtol=1e-12, atol=1e-12)
+    for name, values in ungrouped.activations.items():
+        if name.endswith(("hook_k", "hook_v")):
+            assert grouped.activations[name].shape[1] == groups
+            values = values[:, :: n_heads // groups]
+        assert torch.allclose(grouped.activations[name], values, rtol=1e-12, atol=1e-12), name
+
+
 def test_a_window_shorter_than_the_tree_runs_the_batches(monkeypatch):
     model = tiny_model(
         "gemma", seed=1, n_ctx=256, attn_types=["local", "global"], window_size=6, use_local_attn=True
@@ -170,3 +200,29 @@ def test_the_packed_pass_runs_on_a_device(shape, monkeypatch):
         model, spec, on_host.writers, on_host.activations, on_host.metric, 4, 0, on_host.distinct
     )
     assert torch.equal(predictors, expected.predictors)
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "gemma", "llama"])
+def test_laid_out_projections_give_the_same_observations_to_the_bit(shape, monkeypatch):
+    """The observation pass projects q/k/v with weights laid out once (``laid_out_projections``):
+    the same product of the same operands as TransformerLens's per-call copy, so the same bits;
+    the laid-out weights follow a weight changed in place, and nothing is left on the modules."""
+    from contextlib import nullcontext
+
+    from circuitviz.models import projections
+
+    model = tiny_model(shape, seed=1, n_ctx=256)
+    laid_out = observed(model, True, monkeypatch)
+    assert all(projections._KEPT.get(block.attn) for block in model.blocks)
+    assert not any("calculate_qkv_matrices" in block.attn.__dict__ for block in model.blocks)
+    monkeypatch.setattr(observing, "laid_out_projections", lambda model: nullcontext())
+    plain = observed(model, True, monkeypatch)
+    assert torch.equal(laid_out.writers, plain.writers) and torch.equal(laid_out.metric, plain.metric)
+    for name, values in plain.activations.items():
+        assert torch.equal(laid_out.activations[name], values), name
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q.mul_(1.5)  # a weight changed in place: laid out again
+    plain = observed(model, True, monkeypatch)
+    monkeypatch.undo()
+    again = observed(model, True, monkeypatch)
+    assert torch.equal(again.writers, plain.writers) and not torch.equal(again.writers, laid_out.writers)

@@ -37,6 +37,15 @@ def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None, row
         return vectors.flip(-1)[:, :, :k] * top[:, None, :]
     generator = torch.Generator(device="cpu").manual_seed(seed)
     omega = torch.randn(n, d, width, generator=generator, device="cpu", dtype=x.dtype).to(x.device)
+    if m <= units.GRAM_ROWS:  # the iteration on the rows' Gram matrix
+        gram = centred @ centred.transpose(1, 2)
+        sample = centred @ omega
+        for _ in range(power_iterations):
+            sample, _ = torch.linalg.qr(sample)
+            sample = gram @ sample
+        basis, _ = torch.linalg.qr(sample)
+        values, vectors = torch.linalg.eigh(basis.transpose(1, 2) @ (gram @ basis))
+        return basis @ vectors.flip(-1)[:, :, :k] * values.flip(-1)[:, :k].clamp_min(0).sqrt()[:, None, :]
     sample = centred @ omega
     for _ in range(power_iterations):
         sample, _ = torch.linalg.qr(sample)
@@ -131,10 +140,13 @@ def reference_active_set_rounds(gram, cross, target_power, penalty, allowed=None
     return a, rounds
 
 
-@pytest.mark.parametrize("shape", [(7, 50, 300), (5, 30, 20), (3, 20, 100), (4, 200, 64), (3, 170, 150)])
+@pytest.mark.parametrize(
+    "shape", [(7, 50, 300), (5, 30, 20), (3, 20, 100), (4, 200, 64), (3, 170, 150), (4, 140, 300)]
+)
 @pytest.mark.parametrize("chunk_units", [1, 3])
 def test_principal_scores_a_chunk_at_a_time_equal_one_batch(shape, chunk_units, monkeypatch):
-    """Both branches (randomized and exact), any chunk size: the same scores bit for bit."""
+    """Every branch (randomized on the rows or on their Gram matrix, exact), any chunk size: the
+    same scores bit for bit."""
     n, m, d = shape
     generator = torch.Generator().manual_seed(sum(shape))
     # a float32 activation array as the observations hold it, read through a transposed view
@@ -146,6 +158,24 @@ def test_principal_scores_a_chunk_at_a_time_equal_one_batch(shape, chunk_units, 
     old = reference_principal_scores(x, 4, seed=2, dtype=torch.float64)
     assert new.dtype == torch.float64 and new.shape == old.shape
     assert torch.equal(new, old)
+
+
+@pytest.mark.parametrize("rows", [140, 60])
+def test_the_randomized_iteration_on_the_gram_matrix_gives_the_thin_products_scores(rows, monkeypatch):
+    """On few rows the randomized iteration multiplies by the rows' Gram matrix K = C C^T and
+    takes the eigendecomposition of Q^T K Q for the SVD of Q^T C: the same scores in exact
+    arithmetic (each direction up to its sign), here within 1e-12 of the largest."""
+    generator = torch.Generator(device="cpu").manual_seed(rows)
+    x = torch.randn(3, rows, 400, generator=generator, dtype=torch.float64, device="cpu")
+    x = x * torch.logspace(0, -2, 400, dtype=torch.float64, device="cpu")
+    centred = x - x.mean(1, keepdim=True)
+    omega = units._random_start(0, 3, 400, 12, torch.float64)
+    on_gram = units._randomized_scores(centred.clone(), omega, 4, 4)
+    monkeypatch.setattr(units, "GRAM_ROWS", 0)
+    thin = units._randomized_scores(centred.clone(), omega, 4, 4)
+    signs = torch.sign((on_gram * thin).sum(1, keepdim=True))
+    assert bool((signs != 0).all())
+    torch.testing.assert_close(on_gram * signs, thin, rtol=0, atol=1e-12 * float(thin.abs().max()))
 
 
 def test_line_search_and_support_order_equal_the_full_sort():

@@ -36,6 +36,7 @@ from ..engine.capture import observe_with_raw_heads
 from ..engine.metric import metric_from_residual
 from ..engine.packed import PrefixTree, packs, prefix_tree
 from ..models.adapter import adapter_of, model_device
+from ..models.projections import laid_out_projections
 from ..query.families import recognise
 from ..query.pairs import ParaphraseError
 from ..query.templates import unchecked_template_pairs
@@ -332,8 +333,13 @@ def collect_observations(
         ]
     for run in passes:
         # one q/k/v input a layer, not a private copy per head (nothing here reads a head's own
-        # input): a layer's projections are then one product, not an einsum per head
-        with adapter_of(model).split_attention_inputs(False):
+        # input): a layer's projections are then one product, not an einsum per head; a
+        # grouped-query model's keys and values once per key/value head, not per query head (the
+        # reduction reads each group's keys and values once anyway); and the projections' weights
+        # laid out once, not on every pass. On the embedded Gemma the pass's activations are the
+        # same to the bit; on factual the grouping took the pass from 0.58 to 0.50 CPU-s and the
+        # laid-out weights 0.02 more (medians, alternating in one process)
+        with adapter_of(model).split_attention_inputs(False, grouped=True), laid_out_projections(model):
             batch_writers, residual, captured, batch_runs = run()
         runs.update(batch_runs)
         if batch_writers is not None:

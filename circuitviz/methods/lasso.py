@@ -298,11 +298,16 @@ def _feature_circuit(saes, observations, config) -> dict:
     problem = build_sae_problem(units, observations.metric)
     adaptive = parse_selection(config.lasso_lambda)[0] == "adaptive"
     selection = str(NOISY_LAMBDA) if adaptive else config.lasso_lambda  # features are never exactly linear
-    # no closeness: nothing here ranks the unselected pairs (a product by G of every column fewer)
-    fit = fit_sem(problem, selection, config.target_edges, config.n_lambdas, closeness=False)
+    if parse_selection(selection)[0] == "lambda" and config.target_edges == 0:
+        coefficients, regression, solved = _fit_reached(problem, selection, config.n_lambdas)
+    else:  # "auto" walks a grid from the largest lambda_max of all targets, target_edges counts
+        # every target's edges: every target is solved. No closeness: nothing here ranks the
+        # unselected pairs (a product by G of every column fewer)
+        fit = fit_sem(problem, selection, config.target_edges, config.n_lambdas, closeness=False)
+        coefficients, regression = fit.coefficients.cpu(), fit.info
+        solved = problem.targets.shape[1]
     # one column per unit here, so the column coefficients are the signed edge coefficients
     signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
-    coefficients = fit.coefficients.cpu()
     source_of, target_of = problem.source_of.cpu(), problem.target_of.cpu()
     signed[source_of[:, None], target_of[None, :]] = coefficients
     edges = (signed != 0) & problem.allowed.cpu()
@@ -347,9 +352,12 @@ def _feature_circuit(saes, observations, config) -> dict:
         "target": "metric",
         "nodes": nodes,
         "edges": edge_list,
-        "selected_edges_total": int(edges.sum()),
+        # edges selected into the targets whose Lassos were solved (those a path into the metric
+        # reaches, unless target_edges asked for every target: ``_fit_reached``)
+        "selected_edges_solved": int(edges.sum()),
+        "targets_solved": solved,
         "twins_merged": merged,
-        "regression": {k: v for k, v in fit.info.items() if k != "lambda_grid"},
+        "regression": {k: v for k, v in regression.items() if k != "lambda_grid"},
         "note": (
             "Signed standardised Lasso coefficients between SAE features (and from the last layer's "
             "features to the metric), kept when on a path into the metric: a dependency skeleton, "
@@ -367,6 +375,57 @@ def _feature_circuit(saes, observations, config) -> dict:
             )
         ),
     }
+
+
+def _fit_reached(problem, selection: str, n_lambdas: int) -> tuple[torch.Tensor, dict, int]:
+    """(coefficients [P, T], the fits' summary, target columns solved): the Lassos of the targets
+    a path into the metric reaches only, the metric's first, then those of the features it
+    selected, and so on back a layer at a time; every other column's coefficients 0.
+
+    For a fixed lambda only: the feature circuit is the edges into those targets, and at one
+    lambda each target's Lasso is a problem of its own, so they are those of the fit of every
+    target, to rounding (the products of a column subset). On the embedded model's nine prompts
+    0-6 features of the last layer reach the metric, against the 253-256 Lassos of the whole fit
+    (docs/methods.md, CircuitLasso, Speed)."""
+    target_of = problem.target_of.cpu()
+    has_rows = problem.column_allowed().any(0).cpu()  # a first layer's feature allows no source
+    coefficients = torch.zeros(problem.predictors.shape[1], len(target_of), dtype=torch.float64)
+    solved = torch.zeros(len(target_of), dtype=torch.bool)
+    wanted = torch.zeros(problem.n_targets, dtype=torch.bool)
+    wanted[problem.n_targets - 1] = True  # the metric
+    fits = []
+    while True:
+        columns = (wanted[target_of] & ~solved & has_rows).nonzero(as_tuple=True)[0]
+        if columns.numel() == 0:
+            break
+        part = columns.to(problem.targets.device)
+        sub = dataclasses.replace(
+            problem,
+            targets=problem.targets[:, part],
+            target_of=problem.target_of[part],
+            target_weight=problem.target_weight[part],
+        )
+        fit = fit_sem(sub, selection, 0, n_lambdas, closeness=False)
+        coefficients[:, columns] = fit.coefficients.cpu()
+        solved[columns] = True
+        fits.append(fit)
+        wanted = torch.zeros(problem.n_targets, dtype=torch.bool)
+        wanted[problem.source_of.cpu()[(fit.coefficients != 0).any(1).cpu()]] = True
+    if not fits:
+        return coefficients, {}, 0
+    infos = [fit.info for fit in fits]
+    chosen = torch.cat([fit.chosen for fit in fits])
+    regression = {
+        **infos[0],
+        "lambda_chosen_median": float(chosen.median()),
+        "path_steps": sum(info["path_steps"] for info in infos),
+        "solver_rounds": sum(info["solver_rounds"] for info in infos),
+        "max_kkt_violation": max(info["max_kkt_violation"] for info in infos),
+        "converged": all(info["converged"] for info in infos),
+        "distinct_target_columns": sum(info["distinct_target_columns"] for info in infos),
+        "solve_s": sum(info["solve_s"] for info in infos),
+    }
+    return coefficients, regression, int(solved.sum())
 
 
 def _selection_text(regression: dict) -> str:

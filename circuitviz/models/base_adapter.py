@@ -549,19 +549,20 @@ class ModelAdapter:
         return out.to(home)
 
     @contextmanager
-    def split_attention_inputs(self, split: bool) -> Iterator[None]:
-        """Run with one private q/k/v input per head (``split``) or one shared input per layer.
-
+    def split_attention_inputs(self, split: bool, grouped: bool = False) -> Iterator[None]:
+        """Run with one private q/k/v input per head (``split``) or one shared input per layer;
+        ``grouped`` (shared): grouped-query keys and values made once per key/value head, not per
+        query head from a repeated weight (``hook_k``/``hook_v`` then hold the key/value heads).
         The one place the model's configuration changes during a pass: the caller holds the
-        model's lock (``hooked`` or ``lock``), so no other run sees the setting; restored on exit.
-        """
+        model's lock (``hooked`` or ``lock``), so no other run sees the setting; restored on exit."""
         with self.lock:
-            before = self.cfg.use_split_qkv_input
+            before = self.cfg.use_split_qkv_input, self.cfg.ungroup_grouped_query_attention
             self.cfg.use_split_qkv_input = split
+            self.cfg.ungroup_grouped_query_attention = before[1] and (split or not grouped)
             try:
                 yield
             finally:
-                self.cfg.use_split_qkv_input = before
+                self.cfg.use_split_qkv_input, self.cfg.ungroup_grouped_query_attention = before
 
 
 def head_results(attention, z: torch.Tensor) -> torch.Tensor:

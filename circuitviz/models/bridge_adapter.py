@@ -363,8 +363,8 @@ class BridgeAdapter(ModelAdapter):
             out = torch.cat([rotated, out[..., width:]], dim=-1)
         return out.to(home)
 
-    def split_attention_inputs(self, split: bool):
-        return _SplitInputs(self, split)
+    def split_attention_inputs(self, split: bool, grouped: bool = False):
+        return _SplitInputs(self, split)  # ``grouped``: the bridge keeps its own key/value layout
 
     def rotary_tables(self, layer: int, n_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The cos and sin a layer rotates its first ``n_positions`` with (1 and 0 where it rotates
