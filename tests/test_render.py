@@ -488,5 +488,8 @@ def test_the_fit_never_draws_a_small_circuit_larger_than_the_pages_type():
     assert frame_height(small, 1000) == int(max(drawn_tall, 260))  # not aspect x 1000 px
     data = small.to_data()
     assert data["max_scale"] == small.max_scale() and data["widest"] == small.widest()
+    from circuitviz.ui.demo import DEMO_LABEL_PX  # demo mode: an audience reads from further away
+
+    assert small.to_data(DEMO_LABEL_PX)["max_scale"] == pytest.approx(DEMO_LABEL_PX / 22)
     wide = VisGraph([node(f"a{i}.h0", 300 * i, 0) for i in range(12)], [])
     assert frame_height(wide, 1000) == int(max(wide.aspect() * 1000 + 30, 260))  # wider than the frame

@@ -62,18 +62,19 @@ class VisGraph:
         left, top, right, bottom = self.bounds()
         return max(bottom - top, 1.0) / max(right - left, 1.0)
 
-    def max_scale(self) -> float:
-        """The largest zoom the fit may use: no label drawn larger than ``MAX_LABEL_PX``."""
+    def max_scale(self, max_label_px: float = MAX_LABEL_PX) -> float:
+        """The largest zoom the fit may use: no label drawn larger than ``max_label_px``."""
         fonts = [float(node.get("font", {}).get("size", 14)) for node in self.nodes] or [14.0]
-        return MAX_LABEL_PX / max(fonts)
+        return max_label_px / max(fonts)
 
-    def widest(self) -> float:
+    def widest(self, max_label_px: float = MAX_LABEL_PX) -> float:
         """The drawing's width in px at its largest zoom (a frame wider than this leaves margins)."""
         left, _, right, _ = self.bounds()
-        return max(right - left, 1.0) * self.max_scale()
+        return max(right - left, 1.0) * self.max_scale(max_label_px)
 
-    def to_data(self) -> dict:
-        """What the component and the page read: JSON-able."""
+    def to_data(self, max_label_px: float = MAX_LABEL_PX) -> dict:
+        """What the component and the page read: JSON-able (``max_label_px``: the largest label
+        the fit may draw; demo mode's audience reads from further away)."""
         return {
             "nodes": self.nodes,
             "edges": self.edges,
@@ -82,8 +83,8 @@ class VisGraph:
             "title": self.title,
             "notes": self.notes,
             "aspect": self.aspect(),
-            "max_scale": self.max_scale(),
-            "widest": self.widest(),
+            "max_scale": self.max_scale(max_label_px),
+            "widest": self.widest(max_label_px),
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
         }

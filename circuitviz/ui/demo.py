@@ -14,6 +14,10 @@ from ..render.groups import propose_groups
 from . import state as ui_state
 from .graph_view import show_graph
 
+# an audience reads the graph from across a room: a small circuit may be drawn with labels up to
+# this size (the page's own views stop at the page's type, ``render.vis.MAX_LABEL_PX``)
+DEMO_LABEL_PX = 28
+
 # the page's bordered input blocks and the sidebar: hidden while the demo is on
 _HIDE = (
     "<style>[data-testid='stVerticalBlockBorderWrapper'], section[data-testid='stSidebar'], "
@@ -70,7 +74,7 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
         groups=groups or None,
         title="",
     )
-    show_graph(drawing, key=f"{key}.demo.graph")
+    show_graph(drawing, key=f"{key}.demo.graph", max_label_px=DEMO_LABEL_PX)
     for path in paths:
         st.caption("strongest path: " + path_sentence(path))
     explain(result, budget, labels, expanded=True)

@@ -270,17 +270,19 @@ def show_graph(
     on_click=None,
     cards: dict | None = None,
     opened: str = "",
+    max_label_px: float | None = None,
 ) -> dict | None:
     """Draw ``drawing`` (a ``render.GraphDrawing``) in the page; returns the click of this run
     ({"kind", "id", "pin"}) or None. ``on_click(click)``: called with a click before the script
     reruns (a callback), so the rerun the click causes already shows what it opened. ``cards``
     (``render.cards.card_data``) and ``opened`` (the node whose card is open, ``"edge:<id>"``
-    for an edge, "" for none): the cards the browser shows on a click (see the module)."""
+    for an edge, "" for none): the cards the browser shows on a click (see the module).
+    ``max_label_px``: the largest label the fit may draw (``render.vis.MAX_LABEL_PX`` if None)."""
     if drawing.vis is None:  # a drawing made elsewhere (no data): its page, in a frame
         st.iframe(drawing.html, height=drawing.height)
         return None
     key = key or drawing_key(drawing)
-    data = drawing.vis.to_data()
+    data = drawing.vis.to_data(max_label_px) if max_label_px else drawing.vis.to_data()
     data.update(
         head=legend_block(drawing.vis),
         options=OPTIONS,
