@@ -307,7 +307,7 @@ def _feature_circuit(saes, observations, config) -> dict:
         coefficients, regression = fit.coefficients.cpu(), fit.info
         solved = problem.targets.shape[1]
     # one column per unit here, so the column coefficients are the signed edge coefficients
-    signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64)
+    signed = torch.zeros(problem.n_sources, problem.n_targets, dtype=torch.float64, device="cpu")
     source_of, target_of = problem.source_of.cpu(), problem.target_of.cpu()
     signed[source_of[:, None], target_of[None, :]] = coefficients
     edges = (signed != 0) & problem.allowed.cpu()
@@ -389,9 +389,10 @@ def _fit_reached(problem, selection: str, n_lambdas: int) -> tuple[torch.Tensor,
     (docs/methods.md, CircuitLasso, Speed)."""
     target_of = problem.target_of.cpu()
     has_rows = problem.column_allowed().any(0).cpu()  # a first layer's feature allows no source
-    coefficients = torch.zeros(problem.predictors.shape[1], len(target_of), dtype=torch.float64)
-    solved = torch.zeros(len(target_of), dtype=torch.bool)
-    wanted = torch.zeros(problem.n_targets, dtype=torch.bool)
+    # the bookkeeping is on the host, as the feature circuit's (each fit's small result is read here)
+    coefficients = torch.zeros(problem.predictors.shape[1], len(target_of), dtype=torch.float64, device="cpu")
+    solved = torch.zeros(len(target_of), dtype=torch.bool, device="cpu")
+    wanted = torch.zeros(problem.n_targets, dtype=torch.bool, device="cpu")
     wanted[problem.n_targets - 1] = True  # the metric
     fits = []
     while True:
@@ -409,7 +410,7 @@ def _fit_reached(problem, selection: str, n_lambdas: int) -> tuple[torch.Tensor,
         coefficients[:, columns] = fit.coefficients.cpu()
         solved[columns] = True
         fits.append(fit)
-        wanted = torch.zeros(problem.n_targets, dtype=torch.bool)
+        wanted = torch.zeros(problem.n_targets, dtype=torch.bool, device="cpu")
         wanted[problem.source_of.cpu()[(fit.coefficients != 0).any(1).cpu()]] = True
     if not fits:
         return coefficients, {}, 0
