@@ -70,7 +70,13 @@ if result is not None:
         "change it there)."
     )
 else:
-    st.caption("No circuit has been computed for this prompt yet (run one on Explore); label these nodes:")
+    st.caption(
+        "No circuit has been computed for this prompt yet. Find one on Explore (it opens with this "
+        "prompt, answer and foil), or type the nodes to label: heads as a3.h0 (layer 3, head 0), "
+        "MLPs as m5 (layer 5)."
+    )
+    if st.button("Find this prompt's circuit on Explore", key="steer.explore"):
+        state.switch_to("explore", state.url_params())
     typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
 
