@@ -265,6 +265,13 @@ def test_circuit_node_features_rank_by_the_nodes_share(tiny):
             assert feature["token"] == str_tokens[feature["position"]]
     with pytest.raises(SaeUnavailable, match="not a node"):
         circuit_node_features(tiny, PROMPT, ["a9.h9"], saes)
+    # every unknown node named at once, with the model's own ranges (a user fixes them in one go)
+    with pytest.raises(SaeUnavailable) as raised:
+        circuit_node_features(tiny, PROMPT, ["a0.h1", "foo", "m9"], saes)
+    message = str(raised.value)
+    assert message.startswith("'foo' and 'm9' are not nodes that write to")
+    n_layers, n_heads = tiny.cfg.n_layers, tiny.cfg.n_heads
+    assert f"a0.h0 to a{n_layers - 1}.h{n_heads - 1}" in message and f"m0 to m{n_layers - 1}" in message
     hovers = sae_labels.hover_labels(tiny, PROMPT, ["m0", "a1.h0"], saes, top_k=2)
     assert len(hovers["m0"]) == 2 and hovers["m0"][0].startswith("L0/") and hovers["a1.h0"] == []
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from ..core.graph import GraphSpec
+from ..core.text import shown
 from ..engine import sites
 from ..engine.capture import observe
 from ..labels.residual import residual_stream
@@ -387,12 +388,26 @@ def sae_for_layer(saes: list[LabelledSae], layer: int) -> LabelledSae | None:
 
 
 def _node_writer(spec: GraphSpec, node: str) -> int:
-    if node not in spec.forward_names:
-        raise SaeUnavailable(
-            f"'{node}' is not a node that writes to the residual stream; use input, a head such as "
-            "a3.h1, or an MLP such as m5."
-        )
     return spec.forward_names.index(node)
+
+
+def unknown_nodes_sentence(spec: GraphSpec, nodes: list[str]) -> str | None:
+    """One sentence naming every node of ``nodes`` that is not a writer of this model's graph (and
+    how the model's nodes are written), or None when all of them are."""
+    unknown = [node for node in nodes if node != "logits" and node not in spec.forward_names]
+    if not unknown:
+        return None
+    quoted = [shown(node, 24) for node in unknown[:8]]
+    if len(unknown) > 8:
+        quoted.append(f"{len(unknown) - 8} more")
+    named = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    what = "is not a node" if len(unknown) == 1 else "are not nodes"
+    last = spec.n_layers - 1
+    mlps = f", or an MLP m0 to m{last}" if "m0" in spec.forward_names else ""
+    return (
+        f"{named} {what} that write{'s' if len(unknown) == 1 else ''} to this model's residual stream: "
+        f"use input, a head a0.h0 to a{last}.h{spec.n_heads - 1} (layer, then head){mlps}."
+    )
 
 
 def circuit_node_features(
@@ -413,6 +428,9 @@ def circuit_node_features(
     if not saes:
         raise SaeUnavailable("No SAE is loaded; load the embedded SAEs or one from a folder first.")
     spec = adapter_of(model).spec
+    problem = unknown_nodes_sentence(spec, nodes)
+    if problem:  # every unknown node named at once, before any pass
+        raise SaeUnavailable(problem)
     tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
     str_tokens = [adapter_of(model).decode([int(t)]) for t in tokens[0].tolist()]
     layers = sorted({sae.layer for sae in saes})
