@@ -225,3 +225,25 @@ def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkey
     assert mean_line["y"] == pytest.approx([sum(v[c] for v in ndf) / 4 for c in range(4)])
     prompts = at.dataframe[-1].value  # the table still lists every task, with the check's sentence
     assert len(prompts) == 6 and (prompts["validity check"] != "passes").sum() == 2
+
+
+def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
+    """A silhouette of 0.09 (the stored arithmetic atlas at 103 edges) is no finding of groups:
+    the sentence says so; one above about 0.25 is called distinct; a chosen k is not 'the best'."""
+    weak = {
+        "k": 2,
+        "silhouette": 0.09,
+        "sizes": [35, 8],
+        "tried": {2: 0.09, 3: 0.05, 4: 0.04, 5: 0.03, 6: 0.02},
+    }
+    text = ui.clusters_sentence(weak, 103, auto=True)
+    assert text.startswith("2 clusters (the number of 2 to 6 with the highest silhouette) of 35, 8 prompts")
+    assert (
+        "at 103 edges" in text
+        and "0.09, below about 0.25" in text
+        and "not fall into distinct groups" in text
+    )
+    strong = dict(weak, silhouette=0.41, tried={3: 0.41})
+    text = ui.clusters_sentence(strong, 1034, auto=False)
+    assert "(the number chosen)" in text and "at 1,034 edges" in text
+    assert "Silhouette 0.41: distinct groups" in text and "not fall" not in text

@@ -170,6 +170,13 @@ def similarity_figure(similarity: numpy.ndarray, *, height: int = 320) -> go.Fig
         )
     )
     figure.update_layout(
-        height=height, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis={"autorange": "reversed"}
+        height=height,
+        margin={"l": 10, "r": 10, "t": 84, "b": 10},
+        yaxis={"autorange": "reversed"},
+        title={
+            "text": "circuits' mean Jaccard<br>similarity (diagonal:<br>within a cluster)",
+            "font": {"size": 13},
+        },
     )
+    figure.update_traces(colorbar={"title": {"text": "Jaccard"}})
     return figure

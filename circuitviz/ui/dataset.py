@@ -297,6 +297,32 @@ def consensus(
     )
 
 
+DISTINCT = 0.25  # a silhouette above about this: groups a reader would call distinct
+
+
+def clusters_sentence(found: dict, budget: int, auto: bool) -> str:
+    """What the clustering found, in words true of its silhouette: below about 0.25 the prompts'
+    circuits do not fall into distinct groups, and the sentence says so rather than leave a reader
+    to take the clusters for a finding."""
+    k, silhouette = found["k"], found["silhouette"]
+    how = (
+        f"the number of 2 to {max(found['tried'])} with the highest silhouette"
+        if auto and len(found["tried"]) > 1
+        else "the number chosen"
+    )
+    sizes = ", ".join(map(str, found["sizes"]))
+    head = (
+        f"{k} clusters ({how}) of {sizes} prompts, by the Jaccard similarity of their circuits at "
+        f"{budget:,} edges."
+    )
+    if silhouette >= DISTINCT:
+        return f"{head} Silhouette {silhouette:.2f}: distinct groups (above about {DISTINCT})."
+    return (
+        f"{head} Silhouette {silhouette:.2f}, below about {DISTINCT}: these circuits do not fall into "
+        "distinct groups: read the clusters as a division of one spread of circuits, not as groups found."
+    )
+
+
 def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshold: float) -> dict:
     """The prompts' clusters: the map, the similarity between clusters, the UpSet of their consensus."""
     # here, not at the top: keeps torch out of the first paint
@@ -307,10 +333,7 @@ def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshol
         st.segmented_control("clusters", ["auto", 2, 3, 4, 5, 6], default="auto", key="dataset.k") or "auto"
     )
     found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
-    st.caption(
-        f"{found['k']} clusters (silhouette {found['silhouette']:.2f}; above ~0.25 the groups are distinct) of "
-        f"{', '.join(map(str, found['sizes']))} prompts, by the Jaccard similarity of their circuits at {budget:,} edges."
-    )
+    st.caption(clusters_sentence(found, budget, chosen == "auto"))
     rows = batch.rows(label).to_pandas().set_index("task_index")
     hover = [
         f"{rows.loc[i, 'task_id']}: {rows.loc[i, 'clean']} → {rows.loc[i, 'answer']}"
