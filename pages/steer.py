@@ -110,7 +110,8 @@ with picker_column:
 with button_column:
     st.space("small")  # the height of the picker's label: the button level with the picker's box
     zero_clicked = st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero")
-for layer, feature in chosen[:3]:  # what the chosen features fired on, as marked text
+SHOWN_CONTEXTS = 3  # the chosen features whose top contexts are quoted below the picker
+for layer, feature in chosen[:SHOWN_CONTEXTS]:  # what the chosen features fired on, as marked text
     by_layer = {sae.layer: sae for sae in saes}
     description = sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=3)
     st.markdown(
@@ -118,6 +119,9 @@ for layer, feature in chosen[:3]:  # what the chosen features fired on, as marke
         + " · ".join(render.context_html(context) for context in description["contexts"]),
         unsafe_allow_html=True,
     )
+if len(chosen) > SHOWN_CONTEXTS:  # the others are named, never dropped silently
+    rest = ", ".join(f"L{layer}/{feature}" for layer, feature in chosen[SHOWN_CONTEXTS:])
+    st.caption(f"Also chosen (what each does is in the table above): {rest}.")
 task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
 st.caption(f"The metric: {steer.metric_sentence(task)}.")
 if zero_clicked:
