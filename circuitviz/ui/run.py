@@ -24,6 +24,7 @@ import streamlit as st
 from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
+from ..entry.cpu_share import threads_for_run
 from ..models import ModelLoadError
 from . import loaders, startup, state
 
@@ -287,7 +288,9 @@ def _start(model, request) -> Job:
     def work() -> None:
         start = time.perf_counter()
         try:
-            job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
+            # on a CPU other work keeps busy, the cores it leaves free (entry/cpu_share.py)
+            with threads_for_run(estimate.device if estimate is not None else "cpu"):
+                job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start

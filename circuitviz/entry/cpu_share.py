@@ -1,0 +1,92 @@
+"""How many CPU threads a run should use when other work is using some of the cores.
+
+Measured on the two-core machine (EAP-IG, IOI, 20 steps, ten budgets; ``benchmarks/bench_busy_threads.py``):
+quiet, two threads take 2.3 s and one 3.6 s; with one other busy process, two threads take
+7.3 s (OpenMP's threads wait on the one that shares its core) and one thread 3.6 s; with two
+other busy processes two threads take 5.1 s and one 5.9 s. So a run uses the cores the others
+leave free, and all of them when the others fill every core (its fair share is then larger with
+more threads). The others' load is measured, not guessed: the CPU time of the cores this process
+may run on, less this process's own, over a short window (``/proc/stat``, Linux); elsewhere the
+run keeps torch's threads as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+WINDOW_S = 0.1  # how long the others' load is sampled before a run (ten ticks of a 100 Hz clock)
+IDLE = 0.5  # others using less than this many cores leave the machine to the run
+
+
+def allowed_cores() -> list[int]:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _busy_ticks(cores: list[int]) -> int | None:
+    """Ticks the ``cores`` spent busy (everything but idle and I/O wait) since boot."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stream:
+            lines = stream.read().splitlines()
+    except OSError:
+        return None
+    wanted, busy = {f"cpu{core}" for core in cores}, 0
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] in wanted:
+            ticks = [int(value) for value in fields[1:]]
+            busy += sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)  # idle, iowait
+    return busy
+
+
+def _own_seconds() -> float:
+    """CPU seconds this process has used (every thread)."""
+    return time.process_time()
+
+
+def others_busy(window: float = WINDOW_S, cores: list[int] | None = None) -> float | None:
+    """How many of this process's cores other processes kept busy over ``window`` seconds (0 to
+    the number of cores), or None where it cannot be read."""
+    cores = cores or allowed_cores()
+    ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    before, own_before, start = _busy_ticks(cores), _own_seconds(), time.perf_counter()
+    if before is None:
+        return None
+    time.sleep(window)
+    after, own_after, elapsed = _busy_ticks(cores), _own_seconds(), time.perf_counter() - start
+    if after is None or elapsed <= 0:
+        return None
+    busy = (after - before) / ticks_per_second - (own_after - own_before)
+    return min(max(busy / elapsed, 0.0), float(len(cores)))
+
+
+def threads_for(cores: int, others: float | None) -> int:
+    """Threads for a run on ``cores`` cores while others keep ``others`` of them busy: every core
+    when the others are idle or fill them all, else the cores they leave free (at least one)."""
+    if others is None or others < IDLE or others >= cores - IDLE:
+        return cores
+    return max(1, cores - round(others))
+
+
+@contextmanager
+def threads_for_run(device_kind: str = "cpu"):
+    """Run the block with the threads ``threads_for`` picks for this moment's load, in the calling
+    thread (torch's thread count is each thread's own under OpenMP); yields the count, or None when
+    nothing was changed: not on the CPU, or the user fixed the threads (``OMP_NUM_THREADS``)."""
+    if device_kind != "cpu" or "OMP_NUM_THREADS" in os.environ:
+        yield None
+        return
+    import torch
+
+    cores = allowed_cores()
+    chosen = threads_for(len(cores), others_busy(cores=cores))
+    before = torch.get_num_threads()
+    torch.set_num_threads(chosen)
+    try:
+        yield chosen
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,78 @@
+"""A run's threads on a busy CPU (``entry/cpu_share.py``): the others' load measured from
+``/proc/stat``, the cores they leave free, torch's threads set for the run and given back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from circuitviz.entry import cpu_share
+
+
+def test_the_cores_the_others_leave_free():
+    # quiet, or the others fill every core: every core (the run's fair share is larger with more)
+    assert cpu_share.threads_for(2, 0.0) == 2
+    assert cpu_share.threads_for(2, 0.3) == 2
+    assert cpu_share.threads_for(2, 1.6) == 2
+    assert cpu_share.threads_for(2, 2.0) == 2
+    # one of two cores busy: one thread (measured: 3.8 s against 7.1 s with two on the main thread)
+    assert cpu_share.threads_for(2, 1.0) == 1
+    assert cpu_share.threads_for(16, 3.2) == 13
+    assert cpu_share.threads_for(16, 15.2) == 1
+    assert cpu_share.threads_for(1, 0.9) == 1
+    assert cpu_share.threads_for(4, None) == 4  # not measurable: nothing changes
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_another_busy_process_is_measured_and_this_ones_own_work_is_not():
+    core = cpu_share.allowed_cores()[:1]
+    # this process busy on its own: not the others' load (against the same measure just before,
+    # so whatever else the machine runs counts in both)
+    baseline = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        own = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+    finally:
+        done.set()
+        spinner.join()
+    burner = subprocess.Popen(
+        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core[0]}}})\nwhile True: pass"]
+    )
+    try:
+        threading.Event().wait(0.3)  # the burner started
+        other = cpu_share.others_busy(0.3, cores=core)
+    finally:
+        burner.kill()
+        burner.wait()
+    assert other is not None and other >= 0.6, other  # the core the burner holds, nearly whole
+    assert own is not None and baseline is not None and own < baseline + 0.5, (own, baseline)
+
+
+def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 1.0)
+    monkeypatch.setattr(cpu_share, "allowed_cores", lambda: [0, 1])
+    with cpu_share.threads_for_run("cpu") as chosen:
+        assert chosen == 1 and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    # not on the CPU, or the user fixed the threads: nothing changes
+    with cpu_share.threads_for_run("cuda") as chosen:
+        assert chosen is None and torch.get_num_threads() == before
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    with cpu_share.threads_for_run("cpu") as chosen:
+        assert chosen is None and torch.get_num_threads() == before
+    assert os.environ["OMP_NUM_THREADS"] == "2"
