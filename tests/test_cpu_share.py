@@ -66,13 +66,16 @@ def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 1.0)
     monkeypatch.setattr(cpu_share, "allowed_cores", lambda: [0, 1])
-    with cpu_share.threads_for_run("cpu") as chosen:
-        assert chosen == 1 and torch.get_num_threads() == 1
+    with cpu_share.threads_for_run("cpu") as share:
+        assert share == cpu_share.Share(2, 1.0, 1) and torch.get_num_threads() == 1
+        assert share.reduced and share.quiet is False
     assert torch.get_num_threads() == before
-    # not on the CPU, or the user fixed the threads: nothing changes
-    with cpu_share.threads_for_run("cuda") as chosen:
-        assert chosen is None and torch.get_num_threads() == before
+    # not on the CPU nothing is measured or changed; the user fixed the threads: measured, kept
+    with cpu_share.threads_for_run("cuda") as share:
+        assert share == cpu_share.Share(2) and torch.get_num_threads() == before
+        assert not share.reduced and share.quiet is None
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    with cpu_share.threads_for_run("cpu") as chosen:
-        assert chosen is None and torch.get_num_threads() == before
+    with cpu_share.threads_for_run("cpu") as share:
+        assert share == cpu_share.Share(2, 1.0) and torch.get_num_threads() == before
+        assert not share.reduced
     assert os.environ["OMP_NUM_THREADS"] == "2"

@@ -25,6 +25,7 @@ from ..core.text import counted
 from ..services import assets
 
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
+QUIET = 0.5  # other work keeping less than this many cores busy: a quiet machine (cpu_share.IDLE)
 PROBE = "forward-pass probe"
 _LOCK = threading.Lock()
 
@@ -40,6 +41,7 @@ class Rate:
     )
 
     other_models: bool = False  # the runs were of other models (none of this one yet)
+    quiet_only: bool = False  # runs that began beside other work were left out (``_quiet``)
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
@@ -49,6 +51,8 @@ class Rate:
             if self.other_models
             else " on this machine"
         )
+        if self.quiet_only:
+            where += " while it was quiet"
         if self.source == "method":
             return f"priced from {counted(self.runs, f'{method} run')}{where}"
         if self.source == "family":
@@ -91,15 +95,19 @@ def record(
     parts: dict | None = None,
     timings: dict | None = None,
     model: str = "",
+    others: float | None = None,
 ) -> None:
     """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
     the parts of its work that report on their own (Edge Pruning's warm start, then its masks);
-    ``model`` names the model's size and shape (``model_key``), whose runs price its next ones."""
+    ``model`` names the model's size and shape (``model_key``), whose runs price its next ones;
+    ``others``: the cores other work kept busy when it began (``cpu_share.others_busy``)."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
     if model:
         entry["model"] = str(model)
+    if others is not None:
+        entry["others"] = round(float(others), 3)
     if phases:
         entry["phases"] = {name: float(value) for name, value in phases.items() if value >= 0}
     if parts:
@@ -149,6 +157,11 @@ def last_load(model_id: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def recorded_runs(device_kind: str, method: str) -> list[dict]:
+    """The runs of ``method`` on ``device_kind`` kept here, oldest first."""
+    return list(_read(calibration_path()).get(device_kind, {}).get(method) or [])
+
+
 def measured(device_kind: str) -> bool:
     """Whether this machine has a rate for ``device_kind`` already (a run or a timed forward
     pass): a start that finds one skips timing a pass before the model is announced."""
@@ -159,6 +172,17 @@ def measured(device_kind: str) -> bool:
 def _median_rate(runs: list) -> float | None:
     rates = [run["flops"] / run["seconds"] for run in runs if run.get("seconds", 0) > 0]
     return statistics.median(rates) if rates else None
+
+
+def _quiet(runs: list) -> tuple[list, bool]:
+    """The runs an estimate is priced from: those that began on a quiet machine (other work kept
+    less than ``QUIET`` of a core busy) when there are both quiet and busy ones, else all of them;
+    and whether the busy ones were left out. A run beside other work took up to 1.5x as long (more
+    before the run used the free cores only), and such runs priced a quiet machine's next run at
+    several times its length; a machine busy now is said beside the estimate (``busy_note``)."""
+    quiet = [run for run in runs if run.get("others") is not None and run["others"] < QUIET]
+    busy = [run for run in runs if run.get("others") is not None and run["others"] >= QUIET]
+    return (quiet, True) if quiet and busy else (runs, False)
 
 
 def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = (), model: str = "") -> Rate:
@@ -176,12 +200,12 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
             return [run for run in runs if run.get("model") == model] if same else runs
 
         other = bool(model) and not same
-        own = kept(method)
+        own, quiet = _quiet(kept(method))
         if own:
-            return Rate(_median_rate(own), len(own), "method", other)
-        kin = [run for name in family if name != method for run in kept(name)]
+            return Rate(_median_rate(own), len(own), "method", other, quiet)
+        kin, quiet = _quiet([run for name in family if name != method for run in kept(name)])
         if kin:
-            return Rate(_median_rate(kin), len(kin), "family", other)
+            return Rate(_median_rate(kin), len(kin), "family", other, quiet)
         others = {name: kept(name) for name in by_method if name != PROBE}
         others = {name: runs for name, runs in others.items() if runs}
         if others:

@@ -32,7 +32,7 @@ from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, proposed_task, run_request, transfer_report
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .calibration import record
-from .cpu_share import allowed_cores, threads_for_run
+from .cpu_share import threads_for_run
 from .request import Request
 from .tables import format_table
 
@@ -248,16 +248,14 @@ def cmd_discover(args) -> int:
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
     started = time.perf_counter()
-    with threads_for_run(request.estimate.device if request.estimate else "cpu") as threads:
+    with threads_for_run(request.estimate.device if request.estimate else "cpu") as share:
         result, cached = run_request(model, request, store=store, progress=_progress)
-    if threads is not None and threads < len(allowed_cores()):
-        print(
-            f"The CPU was busy with other work: this run used {counted(threads, 'thread')}, on the cores left free."
-        )
+    if share.reduced:
+        print(f"The CPU was busy: this run used {counted(share.threads, 'thread')}, on the cores left free.")
     if not cached and request.estimate is not None:  # prices the next runs of this model, as the app's do
         done, priced = time.perf_counter() - started, request.estimate
-        worked = priced.flops_done(method, result)
-        record(priced.device, method.name, worked, done, timings=result.timings, model=priced.model)
+        worked, more = priced.flops_done(method, result), {"model": priced.model, "others": share.others}
+        record(priced.device, method.name, worked, done, timings=result.timings, **more)
     timings = {"load_s": load_seconds, **result.timings}
     through = " through the TransformerBridge" if result.backend == "bridge" else ""
     print(

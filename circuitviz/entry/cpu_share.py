@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 WINDOW_S = 0.1  # how long the others' load is sampled before a run (ten ticks of a 100 Hz clock)
 IDLE = 0.5  # others using less than this many cores leave the machine to the run
@@ -72,21 +73,46 @@ def threads_for(cores: int, others: float | None) -> int:
     return max(1, cores - round(others))
 
 
+@dataclass(frozen=True)
+class Share:
+    """What a run found when it began: the cores other work kept busy (None: not measured) and the
+    threads it set (None: left as they were)."""
+
+    cores: int
+    others: float | None = None
+    threads: int | None = None
+
+    @property
+    def reduced(self) -> bool:
+        """Whether the run used fewer threads than cores, for the others' sake."""
+        return self.threads is not None and self.threads < self.cores
+
+    @property
+    def quiet(self) -> bool | None:
+        """Whether the others left the cores idle (None: not measured)."""
+        return None if self.others is None else self.others < IDLE
+
+
 @contextmanager
 def threads_for_run(device_kind: str = "cpu"):
     """Run the block with the threads ``threads_for`` picks for this moment's load, in the calling
-    thread (torch's thread count is each thread's own under OpenMP); yields the count, or None when
-    nothing was changed: not on the CPU, or the user fixed the threads (``OMP_NUM_THREADS``)."""
-    if device_kind != "cpu" or "OMP_NUM_THREADS" in os.environ:
-        yield None
+    thread (torch's thread count is each thread's own under OpenMP); yields the ``Share``. Not on
+    the CPU nothing is measured or changed; where the user fixed the threads (``OMP_NUM_THREADS``)
+    the others' load is measured (the run's calibration records it) and the threads are kept."""
+    cores = allowed_cores()
+    if device_kind != "cpu":
+        yield Share(len(cores))
+        return
+    others = others_busy(cores=cores)
+    if "OMP_NUM_THREADS" in os.environ:
+        yield Share(len(cores), others)
         return
     import torch
 
-    cores = allowed_cores()
-    chosen = threads_for(len(cores), others_busy(cores=cores))
+    chosen = threads_for(len(cores), others)
     before = torch.get_num_threads()
     torch.set_num_threads(chosen)
     try:
-        yield chosen
+        yield Share(len(cores), others, chosen)
     finally:
         torch.set_num_threads(before)

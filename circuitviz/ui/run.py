@@ -202,9 +202,12 @@ def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[st
     return parts
 
 
-def record_run(estimate, method: str, result, seconds: float, parts: dict[str, float]) -> None:
+def record_run(
+    estimate, method: str, result, seconds: float, parts: dict[str, float], others: float | None = None
+) -> None:
     """Calibrate the next estimates with a finished run: its work, wall time, phases, the parts
-    of its work (``work_parts``) and its own timings (what a sibling variant may find stored)."""
+    of its work (``work_parts``), its own timings (what a sibling variant may find stored) and the
+    cores other work kept busy when it began (``others``; its estimate prefers quiet runs)."""
     if estimate is None:
         return
 
@@ -218,6 +221,7 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
         parts,
         result.timings,
         estimate.model,
+        others,
     )
 
 
@@ -287,16 +291,19 @@ def _start(model, request) -> Job:
 
     def work() -> None:
         start = time.perf_counter()
+        share = None
         try:
             # on a CPU other work keeps busy, the cores it leaves free (entry/cpu_share.py)
-            with threads_for_run(estimate.device if estimate is not None else "cpu"):
+            with threads_for_run(estimate.device if estimate is not None else "cpu") as share:
                 job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
         if job.result is not None and not job.cached:
             work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
-            record_run(estimate, request.method, job.result, job.seconds, work_parts(job.reports, work_start))
+            parts = work_parts(job.reports, work_start)
+            others = share.others if share is not None else None
+            record_run(estimate, request.method, job.result, job.seconds, parts, others)
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
     _register(job)
