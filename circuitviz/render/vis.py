@@ -33,6 +33,13 @@ MAX_FRAME_HEIGHT = 900
 # the largest a label is drawn by the fit, px: a small circuit's fit zoomed its labels to 21-23 px
 # (node fonts are 22 layout units), boxes and type far larger than the page's own 16 px text
 MAX_LABEL_PX = 16
+# below this a fitted label of the graph over positions is hard to read (eleven tokens and rows of
+# 25 nodes in the 538 px a 1,000 px window leaves: 5.6 px): the frame then says how to read it
+# (zoom in and drag, or widen the window); it still opens whole, nothing out of view
+SMALL_LABEL_PX = 9
+SMALL_HINT = (
+    "The labels are small at this width: zoom in with + and drag to move around, or widen the window."
+)
 
 
 @dataclass
@@ -85,6 +92,8 @@ class VisGraph:
             "aspect": self.aspect(),
             "max_scale": self.max_scale(max_label_px),
             "widest": self.widest(max_label_px),
+            "small_scale": self.max_scale(SMALL_LABEL_PX) if self.kind == "positions" else 0,
+            "small_hint": SMALL_HINT,
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
         }
@@ -186,6 +195,12 @@ function cvHeight(data, width) {
 function cvFit(network, data) {
   network.fit();
   if (data.max_scale && network.getScale() > data.max_scale) { network.moveTo({scale: data.max_scale}); }
+  cvHintUpdate(network, data);
+}
+function cvHintUpdate(network, data) {  // labels too small to read: the frame says how to read them
+  if (network.cvHint) {
+    network.cvHint.style.display = data.small_scale && network.getScale() < data.small_scale ? "" : "none";
+  }
 }
 function cvDraw(container, data, options) {
   var width = container.clientWidth || 800;
@@ -197,6 +212,7 @@ function cvDraw(container, data, options) {
     options
   );
   network.once("afterDrawing", function () { cvFit(network, data); });
+  network.on("zoom", function () { cvHintUpdate(network, data); });
   if (typeof ResizeObserver !== "undefined") {
     var last = width;
     new ResizeObserver(function () {
@@ -255,7 +271,8 @@ def standalone_page(graph: VisGraph) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<style>{_PAGE_STYLE}</style>"
         f"<script>{vis_script()}</script></head><body>"
-        f"{controls}{legend_block(graph)}<div id='mynetwork'></div>"
+        f"{controls}{legend_block(graph)}<div class='cv-note' id='cv-hint' style='display:none'>{escape(SMALL_HINT)}</div>"
+        "<div id='mynetwork'></div>"
         "<script>\n"
         f"nodes = new vis.DataSet({script_json(data.pop('nodes'))});\n"
         f"edges = new vis.DataSet({script_json(data.pop('edges'))});\n"
@@ -263,6 +280,7 @@ def standalone_page(graph: VisGraph) -> str:
         f"var options = {script_json(OPTIONS)};\n"
         f"{DRAW_SCRIPT}\n"
         "var network = cvDraw(document.getElementById('mynetwork'), data, options);\n"
-        "function cvZoom(factor) { network.moveTo({scale: network.getScale() * factor}); }\n"
+        "network.cvHint = document.getElementById('cv-hint');\n"
+        "function cvZoom(factor) { network.moveTo({scale: network.getScale() * factor}); cvHintUpdate(network, data); }\n"
         "</script></body></html>"
     )

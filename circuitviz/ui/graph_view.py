@@ -173,7 +173,7 @@ function cvRender(component) {
     for (const [text, tip, act] of [["+", "zoom in", 1.25], ["\u2212", "zoom out", 0.8], ["fit", "fit the graph to the frame", 0]]) {
       const button = document.createElement("button");
       button.textContent = text; button.title = tip;
-      button.onclick = () => { const n = root.cvNetwork; if (!n) return; if (act) { n.moveTo({scale: n.getScale() * act}); } else { cvFit(n, root.cvData); } };
+      button.onclick = () => { const n = root.cvNetwork; if (!n) return; if (act) { n.moveTo({scale: n.getScale() * act}); cvHintUpdate(n, root.cvData); } else { cvFit(n, root.cvData); } };
       zoom.appendChild(button);
     }
     root.appendChild(zoom);
@@ -193,7 +193,13 @@ function cvRender(component) {
     // the card first, so that the graph is fitted to the width the card leaves it
     const opening = root.cvPending.length ? root.cvShown : (data.opened || "");
     if (data.cards && opening) { cvCard(root, opening); root.cvShown = opening; }
+    const hint = document.createElement("div");
+    hint.className = "cv-note";
+    hint.style.display = "none";
+    hint.textContent = data.small_hint || "";
+    root.insertBefore(hint, body);
     const network = cvDraw(canvas, data, data.options);
+    network.cvHint = hint;
     network.on("click", (event) => {
       const pin = !!(event.event && event.event.srcEvent &&
         (event.event.srcEvent.ctrlKey || event.event.srcEvent.metaKey || event.event.srcEvent.shiftKey));
