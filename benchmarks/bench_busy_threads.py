@@ -35,8 +35,9 @@ def in_worker(model, task, adaptive: bool, worker: bool = True) -> tuple[float, 
     def work():
         start = time.perf_counter()
         if adaptive:
-            with cpu_share.threads_for_run("cpu") as chosen:
+            with cpu_share.threads_for_run("cpu") as share:
                 api.discover(model, task, "eap-ig", {"ig_steps": 20}, budgets=BUDGETS)
+            chosen = share.threads
         else:
             import torch
 

@@ -1,13 +1,15 @@
 """How many CPU threads a run should use when other work is using some of the cores.
 
 Measured on the two-core machine (EAP-IG, IOI, 20 steps, ten budgets; ``benchmarks/bench_busy_threads.py``):
-quiet, two threads take 2.3 s and one 3.6 s; with one other busy process, two threads take
-7.3 s (OpenMP's threads wait on the one that shares its core) and one thread 3.6 s; with two
+quiet, two threads take 2.3-2.5 s and one 3.6 s; with one other busy process, two threads take
+6.8-7.3 s on the main thread (the command line's; OpenMP's threads wait on the one that shares
+its core) and 4.3 s on a fresh worker thread (the app's), one thread 3.7 s either way; with two
 other busy processes two threads take 5.1 s and one 5.9 s. So a run uses the cores the others
-leave free, and all of them when the others fill every core (its fair share is then larger with
-more threads). The others' load is measured, not guessed: the CPU time of the cores this process
-may run on, less this process's own, over a short window (``/proc/stat``, Linux); elsewhere the
-run keeps torch's threads as they are.
+leave free, and as many as torch would when the others fill every core (its fair share is then
+larger with more threads); never more threads than torch's own default (on a machine with
+hyperthreads, its physical cores). The others' load is measured, not guessed: the CPU time of the
+cores this process may run on, less this process's own, over a short window (``/proc/stat``,
+Linux); elsewhere the run keeps torch's threads as they are.
 """
 
 from __future__ import annotations
@@ -75,17 +77,18 @@ def threads_for(cores: int, others: float | None) -> int:
 
 @dataclass(frozen=True)
 class Share:
-    """What a run found when it began: the cores other work kept busy (None: not measured) and the
-    threads it set (None: left as they were)."""
+    """What a run found when it began: the cores other work kept busy (None: not measured), the
+    threads it set (None: left as they were) and torch's threads before (None: not read)."""
 
     cores: int
     others: float | None = None
     threads: int | None = None
+    default: int | None = None
 
     @property
     def reduced(self) -> bool:
-        """Whether the run used fewer threads than cores, for the others' sake."""
-        return self.threads is not None and self.threads < self.cores
+        """Whether the run used fewer threads than torch would have, for the others' sake."""
+        return self.threads is not None and self.default is not None and self.threads < self.default
 
     @property
     def quiet(self) -> bool | None:
@@ -109,10 +112,10 @@ def threads_for_run(device_kind: str = "cpu"):
         return
     import torch
 
-    chosen = threads_for(len(cores), others)
     before = torch.get_num_threads()
+    chosen = min(before, threads_for(len(cores), others))
     torch.set_num_threads(chosen)
     try:
-        yield Share(len(cores), others, chosen)
+        yield Share(len(cores), others, chosen, before)
     finally:
         torch.set_num_threads(before)
