@@ -99,6 +99,7 @@ options = steer.feature_options(labels)
 # for typing and gives it back when a click elsewhere takes the focus: a button below it would move
 # up between the press and the release, and a user's first click on it would be lost.
 picker_column, button_column = st.columns([3, 1], vertical_alignment="top")
+st.html(steer.WRAP_CHOSEN)  # every chosen feature in view, not a row scrolled sideways
 with picker_column:
     chosen = st.multiselect(
         "Features to zero",

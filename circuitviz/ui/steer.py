@@ -15,6 +15,16 @@ SHARE_HELP = (
 )
 
 
+# Streamlit 1.67 keeps a multiselect's chosen items on one line 40 px high and scrolls it sideways:
+# two features' labels at 1,500 px put the first one's start out of view. On this page the picker
+# grows a line per row of chosen features instead (the button beside it is aligned to its top).
+WRAP_CHOSEN = (
+    "<style>[data-testid='stMultiSelect'] .react-aria-ComboBox > div { max-height: none; }"
+    "[data-testid='stMultiSelect'] .react-aria-ComboBox > div > div:first-child "
+    "{ flex-wrap: wrap; overflow-x: visible; }</style>"
+)
+
+
 def shared_text_input(label: str, role: str, key: str, default: str = "") -> str:
     """A text box of this page (its own ``key``) bound to the shared value ``role`` (prompt,
     answer, foil) the one way every page binds (``state.bind``)."""
