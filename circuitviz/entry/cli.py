@@ -339,7 +339,8 @@ def cmd_evaluate(args) -> int:
     loaded = load_circuit(args.circuit, spec)
     circuits, budgets, rows = file_circuits(spec, loaded)
     task = _said(*proposed_task(model, _task(args)))
-    baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
+    with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
+        baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
     print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
