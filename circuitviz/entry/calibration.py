@@ -23,9 +23,10 @@ from pathlib import Path
 
 from ..core.text import counted
 from ..services import assets
+from .cpu_share import IDLE
 
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
-QUIET = 0.5  # other work keeping less than this many cores busy: a quiet machine (cpu_share.IDLE)
+QUIET = IDLE  # other work keeping less than this many cores busy: a quiet machine, as a run's threads see it
 PROBE = "forward-pass probe"
 _LOCK = threading.Lock()
 

@@ -387,10 +387,6 @@ def sae_for_layer(saes: list[LabelledSae], layer: int) -> LabelledSae | None:
     return min(candidates, key=lambda sae: sae.layer) if candidates else None
 
 
-def _node_writer(spec: GraphSpec, node: str) -> int:
-    return spec.forward_names.index(node)
-
-
 def unknown_nodes_sentence(spec: GraphSpec, nodes: list[str]) -> str | None:
     """One sentence naming every node of ``nodes`` that is not a writer of this model's graph (and
     how the model's nodes are written), or None when all of them are."""
@@ -444,7 +440,7 @@ def circuit_node_features(
     for node in nodes:
         if node == "logits":
             continue
-        writer = _node_writer(spec, node)
+        writer = spec.forward_names.index(node)  # every node checked above
         node_layer = int(spec.forward_layer[writer])
         labelled = sae_for_layer(saes, max(node_layer, 0))
         if labelled is None:
