@@ -211,6 +211,14 @@ def test_compare_and_signals_drawings_fit_at_every_width(app, browser):
     # readable in every column: below two columns' readable width they stack (at 1,000 px two
     # side by side drew their labels at 5 px)
     _fits_at_every_width(page, "compare", min_label_px=10)
+    # one layout: the logit at the same place of each frame, at one zoom (each drawing fitted to
+    # the union of their boxes, not to its own nodes)
+    views = page.evaluate(
+        """() => [...document.querySelectorAll('.cv-root')].map(root => { const n = root.cvNetwork;
+        const p = n.canvasToDOM(n.getPositions(['logits']).logits); return [n.getScale(), p.x, p.y]; })"""
+    )
+    assert len(views) == 2 and abs(views[0][0] - views[1][0]) < 1e-6, views
+    assert abs(views[0][1] - views[1][1]) < 0.5 and abs(views[0][2] - views[1][2]) < 0.5, views
     page.close()
     page = _open(browser, f"{url}/signals?{urllib.parse.urlencode(IOI)}", "Run ACC++")
     _fits_at_every_width(page, "signals")

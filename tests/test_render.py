@@ -87,6 +87,27 @@ def test_layout_is_the_fields_orientation_and_shared():
             assert place[node["id"]] == (node["x"], node["y"])
 
 
+def test_drawings_side_by_side_are_fitted_to_one_box():
+    """Compare's columns: each drawing framed by the union of every drawing's box, so a node
+    that two circuits share is shown at one place and one zoom in both; the originals untouched."""
+    from circuitviz.render.vis import framed_alike
+
+    layers = [0, 1, 2]
+    small = render.circuit_graph_html(SPEC, _scores(1), top_n(SPEC, _scores(1), 1), layers=layers).vis
+    large = render.circuit_graph_html(SPEC, _scores(2), SPEC.edge_mask, layers=layers).vis
+    assert small.bounds() != large.bounds()  # else the test shows nothing
+    framed = framed_alike([small, large])
+    union = framed[0].frame
+    assert framed[1].frame == union and framed[0].bounds() == framed[1].bounds() == union
+    for graph in (small, large):  # every node's box inside the shared box
+        left, top, right, bottom = graph.bounds()
+        assert union[0] <= left and union[1] <= top and right <= union[2] and bottom <= union[3]
+    data = [graph.to_data() for graph in framed]
+    assert data[0]["box"] == data[1]["box"] == list(union) and data[0]["aspect"] == data[1]["aspect"]
+    assert small.frame is None and small.to_data()["box"] is None  # fitted to its own nodes
+    assert framed_alike([]) == []
+
+
 @pytest.mark.parametrize("words", [False, True])
 @pytest.mark.parametrize("shape", [(3, 2), (18, 4), (30, 9)])
 def test_no_two_node_boxes_overlap_with_captions_and_words(shape, words):

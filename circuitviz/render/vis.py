@@ -19,6 +19,7 @@ the JSON inside the page's script has ``</`` broken so no text can close the scr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import json
@@ -53,10 +54,15 @@ class VisGraph:
     title: str = ""  # plain text
     notes: list[str] = field(default_factory=list)  # plain text, shown under the legend
     kind: str = "layered"  # layered | positions | features
+    # a box (left, top, right, bottom; layout units) shown whole besides the nodes: drawings side
+    # by side given one box (the union of theirs) fit alike, so a node sits at one place in each
+    frame: tuple[float, float, float, float] | None = None
 
     def bounds(self) -> tuple[float, float, float, float]:
-        """(min x, min y, max x, max y) of every node's label box, layout units."""
+        """(min x, min y, max x, max y) of every node's label box and of ``frame``, layout units."""
         boxes = [node_box(node) for node in self.nodes] or [(0.0, 0.0, 1.0, 1.0)]
+        if self.frame is not None:
+            boxes.append(self.frame)
         return (
             min(b[0] for b in boxes),
             min(b[1] for b in boxes),
@@ -94,9 +100,26 @@ class VisGraph:
             "widest": self.widest(max_label_px),
             "small_scale": self.max_scale(SMALL_LABEL_PX) if self.kind == "positions" else 0,
             "small_hint": SMALL_HINT,
+            "box": list(self.bounds()) if self.frame is not None else None,
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
         }
+
+
+def framed_alike(graphs: list[VisGraph]) -> list[VisGraph]:
+    """Copies of ``graphs`` (drawn in one layout, side by side) fitted to one box, the union of
+    theirs: a node sits at the same place in each frame, and a small circuit is not zoomed
+    larger than the others."""
+    boxes = [graph.bounds() for graph in graphs]
+    if not boxes:
+        return []
+    box = (
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    )
+    return [dataclasses.replace(graph, frame=box) for graph in graphs]
 
 
 def escape(text: object) -> str:
@@ -193,7 +216,14 @@ function cvHeight(data, width) {
   return Math.min(data.max_height, Math.max(data.min_height, data.aspect * drawn + 30));
 }
 function cvFit(network, data) {
-  network.fit();
+  if (data.box) {  // a box shared with the drawings beside this one: fitted whole, centred
+    var frame = network.body.container, b = data.box;
+    var scale = 0.95 * Math.min(frame.clientWidth / Math.max(b[2] - b[0], 1),
+                                frame.clientHeight / Math.max(b[3] - b[1], 1));
+    network.moveTo({position: {x: (b[0] + b[2]) / 2, y: (b[1] + b[3]) / 2}, scale: scale});
+  } else {
+    network.fit();
+  }
   if (data.max_scale && network.getScale() > data.max_scale) { network.moveTo({scale: data.max_scale}); }
   cvHintUpdate(network, data);
 }

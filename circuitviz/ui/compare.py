@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
 from ..methods.registry import default_comparison
+from ..render.vis import framed_alike
 from . import loaders, result_view, state
 from .caveats import caveats
 from .inputs import budget_check, fit_budgets_box, shared_settings
@@ -245,20 +247,36 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
 
 
 # the methods' columns wrap onto more rows below a readable width: a graph fitted to a narrower
-# column would draw its labels too small to read (at 1,000 px, two columns drew them at 5 px)
+# column would draw its labels too small to read (at 1,000 px, two columns drew them at 5 px). A
+# grid, not a wrapping flex row: a method alone on the last row keeps its column's width (with
+# flex it grew to the whole row, its graph drawn at another scale than the others')
 MIN_COLUMN_PX = 480
 _COLUMNS_CSS = f"""<style>
-.st-key-compare-graphs [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
+.st-key-compare-graphs [data-testid="stHorizontalBlock"] {{
+  display: grid !important;
+  grid-template-columns: repeat(auto-fit, minmax(min(100%, {MIN_COLUMN_PX}px), 1fr)); }}
 .st-key-compare-graphs [data-testid="stColumn"] {{
-  flex: 1 1 {MIN_COLUMN_PX}px !important; min-width: min(100%, {MIN_COLUMN_PX}px) !important; }}
+  width: auto !important; min-width: 0 !important; flex: none !important; }}
+.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stHorizontalBlock"] {{
+  display: flex !important; }}
 .st-key-compare-graphs [data-testid="stColumn"] [data-testid="stColumn"] {{
-  flex: 1 1 0 !important; min-width: 0 !important; }}
+  flex: 1 1 0 !important; }}
 </style>"""
+
+
+def drawings_framed_alike(drawings: dict) -> dict:
+    """{method: its drawing} with every drawing fitted to the same box (``render.vis.framed_alike``):
+    a node at one place in each column, at one zoom. Copies: the cached drawings are not changed."""
+    graphs = framed_alike([drawing.vis for drawing in drawings.values()])
+    return {
+        name: dataclasses.replace(drawing, vis=graph)
+        for (name, drawing), graph in zip(drawings.items(), graphs)
+    }
 
 
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
-    from ``labels``; two a row, or one, where the page is too narrow for every column to be
+    from ``labels``; as many a row as are readable, each the same width, one a row where the page is too narrow for every column to be
     readable: ``MIN_COLUMN_PX``), the curves in one chart, the overlap, NDF on paraphrases on request (with
     ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
@@ -268,8 +286,21 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     shown = compare_at(results, budget)
     measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
+    drawings = drawings_framed_alike(
+        {
+            name: result_view.graph_drawing(
+                result,
+                budget,
+                labels=labels,
+                highlight=shown.only[name],
+                layers=shown.layers,
+                title=f"{name} at {budget:,} edges: bold = found by no other method",
+                others="colour",
+            )
+            for name, result in results.items()
+        }
+    )
     columns = st.container(key="compare-graphs").columns(len(results))
-    frame = 1150 / len(results)
     for column, (name, result) in zip(columns, results.items()):
         with column:
             point = result.point(budget)
@@ -298,18 +329,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             for note in caveats(result, point):
                 st.caption(note)
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
-            result_view.show_graph(
-                result_view.graph_drawing(
-                    result,
-                    budget,
-                    labels=labels,
-                    highlight=shown.only[name],
-                    layers=shown.layers,
-                    title=f"{name} at {budget:,} edges: bold = found by no other method",
-                    frame_width=frame,
-                    others="colour",
-                )
-            )
+            result_view.show_graph(drawings[name])
             for note in result_view.curve_notes(result):
                 st.caption(note)
     st.plotly_chart(
