@@ -61,14 +61,7 @@ class VisGraph:
     def bounds(self) -> tuple[float, float, float, float]:
         """(min x, min y, max x, max y) of every node's label box and of ``frame``, layout units."""
         boxes = [node_box(node) for node in self.nodes] or [(0.0, 0.0, 1.0, 1.0)]
-        if self.frame is not None:
-            boxes.append(self.frame)
-        return (
-            min(b[0] for b in boxes),
-            min(b[1] for b in boxes),
-            max(b[2] for b in boxes),
-            max(b[3] for b in boxes),
-        )
+        return union_box(boxes + ([self.frame] if self.frame is not None else []))
 
     def aspect(self) -> float:
         """Height over width of the drawing's bounding box."""
@@ -110,16 +103,20 @@ def framed_alike(graphs: list[VisGraph]) -> list[VisGraph]:
     """Copies of ``graphs`` (drawn in one layout, side by side) fitted to one box, the union of
     theirs: a node sits at the same place in each frame, and a small circuit is not zoomed
     larger than the others."""
-    boxes = [graph.bounds() for graph in graphs]
-    if not boxes:
+    if not graphs:
         return []
-    box = (
+    box = union_box([graph.bounds() for graph in graphs])
+    return [dataclasses.replace(graph, frame=box) for graph in graphs]
+
+
+def union_box(boxes: list) -> tuple[float, float, float, float]:
+    """The smallest (left, top, right, bottom) holding every box of ``boxes`` (at least one)."""
+    return (
         min(b[0] for b in boxes),
         min(b[1] for b in boxes),
         max(b[2] for b in boxes),
         max(b[3] for b in boxes),
     )
-    return [dataclasses.replace(graph, frame=box) for graph in graphs]
 
 
 def escape(text: object) -> str:

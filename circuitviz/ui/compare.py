@@ -276,9 +276,9 @@ def drawings_framed_alike(drawings: dict) -> dict:
 
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
-    from ``labels``; as many a row as are readable, each the same width, one a row where the page is too narrow for every column to be
-    readable: ``MIN_COLUMN_PX``), the curves in one chart, the overlap, NDF on paraphrases on request (with
-    ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
+    from ``labels``; as many a row as are readable at ``MIN_COLUMN_PX``, each as wide as the others
+    and fitted to one box), the curves in one chart, the overlap, NDF on paraphrases on request
+    (with ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
