@@ -42,8 +42,15 @@ def test_another_busy_process_is_measured_and_this_ones_own_work_is_not():
 
     spinner = threading.Thread(target=spin)
     spinner.start()
-    try:
-        own = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+    try:  # the least of three windows: a process that starts elsewhere spoils one (0.53 of a
+        # core once under `make test`), while this process's own spinning, were it counted, would
+        # show in every window
+        own = None
+        for _ in range(3):
+            measured = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+            own = measured if own is None or (measured is not None and measured < own) else own
+            if own is not None and baseline is not None and own < baseline + 0.5:
+                break
     finally:
         done.set()
         spinner.join()
