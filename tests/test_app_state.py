@@ -117,6 +117,33 @@ def test_compare_url_restores_its_methods_and_results():
     assert len(graph_data(again)) == 2, "the stored results were not shown"
 
 
+def test_a_link_naming_methods_this_app_lacks_says_so_once():
+    """Explore and Compare drop a method the app does not have (a typo, another version's link)
+    with one sentence naming it, escaped; the next run says nothing more."""
+    at = _app(method="nonsense").run()
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning if "does not have" in w.value]
+    assert said == ["The link names a method this app does not have ('nonsense'): EAP-IG (inputs) "
+                    "is chosen instead (the box below)."], said  # fmt: skip
+    assert at.selectbox(key="w.method").value == "eap-ig"
+    at.run()
+    assert not [w for w in at.warning if "does not have" in w.value]
+    at = _app(bon_method="eap").run()  # the app's method, not one the Paraphrases page runs
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning if "which this page does not run" in w.value]
+    assert len(said) == 1 and said[0].startswith("The link names EAP, which"), said
+    at = _app(compare="eap,nonsense,<b>x</b>").run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning if "does not have" in w.value]
+    assert len(said) == 1 and "2 methods" in said[0] and "nonsense" in said[0], said
+    assert "\\<b\\>x\\</b\\>" in said[0]  # the link's text escaped, shown as typed
+    assert at.multiselect(key="compare.methods").value == ["eap"]
+    at.run()
+    assert not [w for w in at.warning if "does not have" in w.value]
+
+
 def test_paraphrases_url_names_its_view_before_any_run():
     at = _app().run()
     at.switch_page("pages/paraphrases.py").run()

@@ -22,7 +22,7 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
-from ..core.text import counted
+from ..core.text import counted, markdown_text
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -441,13 +441,28 @@ def method_picker(key: str = "method", methods=None) -> str:
 
     registered = methods or available_methods()
     names = sorted(registered)
-    if state.value(key) not in names:
+    asked = state.value(key)
+    if asked not in names:
         state.set_value(key, default_method(names))
+        if asked:  # a link's (or another version's) method: said once, when it is replaced
+            instead = f"{registered[state.value(key)].label} is chosen instead (the box below)"
+            elsewhere = available_methods().get(asked)
+            if elsewhere is not None:  # the app's, not this page's (Paraphrases: Best-of-N's family)
+                st.warning(f"The link names {elsewhere.label}, which this page does not run: {instead}.")
+            else:
+                st.warning(unknown_methods_sentence([asked], instead))
     name = state.bind(
         st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
     )
     st.caption(registered[name].summary)
     return name
+
+
+def unknown_methods_sentence(unknown: list, instead: str) -> str:
+    """One sentence (markdown, the names escaped) for methods a link named that this app lacks."""
+    names = ", ".join(markdown_text(repr(str(name))) for name in unknown)
+    what = "a method" if len(unknown) == 1 else f"{len(unknown)} methods"
+    return f"The link names {what} this app does not have ({names}): {instead}."
 
 
 def method_inputs(
