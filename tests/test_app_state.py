@@ -128,6 +128,16 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     assert at.selectbox(key="w.method").value == "eap-ig"
     at.run()
     assert not [w for w in at.warning if "does not have" in w.value]
+    at = _app(metric="xyz", device="tpu").run()
+    assert not at.exception, at.exception
+    said = sorted(w.value for w in at.warning if "does not have" in w.value)
+    assert len(said) == 2 and "a device" in said[0] and "'tpu'" in said[0], said
+    assert "a metric" in said[1] and "'xyz'" in said[1] and "logit_diff is used" in said[1], said
+    assert (at.session_state["metric"], at.session_state["device"]) == ("logit_diff", "auto")
+    at = _app(model="no such model").run()
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning if "does not have" in w.value]
+    assert len(said) == 1 and "a model" in said[0] and "'no such model'" in said[0], said
     at = _app(bon_method="eap").run()  # the app's method, not one the Paraphrases page runs
     at.switch_page("pages/paraphrases.py").run()
     assert not at.exception, at.exception

@@ -17,7 +17,7 @@ from ..methods.registry import default_comparison
 from ..render.vis import framed_alike
 from . import loaders, result_view, state
 from .caveats import caveats
-from .inputs import budget_check, fit_budgets_box, shared_settings, unknown_methods_sentence
+from .inputs import budget_check, fit_budgets_box, shared_settings, unknown_in_link_sentence
 
 
 @dataclass
@@ -55,7 +55,9 @@ def method_choice(registered: dict) -> list[str]:
     before = state.session.compare_chosen
     unknown = [name for name in before or () if name not in names]
     if unknown:  # a link's (or another version's) methods: said once, when they are dropped
-        st.warning(unknown_methods_sentence(unknown, "the comparison uses the others (the box below)"))
+        st.warning(
+            unknown_in_link_sentence("method", unknown, "the comparison uses the others (the box below)")
+        )
     chosen = st.multiselect(
         "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
         names,

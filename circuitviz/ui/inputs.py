@@ -234,6 +234,15 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             args=(role,),
         )
     problems = []
+    asked = state.value("metric")
+    if asked is not None and asked not in METRICS:  # a link's typo: said once, when it is replaced
+        state.set_value("metric", "logit_diff")
+        others = ", ".join(METRICS[1:])
+        st.warning(
+            unknown_in_link_sentence(
+                "metric", [asked], f"logit_diff is used (the metric box below; also {others})"
+            )
+        )
     # the metric's column fits "logit_diff" beside its arrow at 1,000 px (a fifth of the row cut it to "logit_d")
     columns = st.columns([2, 2, 1.5])
     with columns[0]:
@@ -450,7 +459,7 @@ def method_picker(key: str = "method", methods=None) -> str:
             if elsewhere is not None:  # the app's, not this page's (Paraphrases: Best-of-N's family)
                 st.warning(f"The link names {elsewhere.label}, which this page does not run: {instead}.")
             else:
-                st.warning(unknown_methods_sentence([asked], instead))
+                st.warning(unknown_in_link_sentence("method", [asked], instead))
     name = state.bind(
         st.selectbox, "method", key, options=names, format_func=lambda n: f"{registered[n].label} ({n})"
     )
@@ -458,11 +467,12 @@ def method_picker(key: str = "method", methods=None) -> str:
     return name
 
 
-def unknown_methods_sentence(unknown: list, instead: str) -> str:
-    """One sentence (markdown, the names escaped) for methods a link named that this app lacks."""
+def unknown_in_link_sentence(what: str, unknown: list, instead: str) -> str:
+    """One sentence (markdown, the link's values escaped) for values of a kind ``what`` (method,
+    metric, model, device) that a link named and this app does not have, and what it does instead."""
     names = ", ".join(markdown_text(repr(str(name))) for name in unknown)
-    what = "a method" if len(unknown) == 1 else f"{len(unknown)} methods"
-    return f"The link names {what} this app does not have ({names}): {instead}."
+    kind = f"a {what}" if len(unknown) == 1 else f"{len(unknown)} {what}s"
+    return f"The link names {kind} this app does not have ({names}): {instead}."
 
 
 def method_inputs(

@@ -29,12 +29,31 @@ def _accepted(model_id) -> bool:
 
 def _checked() -> tuple[str, str]:
     """(model id, device) of the session, each replaced by the default when it is not one the
-    app offers (a URL's typo)."""
+    app offers (a URL's typo), saying so once, when it is replaced."""
+    from .inputs import unknown_in_link_sentence
+
     if not _accepted(session.model):
+        if session.model:
+            st.warning(
+                unknown_in_link_sentence(
+                    "model",
+                    [session.model],
+                    f"the embedded {EMBEDDED_MODEL} is loaded instead (another model's hub id or "
+                    "folder goes in the sidebar's 'another model' box)",
+                )
+            )
         session.model = EMBEDDED_MODEL
     elif session.model not in SUPPORTED_MODELS:
         session.free_model = session.model  # a hub id from the URL: offered in the list too
     if session.device not in DEVICES:
+        if session.device:
+            st.warning(
+                unknown_in_link_sentence(
+                    "device",
+                    [session.device],
+                    f"auto is used instead (a CUDA GPU, else Apple MPS, else the CPU; also {', '.join(DEVICES[1:])})",
+                )
+            )
         session.device = "auto"
     return session.model, session.device
 
