@@ -138,6 +138,17 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     assert not at.exception, at.exception
     said = [w.value for w in at.warning if "does not have" in w.value]
     assert len(said) == 1 and "a model" in said[0] and "'no such model'" in said[0], said
+    at = _app(method="eap-ig", settings='{"ig_steps": "x", "positions": 1}').run()  # raised before
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning if "the form cannot show" in w.value]
+    assert len(said) == 1 and "2 values" in said[0] and "ig steps" in said[0], said
+    assert at.number_input(key="method.eap-ig.ig_steps").value == 20
+    at = _app(compare="eap,eap-ig", method="eap-ig", settings='{"ig_steps": 0}').run()  # raised before
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, at.exception
+    said = [e.value for e in at.error if "left out of this comparison" in e.value]
+    assert len(said) == 1 and said[0].startswith("EAP-IG (inputs): ig\\_steps must be"), said
+    assert at.button(key="compare.run").disabled  # one method left: nothing to compare
     at = _app(bon_method="eap").run()  # the app's method, not one the Paraphrases page runs
     at.switch_page("pages/paraphrases.py").run()
     assert not at.exception, at.exception

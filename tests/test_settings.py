@@ -111,3 +111,38 @@ def test_a_refusal_reads_the_same_in_the_form_and_in_the_run():
     assert n_tokens == prepare_task(model, IOI_TASK).clean_tokens.shape[1]
     assert prompt_limit_problem(n_tokens, Limits(max_tokens=n_tokens)) is None
     assert "over the limit of 3" in prompt_limit_problem(n_tokens, Limits(max_tokens=3))
+
+
+def test_a_links_setting_the_form_cannot_show_is_found_not_raised():
+    """A link's settings reach the form as JSON: each value its widget cannot show is found (the
+    form then says so and uses the default) instead of the number box raising on int('x')."""
+    from circuitviz.ui.forms import UNREADABLE, shown_value
+
+    method = available_methods()["eap-ig"]
+    fields = {f.name: f for f in dataclasses.fields(method.Config)}
+    ig_steps, positions = fields["ig_steps"], fields["positions"]
+    assert shown_value(method.Config, ig_steps, 7) == 7
+    assert shown_value(method.Config, ig_steps, 7.0) == 7 and isinstance(
+        shown_value(method.Config, ig_steps, 7.0), int
+    )
+    assert shown_value(method.Config, ig_steps, None) is None  # the form's own default then
+    for wrong in ("x", "7", 7.5, True, [7], {"a": 1}):
+        assert shown_value(method.Config, ig_steps, wrong) is UNREADABLE, wrong
+    assert shown_value(method.Config, positions, True) is True
+    assert shown_value(method.Config, positions, 1) is UNREADABLE
+    with_choices = next(
+        (m.Config, f)
+        for m in available_methods().values()
+        for f in dataclasses.fields(m.Config)
+        if f.metadata.get("choices")
+    )
+    choices = list(with_choices[1].metadata["choices"])
+    assert shown_value(*with_choices, choices[0]) == choices[0]
+    assert shown_value(*with_choices, "no such choice") is UNREADABLE
+    floats = next(
+        (m.Config, f)
+        for m in available_methods().values()
+        for f in dataclasses.fields(m.Config)
+        if setting_type(m.Config, f) is float
+    )
+    assert shown_value(*floats, 1) == 1.0 and shown_value(*floats, float("nan")) is UNREADABLE

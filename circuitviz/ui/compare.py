@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..core.text import counted
+from ..core.text import counted, markdown_text
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -89,8 +89,14 @@ def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) 
     found = {}
     for name in chosen:
         settings = shared_settings(registered[name], state.method_settings("settings", name))
-        found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
-    return found
+        try:
+            found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
+        except (TypeError, ValueError) as error:  # a link's settings out of bounds or of no type
+            st.error(
+                f"{registered[name].label}: {markdown_text(str(error))} Its settings are set on the "
+                "Explore page; it is left out of this comparison until they are fixed there."
+            )
+    return found if len(found) >= 2 else {}
 
 
 def common_budgets(results: dict) -> list[int]:

@@ -15,10 +15,12 @@ instead of a traceback.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 import streamlit as st
 
+from ..core.text import markdown_text
 from ..methods.settings import (
     item_type,
     parse_value,
@@ -70,11 +72,19 @@ def config_form(
         return {}
     values = {}
     st.html(_WRAP_CHECKBOX_LABELS)
+    notice = st.empty()  # the settings a link gave that no widget can show, said above the form
+    unreadable = []
     columns = st.columns(min(3, len(fields)))
     shown = 0
     for config_field in fields:
         default = config_field.default if config_field.default is not dataclasses.MISSING else None
         value = initial.get(config_field.name, default)
+        readable = shown_value(config_class, config_field, value)
+        if readable is UNREADABLE:
+            unreadable.append(f"{config_field.name.replace('_', ' ')} {value!r} (now {default!r})")
+            value = default
+        else:
+            value = readable
         if not setting_applies(config_field, values):  # e.g. the LLM's name with template paraphrases
             values[config_field.name] = value  # kept as it was, for when it applies again
             continue
@@ -90,7 +100,44 @@ def config_form(
                 budgets,
                 references,
             )
+    if unreadable:
+        notice.warning(
+            markdown_text(
+                (
+                    "The link's settings hold a value the form cannot show, replaced by its default: "
+                    if len(unreadable) == 1
+                    else f"The link's settings hold {len(unreadable)} values the form cannot show, each "
+                    "replaced by its default: "
+                )
+                + "; ".join(unreadable)
+                + "."
+            )
+        )
     return values
+
+
+UNREADABLE = object()  # a setting's value that its widget cannot show (``shown_value``)
+
+
+def shown_value(config_class, config_field, value):
+    """``value`` as the field's widget shows it (a whole float as an int), or ``UNREADABLE`` when it
+    cannot (a link's ``"x"`` for a number, a choice the field does not have, 1 for a checkbox).
+    Bounds are not checked here: the Config's validation says what is out of them."""
+    if value is None:
+        return value
+    choices = setting_choices(config_field)
+    kind = setting_type(config_class, config_field)
+    if choices:
+        return value if value in choices else UNREADABLE
+    if kind is bool:
+        return value if isinstance(value, bool) else UNREADABLE
+    if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        return UNREADABLE
+    if kind is int:
+        return int(value) if float(value).is_integer() else UNREADABLE
+    if kind is float:
+        return float(value) if math.isfinite(value) else UNREADABLE
+    return value
 
 
 def _field_widget(config_class, config_field, value, key, help_text, budgets, references):
