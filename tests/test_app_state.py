@@ -149,6 +149,11 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     said = [e.value for e in at.error if "left out of this comparison" in e.value]
     assert len(said) == 1 and said[0].startswith("EAP-IG (inputs): ig\\_steps must be"), said
     assert at.button(key="compare.run").disabled  # one method left: nothing to compare
+    at = _app(budget="abc", settings="{bad").run()  # values that do not read as their kind
+    assert not at.exception, at.exception
+    said = sorted(w.value for w in at.warning if "is left out, and the page uses its own" in w.value)
+    assert len(said) == 2 and "budget 'abc' is not a whole number" in said[0], said
+    assert "not a JSON object of settings" in said[1], said
     at = _app(bon_method="eap").run()  # the app's method, not one the Paraphrases page runs
     at.switch_page("pages/paraphrases.py").run()
     assert not at.exception, at.exception

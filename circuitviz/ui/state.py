@@ -28,6 +28,7 @@ from typing import Any
 
 import streamlit as st
 
+from ..core.text import markdown_text
 from . import loaders
 from .pagelist import switch_to
 
@@ -168,14 +169,30 @@ def seed_from_url() -> None:
     session.url_seeded = True
     for found in VIEW_FIELDS:
         if found.url in st.query_params:
-            value = found.parsed(st.query_params[found.url])
+            text = st.query_params[found.url]
+            value = found.parsed(text)
             if value is not None:
                 st.session_state[found.key] = value
+            elif text:  # a link's value that does not read as one: said, not dropped silently
+                st.warning(unreadable_link_value(found, text))
     for settings_key, method_key in SETTINGS_OF.items():
         if settings_key in st.session_state:  # the URL's settings belong to the URL's method
             st.session_state[f"{settings_key}.method"] = (
                 st.session_state.get(method_key) if method_key else None
             )
+
+
+_UNREADABLE_AS = {INTEGER: "not a whole number", SETTINGS: "not a JSON object of settings"}
+
+
+def unreadable_link_value(found: Field, text: str) -> str:
+    """One sentence (markdown, the link's text escaped) for a URL value that does not read as its
+    field's kind; the page goes on with its own value."""
+    shown = text if len(text) <= 80 else text[:80] + f"… ({len(text):,} characters)"
+    what = _UNREADABLE_AS.get(found.kind, "not readable")
+    return markdown_text(
+        f"The link's {found.url} {shown!r} is {what}: it is left out, and the page uses its own."
+    )
 
 
 def begin() -> None:
