@@ -258,3 +258,38 @@ def test_the_paraphrases_drawing_fits_at_every_width(app, browser):
     assert "Paraphrases" in page.locator("body").inner_text()
     _fits_at_every_width(page, "paraphrases")
     page.close()
+
+
+def test_an_opened_graph_file_is_drawn_and_its_name_shown_as_typed(app, browser, tmp_path):
+    """Explore's "Open an attribution graph file": a graph JSON this app wrote is drawn with one
+    line saying what it holds; a file that is not one says so in one sentence. The file's name
+    is the user's text: markdown in it is shown as typed, never a link or bold."""
+    from test_positions import SPEC, _circuit
+
+    from circuitviz.export.neuronpedia import to_neuronpedia
+    from circuitviz.positions.view import from_position_circuit
+
+    url, _ = app
+    scores, mask = _circuit()
+    graph = from_position_circuit(SPEC, scores, mask, ["a", "b", "c", "d"], prompt="a b c d", model_id="tiny")
+    good = tmp_path / "[good](https:example.com) **g**.json"
+    good.write_text(json.dumps(to_neuronpedia(graph)), encoding="utf-8")
+    bad = tmp_path / "[evil](https:example.com) **x**.json"
+    bad.write_text("not json", encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1000, "height": 1000})
+    page.goto(url)
+    settled(page)
+    page.get_by_text("Open an attribution graph file").first.click()
+    links = "() => [...document.querySelectorAll('[data-testid=stMain] a[href*=example]')].length"
+    for path, said, expected in (
+        (bad, "is not valid JSON", f"{bad.name} is not valid JSON"),
+        (good, "links from", f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {good.name}."),
+    ):
+        page.locator("input[type=file]").first.set_input_files(str(path))
+        wait_for(page, f"() => document.body.innerText.includes({json.dumps(said)})", WAIT_MS)
+        settled(page)
+        assert expected in page.locator("body").inner_text(), path.name  # the name as typed
+        assert page.evaluate(links) == 0, path.name  # its markdown is not a link
+        assert not page.locator('[data-testid="stException"]').count()
+    wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+    page.close()
