@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
+from circuitviz.core.text import markdown_text  # noqa: E402
 from circuitviz.entry.api import evaluate_circuits  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
 from circuitviz.services import assets
@@ -257,8 +258,10 @@ def test_a_prompt_over_the_token_limit_is_the_only_error(monkeypatch):
     monkeypatch.setenv("CIRCUITVIZ_MAX_TOKENS", "10")
     at = _explore()
     assert not at.exception, at.exception
-    assert [e.value for e in at.error] == [
-        "The prompt is 15 tokens, over the limit of 10; shorten it or raise the limit with CIRCUITVIZ_MAX_TOKENS."
+    assert [e.value for e in at.error] == [  # shown as plain text (it may quote the user's)
+        markdown_text(
+            "The prompt is 15 tokens, over the limit of 10; shorten it or raise the limit with CIRCUITVIZ_MAX_TOKENS."
+        )
     ]
     assert not any("<span" in m.value for m in at.markdown)  # no token chips for a prompt that cannot run
     assert _run_button(at).disabled
@@ -278,7 +281,7 @@ def test_settings_form_comes_from_the_config():
     steps = at.number_input(key="method.eap-ig.ig_steps")
     assert steps.value == 20
     steps.set_value(0).run()
-    assert any("ig_steps must be between" in e.value for e in at.error)
+    assert any("ig\\_steps must be between" in e.value for e in at.error)  # shown as plain text
     assert _run_button(at).disabled
 
 

@@ -170,6 +170,19 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     assert not [w for w in at.warning if "does not have" in w.value]
 
 
+def test_the_users_text_in_a_problem_is_shown_as_typed():
+    """A problem sentence quotes what was typed (or what a link held): its markdown is shown as
+    typed, never a link or bold (it rendered as both)."""
+    from circuitviz.core.text import markdown_text
+
+    typed = "[a](https:example.com) **b**"
+    at = _app(answer=typed, budgets="[q](https:example.com)").run()
+    assert not at.exception, at.exception
+    errors = [e.value for e in at.error]
+    for quoted in (f"The answer {typed!r}", "Budget '[q](https:example.com)'"):
+        assert any(markdown_text(quoted) in error for error in errors), (quoted, errors)
+
+
 def test_paraphrases_url_names_its_view_before_any_run():
     at = _app().run()
     at.switch_page("pages/paraphrases.py").run()
@@ -701,13 +714,14 @@ def test_models_live_in_streamlits_resource_cache():
 
 # ----- inputs that would mislead ---------------------------------------------------------------------
 def test_a_budget_of_0_is_refused_and_no_score_reads_minus_zero():
+    from circuitviz.core.text import markdown_text
     from circuitviz.ui.caveats import score_text
     from circuitviz.ui.inputs import ZERO_BUDGET, budget_check
 
     assert budget_check("0,10", 1000) == ([ZERO_BUDGET], [])
     assert score_text(-0.0001) == "0.000" and score_text(-0.0006) == "-0.001" and score_text(0.25) == "0.250"
     at = _app(method="eap", budgets="0,10,20").run()
-    assert ZERO_BUDGET in [e.value for e in at.error]
+    assert markdown_text(ZERO_BUDGET) in [e.value for e in at.error]  # shown as plain text
     assert next(b for b in at.button if b.label == "Run").disabled
 
 

@@ -315,6 +315,7 @@ def test_a_refused_picked_question_says_to_pick_another(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     import circuitviz.ui.loaders as loaders
+    from circuitviz.core.text import markdown_text
     from circuitviz.ui.mmlu_picker import REFUSED_HINT
 
     refusal = "The corruption lowers the logit difference by less than 1."
@@ -324,9 +325,9 @@ def test_a_refused_picked_question_says_to_pick_another(tmp_path, monkeypatch):
     at = AppTest.from_file("../app.py", default_timeout=300).run()
     at.selectbox(key="mmlu.subject").set_value("astronomy").run()
     at.button(key="mmlu.use").click().run()
-    assert refusal + REFUSED_HINT in [e.value for e in at.error]
+    assert markdown_text(refusal + REFUSED_HINT) in [e.value for e in at.error]  # shown as plain text
     at.text_area(key="w.prompt").set_value("The capital of France is").run()  # no longer the question
-    assert not any(REFUSED_HINT in e.value for e in at.error)
+    assert not any(markdown_text(REFUSED_HINT) in e.value for e in at.error)
 
 
 def test_the_pickers_question_labels_are_cut_visibly():

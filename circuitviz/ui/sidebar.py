@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core.text import markdown_text
 from ..models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # no torch: the first paint shows it
 from . import state
 from .state import Session, session
@@ -102,7 +103,7 @@ def sidebar() -> tuple[str, str]:
             with st.expander("about this model"):
                 st.write(info.notes)
         else:
-            st.caption(_estimate_line(model_id))
+            st.caption(markdown_text(_estimate_line(model_id)))
         free_model_input()
     return model_id, device
 
@@ -136,9 +137,11 @@ def free_model_input() -> None:
             return
         checked = check_free_model(typed)
         if checked.problem:
-            st.warning(checked.problem)
+            st.warning(markdown_text(checked.problem))  # quotes the typed id or folder
             return
-        st.caption(checked.estimate.sentence() if checked.estimate is not None else checked.note)
+        st.caption(
+            markdown_text(checked.estimate.sentence() if checked.estimate is not None else checked.note)
+        )
         if st.button("Load this model", key="sidebar.load_free_model"):
             session.free_model = typed
             session.model = typed
