@@ -124,7 +124,7 @@ if len(chosen) > SHOWN_CONTEXTS:  # the others are named, never dropped silently
     rest = ", ".join(f"L{layer}/{feature}" for layer, feature in chosen[SHOWN_CONTEXTS:])
     st.caption(f"Also chosen (what each does is in the table above): {rest}.")
 task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
-st.caption(f"The metric: {steer.metric_sentence(task)}.")
+st.caption(markdown_text(f"The metric: {steer.metric_sentence(task)}."))  # quotes the answer and foil
 if zero_clicked:
     try:
         outcome = zero_features(model, task, chosen, saes, n_random=5)

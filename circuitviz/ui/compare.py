@@ -77,7 +77,7 @@ def shared_budgets(n_edges: int) -> list[int] | None:
     fit_budgets_box(state.Session.budgets.key, n_edges)
     problems = budget_check(state.session.budgets, n_edges)[0]
     for problem in problems:
-        st.error(f"{problem} (the budgets are set on the Explore page)")
+        st.error(markdown_text(f"{problem} (the budgets are set on the Explore page)"))
     return None if problems else parse_budgets(state.session.budgets)
 
 

@@ -340,7 +340,7 @@ def run_with_status(model, request):
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
-        st.error(f"The run could not start: {job.error}")
+        st.error(markdown_text(f"The run could not start: {job.error}"))  # may quote the user's text
         return None
     if job.error is not None:
         raise job.error
