@@ -16,6 +16,7 @@ st.caption(
 
 # pandas, plotly and the atlas load after the title is on screen (first paint)
 from circuitviz.batch import atlas  # noqa: E402
+from circuitviz.core.text import markdown_sentence  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
 
@@ -35,7 +36,7 @@ else:
 try:
     batch = ui.load_batch(folder)
 except atlas.AtlasError as error:
-    st.error(str(error))
+    st.error(markdown_sentence(str(error)))  # names the typed folder: shown as typed
     st.stop()
 stamp = ui._stamp(batch.folder)
 if not batch.labels or not batch.rows().num_rows:

@@ -8,7 +8,7 @@ falling as they are removed one by one; then the paper's knockout (found versus 
 
 import streamlit as st
 
-from circuitviz.core.text import markdown_text
+from circuitviz.core.text import markdown_sentence
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -53,7 +53,7 @@ with st.expander(
     state.remember_settings("signals.settings", explained, values)
     config, problem = forms.build_config(method, values)
     if problem:
-        st.error(markdown_text(problem))  # may quote the link's settings
+        st.error(markdown_sentence(problem))  # may quote the link's settings
     budgets = inputs.default_budgets(inputs.graph_edge_total(model))
     shown = panel.run_panel(
         model, model_id, given.task, explained, config, budgets, button=f"Run {method.label}", prompt=prompt

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from circuitviz.core.text import markdown_text
+from circuitviz.core.text import markdown_sentence, markdown_text
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -49,7 +49,7 @@ try:
         sae_id = st.selectbox("SAE id", releases.get(release, []))
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
 except sae_store.SaeUnavailable as error:
-    st.error(markdown_text(str(error)))  # may quote the user's text: escaped
+    st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()
 st.text("Loaded: " + "; ".join(sae.name for sae in saes))
 
@@ -85,7 +85,7 @@ try:
     with st.spinner("Labelling nodes with SAE features…"):
         labels = sae_labels.circuit_node_features(model, prompt, nodes, saes, top_k=3)
 except sae_store.SaeUnavailable as error:
-    st.error(markdown_text(str(error)))  # may quote the user's text: escaped
+    st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()
 st.dataframe(
     steer.feature_rows(labels),
@@ -129,7 +129,7 @@ if zero_clicked:
     try:
         outcome = zero_features(model, task, chosen, saes, n_random=5)
     except (TaskError, sae_store.SaeUnavailable) as error:
-        st.error(markdown_text(str(error)))  # may quote the user's text: escaped
+        st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     else:
         metrics = st.columns(3)
         metrics[0].metric("metric before", f"{outcome['before']['metric']:.3f}")

@@ -183,6 +183,20 @@ def test_the_users_text_in_a_problem_is_shown_as_typed():
         assert any(markdown_text(quoted) in error for error in errors), (quoted, errors)
 
 
+def test_a_problems_own_command_stays_code_and_the_users_text_stays_as_typed():
+    """A sentence's code span (a command) is kept as code, everything else escaped; where the
+    backticks do not pair up plainly (a typed name holding one) the whole sentence is escaped."""
+    from circuitviz.core.text import markdown_sentence, markdown_text
+
+    sentence = "[x](https:e.com) holds nothing; run `circuitviz batch --out **y**` first."
+    assert markdown_sentence(sentence) == (
+        r"\[x\]\(https:e\.com\) holds nothing; run `circuitviz batch --out **y**` first\."
+    )
+    for odd in ("a`b holds nothing; run `pip install a` first.", "a ``b`` c", "a ` ` b"):
+        assert markdown_sentence(odd) == markdown_text(odd)
+    assert markdown_sentence("no code [here]") == markdown_text("no code [here]")
+
+
 def test_paraphrases_url_names_its_view_before_any_run():
     at = _app().run()
     at.switch_page("pages/paraphrases.py").run()

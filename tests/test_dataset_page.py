@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
 from circuitviz.bench.toy_models import tiny_model  # noqa: E402
 from circuitviz.core.tasks import PromptTask  # noqa: E402
+from circuitviz.core.text import markdown_text  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
 from circuitviz.services.store import ResultStore  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
@@ -127,10 +128,14 @@ def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
-    at = _dataset(tmp_path)
+    folder = tmp_path / "**runs** [a](https:example.com)"  # a typed name is shown as typed
+    folder.mkdir()
+    at = _dataset(folder)
     assert not at.exception
+    # the folder escaped where it is text, and written as is inside the command's code span
     assert [e.value for e in at.error] == [
-        f"{tmp_path} holds no results.parquet; run `circuitviz batch --out {tmp_path}` first."
+        f"{markdown_text(str(folder))} holds no results\\.parquet; run `circuitviz batch --out {folder}` "
+        "first\\."
     ]
 
 

@@ -107,3 +107,20 @@ def clock_duration(seconds: float | None) -> str:
 def markdown_text(text: str) -> str:
     """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))
+
+
+def markdown_sentence(text: str) -> str:
+    """A sentence that may quote the user's text, made safe for markdown like `markdown_text`,
+    except that its own code spans (a command such as `circuitviz batch --out FOLDER`) stay code.
+
+    A span is kept only where the text's backticks pair up unambiguously (single backticks, an
+    even number of them), so that markdown reads the same spans: inside a code span nothing is
+    markup, so its content needs no escaping and shows as written. Anything else (a stray or
+    doubled backtick, as a typed folder name may hold) is escaped whole, shown as written too.
+    A user's text that itself holds a pair of backticks shows between them in code type.
+    """
+    text = str(text)
+    parts = text.split("`")
+    if len(parts) % 2 == 0 or "``" in text or any(not part.strip() for part in parts[1::2]):
+        return markdown_text(text)
+    return "`".join(part if inside % 2 else markdown_text(part) for inside, part in enumerate(parts))

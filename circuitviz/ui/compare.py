@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_text
+from ..core.text import counted, markdown_sentence
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -77,7 +77,7 @@ def shared_budgets(n_edges: int) -> list[int] | None:
     fit_budgets_box(state.Session.budgets.key, n_edges)
     problems = budget_check(state.session.budgets, n_edges)[0]
     for problem in problems:
-        st.error(markdown_text(f"{problem} (the budgets are set on the Explore page)"))
+        st.error(markdown_sentence(f"{problem} (the budgets are set on the Explore page)"))
     return None if problems else parse_budgets(state.session.budgets)
 
 
@@ -93,7 +93,7 @@ def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) 
             found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
         except (TypeError, ValueError) as error:  # a link's settings out of bounds or of no type
             st.error(
-                f"{registered[name].label}: {markdown_text(str(error))} Its settings are set on the "
+                f"{registered[name].label}: {markdown_sentence(str(error))} Its settings are set on the "
                 "Explore page; it is left out of this comparison until they are fixed there."
             )
     return found if len(found) >= 2 else {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import markdown_text, shown
+from ..core.text import markdown_sentence, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
@@ -400,7 +400,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     selected = picked.selection.rows if picked is not None else []
     problem = explore_problem(batch.manifest)
     if selected and problem:
-        st.error(markdown_text(problem))
+        st.error(markdown_sentence(problem))
     elif selected:
         session.dataset_opened += 1
         open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)  # switches to Explore

@@ -22,7 +22,7 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
-from ..core.text import counted, markdown_text
+from ..core.text import counted, markdown_sentence, markdown_text
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -249,20 +249,20 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         answer = state.bind(st.text_input, "answer token (with its leading space)", "answer")
         problem = token_problem(model, answer, "answer")
         if problem:
-            st.error(markdown_text(problem))  # may quote the user's text
+            st.error(markdown_sentence(problem))  # may quote the user's text
             problems.append(problem)
         else:
             token_line(model, "answer", answer, probability)
             unlikely = unlikely_answer(model, model_id, prompt, answer, probability)
             if unlikely:
-                st.warning(markdown_text(unlikely))  # may quote the user's text
+                st.warning(markdown_sentence(unlikely))  # may quote the user's text
     with columns[2]:
         metric = state.bind(st.selectbox, "metric", "metric", default="logit_diff", options=list(METRICS))
     with columns[1]:
         foil = state.bind(st.text_input, "foil token", "foil")
         problem = foil_problem(model, answer, foil, metric)
         if problem:
-            st.error(markdown_text(problem))  # may quote the user's text
+            st.error(markdown_sentence(problem))  # may quote the user's text
             problems.append(problem)
         elif foil:
             token_line(model, "foil", foil, probability)
@@ -360,7 +360,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
     corrupted = corrupted or ""  # a box never filled reads None
     note = session.corrupted_note
     if note and not corrupted.strip():
-        st.warning(markdown_text(note))  # may quote the user's text
+        st.warning(markdown_sentence(note))  # may quote the user's text
     elif note:
         st.caption(note)
     if not corrupted.strip():
@@ -369,7 +369,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
             return corrupted, []
         problem = EMPTY_CORRUPTED
         if not note:
-            st.error(markdown_text(problem))  # may quote the user's text
+            st.error(markdown_sentence(problem))  # may quote the user's text
         return corrupted, [problem]
     return corrupted, token_check(model, model_id, prompt, corrupted)
 
@@ -391,12 +391,12 @@ def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]
     )
     if len(clean_tokens) != len(corrupted_tokens):
         problem = unequal_lengths(len(clean_tokens), len(corrupted_tokens), "marked chips differ")
-        st.error(markdown_text(problem))  # may quote the user's text
+        st.error(markdown_sentence(problem))  # may quote the user's text
         return [problem]
     changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
     if changed == 0:
         problem = IDENTICAL_PROMPTS
-        st.error(markdown_text(problem))  # may quote the user's text
+        st.error(markdown_sentence(problem))  # may quote the user's text
         return [problem]
     differ = "differs" if changed == 1 else "differ"
     st.success(f"Both prompts are {len(clean_tokens)} tokens; {counted(changed, 'position')} {differ}.")
@@ -423,7 +423,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
 
     problem, n_tokens = prompt_problem(model, model_id, prompt)
     if problem:  # the prompt first: nothing else is checked against a prompt that cannot run
-        st.error(markdown_text(problem))  # may quote the user's text
+        st.error(markdown_sentence(problem))  # may quote the user's text
         return TaskInputs(None, [problem], n_tokens)
     answer, foil, metric, problems = answer_inputs(model, model_id, prompt)
     corrupted, corrupted_problems = corrupted_input(model, model_id, prompt, need_corrupted)
@@ -437,7 +437,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     if verdict:  # a task whose corruption does not lower the metric: refused before Run
         if session.mmlu_prompt == prompt and corrupted != prompt:  # a picked MMLU question
             verdict += REFUSED_HINT
-        st.error(markdown_text(verdict))  # may quote the user's text
+        st.error(markdown_sentence(verdict))  # may quote the user's text
         return TaskInputs(None, [verdict], n_tokens)
     return TaskInputs(task, [], n_tokens)
 
@@ -508,9 +508,9 @@ def method_inputs(
         )
         problems, notes = budget_check(text, n_edges)
         for problem in problems:
-            st.error(markdown_text(problem))  # may quote the user's text
+            st.error(markdown_sentence(problem))  # may quote the user's text
         for note in notes:
-            st.warning(markdown_text(note))  # may quote the user's text
+            st.warning(markdown_sentence(note))  # may quote the user's text
         budgets = None if problems else parse_budgets(text)
     start = dict(initial or {})
     start.update(state.method_settings(settings_key, name))
@@ -519,7 +519,7 @@ def method_inputs(
         state.remember_settings(settings_key, name, settings)
         config, problem = build_config(method, settings)
         if problem:
-            st.error(markdown_text(problem))  # may quote the user's text
+            st.error(markdown_sentence(problem))  # may quote the user's text
     return name, config, budgets
 
 

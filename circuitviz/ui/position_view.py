@@ -14,7 +14,7 @@ import streamlit as st
 
 from .. import render
 from ..core.keys import content_key
-from ..core.text import markdown_text, settings_text
+from ..core.text import markdown_sentence, markdown_text, settings_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
@@ -130,7 +130,7 @@ def graph_file_opener(key: str = "graph_file") -> None:
         try:
             graph = read_neuronpedia(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
         except GraphFileError as error:
-            st.error(markdown_text(str(error)))  # names the file: its name is the user's text
+            st.error(markdown_sentence(str(error)))  # names the file: its name is the user's text
             return
         st.caption(
             markdown_text(f"{len(graph.nodes):,} nodes and {len(graph.links):,} links from {upload.name}.")

@@ -19,7 +19,7 @@ from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.phases import timing_words
-from ..core.text import counted, markdown_text, settings_text, shown
+from ..core.text import counted, markdown_sentence, markdown_text, settings_text, shown
 from ..entry.api import evaluate_circuits
 from ..measure.transfer import DEFAULT_PARAPHRASES
 from ..methods.registry import method_traits
@@ -204,7 +204,7 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
         if problem is None and len(now) > len(known):
             st.rerun()  # the metrics above show it now
         if problem:
-            st.warning(markdown_text(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
+            st.warning(markdown_sentence(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
             return
         counts = transfer_entry(result, budget) or {}  # ``found`` is the record kept there
         st.caption(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
-from ..core.text import markdown_text
+from ..core.text import markdown_sentence
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..entry.cpu_share import threads_for_run
@@ -57,7 +57,7 @@ def load_model_or_stop(model_id: str, device: str):
         return future.result()
 
     if isinstance(error, (ModelLoadError, ValueError, OSError)):
-        st.error(markdown_text(str(error)))  # may name the user's model, folder or settings
+        st.error(markdown_sentence(str(error)))  # may name the user's model, folder or settings
         st.stop()
     raise error
 
@@ -340,7 +340,7 @@ def run_with_status(model, request):
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
-        st.error(markdown_text(f"The run could not start: {job.error}"))  # may quote the user's text
+        st.error(markdown_sentence(f"The run could not start: {job.error}"))  # may quote the user's text
         return None
     if job.error is not None:
         raise job.error
@@ -361,7 +361,7 @@ def request_line(model, model_id: str, task, method: str, settings, budgets):
     try:
         request = loaders.request_for(model, model_id, task, method, settings, budgets)
     except ValueError as error:
-        st.error(markdown_text(str(error)))  # may name the user's model, folder or settings
+        st.error(markdown_sentence(str(error)))  # may name the user's model, folder or settings
         return None, str(error)
     if request.refusal is not None:
         st.error(request.refusal)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..core.text import markdown_text
+from ..core.text import markdown_sentence, markdown_text
 from ..models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # no torch: the first paint shows it
 from . import state
 from .state import Session, session
@@ -137,10 +137,10 @@ def free_model_input() -> None:
             return
         checked = check_free_model(typed)
         if checked.problem:
-            st.warning(markdown_text(checked.problem))  # quotes the typed id or folder
+            st.warning(markdown_sentence(checked.problem))  # quotes the typed id or folder
             return
         st.caption(
-            markdown_text(checked.estimate.sentence() if checked.estimate is not None else checked.note)
+            markdown_sentence(checked.estimate.sentence() if checked.estimate is not None else checked.note)
         )
         if st.button("Load this model", key="sidebar.load_free_model"):
             session.free_model = typed
