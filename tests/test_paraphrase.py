@@ -77,6 +77,10 @@ def test_jsonl_round_trip_and_other_answers_are_flagged():
         ('[{"clean": "x"}]', "Item 1 has no 'corrupted'"),
         ("only one column here", "Line 1 is not"),
         ('{"clean": "x", "corrupted": "y", "foils": 3}', "'foils' must be a list"),
+        # a value of another kind is named as such, never read as missing or turned into text
+        ('{"paraphrase": 1, "corrupted": "y"}', "'paraphrase' must be text in quotes, not 1"),
+        ('{"clean": "x", "corrupted": ["y"]}', r"'corrupted' must be text in quotes, not \["),
+        ('{"clean": "x", "corrupted": "y", "answer": 5}', "'answer' must be text in quotes, not 5"),
     ],
 )
 def test_bad_files_name_the_problem(text, message):

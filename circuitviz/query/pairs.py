@@ -196,11 +196,18 @@ def _record(record: dict, source: str, where: str) -> ParaphraseRecord:
     """One JSON object or CSV row as a record; ParaphraseError naming ``where`` when it is not one."""
     if not isinstance(record, dict):
         raise ParaphraseError(f"{where} is not an object with 'clean' and 'corrupted' fields.")
-    clean = next((record[k] for k in _CLEAN_KEYS if record.get(k) not in (None, "")), None)
+    key = next((k for k in _CLEAN_KEYS if record.get(k) not in (None, "")), None)
+    clean = None if key is None else record[key]
     corrupted = record.get("corrupted")
-    if not isinstance(clean, str) or not clean.strip():
+    for name, value in ((key, clean), ("corrupted", corrupted), ("answer", record.get("answer"))):
+        if value is not None and not isinstance(value, str):  # a number or a list is not guessed at
+            given = json.dumps(value, ensure_ascii=False, default=str)
+            raise ParaphraseError(
+                f"{where}: '{name}' must be text in quotes, not {given[:60]}{'…' if len(given) > 60 else ''}."
+            )
+    if clean is None or not clean.strip():
         raise ParaphraseError(f"{where} has no paraphrase; give it as 'clean' (or 'paraphrase').")
-    if not isinstance(corrupted, str) or not corrupted.strip():
+    if corrupted is None or not corrupted.strip():
         raise ParaphraseError(
             f"{where} has no 'corrupted' prompt; give the paraphrase with its key fact replaced."
         )
