@@ -37,3 +37,23 @@ def test_a_changed_source_file_changes_every_key(monkeypatch, tmp_path):
 def test_the_real_package_digest_names_the_version():
     keys.engine_digest.cache_clear()
     assert keys.engine_digest().startswith(keys.__version__ + "+")
+
+
+def test_the_pages_code_is_not_in_the_digest_and_keys_nothing(monkeypatch, tmp_path):
+    """An edit to a page keeps every stored result: ``ui/`` is left out of the digest, and so it
+    must make no content key of its own (what it stores is keyed and computed in ``entry.memos``)."""
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "ui" / "page.py").write_text("TITLE = 'a'\n")
+    (tmp_path / "engine.py").write_text("x = 1\n")
+    try:
+        first = _digest_of(monkeypatch, tmp_path)
+        (tmp_path / "ui" / "page.py").write_text("TITLE = 'b'\n")
+        assert _digest_of(monkeypatch, tmp_path) == first
+        (tmp_path / "engine.py").write_text("x = 2\n")
+        assert _digest_of(monkeypatch, tmp_path) != first
+    finally:
+        keys.engine_digest.cache_clear()
+    for folder in keys.DISPLAY_ONLY:
+        for path in (keys.PACKAGE / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            assert "content_key" not in text and ".save_state(" not in text, path

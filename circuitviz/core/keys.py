@@ -3,7 +3,10 @@ matrix, a memo). A leaf module, so everything that keys what it keeps imports on
 
 Every key also holds the engine: the package's version and a digest of its source files, so a
 result stored by other code (an upgrade, or any change to a method, the evaluator or the model
-assembly) is never served as this code's: the version alone never changed while the figures did."""
+assembly) is never served as this code's: the version alone never changed while the figures did.
+The app's pages (``ui/``) are left out: they only display what the store holds (what they read
+before a run is computed and stored by ``entry.memos``), so an edit to a page keeps every stored
+result valid instead of recomputing them all."""
 
 from __future__ import annotations
 
@@ -15,14 +18,17 @@ from pathlib import Path
 from .. import __version__
 
 PACKAGE = Path(__file__).resolve().parent.parent
+DISPLAY_ONLY = ("ui",)  # the package's folders left out of the digest: nothing they hold is stored
 
 
 @functools.cache
 def engine_digest() -> str:
-    """The version and a digest of every Python source file of the package (their paths and
-    bytes, in path order): computed once a process, about 2 MB read."""
+    """The version and a digest of every Python source file of the package but the pages' (their
+    paths and bytes, in path order): computed once a process, about 2 MB read."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] in DISPLAY_ONLY:
+            continue
         digest.update(path.relative_to(PACKAGE).as_posix().encode("utf-8") + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return f"{__version__}+{digest.hexdigest()[:16]}"

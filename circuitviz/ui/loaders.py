@@ -14,7 +14,6 @@ that never needs a model paints without them.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import importlib
 import itertools
@@ -28,13 +27,11 @@ from concurrent.futures import Future
 
 import streamlit as st
 
-from ..core.keys import content_key
 from ..entry import calibration
 from ..services.assets import gallery_dir
 from . import startup
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
-LABEL_TOP_K = 5
 
 
 def _loader() -> tuple[Callable[[str, str | None], object], str]:
@@ -207,19 +204,9 @@ def next_tokens(model, model_id: str, prompt: str, top_k: int = 8) -> list[tuple
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _next_tokens(_model, key: str, model_id: str, prompt: str, top_k: int) -> list[tuple[str, float]]:
-    # here, not at the top: keeps torch out of the first paint
-    from ..labels.logit_lens import next_token_probabilities
+    from ..entry import memos  # here, not at the top: keeps torch out of the first paint
 
-    store = get_store()
-    stored_key = content_key(kind="next-tokens", model=model_id, prompt=prompt, top_k=top_k)
-    state = store.load_state(stored_key, kind="labels")
-    if state is not None:
-        return [(str(token), float(probability)) for token, probability in state["tokens"]]
-    found = next_token_probabilities(_model, prompt, top_k)
-    store.save_state(
-        stored_key, {"tokens": [[token, probability] for token, probability in found]}, kind="labels"
-    )
-    return found
+    return memos.next_tokens(get_store(), _model, model_id, prompt, top_k)
 
 
 def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
@@ -231,18 +218,9 @@ def token_probability(model, model_id: str, prompt: str, token: str) -> tuple[fl
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _token_probability(_model, key: str, model_id: str, prompt: str, token: str) -> tuple[float, str, float]:
-    # here, not at the top: keeps torch out of the first paint
-    from ..core.tasks import single_token_id
-    from ..labels.logit_lens import token_probability
+    from ..entry import memos  # here, not at the top: keeps torch out of the first paint
 
-    store = get_store()
-    stored_key = content_key(kind="token-probability", model=model_id, prompt=prompt, token=token)
-    state = store.load_state(stored_key, kind="labels")
-    if state is None:
-        found = token_probability(_model, prompt, single_token_id(_model, token, "answer"))
-        state = {"probability": found[0], "top": found[1], "top_probability": found[2]}
-        store.save_state(stored_key, state, kind="labels")
-    return float(state["probability"]), str(state["top"]), float(state["top_probability"])
+    return memos.token_probability(get_store(), _model, model_id, prompt, token)
 
 
 def proposal(model, model_id: str, prompt: str, top_tokens: Sequence[str]):
@@ -254,19 +232,9 @@ def proposal(model, model_id: str, prompt: str, top_tokens: Sequence[str]):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _proposal(_model, key: str, model_id: str, prompt: str, top_tokens: tuple[str, ...]):
-    from ..query.proposals import Proposal, propose
+    from ..entry import memos  # here, not at the top: keeps torch out of the first paint
 
-    store = get_store()
-    stored_key = content_key(kind="proposal", model=model_id, prompt=prompt, tokens=list(top_tokens))
-    state = store.load_state(stored_key, kind="labels")
-    if state is not None:
-        try:
-            return Proposal(**{name: str(value) for name, value in state.items()})
-        except TypeError:  # written by a version whose proposal had other fields: proposed again
-            pass
-    found = propose(_model, prompt, list(top_tokens))
-    store.save_state(stored_key, dataclasses.asdict(found), kind="labels")
-    return found
+    return memos.proposal(get_store(), _model, model_id, prompt, top_tokens)
 
 
 def completion(model, model_id: str, prompt: str, answer: str, corrupted: str | None, top_tokens):
@@ -292,24 +260,9 @@ def task_verdict(model, model_id: str, task) -> str | None:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _task_verdict(_model, key: str, model_id: str, task: dict) -> str | None:
-    # here, not at the top: keeps torch out of the first paint
-    from ..core.tasks import PromptTask, TaskError
-    from ..measure.task_validity import gap_problem, identical_prompts_problem, task_metrics
+    from ..entry import memos  # here, not at the top: keeps torch out of the first paint
 
-    chosen = PromptTask.from_dict(task)
-    if identical_prompts_problem(chosen):
-        return identical_prompts_problem(chosen)
-    store = get_store()
-    stored_key = content_key(kind="task-metrics", model=model_id, task=task)
-    state = store.load_state(stored_key, kind="labels")
-    if state is None:
-        try:
-            clean, corrupted = task_metrics(_model, chosen)
-        except TaskError as error:
-            return str(error)
-        state = {"clean": clean, "corrupted": corrupted}
-        store.save_state(stored_key, state, kind="labels")
-    return gap_problem(chosen, float(state["clean"]), float(state["corrupted"]))
+    return memos.task_verdict(get_store(), _model, model_id, task)
 
 
 def str_tokens(model, model_id: str, text: str) -> list[str]:
@@ -402,21 +355,16 @@ def discover(model, request, progress=None, store=None):
 def node_labels(model, model_id: str, task, store=None) -> dict:
     """Logit-lens labels of every node on the task's clean prompt, stored like results (``store``
     when the caller fetched it: a background thread cannot reach streamlit's caches)."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..core.tasks import prepare_task
-    from ..labels.logit_lens import logit_lens_labels
+    from ..entry import memos  # here, not at the top: keeps torch out of the first paint
 
     store = store or get_store()
-    key = content_key(kind="logit_lens", model=model_id, prompt=task.clean, top_k=LABEL_TOP_K)
-    state = _remembered(store, "labels", key, lambda: store.load_state(key, kind="labels"))
-    if state is not None:
-        return state["labels"]
-    prepared = prepare_task(model, task, need_corrupted=False)
-    from ..models.adapter import adapter_of
-
-    labels = logit_lens_labels(model, adapter_of(model).spec, prepared, LABEL_TOP_K)
-    store.save_state(key, {"labels": labels}, kind="labels")
-    return labels
+    return memos.node_labels(
+        store,
+        model,
+        model_id,
+        task,
+        read=lambda key: _remembered(store, "labels", key, lambda: store.load_state(key, kind="labels")),
+    )
 
 
 def sae_node_features(model, model_id: str, prompt: str, nodes: tuple[str, ...], top_k: int = 3):
