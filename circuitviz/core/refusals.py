@@ -25,7 +25,7 @@ NO_FOIL = (
 
 def prompt_over_limit(n_tokens: int, limit: int, how_to_raise: str) -> str:
     """A prompt longer than the token limit; ``how_to_raise``: "with CIRCUITVIZ_MAX_TOKENS"."""
-    return f"The prompt is {n_tokens} tokens, over the limit of {limit}; shorten it or raise the limit {how_to_raise}."
+    return f"The prompt is {n_tokens:,} tokens, over the limit of {limit:,}; shorten it or raise the limit {how_to_raise}."
 
 
 def prompt_over_context(n_tokens: int, context: int) -> str:

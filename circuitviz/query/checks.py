@@ -104,7 +104,7 @@ def _checked_alone(
             f"the paraphrase has {pair.n_tokens} tokens and its corruption {pair.corrupted_n_tokens}"
         )
     if pair.n_tokens > max_tokens:
-        pair.problems.append(f"the paraphrase is {pair.n_tokens} tokens, over the limit of {max_tokens}")
+        pair.problems.append(f"the paraphrase is {pair.n_tokens:,} tokens, over the limit of {max_tokens:,}")
     if pair.answer != task.answer or tuple(pair.foils) != tuple(task.foils):
         if not any("answer/foils" in p for p in pair.problems):
             pair.problems.append("its answer or foils differ from the prompt's")
