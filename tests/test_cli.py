@@ -250,6 +250,34 @@ def test_bad_circuit_file_is_one_sentence(tmp_path, capsys, shared_model):
     assert "12 layers and 12 heads" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "command, fragment",
+    [
+        (["evaluate", "--circuit", "{tmp}/none.json"], "Cannot read the circuit file"),
+        (["evaluate", "--circuit", "{tmp}"], "Cannot read the circuit file"),
+        (["discover", "--out", "{tmp}/no/such/folder.json"], "does not exist"),
+        (["discover", "--html", "{tmp}"], "is a folder"),
+        (["discover", "--transfer-file", "{tmp}/none.tsv"], "Cannot read the paraphrase file"),
+        (["discover", "--method", "paraphrase-pruning", "--paraphrases", "{tmp}/none.tsv"], "Cannot read"),
+    ],
+)
+def test_a_path_that_cannot_serve_is_said_before_the_model_loads(
+    command, fragment, tmp_path, capsys, monkeypatch
+):
+    """A mistyped path is one sentence at once, not after a minute's run (``--out`` and
+    ``--transfer-file`` were only used after the run; a missing circuit file was a raw OSError)."""
+
+    def refuse(args):
+        raise AssertionError("the model must not load before the paths are checked")
+
+    monkeypatch.setattr(cli, "_load", refuse)
+    args = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    assert cli.main([*args, *IOI]) == 2
+    (error,) = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith("error: ") and fragment in error, error
+    assert_one_sentence(error.removeprefix("error: "))
+
+
 def test_methods_lists_the_registry(capsys):
     assert cli.main(["methods"]) == 0
     printed = capsys.readouterr().out

@@ -347,8 +347,19 @@ def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
     Names the first problem in one sentence (GraphError): unreadable JSON, a graph of another
     shape, an edge the model does not have.
     """
-    text = Path(path).read_text(encoding="utf-8")
-    return parse_circuit(text, spec, origin=str(path))
+    return parse_circuit(read_circuit_text(path), spec, origin=str(path))
+
+
+def read_circuit_text(path: str | Path) -> str:
+    """A circuit file's text; GraphError in one sentence when it cannot be read as text."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise GraphError(f"Cannot read the circuit file {path} ({error.strerror or error}).") from None
+    except UnicodeDecodeError as error:
+        raise GraphError(
+            f"The circuit file {path} is not UTF-8 text (byte {error.start + 1}); give a JSON or text file."
+        ) from None
 
 
 def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:
@@ -369,7 +380,10 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
             raise GraphError(f"{origin}: a list circuit must hold edge names as strings.")
         return LoadedCircuit(mask=spec.mask_from_edge_names(data), scores=None, source={})
     if not isinstance(data, dict) or "edges" not in data:
-        raise GraphError(f"{origin} has no 'edges'; it must be EAP-IG's JSON or a list of edge names.")
+        raise GraphError(
+            f"{origin} has no 'edges'; give a circuit JSON (`circuitviz discover --out`, EAP-IG's format) "
+            "or a list of edge names."
+        )
     if "cfg" in data:
         other = GraphSpec.from_cfg_dict(data["cfg"])
         if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):

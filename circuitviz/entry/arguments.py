@@ -1,10 +1,12 @@
-"""The command line's shared arguments: the model to load and the meaningful-task check."""
+"""The command line's shared arguments: the model to load, the meaningful-task check, and the
+paths a command reads and writes, checked before anything loads."""
 
 from __future__ import annotations
 
 import argparse
 
 from ..measure.task_validity import CHECK_ENV
+from ..query.pairs import read_pairs_text
 
 
 class BriefParser(argparse.ArgumentParser):
@@ -36,3 +38,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="TransformerLens's HookedTransformer or its TransformerBridge (default: hooked where "
         "TransformerLens converts the model, else the bridge)",
     )
+
+
+def checked_paths(args) -> str | None:
+    """Every file the run reads and every folder it writes into, checked before the model loads
+    (a minute's run must not end on a mistyped path), in one sentence each; returns the text of
+    the ``--transfer-file`` (None without one)."""
+    for flag in ("out", "html", "neuronpedia"):
+        path = getattr(args, flag, None)
+        if path is None:
+            continue
+        if path.is_dir():
+            raise ValueError(f"--{flag} {path} is a folder; give the name of the file to write.")
+        if not path.parent.is_dir():
+            raise ValueError(
+                f"The folder {path.parent} of --{flag} does not exist; create it or give another path."
+            )
+    if getattr(args, "setting_paraphrases", None):
+        read_pairs_text(args.setting_paraphrases)  # read again by the method, after the model's load
+    return read_pairs_text(args.transfer_file) if args.transfer_file else None

@@ -16,7 +16,7 @@ from ..bench.planted_benchmark import format_table as bench_table
 from ..bench.planted_benchmark import run_bench, write_report
 from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT
-from ..core.results import load_circuit
+from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import clock_duration, counted, settings_text
 from ..export.neuronpedia import to_neuronpedia
@@ -27,10 +27,9 @@ from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_mode
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
-from ..query.pairs import read_pairs_text
 from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, proposed_task, run_request, transfer_report
-from .arguments import BriefParser, add_model_arguments, add_task_check_argument
+from .arguments import BriefParser, add_model_arguments, add_task_check_argument, checked_paths
 from .calibration import record
 from .cpu_share import threads_for_run
 from .request import Request
@@ -230,6 +229,7 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 def cmd_discover(args) -> int:
     budgets = parse_budgets(args.budgets)
+    transfer_pairs = checked_paths(args)
     method = get_method(args.method)
     settings = dict(_parse_setting(item) for item in args.set)
     settings.update(_settings_given(args))
@@ -272,7 +272,7 @@ def cmd_discover(args) -> int:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
-    pairs = read_pairs_text(args.transfer_file) if args.transfer_file else None
+    pairs = transfer_pairs
     if pairs is None and settings.get("paraphrase_source") == "file":
         pairs = settings.get("paraphrases")  # the method's own file: what it left out is held out
     for line in transfer_report(
@@ -334,9 +334,10 @@ def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
 
 
 def cmd_evaluate(args) -> int:
+    text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
     model, model_id, _ = _load(args)
     spec = adapter_of(model).spec
-    loaded = load_circuit(args.circuit, spec)
+    loaded = parse_circuit(text, spec, origin=str(args.circuit))
     circuits, budgets, rows = file_circuits(spec, loaded)
     task = _said(*proposed_task(model, _task(args)))
     with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
