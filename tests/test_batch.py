@@ -329,6 +329,34 @@ def test_cli_batch_end_to_end(tmp_path, monkeypatch, capsys):
     assert "--generate knows ioi, arithmetic, factual" in capsys.readouterr().err
 
 
+def test_a_batch_that_cannot_start_says_so_before_any_model_loads(tmp_path, monkeypatch, capsys):
+    """An unknown family, an --out that is a file or lies under one: one sentence at once (the
+    family was refused after the model's load, behind 'drawing 100 poems tasks'; a file as --out
+    was a FileExistsError traceback), and no folder is made."""
+
+    def refuse(args):
+        raise AssertionError("the model must not load before the batch's arguments are checked")
+
+    monkeypatch.setattr(cli, "_batch_source", refuse)
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    cases = [
+        (["--generate", "poems", "--out", str(tmp_path / "g")], "--generate knows ioi, arithmetic, factual"),
+        (["--generate", "ioi", "--out", str(afile)], "is a file; the batch writes a folder"),
+        (["--generate", "ioi", "--out", str(afile / "sub")], f"cannot be made: {afile} is a file"),
+    ]
+    for argv, fragment in cases:
+        assert cli.main(["batch", *argv]) == 2
+        captured = capsys.readouterr()
+        (error,) = captured.err.strip().splitlines()
+        assert fragment in error and not captured.out, captured
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{broken\n")
+    assert cli.main(["batch", "--dataset", str(bad), "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err.strip().endswith("column 2)).")  # one full stop, not '.).'
+
+
 def test_generated_tasks_fit_the_embedded_model(embedded_model):
     from circuitviz.batch import generate_tasks
 

@@ -155,7 +155,7 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
         seen[item.id] = number
         tasks.append(item)
     if not tasks:
-        first = f" ({problems[0]})" if problems else ""
+        first = f" ({problems[0].rstrip('.')})" if problems else ""  # one full stop, at the end
         raise DatasetError(f"{origin} holds no usable task{first}.")
     return Dataset(tasks=tasks, problems=problems, source=origin)
 

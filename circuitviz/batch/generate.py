@@ -148,16 +148,22 @@ DRAWS: dict[str, Callable[[object, random.Random], PromptTask | None]] = {
 }
 
 
+def check_family(family: str) -> None:
+    """DatasetError in one sentence when ``family`` is not one ``generate_tasks`` can draw (said
+    before a model loads)."""
+    if family not in DRAWS:
+        raise DatasetError(
+            f"Cannot generate {family!r} tasks; --generate knows {', '.join(GENERATED_FAMILIES)}."
+        )
+
+
 def generate_tasks(model, family: str, n: int, seed: int = 0, max_tokens: int = 256) -> list[DatasetTask]:
     """``n`` distinct tasks of a template family that fit ``model``'s tokenizer, from ``seed``.
 
     DatasetError in one sentence for an unknown family, or when the family runs out of distinct
     prompts that fit before ``n`` (it names how many it found).
     """
-    if family not in DRAWS:
-        raise DatasetError(
-            f"Cannot generate {family!r} tasks; --generate knows {', '.join(GENERATED_FAMILIES)}."
-        )
+    check_family(family)
     if n < 1:
         raise DatasetError(f"--n must be 1 or more, not {n}.")
     rng = random.Random(f"{family}:{seed}")

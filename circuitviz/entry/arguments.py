@@ -4,6 +4,8 @@ paths a command reads and writes, checked before anything loads."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from ..measure.task_validity import CHECK_ENV
 from ..query.pairs import read_pairs_text
@@ -57,3 +59,22 @@ def checked_paths(args) -> str | None:
     if getattr(args, "setting_paraphrases", None):
         read_pairs_text(args.setting_paraphrases)  # read again by the method, after the model's load
     return read_pairs_text(args.transfer_file) if args.transfer_file else None
+
+
+def batch_checks(args) -> None:
+    """``batch``'s arguments that can fail, checked before anything loads, one sentence each: the
+    ``--generate`` family, and the ``--out`` folder (it can be made, or is one already: not a
+    file, not under a file or a folder this user cannot write to)."""
+    if getattr(args, "generate", None):
+        from ..batch.generate import check_family  # the batch's modules load only for the batch command
+
+        check_family(args.generate)
+    folder = Path(args.out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {folder} is a file; the batch writes a folder, so give a folder's path.")
+    parent = folder
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        where = "is a file" if not parent.is_dir() else "cannot be written to"
+        raise ValueError(f"The batch folder {folder} cannot be made: {parent} {where}.")

@@ -29,7 +29,7 @@ from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..services.store import ResultStore
 from .api import evaluate_circuits, file_circuits, parse_budgets, proposed_task, run_request, transfer_report
-from .arguments import BriefParser, add_model_arguments, add_task_check_argument, checked_paths
+from .arguments import BriefParser, add_model_arguments, add_task_check_argument, batch_checks, checked_paths
 from .calibration import record
 from .cpu_share import threads_for_run
 from .request import Request
@@ -474,6 +474,7 @@ def cmd_batch(args) -> int:
     from ..batch.mmlu import mmlu_generation  # pyarrow and scipy load only for the batch command
 
     generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n, args.seed)
+    batch_checks(args)  # the family and the folder, before anything loads
     if generate is None and args.generate:
         generate = (args.generate, args.n, args.seed)
     if args.dataset is not None and generate is None:
