@@ -259,6 +259,8 @@ def test_bad_circuit_file_is_one_sentence(tmp_path, capsys, shared_model):
         (["discover", "--html", "{tmp}"], "is a folder"),
         (["discover", "--transfer-file", "{tmp}/none.tsv"], "Cannot read the paraphrase file"),
         (["discover", "--method", "paraphrase-pruning", "--paraphrases", "{tmp}/none.tsv"], "Cannot read"),
+        (["discover", "--html-budget", "0", "--html", "{tmp}/g.html"], "--html-budget must be 1 or more"),
+        (["discover", "--transfer-paraphrases", "-1"], "--transfer-paraphrases must be 0"),
     ],
 )
 def test_a_path_that_cannot_serve_is_said_before_the_model_loads(

@@ -43,9 +43,15 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def checked_paths(args) -> str | None:
-    """Every file the run reads and every folder it writes into, checked before the model loads
-    (a minute's run must not end on a mistyped path), in one sentence each; returns the text of
-    the ``--transfer-file`` (None without one)."""
+    """Every file the run reads and every folder it writes into (and the numbers that say what it
+    writes), checked before the model loads (a minute's run must not end on a mistyped path), in
+    one sentence each; returns the text of the ``--transfer-file`` (None without one)."""
+    html_budget = getattr(args, "html_budget", None)
+    if html_budget is not None and html_budget < 1:
+        raise ValueError(f"--html-budget must be 1 or more edges, not {html_budget}.")
+    transfer = getattr(args, "transfer_paraphrases", None)
+    if transfer is not None and transfer < 0:
+        raise ValueError(f"--transfer-paraphrases must be 0 (none) or more, not {args.transfer_paraphrases}.")
     for flag in ("out", "html", "neuronpedia"):
         path = getattr(args, flag, None)
         if path is None:

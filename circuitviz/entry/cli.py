@@ -374,6 +374,8 @@ def cmd_planted_bench(args) -> int:
         raise ValueError("--methods is empty; name methods such as eap,eap-ig,circuit-lasso.")
     if args.cases < 1:
         raise ValueError(f"--cases must be 1 or more, not {args.cases}.")
+    for name in methods:  # a mistyped name is refused at once, not reported as 'unavailable' per case
+        get_method(name)
     command = f"python -m circuitviz planted-bench --methods {','.join(methods)} --cases {args.cases}"
     command += f" --seed {args.seed}" if args.seed else ""
     report = run_bench(methods, args.cases, args.seed, progress=_progress, command=command)
