@@ -28,7 +28,7 @@ from ..positions.graph import units_at_budgets
 from .curves import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
-from .text import shown_number
+from .text import read_user_file, shown_number
 
 # 3: every evaluated budget's circuit stored, one bit per edge (``pack_circuits``);
 # 2: full boolean masks of the circuits a method chose itself, the others derived on reading;
@@ -352,14 +352,7 @@ def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
 
 def read_circuit_text(path: str | Path) -> str:
     """A circuit file's text; GraphError in one sentence when it cannot be read as text."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise GraphError(f"Cannot read the circuit file {path} ({error.strerror or error}).") from None
-    except UnicodeDecodeError as error:
-        raise GraphError(
-            f"The circuit file {path} is not UTF-8 text (byte {error.start + 1}); give a JSON or text file."
-        ) from None
+    return read_user_file(path, "the circuit file", GraphError, "give a JSON or text file")
 
 
 def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:

@@ -124,3 +124,17 @@ def markdown_sentence(text: str) -> str:
     if len(parts) % 2 == 0 or "``" in text or any(not part.strip() for part in parts[1::2]):
         return markdown_text(text)
     return "`".join(part if inside % 2 else markdown_text(part) for inside, part in enumerate(parts))
+
+
+def read_user_file(path, what: str, error: type[Exception], fix: str) -> str:
+    """The text of a file the user named, ``what`` (e.g. 'the circuit file'); ``error`` in one
+    sentence when it cannot be read or is not UTF-8 text (``fix``: how to save it instead)."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return stream.read()
+    except OSError as problem:
+        raise error(f"Cannot read {what} {path} ({problem.strerror or problem}).") from None
+    except UnicodeDecodeError as problem:
+        raise error(
+            f"{what[0].upper()}{what[1:]} {path} is not UTF-8 text (byte {problem.start + 1}); {fix}."
+        ) from None

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..core.tasks import PromptTask
-from ..core.text import counted, shown
+from ..core.text import counted, read_user_file, shown
 
 
 class ParaphraseError(ValueError):
@@ -347,15 +347,7 @@ def _typed_records(text: str, source: str) -> list[ParaphraseRecord]:
 
 def read_pairs_text(path) -> str:
     """The text of a paraphrase file; ParaphraseError in one sentence when it cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as stream:
-            return stream.read()
-    except OSError as error:
-        raise ParaphraseError(f"Cannot read the paraphrase file {path} ({error.strerror}).") from None
-    except UnicodeDecodeError as error:
-        raise ParaphraseError(
-            f"The paraphrase file {path} is not UTF-8 text (byte {error.start + 1}); save it as UTF-8."
-        ) from None
+    return read_user_file(path, "the paraphrase file", ParaphraseError, "save it as UTF-8")
 
 
 def load_paraphrases(path, task: PromptTask) -> list[ParaphrasePair]:
