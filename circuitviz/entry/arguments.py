@@ -51,7 +51,7 @@ def checked_paths(args) -> str | None:
         raise ValueError(f"--html-budget must be 1 or more edges, not {html_budget}.")
     transfer = getattr(args, "transfer_paraphrases", None)
     if transfer is not None and transfer < 0:
-        raise ValueError(f"--transfer-paraphrases must be 0 (none) or more, not {args.transfer_paraphrases}.")
+        raise ValueError(f"--transfer-paraphrases must be 0 (none) or more, not {transfer}.")
     for flag in ("out", "html", "neuronpedia"):
         path = getattr(args, flag, None)
         if path is None:

@@ -229,7 +229,7 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 def cmd_discover(args) -> int:
     budgets = parse_budgets(args.budgets)
-    transfer_pairs = checked_paths(args)
+    pairs = checked_paths(args)  # the --transfer-file's pairs as text, or None
     method = get_method(args.method)
     settings = dict(_parse_setting(item) for item in args.set)
     settings.update(_settings_given(args))
@@ -272,7 +272,6 @@ def cmd_discover(args) -> int:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
-    pairs = transfer_pairs
     if pairs is None and settings.get("paraphrase_source") == "file":
         pairs = settings.get("paraphrases")  # the method's own file: what it left out is held out
     for line in transfer_report(
