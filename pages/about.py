@@ -65,7 +65,7 @@ paper = [
     {"claim": "NFS vs NDF on three MMLU items", "paper": "NFS 2.15 / 1.32 / −1.57 vs NDF 0.00 / 0.68 / 0.00"},
     {"claim": "IOI: edges shared by BoN candidates and the capability circuit (N = 500)", "paper": "66"},
 ]
-st.dataframe(paper, hide_index=True)
+st.dataframe(paper, hide_index=True, placeholder="—")
 ours = [
     {
         "example (Gemma-3-270M, EAP-IG, 20 steps)": entry["title"],
@@ -82,7 +82,7 @@ if ours:
         "Ours, from the Gallery's stored results: the smallest evaluated budget whose circuit "
         "reaches NDF 0.8 (or the best NDF when none does)."
     )
-    st.dataframe(ours, hide_index=True)
+    st.dataframe(ours, hide_index=True, placeholder="—")
 
 st.subheader("How faithful each method's circuits are")
 st.markdown(

@@ -91,6 +91,7 @@ st.dataframe(
     steer.feature_rows(labels),
     hide_index=True,
     width="stretch",
+    placeholder="—",  # a node without an SAE, or a feature that is off: no share to give
     column_config={steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP)},
 )
 

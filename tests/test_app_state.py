@@ -12,6 +12,7 @@ the curve's ticks, gaps and clipped-NDF note.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -517,6 +518,58 @@ def test_the_paraphrase_table_says_what_each_corruption_replaces():
     assert replaced_words("(Mary) went", "(Alice) went") == "Mary → Alice"
     assert replaced_words("Mary, went", "Alice; went") == "Mary, → Alice;"  # what differs stays
     assert replaced_words("a b c", "a b") == "2 words (of 3)"
+
+
+def test_edited_paraphrases_become_one_pair_a_line_whatever_the_cells_hold():
+    from circuitviz.query.pairs import ParaphraseError, paraphrase_records
+    from circuitviz.ui.bon import edited_pairs_text
+
+    before = [
+        {"paraphrase": "Line one, then", "corrupted": "Other one, then", "source": "template:ioi"},
+        {"paraphrase": "Gone", "corrupted": "x", "source": "template:ioi"},
+        {"paraphrase": "Gone too", "corrupted": "y", "source": "template:ioi"},
+        {"paraphrase": "Kept", "corrupted": "Changed", "source": "template:ioi"},
+    ]
+    rows = [
+        {
+            **before[0],
+            "paraphrase": "Line one\nline two, then",
+            "corrupted": "Other\tone, then",
+        },  # a break, a tab
+        {**before[1], "paraphrase": None},  # the paraphrase cleared: the pair is removed
+        {**before[2], "paraphrase": "   "},
+        dict(before[3]),
+    ]
+    records = paraphrase_records(edited_pairs_text(rows, before))
+    assert [(r.clean, r.corrupted, r.source) for r in records] == [
+        ("Line one\nline two, then", "Other\tone, then", "edited"),
+        ("Kept", "Changed", "template:ioi"),  # untouched: still the template's
+    ]
+    cleared = edited_pairs_text([{**before[3], "corrupted": None}], before[3:])  # never the word None
+    with pytest.raises(ParaphraseError, match="Line 1 has no 'corrupted' prompt"):
+        paraphrase_records(cleared)
+    assert edited_pairs_text([{"paraphrase": None, "corrupted": None}], before[:1]) == ""
+
+
+def test_every_table_of_the_app_says_what_a_missing_figure_is():
+    """A missing figure (no held-out paraphrase, a node without an SAE) shows as a dash, not the
+    word None Streamlit writes by default."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted((root / "pages").glob("*.py")) + sorted((root / "circuitviz" / "ui").glob("*.py"))
+    calls = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in (
+                "dataframe",
+                "data_editor",
+            ):
+                keywords = {k.arg: k.value for k in node.keywords}
+                given = keywords.get("placeholder")
+                calls.append((path.name, node.lineno, getattr(given, "value", None)))
+    assert len(calls) >= 10
+    assert [c for c in calls if c[2] not in ("—", "")] == []  # an editor's cleared cell: empty
 
 
 def test_the_launcher_starts_loading_the_default_model_before_any_page():

@@ -11,6 +11,8 @@ stored is the method's (``Method.stored_work``, priced by ``limits.estimate_requ
 
 from __future__ import annotations
 
+import json
+
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
@@ -151,6 +153,26 @@ def table_rows(result) -> list[dict]:
         row = {**row, "replaced": replaced_words(row["paraphrase"], row["corrupted"])}
         rows.append({name: row[name] for name in TABLE_COLUMNS})
     return rows
+
+
+def edited_pairs_text(rows: list[dict], before: list[dict]) -> str:
+    """The paraphrase table's edited ``rows`` (``before``: the same rows as the run gave them) as the
+    next run's list, one JSON object a line: a paraphrase holding a tab or a line break stays one
+    pair (typed lines would split it). A row whose paraphrase was cleared is left out (clearing it
+    removes the pair); a cleared corruption is kept empty, so the next run names the line that lacks
+    one rather than corrupting with the word None (the table gives a cleared cell back as None). A
+    pair keeps its source (a template's name) unless its text was changed: then it is 'edited'."""
+    lines = []
+    for row, old in zip(rows, before):
+        paraphrase, corrupted = row.get("paraphrase") or "", row.get("corrupted") or ""
+        if not paraphrase.strip():
+            continue
+        same = (paraphrase, corrupted) == (old.get("paraphrase"), old.get("corrupted"))
+        source = (old.get("source") or "edited") if same else "edited"
+        lines.append(
+            json.dumps({"clean": paraphrase, "corrupted": corrupted, "source": source}, ensure_ascii=False)
+        )
+    return "\n".join(lines)
 
 
 def clicked_intersection(event, shown) -> str | None:

@@ -248,7 +248,9 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
                 "completeness": found["completeness"],
             }
         )
-    st.dataframe(rows, hide_index=True, column_config=MEASURED_COLUMNS)
+    st.dataframe(
+        rows, hide_index=True, column_config=MEASURED_COLUMNS, placeholder="—"
+    )  # no paraphrase held out
     notes = {found["note"] for found in measured.values() if found["note"]}
     st.caption(
         "Held out: template paraphrases whose checks pass and whose corruption lowers the metric "
@@ -354,6 +356,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     st.dataframe(
         shown.overlap,
         hide_index=True,
+        placeholder="—",
         column_config={  # narrow figures: the eight columns fit a 1,000 px page
             "Jaccard": st.column_config.NumberColumn(format="%.3f", width="small"),
             **{

@@ -240,7 +240,7 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
                 "CMD per prompt": found["per_prompt"]["cmd_nfs"]["mean"],
             }
         )
-    st.dataframe(pandas.DataFrame(table), hide_index=True)
+    st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—")
 
 
 def consensus(
@@ -289,6 +289,7 @@ def consensus(
             }
         ),
         hide_index=True,
+        placeholder="—",
         column_config={
             "stability": st.column_config.NumberColumn(
                 help="how often the edge stays in the consensus when the prompts are resampled"
@@ -393,6 +394,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     picked = st.dataframe(
         table,
         hide_index=True,
+        placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there
         on_select="rerun",
         selection_mode="single-row",
         key=f"dataset.prompts.{session.dataset_opened}",  # a new table after each opening: no row stays ticked
@@ -407,4 +409,4 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     failed = rows[rows["status"] == "failed"]
     if len(failed):
         with st.expander(f"{len(failed)} prompts failed"):
-            st.dataframe(failed[["task_id", "clean", "error"]], hide_index=True)
+            st.dataframe(failed[["task_id", "clean", "error"]], hide_index=True, placeholder="—")

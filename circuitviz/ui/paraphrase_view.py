@@ -14,20 +14,20 @@ UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last 
 
 def pairs_table(result, method: str) -> None:
     """The paraphrase pairs, editable; a button makes the edited ones the next run's."""
+    rows = bon.table_rows(result)
     edited = st.data_editor(
-        bon.table_rows(result),
+        rows,
         hide_index=True,
         key="bon.pairs",
+        placeholder="",  # a cleared cell looks empty (the word None would read as typed)
         disabled=bon.READ_ONLY_COLUMNS,
         width="stretch",
         column_config=bon.TABLE_WIDTHS,
     )
 
     def use_edited_pairs():
-        lines = [
-            f"{row['paraphrase']}\t{row['corrupted']}" for row in edited[1:] if row["paraphrase"].strip()
-        ]
-        for name, value in (("paraphrase_source", "file"), ("paraphrases", "\n".join(lines))):
+        text = bon.edited_pairs_text(edited[1:], rows[1:])  # the first row is the prompt itself
+        for name, value in (("paraphrase_source", "file"), ("paraphrases", text)):
             state.set_widget_value(f"bon.method.{method}.{name}", value)
 
     st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")

@@ -513,6 +513,7 @@ def edges_table(result, budget: int, limit: int = 50) -> None:
     st.dataframe(
         rows,
         hide_index=True,
+        placeholder="—",
         column_config={"score": st.column_config.NumberColumn(format="%.4g")},
         height=min(420, 38 + 35 * max(1, len(rows))),
     )

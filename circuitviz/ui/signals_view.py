@@ -42,7 +42,7 @@ def signals_view(result) -> None:
         return
 
     st.subheader("Attention decisions")
-    st.dataframe(decision_rows(details), hide_index=True, width="stretch")
+    st.dataframe(decision_rows(details), hide_index=True, placeholder="—", width="stretch")
     chosen = st.selectbox(
         "Decision",
         options=[d["index"] for d in decisions],
@@ -52,7 +52,7 @@ def signals_view(result) -> None:
     left, right = st.columns([3, 2])
     with left:
         st.markdown("**Its signals**")
-        st.dataframe(signal_rows(details, chosen), hide_index=True, width="stretch")
+        st.dataframe(signal_rows(details, chosen), hide_index=True, placeholder="—", width="stretch")
     with right:
         st.markdown("**Attention weight as the signals are removed**, the largest IG first")
         st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
@@ -68,7 +68,7 @@ def signals_view(result) -> None:
         "Each signal's clean value is subtracted from the query or keys of its head and the model "
         "runs on; the paper's check that the signals found carry the attention and the answer."
     )
-    st.dataframe(knockout_rows(details), hide_index=True, width="stretch")
+    st.dataframe(knockout_rows(details), hide_index=True, width="stretch", placeholder="—")
     st.caption(
         "metric: the answer's metric after the removal; mean traced attention: the attention weight of the "
         "traced decisions; residual cosine and norm ratio: how close the final residual stays to the clean run's."
