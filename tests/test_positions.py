@@ -364,6 +364,35 @@ def test_a_file_that_is_not_a_graph_is_refused_in_one_sentence(text, says):
         read_neuronpedia(text, "upload.json")
 
 
+def _broken(change) -> str:
+    data = to_neuronpedia(_chain_graph())
+    change(data)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [  # each raised TypeError or IndexError before (found by mutating valid files at random)
+        (lambda d: d["links"][0].update(source=["E_0_0"]), "source and target must be node ids"),
+        (lambda d: d["nodes"][0].update(ctx_idx=-5), "not a token position"),
+        (lambda d: d["nodes"][0].update(ctx_idx=True), "not a token position"),
+    ],
+)
+def test_a_graph_file_with_values_of_the_wrong_kind_is_refused_in_one_sentence(change, says):
+    with pytest.raises(GraphFileError, match=says):
+        read_neuronpedia(_broken(change), "upload.json")
+
+
+def test_a_saved_view_that_pins_a_list_drops_that_pin_and_says_so():
+    data = to_neuronpedia(_chain_graph(), view={"pins": [], "groups": [], "clicked": ""})
+    known = data["nodes"][0]["node_id"]
+    data["qParams"]["pinnedIds"] = [known, ["x"], {"a": 1}]
+    graph = read_neuronpedia(json.dumps(data), "upload.json")
+    assert graph.view["pins"] == [known]
+    assert "2 pinned nodes it does not have" in " ".join(graph.notes)
+    attribution_graph_html(graph)
+
+
 # ----- captions ------------------------------------------------------------------------------
 def test_a_lens_token_is_named_only_when_it_is_the_answer_or_a_foil():
     noise = {"promotes": ["ocsät", "Фных", "CLUDED"], "suppresses": [" the"]}

@@ -241,8 +241,11 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         lacking = [key for key in ("node_id", "layer", "ctx_idx", "feature_type") if key not in entry]
         _require(not lacking, f"{origin}: a node lacks {', '.join(lacking)}.")
         _require(
-            isinstance(entry["ctx_idx"], int),
-            f"{origin}: node {str(entry['node_id'])[:30]!r} has a ctx_idx that is not an integer.",
+            isinstance(entry["ctx_idx"], int)
+            and not isinstance(entry["ctx_idx"], bool)
+            and entry["ctx_idx"] >= 0,
+            f"{origin}: node {str(entry['node_id'])[:30]!r} has a ctx_idx that is not a token position "
+            "(an integer from 0).",
         )
         feature_type = str(entry["feature_type"])
         parsed.append((entry, feature_type, _layer_number(entry["layer"], feature_type)))
@@ -278,6 +281,10 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
             f"{origin}: every link needs source, target and weight.",
         )
         _require(isinstance(entry["weight"], (int, float)), f"{origin}: a link's weight is not a number.")
+        _require(
+            isinstance(entry["source"], str) and isinstance(entry["target"], str),
+            f"{origin}: a link's source and target must be node ids in quotes.",
+        )
         if entry["source"] in known and entry["target"] in known:
             kind = str(entry.get("circuitviz_kind") or "link")
             links.append(GraphLink(str(entry["source"]), str(entry["target"]), float(entry["weight"]), kind))
@@ -321,7 +328,7 @@ def read_qparams(qparams, known: set[str]) -> tuple[dict, str]:
     if not isinstance(pins, list) or len(pins) > MAX_PINS:
         problems.append(f"its pinned nodes are not a list of at most {MAX_PINS:,}")
         pins = []
-    unknown = [p for p in pins if p not in known]
+    unknown = [p for p in pins if not isinstance(p, str) or p not in known]  # a list is no node id
     if unknown:
         problems.append(f"{len(unknown):,} pinned nodes it does not have")
     groups, group_sentence = check_groups(qparams.get("supernodes") or [], known)
@@ -331,7 +338,11 @@ def read_qparams(qparams, known: set[str]) -> tuple[dict, str]:
     if not isinstance(clicked, str) or (clicked and clicked not in known):
         problems.append("a clicked node it does not have")
         clicked = ""
-    view = {"pins": [str(p) for p in pins if p in known], "groups": groups, "clicked": clicked}
+    view = {
+        "pins": [p for p in pins if isinstance(p, str) and p in known],
+        "groups": groups,
+        "clicked": clicked,
+    }
     sentence = f"The file's saved view: {'; '.join(problems)} were left out." if problems else ""
     return view, sentence
 
