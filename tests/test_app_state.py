@@ -11,6 +11,7 @@ the curve's ticks, gaps and clipped-NDF note.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -118,6 +119,15 @@ def test_compare_url_restores_its_methods_and_results():
     assert len(graph_data(again)) == 2, "the stored results were not shown"
 
 
+def test_a_links_unknown_values_are_named_short():
+    from circuitviz.ui.inputs import unknown_in_link_sentence
+
+    long = unknown_in_link_sentence("model", ["a" * 3000], "the embedded model is loaded instead")
+    assert "(3,000 characters)" in long.replace("\\", "") and len(long) < 200  # it quoted all 3,000 before
+    many = unknown_in_link_sentence("method", [f"m{i}" for i in range(20)], "the others are compared")
+    assert "20 methods" in many and "'m7' and 12 more" in many and "m8" not in many
+
+
 def test_a_link_naming_methods_this_app_lacks_says_so_once():
     """Explore and Compare drop a method the app does not have (a typo, another version's link)
     with one sentence naming it, escaped; the next run says nothing more."""
@@ -143,6 +153,10 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     assert not at.exception, at.exception
     said = [w.value for w in at.warning if "the form cannot show" in w.value]
     assert len(said) == 1 and "2 values" in said[0] and "ig steps" in said[0], said
+    assert 'ig steps "x" (now 20)' in said[0].replace("\\", ""), said  # as the link wrote it, JSON
+    at = _app(method="eap-ig", settings=json.dumps({"ig_steps": "7" * 3000})).run()
+    said = [w.value for w in at.warning if "the form cannot show" in w.value]
+    assert len(said) == 1 and "(3,002 characters)" in said[0].replace("\\", "") and len(said[0]) < 300, said
     assert at.number_input(key="method.eap-ig.ig_steps").value == 20
     at = _app(compare="eap,eap-ig", method="eap-ig", settings='{"ig_steps": 0}').run()  # raised before
     at.switch_page("pages/compare.py").run()
@@ -215,6 +229,7 @@ def test_every_budgets_problem_is_named():
 
     problems, notes = budget_check("abc,-5,99999999", 1000)
     assert len(problems) == 2 and "'abc'" in problems[0] and "-5" in problems[1]
+    assert "use 1 or more" in problems[1]  # never 0, which the app refuses in the next sentence
     assert len(notes) == 1 and "99,999,999" in notes[0] and "1,000" in notes[0]
     assert budget_check("10,20", 1000) == ([], [])
     at = _app(method="eap", budgets="abc,-5,99999999").run()

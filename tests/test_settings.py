@@ -126,7 +126,7 @@ def test_a_links_setting_the_form_cannot_show_is_found_not_raised():
         shown_value(method.Config, ig_steps, 7.0), int
     )
     assert shown_value(method.Config, ig_steps, None) is None  # the form's own default then
-    for wrong in ("x", "7", 7.5, True, [7], {"a": 1}):
+    for wrong in ("x", "7", 7.5, True, [7], {"a": 1}, 1e308, 10**400, 2**53, float("nan")):  # 1e308 raised
         assert shown_value(method.Config, ig_steps, wrong) is UNREADABLE, wrong
     assert shown_value(method.Config, positions, True) is True
     assert shown_value(method.Config, positions, 1) is UNREADABLE
@@ -146,3 +146,4 @@ def test_a_links_setting_the_form_cannot_show_is_found_not_raised():
         if setting_type(m.Config, f) is float
     )
     assert shown_value(*floats, 1) == 1.0 and shown_value(*floats, float("nan")) is UNREADABLE
+    assert shown_value(*floats, 10**400) is UNREADABLE and shown_value(*floats, 1e308) == 1e308

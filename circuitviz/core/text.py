@@ -17,7 +17,7 @@ def shown(text: str, limit: int = 60) -> str:
     text the cut would not shorten is quoted whole (a 61-character paraphrase read "'When John and
     Mary went to the library, John gave a flower t'… (61 characters)")."""
     quoted = repr(text)
-    cut = f"{quoted[: limit + 1]}{quoted[0]}… ({len(text)} characters)"
+    cut = f"{quoted[: limit + 1]}{quoted[0]}… ({len(text):,} characters)"
     return quoted if len(quoted) <= len(cut) else cut
 
 

@@ -106,13 +106,14 @@ def answer_note(model, task: PromptTask) -> str | None:
     return unlikely_answer_sentence(task.answer, chance, top, top_chance, way_out)
 
 
-def parse_budgets(text: str) -> list[int]:
-    """'50,100,200' -> budgets, edge counts of 0 or more."""
+def parse_budgets(text: str, least: int = 0) -> list[int]:
+    """'50,100,200' -> budgets, edge counts of 0 or more; a negative one is refused with ``least``
+    as the way out (the app refuses 0 too, in its own sentence, and passes 1)."""
     return parse_whole_numbers(
         text,
         "Budget {part} is not a whole number of edges; write e.g. 50,100,200.",
         refuse=lambda value: (
-            f"Budget {shown_number(value)} is negative; budgets count edges, so use 0 or more."
+            f"Budget {shown_number(value)} is negative; budgets count edges, so use {least} or more."
             if value < 0
             else None
         ),

@@ -15,6 +15,7 @@ instead of a traceback.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 
@@ -81,7 +82,9 @@ def config_form(
         value = initial.get(config_field.name, default)
         readable = shown_value(config_class, config_field, value)
         if readable is UNREADABLE:
-            unreadable.append(f"{config_field.name.replace('_', ' ')} {value!r} (now {default!r})")
+            unreadable.append(
+                f"{config_field.name.replace('_', ' ')} {_as_given(value)} (now {_as_given(default)})"
+            )
             value = default
         else:
             value = readable
@@ -119,6 +122,24 @@ def config_form(
 UNREADABLE = object()  # a setting's value that its widget cannot show (``shown_value``)
 
 
+def _as_given(value, limit: int = 60) -> str:
+    """A setting's value as a link writes it (JSON: true, null, {"a": 1}), cut at ``limit``
+    characters with the full length named (a 3,000-character value was quoted whole)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+_LARGEST_WHOLE = 2**53 - 1  # Streamlit's number box: JavaScript's largest safe integer
+
+
+def _finite(value) -> bool:
+    """Whether a number is finite; a whole number too large for a float (10**400) is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def shown_value(config_class, config_field, value):
     """``value`` as the field's widget shows it (a whole float as an int), or ``UNREADABLE`` when it
     cannot (a link's ``"x"`` for a number, a choice the field does not have, 1 for a checkbox).
@@ -133,10 +154,11 @@ def shown_value(config_class, config_field, value):
         return value if isinstance(value, bool) else UNREADABLE
     if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
         return UNREADABLE
-    if kind is int:
-        return int(value) if float(value).is_integer() else UNREADABLE
+    if kind is int:  # a number box holds whole numbers up to 2**53 - 1 (JavaScript's); 1e308 raised there
+        whole = _finite(value) and abs(value) <= _LARGEST_WHOLE and float(value).is_integer()
+        return int(value) if whole else UNREADABLE
     if kind is float:
-        return float(value) if math.isfinite(value) else UNREADABLE
+        return float(value) if _finite(value) else UNREADABLE
     return value
 
 

@@ -22,7 +22,7 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
-from ..core.text import counted, markdown_sentence, markdown_text
+from ..core.text import counted, markdown_sentence, markdown_text, shown
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -470,7 +470,9 @@ def method_picker(key: str = "method", methods=None) -> str:
 def unknown_in_link_sentence(what: str, unknown: list, instead: str) -> str:
     """One sentence (markdown, the link's values escaped) for values of a kind ``what`` (method,
     metric, model, device) that a link named and this app does not have, and what it does instead."""
-    names = ", ".join(markdown_text(repr(str(name))) for name in unknown)
+    names = ", ".join(markdown_text(shown(str(name))) for name in unknown[:8])  # a pasted page stays short
+    if len(unknown) > 8:
+        names += f" and {len(unknown) - 8:,} more"
     kind = f"a {what}" if len(unknown) == 1 else f"{len(unknown)} {what}s"
     return f"The link names {kind} this app does not have ({names}): {instead}."
 
@@ -546,7 +548,7 @@ def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
     problems, over = [], []
     for part in (part for part in parts if part):
         try:
-            parse_budgets(part)
+            parse_budgets(part, least=1)  # 0 is refused below (ZERO_BUDGET): never the way out
         except ValueError as error:
             problems.append(str(error))
             continue
