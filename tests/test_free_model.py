@@ -56,6 +56,10 @@ def test_a_local_folder_is_estimated_from_its_config(tmp_path):
         ("/no/such/folder", "Nothing exists at"),
         ("just some words", "neither a Hugging Face hub id"),
         ("gpt2", "is in the model list above; pick it there"),  # it read 'neither a hub id nor a folder'
+        (
+            "GEMMA-3-270M",
+            "is in the model list above as 'gemma-3-270m'; pick it there",
+        ),  # read "names no owner"
         ("bert-base-uncased", "names no owner; type its hub id as owner/name"),
         ("circuitviz-test/not-cached", "HF_HUB_OFFLINE"),
     ],

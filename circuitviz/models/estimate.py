@@ -190,6 +190,10 @@ def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
         )
     elif name in SUPPORTED_MODELS:
         return FreeModelCheck(name, problem=f"{shown(name, 40)} is in the model list above; pick it there.")
+    elif (listed := next((m for m in SUPPORTED_MODELS if m.lower() == name.lower()), None)) is not None:
+        return FreeModelCheck(
+            name, problem=f"{shown(name, 40)} is in the model list above as {listed!r}; pick it there."
+        )
     elif re.fullmatch(BARE_ID, name):
         return FreeModelCheck(
             name,
