@@ -110,9 +110,9 @@ def test_bootstrap_over_paraphrases_picks_the_stable_edges():
 
 def test_members_are_checked_in_one_sentence():
     method = get_method("ensemble")
-    with pytest.raises(ValueError, match="acc\\+\\+ cannot be a member"):
+    with pytest.raises(ValueError, match="'acc\\+\\+' cannot be a member"):
         method.make_config({"members": "eap,acc++"})
-    with pytest.raises(ValueError, match="ensemble cannot be a member"):
+    with pytest.raises(ValueError, match="'ensemble' cannot be a member"):
         method.make_config({"members": "ensemble"})
     with pytest.raises(ValueError, match="members is empty"):
         method.make_config({"members": " , "})

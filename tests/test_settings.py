@@ -147,3 +147,22 @@ def test_a_links_setting_the_form_cannot_show_is_found_not_raised():
     )
     assert shown_value(*floats, 1) == 1.0 and shown_value(*floats, float("nan")) is UNREADABLE
     assert shown_value(*floats, 10**400) is UNREADABLE and shown_value(*floats, 1e308) == 1e308
+
+
+def test_a_true_false_setting_takes_true_or_false_and_a_number_setting_a_number():
+    """From a link, a batch spec or the API: the text 'false' was kept as text and read as true
+    (it switched per-position scoring on); 'x' for a learning rate raised Python's own
+    "could not convert string to float"."""
+    eap, pruning = available_methods()["eap"], available_methods()["edge-pruning"]
+    assert eap.make_config({"positions": "false"}).positions is False
+    assert eap.make_config({"positions": "TRUE"}).positions is True
+    for wrong in ("x", 1, 0, None, "yes", [True]):
+        with pytest.raises(ValueError, match="positions must be true or false, not"):
+            eap.make_config({"positions": wrong})
+    for wrong in ("x", "inf", float("nan"), [0.1]):
+        with pytest.raises(ValueError, match="learning_rate must be a number, not"):
+            pruning.make_config({"learning_rate": wrong})
+    assert pruning.make_config({"learning_rate": "0.5"}).learning_rate == 0.5
+    with pytest.raises(ValueError) as raised:
+        pruning.make_config({"learning_rate": "9" * 3000})  # inf as a float: no number either
+    assert len(str(raised.value)) < 200  # the value is cut, its length named

@@ -21,6 +21,16 @@ def shown(text: str, limit: int = 60) -> str:
     return quoted if len(quoted) <= len(cut) else cut
 
 
+def given(value, limit: int = 40) -> str:
+    """A value the user gave (a setting from a form, a link or the command line), quoted for a
+    sentence: text as ``shown`` quotes it, anything else by its repr, each cut at ``limit``
+    characters with the full length named."""
+    if isinstance(value, str):
+        return shown(value, limit)
+    text = repr(value)
+    return text if len(text) <= limit + 2 else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def settings_text(config: Mapping, limit: int = 80) -> str:
     """A method's settings as one line of JSON for a header, each long value given as its size: a
     text over ``limit`` characters (a pasted paraphrase list) as '<N lines>', a list of more than

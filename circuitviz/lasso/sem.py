@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..core.text import given
 from .blocks import lasso_in_blocks
 from .solver import (
     kkt_violation,
@@ -74,7 +75,7 @@ def parse_selection(value) -> tuple[str, float]:
         number = float(text)
     except ValueError:
         raise ValueError(
-            f"lambda must be 'adaptive', 'auto' or a number between 0 and 1 (a correlation level), not {value!r}."
+            f"lambda must be 'adaptive', 'auto' or a number between 0 and 1 (a correlation level), not {given(value)}."
         ) from None
     if math.isnan(number) or not 0 < number <= 1:
         raise ValueError(

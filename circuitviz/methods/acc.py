@@ -27,6 +27,7 @@ from ..acc.forward import check_supported, run_forward
 from ..acc.svd import load_svd
 from ..acc.trace import Tracer, TraceSettings
 from ..core.results import CircuitResult
+from ..core.text import given
 from ..details.acc import ACCDetails, acc_circuits
 from ..measure.evaluate import curves_of_tasks
 from .base import Cost, Method, RunContext
@@ -67,7 +68,7 @@ class ACCConfig:
 
     def __post_init__(self):
         if not (isinstance(self.k, (int, float)) and 0 < float(self.k) <= 1000):
-            raise ValueError(f"k must be a positive number (the paper uses 1.5 to 2.5), not {self.k!r}.")
+            raise ValueError(f"k must be a positive number (the paper uses 1.5 to 2.5), not {given(self.k)}.")
         check_settings(self)  # every bound its fields declare
 
     def settings(self) -> TraceSettings:

@@ -20,6 +20,7 @@ import torch
 from ..core.graph import GraphSpec
 from ..core.results import CircuitResult, load_circuit
 from ..core.tasks import PromptTask
+from ..core.text import given
 from ..details.query import QueryCircuitDetails
 from ..models.adapter import adapter_of
 from ..query.pipeline import query_circuits
@@ -66,7 +67,7 @@ def base_scorer(config: QueryCircuitConfig) -> tuple[ScoringMethod, object]:
     method = get_method(config.base_method)
     if not isinstance(method, ScoringMethod):
         raise ValueError(
-            f"base_method must be a method that scores edges (eap, eap-ig, ...), not {config.base_method!r}."
+            f"base_method must be a method that scores edges (eap, eap-ig, ...), not {given(config.base_method)}."
         )
     fields = {f.name for f in dataclasses.fields(method.Config)}
     settings = {"ig_steps": int(config.ig_steps)} if "ig_steps" in fields else {}

@@ -42,6 +42,7 @@ from ..core.curves import ndf
 from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
+from ..core.text import given
 from ..details.edge_pruning import EdgePruningDetails
 from ..engine.scores import score_dtype
 from ..measure.evaluate import Evaluator, curves_of_tasks
@@ -118,7 +119,7 @@ def _warm_scores(ctx: RunContext, config: EdgePruningConfig) -> torch.Tensor:
     method = get_method(config.warm_start)
     if not isinstance(method, ScoringMethod):
         raise ValueError(
-            f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {config.warm_start!r}."
+            f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {given(config.warm_start)}."
         )
     ((scores, _),) = method.score_batch([ctx], _scorer_config(method, config), ctx.progress)  # a batch of one
     return (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)

@@ -28,6 +28,7 @@ import torch
 from ..core.graph import GraphSpec, top_n_at_budgets
 from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
+from ..core.text import given
 from ..details.ensemble import EnsembleDetails
 from ..measure.evaluate import circuits_at_budgets, curves_of_tasks
 from .base import Cost, Method, RunContext, ScoringMethod
@@ -74,11 +75,12 @@ class EnsembleConfig:
         unknown = [name for name in names if name not in allowed]
         if unknown:
             raise ValueError(
-                f"{', '.join(unknown)} cannot be a member of the ensemble; members are scoring methods: "
+                f"{', '.join(given(name) for name in unknown[:8])}{' and more' if len(unknown) > 8 else ''} "
+                "cannot be a member of the ensemble; members are scoring methods: "
                 f"{', '.join(allowed)}."
             )
         if self.normalise not in NORMALISATIONS:
-            raise ValueError(f"normalise must be rank or scale, not {self.normalise!r}.")
+            raise ValueError(f"normalise must be rank or scale, not {given(self.normalise)}.")
 
 
 # ----- normalisation and stability ---------------------------------------------------------------

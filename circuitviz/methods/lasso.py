@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.text import counted
+from ..core.text import counted, given
 from ..details.base import json_safe_deep
 from ..details.lasso import LassoDetails
 from ..lasso.observations import collect_observations, observation_texts
@@ -130,7 +130,7 @@ class LassoConfig:
         object.__setattr__(self, "lasso_lambda", str(self.lasso_lambda).strip().lower() or DEFAULT_LAMBDA)
         object.__setattr__(self, "units", str(self.units).strip().lower())
         if self.units not in UNITS:
-            raise ValueError(f"units must be 'components' or 'sae', not {self.units!r}.")
+            raise ValueError(f"units must be 'components' or 'sae', not {given(self.units)}.")
         parse_selection(self.lasso_lambda)
         if self.units == "sae" and not self.layers:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.tasks import PromptTask
+from ..core.text import given
 from ..query.pairs import ParaphraseError, ParaphraseRecord, paraphrase_records, read_pairs_text, records_text
 from ..query.sources import SOURCES
 from ..query.templates import template_paraphrases
@@ -84,7 +85,7 @@ class ParaphraseSource:
         check_settings(self)  # typed tuples, and every bound its fields declare
         if self.paraphrase_source not in SOURCES:
             raise ValueError(
-                f"paraphrase_source must be one of {', '.join(SOURCES)}, not {self.paraphrase_source!r}."
+                f"paraphrase_source must be one of {', '.join(SOURCES)}, not {given(self.paraphrase_source)}."
             )
 
 

@@ -49,6 +49,7 @@ from ..core.curves import ndf
 from ..core.graph import GraphSpec
 from ..core.results import CircuitResult
 from ..core.tasks import PreparedTask, TaskError, prepare_task
+from ..core.text import given
 from ..details.paraphrase_pruning import ParaphrasePruningDetails
 from ..engine.metric import compatible_groups
 from ..engine.prefix import reusing_prefixes
@@ -142,9 +143,13 @@ class ParaphrasePruningConfig(ParaphraseSource):
     def __post_init__(self):
         super().__post_init__()  # the paraphrase settings, and every bound the fields declare
         if self.warm_start not in WARM_STARTS:
-            raise ValueError(f"warm_start must be one of {', '.join(WARM_STARTS)}, not {self.warm_start!r}.")
+            raise ValueError(
+                f"warm_start must be one of {', '.join(WARM_STARTS)}, not {given(self.warm_start)}."
+            )
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}.")
+            raise ValueError(
+                f"objective must be one of {', '.join(OBJECTIVES)}, not {given(self.objective)}."
+            )
         if not float(self.learning_rate) > 0 or not float(self.temperature) > 0:
             raise ValueError("learning_rate and temperature must be above 0.")
         if not 0 < float(self.prompt_weight) < 1:

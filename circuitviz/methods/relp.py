@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.text import given
 from ..engine.relevance import DEFAULT_RULES, relevance_hooks
 from ..engine.scores import batched_gradient_scores
 from .base import Cost, ScoringMethod, gradient_cost
@@ -45,7 +46,7 @@ class RelPConfig:
         check_settings(self)
         object.__setattr__(self, "attention", str(self.attention).strip().lower())
         if self.attention not in ATTENTION_RULES:
-            raise ValueError(f"attention must be 'constant' or 'gradient', not {self.attention!r}.")
+            raise ValueError(f"attention must be 'constant' or 'gradient', not {given(self.attention)}.")
 
 
 @register

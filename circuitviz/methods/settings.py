@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import numbers
 import typing
 from typing import Any
+
+from ..core.text import given
 
 WIDGETS = ("lines", "budgets", "circuit")
 # the most IG steps and paraphrases any setting takes: the fields below declare them, and the
@@ -84,15 +88,37 @@ def check_settings(config) -> None:
     for config_field in dataclasses.fields(config):
         low, high = setting_bounds(config_field)
         kind = setting_type(type(config), config_field)
-        if (low is None and high is None) or kind not in (int, float):
-            continue
         name, value = config_field.name, getattr(config, config_field.name)
+        if kind is bool:  # a link's or a file's "false" was truthy: it switched the setting on
+            flag = _as_flag(value)
+            if flag is None:
+                raise ValueError(f"{name} must be true or false, not {given(value)}.")
+            if flag is not value:
+                object.__setattr__(config, name, flag)
+            continue
+        if kind not in (int, float):
+            continue
         number = _as_number(value, kind)
-        whole = "a whole number " if number is None and kind is int else ""
-        if number is None or (low is not None and number < low) or (high is not None and number > high):
-            raise ValueError(f"{name} must be {whole}{_allowed(low, high)}, not {value!r}.")
+        if low is None and high is None:  # no bounds, but a number all the same ('x' raised in float())
+            if number is None:
+                raise ValueError(
+                    f"{name} must be {'a whole number' if kind is int else 'a number'}, not {given(value)}."
+                )
+        elif number is None or (low is not None and number < low) or (high is not None and number > high):
+            whole = "a whole number " if number is None and kind is int else ""
+            raise ValueError(f"{name} must be {whole}{_allowed(low, high)}, not {given(value)}.")
         if number is not value:
             object.__setattr__(config, name, number)
+
+
+def _as_flag(value) -> bool | None:
+    """``value`` as a true/false setting: a bool, or the text true or false (JSON's words, in any
+    case) from a link or a file; None for anything else (1, 'yes', 'x' are not guessed at)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
 
 
 def _as_number(value, kind):
@@ -104,7 +130,8 @@ def _as_number(value, kind):
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or value != value:  # NaN is no number of anything
+    # NaN and inf are no setting's number; a numpy number (a benchmark's sweep) is one (numbers.Real)
+    if not isinstance(value, numbers.Real) or value != value or value in (math.inf, -math.inf):
         return None
     if kind is int:
         return int(value) if float(value).is_integer() else None
@@ -214,7 +241,7 @@ def parse_value(kind, value, name: str = "setting"):
         parts = [part.strip() for part in value.split(separator)]
         value = [part for part in parts if part]
     if not isinstance(value, (list, tuple)):
-        raise ValueError(f"{name} takes a list of {items.__name__} values, not {value!r}.")
+        raise ValueError(f"{name} takes a list of {items.__name__} values, not {given(value)}.")
     if items is int:
         return tuple(_whole_number(part, name) for part in value)
     return tuple(items(part) for part in value)
@@ -222,7 +249,7 @@ def parse_value(kind, value, name: str = "setting"):
 
 def _whole_number(part, name: str) -> int:
     if isinstance(part, bool):
-        raise ValueError(f"{name} takes whole numbers, not {part!r}.")
+        raise ValueError(f"{name} takes whole numbers, not {given(part)}.")
     if isinstance(part, int):
         return part
     text = str(part).strip()
