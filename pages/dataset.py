@@ -38,6 +38,8 @@ try:
 except atlas.AtlasError as error:
     st.error(markdown_sentence(str(error)))  # names the typed folder: shown as typed
     st.stop()
+for note in batch.notes:  # damaged rows left out: named, never dropped silently
+    st.warning(markdown_sentence(note))
 stamp = ui._stamp(batch.folder)
 if not batch.labels or not batch.rows().num_rows:
     st.warning("This batch has no finished prompt yet.")

@@ -252,3 +252,54 @@ def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
     text = ui.clusters_sentence(strong, 1034, auto=False)
     assert "(the number chosen)" in text and "at 1,034 edges" in text
     assert "Silhouette 0.41: distinct groups" in text and "not fall" not in text
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [  # each raised on the page before (found by mutating a real manifest at random)
+        (lambda m: m.update(n_edges="x"), "its n_edges is 'x', but its graph has 46 edges"),
+        (lambda m: m["model"].pop("model_id"), "its model's model_id is None"),
+        (lambda m: m["model"]["graph"].update(n_heads=0), "not n_layers and n_heads as whole numbers from 1"),
+        (lambda m: m.update(budgets=None), "its budgets are None"),
+        (lambda m: m.update(consensus=-1), "its consensus is -1"),
+    ],
+)
+def test_a_damaged_manifest_is_one_sentence_naming_its_field(batch_folder, change, says):
+    path = batch_folder / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    change(manifest)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(atlas.AtlasError, match="manifest.json is not a batch's manifest") as refused:
+        atlas.BatchTable.load(batch_folder)
+    assert says in str(refused.value)
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    assert len(at.error) == 1 and "is not a batch's manifest" in at.error[0].value.replace("\\", "")
+
+
+def test_damaged_rows_are_named_and_left_out_and_the_rest_is_shown(batch_folder):
+    """A row the atlas cannot read (an edited or truncated table, a row of another model's batch)
+    raised on the page (a reshape, an index out of range); now it is named and left out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = batch_folder / "results.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[1]["ndf"] = rows[1]["ndf"][:1]  # one value for four budgets
+    rows[3]["circuit_edges"] = [10**6] * len(rows[3]["circuit_edges"])  # edges the graph lacks
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    batch = atlas.BatchTable.load(batch_folder)
+    assert batch.table.num_rows == len(rows) - 2
+    (note,) = batch.notes
+    assert note.startswith("2 of the 6 rows of results.parquet are damaged")
+    assert "row 2 ('p1'): its ndf does not hold one value per budget" in note
+    assert "row 4 ('p3'): its circuit_edges are not edges of the graph's 46" in note
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    assert [w.value for w in at.warning if "damaged" in w.value] == [markdown_text(note)]
+    for row in rows:
+        row["ndf"] = row["ndf"][:1]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    with pytest.raises(atlas.AtlasError, match="Every row of results.parquet is damaged"):
+        atlas.BatchTable.load(batch_folder)

@@ -43,6 +43,7 @@ from scipy import sparse
 
 from ..core.graph import GraphSpec
 from ..measure.task_validity import gap_check_enabled
+from .folder_check import manifest_problem, row_problems
 from .table import SCHEMA, TABLE, with_optional_columns
 from .task_check import refusal_kinds, task_refusals
 
@@ -76,6 +77,7 @@ class BatchTable:
     table: pa.Table
     manifest: dict
     folder: Path | None = None
+    notes: list[str] = field(default_factory=list)  # what opening the folder left out, and why
     _labels: list[str] | None = field(default=None, repr=False)
     _label_column: list[str] | None = field(default=None, repr=False)
     _rows: dict = field(default_factory=dict, repr=False)
@@ -103,6 +105,9 @@ class BatchTable:
             # the reader's first sentence, whole (its message was cut at 120 characters mid-word)
             reason = str(error).split(". ")[0].strip().rstrip(".")
             raise AtlasError(f"{folder} cannot be read as a batch folder: {reason}.") from None
+        problem = manifest_problem(manifest)
+        if problem:
+            raise AtlasError(f"{folder}'s {MANIFEST} is not a batch's manifest: {problem}; rerun the batch.")
         table = with_optional_columns(table)
         missing = [name for name in SCHEMA.names if name not in table.column_names]
         if missing:
@@ -110,7 +115,22 @@ class BatchTable:
             raise AtlasError(
                 f"{path.name} lacks the columns {', '.join(missing[:5])}{more}; rerun the batch."
             )
-        return cls(table=table, manifest=manifest, folder=folder)
+        n_edges = int(manifest.get("n_edges") or GraphSpec.from_cfg_dict(manifest["model"]["graph"]).n_edges)
+        damaged = row_problems(table, n_edges)
+        if damaged and len(damaged) == table.num_rows:
+            raise AtlasError(f"Every row of {path.name} is damaged ({damaged[0][1]}); rerun the batch.")
+        notes = []
+        if damaged:
+            keep = numpy.ones(table.num_rows, dtype=bool)
+            keep[[index for index, _ in damaged]] = False
+            table = table.filter(pa.array(keep))
+            shown = "; ".join(sentence for _, sentence in damaged[:3]) + ("; …" if len(damaged) > 3 else "")
+            notes.append(
+                f"{len(damaged):,} of the {len(keep):,} rows of {path.name} {'is' if len(damaged) == 1 else 'are'} "
+                "damaged and left out of every "
+                f"figure ({shown}); rerun the batch to compute them again."
+            )
+        return cls(table=table, manifest=manifest, folder=folder, notes=notes)
 
     @property
     def spec(self) -> GraphSpec:

@@ -544,6 +544,8 @@ def cmd_batch(args) -> int:
         print(f"interrupted: rerun the same command to resume; {args.out} keeps what finished.")
         return 130
     batch = BatchTable.load(args.out)
+    for note in batch.notes:  # rows of an earlier run's table that cannot be read: left out, named
+        print(note)
     for label in batch.labels:
         scores = mib_scores(batch, label)
         if not scores:
