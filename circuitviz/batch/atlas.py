@@ -43,7 +43,7 @@ from scipy import sparse
 
 from ..core.graph import GraphSpec
 from ..measure.task_validity import gap_check_enabled
-from .folder_check import manifest_problem, row_problems
+from .folder_check import damaged_note, manifest_problem, row_problems
 from .table import SCHEMA, TABLE, with_optional_columns
 from .task_check import refusal_kinds, task_refusals
 
@@ -119,17 +119,11 @@ class BatchTable:
         damaged = row_problems(table, n_edges)
         if damaged and len(damaged) == table.num_rows:
             raise AtlasError(f"Every row of {path.name} is damaged ({damaged[0][1]}); rerun the batch.")
-        notes = []
+        notes = [damaged_note(damaged, table.num_rows, path.name)] if damaged else []
         if damaged:
             keep = numpy.ones(table.num_rows, dtype=bool)
             keep[[index for index, _ in damaged]] = False
             table = table.filter(pa.array(keep))
-            shown = "; ".join(sentence for _, sentence in damaged[:3]) + ("; …" if len(damaged) > 3 else "")
-            notes.append(
-                f"{len(damaged):,} of the {len(keep):,} rows of {path.name} {'is' if len(damaged) == 1 else 'are'} "
-                "damaged and left out of every "
-                f"figure ({shown}); rerun the batch to compute them again."
-            )
         return cls(table=table, manifest=manifest, folder=folder, notes=notes)
 
     @property

@@ -146,3 +146,14 @@ def row_problems(table, n_edges: int) -> list[tuple[int, str]]:
         if problem:
             found.append((index, f"row {index + 1:,} ({given(row['task_id'])}): {problem}"))
     return found
+
+
+def damaged_note(damaged: list[tuple[int, str]], total: int, name: str) -> str:
+    """The one warning for the rows ``row_problems`` found: how many, the first three named."""
+    shown = "; ".join(sentence for _, sentence in damaged[:3])
+    more = f"; and {len(damaged) - 3:,} more" if len(damaged) > 3 else ""
+    verb = "is" if len(damaged) == 1 else "are"
+    return (
+        f"{len(damaged):,} of the {total:,} rows of {name} {verb} damaged and left out of every figure "
+        f"({shown}{more}); rerun the batch to compute them again."
+    )
