@@ -566,6 +566,16 @@ def test_edited_paraphrases_become_one_pair_a_line_whatever_the_cells_hold():
     assert edited_pairs_text([{"paraphrase": None, "corrupted": None}], before[:1]) == ""
 
 
+def test_a_links_view_that_pins_a_list_drops_that_pin_and_says_so():
+    """A pinned node given as a list raised TypeError (unhashable) when the view was read."""
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.ui.instrument import read_state
+
+    state, problems = read_state({"pins": [["m0"], "m0", {"a": 1}]}, GraphSpec(n_layers=2, n_heads=2), set())
+    assert state.pins == ["m0"]
+    assert problems == ["2 pinned nodes this circuit does not have were left out."]
+
+
 def test_every_table_of_the_app_says_what_a_missing_figure_is():
     """A missing figure (no held-out paraphrase, a node without an SAE) shows as a dash, not the
     word None Streamlit writes by default."""

@@ -74,7 +74,7 @@ def read_state(data, spec, node_ids: set[str]) -> tuple[InstrumentState, list[st
         problems.append(f"The pinned nodes are not a list of at most {MAX_PINS}; they were left out.")
         pins = []
     known = set(spec.node_names) | node_ids
-    unknown = [p for p in pins if p not in known]
+    unknown = [p for p in pins if not isinstance(p, str) or p not in known]  # a list is no node's name
     if unknown:
         problems.append(f"{len(unknown)} pinned nodes this circuit does not have were left out.")
     clicked = data.get("clicked") or ""
@@ -85,7 +85,7 @@ def read_state(data, spec, node_ids: set[str]) -> tuple[InstrumentState, list[st
         clicked = ""
     state = InstrumentState(
         clicked=clicked,
-        pins=[str(p) for p in pins if p in known],
+        pins=[p for p in pins if isinstance(p, str) and p in known],
         groups=groups,
         edit=read.edit,
         words=bool(data.get("words")),
