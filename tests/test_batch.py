@@ -175,6 +175,12 @@ def test_csv_rows_and_a_missing_header(tmp_path):
         parse_dataset("prompt_text,target\na,b\n", "csv")
     with pytest.raises(DatasetError, match="no usable task"):
         parse_dataset("{}\n", "jsonl")
+    # the csv module's own errors were no DatasetError: a traceback on the command line
+    huge = "clean,corrupted,answer,foil\n" + "x " * 80_000 + ",c d, x, y\n"
+    with pytest.raises(DatasetError, match="cannot be read at line 2: field larger than field limit"):
+        parse_dataset(huge, "csv")
+    old_mac = "clean,corrupted,answer,foil\ra b,c d, x, y\r"  # carriage returns alone end its lines
+    assert [t.task.clean for t in parse_dataset(old_mac, "csv").tasks] == ["a b"]
 
 
 # ----- the batch folder --------------------------------------------------------------------------

@@ -119,7 +119,16 @@ def _jsonl_records(text: str):
 
 
 def _csv_records(text: str):
-    reader = csv.DictReader(io.StringIO(text))
+    """(line, record, None) per row; the csv module's own errors (a field over its size limit, a
+    bare carriage return in text given directly) are a DatasetError naming the line."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        yield from _csv_rows(reader)
+    except csv.Error as error:
+        raise DatasetError(f"The CSV file cannot be read at line {reader.line_num + 1:,}: {error}.") from None
+
+
+def _csv_rows(reader: csv.DictReader):
     names = reader.fieldnames or []
     if not any(name in names for name in _CLEAN_KEYS) or "answer" not in names:
         raise DatasetError(
