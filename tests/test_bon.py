@@ -127,6 +127,21 @@ def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
     assert [p.to_dict() for p in repeat.curve] == [p.to_dict() for p in again.curve]
     other_steps = run(tiny, "bon", store=store, budgets=[8], ig_steps=6)
     assert other_steps.details.counts["scored_pairs"] == 4
+    # the calibration records the work each run did: no scoring for pairs read back, no evaluation
+    # for circuits whose metrics were (a rerun priced whole made the next estimates 4x too short)
+    spec, n_tokens = first.graph, len(first.tokens["clean"])
+    base = get_method("eap-ig").estimate(get_method("eap-ig").make_config({"ig_steps": 5}), spec, n_tokens, 0)
+    checks = 12.0 * 3  # PARAPHRASE_CHECK_PASSES for each of the file's three pairs
+    bon, csm = get_method("bon"), get_method("bon-csm")
+    n = len(first.curve)  # its budgets, 8 and 16 (again's: 5 and 40)
+    assert bon.passes_done(first) == pytest.approx(4 * base.passes + 2.0 * n * 4 + n + checks)  # 4 pairs
+    assert csm.passes_done(again) == pytest.approx(2.0 * n * 4 + n + checks)  # every pair read back
+    assert csm.passes_done(repeat) == pytest.approx(n + checks)  # and every circuit's metrics too
+    # the estimate prices the file's three pairs, not n_paraphrases' default nine
+    assert bon.as_config(first.config).n_paraphrases == 9
+    assert bon.passes_done(first) == pytest.approx(
+        bon.estimate(bon.as_config(first.config), spec, n_tokens, n).passes
+    )
     assert len(list((tmp_path / "scores").glob("*.pt"))) == 8
     assert len(list((tmp_path / "circuit-metrics").glob("*.pt"))) == 1
 
