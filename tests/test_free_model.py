@@ -71,6 +71,30 @@ def test_an_id_that_cannot_load_is_one_sentence_naming_the_fix(typed, expected, 
     assert checked.problem.count(". ") == 0 and checked.problem.endswith(".")
 
 
+@pytest.mark.parametrize(
+    "change",
+    [  # each raised in the sidebar before (found by writing random configs into a folder)
+        lambda c: c.update(num_attention_heads=1e308),  # drawn as a 300-digit head count, then OverflowError
+        lambda c: c.update(hidden_size=-5),
+        lambda c: c.update(num_hidden_layers=True),
+        lambda c: c.update(text_config=2.5),  # AttributeError: a multimodal config's part that is no object
+        lambda c: c.update(architectures=[{"a": 1}]),
+    ],
+)
+def test_a_config_with_values_of_the_wrong_kind_never_raises(change, tmp_path):
+    import transformer_lens.factories.architecture_adapter_factory  # noqa: F401  (the check it enables)
+
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64}
+    config.update(num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=1000)
+    change(config)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    checked = check_free_model(str(tmp_path))
+    said = checked.problem or checked.note or checked.estimate.sentence()
+    assert len(said) < 300, said
+    (tmp_path / "config.json").write_text(json.dumps(["not", "an", "object"]))
+    assert "does not read (it is not a JSON object)" in check_free_model(str(tmp_path)).problem
+
+
 def test_a_folder_without_a_config_says_what_it_needs(tmp_path):
     (tmp_path / "empty").mkdir()
     checked = check_free_model(str(tmp_path / "empty"))

@@ -51,8 +51,12 @@ class MemoryEstimate:
         )
 
 
-def _text_config(config: dict) -> dict:
-    return config.get("text_config") or config
+def _text_config(config) -> dict:
+    """The language model's part of a config (a multimodal one nests it), which must be an object."""
+    if not isinstance(config, dict):
+        raise ValueError("it is not a JSON object")
+    inner = config.get("text_config")
+    return inner if isinstance(inner, dict) and inner else config
 
 
 def _config_dict(model_id: str) -> dict:
@@ -71,6 +75,9 @@ def _config_dict(model_id: str) -> dict:
     return _text_config(json.loads(path.read_text()))
 
 
+LARGEST_SIZE = 10**7  # a width, a vocabulary or a count of layers beyond any model's: a broken config
+
+
 def _first(config: dict, *names, default=None):
     for name in names:
         if config.get(name) is not None:
@@ -78,14 +85,24 @@ def _first(config: dict, *names, default=None):
     return default
 
 
+def _size(value) -> int:
+    """A config's size field as a whole number from 1; ValueError for anything else (true, 1e308,
+    -5, "x": a 1e308 head count was drawn as a 300-digit number, then raised in the sentence)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= LARGEST_SIZE:
+        raise ValueError(f"not a size: {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"not a whole number: {value!r}")
+    return int(value)
+
+
 def parameters_of_config(config: dict) -> tuple[int, int, int, bool]:
     """(parameters with grouped-query attention ungrouped, layers, heads, parallel) of a config."""
-    d = int(_first(config, "hidden_size", "n_embd", "d_model"))
-    layers = int(_first(config, "num_hidden_layers", "n_layer", "num_layers"))
-    heads = int(_first(config, "num_attention_heads", "n_head", "num_heads"))
-    head_dim = int(_first(config, "head_dim", default=d // heads))
-    mlp = int(_first(config, "intermediate_size", "n_inner", default=None) or 4 * d)
-    vocab = int(_first(config, "vocab_size"))
+    d = _size(_first(config, "hidden_size", "n_embd", "d_model"))
+    layers = _size(_first(config, "num_hidden_layers", "n_layer", "num_layers"))
+    heads = _size(_first(config, "num_attention_heads", "n_head", "num_heads"))
+    head_dim = _size(_first(config, "head_dim", default=max(d // heads, 1)))
+    mlp = _size(_first(config, "intermediate_size", "n_inner", default=None) or 4 * d)
+    vocab = _size(_first(config, "vocab_size"))
     gated = config.get("model_type") not in ("gpt2", "gpt_neox", "gptj", "opt", "bloom", "phi")
     attention = 4 * d * heads * head_dim  # q, k, v (ungrouped) and o
     per_layer = attention + (3 if gated else 2) * d * mlp + 2 * d  # and two norm weights
@@ -150,6 +167,7 @@ def _unsupported_architecture(config: dict) -> str | None:
     factory = sys.modules.get("transformer_lens.factories.architecture_adapter_factory")
     supported = getattr(factory, "SUPPORTED_ARCHITECTURES", None)
     names = config.get("architectures") or []
+    names = [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
     if not supported or not names:
         return None
     return None if any(name in supported for name in names) else str(names[0])
