@@ -52,7 +52,7 @@ def test_a_busy_cpu_is_said_beside_the_estimate(tiny, monkeypatch):
 def test_runs_beside_other_work_do_not_price_a_quiet_machine(tmp_path, monkeypatch):
     """Three runs that began beside other work (half the speed) and one on a quiet machine: the
     estimate is priced from the quiet one and says so; with no run known quiet, from all of them;
-    runs recorded before the others' load was (no 'others') count as unknown."""
+    runs recorded before the others' load was (no 'others') count only where no run's load is known."""
     from circuitviz.entry import calibration
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
@@ -60,14 +60,18 @@ def test_runs_beside_other_work_do_not_price_a_quiet_machine(tmp_path, monkeypat
         calibration.record("cpu", "eap", 1e9, 2.0, others=others)
     busy = calibration.rate("cpu", "eap", 1.0)
     assert busy.flops_per_second == pytest.approx(5e8) and busy.runs == 3 and not busy.quiet_only
-    calibration.record("cpu", "eap", 1e9, 1.0)  # unknown load: neither quiet nor busy
-    assert calibration.rate("cpu", "eap", 1.0).runs == 4
+    calibration.record("cpu", "eap", 1e9, 1.0)  # unknown load beside known ones: an older run, left out
+    assert calibration.rate("cpu", "eap", 1.0).runs == 3
     calibration.record("cpu", "eap", 1e9, 1.0, others=0.1)
     quiet = calibration.rate("cpu", "eap", 1.0)
     assert quiet.flops_per_second == pytest.approx(1e9) and quiet.runs == 1 and quiet.quiet_only
     assert quiet.describe("eap") == "priced from 1 eap run on this machine while it was quiet"
     stored = json.loads(calibration.calibration_path().read_text())["cpu"]["eap"]
     assert [run.get("others") for run in stored] == [1.0, 1.0, 1.2, None, 0.1]
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "gpu"))
+    for seconds in (1.0, 2.0, 4.0):
+        calibration.record("cuda", "eap", 1e9, seconds)  # no load known anywhere: every run counts
+    assert calibration.rate("cuda", "eap", 1.0).runs == 3
 
 
 def test_limits_from_env_and_file(tmp_path):
