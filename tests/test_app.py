@@ -823,6 +823,10 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     assert at.session_state["bon.method.ibon.paraphrase_source"] == "file"
     pairs = at.session_state["bon.method.ibon.paraphrases"].splitlines()
     assert pairs and all(json.loads(line)["clean"] and json.loads(line)["corrupted"] for line in pairs)
+    said = [m.value for m in at.success if "now holds these" in m.value]
+    assert said == [
+        f"The form above now holds these {len(pairs)} paraphrases (source: file); press Run Best-of-N to score them."
+    ]
     # iBoN takes any budget: one the run never evaluated, on a log-spaced slider
     slider = at.select_slider(key="w.budget")
     assert 15 in [int(str(o).replace(",", "")) for o in slider.options]

@@ -7,8 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
+from ..core.text import counted
 from . import bon, loaders, result_view, state
 
+USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
 UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
 
 
@@ -29,8 +31,21 @@ def pairs_table(result, method: str) -> None:
         text = bon.edited_pairs_text(edited[1:], rows[1:])  # the first row is the prompt itself
         for name, value in (("paraphrase_source", "file"), ("paraphrases", text)):
             state.set_widget_value(f"bon.method.{method}.{name}", value)
+        state.set_widget_value(USED_KEY, len(text.splitlines()))
 
     st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
+    used = state.widget_value(USED_KEY)  # said once, beside the button (the form is far above)
+    state.forget_widget_value(USED_KEY)
+    if used:
+        st.success(
+            f"The form above now holds these {counted(used, 'paraphrase')} (source: file); press "
+            "Run Best-of-N to score them."
+        )
+    elif used == 0:
+        st.warning(
+            "Every paraphrase of the table was cleared, so the next run has none to score; restore "
+            "one here or choose another paraphrase source in the form above."
+        )
     for note in result.details.notes:
         st.caption(note)
 
