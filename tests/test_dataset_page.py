@@ -295,6 +295,7 @@ def test_damaged_rows_are_named_and_left_out_and_the_rest_is_shown(batch_folder)
     assert note.startswith("2 of the 6 rows of results.parquet are damaged")
     assert "row 2 ('p1'): its ndf does not hold one value per budget" in note
     assert "row 4 ('p3'): its circuit_edges are not edges of the graph's 46" in note
+    assert atlas.consensus_bands(batch, batch.labels[0]) == []  # the batch's consensus counted them
     at = _dataset(batch_folder)
     assert not at.exception, at.exception
     assert [w.value for w in at.warning if "damaged" in w.value] == [markdown_text(note)]

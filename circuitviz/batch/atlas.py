@@ -78,6 +78,7 @@ class BatchTable:
     manifest: dict
     folder: Path | None = None
     notes: list[str] = field(default_factory=list)  # what opening the folder left out, and why
+    dropped: int = 0  # damaged rows left out (the consensus the batch stored was measured with them)
     _labels: list[str] | None = field(default=None, repr=False)
     _label_column: list[str] | None = field(default=None, repr=False)
     _rows: dict = field(default_factory=dict, repr=False)
@@ -124,7 +125,7 @@ class BatchTable:
             keep = numpy.ones(table.num_rows, dtype=bool)
             keep[[index for index, _ in damaged]] = False
             table = table.filter(pa.array(keep))
-        return cls(table=table, manifest=manifest, folder=folder, notes=notes)
+        return cls(table=table, manifest=manifest, folder=folder, notes=notes, dropped=len(damaged))
 
     @property
     def spec(self) -> GraphSpec:
@@ -558,7 +559,7 @@ def consensus_bands(batch: BatchTable, label: str) -> list[dict]:
     consensus of all its tasks: a budget whose circuit differs from the passing tasks' consensus
     is left out (its figures are of another circuit)."""
     table = consensus_table(batch)
-    if table is None or table.num_rows == 0:
+    if table is None or table.num_rows == 0 or batch.dropped:  # its circuits counted the damaged rows
         return []
     own = {band["budget"]: band for band in curve_bands(batch, label)}
     table = table.filter(pc.equal(table.column("label"), label))

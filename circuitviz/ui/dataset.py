@@ -269,6 +269,11 @@ def consensus(
         st.caption(
             f"The batch evaluated the consensus at {point['threshold']:.0%}; set the share to that to see its NDF."
         )
+    elif batch.dropped:
+        st.caption(
+            "The batch measured its consensus with the damaged rows left out above, so its figures "
+            "are of another circuit; rerun `circuitviz batch` to measure this one."
+        )
     elif batch.rows(label, passing=True).num_rows < batch.rows(label).num_rows:
         st.caption(
             "The batch measured the consensus of all its stored tasks, refused ones included, which is "
