@@ -261,6 +261,7 @@ def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
         (lambda m: m["model"].pop("model_id"), "its model's model_id is None"),
         (lambda m: m["model"]["graph"].update(n_heads=0), "not n_layers and n_heads as whole numbers from 1"),
         (lambda m: m.update(budgets=None), "its budgets are None"),
+        (lambda m: m.update(budgets=[-1, 10]), "its budgets are [-1, 10]"),  # 0 is a budget the runner takes
         (lambda m: m.update(consensus=-1), "its consensus is -1"),
     ],
 )

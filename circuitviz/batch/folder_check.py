@@ -43,7 +43,7 @@ def manifest_problem(manifest) -> str | None:
     if n_edges is not None and n_edges != spec.n_edges:
         return f"its n_edges is {given(n_edges)}, but its graph has {spec.n_edges:,} edges"
     budgets = manifest.get("budgets")
-    if not isinstance(budgets, list) or not budgets or not all(_whole(b) and b > 0 for b in budgets):
+    if not isinstance(budgets, list) or not budgets or not all(_whole(b) and b >= 0 for b in budgets):
         return f"its budgets are {given(budgets)}, not a list of edge counts"
     consensus = manifest.get("consensus")
     if consensus is not None:
@@ -120,13 +120,14 @@ def row_problems(table, n_edges: int) -> list[tuple[int, str]]:
     n_edges_kept, n_top, n_scores = (
         _lengths(table, name) for name in ("circuit_edges", "top_edges", "top_scores")
     )
+    per_budget = {name: _lengths(table, name) for name in PER_BUDGET}
     checks = [  # (per row: whether the row fails, what to say), in the order they are said
         *(
-            ((_lengths(table, name) != n_budgets) & ((_lengths(table, name) != -1) | (name not in OPTIONAL)),
+            ((lengths != n_budgets) & ((lengths != -1) | (name not in OPTIONAL)),
              f"its {name} does not hold one value per budget")
-            for name in PER_BUDGET
+            for name, lengths in per_budget.items()
         ),
-        (_outside(table, "edges_kept", _lengths(table, "edges_kept"), numpy.inf),  # units: may pass n_edges
+        (_outside(table, "edges_kept", per_budget["edges_kept"], numpy.inf),  # units: may pass n_edges
          "its edges_kept are not counts"),
         ((n_top != n_scores) | (n_top < 0) | _outside(table, "top_edges", n_top, n_edges - 1),
          f"its top_edges and top_scores are not as many edges of the graph's {n_edges:,} as scores"),
