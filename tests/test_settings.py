@@ -166,3 +166,11 @@ def test_a_true_false_setting_takes_true_or_false_and_a_number_setting_a_number(
     with pytest.raises(ValueError) as raised:
         pruning.make_config({"learning_rate": "9" * 3000})  # inf as a float: no number either
     assert len(str(raised.value)) < 200  # the value is cut, its length named
+    eap_ig = available_methods()["eap-ig"]
+    for huge in (10**400, 2**1100):  # an argparse int of 400 digits raised OverflowError
+        with pytest.raises(
+            ValueError, match=r"ig_steps must be between 1 and 1000, not \d+… \(\d+ characters\)"
+        ):
+            eap_ig.make_config({"ig_steps": huge})
+        with pytest.raises(ValueError, match="learning_rate must be a number"):
+            pruning.make_config({"learning_rate": huge})

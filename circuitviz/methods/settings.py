@@ -133,6 +133,8 @@ def _as_number(value, kind):
     # NaN and inf are no setting's number; a numpy number (a benchmark's sweep) is one (numbers.Real)
     if not isinstance(value, numbers.Real) or value != value or value in (math.inf, -math.inf):
         return None
+    if isinstance(value, numbers.Integral):  # whole already (10**400 has no float: it raised here)
+        return int(value) if kind is int else (float(value) if abs(value) < 2**1023 else None)
     if kind is int:
         return int(value) if float(value).is_integer() else None
     return float(value) if not isinstance(value, float) else value
