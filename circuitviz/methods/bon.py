@@ -160,9 +160,9 @@ class QueryCircuitMethod(Method):
         """The passes of the run as it went: a pair whose score matrix it read from the store
         (``cache_scores``: the same paraphrase scored by an earlier run) was not scored, candidates
         whose metrics it read back were not evaluated, and only the pairs that passed the checks
-        were scored (a list of three pairs under the default of nine paraphrases). Priced on the whole list, a rerun
-        with an edited list that kept most of its pairs recorded their scoring as done in 3.4 s, and
-        the next estimates came out at a quarter of the runs' time."""
+        were scored. Priced on the whole list, a rerun with an edited list that kept most of its
+        pairs recorded their scoring as done in 3.4 s, and the next estimates came out at about a
+        quarter of the runs' time."""
         counts = getattr(result.details, "counts", None) or {}
         if "scored_pairs" not in counts:
             return None
