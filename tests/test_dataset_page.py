@@ -278,6 +278,14 @@ def test_a_damaged_manifest_is_one_sentence_naming_its_field(batch_folder, chang
     assert len(at.error) == 1 and "is not a batch's manifest" in at.error[0].value.replace("\\", "")
 
 
+def test_a_manifest_budget_of_0_is_one_the_runner_takes():
+    from circuitviz.batch.folder_check import manifest_problem
+
+    manifest = {"model": {"model_id": "m", "graph": {"n_layers": 2, "n_heads": 2}}, "budgets": [0, 10]}
+    assert manifest_problem(manifest) is None  # 'batch --budgets 0,10' writes it; it was refused
+    assert "its budgets are [-1, 10]" in manifest_problem(dict(manifest, budgets=[-1, 10]))
+
+
 def test_damaged_rows_are_named_and_left_out_and_the_rest_is_shown(batch_folder):
     """A row the atlas cannot read (an edited or truncated table, a row of another model's batch)
     raised on the page (a reshape, an index out of range); now it is named and left out."""
