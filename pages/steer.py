@@ -92,6 +92,8 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     placeholder="—",  # a node without an SAE, or a feature that is off: no share to give
+    # the long description last: at 1,000 px it ran past the table's edge and hid the share column
+    column_order=("node", "feature", steer.SHARE, "at", "what it does"),
     column_config={steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP)},
 )
 
