@@ -27,8 +27,17 @@ def given(value, limit: int = 40) -> str:
     characters with the full length named."""
     if isinstance(value, str):
         return shown(value, limit)
-    text = repr(value)
-    return text if len(text) <= limit + 2 else f"{text[:limit]}… ({len(text):,} characters)"
+    return cut(repr(value), limit, keep=limit + 2)
+
+
+def cut(text: str, limit: int, keep: int | None = None) -> str:
+    """``text`` whole when it is at most ``keep`` characters (``limit`` when None), else its first
+    ``limit`` with the full length named: '…' and '(3,002 characters)'."""
+    return (
+        text
+        if len(text) <= (limit if keep is None else keep)
+        else f"{text[:limit]}… ({len(text):,} characters)"
+    )
 
 
 def settings_text(config: Mapping, limit: int = 80) -> str:

@@ -21,7 +21,7 @@ import re
 
 import streamlit as st
 
-from ..core.text import markdown_text
+from ..core.text import cut, markdown_text
 from ..methods.settings import (
     item_type,
     parse_value,
@@ -125,8 +125,7 @@ UNREADABLE = object()  # a setting's value that its widget cannot show (``shown_
 def _as_given(value, limit: int = 60) -> str:
     """A setting's value as a link writes it (JSON: true, null, {"a": 1}), cut at ``limit``
     characters with the full length named (a 3,000-character value was quoted whole)."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+    return cut(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 _LARGEST_WHOLE = 2**53 - 1  # Streamlit's number box: JavaScript's largest safe integer

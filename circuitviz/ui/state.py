@@ -28,7 +28,7 @@ from typing import Any
 
 import streamlit as st
 
-from ..core.text import markdown_text
+from ..core.text import cut, markdown_text
 from . import loaders
 from .pagelist import switch_to
 
@@ -188,7 +188,7 @@ _UNREADABLE_AS = {INTEGER: "not a whole number", SETTINGS: "not a JSON object of
 def unreadable_link_value(found: Field, text: str) -> str:
     """One sentence (markdown, the link's text escaped) for a URL value that does not read as its
     field's kind; the page goes on with its own value."""
-    shown = text if len(text) <= 80 else text[:80] + f"… ({len(text):,} characters)"
+    shown = cut(text, 80)
     what = _UNREADABLE_AS.get(found.kind, "not readable")
     return markdown_text(
         f"The link's {found.url} {shown!r} is {what}: it is left out, and the page uses its own."
