@@ -31,28 +31,36 @@ def test_the_cores_the_others_leave_free():
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
 def test_another_busy_process_is_measured_and_this_ones_own_work_is_not():
     core = cpu_share.allowed_cores()[:1]
-    # this process busy on its own: not the others' load (against the same measure just before,
-    # so whatever else the machine runs counts in both)
-    baseline = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
-    done = threading.Event()
+    # this process busy on its own: not the others' load. Each spinning window is held against a
+    # quiet window just before it, so whatever else the machine runs counts in both; the other
+    # tests of `make test` start and stop work between windows (CI once saw 0.46 of a core before
+    # and 1.29 during all three spinning windows), so the pair that differs least is kept: this
+    # process's own spinning, were it counted, would add nearly a core to every pair.
+    done, spinning = threading.Event(), threading.Event()
 
     def spin():
         while not done.is_set():
-            sum(range(1000))
+            if spinning.is_set():
+                sum(range(1000))
+            else:
+                spinning.wait(0.01)
 
     spinner = threading.Thread(target=spin)
     spinner.start()
-    try:  # the least of three windows: a process that starts elsewhere spoils one (0.53 of a
-        # core once under `make test`), while this process's own spinning, were it counted, would
-        # show in every window
-        own = None
-        for _ in range(3):
-            measured = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
-            own = measured if own is None or (measured is not None and measured < own) else own
-            if own is not None and baseline is not None and own < baseline + 0.5:
-                break
+    pairs = []
+    try:
+        for _ in range(6):
+            spinning.clear()
+            baseline = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+            spinning.set()
+            own = cpu_share.others_busy(0.3, cores=cpu_share.allowed_cores())
+            if baseline is not None and own is not None:
+                pairs.append((own - baseline, own, baseline))
+                if own - baseline < 0.5:
+                    break
     finally:
         done.set()
+        spinning.set()
         spinner.join()
     burner = subprocess.Popen(
         [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core[0]}}})\nwhile True: pass"]
@@ -64,7 +72,7 @@ def test_another_busy_process_is_measured_and_this_ones_own_work_is_not():
         burner.kill()
         burner.wait()
     assert other is not None and other >= 0.6, other  # the core the burner holds, nearly whole
-    assert own is not None and baseline is not None and own < baseline + 0.5, (own, baseline)
+    assert pairs and min(pairs)[0] < 0.5, pairs
 
 
 def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
