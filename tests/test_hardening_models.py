@@ -49,3 +49,118 @@ def test_a_malicious_torch_bin_is_refused_and_never_runs(tmp_path: Path):
         with pytest.raises(ModelLoadError, match="arbitrary code"):
             load_model(str(other), device="cpu")
         assert not marker.exists()
+
+
+# ----- a folder damaged in one place: refused at load in one sentence, never loaded half-random ----
+
+
+@pytest.fixture(scope="module")
+def sound_folder(tmp_path_factory) -> Path:
+    import torch
+
+    from circuitviz.bench.toy_families import random_hf_model
+    from circuitviz.bench.toy_models import word_tokenizer
+
+    folder = tmp_path_factory.mktemp("sound") / "llama"
+    random_hf_model("llama3", seed=1, dtype=torch.float32).save_pretrained(str(folder))
+    word_tokenizer().save_pretrained(str(folder))
+    return folder
+
+
+def _config_field(field, value):
+    def change(folder: Path) -> None:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, field: value}))
+
+    return change
+
+
+def _weights(change_tensors):
+    def change(folder: Path) -> None:
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(str(folder / "model.safetensors"))
+        change_tensors(tensors)
+        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+    return change
+
+
+def _file(name, text):
+    def change(folder: Path) -> None:
+        (folder / name).write_text(text)
+
+    return change
+
+
+def _truncated(folder: Path) -> None:
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:5000])
+
+
+DOWN = "model.layers.1.mlp.down_proj.weight"
+DAMAGE = {  # found by loading about 800 randomly damaged folders (eight families)
+    "config a list": (_file("config.json", "[]"), "holds list where a JSON object belongs"),
+    "config without model type": (_file("config.json", '{"hidden_size": 8}'), "names no model type"),
+    "unknown model type": (_config_field("model_type", "-1"), "model type '-1' is not one transformers"),
+    "a field of the wrong kind": (_config_field("num_hidden_layers", None), "a value of the wrong kind"),
+    "no heads": (
+        _config_field("num_attention_heads", 0),
+        "could not read the checkpoint",
+    ),  # ZeroDivisionError
+    "weights cut short": (_truncated, "could not read the checkpoint"),  # SafetensorError
+    "a weight missing": (_weights(lambda t: t.pop(DOWN)), f"lack 1 of the model's tensors ({DOWN})"),
+    "a weight of another shape": (
+        _weights(lambda t: t.update({DOWN: t[DOWN][:, :3].contiguous()})),
+        "do not fit its config.json",
+    ),
+    "a NaN weight": (
+        _weights(lambda t: t[DOWN].view(-1).__setitem__(0, float("nan"))),
+        f"not finite (NaN or infinity) in {DOWN}",
+    ),
+    # transformers built layers until the memory ran out
+    "10**12 layers": (_config_field("num_hidden_layers", 10**12), "num_hidden_layers 1000000000000, beyond"),
+    "a million layers": (
+        _config_field("num_hidden_layers", 10**6),
+        "where the weight files hold 21,344 numbers",
+    ),
+    "a norm epsilon of NaN": (
+        _config_field("rms_norm_eps", float("nan")),
+        "gives logits that are not finite",
+    ),
+    "no positions": (_config_field("max_position_embeddings", 0), "loaded but cannot run a sentence"),
+    "a length of the wrong kind": (
+        _file("tokenizer_config.json", '{"model_max_length": "x"}'),
+        "gives model_max_length 'x'",
+    ),
+    "a tokenizer class transformers lacks": (
+        _file("tokenizer_config.json", '{"tokenizer_class": "Nope"}'),
+        "The tokenizer of",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_folder_is_refused_in_one_sentence_naming_the_damage(damage, sound_folder, tmp_path):
+    """Before: a traceback (StrictDataclassFieldValidationError, ZeroDivisionError, SafetensorError,
+    a TypeError from the tokenizer at the first run), a message of two sentences, or a model loaded
+    with a weight left random (transformers said so only in its log) or NaN in every figure."""
+    import shutil
+
+    from sentences import assert_one_sentence
+
+    folder = tmp_path / "model"
+    shutil.copytree(sound_folder, folder)
+    change, says = DAMAGE[damage]
+    change(folder)
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(str(folder), device="cpu")
+    assert says in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+def test_the_undamaged_folder_loads(sound_folder):
+    from circuitviz.models.adapter import adapter_of
+
+    model = load_model(str(sound_folder), device="cpu")
+    assert adapter_of(model).to_tokens("When Mary and John went").shape[1] > 1

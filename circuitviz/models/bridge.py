@@ -109,8 +109,9 @@ def ungroup_attention(hf_model: PreTrainedModel) -> int:
 def architecture_of(hf_model: PreTrainedModel) -> str:
     """The architecture name the bridge picks its adapter by (the class name when a config made
     in memory lists none)."""
-    names = getattr(hf_model.config, "architectures", None) or []
-    return names[0] if names else type(hf_model).__name__
+    names = getattr(hf_model.config, "architectures", None)
+    listed = isinstance(names, (list, tuple)) and names and isinstance(names[0], str) and names[0]
+    return names[0] if listed else type(hf_model).__name__  # a config's NaN or [] names nothing
 
 
 def official_name(name: str) -> str:
@@ -151,8 +152,7 @@ def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_u
     split_by_bridge = fused_multi_query(hf_model)  # ungrouped in the bridge's own q/k/v, after boot
     if not split_by_bridge:
         ungroup_attention(hf_model)
-    if not getattr(hf_model.config, "architectures", None):
-        hf_model.config.architectures = [architecture_of(hf_model)]
+    hf_model.config.architectures = [architecture_of(hf_model)]
     hf_model.requires_grad_(False)
     try:
         bridge = TransformerBridge.boot_transformers(

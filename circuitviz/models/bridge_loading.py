@@ -24,6 +24,7 @@ from circuitviz.core.text import counted, shown
 from circuitviz.models.bridge import bridge_from_hf
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
+    from_pretrained_checked,
     read_hf_model,
     read_tokenizer,
     saved_tokenizer_loader,
@@ -107,22 +108,14 @@ def dense_hf_model(checkpoint: LocalCheckpoint, dtype: torch.dtype, placement: d
     """(model, tokenizer) of a local ``transformers`` folder (safetensors, or a plain-tensor .bin
     read by ``read_hf_model``); reading these is fast, nothing is cached."""
     if checkpoint.weights == "safetensors":
-        from transformers import AutoModelForCausalLM
-
-        try:
-            model = AutoModelForCausalLM.from_pretrained(
-                str(checkpoint.folder),
-                dtype=dtype,
-                attn_implementation="eager",
-                local_files_only=True,
-                use_safetensors=True,
-                **placement,
-            )
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
-            raise ModelLoadError(
-                f"transformers could not read the checkpoint in {checkpoint.folder} "
-                f"({str(error).strip()[:160]}); check that it is a causal language model."
-            ) from error
+        model = from_pretrained_checked(
+            checkpoint.folder,
+            dtype=dtype,
+            attn_implementation="eager",
+            local_files_only=True,
+            use_safetensors=True,
+            **placement,
+        )
         return model.eval(), read_tokenizer(checkpoint)
     model = read_hf_model(checkpoint)
     return model.to(dtype=dtype, device=next(iter(placement["device_map"].values()))), read_tokenizer(

@@ -93,11 +93,11 @@ def moved_config_field(architecture: str) -> Iterator[None]:
 
 def _architecture(hf_config: dict[str, Any]) -> str:
     """The transformers class name the config describes."""
-    architectures = hf_config.get("architectures") or []
-    if not architectures:
+    architectures = hf_config.get("architectures")
+    if not (isinstance(architectures, list) and architectures and isinstance(architectures[0], str)):
         raise ModelLoadError(
-            "The checkpoint's config.json does not name its architecture; add "
-            '"architectures": ["<ModelClass>ForCausalLM"] to it.'
+            "The checkpoint's config.json does not name its architecture; give it "
+            '"architectures": ["<ModelClass>ForCausalLM"].'
         )
     return architectures[0]
 

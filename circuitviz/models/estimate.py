@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from circuitviz.core.graph_shape import edge_count
-from circuitviz.core.text import shown
+from circuitviz.core.text import given, shown
 from circuitviz.models.catalog import SUPPORTED_MODELS
 from circuitviz.models.errors import ModelLoadError
 
@@ -109,6 +109,63 @@ def parameters_of_config(config: dict) -> tuple[int, int, int, bool]:
     embeddings = vocab * d * (1 if config.get("tie_word_embeddings", True) else 2)
     parallel = bool(config.get("use_parallel_residual", False) or config.get("parallel_attn", False))
     return embeddings + layers * per_layer + d, layers, heads, parallel  # + the final norm
+
+
+SIZE_FIELDS = (
+    "num_hidden_layers", "n_layer", "num_layers", "hidden_size", "n_embd", "d_model",
+    "num_attention_heads", "n_head", "num_heads", "num_key_value_heads", "head_dim",
+    "intermediate_size", "n_inner", "vocab_size",
+)  # fmt: skip
+BEYOND_FILES = (
+    4  # a config's count over the files': the estimate runs 0.39-1.35x the true count on 31 families
+)
+
+
+def numbers_in_files(folder: Path) -> int | None:
+    """How many numbers ``folder``'s weight files hold: from the safetensors headers (read, not the
+    weights), else the .bin files' bytes (at least one a number); None when they do not read (the
+    loader then names the file)."""
+    import math
+
+    total = 0
+    try:
+        tensors = sorted(folder.glob("*.safetensors"))
+        for path in tensors:
+            with path.open("rb") as stream:
+                length = int.from_bytes(stream.read(8), "little")
+                if not 2 <= length <= path.stat().st_size - 8:
+                    return None
+                header = json.loads(stream.read(length))
+            total += sum(
+                math.prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__"
+            )
+        if not tensors:
+            total = sum(path.stat().st_size for path in folder.glob("pytorch_model*.bin"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return total
+
+
+def size_problem(config: dict, folder: Path) -> str | None:
+    """Why ``config`` cannot be the model whose weights ``folder`` holds (one clause), or None: a
+    size beyond any model's, or a model several times the files' (``num_hidden_layers: 10**12``
+    had transformers build layers until the memory ran out)."""
+    text = _text_config(config)
+    for name in SIZE_FIELDS:
+        value = text.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > LARGEST_SIZE:
+            return f"its config.json gives {name} {given(value)}, beyond any model's"
+    try:
+        claimed = parameters_of_config(text)[0]
+    except ValueError:  # fields it does not read, or not sizes: transformers names them
+        return None
+    held = numbers_in_files(folder)
+    if held is not None and claimed > BEYOND_FILES * held + 10**6:
+        return (
+            f"its config.json describes about {claimed:,} parameters where the weight files hold "
+            f"{held:,} numbers"
+        )
+    return None
 
 
 def estimate_memory(model_id: str, dtype: str = "float32") -> MemoryEstimate:

@@ -33,6 +33,7 @@ from circuitviz.models.bridge_loading import (
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
+    first_sentence,
     inspect_local_checkpoint,
     read_hf_model,
     read_tokenizer,
@@ -400,7 +401,7 @@ def load_model(
     chosen = choose_backend(source, backend, placement)
     if chosen == "hooked" and backend is None and isinstance(source, LocalCheckpoint):
         try:
-            return _load_hooked(source, model, torch_device, torch_dtype)
+            return _require_runnable(_load_hooked(source, model, torch_device, torch_dtype), model, source)
         except ConversionRefused as refused:  # the bridge needs no converter: it runs the model itself
             logger.warning(
                 "HookedTransformer cannot load %s (%s); booting it through the TransformerBridge.",
@@ -411,8 +412,55 @@ def load_model(
     if chosen == "bridge":
         bridge = load_bridge(source, model, torch_dtype, placement)
         register(bridge, f"{model} on {placement_name(torch_device, placement)}, load {next(_LOADS)}")
-        return bridge
-    return _load_hooked(source, model, torch_device, torch_dtype)
+        return _require_runnable(bridge, model, source)
+    return _require_runnable(_load_hooked(source, model, torch_device, torch_dtype), model, source)
+
+
+PROBE_TEXT = "When Mary and John went to the store, John gave a drink to"
+PROBE_PASS_TOKENS = 6  # the pass's cost is mostly the unembedding, per token
+
+
+def _require_runnable(loaded, model: str, source):
+    """``loaded`` when its tokenizer reads text into ids the model has embeddings for and, for a
+    checkpoint the user gave (a folder or a .gguf file), the model gives finite logits on that
+    text; else one sentence at load, not a traceback or NaN figures in the middle of a run (a
+    tokenizer_config.json naming a class transformers does not know loads a bare tokenizer whose
+    <bos> has id 43 of a 43-token model; ``max_position_embeddings: 0`` fails the first pass;
+    ``rms_norm_eps: NaN`` makes every logit NaN). The tokenizing takes about a millisecond; the
+    pass over its first six tokens 0.27 s for Gemma-3-270M on one CPU thread (0.35 s over all 15)."""
+    adapter = adapter_of(loaded)
+    try:
+        tokens = adapter.to_tokens(PROBE_TEXT)
+    except Exception as error:  # noqa: BLE001  (a damaged tokenizer raises anything)
+        raise ModelLoadError(
+            f"The tokenizer of {shown(model)} cannot read text ({first_sentence(error)}); use the "
+            "tokenizer files of the model's release."
+        ) from error
+    special = getattr(adapter.tokenizer, "all_special_ids", None) or []
+    known = adapter.cfg.d_vocab
+    beyond = [token for token in [*tokens.flatten().tolist(), *special] if not 0 <= int(token) < known]
+    if beyond:
+        raise ModelLoadError(
+            f"The tokenizer of {shown(model)} gives token id {beyond[0]} "
+            f"({adapter.tokenizer.convert_ids_to_tokens(int(beyond[0]))!r}) where the model has "
+            f"{known:,} token embeddings; use the tokenizer files of the model's release."
+        )
+    if isinstance(source, LocalCheckpoint):
+        try:
+            with torch.no_grad():
+                finite = bool(torch.isfinite(adapter.logits(tokens[:, :PROBE_PASS_TOKENS])).all())
+        except Exception as error:  # noqa: BLE001  (a config of impossible sizes raises anything)
+            raise ModelLoadError(
+                f"{shown(model)} loaded but cannot run a sentence ({first_sentence(error)}); check "
+                "its config.json against the model's release."
+            ) from error
+        if not finite:
+            raise ModelLoadError(
+                f"{shown(model)} loaded but gives logits that are not finite (NaN or infinity) on "
+                "a plain sentence; check its config.json (a norm's epsilon) and weights against "
+                "the model's release."
+            )
+    return loaded
 
 
 def _load_hooked(source, model: str, torch_device: torch.device, torch_dtype: torch.dtype):
