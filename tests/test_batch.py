@@ -270,6 +270,38 @@ def test_interrupted_batch_resumes(tmp_path, tiny):
     assert len(pq.read_table(tmp_path / "out" / "results.parquet")) == 5
 
 
+def test_a_damaged_batch_folder_resumes_from_the_store_and_keeps_the_damaged_file(tmp_path, tiny):
+    """Found by re-running 80 randomly damaged folders: a results.parquet emptied or of another
+    file's bytes stopped the batch ("Could not open Parquet input source ..."), and a manifest whose
+    consensus is not an object raised AttributeError. The damaged table is set aside, never
+    overwritten, the log says so in one line, and its rows come back from the result store."""
+    tasks = IOI_TASKS[:3]
+    first = _run(tmp_path, tiny, tasks, methods=["eap"], settings={})
+    out = tmp_path / "out"
+    table = out / "results.parquet"
+    kept = pq.read_table(table).to_pylist()
+    table.write_bytes(b"PAR1 not a table at all")
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "consensus": 1.5}))
+    said = []
+    again = _run(tmp_path, tiny, tasks, methods=["eap"], settings={}, log=said.append)
+    assert again.computed == 0 and again.skipped == first.items == 3 and again.failed == 0
+    assert (out / "results.parquet.damaged").read_bytes() == b"PAR1 not a table at all"
+    (line,) = [text for text in said if "did not read" in text]
+    assert line.startswith("results.parquet did not read (") and "set aside as results.parquet.damaged" in line
+    rows = pq.read_table(table).to_pylist()
+    assert [(row["key"], row["ndf"]) for row in rows] == [(row["key"], row["ndf"]) for row in kept]
+    assert json.loads((out / "manifest.json").read_text())["consensus"]["prompts"] == 3
+
+
+def test_the_command_line_says_what_the_system_refused_in_one_sentence():
+    from circuitviz.core.text import os_error_sentence
+
+    refused = PermissionError(13, "Permission denied", "/data/out")
+    assert os_error_sentence(refused) == "Permission denied ('/data/out'); check the path and its permissions."
+    assert os_error_sentence(FileNotFoundError("no dataset at x.jsonl.")) == "no dataset at x.jsonl."
+
+
 def test_a_group_that_fails_runs_its_tasks_one_by_one(tmp_path, tiny, monkeypatch):
     method = get_method("eap-ig")
     original_score, original_run = type(method).score_batch, type(method).run_batch

@@ -254,7 +254,7 @@ class _Run:
 
     def pending(self) -> list[_Item]:
         """Items not finished yet; finished ones found in the store get their row back if missing."""
-        written = latest_by_key(read_rows(self.out), self.keys)
+        written = latest_by_key(read_rows(self.out, self._damaged), self.keys)
         statuses = zip(written.column("key").to_pylist(), written.column("status").to_pylist())
         finished = {key for key, status in statuses if status == "done"}
         pending = []
@@ -283,6 +283,13 @@ class _Run:
         shapes = self.executor.shapes([self.tasks[i] for i in needed], self.request.max_tokens)
         for task_index, shape in zip(needed, shapes):
             self.shapes[task_index] = shape
+
+    def _damaged(self, path: Path, aside: Path | None, reason: str) -> None:
+        where = f"set aside as {aside.name}" if aside is not None else "left where it is"
+        self.say(
+            f"{path.relative_to(self.out)} did not read ({reason}); {where}, its rows are read "
+            "from the result store or computed again"
+        )
 
     def runnable(self, pending: list[_Item]) -> list[_Item]:
         """The items whose task fits the model; the others are recorded as failed now."""
@@ -400,10 +407,7 @@ class _Run:
         }
         previous = self.out / MANIFEST
         if interrupted and previous.exists():  # keep what an earlier run found about the consensus
-            try:
-                manifest["consensus"] = json.loads(previous.read_text(encoding="utf-8")).get("consensus")
-            except (OSError, ValueError):
-                pass
+            manifest["consensus"] = _earlier_consensus(self.out) or None
         (self.out / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         return manifest
 
@@ -514,11 +518,14 @@ def _digest(data) -> str:
 
 
 def _earlier_consensus(out: Path) -> dict:
-    """What an earlier run of this folder recorded about its consensus evaluation ({} if none)."""
+    """What an earlier run of this folder recorded about its consensus evaluation ({} if none, or
+    if its manifest does not read as one: the evaluation then runs again)."""
     try:
-        return json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("consensus") or {}
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    consensus = manifest.get("consensus") if isinstance(manifest, dict) else None
+    return consensus if isinstance(consensus, dict) else {}
 
 
 def _consensus(run: _Run, table: pa.Table) -> dict | None:

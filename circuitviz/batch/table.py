@@ -21,6 +21,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy
@@ -28,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.results import CircuitResult
+from ..core.text import first_sentence
 from .dataset import DatasetTask
 
 TABLE = "results.parquet"
@@ -229,17 +231,40 @@ def _read(path: Path) -> pa.Table:
     return with_optional_columns(pq.read_table(path)).cast(SCHEMA)
 
 
-def read_rows(folder: Path) -> pa.Table:
-    """Every row written in ``folder`` (the merged table, then any parts), later rows last."""
+def read_rows(folder: Path, on_damaged: Callable[[Path, Path | None, str], None] | None = None) -> pa.Table:
+    """Every row written in ``folder`` (the merged table, then any parts), later rows last. A
+    file that does not read as rows of this table (cut short, emptied, another file's bytes) is
+    set aside under a ``.damaged`` name, never overwritten, and ``on_damaged(path, aside, reason)``
+    is told; its rows are then missing, so the runner reads them from the result store or computes
+    them again."""
     folder = Path(folder)
+    paths = [folder / TABLE] if (folder / TABLE).exists() else []
+    if (folder / PARTS).is_dir():
+        paths += sorted((folder / PARTS).glob("part-*.parquet"))
     tables = []
-    if (folder / TABLE).exists():
-        tables.append(_read(folder / TABLE))
-    for part in sorted((folder / PARTS).glob("part-*.parquet")) if (folder / PARTS).exists() else []:
-        tables.append(_read(part))
+    for path in paths:
+        try:
+            tables.append(_read(path))
+        except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as error:
+            aside = _set_aside(path)
+            if on_damaged is not None:
+                on_damaged(path, aside, first_sentence(error))
     if not tables:
         return SCHEMA.empty_table()
     return pa.concat_tables(tables)
+
+
+def _set_aside(path: Path) -> Path | None:
+    """``path`` renamed to a free ``<name>.damaged[-N]`` beside it; None when it cannot be."""
+    for number in range(100):
+        aside = path.with_name(f"{path.name}.damaged{f'-{number}' if number else ''}")
+        if not aside.exists():
+            try:
+                path.rename(aside)
+            except OSError:
+                return None
+            return aside
+    return None
 
 
 def latest_by_key(table: pa.Table, keys: list[str] | None = None) -> pa.Table:

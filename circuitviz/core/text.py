@@ -40,6 +40,27 @@ def cut(text: str, limit: int, keep: int | None = None) -> str:
     )
 
 
+def first_sentence(error: BaseException, limit: int = 120) -> str:
+    """The first sentence of an exception's first line, cut at ``limit`` characters, to quote
+    inside a sentence of ours (third-party messages run on: "Unrecognized model in X. Should have
+    a `model_type` key...", "Parquet magic bytes not found in footer. Either the file is...")."""
+    lines = str(error).strip().splitlines()
+    if not lines:
+        return type(error).__name__
+    sentence = re.split(r"(?<=[a-z0-9)`'\"])\.\s+(?=[A-Z])", lines[0].strip(), maxsplit=1)[0]
+    return cut(sentence.rstrip(". "), limit)
+
+
+def os_error_sentence(error: OSError) -> str:
+    """An operating system's refusal (no such file, permission denied, a folder where a file
+    belongs, a full disk) as one sentence naming the path; a message of ours raised as an OSError
+    (no ``strerror``) as it is."""
+    if not error.strerror:
+        return str(error)
+    names = " -> ".join(repr(str(name)) for name in (error.filename, error.filename2) if name)
+    return f"{error.strerror}{f' ({names})' if names else ''}; check the path and its permissions."
+
+
 def settings_text(config: Mapping, limit: int = 80) -> str:
     """A method's settings as one line of JSON for a header, each long value given as its size: a
     text over ``limit`` characters (a pasted paraphrase list) as '<N lines>', a list of more than

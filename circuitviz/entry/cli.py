@@ -18,7 +18,7 @@ from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import clock_duration, counted, settings_text
+from ..core.text import clock_duration, counted, os_error_sentence, settings_text
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
@@ -588,13 +588,6 @@ def main(argv: list[str] | None = None) -> int:
         fix = "use an answer the prompt's key word decides, or --no-task-check to run anyway"
         print(f"error: {error.what}; {fix}.", file=sys.stderr)
         return 2
-    except (
-        TaskError,
-        GraphError,
-        ModelLoadError,
-        UnknownMethodError,
-        ValueError,
-        FileNotFoundError,
-    ) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (TaskError, GraphError, ModelLoadError, UnknownMethodError, ValueError, OSError) as error:
+        print(f"error: {os_error_sentence(error) if isinstance(error, OSError) else error}", file=sys.stderr)
         return 2

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import pickle
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from circuitviz.core.text import cut, given
+from circuitviz.core.text import cut, first_sentence, given
 from circuitviz.models.errors import ModelLoadError
 from circuitviz.models.estimate import size_problem
 
@@ -94,16 +93,6 @@ def inspect_local_checkpoint(path: Path) -> LocalCheckpoint:
         f"{path} holds no model weights; it needs config.json with *.safetensors "
         "(or pytorch_model.bin), or a single .gguf file."
     )
-
-
-def first_sentence(error: BaseException) -> str:
-    """The first sentence of an exception's message, to quote inside a one-sentence error
-    (transformers' messages run on: "Unrecognized model in X. Should have a `model_type` key...")."""
-    text = str(error).strip().splitlines()
-    if not text:
-        return type(error).__name__
-    sentence = re.split(r"(?<=[a-z0-9)`'\"])\.\s+(?=[A-Z])", text[0].strip(), maxsplit=1)[0]
-    return cut(sentence.rstrip(". "), 120)
 
 
 def _config_problem(folder: Path) -> str | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import circuitviz.models.cache as cache
-from circuitviz.core.text import shown
+from circuitviz.core.text import first_sentence, shown
 from circuitviz.models.adapter import adapter_of, register
 from circuitviz.models.bridge_loading import (
     HubModel,
@@ -33,7 +33,6 @@ from circuitviz.models.bridge_loading import (
 from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
-    first_sentence,
     inspect_local_checkpoint,
     read_hf_model,
     read_tokenizer,
