@@ -288,7 +288,9 @@ def test_a_damaged_batch_folder_resumes_from_the_store_and_keeps_the_damaged_fil
     assert again.computed == 0 and again.skipped == first.items == 3 and again.failed == 0
     assert (out / "results.parquet.damaged").read_bytes() == b"PAR1 not a table at all"
     (line,) = [text for text in said if "did not read" in text]
-    assert line.startswith("results.parquet did not read (") and "set aside as results.parquet.damaged" in line
+    assert (
+        line.startswith("results.parquet did not read (") and "set aside as results.parquet.damaged" in line
+    )
     rows = pq.read_table(table).to_pylist()
     assert [(row["key"], row["ndf"]) for row in rows] == [(row["key"], row["ndf"]) for row in kept]
     assert json.loads((out / "manifest.json").read_text())["consensus"]["prompts"] == 3
@@ -298,7 +300,9 @@ def test_the_command_line_says_what_the_system_refused_in_one_sentence():
     from circuitviz.core.text import os_error_sentence
 
     refused = PermissionError(13, "Permission denied", "/data/out")
-    assert os_error_sentence(refused) == "Permission denied ('/data/out'); check the path and its permissions."
+    assert (
+        os_error_sentence(refused) == "Permission denied ('/data/out'); check the path and its permissions."
+    )
     assert os_error_sentence(FileNotFoundError("no dataset at x.jsonl.")) == "no dataset at x.jsonl."
 
 

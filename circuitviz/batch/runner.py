@@ -254,7 +254,7 @@ class _Run:
 
     def pending(self) -> list[_Item]:
         """Items not finished yet; finished ones found in the store get their row back if missing."""
-        written = latest_by_key(read_rows(self.out, self._damaged), self.keys)
+        written = latest_by_key(read_rows(self.out, self.say), self.keys)
         statuses = zip(written.column("key").to_pylist(), written.column("status").to_pylist())
         finished = {key for key, status in statuses if status == "done"}
         pending = []
@@ -283,13 +283,6 @@ class _Run:
         shapes = self.executor.shapes([self.tasks[i] for i in needed], self.request.max_tokens)
         for task_index, shape in zip(needed, shapes):
             self.shapes[task_index] = shape
-
-    def _damaged(self, path: Path, aside: Path | None, reason: str) -> None:
-        where = f"set aside as {aside.name}" if aside is not None else "left where it is"
-        self.say(
-            f"{path.relative_to(self.out)} did not read ({reason}); {where}, its rows are read "
-            "from the result store or computed again"
-        )
 
     def runnable(self, pending: list[_Item]) -> list[_Item]:
         """The items whose task fits the model; the others are recorded as failed now."""

@@ -231,11 +231,11 @@ def _read(path: Path) -> pa.Table:
     return with_optional_columns(pq.read_table(path)).cast(SCHEMA)
 
 
-def read_rows(folder: Path, on_damaged: Callable[[Path, Path | None, str], None] | None = None) -> pa.Table:
+def read_rows(folder: Path, on_damaged: Callable[[str], None] | None = None) -> pa.Table:
     """Every row written in ``folder`` (the merged table, then any parts), later rows last. A
     file that does not read as rows of this table (cut short, emptied, another file's bytes) is
-    set aside under a ``.damaged`` name, never overwritten, and ``on_damaged(path, aside, reason)``
-    is told; its rows are then missing, so the runner reads them from the result store or computes
+    set aside under a ``.damaged`` name, never overwritten, and ``on_damaged`` is told in one
+    line; its rows are then missing, so the runner reads them from the result store or computes
     them again."""
     folder = Path(folder)
     paths = [folder / TABLE] if (folder / TABLE).exists() else []
@@ -248,7 +248,11 @@ def read_rows(folder: Path, on_damaged: Callable[[Path, Path | None, str], None]
         except (pa.ArrowException, OSError, ValueError, KeyError, TypeError) as error:
             aside = _set_aside(path)
             if on_damaged is not None:
-                on_damaged(path, aside, first_sentence(error))
+                on_damaged(
+                    f"{path.relative_to(folder)} did not read ({first_sentence(error)}); "
+                    f"{f'set aside as {aside.name}' if aside else 'left where it is'}, its rows are "
+                    "read from the result store or computed again"
+                )
     if not tables:
         return SCHEMA.empty_table()
     return pa.concat_tables(tables)
