@@ -125,6 +125,44 @@ def test_budgets_of_zero_and_beyond_the_edge_count(tiny):
     assert parse_budgets("٣, 7,,7") == [3, 7]  # any script's digits; repeats and gaps collapse
 
 
+@pytest.mark.parametrize(
+    "build, says",
+    [  # 2,700 random calls of discover with one or two values of the wrong kind found these
+        (lambda: PromptTask("a b", "c d", " Mary", " John"), "give [' John'], not ' John'"),  # five foils
+        (lambda: PromptTask(5, "c d", " Mary", (" John",)), "clean is text, not 5"),
+        (lambda: PromptTask("a b", {}, " Mary", (" John",)), "corrupted is text, not {}"),  # AttributeError
+        (lambda: PromptTask("a b", "c d", " Mary", 5), "foils are a list of tokens' text, not 5"),
+        (lambda: PromptTask("a b", "c d", " Mary", (" John",), 1.5), "metric is text, not 1.5"),
+    ],
+)
+def test_a_task_of_the_wrong_kind_is_one_sentence(build, says):
+    with pytest.raises(TaskError) as refused:
+        build()
+    assert says in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        ({"budgets": "10"}, "budgets are a list of edge counts, not '10'"),  # read as 1 and 0
+        ({"budgets": [1.5]}, "not 1.5"),  # read as 1
+        ({"budgets": [True]}, "not True"),
+        ({"budgets": None}, "not None"),
+        ({"budgets": [-3]}, "from 0, not -3"),
+        ({"max_tokens": float("inf")}, "token limit is a whole number from 1, not inf"),  # OverflowError
+        ({"max_tokens": "x"}, "not 'x'"),
+        ({"config": 5}, "eap's settings are a dict of setting names and values, not 5"),
+        ({"config": [("ig_steps", 3)]}, "not [('ig_steps', 3)]"),
+    ],
+)
+def test_the_apis_arguments_of_the_wrong_kind_are_one_sentence(tiny, arguments, says):
+    with pytest.raises(ValueError) as refused:
+        discover(tiny, IOI_TASK, "eap", **arguments)
+    assert says in str(refused.value)
+    assert_one_sentence(str(refused.value))
+
+
 # ----- uploaded circuits -------------------------------------------------------------------------
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),

@@ -256,6 +256,22 @@ def test_judge_reply_that_is_not_a_list(stub, labeler_for):
         labeler_for().judge("x", CONTEXTS, CONTEXTS)
 
 
+@pytest.mark.parametrize(
+    "reply, numbers",
+    [
+        ("[1e999, 2]", [2]),  # an OverflowError before
+        ("[true, 3]", [3]),  # true was read as excerpt 1
+        ("[2.0, 3.5, NaN]", [2]),  # 3.5 was read as excerpt 3
+        ('["4", {}, null]', [4]),
+        ("excerpts 1, ² and 9", [1]),  # past the excerpts sent, or not a number int() reads
+    ],
+)
+def test_the_judges_numbers_are_whole_excerpt_numbers_whatever_the_reply_holds(reply, numbers):
+    from circuitviz.labels.llm import _parse_numbers
+
+    assert _parse_numbers(reply, 5) == numbers
+
+
 def test_label_feature_with_check(stub, labeler_for):
     answers = iter(["female pronouns", "[1, 2]"])
     stub.responder = lambda body: next(answers)

@@ -22,7 +22,7 @@ from .refusals import (
     prompt_over_limit,
     unequal_lengths,
 )
-from .text import shown
+from .text import given, shown
 
 METRICS = ("logit_diff", "logprob", "prob")
 DEFAULT_MAX_TOKENS = 256
@@ -43,7 +43,17 @@ class PromptTask:
     metric: str = "logit_diff"
 
     def __post_init__(self):
-        object.__setattr__(self, "foils", tuple(self.foils))
+        for name in ("clean", "corrupted", "answer", "metric"):
+            if not isinstance(getattr(self, name), str):
+                raise TaskError(f"The task's {name} is text, not {given(getattr(self, name))}.")
+        foils = self.foils
+        if isinstance(foils, str):  # tuple(' John') would be five one-character foils
+            raise TaskError(
+                f"The task's foils are a list of tokens: give [{given(foils)}], not {given(foils)}."
+            )
+        if not isinstance(foils, (list, tuple)) or not all(isinstance(foil, str) for foil in foils):
+            raise TaskError(f"The task's foils are a list of tokens' text, not {given(foils)}.")
+        object.__setattr__(self, "foils", tuple(foils))
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -11,13 +11,15 @@ it; the app's run, ``circuitviz discover`` and ``circuitviz batch`` all build on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from ..core.keys import content_key
 from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask
+from ..core.text import given
 from ..methods import Method, config_to_dict, get_method
 from ..models.adapter import backend_of, model_dtype
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
@@ -28,6 +30,32 @@ DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
 def model_name(model) -> str:
     """The name a model goes by when the caller gives no id (its TransformerLens ``model_name``)."""
     return str(getattr(model.cfg, "model_name", "model"))
+
+
+def _whole(value) -> bool:
+    """A whole number (an int, numpy's too, or a float without a fraction), never true/false."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+
+
+def budget_tuple(budgets) -> tuple[int, ...]:
+    """The budgets as sorted distinct edge counts; ValueError in one sentence for anything that
+    is not a list of whole numbers from 0 (int('x') said "invalid literal for int() with base
+    10", 1.5 became 1 silently, a text became its characters)."""
+    if isinstance(budgets, (str, bytes)) or not isinstance(budgets, Iterable):
+        raise ValueError(f"The budgets are a list of edge counts, not {given(budgets)}.")
+    values = list(budgets)
+    wrong = next((value for value in values if not _whole(value) or value < 0), None)
+    if wrong is not None:
+        raise ValueError(f"A budget is a whole number of edges from 0, not {given(wrong)}.")
+    return tuple(sorted({int(value) for value in values}))
+
+
+def _token_limit(max_tokens) -> int:
+    if not _whole(max_tokens) or max_tokens < 1:
+        raise ValueError(f"The token limit is a whole number from 1, not {given(max_tokens)}.")
+    return int(max_tokens)
 
 
 @dataclass(frozen=True)
@@ -81,8 +109,8 @@ class Request:
             task=task,
             method=chosen.name,
             config=chosen.as_config(settings),
-            budgets=tuple(sorted({int(budget) for budget in budgets})),
-            max_tokens=int(max_tokens),
+            budgets=budget_tuple(budgets),
+            max_tokens=_token_limit(max_tokens),
             backend=backend,
             chosen=chosen,
         )
@@ -127,7 +155,7 @@ class Request:
         return dataclasses.replace(
             self,
             config=config,
-            budgets=self.budgets if budgets is None else tuple(sorted({int(b) for b in budgets})),
+            budgets=self.budgets if budgets is None else budget_tuple(budgets),
             task=self.task if task is None else task,
             estimate=None,
             refusal=None,

@@ -193,13 +193,13 @@ def _parse_numbers(reply: str, count: int) -> list[int]:
         if not values:
             raise LLMError("The judge's reply was not a list of excerpt numbers; try another model.")
     numbers = set()
-    for value in values:
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            continue
-        if 1 <= number <= count:
-            numbers.add(number)
+    for value in values:  # an excerpt's number: a whole number or its digits, never true or 1e999
+        if isinstance(value, str) and value.strip().isdecimal():
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= count:
+            numbers.add(value)
     return sorted(numbers)
 
 

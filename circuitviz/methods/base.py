@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -32,7 +32,7 @@ from ..core.graph import GraphSpec
 from ..core.phases import Report, Timing, timing_name
 from ..core.results import CircuitResult
 from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
-from ..core.text import shown
+from ..core.text import given, shown
 from ..details.base import MethodDetails
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import require_meaningful
@@ -296,8 +296,13 @@ class Method(abc.ABC):
 
     def as_config(self, config):
         """``config`` as this method's Config: None gives the defaults, a dict is checked."""
-        if config is None or isinstance(config, dict):
-            return self.make_config(config)
+        if config is None or isinstance(config, Mapping):
+            return self.make_config(dict(config or {}))
+        if not isinstance(config, self.Config):  # 5, a list, another method's config
+            raise ValueError(
+                f"{self.name}'s settings are a dict of setting names and values, not "
+                f"{given(config)}; see `circuitviz methods`."
+            )
         return config
 
     @abc.abstractmethod
