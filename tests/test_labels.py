@@ -6,6 +6,7 @@ checks use the embedded model and the SAEs shipped in assets/saes.
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -144,6 +145,92 @@ def test_loading_errors_are_one_sentence(tmp_path, tiny):
     save_sae(odd, tmp_path / "mlp", dtype=torch.float64)
     with pytest.raises(SaeUnavailable, match="residual-stream SAEs"):
         sae_labels.load_local_sae(str(tmp_path / "mlp"), tiny)
+
+
+def _damage_cfg(**fields):
+    def change(folder):
+        config = json.loads((folder / "cfg.json").read_text())
+        (folder / "cfg.json").write_text(json.dumps({**config, **fields}))
+
+    return change
+
+
+def _damage_weights(change_tensors):
+    def change(folder):
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(str(folder / "sae_weights.safetensors"))
+        change_tensors(tensors)
+        save_file(tensors, str(folder / "sae_weights.safetensors"))
+
+    return change
+
+
+def _descriptions_file(payload):
+    def change(folder):
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        (folder / "features.json.gz").write_bytes(data if isinstance(payload, bytes) else gzip.compress(data))
+
+    return change
+
+
+GOOD_FEATURE = {"contexts": [{"tokens": ["When", " Mary"], "target": 1}], "promotes": [" Mary"]}
+SAE_DAMAGE = {  # found by loading 450 randomly damaged copies of an embedded SAE and steering with each
+    "no decoder bias in cfg": (
+        _damage_cfg(apply_b_dec_to_input=None),
+        "cannot encode a vector",
+    ),  # TypeError at steering
+    "a NaN switch": (
+        _damage_cfg(apply_b_dec_to_input=float("nan")),
+        "into values that are not finite",
+    ),  # silent
+    "an unknown normalisation": (
+        _damage_cfg(normalize_activations="x"),
+        "normalize_activations must be none",
+    ),  # 2 sentences
+    "a weight missing": (
+        _damage_weights(lambda t: t.pop("b_dec")),
+        'Missing key(s) in state_dict: "b_dec"',
+    ),  # 2 lines
+    "NaN weights": (
+        _damage_weights(lambda t: t["W_enc"].view(-1).__setitem__(0, float("nan"))),
+        "holds NaN values in W_enc",
+    ),  # every feature silent
+    "integer weights": (
+        _damage_weights(lambda t: t.update(W_dec=t["W_dec"].to(torch.int32))),
+        "stores W_dec as I32",
+    ),
+    "descriptions not gzip": (_descriptions_file(b"not gzip"), "does not read as feature descriptions"),
+    "descriptions of another SAE": (
+        _descriptions_file({"features": [GOOD_FEATURE] * 3, "layer": 0}),
+        "describes 3 features, but the SAE has 48",
+    ),  # KeyError at a feature past the third
+    "a description of the wrong kind": (
+        _descriptions_file(
+            {"features": [GOOD_FEATURE] * 7 + [{"contexts": 5}] + [GOOD_FEATURE] * 40, "layer": 0}
+        ),
+        "feature 7's contexts are not token lists",
+    ),
+    "a layer of the wrong kind": (
+        _descriptions_file({"features": [GOOD_FEATURE] * 48, "layer": {}}),
+        "its layer is {}",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(SAE_DAMAGE))
+def test_a_damaged_sae_folder_is_one_sentence_at_load(damage, tmp_path, tiny):
+    from sentences import assert_one_sentence
+
+    save_sae(make_sae(tiny.cfg.d_model, 0), tmp_path / "sae", dtype=torch.float64)
+    _descriptions_file({"features": [GOOD_FEATURE] * 48, "layer": 0})(tmp_path / "sae")
+    assert sae_labels.load_local_sae(str(tmp_path / "sae"), tiny).features is not None  # sound before
+    change, says = SAE_DAMAGE[damage]
+    change(tmp_path / "sae")
+    with pytest.raises(SaeUnavailable) as refused:
+        sae_labels.load_local_sae(str(tmp_path / "sae"), tiny)
+    assert says in str(refused.value)
+    assert_one_sentence(str(refused.value))
 
 
 def test_resid_pre_sae_reads_the_previous_layer(tmp_path, tiny):

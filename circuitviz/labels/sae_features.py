@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ..core.graph import GraphSpec
-from ..core.text import shown
+from ..core.text import first_sentence, given, shown
 from ..engine import sites
 from ..engine.capture import observe
 from ..labels.residual import residual_stream
@@ -97,9 +97,14 @@ class LabelledSae:
             features, random_contexts, layer_from_file = _descriptions(
                 str(described), described.stat().st_mtime
             )
-            if layer_from_file is not None and int(layer_from_file) != layer:
+            if layer_from_file is not None and layer_from_file != layer:
                 raise SaeUnavailable(
                     f"{described} describes layer {layer_from_file}, but the SAE reads layer {layer}."
+                )
+            if features is not None and len(features) != int(sae.cfg.d_sae):
+                raise SaeUnavailable(
+                    f"{described} describes {len(features):,} features, but the SAE has "
+                    f"{int(sae.cfg.d_sae):,}; write the descriptions again for this SAE, or remove the file."
                 )
         if model is not None:
             check_fits(sae, model)
@@ -109,9 +114,59 @@ class LabelledSae:
 @functools.lru_cache(maxsize=16)
 def _descriptions(path: str, modified: float) -> tuple[list | None, list, int | None]:
     """(features, random contexts, layer) of a ``features.json.gz``, read once per version."""
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        payload = json.load(handle)
-    return payload.get("features"), payload.get("random_contexts", []), payload.get("layer")
+    fix = "write the descriptions again for this SAE, or remove the file"
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as error:  # not gzip, cut short, not JSON
+        raise SaeUnavailable(
+            f"{path} does not read as feature descriptions ({first_sentence(error)}); {fix}."
+        ) from None
+    payload = payload if isinstance(payload, dict) else {"features": payload}
+    features, contexts, layer = (
+        payload.get("features"),
+        payload.get("random_contexts", []),
+        payload.get("layer"),
+    )
+    problem = (
+        "its features are not a list of objects"
+        if features is not None
+        and not (isinstance(features, list) and all(isinstance(f, dict) for f in features))
+        else "its random contexts are not a list of objects"
+        if not (isinstance(contexts, list) and all(isinstance(c, dict) for c in contexts))
+        else f"its layer is {given(layer)}, not a layer number"
+        if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int))
+        else next(filter(None, map(_feature_problem, range(len(features or [])), features or [])), None)
+    )
+    if problem:
+        raise SaeUnavailable(f"{path} does not read as feature descriptions ({problem}); {fix}.")
+    return features, contexts, layer
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _feature_problem(index: int, feature: dict) -> str | None:
+    """Why feature ``index``'s stored description cannot be shown (a clause), or None: contexts of
+    tokens with a target among them, promoted and suppressed tokens, numbers or nothing."""
+    contexts = feature.get("contexts", [])
+    if not isinstance(contexts, list) or not all(
+        isinstance(context, dict)
+        and _texts(context.get("tokens"))
+        and isinstance(context.get("target"), int)
+        and not isinstance(context.get("target"), bool)
+        and 0 <= context["target"] < len(context["tokens"])
+        for context in contexts
+    ):
+        return f"feature {index}'s contexts are not token lists with a target among them"
+    if not (_texts(feature.get("promotes", [])) and _texts(feature.get("suppresses", []))):
+        return f"feature {index}'s promoted or suppressed tokens are not a list of texts"
+    for name in ("frequency", "max_activation"):
+        value = feature.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"feature {index}'s {name} is {given(value)}, not a number"
+    return None
 
 
 def check_fits(sae, model) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from ..core.text import first_sentence
 from . import assets
 
 
@@ -100,20 +101,90 @@ def load_sae(folder: Path | str, device: torch.device | str = "cpu", dtype: str 
         raise SaeUnavailable(
             f"{folder} holds no SAE (no cfg.json); give a folder written by sae-lens's save_model."
         )
-    key = (str(folder.resolve()), config.stat().st_mtime, dtype or "", str(device))
+    # the weights' version too: an SAE retrained into the same folder kept its cfg.json's time
+    versions = tuple(
+        (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else None
+        for path in (config, folder / "sae_weights.safetensors")
+    )
+    key = (str(folder.resolve()), versions, dtype or "", str(device))
     with _CACHE_LOCK:
         sae = _CACHE.get(key)
         if sae is None:
+            _require_float_file(folder / "sae_weights.safetensors")
             try:
                 sae = SAE.load_from_disk(str(folder), device=str(device), dtype=dtype)
             except Exception as error:  # sae-lens raises many kinds; the user needs one sentence
-                raise SaeUnavailable(f"sae-lens could not read the SAE in {folder} ({error}).") from None
+                raise SaeUnavailable(
+                    f"sae-lens could not read the SAE in {folder} ({_reason(error)})."
+                ) from None
             _read_only(sae)
+            _require_working(sae, folder)
             _CACHE[key] = sae
             while len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
         _CACHE.move_to_end(key)
     return sae
+
+
+def _reason(error: BaseException) -> str:
+    """sae-lens's or torch's reason in one clause: torch's "Error(s) in loading state_dict for
+    TopKSAE:" says what is wrong on its second line ('Missing key(s) in state_dict: "b_dec"')."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return first_sentence(ValueError(lines[1]), 160)
+    return first_sentence(error, 160)
+
+
+def _require_float_file(weights: Path) -> None:
+    """SaeUnavailable when the weight file stores a tensor in an integer type: sae-lens would copy
+    it into its float weights, every small weight rounded to 0, and load (no feature then fired).
+    Read from the file's header alone; a file that does not read is left to sae-lens to name."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), "pt") as stored:
+            kinds = {name: stored.get_slice(name).get_dtype() for name in stored.keys()}
+    except Exception:  # noqa: BLE001  (absent, cut short: sae-lens says which)
+        return
+    wrong = next((name for name, kind in kinds.items() if kind not in ("F16", "BF16", "F32", "F64")), None)
+    if wrong is not None:
+        raise SaeUnavailable(
+            f"{weights} stores {wrong} as {kinds[wrong]} where floating-point weights belong; copy "
+            "the weights again from where the SAE was trained."
+        )
+
+
+def _require_working(sae, folder: Path) -> None:
+    """SaeUnavailable when ``sae``'s weights hold NaN or it cannot encode and decode a vector
+    into finite values: a cfg.json of the wrong kinds (``apply_b_dec_to_input: null``, ``k: "x"``)
+    loaded, then raised at the first prompt; NaN weights or ``apply_b_dec_to_input: NaN`` left
+    every feature silent. (A bias of -inf, a feature switched off, is an SAE's own choice: float16
+    stores -1e6 so.)"""
+    for name, parameter in sae.named_parameters():  # an infinite bias may mean a dead feature; NaN never
+        if bool(torch.isnan(parameter.sum())) and bool(torch.isnan(parameter).any()):
+            raise SaeUnavailable(
+                f"The SAE in {folder} holds NaN values in {name}; copy its weights again from where "
+                "it was trained."
+            )
+    try:
+        with torch.no_grad():
+            # not zeros: constant_norm_rescale divides by the input's norm
+            ramp = torch.linspace(
+                -1.0, 1.0, int(sae.cfg.d_in), device=sae.W_enc.device, dtype=sae.W_enc.dtype
+            )
+            probe = torch.stack([ramp, ramp.flip(0)])
+            encoded = sae.encode(probe)
+            finite = bool(torch.isfinite(encoded).all() and torch.isfinite(sae.decode(encoded)).all())
+    except Exception as error:  # noqa: BLE001  (a config of the wrong kinds raises anything)
+        raise SaeUnavailable(
+            f"The SAE in {folder} cannot encode a vector ({first_sentence(error)}); check its "
+            "cfg.json against the settings it was trained with."
+        ) from None
+    if not finite:  # apply_b_dec_to_input: NaN multiplies the decoder bias into every input
+        raise SaeUnavailable(
+            f"The SAE in {folder} encodes a plain vector into values that are not finite; check "
+            "its cfg.json against the settings it was trained with."
+        )
 
 
 def _read_only(sae) -> None:
