@@ -233,6 +233,22 @@ def test_a_damaged_sae_folder_is_one_sentence_at_load(damage, tmp_path, tiny):
     assert_one_sentence(str(refused.value))
 
 
+def test_a_search_for_saes_passes_over_cfg_files_that_are_no_saes(tmp_path, tiny):
+    """CircuitLasso's SAE units search a folder tree for cfg.json files: one that is a list, gives
+    d_in as a dict or its metadata as a number raised (AttributeError, TypeError) before."""
+    from circuitviz.services.sae_store import find_saes
+
+    save_sae(make_sae(tiny.cfg.d_model, 1), tmp_path / "good", dtype=torch.float64)
+    for name, text in [("list", "[]"), ("d_in", '{"d_in": {}}'), ("meta", '{"d_in": 16, "metadata": 5}'),
+                       ("hook", '{"d_in": 16, "hook_name": 7}'), ("bytes", "\udcff")]:  # fmt: skip
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cfg.json").write_text(text, errors="surrogateescape")
+    found = find_saes(str(tmp_path), tiny.cfg.d_model)
+    assert [(layer, [entry[1].name for entry in entries]) for layer, entries in found.items()] == [
+        (1, ["good"])
+    ]
+
+
 def test_resid_pre_sae_reads_the_previous_layer(tmp_path, tiny):
     sae = make_sae(tiny.cfg.d_model, 0)
     sae.cfg.metadata.hook_name = "blocks.1.hook_resid_pre"

@@ -260,14 +260,16 @@ def find_saes(sae_dir: str, d_model: int, model_name: str = "") -> dict[int, lis
         for config_path in sorted(root.rglob("cfg.json")):
             try:
                 config = json.loads(config_path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
                 continue
-            metadata = config.get("metadata") or {}
+            if not isinstance(config, dict):  # a cfg.json that is no SAE's: not one of ours to read
+                continue
+            metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
             hook = metadata.get("hook_name") or config.get("hook_name") or ""
-            if int(config.get("d_in", -1)) != d_model:
+            if config.get("d_in") != d_model or not isinstance(hook, str):
                 continue
             trained_on = metadata.get("model_name") or config.get("model_name")
-            if trained_on and model_name and _short_name(trained_on) != _short_name(model_name):
+            if trained_on and model_name and _short_name(str(trained_on)) != _short_name(model_name):
                 continue
             try:
                 layer, stage = hook_position(hook)
