@@ -49,6 +49,41 @@ def test_a_busy_cpu_is_said_beside_the_estimate(tiny, monkeypatch):
     assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).busy == ""
 
 
+def test_a_damaged_calibration_file_keeps_what_is_sound_of_it(tmp_path, monkeypatch):
+    """9,000 random edits of a real calibration file: a list where a run's phases belong, a run's
+    seconds that are None, a method's runs that are a number, raised in 12 places, every estimate
+    after it (the app's Run priced nothing until the cache was deleted). The estimates now read what
+    is sound and a new run is recorded beside it."""
+    from circuitviz.entry import calibration
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    sound = {"flops": 2e9, "seconds": 2.0, "model": "m", "others": 0.0, "phases": {"work": 2.0}}
+    damaged = [
+        {"flops": None, "seconds": 1.0},
+        {"flops": 1e9, "seconds": float("inf")},
+        [1, 2],
+        {**sound, "phases": [{}], "parts": 5, "timings": {"scoring_s": "x"}, "others": [1], "model": 3},
+        sound,
+    ]
+    path = calibration.calibration_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        json.dumps(
+            {"loads": [], "cpu": {"eap": damaged, "eap-ig": 1.5, calibration.PROBE: [None]}, "cuda": 7}
+        )
+    )
+    rate = calibration.rate("cpu", "eap", 1e6, model="m")
+    assert (rate.flops_per_second, rate.runs, rate.source) == (1e9, 1, "method")  # the one of model m
+    assert calibration.phase_shares("cpu", "eap") == {"work": 1.0}
+    assert calibration.part_shares("cpu", "eap") is None and calibration.last_run("cpu", ["eap"]) is None
+    assert calibration.last_load("gemma-3-270m") is None and not calibration.measured("cuda")
+    assert calibration.rate("cpu", "eap-ig", 1e6).source == "device"
+    calibration.record("cpu", "eap-ig", 3e9, 1.0)
+    calibration.record_load("gemma-3-270m", 4.0)
+    assert calibration.recorded_runs("cpu", "eap-ig") == [{"flops": 3e9, "seconds": 1.0}]
+    assert calibration.last_load("gemma-3-270m") == 4.0
+
+
 def test_runs_beside_other_work_do_not_price_a_quiet_machine(tmp_path, monkeypatch):
     """Three runs that began beside other work (half the speed) and one on a quiet machine: the
     estimate is priced from the quiet one and says so; with no run known quiet, from all of them;

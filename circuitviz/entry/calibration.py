@@ -13,6 +13,7 @@ restart on this machine shares them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -71,11 +72,60 @@ def calibration_path() -> Path:
 
 
 def _read(path: Path) -> dict:
+    """The kept runs and loads, every value of the kind the estimates read: a file cut short, edited
+    or written by other code keeps what is sound of it (a run whose figures are not finite positive
+    numbers is left out; a phase, part or timing that is not a number is left out of its run),
+    rather than stopping every estimate with a traceback (a list where a run's phases belong
+    raised at the next Run)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    sound: dict = {"loads": {k: float(v) for k, v in _items(data.get("loads")) if _positive(v)}}
+    for kind, by_method in data.items():
+        if kind != "loads" and isinstance(by_method, dict):
+            sound[kind] = {
+                method: [run for run in map(_sound_run, runs) if run is not None]
+                for method, runs in by_method.items()
+                if isinstance(runs, list)
+            }
+    return sound
+
+
+def _items(value) -> list:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _positive(value) -> bool:
+    return _from_zero(value) and value > 0
+
+
+def _from_zero(value) -> bool:
+    """A finite number from 0 (never true/false, which JSON keeps apart)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _sound_run(run) -> dict | None:
+    """``run`` with only the fields the estimates can read, or None when its work or time is not."""
+    if not isinstance(run, dict) or not (_positive(run.get("flops")) and _positive(run.get("seconds"))):
+        return None
+    kept = {"flops": float(run["flops"]), "seconds": float(run["seconds"])}
+    if isinstance(run.get("model"), str):
+        kept["model"] = run["model"]
+    if _from_zero(run.get("others")):
+        kept["others"] = float(run["others"])
+    for field in ("phases", "parts", "timings"):
+        values = {k: float(v) for k, v in _items(run.get(field)) if _from_zero(v)}
+        if values:
+            kept[field] = values
+    return kept
 
 
 def _write(path: Path, data: dict) -> None:
