@@ -135,7 +135,7 @@ DAMAGE = {  # found by loading about 800 randomly damaged folders (eight familie
     ),
     "a tokenizer class transformers lacks": (
         _file("tokenizer_config.json", '{"tokenizer_class": "Nope"}'),
-        "The tokenizer of",
+        "names no padding or end-of-text token its vocabulary holds",
     ),
 }
 

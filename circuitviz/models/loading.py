@@ -464,9 +464,14 @@ def _require_runnable(loaded, model: str, source):
     try:
         tokens = adapter.to_tokens(PROBE_TEXT)
     except Exception as error:  # noqa: BLE001  (a damaged tokenizer raises anything)
+        # TransformerLens pads with the end-of-text token, '<|endoftext|>' when none is named
+        bare = getattr(adapter.tokenizer, "pad_token_id", 0) is None
+        why = (
+            "it names no padding or end-of-text token its vocabulary holds" if bare else first_sentence(error)
+        )
         raise ModelLoadError(
-            f"The tokenizer of {shown(model)} cannot read text ({first_sentence(error)}); use the "
-            "tokenizer files of the model's release."
+            f"The tokenizer of {shown(model)} cannot read text ({why}); use the tokenizer files of "
+            "the model's release."
         ) from error
     special = getattr(adapter.tokenizer, "all_special_ids", None) or []
     known = adapter.cfg.d_vocab

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ..core.text import first_sentence
+from ..core.text import first_sentence, given
 from . import assets
 
 
@@ -110,6 +110,7 @@ def load_sae(folder: Path | str, device: torch.device | str = "cpu", dtype: str 
     with _CACHE_LOCK:
         sae = _CACHE.get(key)
         if sae is None:
+            _require_config_kinds(config)
             _require_float_file(folder / "sae_weights.safetensors")
             try:
                 sae = SAE.load_from_disk(str(folder), device=str(device), dtype=dtype)
@@ -133,6 +134,46 @@ def _reason(error: BaseException) -> str:
     if len(lines) > 1 and lines[0].endswith(":"):
         return first_sentence(ValueError(lines[1]), 160)
     return first_sentence(error, 160)
+
+
+# cfg.json fields sae-lens reads at every encode, by the kind each must be (absent ones take
+# sae-lens's defaults): a wrong kind loaded and raised at the first prompt, or encoded NaN
+_CONFIG_KINDS = {
+    "d_in": "whole", "d_sae": "whole", "k": "whole",
+    "apply_b_dec_to_input": "bool", "rescale_acts_by_decoder_norm": "bool",
+    "normalize_activations": "text", "architecture": "text", "dtype": "text", "reshape_activations": "text",
+    "metadata": "object",
+}  # fmt: skip
+_KIND_WORDS = {
+    "whole": "a whole number from 1",
+    "bool": "true or false",
+    "text": "a name",
+    "object": "an object",
+}
+
+
+def _require_config_kinds(config: Path) -> None:
+    """SaeUnavailable naming the first field of ``config`` (cfg.json) of the wrong kind."""
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SaeUnavailable(
+            f"{config} is not JSON ({first_sentence(error)}); write it again with sae-lens."
+        ) from None
+    if not isinstance(values, dict):
+        raise SaeUnavailable(f"{config} holds {type(values).__name__} where an SAE's settings belong.")
+    checks = {
+        "whole": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "bool": lambda v: isinstance(v, bool),
+        "text": lambda v: isinstance(v, str),
+        "object": lambda v: isinstance(v, dict),
+    }
+    for name, kind in _CONFIG_KINDS.items():
+        if name in values and not checks[kind](values[name]):
+            raise SaeUnavailable(
+                f"{config} gives {name} {given(values[name])} where {_KIND_WORDS[kind]} belongs; check "
+                "it against the settings the SAE was trained with."
+            )
 
 
 def _require_float_file(weights: Path) -> None:
