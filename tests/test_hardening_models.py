@@ -164,3 +164,42 @@ def test_the_undamaged_folder_loads(sound_folder):
 
     model = load_model(str(sound_folder), device="cpu")
     assert adapter_of(model).to_tokens("When Mary and John went").shape[1] > 1
+
+
+@pytest.mark.slow  # two fresh processes (HF_HUB_CACHE is read when huggingface_hub is imported)
+def test_a_hub_model_cached_without_a_weight_is_refused_and_the_whole_one_loads(sound_folder, tmp_path):
+    """A hub id read from the Hugging Face cache offline (an interrupted download, a pruned
+    snapshot): a weight the cache lacks was left random and the model loaded."""
+    import shutil
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
+
+    def cached(drop: bool) -> str:
+        cache = tmp_path / f"cache-{drop}"
+        snapshot = cache / "models--circuitviz-test--tiny" / "snapshots" / "0123456789abcdef"
+        shutil.copytree(sound_folder, snapshot)
+        (cache / "models--circuitviz-test--tiny" / "refs").mkdir()
+        (cache / "models--circuitviz-test--tiny" / "refs" / "main").write_text("0123456789abcdef")
+        if drop:
+            tensors = load_file(str(snapshot / "model.safetensors"))
+            tensors.pop(DOWN)
+            save_file(tensors, str(snapshot / "model.safetensors"), metadata={"format": "pt"})
+        script = (
+            "from circuitviz.models import ModelLoadError, load_model\n"
+            "try:\n    load_model('circuitviz-test/tiny', device='cpu')\n    print('loaded')\n"
+            "except ModelLoadError as error:\n    print(error)\n"
+        )
+        environment = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=300
+        )
+        return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+
+    assert cached(drop=False) == "loaded"
+    refused = cached(drop=True)
+    assert f"lack 1 of the model's tensors ({DOWN})" in refused
+    from sentences import assert_one_sentence
+
+    assert_one_sentence(refused)

@@ -27,6 +27,7 @@ from circuitviz.models.checkpoints import (
     from_pretrained_checked,
     read_hf_model,
     read_tokenizer,
+    require_complete,
     saved_tokenizer_loader,
 )
 from circuitviz.models.errors import ModelLoadError
@@ -135,8 +136,10 @@ def hub_hf_model(model_id: str, dtype: torch.dtype, placement: dict):
             "download it once with network access and HF_HUB_OFFLINE=0, or give a local folder."
         )
     kwargs = {"dtype": dtype, "attn_implementation": "eager", **placement}
-    try:
-        model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    try:  # every weight read, in its shape (a cache missing one would leave it random)
+        model, info = AutoModelForCausalLM.from_pretrained(
+            model_id, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
+        )
         tokenizer = AutoTokenizer.from_pretrained(model_id)
     except (OSError, ValueError, KeyError) as error:
         first = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
@@ -144,7 +147,7 @@ def hub_hf_model(model_id: str, dtype: torch.dtype, placement: dict):
             f"{shown(model_id, 60)} could not be read from the Hugging Face hub ({first}); check the "
             "id, the network and HF_TOKEN for gated models."
         ) from error
-    return model.eval(), tokenizer
+    return require_complete(model, info, shown(model_id, 60)).eval(), tokenizer
 
 
 def boot(hf_model: PreTrainedModel, tokenizer, name: str):

@@ -146,6 +146,13 @@ def from_pretrained_checked(folder: Path, **kwargs) -> PreTrainedModel:
             f"transformers could not read the checkpoint {where} ({first_sentence(error)}); "
             "check that it is a causal language model the installed transformers supports."
         ) from error
+    return require_complete(model, info, where)
+
+
+def require_complete(model: PreTrainedModel, info: dict, where) -> PreTrainedModel:
+    """``model`` when ``from_pretrained``'s loading ``info`` (``output_loading_info=True``,
+    ``ignore_mismatched_sizes=True``) shows every weight read in its shape and the weights are
+    finite; else one sentence naming the first that is not (``where``: the folder, file or hub id)."""
     missing, mismatched = sorted(info["missing_keys"]), sorted(info["mismatched_keys"])
     if mismatched:
         name, given_shape, wanted = mismatched[0]
@@ -165,7 +172,7 @@ def from_pretrained_checked(folder: Path, **kwargs) -> PreTrainedModel:
     return model
 
 
-def _require_finite_weights(model: PreTrainedModel, folder: Path) -> None:
+def _require_finite_weights(model: PreTrainedModel, folder) -> None:
     """Refuse weights holding NaN or infinity: every figure of every circuit would be NaN. A
     tensor's sum is finite when every value is (it overflows only past 3e38), so the exact check
     runs only where a sum is not (Gemma-3-270M's 286 M weights: 0.05 s on the CPU against 0.86 s
