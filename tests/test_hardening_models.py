@@ -102,7 +102,7 @@ DOWN = "model.layers.1.mlp.down_proj.weight"
 DAMAGE = {  # found by loading about 800 randomly damaged folders (eight families)
     "config a list": (_file("config.json", "[]"), "holds list where a JSON object belongs"),
     "config without model type": (_file("config.json", '{"hidden_size": 8}'), "names no model type"),
-    "unknown model type": (_config_field("model_type", "-1"), "model type '-1' is not one transformers"),
+    "unknown model type": (_config_field("model_type", "-1"), 'model type "-1" is not one transformers'),
     "a field of the wrong kind": (_config_field("num_hidden_layers", None), "a value of the wrong kind"),
     "no heads": (
         _config_field("num_attention_heads", 0),
@@ -131,7 +131,7 @@ DAMAGE = {  # found by loading about 800 randomly damaged folders (eight familie
     "no positions": (_config_field("max_position_embeddings", 0), "loaded but cannot run a sentence"),
     "a length of the wrong kind": (
         _file("tokenizer_config.json", '{"model_max_length": "x"}'),
-        "gives model_max_length 'x'",
+        'gives model_max_length "x"',
     ),
     "a tokenizer class transformers lacks": (
         _file("tokenizer_config.json", '{"tokenizer_class": "Nope"}'),

@@ -178,10 +178,10 @@ GOOD_FEATURE = {"contexts": [{"tokens": ["When", " Mary"], "target": 1}], "promo
 SAE_DAMAGE = {  # found by loading 450 randomly damaged copies of an embedded SAE and steering with each
     "no decoder bias in cfg": (
         _damage_cfg(apply_b_dec_to_input=None),
-        "gives apply_b_dec_to_input None where true or false belongs",
+        "gives apply_b_dec_to_input null where true or false belongs",
     ),  # a TypeError at the first prompt
-    "a NaN switch": (_damage_cfg(apply_b_dec_to_input=float("nan")), "apply_b_dec_to_input nan"),  # silent
-    "a width that is text": (_damage_cfg(d_sae="48"), "gives d_sae '48' where a whole number from 1 belongs"),
+    "a NaN switch": (_damage_cfg(apply_b_dec_to_input=float("nan")), "apply_b_dec_to_input NaN"),  # silent
+    "a width that is text": (_damage_cfg(d_sae="48"), 'gives d_sae "48" where a whole number from 1 belongs'),
     "an infinite decoder weight": (
         _damage_weights(lambda t: t["W_dec"].view(-1).__setitem__(0, float("inf"))),
         "encodes a plain vector into values that are not finite",

@@ -30,6 +30,16 @@ def given(value, limit: int = 40) -> str:
     return cut(repr(value), limit, keep=limit + 2)
 
 
+def json_given(value, limit: int = 40) -> str:
+    """A value read from a JSON file, quoted as the file writes it (null, true, "x"), cut at
+    ``limit`` characters with the full length named: a cfg.json's null read as Python's None."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return cut(text, limit, keep=limit + 2)
+
+
 def cut(text: str, limit: int, keep: int | None = None) -> str:
     """``text`` whole when it is at most ``keep`` characters (``limit`` when None), else its first
     ``limit`` with the full length named: '…' and '(3,002 characters)'."""

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ..core.graph import GraphSpec
-from ..core.text import first_sentence, given, shown
+from ..core.text import first_sentence, json_given, shown
 from ..engine import sites
 from ..engine.capture import observe
 from ..labels.residual import residual_stream
@@ -134,7 +134,7 @@ def _descriptions(path: str, modified: float) -> tuple[list | None, list, int | 
         and not (isinstance(features, list) and all(isinstance(f, dict) for f in features))
         else "its random contexts are not a list of objects"
         if not (isinstance(contexts, list) and all(isinstance(c, dict) for c in contexts))
-        else f"its layer is {given(layer)}, not a layer number"
+        else f"its layer is {json_given(layer)}, not a layer number"
         if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int))
         else next(filter(None, map(_feature_problem, range(len(features or [])), features or [])), None)
     )
@@ -165,7 +165,7 @@ def _feature_problem(index: int, feature: dict) -> str | None:
     for name in ("frequency", "max_activation"):
         value = feature.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            return f"feature {index}'s {name} is {given(value)}, not a number"
+            return f"feature {index}'s {name} is {json_given(value)}, not a number"
     return None
 
 

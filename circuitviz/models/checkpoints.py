@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from circuitviz.core.text import cut, first_sentence, given
+from circuitviz.core.text import cut, first_sentence, json_given
 from circuitviz.models.errors import ModelLoadError
 from circuitviz.models.estimate import size_problem
 
@@ -104,13 +104,13 @@ def _config_problem(folder: Path) -> str | None:
     if not isinstance(config, dict):
         return f"its config.json holds {type(config).__name__} where a JSON object belongs"
     if not isinstance(config.get("model_type"), str) or not config["model_type"]:
-        return f'its config.json names no model type ("model_type": {given(config.get("model_type"))})'
+        return f'its config.json names no model type ("model_type": {json_given(config.get("model_type"))})'
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     if config["model_type"] not in CONFIG_MAPPING:
         return (
-            f"its model type {given(config['model_type'])} is not one transformers "
+            f"its model type {json_given(config['model_type'])} is not one transformers "
             f"{transformers.__version__} knows (a newer transformers may)"
         )
     return size_problem(config, folder)
@@ -257,7 +257,7 @@ def read_tokenizer(checkpoint: LocalCheckpoint) -> PreTrainedTokenizerBase:
     if isinstance(longest, bool) or not isinstance(longest, (int, float)) or not longest > 0:
         raise ModelLoadError(
             f"The tokenizer_config.json in {checkpoint.folder} gives model_max_length "
-            f"{given(longest)}, not a number of tokens; correct it from the model's release."
+            f"{json_given(longest)}, not a number of tokens; correct it from the model's release."
         )
     return tokenizer
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from circuitviz.core.graph_shape import edge_count
-from circuitviz.core.text import given, shown
+from circuitviz.core.text import json_given, shown
 from circuitviz.models.catalog import SUPPORTED_MODELS
 from circuitviz.models.errors import ModelLoadError
 
@@ -154,7 +154,7 @@ def size_problem(config: dict, folder: Path) -> str | None:
     for name in SIZE_FIELDS:
         value = text.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > LARGEST_SIZE:
-            return f"its config.json gives {name} {given(value)}, beyond any model's"
+            return f"its config.json gives {name} {json_given(value)}, beyond any model's"
     try:
         claimed = parameters_of_config(text)[0]
     except ValueError:  # fields it does not read, or not sizes: transformers names them

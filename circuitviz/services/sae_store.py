@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from ..core.text import first_sentence, given
+from ..core.text import first_sentence, json_given
 from . import assets
 
 
@@ -171,7 +171,7 @@ def _require_config_kinds(config: Path) -> None:
     for name, kind in _CONFIG_KINDS.items():
         if name in values and not checks[kind](values[name]):
             raise SaeUnavailable(
-                f"{config} gives {name} {given(values[name])} where {_KIND_WORDS[kind]} belongs; check "
+                f"{config} gives {name} {json_given(values[name])} where {_KIND_WORDS[kind]} belongs; check "
                 "it against the settings the SAE was trained with."
             )
 
