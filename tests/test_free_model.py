@@ -95,6 +95,23 @@ def test_a_config_with_values_of_the_wrong_kind_never_raises(change, tmp_path):
     assert "does not read (it is not a JSON object)" in check_free_model(str(tmp_path)).problem
 
 
+def test_a_folder_its_config_does_not_describe_is_refused_before_loading(tmp_path):
+    """A config giving a million layers beside the weights of two: the sidebar showed an estimate of
+    10 billion parameters and the load built layers until the memory ran out (now it refuses too)."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder = _folder(tmp_path)
+    save_file({"weight": torch.zeros(10, 10)}, str(folder / "model.safetensors"))
+    assert check_free_model(str(folder)).estimate is not None  # 70K parameters claimed, 100 held: no refusal
+    (folder / "config.json").write_text(json.dumps({**LLAMA_CONFIG, "num_hidden_layers": 10**6}))
+    checked = check_free_model(str(folder))
+    assert checked.estimate is None and "where the weight files hold 100 numbers" in checked.problem
+    (folder / "model.safetensors").unlink()  # weights not here (yet): nothing to hold the config to
+    (folder / "model.gguf").write_bytes(b"GGUF")
+    assert "numbers" not in (check_free_model(str(folder)).problem or "")
+
+
 def test_a_folder_without_a_config_says_what_it_needs(tmp_path):
     (tmp_path / "empty").mkdir()
     checked = check_free_model(str(tmp_path / "empty"))

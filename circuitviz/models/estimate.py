@@ -123,8 +123,8 @@ BEYOND_FILES = (
 
 def numbers_in_files(folder: Path) -> int | None:
     """How many numbers ``folder``'s weight files hold: from the safetensors headers (read, not the
-    weights), else the .bin files' bytes (at least one a number); None when they do not read (the
-    loader then names the file)."""
+    weights), else the .bin files' bytes (at least one a number); None when there are none or they
+    do not read (the loader then names the file)."""
     import math
 
     total = 0
@@ -140,7 +140,10 @@ def numbers_in_files(folder: Path) -> int | None:
                 math.prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__"
             )
         if not tensors:
-            total = sum(path.stat().st_size for path in folder.glob("pytorch_model*.bin"))
+            pickled = list(folder.glob("pytorch_model*.bin"))
+            if not pickled:  # no weights here (a .gguf beside the config, or none yet): unknown
+                return None
+            total = sum(path.stat().st_size for path in pickled)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return total
@@ -293,6 +296,9 @@ def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
         return FreeModelCheck(name, note="Not downloaded yet: its size is known once its config is fetched.")
     except (OSError, ValueError) as error:
         return FreeModelCheck(name, problem=f"The config.json of {shown(name, 60)} does not read ({error}).")
+    beyond = size_problem(config, path) if exists else None  # a folder its config does not describe
+    if beyond:
+        return FreeModelCheck(name, problem=f"{shown(name, 60)} cannot load: {beyond}.")
     unsupported = _unsupported_architecture(config)
     if unsupported:
         return FreeModelCheck(
