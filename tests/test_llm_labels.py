@@ -160,6 +160,19 @@ def test_describe_marks_target_and_caches_on_disk(stub, labeler_for, tmp_path):
         assert SECRET not in path.read_text()
 
 
+@pytest.mark.parametrize("kept", ["[]", '{"reply": 5}', '{"model": "m"}', "{"])
+def test_a_damaged_cache_entry_is_asked_again(kept, stub, labeler_for, tmp_path):
+    """A cached reply that is a list or a number raised (TypeError, then AttributeError where the
+    description is read); it is asked again and kept whole."""
+    stub.script = [("reply", "female pronouns"), ("reply", "female pronouns")]
+    labeler_for().describe(CONTEXTS, promotes=[" her"])
+    (entry,) = (tmp_path / "llm-cache").iterdir()
+    entry.write_text(kept)
+    again = labeler_for().describe(CONTEXTS, promotes=[" her"])
+    assert again["cached"] is False and again["description"] == "female pronouns"
+    assert len(stub.requests) == 2 and json.loads(entry.read_text())["reply"] == "female pronouns"
+
+
 def test_signal_prompt_marks_source_and_target(stub, labeler_for):
     stub.script = [("reply", "name copied from earlier mention")]
     context = {

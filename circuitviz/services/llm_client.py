@@ -113,9 +113,12 @@ class ChatClient:
         path = self._cache_path(messages, options) if cache else None
         if path is not None and path.is_file():
             try:
-                return json.loads(path.read_text())["reply"], True
-            except (OSError, ValueError, KeyError):
-                log.warning("unreadable LLM cache entry %s; asking again", path.name)
+                kept = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                kept = None
+            if isinstance(kept, dict) and isinstance(kept.get("reply"), str):
+                return kept["reply"], True
+            log.warning("unreadable LLM cache entry %s; asking again", path.name)  # a list, a number
         reply = self._ask(messages, options)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
