@@ -83,6 +83,7 @@ def _flip_a_byte(path: Path, offset: int = -5) -> None:
         "a file missing",
         "a manifest of another key",
         "an unreadable manifest",
+        "a manifest whose file record is a list",  # AttributeError before
     ],
 )
 def test_a_damaged_or_partial_entry_is_not_sound(damage, cache_home, tmp_path):
@@ -104,6 +105,10 @@ def test_a_damaged_or_partial_entry_is_not_sound(damage, cache_home, tmp_path):
     elif damage == "a manifest of another key":
         data = json.loads(manifest.read_text())
         data["fingerprint"]["transformers"] = "0.0.1"
+        manifest.write_text(json.dumps(data))
+    elif damage == "a manifest whose file record is a list":
+        data = json.loads(manifest.read_text())
+        data["files"]["config.json"] = [1, 2]
         manifest.write_text(json.dumps(data))
     else:
         manifest.write_text("{not json")

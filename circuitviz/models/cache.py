@@ -319,6 +319,8 @@ def entry_is_sound(entry: CacheEntry) -> bool:
     try:
         for name, record in records.items():
             path = entry.folder / name
+            if not isinstance(record, dict):  # a manifest edited or written by other code
+                return False
             if not path.is_file() or path.stat().st_size != record.get("size"):
                 return False
             if name.endswith(".safetensors") and not safetensors_header_fits(path):
