@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from circuitviz.core.text import first_sentence
 from circuitviz.models.bridge_rewrites import (
     bridge_mlp_norms,
     fold_logit_scale,
@@ -274,7 +275,7 @@ def require_circuit_hooks(bridge) -> None:
             with adapter.split_attention_inputs(split), adapter.hooked([(name, seen) for name in names]):
                 adapter.blocks(tokens)
         except Exception as error:  # TransformerLens's adapter for it fails: one sentence, not a traceback
-            first = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
+            first = first_sentence(error) if str(error).strip() else ""
             raise ModelLoadError(
                 f"TransformerLens's bridge cannot run {architecture} here ({type(error).__name__}: "
                 f"{first}); use a supported architecture or a newer TransformerLens."

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import torch
 
 import circuitviz.models.cache as cache
-from circuitviz.core.text import counted, shown
+from circuitviz.core.text import counted, first_sentence, shown
 from circuitviz.models.bridge import bridge_from_hf
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
@@ -142,7 +142,7 @@ def hub_hf_model(model_id: str, dtype: torch.dtype, placement: dict):
         )
         tokenizer = AutoTokenizer.from_pretrained(model_id)
     except (OSError, ValueError, KeyError) as error:
-        first = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+        first = first_sentence(error, 160)
         raise ModelLoadError(
             f"{shown(model_id, 60)} could not be read from the Hugging Face hub ({first}); check the "
             "id, the network and HF_TOKEN for gated models."

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from circuitviz.core.text import first_sentence
 from circuitviz.models.errors import ConversionRefused, ModelLoadError
 
 if TYPE_CHECKING:
@@ -248,7 +249,7 @@ def tl_state_dict(
         try:
             return loading.get_pretrained_state_dict(reference, cfg, hf_model, dtype=torch.float32)
         except (NotImplementedError, ValueError) as error:
-            first = str(error).splitlines()[0][:200] if str(error).strip() else type(error).__name__
+            first = first_sentence(error, 200)
             raise ConversionRefused(
                 f"TransformerLens could not convert the {_architecture(hf_config)} weights "
                 f"({first}); pick a model from the supported table.",

@@ -288,7 +288,7 @@ def _hub_parts(official_name: str, device: torch.device, dtype: torch.dtype) -> 
 
 def _hub_error(official_name: str, error: BaseException) -> ModelLoadError:
     """One sentence for a hub model that failed to download or read."""
-    detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    detail = first_sentence(error, 200)
     return ModelLoadError(
         f"{official_name} could not be loaded from the Hugging Face hub ({detail}); check the "
         f"network and HF_TOKEN, or use an embedded model ({_embedded_list()})."
