@@ -330,10 +330,8 @@ def test_hub_model_missing_offline_is_refused(hub_cache):
     assert "offline" in message and EMBEDDED_MODEL in message
 
 
-@pytest.mark.embedded
-@pytest.mark.slow
-def test_cached_hub_model_loads_offline(hub_cache, smollm2_loads):
-    """An official name is read from the hub cache: a tiny random GPT-2 planted there as "gpt2"."""
+def _plant_gpt2(hub_cache, smollm2_loads):
+    """A tiny random GPT-2 saved in the hub cache as "gpt2" (SmolLM2's tokenizer); its model."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     _, _, _, entry, _ = smollm2_loads
@@ -347,11 +345,38 @@ def test_cached_hub_model_loads_offline(hub_cache, smollm2_loads):
     hf_model = GPT2LMHeadModel(config).eval()
     hf_model.save_pretrained(snapshot)
     tokenizer.save_pretrained(snapshot)
+    return hf_model
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_cached_hub_model_loads_offline(hub_cache, smollm2_loads):
+    """An official name is read from the hub cache: a tiny random GPT-2 planted there as "gpt2"."""
+    hf_model = _plant_gpt2(hub_cache, smollm2_loads)
     hooked = load_model("gpt2")
     assert hooked.cfg.model_name == "gpt2" and hooked.cfg.n_layers == 2
     assert hooked.cfg.use_split_qkv_input and hooked.cfg.use_hook_mlp_in
     difference = _max_logit_difference(hooked, hf_model, _first_tokens(hooked))
     assert difference < LOGIT_TOLERANCE, f"max |logit difference| = {difference:.3g}"
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_an_official_name_cached_without_a_weight_is_refused(hub_cache, smollm2_loads):
+    """TransformerLens's own hub loader read an official name with a plain from_pretrained: a
+    weight the cached snapshot lacked was left random and the model loaded."""
+    from safetensors.torch import load_file, save_file
+
+    _plant_gpt2(hub_cache, smollm2_loads)
+    weights = hub_cache / "models--gpt2" / "snapshots" / ("0" * 40) / "model.safetensors"
+    tensors = load_file(str(weights))
+    tensors.pop("transformer.h.1.mlp.c_fc.weight")
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError) as refused:
+        load_model("gpt2", backend="hooked")
+    message = str(refused.value)
+    _assert_one_sentence(message)
+    assert "lack 1 of the model's tensors (transformer.h.1.mlp.c_fc.weight)" in message, message
 
 
 def test_devices_and_dtypes():

@@ -37,6 +37,7 @@ from circuitviz.models.checkpoints import (
     inspect_local_checkpoint,
     read_hf_model,
     read_tokenizer,
+    require_complete,
     saved_tokenizer_loader,
 )
 from circuitviz.models.conversion import hf_config_dict, moved_config_field, tl_config, tl_state_dict
@@ -282,8 +283,45 @@ def _hub_parts(official_name: str, device: torch.device, dtype: torch.dtype) -> 
             official_name, fold_ln=False, device=str(device), dtype=dtype
         )
     cfg.ungroup_grouped_query_attention = True
-    state_dict = loading.get_pretrained_state_dict(official_name, cfg, None, dtype=dtype)
+    hf_model = _checked_hub_model(official_name, cfg, dtype)
+    state_dict = loading.get_pretrained_state_dict(official_name, cfg, hf_model, dtype=dtype)
+    del hf_model
     return _Parts(cfg, None, _InMemoryWeights(state_dict))
+
+
+# official names whose weights TransformerLens reads from its own .pth files, not from_pretrained
+_OWN_FILES = ("NeelNanda", "ArthurConmy", "Baidicoot")
+
+
+def _checked_hub_model(official_name: str, cfg: HookedTransformerConfig, dtype: torch.dtype):
+    """The ``transformers`` model TransformerLens would read for ``official_name`` with a plain
+    ``AutoModelForCausalLM.from_pretrained``, read here with its loading report instead, so a
+    weight the hub cache lacks or holds in another shape is refused in one sentence
+    (``require_complete``) rather than left random, as transformers does and says only in its
+    log. None where TransformerLens reads the weights otherwise (its own .pth files, training
+    checkpoints, remote code, quantised or multimodal releases): it reads those itself."""
+    from transformer_lens import loading_from_pretrained as loading
+    from transformers import AutoModelForCausalLM
+
+    if (
+        cfg.from_checkpoint
+        or official_name.startswith(_OWN_FILES)
+        or official_name.startswith(tuple(loading.NEED_REMOTE_CODE_MODELS))
+        or official_name in loading.NON_HF_HOSTED_MODEL_NAMES
+        or any(kind in official_name for kind in ("hubert", "wav2vec2", "bert", "t5"))
+        or cfg.original_architecture == "Gemma3ForConditionalGeneration"
+        or getattr(cfg, "quantization_method", None) is not None
+    ):
+        return None
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(
+            official_name, dtype=dtype, output_loading_info=True, ignore_mismatched_sizes=True
+        )
+    except AttributeError as error:  # an older config without pad_token_id: TransformerLens mends it
+        if "pad_token_id" in str(error):
+            return None
+        raise
+    return require_complete(model, info, official_name)
 
 
 def _hub_error(official_name: str, error: BaseException) -> ModelLoadError:
