@@ -417,6 +417,37 @@ def test_generated_tasks_fit_the_embedded_model(embedded_model):
         generate_tasks(embedded_model, "factual", 5000, seed=0)
 
 
+def test_generated_tasks_pass_the_validity_check_and_the_refused_are_counted(embedded_model, monkeypatch):
+    """Asking for n tasks gives n the batch will run: the arithmetic family on the embedded model
+    drew 200 of which the validity check refuses 157 (the stored atlas of 2026-11-30); now it is
+    drawn until n pass, and the summary says how many were tried and why the rest were refused."""
+    import random
+
+    import circuitviz.batch.generate as generate
+    from circuitviz.measure.task_validity import task_verdict
+
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "on")
+    found = generate.generated_dataset(embedded_model, "arithmetic", 8, seed=0)
+    assert len(found.tasks) == 8
+    for item in found.tasks:
+        assert task_verdict(embedded_model, item.task) is None, item.task
+    row = found.summary["per_subject"]["arithmetic"]
+    assert row["kept"] == 8 and row["tried"] == 8 + sum(row["refusals"].values()) > 8
+    assert all(kind.startswith("the corruption") for kind in row["refusals"])
+    # a family that runs out says how many passed and why the others did not
+    pool = [generate._arithmetic(embedded_model, random.Random(k)) for k in range(12)]
+    pool = [task for task in pool if task is not None]
+    monkeypatch.setitem(generate.DRAWS, "arithmetic", lambda model, rng: rng.choice(pool))
+    with pytest.raises(
+        DatasetError,
+        match=r"distinct prompts that fit this model's tokenizer and pass the validity check \(\d+ refused, most because the corruption ",
+    ) as refused:
+        generate.generated_dataset(embedded_model, "arithmetic", len(pool), seed=0)
+    from sentences import assert_one_sentence
+
+    assert_one_sentence(str(refused.value))
+
+
 def test_a_family_that_runs_out_says_so_after_a_stall_not_every_attempt(tiny, monkeypatch):
     """Asking a family for more prompts than it holds ends once draws stop finding new ones (the
     coupon rule in batch/generate.py), with the count found; a request it can fill still gets

@@ -29,7 +29,7 @@ def task_refusals(rows: pa.Table) -> list[str | None]:
     return found
 
 
-def _refusal_kind(task: PromptTask, clean: float, corrupted: float) -> str:
+def refusal_kind(task: PromptTask, clean: float, corrupted: float) -> str:
     """A refused task's reason in a few words (the full sentence is ``gap_problem``'s)."""
     if identical_prompts_problem(task):
         return "the clean and corrupted prompts are the same"
@@ -48,7 +48,7 @@ def refusal_kinds(rows: pa.Table) -> dict[str, int]:
     ):
         if why is not None:
             task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
-            kind = _refusal_kind(task, float(clean_metric), float(corrupted_metric))
+            kind = refusal_kind(task, float(clean_metric), float(corrupted_metric))
             kinds[kind] = kinds.get(kind, 0) + 1
     return dict(sorted(kinds.items(), key=lambda item: -item[1]))
 

@@ -29,7 +29,7 @@ from ..methods import RunContext, get_method
 from ..models import load_model
 from ..models.adapter import adapter_of, backend_of, model_dtype
 from .dataset import Dataset, DatasetError, DatasetTask
-from .generate import generate_tasks
+from .generate import generated_dataset
 from .mmlu_tasks import mmlu_tasks
 
 Progress = Callable[[float], None]  # fraction of the current piece of work done
@@ -269,7 +269,7 @@ def evaluate_group(model, group: MaskGroup) -> list[tuple[int, list[CurvePoint] 
 
 
 def generate(model, family: str, n: int, seed: int, max_tokens: int, subjects=()) -> Dataset:
-    """Tasks made on the model: a template family's (``generate_tasks``), or MMLU's questions of
+    """Tasks made on the model: a template family's (``generated_dataset``: n that pass the validity check), or MMLU's questions of
     ``subjects`` (``mmlu_tasks``: n valid tasks per subject, the selection in ``summary``)."""
     if family == "mmlu":
         if not subjects:
@@ -277,4 +277,4 @@ def generate(model, family: str, n: int, seed: int, max_tokens: int, subjects=()
         return mmlu_tasks(model, list(subjects), n, seed, max_tokens)
     if subjects:
         raise DatasetError(f"Subjects are for MMLU only; the {family} family has none.")
-    return Dataset(tasks=generate_tasks(model, family, n, seed, max_tokens), source=f"generated {family}")
+    return generated_dataset(model, family, n, seed, max_tokens)

@@ -31,7 +31,7 @@ from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, TaskError
 from ..core.text import shown
 from ..engine.metric import metric_from_residual
 from ..models.adapter import adapter_of
-from .evaluate import prompt_run
+from .evaluate import last_residuals, prompt_run
 
 CHECK_ENV = "CIRCUITVIZ_TASK_CHECK"
 MIN_GAP = {"logit_diff": 1.0, "logprob": 0.3, "prob": 0.05}
@@ -113,6 +113,26 @@ def clean_and_corrupted_metrics(model, prepared: PreparedTask) -> tuple[float, f
     metrics = metric_from_residual(model, prepared, torch.cat(residuals))  # [2]
     clean, corrupted = metrics.float().tolist()
     return float(clean), float(corrupted)
+
+
+@torch.no_grad()
+def prepared_metrics(model, prepared: list[PreparedTask]) -> list[tuple[float, float]]:
+    """(L(M(q)), L(M(q'))) of each task, from plain runs of the final residual only: the clean
+    and corrupted prompts of every task of one token length in one pass (a prompt run before is
+    read, ``evaluate.last_residuals``). For checking many candidate tasks at once (a generated
+    dataset drawn until enough pass); one task's check is ``clean_and_corrupted_metrics``."""
+    found: list[tuple[float, float]] = [(0.0, 0.0)] * len(prepared)
+    by_length: dict[int, list[int]] = {}
+    for index, task in enumerate(prepared):
+        by_length.setdefault(task.clean_tokens.shape[1], []).append(index)
+    for indices in by_length.values():
+        rows = [prepared[i].clean_tokens for i in indices] + [prepared[i].corrupted_tokens for i in indices]
+        residual = last_residuals(model, torch.cat(rows))  # [2 * tasks, d_model]
+        for j, i in enumerate(indices):
+            pair = metric_from_residual(model, prepared[i], residual[[j, j + len(indices)]])
+            clean, corrupted = pair.float().tolist()
+            found[i] = (float(clean), float(corrupted))
+    return found
 
 
 def task_metrics(model, task: PromptTask, max_tokens: int | None = None) -> tuple[float, float]:
