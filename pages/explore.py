@@ -19,7 +19,7 @@ from circuitviz.ui.sidebar import model_choice  # noqa: E402
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
 loaders.model_future(model_id, device)  # the model starts loading now, in the background
 
-with st.container(border=True):
+with st.container(border=True, key="controls-task"):  # hidden in demo mode (ui/demo.py)
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
@@ -32,15 +32,16 @@ with st.container(border=True):
     given = inputs.task_inputs(
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
     )
-with st.container(border=True):
+with st.container(border=True, key="controls-method"):
     method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
 if given.task is not None:  # the graph's node captions depend on the prompt alone: computed meanwhile
     prefetch.node_labels_soon(model, model_id, given.task)
 autorun = state.session.autorun  # a task opened from another page runs once, when it opens
 del state.session.autorun
-shown = panel.run_panel(
-    model, model_id, given.task, method, settings, budgets, autorun=autorun, prompt=prompt
-)
+with st.container(key="controls-run"):
+    shown = panel.run_panel(
+        model, model_id, given.task, method, settings, budgets, autorun=autorun, prompt=prompt
+    )
 
 
 @st.fragment
@@ -55,5 +56,6 @@ if shown.result is not None:
     show_result(shown.result, loaders.node_labels(model, shown.result.model_id, shown.result.task))
 from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
 
-graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn
+with st.container(key="controls-graph-file"):
+    graph_file_opener("explore.graph_file")  # a Neuronpedia / circuit-tracer graph JSON, drawn
 state.write_to_url()

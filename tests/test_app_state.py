@@ -864,6 +864,32 @@ def test_the_graph_view_and_demo_mode_live_in_the_url_through_the_state():
     assert "view" not in wrong.query_params
 
 
+def test_demo_mode_shows_the_prompt_as_typed_and_hides_the_controls_by_their_keys():
+    """Demo mode's headline quoted the prompt into markdown: ``**star**`` was bold, ``$x$`` a
+    formula and ``[link](...)`` a live link (seen in Chromium). Its hiding style named a testid
+    Streamlit 1.67 no longer draws, so every control stayed on screen: the controls now stand in
+    containers keyed ``controls-...`` and the style hides those."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.core.text import markdown_text
+    from circuitviz.render.demo import prompt_sentence
+    from circuitviz.ui.demo import CONTROLS_KEY
+
+    marked = "**star** $x$ [link](http://example.com) "
+    at = _click(
+        _app(method="eap", demo="1", prompt=marked + IOI_TASK.clean, corrupted=marked + IOI_TASK.corrupted).run(),
+        "Run",
+    )
+    assert not at.exception, at.exception
+    task = PromptTask(marked + IOI_TASK.clean, marked + IOI_TASK.corrupted, " Mary", (" John",))
+    headline = [h.value for h in at.subheader if "The model reads" in h.value]
+    assert headline == [markdown_text(prompt_sentence(task))], [h.value for h in at.subheader]
+    styles = [h.proto.body for h in at.get("html") if "display: none" in h.proto.body]
+    assert styles and f"st-key-{CONTROLS_KEY}" in styles[0]
+    page = (Path(__file__).resolve().parents[1] / "pages" / "explore.py").read_text()
+    for key in ("task", "method", "run"):  # the prompt, the method's form, the estimate and Run
+        assert f'key="{CONTROLS_KEY}{key}"' in page
+
+
 def test_a_prompts_proposal_is_stored_and_read_back_without_a_forward_pass(monkeypatch):
     """The answer, foil and corrupted prompt proposed for a prompt are kept in the store: a later
     start of the app (an empty in-memory cache) reads them back and weighs no candidate again."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
+from ..core.text import markdown_text
 from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
 from ..render.groups import propose_groups
 from . import state as ui_state
@@ -18,9 +19,13 @@ from .graph_view import show_graph
 # this size (the page's own views stop at the page's type, ``render.vis.MAX_LABEL_PX``)
 DEMO_LABEL_PX = 28
 
-# the page's bordered input blocks and the sidebar: hidden while the demo is on
+# a page's controls stand in containers keyed ``controls-...`` (Streamlit gives a keyed container
+# the class ``st-key-<key>``); they and the sidebar are hidden while the demo is on. (The selector
+# was Streamlit's ``stVerticalBlockBorderWrapper``, which 1.67 no longer draws: seen in Chromium,
+# every control stayed on screen.)
+CONTROLS_KEY = "controls-"
 _HIDE = (
-    "<style>[data-testid='stVerticalBlockBorderWrapper'], section[data-testid='stSidebar'], "
+    f"<style>[class*='st-key-{CONTROLS_KEY}'], section[data-testid='stSidebar'], "
     "[data-testid='stSidebarCollapsedControl'] { display: none !important; }</style>"
 )
 
@@ -43,7 +48,7 @@ def demo_switch(key: str) -> bool:
 def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, groups=None) -> None:
     """The demo: sentence, fitted graph with groups and strongest paths, NDF, the explanation
     (``graph_drawing`` and ``explain``: the result view's)."""
-    st.subheader(prompt_sentence(result.task), anchor=False)
+    st.subheader(markdown_text(prompt_sentence(result.task)), anchor=False)  # the user's text, as typed
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     paths = strongest_paths(edges, 3)
     if not groups:  # the proposed grouping of the nodes off the strongest paths (those stay visible)
