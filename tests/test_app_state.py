@@ -876,7 +876,9 @@ def test_demo_mode_shows_the_prompt_as_typed_and_hides_the_controls_by_their_key
 
     marked = "**star** $x$ [link](http://example.com) "
     at = _click(
-        _app(method="eap", demo="1", prompt=marked + IOI_TASK.clean, corrupted=marked + IOI_TASK.corrupted).run(),
+        _app(
+            method="eap", demo="1", prompt=marked + IOI_TASK.clean, corrupted=marked + IOI_TASK.corrupted
+        ).run(),
         "Run",
     )
     assert not at.exception, at.exception
