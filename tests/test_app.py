@@ -481,10 +481,10 @@ def test_compares_faithful_line_reads_each_curve():
         "eap-ig": result([(20, 7, 0.22), (2000, 2000, 0.57), (5000, 5000, float("nan"))]),
     }
     assert compare.faithful_line(results, 20) == (
-        "At 20 edges no method's circuit reaches NDF 0.8. The smallest circuit of each method that does: "
+        "At budget 20 no method's circuit reaches NDF 0.8. The smallest circuit of each method that does: "
         "eap: 1,995 edges (budget 2,000); eap-ig: none of its budgets, up to 2,000 edges."
     )
-    assert compare.faithful_line(results, 2000).startswith("At 2,000 edges eap reaches NDF 0.8.")
+    assert compare.faithful_line(results, 2000).startswith("At budget 2,000 eap reaches NDF 0.8.")
 
 
 def test_compares_line_under_a_graph_says_when_no_edge_or_every_edge_is_bold():
@@ -540,6 +540,10 @@ def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the
     ]
     (note,) = curve_notes(dipped)
     assert "not monotone" in note and "against the answer" not in note and "ACC++'s own score" in note
+    # a budget keeps fewer edges once the dangling ones are pruned: the note counts the edges kept
+    dipped.curve = [CurvePoint(5, 4, 0, 0.5, 0.5), CurvePoint(10, 8, 0, 0.1, 0.1)]
+    (note,) = curve_notes(dipped)
+    assert "at 8 edges (budget 10) NDF is 0.10, below 0.50 at 4 edges (budget 5)." in note, note
     sentences = render.explain_circuit(
         render.circuit_edges(result.graph, result.scores, result.circuit(10)),
         task=result.task,
@@ -626,7 +630,8 @@ def test_a_dip_in_the_curve_is_explained():
         scores = torch.tensor([1.0, 2.0, -3.0], device="cpu")  # a stand-in result's scores
 
     (note,) = curve_notes(Result())
-    assert "at 200 edges NDF is 0.20, below 0.74 at 150" in note and "2 edges work against the answer" in note
+    assert "at 190 edges (budget 200) NDF is 0.20, below 0.74 at 140 edges (budget 150)." in note, note
+    assert "2 edges work against the answer" in note
 
 
 def test_budgets_that_pruning_empties_are_said_so_on_the_page_and_the_command_line():

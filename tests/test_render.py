@@ -232,7 +232,9 @@ def test_result_graph_html_matches_the_result(tmp_path):
     drawing = render.result_graph_html(result, 20)
     _, edges = _data(drawing.html)
     assert len(edges) == int(result.circuit(20).sum())
-    assert "budget 20 edges" in drawing.html
+    point = result.point(20)  # the title counts the edges kept, and names the budget where they differ
+    assert f"· {render.edges_at(point)}, NDF" in drawing.html
+    assert (f"{point.n_edges} edges (budget 20)" if point.n_edges != 20 else "· 20 edges,") in drawing.html
 
 
 def test_logit_lens_labels_match_the_unembedding():

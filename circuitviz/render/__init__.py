@@ -12,6 +12,7 @@ from .curves import (
     curve_dips,
     curve_figure,
     curves_csv,
+    edges_at,
     figure_html,
     figure_image,
     log_ticks,
@@ -55,6 +56,7 @@ __all__ = [
     "curve_figure",
     "explain_circuit",
     "curves_csv",
+    "edges_at",
     "differing_positions",
     "edge_rows",
     "edges_csv",
@@ -101,7 +103,7 @@ def result_graph_html(
         ndf = point.ndf
     faithfulness = f", NDF {ndf:.2f}" if ndf is not None else ""
     title = options.pop("title", None) or (
-        f"{result.model_id} · {result.method} · budget {budget:,} edges{faithfulness} · "
+        f"{result.model_id} · {result.method} · {edges_at(point) if point else f'budget {budget:,}'}{faithfulness} · "
         f"prompt: {result.task.clean!r} → {result.task.answer!r}"
     )
     circuit = result.circuit(budget) if mask is None else mask

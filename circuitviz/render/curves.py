@@ -188,7 +188,9 @@ class OpeningView:
     faithful: bool = False
 
 
-def _edges_at(point) -> str:
+def edges_at(point) -> str:
+    """'83 edges (budget 100)', or '100 edges' where the budget kept as many: a budget is the top
+    edges by score, and edges on no input-to-logits path are then pruned."""
     budget, kept = int(_value(point, "budget")), int(_value(point, "n_edges"))
     return f"{kept:,} edges" + ("" if kept == budget else f" (budget {budget:,})")
 
@@ -209,7 +211,7 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
         first = good[0]
         return OpeningView(
             int(_value(first, "budget")),
-            f"Opened at {_edges_at(first)}, the smallest budget whose circuit reaches NDF {good_ndf} "
+            f"Opened at {edges_at(first)}, the smallest budget whose circuit reaches NDF {good_ndf} "
             f"(NDF {_value(first, 'ndf'):.2f}).",
             faithful=True,
         )
@@ -229,7 +231,7 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
                 int(_value(first, "budget")),
                 f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); the budgets up "
                 f"to {int(_value(small[-1], 'budget')):,} keep no edge (their top edges hold no path from "
-                f"the input to the logits), so it opened at {_edges_at(first)}, the smallest budget whose "
+                f"the input to the logits), so it opened at {edges_at(first)}, the smallest budget whose "
                 f"circuit has edges (NDF {_value(first, 'ndf'):.2f}).",
             )
         budget = int(_value(points[0], "budget"))
@@ -242,7 +244,7 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
     return OpeningView(
         int(_value(best, "budget")),
         f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); opened at "
-        f"{_edges_at(best)}, the most faithful circuit of at most {max_edges} edges (NDF "
+        f"{edges_at(best)}, the most faithful circuit of at most {max_edges} edges (NDF "
         f"{_value(best, 'ndf'):.2f}). Larger budgets are on the slider and the curve.",
     )
 

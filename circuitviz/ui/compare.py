@@ -119,11 +119,11 @@ def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
         if (point := result.point(budget)) is not None and point.ndf >= good_ndf
     ]
     if not reach:
-        head = f"At {budget:,} edges no method's circuit reaches NDF {good_ndf}"
+        head = f"At budget {budget:,} no method's circuit reaches NDF {good_ndf}"
     elif len(reach) == len(results):
-        head = f"At {budget:,} edges every method's circuit reaches NDF {good_ndf}"
+        head = f"At budget {budget:,} every method's circuit reaches NDF {good_ndf}"
     else:
-        head = f"At {budget:,} edges {', '.join(reach)} {'reaches' if len(reach) == 1 else 'reach'} NDF {good_ndf}"
+        head = f"At budget {budget:,} {', '.join(reach)} {'reaches' if len(reach) == 1 else 'reach'} NDF {good_ndf}"
     each = []
     for name, result in results.items():
         points = sorted((p for p in result.curve if not math.isnan(p.ndf)), key=lambda p: p.budget)
@@ -365,7 +365,9 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             },
         },
     )
-    st.caption(f"{len(shown.shared):,} edges are in every circuit.")
+    st.caption(
+        f"{counted(len(shown.shared), 'edge')} {'is' if len(shown.shared) == 1 else 'are'} in every circuit."
+    )
     if measured is not None:
         measured_table(results, budget, measured)
     state.write_to_url(["budget"])

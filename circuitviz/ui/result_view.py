@@ -478,7 +478,11 @@ def curve_notes(result) -> list[str]:
     dips = render.curve_dips(result.curve)
     if dips:
         low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-        dip = f"The curve is not monotone: at {high:,} edges NDF is {high_ndf:.2f}, below {low_ndf:.2f} at {low:,}. "
+        at = {point.budget: point for point in result.curve}  # a budget's edges kept, after pruning
+        dip = (
+            f"The curve is not monotone: at {render.edges_at(at[high])} NDF is {high_ndf:.2f}, "
+            f"below {low_ndf:.2f} at {render.edges_at(at[low])}. "
+        )
         traits = method_traits(result.method)
         if traits.scores_estimate_metric:
             against = int((result.scores > 0).sum())
