@@ -32,7 +32,7 @@ def test_paraphrase_prunings_own_held_out_share_is_shown_and_named():
         fit=["fitted"],
         held_out=["The *Louvre* stands in", "Visitors see it in"],
         held_out_ndf={"103": [0.9, 0.5], "10342": [1.0, 1.0]},
-        notes=["1 of 4 paraphrases left out: 'x': a repeat."],
+        notes=["1 of 4 paraphrases left out, 3 kept: 'x': a repeat."],
     )
     result = _result("paraphrase-pruning", details)
     values = result_view.metric_values(result, POINT)

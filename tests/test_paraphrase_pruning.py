@@ -145,7 +145,7 @@ def test_every_paraphrase_left_out_is_named_with_its_reason(monkeypatch):
     split = pp.split_paraphrases(ctx, get_method("paraphrase-pruning").make_config({}))
     assert len(split.fit) + len(split.held_out) == len(PARAPHRASES) - 1
     assert split.notes == [
-        f"3 of {len(given)} paraphrases left out: {PARAPHRASES[0].clean!r}: a repeat; "
+        f"3 of {len(given)} paraphrases left out, {len(given) - 3} kept: {PARAPHRASES[0].clean!r}: a repeat; "
         f"{IOI_TASK.clean!r}: it is the prompt itself; {weak!r}: the gap is too small."
     ]
     assert split.left_out == [  # every one kept whole (the sentence names the first few)

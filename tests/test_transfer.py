@@ -90,7 +90,7 @@ def test_an_invalid_paraphrase_is_skipped_and_the_next_held_out_taken(monkeypatc
     # nothing left out silently: each refused paraphrase is named with its reason, of how many
     total = len(PARAPHRASES) + 1
     assert found.note == (
-        f"2 of {total} paraphrases left out: 'a pair the caller refused': its corruption has 2 more "
+        f"2 of {total} paraphrases left out, {total - 2} kept: 'a pair the caller refused': its corruption has 2 more "
         f"tokens; {refused!r}: too small."
     )
     # every pair given refused: nothing measured, and the note still says why

@@ -127,7 +127,8 @@ def left_out_note(left_out: Sequence[tuple[str, str]], total: int) -> str:
         return ""
     named = "; ".join(f"{shown(clean)}: {reason}" for clean, reason in left_out[:LEFT_OUT_SHOWN])
     more = len(left_out) - LEFT_OUT_SHOWN
-    return f"{len(left_out)} of {counted(total, 'paraphrase')} left out: {named}" + (
+    kept = f", {total - len(left_out):,} kept" if total > len(left_out) else ""  # beside the count asked for
+    return f"{len(left_out)} of {counted(total, 'paraphrase')} left out{kept}: {named}" + (
         f"; and {more} more." if more > 0 else "."
     )
 
