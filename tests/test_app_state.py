@@ -205,7 +205,7 @@ def test_a_problems_own_command_stays_code_and_the_users_text_stays_as_typed():
 
     sentence = "[x](https:e.com) holds nothing; run `circuitviz batch --out **y**` first."
     assert markdown_sentence(sentence) == (
-        r"\[x\]\(https:e\.com\) holds nothing; run `circuitviz batch --out **y**` first\."
+        r"\[x\]\(https\:e\.com\) holds nothing; run `circuitviz batch --out **y**` first\."
     )
     for odd in ("a`b holds nothing; run `pip install a` first.", "a ``b`` c", "a ` ` b"):
         assert markdown_sentence(odd) == markdown_text(odd)

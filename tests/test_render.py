@@ -532,3 +532,13 @@ def test_the_fit_never_draws_a_small_circuit_larger_than_the_pages_type():
     assert small.to_data(DEMO_LABEL_PX)["max_scale"] == pytest.approx(DEMO_LABEL_PX / 22)
     wide = VisGraph([node(f"a{i}.h0", 300 * i, 0) for i in range(12)], [])
     assert frame_height(wide, 1000) == int(max(wide.aspect() * 1000 + 30, 260))  # wider than the frame
+
+
+def test_the_paraphrase_tables_texts_are_as_wide_as_their_longest():
+    """Streamlit's "large" text column (400 px) cut an IOI paraphrase mid-sentence at 1,500 px; the
+    two texts are now as wide as their longest, within 200-720 px."""
+    paraphrase = "When Mary and John arrived at the office, John handed a folder to"
+    rows = [{"paraphrase": paraphrase, "corrupted": "x"}, {"paraphrase": "short", "corrupted": None}]
+    widths = bon.table_widths(rows)
+    assert widths["paraphrase"]["width"] >= 7 * len(paraphrase) and widths["corrupted"]["width"] == 200
+    assert bon.table_widths([{"paraphrase": "word " * 400, "corrupted": ""}])["paraphrase"]["width"] == 720

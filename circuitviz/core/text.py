@@ -155,8 +155,10 @@ def clock_duration(seconds: float | None) -> str:
 
 
 def markdown_text(text: str) -> str:
-    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&])", r"\\\1", str(text))
+    """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped,
+    the colon too, so that a URL in the text is not made a live link (GitHub markdown links a bare
+    ``http://...``; in demo mode's headline a prompt's URL was one, shown with the dots' escapes)."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", str(text))
 
 
 def markdown_sentence(text: str) -> str:

@@ -260,11 +260,10 @@ function cvDraw(container, data, options) {
 
 _PAGE_STYLE = """
 body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
-.cv-legend { font-size: 13px; padding: 4px 8px; color: #222; white-space: nowrap; overflow: hidden;
-  text-overflow: ellipsis; }
+.cv-legend { font-size: 13px; padding: 4px 8px; color: #222; line-height: 1.6; }
 .cv-title { font-weight: 600; padding: 4px 8px 0 8px; font-size: 13px; }
 .cv-note { color: #8a4b00; padding: 0 8px; font-size: 13px; }
-.cv-item { display: inline-flex; align-items: center; margin-right: 10px; }
+.cv-item { display: inline-flex; align-items: center; margin-right: 10px; white-space: nowrap; }
 .cv-line { display: inline-block; width: 22px; margin-right: 4px; }
 .cv-more { cursor: help; color: #0068c9; border-bottom: 1px dotted #0068c9; }
 .cv-zoom { float: right; }

@@ -120,9 +120,26 @@ TABLE_COLUMNS = (
 READ_ONLY_COLUMNS = TABLE_COLUMNS[:6]
 
 
-# the two texts wide (the table scrolls sideways to the rest of the corrupted one); what the
-# corruption replaces has its own short column before them, so it is never cut off
-TABLE_WIDTHS = {"paraphrase": {"width": "large"}, "corrupted": {"width": "large"}}
+# the table's type, about 7 px a character on average; a text column is never narrower than
+# Streamlit's "medium" nor wider than most of a 1,000 px page
+_CHAR_PX, _TEXT_PX = 7, (200, 720)
+
+
+def table_widths(rows: list[dict]) -> dict:
+    """The two texts as wide as their longest (the table scrolls sideways to the rest of the
+    corrupted one; what the corruption replaces has its own short column before them, so it is
+    never cut off). Streamlit's "large" (400 px) cut an IOI paraphrase mid-sentence, "When Mary
+    and John arrived at the office, John handed a", at 1,500 px (seen in Chromium)."""
+    low, high = _TEXT_PX
+    return {
+        name: {
+            "width": min(
+                max(low, _CHAR_PX * max((len(str(row.get(name) or "")) for row in rows), default=0) + 24),
+                high,
+            )
+        }
+        for name in ("paraphrase", "corrupted")
+    }
 
 
 def replaced_words(clean: str, corrupted: str) -> str:

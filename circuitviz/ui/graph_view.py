@@ -35,11 +35,10 @@ from . import state as ui_state
 
 _CSS = """
 .cv-root { width: 100%; font-family: inherit; }
-.cv-root .cv-legend { font-size: 13px; padding: 2px 4px; color: #222; white-space: nowrap; overflow: hidden;
-  text-overflow: ellipsis; }
+.cv-root .cv-legend { font-size: 13px; padding: 2px 4px; color: #222; line-height: 1.6; }
 .cv-root .cv-title { font-weight: 600; padding: 2px 4px 0 4px; font-size: 13px; }
 .cv-root .cv-note { color: #8a4b00; padding: 0 4px; font-size: 13px; }
-.cv-root .cv-item { display: inline-flex; align-items: center; margin-right: 10px; }
+.cv-root .cv-item { display: inline-flex; align-items: center; margin-right: 10px; white-space: nowrap; }
 .cv-root .cv-line { display: inline-block; width: 22px; margin-right: 4px; }
 .cv-root .cv-more { cursor: help; color: #0068c9; border-bottom: 1px dotted #0068c9; }
 .cv-root .cv-zoom { float: right; }

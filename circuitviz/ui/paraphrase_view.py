@@ -24,7 +24,7 @@ def pairs_table(result, method: str) -> None:
         placeholder="",  # a cleared cell looks empty (the word None would read as typed)
         disabled=bon.READ_ONLY_COLUMNS,
         width="stretch",
-        column_config=bon.TABLE_WIDTHS,
+        column_config=bon.table_widths(rows),
     )
 
     def use_edited_pairs():
