@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from circuitviz.core.text import markdown_sentence, markdown_text
+from circuitviz.core.text import counted, markdown_sentence, markdown_text
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -138,7 +138,7 @@ if zero_clicked:
         metrics[0].metric("metric before", f"{outcome['before']['metric']:.3f}")
         metrics[1].metric("after zeroing", f"{outcome['after']['metric']:.3f}", f"{outcome['change']:+.3f}")
         metrics[2].metric(
-            f"{len(chosen)} random features",
+            counted(len(chosen), "random feature"),
             f"{outcome['random']['mean_metric']:.3f}",
             f"{outcome['random']['mean_change']:+.3f}",
         )

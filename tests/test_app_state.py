@@ -506,6 +506,22 @@ def test_the_curve_reads_10_100_1k_and_breaks_at_missing_budgets():
                                  (2000, 0.5, "top left"), (5000, 0.95, "bottom left")):  # fmt: skip
         shown = render.curve_figure({"ibon": main}, 10_000, current_budget=budget, marker_value=value)
         assert shown.data[-1].textposition == where, (budget, value)
+    # at a dip the line falls away from the marker: its label goes above the line on the right
+    # ('0.22 at 20' sat on the falling line at 1,000 px) and below it on the left
+    dip = [
+        point(20, 0.22),
+        point(50, 0.11),
+        point(100, 0.0),
+        point(200, 0.0),
+        point(500, 0.6),
+        point(10_000, 1.0),
+    ]
+    for budget, value, where in ((20, 0.22, "top right"), (200, 0.0, "top right"), (500, 0.6, "top left")):
+        shown = render.curve_figure({"eap-ig": dip}, 10_000, current_budget=budget, marker_value=value)
+        assert shown.data[-1].textposition == where, (budget, value)
+    falling_in = [point(20, 0.9), point(1000, 0.5), point(5000, 0.6)]
+    shown = render.curve_figure({"eap-ig": falling_in}, 10_000, current_budget=1000, marker_value=0.5)
+    assert shown.data[-1].textposition == "bottom left"
     # budgets within one power of ten (20 to 200 showed a single tick, '100'): each budget ticks
     narrow = render.curve_figure({"eap": [point(b, 0.5) for b in (20, 50, 103, 200)]}, 10_000)
     assert list(narrow.layout.xaxis.ticktext) == ["20", "50", "103", "200"]

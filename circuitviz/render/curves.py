@@ -73,7 +73,7 @@ def curve_figure(
             line={"color": KIND_COLOURS["logits"], "dash": "dot", "width": 2},
         )
         if marker_value is not None and not math.isnan(marker_value):
-            figure.add_trace(_marker(int(current_budget), marker_value, shown))
+            figure.add_trace(_marker(int(current_budget), marker_value, shown, first, score))
     # NDF is min(deviation / corruption's, 1) taken from 1: a circuit deviating more than the
     # corruption scores 0, so the axis says so where a reader looks
     label = "NDF (clipped at 0)" if score == "ndf" else SCORE_NAMES.get(score, score)
@@ -113,19 +113,31 @@ def _with_gaps(points: Sequence, grid: Sequence[float], score: str, total_edges:
     return budgets, values, customdata
 
 
-def _marker(budget: int, value: float, grid: Sequence[float]) -> go.Scatter:
+def _marker(
+    budget: int, value: float, grid: Sequence[float], curve: Sequence = (), score: str = "ndf"
+) -> go.Scatter:
     """The point of the circuit shown now, labelled on the side that keeps its label inside the plot,
-    and off the curve: a faithfulness curve mostly rises, so the label sits below it on the right
-    and above it on the left (above-right, at 200 edges of a rising curve, the line ran through
-    '0.41 at 200'), unless that would push it past the plot's floor or ceiling."""
+    and off the curve: below the line on the right where the curve rises after the marker, above
+    it where it falls (a curve mostly rises, but at a dip '0.22 at 20' sat on the falling line at
+    1,000 px); on the left, above where the curve rises into the marker and below where it falls
+    into it; never past the plot's floor or ceiling (above-right, at 200 edges of a rising curve,
+    the line ran through '0.41 at 200')."""
     low, high = (min(grid), max(grid)) if grid else (budget, budget)
     span = math.log10(max(high, 1)) - math.log10(max(low, 1))
     at = (math.log10(max(budget, 1)) - math.log10(max(low, 1))) / span if span > 0 else 0.5
     side = "right" if at < 0.5 else "left"
-    if side == "right":
-        vertical = "top" if value < 0.15 else "bottom"
-    else:
-        vertical = "bottom" if value > 0.85 else "top"
+    values = sorted(
+        (_value(p, "budget"), _value(p, score)) for p in curve if not math.isnan(_value(p, score))
+    )
+    here = next((v for b, v in values if b == budget), value)  # the line's own point at the marker
+    if side == "right":  # the line leaves the marker towards the next budget
+        following = next((v for b, v in values if b > budget), None)
+        falls = following is not None and following < here
+        vertical = "top" if value < 0.15 or (falls and value <= 0.85) else "bottom"
+    else:  # the line reaches the marker from the budget before
+        before = next((v for b, v in reversed(values) if b < budget), None)
+        falls_in = before is not None and before > here
+        vertical = "bottom" if value > 0.85 or (falls_in and value >= 0.15) else "top"
     return go.Scatter(
         x=[max(budget, 1)],
         y=[value],
@@ -135,7 +147,7 @@ def _marker(budget: int, value: float, grid: Sequence[float]) -> go.Scatter:
         textposition=f"{vertical} {side}",
         cliponaxis=False,
         name="shown now",
-        hovertemplate="shown now: %{y:.3f} at %{x:,} edges<extra></extra>",
+        hovertemplate="shown now: %{y:.3f} at budget %{x:,}<extra></extra>",
     )
 
 
