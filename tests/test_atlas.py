@@ -119,18 +119,19 @@ def test_the_stored_atlases_say_which_tasks_todays_check_refuses(monkeypatch):
 
     monkeypatch.setenv(CHECK_ENV, "on")  # the suite turns the check off for its random models
     root = Path(__file__).resolve().parent.parent / "assets" / "atlas"
-    arithmetic = BatchTable.load(root / "arithmetic")
-    rows = arithmetic.rows(arithmetic.labels[0])
+    ioi = BatchTable.load(root / "ioi")
+    rows = ioi.rows(ioi.labels[0])
     refusals = task_refusals(rows)
     by_id = dict(zip(rows.column("task_id").to_pylist(), refusals))
-    assert "raises the logit difference" in by_id["arithmetic-00006"]  # the example
+    assert "lowers the logit difference of ' James' by only 0.984" in by_id["ioi-00085"]
     gaps = [
         c - k
         for c, k in zip(rows.column("clean_metric").to_pylist(), rows.column("corrupted_metric").to_pylist())
     ]
     assert [why is not None for why in refusals] == [gap < MIN_GAP["logit_diff"] for gap in gaps]
-    mmlu = BatchTable.load(root / "mmlu")
-    assert not any(task_refusals(mmlu.rows(mmlu.labels[0])))
+    for drawn_valid in ("mmlu", "arithmetic"):  # drawn until the check passes (arithmetic since 2026-12-05)
+        batch = BatchTable.load(root / drawn_valid)
+        assert not any(task_refusals(batch.rows(batch.labels[0])))
 
 
 def _with_refused(batch, refused):

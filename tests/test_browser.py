@@ -247,7 +247,7 @@ def _run_to_the_end(page, task, refused: str | None, name: str, width: int) -> s
     return ended
 
 
-def _open_atlas_row(page, app_url: str, atlas_name: str, row: int) -> None:
+def _open_atlas_row(page, app_url: str, atlas_name: str, row: int, only_refused: bool = False) -> None:
     page.goto(f"{app_url}/dataset")
     wait_for(page, "() => document.body.innerText.includes('CPR (MIB)')", 300_000)
     settled(page)
@@ -255,6 +255,10 @@ def _open_atlas_row(page, app_url: str, atlas_name: str, row: int) -> None:
     settled(page)
     page.get_by_role("tab", name="Prompts").click()
     page.wait_for_timeout(1500)
+    if only_refused:  # the table's switch: the rows the validity check refuses, alone
+        page.get_by_text("the check refuses").first.click()
+        page.wait_for_timeout(1500)
+        settled(page)
     grid = page.locator('[data-testid="stDataFrame"]').last
     grid.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
@@ -265,8 +269,8 @@ def _open_atlas_row(page, app_url: str, atlas_name: str, row: int) -> None:
 def test_every_way_into_explore_opens_inside_the_app(opening_app, browser):
     """A prompt opened from each stored atlas's table (IOI, arithmetic, MMLU), from the Gallery
     and from Explore's MMLU picker lands in Explore inside the app (its sidebar, its page list),
-    with its own inputs, and runs: no traceback, at 1,000 and 1,500 px. An arithmetic row the
-    validity check now refuses says so, beside its row and on Explore."""
+    with its own inputs, and runs: no traceback, at 1,000 and 1,500 px. An IOI row the validity
+    check now refuses (listed alone by the table's switch) says so, beside its row and on Explore."""
     from circuitviz.batch.atlas import BatchTable
     from circuitviz.ui.dataset import refusal, stored_atlases
 
@@ -279,13 +283,11 @@ def test_every_way_into_explore_opens_inside_the_app(opening_app, browser):
         for atlas_name in ("ioi", "arithmetic", "mmlu"):
             batch = BatchTable.load(atlases[atlas_name])
             rows = batch.rows(batch.labels[0]).to_pylist()
-            picks = (
-                [0]
-                if atlas_name != "arithmetic"
-                else [0, next(i for i, r in enumerate(rows) if not refusal(r))]
-            )
-            for row in picks:
-                _open_atlas_row(page, opening_app, atlas_name, row)
+            refused = [i for i, r in enumerate(rows) if refusal(r)]
+            picks = [(0, False)] + ([(refused[0], True)] if atlas_name == "ioi" else [])
+            assert bool(refused) == (atlas_name == "ioi"), (atlas_name, refused)  # arithmetic: drawn valid
+            for row, only_refused in picks:
+                _open_atlas_row(page, opening_app, atlas_name, 0 if only_refused else row, only_refused)
                 if refusal(rows[row]) and width == OPEN_WIDTHS[0]:
                     assert "fail the validity check" in body_text(page)
                 _inside_the_app(page)

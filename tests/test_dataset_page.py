@@ -109,7 +109,7 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     rows = batch.rows(label).to_pylist()
     assert list(prompts["NDF"]) == pytest.approx([row["ndf"][3] for row in rows])
     # one click on a row opens that prompt on Explore, which finds the batch's result in the store
-    at.session_state["dataset.prompts.0"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
+    at.session_state["dataset.prompts.0.False"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert not at.exception, at.exception
     # the one shared state holds the row's prompt and its own answer, foil and corrupted prompt
@@ -174,20 +174,27 @@ def test_the_atlas_curve_reads_10_100_1k():
 
 
 def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch):
-    """The arithmetic atlas was built before the check: its rows carry their stored metrics, so
-    the table says which tasks the check now refuses, in the check's own sentence."""
+    """Three tasks of the IOI atlas (built before the check) fail it: their rows carry their stored
+    metrics, so the table says which tasks the check now refuses, in the check's own sentence. The
+    arithmetic atlas, built again since with ``--generate`` drawing tasks until they pass, holds
+    none (it held 157 of 200 before)."""
     from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
-    batch = atlas.BatchTable.load(ui.stored_atlases()["arithmetic"])
+    batch = atlas.BatchTable.load(ui.stored_atlases()["ioi"])
     rows = batch.rows(batch.labels[0]).to_pylist()
     found = [ui.refusal(row) for row in rows]
-    first = rows[0]
-    assert found[0].startswith(f"The corruption raises the logit difference of {first['answer']!r}")
-    assert f"{first['clean_metric']:+.3f} clean, {first['corrupted_metric']:+.3f} corrupted" in found[0]
-    assert any(sentence is None for sentence in found)  # the tasks that pass open and run
-    ioi = atlas.BatchTable.load(ui.stored_atlases()["ioi"])
-    assert sum(ui.refusal(row) is None for row in ioi.rows(ioi.labels[0]).to_pylist()) >= 190
+    refused = [i for i, sentence in enumerate(found) if sentence]
+    assert [rows[i]["task_id"] for i in refused] == ["ioi-00085", "ioi-00100", "ioi-00106"]
+    first = rows[refused[0]]
+    assert found[refused[0]].startswith(
+        f"The corruption lowers the logit difference of {first['answer']!r} by only"
+    )
+    assert (
+        f"{first['clean_metric']:+.3f} clean, {first['corrupted_metric']:+.3f} corrupted" in found[refused[0]]
+    )
+    arithmetic = atlas.BatchTable.load(ui.stored_atlases()["arithmetic"])
+    assert not any(ui.refusal(row) for row in arithmetic.rows(arithmetic.labels[0]).to_pylist())
 
 
 def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkeypatch):
@@ -230,6 +237,16 @@ def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkey
     assert mean_line["y"] == pytest.approx([sum(v[c] for v in ndf) / 4 for c in range(4)])
     prompts = at.dataframe[-1].value  # the table still lists every task, with the check's sentence
     assert len(prompts) == 6 and (prompts["validity check"] != "passes").sum() == 2
+    # one switch lists the refused ones alone (three among the IOI atlas's 200 were found only by
+    # scrolling), and a click on one of them opens that one
+    at.toggle(key="dataset.refused").set_value(True).run()
+    refused = at.dataframe[-1].value
+    assert list(refused["id"]) == ["p0", "p3"] and (refused["validity check"] != "passes").all()
+    at.session_state["dataset.prompts.0.True"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception, at.exception
+    p3 = next(row for row in batch.rows(label, done=False).to_pylist() if row["task_id"] == "p3")
+    assert at.session_state["prompt"] == p3["clean"]
 
 
 def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import markdown_sentence, shown
+from ..core.text import counted, markdown_sentence, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
@@ -382,6 +382,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
     table["validity check"] = [refusal(row) or "passes" for row in done.to_dict("records")]
     refused = int((table["validity check"] != "passes").sum())
+    only_refused = False
     if refused:
         st.warning(
             f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
@@ -389,6 +390,12 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             "listed with the figures the batch computed for them, left out of every figure above, and "
             "Explore refuses to run them."
         )
+        # three among 200 (the IOI atlas) are found only by scrolling without it
+        only_refused = st.toggle(
+            f"only the {counted(refused, 'prompt')} the check refuses", key="dataset.refused"
+        )
+    positions = [i for i, why in enumerate(table["validity check"]) if why != "passes" or not only_refused]
+    table = table.iloc[positions].reset_index(drop=True)
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
         f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
@@ -402,7 +409,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there
         on_select="rerun",
         selection_mode="single-row",
-        key=f"dataset.prompts.{session.dataset_opened}",  # a new table after each opening: no row stays ticked
+        # a new table after each opening and each filter: no row stays ticked
+        key=f"dataset.prompts.{session.dataset_opened}.{only_refused}",
     )
     selected = picked.selection.rows if picked is not None else []
     problem = explore_problem(batch.manifest)
@@ -410,7 +418,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         st.error(markdown_sentence(problem))
     elif selected:
         session.dataset_opened += 1
-        open_in_explore(done.iloc[selected[0]].to_dict(), batch.manifest)  # switches to Explore
+        open_in_explore(done.iloc[positions[selected[0]]].to_dict(), batch.manifest)  # switches to Explore
     failed = rows[rows["status"] == "failed"]
     if len(failed):
         with st.expander(f"{len(failed)} prompts failed"):
