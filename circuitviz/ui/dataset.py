@@ -398,7 +398,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     table = table.iloc[positions].reset_index(drop=True)
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
-        f"NDF is the prompt's circuit at {budget:,} edges; CPR is MIB's area under the prompt's NFS curve over "
+        f"NDF is the prompt's circuit at budget {budget:,} (the edges it keeps after pruning are the next column); CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
         "beside a CPR of 1 or more."
