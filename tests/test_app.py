@@ -520,7 +520,7 @@ def test_compare_says_nothing_of_the_answer_from_scores_that_do_not_estimate_the
     at.multiselect(key="compare.methods").set_value(["acc++", "eap"]).run()
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
-    by_method = {page["title"].split(" at ")[0]: page for page in _graph_pages(at)}
+    by_method = {page["title"].split(", ")[0]: page for page in _graph_pages(at)}
     acc, eap = by_method["acc++"], by_method["eap"]
     said = " ".join([acc["legend"], acc["legend_more"]])
     assert "carries the answer" not in said and "against the answer" not in said

@@ -287,6 +287,12 @@ def drawings_framed_alike(drawings: dict) -> dict:
     }
 
 
+def _kept_at(result, budget: int) -> str:
+    """'11 edges (budget 20)': a frame's title counts its circuit's edges, not the budget shared."""
+    point = result.point(budget)
+    return render.edges_at(point) if point is not None else f"budget {budget:,}"
+
+
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
     from ``labels``; as many a row as are readable at ``MIN_COLUMN_PX``, each as wide as the others
@@ -307,7 +313,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
                 labels=labels,
                 highlight=shown.only[name],
                 layers=shown.layers,
-                title=f"{name} at {budget:,} edges: bold = found by no other method",
+                title=f"{name}, {_kept_at(result, budget)}: bold = found by no other method",
                 others="colour",
             )
             for name, result in results.items()
