@@ -66,7 +66,7 @@ result = result or next((r for r in state.results().values() if r.task.clean == 
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
-        f"The {len(nodes)} strongest of the {total} nodes of the circuit at {budget:,} edges found by "
+        f"The {len(nodes)} strongest of the {total} nodes of the circuit at budget {budget:,} found by "
         f"{method_traits(result.method).label} (the budget chosen on Explore, Compare or Paraphrases; "
         "change it there)."
     )

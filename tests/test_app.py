@@ -792,7 +792,7 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
     at_budget = budget
     charts = _charts(at)
     bars = charts[0]["data"][0]
-    assert f"at {budget:,} edges" in charts[0]["layout"]["title"]["text"]
+    assert f"at budget {budget:,}" in charts[0]["layout"]["title"]["text"]
     entry = next((e for e in result.details.per_budget if int(e["budget"]) == budget), None)
     if entry is not None:
         expected, best = [float(p["ndf"]) for p in entry["candidates"]], int(entry["winner"])

@@ -261,13 +261,13 @@ def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
     text = ui.clusters_sentence(weak, 103, auto=True)
     assert text.startswith("2 clusters (the number of 2 to 6 with the highest silhouette) of 35, 8 prompts")
     assert (
-        "at 103 edges" in text
+        "at budget 103" in text
         and "0.09, below about 0.25" in text
         and "not fall into distinct groups" in text
     )
     strong = dict(weak, silhouette=0.41, tried={3: 0.41})
     text = ui.clusters_sentence(strong, 1034, auto=False)
-    assert "(the number chosen)" in text and "at 1,034 edges" in text
+    assert "(the number chosen)" in text and "at budget 1,034" in text
     assert "Silhouette 0.41: distinct groups" in text and "not fall" not in text
 
 

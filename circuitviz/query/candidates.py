@@ -115,8 +115,8 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
             f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
         )
     return (
-        f"The winner among the candidates at {at:,} edges, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
-        f"the {result.method} circuit drawn below at {budget:,} edges is another circuit, built from the "
+        f"The winner among the candidates at budget {at:,}, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
+        f"the {result.method} circuit drawn below at budget {budget:,} is another circuit, built from the "
         f"winners' edges at the anchor budgets, and its NDF is {point.ndf:.3f}."
     )
 

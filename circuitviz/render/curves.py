@@ -357,7 +357,7 @@ def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) ->
         ticktext=[_plain(row["name"]) + ("<br><b>winner</b>" if row["winner"] else "") for row in rows],
     )
     figure.update_layout(
-        title=f"each candidate's NDF on the original prompt at {int(budget):,} edges",
+        title=f"each candidate's NDF on the original prompt at budget {int(budget):,}",
         yaxis={"title": "NDF", "range": [0, 1.15]},
         height=height,
         margin={"l": 60, "r": 20, "t": 50, "b": 40},

@@ -257,7 +257,7 @@ def consensus(
     point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
     st.write(
         f"**{len(edges):,} edges** are in at least {threshold:.0%} of the {len(view['sizes']):,} prompts' "
-        f"circuits at {budget:,} edges; a prompt's circuit shares {view['jaccard'].mean():.2f} of its edges "
+        f"circuits at budget {budget:,}; a prompt's circuit shares {view['jaccard'].mean():.2f} of its edges "
         "with it on average (Jaccard)."
     )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
@@ -280,7 +280,7 @@ def consensus(
             "another circuit at this budget; rerun `circuitviz batch` on the passing tasks to measure this one."
         )
     if len(edges):
-        title = f"consensus at {budget:,} edges: width = share of prompts holding the edge"
+        title = f"consensus at budget {budget:,}: width = share of prompts holding the edge"
         show_graph(consensus_graph_html(spec, view["frequency"], edges, title=title))
     names = spec.edge_names
     order = view["frequency"].argsort()[::-1][:50]
@@ -319,7 +319,7 @@ def clusters_sentence(found: dict, budget: int, auto: bool) -> str:
     sizes = ", ".join(map(str, found["sizes"]))
     head = (
         f"{k} clusters ({how}) of {sizes} prompts, by the Jaccard similarity of their circuits at "
-        f"{budget:,} edges."
+        f"budget {budget:,}."
     )
     if silhouette >= DISTINCT:
         return f"{head} Silhouette {silhouette:.2f}: distinct groups (above about {DISTINCT})."

@@ -100,7 +100,10 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
         item = named[picked]
         highlight, sentence = bon.highlight_in_circuit(set(item.edges), circuit_edges, result, item.members)
         st.caption(sentence)
-    st.caption(f"{len(render.shared_by_all(sets)):,} edges are in every candidate at {budget:,} edges.")
+    shared = len(render.shared_by_all(sets))
+    st.caption(
+        f"{counted(shared, 'edge')} {'is' if shared == 1 else 'are'} in every candidate at budget {budget:,}."
+    )
     return highlight
 
 
