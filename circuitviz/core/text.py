@@ -95,6 +95,12 @@ def shown_number(value, limit: int = 12) -> str:
     return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
 
 
+def score_text(value: float) -> str:
+    """A score to three decimals, never "-0.000" (a value that rounds to 0 is 0)."""
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun in the number it takes: '1 paraphrase', '3 paraphrases'."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -18,7 +18,7 @@ from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import clock_duration, counted, os_error_sentence, settings_text
+from ..core.text import clock_duration, counted, os_error_sentence, score_text, settings_text
 from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
@@ -558,7 +558,7 @@ def cmd_batch(args) -> int:
             if stored != scores["n_prompts"]
             else ""
         )
-        print(f"{label}: {shown}; CPR {scores['cpr']:.3f}, CMD {scores['cmd']:.3f} ({grid})")
+        print(f"{label}: {shown}; CPR {score_text(scores['cpr'])}, CMD {score_text(scores['cmd'])} ({grid})")
         print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
         print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
         needed = curve_bands(batch, label, "necessity")

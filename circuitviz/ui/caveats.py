@@ -22,9 +22,3 @@ def caveats(result, point=None) -> list[str]:
             "not carry the answer; the curve below shows the budgets where they do."
         )
     return found
-
-
-def score_text(value: float) -> str:
-    """A score to three decimals, never "-0.000" (a value that rounds to 0 is 0)."""
-    text = f"{value:.3f}"
-    return "0.000" if text == "-0.000" else text

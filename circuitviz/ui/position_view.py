@@ -14,14 +14,14 @@ import streamlit as st
 
 from .. import render
 from ..core.keys import content_key
-from ..core.text import markdown_sentence, markdown_text, settings_text
+from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
 from . import state
-from .caveats import caveats, score_text
+from .caveats import caveats
 from .node_card import graph_with_card
 
 MAX_UPLOAD_BYTES = 20_000_000

@@ -19,14 +19,14 @@ from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.phases import timing_words
-from ..core.text import counted, markdown_sentence, markdown_text, settings_text, shown
+from ..core.text import counted, markdown_sentence, markdown_text, score_text, settings_text, shown
 from ..entry.api import evaluate_circuits
 from ..measure.transfer import DEFAULT_PARAPHRASES
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.feature_graph import feature_circuit_html
 from . import loaders, state
-from .caveats import caveats, score_text
+from .caveats import caveats
 from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
