@@ -822,8 +822,7 @@ def test_models_live_in_streamlits_resource_cache():
 
 # ----- inputs that would mislead ---------------------------------------------------------------------
 def test_a_budget_of_0_is_refused_and_no_score_reads_minus_zero():
-    from circuitviz.core.text import markdown_text
-    from circuitviz.core.text import score_text
+    from circuitviz.core.text import markdown_text, score_text
     from circuitviz.ui.inputs import ZERO_BUDGET, budget_check
 
     assert budget_check("0,10", 1000) == ([ZERO_BUDGET], [])
