@@ -491,7 +491,13 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     ]
     a = set(eap.graph.edge_names_of(eap.circuit(shown_budget)))
     b = set(result.graph.edge_names_of(result.circuit(shown_budget)))
-    assert page.get_by_text(f"{len(a & b):,} edges are in every circuit.").count() == 1
+    shared = len(a & b)
+    assert (
+        page.get_by_text(
+            f"{shared:,} edge{'' if shared == 1 else 's'} {'is' if shared == 1 else 'are'} in every circuit."
+        ).count()
+        == 1
+    )
     # one line under each graph, whichever of its three forms the circuits call for
     drawn = re.compile(r"drawn bold, the shared ones thin|so all are drawn (bold|thin)\.")
     assert page.get_by_text(drawn).count() == 2
@@ -678,7 +684,7 @@ def _paraphrases(page, cache, figures) -> None:
     figures["paraphrases_runs"] = runs
     budget = budget_shown(page)
     assert (
-        f"at {budget:,} edges" in page.locator(".js-plotly-plot").first.inner_text()
+        f"at budget {budget:,}" in page.locator(".js-plotly-plot").first.inner_text()
     )  # candidates at the slider's
     shot(page, "paraphrases.png", page.get_by_role("heading", name="Paraphrases", exact=True), height=2400)
     upset = page.locator(".js-plotly-plot").nth(1)
@@ -704,9 +710,9 @@ def _steer(page, figures) -> None:
     page.get_by_text("Steer with SAE features").first.wait_for(timeout=60_000)
     wait_for(page, "() => document.body.innerText.includes('Features to zero')", RUN_WAIT_MS)
     settled(page)
-    caption = page.get_by_text(re.compile(r"circuit at [\d,]+ edges")).first.inner_text()
+    caption = page.get_by_text(re.compile(r"circuit at budget [\d,]+")).first.inner_text()
     figures["steer_caption"] = caption
-    budget_now = int(re.search(r"circuit at ([\d,]+) edges", caption).group(1).replace(",", ""))
+    budget_now = int(re.search(r"circuit at budget ([\d,]+)", caption).group(1).replace(",", ""))
     assert budget_now == int(re.search(r"budget=(\d+)", page.url).group(1))
     # (the table's "node's part of it" column is drawn on a canvas: tests/test_app_state.py checks it)
     picker = page.locator('[data-testid="stMultiSelect"]').first
