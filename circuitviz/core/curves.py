@@ -109,6 +109,7 @@ def empty_budgets_note(curve: Sequence[CurvePoint], kept: str = "edges") -> str 
         else "; no budget measured keeps one"
     )
     return (
-        f"At {shown} {kept} the method's top-ranked {kept} hold no path from the input to the logits, "
+        f"At budget{'s' if len(empty) > 1 else ''} {shown} the method's top-ranked {kept} hold no path from the "
+        "input to the logits, "
         f"so pruning leaves an empty circuit there (NDF 0){after}."
     )
