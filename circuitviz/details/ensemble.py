@@ -45,7 +45,7 @@ class EnsembleDetails(MethodDetails):
     def report_lines(self, result: CircuitResult) -> list[str]:
         lines = [f"Ensemble of {', '.join(self.members)} ({self.normalise}-normalised)."]
         for budget, overlap in self.agreement.items():
-            line = f"  {budget} edges: members' top-N overlap {overlap:.2f}"
+            line = f"  budget {budget}: members' top-N overlap {overlap:.2f}"
             if budget in self.stability:
                 entry = self.stability[budget]
                 line += (

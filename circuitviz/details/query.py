@@ -170,7 +170,7 @@ def variant_circuit(result: CircuitResult, budget: int, variant: str | None = No
         names = extra.bon_circuits.get(str(budget))
         if names is None:
             raise ValueError(
-                f"BoN at {budget} edges needs every candidate evaluated (a model pass); use ibon or "
+                f"BoN at budget {budget} needs every candidate evaluated (a model pass); use ibon or "
                 "bon-csm for a new budget, or rerun with this budget."
             )
         return names_mask(spec, names)
