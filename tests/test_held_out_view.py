@@ -12,7 +12,7 @@ import pytest
 from circuitviz.core.curves import Baseline, CurvePoint
 from circuitviz.details.base import MethodDetails
 from circuitviz.details.paraphrase_pruning import ParaphrasePruningDetails
-from circuitviz.ui import result_view
+from circuitviz.ui import measure_offers, result_figures, result_view
 
 POINT = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
 
@@ -35,32 +35,34 @@ def test_paraphrase_prunings_own_held_out_share_is_shown_and_named():
         notes=["1 of 4 paraphrases left out, 3 kept: 'x': a repeat."],
     )
     result = _result("paraphrase-pruning", details)
-    values = result_view.metric_values(result, POINT)
+    values = result_figures.metric_values(result, POINT)
     assert values["NDF held out"] == "0.700"  # the mean of the budget's own two
-    caption = result_view.held_out_caption(result, 103)
+    caption = result_figures.held_out_caption(result, 103)
     assert caption == (
         "NDF held out: the mean over 2 paraphrases of the prompt that this method never fitted to "
         "nor selected on: 'The *Louvre* stands in' 0.900, 'Visitors see it in' 0.500."
     )
     assert details.page_notes() == details.notes
-    assert "NDF held out" in result_view.METRIC_HELP
+    assert "NDF held out" in result_figures.METRIC_HELP
 
 
 def test_a_transfer_measured_on_request_is_shown_at_its_budget_only():
     transfer = {"budgets": {"103": {"paraphrases": ["a", "b", "c"], "ndf": [0.2, 0.4, 0.6]}}}
     result = _result("eap-ig", MethodDetails(), transfer)
-    assert result_view.metric_values(result, POINT)["NDF held out"] == "0.400"
-    assert result_view.held_out_caption(result, 103).startswith("NDF held out: the mean over 3 paraphrases")
+    assert result_figures.metric_values(result, POINT)["NDF held out"] == "0.400"
+    assert result_figures.held_out_caption(result, 103).startswith(
+        "NDF held out: the mean over 3 paraphrases"
+    )
     other = CurvePoint(budget=50, n_edges=40, metric=1.0, nfs=0.5, ndf=0.5)
-    assert "NDF held out" not in result_view.metric_values(result, other)
-    assert result_view.held_out_caption(result, 50) == ""
+    assert "NDF held out" not in result_figures.metric_values(result, other)
+    assert result_figures.held_out_caption(result, 50) == ""
 
 
 @pytest.mark.parametrize("details", [None, MethodDetails()], ids=["no details", "no held-out share"])
 def test_nothing_held_out_shows_nothing(details):
     result = _result("eap-ig", details)
-    assert "NDF held out" not in result_view.metric_values(result, POINT)
-    assert result_view.held_out_caption(result, 103) == ""
+    assert "NDF held out" not in result_figures.metric_values(result, POINT)
+    assert result_figures.held_out_caption(result, 103) == ""
     assert MethodDetails().page_notes() == []
 
 
@@ -139,27 +141,27 @@ def test_a_held_out_figure_on_few_paraphrases_offers_a_wider_one_and_shows_the_w
     own = ParaphrasePruningDetails(held_out=["a", "b"], held_out_ndf={"103": [0.9, 0.5]})
     result = _result("paraphrase-pruning", own)
     result.task = task
-    assert result_view.transfer_label(result, 103) == (
+    assert measure_offers.transfer_label(result, 103) == (
         "Measure its NDF on up to 5 paraphrases it never saw; the figure above has 2 (runs the model)"
     )
     result.transfer = {"budgets": {"103": {"paraphrases": ["a", "c", "d"], "ndf": [0.9, 0.7, 0.8]}}}
-    assert result_view.held_out_at(result, 103) == [("a", 0.9), ("c", 0.7), ("d", 0.8)]
-    assert result_view.transfer_label(result, 103) is None
+    assert result_figures.held_out_at(result, 103) == [("a", 0.9), ("c", 0.7), ("d", 0.8)]
+    assert measure_offers.transfer_label(result, 103) is None
     result.transfer = {"budgets": {"103": {"paraphrases": ["c"], "ndf": [0.1]}}}
-    assert result_view.held_out_at(result, 103) == [("a", 0.9), ("b", 0.5)]  # its own: on more
-    assert result_view.transfer_label(result, 103) is None
+    assert result_figures.held_out_at(result, 103) == [("a", 0.9), ("b", 0.5)]  # its own: on more
+    assert measure_offers.transfer_label(result, 103) is None
     wide = ParaphrasePruningDetails(held_out=list("abcde"), held_out_ndf={"103": [0.9] * 5})
     many = _result("paraphrase-pruning", wide)
     many.task = task
-    assert result_view.transfer_label(many, 103) is None
+    assert measure_offers.transfer_label(many, 103) is None
     nothing = _result("eap-ig", MethodDetails())
     nothing.task = task
     assert (
-        result_view.transfer_label(nothing, 103)
+        measure_offers.transfer_label(nothing, 103)
         == "Measure its NDF on paraphrases it never saw (runs the model)"
     )
     nothing.task = SimpleNamespace(corrupted="")
-    assert result_view.transfer_label(nothing, 103) is None
+    assert measure_offers.transfer_label(nothing, 103) is None
 
 
 def test_a_wider_measurement_on_no_more_paraphrases_says_why_the_own_figure_stays():
@@ -167,7 +169,7 @@ def test_a_wider_measurement_on_no_more_paraphrases_says_why_the_own_figure_stay
     how many it measured, and the measurement's own reason (not "passed the checks" when none
     failed: the template source may simply have run out, or the method used them)."""
     note = "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 5 besides the prompt; the method used 3 to fit or select (paraphrase-pruning@103)."
-    sentence = result_view.no_wider_sentence(2, 3, note)
+    sentence = measure_offers.no_wider_sentence(2, 3, note)
     assert sentence.startswith("Only 2 paraphrases it never saw could be measured, no more than the 3")
     assert sentence.endswith(note) and "passed the checks" not in sentence
-    assert result_view.no_wider_sentence(1, 1, None).endswith("the figure above stays its own.")
+    assert measure_offers.no_wider_sentence(1, 1, None).endswith("the figure above stays its own.")

@@ -310,7 +310,8 @@ def test_bon_adapter_matches_the_runs_own_shared_subcircuit(tmp_path, monkeypatc
 def test_cli_html_writes_the_apps_graph_page(tmp_path):
     from circuitviz.bench.toy_models import IOI_TASK, tiny_model
     from circuitviz.entry.api import discover
-    from circuitviz.entry.cli import _write_graph_html, build_parser
+    from circuitviz.entry.cli import build_parser
+    from circuitviz.entry.outputs import write_graph_html
 
     args = build_parser().parse_args(
         [
@@ -328,7 +329,7 @@ def test_cli_html_writes_the_apps_graph_page(tmp_path):
     assert args.html == tmp_path / "g.html" and args.html_budget == 20
     model = tiny_model("gpt2")
     result, _ = discover(model, IOI_TASK, "eap", budgets=[5, 20])
-    _write_graph_html(model, result, args.html, args.html_budget)
+    write_graph_html(model, result, args.html, args.html_budget)
     page = args.html.read_text()
     nodes, edges = _data(page)
     assert len(edges) == int(result.circuit(20).sum())

@@ -25,7 +25,8 @@ class Baseline:
 class CurvePoint:
     """One circuit's faithfulness: budget asked, edges kept after pruning, L(C(q)), NFS, NDF;
     and its necessity with L((M\\C)(q)), the model with only the circuit's edges corrupted
-    (NaN where not measured: a curve stored before necessity existed, or one asked without it)."""
+    (NaN where not measured: a curve stored before necessity existed, or one asked without it);
+    and its completeness (``measure.completeness``; NaN until asked for: it costs 16 patched runs)."""
 
     budget: int
     n_edges: int
@@ -34,6 +35,7 @@ class CurvePoint:
     ndf: float
     necessity: float = math.nan
     metric_without: float = math.nan
+    completeness: float = math.nan
 
     def to_dict(self) -> dict:
         return asdict(self)

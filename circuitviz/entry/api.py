@@ -182,8 +182,10 @@ def evaluate_circuits(
     budgets: Sequence[int] | None = None,
     prune_dead: bool = False,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    completeness: bool = False,
 ) -> tuple[Baseline, list[CurvePoint]]:
-    """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch."""
+    """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch
+    (``completeness``: each circuit's completeness too, ``measure.completeness``)."""
     spec = adapter_of(model).spec
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
@@ -193,7 +195,13 @@ def evaluate_circuits(
         return evaluator.baseline, []
     stacked = torch.stack(masks)
     budgets = list(budgets) if budgets is not None else [int(m.sum()) for m in masks]
-    return evaluator.baseline, curves_of_tasks([evaluator], stacked[None], budgets)[0]
+    curve = curves_of_tasks([evaluator], stacked[None], budgets)[0]
+    if completeness:
+        from ..measure.completeness import completeness as measured  # here: only when asked
+
+        values = measured(evaluator, stacked.to(evaluator.device))
+        curve = [dataclasses.replace(point, completeness=v) for point, v in zip(curve, values)]
+    return evaluator.baseline, curve
 
 
 def file_circuits(spec, loaded: LoadedCircuit) -> tuple[list[torch.Tensor], list[int], str]:
@@ -242,6 +250,32 @@ def measure_transfer(
         model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases, left_out
     )
     return found[result.method]  # keyed by the method: its notes name it
+
+
+def measure_completeness(
+    model, result: CircuitResult, budgets: Sequence[int] | None = None, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> dict[int, float]:
+    """Each of ``result``'s circuits' completeness (``measure.completeness``) at ``budgets`` (default
+    every budget of its curve), all in one batched evaluation; kept in its curve points (the
+    circuit's JSON and a stored result carry it) and returned as {budget: value}. {} for a
+    position-resolved result: its circuits are (edge, position) units, which the random halves
+    of edges do not measure."""
+    from ..measure.completeness import completeness  # here: the app imports it only when asked
+
+    if result.positions:
+        return {}
+    asked = [int(b) for b in budgets] if budgets is not None else result.budgets
+    asked = [b for b in asked if result.point(b) is not None]
+    if not asked:
+        return {}
+    evaluator = Evaluator(model, result.graph, prepare_task(model, result.task, max_tokens=max_tokens))
+    values = completeness(evaluator, torch.stack([result.circuit(b) for b in asked]).to(evaluator.device))
+    found = dict(zip(asked, values))
+    result.curve = [
+        dataclasses.replace(point, completeness=found[point.budget]) if point.budget in found else point
+        for point in result.curve
+    ]
+    return found
 
 
 def given_paraphrases(

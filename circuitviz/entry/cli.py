@@ -19,19 +19,25 @@ from ..core.refusals import EMPTY_PROMPT
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import clock_duration, counted, os_error_sentence, score_text, settings_text
-from ..export.neuronpedia import to_neuronpedia
-from ..labels.logit_lens import logit_lens_labels
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
-from ..methods import UnknownMethodError, available_methods, get_method, method_traits, setting_flags
+from ..methods import UnknownMethodError, available_methods, get_method, setting_flags
 from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
-from ..positions.present import readable_position_budget, result_attribution_graph
 from ..services.store import ResultStore
-from .api import evaluate_circuits, file_circuits, parse_budgets, proposed_task, run_request, transfer_report
+from .api import (
+    evaluate_circuits,
+    file_circuits,
+    measure_completeness,
+    parse_budgets,
+    proposed_task,
+    run_request,
+    transfer_report,
+)
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument, batch_checks, checked_paths
 from .calibration import record
 from .cpu_share import threads_for_run
+from .outputs import write_graph_html, write_position_outputs
 from .request import Request
 from .tables import format_table
 
@@ -62,6 +68,15 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
     )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
     add_task_check_argument(parser)
+
+
+def _add_completeness_argument(parser) -> None:
+    parser.add_argument(
+        "--completeness",
+        action="store_true",
+        help="also measure each circuit's completeness (a random half of it removed from the circuit "
+        "and from the whole model, 8 halves: 16 patched runs a budget), printed and kept in the JSON's curve",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
     )
+    _add_completeness_argument(discover)
     _add_method_settings(discover)
 
     bench = commands.add_parser(
@@ -135,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
     _add_task_arguments(evaluate)
     add_model_arguments(evaluate)
+    _add_completeness_argument(evaluate)
 
     _add_batch_parser(commands)
 
@@ -250,13 +267,17 @@ def cmd_discover(args) -> int:
     started = time.perf_counter()
     with threads_for_run(request.estimate.device if request.estimate else "cpu") as share:
         result, cached = run_request(model, request, store=store, progress=_progress)
+        measuring = time.perf_counter()
+        if args.completeness:
+            measure_completeness(model, result, max_tokens=args.max_tokens)
+        measured = {"completeness_s": time.perf_counter() - measuring} if args.completeness else {}
     if share.reduced:
         print(f"The CPU was busy: this run used {counted(share.threads, 'thread')}, on the cores left free.")
     if not cached and request.estimate is not None:  # prices the next runs of this model, as the app's do
-        done, priced = time.perf_counter() - started, request.estimate
+        done, priced = measuring - started, request.estimate
         worked, more = priced.flops_done(method, result), {"model": priced.model, "others": share.others}
         record(priced.device, method.name, worked, done, timings=result.timings, **more)
-    timings = {"load_s": load_seconds, **result.timings}
+    timings = {"load_s": load_seconds, **result.timings, **measured}
     through = " through the TransformerBridge" if result.backend == "bridge" else ""
     print(
         f"model {model_id} on {result.device}{through}; method {result.method} {settings_text(result.config)}"
@@ -268,6 +289,10 @@ def cmd_discover(args) -> int:
         print(format_table(result.baseline, result.curve, total, kept="units"))
     else:
         print(format_table(result.baseline, result.curve, result.graph.n_edges))
+    if args.completeness and result.positions:
+        print(
+            "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
+        )
     if result.details is not None:
         print("\n".join(result.details.report_lines(result)))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
@@ -282,54 +307,12 @@ def cmd_discover(args) -> int:
         args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
         print(f"wrote {args.out}")
     if args.html and result.positions:
-        _write_position_outputs(model, result, args.html, None, args.html_budget)
+        write_position_outputs(model, result, args.html, None, args.html_budget)
     elif args.html:
-        _write_graph_html(model, result, args.html, args.html_budget)
+        write_graph_html(model, result, args.html, args.html_budget)
     if args.neuronpedia:
-        _write_position_outputs(model, result, None, args.neuronpedia, args.html_budget)
+        write_position_outputs(model, result, None, args.neuronpedia, args.html_budget)
     return 0
-
-
-def _write_position_outputs(
-    model, result, html: Path | None, neuronpedia: Path | None, budget: int | None
-) -> None:
-    """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
-    at ``budget`` units (default: the readable budget, whose reason is printed)."""
-    from ..render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
-
-    reason = ""
-    if budget is None:
-        chosen = readable_position_budget(result)
-        budget, reason = chosen.budget, chosen.reason
-        print(reason)
-    prepared = prepare_task(model, result.task)
-    labels = logit_lens_labels(model, result.graph, prepared)
-    graph = result_attribution_graph(result, budget, labels, reason)
-    if html is not None:
-        drawing = attribution_graph_html(graph)
-        html.write_text(drawing.html, encoding="utf-8")
-        print(f"wrote {html} ({budget:,} units: {len(graph.nodes)} nodes, {len(graph.links)} links)")
-    if neuronpedia is not None:
-        data = to_neuronpedia(
-            graph, token_ids=prepared.clean_tokens[0].tolist(), answer_id=int(prepared.answer_id)
-        )
-        neuronpedia.write_text(json.dumps(data), encoding="utf-8")
-        print(
-            f"wrote {neuronpedia} ({len(data['nodes'])} nodes, {len(data['links'])} links, Neuronpedia graph JSON)"
-        )
-
-
-def _write_graph_html(model, result, path: Path, budget: int | None) -> None:
-    """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
-    from ..render import readable_budget, result_graph_html  # plotly loads only to draw a page
-
-    budget = budget if budget is not None else readable_budget(result.curve)
-    labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
-    estimates = method_traits(result.method).scores_estimate_metric  # what the legend may say of scores
-    drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
-    path.write_text(drawing.html, encoding="utf-8")
-    left_out = f"; {drawing.n_left_out:,} weaker edges left out" if drawing.n_left_out else ""
-    print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out})")
 
 
 def cmd_evaluate(args) -> int:
@@ -340,7 +323,9 @@ def cmd_evaluate(args) -> int:
     circuits, budgets, rows = file_circuits(spec, loaded)
     task = _said(*proposed_task(model, _task(args)))
     with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
-        baseline, curve = evaluate_circuits(model, task, circuits, budgets, max_tokens=args.max_tokens)
+        baseline, curve = evaluate_circuits(
+            model, task, circuits, budgets, max_tokens=args.max_tokens, completeness=args.completeness
+        )
     print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:

@@ -10,19 +10,27 @@ from ..core.curves import Baseline, CurvePoint, empty_budgets_note
 def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
     """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
     what a budget counts, edges or (edge, position) units)."""
+    complete = any(not math.isnan(point.completeness) for point in curve)  # measured when asked for
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
         f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
         f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
-        f"{'necessity':>9}",
+        f"{'necessity':>9}" + (f" {'completeness':>12}" if complete else ""),
     ]
     for point in curve:
         nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
         necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
+        completeness = "-" if math.isnan(point.completeness) else f"{point.completeness:.3f}"
         lines.append(
             f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
+            + (f" {completeness:>12}" if complete else "")
         )
     lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
+    if complete:
+        lines.append(
+            "completeness: 1 - how differently the circuit and the whole model respond when a random half "
+            "of the circuit is removed from both (8 halves); 1: the model holds no route the circuit lacks"
+        )
     empty = empty_budgets_note(curve, kept)
     return "\n".join([*lines, empty] if empty else lines)

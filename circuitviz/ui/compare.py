@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_sentence
+from ..core.text import counted, markdown_sentence, score_text
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -18,6 +18,7 @@ from ..render.vis import framed_alike
 from . import loaders, result_view, state
 from .caveats import caveats
 from .inputs import budget_check, fit_budgets_box, shared_settings, unknown_in_link_sentence
+from .result_figures import METRIC_HELP
 
 
 @dataclass
@@ -161,11 +162,6 @@ HELD_OUT_HELP = (
     "mean NDF of the same circuit on template paraphrases of the prompt that its method never used to "
     "fit or to select (Best-of-N's, the bootstrap ensemble's and paraphrase pruning's own are left out)"
 )
-COMPLETENESS_HELP = (
-    "a random half of the circuit removed from the circuit and from the whole model (8 halves): 1 = "
-    "both respond alike, so the model holds no route the circuit lacks; necessity is near 1 for every "
-    "circuit holding the few edges everything passes through, completeness is not"
-)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -227,8 +223,8 @@ MEASURED_COLUMNS = {
         "paraphrases left out of the mean because the method used them to fit or to select",
         integer=True,
     ),
-    "necessity": _figure_column("necessity", result_view.METRIC_HELP["necessity"]),
-    "completeness": _figure_column("completeness", COMPLETENESS_HELP),
+    "necessity": _figure_column("necessity", METRIC_HELP["necessity"]),
+    "completeness": _figure_column("completeness", METRIC_HELP["completeness"]),
 }
 
 
@@ -327,23 +323,23 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
                 method_title(result.method)
             )  # the picker's name; the caption below gives the short one
             ndf_column, necessity_column = st.columns(2)
-            ndf_column.metric("NDF", result_view.score_text(point.ndf), help=result_view.METRIC_HELP["NDF"])
-            necessity = "-" if math.isnan(point.necessity) else result_view.score_text(point.necessity)
-            necessity_column.metric("necessity", necessity, help=result_view.METRIC_HELP["necessity"])
+            ndf_column.metric("NDF", score_text(point.ndf), help=METRIC_HELP["NDF"])
+            necessity = "-" if math.isnan(point.necessity) else score_text(point.necessity)
+            necessity_column.metric("necessity", necessity, help=METRIC_HELP["necessity"])
             if measured is not None:
                 found = measured[name]
                 held_column, complete_column = st.columns(2)
                 held = found["held_out"]
                 held_column.metric(
                     "NDF held out",
-                    "-" if held is None else result_view.score_text(held),
+                    "-" if held is None else score_text(held),
                     help=f"{HELD_OUT_HELP} ({found['n']} paraphrases)",
                 )
                 value = found["completeness"]
                 complete_column.metric(
                     "completeness",
-                    "-" if math.isnan(value) else result_view.score_text(value),
-                    help=COMPLETENESS_HELP,
+                    "-" if math.isnan(value) else score_text(value),
+                    help=METRIC_HELP["completeness"],
                 )
             for note in caveats(result, point):
                 st.caption(note)

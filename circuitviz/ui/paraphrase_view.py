@@ -9,6 +9,7 @@ import streamlit as st
 from .. import render
 from ..core.text import counted
 from . import bon, loaders, result_view, state
+from .measure_offers import measure_offers
 
 USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
 UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
@@ -112,7 +113,7 @@ def candidates_view(model, result) -> None:
     budget = result_view.budget_slider(result, "budget", any_budget=True)
     point = result_view.point_at(result, budget, model)
     result_view.metrics_row(result, budget, point)
-    result_view.transfer_offer(result, budget, model, "bon.result")  # what the fitted caveat points to
+    measure_offers(result, budget, model, "bon.result")  # transfer: what the fitted caveat points to
     scores = candidates_at(model, result, budget)  # evaluated now where the run did not
     if scores:
         st.plotly_chart(render.candidate_figure(scores, budget), key="bon.candidates")

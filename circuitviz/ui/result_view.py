@@ -10,8 +10,6 @@ method whose circuits cannot be faithful under patching, is explained where it s
 from __future__ import annotations
 
 import json
-import math
-import statistics
 
 import streamlit as st
 
@@ -19,9 +17,8 @@ from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.phases import timing_words
-from ..core.text import counted, markdown_sentence, markdown_text, score_text, settings_text, shown
+from ..core.text import counted, markdown_text, settings_text
 from ..entry.api import evaluate_circuits
-from ..measure.transfer import DEFAULT_PARAPHRASES
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.feature_graph import feature_circuit_html
@@ -31,7 +28,9 @@ from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
 from .instrument import instrument_view
+from .measure_offers import measure_offers
 from .position_view import position_result_view
+from .result_figures import METRIC_HELP, held_out_caption, metric_values
 from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
@@ -72,62 +71,6 @@ def task_caption(result, timings: bool = True) -> None:
     )
 
 
-def metric_values(result, point) -> dict[str, str]:
-    """The metrics row's values exactly as shown: {label: text}."""
-    values = {
-        "clean L(M(q))": f"{result.baseline.clean:+.3f}",
-        "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
-    }
-    if point is not None:
-        share = 100 * point.n_edges / result.graph.n_edges
-        values["NDF"] = score_text(point.ndf)
-        values["necessity"] = "-" if math.isnan(point.necessity) else score_text(point.necessity)
-        values["NFS"] = score_text(point.nfs)
-        values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
-        held = [value for _, value in held_out_at(result, point.budget)]
-        if held:
-            values["NDF held out"] = score_text(statistics.fmean(held))
-    return values
-
-
-def held_out_at(result, budget: int) -> list[tuple[str, float]]:
-    """(paraphrase, NDF) of the circuit at ``budget`` on paraphrases of the prompt its method never
-    fitted to nor selected on: the method's own held-out share (paraphrase pruning), else what was
-    measured on request (Compare, the command line: ``result.transfer``); [] when neither."""
-    own = result.details.held_out_figures(budget) if result.details is not None else []
-    entry = transfer_entry(result, budget) or {}
-    measured = list(zip(entry.get("paraphrases") or [], entry.get("ndf") or []))
-    return measured if len(measured) > len(own) else own  # the one that rests on more paraphrases
-
-
-def transfer_entry(result, budget: int) -> dict | None:
-    """The transfer measured on request at ``budget`` (``result.transfer``), or None when none was."""
-    return ((result.transfer or {}).get("budgets") or {}).get(str(int(budget)))
-
-
-def held_out_caption(result, budget: int) -> str:
-    """The sentence under the metrics naming the held-out paraphrases and each one's NDF."""
-    held = held_out_at(result, budget)
-    if not held:
-        return ""
-    each = ", ".join(f"{shown(text)} {score_text(value)}" for text, value in held)
-    return (
-        f"NDF held out: the mean over {counted(len(held), 'paraphrase')} of the prompt that this "
-        f"method never fitted to nor selected on: {each}."
-    )
-
-
-METRIC_HELP = {
-    "clean L(M(q))": "the metric of the clean prompt",
-    "corrupted L(M(q'))": "the metric of the corrupted prompt",
-    "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
-    "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
-    "NFS": "the older normalised faithfulness score (unbounded: above 1 overshoots)",
-    "edges kept": "after pruning edges on no input-to-logits path",
-    "NDF held out": "the same circuit's mean NDF on paraphrases of the prompt that its method never fitted to nor selected on (named below the figures): 1 = it carries over to wordings it never saw",
-}
-
-
 # a metric's value shrinks with the window rather than end in "...": at 1,000 px a column of three
 # cut "180 (1.74%)" at 36 px; 2.5 % of the window's width is 25 px there, 36 px from 1,440 px up
 _METRIC_CSS = (
@@ -165,69 +108,6 @@ def left_out_rows(result) -> list[dict]:
     ]
     rows += [{**row, "where": "held-out transfer"} for row in (result.transfer or {}).get("left_out", [])]
     return rows
-
-
-def transfer_label(result, budget: int) -> str | None:
-    """The transfer button's label at ``budget``, or None when no click is offered: no corrupted
-    prompt, a transfer measured there already, or a held-out figure on five paraphrases or more."""
-    known = held_out_at(result, budget)
-    measured = transfer_entry(result, budget) is not None
-    if not result.task.corrupted or (known and (measured or len(known) >= DEFAULT_PARAPHRASES)):
-        return None
-    if not known:
-        return "Measure its NDF on paraphrases it never saw (runs the model)"
-    return (
-        f"Measure its NDF on up to {DEFAULT_PARAPHRASES} paraphrases it never saw; the figure above "
-        f"has {len(known)} (runs the model)"
-    )
-
-
-def transfer_offer(result, budget: int, model, key: str) -> None:
-    """One click to measure the circuit at ``budget`` on template paraphrases of the prompt that
-    its method never used (the figure then joins the metrics above); offered while none is known,
-    or while the one known is the method's own held-out share of fewer than five (paraphrase
-    pruning holds out one to three: one paraphrase can decide its mean)."""
-    if model is None:
-        return
-    known, label = held_out_at(result, budget), transfer_label(result, budget)
-    if label is None:
-        return
-    if not st.button(label, key=f"{key}.transfer", help=METRIC_HELP["NDF held out"]):
-        return
-    from ..entry.api import measure_transfer
-
-    with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
-        found = measure_transfer(model, result, budgets=[budget])
-    now = held_out_at(result, budget)
-    if now:
-        problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
-        if problem is None and len(now) > len(known):
-            st.rerun()  # the metrics above show it now
-        if problem:
-            st.warning(markdown_sentence(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
-            return
-        counts = transfer_entry(result, budget) or {}  # ``found`` is the record kept there
-        st.caption(
-            markdown_text(no_wider_sentence(len(counts.get("ndf") or []), len(known), found.get("note")))
-        )
-        return
-    st.caption(
-        markdown_text(
-            "Nothing was measured: "
-            + (found.get("note") or "no paraphrase of this prompt passed the checks.")
-            + " On the command line, --transfer-file measures a circuit on paraphrase pairs of your own."
-        )
-    )
-
-
-def no_wider_sentence(measured: int, held: int, note: str | None) -> str:
-    """Why the figure shown stays the method's own held-out one: the wider measurement reached
-    ``measured`` paraphrases, no more than the ``held`` of its own; ``note`` (the measurement's
-    sentences) says why (the source ran out, a check refused some, the method used some)."""
-    return (
-        f"Only {counted(measured, 'paraphrase')} it never saw could be measured, no more than the {held} "
-        f"it held out itself: the figure above stays its own. {note or ''}"
-    ).strip()
 
 
 # ----- the budget ----------------------------------------------------------------------------------
@@ -549,7 +429,7 @@ def result_view(
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
     metrics_row(result, budget, point)
-    transfer_offer(result, budget, model, key)
+    measure_offers(result, budget, model, key)
     # one toggle a row: two side by side cut their labels at 1,000 px ("show the nodes outside the ...")
     faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
     captions = caption_key = None

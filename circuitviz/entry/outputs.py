@@ -1,0 +1,56 @@
+"""The pages and files ``discover`` writes beside its JSON: the app's standalone graph page
+(``--html``), and for a circuit over token positions its attribution-graph page and Neuronpedia's
+graph JSON (``--neuronpedia``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..core.tasks import prepare_task
+from ..export.neuronpedia import to_neuronpedia
+from ..labels.logit_lens import logit_lens_labels
+from ..methods import method_traits
+from ..positions.present import readable_position_budget, result_attribution_graph
+
+
+def write_position_outputs(
+    model, result, html: Path | None, neuronpedia: Path | None, budget: int | None
+) -> None:
+    """The attribution-graph page and/or Neuronpedia's graph JSON of a position-resolved result,
+    at ``budget`` units (default: the readable budget, whose reason is printed)."""
+    from ..render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
+
+    reason = ""
+    if budget is None:
+        chosen = readable_position_budget(result)
+        budget, reason = chosen.budget, chosen.reason
+        print(reason)
+    prepared = prepare_task(model, result.task)
+    labels = logit_lens_labels(model, result.graph, prepared)
+    graph = result_attribution_graph(result, budget, labels, reason)
+    if html is not None:
+        drawing = attribution_graph_html(graph)
+        html.write_text(drawing.html, encoding="utf-8")
+        print(f"wrote {html} ({budget:,} units: {len(graph.nodes)} nodes, {len(graph.links)} links)")
+    if neuronpedia is not None:
+        data = to_neuronpedia(
+            graph, token_ids=prepared.clean_tokens[0].tolist(), answer_id=int(prepared.answer_id)
+        )
+        neuronpedia.write_text(json.dumps(data), encoding="utf-8")
+        print(
+            f"wrote {neuronpedia} ({len(data['nodes'])} nodes, {len(data['links'])} links, Neuronpedia graph JSON)"
+        )
+
+
+def write_graph_html(model, result, path: Path, budget: int | None) -> None:
+    """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
+    from ..render import readable_budget, result_graph_html  # plotly loads only to draw a page
+
+    budget = budget if budget is not None else readable_budget(result.curve)
+    labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
+    estimates = method_traits(result.method).scores_estimate_metric  # what the legend may say of scores
+    drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
+    path.write_text(drawing.html, encoding="utf-8")
+    left_out = f"; {drawing.n_left_out:,} weaker edges left out" if drawing.n_left_out else ""
+    print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out})")

@@ -1,0 +1,115 @@
+"""One click to measure more of the circuit on screen: its NDF on paraphrases its method never
+saw (transfer), and its completeness. Each runs the model; the figure joins the metrics above
+and is kept with the stored result, so a reload shows it measured."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from ..core.text import counted, markdown_sentence, markdown_text, score_text
+from ..measure.transfer import DEFAULT_PARAPHRASES
+from . import loaders, state
+from .result_figures import METRIC_HELP, held_out_at, held_out_caption, transfer_entry
+
+
+def measure_offers(result, budget: int, model, key: str) -> None:
+    """The buttons under the metrics at ``budget`` (none without a model)."""
+    transfer_offer(result, budget, model, key)
+    completeness_offer(result, budget, model, key)
+
+
+def transfer_label(result, budget: int) -> str | None:
+    """The transfer button's label at ``budget``, or None when no click is offered: no corrupted
+    prompt, a transfer measured there already, or a held-out figure on five paraphrases or more."""
+    known = held_out_at(result, budget)
+    measured = transfer_entry(result, budget) is not None
+    if not result.task.corrupted or (known and (measured or len(known) >= DEFAULT_PARAPHRASES)):
+        return None
+    if not known:
+        return "Measure its NDF on paraphrases it never saw (runs the model)"
+    return (
+        f"Measure its NDF on up to {DEFAULT_PARAPHRASES} paraphrases it never saw; the figure above "
+        f"has {len(known)} (runs the model)"
+    )
+
+
+def transfer_offer(result, budget: int, model, key: str) -> None:
+    """One click to measure the circuit at ``budget`` on template paraphrases of the prompt that
+    its method never used (the figure then joins the metrics above); offered while none is known,
+    or while the one known is the method's own held-out share of fewer than five (paraphrase
+    pruning holds out one to three: one paraphrase can decide its mean)."""
+    if model is None:
+        return
+    known, label = held_out_at(result, budget), transfer_label(result, budget)
+    if label is None:
+        return
+    if not st.button(label, key=f"{key}.transfer", help=METRIC_HELP["NDF held out"]):
+        return
+    from ..entry.api import measure_transfer
+
+    with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
+        found = measure_transfer(model, result, budgets=[budget])
+    now = held_out_at(result, budget)
+    if now:
+        problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
+        if problem is None and len(now) > len(known):
+            st.rerun()  # the metrics above show it now
+        if problem:
+            st.warning(markdown_sentence(f"{problem} {held_out_caption(result, budget)}"))  # and the figure
+            return
+        counts = transfer_entry(result, budget) or {}  # ``found`` is the record kept there
+        st.caption(
+            markdown_text(no_wider_sentence(len(counts.get("ndf") or []), len(known), found.get("note")))
+        )
+        return
+    st.caption(
+        markdown_text(
+            "Nothing was measured: "
+            + (found.get("note") or "no paraphrase of this prompt passed the checks.")
+            + " On the command line, --transfer-file measures a circuit on paraphrase pairs of your own."
+        )
+    )
+
+
+def no_wider_sentence(measured: int, held: int, note: str | None) -> str:
+    """Why the figure shown stays the method's own held-out one: the wider measurement reached
+    ``measured`` paraphrases, no more than the ``held`` of its own; ``note`` (the measurement's
+    sentences) says why (the source ran out, a check refused some, the method used some)."""
+    return (
+        f"Only {counted(measured, 'paraphrase')} it never saw could be measured, no more than the {held} "
+        f"it held out itself: the figure above stays its own. {note or ''}"
+    ).strip()
+
+
+def completeness_label(result, budget: int) -> str | None:
+    """The completeness button's label at ``budget``, or None when no click is offered: no
+    corrupted prompt, a circuit over token positions (its halves would be of edges, not of its
+    units), a budget the run did not evaluate, a circuit of fewer than two edges (no half to
+    remove), or a completeness measured there already."""
+    point = result.point(budget)
+    if not result.task.corrupted or result.positions or point is None or point.n_edges < 2:
+        return None
+    if not math.isnan(point.completeness):
+        return None
+    return "Measure its completeness (runs the model)"
+
+
+def completeness_offer(result, budget: int, model, key: str) -> None:
+    """One click to measure the completeness of the circuit at ``budget``: 8 random halves of it
+    removed from it and from the whole model, in one batched evaluation (``api.measure_completeness``)."""
+    label = completeness_label(result, budget) if model is not None else None
+    if label is None or not st.button(label, key=f"{key}.completeness", help=METRIC_HELP["completeness"]):
+        return
+    from ..entry.api import measure_completeness
+
+    with st.spinner("Removing random halves of the circuit from it and from the whole model..."):
+        found = measure_completeness(model, result, budgets=[budget])
+    problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
+    if problem:  # the metrics above ran before the figure: say it here too
+        st.warning(
+            markdown_sentence(f"{problem} Completeness at budget {budget}: {score_text(found[budget])}.")
+        )
+        return
+    st.rerun()  # the metrics above show it now
