@@ -585,6 +585,12 @@ def test_compare_shows_each_methods_held_out_transfer_and_completeness():
     keys = at.session_state["results.requests"]
     for name in ("eap", "eap-ig"):
         assert loaders.get_store().get(keys[name]).transfer == results[name].transfer
+    # its completeness too, in the curve point Explore and the JSON read
+    for name, value in zip(("eap", "eap-ig"), expected):
+        assert loaders.get_store().get(keys[name]).point(budget).completeness == pytest.approx(value)
+        assert results[name].to_eap_json()["curve"][[5, 10, 20].index(budget)][
+            "completeness"
+        ] == pytest.approx(value)
 
 
 def test_signals_shows_the_acc_result_computed_on_compare():

@@ -271,11 +271,17 @@ def measure_completeness(
     evaluator = Evaluator(model, result.graph, prepare_task(model, result.task, max_tokens=max_tokens))
     values = completeness(evaluator, torch.stack([result.circuit(b) for b in asked]).to(evaluator.device))
     found = dict(zip(asked, values))
+    keep_completeness(result, found)
+    return found
+
+
+def keep_completeness(result: CircuitResult, found: dict[int, float]) -> None:
+    """Completeness measured at some of ``result``'s budgets ({budget: value}), kept in its curve
+    points (a budget its curve does not hold is not kept)."""
     result.curve = [
         dataclasses.replace(point, completeness=found[point.budget]) if point.budget in found else point
         for point in result.curve
     ]
-    return found
 
 
 def given_paraphrases(

@@ -167,21 +167,24 @@ HELD_OUT_HELP = (
 @st.cache_data(show_spinner=False, max_entries=32)
 def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict) -> dict:
     """{method: {"held_out": mean NDF, "n": paraphrases, "left_out": used ones skipped,
-    "completeness": value}} at ``budget``, each result's transfer record updated on the way and
-    stored again under its request's key (``_request_keys``), so a reload shows it measured."""
+    "completeness": value}} at ``budget``, each result's transfer record and curve point updated on
+    the way and stored again under its request's key (``_request_keys``), so a reload (and Explore)
+    shows them measured."""
     import torch
 
     from ..core.tasks import prepare_task
-    from ..entry.api import measure_transfers
+    from ..entry.api import keep_completeness, measure_transfers
     from ..measure.completeness import completeness
     from ..measure.evaluate import Evaluator
 
     records = measure_transfers(_model, _results, budgets=[budget])
     first = next(iter(_results.values()))
     evaluator = Evaluator(_model, first.graph, prepare_task(_model, first.task))
-    values = completeness(evaluator, torch.stack([r.circuit(budget) for r in _results.values()]))
+    circuits = torch.stack([r.circuit(budget) for r in _results.values()]).to(evaluator.device)
+    values = completeness(evaluator, circuits)
     found = {}
     for (name, record), value in zip(records.items(), values):
+        keep_completeness(_results[name], {budget: value})  # Explore and the JSON show it too
         problem = loaders.store_measured(_results[name], _request_keys.get(name))
         entry = record["budgets"][str(budget)]
         found[name] = {
