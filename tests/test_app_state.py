@@ -212,6 +212,26 @@ def test_a_problems_own_command_stays_code_and_the_users_text_stays_as_typed():
     assert markdown_sentence("no code [here]") == markdown_text("no code [here]")
 
 
+def test_an_address_in_the_users_text_is_code_never_a_live_link():
+    """Markdown links a bare http(s)://, www. or e-mail address after parsing, escaped or not (seen
+    in Chromium: a crafted link's method name became a clickable link in the warning): such an
+    address is shown as code, as typed, whatever backticks it holds; the rest is escaped."""
+    from circuitviz.core.text import markdown_sentence, markdown_text
+
+    text = "see http://evil.example/x, WWW.evil.example and me@evil.example [y](z)"
+    assert markdown_text(text) == (
+        r"see `http://evil.example/x,` `WWW.evil.example` and `me@evil.example` \[y\]\(z\)"
+    )
+    assert markdown_text("a http://x`y``z") == "a ```http://x`y``z```"  # a fence longer than any run
+    assert markdown_text("www.e.com`") == "`` www.e.com` ``"  # padded: a fence may not touch a backtick
+    assert (
+        markdown_sentence("run `circuitviz --model http://x` first")
+        == "run `circuitviz --model http://x` first"
+    )
+    for safe in ("1.5 http", "a@b", "www", "http:/x"):
+        assert "`" not in markdown_text(safe)
+
+
 def test_paraphrases_url_names_its_view_before_any_run():
     at = _app().run()
     at.switch_page("pages/paraphrases.py").run()

@@ -160,11 +160,34 @@ def clock_duration(seconds: float | None) -> str:
     )
 
 
+# what GitHub markdown makes a live link after parsing, whatever was escaped: a bare http(s)://
+# or www. address, or an e-mail address (the autolink-literal extension Streamlit's markdown runs)
+_AUTOLINKED = re.compile(r"(?:https?://|www\.)\S*|[-.\w+]+@[-\w]+(?:\.[-\w]+)+", re.IGNORECASE)
+
+
 def markdown_text(text: str) -> str:
     """Plain text (tokens, prompts) made safe to put inside markdown: its markup characters escaped,
-    the colon too, so that a URL in the text is not made a live link (GitHub markdown links a bare
-    ``http://...``; in demo mode's headline a prompt's URL was one, shown with the dots' escapes)."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", str(text))
+    and any address markdown would make a live link (``http://...``, ``www....``, ``a@b.c``) shown
+    as code instead, written as typed: a backslash escape does not stop the link (markdown links
+    such addresses in the text after parsing), and a crafted shared link or prompt must not put a
+    clickable link the app seems to vouch for into a message or demo mode's headline."""
+    text, parts, start = str(text), [], 0
+    for match in _AUTOLINKED.finditer(text):
+        parts += [_escaped(text[start : match.start()]), _code_span(match.group())]
+        start = match.end()
+    return "".join([*parts, _escaped(text[start:])])
+
+
+def _escaped(text: str) -> str:
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
+
+
+def _code_span(text: str) -> str:
+    """``text`` as one markdown code span, whatever backticks it holds: fenced by a longer run of
+    backticks, padded with a space where it starts or ends with one (markdown strips that space)."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown_sentence(text: str) -> str:
