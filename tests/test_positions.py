@@ -5,6 +5,7 @@ and types) and its import, captions, and escaping of the prompt's tokens."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import jsonschema
@@ -364,6 +365,11 @@ def test_a_file_that_is_not_a_graph_is_refused_in_one_sentence(text, says):
         read_neuronpedia(text, "upload.json")
 
 
+def _layered(data: dict) -> dict:
+    """The file's first node that sits in a numbered layer (not the embeddings nor the logits)."""
+    return next(n for n in data["nodes"] if n["feature_type"] not in ("embedding", "logit"))
+
+
 def _broken(change) -> str:
     data = to_neuronpedia(_chain_graph())
     change(data)
@@ -376,6 +382,13 @@ def _broken(change) -> str:
         (lambda d: d["links"][0].update(source=["E_0_0"]), "source and target must be node ids"),
         (lambda d: d["nodes"][0].update(ctx_idx=-5), "not a token position"),
         (lambda d: d["nodes"][0].update(ctx_idx=True), "not a token position"),
+        # an OverflowError's traceback, or a drawing that failed in the browser on NaN (an audit's)
+        (lambda d: d["nodes"][0].update(activation=10**400), "activation is '1000.*not a finite number"),
+        (lambda d: d["nodes"][0].update(activation=math.nan), "activation is 'nan', not a finite number"),
+        (lambda d: d["links"][0].update(weight=10**400), "the weight of the link .* not a finite number"),
+        (lambda d: d["links"][0].update(weight=-math.inf), "the weight of the link .*'-inf', not a finite"),
+        (lambda d: _layered(d).update(layer=math.inf), "layer 'inf' is not a number"),
+        (lambda d: _layered(d).update(layer=10**9), "layer '1000000000' is not a layer of a model"),
     ],
 )
 def test_a_graph_file_with_values_of_the_wrong_kind_is_refused_in_one_sentence(change, says):

@@ -30,12 +30,14 @@ also keeps ``circuitviz_component`` so our own files read back exactly. Links ca
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 
 from ..positions.view import AttributionGraph, GraphLink, GraphNode, strongest_paths
 
 FORMAT_NAME = "neuronpedia graph JSON"
+MAX_LAYER = 10_000  # no model has as many; a file naming such a layer is not a graph of one
 _SLUG_CHARACTERS = re.compile(r"[^a-z0-9]+")
 
 
@@ -189,9 +191,27 @@ def _layer_number(value, feature_type: str) -> int | None:
     if feature_type == "logit":
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        layer = int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a layer of Infinity
         raise GraphFileError(f"A node's layer {str(value)[:20]!r} is not a number or 'E'.") from None
+    if not -1 <= layer < MAX_LAYER:
+        raise GraphFileError(
+            f"A node's layer {str(value)[:20]!r} is not a layer of a model (0 to {MAX_LAYER - 1:,})."
+        )
+    return layer
+
+
+def _finite(value, what: str) -> float:
+    """A number of the file as a float, or GraphFileError in one sentence when it is not finite
+    (JSON as Python reads it allows NaN and Infinity, and a 400-digit integer overflows a float):
+    the drawing would fail in the browser on it."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise GraphFileError(f"{what} is {str(value)[:20]!r}, not a finite number; fix it in the file.")
+    return number
 
 
 def _kind_of(feature_type: str) -> str:
@@ -257,6 +277,7 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         layer = n_layers if layer is None else layer
         head = entry.get("feature") if kind == "head" and isinstance(entry.get("feature"), int) else None
         influence = entry.get("activation") if isinstance(entry.get("activation"), (int, float)) else 0.0
+        influence = _finite(influence, f"{origin}: node {str(entry['node_id'])[:30]!r}'s activation")
         clerp = str(entry.get("clerp") or "")
         component = _component(entry, kind, layer)
         caption = clerp[len(component) + 2 :] if clerp.startswith(f"{component}: ") else clerp
@@ -268,7 +289,7 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
                 layer=layer,
                 position=int(entry["ctx_idx"]),
                 head=head,
-                influence=float(influence),
+                influence=influence,
                 caption=caption if caption != component else "",
                 details={"feature type": feature_type},
             )
@@ -287,7 +308,11 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         )
         if entry["source"] in known and entry["target"] in known:
             kind = str(entry.get("circuitviz_kind") or "link")
-            links.append(GraphLink(str(entry["source"]), str(entry["target"]), float(entry["weight"]), kind))
+            weight = _finite(
+                entry["weight"],
+                f"{origin}: the weight of the link {entry['source'][:30]!r} -> {entry['target'][:30]!r}",
+            )
+            links.append(GraphLink(str(entry["source"]), str(entry["target"]), weight, kind))
         else:
             dangling += 1
     notes = (
