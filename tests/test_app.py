@@ -994,3 +994,23 @@ def test_the_edge_tables_line_says_all_edges_when_it_lists_them_all():
     assert result_view.edges_table_caption(120, 50) == (
         "The 50 strongest of the circuit's 120 edges (all of them in the CSV)."
     )
+
+
+def test_what_applying_the_groups_left_out_is_said_after_the_page_redraws():
+    """The sentence was shown and then lost to the rerun that draws the groups (seen in Chromium)."""
+    at = _explore()
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()
+    node = next(
+        n for n in at.session_state["results"]["eap"].graph.node_names if n not in ("input", "logits")
+    )
+    at.text_area(key="explore.groups_text").set_value(f"no colon here\nmine: {node}, a99.h9").run()
+    at.button(key="explore.apply_groups").click().run()
+    assert not at.exception, at.exception
+    from circuitviz.core.text import markdown_text
+
+    sentence = (
+        "Groups: 1 line without a colon ('name: node, node'); group 'mine' names 1 node this circuit "
+        "does not have; the rest is shown."
+    )
+    assert [i.value for i in at.info if "line without a colon" in i.value] == [markdown_text(sentence)]

@@ -543,3 +543,23 @@ def test_the_paraphrase_tables_texts_are_as_wide_as_their_longest():
     widths = bon.table_widths(rows)
     assert widths["paraphrase"]["width"] >= 7 * len(paraphrase) and widths["corrupted"]["width"] == 200
     assert bon.table_widths([{"paraphrase": "word " * 400, "corrupted": ""}])["paraphrase"]["width"] == 720
+
+
+def test_group_lines_that_cannot_be_read_are_said_not_dropped():
+    from circuitviz.render.groups import MAX_NAME, check_groups, parse_groups_text
+
+    members = list(SPEC.node_names)[1:3]
+    text = f"no colon here\n\nmovers: {members[0]}\nmovers: {members[1]}\n{'x' * 60}: {members[0]}\n"
+    parsed, unread = parse_groups_text(text)
+    assert parsed == {"movers": [members[1]], "x" * 60: [members[0]]}  # the last 'movers' line kept
+    assert unread == [
+        "1 line without a colon ('name: node, node')",
+        "group 'movers' on more than one line (the last one kept)",
+    ]
+    groups, sentence = check_groups(parsed, set(SPEC.node_names), unread)
+    assert groups == {"movers": [members[1]], "x" * MAX_NAME: [members[0]]}
+    assert sentence == (
+        "Groups: 1 line without a colon ('name: node, node'); group 'movers' on more than one line (the "
+        f"last one kept); a group name cut to its first {MAX_NAME} characters; the rest is shown."
+    )
+    assert parse_groups_text("a: b\n\n  \n") == ({"a": ["b"]}, [])

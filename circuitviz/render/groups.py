@@ -16,6 +16,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
+from ..core.text import counted
 from .vis import VisGraph, escape
 
 MAX_GROUPS = 50
@@ -28,11 +29,14 @@ def group_id(name: str) -> str:
     return f"group:{name}"
 
 
-def check_groups(data, known: set[str]) -> tuple[dict[str, list[str]], str]:
+def check_groups(
+    data, known: set[str], read_problems: Sequence[str] = ()
+) -> tuple[dict[str, list[str]], str]:
     """({name: members}, the sentence saying what was left out, or "") from untrusted ``data``:
     a dict name -> list of node ids, or a list of {"name", "members"} (Neuronpedia's supernodes
-    are lists [name, member, ...])."""
-    problems: list[str] = []
+    are lists [name, member, ...]); ``read_problems``: what reading the text left out
+    (``parse_groups_text``), said first."""
+    problems: list[str] = list(read_problems)
     pairs: list[tuple[object, object]] = []
     if isinstance(data, dict):
         pairs = list(data.items())
@@ -54,11 +58,15 @@ def check_groups(data, known: set[str]) -> tuple[dict[str, list[str]], str]:
         if not isinstance(name, str) or not name.strip() or not isinstance(members, list):
             problems.append("a group without a name or a list of members")
             continue
+        if len(" ".join(name.split())) > MAX_NAME:
+            problems.append(f"a group name cut to its first {MAX_NAME} characters")
         name = " ".join(name.split())[:MAX_NAME]
         kept = [m for m in dict.fromkeys(str(m) for m in members[:2000]) if m in known and m not in taken]
         unknown = [m for m in members[:2000] if str(m) not in known]
         if unknown:
-            problems.append(f"group {name!r} names {len(unknown)} nodes this circuit does not have")
+            problems.append(
+                f"group {name!r} names {counted(len(unknown), 'node')} this circuit does not have"
+            )
         if not kept:
             problems.append(f"group {name!r} holds no node of this circuit")
             continue
@@ -168,12 +176,27 @@ def groups_text(groups: Mapping[str, Sequence[str]]) -> str:
     return "\n".join(f"{name}: {', '.join(members)}" for name, members in groups.items())
 
 
-def parse_groups_text(text: str) -> dict[str, list[str]]:
-    """The inverse of ``groups_text`` (lines without a colon are ignored)."""
+def parse_groups_text(text: str) -> tuple[dict[str, list[str]], list[str]]:
+    """The inverse of ``groups_text``, and what it could not read, as phrases for
+    ``check_groups``'s sentence: lines without a colon, and a name given on several lines (the
+    last line is kept). Blank lines are nothing."""
     groups: dict[str, list[str]] = {}
+    unread, repeated = 0, []
     for line in str(text).splitlines():
+        if not line.strip():
+            continue
         if ":" not in line:
+            unread += 1
             continue
         name, _, members = line.rpartition(":") if line.count(":") > 1 else line.partition(":")
+        if name.strip() in groups:
+            repeated.append(name.strip())
         groups[name.strip()] = [m.strip() for m in members.split(",") if m.strip()]
-    return groups
+    problems = (
+        [f"{unread} line{'s' if unread != 1 else ''} without a colon ('name: node, node')"] if unread else []
+    )
+    problems += [
+        f"group {name[:MAX_NAME]!r} on more than one line (the last one kept)"
+        for name in dict.fromkeys(repeated)
+    ]
+    return groups, problems

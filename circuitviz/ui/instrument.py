@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from ..core.text import markdown_text
 from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
 from ..render import circuit_edges
 from ..render.cards import absent_card
@@ -320,11 +321,14 @@ def _groups(result, state, mask, key) -> None:
         if not ui_state.has_widget_value(text_key):
             ui_state.set_widget_value(text_key, groups_text(state.groups))
         text = st.text_area("groups (one a line: name: node, node)", key=text_key, height=120)
+        note_key = f"{key}.groups_note"  # kept past the rerun that draws the groups
         if st.button("apply the groups", key=f"{key}.apply_groups"):
             known = set(result.graph.node_names)
-            groups, sentence = check_groups(parse_groups_text(text), known)
-            if sentence:
-                st.info(sentence)
+            parsed, unread = parse_groups_text(text)
+            groups, sentence = check_groups(parsed, known, unread)
+            ui_state.set_value(note_key, sentence)
             state.groups = groups
             save_state(key, state)
             _rerun()
+        if ui_state.value(note_key):
+            st.info(markdown_text(ui_state.value(note_key)))  # group names are the user's text
