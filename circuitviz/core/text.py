@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 
 
@@ -219,3 +220,65 @@ def read_user_file(path, what: str, error: type[Exception], fix: str) -> str:
         raise error(
             f"{what[0].upper()}{what[1:]} {path} is not UTF-8 text (byte {problem.start + 1}); {fix}."
         ) from None
+
+
+# ----- characters a reader cannot see -----------------------------------------------------------
+def invisible_characters(text: str) -> list[tuple[int, str]]:
+    """(index, character) of each format character in ``text`` (Unicode's Cf: zero-width spaces
+    and joiners, soft hyphens, direction marks and overrides, the byte-order mark): a text box
+    shows nothing for them, or shows the text around them reordered, but the model reads them."""
+    text = str(text)
+    return [
+        (index, char)
+        for index, char in enumerate(text)
+        if unicodedata.category(char) == "Cf" and not _joins_writing(text, index)
+    ]
+
+
+def _joins_writing(text: str, index: int) -> bool:
+    """A zero-width joiner or non-joiner between two characters of a non-Latin script or of an
+    emoji (a family emoji, Persian and Indic words): part of how those are written, not hidden."""
+    if text[index] not in "\u200c\u200d" or index == 0 or index + 1 >= len(text):
+        return False
+    return all(not char.isascii() and not char.isspace() for char in (text[index - 1], text[index + 1]))
+
+
+def only_invisible(text: str) -> bool:
+    """Whether ``text`` is blank once its invisible characters are left out (it looks empty)."""
+    return (
+        bool(invisible_characters(text))
+        and not "".join(char for char in str(text) if unicodedata.category(char) != "Cf").strip()
+    )
+
+
+def invisible_sentence(text: str, what: str = "The prompt") -> str | None:
+    """One sentence naming the invisible characters of ``text`` and where they are, or None."""
+    found = invisible_characters(text)
+    if not found:
+        return None
+    if only_invisible(text):
+        return (
+            f"{what} is empty but for {counted(len(found), 'invisible character')} ({_kinds(found)}); "
+            "type the text whose next token you want explained."
+        )
+    first, after = found[0][0], str(text)[: found[0][0]].split()
+    where = f"after {after[-1][-20:]!r}" if after else "at its start"
+    return (
+        f"{what} holds {counted(len(found), 'invisible character')} ({_kinds(found)}; "
+        + ("the first " if len(found) > 1 else "")
+        + f"{where}, character {first + 1}): "
+        + (
+            "the text box does not show it, or shows the text around it reordered, but the model reads "
+            "it; delete it unless you mean it."
+            if len(found) == 1
+            else "the text box does not show them, or shows the text around them reordered, but the model "
+            "reads them; delete them unless you mean them."
+        )
+    )
+
+
+def _kinds(found: list[tuple[int, str]]) -> str:
+    """The kinds of invisible characters found, by code point and name (the first three)."""
+    named = [f"U+{ord(char):04X} {unicodedata.name(char, 'FORMAT CHARACTER')}" for _, char in found]
+    kinds = list(dict.fromkeys(named))
+    return ", ".join(kinds[:3]) + (f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else "")

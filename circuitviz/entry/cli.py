@@ -18,7 +18,15 @@ from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import clock_duration, counted, os_error_sentence, score_text, settings_text
+from ..core.text import (
+    clock_duration,
+    counted,
+    invisible_sentence,
+    only_invisible,
+    os_error_sentence,
+    score_text,
+    settings_text,
+)
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
 from ..methods import UnknownMethodError, available_methods, get_method, setting_flags
 from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
@@ -205,6 +213,11 @@ def _parse_setting(text: str) -> tuple[str, object]:
 def _task(args):
     if not args.prompt.strip():  # said before the model loads
         raise TaskError(EMPTY_PROMPT)
+    if only_invisible(args.prompt):
+        raise TaskError(invisible_sentence(args.prompt))
+    for text, what in ((args.prompt, "The prompt"), (args.corrupted or "", "The corrupted prompt")):
+        if invisible_sentence(text, what):  # said, not refused: the user may mean them
+            print(invisible_sentence(text, what), file=sys.stderr)
     foils, metric = tuple(args.foil), args.metric or "logit_diff"
     return PromptTask(
         clean=args.prompt, corrupted=args.corrupted, answer=args.answer, foils=foils, metric=metric

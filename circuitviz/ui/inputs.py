@@ -22,7 +22,7 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
-from ..core.text import counted, markdown_sentence, markdown_text, shown
+from ..core.text import counted, invisible_sentence, markdown_sentence, markdown_text, only_invisible, shown
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -140,6 +140,8 @@ def prompt_problem(model, model_id: str, prompt: str) -> tuple[str | None, int]:
 
     if not prompt.strip():
         return EMPTY_PROMPT, 0
+    if only_invisible(prompt):  # looks empty: 'The prompt is empty but for 3 invisible characters'
+        return invisible_sentence(prompt), 0
     n_tokens = len(loaders.str_tokens(model, model_id, prompt))
     try:
         problem = prompt_limit_problem(n_tokens)
@@ -425,6 +427,8 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     if problem:  # the prompt first: nothing else is checked against a prompt that cannot run
         st.error(markdown_sentence(problem))  # may quote the user's text
         return TaskInputs(None, [problem], n_tokens)
+    if invisible_sentence(prompt):  # a zero-width space, a direction override: said, not refused
+        st.warning(markdown_text(invisible_sentence(prompt)))
     answer, foil, metric, problems = answer_inputs(model, model_id, prompt)
     corrupted, corrupted_problems = corrupted_input(model, model_id, prompt, need_corrupted)
     problems += corrupted_problems
