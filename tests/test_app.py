@@ -223,6 +223,21 @@ def test_a_new_prompt_proposes_its_own_answer_foil_and_corrupted_prompt():
     assert not graph_data(at)
 
 
+def test_the_proposed_corrupted_prompts_note_goes_when_the_user_writes_another():
+    """'Proposed by the ... template' stayed under a corrupted prompt the user had typed (an audit)."""
+    at = _run(_explore())
+    at.text_area(key="w.prompt").set_value("When Anna and Tom went to the park , Tom gave a ball to").run()
+    proposed = at.text_area(key="w.corrupted").value
+    assert any("indirect object" in c.value for c in at.caption)
+    at.text_area(key="w.corrupted").set_value(
+        "When Anna and Tom went to the park , Anna gave a ball to"
+    ).run()
+    assert not at.exception, at.exception
+    assert not any("indirect object" in c.value for c in at.caption)
+    at.text_area(key="w.corrupted").set_value(proposed).run()  # back to what was proposed: said again
+    assert any("indirect object" in c.value for c in at.caption)
+
+
 def test_a_prompt_no_template_knows_says_so_and_disables_run():
     at = _explore()
     at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()

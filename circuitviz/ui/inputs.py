@@ -170,7 +170,7 @@ def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> N
         prompt,
         {"answer": proposal.answer, "foil": proposal.foil, "corrupted": proposal.corrupted},
     )
-    session.corrupted_note = proposal.corrupted_note
+    session.corrupted_note, session.corrupted_proposed = proposal.corrupted_note, proposal.corrupted or ""
     session.foil_note = proposal.foil_note
     session.foil_proposed = proposal.foil
     del session.more_foils  # an opened task's other foils belonged to its own prompt
@@ -190,7 +190,7 @@ def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str])
     found = loaders.completion(model, model_id, prompt, state.value("answer"), corrupted, tokens)
     if corrupted is None:
         state.set_value("corrupted", found.corrupted)
-        session.corrupted_note = found.corrupted_note
+        session.corrupted_note, session.corrupted_proposed = found.corrupted_note, found.corrupted or ""
     if wants_foil:
         state.set_value("foil", found.foil)
         session.foil_note = found.foil_note
@@ -361,6 +361,8 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
     )
     corrupted = corrupted or ""  # a box never filled reads None
     note = session.corrupted_note
+    if note and session.corrupted_proposed not in (None, corrupted):  # said of what the box held before
+        note = None
     if note and not corrupted.strip():
         st.warning(markdown_sentence(note))  # may quote the user's text
     elif note:

@@ -112,6 +112,7 @@ class Session:
     results = Field("results", {})  # {method: CircuitResult} computed for the current prompt, by any page
     result_requests = Field("results.requests", {})  # {method: the request key its kept result answers}
     corrupted_note = Field("corrupted_note")  # where the corrupted prompt came from
+    corrupted_proposed = Field("corrupted_proposed")  # the corrupted prompt the note is about
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
     more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
@@ -528,6 +529,7 @@ def apply_pending_open() -> None:
         },
     )
     session.corrupted_note = pending["corrupted_note"]
+    session.corrupted_proposed = task.get("corrupted") or ""
     session.foil_note = pending["foil_note"]
     del session.foil_proposed
     session.more_foils = tuple(foil for foil in foils[1:] if foil != task["answer"])
