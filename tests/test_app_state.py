@@ -169,6 +169,10 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     said = sorted(w.value for w in at.warning if "is left out, and the page uses its own" in w.value)
     assert len(said) == 2 and "budget 'abc' is not a whole number" in said[0], said
     assert "not a JSON object of settings" in said[1], said
+    for budget in ("-7", "0", "9" * 23):  # were used silently: the slider's nearest option to them
+        at = _app(budget=budget).run()
+        said = [w.value for w in at.warning if "is left out, and the page uses its own" in w.value]
+        assert len(said) == 1 and "is not a whole number from 1 to 1,000,000,000" in said[0], (budget, said)
     at = _app(bon_method="eap").run()  # the app's method, not one the Paraphrases page runs
     at.switch_page("pages/paraphrases.py").run()
     assert not at.exception, at.exception

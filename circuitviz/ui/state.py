@@ -33,6 +33,7 @@ from . import loaders
 from .pagelist import switch_to
 
 TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
+MAX_LINK_INTEGER = 10**9  # a link's budget: more edges than any model the app can load has
 
 
 class Field:
@@ -63,11 +64,12 @@ class Field:
 
     def parsed(self, text: str):
         """A URL parameter's value as the state holds it, or None when it does not read as one."""
-        if self.kind == INTEGER:
+        if self.kind == INTEGER:  # a budget: a count of edges, 1 or more (nothing a model has more of)
             try:
-                return int(text)
+                number = int(text)
             except ValueError:
                 return None
+            return number if 1 <= number <= MAX_LINK_INTEGER else None
         if self.kind == SETTINGS:
             try:
                 parsed = json.loads(text)
@@ -183,7 +185,10 @@ def seed_from_url() -> None:
             )
 
 
-_UNREADABLE_AS = {INTEGER: "not a whole number", SETTINGS: "not a JSON object of settings"}
+_UNREADABLE_AS = {
+    INTEGER: f"not a whole number from 1 to {MAX_LINK_INTEGER:,}",
+    SETTINGS: "not a JSON object of settings",
+}
 
 
 def unreadable_link_value(found: Field, text: str) -> str:
