@@ -197,10 +197,10 @@ def test_every_aggregate_is_over_the_tasks_that_pass_the_check(planted, monkeypa
 
 def test_a_folder_that_cannot_be_read_is_one_whole_sentence(tmp_path):
     """Nothing there, a file, a damaged table: each its own sentence, none cut mid-word."""
-    with pytest.raises(atlas.AtlasError, match=r"^Nothing exists at .*/nowhere; give the folder"):
+    with pytest.raises(atlas.AtlasError, match=r"^Nothing exists at '.*/nowhere'; give the folder"):
         atlas.BatchTable.load(tmp_path / "nowhere")
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(atlas.AtlasError, match=r"notes\.txt is a file; give the folder"):
+    with pytest.raises(atlas.AtlasError, match=r"notes\.txt' is a file; give the folder"):
         atlas.BatchTable.load(tmp_path / "notes.txt")
     damaged = tmp_path / "damaged"
     damaged.mkdir()
@@ -209,5 +209,10 @@ def test_a_folder_that_cannot_be_read_is_one_whole_sentence(tmp_path):
     with pytest.raises(atlas.AtlasError) as raised:
         atlas.BatchTable.load(damaged)
     sentence = str(raised.value)
-    assert sentence.startswith(f"{damaged} cannot be read as a batch folder: ") and sentence.endswith(".")
+    assert sentence.startswith(f"{str(damaged)!r} cannot be read as a batch folder: ") and sentence.endswith(
+        "."
+    )
     assert "magic bytes" in sentence and sentence.count(". ") == 0  # the reader's first sentence, whole
+    typed = "http://evil.example/"  # as typed: a Path read it 'http:/evil.example'
+    with pytest.raises(atlas.AtlasError, match="^Nothing exists at 'http://evil.example/'; give"):
+        atlas.BatchTable.load(typed)

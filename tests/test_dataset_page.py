@@ -134,7 +134,7 @@ def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
     assert not at.exception
     # the folder escaped where it is text, and written as is inside the command's code span
     assert [e.value for e in at.error] == [
-        f"{markdown_text(str(folder))} holds no results\\.parquet; run `circuitviz batch --out {folder}` "
+        f"{markdown_text(repr(str(folder)))} holds no results\\.parquet; run `circuitviz batch --out {folder}` "
         "first\\."
     ]
 

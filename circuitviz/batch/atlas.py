@@ -85,27 +85,28 @@ class BatchTable:
 
     @classmethod
     def load(cls, folder: str | Path) -> BatchTable:
-        folder = Path(folder)
+        typed, folder = str(folder), Path(folder)  # a sentence names the folder as typed: a Path
+        # drops a doubled slash and a trailing one ('http://x' read 'http:/x')
         path = folder / TABLE
         if not folder.exists():
             raise AtlasError(
-                f"Nothing exists at {folder}; give the folder a `circuitviz batch --out FOLDER` run wrote."
+                f"Nothing exists at {typed!r}; give the folder a `circuitviz batch --out FOLDER` run wrote."
             )
         if not folder.is_dir():
             raise AtlasError(
-                f"{folder} is a file; give the folder a `circuitviz batch --out FOLDER` run wrote."
+                f"{typed!r} is a file; give the folder a `circuitviz batch --out FOLDER` run wrote."
             )
         if not path.exists():
-            raise AtlasError(f"{folder} holds no {TABLE}; run `circuitviz batch --out {folder}` first.")
+            raise AtlasError(f"{typed!r} holds no {TABLE}; run `circuitviz batch --out {typed}` first.")
         try:
             table = pq.read_table(path)
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise AtlasError(f"{folder} has no {MANIFEST}; it is not a batch folder.") from None
+            raise AtlasError(f"{typed!r} has no {MANIFEST}; it is not a batch folder.") from None
         except (OSError, ValueError, pa.ArrowInvalid) as error:
             # the reader's first sentence, whole (its message was cut at 120 characters mid-word)
             reason = str(error).split(". ")[0].strip().rstrip(".")
-            raise AtlasError(f"{folder} cannot be read as a batch folder: {reason}.") from None
+            raise AtlasError(f"{typed!r} cannot be read as a batch folder: {reason}.") from None
         problem = manifest_problem(manifest)
         if problem:
             raise AtlasError(f"{folder}'s {MANIFEST} is not a batch's manifest: {problem}; rerun the batch.")
