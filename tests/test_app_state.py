@@ -973,3 +973,25 @@ def test_the_mmlu_pickers_note_stands_outside_its_expander_while_the_question_is
     at.text_area(key="w.prompt").set_value("When Tom and Lisa went to the park, Lisa gave a ball to").run()
     assert not at.exception, at.exception
     assert not any("the model prefers" in c.value for c in at.caption)
+
+
+def test_a_model_that_cannot_load_names_the_way_on(monkeypatch):
+    """The page stops under the prompt box; its sentence now says the sidebar's list is the way on
+    (an audit: a link's unknown hub id left no word of it)."""
+    from circuitviz.models import EMBEDDED_MODEL, ModelLoadError
+    from circuitviz.ui import loaders
+
+    def refuse(model_id, device):
+        raise ModelLoadError(f"'{model_id}' is not in the Hugging Face cache and HF_HUB_OFFLINE is set.")
+
+    monkeypatch.setattr(loaders, "MODEL_LOADER", refuse)
+    at = _app(model="nobody/none").run()
+    assert not at.exception, at.exception
+    (error,) = [e.value for e in at.error if "nobody" in e.value]
+    from circuitviz.core.text import markdown_text
+
+    assert error.endswith(
+        markdown_text(
+            f"Or pick another model in the sidebar: {EMBEDDED_MODEL} is built in and loads offline."
+        )
+    )

@@ -26,7 +26,7 @@ from ..core.text import markdown_sentence
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..entry.cpu_share import threads_for_run
-from ..models import ModelLoadError
+from ..models import EMBEDDED_MODEL, ModelLoadError
 from . import loaders, startup, state
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
@@ -57,7 +57,9 @@ def load_model_or_stop(model_id: str, device: str):
         return future.result()
 
     if isinstance(error, (ModelLoadError, ValueError, OSError)):
-        st.error(markdown_sentence(str(error)))  # may name the user's model, folder or settings
+        # may name the user's model, folder or settings; the sidebar's list is the way on
+        way_on = f" Or pick another model in the sidebar: {EMBEDDED_MODEL} is built in and loads offline."
+        st.error(markdown_sentence(str(error) + (way_on if model_id != EMBEDDED_MODEL else "")))
         st.stop()
     raise error
 
