@@ -34,6 +34,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from ..core.text import shown, shown_number
 from ..positions.view import AttributionGraph, GraphLink, GraphNode, strongest_paths
 
 FORMAT_NAME = "neuronpedia graph JSON"
@@ -210,7 +211,7 @@ def _finite(value, what: str) -> float:
     except OverflowError:
         number = math.inf
     if not math.isfinite(number):
-        raise GraphFileError(f"{what} is {str(value)[:20]!r}, not a finite number; fix it in the file.")
+        raise GraphFileError(f"{what} is {shown_number(value, 20)}, not a finite number; fix it in the file.")
     return number
 
 
@@ -277,7 +278,7 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         layer = n_layers if layer is None else layer
         head = entry.get("feature") if kind == "head" and isinstance(entry.get("feature"), int) else None
         influence = entry.get("activation") if isinstance(entry.get("activation"), (int, float)) else 0.0
-        influence = _finite(influence, f"{origin}: node {str(entry['node_id'])[:30]!r}'s activation")
+        influence = _finite(influence, f"{origin}: the activation of node {shown(str(entry['node_id']), 30)}")
         clerp = str(entry.get("clerp") or "")
         component = _component(entry, kind, layer)
         caption = clerp[len(component) + 2 :] if clerp.startswith(f"{component}: ") else clerp
@@ -310,7 +311,7 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
             kind = str(entry.get("circuitviz_kind") or "link")
             weight = _finite(
                 entry["weight"],
-                f"{origin}: the weight of the link {entry['source'][:30]!r} -> {entry['target'][:30]!r}",
+                f"{origin}: the weight of the link {shown(entry['source'], 30)} -> {shown(entry['target'], 30)}",
             )
             links.append(GraphLink(str(entry["source"]), str(entry["target"]), weight, kind))
         else:
