@@ -383,8 +383,14 @@ def _broken(change) -> str:
         (lambda d: d["nodes"][0].update(ctx_idx=-5), "not a token position"),
         (lambda d: d["nodes"][0].update(ctx_idx=True), "not a token position"),
         # an OverflowError's traceback, or a drawing that failed in the browser on NaN (an audit's)
-        (lambda d: d["nodes"][0].update(activation=10**400), "activation of node .* is 10000000000000000000… \\(401 digits\\), not a finite number"),
-        (lambda d: d["nodes"][0].update(activation=math.nan), "activation of node .* is nan, not a finite number"),
+        (
+            lambda d: d["nodes"][0].update(activation=10**400),
+            "activation of node .* is 10000000000000000000… \\(401 digits\\), not a finite number",
+        ),
+        (
+            lambda d: d["nodes"][0].update(activation=math.nan),
+            "activation of node .* is nan, not a finite number",
+        ),
         (lambda d: d["links"][0].update(weight=10**400), "the weight of the link .* not a finite number"),
         (lambda d: d["links"][0].update(weight=-math.inf), "the weight of the link .* is -inf, not a finite"),
         (lambda d: _layered(d).update(layer=math.inf), "layer 'inf' is not a number"),
