@@ -238,6 +238,19 @@ def test_the_proposed_corrupted_prompts_note_goes_when_the_user_writes_another()
     assert any("indirect object" in c.value for c in at.caption)
 
 
+def test_a_token_typed_into_the_answer_box_is_picked_among_the_pills_at_once():
+    """The pills are drawn above the box: they showed the answer before the one just typed (an
+    audit: the foil typed as the answer left the answer's row with nothing picked)."""
+    from circuitviz.labels.logit_lens import next_token_probabilities
+
+    at = _run(_explore())
+    top = [token for token, _ in next_token_probabilities(_tiny_loader("", ""), TINY_PROMPT, 8)]
+    typed = next(token for token in top if token != at.text_input(key="w.answer").value)
+    at.text_input(key="w.answer").set_value(typed).run()
+    assert not at.exception, at.exception
+    assert at.pills(key="pick.answer").value == typed
+
+
 def test_a_prompt_no_template_knows_says_so_and_disables_run():
     at = _explore()
     at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()

@@ -223,7 +223,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     else:
         _complete_given_inputs(model, model_id, prompt, tokens)
     for role in ("answer", "foil"):
-        current = state.value(role)
+        current = state.coming_value(role)  # a token just typed below is highlighted in this run
         state.set_widget_value(f"pick.{role}", current if current in tokens else None)
     st.markdown("**The model's next token** — click to choose the answer and a foil (a wrong answer):")
     for role in ("answer", "foil"):

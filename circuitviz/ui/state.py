@@ -321,6 +321,16 @@ def bind(
     return value
 
 
+def coming_value(key: str, widget_key: str | None = None):
+    """The shared value ``key`` as this run will hold it once its widget is drawn: what the user
+    just typed into the widget (not yet copied by ``bind``), else the shared value. For what a
+    page draws above the widget (the answer's pills above the answer box)."""
+    wkey = widget_key or _widget_key(key)
+    if wkey in st.session_state and st.session_state[wkey] != st.session_state.get(f"{wkey}.synced"):
+        return st.session_state[wkey]
+    return st.session_state.get(key)
+
+
 # how long after a widget was handed a value its old value coming back is taken for a stale echo
 ECHO_S = 5.0
 
