@@ -18,13 +18,25 @@ st.caption(
 from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.core.text import markdown_sentence  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
+from circuitviz.ui import loaders  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
 
 FOLDER = "a batch folder…"
 stored = ui.stored_atlases()
 if session.dataset_source is None:  # the atlas open is the one the picker shows
     session.dataset_source = next(iter(stored), FOLDER)
-choice = st.segmented_control("atlas", [*stored, FOLDER], key="dataset.source") or next(iter(stored), FOLDER)
+typed_folders = loaders.browser_paths_allowed()  # off on a shared server: only the stored atlases
+choice = st.segmented_control(
+    "atlas", [*stored, FOLDER] if typed_folders else list(stored), key="dataset.source"
+) or next(iter(stored), FOLDER)
+if not typed_folders:
+    st.caption(
+        markdown_sentence(
+            loaders.no_browser_paths("the stored atlases are here, and `circuitviz batch` runs yours")
+        )
+    )
+if choice == FOLDER and not typed_folders:  # no stored atlas either: nothing to open
+    st.stop()
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")
     if not typed.strip():

@@ -30,7 +30,9 @@ from circuitviz.labels.steer import steer as zero_features  # noqa: E402
 from circuitviz.methods.registry import method_traits  # noqa: E402
 from circuitviz.services import sae_store  # noqa: E402
 
-source = st.radio("SAEs", ["embedded", "local folder", "hub"], horizontal=True, key="steer.source")
+typed_folders = loaders.browser_paths_allowed()  # off on a shared server: no SAE folder typed here
+sources = ["embedded", "local folder", "hub"] if typed_folders else ["embedded", "hub"]
+source = st.radio("SAEs", sources, horizontal=True, key="steer.source")
 try:
     if source == "embedded":
         saes = sae_labels.load_embedded_saes(model, model_id)

@@ -199,3 +199,40 @@ def test_the_sidebar_refuses_an_offline_id_in_one_sentence_and_offers_no_button(
     assert any("HF_HUB_OFFLINE" in _read(warning.value) for warning in at.sidebar.warning)
     assert not [button for button in at.sidebar.button if button.label == "Load this model"]
     assert "circuitviz-test/not-cached" not in asked
+
+
+@pytest.mark.parametrize("typed", ["/etc", "../../etc/passwd", "model.gguf", "folder"])
+def test_a_shared_server_opens_no_typed_path_nor_says_whether_it_exists(typed, asked, tmp_path, monkeypatch):
+    """CIRCUITVIZ_BROWSER_PATHS=0: a typed path gets one sentence, the same whether it exists or not
+    (it said "'/etc' holds no config.json"), and no Load button; a hub id is still checked."""
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV, no_browser_paths
+
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()  # a relative name that is a folder here is read before the hub
+    at = _app().run()
+    _typed_box(at).input(typed).run()
+    assert not at.exception
+    said = [_read(w.value) for w in at.sidebar.warning]
+    assert said == [no_browser_paths("give a Hugging Face hub id, such as Qwen/Qwen3-0.6B")], said
+    assert not [button for button in at.sidebar.button if button.label == "Load this model"]
+    _typed_box(at).input("circuitviz-test/not-cached").run()  # a hub id: checked as before
+    assert any("HF_HUB_OFFLINE" in _read(w.value) for w in at.sidebar.warning)
+
+
+def test_a_shared_server_offers_no_typed_folder_on_the_dataset_and_steer_pages(asked, monkeypatch):
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
+    at = _app()
+    at.switch_page("pages/dataset.py").run()
+    assert not at.exception, at.exception
+    options = at.segmented_control(key="dataset.source").options
+    assert options and "a batch folder…" not in options
+    assert any(BROWSER_PATHS_ENV in _read(c.value) for c in at.caption)
+    at.switch_page("pages/steer.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="steer.source").options == ["embedded", "hub"]
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "1")
+    at.switch_page("pages/steer.py").run()
+    assert "local folder" in at.radio(key="steer.source").options

@@ -33,6 +33,21 @@ from . import startup
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 
+# a server shared with others: set CIRCUITVIZ_BROWSER_PATHS=0 and no page opens a path typed in
+# the browser (a model folder or .gguf, a batch folder, an SAE folder), nor says whether one exists
+BROWSER_PATHS_ENV = "CIRCUITVIZ_BROWSER_PATHS"
+
+
+def browser_paths_allowed() -> bool:
+    """Whether the pages may open local paths the user types (yes unless the server's runner set
+    ``CIRCUITVIZ_BROWSER_PATHS=0``)."""
+    return os.environ.get(BROWSER_PATHS_ENV, "1").strip() != "0"
+
+
+def no_browser_paths(instead: str) -> str:
+    """The sentence a page shows where it would take a typed path while they are off."""
+    return f"This server opens no path typed in the browser ({BROWSER_PATHS_ENV}=0, set by whoever runs it); {instead}."
+
 
 def _loader() -> tuple[Callable[[str, str | None], object], str]:
     """The model loader in force, and a name for it (part of the cache key)."""

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..core.text import markdown_sentence, markdown_text
 from ..models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # no torch: the first paint shows it
-from . import state
+from . import loaders, state
 from .state import Session, session
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -135,6 +135,13 @@ def free_model_input() -> None:
         ).strip()
         if not typed:
             return
+        if not loaders.browser_paths_allowed() and looks_local(typed):  # nor says whether it exists
+            st.warning(
+                markdown_sentence(
+                    loaders.no_browser_paths("give a Hugging Face hub id, such as Qwen/Qwen3-0.6B")
+                )
+            )
+            return
         checked = check_free_model(typed)
         if checked.problem:
             st.warning(markdown_sentence(checked.problem))  # quotes the typed id or folder
@@ -146,3 +153,16 @@ def free_model_input() -> None:
             session.free_model = typed
             session.model = typed
             st.rerun()
+
+
+def looks_local(typed: str) -> bool:
+    """Whether a typed model id would be read from this machine: a path's shape, a .gguf file, or
+    a name that is a path here (a folder named like a hub id is read before the hub)."""
+    from pathlib import Path
+
+    if typed.startswith(("/", "./", "../", "~", "\\")) or typed.lower().endswith(".gguf") or ".." in typed:
+        return True
+    try:
+        return Path(typed).expanduser().exists()
+    except OSError:
+        return True
