@@ -123,31 +123,15 @@ def test_the_button_is_offered_only_where_a_figure_can_be_measured():
 @pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
 def test_completeness_measured_on_explore_is_shown_and_kept_past_a_reload():
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
+
+    from explore_session import explore_session, run_it
 
     from circuitviz.ui import loaders
 
-    query = {
-        "prompt": IOI_TASK.clean,
-        "corrupted": IOI_TASK.corrupted,
-        "answer": " Mary",
-        "foil": " John",
-        "method": "eap",
-        "budgets": "5,10,20,40",
-    }
-
-    def session() -> AppTest:
-        at = AppTest.from_file("../app.py", default_timeout=300)
-        for name, value in query.items():
-            at.query_params[name] = value
-        return at.run()
-
-    def shown(at: AppTest) -> list[str]:
+    def shown(at) -> list[str]:
         return [m.value for m in at.metric if m.label == "completeness"]
 
-    at = session()
-    next(b for b in at.button if b.label == "Run").click()
-    at.run()
+    at = run_it(explore_session())
     assert not at.exception, at.exception
     assert shown(at) == []
     at.button(key="explore.completeness").click().run()
@@ -159,7 +143,7 @@ def test_completeness_measured_on_explore_is_shown_and_kept_past_a_reload():
     model = loaders.MODEL_LOADER()
     assert point.completeness == pytest.approx(_direct(model, result, [point.budget])[0], abs=1e-6)
     loaders._REMEMBERED.clear()  # as after a restart: the entry is read from its file
-    again = session()
+    again = explore_session()
     assert not again.exception, again.exception
     assert shown(again) == [value]
     assert not [b for b in again.button if b.key == "explore.completeness"]  # nothing left to measure

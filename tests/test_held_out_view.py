@@ -71,32 +71,15 @@ def test_a_transfer_measured_on_explore_is_kept_past_a_reload():
     """The figure the button measures is stored with the result: a new session (a reload, or the
     server restarted: nothing remembered in the process) shows it without measuring again."""
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
 
-    from circuitviz.bench.toy_models import IOI_TASK
+    from explore_session import explore_session, run_it
+
     from circuitviz.ui import loaders
 
-    query = {
-        "prompt": IOI_TASK.clean,
-        "corrupted": IOI_TASK.corrupted,
-        "answer": " Mary",
-        "foil": " John",
-        "method": "eap",
-        "budgets": "5,10,20,40",
-    }
-
-    def session() -> AppTest:
-        at = AppTest.from_file("../app.py", default_timeout=300)
-        for name, value in query.items():
-            at.query_params[name] = value
-        return at.run()
-
-    def held_out(at: AppTest) -> list[str]:
+    def held_out(at) -> list[str]:
         return [m.value for m in at.metric if m.label == "NDF held out"]
 
-    at = session()
-    next(b for b in at.button if b.label == "Run").click()
-    at.run()
+    at = run_it(explore_session())
     assert not at.exception, at.exception
     assert held_out(at) == []
     at.button(key="explore.transfer").click().run()
@@ -107,7 +90,7 @@ def test_a_transfer_measured_on_explore_is_kept_past_a_reload():
     assert stored is not None and stored.transfer == result.transfer
     assert f"{statistics.mean(_only_budget(result.transfer)['ndf']):.3f}" == shown
     loaders._REMEMBERED.clear()  # as after a restart: the entry is read from its file
-    again = session()
+    again = explore_session()
     assert not again.exception, again.exception
     assert held_out(again) == [shown]
     assert not [b for b in again.button if b.key == "explore.transfer"]  # nothing left to measure

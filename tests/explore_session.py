@@ -1,0 +1,31 @@
+"""A new Explore session on the tiny IOI task, as a reload or a restarted server would open it:
+the link's values set, the page run once (tests of figures measured on request and kept)."""
+
+from __future__ import annotations
+
+from circuitviz.bench.toy_models import IOI_TASK
+
+QUERY = {
+    "prompt": IOI_TASK.clean,
+    "corrupted": IOI_TASK.corrupted,
+    "answer": " Mary",
+    "foil": " John",
+    "method": "eap",
+    "budgets": "5,10,20,40",
+}
+
+
+def explore_session(query: dict | None = None):
+    """The app opened on Explore with ``query`` (default ``QUERY``) as its link, run once."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in (query or QUERY).items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def run_it(at):
+    """Click Run and run the page (the result is then the session's)."""
+    next(b for b in at.button if b.label == "Run").click()
+    return at.run()
