@@ -1042,3 +1042,41 @@ def test_what_applying_the_groups_left_out_is_said_after_the_page_redraws():
         "does not have; the rest is shown."
     )
     assert [i.value for i in at.info if "line without a colon" in i.value] == [markdown_text(sentence)]
+
+
+def test_paraphrases_left_out_are_shown_as_typed_and_every_one_with_its_reason():
+    """The sentence under the table quoted a paraphrase as markdown (a bold word, a live link to
+    any site) and named five of six, the sixth with no reason anywhere (an audit in Chromium)."""
+    hostile = ["**b** [l](http://evil.example) Mary and John went home", "then see www.evil.example at once"]
+    lines = [*hostile, *(f"When Mary and John went out number {n}" for n in range(5))]
+    text = "\n".join(f"{line}\tx" for line in lines)  # every corruption one token: each is refused
+    at = _app(prompt=TINY_PROMPT, corrupted=TINY_CORRUPTED, answer=" Mary", foil=" John")
+    at.switch_page("pages/paraphrases.py").run()
+    at.selectbox(key="w.bon.method").set_value("bon").run()
+    at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
+    at.text_area(key="bon.method.bon.paraphrases").set_value(text)
+    at.number_input(key="bon.method.bon.ig_steps").set_value(1)
+    at.text_input(key="w.bon.budgets").set_value("5,10")
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    notes = [c.value for c in at.caption if "left out" in c.value]
+    assert notes and all("**b**" not in n and "](http" not in n for n in notes), notes
+    assert any("`www.evil.example`" in n for n in notes), notes  # an address: code, never a link
+    (listed,) = [e for e in at.expander if e.label.startswith("Every paraphrase left out")]
+    every = [c.value for c in listed.caption]
+    assert listed.label.endswith(f"({len(lines)})") and len(every) == len(lines), every
+    assert all("\\: the paraphrase has" in line for line in every), every
+
+
+def test_the_winner_sentence_names_a_budget_as_a_budget():
+    """'NDF 0.493 at 200 edges' stood beside 'edges kept 177' (an audit): 200 is the budget."""
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.query.candidates import winner_note
+
+    result = SimpleNamespace(any_budget=False, method="bon")
+    point = CurvePoint(budget=200, n_edges=177, metric=1.0, nfs=0.5, ndf=0.493)
+    scores = [{"name": "p8", "ndf": 0.493, "winner": True}]
+    assert winner_note(result, 200, point, scores, 200) == (
+        "Best-of-N keeps the winner, p8 (NDF 0.493 at budget 200): its circuit is the one drawn below (NDF 0.493)."
+    )
+    assert "evaluated at budget 100, the nearest" in winner_note(result, 150, point, scores, 100)

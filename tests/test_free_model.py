@@ -201,15 +201,13 @@ def test_the_sidebar_refuses_an_offline_id_in_one_sentence_and_offers_no_button(
     assert "circuitviz-test/not-cached" not in asked
 
 
-@pytest.mark.parametrize("typed", ["/etc", "../../etc/passwd", "model.gguf", "folder"])
-def test_a_shared_server_opens_no_typed_path_nor_says_whether_it_exists(typed, asked, tmp_path, monkeypatch):
+@pytest.mark.parametrize("typed", ["/etc", "../../etc/passwd", "model.gguf", "/nonexistent"])
+def test_a_shared_server_opens_no_typed_path_nor_says_whether_it_exists(typed, asked, monkeypatch):
     """CIRCUITVIZ_BROWSER_PATHS=0: a typed path gets one sentence, the same whether it exists or not
     (it said "'/etc' holds no config.json"), and no Load button; a hub id is still checked."""
     from circuitviz.ui.loaders import BROWSER_PATHS_ENV, no_browser_paths
 
     monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "folder").mkdir()  # a relative name that is a folder here is read before the hub
     at = _app().run()
     _typed_box(at).input(typed).run()
     assert not at.exception
@@ -218,6 +216,33 @@ def test_a_shared_server_opens_no_typed_path_nor_says_whether_it_exists(typed, a
     assert not [button for button in at.sidebar.button if button.label == "Load this model"]
     _typed_box(at).input("circuitviz-test/not-cached").run()  # a hub id: checked as before
     assert any("HF_HUB_OFFLINE" in _read(w.value) for w in at.sidebar.warning)
+
+
+def test_a_shared_server_reads_a_hub_shaped_name_from_the_hub_only(asked, tmp_path, monkeypatch):
+    """A relative folder named like a hub id (owner/name) was read before the hub: on a shared
+    server its sentence said it existed and what it held (an audit); now it is a hub id there, the
+    same sentence whether or not such a folder exists, from the sidebar and from a link's load."""
+    from circuitviz.models import ModelLoadError
+    from circuitviz.models.loading import HubModel, resolve_source
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    monkeypatch.chdir(tmp_path)
+    _folder(tmp_path / "owner")  # a folder here named like a hub id: owner/my-checkpoint
+    name = "owner/my-checkpoint"
+    with pytest.raises(ModelLoadError, match="holds no model weights"):  # read from this machine
+        resolve_source(name)
+    assert isinstance(resolve_source(name, local=False), HubModel)  # the loader's, on a shared server
+    assert check_free_model(name, local=False).problem == check_free_model(
+        "owner/absent", local=False
+    ).problem.replace("owner/absent", name)
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
+    at = _app().run()
+    _typed_box(at).input(name).run()
+    said = " ".join(_read(w.value) for w in at.sidebar.warning)
+    _typed_box(at).input("owner/absent").run()
+    assert said.replace(name, "X") == " ".join(_read(w.value) for w in at.sidebar.warning).replace(
+        "owner/absent", "X"
+    )
 
 
 def test_a_shared_server_offers_no_typed_folder_on_the_dataset_and_steer_pages(asked, monkeypatch):
@@ -236,3 +261,18 @@ def test_a_shared_server_offers_no_typed_folder_on_the_dataset_and_steer_pages(a
     monkeypatch.setenv(BROWSER_PATHS_ENV, "1")
     at.switch_page("pages/steer.py").run()
     assert "local folder" in at.radio(key="steer.source").options
+
+
+def test_a_shared_servers_loads_never_read_a_path(monkeypatch):
+    """A link's model (any hub-shaped id) is loaded by the app's loader with ``local`` off on a
+    shared server, so a folder of that name here is never read (an audit: ?model=circuitviz/ui)."""
+    import circuitviz.models as models
+    from circuitviz.ui import loaders
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    seen = []
+    monkeypatch.setattr(models, "load_model", lambda model_id, **kwargs: seen.append(kwargs["local"]))
+    loaders._default_loader("owner/name", None)
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
+    loaders._default_loader("owner/name", None)
+    assert seen == [True, False]

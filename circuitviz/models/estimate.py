@@ -59,9 +59,10 @@ def _text_config(config) -> dict:
     return inner if isinstance(inner, dict) and inner else config
 
 
-def _config_dict(model_id: str) -> dict:
+def _config_dict(model_id: str, local: bool = True) -> dict:
+    """The config of a local folder (``local``) or of a hub id in the Hugging Face cache."""
     folder = Path(model_id).expanduser()
-    path = folder / "config.json" if folder.is_dir() else None
+    path = folder / "config.json" if local and folder.is_dir() else None
     if path is None:
         from huggingface_hub import try_to_load_from_cache
 
@@ -233,7 +234,7 @@ def _unsupported_architecture(config: dict) -> str | None:
     return None if any(name in supported for name in names) else str(names[0])
 
 
-def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
+def check_free_model(model_id: str, dtype: str = "float32", local: bool = True) -> FreeModelCheck:
     """Check a model id typed by the user (a hub id or a local folder or .gguf file) without
     loading it or importing torch: its memory estimate, or one sentence saying why it cannot load
     and what to do instead."""
@@ -242,8 +243,8 @@ def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
     name = model_id.strip()
     path = Path(name).expanduser()
     looks_like_path = name.startswith(("/", "./", "../", "~", "\\")) or name.lower().endswith(".gguf")
-    try:
-        exists = path.exists()
+    try:  # ``local`` False: no path of this machine is read, nor said to exist (a shared server)
+        exists = local and path.exists()
     except OSError:
         exists = False
     if exists and path.is_file():
@@ -285,7 +286,7 @@ def check_free_model(model_id: str, dtype: str = "float32") -> FreeModelCheck:
             "Qwen/Qwen3-0.6B) nor a local folder; type one of those.",
         )
     try:
-        config = _config_dict(name)
+        config = _config_dict(name, local)
     except ModelLoadError:
         if _offline():
             return FreeModelCheck(

@@ -139,16 +139,19 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def resolve_source(model: str) -> EmbeddedGguf | LocalCheckpoint | HubModel:
-    """Decide where model's weights come from: embedded ids first, then paths, then names."""
+def resolve_source(model: str, local: bool = True) -> EmbeddedGguf | LocalCheckpoint | HubModel:
+    """Decide where model's weights come from: embedded ids first, then paths, then names
+    (``local`` False: never a path of this machine, whether or not one exists there)."""
     name = model.strip()
     if not name:
         raise ModelLoadError(f"No model was given; use one of the embedded models ({_embedded_list()}).")
     if is_embedded(name):
         return embedded_gguf(name)
     path = Path(name).expanduser()
-    if _exists(path):
+    if local and _exists(path):
         return inspect_local_checkpoint(path)
+    if _looks_like_path(name) and not local:
+        raise ModelLoadError(f"{shown(name, 80)} is a path, and this server loads models by hub id only.")
     if _looks_like_path(name):
         raise ModelLoadError(
             f"Nothing exists at {shown(name, 80)}; give the path of a folder holding a Hugging Face "
@@ -452,6 +455,7 @@ def load_model(
     device_map: str | dict | None = None,
     n_devices: int | None = None,
     max_memory: dict | None = None,
+    local: bool = True,
 ):
     """Load model as a HookedTransformer on device in dtype, ready for circuit discovery.
 
@@ -461,13 +465,14 @@ def load_model(
     or "auto" picks the best available; dtype defaults to float32. ``backend`` "bridge" boots
     TransformerLens's TransformerBridge, "hooked" assembles a HookedTransformer; None picks
     ``choose_backend``'s default. ``device_map`` / ``n_devices`` / ``max_memory`` split the model
-    over several devices (bridge only). The result has grouped-query attention ungrouped, the
+    over several devices (bridge only); ``local`` False never reads a path of this machine (a
+    shared server's pages, ``CIRCUITVIZ_BROWSER_PATHS=0``). The result has grouped-query attention ungrouped, the
     circuit hooks on, and cfg.model_name set to the string given, so callers can key caches by it.
     """
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     placement = device_placement(torch_device, device_map, n_devices, max_memory)
-    source = resolve_source(model)
+    source = resolve_source(model, local)
     chosen = choose_backend(source, backend, placement)
     if chosen == "hooked" and backend is None and isinstance(source, LocalCheckpoint):
         try:

@@ -106,12 +106,12 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
     draws_winner = not result.any_budget  # Best-of-N draws the winning candidate itself
     if draws_winner and at == budget:
         return (
-            f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at {at:,} edges): "
+            f"Best-of-N keeps the winner, {winner['name']} (NDF {winner['ndf']:.3f} at budget {at:,}): "
             f"its circuit is the one drawn below (NDF {point.ndf:.3f})."
         )
     if draws_winner:
         return (
-            f"The candidates were evaluated at {at:,} edges, the nearest of the run's budgets; there the "
+            f"The candidates were evaluated at budget {at:,}, the nearest of the run's budgets; there the "
             f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
         )
     return (

@@ -66,7 +66,7 @@ def _default_loader(model_id: str, device: str | None):
     # here, not at the top: keeps torch out of the first paint
     from ..models import load_model
 
-    return load_model(model_id, device=device)
+    return load_model(model_id, device=device, local=browser_paths_allowed())
 
 
 _LOADS = itertools.count(1)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
-from ..core.text import counted
+from ..core.text import counted, markdown_text, shown
+from ..query.pairs import LEFT_OUT_SHOWN
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
 
@@ -48,7 +49,17 @@ def pairs_table(result, method: str) -> None:
             "one here or choose another paraphrase source in the form above."
         )
     for note in result.details.notes:
-        st.caption(note)
+        st.caption(markdown_text(note))  # quotes paraphrases: the user's (or a file's) text
+    scored = set(bon.candidate_pairs(result))  # a mismatched answer may be scored when asked for
+    left_out = [
+        pair
+        for index, pair in enumerate(result.details.pairs)
+        if index and index not in scored and isinstance(pair, dict) and pair.get("reason")
+    ]
+    if len(left_out) > LEFT_OUT_SHOWN:  # the sentence names the first few: every one is here
+        with st.expander(f"Every paraphrase left out, with its reason ({len(left_out)})"):
+            for pair in left_out:
+                st.caption(markdown_text(f"{shown(str(pair.get('clean', '')))}: {pair['reason']}"))
 
 
 @st.cache_data(show_spinner="Evaluating the candidates at this budget…", max_entries=64)

@@ -112,7 +112,7 @@ def _estimate_line(model_id: str) -> str:
     """The memory estimate of a model outside the list, or why it is not known (one sentence)."""
     from ..models.estimate import check_free_model
 
-    checked = check_free_model(model_id)
+    checked = check_free_model(model_id, local=loaders.browser_paths_allowed())
     if checked.estimate is not None:
         return checked.estimate.sentence()
     return checked.problem or checked.note or ""
@@ -142,7 +142,7 @@ def free_model_input() -> None:
                 )
             )
             return
-        checked = check_free_model(typed)
+        checked = check_free_model(typed, local=loaders.browser_paths_allowed())
         if checked.problem:
             st.warning(markdown_sentence(checked.problem))  # quotes the typed id or folder
             return
@@ -156,13 +156,7 @@ def free_model_input() -> None:
 
 
 def looks_local(typed: str) -> bool:
-    """Whether a typed model id would be read from this machine: a path's shape, a .gguf file, or
-    a name that is a path here (a folder named like a hub id is read before the hub)."""
-    from pathlib import Path
-
-    if typed.startswith(("/", "./", "../", "~", "\\")) or typed.lower().endswith(".gguf") or ".." in typed:
-        return True
-    try:
-        return Path(typed).expanduser().exists()
-    except OSError:
-        return True
+    """Whether a typed model id has a path's shape or is a .gguf file. Decided by its shape alone:
+    asking whether it exists here would tell a visitor of a shared server what the disk holds
+    (a hub-shaped id is then never read from this machine: ``check_free_model(..., local=False)``)."""
+    return typed.startswith(("/", "./", "../", "~", "\\")) or typed.lower().endswith(".gguf") or ".." in typed
