@@ -68,7 +68,9 @@ paper = [
 st.dataframe(paper, hide_index=True, placeholder="—")
 ours = [
     {
-        "example (Gemma-3-270M, EAP-IG, 20 steps)": entry["title"],
+        "example": entry["title"],
+        # each example's own: they were Edge Pruning's while the header said "EAP-IG, 20 steps"
+        "model, method": f"{entry['model_id']}, {entry['method']}",
         "clean L": f"{entry['clean_metric']:+.2f}",
         "corrupted L": f"{entry['corrupted_metric']:+.2f}",
         "edges for the headline NDF": f"{entry['headline']['n_edges']:,} "

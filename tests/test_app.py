@@ -757,6 +757,12 @@ def test_about_page_renders():
     at.switch_page("pages/about.py").run()
     assert not at.exception, at.exception
     assert any("NDF" in m.value for m in at.markdown)
+    # the Gallery's figures name each example's own model and method (the header said "EAP-IG, 20
+    # steps" over five Edge Pruning results)
+    examples = json.loads((assets.gallery_dir() / "index.json").read_text())
+    ours = next(d.value for d in at.dataframe if "model, method" in d.value.columns)
+    assert list(ours["model, method"]) == [f"{e['model_id']}, {e['method']}" for e in examples]
+    assert not any("EAP-IG" in column for column in ours.columns)
 
 
 def test_gallery_rerun_live_runs_the_example_on_explore():
