@@ -211,13 +211,22 @@ def measured_view(results: dict, budget: int, model=None) -> dict | None:
 
 
 def _figure_column(label: str, help: str, integer: bool = False):
-    return st.column_config.NumberColumn(label, help=help, format="%d" if integer else "%.3f", width="small")
+    """A figure's column as wide as its header (6.6 px a character and the grid's padding):
+    Streamlit's 'small' (75 px) cut 'prompt NDF' and pushed the last column out of view at 1,000 px."""
+    return st.column_config.NumberColumn(
+        label, help=help, format="%d" if integer else "%.3f", width=_header_px(label)
+    )
+
+
+def _header_px(*texts: str) -> int:
+    """The width in pixels that shows the longest of ``texts`` whole in a grid cell or header."""
+    return round(6.6 * max(len(str(text)) for text in texts)) + 18  # measured in Chromium
 
 
 # short headers with their meaning on hover, the methods by the names their graphs carry: the long
 # labels and headers pushed the last columns out of view at 1,500 px
 MEASURED_COLUMNS = {
-    "method": st.column_config.TextColumn("method", width="medium"),
+    "method": st.column_config.TextColumn("method"),  # as wide as its names (``measured_table``)
     "prompt NDF": _figure_column("prompt NDF", "the circuit's NDF on the prompt at this budget"),
     "held-out NDF": _figure_column("held-out NDF", HELD_OUT_HELP),
     "held out": _figure_column("held out", "how many paraphrases the mean is over", integer=True),
@@ -226,9 +235,8 @@ MEASURED_COLUMNS = {
         "paraphrases left out of the mean because the method used them to fit or to select",
         integer=True,
     ),
-    "necessity": _figure_column("necessity", METRIC_HELP["necessity"]),
     "completeness": _figure_column("completeness", METRIC_HELP["completeness"]),
-}
+}  # necessity is in each method's figures above (0.95-1 for nearly every circuit): the six fit 1,000 px
 
 
 def measured_table(results: dict, budget: int, measured: dict) -> None:
@@ -243,13 +251,13 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
                 "held-out NDF": found["held_out"],
                 "held out": found["n"],
                 "used by it": found["left_out"],
-                "necessity": point.necessity,
                 "completeness": found["completeness"],
             }
         )
-    st.dataframe(
-        rows, hide_index=True, column_config=MEASURED_COLUMNS, placeholder="—"
-    )  # no paraphrase held out
+    names = st.column_config.TextColumn("method", width=_header_px("method", *results))
+    st.dataframe(  # the columns fit a 1,000 px page: about 540 px beside the sidebar
+        rows, hide_index=True, column_config={**MEASURED_COLUMNS, "method": names}, placeholder="—"
+    )  # "—": no paraphrase held out
     notes = {found["note"] for found in measured.values() if found["note"]}
     st.caption(
         "Held out: template paraphrases whose checks pass and whose corruption lowers the metric "
@@ -362,11 +370,15 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
         shown.overlap,
         hide_index=True,
         placeholder="—",
-        column_config={  # narrow figures: the eight columns fit a 1,000 px page
-            "Jaccard": st.column_config.NumberColumn(format="%.3f", width="small"),
+        column_config={  # each as wide as its header or names: the eight fit a 1,000 px page
+            "Jaccard": st.column_config.NumberColumn(format="%.3f", width=_header_px("Jaccard")),
             **{
-                column: st.column_config.NumberColumn(width="small")
+                column: st.column_config.NumberColumn(width=_header_px(column))
                 for column in ("edges A", "edges B", "shared", "only A", "only B")
+            },
+            **{
+                column: st.column_config.TextColumn(width=_header_px(column, *results))
+                for column in ("circuit A", "circuit B")
             },
         },
     )
