@@ -995,3 +995,24 @@ def test_a_model_that_cannot_load_names_the_way_on(monkeypatch):
             f"Or pick another model in the sidebar: {EMBEDDED_MODEL} is built in and loads offline."
         )
     )
+
+
+def test_a_links_budget_stays_when_the_link_leaves_the_prompts_inputs_to_be_proposed():
+    """'?method=eap-ig&budget=500' opened at the first budget: the proposed prompt counted as a new
+    prompt and dropped the link's budget with no word (an audit in Chromium)."""
+
+    def link(**query) -> AppTest:  # only these values: the prompt's inputs are proposed
+        at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+        for name, value in query.items():
+            at.query_params[name] = value
+        return at.run()
+
+    at = link(method="eap", budgets="5,10,20,40")  # a result for the link below to open
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()
+    at = link(method="eap", budgets="5,10,20,40", budget="40")
+    assert not at.exception, at.exception
+    assert at.session_state["budget"] == 40
+    assert at.select_slider(key="w.budget").value == 40
+    at.text_area(key="w.prompt").set_value("When Anna and Tom went to the park , Tom gave a ball to").run()
+    assert "budget" not in at.session_state  # a new prompt typed: the old one's budget is gone

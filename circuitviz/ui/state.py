@@ -408,13 +408,16 @@ def inputs_belong_to(prompt: str) -> bool:
 
 def adopt_prompt(prompt: str, values: dict) -> None:
     """A new prompt: set what depends on it (answer, foil, corrupted prompt...) and drop the
-    results and the budget that belonged to the old one."""
+    results and the budget that belonged to the old one (a session's first prompt had none: a
+    link's budget stays, when the link left the prompt's inputs to be proposed)."""
+    first = session.inputs_for is None
     for key, value in values.items():
         set_value(key, value)
     session.inputs_for = prompt
     session.results = {}
     session.result_requests = {}
-    del session.budget
+    if not first:
+        del session.budget
 
 
 def results() -> dict:
