@@ -137,3 +137,9 @@ SUPPORTED_MODELS: dict[str, ModelInfo] = {
 EMBEDDED_MODELS: tuple[str, ...] = tuple(
     model_id for model_id, info in SUPPORTED_MODELS.items() if info.source == "embedded-gguf"
 )
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether a model id has the shape of a file or folder rather than a model name (its shape
+    alone: the loader, the size check and a shared server's sidebar decide by it)."""
+    return model.startswith(("/", "./", "../", "~", "\\")) or model.lower().endswith(".gguf")

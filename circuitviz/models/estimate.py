@@ -14,7 +14,7 @@ from pathlib import Path
 
 from circuitviz.core.graph_shape import edge_count
 from circuitviz.core.text import json_given, shown
-from circuitviz.models.catalog import SUPPORTED_MODELS
+from circuitviz.models.catalog import SUPPORTED_MODELS, looks_like_path
 from circuitviz.models.errors import ModelLoadError
 
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -242,7 +242,7 @@ def check_free_model(model_id: str, dtype: str = "float32", local: bool = True) 
 
     name = model_id.strip()
     path = Path(name).expanduser()
-    looks_like_path = name.startswith(("/", "./", "../", "~", "\\")) or name.lower().endswith(".gguf")
+    path_shaped = looks_like_path(name)
     try:  # ``local`` False: no path of this machine is read, nor said to exist (a shared server)
         exists = local and path.exists()
     except OSError:
@@ -262,7 +262,7 @@ def check_free_model(model_id: str, dtype: str = "float32", local: bool = True) 
                 problem=f"{shown(name, 60)} holds no config.json; give a folder saved with "
                 "save_pretrained (config.json and safetensors weights).",
             )
-    elif looks_like_path:
+    elif path_shaped:
         return FreeModelCheck(
             name,
             problem=f"Nothing exists at {shown(name, 60)}; give the path of a checkpoint folder or of a .gguf file.",

@@ -31,7 +31,7 @@ from circuitviz.models.bridge_loading import (
     looks_like_hub_id,
     placement_name,
 )
-from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS
+from circuitviz.models.catalog import EMBEDDED_MODEL, EMBEDDED_MODELS, looks_like_path
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
     inspect_local_checkpoint,
@@ -126,11 +126,6 @@ def official_names() -> dict[str, str]:
     return table
 
 
-def _looks_like_path(model: str) -> bool:
-    """Whether the user evidently meant a file or folder rather than a model name."""
-    return model.startswith(("/", "./", "../", "~", "\\")) or model.lower().endswith(".gguf")
-
-
 def _exists(path: Path) -> bool:
     """Whether something is at ``path``; a name too long to be a path (ENAMETOOLONG) is not."""
     try:
@@ -150,9 +145,9 @@ def resolve_source(model: str, local: bool = True) -> EmbeddedGguf | LocalCheckp
     path = Path(name).expanduser()
     if local and _exists(path):
         return inspect_local_checkpoint(path)
-    if _looks_like_path(name) and not local:
+    if looks_like_path(name) and not local:
         raise ModelLoadError(f"{shown(name, 80)} is a path, and this server loads models by hub id only.")
-    if _looks_like_path(name):
+    if looks_like_path(name):
         raise ModelLoadError(
             f"Nothing exists at {shown(name, 80)}; give the path of a folder holding a Hugging Face "
             "checkpoint or of a .gguf file."

@@ -5,7 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from ..core.text import markdown_sentence, markdown_text
-from ..models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # no torch: the first paint shows it
+from ..models.catalog import (  # no torch: the first paint shows it
+    EMBEDDED_MODEL,
+    SUPPORTED_MODELS,
+    looks_like_path,
+)
 from . import loaders, state
 from .state import Session, session
 
@@ -159,4 +163,4 @@ def looks_local(typed: str) -> bool:
     """Whether a typed model id has a path's shape or is a .gguf file. Decided by its shape alone:
     asking whether it exists here would tell a visitor of a shared server what the disk holds
     (a hub-shaped id is then never read from this machine: ``check_free_model(..., local=False)``)."""
-    return typed.startswith(("/", "./", "../", "~", "\\")) or typed.lower().endswith(".gguf") or ".." in typed
+    return looks_like_path(typed) or ".." in typed
