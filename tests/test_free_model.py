@@ -159,7 +159,7 @@ def _app():
 
 
 def _typed_box(at):
-    return next(box for box in at.sidebar.text_input if box.label == "hub id or local folder")
+    return next(box for box in at.sidebar.text_input if box.label in ("hub id or local folder", "hub id"))
 
 
 def _read(markdown: str) -> str:
@@ -214,8 +214,37 @@ def test_a_shared_server_opens_no_typed_path_nor_says_whether_it_exists(typed, a
     said = [_read(w.value) for w in at.sidebar.warning]
     assert said == [no_browser_paths("give a Hugging Face hub id, such as Qwen/Qwen3-0.6B")], said
     assert not [button for button in at.sidebar.button if button.label == "Load this model"]
+    assert _typed_box(at).label == "hub id"  # the box no longer offers a folder
     _typed_box(at).input("circuitviz-test/not-cached").run()  # a hub id: checked as before
-    assert any("HF_HUB_OFFLINE" in _read(w.value) for w in at.sidebar.warning)
+    said = " ".join(_read(w.value) for w in at.sidebar.warning)
+    assert "HF_HUB_OFFLINE" in said and "folder" not in said, said  # no folder offered as the way out
+
+
+@pytest.mark.parametrize(
+    "typed", ["just some words", "bert-base-uncased", "circuitviz-test/not-cached", "/etc"]
+)
+def test_a_shared_servers_sentences_offer_no_folder(typed, monkeypatch):
+    """With paths off, every sentence of the size check and of the loader names a way out the
+    visitor can take: a hub id, never a folder of the server's disk (they offered one)."""
+    from circuitviz.models import ModelLoadError
+    from circuitviz.models.loading import resolve_source
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    problem = check_free_model(typed, local=False).problem
+    assert problem and "folder" not in problem and problem.endswith("."), problem
+    assert "folder" in check_free_model(typed).problem or typed in ("/etc",)
+    try:
+        source = resolve_source(typed, local=False)
+    except ModelLoadError as error:
+        assert "folder" not in str(error), error
+        return
+    import torch
+
+    from circuitviz.models.bridge_loading import hub_hf_model
+
+    with pytest.raises(ModelLoadError) as raised:  # offline and not cached: refused before any read
+        hub_hf_model(source.official_name, torch.float32, {}, source.local)
+    assert "HF_HUB_OFFLINE" in str(raised.value) and "folder" not in str(raised.value)
 
 
 def test_a_shared_server_reads_a_hub_shaped_name_from_the_hub_only(asked, tmp_path, monkeypatch):

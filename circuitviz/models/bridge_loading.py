@@ -22,6 +22,7 @@ import torch
 import circuitviz.models.cache as cache
 from circuitviz.core.text import counted, first_sentence, shown
 from circuitviz.models.bridge import bridge_from_hf
+from circuitviz.models.catalog import not_cached_offline
 from circuitviz.models.checkpoints import (
     LocalCheckpoint,
     from_pretrained_checked,
@@ -124,17 +125,15 @@ def dense_hf_model(checkpoint: LocalCheckpoint, dtype: torch.dtype, placement: d
     )
 
 
-def hub_hf_model(model_id: str, dtype: torch.dtype, placement: dict):
+def hub_hf_model(model_id: str, dtype: torch.dtype, placement: dict, local: bool = True):
     """(model, tokenizer) of a hub id, from the local cache when offline; ``placement`` holds
-    ``device_map`` / ``max_memory`` for a model split over several devices."""
+    ``device_map`` / ``max_memory`` for a model split over several devices; ``local`` False (a
+    shared server's pages) offers no local folder in its sentences."""
     from huggingface_hub import is_offline_mode, try_to_load_from_cache
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if is_offline_mode() and not isinstance(try_to_load_from_cache(model_id, "config.json"), str):
-        raise ModelLoadError(
-            f"{shown(model_id, 60)} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
-            "download it once with network access and HF_HUB_OFFLINE=0, or give a local folder."
-        )
+        raise ModelLoadError(not_cached_offline(shown(model_id, 60), local))
     kwargs = {"dtype": dtype, "attn_implementation": "eager", **placement}
     try:  # every weight read, in its shape (a cache missing one would leave it random)
         model, info = AutoModelForCausalLM.from_pretrained(
@@ -164,6 +163,7 @@ class HubModel:
 
     official_name: str
     official: bool = True
+    local: bool = True  # False: the sentences offer no folder of this machine (a shared server)
 
 
 def looks_like_hub_id(name: str) -> bool:
@@ -255,5 +255,5 @@ def load_bridge(source, model_id: str, dtype: torch.dtype, placement: dict):
     elif isinstance(source, LocalCheckpoint):
         hf_model, tokenizer = dense_hf_model(source, dtype, placement)
     else:
-        hf_model, tokenizer = hub_hf_model(source.official_name, dtype, placement)
+        hf_model, tokenizer = hub_hf_model(source.official_name, dtype, placement, source.local)
     return boot(hf_model, tokenizer, model_id)

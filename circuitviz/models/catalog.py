@@ -143,3 +143,13 @@ def looks_like_path(model: str) -> bool:
     """Whether a model id has the shape of a file or folder rather than a model name (its shape
     alone: the loader, the size check and a shared server's sidebar decide by it)."""
     return model.startswith(("/", "./", "../", "~", "\\")) or model.lower().endswith(".gguf")
+
+
+def not_cached_offline(shown_id: str, local: bool = True) -> str:
+    """The sentence for a hub id missing from the Hugging Face cache while HF_HUB_OFFLINE is set;
+    ``local`` False (a shared server's pages) offers no folder of this machine as the way out."""
+    instead = ", or give a local folder" if local else ""
+    return (
+        f"{shown_id} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; download it once "
+        f"with network access and HF_HUB_OFFLINE=0{instead}."
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from circuitviz.core.graph_shape import edge_count
 from circuitviz.core.text import json_given, shown
-from circuitviz.models.catalog import SUPPORTED_MODELS, looks_like_path
+from circuitviz.models.catalog import SUPPORTED_MODELS, looks_like_path, not_cached_offline
 from circuitviz.models.errors import ModelLoadError
 
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -262,6 +262,10 @@ def check_free_model(model_id: str, dtype: str = "float32", local: bool = True) 
                 problem=f"{shown(name, 60)} holds no config.json; give a folder saved with "
                 "save_pretrained (config.json and safetensors weights).",
             )
+    elif path_shaped and not local:  # the same sentence whether or not it exists here
+        return FreeModelCheck(
+            name, problem=f"{shown(name, 60)} is a path, and this server loads models by hub id only."
+        )
     elif path_shaped:
         return FreeModelCheck(
             name,
@@ -277,23 +281,22 @@ def check_free_model(model_id: str, dtype: str = "float32", local: bool = True) 
         return FreeModelCheck(
             name,
             problem=f"{shown(name, 40)} names no owner; type its hub id as owner/name (gpt2's is "
-            "openai-community/gpt2) or the path of a local folder.",
+            f"openai-community/gpt2){' or the path of a local folder' if local else ''}.",
         )
     elif re.fullmatch(HUB_ID, name) is None:
         return FreeModelCheck(
             name,
             problem=f"{shown(name, 40)} is neither a Hugging Face hub id (owner/name, such as "
-            "Qwen/Qwen3-0.6B) nor a local folder; type one of those.",
+            "Qwen/Qwen3-0.6B) nor a local folder; type one of those."
+            if local
+            else f"{shown(name, 40)} is not a Hugging Face hub id (owner/name, such as Qwen/Qwen3-0.6B); "
+            "type one.",
         )
     try:
         config = _config_dict(name, local)
     except ModelLoadError:
         if _offline():
-            return FreeModelCheck(
-                name,
-                problem=f"{shown(name, 60)} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
-                "download it once with network access and HF_HUB_OFFLINE=0, or give a local folder.",
-            )
+            return FreeModelCheck(name, problem=not_cached_offline(shown(name, 60), local))
         return FreeModelCheck(name, note="Not downloaded yet: its size is known once its config is fetched.")
     except (OSError, ValueError) as error:
         return FreeModelCheck(name, problem=f"The config.json of {shown(name, 60)} does not read ({error}).")

@@ -154,13 +154,13 @@ def resolve_source(model: str, local: bool = True) -> EmbeddedGguf | LocalCheckp
         )
     official = _official_name(name)
     if official is not None:
-        return HubModel(official)
+        return HubModel(official, local=local)
     if looks_like_hub_id(name):
-        return HubModel(name, official=False)
+        return HubModel(name, official=False, local=local)
+    folder = ", or the path of a local checkpoint folder" if local else ""
     raise ModelLoadError(
         f"Unknown model {shown(name, 40)}; use an embedded model ({_embedded_list()}), a Hugging "
-        "Face hub id such as Qwen/Qwen3-0.6B, an official TransformerLens name such as gpt2, or "
-        "the path of a local checkpoint folder."
+        f"Face hub id such as Qwen/Qwen3-0.6B or an official TransformerLens name such as gpt2{folder}."
     )
 
 

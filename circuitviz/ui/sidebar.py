@@ -127,26 +127,29 @@ def free_model_input() -> None:
     estimate before loading, or one sentence naming the fix), loaded by a button."""
     from ..models.estimate import check_free_model
 
-    with st.expander("another model (hub id or local folder)", expanded=bool(session.model_typed)):
+    paths = loaders.browser_paths_allowed()  # off: the box takes hub ids only, and says so
+    label = "hub id or local folder" if paths else "hub id"
+    with st.expander(f"another model ({label})", expanded=bool(session.model_typed)):
         typed = state.bind(
             st.text_input,
-            "hub id or local folder",
+            label,
             Session.model_typed.key,
             "",
-            placeholder="Qwen/Qwen3-0.6B or /path/to/checkpoint",
+            placeholder="Qwen/Qwen3-0.6B or /path/to/checkpoint" if paths else "Qwen/Qwen3-0.6B",
             help="Any model TransformerLens's bridge supports: a Hugging Face hub id (offline: one in "
-            "the Hugging Face cache), a folder saved with save_pretrained, or a .gguf file.",
+            "the Hugging Face cache)"
+            + (", a folder saved with save_pretrained, or a .gguf file." if paths else "."),
         ).strip()
         if not typed:
             return
-        if not loaders.browser_paths_allowed() and looks_local(typed):  # nor says whether it exists
+        if not paths and looks_local(typed):  # nor says whether it exists
             st.warning(
                 markdown_sentence(
                     loaders.no_browser_paths("give a Hugging Face hub id, such as Qwen/Qwen3-0.6B")
                 )
             )
             return
-        checked = check_free_model(typed, local=loaders.browser_paths_allowed())
+        checked = check_free_model(typed, local=paths)
         if checked.problem:
             st.warning(markdown_sentence(checked.problem))  # quotes the typed id or folder
             return
