@@ -52,7 +52,8 @@ EXAMPLES = [
         "title": "Arithmetic: one plus two",
         "description": (
             "Small-number addition in words after one worked example. The corrupted prompt "
-            "changes the operands, so the circuit is what computes the sum."
+            "changes the question's first operand (one plus two becomes two plus two), so the "
+            "circuit is what computes the sum."
         ),
         "task": PromptTask(
             clean="one plus one is two. one plus two is",
