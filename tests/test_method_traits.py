@@ -27,7 +27,7 @@ def test_the_fitted_to_the_prompt_caveat_is_each_methods_own():
     assert (
         note.startswith("Edge Pruning learns its mask")
         and "fitted to the prompt" in note
-        and "upper bound" in note
+        and "may flatter it" in note
     )
 
 

@@ -247,7 +247,7 @@ class Method(abc.ABC):
     scores_are_exact: ClassVar[bool] = True
     # ----- what the method is: pages, reports and transfer read these through
     # ``registry.method_traits``, never by comparing its name
-    # why its circuit is fitted to the prompt itself, so its NDF on the prompt is an upper bound
+    # why its circuit is fitted to the prompt itself, so its NDF on the prompt may flatter it
     # (a clause: "Edge Pruning learns its mask on this prompt"), None for a method that is not
     fitted_to_prompt: ClassVar[str | None] = None
     # whether its results carry traced signals a Signals page draws (ACC++)

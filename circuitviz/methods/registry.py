@@ -120,8 +120,8 @@ class MethodTraits:
         if not self.fitted_to_prompt:
             return ""
         return (
-            f"{self.fitted_to_prompt}: its circuit is fitted to the prompt, so its NDF here is an "
-            "upper bound; see its NDF on paraphrases."
+            f"{self.fitted_to_prompt}: its circuit is fitted to the prompt, so its NDF here may "
+            "flatter it; its NDF on paraphrases it never saw says how much carries over."
         )
 
     def notes(self, ndf_values=()) -> list[str]:

@@ -9,7 +9,7 @@ from ..methods.registry import method_traits
 
 def caveats(result, point=None) -> list[str]:
     """What the method's figures need said beside them, from its traits in the registry: a
-    circuit fitted to the prompt (its NDF here is an upper bound), and an NDF of 0 at this budget
+    circuit fitted to the prompt (its NDF here may flatter it), and an NDF of 0 at this budget
     from scores that do not estimate the answer's metric (a curve flat at 0 is said under the
     curve, ``curve_notes``)."""
     traits = method_traits(result.method)
