@@ -7,7 +7,7 @@ switches from its clean to its corrupted value:
   clean (``z' + k/m (z - z')``, k = 1..m), all steps in one batched forward/backward;
 - EAP-IG (activations): each writer group's (input, a layer's heads, an MLP) output is
   interpolated alone, and u's row uses the gradients of the runs that interpolated u's group;
-- exact: patch one edge at a time and measure the metric (the ground truth; slow).
+- exact: patch one edge at a time and measure the metric (each edge's own effect, exactly; slow).
 """
 
 from __future__ import annotations
@@ -317,7 +317,11 @@ class ExactConfig:
 class ExactPatching(ScoringMethod):
     name = "exact"
     label = "Exact patching"
-    summary = "Corrupt one edge at a time and measure the metric: the ground truth, one run per edge."
+    summary = (
+        "Corrupt one edge at a time and measure the metric: each edge's effect alone, exactly (what "
+        "the attribution methods estimate), one run per edge; edges that matter only together score "
+        "low."
+    )
     Config = ExactConfig
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
