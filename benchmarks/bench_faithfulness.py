@@ -51,7 +51,7 @@ from circuitviz.measure.completeness import completeness
 from circuitviz.measure.evaluate import Evaluator, curves_of_tasks
 from circuitviz.measure.task_validity import gap_problem
 from circuitviz.measure.transfer import held_out_transfer, paraphrases_used
-from circuitviz.methods import get_method, method_traits
+from circuitviz.methods import available_methods, get_method, method_traits
 from circuitviz.query.variants import edge_matrix
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
@@ -439,6 +439,27 @@ def counts_table(prompts: list[dict]) -> list[str]:
     return lines
 
 
+def _signed_not_effects(names) -> str:
+    """The clause for (b)'s rows whose scores have a sign but do not estimate the metric's change
+    (a traced attention share, a regression coefficient): their signed cells say only how that sign
+    lines up with the effects."""
+    signed = [
+        name
+        for name in names
+        if name not in MAGNITUDES
+        and name in available_methods()
+        and not method_traits(name).scores_estimate_metric
+    ]
+    if not signed:
+        return ""
+    return (
+        f"{', '.join(signed[:-1]) + ' and ' if len(signed) > 1 else ''}{signed[-1]} "
+        f"{'score' if len(signed) > 1 else 'scores'} with a sign that is not an estimate of the "
+        f"metric's change, so {'their' if len(signed) > 1 else 'its'} signed cells say only how "
+        "that sign lines up with the effects; "
+    )
+
+
 def tables(report: dict, spec: GraphSpec) -> list[str]:
     prompts = report["prompts"]
     budgets = report["budgets"]
@@ -485,6 +506,7 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         "",
         "Signed: the scores as they are against the effects, for the methods whose scores estimate the "
         "metric's change; "
+        + _signed_not_effects(names)
         + ", ".join(sorted(MAGNITUDES))
         + " score without a sign (mask strengths, mean ranks).",
         "",

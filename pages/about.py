@@ -65,6 +65,11 @@ paper = [
     {"claim": "NFS vs NDF on three MMLU items", "paper": "NFS 2.15 / 1.32 / −1.57 vs NDF 0.00 / 0.68 / 0.00"},
     {"claim": "IOI: edges shared by BoN candidates and the capability circuit (N = 500)", "paper": "66"},
 ]
+st.caption(
+    "The papers' own settings (MMLU on Llama-3.2-1B-Instruct, NDF 0.6; IOI on GPT-2 small): no row "
+    "below measures the same thing, so read the two tables as what each setting gives, not as one "
+    "figure against another."
+)
 st.dataframe(paper, hide_index=True, placeholder="—")
 ours = [
     {
@@ -81,8 +86,9 @@ ours = [
 ]
 if ours:
     st.caption(
-        "Ours, from the Gallery's stored results: the smallest evaluated budget whose circuit "
-        "reaches NDF 0.8 (or the best NDF when none does)."
+        "Ours, from the Gallery's stored results on the embedded models, each with its own method "
+        "(named in the table): the smallest evaluated budget whose circuit reaches NDF 0.8 (or the "
+        "best NDF when none does)."
     )
     st.dataframe(ours, hide_index=True, placeholder="—")
 
@@ -94,8 +100,9 @@ Every method measured the same way on the embedded Gemma-3-270M over the nine ex
 (the areas under the faithfulness curve), how well its node scores follow the effect of patching
 each head or MLP alone, how its circuits hold up on paraphrases of the prompt they never saw
 (transfer, held out), their necessity and their completeness. **Edge Pruning** learns a mask per budget on the prompt itself, and Best-of-N keeps the
-candidate of highest NDF on it, so both are marked *fitted to the prompt*: their NDF there is an
-upper bound, and the paraphrase columns show how much of it is fitted to the one sentence. ACC++
+candidate of highest NDF on it, so both are marked *fitted to the prompt*: their NDF there may
+flatter them (a circuit can still score higher on a paraphrase), and the paraphrase columns show
+how much of it carries over beyond the one sentence. ACC++
 is measured on its traced circuit completed with its heads' value paths and its MLPs' inputs.
 Below it, the planted-circuit benchmark: models whose true circuit is known.
 """
