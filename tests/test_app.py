@@ -121,7 +121,7 @@ def test_explore_shows_the_results_own_numbers():
     drawn = {(e["from"], e["to"]) for e in edges}
     assert drawn == {(n.split("->")[0], n.split("->")[1].split("<")[0]) for n in names}
     # each drawn node is captioned on the canvas by the caption rule: its logit-lens token where the
-    # answer or foil is among its top tokens, else its effect in words (recomputed here)
+    # answer or foil is among its top tokens, else its effect in words over all its edges out (recomputed here)
     from circuitviz.core.graph import GraphSpec
     from circuitviz.core.tasks import prepare_task
     from circuitviz.labels.captions import node_caption
@@ -133,7 +133,7 @@ def test_explore_shows_the_results_own_numbers():
     lens = logit_lens_labels(
         model, GraphSpec.from_model(model), prepare_task(model, result.task, need_corrupted=False)
     )
-    totals = node_scores(circuit_edges(result.graph, result.scores, circuit))
+    totals = node_scores(circuit_edges(result.graph, result.scores, result.graph.edge_mask))  # all edges out
     task = result.task
     for node in nodes:
         if node["id"] not in ("input", "logits"):

@@ -563,3 +563,22 @@ def test_group_lines_that_cannot_be_read_are_said_not_dropped():
         f"last one kept); a group name cut to its first {MAX_NAME} characters; the rest is shown."
     )
     assert parse_groups_text("a: b\n\n  \n") == ({"a": ["b"]}, [])
+
+
+def test_a_nodes_plus_x_caption_is_its_effect_at_every_budget():
+    """The caption's +x is what the key says, how much the node raises the metric (minus the
+    summed scores of all its edges out): an audit found one node reading +1.3 at one budget and
+    +2.3 at another, when it was summed over the circuit's edges only."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.render import meaningful_captions
+
+    scores = _scores(3)
+    task = PromptTask("a b c", "a b d", " x", (" y",), "logit_diff")
+    small = _mask("a0.h1->m1", "m1->logits")
+    large = SPEC.edge_mask.clone()
+    whole = -(scores * SPEC.edge_mask)[SPEC.forward_names.index("m1")].sum().item()
+    at_small = meaningful_captions(SPEC, scores, small, {}, task)
+    at_large = meaningful_captions(SPEC, scores, large, {}, task)
+    assert at_small["m1"] == at_large["m1"] == f"{whole:+.2g}"
+    assert set(at_small) == {"a0.h1", "m1"}  # the circuit's nodes only
+    assert meaningful_captions(SPEC, scores, small, {}, task, estimates_metric=False) == {}

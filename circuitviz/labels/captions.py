@@ -101,7 +101,8 @@ def node_caption(
 CAPTION_KEY = (
     "under each name: ↑/↓ a token when the answer or foil is among the tokens the node's output "
     f"promotes/suppresses most (top {LENS_TOP_K}, logit lens at the last position); otherwise +x: "
-    "how much the node raises the answer's metric (the logit difference over the foil), estimated"
+    "how much the node raises the answer's metric (the logit difference over the foil), estimated "
+    "from the scores of all its edges out, so the same at every budget"
 )
 # for a method whose scores do not estimate the metric, no number is written under a name
 LENS_CAPTION_KEY = (

@@ -127,18 +127,23 @@ def result_graph_html(
 
 
 def meaningful_captions(spec, scores, mask, labels, task, estimates_metric: bool = True) -> dict[str, str]:
-    """{node: caption} by ``labels.captions``'s rule: the logit-lens token where the answer or a
-    foil is among the node's top promoted (or suppressed) tokens, else its effect in words
-    (minus its summed edge scores in this circuit: "raises ' Mary' over ' John' by 1.2"), which
-    only scores that estimate the metric give (``estimates_metric``; else the lens alone)."""
-    totals = node_scores(circuit_edges(spec, scores, mask))
+    """{node: caption} for the nodes of the circuit ``mask`` by ``labels.captions``'s rule: the
+    logit-lens token where the answer or a foil is among the node's top promoted (or suppressed)
+    tokens, else its effect in words, which only scores that estimate the metric give
+    (``estimates_metric``; else the lens alone). The effect is minus the summed scores of **all**
+    the node's edges out, in or out of the circuit ("raises ' Mary' over ' John' by 1.2"): what
+    corrupting the node is estimated to take from the metric, the same at every budget (summed
+    over the circuit's edges only it read +1.3 at one budget and +2.3 at another for one node)."""
+    in_circuit = node_scores(circuit_edges(spec, scores, mask))
+    out_sums = (scores.float() * spec.tensors(scores.device).edge_mask).sum(dim=1).tolist()
+    whole = dict(zip(spec.forward_names, out_sums))
     captions = {}
-    for node, score in totals.items():
-        if node in ("input", "logits"):
+    for node in in_circuit:
+        if node in ("input", "logits") or node not in whole:
             continue
         text = node_caption(
             (labels or {}).get(node),
-            -score if estimates_metric else None,
+            -whole[node] if estimates_metric else None,
             task.answer,
             list(task.foils),
             task.metric,
