@@ -49,7 +49,7 @@ def test_graph_draws_exactly_the_circuit_with_kind_colours_and_signs():
     assert by_pair[("input", "a0.h1")]["color"]["color"] == KIND_COLOURS["q"]
     assert by_pair[("m1", "a2.h0")]["color"]["color"] == KIND_COLOURS["v"]
     assert by_pair[("a0.h1", "m1")]["color"]["color"] == KIND_COLOURS["mlp"]
-    assert by_pair[("a0.h1", "m1")]["dashes"] is True  # negative score
+    assert by_pair[("a0.h1", "m1")]["dashes"]  # negative score: a [dash, gap] pattern
     assert by_pair[("a2.h0", "logits")]["dashes"] is False
     # width grows with |score|: the strongest edge is the widest
     assert (
@@ -420,7 +420,7 @@ def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
     assert "fires on" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
     assert "&lt;b&gt;" in placed["L5/f40"]["title"]
     by_pair = {(e["from"], e["to"]): e for e in drawing.vis.edges}
-    assert by_pair[("L5/f40", "L9/f7")]["dashes"] is True and by_pair[("L9/f7", "metric")]["width"] == 7.0
+    assert by_pair[("L5/f40", "L9/f7")]["dashes"] and by_pair[("L9/f7", "metric")]["width"] == 7.0
     assert "<b>Paris" not in drawing.html
 
 
@@ -582,3 +582,21 @@ def test_a_nodes_plus_x_caption_is_its_effect_at_every_budget():
     assert at_small["m1"] == at_large["m1"] == f"{whole:+.2g}"
     assert set(at_small) == {"a0.h1", "m1"}  # the circuit's nodes only
     assert meaningful_captions(SPEC, scores, small, {}, task, estimates_metric=False) == {}
+
+
+def test_a_wide_dashed_edge_keeps_visible_gaps():
+    """The strongest edge carrying the answer is the widest and dashed: vis's fixed 5-pixel dashes
+    closed up at that width and it read as solid (the legend's other meaning). Its gaps grow with
+    the width, wider than the line itself."""
+    from circuitviz.render.graph_html import dash_pattern
+
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
+    strong, weak = SPEC.edge_names.index("a2.h0->logits"), SPEC.edge_names.index("a0.h1->m1")
+    forward, backward = SPEC.edge_index
+    scores[forward[strong], backward[strong]] = -4.0
+    scores[forward[weak], backward[weak]] = -0.1
+    _, edges = _data(render.circuit_graph_html(SPEC, scores, _mask("a2.h0->logits", "a0.h1->m1")).html)
+    for edge in edges:
+        dash, gap = edge["dashes"]
+        assert gap > edge["width"] and dash > gap, edge
+    assert dash_pattern(False, 8.0) is False

@@ -27,6 +27,7 @@ from .graph_html import (
     GraphEdge,
     _escape,
     canvas_caption,
+    dash_pattern,
 )
 from .vis import CHAR_WIDTH, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
@@ -259,8 +260,8 @@ def attribution_graph_html(
                 "to": link.target,
                 "title": _link_title(link),
                 "color": {"color": colour if lit else FADED, "opacity": 1.0 if lit else 0.7},
-                "width": (2.5 if lit else 0.5) + 6 * abs(link.weight) / top,
-                "dashes": link.weight < 0,
+                "width": (width := (2.5 if lit else 0.5) + 6 * abs(link.weight) / top),
+                "dashes": dash_pattern(link.weight < 0, width),
                 "smooth": False,
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }

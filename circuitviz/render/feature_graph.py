@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.text import counted
-from .graph_html import GraphDrawing, GraphEdge, canvas_caption
+from .graph_html import GraphDrawing, GraphEdge, canvas_caption, dash_pattern
 from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, escape, frame_height, standalone_page
 
 FONT = 20
@@ -92,7 +92,7 @@ def feature_circuit_html(
                 "title": f"{escape(edge['source'])} → {escape(edge['target'])}<br>coefficient {value:+.4g}",
                 "color": {"color": POSITIVE if value >= 0 else NEGATIVE, "opacity": 0.9},
                 "width": 1 + 6 * abs(value) / top,
-                "dashes": value < 0,
+                "dashes": dash_pattern(value < 0, 1 + 6 * abs(value) / top),
                 "smooth": False,
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }

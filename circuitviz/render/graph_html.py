@@ -123,6 +123,15 @@ def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
     return sorted(layers)
 
 
+def dash_pattern(negative: bool, width: float) -> list[float] | bool:
+    """vis-network's ``dashes`` for an edge of this width: False for a solid line, else [dash, gap]
+    in pixels grown with the width. vis's fixed 5-pixel pattern closed up on a wide line, so the
+    strongest edge that carries the answer (drawn dashed) read as solid, the other meaning."""
+    if not negative:
+        return False
+    return [round(6 + 2.5 * width, 1), round(5 + 2 * width, 1)]
+
+
 def canvas_caption(text: str, limit: int = 18) -> str:
     """A caption drawn on the canvas: one line, at most ``limit`` characters, angle brackets
     swapped for look-alikes (the label travels inside the page's script as JSON)."""
@@ -365,7 +374,7 @@ def circuit_graph_html(
                 "title": _edge_title(edge),
                 "color": {"color": colour, "opacity": 1.0 if lit else (0.35 if others == "colour" else 0.6)},
                 "width": width,
-                "dashes": edge.score < 0,
+                "dashes": dash_pattern(edge.score < 0, width),
                 "smooth": {"type": "curvedCW", "roundness": roundness} if roundness else False,
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
@@ -446,7 +455,7 @@ def _add_neurons(nodes: list, edges: list, neurons, placed: Mapping[str, dict], 
                     "title": _escape(f"neuron {name} of m{layer}: score {score:+.4g}"),
                     "color": {"color": KIND_COLOURS["mlp"], "opacity": 0.6},
                     "width": 1 + 3 * abs(score) / scale,
-                    "dashes": score < 0,
+                    "dashes": dash_pattern(score < 0, 1 + 3 * abs(score) / scale),
                     "smooth": False,
                     "arrows": {"to": {"enabled": False}},
                 }
