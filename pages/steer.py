@@ -74,9 +74,9 @@ if result is not None:
     )
 else:
     st.caption(
-        "No circuit has been computed for this prompt yet. Find one on Explore (it opens with this "
-        "prompt, answer and foil), or type the nodes to label: heads as a3.h0 (layer 3, head 0), "
-        "MLPs as m5 (layer 5)."
+        "No circuit of this prompt is open in this session. Open it on Explore (with this prompt, "
+        "answer and foil; a circuit computed before is read from the result store, not computed "
+        "again), or type the nodes to label: heads as a3.h0 (layer 3, head 0), MLPs as m5 (layer 5)."
     )
     if st.button("Find this prompt's circuit on Explore", key="steer.explore"):
         state.switch_to("explore", state.url_params())

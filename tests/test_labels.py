@@ -581,7 +581,7 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     assert labels[:2] == ["metric before", "after zeroing"]
     assert any("LLM labels are off" in caption.value for caption in at.caption)
     # no circuit for this prompt yet: one press opens Explore with this prompt, answer and foil
-    assert any("No circuit has been computed" in caption.value for caption in at.caption)
+    assert any("No circuit of this prompt is open" in caption.value for caption in at.caption)
     at.button(key="steer.explore").click().run()
     assert not at.exception, at.exception
     assert any(title.value == "Explore a prompt's circuit" for title in at.title)
