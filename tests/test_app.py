@@ -665,7 +665,17 @@ def test_a_dip_in_the_curve_is_explained():
 
     (note,) = curve_notes(Result())
     assert "at 190 edges (budget 200) NDF is 0.20, below 0.74 at 140 edges (budget 150)." in note, note
-    assert "2 edges work against the answer" in note
+    assert "2 edges work against the answer (a positive score" in note  # no baseline: every positive one
+    # with the gap known, an edge counts only when its score is at least 1 % of it (the audit's
+    # default prompt: 5,068 positive scores said to work against the answer, median 0.0014)
+    from circuitviz.core.curves import Baseline
+
+    Result.baseline = Baseline(clean=2.0, corrupted=-98.0)  # a gap of 100: the floor is 1.0
+    (note,) = curve_notes(Result())
+    assert "estimate 1 edge works against the answer (a score above 1, 1% of the clean" in note, note
+    Result.scores = torch.tensor([0.5, 0.9, -3.0], device="cpu")
+    (note,) = curve_notes(Result())
+    assert "against the answer" not in note and "effects together differ" in note, note
 
 
 def test_budgets_that_pruning_empties_are_said_so_on_the_page_and_the_command_line():

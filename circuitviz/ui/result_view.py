@@ -365,12 +365,7 @@ def curve_notes(result) -> list[str]:
         )
         traits = method_traits(result.method)
         if traits.scores_estimate_metric:
-            against = int((result.scores > 0).sum())
-            why = (
-                f"Edges are added by |score| whatever their sign, and {against:,} edges work against the "
-                "answer (a positive score: corrupting them would raise the metric; solid in the graph), so a "
-                "larger circuit can take in edges that cancel others"
-            )
+            why = _against_sentence(result)
         else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
             why = (
                 f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
@@ -380,6 +375,34 @@ def curve_notes(result) -> list[str]:
             dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."
         )
     return notes
+
+
+AGAINST_SHARE = 0.01  # an edge counted as working against the answer: its score over 1 % of the gap
+
+
+def _against_sentence(result) -> str:
+    """Why a curve of estimating scores can dip: the edges whose score says they work against the
+    answer, counted only where that score is at least 1 % of the clean-to-corrupted change (counting
+    every positive score gave 5,068 of 10,342 edges on the default prompt, median 0.0014 against a
+    gap of 4.3: noise said as opposition)."""
+    baseline = getattr(result, "baseline", None)
+    gap = abs(float(baseline.clean) - float(baseline.corrupted)) if baseline is not None else 0.0
+    floor = AGAINST_SHARE * gap
+    against = int((result.scores > floor).sum())
+    what = (
+        f"a score above {floor:.2g}, 1% of the clean-to-corrupted change" if gap > 0 else "a positive score"
+    )
+    if against == 0:
+        return (
+            "Edges are added by |score|, an estimate of each edge's effect alone, so a larger circuit "
+            "can take in edges whose effects together differ from the sum of their scores"
+        )
+    return (
+        f"Edges are added by |score| whatever their sign, and by the scores' estimate {against:,} "
+        f"{'edge works' if against == 1 else 'edges work'} against the answer ({what}: corrupting one "
+        "would raise the metric; solid in the graph), so a larger circuit can take in edges that "
+        "cancel others"
+    )
 
 
 def edges_table_caption(total: int, limit: int) -> str:
