@@ -156,3 +156,41 @@ def test_a_wider_measurement_on_no_more_paraphrases_says_why_the_own_figure_stay
     assert sentence.startswith("Only 2 paraphrases it never saw could be measured, no more than the 3")
     assert sentence.endswith(note) and "passed the checks" not in sentence
     assert measure_offers.no_wider_sentence(1, 1, None).endswith("the figure above stays its own.")
+
+
+def test_a_measured_transfers_left_out_paraphrase_is_said_under_its_figure():
+    """An audit found a paraphrase the measurement left out ("the model answers ' the' here") kept in
+    the JSON and said nowhere on the page: the measurement's sentence now sits under the figure."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from types import SimpleNamespace
+
+        from circuitviz.core.curves import Baseline, CurvePoint
+        from circuitviz.details.base import MethodDetails
+        from circuitviz.ui import result_view
+
+        note = "1 of 4 paraphrases left out, 3 kept: 'Yesterday Mary': the model answers ' the' here."
+        transfer = {
+            "note": note,
+            "budgets": {"103": {"paraphrases": ["a", "b", "c"], "ndf": [0.2, 0.4, 0.6]}},
+        }
+        point = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
+        result = SimpleNamespace(
+            method="eap-ig",
+            details=MethodDetails(),
+            transfer=transfer,
+            baseline=Baseline(2.0, -1.0),
+            graph=SimpleNamespace(n_edges=10342),
+            curve=[point],
+        )
+        result_view.metrics_row(result, 103, point)
+        other = CurvePoint(budget=50, n_edges=40, metric=1.0, nfs=0.5, ndf=0.5)
+        result.curve.append(other)
+        result_view.metrics_row(result, 50, other)  # no figure at this budget: no sentence either
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception, at.exception
+    said = [c.value.replace("\\", "") for c in at.caption]
+    assert sum("the model answers ' the' here" in c for c in said) == 1, said
+    assert any(c.startswith("NDF held out: the mean over 3 paraphrases") for c in said), said

@@ -212,3 +212,8 @@ def test_the_template_checks_refusals_are_kept_in_the_record_too(every_gap_clear
     assert record["left_out"] == [
         {"paraphrase": PARAPHRASES[1].clean, "reason": "the model answers ' the' here"}
     ]
+    # enough passed for the count asked: the template says nothing, so the note names the refused one
+    enough = transfer.held_out_transfer(model, IOI_TASK, {"only": spec.edge_mask}, count=2)
+    assert enough.texts["only"] == [PARAPHRASES[0].clean, PARAPHRASES[2].clean]
+    assert "passed the check" not in enough.note
+    assert f"1 of 3 paraphrases left out, 2 kept: {PARAPHRASES[1].clean!r}: the model answers" in enough.note

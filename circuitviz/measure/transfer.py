@@ -145,9 +145,9 @@ def held_out_transfer(
         for name, point in zip(wanting, points):
             found.ndf[name].append(point.ndf)
             found.texts[name].append(paraphrase.clean)
-    if refused:
-        notes.append(left_out_note(refused, len(candidates) + len(left_out)))
-    found.left_out = unchecked + refused
+    found.left_out = unchecked + refused  # the template check's too: they were kept in the JSON unsaid
+    if found.left_out:
+        notes.append(left_out_note(found.left_out, len(candidates) + len(left_out) + len(unchecked)))
     if drawn or refused:  # with nothing to check at all, the source's note says why
         notes.append(shortfall_note(found, count, given=found.paraphrases + len(left_out) + len(unchecked)))
     found.note = " ".join(note for note in notes if note)

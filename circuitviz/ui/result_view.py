@@ -30,7 +30,7 @@ from .graph_view import show_graph as draw
 from .instrument import instrument_view
 from .measure_offers import measure_offers
 from .position_view import position_result_view
-from .result_figures import METRIC_HELP, held_out_caption, metric_values
+from .result_figures import METRIC_HELP, held_out_caption, metric_values, transfer_entry
 from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
@@ -87,8 +87,10 @@ def metrics_row(result, budget: int, point=None) -> None:
         for column, (label, value) in zip(st.columns(3), values[start : start + 3]):
             column.metric(label, value, help=METRIC_HELP[label])
     held = held_out_caption(result, point.budget) if point is not None else ""
+    # the measured transfer's own sentence (the paraphrases its checks left out, and why) beside its figure
+    measured = (result.transfer or {}).get("note") if held and transfer_entry(result, point.budget) else ""
     notes = result.details.page_notes() if result.details is not None else []
-    for caption in ([held] if held else []) + notes:
+    for caption in [text for text in (held, measured) if text] + notes:
         st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
     left_out = left_out_rows(result)
     if len(left_out) > LEFT_OUT_SHOWN:  # the sentences above name the first few
