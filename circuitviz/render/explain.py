@@ -18,11 +18,13 @@ from ..positions.view import path_strength, strongest_paths
 from .graph_html import GraphEdge
 
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
+# what each input of the reader is, by construction of attention and MLPs: not a finding about this
+# circuit ("so a15.h1 copies it onward" read as a mechanism nothing on the page had measured)
 ROLE = {
-    "q": "the query of {target}, so it shapes what {target} looks for",
-    "k": "the key of {target}, so it shapes which earlier tokens {target} attends to",
-    "v": "the value of {target}, so {target} copies it onward",
-    "mlp": "the MLP {target}, which transforms it",
+    "q": "the query input of {target} (with the keys, it sets where {target} attends)",
+    "k": "the key input of {target} (with the query, it sets where {target} attends)",
+    "v": "the value input of {target} (what {target} moves from the tokens it attends to)",
+    "mlp": "the MLP {target}",
 }
 
 

@@ -302,7 +302,14 @@ def explain(result, budget: int, labels, expanded: bool = False) -> None:
     """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     traits = method_traits(result.method)
-    with st.expander("Explain this circuit: the 5 edges that matter most, in words", expanded=expanded):
+    # "that matter most" only where the scores estimate an edge's effect: a learned mask's scores sit
+    # at 0.99-0.997 for every kept edge, and ranking them says nothing of what matters
+    ranked = (
+        "that matter most"
+        if traits.scores_estimate_metric
+        else "of highest score (the method's own, not an effect)"
+    )
+    with st.expander(f"Explain this circuit: the 5 edges {ranked}, in words", expanded=expanded):
         sentences = render.explain_circuit(
             edges, labels, n=5, task=result.task, estimates_metric=traits.scores_estimate_metric
         )

@@ -1,0 +1,44 @@
+"""'Explain this circuit' promises edges "that matter most" only where the scores estimate an edge's
+effect: a learned mask's kept edges all score about 0.99, so ranking them says nothing of that."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+
+def _page(method):
+    from types import SimpleNamespace
+
+    import torch
+
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.ui import result_view
+
+    spec = GraphSpec(n_layers=2, n_heads=2)
+    scores = torch.rand(spec.n_forward, spec.n_backward, generator=torch.Generator().manual_seed(0))
+    result = SimpleNamespace(
+        method=method,
+        graph=spec,
+        scores=scores * spec.edge_mask,
+        task=PromptTask("a b", "a c", " x", (" y",), "logit_diff"),
+        circuit=lambda budget: spec.edge_mask,
+    )
+    result_view.explain(result, 10, {}, expanded=True)
+
+
+@pytest.mark.parametrize(
+    "method, title",
+    [
+        ("eap-ig", "Explain this circuit: the 5 edges that matter most, in words"),
+        (
+            "edge-pruning",
+            "Explain this circuit: the 5 edges of highest score (the method's own, not an effect), in words",
+        ),
+    ],
+)
+def test_the_explanations_title_says_what_ranks_the_edges(method, title):
+    at = AppTest.from_function(_page, args=(method,)).run()
+    assert not at.exception, at.exception
+    assert [e.label for e in at.expander] == [title]
