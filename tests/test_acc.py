@@ -612,9 +612,7 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
         decisions.columns
     )
     signals = at.dataframe[1].value
-    assert {"side", "upstream component", "singular directions", "rank", "IG attribution"} <= set(
-        signals.columns
-    )
+    assert list(signals.columns) == ["side", "component", "position", "read from", "IG", "drop", "directions"]
     assert len(signals) >= 1
     # the removal chart: one line per side, ending below tau when reached
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -636,8 +634,16 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     } - tokens  # rows: layer names
     # a column per position of the prompt (the tokens are the axis), the circuit's among them
     assert circuit and {f"token@{node.split('@')[1]}" for node in circuit} <= tokens
-    knockout = at.dataframe[2].value
-    assert len(knockout) == 3
+    knockout = at.dataframe[2].value  # a measure per row, a run per column: it fits a 1,000 px page
+    assert list(knockout.columns) == ["measure", "clean", "found removed", "random removed"]
+    assert list(knockout["measure"]) == [
+        "metric",
+        "mean traced attention",
+        "residual cosine",
+        "residual norm ratio",
+    ]
+    assert list(knockout["clean"])[2:] == [1.0, 1.0]
+    assert any(c.value.startswith("found removed: the ") for c in at.caption)
     # choosing another decision keeps the page whole
     if len(decisions) > 1:
         at.selectbox(key="signals.decision").set_value(1)

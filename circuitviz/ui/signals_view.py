@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..acc.tables import decision_label, decision_rows, knockout_rows, signal_rows
+from ..acc.tables import (
+    SIGNAL_HELP,
+    decision_label,
+    decision_rows,
+    knockout_caption,
+    knockout_rows,
+    signal_rows,
+)
 from ..render.acc_graph import position_graph_html, removal_figure
 from . import result_view
 from .node_card import graph_with_card
@@ -49,13 +56,18 @@ def signals_view(result) -> None:
         format_func=lambda index: decision_label(decisions[index]),
         key="signals.decision",
     )
-    left, right = st.columns([3, 2])
-    with left:
-        st.markdown("**Its signals**")
-        st.dataframe(signal_rows(details, chosen), hide_index=True, placeholder="—", width="stretch")
-    with right:
-        st.markdown("**Attention weight as the signals are removed**, the largest IG first")
-        st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
+    # the table the page's width, the chart below it: beside the chart, at 1,000 px, the table showed
+    # three of its columns and scrolled the figures out of sight
+    st.markdown("**Its signals**")
+    st.dataframe(
+        signal_rows(details, chosen),
+        hide_index=True,
+        placeholder="—",
+        width="stretch",
+        column_config={name: st.column_config.Column(help=text) for name, text in SIGNAL_HELP.items()},
+    )
+    st.markdown("**Attention weight as the signals are removed**, the largest IG first")
+    st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
 
     st.subheader("The circuit, by token and layer")
     title = f"{result.model_id} · ACC++ (k = {result.config.get('k')}) · decision #{chosen} highlighted"
@@ -69,7 +81,4 @@ def signals_view(result) -> None:
         "runs on; the paper's check that the signals found carry the attention and the answer."
     )
     st.dataframe(knockout_rows(details), hide_index=True, width="stretch", placeholder="—")
-    st.caption(
-        "metric: the answer's metric after the removal; mean traced attention: the attention weight of the "
-        "traced decisions; residual cosine and norm ratio: how close the final residual stays to the clean run's."
-    )
+    st.caption(knockout_caption(details))
