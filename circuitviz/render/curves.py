@@ -8,8 +8,10 @@ methods, and Best-of-N candidates.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -67,22 +69,42 @@ def curve_figure(
                 ),
             )
         )
+    y_range = [-0.03, 1.08] if score == "ndf" else None
     if current_budget is not None:
         figure.add_vline(
             x=max(int(current_budget), 1),
             line={"color": KIND_COLOURS["logits"], "dash": "dot", "width": 2},
         )
         if marker_value is not None and not math.isnan(marker_value):
-            figure.add_trace(_marker(int(current_budget), marker_value, shown, first, score))
+            lines = [(list(trace.x), list(trace.y)) for trace in figure.data]
+            marker, lifted = _marker(int(current_budget), marker_value, shown, first, score, lines, y_range)
+            figure.add_trace(marker)
+            if lifted:
+                figure.add_annotation(**lifted)
     # NDF is min(deviation / corruption's, 1) taken from 1: a circuit deviating more than the
     # corruption scores 0, so the axis says so where a reader looks
     label = "NDF (clipped at 0)" if score == "ndf" else SCORE_NAMES.get(score, score)
+    title_lines = title.count("<br>") + 1 if title else 0
     figure.update_layout(
-        title={"text": title} if title else None,
+        # a title of several lines (``image_title``) at the top left, over the legend, which sits
+        # on the plot: the margin holds both (at 40 px the legend ran through the title's prompt)
+        title={
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "xref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"l": 14, "t": 12},
+            "font": {"size": 14},
+        }
+        if title
+        else None,
         height=height,
-        margin={"l": 60, "r": 30, "t": 40 if title else 20, "b": 50},
+        margin={"l": 60, "r": 30, "t": 20 + 20 * title_lines + (16 if title else 0), "b": 50},
         xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown)},
-        yaxis={"title": label, "range": [-0.03, 1.08]} if score == "ndf" else {"title": label},
+        yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         hovermode="closest",
         template="plotly_white",
@@ -114,14 +136,93 @@ def _with_gaps(points: Sequence, grid: Sequence[float], score: str, total_edges:
 
 
 def _marker(
-    budget: int, value: float, grid: Sequence[float], curve: Sequence = (), score: str = "ndf"
-) -> go.Scatter:
-    """The point of the circuit shown now, labelled on the side that keeps its label inside the plot,
-    and off the curve: below the line on the right where the curve rises after the marker, above
-    it where it falls (a curve mostly rises, but at a dip '0.22 at 20' sat on the falling line at
-    1,000 px); on the left, above where the curve rises into the marker and below where it falls
-    into it; never past the plot's floor or ceiling (above-right, at 200 edges of a rising curve,
-    the line ran through '0.41 at 200')."""
+    budget: int,
+    value: float,
+    grid: Sequence[float],
+    curve: Sequence = (),
+    score: str = "ndf",
+    lines: Sequence = (),
+    y_range: Sequence[float] | None = None,
+) -> tuple[go.Scatter, dict | None]:
+    """The point of the circuit shown now, its label ('0.41 at 200') beside it and off every line;
+    and, where no place beside the marker is clear, the label as an annotation further off.
+
+    The label's side is first chosen by the curve's slope (``_label_sides``); then each of the six
+    places beside the marker is tried, in that order, at the plot sizes the figure is shown at
+    (``LABEL_PLOT_SIZES``), and the first whose box crosses no line (``lines``: the drawn traces'
+    x and y, None at a gap) and stays inside the plot is taken: at a V where NDF drops to 0 then
+    rises ('0.00 at 200' of EAP-IG's default run), above-right sat on the rising line. Where every
+    one of them crosses a line (the floor of a narrow V), the label is lifted 40 px or more off,
+    on a white ground, a thin line leading to the marker (``LIFTED``)."""
+    text = f"{value:.2f} at {budget:,}"
+    places = _label_sides(budget, value, grid, curve, score)
+    ranges = _plot_ranges(grid, lines, value, y_range)
+    lifted = None
+    if ranges is not None:
+
+        def clashes(place):
+            return _label_clashes(place, budget, value, text, lines, *ranges)
+
+        places = sorted(places, key=clashes)
+        if clashes(places[0]):
+            best = min(LIFTED, key=clashes)
+            if clashes(best) < clashes(places[0]):
+                lifted = _lifted_label(budget, value, text, best)
+    scatter = go.Scatter(
+        x=[max(budget, 1)],
+        y=[value],
+        mode="markers" if lifted else "markers+text",
+        marker={"size": 14, "color": KIND_COLOURS["logits"], "symbol": "diamond"},
+        text=[text],
+        textposition=None if lifted else places[0],
+        # a halo in the background's colour: a grid line or another curve under it never cuts a digit
+        textfont={"shadow": "auto"},
+        cliponaxis=False,
+        name="shown now",
+        hovertemplate="shown now: %{y:.3f} at budget %{x:,}<extra></extra>",
+    )
+    return scatter, lifted
+
+
+# where a label off the marker's side may go: its centre's offset from the marker, in px (up positive)
+LIFTED = tuple(
+    sorted(
+        (
+            (x, y)
+            for y in (44, -44, 70, -70, 100, -100, 130)
+            for x in (0, -30, 30, -60, 60, -100, 100, -150, 150)
+        ),
+        key=lambda centre: abs(centre[0]) + abs(centre[1]),
+    )
+)
+
+
+def _lifted_label(budget: int, value: float, text: str, centre: tuple[float, float]) -> dict:
+    """An annotation of ``text`` centred ``centre`` px off the marker (plotly's ay points down)."""
+    return {
+        "x": math.log10(max(budget, 1)),  # an annotation on a log axis is placed by log10
+        "y": value,
+        "text": text,
+        "ax": centre[0],
+        "ay": -centre[1],
+        "showarrow": True,
+        "arrowhead": 0,
+        "arrowwidth": 1,
+        "arrowcolor": KIND_COLOURS["logits"],
+        "bgcolor": "rgba(255,255,255,0.92)",
+        "bordercolor": KIND_COLOURS["logits"],
+        "borderwidth": 1,
+        "borderpad": 2,
+        "font": {"size": LABEL_FONT_PX},
+    }
+
+
+def _label_sides(budget: int, value: float, grid: Sequence[float], curve: Sequence, score: str) -> list[str]:
+    """The places beside the marker in the order they are tried: first the side that keeps the
+    label inside the plot, below the line on the right where the curve rises after the marker and
+    above it where it falls; on the left, above where the curve rises into the marker and below
+    where it falls into it; never past the plot's floor or ceiling. Then the other height, the
+    other side, and beside the marker in the middle."""
     low, high = (min(grid), max(grid)) if grid else (budget, budget)
     span = math.log10(max(high, 1)) - math.log10(max(low, 1))
     at = (math.log10(max(budget, 1)) - math.log10(max(low, 1))) / span if span > 0 else 0.5
@@ -138,17 +239,84 @@ def _marker(
         before = next((v for b, v in reversed(values) if b < budget), None)
         falls_in = before is not None and before > here
         vertical = "bottom" if value > 0.85 or (falls_in and value >= 0.15) else "top"
-    return go.Scatter(
-        x=[max(budget, 1)],
-        y=[value],
-        mode="markers+text",
-        marker={"size": 14, "color": KIND_COLOURS["logits"], "symbol": "diamond"},
-        text=[f"{value:.2f} at {budget:,}"],
-        textposition=f"{vertical} {side}",
-        cliponaxis=False,
-        name="shown now",
-        hovertemplate="shown now: %{y:.3f} at budget %{x:,}<extra></extra>",
-    )
+    other = "bottom" if vertical == "top" else "top"
+    across = "left" if side == "right" else "right"
+    return [
+        f"{vertical} {side}",
+        f"{other} {side}",
+        f"{vertical} {across}",
+        f"{other} {across}",
+        f"middle {side}",
+        f"middle {across}",
+    ]
+
+
+# plot areas (width, height in px) a label must clear lines at: a 1,000 px page's, a wider one's, the PNG's
+LABEL_PLOT_SIZES = ((450, 290), (640, 300), (810, 330))
+LABEL_FONT_PX, LABEL_CHAR_PX, MARKER_GAP_PX = 12, 7.2, 14 / 2 / 0.8 + 1  # plotly's gap beside a marker
+
+
+def _plot_ranges(grid: Sequence[float], lines: Sequence, value: float, y_range):
+    """(x range in log10, y range) of the plot, as plotly draws them, or None without budgets."""
+    if not grid:
+        return None
+    x_range = log_ticks(grid)["range"]
+    if y_range is None:  # plotly's autorange: the data's span and a little
+        ys = [y for _, trace_y in lines for y in trace_y if y is not None and not math.isnan(y)] + [value]
+        pad = 0.06 * ((max(ys) - min(ys)) or 1.0)
+        y_range = [min(ys) - pad, max(ys) + pad]
+    return x_range, list(y_range)
+
+
+def _label_clashes(place, budget, value, text, lines, x_range, y_range) -> int:
+    """How often the label at ``place`` leaves the plot (counted heavily) or crosses a line, over
+    the plot sizes of ``LABEL_PLOT_SIZES``."""
+    width, height = LABEL_CHAR_PX * len(text), LABEL_FONT_PX + 2
+    if isinstance(place, str):  # a textposition: plotly sets the text a gap off the marker
+        vertical, side = place.split()
+        left = MARKER_GAP_PX if side == "right" else -MARKER_GAP_PX - width
+        bottom = {"top": MARKER_GAP_PX, "bottom": -MARKER_GAP_PX - height}.get(vertical, -height / 2)
+    else:  # a lifted label's centre
+        left, bottom = place[0] - width / 2 - 3, place[1] - height / 2 - 3
+        width, height = width + 6, height + 6  # its border and padding
+    clashes = 0
+    for plot_w, plot_h in LABEL_PLOT_SIZES:
+
+        def px(x, y, plot_w=plot_w, plot_h=plot_h):
+            u = (math.log10(max(x, 1)) - x_range[0]) / (x_range[1] - x_range[0]) * plot_w
+            return u, (y - y_range[0]) / (y_range[1] - y_range[0]) * plot_h
+
+        mx, my = px(budget, value)
+        box = (mx + left - 2, my + bottom - 2, mx + left + width + 2, my + bottom + height + 2)
+        if box[0] < 0 or box[2] > plot_w + 28 or box[1] < 0 or box[3] > plot_h:  # the right margin is 30 px
+            clashes += 100
+        for xs, ys in lines:
+            drawn = [None if x is None or y is None or math.isnan(y) else px(x, y) for x, y in zip(xs, ys)]
+            for a, b in zip(drawn, drawn[1:]):
+                clashes += a is not None and b is not None and _crosses(a, b, box)
+            for here in drawn:  # a point of a line, its marker 7 px across
+                clashes += here is not None and _crosses(here, here, box)
+    return clashes
+
+
+def _crosses(a, b, box) -> bool:
+    """Whether the segment from ``a`` to ``b`` meets the box (Liang-Barsky clipping)."""
+    (x0, y0), (x1, y1) = a, b
+    dx, dy = x1 - x0, y1 - y0
+    low, high = 0.0, 1.0
+    for p, q in ((-dx, x0 - box[0]), (dx, box[2] - x0), (-dy, y0 - box[1]), (dy, box[3] - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return True
 
 
 BUDGET_TICKS = 8  # budgets spanning less than two powers of ten tick at each budget, up to this many
@@ -288,16 +456,22 @@ def curve_dips(curve: Sequence, min_drop: float = 0.1) -> list[tuple[int, float,
 
 def _plain(text: object) -> str:
     """Plotly hover templates treat %{...} specially and render a little HTML: neutralise both."""
-    import html
-
     return html.escape(str(text)).replace("%", "%%").replace("{", "(").replace("}", ")")
 
 
+CURVE_COLUMNS = (
+    "curve", "budget", "edges_kept", "percent_of_edges", "metric", "nfs", "ndf", "necessity", "completeness"
+)  # fmt: skip
+
+
 def curves_csv(curves: Mapping[str, Sequence], total_edges: int) -> str:
-    """One row per (curve, point): name, budget, edges kept, share, L(C(q)), NFS, NDF."""
+    """One row per (curve, point): name, budget, edges kept, share, L(C(q)), NFS, NDF, necessity,
+    completeness. Each figure as the JSON download stores it (the shortest text that reads back
+    as the same float); an empty cell where a point has none (NaN: necessity or completeness not
+    measured), never 'nan'."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["curve", "budget", "edges_kept", "percent_of_edges", "metric", "nfs", "ndf"])
+    writer.writerow(CURVE_COLUMNS)
     for name, points in curves.items():
         for point in sorted(points, key=lambda p: _value(p, "budget")):
             kept = _value(point, "n_edges")
@@ -307,12 +481,53 @@ def curves_csv(curves: Mapping[str, Sequence], total_edges: int) -> str:
                     int(_value(point, "budget")),
                     int(kept),
                     f"{100 * kept / total_edges:.4f}" if total_edges else "",
-                    f"{_value(point, 'metric'):.6g}",
-                    f"{_value(point, 'nfs'):.6g}",
-                    f"{_value(point, 'ndf'):.6g}",
+                    *(_cell(point, column) for column in CURVE_COLUMNS[4:]),
                 ]
             )
     return buffer.getvalue()
+
+
+def _cell(point, name: str) -> str:
+    """A figure of a point as CSV text: repr (exact), or empty where it is missing or NaN."""
+    has = name in point if isinstance(point, Mapping) else hasattr(point, name)
+    value = _value(point, name) if has else math.nan
+    return "" if math.isnan(value) else repr(value)
+
+
+TITLE_COLUMNS = 64  # a prompt longer than this (wide characters count two) is shortened in a title
+
+
+def plain_title_text(text: object) -> str:
+    """User text as plotly shows it literally in a title or label: one line, no control or
+    direction characters (U+202E would turn the rest of the title round), '<b>' and '&' escaped as
+    entities (plotly renders a little HTML), and '$' written as an entity (text between two '$'
+    is typeset as LaTeX where MathJax is loaded)."""
+    text = " ".join(str(text).split())
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    return html.escape(text, quote=False).replace("$", "&#36;")
+
+
+def shortened(text: str, columns: int = TITLE_COLUMNS) -> tuple[str, bool]:
+    """(``text`` cut to ``columns`` display columns, an ellipsis ending it where cut; whether cut)."""
+    width = 0
+    for index, char in enumerate(text):
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        if width > columns - 1 and index < len(text) - 1:
+            return text[:index].rstrip() + "\u2026", True
+    return text, False
+
+
+def image_title(model_id: str, method: str, prompt: str, what: str = "NDF against edge budget") -> str:
+    """A downloaded figure's title: what it plots, the method and the model, then the prompt (its
+    user text shown literally, never as markup; shortened with an ellipsis when long, and said to
+    be)."""
+    clean = " ".join("".join(c for c in str(prompt) if unicodedata.category(c)[0] != "C").split())
+    short, cut = shortened(clean)
+    said = f" (shortened from {len(clean):,} characters)" if cut else ""
+    return (
+        f"{plain_title_text(what)}: {plain_title_text(method)} on {plain_title_text(model_id)}"
+        f"<br>prompt \u201c{plain_title_text(short)}\u201d{said}"
+    )
 
 
 def figure_html(figure: go.Figure) -> str:

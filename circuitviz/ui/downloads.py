@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
+import unicodedata
 
 import streamlit as st
 
 from .. import render
 from ..core.results import eap_graph_json
+from ..methods.registry import method_traits
+from ..models.catalog import looks_like_path
+from ..render.curves import image_title
+
+PROMPT_SLUG = 32  # characters of the prompt a file name carries; its hash tells prompts apart
+MODEL_SLUG = 40
+NAME_LIMIT = 160  # a file name's length at most (file systems take 255 bytes)
 
 
 def _browser_for_images() -> bool:
@@ -21,16 +31,75 @@ def _browser_for_images() -> bool:
     return any(shutil.which(name) for name in names)
 
 
+def task_hash(task) -> str:
+    """8 hex digits of a hash of the whole task (prompt, corrupted prompt, answer, foils, metric):
+    two tasks that differ anywhere, prompts a slug cannot tell apart included, get other names."""
+    text = json.dumps(task.to_dict(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def slug(text: str, limit: int, keep: str = "", fallback: str = "x") -> str:
+    """``text`` as a safe piece of a file name: ASCII letters, digits, '-' and the characters of
+    ``keep`` (accents dropped, every other run of characters one '-'), at most ``limit``
+    characters, cut at a word where it can be; ``fallback`` where nothing is left (a prompt of
+    emoji, punctuation or another script only)."""
+    text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", "-", text)
+    text = re.sub(r"\.{2,}", ".", text).strip("-._")
+    if len(text) > limit:
+        cut = text[: limit + 1]
+        text = cut[: cut.rfind("-")] if "-" in cut[limit // 2 :] else text[:limit]
+        text = text.strip("-._")
+    return text or fallback
+
+
+def file_name(result, kind: str, ext: str, budget: int | None = None) -> str:
+    """The one name of every download of ``result``: what it holds (``kind``: circuit, graph,
+    edges, curve), the method, the budget (of a file whose content depends on it; None: all
+    budgets), the model, the prompt's first words and a hash of the whole task, e.g.
+    ``circuit_<method>_budget-200_gpt2_when-mary-and-john-went-to-the_3fa2c1d9.json``.
+    Only [A-Za-z0-9._-], never a path, at most ``NAME_LIMIT`` characters, for any prompt."""
+    model = str(result.model_id)
+    if looks_like_path(model):  # a folder of the server's disk: its last part names it
+        model = re.split(r"[\\/]", model.rstrip("/\\"))[-1] or "model"
+    parts = [
+        slug(kind, 20, fallback="file"),
+        slug(result.method, 24, keep=".", fallback="method"),
+        *([f"budget-{int(budget)}"] if budget is not None else []),
+        slug(model.replace("/", "_"), MODEL_SLUG, keep="._", fallback="model"),
+        slug(result.task.clean, PROMPT_SLUG, fallback="prompt").lower(),
+        task_hash(result.task),
+    ]
+    name = "_".join(parts)
+    extension = slug(ext, 8, fallback="bin")
+    return f"{name[: NAME_LIMIT - len(extension) - 1]}.{extension}"
+
+
+def curve_title(result) -> str:
+    """The downloaded curve's title: the model, the method and the prompt (plain text)."""
+    label = method_traits(result.method).label
+    method = result.method if label == result.method else f"{label} [{result.method}]"
+    return image_title(result.model_id, method, result.task.clean)
+
+
 def downloads(result, budget: int, drawing, key: str, point=None, mask=None, view=None) -> None:
     """Circuit JSON (EAP-IG format; with ``mask``, the edited circuit, and ``view``: the pins,
-    groups, edit and clicked node), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV."""
-    stem = f"circuit-{result.method}-{budget}"
+    groups, edit and clicked node), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV. Each file
+    is named by ``file_name``; the curve's figures carry a title (``curve_title``): the page's
+    own chart has none, the task's lines above it say the same."""
     curves = {result.method: result.curve}
     point = point or result.point(budget)
 
+    def name(kind: str, ext: str, at_budget: bool = True) -> str:
+        return file_name(result, kind, ext, budget if at_budget else None)
+
     def figure():
         return render.curve_figure(
-            curves, result.graph.n_edges, current_budget=budget, marker_value=point.ndf if point else None
+            curves,
+            result.graph.n_edges,
+            current_budget=budget,
+            marker_value=point.ndf if point else None,
+            title=curve_title(result),
         )
 
     # one row that wraps: in four fixed columns a narrow page cut the longer labels to "Circuit JSON (…"
@@ -40,7 +109,7 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         # EAP-IG alone read, under an Edge Pruning circuit, as if EAP-IG had found it
         "Circuit (JSON)",
         data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
-        file_name=f"{stem}.json",
+        file_name=name("circuit" if mask is None else "circuit-edited", "json"),
         mime="application/json",
         key=f"{key}.json",
         help=(
@@ -49,26 +118,30 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         ),
     )
     row.download_button(
-        "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
+        "Graph (HTML)",
+        data=drawing.html,
+        file_name=name("graph", "html"),
+        mime="text/html",
+        key=f"{key}.html",
     )
     row.download_button(
         "Edges (CSV)",
         data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
-        file_name=f"{stem}-edges.csv",
+        file_name=name("edges", "csv"),
         mime="text/csv",
         key=f"{key}.edges",
     )
     row.download_button(
-        "Curve (CSV)",
+        "Curve (CSV)",  # every budget's point: the name carries no budget
         data=render.curves_csv(curves, result.graph.n_edges),
-        file_name=f"ndf-curve-{result.method}.csv",
+        file_name=name("curve", "csv", at_budget=False),
         mime="text/csv",
         key=f"{key}.curvecsv",
     )
-    row.download_button(
+    row.download_button(  # the figures mark the budget shown now: their names carry it
         "Curve (interactive HTML)",
         data=lambda: render.figure_html(figure()),
-        file_name=f"ndf-curve-{result.method}.html",
+        file_name=name("curve", "html"),
         mime="text/html",
         key=f"{key}.curvehtml",
     )
@@ -77,7 +150,7 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
             row.download_button(
                 f"Curve ({kind.upper()})",
                 data=lambda kind=kind: render.figure_image(figure(), kind) or b"",
-                file_name=f"ndf-curve-{result.method}.{kind}",
+                file_name=name("curve", kind),
                 mime=mime,
                 key=f"{key}.{kind}",
             )
