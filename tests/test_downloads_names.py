@@ -121,7 +121,11 @@ def test_a_name_says_what_it_holds():
     assert re.search(r"_[0-9a-f]{8}\.png$", name)
     assert dl.file_name(result(), "curve", "png", 200) != dl.file_name(result(), "curve", "png", 500)
     assert "budget" not in dl.file_name(result(), "curve", "csv")
-    assert dl.task_hash(result().task) == dl.task_hash(result(method="eap").task)  # one task, one hash
+    assert dl.run_hash(result()) == dl.run_hash(result())  # one run, one hash
+    assert dl.run_hash(result()) != dl.run_hash(result(method="eap"))
+    other_settings = result()
+    other_settings.config = {"ig_steps": 5}  # the same prompt, method and model, other settings
+    assert dl.file_name(other_settings, "curve", "csv") != dl.file_name(result(), "curve", "csv")
 
 
 # ----- every button of the row, as the page makes it ----------------------------------------------------
@@ -157,7 +161,7 @@ def test_every_download_has_its_own_name_and_curve_figures_carry_the_budget(monk
     }  # fmt: skip
     names = [b.file_name for b in buttons.values()]
     assert len(set(names)) == len(names) and all(SAFE.fullmatch(n) for n in names)
-    stamp = dl.task_hash(result().task)
+    stamp = dl.run_hash(result())
     assert all(stamp in n and "gpt2" in n and "eap-ig" in n for n in names)
     for label in ("Circuit (JSON)", "Graph (HTML)", "Edges (CSV)", "Curve (interactive HTML)", "Curve (PNG)"):
         assert "budget-200" in buttons[label].file_name, label

@@ -31,10 +31,17 @@ def _browser_for_images() -> bool:
     return any(shutil.which(name) for name in names)
 
 
-def task_hash(task) -> str:
-    """8 hex digits of a hash of the whole task (prompt, corrupted prompt, answer, foils, metric):
-    two tasks that differ anywhere, prompts a slug cannot tell apart included, get other names."""
-    text = json.dumps(task.to_dict(), sort_keys=True, ensure_ascii=False)
+def run_hash(result) -> str:
+    """8 hex digits of a hash of the whole run: the task (prompt, corrupted prompt, answer, foils,
+    metric), the model, the method and its settings. Two runs that differ anywhere (prompts a
+    slug cannot tell apart, or the same prompt with other settings) get other names."""
+    run = {
+        "task": result.task.to_dict(),
+        "model": str(result.model_id),
+        "method": str(result.method),
+        "settings": getattr(result, "config", None) or {},
+    }
+    text = json.dumps(run, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
@@ -56,7 +63,7 @@ def slug(text: str, limit: int, keep: str = "", fallback: str = "x") -> str:
 def file_name(result, kind: str, ext: str, budget: int | None = None) -> str:
     """The one name of every download of ``result``: what it holds (``kind``: circuit, graph,
     edges, curve), the method, the budget (of a file whose content depends on it; None: all
-    budgets), the model, the prompt's first words and a hash of the whole task, e.g.
+    budgets), the model, the prompt's first words and a hash of the whole run (``run_hash``), e.g.
     ``circuit_<method>_budget-200_gpt2_when-mary-and-john-went-to-the_3fa2c1d9.json``.
     Only [A-Za-z0-9._-], never a path, at most ``NAME_LIMIT`` characters, for any prompt."""
     model = str(result.model_id)
@@ -68,7 +75,7 @@ def file_name(result, kind: str, ext: str, budget: int | None = None) -> str:
         *([f"budget-{int(budget)}"] if budget is not None else []),
         slug(model.replace("/", "_"), MODEL_SLUG, keep="._", fallback="model"),
         slug(result.task.clean, PROMPT_SLUG, fallback="prompt").lower(),
-        task_hash(result.task),
+        run_hash(result),
     ]
     name = "_".join(parts)
     extension = slug(ext, 8, fallback="bin")

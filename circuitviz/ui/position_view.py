@@ -22,6 +22,7 @@ from ..render.attribution_graph import attribution_graph_html
 from ..render.explain import explain_position_circuit
 from . import state
 from .caveats import caveats
+from .downloads import file_name
 from .node_card import graph_with_card
 
 MAX_UPLOAD_BYTES = 20_000_000
@@ -101,17 +102,20 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
             st.text(sentence)
     _curve(result, budget, total, f"{key}.curve", point)
-    stem = f"circuit-{result.method}-positions-{budget}"
     columns = st.columns(2)
     columns[0].download_button(
         "Neuronpedia graph JSON",
         data=lambda: json.dumps(to_neuronpedia(graph)),
-        file_name=f"{stem}.neuronpedia.json",
+        file_name=file_name(result, "neuronpedia-graph", "json", budget),
         mime="application/json",
         key=f"{key}.neuronpedia",
     )
     columns[1].download_button(
-        "Graph (HTML)", data=drawing.html, file_name=f"{stem}.html", mime="text/html", key=f"{key}.html"
+        "Graph (HTML)",
+        data=drawing.html,
+        file_name=file_name(result, "position-graph", "html", budget),
+        mime="text/html",
+        key=f"{key}.html",
     )
     return budget
 
