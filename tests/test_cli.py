@@ -440,3 +440,27 @@ def test_a_quoted_text_is_cut_only_where_the_cut_shortens_it():
     long = "x" * 500
     assert shown(long) == f"'{'x' * 60}'… (500 characters)"
     assert len(shown("y" * 78)) <= len(repr("y" * 78))  # whichever is shorter
+
+
+@pytest.mark.slow
+def test_evaluate_says_when_the_file_was_made_on_another_model(tmp_path, capsys, shared_model):
+    """A file whose model_id names another model of the same shape was evaluated without a word."""
+    import torch
+
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.results import eap_graph_json
+
+    spec = GraphSpec.from_model(shared_model)
+    mask = spec.mask_from_edge_names(["input->logits", "m17->logits"])
+    data = eap_graph_json(spec, torch.zeros(spec.n_forward, spec.n_backward, device="cpu"), mask)
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({**data, "model_id": "some-other-model"}))
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "The file was made on 'some-other-model'; it is evaluated on 'gemma-3-270m', of the same shape."
+        in out
+    )
+    path.write_text(json.dumps({**data, "model_id": "gemma-3-270m"}))
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
+    assert "made on" not in capsys.readouterr().out

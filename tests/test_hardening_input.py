@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sentences import assert_one_sentence
@@ -411,3 +412,32 @@ def test_every_boundary_refuses_long_input_in_one_short_sentence(tiny, spec, tmp
         else:
             failures.append(f"{what}: accepted")
     assert not failures, "\n".join(failures)
+
+
+def test_a_circuit_files_scores_are_numbers_or_refused_and_a_partial_file_is_said(spec):
+    """An audit: scores of 'high' or NaN were read as 0 without a word (the top-N rows then blamed
+    the method), 1e300 raised a traceback, and a file of 100 of the edges was evaluated unsaid."""
+    from circuitviz.core.results import eap_graph_json
+
+    whole = eap_graph_json(spec, torch.zeros(spec.n_forward, spec.n_backward, device="cpu"), spec.edge_mask)
+    name = spec.edge_names[0]
+    for bad in ("high", 1e300, -1e39, 10**400, True, [1.0]):
+        data = json.loads(json.dumps(whole))
+        data["edges"][name]["score"] = bad
+        message = refuses(lambda data=data: parse_circuit(json.dumps(data), spec), GraphError)
+        assert repr(name) in message, message
+    for bad in ("NaN", "Infinity"):  # tokens Python's json writes and reads
+        text = json.dumps(whole).replace('"score": 0.0', f'"score": {bad}', 1)
+        refuses(lambda text=text: parse_circuit(text, spec), GraphError)
+    assert parse_circuit(json.dumps(whole), spec).notes == []  # a whole file: nothing to say
+    partial = {**whole, "edges": dict(list(whole["edges"].items())[:3])}
+    (note,) = parse_circuit(json.dumps(partial), spec, origin="p.json").notes
+    assert note == (
+        f"p.json lists 3 of the model's {spec.n_edges:,} edges; the other {spec.n_edges - 3:,} are read "
+        "as outside its circuit with score 0."
+    )
+    unscored = json.loads(json.dumps(whole))
+    unscored["edges"][name]["score"] = None
+    assert parse_circuit(json.dumps(unscored), spec, origin="u.json").notes == [
+        "1 edge of u.json has no score (read as 0)."
+    ]

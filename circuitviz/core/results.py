@@ -28,7 +28,7 @@ from ..positions.graph import units_at_budgets
 from .curves import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
-from .text import read_user_file, shown_number
+from .text import counted, read_user_file, shown_number
 
 # 3: every evaluated budget's circuit stored, one bit per edge (``pack_circuits``);
 # 2: full boolean masks of the circuits a method chose itself, the others derived on reading;
@@ -339,6 +339,7 @@ class LoadedCircuit:
     mask: torch.Tensor  # [n_forward, n_backward] bool
     scores: torch.Tensor | None
     source: dict  # the whole parsed file when it was a JSON object, else {}
+    notes: list[str] = field(default_factory=list)  # what the reader should know of the file
 
 
 def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
@@ -389,12 +390,47 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
         raise GraphError(f"{origin}: 'edges' must map edge names to {{'score', 'in_graph'}}.")
     mask = torch.zeros(spec.n_forward, spec.n_backward, dtype=torch.bool, device="cpu")  # read from JSON
     scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
+    unscored = 0
     for name, info in edges.items():
         position = spec.edge_position(name)
         if isinstance(info, dict):
             mask[position] = bool(info.get("in_graph", False))
-            score = info.get("score", 0.0)
-            scores[position] = float(score) if isinstance(score, (int, float)) else 0.0
+            score = _score_of(info.get("score"), name, origin)
+            unscored += score is None
+            scores[position] = 0.0 if score is None else score
         else:
             mask[position] = bool(info)
-    return LoadedCircuit(mask=mask, scores=scores, source=data)
+    notes = []
+    if len(edges) < spec.n_edges:  # the top-N rows rank only the edges the file lists
+        notes.append(
+            f"{origin} lists {len(edges):,} of the model's {spec.n_edges:,} edges; the other "
+            f"{spec.n_edges - len(edges):,} are read as outside its circuit with score 0."
+        )
+    if unscored:
+        notes.append(
+            f"{counted(unscored, 'edge')} of {origin} {'has' if unscored == 1 else 'have'} no score (read as 0)."
+        )
+    return LoadedCircuit(mask=mask, scores=scores, source=data, notes=notes)
+
+
+FLOAT32_MAX = 3.4028234663852886e38  # scores are float32 tensors: a larger one cannot be held
+
+
+def _score_of(score, name: str, origin: str) -> float | None:
+    """An edge's score from a circuit file: a finite number a float32 holds, or None where the file
+    gives none (absent or null); GraphError in one sentence for anything else. Strings and NaN
+    were read as 0 without a word (an audit), and 1e300 raised a traceback."""
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise GraphError(
+            f"{origin}: edge {name!r} has the score {str(score)[:40]!r}, not a number; give each "
+            "edge's score as a number (EAP-IG's format)."
+        )
+    value = float(score) if not isinstance(score, int) or abs(score) < 10**39 else math.inf
+    if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+        raise GraphError(
+            f"{origin}: edge {name!r} has the score {str(score)[:40]}, not a finite number of at most "
+            f"{FLOAT32_MAX:.3g} in size; give finite scores."
+        )
+    return value

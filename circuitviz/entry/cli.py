@@ -340,6 +340,13 @@ def cmd_evaluate(args) -> int:
             model, task, circuits, budgets, max_tokens=args.max_tokens, completeness=args.completeness
         )
     print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
+    made_on = loaded.source.get("model_id")
+    if isinstance(made_on, str) and made_on.strip() and made_on != model_id:  # same shape, other model
+        loaded.notes.append(
+            f"The file was made on {made_on!r}; it is evaluated on {model_id!r}, of the same shape."
+        )
+    for note in loaded.notes:
+        print(note)
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
         print(rows)
