@@ -374,7 +374,7 @@ def test_a_random_models_weak_corruption_names_the_switch(monkeypatch, capsys, t
 def test_progress_names_the_phase_by_its_plain_name(capsys):
     from circuitviz.core.phases import Report
 
-    cli._progress(Report.SCORE, 0.5)
+    cli.progress_line(Report.SCORE, 0.5)
     assert capsys.readouterr().err.split() == ["score", "50.0%"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 from ..measure.task_validity import CHECK_ENV
@@ -52,19 +53,42 @@ def checked_paths(args) -> str | None:
     transfer = getattr(args, "transfer_paraphrases", None)
     if transfer is not None and transfer < 0:
         raise ValueError(f"--transfer-paraphrases must be 0 (none) or more, not {transfer}.")
-    for flag in ("out", "html", "neuronpedia"):
-        path = getattr(args, flag, None)
-        if path is None:
-            continue
-        if path.is_dir():
-            raise ValueError(f"--{flag} {path} is a folder; give the name of the file to write.")
-        if not path.parent.is_dir():
-            raise ValueError(
-                f"The folder {path.parent} of --{flag} does not exist; create it or give another path."
-            )
+    written = [(flag, getattr(args, flag, None)) for flag in ("out", "html", "neuronpedia")]
+    written = [(flag, path) for flag, path in written if path is not None]
+    for flag, path in written:
+        check_written_file(flag, path)
+    for index, (flag, path) in enumerate(written):  # one file written twice: the second replaced the first
+        for other, then in written[index + 1 :]:
+            if path.resolve() == then.resolve():
+                raise ValueError(f"--{flag} and --{other} name the same file; give each its own.")
+    if html_budget is not None and not any(flag in ("html", "neuronpedia") for flag, _ in written):
+        raise ValueError("--html-budget sets the budget of --html or --neuronpedia; add one of them.")
     if getattr(args, "setting_paraphrases", None):
         read_pairs_text(args.setting_paraphrases)  # read again by the method, after the model's load
     return read_pairs_text(args.transfer_file) if args.transfer_file else None
+
+
+def check_written_file(flag: str, path: Path) -> None:
+    """A file the run will write, checked before the run (not after its minutes), in one sentence:
+    not a folder, in a folder that exists and that a file can be made in (a probe file, made and
+    removed: permissions alone say nothing on /proc or a read-only mount), and writable if it exists."""
+    if path.is_dir():
+        raise ValueError(f"--{flag} {path} is a folder; give the name of the file to write.")
+    if not path.parent.is_dir():
+        raise ValueError(
+            f"The folder {path.parent} of --{flag} does not exist; create it or give another path."
+        )
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"--{flag} {path} cannot be written to; give another path.")
+        return
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".circuitviz-probe-"):
+            pass
+    except OSError:
+        raise ValueError(
+            f"No file can be written in {path.parent} (--{flag}); give another folder."
+        ) from None
 
 
 def batch_checks(args) -> None:

@@ -12,10 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..bench.planted_benchmark import format_table as bench_table
-from ..bench.planted_benchmark import run_bench, write_report
 from ..core.graph import GraphError
-from ..core.refusals import EMPTY_PROMPT
+from ..core.refusals import EMPTY_PROMPT, prompt_over_limit
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import (
@@ -28,10 +26,11 @@ from ..core.text import (
     settings_text,
 )
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
-from ..methods import UnknownMethodError, available_methods, get_method, setting_flags
-from ..models import EMBEDDED_MODEL, SUPPORTED_MODELS, ModelLoadError, load_model
+from ..methods import UnknownMethodError, get_method, setting_flags
+from ..models import EMBEDDED_MODEL, ModelLoadError, load_model
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
+from ..query.pairs import parse_paraphrases
 from ..services.store import ResultStore
 from .api import (
     evaluate_circuits,
@@ -45,6 +44,7 @@ from .api import (
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument, batch_checks, checked_paths
 from .calibration import record
 from .cpu_share import threads_for_run
+from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
 from .tables import format_table
@@ -238,16 +238,6 @@ def _load(args):
     return model, model_id, time.perf_counter() - start
 
 
-def _progress(phase: str, fraction: float) -> None:
-    phase = getattr(phase, "value", phase)  # a Report by its plain name, not 'Report.SCORE'
-    print(
-        f"\r  {phase:<10} {100 * fraction:5.1f}%",
-        end="\n" if fraction >= 1 else "",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
 def _print_estimate(model, task, method: str, settings, budgets, model_id=None, max_tokens: int = 256):
     """The run's one request (settings parsed, key computed, priced and checked once), its
     estimated time and memory printed as one line before the run (limits.py)."""
@@ -271,7 +261,10 @@ def cmd_discover(args) -> int:
     if args.metric is None and not args.foil and not method.needs_corrupted:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     task = _task(args)
+    if pairs is not None:  # the file's format, before the run (it failed after the table)
+        parse_paraphrases(pairs, task)
     model, model_id, load_seconds = _load(args)
+    _check_length(model, task, args.max_tokens)  # before proposing a corruption or a foil runs it
     task = _said(*proposed_task(model, task, method.needs_corrupted))
     prepare_task(model, task, args.max_tokens, method.needs_corrupted)  # errors before the estimate
     settings = method.settings_from_cli(settings, model)
@@ -279,7 +272,7 @@ def cmd_discover(args) -> int:
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
     started = time.perf_counter()
     with threads_for_run(request.estimate.device if request.estimate else "cpu") as share:
-        result, cached = run_request(model, request, store=store, progress=_progress)
+        result, cached = run_request(model, request, store=store, progress=progress_line)
         measuring = time.perf_counter()
         if args.completeness:
             measure_completeness(model, result, max_tokens=args.max_tokens)
@@ -328,13 +321,23 @@ def cmd_discover(args) -> int:
     return 0
 
 
+def _check_length(model, task, max_tokens: int) -> None:
+    """The prompt's length against ``--max-tokens``, first: a 1,460-token prompt ran the model twice
+    (proposing a foil, warning on the answer) before this sentence, or got one about its corruption."""
+    n_tokens = adapter_of(model).to_tokens(task.clean, truncate=False).shape[1]
+    if n_tokens > max_tokens:
+        raise TaskError(prompt_over_limit(n_tokens, max_tokens, "(--max-tokens)"))
+
+
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
+    task = _task(args)
     model, model_id, _ = _load(args)
+    _check_length(model, task, args.max_tokens)
     spec = adapter_of(model).spec
     loaded = parse_circuit(text, spec, origin=str(args.circuit))
     circuits, budgets, rows = file_circuits(spec, loaded)
-    task = _said(*proposed_task(model, _task(args)))
+    task = _said(*proposed_task(model, task))
     with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
         baseline, curve = evaluate_circuits(
             model, task, circuits, budgets, max_tokens=args.max_tokens, completeness=args.completeness
@@ -350,45 +353,6 @@ def cmd_evaluate(args) -> int:
     print(format_table(baseline, curve, spec.n_edges))
     if len(curve) > 1:
         print(rows)
-    return 0
-
-
-def cmd_methods(args) -> int:
-    import dataclasses
-
-    def typed(value) -> str:  # a list setting as the command line takes it: comma separated
-        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
-
-    for name, method in sorted(available_methods().items()):
-        fields = dataclasses.fields(method.Config)
-        settings = ", ".join(f"{f.name}={typed(f.default)}" for f in fields) or "no settings"
-        print(f"{name:<20} {method.label}: {method.summary} [{settings}]")
-    return 0
-
-
-def cmd_models(args) -> int:
-    for model_id, info in SUPPORTED_MODELS.items():
-        print(f"{model_id:<28} {getattr(info, 'description', '')}")
-    return 0
-
-
-def cmd_planted_bench(args) -> int:
-    methods = [name.strip() for name in args.methods.split(",") if name.strip()]
-    if not methods:
-        raise ValueError("--methods is empty; name methods such as eap,eap-ig,circuit-lasso.")
-    if args.cases < 1:
-        raise ValueError(f"--cases must be 1 or more, not {args.cases}.")
-    for name in methods:  # a mistyped name is refused at once, not reported as 'unavailable' per case
-        get_method(name)
-    command = f"python -m circuitviz planted-bench --methods {','.join(methods)} --cases {args.cases}"
-    command += f" --seed {args.seed}" if args.seed else ""
-    report = run_bench(methods, args.cases, args.seed, progress=_progress, command=command)
-    print(f"planted-circuit benchmark: {args.cases} cases, {report.seconds:.1f}s")
-    print(bench_table(report))
-    write_report(report, args.json, args.markdown)
-    for path in (args.json, args.markdown):
-        if path:
-            print(f"wrote {path}")
     return 0
 
 
@@ -588,7 +552,13 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "no_task_check", False):
         os.environ[CHECK_ENV] = "off"  # read where each check runs (task_validity.gap_check_enabled)
     try:
+        if getattr(args, "max_tokens", 1) < 1:
+            raise ValueError(f"--max-tokens must be 1 or more, not {args.max_tokens}.")
         return COMMANDS[args.command](args)
+    except KeyboardInterrupt:  # Ctrl-C anywhere: one line, not a traceback (batch's loop says its own)
+        again = "; rerun the same command to resume" if args.command == "batch" else ""
+        print(f"interrupted (Ctrl-C): {args.command} stopped{again}.", file=sys.stderr)
+        return 130
     except WeakCorruptionError as error:
         fix = "use an answer the prompt's key word decides, or --no-task-check to run anyway"
         print(f"error: {error.what}; {fix}.", file=sys.stderr)

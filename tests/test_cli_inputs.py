@@ -1,0 +1,98 @@
+"""The command line's checks before a run: what an audit found said only after the run, or never.
+
+Each refusal is one sentence on stderr with exit status 2, before the model loads (``_load`` fails
+the test if it is reached), except the prompt's length, which needs the model's tokenizer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sentences import assert_one_sentence
+
+from circuitviz.entry import cli, listing
+
+IOI = ["--prompt", "When Mary and John went to the store , John gave a drink to", "--answer", " Mary"]
+IOI += ["--corrupted", "When Alice and Bob went to the store , Carl gave a drink to", "--foil", " John"]
+
+
+@pytest.fixture
+def no_load(monkeypatch):
+    def refuse(args):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(cli, "_load", refuse)
+
+
+def _refused(capsys, argv, *said):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: "), err
+    assert_one_sentence(err.removeprefix("error: "))
+    for part in said:
+        assert part in err, err
+    return err
+
+
+def test_planted_bench_bounds_its_cases_and_checks_its_files_first(capsys, tmp_path, monkeypatch):
+    """--cases 99999999999 built its case list first and reached 20 GB; a missing or unwritable
+    --json folder was said after the benchmark's minutes."""
+    monkeypatch.setattr(listing, "run_bench", lambda *a, **k: pytest.fail("the benchmark ran"))
+    _refused(capsys, ["planted-bench", "--methods", "eap", "--cases", "99999999999"], "from 1 to 1,000")
+    missing = tmp_path / "nowhere" / "x.json"
+    _refused(capsys, ["planted-bench", "--methods", "eap", "--json", str(missing)], "does not exist")
+    same = ["--json", str(tmp_path / "r"), "--markdown", str(tmp_path / "r")]
+    _refused(capsys, ["planted-bench", "--methods", "eap", *same], "name the same file")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a folder no file can be made in")
+def test_a_folder_no_file_can_be_made_in_is_said_before_the_run(capsys, no_load):
+    """/proc exists and, even for root, holds no new file: 'No such file or directory' came after
+    the run's table."""
+    _refused(capsys, ["discover", *IOI, "--out", "/proc/x.json"], "No file can be written in /proc")
+
+
+def test_discovers_written_files_are_checked_together_first(capsys, tmp_path, no_load):
+    same = str(tmp_path / "same.json")
+    _refused(capsys, ["discover", *IOI, "--out", same, "--html", same], "--out and --html name the same file")
+    _refused(capsys, ["discover", *IOI, "--html-budget", "50"], "--html-budget sets the budget")
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked.json"
+        locked.write_text("{}")
+        locked.chmod(0o444)
+        _refused(capsys, ["discover", *IOI, "--out", str(locked)], "cannot be written to")
+
+
+def test_a_transfer_file_of_the_wrong_format_is_refused_before_the_run(capsys, tmp_path, no_load):
+    bad = tmp_path / "pairs.txt"
+    bad.write_text("vm\n")
+    _refused(capsys, ["discover", *IOI, "--transfer-file", str(bad)], "Line 1")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_a_token_limit_under_one_is_refused(capsys, limit, no_load):
+    _refused(capsys, ["discover", *IOI, "--max-tokens", limit], "--max-tokens must be 1 or more")
+
+
+def test_ctrl_c_is_one_line_not_a_traceback(capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_load", interrupted)
+    assert cli.main(["discover", *IOI]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted (Ctrl-C): discover stopped."
+
+
+def test_a_long_prompt_is_refused_for_its_length_first(capsys, monkeypatch):
+    """A 1,460-token prompt ran the model twice (a foil proposed, the answer warned about) before
+    its length was said; without --corrupted it was refused for the corruption instead."""
+    from circuitviz.bench.toy_models import tiny_model
+
+    model = tiny_model("gpt2")
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny", 0.0))
+    long = ["--prompt", "Mary " * 40, "--answer", " Mary", "--max-tokens", "8"]
+    for argv in (["discover", *long], ["evaluate", "--circuit", os.devnull, *long]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "over the limit of 8" in err and "No --foil" not in err and "corrupt" not in err, err
