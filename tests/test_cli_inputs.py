@@ -96,3 +96,19 @@ def test_a_long_prompt_is_refused_for_its_length_first(capsys, monkeypatch):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert "over the limit of 8" in err and "No --foil" not in err and "corrupt" not in err, err
+
+
+def test_options_that_would_be_ignored_or_overridden_are_refused(capsys, no_load):
+    """--ig-steps 3 beat --set ig_steps=5 without a word, --foil was unused with prob and logprob,
+    and --answer '' was read as no answer given (while --foil '' was refused)."""
+    both = ["discover", *IOI, "--method", "eap-ig", "--ig-steps", "3", "--set", "ig_steps=5"]
+    _refused(capsys, both, "--ig-steps 3 and --set ig_steps=5 disagree")
+    agreeing = ["discover", *IOI, "--method", "eap-ig", "--ig-steps", "5", "--set", "ig_steps=5"]
+    with pytest.raises(AssertionError, match="the model was loaded"):  # the same value: no conflict
+        cli.main(agreeing)
+    for metric in ("prob", "logprob"):
+        _refused(
+            capsys, ["discover", *IOI, "--metric", metric], f"The {metric} metric scores the answer alone"
+        )
+    empty = ["discover", *IOI[:3], "", *IOI[4:]]
+    _refused(capsys, empty, "--answer is empty")

@@ -62,7 +62,7 @@ def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = 
     )
     parser.add_argument(
         "--answer",
-        default="",
+        default=None,  # None: not given (proposed); "": given empty (refused)
         help="the answer token, with its leading space (' Mary'); proposed as the app does when omitted",
     )
     parser.add_argument(
@@ -190,6 +190,20 @@ def _add_method_settings(parser: argparse.ArgumentParser) -> None:
         group.add_argument(*names, **options)
 
 
+def merged_settings(args) -> dict:
+    """``--set NAME=VALUE`` and the settings' own flags together; the same setting given both ways
+    with two values is refused (the flag won without a word: ``--ig-steps 3 --set ig_steps=5``)."""
+    settings = dict(_parse_setting(item) for item in args.set)
+    for name, value in _settings_given(args).items():
+        if name in settings and settings[name] != value:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(
+                f"{flag} {value} and --set {name}={settings[name]} disagree; give the setting once."
+            )
+        settings[name] = value
+    return settings
+
+
 def _settings_given(args) -> dict:
     """The method settings given as flags (none given: none, so no method is offered settings it lacks)."""
     prefix = "setting_"
@@ -219,8 +233,17 @@ def _task(args):
         if invisible_sentence(text, what):  # said, not refused: the user may mean them
             print(invisible_sentence(text, what), file=sys.stderr)
     foils, metric = tuple(args.foil), args.metric or "logit_diff"
+    if args.answer is not None and not args.answer:  # given, and empty: not "no --answer given"
+        raise TaskError(
+            "--answer is empty; give the answer token (with its leading space, such as ' Paris'), or "
+            "leave --answer out to use the model's own prediction."
+        )
+    if foils and metric in ("prob", "logprob"):  # accepted and unused before
+        raise TaskError(
+            f"The {metric} metric scores the answer alone; leave --foil out, or use --metric logit_diff."
+        )
     return PromptTask(
-        clean=args.prompt, corrupted=args.corrupted, answer=args.answer, foils=foils, metric=metric
+        clean=args.prompt, corrupted=args.corrupted, answer=args.answer or "", foils=foils, metric=metric
     )
 
 
@@ -251,8 +274,7 @@ def cmd_discover(args) -> int:
     budgets = parse_budgets(args.budgets)
     pairs = checked_paths(args)  # the --transfer-file's pairs as text, or None
     method = get_method(args.method)
-    settings = dict(_parse_setting(item) for item in args.set)
-    settings.update(_settings_given(args))
+    settings = merged_settings(args)
     if args.neuronpedia and not settings.get("positions"):
         raise ValueError(
             "--neuronpedia writes a circuit over token positions: add --positions "
@@ -376,11 +398,17 @@ def _add_batch_parser(commands) -> None:
         "--subjects", default=None, help="MMLU subjects, comma separated ('high school physics'), or all"
     )
     batch.add_argument(
-        "--n", type=int, default=100, help="how many tasks --generate makes (MMLU: per subject)"
+        "--n",
+        type=int,
+        default=None,
+        help="how many tasks --generate makes (MMLU: per subject; default 100); with a dataset file, "
+        "run only its first N tasks",
     )
     batch.add_argument("--seed", type=int, default=0, help="seed of --generate")
     batch.add_argument("--strict", action="store_true", help="refuse a dataset file with any bad row")
-    batch.add_argument("--out", type=Path, required=True, help="the batch folder (created; reused to resume)")
+    batch.add_argument(
+        "--out", type=Path, required=True, help="the batch folder (created; the same batch again resumes it)"
+    )
     batch.add_argument("--methods", default="eap-ig", help="comma separated, e.g. eap-ig,eap")
     batch.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a method setting, by name"
@@ -432,107 +460,90 @@ def _batch_budgets(text: str):
 
 def cmd_batch(args) -> int:
     # pyarrow and scipy (the batch runner and its atlas) load only for the batch command
-    from ..batch import BatchRequest, ProgressBar, make_executor, read_dataset, run_batch
-    from ..batch.atlas import BatchTable, curve_bands, mib_scores
+    from ..batch import BatchRequest, ProgressBar, make_executor, run_batch
+    from ..batch.atlas import BatchTable
+    from ..batch.command import (
+        DEFAULT_N,
+        counts_line,
+        failure_lines,
+        interrupted_line,
+        method_runs,
+        read_file_tasks,
+        summary_lines,
+    )
+    from ..batch.mmlu import mmlu_generation
+    from ..batch.reuse import asked, reuse_problem
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr)
 
     budgets = _batch_budgets(args.budgets)
-    if args.n < 1:
+    if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
-    tasks, problems, origin = None, [], ""
-    from ..batch.mmlu import mmlu_generation  # pyarrow and scipy load only for the batch command
-
-    generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n, args.seed)
-    batch_checks(args)  # the family and the folder, before anything loads
-    if generate is None and args.generate:
-        generate = (args.generate, args.n, args.seed)
-    if args.dataset is not None and generate is None:
-        loaded = read_dataset(args.dataset)
-        tasks, problems, origin = loaded.tasks, loaded.problems, str(args.dataset)
-        for line in loaded.problem_summary():
-            print(f"skipped {line}", file=sys.stderr)
-        if problems and args.strict:
-            raise ValueError(f"{len(problems)} rows of {args.dataset.name} are bad (listed above); fix them.")
-    settings = dict(_parse_setting(item) for item in args.set)
-    settings.update(_settings_given(args))
-    names = [name.strip() for name in args.methods.split(",") if name.strip()]
-    if not names:
-        raise ValueError("--methods is empty; name methods such as eap-ig,eap.")
-    from ..batch import MethodRun  # pyarrow and scipy load only for the batch command
-
-    runs, unused = [], set(settings)
-    for name in names:
-        method = get_method(name)
-        fields = set(method.Config.__dataclass_fields__)
-        chosen = method.settings_from_cli({k: v for k, v in settings.items() if k in fields})
-        runs.append(MethodRun(method.name, chosen))
-        unused -= fields
-    if unused:
-        raise ValueError(f"No method of the batch has the setting {', '.join(sorted(unused))}.")
-    store = ResultStore(args.store) if args.store else ResultStore()
-    ray_options = {}
-    if args.executor == "ray":
-        ray_options = dict(
-            workers=args.workers,
-            cpus_per_worker=args.cpus_per_worker,
-            gpus_per_worker=args.gpus_per_worker,
-            address=args.ray_address,
-            local_cpus=args.ray_cpus,
+    try:  # Ctrl-C before the run's own loop (reading, loading, measuring) ends in one sentence too
+        generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n or DEFAULT_N, args.seed)
+        batch_checks(args)  # the family and the folder, before anything loads
+        if generate is None and args.generate:
+            generate = (args.generate, args.n or DEFAULT_N, args.seed)
+        tasks, problems, origin = None, [], ""
+        if args.dataset is not None and generate is None:
+            tasks, problems, origin = read_file_tasks(args.dataset, args.strict, args.n, say)
+        settings = dict(_parse_setting(item) for item in args.set)
+        settings.update(_settings_given(args))
+        store = ResultStore(args.store) if args.store else ResultStore()
+        ray_options = {}
+        if args.executor == "ray":
+            ray_options = dict(
+                workers=args.workers,
+                cpus_per_worker=args.cpus_per_worker,
+                gpus_per_worker=args.gpus_per_worker,
+                address=args.ray_address,
+                local_cpus=args.ray_cpus,
+            )
+        request = BatchRequest(
+            out=args.out,
+            methods=method_runs(args.methods, settings),
+            budgets=budgets,
+            tasks=tasks,
+            generate=generate,
+            subjects=subjects,
+            source=origin,
+            problems=problems,
+            max_tokens=args.max_tokens,
+            batch_tasks=args.batch_tasks,
+            keep_edges=args.keep_edges,
+            top_edges=args.top_edges,
+            consensus=args.consensus or None,
+            command="circuitviz " + " ".join(sys.argv[1:]),
         )
-    executor = make_executor(args.executor, _batch_source(args), store=store, **ray_options)
-    request = BatchRequest(
-        out=args.out,
-        methods=runs,
-        budgets=budgets,
-        tasks=tasks,
-        generate=generate,
-        subjects=subjects,
-        source=origin,
-        problems=problems,
-        max_tokens=args.max_tokens,
-        batch_tasks=args.batch_tasks,
-        keep_edges=args.keep_edges,
-        top_edges=args.top_edges,
-        consensus=args.consensus or None,
-        command="circuitviz " + " ".join(sys.argv[1:]),
-    )
-    try:
-        report = run_batch(
-            request, executor, store, ProgressBar(), log=lambda text: print(text, file=sys.stderr)
-        )
-    finally:
-        executor.close()
-    counts = report.manifest["counts"]
-    print(
-        f"batch: {report.items} items: {counts['done']} finished ({report.skipped} found in the store), "
-        f"{counts['failed']} failed, in {clock_duration(report.seconds)} on {report.executor} "
-        f"({counted(report.workers, 'worker')})"
-    )
-    if report.interrupted:
-        print(f"interrupted: rerun the same command to resume; {args.out} keeps what finished.")
+        source = _batch_source(args)
+        problem = reuse_problem(args.out, asked(request, source), tasks)  # before the model loads
+        if problem:
+            raise ValueError(problem)
+        executor = make_executor(args.executor, source, store=store, **ray_options)
+        try:
+            report = run_batch(request, executor, store, ProgressBar(), log=say)
+        finally:
+            executor.close()
+    except KeyboardInterrupt:
+        print(f"interrupted before any task ran; {args.out} is as it was: rerun the same command to start.")
         return 130
+    if report.stage == "load":
+        print(interrupted_line(report, args.out))
+        return 130
+    print(counts_line(report))
     batch = BatchTable.load(args.out)
+    for line in failure_lines(batch):  # each failed task's reason, on stderr like the skipped rows
+        say(line)
+    if report.interrupted:
+        print(interrupted_line(report, args.out))
+        return 130
     for note in batch.notes:  # rows of an earlier run's table that cannot be read: left out, named
         print(note)
-    for label in batch.labels:
-        scores = mib_scores(batch, label)
-        if not scores:
-            continue
-        bands = curve_bands(batch, label)
-        grid = "MIB's budgets" if scores["mib_grid"] else "these budgets"
-        stored = batch.rows(label).num_rows  # the figures are over the tasks that pass the check
-        shown = f"{scores['n_prompts']} prompts" + (
-            f" (of {stored} stored: those that pass the validity check)"
-            if stored != scores["n_prompts"]
-            else ""
-        )
-        print(f"{label}: {shown}; CPR {score_text(scores['cpr'])}, CMD {score_text(scores['cmd'])} ({grid})")
-        print("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
-        print("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
-        needed = curve_bands(batch, label, "necessity")
-        if needed:
-            print("  necess. " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
+    for line in summary_lines(batch):
+        print(line)
     print(f"wrote {args.out / 'results.parquet'}; open it on the app's Dataset page")
     return 0
 
