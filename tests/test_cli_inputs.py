@@ -112,3 +112,21 @@ def test_options_that_would_be_ignored_or_overridden_are_refused(capsys, no_load
         )
     empty = ["discover", *IOI[:3], "", *IOI[4:]]
     _refused(capsys, empty, "--answer is empty")
+
+
+def test_a_table_over_a_weak_or_reversed_difference_says_so():
+    """With --no-task-check a run printed NDF 0.406 and necessity 0.858 over a clean-corrupted
+    difference of -0.009 with nothing under the table."""
+    from circuitviz.core.curves import Baseline, CurvePoint
+    from circuitviz.entry.tables import format_table
+
+    curve = [CurvePoint(10, 10, 7.0, 0.4, 0.406, necessity=0.858)]
+    reversed_ = format_table(Baseline(7.0622, 7.0708), curve, 100, metric="logit_diff")
+    assert (
+        "note: the clean-corrupted difference is -0.0086 (reversed: the corruption raises the metric"
+        in reversed_
+    )
+    small = format_table(Baseline(0.5, 0.45), curve, 100, metric="logprob")
+    assert "is +0.05 (too small; the task check asks for at least 0.3)" in small
+    assert "note:" not in format_table(Baseline(5.0, 1.0), curve, 100, metric="logit_diff")
+    assert "note:" not in format_table(Baseline(7.0, 7.1), curve, 100)  # metric not known: nothing said

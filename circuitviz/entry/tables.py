@@ -7,9 +7,17 @@ import math
 from ..core.curves import Baseline, CurvePoint, empty_budgets_note
 
 
-def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, kept: str = "edges") -> str:
+def format_table(
+    baseline: Baseline,
+    curve: list[CurvePoint],
+    total_edges: int,
+    kept: str = "edges",
+    metric: str | None = None,
+) -> str:
     """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
-    what a budget counts, edges or (edge, position) units)."""
+    what a budget counts, edges or (edge, position) units). With the task's ``metric``, a line
+    under it when the clean-corrupted difference is below what the task check asks for (a run with
+    --no-task-check: NDF 0.406 and necessity 0.858 were printed over a difference of -0.009)."""
     complete = any(not math.isnan(point.completeness) for point in curve)  # measured when asked for
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
@@ -30,7 +38,27 @@ def format_table(baseline: Baseline, curve: list[CurvePoint], total_edges: int, 
     if complete:
         lines.append(
             "completeness: 1 - how differently the circuit and the whole model respond when a random half "
-            "of the circuit is removed from both (8 halves); 1: the model holds no route the circuit lacks"
+            "of the circuit is removed from both (8 halves); 1: the model holds no route the circuit lacks; "
+            "0 also stands for any difference larger than the clean-corrupted one (clipped)"
         )
+    weak = _weak_difference(baseline, metric)
+    if weak:
+        lines.append(weak)
     empty = empty_budgets_note(curve, kept)
     return "\n".join([*lines, empty] if empty else lines)
+
+
+def _weak_difference(baseline: Baseline, metric: str | None) -> str:
+    """The line saying the figures divide by a difference too small (or reversed) to mean much;
+    '' when it is as large as the task check asks for, or the metric is not known."""
+    from ..measure.task_validity import MIN_GAP
+
+    threshold = MIN_GAP.get(metric or "")
+    gap = baseline.clean - baseline.corrupted
+    if threshold is None or gap >= threshold:
+        return ""
+    how = "reversed: the corruption raises the metric" if gap < 0 else "too small"
+    return (
+        f"note: the clean-corrupted difference is {gap:+.3g} ({how}; the task check asks for at least "
+        f"{threshold:g}): NFS, NDF, necessity and completeness divide by it and mean little here."
+    )
