@@ -366,7 +366,9 @@ def test_cli_batch_end_to_end(tmp_path, monkeypatch, capsys):
     assert cli.main(argv) == 0
     assert "5 finished (5 found in the store)" in capsys.readouterr().out
     assert cli.main([*argv, "--strict"]) == 2
-    assert "error: 1 rows of tasks.jsonl are bad" in capsys.readouterr().err
+    strict = capsys.readouterr().err  # the row is named, not called skipped, and the file refused
+    assert "error: 1 row of tasks.jsonl is bad (listed above) and --strict refuses the file" in strict
+    assert "line 6 is not valid JSON" in strict and "skipped" not in strict
     assert cli.main(["batch", "--generate", "poems", "--out", str(tmp_path / "g")]) == 2
     assert "--generate knows ioi, arithmetic, factual" in capsys.readouterr().err
 

@@ -145,10 +145,12 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
     """Tasks from the text of a JSONL or CSV file; every bad row is a problem sentence."""
     if fmt not in ("jsonl", "csv"):
         raise DatasetError(f"Unknown dataset format {fmt!r}; give a .jsonl or .csv file.")
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Excel, Windows tools) is no text
     records = _jsonl_records(text) if fmt == "jsonl" else _csv_records(text)
     tasks: list[DatasetTask] = []
     problems: list[str] = []
     seen: dict[str, int] = {}
+    seen_tasks: dict[PromptTask, int] = {}  # a task twice would be one result under one store key
     for number, record, error in records:
         if error is not None:
             problems.append(error)
@@ -161,7 +163,14 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
         if item.id in seen:
             problems.append(f"line {number}: id {shown(item.id)} is already used on line {seen[item.id]}.")
             continue
+        if item.task in seen_tasks:
+            problems.append(
+                f"line {number} is the task of line {seen_tasks[item.task]} again (the same prompt, "
+                "corruption, answer, foils and metric)."
+            )
+            continue
         seen[item.id] = number
+        seen_tasks[item.task] = number
         tasks.append(item)
     if not tasks:
         first = f" ({problems[0].rstrip('.')})" if problems else ""  # one full stop, at the end
@@ -170,14 +179,14 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
 
 
 def read_dataset(path: str | Path) -> Dataset:
-    """Tasks from a .jsonl (or .json lines) or .csv file."""
+    """Tasks from a .jsonl (or .json lines) or .csv file, UTF-8 (a byte-order mark is skipped)."""
     path = Path(path)
     suffix = path.suffix.lower()
     fmt = "csv" if suffix == ".csv" else "jsonl" if suffix in (".jsonl", ".json", ".ndjson") else None
     if fmt is None:
         raise DatasetError(f"{path.name} is neither .jsonl nor .csv; give the tasks in one of those formats.")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # UTF-8, with or without a byte-order mark
     except FileNotFoundError:
         raise DatasetError(f"No dataset file at {path}.") from None
     except UnicodeDecodeError:

@@ -11,9 +11,7 @@ reason and never stops the batch.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -23,14 +21,18 @@ import pyarrow as pa
 
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
-from ..core.text import clock_duration
+from ..core.text import shown
 from ..entry.request import Request
-from ..methods import config_to_dict, get_method
-from .atlas import CONSENSUS, MANIFEST, BatchTable, circuit_matrix, consensus_edges, mib_budgets
+from .atlas import MANIFEST, mib_budgets
+from .consensus_run import earlier_consensus, evaluate_consensus
 from .dataset import DatasetTask, write_tasks
 from .mmlu import selection_lines
-from .table import TableWriter, _write_atomic, failure_row, finish, latest_by_key, read_rows, result_row
-from .work import MaskGroup, WorkGroup, worker_name
+from .progress import BatchState, ProgressBar, report
+from .reuse import asked, method_configs, reuse_problem, write_request
+from .table import TableWriter, failure_row, finish, latest_by_key, read_rows, result_row
+from .work import WorkGroup, worker_name
+
+__all__ = ["BatchReport", "BatchRequest", "BatchState", "MethodRun", "ProgressBar", "run_batch"]
 
 DEFAULT_BATCH_TASKS = 16
 DEFAULT_TOP_EDGES = 100
@@ -68,37 +70,11 @@ class BatchRequest:
 
 
 @dataclass
-class BatchState:
-    """Where a batch stands, for a progress display."""
-
-    total: int = 0
-    done: int = 0  # finished this run, ok or failed
-    skipped: int = 0  # found finished in the store
-    refused: int = 0  # could not start (the tokenizer refused the task): finished, not in the rate
-    failed: int = 0
-    in_flight: float = 0.0  # finished share of the groups running now, in items
-    driver_seconds: float = 0.0  # spent storing results and writing rows (the driver's share)
-    started: float = field(default_factory=time.perf_counter)
-    phase: str = "discover"
-
-    @property
-    def remaining(self) -> float:
-        return max(self.total - self.skipped - self.refused - self.done - self.in_flight, 0.0)
-
-    @property
-    def rate(self) -> float:
-        """Items computed a second this run (found and refused ones left out)."""
-        elapsed = time.perf_counter() - self.started
-        return (self.done + self.in_flight) / elapsed if elapsed > 0 else 0.0
-
-    @property
-    def eta(self) -> float | None:
-        return self.remaining / self.rate if self.rate > 0 else None
-
-
-@dataclass
 class BatchReport:
-    """What a batch did: counts, wall time, where it wrote, whether it was interrupted."""
+    """What a batch did: counts, wall time, where it wrote, whether it was interrupted (``stage``:
+    where: "load" before the tasks were planned, when nothing was written and ``manifest`` is
+    empty; "tokenize" or "discover" after). ``failed``: the rows that did not finish, those the
+    tokenizer refused before running included (the manifest counts the two apart)."""
 
     out: Path
     items: int
@@ -110,42 +86,7 @@ class BatchReport:
     executor: str
     workers: int
     manifest: dict
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr: items, rate, ETA, found and failed counts."""
-
-    def __init__(self, stream=None, width: int = 24, every: float = 0.5):
-        self.stream = stream or sys.stderr
-        self.width, self.every = width, every
-        self.last = 0.0
-
-    def line(self, state: BatchState) -> str:
-        finished = state.skipped + state.refused + state.done + state.in_flight
-        share = finished / state.total if state.total else 1.0
-        filled = int(round(self.width * share))
-        rate = state.rate
-        rate_text = (
-            f"{rate:.2f} items/s" if rate >= 0.1 else (f"{60 * rate:.1f} items/min" if rate else "-- items/s")
-        )
-        extra = [f"{state.skipped} from the store"] if state.skipped else []
-        extra += [f"{state.failed} failed"] if state.failed else []
-        note = f" ({', '.join(extra)})" if extra else ""
-        return (
-            f"{state.phase:<10} [{'#' * filled}{'.' * (self.width - filled)}] {int(finished)}/{state.total} "
-            f"{rate_text}, ETA {clock_duration(state.eta)}, elapsed {clock_duration(time.perf_counter() - state.started)}{note}"
-        )
-
-    def __call__(self, state: BatchState) -> None:
-        now = time.monotonic()
-        if now - self.last < self.every:
-            return
-        self.last = now
-        print("\r" + self.line(state), end="", file=self.stream, flush=True)
-
-    def finish(self, state: BatchState) -> None:
-        """The phase's last line, kept on screen."""
-        print("\r" + self.line(state), file=self.stream, flush=True)
+    stage: str = ""
 
 
 @dataclass
@@ -167,19 +108,6 @@ def _resolve_budgets(budgets, n_edges: int) -> list[int]:
     return chosen
 
 
-def _method_configs(methods: list[MethodRun]) -> list[tuple[str, object, dict]]:
-    """(name, config, config as plain values) of each method; a setting no method has is refused."""
-    found = []
-    for run in methods:
-        method = get_method(run.name)
-        config = method.make_config(run.settings)
-        found.append((method.name, config, config_to_dict(config)))
-    names = [(name, json.dumps(plain, sort_keys=True)) for name, _, plain in found]
-    if len(set(names)) != len(names):
-        raise ValueError("A method is asked for twice with the same settings; name each once.")
-    return found
-
-
 class _Run:
     """One batch run: its plan, its writer and its progress (``run_batch`` drives it)."""
 
@@ -189,6 +117,8 @@ class _Run:
         self.out = Path(request.out)
         self.state = BatchState()
         self.running = 0  # items in the group now running (its progress is a share of them)
+        self.discovery_seconds = 0.0
+        self.stage = "load"
 
     # ----- planning ------------------------------------------------------------------------------
     def plan(self) -> None:
@@ -199,7 +129,7 @@ class _Run:
         self.budgets = _resolve_budgets(request.budgets, self.spec.n_edges)
         limit = request.keep_edges if request.keep_edges is not None else max(1, self.spec.n_edges // 10)
         self.keep = [b for b in self.budgets if b <= limit]
-        self.methods = _method_configs(request.methods)
+        self.methods = method_configs(request.methods)
         self.selection: dict = {}
         if request.tasks is not None:
             self.tasks = list(request.tasks)
@@ -221,6 +151,11 @@ class _Run:
                 self.say(problem)
         else:
             raise ValueError("Give a dataset file or --generate FAMILY to run a batch on.")
+        self.keys = [  # each task's key under the first method: equal keys are equal tasks
+            self._key(task_index, 0) if self.methods else "" for task_index in range(len(self.tasks))
+        ]
+        _refuse_repeats(self.tasks, self.keys)
+        self.out.mkdir(parents=True, exist_ok=True)
         write_tasks(self.out / "tasks.jsonl", self.tasks)
         self.items = [
             _Item(number, task_index, method_index, self._key(task_index, method_index))
@@ -229,10 +164,6 @@ class _Run:
             )
         ]
         self.keys = [item.key for item in self.items]
-        if len(set(self.keys)) != len(self.keys):
-            raise ValueError(
-                "Two tasks of the dataset are the same prompt, answer and foils; give each once."
-            )
         self.state.total = len(self.items)
         self.shapes: list = [None] * len(self.tasks)
         self.writer = TableWriter(self.out)
@@ -291,8 +222,7 @@ class _Run:
         for item in pending:
             shape = self.shapes[item.task_index]
             if isinstance(shape, str):
-                self._fail(item, shape, worker=worker_name())
-                self.state.refused += 1
+                self._fail(item, shape, worker=worker_name(), refused=True)
             else:
                 fit.append(item)
         return fit
@@ -308,7 +238,10 @@ class _Run:
             row["seconds"] = seconds
         self.writer.add(row)
 
-    def _fail(self, item: _Item, error: str, seconds: float | None = None, worker: str = "") -> None:
+    def _fail(
+        self, item: _Item, error: str, seconds: float | None = None, worker: str = "", refused: bool = False
+    ) -> None:
+        """A failed row; ``refused``: the task could not start (counted apart from the failed)."""
         name, _, plain = self.methods[item.method_index]
         task = self.tasks[item.task_index]
         where = f"line {task.line}: " if task.line else ""
@@ -317,7 +250,10 @@ class _Run:
             seconds=seconds, worker=worker, executor=self.executor.name,
         )  # fmt: skip
         self.writer.add(row)
-        self.state.failed += 1
+        if refused:
+            self.state.refused += 1
+        else:
+            self.state.failed += 1
 
     # ----- running --------------------------------------------------------------------------------
     def on_outcomes(self, outcomes) -> None:
@@ -334,11 +270,11 @@ class _Run:
         self.state.in_flight = 0.0
         self.state.driver_seconds += time.perf_counter() - begin
         self.running = next(self.sizes, 0)
-        _report(self.progress, self.state)
+        report(self.progress, self.state)
 
     def on_progress(self, fraction: float) -> None:
         self.state.in_flight = fraction * self.running
-        _report(self.progress, self.state)
+        report(self.progress, self.state)
 
     def execute(self, items: list[_Item]) -> bool:
         """Run the items' groups; True when Ctrl-C stopped them (what finished is kept)."""
@@ -349,7 +285,7 @@ class _Run:
         self.state.started = time.perf_counter()
         interrupted = False
         try:
-            _report(self.progress, self.state)
+            report(self.progress, self.state)
             if groups:
                 self.executor.run(groups, self.on_outcomes, self.on_progress)
         except KeyboardInterrupt:
@@ -357,7 +293,7 @@ class _Run:
         finally:
             self.writer.flush()
         self.discovery_seconds = time.perf_counter() - self.state.started
-        _report(self.progress, self.state, final=True)
+        report(self.progress, self.state, final=True)
         return interrupted
 
     def manifest(self, table: pa.Table, consensus: dict | None, interrupted: bool, seconds: float) -> dict:
@@ -383,13 +319,13 @@ class _Run:
                 "problems": list(request.problems),
                 "selection": self.selection,
             },
-            "counts": {
+            "counts": {  # each row once: done + failed + refused (+ not run when interrupted) = items
                 "items": len(self.items),
-                "computed": state.done,
-                "refused": state.refused,
-                "from_store": state.skipped,
-                "failed": statuses.count("failed"),
                 "done": statuses.count("done"),
+                "failed": statuses.count("failed") - state.refused,
+                "refused": state.refused,
+                "computed": state.done,
+                "from_store": state.skipped,
             },
             "seconds": seconds,
             "discovery_seconds": self.discovery_seconds,
@@ -400,7 +336,7 @@ class _Run:
         }
         previous = self.out / MANIFEST
         if interrupted and previous.exists():  # keep what an earlier run found about the consensus
-            manifest["consensus"] = _earlier_consensus(self.out) or None
+            manifest["consensus"] = earlier_consensus(self.out) or None
         (self.out / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         return manifest
 
@@ -441,154 +377,69 @@ def run_batch(
     closes it. Ctrl-C ends the run cleanly: what finished is kept and the report says
     ``interrupted``."""
     begin = time.perf_counter()
-    Path(request.out).mkdir(parents=True, exist_ok=True)
+    record = asked(request, executor.source)
+    problem = reuse_problem(request.out, record, request.tasks)
+    if problem:
+        raise ValueError(problem)
     run = _Run(request, executor, store, progress, log or (lambda text: None))
-    run.plan()
-    interrupted = run.execute(run.runnable(run.pending()))
+    try:
+        run.plan()  # loads the model, and draws the tasks when they are generated
+    except KeyboardInterrupt:  # nothing was written: the folder is as it was
+        return BatchReport(Path(request.out), 0, 0, 0, 0, time.perf_counter() - begin, True,
+                           executor.name, executor.workers, {}, stage="load")  # fmt: skip
+    write_request(run.out, record)
+    interrupted = False
+    try:
+        run.stage = "tokenize"
+        fit = run.runnable(run.pending())
+        run.stage = "discover"
+        interrupted = run.execute(fit)
+    except KeyboardInterrupt:  # while the tasks were measured: the refused ones are kept
+        interrupted = True
+        run.writer.flush()
     table = finish(run.out, run.keys)
     consensus = None
     if not interrupted and request.consensus:
         try:
-            consensus = _consensus(run, table)
+            consensus = evaluate_consensus(run, table)
         except KeyboardInterrupt:
-            interrupted = True
+            interrupted, run.stage = True, "consensus"
     manifest = run.manifest(table, consensus, interrupted, time.perf_counter() - begin)
     return BatchReport(
         out=run.out,
         items=len(run.items),
         computed=run.state.done,
         skipped=run.state.skipped,
-        failed=manifest["counts"]["failed"],
+        failed=manifest["counts"]["failed"] + manifest["counts"]["refused"],
         seconds=manifest["seconds"],
         interrupted=interrupted,
         executor=executor.name,
         workers=executor.workers,
         manifest=manifest,
+        stage=run.stage,
     )
 
 
-def _report(progress, state: BatchState, final: bool = False) -> None:
-    """Hand the state to ``progress``; at a phase's end ``progress.finish`` too, when it has one."""
-    if progress is None:
+def _refuse_repeats(tasks: list[DatasetTask], keys: list[str]) -> None:
+    """Tasks given twice (the same prompt, corruption, answer, foils and metric) in one sentence
+    naming them; a dataset file's repeats are left out when it is read (``dataset.py``)."""
+    first: dict[str, int] = {}
+    repeats = []
+    for index, key in enumerate(keys):
+        if key in first:
+            repeats.append((first[key], index))
+        else:
+            first[key] = index
+    if not repeats:
         return
-    if final and hasattr(progress, "finish"):
-        progress.finish(state)
-    else:
-        progress(state)
 
+    def where(index: int) -> str:
+        item = tasks[index]
+        return f"line {item.line}" if item.line else f"task {index + 1:,} ({shown(item.id)})"
 
-# ----- the consensus circuits, evaluated on every prompt ----------------------------------------
-CONSENSUS_SCHEMA = pa.schema(
-    [
-        ("label", pa.string()),
-        ("budget", pa.int32()),
-        ("threshold", pa.float64()),
-        ("n_edges", pa.int32()),
-        ("task_index", pa.int32()),
-        ("task_id", pa.string()),
-        ("metric", pa.float64()),
-        ("nfs", pa.float64()),
-        ("ndf", pa.float64()),
-        ("error", pa.string()),
-    ]
-)
-
-
-def consensus_circuits(batch: BatchTable, threshold: float) -> dict[str, tuple[str, int, list[int]]]:
-    """{name: (series label, budget, edge indices)}: each series' consensus at its kept budgets."""
-    circuits = {}
-    for label in batch.labels:
-        if batch.rows(label).num_rows < 2:
-            continue  # one prompt's consensus is its own circuit
-        for budget in batch.kept_budgets(label):
-            edges = consensus_edges(circuit_matrix(batch, label, budget), threshold)
-            circuits[f"{label} @ {budget}"] = (label, int(budget), edges.tolist())
-    return circuits
-
-
-def _digest(data) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def _earlier_consensus(out: Path) -> dict:
-    """What an earlier run of this folder recorded about its consensus evaluation ({} if none, or
-    if its manifest does not read as one: the evaluation then runs again)."""
-    try:
-        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    consensus = manifest.get("consensus") if isinstance(manifest, dict) else None
-    return consensus if isinstance(consensus, dict) else {}
-
-
-def _consensus(run: _Run, table: pa.Table) -> dict | None:
-    """Each series' consensus circuit at every kept budget, evaluated on every prompt with a
-    finished row (``consensus.parquet``); skipped when the same circuits on the same prompts were
-    evaluated before."""
-    out, executor, tasks, request, progress = run.out, run.executor, run.tasks, run.request, run.progress
-    batch = BatchTable(
-        table=table,
-        manifest={"model": {"graph": run.spec.to_cfg_dict()}, "n_edges": run.spec.n_edges},
-        folder=out,
+    named = "; ".join(f"{where(b)} repeats {where(a)}" for a, b in repeats[:3])
+    more = f"; and {len(repeats) - 3:,} more" if len(repeats) > 3 else ""
+    raise ValueError(
+        f"{len(repeats):,} tasks repeat another's prompt, corruption, answer and foils ({named}{more}); "
+        "give each task once."
     )
-    circuits = consensus_circuits(batch, float(request.consensus))
-    done = sorted(set(batch.rows().column("task_index").to_pylist()))
-    run.measure(done)  # tasks finished in an earlier run have no shape yet
-    shapes = run.shapes
-    done = [i for i in done if not isinstance(shapes[i], str)]
-    if not circuits or not done:
-        return None
-    digest = _digest({"circuits": circuits, "tasks": [tasks[i].task.to_dict() for i in done]})
-    before = _earlier_consensus(out)
-    if before.get("digest") == digest and (out / CONSENSUS).exists():
-        return before
-    begin = time.perf_counter()
-    masks = {name: edges for name, (_, _, edges) in circuits.items()}
-    by_shape: dict = {}
-    for index in done:
-        by_shape.setdefault(shapes[index], []).append(index)
-    size = max(1, int(request.batch_tasks))
-    groups = [
-        MaskGroup(
-            masks=masks,
-            items=[(i, tasks[i]) for i in members[start : start + size]],
-            max_tokens=request.max_tokens,
-        )
-        for _, members in sorted(by_shape.items(), key=lambda entry: str(entry[0]))
-        for start in range(0, len(members), size)
-    ]
-    state = BatchState(total=len(done), phase="consensus")
-    rows: list[dict] = []
-
-    def on_found(found) -> None:
-        for task_index, points, error in found:
-            for name, (label, budget, edges) in circuits.items():
-                point = None if points is None else points[list(masks).index(name)]
-                rows.append(
-                    {
-                        "label": label,
-                        "budget": budget,
-                        "threshold": float(request.consensus),
-                        "n_edges": len(edges),
-                        "task_index": task_index,
-                        "task_id": tasks[task_index].id,
-                        "metric": None if point is None else point.metric,
-                        "nfs": None if point is None else point.nfs,
-                        "ndf": None if point is None else point.ndf,
-                        "error": error,
-                    }
-                )
-            state.done += 1
-        if progress:
-            progress(state)
-
-    executor.evaluate(groups, on_found)
-    _report(progress, state, final=True)
-    _write_atomic(pa.Table.from_pylist(rows, schema=CONSENSUS_SCHEMA), out / CONSENSUS)
-    return {
-        "threshold": float(request.consensus),
-        "digest": digest,
-        "circuits": {name: len(edges) for name, (_, _, edges) in circuits.items()},
-        "prompts": len(done),
-        "seconds": time.perf_counter() - begin,
-    }
