@@ -65,6 +65,7 @@ with columns[2]:
     foil = steer.shared_text_input("foil", "foil", "steer.foil", default=example["foil"])
 result = state.result_for(state.session.method, model_id, prompt)
 result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
+result = result or steer.stored_circuit(model, model_id, prompt, answer, foil)  # a link opened anew
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(

@@ -588,6 +588,41 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     assert [box.value for box in at.text_area if box.value == PROMPT] == [PROMPT]
 
 
+def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch):
+    """A Steer link opened in a new browser said "No circuit has been computed for this prompt
+    yet" while the result store held the circuit its link names (an audit): it reads it now."""
+    pytest.importorskip("streamlit")
+    from explore_session import QUERY, explore_session, run_it
+    from streamlit.testing.v1 import AppTest
+
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.bench.toy_models import tiny_app_model
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
+    width = tiny_app_model("tiny", None).cfg.d_model
+    save_sae(make_sae(width, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+
+    def steer_from_the_link():
+        at = AppTest.from_file("../app.py", default_timeout=300)
+        for name, value in QUERY.items():
+            at.query_params[name] = value
+        at.switch_page("pages/steer.py").run()
+        at.radio(key="steer.source").set_value("local folder").run()
+        at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+        assert not at.exception, at.exception
+        return [caption.value for caption in at.caption]
+
+    assert any("No circuit of this prompt is open" in c for c in steer_from_the_link())  # none stored
+    explored = run_it(explore_session())  # Explore computes it, and the store keeps it
+    assert not explored.exception, explored.exception
+    loaders._REMEMBERED.clear()
+    said = steer_from_the_link()
+    assert any(c.startswith("The ") and "nodes of the circuit at budget" in c for c in said), said
+
+
 def test_steer_page_keeps_its_example_foil_to_its_own_example(tmp_path, monkeypatch):
     """A prompt chosen elsewhere (a link) with no foil is not paired with the example's ' he'."""
     pytest.importorskip("streamlit")

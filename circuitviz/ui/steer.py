@@ -119,3 +119,34 @@ def feature_options(labels: dict) -> dict[tuple[int, int], str]:
         also = f" (also {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
         options[key] = f"{nodes[0]}: {text[key]}{also}"
     return options
+
+
+def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
+    """The stored result of the request the page's link names (its prompt, corrupted prompt, answer,
+    foil, metric, method, settings and budgets, as Explore would make it), or None: a link opened
+    in a new browser said no circuit had been computed while the store held one. Never computes."""
+    from ..core.tasks import PromptTask
+    from ..entry.api import parse_budgets
+    from ..methods import available_methods
+    from .forms import build_config
+    from .inputs import task_foils
+    from .loaders import request_for
+
+    session = state.session
+    method = available_methods().get(session.method or "")
+    if method is None or not session.corrupted or not session.budgets:
+        return None
+    try:
+        budgets = parse_budgets(session.budgets, least=1)
+    except ValueError:
+        return None
+    config, problem = build_config(method, state.method_settings(state.Session.settings.key, method.name))
+    if problem is not None:
+        return None
+    metric = session.metric or "logit_diff"
+    task = PromptTask(prompt, session.corrupted, answer, task_foils(answer, foil), metric)
+    try:
+        request = request_for(model, model_id, task, method.name, config, budgets)
+    except ValueError:  # settings or limits that refuse it: nothing stored under it either
+        return None
+    return state.stored_result(request)
