@@ -130,3 +130,19 @@ def test_a_table_over_a_weak_or_reversed_difference_says_so():
     assert "is +0.05 (too small; the task check asks for at least 0.3)" in small
     assert "note:" not in format_table(Baseline(5.0, 1.0), curve, 100, metric="logit_diff")
     assert "note:" not in format_table(Baseline(7.0, 7.1), curve, 100)  # metric not known: nothing said
+
+
+def test_a_drawn_budget_the_run_did_not_evaluate_is_said(capsys, tmp_path, monkeypatch):
+    """--html-budget 77 drew 'budget 77: 54 edges' though the table has no row for 77."""
+    from circuitviz.bench.toy_models import tiny_model
+
+    model = tiny_model("gpt2")
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny", 0.0))
+    page = tmp_path / "g.html"
+    base = ["discover", *IOI, "--method", "eap", "--budgets", "5,10", "--no-cache", "--no-task-check"]
+    assert cli.main([*base, "--html", str(page), "--html-budget", "7"]) == 0
+    assert "(budget 7: " in capsys.readouterr().out.split("wrote")[-1]
+    assert cli.main([*base, "--html", str(page), "--html-budget", "7"]) == 0
+    assert "not among the evaluated budgets, so no NDF" in capsys.readouterr().out
+    assert cli.main([*base, "--html", str(page), "--html-budget", "10"]) == 0
+    assert "not among the evaluated" not in capsys.readouterr().out

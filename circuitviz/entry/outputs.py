@@ -53,4 +53,6 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
     path.write_text(drawing.html, encoding="utf-8")
     left_out = f"; {drawing.n_left_out:,} weaker edges left out" if drawing.n_left_out else ""
-    print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out})")
+    # a budget the run did not evaluate is drawn (the top edges by score) but has no NDF in the table
+    unmeasured = "" if result.point(budget) is not None else "; not among the evaluated budgets, so no NDF"
+    print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out}{unmeasured})")
