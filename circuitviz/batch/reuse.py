@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ..core.text import shown
 from ..methods import config_to_dict, get_method
 from .atlas import MANIFEST, mib_budgets
@@ -52,7 +55,7 @@ def asked(request, source) -> dict:
     else:
         dataset = {"generate": list(request.generate or ()), "subjects": list(request.subjects)}
     return {
-        "model": {"model_id": source.model_id, "dtype": source.dtype, "backend": source.backend},
+        "model": {key: getattr(source, key, None) for key in ("model_id", "dtype", "backend")},
         "methods": [{"name": name, "config": plain} for name, _, plain in method_configs(request.methods)],
         "budgets": _budgets(request.budgets),
         "max_tokens": request.max_tokens,
@@ -92,7 +95,16 @@ def _from_manifest(manifest: dict) -> dict:
 
 
 def _has_rows(folder: Path) -> bool:
-    return (folder / TABLE).exists() or any((folder / PARTS).glob("part-*.parquet"))
+    """Whether the folder holds any row (an empty table, left by a batch stopped before its first
+    row, holds nothing to lose; a table that does not read is counted as rows)."""
+    if any((folder / PARTS).glob("part-*.parquet")):
+        return True
+    if not (folder / TABLE).exists():
+        return False
+    try:
+        return pq.ParquetFile(folder / TABLE).metadata.num_rows > 0
+    except (OSError, ValueError, pa.ArrowException):
+        return True
 
 
 def _listed(budgets) -> str:
@@ -164,6 +176,18 @@ def _data_text(data: dict) -> str:
     return f"{data.get('n_tasks', '?')} tasks of {data.get('source') or 'a file'}"
 
 
+def _task_fields(item) -> dict[str, str]:
+    task = item.task
+    return {
+        "prompt": shown(task.clean),
+        "corruption": shown(task.corrupted),
+        "answer": shown(task.answer),
+        "foils": ", ".join(shown(foil) for foil in task.foils) or "none",
+        "metric": task.metric,
+        "id": shown(item.id),
+    }
+
+
 def _task_difference(folder: Path, tasks) -> str | None:
     """Where the dataset of this run departs from the tasks the folder ran (the same tasks followed
     by new ones is no difference: nothing of the earlier batch is lost)."""
@@ -176,9 +200,15 @@ def _task_difference(folder: Path, tasks) -> str | None:
     for index, item in enumerate(earlier):
         if index >= len(tasks):
             return f"it ran {len(earlier):,} tasks and this run has {len(tasks):,}"
-        if item.task != tasks[index].task or item.id != tasks[index].id:
-            where = f"line {tasks[index].line}" if tasks[index].line else f"task {index + 1:,}"
-            return f"its task {index + 1:,} was {shown(item.task.clean)}, not {where}'s {shown(tasks[index].task.clean)}"
+        now = tasks[index]
+        then_fields, now_fields = _task_fields(item), _task_fields(now)
+        for name in then_fields:
+            if then_fields[name] != now_fields[name]:
+                where = f"line {now.line}" if now.line else f"task {index + 1:,}"
+                return (
+                    f"its task {index + 1:,} had the {name} {then_fields[name]}, "
+                    f"not {where}'s {now_fields[name]}"
+                )
     return None
 
 

@@ -377,7 +377,7 @@ def run_batch(
     closes it. Ctrl-C ends the run cleanly: what finished is kept and the report says
     ``interrupted``."""
     begin = time.perf_counter()
-    record = asked(request, executor.source)
+    record = asked(request, getattr(executor, "source", None))
     problem = reuse_problem(request.out, record, request.tasks)
     if problem:
         raise ValueError(problem)
