@@ -17,12 +17,10 @@ from ..core.refusals import EMPTY_PROMPT, prompt_over_limit
 from ..core.results import parse_circuit, read_circuit_text
 from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import (
-    clock_duration,
     counted,
     invisible_sentence,
     only_invisible,
     os_error_sentence,
-    score_text,
     settings_text,
 )
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
@@ -314,9 +312,9 @@ def cmd_discover(args) -> int:
     if result.positions:
         total = n_units(result.graph, len(result.tokens.get("clean", [])))
         print(f"position graph: {total} (edge, position) units; budgets count units")
-        print(format_table(result.baseline, result.curve, total, kept="units"))
+        print(format_table(result.baseline, result.curve, total, kept="units", metric=result.task.metric))
     else:
-        print(format_table(result.baseline, result.curve, result.graph.n_edges))
+        print(format_table(result.baseline, result.curve, result.graph.n_edges, metric=result.task.metric))
     if args.completeness and result.positions:
         print(
             "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
@@ -372,7 +370,7 @@ def cmd_evaluate(args) -> int:
         )
     for note in loaded.notes:
         print(note)
-    print(format_table(baseline, curve, spec.n_edges))
+    print(format_table(baseline, curve, spec.n_edges, metric=task.metric))
     if len(curve) > 1:
         print(rows)
     return 0
@@ -482,6 +480,7 @@ def cmd_batch(args) -> int:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
+    started = False
     try:  # Ctrl-C before the run's own loop (reading, loading, measuring) ends in one sentence too
         generate, subjects = mmlu_generation(args.dataset, args.subjects, args.n or DEFAULT_N, args.seed)
         batch_checks(args)  # the family and the folder, before anything loads
@@ -490,8 +489,7 @@ def cmd_batch(args) -> int:
         tasks, problems, origin = None, [], ""
         if args.dataset is not None and generate is None:
             tasks, problems, origin = read_file_tasks(args.dataset, args.strict, args.n, say)
-        settings = dict(_parse_setting(item) for item in args.set)
-        settings.update(_settings_given(args))
+        settings = merged_settings(args)  # a flag and --set disagreeing: refused, as discover does
         store = ResultStore(args.store) if args.store else ResultStore()
         ray_options = {}
         if args.executor == "ray":
@@ -523,12 +521,14 @@ def cmd_batch(args) -> int:
         if problem:
             raise ValueError(problem)
         executor = make_executor(args.executor, source, store=store, **ray_options)
+        started = True
         try:
             report = run_batch(request, executor, store, ProgressBar(), log=say)
         finally:
             executor.close()
     except KeyboardInterrupt:
-        print(f"interrupted before any task ran; {args.out} is as it was: rerun the same command to start.")
+        again = "resume; it keeps what finished" if started else "start"
+        print(f"interrupted: rerun the same command to {again}.")
         return 130
     if report.stage == "load":
         print(interrupted_line(report, args.out))
