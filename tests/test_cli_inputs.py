@@ -128,6 +128,7 @@ def test_a_table_over_a_weak_or_reversed_difference_says_so():
     )
     small = format_table(Baseline(0.5, 0.45), curve, 100, metric="logprob")
     assert "is +0.05 (too small; the task check asks for at least 0.3)" in small
+    assert "NFS, NDF and necessity divide by it" in small and "completeness" not in small  # not measured
     assert "note:" not in format_table(Baseline(5.0, 1.0), curve, 100, metric="logit_diff")
     assert "note:" not in format_table(Baseline(7.0, 7.1), curve, 100)  # metric not known: nothing said
 

@@ -41,14 +41,14 @@ def format_table(
             "of the circuit is removed from both (8 halves); 1: the model holds no route the circuit lacks; "
             "0 also stands for any difference larger than the clean-corrupted one (clipped)"
         )
-    weak = _weak_difference(baseline, metric)
+    weak = _weak_difference(baseline, metric, complete)
     if weak:
         lines.append(weak)
     empty = empty_budgets_note(curve, kept)
     return "\n".join([*lines, empty] if empty else lines)
 
 
-def _weak_difference(baseline: Baseline, metric: str | None) -> str:
+def _weak_difference(baseline: Baseline, metric: str | None, complete: bool = False) -> str:
     """The line saying the figures divide by a difference too small (or reversed) to mean much;
     '' when it is as large as the task check asks for, or the metric is not known."""
     from ..measure.task_validity import MIN_GAP
@@ -60,5 +60,6 @@ def _weak_difference(baseline: Baseline, metric: str | None) -> str:
     how = "reversed: the corruption raises the metric" if gap < 0 else "too small"
     return (
         f"note: the clean-corrupted difference is {gap:+.3g} ({how}; the task check asks for at least "
-        f"{threshold:g}): NFS, NDF, necessity and completeness divide by it and mean little here."
+        f"{threshold:g}): NFS, NDF{', necessity and completeness' if complete else ' and necessity'} divide "
+        "by it and mean little here."
     )
