@@ -179,7 +179,7 @@ def test_a_missing_foil_is_what_the_model_predicts_after_the_corrupted_prompt(tm
         (["--method", "magic"], "Unknown method 'magic'"),
         (["--budgets", "ten"], "not a whole number"),
         (["--corrupted", "When Alice went to the store, Carl gave a drink to"], "corrupted prompt"),
-        (["--set", "ig_steps=0"], "ig_steps must be between"),
+        (["--set", "ig_steps=0"], "--ig-steps must be between"),
         (["--set", "colour=red"], "has no setting colour"),
         (["--prompt", "  "], "The prompt is empty"),
     ],

@@ -147,3 +147,16 @@ def test_a_drawn_budget_the_run_did_not_evaluate_is_said(capsys, tmp_path, monke
     assert "not among the evaluated budgets, so no NDF" in capsys.readouterr().out
     assert cli.main([*base, "--html", str(page), "--html-budget", "10"]) == 0
     assert "not among the evaluated" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--method", "edge-pruning", "--steps", "-3"], "--steps must be"),
+        (["--method", "eap-ig", "--ig-steps", "0"], "--ig-steps "),
+        (["--method", "eap-ig", "--set", "ig_steps=0"], "--ig-steps "),
+    ],
+)
+def test_a_settings_range_is_checked_before_the_load_and_named_by_its_flag(capsys, no_load, flags, said):
+    """'--steps -3' was refused after the model's load, naming 'steps' rather than the flag."""
+    _refused(capsys, ["discover", *IOI, *flags], said)

@@ -202,6 +202,23 @@ def merged_settings(args) -> dict:
     return settings
 
 
+def _checked_settings(method, settings: dict) -> None:
+    """The settings' values against the method's ranges before the model loads, named by their
+    flags: '--steps -3' was refused after the load as "steps must be between 0 and 10000". A
+    reference circuit is read against the model's graph, so with one the check waits for it."""
+    if "reference" in settings:
+        return
+    try:
+        method.make_config(method.settings_from_cli(dict(settings)))
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        for name in settings:
+            if message.startswith(f"{name} "):
+                message = f"--{name.replace('_', '-')}{message[len(name) :]}"
+                break
+        raise ValueError(message) from None
+
+
 def _settings_given(args) -> dict:
     """The method settings given as flags (none given: none, so no method is offered settings it lacks)."""
     prefix = "setting_"
@@ -280,6 +297,7 @@ def cmd_discover(args) -> int:
         )
     if args.metric is None and not args.foil and not method.needs_corrupted:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
+    _checked_settings(method, settings)
     task = _task(args)
     if pairs is not None:  # the file's format, before the run (it failed after the table)
         parse_paraphrases(pairs, task)
