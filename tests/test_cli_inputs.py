@@ -160,3 +160,10 @@ def test_a_drawn_budget_the_run_did_not_evaluate_is_said(capsys, tmp_path, monke
 def test_a_settings_range_is_checked_before_the_load_and_named_by_its_flag(capsys, no_load, flags, said):
     """'--steps -3' was refused after the model's load, naming 'steps' rather than the flag."""
     _refused(capsys, ["discover", *IOI, *flags], said)
+
+
+def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_the_load(capsys, no_load):
+    """It was refused after the model's load and the estimate's line."""
+    same = ["discover", "--prompt", IOI[1], "--corrupted", IOI[1], "--answer", " Mary", "--foil", " John"]
+    err = _refused(capsys, same)
+    assert "Estimate" not in err

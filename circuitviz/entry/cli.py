@@ -23,7 +23,7 @@ from ..core.text import (
     os_error_sentence,
     settings_text,
 )
-from ..measure.task_validity import CHECK_ENV, WeakCorruptionError
+from ..measure.task_validity import CHECK_ENV, WeakCorruptionError, identical_prompts_problem
 from ..methods import UnknownMethodError, get_method, setting_flags
 from ..models import EMBEDDED_MODEL, ModelLoadError, load_model
 from ..models.adapter import adapter_of
@@ -257,9 +257,13 @@ def _task(args):
         raise TaskError(
             f"The {metric} metric scores the answer alone; leave --foil out, or use --metric logit_diff."
         )
-    return PromptTask(
+    task = PromptTask(
         clean=args.prompt, corrupted=args.corrupted, answer=args.answer or "", foils=foils, metric=metric
     )
+    identical = identical_prompts_problem(task)  # before the load and the estimate, not after the run's start
+    if identical:
+        raise TaskError(identical)
+    return task
 
 
 def _said(task, sentence: str | None):
