@@ -45,6 +45,7 @@ from .cpu_share import threads_for_run
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
+from .settings_args import checked_settings, merged_settings
 from .tables import format_table
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -188,57 +189,6 @@ def _add_method_settings(parser: argparse.ArgumentParser) -> None:
         group.add_argument(*names, **options)
 
 
-def merged_settings(args) -> dict:
-    """``--set NAME=VALUE`` and the settings' own flags together; the same setting given both ways
-    with two values is refused (the flag won without a word: ``--ig-steps 3 --set ig_steps=5``)."""
-    settings = dict(_parse_setting(item) for item in args.set)
-    for name, value in _settings_given(args).items():
-        if name in settings and settings[name] != value:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(
-                f"{flag} {value} and --set {name}={settings[name]} disagree; give the setting once."
-            )
-        settings[name] = value
-    return settings
-
-
-def _checked_settings(method, settings: dict) -> None:
-    """The settings' values against the method's ranges before the model loads, named by their
-    flags: '--steps -3' was refused after the load as "steps must be between 0 and 10000". A
-    reference circuit is read against the model's graph, so with one the check waits for it."""
-    if "reference" in settings:
-        return
-    try:
-        method.make_config(method.settings_from_cli(dict(settings)))
-    except (TypeError, ValueError) as error:
-        message = str(error)
-        for name in settings:
-            if message.startswith(f"{name} "):
-                message = f"--{name.replace('_', '-')}{message[len(name) :]}"
-                break
-        raise ValueError(message) from None
-
-
-def _settings_given(args) -> dict:
-    """The method settings given as flags (none given: none, so no method is offered settings it lacks)."""
-    prefix = "setting_"
-    return {
-        name[len(prefix) :]: value
-        for name, value in vars(args).items()
-        if name.startswith(prefix) and value is not None
-    }
-
-
-def _parse_setting(text: str) -> tuple[str, object]:
-    name, separator, value = text.partition("=")
-    if not separator:
-        raise ValueError(f"Setting {text!r} needs the form NAME=VALUE.")
-    try:
-        return name.strip().replace("-", "_"), json.loads(value)
-    except json.JSONDecodeError:
-        return name.strip().replace("-", "_"), value
-
-
 def _task(args):
     if not args.prompt.strip():  # said before the model loads
         raise TaskError(EMPTY_PROMPT)
@@ -301,7 +251,7 @@ def cmd_discover(args) -> int:
         )
     if args.metric is None and not args.foil and not method.needs_corrupted:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
-    _checked_settings(method, settings)
+    checked_settings(method, settings)
     task = _task(args)
     if pairs is not None:  # the file's format, before the run (it failed after the table)
         parse_paraphrases(pairs, task)
