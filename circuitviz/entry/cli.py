@@ -302,7 +302,9 @@ def cmd_discover(args) -> int:
     ):
         print(line)
     if args.out:
-        args.out.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
+        part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
+        part.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
+        os.replace(part, args.out)
         print(f"wrote {args.out}")
     if args.html and result.positions:
         write_position_outputs(model, result, args.html, None, args.html_budget)
