@@ -588,12 +588,25 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     assert [box.value for box in at.text_area if box.value == PROMPT] == [PROMPT]
 
 
+def _steer_from_link(query: dict, sae_folder):
+    """The Steer page opened from a link with ``query``, its SAE read from ``sae_folder``."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.switch_page("pages/steer.py").run()
+    at.radio(key="steer.source").set_value("local folder").run()
+    at.text_input(key="steer.folder").set_value(str(sae_folder)).run()
+    assert not at.exception, at.exception
+    return at
+
+
 def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch):
     """A Steer link opened in a new browser said "No circuit has been computed for this prompt
     yet" while the result store held the circuit its link names (an audit): it reads it now."""
     pytest.importorskip("streamlit")
     from explore_session import QUERY, explore_session, run_it
-    from streamlit.testing.v1 import AppTest
 
     import circuitviz.ui.loaders as loaders
     from circuitviz.bench.toy_models import tiny_app_model
@@ -606,14 +619,7 @@ def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch
     save_sae(make_sae(width, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
 
     def steer_from_the_link():
-        at = AppTest.from_file("../app.py", default_timeout=300)
-        for name, value in QUERY.items():
-            at.query_params[name] = value
-        at.switch_page("pages/steer.py").run()
-        at.radio(key="steer.source").set_value("local folder").run()
-        at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
-        assert not at.exception, at.exception
-        return [caption.value for caption in at.caption]
+        return [caption.value for caption in _steer_from_link(QUERY, tmp_path / "sae").caption]
 
     assert any("No circuit of this prompt is open" in c for c in steer_from_the_link())  # none stored
     explored = run_it(explore_session())  # Explore computes it, and the store keeps it
@@ -626,18 +632,11 @@ def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch
 def test_steer_page_keeps_its_example_foil_to_its_own_example(tmp_path, monkeypatch):
     """A prompt chosen elsewhere (a link) with no foil is not paired with the example's ' he'."""
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
 
     _steer_setup(tmp_path, monkeypatch)
 
     def boxes(query: dict) -> dict:
-        at = AppTest.from_file("../app.py", default_timeout=300)
-        for name, value in query.items():
-            at.query_params[name] = value
-        at.switch_page("pages/steer.py").run()
-        at.radio(key="steer.source").set_value("local folder").run()
-        at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
-        assert not at.exception, at.exception
+        at = _steer_from_link(query, tmp_path / "sae")
         return {key: at.text_input(key=f"steer.{key}").value for key in ("prompt", "answer", "foil")}
 
     assert boxes({"prompt": PROMPT, "answer": " Mary"}) == {"prompt": PROMPT, "answer": " Mary", "foil": ""}
