@@ -1096,3 +1096,20 @@ def test_the_winner_sentence_names_a_budget_as_a_budget():
         "Best-of-N keeps the winner, p8 (NDF 0.493 at budget 200): its circuit is the one drawn below (NDF 0.493)."
     )
     assert "evaluated at budget 100, the nearest" in winner_note(result, 150, point, scores, 100)
+
+
+def test_ibons_sentence_at_an_anchor_budget_is_true_of_its_circuit():
+    """At an anchor iBoN draws the winner's own circuit (177 edges, NDF 0.493 both), and the
+    sentence called it 'another circuit, built from the winners' edges' (an audit)."""
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.query.candidates import winner_note
+
+    result = SimpleNamespace(any_budget=True, method="ibon")
+    point = CurvePoint(budget=200, n_edges=177, metric=1.0, nfs=0.5, ndf=0.493)
+    scores = [{"name": "p8", "ndf": 0.493, "n_edges": 177, "winner": True}]
+    said = winner_note(result, 200, point, scores, 200)
+    assert "another circuit" not in said and "the same NDF and the same 177 edges" in said, said
+    between = CurvePoint(budget=300, n_edges=290, metric=1.0, nfs=0.5, ndf=0.61)
+    assert "is another circuit, built from the winners' edges" in winner_note(
+        result, 300, between, scores, 200
+    )

@@ -114,8 +114,14 @@ def winner_note(result, budget: int, point, scores: list[dict], at: int) -> str:
             f"The candidates were evaluated at budget {at:,}, the nearest of the run's budgets; there the "
             f"winner is {winner['name']} (NDF {winner['ndf']:.3f})."
         )
-    return (
-        f"The winner among the candidates at budget {at:,}, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
+    first = f"The winner among the candidates at budget {at:,}, {winner['name']}, reaches NDF {winner['ndf']:.3f}; "
+    if at == budget and point.n_edges == winner["n_edges"] and abs(point.ndf - winner["ndf"]) < 5e-7:
+        # iBoN keeps the winner's circuit at an anchor budget: "another circuit" was false there
+        return first + (
+            f"the {result.method} circuit drawn below has the same NDF and the same {point.n_edges:,} edges "
+            "(at an anchor budget it can be the winner's own circuit)."
+        )
+    return first + (
         f"the {result.method} circuit drawn below at budget {budget:,} is another circuit, built from the "
         f"winners' edges at the anchor budgets, and its NDF is {point.ndf:.3f}."
     )
