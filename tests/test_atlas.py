@@ -75,6 +75,12 @@ def test_clusters_recover_the_planted_groups(planted):
     for cluster in range(2):
         assert set(found.consensus[cluster].tolist()) == set(planted.shared) | set(planted.cores[cluster])
     assert found.similarity[0, 0] > found.similarity[0, 1] < found.similarity[1, 1]
+    # within a cluster: the mean over pairs of two prompts, never a prompt with itself (an audit: a
+    # one-prompt cluster read 1.00, the darkest cell, and every diagonal was raised)
+    inside = numpy.flatnonzero(found.labels == 1)
+    pairs = atlas.jaccard(matrix.members[inside], matrix.members[inside])
+    expected = pairs[~numpy.eye(len(inside), dtype=bool)].mean()
+    assert found.similarity[1, 1] == pytest.approx(expected, abs=1e-6) and expected < pairs.mean()
     coords = atlas.circuit_map(matrix, landmarks=25)
     centres = [coords[planted.labels == c].mean(0) for c in range(2)]
     spread = max(numpy.linalg.norm(coords[planted.labels == c] - centres[c], axis=1).mean() for c in range(2))

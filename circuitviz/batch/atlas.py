@@ -407,7 +407,7 @@ class Clustering:
     (row) at the centre of each cluster; silhouette: the mean silhouette on the sample used to
     choose k (between -1 and 1; above ~0.25 the clusters are distinct); consensus: each
     cluster's consensus circuit (edge indices); similarity: [k, k] mean Jaccard between clusters
-    (diagonal: within), on the sample.
+    (diagonal: within, over pairs of two prompts; NaN for a cluster of one), on the sample.
     """
 
     labels: numpy.ndarray
@@ -520,6 +520,8 @@ def cluster_prompts(
     for a in range(k):
         for b in range(k):
             block = sample_similarity[numpy.ix_(sample_labels == a, sample_labels == b)]
+            if a == b:  # within a cluster: pairs of two prompts, not a prompt with itself (1.00 each)
+                block = block[~numpy.eye(block.shape[0], dtype=bool)]
             if block.size:
                 similarity[a, b] = float(block.mean())
     return Clustering(labels, rows, k, score, consensus, similarity, tried)

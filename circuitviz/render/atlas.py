@@ -164,7 +164,7 @@ def similarity_figure(similarity: numpy.ndarray, *, height: int = 320) -> go.Fig
             zmin=0,
             zmax=1,
             colorscale="Blues",
-            text=[[f"{v:.2f}" for v in row] for row in similarity],
+            text=[["—" if v != v else f"{v:.2f}" for v in row] for row in similarity],  # NaN: one prompt
             texttemplate="%{text}",
             hovertemplate="%{y} vs %{x}: mean Jaccard %{z:.3f}<extra></extra>",
         )
@@ -174,7 +174,7 @@ def similarity_figure(similarity: numpy.ndarray, *, height: int = 320) -> go.Fig
         margin={"l": 10, "r": 10, "t": 84, "b": 10},
         yaxis={"autorange": "reversed"},
         title={
-            "text": "circuits' mean Jaccard<br>similarity (diagonal:<br>within a cluster)",
+            "text": "circuits' mean Jaccard<br>similarity (diagonal: two<br>prompts of one cluster)",
             "font": {"size": 13},
         },
     )

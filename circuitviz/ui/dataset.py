@@ -257,8 +257,8 @@ def consensus(
     point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
     st.write(
         f"**{len(edges):,} edges** are in at least {threshold:.0%} of the {len(view['sizes']):,} prompts' "
-        f"circuits at budget {budget:,}; a prompt's circuit shares {view['jaccard'].mean():.2f} of its edges "
-        "with it on average (Jaccard)."
+        f"circuits at budget {budget:,}; a prompt's circuit and it have a Jaccard similarity of "
+        f"{view['jaccard'].mean():.2f} on average (the edges they share over the edges of either)."
     )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
         st.write(
