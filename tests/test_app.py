@@ -805,7 +805,7 @@ def test_gallery_rerun_live_uses_the_examples_settings_not_the_last_typed():
 
 
 # ----- Paraphrases --------------------------------------------------------------------------------------
-def test_paraphrases_shows_the_candidates_and_their_true_overlap():
+def test_paraphrases_shows_the_candidates_and_their_true_overlap(monkeypatch):
     pytest.importorskip("circuitviz.methods.bon")
     from circuitviz.ui import bon
 
@@ -891,6 +891,19 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap():
         next(m.value for m in at.metric if m.label == "NDF")
         == f"{evaluate_circuits(_tiny_loader('', ''), result.task, [result.circuit(15)], [15])[1][0].ndf:.3f}"
     )
+    # an edit the form refuses is said beside the button (it said "press Run" beside a disabled Run),
+    # and the result on screen says it is for earlier inputs
+    monkeypatch.setattr(bon, "edited_pairs_text", lambda edited, rows: '{"clean": "When Mary"}')
+    at.button(key="bon.use_pairs").click().run()
+    assert not at.exception, at.exception
+    assert not [m for m in at.success if "now holds these" in m.value]
+    assert any("which cannot run" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("fix the input above" in i.value for i in at.info), [i.value for i in at.info]
+    options = [int(str(o).replace(",", "")) for o in at.select_slider(key="w.budget").options]
+    at.select_slider(key="w.budget").set_value(
+        next(o for o in options if o not in (15, *result.budgets))
+    ).run()
+    assert not at.exception, at.exception  # the earlier result still answers any budget
 
 
 def _candidates_evaluated(at, result, budget: int) -> tuple[list[float], int]:

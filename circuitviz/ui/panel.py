@@ -16,6 +16,8 @@ import streamlit as st
 from . import run, state
 
 EARLIER = "The result below is for earlier inputs; press {button} to compute the current ones."
+# the same while an input above has a problem (Run is disabled): it was said only once Run could run
+EARLIER_BLOCKED = "The result below is for earlier inputs; fix the input above to compute the current ones."
 
 
 @dataclass
@@ -74,8 +76,8 @@ def run_panel(
     else:
         result = kept_or_stored(request, kept)
     panel = Panel(request, result)
-    if result is not None and request is not None and not panel.current:
-        st.info(EARLIER.format(button=button))
+    if result is not None and not panel.current:
+        st.info(EARLIER.format(button=button) if request is not None else EARLIER_BLOCKED)
     return panel
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_text, shown
-from ..query.pairs import LEFT_OUT_SHOWN
+from ..core.text import counted, markdown_sentence, markdown_text, shown
+from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
 
@@ -33,12 +33,19 @@ def pairs_table(result, method: str) -> None:
         text = bon.edited_pairs_text(edited[1:], rows[1:])  # the first row is the prompt itself
         for name, value in (("paraphrase_source", "file"), ("paraphrases", text)):
             state.set_widget_value(f"bon.method.{method}.{name}", value)
+        try:  # said here too: "press Run" stood beside a Run the form had disabled
+            parse_paraphrases(text, result.task) if text.strip() else None
+        except ValueError as error:
+            state.set_widget_value(USED_KEY, str(error))
+            return
         state.set_widget_value(USED_KEY, len(text.splitlines()))
 
     st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
     used = state.widget_value(USED_KEY)  # said once, beside the button (the form is far above)
     state.forget_widget_value(USED_KEY)
-    if used:
+    if isinstance(used, str):
+        st.warning(markdown_sentence(f"The form above now holds the edited table, which cannot run: {used}"))
+    elif used:
         st.success(
             f"The form above now holds these {counted(used, 'paraphrase')} (source: file); press "
             "Run Best-of-N to score them."
