@@ -217,3 +217,13 @@ def test_the_template_checks_refusals_are_kept_in_the_record_too(every_gap_clear
     assert enough.texts["only"] == [PARAPHRASES[0].clean, PARAPHRASES[2].clean]
     assert "passed the check" not in enough.note
     assert f"1 of 3 paraphrases left out, 2 kept: {PARAPHRASES[1].clean!r}: the model answers" in enough.note
+
+
+def test_the_paraphrases_a_method_used_are_said_when_none_is_short():
+    """A Best-of-N circuit measured on 5 of 15 kept paraphrases, 9 of them its own, said only "15
+    kept" beside "the mean over 5"."""
+    from circuitviz.measure.transfer import Transfer, used_note
+
+    found = Transfer(ndf={"bon": [0.5] * 5}, texts={"bon": ["p"] * 5}, excluded={"bon": 9})
+    assert used_note(found) == "Not held out, as used to fit or select: 9 by bon."
+    assert used_note(Transfer(ndf={"eap": []}, texts={"eap": []}, excluded={"eap": 0})) == ""

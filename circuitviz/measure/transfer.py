@@ -149,7 +149,8 @@ def held_out_transfer(
     if found.left_out:
         notes.append(left_out_note(found.left_out, len(candidates) + len(left_out) + len(unchecked)))
     if drawn or refused:  # with nothing to check at all, the source's note says why
-        notes.append(shortfall_note(found, count, given=found.paraphrases + len(left_out) + len(unchecked)))
+        short = shortfall_note(found, count, given=found.paraphrases + len(left_out) + len(unchecked))
+        notes.append(short or used_note(found))
     found.note = " ".join(note for note in notes if note)
     return found
 
@@ -179,6 +180,17 @@ def shortfall_note(found: Transfer, count: int, given: int) -> str:
     measured = counted(high, "held-out paraphrase") if low == high else f"{figure} held-out paraphrases"
     opening = f"Some circuits were measured on {measured}" if some else f"Measured on {measured}"
     return f"{opening}, not the {count} asked for: " + "; ".join(reasons) + "."
+
+
+def used_note(found: Transfer) -> str:
+    """The paraphrases that passed but were a method's own (fitted to or selected on), so never
+    held out, in one sentence ('' when none was): "1 of 16 left out, 15 kept" stood beside "the mean
+    over 5" with the 9 Best-of-N had used unsaid (an audit)."""
+    used = {name: n for name, n in found.excluded.items() if n}
+    if not used:
+        return ""
+    each = ", ".join(f"{n} by {name}" for name, n in used.items())
+    return f"Not held out, as used to fit or select: {each}."
 
 
 def transfer_record(
