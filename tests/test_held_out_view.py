@@ -42,7 +42,7 @@ def test_paraphrase_prunings_own_held_out_share_is_shown_and_named():
         "NDF held out: the mean over 2 paraphrases of the prompt that this method never fitted to "
         "nor selected on: 'The *Louvre* stands in' 0.900, 'Visitors see it in' 0.500."
     )
-    assert details.page_notes() == details.notes
+    assert details.page_notes() == [f"The method's own paraphrases: {note}" for note in details.notes]
     assert "NDF held out" in result_figures.METRIC_HELP
 
 

@@ -52,7 +52,8 @@ class ParaphrasePruningDetails(MethodDetails):
         return list(zip(self.held_out, self.held_out_ndf.get(str(int(budget)), [])))
 
     def page_notes(self) -> list[str]:
-        return list(self.notes)
+        """The run's own sentences, said as the method's (a measured transfer's stand beside them)."""
+        return [f"The method's own paraphrases: {note}" for note in self.notes]
 
     version: ClassVar[int] = 1
 

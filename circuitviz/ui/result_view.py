@@ -89,6 +89,7 @@ def metrics_row(result, budget: int, point=None) -> None:
     held = held_out_caption(result, point.budget) if point is not None else ""
     # the measured transfer's own sentence (the paraphrases its checks left out, and why) beside its figure
     measured = (result.transfer or {}).get("note") if held and transfer_entry(result, point.budget) else ""
+    measured = f"The held-out measurement: {measured}" if measured else ""  # beside the method's own notes
     notes = result.details.page_notes() if result.details is not None else []
     for caption in [text for text in (held, measured) if text] + notes:
         st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
