@@ -173,15 +173,18 @@ def test_the_atlas_curve_reads_10_100_1k():
     assert list(axis.ticktext) == ["10", "100", "1k"] and list(axis.tickvals) == [10, 100, 1000]
 
 
-def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch):
-    """Three tasks of the IOI atlas (built before the check) fail it: their rows carry their stored
-    metrics, so the table says which tasks the check now refuses, in the check's own sentence. The
-    arithmetic atlas, built again since with ``--generate`` drawing tasks until they pass, holds
-    none (it held 157 of 200 before)."""
+def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch, tmp_path):
+    """Tasks of an atlas built before the check that fail it (three of the IOI atlas, weakened in a
+    copy: the stored one was built again on 2026-12-05 and has none left): their rows carry their
+    stored metrics, so the table says which tasks the check now refuses, in the check's own
+    sentence. The arithmetic atlas, built again with ``--generate`` drawing tasks until they pass,
+    holds none (it held 157 of 200 before)."""
+    from weakened_atlas import weakened_atlas
+
     from circuitviz.measure.task_validity import CHECK_ENV
 
     monkeypatch.setenv(CHECK_ENV, "on")
-    batch = atlas.BatchTable.load(ui.stored_atlases()["ioi"])
+    batch = atlas.BatchTable.load(weakened_atlas(tmp_path / "ioi"))
     rows = batch.rows(batch.labels[0]).to_pylist()
     found = [ui.refusal(row) for row in rows]
     refused = [i for i, sentence in enumerate(found) if sentence]
