@@ -17,7 +17,9 @@ def _page(method):
     from circuitviz.ui import result_view
 
     spec = GraphSpec(n_layers=2, n_heads=2)
-    scores = torch.rand(spec.n_forward, spec.n_backward, generator=torch.Generator().manual_seed(0))
+    scores = torch.rand(
+        spec.n_forward, spec.n_backward, generator=torch.Generator().manual_seed(0), device="cpu"
+    )
     result = SimpleNamespace(
         method=method,
         graph=spec,
