@@ -93,7 +93,7 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     assert metrics["CPR (MIB)"] == f"{atlas.mib_scores(batch, label)['cpr']:.3f}"
     curves = json.loads(at.get("plotly_chart")[0].proto.spec)
     bands = atlas.curve_bands(batch, label)
-    mean_line = next(t for t in curves["data"] if t.get("name") == label)
+    mean_line = next(t for t in curves["data"] if t.get("name") == ui.short_labels(batch.labels)[label])
     assert mean_line["y"] == pytest.approx([b["mean"] for b in bands])
     assert any("consensus" in (t.get("name") or "") for t in curves["data"])
     budget = at.session_state["dataset.budget"]
@@ -235,7 +235,7 @@ def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkey
     scores = atlas.mib_scores(batch, label)
     assert scores["n_prompts"] == 4 and metrics["CPR (MIB)"] == f"{scores['cpr']:.3f}"
     curves = json.loads(at.get("plotly_chart")[0].proto.spec)
-    mean_line = next(t for t in curves["data"] if t.get("name") == label)
+    mean_line = next(t for t in curves["data"] if t.get("name") == ui.short_labels(batch.labels)[label])
     ndf = [row["ndf"] for row in passing.to_pylist()]
     assert mean_line["y"] == pytest.approx([sum(v[c] for v in ndf) / 4 for c in range(4)])
     prompts = at.dataframe[-1].value  # the table still lists every task, with the check's sentence
@@ -333,3 +333,20 @@ def test_damaged_rows_are_named_and_left_out_and_the_rest_is_shown(batch_folder)
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
     with pytest.raises(atlas.AtlasError, match="Every row of results.parquet is damaged"):
         atlas.BatchTable.load(batch_folder)
+
+
+def test_a_series_is_named_by_what_sets_it_apart():
+    """The MMLU atlas's one series is 'bon (anchor_budgets=[], base_method=eap-ig, ...)': at
+    1,000 px the legend cut it before the words that tell it from its consensus."""
+    long = "bon (anchor_budgets=[], base_method=eap-ig, ig_steps=2, seed=0)"
+    assert ui.short_labels([long]) == {long: "bon"}
+    two = ["eap-ig (ig_steps=20)", "eap-ig (ig_steps=5)", "eap (no_settings=1)"]
+    assert ui.short_labels(two) == {
+        "eap-ig (ig_steps=20)": "eap-ig (ig_steps=20)",
+        "eap-ig (ig_steps=5)": "eap-ig (ig_steps=5)",
+        "eap (no_settings=1)": "eap",
+    }
+    assert ui.short_labels(["x (a=1, b=2)", "x (a=1, b=3)"]) == {
+        "x (a=1, b=2)": "x (b=2)",
+        "x (a=1, b=3)": "x (b=3)",
+    }

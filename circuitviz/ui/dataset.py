@@ -48,6 +48,27 @@ def load_batch(folder: str | Path):
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def short_labels(labels: list[str]) -> dict[str, str]:
+    """{series label: what the page shows}: the method alone where one series has it, else the
+    method and the settings its series differ in. A label holds every setting ("bon
+    (anchor_budgets=[], base_method=eap-ig, cache_scores=True, ...)"): at 1,000 px the legend cut
+    it before the words that tell the series from its consensus, and the table showed only it."""
+    parts = {}
+    for label in labels:
+        method, _, rest = label.partition(" (")
+        parts[label] = (method, rest.rstrip(")").split(", ") if rest else [])
+    shown = {}
+    for label, (method, settings) in parts.items():
+        same = [other for other, (m, _) in parts.items() if m == method]
+        if len(same) == 1:
+            shown[label] = method
+            continue
+        common = set.intersection(*(set(parts[other][1]) for other in same))
+        differ = [setting for setting in settings if setting not in common]
+        shown[label] = f"{method} ({', '.join(differ)})" if differ else method
+    return shown
+
+
 def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list]:
     """(the prompts' own circuits' bands, the consensus circuit's bands) of one series."""
     # here, not at the top: keeps torch out of the first paint
@@ -223,7 +244,8 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
         st.segmented_control("score", ["ndf", "nfs", "necessity"], default="ndf", key="dataset.score")
         or "ndf"
     )
-    series = {name: bands(folder, stamp, name, score) for name in batch.labels}
+    short = short_labels(batch.labels)  # the legend and the table name series by what sets them apart
+    series = {short[name]: bands(folder, stamp, name, score) for name in batch.labels}
     own = {name: pair[0] for name, pair in series.items()}
     together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}
     st.plotly_chart(band_figure(own, together, score=score, current_budget=budget), key="dataset.curves")
@@ -232,7 +254,7 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
         found = mib(folder, stamp, name)
         table.append(
             {
-                "method": name,
+                "method": short[name],
                 "prompts": found["n_prompts"],
                 "CPR (MIB)": found["cpr"],
                 "CMD (MIB)": found["cmd"],
@@ -241,6 +263,10 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
             }
         )
     st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—")
+    if any(short[name] != name for name in batch.labels):  # every setting of each series, once
+        with st.expander("Each series' settings"):
+            for name in batch.labels:
+                st.text(name)
 
 
 def consensus(
