@@ -18,6 +18,52 @@ from ..render.acc_graph import position_graph_html, removal_figure
 from . import result_view
 from .node_card import graph_with_card
 
+# the decision table's columns (``decision_rows``) under headers short enough that all ten fit a
+# 1,000 px page (about 540 px of table; "attention weight", "query signals", "below threshold" put the
+# last four out of view), each with what it holds in its help: {column: (header, width, help)}
+DECISION_COLUMNS = {
+    "#": ("#", 34, "the decision's number, as the Decision picker below names it"),
+    "head": ("head", 58, "the attention head that decides: a5.h1 is layer 5, head 1"),
+    "destination": ("dest.", 78, "the token (and its position) that attends: the head's query position"),
+    "source": ("source", 78, "the token (and its position) it attends to: the head's key position"),
+    "attention weight": ("weight", 56, "the head's attention weight from the destination to the source"),
+    "threshold": (
+        "tau",
+        50,
+        "the weight that makes it a decision: tau = k / the number of positions the destination attends over",
+    ),
+    "query signals": (
+        "query",
+        46,
+        "how many signals were removed from the query, largest IG first, until the weight fell below tau "
+        "(or no signal of positive IG was left, or max signals was reached)",
+    ),
+    "key signals": (
+        "key",
+        38,
+        "how many signals were removed from the keys, the same way",
+    ),
+    "below threshold": (
+        "below",
+        50,
+        "whether removing the query's signals, and the keys' signals, each brought the weight below tau "
+        "(not when IG ran out of positive signals or max signals was reached first)",
+    ),
+    "depth": (
+        "depth",
+        48,
+        "how far upstream of the answer: 1 for a head the answer reads directly (a seed), one more a step",
+    ),
+}
+
+
+def decision_config() -> dict:
+    """The decision table's ``column_config``: the short headers, widths and help of ``DECISION_COLUMNS``."""
+    return {
+        name: st.column_config.Column(label, width=width, help=text)
+        for name, (label, width, text) in DECISION_COLUMNS.items()
+    }
+
 
 def signals_view(result) -> None:
     """Everything about one result's attention decisions and their signals."""
@@ -49,7 +95,13 @@ def signals_view(result) -> None:
         return
 
     st.subheader("Attention decisions")
-    st.dataframe(decision_rows(details), hide_index=True, placeholder="—", width="stretch")
+    st.dataframe(
+        decision_rows(details),
+        hide_index=True,
+        placeholder="—",
+        width="stretch",
+        column_config=decision_config(),
+    )
     chosen = st.selectbox(
         "Decision",
         options=[d["index"] for d in decisions],
