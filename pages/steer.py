@@ -97,7 +97,10 @@ st.dataframe(
     placeholder="—",  # a node without an SAE, or a feature that is off: no share to give
     # the long description last: at 1,000 px it ran past the table's edge and hid the share column
     column_order=("node", "feature", steer.SHARE, "at", "what it does"),
-    column_config={steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP)},
+    column_config={
+        steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP),
+        "what it does": st.column_config.TextColumn(help=steer.FONTLESS_HELP),
+    },
 )
 
 options = steer.feature_options(labels)
@@ -123,7 +126,9 @@ for layer, feature in chosen[:SHOWN_CONTEXTS]:  # what the chosen features fired
     description = sae_labels.feature_description(model, by_layer[layer], feature, n_contexts=3)
     st.markdown(
         f"**L{layer}/{feature}** fired on: "
-        + " · ".join(render.context_html(context) for context in description["contexts"]),
+        + " · ".join(
+            render.context_html(steer.readable_context(context)) for context in description["contexts"]
+        ),
         unsafe_allow_html=True,
     )
 if len(chosen) > SHOWN_CONTEXTS:  # the others are named, never dropped silently
@@ -146,7 +151,15 @@ if zero_clicked:
             f"{outcome['random']['mean_change']:+.3f}",
         )
         rows = zip(outcome["before"]["top_tokens"], outcome["after"]["top_tokens"])
-        st.table([{"before": f"{b[0]!r} {b[1]:.3f}", "after": f"{a[0]!r} {a[1]:.3f}"} for b, a in rows])
+        st.table(
+            [
+                {
+                    "before": steer.readable(f"{b[0]!r} {b[1]:.3f}"),
+                    "after": steer.readable(f"{a[0]!r} {a[1]:.3f}"),
+                }
+                for b, a in rows
+            ]
+        )
 
 enabled, sentence = llm_status()
 st.caption(sentence)
@@ -165,5 +178,5 @@ if state.session.steer_labels is not None:
     done, total = jobs.progress
     st.progress(done / max(total, 1), text=f"LLM labels: {done} of {total} (refresh to update)")
     for key, label in jobs.results().items():
-        st.text(f"{key}: {label.get('description') or label.get('error')}")
+        st.text(steer.readable(f"{key}: {label.get('description') or label.get('error')}"))
 state.write_to_url()
