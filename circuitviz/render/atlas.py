@@ -51,10 +51,10 @@ def band_figure(
                 y=[b["high"] for b in bands] + [b["low"] for b in bands][::-1],
                 fill="toself",
                 fillcolor=_rgba(colour, 0.18),
+                mode="lines",  # plotly's default under 20 points, lines+markers, marked the band's limits unnamed
                 line={"width": 0},
                 hoverinfo="skip",
-                showlegend=False,
-                name=f"{label} 95% band",
+                name=html.escape(f"{label}: 95% interval of the mean"),
             )
         )
         figure.add_trace(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import counted, markdown_sentence, shown
+from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
@@ -233,6 +233,29 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     return True
 
 
+# the scores table's headers, short enough that a long series name leaves every figure in view at
+# 1,000 px ("CMD per prompt" was cut), what each is in its help
+SCORE_COLUMNS = {
+    "method": st.column_config.TextColumn(
+        help="the series, named by what sets it apart (every setting below)"
+    ),
+    "CPR (MIB)": st.column_config.NumberColumn(
+        "CPR",
+        format="%.3f",
+        help="MIB's CPR: area under the dataset's faithfulness over the edge fraction; higher is better",
+    ),
+    "CMD (MIB)": st.column_config.NumberColumn(
+        "CMD", format="%.3f", help="MIB's CMD: area between the dataset's faithfulness and 1; lower is better"
+    ),
+    "CPR per prompt": st.column_config.NumberColumn(
+        "CPR each", format="%.3f", help="mean of the prompts' own CPR (of their NFS curves)"
+    ),
+    "CMD per prompt": st.column_config.NumberColumn(
+        "CMD each", format="%.3f", help="mean of the prompts' own CMD (of their NFS curves)"
+    ),
+}
+
+
 def curves(batch, folder: str, stamp: float, budget: int) -> None:
     """Every series' mean curve with its band, the consensus circuits dashed, and the scores table."""
     # here, not at the top: keeps torch out of the first paint
@@ -262,7 +285,7 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
                 "CMD per prompt": found["per_prompt"]["cmd_nfs"]["mean"],
             }
         )
-    st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—")
+    st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—", column_config=SCORE_COLUMNS)
     if any(short[name] != name for name in batch.labels):  # every setting of each series, once
         with st.expander("Each series' settings"):
             for name in batch.labels:
@@ -383,6 +406,78 @@ def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshol
     return found
 
 
+def prompt_columns(budget: int, refused: bool) -> tuple[tuple[str, ...], dict]:
+    """The Prompts table's column order and headers. The figures come first, under short headers
+    with their meaning in the help, then the answer and the prompt: at 1,000 px the table is about
+    540 px wide, and with the prompt second the figures after the NDF were out of view. The validity
+    check's sentence sits beside the id where some task fails it (it was the tenth column)."""
+    number = st.column_config.NumberColumn
+    order = [
+        "id",
+        "NDF",
+        "edges kept",
+        "CPR",
+        "cluster",
+        "Jaccard to consensus",
+        "answer",
+        "prompt",
+        "family",
+    ]
+    if refused:
+        order.insert(1, "validity check")
+    config = {
+        "id": st.column_config.TextColumn(width=82),
+        "validity check": st.column_config.TextColumn(
+            "check", width=72, help="the validity check's sentence: why it refuses the task, or 'passes'"
+        ),
+        "NDF": number(
+            format="%.3f",
+            width=58,
+            help=f"normalized faithfulness of the prompt's circuit at budget {budget:,}",
+        ),
+        "edges kept": number(
+            "edges",
+            format="%d",
+            width=58,
+            help=f"edges the prompt's circuit keeps at budget {budget:,}, once pruning has dropped those "
+            "on no path from the input to the logits",
+        ),
+        "CPR": number(
+            format="%.3f",
+            width=58,
+            help="MIB's area under the prompt's NFS curve over the share of edges kept",
+        ),
+        "cluster": number(width=62, help="the prompt's cluster on the Clusters tab"),
+        "Jaccard to consensus": number(
+            "Jaccard",
+            format="%.2f",
+            width=70,
+            help=f"Jaccard similarity of the prompt's circuit and the consensus circuit at budget {budget:,} "
+            "(the edges they share over the edges of either)",
+        ),
+    }
+    return tuple(order), config
+
+
+def empty_circuits(ids: list[str], ndf: list[float], budget: int, shown: int = 5) -> str | None:
+    """Why a prompt keeps no edge at ``budget`` (its table row reads 0 edges and an NDF of 0), or
+    None when every prompt keeps some. Pruning keeps an edge only on a path from the input to the
+    logits through kept edges, so a circuit pruned to nothing held no such path: ioi-00120's 103
+    edges ranked first at budget 103 hold two edges from the input (to m1 and a3.h3) and 13 into
+    the logits, and no edge leaves m1 or a3.h3."""
+    if not ids:
+        return None
+    names = ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
+    one = len(ids) == 1
+    return (
+        f"{names} {'keeps' if one else 'keep'} no edge at budget {budget:,} (sort by edges to find "
+        f"{'it' if one else 'them'}): the {budget:,} edges {'its' if one else 'their'} method chose hold "
+        "no path from the input to the logits, and pruning drops every edge on no such path, so the "
+        "circuit is empty, the model runs as on the corrupted prompt, and "
+        f"{'its NDF is' if one else 'their NDF is at most'} {max(ndf):.3f}."
+    )
+
+
 def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     # here, not at the top: keeps torch out of the first paint
@@ -412,9 +507,9 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     if refused:
         st.warning(
             f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
-            "corruption must lower the answer's metric clearly; the sentence is in the last column): they are "
-            "listed with the figures the batch computed for them, left out of every figure above, and "
-            "Explore refuses to run them."
+            "corruption must lower the answer's metric clearly; the check's sentence is in the column "
+            "'check' beside the id, and each is written out below the table): they are listed with the figures the batch "
+            "computed for them, left out of every figure above, and Explore refuses to run them."
         )
         # three among 200 (the IOI atlas) are found only by scrolling without it
         only_refused = st.toggle(
@@ -424,14 +519,22 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     table = table.iloc[positions].reset_index(drop=True)
     st.caption(
         f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
-        f"NDF is the prompt's circuit at budget {budget:,} (the edges it keeps after pruning are the next column); CPR is MIB's area under the prompt's NFS curve over "
+        f"NDF is the faithfulness of the prompt's circuit at budget {budget:,}, and the next column the edges "
+        "it keeps after pruning; each header's help says what its column holds. CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
         "beside a CPR of 1 or more."
     )
+    kept = table["edges kept"] == 0
+    empty = empty_circuits(list(table["id"][kept]), list(table["NDF"][kept]), budget)
+    if empty:
+        st.caption(empty)
+    order, config = prompt_columns(budget, bool(refused))
     picked = st.dataframe(
         table,
         hide_index=True,
+        column_order=order,
+        column_config=config,
         placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there
         on_select="rerun",
         selection_mode="single-row",
@@ -445,6 +548,11 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     elif selected:
         session.dataset_opened += 1
         open_in_explore(done.iloc[positions[selected[0]]].to_dict(), batch.manifest)  # switches to Explore
+    if refused:  # the column is narrow at 1,000 px: each sentence whole, once
+        with st.expander(f"Why the check refuses {counted(refused, 'prompt')}"):
+            for task_id, why in zip(table["id"], table["validity check"]):
+                if why != "passes":
+                    st.markdown(markdown_text(f"{task_id}: {why}"))
     failed = rows[rows["status"] == "failed"]
     if len(failed):
         with st.expander(f"{len(failed)} prompts failed"):
