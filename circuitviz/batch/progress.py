@@ -22,6 +22,7 @@ class BatchState:
     driver_seconds: float = 0.0  # spent storing results and writing rows (the driver's share)
     started: float = field(default_factory=time.perf_counter)
     phase: str = "discover"
+    unit: str = "items"  # what ``total`` counts, as the rate names it
 
     @property
     def remaining(self) -> float:
@@ -52,7 +53,9 @@ class ProgressBar:
         filled = int(round(self.width * share))
         rate = state.rate
         rate_text = (
-            f"{rate:.2f} items/s" if rate >= 0.1 else (f"{60 * rate:.1f} items/min" if rate else "-- items/s")
+            f"{rate:.2f} {state.unit}/s"
+            if rate >= 0.1
+            else (f"{60 * rate:.1f} {state.unit}/min" if rate else f"-- {state.unit}/s")
         )
         extra = [f"{state.skipped} from the store"] if state.skipped else []
         failed = state.failed + state.refused

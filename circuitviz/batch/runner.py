@@ -22,13 +22,15 @@ import pyarrow as pa
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import shown
-from ..entry.request import Request
-from .atlas import MANIFEST, mib_budgets
+from ..entry.budgets import MAX_BUDGET, over_graph_note
+from ..entry.request import Request, budget_tuple
+from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
 from .consensus_run import earlier_consensus, evaluate_consensus
 from .dataset import DatasetTask, write_tasks
 from .mmlu import selection_lines
 from .progress import BatchState, ProgressBar, report
 from .reuse import asked, method_configs, reuse_problem, write_request
+from .spaces import space_lines
 from .table import TableWriter, failure_row, finish, latest_by_key, read_rows, result_row
 from .work import WorkGroup, worker_name
 
@@ -37,6 +39,7 @@ __all__ = ["BatchReport", "BatchRequest", "BatchState", "MethodRun", "ProgressBa
 DEFAULT_BATCH_TASKS = 16
 DEFAULT_TOP_EDGES = 100
 DEFAULT_CONSENSUS = 0.5
+CHECK_PIECE = 32  # tasks a worker tokenizes between two updates of the progress line
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,38 @@ class _Item:
     key: str
 
 
-def _resolve_budgets(budgets, n_edges: int) -> list[int]:
+def _checked_budgets(budgets) -> None:
+    """``BatchRequest.budgets`` before the model loads: "mib" or whole numbers from 0 to
+    ``MAX_BUDGET`` (results.parquet's int32: 99,999,999,999 ran every method and then failed
+    writing the table); ValueError in one sentence otherwise."""
     if isinstance(budgets, str):
         if budgets.strip().lower() != "mib":
-            raise ValueError(f"Budgets {budgets!r} are neither edge counts nor 'mib'.")
-        return mib_budgets(n_edges)
-    chosen = sorted({int(b) for b in budgets})
+            raise ValueError(f"Budgets {shown(budgets, 40)} are neither edge counts nor 'mib'.")
+        return
+    chosen = budget_tuple(budgets)
     if not chosen:
         raise ValueError("No budgets given; write edge counts such as 50,100,200, or mib.")
-    return chosen
+    if chosen[-1] > MAX_BUDGET:
+        raise ValueError(
+            f"Budget {chosen[-1]:,} is more edges than any model's graph holds (the largest budget taken "
+            f"is {MAX_BUDGET:,}); a budget at or over the graph's edge count keeps the whole graph."
+        )
+
+
+def _resolve_budgets(budgets, n_edges: int) -> tuple[list[int], str | None]:
+    """(the budgets as edge counts of this graph, a line on what was done to them or None): MIB's
+    fractions that fall on one edge count here, or budgets over the graph's edges."""
+    if isinstance(budgets, str):
+        chosen = mib_budgets(n_edges)
+        if len(chosen) == len(MIB_FRACTIONS):
+            return chosen, None
+        return chosen, (
+            f"mib's {len(MIB_FRACTIONS)} fractions of the edges (0.1 % to 100 %) are "
+            f"{len(chosen)} distinct budgets on this graph of {n_edges:,} edges: "
+            f"{', '.join(map(str, chosen))}."
+        )
+    chosen = list(budget_tuple(budgets))
+    return chosen, over_graph_note(chosen, n_edges)
 
 
 class _Run:
@@ -124,12 +150,21 @@ class _Run:
     def plan(self) -> None:
         """Model, budgets, methods and tasks; one item (and store key) per task and method."""
         request, executor = self.request, self.executor
+        source = getattr(executor, "source", None)
+        if source is not None and getattr(executor, "model", None) is None:  # said: ~10 s passed unsaid
+            where = " on each Ray worker" if executor.name == "ray" else ""
+            self.say(f"loading {source.model_id}{where} ...")
         self.info = executor.start()
         self.spec = self.info.spec
-        self.budgets = _resolve_budgets(request.budgets, self.spec.n_edges)
+        self.budgets, note = _resolve_budgets(request.budgets, self.spec.n_edges)
         limit = request.keep_edges if request.keep_edges is not None else max(1, self.spec.n_edges // 10)
         self.keep = [b for b in self.budgets if b <= limit]
         self.methods = method_configs(request.methods)
+        over_positions = [bool(plain.get("positions")) for _, _, plain in self.methods]
+        if note and (isinstance(request.budgets, str) or not any(over_positions)):
+            self.say(note)
+        elif note and not all(over_positions):  # over token positions, a budget counts units, not edges
+            self.say(f"{note[:-1]} (in the series over edges).")
         self.selection: dict = {}
         if request.tasks is not None:
             self.tasks = list(request.tasks)
@@ -166,6 +201,7 @@ class _Run:
         self.keys = [item.key for item in self.items]
         self.state.total = len(self.items)
         self.shapes: list = [None] * len(self.tasks)
+        self.missing: dict[int, tuple] = {}  # task index: (role, token) without its leading space
         self.writer = TableWriter(self.out)
 
     def _key(self, task_index: int, method_index: int) -> str:
@@ -209,15 +245,34 @@ class _Run:
 
     def measure(self, task_indices) -> None:
         """Each task's (length, metric, foils, unchanged prefix), or why the tokenizer refuses it
-        (on a worker)."""
+        (on a worker), in pieces, each an update of a progress line (a large dataset's check was silent)."""
         needed = sorted({i for i in task_indices if self.shapes[i] is None})
-        shapes = self.executor.shapes([self.tasks[i] for i in needed], self.request.max_tokens)
-        for task_index, shape in zip(needed, shapes):
-            self.shapes[task_index] = shape
+        if not needed:
+            return
+        state = BatchState(total=len(needed), phase="tokenize", unit="tasks")
+        step = CHECK_PIECE * (getattr(self.executor, "workers", 1) or 1)  # a piece for each Ray worker
+        report(self.progress, state)
+        for start in range(0, len(needed), step):
+            piece = needed[start : start + step]
+            found = self.executor.shapes([self.tasks[i] for i in piece], self.request.max_tokens)
+            for task_index, entry in zip(piece, found):
+                if isinstance(entry, str):  # the sentence why it cannot run
+                    self.shapes[task_index] = entry
+                else:
+                    self.shapes[task_index], missing = entry
+                    if missing:
+                        self.missing[task_index] = missing
+            state.done += len(piece)
+            report(self.progress, state)
+        report(self.progress, state, final=True)
 
     def runnable(self, pending: list[_Item]) -> list[_Item]:
-        """The items whose task fits the model; the others are recorded as failed now."""
-        self.measure(item.task_index for item in pending)
+        """The items whose task fits the model; the others are recorded as failed now. Answers and
+        foils without the leading space their word takes are said, one line per role."""
+        indices = {item.task_index for item in pending}
+        self.measure(indices)
+        for line in space_lines(self.tasks, {i: found for i, found in self.missing.items() if i in indices}):
+            self.say(line)
         fit = []
         for item in pending:
             shape = self.shapes[item.task_index]
@@ -377,6 +432,7 @@ def run_batch(
     closes it. Ctrl-C ends the run cleanly: what finished is kept and the report says
     ``interrupted``."""
     begin = time.perf_counter()
+    _checked_budgets(request.budgets)
     record = asked(request, getattr(executor, "source", None))
     problem = reuse_problem(request.out, record, request.tasks)
     if problem:

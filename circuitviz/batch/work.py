@@ -23,6 +23,7 @@ from ..core.results import CircuitResult
 from ..core.tasks import DEFAULT_MAX_TOKENS, prepare_task
 from ..engine.prefix import unchanged_prefix
 from ..entry.request import Request
+from ..entry.spaces import missing_spaces
 from ..measure.evaluate import curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import gap_problem
 from ..methods import RunContext, get_method
@@ -95,16 +96,18 @@ def worker_name() -> str:
 
 # ----- planning: which tasks may share passes ---------------------------------------------------
 def task_shapes(model, tasks: list[DatasetTask], max_tokens: int = DEFAULT_MAX_TOKENS) -> list:
-    """Each task's (prompt length, metric, foil count, unchanged prefix), or the sentence why it
-    cannot run. Tasks of one shape share passes; sharing the prefix too (the positions before
-    the corruption, which a pass runs once: ``activations.shared_prefix``) keeps a group from
-    running the positions one task skips for the sake of another."""
+    """Each task's (shape, its answer and foils without their leading space:
+    ``entry.spaces.missing_spaces``), or the sentence why it cannot run. The shape is (prompt length,
+    metric, foil count, unchanged prefix): tasks of one shape share passes; sharing the prefix too
+    (the positions before the corruption, which a pass runs once: ``activations.shared_prefix``)
+    keeps a group from running the positions one task skips for the sake of another."""
     shapes: list = []
     for item in tasks:
         try:
             prepared = prepare_task(model, item.task, max_tokens, need_corrupted=False)
             prefix = unchanged_prefix(prepared)
-            shapes.append((prepared.n_positions, item.task.metric, len(prepared.foil_ids), prefix))
+            shape = (prepared.n_positions, item.task.metric, len(prepared.foil_ids), prefix)
+            shapes.append((shape, missing_spaces(model, item.task)))
         except ValueError as error:
             shapes.append(reason(error))
     return shapes

@@ -34,18 +34,19 @@ from .api import (
     evaluate_circuits,
     file_circuits,
     measure_completeness,
-    parse_budgets,
     proposed_task,
     run_request,
     transfer_report,
 )
 from .arguments import BriefParser, add_model_arguments, add_task_check_argument, batch_checks, checked_paths
+from .budgets import discover_note, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
 from .settings_args import checked_settings, merged_settings
+from .spaces import foil_space_notes
 from .tables import format_table
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
@@ -240,7 +241,7 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 
 def cmd_discover(args) -> int:
-    budgets = parse_budgets(args.budgets)
+    budgets, repeats = read_budgets(args.budgets)
     pairs = checked_paths(args)  # the --transfer-file's pairs as text, or None
     method = get_method(args.method)
     settings = merged_settings(args)
@@ -253,13 +254,20 @@ def cmd_discover(args) -> int:
         args.metric = "logprob"  # nothing to contrast the answer with: score its log-probability
     checked_settings(method, settings)
     task = _task(args)
+    if repeats:  # said once the other inputs are known good, before the model loads
+        print(repeats, file=sys.stderr)
     if pairs is not None:  # the file's format, before the run (it failed after the table)
         parse_paraphrases(pairs, task)
     model, model_id, load_seconds = _load(args)
     _check_length(model, task, args.max_tokens)  # before proposing a corruption or a foil runs it
     task = _said(*proposed_task(model, task, method.needs_corrupted))
-    prepare_task(model, task, args.max_tokens, method.needs_corrupted)  # errors before the estimate
+    prepared = prepare_task(
+        model, task, args.max_tokens, method.needs_corrupted
+    )  # errors before the estimate
     settings = method.settings_from_cli(settings, model)
+    _said(task, discover_note(model, budgets, bool(settings.get("positions")), prepared.n_positions))
+    for note in foil_space_notes(model, task):  # 'John' for ' John': run, and said
+        print(note, file=sys.stderr)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
     started = time.perf_counter()
@@ -425,11 +433,6 @@ def _batch_source(args):
     return ModelSource(args.model or EMBEDDED_MODEL, args.device, args.dtype, backend=args.backend)
 
 
-def _batch_budgets(text: str):
-
-    return "mib" if text.strip().lower() == "mib" else parse_budgets(text)
-
-
 def cmd_batch(args) -> int:
     # pyarrow and scipy (the batch runner and its atlas) load only for the batch command
     from ..batch import BatchRequest, ProgressBar, make_executor, run_batch
@@ -449,7 +452,7 @@ def cmd_batch(args) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr)
 
-    budgets = _batch_budgets(args.budgets)
+    budgets, repeats = read_budgets(args.budgets, mib=True)
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
     if args.consensus and not 0 < args.consensus <= 1:
@@ -490,6 +493,8 @@ def cmd_batch(args) -> int:
             consensus=args.consensus or None,
             command="circuitviz " + " ".join(sys.argv[1:]),
         )
+        if repeats:
+            say(repeats)
         source = _batch_source(args)
         problem = reuse_problem(args.out, asked(request, source), tasks)  # before the model loads
         if problem:

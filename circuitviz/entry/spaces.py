@@ -1,0 +1,50 @@
+"""An answer or foil written without the leading space its word takes after the prompt.
+
+After a prompt that ends in a word ('... gave a drink to'), the model writes the next word with
+its space: ' John' is one token and 'John' another, one the model rarely writes there. A task with
+the foil 'John' runs (both are single tokens) but contrasts the answer with a token the model
+hardly considers, so its logit difference says little. ``discover`` says so for a ``--foil`` (an
+answer the model barely predicts has its own sentence, ``api.answer_note``) and ``batch`` in one
+line per role naming the rows (``batch.spaces``); both run it: a user may mean the word without
+its space.
+"""
+
+from __future__ import annotations
+
+from ..core.tasks import PromptTask
+from ..core.text import shown
+from ..models.adapter import adapter_of
+
+WORD_ENDS = ",.;:!?"  # a prompt ending in one of these (or a letter or digit) is followed by a space
+
+
+def _ids(model, text: str) -> list[int]:
+    return adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
+
+
+def missing_spaces(model, task: PromptTask) -> tuple[tuple[str, str], ...]:
+    """(role, token) for the task's answer and foils that are a word without its leading space
+    where the prompt ends in a word and the tokenizer makes the word with the space another
+    single token (a tokenizer that splits on white space gives both one id: nothing to say)."""
+    last = task.clean[-1:]
+    if not last or not (last.isalnum() or last in WORD_ENDS):
+        return ()
+    found = []
+    for role, token in (("answer", task.answer), *(("foil", foil) for foil in task.foils)):
+        if not token or not token[0].isalnum():
+            continue
+        spaced = _ids(model, " " + token)
+        if len(spaced) == 1 and spaced != _ids(model, token):
+            found.append((role, token))
+    return tuple(found)
+
+
+def foil_space_notes(model, task: PromptTask) -> list[str]:
+    """discover's line for each foil without its leading space."""
+    return [
+        f"--foil {shown(token, 20)} has no leading space, though the prompt ends in a word: "
+        f"{shown(' ' + token, 20)} with the space is another token, the one the model writes there; "
+        f"give --foil {shown(' ' + token, 20)}, or keep it if you mean the word without one."
+        for role, token in missing_spaces(model, task)
+        if role == "foil"
+    ]
