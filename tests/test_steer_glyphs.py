@@ -1,6 +1,6 @@
-"""The Steer page's labels in characters a browser can draw: a feature's top tokens from scripts the
-fonts of many Latin-script systems lack (Chromium drew 'ことなく' and '蜍' as empty boxes) are named
-in words, with how many characters there are."""
+"""The Steer page's labels where a browser cannot draw them: a feature's top tokens from scripts the
+fonts of many Latin-script systems lack (Chromium drew 'ことなく' and '蜍' as empty boxes) are kept and
+named in words after them, with how many characters there are."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from circuitviz.ui.steer import FONTLESS, feature_options, feature_rows, readable, readable_context, script_of
 
 LABEL = "L0/5: fires on 'Any', 'Ранг'; promotes 'ことなく', '蜍', '인간', 'tion'"
-SHOWN = "fires on 'Any', 'Ранг'; promotes '[Hiragana ×4]', '[CJK]', '[Hangul ×2]', 'tion'"
+SHOWN = "fires on 'Any', 'Ранг'; promotes 'ことなく [Hiragana ×4]', '蜍 [CJK]', '인간 [Hangul ×2]', 'tion'"
 
 
 def _labels():
@@ -18,10 +18,10 @@ def _labels():
 
 
 def test_a_run_of_one_script_is_named_with_its_length():
-    assert readable("ことなく") == "[Hiragana ×4]"
-    assert readable("人は") == "[CJK][Hiragana]"  # a kanji, then a kana
-    assert readable("a蜍b蜍蜍") == "a[CJK]b[CJK ×2]"
-    assert readable("สวัสดี") == "[Thai ×6]"
+    assert readable("ことなく") == "ことなく [Hiragana ×4]"
+    assert readable("人は") == "人は [CJK, Hiragana]"  # a kanji, then a kana
+    assert readable("a蜍b蜍蜍") == "a蜍 [CJK]b蜍蜍 [CJK ×2]"
+    assert readable("สวัสดี") == "สวัสดี [Thai ×6]"
     # the scripts the fonts hold pass unchanged: Latin, Cyrillic, Greek, Arabic, Hebrew, the app's ↵
     for text in ("café", "Ранг", "λόγος", "سلام", "שלום", "a↵b", "", "\0"):
         assert readable(text) == text
@@ -37,10 +37,10 @@ def test_the_table_and_the_picker_name_the_scripts():
     assert feature_rows(_labels())[0]["what it does"] == SHOWN
     assert feature_options(_labels()) == {(0, 5): f"a0.h0: L0/5: {SHOWN}"}
     context = {"tokens": ["The", " 蜍", "x"], "target": 1}
-    assert readable_context(context) == {"tokens": ["The", " [CJK]", "x"], "target": 1}
+    assert readable_context(context) == {"tokens": ["The", " 蜍 [CJK]", "x"], "target": 1}
 
 
-def test_the_steer_page_shows_no_character_of_those_scripts(tmp_path, monkeypatch):
+def test_the_steer_page_names_the_scripts_after_their_characters(tmp_path, monkeypatch):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
     from test_labels import PROMPT, _steer_setup
@@ -59,5 +59,6 @@ def test_the_steer_page_shows_no_character_of_those_scripts(tmp_path, monkeypatc
     table = at.dataframe[0].value
     assert list(table["what it does"]) == [SHOWN]
     assert at.multiselect(key="steer.features").options == [f"a0.h0: L0/5: {SHOWN}"]
+    # every character of those scripts is kept, and each run is named right after it
     shown = "".join(table["what it does"]) + "".join(at.multiselect(key="steer.features").options)
-    assert not [character for character in shown if script_of(character)]
+    assert shown.count("ことなく [Hiragana ×4]") == 2 and shown.count("蜍 [CJK]") == 2

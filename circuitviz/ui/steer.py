@@ -72,8 +72,9 @@ FONTLESS = {
     (0x20000, 0x3FFFF): "CJK",
 }
 FONTLESS_HELP = (
-    "characters of scripts many fonts lack (CJK, Hangul, Indic, Thai, ...) are named in brackets, "
-    "with how many there are: '[Hiragana ×4]' stands for four Hiragana characters"
+    "characters of scripts many fonts lack (CJK, Hangul, Indic, Thai, ...) are followed by their "
+    "script's name in brackets, with how many there are: 'ことなく [Hiragana ×4]' is four Hiragana "
+    "characters, named so where the browser draws them as empty boxes"
 )
 
 
@@ -83,22 +84,32 @@ def script_of(character: str) -> str | None:
     return next((name for (first, last), name in FONTLESS.items() if first <= point <= last), None)
 
 
+def _names(scripts: list[str]) -> str:
+    """'[Hiragana ×4]' for four Hiragana characters; '[CJK, Hiragana]' for a kanji then a kana."""
+    counted: list[list] = []
+    for script in scripts:
+        if counted and counted[-1][0] == script:
+            counted[-1][1] += 1
+        else:
+            counted.append([script, 1])
+    return "[" + ", ".join(f"{name}{f' ×{count}' if count > 1 else ''}" for name, count in counted) + "]"
+
+
 def readable(text: str) -> str:
-    """``text`` with each run of characters of one ``FONTLESS`` script written as its name and
-    count ('ことなく' is '[Hiragana ×4]'): the Steer page's labels quote a feature's top tokens,
-    and Chromium on a machine without CJK fonts drew '蜍' and 'ことなく' as empty boxes."""
+    """``text`` with each run of characters of ``FONTLESS`` scripts kept and followed by their
+    names and counts ('ことなく' is 'ことなく [Hiragana ×4]'): the Steer page's labels quote a
+    feature's top tokens, and Chromium on a machine without CJK fonts drew '蜍' and 'ことなく' as
+    empty boxes; a reader whose fonts draw them still reads the characters themselves."""
     pieces: list[str] = []
-    run_script, run_length = None, 0
+    scripts: list[str] = []
     for character in text + "\0":  # a sentinel that closes the last run
         script = script_of(character)
-        if script != run_script and run_script is not None:
-            pieces.append(f"[{run_script}{f' ×{run_length}' if run_length > 1 else ''}]")
-            run_length = 0
-        run_script = script
-        if script is None:
-            pieces.append(character)
-        else:
-            run_length += 1
+        if script is None and scripts:
+            pieces.append(f" {_names(scripts)}")
+            scripts = []
+        if script is not None:
+            scripts.append(script)
+        pieces.append(character)
     return "".join(pieces)[:-1]
 
 
