@@ -472,7 +472,7 @@ def empty_circuits(ids: list[str], ndf: list[float], budget: int, shown: int = 5
     return (
         f"{names} {'keeps' if one else 'keep'} no edge at budget {budget:,} (sort by edges to find "
         f"{'it' if one else 'them'}): the {budget:,} edges {'its' if one else 'their'} method chose hold "
-        "no path from the input to the logits, and pruning drops every edge on no such path, so the "
+        "no path from the input to the logits, and pruning drops every edge that lies on no such path, so the "
         "circuit is empty, the model runs as on the corrupted prompt, and "
         f"{'its NDF is' if one else 'their NDF is at most'} {max(ndf):.3f}."
     )
