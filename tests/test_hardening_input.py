@@ -123,7 +123,14 @@ def test_budgets_of_zero_and_beyond_the_edge_count(tiny):
     assert int(result.circuit(spec.n_edges * 10).sum()) <= spec.n_edges
     for text in ("", "a,b", "-3", "1.5", "1e9999", "1" * 5000, "-" + "1" * 4000, "5," * 3000 + "x"):
         refuses(lambda text=text: parse_budgets(text), ValueError)
-    assert parse_budgets("٣, 7,,7") == [3, 7]  # any script's digits; repeats and gaps collapse
+    assert parse_budgets("٣, 7,7") == [3, 7]  # any script's digits; repeats collapse (the app says so)
+    # the command line's rules (entry.budgets): a gap and '10 20' were read as 3,7 and 1020, unsaid
+    for text, said in [
+        ("٣, 7,,7", "has an empty item"),
+        ("10 20", "separate budgets with commas, as in 10,20"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            parse_budgets(text)
 
 
 @pytest.mark.parametrize(

@@ -115,14 +115,16 @@ def parse_whole_numbers(
 ) -> list[int]:
     """'50, 100,20' -> [20, 50, 100]; ValueError in one sentence otherwise.
 
-    Every comma-separated list of numbers a user types (budgets, anchor budgets, layers) is read
-    here: spaces are ignored, empty pieces skipped, the values returned sorted without repeats.
+    The comma-separated lists of numbers a user types (anchor budgets, SAE layers; edge budgets
+    have their own, stricter rules in ``entry.budgets``) are read here: spaces around a piece are
+    ignored, empty pieces skipped, the values returned sorted without repeats. A space inside a
+    piece is not: '10 20' is refused as not a whole number (it read as 1020 until 2026-12-05).
     not_whole: the sentence for a piece that is not a whole number; ``{part}`` in it becomes the
     piece, quoted (briefly when long). refuse: the sentence for a value that is not allowed, or
     None when it is. empty: the sentence when no number is given (None: an empty list is fine).
     """
     values = []
-    for part in str(text).replace(" ", "").split(","):
+    for part in (piece.strip() for piece in str(text).split(",")):
         if not part:
             continue
         try:

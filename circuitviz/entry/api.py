@@ -17,7 +17,6 @@ from ..core.curves import Baseline, CurvePoint
 from ..core.graph import prune
 from ..core.results import CircuitResult, LoadedCircuit, circuits_from_json
 from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task, single_token_id
-from ..core.text import parse_whole_numbers, shown_number
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
 from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
@@ -27,6 +26,7 @@ from ..models.adapter import adapter_of
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
 from ..query.proposals import propose, propose_corruption, propose_foil, unlikely_answer_sentence
 from ..services.store import ResultStore
+from .budgets import API_BUDGETS, NO_BUDGETS, budget_findings
 from .request import DEFAULT_BUDGETS, Request
 
 
@@ -107,18 +107,14 @@ def answer_note(model, task: PromptTask) -> str | None:
 
 
 def parse_budgets(text: str, least: int = 0) -> list[int]:
-    """'50,100,200' -> budgets, edge counts of 0 or more; a negative one is refused with ``least``
-    as the way out (the app refuses 0 too, in its own sentence, and passes 1)."""
-    return parse_whole_numbers(
-        text,
-        "Budget {part} is not a whole number of edges; write e.g. 50,100,200.",
-        refuse=lambda value: (
-            f"Budget {shown_number(value)} is negative; budgets count edges, so use {least} or more."
-            if value < 0
-            else None
-        ),
-        empty="No budgets given; write edge counts such as 50,100,200.",
-    )
+    """'50,100,200' -> budgets, sorted and distinct: edge counts of ``least`` (0 here; the app and
+    the command line take 1) to ``MAX_BUDGET``. ValueError with the first sentence the command
+    line's ``--budgets`` would give (``budgets.read_budgets``: an empty item, a part that is not a
+    whole number, such as '10 20', and a negative budget are refused)."""
+    values, problems, _ = budget_findings(text, API_BUDGETS, least=least, empty=NO_BUDGETS)
+    if problems:
+        raise ValueError(problems[0])
+    return values
 
 
 def request_key(model, model_id: str, task: PromptTask, method: str, config, budgets, max_tokens: int) -> str:

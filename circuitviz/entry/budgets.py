@@ -1,12 +1,14 @@
-"""The command line's edge budgets (``--budgets`` of ``discover`` and ``batch``), read as typed.
+"""Edge budgets read as typed: the command line's ``--budgets`` (``discover``, ``batch``), the
+app's budgets box and ``api.parse_budgets`` follow these rules, each naming what was typed in.
 
 A problem is refused in one sentence naming the flag, before the model loads: an empty item
 (``10,,20``, a comma at an end), an item that is not a whole number (``1e3``, ``10 20`` for
 ``10,20``), a budget under 1 (0 keeps no edge, as the app says) and one beyond ``MAX_BUDGET``
 (results.parquet keeps budgets as 32-bit integers: 99,999,999,999 ran every method and then
 failed writing the table). What is done to the budgets is said in one line: repeats are evaluated
-once (``repeats_note``), and a budget over the graph's edges keeps the whole graph, said once
+once (the note of ``read_budgets``), and a budget over the graph's edges keeps the whole graph, said once
 the graph is known (``over_graph_note``). The budgets run smallest first, as the table lists them.
+The app shows every problem at once under its box (``budget_findings``) and the note beside it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from ..core.text import shown, shown_number
 
 MAX_BUDGET = 2**31 - 1  # what results.parquet's int32 budgets hold; no model's graph comes near it
 EXAMPLE = "50,100,200"
+APP_BUDGETS = (
+    "The budgets box"  # how the app's sentences name the box, where the command line names --budgets
+)
+API_BUDGETS = "The budget list"  # parse_budgets' name for its text
+NO_BUDGETS = f"No budgets given; write edge counts such as {EXAMPLE}."  # parse_budgets' empty text
 
 
 def _items(values: list[int]) -> str:
@@ -25,64 +32,125 @@ def _items(values: list[int]) -> str:
     return shown_values[0] if len(values) == 1 else ", ".join(shown_values[:-1]) + " and " + shown_values[-1]
 
 
-def read_budgets(text: str, flag: str = "--budgets", mib: bool = False) -> tuple[list[int] | str, str | None]:
+def read_budgets(
+    text: str, flag: str = "--budgets", mib: bool = False, least: int = 1
+) -> tuple[list[int] | str, str | None]:
     """(the budgets, sorted and distinct, or "mib" where ``mib`` allows it; the note on repeats or
     None). ValueError in one sentence naming ``flag`` for anything that is not a list of whole
-    numbers from 1 to ``MAX_BUDGET``."""
+    numbers from ``least`` (1; 0 for the Python API) to ``MAX_BUDGET``: the first of
+    ``budget_findings``' problems."""
+    values, problems, note = budget_findings(text, flag, mib, least)
+    if problems:
+        raise ValueError(problems[0])
+    return values, note
+
+
+def budget_findings(
+    text: str,
+    flag: str = "--budgets",
+    mib: bool = False,
+    least: int = 1,
+    empty: str | None = None,
+    total: int | None = None,
+) -> tuple[list[int] | str, list[str], str | None]:
+    """(the budgets, sorted and distinct, or "mib"; every problem, one sentence each and in the
+    order typed; the note on repeats or None): the rules of the command line's ``--budgets`` and
+    the app's budgets box, which names itself as ``flag`` (``APP_BUDGETS``). The command line
+    stops at the first problem; the app shows them all, so they are fixed in one go.
+    ``empty``: the sentence for no budget at all (the API's own, older one); ``total``: the
+    graph's edge count where it is known (the app), named as the way out of a budget too large."""
     way_out = f"write edge counts such as {EXAMPLE}" + (", or mib" if mib else "")
     text = str(text)
     if mib and text.strip().lower() == "mib":
-        return "mib", None
+        return "mib", [], None
     parts = [part.strip() for part in text.split(",")]
     if not any(parts):
-        raise ValueError(f"{flag} gives no budget; {way_out}.")
+        return [], [empty or f"{flag} gives no budget; {way_out}."], None
+    problems = []
     if not all(parts):
-        raise ValueError(
+        problems.append(
             f"{flag} {shown(text, 40)} has an empty item (two commas together, or one at an end); "
             f"give one budget between each two commas, such as {EXAMPLE}."
         )
     values = []
-    for part in parts:
-        digits = part[1:] if part[:1] in "+-" else part
-        if part[:1] == "-" and digits.isdecimal() and digits.strip("0"):
-            raise ValueError(
-                f"{flag} has {shown_number(part)}, a negative budget; budgets count edges, so use 1 or more."
-            )
-        if (
-            len(digits.lstrip("0")) > 12 and digits.isdecimal()
-        ):  # before int(): 5,000 digits is Python's own error
-            raise _too_large(flag, part)
-        try:
-            value = int(part)
-        except ValueError:
-            raise ValueError(
-                f"{flag} item {shown(part, 30)} is not a whole number of edges; {way_out}."
-            ) from None
-        if value < 1:
-            raise ValueError(
-                f"{flag} has 0: a budget of 0 keeps no edge, so its circuit is empty and says nothing "
-                "about the method; use budgets of 1 edge or more."
-            )
-        if value > MAX_BUDGET:
-            raise _too_large(flag, part)
-        values.append(value)
+    for part in filter(None, parts):
+        problem, value = _item_problem(part, flag, way_out, least, total)
+        if problem:
+            problems.append(problem)
+        else:
+            values.append(value)
     counts = Counter(values)
     distinct = sorted(counts)
     repeated = [value for value in distinct if counts[value] > 1]
     note = None
-    if repeated:
+    if repeated and not problems:
         note = (
             f"{flag} names {_items(repeated)} more than once; each budget is evaluated once, "
             f"so the budgets are {', '.join(map(str, distinct))}."
         )
-    return distinct, note
+    return distinct, problems, note
 
 
-def _too_large(flag: str, part: str) -> ValueError:
-    return ValueError(
+def zero_sentence(flag: str) -> str:
+    """Why a budget of 0 is refused, naming ``flag``."""
+    return (
+        f"{flag} has 0: a budget of 0 keeps no edge, so its circuit is empty and says nothing "
+        "about the method; use budgets of 1 edge or more."
+    )
+
+
+def _item_problem(
+    part: str, flag: str, way_out: str, least: int, total: int | None
+) -> tuple[str | None, int]:
+    """(the sentence on one item, or None; its value)."""
+    digits = part[1:] if part[:1] in "+-" else part
+    if part[:1] == "-" and digits.isdecimal() and digits.strip("0"):
+        return (
+            f"{flag} has {shown_number(part)}, a negative budget; budgets count edges, so use {least} or more.",
+            0,
+        )
+    # before int(): 5,000 digits is Python's own error
+    if len(digits.lstrip("0")) > 12 and digits.isdecimal():
+        return _too_large(flag, part, total), 0
+    try:
+        value = int(part)
+    except ValueError:
+        words = part.split()
+        if len(words) > 1 and all(word.isdecimal() for word in words):  # '10 20' read as 1020 once
+            way_out = f"separate budgets with commas, as in {','.join(words)}"
+        return f"{flag} item {shown(part, 30)} is not a whole number of edges; {way_out}.", 0
+    if value < least:
+        return zero_sentence(flag), 0
+    if value > MAX_BUDGET:
+        return _too_large(flag, part, total), 0
+    return None, value
+
+
+def checked_edge_count(flag: str, value: int | None) -> None:
+    """An edge count given by a flag (``--html-budget``, ``--keep-edges``): None (its default), or
+    a whole number from 1 to ``MAX_BUDGET``; ValueError in one sentence naming the flag otherwise."""
+    if value is None:
+        return
+    if value < 1:
+        raise ValueError(f"{flag} must be 1 or more edges, not {shown_number(value)}.")
+    if value > MAX_BUDGET:
+        raise ValueError(
+            f"{flag} must be at most {MAX_BUDGET:,} edges (the largest budget taken), not "
+            f"{shown_number(value)}; the graph's edge count covers the whole graph (discover prints it)."
+        )
+
+
+def _too_large(flag: str, part: str, total: int | None = None) -> str:
+    """A budget beyond ``MAX_BUDGET``, with the graph's edge count (``total``) as the way out."""
+    count = (
+        f"this model's graph has {total:,}"
+        if total
+        else "discover prints it: 10,342 for the embedded Gemma-3-270M"
+    )
+    return (
         f"{flag} has {shown_number(part.lstrip('+'))}, more edges than any model's graph holds (the largest "
         f"budget taken is {MAX_BUDGET:,}); a budget at or over the graph's edge count keeps the whole graph, "
-        "so give that count (discover prints it: 10,342 for the embedded Gemma-3-270M)."
+        f"so give that count ({count})."
     )
 
 

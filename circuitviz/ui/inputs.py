@@ -23,6 +23,7 @@ from ..core.refusals import (
     unequal_lengths,
 )
 from ..core.text import counted, invisible_sentence, markdown_sentence, markdown_text, only_invisible, shown
+from ..entry.budgets import APP_BUDGETS, budget_findings, over_graph_note, zero_sentence
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
 from .state import session
@@ -501,7 +502,6 @@ def method_inputs(
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     # here, not at the top: keeps torch out of the first paint
-    from ..entry.api import parse_budgets
     from ..methods import available_methods
     from .forms import build_config, config_form
 
@@ -514,12 +514,12 @@ def method_inputs(
         text = state.bind(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
-        problems, notes = budget_check(text, n_edges)
+        values, problems, notes = budget_reading(text, n_edges)
         for problem in problems:
             st.error(markdown_sentence(problem))  # may quote the user's text
         for note in notes:
             st.warning(markdown_sentence(note))  # may quote the user's text
-        budgets = None if problems else parse_budgets(text)
+        budgets = None if problems else values
     start = dict(initial or {})
     start.update(state.method_settings(settings_key, name))
     with form_box:
@@ -531,44 +531,24 @@ def method_inputs(
     return name, config, budgets
 
 
-ZERO_BUDGET = (
-    "A budget of 0 keeps no edge: its circuit is empty, so it reproduces nothing of the model by "
-    "construction and says nothing about the method; use budgets of 1 edge or more."
-)
+ZERO_BUDGET = zero_sentence(APP_BUDGETS)
+
+
+def budget_reading(text: str, n_edges: int) -> tuple[list[int], list[str], list[str]]:
+    """(the budgets, sorted and distinct; every problem of the budgets box; the notes on it), one
+    sentence each and all at once, so a user fixes them in one go, by the command line's rules
+    (``entry.budgets``). Problems stop the run: an empty item (``10,,20``), a part that is not a
+    whole number (``10 20``), a negative one, a 0 (an empty circuit), one beyond what a result
+    holds, an empty list. Notes do not: repeats are evaluated once, and a budget over the graph's
+    edges keeps the whole graph."""
+    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=n_edges)
+    notes = [note for note in (repeats, over_graph_note(values, n_edges)) if note]
+    return values, problems, notes
 
 
 def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
-    """(every problem of the budgets box, the notes on it), one sentence each and all at once, so
-    a user fixes them in one go. Problems stop the run: a part that is not a whole number, a
-    negative one, a 0 (an empty circuit), an empty list. A note does not: a budget over the graph's edges keeps the
-    whole graph."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..entry.api import parse_budgets
-
-    parts = [part.strip() for part in str(text).split(",")]
-    if not any(parts):
-        try:
-            parse_budgets(text)
-        except ValueError as error:
-            return [str(error)], []
-    problems, over = [], []
-    for part in (part for part in parts if part):
-        try:
-            parse_budgets(part, least=1)  # 0 is refused below (ZERO_BUDGET): never the way out
-        except ValueError as error:
-            problems.append(str(error))
-            continue
-        if int(part) == 0:
-            problems.append(ZERO_BUDGET)
-            continue
-        if int(part) > n_edges:
-            over.append(int(part))
-    notes = [
-        f"Budget {value:,} is over the {n_edges:,} edges of this model's graph, so it keeps the whole graph; "
-        f"use at most {n_edges:,}."
-        for value in over
-    ]
-    return problems, notes
+    """(every problem of the budgets box, the notes on it): ``budget_reading`` without the budgets."""
+    return budget_reading(text, n_edges)[1:]
 
 
 def reference_circuits() -> dict[str, str]:
