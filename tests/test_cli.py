@@ -238,8 +238,10 @@ def test_eaps_estimate_names_no_ig_steps(shared_model):
 
 def test_unknown_model_is_one_sentence(capsys):
     code = cli.main(["discover", *IOI, "--model", "no-such-model-anywhere", "--no-cache"])
-    error = capsys.readouterr().err.strip()
-    assert code == 2 and error.startswith("error: ") and len(error.splitlines()) == 1
+    said = capsys.readouterr().err.strip().splitlines()  # the load said first, as batch says it
+    assert code == 2 and said[0] == "loading no-such-model-anywhere ..." and len(said) == 2, said
+    error = said[1]
+    assert error.startswith("error: ")
     assert_one_sentence(error.removeprefix("error: "))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..measure.task_validity import CHECK_ENV
 from ..query.pairs import read_pairs_text
+from .budgets import checked_edge_count
 
 
 class BriefParser(argparse.ArgumentParser):
@@ -48,8 +49,7 @@ def checked_paths(args) -> str | None:
     writes), checked before the model loads (a minute's run must not end on a mistyped path), in
     one sentence each; returns the text of the ``--transfer-file`` (None without one)."""
     html_budget = getattr(args, "html_budget", None)
-    if html_budget is not None and html_budget < 1:
-        raise ValueError(f"--html-budget must be 1 or more edges, not {html_budget}.")
+    checked_edge_count("--html-budget", html_budget)  # 1 to what a budget holds, as --budgets
     transfer = getattr(args, "transfer_paraphrases", None)
     if transfer is not None and transfer < 0:
         raise ValueError(f"--transfer-paraphrases must be 0 (none) or more, not {transfer}.")
@@ -94,7 +94,9 @@ def check_written_file(flag: str, path: Path) -> None:
 def batch_checks(args) -> None:
     """``batch``'s arguments that can fail, checked before anything loads, one sentence each: the
     ``--generate`` family, and the ``--out`` folder (it can be made, or is one already: not a
-    file, not under a file or a folder this user cannot write to)."""
+    file, not under a file or a folder this user cannot write to), and ``--keep-edges`` (1 to what a
+    budget holds: 0 or a negative count kept no circuit in the table, unsaid)."""
+    checked_edge_count("--keep-edges", getattr(args, "keep_edges", None))
     if getattr(args, "generate", None):
         from ..batch.generate import check_family  # the batch's modules load only for the batch command
 

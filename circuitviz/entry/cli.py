@@ -226,6 +226,7 @@ def _said(task, sentence: str | None):
 
 def _load(args):
     model_id = args.model or EMBEDDED_MODEL
+    print(f"loading {model_id} ...", file=sys.stderr)  # as batch says it: ~10 s passed unsaid
     start = time.perf_counter()
     model = load_model(model_id, device=args.device, dtype=args.dtype, backend=args.backend)
     return model, model_id, time.perf_counter() - start

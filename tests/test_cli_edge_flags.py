@@ -1,0 +1,75 @@
+"""The command line's edge counts besides --budgets, and discover's model load (session 31).
+
+--html-budget (discover) and --keep-edges (batch) took any integer: --keep-edges 0 or -5 kept no
+circuit in results.parquet, unsaid, and --html-budget 99999999999 was taken as asked after the
+run. Each is now a whole number of edges from 1 to the largest budget a result holds, refused in
+one sentence naming the flag before the model loads. discover loaded its model (about 10 s for
+the embedded one) without a word, where batch says "loading <model> ..."; it now says the same
+line, on stderr, so what it prints on stdout (the table) stays as it was."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sentences import assert_one_sentence
+
+from circuitviz.batch import ModelSource
+from circuitviz.bench.toy_models import tiny_model
+from circuitviz.core.tasks import PromptTask
+from circuitviz.entry import cli
+from circuitviz.entry.budgets import MAX_BUDGET
+from circuitviz.models import EMBEDDED_MODEL
+
+IOI = ["--prompt", "When Mary and John went to the store , John gave a drink to", "--answer", " Mary"]
+IOI += ["--corrupted", "When Alice and Bob went to the store , Carl gave a drink to", "--foil", " John"]
+PARIS = PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",))
+OUT_OF_RANGE = [
+    ("0", "must be 1 or more edges, not 0"),
+    ("-5", "must be 1 or more edges, not -5"),
+    (str(MAX_BUDGET + 1), f"must be at most {MAX_BUDGET:,} edges"),
+    ("9" * 40, "not 999999999999… (40 digits)"),
+]
+
+
+def _refused(capsys, argv, flag, said):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {flag} ") and said in err, err
+    assert_one_sentence(err.removeprefix("error: "))
+
+
+@pytest.mark.parametrize("value, said", OUT_OF_RANGE)
+def test_html_budget_out_of_range_is_refused_before_discover_loads(
+    value, said, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("the model was loaded first"))
+    argv = ["discover", *IOI, "--method", "eap", "--html", str(tmp_path / "g.html"), "--html-budget", value]
+    _refused(capsys, argv, "--html-budget", said)
+
+
+@pytest.mark.parametrize("value, said", OUT_OF_RANGE)
+def test_keep_edges_out_of_range_is_refused_before_batch_loads(value, said, capsys, tmp_path, monkeypatch):
+    loads = []
+
+    def factory():
+        loads.append(1)
+        return tiny_model("gpt2")
+
+    monkeypatch.setattr(cli, "_batch_source", lambda args: ModelSource("tiny-gpt2-0", factory=factory))
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(json.dumps(PARIS.to_dict()) + "\n", encoding="utf-8")
+    argv = ["batch", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "--methods", "eap"]
+    argv += ["--budgets", "3,5", "--keep-edges", value, "--store", str(tmp_path / "store"), "--no-task-check"]
+    _refused(capsys, argv, "--keep-edges", said)
+    assert not loads and not (tmp_path / "out").exists()
+
+
+def test_discover_says_its_model_load_on_stderr(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "load_model", lambda model_id, **options: tiny_model("gpt2"))
+    argv = ["discover", *IOI, "--method", "eap", "--no-cache", "--no-task-check", "--budgets", "5,10"]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert f"loading {EMBEDDED_MODEL} ..." in captured.err.splitlines()
+    assert "loading" not in captured.out  # stdout holds the table, as before
+    assert f"model {EMBEDDED_MODEL} on " in captured.out
