@@ -198,7 +198,7 @@ def test_the_users_text_in_a_problem_is_shown_as_typed():
     at = _app(answer=typed, budgets="[q](https:example.com)").run()
     assert not at.exception, at.exception
     errors = [e.value for e in at.error]
-    for quoted in (f"The answer {typed!r}", "Budget '[q](https:example.com)'"):
+    for quoted in (f"The answer {typed!r}", "The budgets box item '[q](https:example.com)'"):
         assert any(markdown_text(quoted) in error for error in errors), (quoted, errors)
 
 

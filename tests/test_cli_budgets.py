@@ -160,3 +160,14 @@ def test_the_python_batch_refuses_a_budget_before_the_model_loads(budgets, said,
             source=ModelSource("tiny", factory=refuse),
             store=ResultStore(tmp_path / "store"),
         )
+
+
+def test_many_problems_are_said_in_five_sentences_the_last_counting_the_rest():
+    from circuitviz.entry.budgets import MAX_PROBLEMS, budget_findings
+
+    text = ",".join(f"x{i}" for i in range(100)) + ",0,0,5"
+    values, problems, _ = budget_findings(text)
+    assert values == [5] and len(problems) == MAX_PROBLEMS == 5
+    assert problems[0].startswith("--budgets item 'x0' is not a whole number")
+    assert problems[-1] == "--budgets has 97 more items that are not budgets."  # 96 words and the 0s
+    assert budget_findings("0,0,5")[1] == [budget_findings("0,5")[1][0]]  # one 0 sentence, not two

@@ -26,6 +26,9 @@ API_BUDGETS = "The budget list"  # parse_budgets' name for its text
 NO_BUDGETS = f"No budgets given; write edge counts such as {EXAMPLE}."  # parse_budgets' empty text
 
 
+MAX_PROBLEMS = 5  # sentences said about one budgets box or flag, the last counting the rest
+
+
 def _items(values: list[int]) -> str:
     """'3', '3 and 20', '3, 20 and 50': budgets as a sentence lists them."""
     shown_values = [f"{value:,}" for value in values]
@@ -79,6 +82,10 @@ def budget_findings(
             problems.append(problem)
         else:
             values.append(value)
+    problems = list(dict.fromkeys(problems))  # '0,0,0' is one problem, said once
+    if len(problems) > MAX_PROBLEMS:  # a pasted column of words: the first few, and how many more
+        more = len(problems) - MAX_PROBLEMS + 1
+        problems = [*problems[: MAX_PROBLEMS - 1], f"{flag} has {more:,} more items that are not budgets."]
     counts = Counter(values)
     distinct = sorted(counts)
     repeated = [value for value in distinct if counts[value] > 1]

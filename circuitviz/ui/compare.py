@@ -78,7 +78,7 @@ def shared_budgets(n_edges: int) -> list[int] | None:
     fit_budgets_box(state.Session.budgets.key, n_edges)
     problems = budget_check(state.session.budgets, n_edges)[0]
     for problem in problems:
-        st.error(markdown_sentence(f"{problem} (the budgets are set on the Explore page)"))
+        st.error(markdown_sentence(f"{problem.rstrip('.')} (the budgets are set on the Explore page)."))
     return None if problems else parse_budgets(state.session.budgets)
 
 
