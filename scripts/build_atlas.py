@@ -8,6 +8,12 @@ consensus at 50 % evaluated on every prompt, into ``assets/atlas/<family>/``: th
 (results.parquet), consensus.parquet, tasks.jsonl and manifest.json, a few MB in all. Full
 results go to the result store given (default: the shared one), so a second run only rewrites
 the folders. Run from the checkout with circuitviz installed (``pip install -e .``).
+
+    python scripts/build_atlas.py --check [--families ioi,arithmetic,mmlu] [--rows 10]
+
+evaluates the stored circuits again with today's evaluator (every prompt's, or the first
+``--rows``) and prints every figure that moved (``circuitviz.bench.stored_figures``); it builds
+nothing. The test suite does the same on two prompts of each atlas.
 """
 
 from __future__ import annotations
@@ -33,7 +39,12 @@ def main() -> None:
     )
     parser.add_argument("--executor", default="local", choices=["local", "ray"])
     parser.add_argument("--out", type=Path, default=ASSETS)
+    parser.add_argument("--check", action="store_true", help="re-evaluate the stored atlases; build nothing")
+    parser.add_argument("--rows", type=int, default=None, help="with --check: the first N prompts of each")
     args = parser.parse_args()
+    if args.check:
+        check([f.strip() for f in args.families.split(",") if f.strip()], args.out, args.rows)
+        return
     store = ResultStore(args.store) if args.store else ResultStore()
     for family in [f.strip() for f in args.families.split(",") if f.strip()]:
         folder = args.out / family
@@ -56,6 +67,25 @@ def main() -> None:
             f"{family}: {report.items} prompts ({report.failed} failed, {report.skipped} from the store) in "
             f"{time.perf_counter() - start:.0f}s; {folder} holds {size / 1e6:.2f} MB"
         )
+
+
+def check(families: list[str], folder: Path, rows: int | None) -> None:
+    """Every stored figure of each atlas that moved under today's evaluator, and how many held."""
+    from circuitviz.bench.stored_figures import TOLERANCE, atlas_figures, moved
+    from circuitviz.models import EMBEDDED_MODEL, load_model
+
+    model = load_model(EMBEDDED_MODEL, device="cpu")
+    for family in families:
+        figures = atlas_figures(model, family, rows=rows, folder=folder)
+        shown = sorted(moved(figures), key=lambda f: -f.moved)
+        prompts = len({f.where for f in figures})
+        print(
+            f"{family}: {len(figures) - len(shown)} of {len(figures)} figures of {prompts} prompts hold "
+            f"(within {TOLERANCE}); {len(shown)} moved",
+            flush=True,
+        )
+        for figure in shown:
+            print(f"  {figure.line()}", flush=True)
 
 
 if __name__ == "__main__":
