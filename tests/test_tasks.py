@@ -54,6 +54,18 @@ def test_multi_token_answer_shows_the_split(model):
     assert "'Mary' | 'John'" in message and "such as 'Mary'" in message
 
 
+def test_multi_token_answer_says_its_count_once_and_lists_a_few_tokens_whole(model):
+    message = check(model, "is 5 tokens", answer=" Mary John went to the")
+    assert message.count("tokens") == 1 and "'Mary' | 'John' | 'went' | 'to' | 'the')" in message
+    assert "…" not in message
+
+
+def test_multi_token_answer_of_many_tokens_says_how_many_more(model):
+    answer = " Mary John and Mary went to the store then John gave a drink to Mary"
+    message = check(model, "is 15 tokens", answer=answer)
+    assert message.count("15") == 1 and "'store' | … and 7 more)" in message
+
+
 def test_answer_equal_to_foil(model):
     check(model, "also given as a foil", foils=[" Mary"])
 

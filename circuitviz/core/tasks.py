@@ -99,10 +99,12 @@ def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
     )
 
 
-def _quote_tokens(tokens: list[str], limit: int = 4) -> str:
-    """The first ``limit`` tokens, each quoted briefly, and how many there are in all."""
+def _quote_tokens(tokens: list[str], limit: int = 8) -> str:
+    """Every token quoted briefly when there are at most ``limit``; else the first ``limit`` and how
+    many more (the count of all is said once, by the caller)."""
     shown_tokens = " | ".join(shown(token, 12) for token in tokens[:limit])
-    return shown_tokens + (f" | … ({len(tokens)} tokens)" if len(tokens) > limit else "")
+    rest = len(tokens) - limit
+    return shown_tokens + (f" | … and {rest:,} more" if rest > 0 else "")
 
 
 def _first_difference(first: list[str], second: list[str]) -> str:
