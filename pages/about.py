@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from circuitviz.ui import loaders
+from circuitviz.ui.caveats import fitted_methods_sentence
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -93,21 +94,31 @@ if ours:
     st.dataframe(ours, hide_index=True, placeholder="—")
 
 st.subheader("How faithful each method's circuits are")
+_ASSETS = Path(__file__).resolve().parents[1] / "assets"
+_faithfulness = _ASSETS / "faithfulness.md"
+_fitted = {
+    name: (m.label, m.fitted_to_prompt)
+    for name, m in sorted(available_methods().items())
+    if m.fitted_to_prompt
+}
 st.markdown(
     """
 Every method measured the same way on the embedded Gemma-3-270M over the nine example prompts
 (`benchmarks/bench_faithfulness.py`): NDF of its circuits at a few small budgets and CPR / CMD
 (the areas under the faithfulness curve), how well its node scores follow the effect of patching
 each head or MLP alone, how its circuits hold up on paraphrases of the prompt they never saw
-(transfer, held out), their necessity and their completeness. **Edge Pruning** learns a mask per budget on the prompt itself, and Best-of-N keeps the
-candidate of highest NDF on it, so both are marked *fitted to the prompt*: their NDF there may
-flatter them (a circuit can still score higher on a paraphrase), and the paraphrase columns show
-how much of it carries over beyond the one sentence. ACC++
-is measured on its traced circuit completed with its heads' value paths and its MLPs' inputs.
-Below it, the planted-circuit benchmark: models whose true circuit is known.
+(transfer, held out), their necessity and their completeness.
 """
 )
-_ASSETS = Path(__file__).resolve().parents[1] / "assets"
+st.markdown(
+    fitted_methods_sentence(
+        _fitted, _faithfulness.read_text(encoding="utf-8") if _faithfulness.is_file() else None
+    )
+    + " Their NDF there may flatter them (a circuit can still score higher on a paraphrase), and the "
+    "paraphrase columns show how much of it carries over beyond the one sentence. ACC++ is measured on "
+    "its traced circuit completed with its heads' value paths and its MLPs' inputs. Below the tables, "
+    "the planted-circuit benchmark: models whose true circuit is known."
+)
 # the tables below are wider than the page at 1,000 px (up to 835 px in a 540 px column): each
 # scrolls sideways in its own box instead of the whole page scrolling sideways under them
 st.html(
@@ -119,6 +130,16 @@ for _name, _made_by in (
     ("planted_bench.md", "python -m circuitviz planted-bench --markdown assets/planted_bench.md"),
 ):
     _path = _ASSETS / _name
+    if _name == "planted_bench.md":
+        st.subheader("Planted circuits: does a method find a circuit known in advance?")
+        st.caption(
+            "Small synthetic models built with a circuit planted in them (not Gemma; the models are "
+            "described under the table), each method's circuit compared edge by edge with the planted one. "
+            "SHD (structural Hamming distance): the edges to add plus the edges to delete to turn the "
+            "method's circuit into the planted one (0 = found exactly; lower is better). |T|: the number "
+            "of edges of the planted (true) circuit; every method runs with |T| as its budget, and the "
+            "@|T| columns score its |T| highest-scored edges (how well it ranks)."
+        )
     if _path.is_file():
         st.markdown(_path.read_text(encoding="utf-8"))
     else:

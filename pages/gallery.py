@@ -57,6 +57,12 @@ if st.button("Re-run live on the Explore page", key="gallery.rerun"):
     )
 
 result, labels = loaders.gallery_example(slug)
+if result.transfer and result.transfer.get(
+    "note"
+):  # a note stored in an older wording, said for its circuits
+    from circuitviz.entry.api import transfer_note  # noqa: E402
+
+    result.transfer = {**result.transfer, "note": transfer_note(result.transfer)}
 if state.value(f"gallery.{slug}.budget") is None:
     state.set_value(f"gallery.{slug}.budget", result_view.demo_budget(result))
 st.caption(

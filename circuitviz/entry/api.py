@@ -9,6 +9,7 @@ user's selection) on a task with the same batched evaluation every method uses;
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 
 import torch
@@ -374,7 +375,42 @@ def transfer_lines(transfer: dict) -> list[str]:
         values = entry["ndf"]
         shown = f"mean {entry['mean_ndf']:.3f} on {len(values)}" if values else "none measured"
         lines.append(f"  budget {int(budget):,}: {shown}")
-    return lines + ([transfer["note"]] if transfer.get("note") else [])
+    note = transfer_note(transfer)
+    return lines + ([note] if note else [])
+
+
+# a stored result's note before the shortfall said which circuits were short ("4 for some circuits"
+# stood under the Gallery's one circuit measured on 4, an audit)
+_OLD_SHORTFALL = re.compile(
+    r"Fewer than (\d+) held-out paraphrases passed both checks \((\d+) for some circuits\)\."
+)
+
+
+def transfer_note(transfer: dict) -> str:
+    """A result's held-out note, with an older stored shortfall sentence said again from the
+    record's own counts: how many paraphrases each measured circuit (by budget) was measured on."""
+    note = str(transfer.get("note") or "")
+    match = _OLD_SHORTFALL.search(note)
+    if not match:
+        return note
+    by_count: dict[int, list[int]] = {}
+    for budget, entry in sorted(transfer.get("budgets", {}).items(), key=lambda item: int(item[0])):
+        if entry.get("ndf"):
+            by_count.setdefault(len(entry["ndf"]), []).append(int(budget))
+    if not by_count:
+        return note.replace(match.group(0), "").strip()
+    parts = []
+    for count, budgets in sorted(by_count.items(), reverse=True):
+        listed = ", ".join(f"{b:,}" for b in budgets)
+        which = (
+            f"the circuit at budget {listed} was"
+            if len(budgets) == 1
+            else f"the circuits at budgets {listed} were"
+        )
+        parts.append(f"{which} measured on {count}")
+    said = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    sentence = f"Fewer than {match.group(1)} held-out paraphrases passed both checks, so {said}."
+    return note.replace(match.group(0), sentence)
 
 
 # ----- Best-of-N's candidates at any budget -------------------------------------------------------

@@ -4,6 +4,8 @@ view), from the method's traits in the registry."""
 
 from __future__ import annotations
 
+import re
+
 from ..methods.registry import method_traits
 
 
@@ -22,3 +24,40 @@ def caveats(result, point=None) -> list[str]:
             "not carry the answer; the curve below shows the budgets where they do."
         )
     return found
+
+
+_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_FITTED_MARK = re.compile(r"^\|\s*([\w.+-]+) \(fitted to the prompt\)", re.MULTILINE)
+
+
+def fitted_methods_sentence(fitted: dict[str, tuple[str, str]], table: str | None = None) -> str:
+    """Which methods are marked *fitted to the prompt*, and why, from the registry's
+    ``fitted_to_prompt`` ({name: (label, why)}), with the rows of a benchmark ``table`` (markdown)
+    marked so that the registry does not hold (a variant, named after the method it runs)."""
+    count = len(fitted)
+    word = _COUNT_WORDS[count] if count < len(_COUNT_WORDS) else f"{count:,}"
+    verb = "fits its circuit" if count == 1 else "fit their circuits"
+    whys = "; ".join(why.replace("this prompt", "the prompt") for _, why in fitted.values())
+    sentence = (
+        f"{word.capitalize()} method{'' if count == 1 else 's'} {verb} to the prompt itself and "
+        f"{'is' if count == 1 else 'are'} marked *fitted to the prompt*: {whys}."
+    )
+    if table is None:
+        return sentence
+    marked = list(dict.fromkeys(_FITTED_MARK.findall(table)))
+    variants = []
+    for name in marked:
+        if name in fitted:
+            continue
+        base = max((known for known in fitted if name.startswith(known + "-")), key=len, default=None)
+        variants.append(f"{name}, a variant of {fitted[base][0]}" if base else name)
+    absent = [fitted[name][0] for name in fitted if name not in marked]
+    if variants:
+        sentence += f" Table (a) also marks {_and(variants)}."
+    if absent:
+        sentence += f" Table (a) has no row for {_and(absent)}."
+    return sentence
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
