@@ -143,12 +143,35 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         else "edge budget (moving it redraws the graph and the marker; no new run)"
     )
     opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
-    budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0])
+    mine = (result.model_id, result_mark(result))
+    if opening is not None and key == "budget":  # a budget nobody chose for it: its own opening
+        open_budget(mine, opening.budget)
+    budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0], mine)
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
         if not opening.faithful:
             transferable_offer(result, key)
     return budget
+
+
+def result_mark(result) -> str:
+    """What tells one result's opening view from another's: its method and curve."""
+    return repr((result.method, [(p.budget, p.n_edges, round(float(p.ndf), 9)) for p in result.curve]))
+
+
+def open_budget(mine: tuple[str, str], opening: int) -> None:
+    """Before the slider of the result ``mine`` (model id, ``result_mark``): the shared budget
+    becomes ``opening`` unless the user chose it for this result (a slider moved on it, a Compare
+    slider moved for this model, a link's budget on the first result shown). So a new result
+    (another model, method or run) opens at its own opening, with the sentence that says why; a
+    budget moved by hand stays while its result is on screen."""
+    chosen = state.session.budget_chosen
+    if chosen == state.LINK and isinstance(state.session.budget, int):
+        state.session.budget_chosen = chosen = mine
+    if isinstance(chosen, tuple) and chosen[0] == mine[0] and chosen[1] in (None, mine[1]):
+        return
+    state.session.budget_chosen = None
+    state.session.budget = int(opening)
 
 
 def transferable_offer(result, key: str) -> None:

@@ -96,6 +96,9 @@ class Session:
     metric = Field("metric", url="metric")
     method = Field("method", url="method")
     budget = Field("budget", url="budget", kind=INTEGER)
+    # whose the budget is: (model id, result mark) a slider was moved for by hand (mark None: a
+    # Compare slider, every result of that model), LINK for a link's budget, None: an opening view
+    budget_chosen = Field("budget.chosen")
     budgets = Field("budgets", url="budgets")
     settings = Field("settings", url="settings", kind=SETTINGS)
     compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
@@ -176,6 +179,8 @@ def seed_from_url() -> None:
             value = found.parsed(text)
             if value is not None:
                 st.session_state[found.key] = value
+                if found is Session.budget:  # a link's budget is chosen, for the first result shown
+                    session.budget_chosen = LINK
             elif text:  # a link's value that does not read as one: said, not dropped silently
                 st.warning(unreadable_link_value(found, text))
     for settings_key, method_key in SETTINGS_OF.items():
@@ -374,10 +379,15 @@ def nearest(options, wanted: int) -> int:
     return min(options, key=lambda b: abs(math.log(max(b, 1)) - math.log(max(wanted, 1))))
 
 
-def budget_select(label: str, key: str, options: list[int], fallback: int) -> int:
+def budget_select(label: str, key: str, options: list[int], fallback: int, chosen_for=None) -> int:
     """The slider over ``options`` for the shared budget ``key``: it shows the option nearest the
-    shared budget (``fallback`` when there is none yet), and only a move of it sets the budget."""
-    value = bind(
+    shared budget (``fallback`` when there is none yet), and only a move of it sets the budget.
+
+    A move is the user's choice (``budget_chosen``): for ``chosen_for`` (a result's model and mark,
+    ``result_view.open_budget``), by default for every result of the session's model (Compare's)."""
+    shared = value(key)
+    before = nearest(options, shared if isinstance(shared, int) else fallback)
+    moved = bind(
         st.select_slider,
         label,
         key,
@@ -385,7 +395,12 @@ def budget_select(label: str, key: str, options: list[int], fallback: int) -> in
         options=options,
         format_func=lambda b: f"{b:,}",
     )
-    return int(value)
+    if key == Session.budget.key and moved != before:
+        session.budget_chosen = chosen_for or (session.model, None)
+    return int(moved)
+
+
+LINK = "link"  # ``budget_chosen`` of a budget a link named: the user's, for the first result shown
 
 
 # ----- what depends on the prompt ------------------------------------------------------------------
@@ -418,6 +433,7 @@ def adopt_prompt(prompt: str, values: dict) -> None:
     session.result_requests = {}
     if not first:
         del session.budget
+        del session.budget_chosen
 
 
 def results() -> dict:
@@ -427,8 +443,8 @@ def results() -> dict:
 
 def keep_result(result, request_key: str | None = None) -> None:
     """Remember a result for every page, and the key of the request it answers (None: not known).
-    The first result of a prompt opens at a readable budget; a later one (ACC++ run on Signals, a
-    method added on Compare) leaves the budget the user has."""
+    The first result of a prompt (or of another model) opens at a readable budget; a later one
+    (ACC++ on Signals, a method added on Compare) leaves the budget (``result_view.open_budget``)."""
     if result is None:
         return
     # here, not at the top: keeps torch out of the first paint
@@ -436,8 +452,11 @@ def keep_result(result, request_key: str | None = None) -> None:
 
     results()[result.method] = result
     session.result_requests[result.method] = request_key
-    if result.curve and not isinstance(session.budget, int):
+    chosen = session.budget_chosen
+    other_model = isinstance(chosen, tuple) and chosen[0] != result.model_id
+    if result.curve and (not isinstance(session.budget, int) or other_model):
         session.budget = readable_budget(result.curve)
+        del session.budget_chosen
 
 
 def answers(result, request) -> bool:
