@@ -41,7 +41,7 @@ with st.container(border=True):
         initial=bon.PAGE_DEFAULTS,
         budgets_key="bon.budgets",
         budgets_default=bon.page_budgets,
-        settings_key="bon.settings",
+        settings_key=paraphrase_view.SETTINGS_KEY,
     )
     st.caption(bon.page_defaults_note(n_edges))
 

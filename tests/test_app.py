@@ -878,9 +878,9 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap(monkeypatch):
     assert at.session_state["bon.method.ibon.paraphrase_source"] == "file"
     pairs = at.session_state["bon.method.ibon.paraphrases"].splitlines()
     assert pairs and all(json.loads(line)["clean"] and json.loads(line)["corrupted"] for line in pairs)
-    said = [m.value for m in at.success if "now holds these" in m.value]
+    said = [m.value for m in at.success if "now holds" in m.value]
     assert said == [
-        f"The form above now holds these {len(pairs)} paraphrases (source: file); press Run Best-of-N to score them."
+        f"The form above now holds {len(pairs)} paraphrases \\(source\\: file\\); press Run Best\\-of\\-N to score them\\."
     ]
     # iBoN takes any budget: one the run never evaluated, on a log-spaced slider
     slider = at.select_slider(key="w.budget")
@@ -896,7 +896,7 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap(monkeypatch):
     monkeypatch.setattr(bon, "edited_pairs_text", lambda edited, rows: '{"clean": "When Mary"}')
     at.button(key="bon.use_pairs").click().run()
     assert not at.exception, at.exception
-    assert not [m for m in at.success if "now holds these" in m.value]
+    assert not [m for m in at.success if "now holds" in m.value]
     assert any("which cannot run" in w.value for w in at.warning), [w.value for w in at.warning]
     assert any("fix the input above" in i.value for i in at.info), [i.value for i in at.info]
     options = [int(str(o).replace(",", "")) for o in at.select_slider(key="w.budget").options]

@@ -128,3 +128,158 @@ def test_about_titles_the_planted_table_and_says_shd_and_t_before_it():
         if "SHD (structural Hamming distance)" in str(v) and "|T|" in str(v)
     )
     assert heading < explained < table
+
+
+# ----- Compare's measured table at 1,000 px -----------------------------------------------------------
+def test_compares_measured_table_fits_a_1000_px_page_with_four_methods():
+    """The held-out table with four methods, the longest names the registry has: its last column
+    was pushed out at 1,000 px, its header cut to 'completer' and every value to '0' (an audit)."""
+    import json
+
+    from circuitviz.bench.toy_models import IOI_TASK
+    from circuitviz.ui import compare
+
+    prompt, corrupted = IOI_TASK.clean, IOI_TASK.corrupted
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in dict(
+        prompt=prompt, corrupted=corrupted, answer=" Mary", foil=" John", budgets="5,10"
+    ).items():
+        at.query_params[name] = value
+    at.switch_page("pages/compare.py").run()
+    methods = ["eap", "eap-ig", "edge-pruning", "paraphrase-pruning"]
+    at.multiselect(key="compare.methods").set_value(methods).run()
+    at.button(key="compare.run").click().run()
+    at.toggle(key="compare.transfer").set_value(True).run()
+    assert not at.exception, at.exception
+    grid = at.dataframe[-1]
+    assert "completeness" in grid.value.columns
+    config = json.loads(grid.proto.columns)
+    # completeness right after the NDFs, before the two counts of paraphrases
+    order = list(grid.proto.column_order)
+    assert order.index("completeness") < order.index("held out") and order.index(
+        "completeness"
+    ) < order.index("used by it")
+    widths = {name: config[name]["width"] for name in order}
+    assert sum(widths[name] for name in order) <= compare.PAGE_PX_AT_1000, widths
+    for name in order:  # each header and each value shown whole
+        label = config[name].get("label") or name
+        longest = max(
+            [label, *(f"{v:.3f}" if isinstance(v, float) else str(v) for v in grid.value[name])], key=len
+        )
+        assert widths[name] >= compare._header_px(longest), (name, widths[name], longest)
+        assert config[name].get("help") or name == "method"
+
+
+def test_the_measured_table_fits_with_the_registrys_four_longest_names():
+    from circuitviz.methods import available_methods
+    from circuitviz.ui import compare
+
+    longest = sorted(available_methods(), key=len)[-4:]
+    assert compare.measured_widths(longest) <= compare.PAGE_PX_AT_1000
+
+
+# ----- Paraphrases: the edited pairs handed to the next run, and the offer to learn on Explore --------
+def _row(pair: str, text: str, candidate: bool) -> dict:
+    return {"pair": pair, "paraphrase": text, "corrupted": text.upper(), "candidate": candidate}
+
+
+def test_a_pair_the_run_left_out_is_not_handed_over_unless_edited():
+    from circuitviz.ui import bon
+
+    before = [_row("q", "q", True), _row("p1", "a", True), _row("p2", "b", False), _row("p3", "c", False)]
+    reasons = ["", "", "the model answers ' the' here", ""]  # p3: not scored, but no reason given
+    kept, left_out = bon.rows_for_next_run([dict(r) for r in before], before, reasons)
+    assert kept == [1, 3] and left_out == [("p2", "the model answers ' the' here")]
+    edited = [dict(r) for r in before]
+    edited[2]["paraphrase"] = "b, edited"
+    assert bon.rows_for_next_run(edited, before, reasons) == ([1, 2, 3], [])
+
+
+def test_the_next_run_sentence_counts_what_is_handed_over_and_says_what_is_not():
+    from circuitviz.ui import bon
+
+    said = bon.next_run_sentence(9, [("p4", "the model answers ' the' here")])
+    assert said.startswith("The form above now holds 9 paraphrases (source: file); p4 is not among them")
+    assert "(the model answers ' the' here)" in said and said.endswith("press Run Best-of-N to score them.")
+    none = bon.next_run_sentence(0, [("p4", "x"), ("p5", "y")])
+    assert "0 paraphrases" in none and "p4 and p5 are not among them" in none and "press Run" not in none
+    assert (
+        bon.next_run_sentence(3, [])
+        == "The form above now holds 3 paraphrases (source: file); press Run Best-of-N to score them."
+    )
+
+
+def test_use_edited_pairs_hands_over_what_the_estimate_counts(tmp_path):
+    """A run whose check leaves one listed pair out (the tiny model answers something else after a
+    row of 'the'); the button hands over the others, and the estimate above Run counts the same."""
+    import json
+
+    from circuitviz.bench.toy_models import IOI_TASK
+
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in dict(
+        prompt=IOI_TASK.clean, corrupted=IOI_TASK.corrupted, answer=" Mary", foil=" John"
+    ).items():
+        at.query_params[name] = value
+    at.switch_page("pages/paraphrases.py").run()
+    lines = [
+        (
+            "When Mary and John went to the shop, John gave a drink to",
+            "When Alice and Bob went to the shop, Carl gave a drink to",
+        ),
+        (
+            "When Mary and John went to the park, John gave a ball to",
+            "When Alice and Bob went to the park, Carl gave a ball to",
+        ),
+        ("the the the the the the the the the the the the the", "a a a a a a a a a a a a a"),
+    ]
+    at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
+    at.text_area(key="bon.method.bon.paraphrases").set_value(
+        "\n".join(json.dumps({"clean": c, "corrupted": k}) for c, k in lines)
+    )
+    at.number_input(key="bon.method.bon.ig_steps").set_value(1)
+    at.text_input(key="w.bon.budgets").set_value("5,10")
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    pairs = at.session_state["results"]["bon"].details.pairs
+    left = [f"p{i}" for i, pair in enumerate(pairs) if i and pair.get("reason")]
+    if not left:
+        pytest.skip("the tiny model answered alike on every listed pair")
+    at.button(key="bon.use_pairs").click().run()
+    assert not at.exception, at.exception
+    handed = at.session_state["bon.method.bon.paraphrases"].splitlines()
+    assert len(handed) == len(lines) - len(left)
+    estimate = next(c.value for c in at.caption if c.value.startswith("Estimate"))
+    assert f", {len(handed)} paraphrases" in estimate, estimate
+    said = next(m.value for m in at.success if "now holds" in m.value)
+    assert f"holds {len(handed)} paraphrases" in said and left[0] in said
+
+
+def test_the_learn_offer_says_it_leaves_for_explore_and_how_long():
+    from circuitviz.ui import bon
+
+    said = bon.learn_offer_sentence("Paraphrase pruning", 68.0)
+    assert "opens the Explore page and runs Paraphrase pruning there" in said and "68 s" in said
+    assert "estimate" not in bon.learn_offer_sentence("Paraphrase pruning", None)
+
+
+def test_paraphrases_says_under_the_learn_offer_where_it_runs_and_for_how_long():
+    from circuitviz.bench.toy_models import IOI_TASK
+
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in dict(
+        prompt=IOI_TASK.clean, corrupted=IOI_TASK.corrupted, answer=" Mary", foil=" John"
+    ).items():
+        at.query_params[name] = value
+    at.switch_page("pages/paraphrases.py").run()
+    at.number_input(key="bon.method.bon.n_paraphrases").set_value(2)
+    at.number_input(key="bon.method.bon.ig_steps").set_value(1)
+    at.text_input(key="w.bon.budgets").set_value("5,10")
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    offered = [b for b in at.button if b.label.startswith("Learn a small circuit that carries over")]
+    said = [c.value for c in at.caption if c.value.startswith("The button above opens the Explore page")]
+    assert len(said) == len(offered)  # said exactly where the offer is drawn
+    if not offered:
+        pytest.skip("the tiny model's curve opens at a faithful circuit: no offer to learn one")
+    assert "about" in said[0] and "by its estimate" in said[0], said

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ..core.text import counted, rough_duration
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
@@ -22,6 +23,7 @@ from ..query.candidates import (  # noqa: F401  (the paraphrase view reads the s
     highlight_in_circuit,
     winner_note,
 )
+from ..query.pairs import LEFT_OUT_SHOWN
 
 
 def registered_bon_methods(registered: dict) -> list[str]:
@@ -190,6 +192,58 @@ def edited_pairs_text(rows: list[dict], before: list[dict]) -> str:
             json.dumps({"clean": paraphrase, "corrupted": corrupted, "source": source}, ensure_ascii=False)
         )
     return "\n".join(lines)
+
+
+def rows_for_next_run(
+    rows: list[dict], before: list[dict], reasons: list[str]
+) -> tuple[list[int], list[tuple[str, str]]]:
+    """(the indices of the table's ``rows`` the next run gets, (pair, reason) of each it does not):
+    every row but the prompt's, except a paraphrase this run left out (``reasons``: the run's reason
+    per pair, '' for none) that was not edited since, which the next run would leave out again for
+    the same reason. "Use the edited paraphrases" without an edit handed over 10, the one the run had
+    left out for answering ' the' among them, beside an estimate of 9 (an audit)."""
+    kept, left_out = [], []
+    for index, (row, old) in enumerate(zip(rows, before)):
+        if index == 0:  # the prompt itself
+            continue
+        same = (row.get("paraphrase"), row.get("corrupted")) == (old.get("paraphrase"), old.get("corrupted"))
+        reason = reasons[index] if index < len(reasons) else ""
+        if same and reason and not old.get("candidate"):
+            left_out.append((str(old.get("pair")), reason))
+        else:
+            kept.append(index)
+    return kept, left_out
+
+
+def next_run_sentence(count: int, left_out: list[tuple[str, str]]) -> str:
+    """What the form now holds, beside the button: how many paraphrases, and which of this run's
+    are not among them and why (edited in the table, one is handed over and checked again)."""
+    held = f"The form above now holds {counted(count, 'paraphrase')} (source: file)"
+    if left_out:
+        names = [pair for pair, _ in left_out]
+        named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        one = len(left_out) == 1
+        why = (
+            left_out[0][1]
+            if one
+            else "; ".join(f"{pair}: {reason}" for pair, reason in left_out[:LEFT_OUT_SHOWN])
+            + (f"; and {len(left_out) - LEFT_OUT_SHOWN:,} more" if len(left_out) > LEFT_OUT_SHOWN else "")
+        )
+        it = "it" if one else "them"
+        held += (
+            f"; {named} {'is' if one else 'are'} not among them: this run left {it} out ({why}), and so "
+            f"would the next unless {'it is' if one else 'they are'} edited in the table"
+        )
+    return held + ("; press Run Best-of-N to score them." if count else ".")
+
+
+def learn_offer_sentence(label: str, seconds: float | None) -> str:
+    """Under the offer to learn a circuit that carries over: where its run goes and how long it takes."""
+    took = f", about {rough_duration(seconds)} on this machine by its estimate" if seconds else ""
+    return (
+        f"The button above opens the Explore page and runs {label} there{took}; this Best-of-N result "
+        "stays on this page."
+    )
 
 
 def clicked_intersection(event, shown) -> str | None:

@@ -211,10 +211,14 @@ def measured_view(results: dict, budget: int, model=None) -> dict | None:
 
 
 def _figure_column(label: str, help: str, integer: bool = False):
-    """A figure's column as wide as its header (6.6 px a character and the grid's padding):
-    Streamlit's 'small' (75 px) cut 'prompt NDF' and pushed the last column out of view at 1,000 px."""
+    """A figure's column as wide as its header or its widest value (6.6 px a character and the
+    grid's padding): Streamlit's 'small' (75 px) cut 'prompt NDF' and pushed the last column out of
+    view at 1,000 px."""
     return st.column_config.NumberColumn(
-        label, help=help, format="%d" if integer else "%.3f", width=_header_px(label)
+        label,
+        help=help,
+        format="%d" if integer else "%.3f",
+        width=_header_px(label, "00" if integer else "0.000"),
     )
 
 
@@ -223,20 +227,32 @@ def _header_px(*texts: str) -> int:
     return round(6.6 * max(len(str(text)) for text in texts)) + 18  # measured in Chromium
 
 
-# short headers with their meaning on hover, the methods by the names their graphs carry: the long
-# labels and headers pushed the last columns out of view at 1,500 px
+# short headers with their meaning on hover, the methods by the names their graphs carry: with four
+# methods ("paraphrase-pruning" the longest name) the longer headers pushed the last column out at
+# 1,000 px, where its header read "completer" and every value "0" (an audit). The NDFs and the
+# completeness come first, the two counts of paraphrases last.
 MEASURED_COLUMNS = {
     "method": st.column_config.TextColumn("method"),  # as wide as its names (``measured_table``)
     "prompt NDF": _figure_column("prompt NDF", "the circuit's NDF on the prompt at this budget"),
     "held-out NDF": _figure_column("held-out NDF", HELD_OUT_HELP),
-    "held out": _figure_column("held out", "how many paraphrases the mean is over", integer=True),
+    "completeness": _figure_column("completeness", METRIC_HELP["completeness"]),
+    "held out": _figure_column(
+        "n", "how many held-out paraphrases the held-out NDF is the mean over", integer=True
+    ),
     "used by it": _figure_column(
-        "used by it",
+        "used",
         "paraphrases left out of the mean because the method used them to fit or to select",
         integer=True,
     ),
-    "completeness": _figure_column("completeness", METRIC_HELP["completeness"]),
-}  # necessity is in each method's figures above (0.95-1 for nearly every circuit): the six fit 1,000 px
+}  # necessity is in each method's figures above (0.95-1 for nearly every circuit)
+# the main column beside the sidebar at a 1,000 px window (measured in Chromium)
+PAGE_PX_AT_1000 = 540
+
+
+def measured_widths(names) -> int:
+    """The measured table's width in pixels with these method names: within ``PAGE_PX_AT_1000``."""
+    figures = sum(config["width"] for key, config in MEASURED_COLUMNS.items() if key != "method")
+    return _header_px("method", *names) + figures
 
 
 def measured_table(results: dict, budget: int, measured: dict) -> None:
@@ -256,7 +272,11 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
         )
     names = st.column_config.TextColumn("method", width=_header_px("method", *results))
     st.dataframe(  # the columns fit a 1,000 px page: about 540 px beside the sidebar
-        rows, hide_index=True, column_config={**MEASURED_COLUMNS, "method": names}, placeholder="—"
+        rows,
+        hide_index=True,
+        column_config={**MEASURED_COLUMNS, "method": names},
+        column_order=tuple(MEASURED_COLUMNS),
+        placeholder="—",
     )  # "—": no paraphrase held out
     notes = {found["note"] for found in measured.values() if found["note"]}
     st.caption(

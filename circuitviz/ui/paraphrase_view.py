@@ -8,11 +8,13 @@ import streamlit as st
 
 from .. import render
 from ..core.text import counted, markdown_sentence, markdown_text, shown
+from ..methods.settings import PARAPHRASES_HIGH
 from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
 
 USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
+SETTINGS_KEY = "bon.settings"  # where the page's form keeps its settings (pages/paraphrases.py)
 UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
 
 
@@ -30,7 +32,11 @@ def pairs_table(result, method: str) -> None:
     )
 
     def use_edited_pairs():
-        text = bon.edited_pairs_text(edited[1:], rows[1:])  # the first row is the prompt itself
+        reasons = [
+            str(pair.get("reason") or "") if isinstance(pair, dict) else "" for pair in result.details.pairs
+        ]
+        kept, left_out = bon.rows_for_next_run(edited, rows, reasons)  # the first row is the prompt itself
+        text = bon.edited_pairs_text([edited[i] for i in kept], [rows[i] for i in kept])
         for name, value in (("paraphrase_source", "file"), ("paraphrases", text)):
             state.set_widget_value(f"bon.method.{method}.{name}", value)
         try:  # said here too: "press Run" stood beside a Run the form had disabled
@@ -38,19 +44,22 @@ def pairs_table(result, method: str) -> None:
         except ValueError as error:
             state.set_widget_value(USED_KEY, str(error))
             return
-        state.set_widget_value(USED_KEY, len(text.splitlines()))
+        count = len(text.splitlines())
+        if count:  # the estimate above Run counts this (hidden) field: it said 9 beside 10 handed over
+            settings = state.method_settings(SETTINGS_KEY, method)
+            state.remember_settings(
+                SETTINGS_KEY, method, {**settings, "n_paraphrases": min(count, PARAPHRASES_HIGH)}
+            )
+        state.set_widget_value(USED_KEY, (count, left_out))
 
     st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
     used = state.widget_value(USED_KEY)  # said once, beside the button (the form is far above)
     state.forget_widget_value(USED_KEY)
     if isinstance(used, str):
         st.warning(markdown_sentence(f"The form above now holds the edited table, which cannot run: {used}"))
+    elif used and (used[0] or used[1]):  # quotes the run's reasons (the paraphrases' words)
+        (st.success if used[0] else st.warning)(markdown_sentence(bon.next_run_sentence(*used)))
     elif used:
-        st.success(
-            f"The form above now holds these {counted(used, 'paraphrase')} (source: file); press "
-            "Run Best-of-N to score them."
-        )
-    elif used == 0:
         st.warning(
             "Every paraphrase of the table was cleared, so the next run has none to score; restore "
             "one here or choose another paraphrase source in the form above."
@@ -126,9 +135,35 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
     return highlight
 
 
+def learn_offer_caption(model, result, budget: int) -> None:
+    """Under the slider's offer to learn a circuit that carries over (drawn, as ``budget_slider``
+    draws it, at the opening budget of a curve that reaches no faithful circuit): that it leaves
+    this page for Explore and how long the run there takes by its estimate. Only its hover said
+    "runs on the Explore page", and the run took about 70 s there (an audit)."""
+    from ..methods import method_traits, methods_with
+
+    opening = render.opening_view(result.curve, good_ndf=result_view.GOOD_NDF) if result.curve else None
+    offered = [name for name in methods_with("holds_out_paraphrases") if name != result.method]
+    if opening is None or opening.faithful or budget != opening.budget or not offered:
+        return
+    name = offered[0]
+    readable = (
+        sorted(b for b in result.budgets if b <= render.READABLE_EDGES)[-4:] or sorted(result.budgets)[:1]
+    )
+    try:  # the estimate Explore will show above its run
+        request = loaders.request_for(
+            model, result.model_id, result.task, name, state.own_settings(name), readable
+        )
+        seconds = request.estimate.seconds if request.estimate is not None else None
+    except (TypeError, ValueError):
+        seconds = None
+    st.caption(bon.learn_offer_sentence(method_traits(name).label, seconds))
+
+
 def candidates_view(model, result) -> None:
     """Everything below the pairs: the budget, the candidates, their shared edges, the graph, the curves."""
     budget = result_view.budget_slider(result, "budget", any_budget=True)
+    learn_offer_caption(model, result, budget)  # under the slider's "Learn a small circuit" button
     point = result_view.point_at(result, budget, model)
     result_view.metrics_row(result, budget, point)
     measure_offers(result, budget, model, "bon.result")  # transfer: what the fitted caveat points to
