@@ -8,9 +8,10 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 
 st.title("Paraphrases and Best-of-N")
 st.caption(
-    "Best-of-N scores the prompt and paraphrases of it, makes one candidate circuit from each, "
-    "and keeps the candidate most faithful on the original prompt. Here: the paraphrases, each "
-    "candidate's NDF, and the edges the candidates share."
+    "Best-of-N scores the prompt and p paraphrases of it (p: the form's “n paraphrases”, or the "
+    "pairs listed when their source is a file), makes one candidate circuit from each (N = p + 1 "
+    "candidates), and keeps the candidate most faithful on the original prompt. Here: the "
+    "paraphrases, each candidate's NDF, and the edges the candidates share."
 )
 
 from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)

@@ -283,3 +283,24 @@ def test_paraphrases_says_under_the_learn_offer_where_it_runs_and_for_how_long()
     if not offered:
         pytest.skip("the tiny model's curve opens at a faithful circuit: no offer to learn one")
     assert "about" in said[0] and "by its estimate" in said[0], said
+
+
+def test_the_p_of_best_of_ns_line_is_defined_as_the_forms_field():
+    """The method line says 'p paraphrases' above a field 'n paraphrases': the page says which p is."""
+    from circuitviz.methods import available_methods
+
+    summary = available_methods()["bon"].summary
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.switch_page("pages/paraphrases.py").run()
+    assert not at.exception, at.exception
+    field = at.number_input(key="bon.method.bon.n_paraphrases").label
+    top = at.caption[0].value
+    if " p paraphrases" in summary:
+        assert "p paraphrases" in top and f"p: the form's “{field}”" in top, top
+    about = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    about.switch_page("pages/about.py").run()
+    if " p paraphrases" in summary:
+        assert any(
+            f"(p: the\n  setting “{field}”" in m.value or f"(p: the setting “{field}”" in m.value
+            for m in about.markdown
+        )

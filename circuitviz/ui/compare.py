@@ -228,7 +228,7 @@ def _header_px(*texts: str) -> int:
 
 
 # short headers with their meaning on hover, the methods by the names their graphs carry: with four
-# methods ("paraphrase-pruning" the longest name) the longer headers pushed the last column out at
+# methods (paraphrase pruning's name the longest) the longer headers pushed the last column out at
 # 1,000 px, where its header read "completer" and every value "0" (an audit). The NDFs and the
 # completeness come first, the two counts of paraphrases last.
 MEASURED_COLUMNS = {
