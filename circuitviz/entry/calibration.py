@@ -44,15 +44,23 @@ class Rate:
 
     other_models: bool = False  # the runs were of other models (none of this one yet)
     quiet_only: bool = False  # runs that began beside other work were left out (``_quiet``)
+    scaled: bool = False  # other models' runs scaled by a forward pass of each model timed here
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
         runs = counted(self.runs, "run")
-        where = (
-            " of other models on this machine (a first run of this model refines it)"
-            if self.other_models
-            else " on this machine"
-        )
+        where = " on this machine"
+        if self.other_models and self.scaled:
+            where = (
+                " of other models on this machine, scaled to this model by a forward pass of each "
+                "timed here, which leaves out the work that grows with the graph's edges (a first "
+                "run of this model refines it)"
+            )
+        elif self.other_models:
+            where = (
+                " of other models on this machine, not scaled to this model (no forward passes of "
+                "both timed alike here), so it may be several times off; a first run of this model refines it"
+            )
         if self.quiet_only:
             where += " while it was quiet"
         if self.source == "method":
@@ -177,9 +185,12 @@ def record(
             return
 
 
-def record_probe(device_kind: str, flops: float, seconds: float, model: str = "") -> None:
-    """The rate of one timed forward pass, the fallback before any run has finished."""
-    record(device_kind, PROBE, flops, seconds, model=model)
+def record_probe(
+    device_kind: str, flops: float, seconds: float, model: str = "", others: float | None = None
+) -> None:
+    """The rate of one timed forward pass, the fallback before any run has finished; ``others``:
+    the cores other work kept busy when it began."""
+    record(device_kind, PROBE, flops, seconds, model=model, others=others)
 
 
 def model_key(n_parameters: int, n_edges: int) -> str:
@@ -213,11 +224,16 @@ def recorded_runs(device_kind: str, method: str) -> list[dict]:
     return list(_read(calibration_path()).get(device_kind, {}).get(method) or [])
 
 
-def measured(device_kind: str) -> bool:
+def measured(device_kind: str, model: str = "") -> bool:
     """Whether this machine has a rate for ``device_kind`` already (a run or a timed forward
-    pass): a start that finds one skips timing a pass before the model is announced."""
+    pass), of ``model`` (``model_key``) when named: a start that finds one skips timing a pass
+    before the model is announced. A model with none of its own is timed once, so the first
+    estimate on it can scale other models' runs by it (``rate``)."""
     by_method = _read(calibration_path()).get(device_kind) or {}
-    return any(isinstance(runs, list) and runs for runs in by_method.values())
+    return any(
+        isinstance(runs, list) and any(not model or run.get("model") == model for run in runs)
+        for runs in by_method.values()
+    )
 
 
 def _median_rate(runs: list) -> float | None:
@@ -252,28 +268,65 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
     by_method = _read(calibration_path()).get(device_kind) or {}
     tiers = [True, False] if model else [False]
     for same in tiers:
+        scale = _probe_scale(by_method.get(PROBE) or [], model) if model and not same else None
 
-        def kept(name: str, same=same) -> list:
+        def kept(name: str, same=same, scale=scale) -> list:
             runs = by_method.get(name) or []
-            return [run for run in runs if run.get("model") == model] if same else runs
+            if same:
+                return [run for run in runs if run.get("model") == model]
+            if scale is None:
+                return runs
+            return [
+                {**run, "flops": run["flops"] * scale[run["model"]]}
+                for run in runs
+                if run.get("model") in scale
+            ]
 
         other = bool(model) and not same
+        scaled = scale is not None
         own, quiet = _quiet(kept(method))
         if own:
-            return Rate(_median_rate(own), len(own), "method", other, quiet)
+            return Rate(_median_rate(own), len(own), "method", other, quiet, scaled)
         kin, quiet = _quiet([run for name in family if name != method for run in kept(name)])
         if kin:
-            return Rate(_median_rate(kin), len(kin), "family", other, quiet)
+            return Rate(_median_rate(kin), len(kin), "family", other, quiet, scaled)
         others = {name: kept(name) for name in by_method if name != PROBE}
         others = {name: runs for name, runs in others.items() if runs}
         if others:
             medians = [_median_rate(runs) for runs in others.values()]
-            return Rate(statistics.median(medians), sum(len(r) for r in others.values()), "device", other)
+            count = sum(len(r) for r in others.values())
+            return Rate(statistics.median(medians), count, "device", other, scaled=scaled)
     probes = by_method.get(PROBE) or []
     probe = _median_rate([run for run in probes if run.get("model") == model] or probes)
     if probe:
         return Rate(probe, 0, "probe")
     return Rate(nominal, 0, "nominal")
+
+
+def _probe_scale(probes: list, model: str) -> dict[str, float] | None:
+    """{other model's key: how much faster ``model`` runs a forward pass than it} from the forward
+    passes timed here, or None without a pass of ``model``'s own. A rate in FLOPs a second does not
+    carry over between models (SmolLM2-135M ran EAP-IG at about a fifth of Gemma-3-270M's rate:
+    a FLOP here is 2 x parameters, and Gemma's include a 262,144-token vocabulary that costs a
+    forward pass little); their forward passes' rates differ the same way, so another model's run
+    counts as this model's at its work x (this model's pass rate / its model's), passes timed alike
+    only (both on a quiet machine, or both beside other work: one timed beside the load of two
+    test runs took 2.4 times as long and priced SmolLM2's first run at 41 s; it took 18 s)."""
+    by_model: dict[str, dict[bool, list]] = {}
+    for run in probes:  # each model's passes by whether other work kept the machine busy
+        if run.get("model"):
+            busy = (run.get("others") or 0) >= QUIET  # an older pass, of unknown load: a start's, quiet
+            by_model.setdefault(run["model"], {}).setdefault(busy, []).append(run)
+    own = by_model.get(model) or {}
+    if not own:
+        return None
+    busy = False not in own  # this model's quiet passes where it has some
+    scale = {
+        other: _median_rate(own[busy]) / _median_rate(passes[busy])
+        for other, passes in by_model.items()
+        if other != model and busy in passes  # a pass beside other work against a quiet one: no
+    }
+    return scale or None
 
 
 def phase_shares(device_kind: str, method: str) -> dict[str, float] | None:

@@ -119,8 +119,9 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     from ..models.adapter import register
 
     register(model, f"{model_id} on {device}, load {next(_LOADS)}")  # names it in cache keys
-    try:  # a rate stored by an earlier start or run prices the first estimate: no pass to time
-        if not calibration.measured(model_device_kind(model)):
+    try:  # this model's rate stored by an earlier start or run prices the first estimate: no
+        # pass to time; a model with none is timed once, which scales other models' runs to it
+        if not calibration.measured(model_device_kind(model), _model_key(model)):
             probe_rate(model)
             startup.mark("forward pass timed")
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
@@ -157,6 +158,13 @@ def model_device_kind(model) -> str:
     return model_device(model).type
 
 
+def _model_key(model) -> str:
+    """The model's size and shape as its runs are kept under (``calibration.model_key``)."""
+    from ..models.adapter import adapter_of
+
+    return calibration.model_key(sum(p.numel() for p in model.parameters()), adapter_of(model).spec.n_edges)
+
+
 def probe_rate(model) -> None:
     """Time one batched forward pass (under the model's lock) and keep its FLOP rate: the price
     of a run before any run has finished on this machine."""
@@ -169,9 +177,12 @@ def probe_rate(model) -> None:
     tokens = (
         adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
     )  # [batch, pos]
+    from ..entry.cpu_share import others_busy
+
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
-        timed = []
+        others = others_busy()  # a pass timed beside other work scales other models' runs only
+        timed = []  # beside passes timed alike (calibration._probe_scale)
         for _ in range(PROBE_REPEATS):  # the median: one pass timed in a moment of load misprices every run
             start = time.perf_counter()
             final_residual(model, tokens, [])
@@ -179,8 +190,7 @@ def probe_rate(model) -> None:
         seconds = sorted(timed)[len(timed) // 2]
     parameters = sum(p.numel() for p in model.parameters())
     kind = model_device(model).type
-    which = calibration.model_key(parameters, adapter_of(model).spec.n_edges)
-    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds, which)
+    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds, _model_key(model), others)
 
 
 EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
