@@ -139,9 +139,9 @@ def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
     assert csm.passes_done(repeat) == pytest.approx(n + checks)  # and every circuit's metrics too
     # the estimate prices the file's three pairs, not n_paraphrases' default nine
     assert bon.as_config(first.config).n_paraphrases == 9
-    assert bon.passes_done(first) == pytest.approx(
-        bon.estimate(bon.as_config(first.config), spec, n_tokens, n).passes
-    )
+    priced = bon.estimate(bon.as_config(first.config), spec, n_tokens, n)
+    assert bon.passes_done(first) == pytest.approx(priced.passes)
+    assert priced.n_paraphrases == 3  # and says three beside the estimate (it said nine)
     assert len(list((tmp_path / "scores").glob("*.pt"))) == 8
     assert len(list((tmp_path / "circuit-metrics").glob("*.pt"))) == 1
 

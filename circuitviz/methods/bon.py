@@ -153,7 +153,7 @@ class QueryCircuitMethod(Method):
             passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
-            n_paraphrases=int(config.n_paraphrases),
+            n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run scores
         )
 
     def passes_done(self, result) -> float | None:
