@@ -543,8 +543,8 @@ def tables(report: dict, spec: GraphSpec) -> list[str]:
         + ", ".join(FITTED_TO_PROMPT)
         + " choose their circuit by its faithfulness on the prompt itself (a mask learned on it, the "
         "candidate of highest NDF on it, or each edge removed only where removing it moves the circuit's "
-        "metric on it by less than a threshold), so their NDF on the prompt is an upper bound; their NDF on "
-        "paraphrases is the figure to compare.",
+        "metric on it by less than a threshold), so their NDF on the prompt may flatter them (a circuit can "
+        "still score higher on a paraphrase); their NDF on paraphrases is the figure to compare.",
         "",
         transfer_counts(prompts, budgets[0]),
         "",
