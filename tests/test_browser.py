@@ -592,7 +592,7 @@ def _new_prompt_and_its_inputs(page, figures) -> str:
     type_into(page, BUDGETS_LABEL, "abc,-5,99999999")
     wait_for(
         page,
-        "() => document.body.innerText.includes(\"'abc'\") && document.body.innerText.includes('-5 is negative')",
+        "() => document.body.innerText.includes(\"'abc'\") && document.body.innerText.includes('-5, a negative budget')",
         60_000,
     )
     assert "99,999,999 is over the" in body_text(page)
