@@ -247,6 +247,19 @@ def test_batch_folder_rows_store_and_resume(tmp_path, tiny):
     assert again.manifest["consensus"]["digest"] == manifest["consensus"]["digest"]
 
 
+def test_a_batch_of_a_method_with_list_settings_resumes(tmp_path, tiny):
+    """A method whose settings hold a list (the ensemble's members; Best-of-N's anchor budgets)
+    resumes its own folder: request.json reads the list back as a list, and the run's own was a
+    tuple, so every second run was refused as 'another batch' (the MMLU atlas's rebuild among them)."""
+    first = _run(tmp_path, tiny, IOI_TASKS[:2], methods=["ensemble"])
+    again = _run(tmp_path, tiny, IOI_TASKS[:2], methods=["ensemble"])
+    assert (first.computed, again.computed, again.skipped) == (2, 0, 2)
+    with pytest.raises(ValueError, match="holds the results of another batch"):
+        _run(
+            tmp_path, tiny, IOI_TASKS[:2], methods=["ensemble"], settings={"ig_steps": 4, "members": ["eap"]}
+        )
+
+
 def test_interrupted_batch_resumes(tmp_path, tiny):
     class StopAfterFirstGroup(ProgressBar):
         def __call__(self, state):

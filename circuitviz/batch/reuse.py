@@ -56,7 +56,12 @@ def asked(request, source) -> dict:
         dataset = {"generate": list(request.generate or ()), "subjects": list(request.subjects)}
     return {
         "model": {key: getattr(source, key, None) for key in ("model_id", "dtype", "backend")},
-        "methods": [{"name": name, "config": plain} for name, _, plain in method_configs(request.methods)],
+        # as request.json reads back: a tuple setting (ensemble's members, Best-of-N's anchor
+        # budgets) is a list there, and () != [] refused every resume of such a batch
+        "methods": [
+            {"name": name, "config": json.loads(json.dumps(plain, default=str))}
+            for name, _, plain in method_configs(request.methods)
+        ],
         "budgets": _budgets(request.budgets),
         "max_tokens": request.max_tokens,
         "keep_edges": request.keep_edges,
