@@ -1,0 +1,65 @@
+"""The figures the checkout ships hold under today's evaluator: every Gallery example's curve and
+the first prompts of each stored atlas, their circuits evaluated again (``bench.stored_figures``).
+
+A change to the evaluator that moves a stored figure fails here, naming the figures and the
+command that rebuilds them, instead of leaving the app to show numbers the code no longer makes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz.bench.stored_figures import TOLERANCE, atlas_figures, atlas_names, gallery_figures, moved
+
+REBUILD = {
+    "ioi": "python scripts/build_atlas.py --n 200 --families ioi",
+    "arithmetic": "python scripts/build_atlas.py --n 200 --families arithmetic",
+    "mmlu": "python benchmarks/bench_mmlu.py --threads 1 --models gemma-3-270m --skip-others --atlas assets/atlas/mmlu",
+}
+
+
+def _report(figures, command: str) -> str:
+    shown = moved(figures)
+    lines = [f.line() for f in sorted(shown, key=lambda f: -f.moved)[:8]]
+    more = f"\n  ... and {len(shown) - 8} more" if len(shown) > 8 else ""
+    return (
+        f"{len(shown)} stored figures moved by more than {TOLERANCE} under today's evaluator; "
+        f"rebuild them with `{command}`:\n  " + "\n  ".join(lines) + more
+    )
+
+
+def test_the_gallery_figures_hold_under_todays_evaluator(embedded_model):
+    figures = gallery_figures(embedded_model)
+    assert {f.what for f in figures} == {"edges kept", "NDF", "necessity"}
+    assert len({f.where for f in figures}) >= 5  # every example was evaluated
+    if moved(figures):
+        pytest.fail(_report(figures, "python scripts/build_gallery.py"), pytrace=False)
+
+
+@pytest.mark.parametrize("name", atlas_names())
+def test_an_atlas_figures_hold_under_todays_evaluator(embedded_model, name):
+    figures = atlas_figures(embedded_model, name, rows=2)
+    assert len({f.where for f in figures}) == 2 and len({f.budget for f in figures}) >= 5
+    if moved(figures):
+        command = REBUILD.get(name, f"the command in assets/atlas/{name}/manifest.json")
+        pytest.fail(_report(figures, command), pytrace=False)
+
+
+def test_a_moved_figure_is_caught(embedded_model, tmp_path):
+    """The check can fail: an example whose stored NDF is changed by 0.01 is reported."""
+    import json
+    import shutil
+
+    import torch
+
+    from circuitviz.services.assets import gallery_dir
+
+    entry = json.loads((gallery_dir() / "index.json").read_text())[0]
+    shutil.copy(gallery_dir() / "index.json", tmp_path / "index.json")
+    state = torch.load(gallery_dir() / f"{entry['slug']}.pt", map_location="cpu", weights_only=True)
+    point = state["result"]["curve"][0]
+    point["ndf"] = float(point["ndf"]) + 0.01
+    torch.save(state, tmp_path / f"{entry['slug']}.pt")
+    shown = moved(gallery_figures(embedded_model, slugs={entry["slug"]}, folder=tmp_path))
+    assert [(f.what, f.budget) for f in shown] == [("NDF", int(point["budget"]))]
+    assert shown[0].moved == pytest.approx(0.01, abs=1e-4)
