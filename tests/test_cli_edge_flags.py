@@ -73,3 +73,16 @@ def test_discover_says_its_model_load_on_stderr(capsys, monkeypatch):
     assert f"loading {EMBEDDED_MODEL} ..." in captured.err.splitlines()
     assert "loading" not in captured.out  # stdout holds the table, as before
     assert f"model {EMBEDDED_MODEL} on " in captured.out
+
+
+@pytest.mark.parametrize(
+    "value, said", [("-5", "must be 0 or more edges, not -5"), ("99999999999", "at most")]
+)
+def test_top_edges_out_of_range_is_refused_before_batch_loads(value, said, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "_batch_source", lambda args: pytest.fail("the model was loaded first"))
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(json.dumps(PARIS.to_dict()) + "\n", encoding="utf-8")
+    argv = ["batch", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "--methods", "eap"]
+    argv += ["--budgets", "3,5", "--top-edges", value, "--store", str(tmp_path / "store"), "--no-task-check"]
+    _refused(capsys, argv, "--top-edges", said)
+    assert not (tmp_path / "out").exists()

@@ -97,6 +97,7 @@ def batch_checks(args) -> None:
     file, not under a file or a folder this user cannot write to), and ``--keep-edges`` (1 to what a
     budget holds: 0 or a negative count kept no circuit in the table, unsaid)."""
     checked_edge_count("--keep-edges", getattr(args, "keep_edges", None))
+    checked_edge_count("--top-edges", getattr(args, "top_edges", None), least=0)  # -5 kept none, unsaid
     if getattr(args, "generate", None):
         from ..batch.generate import check_family  # the batch's modules load only for the batch command
 

@@ -133,13 +133,14 @@ def _item_problem(
     return None, value
 
 
-def checked_edge_count(flag: str, value: int | None) -> None:
-    """An edge count given by a flag (``--html-budget``, ``--keep-edges``): None (its default), or
-    a whole number from 1 to ``MAX_BUDGET``; ValueError in one sentence naming the flag otherwise."""
+def checked_edge_count(flag: str, value: int | None, least: int = 1) -> None:
+    """An edge count given by a flag (``--html-budget``, ``--keep-edges``; ``--top-edges`` with
+    ``least`` 0: a table without its strongest edges): None (its default), or a whole number from
+    ``least`` to ``MAX_BUDGET``; ValueError in one sentence naming the flag otherwise."""
     if value is None:
         return
-    if value < 1:
-        raise ValueError(f"{flag} must be 1 or more edges, not {shown_number(value)}.")
+    if value < least:
+        raise ValueError(f"{flag} must be {least} or more edges, not {shown_number(value)}.")
     if value > MAX_BUDGET:
         raise ValueError(
             f"{flag} must be at most {MAX_BUDGET:,} edges (the largest budget taken), not "
