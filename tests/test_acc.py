@@ -586,7 +586,8 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
 
 
 # ----- the Signals page ---------------------------------------------------------------------------
-def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
+def signals_app(tmp_path, monkeypatch):
+    """The app opened on the Signals page over a tiny Gemma-3-shaped model, results under tmp_path."""
     pytest.importorskip("streamlit")
 
     from streamlit.testing.v1 import AppTest
@@ -597,7 +598,11 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: build("gemma3"))
     at = AppTest.from_file("../app.py", default_timeout=300)
     at.switch_page("pages/signals.py")
-    at.run()
+    return at.run()
+
+
+def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
+    at = signals_app(tmp_path, monkeypatch)
     assert not at.exception
     assert at.title[0].value.startswith("Signals")
     assert any("Run ACC++ above" in info.value for info in at.info)

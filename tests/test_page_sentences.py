@@ -209,11 +209,8 @@ def test_the_next_run_sentence_counts_what_is_handed_over_and_says_what_is_not()
     )
 
 
-def test_use_edited_pairs_hands_over_what_the_estimate_counts(tmp_path):
-    """A run whose check leaves one listed pair out (the tiny model answers something else after a
-    row of 'the'); the button hands over the others, and the estimate above Run counts the same."""
-    import json
-
+def _paraphrases_page() -> AppTest:
+    """The app on the Paraphrases page with the IOI task in its link."""
     from circuitviz.bench.toy_models import IOI_TASK
 
     at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
@@ -221,7 +218,15 @@ def test_use_edited_pairs_hands_over_what_the_estimate_counts(tmp_path):
         prompt=IOI_TASK.clean, corrupted=IOI_TASK.corrupted, answer=" Mary", foil=" John"
     ).items():
         at.query_params[name] = value
-    at.switch_page("pages/paraphrases.py").run()
+    return at.switch_page("pages/paraphrases.py").run()
+
+
+def test_use_edited_pairs_hands_over_what_the_estimate_counts(tmp_path):
+    """A run whose check leaves one listed pair out (the tiny model answers something else after a
+    row of 'the'); the button hands over the others, and the estimate above Run counts the same."""
+    import json
+
+    at = _paraphrases_page()
     lines = [
         (
             "When Mary and John went to the shop, John gave a drink to",
@@ -264,14 +269,7 @@ def test_the_learn_offer_says_it_leaves_for_explore_and_how_long():
 
 
 def test_paraphrases_says_under_the_learn_offer_where_it_runs_and_for_how_long():
-    from circuitviz.bench.toy_models import IOI_TASK
-
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    for name, value in dict(
-        prompt=IOI_TASK.clean, corrupted=IOI_TASK.corrupted, answer=" Mary", foil=" John"
-    ).items():
-        at.query_params[name] = value
-    at.switch_page("pages/paraphrases.py").run()
+    at = _paraphrases_page()
     at.number_input(key="bon.method.bon.n_paraphrases").set_value(2)
     at.number_input(key="bon.method.bon.ig_steps").set_value(1)
     at.text_input(key="w.bon.budgets").set_value("5,10")

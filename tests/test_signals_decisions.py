@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from circuitviz.acc.tables import decision_rows
 from circuitviz.ui.signals_view import DECISION_COLUMNS, decision_config
 
@@ -41,17 +39,9 @@ def test_every_column_of_the_decision_rows_has_a_short_header_and_help():
 
 
 def test_the_signals_page_shows_the_decisions_under_the_short_headers(tmp_path, monkeypatch):
-    pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
-    from test_acc import PROMPT, build
+    from test_acc import PROMPT, signals_app
 
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: build("gemma3"))
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.switch_page("pages/signals.py")
-    at.run()
+    at = signals_app(tmp_path, monkeypatch)
     at.text_area(key="w.prompt").set_value(PROMPT)
     at.number_input(key="signals.acc++.k").set_value(1.5)
     at.number_input(key="signals.acc++.n_random").set_value(1)
