@@ -25,8 +25,8 @@ IOI = ["--prompt", "When Mary and John went to the store , John gave a drink to"
 IOI += ["--corrupted", "When Alice and Bob went to the store , Carl gave a drink to", "--foil", " John"]
 PARIS = PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",))
 OUT_OF_RANGE = [
-    ("0", "must be 1 or more edges, not 0"),
-    ("-5", "must be 1 or more edges, not -5"),
+    ("0", f"must be a whole number of edges from 1 to {MAX_BUDGET:,}, not 0"),
+    ("-5", f"must be a whole number of edges from 1 to {MAX_BUDGET:,}, not -5"),
     (str(MAX_BUDGET + 1), f"must be at most {MAX_BUDGET:,} edges"),
     ("9" * 40, "not 999999999999… (40 digits)"),
 ]
@@ -76,7 +76,8 @@ def test_discover_says_its_model_load_on_stderr(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "value, said", [("-5", "must be 0 or more edges, not -5"), ("99999999999", "at most")]
+    "value, said",
+    [("-5", f"must be a whole number of edges from 0 to {MAX_BUDGET:,}, not -5"), ("99999999999", "at most")],
 )
 def test_top_edges_out_of_range_is_refused_before_batch_loads(value, said, capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "_batch_source", lambda args: pytest.fail("the model was loaded first"))
@@ -86,3 +87,40 @@ def test_top_edges_out_of_range_is_refused_before_batch_loads(value, said, capsy
     argv += ["--budgets", "3,5", "--top-edges", value, "--store", str(tmp_path / "store"), "--no-task-check"]
     _refused(capsys, argv, "--top-edges", said)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        (0, "not 0."),
+        (-5, "not -5."),
+        (2.5, "not 2.5."),
+        ("10", "not '10'."),
+        (True, "not True."),
+        (MAX_BUDGET + 1, f"must be at most {MAX_BUDGET:,} edges"),
+    ],
+)
+def test_the_python_apis_keep_edges_follows_the_command_lines_rule(value, said, tmp_path):
+    """``batch.run(keep_edges=0)`` (or -5, 2.5, '10') took any value before: 0 and -5 kept no
+    circuit in results.parquet, unsaid. It is refused now by --keep-edges' rule, in one sentence
+    naming the value and the range, before the model loads."""
+    from circuitviz.batch import DatasetTask, run
+    from circuitviz.services.store import ResultStore
+
+    loads = []
+    source = ModelSource("tiny-gpt2-0", factory=lambda: loads.append(1) or tiny_model("gpt2"))
+    with pytest.raises(ValueError) as refused:
+        run(
+            tmp_path / "out",
+            tasks=[DatasetTask("paris", PARIS)],
+            methods=["eap"],
+            budgets=[3, 5],
+            source=source,
+            store=ResultStore(tmp_path / "store"),
+            keep_edges=value,
+        )
+    sentence = str(refused.value)
+    assert sentence.startswith("keep_edges must be ") and said in sentence, sentence
+    assert f"{MAX_BUDGET:,}" in sentence and ("from 1 to" in sentence or value > MAX_BUDGET), sentence
+    assert_one_sentence(sentence)
+    assert not loads and not (tmp_path / "out").exists()

@@ -22,7 +22,7 @@ import pyarrow as pa
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import shown
-from ..entry.budgets import MAX_BUDGET, over_graph_note
+from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
 from ..entry.request import Request, budget_tuple
 from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
 from .consensus_run import earlier_consensus, evaluate_consensus
@@ -433,6 +433,8 @@ def run_batch(
     ``interrupted``."""
     begin = time.perf_counter()
     _checked_budgets(request.budgets)
+    checked_edge_count("keep_edges", request.keep_edges)  # the command line's --keep-edges rule
+    checked_edge_count("top_edges", request.top_edges, least=0)  # and its --top-edges rule
     record = asked(request, getattr(executor, "source", None))
     problem = reuse_problem(request.out, record, request.tasks)
     if problem:

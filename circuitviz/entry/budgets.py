@@ -13,9 +13,10 @@ The app shows every problem at once under its box (``budget_findings``) and the 
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter
 
-from ..core.text import shown, shown_number
+from ..core.text import given, shown, shown_number
 
 MAX_BUDGET = 2**31 - 1  # what results.parquet's int32 budgets hold; no model's graph comes near it
 EXAMPLE = "50,100,200"
@@ -135,12 +136,17 @@ def _item_problem(
 
 def checked_edge_count(flag: str, value: int | None, least: int = 1) -> None:
     """An edge count given by a flag (``--html-budget``, ``--keep-edges``; ``--top-edges`` with
-    ``least`` 0: a table without its strongest edges): None (its default), or a whole number from
-    ``least`` to ``MAX_BUDGET``; ValueError in one sentence naming the flag otherwise."""
+    ``least`` 0: a table without its strongest edges) or by the Python API's field of that name
+    (``keep_edges``: ``batch.run`` and ``run_batch``): None (its default), or a whole number from
+    ``least`` to ``MAX_BUDGET``; ValueError in one sentence naming the flag, the value and the
+    range otherwise (the API took any value: 0 or -5 kept no circuit in the table, unsaid)."""
     if value is None:
         return
+    span = f"a whole number of edges from {least} to {MAX_BUDGET:,}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # argparse gives ints
+        raise ValueError(f"{flag} must be {span}, not {given(value)}.")
     if value < least:
-        raise ValueError(f"{flag} must be {least} or more edges, not {shown_number(value)}.")
+        raise ValueError(f"{flag} must be {span}, not {shown_number(value)}.")
     if value > MAX_BUDGET:
         raise ValueError(
             f"{flag} must be at most {MAX_BUDGET:,} edges (the largest budget taken), not "
