@@ -261,7 +261,10 @@ def test_bad_circuit_file_is_one_sentence(tmp_path, capsys, shared_model):
         (["discover", "--html", "{tmp}"], "is a folder"),
         (["discover", "--transfer-file", "{tmp}/none.tsv"], "Cannot read the paraphrase file"),
         (["discover", "--method", "paraphrase-pruning", "--paraphrases", "{tmp}/none.tsv"], "Cannot read"),
-        (["discover", "--html-budget", "0", "--html", "{tmp}/g.html"], "--html-budget must be 1 or more"),
+        (
+            ["discover", "--html-budget", "0", "--html", "{tmp}/g.html"],
+            "--html-budget must be a whole number",
+        ),
         (["discover", "--transfer-paraphrases", "-1"], "--transfer-paraphrases must be 0"),
     ],
 )
