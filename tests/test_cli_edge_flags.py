@@ -124,3 +124,24 @@ def test_the_python_apis_keep_edges_follows_the_command_lines_rule(value, said, 
     assert f"{MAX_BUDGET:,}" in sentence and ("from 1 to" in sentence or value > MAX_BUDGET), sentence
     assert_one_sentence(sentence)
     assert not loads and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["discover", "evaluate", "batch"])
+def test_a_mistyped_model_is_refused_without_a_load_line(command, capsys, tmp_path):
+    """``--model gemma-3-27m`` printed "loading gemma-3-27m ..." and then that the model is
+    unknown; the name is now checked first, so only the sentence is said and nothing loads."""
+    circuit = tmp_path / "circuit.json"
+    circuit.write_text("{}", encoding="utf-8")
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(json.dumps(PARIS.to_dict()) + "\n", encoding="utf-8")
+    argv = {
+        "discover": ["discover", *IOI, "--method", "eap", "--no-cache"],
+        "evaluate": ["evaluate", "--circuit", str(circuit), *IOI],
+        "batch": ["batch", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "--methods", "eap",
+                  "--store", str(tmp_path / "store")],
+    }[command]  # fmt: skip
+    assert cli.main([*argv, "--model", "gemma-3-27m"]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("error: Unknown model 'gemma-3-27m'"), said
+    assert_one_sentence(said[0].removeprefix("error: "))
+    assert not (tmp_path / "out").exists()

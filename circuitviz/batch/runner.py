@@ -152,6 +152,7 @@ class _Run:
         request, executor = self.request, self.executor
         source = getattr(executor, "source", None)
         if source is not None and getattr(executor, "model", None) is None:  # said: ~10 s passed unsaid
+            source.check(here=executor.name == "local")  # a mistyped name: no load line before its error
             where = " on each Ray worker" if executor.name == "ray" else ""
             self.say(f"loading {source.model_id}{where} ...")
         self.info = executor.start()

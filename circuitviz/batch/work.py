@@ -27,8 +27,9 @@ from ..entry.spaces import missing_spaces
 from ..measure.evaluate import curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import gap_problem
 from ..methods import RunContext, get_method
-from ..models import load_model
+from ..models import check_model_name, load_model
 from ..models.adapter import adapter_of, backend_of, model_dtype
+from ..models.catalog import looks_like_path
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generated_dataset
 from .mmlu_tasks import mmlu_tasks
@@ -52,6 +53,13 @@ class ModelSource:
         if self.factory is not None:
             return self.factory()
         return load_model(self.model_id, device=self.device, dtype=self.dtype, backend=self.backend)
+
+    def check(self, here: bool = True) -> None:
+        """ModelLoadError for a ``model_id`` the load would refuse by its name alone, before the
+        batch says "loading <model> ..." (``models.check_model_name``). ``here`` False: Ray's
+        workers load it, maybe on other machines, so a path is theirs to find."""
+        if self.factory is None and (here or not looks_like_path(self.model_id.strip())):
+            check_model_name(self.model_id)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from ..core.text import (
 )
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError, identical_prompts_problem
 from ..methods import UnknownMethodError, get_method, setting_flags
-from ..models import EMBEDDED_MODEL, ModelLoadError, load_model
+from ..models import EMBEDDED_MODEL, ModelLoadError, check_model_name, load_model
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..query.pairs import parse_paraphrases
@@ -226,6 +226,7 @@ def _said(task, sentence: str | None):
 
 def _load(args):
     model_id = args.model or EMBEDDED_MODEL
+    check_model_name(model_id)  # a mistyped name is refused without a load line before it
     print(f"loading {model_id} ...", file=sys.stderr)  # as batch says it: ~10 s passed unsaid
     start = time.perf_counter()
     model = load_model(model_id, device=args.device, dtype=args.dtype, backend=args.backend)

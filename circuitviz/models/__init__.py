@@ -28,6 +28,7 @@ _LAZY = {
     "resolve_device": "devices",
     "resolve_dtype": "devices",
     "load_model": "loading",
+    "check_model_name": "loading",
     "estimate_memory": "estimate",
     "prepare_for_circuits": "loading",
 }
@@ -50,6 +51,7 @@ __all__ = [
     "SUPPORTED_MODELS",
     "ModelInfo",
     "ModelLoadError",
+    "check_model_name",
     "default_device",
     "default_dtype",
     "estimate_memory",

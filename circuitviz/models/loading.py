@@ -164,6 +164,15 @@ def resolve_source(model: str, local: bool = True) -> EmbeddedGguf | LocalCheckp
     )
 
 
+def check_model_name(model: str, local: bool = True) -> None:
+    """ModelLoadError, in ``resolve_source``'s sentence, for a model ``load_model`` refuses by its
+    name or path alone; reads no weights and assembles no embedded file (that is the load's
+    work). Checked before a command says "loading <model> ...": a mistyped ``--model`` was said
+    as loading before the sentence that it is unknown."""
+    if not is_embedded(model.strip()):
+        resolve_source(model, local)
+
+
 @dataclass
 class ConvertedCheckpoint:
     """A checkpoint converted to TransformerLens, before any device or dtype is chosen."""
