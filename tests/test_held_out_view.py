@@ -194,3 +194,57 @@ def test_a_measured_transfers_left_out_paraphrase_is_said_under_its_figure():
     said = [c.value.replace("\\", "") for c in at.caption]
     assert sum("the model answers ' the' here" in c for c in said) == 1, said
     assert any(c.startswith("NDF held out: the mean over 3 paraphrases") for c in said), said
+
+
+def test_the_held_out_measurements_note_reads_as_one_sentence():
+    """The measured transfer's note followed "The held-out measurement:" with its capital ("The
+    held-out measurement: Fewer than 5 ...", the Gallery's arithmetic example); its first word is
+    now lower case there, an acronym or a number left as it is."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from types import SimpleNamespace
+
+        from circuitviz.core.curves import Baseline, CurvePoint
+        from circuitviz.details.base import MethodDetails
+        from circuitviz.ui import result_view
+
+        note = (
+            "Measured on 2 held-out paraphrases, not the 5 asked for: the source gave 2 besides the prompt."
+        )
+        transfer = {"note": note, "budgets": {"103": {"paraphrases": ["a", "b"], "ndf": [0.2, 0.4]}}}
+        point = CurvePoint(budget=103, n_edges=92, metric=1.0, nfs=0.9, ndf=0.95, necessity=0.9)
+        result = SimpleNamespace(
+            method="eap-ig",
+            details=MethodDetails(),
+            transfer=transfer,
+            baseline=Baseline(2.0, -1.0),
+            graph=SimpleNamespace(n_edges=10342),
+            curve=[point],
+        )
+        result_view.metrics_row(result, 103, point)
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception, at.exception
+    said = [c.value.replace("\\", "") for c in at.caption]  # markdown's escapes taken out
+    said = [caption for caption in said if caption.startswith("The held-out measurement")]
+    assert said == [
+        "The held-out measurement: measured on 2 held-out paraphrases, not the 5 asked for: "
+        "the source gave 2 besides the prompt."
+    ], said
+
+
+@pytest.mark.parametrize(
+    "note, shown",
+    [
+        ("Fewer than 5 held-out paraphrases passed both checks.", "fewer than 5 held-out"),
+        ("Not held out, as used to fit or select: 3 by bon.", "not held out,"),
+        ("1 of 4 paraphrases left out, 3 kept.", "1 of 4"),
+        ("NDF was measured on 2.", "NDF was"),
+        ("Gemma-3 gave 2.", "Gemma-3 gave"),
+    ],
+)
+def test_a_note_after_a_colon_starts_in_lower_case_unless_an_acronym_or_a_number(note, shown):
+    from circuitviz.core.text import after_colon
+
+    assert after_colon(note).startswith(shown)

@@ -51,6 +51,19 @@ def cut(text: str, limit: int, keep: int | None = None) -> str:
     )
 
 
+def after_colon(text: str) -> str:
+    """A sentence of ours to follow a colon inside another ("The held-out measurement: fewer than
+    5 ...", where it read "The held-out measurement: Fewer than 5 ..."): its first letter lower
+    case when its first word is an ordinary capitalised word, left as it is when that word is an
+    acronym or a name with more than one capital or a digit ("NDF", "OpenAI", "Gemma-3"), a
+    number or a quotation. Our own sentences only: a name such as "Mary" is not told apart."""
+    found = re.match(r"[^\W\d_]+(?![\w-])", text)  # the first word, whole ("Gemma-3" is not "Gemma")
+    word = found.group(0) if found else ""
+    if word[:1].isupper() and (word[1:].islower() or word == "A"):  # "I" stays
+        return word[0].lower() + text[1:]
+    return text
+
+
 def first_sentence(error: BaseException, limit: int = 120) -> str:
     """The first sentence of an exception's first line, cut at ``limit`` characters, to quote
     inside a sentence of ours (third-party messages run on: "Unrecognized model in X. Should have

@@ -17,7 +17,7 @@ from .. import render
 from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.phases import timing_words
-from ..core.text import counted, markdown_text, settings_text
+from ..core.text import after_colon, counted, markdown_text, settings_text
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
@@ -89,7 +89,8 @@ def metrics_row(result, budget: int, point=None) -> None:
     held = held_out_caption(result, point.budget) if point is not None else ""
     # the measured transfer's own sentence (the paraphrases its checks left out, and why) beside its figure
     measured = (result.transfer or {}).get("note") if held and transfer_entry(result, point.budget) else ""
-    measured = f"The held-out measurement: {measured}" if measured else ""  # beside the method's own notes
+    # beside the method's own notes; "The held-out measurement: Fewer than 5 ..." read wrong
+    measured = f"The held-out measurement: {after_colon(measured)}" if measured else ""
     notes = result.details.page_notes() if result.details is not None else []
     for caption in [text for text in (held, measured) if text] + notes:
         st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
