@@ -283,6 +283,55 @@ def test_paraphrases_says_under_the_learn_offer_where_it_runs_and_for_how_long()
     assert "about" in said[0] and "by its estimate" in said[0], said
 
 
+def _learn_offer_page(ndfs, method, budget):
+    """A result of ``method`` whose curve over budgets 5, 10, 20 has ``ndfs``: the Explore slider's
+    offer to learn a small circuit (at ``budget``, or where the slider opens when None) and the
+    Paraphrases page's caption under it, drawn as the two pages draw them."""
+    from types import SimpleNamespace
+
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.ui import paraphrase_view, result_view
+
+    curve = [CurvePoint(b, b, 1.0, ndf, ndf) for b, ndf in zip((5, 10, 20), ndfs)]
+    task = PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",))
+    result = SimpleNamespace(
+        method=method, model_id="tiny", budgets=[5, 10, 20], curve=curve, any_budget=False, task=task
+    )
+    if budget is None:
+        budget = result_view.budget_slider(result, "budget")  # draws the offer where it opens
+    else:
+        result_view.transferable_offer(result, "budget", budget)
+    paraphrase_view.learn_offer_caption(None, result, budget)
+
+
+@pytest.mark.parametrize(
+    "ndfs, method, budget, shown",
+    [
+        ((0.2, 0.3, 0.5), "eap", None, True),  # opens at 20, not faithful: offered
+        ((0.2, 0.9, 0.95), "eap", None, False),  # opens at a faithful 10: none
+        ((0.2, 0.3, 0.5), "paraphrase-pruning", None, False),  # the offered method itself: none
+        ((0.2, 0.3, 0.5), "eap", 20, True),
+        ((0.2, 0.3, 0.5), "eap", 10, False),  # not the opening budget: none
+    ],
+)
+def test_the_learn_offers_caption_is_drawn_exactly_where_its_button_is(
+    ndfs, method, budget, shown, monkeypatch
+):
+    """The Paraphrases page's caption under "Learn a small circuit that carries over" repeated the
+    rule that draws the button in its own code; both ask ``result_view.learn_offer`` now."""
+    from types import SimpleNamespace
+
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setattr(loaders, "request_for", lambda *args: SimpleNamespace(estimate=None))
+    at = AppTest.from_function(_learn_offer_page, args=(ndfs, method, budget)).run()
+    assert not at.exception, at.exception
+    buttons = [b for b in at.button if b.label.startswith("Learn a small circuit that carries over")]
+    said = [c for c in at.caption if c.value.startswith("The button above opens the Explore page")]
+    assert len(buttons) == len(said) == int(shown), (buttons, said)
+
+
 def test_the_p_of_best_of_ns_line_is_defined_as_the_forms_field():
     """The method line says 'p paraphrases' above a field 'n paraphrases': the page says which p is."""
     from circuitviz.methods import available_methods

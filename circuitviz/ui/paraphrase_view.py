@@ -139,17 +139,14 @@ def learn_offer_caption(model, result, budget: int) -> None:
     """Under the slider's offer to learn a circuit that carries over (drawn, as ``budget_slider``
     draws it, at the opening budget of a curve that reaches no faithful circuit): that it leaves
     this page for Explore and how long the run there takes by its estimate. Only its hover said
-    "runs on the Explore page", and the run took about 70 s there (an audit)."""
-    from ..methods import method_traits, methods_with
+    "runs on the Explore page", and the run took about 70 s there (an audit). Drawn where the
+    button is: ``result_view.learn_offer`` decides both."""
+    from ..methods import method_traits
 
-    opening = render.opening_view(result.curve, good_ndf=result_view.GOOD_NDF) if result.curve else None
-    offered = [name for name in methods_with("holds_out_paraphrases") if name != result.method]
-    if opening is None or opening.faithful or budget != opening.budget or not offered:
+    offer = result_view.learn_offer(result, budget)
+    if offer is None:
         return
-    name = offered[0]
-    readable = (
-        sorted(b for b in result.budgets if b <= render.READABLE_EDGES)[-4:] or sorted(result.budgets)[:1]
-    )
+    name, readable = offer
     try:  # the estimate Explore will show above its run
         request = loaders.request_for(
             model, result.model_id, result.task, name, state.own_settings(name), readable

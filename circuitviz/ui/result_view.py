@@ -150,8 +150,7 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
     budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0], mine)
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
-        if not opening.faithful:
-            transferable_offer(result, key)
+    transferable_offer(result, key, budget)  # under the reason, where ``learn_offer`` says
     return budget
 
 
@@ -175,20 +174,38 @@ def open_budget(mine: tuple[str, str], opening: int) -> None:
     state.session.budget = int(opening)
 
 
-def transferable_offer(result, key: str) -> None:
-    """One click to the method that learns a small circuit on the prompt and paraphrases, holding
-    some out (the registry's ``holds_out_paraphrases`` trait): the same task on Explore, run."""
-    from ..methods import method_traits, methods_with
-    from .inputs import budgets_text
+def learn_offer(result, budget: int) -> tuple[str, list[int]] | None:
+    """(the method offered, the budgets its run takes) where the view of ``result`` at ``budget``
+    offers to learn a small circuit that carries over: at the opening budget of a curve whose
+    opening circuit is not faithful, when a method that holds paraphrases out (the registry's
+    ``holds_out_paraphrases`` trait) other than the result's own is registered; else None. The
+    button (``transferable_offer``) and the Paraphrases page's caption under it
+    (``paraphrase_view.learn_offer_caption``) both ask this, so they cannot disagree."""
+    from ..methods import methods_with
 
+    opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
+    if opening is None or opening.faithful or budget != opening.budget:
+        return None
     offered = [name for name in methods_with("holds_out_paraphrases") if name != result.method]
     if not offered:
-        return
-    name = offered[0]
+        return None
     # a mask is learned per budget: the four largest readable budgets (or the smallest there is)
     readable = (
         sorted(b for b in result.budgets if b <= render.READABLE_EDGES)[-4:] or sorted(result.budgets)[:1]
     )
+    return offered[0], readable
+
+
+def transferable_offer(result, key: str, budget: int) -> None:
+    """One click to the method that learns a small circuit on the prompt and paraphrases, holding
+    some out: the same task on Explore, run; drawn where ``learn_offer`` says."""
+    from ..methods import method_traits
+    from .inputs import budgets_text
+
+    offer = learn_offer(result, budget)
+    if offer is None:
+        return
+    name, readable = offer
     if st.button(
         f"Learn a small circuit that carries over: {method_traits(name).label}",
         key=f"{key}.transferable",
