@@ -263,7 +263,9 @@ def _open_atlas_row(page, app_url: str, atlas_name: str, row: int, only_refused:
     grid.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     box = grid.bounding_box()  # the grid is a canvas: its row-selection column, row by row
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 35 * row + 17)
+    from circuitviz.ui.prompt_table import ROW_PX  # the rows are tall: a prompt wraps on three lines
+
+    page.mouse.click(box["x"] + 18, box["y"] + 36 + ROW_PX * row + ROW_PX // 2)
 
 
 def test_every_way_into_explore_opens_inside_the_app(opening_app, browser):

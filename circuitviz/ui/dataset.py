@@ -13,6 +13,7 @@ from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
+from .prompt_table import ROW_PX, STYLED_ROWS, empty_circuits, prompt_columns, prompt_display
 from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
@@ -406,78 +407,6 @@ def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshol
     return found
 
 
-def prompt_columns(budget: int, refused: bool) -> tuple[tuple[str, ...], dict]:
-    """The Prompts table's column order and headers. The figures come first, under short headers
-    with their meaning in the help, then the answer and the prompt: at 1,000 px the table is about
-    540 px wide, and with the prompt second the figures after the NDF were out of view. The validity
-    check's sentence sits beside the id where some task fails it (it was the tenth column)."""
-    number = st.column_config.NumberColumn
-    order = [
-        "id",
-        "NDF",
-        "edges kept",
-        "CPR",
-        "cluster",
-        "Jaccard to consensus",
-        "answer",
-        "prompt",
-        "family",
-    ]
-    if refused:
-        order.insert(1, "validity check")
-    config = {
-        "id": st.column_config.TextColumn(width=82),
-        "validity check": st.column_config.TextColumn(
-            "check", width=72, help="the validity check's sentence: why it refuses the task, or 'passes'"
-        ),
-        "NDF": number(
-            format="%.3f",
-            width=58,
-            help=f"normalized faithfulness of the prompt's circuit at budget {budget:,}",
-        ),
-        "edges kept": number(
-            "edges",
-            format="%d",
-            width=58,
-            help=f"edges the prompt's circuit keeps at budget {budget:,}, once pruning has dropped those "
-            "on no path from the input to the logits",
-        ),
-        "CPR": number(
-            format="%.3f",
-            width=58,
-            help="MIB's area under the prompt's NFS curve over the share of edges kept",
-        ),
-        "cluster": number(width=62, help="the prompt's cluster on the Clusters tab"),
-        "Jaccard to consensus": number(
-            "Jaccard",
-            format="%.2f",
-            width=70,
-            help=f"Jaccard similarity of the prompt's circuit and the consensus circuit at budget {budget:,} "
-            "(the edges they share over the edges of either)",
-        ),
-    }
-    return tuple(order), config
-
-
-def empty_circuits(ids: list[str], ndf: list[float], budget: int, shown: int = 5) -> str | None:
-    """Why a prompt keeps no edge at ``budget`` (its table row reads 0 edges and an NDF of 0), or
-    None when every prompt keeps some. Pruning keeps an edge only on a path from the input to the
-    logits through kept edges, so a circuit pruned to nothing held no such path: ioi-00120's 103
-    edges ranked first at budget 103 hold two edges from the input (to m1 and a3.h3) and 13 into
-    the logits, and no edge leaves m1 or a3.h3."""
-    if not ids:
-        return None
-    names = ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
-    one = len(ids) == 1
-    return (
-        f"{names} {'keeps' if one else 'keep'} no edge at budget {budget:,} (sort by edges to find "
-        f"{'it' if one else 'them'}): the {budget:,} edges {'its' if one else 'their'} method chose hold "
-        "no path from the input to the logits, and pruning drops every edge that lies on no such path, so the "
-        "circuit is empty, the model runs as on the corrupted prompt, and "
-        f"{'its NDF is' if one else 'their NDF is at most'} {max(ndf):.3f}."
-    )
-
-
 def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     # here, not at the top: keeps torch out of the first paint
@@ -523,16 +452,25 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         "it keeps after pruning; each header's help says what its column holds. CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
-        "beside a CPR of 1 or more."
+        "beside a CPR of 1 or more. '\u2026' marks where a prompt is cut to fit its cell: "
+        + (
+            "the last column holds it whole."
+            if len(table) > STYLED_ROWS
+            else "double-click it to read it whole."
+        )
     )
     kept = table["edges kept"] == 0
     empty = empty_circuits(list(table["id"][kept]), list(table["NDF"][kept]), budget)
     if empty:
         st.caption(empty)
-    order, config = prompt_columns(budget, bool(refused))
+    whole = len(table) > STYLED_ROWS
+    order, config = prompt_columns(
+        budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10)
+    )
     picked = st.dataframe(
-        table,
+        prompt_display(table, config, whole),
         hide_index=True,
+        row_height=ROW_PX,
         column_order=order,
         column_config=config,
         placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there

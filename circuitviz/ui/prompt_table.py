@@ -1,0 +1,167 @@
+"""The Dataset page's Prompts table: its columns, the prompts as the table shows them, and the
+sentence that explains a circuit pruned to nothing."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import streamlit as st
+
+TABLE_PX = 540  # the table at a 1,000 px window (the main column less its borders)
+TICK_PX = 36  # each row's selection box
+ROW_PX = 66  # over 64 px the grid wraps a cell's text: three lines of 18 px
+LINES = 3
+CHAR_PX = 7.0  # a generous width of one character at the grid's 14 px font (prose is about 5.8)
+PADDING_PX = 17  # the cell's padding, both sides
+STYLED_ROWS = 2_000  # the styler costs about 0.2 ms a cell and each rerun: 0.4 s at 2,000 rows
+SHARED_CHARS = 20  # a start every prompt shares is cut to '…' from this length on
+CUT = "\u2026"  # the ellipsis that marks a cut
+ID_PX = (72, 140)  # the id column's narrowest and widest
+WORD_CHARS = 12  # a cut moves back to a word's end this near
+
+
+def prompt_columns(
+    budget: int, refused: bool, whole: bool = False, id_chars: int = 10
+) -> tuple[tuple[str, ...], dict]:
+    """The Prompts table's column order and headers. The three figures of the prompt's circuit come
+    first, under short headers with their meaning in the help, then the answer and the prompt, so
+    that all of them fit the 540 px of table at a 1,000 px window (the answer and the prompt were
+    the seventh and eighth columns, out of view there); the cluster, the Jaccard similarity and the
+    family follow, a scroll away at 1,000 px. The validity check's sentence sits beside the id where
+    some task fails it. The id column is as wide as the longest id, ``id_chars`` characters, within
+    ID_PX ('arithmetic-00000' was cut at 82 px). ``whole``: the prompt column holds the shortened
+    text, and the whole prompt comes last (a table too long to style, see ``prompt_display``)."""
+    number = st.column_config.NumberColumn
+    order = [
+        "id",
+        "NDF",
+        "edges kept",
+        "CPR",
+        "answer",
+        "prompt",
+        "cluster",
+        "Jaccard to consensus",
+        "family",
+    ]
+    if refused:
+        order.insert(1, "validity check")
+    if whole:
+        order.append("whole prompt")
+    config = {
+        "id": st.column_config.TextColumn(width=min(max(int(id_chars * 7) + 20, ID_PX[0]), ID_PX[1])),
+        "validity check": st.column_config.TextColumn(
+            "check", width=72, help="the validity check's sentence: why it refuses the task, or 'passes'"
+        ),
+        "NDF": number(
+            format="%.3f",
+            width=52,
+            help=f"normalized faithfulness of the prompt's circuit at budget {budget:,}",
+        ),
+        "edges kept": number(
+            "edges",
+            format="%d",
+            width=52,
+            help=f"edges the prompt's circuit keeps at budget {budget:,}, once pruning has dropped those "
+            "on no path from the input to the logits",
+        ),
+        "CPR": number(
+            format="%.3f",
+            width=52,
+            help="MIB's area under the prompt's NFS curve over the share of edges kept",
+        ),
+        "answer": st.column_config.TextColumn(width=60, help="the answer the prompt's metric is about"),
+        "cluster": number(format="%d", width=62, help="the prompt's cluster on the Clusters tab"),
+        "Jaccard to consensus": number(
+            "Jaccard",
+            format="%.2f",
+            width=70,
+            help=f"Jaccard similarity of the prompt's circuit and the consensus circuit at budget {budget:,} "
+            "(the edges they share over the edges of either)",
+        ),
+        "whole prompt": st.column_config.TextColumn(help="the clean prompt, whole"),
+    }
+    before = TICK_PX + sum(config[name]["width"] for name in order[: order.index("prompt")])
+    where = "in the last column, 'whole prompt'" if whole else "double-click the cell"
+    config["prompt"] = st.column_config.TextColumn(
+        width=max(TABLE_PX - before, 120),
+        help=f"the clean prompt; '{CUT}' marks a part the cell leaves out (the start every prompt shares, "
+        f"or the middle of a long one): to read it whole, {where}",
+    )
+    return tuple(order), config
+
+
+def prompt_chars(width: int) -> int:
+    """How many characters of a prompt ``width`` px of column shows on its lines."""
+    return int((width - PADDING_PX) / CHAR_PX) * LINES
+
+
+def flat(text: str) -> str:
+    """``text`` on one line: each run of spaces and line breaks one space."""
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
+def shared_start(texts: list[str]) -> int:
+    """How many characters of each of ``texts`` (flat) form a start they all share, cut back to a
+    word's end, where that is at least SHARED_CHARS long and leaves each some text; else 0. MMLU's
+    prompts all begin 'The following is a multiple choice question about'."""
+    if len(texts) < 2:
+        return 0
+    start = os.path.commonprefix(texts)
+    start = start[: start.rfind(" ") + 1]
+    if len(start) < SHARED_CHARS or any(len(text) <= len(start) for text in texts):
+        return 0
+    return len(start)
+
+
+def shortened(text: str, limit: int, skip: int = 0) -> str:
+    """``text`` (flat) within ``limit`` characters: a shared start of ``skip`` characters cut to
+    '…', then, where it is still longer, its middle cut to ' … ' at words, keeping a third for
+    its end (where the model answers)."""
+    text = flat(text)
+    if skip:
+        text = f"{CUT} {text[skip:]}"
+    if len(text) <= limit:
+        return text
+    room = limit - 3
+    head = text[: room - room // 3]
+    tail = text[len(text) - room // 3 :]
+    # at a word's end where one is near, so the cut falls between words and the line can wrap there
+    if " " in head[-WORD_CHARS:]:
+        head = head[: head.rfind(" ")]
+    if " " in tail[:WORD_CHARS]:
+        tail = tail[tail.find(" ") + 1 :]
+    return f"{head.rstrip()} {CUT} {tail.lstrip()}"
+
+
+def prompt_display(table, config: dict, whole: bool):
+    """What st.dataframe gets: each prompt shown within its cell's lines. Through a pandas styler,
+    whose display value the grid draws while the cell keeps the whole prompt (for sorting, search,
+    copying and the double-click view); where ``whole`` (a table over STYLED_ROWS rows), the prompt
+    column holds the shortened text and 'whole prompt' the text itself. Canvas text, never HTML."""
+    limit = prompt_chars(config["prompt"]["width"])
+    skip = shared_start([flat(text) for text in table["prompt"]])
+    if whole:
+        table = table.assign(**{"whole prompt": table["prompt"]})
+        table["prompt"] = [shortened(text, limit, skip) for text in table["prompt"]]
+        return table
+    return table.style.format(lambda text: shortened(text, limit, skip), subset=["prompt"])
+
+
+def empty_circuits(ids: list[str], ndf: list[float], budget: int, shown: int = 5) -> str | None:
+    """Why a prompt keeps no edge at ``budget`` (its table row reads 0 edges and an NDF of 0), or
+    None when every prompt keeps some. Pruning keeps an edge only on a path from the input to the
+    logits through kept edges, so a circuit pruned to nothing held no such path: ioi-00120's 103
+    edges ranked first at budget 103 hold two edges from the input (to m1 and a3.h3) and 13 into
+    the logits, and no edge leaves m1 or a3.h3."""
+    if not ids:
+        return None
+    names = ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
+    one = len(ids) == 1
+    return (
+        f"{names} {'keeps' if one else 'keep'} no edge at budget {budget:,} (sort by edges to find "
+        f"{'it' if one else 'them'}): the {budget:,} edges {'its' if one else 'their'} method chose hold "
+        "no path from the input to the logits, and pruning drops every edge that lies on no such path, so the "
+        "circuit is empty, the model runs as on the corrupted prompt, and "
+        f"{'its NDF is' if one else 'their NDF is at most'} {max(ndf):.3f}."
+    )
