@@ -178,6 +178,20 @@ def test_curve_figure_marks_the_budget():
     csv_text = render.curves_csv({"eap-ig": curve}, 200)
     assert csv_text.splitlines()[0].startswith("curve,budget,edges_kept")
     assert "eap-ig,100,90,45.0000" in csv_text
+
+
+def test_the_curve_legend_sits_under_the_plot_clear_of_the_mode_bar():
+    """The legend sat above the plot, on the row of plotly's mode bar (top right, 25 px high, 224
+    wide): at 1,000 px Compare's five methods ran under it. Now it is at the figure's foot (its rows
+    grow the bottom margin), and a top margin of 30 px keeps the mode bar off the plot."""
+    curve = [{"budget": b, "n_edges": b, "metric": 1.0, "nfs": 0.5, "ndf": 0.5} for b in (10, 100)]
+    names = ("acc++", "circuit-lasso", "edge-pruning", "eap", "eap-ig")
+    figure = render.curve_figure({name: curve for name in names}, 200, current_budget=10, marker_value=0.5)
+    legend = figure.layout.legend
+    assert (legend.orientation, legend.yref, legend.y, legend.yanchor) == ("h", "container", 0, "bottom")
+    assert figure.layout.margin.t >= 30
+    titled = render.curve_figure({"eap-ig": curve}, 200, title="NDF<br>prompt")
+    assert titled.layout.legend.yref == "container" and titled.layout.margin.t >= 30 + 2 * 20
     assert "<html>" in render.figure_html(figure).lower()
 
 

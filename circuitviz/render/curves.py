@@ -86,8 +86,7 @@ def curve_figure(
     label = "NDF (clipped at 0)" if score == "ndf" else SCORE_NAMES.get(score, score)
     title_lines = title.count("<br>") + 1 if title else 0
     figure.update_layout(
-        # a title of several lines (``image_title``) at the top left, over the legend, which sits
-        # on the plot: the margin holds both (at 40 px the legend ran through the title's prompt)
+        # a title of several lines (``image_title``) at the top left: the margin holds it
         title={
             "text": title,
             "x": 0,
@@ -102,10 +101,20 @@ def curve_figure(
         if title
         else None,
         height=height,
-        margin={"l": 60, "r": 30, "t": 20 + 20 * title_lines + (16 if title else 0), "b": 50},
+        # without a title, 30 px: the mode bar (25 px, at the top right) stays off the plot
+        margin={"l": 60, "r": 30, "t": 30 + 20 * title_lines + (6 if title else 0), "b": 50},
         xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown)},
         yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        # under the plot, at the figure's foot (the bottom margin grows to hold its rows): above the
+        # plot it shared a row with plotly's mode bar at the top right, and at 1,000 px they met
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+            "x": 0,
+            "xanchor": "left",
+        },
         hovermode="closest",
         template="plotly_white",
     )
