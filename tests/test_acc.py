@@ -631,6 +631,9 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     threshold = figure["data"][2]
     assert threshold["name"] == f"threshold tau = {tau:.3f}"
     assert threshold["y"] == pytest.approx([tau, tau], abs=5e-5)
+    # the legend at the figure's foot: above the plot it ran under the mode bar at 1,000 px
+    legend = figure["layout"]["legend"]
+    assert (legend["yref"], legend["y"], legend["yanchor"]) == ("container", 0, "bottom")
     # the position graph: token row, nodes and edges of the circuit, user text escaped
     nodes = graph_data(at)[0]["nodes"]
     tokens = {node["id"] for node in nodes if node["id"].startswith("token@")}

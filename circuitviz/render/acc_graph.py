@@ -161,7 +161,16 @@ def removal_figure(decision: Mapping, height: int = 320) -> go.Figure:
         xaxis_title="signals removed",  # largest IG first: the heading above the chart says so
         yaxis_title="attention weight",
         yaxis={"range": [0, 1.02]},
-        # above the plot: below it, one row of it sat on the axis's ticks and title
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+        # at the figure's foot, under the axis's title (plotly grows the bottom margin for its rows):
+        # at y -0.2 one row of it sat on the axis's ticks and title, and above the plot it ran under
+        # plotly's mode bar at the top right at 1,000 px
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+            "xanchor": "left",
+            "x": 0,
+        },
     )
     return figure
