@@ -30,8 +30,9 @@ from pathlib import Path
 import torch
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
+from circuitviz.bench.prompts import YARDSTICK_PROMPTS
 from circuitviz.core.graph import GraphSpec
-from circuitviz.core.tasks import PromptTask, prepare_task
+from circuitviz.core.tasks import prepare_task
 from circuitviz.details.query import variant_circuit
 from circuitviz.measure.evaluate import Evaluator
 from circuitviz.methods import get_method
@@ -47,28 +48,8 @@ ANCHOR_FRACTIONS = (0.005, 0.025, 0.075, 0.15)
 VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 LABELS = {"single": "single", "average": "average", "bon": "BoN", "ibon": "iBoN", "bon-csm": "BoN-CSM"}
 
-INLINE_MCQ = "Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:"
-INLINE_MCQ_CORRUPTED = "Q: Is the sky blue? A) no B) yes. Answer: B. Q: Is fire hot? A) no B) yes. Answer:"
-# Gemma-3-270M answers this one with the option's text rather than its letter
-TEXT_MCQ = "Question: What is the capital of Japan?\nA. Tokyo\nB. Paris\nC. Rome\nD. Berlin\nAnswer:"
-
-# (kind, task): the app's gallery examples and a few more of each kind, corrupted as
-# propose_corruption does (the text-answered MCQ: its subject replaced, carried to paraphrases)
-PROMPTS = [
-    ("IOI", EXAMPLE_TASKS["ioi"]),
-    ("factual", EXAMPLE_TASKS["factual"]),
-    ("arithmetic", EXAMPLE_TASKS["arithmetic"]),
-    ("multiple choice", PromptTask(INLINE_MCQ, INLINE_MCQ_CORRUPTED, " A", (" B",))),
-    ("IOI", PromptTask(
-        "When Tom and Lisa arrived at the restaurant, Lisa handed a gift to",
-        "When Alice and Bob arrived at the restaurant, Carl handed a gift to", " Tom", (" Lisa",))),
-    ("factual", PromptTask(
-        "The Eiffel Tower is located in the city of", "The Colosseum is located in the city of", " Paris", (" Rome",))),
-    ("arithmetic", PromptTask(
-        "one plus one is two. one plus two is", "one plus one is two. two plus two is", " three", (" four",))),
-    ("multiple choice", PromptTask(TEXT_MCQ, TEXT_MCQ.replace("Japan", "Italy"), " Tokyo", (" Rome",))),
-    ("gender bias", PromptTask("The nurse said that", "The person said that", " she", (" he",))),
-]  # fmt: skip
+# the nine prompts (kind, task): the yardstick's, kept in the package (bench.prompts)
+PROMPTS = YARDSTICK_PROMPTS
 
 
 def log(message: str) -> None:

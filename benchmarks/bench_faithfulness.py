@@ -43,7 +43,7 @@ import torch
 from bench_bon import PROMPTS  # the same 9 prompts as the Best-of-N benchmark (a script beside this one)
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
-from circuitviz.bench.yardstick import node_effects, node_tracking, prenorm_eap_scores
+from circuitviz.bench.yardstick import YARDSTICK_ROWS, node_effects, node_tracking, prenorm_eap_scores
 from circuitviz.core.curves import CurvePoint, cmd, cpr
 from circuitviz.core.graph import GraphSpec
 from circuitviz.core.tasks import prepare_task
@@ -56,28 +56,7 @@ from circuitviz.query.variants import edge_matrix
 
 FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
 BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
-# row name: (registered method, settings); the Best-of-N family comes from one "bon" run
-# (in the order they run: the rows the targets compare first, the slow ones last)
-METHODS = {
-    "eap": ("eap", {}),
-    "eap-ig": ("eap-ig", {}),
-    "edge-pruning": ("edge-pruning", {}),
-    "ensemble": ("ensemble", {}),
-    "bon-family": ("bon", {"compare": True, "cache_scores": False}),
-    "ensemble-bootstrap": ("ensemble", {"n_paraphrases": 5, "resamples": 50}),
-    "edge-pruning-from-eap": ("edge-pruning", {"warm_start": "eap"}),
-    "acc++": ("acc++", {}),
-    "circuit-lasso": ("circuit-lasso", {}),
-    "eap-ig-activations": ("eap-ig-activations", {}),
-    "relp": ("relp", {}),
-    "eap-gp": ("eap-gp", {}),
-    "atp-star": ("atp-star", {}),
-    "flow-routes": ("flow-routes", {}),
-    "acdc": ("acdc", {}),
-    "paraphrase-pruning": ("paraphrase-pruning", {}),
-    "cd-t": ("cd-t", {}),
-    "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
-}
+METHODS = YARDSTICK_ROWS  # row name: (registered method, settings), in the order they run
 TRANSFER_ALL = True  # every row's circuits are measured on the paraphrases (rows of ``transfer_rows``)
 # rows whose circuits are fitted to the prompt itself: the registry's trait of each row's method (a
 # learned mask, a pick by the prompt's own NDF, ACDC's removals each judged on the prompt)

@@ -1,5 +1,6 @@
 """The figures the checkout ships hold under today's evaluator: every Gallery example's curve and
-the first prompts of each stored atlas, their circuits evaluated again (``bench.stored_figures``).
+the first prompts of each stored atlas, their circuits evaluated again (``bench.stored_figures``);
+and the yardstick's rows of the short deterministic methods, run again on one prompt.
 
 A change to the evaluator that moves a stored figure fails here, naming the figures and the
 command that rebuilds them, instead of leaving the app to show numbers the code no longer makes.
@@ -9,7 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from circuitviz.bench.stored_figures import TOLERANCE, atlas_figures, atlas_names, gallery_figures, moved
+from circuitviz.bench.stored_figures import (
+    TOLERANCE,
+    atlas_figures,
+    atlas_names,
+    gallery_figures,
+    moved,
+    yardstick_figures,
+)
 
 REBUILD = {
     "ioi": "python scripts/build_atlas.py --n 200 --families ioi",
@@ -43,6 +51,34 @@ def test_an_atlas_figures_hold_under_todays_evaluator(embedded_model, name):
     if moved(figures):
         command = REBUILD.get(name, f"the command in assets/atlas/{name}/manifest.json")
         pytest.fail(_report(figures, command), pytrace=False)
+
+
+# the yardstick's rows whose runs are short and deterministic, on its factual prompt (prompt 1):
+# every method there but the slow ones (ACDC, CD-T, paraphrase pruning, the activation-mode
+# EAP-IG) and the paraphrase-drawing ones (the Best-of-N family, the bootstrapped ensemble)
+YARDSTICK_CHECKED = (
+    "eap",
+    "eap-ig",
+    "edge-pruning",
+    "ensemble",
+    "relp",
+    "atp-star",
+    "circuit-lasso",
+    "flow-routes",
+)
+YARDSTICK_REBUILD = (
+    "python benchmarks/bench_faithfulness.py --threads 1 --no-node-effects --merge assets/faithfulness.json "
+    "--methods <the rows> --json assets/faithfulness.json --markdown assets/faithfulness.md"
+)
+
+
+def test_the_yardstick_rows_hold_under_todays_methods(embedded_model):
+    """A method or evaluator change that moves the About page's yardstick fails here, not months later."""
+    figures = yardstick_figures(embedded_model, YARDSTICK_CHECKED, prompts=[1])
+    assert {f.where.split(",")[0] for f in figures} == {f"yardstick {row}" for row in YARDSTICK_CHECKED}
+    assert len({f.budget for f in figures}) == 5
+    if moved(figures):
+        pytest.fail(_report(figures, YARDSTICK_REBUILD), pytrace=False)
 
 
 def test_a_moved_figure_is_caught(embedded_model, tmp_path):

@@ -10,6 +10,11 @@ what is checked is what each number means, not whether a method would find the s
 Used by ``tests/test_stored_figures.py`` (every Gallery example, two prompts of each atlas) and by
 ``scripts/build_atlas.py --check`` (every prompt); ``scripts/build_gallery.py --check`` prints the
 Gallery's curves stored and now side by side.
+
+The yardstick (``assets/faithfulness.json``, the About page's tables) is different: it stores
+curves, not circuits, so ``yardstick_figures`` runs a row's method again on a stored prompt and
+compares its curve. That checks the methods too (a change that makes Edge Pruning learn another
+mask moves its row), so it is kept to the rows whose runs are deterministic and short.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from ..core.curves import CurvePoint
 from ..core.results import CircuitResult
 from ..core.tasks import PromptTask
 from ..services.assets import gallery_dir, root
@@ -151,6 +157,37 @@ def atlas_figures(model, name: str, rows: int | None = 2, folder: Path | None = 
                 for b in kept
             ]
             figures += _compared(f"atlas {name}, {row['task_id']}", kept, stored, points)
+    return figures
+
+
+def yardstick_figures(model, rows, prompts, path: Path | None = None) -> list[Figure]:
+    """The yardstick's curves of ``rows`` (names of ``bench.yardstick.YARDSTICK_ROWS``) on the
+    prompts at indices ``prompts`` of ``bench.prompts.YARDSTICK_PROMPTS``, run again now at the
+    stored budgets (the Best-of-N family's row names its five variants)."""
+    import json
+
+    from ..methods import get_method
+    from .prompts import YARDSTICK_PROMPTS
+    from .yardstick import YARDSTICK_ROWS
+
+    report = json.loads((path or root() / "faithfulness.json").read_text(encoding="utf-8"))
+    budgets = [int(b) for b in report["budgets"]]
+    figures = []
+    for index in prompts:
+        _, task = YARDSTICK_PROMPTS[index]
+        entry = report["prompts"][index]
+        if entry["prompt"] != task.clean:
+            raise ValueError(f"the yardstick's prompt {index} is {entry['prompt']!r}, not {task.clean!r}")
+        for row in rows:
+            name, settings = YARDSTICK_ROWS[row]
+            result = get_method(name).run_on(model, task, dict(settings), budgets=budgets)
+            if row == "bon-family":  # its variants' curves, kept as dicts
+                curves = {v: [CurvePoint(**p) for p in c] for v, c in result.details.curves.items()}
+            else:
+                curves = {row: list(result.curve)}
+            for variant, points in curves.items():
+                stored = entry["curves"][variant]
+                figures += _compared(f"yardstick {variant}, prompt {index}", budgets, stored, points)
     return figures
 
 

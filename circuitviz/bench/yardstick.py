@@ -25,6 +25,29 @@ from ..engine.scores import accumulate_scores, score_dtype
 from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device
 
+# row name: (registered method, settings); the Best-of-N family comes from one "bon" run
+# (in the order they run: the rows the issue's targets compare first, the slow ones last)
+YARDSTICK_ROWS = {
+    "eap": ("eap", {}),
+    "eap-ig": ("eap-ig", {}),
+    "edge-pruning": ("edge-pruning", {}),
+    "ensemble": ("ensemble", {}),
+    "bon-family": ("bon", {"compare": True, "cache_scores": False}),
+    "ensemble-bootstrap": ("ensemble", {"n_paraphrases": 5, "resamples": 50}),
+    "edge-pruning-from-eap": ("edge-pruning", {"warm_start": "eap"}),
+    "acc++": ("acc++", {}),
+    "circuit-lasso": ("circuit-lasso", {}),
+    "eap-ig-activations": ("eap-ig-activations", {}),
+    "relp": ("relp", {}),
+    "eap-gp": ("eap-gp", {}),
+    "atp-star": ("atp-star", {}),
+    "flow-routes": ("flow-routes", {}),
+    "acdc": ("acdc", {}),
+    "paraphrase-pruning": ("paraphrase-pruning", {}),
+    "cd-t": ("cd-t", {}),
+    "cd-t-corrupted": ("cd-t", {"baseline": "corrupted"}),
+}
+
 
 def component_nodes(spec: GraphSpec) -> list[int]:
     """Writer indices of every head and MLP, in graph order (the input is not a component)."""
