@@ -292,17 +292,27 @@ def _controls(result, state, model, mask, point, key) -> None:
         save_state(key, state)
         _rerun()
     if not state.edit.is_empty():
-        removed = [*state.edit.removed_nodes, *state.edit.removed_edges]
-        st.caption(
-            "edited: "
-            + (f"removed {', '.join(removed)}" if removed else "")
-            + (f"; kept only {', '.join(state.edit.keep_only)}" if state.edit.keep_only else "")
-        )
+        st.caption(markdown_text(edit_words(state.edit)))  # edge names hold '<' and '>'
         if model is not None:
             _measure_line(result, model, mask, point)
         else:
             st.caption("Load the model (Explore) to measure the edited circuit.")
     _groups(result, state, mask, key)
+
+
+def edit_words(edit: CircuitEdit) -> str:
+    """The edit in words, each of its parts that is present and no other: 'edited: removed m3,
+    input->a1.h0<q>; added back m0->m1; kept only m3, a12.h2 (with the embeddings and the logits)'
+    (its caption read 'edited: ; kept only ...' when nothing was removed)."""
+    parts = []
+    removed = [*edit.removed_nodes, *edit.removed_edges]
+    if removed:
+        parts.append("removed " + ", ".join(removed))
+    if edit.restored_edges:
+        parts.append("added back " + ", ".join(edit.restored_edges))
+    if edit.keep_only:
+        parts.append(f"kept only {', '.join(edit.keep_only)} (with the embeddings and the logits)")
+    return "edited: " + "; ".join(parts) if parts else "not edited"
 
 
 def _groups(result, state, mask, key) -> None:
