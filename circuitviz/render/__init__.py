@@ -71,6 +71,7 @@ __all__ = [
     "opening_view",
     "overlap_rows",
     "readable_budget",
+    "graph_title",
     "result_graph_html",
     "shared_by_all",
     "token_strip_html",
@@ -88,25 +89,21 @@ def result_graph_html(
     mask=None,
     ndf=None,
     estimates_metric: bool = True,
+    edited=None,
     **options,
 ):
     """The standalone graph page of a ``CircuitResult`` at ``budget``: what the app shows and
     downloads, and what ``python -m circuitviz discover --html`` writes.
 
     ``mask``: the circuit to draw when it is not ``result.circuit(budget)`` (iBoN/BoN-CSM at a
-    budget the run did not evaluate); ``ndf``: its faithfulness for the title, when known.
+    budget the run did not evaluate, or a circuit the user edited); ``ndf``: the method's
+    circuit's faithfulness for the title, when known. ``edited``: ``mask`` is the user's edit of
+    the method's circuit, ``{"ndf": its NDF or None}`` (see ``graph_title``).
     ``estimates_metric``: the method's trait ``scores_estimate_metric`` (when false, the legend
     and the captions under the names say nothing of the scores' effect on the answer).
     """
-    point = result.point(budget)
-    if ndf is None and point is not None:
-        ndf = point.ndf
-    faithfulness = f", NDF {ndf:.2f}" if ndf is not None else ""
-    title = options.pop("title", None) or (
-        f"{result.model_id} · {result.method} · {edges_at(point) if point else f'budget {budget:,}'}{faithfulness} · "
-        f"prompt: {result.task.clean!r} → {result.task.answer!r}"
-    )
     circuit = result.circuit(budget) if mask is None else mask
+    title = options.pop("title", None) or graph_title(result, budget, circuit, ndf, edited)
     if "neurons" not in options and getattr(result.details, "kind", "") == "neurons":
         options["neurons"] = result.details.neurons  # MLP neurons kept as nodes (a run with neurons on)
     if "captions" not in options and labels:
@@ -124,6 +121,27 @@ def result_graph_html(
         estimates_metric=estimates_metric,
         **options,
     )
+
+
+def graph_title(result, budget: int, circuit, ndf=None, edited=None) -> str:
+    """The drawing's title: the model, the method, the circuit's edges and NDF, the prompt. With
+    ``edited`` (``{"ndf": ...}``: the circuit is the user's edit of the method's), the edited
+    circuit's own edges and NDF, the method's named as such: a 5-edge edit was drawn under the
+    method's "82 edges (budget 100), NDF 0.80"."""
+    point = result.point(budget)
+    if ndf is None and point is not None:
+        ndf = point.ndf
+    faithfulness = f", NDF {ndf:.2f}" if ndf is not None else ""
+    method = f"{edges_at(point) if point else f'budget {budget:,}'}{faithfulness}"
+    if edited is not None:
+        n_edges = int((circuit.bool() & result.graph.tensors(circuit.device).edge_mask).sum())
+        measured = edited.get("ndf")
+        figures = f"NDF {measured:.2f}" if measured is not None else "NDF not measured (load the model)"
+        method = (
+            f"edited circuit: {n_edges:,} {'edge' if n_edges == 1 else 'edges'}, {figures} "
+            f"(the method's: {method})"
+        )
+    return f"{result.model_id} · {result.method} · {method} · prompt: {result.task.clean!r} → {result.task.answer!r}"
 
 
 def meaningful_captions(spec, scores, mask, labels, task, estimates_metric: bool = True) -> dict[str, str]:

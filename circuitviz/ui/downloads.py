@@ -93,12 +93,16 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
     """Circuit JSON (EAP-IG format; with ``mask``, the edited circuit, and ``view``: the pins,
     groups, edit and clicked node), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV. Each file
     is named by ``file_name``; the curve's figures carry a title (``curve_title``): the page's
-    own chart has none, the task's lines above it say the same."""
+    own chart has none, the task's lines above it say the same. With ``mask`` the circuit's files
+    (JSON, graph, edges) hold the edited circuit and their names say ``-edited`` (the edges CSV
+    held the method's 82 edges beside an edited 5-edge JSON); the curve's are the method's."""
     curves = {result.method: result.curve}
     point = point or result.point(budget)
 
     def name(kind: str, ext: str, at_budget: bool = True) -> str:
         return file_name(result, kind, ext, budget if at_budget else None)
+
+    edited = "" if mask is None else "-edited"  # the circuit's files: the edited circuit's
 
     def figure():
         return render.curve_figure(
@@ -116,7 +120,7 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         # EAP-IG alone read, under an Edge Pruning circuit, as if EAP-IG had found it
         "Circuit (JSON)",
         data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
-        file_name=name("circuit" if mask is None else "circuit-edited", "json"),
+        file_name=name("circuit" + edited, "json"),
         mime="application/json",
         key=f"{key}.json",
         help=(
@@ -127,14 +131,16 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
     row.download_button(
         "Graph (HTML)",
         data=drawing.html,
-        file_name=name("graph", "html"),
+        file_name=name("graph" + edited, "html"),
         mime="text/html",
         key=f"{key}.html",
     )
     row.download_button(
         "Edges (CSV)",
-        data=lambda: render.edges_csv(result.graph, result.scores, result.circuit(budget)),
-        file_name=name("edges", "csv"),
+        data=lambda: render.edges_csv(
+            result.graph, result.scores, result.circuit(budget) if mask is None else mask
+        ),
+        file_name=name("edges" + edited, "csv"),
         mime="text/csv",
         key=f"{key}.edges",
     )

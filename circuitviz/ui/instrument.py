@@ -36,6 +36,11 @@ from .graph_view import show_graph
 from .node_card import card_extras, drawing_cards
 
 MAX_URL_TEXT = 20_000
+# under an edit the page's curve is still the method's: its marker ("shown now") is not the edit
+EDITED_CURVE = (
+    'The faithfulness curve below and its "shown now" marker are the method\'s circuits at each '
+    "budget, not this edit, whose figures are in the graph's title and above."
+)
 MAX_PINS = 200
 
 
@@ -153,13 +158,18 @@ def _measured(_model, _task, model_key: str, task_key: str, edges: tuple[str, ..
     return measure(_model, _task, _mask)
 
 
-def _measure_line(result, model, mask, point_before) -> None:
-    """The edited circuit's NDF and necessity beside the method's own."""
+def _edited_point(result, model, mask):
+    """The edited circuit's ``CurvePoint`` on the model (measured once per edge list)."""
     edges = tuple(result.graph.edge_names_of(mask))
     with st.spinner("Measuring the edited circuit on the model…"):
         _, point = _measured(
             model, result.task, loaders.model_key(model), json.dumps(result.task.to_dict()), edges, mask
         )
+    return point
+
+
+def _measure_line(point, point_before) -> None:
+    """The edited circuit's NDF and necessity beside the method's own."""
     columns = st.columns(3)
     before_ndf = point_before.ndf if point_before is not None else None
     columns[0].metric(
@@ -176,8 +186,9 @@ def _measure_line(result, model, mask, point_before) -> None:
 def instrument_view(
     result, budget: int, draw, labels=None, model=None, key: str = "explore", point=None, result_key: str = ""
 ):
-    """The drawing (``draw(mask, groups, words)`` -> GraphDrawing) with its card, edits and groups;
-    ``result_key`` names the result (another result opens its own fresh view)."""
+    """The drawing (``draw(mask, groups, words, edited)`` -> GraphDrawing; ``edited``: None, or
+    ``{"ndf": ...}`` when ``mask`` is the user's edit, whose title then says so) with its card,
+    edits and groups; ``result_key`` names the result (another result opens its own fresh view)."""
     spec = result.graph
     base = result.circuit(budget)
     owner, current = f"{key}.instrument.result", result_key
@@ -190,12 +201,15 @@ def instrument_view(
     words = st.toggle("node names in words", value=state.words, key=f"{key}.words")
     if words != state.words:
         state.words = words
-    drawing = draw(mask, state.groups, words)
+    # the edited circuit is measured before it is drawn: the drawing's title gives its figures
+    measured = None if state.edit.is_empty() or model is None else _edited_point(result, model, mask)
+    edited = None if state.edit.is_empty() else {"ndf": None if measured is None else measured.ndf}
+    drawing = draw(mask, state.groups, words, edited)
     # the graph and the card rerun alone on a click (a fragment): a click whose card's figures are
     # cached does no model work and redraws nothing else of the page
     st.fragment(_graph_and_card)(result, drawing, labels, model, key)
     state = load_state(key, spec, set())
-    _controls(result, state, model, mask, point, key)
+    _controls(result, state, mask, measured, point, key)
     save_state(key, state)
     return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
 
@@ -273,8 +287,9 @@ def _apply(state: InstrumentState, edit: CircuitEdit, key: str) -> None:
     _rerun_view()
 
 
-def _controls(result, state, model, mask, point, key) -> None:
-    """Pins, the keep-only subgraph, undo and back, the edit's measure, groups."""
+def _controls(result, state, mask, measured, point, key) -> None:
+    """Pins, the keep-only subgraph, undo and back, the edit's measure (``measured``: the edited
+    circuit's point, None without a model), groups."""
     if state.pins:
         st.caption("pinned (Ctrl-click a node to pin or unpin it): " + ", ".join(state.pins))
     row = st.container(horizontal=True, key=f"{key}.edit-buttons")  # wraps on a narrow page
@@ -293,10 +308,11 @@ def _controls(result, state, model, mask, point, key) -> None:
         _rerun()
     if not state.edit.is_empty():
         st.caption(markdown_text(edit_words(state.edit)))  # edge names hold '<' and '>'
-        if model is not None:
-            _measure_line(result, model, mask, point)
+        if measured is not None:
+            _measure_line(measured, point)
         else:
             st.caption("Load the model (Explore) to measure the edited circuit.")
+        st.caption(EDITED_CURVE)
     _groups(result, state, mask, key)
 
 

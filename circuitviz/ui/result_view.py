@@ -271,7 +271,8 @@ def graph_drawing(result, budget: int, labels=None, mask=None, **options):
     move is quick).
 
     ``options``: those of ``render.circuit_graph_html`` (highlight, show_faded, layers, title,
-    frame_width, captions, caption_key, words, groups) and ``ndf`` for the title.
+    frame_width, captions, caption_key, words, groups), ``ndf`` for the title and ``edited``
+    (``mask`` is the user's edit: ``render.graph_title``).
     """
     options = {name: value for name, value in options.items() if value is not None}
     # what the legend and the captions may say of the scores is the method's trait
@@ -340,9 +341,11 @@ def feature_circuit_view(result, model, key: str) -> None:
         draw(feature_circuit_html(circuit, labels=names, title=title), key=f"{key}.features")
 
 
-def explain(result, budget: int, labels, expanded: bool = False) -> None:
-    """'Explain this circuit': its five strongest edges in words, from the labels at hand."""
-    edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> None:
+    """'Explain this circuit': its five strongest edges in words, from the labels at hand
+    (``mask``: the circuit as the user edited it, said to be edited)."""
+    circuit = result.circuit(budget) if mask is None else mask
+    edges = render.circuit_edges(result.graph, result.scores, circuit)
     traits = method_traits(result.method)
     # "that matter most" only where the scores estimate an edge's effect: a learned mask's scores sit
     # at 0.99-0.997 for every kept edge, and ranking them says nothing of what matters
@@ -365,7 +368,7 @@ def explain(result, budget: int, labels, expanded: bool = False) -> None:
             else f"{traits.label}'s own score, not an estimate of the change of the answer's metric"
         )
         st.caption(
-            f"Of the circuit's {len(edges):,} edges, by |score| ({meaning}); a node's logit-lens token is "
+            f"Of the {'edited ' if mask is not None else ''}circuit's {len(edges):,} edges, by |score| ({meaning}); a node's logit-lens token is "
             "named only when it is the answer or the foil."
         )
 
@@ -456,18 +459,21 @@ def _against_sentence(result) -> str:
     )
 
 
-def edges_table_caption(total: int, limit: int) -> str:
-    """The line over the edge table: all the circuit's edges, or the strongest of them."""
+def edges_table_caption(total: int, limit: int, edited: bool = False) -> str:
+    """The line over the edge table: all the circuit's edges, or the strongest of them (``edited``:
+    the circuit as the user edited it, whose edges the CSV then holds too)."""
+    circuit = "edited circuit" if edited else "circuit"
     if total <= limit:
-        return f"The circuit's {counted(total, 'edge')}, strongest first (also in the CSV)."
-    return f"The {limit} strongest of the circuit's {total:,} edges (all of them in the CSV)."
+        return f"The {circuit}'s {counted(total, 'edge')}, strongest first (also in the CSV)."
+    return f"The {limit} strongest of the {circuit}'s {total:,} edges (all of them in the CSV)."
 
 
-def edges_table(result, budget: int, limit: int = 50) -> None:
-    circuit = result.circuit(budget)
+def edges_table(result, budget: int, limit: int = 50, mask=None) -> None:
+    """The circuit's strongest edges (``mask``: the circuit as the user edited it)."""
+    circuit = result.circuit(budget) if mask is None else mask
     rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
-    total = int(circuit.sum())
-    st.caption(edges_table_caption(total, limit))
+    total = int((circuit.bool() & result.graph.tensors(circuit.device).edge_mask).sum())
+    st.caption(edges_table_caption(total, limit, edited=mask is not None))
     st.dataframe(
         rows,
         hide_index=True,
@@ -514,7 +520,7 @@ def result_view(
     ):
         labels, captions, caption_key = sae_labels(model, result, budget, labels)
 
-    def draw(mask, groups, words):
+    def draw(mask, groups, words, edited=None):
         return graph_drawing(
             result,
             budget,
@@ -526,14 +532,15 @@ def result_view(
             caption_key=caption_key,
             groups=groups or None,
             words=words or None,
+            edited=edited,
         )
 
     drawing, edited, view = instrument_view(
         result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
     feature_circuit_view(result, model, key)
-    explain(result, budget, labels)
+    explain(result, budget, labels, mask=edited)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
-    edges_table(result, budget)
+    edges_table(result, budget, mask=edited)
     downloads(result, budget, drawing, key=f"{key}.download", point=point, mask=edited, view=view)
     return budget
