@@ -28,6 +28,7 @@ from .graph_html import (
     _escape,
     canvas_caption,
     dash_pattern,
+    key_sentence,
 )
 from .vis import CHAR_WIDTH, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
@@ -151,11 +152,16 @@ def legend_line() -> tuple[str, str]:
     more = (
         "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
         "the answer at the top). Node size: contribution. Bold links: the strongest paths to the "
-        "answer; dashed: works against the answer. Under a name: ↑/↓ the answer or foil among the "
-        "tokens it promotes/suppresses most (logit lens), else +x, how much it raises the answer's "
-        "metric. Click a node for its card."
+        "answer; dashed: works against the answer. Click a node for its card."
     )
     return line, more
+
+
+# what is written under a name when the caller gives no key of its own
+UNDER_A_NAME = (
+    "under a name: ↑/↓ the answer or foil among the tokens it promotes/suppresses most (logit lens), "
+    "else +x, how much it raises the answer's metric"
+)
 
 
 def highlighted_links(graph: AttributionGraph, paths: Iterable[list[str]]) -> set[tuple[str, str]]:
@@ -267,8 +273,8 @@ def attribution_graph_html(
             }
         )
     line, more = legend_line()
-    if caption_key:
-        more += " " + caption_key
+    # one sentence on what is under a name: the caller's, else ours (both read "under a name: ...")
+    more += " " + key_sentence(caption_key or UNDER_A_NAME)
     vis = VisGraph(
         nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )

@@ -245,6 +245,14 @@ def legend_line(width_key: str = "", estimates_metric: bool = True) -> tuple[str
     return line, more
 
 
+def key_sentence(caption_key: str) -> str:
+    """The sentence of a drawing's key on what is written under its names: ``caption_key`` says
+    it itself ("under each name: ..."), with a capital (prefixing "Under a name: " to it read
+    "Under a name: under each name: ...")."""
+    sentence = caption_key.strip()
+    return sentence[:1].upper() + sentence[1:] + ("" if sentence.endswith(".") else ".")
+
+
 def circuit_graph_html(
     spec: GraphSpec,
     scores: torch.Tensor,
@@ -390,7 +398,7 @@ def circuit_graph_html(
         )
     if captions and caption_key:
         line += "; under a name: what it does (see the key)"
-        more += " Under a name: " + caption_key
+        more += " " + key_sentence(caption_key)
     graph = VisGraph(nodes, edges, legend=line, legend_more=more, title=title, notes=notes)
     if groups:
         from .groups import grouped

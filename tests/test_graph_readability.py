@@ -1,0 +1,52 @@
+"""What a drawing's key and canvas say, read as a user reads them: the key's sentence on what is
+under a name says it once (it read "Under a name: under each name: ..." on the page and in the
+Graph HTML)."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from circuitviz import render
+from circuitviz.core.graph import GraphSpec
+from circuitviz.labels.captions import CAPTION_KEY, LENS_CAPTION_KEY
+
+SPEC = GraphSpec(n_layers=3, n_heads=2)
+
+
+def _scores(seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randn(SPEC.n_forward, SPEC.n_backward, generator=generator, device="cpu") * SPEC.edge_mask
+
+
+def _under_a_name(text: str) -> list[str]:
+    return re.findall(r"under (?:a|each) name", text, flags=re.I)
+
+
+def test_the_key_says_what_is_under_a_name_once():
+    from circuitviz.ui.result_view import SAE_KEY
+
+    mask = SPEC.mask_from_edge_names(["input->a0.h1<q>", "a0.h1->m1", "m1->logits"])
+    for key in (CAPTION_KEY, LENS_CAPTION_KEY, SAE_KEY):
+        drawing = render.circuit_graph_html(
+            SPEC, _scores(), mask, captions={"a0.h1": "+2", "m1": "↑' Mary'"}, caption_key=key
+        )
+        more = drawing.vis.legend_more
+        assert len(_under_a_name(more)) == 1, more
+        assert key[:1].upper() + key[1:] in more  # its sentence with a capital, as the key's others
+        assert not re.search(r"under (a|each) name:\s*under", drawing.html, flags=re.I)  # the download
+
+
+def test_the_position_graphs_key_says_it_once():
+    from test_positions import SPEC as POSITION_SPEC
+    from test_positions import _circuit
+
+    from circuitviz.positions.view import from_position_circuit
+    from circuitviz.render.attribution_graph import attribution_graph_html
+
+    scores, mask = _circuit()
+    graph = from_position_circuit(POSITION_SPEC, scores, mask, ["a", "b", "c", "d"], prompt="a b c d")
+    for key in ("", CAPTION_KEY):
+        more = attribution_graph_html(graph, caption_key=key).vis.legend_more
+        assert len(_under_a_name(more)) == 1, more
