@@ -50,3 +50,38 @@ def test_the_position_graphs_key_says_it_once():
     for key in ("", CAPTION_KEY):
         more = attribution_graph_html(graph, caption_key=key).vis.legend_more
         assert len(_under_a_name(more)) == 1, more
+
+
+VIS_SELECTED = "#d2e5ff"  # vis-network's fill of a selected or hovered node that sets none
+
+
+def contrast(first: str, second: str) -> float:
+    """WCAG's contrast ratio of two '#rrggbb' colours, worked out here (not the module's own)."""
+
+    def luminance(colour: str) -> float:
+        r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_a_selected_or_hovered_nodes_label_stays_readable():
+    """A clicked or pinned node is drawn selected: 'logits' was white on vis-network's pale blue
+    (1.3:1). Every node's label, on its selected and its hovered fill, reads at 4.5:1 at least."""
+    from circuitviz.render.groups import grouped
+
+    mask = SPEC.mask_from_edge_names(["input->a0.h1<q>", "a0.h1->m1", "m1->logits", "input->m0"])
+    drawing = render.circuit_graph_html(SPEC, _scores(), mask, show_faded=True)
+    graphs = [drawing.vis, grouped(drawing.vis, {"g": ["a0.h1", "m0"]})]
+    for graph in graphs:
+        for node in graph.to_data()["nodes"]:
+            if "background" not in node.get("color", {}):
+                continue
+            label = node.get("font", {}).get("color", "#343434")
+            for state in ("highlight", "hover"):
+                fill = node["color"].get(state, {}).get("background", VIS_SELECTED)
+                assert contrast(label, fill) >= 4.5, (node["id"], state, label, fill)
+    logits = next(n for n in drawing.vis.to_data()["nodes"] if n["id"] == "logits")
+    assert logits["color"]["highlight"]["background"] != logits["color"]["background"]  # still shows selected

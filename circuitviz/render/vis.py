@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,7 +83,7 @@ class VisGraph:
         """What the component and the page read: JSON-able (``max_label_px``: the largest label
         the fit may draw; demo mode's audience reads from further away)."""
         return {
-            "nodes": self.nodes,
+            "nodes": [selection_colours(node) for node in self.nodes],
             "edges": self.edges,
             "legend": self.legend,
             "legend_more": self.legend_more,
@@ -97,6 +98,41 @@ class VisGraph:
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
         }
+
+
+# a selected (clicked or pinned) or hovered node: vis-network's default fill is pale blue
+# (#D2E5FF), and a white label on it (the embeddings', the logits') read 1.3:1; a box with a light
+# label turns dark blue instead, one with a dark label pale blue, each with a blue border
+SELECTED_DARK = "#1f4e8c"
+SELECTED_LIGHT = "#d2e5ff"
+SELECTED_BORDER = "#0b5cad"
+
+
+def luminance(colour: str) -> float:
+    """The relative luminance (WCAG) of a '#rrggbb' colour."""
+    value = colour.lstrip("#")
+    channels = [int(value[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(first: str, second: str) -> float:
+    """The contrast ratio (WCAG, 1 to 21) of two '#rrggbb' colours."""
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def selection_colours(node: dict) -> dict:
+    """``node`` with the fills it takes when selected or hovered: dark blue under a light label,
+    pale blue under a dark one (a node that sets its own, or has no fill, as it is)."""
+    colour = node.get("color")
+    if not isinstance(colour, dict) or "background" not in colour or "highlight" in colour:
+        return node
+    label = str((node.get("font") or {}).get("color") or "#343434")  # vis-network's default label
+    light = re.fullmatch(r"#[0-9a-fA-F]{6}", label) is not None and luminance(label) > 0.5
+    fill = SELECTED_DARK if light else SELECTED_LIGHT
+    chosen = {"background": fill, "border": SELECTED_BORDER}
+    return {**node, "color": {**colour, "highlight": chosen, "hover": chosen}}
 
 
 def framed_alike(graphs: list[VisGraph]) -> list[VisGraph]:
