@@ -60,3 +60,27 @@ def test_a_group_has_one_card_summing_its_members_edges():
     assert [row[0] for row in card["out"]["rows"]] == ["m1", "m1", "a2.h0"]
     assert card["score"] == f"score in this circuit: {-2.0 + 0.75 - 0.1:+.4g}"
     assert "a0.h1" not in cards["nodes"] and "m0" not in cards["nodes"]
+
+
+def _fan(n_out: int):
+    """A drawing where m0 sends ``n_out`` edges out (to every later head's query, key and value and the
+    MLPs), each weaker than the last."""
+    spec = GraphSpec(n_layers=4, n_heads=4)
+    names = [name for name in spec.edge_names if name.startswith("m0->")][:n_out]
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
+    for i, name in enumerate(names):
+        scores[spec.edge_position(name)] = -(len(names) - i) / 10
+    return spec, render.circuit_graph_html(spec, scores, spec.mask_from_edge_names(names)), names
+
+
+def test_a_card_lists_every_edge_and_says_how_many_wait_behind_its_button():
+    """a12.h2's card said "Out (12 edges, strongest first)" over 8 rows, and nothing of the other 4."""
+    _, drawing, names = _fan(12)
+    out = card_data(drawing.vis.nodes, drawing.edges)["nodes"]["m0"]["out"]
+    assert out["head"] == "Out (12 edges, strongest first)"
+    assert len(out["rows"]) == 12  # every one of them, the strongest first
+    assert [row[1].split()[1] for row in out["rows"]] == [name.split("->")[1].split("<")[0] for name in names]
+    assert out.get("shown") == 8 and out.get("more") == "show the 4 weaker edges"
+    assert out.get("unlisted") == ""
+    few = card_data(drawing.vis.nodes, drawing.edges[:3])["nodes"]["m0"]["out"]
+    assert few.get("more") == "" and len(few["rows"]) == 3

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
 _MLP = re.compile(r"^m(\d+)$")
+SHOWN_ROWS = 8  # a side of a card lists this many edges, and a button shows the rest
+SENT_ROWS = 300  # the most edges a side carries (the input's out-edges of a large model run to thousands)
 
 
 def component_of(node_id: str) -> str:
@@ -99,15 +101,18 @@ def acc_signals(details, component: str, position: int | None = None) -> list[di
 
 
 def card_data(
-    vis_nodes: Sequence[Mapping], edges: Sequence, labels: Mapping[str, Mapping] | None = None
+    vis_nodes: Sequence[Mapping],
+    edges: Sequence,
+    labels: Mapping[str, Mapping] | None = None,
+    partial: bool = False,
 ) -> dict:
     """Every drawn node's and edge's card as plain text, sent with the drawing so a click shows
-    its card at once in the browser (``ui.graph_view``): {"nodes": {id: {title, what, score, in,
-    out, lens, members}}, "edges": {id: {title, lines}}}. ``vis_nodes``: the drawing's nodes (a
-    group carries its ``members``; a node without a circuit component, a token or layer label
-    of a position drawing, has no card); ``edges``: its ``GraphEdge``s, groups already merged
-    (``render.groups.group_edges``). Each card says what ``node_card`` says, in the same words
-    as the card in the page used to."""
+    its card at once in the browser (``ui.graph_view``): {"nodes": {id: {title, what, score,
+    in, out, lens, members}}, "edges": {id: {title, lines}}}. ``vis_nodes``: the
+    drawing's nodes (a group carries its ``members``; a node without a circuit component, a token
+    or layer label of a position drawing, has no card); ``edges``: its ``GraphEdge``s, groups
+    already merged (``render.groups.group_edges``). ``partial``: the drawing left weaker edges out (the card counts the drawn ones, and says so).
+    Each side lists every edge (up to ``SENT_ROWS``), ``SHOWN_ROWS`` of them before a button."""
     incoming: dict[str, list] = {}
     outgoing: dict[str, list] = {}
     for edge in edges:
@@ -118,7 +123,9 @@ def card_data(
         node_id = str(node["id"])
         if node.get("shape") == "text" or node_id.startswith(("token@", "layer@")):
             continue
-        card = node_card(node_id, [*incoming.get(node_id, []), *outgoing.get(node_id, [])], labels)
+        card = node_card(
+            node_id, [*incoming.get(node_id, []), *outgoing.get(node_id, [])], labels, limit=SENT_ROWS
+        )
         members = [str(m) for m in node.get("members") or []]
         nodes[node_id] = {
             "title": node_id,
@@ -126,8 +133,8 @@ def card_data(
             "members": ("members: " + ", ".join(members)) if members else "",
             "what": f"a group of {len(members)} nodes" if members else card["what"],
             "score": f"score in this circuit: {card['score']:+.4g}",
-            "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In"),
-            "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out"),
+            "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In", partial),
+            "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out", partial),
             "lens": _lens_text(card),
         }
     edge_cards = {
@@ -140,15 +147,21 @@ def card_data(
     return {"nodes": nodes, "edges": edge_cards}
 
 
-def _rows_text(rows: list[dict], arrow: str, total: int, side: str) -> dict:
-    """A side of a card: its heading and one (node to go to, text) per edge, strongest first."""
+def _rows_text(rows: list[dict], arrow: str, total: int, side: str, partial: bool = False) -> dict:
+    """A side of a card: its heading, one (node to go to, text) per edge, strongest first, how many
+    it shows before its button ("show the 4 weaker edges") and a line for any it does not carry."""
     if not rows:
         return {"head": "", "rows": []}
+    hidden = len(rows) - SHOWN_ROWS
+    unlisted = total - len(rows)
     return {
-        "head": f"{side} ({total} edges, strongest first)",
+        "head": f"{side} ({total:,} {'edge' if total == 1 else 'edges'}{' drawn' if partial else ''}, strongest first)",
         "rows": [
             [row["node"], f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"] for row in rows
         ],
+        "shown": SHOWN_ROWS,
+        "more": f"show the {hidden:,} weaker {'edge' if hidden == 1 else 'edges'}" if hidden > 0 else "",
+        "unlisted": f"… and {unlisted:,} weaker edges not listed here" if unlisted > 0 else "",
     }
 
 

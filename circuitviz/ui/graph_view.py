@@ -58,6 +58,7 @@ _CSS = """
   font-family: ui-monospace, monospace; white-space: pre; overflow: hidden; text-overflow: ellipsis; }
 .cv-root .cv-card button:hover { border-color: #ff4b4b; color: #ff4b4b; }
 .cv-root .cv-card button.cv-close { font-family: inherit; text-align: center; margin-bottom: 4px; }
+.cv-root .cv-card button.cv-more-rows { font-family: inherit; color: #0068c9; border-style: dashed; }
 div.vis-tooltip { position: absolute; white-space: normal; max-width: 420px; font-size: 13px; line-height: 1.35;
   background: #fffff0; border: 1px solid #888; border-radius: 3px; padding: 5px; z-index: 1000;
   pointer-events: none; font-family: inherit; color: #111; }
@@ -92,14 +93,26 @@ function cvCard(root, id) {
     add("strong", "", card.title);
     add("div", "cv-what", card.what);
     add("div", "", card.score);
+    const row = ([node, words]) => {
+      const go = document.createElement("button");
+      go.textContent = words;
+      go.title = "go to " + node;
+      go.onclick = () => cvOpen(root, node, true);
+      return go;
+    };
     for (const side of [card.in, card.out]) {
       if (!side.rows.length) continue;
       add("div", "cv-head", side.head);
-      for (const [node, words] of side.rows) {
-        const go = add("button", "", words);
-        go.title = "go to " + node;
-        go.onclick = () => cvOpen(root, node, true);
+      const shown = side.shown || side.rows.length;
+      for (const edge of side.rows.slice(0, shown)) panel.appendChild(row(edge));
+      if (side.rows.length > shown) {  // the weaker edges, one click away (never cut silently)
+        const more = add("button", "cv-more-rows", side.more);
+        more.onclick = () => {
+          for (const edge of side.rows.slice(shown)) panel.insertBefore(row(edge), more);
+          more.remove();
+        };
       }
+      if (side.unlisted) add("div", "cv-what", side.unlisted);
     }
     if (card.lens) {
       add("div", "cv-head", "Logit lens (what its output pushes up / down at the last position)");

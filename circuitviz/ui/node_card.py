@@ -26,7 +26,12 @@ def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
     own). None for a drawing made elsewhere (no data)."""
     if drawing.vis is None:
         return None
-    return card_data(drawing.vis.nodes, drawing.edges if edges is None else edges, labels)
+    return card_data(
+        drawing.vis.nodes,
+        drawing.edges if edges is None else edges,
+        labels,
+        partial=bool(drawing.n_left_out),
+    )
 
 
 def card_extras(node_id: str, model=None, result=None, key: str = "card") -> None:
