@@ -132,7 +132,7 @@ def test_click_edit_measure_group_and_share_on_explore(
     wait_for(page, "() => document.body.innerText.includes('close the card')", 60_000)
     figures = {"click_to_card_s": round(time.perf_counter() - started, 2), "load_average": os.getloadavg()}
     settled(page)
-    assert "score in this circuit" in page.locator("body").inner_text()
+    assert "in this circuit: scores summing to" in page.locator("body").inner_text()
     assert _view(page.url)["clicked"] == node
     assert not graph_problems(page)  # the graph beside the card fits its narrower frame
     page.screenshot(path=str(OUTPUT / "instrument-card.png"))

@@ -41,7 +41,7 @@ def test_every_drawn_node_has_its_card_with_its_edges_strongest_first():
     assert m1["in"]["head"] == "In (2 edges, strongest first)"
     assert m1["in"]["rows"] == [["a0.h1", "← a0.h1 (mlp)  -2"], ["m0", "← m0 (mlp)  +0.75"]]
     assert [row[0] for row in m1["out"]["rows"]] == ["logits", "a2.h0"]
-    assert m1["score"] == f"score in this circuit: {-3.0 + 1.0:+.4g}"  # its outgoing edges' sum
+    assert m1["score"].startswith(f"its 2 edges out in this circuit: scores summing to {-3.0 + 1.0:+.4g}")
     # the lens as plain text (the browser sets it as text, so markup stays visible, never parsed)
     assert m1["lens"] == "promotes:   ' Mary', '<b>x</b>'\nsuppresses: ' John'"
     assert cards["nodes"]["logits"]["out"] == {"head": "", "rows": []}
@@ -58,7 +58,9 @@ def test_a_group_has_one_card_summing_its_members_edges():
     assert card["what"] == "a group of 2 nodes"
     # out of the group: a0.h1->m1 (-2.0), m0->m1 (0.75), a0.h1->a2.h0 (-0.1); no edge inside it
     assert [row[0] for row in card["out"]["rows"]] == ["m1", "m1", "a2.h0"]
-    assert card["score"] == f"score in this circuit: {-2.0 + 0.75 - 0.1:+.4g}"
+    assert card["score"].startswith(
+        f"its 3 edges out in this circuit: scores summing to {-2.0 + 0.75 - 0.1:+.4g}"
+    )
     assert "a0.h1" not in cards["nodes"] and "m0" not in cards["nodes"]
 
 
@@ -84,3 +86,39 @@ def test_a_card_lists_every_edge_and_says_how_many_wait_behind_its_button():
     assert out.get("unlisted") == ""
     few = card_data(drawing.vis.nodes, drawing.edges[:3])["nodes"]["m0"]["out"]
     assert few.get("more") == "" and len(few["rows"]) == 3
+
+
+def test_a_card_says_what_its_figure_sums_and_how_the_figure_under_the_name_differs():
+    """A node captioned "+2" (it raises the metric, over all its edges out) had a card reading
+    "score in this circuit: -1.728" (its circuit's edges out, summed as scored): each now says
+    what it sums and which sign means what."""
+    drawing = render.circuit_graph_html(
+        SPEC, _scores(), SPEC.mask_from_edge_names(EDGES), captions={"m1": "+2.3"}
+    )
+    cards = card_data(
+        drawing.vis.nodes, drawing.edges, captions=drawing.captions, estimates_metric=drawing.estimates_metric
+    )
+    m1 = cards["nodes"]["m1"]
+    assert m1["score"] == (
+        "its 2 edges out in this circuit: scores summing to -2, the metric's estimated change if they are "
+        "corrupted (negative: they carry the answer)"
+    )
+    assert m1["caption"].startswith("+2.3 under its name: how much it raises the metric, estimated from all")
+    assert "in this circuit or not (minus their summed score)" in m1["caption"]
+    logit = cards["nodes"]["logits"]["score"]
+    assert logit.startswith("the 2 edges into it in this circuit: scores summing to +1,")
+    assert logit.endswith("(positive: they work against the answer)")
+    # the hover says the card's words; a method whose scores are its own says no effect
+    title = next(node["title"] for node in drawing.vis.nodes if node["id"] == "m1")
+    assert "its 2 edges out in this circuit: scores summing to -2" in title
+    assert "+2.3 under its name: how much it raises the metric" in title
+    own = card_data(drawing.vis.nodes, drawing.edges, captions={"m1": "+2.3"}, estimates_metric=False)
+    assert own["nodes"]["m1"]["score"].endswith("(the method's own scores, not an effect on the metric)")
+    assert own["nodes"]["m1"]["caption"] == ""
+
+
+def _scores():
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
+    for name, value in EDGES.items():
+        scores[SPEC.edge_position(name)] = value
+    return scores

@@ -114,8 +114,13 @@ def position_graph_html(
         highlight = {
             (e["source"], e["target"]) for e in details.edges if e.get("decision") == highlight_decision
         }
-    return attribution_graph_html(
-        graph, highlight=highlight, max_links=max_edges, height_px=height_px, notes=notes
+    return attribution_graph_html(  # a signal's weight is an attention attribution, not the metric's change
+        graph,
+        highlight=highlight,
+        max_links=max_edges,
+        height_px=height_px,
+        notes=notes,
+        estimates_metric=False,
     )
 
 

@@ -179,13 +179,16 @@ def attribution_graph_html(
     height_px: int | None = None,
     caption_key: str = "",
     notes: list[str] | None = None,
+    estimates_metric: bool = True,
 ) -> GraphDrawing:
     """The graph as a ``VisGraph`` and its standalone page (every script inline).
 
     ``highlight``: (source, target) pairs to draw bold (default: the ``n_paths`` strongest paths
     to the answer). At most ``max_links`` links are drawn, the strongest; the page says how many
-    were left out. The text is sized to be ``MIN_TEXT_PX`` on screen in a ``frame_width`` px
-    frame; the drawing is fitted to whatever frame it is shown in (nothing scrolls sideways).
+    were left out. ``estimates_metric``: the links' weights estimate the metric's change (what a
+    node's card may say of them; ACC++'s signals do not). The text is sized to be ``MIN_TEXT_PX``
+    on screen in a ``frame_width`` px frame; the drawing is fitted to whatever frame it is shown in
+    (nothing scrolls sideways).
     """
     del height_px
     notes = list(graph.notes) + list(notes or [])
@@ -296,4 +299,5 @@ def attribution_graph_html(
         n_left_out=len(links) - len(drawn),
         notes=notes,
         vis=vis,
+        estimates_metric=estimates_metric,
     )

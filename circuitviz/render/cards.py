@@ -13,6 +13,7 @@ _HEAD = re.compile(r"^a(\d+)\.h(\d+)$")
 _MLP = re.compile(r"^m(\d+)$")
 SHOWN_ROWS = 8  # a side of a card lists this many edges, and a button shows the rest
 SENT_ROWS = 300  # the most edges a side carries (the input's out-edges of a large model run to thousands)
+_NUMBER = re.compile(r"^[+-]\d")  # a caption that is a figure ("+2"), not a token ("↑' Paris'")
 
 
 def component_of(node_id: str) -> str:
@@ -104,14 +105,19 @@ def card_data(
     vis_nodes: Sequence[Mapping],
     edges: Sequence,
     labels: Mapping[str, Mapping] | None = None,
+    captions: Mapping[str, str] | None = None,
+    estimates_metric: bool = True,
     partial: bool = False,
 ) -> dict:
     """Every drawn node's and edge's card as plain text, sent with the drawing so a click shows
     its card at once in the browser (``ui.graph_view``): {"nodes": {id: {title, what, score,
-    in, out, lens, members}}, "edges": {id: {title, lines}}}. ``vis_nodes``: the
+    caption, in, out, lens, members}}, "edges": {id: {title, lines}}}. ``vis_nodes``: the
     drawing's nodes (a group carries its ``members``; a node without a circuit component, a token
     or layer label of a position drawing, has no card); ``edges``: its ``GraphEdge``s, groups
-    already merged (``render.groups.group_edges``). ``partial``: the drawing left weaker edges out (the card counts the drawn ones, and says so).
+    already merged (``render.groups.group_edges``). ``captions``: what the drawing writes under a
+    name, and ``estimates_metric`` whether the scores estimate the metric's change (the card says
+    what its figure sums and what its sign means, and how the figure under the name differs).
+    ``partial``: the drawing left weaker edges out (the card counts the drawn ones, and says so).
     Each side lists every edge (up to ``SENT_ROWS``), ``SHOWN_ROWS`` of them before a button."""
     incoming: dict[str, list] = {}
     outgoing: dict[str, list] = {}
@@ -132,7 +138,8 @@ def card_data(
             "group": f"group {node.get('group_name', node_id)}" if members else "",
             "members": ("members: " + ", ".join(members)) if members else "",
             "what": f"a group of {len(members)} nodes" if members else card["what"],
-            "score": f"score in this circuit: {card['score']:+.4g}",
+            "score": score_words(card, estimates_metric, partial),
+            "caption": caption_words((captions or {}).get(node_id), estimates_metric),
             "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In", partial),
             "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out", partial),
             "lens": _lens_text(card),
@@ -145,6 +152,37 @@ def card_data(
         for edge in edges
     }
     return {"nodes": nodes, "edges": edge_cards}
+
+
+def score_words(card: dict, estimates_metric: bool = True, partial: bool = False) -> str:
+    """What a node's figure on its card is: the summed score of its edges out in the circuit (the
+    logit's: of its edges in), and what its sign means. It read "score in this circuit: -1.728"
+    beside a "+2" under the node's name, the two of opposite sign with nothing to say why."""
+    out = card["n_outgoing"] > 0
+    n = card["n_outgoing"] if out else card["n_incoming"]
+    if n == 0:
+        return "no edge in this circuit"
+    where = "drawn" if partial else "in this circuit"
+    counted = f"{n:,} {'edge' if n == 1 else 'edges'}"
+    edges = f"its {counted} out {where}" if out else f"the {counted} into it {where}"
+    total = card["score"]
+    if not estimates_metric:
+        return (
+            f"{edges}: scores summing to {total:+.4g} (the method's own scores, not an effect on the metric)"
+        )
+    sign = "negative: they carry the answer" if total < 0 else "positive: they work against the answer"
+    return f"{edges}: scores summing to {total:+.4g}, the metric's estimated change if they are corrupted ({sign})"
+
+
+def caption_words(caption: str | None, estimates_metric: bool = True) -> str:
+    """The figure under a node's name ("+2") on its card, said apart from the card's sum: how much
+    the node raises the metric, from all its edges out, in the circuit or not."""
+    if not caption or not estimates_metric or not _NUMBER.match(caption):
+        return ""
+    return (
+        f"{caption} under its name: how much it raises the metric, estimated from all its edges out, "
+        "in this circuit or not (minus their summed score)"
+    )
 
 
 def _rows_text(rows: list[dict], arrow: str, total: int, side: str, partial: bool = False) -> dict:
@@ -184,6 +222,7 @@ def absent_card(node_id: str, why: str) -> dict:
         "members": "",
         "what": what,
         "score": "",
+        "caption": "",
         "in": empty,
         "out": empty,
         "lens": "",

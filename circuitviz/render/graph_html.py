@@ -8,7 +8,7 @@ input of the destination the edge feeds (q, k, v, MLP, logits), width says |scor
 negative scores; the legend is one line, the rest of the key on its hover. Each node can carry a
 caption under its name (what it does: its top promoted token, or its strongest SAE feature), and
 names can be written in words ("layer 12, head 2"). Hovering a node shows its name, layer/head,
-score in this circuit and labels; hovering an edge its source, destination, kind and score.
+its summed score in this circuit (what it sums, what its sign means) and labels; hovering an edge its source, destination, kind and score.
 Every piece of user text (prompts, tokens, labels) is escaped.
 """
 
@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
 from ..core.graph import GraphSpec
+from .cards import caption_words, score_words
 from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
 KIND_COLOURS = {
@@ -69,6 +71,8 @@ class GraphDrawing:
     n_left_out: int
     notes: list[str] = field(default_factory=list)
     vis: VisGraph | None = None  # the drawing as data (what the app's component draws)
+    captions: Mapping[str, str] = field(default_factory=dict)  # what is written under a name
+    estimates_metric: bool = True  # the scores estimate the metric's change (what a card may say)
 
 
 def node_words(spec: GraphSpec, name: str) -> str:
@@ -178,7 +182,18 @@ def _escape(text: object) -> str:
     return html.escape(str(text), quote=True).replace("href", "&#104;ref")
 
 
-def _node_title(spec: GraphSpec, name: str, score: float | None, labels: Mapping[str, object] | None) -> str:
+def _node_title(
+    spec: GraphSpec,
+    name: str,
+    score: float | None,
+    labels: Mapping[str, object] | None,
+    n_edges: int = 0,
+    estimates_metric: bool = True,
+    caption: str | None = None,
+) -> str:
+    """A node's hover: what it is, its summed score in the circuit said as its card says it
+    (``cards.score_words``: over its ``n_edges`` edges out, the logit's in), what the figure under
+    its name (``caption``) is when it is one, its labels."""
     lines = [f"<b>{_escape(name)}</b>"]
     match = _HEAD_NAME.match(name)
     if match:
@@ -190,7 +205,11 @@ def _node_title(spec: GraphSpec, name: str, score: float | None, labels: Mapping
     else:
         lines.append("the model's output (reads the final residual stream)")
     if score is not None:
-        lines.append(f"score in this circuit: {score:+.4g}")
+        out = name != "logits"
+        card = {"n_outgoing": n_edges if out else 0, "n_incoming": 0 if out else n_edges, "score": score}
+        lines.append(_escape(score_words(card, estimates_metric)))
+        if caption_words(caption, estimates_metric):
+            lines.append(_escape(caption_words(caption, estimates_metric)))
     for key, value in (labels or {}).items():
         if isinstance(value, (list, tuple)):
             value = ", ".join(f"'{v}'" for v in value)  # quotes keep leading spaces visible
@@ -309,6 +328,8 @@ def circuit_graph_html(
         notes.append("This circuit has no edges at this budget; raise the budget.")
     scale = max((abs(edge.score) for edge in drawn), default=1.0) or 1.0
     totals = node_scores(all_edges)
+    counts = Counter(edge.source for edge in all_edges)  # what each total sums (the logit's: its edges in)
+    counts["logits"] = sum(edge.target == "logits" for edge in all_edges)
     in_circuit = {"input", "logits"} | {e.source for e in drawn} | {e.target for e in drawn}
     if layers is None:
         layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
@@ -350,7 +371,13 @@ def circuit_graph_html(
                 "id": name,
                 "label": node_labels[name],
                 "title": _node_title(
-                    spec, name, totals.get(name) if active else None, (labels or {}).get(name)
+                    spec,
+                    name,
+                    totals.get(name) if active else None,
+                    (labels or {}).get(name),
+                    counts[name],
+                    estimates_metric,
+                    (captions or {}).get(name) if active else None,
                 ),
                 "x": x,
                 "y": y,
@@ -413,6 +440,8 @@ def circuit_graph_html(
         n_left_out=left_out,
         notes=notes,
         vis=graph,
+        captions={name: text for name, text in (captions or {}).items() if name in in_circuit},
+        estimates_metric=estimates_metric,
     )
 
 

@@ -93,6 +93,7 @@ function cvCard(root, id) {
     add("strong", "", card.title);
     add("div", "cv-what", card.what);
     add("div", "", card.score);
+    if (card.caption) add("div", "cv-what", card.caption);
     const row = ([node, words]) => {
       const go = document.createElement("button");
       go.textContent = words;

@@ -30,6 +30,8 @@ def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
         drawing.vis.nodes,
         drawing.edges if edges is None else edges,
         labels,
+        captions=getattr(drawing, "captions", None),
+        estimates_metric=getattr(drawing, "estimates_metric", True),
         partial=bool(drawing.n_left_out),
     )
 
