@@ -85,3 +85,22 @@ def test_a_selected_or_hovered_nodes_label_stays_readable():
                 assert contrast(label, fill) >= 4.5, (node["id"], state, label, fill)
     logits = next(n for n in drawing.vis.to_data()["nodes"] if n["id"] == "logits")
     assert logits["color"]["highlight"]["background"] != logits["color"]["background"]  # still shows selected
+
+
+def test_nodes_whose_every_edge_is_left_out_are_counted_and_named():
+    """At budget 10,342 the drawing keeps the 1,500 strongest edges, and heads such as a14.h0,
+    whose edges were all weaker, vanished with no word: the note now counts and names them."""
+    scores = _scores(3)
+    drawing = render.circuit_graph_html(SPEC, scores, SPEC.edge_mask, max_edges=2)
+    every = {e.source for e in render.circuit_edges(SPEC, scores, SPEC.edge_mask)}
+    every |= {e.target for e in render.circuit_edges(SPEC, scores, SPEC.edge_mask)}
+    drawn = {node["id"] for node in drawing.vis.nodes}
+    unseen = [name for name in SPEC.node_names if name in every - drawn]
+    assert unseen  # two edges cannot reach every node of this graph
+    (note,) = [n for n in drawing.notes if "weaker ones are left out" in n]
+    assert f"{len(unseen)} nodes of the circuit whose every edge is among them are not drawn" in note, note
+    assert all(name in note for name in unseen[:12])
+    whole = render.circuit_graph_html(SPEC, scores, SPEC.edge_mask)  # every edge drawn: no such clause
+    assert not any("whose every edge" in n for n in whole.notes)
+    faded = render.circuit_graph_html(SPEC, scores, SPEC.edge_mask, max_edges=2, show_faded=True)
+    assert any("are drawn grey, as if outside it" in n for n in faded.notes)

@@ -264,6 +264,25 @@ def legend_line(width_key: str = "", estimates_metric: bool = True) -> tuple[str
     return line, more
 
 
+UNSEEN_NAMED = 12  # nodes named in the note on those left out with their edges (the rest counted)
+
+
+def unseen_nodes_clause(spec: GraphSpec, all_edges, drawn_nodes: set[str], faded: bool) -> str:
+    """'; 14 nodes of the circuit whose every edge is among them are not drawn (a14.h0, ...)': the
+    circuit's nodes the drawing lacks because all their edges are left out (at budget 10,342,
+    heads such as a14.h0 vanished with no word), in the model's order; '' when there are none."""
+    unseen = {e.source for e in all_edges} | {e.target for e in all_edges}
+    unseen = [name for name in spec.node_names if name in unseen - drawn_nodes]
+    if not unseen:
+        return ""
+    named = ", ".join(unseen[:UNSEEN_NAMED]) + (
+        f" and {len(unseen) - UNSEEN_NAMED:,} more" if len(unseen) > UNSEEN_NAMED else ""
+    )
+    count = f"{len(unseen):,} {'node' if len(unseen) == 1 else 'nodes'} of the circuit"
+    how = "drawn grey, as if outside it" if faded else "not drawn"
+    return f"; {count} whose every edge is among them {'is' if len(unseen) == 1 else 'are'} {how} ({named})"
+
+
 def key_sentence(caption_key: str) -> str:
     """The sentence of a drawing's key on what is written under its names: ``caption_key`` says
     it itself ("under each name: ..."), with a capital (prefixing "Under a name: " to it read
@@ -319,10 +338,13 @@ def circuit_graph_html(
     drawn = all_edges[: max(0, int(max_edges))]
     left_out = len(all_edges) - len(drawn)
     notes = []
+    in_circuit = {"input", "logits"} | {e.source for e in drawn} | {e.target for e in drawn}
     if left_out:
         notes.append(
             f"Drawing the {len(drawn):,} strongest of {len(all_edges):,} circuit edges; "
-            f"{left_out:,} weaker ones are left out to keep the page responsive."
+            f"{left_out:,} weaker ones are left out to keep the page responsive"
+            + unseen_nodes_clause(spec, all_edges, in_circuit, show_faded)
+            + "."
         )
     if not all_edges:
         notes.append("This circuit has no edges at this budget; raise the budget.")
@@ -330,7 +352,6 @@ def circuit_graph_html(
     totals = node_scores(all_edges)
     counts = Counter(edge.source for edge in all_edges)  # what each total sums (the logit's: its edges in)
     counts["logits"] = sum(edge.target == "logits" for edge in all_edges)
-    in_circuit = {"input", "logits"} | {e.source for e in drawn} | {e.target for e in drawn}
     if layers is None:
         layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
     names = [n for n in spec.node_names if n in in_circuit or (show_faded and _in_layers(spec, n, layers))]
