@@ -6,18 +6,12 @@ without a browser (the app, the CLI's ``discover --html`` and the gallery builde
 
 from ..labels.captions import CAPTION_KEY, LENS_CAPTION_KEY, node_caption
 from .curves import (
-    READABLE_EDGES,
-    OpeningView,
     candidate_figure,
-    curve_dips,
     curve_figure,
     curves_csv,
-    edges_at,
     figure_html,
     figure_image,
     log_ticks,
-    opening_view,
-    readable_budget,
 )
 from .explain import explain_circuit
 from .graph_html import (
@@ -29,6 +23,16 @@ from .graph_html import (
     drawn_layers,
     node_position,
     node_scores,
+)
+from .opening import (
+    READABLE_EDGES,
+    OpeningView,
+    curve_dips,
+    edges_at,
+    growth_stop,
+    growth_stop_sentence,
+    opening_view,
+    readable_budget,
 )
 from .tables import (
     context_html,
@@ -55,6 +59,8 @@ __all__ = [
     "curve_dips",
     "curve_figure",
     "explain_circuit",
+    "growth_stop",
+    "growth_stop_sentence",
     "curves_csv",
     "edges_at",
     "differing_positions",

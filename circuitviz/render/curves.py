@@ -13,7 +13,6 @@ import io
 import math
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -360,107 +359,6 @@ def _short_count(value: int) -> str:
         if value >= size:
             return f"{value // size:,}{suffix}"
     return f"{value:,}"
-
-
-READABLE_EDGES = 200  # the largest circuit a first view opens at: a graph one can still read
-
-
-@dataclass(frozen=True)
-class OpeningView:
-    """The budget a first view opens at, and why (the sentence a page shows under the slider).
-
-    faithful: whether the circuit opened at reaches the NDF asked for (when not, a page offers the
-    method that learns a small circuit instead)."""
-
-    budget: int
-    reason: str
-    faithful: bool = False
-
-
-def edges_at(point) -> str:
-    """'83 edges (budget 100)', or '100 edges' where the budget kept as many: a budget is the top
-    edges by score, and edges on no input-to-logits path are then pruned."""
-    budget, kept = int(_value(point, "budget")), int(_value(point, "n_edges"))
-    return f"{kept:,} edges" + ("" if kept == budget else f" (budget {budget:,})")
-
-
-def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: float = 0.8) -> OpeningView:
-    """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
-    ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
-    of at most ``max_edges`` edges (the smaller on a tie), else the smallest budget. The sentence
-    says which, with the figures it read off the curve."""
-    points = [p for p in sorted(curve, key=lambda p: _value(p, "budget")) if not math.isnan(_value(p, "ndf"))]
-    if not points:
-        points = sorted(curve, key=lambda p: _value(p, "budget"))
-        budget = int(_value(points[0], "budget")) if points else 0
-        return OpeningView(budget, "No circuit of this curve has an NDF; opened at the smallest budget.")
-    readable = [p for p in points if 0 < _value(p, "n_edges") <= max_edges]
-    good = [p for p in readable if _value(p, "ndf") >= good_ndf]
-    if good:
-        first = good[0]
-        return OpeningView(
-            int(_value(first, "budget")),
-            f"Opened at {edges_at(first)}, the smallest budget whose circuit reaches NDF {good_ndf} "
-            f"(NDF {_value(first, 'ndf'):.2f}).",
-            faithful=True,
-        )
-    faithful = [p for p in points if _value(p, "ndf") >= good_ndf]
-    largest = int(max(_value(p, "n_edges") for p in points))
-    where = (
-        f"the smallest that does keeps {int(_value(faithful[0], 'n_edges')):,} edges, too many to read"
-        if faithful
-        else f"none of the budgets run does, up to {largest:,} edges"  # larger ones were not run
-    )
-    if not readable:
-        drawn = [p for p in points if _value(p, "n_edges") > 0]
-        small = [p for p in points if _value(p, "n_edges") == 0 and _value(p, "budget") > 0]
-        if drawn and small:  # every readable budget pruned to nothing: open where a circuit is drawn
-            first = drawn[0]
-            return OpeningView(
-                int(_value(first, "budget")),
-                f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); the budgets up "
-                f"to {int(_value(small[-1], 'budget')):,} keep no edge (their top edges hold no path from "
-                f"the input to the logits), so it opened at {edges_at(first)}, the smallest budget whose "
-                f"circuit has edges (NDF {_value(first, 'ndf'):.2f}).",
-            )
-        budget = int(_value(points[0], "budget"))
-        return OpeningView(
-            budget,
-            f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); "
-            f"opened at the smallest budget, {budget:,}.",
-        )
-    best = max(readable, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
-    return OpeningView(
-        int(_value(best, "budget")),
-        f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}); opened at "
-        f"{edges_at(best)}, the most faithful circuit of at most {max_edges} edges (NDF "
-        f"{_value(best, 'ndf'):.2f}). Larger budgets are on the slider and the curve.",
-    )
-
-
-def readable_budget(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: float = 0.8) -> int:
-    """The budget of ``opening_view``: a first view that is faithful and readable, else the most
-    faithful readable one."""
-    return opening_view(curve, max_edges, good_ndf).budget
-
-
-def curve_dips(curve: Sequence, min_drop: float = 0.1) -> list[tuple[int, float, int, float]]:
-    """Where a curve falls as the budget grows: (smaller budget, its NDF, larger budget, its
-    lower NDF) for each point at least ``min_drop`` below the best NDF of any smaller budget."""
-    points = sorted(curve, key=lambda p: _value(p, "budget"))
-    dips = []
-    best = None
-    for point in points:
-        value = _value(point, "ndf")
-        if math.isnan(value):
-            continue
-        if best is not None and value <= _value(best, "ndf") - min_drop:
-            dips.append(
-                (int(_value(best, "budget")), _value(best, "ndf"), int(_value(point, "budget")), value)
-            )
-        if best is None or value > _value(best, "ndf"):
-            best = point
-    return dips
 
 
 def _plain(text: object) -> str:

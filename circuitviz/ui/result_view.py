@@ -14,7 +14,6 @@ import json
 import streamlit as st
 
 from .. import render
-from ..core.curves import empty_budgets_note
 from ..core.keys import content_key
 from ..core.phases import timing_words
 from ..core.text import after_colon, counted, markdown_text, settings_text
@@ -24,6 +23,7 @@ from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.feature_graph import feature_circuit_html
 from . import loaders, state
 from .caveats import caveats
+from .curve_notes import curve_notes
 from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
@@ -391,72 +391,6 @@ def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) ->
     )
     for note in curve_notes(result):
         st.caption(note)
-
-
-def curve_notes(result) -> list[str]:
-    """Sentences on what the curve shows that a reader would not expect: a dip as the budget
-    grows, circuits that patching cannot make faithful, where the view opened."""
-    notes = []
-    if result.curve and max(point.ndf for point in result.curve) < 0.05:
-        expected = method_traits(result.method).flat_curve_note
-        if expected:
-            notes.append(expected)
-        else:
-            notes.append(
-                "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "
-                "this prompt; try more budgets, another method, or a corrupted prompt that changes less."
-            )
-    empty = empty_budgets_note(result.curve)
-    if empty and max(point.ndf for point in result.curve) >= 0.05:  # else the flat-curve note says it
-        notes.append(empty)
-    dips = render.curve_dips(result.curve)
-    if dips:
-        low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-        at = {point.budget: point for point in result.curve}  # a budget's edges kept, after pruning
-        dip = (
-            f"The curve is not monotone: at {render.edges_at(at[high])} NDF is {high_ndf:.2f}, "
-            f"below {low_ndf:.2f} at {render.edges_at(at[low])}. "
-        )
-        traits = method_traits(result.method)
-        if traits.scores_estimate_metric:
-            why = _against_sentence(result)
-        else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
-            why = (
-                f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
-                "the answer's metric, so a larger circuit can take in edges that lower its NDF"
-            )
-        notes.append(
-            dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."
-        )
-    return notes
-
-
-AGAINST_SHARE = 0.01  # an edge counted as working against the answer: its score over 1 % of the gap
-
-
-def _against_sentence(result) -> str:
-    """Why a curve of estimating scores can dip: the edges whose score says they work against the
-    answer, counted only where that score is at least 1 % of the clean-to-corrupted change (counting
-    every positive score gave 5,068 of 10,342 edges on the default prompt, median 0.0014 against a
-    gap of 4.3: noise said as opposition)."""
-    baseline = getattr(result, "baseline", None)
-    gap = abs(float(baseline.clean) - float(baseline.corrupted)) if baseline is not None else 0.0
-    floor = AGAINST_SHARE * gap
-    against = int((result.scores > floor).sum())
-    what = (
-        f"a score above {floor:.2g}, 1% of the clean-to-corrupted change" if gap > 0 else "a positive score"
-    )
-    if against == 0:
-        return (
-            "Edges are added by |score|, an estimate of each edge's effect alone, so a larger circuit "
-            "can take in edges whose effects together differ from the sum of their scores"
-        )
-    return (
-        f"Edges are added by |score| whatever their sign, and by the scores' estimate {against:,} "
-        f"{'edge works' if against == 1 else 'edges work'} against the answer ({what}: corrupting one "
-        "would raise the metric; solid in the graph), so a larger circuit can take in edges that "
-        "cancel others"
-    )
 
 
 def edges_table_caption(total: int, limit: int, edited: bool = False) -> str:
