@@ -66,6 +66,70 @@ def _details(variant: str) -> QueryCircuitDetails:
 DIPPED = _points((20, 10, 0.69), (100, 86, 0.999), (500, 491, 0.784))
 
 
+# ----- 2. a dip's cause is the method's ----------------------------------------------------------
+def test_a_dip_under_best_of_n_names_the_winner_at_each_budget():
+    """BoN's circuit at 100 and at 500 are different candidates' (p11's and p7's): the note said
+    "edges are added by |score|" and counted the prompt's own scores' edges against the answer."""
+    from circuitviz.ui.result_view import curve_notes
+
+    circuits = {20: _mask(0), 100: _mask(0, 1, 2), 500: _mask(3, 4, 5, 6)}  # not nested
+    scores = torch.tensor([1.0, 2.0, 3.0, -1.0, -2.0, 0.0, 0.0, 0.0], device="cpu")
+    (note,) = curve_notes(Result("bon", DIPPED, _details("bon"), circuits, scores))
+    assert note.startswith(
+        "The curve is not monotone: at 491 edges (budget 500) NDF is 0.78, below 1.00 at 86"
+    )
+    assert "the most faithful of its 3 candidates' circuits" in note
+    assert "the winner at budget 100 is p11 ('France has its capital in'), at budget 500 p7 " in note
+    assert "against the answer" not in note and "added by |score|" not in note
+
+
+def test_a_dip_under_ibon_says_each_budget_is_an_anchors_winner():
+    from circuitviz.ui.result_view import curve_notes
+
+    circuits = {20: _mask(0), 100: _mask(0, 1, 2), 500: _mask(3, 4, 5, 6)}
+    (note,) = curve_notes(Result("ibon", DIPPED, _details("ibon"), circuits))
+    assert "budget 100 is an anchor, won by p11 ('France has its capital in')" in note
+    assert "budget 500 is an anchor, won by p7 ('The capital of France is the city of')" in note
+    assert "is not the one at budget 100 with edges added" in note and "against the answer" not in note
+
+
+def test_a_dip_under_bon_csm_says_its_one_order():
+    from circuitviz.ui.result_view import curve_notes
+
+    circuits = {20: _mask(0), 100: _mask(0, 1, 2), 500: _mask(0, 1, 2, 3, 4)}  # nested, as BoN-CSM's are
+    (note,) = curve_notes(Result("bon-csm", DIPPED, _details("bon-csm"), circuits))
+    assert (
+        "BoN-CSM adds edges in one order" in note
+        and "budget 20, won by p11 ('France has its capital in'); then those" in note
+    )
+    assert "against the answer" not in note
+
+
+def test_a_dip_between_circuits_that_are_not_nested_says_so():
+    """A method that is not of the Best-of-N family, whose stored circuits show the larger budget
+    dropped edges of the smaller one: the note says so, not that edges were added."""
+    from circuitviz.ui.result_view import curve_notes
+
+    circuits = {20: _mask(0), 100: _mask(0, 1, 2), 500: _mask(0, 3, 4, 5)}
+    (note,) = curve_notes(Result("eap-ig", DIPPED, None, circuits))
+    assert (
+        "The circuit at budget 500 is not the one at budget 100 with edges added: it leaves out 2 of" in note
+    )
+    assert "against the answer" not in note
+
+
+def test_a_dip_between_nested_top_n_circuits_keeps_its_sentence():
+    from circuitviz.ui.result_view import curve_notes
+
+    circuits = {20: _mask(0), 100: _mask(0, 1, 2), 500: _mask(0, 1, 2, 3, 4)}
+    scores = torch.tensor([-3.0, -2.0, 1.0, 0.5, -0.1, 0.0, 0.0, 0.0], device="cpu")
+    (note,) = curve_notes(Result("eap-ig", DIPPED, None, circuits, scores))
+    assert "Edges are added by |score| whatever their sign, and by the scores' estimate 2 edges work" in note
+    for variant in ("single", "average"):  # top edges by their own scores: the same sentence
+        (note,) = curve_notes(Result(variant, DIPPED, _details(variant), circuits, scores))
+        assert "Edges are added by |score| whatever their sign" in note
+
+
 # ----- 3. a circuit that stops growing -----------------------------------------------------------------
 ACC_CURVE = _points(
     (20, 20, 0.017), (50, 50, 0.014), (100, 100, 0.006), (196, 196, 0.199), (200, 196, 0.199),

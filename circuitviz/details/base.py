@@ -55,6 +55,13 @@ class MethodDetails:
         """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
         return False
 
+    def dip_reason(self, result: CircuitResult, low: int, high: int, nested: bool | None) -> str | None:
+        """Why the circuit at budget ``high`` can be less faithful than the one at ``low``, when
+        the family's own rule says more than "edges are added by score" (``nested``: whether the
+        circuit at ``low`` lies inside the one at ``high``, None when not known); None: the page's
+        own sentence (top edges by score, then pruned) holds."""
+        return None
+
     def report_lines(self, result: CircuitResult) -> list[str]:
         """Plain lines about the run for the command line."""
         return []

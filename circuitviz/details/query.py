@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from ..core.graph import prune, top_n
+from ..core.text import shown
 from ..query.report import report_lines
 from ..query.variants import (
     ANY_BUDGET_VARIANTS,
@@ -101,6 +102,97 @@ class QueryCircuitDetails(MethodDetails):
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         return report_lines(self)
+
+    def dip_reason(self, result: CircuitResult, low: int, high: int, nested: bool | None) -> str | None:
+        """Best-of-N's circuit at a budget is the most faithful candidate's there, iBoN builds on
+        the anchors' winners and BoN-CSM adds the anchors' edges in one order: a larger circuit is
+        another candidate's, or holds edges ranked on a paraphrase. Single and average are top
+        edges by their own scores (None: the page's sentence holds)."""
+        if result.method == "bon":
+            return self._bon_dip(low, high)
+        if result.method == "ibon":
+            return self._ibon_dip(low, high, nested)
+        if result.method == "bon-csm" and nested is not False and self.anchor_winners:
+            anchors = sorted(int(a) for a in self.anchor_winners)
+            first = anchors[0]
+            rest = ", ".join(f"{a:,}" for a in anchors[1:4]) + (", …" if len(anchors) > 4 else "")
+            return (
+                "BoN-CSM adds edges in one order: first the edges of Best-of-N's circuit at its smallest "
+                f"anchor, budget {first:,}, won by {self._candidate(self.anchor_winners[str(first)])}; "
+                f"then those each next anchor's circuit adds{f' (budgets {rest})' if rest else ''}, each "
+                "group by |score| of the candidate that won there, scored on its own wording, so a larger "
+                "circuit can take in edges that cancel others on this prompt"
+            )
+        return None
+
+    def _candidate(self, k) -> str:
+        """Candidate ``k`` by its pair: 'the prompt itself' or "p11 ('France has its capital in')"."""
+        k = int(k)
+        if not 0 <= k < len(self.candidates):
+            return f"candidate {k}"
+        pair = int(self.candidates[k])
+        if pair == 0:
+            return "the prompt itself"
+        text = next(
+            (p.get("clean") for p in self.pairs if isinstance(p, dict) and p.get("index") == pair), None
+        )
+        return f"p{pair} ({shown(str(text), 50)})" if text is not None else f"p{pair}"
+
+    def _winner(self, budget: int):
+        entry = next((e for e in self.per_budget if int(e.get("budget", -1)) == int(budget)), None)
+        return None if entry is None else (int(entry["winner"]), len(entry.get("candidates") or []))
+
+    def _bon_dip(self, low: int, high: int) -> str | None:
+        found_low, found_high = self._winner(low), self._winner(high)
+        if found_low is None or found_high is None:
+            return None
+        (winner_low, count), (winner_high, _) = found_low, found_high
+        rule = (
+            f"Best-of-N keeps, at each budget, the most faithful of its {count} candidates' circuits (each "
+            "the top edges of one wording's own scores, the prompt's or a paraphrase's), so a larger "
+            "circuit is not the smaller one with edges added"
+        )
+        if winner_low != winner_high:
+            return (
+                f"{rule}: the winner at budget {low:,} is {self._candidate(winner_low)}, at budget "
+                f"{high:,} {self._candidate(winner_high)}, and the best candidate at budget {high:,} is "
+                f"less faithful than the best at budget {low:,}"
+            )
+        return (
+            f"{rule}: at both budgets the winner is {self._candidate(winner_low)}, and its larger circuit "
+            "takes in more of its top edges, ranked on its own wording, which can cancel others on this prompt"
+        )
+
+    def _ibon_dip(self, low: int, high: int, nested: bool | None) -> str | None:
+        anchors = sorted(int(a) for a in self.anchor_winners)
+        below = [max((a for a in anchors if a <= b), default=None) for b in (low, high)]
+        if None in below:
+            return None
+
+        def at(budget: int, anchor: int) -> str:
+            winner = self._candidate(self.anchor_winners[str(anchor)])
+            if anchor == budget:
+                return f"budget {budget:,} is an anchor, won by {winner}"
+            return f"budget {budget:,} grows from anchor {anchor:,}, won by {winner}"
+
+        said = (
+            "iBoN builds each circuit on Best-of-N's at the anchor budget at or below it: "
+            f"{at(low, below[0])}; {at(high, below[1])}"
+        )
+        if nested is False or below[0] != below[1]:
+            both = below == [low, high]  # two winners' own circuits: the larger one is less faithful
+            return (
+                f"{said}. So the circuit at budget {high:,} is not the one at budget {low:,} with edges added"
+                + (
+                    f", and the best candidate at budget {high:,} is less faithful than the best at budget {low:,}"
+                    if both
+                    else ""
+                )
+            )
+        return (
+            f"{said}. The larger circuit adds the next anchor's edges, ranked by the scores of the candidate "
+            "that won there on its own wording, which can cancel others on this prompt"
+        )
 
     def bon_with_first(self, k: int) -> dict[int, float]:
         """{budget: NDF} of Best-of-N had it seen only candidates 0..k (k = 0: the prompt alone,

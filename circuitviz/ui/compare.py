@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_sentence, score_text
+from ..core.text import counted, markdown_sentence, markdown_text, score_text
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -377,7 +377,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             st.caption(graph_caption(name, result, point, len(shown.only[name])))
             result_view.show_graph(drawings[name])
             for note in result_view.curve_notes(result):
-                st.caption(note)
+                st.caption(markdown_text(note))  # a paraphrase it names is text the page did not write
     st.plotly_chart(
         render.curve_figure(
             {n: r.curve for n, r in results.items()}, first.graph.n_edges, current_budget=budget, grid=budgets

@@ -1,5 +1,8 @@
 """The sentences under a result's curve (Explore, Compare): a curve flat at 0, budgets pruning
-empties, a circuit that stops growing, and a dip as the budget grows with its cause.
+empties, a circuit that stops growing, and a dip as the budget grows with its cause, said per
+method: top edges by score (an edge that works against the answer can come in), a family whose
+circuits are not nested by budget (its details say why: Best-of-N's winner differs by budget),
+or circuits the result shows are not nested.
 """
 
 from __future__ import annotations
@@ -34,22 +37,50 @@ def curve_notes(result) -> list[str]:
     dips = render.curve_dips(result.curve)
     if dips:
         low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-        at = {point.budget: point for point in result.curve}  # a budget's edges kept, after pruning
-        dip = (
-            f"The curve is not monotone: at {render.edges_at(at[high])} NDF is {high_ndf:.2f}, "
-            f"below {low_ndf:.2f} at {render.edges_at(at[low])}. "
-        )
-        if traits.scores_estimate_metric:
-            why = _against_sentence(result)
-        else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
-            why = (
-                f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
-                "the answer's metric, so a larger circuit can take in edges that lower its NDF"
-            )
-        notes.append(
-            dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."
-        )
+        notes.append(dip_note(result, low, low_ndf, high, high_ndf))
     return notes
+
+
+def dip_note(result, low: int, low_ndf: float, high: int, high_ndf: float) -> str:
+    """Why NDF at budget ``high`` is below NDF at the smaller budget ``low``, true of the method:
+    its family's own reason when its details give one (a Best-of-N winner per budget), else, when
+    the result's circuits show the smaller one is not inside the larger, that; else the edges
+    added by score (those whose score says they work against the answer, where scores estimate it)."""
+    at = {point.budget: point for point in result.curve}  # a budget's edges kept, after pruning
+    dip = (
+        f"The curve is not monotone: at {render.edges_at(at[high])} NDF is {high_ndf:.2f}, "
+        f"below {low_ndf:.2f} at {render.edges_at(at[low])}. "
+    )
+    left_out = _left_out(result, low, high)
+    details = getattr(result, "details", None)
+    nested = None if left_out is None else left_out == 0
+    family = details.dip_reason(result, low, high, nested) if details is not None else None
+    if family:
+        return f"{dip}{family}."
+    if left_out:
+        return (
+            f"{dip}The circuit at budget {high:,} is not the one at budget {low:,} with edges added: it "
+            f"leaves out {left_out:,} of that circuit's {int(at[low].n_edges):,} edges, so a larger budget "
+            "need not be more faithful."
+        )
+    traits = method_traits(result.method)
+    if traits.scores_estimate_metric:
+        why = _against_sentence(result)
+    else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
+        why = (
+            f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
+            "the answer's metric, so a larger circuit can take in edges that lower its NDF"
+        )
+    return dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."
+
+
+def _left_out(result, low: int, high: int) -> int | None:
+    """How many edges of the circuit the run chose at ``low`` the one at ``high`` lacks (0: nested),
+    or None when the result does not hold both circuits."""
+    circuits = getattr(result, "circuits", None)
+    if not isinstance(circuits, dict) or low not in circuits or high not in circuits:
+        return None
+    return int((circuits[low].bool() & ~circuits[high].bool()).sum())
 
 
 AGAINST_SHARE = 0.01  # an edge counted as working against the answer: its score over 1 % of the gap

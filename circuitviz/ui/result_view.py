@@ -390,7 +390,7 @@ def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) ->
         },
     )
     for note in curve_notes(result):
-        st.caption(note)
+        st.caption(markdown_text(note))  # a paraphrase it names is text the page did not write
 
 
 def edges_table_caption(total: int, limit: int, edited: bool = False) -> str:
