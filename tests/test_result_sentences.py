@@ -66,6 +66,30 @@ def _details(variant: str) -> QueryCircuitDetails:
 DIPPED = _points((20, 10, 0.69), (100, 86, 0.999), (500, 491, 0.784))
 
 
+# ----- 1. the slider's label says what each variant builds its circuits from ------------------------
+@pytest.mark.parametrize(
+    "variant, says",
+    [
+        ("single", "from the prompt's own scores (its top edges by |score|, then pruned)"),
+        ("average", "from the scores averaged over the prompt and its paraphrases"),
+        ("ibon", "from the Best-of-N circuits at its anchor budgets"),
+        ("bon-csm", "from the Best-of-N circuits at its anchor budgets"),
+    ],
+)
+def test_the_any_budget_slider_says_what_the_variant_builds_from(variant, says):
+    """Single and average were labelled "builds a circuit at any budget from the Best-of-N
+    circuits", though ``variant_circuit`` builds them from their own scores."""
+    from circuitviz.methods import method_traits
+    from circuitviz.ui.result_view import budget_label
+
+    label = budget_label(Result(variant, DIPPED, _details(variant)), True)
+    assert label.startswith(f"edge budget ({method_traits(variant).label} builds a circuit at any budget ")
+    assert says in label and label.endswith("a budget the run did not evaluate costs one patched pass)")
+    if variant in ("single", "average"):
+        assert "Best-of-N" not in label
+    assert budget_label(Result("eap-ig", DIPPED), False).startswith("edge budget (moving it redraws")
+
+
 # ----- 2. a dip's cause is the method's ----------------------------------------------------------
 def test_a_dip_under_best_of_n_names_the_winner_at_each_budget():
     """BoN's circuit at 100 and at 500 are different candidates' (p11's and p7's): the note said

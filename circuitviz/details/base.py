@@ -55,6 +55,11 @@ class MethodDetails:
         """Whether a circuit exists at any budget with no model pass beyond its evaluation."""
         return False
 
+    def any_budget_rule(self, result: CircuitResult) -> str:
+        """How the family builds a circuit at a budget its run did not evaluate, as the words
+        after the method's name ("builds a circuit at any budget from ...")."""
+        return "builds a circuit at any budget from the run's data"
+
     def dip_reason(self, result: CircuitResult, low: int, high: int, nested: bool | None) -> str | None:
         """Why the circuit at budget ``high`` can be less faithful than the one at ``low``, when
         the family's own rule says more than "edges are added by score" (``nested``: whether the

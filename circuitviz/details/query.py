@@ -103,6 +103,17 @@ class QueryCircuitDetails(MethodDetails):
     def report_lines(self, result: CircuitResult) -> list[str]:
         return report_lines(self)
 
+    def any_budget_rule(self, result: CircuitResult) -> str:
+        """What ``variant_circuit`` builds a budget's circuit from, per variant (the slider's words)."""
+        if result.method == "single":
+            return "builds a circuit at any budget from the prompt's own scores (its top edges by |score|, then pruned)"
+        if result.method == "average":
+            return (
+                "builds a circuit at any budget from the scores averaged over the prompt and its "
+                "paraphrases (the top edges by |score|, then pruned)"
+            )
+        return "builds a circuit at any budget from the Best-of-N circuits at its anchor budgets"
+
     def dip_reason(self, result: CircuitResult, low: int, high: int, nested: bool | None) -> str | None:
         """Best-of-N's circuit at a budget is the most faithful candidate's there, iBoN builds on
         the anchors' winners and BoN-CSM adds the anchors' edges in one order: a larger circuit is

@@ -137,21 +137,30 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         return 0
     free = any_budget and result.any_budget
     options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
-    label = (
-        f"edge budget ({method_traits(result.method).label} builds a circuit at any budget from the Best-of-N circuits; "
-        "a budget the run did not evaluate costs one patched pass)"
-        if free
-        else "edge budget (moving it redraws the graph and the marker; no new run)"
-    )
     opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
     mine = (result.model_id, result_mark(result))
     if opening is not None and key == "budget":  # a budget nobody chose for it: its own opening
         open_budget(mine, opening.budget)
-    budget = state.budget_select(label, key, options, opening.budget if opening else evaluated[0], mine)
+    budget = state.budget_select(
+        budget_label(result, free), key, options, opening.budget if opening else evaluated[0], mine
+    )
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
     transferable_offer(result, key, budget)  # under the reason, where ``learn_offer`` says
     return budget
+
+
+def budget_label(result, free: bool) -> str:
+    """The slider's label: for a result that builds a circuit at any budget (``free``), from what
+    its family builds it (``details.any_budget_rule``: the BoN circuits for iBoN and BoN-CSM, the
+    variant's own scores for single and average)."""
+    if not free:
+        return "edge budget (moving it redraws the graph and the marker; no new run)"
+    rule = result.details.any_budget_rule(result)
+    return (
+        f"edge budget ({method_traits(result.method).label} {rule}; a budget the run did not evaluate "
+        "costs one patched pass)"
+    )
 
 
 def result_mark(result) -> str:
