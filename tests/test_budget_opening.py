@@ -90,3 +90,21 @@ def test_a_budget_moved_by_hand_stays_on_its_result_only():
     at.select_slider(key="w.budget").set_value(_other_budget(at)).run()
     at.text_area(key="w.prompt").set_value(IOI_TASK.clean.replace("Mary", "Anna")).run()
     _assert_opened(_run(at))
+
+
+def test_a_links_budget_the_run_lacks_is_said_with_the_budget_opened():
+    """A link's budget that is not one of the result's (7 among 5, 10, 20, 40) opened at the
+    nearest without a word; now one sentence names both, until the slider is moved."""
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in {**BASE, "method": "eap", "budget": "7"}.items():
+        at.query_params[name] = value
+    at = _run(at.run())
+    assert not at.exception, at.exception
+    shown = at.select_slider(key="w.budget").value
+    expected = (
+        f"The link asks for budget 7, which is not one of the budgets this run evaluated: opened at {shown}, "
+        "the nearest on a log scale."
+    )
+    assert shown in (5, 10) and expected in [c.value for c in at.caption], [c.value for c in at.caption]
+    at.select_slider(key="w.budget").set_value(20).run()
+    assert not [c.value for c in at.caption if c.value.startswith("The link asks")]

@@ -182,3 +182,21 @@ def test_a_circuit_that_stops_growing_is_said_so_not_offered_as_larger():
     assert render.growth_stop(growing) is None
     # a circuit of every edge of the graph is whole, not stopped
     assert render.growth_stop(_points((40, 32, 1.0), (50, 32, 1.0)), total=32) is None
+
+
+# ----- 4. a link's budget the slider lacks ---------------------------------------------------------
+def test_a_links_budget_that_is_not_on_the_slider_is_said():
+    from circuitviz.ui.result_view import link_budget_note
+
+    budgets = [20, 50, 100, 200, 500, 10342]
+    assert link_budget_note(300, 200, budgets, False, 10342) == (
+        "The link asks for budget 300, which is not one of the budgets this run evaluated: opened at 200, "
+        "the nearest on a log scale."
+    )
+    assert link_budget_note(99999, 10342, budgets, False, 10342) == (
+        "The link asks for budget 99,999, more than this result's largest budget, 10,342 (every edge of the "
+        "graph): opened at 10,342."
+    )
+    assert link_budget_note(5, 20, budgets, False, 10342) == (
+        "The link asks for budget 5, less than this result's smallest budget: opened at 20."
+    )

@@ -144,6 +144,9 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
     budget = state.budget_select(
         budget_label(result, free), key, options, opening.budget if opening else evaluated[0], mine
     )
+    asked = state.session.budget_link if key == "budget" else None
+    if isinstance(asked, int) and state.session.budget == asked and budget != asked:
+        st.caption(link_budget_note(asked, budget, options, free, result.graph.n_edges))
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
     transferable_offer(result, key, budget)  # under the reason, where ``learn_offer`` says
@@ -161,6 +164,19 @@ def budget_label(result, free: bool) -> str:
         f"edge budget ({method_traits(result.method).label} {rule}; a budget the run did not evaluate "
         "costs one patched pass)"
     )
+
+
+def link_budget_note(asked: int, opened: int, options, free: bool, total: int) -> str:
+    """One sentence when a link's budget is not on the slider: the budget asked, the one opened, why."""
+    if asked > max(options):
+        whole = " (every edge of the graph)" if max(options) >= total else ""
+        why = f"more than this result's largest budget, {max(options):,}{whole}: opened at {opened:,}"
+    elif asked < min(options):
+        why = f"less than this result's smallest budget: opened at {opened:,}"
+    else:
+        steps = "slider's steps" if free else "budgets this run evaluated"
+        why = f"which is not one of the {steps}: opened at {opened:,}, the nearest on a log scale"
+    return f"The link asks for budget {asked:,}, {why}."
 
 
 def result_mark(result) -> str:

@@ -99,6 +99,7 @@ class Session:
     # whose the budget is: (model id, result mark) a slider was moved for by hand (mark None: a
     # Compare slider, every result of that model), LINK for a link's budget, None: an opening view
     budget_chosen = Field("budget.chosen")
+    budget_link = Field("budget.link")  # the budget a link named, said where a slider lacks it
     budgets = Field("budgets", url="budgets")
     settings = Field("settings", url="settings", kind=SETTINGS)
     compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
@@ -180,7 +181,7 @@ def seed_from_url() -> None:
             if value is not None:
                 st.session_state[found.key] = value
                 if found is Session.budget:  # a link's budget is chosen, for the first result shown
-                    session.budget_chosen = LINK
+                    session.budget_chosen, session.budget_link = LINK, value
             elif text:  # a link's value that does not read as one: said, not dropped silently
                 st.warning(unreadable_link_value(found, text))
     for settings_key, method_key in SETTINGS_OF.items():
