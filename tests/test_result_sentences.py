@@ -200,3 +200,21 @@ def test_a_links_budget_that_is_not_on_the_slider_is_said():
     assert link_budget_note(5, 20, budgets, False, 10342) == (
         "The link asks for budget 5, less than this result's smallest budget: opened at 20."
     )
+
+
+# ----- 5. a token of spaces -----------------------------------------------------------------------
+def test_a_token_of_spaces_is_shown_with_its_spaces_counted():
+    """Three spaces read "' '" in a message: HTML collapses the spaces of "'   '"."""
+    from circuitviz.core.refusals import foil_is_answer
+    from circuitviz.core.text import shown_token
+    from circuitviz.query.proposals import unlikely_answer_sentence
+
+    assert shown_token("   ") == "'\u2423\u2423\u2423' (3 spaces)"
+    assert shown_token("  Paris") == "'\u2423\u2423Paris' (2 spaces)"
+    assert shown_token(" Paris") == "' Paris'" and shown_token(" ") == "' '"
+    sentence = unlikely_answer_sentence("   ", 0.0, " the", 0.191, "pick another")
+    assert sentence.startswith("The model gives '\u2423\u2423\u2423' (3 spaces) only 0.0% after this prompt")
+    assert "'   '" not in foil_is_answer("   ")
+    from circuitviz.labels.captions import role_caption
+
+    assert role_caption(1.2, "   ", [" the"]) == "raises '\u2423\u2423\u2423' (3 spaces) over ' the' by 1.2"

@@ -7,7 +7,7 @@ is caught. A leaf without torch: the first paint's inputs import it.
 
 from __future__ import annotations
 
-from .text import shown
+from .text import shown_token
 
 IDENTICAL_PROMPTS = (
     "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
@@ -43,4 +43,4 @@ def unequal_lengths(n_clean: int, n_corrupted: int, where: str) -> str:
 
 def foil_is_answer(answer: str) -> str:
     """A foil equal to the answer."""
-    return f"The answer {shown(answer, 30)} is also given as a foil; a foil must be a different token."
+    return f"The answer {shown_token(answer, 30)} is also given as a foil; a foil must be a different token."

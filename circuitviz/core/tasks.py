@@ -22,7 +22,7 @@ from .refusals import (
     prompt_over_limit,
     unequal_lengths,
 )
-from .text import given, shown
+from .text import given, shown, shown_token
 
 METRICS = ("logit_diff", "logprob", "prob")
 DEFAULT_MAX_TOKENS = 256
@@ -102,7 +102,7 @@ def _str_tokens(model, text: str, prepend_bos: bool) -> list[str]:
 def _quote_tokens(tokens: list[str], limit: int = 8) -> str:
     """Every token quoted briefly when there are at most ``limit``; else the first ``limit`` and how
     many more (the count of all is said once, by the caller)."""
-    shown_tokens = " | ".join(shown(token, 12) for token in tokens[:limit])
+    shown_tokens = " | ".join(shown_token(token, 12) for token in tokens[:limit])
     rest = len(tokens) - limit
     return shown_tokens + (f" | … and {rest:,} more" if rest > 0 else "")
 
@@ -122,7 +122,7 @@ def single_token_id(model, text: str, role: str) -> int:
     ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
     if not ids:
         raise TaskError(
-            f"The {role} {shown(text)} gives no token (only characters the tokenizer drops); "
+            f"The {role} {shown_token(text, 60)} gives no token (only characters the tokenizer drops); "
             "give the token the model should predict, e.g. ' Mary'."
         )
     if len(ids) != 1:
@@ -135,8 +135,8 @@ def single_token_id(model, text: str, role: str) -> int:
         )
         hint = f" (or {shown(spaced, 30)}, one token with its leading space)" if one_with_space else ""
         raise TaskError(
-            f"The {role} {shown(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
-            f"use a single token such as {shown(pieces[0], 16)}{hint}."
+            f"The {role} {shown_token(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
+            f"use a single token such as {shown_token(pieces[0], 16)}{hint}."
         )
     return int(ids[0])
 

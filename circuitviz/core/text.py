@@ -22,6 +22,17 @@ def shown(text: str, limit: int = 60) -> str:
     return quoted if len(quoted) <= len(cut) else cut
 
 
+def shown_token(token: str, limit: int = 20) -> str:
+    """A token (an answer, a foil, the model's next token) quoted for a sentence as ``shown``
+    quotes it, its spaces made visible where a page would collapse them: in a token with a run of
+    two or more spaces each space reads '␣' and their count is said ("'␣␣␣' (3 spaces)"),
+    since HTML shows "'   '" as "' '"; any other token as ``shown`` quotes it."""
+    token = str(token)
+    if "  " not in token:
+        return shown(token, limit)
+    return f"{shown(token.replace(' ', '␣'), limit)} ({counted(token.count(' '), 'space')})"
+
+
 def given(value, limit: int = 40) -> str:
     """A value the user gave (a setting from a form, a link or the command line), quoted for a
     sentence: text as ``shown`` quotes it, anything else by its repr, each cut at ``limit``

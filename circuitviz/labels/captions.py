@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..core.text import shown_token
+
 LENS_TOP_K = 5  # how many of a node's promoted tokens are searched for the answer and foils
 
 
@@ -38,7 +40,7 @@ def lens_caption(
             continue
         for token in tokens[:top_k]:
             if str(token) in wanted:
-                return f"{verb} {str(token)!r}"
+                return f"{verb} {shown_token(str(token), 60)}"
     return None
 
 
@@ -57,10 +59,10 @@ def role_caption(
     if metric == "logit_diff" and foils:
         against = "over" if contribution > 0 else "against"
         foil = foils[0] if len(foils) == 1 else f"{len(foils)} foils"
-        foil_text = repr(foil) if len(foils) == 1 else foil
-        return f"{verb} {answer!r} {against} {foil_text} by {amount}"
+        foil_text = shown_token(foil, 60) if len(foils) == 1 else foil
+        return f"{verb} {shown_token(answer, 60)} {against} {foil_text} by {amount}"
     what = "p" if metric == "prob" else "log p"
-    return f"{verb} {what}({answer!r}) by {amount}"
+    return f"{verb} {what}({shown_token(answer, 60)}) by {amount}"
 
 
 def short_role(contribution: float | None) -> str | None:

@@ -28,7 +28,7 @@ import torch
 
 from ..core.refusals import IDENTICAL_PROMPTS
 from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, TaskError, prepare_task
-from ..core.text import shown
+from ..core.text import shown_token
 from ..engine.metric import metric_from_residual
 from ..models.adapter import adapter_of
 from .evaluate import last_residuals, prompt_run
@@ -76,7 +76,7 @@ def gap_problem(task: PromptTask, clean: float, corrupted: float, advice: bool =
     gap = clean - corrupted
     if gap >= threshold or not gap_check_enabled():
         return None
-    words, answer = METRIC_WORDS[task.metric], shown(task.answer, 20)
+    words, answer = METRIC_WORDS[task.metric], shown_token(task.answer, 20)
     values = f"{clean:+.3f} clean, {corrupted:+.3f} corrupted"
     if gap < 0:
         what = f"The corruption raises the {words} of {answer} ({values}) instead of lowering it"

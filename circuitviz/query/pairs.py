@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..core.tasks import PromptTask
-from ..core.text import counted, read_user_file, shown
+from ..core.text import counted, read_user_file, shown, shown_token
 
 
 class ParaphraseError(ValueError):
@@ -71,8 +71,9 @@ class ParaphrasePair:
         reasons = list(self.problems)
         if self.answer_matches is False:
             reasons.append(
-                f"the model answers {self.model_answer!r} here, neither the answer {self.answer!r} nor "
-                f"its answer on the original prompt ({self.original_answer!r})"
+                f"the model answers {shown_token(self.model_answer, 30)} here, neither the answer "
+                f"{shown_token(self.answer, 30)} nor its answer on the original prompt "
+                f"({shown_token(self.original_answer, 30)})"
             )
         return "; ".join(reasons)
 

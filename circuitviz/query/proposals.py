@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from ..core.text import shown_token
+
 
 @dataclass(frozen=True)
 class Proposal:
@@ -64,8 +66,8 @@ def unlikely_answer_sentence(
     if chance >= UNLIKELY or top == answer:
         return None
     return (
-        f"The model gives {answer!r} only {100 * chance:.1f}% after this prompt (its most likely next "
-        f"token is {top!r}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
+        f"The model gives {shown_token(answer)} only {100 * chance:.1f}% after this prompt (its most likely "
+        f"next token is {shown_token(top)}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
         f"explains little of what it does; {way_out}."
     )
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.text import shown_token
+
 
 def strongest_paths(edges: Sequence, n_paths: int = 3) -> list[list]:
     """Up to ``n_paths`` paths (lists of edges, embeddings first, the logit last), one from each
@@ -46,6 +48,6 @@ def path_sentence(path: Sequence) -> str:
 
 def prompt_sentence(task) -> str:
     """The prompt and its answer as one sentence (plain text)."""
-    foils = " or ".join(repr(foil) for foil in task.foils)
+    foils = " or ".join(shown_token(foil, 30) for foil in task.foils)
     rather = f" rather than {foils}" if foils else ""
-    return f'The model reads "{task.clean}" and answers {task.answer!r}{rather}.'
+    return f'The model reads "{task.clean}" and answers {shown_token(task.answer, 30)}{rather}.'

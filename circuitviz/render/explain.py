@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ..core.text import shown_token
 from ..labels.captions import lens_caption, role_caption
 from ..positions.view import path_strength, strongest_paths
 from .graph_html import GraphEdge
@@ -39,7 +40,7 @@ def node_phrase(node: str, labels: Mapping[str, Mapping[str, object]] | None, ta
         lens = lens_caption((labels or {}).get(node), task.answer, list(task.foils))
         return f"{node} ({lens})" if lens is not None else node
     top = top_token(node, labels)
-    return f"{node} (promotes {top!r})" if top is not None else node
+    return f"{node} (promotes {shown_token(top, 60)})" if top is not None else node
 
 
 def top_token(node: str, labels: Mapping[str, Mapping[str, object]] | None) -> str | None:
@@ -81,7 +82,11 @@ def _sentence(edge: GraphEdge, labels, score: str, task) -> str:
         if task is not None:
             return f"{node_phrase(edge.source, labels, task)} writes straight to the output{score}."
         top = top_token(edge.source, labels)
-        moved = f"moves {top!r} to the output" if top is not None else "writes straight to the output"
+        moved = (
+            f"moves {shown_token(top, 60)} to the output"
+            if top is not None
+            else "writes straight to the output"
+        )
         return f"{edge.source} {moved}{score}."
     role = ROLE.get(edge.kind, "{target}").format(target=edge.target)
     source = "The token embeddings" if edge.source == "input" else node_phrase(edge.source, labels, task)
@@ -107,7 +112,7 @@ def _place(graph, node_id: str) -> str:
     """A node with its token: "a9.h1 at ' to' (position 14)", "the embedding of ' Mary' (position 2)"."""
     node = graph.node_map[node_id]
     token = graph.tokens[node.position] if 0 <= node.position < len(graph.tokens) else ""
-    where = f"{token!r} (position {node.position})"
+    where = f"{shown_token(token, 60)} (position {node.position})"
     if node.kind == "embedding":
         return f"the embedding of {where}"
     if node.kind == "logit":

@@ -22,7 +22,15 @@ from ..core.refusals import (
     prompt_over_context,
     unequal_lengths,
 )
-from ..core.text import counted, invisible_sentence, markdown_sentence, markdown_text, only_invisible, shown
+from ..core.text import (
+    counted,
+    invisible_sentence,
+    markdown_sentence,
+    markdown_text,
+    only_invisible,
+    shown,
+    shown_token,
+)
 from ..entry.budgets import APP_BUDGETS, budget_findings, over_graph_note, zero_sentence
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
 from .mmlu_picker import REFUSED_HINT
@@ -317,8 +325,8 @@ def token_line(model, role: str, token: str, probability: dict[str, float]) -> N
     if spaced is None:
         return
     st.warning(
-        f"The model's token is {spaced!r} with a leading space ({100 * probability[spaced]:.1f}%); "
-        f"{token!r} without it is another token, which the model does not rank among its likely next tokens."
+        f"The model's token is {shown_token(spaced, 30)} with a leading space "
+        f"({100 * probability[spaced]:.1f}%); {shown_token(token, 30)} without it is another token, which the model does not rank among its likely next tokens."
     )
     st.button(
         f"Use {spaced!r}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core.text import shown_token
 from . import state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -136,10 +137,11 @@ def example_defaults() -> dict[str, str]:
 def metric_sentence(task) -> str:
     """What 'the metric' is for this task, in words."""
     if task.metric == "logit_diff" and task.foils:
-        return f"logit difference logit({task.answer!r}) − logit({task.foils[0]!r}) at the last position"
+        answer, foil = shown_token(task.answer, 60), shown_token(task.foils[0], 60)
+        return f"logit difference logit({answer}) − logit({foil}) at the last position"
     if task.metric == "prob":
-        return f"probability of {task.answer!r} at the last position"
-    return f"log-probability of {task.answer!r} at the last position"
+        return f"probability of {shown_token(task.answer, 60)} at the last position"
+    return f"log-probability of {shown_token(task.answer, 60)} at the last position"
 
 
 def circuit_at_budget(result) -> tuple[list[str], int, int]:
