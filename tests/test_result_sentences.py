@@ -218,3 +218,30 @@ def test_a_token_of_spaces_is_shown_with_its_spaces_counted():
     from circuitviz.labels.captions import role_caption
 
     assert role_caption(1.2, "   ", [" the"]) == "raises '\u2423\u2423\u2423' (3 spaces) over ' the' by 1.2"
+
+
+# ----- 6. an answer that is not the model's own top token -----------------------------------------------
+def test_an_answer_that_is_not_the_models_top_token_is_said(monkeypatch):
+    """' Paris' (8.4 %) was proposed as the answer and ' the' (19.1 %), the model's own top
+    token, as the foil: clean L(M(q)) was -0.823, and no sentence said the model prefers the foil."""
+    from circuitviz.ui import loaders
+    from circuitviz.ui.result_view import own_answer_note
+
+    top = [(" the", 0.191), (" a", 0.111), (" Paris", 0.084)]
+    monkeypatch.setattr(loaders, "next_tokens", lambda model, model_id, prompt, top_k=8: top)
+    result = Result("eap-ig", DIPPED)
+    result.model_id = "gemma-3-270m"
+    assert own_answer_note(result, model=object()) == (
+        "The model's own top next token here is ' the' (19.1%), not the answer ' Paris' (8.4%): the circuit "
+        "explains what raises ' Paris' over ' the', not the model's own answer."
+    )
+    # the answer is the model's top token: nothing to say
+    monkeypatch.setattr(loaders, "next_tokens", lambda model, model_id, prompt, top_k=8: [(" Paris", 0.5)])
+    assert own_answer_note(result, model=object()) is None
+    # a stored result without its model: the clean logit difference below 0 says the foil comes first
+    assert own_answer_note(result) == (
+        "On the clean prompt the model itself puts the foil ' the' above the answer ' Paris' (logit "
+        "difference -0.823): the circuit explains what raises ' Paris' over ' the', not the model's own answer."
+    )
+    result.baseline = Baseline(clean=3.0, corrupted=-1.0)
+    assert own_answer_note(result) is None

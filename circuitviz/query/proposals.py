@@ -72,6 +72,22 @@ def unlikely_answer_sentence(
     )
 
 
+def own_answer_sentence(answer: str, foils, chance: float | None, top: str, top_chance: float) -> str | None:
+    """The sentence beside a result when the model's own top next token after the clean prompt
+    is not the answer (``chance``: the answer's probability, None when not known): the circuit then
+    explains what raises the answer (over the foil), not what the model itself says; None when
+    the model's top token is the answer."""
+    if top == answer:
+        return None
+    said = f" ({100 * chance:.1f}%)" if chance is not None else ""
+    over = f" over {' and '.join(shown_token(foil) for foil in foils)}" if foils else ""
+    return (
+        f"The model's own top next token here is {shown_token(top)} ({100 * top_chance:.1f}%), not the "
+        f"answer {shown_token(answer)}{said}: the circuit explains what raises {shown_token(answer)}{over}, "
+        "not the model's own answer."
+    )
+
+
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
     the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the

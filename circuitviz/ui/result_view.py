@@ -16,7 +16,7 @@ import streamlit as st
 from .. import render
 from ..core.keys import content_key
 from ..core.phases import timing_words
-from ..core.text import after_colon, counted, markdown_text, settings_text
+from ..core.text import after_colon, counted, markdown_text, settings_text, shown_token
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
@@ -112,6 +112,36 @@ def left_out_rows(result) -> list[dict]:
     ]
     rows += [{**row, "where": "held-out transfer"} for row in (result.transfer or {}).get("left_out", [])]
     return rows
+
+
+def own_answer_note(result, model=None) -> str | None:
+    """One sentence when the model's own top next token after the clean prompt is not the answer:
+    from the next tokens the form proposed the answer from (stored, no new pass), else, for a
+    stored result without its model, from its clean logit difference below 0 (the foil first)."""
+    from ..query.proposals import own_answer_sentence
+
+    task = result.task
+    if model is not None:
+        top = loaders.next_tokens(model, result.model_id, task.clean)
+        if not top:
+            return None
+        probability = dict(top)
+        token, token_chance = max(top, key=lambda pair: pair[1])
+        chance = probability.get(task.answer)
+        if chance is None:  # the answer is not among the likely tokens: its own figure
+            chance, token, token_chance = loaders.token_probability(
+                model, result.model_id, task.clean, task.answer
+            )
+        return own_answer_sentence(task.answer, task.foils, chance, token, token_chance)
+    clean = float(result.baseline.clean)
+    if task.metric != "logit_diff" or len(task.foils) != 1 or clean >= 0:
+        return None
+    answer, foil = shown_token(task.answer), shown_token(task.foils[0])
+    return (
+        f"On the clean prompt the model itself puts the foil {foil} above the answer {answer} (logit "
+        f"difference {clean:.3f}): the circuit explains what raises {answer} over {foil}, not the "
+        "model's own answer."
+    )
 
 
 # ----- the budget ----------------------------------------------------------------------------------
@@ -468,6 +498,9 @@ def result_view(
     budget = budget_slider(result, budget_key, any_budget=model is not None)
     point = point_at(result, budget, model)
     metrics_row(result, budget, point)
+    own = own_answer_note(result, model)
+    if own:
+        st.caption(markdown_text(own))  # tokens are the user's text: escaped
     measure_offers(result, budget, model, key)
     # one toggle a row: two side by side cut their labels at 1,000 px ("show the nodes outside the ...")
     faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
