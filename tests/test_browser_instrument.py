@@ -117,6 +117,47 @@ def test_the_gallery_drawing_fits_at_every_width(app, browser):
     page.close()
 
 
+# the open card's box and its graph's frame, px, and the smallest label drawn
+CARD_FRAME = """() => { const root = document.querySelector('.cv-root');
+  const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom, w: r.width}; };
+  const network = root.cvNetwork;
+  const sizes = network.body.data.nodes.get().map(node => (node.font && node.font.size) || 14);
+  return {root: box(root), canvas: box(root.querySelector('.cv-canvas')), card: box(root.querySelector('.cv-card')),
+          label: Math.min(...sizes) * network.getScale()}; }"""
+
+
+def test_an_open_card_leaves_the_graph_readable_at_every_width(app, browser):
+    """At 1,000 px a card beside the graph squeezed it to 300 px and its labels to 4-5 px: below
+    760 px of frame the card now opens under the graph, which keeps its whole width (and the labels
+    it has with no card open); wider, the card stands beside it as before."""
+    url, _ = app
+    page = _open(browser, f"{url}/gallery")
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.wait_for_timeout(1500)
+    closed = page.evaluate(LABEL_PX)[0]  # the labels at 1,000 px with no card open
+    node = next(n for n in graph_node_ids(page) if n not in ("input", "logits"))
+    click_node(page, node)
+    wait_for(page, "() => document.body.innerText.includes('close the card')", 60_000)
+    settled(page)
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(1500)
+        frame = page.evaluate(CARD_FRAME)
+        if frame["root"]["w"] < 760:  # under the graph, the graph as wide as its frame
+            assert frame["card"]["t"] >= frame["canvas"]["b"] - 1, (width, frame)
+            assert frame["canvas"]["w"] >= frame["root"]["w"] - 2, (width, frame)
+            assert frame["label"] >= closed - 0.01, (width, frame, closed)
+        else:  # beside it, the graph keeping most of the width
+            assert frame["card"]["l"] >= frame["canvas"]["r"], (width, frame)
+            assert frame["canvas"]["w"] >= 0.6 * frame["root"]["w"], (width, frame)
+        assert frame["label"] >= 7, (width, frame)  # 4-5 px before
+        assert not graph_problems(page), width
+        page.locator(".cv-root").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(OUTPUT / f"instrument-card-{width}.png"))
+    page.close()
+
+
 def test_click_edit_measure_group_and_share_on_explore(
     app, browser, embedded_model, tmp_path, monkeypatch, capsys
 ):

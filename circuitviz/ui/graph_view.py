@@ -33,8 +33,11 @@ import streamlit as st
 from ..render.vis import DRAW_SCRIPT, OPTIONS, legend_block, vis_script
 from . import state as ui_state
 
+# the card stands beside the graph while the frame is wide enough for both, and under it below
+# ``CARD_BELOW_PX`` (at 1,000 px the card beside it left the graph 300 px and its labels 4-5 px)
+CARD_BELOW_PX = 760
 _CSS = """
-.cv-root { width: 100%; font-family: inherit; }
+.cv-root { width: 100%; font-family: inherit; container-type: inline-size; }
 .cv-root .cv-legend { font-size: 13px; padding: 2px 4px; color: #222; line-height: 1.6; }
 .cv-root .cv-title { font-weight: 600; padding: 2px 4px 0 4px; font-size: 13px; }
 .cv-root .cv-note { color: #8a4b00; padding: 0 4px; font-size: 13px; }
@@ -58,11 +61,16 @@ _CSS = """
   font-family: ui-monospace, monospace; white-space: pre; overflow: hidden; text-overflow: ellipsis; }
 .cv-root .cv-card button:hover { border-color: #ff4b4b; color: #ff4b4b; }
 .cv-root .cv-card button.cv-close { font-family: inherit; text-align: center; margin-bottom: 4px; }
+@container (max-width: CARD_BELOW_PX) {
+  .cv-root .cv-body { flex-direction: column; align-items: stretch; }
+  .cv-root .cv-body .cv-canvas { flex: 0 0 auto; }
+  .cv-root .cv-card { flex: 0 0 auto; width: 100%; max-width: none; min-width: 0; }
+}
 .cv-root .cv-card button.cv-more-rows { font-family: inherit; color: #0068c9; border-style: dashed; }
 div.vis-tooltip { position: absolute; white-space: normal; max-width: 420px; font-size: 13px; line-height: 1.35;
   background: #fffff0; border: 1px solid #888; border-radius: 3px; padding: 5px; z-index: 1000;
   pointer-events: none; font-family: inherit; color: #111; }
-"""
+""".replace("CARD_BELOW_PX", f"{CARD_BELOW_PX}px")
 
 _JS = r"""
 function cvCard(root, id) {
@@ -131,6 +139,13 @@ function cvOpen(root, id, local) {
   if (id && !id.startsWith("edge:") && !cards.nodes[id]) return false;
   cvCard(root, id);
   root.cvShown = id;
+  if (local && id) {  // a card opened under the graph (a narrow frame) and out of sight: into view
+    const panel = root.cvPanel.getBoundingClientRect();
+    const canvas = root.querySelector(".cv-canvas").getBoundingClientRect();
+    if (panel.top >= canvas.bottom - 1 && panel.top > window.innerHeight - 60) {
+      root.cvPanel.scrollIntoView({block: "nearest", behavior: "smooth"});
+    }
+  }
   if (local) {
     root.cvPending.push([id, Date.now()]);
     root.cvNetwork.selectNodes(id && !id.startsWith("edge:") && root.cvNetwork.body.nodes[id] ? [id] : [], false);
