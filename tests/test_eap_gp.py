@@ -60,7 +60,7 @@ def test_eap_gp_equals_the_papers_equations(shape):
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     method = get_method("eap-gp")
-    config = method.make_config({"ig_steps": 4, "step_scale": 0.7})
+    config = method.make_config({"ig_steps": 4, "step_scale": 0.7, "backtrack": False})
     scores, path = method.score_with_path(RunContext(model, IOI_TASK), config)
     clean = writer_outputs(model, spec, prepared.clean_tokens)
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)
@@ -84,7 +84,8 @@ def test_the_path_starts_at_the_clean_input_and_descends_towards_the_corrupted_o
     prepared = prepare_task(model, IOI_TASK)
     method = get_method("eap-gp")
     _, path = method.score_with_path(
-        RunContext(model, IOI_TASK), method.make_config({"ig_steps": 6, "step_scale": 0.05})
+        RunContext(model, IOI_TASK),
+        method.make_config({"ig_steps": 6, "step_scale": 0.05, "backtrack": False}),
     )
     clean = writer_outputs(model, spec, prepared.clean_tokens)["input"]
     corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)["input"]
@@ -102,3 +103,51 @@ def test_the_path_starts_at_the_clean_input_and_descends_towards_the_corrupted_o
             )
             distances.append(float(((logits[0, -1] - target) ** 2).sum()))
     assert all(later < earlier for earlier, later in zip(distances, distances[1:])), distances
+
+
+def _distances(model, prepared, points) -> list[float]:
+    with torch.no_grad():
+        target = model(prepared.corrupted_tokens)[0, -1]
+        out = []
+        for point in points:
+            logits = model.run_with_hooks(
+                prepared.clean_tokens,
+                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, p=point: p[None])],
+            )
+            out.append(float(((logits[0, -1] - target) ** 2).sum()))
+    return out
+
+
+@pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
+def test_a_step_that_would_climb_is_halved_until_the_path_descends(shape):
+    """Fixed steps of the default length climb (the distance to the corrupted output rises
+    somewhere on the path, on every tiny shape as on the embedded model);
+    with backtracking (the default) every step lowers it or the point stays, and each step is the
+    set length halved k times, k never falling along the path (the length found carries on)."""
+    model = tiny_model(shape, seed=4)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    method = get_method("eap-gp")
+    clean = writer_outputs(model, spec, prepared.clean_tokens)["input"]
+    corrupted = writer_outputs(model, spec, prepared.corrupted_tokens)["input"]
+    settings = {"ig_steps": 5}  # the default step length: ||e - e'|| / 5
+    length = float((corrupted - clean).norm()) / 5
+    _, fixed = method.score_with_path(
+        RunContext(model, IOI_TASK), method.make_config({**settings, "backtrack": False})
+    )
+    fixed_distances = _distances(model, prepared, torch.cat([clean[None], fixed]))
+    assert any(b >= a for a, b in zip(fixed_distances, fixed_distances[1:])), fixed_distances
+    _, path = method.score_with_path(RunContext(model, IOI_TASK), method.make_config(settings))
+    points = torch.cat([clean[None], path])
+    distances = _distances(model, prepared, points)
+    halvings = []
+    for earlier, later, before, after in zip(distances, distances[1:], points, points[1:]):
+        size = float((after - before).norm())
+        if size == 0:
+            continue  # no halving lowered the distance: the point stayed
+        assert later < earlier, distances
+        found = [k for k in range(40) if abs(size - length / 2**k) <= 1e-6 * size]
+        assert found, (size, length)
+        halvings.append(found[0])
+    assert halvings and halvings == sorted(halvings), halvings
+    assert distances[-1] < distances[0]

@@ -62,6 +62,7 @@ YARDSTICK_CHECKED = (
     "edge-pruning",
     "ensemble",
     "relp",
+    "eap-gp",
     "atp-star",
     "circuit-lasso",
     "flow-routes",
