@@ -76,6 +76,20 @@ def test_eap_gp_equals_the_papers_equations(shape):
     torch.testing.assert_close(scores.double(), reference, rtol=1e-7, atol=1e-9)
 
 
+def _distances(model, prepared, points) -> list[float]:
+    """The squared distance of the last position's logits at each point to the corrupted prompt's."""
+    with torch.no_grad():
+        target = model(prepared.corrupted_tokens)[0, -1]
+        out = []
+        for point in points:
+            logits = model.run_with_hooks(
+                prepared.clean_tokens,
+                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, p=point: p[None])],
+            )
+            out.append(float(((logits[0, -1] - target) ** 2).sum()))
+    return out
+
+
 def test_the_path_starts_at_the_clean_input_and_descends_towards_the_corrupted_output():
     """Steps of the set length from the clean embedding; small steps bring the output closer to
     the corrupted one at every step (gradient descent), and the scores are the path's."""
@@ -93,29 +107,8 @@ def test_the_path_starts_at_the_clean_input_and_descends_towards_the_corrupted_o
     points = torch.cat([clean[None], path])
     steps = (points[1:] - points[:-1]).flatten(1).norm(dim=1)
     torch.testing.assert_close(steps, torch.full_like(steps, length), rtol=1e-9, atol=1e-12)
-    with torch.no_grad():
-        target = model(prepared.corrupted_tokens)[0, -1]
-        distances = []
-        for point in points:
-            logits = model.run_with_hooks(
-                prepared.clean_tokens,
-                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, p=point: p[None])],
-            )
-            distances.append(float(((logits[0, -1] - target) ** 2).sum()))
+    distances = _distances(model, prepared, points)
     assert all(later < earlier for earlier, later in zip(distances, distances[1:])), distances
-
-
-def _distances(model, prepared, points) -> list[float]:
-    with torch.no_grad():
-        target = model(prepared.corrupted_tokens)[0, -1]
-        out = []
-        for point in points:
-            logits = model.run_with_hooks(
-                prepared.clean_tokens,
-                fwd_hooks=[("blocks.0.hook_resid_pre", lambda x, hook, p=point: p[None])],
-            )
-            out.append(float(((logits[0, -1] - target) ** 2).sum()))
-    return out
 
 
 @pytest.mark.parametrize("shape", ["gpt2", "llama", "gemma"])
