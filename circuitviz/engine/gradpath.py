@@ -40,6 +40,12 @@ def last_logits(model, tokens: torch.Tensor, embedding: torch.Tensor | None = No
     return adapter.unembed(final_residual(model, tokens, hooks))
 
 
+def _distance(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """||logits - target||², in float32 at least (bfloat16 models).  # scalar"""
+    wide = torch.promote_types(logits.dtype, torch.float32)
+    return (logits.to(wide) - target.to(wide)).pow(2).sum()
+
+
 HALVINGS = 6  # a backtracking step tries η, η/2, ..., η/64 before the point stays
 
 
@@ -67,9 +73,7 @@ def grad_path(
         leaf = point.clone().requires_grad_(True)
         with adapter.split_attention_inputs(False), torch.enable_grad():
             residual = final_residual(model, tokens, [(sites.EMBEDDING, lambda x, hook, leaf=leaf: leaf)])
-            logits = adapter.unembed(residual)
-            wide = torch.promote_types(logits.dtype, torch.float32)  # bfloat16 models: float32 at least
-            distance = (logits.to(wide) - target.to(wide)).pow(2).sum()
+            distance = _distance(adapter.unembed(residual), target)
             (grad,) = torch.autograd.grad(distance, leaf)
         size = grad.norm()
         if float(size) > 0:  # a point whose output is the corrupted one already stays put
@@ -88,9 +92,7 @@ def _descending_step(model, tokens, target, point, direction, length: float, dis
     below = float(distance.detach())
     for _ in range(HALVINGS + 1):
         candidate = point - length * direction.to(point.dtype)
-        logits = last_logits(model, tokens, candidate)
-        wide = torch.promote_types(logits.dtype, torch.float32)
-        if float((logits.to(wide) - target.to(wide)).pow(2).sum()) < below:
+        if float(_distance(last_logits(model, tokens, candidate), target)) < below:
             return candidate, length
         length = length / 2
     return point, length
