@@ -35,3 +35,17 @@ def test_the_about_page_shows_the_stored_yardstick_tables():
     assert "| edge-pruning |" in shown and "| ensemble |" in shown
     # the methods list comes from the registry: both new methods are described
     assert "Edge Pruning (learned masks)" in shown and "Score ensemble" in shown
+
+
+def test_the_about_page_figures_wrap_in_their_column():
+    """The papers' figures and the Gallery's are static tables, whose cells wrap: as dataframes
+    (columns of a fixed width) at 1,000 px the papers' column read "~200k edges (51.7" and the
+    Gallery's table lost its corrupted L, edges and NDF columns past the frame (an audit)."""
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.run()
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    assert not at.dataframe, [frame.value.columns.tolist() for frame in at.dataframe]
+    cells = [" ".join(map(str, table.value.to_numpy().ravel())) for table in at.table]
+    assert any("~200k edges (51.7%)" in text for text in cells), cells
+    assert any("Indirect object: who gets the drink?" in text for text in cells), cells
