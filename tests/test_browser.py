@@ -523,6 +523,15 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
     fresh = browser.new_page(viewport={"width": WIDTH, "height": 1000})  # the URL in a new browser
     fresh.goto(page.url)
     wait_for(fresh, "() => document.querySelectorAll('.cv-root canvas').length >= 2", 180_000)
+    # both graphs drawn is not the page finished: the second column's figures may still be on
+    # their way (CI once read one NDF of two here), so wait for the run to end and both to show
+    settled(fresh)
+    wait_for(
+        fresh,
+        """() => [...document.querySelectorAll('[data-testid="stMetricLabel"]')]
+            .filter(l => l.innerText.trim() === 'NDF').length >= 2""",
+        60_000,
+    )
     assert metric_values(fresh, "NDF") == metric_values(page, "NDF")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     query["compare"] = ["acc++,circuit-lasso,edge-pruning"]
