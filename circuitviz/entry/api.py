@@ -180,13 +180,22 @@ def evaluate_circuits(
     prune_dead: bool = False,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     completeness: bool = False,
+    neutral: bool = False,
 ) -> tuple[Baseline, list[CurvePoint]]:
     """Faithfulness of given circuit masks [n_forward, n_backward] on a task, in one batch
-    (``completeness``: each circuit's completeness too, ``measure.completeness``)."""
+    (``completeness``: each circuit's completeness too, ``measure.completeness``). ``neutral``: a
+    task with no corrupted prompt is measured against the neutral prompt, as a method that needs
+    none measured it (``flow_routes.neutral_task``; no check of a corruption nobody gave)."""
     spec = adapter_of(model).spec
-    prepared = prepare_task(model, task, max_tokens=max_tokens)
+    if neutral and not task.corrupted:
+        from ..methods.flow_routes import neutral_task
+
+        prepared = neutral_task(model, prepare_task(model, task, max_tokens=max_tokens, need_corrupted=False))
+    else:
+        prepared = prepare_task(model, task, max_tokens=max_tokens)
     evaluator = Evaluator(model, spec, prepared)
-    require_meaningful(task, evaluator.baseline.clean, evaluator.baseline.corrupted)
+    if not (neutral and not task.corrupted):
+        require_meaningful(task, evaluator.baseline.clean, evaluator.baseline.corrupted)
     masks = [prune(spec, c) if prune_dead else c & spec.edge_mask for c in circuits]
     if not masks:
         return evaluator.baseline, []

@@ -42,6 +42,7 @@ from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .budgets import discover_note, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
+from .file_task import fill_from_file
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
@@ -53,8 +54,11 @@ EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
 
 
-def _add_task_arguments(parser: argparse.ArgumentParser, need_corrupted: bool = True) -> None:
-    parser.add_argument("--prompt", required=True, help="the clean prompt q")
+def _add_task_arguments(
+    parser: argparse.ArgumentParser, need_corrupted: bool = True, from_file: bool = False
+) -> None:
+    said = "; default: the circuit file's own task, for every task flag not given" if from_file else ""
+    parser.add_argument("--prompt", required=not from_file, help="the clean prompt q" + said)
     parser.add_argument(
         "--corrupted",
         default="",
@@ -157,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
-    _add_task_arguments(evaluate)
+    _add_task_arguments(evaluate, from_file=True)
     add_model_arguments(evaluate)
     _add_completeness_argument(evaluate)
 
@@ -335,16 +339,23 @@ def _check_length(model, task, max_tokens: int) -> None:
 
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
+    neutral, taken = fill_from_file(args, text, str(args.circuit))  # what the flags leave out: the file's
     task = _task(args)
     model, model_id, _ = _load(args)
     _check_length(model, task, args.max_tokens)
     spec = adapter_of(model).spec
     loaded = parse_circuit(text, spec, origin=str(args.circuit))
     circuits, budgets, rows = file_circuits(spec, loaded)
-    task = _said(*proposed_task(model, task))
+    task = _said(*proposed_task(model, _said(task, taken), not neutral))
     with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
         baseline, curve = evaluate_circuits(
-            model, task, circuits, budgets, max_tokens=args.max_tokens, completeness=args.completeness
+            model,
+            task,
+            circuits,
+            budgets,
+            max_tokens=args.max_tokens,
+            completeness=args.completeness,
+            neutral=neutral,
         )
     print(f"model {model_id}; circuit {args.circuit} ({counted(int(loaded.mask.sum()), 'edge')} in graph)")
     made_on = loaded.source.get("model_id")

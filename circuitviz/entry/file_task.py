@@ -1,0 +1,72 @@
+"""``evaluate``'s task from the circuit file it reads, where the command line leaves it out.
+
+A file written by ``discover --out`` keeps its task (prompt, corrupted prompt, answer, foils,
+metric). ``evaluate --circuit FILE`` without ``--prompt``, or with the file's own prompt, measures
+the circuit on that task for every part the command line does not give, so it reproduces the
+file's NDF; before, ``--prompt`` was required and a missing ``--corrupted`` or ``--foil`` was
+proposed anew (another corruption, other figures), and a file made with no corrupted prompt (a
+method that needs none, measured against the neutral prompt) could not be measured as it was.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..core.text import shown, shown_token
+
+
+def file_task_of(text: str) -> dict | None:
+    """The task a circuit file's text keeps (``discover --out``'s ``task``), or None."""
+    try:
+        data = json.loads(text) if text.lstrip()[:1] == "{" else None
+    except (json.JSONDecodeError, RecursionError):
+        return None  # parse_circuit says what is wrong with it, once the model is there
+    task = data.get("task") if isinstance(data, dict) else None
+    fields = ("clean", "corrupted", "answer")
+    if not isinstance(task, dict) or not all(isinstance(task.get(name, ""), str) for name in fields):
+        return None
+    if not task.get("clean", "").strip() or not isinstance(task.get("foils", []), list):
+        return None
+    return task
+
+
+def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
+    """Fill ``args``' task flags the command line left out from the file's task, when it has
+    none of its own prompt or gives the file's. Returns (the task is the file's with no corrupted
+    prompt, so it is measured against the neutral prompt; the sentence saying what was taken)."""
+    task = file_task_of(text)
+    if args.prompt is None and task is None:
+        raise ValueError(
+            f"{origin} keeps no task (a prompt and its answer); give --prompt (and --answer, "
+            "--corrupted, --foil) to measure it on."
+        )
+    if task is None or args.prompt not in (None, task["clean"]):
+        return False, None  # another prompt: its own flags, proposed as before
+    taken = []
+    if args.prompt is None:
+        args.prompt = task["clean"]
+        taken.append(f"prompt {shown(task['clean'])}")
+    if not args.corrupted and task.get("corrupted"):
+        args.corrupted = task["corrupted"]
+        taken.append(f"corrupted prompt {shown(task['corrupted'])}")
+    if args.answer is None and task.get("answer"):
+        args.answer = task["answer"]
+        taken.append(f"answer {shown_token(task['answer'])}")
+    if not args.foil and args.metric is None:  # the file's foils and metric go together
+        args.foil = [foil for foil in task.get("foils", []) if isinstance(foil, str)]
+        args.metric = task.get("metric") if task.get("metric") in ("logit_diff", "logprob", "prob") else None
+        taken += [f"foil {shown_token(foil)}" for foil in args.foil] + (
+            [f"metric {args.metric}"] if args.metric else []
+        )
+    neutral = not args.corrupted and not task.get("corrupted")
+    if neutral:
+        taken.append(
+            "no corrupted prompt (its method needs none): measured, as discover measured it, against the "
+            "neutral prompt, every token after the first replaced by the padding token"
+        )
+    if not taken:
+        return neutral, None
+    return neutral, (
+        f"Using the task {origin} was made on: {'; '.join(taken)}. (--prompt, --corrupted, --answer and "
+        "--foil set your own.)"
+    )

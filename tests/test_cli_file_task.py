@@ -1,0 +1,67 @@
+"""``evaluate --circuit FILE`` measures the circuit on the task the file keeps, for every part the
+command line leaves out, so it reproduces the NDF ``discover`` wrote (an audit found ``--prompt``
+required, a missing ``--corrupted`` proposed anew, and a circuit found with no corrupted prompt not
+measurable against the neutral prompt its discover used)."""
+
+import json
+
+import pytest
+from sentences import assert_one_sentence
+
+from circuitviz.bench.toy_models import tiny_model
+from circuitviz.entry import cli
+from circuitviz.measure.task_validity import CHECK_ENV
+
+PROMPT = ["--prompt", "When Mary and John went to the store , John gave a drink to", "--answer", " Mary"]
+CORRUPTED = ["--corrupted", "When Alice and Bob went to the store , Carl gave a drink to", "--foil", " John"]
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    return model
+
+
+def _ndf_rows(printed: str) -> dict[int, float]:
+    """budget -> NDF of the table's rows (the last row of a budget wins: the method's circuit)."""
+    rows = {}
+    for line in printed.splitlines():
+        parts = line.split()
+        if (
+            len(parts) >= 7 and parts[0].isdigit() and parts[2].endswith("%")
+        ):  # budget, edges, %, L(C(q)), NFS, NDF
+            rows[int(parts[0])] = float(parts[5])
+    return rows
+
+
+def _discover(tmp_path, capsys, method, task):
+    out = tmp_path / f"{method}.json"
+    argv = ["discover", *task, "--method", method, "--budgets", "5,20", "--out", str(out)]
+    assert cli.main([*argv, "--no-cache", "--transfer-paraphrases", "0"]) == 0
+    capsys.readouterr()
+    return out, {point["budget"]: point["ndf"] for point in json.loads(out.read_text())["curve"]}
+
+
+@pytest.mark.parametrize("method, task", [("flow-routes", PROMPT), ("eap", [*PROMPT, *CORRUPTED])])
+def test_evaluate_without_the_task_flags_reproduces_the_files_ndf(tmp_path, capsys, tiny, method, task):
+    out, written = _discover(tmp_path, capsys, method, task)
+    for argv in (["--circuit", str(out)], ["--circuit", str(out), *PROMPT]):
+        assert cli.main(["evaluate", *argv]) == 0
+        captured = capsys.readouterr()
+        assert "Using the task" in captured.err and "No --corrupted given" not in captured.err
+        measured = _ndf_rows(captured.out)
+        assert {b: measured[b] for b in written} == pytest.approx(written, abs=6e-4)
+    if method == "flow-routes":  # made with no corrupted prompt: measured against the neutral one
+        assert "neutral prompt" in captured.err
+
+
+def test_evaluate_of_a_file_without_a_task_needs_a_prompt(tmp_path, capsys, tiny):
+    path = tmp_path / "edges.txt"
+    path.write_text("input->logits\n")
+    assert cli.main(["evaluate", "--circuit", str(path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and "give --prompt" in error and "Traceback" not in error
+    assert_one_sentence(error.removeprefix("error: "))
