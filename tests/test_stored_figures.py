@@ -53,9 +53,8 @@ def test_an_atlas_figures_hold_under_todays_evaluator(embedded_model, name):
         pytest.fail(_report(figures, command), pytrace=False)
 
 
-# the yardstick's rows whose runs are short and deterministic, on its factual prompt (prompt 1):
-# every method there but the slow ones (ACDC, CD-T, paraphrase pruning, the activation-mode
-# EAP-IG) and the bootstrapped ensemble; the Best-of-N family's one run checks its five rows
+# the yardstick's rows whose runs are short and deterministic, on its factual prompt (prompt 1),
+# in one test; the Best-of-N family's one run checks its five rows
 YARDSTICK_CHECKED = (
     "eap",
     "eap-ig",
@@ -67,6 +66,17 @@ YARDSTICK_CHECKED = (
     "circuit-lasso",
     "flow-routes",
     "bon-family",
+    "acc++",
+    "cd-t",
+    "cd-t-corrupted",
+)
+# the rest, one test each (9-45 CPU s each on prompt 1: about two minutes together on one worker)
+YARDSTICK_SLOW = (
+    "edge-pruning-from-eap",
+    "ensemble-bootstrap",
+    "eap-ig-activations",
+    "acdc",
+    "paraphrase-pruning",
 )
 BON_VARIANTS = ("single", "average", "bon", "ibon", "bon-csm")
 YARDSTICK_REBUILD = (
@@ -80,6 +90,25 @@ def test_the_yardstick_rows_hold_under_todays_methods(embedded_model):
     figures = yardstick_figures(embedded_model, YARDSTICK_CHECKED, prompts=[1])
     rows = [v for row in YARDSTICK_CHECKED for v in (BON_VARIANTS if row == "bon-family" else [row])]
     assert {f.where.split(",")[0] for f in figures} == {f"yardstick {row}" for row in rows}
+    assert len({f.budget for f in figures}) == 5
+    if moved(figures):
+        pytest.fail(_report(figures, YARDSTICK_REBUILD), pytrace=False)
+
+
+def test_every_yardstick_row_is_checked():
+    """A row added to the yardstick is added to its check too."""
+    from circuitviz.bench.yardstick import YARDSTICK_ROWS
+
+    assert sorted(YARDSTICK_CHECKED + YARDSTICK_SLOW) == sorted(YARDSTICK_ROWS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", YARDSTICK_SLOW)
+def test_a_slow_yardstick_row_holds_under_todays_methods(embedded_model, row):
+    """The yardstick's longer rows (warm-started Edge Pruning, the bootstrapped ensemble,
+    activation-mode EAP-IG, ACDC, paraphrase pruning) on the factual prompt."""
+    figures = yardstick_figures(embedded_model, [row], prompts=[1])
+    assert {f.where for f in figures} == {f"yardstick {row}, prompt 1"}
     assert len({f.budget for f in figures}) == 5
     if moved(figures):
         pytest.fail(_report(figures, YARDSTICK_REBUILD), pytrace=False)
