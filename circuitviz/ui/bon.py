@@ -72,6 +72,14 @@ def shared_entry(result, budget: int) -> dict | None:
     return None
 
 
+def one_candidate_note(budget: int) -> str:
+    """Under the candidates' NDF when Best-of-N had no usable paraphrase: no edges to compare."""
+    return (
+        f"Best-of-N has one candidate at budget {int(budget):,}, the prompt itself (no paraphrase was "
+        "usable), so there are no candidates' edges to compare."
+    )
+
+
 def candidate_edge_sets(model, model_id: str, result, budget: int, store) -> dict[str, set[str]] | None:
     """{candidate: its circuit's edges} at ``budget`` (``api.bon_candidate_masks``), or None."""
     masks = bon_candidate_masks(model, result, budget, store, model_id)

@@ -96,7 +96,11 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
     sets = bon.candidate_edge_sets(model, result.model_id, result, budget, loaders.get_store())
     if not sets or len(sets) < 2:
         shared = bon.shared_entry(result, budget)
-        if shared is not None:
+        if sets or (shared is not None and len(shared.get("set_sizes") or ()) == 1):
+            # one candidate: "common to all candidates (their score matrices were not kept)" was
+            # said of the prompt alone, its scores kept (an audit)
+            st.caption(bon.one_candidate_note(budget))
+        elif shared is not None:
             st.caption(
                 f"{shared['n_common']:,} edges are common to all candidates (their score matrices were not kept)."
             )
