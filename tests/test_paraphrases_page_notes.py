@@ -3,6 +3,8 @@ one paraphrase, checked against what the run holds (an audit found them untrue).
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 pytest.importorskip("streamlit")
@@ -44,3 +46,41 @@ def test_one_candidate_is_not_said_to_share_edges_with_others(monkeypatch):
 def test_candidates_without_kept_scores_still_say_what_they_share(monkeypatch):
     said = " ".join(_captions(monkeypatch, None, {"budget": 10, "n_common": 40, "set_sizes": [50, 60]}))
     assert "40 edges are common to all candidates (their score matrices were not kept)" in said
+
+
+def test_a_dip_under_best_of_n_with_one_candidate_says_so():
+    """With no usable paraphrase the curve's note read "the most faithful of its 1 candidates'
+    circuits (each the top edges of one wording's own scores, the prompt's or a paraphrase's)"."""
+    import torch
+
+    from circuitviz.core.curves import Baseline, CurvePoint
+    from circuitviz.details.query import QueryCircuitDetails
+    from circuitviz.ui.result_view import curve_notes
+
+    details = QueryCircuitDetails(
+        variant="bon",
+        pairs=[{"index": 0, "clean": "The capital of France is"}],
+        candidates=[0],
+        budgets=[20, 100, 500],
+        anchor_budgets=[20, 100, 500],
+        per_budget=[
+            {"budget": b, "winner": 0, "candidates": [{"ndf": ndf}]}
+            for b, ndf in ((20, 0.69), (100, 0.999), (500, 0.784))
+        ],
+        anchor_winners={"20": 0, "100": 0, "500": 0},
+    )
+    mask = torch.zeros(8, dtype=torch.bool, device="cpu")
+    result = types.SimpleNamespace(
+        method="bon",
+        curve=[
+            CurvePoint(b, k, 0.0, ndf, ndf)
+            for b, k, ndf in ((20, 10, 0.69), (100, 86, 0.999), (500, 491, 0.784))
+        ],
+        details=details,
+        circuits={20: mask, 100: mask, 500: mask},
+        scores=torch.zeros(8, device="cpu"),
+        baseline=Baseline(clean=-0.823, corrupted=-5.673),
+    )
+    (note,) = curve_notes(result)
+    assert "1 candidates" not in note and "or a paraphrase's" not in note, note
+    assert "Best-of-N had one candidate, the prompt itself" in note, note

@@ -158,6 +158,12 @@ class QueryCircuitDetails(MethodDetails):
         if found_low is None or found_high is None:
             return None
         (winner_low, count), (winner_high, _) = found_low, found_high
+        if count == 1:  # "the most faithful of its 1 candidates' circuits" (an audit)
+            return (
+                "Best-of-N had one candidate, the prompt itself (no paraphrase was usable), so its "
+                "circuit at each budget is the top edges of the prompt's own scores: the larger one "
+                "takes in more of them, which can cancel others on this prompt"
+            )
         rule = (
             f"Best-of-N keeps, at each budget, the most faithful of its {count} candidates' circuits (each "
             "the top edges of one wording's own scores, the prompt's or a paraphrase's), so a larger "
