@@ -38,7 +38,7 @@ from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, 
 from ..measure.task_validity import require_meaningful
 from ..models.adapter import adapter_of, backend_of
 from ..positions.run import run_positions
-from .settings import parse_settings
+from .settings import check_settings, parse_settings
 
 Progress = Callable[[str, float], None]
 
@@ -278,7 +278,9 @@ class Method(abc.ABC):
                 f"{self.name} has no setting {', '.join(quoted)}{more}; its settings are "
                 f"{', '.join(sorted(names)) or 'none'}."
             )
-        return self.Config(**parse_settings(self.Config, values))
+        config = self.Config(**parse_settings(self.Config, values))
+        check_settings(config)  # every Config, whether or not its own __post_init__ checks (AtP*'s did not)
+        return config
 
     def known_settings(self, settings: dict) -> dict:
         """The part of ``settings`` this method has (a page's settings carried to another method)."""

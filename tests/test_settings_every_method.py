@@ -1,0 +1,37 @@
+"""Every method's settings are checked against their declared types and bounds, whichever Config
+declares them: AtP*'s took ``--set qk_fix=maybe`` (and ``grad_drop=no``, a truthy string) and ran
+with the setting on, its config printed as ``{"qk_fix": "maybe"}`` (a command-line audit)."""
+
+import dataclasses
+
+import pytest
+
+from circuitviz.entry import cli
+from circuitviz.methods import available_methods
+from circuitviz.methods.settings import setting_bounds, setting_type
+
+
+def _cases():
+    for name, method in sorted(available_methods().items()):
+        for config_field in dataclasses.fields(method.Config):
+            kind = setting_type(method.Config, config_field)
+            low, _ = setting_bounds(config_field)
+            if kind is bool:
+                yield name, config_field.name, "maybe"
+            elif kind in (int, float):
+                yield name, config_field.name, "many" if low is None else low - 1
+
+
+@pytest.mark.parametrize("method, name, value", list(_cases()))
+def test_a_value_of_the_wrong_kind_is_refused(method, name, value):
+    with pytest.raises(ValueError, match=name):
+        available_methods()[method].make_config({name: value})
+
+
+@pytest.mark.parametrize("value", ["maybe", "no"])
+def test_the_command_line_refuses_it_before_the_load(value, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("loaded a model for a refused setting"))
+    argv = ["discover", "--prompt", "The capital of Japan is the city of", "--method", "atp-star"]
+    assert cli.main([*argv, "--set", f"qk_fix={value}"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"error: --qk-fix must be true or false, not '{value}'.", error
