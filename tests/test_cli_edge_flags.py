@@ -145,3 +145,74 @@ def test_a_mistyped_model_is_refused_without_a_load_line(command, capsys, tmp_pa
     assert len(said) == 1 and said[0].startswith("error: Unknown model 'gemma-3-27m'"), said
     assert_one_sentence(said[0].removeprefix("error: "))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "field, value, said",
+    [
+        ("batch_tasks", 0, "batch_tasks must be a whole number of tasks, 1 or more, not 0."),
+        ("batch_tasks", 2.5, "not 2.5."),
+        ("max_tokens", 0, "max_tokens must be a whole number of tokens, 1 or more, not 0."),
+        ("max_tokens", "256", "not '256'."),
+        (
+            "consensus",
+            1.5,
+            "consensus must be a share above 0 and at most 1 (0 or None for no consensus), not 1.5.",
+        ),
+        ("consensus", -0.2, "not -0.2."),
+        ("consensus", "half", "not 'half'."),
+    ],
+)
+def test_the_python_apis_other_fields_are_refused_before_the_model_loads(field, value, said, tmp_path):
+    """``batch.run(batch_tasks=0)`` ran groups of one unsaid, ``max_tokens=0`` refused every
+    prompt as too long after loading the model, and ``consensus=1.5`` failed only after the whole
+    batch had run; each is one sentence now, before anything loads or is written."""
+    from circuitviz.batch import DatasetTask, run
+    from circuitviz.services.store import ResultStore
+
+    loads = []
+    source = ModelSource("tiny-gpt2-0", factory=lambda: loads.append(1) or tiny_model("gpt2"))
+    with pytest.raises(ValueError) as refused:
+        run(
+            tmp_path / "out",
+            tasks=[DatasetTask("paris", PARIS)],
+            methods=["eap"],
+            budgets=[3, 5],
+            source=source,
+            store=ResultStore(tmp_path / "store"),
+            **{field: value},
+        )
+    sentence = str(refused.value)
+    assert sentence.startswith(f"{field} must be ") and said in sentence, sentence
+    assert_one_sentence(sentence)
+    assert not loads and not (tmp_path / "out").exists()
+
+
+def test_a_consensus_of_none_or_zero_runs_without_one(tmp_path):
+    """0 and None both mean no consensus, as --consensus 0 does on the command line."""
+    from circuitviz.batch import DatasetTask, run
+    from circuitviz.services.store import ResultStore
+
+    for share in (0, None):
+        report = run(
+            tmp_path / f"out-{share}",
+            tasks=[DatasetTask("paris", PARIS)],
+            methods=["eap"],
+            budgets=[3, 5],
+            source=ModelSource("tiny-gpt2-0", factory=lambda: tiny_model("gpt2")),
+            store=ResultStore(tmp_path / f"store-{share}"),
+            consensus=share,
+            batch_tasks=1,
+            max_tokens=64,
+        )
+        assert report.computed == 1 and not report.manifest.get("consensus")
+
+
+def test_batch_tasks_below_one_is_refused_before_batch_loads(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "_batch_source", lambda args: pytest.fail("the model was loaded first"))
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(json.dumps(PARIS.to_dict()) + "\n", encoding="utf-8")
+    argv = ["batch", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "--methods", "eap"]
+    argv += ["--budgets", "3,5", "--batch-tasks", "0", "--store", str(tmp_path / "store"), "--no-task-check"]
+    _refused(capsys, argv, "--batch-tasks", "must be 1 or more, not 0.")
+    assert not (tmp_path / "out").exists()

@@ -12,6 +12,7 @@ reason and never stops the batch.
 from __future__ import annotations
 
 import json
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -397,6 +398,25 @@ class _Run:
         return manifest
 
 
+def _checked_options(request: BatchRequest) -> None:
+    """The Python API's other numeric fields, by the command line's rules, before anything loads:
+    ``batch_tasks=0`` ran groups of one unsaid, ``max_tokens=0`` refused every prompt as too long,
+    and ``consensus=1.5`` failed only after the whole batch had run."""
+    from ..core.text import given
+
+    for name, unit in (("max_tokens", "tokens"), ("batch_tasks", "tasks")):
+        value = getattr(request, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a whole number of {unit}, 1 or more, not {given(value)}.")
+    share = request.consensus
+    if share is None or (isinstance(share, numbers.Real) and not isinstance(share, bool) and share == 0):
+        return
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
+        raise ValueError(
+            f"consensus must be a share above 0 and at most 1 (0 or None for no consensus), not {given(share)}."
+        )
+
+
 def _groups(pending: list[_Item], shapes: list, methods, budgets, tasks, request) -> list[WorkGroup]:
     """Pending items by (method, shape), cut into groups of at most ``batch_tasks`` tasks."""
     buckets: dict[tuple, list[_Item]] = {}
@@ -436,6 +456,7 @@ def run_batch(
     _checked_budgets(request.budgets)
     checked_edge_count("keep_edges", request.keep_edges)  # the command line's --keep-edges rule
     checked_edge_count("top_edges", request.top_edges, least=0)  # and its --top-edges rule
+    _checked_options(request)
     record = asked(request, getattr(executor, "source", None))
     problem = reuse_problem(request.out, record, request.tasks)
     if problem:

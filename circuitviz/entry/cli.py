@@ -468,6 +468,8 @@ def cmd_batch(args) -> int:
     budgets, repeats = read_budgets(args.budgets, mib=True)
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
+    if args.batch_tasks < 1:
+        raise ValueError(f"--batch-tasks must be 1 or more, not {args.batch_tasks}.")
     if args.consensus and not 0 < args.consensus <= 1:
         raise ValueError(f"--consensus must be above 0 and at most 1 (or 0 for none), not {args.consensus}.")
     started = False
