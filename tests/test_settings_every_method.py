@@ -35,3 +35,15 @@ def test_the_command_line_refuses_it_before_the_load(value, capsys, monkeypatch)
     assert cli.main([*argv, "--set", f"qk_fix={value}"]) == 2
     error = capsys.readouterr().err.strip()
     assert error == f"error: --qk-fix must be true or false, not '{value}'.", error
+
+
+def test_a_setting_that_applies_only_beside_another_is_refused_without_it(capsys, monkeypatch):
+    """``--neuron-top-k 5`` without ``--neurons`` ran with the setting unused and unsaid."""
+    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("loaded a model for a refused setting"))
+    argv = ["discover", "--prompt", "The capital of Japan is the city of", "--method", "eap-ig"]
+    assert cli.main([*argv, "--neuron-top-k", "5"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert (
+        error
+        == "error: --neuron-top-k applies only with --neurons; add --neurons or leave --neuron-top-k out."
+    )

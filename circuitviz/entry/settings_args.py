@@ -3,7 +3,10 @@ into one dict and checked against the method's ranges before the model loads."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+
+from ..methods.settings import setting_applies
 
 
 def merged_settings(args) -> dict:
@@ -27,14 +30,36 @@ def checked_settings(method, settings: dict) -> None:
     if "reference" in settings:
         return
     try:
-        method.make_config(method.settings_from_cli(dict(settings)))
+        config = method.make_config(method.settings_from_cli(dict(settings)))
     except (TypeError, ValueError) as error:
         message = str(error)
         for name in settings:
             if message.startswith(f"{name} "):
-                message = f"--{name.replace('_', '-')}{message[len(name) :]}"
+                message = f"--{_flag(name)}{message[len(name) :]}"
                 break
         raise ValueError(message) from None
+    _check_applies(config, settings)
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _check_applies(config, settings: dict) -> None:
+    """A setting given that means nothing beside the others (its field's ``applies``) is refused
+    in one sentence: ``--neuron-top-k 5`` without ``--neurons`` ran, unused and unsaid."""
+    values = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+    for field in dataclasses.fields(config):
+        if field.name in settings and not setting_applies(field, values):
+            other, allowed = field.metadata["applies"]
+            if allowed == (True,):
+                needs = f"with --{_flag(other)}; add --{_flag(other)}"
+            else:
+                shown_values = " or ".join(str(value) for value in allowed)
+                needs = f"when --{_flag(other)} is {shown_values} (it is {values[other]}); change --{_flag(other)}"
+            raise ValueError(
+                f"--{_flag(field.name)} applies only {needs} or leave --{_flag(field.name)} out."
+            )
 
 
 def _settings_given(args) -> dict:
