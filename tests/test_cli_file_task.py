@@ -65,3 +65,22 @@ def test_evaluate_of_a_file_without_a_task_needs_a_prompt(tmp_path, capsys, tiny
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and "give --prompt" in error and "Traceback" not in error
     assert_one_sentence(error.removeprefix("error: "))
+
+
+def test_a_circuit_of_another_shape_names_the_model_it_was_made_on(tmp_path, capsys, tiny):
+    """Evaluated on a model of another shape: one sentence, exit 2, naming the file's model as the
+    flag that measures it (it said only 'choose the model it was made on')."""
+    import torch
+
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.core.results import eap_graph_json
+
+    spec = GraphSpec.from_model(tiny_model("gpt2", n_layers=3, n_heads=2))
+    mask = spec.mask_from_edge_names(["input->logits"])
+    data = eap_graph_json(spec, torch.zeros(spec.n_forward, spec.n_backward, device="cpu"), mask)
+    path = tmp_path / "three.json"
+    path.write_text(json.dumps({**data, "model_id": "models/three-layers"}))
+    assert cli.main(["evaluate", "--circuit", str(path), *PROMPT, *CORRUPTED]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.endswith("choose the model it was made on (--model 'models/three-layers')."), error
+    assert_one_sentence(error.removeprefix("error: "))

@@ -28,7 +28,7 @@ from ..positions.graph import units_at_budgets
 from .curves import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
-from .text import counted, read_user_file, shown_number
+from .text import counted, read_user_file, shown, shown_number
 
 # 3: every evaluated budget's circuit stored, one bit per edge (``pack_circuits``);
 # 2: full boolean masks of the circuits a method chose itself, the others derived on reading;
@@ -381,9 +381,11 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
     if "cfg" in data:
         other = GraphSpec.from_cfg_dict(data["cfg"])
         if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):
+            made_on = data.get("model_id")  # named, so the way out is one flag away
+            which = f" (--model {shown(made_on)})" if isinstance(made_on, str) and made_on.strip() else ""
             raise GraphError(
                 f"{origin} is for a model with {shown_number(other.n_layers)} layers and {shown_number(other.n_heads)} "
-                f"heads and this model has {spec.n_layers} and {spec.n_heads}; choose the model it was made on."
+                f"heads and this model has {spec.n_layers} and {spec.n_heads}; choose the model it was made on{which}."
             )
     edges = data["edges"]
     if not isinstance(edges, dict):
