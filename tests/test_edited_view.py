@@ -88,12 +88,35 @@ class _Row:
         self.buttons[label] = SimpleNamespace(data=data() if callable(data) else data, file_name=file_name)
 
 
-def _downloads(monkeypatch, result, budget, drawing, mask=None):
+def _downloads(monkeypatch, result, budget, drawing, mask=None, edited_point=None):
     row = _Row()
     monkeypatch.setattr(dl, "st", SimpleNamespace(container=lambda **_: row, caption=lambda *_a, **_k: None))
     monkeypatch.setattr(dl, "_browser_for_images", lambda: False)
-    dl.downloads(result, budget, drawing, key="k", mask=mask, view={"edit": {}} if mask is not None else None)
+    view = {"edit": {}} if mask is not None else None
+    dl.downloads(result, budget, drawing, key="k", mask=mask, view=view, edited_point=edited_point)
     return row.buttons
+
+
+def test_an_edited_circuits_json_carries_its_own_figures(monkeypatch, result):
+    """The edited circuit's JSON kept only the method's ``summary`` (its NDF at each budget), so a
+    reader of the file took the method's figures for the edit's; an ``edited`` block now gives the
+    edit's own edges, NDF and necessity (those `circuitviz evaluate --circuit` gives) and says what
+    the rest of the file describes."""
+    from circuitviz.measure.edit import measure
+
+    edit, mask = _kept_only(result, 20)
+    _, point = measure(tiny_model("gpt2"), result.task, mask)
+    drawing = render.result_graph_html(result, 20, mask=mask, edited={"ndf": point.ndf})
+    data = json.loads(_downloads(monkeypatch, result, 20, drawing, mask, point)["Circuit (JSON)"].data)
+    block = data["edited"]
+    assert block["n_edges"] == int(mask.sum()) == sum(edge["in_graph"] for edge in data["edges"].values())
+    assert block["from_budget"] == 20 and block["ndf"] == pytest.approx(point.ndf)
+    assert block["ndf"] != pytest.approx(result.point(20).ndf)  # not the method's figure
+    assert "the method's unedited circuits'" in block["note"]
+    unmeasured = json.loads(_downloads(monkeypatch, result, 20, drawing, mask)["Circuit (JSON)"].data)
+    assert unmeasured["edited"]["ndf"] is None and "not measured" in unmeasured["edited"]["note"]
+    plain = json.loads(_downloads(monkeypatch, result, 20, drawing)["Circuit (JSON)"].data)
+    assert "edited" not in plain
 
 
 def test_an_edited_circuits_downloads_hold_it_and_say_edited(monkeypatch, result):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import shutil
 import unicodedata
@@ -89,13 +90,16 @@ def curve_title(result) -> str:
     return image_title(result.model_id, method, result.task.clean)
 
 
-def downloads(result, budget: int, drawing, key: str, point=None, mask=None, view=None) -> None:
+def downloads(
+    result, budget: int, drawing, key: str, point=None, mask=None, view=None, edited_point=None
+) -> None:
     """Circuit JSON (EAP-IG format; with ``mask``, the edited circuit, and ``view``: the pins,
     groups, edit and clicked node), graph HTML, curve PNG/SVG/HTML/CSV and edges CSV. Each file
     is named by ``file_name``; the curve's figures carry a title (``curve_title``): the page's
     own chart has none, the task's lines above it say the same. With ``mask`` the circuit's files
     (JSON, graph, edges) hold the edited circuit and their names say ``-edited`` (the edges CSV
-    held the method's 82 edges beside an edited 5-edge JSON); the curve's are the method's."""
+    held the method's 82 edges beside an edited 5-edge JSON); the curve's are the method's.
+    ``edited_point``: the edited circuit's measured figures, for the JSON's ``edited`` block."""
     curves = {result.method: result.curve}
     point = point or result.point(budget)
 
@@ -119,7 +123,7 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         # the format is the EAP-IG library's, whatever method found the circuit: a label naming
         # EAP-IG alone read, under an Edge Pruning circuit, as if EAP-IG had found it
         "Circuit (JSON)",
-        data=lambda: json.dumps(circuit_json(result, budget, mask, view)),
+        data=lambda: json.dumps(circuit_json(result, budget, mask, view, edited_point)),
         file_name=name("circuit" + edited, "json"),
         mime="application/json",
         key=f"{key}.json",
@@ -174,10 +178,12 @@ def downloads(result, budget: int, drawing, key: str, point=None, mask=None, vie
         )
 
 
-def circuit_json(result, budget: int, mask=None, view=None) -> dict:
+def circuit_json(result, budget: int, mask=None, view=None, edited_point=None) -> dict:
     """EAP-IG JSON of the circuit shown (for iBoN/BoN-CSM at a new budget: that circuit; with
     ``mask``: the edited circuit, whose ``in_graph`` edges ``circuitviz evaluate --circuit``
-    measures; ``view``: the saved view under ``"view"``)."""
+    measures, with its own figures under ``"edited"`` (``edited_point``, when it was measured):
+    the file's curve, summary, circuits and transfer stay the method's, and a reader of the
+    summary alone took the method's NDF for the edit's; ``view``: the saved view under ``"view"``)."""
     evaluated = result.point(budget) is not None and mask is None
     data = result.to_eap_json(budget if evaluated else None)
     if not evaluated:
@@ -185,6 +191,24 @@ def circuit_json(result, budget: int, mask=None, view=None) -> dict:
             eap_graph_json(result.graph, result.scores, result.circuit(budget) if mask is None else mask)
         )
         data["budget"] = int(budget)
+    if mask is not None:
+        measured = edited_point is not None
+        data["edited"] = {
+            "n_edges": int(mask.sum()),
+            "from_budget": int(budget),
+            "ndf": _json_number(edited_point.ndf) if measured else None,
+            "necessity": _json_number(edited_point.necessity) if measured else None,
+            "note": (
+                "in_graph marks the edited circuit, whose own figures these are"
+                + ("" if measured else " (not measured: no model was loaded)")
+                + "; curve, summary, circuits and transfer are the method's unedited circuits'"
+            ),
+        }
     if view:
         data["view"] = view
     return data
+
+
+def _json_number(value):
+    """A float for JSON, None for NaN (a figure that was not measured)."""
+    return None if value is None or math.isnan(float(value)) else float(value)

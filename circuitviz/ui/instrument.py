@@ -188,7 +188,9 @@ def instrument_view(
 ):
     """The drawing (``draw(mask, groups, words, edited)`` -> GraphDrawing; ``edited``: None, or
     ``{"ndf": ...}`` when ``mask`` is the user's edit, whose title then says so) with its card,
-    edits and groups; ``result_key`` names the result (another result opens its own fresh view)."""
+    edits and groups; ``result_key`` names the result (another result opens its own fresh view).
+    Returns (drawing, the edited mask or None, the saved view, the edited circuit's measured
+    ``CurvePoint`` or None)."""
     spec = result.graph
     base = result.circuit(budget)
     owner, current = f"{key}.instrument.result", result_key
@@ -211,7 +213,7 @@ def instrument_view(
     state = load_state(key, spec, set())
     _controls(result, state, mask, measured, point, key)
     save_state(key, state)
-    return drawing, (None if state.edit.is_empty() else mask), state.to_dict()
+    return drawing, (None if state.edit.is_empty() else mask), state.to_dict(), measured
 
 
 def _graph_and_card(result, drawing, labels, model, key) -> None:

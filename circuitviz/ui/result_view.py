@@ -527,12 +527,21 @@ def result_view(
             edited=edited,
         )
 
-    drawing, edited, view = instrument_view(
+    drawing, edited, view, edited_point = instrument_view(
         result, budget, draw, labels=labels, model=model, key=key, point=point, result_key=result_id(result)
     )
     feature_circuit_view(result, model, key)
     explain(result, budget, labels, mask=edited)
     curve_chart(result, budget, key=f"{key}.curve", point=point)
     edges_table(result, budget, mask=edited)
-    downloads(result, budget, drawing, key=f"{key}.download", point=point, mask=edited, view=view)
+    downloads(
+        result,
+        budget,
+        drawing,
+        key=f"{key}.download",
+        point=point,
+        mask=edited,
+        view=view,
+        edited_point=edited_point,
+    )
     return budget
