@@ -770,7 +770,7 @@ def test_about_page_renders():
     # the Gallery's figures name each example's own model and method (the header said "EAP-IG, 20
     # steps" over five Edge Pruning results)
     examples = json.loads((assets.gallery_dir() / "index.json").read_text())
-    ours = next(d.value for d in at.dataframe if "model, method" in d.value.columns)
+    ours = next(t.value for t in at.table if "model, method" in t.value.columns)
     assert list(ours["model, method"]) == [f"{e['model_id']}, {e['method']}" for e in examples]
     assert not any("EAP-IG" in column for column in ours.columns)
 
