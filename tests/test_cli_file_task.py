@@ -84,3 +84,16 @@ def test_a_circuit_of_another_shape_names_the_model_it_was_made_on(tmp_path, cap
     error = capsys.readouterr().err.strip()
     assert error.endswith("choose the model it was made on (--model 'models/three-layers')."), error
     assert_one_sentence(error.removeprefix("error: "))
+
+
+def test_the_json_says_why_a_task_without_a_corruption_has_no_transfer(tmp_path, capsys, tiny):
+    """--out asks for the transfer; with no corrupted prompt it is not measured, and the JSON's
+    'transfer' was null while only stdout said why."""
+    out = tmp_path / "routes.json"
+    argv = ["discover", *PROMPT, "--method", "flow-routes", "--budgets", "5", "--out", str(out), "--no-cache"]
+    assert cli.main(argv) == 0
+    assert "transfer: not measured" in capsys.readouterr().out
+    transfer = json.loads(out.read_text())["transfer"]
+    assert transfer["budgets"] == {} and transfer["note"].startswith(
+        "Transfer not measured: this task has no"
+    )

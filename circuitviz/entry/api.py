@@ -368,8 +368,14 @@ def transfer_report(
         count = len(given) if given is not None else default
     if count <= 0 and given is None:
         return []
-    if not result.task.corrupted:
-        return ["transfer: not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"]
+    if not result.task.corrupted:  # said in the JSON too, where it was null with the reason on stdout only
+        why = "not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"
+        result.transfer = {
+            "source": "given" if pairs else "template",
+            "budgets": {},
+            "note": f"Transfer {why}.",
+        }
+        return [f"transfer: {why}"]
     measured = measure_transfer(
         model, result, count, max_tokens=max_tokens, paraphrases=given, left_out=refused
     )
