@@ -1083,7 +1083,7 @@ def test_paraphrases_left_out_are_shown_as_typed_and_every_one_with_its_reason()
     at.switch_page("pages/paraphrases.py").run()
     at.selectbox(key="w.bon.method").set_value("bon").run()
     at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
-    at.text_area(key="bon.method.bon.paraphrases").set_value(text)
+    at.text_area(key="bon.method.bon.paraphrases").set_value(text).run()  # Run waits for the pairs
     at.number_input(key="bon.method.bon.ig_steps").set_value(1)
     at.text_input(key="w.bon.budgets").set_value("5,10")
     at.button(key="bon.run").click().run()

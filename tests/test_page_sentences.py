@@ -241,7 +241,7 @@ def test_use_edited_pairs_hands_over_what_the_estimate_counts(tmp_path):
     at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
     at.text_area(key="bon.method.bon.paraphrases").set_value(
         "\n".join(json.dumps({"clean": c, "corrupted": k}) for c, k in lines)
-    )
+    ).run()  # Run waits for the pairs
     at.number_input(key="bon.method.bon.ig_steps").set_value(1)
     at.text_input(key="w.bon.budgets").set_value("5,10")
     at.button(key="bon.run").click().run()

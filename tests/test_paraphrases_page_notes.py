@@ -84,3 +84,22 @@ def test_a_dip_under_best_of_n_with_one_candidate_says_so():
     (note,) = curve_notes(result)
     assert "1 candidates" not in note and "or a paraphrase's" not in note, note
     assert "Best-of-N had one candidate, the prompt itself" in note, note
+
+
+@pytest.mark.usefixtures("tiny_app")
+def test_the_file_source_without_pairs_is_said_before_run():
+    """With the file source and no pairs, Run stayed enabled and only a press said "give a file
+    (--paraphrases FILE) or type them in"; the form says it first, and Run waits for them."""
+    from circuitviz.bench.toy_models import IOI_TASK
+
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in dict(
+        prompt=IOI_TASK.clean, corrupted=IOI_TASK.corrupted, answer=" Mary", foil=" John"
+    ).items():
+        at.query_params[name] = value
+    at = at.switch_page("pages/paraphrases.py").run()
+    at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
+    assert not at.exception, at.exception
+    said = [error.value.replace("\\", "") for error in at.error]  # markdown-escaped on screen
+    assert any("The file source needs paraphrases: give them in 'paraphrases'" in text for text in said), said
+    assert at.button(key="bon.run").disabled

@@ -43,6 +43,11 @@ def template_tasks(
     return usable, note
 
 
+FILE_NEEDS_PAIRS = (
+    "The file source needs paraphrases: give them in 'paraphrases', one 'paraphrase || corrupted' "
+    "pair a line (--paraphrases FILE on the command line), or choose the template source."
+)
+
 # the settings that mean something only for some sources (the form hides them for the others)
 GENERATED = ("paraphrase_source", ("template", "openai"))  # generated, not read from a file
 FROM_FILE = ("paraphrase_source", ("file",))
@@ -87,6 +92,10 @@ class ParaphraseSource:
             raise ValueError(
                 f"paraphrase_source must be one of {', '.join(SOURCES)}, not {given(self.paraphrase_source)}."
             )
+        if self.paraphrase_source == "file" and not self.paraphrases:
+            # said by the form before Run (Run disabled), not by the run after it starts: the app
+            # said "give a file (--paraphrases FILE) or type them in" only once Run was pressed
+            raise ParaphraseError(FILE_NEEDS_PAIRS)
 
 
 def paraphrases_from_cli(settings: dict) -> dict:
