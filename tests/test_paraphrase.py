@@ -576,7 +576,7 @@ def test_multiple_choice_answered_by_the_options_text(tiny):
     positions = {v.slots["options"].index("Tokyo") for _, v in variants}
     assert positions == {0, 1, 2, 3}  # the answer's text moves; it is always there
     assert list(family("multiple-choice").corruptions(found, None, " Tokyo")) == []
-    content = PromptTask(prompt, task.corrupted, " Tokyo", (" Rome",))
+    content = PromptTask(prompt, task.corrupted, " Paris", (" Rome",))  # answers the tiny model knows
     with pytest.raises(ParaphraseError, match="neither an option's letter nor an option's text"):
         template_paraphrases(tiny, task, n=2)
     # the tiny model's vocabulary lacks these words, but lengths and the carried corruption still work

@@ -138,6 +138,11 @@ def single_token_id(model, text: str, role: str) -> int:
             f"The {role} {shown_token(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
             f"use a single token such as {shown_token(pieces[0], 16)}{hint}."
         )
+    if ids == [_unknown_id(model)]:  # ' Tokyo' and ' Madrid' both read '<unk>': "the answer is a foil"
+        raise TaskError(
+            f"The {role} {shown_token(text, 30)} is not in this model's vocabulary (its tokenizer reads it as "
+            f"{_unknown_piece(model)!r}); use a token the model knows."
+        )
     return int(ids[0])
 
 
@@ -179,4 +184,64 @@ def prepare_task(
         foil_ids=foil_ids,
         clean_str_tokens=_str_tokens(model, task.clean, prepend_bos=True),
         corrupted_str_tokens=_str_tokens(model, task.corrupted, prepend_bos=True) if task.corrupted else [],
+    )
+
+
+def _unknown_id(model) -> int | None:
+    """The tokenizer's unknown-token id (a word-level tokenizer reads every word outside its
+    vocabulary as it), or None."""
+    tokenizer = adapter_of(model).tokenizer
+    unknown = getattr(tokenizer, "unk_token_id", None) if tokenizer is not None else None
+    return unknown if isinstance(unknown, int) else None
+
+
+def _unknown_piece(model) -> str:
+    return str(getattr(adapter_of(model).tokenizer, "unk_token", None) or "<unk>")
+
+
+def unknown_words(model, text: str) -> list[str]:
+    """The words of ``text`` (split on white space) the model's tokenizer reads as its unknown token,
+    each once, in order; [] for a tokenizer that has none or knows them all (byte-level ones)."""
+    unknown = _unknown_id(model)
+    if unknown is None or not text.strip():
+        return []
+    adapter = adapter_of(model)
+    if unknown not in adapter.to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist():
+        return []
+    found = []
+    for word in dict.fromkeys(text.split()):
+        ids = adapter.to_tokens(" " + word, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
+        if unknown in ids:
+            found.append(word)
+    return found
+
+
+def _quote_words(words: list[str]) -> str:
+    quoted = ", ".join(shown(word, 20) for word in list(dict.fromkeys(words))[:6])
+    return quoted + (f" and {len(set(words)) - 6} more" if len(set(words)) > 6 else "")
+
+
+def unknown_words_note(model, task: PromptTask) -> str | None:
+    """One sentence when the prompt or the corrupted prompt holds words the tokenizer does not know
+    (the run goes on: each reads as the unknown token, which a user may not expect), else None."""
+    parts = []
+    for text, what in ((task.clean, "the prompt"), (task.corrupted, "the corrupted prompt")):
+        words = unknown_words(model, text)
+        if words:
+            parts.append(f"{_quote_words(words)} of {what}")
+    if not parts:
+        return None
+    adapter = adapter_of(model)
+    same = task.corrupted and adapter.to_tokens(task.clean, truncate=False).equal(
+        adapter.to_tokens(task.corrupted, truncate=False)
+    )  # 'Japan' for 'Spain', both '<unk>': a difference of +0 and NaN figures, unexplained
+    outcome = (
+        "so the prompt and the corrupted prompt are the same tokens and nothing is corrupted; change a word "
+        "the model knows"
+        if same
+        else "so the circuit sees that token there"
+    )
+    return (
+        f"This model's tokenizer does not know {' and '.join(parts)}: it reads each as "
+        f"{_unknown_piece(model)!r}, {outcome}."
     )

@@ -17,7 +17,14 @@ import torch
 from ..core.curves import Baseline, CurvePoint
 from ..core.graph import prune
 from ..core.results import CircuitResult, LoadedCircuit, circuits_from_json
-from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask, TaskError, prepare_task, single_token_id
+from ..core.tasks import (
+    DEFAULT_MAX_TOKENS,
+    PromptTask,
+    TaskError,
+    prepare_task,
+    single_token_id,
+    unknown_words_note,
+)
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
 from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
@@ -87,6 +94,7 @@ def proposed_task(model, task: PromptTask, needs_corrupted: bool = True) -> tupl
         task, said = with_proposed_inputs(model, task)
         sentences.append(said)
     sentences.append(answer_note(model, task))
+    sentences.append(unknown_words_note(model, task))  # a word-level tokenizer's '<unk>', said
     return task, "\n".join(filter(None, sentences)) or None
 
 
