@@ -97,3 +97,16 @@ def test_the_json_says_why_a_task_without_a_corruption_has_no_transfer(tmp_path,
     assert transfer["budgets"] == {} and transfer["note"].startswith(
         "Transfer not measured: this task has no"
     )
+
+
+@pytest.mark.parametrize(
+    "flag, said", [("--positions", "circuits are over token positions"), ("--neurons", "neuron circuits")]
+)
+def test_evaluate_says_what_of_the_file_it_does_not_measure_as_discover_did(
+    tmp_path, capsys, tiny, flag, said
+):
+    """A circuit over token positions was measured as edges at every position under 'edges kept'
+    (NDF 0.366 where discover wrote 0.252), and a run's neuron circuits not at all, unsaid."""
+    out, _ = _discover(tmp_path, capsys, "eap-ig", [*PROMPT, *CORRUPTED, flag, "--ig-steps", "2"])
+    assert cli.main(["evaluate", "--circuit", str(out)]) == 0
+    assert f"The file's {said}" in capsys.readouterr().out

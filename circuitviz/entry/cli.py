@@ -42,7 +42,7 @@ from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .budgets import discover_note, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
-from .file_task import fill_from_file
+from .file_task import file_kind_notes, fill_from_file
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
@@ -363,7 +363,7 @@ def cmd_evaluate(args) -> int:
         loaded.notes.append(
             f"The file was made on {made_on!r}; it is evaluated on {model_id!r}, of the same shape."
         )
-    for note in loaded.notes:
+    for note in [*loaded.notes, *file_kind_notes(loaded.source)]:
         print(note)
     print(format_table(baseline, curve, spec.n_edges, metric=task.metric))
     if len(curve) > 1:

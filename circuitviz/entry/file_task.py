@@ -70,3 +70,24 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
         f"Using the task {origin} was made on: {'; '.join(taken)}. (--prompt, --corrupted, --answer and "
         "--foil set your own.)"
     )
+
+
+def file_kind_notes(source: dict) -> list[str]:
+    """What ``evaluate`` does not measure of a file ``discover`` wrote, one sentence each: a
+    circuit over token positions is measured as the edges it uses at every position, and a run's
+    neuron circuits not at all (both were measured unsaid, the table reading 'edges kept' under a
+    position circuit's budgets and NDFs that were not discover's)."""
+    notes = []
+    if source.get("positions") is True:
+        notes.append(
+            "The file's circuits are over token positions, (edge, position) units; evaluate measures each "
+            "as the edges it uses, at every position, so these figures are not the NDF discover wrote "
+            "(rerun discover --positions on this prompt for those)."
+        )
+    details = source.get("details")
+    if isinstance(details, dict) and details.get("kind") == "neurons":
+        notes.append(
+            "The file's neuron circuits (its details' curve) are not measured here: evaluate measures its "
+            "edge circuits (rerun discover --neurons on this prompt for the neuron circuits' NDF)."
+        )
+    return notes
