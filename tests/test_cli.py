@@ -460,7 +460,9 @@ def test_evaluate_says_when_the_file_was_made_on_another_model(tmp_path, capsys,
     data = eap_graph_json(spec, torch.zeros(spec.n_forward, spec.n_backward, device="cpu"), mask)
     path = tmp_path / "other.json"
     path.write_text(json.dumps({**data, "model_id": "some-other-model"}))
-    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 2  # refused unless asked for
+    assert "add --other-model" in capsys.readouterr().err
+    assert cli.main(["evaluate", "--circuit", str(path), *IOI, "--other-model"]) == 0
     out = capsys.readouterr().out
     assert (
         "The file was made on 'some-other-model'; it is evaluated on 'gemma-3-270m', of the same shape."

@@ -13,13 +13,14 @@ from circuitviz.entry import cli
 from circuitviz.measure.task_validity import CHECK_ENV
 
 PROMPT = ["--prompt", "When Mary and John went to the store , John gave a drink to", "--answer", " Mary"]
+TINY = ["--model", "tiny-gpt2"]  # the fixture's model, named as the files name it
 CORRUPTED = ["--corrupted", "When Alice and Bob went to the store , Carl gave a drink to", "--foil", " John"]
 
 
 @pytest.fixture
 def tiny(monkeypatch, tmp_path):
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
-    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setattr(cli, "_load", lambda args: (model, args.model, 0.0))
     monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     return model
@@ -39,7 +40,7 @@ def _ndf_rows(printed: str) -> dict[int, float]:
 
 def _discover(tmp_path, capsys, method, task):
     out = tmp_path / f"{method}.json"
-    argv = ["discover", *task, "--method", method, "--budgets", "5,20", "--out", str(out)]
+    argv = ["discover", *TINY, *task, "--method", method, "--budgets", "5,20", "--out", str(out)]
     assert cli.main([*argv, "--no-cache", "--transfer-paraphrases", "0"]) == 0
     capsys.readouterr()
     return out, {point["budget"]: point["ndf"] for point in json.loads(out.read_text())["curve"]}
@@ -49,7 +50,7 @@ def _discover(tmp_path, capsys, method, task):
 def test_evaluate_without_the_task_flags_reproduces_the_files_ndf(tmp_path, capsys, tiny, method, task):
     out, written = _discover(tmp_path, capsys, method, task)
     for argv in (["--circuit", str(out)], ["--circuit", str(out), *PROMPT]):
-        assert cli.main(["evaluate", *argv]) == 0
+        assert cli.main(["evaluate", *TINY, *argv]) == 0
         captured = capsys.readouterr()
         assert "Using the task" in captured.err and "No --corrupted given" not in captured.err
         measured = _ndf_rows(captured.out)
@@ -80,7 +81,8 @@ def test_a_circuit_of_another_shape_names_the_model_it_was_made_on(tmp_path, cap
     data = eap_graph_json(spec, torch.zeros(spec.n_forward, spec.n_backward, device="cpu"), mask)
     path = tmp_path / "three.json"
     path.write_text(json.dumps({**data, "model_id": "models/three-layers"}))
-    assert cli.main(["evaluate", "--circuit", str(path), *PROMPT, *CORRUPTED]) == 2
+    argv = ["evaluate", "--circuit", str(path), *PROMPT, *CORRUPTED, "--other-model"]
+    assert cli.main(argv) == 2
     error = capsys.readouterr().err.strip()
     assert error.endswith("choose the model it was made on (--model 'models/three-layers')."), error
     assert_one_sentence(error.removeprefix("error: "))
@@ -108,5 +110,21 @@ def test_evaluate_says_what_of_the_file_it_does_not_measure_as_discover_did(
     """A circuit over token positions was measured as edges at every position under 'edges kept'
     (NDF 0.366 where discover wrote 0.252), and a run's neuron circuits not at all, unsaid."""
     out, _ = _discover(tmp_path, capsys, "eap-ig", [*PROMPT, *CORRUPTED, flag, "--ig-steps", "2"])
-    assert cli.main(["evaluate", "--circuit", str(out)]) == 0
+    assert cli.main(["evaluate", *TINY, "--circuit", str(out)]) == 0
     assert f"The file's {said}" in capsys.readouterr().out
+
+
+def test_a_circuit_of_another_model_is_refused_before_the_load_unless_asked_for(tmp_path, capsys, tiny):
+    """A circuit found on one model measured on another of the same shape ran with only a note
+    (a random-weight Llama's circuit on a Qwen, exit 0); now one sentence with both ways out."""
+    out, written = _discover(tmp_path, capsys, "eap", [*PROMPT, *CORRUPTED])
+    other = ["evaluate", "--circuit", str(out), "--model", "tiny-other"]
+    assert cli.main(other) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: ") and "made on 'tiny-gpt2' and --model names 'tiny-other'" in error
+    assert "--model 'tiny-gpt2'" in error and "--other-model" in error and "loading" not in error
+    assert_one_sentence(error.removeprefix("error: "))
+    assert cli.main([*other, "--other-model"]) == 0
+    assert "The file was made on 'tiny-gpt2'; it is evaluated on 'tiny-other', of the same shape." in (
+        capsys.readouterr().out
+    )

@@ -42,7 +42,7 @@ from .arguments import BriefParser, add_model_arguments, add_task_check_argument
 from .budgets import discover_note, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
-from .file_task import file_kind_notes, fill_from_file
+from .file_task import file_kind_notes, fill_from_file, made_on_problem
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
@@ -162,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="faithfulness of a circuit file on a prompt")
     evaluate.add_argument("--circuit", type=Path, required=True, help="EAP-IG JSON, or a list of edge names")
     _add_task_arguments(evaluate, from_file=True)
+    evaluate.add_argument(
+        "--other-model",
+        action="store_true",
+        help="measure a circuit file made on another model of the same shape (such as a fine-tune) on --model",
+    )
     add_model_arguments(evaluate)
     _add_completeness_argument(evaluate)
 
@@ -339,6 +344,9 @@ def _check_length(model, task, max_tokens: int) -> None:
 
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
+    made_on = made_on_problem(text, args.model or EMBEDDED_MODEL, args.other_model)
+    if made_on:  # before the load: a circuit of another model's heads
+        raise GraphError(made_on)
     neutral, taken = fill_from_file(args, text, str(args.circuit))  # what the flags leave out: the file's
     task = _task(args)
     model, model_id, _ = _load(args)

@@ -15,13 +15,32 @@ import json
 from ..core.text import shown, shown_token
 
 
-def file_task_of(text: str) -> dict | None:
-    """The task a circuit file's text keeps (``discover --out``'s ``task``), or None."""
+def _file_json(text: str) -> dict:
+    """A circuit file's JSON object, or {} (parse_circuit says what is wrong with it, once the model is there)."""
     try:
         data = json.loads(text) if text.lstrip()[:1] == "{" else None
     except (json.JSONDecodeError, RecursionError):
-        return None  # parse_circuit says what is wrong with it, once the model is there
-    task = data.get("task") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def made_on_problem(text: str, model: str, other_model: bool) -> str | None:
+    """The sentence refusing a circuit file made on another model than ``--model`` names (before
+    the load), unless ``--other-model`` accepts it; None when the file names no model or this one.
+    A circuit's heads and MLPs are its model's: one of a random-weight Llama measured on a Qwen of
+    the same shape ran with only a note, exit 0."""
+    made_on = _file_json(text).get("model_id")
+    if other_model or not isinstance(made_on, str) or not made_on.strip() or made_on == model:
+        return None
+    return (
+        f"The circuit file was made on {shown(made_on, 40)} and --model names {shown(model, 40)}; evaluate it "
+        f"with --model {shown(made_on, 40)}, or add --other-model to measure it on a model of the same shape."
+    )
+
+
+def file_task_of(text: str) -> dict | None:
+    """The task a circuit file's text keeps (``discover --out``'s ``task``), or None."""
+    task = _file_json(text).get("task")
     fields = ("clean", "corrupted", "answer")
     if not isinstance(task, dict) or not all(isinstance(task.get(name, ""), str) for name in fields):
         return None
