@@ -47,3 +47,12 @@ def test_a_setting_that_applies_only_beside_another_is_refused_without_it(capsys
         error
         == "error: --neuron-top-k applies only with --neurons; add --neurons or leave --neuron-top-k out."
     )
+
+
+def test_two_settings_that_cannot_be_combined_are_both_named_by_their_flags(capsys, monkeypatch):
+    """It read "--neurons and positions cannot be combined": one flag, one setting name."""
+    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("loaded a model for a refused setting"))
+    argv = ["discover", "--prompt", "The capital of Japan is the city of", "--method", "eap-ig"]
+    assert cli.main([*argv, "--neurons", "--positions"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == "error: --neurons and --positions cannot be combined; turn one of them off."

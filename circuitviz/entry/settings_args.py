@@ -36,6 +36,8 @@ def checked_settings(method, settings: dict) -> None:
         for name in settings:
             if message.startswith(f"{name} "):
                 message = f"--{_flag(name)}{message[len(name) :]}"
+                for other in settings:  # "--neurons and positions cannot be combined": both by their flags
+                    message = message.replace(f" and {other} ", f" and --{_flag(other)} ")
                 break
         raise ValueError(message) from None
     _check_applies(config, settings)
