@@ -133,7 +133,7 @@ def test_the_bridge_conversion_cache_is_read_back_and_a_damaged_entry_rebuilt(tm
         return random_hf_model("llama3", seed=2, dtype=torch.float32)
 
     monkeypatch.setattr(bridge_loading, "read_hf_model", read_hf_model)
-    monkeypatch.setattr(bridge_loading, "read_tokenizer", lambda checkpoint: word_tokenizer())
+    monkeypatch.setattr(bridge_loading, "read_tokenizer", lambda checkpoint, **_: word_tokenizer())
     checkpoint = LocalCheckpoint(tmp_path, "gguf", "model.gguf")
     placement = {"device_map": {"": "cpu"}}  # the test's CPU
 

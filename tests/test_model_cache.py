@@ -206,7 +206,7 @@ def _toy_gguf(tmp_path, monkeypatch, module):
         return model
 
     monkeypatch.setattr(module, "read_hf_model", read_hf_model)
-    monkeypatch.setattr(module, "read_tokenizer", lambda checkpoint: word_tokenizer())
+    monkeypatch.setattr(module, "read_tokenizer", lambda checkpoint, **_: word_tokenizer())
     return LocalCheckpoint(tmp_path / "src", "gguf", "model.gguf"), conversions
 
 

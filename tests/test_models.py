@@ -548,3 +548,36 @@ def test_the_embedded_models_saved_tokenizers_match_autotokenizer(gemma_pair, sm
             built = load_saved_tokenizer(folder)
         assert type(built) is type(reference)
         _assert_same_tokenizer(built, reference)
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_a_gguf_tokenizer_read_with_its_model_type_is_the_one_autotokenizer_builds():
+    """Told the model type (known once the model is read), AutoTokenizer skips a whole second
+    pass of transformers' older GGUF reader over the file's metadata (about 20 s of Gemma's first
+    conversion on a busy machine) and builds the same tokenizer."""
+    from transformers import AutoTokenizer
+
+    from circuitviz.models.checkpoints import _gguf_tokenizer_type, read_tokenizer
+
+    checkpoint = embedded_gguf(EMBEDDED_MODEL).checkpoint
+    assert _gguf_tokenizer_type(checkpoint, "gemma3_text") == {"tokenizer_type": "gemma3_text"}
+    typed = read_tokenizer(checkpoint, model_type="gemma3_text")
+    reference = AutoTokenizer.from_pretrained(
+        str(checkpoint.folder), gguf_file=checkpoint.gguf_file, local_files_only=True
+    )
+    assert type(typed) is type(reference)
+    assert typed.backend_tokenizer.to_str() == reference.backend_tokenizer.to_str()
+    assert typed.special_tokens_map == reference.special_tokens_map
+    _assert_same_tokenizer(typed, reference)
+
+
+def test_a_gguf_tokenizer_is_typed_only_where_autotokenizer_would_pick_that_class(tmp_path):
+    from circuitviz.models.checkpoints import LocalCheckpoint, _gguf_tokenizer_type
+
+    checkpoint = LocalCheckpoint(tmp_path, "gguf", "model.gguf")
+    assert _gguf_tokenizer_type(checkpoint, "gemma3_text") == {"tokenizer_type": "gemma3_text"}
+    assert _gguf_tokenizer_type(checkpoint, None) == {}
+    assert _gguf_tokenizer_type(checkpoint, "llama") == {}  # no class of its own: the generic one
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "GemmaTokenizer"}')
+    assert _gguf_tokenizer_type(checkpoint, "gemma3_text") == {}  # the file's class comes first

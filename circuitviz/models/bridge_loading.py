@@ -98,7 +98,7 @@ def _convert_for_the_bridge(entry, checkpoint: LocalCheckpoint, slug: str, dtype
     logger.info("Converting %s once for the bridge; later loads read %s.", slug, entry.folder)
     verify()
     hf_model = read_hf_model(checkpoint)
-    tokenizer = read_tokenizer(checkpoint)
+    tokenizer = read_tokenizer(checkpoint, model_type=getattr(hf_model.config, "model_type", None))
     if _write_bridge_entry(entry, hf_model, tokenizer):  # first and later loads read the same files
         del hf_model
         gc.collect()

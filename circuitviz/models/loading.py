@@ -193,7 +193,7 @@ def convert_checkpoint(
     owned = hf_model is None
     if hf_model is None:
         hf_model = read_hf_model(checkpoint)
-    tokenizer = read_tokenizer(checkpoint)
+    tokenizer = read_tokenizer(checkpoint, model_type=getattr(hf_model.config, "model_type", None))
     hf_config = hf_config_dict(hf_model)
     conversion_cfg = tl_config(hf_config, torch.device("cpu"), torch.float32)
     state_dict = tl_state_dict(hf_model, conversion_cfg, hf_config)
