@@ -318,3 +318,21 @@ def test_the_estimate_says_a_range_and_a_finished_walk_is_priced_by_the_rows_it_
     assert done - cost.passes == pytest.approx(walk * (rows / spec.n_edges - PRICED_ROWS_PER_EDGE))
     assert estimate.flops_done("acdc", result) == pytest.approx(estimate.flops * done / estimate.sequences)
     assert estimate.flops_done("eap", result) == estimate.flops  # a method whose passes are its work
+
+
+def test_the_report_says_why_its_own_circuit_has_fewer_edges_than_the_walk_kept():
+    """'its own circuit has 122 edges (... edges kept 129)' on the embedded model's Japan prompt
+    (a command-line audit): two counts of kept edges, the pruning between them unsaid."""
+    from circuitviz.details.own_circuit import OwnCircuitDetails
+
+    details = OwnCircuitDetails(
+        method="acdc", threshold=0.01, circuit_edges=["input->logits"] * 122, counts={"edges_kept": 129}
+    )
+    lines = details.report_lines(None)
+    assert lines[0] == "acdc at threshold 0.01: its own circuit has 122 edges (edges kept 129)"
+    assert lines[1] == (
+        "of the 129 edges the walk kept, 7 lie on no path from the input to the logits, so its own "
+        "circuit (pruned) has 122"
+    )
+    whole = OwnCircuitDetails(method="acdc", circuit_edges=["input->logits"] * 3, counts={"edges_kept": 3})
+    assert len(whole.report_lines(None)) == 1

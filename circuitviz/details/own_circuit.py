@@ -41,6 +41,14 @@ class OwnCircuitDetails(MethodDetails):
             f"{self.method} at threshold {self.threshold:g}: its own circuit has "
             f"{len(self.circuit_edges)} edges" + (f" ({counts})" if counts else "")
         ]
+        kept = self.counts.get("edges_kept")
+        if isinstance(kept, int) and kept > len(
+            self.circuit_edges
+        ):  # "has 132 edges (... edges kept 137)", unsaid
+            lines.append(
+                f"of the {kept} edges the walk kept, {kept - len(self.circuit_edges)} lie on no path from the "
+                f"input to the logits, so its own circuit (pruned) has {len(self.circuit_edges)}"
+            )
         if self.scores_note:
             lines.append(f"scores: {self.scores_note}")
         return lines + list(self.notes)
