@@ -89,3 +89,14 @@ def test_several_tasks_share_their_runs_and_each_scores_as_alone():
         alone = method.run_on(model, task, config, budgets=BUDGETS, model_id="tiny")
         assert torch.equal(mine.scores, alone.scores)
         assert mine.baseline.clean == pytest.approx(alone.baseline.clean, rel=1e-5, abs=1e-6)
+
+
+def test_target_edges_runs_with_the_default_lambda():
+    """--target-edges 50 with the default lambda ('adaptive') ended after the estimate in "fit_sem
+    needs a lambda or 'auto'" (a command-line audit); the target chooses its own lambda."""
+    from circuitviz.bench.toy_models import planted_model
+
+    planted = planted_model()
+    result = get_method("circuit-lasso").run_on(planted.model, planted.task, {"target_edges": 4}, budgets=[4])
+    regression = result.details.regression
+    assert regression["selection"] == "target_edges" and regression["target_edges"] == 4

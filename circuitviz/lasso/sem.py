@@ -124,10 +124,10 @@ def fit_sem(
 def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness) -> SEMFit:
     start = time.perf_counter()
     mode, fixed = parse_selection(selection)
-    if mode == "adaptive":
+    if target_edges and target_edges > 0:  # its own lambda whatever the setting: 'adaptive' (the
+        mode = "target_edges"  # default) raised below, so --target-edges failed after the estimate
+    elif mode == "adaptive":
         raise ValueError("fit_sem needs a lambda or 'auto'; 'adaptive' is chosen by fit_adaptive.")
-    if target_edges and target_edges > 0:
-        mode = "target_edges"
     predictors = problem.predictors
     m, p = predictors.shape
     device, dtype = predictors.device, predictors.dtype
