@@ -202,3 +202,13 @@ def test_a_table_too_long_to_style_keeps_each_prompt_whole_in_its_last_column():
     assert all(s.startswith("<i>prompt</i>") and " \u2026 " in s for s in shown["prompt"])
     styled = prompt_table.prompt_display(pandas.DataFrame({"prompt": prompts}), config, whole=False)
     assert list(styled.data["prompt"]) == prompts  # the styler draws the cut, the data keeps all
+
+
+def test_the_prompts_table_shows_ten_of_its_tall_rows():
+    """With rows tall enough for three lines of prompt, the grid's default 400 px showed five and a
+    half of them; the table is now as tall as its header and ten rows (698 px in Chromium, checked),
+    and a shorter table no taller than its rows."""
+    from circuitviz.ui.prompt_table import HEADER_PX, ROW_PX, VISIBLE_ROWS, table_height
+
+    assert VISIBLE_ROWS == 10 and table_height(200) == HEADER_PX + 10 * ROW_PX + 2 > 400
+    assert table_height(3) == HEADER_PX + 3 * ROW_PX + 2 and table_height(0) == table_height(1)

@@ -13,7 +13,7 @@ from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
-from .prompt_table import ROW_PX, STYLED_ROWS, empty_circuits, prompt_columns, prompt_display
+from .prompt_table import ROW_PX, STYLED_ROWS, empty_circuits, prompt_columns, prompt_display, table_height
 from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
@@ -471,6 +471,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         prompt_display(table, config, whole),
         hide_index=True,
         row_height=ROW_PX,
+        height=table_height(len(table)),
         column_order=order,
         column_config=config,
         placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there

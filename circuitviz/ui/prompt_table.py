@@ -11,6 +11,15 @@ import streamlit as st
 TABLE_PX = 540  # the table at a 1,000 px window (the main column less its borders)
 TICK_PX = 36  # each row's selection box
 ROW_PX = 66  # over 64 px the grid wraps a cell's text: three lines of 18 px
+VISIBLE_ROWS = 10  # rows in view at once: the grid's default 400 px showed 5 1/2 of these tall rows
+HEADER_PX = 36  # the grid's header row, and its borders
+
+
+def table_height(n_rows: int) -> int:
+    """The Prompts table's height: its header and up to VISIBLE_ROWS rows (fewer: no empty space)."""
+    return HEADER_PX + ROW_PX * max(1, min(n_rows, VISIBLE_ROWS)) + 2
+
+
 LINES = 3
 CHAR_PX = 7.0  # a generous width of one character at the grid's 14 px font (prose is about 5.8)
 PADDING_PX = 17  # the cell's padding, both sides
