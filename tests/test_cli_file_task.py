@@ -128,3 +128,18 @@ def test_a_circuit_of_another_model_is_refused_before_the_load_unless_asked_for(
     assert "The file was made on 'tiny-gpt2'; it is evaluated on 'tiny-other', of the same shape." in (
         capsys.readouterr().out
     )
+
+
+def test_no_transfer_is_measured_when_asked_for_none_even_with_pairs_given(tmp_path, capsys, tiny):
+    """--transfer-paraphrases 0 beside a paraphrase file (--transfer-file, or a method's own
+    --paraphrases) printed a transfer block reading 'none measured' and a left-out note."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "When John and Mary went to the store , John gave a drink to\t"
+        "When Alice and Bob went to the store , Carl gave a drink to\n"
+    )
+    out = tmp_path / "eap.json"
+    argv = ["discover", *TINY, *PROMPT, *CORRUPTED, "--method", "eap", "--budgets", "5", "--out", str(out)]
+    assert cli.main([*argv, "--no-cache", "--transfer-file", str(pairs), "--transfer-paraphrases", "0"]) == 0
+    assert "held-out" not in capsys.readouterr().out
+    assert json.loads(out.read_text())["transfer"] is None

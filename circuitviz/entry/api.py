@@ -372,6 +372,8 @@ def transfer_report(
         if pairs and result.task.corrupted
         else (None, [])
     )
+    if count == 0:  # --transfer-paraphrases 0 is none, with pairs given too ('none measured' and a note)
+        return []
     if count is None:
         count = len(given) if given is not None else default
     if count <= 0 and given is None:
