@@ -143,3 +143,17 @@ def test_no_transfer_is_measured_when_asked_for_none_even_with_pairs_given(tmp_p
     assert cli.main([*argv, "--no-cache", "--transfer-file", str(pairs), "--transfer-paraphrases", "0"]) == 0
     assert "held-out" not in capsys.readouterr().out
     assert json.loads(out.read_text())["transfer"] is None
+
+
+def test_an_error_during_a_run_starts_its_own_line_after_the_progress(capsys, tiny, monkeypatch):
+    """The progress line was left open: "  score        0.0%error: CD-T's decomposition diverged ..."."""
+
+    def failing(model, request, store=None, progress=None):
+        progress("score", 0.0)
+        raise ValueError("The decomposition diverged.")
+
+    monkeypatch.setattr(cli, "run_request", failing)
+    argv = ["discover", *TINY, *PROMPT, *CORRUPTED, "--method", "eap", "--budgets", "5", "--no-cache"]
+    assert cli.main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == "error: The decomposition diverged." and lines[-2].endswith("0.0%")

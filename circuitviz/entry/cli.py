@@ -43,7 +43,7 @@ from .budgets import discover_note, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
-from .listing import cmd_methods, cmd_models, cmd_planted_bench, progress_line
+from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_line, progress_line
 from .outputs import write_graph_html, write_position_outputs
 from .request import Request
 from .settings_args import checked_settings, merged_settings
@@ -565,9 +565,12 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "no_task_check", False):
         os.environ[CHECK_ENV] = "off"  # read where each check runs (task_validity.gap_check_enabled)
     try:
-        if getattr(args, "max_tokens", 1) < 1:
-            raise ValueError(f"--max-tokens must be 1 or more, not {args.max_tokens}.")
-        return COMMANDS[args.command](args)
+        try:
+            if getattr(args, "max_tokens", 1) < 1:
+                raise ValueError(f"--max-tokens must be 1 or more, not {args.max_tokens}.")
+            return COMMANDS[args.command](args)
+        finally:
+            end_progress_line()  # an error or Ctrl-C starts its own line
     except KeyboardInterrupt:  # Ctrl-C anywhere: one line, not a traceback (batch's loop says its own)
         again = "; rerun the same command to resume" if args.command == "batch" else ""
         print(f"interrupted (Ctrl-C): {args.command} stopped{again}.", file=sys.stderr)

@@ -37,6 +37,9 @@ def cmd_models(args) -> int:
     return 0
 
 
+_LINE = {"open": False}  # whether the progress line waits for its end (a later line would join it)
+
+
 def progress_line(phase: str, fraction: float) -> None:
     """A run's progress on one line of stderr, redrawn in place."""
     phase = getattr(phase, "value", phase)  # a Report by its plain name, not 'Report.SCORE'
@@ -46,6 +49,15 @@ def progress_line(phase: str, fraction: float) -> None:
         file=sys.stderr,
         flush=True,
     )
+    _LINE["open"] = fraction < 1
+
+
+def end_progress_line() -> None:
+    """End a progress line a run left open, so what follows starts a line of its own: an error
+    read "  score        0.0%error: CD-T's decomposition diverged ..."."""
+    if _LINE["open"]:
+        print(file=sys.stderr, flush=True)
+        _LINE["open"] = False
 
 
 def cmd_planted_bench(args) -> int:
