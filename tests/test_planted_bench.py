@@ -165,3 +165,11 @@ def test_planted_bench_command_prints_and_writes(tmp_path, capsys):
     assert main(["planted-bench", "--methods", "eap,nope", "--cases", "1"]) == 2
     assert "Unknown method 'nope'" in capsys.readouterr().err
     assert main(["planted-bench", "--methods", "eap", "--cases", "0"]) == 2
+
+
+def test_the_table_keeps_its_columns_under_a_long_method_name():
+    """'paraphrase-pruning' (18 characters) pushed its row two columns right of the header."""
+    report = run_bench(["eap", "paraphrase-pruning"], cases=1)
+    lines = format_table(report).splitlines()
+    ends = {len(line) for line in lines[:3]}
+    assert len(ends) == 1, lines  # header and both rows end at the same column

@@ -272,22 +272,24 @@ class BenchReport:
 
 def format_table(report: BenchReport) -> str:
     """The summary as a fixed-width table (what the CLI prints)."""
+    rows = report.summary()
+    width = max([16, *(len(row["method"]) for row in rows)])  # 'paraphrase-pruning' pushed its row right
     header = (
-        f"{'method':<16} {'cases':>5} {'SHD':>6} {'prec':>6} {'recall':>6} {'exact':>6} "
+        f"{'method':<{width}} {'cases':>5} {'SHD':>6} {'prec':>6} {'recall':>6} {'exact':>6} "
         f"{'SHD@|T|':>8} {'prec@|T|':>8} {'rec@|T|':>8} {'s/case':>7}"
     )
     lines = [header]
-    for row in report.summary():
+    for row in rows:
         if row["status"] != "ok":
-            lines.append(f"{row['method']:<16} {'-':>5}  {row['status']}: {row.get('message', '')}")
+            lines.append(f"{row['method']:<{width}} {'-':>5}  {row['status']}: {row.get('message', '')}")
             continue
         lines.append(
-            f"{row['method']:<16} {row['cases']:>5} {row['shd']:>6.2f} {row['precision']:>6.3f} "
+            f"{row['method']:<{width}} {row['cases']:>5} {row['shd']:>6.2f} {row['precision']:>6.3f} "
             f"{row['recall']:>6.3f} {row['exact_recoveries']:>6} {row['budget_shd']:>8.2f} "
             f"{row['budget_precision']:>8.3f} {row['budget_recall']:>8.3f} {row['seconds']:>7.2f}"
             + (f"  ({row['errors']} errors)" if row["errors"] else "")
         )
-    lines += [claimed_line(row) for row in report.summary() if "claimed_shd" in row]
+    lines += [claimed_line(row) for row in rows if "claimed_shd" in row]
     return "\n".join(lines)
 
 
