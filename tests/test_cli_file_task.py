@@ -157,3 +157,17 @@ def test_an_error_during_a_run_starts_its_own_line_after_the_progress(capsys, ti
     assert cli.main(argv) == 2
     lines = capsys.readouterr().err.splitlines()
     assert lines[-1] == "error: The decomposition diverged." and lines[-2].endswith("0.0%")
+
+
+def test_one_folder_written_two_ways_is_one_model(tmp_path, monkeypatch):
+    """The file keeps --model as discover was given it: the same folder given to evaluate as
+    './ckpt', 'ckpt/' or its absolute path is the file's model, not another one."""
+    from circuitviz.entry.file_task import made_on_problem
+
+    (tmp_path / "ckpt").mkdir()
+    monkeypatch.chdir(tmp_path)
+    text = json.dumps({"model_id": "./ckpt"})
+    for given in ("./ckpt", "ckpt/", str(tmp_path / "ckpt"), "ckpt"):
+        assert made_on_problem(text, given, other_model=False) is None, given
+    assert "made on './ckpt'" in made_on_problem(text, "./other", other_model=False)
+    assert made_on_problem(json.dumps({"model_id": "gemma-3-270m"}), "gemma-3-270m", False) is None

@@ -30,12 +30,27 @@ def made_on_problem(text: str, model: str, other_model: bool) -> str | None:
     A circuit's heads and MLPs are its model's: one of a random-weight Llama measured on a Qwen of
     the same shape ran with only a note, exit 0."""
     made_on = _file_json(text).get("model_id")
-    if other_model or not isinstance(made_on, str) or not made_on.strip() or made_on == model:
+    if other_model or not isinstance(made_on, str) or not made_on.strip() or _same_model(made_on, model):
         return None
     return (
         f"The circuit file was made on {shown(made_on, 40)} and --model names {shown(model, 40)}; evaluate it "
         f"with --model {shown(made_on, 40)}, or add --other-model to measure it on a model of the same shape."
     )
+
+
+def _same_model(made_on: str, model: str) -> bool:
+    """Whether the file's model and ``--model`` name one model: the same text, or the same file or
+    folder however written ("./ckpt", "ckpt/", its absolute path; the file keeps ``--model`` as
+    discover was given it)."""
+    if made_on == model:
+        return True
+    from pathlib import Path
+
+    try:
+        there, here = Path(made_on).expanduser(), Path(model).expanduser()
+        return there.exists() and here.exists() and there.resolve() == here.resolve()
+    except (OSError, ValueError):  # a name no path can hold
+        return False
 
 
 def file_task_of(text: str) -> dict | None:
