@@ -24,6 +24,7 @@ def test_eap_ig_json_has_every_node_and_edge_with_eap_ig_names(result, tmp_path)
     spec = result.graph
     assert set(data) >= {"cfg", "nodes", "edges", "task", "method", "config", "curve", "timings", "model_id"}
     assert data["cfg"] == {"n_layers": 2, "n_heads": 2, "parallel_attn_mlp": False, "d_model": 16}
+    assert "parts of scoring_s" in data["timings_note"]  # the phases nest: summed, they count twice
     assert list(data["edges"]) == list(spec.edge_names)
     assert set(data["nodes"]) == set(spec.node_names)
     kept = [name for name, edge in data["edges"].items() if edge["in_graph"]]

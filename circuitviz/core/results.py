@@ -204,6 +204,7 @@ class CircuitResult:
                 "curve": [_json_safe(point.to_dict()) for point in self.curve],
                 "summary": _json_safe(self.summary()),
                 "timings": self.timings,
+                "timings_note": TIMINGS_NOTE,
                 "device": self.device,
                 "backend": self.backend,
                 "tokens": self.tokens,
@@ -216,6 +217,15 @@ class CircuitResult:
             }
         )
         return data
+
+
+# what a reader adding the timings up needs: ACDC's walk_s, CD-T's decomposition_s and
+# CircuitLasso's observe_s/reduce_s/solve_s are each within scoring_s (an audit added them twice)
+TIMINGS_NOTE = (
+    "seconds by phase of the run, the model's load not included; a method's own phases (walk_s, "
+    "decomposition_s, observe_s, reduce_s, solve_s, ...) are parts of scoring_s, so the phases do not "
+    "add up to a total"
+)
 
 
 def derived_circuit(result: CircuitResult, budget: int) -> torch.Tensor:
