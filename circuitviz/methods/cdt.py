@@ -304,7 +304,7 @@ def decompose(
         raise ValueError(
             f"CD-T's decomposition diverged on this model: with every norm frozen at the clean run's scale, "
             f"the irrelevant part of {int((~torch.isfinite(relevance)).sum())} of {n} sources grew without "
-            'bound through the layers; use norms="nonlinear".'
+            "bound through the layers; set norms to nonlinear (--norms nonlinear on the command line)."
         )
     shares = torch.where(own > 0, dots / own.clamp_min(torch.finfo(own.dtype).tiny), torch.zeros_like(dots))
     return Decomposition(relevance, direct, shares, float(clean_metric))
