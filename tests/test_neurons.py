@@ -191,3 +191,17 @@ def test_neurons_run_on_a_simulated_device_and_equal_the_host(shape):
     ]
     for a, b in zip(device.details.curve, host.details.curve):
         assert a["metric"] == pytest.approx(b["metric"], abs=1e-9)
+
+
+def test_a_top_k_over_the_mlps_width_is_said_where_the_label_shows_the_width():
+    """--neuron-top-k 4096 on Gemma (2,048 neurons an MLP) printed 'top 2048 a layer' beside a
+    config of 4096, the clamp unsaid; the report names it."""
+    model = tiny_model("gpt2")
+    d_mlp = model.cfg.d_mlp
+    result = get_method("eap").run_on(
+        model, IOI_TASK, {"neurons": True, "neuron_top_k": 2 * d_mlp}, budgets=[5]
+    )
+    lines = result.details.report_lines(result)
+    assert f"neuron_top_k {2 * d_mlp:,} is more than the {d_mlp:,} neurons of each MLP" in lines[-1]
+    fitting = get_method("eap").run_on(model, IOI_TASK, {"neurons": True, "neuron_top_k": 3}, budgets=[5])
+    assert not any("more than the" in line for line in fitting.details.report_lines(fitting))

@@ -42,4 +42,10 @@ class NeuronDetails(MethodDetails):
         )
         strongest = sorted(self.neurons, key=lambda n: -abs(n["score"]))[:5]
         named = ", ".join(f"m{n['layer']}.n{n['neuron']} {n['score']:+.3g}" for n in strongest)
-        return [f"neuron circuits (every other neuron patched): {points}", f"strongest neurons: {named}"]
+        lines = [f"neuron circuits (every other neuron patched): {points}", f"strongest neurons: {named}"]
+        asked = (result.config or {}).get("neuron_top_k")
+        if isinstance(asked, int) and not isinstance(asked, bool) and asked > self.top_k:
+            lines.append(  # the setting said 4096 where a label read 'top 2048', unexplained
+                f"neuron_top_k {asked:,} is more than the {self.top_k:,} neurons of each MLP: every neuron is kept."
+            )
+        return lines
