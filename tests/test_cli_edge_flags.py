@@ -104,6 +104,14 @@ def test_the_python_apis_keep_edges_follows_the_command_lines_rule(value, said, 
     """``batch.run(keep_edges=0)`` (or -5, 2.5, '10') took any value before: 0 and -5 kept no
     circuit in results.parquet, unsaid. It is refused now by --keep-edges' rule, in one sentence
     naming the value and the range, before the model loads."""
+    sentence = _api_refusal(tmp_path, keep_edges=value)
+    assert sentence.startswith("keep_edges must be ") and said in sentence, sentence
+    assert f"{MAX_BUDGET:,}" in sentence and ("from 1 to" in sentence or value > MAX_BUDGET), sentence
+
+
+def _api_refusal(tmp_path, **field) -> str:
+    """``batch.run``'s one-sentence refusal of ``field``, given before the model loads or the
+    folder is written."""
     from circuitviz.batch import DatasetTask, run
     from circuitviz.services.store import ResultStore
 
@@ -117,13 +125,12 @@ def test_the_python_apis_keep_edges_follows_the_command_lines_rule(value, said, 
             budgets=[3, 5],
             source=source,
             store=ResultStore(tmp_path / "store"),
-            keep_edges=value,
+            **field,
         )
     sentence = str(refused.value)
-    assert sentence.startswith("keep_edges must be ") and said in sentence, sentence
-    assert f"{MAX_BUDGET:,}" in sentence and ("from 1 to" in sentence or value > MAX_BUDGET), sentence
     assert_one_sentence(sentence)
     assert not loads and not (tmp_path / "out").exists()
+    return sentence
 
 
 @pytest.mark.parametrize("command", ["discover", "evaluate", "batch"])
@@ -167,25 +174,8 @@ def test_the_python_apis_other_fields_are_refused_before_the_model_loads(field, 
     """``batch.run(batch_tasks=0)`` ran groups of one unsaid, ``max_tokens=0`` refused every
     prompt as too long after loading the model, and ``consensus=1.5`` failed only after the whole
     batch had run; each is one sentence now, before anything loads or is written."""
-    from circuitviz.batch import DatasetTask, run
-    from circuitviz.services.store import ResultStore
-
-    loads = []
-    source = ModelSource("tiny-gpt2-0", factory=lambda: loads.append(1) or tiny_model("gpt2"))
-    with pytest.raises(ValueError) as refused:
-        run(
-            tmp_path / "out",
-            tasks=[DatasetTask("paris", PARIS)],
-            methods=["eap"],
-            budgets=[3, 5],
-            source=source,
-            store=ResultStore(tmp_path / "store"),
-            **{field: value},
-        )
-    sentence = str(refused.value)
+    sentence = _api_refusal(tmp_path, **{field: value})
     assert sentence.startswith(f"{field} must be ") and said in sentence, sentence
-    assert_one_sentence(sentence)
-    assert not loads and not (tmp_path / "out").exists()
 
 
 def test_a_consensus_of_none_or_zero_runs_without_one(tmp_path):
