@@ -822,7 +822,7 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap(monkeypatch):
     # the fitted caveat ends "see its NDF on paraphrases": its button is on this page too
     offered = [b.label for b in at.button if b.key == "bon.result.transfer"]
     assert offered == ["Measure its NDF on paraphrases it never saw (runs the model)"], offered
-    # the paraphrase table holds the result's pairs, short columns first
+    # the paraphrase table holds the result's pairs, the two texts first
     assert len(at.data_editor) == 1, "no paraphrase table"
     table = at.data_editor[0].value
     assert list(table.columns) == list(bon.TABLE_COLUMNS)

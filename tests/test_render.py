@@ -549,14 +549,80 @@ def test_the_fit_never_draws_a_small_circuit_larger_than_the_pages_type():
     assert frame_height(wide, 1000) == int(max(wide.aspect() * 1000 + 30, 260))  # wider than the frame
 
 
-def test_the_paraphrase_tables_texts_are_as_wide_as_their_longest():
-    """Streamlit's "large" text column (400 px) cut an IOI paraphrase mid-sentence at 1,500 px; the
-    two texts are now as wide as their longest, within 200-720 px."""
-    paraphrase = "When Mary and John arrived at the office, John handed a folder to"
-    rows = [{"paraphrase": paraphrase, "corrupted": "x"}, {"paraphrase": "short", "corrupted": None}]
-    widths = bon.table_widths(rows)
-    assert widths["paraphrase"]["width"] >= 7 * len(paraphrase) and widths["corrupted"]["width"] == 200
-    assert bon.table_widths([{"paraphrase": "word " * 400, "corrupted": ""}])["paraphrase"]["width"] == 720
+IOI_PAIRS = [  # the Paraphrases page's default run on IOI (an audit's, in Chromium)
+    ("When Mary and John went to the store, John gave a drink to", "Mary → Alice, John → Bob, John → Carl"),
+    (
+        "Yesterday Mary and John went to the library, and John gave a key to",
+        "Mary → Mark, John → Henry, John → Jack",
+    ),
+    (
+        "After lunch, Mary and John went to the market. John gave a ticket to",
+        "Mary → James, John → Emma, John → Nick",
+    ),
+    (
+        "While Mary and John were working at the beach, John gave a snack to",
+        "Mary → Jack, John → Maria, John → Anna",
+    ),
+]
+MEASURED_CHAR_PX, CELL_PADDING_PX = 6.06, 16  # Source Sans 14 px in Chromium; 8 px a side
+
+
+def _lines_at(text: str, px: float) -> int:
+    """The lines ``text`` takes wrapped at words in a cell ``px`` wide, at the measured type."""
+    chars, lines, used = int((px - CELL_PADDING_PX) / MEASURED_CHAR_PX), 1, 0
+    for word in text.split():
+        if used and used + 1 + len(word) > chars:
+            lines, used = lines + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return lines
+
+
+def test_the_paraphrase_table_fits_its_frame_with_every_text_whole():
+    """The table was cut on the right at every width, its corrupted column mid-word even in a 1,540 px
+    frame (about 1,700 px of columns: 7 px a character against the 6.06 measured, and Streamlit's own
+    short columns). Now every column of the default IOI run fits the 1,040 px frame of a 1,500 px
+    page, the pair's name and both texts the 540 px frame of a 1,000 px page (what the corruption
+    replaces last, right of them), and no column is narrower than its content: each text wraps onto
+    no more lines than a row holds, each header on one line."""
+    rows = [
+        {
+            "pair": f"p{index}" if index else "q",
+            "paraphrase": clean,
+            "corrupted": clean.replace("Mary", "Alice").replace("John", "Bob"),
+            "candidate": True,
+            "answer matches": True,
+            "model's answer": " Mary",
+            "source": "template:ioi" if index else "original",
+            "replaced": replaced,
+        }
+        for index, (clean, replaced) in enumerate(IOI_PAIRS * 3)
+    ]
+    assert (
+        bon.TABLE_COLUMNS[:3] == ("pair", "paraphrase", "corrupted") and bon.TABLE_COLUMNS[-1] == "replaced"
+    )
+    widths = {name: config["width"] for name, config in bon.table_widths(rows).items()}
+    assert list(widths) == list(bon.TABLE_COLUMNS)
+    assert sum(widths.values()) <= 1040 - 12, widths  # Streamlit's frame adds about 12 px
+    assert widths["pair"] + widths["paraphrase"] + widths["corrupted"] <= bon.NARROW_FRAME_PX, widths
+    row_px = bon.table_row_height(rows)
+    assert row_px is not None and row_px > 64  # Streamlit wraps a cell's text only in rows over 64 px
+    for name in ("paraphrase", "corrupted", "replaced"):
+        texts = [row[name].replace("→", "->") for row in rows]
+        assert max(_lines_at(text, widths[name]) for text in texts) * 18 <= row_px - 4, name
+    for name in bon.TABLE_COLUMNS:
+        header_px = MEASURED_CHAR_PX * len(name) + CELL_PADDING_PX + (20 if name in bon.TEXT_COLUMNS else 0)
+        assert widths[name] >= header_px, name
+        if name not in bon.TEXT_COLUMNS + ("replaced", "candidate", "answer matches"):
+            assert (
+                widths[name] >= MEASURED_CHAR_PX * max(len(str(row[name])) for row in rows) + CELL_PADDING_PX
+            )
+    assert bon.table_height(rows) >= 36 + row_px * len(rows)  # every row shown, not five and a half
+    # short texts fit one line at Streamlit's own row height; a very long one is capped, wrapped
+    short = [{**rows[0], "paraphrase": "12 + 7 =", "corrupted": "13 + 7 =", "replaced": "12 → 13"}]
+    assert bon.table_lines(short) == 1 and bon.table_row_height(short) is None
+    assert bon.table_height(short) == "auto"
+    assert bon.table_widths([{**rows[0], "paraphrase": "word " * 400}])["paraphrase"]["width"] == 720
 
 
 def test_group_lines_that_cannot_be_read_are_said_not_dropped():

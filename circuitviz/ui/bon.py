@@ -117,39 +117,126 @@ def page_defaults_note(n_edges: int) -> str:
     )
 
 
+# the two texts next to each other after the pair's name, so a narrow page shows both (the short
+# columns came first: at 1,000 px they filled the 540 px frame and both texts were past its edge);
+# what the corruption replaces, a summary of the two, last
+TEXT_COLUMNS = ("paraphrase", "corrupted")
 TABLE_COLUMNS = (
     "pair",
+    *TEXT_COLUMNS,
     "candidate",
     "answer matches",
     "model's answer",
     "source",
     "replaced",
-    "paraphrase",
-    "corrupted",
 )
-READ_ONLY_COLUMNS = TABLE_COLUMNS[:6]
+READ_ONLY_COLUMNS = tuple(name for name in TABLE_COLUMNS if name not in TEXT_COLUMNS)
+_BOOLEAN_COLUMNS = ("candidate", "answer matches")
+
+# the table's type (Source Sans, 14 px): 6.06 px a character over an IOI paraphrase in Chromium,
+# 6.3 leaves room for wider letters (a text wrapped once more than planned still fits its row); a
+# cell's padding is 8 px a side (18 with a pixel each to spare), the edit icon beside an editable
+# header and a checkbox 20 px each. _CHAR_PX = 7 with Streamlit's own short columns made
+# the table 1,700 px wide: its corrupted column was cut mid-word even in a 1,540 px frame.
+_CHAR_PX, _PAD_PX, _ICON_PX, _TEXT_CAP_PX = 6.3, 18, 20, 720
+# the narrowest main column the page has (1,000 px with the sidebar open): the pair's name and the
+# two texts fit it, wrapped onto up to _WRAP_LINES lines where one line would not
+NARROW_FRAME_PX, _WRAP_LINES, _LINE_PX = 540, 3, 20
+_HEADER_PX, _ROWS_SHOWN = 36, 12
 
 
-# the table's type, about 7 px a character on average; a text column is never narrower than
-# Streamlit's "medium" nor wider than most of a 1,000 px page
-_CHAR_PX, _TEXT_PX = 7, (200, 720)
+def _wrapped_lines(text: str, chars: int) -> int:
+    """The lines ``text`` takes wrapped at word boundaries into lines of ``chars`` characters."""
+    lines, used = 1, 0
+    for word in text.split():
+        if used and used + 1 + len(word) > chars:
+            lines, used = lines + 1, len(word)
+        else:
+            used += len(word) + (1 if used else 0)
+    return lines
+
+
+def _chars_for(texts: list[str], lines: int) -> int:
+    """The fewest characters a line needs so that each of ``texts`` wraps onto ``lines`` lines."""
+    longest = max((len(text) for text in texts), default=0)
+    words = max((len(word) for text in texts for word in text.split()), default=0)
+    chars = max(words, -(-longest // lines))
+    while any(_wrapped_lines(text, chars) > lines for text in texts):
+        chars += 1
+    return chars
+
+
+def table_lines(rows: list[dict]) -> int:
+    """The lines a row's texts take: one where the pair's name and the two texts fit the narrowest
+    frame on one line, else the fewest (up to _WRAP_LINES) with which they fit it."""
+    texts = {name: [str(row.get(name) or "") for row in rows] for name in TEXT_COLUMNS}
+    pair_px = _column_px("pair", [str(row.get("pair") or "") for row in rows])
+    for lines in range(1, _WRAP_LINES + 1):
+        needed = pair_px + sum(_text_px(name, values, lines) for name, values in texts.items())
+        if needed <= NARROW_FRAME_PX:
+            return lines
+    return _WRAP_LINES
+
+
+def _column_px(name: str, values: list[str], icon: bool = False) -> int:
+    """A one-line column as wide as its header or its longest value."""
+    longest = max([len(name)] + [len(value) for value in values])
+    return round(_CHAR_PX * longest) + _PAD_PX + (_ICON_PX if icon else 0)
+
+
+def _text_px(name: str, values: list[str], lines: int) -> int:
+    """A text column wide enough for each of ``values`` on ``lines`` lines (and for its header)."""
+    chars = max(_chars_for(values, lines), len(name) + _ICON_PX / _CHAR_PX)
+    return min(round(_CHAR_PX * chars) + _PAD_PX, _TEXT_CAP_PX)
 
 
 def table_widths(rows: list[dict]) -> dict:
-    """The two texts as wide as their longest (the table scrolls sideways to the rest of the
-    corrupted one; what the corruption replaces has its own short column before them, so it is
-    never cut off). Streamlit's "large" (400 px) cut an IOI paraphrase mid-sentence, "When Mary
-    and John arrived at the office, John handed a", at 1,500 px (seen in Chromium)."""
-    low, high = _TEXT_PX
-    return {
-        name: {
-            "width": min(
-                max(low, _CHAR_PX * max((len(str(row.get(name) or "")) for row in rows), default=0) + 24),
-                high,
-            )
-        }
-        for name in ("paraphrase", "corrupted")
-    }
+    """Every column as wide as its content needs and no wider, the two texts on ``table_lines``
+    lines (what the corruption replaces on _WRAP_LINES where they wrap): the whole table fits the 1,040 px frame of a
+    1,500 px page, and the pair's name and the two texts the 540 px one of a 1,000 px page, where
+    the short columns scroll into view sideways (the sentence under the table says so). A wider
+    frame widens every column evenly (Streamlit's stretch)."""
+    lines = table_lines(rows)
+    widths = {}
+    for name in TABLE_COLUMNS:
+        values = [str(row.get(name) or "") for row in rows]
+        if name in TEXT_COLUMNS:
+            widths[name] = _text_px(name, values, lines)
+        elif name == "replaced":  # short replacements, the last column: as many lines as a row has
+            arrows = [value.replace("→", "->") for value in values]  # an arrow is about two letters wide
+            widths[name] = _text_px(name, arrows, 1 if lines == 1 else _WRAP_LINES)
+        elif name in _BOOLEAN_COLUMNS:
+            widths[name] = max(_column_px(name, []), _ICON_PX + _PAD_PX)
+        else:
+            widths[name] = _column_px(name, values, icon=name not in READ_ONLY_COLUMNS)
+    # the texts fill the narrowest frame, so the column after them starts past its edge (a sliver
+    # of it read as a header cut mid-word)
+    spare = NARROW_FRAME_PX - widths["pair"] - sum(widths[name] for name in TEXT_COLUMNS)
+    if spare > 0:
+        first, second = TEXT_COLUMNS
+        widths[first], widths[second] = widths[first] + spare // 2, widths[second] + spare - spare // 2
+    return {name: {"width": width} for name, width in widths.items()}
+
+
+TABLE_SIDEWAYS = (
+    "Right of the two texts: whether the pair is a candidate, whether the model answers it as it "
+    "answers the prompt, its answer, the pair's source and what its corruption replaces (the table "
+    "scrolls sideways to them where the page is narrow)."
+)
+
+
+def table_row_height(rows: list[dict]) -> int | None:
+    """The rows' height: Streamlit's own for one line; where the texts wrap, _WRAP_LINES lines (over
+    64 px, the height from which Streamlit wraps a cell's text at all): what the corruption
+    replaces takes as many, and a text a narrower font would wrap once more still fits."""
+    return None if table_lines(rows) == 1 else _WRAP_LINES * _LINE_PX + 10
+
+
+def table_height(rows: list[dict]) -> int | str:
+    """The table's height: Streamlit's own ("auto", ten rows of one line) or, for rows of wrapped
+    texts, every row up to _ROWS_SHOWN (at Streamlit's 400 px five and a half rows showed)."""
+    row_px = table_row_height(rows)
+    return "auto" if row_px is None else _HEADER_PX + row_px * min(len(rows), _ROWS_SHOWN) + 3
 
 
 def replaced_words(clean: str, corrupted: str) -> str:
@@ -173,8 +260,8 @@ def _without_shared_punctuation(word: str, other: str) -> tuple[str, str]:
 
 
 def table_rows(result) -> list[dict]:
-    """``paraphrase_rows`` with the short columns first, so none is cut off by the long texts,
-    and what each corruption replaces."""
+    """``paraphrase_rows`` in the table's order (``TABLE_COLUMNS``), with what each corruption
+    replaces."""
     rows = []
     for row in paraphrase_rows(result):
         row = {**row, "replaced": replaced_words(row["paraphrase"], row["corrupted"])}

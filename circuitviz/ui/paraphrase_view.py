@@ -29,7 +29,10 @@ def pairs_table(result, method: str) -> None:
         disabled=bon.READ_ONLY_COLUMNS,
         width="stretch",
         column_config=bon.table_widths(rows),
+        row_height=bon.table_row_height(rows),
+        height=bon.table_height(rows),
     )
+    st.caption(bon.TABLE_SIDEWAYS)
 
     def use_edited_pairs():
         reasons = [
