@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from circuitviz.ui import loaders
-from circuitviz.ui.caveats import fitted_methods_sentence
+from circuitviz.ui.caveats import fitted_methods_sentence, subordinate_headings
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -143,7 +143,7 @@ for _name, _made_by in (
             "of edges of the planted (true) circuit; every method runs with |T| as its budget, and the "
             "@|T| columns score its |T| highest-scored edges (how well it ranks)."
         )
-    if _path.is_file():
-        st.markdown(_path.read_text(encoding="utf-8"))
+    if _path.is_file():  # its headings under this page's subheader, two levels lower
+        st.markdown(subordinate_headings(_path.read_text(encoding="utf-8")))
     else:
         st.caption(f"assets/{_name} is not there; `{_made_by}` makes it.")

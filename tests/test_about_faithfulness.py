@@ -49,3 +49,20 @@ def test_the_about_page_figures_wrap_in_their_column():
     cells = [" ".join(map(str, table.value.to_numpy().ravel())) for table in at.table]
     assert any("~200k edges (51.7%)" in text for text in cells), cells
     assert any("Indirect object: who gets the drink?" in text for text in cells), cells
+
+
+def test_the_yardstick_headings_are_below_the_pages_subheaders():
+    """The stored tables' headings ("### (a) NDF on the prompt ...") rendered as large as the page's
+    own subheaders above them (an audit): the page shows them two levels lower (20 px under its 28 px
+    subheaders), the file unchanged."""
+    stored = (ASSETS / "faithfulness.md").read_text(encoding="utf-8")
+    headings = [line for line in stored.splitlines() if line.startswith("### ")]
+    assert headings, "the stored yardstick has no headings to check"
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.run()
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    shown = "\n".join(block.value for block in at.markdown).splitlines()
+    for heading in headings:
+        assert "##" + heading in shown and heading not in shown, heading
+    assert [block.value for block in at.subheader if block.value.startswith("How faithful")]
