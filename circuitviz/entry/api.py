@@ -255,13 +255,14 @@ def measure_transfer(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     paraphrases: Sequence[PromptTask] | None = None,
     left_out: Sequence[tuple[str, str]] = (),
+    sought: str = "asked for",
 ) -> dict:
     """Each of ``result``'s circuits (at ``budgets``, default every budget but the whole graph)
     on up to ``count`` paraphrases its method never fitted to or selected on (template ones, or
     ``paraphrases``: the user's, see ``given_paraphrases``, whose refused pairs ``left_out`` the
     note names); kept in ``result.transfer`` (the circuit's JSON carries it) and returned."""
     found = measure_transfers(
-        model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases, left_out
+        model, {result.method: result}, count, seed, budgets, max_tokens, paraphrases, left_out, sought
     )
     return found[result.method]  # keyed by the method: its notes name it
 
@@ -322,6 +323,7 @@ def measure_transfers(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     paraphrases: Sequence[PromptTask] | None = None,
     left_out: Sequence[tuple[str, str]] = (),
+    sought: str = "asked for",
 ) -> dict[str, dict]:
     """``measure_transfer`` for several results of one task at once (Compare): every paraphrase is
     checked and run once, each circuit measured on those its own method never used. A budget
@@ -345,6 +347,7 @@ def measure_transfers(
         paraphrases=paraphrases,
         max_tokens=max_tokens,
         left_out=left_out,
+        sought=sought,
     )
     records = {}
     for key, result in results.items():
@@ -374,8 +377,11 @@ def transfer_report(
     )
     if count == 0:  # --transfer-paraphrases 0 is none, with pairs given too ('none measured' and a note)
         return []
+    sought = "asked for"
     if count is None:
         count = len(given) if given is not None else default
+        if given is not None:  # nobody asked for this number: it is the pairs that passed
+            sought = "given that passed the check"
     if count <= 0 and given is None:
         return []
     if not result.task.corrupted:  # said in the JSON too, where it was null with the reason on stdout only
@@ -387,7 +393,7 @@ def transfer_report(
         }
         return [f"transfer: {why}"]
     measured = measure_transfer(
-        model, result, count, max_tokens=max_tokens, paraphrases=given, left_out=refused
+        model, result, count, max_tokens=max_tokens, paraphrases=given, left_out=refused, sought=sought
     )
     return transfer_lines(measured)
 

@@ -83,8 +83,11 @@ def held_out_transfer(
     paraphrases: Sequence[PromptTask] | None = None,
     max_tokens: int = 256,
     left_out: Sequence[tuple[str, str]] = (),
+    sought: str = "asked for",
 ) -> Transfer:
     """Each circuit's NDF on up to ``count`` valid paraphrases of ``task`` its method never used.
+    ``sought``: how the shortfall note names ``count`` ("asked for"; "given that passed the check"
+    where the count is the user's usable pairs, which nobody asked for by number).
 
     circuits: {name: [n_forward, n_backward] bool}; seen: {name: clean prompts its method used}
     (absent names used none). paraphrases: the candidates in order (default: template
@@ -149,13 +152,15 @@ def held_out_transfer(
     if found.left_out:
         notes.append(left_out_note(found.left_out, len(candidates) + len(left_out) + len(unchecked)))
     if drawn or refused:  # with nothing to check at all, the source's note says why
-        short = shortfall_note(found, count, given=found.paraphrases + len(left_out) + len(unchecked))
+        short = shortfall_note(
+            found, count, given=found.paraphrases + len(left_out) + len(unchecked), sought=sought
+        )
         notes.append(short or used_note(found))
     found.note = " ".join(note for note in notes if note)
     return found
 
 
-def shortfall_note(found: Transfer, count: int, given: int) -> str:
+def shortfall_note(found: Transfer, count: int, given: int, sought: str = "asked for") -> str:
     """Why some circuits were measured on fewer than ``count`` held-out paraphrases, in one
     sentence ('' when none was): how many the source gave besides the prompt (``given``, those a
     check refused included), how many failed a check, and how many each short circuit's method
@@ -179,7 +184,7 @@ def shortfall_note(found: Transfer, count: int, given: int) -> str:
         )
     measured = counted(high, "held-out paraphrase") if low == high else f"{figure} held-out paraphrases"
     opening = f"Some circuits were measured on {measured}" if some else f"Measured on {measured}"
-    return f"{opening}, not the {count} asked for: " + "; ".join(reasons) + "."
+    return f"{opening}, not the {count} {sought}: " + "; ".join(reasons) + "."
 
 
 def used_note(found: Transfer) -> str:
