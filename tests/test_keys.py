@@ -41,7 +41,11 @@ def test_the_real_package_digest_names_the_version():
 
 def test_the_pages_code_is_not_in_the_digest_and_keys_nothing(monkeypatch, tmp_path):
     """An edit to a page keeps every stored result: ``ui/`` is left out of the digest, and so it
-    must make no content key of its own (what it stores is keyed and computed in ``entry.memos``)."""
+    must make no content key of its own (what it stores is keyed and computed in ``entry.memos``;
+    its drawings' in-process caches key with ``process_key``). The look at the real pages read the
+    test's own folder until 2026-12-06 (PACKAGE was still patched), so two pages' content keys
+    went unseen."""
+    package = keys.PACKAGE
     (tmp_path / "ui").mkdir()
     (tmp_path / "ui" / "page.py").write_text("TITLE = 'a'\n")
     (tmp_path / "engine.py").write_text("x = 1\n")
@@ -53,7 +57,13 @@ def test_the_pages_code_is_not_in_the_digest_and_keys_nothing(monkeypatch, tmp_p
         assert _digest_of(monkeypatch, tmp_path) != first
     finally:
         keys.engine_digest.cache_clear()
-    for folder in keys.DISPLAY_ONLY:
-        for path in (keys.PACKAGE / folder).rglob("*.py"):
-            text = path.read_text(encoding="utf-8")
-            assert "content_key" not in text and ".save_state(" not in text, path
+    pages = [path for folder in keys.DISPLAY_ONLY for path in (package / folder).rglob("*.py")]
+    assert len(pages) > 20  # the real package's pages, not the test's folder
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        assert "content_key" not in text and ".save_state(" not in text, path
+
+
+def test_a_process_key_is_stable_and_holds_no_engine():
+    assert keys.process_key(a=1, b=[2]) == keys.process_key(b=[2], a=1) != keys.process_key(a=2, b=[2])
+    assert keys.process_key(a=1) != keys.content_key(a=1)  # the stored kind holds the engine too

@@ -35,6 +35,18 @@ def engine_digest() -> str:
 
 
 def content_key(**parts) -> str:
-    """A stable hash of plain values (sorted keys, so dict order never changes the key)."""
-    text = json.dumps({"engine": engine_digest(), **parts}, sort_keys=True, default=str)
+    """A stable hash of plain values (sorted keys, so dict order never changes the key), with the
+    engine's digest: the key of anything kept beyond this process (the result store, memos)."""
+    return _hashed({"engine": engine_digest(), **parts})
+
+
+def process_key(**parts) -> str:
+    """A stable hash of plain values for a cache that lives only in this process (a page's drawings
+    of a result): the code cannot change under it, so the engine's digest is left out, and the
+    pages, left out of that digest, key with this and never with ``content_key``."""
+    return _hashed(parts)
+
+
+def _hashed(parts: dict) -> str:
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -13,7 +13,7 @@ import json
 import streamlit as st
 
 from .. import render
-from ..core.keys import content_key
+from ..core.keys import process_key
 from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
 from ..positions.graph import n_units
@@ -52,7 +52,7 @@ def position_budget(result, key: str) -> tuple[int, str]:
 def _result_key(result) -> str:
     """A cache key for a result's drawings: what produced it and a fingerprint of its scores."""
     fingerprint = float(result.position_scores.double().abs().sum())
-    return content_key(model=result.model_id, task=result.task.to_dict(), method=result.method,
+    return process_key(model=result.model_id, task=result.task.to_dict(), method=result.method,
                        config=result.config, budgets=result.budgets, scores=fingerprint)  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import json
 import streamlit as st
 
 from .. import render
-from ..core.keys import content_key
+from ..core.keys import process_key
 from ..core.phases import timing_words
 from ..core.text import after_colon, counted, markdown_text, settings_text, shown_token
 from ..entry.api import evaluate_circuits
@@ -42,7 +42,7 @@ SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feat
 def result_id(result) -> str:
     """A cache key for a result's drawings: what produced it, and a fingerprint of its scores
     (one model id can name different weights: another device, or a test's tiny model)."""
-    return content_key(
+    return process_key(
         model=result.model_id,
         task=result.task.to_dict(),
         method=result.method,
