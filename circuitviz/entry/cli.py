@@ -15,7 +15,7 @@ from pathlib import Path
 from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT, prompt_over_limit
 from ..core.results import parse_circuit, read_circuit_text
-from ..core.tasks import PromptTask, TaskError, prepare_task
+from ..core.tasks import METRICS, PromptTask, TaskError, prepare_task
 from ..core.text import (
     counted,
     invisible_sentence,
@@ -75,7 +75,7 @@ def _add_task_arguments(
     parser.add_argument(
         "--metric",
         default=None,
-        choices=["logit_diff", "logprob", "prob"],
+        choices=list(METRICS),
         help="default logit_diff; logprob for a method that needs no corrupted prompt when no --foil is given",
     )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
@@ -344,9 +344,9 @@ def _check_length(model, task, max_tokens: int) -> None:
 
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
-    made_on = made_on_problem(text, args.model or EMBEDDED_MODEL, args.other_model)
-    if made_on:  # before the load: a circuit of another model's heads
-        raise GraphError(made_on)
+    refusal = made_on_problem(text, args.model or EMBEDDED_MODEL, args.other_model)
+    if refusal:  # before the load: a circuit of another model's heads
+        raise GraphError(refusal)
     neutral, taken = fill_from_file(args, text, str(args.circuit))  # what the flags leave out: the file's
     task = _task(args)
     model, model_id, _ = _load(args)

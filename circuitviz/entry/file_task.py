@@ -11,7 +11,9 @@ method that needs none, measured against the neutral prompt) could not be measur
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from ..core.tasks import METRICS
 from ..core.text import shown, shown_token
 
 
@@ -44,8 +46,6 @@ def _same_model(made_on: str, model: str) -> bool:
     discover was given it)."""
     if made_on == model:
         return True
-    from pathlib import Path
-
     try:
         there, here = Path(made_on).expanduser(), Path(model).expanduser()
         return there.exists() and here.exists() and there.resolve() == here.resolve()
@@ -88,7 +88,7 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
         taken.append(f"answer {shown_token(task['answer'])}")
     if not args.foil and args.metric is None:  # the file's foils and metric go together
         args.foil = [foil for foil in task.get("foils", []) if isinstance(foil, str)]
-        args.metric = task.get("metric") if task.get("metric") in ("logit_diff", "logprob", "prob") else None
+        args.metric = task.get("metric") if task.get("metric") in METRICS else None
         taken += [f"foil {shown_token(foil)}" for foil in args.foil] + (
             [f"metric {args.metric}"] if args.metric else []
         )
