@@ -201,8 +201,8 @@ class CircuitResult:
                 "positions": self.positions,
                 "clean_metric": self.baseline.clean,
                 "corrupted_metric": self.baseline.corrupted,
-                "curve": [_json_safe(point.to_dict()) for point in self.curve],
-                "summary": _json_safe(self.summary()),
+                "curve": [json_safe(point.to_dict()) for point in self.curve],
+                "summary": json_safe(self.summary()),
                 "timings": self.timings,
                 "timings_note": TIMINGS_NOTE,
                 "device": self.device,
@@ -319,7 +319,7 @@ def circuits_from_json(spec: GraphSpec, data: dict) -> dict[int, torch.Tensor]:
     return {int(budget): spec.mask_from_edge_names(names) for budget, names in circuits.items()}
 
 
-def _json_safe(data: dict) -> dict:
+def json_safe(data: dict) -> dict:
     """NaN is not JSON; write it as null."""
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in data.items()}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import shutil
 import unicodedata
@@ -12,7 +11,7 @@ import unicodedata
 import streamlit as st
 
 from .. import render
-from ..core.results import eap_graph_json
+from ..core.results import eap_graph_json, json_safe
 from ..methods.registry import method_traits
 from ..models.catalog import looks_like_path
 from ..render.curves import image_title
@@ -193,22 +192,19 @@ def circuit_json(result, budget: int, mask=None, view=None, edited_point=None) -
         data["budget"] = int(budget)
     if mask is not None:
         measured = edited_point is not None
-        data["edited"] = {
-            "n_edges": int(mask.sum()),
-            "from_budget": int(budget),
-            "ndf": _json_number(edited_point.ndf) if measured else None,
-            "necessity": _json_number(edited_point.necessity) if measured else None,
-            "note": (
-                "in_graph marks the edited circuit, whose own figures these are"
-                + ("" if measured else " (not measured: no model was loaded)")
-                + "; curve, summary, circuits and transfer are the method's unedited circuits'"
-            ),
-        }
+        data["edited"] = json_safe(
+            {
+                "n_edges": int(mask.sum()),
+                "from_budget": int(budget),
+                "ndf": float(edited_point.ndf) if measured else None,
+                "necessity": float(edited_point.necessity) if measured else None,
+                "note": (
+                    "in_graph marks the edited circuit, whose own figures these are"
+                    + ("" if measured else " (not measured: no model was loaded)")
+                    + "; curve, summary, circuits and transfer are the method's unedited circuits'"
+                ),
+            }
+        )
     if view:
         data["view"] = view
     return data
-
-
-def _json_number(value):
-    """A float for JSON, None for NaN (a figure that was not measured)."""
-    return None if value is None or math.isnan(float(value)) else float(value)
