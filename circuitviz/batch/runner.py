@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
-from ..core.text import shown
+from ..core.text import given, shown
 from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
 from ..entry.request import Request, budget_tuple
 from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
@@ -402,8 +402,6 @@ def _checked_options(request: BatchRequest) -> None:
     """The Python API's other numeric fields, by the command line's rules, before anything loads:
     ``batch_tasks=0`` ran groups of one unsaid, ``max_tokens=0`` refused every prompt as too long,
     and ``consensus=1.5`` failed only after the whole batch had run."""
-    from ..core.text import given
-
     for name, unit in (("max_tokens", "tokens"), ("batch_tasks", "tasks")):
         value = getattr(request, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
