@@ -325,12 +325,10 @@ def cmd_discover(args) -> int:
         part.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
         os.replace(part, args.out)
         print(f"wrote {args.out}")
-    if args.html and result.positions:
-        write_position_outputs(model, result, args.html, None, args.html_budget)
+    if result.positions and (args.html or args.neuronpedia):  # one readable budget, said once, for both
+        write_position_outputs(model, result, args.html, args.neuronpedia, args.html_budget)
     elif args.html:
         write_graph_html(model, result, args.html, args.html_budget)
-    if args.neuronpedia:
-        write_position_outputs(model, result, None, args.neuronpedia, args.html_budget)
     return 0
 
 
