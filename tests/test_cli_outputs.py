@@ -1,11 +1,14 @@
 """What ``discover`` says when it writes its drawings (``--html``, ``--neuronpedia``): the budget it
 drew and, when it chose that budget itself, why, once."""
 
+import json
+
 import pytest
 
 from circuitviz.bench.toy_models import tiny_model
 from circuitviz.entry import cli
 from circuitviz.measure.task_validity import CHECK_ENV
+from circuitviz.render import READABLE_EDGES, opening_view
 
 TASK = [
     "--prompt",
@@ -42,3 +45,23 @@ def test_the_readable_budget_of_both_position_drawings_is_said_once(tmp_path, ca
     assert len(reasons) == 1, printed
     assert html.exists() and graph.exists()
     assert f"wrote {html} (" in printed and f"wrote {graph} (" in printed
+
+
+def test_the_budget_html_draws_by_itself_is_said_with_why(tmp_path, capsys, tiny):
+    """--html without --html-budget drew the app's opening budget (the smallest reaching NDF 0.8 with
+    at most 200 edges, else the most faithful of at most 200) unsaid, while the help said 'NDF 0.8
+    within 500 edges': on the IOI prompt the 462-edge circuit of NDF 0.889 was passed over for 90
+    edges at NDF 0.793 with no word why."""
+    html, out = tmp_path / "g.html", tmp_path / "c.json"
+    printed = _discover(tmp_path, capsys, "--html", str(html), "--out", str(out))
+    chosen = opening_view(json.loads(out.read_text())["curve"])
+    assert chosen.reason in printed.splitlines()
+    assert f"wrote {html} (budget {chosen.budget:,}:" in printed
+
+
+def test_the_help_of_html_budget_names_the_rule_it_follows(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["discover", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    said = text[text.index("--html-budget HTML_BUDGET the budget drawn") :][:400]
+    assert f"NDF 0.8 with at most {READABLE_EDGES} edges" in said and "500" not in said

@@ -135,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--html-budget",
         type=int,
         default=None,
-        help="the budget drawn by --html and --neuronpedia (default: the smallest reaching NDF 0.8 within "
-        "500 edges; with --positions, the smallest reaching NDF 0.8 with at most 40 nodes)",
+        help="the budget drawn by --html and --neuronpedia (default: the smallest reaching NDF 0.8 with at "
+        "most 200 edges, else the most faithful of at most 200 edges; with --positions, the same with at "
+        "most 40 nodes; the sentence why is printed)",
     )
     discover.add_argument(
         "--neuronpedia",

@@ -44,10 +44,14 @@ def write_position_outputs(
 
 
 def write_graph_html(model, result, path: Path, budget: int | None) -> None:
-    """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``."""
-    from ..render import readable_budget, result_graph_html  # plotly loads only to draw a page
+    """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``
+    (default: the budget the app's first view opens at, whose reason is printed)."""
+    from ..render import opening_view, result_graph_html  # plotly loads only to draw a page
 
-    budget = budget if budget is not None else readable_budget(result.curve)
+    if budget is None:
+        chosen = opening_view(result.curve)
+        budget = chosen.budget
+        print(chosen.reason)
     labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
     estimates = method_traits(result.method).scores_estimate_metric  # what the legend may say of scores
     drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
