@@ -65,3 +65,14 @@ def test_the_help_of_html_budget_names_the_rule_it_follows(capsys):
     text = " ".join(capsys.readouterr().out.split())
     said = text[text.index("--html-budget HTML_BUDGET the budget drawn") :][:400]
     assert f"NDF 0.8 with at most {READABLE_EDGES} edges" in said and "500" not in said
+
+
+def test_the_top_help_names_every_command(capsys):
+    """`circuitviz --help` began 'Command line: ``python -m circuitviz discover|evaluate|methods|models``',
+    leaving batch and planted-bench out and showing the docstring's markup."""
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    first = capsys.readouterr().out.split("positional arguments")[0]
+    assert "``" not in first
+    for command in cli.COMMANDS:
+        assert command in first.split("Command line:")[1].split("\n")[0], command

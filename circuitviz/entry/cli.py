@@ -1,4 +1,5 @@
-"""Command line: ``python -m circuitviz discover|evaluate|methods|models``.
+"""Command line: python -m circuitviz discover|evaluate|batch|planted-bench|methods|models
+(the console command circuitviz is the same).
 
 Errors a user can cause end in one sentence on stderr and exit status 2, never a traceback.
 """
@@ -92,7 +93,9 @@ def _add_completeness_argument(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = BriefParser(prog="python -m circuitviz", description=__doc__)
+    parser = BriefParser(
+        prog="python -m circuitviz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     discover = commands.add_parser("discover", help="find the circuit behind a prompt's answer")
