@@ -76,3 +76,14 @@ def test_the_top_help_names_every_command(capsys):
     assert "``" not in first
     for command in cli.COMMANDS:
         assert command in first.split("Command line:")[1].split("\n")[0], command
+
+
+def test_evaluates_help_does_not_send_the_corrupted_prompt_to_discover(capsys):
+    """evaluate --help said of --corrupted 'discover proposes one when omitted', on the command
+    that takes it from the circuit file (or proposes one itself for another prompt)."""
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    said = text[text.index("--corrupted CORRUPTED q'") :][:200]
+    assert "discover" not in said and "proposed as the app does when omitted" in said
+    assert "default: the circuit file's own task, for every task flag not given" in text

@@ -63,7 +63,8 @@ def _add_task_arguments(
     parser.add_argument(
         "--corrupted",
         default="",
-        help="q' : the prompt with its key fact replaced (same token length); discover proposes one when omitted",
+        help="q' : the prompt with its key fact replaced (same token length); proposed as the app does when "
+        "omitted",
     )
     parser.add_argument(
         "--answer",
