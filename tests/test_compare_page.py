@@ -1,0 +1,43 @@
+"""The Compare page as a user meets it (an audit, 2026-12-06): a link naming more methods than
+the page compares, what the methods that need no corrupted prompt are measured against, and the
+sentences beside the figures. AppTest on the tiny model; the sentences also as plain functions."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.bench.toy_models import IOI_TASK  # noqa: E402
+
+TIMEOUT = 300
+BASE = {
+    "prompt": IOI_TASK.clean,
+    "corrupted": IOI_TASK.corrupted,
+    "answer": " Mary",
+    "foil": " John",
+    "budgets": "5,10,20,40",
+}
+
+pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
+
+
+def _compare(**query) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    for name, value in {**BASE, **query}.items():
+        at.query_params[name] = value
+    at.run()
+    return at.switch_page("pages/compare.py").run()
+
+
+def test_a_link_naming_five_methods_keeps_four_and_says_so():
+    """compare=a,b,c,d,e raised Streamlit's max-selections error, shown as a traceback."""
+    at = _compare(compare="eap,eap-ig,relp,cd-t,flow-routes")
+    assert not at.exception, at.exception
+    assert at.multiselect(key="compare.methods").value == ["eap", "eap-ig", "relp", "cd-t"]
+    said = [w.value for w in at.warning if "compares at most 4" in w.value]
+    assert len(said) == 1 and "leaves out Information flow routes" in said[0], said
+    at = _compare(compare="eap,eap,eap-ig")  # a repeated name: once
+    assert not at.exception, at.exception
+    assert at.multiselect(key="compare.methods").value == ["eap", "eap-ig"]
