@@ -1,5 +1,6 @@
-"""What ``discover`` says when it writes its drawings (``--html``, ``--neuronpedia``): the budget it
-drew and, when it chose that budget itself, why, once."""
+"""What the command line says of what it does: the budget ``discover``'s drawings (``--html``,
+``--neuronpedia``) show and, when it chose that budget itself, why, once; and what ``--help`` says of
+the commands and flags, against what they do."""
 
 import json
 
@@ -87,3 +88,13 @@ def test_evaluates_help_does_not_send_the_corrupted_prompt_to_discover(capsys):
     said = text[text.index("--corrupted CORRUPTED q'") :][:200]
     assert "discover" not in said and "proposed as the app does when omitted" in said
     assert "default: the circuit file's own task, for every task flag not given" in text
+
+
+def test_the_help_of_paraphrases_says_the_command_line_reads_a_file(capsys):
+    """--paraphrases FILE reads the file (docs/cli.md), but its help, the form's sentence, said only
+    'the pairs as text', so `--paraphrases "a<TAB>b"` looked right and was refused as a missing file."""
+    with pytest.raises(SystemExit):
+        cli.main(["discover", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    said = text[text.rindex("--paraphrases SETTING_PARAPHRASES") :][:300]
+    assert "--paraphrases FILE reads them from that file" in said

@@ -68,7 +68,8 @@ class ParaphraseSource:
     )
     paraphrases: tuple[ParaphraseRecord, ...] = setting(
         (),
-        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines).",
+        "the pairs as text (JSONL, a JSON list, CSV or 'paraphrase<TAB>corrupted' lines; the command "
+        "line's --paraphrases FILE reads them from that file).",
         widget="lines",
         parse=paraphrase_records,
         show=records_text,
