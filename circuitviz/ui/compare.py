@@ -49,6 +49,19 @@ def compare_at(results: dict, budget: int) -> Comparison:
 
 
 # ----- the page's inputs ------------------------------------------------------------------------
+MAX_METHODS = 4  # side by side, each graph still readable (``MIN_COLUMN_PX``)
+
+
+def too_many_sentence(labels: list[str]) -> str:
+    """A link naming more methods than the page compares: which are kept and which left out."""
+    kept, dropped = labels[:MAX_METHODS], labels[MAX_METHODS:]
+    return markdown_sentence(
+        f"The link names {len(labels)} methods and the page compares at most {MAX_METHODS}: it keeps "
+        f"the first {MAX_METHODS} ({', '.join(kept)}) and leaves out {', '.join(dropped)}; "
+        "swap them in the box below."
+    )
+
+
 def method_choice(registered: dict) -> list[str]:
     """The methods to compare (2 to 4), kept across pages and in the URL."""
     names = sorted(registered)
@@ -59,11 +72,15 @@ def method_choice(registered: dict) -> list[str]:
         st.warning(
             unknown_in_link_sentence("method", unknown, "the comparison uses the others (the box below)")
         )
+    known = list(dict.fromkeys(n for n in (default if before is None else before) if n in names))
+    if len(known) > MAX_METHODS:  # a link's five or more: the box holds four (it raised, a traceback)
+        st.warning(too_many_sentence([registered[n].label for n in known]))
+        known = known[:MAX_METHODS]
     chosen = st.multiselect(
         "methods (2 to 4; each with the Explore page's settings where they apply, else its defaults)",
         names,
-        default=[n for n in (default if before is None else before) if n in names],
-        max_selections=4,
+        default=known,
+        max_selections=MAX_METHODS,
         key="compare.methods",
         format_func=lambda n: registered[n].label,
     )
