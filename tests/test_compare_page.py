@@ -41,3 +41,25 @@ def test_a_link_naming_five_methods_keeps_four_and_says_so():
     at = _compare(compare="eap,eap,eap-ig")  # a repeated name: once
     assert not at.exception, at.exception
     assert at.multiselect(key="compare.methods").value == ["eap", "eap-ig"]
+
+
+def test_compare_says_what_the_methods_without_a_corrupted_prompt_are_measured_against():
+    """Flow routes and CD-T find their circuits without the corrupted prompt; their curves were
+    drawn beside the others' with nothing said of what they are measured against."""
+    from types import SimpleNamespace
+
+    from circuitviz.ui import compare
+
+    def results(*names):
+        return {name: SimpleNamespace(method=name) for name in names}
+
+    assert compare.corruption_line(results("eap", "eap-ig")) == ""
+    one = compare.corruption_line(results("cd-t", "eap"))
+    assert one.startswith("CD-T needs no corrupted prompt to find its circuit; its NDF, necessity and curve")
+    assert "against the corrupted prompt above" in one
+    two = compare.corruption_line(results("flow-routes", "eap", "cd-t"))
+    assert two.startswith("Information flow routes and CD-T need no corrupted prompt to find their circuits;")
+    at = _compare(compare="cd-t,eap")
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    assert [c.value for c in at.caption if c.value.startswith("CD-T needs no corrupted prompt")] == [one]

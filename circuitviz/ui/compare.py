@@ -13,7 +13,7 @@ from ..core.text import counted, markdown_sentence, markdown_text, score_text
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
-from ..methods.registry import default_comparison
+from ..methods.registry import default_comparison, method_traits
 from ..render.vis import framed_alike
 from . import loaders, result_view, state
 from .caveats import caveats
@@ -153,6 +153,25 @@ def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
             budget_note = "" if first.n_edges == first.budget else f" (budget {first.budget:,})"
             each.append(f"{name}: {first.n_edges:,} edges{budget_note}")
     return f"{head}. The smallest circuit of each method that does: {'; '.join(each)}."
+
+
+def corruption_line(results: dict) -> str:
+    """What the circuits of methods that need no corrupted prompt (flow routes, CD-T) are measured
+    against beside those of methods that use it ('' when every method uses it): the page drew
+    their curves in one chart with the others' and said nothing of it (an audit)."""
+    own = [method_traits(r.method) for r in results.values()]
+    without = [traits.label for traits in own if not traits.needs_corrupted]
+    if not without:
+        return ""
+    one = len(without) == 1
+    names = without[0] if one else ", ".join(without[:-1]) + " and " + without[-1]
+    return (
+        f"{names} {'needs' if one else 'need'} no corrupted prompt to find {'its circuit' if one else 'their circuits'}"
+        f"; {'its' if one else 'their'} NDF, necessity and curve here are measured as every method's, against "
+        "the corrupted prompt above (NDF patches the edges outside the circuit to their values on it, "
+        "necessity the circuit's own), so the curves share one yardstick and the page needs that "
+        "prompt for every method."
+    )
 
 
 def method_title(name: str) -> str:
@@ -346,6 +365,8 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     budgets = common_budgets(results)
     budget = budget_choice(budgets)
     st.caption(faithful_line(results, budget))
+    if corruption_line(results):
+        st.caption(corruption_line(results))
     shown = compare_at(results, budget)
     measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
