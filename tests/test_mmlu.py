@@ -227,6 +227,9 @@ def test_a_plain_multiple_choice_prompt_stays_with_its_family():
         (["--dataset", "mmlu", "--subjects", "astronomyy"], "did you mean 'astronomy'"),
         (["--dataset", "mmlu", "--subjects", "quantum cooking"], "choose among"),
         (["--generate", "ioi", "--subjects", "marketing"], "--subjects is for --dataset mmlu only"),
+        # docs/datasets.md named '--generate mmlu' (the Python run's generate=); the command said only
+        # that --generate knows ioi, arithmetic, factual
+        (["--generate", "mmlu", "--n", "3"], "with --dataset mmlu --subjects SUBJECT[,SUBJECT...] --n N."),
     ],
 )
 def test_cli_mmlu_arguments_fail_in_one_sentence(extra, fragment, tmp_path, capsys, monkeypatch):

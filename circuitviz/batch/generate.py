@@ -154,6 +154,11 @@ DRAWS: dict[str, Callable[[object, random.Random], PromptTask | None]] = {
 def check_family(family: str) -> None:
     """DatasetError in one sentence when ``family`` is not one ``generate_tasks`` can draw (said
     before a model loads)."""
+    if family == "mmlu":  # real questions, read (mmlu_tasks); the Python run's generate= takes it
+        raise DatasetError(
+            "--generate makes template tasks (ioi, arithmetic, factual); MMLU's questions are read "
+            "instead, with --dataset mmlu --subjects SUBJECT[,SUBJECT...] --n N."
+        )
     if family not in DRAWS:
         raise DatasetError(
             f"Cannot generate {family!r} tasks; --generate knows {', '.join(GENERATED_FAMILIES)}."
