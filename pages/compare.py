@@ -9,8 +9,8 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 st.title("Compare methods")
 st.caption(
     "The same prompt and budget through two to four methods: graphs side by side in the same "
-    "layout (the edges only that method found are in colour), their NDF curves in one chart, "
-    "and how much the circuits overlap."
+    "layout (the edges only that method found drawn bold, the shared ones thin), their NDF curves "
+    "in one chart, and how much the circuits overlap."
 )
 
 from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)

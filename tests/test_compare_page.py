@@ -63,3 +63,12 @@ def test_compare_says_what_the_methods_without_a_corrupted_prompt_are_measured_a
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
     assert [c.value for c in at.caption if c.value.startswith("CD-T needs no corrupted prompt")] == [one]
+
+
+def test_the_pages_caption_says_how_the_edges_only_one_method_found_are_drawn():
+    """It said they are 'in colour'; every edge is in colour (the input it feeds), and those only
+    one method found are bold, as each graph's title and caption say."""
+    at = _compare(compare="eap,eap-ig")
+    head = next(c.value for c in at.caption if c.value.startswith("The same prompt and budget"))
+    assert "in colour" not in head
+    assert "(the edges only that method found drawn bold, the shared ones thin)" in head
