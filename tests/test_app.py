@@ -501,7 +501,9 @@ def test_compares_faithful_line_reads_each_curve():
     def result(points):
         curve = [SimpleNamespace(budget=b, n_edges=k, ndf=v) for b, k, v in points]
         return SimpleNamespace(
-            curve=curve, point=lambda budget: next((p for p in curve if p.budget == budget), None)
+            curve=curve,
+            point=lambda budget: next((p for p in curve if p.budget == budget), None),
+            graph=SimpleNamespace(n_edges=10342),
         )
 
     results = {
@@ -513,6 +515,9 @@ def test_compares_faithful_line_reads_each_curve():
         "eap: 1,995 edges (budget 2,000); eap-ig: none of its budgets, up to 2,000 edges."
     )
     assert compare.faithful_line(results, 2000).startswith("At budget 2,000 eap reaches NDF 0.8.")
+    # the whole model is faithful by construction: not a circuit a method found (an audit)
+    results["relp"] = result([(20, 16, 0.0), (10000, 10000, 0.62), (10342, 10342, 1.0)])
+    assert compare.faithful_line(results, 20).endswith("; relp: only the whole model (10,342 edges).")
 
 
 def test_compares_line_under_a_graph_says_when_no_edge_or_every_edge_is_bold():

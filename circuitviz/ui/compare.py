@@ -130,7 +130,8 @@ def budget_choice(options: list[int]) -> int:
 def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
     """Under the shared slider: which circuits reach ``good_ndf`` at ``budget``, and the smallest
     circuit of each method that does (Compare opened at 20 edges, every NDF near 0.2, and said
-    nothing of where each method becomes faithful)."""
+    nothing of where each method becomes faithful); a method whose first such circuit is every edge
+    is said to reach it only as the whole model (it read 'relp: 10,342 edges', as if a circuit)."""
     reach = [
         name
         for name, result in results.items()
@@ -149,6 +150,8 @@ def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
         if first is None:
             largest = max((p.n_edges for p in points), default=0)
             each.append(f"{name}: none of its budgets, up to {largest:,} edges")
+        elif first.n_edges >= result.graph.n_edges:  # the model itself, faithful by construction
+            each.append(f"{name}: only the whole model ({first.n_edges:,} edges)")
         else:
             budget_note = "" if first.n_edges == first.budget else f" (budget {first.budget:,})"
             each.append(f"{name}: {first.n_edges:,} edges{budget_note}")
