@@ -72,3 +72,30 @@ def test_the_pages_caption_says_how_the_edges_only_one_method_found_are_drawn():
     head = next(c.value for c in at.caption if c.value.startswith("The same prompt and budget"))
     assert "in colour" not in head
     assert "(the edges only that method found drawn bold, the shared ones thin)" in head
+
+
+def test_the_held_out_caption_says_which_paraphrases_each_mean_rests_on():
+    """The caption said '1 of 9 paraphrases left out, 8 kept' beside n = 5 for every method and
+    nothing of which five: each method takes the first five it never used, so paraphrase pruning
+    (which used three) was measured partly on other paraphrases than the rest."""
+    from circuitviz.ui import compare
+
+    first, later = [f"p{i}" for i in range(5)], ["p0", "p1", "p5", "p6", "p7"]
+    measured = {name: {"texts": first} for name in ("eap-gp", "atp-star", "edge-pruning")}
+    measured["paraphrase-pruning"] = {"texts": later}
+    assert compare.held_out_sets_sentence(measured) == (
+        "Each held-out NDF is the mean over the first n kept paraphrases its method never used, so the "
+        "means rest on different paraphrases: eap-gp, atp-star, edge-pruning on the same 5; "
+        "paraphrase-pruning's 5 share 2 with theirs."
+    )
+    alike = {name: {"texts": first} for name in ("eap", "eap-ig")}
+    assert compare.held_out_sets_sentence(alike) == (
+        "Every method's held-out NDF is the mean over the same 5 paraphrases."
+    )
+    assert compare.held_out_sets_sentence({"eap": {"texts": []}, "eap-ig": {"texts": first}}) == ""
+    at = _compare(compare="eap,eap-ig", budgets="5,10,20")
+    at.button(key="compare.run").click().run()
+    at.toggle(key="compare.transfer").set_value(True).run()
+    assert not at.exception, at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("Held out: template paraphrases"))
+    assert "held-out NDF is the mean over" in caption, caption

@@ -230,6 +230,7 @@ def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict
             "held_out": entry["mean_ndf"],
             "n": len(entry["ndf"]),
             "left_out": entry["excluded_as_used"],
+            "texts": list(entry["paraphrases"]),
             "completeness": value,
             "note": " ".join(filter(None, [record["note"], problem])),
         }
@@ -321,7 +322,33 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
     st.caption(
         "Held out: template paraphrases whose checks pass and whose corruption lowers the metric "
         "clearly, never used by the method to fit or to select; a method fitted to the prompt drops "
-        "here if it fitted the sentence. " + " ".join(sorted(notes))
+        "here if it fitted the sentence. "
+        + " ".join(filter(None, [*sorted(notes), held_out_sets_sentence(measured)]))
+    )
+
+
+def held_out_sets_sentence(measured: dict) -> str:
+    """Which paraphrases each method's held-out mean rests on: the first ``n`` kept that its method
+    never used, so a method that used some is measured partly on others than the rest (the caption
+    said '8 kept' beside n = 5 for every method, and nothing of which five)."""
+    sets = {name: tuple(found.get("texts") or ()) for name, found in measured.items()}
+    sets = {name: texts for name, texts in sets.items() if texts}
+    if len(sets) < 2:
+        return ""
+    common = max(set(sets.values()), key=lambda texts: sum(other == texts for other in sets.values()))
+    alike = [name for name, texts in sets.items() if texts == common]
+    if len(alike) == len(sets):
+        return f"Every method's held-out NDF is the mean over the same {counted(len(common), 'paraphrase')}."
+    differ = [
+        f"{name}'s {len(texts)} share {len(set(texts) & set(common))} with theirs"
+        for name, texts in sets.items()
+        if texts != common
+    ]
+    return (
+        "Each held-out NDF is the mean over the first n kept paraphrases its method never used, so "
+        f"the means rest on different paraphrases: {', '.join(alike)} on {'the same ' if len(alike) > 1 else ''}"
+        f"{len(common)}; "
+        f"{'; '.join(differ)}."
     )
 
 
