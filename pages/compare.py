@@ -39,6 +39,8 @@ requests = compare.requests(model, model_id, given.task, chosen, budgets) if rea
 kept = panel.run_many(model, model_id, requests, button="Run the comparison", key="compare.run")
 results = {n: r for n, r in kept.items() if r is not None and r.task == given.task}
 if len(results) >= 2 and compare.common_budgets(results):
+    if compare.not_run_sentence(chosen, results):
+        st.info(compare.not_run_sentence(chosen, results))
     labels = loaders.node_labels(model, model_id, given.task)
     compare.comparison_view(results, labels=labels, model=model)
 elif results:

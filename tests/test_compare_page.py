@@ -99,3 +99,18 @@ def test_the_held_out_caption_says_which_paraphrases_each_mean_rests_on():
     assert not at.exception, at.exception
     caption = next(c.value for c in at.caption if c.value.startswith("Held out: template paraphrases"))
     assert "held-out NDF is the mean over" in caption, caption
+
+
+def test_a_chosen_method_without_a_result_is_said_beside_the_others_comparison():
+    """Two methods run, a third chosen after: the page compared the two and said nothing of it."""
+    at = _compare(compare="eap,eap-ig")
+    at.button(key="compare.run").click().run()
+    assert not [i for i in at.info if "no result for this prompt yet" in i.value]
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig", "cd-t"]).run()
+    assert not at.exception, at.exception
+    said = [i.value.replace("\\", "") for i in at.info if "no result for this prompt yet" in i.value]
+    assert said == [
+        "CD-T has no result for this prompt yet, so the comparison below leaves it out; run the "
+        "comparison to add it."
+    ], said
+    assert [h.value for h in at.subheader] == ["EAP", "EAP-IG (inputs)"]

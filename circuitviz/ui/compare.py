@@ -117,6 +117,22 @@ def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) 
     return found if len(found) >= 2 else {}
 
 
+def not_run_sentence(chosen: list[str], results: dict) -> str:
+    """The chosen methods with no result for this prompt yet, beside the others' comparison ('' when
+    every one has one): with two stored and a third chosen, the page compared the two and said
+    nothing of the third (an audit)."""
+    missing = [method_title(name) for name in chosen if name not in results]
+    if not missing:
+        return ""
+    names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    verb = "has" if len(missing) == 1 else "have"
+    return markdown_sentence(
+        f"{names} {verb} no result for this prompt yet, so the comparison below leaves "
+        f"{'it' if len(missing) == 1 else 'them'} out; run the comparison to add "
+        f"{'it' if len(missing) == 1 else 'them'}."
+    )
+
+
 def common_budgets(results: dict) -> list[int]:
     return sorted(set.intersection(*(set(r.budgets) for r in results.values())))
 
