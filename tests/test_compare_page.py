@@ -85,7 +85,7 @@ def test_the_held_out_caption_says_which_paraphrases_each_mean_rests_on():
     measured["paraphrase-pruning"] = {"texts": later}
     assert compare.held_out_sets_sentence(measured) == (
         "Each held-out NDF is the mean over the first n kept paraphrases its method never used, so the "
-        "means rest on different paraphrases: eap-gp, atp-star, edge-pruning on the same 5; "
+        "means rest on different paraphrases: eap-gp, atp-star and edge-pruning on the same 5; "
         "paraphrase-pruning's 5 share 2 with theirs."
     )
     alike = {name: {"texts": first} for name in ("eap", "eap-ig")}
