@@ -810,7 +810,15 @@ def test_every_caveat_shows_beside_the_methods_figures():
     Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.6, 0.5, 0.5)]
     (zero,) = caveats(Result, Result.curve[0])
     assert zero.startswith("NDF 0.000 at this budget: ACC++'s edge scores do not estimate")
+    # the curve's best is 0.5: the caveat says so, not that the curve shows where they carry it
+    assert zero.endswith("none short of the whole model does: the best keeps 17 edges at NDF 0.50.")
     assert caveats(Result, Result.curve[1]) == []
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.9, 0.85, 0.85)]
+    assert caveats(Result, Result.curve[0])[0].endswith("shows the budgets where they do (NDF 0.8 or more).")
+    Result.graph = type("Graph", (), {"n_edges": 17})  # 17 edges are the whole model: it does not count
+    assert caveats(Result, Result.curve[0])[0].endswith("the best keeps 8 edges at NDF 0.00.")
+    del Result.graph
+    Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.6, 0.5, 0.5)]
     Result.curve = [CurvePoint(10, 8, 0.0, 0.0, 0.0), CurvePoint(20, 17, 0.01, 0.0, 0.0)]
     assert caveats(Result, Result.curve[0]) == []  # a flat curve is said once, under the curve
     assert method_traits("acc++").flat_curve_note in curve_notes(Result)

@@ -21,9 +21,28 @@ def caveats(result, point=None) -> list[str]:
         found.append(
             f"NDF {abs(point.ndf):.3f} at this budget: {traits.label}'s edge scores do not estimate the "
             "change of the answer's metric under patching, so its strongest edges at a given budget need "
-            "not carry the answer; the curve below shows the budgets where they do."
+            f"not carry the answer; {_where_they_do(result)}."
         )
     return found
+
+
+def _where_they_do(result, good_ndf: float = 0.8) -> str:
+    """Where on the curve the method's circuits do carry the answer: its budgets reaching
+    ``good_ndf`` short of the whole model, else its best circuit short of it, said as such (the
+    sentence once said "the curve below shows the budgets where they do" of a curve whose best
+    circuit short of the whole model was at NDF 0.11)."""
+    graph = getattr(result, "graph", None)
+    total = graph.n_edges if graph is not None else None
+    short = [p for p in result.curve if total is None or p.n_edges < total]
+    if any(p.ndf >= good_ndf for p in short):
+        return f"the curve below shows the budgets where they do (NDF {good_ndf:g} or more)"
+    if not short:
+        return "on this curve only the whole model does"
+    best = max(short, key=lambda p: (p.ndf, -p.n_edges))
+    return (
+        f"on this curve none short of the whole model does: the best keeps {best.n_edges:,} edges at "
+        f"NDF {best.ndf:.2f}"
+    )
 
 
 _COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
