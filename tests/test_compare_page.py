@@ -114,3 +114,66 @@ def test_a_chosen_method_without_a_result_is_said_beside_the_others_comparison()
         "comparison to add it."
     ], said
     assert [h.value for h in at.subheader] == ["EAP", "EAP-IG (inputs)"]
+
+
+def test_the_comparison_downloads_hold_what_the_page_shows():
+    """Compare had no download of its own: a user who compared methods could keep each circuit only
+    by opening it on Explore. The JSON holds every method's circuit at the budget shown (as
+    Explore's circuit JSON), the overlap table and the edges in every circuit; the CSV every curve."""
+    import csv
+    import io
+    import json
+
+    from circuitviz.ui import compare
+    from circuitviz.ui.compare_downloads import comparison_json, comparison_name
+
+    at = _compare()
+    at.multiselect(key="compare.methods").set_value(["eap", "eap-ig"]).run()
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Comparison (JSON)" in labels and "Curves (CSV)" in labels, labels
+    results = {name: at.session_state["results"][name] for name in ("eap", "eap-ig")}
+    budget = at.session_state["budget"]
+    shown = compare.compare_at(results, budget)
+    data = json.loads(json.dumps(comparison_json(results, shown)))  # plain JSON, no NaN
+    assert data["budget"] == budget and set(data["methods"]) == {"eap", "eap-ig"}
+    for name, result in results.items():
+        mine = data["methods"][name]
+        kept = {f"{e_name}" for e_name, edge in mine["edges"].items() if edge["in_graph"]}
+        assert (
+            kept
+            == set(result.graph.edge_names_of(result.circuit(budget)))
+            == set(data["edges_in_circuit"][name])
+        )
+        assert mine["budget"] == budget and mine["method"] == name
+    table = at.dataframe[0].value.iloc[0]
+    (row,) = data["overlap"]
+    assert (row["shared"], row["only A"], row["only B"]) == (
+        table["shared"],
+        table["only A"],
+        table["only B"],
+    )
+    assert row["Jaccard"] == pytest.approx(table["Jaccard"])
+    a, b = (set(data["edges_in_circuit"][n]) for n in ("eap", "eap-ig"))
+    assert set(data["in_every_circuit"]) == a & b
+    assert "held_out_and_completeness" not in data  # not measured: not written
+    measured = {  # as compare._measured returns it; a NaN completeness is written as null
+        n: {"held_out": 0.5, "n": 2, "texts": ("p1", "p2"), "completeness": float("nan"), "note": ""}
+        for n in results
+    }
+    kept = json.loads(json.dumps(comparison_json(results, shown, measured), allow_nan=False))
+    assert kept["held_out_and_completeness"]["eap"] == {
+        "held_out_mean_ndf": 0.5, "n_paraphrases": 2, "paraphrases": ["p1", "p2"], "completeness": None, "note": ""
+    }  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(render_curves(results))))
+    assert {r["curve"] for r in rows} == {"eap", "eap-ig"}
+    name = comparison_name(results, "comparison", "json", budget)
+    assert name.startswith(f"comparison_eap-vs-eap-ig_budget-{budget}_") and name.endswith(".json")
+
+
+def render_curves(results) -> str:
+    from circuitviz import render
+
+    first = next(iter(results.values()))
+    return render.curves_csv({n: r.curve for n, r in results.items()}, first.graph.n_edges)

@@ -17,6 +17,7 @@ from ..methods.registry import default_comparison, method_traits
 from ..render.vis import framed_alike
 from . import loaders, result_view, state
 from .caveats import caveats
+from .compare_downloads import comparison_downloads
 from .inputs import budget_check, fit_budgets_box, shared_settings, unknown_in_link_sentence
 from .result_figures import METRIC_HELP
 
@@ -499,4 +500,5 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     )
     if measured is not None:
         measured_table(results, budget, measured)
+    comparison_downloads(results, shown, measured)
     state.write_to_url(["budget"])
