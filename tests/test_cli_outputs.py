@@ -2,6 +2,7 @@
 ``--neuronpedia``) show and, when it chose that budget itself, why, once; and what ``--help`` says of
 the commands and flags, against what they do."""
 
+import functools
 import json
 
 import pytest
@@ -98,3 +99,22 @@ def test_the_help_of_paraphrases_says_the_command_line_reads_a_file(capsys):
     text = " ".join(capsys.readouterr().out.split())
     said = text[text.rindex("--paraphrases SETTING_PARAPHRASES") :][:300]
     assert "--paraphrases FILE reads them from that file" in said
+
+
+def test_the_sentences_printed_send_no_one_to_the_apps_slider(tmp_path, capsys, tiny, monkeypatch):
+    """The opening sentences are the app's, and the app's end "Larger budgets are on the slider and
+    the curve." or "(at 5,000 units, on the slider)": discover printed them as they were, for a page
+    with neither; the larger budgets are in discover's own table."""
+    import circuitviz.render as render
+
+    small = functools.partial(render.opening_view, max_edges=10)  # the 20-edge circuit is too big to read
+    monkeypatch.setattr(render, "opening_view", small)
+    printed = _discover(tmp_path, capsys, "--html", str(tmp_path / "g.html"))
+    assert "Larger budgets are in discover's table." in printed and "slider" not in printed
+    positions = ["--positions", "--budgets", "5,20,300", "--html", str(tmp_path / "p.html")]
+    printed = _discover(tmp_path, capsys, *positions)
+    assert "units, in discover's table)" in printed and "slider" not in printed
+    # the app's pages keep their own words
+    assert render.opening_view([{"budget": 5, "n_edges": 3, "ndf": 0.2}]).reason.endswith(
+        "Larger budgets are on the slider and the curve."
+    )

@@ -13,6 +13,8 @@ from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
 from ..positions.present import readable_position_budget, result_attribution_graph
 
+LARGER_AT = "in discover's table"  # where a command line user finds the budgets the drawing passed over
+
 
 def write_position_outputs(
     model, result, html: Path | None, neuronpedia: Path | None, budget: int | None
@@ -23,7 +25,7 @@ def write_position_outputs(
 
     reason = ""
     if budget is None:
-        chosen = readable_position_budget(result)
+        chosen = readable_position_budget(result, larger_at=LARGER_AT)
         budget, reason = chosen.budget, chosen.reason
         print(reason)
     prepared = prepare_task(model, result.task)
@@ -49,7 +51,7 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     from ..render import opening_view, result_graph_html  # plotly loads only to draw a page
 
     if budget is None:
-        chosen = opening_view(result.curve)
+        chosen = opening_view(result.curve, larger_at=LARGER_AT)
         budget = chosen.budget
         print(chosen.reason)
     labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))

@@ -39,9 +39,10 @@ def nodes_at_budgets(result) -> dict[int, int]:
 
 
 def readable_position_budget(
-    result, max_nodes: int = READABLE_NODES, threshold: float = READABLE_NDF
+    result, max_nodes: int = READABLE_NODES, threshold: float = READABLE_NDF, larger_at: str = "on the slider"
 ) -> ReadableBudget:
-    """The budget the view opens at, by the rule of this module."""
+    """The budget the view opens at, by the rule of this module; ``larger_at`` says where the larger
+    budgets are shown (the app's slider; the command line's table)."""
     if not result.curve:
         raise ValueError("This result has no faithfulness curve; run it at one budget at least.")
     sizes = nodes_at_budgets(result)
@@ -57,7 +58,7 @@ def readable_position_budget(
             )
     faithful = [p for p in points if p.ndf >= threshold]
     where = (
-        f"the smallest that does has {sizes[faithful[0].budget]} nodes (at {faithful[0].budget:,} units, on the slider)"
+        f"the smallest that does has {sizes[faithful[0].budget]} nodes (at {faithful[0].budget:,} units, {larger_at})"
         if faithful
         else "no budget of this run reaches it; add larger budgets"
     )

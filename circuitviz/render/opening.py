@@ -32,11 +32,17 @@ def edges_at(point) -> str:
     return f"{kept:,} edges" + ("" if kept == budget else f" (budget {budget:,})")
 
 
-def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: float = 0.8) -> OpeningView:
+def opening_view(
+    curve: Sequence,
+    max_edges: int = READABLE_EDGES,
+    good_ndf: float = 0.8,
+    larger_at: str = "on the slider and the curve",
+) -> OpeningView:
     """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
     ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
     of at most ``max_edges`` edges (the smaller on a tie), else the smallest budget. The sentence
-    says which, with the figures it read off the curve."""
+    says which, with the figures it read off the curve, and where the larger budgets are shown
+    (``larger_at``: the app's slider and curve; the command line's table)."""
     points = [p for p in sorted(curve, key=lambda p: _value(p, "budget")) if not math.isnan(_value(p, "ndf"))]
     if not points:
         points = sorted(curve, key=lambda p: _value(p, "budget"))
@@ -83,7 +89,7 @@ def opening_view(curve: Sequence, max_edges: int = READABLE_EDGES, good_ndf: flo
         f"Larger budgets add nothing: the circuit stops growing at {stop[0]:,} edges (every budget from "
         f"{stop[1]:,} to {stop[2]:,} keeps {stop[0]:,})."
         if stop is not None and stop[0] == int(_value(best, "n_edges"))
-        else "Larger budgets are on the slider and the curve."
+        else f"Larger budgets are {larger_at}."
     )
     return OpeningView(
         int(_value(best, "budget")),
