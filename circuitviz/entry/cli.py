@@ -93,9 +93,16 @@ def _add_completeness_argument(parser) -> None:
     )
 
 
+def program_name(argv0: str | None = None) -> str:
+    """How the user started the command line, for its usage lines: ``circuitviz`` (the installed
+    script) or ``python -m circuitviz`` (the module; argv[0] is then its ``__main__.py``)."""
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "circuitviz" if name in ("circuitviz", "circuitviz.exe") else "python -m circuitviz"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = BriefParser(
-        prog="python -m circuitviz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=program_name(), description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
