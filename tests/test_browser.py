@@ -502,8 +502,11 @@ def _compare(page, browser, app_url, cache, figures, result) -> None:
         ).count()
         == 1
     )
-    # one line under each graph, whichever of its three forms the circuits call for
-    drawn = re.compile(r"drawn bold, the shared ones thin|so all are drawn (bold|thin)\.")
+    # one line under each graph, whichever of its three forms the circuits call for (the page's own
+    # caption says "drawn bold, the shared ones thin" too, without the "NDF ... with N edges" head)
+    drawn = re.compile(
+        r"NDF [\d.-]+ with .*(drawn bold, the shared ones thin|so all are drawn (bold|thin))\."
+    )
     assert page.get_by_text(drawn).count() == 2
     figures["compare_shown"] = {
         "budget": shown_budget,
