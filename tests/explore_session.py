@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from circuitviz.bench.toy_models import IOI_TASK
 
-QUERY = {
+# the tiny IOI task as a link gives it (the AppTest pages' shared start)
+LINK = {
     "prompt": IOI_TASK.clean,
     "corrupted": IOI_TASK.corrupted,
     "answer": " Mary",
     "foil": " John",
-    "method": "eap",
     "budgets": "5,10,20,40",
 }
+QUERY = {**LINK, "method": "eap"}
 
 
 def explore_session(query: dict | None = None):

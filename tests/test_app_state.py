@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from explore_session import LINK  # noqa: E402
 from graph_data import graph_data  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
@@ -26,13 +27,7 @@ from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
 from circuitviz.ui import bon  # noqa: E402
 
 TIMEOUT = 300
-BASE = {
-    "prompt": IOI_TASK.clean,
-    "corrupted": IOI_TASK.corrupted,
-    "answer": " Mary",
-    "foil": " John",
-    "budgets": "5,10,20,40",
-}
+BASE = dict(LINK)  # the tiny IOI task's link (explore_session)
 
 
 pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)

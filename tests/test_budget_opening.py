@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
+from explore_session import LINK  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
@@ -17,13 +18,7 @@ from circuitviz.models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # noqa: 
 from circuitviz.ui.result_view import GOOD_NDF  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
-BASE = {
-    "prompt": IOI_TASK.clean,
-    "corrupted": IOI_TASK.corrupted,
-    "answer": " Mary",
-    "foil": " John",
-    "budgets": "5,10,20,40",
-}
+BASE = dict(LINK)  # the tiny IOI task's link (explore_session)
 OTHER_MODEL = next(m for m in SUPPORTED_MODELS if m != EMBEDDED_MODEL and not SUPPORTED_MODELS[m].needs_hub)
 
 
