@@ -33,7 +33,7 @@ def _where_they_do(result, good_ndf: float = 0.8) -> str:
     circuit short of the whole model was at NDF 0.11)."""
     graph = getattr(result, "graph", None)
     total = graph.n_edges if graph is not None else None
-    short = [p for p in result.curve if total is None or p.n_edges < total]
+    short = [p for p in result.curve if (total is None or p.n_edges < total) and p.ndf == p.ndf]  # NaN out
     if any(p.ndf >= good_ndf for p in short):
         return f"the curve below shows the budgets where they do (NDF {good_ndf:g} or more)"
     if not short:
