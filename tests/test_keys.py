@@ -67,3 +67,20 @@ def test_the_pages_code_is_not_in_the_digest_and_keys_nothing(monkeypatch, tmp_p
 def test_a_process_key_is_stable_and_holds_no_engine():
     assert keys.process_key(a=1, b=[2]) == keys.process_key(b=[2], a=1) != keys.process_key(a=2, b=[2])
     assert keys.process_key(a=1) != keys.content_key(a=1)  # the stored kind holds the engine too
+
+
+def test_nothing_that_computes_what_is_stored_imports_the_display_only_folders():
+    """``render/`` and ``export/`` are out of the digest, so a stored figure must never pass through
+    them: only the pages, the drawings and exports themselves and the command line's file writer
+    (``entry/outputs.py``, which writes ``--html`` and ``--neuronpedia`` files, never stored) may
+    import them."""
+    package = keys.PACKAGE
+    import re
+
+    pattern = re.compile(r"^\s*(from|import)\s+(circuitviz\.|\.+)(render|export)\b", re.MULTILINE)
+    allowed = {"entry/outputs.py"}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.split("/")[0] in keys.DISPLAY_ONLY or relative in allowed:
+            continue
+        assert not pattern.search(path.read_text(encoding="utf-8")), relative

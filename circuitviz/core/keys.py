@@ -4,9 +4,10 @@ matrix, a memo). A leaf module, so everything that keys what it keeps imports on
 Every key also holds the engine: the package's version and a digest of its source files, so a
 result stored by other code (an upgrade, or any change to a method, the evaluator or the model
 assembly) is never served as this code's: the version alone never changed while the figures did.
-The app's pages (``ui/``) are left out: they only display what the store holds (what they read
-before a run is computed and stored by ``entry.memos``), so an edit to a page keeps every stored
-result valid instead of recomputing them all."""
+The app's pages (``ui/``), the drawings (``render/``) and the exports (``export/``) are left out:
+they only display or write out what the store holds (what the pages read before a run is computed
+and stored by ``entry.memos``), so an edit to a page, a drawing or an export keeps every stored
+result valid instead of recomputing them all after the server restarts."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from pathlib import Path
 from .. import __version__
 
 PACKAGE = Path(__file__).resolve().parent.parent
-DISPLAY_ONLY = ("ui",)  # the package's folders left out of the digest: nothing they hold is stored
+# the package's folders left out of the digest: nothing they hold is stored, and nothing that
+# computes what is stored imports them (tests/test_keys.py)
+DISPLAY_ONLY = ("ui", "render", "export")
 
 
 @functools.cache
