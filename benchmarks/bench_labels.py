@@ -74,7 +74,7 @@ def timings_quality_steering(args, model, spec, saes, figures: dict) -> None:
         print(
             f"{labelled.layer:>5} {labelled.d_sae:>6} {quality.get('explained_variance', float('nan')):>9.3f} "
             f"{quality.get('l0', float('nan')):>6.1f} {quality.get('dead_fraction', float('nan')):>6.3f} "
-            f"{change['mean_abs_metric_change']:>10.3f} {change['mean_abs_clean_metric']:>9.3f} {change['sign_kept']:>9.2f}"
+            f"{change['mean_abs_metric_change']:>10.3f} {change['mean_abs_clean_metric']:>9.3f} {change['sign_kept']:>9.1%}"
         )
 
     print("\nSteering: zero the 5 features m9 drives most on", repr(task.clean))
