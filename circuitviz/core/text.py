@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 
 def shown(text: str, limit: int = 60) -> str:
@@ -124,6 +124,12 @@ def score_text(value: float) -> str:
     """A score to three decimals, never "-0.000" (a value that rounds to 0 is 0)."""
     text = f"{value:.3f}"
     return "0.000" if text == "-0.000" else text
+
+
+def joined(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c' (items as given: quote or escape them first)."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

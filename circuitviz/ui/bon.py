@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.text import counted, rough_duration
+from ..core.text import counted, joined, rough_duration
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
@@ -316,7 +316,7 @@ def next_run_sentence(count: int, left_out: list[tuple[str, str]]) -> str:
     held = f"The form above now holds {counted(count, 'paraphrase')} (source: file)"
     if left_out:
         names = [pair for pair, _ in left_out]
-        named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        named = joined(names)
         one = len(left_out) == 1
         why = (
             left_out[0][1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.text import joined
 from ..methods.registry import method_traits
 
 
@@ -72,14 +73,10 @@ def fitted_methods_sentence(fitted: dict[str, tuple[str, str]], table: str | Non
         variants.append(f"{name}, a variant of {fitted[base][0]}" if base else name)
     absent = [fitted[name][0] for name in fitted if name not in marked]
     if variants:
-        sentence += f" Table (a) also marks {_and(variants)}."
+        sentence += f" Table (a) also marks {joined(variants)}."
     if absent:
-        sentence += f" Table (a) has no row for {_and(absent)}."
+        sentence += f" Table (a) has no row for {joined(absent)}."
     return sentence
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def subordinate_headings(markdown: str) -> str:

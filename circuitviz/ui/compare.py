@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_sentence, markdown_text, score_text
+from ..core.text import counted, joined, markdown_sentence, markdown_text, score_text
 from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
@@ -125,7 +125,7 @@ def not_run_sentence(chosen: list[str], results: dict) -> str:
     missing = [method_title(name) for name in chosen if name not in results]
     if not missing:
         return ""
-    names = _joined(missing)
+    names = joined(missing)
     verb = "has" if len(missing) == 1 else "have"
     return markdown_sentence(
         f"{names} {verb} no result for this prompt yet, so the comparison below leaves "
@@ -184,7 +184,7 @@ def corruption_line(results: dict) -> str:
     if not without:
         return ""
     one = len(without) == 1
-    names = _joined(without)
+    names = joined(without)
     return (
         f"{names} {'needs' if one else 'need'} no corrupted prompt to find {'its circuit' if one else 'their circuits'}"
         f"; {'its' if one else 'their'} NDF, necessity and curve here are measured as every method's, against "
@@ -344,11 +344,6 @@ def measured_table(results: dict, budget: int, measured: dict) -> None:
     )
 
 
-def _joined(names: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def held_out_sets_sentence(measured: dict) -> str:
     """Which paraphrases each method's held-out mean rests on: the first ``n`` kept that its method
     never used, so a method that used some is measured partly on others than the rest (the caption
@@ -368,7 +363,7 @@ def held_out_sets_sentence(measured: dict) -> str:
     ]
     return (
         "Each held-out NDF is the mean over the first n kept paraphrases its method never used, so "
-        f"the means rest on different paraphrases: {_joined(alike)} on {'the same ' if len(alike) > 1 else ''}"
+        f"the means rest on different paraphrases: {joined(alike)} on {'the same ' if len(alike) > 1 else ''}"
         f"{len(common)}; "
         f"{'; '.join(differ)}."
     )
