@@ -434,6 +434,23 @@ def test_known_parts_map_their_reports_into_the_work():
     assert fraction == pytest.approx((1.0 + 20.0 * (0.1 + 0.9 * 0.5)) / 22.0)
 
 
+def test_edge_pruning_is_priced_from_paraphrase_pruning_until_it_has_runs_of_its_own():
+    """The two run one learning loop: Edge Pruning's first estimate on the embedded model came
+    from every method's median rate, 2.3x its run (2026-12-06)."""
+    from circuitviz.entry import calibration
+    from circuitviz.entry.limits import estimate_run
+
+    model = _tiny_loader("", "")
+    first = estimate_run(model, "paraphrase-pruning", None, n_tokens=15, n_budgets=4)
+    calibration.record("cpu", "eap", 1e9, 1.0)  # another method's, ten times faster
+    calibration.record("cpu", "paraphrase-pruning", first.flops, 10.0)
+    edge = estimate_run(model, "edge-pruning", None, n_tokens=15, n_budgets=4)
+    assert "of paraphrase-pruning" in edge.priced and "same passes" in edge.priced
+    assert edge.seconds == pytest.approx(edge.flops / (first.flops / 10.0))
+    calibration.record("cpu", "edge-pruning", edge.flops, 2.0)
+    assert "1 edge-pruning run" in estimate_run(model, "edge-pruning", None, n_tokens=15, n_budgets=4).priced
+
+
 def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypatch):
     from circuitviz.entry import calibration
     from circuitviz.entry.limits import estimate_run, priced_with_stored_work
@@ -445,7 +462,8 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
     timings = {"clean_corrupted_s": 0.5, "paraphrases_s": 1.5, "scoring_s": 6.0, "evaluation_s": 2.0}
     calibration.record("cpu", "bon", first.flops, 10.0, timings=timings)
     ibon = estimate_run(model, "ibon", settings, n_tokens=15, n_budgets=4)
-    assert "family" in ibon.priced and ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
+    assert "priced from 1 run of bon (the same passes as this method)" in ibon.priced
+    assert ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
     monkeypatch.setattr(bon, "stored_pairs", lambda *args: (True, True))
     priced = priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
     stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.text import counted
+from ..core.text import counted, joined
 from ..services import assets
 from .cpu_share import IDLE
 
@@ -45,6 +45,7 @@ class Rate:
     other_models: bool = False  # the runs were of other models (none of this one yet)
     quiet_only: bool = False  # runs that began beside other work were left out (``_quiet``)
     scaled: bool = False  # other models' runs scaled by a forward pass of each model timed here
+    kin: tuple[str, ...] = ()  # source 'family': the methods whose runs priced it
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
@@ -66,7 +67,7 @@ class Rate:
         if self.source == "method":
             return f"priced from {counted(self.runs, f'{method} run')}{where}"
         if self.source == "family":
-            return f"priced from {runs} of its family's other variants{where}"
+            return f"priced from {runs} of {joined(self.kin)} (the same passes as this method){where}"
         if self.source == "device":
             return f"priced from {runs} of other methods{where}"
         if self.source == "probe":
@@ -287,9 +288,11 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
         own, quiet = _quiet(kept(method))
         if own:
             return Rate(_median_rate(own), len(own), "method", other, quiet, scaled)
-        kin, quiet = _quiet([run for name in family if name != method for run in kept(name)])
+        pairs = [(name, run) for name in family if name != method for run in kept(name)]
+        kin, quiet = _quiet([run for _, run in pairs])
         if kin:
-            return Rate(_median_rate(kin), len(kin), "family", other, quiet, scaled)
+            names = tuple(dict.fromkeys(name for name, run in pairs if any(run is k for k in kin)))
+            return Rate(_median_rate(kin), len(kin), "family", other, quiet, scaled, names)
         others = {name: kept(name) for name in by_method if name != PROBE}
         others = {name: runs for name, runs in others.items() if runs}
         if others:

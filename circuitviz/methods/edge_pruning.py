@@ -146,6 +146,9 @@ def _paraphrase_check(ctx: RunContext, config: EdgePruningConfig, circuits: torc
 @register
 class EdgePruning(Method):
     name = "edge-pruning"
+    # the same learning loop (methods/mask_learning.py): until this method has runs of its own, priced
+    # from paraphrase pruning's rather than every method's (Edge Pruning's first estimate was 2.3x its run)
+    calibration_family = ("paraphrase-pruning",)
     label = "Edge Pruning (learned masks)"
     # a near-tie of two logits that rounds one way on the CPU and the other on a GPU changes one
     # step's hard mask, and the final logits (the scores) with it; on an H200 (2026-12-01) the
