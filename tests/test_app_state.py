@@ -310,10 +310,33 @@ def test_a_word_without_the_models_leading_space_is_offered_the_fix(monkeypatch)
     monkeypatch.setattr(loaders, "next_tokens", lambda *args, **kwargs: [(" Mary", 0.3), (" John", 0.2)])
     at = _app(method="eap").run()
     at.text_input(key="w.answer").set_value("Mary").run()
-    assert any("' Mary' with a leading space (30.0%)" in w.value for w in at.warning)
+    assert any("' Mary' with a leading space (30.0%)" in w.value.replace("\\", "") for w in at.warning)
     at = _click(at, "Use ' Mary'")
     assert not at.exception, at.exception
     assert at.text_input(key="w.answer").value == " Mary" and not at.warning
+
+
+def test_a_foil_without_its_space_is_flagged_when_neither_token_is_among_the_likely_ones(monkeypatch):
+    """A foil typed 'was' after 'The keys to the old wooden cabinet' ran unsaid as the token 'was'
+    (the logit difference against a token the model hardly writes there, +12.5): the hint looked
+    only among the 8 likely next tokens, where neither 'was' nor ' was' is. It weighs both now."""
+    import circuitviz.entry.spaces as spaces
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setattr(loaders, "next_tokens", lambda *args, **kwargs: [(" Mary", 0.3), (" the", 0.2)])
+    # the tiny model's tokenizer splits on white space ('John' is ' John'): a real one's rule stands in
+    monkeypatch.setattr(spaces, "takes_space", lambda model, prompt, token: token == "John")
+    chances = {" John": 0.004, "John": 0.00001}
+    monkeypatch.setattr(loaders, "token_probability", lambda m, i, p, token: (chances[token], " Mary", 0.3))
+    at = _app(method="eap").run()
+    at.text_input(key="w.foil").set_value("John").run()
+    assert any("' John' with a leading space (0.4%)" in w.value.replace("\\", "") for w in at.warning)
+    at = _click(at, "Use ' John'")
+    assert not at.exception, at.exception
+    assert at.text_input(key="w.foil").value == " John"
+    chances.update({" John": 0.00001, "John": 0.004})  # the word alone the likelier: the user's choice
+    at.text_input(key="w.foil").set_value("John").run()
+    assert not any("leading space" in w.value for w in at.warning)
 
 
 def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_run():

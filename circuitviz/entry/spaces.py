@@ -26,17 +26,18 @@ def missing_spaces(model, task: PromptTask) -> tuple[tuple[str, str], ...]:
     """(role, token) for the task's answer and foils that are a word without its leading space
     where the prompt ends in a word and the tokenizer makes the word with the space another
     single token (a tokenizer that splits on white space gives both one id: nothing to say)."""
-    last = task.clean[-1:]
-    if not last or not (last.isalnum() or last in WORD_ENDS):
-        return ()
-    found = []
-    for role, token in (("answer", task.answer), *(("foil", foil) for foil in task.foils)):
-        if not token or not token[0].isalnum():
-            continue
-        spaced = _ids(model, " " + token)
-        if len(spaced) == 1 and spaced != _ids(model, token):
-            found.append((role, token))
-    return tuple(found)
+    roles = (("answer", task.answer), *(("foil", foil) for foil in task.foils))
+    return tuple((role, token) for role, token in roles if takes_space(model, task.clean, token))
+
+
+def takes_space(model, prompt: str, token: str) -> bool:
+    """Whether ``token`` is a word written without the leading space it takes after ``prompt``:
+    the prompt ends in a word and the tokenizer makes the word with the space another single token."""
+    last = prompt[-1:]
+    if not last or not (last.isalnum() or last in WORD_ENDS) or not token or not token[0].isalnum():
+        return False
+    spaced = _ids(model, " " + token)
+    return len(spaced) == 1 and spaced != _ids(model, token)
 
 
 def foil_space_notes(model, task: PromptTask) -> list[str]:

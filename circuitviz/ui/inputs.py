@@ -263,7 +263,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             st.error(markdown_sentence(problem))  # may quote the user's text
             problems.append(problem)
         else:
-            token_line(model, "answer", answer, probability)
+            token_line(model, "answer", answer, probability, (model_id, prompt))
             unlikely = unlikely_answer(model, model_id, prompt, answer, probability)
             if unlikely:
                 st.warning(markdown_sentence(unlikely))  # may quote the user's text
@@ -276,7 +276,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             st.error(markdown_sentence(problem))  # may quote the user's text
             problems.append(problem)
         elif foil:
-            token_line(model, "foil", foil, probability)
+            token_line(model, "foil", foil, probability, (model_id, prompt))
             if session.foil_note and foil == (session.foil_proposed or foil):
                 st.caption(session.foil_note)
     return answer, foil, metric, problems
@@ -309,12 +309,26 @@ def unlikely_answer(
     return unlikely_answer_sentence(answer, chance, top, top_chance, way_out)
 
 
-def token_line(model, role: str, token: str, probability: dict[str, float]) -> None:
+def token_line(model, role: str, token: str, probability: dict[str, float], after=None) -> None:
     """Under an answer or foil box: the token as a chip with its spaces shown (a leading space is
     invisible in the box), the model's probability of it, and, for a word typed without the
-    space the model's token has (' Mary' typed 'Mary'), one sentence and a button that adds it."""
+    space the model's token has (' Mary' typed 'Mary'), one sentence and a button that adds it.
+    ``after``: (model id, prompt), to weigh a word and its spaced token that are not among the
+    likely ones (a foil 'was' for ' was' after a prompt ending in a word)."""
     # here, not at the top: keeps torch out of the first paint
     from .. import render
+    from ..entry.spaces import takes_space
+
+    spaced = " " + token
+    if (
+        after
+        and token not in probability
+        and spaced not in probability
+        and takes_space(model, after[1], token)
+    ):
+        found = {each: loaders.token_probability(model, *after, each)[0] for each in (token, spaced)}
+        if found[spaced] > found[token]:  # the spaced word is the likelier: said below, with its figure
+            probability = {**probability, spaced: found[spaced]}
 
     chance = f" · the model gives it {100 * probability[token]:.1f}%" if token in probability else ""
     st.markdown(
@@ -324,9 +338,14 @@ def token_line(model, role: str, token: str, probability: dict[str, float]) -> N
     spaced = missing_space(model, token, probability)
     if spaced is None:
         return
+    share = 100 * probability[spaced]
+    share = f"{share:.1f}%" if share >= 0.1 else f"{share:.2g}%"
     st.warning(
-        f"The model's token is {shown_token(spaced, 30)} with a leading space "
-        f"({100 * probability[spaced]:.1f}%); {shown_token(token, 30)} without it is another token, which the model does not rank among its likely next tokens."
+        markdown_sentence(  # quotes the user's text
+            f"The model's token is {shown_token(spaced, 30)} with a leading space ({share}); "
+            f"{shown_token(token, 30)} without it is another token, which the model does not rank among its "
+            "likely next tokens."
+        )
     )
     st.button(
         f"Use {spaced!r}",
