@@ -127,3 +127,31 @@ def test_usage_lines_name_the_command_as_it_was_started():
     assert program_name("/usr/local/bin/circuitviz") == "circuitviz"
     assert program_name("/work/circuitviz/__main__.py") == "python -m circuitviz"
     assert program_name("-m") == "python -m circuitviz"
+
+
+def test_a_prompt_no_template_family_knows_is_said_once(tmp_path, capsys, tiny):
+    """paraphrase-pruning on a prompt outside the template families printed the same sentence
+    ('The prompt matches none of the built-in template families ...') twice: in the method's own
+    lines and again under the held-out transfer."""
+    argv = [
+        "discover",
+        "--prompt",
+        "the cat sat on the",
+        "--corrupted",
+        "the ball sat on the",
+        "--answer",
+        " mat",
+        "--foil",
+        " park",
+        "--method",
+        "paraphrase-pruning",
+        "--budgets",
+        "5",
+        "--out",
+        str(tmp_path / "c.json"),
+    ]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    family = [line for line in printed if "matches none of the built-in template families" in line]
+    assert len(family) == 1, printed
+    assert "  budget 5: none measured" in printed

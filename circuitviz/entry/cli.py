@@ -322,8 +322,9 @@ def cmd_discover(args) -> int:
         print(
             "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
         )
-    if result.details is not None:
-        print("\n".join(result.details.report_lines(result)))
+    said = result.details.report_lines(result) if result.details is not None else []
+    if said:
+        print("\n".join(said))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if pairs is None and settings.get("paraphrase_source") == "file":
@@ -331,7 +332,8 @@ def cmd_discover(args) -> int:
     for line in transfer_report(
         model, result, args.transfer_paraphrases, 5 if args.out else 0, pairs, args.max_tokens
     ):
-        print(line)
+        if line not in said:  # a sentence the method's lines just said (no template family) is said once
+            print(line)
     if args.out:
         part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
         part.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
