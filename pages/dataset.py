@@ -86,6 +86,6 @@ with curves_tab:
 with consensus_tab:
     ui.consensus(batch, label, folder, stamp, budget, threshold, view)
 with clusters_tab:
-    found = ui.clusters(batch, label, folder, stamp, budget, threshold)
+    found = ui.clusters(batch, label, folder, stamp, budget, threshold, len(view["sizes"]))
 with prompts_tab:
     ui.prompts(batch, label, budget, view, found)

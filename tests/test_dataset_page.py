@@ -109,6 +109,8 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     rows = batch.rows(label).to_pylist()
     assert list(prompts["NDF"]) == pytest.approx([row["ndf"][3] for row in rows])
     # one click on a row opens that prompt on Explore, which finds the batch's result in the store
+    at.session_state["dataset.budget"] = budget = 10  # not the result's own opening budget
+    at.run()
     at.session_state["dataset.prompts.0.False"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     assert not at.exception, at.exception
@@ -121,6 +123,8 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     assert opened.task.clean == rows[2]["clean"] and opened.config == {"ig_steps": 3}
     assert opened.timings["batch_tasks"] == 4  # the batch's own result, read from the store
     assert [point.ndf for point in opened.curve] == pytest.approx(rows[2]["ndf"])
+    # at the page's budget, whose NDF and edges the row showed (it opened at its own readable one)
+    assert at.session_state["budget"] == budget
 
 
 def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
@@ -350,3 +354,43 @@ def test_a_series_is_named_by_what_sets_it_apart():
         "x (a=1, b=2)": "x (b=2)",
         "x (a=1, b=3)": "x (b=3)",
     }
+
+
+def test_a_small_batch_of_a_typed_file_says_what_it_left_out_and_shows_its_ids_as_typed(batch_folder):
+    """A batch of two prompts from a file with two lines that were no tasks: the page names those
+    lines (it said nothing of them), shows an id holding markdown as typed where its circuit is
+    empty, says that two prompts do not cluster (it drew '1 clusters (the number chosen)' with a
+    silhouette of 0 for one prompt), and counts one failed prompt as one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = batch_folder / "results.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()[:3]
+    rows[0]["task_id"] = "**p0** [a](http://x)"
+    rows[0]["edges_kept"] = [0, *rows[0]["edges_kept"][1:]]  # nothing kept at budget 4
+    rows[2].update(status="failed", error="The answer is 2 tokens, not one.")
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    manifest = json.loads((batch_folder / "manifest.json").read_text())
+    manifest["dataset"] = {
+        "source": "/data/tasks.jsonl",
+        "problems": ["line 4 is not valid JSON (Expecting value at column 1).", "line 5 has no 'answer'."],
+    }
+    (batch_folder / "manifest.json").write_text(json.dumps(manifest))
+    assert ui.left_out(manifest)[0] == (
+        "2 lines of tasks.jsonl were left out before the batch ran, as not tasks: no figure on this "
+        "page is of them."
+    )
+    at = _dataset(batch_folder)
+    at.session_state["dataset.budget"] = 4
+    at.run()
+    assert not at.exception, at.exception
+    labels = [e.label for e in at.expander]
+    assert markdown_text(ui.left_out(manifest)[0]) in labels and "1 prompt failed" in labels
+    assert any(m.value == markdown_text("line 5 has no 'answer'.") for m in at.markdown)
+    captions = [c.value for c in at.caption]
+    assert any(
+        c.startswith(markdown_text("**p0** [a](http://x) keeps no edge at budget 4")) for c in captions
+    )
+    assert "Clustering needs at least 3 prompts with a circuit at budget 4; this batch has 2." in captions
+    assert any("of the 2 prompts' circuits at budget 4" in m.value for m in at.markdown)

@@ -82,10 +82,12 @@ def test_the_prompts_figures_answer_and_prompt_fit_1000_px_and_an_empty_circuit_
     empty = table.value[table.value["edges kept"] == 0]
     assert list(empty["id"]) == ["ioi-00120"] and list(empty["NDF"]) == [0.0]
     (sentence,) = [c.value for c in at.caption if "keeps no edge" in c.value]
+    # the ids are the dataset file's, as typed: the sentence reaches markdown escaped
     assert sentence.startswith(
-        "ioi-00120 keeps no edge at budget 103 (sort by edges to find it): the 103 edges"
+        markdown_text("ioi-00120 keeps no edge at budget 103 (sort by edges to find it): the 103 edges")
     )
-    assert "hold no path from the input to the logits" in sentence and sentence.endswith("its NDF is 0.000.")
+    assert "hold no path from the input to the logits" in sentence
+    assert sentence.endswith(markdown_text("its NDF is 0.000."))
 
 
 def test_the_empty_circuits_sentence_names_five_and_counts_the_rest():

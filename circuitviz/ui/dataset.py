@@ -141,10 +141,12 @@ def explore_problem(manifest: dict) -> str | None:
     )
 
 
-def open_in_explore(row: dict, manifest: dict) -> None:
+def open_in_explore(row: dict, manifest: dict, budget: int | None = None) -> None:
     """Open a table row in Explore (``state.open_task``) with the batch's model, method, settings
     and budgets, its own answer, foil and corrupted prompt, and have Explore run it when it opens
-    (it comes straight from the result store when the batch kept the result there)."""
+    (it comes straight from the result store when the batch kept the result there). ``budget``:
+    the page's, so Explore shows the circuit whose NDF and edges the row showed (it opened at its
+    own readable budget: a row read at budget 103 opened on a graph of budget 20)."""
     config = json.loads(row["config"]) if isinstance(row["config"], str) else dict(row["config"])
     state.open_task(
         {
@@ -159,6 +161,7 @@ def open_in_explore(row: dict, manifest: dict) -> None:
         settings=config,
         budgets=budgets_text(manifest["budgets"]),
         corrupted_note=f"The corrupted prompt of {row['task_id']} in the batch.",
+        budget=budget,
     )
 
 
@@ -182,6 +185,24 @@ def refusal(row: dict) -> str | None:
     return gap_problem(task, float(clean), float(corrupted))
 
 
+def left_out(manifest: dict) -> tuple[str, list[str]] | None:
+    """(one sentence, each line's reason) for the dataset file's lines the batch left out before it
+    ran (not JSON, no answer, a repeated id...: the manifest's ``dataset.problems``), or None. The
+    command printed them once; the page showed 4 prompts of a 7-line file and said nothing of the
+    2 lines it never ran."""
+    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
+    problems = dataset.get("problems")
+    if not isinstance(problems, list) or not problems:
+        return None
+    source = Path(str(dataset.get("source") or "the dataset file")).name
+    lines = counted(len(problems), "line")
+    return (
+        f"{lines} of {source} {'was' if len(problems) == 1 else 'were'} left out before the batch ran, "
+        "as not tasks: no figure on this page is of them.",
+        [str(problem) for problem in problems],
+    )
+
+
 # ----- the page's sections ------------------------------------------------------------------------
 def headline(batch, label: str, folder: str, stamp: float) -> bool:
     """How many stored tasks pass the validity check (the figures are over those), then prompts
@@ -195,11 +216,16 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     found = validity(batch, label)
     if not found["passing"]:
         st.warning(
-            f"None of the {done:,} stored tasks of {label} passes the validity check, so the atlas has "
+            f"None of the {done:,} stored tasks of {markdown_text(label)} passes the validity check, so the atlas has "
             "no figure to show; pick another method or atlas, or rerun the batch on meaningful tasks."
         )
         return False
     st.write(validity_sentence(found))
+    skipped = left_out(batch.manifest)
+    if skipped:  # the file's own lines, as the command printed them: never markup
+        with st.expander(markdown_text(skipped[0])):
+            for line in skipped[1]:
+                st.markdown(markdown_text(line))
     scores = mib(folder, stamp, label)
     columns = st.columns(4)
     failed = rows.num_rows - done
@@ -305,9 +331,12 @@ def consensus(
 
     edges, spec = view["consensus"], batch.spec
     point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
+    n = len(view["sizes"])
+    whose = "the one prompt's circuit" if n == 1 else f"the {n:,} prompts' circuits"
     st.write(
-        f"**{len(edges):,} edges** are in at least {threshold:.0%} of the {len(view['sizes']):,} prompts' "
-        f"circuits at budget {budget:,}; a prompt's circuit and it have a Jaccard similarity of "
+        f"**{counted(len(edges), 'edge')}** {'is' if len(edges) == 1 else 'are'} in at least {threshold:.0%} "
+        f"of {whose} at budget {budget:,}; a prompt's circuit "
+        "and it have a Jaccard similarity of "
         f"{view['jaccard'].mean():.2f} on average (the edges they share over the edges of either)."
     )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
@@ -379,14 +408,31 @@ def clusters_sentence(found: dict, budget: int, auto: bool) -> str:
     )
 
 
-def clusters(batch, label: str, folder: str, stamp: float, budget: int, threshold: float) -> dict:
-    """The prompts' clusters: the map, the similarity between clusters, the UpSet of their consensus."""
+MIN_CLUSTERED = 3  # two clusters of one prompt each have no pair inside a cluster: no silhouette
+
+
+def clusters(
+    batch, label: str, folder: str, stamp: float, budget: int, threshold: float, n_prompts: int
+) -> dict:
+    """The prompts' clusters: the map, the similarity between clusters, the UpSet of their consensus.
+    ``n_prompts``: the prompts with a circuit at the budget. k runs from 2 to one less than that, as
+    the automatic choice tries (a batch of 4 offered 6 clusters, of 1 '1 clusters (the number
+    chosen)' with a silhouette of 0 and an empty heatmap)."""
     # here, not at the top: keeps torch out of the first paint
+    import numpy
+
     from ..render import upset_figure
     from ..render.atlas import cluster_map_figure, similarity_figure
 
+    if n_prompts < MIN_CLUSTERED:
+        st.caption(
+            f"Clustering needs at least {MIN_CLUSTERED} prompts with a circuit at budget {budget:,}; this "
+            f"batch has {n_prompts:,}."
+        )
+        return {"task_index": numpy.zeros(0, dtype=numpy.int64), "labels": numpy.zeros(0, dtype=numpy.int64)}
+    ks = list(range(2, min(6, n_prompts - 1) + 1))
     chosen = (
-        st.segmented_control("clusters", ["auto", 2, 3, 4, 5, 6], default="auto", key="dataset.k") or "auto"
+        st.segmented_control("clusters", ["auto", *ks], default="auto", key=f"dataset.k.{ks[-1]}") or "auto"
     )
     found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
     st.caption(clusters_sentence(found, budget, chosen == "auto"))
@@ -447,7 +493,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     positions = [i for i, why in enumerate(table["validity check"]) if why != "passes" or not only_refused]
     table = table.iloc[positions].reset_index(drop=True)
     st.caption(
-        f"Click a row to open that prompt in Explore (with {label} and the batch's budgets). Sort by any column. "
+        f"Click a row to open that prompt in Explore (with {markdown_text(label)} and the batch's budgets, at "
+        f"budget {budget:,}). Sort by any column. "
         f"NDF is the faithfulness of the prompt's circuit at budget {budget:,}, and the next column the edges "
         "it keeps after pruning; each header's help says what its column holds. CPR is MIB's area under the prompt's NFS curve over "
         "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
@@ -461,8 +508,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     )
     kept = table["edges kept"] == 0
     empty = empty_circuits(list(table["id"][kept]), list(table["NDF"][kept]), budget)
-    if empty:
-        st.caption(empty)
+    if empty:  # the ids are the dataset file's, as typed: never markup
+        st.caption(markdown_text(empty))
     whole = len(table) > STYLED_ROWS
     order, config = prompt_columns(
         budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10)
@@ -486,7 +533,8 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         st.error(markdown_sentence(problem))
     elif selected:
         session.dataset_opened += 1
-        open_in_explore(done.iloc[positions[selected[0]]].to_dict(), batch.manifest)  # switches to Explore
+        # switches to Explore, at this budget
+        open_in_explore(done.iloc[positions[selected[0]]].to_dict(), batch.manifest, budget)
     if refused:  # the column is narrow at 1,000 px: each sentence whole, once
         with st.expander(f"Why the check refuses {counted(refused, 'prompt')}"):
             for task_id, why in zip(table["id"], table["validity check"]):
@@ -494,5 +542,5 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
                     st.markdown(markdown_text(f"{task_id}: {why}"))
     failed = rows[rows["status"] == "failed"]
     if len(failed):
-        with st.expander(f"{len(failed)} prompts failed"):
+        with st.expander(f"{counted(len(failed), 'prompt')} failed"):
             st.dataframe(failed[["task_id", "clean", "error"]], hide_index=True, placeholder="—")

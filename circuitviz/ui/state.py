@@ -504,14 +504,16 @@ def open_task(
     foil_note: str | None = None,
     run: bool = True,
     switch: bool = True,
+    budget: int | None = None,
     **extra,
 ) -> None:
     """Open ``task`` (clean, corrupted, answer, foils, metric) in Explore: from the Gallery, a
     Dataset row, the MMLU picker, an opened file. Nothing is set now (a widget of this run may
     already hold a value): the task waits in the session and ``begin`` sets every value at the
     top of the next script run, before any widget exists. ``run``: Explore runs it on opening;
-    ``switch``: go to Explore now (inside the app's navigation); ``extra``: other fields to set
-    (``mmlu_prompt``, ``mmlu_note``)."""
+    ``switch``: go to Explore now (inside the app's navigation); ``budget``: the budget to show
+    (the Dataset row's), chosen for the first result as a link's is, else the result's own
+    opening; ``extra``: other fields to set (``mmlu_prompt``, ``mmlu_note``)."""
     session.pending_open = {
         "task": dict(task),
         "model": model,
@@ -521,6 +523,7 @@ def open_task(
         "corrupted_note": corrupted_note,
         "foil_note": foil_note,
         "run": run,
+        "budget": budget,
         "extra": extra,
     }
     if switch:
@@ -566,6 +569,8 @@ def apply_pending_open() -> None:
             Session.corrupted.key: task.get("corrupted") or "",
         },
     )
+    if pending.get("budget") is not None:  # after adopt_prompt, which drops the old prompt's
+        session.budget, session.budget_chosen = int(pending["budget"]), LINK
     session.corrupted_note = pending["corrupted_note"]
     session.corrupted_proposed = task.get("corrupted") or ""
     session.foil_note = pending["foil_note"]
