@@ -388,6 +388,11 @@ def test_a_small_batch_of_a_typed_file_says_what_it_left_out_and_shows_its_ids_a
     labels = [e.label for e in at.expander]
     assert markdown_text(ui.left_out(manifest)[0]) in labels and "1 prompt failed" in labels
     assert any(m.value == markdown_text("line 5 has no 'answer'.") for m in at.markdown)
+    # the failed prompt's reason whole (the table's column cut it at 1,000 px)
+    assert any(
+        m.value == markdown_text(f"{rows[2]['task_id']}: The answer is 2 tokens, not one.")
+        for m in at.markdown
+    )
     captions = [c.value for c in at.caption]
     assert any(
         c.startswith(markdown_text("**p0** [a](http://x) keeps no edge at budget 4")) for c in captions

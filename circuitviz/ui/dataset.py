@@ -234,6 +234,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
         f"{found['passing']:,}",
         f"{failed:,} failed" if failed else None,
         delta_color="inverse",
+        delta_arrow="off",  # a count beside the prompts, not a rise: the arrow read as one
         help="finished prompts that pass the validity check: every figure on this page is over these",
     )
     columns[1].metric(
@@ -453,6 +454,9 @@ def clusters(
     return found
 
 
+FAILED_SHOWN = 20  # failed prompts whose reason is written out whole (as the command prints them)
+
+
 def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     # here, not at the top: keeps torch out of the first paint
@@ -541,6 +545,12 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
                 if why != "passes":
                     st.markdown(markdown_text(f"{task_id}: {why}"))
     failed = rows[rows["status"] == "failed"]
-    if len(failed):
+    if len(failed):  # each reason written out: at 1,000 px the table's error column showed 'line 7: The a'
         with st.expander(f"{counted(len(failed), 'prompt')} failed"):
-            st.dataframe(failed[["task_id", "clean", "error"]], hide_index=True, placeholder="—")
+            for task_id, error in list(zip(failed["task_id"], failed["error"]))[:FAILED_SHOWN]:
+                st.markdown(markdown_text(f"{task_id}: {error}"))
+            if len(failed) > FAILED_SHOWN:
+                st.caption(
+                    f"{len(failed) - FAILED_SHOWN:,} more in the table (results.parquet's error column):"
+                )
+            st.dataframe(failed[["task_id", "error", "clean"]], hide_index=True, placeholder="—")
