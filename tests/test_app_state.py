@@ -656,6 +656,24 @@ def test_a_links_view_that_pins_a_list_drops_that_pin_and_says_so():
     assert problems == ["2 pinned nodes this circuit does not have were left out."]
 
 
+def test_a_links_open_edge_card_is_kept_and_its_pins_read_once():
+    """A link whose view had an edge's card open ("edge:<name>", what a click on an edge keeps)
+    opened in a fresh browser on "The clicked node in the link is not in this circuit" and no
+    card (seen in Chromium on the Louvre's EAP-IG circuit); a pin named twice was kept twice."""
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.ui.instrument import read_state
+
+    spec = GraphSpec(n_layers=2, n_heads=2)
+    edge = spec.edge_names[0]
+    state, problems = read_state({"clicked": f"edge:{edge}", "pins": ["m0", "m0", "zz"]}, spec, set())
+    assert state.clicked == f"edge:{edge}" and state.pins == ["m0"]
+    assert problems == ["1 pinned node this circuit does not have was left out."]
+    state, problems = read_state({"clicked": "edge:m9->nowhere"}, spec, set())
+    assert state.clicked == "" and problems == [
+        "The clicked node or edge in the link is not in this circuit; no card is open."
+    ]
+
+
 def test_every_table_of_the_app_says_what_a_missing_figure_is():
     """A missing figure (no held-out paraphrase, a node without an SAE) shows as a dash, not the
     word None Streamlit writes by default."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..core.text import markdown_text
+from ..core.text import counted, markdown_text
 from ..measure.edit import CircuitEdit, edited_mask, measure, read_edit
 from ..render import circuit_edges
 from ..render.cards import absent_card
@@ -82,16 +82,20 @@ def read_state(data, spec, node_ids: set[str]) -> tuple[InstrumentState, list[st
     known = set(spec.node_names) | node_ids
     unknown = [p for p in pins if not isinstance(p, str) or p not in known]  # a list is no node's name
     if unknown:
-        problems.append(f"{len(unknown)} pinned nodes this circuit does not have were left out.")
+        were = "was" if len(unknown) == 1 else "were"
+        problems.append(f"{counted(len(unknown), 'pinned node')} this circuit does not have {were} left out.")
     clicked = data.get("clicked") or ""
     if not isinstance(clicked, str) or (
-        clicked and clicked not in known and not clicked.startswith("group:")
-    ):
-        problems.append("The clicked node in the link is not in this circuit; no card is open.")
+        clicked
+        and clicked not in known
+        and not clicked.startswith("group:")
+        and not (clicked.startswith("edge:") and clicked[5:].split("#")[0] in spec.edge_names)
+    ):  # an edge's card is "edge:<its name>" (until 2026-12-06 a link with one open lost it)
+        problems.append("The clicked node or edge in the link is not in this circuit; no card is open.")
         clicked = ""
     state = InstrumentState(
         clicked=clicked,
-        pins=[p for p in pins if isinstance(p, str) and p in known],
+        pins=list(dict.fromkeys(p for p in pins if isinstance(p, str) and p in known)),  # each once
         groups=groups,
         edit=read.edit,
         words=bool(data.get("words")),
@@ -270,10 +274,11 @@ def _card(result, state, model, key) -> None:
     if removable:
         removed = all(m in state.edit.removed_nodes for m in removable)
         label = "restore" if removed else "remove"
+        named = f"this group ({node[6:]})" if node.startswith("group:") else f"this node ({node})"
         if st.button(
-            f"{label} {'this group' if len(members) > 1 else 'this node'} ({node})",
+            f"{label} {named}",
             key=f"{key}.rm_node",
-            help=f"{label} {node} and measure the edited circuit on the model",
+            help=f"{label} {named} and measure the edited circuit on the model",
         ):
             edit = state.edit
             for member in removable:
