@@ -232,3 +232,24 @@ def test_ctrl_c_before_the_loop_ends_in_one_sentence(where, tmp_path, monkeypatc
 
 def _interrupt():
     raise KeyboardInterrupt
+
+
+def test_more_generated_tasks_than_the_templates_make_is_refused_before_the_model_loads(
+    tmp_path, monkeypatch, capsys
+):
+    """`--generate ioi --n 10**30` loaded the model and drew until the family ran dry (hours on one
+    CPU thread); the templates' count of distinct prompts bounds --n, said before anything loads,
+    on the command line and in Python's run."""
+    from circuitviz.batch.dataset import DatasetError
+    from circuitviz.batch.generate import family_capacity
+
+    loads = _loads(monkeypatch)
+    assert family_capacity("factual") >= 657  # what Gemma's tokenizer and the check keep of it
+    for family, n in (("ioi", 10**30), ("factual", family_capacity("factual") + 1)):
+        argv = ["batch", "--generate", family, "--n", str(n), "--out", str(tmp_path / "out")]
+        assert cli.main(argv) == 2
+        (error,) = capsys.readouterr().err.strip().splitlines()
+        assert error.startswith(f"error: --n {n} is more than the {family} family's templates make: ")
+    assert not loads and not (tmp_path / "out").exists()
+    with pytest.raises(DatasetError, match="more than the arithmetic family's templates make: 154,440"):
+        run(tmp_path / "py", generate=("arithmetic", 10**6, 0), methods=["eap"], model=_tiny())

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 from ..core.tasks import PromptTask, TaskError, prepare_task
+from ..core.text import given
 from ..measure.task_validity import gap_check_enabled, gap_problem, prepared_metrics
 from ..models.adapter import adapter_of
 from ..query.families import family
@@ -151,9 +152,29 @@ DRAWS: dict[str, Callable[[object, random.Random], PromptTask | None]] = {
 }
 
 
-def check_family(family: str) -> None:
-    """DatasetError in one sentence when ``family`` is not one ``generate_tasks`` can draw (said
-    before a model loads)."""
+def family_capacity(family: str) -> int:
+    """How many distinct prompts ``family``'s templates can make at most (before any tokenizer or
+    the validity check refuses some): more than that can never be drawn."""
+    families = template_families()
+    if family == "ioi":
+        names = len(families.IOI_NAMES)
+        return (
+            len(families.IOI_TEMPLATES)
+            * names
+            * (names - 1)
+            * len(families.IOI_PLACES)
+            * len(families.IOI_OBJECTS)
+        )
+    if family == "arithmetic":
+        plus, minus = ([t for t in families.ARITHMETIC_TEMPLATES[op] if "{a}" in t] for op in ("+", "-"))
+        return len(plus) * 90 * 90 + len(minus) * 90 * 91 // 2  # operands 10 to 99; a >= b for '-'
+    return sum(len(table) * len(templates) for table, templates in families.FACT_RELATIONS.values())
+
+
+def check_family(family: str, n: int | None = None) -> None:
+    """DatasetError in one sentence when ``family`` is not one ``generate_tasks`` can draw, or
+    ``n`` is more tasks than its templates make (said before a model loads: ``--n`` of 10^30
+    loaded the model and drew until the family ran dry, hours on this CPU)."""
     if family == "mmlu":  # real questions, read (mmlu_tasks); the Python run's generate= takes it
         raise DatasetError(
             "--generate makes template tasks (ioi, arithmetic, factual); MMLU's questions are read "
@@ -162,6 +183,13 @@ def check_family(family: str) -> None:
     if family not in DRAWS:
         raise DatasetError(
             f"Cannot generate {family!r} tasks; --generate knows {', '.join(GENERATED_FAMILIES)}."
+        )
+    most = family_capacity(family)
+    if n is not None and n > most:
+        raise DatasetError(
+            f"--n {given(n)} is more than the {family} family's templates make: {most:,} distinct prompts "
+            "at most, of which a tokenizer and the validity check keep fewer; ask for fewer, or give a "
+            "dataset file."
         )
 
 
@@ -183,7 +211,7 @@ def generated_dataset(model, family: str, n: int, seed: int = 0, max_tokens: int
     DatasetError in one sentence for an unknown family, or when the family runs out of distinct
     prompts that fit and pass before ``n`` (it names how many it found).
     """
-    check_family(family)
+    check_family(family, n)
     if n < 1:
         raise DatasetError(f"--n must be 1 or more, not {n}.")
     checked = gap_check_enabled()

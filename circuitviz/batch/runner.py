@@ -406,6 +406,10 @@ def _checked_options(request: BatchRequest) -> None:
         value = getattr(request, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a whole number of {unit}, 1 or more, not {given(value)}.")
+    if request.generate is not None and request.generate[0] != "mmlu":  # 10^30 tasks: before the load
+        from .generate import check_family  # the executor draws the tasks: loaded here, not at the top
+
+        check_family(request.generate[0], request.generate[1])
     share = request.consensus
     if share is None or (isinstance(share, numbers.Real) and not isinstance(share, bool) and share == 0):
         return

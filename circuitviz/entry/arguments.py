@@ -99,9 +99,10 @@ def batch_checks(args) -> None:
     checked_edge_count("--keep-edges", getattr(args, "keep_edges", None))
     checked_edge_count("--top-edges", getattr(args, "top_edges", None), least=0)  # -5 kept none, unsaid
     if getattr(args, "generate", None):
+        from ..batch.command import DEFAULT_N
         from ..batch.generate import check_family  # the batch's modules load only for the batch command
 
-        check_family(args.generate)
+        check_family(args.generate, getattr(args, "n", None) or DEFAULT_N)
     folder = Path(args.out)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--out {folder} is a file; the batch writes a folder, so give a folder's path.")
