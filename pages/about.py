@@ -53,11 +53,11 @@ for name, method in sorted(available_methods().items()):
     st.markdown(f"- **{method.label}** (`{name}`): {method.summary}")
 st.markdown(
     """
-- **Best-of-N / iBoN / BoN-CSM** (Query Circuits): score the prompt and p paraphrases (p: the
-  setting “n paraphrases”, or the pairs listed when their source is a file), make one candidate
-  circuit from each (N = p + 1), keep the candidate most faithful on the original prompt;
-  iBoN and BoN-CSM build a circuit for any budget from the BoN circuits without new scoring.
-  Shown on the Paraphrases page when installed.
+How the Best-of-N family works (Query Circuits: `bon`, `ibon`, `bon-csm`): score the prompt and p
+paraphrases (p: the setting “n paraphrases”, or the pairs listed when their source is a file), make
+one candidate circuit from each (N = p + 1), keep the candidate most faithful on the original
+prompt; iBoN and BoN-CSM build a circuit for any budget from the BoN circuits without new scoring.
+The Paraphrases page shows a run's paraphrases, their checks and each candidate's faithfulness.
 """
 )
 st.subheader("The papers' figures and ours")
