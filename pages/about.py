@@ -128,6 +128,11 @@ st.html(
     "<style>[data-testid='stMarkdownContainer'] table "
     "{ display: block; max-width: 100%; overflow-x: auto; }</style>"
 )
+# a browser with overlay scroll bars (headless Chromium, macOS) shows no bar until one scrolls: at
+# 1,000 px table (a) ended at 'CPR' with nothing saying CMD and CPR (NDF) were a scroll away
+st.caption(
+    "In a narrow window a wide table scrolls sideways in its own box: its last columns are a scroll away."
+)
 for _name, _made_by in (
     ("faithfulness.md", "benchmarks/bench_faithfulness.py --markdown assets/faithfulness.md"),
     ("planted_bench.md", "python -m circuitviz planted-bench --markdown assets/planted_bench.md"),
