@@ -171,7 +171,7 @@ def counts_line(report) -> str:
     failed = counts["failed"] + counts["refused"]
     refused = f" ({counts['refused']:,} refused before running)" if counts["refused"] else ""
     return (
-        f"batch: {report.items:,} items: {counts['done']:,} finished ({report.skipped:,} found in the store), "
+        f"batch: {counted(report.items, 'item')}: {counts['done']:,} finished ({report.skipped:,} found in the store), "
         f"{failed:,} failed{refused}, in {clock_duration(report.seconds)} on {report.executor} "
         f"({counted(report.workers, 'worker')})"
     )

@@ -17,6 +17,7 @@ from .prompt_table import ROW_PX, STYLED_ROWS, empty_circuits, prompt_columns, p
 from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
+FAILED_SHOWN = 20  # failed prompts and left-out lines whose reason is written out whole
 
 
 def stored_atlases(folder: Path = ATLAS_ASSETS) -> dict[str, Path]:
@@ -224,8 +225,10 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     skipped = left_out(batch.manifest)
     if skipped:  # the file's own lines, as the command printed them: never markup
         with st.expander(markdown_text(skipped[0])):
-            for line in skipped[1]:
+            for line in skipped[1][:FAILED_SHOWN]:
                 st.markdown(markdown_text(line))
+            if len(skipped[1]) > FAILED_SHOWN:
+                st.caption(f"and {len(skipped[1]) - FAILED_SHOWN:,} more (the manifest's dataset.problems)")
     scores = mib(folder, stamp, label)
     columns = st.columns(4)
     failed = rows.num_rows - done
@@ -454,9 +457,6 @@ def clusters(
     return found
 
 
-FAILED_SHOWN = 20  # failed prompts whose reason is written out whole (as the command prints them)
-
-
 def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     """The prompts, sortable by any column; a click on one opens it in Explore."""
     # here, not at the top: keeps torch out of the first paint
@@ -468,7 +468,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     table = pandas.DataFrame(
         {
             "id": done["task_id"],
-            "family": done["family"],
+            "family": done["family"].mask(done["family"] == ""),  # a file's task without one: '—'
             "prompt": done["clean"],
             "answer": done["answer"],
             "NDF": done["ndf"].map(lambda v: v[position]),
