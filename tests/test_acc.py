@@ -606,12 +606,15 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     assert not at.exception
     assert at.title[0].value.startswith("Signals")
     assert any("Run ACC++ above" in info.value for info in at.info)
-    at.text_area(key="w.prompt").set_value(PROMPT)
+    at.text_area(key="w.prompt").set_value(PROMPT).run()
+    at.text_area(key="w.corrupted").set_value("")  # ACC++ needs none
     at.number_input(key="signals.acc++.k").set_value(1.5)
     at.number_input(key="signals.acc++.n_random").set_value(1)
     next(button for button in at.button if button.label == "Run ACC++").click()
     at.run()
     assert not at.exception
+    ran = next(t.value for t in at.text if t.value.startswith("prompt "))
+    assert "corrupted  (none given)" in ran and "corrupted  ''" not in ran  # not as the empty prompt
     decisions = at.dataframe[0].value
     assert len(decisions) >= 1 and {"head", "destination", "source", "attention weight"} <= set(
         decisions.columns

@@ -391,10 +391,10 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
     note = session.corrupted_note
     if note and session.corrupted_proposed not in (None, corrupted):  # said of what the box held before
         note = None
-    if note and not corrupted.strip():
+    if note and not corrupted.strip() and need_corrupted:
         st.warning(markdown_sentence(note))  # may quote the user's text
-    elif note:
-        st.caption(note)
+    elif note:  # a method that needs none: the note is no call to write one (Signals said both)
+        st.caption(markdown_sentence(note))
     if not corrupted.strip():
         if not need_corrupted:
             st.caption("This method needs no corrupted prompt.")

@@ -62,7 +62,7 @@ def _what_was_run(result) -> None:
     foils = ", ".join(repr(f) for f in task.foils)
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
-        f"corrupted  {task.corrupted!r}\n"
+        f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
         f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
     )
 

@@ -65,7 +65,7 @@ def task_caption(result, timings: bool = True) -> None:
     )
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
-        f"corrupted  {task.corrupted!r}\n"
+        f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
         f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
         + (f"; {spent}" if spent else "")
     )
