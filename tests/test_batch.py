@@ -164,6 +164,19 @@ def test_bad_rows_are_reported_by_line_and_left_out(tmp_path):
     assert "not valid JSON" in problems[0] and "no 'answer'" in problems[1]
     assert "unknown metric" in problems[2] and "already used on line 1" in problems[3]
     assert all(len(p) < 300 for p in problems)
+    # an id that is no text nor whole number was taken as its str(): JSON's 1e400 became 'inf'
+    odd = [
+        '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 1e400}',
+        '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 7, "family": ["f"]}',
+        '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 12345678901234567890}',
+    ]
+    path.write_text("\n".join(odd))
+    loaded = read_dataset(path)
+    assert [t.id for t in loaded.tasks] == ["12345678901234567890"]
+    assert loaded.problems == [
+        "line 1: 'id' must be text or a whole number, not inf.",
+        "line 2: 'family' must be text, not ['f'].",
+    ]
 
 
 def test_csv_rows_and_a_missing_header(tmp_path):

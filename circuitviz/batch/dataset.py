@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.tasks import METRICS, PromptTask
-from ..core.text import shown
+from ..core.text import given, shown
 
 _CLEAN_KEYS = ("clean", "prompt")
 MAX_PROBLEMS_SHOWN = 20
@@ -99,8 +99,13 @@ def record_task(record, where: str, line: int, index: int) -> DatasetTask:
     if metric == "logit_diff" and not foils:
         raise DatasetError(f"{where} has no 'foil'; the logit-difference metric needs a wrong answer.")
     identifier = record.get("id")
+    # text or a whole number: JSON's 1e400 became the id 'inf', 1.5 '1.5', an object its repr
+    if identifier is not None and (isinstance(identifier, bool) or not isinstance(identifier, (str, int))):
+        raise DatasetError(f"{where}: 'id' must be text or a whole number, not {given(identifier)}.")
     identifier = str(identifier) if identifier not in (None, "") else f"row-{line or index + 1}"
     family = record.get("family") or ""
+    if not isinstance(family, str):
+        raise DatasetError(f"{where}: 'family' must be text, not {given(family)}.")
     task = PromptTask(clean=clean, corrupted=corrupted, answer=answer, foils=foils, metric=metric)
     return DatasetTask(id=identifier, task=task, family=str(family), line=line)
 
