@@ -162,6 +162,8 @@ def test_the_page_says_the_drawn_circuit_is_edited(tiny_app):
 
     first = run()
     assert not first.exception, first.exception
+    offers = "These measure the method's circuit at this budget, not your edit"
+    assert not any(c.value.startswith(offers) for c in first.caption)  # no edit: nothing to tell apart
     nodes = [n["id"] for n in graph_data(first)[0]["nodes"] if n["id"] not in ("input", "logits")][:2]
     view = {"pins": nodes, "edit": {"keep_only": nodes}}
     at = run(view=json.dumps(view))
@@ -184,3 +186,5 @@ def test_the_page_says_the_drawn_circuit_is_edited(tiny_app):
     from circuitviz.ui.instrument import EDITED_CURVE  # the curve's marker is not the edit's
 
     assert EDITED_CURVE in captions
+    # the measure buttons above the graph measure the method's circuit: said while an edit is drawn
+    assert any(c.startswith(offers) for c in captions), captions

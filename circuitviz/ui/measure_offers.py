@@ -4,6 +4,7 @@ and is kept with the stored result, so a reload shows it measured."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import streamlit as st
@@ -15,9 +16,30 @@ from .result_figures import METRIC_HELP, held_out_at, held_out_caption, transfer
 
 
 def measure_offers(result, budget: int, model, key: str) -> None:
-    """The buttons under the metrics at ``budget`` (none without a model)."""
+    """The buttons under the metrics at ``budget`` (none without a model). While the graph below
+    shows an edit, a caption says they measure the method's circuit, not the edit (a completeness
+    measured after removing a node joined the method's figures, where it read as the edit's)."""
     transfer_offer(result, budget, model, key)
     completeness_offer(result, budget, model, key)
+    offered = transfer_label(result, budget) or completeness_label(result, budget)
+    if model is not None and offered and _edited(key):
+        st.caption(
+            "These measure the method's circuit at this budget, not your edit: the edit's own NDF and "
+            "necessity are under the graph."
+        )
+
+
+def _edited(key: str) -> bool:
+    """Whether the graph below shows an edit: the instrument's view (``ui/instrument``), or on a
+    link's first run, before the graph read it, the link's own view."""
+    view = state.widget_value(f"{key}.instrument")
+    if view is not None:
+        return not view.edit.is_empty()
+    try:
+        edit = json.loads(state.session.instrument_view or "{}").get("edit")
+    except (ValueError, AttributeError, RecursionError):  # unreadable: the graph below says so
+        return False
+    return isinstance(edit, dict) and any(edit.values())
 
 
 def transfer_label(result, budget: int) -> str | None:
