@@ -132,13 +132,14 @@ def test_a_folder_that_is_no_batch_is_one_sentence(tmp_path, monkeypatch):
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
-    folder = tmp_path / "**runs** [a](https:example.com)"  # a typed name is shown as typed
-    folder.mkdir()
-    at = _dataset(folder)
+    folder = tmp_path / "**runs** [a](https:" / "example.com)"  # a typed name is shown as typed
+    folder.mkdir(parents=True)
+    typed = str(folder).replace("https:/", "https://")  # the same folder, as a user may type it
+    at = _dataset(typed)
     assert not at.exception
-    # the folder escaped where it is text, and written as is inside the command's code span
+    # the folder escaped where it is text, and quoted for a shell inside the command's code span
     assert [e.value for e in at.error] == [
-        f"{markdown_text(repr(str(folder)))} holds no results\\.parquet; run `circuitviz batch --out {folder}` "
+        f"{markdown_text(repr(typed))} holds no results\\.parquet; run `circuitviz batch --out '{typed}'` "
         "first\\."
     ]
 

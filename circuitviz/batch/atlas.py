@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,7 +98,8 @@ class BatchTable:
                 f"{typed!r} is a file; give the folder a `circuitviz batch --out FOLDER` run wrote."
             )
         if not path.exists():
-            raise AtlasError(f"{typed!r} holds no {TABLE}; run `circuitviz batch --out {typed}` first.")
+            out = shlex.quote(typed)  # a folder with spaces or brackets broke the pasted command
+            raise AtlasError(f"{typed!r} holds no {TABLE}; run `circuitviz batch --out {out}` first.")
         try:
             table = pq.read_table(path)
             manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))

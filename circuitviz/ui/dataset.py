@@ -44,9 +44,10 @@ def _load(folder: str, stamp: float):
 
 
 def load_batch(folder: str | Path):
-    """The batch table of a folder (AtlasError in one sentence when it is not one)."""
-    folder = Path(folder).expanduser()
-    return _load(str(folder), _stamp(folder))
+    """The batch table of a folder (AtlasError in one sentence when it is not one), named as typed:
+    a Path made the typed '[a](http://x)' read 'http:/x' in the sentence."""
+    typed = os.path.expanduser(str(folder))
+    return _load(typed, _stamp(Path(typed)))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
