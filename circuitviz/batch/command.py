@@ -101,11 +101,13 @@ def summary_lines(batch: BatchTable) -> list[str]:
             f"cpr_nfs give them{mib})"
         )
         bands = curve_bands(batch, label)
-        lines.append("  budget  " + " ".join(f"{band['budget']:>7}" for band in bands))
-        lines.append("  NDF     " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
+        # each row a mean over the prompts, said so: beside the dataset's NFS above, 'NDF' read as
+        # the dataset's own (a ratio of means)
+        lines.append("  budget        " + " ".join(f"{band['budget']:>7}" for band in bands))
+        lines.append("  mean NDF      " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
         needed = curve_bands(batch, label, "necessity")
         if needed:
-            lines.append("  necess. " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
+            lines.append("  mean necess.  " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
     return lines
 
 
