@@ -178,6 +178,20 @@ def test_the_atlas_curve_reads_10_100_1k():
     assert list(axis.ticktext) == ["10", "100", "1k"] and list(axis.tickvals) == [10, 100, 1000]
 
 
+def test_one_prompt_draws_no_interval_and_says_so():
+    """A batch of one prompt: the atlas gives its mean as both limits, and the legend named a band
+    of no width while the hover read '95% interval 0.247 to 0.247, 1 prompts'."""
+    from circuitviz.render.atlas import band_figure
+
+    one = [{"budget": b, "mean": 0.5, "low": 0.5, "high": 0.5, "n": 1} for b in (10, 100)]
+    (line,) = band_figure({"eap-ig": one}).data
+    assert line.name == "eap-ig" and list(line.customdata[0]) == ["1 prompt: no interval"]
+    three = [dict(b, low=0.4, high=0.6, n=3) for b in one]
+    band, line = band_figure({"eap-ig": three}).data
+    assert band.name == "eap-ig: 95% interval of the mean"
+    assert list(line.customdata[0]) == ["95% interval 0.400 to 0.600, 3 prompts"]
+
+
 def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch, tmp_path):
     """Tasks of an atlas built before the check that fail it (three of the IOI atlas, weakened in a
     copy: the stored one was built again on 2026-12-05 and has none left): their rows carry their

@@ -27,6 +27,29 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({red},{green},{blue},{alpha})"
 
 
+def _interval(band: Mapping) -> str:
+    """The hover's words for a point's interval and its count of prompts."""
+    if band["n"] < 2:
+        return f"{band['n']} prompt: no interval"
+    return f"95% interval {band['low']:.3f} to {band['high']:.3f}, {band['n']:,} prompts"
+
+
+def _band(figure: go.Figure, label: str, bands: Sequence[Mapping], x: list, colour: str) -> None:
+    """The 95 % interval of a series' mean, filled between its limits."""
+    figure.add_trace(
+        go.Scatter(
+            x=x + x[::-1],
+            y=[b["high"] for b in bands] + [b["low"] for b in bands][::-1],
+            fill="toself",
+            fillcolor=_rgba(colour, 0.18),
+            mode="lines",  # plotly's default under 20 points, lines+markers, marked the band's limits unnamed
+            line={"width": 0},
+            hoverinfo="skip",
+            name=html.escape(f"{label}: 95% interval of the mean"),
+        )
+    )
+
+
 def band_figure(
     series: Mapping[str, Sequence[Mapping]],
     consensus: Mapping[str, Sequence[Mapping]] | None = None,
@@ -45,18 +68,10 @@ def band_figure(
         if not bands:
             continue
         x = [max(b["budget"], 1) for b in bands]
-        figure.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=[b["high"] for b in bands] + [b["low"] for b in bands][::-1],
-                fill="toself",
-                fillcolor=_rgba(colour, 0.18),
-                mode="lines",  # plotly's default under 20 points, lines+markers, marked the band's limits unnamed
-                line={"width": 0},
-                hoverinfo="skip",
-                name=html.escape(f"{label}: 95% interval of the mean"),
-            )
-        )
+        # one prompt has no interval (the atlas gives its mean as both limits): a band of no width
+        # was named in the legend, and the hover read '95% interval 0.247 to 0.247, 1 prompts'
+        if any(b["n"] >= 2 for b in bands):
+            _band(figure, label, bands, x, colour)
         figure.add_trace(
             go.Scatter(
                 x=x,
@@ -64,10 +79,9 @@ def band_figure(
                 mode="lines+markers",
                 name=html.escape(label),
                 line={"color": colour, "width": 2.5},
-                customdata=[[b["low"], b["high"], b["n"]] for b in bands],
+                customdata=[[_interval(b)] for b in bands],
                 hovertemplate=(
-                    f"{html.escape(label)}<br>budget %{{x:,}} edges<br>mean {name} %{{y:.3f}}"
-                    " (95% interval %{customdata[0]:.3f} to %{customdata[1]:.3f}, %{customdata[2]} prompts)"
+                    f"{html.escape(label)}<br>budget %{{x:,}} edges<br>mean {name} %{{y:.3f}} (%{{customdata[0]}})"
                     "<extra></extra>"
                 ),
             )

@@ -255,7 +255,9 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     columns[3].metric(
         "CPR per prompt",
         f"{per_prompt['mean']:.3f}",
-        help=f"mean of the prompts' own CPR, 95\u00a0% interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}",
+        help=f"mean of the prompts' own CPR, 95\u00a0% interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}"
+        if found["passing"] > 1
+        else "the prompt's own CPR (one prompt: no interval)",
     )
     if not scores["mib_grid"]:
         st.caption(
