@@ -414,3 +414,24 @@ def test_a_small_batch_of_a_typed_file_says_what_it_left_out_and_shows_its_ids_a
     )
     assert "Clustering needs at least 3 prompts with a circuit at budget 4; this batch has 2." in captions
     assert any("of the 2 prompts' circuits at budget 4" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("keep", [1, 6])
+def test_a_batch_without_a_consensus_ndf_says_why(batch_folder, keep):
+    """One prompt (its consensus is its own circuit) or a batch run with --consensus 0: the page
+    drew no dashed line and no consensus NDF, and said nothing of either."""
+    import pyarrow.parquet as pq
+
+    path = batch_folder / "results.parquet"
+    pq.write_table(pq.read_table(path).slice(0, keep), path)
+    (batch_folder / "consensus.parquet").unlink(missing_ok=True)
+    manifest = json.loads((batch_folder / "manifest.json").read_text())
+    (batch_folder / "manifest.json").write_text(json.dumps(dict(manifest, consensus=None)))
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    captions = [c.value for c in at.caption]
+    if keep == 1:
+        assert "One prompt's consensus is its own circuit: the batch measured no NDF of its own." in captions
+        assert any("of the one prompt's circuit at budget" in m.value for m in at.markdown)
+    else:
+        assert any(c.startswith("The batch measured no consensus circuit's NDF") for c in captions)

@@ -337,7 +337,8 @@ def consensus(
     from .result_view import show_graph
 
     edges, spec = view["consensus"], batch.spec
-    point = {b["budget"]: b for b in bands(folder, stamp, label, "ndf")[1]}.get(budget)
+    measured = bands(folder, stamp, label, "ndf")[1]
+    point = {b["budget"]: b for b in measured}.get(budget)
     n = len(view["sizes"])
     whose = "the one prompt's circuit" if n == 1 else f"the {n:,} prompts' circuits"
     st.write(
@@ -354,6 +355,13 @@ def consensus(
     elif point is not None:
         st.caption(
             f"The batch evaluated the consensus at {point['threshold']:.0%}; set the share to that to see its NDF."
+        )
+    elif n == 1:  # the page said nothing of the NDF it lacked
+        st.caption("One prompt's consensus is its own circuit: the batch measured no NDF of its own.")
+    elif not measured and not batch.dropped and not batch.manifest.get("consensus"):
+        st.caption(
+            "The batch measured no consensus circuit's NDF (it ran with `--consensus 0`); rerun it "
+            "with `--consensus 0.5` to measure it."
         )
     elif batch.dropped:
         st.caption(
