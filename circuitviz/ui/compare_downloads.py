@@ -71,6 +71,7 @@ def comparison_downloads(results: dict, shown, measured: dict | None = None) -> 
         file_name=comparison_name(results, "comparison", "json", shown.budget),
         mime="application/json",
         key="compare.json",
+        on_click="ignore",  # no rerun: a rerun drops the other buttons' files (a quick second click got none)
         help=(
             "Every method's circuit at this budget (each edge's score and whether it is in the circuit, "
             "its curve and figures, as Explore's circuit JSON), the overlap table and the edges in "
@@ -83,4 +84,5 @@ def comparison_downloads(results: dict, shown, measured: dict | None = None) -> 
         file_name=comparison_name(results, "curves", "csv", None),
         mime="text/csv",
         key="compare.curvescsv",
+        on_click="ignore",
     )

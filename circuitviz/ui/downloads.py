@@ -126,6 +126,7 @@ def downloads(
         file_name=name("circuit" + edited, "json"),
         mime="application/json",
         key=f"{key}.json",
+        on_click="ignore",  # no rerun: a rerun drops the other buttons' files (a quick second click got none)
         help=(
             f"This {result.method} circuit in the EAP-IG library's graph format (each edge's score and "
             "whether it is in the circuit), readable by `circuitviz evaluate --circuit`"
@@ -137,6 +138,7 @@ def downloads(
         file_name=name("graph" + edited, "html"),
         mime="text/html",
         key=f"{key}.html",
+        on_click="ignore",
     )
     row.download_button(
         "Edges (CSV)",
@@ -146,6 +148,7 @@ def downloads(
         file_name=name("edges" + edited, "csv"),
         mime="text/csv",
         key=f"{key}.edges",
+        on_click="ignore",
     )
     row.download_button(
         "Curve (CSV)",  # every budget's point: the name carries no budget
@@ -153,6 +156,7 @@ def downloads(
         file_name=name("curve", "csv", at_budget=False),
         mime="text/csv",
         key=f"{key}.curvecsv",
+        on_click="ignore",
     )
     row.download_button(  # the figures mark the budget shown now: their names carry it
         "Curve (interactive HTML)",
@@ -160,6 +164,7 @@ def downloads(
         file_name=name("curve", "html"),
         mime="text/html",
         key=f"{key}.curvehtml",
+        on_click="ignore",
     )
     if _browser_for_images():
         for kind, mime in (("png", "image/png"), ("svg", "image/svg+xml")):
@@ -169,6 +174,7 @@ def downloads(
                 file_name=name("curve", kind),
                 mime=mime,
                 key=f"{key}.{kind}",
+                on_click="ignore",
             )
     else:
         st.caption(

@@ -109,6 +109,7 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         file_name=file_name(result, "neuronpedia-graph", "json", budget),
         mime="application/json",
         key=f"{key}.neuronpedia",
+        on_click="ignore",  # no rerun: a rerun drops the other buttons' files (a quick second click got none)
     )
     columns[1].download_button(
         "Graph (HTML)",
@@ -116,6 +117,7 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         file_name=file_name(result, "position-graph", "html", budget),
         mime="text/html",
         key=f"{key}.html",
+        on_click="ignore",
     )
     return budget
 
