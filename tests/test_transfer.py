@@ -227,3 +227,17 @@ def test_the_paraphrases_a_method_used_are_said_when_none_is_short():
     found = Transfer(ndf={"bon": [0.5] * 5}, texts={"bon": ["p"] * 5}, excluded={"bon": 9})
     assert used_note(found) == "Not held out, as used to fit or select: 9 by bon."
     assert used_note(Transfer(ndf={"eap": []}, texts={"eap": []}, excluded={"eap": 0})) == ""
+
+
+def test_a_transfer_that_measured_nothing_says_so_in_whole_sentences():
+    """Explore's button on a prompt no template family knows read "Nothing was measured: The prompt
+    matches none ...": the measurement's note is a sentence of its own."""
+    from circuitviz.ui.measure_offers import nothing_measured_sentence
+
+    said = nothing_measured_sentence("The prompt matches none of the built-in template families.")
+    assert said.startswith(
+        "Nothing was measured. The prompt matches none of the built-in template families. "
+    )
+    assert nothing_measured_sentence(None).startswith(
+        "Nothing was measured. No paraphrase of this prompt passed the checks. On the command line"
+    )

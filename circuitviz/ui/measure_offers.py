@@ -86,12 +86,15 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
             markdown_text(no_wider_sentence(len(counts.get("ndf") or []), len(known), found.get("note")))
         )
         return
-    st.caption(
-        markdown_text(
-            "Nothing was measured: "
-            + (found.get("note") or "no paraphrase of this prompt passed the checks.")
-            + " On the command line, --transfer-file measures a circuit on paraphrase pairs of your own."
-        )
+    st.caption(markdown_text(nothing_measured_sentence(found.get("note"))))
+
+
+def nothing_measured_sentence(note: str | None) -> str:
+    """What a transfer click that measured nothing says: the measurement's own ``note`` (its
+    sentences start with a capital: after a colon it read "Nothing was measured: The prompt ...")."""
+    return (
+        f"Nothing was measured. {note or 'No paraphrase of this prompt passed the checks.'} On the "
+        "command line, --transfer-file measures a circuit on paraphrase pairs of your own."
     )
 
 
