@@ -3,6 +3,8 @@ budget, the Neuronpedia download; the tiny model, as tests/test_app.py runs the 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("streamlit")
@@ -43,6 +45,12 @@ def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
     assert any("Opened at" in note for note in data["notes"])  # the view says why it chose its budget
     assert any(button.label == "Neuronpedia graph JSON" for button in at.get("download_button"))
     assert any(metric.label == "units kept" for metric in at.metric)
+    # the curve's x is the unit budget (units kept are fewer after pruning): named so, hover in units
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert figure["layout"]["xaxis"]["title"]["text"] == "unit budget (log scale)"
+    hovers = [t.get("hovertemplate") or "" for t in figure["data"]]
+    assert any(" units<br>" in h for h in hovers) and not any(" edges" in h for h in hovers), hovers
+    assert "before pruning" in at.select_slider(key="budget.units").label
 
 
 def test_the_positions_card_and_header_say_the_same_units():

@@ -44,7 +44,10 @@ def position_budget(result, key: str) -> tuple[int, str]:
     if state.widget_value(f"{slider_key}.result") != _result_key(result):
         state.set_widget_value(f"{slider_key}.result", _result_key(result))
         state.set_widget_value(slider_key, chosen.budget)
-    label = "unit budget: (edge, position) units kept (moving it redraws the graph; no new run)"
+    label = (  # a budget asks for units; fewer are kept after pruning (the 'units kept' card)
+        "unit budget: the (edge, position) units of largest |score|, before pruning (moving it redraws "
+        "the graph; no new run)"
+    )
     budget = int(st.select_slider(label, options=options, key=slider_key, format_func=lambda b: f"{b:,}"))
     return budget, (chosen.reason if budget == chosen.budget else "")
 
@@ -68,11 +71,15 @@ def _what_was_run(result) -> None:
 
 
 def _curve(result, budget: int, total: int, key: str, point) -> None:
-    """NDF against the units kept, the current budget marked."""
+    """NDF against the unit budget, the current budget marked (the hover gives the units kept:
+    until 2026-12-06 the axis was titled "units kept" over the budgets, 100 where 89 were kept)."""
     figure = render.curve_figure(
         {result.method: result.curve}, total, current_budget=budget, marker_value=point.ndf if point else None
     )
-    figure.update_layout(xaxis_title="(edge, position) units kept")
+    figure.update_layout(xaxis_title="unit budget (log scale)")
+    for trace in figure.data:  # the budgets count units here, not edges
+        if trace.hovertemplate:
+            trace.hovertemplate = trace.hovertemplate.replace(" edges<br>", " units<br>")
     st.plotly_chart(figure, key=key, config={"displaylogo": False, "scrollZoom": False})
 
 
