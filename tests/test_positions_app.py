@@ -78,3 +78,22 @@ def test_the_positions_card_and_header_say_the_same_units():
             "" if int(kept.replace(",", "")) == budget else f" kept (budget {budget:,})"
         )
         assert f"over positions · {header}" in result_attribution_graph(result, budget).title, (kept, budget)
+
+
+def test_a_dip_in_the_positions_curve_is_said_with_its_units():
+    """The positions view drew its curve falling from NDF 0.55 at budget 20 to 0.37 at 50 (the Louvre,
+    EAP-IG) and said nothing, where Explore's edge view says where and why."""
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.ui.position_view import dip_note
+
+    curve = [
+        CurvePoint(20, 20, 0, 0.55, 0.55),
+        CurvePoint(50, 44, 0, 0.37, 0.37),
+        CurvePoint(100, 89, 0, 0.6, 0.6),
+    ]
+    note = dip_note(curve)
+    assert note.startswith(
+        "The curve is not monotone: at 44 units (budget 50) NDF is 0.37, below 0.55 at 20 units."
+    )
+    assert "edges" not in note
+    assert dip_note(curve[::2]) is None  # rising: nothing to say
