@@ -49,7 +49,9 @@ with st.expander(
     given = inputs.task_inputs(model, model_id, prompt, need_corrupted=method.needs_corrupted)
     kept = state.result_for(explained, model_id, prompt)
     start = state.method_settings("signals.settings", explained) or (kept.config if kept is not None else {})
-    values = forms.config_form(method, "signals", initial=start)
+    values = forms.config_form(
+        method, "signals", initial=start, link=state.link_settings_once("signals.settings", explained)
+    )
     state.remember_settings("signals.settings", explained, values)
     config, problem = forms.build_config(method, values)
     if problem:

@@ -61,6 +61,25 @@ def test_method_settings_survive_a_page_switch_and_live_in_the_url():
     assert at.number_input(key="method.eap-ig.ig_steps").value == 7
 
 
+def test_a_links_setting_its_method_does_not_have_is_named_once():
+    """A link's settings with a name the method does not have ('ig_step' for 'ig_steps', or the
+    tampered 'zzz') ran unsaid with the default: the form names it, once, and only for the link's
+    own method (another method's fields carried over on a switch are no link's mistake)."""
+    at = _app(method="eap-ig", settings='{"ig_step": 50, "ig_steps": 7}').run()
+    said = [w.value.replace("\\", "") for w in at.warning if "does not have" in w.value]
+    assert len(said) == 1 and "name a setting EAP-IG (inputs) does not have, left out: 'ig_step'." in said[0]
+    assert at.number_input(key="method.eap-ig.ig_steps").value == 7
+    at.number_input(key="method.eap-ig.ig_steps").set_value(8).run()  # a rerun: said once
+    assert not any("does not have" in w.value for w in at.warning)
+    at.selectbox(key="w.method").set_value("eap").run()  # eap-ig's ig_steps is not eap's: no notice
+    assert not any("does not have" in w.value for w in at.warning)
+    clean = _app(method="eap-ig", settings='{"ig_steps": 7}').run()
+    assert not any("does not have" in w.value for w in clean.warning)
+    signals = _app(acc_settings='{"k": 2.0, "zzz": 1}')
+    signals.switch_page("pages/signals.py").run()
+    assert any("does not have, left out: 'zzz'" in w.value.replace("\\", "") for w in signals.warning)
+
+
 def test_acc_on_signals_leaves_the_shared_budget_alone():
     at = _click(_app(method="eap").run(), "Run")
     at.select_slider(key="w.budget").set_value(20).run()

@@ -59,11 +59,14 @@ def config_form(
     initial: dict | None = None,
     budgets: list[int] | None = None,
     references: dict[str, str] | None = None,
+    link: dict | None = None,
 ) -> dict:
     """Widgets for every field of ``method.Config``; returns {field: value} as plain values.
 
     ``budgets``: the run's budgets (``anchor_budgets`` picks among them); ``references``:
-    {label: edge names} of circuits a ``reference`` setting may name.
+    {label: edge names} of circuits a ``reference`` setting may name; ``link``: the settings a
+    link gave for this method, whose names the method does not have are said (they were dropped
+    unsaid: a link's 'ig_step' ran with the default IG steps).
     """
     initial = dict(initial or {})
     config_class = method.Config
@@ -103,19 +106,29 @@ def config_form(
                 budgets,
                 references,
             )
+    sentences = []
     if unreadable:
-        notice.warning(
-            markdown_text(
-                (
-                    "The link's settings hold a value the form cannot show, replaced by its default: "
-                    if len(unreadable) == 1
-                    else f"The link's settings hold {len(unreadable)} values the form cannot show, each "
-                    "replaced by its default: "
-                )
-                + "; ".join(unreadable)
-                + "."
+        sentences.append(
+            (
+                "The link's settings hold a value the form cannot show, replaced by its default: "
+                if len(unreadable) == 1
+                else f"The link's settings hold {len(unreadable)} values the form cannot show, each "
+                "replaced by its default: "
             )
+            + "; ".join(unreadable)
+            + "."
         )
+    unknown = [name for name in link or {} if name not in {f.name for f in fields}]
+    if unknown:
+        said = ", ".join(repr(cut(str(name), 40)) for name in unknown[:8]) + (
+            ", ..." if len(unknown) > 8 else ""
+        )
+        sentences.append(
+            f"The link's settings name {'a setting' if len(unknown) == 1 else f'{len(unknown)} settings'} "
+            f"{method.label} does not have, left out: {said}."
+        )
+    if sentences:
+        notice.warning(markdown_text(" ".join(sentences)))
     return values
 
 

@@ -550,7 +550,10 @@ def method_inputs(
     start = dict(initial or {})
     start.update(state.method_settings(settings_key, name))
     with form_box:
-        settings = config_form(method, key, start, budgets=budgets or [], references=reference_circuits())
+        link = state.link_settings_once(settings_key, name)
+        settings = config_form(
+            method, key, start, budgets=budgets or [], references=reference_circuits(), link=link
+        )
         state.remember_settings(settings_key, name, settings)
         config, problem = build_config(method, settings)
         if problem:

@@ -180,6 +180,8 @@ def seed_from_url() -> None:
             value = found.parsed(text)
             if value is not None:
                 st.session_state[found.key] = value
+                if found.kind == SETTINGS:  # the form names those its method does not have
+                    st.session_state[f"{found.key}.link"] = dict(value)
                 if found is Session.budget:  # a link's budget is chosen, for the first result shown
                     session.budget_chosen, session.budget_link = LINK, value
             elif text:  # a link's value that does not read as one: said, not dropped silently
@@ -198,8 +200,7 @@ _UNREADABLE_AS = {
 
 
 def unreadable_link_value(found: Field, text: str) -> str:
-    """One sentence (markdown, the link's text escaped) for a URL value that does not read as its
-    field's kind; the page goes on with its own value."""
+    """One sentence (markdown, the link's text escaped) for a URL value not of its field's kind."""
     shown = cut(text, 80)
     what = _UNREADABLE_AS.get(found.kind, "not readable")
     return markdown_text(
@@ -265,6 +266,12 @@ def method_settings(settings_key: str, method: str) -> dict:
     if kept is not None and st.session_state.get(f"{settings_key}.method") != method:
         return dict(kept)
     return dict(st.session_state.get(settings_key) or {})
+
+
+def link_settings_once(settings_key: str, method: str) -> dict:
+    """A link's settings when they are ``method``'s, the first time a form asks (it names the rest)."""
+    given = st.session_state.pop(f"{settings_key}.link", None) or {}
+    return dict(given) if st.session_state.get(f"{settings_key}.method") in (None, method) else {}
 
 
 def own_settings(method: str) -> dict:
