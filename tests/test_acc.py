@@ -660,3 +660,12 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
         at.selectbox(key="signals.decision").set_value(1)
         at.run()
         assert not at.exception
+    # a node's card gives each signal the method's own sign, the one its "why it attends" lines and
+    # the layered graph give: the card negated it ("m11@8 (q) -0.354" above "m11@8 +0.354")
+    from circuitviz.render.acc_graph import position_graph_html
+
+    details = at.session_state["results"]["acc++"].details
+    signals = {(e["source"], e["target"], round(float(e["attribution"]), 6)) for e in details.edges}
+    drawn = position_graph_html(details).edges
+    assert drawn and all((e.source, e.target, round(e.score, 6)) in signals for e in drawn)
+    assert any(e.score > 0 for e in drawn)  # a signal that supports its decision reads positive

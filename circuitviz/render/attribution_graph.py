@@ -291,7 +291,10 @@ def attribution_graph_html(
                 link.source,
                 link.target,
                 link.kind,
-                -link.weight,
+                # a score (negative: it carries the answer) from a weight (the rise it carries); a
+                # weight that is the method's own score (ACC++'s attribution) is that score: its
+                # card read "m11@8 (q) -0.354" above "query signal written by: m11@8 +0.354"
+                -link.weight if estimates_metric else link.weight,
             )
             for link in drawn
         ],
