@@ -480,6 +480,14 @@ def test_a_group_is_one_node_with_its_members_and_a_bad_group_is_one_sentence():
         {"ghosts": ["a99.h9"], "ok": members, "": ["a0.h0"]}, set(SPEC.node_names)
     )
     assert groups == {"ok": members} and "holds no node" in sentence and "without a name" in sentence
+    # a group of unknown nodes only is said once, in one sentence (it read 'names 1 node this
+    # circuit does not have; group 'ghosts' holds no node of this circuit')
+    assert sentence.count("'ghosts'") == 1 and "names only 1 node this circuit does not have" in sentence
+    half = check_groups({"a": members[:1], "b": [members[0], "a99.h9"]}, set(SPEC.node_names))[1]
+    assert (
+        "group 'b' names 1 node this circuit does not have and holds no node" in half
+        and half.count("'b'") == 1
+    )
     assert check_groups([["x"]] * 100, set(SPEC.node_names))[1].startswith("100 groups")
     proposal = propose_groups(drawing.edges, SPEC.n_layers)
     assert all(len(m) > 1 for m in proposal.values())

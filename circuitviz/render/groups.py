@@ -62,14 +62,19 @@ def check_groups(
             problems.append(f"a group name cut to its first {MAX_NAME} characters")
         name = " ".join(name.split())[:MAX_NAME]
         kept = [m for m in dict.fromkeys(str(m) for m in members[:2000]) if m in known and m not in taken]
-        unknown = [m for m in members[:2000] if str(m) not in known]
-        if unknown:
-            problems.append(
-                f"group {name!r} names {counted(len(unknown), 'node')} this circuit does not have"
-            )
-        if not kept:
-            problems.append(f"group {name!r} holds no node of this circuit")
+        unknown = [m for m in dict.fromkeys(str(m) for m in members[:2000]) if m not in known]
+        absent = f"{counted(len(unknown), 'node')} this circuit does not have"
+        if not kept:  # one sentence a group: 'names 1 node ...; holds no node ...' said one thing twice
+            if unknown and len(unknown) == len(set(map(str, members[:2000]))):
+                problems.append(f"group {name!r} names only {absent}, so it holds no node of this circuit")
+            else:
+                taken_by = "names " + absent + " and " if unknown else ""
+                problems.append(
+                    f"group {name!r} {taken_by}holds no node of this circuit an earlier group has not taken"
+                )
             continue
+        if unknown:
+            problems.append(f"group {name!r} names {absent}")
         taken.update(kept)
         groups[name] = kept
     sentence = ("Groups: " + "; ".join(dict.fromkeys(problems)) + "; the rest is shown.") if problems else ""
