@@ -68,9 +68,9 @@ def check_groups(
             if unknown and len(unknown) == len(set(map(str, members[:2000]))):
                 problems.append(f"group {name!r} names only {absent}, so it holds no node of this circuit")
             else:
-                taken_by = "names " + absent + " and " if unknown else ""
+                also_absent = "names " + absent + " and " if unknown else ""
                 problems.append(
-                    f"group {name!r} {taken_by}holds no node of this circuit an earlier group has not taken"
+                    f"group {name!r} {also_absent}holds no node of this circuit an earlier group has not taken"
                 )
             continue
         if unknown:
