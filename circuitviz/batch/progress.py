@@ -1,10 +1,14 @@
-"""Where a running batch stands (``BatchState``) and the one-line progress bar that shows it."""
+"""Where a running batch stands (``BatchState``), the one-line progress bar that shows it, and the
+``progress.json`` the command keeps in its folder for the Dataset page to read (``ProgressFile``)."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..core.text import clock_duration
 
@@ -76,6 +80,83 @@ class ProgressBar:
     def finish(self, state: BatchState) -> None:
         """The phase's last line, kept on screen."""
         print("\r" + self.line(state), file=self.stream, flush=True)
+
+
+PROGRESS = "progress.json"  # in the batch folder: where the run stands, for the Dataset page
+
+
+def state_record(state: BatchState) -> dict:
+    """The state as plain values: what ``progress.json`` holds (``finished`` counts items found in
+    the store and refused ones too; ``eta`` and ``rate`` are the progress bar's, None before a rate)."""
+    finished = state.skipped + state.refused + state.done + state.in_flight
+    return {
+        "phase": state.phase,
+        "unit": state.unit,
+        "total": state.total,
+        "finished": finished,
+        "done": state.done,
+        "skipped": state.skipped,
+        "refused": state.refused,
+        "failed": state.failed,
+        "rate": state.rate or None,
+        "eta": state.eta,
+        "elapsed": time.perf_counter() - state.started,
+        "written": time.time(),
+    }
+
+
+class ProgressFile:
+    """Writes the state to ``path`` (``progress.json`` in the batch folder) at most every ``every``
+    seconds, whole (written aside, then renamed), so a page reading it never sees half a file. A
+    folder not made yet (the model still loading) is skipped: the next state is written."""
+
+    def __init__(self, path: str | Path, every: float = 1.0):
+        self.path, self.every = Path(path), every
+        self.last = 0.0
+
+    def write(self, state: BatchState) -> None:
+        if not self.path.parent.is_dir():
+            return
+        aside = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            aside.write_text(json.dumps(state_record(state)), encoding="utf-8")
+            os.replace(aside, self.path)
+        except OSError:  # a full disk must not stop the batch: the page says less
+            pass
+
+    def __call__(self, state: BatchState) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        self.write(state)
+
+    def finish(self, state: BatchState) -> None:
+        self.write(state)
+
+
+class Progresses:
+    """Several progress displays as one (the command's bar on stderr and its ``progress.json``)."""
+
+    def __init__(self, *displays):
+        self.displays = displays
+
+    def __call__(self, state: BatchState) -> None:
+        for display in self.displays:
+            display(state)
+
+    def finish(self, state: BatchState) -> None:
+        for display in self.displays:
+            report(display, state, final=True)
+
+
+def read_progress(folder: str | Path) -> dict | None:
+    """A batch folder's ``progress.json``, or None when there is none (or it does not read)."""
+    try:
+        found = json.loads((Path(folder) / PROGRESS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def report(progress, state: BatchState, final: bool = False) -> None:

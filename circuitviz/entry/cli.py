@@ -480,6 +480,7 @@ def cmd_batch(args) -> int:
         summary_lines,
     )
     from ..batch.mmlu import mmlu_generation
+    from ..batch.progress import PROGRESS, Progresses, ProgressFile
     from ..batch.reuse import asked, reuse_problem
 
     def say(text: str) -> None:
@@ -537,7 +538,9 @@ def cmd_batch(args) -> int:
         executor = make_executor(args.executor, source, store=store, **ray_options)
         started = True
         try:
-            report = run_batch(request, executor, store, ProgressBar(), log=say)
+            # the bar on stderr, and where the run stands in the folder (the Dataset page reads it)
+            progress = Progresses(ProgressBar(), ProgressFile(args.out / PROGRESS))
+            report = run_batch(request, executor, store, progress, log=say)
         finally:
             executor.close()
     except KeyboardInterrupt:
