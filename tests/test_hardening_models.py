@@ -98,6 +98,22 @@ def _truncated(folder: Path) -> None:
     weights.write_bytes(weights.read_bytes()[:5000])
 
 
+def _cut_after_header(folder: Path) -> None:  # the header whole, the last tensor's bytes short
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+
+
+def _bin_cut_short(folder: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    weights = folder / "model.safetensors"
+    torch.save(load_file(str(weights)), str(folder / "pytorch_model.bin"))
+    weights.unlink()
+    data = (folder / "pytorch_model.bin").read_bytes()
+    (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
+
+
 DOWN = "model.layers.1.mlp.down_proj.weight"
 DAMAGE = {  # found by loading about 800 randomly damaged folders (eight families)
     "config a list": (_file("config.json", "[]"), "holds list where a JSON object belongs"),
@@ -108,7 +124,10 @@ DAMAGE = {  # found by loading about 800 randomly damaged folders (eight familie
         _config_field("num_attention_heads", 0),
         "could not read the checkpoint",
     ),  # ZeroDivisionError
-    "weights cut short": (_truncated, "could not read the checkpoint"),  # SafetensorError
+    # these said "check that it is a causal language model the installed transformers supports"
+    "weights cut short": (_truncated, "is damaged or incomplete"),  # SafetensorError
+    "weights cut after the header": (_cut_after_header, "model.safetensors is damaged or incomplete"),
+    "a .bin cut short": (_bin_cut_short, "is damaged or incomplete"),  # PytorchStreamReader
     "a weight missing": (_weights(lambda t: t.pop(DOWN)), f"lack 1 of the model's tensors ({DOWN})"),
     "a weight of another shape": (
         _weights(lambda t: t.update({DOWN: t[DOWN][:, :3].contiguous()})),

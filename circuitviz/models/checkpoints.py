@@ -116,6 +116,33 @@ def _config_problem(folder: Path) -> str | None:
     return size_problem(config, folder)
 
 
+def _require_whole_weights(folder: Path) -> None:
+    """One sentence naming the first weights file in ``folder`` that is cut short or not what
+    its name says: a .safetensors whose header does not describe exactly its bytes, a .bin that
+    begins as torch's zip archive but has no whole one. Read by transformers, they raised "Error
+    while deserializing header", "PytorchStreamReader failed" or "[Errno 22] Invalid argument",
+    and the sentence around it advised checking the architecture."""
+    import zipfile
+
+    from circuitviz.models.cache import safetensors_header_fits
+
+    for path in sorted(folder.glob("*.safetensors")):
+        if not safetensors_header_fits(path):
+            raise ModelLoadError(
+                f"The weights file {path} is damaged or incomplete (its safetensors header does not "
+                "describe the file's bytes, as when a download or copy stops early); download or "
+                "save the checkpoint again."
+            )
+    for path in sorted(folder.glob("*.bin")):
+        with open(path, "rb") as stream:
+            archive = stream.read(4) == b"PK\x03\x04"
+        if archive and not zipfile.is_zipfile(path):
+            raise ModelLoadError(
+                f"The weights file {path} is damaged or incomplete (torch's zip archive has no end, "
+                "as when a download or copy stops early); download or save the checkpoint again."
+            )
+
+
 def from_pretrained_checked(folder: Path, **kwargs) -> PreTrainedModel:
     """``AutoModelForCausalLM.from_pretrained(folder, **kwargs)`` with every weight read from the
     files: a config.json that is no model's, a field of the wrong kind, a weight the files lack
@@ -129,6 +156,8 @@ def from_pretrained_checked(folder: Path, **kwargs) -> PreTrainedModel:
         problem = _config_problem(folder)
         if problem is not None:
             raise ModelLoadError(f"The checkpoint in {folder} cannot be read: {problem}.")
+    if "gguf_file" not in kwargs:
+        _require_whole_weights(folder)
     try:
         model, info = AutoModelForCausalLM.from_pretrained(
             str(folder), output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
@@ -142,6 +171,11 @@ def from_pretrained_checked(folder: Path, **kwargs) -> PreTrainedModel:
     except pickle.UnpicklingError:
         raise  # read_hf_model names what the pickle held
     except Exception as error:  # noqa: BLE001  (a damaged file raises anything: IndexError, ZeroDivisionError, ...)
+        if "PytorchStreamReader" in str(error):  # a .bin archive cut short or not an archive
+            raise ModelLoadError(
+                f"A weights file in {where} is damaged or incomplete ({first_sentence(error)}); "
+                "download or save the checkpoint again."
+            ) from error
         raise ModelLoadError(
             f"transformers could not read the checkpoint {where} ({first_sentence(error)}); "
             "check that it is a causal language model the installed transformers supports."
@@ -196,12 +230,18 @@ def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> 
 
     GGUF weights are dequantised explicitly: a model left with packed GGUF blocks would be
     read by the weight converters as if the packed bytes were weights. Passing config (a
-    PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata.
+    PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata;
+    a GGUF file of an architecture ``gguf_config`` was checked on gets its config from there
+    (a fraction of a second, where transformers' own pass over Gemma 3's metadata takes 20-30 s).
     """
     import torch
     from transformers import GgufConfig
 
     common = {"dtype": torch.float32, "trust_remote_code": False, "local_files_only": True}
+    if config is None and checkpoint.weights == "gguf":
+        from circuitviz.models.gguf_config import gguf_config
+
+        config = gguf_config(checkpoint.gguf_path)  # None: transformers reads the metadata itself
     if config is not None:
         common["config"] = config
     try:
