@@ -98,6 +98,21 @@ def test_the_hooked_backend_refuses_what_only_the_bridge_loads():
         load_model("circuitviz-test/not-a-model", backend="hooked")
 
 
+def test_the_hooked_backend_names_the_flag_that_loads_a_family_it_cannot_convert(tmp_path):
+    """OLMo 2 has no HookedTransformer converter. ``--backend hooked`` on its folder read
+    "TransformerLens cannot build a Olmo2ForCausalLM model (Olmo2ForCausalLM is not currently
+    supported.); pick a model from the supported table": no table was named, and the folder
+    loads without the flag (through the bridge)."""
+    folder = str(tmp_path)
+    random_hf_model("olmo2", dtype=torch.float32).save_pretrained(folder)
+    word_tokenizer().save_pretrained(folder)
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(folder, backend="hooked")
+    message = str(refused.value)
+    assert "no converter for Olmo2ForCausalLM" in message
+    assert "--backend bridge or no --backend" in message and "supported table" not in message
+
+
 def test_an_unsupported_architecture_names_the_fix(tmp_path):
     """BioGPT is a transformers causal LM the bridge has no adapter for."""
     from transformers import AutoConfig, AutoModelForCausalLM

@@ -31,7 +31,7 @@ from circuitviz.models.checkpoints import (
     require_complete,
     saved_tokenizer_loader,
 )
-from circuitviz.models.errors import ModelLoadError
+from circuitviz.models.errors import USE_THE_BRIDGE, ModelLoadError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -192,7 +192,7 @@ def choose_backend(source, backend: str | None, placement: dict) -> str:
     if backend == "hooked" and bridge_only:
         raise ModelLoadError(
             "Only the bridge backend loads a hub id TransformerLens has no name for, or a model "
-            "split over several devices; load it with backend='bridge'."
+            f"split over several devices; {USE_THE_BRIDGE}."
         )
     if backend is not None:
         return backend

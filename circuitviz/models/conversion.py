@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from circuitviz.core.text import first_sentence
-from circuitviz.models.errors import ConversionRefused, ModelLoadError
+from circuitviz.models.errors import USE_THE_BRIDGE, ConversionRefused, ModelLoadError
 
 if TYPE_CHECKING:
     from transformer_lens import HookedTransformerConfig
@@ -215,7 +215,7 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
     if architecture.startswith("Olmo") and n_kv != hf_config.get("num_attention_heads"):
         raise ConversionRefused(  # its k-norm spans the grouped keys, not the ungrouped ones
             f"TransformerLens's HookedTransformer normalises an {architecture} model's keys over "
-            "the grouped heads' width, which ungrouping changes; load it with backend='bridge'.",
+            f"the grouped heads' width, which ungrouping changes; {USE_THE_BRIDGE}.",
             f"its {architecture} key norm spans {n_kv} grouped key heads",
         )
     with transformer_lens_reference(hf_config) as reference, moved_config_field(architecture):
@@ -225,14 +225,14 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
             )
         except NotImplementedError as error:
             raise ConversionRefused(
-                f"TransformerLens cannot build a {_architecture(hf_config)} model "
-                f"({error}); pick a model from the supported table.",
+                f"TransformerLens's HookedTransformer has no converter for {_architecture(hf_config)}; "
+                f"{USE_THE_BRIDGE}.",
                 f"it has no converter for {_architecture(hf_config)}",
             ) from error
         except (AttributeError, KeyError) as error:  # its converter reads a field this config lacks
             raise ConversionRefused(
                 f"TransformerLens cannot read this {_architecture(hf_config)} config ({error}); "
-                "load it with backend='bridge'.",
+                f"{USE_THE_BRIDGE}.",
                 f"its converter cannot read this config ({error})",
             ) from error
     cfg.ungroup_grouped_query_attention = True
@@ -252,6 +252,6 @@ def tl_state_dict(
             first = first_sentence(error, 200)
             raise ConversionRefused(
                 f"TransformerLens could not convert the {_architecture(hf_config)} weights "
-                f"({first}); pick a model from the supported table.",
+                f"({first}); {USE_THE_BRIDGE}.",
                 f"its converter refuses the {_architecture(hf_config)} weights ({first})",
             ) from error

@@ -9,6 +9,10 @@ class ModelLoadError(Exception):
     """
 
 
+# What a user who asked for HookedTransformer does instead, in the API's words and the command line's.
+USE_THE_BRIDGE = "load it with backend='bridge' (on the command line, --backend bridge or no --backend)"
+
+
 class ConversionRefused(ModelLoadError):
     """TransformerLens's HookedTransformer cannot convert a checkpoint the bridge may still boot
     (an architecture or shape it has no converter for); ``reason`` says why in a few words."""

@@ -43,7 +43,7 @@ from circuitviz.models.checkpoints import (
 from circuitviz.models.conversion import hf_config_dict, moved_config_field, tl_config, tl_state_dict
 from circuitviz.models.devices import resolve_device, resolve_dtype
 from circuitviz.models.embedded import EmbeddedGguf, embedded_gguf, is_embedded
-from circuitviz.models.errors import ConversionRefused, ModelLoadError
+from circuitviz.models.errors import USE_THE_BRIDGE, ConversionRefused, ModelLoadError
 from circuitviz.models.layout import use_linear_layout
 
 _LOADS = itertools.count(1)  # numbers each load, so two loads of one model are two cache keys
@@ -353,7 +353,7 @@ def _assemble(parts: _Parts, device: torch.device) -> HookedTransformer:
         detail = next(line.strip() for line in str(error).splitlines() if "size mismatch" in line)
         raise ConversionRefused(
             f"TransformerLens's converted weights do not fit its own model ({detail[:160]}); "
-            "load it with backend='bridge'.",
+            f"{USE_THE_BRIDGE}.",
             f"its converted weights do not fit its model: {detail[:120]}",
         ) from error
     hooked.cfg.device = str(device)
