@@ -177,8 +177,10 @@ def test_every_method_runs(pair):
     settings.update({k: v for k, v in LIGHT.items() if k in fields and getattr(defaults, k) > v})
     config = chosen.make_config(settings)
     if pair in REFUSED:
-        with pytest.raises(ValueError, match=REFUSED[pair]):
+        with pytest.raises(ValueError, match=REFUSED[pair]) as refused:
             chosen.run_on(model, IOI_TASK, config, budgets=[4])
+        if pair[1] == "atp-star":  # it said "switch qk_fix off", a flag the command line does not have
+            assert "--no-qk-fix on the command line" in str(refused.value)
         return
     result = chosen.run_on(model, IOI_TASK, config, budgets=[4])
     assert result.scores.shape == (spec.n_forward, spec.n_backward)

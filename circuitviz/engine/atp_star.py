@@ -87,7 +87,8 @@ def atp_star_scores(
     problem = adapter.attention_score_problem() if qk_fix else None
     if problem is not None:
         raise ValueError(
-            f"AtP*'s QK fix recomputes attention exactly, and this model's cannot be: {problem}; switch qk_fix off."
+            f"AtP*'s QK fix recomputes attention exactly, and this model's cannot be: {problem}; "
+            "switch the QK fix off (the setting qk_fix; --no-qk-fix on the command line)."
         )
     n_layers = spec.n_layers
     rows = n_layers if grad_drop else 1
