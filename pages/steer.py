@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from circuitviz.core.text import counted, markdown_sentence, markdown_text
+from circuitviz.core.text import markdown_sentence, markdown_text
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -142,24 +142,8 @@ if zero_clicked:
     except (TaskError, sae_store.SaeUnavailable) as error:
         st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     else:
-        metrics = st.columns(3)
-        metrics[0].metric("metric before", f"{outcome['before']['metric']:.3f}")
-        metrics[1].metric("after zeroing", f"{outcome['after']['metric']:.3f}", f"{outcome['change']:+.3f}")
-        metrics[2].metric(
-            counted(len(chosen), "random feature"),
-            f"{outcome['random']['mean_metric']:.3f}",
-            f"{outcome['random']['mean_change']:+.3f}",
-        )
-        rows = zip(outcome["before"]["top_tokens"], outcome["after"]["top_tokens"])
-        st.table(
-            [
-                {
-                    "before": steer.readable(f"{b[0]!r} {b[1]:.3f}"),
-                    "after": steer.readable(f"{a[0]!r} {a[1]:.3f}"),
-                }
-                for b, a in rows
-            ]
-        )
+        st.table(steer.outcome_rows(outcome, task, len(chosen)), hide_index=True)  # names the metric
+        st.table(steer.top_token_rows(outcome), hide_index=True)
 
 enabled, sentence = llm_status()
 st.caption(sentence)

@@ -577,8 +577,9 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     at.multiselect(key="steer.features").select(options[0]).run()
     at.button(key="steer.zero").click().run()
     assert not at.exception, at.exception
-    labels = [metric.label for metric in at.metric]
-    assert labels[:2] == ["metric before", "after zeroing"]
+    figures = at.table[0].value  # the metric named in its column, what was zeroed in each row
+    assert list(figures.columns) == ["zeroed", "logit difference", "change"]
+    assert list(figures["zeroed"])[:2] == ["nothing (the model as it is)", "the 1 chosen feature"]
     assert any("LLM labels are off" in caption.value for caption in at.caption)
     # no circuit for this prompt yet: one press opens Explore with this prompt, answer and foil
     assert any("No circuit of this prompt is open" in caption.value for caption in at.caption)

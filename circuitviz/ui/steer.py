@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..core.text import shown_token
+from ..core.text import counted, shown_token
 from . import state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -142,6 +142,64 @@ def metric_sentence(task) -> str:
     if task.metric == "prob":
         return f"probability of {shown_token(task.answer, 60)} at the last position"
     return f"log-probability of {shown_token(task.answer, 60)} at the last position"
+
+
+def metric_name(task) -> str:
+    """The metric's name for a figure's label: 'logit difference', 'log-probability', 'probability'."""
+    if task.metric == "logit_diff" and task.foils:
+        return "logit difference"
+    return "probability" if task.metric == "prob" else "log-probability"
+
+
+def outcome_rows(outcome: dict, task, n_chosen: int) -> list[dict]:
+    """The zeroing's figures as a table's rows: the metric before, after zeroing the chosen
+    features, and after zeroing as many random ones (the mean over the draws), with the change.
+    The column names the metric (a logit difference is not a probability); each row says what was
+    zeroed. They were three st.metric tiles labelled "metric before", "after zeroing" and "2 random
+    features" (a mean over five draws, said nowhere); a label that says all that is cut at 1,000 px."""
+    name = metric_name(task)
+    runs = outcome["random"]["runs"]
+    drawn = len(runs[0]["features"]) if runs else 0  # fewer than chosen where too few are active
+
+    def row(zeroed: str, value: str, change: str) -> dict:
+        return {"zeroed": zeroed, name: value, "change": change}
+
+    rows = [
+        row("nothing (the model as it is)", f"{outcome['before']['metric']:.3f}", ""),
+        row(
+            f"the {counted(n_chosen, 'chosen feature')}",
+            f"{outcome['after']['metric']:.3f}",
+            f"{outcome['change']:+.3f}",
+        ),
+    ]
+    if drawn:
+        rows.append(
+            row(
+                f"{counted(drawn, 'random feature')} active on this prompt (mean of {counted(len(runs), 'draw')})",
+                f"{outcome['random']['mean_metric']:.3f}",
+                f"{outcome['random']['mean_change']:+.3f}",
+            )
+        )
+    else:
+        rows.append(row("random features: no other feature is active at these layers", "—", ""))
+    return rows
+
+
+TOKENS_BEFORE = "top next tokens before (probability)"
+TOKENS_AFTER = "after zeroing (probability)"
+
+
+def top_token_rows(outcome: dict) -> list[dict]:
+    """The model's top next tokens before and after the zeroing, each with its probability (the
+    columns said only "before" and "after" over "' me' 0.430": a reader could take it for a metric)."""
+    rows = zip(outcome["before"]["top_tokens"], outcome["after"]["top_tokens"])
+    return [
+        {
+            TOKENS_BEFORE: readable(f"{b[0]!r} {b[1]:.3f}"),
+            TOKENS_AFTER: readable(f"{a[0]!r} {a[1]:.3f}"),
+        }
+        for b, a in rows
+    ]
 
 
 def circuit_at_budget(result) -> tuple[list[str], int, int]:

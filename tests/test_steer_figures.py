@@ -1,0 +1,54 @@
+"""The Steer page's figures say what they are: the metric by name (a logit difference is not a
+probability), what was zeroed, the random baseline as a mean over draws, the top tokens'
+numbers as probabilities; and a task it cannot steer is said before any press."""
+
+from __future__ import annotations
+
+from circuitviz.core.tasks import PromptTask
+from circuitviz.ui.steer import TOKENS_AFTER, TOKENS_BEFORE, outcome_rows, top_token_rows
+
+
+def _outcome(drawn: int = 2, runs: int = 5) -> dict:
+    return {
+        "before": {"metric": 5.2329, "top_tokens": [[" me", 0.42975], [" my", 0.19043]]},
+        "after": {"metric": 4.9720, "top_tokens": [[" me", 0.47472], [" my", 0.1568]]},
+        "change": -0.2609,
+        "random": {
+            "runs": [{"features": [(9, i) for i in range(drawn)], "metric": 5.1} for _ in range(runs)],
+            "mean_metric": 5.1369,
+            "mean_change": -0.0960,
+        },
+    }
+
+
+def test_each_figure_names_its_metric_and_what_was_zeroed():
+    """The figures read 'metric before', 'after zeroing' and '2 random features' (a mean over five
+    draws, said nowhere) over logit differences."""
+    task = PromptTask("My grandmother gave it to", "", " me", (" him",), "logit_diff")
+    rows = outcome_rows(_outcome(), task, 2)
+    assert rows == [
+        {"zeroed": "nothing (the model as it is)", "logit difference": "5.233", "change": ""},
+        {"zeroed": "the 2 chosen features", "logit difference": "4.972", "change": "-0.261"},
+        {
+            "zeroed": "2 random features active on this prompt (mean of 5 draws)",
+            "logit difference": "5.137",
+            "change": "-0.096",
+        },
+    ]
+    alone = PromptTask("My grandmother gave it to", "", " me", (), "logprob")
+    assert "log-probability" in outcome_rows(_outcome(), alone, 1)[0]
+
+
+def test_no_random_feature_to_draw_is_said_not_shown_as_a_mean():
+    task = PromptTask("Hello", "", " world", (" there",), "logit_diff")
+    assert outcome_rows(_outcome(drawn=0), task, 1)[2] == {
+        "zeroed": "random features: no other feature is active at these layers",
+        "logit difference": "—",
+        "change": "",
+    }
+
+
+def test_the_top_tokens_are_said_to_be_probabilities():
+    rows = top_token_rows(_outcome())
+    assert "probability" in TOKENS_BEFORE and "probability" in TOKENS_AFTER
+    assert rows[0] == {TOKENS_BEFORE: "' me' 0.430", TOKENS_AFTER: "' me' 0.475"}
