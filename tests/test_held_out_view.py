@@ -143,6 +143,10 @@ def test_a_held_out_figure_on_few_paraphrases_offers_a_wider_one_and_shows_the_w
         measure_offers.transfer_label(nothing, 103)
         == "Measure its NDF on paraphrases it never saw (runs the model)"
     )
+    nothing.transfer = {"budgets": {"103": {"paraphrases": [], "ndf": []}}, "note": "None passed."}
+    assert measure_offers.measured_nothing(nothing, 103)  # measured once, on nothing: no second click
+    assert measure_offers.transfer_label(nothing, 103) is None
+    assert measure_offers.transfer_label(nothing, 52) is not None  # another budget: not yet measured
     nothing.task = SimpleNamespace(corrupted="")
     assert measure_offers.transfer_label(nothing, 103) is None
 

@@ -49,6 +49,8 @@ def transfer_label(result, budget: int) -> str | None:
     measured = transfer_entry(result, budget) is not None
     if not result.task.corrupted or (known and (measured or len(known) >= DEFAULT_PARAPHRASES)):
         return None
+    if measured_nothing(result, budget):  # a second click would measure the same nothing
+        return None
     if not known:
         return "Measure its NDF on paraphrases it never saw (runs the model)"
     return (
@@ -65,6 +67,9 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
     if model is None:
         return
     known, label = held_out_at(result, budget), transfer_label(result, budget)
+    if measured_nothing(result, budget):  # said for as long as the button stays away
+        st.caption(markdown_text(nothing_measured_sentence((result.transfer or {}).get("note"))))
+        return
     if label is None:
         return
     if not st.button(label, key=f"{key}.transfer", help=METRIC_HELP["NDF held out"]):
@@ -87,6 +92,14 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
         )
         return
     st.caption(markdown_text(nothing_measured_sentence(found.get("note"))))
+
+
+def measured_nothing(result, budget: int) -> bool:
+    """Whether a transfer was measured at ``budget`` and found no paraphrase to measure on, with no
+    held-out figure of the method's own either (the button then stays away: its next click would
+    find the same nothing, as the paraphrases and their checks are the same)."""
+    entry = transfer_entry(result, budget)
+    return entry is not None and not entry.get("ndf") and not held_out_at(result, budget)
 
 
 def nothing_measured_sentence(note: str | None) -> str:
