@@ -44,3 +44,20 @@ def test_the_explanations_title_says_what_ranks_the_edges(method, title):
     at = AppTest.from_function(_page, args=(method,)).run()
     assert not at.exception, at.exception
     assert [e.label for e in at.expander] == [title]
+
+
+def test_an_edges_effect_is_said_as_the_estimate_it_is():
+    """The score is the method's linear estimate of the metric's change, not a patch measured: the
+    sentence read "(score -3.4: it raises ' were' over ' was' by 3.4)" as if it were measured."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.render.explain import edge_sentence
+    from circuitviz.render.graph_html import GraphEdge
+
+    task = PromptTask("a b", "a c", " x", (" y",), "logit_diff")
+    edge = GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", -3.4)
+    said = edge_sentence(edge, {}, task)
+    assert "(score -3.4: estimated to raise ' x' over ' y' by 3.4)" in said, said
+    against = edge_sentence(GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", 0.5), {}, task)
+    assert "(score +0.5: estimated to lower ' x' against ' y' by 0.5)" in against, against
+    nothing = edge_sentence(GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", 0.0), {}, task)
+    assert "(score +0: estimated to change nothing)" in nothing, nothing

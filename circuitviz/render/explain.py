@@ -57,8 +57,8 @@ def edge_sentence(
     task=None,
     estimates_metric: bool = True,
 ) -> str:
-    """One edge as a sentence, e.g. "a12.h2 writes straight to the output (score -1.23: it
-    raises ' Mary' over ' John' by 1.2).". A score is the estimated change of the metric when
+    """One edge as a sentence, e.g. "a12.h2 writes straight to the output (score -1.23: estimated
+    to raise ' Mary' over ' John' by 1.2).". A score is the estimated change of the metric when
     the edge is corrupted, so a negative score marks an edge the answer relies on. With
     ``task`` the effect is said in the task's terms, and a node's lens token only where it is
     the answer or a foil. ``estimates_metric`` false (a method whose scores are its own, not an
@@ -66,12 +66,20 @@ def edge_sentence(
     if not estimates_metric:
         return _sentence(edge, labels, f" (the method's score {edge.score:+.3g})", task)
     if task is not None:
-        effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric) or "changes nothing"
-        score = f" (score {edge.score:+.3g}: it {effect})"
+        effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric)
+        # the score is the method's linear estimate, not a measured patch: said as one
+        said = f"estimated to {_infinitive(effect)}" if effect else "estimated to change nothing"
+        score = f" (score {edge.score:+.3g}: {said})"
         return _sentence(edge, labels, score, task)
     role_of_sign = "it carries the answer" if edge.score < 0 else "it works against the answer"
     score = f" (score {edge.score:+.3g}: {role_of_sign})"
     return _sentence(edge, labels, score, None)
+
+
+def _infinitive(effect: str) -> str:
+    """'raises x over y by 1.2' -> 'raise x over y by 1.2' (role_caption's verbs)."""
+    verb, _, rest = effect.partition(" ")
+    return f"{verb.removesuffix('s')} {rest}"
 
 
 def _sentence(edge: GraphEdge, labels, score: str, task) -> str:
