@@ -23,7 +23,8 @@ def _cache(tmp_path, monkeypatch):
 def test_another_models_runs_are_scaled_by_each_models_forward_pass():
     model = tiny_model("gpt2", n_layers=2, n_heads=2)
     first = estimate_run(model, "eap-ig", n_tokens=15, n_budgets=4)
-    this, other = first.model, "436220032p-10342e"
+    this = first.model
+    other = f"{3 * int(this.split('p-')[0])}p-10342e"  # a model 3 times its size
     # the other model ran this much work in 4 s; its forward pass runs 3x this model's FLOP rate
     calibration.record("cpu", "eap-ig", first.flops, 4.0, model=other)
     unscaled = estimate_run(model, "eap-ig", n_tokens=15, n_budgets=4)
@@ -63,3 +64,19 @@ def test_only_passes_timed_alike_scale_another_models_runs():
     assert scale == {"gemma": pytest.approx(2e9 / 3e9)}
     calibration.record_probe("cpu", 3e9, 2.0, model="busy", others=1.5)  # only beside other work
     assert "busy" not in calibration._probe_scale(calibration.recorded_runs("cpu", calibration.PROBE), "smol")
+
+
+def test_the_runs_of_a_model_of_another_order_of_size_price_nothing_unscaled():
+    """The runs of 2-layer random models of 83,000 parameters (what a reviewer runs first) priced
+    Gemma-3-270M's first RelP run from the command line at "about 28 min"; it took 6 s. Runs of a
+    model more than ten times larger or smaller are left out; the estimate is nominal, and says so."""
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    first = estimate_run(model, "relp", n_tokens=15, n_budgets=4)
+    size = int(first.model.split("p-")[0])
+    calibration.record("cpu", "relp", first.flops, 400.0, model=f"{size * 3000}p-10342e")
+    calibration.record("cpu", "eap", first.flops, 400.0, model=f"{size // 3000 or 1}p-110e")
+    alone = estimate_run(model, "relp", n_tokens=15, n_budgets=4)
+    assert alone.seconds == pytest.approx(first.seconds) and "nominal" in alone.priced
+    calibration.record("cpu", "eap", first.flops, 4.0, model=f"{size * 5}p-110e")  # within ten times
+    near = estimate_run(model, "relp", n_tokens=15, n_budgets=4)
+    assert near.seconds == pytest.approx(4.0) and "of other models on this machine" in near.priced

@@ -276,7 +276,7 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
             if same:
                 return [run for run in runs if run.get("model") == model]
             if scale is None:
-                return runs
+                return [run for run in runs if _comparable(run.get("model"), model)]
             return [
                 {**run, "flops": run["flops"] * scale[run["model"]]}
                 for run in runs
@@ -304,6 +304,27 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
     if probe:
         return Rate(probe, 0, "probe")
     return Rate(nominal, 0, "nominal")
+
+
+SIZE_SPAN = 10  # another model's runs price this one unscaled only within this factor of its size
+
+
+def _parameters(key: str | None) -> int | None:
+    """The parameter count a ``model_key`` names, or None for a key of another form."""
+    head = str(key or "").split("p-", 1)[0]
+    return int(head) if head.isdigit() and int(head) > 0 else None
+
+
+def _comparable(other: str | None, model: str) -> bool:
+    """Whether a run of model ``other`` may price ``model`` without a forward pass of each to
+    scale it: both sizes known and within ``SIZE_SPAN`` of each other, or either unknown. A
+    2-layer random model of 83,000 parameters runs a few hundred million FLOPs a second (its time
+    is the passes' fixed costs), and its runs priced Gemma-3-270M's first RelP run at "about 28
+    min"; it took 6 s."""
+    mine, theirs = _parameters(model), _parameters(other)
+    if mine is None or theirs is None:
+        return True
+    return max(mine, theirs) <= SIZE_SPAN * min(mine, theirs)
 
 
 def _probe_scale(probes: list, model: str) -> dict[str, float] | None:
