@@ -46,7 +46,9 @@ st.caption(
 )
 
 
-if st.button("Re-run live on the Explore page", key="gallery.rerun"):
+with st.container(key="controls-gallery-rerun"):  # a control: hidden in demo mode (ui/demo.py)
+    rerun = st.button("Re-run live on the Explore page", key="gallery.rerun")
+if rerun:
     state.open_task(  # the example's task, model, method, settings and budgets; Explore runs it
         entry["task"],
         model=entry["model_id"],

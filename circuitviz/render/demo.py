@@ -51,3 +51,33 @@ def prompt_sentence(task) -> str:
     foils = " or ".join(shown_token(foil, 30) for foil in task.foils)
     rather = f" rather than {foils}" if foils else ""
     return f'The model reads "{task.clean}" and answers {shown_token(task.answer, 30)}{rather}.'
+
+
+def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None) -> str:
+    """What the demo's drawing shows, true of it: the ``n_paths`` paths in full colour (the other
+    edges are drawn too, faded), ranked by an effect only where the method's scores estimate one
+    (``effects``; else by ``method``'s own score), and purple boxes only where there are groups:
+    ``groups`` "user" (named on the page), "proposed" (by layer band and role) or None (none drawn).
+
+    It said "The coloured paths carry the most; purple boxes are groups of parts that work
+    together" for every circuit: on the Gallery's Edge Pruning circuits, whose scores are mask
+    values of 0.99-1.0, beside a box of late heads grouped by their depth alone, and with no box."""
+    parts = []
+    if n_paths:
+        ranked = (
+            "carry the most of the answer's metric, by the method's estimate"
+            if effects
+            else f"have the highest scores ({method}'s own score, not a measured effect)"
+        )
+        these = (
+            "The path drawn in full colour" if n_paths == 1 else f"The {n_paths} paths drawn in full colour"
+        )
+        parts.append(f"{these} {ranked}; the other connections are faded.")
+    if groups == "user":
+        parts.append("Purple boxes are the groups named on this page.")
+    elif groups == "proposed":
+        parts.append(
+            "Purple boxes gather parts of the same depth and role (their name says which; 'writers' "
+            "write to the answer), a grouping by position, not a measured one."
+        )
+    return " ".join(parts)

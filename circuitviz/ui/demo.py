@@ -10,7 +10,14 @@ import streamlit as st
 
 from .. import render
 from ..core.text import markdown_text
-from ..render.demo import path_edge_names, path_sentence, prompt_sentence, strongest_paths
+from ..methods.registry import method_traits
+from ..render.demo import (
+    legend_sentence,
+    path_edge_names,
+    path_sentence,
+    prompt_sentence,
+    strongest_paths,
+)
 from ..render.groups import propose_groups
 from . import state as ui_state
 from .graph_view import show_graph
@@ -51,6 +58,7 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     st.subheader(markdown_text(prompt_sentence(result.task)), anchor=False)  # the user's text, as typed
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     paths = strongest_paths(edges, 3)
+    kind = "user" if groups else None
     if not groups:  # the proposed grouping of the nodes off the strongest paths (those stay visible)
         on_paths = {node for path in paths for edge in path for node in (edge.source, edge.target)}
         proposed = propose_groups(edges, result.graph.n_layers)
@@ -59,6 +67,7 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
             for name, members in proposed.items()
             if len(kept := [m for m in members if m not in on_paths]) > 1
         }
+        kind = "proposed" if groups else None
     point = result.point(budget)
     faithful = (
         f"; its faithfulness (NDF) is {point.ndf:.2f}, where 1 means it alone reproduces the model's "
@@ -66,9 +75,11 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
         if point
         else ""
     )
+    traits = method_traits(result.method)
+    legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind)
     st.markdown(
         f"The circuit below is the part of the model that carries this answer: {len(edges):,} connections"
-        f"{faithful}. The coloured paths carry the most; purple boxes are groups of parts that work together."
+        f"{faithful}. {legend}"
     )
     drawing = graph_drawing(
         result,
@@ -81,5 +92,6 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     )
     show_graph(drawing, key=f"{key}.demo.graph", max_label_px=DEMO_LABEL_PX)
     for path in paths:
-        st.caption("strongest path: " + path_sentence(path))
+        named = "strongest path" if traits.scores_estimate_metric else "path of highest score"
+        st.caption(f"{named}: " + path_sentence(path))
     explain(result, budget, labels, expanded=True)

@@ -1,0 +1,38 @@
+"""Demo mode's sentence about its drawing is true of the drawing: what ranks the coloured paths
+(an effect, or only the method's own score), and purple boxes only where groups are drawn."""
+
+from __future__ import annotations
+
+from circuitviz.render.demo import legend_sentence
+
+
+def test_a_method_whose_scores_are_not_effects_is_not_said_to_carry_the_most():
+    """The Gallery's Edge Pruning circuits (mask values 0.99-1.0) read 'The coloured paths carry
+    the most', and every edge is coloured there: the others are only faded."""
+    sentence = legend_sentence(3, False, "Edge Pruning (learned masks)", "proposed")
+    assert "carry the most" not in sentence
+    assert sentence.startswith(
+        "The 3 paths drawn in full colour have the highest scores (Edge Pruning (learned masks)'s "
+        "own score, not a measured effect); the other connections are faded."
+    )
+    assert "carry the most of the answer's metric" in legend_sentence(3, True, "EAP", None)
+
+
+def test_purple_boxes_are_said_only_where_there_are_groups_and_as_what_they_are():
+    """'purple boxes are groups of parts that work together' was said with no box drawn, and of a
+    box of late heads grouped by their depth alone."""
+    assert "urple" not in legend_sentence(2, True, "EAP", None)
+    assert "not a measured one" in legend_sentence(2, True, "EAP", "proposed")
+    assert "work together" not in legend_sentence(2, True, "EAP", "proposed")
+    assert legend_sentence(1, True, "EAP", "user").endswith("Purple boxes are the groups named on this page.")
+    assert legend_sentence(0, True, "EAP", None) == ""
+
+
+def test_the_gallerys_rerun_button_is_a_control_demo_mode_hides():
+    """Demo mode on the Gallery left "Re-run live on the Explore page" before the audience."""
+    from pathlib import Path
+
+    from circuitviz.ui.demo import CONTROLS_KEY
+
+    page = (Path(__file__).resolve().parents[1] / "pages" / "gallery.py").read_text()
+    assert f'st.container(key="{CONTROLS_KEY}gallery-rerun")' in page
