@@ -529,7 +529,7 @@ def test_a_bad_saved_view_is_one_sentence_and_the_graph_without_it():
 def test_the_tokens_labels_never_run_into_each_other(frame):
     """At the font sized for a 540 px frame, the labels of neighbouring empty columns ran into
     each other ("'is' 'locat…' 'in'"): a column is as wide as its token's label at the font."""
-    from circuitviz.render.attribution_graph import TOKEN_CHARS
+    from circuitviz.render.attribution_graph import MAX_TOKEN_CHARS
     from circuitviz.render.vis import CHAR_WIDTH
 
     tokens = ["<bos>", "The", " Statue", " of", " Liberty", " is", " located", " in", " the", " city", " of"]
@@ -551,6 +551,31 @@ def test_the_tokens_labels_never_run_into_each_other(frame):
             max(len(line) for line in right["label"].split("\n")) * right["font"]["size"] * CHAR_WIDTH / 2
         )
         assert left["x"] + reach <= right["x"] - reach_right, (left["label"], right["label"])
-    assert all(len(node["label"].split("\n")[0]) <= TOKEN_CHARS for node in tokens)
+    shown = {node["id"]: node["label"].split("\n")[0] for node in tokens}
+    assert all(len(label) <= MAX_TOKEN_CHARS for label in shown.values())
+    assert shown["token@1"] == "'The'" and shown["token@6"] == "' locat…"  # an empty column: 8
+    assert shown["token@10"] == "' of'"
     dark = [node for node in nodes if node["id"] in (first.id, logit.id)]  # white on the dark boxes
     assert [node["font"]["color"] for node in dark] == ["#ffffff", "#ffffff"]
+
+
+def test_a_column_that_holds_nodes_shows_more_of_its_token():
+    """Every token was cut to 8 characters ("' Louvr…" even at 2,000 px, the full token only in the
+    hover); a column holding nodes is wider than that, and shows as much of its token as it holds."""
+    from circuitviz.render.attribution_graph import column_widths, layout, token_chars
+
+    tokens = ["<bos>", "The", " Louvre", " is", " located", " in", " the", " city", " of"]
+    source = GraphNode("a0.h1@2", "a0.h1", "head", 0, 2, head=1)
+    logit = GraphNode("logits@8", "logits", "logit", 1, 8)
+    graph = AttributionGraph(
+        tokens, [source, logit], [GraphLink(source.id, logit.id, 1.0, "logits")], n_layers=1
+    )
+    drawing = attribution_graph_html(graph, frame_width=1000)
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", drawing.html, re.S).group(1))
+    label = {node["id"]: node["label"].split("\n")[0] for node in nodes if node["id"].startswith("token@")}
+    assert label["token@2"] == "' Louvre'"  # its column holds a head: room for the whole token
+    assert label["token@4"] == "' locat…"  # an empty column: as narrow as before
+    _, centres, _ = layout(graph)
+    widths = column_widths(centres)
+    assert sum(widths.values()) == pytest.approx(max(centres.values()) + widths[8] / 2 - 70)
+    assert token_chars(10_000, 12) == 24 and token_chars(10, 12) == 8

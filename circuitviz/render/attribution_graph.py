@@ -62,7 +62,25 @@ def short_name(node: GraphNode) -> str:
     return canvas_caption(node.component, 10)
 
 
-TOKEN_CHARS = 8  # a column's token is drawn in at most this many characters
+TOKEN_CHARS = 8  # a column's token is drawn in at least this many characters (more where it is wider)
+MAX_TOKEN_CHARS = 24  # and never more: the hover has the token whole
+
+
+def token_chars(width: float, font: float) -> int:
+    """How many characters of a token a column ``width`` layout units wide shows at ``font``: the
+    columns that hold nodes are wider than their token needs, so their token is cut later
+    ("' Louvre'" whole, where every column cut it to "' Louvr…")."""
+    fits = int((width - NODE_MARGIN) / (font * CHAR_WIDTH))
+    return max(TOKEN_CHARS, min(MAX_TOKEN_CHARS, fits))
+
+
+def column_widths(centres: dict[int, float]) -> dict[int, float]:
+    """Each column's width, from the centres ``layout`` gives (the columns abut from LEFT_MARGIN)."""
+    widths, edge = {}, float(LEFT_MARGIN)
+    for position in sorted(centres):
+        widths[position] = 2 * (centres[position] - edge)
+        edge += widths[position]
+    return widths
 
 
 def token_room(font: float) -> float:
@@ -220,12 +238,13 @@ def attribution_graph_html(
             {"id": f"layer@{layer}", "label": name, "x": LEFT_MARGIN / 3, "y": bottom - (row + 1) * row_height,
              "shape": "text", "font": {"size": font, "color": "#666666"}}
         )  # fmt: skip
+    widths = column_widths(centres)
     for position, x in centres.items():
         token = graph.tokens[position] if position < len(graph.tokens) else ""
         nodes.append(
             {
                 "id": f"token@{position}",
-                "label": f"{canvas_caption(repr(token), TOKEN_CHARS)}\n{position}",
+                "label": f"{canvas_caption(repr(token), token_chars(widths[position], font))}\n{position}",
                 "title": f"position {position}: {_escape(repr(token))}",
                 "x": x,
                 "y": bottom - 0.1 * row_height,
