@@ -269,6 +269,9 @@ def test_result_carries_observations_and_the_skeleton_note(corpus_file):
     assert "dependency skeleton" in result.details.note
     assert any("dependency skeleton" in line for line in result.details.report)
     assert any(line.startswith("observations:") for line in result.details.report)
+    lasso_line = next(line for line in result.details.report if line.startswith("lasso:"))
+    assert "1 lambdas" not in lasso_line and "1 solver rounds" not in lasso_line  # it read "1 lambdas"
+    assert "1 lambda," in lasso_line  # the default adaptive lambda: one point on the path
     json.dumps(result.details.to_dict())  # plain data only
     restored = CircuitResult.from_state(result.to_state())
     assert restored.details == result.details

@@ -453,7 +453,8 @@ def _report(details: LassoDetails) -> list[str]:
         f"lasso: {regression['predictor_columns']} predictor and {regression['target_columns']} target "
         f"columns, lambda {_selection_text(regression)}, "
         f"{details.selected_edges} edges selected, {len(details.circuit_edges)} on a path to logits; "
-        f"{regression['path_steps']} lambdas, {regression['solver_rounds']} solver rounds, max KKT violation "
+        f"{counted(regression['path_steps'], 'lambda')}, {counted(regression['solver_rounds'], 'solver round')}, "
+        "max KKT violation "
         f"{regression['max_kkt_violation']:.1e}{'' if regression['converged'] else ' (NOT converged)'}",
     ]
     lines += [f"note: {note}" for note in observations["notes"]]
