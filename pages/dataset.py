@@ -11,31 +11,43 @@ st.caption(
     "What the circuits of a whole task have in common: faithfulness over every prompt with its "
     "95\u00a0% band, MIB's CPR and CMD, the consensus circuit (edges in many prompts' circuits) and "
     "how well it alone explains each prompt, and the prompts grouped by circuit similarity. Open "
-    "a stored example or a folder written by `circuitviz batch --out FOLDER`."
+    "a stored example or a folder written by `circuitviz batch --out FOLDER`, or run a batch here."
 )
 
 # pandas, plotly and the atlas load after the title is on screen (first paint)
 from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.core.text import markdown_sentence  # noqa: E402
+from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
+from circuitviz.ui import batch_runner as runs  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 from circuitviz.ui import loaders  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
 
 FOLDER = "a batch folder…"
 stored = ui.stored_atlases()
-if session.dataset_source is None:  # the atlas open is the one the picker shows
-    session.dataset_source = next(iter(stored), FOLDER)
+yours = runs.your_batches()  # the batches run from this page that have rows, newest first
 typed_folders = loaders.browser_paths_allowed()  # off on a shared server: only the stored atlases
-choice = st.segmented_control(
-    "atlas", [*stored, FOLDER] if typed_folders else list(stored), key="dataset.source"
-) or next(iter(stored), FOLDER)
+options = [*stored, *([runs.YOURS] if yours else []), runs.RUN, *([FOLDER] if typed_folders else [])]
+if session.dataset_source not in options:  # the atlas open is the one the picker shows
+    session.dataset_source = next(iter(stored), runs.RUN)
+choice = st.segmented_control("atlas", options, key="dataset.source") or next(iter(stored), runs.RUN)
 if not typed_folders:
     st.caption(
         markdown_sentence(
-            loaders.no_browser_paths("the stored atlases are here, and `circuitviz batch` runs yours")
+            loaders.no_browser_paths(
+                "the stored atlases are here, and a batch runs from 'run a batch…' (a few prompts) "
+                "or with `circuitviz batch`"
+            )
         )
     )
-if choice == FOLDER and not typed_folders:  # no stored atlas either: nothing to open
+job = runs.running()
+if job is not None:  # on every view of the page: it runs on whatever the picker shows
+    runs.watch(job, opens=choice == runs.RUN)
+if choice == runs.RUN:
+    newest = runs.latest()
+    if job is None and newest is not None:
+        runs.last_run_note(newest, opened=False)
+    runs.form(session.model or EMBEDDED_MODEL)
     st.stop()
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")
@@ -43,6 +55,8 @@ if choice == FOLDER:
         st.info("Type the folder a `circuitviz batch --out FOLDER` run wrote, or pick a stored example.")
         st.stop()
     folder = typed.strip()
+elif choice == runs.YOURS:
+    folder = runs.pick_yours(yours)
 else:
     folder = str(stored[choice])
 try:

@@ -1,0 +1,119 @@
+"""The Dataset page's Run (``ui/batch_runner.py``) through AppTest: a family generated on the
+tiny GPT-2 (``tiny_batch.py`` stands in for ``python -m circuitviz``) runs in the background,
+shows its progress, ends among "your batches" and opens as the atlas; no method, a family asked
+for more prompts than its templates make and a bad upload are one sentence each; a shared
+server caps the prompts and says so."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from circuitviz.batch import atlas, jobs  # noqa: E402
+from circuitviz.ui import batch_runner  # noqa: E402
+
+TINY = [sys.executable, str(Path(__file__).with_name("tiny_batch.py"))]
+FORM = batch_runner.FORM
+
+
+def _refuse(model_id, device):
+    raise AssertionError("the Dataset page must not load a model to run a batch")
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
+    monkeypatch.setattr(jobs, "LAUNCHER", TINY)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.session_state["dataset.source"] = batch_runner.RUN
+    at.switch_page("pages/dataset.py")
+    return at.run()
+
+
+def _errors(at) -> list[str]:
+    """The page's errors as read: markdown_sentence's escapes undone."""
+    return [e.value.replace("\\", "") for e in at.error]
+
+
+def test_a_generated_batch_runs_shows_its_progress_and_opens(page, tmp_path):
+    at = page
+    assert not at.exception, at.exception
+    assert at.multiselect(key=FORM + "methods").value == ["eap-ig"]  # the registry's default
+    at.multiselect(key=FORM + "methods").set_value(["eap"])
+    at.number_input(key=FORM + "n").set_value(3)
+    at.text_input(key=FORM + "budgets").set_value("3,8,20")
+    at.button(key=FORM + "go").click().run()
+    assert not at.exception, at.exception and not _errors(at)
+    job = jobs.running_job()
+    assert job is not None and job.folder.parent == tmp_path / "cache" / "batches"
+    assert job.argv[:9] == ["batch", "--generate", "ioi", "--seed", "0", "--n", "3", "--methods", "eap"]
+    assert job.threads == 1
+    assert any("Running" in i.value and "1 torch thread" in i.value for i in at.info)
+    assert at.button(key=FORM + "go").disabled  # one batch at a time
+    ended = jobs.wait(job.folder, 300)
+    assert ended.state == "finished", ended.log_tail
+    at.run()  # the page after it ended: its rows under "your batches"
+    assert not at.exception, at.exception
+    assert batch_runner.YOURS in at.segmented_control(key="dataset.source").options
+    assert any("finished in" in s.value for s in at.success)
+    at.button(key=f"{FORM}open.{job.folder.name}").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["dataset.source"] == batch_runner.YOURS
+    assert at.selectbox(key=batch_runner.CHOSEN).value == job.folder.name
+    batch = atlas.BatchTable.load(job.folder)
+    assert {m.label: m.value for m in at.metric}["prompts"] == f"{batch.rows(batch.labels[0]).num_rows:,}"
+
+
+def test_no_method_and_too_many_prompts_are_one_sentence_each(page):
+    at = page
+    at.multiselect(key=FORM + "methods").set_value([])
+    at.button(key=FORM + "go").click().run()
+    assert _errors(at) == ["Choose at least one method to run (the box above)."]
+    at.multiselect(key=FORM + "methods").set_value(["eap"])
+    at.selectbox(key=FORM + "family").set_value("factual")
+    at.number_input(key=FORM + "n").set_value(5000)
+    at.button(key=FORM + "go").click().run()
+    (error,) = _errors(at)
+    assert error.startswith("5,000 prompts is more than the factual family's templates make: 682")
+    assert jobs.running_job() is None and not jobs.jobs()
+
+
+class _Upload:
+    def __init__(self, name: str, data: bytes):
+        self.name, self.data = name, data
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+def test_a_bad_upload_is_one_sentence():
+    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", b"\xff\xfe not text"))
+    assert tasks is None and problem == "p.jsonl is not UTF-8 text; save it as UTF-8 and upload it again."
+    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", b'{"clean": "a"}\nnot json\n'))
+    assert tasks is None and problem.startswith("p.jsonl holds no usable task (line 1 has no 'answer'")
+    tasks, problem = batch_runner._upload_tasks(_Upload("p.txt", b"clean,corrupted\n"))
+    assert tasks is None and problem.startswith("p.txt holds no")
+    good = b'{"clean": "The capital of France is", "corrupted": "The capital of Italy is", "answer": " Paris", "foil": " Rome"}\n'
+    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", good + b"oops\n"))
+    assert problem is None and len(tasks.tasks) == 1 and len(tasks.problems) == 1
+
+
+def test_a_shared_server_caps_the_prompts_and_says_so(page, monkeypatch):
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")
+    at = page.run()
+    assert not at.exception, at.exception
+    assert at.number_input(key=FORM + "n").max == batch_runner.SHARED_MAX_PROMPTS
+    assert not [w for w in at.number_input if w.key == FORM + "threads"]  # one thread, not offered
+    assert any(
+        f"at most {batch_runner.SHARED_MAX_PROMPTS} prompts on one thread" in c.value for c in at.caption
+    )
