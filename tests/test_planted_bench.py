@@ -110,6 +110,16 @@ def test_bench_scores_methods_and_reports_unregistered_ones():
     assert len(data["results"]) == 4 and len(data["cases"]) == 2
     markdown = to_markdown(report)
     assert markdown.startswith("| method |") and "| eap | 2 | 0.00 |" in markdown
+    # a user's own seed does not hold case 0 out (it is the same for every seed): said in both
+    assert "case 0 is the engine's default planted model (3x2-p2n1-2-d2-s0) whatever the seed" in markdown
+    assert any(note.startswith("case 0 is the engine's default") for note in data["notes"])
+
+
+def test_case_0_is_the_same_for_every_seed_and_the_others_are_not():
+    from circuitviz.bench.planted_benchmark import default_cases
+
+    ours, theirs = default_cases(3, seed=0), default_cases(3, seed=31415)
+    assert ours[0] == theirs[0] and ours[1:] != theirs[1:]
 
 
 def test_planted_bench_command_prints_and_writes(tmp_path, capsys):

@@ -93,6 +93,13 @@ class PlantedCase:
         )
 
 
+# said wherever the seed's cases are reported: a user's own seed does not hold case 0 out
+FIRST_CASE_NOTE = (
+    f"case 0 is the engine's default planted model ({PlantedCase().name}) whatever the seed; "
+    "the seed draws the others"
+)
+
+
 def default_cases(count: int = 20, seed: int = 0) -> list[PlantedCase]:
     """``count`` cases spread over size, density and difficulty; the same list for the same seed.
 
@@ -266,6 +273,7 @@ class BenchReport:
                 "budget: its top-|true| edges, not pruned (ranking quality at the oracle budget)",
                 "SHD: edges to add plus edges to delete; seconds: scoring only, per case",
                 f"circuit-lasso also observes {CORPUS_TEXTS} random sentences over the models' vocabulary",
+                FIRST_CASE_NOTE,
             ],
         }
 
@@ -320,7 +328,8 @@ def to_markdown(report: BenchReport) -> str:
     legend += [
         "",
         f"{len(report.cases)} planted-circuit models (2-5 layers, 2-4 heads, 1-3 parents per node, "
-        "distractor heads and MLPs, some with nonlinear units); truth known by construction.",
+        "distractor heads and MLPs, some with nonlinear units); truth known by construction; "
+        f"{FIRST_CASE_NOTE}.",
         "SHD / precision / recall: the method's own edge set (its circuit, or its nonzero scores), "
         "pruned; exact: cases with SHD 0. @|T|: its top-|true| edges, not pruned (ranking quality).",
         "Every method runs with the true edge count |T| as its budget; a method whose own edge set is its "

@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--methods", default="eap,eap-ig,circuit-lasso,acc++", help="comma separated")
     bench.add_argument("--cases", type=int, default=20, help="how many planted models")
-    bench.add_argument("--seed", type=int, default=0, help="which planted models (same seed, same cases)")
+    bench.add_argument("--seed", type=int, default=0, help="same seed, same cases; case 0 never changes")
     bench.add_argument("--json", type=Path, default=None, help="write every case's numbers here")
     bench.add_argument("--markdown", type=Path, default=None, help="write the summary table here")
 
