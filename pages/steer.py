@@ -90,6 +90,10 @@ else:
         state.switch_to("explore", state.url_params())
     typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
+    if not nodes:  # an empty box labelled nothing and said nothing
+        st.info("Type at least one node to label, e.g. a3.h0, m5.")
+        state.write_to_url()
+        st.stop()
 
 try:
     with st.spinner("Labelling nodes with SAE features…"):

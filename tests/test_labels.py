@@ -590,6 +590,10 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     errors = [error.value for error in at.error]
     assert len(errors) == 1 and errors[0].startswith("The prompt is empty"), errors
     at.text_input(key="steer.prompt").set_value(PROMPT).run()
+    at.text_input(key="steer.nodes").set_value(" , ").run()  # no node: said, not an empty page
+    assert not at.exception, at.exception
+    assert any("Type at least one node" in info.value for info in at.info)
+    at.text_input(key="steer.nodes").set_value("a0.h0, m0, a1.h1").run()
     assert any("LLM labels are off" in caption.value for caption in at.caption)
     # no circuit for this prompt yet: one press opens Explore with this prompt, answer and foil
     assert any("No circuit of this prompt is open" in caption.value for caption in at.caption)

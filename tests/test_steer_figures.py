@@ -52,3 +52,13 @@ def test_the_top_tokens_are_said_to_be_probabilities():
     rows = top_token_rows(_outcome())
     assert "probability" in TOKENS_BEFORE and "probability" in TOKENS_AFTER
     assert rows[0] == {TOKENS_BEFORE: "' me' 0.430", TOKENS_AFTER: "' me' 0.475"}
+
+
+def test_a_node_that_drives_no_feature_keeps_its_row():
+    """A node whose output raises no feature of its SAE on the prompt had no row at all: it was
+    asked for and vanished from the table unsaid."""
+    from circuitviz.ui.steer import feature_rows
+
+    rows = feature_rows({"m5": {"sae": "s", "sae_layer": 9, "features": []}})
+    assert [(row["node"], row["feature"]) for row in rows] == [("m5", "—")]
+    assert rows[0]["what it does"] == "drives no feature of the layer-9 SAE on this prompt"

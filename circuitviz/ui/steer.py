@@ -245,6 +245,9 @@ def feature_rows(labels: dict) -> list[dict]:
                 {"node": node, "feature": "—", "what it does": entry["reason"], SHARE: None, "at": ""}
             )
             continue
+        if not entry["features"]:  # the node was dropped from the table unsaid
+            reason = f"drives no feature of the layer-{entry['sae_layer']} SAE on this prompt"
+            rows.append({"node": node, "feature": "—", "what it does": reason, SHARE: None, "at": ""})
         for feature in entry["features"]:
             rows.append(
                 {
