@@ -114,6 +114,11 @@ def _bin_cut_short(folder: Path) -> None:
     (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
 
 
+def _no_tokenizer(folder: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / name).unlink(missing_ok=True)
+
+
 DOWN = "model.layers.1.mlp.down_proj.weight"
 DAMAGE = {  # found by loading about 800 randomly damaged folders (eight families)
     "config a list": (_file("config.json", "[]"), "holds list where a JSON object belongs"),
@@ -152,6 +157,8 @@ DAMAGE = {  # found by loading about 800 randomly damaged folders (eight familie
         _file("tokenizer_config.json", '{"model_max_length": "x"}'),
         'gives model_max_length "x"',
     ),
+    # read "No usable tokenizer was found ... (Couldn't instantiate the backend tokenizer from one of:)"
+    "no tokenizer files": (_no_tokenizer, "holds no tokenizer (no tokenizer.json, tokenizer.model or vocab"),
     "a tokenizer class transformers lacks": (
         _file("tokenizer_config.json", '{"tokenizer_class": "Nope"}'),
         "names no padding or end-of-text token its vocabulary holds",

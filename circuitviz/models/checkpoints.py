@@ -279,6 +279,22 @@ def _require_dense_weights(model: PreTrainedModel, checkpoint: LocalCheckpoint) 
             )
 
 
+# the files a tokenizer of transformers is read from (tokenizer.json, tokenizer.model,
+# tokenizer_config.json, vocab.json and merges.txt, vocab.txt, spiece.model, *.tiktoken)
+_TOKENIZER_FILES = ("tokenizer*", "vocab.*", "merges.txt", "spiece.model", "*.tiktoken")
+
+
+def _require_tokenizer_files(folder: Path) -> None:
+    """One sentence when ``folder`` holds no tokenizer file at all: transformers then tried to
+    build one from nothing, and its refusal quoted as "(Couldn't instantiate the backend
+    tokenizer from one of:)", the first line of a list."""
+    if not any(any(folder.glob(pattern)) for pattern in _TOKENIZER_FILES):
+        raise ModelLoadError(
+            f"{folder} holds no tokenizer (no tokenizer.json, tokenizer.model or vocab file beside the "
+            "weights); add the tokenizer files from the same release (tokenizer.save_pretrained(folder))."
+        )
+
+
 def read_tokenizer(checkpoint: LocalCheckpoint, model_type: str | None = None) -> PreTrainedTokenizerBase:
     """Load the tokenizer that belongs to the checkpoint (embedded in the file for GGUF).
 
@@ -298,7 +314,10 @@ def read_tokenizer(checkpoint: LocalCheckpoint, model_type: str | None = None) -
                 **_gguf_tokenizer_type(checkpoint, model_type),
             )
         else:
+            _require_tokenizer_files(checkpoint.folder)
             tokenizer = AutoTokenizer.from_pretrained(str(checkpoint.folder), local_files_only=True)
+    except ModelLoadError:
+        raise
     except Exception as error:  # noqa: BLE001  (a damaged tokenizer file raises anything)
         raise ModelLoadError(
             f"No usable tokenizer was found with the checkpoint in {checkpoint.folder} "
