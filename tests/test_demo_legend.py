@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from circuitviz.render.demo import legend_sentence
+from circuitviz.render.demo import lead_sentence, legend_sentence
 
 
 def test_a_method_whose_scores_are_not_effects_is_not_said_to_carry_the_most():
@@ -15,7 +15,10 @@ def test_a_method_whose_scores_are_not_effects_is_not_said_to_carry_the_most():
         "The 3 paths drawn in full colour have the highest scores (Edge Pruning (learned masks)'s "
         "own score, not a measured effect); the other connections are faded."
     )
-    assert "carry the most of the answer's metric" in legend_sentence(3, True, "EAP", None)
+    # EAP's strongest paths may run through a head that promotes the foil: an effect of either sign
+    assert "largest estimated effects on the answer (for it or against it" in legend_sentence(
+        3, True, "EAP", None
+    )
 
 
 def test_purple_boxes_are_said_only_where_there_are_groups_and_as_what_they_are():
@@ -36,3 +39,18 @@ def test_the_gallerys_rerun_button_is_a_control_demo_mode_hides():
 
     page = (Path(__file__).resolve().parents[1] / "pages" / "gallery.py").read_text()
     assert f'st.container(key="{CONTROLS_KEY}gallery-rerun")' in page
+
+
+def test_a_circuit_is_said_to_carry_the_answer_only_where_its_ndf_says_so():
+    """Demo mode called an EAP circuit of NDF 0.43 'the part of the model that carries this answer'."""
+    from circuitviz.ui import demo, result_view
+
+    assert demo.GOOD_NDF == result_view.GOOD_NDF  # the demo's threshold is the opening rule's
+    low = lead_sentence(168, 0.43, 0.8)
+    assert "carries this answer" not in low
+    assert "its faithfulness (NDF) is 0.43 (below 0.8: it carries only part of the answer)" in low
+    assert lead_sentence(29, 0.85, 0.8).startswith(
+        "The circuit below is the part of the model that carries this answer: 29 connections; "
+        "its faithfulness (NDF) is 0.85"
+    )
+    assert "NDF" not in lead_sentence(29, None, 0.8)

@@ -61,11 +61,12 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
 
     It said "The coloured paths carry the most; purple boxes are groups of parts that work
     together" for every circuit: on the Gallery's Edge Pruning circuits, whose scores are mask
-    values of 0.99-1.0, beside a box of late heads grouped by their depth alone, and with no box."""
+    values of 0.99-1.0, beside a box of late heads grouped by their depth alone, and with no box;
+    and on EAP's, of a path through a head that promotes the foil (a solid edge: against the answer)."""
     parts = []
     if n_paths:
         ranked = (
-            "carry the most of the answer's metric, by the method's estimate"
+            "have the largest estimated effects on the answer (for it or against it: see the key)"
             if effects
             else f"have the highest scores ({method}'s own score, not a measured effect)"
         )
@@ -81,3 +82,22 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
             "write to the answer), a grouping by position, not a measured one."
         )
     return " ".join(parts)
+
+
+def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float) -> str:
+    """The demo's first words on the circuit: "the part of the model that carries this answer" only
+    where its NDF says so (``good_ndf`` or more); it said so of an EAP circuit of NDF 0.43."""
+    if ndf is None:
+        return f"The circuit below is what the method found for this answer: {n_edges:,} connections"
+    if ndf >= good_ndf:
+        head, short = "the part of the model that carries this answer", ""
+    else:
+        head, short = (
+            "what the method found for this answer",
+            f" (below {good_ndf}: it carries only part of the answer)",
+        )
+    return (
+        f"The circuit below is {head}: {n_edges:,} connections; its faithfulness (NDF) is {ndf:.2f}{short}, "
+        "where 1 means it alone reproduces the model's answer and 0 that it does no better than the "
+        "corrupted prompt"
+    )

@@ -12,6 +12,7 @@ from .. import render
 from ..core.text import markdown_text
 from ..methods.registry import method_traits
 from ..render.demo import (
+    lead_sentence,
     legend_sentence,
     path_edge_names,
     path_sentence,
@@ -25,6 +26,7 @@ from .graph_view import show_graph
 # an audience reads the graph from across a room: a small circuit may be drawn with labels up to
 # this size (the page's own views stop at the page's type, ``render.vis.MAX_LABEL_PX``)
 DEMO_LABEL_PX = 28
+GOOD_NDF = 0.8  # the NDF at which the demo says the circuit carries the answer (result_view's)
 
 # a page's controls stand in containers keyed ``controls-...`` (Streamlit gives a keyed container
 # the class ``st-key-<key>``); they and the sidebar are hidden while the demo is on. (The selector
@@ -69,18 +71,10 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
         }
         kind = "proposed" if groups else None
     point = result.point(budget)
-    faithful = (
-        f"; its faithfulness (NDF) is {point.ndf:.2f}, where 1 means it alone reproduces the model's "
-        "answer and 0 that it does no better than the corrupted prompt"
-        if point
-        else ""
-    )
     traits = method_traits(result.method)
     legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind)
-    st.markdown(
-        f"The circuit below is the part of the model that carries this answer: {len(edges):,} connections"
-        f"{faithful}. {legend}"
-    )
+    lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF)
+    st.markdown(f"{lead}. {legend}")
     drawing = graph_drawing(
         result,
         budget,
