@@ -98,12 +98,26 @@ def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = Non
     return f'<span dir="ltr" style="unicode-bidi:isolate">{"".join(chips)}</span>'
 
 
+# characters markdown reads as markup (emphasis, code, links, math, tables, headings, autolinks'
+# "http:", "www." and "a@b"): written as numeric entities, which markdown shows as the characters
+_MARKDOWN_MARKUP = set("\\`*_[]$~|#:.@!")
+
+
+def _token_html(token: str) -> str:
+    """A token as HTML that also stays text inside markdown: markup characters as entities."""
+    return "".join(
+        "&#8629;" if c == "\n" else f"&#{ord(c)};" if c in _MARKDOWN_MARKUP else html.escape(c) for c in token
+    )
+
+
 def context_html(context: dict) -> str:
     """A stored context (``tokens``, ``target`` index, optional ``source`` index) as safe HTML:
-    every token escaped, the target in <mark>, the source underlined."""
+    every token escaped, the target in <mark>, the source underlined. Safe in markdown too (the
+    Steer page writes it with ``st.markdown``): the corpus's "only *inappropriate* times" was drawn
+    with "inappropriate" in italics, its asterisks gone; ``$``, ``[...](...)`` and "www." likewise."""
     parts = []
     for index, token in enumerate(context["tokens"]):
-        text = html.escape(token).replace("\n", "&#8629;")
+        text = _token_html(token)
         if index == context.get("source"):
             text = f"<u>{text}</u>"
         if index == context.get("target"):

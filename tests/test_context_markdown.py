@@ -1,0 +1,34 @@
+"""A feature's top contexts are corpus text: the Steer page writes them into markdown, and the
+markdown must show them as written (the corpus's "only *inappropriate* times" was drawn with
+"inappropriate" in italics and its asterisks gone)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from circuitviz.render import context_html
+
+CORPUS = [
+    " only *inappropriate* _times_ ~~x~~ `c` $a$",
+    " [link](http://b.example) www.x.com a@b.c",
+    "\n",
+    "\"'&",
+]
+
+
+def test_a_context_stays_text_inside_markdown():
+    markdown_it = pytest.importorskip("markdown_it")
+    md = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    rendered = md.render("**L3/113** fired on: " + context_html({"tokens": CORPUS, "target": 1}))
+    tags = set(re.findall(r"</?(\w+)", rendered))
+    assert tags <= {"p", "strong", "mark"}, tags  # no em, s, code, a: the markup stays text
+    text = re.sub(r"<[^>]+>", "", rendered)
+    assert (
+        "only *inappropriate* _times_ ~~x~~ `c` $a$ [link](http://b.example) www.x.com" in text
+    )  # as written
+
+
+def test_the_html_of_a_context_is_unchanged_for_plain_words():
+    assert context_html({"tokens": [" the", " cat"], "target": 1}) == " the<mark> cat</mark>"
