@@ -130,6 +130,11 @@ def test_an_unsupported_architecture_names_the_fix(tmp_path):
     word_tokenizer().save_pretrained(str(tmp_path))
     with pytest.raises(ModelLoadError, match="no adapter for BioGptForCausalLM"):
         load_model(str(tmp_path), backend="bridge")
+    # HookedTransformer's refusal does not send the user to the bridge, which refuses it too
+    with pytest.raises(ModelLoadError) as refused:
+        load_model(str(tmp_path), backend="hooked")
+    assert "neither a converter nor a bridge adapter for BioGptForCausalLM" in str(refused.value)
+    assert "--backend bridge" not in str(refused.value)
 
 
 def test_the_bridge_conversion_cache_is_read_back_and_a_damaged_entry_rebuilt(tmp_path, monkeypatch):

@@ -202,6 +202,16 @@ def transformer_lens_reference(hf_config: dict[str, Any]) -> Iterator[str]:
         yield folder
 
 
+def _bridge_adapts(hf_config: dict[str, Any]) -> bool:
+    """Whether TransformerLens's bridge has an adapter for the config's architecture (BioGPT: no),
+    so that a refusal of HookedTransformer's does not send the user to a bridge that refuses too."""
+    import transformer_lens.factories.architecture_adapter_factory  # noqa: F401  (what the check reads)
+
+    from circuitviz.models.estimate import _unsupported_architecture
+
+    return _unsupported_architecture({"architectures": [_architecture(hf_config)]}) is None
+
+
 def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtype) -> HookedTransformerConfig:
     """The TransformerLens config for this checkpoint, unfolded and with GQA ungrouped.
 
@@ -224,11 +234,15 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
                 reference, hf_cfg=hf_config, fold_ln=False, device=str(device), dtype=dtype
             )
         except NotImplementedError as error:
-            raise ConversionRefused(
-                f"TransformerLens's HookedTransformer has no converter for {_architecture(hf_config)}; "
-                f"{USE_THE_BRIDGE}.",
-                f"it has no converter for {_architecture(hf_config)}",
-            ) from error
+            unknown = _architecture(hf_config)
+            message = (
+                f"TransformerLens's HookedTransformer has no converter for {unknown}; {USE_THE_BRIDGE}."
+                if _bridge_adapts(hf_config)
+                else f"TransformerLens has neither a converter nor a bridge adapter for {unknown}; use a "
+                "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) or "
+                "a newer TransformerLens that adds it."
+            )
+            raise ConversionRefused(message, f"it has no converter for {unknown}") from error
         except (AttributeError, KeyError) as error:  # its converter reads a field this config lacks
             raise ConversionRefused(
                 f"TransformerLens cannot read this {_architecture(hf_config)} config ({error}); "
