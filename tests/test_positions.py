@@ -553,29 +553,30 @@ def test_the_tokens_labels_never_run_into_each_other(frame):
         assert left["x"] + reach <= right["x"] - reach_right, (left["label"], right["label"])
     shown = {node["id"]: node["label"].split("\n")[0] for node in tokens}
     assert all(len(label) <= MAX_TOKEN_CHARS for label in shown.values())
-    assert shown["token@1"] == "'The'" and shown["token@6"] == "' locat…"  # an empty column: 8
-    assert shown["token@10"] == "' of'"
+    assert not any(label.endswith("…") for label in shown.values()), shown  # every token whole
+    assert shown["token@6"] == "' located'"
     dark = [node for node in nodes if node["id"] in (first.id, logit.id)]  # white on the dark boxes
     assert [node["font"]["color"] for node in dark] == ["#ffffff", "#ffffff"]
 
 
-def test_a_column_that_holds_nodes_shows_more_of_its_token():
-    """Every token was cut to 8 characters ("' Louvr…" even at 2,000 px, the full token only in the
-    hover); a column holding nodes is wider than that, and shows as much of its token as it holds."""
-    from circuitviz.render.attribution_graph import column_widths, layout, token_chars
+def test_a_column_is_as_wide_as_its_whole_token_up_to_a_cap():
+    """Every token was cut to 8 characters ("' Louvr…", "' locat…" even at 2,000 px, the full token
+    only in the hover); a column is now as wide as its token up to 14 characters, cut past that."""
+    from circuitviz.render.attribution_graph import MAX_TOKEN_CHARS, column_widths, layout, token_chars
 
-    tokens = ["<bos>", "The", " Louvre", " is", " located", " in", " the", " city", " of"]
+    tokens = ["<bos>", "The", " Louvre", " is", " located", " in", " extraordinarily", " of"]
     source = GraphNode("a0.h1@2", "a0.h1", "head", 0, 2, head=1)
-    logit = GraphNode("logits@8", "logits", "logit", 1, 8)
+    logit = GraphNode("logits@7", "logits", "logit", 1, 7)
     graph = AttributionGraph(
         tokens, [source, logit], [GraphLink(source.id, logit.id, 1.0, "logits")], n_layers=1
     )
-    drawing = attribution_graph_html(graph, frame_width=1000)
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", drawing.html, re.S).group(1))
-    label = {node["id"]: node["label"].split("\n")[0] for node in nodes if node["id"].startswith("token@")}
-    assert label["token@2"] == "' Louvre'"  # its column holds a head: room for the whole token
-    assert label["token@4"] == "' locat…"  # an empty column: as narrow as before
+    for frame in (540, 1000, 2000):
+        drawing = attribution_graph_html(graph, frame_width=frame)
+        nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", drawing.html, re.S).group(1))
+        label = {n["id"]: n["label"].split("\n")[0] for n in nodes if n["id"].startswith("token@")}
+        assert label["token@2"] == "' Louvre'" and label["token@4"] == "' located'"
+        assert label["token@6"] == "' extraordina…" and len(label["token@6"]) == MAX_TOKEN_CHARS
     _, centres, _ = layout(graph)
     widths = column_widths(centres)
-    assert sum(widths.values()) == pytest.approx(max(centres.values()) + widths[8] / 2 - 70)
-    assert token_chars(10_000, 12) == 24 and token_chars(10, 12) == 8
+    assert widths[4] > widths[3]  # ' located' needs more room than ' is'
+    assert token_chars(10_000, 12) == MAX_TOKEN_CHARS and token_chars(10, 12) == 8

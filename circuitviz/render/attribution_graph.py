@@ -63,14 +63,12 @@ def short_name(node: GraphNode) -> str:
 
 
 TOKEN_CHARS = 8  # a column's token is drawn in at least this many characters (more where it is wider)
-MAX_TOKEN_CHARS = 24  # and never more: the hover has the token whole
+MAX_TOKEN_CHARS = 14  # a column widens for its token up to this many; the hover has it whole
 
 
 def token_chars(width: float, font: float) -> int:
-    """How many characters of a token a column ``width`` layout units wide shows at ``font``: the
-    columns that hold nodes are wider than their token needs, so their token is cut later
-    ("' Louvre'" whole, where every column cut it to "' Louvr…")."""
-    fits = int((width - NODE_MARGIN) / (font * CHAR_WIDTH))
+    """How many characters of a token a column ``width`` layout units wide shows at ``font``."""
+    fits = int((width - NODE_MARGIN) / (font * CHAR_WIDTH) + 1e-6)  # a room made for n holds n
     return max(TOKEN_CHARS, min(MAX_TOKEN_CHARS, fits))
 
 
@@ -83,9 +81,12 @@ def column_widths(centres: dict[int, float]) -> dict[int, float]:
     return widths
 
 
-def token_room(font: float) -> float:
-    """The width (layout units) a column's token label needs at ``font``, with a small gap."""
-    return TOKEN_CHARS * font * CHAR_WIDTH + NODE_MARGIN
+def token_room(font: float, token: str = "") -> float:
+    """The width (layout units) a column's token label needs at ``font``, with a small gap: the
+    token whole (as ``repr`` writes it) up to ``MAX_TOKEN_CHARS`` characters, never less than
+    ``TOKEN_CHARS`` (every token was cut to 8: "' Louvr…", "' locat…" even at 2,000 px)."""
+    chars = min(MAX_TOKEN_CHARS, max(TOKEN_CHARS, len(repr(str(token)))))
+    return chars * font * CHAR_WIDTH + NODE_MARGIN
 
 
 def layout(
@@ -102,8 +103,10 @@ def layout(
     cells: dict[tuple[int, int], list[GraphNode]] = {}
     for node in graph.nodes:
         cells.setdefault((node.position, node.layer), []).append(node)
-    label = token_room(font)
-    widths = {position: max(EMPTY_TOKEN_WIDTH, label) for position in range(len(graph.tokens))}
+    widths = {
+        position: max(EMPTY_TOKEN_WIDTH, token_room(font, token))
+        for position, token in enumerate(graph.tokens)
+    }
     for (position, _), members in cells.items():
         widths[position] = max(widths.get(position, TOKEN_WIDTH), TOKEN_WIDTH, len(members) * SLOT)
     centres: dict[int, float] = {}
