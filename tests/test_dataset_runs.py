@@ -117,3 +117,24 @@ def test_a_shared_server_caps_the_prompts_and_says_so(page, monkeypatch):
     assert any(
         f"at most {batch_runner.SHARED_MAX_PROMPTS} prompts on one thread" in c.value for c in at.caption
     )
+
+
+def test_how_a_run_ended_is_one_plain_sentence_escaped_once(tmp_path):
+    """The page escaped the log's last line twice ('interrupted\\: ... 2026\\-12\\-06'): the sentence
+    is plain text now, escaped once where it is shown; the picker names a run by when and what."""
+    folder = tmp_path / "2026-12-06-071200-ioi-4-eap"
+    job = jobs.JobStatus(
+        folder=folder, state="cancelled", title="4 ioi prompts × eap", started=100.0, ended=141.0,
+        progress={"phase": "discover", "total": 4, "finished": 3}, argv=["batch", "--methods", "eap"],
+        reason="interrupted: rerun the same command to resume; /x/2026-12-06 keeps what finished.",
+    )  # fmt: skip
+    said = batch_runner.ended_sentence(job)
+    assert said == (
+        "The batch 4 ioi prompts × eap was cancelled after 0m41s, with 3 of 4 prompts finished. "
+        "It finished no row to open."
+    )
+    job.state = "failed"
+    assert batch_runner.ended_sentence(job).startswith(
+        "The batch 4 ioi prompts × eap failed after 0m41s, with 3 of 4 prompts finished: interrupted: rerun"
+    )
+    assert batch_runner._run_label(job) == "2026-12-06 07:12, 4 ioi prompts × eap (failed)"

@@ -9,6 +9,7 @@ a reload and a new session. Finished (and cancelled) runs are the picker's "your
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def pick_yours(yours: dict) -> str:
         "your batch",
         names,
         key=CHOSEN,
-        format_func=lambda name: name if yours[name].state == "finished" else f"{name} ({yours[name].state})",
+        format_func=lambda name: _run_label(yours[name]),
     )
     job = yours[picked]
     if job.state != "finished":  # cancelled or failed: why, in one sentence, above its rows
@@ -65,6 +66,13 @@ def pick_yours(yours: dict) -> str:
         with st.expander("its command"):
             st.code(jobs.command_line(job.argv), language="bash", wrap_lines=True)
     return str(job.folder)
+
+
+def _run_label(job) -> str:
+    """'2026-12-06 07:12, 4 ioi prompts × eap (cancelled)': when it began, what it ran, how it ended."""
+    began = re.match(r"(\d{4}-\d\d-\d\d)-(\d\d)(\d\d)\d\d-", job.folder.name)
+    when = f"{began[1]} {began[2]}:{began[3]}" if began else job.folder.name
+    return f"{when}, {job.title}" + ("" if job.state == "finished" else f" ({job.state})")
 
 
 def running():
@@ -88,9 +96,10 @@ def open_run(folder: Path) -> None:
 
 
 # ----- what a batch costs ---------------------------------------------------------------------
-def measured_cost(model_id: str, methods: list[str]) -> str:
+def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> str:
     """What earlier runs here measured, in one sentence: seconds a prompt of each chosen method
-    (the table's own ``seconds``, the newest run that ran it) and how long the model took to load."""
+    (the table's own ``seconds``, the newest run that ran it), what ``n`` prompts of them all come
+    to, and how long the model took to load."""
     import pyarrow.parquet as pq
 
     from ..batch import jobs
@@ -117,7 +126,13 @@ def measured_cost(model_id: str, methods: list[str]) -> str:
     load = last_load(model_id)
     parts = [f"about {per_prompt[name]:.1f} s a prompt for {name}" for name in methods if name in per_prompt]
     unmeasured = [name for name in methods if name not in per_prompt]
-    said = "Measured on earlier batches here: " + ", ".join(parts) + "." if parts else ""
+    said = "Measured on earlier batches here: " + ", ".join(parts) if parts else ""
+    if parts and n and not [name for name in methods if name not in per_prompt]:
+        each = sum(per_prompt[name] for name in methods)
+        said += (
+            f"; so {n:,} prompts' circuits take about {clock_duration(n * each)}, and the consensus step more"
+        )
+    said += "." if said else ""
     if unmeasured:
         said += (
             f" No batch here has measured {', '.join(unmeasured)} yet: the batch shows its own "
@@ -190,9 +205,9 @@ def form(model_id: str) -> None:
         st.segmented_control("prompts from", [GENERATE, UPLOAD], default=GENERATE, key=FORM + "source")
         or GENERATE
     )
-    left, middle, right = st.columns(3)
     upload, family, n, seed = None, None, None, 0
     if source == GENERATE:
+        left, middle, right = st.columns(3)
         family = left.selectbox("family", list(GENERATED_FAMILIES), key=FORM + "family")
         n = middle.number_input("how many prompts", 1, most, min(4, most), key=FORM + "n")
         seed = right.number_input("seed", 0, 2**31 - 1, 0, key=FORM + "seed")
@@ -202,7 +217,7 @@ def form(model_id: str) -> None:
             type=UPLOAD_TYPES,
             key=FORM + "file",
         )
-        n = left.number_input(
+        n = st.columns(3)[0].number_input(
             "run only the first", 1, most, most if capped else None, key=FORM + "first",
             placeholder="all prompts", help="the command's --n: the file's first N tasks",
         )  # fmt: skip
@@ -228,7 +243,7 @@ def form(model_id: str) -> None:
             help="1 leaves the other cores to the app's own runs; more runs the batch faster",
         )  # fmt: skip
     if methods:
-        st.caption(markdown_sentence(measured_cost(model_id, methods)))
+        st.caption(markdown_sentence(measured_cost(model_id, methods, int(n) if n else None)))
     if not st.button("Run", type="primary", key=FORM + "go", disabled=running() is not None):
         return
     problem, loaded = None, None
@@ -258,7 +273,9 @@ def form(model_id: str) -> None:
     dataset = None
     if loaded is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        dataset = folder / ("uploaded.csv" if upload.name.lower().endswith(".csv") else "uploaded.jsonl")
+        # under the file's own name (the left-out lines name it): no folder of it, never '..'
+        named = Path(upload.name).name
+        dataset = folder / (named if named.strip(". ") else "prompts.jsonl")
         dataset.write_bytes(upload.getvalue())
     try:
         argv = jobs.batch_arguments(
@@ -334,8 +351,12 @@ def ended_sentence(job) -> str:
         return f"The batch {name} finished{took.replace('after', 'in')}."
     found = job.progress or {}
     got = ""
-    if found.get("phase") == "discover" and found.get("total"):
-        got = f", with {int(found.get('done') or 0):,} of {int(found['total']):,} runs finished"
+    if found.get("phase") == "discover" and found.get(
+        "total"
+    ):  # the prompts' own circuits, not the consensus
+        total, methods = int(found["total"]), _methods_of(job.argv)
+        noun = "runs" if methods > 1 else "prompts"
+        got = f", with {int(found.get('finished') or 0):,} of {total:,} {noun} finished"
     rows = " Its finished rows open as an atlas." if job.has_rows else " It finished no row to open."
     if job.state == "cancelled":
         return f"The batch {name} was cancelled{took}{got}.{rows}"
