@@ -51,7 +51,16 @@ def test_no_random_feature_to_draw_is_said_not_shown_as_a_mean():
 def test_the_top_tokens_are_said_to_be_probabilities():
     rows = top_token_rows(_outcome())
     assert "probability" in TOKENS_BEFORE and "probability" in TOKENS_AFTER
-    assert rows[0] == {TOKENS_BEFORE: "' me' 0.430", TOKENS_AFTER: "' me' 0.475"}
+    assert rows[0] == {TOKENS_BEFORE: r"' me' 0\.430", TOKENS_AFTER: r"' me' 0\.475"}  # markdown-escaped
+
+
+def test_a_top_token_is_not_drawn_as_markdown():
+    """st.table reads its cells as markdown: '__init__' would have been a bold 'init'."""
+    outcome = _outcome()
+    outcome["before"]["top_tokens"] = [["__init__", 0.5]]
+    outcome["after"]["top_tokens"] = [["*", 0.5]]
+    row = top_token_rows(outcome)[0]
+    assert row == {TOKENS_BEFORE: r"'\_\_init\_\_' 0\.500", TOKENS_AFTER: r"'\*' 0\.500"}
 
 
 def test_a_node_that_drives_no_feature_keeps_its_row():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..core.text import counted, shown_token
+from ..core.text import counted, markdown_text, shown_token
 from . import state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -207,10 +207,11 @@ def top_token_rows(outcome: dict) -> list[dict]:
     """The model's top next tokens before and after the zeroing, each with its probability (the
     columns said only "before" and "after" over "' me' 0.430": a reader could take it for a metric)."""
     rows = zip(outcome["before"]["top_tokens"], outcome["after"]["top_tokens"])
+    # st.table reads its cells as markdown: a token such as '__init__' would be drawn as a bold "init"
     return [
         {
-            TOKENS_BEFORE: readable(f"{b[0]!r} {b[1]:.3f}"),
-            TOKENS_AFTER: readable(f"{a[0]!r} {a[1]:.3f}"),
+            TOKENS_BEFORE: markdown_text(readable(f"{b[0]!r} {b[1]:.3f}")),
+            TOKENS_AFTER: markdown_text(readable(f"{a[0]!r} {a[1]:.3f}")),
         }
         for b, a in rows
     ]
