@@ -242,6 +242,8 @@ def form(model_id: str) -> None:
             "torch threads", 1, cores, 1, key=FORM + "threads",
             help="1 leaves the other cores to the app's own runs; more runs the batch faster",
         )  # fmt: skip
+    if capped:  # the widget's limit, held here too: an emptied 'first N' box would run every prompt
+        n = min(int(n or most), most)
     if methods:
         st.caption(markdown_sentence(measured_cost(model_id, methods, int(n) if n else None)))
     if not st.button("Run", type="primary", key=FORM + "go", disabled=running() is not None):
