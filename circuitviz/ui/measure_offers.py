@@ -79,8 +79,10 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
     with st.spinner("Evaluating the circuit on paraphrases its method never used..."):
         found = measure_transfer(model, result, budgets=[budget])
     now = held_out_at(result, budget)
+    # kept past a rerun and a reload, a measurement of nothing too (the page reads its result from
+    # the store each run: unstored, the button came back and measured the same nothing again)
+    problem = loaders.store_measured(result, state.request_key_of(result))
     if now:
-        problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
         if problem is None and len(now) > len(known):
             st.rerun()  # the metrics above show it now
         if problem:
@@ -91,6 +93,8 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
             markdown_text(no_wider_sentence(len(counts.get("ndf") or []), len(known), found.get("note")))
         )
         return
+    if problem is None and measured_nothing(result, budget):
+        st.rerun()  # the sentence in the button's place (measured_nothing above)
     st.caption(markdown_text(nothing_measured_sentence(found.get("note"))))
 
 
