@@ -83,6 +83,12 @@ def test_no_method_and_too_many_prompts_are_one_sentence_each(page):
     at.button(key=FORM + "go").click().run()
     (error,) = _errors(at)
     assert error.startswith("5,000 prompts is more than the factual family's templates make: 682")
+    at.number_input(key=FORM + "n").set_value(4)
+    at.text_input(key=FORM + "budgets").set_value("20,abc")
+    at.button(key=FORM + "go").click().run()
+    assert _errors(at) == [
+        "The budgets box item 'abc' is not a whole number of edges; write edge counts such as 50,100,200, or mib."
+    ]
     assert jobs.running_job() is None and not jobs.jobs()
 
 

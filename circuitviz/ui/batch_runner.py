@@ -246,7 +246,11 @@ def form(model_id: str) -> None:
         n = min(int(n or most), most)
     if methods:
         st.caption(markdown_sentence(measured_cost(model_id, methods, int(n) if n else None)))
-    if not st.button("Run", type="primary", key=FORM + "go", disabled=running() is not None):
+    busy = running() is not None
+    if not st.button(
+        "Run", type="primary", key=FORM + "go", disabled=busy,
+        help="One batch runs at a time on this server: Run opens again when it ends." if busy else None,
+    ):  # fmt: skip
         return
     problem, loaded = None, None
     if not methods:
@@ -257,8 +261,13 @@ def form(model_id: str) -> None:
         loaded, problem = _upload_tasks(upload)
     else:
         problem = _family_problem(family, int(n))
-    if not problem and not budgets.strip():
-        problem = "Give the budgets: edge counts such as 20,50,100, or mib."
+    if not problem:  # the command's own rule, said before anything starts
+        from ..entry.budgets import read_budgets
+
+        try:
+            read_budgets(budgets, "The budgets box", mib=True)
+        except ValueError as error:
+            problem = str(error)
     if problem:
         st.error(markdown_sentence(problem))  # may quote the uploaded file's name and lines
         return
