@@ -214,6 +214,22 @@ def test_the_method_ranks_by_strength_and_draws_whole_routes_at_small_budgets():
         assert (result.circuit(budget) | ~stronger).all()
 
 
+def test_budgets_above_its_own_circuit_say_they_take_edges_of_score_0():
+    """On a reviewer's random Qwen 3 the routes held 18 edges and the 60-edge circuit 39, 21 of
+    them off every route (score 0, in graph order), under a line saying 'the top N edges are whole
+    routes': the lines now say which budgets are above its own circuit and how many such edges."""
+    model = tiny_model("gemma", seed=1)
+    spec = GraphSpec.from_model(model)
+    own = len(get_method("flow-routes").run_on(model, IOI_TASK, None, budgets=[2]).details.circuit_edges)
+    above = min(own + 10, spec.n_edges - 1)
+    result = get_method("flow-routes").run_on(model, IOI_TASK, None, budgets=[2, above])
+    zeros = int(((result.scores == 0) & result.circuit(above) & spec.edge_mask).sum())
+    assert zeros > 0
+    line = next(line for line in result.details.report_lines(result) if line.startswith("budgets above"))
+    assert f"its own circuit's {own:,} edges: {above:,} ({zeros:,} of score 0)" in line
+    assert "in the graph's order" in line
+
+
 def test_shares_of_a_sum_add_to_one_and_refuse_parts_pointing_away():
     parts = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-0.5, 0.0]], dtype=torch.float64, device="cpu")
     shares = proximity_shares(parts, parts.sum(0))
