@@ -59,7 +59,7 @@ class OwnCircuitDetails(MethodDetails):
     def _beyond_own(self, result: CircuitResult) -> str:
         """The budgets of the curve above its own circuit's size (and below the whole graph's),
         where top-N of the scores takes edges the rule left out, and how many of those score 0
-        (taken in graph order: the flow routes' circuit at 1,000 edges held 347 edges off every
+        (taken in graph order: the flow routes' circuit at 1,000 edges held 247 edges off every
         route, under a line saying 'the top N edges are whole routes')."""
         own, graph = len(self.circuit_edges), getattr(result, "graph", None)
         if graph is None or not result.curve:
