@@ -71,14 +71,18 @@ if problem is not None:
         state.write_to_url()
         st.stop()
 result = state.result_for(state.session.method, model_id, prompt)
-result = result or next((r for r in state.results().values() if r.task.clean == prompt), None)
+result = result or next(  # any kept circuit of this prompt on this model (another model's nodes differ)
+    (r for r in state.results().values() if r.task.clean == prompt and r.model_id == model_id), None
+)
 result = result or steer.stored_circuit(model, model_id, prompt, answer, foil)  # a link opened anew
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
-        f"The {len(nodes)} strongest of the {total} nodes of the circuit at budget {budget:,} found by "
-        f"{method_traits(result.method).label} (the budget chosen on Explore, Compare or Paraphrases; "
-        "change it there)."
+        markdown_text(  # the note may quote the user's answer and foil: escaped
+            f"The {len(nodes)} strongest of the {total} nodes of the circuit at budget {budget:,} found by "
+            f"{method_traits(result.method).label} (the budget chosen on Explore, Compare or Paraphrases; "
+            f"change it there).{steer.other_task_note(result.task, answer, foil)}"
+        )
     )
 else:
     st.caption(

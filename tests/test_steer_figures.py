@@ -71,3 +71,15 @@ def test_a_node_that_drives_no_feature_keeps_its_row():
     rows = feature_rows({"m5": {"sae": "s", "sae_layer": 9, "features": []}})
     assert [(row["node"], row["feature"]) for row in rows] == [("m5", "—")]
     assert rows[0]["what it does"] == "drives no feature of the layer-9 SAE on this prompt"
+
+
+def test_a_circuit_found_for_another_answer_is_said_to_be():
+    """Steer took any open circuit of the prompt: ' she' against ' he' was labelled as the circuit of
+    ' the' against ' a' typed in the boxes, unsaid."""
+    from circuitviz.ui.steer import other_task_note
+
+    task = PromptTask("The nurse said that", "The pilot said that", " she", (" he",), "logit_diff")
+    assert other_task_note(task, " she", " he") == ""
+    note = other_task_note(task, " the", " a")
+    assert note.startswith(" It was found for the answer ' she' against ' he', not for the answer and foil")
+    assert other_task_note(task, " she", "") != ""  # the foil left out: another metric

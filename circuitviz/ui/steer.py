@@ -217,6 +217,20 @@ def top_token_rows(outcome: dict) -> list[dict]:
     ]
 
 
+def other_task_note(task, answer: str, foil: str) -> str:
+    """A sentence when the open circuit of this prompt was found for another answer or foil than
+    the boxes hold, else "": the page took any circuit of the prompt and labelled its nodes as the
+    circuit of the answer typed (' she' against ' he' kept for ' the' against ' a', unsaid)."""
+    foils = tuple(task.foils)
+    if task.answer == answer and foils == ((foil,) if foil else ()):
+        return ""
+    against = f" against {' or '.join(shown_token(f, 30) for f in foils)}" if foils else ""
+    return (
+        f" It was found for the answer {shown_token(task.answer, 30)}{against}, not for the answer and "
+        "foil typed here: run this prompt on Explore with them for their own circuit."
+    )
+
+
 def circuit_at_budget(result) -> tuple[list[str], int, int]:
     """(the strongest nodes of ``result``'s circuit at the shared budget, the budget, how many
     nodes the circuit has): the nodes are ranked by their summed |edge score|."""
