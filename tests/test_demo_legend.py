@@ -48,9 +48,30 @@ def test_a_circuit_is_said_to_carry_the_answer_only_where_its_ndf_says_so():
     assert demo.GOOD_NDF == result_view.GOOD_NDF  # the demo's threshold is the opening rule's
     low = lead_sentence(168, 0.43, 0.8)
     assert "carries this answer" not in low
-    assert "its faithfulness (NDF) is 0.43 (below 0.8: it carries only part of the answer)" in low
+    assert "its faithfulness (NDF) is 0.43 (below 0.8: it carries only part of it)" in low
+    assert "carries this preference" in lead_sentence(29, 0.85, 0.8, "preference")
     assert lead_sentence(29, 0.85, 0.8).startswith(
         "The circuit below is the part of the model that carries this answer: 29 connections; "
         "its faithfulness (NDF) is 0.85"
     )
     assert "NDF" not in lead_sentence(29, None, 0.8)
+
+
+def test_the_headline_says_which_token_the_model_prefers_not_what_it_answers():
+    """Demo mode said "The nurse said that" "answers ' she' rather than ' he'": its top next token
+    is ' the' (27.6 %); the logit difference only says ' she' is above ' he'."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.render.demo import prompt_sentence
+
+    task = PromptTask("The nurse said that", "The pilot said that", " she", (" he",), "logit_diff")
+    assert (
+        prompt_sentence(task, 2.124) == "The model reads \"The nurse said that\" and prefers ' she' to ' he'."
+    )
+    assert prompt_sentence(task, -0.5) == (
+        "The model reads \"The nurse said that\" and prefers ' he' to ' she'; the circuit is of what raises ' she'."
+    )
+    alone = PromptTask("The nurse said that", "The pilot said that", " she", (), "logprob")
+    assert (
+        prompt_sentence(alone)
+        == "The model reads \"The nurse said that\"; the circuit is of its next token ' she'."
+    )

@@ -512,8 +512,7 @@ def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
     assert [path_sentence(p) for p in paths] == ["input → a0.h0 → m1 → logits", "input → m0 → logits"]
     task = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", foils=(" Rome",))
     assert (
-        prompt_sentence(task)
-        == "The model reads \"The Eiffel Tower is in\" and answers ' Paris' rather than ' Rome'."
+        prompt_sentence(task) == "The model reads \"The Eiffel Tower is in\" and prefers ' Paris' to ' Rome'."
     )
 
 

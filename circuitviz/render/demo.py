@@ -46,11 +46,21 @@ def path_sentence(path: Sequence) -> str:
     return " → ".join([path[0].source, *[edge.target for edge in path]])
 
 
-def prompt_sentence(task) -> str:
-    """The prompt and its answer as one sentence (plain text)."""
+def prompt_sentence(task, clean: float | None = None) -> str:
+    """The prompt and what the circuit explains, as one sentence (plain text). ``clean``: the
+    metric on the clean prompt (the logit difference where there is a foil).
+
+    It said "answers ' she' rather than ' he'" of the Gallery's "The nurse said that", whose top
+    next token is ' the' (27.6 %, ' she' 17.9 %): a logit difference says which of the two the
+    model prefers, not what it answers."""
+    read = f'The model reads "{task.clean}"'
+    answer = shown_token(task.answer, 30)
+    if not task.foils:
+        return f"{read}; the circuit is of its next token {answer}."
     foils = " or ".join(shown_token(foil, 30) for foil in task.foils)
-    rather = f" rather than {foils}" if foils else ""
-    return f'The model reads "{task.clean}" and answers {shown_token(task.answer, 30)}{rather}.'
+    if clean is not None and clean < 0:
+        return f"{read} and prefers {foils} to {answer}; the circuit is of what raises {answer}."
+    return f"{read} and prefers {answer} to {foils}."
 
 
 def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None) -> str:
@@ -84,20 +94,22 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
     return " ".join(parts)
 
 
-def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float) -> str:
+def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float, noun: str = "answer") -> str:
     """The demo's first words on the circuit: "the part of the model that carries this answer" only
-    where its NDF says so (``good_ndf`` or more); it said so of an EAP circuit of NDF 0.43."""
+    where its NDF says so (``good_ndf`` or more); it said so of an EAP circuit of NDF 0.43.
+    ``noun``: what the metric measures, "preference" where there is a foil (the logit difference
+    of answer over foil: ' she' over ' he' is not the model's answer, ' the' is), else "answer"."""
     if ndf is None:
-        return f"The circuit below is what the method found for this answer: {n_edges:,} connections"
+        return f"The circuit below is what the method found for this {noun}: {n_edges:,} connections"
     if ndf >= good_ndf:
-        head, short = "the part of the model that carries this answer", ""
+        head, short = f"the part of the model that carries this {noun}", ""
     else:
         head, short = (
-            "what the method found for this answer",
-            f" (below {good_ndf}: it carries only part of the answer)",
+            f"what the method found for this {noun}",
+            f" (below {good_ndf}: it carries only part of it)",
         )
     return (
         f"The circuit below is {head}: {n_edges:,} connections; its faithfulness (NDF) is {ndf:.2f}{short}, "
-        "where 1 means it alone reproduces the model's answer and 0 that it does no better than the "
+        f"where 1 means it alone reproduces the model's {noun} and 0 that it does no better than the "
         "corrupted prompt"
     )

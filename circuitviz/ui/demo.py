@@ -57,7 +57,10 @@ def demo_switch(key: str) -> bool:
 def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, groups=None) -> None:
     """The demo: sentence, fitted graph with groups and strongest paths, NDF, the explanation
     (``graph_drawing`` and ``explain``: the result view's)."""
-    st.subheader(markdown_text(prompt_sentence(result.task)), anchor=False)  # the user's text, as typed
+    clean = float(result.baseline.clean) if result.task.metric == "logit_diff" else None
+    st.subheader(
+        markdown_text(prompt_sentence(result.task, clean)), anchor=False
+    )  # the user's text, as typed
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
     paths = strongest_paths(edges, 3)
     kind = "user" if groups else None
@@ -73,7 +76,8 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     point = result.point(budget)
     traits = method_traits(result.method)
     legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind)
-    lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF)
+    noun = "preference" if result.task.foils else "answer"  # a logit difference: answer over foil
+    lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF, noun)
     st.markdown(f"{lead}. {legend}")
     drawing = graph_drawing(
         result,
