@@ -24,6 +24,7 @@ from circuitviz.ui import loaders  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
 
 FOLDER = "a batch folder…"
+runs.apply_pending()  # a run asked to open (its end, or "so far"): before the picker is drawn
 stored = ui.stored_atlases()
 yours = runs.your_batches()  # the batches run from this page that have rows, newest first
 typed_folders = loaders.browser_paths_allowed()  # off on a shared server: only the stored atlases

@@ -14,6 +14,7 @@ import pytest
 
 from circuitviz.batch import atlas, jobs
 from circuitviz.batch.progress import PROGRESS, read_progress
+from circuitviz.services.store import ResultStore
 
 TINY = [sys.executable, str(Path(__file__).with_name("tiny_batch.py"))]
 ROWS = [
@@ -68,7 +69,7 @@ def test_a_batch_runs_in_the_background_and_opens_as_an_atlas(tmp_path):
 def test_cancel_stops_the_whole_group_and_keeps_the_finished_rows(tmp_path, monkeypatch):
     root = tmp_path / "batches"
     folder = root / "run"
-    monkeypatch.setenv("TINY_BATCH_SLOW", "1.5")  # each one-task group waits: time to cancel
+    monkeypatch.setenv("TINY_BATCH_SLOW", "2.5")  # each one-task group waits: time to cancel
     rows = ROWS * 1 + [(c + " ,", k + " ,", a, f) for c, k, a, f in ROWS]  # 8 distinct tasks
     jobs.start(folder, _argv(tmp_path, _dataset(tmp_path / "p.jsonl", rows)), launcher=TINY)
     deadline = time.monotonic() + 240
@@ -79,6 +80,17 @@ def test_cancel_stops_the_whole_group_and_keeps_the_finished_rows(tmp_path, monk
         time.sleep(0.2)
     else:
         pytest.fail(f"the batch never finished a row: {jobs.log_lines(folder)}")
+    # the rows so far open as an atlas of their own while it runs; the batch's parts are untouched
+    deadline = time.monotonic() + 60  # the page's batch writes its rows every 5 s (the command: 30 s)
+    while (partial := jobs.partial_atlas(folder, ResultStore(tmp_path / "store"))) is None:
+        assert time.monotonic() < deadline and jobs.status(folder).running, jobs.log_lines(folder)
+        time.sleep(0.5)
+    parts = sorted(path.name for path in (folder / "parts").glob("*"))
+    assert jobs.partial_atlas(folder, ResultStore(tmp_path / "store")) == folder / jobs.PARTIAL
+    assert set(parts) <= {path.name for path in (folder / "parts").glob("*")}  # none moved or renamed
+    so_far = atlas.BatchTable.load(partial)
+    assert 1 <= so_far.rows(done=False).num_rows < 8 and so_far.manifest["partial"]
+    assert so_far.kept_budgets(so_far.labels[0]) == [3, 8, 20]
     # a second batch is refused while this one runs, in one sentence
     with pytest.raises(jobs.JobError, match="one batch at a time"):
         jobs.start(root / "other", _argv(tmp_path, tmp_path / "p.jsonl"), launcher=TINY)

@@ -144,3 +144,36 @@ def test_how_a_run_ended_is_one_plain_sentence_escaped_once(tmp_path):
         "The batch 4 ioi prompts × eap failed after 0m41s, with 3 of 4 prompts finished: interrupted: rerun"
     )
     assert batch_runner._run_label(job) == "2026-12-06 07:12, 4 ioi prompts × eap (failed)"
+
+
+def test_a_running_batch_opens_its_prompts_so_far_and_cancel_keeps_them(page, monkeypatch):
+    import time
+
+    at = page
+    monkeypatch.setenv("TINY_BATCH_SLOW", "2.5")  # each group waits: it runs while the page reads it
+    at.multiselect(key=FORM + "methods").set_value(["eap"])
+    at.number_input(key=FORM + "n").set_value(6)
+    at.text_input(key=FORM + "budgets").set_value("3,8,20")
+    at.button(key=FORM + "go").click().run()
+    job = jobs.running_job()
+    assert job is not None
+    deadline = time.monotonic() + 120
+    while jobs.partial_atlas(job.folder) is None:  # its first rows on disk (every 5 s)
+        assert time.monotonic() < deadline and jobs.status(job.folder).running, jobs.log_lines(job.folder)
+        time.sleep(0.5)
+    at.run()
+    assert not at.exception, at.exception
+    so_far = f"{FORM}sofar.{job.folder.name}"
+    at.button(key=so_far).click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["dataset.source"] == batch_runner.YOURS
+    assert "(running: its rows so far)" in batch_runner._run_label(jobs.status(job.folder))
+    assert any("Still running" in c.value for c in at.caption)
+    shown = int({m.label: m.value for m in at.metric}["prompts"])
+    assert 1 <= shown <= 6  # one group may hold them all (the form keeps the command's 16 a group)
+    jobs.cancel(job.folder)
+    ended = jobs.wait(job.folder, 60)
+    assert ended.state == "cancelled" and ended.has_rows
+    at.run()  # the page after the cancel: the cancelled run's rows, and why it stopped
+    assert not at.exception, at.exception
+    assert any("was cancelled after" in w.value for w in at.warning)

@@ -283,6 +283,9 @@ def start(
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             environment[name] = str(max(1, int(threads)))
         environment["PYTHONUNBUFFERED"] = "1"  # the log shows each line as it is printed
+        environment.setdefault(
+            "CIRCUITVIZ_BATCH_FLUSH_S", "5"
+        )  # its rows on disk within 5 s: the page opens them
         with open(folder / LOG, "ab") as log:
             process = subprocess.Popen(
                 [*(launcher or LAUNCHER or [sys.executable, "-m", "circuitviz"]), *full],
@@ -347,3 +350,75 @@ def wait(folder: str | Path, timeout: float = 600.0, every: float = 0.2) -> JobS
         if not found.running or time.monotonic() > deadline:
             return found
         time.sleep(every)
+
+
+PARTIAL = "partial"  # a running batch's rows so far, as a folder the atlas opens
+
+
+def partial_atlas(folder: str | Path, store=None) -> Path | None:
+    """The rows a running batch has finished, as a batch folder of their own (``folder/partial``:
+    ``results.parquet`` and a manifest marked ``partial``), or None before its first finished row.
+    The batch's parts are read as they are (each is written whole, then renamed) and never
+    touched; the graph is read from the first finished row's result in the store the batch
+    writes to (``store``: the default one, as the command's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .. import __version__
+    from ..services.store import ResultStore
+    from .table import PARTS, TABLE, latest_by_key
+
+    folder = Path(folder)
+    pieces = []
+    for path in ([folder / TABLE] if (folder / TABLE).exists() else []) + sorted(
+        (folder / PARTS).glob("part-*.parquet")
+    ):
+        try:
+            pieces.append(pq.read_table(path))
+        except (OSError, ValueError, pa.ArrowException):  # renamed or merged meanwhile: the next read
+            continue
+    if not pieces:
+        return None
+    try:
+        table = latest_by_key(pa.concat_tables(pieces, promote_options="default"))
+    except (pa.ArrowException, ValueError):
+        return None
+    done = [row for row in table.select(["key", "status"]).to_pylist() if row["status"] == "done"]
+    result = next(
+        (found for found in ((store or ResultStore()).get(row["key"]) for row in done[:5]) if found), None
+    )
+    if result is None:
+        return None
+    asked_for = _read(folder / "request.json")
+    statuses = table.column("status").to_pylist()
+    kept = sorted({b for budgets in table.column("circuit_budgets").to_pylist() for b in budgets or []})
+    manifest = {
+        "circuitviz": __version__,
+        "format": 1,
+        "partial": True,  # the rows so far of a batch still running
+        "command": _read(folder / JOB).get("command", ""),
+        "model": {
+            "model_id": result.model_id,
+            "dtype": (asked_for.get("model") or {}).get("dtype") or "",
+            "device": "",
+            "graph": result.graph.to_cfg_dict(),
+            "backend": (asked_for.get("model") or {}).get("backend") or "hooked",
+        },
+        "n_edges": result.graph.n_edges,
+        "methods": asked_for.get("methods") or [],
+        "budgets": [int(b) for b in table.column("budgets")[0].as_py()],
+        "kept_budgets": kept,
+        "top_edges": asked_for.get("top_edges"),
+        "max_tokens": asked_for.get("max_tokens"),
+        "dataset": {"source": "", "problems": [], "selection": {}},
+        "counts": {"items": None, "done": statuses.count("done"), "failed": statuses.count("failed")},
+        "interrupted": True,
+        "consensus": None,
+    }
+    out = folder / PARTIAL
+    out.mkdir(exist_ok=True)
+    aside = out / f".{TABLE}.{os.getpid()}"
+    pq.write_table(table, aside)
+    os.replace(aside, out / TABLE)
+    _write(out / "manifest.json", manifest)
+    return out

@@ -188,13 +188,22 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
     os.replace(temporary, path)
 
 
-class TableWriter:
-    """Rows of a running batch: buffered, flushed to ``parts/`` as small Parquet files."""
+FLUSH_ENV = "CIRCUITVIZ_BATCH_FLUSH_S"  # seconds between flushes (the Dataset page's runs: 5)
 
-    def __init__(self, folder: Path, flush_rows: int = 64, flush_seconds: float = 30.0):
+
+class TableWriter:
+    """Rows of a running batch: buffered, flushed to ``parts/`` as small Parquet files, every
+    ``flush_rows`` rows or ``flush_seconds`` (default ``$CIRCUITVIZ_BATCH_FLUSH_S``, else 30 s)."""
+
+    def __init__(self, folder: Path, flush_rows: int = 64, flush_seconds: float | None = None):
         self.folder = Path(folder)
         self.parts = self.folder / PARTS
         self.buffer: list[dict] = []
+        if flush_seconds is None:
+            try:
+                flush_seconds = max(0.0, float(os.environ.get(FLUSH_ENV) or 30.0))
+            except ValueError:
+                flush_seconds = 30.0
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self.last_flush = time.monotonic()
         self.count = 0

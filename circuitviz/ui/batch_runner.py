@@ -27,6 +27,7 @@ YOURS = "your batches"
 RUN = "run a batch…"
 CHOSEN = "dataset.yours"  # the picked run of "your batches" (a folder name)
 FORM = "dataset.run."  # the form's widget keys
+PENDING = "dataset.run.open"  # a run to open at the top of the next script run
 
 
 def shared() -> bool:
@@ -36,10 +37,15 @@ def shared() -> bool:
 
 def your_batches() -> dict:
     """{folder name: ``jobs.JobStatus``} of the runs started here that ended with rows to open
-    (cancelled ones too: their finished rows), newest first."""
+    (cancelled ones too: their finished rows), and the running one once it has finished a prompt
+    (its rows so far open), newest first."""
     from ..batch import jobs
 
-    return {job.folder.name: job for job in jobs.jobs() if not job.running and job.has_rows}
+    return {
+        job.folder.name: job
+        for job in jobs.jobs()
+        if (job.has_rows and not job.running) or (job.running and _finished_any(job))
+    }
 
 
 def pick_yours(yours: dict) -> str:
@@ -55,6 +61,8 @@ def pick_yours(yours: dict) -> str:
         format_func=lambda name: _run_label(yours[name]),
     )
     job = yours[picked]
+    if job.running:  # the rows it has written so far, as an atlas of their own
+        return _so_far(job)
     if job.state != "finished":  # cancelled or failed: why, in one sentence, above its rows
         st.warning(markdown_sentence(ended_sentence(job)))
     else:  # what it ran and what it cost, with the command that runs it again
@@ -68,11 +76,42 @@ def pick_yours(yours: dict) -> str:
     return str(job.folder)
 
 
+def _finished_any(job) -> bool:
+    """Whether a running batch has finished a prompt's circuit (its progress past the check, or
+    rows in its folder)."""
+    found = job.progress or {}
+    if found.get("phase") in ("discover", "consensus") and (found.get("done") or found.get("skipped")):
+        return True
+    return any((job.folder / "parts").glob("part-*.parquet"))
+
+
+def _so_far(job) -> str:
+    """The folder of a running batch's rows so far (``jobs.partial_atlas``), said as such; the
+    page stops with one sentence before its first row is on disk."""
+    from ..batch import jobs
+    from ..batch.table import FLUSH_ENV
+
+    partial = jobs.partial_atlas(job.folder)
+    every = os.environ.get(FLUSH_ENV) or "5"
+    if partial is None:
+        st.info(f"It has written no finished prompt to its folder yet (it writes them every {every} s).")
+        st.button("Refresh", key=f"{FORM}refresh")
+        st.stop()
+    st.caption(
+        "Still running: these are the prompts it had finished when the page was drawn (its "
+        "consensus circuit is measured at the end); Refresh adds the newer ones, and the whole "
+        "batch opens here when it ends."
+    )
+    st.button("Refresh", key=f"{FORM}refresh")
+    return str(partial)
+
+
 def _run_label(job) -> str:
     """'2026-12-06 07:12, 4 ioi prompts × eap (cancelled)': when it began, what it ran, how it ended."""
     began = re.match(r"(\d{4}-\d\d-\d\d)-(\d\d)(\d\d)\d\d-", job.folder.name)
     when = f"{began[1]} {began[2]}:{began[3]}" if began else job.folder.name
-    return f"{when}, {job.title}" + ("" if job.state == "finished" else f" ({job.state})")
+    how = "running: its rows so far" if job.running else job.state
+    return f"{when}, {job.title}" + ("" if how == "finished" else f" ({how})")
 
 
 def running():
@@ -87,6 +126,16 @@ def latest():
     from ..batch import jobs
 
     return next(iter(jobs.jobs()), None)
+
+
+def apply_pending() -> None:
+    """Open the run a click (or its end) asked for, before the picker is drawn: a widget's value
+    cannot change once it is drawn in a run, and the progress is drawn after the picker."""
+    name = state.widget_value(PENDING)
+    if name:
+        state.forget_widget_value(PENDING)
+        state.set_widget_value("dataset.source", YOURS)
+        state.set_widget_value(CHOSEN, name)
 
 
 def open_run(folder: Path) -> None:
@@ -385,11 +434,17 @@ def _watch(folder: str, opens: bool) -> None:
     job = jobs.status(folder)
     if not job.running:
         if opens and job.has_rows:  # watched from the run form: its atlas opens on the same page
-            open_run(job.folder)
+            state.set_widget_value(PENDING, job.folder.name)
         st.rerun()  # the whole page: the run is among "your batches" now
     share, line = progress_sentence(job)
     st.progress(min(max(share, 0.0), 1.0), text=markdown_text(line))
-    st.button("Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,))
+    left, right = st.columns([1, 4])
+    left.button("Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,))
+    if _finished_any(job) and right.button(
+        "Open the prompts finished so far", key=f"{FORM}sofar.{job.folder.name}"
+    ):
+        state.set_widget_value(PENDING, job.folder.name)
+        st.rerun()  # the whole page, on the run's rows so far
 
 
 def watch(job, opens: bool = False) -> None:
