@@ -113,7 +113,7 @@ def test_the_hooked_backend_names_the_flag_that_loads_a_family_it_cannot_convert
     assert "--backend bridge or no --backend" in message and "supported table" not in message
 
 
-def test_an_unsupported_architecture_names_the_fix(tmp_path):
+def test_an_unsupported_architecture_names_the_fix(tmp_path, caplog):
     """BioGPT is a transformers causal LM the bridge has no adapter for."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -135,6 +135,11 @@ def test_an_unsupported_architecture_names_the_fix(tmp_path):
         load_model(str(tmp_path), backend="hooked")
     assert "neither a converter nor a bridge adapter for BioGptForCausalLM" in str(refused.value)
     assert "--backend bridge" not in str(refused.value)
+    # no backend: one sentence, where a warning 'booting it through the TransformerBridge' came first
+    caplog.clear()
+    with pytest.raises(ModelLoadError, match="neither a converter nor a bridge adapter"):
+        load_model(str(tmp_path))
+    assert not [record for record in caplog.records if "booting it through" in record.getMessage()]
 
 
 def test_the_bridge_conversion_cache_is_read_back_and_a_damaged_entry_rebuilt(tmp_path, monkeypatch):

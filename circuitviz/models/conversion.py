@@ -234,15 +234,15 @@ def tl_config(hf_config: dict[str, Any], device: torch.device, dtype: torch.dtyp
                 reference, hf_cfg=hf_config, fold_ln=False, device=str(device), dtype=dtype
             )
         except NotImplementedError as error:
-            unknown = _architecture(hf_config)
+            unknown, adapted = _architecture(hf_config), _bridge_adapts(hf_config)
             message = (
                 f"TransformerLens's HookedTransformer has no converter for {unknown}; {USE_THE_BRIDGE}."
-                if _bridge_adapts(hf_config)
+                if adapted
                 else f"TransformerLens has neither a converter nor a bridge adapter for {unknown}; use a "
                 "supported architecture (Llama, Qwen, Gemma, GPT-2, GPT-NeoX, OLMo, Mistral, Phi, ...) or "
                 "a newer TransformerLens that adds it."
             )
-            raise ConversionRefused(message, f"it has no converter for {unknown}") from error
+            raise ConversionRefused(message, f"it has no converter for {unknown}", adapted) from error
         except (AttributeError, KeyError) as error:  # its converter reads a field this config lacks
             raise ConversionRefused(
                 f"TransformerLens cannot read this {_architecture(hf_config)} config ({error}); "

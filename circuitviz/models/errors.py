@@ -17,6 +17,7 @@ class ConversionRefused(ModelLoadError):
     """TransformerLens's HookedTransformer cannot convert a checkpoint the bridge may still boot
     (an architecture or shape it has no converter for); ``reason`` says why in a few words."""
 
-    def __init__(self, message: str, reason: str):
+    def __init__(self, message: str, reason: str, bridge_may_load: bool = True):
         super().__init__(message)
         self.reason = reason
+        self.bridge_may_load = bridge_may_load  # False: the bridge has no adapter for it either

@@ -482,6 +482,8 @@ def load_model(
         try:
             return _require_runnable(_load_hooked(source, model, torch_device, torch_dtype), model, source)
         except ConversionRefused as refused:  # the bridge needs no converter: it runs the model itself
+            if not refused.bridge_may_load:  # nor an adapter: one sentence, not a warning before it
+                raise
             logger.warning(
                 "HookedTransformer cannot load %s (%s); booting it through the TransformerBridge.",
                 model,
