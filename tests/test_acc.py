@@ -444,6 +444,10 @@ def test_acc_result_is_an_engine_result_with_a_position_graph():
     for mask in result.circuits.values():
         assert not bool((mask & (result.scores == 0)).any())
     assert result.circuits[1000].sum() == result.circuits[full].sum()
+    # said: the budget it added and that those above it keep that circuit, not the whole graph
+    said = extra.report_lines(result)[-1]
+    assert said.startswith(f"budget {full:,} is ACC++'s whole traced circuit, always evaluated")
+    assert "1,000 above it keep that circuit, not the whole graph" in said
     # faithfulness without a corrupted prompt: knockout curve, 1 at the full circuit
     assert extra.faithfulness["kind"] == "signal-knockout"
     assert result.point(full).ndf == pytest.approx(1.0)
