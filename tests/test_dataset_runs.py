@@ -167,7 +167,7 @@ def test_a_running_batch_opens_its_prompts_so_far_and_cancel_keeps_them(page, mo
     at.button(key=so_far).click().run()
     assert not at.exception, at.exception
     assert at.session_state["dataset.source"] == batch_runner.YOURS
-    assert "(running: its rows so far)" in batch_runner._run_label(jobs.status(job.folder))
+    assert batch_runner._run_label(jobs.status(job.folder)).endswith(" ioi prompts × eap")
     assert any("Still running" in c.value for c in at.caption)
     shown = int({m.label: m.value for m in at.metric}["prompts"])
     assert 1 <= shown <= 6  # one group may hold them all (the form keeps the command's 16 a group)

@@ -110,8 +110,9 @@ def _run_label(job) -> str:
     """'2026-12-06 07:12, 4 ioi prompts × eap (cancelled)': when it began, what it ran, how it ended."""
     began = re.match(r"(\d{4}-\d\d-\d\d)-(\d\d)(\d\d)\d\d-", job.folder.name)
     when = f"{began[1]} {began[2]}:{began[3]}" if began else job.folder.name
-    how = "running: its rows so far" if job.running else job.state
-    return f"{when}, {job.title}" + ("" if how == "finished" else f" ({how})")
+    # a running run's label is its finished one's: the box kept 'running' on screen after the run
+    # ended (its options' labels changed, its value did not); the caption under it says which
+    return f"{when}, {job.title}" + ("" if job.state in ("finished", "running") else f" ({job.state})")
 
 
 def running():
