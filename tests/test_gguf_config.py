@@ -1,6 +1,6 @@
-"""The GGUF config read without walking the vocabulary (models/gguf_config.py) against
-transformers' older loader, key for key, on both embedded files; files it was not checked on go
-to transformers as before."""
+"""The embedded GGUF files read without transformers' older loader (models/gguf_config.py,
+models/gguf_weights.py) against that loader: the config key for key, every weight bit for bit;
+files they were not checked on go to transformers as before."""
 
 from __future__ import annotations
 
@@ -19,12 +19,10 @@ def _older_loaders_config(path) -> dict:
     return load_gguf_checkpoint(str(path), return_tensors=False)["config"]
 
 
-@pytest.mark.parametrize(
-    "model_id",
-    [SMOLLM2_MODEL, pytest.param("gemma-3-270m", marks=pytest.mark.slow)],
-)
-def test_the_config_equals_the_older_loaders(model_id):
-    path = embedded_gguf(model_id).path
+def test_the_config_equals_the_older_loaders():
+    """SmolLM2's file (Gemma's config is compared whole in the bit-for-bit test below, where the
+    older loader's two passes over its metadata take a minute or more)."""
+    path = embedded_gguf(SMOLLM2_MODEL).path
     ours = gguf_config_dict(path)
     assert ours == _older_loaders_config(path)
     from transformers import AutoConfig
@@ -70,20 +68,64 @@ def test_a_checked_file_is_read_with_its_names_renamed(tmp_path):
     assert config["tie_word_embeddings"] is True  # no output.weight among its tensors
 
 
+def _older_loaders_model(source):
+    """The model as transformers' older GGUF loader reads it (config and weights from the file)."""
+    import torch
+    from transformers import AutoModelForCausalLM, GgufConfig
+
+    return AutoModelForCausalLM.from_pretrained(
+        str(source.path.parent),
+        gguf_file=source.path.name,
+        quantization_config=GgufConfig(dequantize=True),
+        dtype=torch.float32,
+        local_files_only=True,
+    )
+
+
 @pytest.mark.slow
-def test_the_conversion_reads_the_metadata_for_the_config_no_more(monkeypatch):
-    """read_hf_model of an embedded GGUF asks transformers' older loader for the weights only:
-    its config pass (20-30 s over Gemma 3's vocabulary) is the one this module replaces."""
+@pytest.mark.parametrize("model_id", [SMOLLM2_MODEL, "gemma-3-270m"])
+def test_the_direct_reading_gives_the_older_loaders_model_bit_for_bit(model_id, monkeypatch):
+    """Every weight, the config and the tied embedding equal to transformers' own reading, and
+    read_hf_model never calls the older loader for the embedded files (its two passes over the
+    metadata and its name map rebuilt per submodule were most of the cold start)."""
+    import torch
     import transformers.modeling_gguf_pytorch_utils as older
 
+    source = embedded_gguf(model_id)
+    theirs = _older_loaders_model(source)
     calls = []
-    real = older.load_gguf_checkpoint
+    monkeypatch.setattr(older, "load_gguf_checkpoint", lambda *a, **k: calls.append(a) or {})
+    ours = checkpoints.read_hf_model(LocalCheckpoint(source.path.parent, "gguf", source.path.name))
+    assert calls == []
+    assert ours.config.to_dict() == theirs.config.to_dict()
+    mine, reference = ours.state_dict(), theirs.state_dict()
+    assert mine.keys() == reference.keys()
+    different = [name for name in mine if not torch.equal(mine[name], reference[name])]
+    assert different == []
+    tied = ours.config.tie_word_embeddings
+    assert (ours.lm_head.weight.data_ptr() == ours.model.embed_tokens.weight.data_ptr()) == tied
 
-    def counted(path, return_tensors=False, **kwargs):
-        calls.append(return_tensors)
-        return real(path, return_tensors=return_tensors, **kwargs)
 
-    monkeypatch.setattr(older, "load_gguf_checkpoint", counted)
-    source = embedded_gguf(SMOLLM2_MODEL)
-    checkpoints.read_hf_model(LocalCheckpoint(source.path.parent, "gguf", source.path.name))
-    assert calls == [True]
+def test_the_name_map_of_the_top_level_is_the_whole_map():
+    """transformers builds the GGUF-to-model name map once per submodule (a few hundred times);
+    the top level's names already hold every one."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, get_gguf_hf_weights_map
+
+    from circuitviz.models.gguf_config import config_of
+    from circuitviz.models.gguf_weights import _TopLevel
+
+    config_dict = gguf_config_dict(embedded_gguf(SMOLLM2_MODEL).path)
+    config_dict["num_hidden_layers"] = 2  # the map's cost grows with the layers; its shape does not
+    config = config_of(config_dict)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    processor = TENSOR_PROCESSORS["llama"](config=config_dict)
+    assert get_gguf_hf_weights_map(_TopLevel(model), processor) == get_gguf_hf_weights_map(model, processor)
+
+
+def test_a_file_the_direct_reading_cannot_answer_for_goes_to_transformers(tmp_path):
+    from circuitviz.models.gguf_weights import read_gguf_model
+
+    assert read_gguf_model(_tiny_gguf(tmp_path, "qwen2", "tiny")) is None

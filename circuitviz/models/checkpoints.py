@@ -230,18 +230,18 @@ def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> 
 
     GGUF weights are dequantised explicitly: a model left with packed GGUF blocks would be
     read by the weight converters as if the packed bytes were weights. Passing config (a
-    PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata;
-    a GGUF file of an architecture ``gguf_config`` was checked on gets its config from there
-    (a fraction of a second, where transformers' own pass over Gemma 3's metadata takes 20-30 s).
+    PretrainedConfig saved earlier) spares transformers a second slow pass over GGUF metadata.
+    A GGUF file of an architecture ``gguf_config`` was checked on is read by ``gguf_weights``
+    (the same model, bit for bit, without the older loader's passes over the vocabulary).
     """
     import torch
     from transformers import GgufConfig
 
     common = {"dtype": torch.float32, "trust_remote_code": False, "local_files_only": True}
     if config is None and checkpoint.weights == "gguf":
-        from circuitviz.models.gguf_config import gguf_config
-
-        config = gguf_config(checkpoint.gguf_path)  # None: transformers reads the metadata itself
+        model = _read_gguf_directly(checkpoint)
+        if model is not None:
+            return model
     if config is not None:
         common["config"] = config
     try:
@@ -263,6 +263,26 @@ def read_hf_model(checkpoint: LocalCheckpoint, config: object | None = None) -> 
             f"The pytorch_model.bin in {checkpoint.folder} holds more than plain tensors (objects "
             "that run code when unpickled), so it is refused; convert it to safetensors."
         ) from None
+    model.eval()
+    model.requires_grad_(False)
+    _require_dense_weights(model, checkpoint)
+    return model
+
+
+def _read_gguf_directly(checkpoint: LocalCheckpoint) -> PreTrainedModel | None:
+    """The GGUF checkpoint read by ``gguf_weights`` (the embedded models' architectures: a few
+    seconds where ``transformers``' older loader took a minute on Gemma 3), or None where that
+    reading does not answer for the file or fails (then ``transformers`` reads it, as before)."""
+    from circuitviz.models.gguf_weights import read_gguf_model
+
+    try:
+        read = read_gguf_model(checkpoint.gguf_path)
+    except Exception as error:  # noqa: BLE001  (never a wrong model: the older loader reads it, or refuses)
+        logger.warning("Reading %s directly failed (%s); transformers reads it.", checkpoint.gguf_path, error)
+        return None
+    if read is None:
+        return None
+    model = require_complete(*read, checkpoint.gguf_path)
     model.eval()
     model.requires_grad_(False)
     _require_dense_weights(model, checkpoint)

@@ -56,8 +56,11 @@ def gguf_config_dict(path: Path) -> dict | None:
 def gguf_config(path: Path):
     """The ``PretrainedConfig`` of ``gguf_config_dict``, or None where that is None."""
     config = gguf_config_dict(path)
-    if config is None:
-        return None
+    return None if config is None else config_of(config)
+
+
+def config_of(config: dict):
+    """The ``PretrainedConfig`` of a config dict (its ``model_type`` picks the class)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     return CONFIG_MAPPING[config["model_type"]].from_dict(dict(config))
