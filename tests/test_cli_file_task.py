@@ -171,3 +171,28 @@ def test_one_folder_written_two_ways_is_one_model(tmp_path, monkeypatch):
         assert made_on_problem(text, given, other_model=False) is None, given
     assert "made on './ckpt'" in made_on_problem(text, "./other", other_model=False)
     assert made_on_problem(json.dumps({"model_id": "gemma-3-270m"}), "gemma-3-270m", False) is None
+
+
+def test_evaluate_writes_its_figures_as_json_under_discovers_names(tmp_path, capsys, tiny):
+    """A checker reading the command line's JSON could read discover's figures but not evaluate's
+    (printed only); --json writes them, each curve point under discover's names."""
+    out, written = _discover(tmp_path, capsys, "eap", [*PROMPT, *CORRUPTED])
+    figures = tmp_path / "evaluation.json"
+    assert cli.main(["evaluate", *TINY, "--circuit", str(out), "--json", str(figures)]) == 0
+    assert f"wrote {figures}" in capsys.readouterr().out
+    data = json.loads(figures.read_text())
+    assert data["kind"] == "circuitviz evaluation" and data["circuit_file"] == str(out)
+    assert data["task"]["answer"] == " Mary" and data["task"]["foils"] == [" John"]
+    assert data["total_edges"] == tiny_model_edges(tiny)
+    assert set(data["baseline"]) == {"clean", "corrupted"}
+    discovered = json.loads(out.read_text())["curve"][0]
+    assert set(data["curve"][0]) == set(discovered)  # the same names as discover's curve points
+    ndf = {point["budget"]: point["ndf"] for point in data["curve"]}
+    assert {b: ndf[b] for b in written} == pytest.approx(written, abs=6e-4)
+    assert all(point["completeness"] is None for point in data["curve"])  # not asked: null, not NaN
+
+
+def tiny_model_edges(model) -> int:
+    from circuitviz.models.adapter import adapter_of
+
+    return adapter_of(model).spec.n_edges

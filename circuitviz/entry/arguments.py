@@ -30,6 +30,15 @@ def add_task_check_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_completeness_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--completeness",
+        action="store_true",
+        help="also measure each circuit's completeness (a random half of it removed from the circuit "
+        "and from the whole model, 8 halves: 16 patched runs a budget), printed and kept in the JSON's curve",
+    )
+
+
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, help="model id or local folder (default: the embedded Gemma-3-270M)"

@@ -31,6 +31,7 @@ from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..query.pairs import parse_paraphrases
 from ..services.store import ResultStore
+from . import arguments, outputs
 from .api import (
     evaluate_circuits,
     file_circuits,
@@ -45,7 +46,6 @@ from .calibration import record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_line, progress_line
-from .outputs import write_graph_html, write_position_outputs
 from .request import Request
 from .settings_args import checked_settings, merged_settings
 from .spaces import foil_space_notes
@@ -82,15 +82,6 @@ def _add_task_arguments(
     )
     parser.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
     add_task_check_argument(parser)
-
-
-def _add_completeness_argument(parser) -> None:
-    parser.add_argument(
-        "--completeness",
-        action="store_true",
-        help="also measure each circuit's completeness (a random half of it removed from the circuit "
-        "and from the whole model, 8 halves: 16 patched runs a budget), printed and kept in the JSON's curve",
-    )
 
 
 def program_name(argv0: str | None = None) -> str:
@@ -159,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     discover.add_argument(
         "--no-cache", action="store_true", help="recompute even when a stored result exists"
     )
-    _add_completeness_argument(discover)
+    arguments.add_completeness_argument(discover)
     _add_method_settings(discover)
 
     bench = commands.add_parser(
@@ -180,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure a circuit file made on another model of the same shape (such as a fine-tune) on --model",
     )
     add_model_arguments(evaluate)
-    _add_completeness_argument(evaluate)
+    arguments.add_completeness_argument(evaluate)
+    evaluate.add_argument("--json", type=Path, default=None, help=outputs.EVALUATION_JSON_HELP)
 
     _add_batch_parser(commands)
 
@@ -340,9 +332,9 @@ def cmd_discover(args) -> int:
         os.replace(part, args.out)
         print(f"wrote {args.out}")
     if result.positions and (args.html or args.neuronpedia):  # one readable budget, said once, for both
-        write_position_outputs(model, result, args.html, args.neuronpedia, args.html_budget)
+        outputs.write_position_outputs(model, result, args.html, args.neuronpedia, args.html_budget)
     elif args.html:
-        write_graph_html(model, result, args.html, args.html_budget)
+        outputs.write_graph_html(model, result, args.html, args.html_budget)
     return 0
 
 
@@ -388,6 +380,7 @@ def cmd_evaluate(args) -> int:
     print(format_table(baseline, curve, spec.n_edges, metric=task.metric))
     if len(curve) > 1:
         print(rows)
+    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, loaded.notes)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The pages and files ``discover`` writes beside its JSON: the app's standalone graph page
 (``--html``), and for a circuit over token positions its attribution-graph page and Neuronpedia's
-graph JSON (``--neuronpedia``)."""
+graph JSON (``--neuronpedia``); and ``evaluate``'s figures as JSON (``--json``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
 from ..positions.present import readable_position_budget, result_attribution_graph
 
+EVALUATION_JSON_HELP = (
+    "write the figures printed (the task, the baseline, each circuit's budget, edges, NDF, necessity "
+    "and, with --completeness, completeness) to this JSON file"
+)
 LARGER_AT = "in discover's table"  # where a command line user finds the budgets the drawing passed over
 
 
@@ -62,3 +66,25 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     # a budget the run did not evaluate is drawn (the top edges by score) but has no NDF in the table
     unmeasured = "" if result.point(budget) is not None else "; not among the evaluated budgets, so no NDF"
     print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out}{unmeasured})")
+
+
+def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, notes) -> None:
+    """``evaluate``'s figures as JSON at ``args.json`` (nothing when it is None): what it printed,
+    with the names ``discover``'s JSON gives the same figures (its ``curve`` points; NaN, a figure
+    not measured, as null)."""
+    from ..core.results import json_safe
+
+    if args.json is None:
+        return
+    data = {
+        "kind": "circuitviz evaluation",
+        "model_id": model_id,
+        "circuit_file": str(args.circuit),
+        "task": task.to_dict(),
+        "total_edges": int(spec.n_edges),
+        "baseline": {"clean": baseline.clean, "corrupted": baseline.corrupted},
+        "curve": [json_safe(point.to_dict()) for point in curve],
+        "notes": list(notes),
+    }
+    args.json.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    print(f"wrote {args.json} ({len(curve)} circuit{'' if len(curve) == 1 else 's'} evaluated)")
