@@ -100,6 +100,7 @@ def test_cancel_stops_the_whole_group_and_keeps_the_finished_rows(tmp_path, monk
     ended = jobs.wait(folder, 60)
     assert ended.state == "cancelled", (ended.state, ended.log_tail)
     assert "interrupted" in ended.reason  # the command's own sentence
+    assert not (folder / jobs.PARTIAL).exists()  # the rows so far are the folder's own now
     with pytest.raises(ProcessLookupError):
         import os
 

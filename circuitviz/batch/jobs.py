@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -216,6 +217,7 @@ def _lock(root: Path):
 def _reap(process: subprocess.Popen, folder: Path) -> None:
     """Wait for the child and write its exit status into its folder (a daemon thread)."""
     returncode = process.wait()
+    shutil.rmtree(folder / PARTIAL, ignore_errors=True)  # its rows so far: the folder holds them all now
     with contextlib.suppress(OSError):
         _write(folder / EXIT, {"returncode": returncode, "ended": time.time()})
     _WAITERS.pop(process.pid, None)  # after the exit status is written: never 'stopped' between
