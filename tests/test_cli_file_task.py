@@ -196,3 +196,22 @@ def tiny_model_edges(model) -> int:
     from circuitviz.models.adapter import adapter_of
 
     return adapter_of(model).spec.n_edges
+
+
+def test_discover_prints_the_sentences_the_app_writes_under_the_curve(tmp_path, capsys, tiny, monkeypatch):
+    """RelP's NDF fell from 0.22 to 0.02 as the budget grew on a reviewer's prompt, and the command
+    line said nothing where the app explains a dip under its curve; discover prints those sentences,
+    each once (one the table already says is not repeated)."""
+    from circuitviz.entry import outputs
+
+    seen = []
+
+    def notes(result):
+        seen.append(result)
+        return ["A sentence of the app's under the curve.", "A sentence of the app's under the curve."]
+
+    monkeypatch.setattr(outputs, "curve_notes", notes)
+    argv = ["discover", *TINY, *PROMPT, *CORRUPTED, "--method", "eap", "--budgets", "5,20", "--no-cache"]
+    assert cli.main([*argv, "--transfer-paraphrases", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert seen and printed.count("A sentence of the app's under the curve.") == 1

@@ -307,14 +307,16 @@ def cmd_discover(args) -> int:
     if result.positions:
         total = n_units(result.graph, len(result.tokens.get("clean", [])))
         print(f"position graph: {total} (edge, position) units; budgets count units")
-        print(format_table(result.baseline, result.curve, total, kept="units", metric=result.task.metric))
+        table = format_table(result.baseline, result.curve, total, kept="units", metric=result.task.metric)
     else:
-        print(format_table(result.baseline, result.curve, result.graph.n_edges, metric=result.task.metric))
+        table = format_table(result.baseline, result.curve, result.graph.n_edges, metric=result.task.metric)
+    print(table)
     if args.completeness and result.positions:
         print(
             "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
         )
     said = result.details.report_lines(result) if result.details is not None else []
+    said = list(dict.fromkeys([*said, *(note for note in outputs.curve_notes(result) if note not in table)]))
     if said:
         print("\n".join(said))
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"

@@ -1,6 +1,7 @@
 """The pages and files ``discover`` writes beside its JSON: the app's standalone graph page
 (``--html``), and for a circuit over token positions its attribution-graph page and Neuronpedia's
-graph JSON (``--neuronpedia``); and ``evaluate``'s figures as JSON (``--json``)."""
+graph JSON (``--neuronpedia``); and ``evaluate``'s figures as JSON (``--json``). And the sentences
+the app writes under a curve (``render.curve_notes``: printed, never stored), printed by discover."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..export.neuronpedia import to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
 from ..positions.present import readable_position_budget, result_attribution_graph
+from ..render.curve_notes import curve_notes  # noqa: F401  (discover prints them)
 
 EVALUATION_JSON_HELP = (
     "write the figures printed (the task, the baseline, each circuit's budget, edges, NDF, necessity "

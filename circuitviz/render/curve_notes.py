@@ -1,4 +1,5 @@
-"""The sentences under a result's curve (Explore, Compare): a curve flat at 0, budgets pruning
+"""The sentences under a result's curve (Explore, Compare, and under discover's table on the
+command line, where a falling curve went unexplained until 2026-12-06): a curve flat at 0, budgets pruning
 empties, a circuit that stops growing, and a dip as the budget grows with its cause, said per
 method: top edges by score (an edge that works against the answer can come in), a family whose
 circuits are not nested by budget (its details say why: Best-of-N's winner differs by budget),

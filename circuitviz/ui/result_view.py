@@ -20,10 +20,10 @@ from ..core.text import after_colon, counted, markdown_text, settings_text, show
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
+from ..render.curve_notes import curve_notes
 from ..render.feature_graph import feature_circuit_html
 from . import loaders, state
 from .caveats import caveats
-from .curve_notes import curve_notes
 from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
