@@ -43,7 +43,7 @@ def load_model_or_stop(model_id: str, device: str):
         expect = (
             f"about {last:.0f} s, as last time"
             if last is not None
-            else "seconds when its converted weights are cached, about a minute on a first start that converts them"
+            else "seconds when its converted weights are cached, up to a minute on a first start that converts them"
         )
         line = st.empty()
         start = time.perf_counter()
