@@ -36,7 +36,7 @@ if not typed_folders:
     st.caption(
         markdown_sentence(
             loaders.no_browser_paths(
-                "the stored atlases are here, and a batch runs from 'run a batch…' (a few prompts) "
+                f"the stored atlases are here, and a batch runs from 'run a batch…' (at most {runs.SHARED_MAX_PROMPTS} prompts) "
                 "or with `circuitviz batch`"
             )
         )

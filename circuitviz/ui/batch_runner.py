@@ -246,8 +246,8 @@ def form(model_id: str) -> None:
     if capped:
         st.caption(
             markdown_sentence(
-                f"This server is shared ({loaders.BROWSER_PATHS_ENV}=0): a batch run here takes at most "
-                f"{most} prompts on one thread, one batch at a time for everyone; run larger ones with "
+                f"On this shared server a batch run here takes at most {most} prompts on one thread, one "
+                "batch at a time for everyone (and everyone sees it under 'your batches'); run larger ones with "
                 "`python -m circuitviz batch --out FOLDER ...` on your own machine and open the folder there."
             )
         )
