@@ -120,6 +120,9 @@ def test_a_shared_server_caps_the_prompts_and_says_so(page, monkeypatch):
     assert not at.exception, at.exception
     assert at.number_input(key=FORM + "n").max == batch_runner.SHARED_MAX_PROMPTS
     assert not [w for w in at.number_input if w.key == FORM + "threads"]  # one thread, not offered
+    at.segmented_control(key=FORM + "source").set_value(batch_runner.UPLOAD).run()
+    assert not at.exception, at.exception
+    assert at.get("file_uploader")[0].proto.max_upload_size_mb == batch_runner.SHARED_MAX_UPLOAD_MB
     assert any(
         f"at most {batch_runner.SHARED_MAX_PROMPTS} prompts on one thread" in c.value for c in at.caption
     )

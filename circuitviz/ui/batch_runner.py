@@ -19,6 +19,7 @@ from ..core.text import clock_duration, counted, markdown_sentence, markdown_tex
 from . import loaders, state
 
 SHARED_MAX_PROMPTS = 20  # a shared server's batch: at most this many prompts, on one thread
+SHARED_MAX_UPLOAD_MB = 1  # and a file of prompts of at most this size (the server's default: 200 MB)
 MAX_PROMPTS = 100_000  # the form's largest; a family's own limit is said by the command's check
 UPLOAD_TYPES = ["jsonl", "csv", "json", "ndjson"]
 WATCH_S = 2.0  # how often the progress redraws while a batch runs
@@ -266,6 +267,7 @@ def form(model_id: str) -> None:
             "JSONL or CSV: clean, corrupted, answer, foil (or foils) [, metric, id, family] per line",
             type=UPLOAD_TYPES,
             key=FORM + "file",
+            max_upload_size=SHARED_MAX_UPLOAD_MB if capped else None,  # 20 prompts fit in a few KB
         )
         n = st.columns(3)[0].number_input(
             "run only the first", 1, most, most if capped else None, key=FORM + "first",
