@@ -134,7 +134,8 @@ def test_how_a_run_ended_is_one_plain_sentence_escaped_once(tmp_path):
     folder = tmp_path / "2026-12-06-071200-ioi-4-eap"
     job = jobs.JobStatus(
         folder=folder, state="cancelled", title="4 ioi prompts × eap", started=100.0, ended=141.0,
-        progress={"phase": "discover", "total": 4, "finished": 3}, argv=["batch", "--methods", "eap"],
+        progress={"phase": "discover", "total": 4, "finished": 3.5, "done": 2, "skipped": 1},
+        argv=["batch", "--methods", "eap"],
         reason="interrupted: rerun the same command to resume; /x/2026-12-06 keeps what finished.",
     )  # fmt: skip
     said = batch_runner.ended_sentence(job)
@@ -185,3 +186,21 @@ def test_a_running_batch_opens_its_prompts_so_far_and_cancel_keeps_them(page, mo
     at.run()  # the page after the cancel: the cancelled run's rows, and why it stopped
     assert not at.exception, at.exception
     assert any("was cancelled after" in w.value for w in at.warning)
+
+
+def test_the_progress_counts_whole_prompts_and_says_how_far_the_running_group_is(tmp_path):
+    """'6 of 8 prompts done' read while none was: the bar's count adds the running group's share."""
+    job = jobs.JobStatus(
+        folder=tmp_path, state="running", started=None, argv=["batch", "--methods", "eap"],
+        progress={"phase": "discover", "total": 8, "finished": 6.0, "done": 0, "eta": 5.0},
+    )  # fmt: skip
+    share, line = batch_runner.progress_sentence(job)
+    assert share == 0.75
+    assert line.startswith(
+        "finding circuits: 0 of 8 prompts finished (75% of the way), about 0m05s left in this step"
+    )
+    job.argv = ["batch", "--methods", "eap,eap-ig"]
+    job.progress = {"phase": "discover", "total": 8, "finished": 2.0, "done": 2}
+    assert batch_runner.progress_sentence(job)[1].startswith(
+        "finding circuits: 2 of 8 runs (4 prompts × 2 methods) finished; "
+    )

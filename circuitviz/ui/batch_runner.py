@@ -78,12 +78,9 @@ def pick_yours(yours: dict) -> str:
 
 
 def _finished_any(job) -> bool:
-    """Whether a running batch has finished a prompt's circuit (its progress past the check, or
-    rows in its folder)."""
-    found = job.progress or {}
-    if found.get("phase") in ("discover", "consensus") and (found.get("done") or found.get("skipped")):
-        return True
-    return any((job.folder / "parts").glob("part-*.parquet"))
+    """Whether a running batch has written a finished prompt's row to its folder (its progress
+    counts rows it still holds: the button offered them before any was on disk)."""
+    return (job.folder / "results.parquet").exists() or any((job.folder / "parts").glob("part-*.parquet"))
 
 
 def _so_far(job) -> str:
@@ -384,10 +381,15 @@ def progress_sentence(job) -> tuple[float, str]:
         noun = f"runs ({total // methods:,} prompts × {methods} methods)"
     else:
         noun = "prompt" if total == 1 else "prompts"
-    done = "checked" if phase == "tokenize" else "done"
+    done = "checked" if phase == "tokenize" else "finished"
+    # whole ones only: the bar's count adds the running group's share ('6 of 8 done' read while
+    # none was, the group of 8 three quarters through); the share the bar draws keeps it
+    whole = sum(int(found.get(name) or 0) for name in ("done", "skipped", "refused"))
+    share = finished / total if total else 0.0
+    way = f" ({share:.0%} of the way)" if finished > whole + 0.01 else ""
     return (
-        finished / total if total else 0.0,
-        f"{what}: {int(finished):,} of {total:,} {noun} {done}{failed_text}{left}; "
+        share,
+        f"{what}: {whole:,} of {total:,} {noun} {done}{way}{failed_text}{left}; "
         f"{clock_duration(elapsed)} since it began.",
     )
 
@@ -419,7 +421,8 @@ def ended_sentence(job) -> str:
     ):  # the prompts' own circuits, not the consensus
         total, methods = int(found["total"]), _methods_of(job.argv)
         noun = "runs" if methods > 1 else "prompts"
-        got = f", with {int(found.get('finished') or 0):,} of {total:,} {noun} finished"
+        whole = sum(int(found.get(name) or 0) for name in ("done", "skipped", "refused"))
+        got = f", with {whole:,} of {total:,} {noun} finished"
     rows = " Its finished rows open as an atlas." if job.has_rows else " It finished no row to open."
     if job.state == "cancelled":
         return f"The batch {name} was cancelled{took}{got}.{rows}"
