@@ -272,11 +272,26 @@ def test_result_carries_observations_and_the_skeleton_note(corpus_file):
     lasso_line = next(line for line in result.details.report if line.startswith("lasso:"))
     assert "1 lambdas" not in lasso_line and "1 solver rounds" not in lasso_line  # it read "1 lambdas"
     assert "1 lambda," in lasso_line  # the default adaptive lambda: one point on the path
+    regression, observed = result.details.regression, result.details.observations["total"]
+    underdetermined = [line for line in result.details.report if "exact fits" in line]
+    assert bool(underdetermined) == (regression["predictor_columns"] > observed)
     json.dumps(result.details.to_dict())  # plain data only
     restored = CircuitResult.from_state(result.to_state())
     assert restored.details == result.details
     assert [p.budget for p in result.curve] == [5, 50]
     assert result.to_eap_json(50)["method"] == "circuit-lasso"
+
+
+def test_more_predictors_than_observations_is_said():
+    """On a prompt no template knows, a reviewer's run fitted 364 predictor columns from 10
+    observed positions and nothing said the fit was underdetermined."""
+    config = METHOD.make_config({"n_paraphrases": 0})
+    result = METHOD.run_on(tiny_model("gpt2", n_layers=4, seed=0), IOI_TASK, config, budgets=[5])
+    regression, observed = result.details.regression, result.details.observations["total"]
+    assert regression["predictor_columns"] > observed  # the prompt and its corruption alone
+    (line,) = [line for line in result.details.report if "exact fits" in line]
+    assert line.startswith(f"note: {regression['predictor_columns']} predictor columns from {observed} ")
+    assert "--corpus" in line
 
 
 def test_long_corpus_lines_are_cut_into_windows_and_capped(tmp_path):

@@ -458,6 +458,13 @@ def _report(details: LassoDetails) -> list[str]:
         f"{regression['max_kkt_violation']:.1e}{'' if regression['converged'] else ' (NOT converged)'}",
     ]
     lines += [f"note: {note}" for note in observations["notes"]]
+    if regression["predictor_columns"] > observations["total"]:  # p > n: many exact fits
+        lines.append(
+            f"note: {regression['predictor_columns']} predictor columns from {observations['total']} "
+            "observed positions: a target with more upstream predictors than observations has many "
+            "exact fits, and which edges the lasso keeps there rests on its penalty more than on the "
+            "data; a corpus (--corpus) adds observations, as do template paraphrases where the prompt has them"
+        )
     if details.feature_circuit:
         circuit = details.feature_circuit
         lines.append(
