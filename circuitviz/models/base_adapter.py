@@ -19,6 +19,7 @@ TransformerLens 4's TransformerBridge touches this package only. Hook *names* ar
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -29,6 +30,8 @@ import torch
 
 from ..core.graph import GraphSpec
 from .attention_parts import AttentionParts
+
+BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # SentencePiece's byte-fallback tokens
 
 Hook = tuple[str, Callable]
 
@@ -159,7 +162,16 @@ class ModelAdapter:
         return int(tokens.shape[1])
 
     def decode(self, ids) -> str:
-        return self.tokenizer.decode(ids)
+        """The text of ``ids``; one byte-fallback token of a SentencePiece vocabulary (Gemma's
+        '<0xE2>', a piece of a character split over several tokens) as its piece: decoded alone it
+        is U+FFFD, so two different bytes read the same ("answers 'U+FFFD', not its original answer
+        ('U+FFFD')")."""
+        text = self.tokenizer.decode(ids)
+        if "\ufffd" in text and len(ids) == 1:
+            piece = self.tokenizer.convert_ids_to_tokens(int(ids[0]))
+            if isinstance(piece, str) and BYTE_PIECE.fullmatch(piece):
+                return piece
+        return text
 
     @property
     def bos_token_id(self) -> int | None:
