@@ -2,9 +2,7 @@
 alone it is U+FFFD, so a sentence naming two different such tokens read "'\ufffd' ... ('\ufffd')" (found
 by the command-line audit on Gemma 3, whose rare characters split into byte tokens)."""
 
-from types import SimpleNamespace
-
-from circuitviz.models.base_adapter import ModelAdapter
+from circuitviz.models.tokens import token_text
 
 
 class _Pieces:
@@ -20,7 +18,7 @@ class _Pieces:
 
 
 def _decode(ids):
-    return ModelAdapter.decode(SimpleNamespace(tokenizer=_Pieces()), ids)
+    return token_text(_Pieces(), ids)
 
 
 def test_one_byte_token_reads_as_its_piece():
@@ -31,3 +29,11 @@ def test_other_tokens_and_several_ids_decode_as_the_tokenizer_does():
     assert _decode([4]) == " Paris"
     assert _decode([5]) == "\ufffd"  # not a byte piece: the tokenizer's text
     assert _decode([1, 2]) == "\ufffd\ufffd"  # several ids: their text together
+
+
+def test_the_adapters_decode_names_a_byte_token_by_its_piece():
+    from types import SimpleNamespace
+
+    from circuitviz.models.base_adapter import ModelAdapter
+
+    assert ModelAdapter.decode(SimpleNamespace(tokenizer=_Pieces()), [3]) == "<0xE2>"

@@ -10,16 +10,14 @@ adapter back from ``adapter_of(model)``, which makes one on first use. Nothing i
 replaced in the model itself: the adapters live in a weak registry keyed by the model.
 
 Every TransformerLens-specific call (tokenising, hooked forward passes, the key/value cache a
-continued run reads, the unembedding, a head's output projection, the norms around attention,
-the split q/k/v inputs) is a method here, so that the move from HookedTransformer to
-TransformerLens 4's TransformerBridge touches this package only. Hook *names* are spelled in
-``circuitviz.engine.sites``.
+continued run reads, the unembedding, a head's output projection, the norms around attention, the
+split q/k/v inputs) is a method here, so that the move from HookedTransformer to TransformerLens
+4's TransformerBridge touches this package only. Hook *names* are in ``circuitviz.engine.sites``.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -30,8 +28,7 @@ import torch
 
 from ..core.graph import GraphSpec
 from .attention_parts import AttentionParts
-
-BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # SentencePiece's byte-fallback tokens
+from .tokens import token_text
 
 Hook = tuple[str, Callable]
 
@@ -162,16 +159,7 @@ class ModelAdapter:
         return int(tokens.shape[1])
 
     def decode(self, ids) -> str:
-        """The text of ``ids``; one byte-fallback token of a SentencePiece vocabulary (Gemma's
-        '<0xE2>', a piece of a character split over several tokens) as its piece: decoded alone it
-        is U+FFFD, so two different bytes read the same ("answers 'U+FFFD', not its original answer
-        ('U+FFFD')")."""
-        text = self.tokenizer.decode(ids)
-        if "\ufffd" in text and len(ids) == 1:
-            piece = self.tokenizer.convert_ids_to_tokens(int(ids[0]))
-            if isinstance(piece, str) and BYTE_PIECE.fullmatch(piece):
-                return piece
-        return text
+        return token_text(self.tokenizer, ids)  # a lone byte token as its piece ('<0xF0>')
 
     @property
     def bos_token_id(self) -> int | None:
