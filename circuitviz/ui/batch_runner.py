@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import clock_duration, counted, markdown_sentence, markdown_text
+from ..core.text import clock_duration, counted, markdown_sentence, markdown_text, rough_duration
 from . import loaders, state
 
 SHARED_MAX_PROMPTS = 20  # a shared server's batch: at most this many prompts, on one thread
@@ -178,7 +178,7 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> st
     if parts and n and not [name for name in methods if name not in per_prompt]:
         each = sum(per_prompt[name] for name in methods)
         said += (
-            f"; so {n:,} prompts' circuits take about {clock_duration(n * each)}, and the consensus step more"
+            f"; so {n:,} prompts' circuits take about {rough_duration(n * each)}, and the consensus step more"
         )
     said += "." if said else ""
     if unmeasured:
