@@ -29,9 +29,9 @@ BASE = {
 }
 
 
-def _page(budgets: str) -> AppTest:
+def _page(budgets: str, **more) -> AppTest:
     at = AppTest.from_file("../app.py", default_timeout=300)
-    for name, value in {**BASE, "budgets": budgets}.items():
+    for name, value in {**BASE, "budgets": budgets, **more}.items():
         at.query_params[name] = value
     return at.run()
 
@@ -78,3 +78,13 @@ def test_repeats_and_a_budget_over_the_graph_are_notes_and_run_goes_on():
     assert markdown_text(repeats) in notes, notes
     assert any("Budget 900 is over the" in note and "keeps the whole graph" in note for note in notes), notes
     assert not at.error and not _run_disabled(at)
+
+
+def test_a_budget_over_the_graph_under_acc_says_it_keeps_the_traced_circuit():
+    """ACC++ keeps no edge it did not trace: the note under its box said 'keeps the whole graph'."""
+    at = _page("900,5", method="acc++")
+    assert not at.exception, at.exception
+    notes = [w.value for w in at.warning]
+    said = markdown_text("so it keeps ACC++'s whole traced circuit, not the whole graph")
+    assert any("Budget 900 is over the" in n and said in n for n in notes), notes
+    assert not any(markdown_text("keeps the whole graph.") in n for n in notes), notes

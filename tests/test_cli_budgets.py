@@ -17,7 +17,7 @@ from circuitviz.batch import ModelSource, run
 from circuitviz.bench.toy_models import tiny_model
 from circuitviz.core.tasks import PromptTask
 from circuitviz.entry import cli
-from circuitviz.entry.budgets import MAX_BUDGET, read_budgets
+from circuitviz.entry.budgets import MAX_BUDGET, over_graph_note, read_budgets
 from circuitviz.services.store import ResultStore
 
 IOI = ["--prompt", "When Mary and John went to the store , John gave a drink to", "--answer", " Mary"]
@@ -115,6 +115,39 @@ def test_discover_says_repeats_and_a_budget_over_the_graph(capsys, monkeypatch):
     assert "\n     500 " in captured.out and "\n     900 " in captured.out  # both run, as asked
     assert cli.main(["discover", *IOI, "--method", "eap", "--no-task-check", "--budgets", "5,10"]) == 0
     assert "over the" not in capsys.readouterr().err
+
+
+def test_a_budget_over_the_graph_under_acc_keeps_its_traced_circuit_and_says_so(capsys, monkeypatch):
+    """ACC++ keeps no edge it did not trace, so its line before the run said 'keeps the whole
+    graph' of a budget that keeps its traced circuit (its line after the run said otherwise)."""
+    model = tiny_model("gpt2")
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny", 0.0))
+    argv = ["discover", *IOI, "--method", "acc++", "--no-cache", "--no-task-check", "--budgets", "5,900"]
+    assert cli.main(argv) == 0
+    lines = capsys.readouterr().err.splitlines()
+    said = [line for line in lines if line.startswith("Budget 900 is over the")]
+    assert said == [
+        f"Budget 900 is over the {TINY_EDGES} edges of this model's graph, so it keeps ACC++'s whole "
+        "traced circuit, not the whole graph (ACC++ keeps no edge it did not trace)."
+    ], lines
+    assert over_graph_note([900], TINY_EDGES) == (
+        f"Budget 900 is over the {TINY_EDGES} edges of this model's graph, so it keeps the whole graph."
+    )
+
+
+def test_batch_with_acc_says_what_its_budget_over_the_graph_keeps(capsys, tmp_path, batch_loads):
+    argv = _batch(tmp_path, "3,900")
+    argv[argv.index("eap")] = "eap,acc++"
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    assert (
+        f"Budget 900 is over the {TINY_EDGES} edges of this model's graph, so it keeps the whole graph."
+        in err
+    )
+    assert (
+        "Under ACC++ such a budget keeps ACC++'s whole traced circuit, not the whole graph (ACC++ keeps no "
+        "edge it did not trace)." in err
+    )
 
 
 def test_batch_says_repeats_a_budget_over_the_graph_and_mibs_budgets_that_fall_together(

@@ -25,6 +25,7 @@ from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import given, shown
 from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
 from ..entry.request import Request, budget_tuple
+from ..methods import method_traits
 from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
 from .consensus_run import earlier_consensus, evaluate_consensus
 from .dataset import DatasetTask, write_tasks
@@ -167,6 +168,9 @@ class _Run:
             self.say(note)
         elif note and not all(over_positions):  # over token positions, a budget counts units, not edges
             self.say(f"{note[:-1]} (in the series over edges).")
+        for traits in map(method_traits, dict.fromkeys(name for name, _, _ in self.methods) if note else ()):
+            if traits.over_graph_keeps:  # ACC++ keeps no edge it did not trace
+                self.say(f"Under {traits.label} such a budget keeps {traits.over_graph_keeps}.")
         self.selection: dict = {}
         if request.tasks is not None:
             self.tasks = list(request.tasks)

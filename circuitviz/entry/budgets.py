@@ -169,27 +169,33 @@ def _too_large(flag: str, part: str, total: int | None = None) -> str:
 
 
 def over_graph_note(
-    budgets, total: int, kept: str = "edges", graph: str = "this model's graph"
+    budgets,
+    total: int,
+    kept: str = "edges",
+    graph: str = "this model's graph",
+    keeps: str | None = None,
 ) -> str | None:
     """One line for the budgets over the graph's ``total`` edges (or units): each keeps the whole
-    graph; None when there are none."""
+    graph, or ``keeps`` (a method's phrase, ``Method.over_graph_keeps``: ACC++ keeps no edge it
+    did not trace); None when there are none."""
     over = sorted(int(budget) for budget in budgets if int(budget) > total)
     if not over:
         return None
+    what = keeps or "the whole graph"
     if len(over) == 1:
-        return f"Budget {over[0]:,} is over the {total:,} {kept} of {graph}, so it keeps the whole graph."
-    return f"Budgets {_items(over)} are over the {total:,} {kept} of {graph}: each keeps the whole graph."
+        return f"Budget {over[0]:,} is over the {total:,} {kept} of {graph}, so it keeps {what}."
+    return f"Budgets {_items(over)} are over the {total:,} {kept} of {graph}: each keeps {what}."
 
 
-def discover_note(model, budgets, positions: bool, n_positions: int) -> str | None:
+def discover_note(model, budgets, positions: bool, n_positions: int, keeps: str | None = None) -> str | None:
     """``over_graph_note`` for a discover run: over the model's edges, or, over token positions,
-    over this prompt's (edge, position) units."""
+    over this prompt's (edge, position) units; ``keeps``: the method's phrase, if any."""
     from ..models.adapter import adapter_of
     from ..positions.graph import n_units
 
     spec = adapter_of(model).spec
     if positions:
         return over_graph_note(
-            budgets, n_units(spec, n_positions), "(edge, position) units", "this prompt's graph"
+            budgets, n_units(spec, n_positions), "(edge, position) units", "this prompt's graph", keeps
         )
-    return over_graph_note(budgets, spec.n_edges)
+    return over_graph_note(budgets, spec.n_edges, keeps=keeps)

@@ -25,7 +25,7 @@ from ..core.text import (
     settings_text,
 )
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError, identical_prompts_problem
-from ..methods import UnknownMethodError, get_method, setting_flags
+from ..methods import UnknownMethodError, get_method, method_traits, setting_flags
 from ..models import EMBEDDED_MODEL, ModelLoadError, check_model_name, load_model
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
@@ -280,7 +280,8 @@ def cmd_discover(args) -> int:
         model, task, args.max_tokens, method.needs_corrupted
     )  # errors before the estimate
     settings = method.settings_from_cli(settings, model)
-    _said(task, discover_note(model, budgets, bool(settings.get("positions")), prepared.n_positions))
+    keeps = method_traits(method.name).over_graph_keeps
+    _said(task, discover_note(model, budgets, bool(settings.get("positions")), prepared.n_positions, keeps))
     for note in foil_space_notes(model, task):  # 'John' for ' John': run, and said
         print(note, file=sys.stderr)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth

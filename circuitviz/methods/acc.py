@@ -97,6 +97,9 @@ class ACCPlusPlus(Method):
     needs_corrupted = False
     has_signals_view = True
     scores_estimate_metric = False  # signal attributions to attention decisions, completed
+    over_graph_keeps = (
+        "ACC++'s whole traced circuit, not the whole graph (ACC++ keeps no edge it did not trace)"
+    )
     flat_curve_note = (
         "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
         "(ACC++ traces queries and keys only), the circuit does not carry the answer here; its own "

@@ -259,6 +259,9 @@ class Method(abc.ABC):
     # whether an edge's score estimates the change of the answer's metric when the edge is
     # corrupted (the EAP family); False for learned masks, normalised ensembles, regression shares
     scores_estimate_metric: ClassVar[bool] = True
+    # what a budget over the graph's edges keeps when it is not the whole graph (a phrase after
+    # 'keeps': ACC++ keeps no edge it did not trace), None for a method whose budget does
+    over_graph_keeps: ClassVar[str | None] = None
     # the method names whose runs price this one's when it has none of its own (one pipeline)
     calibration_family: ClassVar[tuple[str, ...]] = ()
 

@@ -113,6 +113,8 @@ class MethodTraits:
     # learns its circuit on the prompt and some paraphrases and holds a share of them out, so its
     # circuit is made to carry over to wordings it never saw (its settings have a held-out share)
     holds_out_paraphrases: bool = False
+    # what a budget over the graph's edges keeps when not the whole graph (``Method``'s phrase)
+    over_graph_keeps: str | None = None
 
     @property
     def fitted_note(self) -> str:
@@ -152,6 +154,7 @@ def traits_of(method: Method) -> MethodTraits:
         scores_are_exact=bool(method.scores_are_exact),
         calibration_family=tuple(method.calibration_family),
         holds_out_paraphrases="held_out" in {f.name for f in dataclasses.fields(method.Config)},
+        over_graph_keeps=method.over_graph_keeps,
     )
 
 

@@ -529,7 +529,7 @@ def method_inputs(
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     # here, not at the top: keeps torch out of the first paint
-    from ..methods import available_methods
+    from ..methods import available_methods, method_traits
     from .forms import build_config, config_form
 
     registered = methods or available_methods()
@@ -541,7 +541,7 @@ def method_inputs(
         text = state.bind(
             st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
         )
-        values, problems, notes = budget_reading(text, n_edges)
+        values, problems, notes = budget_reading(text, n_edges, method_traits(name).over_graph_keeps)
         for problem in problems:
             st.error(markdown_sentence(problem))  # may quote the user's text
         for note in notes:
@@ -564,15 +564,17 @@ def method_inputs(
 ZERO_BUDGET = zero_sentence(APP_BUDGETS)
 
 
-def budget_reading(text: str, n_edges: int) -> tuple[list[int], list[str], list[str]]:
+def budget_reading(
+    text: str, n_edges: int, keeps: str | None = None
+) -> tuple[list[int], list[str], list[str]]:
     """(the budgets, sorted and distinct; every problem of the budgets box; the notes on it), one
     sentence each and all at once, so a user fixes them in one go, by the command line's rules
     (``entry.budgets``). Problems stop the run: an empty item (``10,,20``), a part that is not a
     whole number (``10 20``), a negative one, a 0 (an empty circuit), one beyond what a result
     holds, an empty list. Notes do not: repeats are evaluated once, and a budget over the graph's
-    edges keeps the whole graph."""
+    edges keeps the whole graph (or ``keeps``, the method's phrase: ACC++'s traced circuit)."""
     values, problems, repeats = budget_findings(text, APP_BUDGETS, total=n_edges)
-    notes = [note for note in (repeats, over_graph_note(values, n_edges)) if note]
+    notes = [note for note in (repeats, over_graph_note(values, n_edges, keeps=keeps)) if note]
     return values, problems, notes
 
 
