@@ -1,7 +1,7 @@
 """How long a new user waits: from `make app`'s command to an enabled Run, in Chromium.
 
-Starts the server exactly as ``make app`` does (``python -m circuitviz.ui.serve``, the default
-model loading from the start) with ``CIRCUITVIZ_CACHE`` pointing at a folder of its own, and
+Starts the server exactly as ``make app`` does (the package's bytecode brought up to date, then
+``python -m circuitviz.ui.serve``, the default model loading from the start) with ``CIRCUITVIZ_CACHE`` pointing at a folder of its own, and
 times, from the moment the process is started:
 
 - **healthy**: the server answers ``/_stcore/health`` (looked at every 50 ms);
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -57,9 +58,12 @@ def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def one_start(browser, cache: Path, timeout_s: float = 600.0, root: Path = ROOT) -> dict:
+def one_start(
+    browser, cache: Path, timeout_s: float = 600.0, root: Path = ROOT, bytecode: bool = True
+) -> dict:
     """Start the server of the checkout ``root`` on ``cache``, open the page, return the seconds
-    of each milestone."""
+    of each milestone; ``bytecode``: bring the package's bytecode up to date first, as `make app`
+    does (off: every module compiled in memory at each start, where PYTHONDONTWRITEBYTECODE is set)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -76,6 +80,12 @@ def one_start(browser, cache: Path, timeout_s: float = 600.0, root: Path = ROOT)
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "w") as log:
         start = time.perf_counter()
+        # as `make app` does: the package's bytecode first (Python writes none itself where
+        # PYTHONDONTWRITEBYTECODE is set), timed as part of the start
+        if bytecode:
+            compile_package = [sys.executable, "-m", "compileall", "-q", "circuitviz"]
+            subprocess.run(compile_package, cwd=root, check=True, stdout=log)
+        figures["bytecode_s"] = time.perf_counter() - start
         server = subprocess.Popen(
             command,
             cwd=root,
@@ -134,7 +144,7 @@ def _show(kind: str, figures: dict) -> None:
     print(
         f"{kind:5s} healthy {figures['healthy_s']:5.2f} s  painted {figures['painted_s']:5.2f} s  "
         f"prompt box {figures['prompt_box_s']:5.2f} s  Run enabled {figures['run_enabled_s']:5.2f} s  "
-        f"(load {figures['load_before']} -> {figures['load_after']})"
+        f"(load {figures['load_before']} -> {figures['load_after']}; bytecode {figures['bytecode_s']:.2f} s)"
     )
     if phases:
         print(f"      in the server (s since start): {phases}")
@@ -152,6 +162,12 @@ def main() -> None:
         default=ROOT,
         help="the checkout whose app to start (another branch's, to compare)",
     )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="start the server without `make app`'s bytecode step, and with the package's bytecode "
+        "deleted first (as before 2026-12-06)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -159,16 +175,20 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     print(f"cache {cache}; {os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     starts: list[tuple[str, dict]] = []
+    bytecode = not args.no_bytecode
+    if not bytecode:
+        for folder in (args.root / "circuitviz").rglob("__pycache__"):
+            shutil.rmtree(folder)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
             if not args.no_cold:
                 if any((cache / "models").glob("*")):
                     raise SystemExit(f"{cache} holds converted models already; give an empty folder")
-                starts.append(("cold", one_start(browser, cache, root=args.root)))
+                starts.append(("cold", one_start(browser, cache, root=args.root, bytecode=bytecode)))
                 _show(*starts[-1])
             for _ in range(args.warm):
-                starts.append(("warm", one_start(browser, cache, root=args.root)))
+                starts.append(("warm", one_start(browser, cache, root=args.root, bytecode=bytecode)))
                 _show(*starts[-1])
         finally:
             browser.close()
