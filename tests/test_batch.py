@@ -390,6 +390,8 @@ def test_cli_batch_end_to_end(tmp_path, monkeypatch, capsys):
     assert "5 finished (0 found in the store), 0 failed" in captured.out
     assert "eap-ig (ig_steps=3): 5 prompts; CPR" in captured.out
     assert "\n  mean NDF  " in captured.out  # a mean over the prompts, not the dataset's NDF
+    # the budgets in edges, as the Dataset page's CSV names them ('NDF at a budget of 20 edges')
+    assert "\n  budget (edges)      3       8      20\n" in captured.out
     assert cli.main(argv) == 0
     assert "5 finished (5 found in the store)" in capsys.readouterr().out
     assert cli.main([*argv, "--strict"]) == 2

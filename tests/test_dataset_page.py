@@ -107,7 +107,9 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     prompts = at.dataframe[-1].value
     assert list(prompts["id"]) == [f"p{i}" for i in range(6)]
     rows = batch.rows(label).to_pylist()
-    assert list(prompts["NDF"]) == pytest.approx([row["ndf"][3] for row in rows])
+    # the CSV download writes column names: each figure of the budget's circuits names the budget
+    assert list(prompts["NDF at a budget of 60 edges"]) == pytest.approx([row["ndf"][3] for row in rows])
+    assert "edges kept at a budget of 60 edges" in prompts and "cluster at a budget of 60 edges" in prompts
     # one click on a row opens that prompt on Explore, which finds the batch's result in the store
     at.session_state["dataset.budget"] = budget = 10  # not the result's own opening budget
     at.run()

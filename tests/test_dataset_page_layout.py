@@ -19,8 +19,18 @@ from circuitviz.ui import prompt_table  # noqa: E402
 
 TABLE_PX = 540  # the main column at a 1,000 px window, less the borders
 TICK_PX = 36  # the row's selection box
-FIGURES = ["id", "NDF", "edges kept", "CPR", "answer", "prompt"]  # in view at 1,000 px
-AFTER = ["cluster", "Jaccard to consensus", "family"]  # a scroll away there
+SHORT = ["id", "NDF", "edges kept", "CPR", "answer", "prompt"]  # in view at 1,000 px
+SHORT_AFTER = ["cluster", "Jaccard to consensus", "family"]  # a scroll away there
+
+
+def named(names: list[str], budget: int) -> list[str]:
+    """The columns' names: each figure of the budget's circuits names it (the CSV download writes
+    these names; its 'NDF' said no budget)."""
+    return [prompt_table.at_budget(name, budget) for name in names]
+
+
+FIGURES, AFTER = named(SHORT, 103), named(SHORT_AFTER, 103)  # the IOI atlas opens at budget 103
+KEPT, JACCARD = FIGURES[2], AFTER[1]
 
 
 def _refuse(model_id, device):
@@ -74,13 +84,12 @@ def test_the_prompts_figures_answer_and_prompt_fit_1000_px_and_an_empty_circuit_
     assert (
         list(drawn["prompt"]) == list(table.value["prompt"]) and table.value["prompt"].str.len().max() == 76
     )
-    assert config["edges kept"]["label"] == "edges" and "pruning" in config["edges kept"]["help"]
-    assert (
-        config["Jaccard to consensus"]["label"] == "Jaccard"
-        and "consensus" in config["Jaccard to consensus"]["help"]
-    )
-    empty = table.value[table.value["edges kept"] == 0]
-    assert list(empty["id"]) == ["ioi-00120"] and list(empty["NDF"]) == [0.0]
+    assert config[KEPT]["label"] == "edges" and "pruning" in config[KEPT]["help"]
+    assert config[JACCARD]["label"] == "Jaccard" and "consensus" in config[JACCARD]["help"]
+    # the short headers shown stay short; the names (the CSV's header) say the budget
+    assert config[FIGURES[1]]["label"] == "NDF" and config[AFTER[0]]["label"] == "cluster"
+    empty = table.value[table.value[KEPT] == 0]
+    assert list(empty["id"]) == ["ioi-00120"] and list(empty[FIGURES[1]]) == [0.0]
     (sentence,) = [c.value for c in at.caption if "keeps no edge" in c.value]
     # the ids are the dataset file's, as typed: the sentence reaches markdown escaped
     assert sentence.startswith(
@@ -161,7 +170,9 @@ def test_a_long_prompt_is_cut_visibly_to_its_cell_and_kept_whole(monkeypatch, tm
     assert not at.exception, at.exception
     table = at.dataframe[-1]
     order, config = _shown(table)
-    assert order == FIGURES + AFTER and TICK_PX + sum(config[name]["width"] for name in FIGURES) <= TABLE_PX
+    budget = at.session_state["dataset.budget"]
+    assert order == named(SHORT + SHORT_AFTER, budget)
+    assert TICK_PX + sum(config[name]["width"] for name in named(SHORT, budget)) <= TABLE_PX
     assert "double-click" in config["prompt"]["help"]
     assert any("double-click it to read it whole" in c.value for c in at.caption)
     whole, drawn = list(table.value["prompt"]), list(_drawn(table)["prompt"])

@@ -103,7 +103,8 @@ def summary_lines(batch: BatchTable) -> list[str]:
         bands = curve_bands(batch, label)
         # each row a mean over the prompts, said so: beside the dataset's NFS above, 'NDF' read as
         # the dataset's own (a ratio of means)
-        lines.append("  budget        " + " ".join(f"{band['budget']:>7}" for band in bands))
+        # the budgets in edges, as the Dataset page's CSV names its columns ('NDF at a budget of 103 edges')
+        lines.append("  budget (edges)" + " ".join(f"{band['budget']:>7}" for band in bands))
         lines.append("  mean NDF      " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
         needed = curve_bands(batch, label, "necessity")
         if needed:

@@ -13,7 +13,15 @@ from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .inputs import budgets_text
-from .prompt_table import ROW_PX, STYLED_ROWS, empty_circuits, prompt_columns, prompt_display, table_height
+from .prompt_table import (
+    ROW_PX,
+    STYLED_ROWS,
+    at_budget,
+    empty_circuits,
+    prompt_columns,
+    prompt_display,
+    table_height,
+)
 from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
@@ -530,7 +538,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10)
     )
     picked = st.dataframe(
-        prompt_display(table, config, whole),
+        prompt_display(table.rename(columns=lambda name: at_budget(name, budget)), config, whole),
         hide_index=True,
         row_height=ROW_PX,
         height=table_height(len(table)),

@@ -30,6 +30,16 @@ ID_PX = (72, 140)  # the id column's narrowest and widest
 WORD_CHARS = 12  # a cut moves back to a word's end this near
 
 
+AT_BUDGET = ("NDF", "edges kept", "cluster", "Jaccard to consensus")  # figures of the budget's circuits
+
+
+def at_budget(name: str, budget: int) -> str:
+    """The column name of a figure of the circuits at ``budget``: 'NDF at a budget of 103 edges'.
+    The grid's CSV download writes column names, not the short headers shown, and its 'NDF'
+    did not say at which budget it was measured; names without a budget stay as they are."""
+    return f"{name} at a budget of {budget} edges" if name in AT_BUDGET else name
+
+
 def prompt_columns(
     budget: int, refused: bool, whole: bool = False, id_chars: int = 10
 ) -> tuple[tuple[str, ...], dict]:
@@ -97,7 +107,13 @@ def prompt_columns(
         help=f"the clean prompt; '{CUT}' marks a part the cell leaves out (the start every prompt shares, "
         f"or the middle of a long one): to read it whole, {where}",
     )
-    return tuple(order), config
+    # each figure of the budget's circuits under its name with the budget (the CSV's header), its
+    # short header shown as before
+    for name in AT_BUDGET:
+        config[name]["label"] = config[name].get("label") or name
+    return tuple(at_budget(name, budget) for name in order), {
+        at_budget(name, budget): value for name, value in config.items()
+    }
 
 
 def prompt_chars(width: int) -> int:
