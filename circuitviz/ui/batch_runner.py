@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from ..core.text import clock_duration, counted, markdown_sentence, markdown_text, rough_duration
-from . import loaders, state
+from . import batch_settings, loaders, state
 
 SHARED_MAX_PROMPTS = 20  # a shared server's batch: at most this many prompts, on one thread
 SHARED_MAX_UPLOAD_MB = 1  # and a file of prompts of at most this size (the server's default: 200 MB)
@@ -291,6 +291,7 @@ def form(model_id: str) -> None:
             "torch threads", 1, cores, 1, key=FORM + "threads",
             help="1 leaves the other cores to the app's own runs; more runs the batch faster",
         )  # fmt: skip
+    more = batch_settings.widgets(model_id, methods, budgets)  # --keep-edges ... and each method's
     if capped:  # the widget's limit, held here too: an emptied 'first N' box would run every prompt
         n = min(int(n or most), most)
     if methods:
@@ -315,6 +316,12 @@ def form(model_id: str) -> None:
 
         try:
             read_budgets(budgets, "The budgets box", mib=True)
+        except ValueError as error:
+            problem = str(error)
+    extra: list[str] = []
+    if not problem:  # what the table keeps, the consensus share, each method's settings
+        try:
+            extra = batch_settings.arguments(more, methods, budgets.strip(), model_id)
         except ValueError as error:
             problem = str(error)
     if problem:
@@ -346,6 +353,7 @@ def form(model_id: str) -> None:
             seed=int(seed),
             dataset=dataset,
             model=model_id,
+            more=extra,
         )
         jobs.start(folder, argv, title=title, threads=int(threads))
     except (jobs.JobError, OSError) as error:

@@ -1,0 +1,145 @@
+"""The Dataset page's run form, its further settings: what the table keeps (``--keep-edges``,
+``--top-edges``), the consensus share measured on every prompt (``--consensus``) and each chosen
+method's own settings (``--set NAME=VALUE``), each checked to one sentence before the batch starts
+and passed to the very command the page starts (``batch_arguments``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import streamlit as st
+
+from ..core.text import counted
+from .forms import build_config, config_form
+
+KEY = "dataset.run.more."  # the widgets' keys
+MAX_EDGES = 2**31 - 1  # the command's largest edge count (--keep-edges, --top-edges)
+CONSENSUS = 0.5  # the command's default share
+
+
+@dataclasses.dataclass
+class BatchSettings:
+    """What the form's settings hold: None keeps the command's default."""
+
+    keep_edges: int | None = None
+    top_edges: int = 100
+    consensus: float = CONSENSUS
+    methods: dict = dataclasses.field(default_factory=dict)  # {method name: {setting: value}}
+
+
+def model_edges(model_id: str) -> int | None:
+    """The edge count of a model the catalog knows (without loading it), else None."""
+    from ..models.catalog import SUPPORTED_MODELS
+
+    info = SUPPORTED_MODELS.get(model_id)
+    return info.n_edges if info is not None else None
+
+
+def budget_list(budgets: str, n_edges: int | None) -> list[int]:
+    """The budgets box's edge counts ("mib": MIB's ten of the model's edges, where they are known;
+    [] when the box does not read)."""
+    from ..batch.atlas import mib_budgets
+    from ..entry.budgets import read_budgets
+
+    try:
+        values, _ = read_budgets(budgets, "The budgets box", mib=True)
+    except ValueError:
+        return []
+    if values == "mib":
+        return mib_budgets(n_edges) if n_edges else []
+    return list(values)
+
+
+def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
+    """The settings' widgets, in an expander under the budgets (the command's defaults until changed)."""
+    from ..methods import available_methods
+
+    n_edges = model_edges(model_id)
+    tenth = f" ({max(1, n_edges // 10):,} on {model_id})" if n_edges else ""
+    found = BatchSettings()
+    with st.expander("more settings: the circuits the table keeps, the consensus, each method's settings"):
+        left, middle, right = st.columns(3)
+        found.keep_edges = left.number_input(
+            "keep circuits up to (edges)", 1, MAX_EDGES, None, key=KEY + "keep",
+            placeholder=f"10 % of the edges{tenth}",
+            help="the command's --keep-edges: the table keeps each prompt's circuit at every budget up "
+            "to this, and only those budgets open in the atlas (its budget slider, consensus circuit, "
+            "clusters and prompts); larger circuits stay in the result store. Empty: 10 % of the edges",
+        )  # fmt: skip
+        found.top_edges = middle.number_input(
+            "strongest edges kept per prompt", 0, MAX_EDGES, 100, key=KEY + "top",
+            help="the command's --top-edges: each row of results.parquet keeps this many of the prompt's "
+            "strongest edges with their scores",
+        )  # fmt: skip
+        found.consensus = right.number_input(
+            "consensus share measured", 0.0, 1.0, CONSENSUS, 0.05, key=KEY + "consensus", format="%.2f",
+            help="the command's --consensus: after the prompts, the circuit of the edges in at least this "
+            "share of the prompts' circuits is measured on every prompt (its NDF, drawn dashed on the "
+            "Curves tab at this share); 0: not measured, which saves that step",
+        )  # fmt: skip
+        registered = available_methods()
+        runs = [int(b) for b in budget_list(budgets, n_edges)]
+        for name in methods:
+            method = registered[name]
+            st.markdown(f"**{method.label}** ({name})")
+            found.methods[name] = config_form(method, KEY + "method", budgets=runs, references={})
+    return found
+
+
+def _defaults(method) -> dict:
+    config = method.make_config({})
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+
+
+def _plain(value):
+    """A setting's value as JSON writes it (tuples as lists), for comparing and for ``--set``."""
+    return json.loads(json.dumps(list(value) if isinstance(value, tuple) else value))
+
+
+def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: str) -> list[str]:
+    """The command's arguments for ``found`` (only what differs from its defaults); ValueError in one
+    sentence for what the batch cannot run as shown."""
+    from ..methods import available_methods
+
+    argv: list[str] = []
+    budget_values = budget_list(budgets, model_edges(model_id))
+    if found.keep_edges is not None:
+        smallest = min(budget_values, default=None)
+        if smallest is not None and found.keep_edges < smallest:
+            raise ValueError(
+                f"Keeping circuits up to {found.keep_edges:,} edges keeps none of the budgets (the "
+                f"smallest is {smallest:,}), so the atlas would have no circuit to show; give at least "
+                f"{smallest:,}, or leave the box empty for 10 % of the edges."
+            )
+        argv += ["--keep-edges", str(int(found.keep_edges))]
+    if int(found.top_edges) != 100:
+        argv += ["--top-edges", str(int(found.top_edges))]
+    share = round(float(found.consensus), 6)
+    if share != CONSENSUS:
+        argv += ["--consensus", f"{share:g}"]
+    registered = available_methods()
+    changed: dict[str, dict] = {}  # {setting: {method: value}} of every value off its default
+    for name in methods:
+        method = registered[name]
+        values = found.methods.get(name) or {}
+        config, problem = build_config(method, values)
+        if problem is not None:
+            raise ValueError(f"{method.label}'s settings: {problem}")
+        shown = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+        for setting, value in shown.items():
+            if _plain(value) != _plain(_defaults(method)[setting]):
+                changed.setdefault(setting, {})[name] = _plain(value)
+    for setting, by_method in sorted(changed.items()):
+        # --set gives a setting to every method of the batch that has it: they must all show one value
+        having = [name for name in methods if setting in registered[name].Config.__dataclass_fields__]
+        values = {name: by_method.get(name, _plain(_defaults(registered[name])[setting])) for name in having}
+        if len({json.dumps(value) for value in values.values()}) > 1:
+            said = ", ".join(f"{json.dumps(value)} for {name}" for name, value in values.items())
+            raise ValueError(
+                f"The batch gives a setting to every method that has it (its --set), so "
+                f"{setting.replace('_', ' ')} cannot be {said}; give {counted(len(having), 'method')} one "
+                "value, or run them as separate batches."
+            )
+        argv += ["--set", f"{setting}={json.dumps(next(iter(values.values())))}"]
+    return argv
