@@ -9,8 +9,8 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 st.title("Gallery")
 st.caption(
     "Ready circuits of the embedded Gemma-3-270M, computed once and stored with the project: they "
-    "open at once, without loading the model. Each can be re-run live."
-)
+    "open at once, without loading the model."
+)  # re-running one live is the button below, hidden in demo mode with the sentence it needs
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz.ui import inputs, loaders, result_view, state  # noqa: E402
