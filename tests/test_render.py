@@ -108,6 +108,34 @@ def test_drawings_side_by_side_are_fitted_to_one_box():
     assert framed_alike([]) == []
 
 
+def test_drawings_side_by_side_share_one_grid_with_and_without_captions():
+    """Compare's columns: a circuit whose names carry a caption (EAP-IG's) has taller rows and
+    wider columns than one without (flow routes'), so the second was drawn at half the size in a
+    corner of the shared box; laid out on the largest grid of the two, a shared node sits at one
+    place in both."""
+    from circuitviz.ui.compare import common_grid
+
+    layers = [0, 1, 2]
+    mask = top_n(SPEC, _scores(1), 10)
+    captions = {name: "+12.5 ' Mary'" for name in SPEC.node_names}
+    drawings = {
+        "captioned": render.circuit_graph_html(SPEC, _scores(1), mask, layers=layers, captions=captions),
+        "plain": render.circuit_graph_html(SPEC, _scores(1), mask, layers=layers),
+    }
+    assert drawings["captioned"].grid[0] > drawings["plain"].grid[0]  # else the test shows nothing
+    assert drawings["captioned"].grid[1] > drawings["plain"].grid[1]
+    grid = common_grid(drawings)
+    assert grid == list(drawings["captioned"].grid)
+    again = [
+        render.circuit_graph_html(SPEC, _scores(1), mask, layers=layers, captions=captions, grid=grid),
+        render.circuit_graph_html(SPEC, _scores(1), mask, layers=layers, grid=grid),
+    ]
+    places = [{node["id"]: (node["x"], node["y"]) for node in drawing.vis.nodes} for drawing in again]
+    assert set(places[0]) == set(places[1]) and len(places[0]) > 3
+    assert places[0] == places[1]
+    assert again[0].vis.nodes == drawings["captioned"].vis.nodes  # the largest grid is its own
+
+
 @pytest.mark.parametrize("words", [False, True])
 @pytest.mark.parametrize("shape", [(3, 2), (18, 4), (30, 9)])
 def test_no_two_node_boxes_overlap_with_captions_and_words(shape, words):

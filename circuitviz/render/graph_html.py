@@ -73,6 +73,7 @@ class GraphDrawing:
     vis: VisGraph | None = None  # the drawing as data (what the app's component draws)
     captions: Mapping[str, str] = field(default_factory=dict)  # what is written under a name
     estimates_metric: bool = True  # the scores estimate the metric's change (what a card may say)
+    grid: tuple[float, float] = (0.0, 0.0)  # (column width, row height) of the layout, layout units
 
 
 def node_words(spec: GraphSpec, name: str) -> str:
@@ -313,6 +314,7 @@ def circuit_graph_html(
     groups: Mapping[str, Sequence[str]] | None = None,
     estimates_metric: bool = True,
     neurons: Sequence[Mapping[str, object]] = (),
+    grid: Sequence[float] | None = None,
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores``, drawn in the field's layered
     layout (``node_position``) as a ``VisGraph`` and its standalone page.
@@ -330,7 +332,10 @@ def circuit_graph_html(
     nodes drawn as one node each (``render.groups``). ``estimates_metric``: the scores estimate
     the change of the answer's metric (``legend_line``). ``neurons``: MLP neurons kept as nodes
     (``{"layer", "neuron", "score"}``, a run with ``neurons`` on): each MLP of the circuit draws
-    its own in its layer row, right of it, tied to it by a line as wide as |score|. ``height_px``,
+    its own in its layer row, right of it, tied to it by a line as wide as |score|. ``grid``: the
+    smallest (column width, row height) of the layout; circuits drawn side by side are given the
+    largest of their ``GraphDrawing.grid`` (a circuit whose names carry no caption has shorter
+    rows and narrower columns, and was drawn smaller beside one with captions). ``height_px``,
     ``layout_width`` and ``frame_width`` are kept for callers; the drawing fits any frame.
     """
     del height_px, layout_width, frame_width  # the drawing is fitted to its frame in the browser
@@ -381,6 +386,8 @@ def circuit_graph_html(
     column_width = longest * FONT_SIZE * CHAR_WIDTH + 2 * NODE_MARGIN + COLUMN_GAP * FONT_SIZE
     lines = max((label.count("\n") + 1 for label in node_labels.values()), default=1)
     row_height = lines * FONT_SIZE * LINE_HEIGHT + 2 * NODE_MARGIN + ROW_GAP * FONT_SIZE
+    if grid is not None:
+        column_width, row_height = max(column_width, float(grid[0])), max(row_height, float(grid[1]))
     nodes = []
     for name in names:
         x, y = node_position(spec, name, layers, column_width, row_height)
@@ -463,6 +470,7 @@ def circuit_graph_html(
         vis=graph,
         captions={name: text for name, text in (captions or {}).items() if name in in_circuit},
         estimates_metric=estimates_metric,
+        grid=(column_width, row_height),
     )
 
 

@@ -397,6 +397,14 @@ def drawings_framed_alike(drawings: dict) -> dict:
     }
 
 
+def common_grid(drawings: dict) -> list[float]:
+    """The (column width, row height) every drawing side by side is laid out on: the largest of
+    theirs, so a node sits at one place in each. Information flow routes' names carry no caption
+    under them, and its rows and columns were smaller: its graph was drawn at half the size of
+    EAP-IG's beside it, in a corner of its frame (an audit, SmolLM2-135M, 2026-12-06)."""
+    return [max(drawing.grid[i] for drawing in drawings.values()) for i in (0, 1)]
+
+
 def _kept_at(result, budget: int) -> str:
     """'11 edges (budget 20)': a frame's title counts its circuit's edges, not the budget shared."""
     point = result.point(budget)
@@ -417,8 +425,9 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     shown = compare_at(results, budget)
     measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
-    drawings = drawings_framed_alike(
-        {
+
+    def drawn(grid=None) -> dict:
+        return {
             name: result_view.graph_drawing(
                 result,
                 budget,
@@ -427,10 +436,12 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
                 layers=shown.layers,
                 title=f"{name}, {_kept_at(result, budget)}: bold = found by no other method",
                 others="colour",
+                grid=grid,
             )
             for name, result in results.items()
         }
-    )
+
+    drawings = drawings_framed_alike(drawn(common_grid(drawn())))
     columns = st.container(key="compare-graphs").columns(len(results))
     for column, (name, result) in zip(columns, results.items()):
         with column:
