@@ -344,6 +344,24 @@ def cancel(folder: str | Path, grace: float = GRACE_S) -> JobStatus:
     return status(folder)
 
 
+def delete(folder: str | Path, root: Path | None = None) -> JobStatus:
+    """Delete the folder of a batch that has ended (finished, cancelled, failed or stopped): its
+    table, tasks, log and job files; its results stay in the result store, so the same command
+    again finds them. JobError in one sentence for a running batch, or a folder that is not a
+    background batch's under ``root`` (``runs_dir``)."""
+    folder, root = Path(folder), (root or runs_dir())
+    with _lock(root):  # never beside a start
+        if folder.resolve().parent != root.resolve() or not (folder / JOB).exists():
+            raise JobError(f"{folder.name} is not a batch run from the page, so it is not deleted here.")
+        found = status(folder)
+        if found.running:
+            raise JobError(
+                f"The batch {found.title} is running; cancel it first, then delete it once it has stopped."
+            )
+        shutil.rmtree(folder)
+    return found
+
+
 def wait(folder: str | Path, timeout: float = 600.0, every: float = 0.2) -> JobStatus:
     """The batch's status once it is no longer running (or after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout

@@ -29,6 +29,7 @@ RUN = "run a batch…"
 CHOSEN = "dataset.yours"  # the picked run of "your batches" (a folder name)
 FORM = "dataset.run."  # the form's widget keys
 PENDING = "dataset.run.open"  # a run to open at the top of the next script run
+DELETED = "dataset.run.deleted"  # what a Delete did, said once at the top of the next script run
 
 
 def shared() -> bool:
@@ -74,7 +75,37 @@ def pick_yours(yours: dict) -> str:
         )
         with st.expander("its command"):
             st.code(jobs.command_line(job.argv), language="bash", wrap_lines=True)
+    _delete_offer(job)
     return str(job.folder)
+
+
+def _delete_offer(job) -> None:
+    """'Delete this batch…': what goes and what stays, then the button that deletes it (a run that
+    has ended only; page batches were never deleted, and piled up in the cache)."""
+    with st.popover("Delete this batch…"):
+        st.markdown(
+            markdown_sentence(
+                f"Delete the batch {job.title} for good? Its folder `{job.folder.name}` under the app's cache "
+                "(`batches/`: its table, tasks and log) goes; its circuits stay in the result store, so "
+                "its prompts still open in Explore at once."
+            )
+        )
+        st.button(
+            "Delete it", type="primary", key=f"{FORM}delete.{job.folder.name}", on_click=_delete,
+            args=(str(job.folder),),
+        )  # fmt: skip
+
+
+def _delete(folder: str) -> None:
+    """The Delete button's callback: the run's folder goes, and the page says so once."""
+    from ..batch import jobs
+
+    try:
+        found = jobs.delete(folder)
+    except jobs.JobError as error:
+        state.set_widget_value(DELETED, ("error", str(error)))
+        return
+    state.set_widget_value(DELETED, ("success", f"Deleted the batch {found.title} ({Path(folder).name})."))
 
 
 def _finished_any(job) -> bool:
@@ -129,7 +160,12 @@ def latest():
 
 def apply_pending() -> None:
     """Open the run a click (or its end) asked for, before the picker is drawn: a widget's value
-    cannot change once it is drawn in a run, and the progress is drawn after the picker."""
+    cannot change once it is drawn in a run, and the progress is drawn after the picker. What a
+    Delete did is said here, once."""
+    said = state.widget_value(DELETED)
+    if said:  # a run deleted by the last click: said once, above the picker
+        state.forget_widget_value(DELETED)
+        (st.success if said[0] == "success" else st.error)(markdown_sentence(said[1]))
     name = state.widget_value(PENDING)
     if name:
         state.forget_widget_value(PENDING)
@@ -486,3 +522,5 @@ def last_run_note(job, opened: bool) -> None:
             st.code("\n".join(job.log_tail), language=None, wrap_lines=True)
     if job.has_rows and not opened:
         st.button("Open it", key=f"{FORM}open.{job.folder.name}", on_click=open_run, args=(job.folder,))
+    if not job.has_rows:  # not among "your batches", where the others are deleted
+        _delete_offer(job)
