@@ -375,6 +375,26 @@ def wait(folder: str | Path, timeout: float = 600.0, every: float = 0.2) -> JobS
 PARTIAL = "partial"  # a running batch's rows so far, as a folder the atlas opens
 
 
+def rows_written(folder: str | Path) -> int:
+    """How many rows (one per prompt and method) a batch has written to its folder so far: its
+    table's and its parts' distinct keys, as ``partial_atlas`` takes them (its ``partial`` copy
+    counts those it had when it was made: the difference is what a Refresh adds)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .table import PARTS, TABLE
+
+    folder, keys = Path(folder), set()
+    for path in ([folder / TABLE] if (folder / TABLE).exists() else []) + sorted(
+        (folder / PARTS).glob("part-*.parquet")
+    ):
+        try:
+            keys.update(pq.read_table(path, columns=["key"]).column("key").to_pylist())
+        except (OSError, ValueError, pa.ArrowException):  # renamed or merged meanwhile: the next read
+            continue
+    return len(keys)
+
+
 def partial_atlas(folder: str | Path, store=None) -> Path | None:
     """The rows a running batch has finished, as a batch folder of their own (``folder/partial``:
     ``results.parquet`` and a manifest marked ``partial``), or None before its first finished row.

@@ -29,6 +29,7 @@ RUN = "run a batch…"
 CHOSEN = "dataset.yours"  # the picked run of "your batches" (a folder name)
 FORM = "dataset.run."  # the form's widget keys
 PENDING = "dataset.run.open"  # a run to open at the top of the next script run
+REFRESH = "dataset.run.remake"  # a running batch's rows so far to be made anew on the next run
 DELETED = "dataset.run.deleted"  # what a Delete did, said once at the top of the next script run
 
 
@@ -115,24 +116,40 @@ def _finished_any(job) -> bool:
 
 
 def _so_far(job) -> str:
-    """The folder of a running batch's rows so far (``jobs.partial_atlas``), said as such; the
-    page stops with one sentence before its first row is on disk."""
-    from ..batch import jobs
-    from ..batch.table import FLUSH_ENV
+    """The folder of a running batch's rows so far (``jobs.partial_atlas``), said as such: made
+    when it is opened and at each Refresh, not at every rerun (a slider's move redrew it with other
+    rows under the reader); the page stops with one sentence before its first row is on disk."""
+    import pyarrow.parquet as pq
 
-    partial = jobs.partial_atlas(job.folder)
+    from ..batch import jobs
+    from ..batch.table import FLUSH_ENV, TABLE
+
+    kept = job.folder / jobs.PARTIAL / TABLE
+    if state.widget_value(REFRESH) or not kept.exists():
+        state.forget_widget_value(REFRESH)
+        partial = jobs.partial_atlas(job.folder)
+    else:
+        partial = kept.parent
     every = os.environ.get(FLUSH_ENV) or "5"
     if partial is None:
         st.info(f"It has written no finished prompt to its folder yet (it writes them every {every} s).")
-        st.button("Refresh", key=f"{FORM}refresh")
+        st.button("Refresh", key=f"{FORM}refresh", on_click=_refresh)
         st.stop()
+    shown = pq.read_metadata(partial / TABLE).num_rows
+    drawn = time.strftime("%H:%M:%S", time.localtime((partial / TABLE).stat().st_mtime))
     st.caption(
-        "Still running: these are the prompts it had finished when the page was drawn (its "
-        "consensus circuit is measured at the end); Refresh adds the newer ones, and the whole "
-        "batch opens here when it ends."
+        f"Still running: the atlas below holds the {counted(shown, 'row')} (prompt × method) it had "
+        f"finished at {drawn}, when it was drawn, and does not redraw by itself while the progress "
+        "above counts on (its consensus circuit is measured at the end); Refresh adds the newer rows, "
+        "and the whole batch opens here when it ends."
     )
-    st.button("Refresh", key=f"{FORM}refresh")
+    st.button("Refresh", key=f"{FORM}refresh", on_click=_refresh)
     return str(partial)
+
+
+def _refresh() -> None:
+    """A Refresh (or an open) of a running batch's rows so far: the next run makes them anew."""
+    state.set_widget_value(REFRESH, True)
 
 
 def _run_label(job) -> str:
@@ -490,10 +507,23 @@ def _watch(folder: str, opens: bool) -> None:
     st.progress(min(max(share, 0.0), 1.0), text=markdown_text(line))
     left, right = st.columns([1, 4])
     left.button("Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,))
-    if _finished_any(job) and right.button(
+    from ..batch.table import TABLE
+
+    viewed = state.widget_value("dataset.source") == YOURS and state.widget_value(CHOSEN) == job.folder.name
+    if viewed and (job.folder / jobs.PARTIAL / TABLE).exists():  # its rows so far are the atlas below
+        import pyarrow.parquet as pq
+
+        newer = jobs.rows_written(job.folder) - pq.read_metadata(job.folder / jobs.PARTIAL / TABLE).num_rows
+        if newer > 0:  # the atlas does not redraw by itself (the user's place in it is kept)
+            button, said = right.columns([1, 2])
+            said.caption(f"{counted(newer, 'more row')} finished since the atlas below was drawn.")
+            if button.button("Refresh the atlas", key=f"{FORM}newer.{job.folder.name}", on_click=_refresh):
+                st.rerun()  # the whole page, on the rows written by now
+    elif _finished_any(job) and right.button(
         "Open the prompts finished so far", key=f"{FORM}sofar.{job.folder.name}"
     ):
         state.set_widget_value(PENDING, job.folder.name)
+        _refresh()  # the rows written by now, not those of an earlier opening
         st.rerun()  # the whole page, on the run's rows so far
 
 
