@@ -286,7 +286,9 @@ def necessity_table(prompts: list[dict], rows: list[str], budgets: list[int]) ->
         "",
         f"### (d) Necessity: the full model with only the circuit's edges corrupted, mean over {len(prompts)} prompts",
         "",
-        "| method | " + " | ".join(f"{b}" for b in budgets) + " |",
+        # each column an edge budget, said in its header as (a) and (c) say theirs: a bare "52"
+        # over a necessity read as a count of anything (an audit)
+        "| method | " + " | ".join(f"{b} edges" for b in budgets) + " |",
         "|---|" + "---:|" * len(budgets),
     ]
     for row in rows:
@@ -330,7 +332,9 @@ def completeness_table(prompts: list[dict], rows: list[str], budgets: list[int])
         f"### (e) Completeness: a random half K of the circuit removed from the circuit and from the model, "
         f"1 - mean |L(C\\K) - L(M\\K)| / |L(M) - L(M')| (8 halves), mean over {len(prompts)} prompts",
         "",
-        "| method | " + " | ".join(f"{b}" for b in budgets) + f" | range over prompts at {budgets[1]} |",
+        "| method | "
+        + " | ".join(f"{b} edges" for b in budgets)
+        + f" | range over prompts at {budgets[1]} edges |",
         "|---|" + "---:|" * (len(budgets) + 1),
     ]
     for row in measured:

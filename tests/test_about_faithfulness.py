@@ -66,3 +66,21 @@ def test_the_yardstick_headings_are_below_the_pages_subheaders():
     for heading in headings:
         assert "##" + heading in shown and heading not in shown, heading
     assert [block.value for block in at.subheader if block.value.startswith("How faithful")]
+
+
+def test_no_yardstick_column_is_headed_by_a_bare_number():
+    """Tables (d) and (e) headed their budgets "52 | 103 | ..." over necessities and completeness,
+    nothing saying 52 was an edge budget (an audit): every numeric header names its unit, as (a)'s
+    "52 (0.5%)" under a title giving the edges, and (c)'s "52 edges: ..." do."""
+    import re
+
+    for name in ("faithfulness.md", "planted_bench.md"):
+        lines = (ASSETS / name).read_text(encoding="utf-8").splitlines()
+        headers = [
+            line for line, below in zip(lines, lines[1:]) if line.startswith("|") and below.startswith("|---")
+        ]
+        assert headers, name
+        for header in headers:
+            cells = [cell.strip() for cell in header.strip("|").split("|")]
+            bare = [cell for cell in cells if re.fullmatch(r"[\d,.]+", cell)]
+            assert not bare, (name, header)
