@@ -85,13 +85,9 @@ if result is not None:
         )
     )
 else:
-    st.caption(
-        "No circuit of this prompt is open in this session. Open it on Explore (with this prompt, "
-        "answer and foil; a circuit computed before is read from the result store, not computed "
-        "again), or type the nodes to label: heads as a3.h0 (layer 3, head 0), MLPs as m5 (layer 5)."
-    )
-    if st.button("Find this prompt's circuit on Explore", key="steer.explore"):
-        state.switch_to("explore", state.url_params())
+    st.caption(steer.NO_CIRCUIT)  # a link opened after a code change finds none stored: said, and run
+    if st.button("Compute it on Explore", key="steer.explore"):
+        steer.compute_on_explore(prompt, answer, foil)
     typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
     if not nodes:  # an empty box labelled nothing and said nothing

@@ -644,6 +644,42 @@ def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch
     assert any(c.startswith("The ") and "nodes of the circuit at budget" in c for c in said), said
 
 
+def test_steer_after_a_code_change_says_why_and_its_button_computes_the_circuit(tmp_path, monkeypatch):
+    """A Steer link opened after the server restarted on changed code found no circuit (the store's
+    keys hold the engine's digest), said "a circuit computed before is read from the result store,
+    not computed again", and its button opened Explore unrun: it says why and the button runs it."""
+    pytest.importorskip("streamlit")
+    from explore_session import QUERY, explore_session, run_it
+
+    import circuitviz.core.keys as keys
+    import circuitviz.ui.loaders as loaders
+    from circuitviz.bench.toy_models import tiny_app_model
+    from circuitviz.ui import steer
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
+    width = tiny_app_model("tiny", None).cfg.d_model
+    save_sae(make_sae(width, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+    explored = run_it(explore_session())  # stored under this code's digest
+    assert not explored.exception, explored.exception
+    loaders._REMEMBERED.clear()
+    monkeypatch.setattr(keys, "engine_digest", lambda: "0.0.0+changed")  # the code changed since
+    at = _steer_from_link(QUERY, tmp_path / "sae")
+    assert steer.NO_CIRCUIT in [c.value for c in at.caption]
+    at.button(key="steer.explore").click().run()  # Explore opens and runs it
+    assert not at.exception, at.exception
+    assert any(title.value == "Explore a prompt's circuit" for title in at.title)
+    assert any(metric.label == "NDF" for metric in at.metric), "Explore did not run the circuit"
+    at.switch_page("pages/steer.py").run()  # back on Steer: the circuit is open
+    at.radio(key="steer.source").set_value("local folder").run()
+    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+    assert not at.exception, at.exception
+    said = [c.value for c in at.caption]
+    assert any(c.startswith("The ") and "nodes of the circuit at budget" in c for c in said), said
+
+
 def test_steer_page_keeps_its_example_foil_to_its_own_example(tmp_path, monkeypatch):
     """A prompt chosen elsewhere (a link) with no foil is not paired with the example's ' he'."""
     pytest.importorskip("streamlit")

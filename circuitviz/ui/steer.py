@@ -335,3 +335,40 @@ def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
     except ValueError:  # settings or limits that refuse it: nothing stored under it either
         return None
     return state.stored_result(request)
+
+
+NO_CIRCUIT = (
+    "No circuit of this prompt is open in this session, nor stored by this version of circuitviz "
+    "(results are kept per version of its code, so one computed before the code changed is computed "
+    "again): Compute it on Explore runs it there with this prompt, answer, foil, method, settings and "
+    "budgets, and Steer labels it when you come back; or type the nodes to label: heads as a3.h0 "
+    "(layer 3, head 0), MLPs as m5 (layer 5)."
+)
+
+
+def compute_on_explore(prompt: str, answer: str, foil: str) -> None:
+    """Open this prompt on Explore and run it there (the button under ``NO_CIRCUIT``): a Steer link
+    opened after a code change found nothing stored under this code's key, and its button only
+    opened Explore, whose Run was then to be found and pressed. Without a corrupted prompt in the
+    link, Explore opens to propose one, unrun."""
+    from .inputs import task_foils
+
+    session = state.session
+    if not session.corrupted:
+        state.switch_to("explore", state.url_params())
+        return
+    method = session.method or None
+    state.open_task(
+        {
+            "clean": prompt,
+            "corrupted": session.corrupted,
+            "answer": answer,
+            "foils": list(task_foils(answer, foil)),
+            "metric": session.metric or "logit_diff",
+        },
+        method=method,
+        settings=state.method_settings(state.Session.settings.key, method) if method else None,
+        budgets=session.budgets or None,
+        budget=session.budget,
+        run=True,
+    )
