@@ -56,16 +56,17 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
     from ..methods import available_methods
 
     n_edges = model_edges(model_id)
-    tenth = f" ({max(1, n_edges // 10):,} on {model_id})" if n_edges else ""
+    # short enough for the box at 1,000 px ('10 % of the e' was cut there)
+    tenth = f"{max(1, n_edges // 10):,} (10 %)" if n_edges else "10 % of the edges"
     found = BatchSettings()
     with st.expander("more settings: the circuits the table keeps, the consensus, each method's settings"):
-        left, middle, right = st.columns(3)
+        left, middle, right = st.columns([4, 3, 3])
         found.keep_edges = left.number_input(
             "keep circuits up to (edges)", 1, MAX_EDGES, None, key=KEY + "keep",
-            placeholder=f"10 % of the edges{tenth}",
+            placeholder=tenth,
             help="the command's --keep-edges: the table keeps each prompt's circuit at every budget up "
             "to this, and only those budgets open in the atlas (its budget slider, consensus circuit, "
-            "clusters and prompts); larger circuits stay in the result store. Empty: 10 % of the edges",
+            "clusters and prompts); larger circuits stay in the result store. Empty: 10 % of the model's edges",
         )  # fmt: skip
         found.top_edges = middle.number_input(
             "strongest edges kept per prompt", 0, MAX_EDGES, 100, key=KEY + "top",
