@@ -620,6 +620,13 @@ def test_compare_shows_each_methods_held_out_transfer_and_completeness():
     assert len([m for m in at.metric if m.label == "NDF held out"]) == 2
     table = at.dataframe[-1].value
     assert list(table["completeness"]) == pytest.approx(expected)
+    # each table's heading names the budget its figures are at (the slider is screens above)
+    headings = [m.value for m in at.markdown]
+    assert f"**Overlap at budget {budget:,}**" in headings
+    assert (
+        f"**NDF on the prompt and on held-out paraphrases, and completeness, at budget {budget:,}**"
+        in headings
+    )
     # the methods by the names their graphs carry, every figure in a short column
     assert list(table["method"]) == ["eap", "eap-ig"]
     assert list(table.columns)[1:5] == ["prompt NDF", "held-out NDF", "held out", "used by it"]

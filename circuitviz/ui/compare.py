@@ -314,6 +314,9 @@ def measured_widths(names) -> int:
 
 def measured_table(results: dict, budget: int, measured: dict) -> None:
     """The figures of ``measured_view`` for every method in one table, with what they averaged."""
+    # its own heading, naming the budget: under the overlap, nothing said at which budget the prompt
+    # NDF, the held-out NDF and the completeness were measured (an audit)
+    st.markdown(f"**NDF on the prompt and on held-out paraphrases, and completeness, at budget {budget:,}**")
     rows = []
     for name, result in results.items():
         point, found = result.point(budget), measured[name]
@@ -481,7 +484,8 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
         key="compare.curve",
         config={"scrollZoom": False, "displaylogo": False},
     )
-    st.markdown("**Overlap at this budget**")
+    # the budget named: the slider that sets it is a screen or more above the tables (an audit)
+    st.markdown(f"**Overlap at budget {budget:,}**")
     st.dataframe(
         shown.overlap,
         hide_index=True,
