@@ -89,7 +89,9 @@ threshold = st.slider(
     1.0,
     float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5),
     0.05,
-    key="dataset.threshold",
+    # per atlas: each opens at the share its batch measured (a batch run here at 60 % opened at the
+    # 50 % a stored atlas had left in the slider, its measured consensus a click away)
+    key=f"dataset.threshold.{batch.folder}",
 )
 
 curves_tab, consensus_tab, clusters_tab, prompts_tab = st.tabs(

@@ -67,6 +67,13 @@ def test_the_forms_settings_reach_the_command_and_the_atlas(page):
     assert batch.kept_budgets(label) == [3, 8]  # 20 is over the 8 edges kept
     assert batch.manifest["consensus"]["threshold"] == pytest.approx(0.6)
     assert '"ig_steps": 3' in batch.rows(label).column("config").to_pylist()[0]
+    # the atlas opens at the share its batch measured, not the 50 % the stored atlas left behind
+    at.segmented_control(key="dataset.source").set_value("ioi").run()  # a stored atlas first, at 50 %
+    at.segmented_control(key="dataset.source").set_value(batch_runner.RUN).run()
+    at.button(key=f"{FORM}open.{job.folder.name}").click().run()
+    assert not at.exception, at.exception
+    (share,) = [s for s in at.slider if s.label.startswith("consensus: edges in at least")]
+    assert share.value == pytest.approx(0.6)
 
 
 def test_settings_left_as_they_are_add_nothing_to_the_command():
