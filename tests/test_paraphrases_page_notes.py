@@ -103,3 +103,23 @@ def test_the_file_source_without_pairs_is_said_before_run():
     said = [error.value.replace("\\", "") for error in at.error]  # markdown-escaped on screen
     assert any("The file source needs paraphrases: give them in 'paraphrases'" in text for text in said), said
     assert at.button(key="bon.run").disabled
+
+
+def test_fewer_usable_paraphrases_than_asked_are_said_with_the_candidates_they_leave():
+    """'n paraphrases 9' stood above six candidates: the template family had 11 rewrites of a
+    SmolLM2 prompt and 5 passed the checks, while the page's heading says N = p + 1 (an audit)."""
+    from circuitviz.ui import bon
+
+    def result(source, asked, candidates, drawn):
+        config = {"paraphrase_source": source, "n_paraphrases": asked}  # a result's settings, as stored
+        pairs = [{"clean": f"p{i}"} for i in range(drawn + 1)]  # pair 0 is the prompt
+        details = types.SimpleNamespace(pairs=pairs, candidates=candidates)
+        return types.SimpleNamespace(config=config, details=details)
+
+    short = result("template", 9, [0, 2, 3, 8, 9, 10], 11)
+    assert bon.fewer_than_asked_sentence(short) == (
+        "The form asked for 9 paraphrases; 5 of the 11 drawn pass the checks, so Best-of-N chose "
+        "among 6 candidates (the prompt and 5), not 10."
+    )
+    assert bon.fewer_than_asked_sentence(result("template", 3, [0, 1, 2, 3], 3)) == ""  # as asked
+    assert bon.fewer_than_asked_sentence(result("file", 9, [0, 1], 2)) == ""  # the user's own pairs

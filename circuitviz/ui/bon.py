@@ -59,6 +59,25 @@ def paraphrase_rows(result) -> list[dict]:
     return rows
 
 
+def fewer_than_asked_sentence(result) -> str:
+    """Where a generated source gave fewer usable paraphrases than the form asked for, what Best-of-N
+    then chose among: the page's heading says N = p + 1 candidates, and an audit saw 'n paraphrases
+    9' above six candidates (the factual family's 11 rewrites of a SmolLM2 prompt, 5 usable), with
+    only '6 of 11 paraphrases left out' to say why ('' when the count asked for was met, or the
+    pairs were the user's own)."""
+    config = getattr(result, "config", None) or {}  # the run's settings as a dict
+    if config.get("paraphrase_source", "file") == "file" or not result.details.pairs:
+        return ""
+    asked, usable = int(config.get("n_paraphrases", 0)), len(candidate_pairs(result)) - 1
+    if asked <= 0 or usable >= asked:
+        return ""
+    drawn = len(result.details.pairs) - 1
+    return (
+        f"The form asked for {counted(asked, 'paraphrase')}; {usable} of the {drawn} drawn pass the checks, "
+        f"so Best-of-N chose among {counted(usable + 1, 'candidate')} (the prompt and {usable}), not {asked + 1}."
+    )
+
+
 def candidate_ndf(result, budget: int) -> list[dict]:
     """[{name, ndf, n_edges, winner}] for the BoN candidates evaluated at ``budget`` ([] if none)."""
     return evaluated_candidates(result, budget)

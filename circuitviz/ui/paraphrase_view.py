@@ -69,6 +69,8 @@ def pairs_table(result, method: str) -> None:
         )
     for note in result.details.notes:
         st.caption(markdown_text(note))  # quotes paraphrases: the user's (or a file's) text
+    if bon.fewer_than_asked_sentence(result):
+        st.caption(bon.fewer_than_asked_sentence(result))
     scored = set(bon.candidate_pairs(result))  # a mismatched answer may be scored when asked for
     left_out = [
         pair
