@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz import render  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK, tiny_app_model  # noqa: E402
-from circuitviz.core.text import markdown_text  # noqa: E402
+from circuitviz.core.text import markdown_text, shown_token  # noqa: E402
 from circuitviz.entry.api import evaluate_circuits  # noqa: E402
 from circuitviz.models.adapter import adapter_of  # noqa: E402
 from circuitviz.services import assets
@@ -857,7 +857,9 @@ def test_paraphrases_shows_the_candidates_and_their_true_overlap(monkeypatch):
     assert list(table["corrupted"]) == [pair["corrupted"] for pair in pairs]
     assert list(table["source"]) == [pair["source"] for pair in pairs]
     assert table["replaced"][0] == bon.replaced_words(pairs[0]["clean"], pairs[0]["corrupted"])
-    assert list(table["model's answer"]) == [pair.get("model_answer") or "" for pair in pairs]
+    # the token quoted (a grid cell hides its leading space): "' Mary'", not "Mary"
+    quoted = [shown_token(pair["model_answer"]) if pair.get("model_answer") else "" for pair in pairs]
+    assert list(table["model's answer"]) == quoted and all(q.startswith("'") for q in quoted if q)
     candidates = {int(k) for k in result.details.candidates}
     assert list(table["candidate"]) == [i in candidates for i in range(len(pairs))]
     assert sum(table["candidate"]) == len(candidates) > 1

@@ -15,6 +15,7 @@ import pytest
 from circuitviz import render
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.tasks import PromptTask
+from circuitviz.core.text import shown_token
 from circuitviz.entry.api import discover
 from circuitviz.render import context_html
 from circuitviz.ui import bon
@@ -127,7 +128,7 @@ def test_tables_carry_text_not_markup(results):
             pair["clean"],
             pair["corrupted"],
             pair["source"],
-            pair["model_answer"],
+            shown_token(pair["model_answer"]),  # a token quoted, its leading space seen
         )
     assert [row["candidate"] for row in rows] == [True, False, True] + [False] * (len(PAYLOADS) - 2)
     sets = {PAYLOADS[0]: {"a"}, PAYLOADS[1]: {"a", "b"}, PAYLOADS[2]: {"b"}}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.text import counted, joined, rough_duration
+from ..core.text import counted, joined, rough_duration, shown_token
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
@@ -51,7 +51,9 @@ def paraphrase_rows(result) -> list[dict]:
                 "paraphrase": str(pair.get("clean", "")),
                 "corrupted": str(pair.get("corrupted", "")),
                 "source": str(pair.get("source", "")),
-                "model's answer": str(pair.get("model_answer") or ""),
+                # quoted as the sentences quote it: a grid cell hides a leading space, so the model's
+                # 'Rome' and ' Rome' both read "Rome", one beside "answer matches" ticked and one not
+                "model's answer": shown_token(pair["model_answer"]) if pair.get("model_answer") else "",
                 "answer matches": bool(pair.get("answer_matches", True)),
                 "candidate": index in candidates,
             }
