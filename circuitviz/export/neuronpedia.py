@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from ..core.text import shown, shown_number
+from ..core.text import counted, shown, shown_number
 from ..positions.view import AttributionGraph, GraphLink, GraphNode, strongest_paths
 
 FORMAT_NAME = "neuronpedia graph JSON"
@@ -215,6 +215,11 @@ def _finite(value, what: str) -> float:
     return number
 
 
+def _is_number(value) -> bool:
+    """A JSON number (true and false are Python ints, but no weight or activation)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _kind_of(feature_type: str) -> str:
     text = feature_type.lower()
     if text in ("embedding", "logit"):
@@ -249,8 +254,10 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
     )
     metadata, entries, link_entries = data["metadata"], data["nodes"], data["links"]
     _require(
-        isinstance(metadata, dict) and isinstance(metadata.get("prompt_tokens"), list),
-        f"{origin}: metadata.prompt_tokens must be a list of tokens.",
+        isinstance(metadata, dict)
+        and isinstance(metadata.get("prompt_tokens"), list)
+        and all(isinstance(token, str) for token in metadata["prompt_tokens"]),
+        f"{origin}: metadata.prompt_tokens must be a list of tokens in quotes.",
     )
     _require(
         isinstance(entries, list) and isinstance(link_entries, list),
@@ -277,8 +284,14 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         kind = _kind_of(feature_type)
         layer = n_layers if layer is None else layer
         head = entry.get("feature") if kind == "head" and isinstance(entry.get("feature"), int) else None
-        influence = entry.get("activation") if isinstance(entry.get("activation"), (int, float)) else 0.0
-        influence = _finite(influence, f"{origin}: the activation of node {shown(str(entry['node_id']), 30)}")
+        influence = entry.get("activation")
+        _require(
+            influence is None or _is_number(influence),
+            f"{origin}: the activation of node {shown(str(entry['node_id']), 30)} is not a number or null.",
+        )
+        influence = _finite(
+            influence or 0.0, f"{origin}: the activation of node {shown(str(entry['node_id']), 30)}"
+        )
         clerp = str(entry.get("clerp") or "")
         component = _component(entry, kind, layer)
         caption = clerp[len(component) + 2 :] if clerp.startswith(f"{component}: ") else clerp
@@ -296,13 +309,19 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
             )
         )
     known = {node.id for node in nodes}
+    if len(known) < len(nodes):  # the drawing keys its nodes by id: a second one stopped it in the browser
+        seen: set[str] = set()
+        twice = next(node.id for node in nodes if node.id in seen or seen.add(node.id))
+        raise GraphFileError(
+            f"{origin}: the node_id {shown(twice, 30)} is given to two nodes; each node needs its own."
+        )
     links, dangling = [], 0
     for entry in link_entries:
         _require(
             isinstance(entry, dict) and {"source", "target", "weight"} <= set(entry),
             f"{origin}: every link needs source, target and weight.",
         )
-        _require(isinstance(entry["weight"], (int, float)), f"{origin}: a link's weight is not a number.")
+        _require(_is_number(entry["weight"]), f"{origin}: a link's weight is not a number.")
         _require(
             isinstance(entry["source"], str) and isinstance(entry["target"], str),
             f"{origin}: a link's source and target must be node ids in quotes.",
@@ -321,6 +340,13 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
         if dangling
         else []
     )
+    beyond = [node for node in nodes if node.position >= len(metadata["prompt_tokens"])]
+    if beyond:
+        notes.append(
+            f"The file places {counted(len(beyond), 'node')} past its {len(metadata['prompt_tokens']):,} "
+            f"prompt_tokens (the first: {shown(beyond[0].id, 30)} at position {beyond[0].position:,}); "
+            "their column is drawn with no token."
+        )
     info = metadata.get("info") if isinstance(metadata.get("info"), dict) else {}
     view, sentence = read_qparams(data.get("qParams"), known)
     if sentence:
@@ -371,6 +397,19 @@ def read_qparams(qparams, known: set[str]) -> tuple[dict, str]:
     }
     sentence = f"The file's saved view: {'; '.join(problems)} were left out." if problems else ""
     return view, sentence
+
+
+def read_neuronpedia_bytes(data: bytes, origin: str = "the graph file") -> AttributionGraph:
+    """Read a Neuronpedia graph JSON given as the file's bytes: UTF-8, with or without the byte
+    order mark some editors write; anything else is refused in one sentence (its bytes were read
+    with replacement characters before, so a Latin-1 label showed U+FFFD unsaid)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as problem:
+        raise GraphFileError(
+            f"{origin} is not UTF-8 text (byte {problem.start + 1:,}); save it as UTF-8 and open it again."
+        ) from None
+    return read_neuronpedia(text, origin)
 
 
 def read_neuronpedia(text: str, origin: str = "the graph file") -> AttributionGraph:

@@ -291,7 +291,7 @@ def attribution_graph_html(
                 "to": link.target,
                 "title": _link_title(link),
                 "color": {"color": colour if lit else FADED, "opacity": 1.0 if lit else 0.7},
-                "width": (width := (2.5 if lit else 0.5) + 6 * abs(link.weight) / top),
+                "width": (width := (2.5 if lit else 0.5) + 6 * (abs(link.weight) / top)),  # 6 * 1e308 is inf
                 "dashes": dash_pattern(link.weight < 0, width),
                 "smooth": False,
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},

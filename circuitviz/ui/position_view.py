@@ -15,7 +15,7 @@ import streamlit as st
 from .. import render
 from ..core.keys import process_key
 from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
-from ..export.neuronpedia import GraphFileError, read_neuronpedia, to_neuronpedia
+from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
@@ -25,7 +25,8 @@ from .caveats import caveats
 from .downloads import file_name
 from .node_card import graph_with_card
 
-MAX_UPLOAD_BYTES = 20_000_000
+MAX_UPLOAD_MB = 20  # a graph file's limit, the uploader's (Streamlit's MB: 2**20 bytes)
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -155,7 +156,9 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
 def graph_file_opener(key: str = "graph_file") -> None:
     """Open a Neuronpedia / circuit-tracer graph JSON (or one this app wrote) and draw it."""
     with st.expander("Open an attribution graph file (Neuronpedia or circuit-tracer JSON)"):
-        upload = st.file_uploader("graph JSON", type=["json"], key=key)
+        # the widget's own limit: it said Streamlit's 200 MB and took a 58 MB file whole before the
+        # page refused it; now the browser refuses it in the widget's sentence
+        upload = st.file_uploader("graph JSON", type=["json"], key=key, max_upload_size=MAX_UPLOAD_MB)
         if upload is None:
             return
         if upload.size > MAX_UPLOAD_BYTES:
@@ -164,7 +167,7 @@ def graph_file_opener(key: str = "graph_file") -> None:
             )
             return
         try:
-            graph = read_neuronpedia(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+            graph = read_neuronpedia_bytes(upload.getvalue(), upload.name)
         except GraphFileError as error:
             st.error(markdown_sentence(str(error)))  # names the file: its name is the user's text
             return
