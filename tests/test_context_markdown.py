@@ -32,3 +32,15 @@ def test_a_context_stays_text_inside_markdown():
 
 def test_the_html_of_a_context_is_unchanged_for_plain_words():
     assert context_html({"tokens": [" the", " cat"], "target": 1}) == " the<mark> cat</mark>"
+
+
+def test_a_node_card_shows_a_feature_s_context_as_written():
+    # the embedded SAE's own contexts: the node card wrote them into a caption as they stood, so
+    # "_Money_" showed in italics with its underscores gone (found by an audit, 2026-12-06)
+    markdown_it = pytest.importorskip("markdown_it")
+    from circuitviz.ui.node_card import context_caption
+
+    tokens = [" -- Martin Amis,", " _Money_", "\n\n", "We", " apologize", " ***", " DO"]
+    rendered = markdown_it.MarkdownIt("commonmark").render(context_caption({"tokens": tokens, "target": 4}))
+    assert set(re.findall(r"</?(\w+)", rendered)) <= {"p", "mark"}
+    assert re.sub(r"<[^>]+>", "", rendered).strip() == "-- Martin Amis, _Money_↵↵We apologize *** DO"

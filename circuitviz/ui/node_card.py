@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..labels.sae_features import context_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
+from ..render.tables import context_html
 from . import loaders, run, state
 from .graph_view import show_graph
 
@@ -63,7 +63,14 @@ def _sae_features(model, result, component: str, key: str) -> None:
     for item in features:
         st.text(f"{item['label']}  (at {item['token']!r}; share {item.get('share', 0):.3g})")
         for context in (item.get("contexts") or [])[:3]:
-            st.caption(context_text(context))
+            st.caption(context_caption(context), unsafe_allow_html=True)
+
+
+def context_caption(context: dict) -> str:
+    """A feature's top context under a node's card: corpus text, escaped as the Steer page's (it
+    was written into markdown as it stood, so the embedded SAE's "Martin Amis, _Money_" showed
+    'Money' in italics with its underscores gone, and '*** DO YOU' bold; its target marked)."""
+    return context_html(context)
 
 
 def _acc_signals(model, result, component: str, key: str, position: int | None = None) -> None:
