@@ -243,6 +243,14 @@ def test_upset_counts_exclusive_intersections():
     # labels keep their size (plotly shrank '113' over a narrow bar, and ten sets' counts to a dash)
     assert bars.constraintext == "none"
     assert list(figure.layout.yaxis2.ticktext) == [f"{name} ({len(sets[name])})" for name in sets]
+    # the bars it leaves out are said, with the edges in them (six intersections, three drawn)
+    assert render.cut_sentence(sets, 6) == ""
+    assert render.cut_sentence(sets, 3, "candidate") == (
+        "The plot draws the 3 largest of the 6 intersections, holding 3 of the 6 edges in any "
+        "candidate; the other 3 hold 1 edge each."
+    )
+    wider = {"q": {"a", "b", "c", "d", "x", "y"}, "p1": {"a", "b", "e"}, "p2": {"a", "c", "e", "f", "g"}}
+    assert render.cut_sentence(wider, 1).endswith("; the other 5 hold 1 to 2 edges each.")
     candidates = render.candidate_figure(
         [{"name": "q", "ndf": 0.38, "winner": False}, {"name": "p3", "ndf": 0.602, "winner": True}], 200
     )

@@ -43,7 +43,14 @@ from .tables import (
     token_strip_html,
     unique_edges,
 )
-from .upset import UPSET_BARS, Intersection, exclusive_intersections, shared_by_all, upset_figure
+from .upset import (
+    UPSET_BARS,
+    Intersection,
+    cut_sentence,
+    exclusive_intersections,
+    shared_by_all,
+    upset_figure,
+)
 
 __all__ = [
     "GraphDrawing",
@@ -83,6 +90,7 @@ __all__ = [
     "token_strip_html",
     "unique_edges",
     "upset_figure",
+    "cut_sentence",
     "UPSET_BARS",
 ]
 

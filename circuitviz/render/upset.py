@@ -49,6 +49,29 @@ def exclusive_intersections(sets: Mapping[str, set[str]]) -> list[Intersection]:
     return found
 
 
+def cut_sentence(sets: Mapping[str, set[str]], max_bars: int = UPSET_BARS, what: str = "circuit") -> str:
+    """What an UpSet of ``sets`` leaves out when it draws only its ``max_bars`` largest
+    intersections ('' when it draws them all): six Best-of-N candidates of SmolLM2-135M made 41
+    bars, and the plot showed 20 with nothing saying the rest, or the edges in them, were not
+    there (an audit). ``what``: the sets' noun ("candidate")."""
+    found = exclusive_intersections(sets)
+    if len(found) <= max_bars:
+        return ""
+    drawn, rest = found[:max_bars], found[max_bars:]
+    sizes = sorted({item.size for item in rest})
+    held = (
+        f"{sizes[0]:,} edge{'s' if sizes[0] != 1 else ''} each"
+        if len(sizes) == 1
+        else (f"{sizes[0]:,} to {sizes[-1]:,} edges each")
+    )
+    total = sum(item.size for item in found)
+    return (
+        f"The plot draws the {max_bars} largest of the {len(found)} intersections, holding "
+        f"{sum(item.size for item in drawn):,} of the {total:,} edges in any {what}; the other "
+        f"{len(rest)} hold {held}."
+    )
+
+
 def shared_by_all(sets: Mapping[str, set[str]]) -> set[str]:
     """Edges in every set (the core subcircuit)."""
     values = list(sets.values())

@@ -127,6 +127,8 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str]):
     chosen = named.get(state.session.bon_intersection)
     upset, _ = render.upset_figure(sets, selected=chosen.members if chosen else None)
     st.plotly_chart(upset, key=UPSET_KEY, on_select="rerun", selection_mode="points")
+    if render.cut_sentence(sets, render.UPSET_BARS, "candidate"):
+        st.caption(render.cut_sentence(sets, render.UPSET_BARS, "candidate"))
     picked = st.selectbox(
         "highlight the edges of one intersection in the graph (or click its bar above)",
         ["none", *named],
