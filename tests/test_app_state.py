@@ -812,13 +812,32 @@ def test_a_task_with_several_foils_opens_with_all_of_them():
     at.run()
     assert not at.exception, at.exception
     assert at.text_input(key="w.foil").value == " John"  # the box holds one: the first
-    assert any("3 foils (' John', ' Bob', ' Carl')" in c.value for c in at.caption)
+    assert any("3 foils \\(' John', ' Bob', ' Carl'\\)" in c.value for c in at.caption)  # escaped
     assert at.session_state["results"]["eap"].task.foils == tuple(foils)  # the run used all three
     at.text_input(key="w.foil").set_value(" Alice").run()
     at = _click(at, "Run")
     assert not at.exception, at.exception
     assert at.session_state["results"]["eap"].task.foils == (" Alice",)
     assert not any("3 foils" in c.value for c in at.caption)
+
+
+def test_an_opened_task_s_foils_are_quoted_as_written():
+    """The note naming an opened task's foils (a Dataset row: an uploaded file's text) was markdown:
+    between foils ' $' and ' **$' the text became LaTeX (an audit's, 2026-12-06)."""
+    at = _app(method="eap").run()
+    at.session_state["_pending_open"] = {
+        **{key: None for key in ("model", "settings", "budgets", "corrupted_note", "foil_note")},
+        "task": {
+            **{k: getattr(IOI_TASK, k) for k in ("clean", "corrupted", "answer")},
+            "foils": [" John", " $", " **$"],
+        },
+        "method": "eap",
+        "run": False,
+        "extra": {},
+    }
+    at.run()
+    assert not at.exception, at.exception
+    assert any("3 foils \\(' John', ' \\$', ' \\*\\*\\$'\\)" in c.value for c in at.caption)
 
 
 def test_an_opened_prompt_survives_a_rerun_that_carries_the_old_one():

@@ -278,7 +278,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         elif foil:
             token_line(model, "foil", foil, probability, (model_id, prompt))
             if session.foil_note and foil == (session.foil_proposed or foil):
-                st.caption(session.foil_note)
+                st.caption(markdown_sentence(session.foil_note))  # an opened task's foils: its file's text
     return answer, foil, metric, problems
 
 
