@@ -429,22 +429,23 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     measured = measured_view(results, budget, model)
     st.html(_COLUMNS_CSS)
 
-    def drawn(grid=None) -> dict:
-        return {
-            name: result_view.graph_drawing(
-                result,
-                budget,
-                labels=labels,
-                highlight=shown.only[name],
-                layers=shown.layers,
-                title=f"{name}, {_kept_at(result, budget)}: bold = found by no other method",
-                others="colour",
-                grid=grid,
-            )
-            for name, result in results.items()
-        }
+    def drawn(name: str, grid=None):
+        return result_view.graph_drawing(
+            results[name],
+            budget,
+            labels=labels,
+            highlight=shown.only[name],
+            layers=shown.layers,
+            title=f"{name}, {_kept_at(results[name], budget)}: bold = found by no other method",
+            others="colour",
+            grid=grid,
+        )
 
-    drawings = drawings_framed_alike(drawn(common_grid(drawn())))
+    own = {name: drawn(name) for name in results}
+    grid = common_grid(own)  # redrawn only where its own grid is smaller (each drawing is cached)
+    drawings = drawings_framed_alike(
+        {name: d if list(d.grid) == grid else drawn(name, grid) for name, d in own.items()}
+    )
     columns = st.container(key="compare-graphs").columns(len(results))
     for column, (name, result) in zip(columns, results.items()):
         with column:
