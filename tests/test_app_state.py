@@ -203,6 +203,24 @@ def test_a_link_naming_methods_this_app_lacks_says_so_once():
     assert not [w for w in at.warning if "does not have" in w.value]
 
 
+def test_a_link_that_gives_a_parameter_twice_or_a_demo_switch_of_another_value_says_so():
+    """``?prompt=a&prompt=b`` opened 'b' and ``?demo=yes`` opened without demo mode, each unsaid
+    (an audit's, 2026-12-06): a repeated parameter names its values and the one used; the switch
+    takes 1 or 0 and names any other value."""
+    from circuitviz.ui.link_values import SWITCH, repeated_link_value, unreadable_link_value
+
+    at = _app(method=["eap", "acdc"], budget=["50", "50"], demo="yes").run()
+    assert not at.exception, at.exception
+    warned = [w.value for w in at.warning]
+    said = repeated_link_value("method", ["eap", "acdc"])
+    assert said in warned and "The link gives method 2 times" in said and "the last, 'acdc', is used" in said
+    assert at.session_state["method"] == "acdc"
+    assert not [w for w in warned if "gives budget" in w]  # the same value twice: nothing lost
+    assert unreadable_link_value("demo", SWITCH, "yes") in warned
+    assert repeated_link_value("prompt", ["x"] * 6 + ["y"]).count("'x'") == 4  # the first four named
+    assert not [w for w in _app(demo="0").run().warning.values if "demo" in w]
+
+
 def test_the_users_text_in_a_problem_is_shown_as_typed():
     """A problem sentence quotes what was typed (or what a link held): its markdown is shown as
     typed, never a link or bold (it rendered as both)."""

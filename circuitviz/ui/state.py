@@ -28,12 +28,18 @@ from typing import Any
 
 import streamlit as st
 
-from ..core.text import cut, markdown_text
 from . import loaders
+from .link_values import (
+    INTEGER,
+    MAX_LINK_INTEGER,
+    NAMES,
+    SETTINGS,
+    SWITCH,
+    TEXT,
+    repeated_link_value,
+    unreadable_link_value,
+)
 from .pagelist import switch_to
-
-TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
-MAX_LINK_INTEGER = 10**9  # a link's budget: more edges than any model the app can load has
 
 
 class Field:
@@ -78,6 +84,8 @@ class Field:
             return parsed if isinstance(parsed, dict) else None
         if self.kind == NAMES:
             return [part for part in text.split(",") if part]
+        if self.kind == SWITCH:
+            return text if text in ("0", "1") else None
         return str(text)
 
 
@@ -112,7 +120,7 @@ class Session:
     bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
     signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
     instrument_view = Field("instrument.view", url="view")  # the graph's view as JSON (ui/instrument)
-    demo = Field("demo", url="demo")  # "1" while demo mode is on (ui/demo)
+    demo = Field("demo", url="demo", kind=SWITCH)  # "1" while demo mode is on (ui/demo)
     # what depends on the prompt
     inputs_for = Field("inputs_for")  # the prompt the answer, foil and corrupted prompt were set for
     results = Field("results", {})  # {method: CircuitResult} computed for the current prompt, by any page
@@ -176,7 +184,10 @@ def seed_from_url() -> None:
     session.url_seeded = True
     for found in VIEW_FIELDS:
         if found.url in st.query_params:
-            text = st.query_params[found.url]
+            text = st.query_params[found.url]  # the last, when the link gives it more than once
+            repeated = repeated_link_value(found.url, st.query_params.get_all(found.url))
+            if repeated:
+                st.warning(repeated)
             value = found.parsed(text)
             if value is not None:
                 st.session_state[found.key] = value
@@ -185,27 +196,12 @@ def seed_from_url() -> None:
                 if found is Session.budget:  # a link's budget is chosen, for the first result shown
                     session.budget_chosen, session.budget_link = LINK, value
             elif text:  # a link's value that does not read as one: said, not dropped silently
-                st.warning(unreadable_link_value(found, text))
+                st.warning(unreadable_link_value(found.url, found.kind, text))
     for settings_key, method_key in SETTINGS_OF.items():
         if settings_key in st.session_state:  # the URL's settings belong to the URL's method
             st.session_state[f"{settings_key}.method"] = (
                 st.session_state.get(method_key) if method_key else None
             )
-
-
-_UNREADABLE_AS = {
-    INTEGER: f"not a whole number from 1 to {MAX_LINK_INTEGER:,}",
-    SETTINGS: "not a JSON object of settings",
-}
-
-
-def unreadable_link_value(found: Field, text: str) -> str:
-    """One sentence (markdown, the link's text escaped) for a URL value not of its field's kind."""
-    shown = cut(text, 80)
-    what = _UNREADABLE_AS.get(found.kind, "not readable")
-    return markdown_text(
-        f"The link's {found.url} {shown!r} is {what}: it is left out, and the page uses its own."
-    )
 
 
 def begin() -> None:

@@ -1,0 +1,41 @@
+"""How a link's query parameters read, and the sentences for those that do not: the kinds of
+value a view field's parameter holds (``state.Field``), a value not of its kind, and a parameter
+the link gives more than once. Pure: no streamlit, so the sentences are tested alone."""
+
+from __future__ import annotations
+
+from ..core.text import cut, markdown_text
+
+TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
+SWITCH = "switch"  # '1' on, '0' off (demo mode): any other value was read as off, unsaid
+MAX_LINK_INTEGER = 10**9  # a link's budget: more edges than any model the app can load has
+
+_UNREADABLE_AS = {
+    INTEGER: f"not a whole number from 1 to {MAX_LINK_INTEGER:,}",
+    SETTINGS: "not a JSON object of settings",
+    SWITCH: "not 1 (on) or 0 (off)",
+}
+
+
+def unreadable_link_value(parameter: str, kind: str, text: str) -> str:
+    """One sentence (markdown, the link's text escaped) for a URL value not of its field's kind."""
+    shown = cut(text, 80)
+    what = _UNREADABLE_AS.get(kind, "not readable")
+    return markdown_text(
+        f"The link's {parameter} {shown!r} is {what}: it is left out, and the page uses its own."
+    )
+
+
+def repeated_link_value(parameter: str, values: list[str]) -> str | None:
+    """One sentence (markdown, escaped) for a parameter the link gives more than once, naming each
+    value and the one used (the last, as Streamlit reads it), or None when it is given once or
+    every time alike. Before 2026-12-06 the others were dropped unsaid (``?prompt=a&prompt=b``
+    opened 'b')."""
+    if len(set(values)) < 2:
+        return None
+    shown = ", ".join(repr(cut(value, 40)) for value in values[:4])
+    more = f" and {len(values) - 4:,} more" if len(values) > 4 else ""
+    return markdown_text(
+        f"The link gives {parameter} {len(values):,} times ({shown}{more}): the last, "
+        f"{cut(values[-1], 40)!r}, is used, and the address now holds it alone."
+    )
