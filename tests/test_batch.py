@@ -169,6 +169,9 @@ def test_bad_rows_are_reported_by_line_and_left_out(tmp_path):
         '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 1e400}',
         '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 7, "family": ["f"]}',
         '{"clean": "a b", "corrupted": "c d", "answer": " x", "foil": " y", "id": 12345678901234567890}',
+        # an answer or prompt of the wrong kind was said to be missing ("line 4 has no 'answer'")
+        '{"clean": "a b", "corrupted": "c d", "answer": 5, "foil": " y"}',
+        '{"prompt": ["a b"], "corrupted": "c d", "answer": " x", "foil": " y"}',
     ]
     path.write_text("\n".join(odd))
     loaded = read_dataset(path)
@@ -176,6 +179,8 @@ def test_bad_rows_are_reported_by_line_and_left_out(tmp_path):
     assert loaded.problems == [
         "line 1: 'id' must be text or a whole number, not inf.",
         "line 2: 'family' must be text, not ['f'].",
+        "line 4: 'answer' must be text in quotes, not 5.",
+        "line 5: the prompt must be text in quotes, not ['a b'].",
     ]
 
 

@@ -82,6 +82,9 @@ def record_task(record, where: str, line: int, index: int) -> DatasetTask:
     if not isinstance(record, dict):
         raise DatasetError(f"{where} is not an object with 'clean', 'corrupted', 'answer' and 'foil' fields.")
     clean = next((record[k] for k in _CLEAN_KEYS if record.get(k) not in (None, "")), None)
+    for name, value in (("the prompt", clean), ("'answer'", record.get("answer"))):
+        if value is not None and not isinstance(value, str):  # was said to be missing
+            raise DatasetError(f"{where}: {name} must be text in quotes, not {given(value)}.")
     if not isinstance(clean, str) or not clean.strip():
         raise DatasetError(f"{where} has no prompt; give it as 'clean' (or 'prompt').")
     corrupted = record.get("corrupted") or ""
