@@ -444,7 +444,7 @@ def clusters(
     # here, not at the top: keeps torch out of the first paint
     import numpy
 
-    from ..render import upset_figure
+    from ..render import cut_sentence, upset_figure
     from ..render.atlas import cluster_map_figure, similarity_figure
 
     if n_prompts < MIN_CLUSTERED:
@@ -473,6 +473,9 @@ def clusters(
         st.caption("Edges of each cluster's consensus circuit, and which clusters share them:")
         figure, _ = upset_figure(sets)
         st.plotly_chart(figure, key="dataset.upset")
+        cut = cut_sentence(sets, what="cluster's consensus")  # six clusters can make 63 bars
+        if cut:
+            st.caption(cut)
     return found
 
 
