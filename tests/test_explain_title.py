@@ -59,5 +59,8 @@ def test_an_edges_effect_is_said_as_the_estimate_it_is():
     assert "(score -3.4: estimated to raise ' x' over ' y' by 3.4)" in said, said
     against = edge_sentence(GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", 0.5), {}, task)
     assert "(score +0.5: estimated to lower ' x' against ' y' by 0.5)" in against, against
+    # the amount to the score's own digits: "score -13.5: ... by 14" read as two numbers
+    wide = edge_sentence(GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", -13.5), {}, task)
+    assert "(score -13.5: estimated to raise ' x' over ' y' by 13.5)" in wide, wide
     nothing = edge_sentence(GraphEdge("a1.h0->logits", "a1.h0", "logits", "logits", 0.0), {}, task)
     assert "(score +0: estimated to change nothing)" in nothing, nothing

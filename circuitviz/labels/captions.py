@@ -45,17 +45,22 @@ def lens_caption(
 
 
 def role_caption(
-    contribution: float | None, answer: str, foils: Sequence[str], metric: str = "logit_diff"
+    contribution: float | None,
+    answer: str,
+    foils: Sequence[str],
+    metric: str = "logit_diff",
+    digits: int = 2,
 ) -> str | None:
     """The node's effect on the metric in words: ``raises ' Mary' over ' John' by 1.2``.
 
     ``contribution``: how much the metric is estimated to fall when the node is corrupted
-    (minus its summed edge scores); None or 0 gives None.
+    (minus its summed edge scores); None or 0 gives None. ``digits``: the amount's significant
+    digits (a sentence that gives the score beside it gives both alike).
     """
     if contribution is None or contribution == 0 or contribution != contribution:
         return None
     verb = "raises" if contribution > 0 else "lowers"
-    amount = f"{abs(contribution):.2g}"
+    amount = f"{abs(contribution):.{int(digits)}g}"
     if metric == "logit_diff" and foils:
         against = "over" if contribution > 0 else "against"
         foil = foils[0] if len(foils) == 1 else f"{len(foils)} foils"

@@ -58,7 +58,7 @@ def edge_sentence(
     estimates_metric: bool = True,
 ) -> str:
     """One edge as a sentence, e.g. "a12.h2 writes straight to the output (score -1.23: estimated
-    to raise ' Mary' over ' John' by 1.2).". A score is the estimated change of the metric when
+    to raise ' Mary' over ' John' by 1.23).". A score is the estimated change of the metric when
     the edge is corrupted, so a negative score marks an edge the answer relies on. With
     ``task`` the effect is said in the task's terms, and a node's lens token only where it is
     the answer or a foil. ``estimates_metric`` false (a method whose scores are its own, not an
@@ -66,7 +66,8 @@ def edge_sentence(
     if not estimates_metric:
         return _sentence(edge, labels, f" (the method's score {edge.score:+.3g})", task)
     if task is not None:
-        effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric)
+        # the effect's amount to the score's digits: "score -13.5: ... by 14" read as two numbers
+        effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric, digits=3)
         # the score is the method's linear estimate, not a measured patch: said as one
         said = f"estimated to {_infinitive(effect)}" if effect else "estimated to change nothing"
         score = f" (score {edge.score:+.3g}: {said})"
