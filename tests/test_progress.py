@@ -73,3 +73,14 @@ def test_timings_read_in_words_in_the_result_caption():
     assert timing_words("ig_s") == "IG"
     assert timing_words("reduce_s") == "reduce"
     assert timing_words("a_method_own_s") == "a method own"  # any name a method records
+
+
+def test_a_phase_under_a_tenth_of_a_second_is_not_shown_as_zero():
+    """Explore's caption read "clean and corrupted runs 0.0 s" for two short passes on SmolLM2-135M
+    (0.04 s), as if the phase had not run."""
+    from circuitviz.ui.result_view import phase_seconds
+
+    assert phase_seconds(0.04) == "0.04\u00a0s"
+    assert phase_seconds(0.002) == "under\u00a00.01\u00a0s"
+    assert phase_seconds(1.26) == "1.3\u00a0s"
+    assert phase_seconds(0.1) == "0.1\u00a0s"

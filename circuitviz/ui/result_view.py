@@ -53,6 +53,16 @@ def result_id(result) -> str:
 
 
 # ----- what was run, and its metrics -----------------------------------------------------------------
+def phase_seconds(seconds: float) -> str:
+    """A phase's time as the caption gives it: tenths, hundredths under 0.1 s, and 'under 0.01 s'
+    below that ("clean and corrupted runs 0.0 s" read as a phase that did not run)."""
+    if seconds >= 0.095:
+        return f"{seconds:.1f}\u00a0s"
+    if seconds >= 0.005:
+        return f"{seconds:.2f}\u00a0s"
+    return "under\u00a00.01\u00a0s"
+
+
 def task_caption(result, timings: bool = True) -> None:
     """What was run, as plain text (prompts are user text: never rendered as markdown or HTML).
 
@@ -61,7 +71,9 @@ def task_caption(result, timings: bool = True) -> None:
     task = result.task
     foils = ", ".join(repr(f) for f in task.foils)
     spent = (
-        ", ".join(f"{timing_words(k)} {v:.1f}\u00a0s" for k, v in result.timings.items()) if timings else ""
+        ", ".join(f"{timing_words(k)} {phase_seconds(v)}" for k, v in result.timings.items())
+        if timings
+        else ""
     )
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
