@@ -68,6 +68,35 @@ def test_evaluate_of_a_file_without_a_task_needs_a_prompt(tmp_path, capsys, tiny
     assert_one_sentence(error.removeprefix("error: "))
 
 
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"edges": [', "is not valid JSON (Expecting value at line 1)"),
+        ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be a circuit"),
+        ("[1, 2]", "a list circuit must hold edge names as strings"),
+        ('{"nodes": {}}', "has no 'edges'"),
+    ],
+)
+@pytest.mark.parametrize("with_prompt", [False, True])
+def test_a_file_that_is_no_circuit_is_said_before_the_model_loads(
+    text, says, with_prompt, tmp_path, capsys, monkeypatch
+):
+    """Without --prompt such a file read "keeps no task; give --prompt", and with it the file's
+    real fault came after the model's load (an audit's, 2026-12-06)."""
+
+    def refuse(args):
+        raise AssertionError("the model must not load before the file is read")
+
+    monkeypatch.setattr(cli, "_load", refuse)
+    path = tmp_path / "c.json"
+    path.write_text(text)
+    prompt = ["--prompt", "a b", "--answer", " c"] if with_prompt else []
+    assert cli.main(["evaluate", "--circuit", str(path), *prompt]) == 2
+    (error,) = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith(f"error: {path} ") or error.startswith(f"error: {path}:"), error
+    assert says in error and "give --prompt" not in error, error
+
+
 def test_a_circuit_of_another_shape_names_the_model_it_was_made_on(tmp_path, capsys, tiny):
     """Evaluated on a model of another shape: one sentence, exit 2, naming the file's model as the
     flag that measures it (it said only 'choose the model it was made on')."""

@@ -366,7 +366,11 @@ def read_circuit_text(path: str | Path) -> str:
     return read_user_file(path, "the circuit file", GraphError, "give a JSON or text file")
 
 
-def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:
+def circuit_data(text: str, origin: str = "the circuit") -> list[str] | dict:
+    """A circuit file's content, checked as far as it can be without the model: a list of edge
+    names, or an object with 'edges'; GraphError in one sentence otherwise. ``evaluate`` says it
+    before the model loads (a file that was not JSON read "keeps no task; give --prompt", and with
+    --prompt given its real fault came after the load)."""
     stripped = text.strip()
     if not stripped:
         raise GraphError(f"{origin} is empty; give an EAP-IG JSON circuit or a list of edge names.")
@@ -382,12 +386,19 @@ def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> Lo
     if isinstance(data, list):
         if not all(isinstance(name, str) for name in data):
             raise GraphError(f"{origin}: a list circuit must hold edge names as strings.")
-        return LoadedCircuit(mask=spec.mask_from_edge_names(data), scores=None, source={})
+        return data
     if not isinstance(data, dict) or "edges" not in data:
         raise GraphError(
             f"{origin} has no 'edges'; give a circuit JSON (`circuitviz discover --out`, EAP-IG's format) "
             "or a list of edge names."
         )
+    return data
+
+
+def parse_circuit(text: str, spec: GraphSpec, origin: str = "the circuit") -> LoadedCircuit:
+    data = circuit_data(text, origin)
+    if isinstance(data, list):
+        return LoadedCircuit(mask=spec.mask_from_edge_names(data), scores=None, source={})
     if "cfg" in data:
         other = GraphSpec.from_cfg_dict(data["cfg"])
         if (other.n_layers, other.n_heads) != (spec.n_layers, spec.n_heads):

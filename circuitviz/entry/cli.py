@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.graph import GraphError
 from ..core.refusals import EMPTY_PROMPT, prompt_over_limit
-from ..core.results import parse_circuit, read_circuit_text
+from ..core.results import circuit_data, parse_circuit, read_circuit_text
 from ..core.tasks import METRICS, PromptTask, TaskError, prepare_task
 from ..core.text import (
     counted,
@@ -351,6 +351,7 @@ def _check_length(model, task, max_tokens: int) -> None:
 
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
+    circuit_data(text, str(args.circuit))  # so is a file that is no circuit, before "keeps no task"
     refusal = made_on_problem(text, args.model or EMBEDDED_MODEL, args.other_model)
     if refusal:  # before the load: a circuit of another model's heads
         raise GraphError(refusal)
