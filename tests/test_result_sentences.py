@@ -212,6 +212,9 @@ def test_a_token_of_spaces_is_shown_with_its_spaces_counted():
     assert shown_token("   ") == "'\u2423\u2423\u2423' (3 spaces)"
     assert shown_token("  Paris") == "'\u2423\u2423Paris' (2 spaces)"
     assert shown_token(" Paris") == "' Paris'" and shown_token(" ") == "' '"
+    # a piece that begins with a combining mark sat on the opening quote ("' Jo' | '̶' | 'hn'")
+    assert shown_token("\u0336") == "'\\u0336'" and shown_token("\u0336hn") == "'\\u0336hn'"
+    assert shown_token("e\u0301") == "'e\u0301'"  # a mark on its letter stays as written
     sentence = unlikely_answer_sentence("   ", 0.0, " the", 0.191, "pick another")
     assert sentence.startswith("The model gives '\u2423\u2423\u2423' (3 spaces) only 0.0% after this prompt")
     assert "'   '" not in foil_is_answer("   ")

@@ -26,8 +26,14 @@ def shown_token(token: str, limit: int = 20) -> str:
     """A token (an answer, a foil, the model's next token) quoted for a sentence as ``shown``
     quotes it, its spaces made visible where a page would collapse them: in a token with a run of
     two or more spaces each space reads '␣' and their count is said ("'␣␣␣' (3 spaces)"),
-    since HTML shows "'   '" as "' '"; any other token as ``shown`` quotes it."""
+    since HTML shows "'   '" as "' '"; a token that begins with a combining mark (a byte-level
+    piece of ' Jo̶hn') writes the mark as its code, "'\\u0336'": drawn, it sat on the opening
+    quote ("' Jo' | '̶' | 'hn'"); any other token as ``shown`` quotes it."""
     token = str(token)
+    marks = len(token) - len(token.lstrip("".join(c for c in token if unicodedata.combining(c))))
+    if marks:
+        quoted = shown_token(token[marks:], limit)
+        return quoted[0] + "".join(f"\\u{ord(c):04x}" for c in token[:marks]) + quoted[1:]
     if "  " not in token:
         return shown(token, limit)
     return f"{shown(token.replace(' ', '␣'), limit)} ({counted(token.count(' '), 'space')})"
