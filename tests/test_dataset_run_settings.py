@@ -7,40 +7,21 @@ could not do. Each reaches the very command the page starts; bad input is one se
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from dataset_jobs import dataset_page, page_errors  # noqa: E402
 
 from circuitviz.batch import atlas, jobs  # noqa: E402
 from circuitviz.ui import batch_runner, batch_settings  # noqa: E402
 
-TINY = [sys.executable, str(Path(__file__).with_name("tiny_batch.py"))]
 FORM, MORE = batch_runner.FORM, batch_settings.KEY
-
-
-def _refuse(model_id, device):
-    raise AssertionError("the Dataset page must not load a model to run a batch")
 
 
 @pytest.fixture
 def page(tmp_path, monkeypatch):
-    import circuitviz.ui.loaders as loaders
-
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
-    monkeypatch.setattr(jobs, "LAUNCHER", TINY)
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.session_state["dataset.source"] = batch_runner.RUN
-    at.switch_page("pages/dataset.py")
-    return at.run()
-
-
-def _errors(at) -> list[str]:
-    return [e.value.replace("\\", "") for e in at.error]
+    return dataset_page(monkeypatch, batch_runner.RUN, launcher=True)
 
 
 def test_the_forms_settings_reach_the_command_and_the_atlas(page):
@@ -55,7 +36,7 @@ def test_the_forms_settings_reach_the_command_and_the_atlas(page):
     at.number_input(key=MORE + "method.eap-ig.ig_steps").set_value(3)
     at.button(key=FORM + "go").click().run()
     assert not at.exception, at.exception
-    assert not _errors(at)
+    assert not page_errors(at)
     job = jobs.running_job() or jobs.jobs()[0]
     tail = job.argv[job.argv.index("--budgets") :]
     assert tail[tail.index("--keep-edges") + 1] == "8" and tail[tail.index("--top-edges") + 1] == "7"

@@ -6,43 +6,17 @@ until Refresh, and the progress counts the rows finished since, with a Refresh b
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from dataset_jobs import dataset_page, start_tiny  # noqa: E402
 
 from circuitviz.batch import jobs  # noqa: E402
 from circuitviz.ui import batch_runner  # noqa: E402
 
-TINY = [sys.executable, str(Path(__file__).with_name("tiny_batch.py"))]
 FORM = batch_runner.FORM
-
-
-def _refuse(model_id, device):
-    raise AssertionError("the Dataset page must not load a model")
-
-
-def _page(tmp_path, monkeypatch, source: str) -> AppTest:
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.session_state["dataset.source"] = source
-    at.switch_page("pages/dataset.py")
-    return at.run()
-
-
-def _start(tmp_path, n: int, slow: float = 0.0, name: str = "2026-12-06-080000-ioi-eap"):
-    argv = jobs.batch_arguments(methods=["eap"], budgets="3,8,20", generate="ioi", n=n)
-    env = {"TINY_BATCH_SLOW": str(slow)} if slow else None
-    folder = jobs.runs_dir() / name
-    return jobs.start(
-        folder, [*argv, "--batch-tasks", "1"], title=f"{n} ioi prompts × eap", launcher=TINY, env=env
-    )
 
 
 @pytest.fixture
@@ -54,13 +28,13 @@ def cache(tmp_path, monkeypatch):
 def test_a_running_batchs_atlas_says_when_it_was_drawn_and_the_progress_counts_the_newer_rows(
     tmp_path, monkeypatch, cache
 ):
-    job = _start(tmp_path, 6, slow=2.5)
+    job = start_tiny(6, slow=2.5)
     try:
         deadline = time.monotonic() + 120
         while not batch_runner._finished_any(jobs.status(job.folder)):
             assert time.monotonic() < deadline and jobs.status(job.folder).running, jobs.log_lines(job.folder)
             time.sleep(0.5)
-        at = _page(tmp_path, monkeypatch, batch_runner.YOURS)
+        at = dataset_page(monkeypatch, batch_runner.YOURS)
         assert not at.exception, at.exception
         (said,) = [c.value for c in at.caption if c.value.startswith("Still running")]
         shown = int(said.split("holds the ")[1].split(" row")[0])

@@ -6,41 +6,21 @@ server caps the prompts and says so."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from dataset_jobs import dataset_page, page_errors  # noqa: E402
 
 from circuitviz.batch import atlas, jobs  # noqa: E402
 from circuitviz.ui import batch_runner  # noqa: E402
 
-TINY = [sys.executable, str(Path(__file__).with_name("tiny_batch.py"))]
 FORM = batch_runner.FORM
-
-
-def _refuse(model_id, device):
-    raise AssertionError("the Dataset page must not load a model to run a batch")
 
 
 @pytest.fixture
 def page(tmp_path, monkeypatch):
-    import circuitviz.ui.loaders as loaders
-
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _refuse)
-    monkeypatch.setattr(jobs, "LAUNCHER", TINY)
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.session_state["dataset.source"] = batch_runner.RUN
-    at.switch_page("pages/dataset.py")
-    return at.run()
-
-
-def _errors(at) -> list[str]:
-    """The page's errors as read: markdown_sentence's escapes undone."""
-    return [e.value.replace("\\", "") for e in at.error]
+    return dataset_page(monkeypatch, batch_runner.RUN, launcher=True)
 
 
 def test_a_generated_batch_runs_shows_its_progress_and_opens(page, tmp_path):
@@ -51,7 +31,7 @@ def test_a_generated_batch_runs_shows_its_progress_and_opens(page, tmp_path):
     at.number_input(key=FORM + "n").set_value(3)
     at.text_input(key=FORM + "budgets").set_value("3,8,20")
     at.button(key=FORM + "go").click().run()
-    assert not at.exception, at.exception and not _errors(at)
+    assert not at.exception, at.exception and not page_errors(at)
     job = jobs.running_job()
     assert job is not None and job.folder.parent == tmp_path / "cache" / "batches"
     assert job.argv[:9] == ["batch", "--generate", "ioi", "--seed", "0", "--n", "3", "--methods", "eap"]
@@ -76,17 +56,17 @@ def test_no_method_and_too_many_prompts_are_one_sentence_each(page):
     at = page
     at.multiselect(key=FORM + "methods").set_value([])
     at.button(key=FORM + "go").click().run()
-    assert _errors(at) == ["Choose at least one method to run (the box above)."]
+    assert page_errors(at) == ["Choose at least one method to run (the box above)."]
     at.multiselect(key=FORM + "methods").set_value(["eap"])
     at.selectbox(key=FORM + "family").set_value("factual")
     at.number_input(key=FORM + "n").set_value(5000)
     at.button(key=FORM + "go").click().run()
-    (error,) = _errors(at)
+    (error,) = page_errors(at)
     assert error.startswith("5,000 prompts is more than the factual family's templates make: 682")
     at.number_input(key=FORM + "n").set_value(4)
     at.text_input(key=FORM + "budgets").set_value("20,abc")
     at.button(key=FORM + "go").click().run()
-    assert _errors(at) == [
+    assert page_errors(at) == [
         "The budgets box item 'abc' is not a whole number of edges; write edge counts such as 50,100,200, or mib."
     ]
     assert jobs.running_job() is None and not jobs.jobs()

@@ -617,12 +617,9 @@ def _steer_from_link(query: dict, sae_folder):
     return at
 
 
-def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch):
-    """A Steer link opened in a new browser said "No circuit has been computed for this prompt
-    yet" while the result store held the circuit its link names (an audit): it reads it now."""
-    pytest.importorskip("streamlit")
-    from explore_session import QUERY, explore_session, run_it
-
+def _tiny_app_with_an_sae(tmp_path, monkeypatch) -> None:
+    """The app on the tiny model, its cache under ``tmp_path``, offline, no LLM labels, and an
+    SAE of the tiny model's width saved in ``tmp_path / "sae"``."""
     import circuitviz.ui.loaders as loaders
     from circuitviz.bench.toy_models import tiny_app_model
 
@@ -632,6 +629,17 @@ def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch
     monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
     width = tiny_app_model("tiny", None).cfg.d_model
     save_sae(make_sae(width, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+
+
+def test_steer_opened_from_a_link_reads_the_stored_circuit(tmp_path, monkeypatch):
+    """A Steer link opened in a new browser said "No circuit has been computed for this prompt
+    yet" while the result store held the circuit its link names (an audit): it reads it now."""
+    pytest.importorskip("streamlit")
+    from explore_session import QUERY, explore_session, run_it
+
+    import circuitviz.ui.loaders as loaders
+
+    _tiny_app_with_an_sae(tmp_path, monkeypatch)
 
     def steer_from_the_link():
         return [caption.value for caption in _steer_from_link(QUERY, tmp_path / "sae").caption]
@@ -653,15 +661,9 @@ def test_steer_after_a_code_change_says_why_and_its_button_computes_the_circuit(
 
     import circuitviz.core.keys as keys
     import circuitviz.ui.loaders as loaders
-    from circuitviz.bench.toy_models import tiny_app_model
     from circuitviz.ui import steer
 
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
-    width = tiny_app_model("tiny", None).cfg.d_model
-    save_sae(make_sae(width, 0, seed=6, dead=0).float(), tmp_path / "sae", dtype=torch.float32)
+    _tiny_app_with_an_sae(tmp_path, monkeypatch)
     explored = run_it(explore_session())  # stored under this code's digest
     assert not explored.exception, explored.exception
     loaders._REMEMBERED.clear()
