@@ -98,3 +98,26 @@ def test_the_opener_s_uploader_holds_the_limit_the_page_says():
     assert not at.exception
     assert at.get("file_uploader")[0].proto.max_upload_size_mb == position_view.MAX_UPLOAD_MB
     assert position_view.MAX_UPLOAD_BYTES == position_view.MAX_UPLOAD_MB * 2**20
+
+
+def test_a_file_of_more_nodes_than_a_frame_holds_draws_those_its_drawn_links_join():
+    # 40,000 nodes of one layer were drawn whole beside the 800 strongest links: one row 40,000
+    # slots wide, a grey line across the frame (seen in Chromium, 2026-12-06)
+    from circuitviz.render.attribution_graph import DEFAULT_MAX_LINKS, MAX_DRAWN_NODES
+
+    def many(data):
+        node = dict(data["nodes"][1])
+        data["nodes"] += [dict(node, node_id=f"extra{i}", feature=i) for i in range(MAX_DRAWN_NODES + 500)]
+        data["links"] += [
+            {"source": f"extra{i}", "target": data["nodes"][2]["node_id"], "weight": 1 + i % 5}
+            for i in range(MAX_DRAWN_NODES + 500)
+        ]
+
+    drawing = attribution_graph_html(read_neuronpedia(json.dumps(_file(many))))
+    drawn = [node for node in drawing.vis.nodes if not str(node["id"]).startswith(("layer@", "token@"))]
+    assert len(drawn) <= 2 * DEFAULT_MAX_LINKS
+    ends = {end for edge in drawing.vis.edges for end in (edge["from"], edge["to"])}
+    assert ends <= {node["id"] for node in drawn}
+    assert any("nodes the drawn links join" in note for note in drawing.notes), drawing.notes
+    small = attribution_graph_html(read_neuronpedia(json.dumps(_file())))
+    assert not any("nodes" in note for note in small.notes)

@@ -14,6 +14,7 @@ graph is fitted to its frame. Every piece of user text (tokens, labels) is escap
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
@@ -45,6 +46,9 @@ LEFT_MARGIN = 70  # the layer names
 MAX_NODE_SIZE = 26
 MIN_NODE_SIZE = 7
 DEFAULT_MAX_LINKS = 800
+# more nodes than this are cut to those the drawn links join (an opened file of 40,000 nodes was
+# drawn whole, one row 40,000 slots wide: a grey line across the frame)
+MAX_DRAWN_NODES = 3000
 LINK_KIND_NAMES = {**KIND_NAMES, "attention": "moved by attention", "link": "link"}
 SHAPES = {"embedding": "box", "logit": "box", "mlp": "square", "head": "dot", "other": "diamond"}
 
@@ -190,6 +194,22 @@ def highlighted_links(graph: AttributionGraph, paths: Iterable[list[str]]) -> se
     return {(a, b) for path in paths for a, b in zip(path, path[1:])}
 
 
+def _joined_nodes(graph: AttributionGraph, drawn: list[GraphLink]) -> tuple[AttributionGraph, str]:
+    """The graph with only the nodes the drawn links join (the strongest by |influence| when they
+    join none), at most ``MAX_DRAWN_NODES``, and the sentence saying how many are drawn."""
+    joined = {end for link in drawn for end in (link.source, link.target)}
+    kept = [node for node in graph.nodes if node.id in joined]
+    if not kept:
+        kept = sorted(graph.nodes, key=lambda node: -abs(node.influence))
+    kept = kept[:MAX_DRAWN_NODES]
+    ids = {node.id for node in kept}
+    links = [link for link in drawn if link.source in ids and link.target in ids]
+    return dataclasses.replace(graph, nodes=kept, links=links), (
+        f"Drawing the {len(kept):,} of its {len(graph.nodes):,} nodes "
+        + ("the drawn links join." if joined else "of largest influence (it has no link to draw).")
+    )
+
+
 def attribution_graph_html(
     graph: AttributionGraph,
     *,
@@ -219,6 +239,9 @@ def attribution_graph_html(
         notes.append(f"Drawing the {len(drawn):,} strongest of {len(links):,} links.")
     if not graph.nodes:
         notes.append("This circuit has no path from a token to the answer at this budget; raise the budget.")
+    if len(graph.nodes) > MAX_DRAWN_NODES:
+        graph, note = _joined_nodes(graph, drawn)
+        notes.append(note)
     if highlight is None:
         paths = strongest_paths(graph, n_paths)
         highlight = highlighted_links(graph, paths)
