@@ -84,7 +84,7 @@ def test_ctrl_c_is_one_line_not_a_traceback(capsys, monkeypatch):
     assert capsys.readouterr().err.strip() == "interrupted (Ctrl-C): discover stopped."
 
 
-def test_a_long_prompt_is_refused_for_its_length_first(capsys, monkeypatch):
+def test_a_long_prompt_is_refused_for_its_length_first(capsys, monkeypatch, tmp_path):
     """A 1,460-token prompt ran the model twice (a foil proposed, the answer warned about) before
     its length was said; without --corrupted it was refused for the corruption instead."""
     from circuitviz.bench.toy_models import tiny_model
@@ -92,7 +92,9 @@ def test_a_long_prompt_is_refused_for_its_length_first(capsys, monkeypatch):
     model = tiny_model("gpt2")
     monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny", 0.0))
     long = ["--prompt", "Mary " * 40, "--answer", " Mary", "--max-tokens", "8"]
-    for argv in (["discover", *long], ["evaluate", "--circuit", os.devnull, *long]):
+    circuit = tmp_path / "edges.txt"  # a circuit (an empty file is refused first, before the load)
+    circuit.write_text("input->logits\n")
+    for argv in (["discover", *long], ["evaluate", "--circuit", str(circuit), *long]):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert "over the limit of 8" in err and "No --foil" not in err and "corrupt" not in err, err
