@@ -138,7 +138,7 @@ def test_a_mistyped_model_is_refused_without_a_load_line(command, capsys, tmp_pa
     """``--model gemma-3-27m`` printed "loading gemma-3-27m ..." and then that the model is
     unknown; the name is now checked first, so only the sentence is said and nothing loads."""
     circuit = tmp_path / "circuit.json"
-    circuit.write_text("{}", encoding="utf-8")
+    circuit.write_text('["input->logits"]', encoding="utf-8")  # a circuit: "{}" is refused first
     dataset = tmp_path / "one.jsonl"
     dataset.write_text(json.dumps(PARIS.to_dict()) + "\n", encoding="utf-8")
     argv = {
