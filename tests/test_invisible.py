@@ -68,3 +68,18 @@ def test_explore_names_the_invisible_characters_of_a_prompt(invisible_only):
         assert EMPTY_PROMPT not in [e.value for e in at.error]
     else:
         assert markdown_text(invisible_sentence(prompt)) in [w.value for w in at.warning]
+
+
+def test_control_characters_but_line_breaks_and_tabs_are_named_too():
+    # a link's NUL, ESC, BEL and DEL ran unsaid, drawn in Chromium as empty boxes (an audit's, 2026-12-06)
+    text = "When Mary\x00 and\x1b John\x7f went\x07 to\nthe\tstore"
+    assert [index for index, _ in invisible_characters(text)] == [9, 14, 20, 26]
+    said = invisible_sentence(text)
+    assert said.startswith(
+        "The prompt holds 4 invisible characters (U+0000 CONTROL CHARACTER, U+001B CONTROL"
+    )
+    assert "the text box shows nothing or an empty box for them" in said
+    assert invisible_sentence("line\nnext\ttab\r\n") is None
+    assert only_invisible("\x00 \x00") and invisible_sentence("\x00").startswith(
+        "The prompt is empty but for"
+    )

@@ -263,14 +263,20 @@ def read_user_file(path, what: str, error: type[Exception], fix: str) -> str:
 # ----- characters a reader cannot see -----------------------------------------------------------
 def invisible_characters(text: str) -> list[tuple[int, str]]:
     """(index, character) of each format character in ``text`` (Unicode's Cf: zero-width spaces
-    and joiners, soft hyphens, direction marks and overrides, the byte-order mark): a text box
-    shows nothing for them, or shows the text around them reordered, but the model reads them."""
+    and joiners, soft hyphens, direction marks and overrides, the byte-order mark) and each control
+    character but a line break or tab (Cc: NUL, ESC, DEL...; named since 2026-12-06, when a link's
+    NUL, ESC, BEL and DEL ran unsaid, drawn as empty boxes): a text box shows nothing for them, a
+    box, or the text around them reordered, but the model reads them."""
     text = str(text)
     return [
         (index, char)
         for index, char in enumerate(text)
-        if unicodedata.category(char) == "Cf" and not _joins_writing(text, index)
+        if (unicodedata.category(char) == "Cf" and not _joins_writing(text, index)) or _control(char)
     ]
+
+
+def _control(char: str) -> bool:
+    return unicodedata.category(char) == "Cc" and char not in "\n\r\t"
 
 
 def _joins_writing(text: str, index: int) -> bool:
@@ -285,7 +291,9 @@ def only_invisible(text: str) -> bool:
     """Whether ``text`` is blank once its invisible characters are left out (it looks empty)."""
     return (
         bool(invisible_characters(text))
-        and not "".join(char for char in str(text) if unicodedata.category(char) != "Cf").strip()
+        and not "".join(
+            char for char in str(text) if unicodedata.category(char) != "Cf" and not _control(char)
+        ).strip()
     )
 
 
@@ -301,22 +309,21 @@ def invisible_sentence(text: str, what: str = "The prompt") -> str | None:
         )
     first, after = found[0][0], str(text)[: found[0][0]].split()
     where = f"after {after[-1][-20:]!r}" if after else "at its start"
+    it = "it" if len(found) == 1 else "them"
+    # a control character (NUL, ESC) is drawn as an empty box by some browsers, as nothing by others
+    shows = (
+        "shows nothing or an empty box for" if any(_control(char) for _, char in found) else "does not show"
+    )
     return (
         f"{what} holds {counted(len(found), 'invisible character')} ({_kinds(found)}; "
         + ("the first " if len(found) > 1 else "")
-        + f"{where}, character {first + 1}): "
-        + (
-            "the text box does not show it, or shows the text around it reordered, but the model reads "
-            "it; delete it unless you mean it."
-            if len(found) == 1
-            else "the text box does not show them, or shows the text around them reordered, but the model "
-            "reads them; delete them unless you mean them."
-        )
+        + f"{where}, character {first + 1}): the text box {shows} {it}, or shows the text around {it} "
+        f"reordered, but the model reads {it}; delete {it} unless you mean {it}."
     )
 
 
 def _kinds(found: list[tuple[int, str]]) -> str:
     """The kinds of invisible characters found, by code point and name (the first three)."""
-    named = [f"U+{ord(char):04X} {unicodedata.name(char, 'FORMAT CHARACTER')}" for _, char in found]
+    named = [f"U+{ord(char):04X} {unicodedata.name(char, 'CONTROL CHARACTER')}" for _, char in found]
     kinds = list(dict.fromkeys(named))
     return ", ".join(kinds[:3]) + (f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else "")
