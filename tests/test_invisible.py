@@ -78,7 +78,7 @@ def test_control_characters_but_line_breaks_and_tabs_are_named_too():
     assert said.startswith(
         "The prompt holds 4 invisible characters (U+0000 CONTROL CHARACTER, U+001B CONTROL"
     )
-    assert "the text box shows nothing or an empty box for them" in said
+    assert "the text box shows nothing or an empty box for them" in said and "and 1 more kind;" in said
     assert invisible_sentence("line\nnext\ttab\r\n") is None
     assert only_invisible("\x00 \x00") and invisible_sentence("\x00").startswith(
         "The prompt is empty but for"

@@ -326,4 +326,6 @@ def _kinds(found: list[tuple[int, str]]) -> str:
     """The kinds of invisible characters found, by code point and name (the first three)."""
     named = [f"U+{ord(char):04X} {unicodedata.name(char, 'CONTROL CHARACTER')}" for _, char in found]
     kinds = list(dict.fromkeys(named))
-    return ", ".join(kinds[:3]) + (f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else "")
+    return ", ".join(kinds[:3]) + (
+        f" and {len(kinds) - 3} more {'kind' if len(kinds) == 4 else 'kinds'}" if len(kinds) > 3 else ""
+    )
