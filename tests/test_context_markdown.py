@@ -44,3 +44,13 @@ def test_a_node_card_shows_a_feature_s_context_as_written():
     rendered = markdown_it.MarkdownIt("commonmark").render(context_caption({"tokens": tokens, "target": 4}))
     assert set(re.findall(r"</?(\w+)", rendered)) <= {"p", "mark"}
     assert re.sub(r"<[^>]+>", "", rendered).strip() == "-- Martin Amis, _Money_↵↵We apologize *** DO"
+
+
+def test_a_node_cards_feature_says_the_nodes_part_of_its_activation_in_percent():
+    # it read "share 4.2e+03": the node's raw share in the SAE's units, summed over positions
+    pytest.importorskip("streamlit")
+    from circuitviz.ui.node_card import feature_line
+
+    item = {"label": "L9/2015 wish", "token": " said", "share": 314.3, "activation": 641.4}
+    assert feature_line(item) == "L9/2015 wish  (at ' said'; this node's part of its activation 49.0 %)"
+    assert feature_line({**item, "activation": 0.0}).endswith("; not active here)")

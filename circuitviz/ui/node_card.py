@@ -18,6 +18,7 @@ from ..render.cards import acc_signals, card_data, component_of
 from ..render.tables import context_html
 from . import loaders, run, state
 from .graph_view import show_graph
+from .steer import share_percent
 
 
 def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
@@ -61,9 +62,18 @@ def _sae_features(model, result, component: str, key: str) -> None:
     if not features:
         st.caption("No SAE feature is driven by this node on this prompt.")
     for item in features:
-        st.text(f"{item['label']}  (at {item['token']!r}; share {item.get('share', 0):.3g})")
+        st.text(feature_line(item))
         for context in (item.get("contexts") or [])[:3]:
             st.caption(context_caption(context), unsafe_allow_html=True)
+
+
+def feature_line(item: dict) -> str:
+    """A feature under a node's card: its label, the token where the node drives it most, and the
+    node's part of its activation in percent, as Steer's table gives it (it read "share 4.2e+03",
+    the raw share in the SAE's units summed over positions: an audit)."""
+    part = share_percent(item)
+    said = f"this node's part of its activation {part:.1f} %" if part is not None else "not active here"
+    return f"{item['label']}  (at {item['token']!r}; {said})"
 
 
 def context_caption(context: dict) -> str:
