@@ -131,6 +131,7 @@ def test_limits_from_env_and_file(tmp_path):
         ("CIRCUITVIZ_MAX_IG_STEPS", "4", "eap-ig", {"ig_steps": 5}, "IG steps"),
         ("CIRCUITVIZ_MAX_MEMORY_GB", "0.000001", "eap", None, "GB"),
         ("CIRCUITVIZ_MAX_PARAPHRASES", "2", "bon", {"n_paraphrases": 3, "ig_steps": 2}, "paraphrases"),
+        ("CIRCUITVIZ_MAX_MINUTES", "0.000001", "eap", None, "min"),
     ],
 )
 def test_a_request_over_a_limit_is_refused_before_any_pass(
@@ -196,3 +197,21 @@ def test_explore_page_shows_the_estimate_and_refuses_over_a_limit(monkeypatch, t
     assert any("CIRCUITVIZ_MAX_IG_STEPS" in e.value for e in at.error)
     run = next(b for b in at.button if b.label == "Run")
     assert run.disabled
+
+
+def test_a_run_estimated_over_the_servers_minutes_is_refused_in_one_sentence(monkeypatch, tmp_path):
+    """A link could queue a run of a quarter of an hour on a shared server (budgets 1 to 10,342,
+    'about 17 min'); with CIRCUITVIZ_MAX_MINUTES set the page refuses it, and with none it runs."""
+    estimate = limits.Estimate(1020.0, 1e9, 15, 0, 0, 100.0, "cpu")
+    with pytest.raises(LimitError) as refused:
+        check_run(estimate, Limits(max_minutes=5))
+    assert str(refused.value) == (
+        "This run is estimated at about 17 min, over this server's limit of 5 min; use fewer budgets, steps or "
+        "paraphrases, or a shorter prompt, or raise the limit with CIRCUITVIZ_MAX_MINUTES."
+    )
+    check_run(estimate, Limits())  # no limit by default
+    monkeypatch.setenv("CIRCUITVIZ_MAX_MINUTES", "0.000001")
+    at = _explore_app(monkeypatch, tmp_path, method="eap", budgets="5,10").run()
+    assert not at.exception, at.exception
+    assert any("CIRCUITVIZ_MAX_MINUTES" in e.value for e in at.error)
+    assert next(b for b in at.button if b.label == "Run").disabled

@@ -9,7 +9,7 @@ prints it as one line before ``discover`` starts.
 Limits come from, in order: the defaults below, a TOML or JSON file named by
 ``$CIRCUITVIZ_LIMITS_FILE`` (keys as in ``Limits``), then the environment variables
 ``CIRCUITVIZ_MAX_TOKENS``, ``CIRCUITVIZ_MAX_IG_STEPS``, ``CIRCUITVIZ_MAX_PARAPHRASES``,
-``CIRCUITVIZ_MAX_MEMORY_GB``.
+``CIRCUITVIZ_MAX_MEMORY_GB``, ``CIRCUITVIZ_MAX_MINUTES`` (the estimate's minutes; none by default).
 
 The estimate is a price, not a promise: forward passes are counted from the method's structure,
 priced at 2 x parameters x tokens FLOPs (a backward pass twice that), and divided by the rate
@@ -42,6 +42,7 @@ ENV = {
     "max_ig_steps": "CIRCUITVIZ_MAX_IG_STEPS",
     "max_paraphrases": "CIRCUITVIZ_MAX_PARAPHRASES",
     "max_memory_gb": "CIRCUITVIZ_MAX_MEMORY_GB",
+    "max_minutes": "CIRCUITVIZ_MAX_MINUTES",
 }
 LIMITS_FILE_ENV = "CIRCUITVIZ_LIMITS_FILE"
 
@@ -65,6 +66,9 @@ class Limits:
     max_ig_steps: int = IG_STEPS_HIGH
     max_paraphrases: int = PARAPHRASES_HIGH
     max_memory_gb: float = 16.0
+    # a run's estimated minutes (none by default): a shared server's operator sets it, so that a
+    # link cannot queue a run of a quarter of an hour (a budgets list of every edge count)
+    max_minutes: float = float("inf")
 
     @classmethod
     def load(cls, environ: dict | None = None) -> Limits:
@@ -295,6 +299,12 @@ def check_run(estimate: Estimate, limits: Limits | None = None) -> None:
             f"This run needs about {estimate.memory_gb:.1f} GB, over the memory limit of "
             f"{limits.max_memory_gb:g} GB; shorten the prompt, use fewer steps or paraphrases, or raise "
             f"the limit with {ENV['max_memory_gb']}."
+        )
+    if estimate.seconds > 60 * limits.max_minutes:
+        raise LimitError(
+            f"This run is estimated at about {rough_duration(estimate.seconds)}, over this server's limit "
+            f"of {limits.max_minutes:g} min; use fewer budgets, steps or paraphrases, or a "
+            f"shorter prompt, or raise the limit with {ENV['max_minutes']}."
         )
 
 
