@@ -168,9 +168,11 @@ class _Run:
             self.say(note)
         elif note and not all(over_positions):  # over token positions, a budget counts units, not edges
             self.say(f"{note[:-1]} (in the series over edges).")
-        for traits in map(method_traits, dict.fromkeys(name for name, _, _ in self.methods) if note else ()):
-            if traits.over_graph_keeps:  # ACC++ keeps no edge it did not trace
-                self.say(f"Under {traits.label} such a budget keeps {traits.over_graph_keeps}.")
+        if note:  # ACC++ keeps no edge it did not trace: said once per such method
+            for name in dict.fromkeys(name for name, _, _ in self.methods):
+                traits = method_traits(name)
+                if traits.over_graph_keeps:
+                    self.say(f"Under {traits.label} such a budget keeps {traits.over_graph_keeps}.")
         self.selection: dict = {}
         if request.tasks is not None:
             self.tasks = list(request.tasks)
