@@ -155,3 +155,15 @@ def test_a_prompt_no_template_family_knows_is_said_once(tmp_path, capsys, tiny):
     family = [line for line in printed if "matches none of the built-in template families" in line]
     assert len(family) == 1, printed
     assert "  budget 5: none measured" in printed
+
+
+@pytest.mark.parametrize("method", ["acc++", "flow-routes"])
+def test_html_of_a_method_that_needs_no_corrupted_prompt_is_written(tmp_path, capsys, tiny, method):
+    """``discover --method acc++ --html`` on a prompt with no corrupted prompt printed its table,
+    wrote its JSON, then ended 'error: The corrupted prompt is empty' with status 2 and no page: the
+    page's logit-lens labels prepared the task as if it needed one."""
+    html = tmp_path / "g.html"
+    argv = ["discover", "--prompt", TASK[1], "--answer", " Mary", "--method", method, "--budgets", "5,20"]
+    assert cli.main([*argv, "--transfer-paraphrases", "0", "--html", str(html)]) == 0
+    printed = capsys.readouterr()
+    assert html.exists() and f"wrote {html} (" in printed.out, printed.err

@@ -34,7 +34,7 @@ def write_position_outputs(
         chosen = readable_position_budget(result, larger_at=LARGER_AT)
         budget, reason = chosen.budget, chosen.reason
         print(reason)
-    prepared = prepare_task(model, result.task)
+    prepared = prepare_task(model, result.task, need_corrupted=False)  # the lens reads the clean run
     labels = logit_lens_labels(model, result.graph, prepared)
     graph = result_attribution_graph(result, budget, labels, reason)
     if html is not None:
@@ -60,7 +60,8 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
         chosen = opening_view(result.curve, larger_at=LARGER_AT)
         budget = chosen.budget
         print(chosen.reason)
-    labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task))
+    # the lens reads the clean run: a task of ACC++, Flow routes or CD-T has no corrupted prompt
+    labels = logit_lens_labels(model, result.graph, prepare_task(model, result.task, need_corrupted=False))
     estimates = method_traits(result.method).scores_estimate_metric  # what the legend may say of scores
     drawing = result_graph_html(result, budget, labels=labels, estimates_metric=estimates)
     path.write_text(drawing.html, encoding="utf-8")
