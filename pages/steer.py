@@ -70,6 +70,9 @@ if problem is not None:
     if not prompt.strip():  # nothing to label either
         state.write_to_url()
         st.stop()
+unknown_method = steer.link_method_sentence()  # a link's method the app lacks: said, and the default used
+if unknown_method:
+    st.warning(unknown_method)
 result = state.result_for(state.session.method, model_id, prompt)
 result = result or next(  # any kept circuit of this prompt on this model (another model's nodes differ)
     (r for r in state.results().values() if r.task.clean == prompt and r.model_id == model_id), None

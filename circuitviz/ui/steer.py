@@ -306,6 +306,25 @@ def feature_options(labels: dict) -> dict[tuple[int, int], str]:
     return options
 
 
+def link_method_sentence() -> str | None:
+    """One sentence (markdown, the link's value escaped) when the link names a method this app does
+    not have, after putting the default method in its place; else None. Steer looks up the circuit of
+    the link's method: ``?method=nonsense`` found none and said only "No circuit of this prompt is
+    open", and its "Compute it on Explore" carried the name on, so Steer guessed silently."""
+    from ..methods import available_methods, default_method
+    from .inputs import unknown_in_link_sentence
+
+    asked, methods = state.session.method, available_methods()
+    if not asked or asked in methods:
+        return None
+    state.session.method = default_method(list(methods))
+    instead = (
+        f"Steer looks for the circuit of {methods[state.session.method].label} instead; to label another "
+        "method's circuit, pick it in Explore's method box (it lists every method) and come back"
+    )
+    return unknown_in_link_sentence("method", [asked], instead)
+
+
 def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
     """The stored result of the request the page's link names (its prompt, corrupted prompt, answer,
     foil, metric, method, settings and budgets, as Explore would make it), or None: a link opened
