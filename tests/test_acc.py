@@ -483,6 +483,22 @@ def test_with_a_corrupted_prompt_the_curve_is_the_engines_patching_curve():
     assert point.metric == pytest.approx(float(evaluator.metrics(result.circuit(5)[None])[0]), abs=1e-6)
 
 
+def test_without_a_corrupted_prompt_each_budgets_figures_are_of_the_circuit_it_keeps():
+    """The knockout curve counted and measured the top-N *traced* edges while the result kept (and
+    drew, and wrote to JSON) the top-N of the *completed* circuit: on SmolLM2-135M's 'The capital of
+    France is', budget 50 read '45 edges kept, NDF 1.00' beside a 50-edge circuit in the JSON, and
+    budget 343 (the whole circuit, 343 edges) read 45."""
+    model = build("gpt2")
+    method = get_method("acc++")
+    result = method.run_on(model, NO_CORRUPTED, method.make_config({"n_random": 0}), budgets=(3, 8, 20, 1000))
+    assert result.details.faithfulness["kind"] == "signal-knockout"
+    assert result.details.completion["completion_edges"] > 0  # the circuits are completed ones
+    for point in result.curve:
+        assert point.n_edges == int(result.circuits[point.budget].sum()), point
+    full = result.details.full_circuit_budget
+    assert result.point(full).n_edges == full and result.point(full).ndf == pytest.approx(1.0)
+
+
 def test_knockout_of_nothing_is_the_clean_run_and_found_signals_lower_the_traced_weights():
     model = build("gemma3")
     prepared = prepare_task(model, NO_CORRUPTED, need_corrupted=False)
