@@ -18,9 +18,9 @@ st.caption(
 from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.core.text import markdown_sentence  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
+from circuitviz.ui import batch_form, loaders  # noqa: E402
 from circuitviz.ui import batch_runner as runs  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
-from circuitviz.ui import loaders  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
 
 FOLDER = "a batch folder…"
@@ -48,7 +48,7 @@ if choice == runs.RUN:
     newest = runs.latest()
     if job is None and newest is not None:
         runs.last_run_note(newest, opened=False)
-    runs.form(session.model or EMBEDDED_MODEL)
+    batch_form.form(session.model or EMBEDDED_MODEL)
     st.stop()
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")

@@ -123,8 +123,14 @@ def test_a_failed_batch_says_why_from_its_log(tmp_path):
 def test_the_arguments_refuse_no_method_and_two_sources():
     with pytest.raises(jobs.JobError, match="at least one method"):
         jobs.batch_arguments(methods=[], budgets="mib", generate="ioi", n=4)
-    with pytest.raises(jobs.JobError, match="either a family"):
+    with pytest.raises(jobs.JobError, match="Give one of a family to generate, MMLU subjects or a dataset"):
         jobs.batch_arguments(methods=["eap"], budgets="mib", generate="ioi", dataset="x.jsonl")
+    with pytest.raises(jobs.JobError, match="Give one of"):
+        jobs.batch_arguments(methods=["eap"], budgets="mib", subjects=["astronomy"], dataset="x.jsonl")
+    assert jobs.batch_arguments(methods=["eap"], budgets="mib", subjects=["astronomy", "marketing"], n=2) == [
+        "batch", "--dataset", "mmlu", "--subjects", "astronomy,marketing", "--seed", "0", "--n", "2",
+        "--methods", "eap", "--budgets", "mib",
+    ]  # fmt: skip
     assert jobs.batch_arguments(methods=["eap", "eap-ig"], budgets="mib", generate="ioi", n=4, model="m") == [
         "batch", "--generate", "ioi", "--seed", "0", "--n", "4", "--methods", "eap,eap-ig", "--budgets", "mib",
         "--model", "m",

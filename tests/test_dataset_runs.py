@@ -12,7 +12,7 @@ pytest.importorskip("streamlit")
 from dataset_jobs import dataset_page, page_errors  # noqa: E402
 
 from circuitviz.batch import atlas, jobs  # noqa: E402
-from circuitviz.ui import batch_runner  # noqa: E402
+from circuitviz.ui import batch_form, batch_runner  # noqa: E402
 
 FORM = batch_runner.FORM
 
@@ -81,14 +81,14 @@ class _Upload:
 
 
 def test_a_bad_upload_is_one_sentence():
-    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", b"\xff\xfe not text"))
+    tasks, problem = batch_form._upload_tasks(_Upload("p.jsonl", b"\xff\xfe not text"))
     assert tasks is None and problem == "p.jsonl is not UTF-8 text; save it as UTF-8 and upload it again."
-    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", b'{"clean": "a"}\nnot json\n'))
+    tasks, problem = batch_form._upload_tasks(_Upload("p.jsonl", b'{"clean": "a"}\nnot json\n'))
     assert tasks is None and problem.startswith("p.jsonl holds no usable task (line 1 has no 'answer'")
-    tasks, problem = batch_runner._upload_tasks(_Upload("p.txt", b"clean,corrupted\n"))
+    tasks, problem = batch_form._upload_tasks(_Upload("p.txt", b"clean,corrupted\n"))
     assert tasks is None and problem.startswith("p.txt holds no")
     good = b'{"clean": "The capital of France is", "corrupted": "The capital of Italy is", "answer": " Paris", "foil": " Rome"}\n'
-    tasks, problem = batch_runner._upload_tasks(_Upload("p.jsonl", good + b"oops\n"))
+    tasks, problem = batch_form._upload_tasks(_Upload("p.jsonl", good + b"oops\n"))
     assert problem is None and len(tasks.tasks) == 1 and len(tasks.problems) == 1
 
 

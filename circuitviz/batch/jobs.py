@@ -231,18 +231,25 @@ def batch_arguments(
     n: int | None = None,
     seed: int = 0,
     dataset: str | Path | None = None,
+    subjects: list[str] | None = None,
     model: str | None = None,
     more: list[str] | tuple = (),
 ) -> list[str]:
     """``circuitviz batch``'s arguments (without ``--out``) for a generated family (``generate``,
-    ``n``, ``seed``) or a dataset file, the methods (registry names), the budgets as the command
-    takes them ("mib" or edge counts) and the model (None: the command's default)."""
+    ``n``, ``seed``), MMLU questions (``subjects``, ``n`` of each, ``seed``) or a dataset file, the
+    methods (registry names), the budgets as the command takes them ("mib" or edge counts) and the
+    model (None: the command's default)."""
     if not methods:
         raise JobError("Choose at least one method to run.")
-    if (generate is None) == (dataset is None):
-        raise JobError("Give either a family to generate or a dataset file, not both or neither.")
+    if [generate is not None, dataset is not None, subjects is not None].count(True) != 1:
+        raise JobError("Give one of a family to generate, MMLU subjects or a dataset file.")
     argv = ["batch"]
-    argv += ["--generate", generate, "--seed", str(int(seed))] if generate else ["--dataset", str(dataset)]
+    if generate:
+        argv += ["--generate", generate, "--seed", str(int(seed))]
+    elif subjects is not None:
+        argv += ["--dataset", "mmlu", "--subjects", ",".join(subjects), "--seed", str(int(seed))]
+    else:
+        argv += ["--dataset", str(dataset)]
     if n is not None:
         argv += ["--n", str(int(n))]
     argv += ["--methods", ",".join(methods), "--budgets", budgets]

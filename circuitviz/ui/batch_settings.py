@@ -1,7 +1,10 @@
 """The Dataset page's run form, its further settings: what the table keeps (``--keep-edges``,
-``--top-edges``), the consensus share measured on every prompt (``--consensus``) and each chosen
-method's own settings (``--set NAME=VALUE``), each checked to one sentence before the batch starts
-and passed to the very command the page starts (``batch_arguments``)."""
+``--top-edges``), the consensus share measured on every prompt (``--consensus``), the prompts'
+token limit (``--max-tokens``, at most the server's ``CIRCUITVIZ_MAX_TOKENS``), how many prompts
+share a pass (``--batch-tasks``), the validity check (``--no-task-check``) and each chosen method's
+own settings (``--set NAME=VALUE``), each checked to one sentence before the batch starts and
+passed to the very command the page starts (``batch_arguments``). What stays the command's alone
+(Ray, the device, another result store) is said in one sentence with the command."""
 
 from __future__ import annotations
 
@@ -10,12 +13,19 @@ import json
 
 import streamlit as st
 
-from ..core.text import counted
+from ..core.text import counted, markdown_sentence
 from .forms import build_config, config_form
 
 KEY = "dataset.run.more."  # the widgets' keys
 MAX_EDGES = 2**31 - 1  # the command's largest edge count (--keep-edges, --top-edges)
 CONSENSUS = 0.5  # the command's default share
+MAX_TOKENS = 256  # the command's --max-tokens (core.tasks.DEFAULT_MAX_TOKENS)
+BATCH_TASKS = 16  # the command's --batch-tasks (batch.runner.DEFAULT_BATCH_TASKS)
+COMMAND_ONLY = (
+    "The command alone runs on Ray workers, another device or dtype, or into another result store: "
+    "`python -m circuitviz batch --executor ray --workers 4 --device cuda --store DIR ...` "
+    "(docs/datasets.md)."
+)
 
 
 @dataclasses.dataclass
@@ -25,6 +35,9 @@ class BatchSettings:
     keep_edges: int | None = None
     top_edges: int = 100
     consensus: float = CONSENSUS
+    max_tokens: int = MAX_TOKENS
+    batch_tasks: int = BATCH_TASKS
+    task_check: bool = True
     methods: dict = dataclasses.field(default_factory=dict)  # {method name: {setting: value}}
 
 
@@ -59,7 +72,10 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
     # short enough for the box at 1,000 px ('10 % of the e' was cut there)
     tenth = f"{max(1, n_edges // 10):,} (10 %)" if n_edges else "10 % of the edges"
     found = BatchSettings()
-    with st.expander("more settings: the circuits the table keeps, the consensus, each method's settings"):
+    most_tokens = token_limit()
+    with st.expander(
+        "more settings: what the table keeps, the consensus, prompt length, each method's settings"
+    ):
         left, middle, right = st.columns([4, 3, 3])
         found.keep_edges = left.number_input(
             "keep circuits up to (edges)", 1, MAX_EDGES, None, key=KEY + "keep",
@@ -79,6 +95,23 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
             "share of the prompts' circuits is measured on every prompt (its NDF, drawn dashed on the "
             "Curves tab at this share); 0: not measured, which saves that step",
         )  # fmt: skip
+        left, middle, right = st.columns([4, 3, 3], vertical_alignment="bottom")
+        found.max_tokens = left.number_input(
+            "longest prompt (tokens)", 1, max(most_tokens, 1), min(MAX_TOKENS, most_tokens), key=KEY + "tokens",
+            help="the command's --max-tokens: a prompt longer than this is refused (its row failed, "
+            f"with the reason); this server allows at most {most_tokens:,}",
+        )  # fmt: skip
+        found.batch_tasks = middle.number_input(
+            "prompts sharing a pass", 1, 100_000, BATCH_TASKS, key=KEY + "share",
+            help="the command's --batch-tasks: prompts of one token length go through the model together, "
+            "this many at most; fewer needs less memory, more shares more of each pass",
+        )  # fmt: skip
+        found.task_check = not right.checkbox(
+            "skip the validity check", key=KEY + "nocheck",
+            help="the command's --no-task-check: run prompts whose corruption does not lower the answer's "
+            "metric by the threshold (a random-weight model's never does); their circuits explain little",
+        )  # fmt: skip
+        st.caption(markdown_sentence(COMMAND_ONLY))
         registered = available_methods()
         runs = [int(b) for b in budget_list(budgets, n_edges)]
         for name in methods:
@@ -86,6 +119,17 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
             st.markdown(f"**{method.label}** ({name})")
             found.methods[name] = config_form(method, KEY + "method", budgets=runs, references={})
     return found
+
+
+def token_limit() -> int:
+    """The most tokens a prompt may have on this server (``CIRCUITVIZ_MAX_TOKENS``, the app's own
+    limit); the command's default when the limits cannot be read (the page says why elsewhere)."""
+    from ..entry.limits import LimitError, Limits
+
+    try:
+        return int(Limits.load().max_tokens)
+    except LimitError:
+        return MAX_TOKENS
 
 
 def _defaults(method) -> dict:
@@ -116,6 +160,20 @@ def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: 
         argv += ["--keep-edges", str(int(found.keep_edges))]
     if int(found.top_edges) != 100:
         argv += ["--top-edges", str(int(found.top_edges))]
+    most_tokens = token_limit()
+    if not 1 <= int(found.max_tokens) <= most_tokens:
+        raise ValueError(
+            f"The longest prompt must be 1 to {most_tokens:,} tokens on this server, not "
+            f"{int(found.max_tokens):,}; its operator sets the limit with CIRCUITVIZ_MAX_TOKENS."
+        )
+    if int(found.max_tokens) != MAX_TOKENS:
+        argv += ["--max-tokens", str(int(found.max_tokens))]
+    if int(found.batch_tasks) < 1:
+        raise ValueError(f"Prompts sharing a pass must be 1 or more, not {int(found.batch_tasks)}.")
+    if int(found.batch_tasks) != BATCH_TASKS:
+        argv += ["--batch-tasks", str(int(found.batch_tasks))]
+    if not found.task_check:
+        argv += ["--no-task-check"]
     share = round(float(found.consensus), 6)
     if share != CONSENSUS:
         argv += ["--consensus", f"{share:g}"]

@@ -1,0 +1,111 @@
+"""The Dataset page's run form has the rest of the command's dataset options (``ui/batch_form.py``,
+``ui/batch_settings.py``): real MMLU questions (``--dataset mmlu --subjects --n --seed``), the
+prompts' token limit (``--max-tokens``, at most the server's CIRCUITVIZ_MAX_TOKENS), how many
+prompts share a pass (``--batch-tasks``), the validity check (``--no-task-check``) and a file's
+strictness (``--strict``); Ray, the device and another store are said to be the command's. Before,
+a user who ran these with the command could not from the page, and the page said nothing of it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("streamlit")
+from dataset_jobs import dataset_page, page_errors  # noqa: E402
+
+from circuitviz.batch import jobs  # noqa: E402
+from circuitviz.batch.dataset import parse_dataset  # noqa: E402
+from circuitviz.ui import batch_form, batch_runner, batch_settings  # noqa: E402
+
+FORM, MORE = batch_runner.FORM, batch_settings.KEY
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CIRCUITVIZ_MAX_TOKENS", raising=False)
+    return dataset_page(monkeypatch, batch_runner.RUN, launcher=True)
+
+
+def test_an_mmlu_batch_with_the_further_options_runs_from_the_form(page):
+    at = page
+    at.segmented_control(key=FORM + "source").set_value(batch_runner.MMLU).run()
+    assert not at.exception, at.exception
+    at.multiselect(key=FORM + "subjects").set_value(["astronomy"])
+    at.number_input(key=FORM + "mmlu.n").set_value(1)
+    at.number_input(key=FORM + "mmlu.seed").set_value(3)
+    at.multiselect(key=FORM + "methods").set_value(["eap"])
+    at.text_input(key=FORM + "budgets").set_value("3,8")
+    at.run()
+    at.number_input(key=MORE + "tokens").set_value(200)
+    at.number_input(key=MORE + "share").set_value(2)
+    at.checkbox(key=MORE + "nocheck").check()  # a random tiny model's corruption moves nothing
+    at.button(key=FORM + "go").click().run()
+    assert not at.exception, at.exception
+    assert not page_errors(at)
+    job = jobs.running_job() or jobs.jobs()[0]
+    argv = job.argv
+    assert argv[:9] == ["batch", "--dataset", "mmlu", "--subjects", "astronomy", "--seed", "3", "--n", "1"]
+    assert argv[argv.index("--max-tokens") + 1] == "200" and argv[argv.index("--batch-tasks") + 1] == "2"
+    assert "--no-task-check" in argv
+    assert job.title == "1 MMLU question of astronomy × eap"
+    ended = jobs.wait(job.folder, 300)
+    assert ended.state == "finished", ended.log_tail
+    manifest = json.loads((job.folder / "manifest.json").read_text())
+    assert manifest["max_tokens"] == 200 and manifest["batch_tasks"] == 2
+    assert manifest["dataset"]["selection"]["per_subject"]["astronomy"]["kept"] == 1
+
+
+def test_mmlu_without_a_subject_or_over_the_shared_cap_is_one_sentence(page, monkeypatch):
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    at = page
+    at.segmented_control(key=FORM + "source").set_value(batch_runner.MMLU).run()
+    at.button(key=FORM + "go").click().run()
+    assert page_errors(at) == ["Choose at least one MMLU subject (the subjects box), or all of them."]
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")  # a shared server: 20 prompts at most
+    at.multiselect(key=FORM + "subjects").set_value(["all"])
+    at.number_input(key=FORM + "mmlu.n").set_value(1)
+    at.button(key=FORM + "go").click().run()
+    (error,) = page_errors(at)
+    assert error.startswith(
+        "1 question of each of 57 subjects is 57 prompts, more than the 20 a batch run here"
+    )
+    assert jobs.running_job() is None and not jobs.jobs()
+
+
+def test_the_token_limit_is_the_servers_at_most_and_the_command_alone_is_said(page, monkeypatch):
+    at = page
+    assert any(batch_settings.COMMAND_ONLY.split(":")[0] in c.value for c in at.caption)
+    monkeypatch.setenv("CIRCUITVIZ_MAX_TOKENS", "64")
+    at.run()
+    box = at.number_input(key=MORE + "tokens")
+    assert box.max == 64 and box.value == 64  # the command's 256 would pass the operator's limit
+    found = batch_settings.BatchSettings(max_tokens=100, methods={"eap": {}})
+    with pytest.raises(ValueError) as error:
+        batch_settings.arguments(found, ["eap"], "mib", "gemma-3-270m")
+    assert str(error.value) == (
+        "The longest prompt must be 1 to 64 tokens on this server, not 100; its operator sets the "
+        "limit with CIRCUITVIZ_MAX_TOKENS."
+    )
+    found.max_tokens = 64
+    assert batch_settings.arguments(found, ["eap"], "mib", "gemma-3-270m") == ["--max-tokens", "64"]
+    found.batch_tasks = 0
+    with pytest.raises(ValueError, match="^Prompts sharing a pass must be 1 or more, not 0.$"):
+        batch_settings.arguments(found, ["eap"], "mib", "gemma-3-270m")
+
+
+def test_the_strict_box_refuses_a_file_with_a_bad_line_in_one_sentence(page):
+    at = page
+    at.segmented_control(key=FORM + "source").set_value(batch_runner.UPLOAD).run()
+    assert not at.exception, at.exception
+    assert at.checkbox(key=FORM + "strict").label == "refuse the file if any line is not a task"
+    good = '{"clean": "The capital of France is", "corrupted": "The capital of Italy is", "answer": " Paris", "foil": " Rome"}\n'
+    loaded = parse_dataset(good + "oops\n" + good.replace("France", "Spain"), "jsonl", origin="p.jsonl")
+    assert batch_form._strict_problem(loaded, "p.jsonl") == (
+        "1 line of p.jsonl is no task (the first: line 2 is not valid JSON (Expecting value at column 1)) and "
+        "the strict box refuses "
+        "the file; fix it, or untick the box to run the other 2 tasks."
+    )
+    assert batch_form._strict_problem(parse_dataset(good, "jsonl", origin="p.jsonl"), "p.jsonl") is None
