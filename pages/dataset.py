@@ -48,6 +48,7 @@ if choice == runs.RUN:
     newest = runs.latest()
     if job is None and newest is not None:
         runs.last_run_note(newest, opened=False)
+    runs.empty_runs(shown=newest if job is None else None)  # the others with no row: each deletable
     batch_form.form(session.model or EMBEDDED_MODEL)
     st.stop()
 if choice == FOLDER:

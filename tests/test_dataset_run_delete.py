@@ -56,3 +56,50 @@ def test_a_finished_batch_is_deleted_after_a_confirmation_and_a_running_one_neve
     with pytest.raises(jobs.JobError, match="is not a batch run from the page"):
         jobs.delete(other / "x")
     assert (other / "x").exists()
+
+
+def _failed_run(name: str) -> jobs.JobStatus:
+    """A page batch that failed before its first row, as its folder records one."""
+    folder = jobs.runs_dir() / name
+    folder.mkdir(parents=True)
+    (folder / jobs.JOB).write_text('{"pid": null, "title": "2 ioi prompts × eap", "argv": ["batch"]}')
+    (folder / jobs.EXIT).write_text('{"returncode": 2, "ended": 1.0}')
+    (folder / jobs.LOG).write_text("error: the model could not be loaded.\n")
+    status = jobs.status(folder)
+    assert status.state == "failed" and not status.has_rows
+    return status
+
+
+def test_every_run_that_ended_with_no_row_is_deleted_one_by_one_or_all_and_a_running_one_is_not_offered(
+    monkeypatch, cache
+):
+    """Only the newest empty run could be deleted (the note above the form): three failed runs left
+    two in the cache with no way to them from the page."""
+    runs = [_failed_run(f"2026-12-06-0{n}0000-ioi-eap") for n in range(7, 3, -1)]  # newest first
+    at = dataset_page(monkeypatch, batch_runner.RUN)
+    assert not at.exception, at.exception
+    (listed,) = [e for e in at.expander if e.label.endswith("ended with no row to open")]
+    assert listed.label == "3 earlier runs ended with no row to open"  # the newest: in its own note
+    assert any("failed" in m.value and "the model could not be loaded" in m.value for m in listed.markdown)
+    at.button(key=f"{FORM}delete.{runs[2].folder.name}").click().run()  # one, after its confirmation
+    assert not at.exception, at.exception
+    assert not runs[2].folder.exists() and runs[1].folder.exists()
+    (listed,) = [e for e in at.expander if e.label.endswith("ended with no row to open")]
+    assert listed.label == "2 earlier runs ended with no row to open"
+    running = start_tiny(4, slow=5.0, name="2026-12-06-090000-ioi-eap")
+    try:
+        at.run()
+        assert not at.exception, at.exception
+        (listed,) = [e for e in at.expander if e.label.endswith("ended with no row to open")]
+        assert listed.label == "3 earlier runs ended with no row to open"  # the running one is not among them
+        assert not [b for b in at.button if b.key == f"{FORM}delete.{running.folder.name}"]
+        at.button(key=f"{FORM}delete.all").click().run()
+        assert not at.exception, at.exception
+        assert [s.value.replace("\\", "") for s in at.success] == [
+            "Deleted 3 batches that ended with no row."
+        ]
+        assert not any(run.folder.exists() for run in runs) and running.folder.exists()
+        assert not [e for e in at.expander if e.label.endswith("ended with no row to open")]
+    finally:
+        jobs.cancel(running.folder, grace=5)
+        jobs.wait(running.folder, 60)

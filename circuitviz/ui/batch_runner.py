@@ -80,10 +80,10 @@ def pick_yours(yours: dict) -> str:
     return str(job.folder)
 
 
-def _delete_offer(job) -> None:
+def _delete_offer(job, label: str = "Delete this batch…") -> None:
     """'Delete this batch…': what goes and what stays, then the button that deletes it (a run that
     has ended only; page batches were never deleted, and piled up in the cache)."""
-    with st.popover("Delete this batch…"):
+    with st.popover(label):
         st.markdown(
             markdown_sentence(
                 f"Delete the batch {job.title} for good? Its folder `{job.folder.name}` under the app's cache "
@@ -107,6 +107,61 @@ def _delete(folder: str) -> None:
         state.set_widget_value(DELETED, ("error", str(error)))
         return
     state.set_widget_value(DELETED, ("success", f"Deleted the batch {found.title} ({Path(folder).name})."))
+
+
+def _delete_all(folders: list[str]) -> None:
+    """'Delete all of them': each run's folder goes (a run that started since is refused by
+    ``jobs.delete``, and said), and the page says how many went, once."""
+    from ..batch import jobs
+
+    gone, refused = 0, []
+    for folder in folders:
+        try:
+            jobs.delete(folder)
+            gone += 1
+        except jobs.JobError as error:
+            refused.append(str(error))
+    if refused:
+        state.set_widget_value(
+            DELETED, ("error", f"Deleted {counted(gone, 'batch', 'batches')}; {refused[0]}")
+        )
+    else:
+        state.set_widget_value(
+            DELETED, ("success", f"Deleted {counted(gone, 'batch', 'batches')} that ended with no row.")
+        )
+
+
+def empty_runs(shown=None) -> None:
+    """Every run that ended with no row to open (failed, cancelled before its first prompt), but
+    ``shown`` (the newest, said above with its own Delete): each with how it ended and a Delete
+    (after the same confirmation), and all of them at once. Before, only the newest could be
+    deleted from the page, the others stayed in the cache with no way to them."""
+    from ..batch import jobs
+
+    empty = [
+        job
+        for job in jobs.jobs()
+        if not job.running and not job.has_rows and (shown is None or job.folder != shown.folder)
+    ]
+    if not empty:
+        return
+    runs = counted(len(empty), "earlier run")
+    with st.expander(f"{runs} ended with no row to open"):
+        for job in empty:
+            said, button = st.columns([5, 1], vertical_alignment="center")
+            said.markdown(f"**{markdown_text(_run_label(job))}**: {markdown_text(ended_sentence(job))}")
+            with button:
+                _delete_offer(job, "Delete…")
+        if len(empty) > 1:
+            with st.popover(f"Delete all {len(empty)}…"):
+                st.markdown(
+                    f"Delete these {len(empty)} batches for good? Their folders under the app's cache "
+                    "(`batches/`: their tasks and logs) go; none has a row to open."
+                )
+                st.button(
+                    "Delete them", type="primary", key=f"{FORM}delete.all", on_click=_delete_all,
+                    args=([str(job.folder) for job in empty],),
+                )  # fmt: skip
 
 
 def _finished_any(job) -> bool:
