@@ -104,18 +104,11 @@ try:
 except sae_store.SaeUnavailable as error:
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()
-st.dataframe(
-    steer.feature_rows(labels),
-    hide_index=True,
-    width="stretch",
-    placeholder="—",  # a node without an SAE, or a feature that is off: no share to give
-    # the long description last: at 1,000 px it ran past the table's edge and hid the share column
-    column_order=("node", "feature", steer.SHARE, "at", "what it does"),
-    column_config={
-        steer.SHARE: st.column_config.NumberColumn(format="%.0f%%", help=steer.SHARE_HELP),
-        "what it does": st.column_config.TextColumn(help=steer.FONTLESS_HELP),
-    },
-)
+rows = steer.feature_table(steer.feature_rows(labels))  # text that wraps: nothing runs past the edge
+with st.container(key=steer.FEATURE_TABLE_KEY):
+    st.html(steer.FEATURE_TABLE_STYLE)
+    st.table(rows, hide_index=True, height=steer.feature_table_height(rows))
+    st.caption(markdown_text(steer.FEATURE_TABLE_NOTE))  # what the grid said on its columns' hovers
 
 options = steer.feature_options(labels)
 # The button sits beside the picker, level with its box's top. A picker that has the focus grows a line

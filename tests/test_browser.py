@@ -744,6 +744,12 @@ def _steer(page, figures) -> None:
     # 1,000 px two features' labels fill the picker's line, so it shrank by one).
     page.set_viewport_size({"width": 1000, "height": 1000})
     settled(page)
+    # the features table fits the page at 1,000 px (the grid it was ran 230 px past its 540)
+    widths = page.evaluate(
+        """() => [document.querySelector('.st-key-steer-features table'),
+                  document.querySelector('.st-key-steer-features')].map(e => e.getBoundingClientRect().width)"""
+    )
+    assert widths[0] <= widths[1] + 1, widths
     for option in range(2):
         picker.evaluate("element => element.scrollIntoView({block: 'center'})")
         picker.locator("input").first.click()

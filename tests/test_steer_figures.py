@@ -83,3 +83,48 @@ def test_a_circuit_found_for_another_answer_is_said_to_be():
     note = other_task_note(task, " the", " a")
     assert note.startswith(" It was found for the answer ' she' against ' he', not for the answer and foil")
     assert other_task_note(task, " she", "") != ""  # the foil left out: another metric
+
+
+def test_the_feature_table_is_text_that_wraps_with_its_share_in_percent():
+    """Steer's features were a grid (``st.dataframe``) whose rows stay one line high: at 1,000 px its
+    five columns ran 230 px past the table's 540 and "what it does" was cut at its first words. They
+    are a table of text now: the share in whole percent, "—" where there is none, every cell escaped
+    (``st.table`` reads markdown), the short columns kept to one line and the description let wide."""
+    from circuitviz.ui.steer import (
+        FEATURE_COLUMNS,
+        FEATURE_TABLE_KEY,
+        FEATURE_TABLE_STYLE,
+        SCROLL_ROWS,
+        SHARE,
+        feature_rows,
+        feature_table,
+        feature_table_height,
+    )
+
+    feature = {
+        "feature": 7,
+        "label": "L2/7: fires on '__init__'",
+        "share": 3.0,
+        "activation": 4.0,
+        "token": " *x",
+    }
+    labels = {
+        "a1.h0": {"sae": "s", "sae_layer": 2, "features": [feature]},
+        "m5": {"sae": "s", "sae_layer": 9, "features": []},
+    }
+    rows = feature_table(feature_rows(labels))
+    assert [list(row) for row in rows] == [list(FEATURE_COLUMNS)] * 2
+    assert rows[0] == {
+        "node": r"a1\.h0",
+        "feature": "L2/7",
+        SHARE: "75%",
+        "at": r"' \*x'",
+        "what it does": r"fires on '\_\_init\_\_'",
+    }
+    assert rows[1][SHARE] == "—" and rows[1]["feature"] == "—"
+    assert feature_table_height(rows) == "content"
+    assert isinstance(feature_table_height(rows * SCROLL_ROWS), int)  # a long one scrolls down
+    assert (
+        f".st-key-{FEATURE_TABLE_KEY} td:nth-child(-n+4) p {{ white-space: nowrap; }}" in FEATURE_TABLE_STYLE
+    )
+    assert "max-width: none" in FEATURE_TABLE_STYLE

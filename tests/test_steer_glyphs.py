@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from circuitviz.ui.steer import FONTLESS, feature_options, feature_rows, readable, readable_context, script_of
+from circuitviz.ui.steer import (
+    FEATURE_COLUMNS,
+    FONTLESS,
+    SHARE,
+    feature_options,
+    feature_rows,
+    readable,
+    readable_context,
+    script_of,
+)
 
 LABEL = "L0/5: fires on 'Any', 'Ранг'; promotes 'ことなく', '蜍', '인간', 'tion'"
 SHOWN = "fires on 'Any', 'Ранг'; promotes 'ことなく [Hiragana ×4]', '蜍 [CJK]', '인간 [Hangul ×2]', 'tion'"
@@ -56,9 +65,13 @@ def test_the_steer_page_names_the_scripts_after_their_characters(tmp_path, monke
     at.text_input(key="steer.prompt").set_value(PROMPT)
     at.text_input(key="steer.nodes").set_value("a0.h0").run()
     assert not at.exception, at.exception
-    table = at.dataframe[0].value
-    assert list(table["what it does"]) == [SHOWN]
+    table = at.table[0].value  # markdown: its cells escaped
+    said = [text.replace("\\", "") for text in table["what it does"]]
+    assert said == [SHOWN]
     assert at.multiselect(key="steer.features").options == [f"a0.h0: L0/5: {SHOWN}"]
     # every character of those scripts is kept, and each run is named right after it
-    shown = "".join(table["what it does"]) + "".join(at.multiselect(key="steer.features").options)
+    shown = "".join(said) + "".join(at.multiselect(key="steer.features").options)
     assert shown.count("ことなく [Hiragana ×4]") == 2 and shown.count("蜍 [CJK]") == 2
+    # the table of text that wraps, not the grid that scrolled sideways at 1,000 px
+    assert not at.dataframe and list(table.columns) == list(FEATURE_COLUMNS)
+    assert list(table[SHARE]) == ["50%"] and list(table["node"]) == [r"a0\.h0"]

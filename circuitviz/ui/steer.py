@@ -276,6 +276,42 @@ def feature_rows(labels: dict) -> list[dict]:
     return rows
 
 
+FEATURE_COLUMNS = ("node", "feature", SHARE, "at", "what it does")
+FEATURE_TABLE_NOTE = f"{SHARE[0].upper()}{SHARE[1:]}: {SHARE_HELP}. In what it does, {FONTLESS_HELP}."
+SCROLL_ROWS = 12  # a longer table is this many rows high (about), and scrolls down, never sideways
+
+
+FEATURE_TABLE_KEY = "steer-features"  # its container: the class st-key-steer-features
+# the short cells on one line and no wider than they need (a token such as ' said' was split after
+# its quote at 1,000 px; at 2,000 px they took half the width and "what it does" wrapped in the rest)
+FEATURE_TABLE_STYLE = (
+    f"<style>.st-key-{FEATURE_TABLE_KEY} td:nth-child(-n+4) {{ width: 1%; }}"
+    f".st-key-{FEATURE_TABLE_KEY} td:nth-child(-n+4) p {{ white-space: nowrap; }}"
+    f".st-key-{FEATURE_TABLE_KEY} td:nth-child(5) p {{ overflow-wrap: anywhere; }}"
+    # Streamlit caps a table cell's text at 400 px: at 2,000 px it wrapped beside 900 px of room
+    f".st-key-{FEATURE_TABLE_KEY} td:nth-child(5) > div {{ max-width: none; }}</style>"
+)
+
+
+def feature_table(rows: list[dict]) -> list[dict]:
+    """``feature_rows`` as the page's table shows them: the share in whole percent ("—" where there
+    is none), every cell markdown-escaped (``st.table`` reads its cells as markdown; a context's
+    '__init__' would be a bold "init"). A table of text that wraps: the grid it was (``st.dataframe``)
+    kept each row one line high, so at a 1,000 px window its five columns ran 230 px past the
+    table's 540 and "what it does" was cut at its first words, a scroll away."""
+    shown = []
+    for row in rows:
+        share = row[SHARE]
+        cells = {**row, SHARE: "—" if share is None else f"{share:.0f}%"}
+        shown.append({column: markdown_text(str(cells[column])) for column in FEATURE_COLUMNS})
+    return shown
+
+
+def feature_table_height(rows: list[dict]) -> int | str:
+    """The table's height: all of it up to ``SCROLL_ROWS`` rows, else about that many rows' worth."""
+    return "content" if len(rows) <= SCROLL_ROWS else 38 * SCROLL_ROWS
+
+
 def share_percent(feature: dict) -> float | None:
     """The node's share of a feature's activation, in percent: ``share`` (the activation the
     node's output accounts for, summed over positions, in the SAE's own units, e.g. 314.3) over
