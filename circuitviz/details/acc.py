@@ -125,6 +125,10 @@ class ACCDetails(MethodDetails):
     svd: dict = field(default_factory=dict)
     completion: dict = field(default_factory=dict)
 
+    def reference_name(self) -> str | None:
+        """Without a corrupted prompt the curve's 0 is the knockout of every found signal."""
+        return "signals knocked out" if self.faithfulness.get("kind") == "signal-knockout" else None
+
     def circuit(self, result: CircuitResult, budget: int) -> torch.Tensor:
         """The top-N found edges (the traced signals and their completion, never another edge),
         kept if they reach logits."""

@@ -81,10 +81,31 @@ class MethodDetails:
         held out (never fitted to nor selected on); none by default."""
         return []
 
+    def reference_name(self) -> str | None:
+        """What the run's 'corrupted' figure (NDF's 0) was measured on when the task has no corrupted
+        prompt and that is not the neutral prompt (ACC++: its found signals knocked out); None: the
+        neutral prompt, as every method that needs no corrupted prompt measures by patching."""
+        return None
+
     def page_notes(self) -> list[str]:
         """Sentences a page writes beside the result's figures (what the run left out and why);
         none by default."""
         return []
+
+
+NEUTRAL_PROMPT = "neutral prompt"
+NEUTRAL_PROMPT_WORDS = "the neutral prompt (every token after the first replaced by the padding token)"
+
+
+def reference_name(result) -> str:
+    """What a result's 'corrupted' figure is the metric of, in two or three words: "corrupted"
+    (the corrupted prompt), else what the run measured NDF's 0 on (the neutral prompt, or the
+    method's own: "signals knocked out"). Until 2026-12-06 the app and discover labelled it
+    "corrupted L(M(q'))" under "corrupted: (none given)"."""
+    if result.task.corrupted:
+        return "corrupted"
+    own = result.details.reference_name() if result.details is not None else None
+    return own or NEUTRAL_PROMPT
 
 
 DETAILS: dict[str, type[MethodDetails]] = {}

@@ -24,6 +24,7 @@ from ..core.text import (
     os_error_sentence,
     settings_text,
 )
+from ..details.base import NEUTRAL_PROMPT, reference_name
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError, identical_prompts_problem
 from ..methods import UnknownMethodError, get_method, method_traits, setting_flags
 from ..models import EMBEDDED_MODEL, ModelLoadError, check_model_name, load_model
@@ -310,7 +311,8 @@ def cmd_discover(args) -> int:
         print(f"position graph: {total} (edge, position) units; budgets count units")
         table = format_table(result.baseline, result.curve, total, kept="units", metric=result.task.metric)
     else:
-        table = format_table(result.baseline, result.curve, result.graph.n_edges, metric=result.task.metric)
+        said = reference_name(result)  # without a corrupted prompt: what NDF's 0 was measured on
+        table = format_table(result.baseline, result.curve, result.graph.n_edges, result.task.metric, said)
     print(table)
     if args.completeness and result.positions:
         print(
@@ -381,7 +383,8 @@ def cmd_evaluate(args) -> int:
         )
     for note in [*loaded.notes, *file_kind_notes(loaded.source)]:
         print(note)
-    print(format_table(baseline, curve, spec.n_edges, metric=task.metric))
+    reference = NEUTRAL_PROMPT if neutral and not task.corrupted else "corrupted"
+    print(format_table(baseline, curve, spec.n_edges, metric=task.metric, reference=reference))
     if len(curve) > 1:
         print(rows)
     outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, loaded.notes)

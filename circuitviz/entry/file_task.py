@@ -93,9 +93,10 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
             [f"metric {args.metric}"] if args.metric else []
         )
     neutral = not args.corrupted and not task.get("corrupted")
-    if neutral:
+    if neutral:  # discover measured an ACC++ file by knocking its signals out (file_kind_notes says so)
+        as_discover = "" if _knockout_file(_file_json(text)) else ", as discover measured it,"
         taken.append(
-            "no corrupted prompt (its method needs none): measured, as discover measured it, against the "
+            f"no corrupted prompt (its method needs none): measured{as_discover} against the "
             "neutral prompt, every token after the first replaced by the padding token"
         )
     if not taken:
@@ -104,6 +105,14 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
         f"Using the task {origin} was made on: {'; '.join(taken)}. (--prompt, --corrupted, --answer and "
         "--foil set your own.)"
     )
+
+
+def _knockout_file(source: dict) -> bool:
+    """Whether discover measured the file's curve by knocking signals out (ACC++ with no corrupted
+    prompt), not by patching."""
+    details = source.get("details")
+    faithfulness = details.get("faithfulness") if isinstance(details, dict) else None
+    return isinstance(faithfulness, dict) and faithfulness.get("kind") == "signal-knockout"
 
 
 def file_kind_notes(source: dict) -> list[str]:
@@ -117,6 +126,12 @@ def file_kind_notes(source: dict) -> list[str]:
             "The file's circuits are over token positions, (edge, position) units; evaluate measures each "
             "as the edges it uses, at every position, so these figures are not the NDF discover wrote "
             "(rerun discover --positions on this prompt for those)."
+        )
+    if _knockout_file(source):
+        notes.append(
+            "discover measured this file's curve by knocking the found signals outside each circuit out of "
+            "the heads' queries and keys (no corrupted prompt); evaluate patches every edge outside a circuit, "
+            "so these figures are not the NDF discover wrote."
         )
     details = source.get("details")
     if isinstance(details, dict) and details.get("kind") == "neurons":

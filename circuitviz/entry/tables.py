@@ -11,17 +11,20 @@ def format_table(
     baseline: Baseline,
     curve: list[CurvePoint],
     total_edges: int,
-    kept: str = "edges",
     metric: str | None = None,
+    reference: str = "corrupted",
+    kept: str = "edges",
 ) -> str:
     """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
     what a budget counts, edges or (edge, position) units). With the task's ``metric``, a line
     under it when the clean-corrupted difference is below what the task check asks for (a run with
     --no-task-check: NDF 0.406 and necessity 0.858 were printed over a difference of -0.009)."""
+    # NDF's 0: the corrupted prompt's metric, or what a run with none measured it on
+    reference_line = "corrupted metric L(M(q'))" if reference == "corrupted" else f"{reference} metric"
     complete = any(not math.isnan(point.completeness) for point in curve)  # measured when asked for
     lines = [
         f"clean metric L(M(q))      {baseline.clean:+.4f}",
-        f"corrupted metric L(M(q')) {baseline.corrupted:+.4f}",
+        f"{reference_line:<25} {baseline.corrupted:+.4f}",
         f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
         f"{'necessity':>9}" + (f" {'completeness':>12}" if complete else ""),
     ]

@@ -63,9 +63,9 @@ def _result_key(result) -> str:
 def _what_was_run(result) -> None:
     """What was run, as plain text (prompts are user text: never markdown or HTML)."""
     task = result.task
-    foils = ", ".join(repr(f) for f in task.foils)
+    foils = f" vs {', '.join(repr(f) for f in task.foils)}" if task.foils else f" ({task.metric})"
     st.text(
-        f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
+        f"prompt     {task.clean!r} -> answer {task.answer!r}{foils}\n"
         f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
         f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
     )

@@ -8,13 +8,14 @@ import math
 import statistics
 
 from ..core.text import counted, score_text, shown
+from ..details.base import NEUTRAL_PROMPT, NEUTRAL_PROMPT_WORDS, reference_name
 
 
 def metric_values(result, point) -> dict[str, str]:
     """The metrics row's values exactly as shown: {label: text}."""
     values = {
         "clean L(M(q))": f"{result.baseline.clean:+.3f}",
-        "corrupted L(M(q'))": f"{result.baseline.corrupted:+.3f}",
+        reference_label(result): f"{result.baseline.corrupted:+.3f}",
     }
     if point is not None:
         share = 100 * point.n_edges / result.graph.n_edges
@@ -28,6 +29,13 @@ def metric_values(result, point) -> dict[str, str]:
         if held:
             values["NDF held out"] = score_text(statistics.fmean(held))
     return values
+
+
+def reference_label(result) -> str:
+    """The label of the figure NDF's 0 is: the corrupted prompt's metric, or, for a task with none,
+    what the run measured it on (a key of ``METRIC_HELP``)."""
+    name = reference_name(result)
+    return "corrupted L(M(q'))" if name == "corrupted" else f"{name} L"
 
 
 def held_out_at(result, budget: int) -> list[tuple[str, float]]:
@@ -60,6 +68,9 @@ def held_out_caption(result, budget: int) -> str:
 METRIC_HELP = {
     "clean L(M(q))": "the metric of the clean prompt",
     "corrupted L(M(q'))": "the metric of the corrupted prompt",
+    f"{NEUTRAL_PROMPT} L": f"no corrupted prompt was given: the metric of {NEUTRAL_PROMPT_WORDS}, NDF's 0",
+    "signals knocked out L": "no corrupted prompt was given: the metric of the prompt with every signal ACC++ "
+    "found knocked out of the queries and keys, NDF's 0",
     "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
     "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
     "completeness": "a random half of the circuit removed from the circuit and from the whole model (8 halves): "

@@ -69,14 +69,14 @@ def task_caption(result, timings: bool = True) -> None:
     ``timings``: how long its phases took (left out for stored examples, whose timings are of the
     machine that built them, not of this page)."""
     task = result.task
-    foils = ", ".join(repr(f) for f in task.foils)
+    foils = f" vs {', '.join(repr(f) for f in task.foils)}" if task.foils else f" ({task.metric})"
     spent = (
         ", ".join(f"{timing_words(k)} {phase_seconds(v)}" for k, v in result.timings.items())
         if timings
         else ""
     )
     st.text(
-        f"prompt     {task.clean!r} -> answer {task.answer!r} vs {foils}\n"
+        f"prompt     {task.clean!r} -> answer {task.answer!r}{foils}\n"
         f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
         f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
         + (f"; {spent}" if spent else "")

@@ -1,0 +1,78 @@
+"""What a run with no corrupted prompt calls NDF's 0, and how it writes a task with no foil.
+
+ACC++ without a corrupted prompt measures its curve by knocking signals out, so its 'corrupted'
+figure is the metric with every found signal knocked out; Flow routes and CD-T measure against
+the neutral prompt. Until 2026-12-06 Explore labelled that figure "corrupted L(M(q'))" two lines
+under "corrupted  (none given)", discover printed "corrupted metric L(M(q'))", the task line read
+"-> answer ' Paris' vs " with nothing after "vs", and evaluate said an ACC++ file was measured
+"as discover measured it" while its figures were patching's, not the knockout's."""
+
+import json
+
+import pytest
+from explore_session import explore_session, run_it
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.entry import cli
+from circuitviz.measure.task_validity import CHECK_ENV
+
+pytestmark = pytest.mark.usefixtures("tiny_app")
+
+
+def test_explore_names_what_ndfs_zero_is_without_a_corrupted_prompt():
+    query = {"prompt": IOI_TASK.clean, "corrupted": "", "answer": " Mary", "foil": "", "metric": "logprob"}
+    at = run_it(explore_session({**query, "method": "acc++", "budgets": "5,10,20"}))
+    assert not at.exception
+    result = at.session_state["results"]["acc++"]
+    assert not result.task.corrupted and result.details.faithfulness["kind"] == "signal-knockout"
+    labels = [metric.label for metric in at.metric]
+    assert "signals knocked out L" in labels and "corrupted L(M(q'))" not in labels
+    shown = next(m for m in at.metric if m.label == "signals knocked out L")
+    assert shown.value == f"{result.baseline.corrupted:+.3f}"
+    line = next(text.value for text in at.text if text.value.startswith("prompt "))
+    assert line.splitlines()[0].endswith("-> answer ' Mary' (logprob)"), line
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setenv(CHECK_ENV, "off")
+    return model
+
+
+def test_discover_and_evaluate_name_what_ndfs_zero_is(tmp_path, capsys, tiny):
+    out = tmp_path / "acc.json"
+    argv = [
+        "discover",
+        "--prompt",
+        IOI_TASK.clean,
+        "--answer",
+        " Mary",
+        "--method",
+        "acc++",
+        "--budgets",
+        "5,20",
+    ]
+    assert cli.main([*argv, "--transfer-paraphrases", "0", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    baseline = json.loads(out.read_text())["corrupted_metric"]
+    assert (
+        f"signals knocked out metric {baseline:+.4f}" in printed
+        and "L(M(q'))" not in printed.split("budget")[0]
+    )
+    assert cli.main(["evaluate", "--circuit", str(out), "--model", "tiny-gpt2"]) == 0
+    said = "".join(capsys.readouterr())  # the task taken from the file is said on stderr
+    assert "as discover measured it" not in said
+    assert "so these figures are not the NDF discover wrote" in said
+    assert "neutral prompt metric" in said
+
+
+def test_flow_routes_reads_the_neutral_prompt(tmp_path, capsys, tiny):
+    out = tmp_path / "fr.json"
+    argv = ["discover", "--prompt", IOI_TASK.clean, "--answer", " Mary", "--method", "flow-routes"]
+    assert cli.main([*argv, "--budgets", "5,20", "--transfer-paraphrases", "0", "--out", str(out)]) == 0
+    assert "neutral prompt metric" in capsys.readouterr().out
+    assert cli.main(["evaluate", "--circuit", str(out), "--model", "tiny-gpt2"]) == 0
+    said = "".join(capsys.readouterr())  # the task taken from the file is said on stderr
+    assert "as discover measured it" in said and "not the NDF discover wrote" not in said
