@@ -49,7 +49,7 @@ if choice == runs.RUN:
     if job is None and newest is not None:
         runs.last_run_note(newest, opened=False)
     runs.empty_runs(shown=newest if job is None else None)  # the others with no row: each deletable
-    batch_form.form(session.model or EMBEDDED_MODEL)
+    batch_form.form(session.model or EMBEDDED_MODEL, session.device or "auto")
     st.stop()
 if choice == FOLDER:
     typed = st.text_input("batch folder", key="dataset.folder", placeholder="e.g. runs/ioi-500")

@@ -109,3 +109,48 @@ def test_the_strict_box_refuses_a_file_with_a_bad_line_in_one_sentence(page):
         "the file; fix it, or untick the box to run the other 2 tasks."
     )
     assert batch_form._strict_problem(parse_dataset(good, "jsonl", origin="p.jsonl"), "p.jsonl") is None
+
+
+def test_the_batch_runs_on_the_sidebars_device(page):
+    """The sidebar's device reached Explore's runs but not a page batch: a user who chose the CPU
+    on a GPU server had the batch take the GPU (the command's own default)."""
+    at = page
+    assert not [c for c in at.caption if "(the sidebar's model and device)" in c.value]
+    at.selectbox(key="w.device").set_value("cpu").run()  # the sidebar's device box
+    said = [c.value.replace("\\", "") for c in at.caption]
+    assert any("on gemma-3-270m on cpu (the sidebar's model and device)" in c for c in said), said
+    at.multiselect(key=FORM + "methods").set_value(["eap"])
+    at.number_input(key=FORM + "n").set_value(1)
+    at.text_input(key=FORM + "budgets").set_value("3,8")
+    at.button(key=FORM + "go").click().run()
+    assert not at.exception, at.exception
+    job = jobs.running_job() or jobs.jobs()[0]
+    assert job.argv[job.argv.index("--device") + 1] == "cpu"
+    assert jobs.wait(job.folder, 300).state == "finished"
+
+
+def test_a_row_of_boxes_keeps_its_boxes_in_line_when_a_label_wraps(page):
+    """At 1,000 px 'questions per subject' and 'strongest edges kept per prompt' wrap to two lines,
+    and their boxes sat a line lower than their neighbours' (Chromium); each such row aligns its
+    boxes at the bottom, and the settings' expander title fits one line there (about 85 characters)."""
+    at = page
+    at.segmented_control(key=FORM + "source").set_value(batch_runner.MMLU).run()
+    assert not at.exception, at.exception
+
+    def alignment(column) -> str:
+        field = column.proto.DESCRIPTOR.fields_by_name["vertical_alignment"]
+        return field.enum_type.values_by_number[column.proto.vertical_alignment].name
+
+    rows = {
+        "questions per subject", "strongest edges kept per prompt", "prompts sharing a pass",
+        "skip the validity check",
+    }  # fmt: skip
+    found = {
+        child.label: alignment(column)
+        for column in at.columns
+        for child in column.children.values()
+        if getattr(child, "label", None) in rows
+    }
+    assert found == dict.fromkeys(rows, "BOTTOM")
+    (settings,) = [e for e in at.expander if e.label.startswith("more settings")]
+    assert len(settings.label) <= 85

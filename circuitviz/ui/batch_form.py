@@ -133,7 +133,7 @@ def _mmlu_fields(most: int) -> tuple[list[str] | None, int, int, str | None]:
     except MMLUError as error:  # the wheel that holds the questions is not installed
         st.info(markdown_sentence(str(error)))
         return None, 1, 0, str(error)
-    left, middle, right = st.columns([4, 2, 2])
+    left, middle, right = st.columns([4, 3, 2], vertical_alignment="bottom")
     subjects = left.multiselect(
         "MMLU subjects", [ALL_SUBJECTS, *known], key=FORM + "subjects", placeholder="choose subjects",
         format_func=lambda s: f"all {len(known)} subjects" if s == ALL_SUBJECTS else s,
@@ -149,17 +149,17 @@ def _mmlu_fields(most: int) -> tuple[list[str] | None, int, int, str | None]:
     st.caption(
         "Each question becomes a task on the model: its prompt in one fixed format, the letter the model "
         "prefers as the answer, the other three as foils, the options' letters renamed E-H as the "
-        "corruption; a question whose corruption moves the answer by less than 1 logit is left out and "
-        "another drawn (docs/mmlu.md)."
+        "corruption; a question whose corruption lowers the answer's logit difference by less than 1 is "
+        "left out and another drawn (docs/mmlu.md)."
     )
     chosen = list(known) if ALL_SUBJECTS in subjects else list(subjects)
     return chosen, int(n), int(seed), None
 
 
-def form(model_id: str) -> None:
+def form(model_id: str, device: str = "auto") -> None:
     """The run form: a family to generate (how many prompts, seed), MMLU questions (subjects, how
     many of each, seed) or an uploaded file, methods, budgets, threads, further settings; Run starts
-    the batch (one sentence when it cannot)."""
+    the batch on the sidebar's model and device (one sentence when it cannot)."""
     from ..batch import jobs
     from ..batch.generate import GENERATED_FAMILIES
     from ..methods import available_methods, default_method
@@ -168,8 +168,13 @@ def form(model_id: str) -> None:
     most = SHARED_MAX_PROMPTS if capped else MAX_PROMPTS
     st.caption(
         markdown_sentence(
-            f"The batch runs `python -m circuitviz batch` on {model_id} (the sidebar's model) in the "
-            "background, into a folder of its own under the app's cache: the figures are the command's."
+            "The batch runs `python -m circuitviz batch` on "
+            + (
+                f"{model_id} (the sidebar's model)"
+                if device == "auto"
+                else f"{model_id} on {device} (the sidebar's model and device)"
+            )
+            + " in the background, into a folder of its own under the app's cache: the figures are the command's."
         )
     )
     if capped:
@@ -302,7 +307,12 @@ def form(model_id: str) -> None:
             dataset=dataset,
             subjects=subjects if source == MMLU else None,
             model=model_id,
-            more=[*(["--strict"] if strict else []), *extra],
+            # the sidebar's device, as Explore's runs take it (auto: the command's own choice)
+            more=[
+                *(["--device", device] if device != "auto" else []),
+                *(["--strict"] if strict else []),
+                *extra,
+            ],
         )
         jobs.start(folder, argv, title=title, threads=int(threads))
     except (jobs.JobError, OSError) as error:

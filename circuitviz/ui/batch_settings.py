@@ -22,8 +22,8 @@ CONSENSUS = 0.5  # the command's default share
 MAX_TOKENS = 256  # the command's --max-tokens (core.tasks.DEFAULT_MAX_TOKENS)
 BATCH_TASKS = 16  # the command's --batch-tasks (batch.runner.DEFAULT_BATCH_TASKS)
 COMMAND_ONLY = (
-    "The command alone runs on Ray workers, another device or dtype, or into another result store: "
-    "`python -m circuitviz batch --executor ray --workers 4 --device cuda --store DIR ...` "
+    "The command alone runs on Ray workers, in another dtype, or into another result store: "
+    "`python -m circuitviz batch --executor ray --workers 4 --dtype bfloat16 --store DIR ...` "
     "(docs/datasets.md)."
 )
 
@@ -73,10 +73,8 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
     tenth = f"{max(1, n_edges // 10):,} (10 %)" if n_edges else "10 % of the edges"
     found = BatchSettings()
     most_tokens = token_limit()
-    with st.expander(
-        "more settings: what the table keeps, the consensus, prompt length, each method's settings"
-    ):
-        left, middle, right = st.columns([4, 3, 3])
+    with st.expander("more settings: what the table keeps, the consensus, prompt length, method settings"):
+        left, middle, right = st.columns([4, 3, 3], vertical_alignment="bottom")
         found.keep_edges = left.number_input(
             "keep circuits up to (edges)", 1, MAX_EDGES, None, key=KEY + "keep",
             placeholder=tenth,
