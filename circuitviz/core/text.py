@@ -322,6 +322,22 @@ def invisible_sentence(text: str, what: str = "The prompt") -> str | None:
     )
 
 
+def invisible_kinds(text: str) -> str:
+    """The kinds of ``text``'s invisible characters by code point and name ('U+202E RIGHT-TO-LEFT
+    OVERRIDE'), the first three, or "" when it has none."""
+    found = invisible_characters(text)
+    return _kinds(found) if found else ""
+
+
+def invisible_as_codes(text: str) -> str:
+    """``text`` with each of its invisible characters (``invisible_characters``) written as its code,
+    as Python writes it ('\\u202e', '\\x1b'): for a name the app draws as a label (a group's), where
+    a right-to-left override would show the rest of it reversed and a zero-width space nothing."""
+    text = str(text)
+    found = {index for index, _ in invisible_characters(text)}
+    return "".join(repr(char)[1:-1] if index in found else char for index, char in enumerate(text))
+
+
 def _kinds(found: list[tuple[int, str]]) -> str:
     """The kinds of invisible characters found, by code point and name (the first three)."""
     named = [f"U+{ord(char):04X} {unicodedata.name(char, 'CONTROL CHARACTER')}" for _, char in found]

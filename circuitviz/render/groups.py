@@ -16,7 +16,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from ..core.text import counted
+from ..core.text import counted, invisible_as_codes, invisible_characters, invisible_kinds
 from .vis import VisGraph, escape
 
 MAX_GROUPS = 50
@@ -61,6 +61,15 @@ def check_groups(
         if len(" ".join(name.split())) > MAX_NAME:
             problems.append(f"a group name cut to its first {MAX_NAME} characters")
         name = " ".join(name.split())[:MAX_NAME]
+        hidden = invisible_characters(name)
+        if hidden:  # U+202E drew 'evil' reversed as 'live' on the canvas, in the card and the hover
+            kinds, name = invisible_kinds(name), invisible_as_codes(name)
+            one = len(hidden) == 1
+            problems.append(
+                f"group '{name}' held {counted(len(hidden), 'invisible character')} ({kinds}), which "
+                f"{'draws' if one else 'draw'} a name reordered or not at all: "
+                f"{'it is written as its code' if one else 'they are written as their codes'}"
+            )
         kept = [m for m in dict.fromkeys(str(m) for m in members[:2000]) if m in known and m not in taken]
         unknown = [m for m in dict.fromkeys(str(m) for m in members[:2000]) if m not in known]
         absent = f"{counted(len(unknown), 'node')} this circuit does not have"

@@ -141,7 +141,7 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
         ui_state.set_widget_value(name, state)
         ui_state.set_widget_value(f"{name}.problems", problems + more)
     for sentence in ui_state.widget_value(f"{name}.problems") or []:
-        st.info(sentence)
+        st.info(markdown_text(sentence))  # quotes the link's names: a group's markdown was a live link
     ui_state.forget_widget_value(f"{name}.problems")
     return ui_state.widget_value(name)
 
