@@ -84,7 +84,7 @@ def test_a_dip_in_the_positions_curve_is_said_with_its_units():
     """The positions view drew its curve falling from NDF 0.55 at budget 20 to 0.37 at 50 (the Louvre,
     EAP-IG) and said nothing, where Explore's edge view says where and why."""
     from circuitviz.core.curves import CurvePoint
-    from circuitviz.ui.position_view import dip_note
+    from circuitviz.render.curve_notes import dip_note_of_units as dip_note
 
     curve = [
         CurvePoint(20, 20, 0, 0.55, 0.55),

@@ -37,7 +37,7 @@ def format_table(
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
             + (f" {completeness:>12}" if complete else "")
         )
-    lines.append("necessity: 1 - removing only the circuit's edges removes the clean-corrupted difference")
+    lines.append(f"necessity: 1 - removing only the circuit's {kept} removes the clean-corrupted difference")
     if complete:
         lines.append(
             "completeness: 1 - how differently the circuit and the whole model respond when a random half "

@@ -62,7 +62,9 @@ def readable_position_budget(
         if faithful
         else "no budget of this run reaches it; add larger budgets"
     )
-    readable = [p for p in points if sizes[p.budget] <= max_nodes]
+    # an empty circuit (the top units hold no path to the answer) is not a view: the IOI prompt's EAP
+    # over positions opened at budget 20, '0 nodes, NDF 0.00', and discover wrote its files empty
+    readable = [p for p in points if 0 < sizes[p.budget] <= max_nodes]
     if readable:
         point = max(readable, key=lambda p: (p.ndf, -p.budget))
         return ReadableBudget(
@@ -73,13 +75,21 @@ def readable_position_budget(
             f"({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): none that small reaches NDF {threshold}; "
             f"{where}.",
         )
-    point = points[0]
+    drawn = [p for p in points if sizes[p.budget] > 0]
+    point = drawn[0] if drawn else points[0]
+    empty = [p.budget for p in points if sizes[p.budget] == 0 and p.budget < point.budget]
+    why = (
+        f"the budgets up to {empty[-1]:,} keep no unit (their top units hold no path from a token to the answer) "
+        f"and every other circuit of it has more than {max_nodes} nodes"
+        if empty
+        else f"every circuit of it has more than {max_nodes} nodes; add smaller budgets"
+    )
+    first = "the smallest budget of this run" if not empty else "the smallest budget whose circuit has units"
     return ReadableBudget(
         point.budget,
         sizes[point.budget],
         point.ndf,
-        f"Opened at {point.budget:,} units, the smallest budget of this run ({sizes[point.budget]} nodes, "
-        f"NDF {point.ndf:.2f}): every circuit of it has more than {max_nodes} nodes; add smaller budgets.",
+        f"Opened at {point.budget:,} units, {first} ({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): {why}.",
     )
 
 

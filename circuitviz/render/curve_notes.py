@@ -15,7 +15,9 @@ from ..methods.registry import method_traits
 
 def curve_notes(result) -> list[str]:
     """Sentences on what the curve shows that a reader would not expect: a dip as the budget
-    grows, circuits that patching cannot make faithful, where the view opened."""
+    grows, circuits that patching cannot make faithful, where the view opened. A circuit over token
+    positions counts (edge, position) units, and its sentences say so (discover printed the empty
+    budgets twice, once in units and once in edges, and its dip in edges)."""
     notes = []
     if result.curve and max(point.ndf for point in result.curve) < 0.05:
         expected = method_traits(result.method).flat_curve_note
@@ -26,9 +28,13 @@ def curve_notes(result) -> list[str]:
                 "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "
                 "this prompt; try more budgets, another method, or a corrupted prompt that changes less."
             )
-    empty = empty_budgets_note(result.curve)
+    units = getattr(result, "positions", False)  # (edge, position) units, not edges
+    empty = empty_budgets_note(result.curve, kept="units" if units else "edges")
     if empty and max(point.ndf for point in result.curve) >= 0.05:  # else the flat-curve note says it
         notes.append(empty)
+    if units:
+        dip = dip_note_of_units(result.curve)
+        return [*notes, dip] if dip else notes
     traits = method_traits(result.method)
     graph = getattr(result, "graph", None)
     total = graph.n_edges if graph is not None else None
@@ -109,4 +115,24 @@ def _against_sentence(result) -> str:
         f"{'edge works' if against == 1 else 'edges work'} against the answer ({what}: corrupting one "
         "would raise the metric; solid in the graph), so a larger circuit can take in edges that "
         "cancel others"
+    )
+
+
+def dip_note_of_units(curve) -> str | None:
+    """Where NDF falls as the unit budget grows, and why it can (Explore's edge view says it too;
+    the positions view said nothing of the Louvre's NDF 0.55 at budget 20 falling to 0.37 at 50)."""
+    dips = render.curve_dips(curve)
+    if not dips:
+        return None
+    low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
+    kept = {int(point.budget): int(point.n_edges) for point in curve}
+
+    def units(budget: int) -> str:
+        return f"{kept[budget]:,} units" + ("" if kept[budget] == budget else f" (budget {budget:,})")
+
+    return (
+        f"The curve is not monotone: at {units(high)} NDF is {high_ndf:.2f}, below {low_ndf:.2f} at "
+        f"{units(low)}. A budget keeps the units of largest |score| whatever their sign, so a larger one "
+        "can take in units that work against the answer; pruning the units on no input-to-logits path "
+        "also changes which units a budget keeps."
     )

@@ -19,6 +19,7 @@ from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, to_neur
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
+from ..render.curve_notes import dip_note_of_units
 from ..render.explain import explain_position_circuit
 from . import state
 from .caveats import caveats
@@ -82,29 +83,9 @@ def _curve(result, budget: int, total: int, key: str, point) -> None:
         if trace.hovertemplate:
             trace.hovertemplate = trace.hovertemplate.replace(" edges<br>", " units<br>")
     st.plotly_chart(figure, key=key, config={"displaylogo": False, "scrollZoom": False})
-    note = dip_note(result.curve)
+    note = dip_note_of_units(result.curve)
     if note:
         st.caption(note)
-
-
-def dip_note(curve) -> str | None:
-    """Where NDF falls as the unit budget grows, and why it can (Explore's edge view says it too;
-    the positions view said nothing of the Louvre's NDF 0.55 at budget 20 falling to 0.37 at 50)."""
-    dips = render.curve_dips(curve)
-    if not dips:
-        return None
-    low, low_ndf, high, high_ndf = max(dips, key=lambda dip: dip[1] - dip[3])
-    kept = {int(point.budget): int(point.n_edges) for point in curve}
-
-    def units(budget: int) -> str:
-        return f"{kept[budget]:,} units" + ("" if kept[budget] == budget else f" (budget {budget:,})")
-
-    return (
-        f"The curve is not monotone: at {units(high)} NDF is {high_ndf:.2f}, below {low_ndf:.2f} at "
-        f"{units(low)}. A budget keeps the units of largest |score| whatever their sign, so a larger one "
-        "can take in units that work against the answer; pruning the units on no input-to-logits path "
-        "also changes which units a budget keeps."
-    )
 
 
 def position_result_view(result, labels=None, key: str = "result", budget_key: str = "budget") -> int:

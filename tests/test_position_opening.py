@@ -1,0 +1,63 @@
+"""Where a circuit over token positions opens, and what discover says under its table of units."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from circuitviz.core.curves import CurvePoint
+from circuitviz.positions import present
+
+
+def _result(monkeypatch, rows):
+    """A result whose curve is ``rows`` of (budget, units kept, NDF, drawn nodes)."""
+    curve = [CurvePoint(budget=b, n_edges=n, metric=0.0, nfs=ndf, ndf=ndf) for b, n, ndf, _ in rows]
+    monkeypatch.setattr(present, "nodes_at_budgets", lambda result: {b: nodes for b, _, _, nodes in rows})
+    return SimpleNamespace(curve=curve)
+
+
+def test_an_empty_circuit_is_not_where_the_view_opens(monkeypatch):
+    """The IOI prompt's EAP over positions (Gemma-3-270M, budgets 20 to 1,000) opened at budget 20,
+    'the most faithful circuit of at most 40 nodes (0 nodes, NDF 0.00)', a blank drawing over 'no
+    path from a token to the answer', and discover --html --neuronpedia wrote both files empty;
+    budget 50's 20 units were as faithful (NDF 0) and drawn."""
+    rows = [
+        (20, 0, 0.0, 0),
+        (50, 20, 0.0, 14),
+        (100, 66, 0.0, 30),
+        (200, 157, 0.805, 46),
+        (500, 407, 0.9, 90),
+    ]
+    chosen = present.readable_position_budget(_result(monkeypatch, rows))
+    assert chosen.budget == 50 and chosen.n_nodes == 14
+    assert chosen.reason.startswith(
+        "Opened at 50 units, the most faithful circuit of at most 40 nodes (14 nodes"
+    )
+
+
+def test_when_every_small_circuit_is_empty_it_opens_at_the_first_drawn_one(monkeypatch):
+    rows = [(20, 0, 0.0, 0), (50, 0, 0.0, 0), (100, 66, 0.3, 45), (200, 157, 0.805, 60)]
+    chosen = present.readable_position_budget(_result(monkeypatch, rows))
+    assert chosen.budget == 100
+    assert "the budgets up to 50 keep no unit" in chosen.reason and "(45 nodes, NDF 0.30)" in chosen.reason
+
+
+def test_discovers_notes_under_a_table_of_units_count_units_once():
+    """Under discover --positions' table the empty budgets were said twice, 'top-ranked units' then
+    'top-ranked edges', and the dip read 'at 901 edges (budget 1,000)' of a table counting units."""
+    from circuitviz.render.curve_notes import curve_notes
+
+    rows = [(20, 0, 0.0), (50, 20, 0.0), (200, 157, 0.805), (500, 407, 0.901), (1000, 901, 0.642)]
+    curve = [CurvePoint(budget=b, n_edges=n, metric=0.0, nfs=ndf, ndf=ndf) for b, n, ndf in rows]
+    notes = curve_notes(SimpleNamespace(positions=True, curve=curve, method="eap"))
+    assert len(notes) == 2 and not any(" edges" in note for note in notes), notes
+    assert notes[0].startswith("At budget 20 the method's top-ranked units hold no path")
+    assert notes[1].startswith("The curve is not monotone: at 901 units (budget 1,000) NDF is 0.64")
+
+
+def test_the_table_of_units_says_necessity_of_units():
+    from circuitviz.core.curves import Baseline
+    from circuitviz.entry.tables import format_table
+
+    curve = [CurvePoint(budget=50, n_edges=20, metric=1.0, nfs=0.5, ndf=0.5)]
+    table = format_table(Baseline(2.0, 0.0), curve, 1000, kept="units")
+    assert "removing only the circuit's units removes" in table and "circuit's edges" not in table
