@@ -76,6 +76,18 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> st
 
 
 # ----- the form --------------------------------------------------------------------------------
+def no_upload_sentence(capped: bool) -> str:
+    """Run pressed with no file of prompts read. The box refuses a file of another type or over its
+    size in its own words, and the page never sees it: "Upload a JSONL or CSV file of prompts first"
+    stood under the box's "text/plain files are not allowed" beside the file the user had uploaded."""
+    size = f", at most {SHARED_MAX_UPLOAD_MB} MB" if capped else ""
+    kinds = ", ".join(f".{kind}" for kind in UPLOAD_TYPES)
+    return (
+        f"No file of prompts was read: the box above holds none it accepts ({kinds}{size}); "
+        "upload one, or generate a family's."
+    )
+
+
 def _upload_tasks(upload) -> tuple[object | None, str | None]:
     """(the parsed dataset, None) of an uploaded file, or (None, one sentence why it cannot run)."""
     from ..batch.dataset import DatasetError, parse_dataset
@@ -251,8 +263,8 @@ def form(model_id: str, device: str = "auto") -> None:
     problem, loaded = None, None
     if not methods:
         problem = "Choose at least one method to run (the box above)."
-    elif source == UPLOAD and upload is None:
-        problem = "Upload a JSONL or CSV file of prompts first, or generate a family's."
+    elif source == UPLOAD and upload is None:  # none, or one the box refused (it never reaches here)
+        problem = no_upload_sentence(capped)
     elif source == UPLOAD:
         loaded, problem = _upload_tasks(upload)
         if not problem and strict:
