@@ -55,6 +55,11 @@ def test_an_mmlu_batch_with_the_further_options_runs_from_the_form(page):
     manifest = json.loads((job.folder / "manifest.json").read_text())
     assert manifest["max_tokens"] == 200 and manifest["batch_tasks"] == 2
     assert manifest["dataset"]["selection"]["per_subject"]["astronomy"]["kept"] == 1
+    # the line the page shows while it draws, in the number it takes ('1 valid questions of each of
+    # 1 MMLU subjects' before)
+    log = jobs.log_lines(job.folder)
+    assert "drawing 1 valid MMLU question of astronomy on the model (seed 3) ..." in log
+    assert "generated 1 mmlu task (seed 3)" in log
 
 
 def test_mmlu_without_a_subject_or_over_the_shared_cap_is_one_sentence(page, monkeypatch):

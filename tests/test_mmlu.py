@@ -386,5 +386,6 @@ def test_cli_batch_on_mmlu_runs_and_reports_the_selection(tmp_path, capsys, monk
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["dataset"]["selection"]["per_subject"]["astronomy"]["kept"] == 2
     err = capsys.readouterr().err
-    assert "drawing 2 valid questions of each of 1 MMLU subjects" in err
+    assert "drawing 2 valid MMLU questions of astronomy on the model (seed 0)" in err
+    assert "generated 2 mmlu tasks (seed 0)" in err
     assert "  astronomy: kept 2 of 2 tried (100%)" in err

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
-from ..core.text import given, shown
+from ..core.text import counted, given, shown
 from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
 from ..entry.request import Request, budget_tuple
 from ..methods import method_traits
@@ -178,16 +178,19 @@ class _Run:
             self.tasks = list(request.tasks)
         elif request.generate is not None:
             family, n, seed = request.generate
-            what = (
-                f"{n} valid questions of each of {len(request.subjects)} MMLU subjects"
-                if family == "mmlu"
-                else ""
-            )
-            self.say(f"drawing {what or f'{n} {family} tasks'} on the model (seed {seed}) ...")
+            # in the number each takes: the Dataset page shows this line while it draws ('drawing 1
+            # valid questions of each of 1 MMLU subjects')
+            subjects = list(request.subjects)
+            what = counted(int(n), f"{family} task")
+            if family == "mmlu":
+                what = counted(int(n), "valid MMLU question") + (
+                    f" of {subjects[0]}" if len(subjects) == 1 else f" of each of {len(subjects)} subjects"
+                )
+            self.say(f"drawing {what} on the model (seed {seed}) ...")
             found = executor.generate(family, int(n), int(seed), request.max_tokens, tuple(request.subjects))
             self.tasks, self.selection = list(found.tasks), dict(found.summary)
             request.problems = list(request.problems) + list(found.problems)
-            self.say(f"generated {len(self.tasks)} {family} tasks (seed {seed})")
+            self.say(f"generated {counted(len(self.tasks), f'{family} task')} (seed {seed})")
             for line in selection_lines(self.selection):
                 self.say(line)
             for problem in found.problems:
