@@ -48,7 +48,7 @@ with st.container(key="controls-run"):
 def show_result(result, labels) -> None:
     """The result view; a slider move reruns only this part of the page."""
     result_view.result_view(result, labels=labels, key="explore", model=model)
-    state.write_to_url(["budget"])
+    state.write_to_url(["budget", state.Session.units.key])  # the edge or the unit budget shown
 
 
 if shown.result is not None:

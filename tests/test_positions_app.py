@@ -97,3 +97,31 @@ def test_a_dip_in_the_positions_curve_is_said_with_its_units():
     )
     assert "edges" not in note
     assert dip_note(curve[::2]) is None  # rising: nothing to say
+
+
+def test_a_link_keeps_the_unit_budget_it_was_shared_at():
+    """The unit slider was not in the URL: a view shared at 400 units opened at the readable budget
+    (the link's 'budget' is the edge view's), so a colleague saw another circuit."""
+    from circuitviz.positions.present import readable_position_budget
+
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100,400", "settings": '{"positions": true}'})
+
+    def opened(link: dict) -> AppTest:
+        at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+        for name, value in link.items():
+            at.query_params[name] = value
+        at.run()
+        next(button for button in at.button if button.label == "Run").click()
+        return at.run()
+
+    at = opened(query)
+    assert not at.exception, at.exception
+    readable = readable_position_budget(at.session_state["results"]["eap"]).budget
+    assert at.select_slider(key="budget.units").value == readable
+    other = next(b for b in (400, 100, 40, 10) if b != readable)
+    at.select_slider(key="budget.units").set_value(other).run()
+    assert at.query_params["units"] == str(other)  # the URL names the unit budget shown
+    shared = opened({**query, "units": str(other)})
+    assert not shared.exception, shared.exception
+    assert shared.select_slider(key="budget.units").value == other

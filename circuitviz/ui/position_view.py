@@ -42,10 +42,15 @@ def position_budget(result, key: str) -> tuple[int, str]:
     keeps its own budget beside the pages' edge budget."""
     options = sorted(result.budgets)
     chosen = readable_position_budget(result)
-    slider_key = f"{key}.units"
+    slider_key = f"{key}.units"  # Session.units for the page's own view: in the URL as 'units'
     if state.widget_value(f"{slider_key}.result") != _result_key(result):
+        # a session's first result keeps the unit budget its link named (a shared view opened at the
+        # readable budget whatever budget it was shared at); every later result opens readable
+        linked = (
+            state.widget_value(slider_key) if state.widget_value(f"{slider_key}.result") is None else None
+        )
         state.set_widget_value(f"{slider_key}.result", _result_key(result))
-        state.set_widget_value(slider_key, chosen.budget)
+        state.set_widget_value(slider_key, linked if linked in options else chosen.budget)
     label = (  # a budget asks for units; fewer are kept after pruning (the 'units kept' card)
         "unit budget: the (edge, position) units of largest |score|, before pruning (moving it redraws "
         "the graph; no new run)"

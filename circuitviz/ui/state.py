@@ -108,6 +108,7 @@ class Session:
     # Compare slider, every result of that model), LINK for a link's budget, None: an opening view
     budget_chosen = Field("budget.chosen")
     budget_link = Field("budget.link")  # the budget a link named, said where a slider lacks it
+    units = Field("budget.units", url="units", kind=INTEGER)  # the position view's unit budget slider
     budgets = Field("budgets", url="budgets")
     settings = Field("settings", url="settings", kind=SETTINGS)
     compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
