@@ -437,3 +437,20 @@ def test_a_batch_without_a_consensus_ndf_says_why(batch_folder, keep):
         assert any("of the one prompt's circuit at budget" in m.value for m in at.markdown)
     else:
         assert any(c.startswith("The batch measured no consensus circuit's NDF") for c in captions)
+
+
+def test_the_atlas_curve_spans_0_to_1_at_least():
+    """A curve near 0 (one MMLU question with EAP on Gemma-3-270M: mean NDF 5e-7 at 20 edges, 0 at
+    100) filled the chart's height, ticked '0, 100n, ... 500n' as if it rose to something; the axis
+    spans 0 to 1 at least (as Explore's curve), and further where a figure lies outside."""
+    from circuitviz.render.atlas import band_figure
+
+    near = [{"budget": b, "mean": m, "low": m, "high": m, "n": 1} for b, m in ((20, 5e-7), (100, 0.0))]
+    low, high = band_figure({"eap": near}).layout.yaxis.range
+    assert low < 0 < 1 < high < 1.1
+    over = [
+        {"budget": 10, "mean": 1.3, "low": 1.1, "high": 1.5, "n": 3},
+        {"budget": 100, "mean": -0.2, "low": -0.4, "high": 0.0, "n": 3},
+    ]
+    low, high = band_figure({"eap": over}).layout.yaxis.range
+    assert low < -0.4 and high > 1.5

@@ -108,11 +108,17 @@ def band_figure(
     if current_budget is not None:
         figure.add_vline(x=max(int(current_budget), 1), line={"color": "#555", "dash": "dot", "width": 1.5})
     budgets = [max(b["budget"], 1) for bands in series.values() for b in bands]
+    # the axis spans 0 to 1 at least, as Explore's curve does: left to itself it zoomed onto the
+    # figures, and a curve near 0 (an MMLU question's mean NDF of 5e-7) was ticked '0, 100n, 500n'
+    # over the full height, as if it rose to something
+    drawn = [value for trace in figure.data for value in (trace.y or ()) if not math.isnan(value)]
+    low, high = min([0.0, *drawn]), max([1.0, *drawn])
+    pad = 0.04 * (high - low)
     figure.update_layout(
         height=height,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"type": "log", "title": "edge budget (log scale)", **log_ticks(budgets)},  # 10, 100, 1k
-        yaxis={"title": f"mean {name} over the prompts"},
+        yaxis={"title": f"mean {name} over the prompts", "range": [low - pad, high + pad]},
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
