@@ -159,3 +159,25 @@ def test_a_row_of_boxes_keeps_its_boxes_in_line_when_a_label_wraps(page):
     assert found == dict.fromkeys(rows, "BOTTOM")
     (settings,) = [e for e in at.expander if e.label.startswith("more settings")]
     assert len(settings.label) <= 85
+
+
+def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number(tmp_path, monkeypatch):
+    """The cost read 'about 3.9 s a prompt for eap; so 1 prompts' circuits take about 4 s' after
+    one MMLU batch: in the wrong number, and silent that its 46-token question is no IOI prompt's 16."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    folder = jobs.runs_dir() / "2026-12-06-110754-mmlu-1-eap"
+    folder.mkdir(parents=True)
+    (folder / jobs.JOB).write_text('{"pid": null, "title": "1 MMLU question of astronomy × eap"}')
+    (folder / jobs.EXIT).write_text('{"returncode": 0, "ended": 1.0}')
+    (folder / "manifest.json").write_text('{"model": {"model_id": "gemma-3-270m"}}')
+    rows = {"method": ["eap"], "status": ["done"], "seconds": [3.93], "n_tokens": [46]}
+    pq.write_table(pa.table(rows), folder / "results.parquet")
+    said = batch_form.measured_cost("gemma-3-270m", ["eap"], 1)
+    assert said.startswith(
+        "Measured on earlier batches here: about 3.9 s a 46-token prompt for eap; so 1 prompt's circuits "
+        "take about 4 s, and the consensus step more."
+    ), said
+    assert "so 3 prompts' circuits take about 12 s" in batch_form.measured_cost("gemma-3-270m", ["eap"], 3)

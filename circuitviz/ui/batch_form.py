@@ -30,7 +30,8 @@ from .batch_runner import (
 # ----- what a batch costs ---------------------------------------------------------------------
 def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> str:
     """What earlier runs here measured, in one sentence: seconds a prompt of each chosen method
-    (the table's own ``seconds``, the newest run that ran it), what ``n`` prompts of them all come
+    (the table's own ``seconds``, the newest run that ran it) and how long those prompts were (an
+    MMLU question's 46 tokens cost several IOI prompts' 16), what ``n`` prompts of them all come
     to, and how long the model took to load."""
     import pyarrow.parquet as pq
 
@@ -38,11 +39,14 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> st
     from ..entry.calibration import last_load
 
     per_prompt: dict[str, float] = {}
+    tokens: dict[str, float] = {}  # the mean length of the prompts each figure was measured on
     for job in jobs.jobs():
         if job.running or not (job.folder / "results.parquet").exists():
             continue
         try:
-            table = pq.read_table(job.folder / "results.parquet", columns=["method", "status", "seconds"])
+            table = pq.read_table(
+                job.folder / "results.parquet", columns=["method", "status", "seconds", "n_tokens"]
+            )
             ran_on = jobs._read(job.folder / "manifest.json").get("model", {}).get("model_id")
         except (OSError, ValueError):
             continue
@@ -55,15 +59,20 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> st
             ]
             if seconds and name not in per_prompt:
                 per_prompt[name] = sum(seconds) / len(seconds)
+                lengths = [r["n_tokens"] for r in rows if r["method"] == name and r["status"] == "done"]
+                tokens[name] = sum(lengths) / len(lengths)
     load = last_load(model_id)
-    parts = [f"about {per_prompt[name]:.1f} s a prompt for {name}" for name in methods if name in per_prompt]
+    parts = [
+        f"about {per_prompt[name]:.1f} s a {tokens[name]:.0f}-token prompt for {name}"
+        for name in methods
+        if name in per_prompt
+    ]
     unmeasured = [name for name in methods if name not in per_prompt]
     said = "Measured on earlier batches here: " + ", ".join(parts) if parts else ""
     if parts and n and not [name for name in methods if name not in per_prompt]:
         each = sum(per_prompt[name] for name in methods)
-        said += (
-            f"; so {n:,} prompts' circuits take about {rough_duration(n * each)}, and the consensus step more"
-        )
+        whose = "1 prompt's" if n == 1 else f"{n:,} prompts'"  # '1 prompts' circuits' read on the form
+        said += f"; so {whose} circuits take about {rough_duration(n * each)}, and the consensus step more"
     said += "." if said else ""
     if unmeasured:
         said += (

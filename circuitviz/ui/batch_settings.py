@@ -97,7 +97,8 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
         found.max_tokens = left.number_input(
             "longest prompt (tokens)", 1, max(most_tokens, 1), min(MAX_TOKENS, most_tokens), key=KEY + "tokens",
             help="the command's --max-tokens: a prompt longer than this is refused (its row failed, "
-            f"with the reason); this server allows at most {most_tokens:,}",
+            f"with the reason); the app allows at most {most_tokens:,} (its CIRCUITVIZ_MAX_TOKENS, as for "
+            "Explore's prompts), the command any",
         )  # fmt: skip
         found.batch_tasks = middle.number_input(
             "prompts sharing a pass", 1, 100_000, BATCH_TASKS, key=KEY + "share",
