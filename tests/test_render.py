@@ -723,3 +723,42 @@ def test_a_wide_dashed_edge_keeps_visible_gaps():
         dash, gap = edge["dashes"]
         assert gap > edge["width"] and dash > gap, edge
     assert dash_pattern(False, 8.0) is False
+
+
+@pytest.mark.browser
+def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
+    """ACC++'s circuit on SmolLM2-135M (30 layer rows) fills the frame's greatest height at 1,500 and
+    2,000 px, fitted to its height with labels under 9 px, and the line under the key said 'or
+    widen the window', which changed nothing; a wide, short drawing still says it."""
+    from pathlib import Path
+
+    from circuitviz.render.vis import SMALL_HINT, SMALL_HINT_TALL, VisGraph, standalone_page
+
+    chromium = "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+
+    def node(i: int, x: float, y: float) -> dict:
+        return {"id": f"n{i}", "label": "h1", "x": x, "y": y, "font": {"size": 20}, "shape": "box"}
+
+    tall = VisGraph(
+        [node(30 * c + r, 60 * c, 100 * r) for c in range(15) for r in range(30)], [], kind="positions"
+    )
+    wide = VisGraph([node(c, 60 * c, 0) for c in range(60)], [], kind="positions")
+    seen = {}
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        try:
+            for name, graph, width in (("tall", tall, 1500), ("wide", wide, 1000)):
+                path = tmp_path / f"{name}.html"
+                path.write_text(standalone_page(graph), encoding="utf-8")
+                page = browser.new_page(viewport={"width": width, "height": 1000})
+                page.goto(path.as_uri())
+                page.wait_for_timeout(800)
+                hint = page.locator("#cv-hint")
+                seen[name] = (hint.is_visible(), hint.inner_text())
+        finally:
+            browser.close()
+    assert seen["tall"] == (True, SMALL_HINT_TALL)
+    assert seen["wide"] == (True, SMALL_HINT)

@@ -42,6 +42,12 @@ SMALL_LABEL_PX = 9
 SMALL_HINT = (
     "The labels are small at this width: zoom in with + and drag to move around, or widen the window."
 )
+# a frame at its greatest height (a tall drawing: ACC++'s 30 layers of SmolLM2-135M) is fitted to
+# its height, so a wider window does not enlarge it: at 1,500 and 2,000 px the line said "widen"
+SMALL_HINT_TALL = (
+    "The labels are small in this frame, as tall as the page lets it be: zoom in with + and drag to "
+    "move around."
+)
 
 
 @dataclass
@@ -94,6 +100,7 @@ class VisGraph:
             "widest": self.widest(max_label_px),
             "small_scale": self.max_scale(SMALL_LABEL_PX) if self.kind == "positions" else 0,
             "small_hint": SMALL_HINT,
+            "small_hint_tall": SMALL_HINT_TALL,
             "box": list(self.bounds()) if self.frame is not None else None,
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": MAX_FRAME_HEIGHT,
@@ -262,7 +269,11 @@ function cvFit(network, data) {
 }
 function cvHintUpdate(network, data) {  // labels too small to read: the frame says how to read them
   if (network.cvHint) {
-    network.cvHint.style.display = data.small_scale && network.getScale() < data.small_scale ? "" : "none";
+    var small = data.small_scale && network.getScale() < data.small_scale;
+    network.cvHint.style.display = small ? "" : "none";
+    // a frame at its greatest height is fitted to its height: widening the window does not help
+    var frame = network.body.container, tall = (parseFloat(frame.style.height) || frame.clientHeight) >= data.max_height;
+    if (small && data.small_hint_tall) network.cvHint.textContent = tall ? data.small_hint_tall : data.small_hint;
   }
 }
 function cvDraw(container, data, options) {
