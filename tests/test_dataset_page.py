@@ -454,3 +454,20 @@ def test_the_atlas_curve_spans_0_to_1_at_least():
     ]
     low, high = band_figure({"eap": over}).layout.yaxis.range
     assert low < -0.4 and high > 1.5
+
+
+def test_the_prompts_cpr_is_said_as_the_batch_computes_it(batch_folder):
+    """The Prompts tab said a prompt's CPR was 'MIB's area under the prompt's NFS curve over the
+    share of edges kept, 0 to 100 %'; the row's CPR is that area over the span its circuits cover,
+    divided by the span (core.curves.cpr): with budgets of 4 to 60 edges no curve reaches 100 %."""
+    from circuitviz.core.curves import area_under_curve
+
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    said = " ".join(c.value for c in at.caption)
+    assert "0 to 100 %" not in said
+    assert "divided by the span they cover (the curve's mean height, as discover gives it" in said
+    batch = atlas.BatchTable.load(batch_folder)
+    row, n_edges = batch.rows(batch.labels[0]).to_pylist()[0], batch.n_edges
+    fractions = [kept / n_edges for kept in row["edges_kept"]]
+    assert row["cpr_nfs"] == pytest.approx(area_under_curve(fractions, row["nfs"]))

@@ -522,8 +522,10 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
         f"Click a row to open that prompt in Explore (with {markdown_text(label)} and the batch's budgets, at "
         f"budget {budget:,}). Sort by any column. "
         f"NDF is the faithfulness of the prompt's circuit at budget {budget:,}, and the next column the edges "
-        "it keeps after pruning; each header's help says what its column holds. CPR is MIB's area under the prompt's NFS curve over "
-        "the share of edges kept, 0 to 100 %, so the large circuits weigh most in it, and NFS is unbounded "
+        "it keeps after pruning; each header's help says what its column holds. CPR is the area under the "
+        "prompt's NFS curve over the share of edges its circuits keep, divided by the span they cover (the "
+        "curve's mean height, as discover gives it: on MIB's ten budgets the span runs from 0.1 to 100 %, "
+        "so the large circuits weigh most in it), and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
         "beside a CPR of 1 or more. '\u2026' marks where a prompt is cut to fit its cell: "
         + (

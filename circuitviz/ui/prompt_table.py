@@ -87,7 +87,8 @@ def prompt_columns(
         "CPR": number(
             format="%.3f",
             width=52,
-            help="MIB's area under the prompt's NFS curve over the share of edges kept",
+            help="the area under the prompt's NFS curve over the share of edges its circuits keep, "
+            "divided by the span they cover (its mean height)",
         ),
         "answer": st.column_config.TextColumn(width=60, help="the answer the prompt's metric is about"),
         "cluster": number(format="%d", width=62, help="the prompt's cluster on the Clusters tab"),
