@@ -12,9 +12,9 @@ def test_a_method_whose_scores_are_not_effects_is_not_said_to_carry_the_most():
     sentence = legend_sentence(3, False, "Edge Pruning (learned masks)", "proposed")
     assert "carry the most" not in sentence
     assert sentence.startswith(
-        "The 3 paths drawn in full colour have the highest scores (Edge Pruning (learned masks)'s "
-        "own score, not a measured effect); the other connections are faded."
-    )
+        "The 3 paths drawn in full colour have the highest scores (Edge Pruning's own score, not a "
+        "measured effect); the other connections are faded."
+    )  # it read "(Edge Pruning (learned masks)'s own score", a gloss inside a gloss, before an audience
     # EAP's strongest paths may run through a head that promotes the foil: an effect of either sign
     assert "largest estimated effects on the answer (for it or against it" in legend_sentence(
         3, True, "EAP", None
@@ -75,3 +75,12 @@ def test_the_headline_says_which_token_the_model_prefers_not_what_it_answers():
         prompt_sentence(alone)
         == "The model reads \"The nurse said that\"; the circuit is of its next token ' she'."
     )
+
+
+def test_a_methods_label_is_made_possessive_without_its_gloss():
+    from circuitviz.core.text import possessive
+
+    assert possessive("Edge Pruning (learned masks)") == "Edge Pruning's"
+    assert possessive("ACC++") == "ACC++'s"
+    assert possessive("Flow routes") == "Flow routes'"
+    assert possessive("CircuitLasso") == "CircuitLasso's"

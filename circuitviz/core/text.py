@@ -39,6 +39,14 @@ def shown_token(token: str, limit: int = 20) -> str:
     return f"{shown(token.replace(' ', '␣'), limit)} ({counted(token.count(' '), 'space')})"
 
 
+def possessive(label: str) -> str:
+    """A method's label made possessive without its bracketed gloss: "Edge Pruning's" for "Edge
+    Pruning (learned masks)", which read "Edge Pruning (learned masks)'s own score" before an
+    audience (demo mode on the Gallery, 2026-12-06)."""
+    name = str(label).split(" (", 1)[0].strip() or str(label)
+    return f"{name}'" if name.endswith("s") and not name.endswith("ss") else f"{name}'s"
+
+
 def given(value, limit: int = 40) -> str:
     """A value the user gave (a setting from a form, a link or the command line), quoted for a
     sentence: text as ``shown`` quotes it, anything else by its repr, each cut at ``limit``

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import render
 from ..core.curves import empty_budgets_note
+from ..core.text import possessive
 from ..methods.registry import method_traits
 
 
@@ -75,7 +76,7 @@ def dip_note(result, low: int, low_ndf: float, high: int, high_ndf: float) -> st
         why = _against_sentence(result)
     else:  # its scores say nothing of an edge's effect on the answer: no edge is said to work against it
         why = (
-            f"Edges are added by {traits.label}'s own score, which does not estimate an edge's effect on "
+            f"Edges are added by {possessive(traits.label)} own score, which does not estimate an edge's effect on "
             "the answer's metric, so a larger circuit can take in edges that lower its NDF"
         )
     return dip + why + "; pruning edges on no input-to-logits path also changes which edges a budget keeps."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.text import shown_token
+from ..core.text import possessive, shown_token
 
 
 def strongest_paths(edges: Sequence, n_paths: int = 3) -> list[list]:
@@ -78,7 +78,7 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
         ranked = (
             "have the largest estimated effects on the answer (for it or against it: see the key)"
             if effects
-            else f"have the highest scores ({method}'s own score, not a measured effect)"
+            else f"have the highest scores ({possessive(method)} own score, not a measured effect)"
         )
         these = (
             "The path drawn in full colour" if n_paths == 1 else f"The {n_paths} paths drawn in full colour"

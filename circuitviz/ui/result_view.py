@@ -16,7 +16,7 @@ import streamlit as st
 from .. import render
 from ..core.keys import process_key
 from ..core.phases import timing_words
-from ..core.text import after_colon, counted, markdown_text, settings_text, shown_token
+from ..core.text import after_colon, counted, markdown_text, possessive, settings_text, shown_token
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
@@ -432,7 +432,7 @@ def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> N
         meaning = (
             "the estimated change of the answer's metric when the edge is corrupted"
             if traits.scores_estimate_metric
-            else f"{traits.label}'s own score, not an estimate of the change of the answer's metric"
+            else f"{possessive(traits.label)} own score, not an estimate of the change of the answer's metric"
         )
         st.caption(
             f"Of the {'edited ' if mask is not None else ''}circuit's {len(edges):,} edges, by |score| ({meaning}); a node's logit-lens token is "
