@@ -227,3 +227,21 @@ def test_a_folder_that_cannot_be_read_is_one_whole_sentence(tmp_path):
     typed = "http://evil.example/"  # as typed: a Path read it 'http:/evil.example'
     with pytest.raises(atlas.AtlasError, match="^Nothing exists at 'http://evil.example/'; give"):
         atlas.BatchTable.load(typed)
+
+
+def test_the_validity_sentence_takes_the_number_it_counts():
+    """A batch of one MMLU question, run from the Dataset page, read '1 of 1 stored tasks pass the
+    validity check'."""
+    from circuitviz.batch.task_check import validity_sentence
+
+    assert (
+        validity_sentence({"passing": 1, "stored": 1, "refused": {}})
+        == "The stored task passes the validity check."
+    )
+    assert validity_sentence({"passing": 1, "stored": 3, "refused": {"x": 2}}).startswith(
+        "1 of 3 stored tasks passes the validity check; the figures are over those (2 refused: 2 because x)"
+    )
+    assert (
+        validity_sentence({"passing": 3, "stored": 3, "refused": {}})
+        == "3 of 3 stored tasks pass the validity check."
+    )

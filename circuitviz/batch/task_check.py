@@ -55,7 +55,11 @@ def refusal_kinds(rows: pa.Table) -> dict[str, int]:
 
 def validity_sentence(found: dict) -> str:
     """'n of N stored tasks pass the validity check; the figures are over those (k refused: why).'"""
-    head = f"{found['passing']:,} of {found['stored']:,} stored tasks pass the validity check"
+    # in the number it takes: a batch of one question, run from the page, read '1 of 1 stored tasks pass'
+    verb = "passes" if found["passing"] == 1 else "pass"
+    head = f"{found['passing']:,} of {found['stored']:,} stored tasks {verb} the validity check"
+    if found["stored"] == 1:
+        head = f"The stored task {'passes' if found['passing'] else 'fails'} the validity check"
     refused = sum(found["refused"].values())
     if not refused:
         return head + "."
