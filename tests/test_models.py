@@ -7,6 +7,7 @@ exercises the full GGUF conversion and its second load the cache.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def smollm2_loads(tmp_path_factory):
     Returns (first model, second model, seconds for the second load, cache entry, reference).
     The reference is the transformers model the conversion itself read from the GGUF (kept, not
     read a second time). The second load runs with reading the GGUF forbidden, which proves it
-    used the cache.
+    used the cache. The cache (626 MB) is removed when the module ends: CI once ran out of disk
+    writing it, and pytest keeps the temporary folders of its last three runs.
     """
     read: list = []  # the transformers model the conversion reads from the GGUF: the reference
     real_read = loading.read_hf_model
@@ -102,8 +104,9 @@ def smollm2_loads(tmp_path_factory):
         read.append(real_read(*args, **kwargs))
         return read[-1]
 
+    root = tmp_path_factory.mktemp("circuitviz-cache")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CIRCUITVIZ_CACHE", str(tmp_path_factory.mktemp("circuitviz-cache")))
+        patch.setenv("CIRCUITVIZ_CACHE", str(root))
         patch.setattr(loading, "read_hf_model", recording)
         first = load_model(SMOLLM2_MODEL)
         gguf = embedded_gguf(SMOLLM2_MODEL)
@@ -117,7 +120,8 @@ def smollm2_loads(tmp_path_factory):
         second = load_model(SMOLLM2_MODEL)
         second_load_seconds = time.perf_counter() - start
     assert len(read) == 1  # one conversion, and no second slow read for the reference
-    return first, second, second_load_seconds, entry, read[0]
+    yield first, second, second_load_seconds, entry, read[0]
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.embedded
