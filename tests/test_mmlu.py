@@ -161,8 +161,18 @@ def test_tasks_per_subject_report_what_was_kept_and_refused(letters_model):
     assert [t.family for t in dataset.tasks] == ["mmlu/geography"] * 2 + ["mmlu/history"]
     again = building.mmlu_tasks(letters_model, "geography,history", 2, data=data, min_gap=-float("inf"))
     assert [t.task for t in again.tasks] == [t.task for t in dataset.tasks]  # the seed decides
-    with pytest.raises(DatasetError, match="No question of geography"):
+    with pytest.raises(DatasetError) as error:  # why, counted (it guessed at two reasons)
         building.mmlu_tasks(letters_model, "geography", 2, data=data, min_gap=float("inf"))
+    assert str(error.value) == (
+        "No question of geography is a valid task for this model: the 3 questions tried were refused "
+        "(corruption lowers the metric by less than inf logit (3))."
+    )
+    with pytest.raises(DatasetError) as error:  # a token limit below every question: said, with the flag
+        building.mmlu_tasks(letters_model, "geography", 1, data=data, max_tokens=5, min_gap=-float("inf"))
+    assert str(error.value) == (
+        "No question of geography is a valid task for this model: the 3 questions tried were refused "
+        "(longer than 5 tokens (3)); raise --max-tokens."
+    )
     with pytest.raises(DatasetError, match="did you mean 'geography'"):
         building.mmlu_tasks(letters_model, "geografy", 2, data=data)
 

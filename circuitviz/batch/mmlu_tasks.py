@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.tasks import DEFAULT_MAX_TOKENS, PromptTask
+from ..core.text import counted
 from ..engine.metric import logits_from_residual
 from ..engine.prefix import final_residual
 from ..measure.task_validity import MIN_GAP as VALIDITY_GAPS
@@ -288,10 +289,22 @@ def mmlu_tasks(
                 f"{subject}: only {report.kept} of the {report.tried} questions tried are valid tasks for this model."
             )
         summary[subject] = report.to_dict()
-    if not tasks:
+    if (
+        not tasks
+    ):  # why, counted: the sentence guessed at two reasons, one of them wrong under --max-tokens 10
+        tried = sum(row["tried"] for row in summary.values())
+        refused: dict[str, int] = {}
+        for row in summary.values():
+            for kind, count in row.get("refusals", {}).items():
+                refused[kind] = refused.get(kind, 0) + count
+        reasons = "; ".join(
+            f"{kind} ({count:,})" for kind, count in sorted(refused.items(), key=lambda i: -i[1])
+        )
+        which = ", ".join(chosen) if len(chosen) <= 3 else f"the {len(chosen)} subjects"
+        longer = any(kind.startswith("longer than") for kind in refused)
         raise DatasetError(
-            f"No question of {', '.join(chosen)} is a valid task for this model (every corruption "
-            f"lowered the metric by less than {MIN_GAP:g} logit, or the questions are too long)."
+            f"No question of {which} is a valid task for this model: the {counted(tried, 'question')} tried "
+            f"were refused ({reasons})" + ("; raise --max-tokens" if longer else "") + "."
         )
     selection = {"dataset": "mmlu", "subjects": chosen, "n": n, "seed": seed, "corruption": corruption}
     return Dataset(
