@@ -85,6 +85,8 @@ def test_a_budget_over_the_graph_under_acc_says_it_keeps_the_traced_circuit():
     at = _page("900,5", method="acc++")
     assert not at.exception, at.exception
     notes = [w.value for w in at.warning]
-    said = markdown_text("so it keeps ACC++'s whole traced circuit, not the whole graph")
+    said = markdown_text(
+        "so it keeps ACC++'s whole circuit (its traced edges and their completion), not the whole"
+    )
     assert any("Budget 900 is over the" in n and said in n for n in notes), notes
     assert not any(markdown_text("keeps the whole graph.") in n for n in notes), notes

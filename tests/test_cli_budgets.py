@@ -128,7 +128,8 @@ def test_a_budget_over_the_graph_under_acc_keeps_its_traced_circuit_and_says_so(
     said = [line for line in lines if line.startswith("Budget 900 is over the")]
     assert said == [
         f"Budget 900 is over the {TINY_EDGES} edges of this model's graph, so it keeps ACC++'s whole "
-        "traced circuit, not the whole graph (ACC++ keeps no edge it did not trace)."
+        "circuit (its traced edges and their completion), not the whole graph (ACC++ keeps no edge it did "
+        "not find)."
     ], lines
     assert over_graph_note([900], TINY_EDGES) == (
         f"Budget 900 is over the {TINY_EDGES} edges of this model's graph, so it keeps the whole graph."
@@ -145,8 +146,8 @@ def test_batch_with_acc_says_what_its_budget_over_the_graph_keeps(capsys, tmp_pa
         in err
     )
     assert (
-        "Under ACC++ such a budget keeps ACC++'s whole traced circuit, not the whole graph (ACC++ keeps no "
-        "edge it did not trace)." in err
+        "Under ACC++ such a budget keeps ACC++'s whole circuit (its traced edges and their completion), not "
+        "the whole graph (ACC++ keeps no edge it did not find)." in err
     )
 
 

@@ -98,7 +98,8 @@ class ACCPlusPlus(Method):
     has_signals_view = True
     scores_estimate_metric = False  # signal attributions to attention decisions, completed
     over_graph_keeps = (
-        "ACC++'s whole traced circuit, not the whole graph (ACC++ keeps no edge it did not trace)"
+        "ACC++'s whole circuit (its traced edges and their completion), not the whole graph (ACC++ keeps "
+        "no edge it did not find)"
     )
     flat_curve_note = (
         "NDF is 0 at every budget: even with its heads' value paths and its MLPs' inputs added "
