@@ -39,3 +39,25 @@ def repeated_link_value(parameter: str, values: list[str]) -> str | None:
         f"The link gives {parameter} {len(values):,} times ({shown}{more}): the last, "
         f"{cut(values[-1], 40)!r}, is used, and the address now holds it alone."
     )
+
+
+DEMO_PAGES = ("Explore", "Gallery")  # the pages whose result view has demo mode (ui/demo.py)
+
+
+def demo_not_here_sentence(page_title: str, demo: str | None) -> str | None:
+    """One sentence when the link asks for demo mode (``demo=1``) on a page that has none, else
+    None: Compare, Signals, Paraphrases, Steer and Dataset drew every control and the sidebar under
+    a presenter's demo link without a word (seen in Chromium, 2026-12-06)."""
+    if demo != "1" or page_title in (*DEMO_PAGES, "About"):  # About: text, no control to hide
+        return None
+    return (
+        "Demo mode (demo=1 in the link) hides the controls around one circuit on Explore and the "
+        f"Gallery; {page_title} has no demo mode, so its controls are shown."
+    )
+
+
+# Explore under a demo link before any circuit is drawn: the form stood there with nothing said
+DEMO_WAITING = (
+    "Demo mode (demo=1 in the link) hides these controls once a circuit is drawn: press Run, "
+    "or open an example in the Gallery."
+)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from . import startup
+from . import startup, state
+from .link_values import demo_not_here_sentence
 from .pagelist import pages
 from .sidebar import sidebar
 
@@ -19,6 +20,9 @@ def run_app() -> None:
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
     app_navigation = st.navigation(pages())
     sidebar()
+    not_here = demo_not_here_sentence(app_navigation.title, state.session.demo)
+    if not_here:  # a demo link to a page without demo mode: said, not ignored
+        st.info(not_here)
     app_navigation.run()
 
 

@@ -1,0 +1,57 @@
+"""A presenter's demo link (``demo=1``) on a page without demo mode drew every control and the
+sidebar without a word, and Explore's form under it before any circuit was drawn said nothing of
+when the controls go: each is one sentence now (seen in Chromium at 1,000-2,000 px, 2026-12-06)."""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz.ui.link_values import DEMO_WAITING, demo_not_here_sentence
+
+pytest.importorskip("streamlit")
+from explore_session import QUERY  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("tiny_app")
+
+
+def test_the_sentence_names_where_demo_mode_is_and_only_for_pages_with_controls():
+    said = demo_not_here_sentence("Compare", "1")
+    assert said == (
+        "Demo mode (demo=1 in the link) hides the controls around one circuit on Explore and the "
+        "Gallery; Compare has no demo mode, so its controls are shown."
+    )
+    assert demo_not_here_sentence("Explore", "1") is None and demo_not_here_sentence("Gallery", "1") is None
+    assert demo_not_here_sentence("About", "1") is None  # text only: nothing is shown that demo would hide
+    assert demo_not_here_sentence("Compare", None) is None
+
+
+def _app(page: str | None, **query) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in query.items():
+        at.query_params[name] = value
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def test_a_demo_link_to_a_page_without_demo_mode_says_so():
+    for page, title in (("pages/compare.py", "Compare"), ("pages/dataset.py", "Dataset")):
+        at = _app(page, demo="1")
+        assert not at.exception, at.exception
+        assert [i.value for i in at.info if i.value.startswith("Demo mode")] == [
+            demo_not_here_sentence(title, "1")
+        ]
+    plain = _app("pages/compare.py")
+    assert not any(i.value.startswith("Demo mode") for i in plain.info)
+
+
+def test_explore_under_a_demo_link_says_when_its_controls_go():
+    at = _app(None, demo="1", **QUERY)
+    assert not at.exception, at.exception
+    assert DEMO_WAITING in [i.value for i in at.info]
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()  # the circuit drawn: demo mode on, the sentence gone
+    assert not at.exception, at.exception
+    assert at.toggle(key="explore.demo").value
+    assert DEMO_WAITING not in [i.value for i in at.info]
