@@ -509,3 +509,16 @@ def test_a_family_that_runs_out_says_so_after_a_stall_not_every_attempt(tiny, mo
     # all 7 are found within a few hundred draws; then 2,000 draws without news end it, where
     # the old rule drew 40 a task asked for (200,000)
     assert len(draws) < 3000
+
+
+def test_a_token_limit_below_every_generated_prompt_is_named(tiny):
+    """--max-tokens 5 (the Dataset form's 'longest prompt') below every IOI prompt ended 'gave only
+    0 distinct prompts that fit this model's tokenizer ...; ask for at most 0, or give a dataset
+    file', the limit unnamed; the prompts over it are counted and the flag named."""
+    from circuitviz.batch.generate import generated_dataset
+
+    with pytest.raises(DatasetError) as error:
+        generated_dataset(tiny, "ioi", 2, seed=0, max_tokens=5)
+    said = str(error.value)
+    assert said.startswith("The ioi family gave only 0 distinct prompts that fit this model's tokenizer")
+    assert " longer than 5 tokens)" in said and said.endswith("; raise --max-tokens, or give a dataset file.")

@@ -220,7 +220,7 @@ def generated_dataset(model, family: str, n: int, seed: int = 0, max_tokens: int
     seen: set[str] = set()  # every distinct prompt drawn, kept or not (a repeat is no news)
     pending: list[tuple[PromptTask, object]] = []  # fitting candidates awaiting the check
     refusals: dict[str, int] = {}
-    tried = 0
+    tried = too_long = 0
 
     def settle() -> None:
         nonlocal tried
@@ -249,6 +249,10 @@ def generated_dataset(model, family: str, n: int, seed: int = 0, max_tokens: int
         try:
             pending.append((task, prepare_task(model, task, max_tokens)))
         except TaskError:
+            # a prompt over the token limit is counted, to be said: a limit below every prompt's length
+            # ended 'gave only 0 distinct prompts ...; ask for at most 0' without naming it
+            if adapter_of(model).to_tokens(task.clean, truncate=False).shape[1] > max_tokens:
+                too_long += 1
             continue
         if len(pending) >= min(_CHECK_BATCH, n - len(tasks)):
             settle()
@@ -256,10 +260,14 @@ def generated_dataset(model, family: str, n: int, seed: int = 0, max_tokens: int
     summary = _summary(family, n, seed, tried, len(tasks), refusals) if checked else {}
     if len(tasks) < n:
         passing = " and pass the validity check" if checked else ""
-        why = f" ({_refused_words(refusals)})" if refusals else ""
+        said = [_refused_words(refusals)] if refusals else []
+        said += [f"{too_long:,} longer than {max_tokens:,} tokens"] if too_long else []
+        why = f" ({'; '.join(said)})" if said else ""
+        advice = ["raise --max-tokens"] if too_long else []
+        advice += [f"ask for at most {len(tasks)}"] if tasks else []
         raise DatasetError(
             f"The {family} family gave only {len(tasks)} distinct prompts that fit this model's "
-            f"tokenizer{passing}{why}; ask for at most {len(tasks)}, or give a dataset file."
+            f"tokenizer{passing}{why}; {', '.join([*advice, 'or give a dataset file'])}."
         )
     return Dataset(tasks=tasks, source=f"generated {family}", summary=summary)
 
