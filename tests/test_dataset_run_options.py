@@ -181,3 +181,32 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
         "take about 4 s, and the consensus step more."
     ), said
     assert "so 3 prompts' circuits take about 12 s" in batch_form.measured_cost("gemma-3-270m", ["eap"], 3)
+
+
+def test_a_failed_runs_flag_is_named_with_its_box_and_each_empty_run_by_its_time(page, tmp_path):
+    """A batch the longest-prompt box starved failed with the command's '... raise --max-tokens',
+    a flag the page's user never typed; and the list of runs that ended with no row named each run
+    twice ('2026-12-06 11:16, 2 ioi prompts × eap (failed): The batch 2 ioi prompts × eap failed
+    ...') beside a 'Delete…' cut to 'Del…' at 1,000 px."""
+    job = jobs.JobStatus(
+        folder=tmp_path / "2026-12-06-111600-ioi-2-eap", state="failed", title="2 ioi prompts × eap",
+        started=100.0, ended=106.0, argv=["batch", "--methods", "eap"],
+        reason="error: The ioi family gave only 0 distinct prompts that fit this model's tokenizer (80 "
+        "longer than 5 tokens); raise --max-tokens, or give a dataset file.",
+    )  # fmt: skip
+    assert batch_runner.ended_sentence(job) == (
+        "The batch 2 ioi prompts × eap failed after 0m06s: The ioi family gave only 0 distinct prompts "
+        "that fit this model's tokenizer (80 longer than 5 tokens); raise --max-tokens (the 'longest "
+        "prompt' box under more settings), or give a dataset file. It finished no row to open."
+    )
+    for name in ("2026-12-06-111600-ioi-2-eap", "2026-12-06-111500-ioi-2-eap"):
+        folder = jobs.runs_dir() / name
+        folder.mkdir(parents=True)
+        (folder / jobs.JOB).write_text('{"pid": null, "title": "2 ioi prompts × eap", "argv": ["batch"]}')
+        (folder / jobs.EXIT).write_text('{"returncode": 2, "ended": 1.0}')
+    at = page.run()
+    (listed,) = [e for e in at.expander if e.label.endswith("ended with no row to open")]
+    (said,) = [m.value.replace("\\", "") for m in listed.markdown if m.value.startswith("**")]
+    assert said.startswith("**2026-12-06 11:15**: The batch 2 ioi prompts × eap failed")
+    weights = [c.proto.weight for c in listed.get("column")]
+    assert weights == pytest.approx([0.75, 0.25])  # 'Delete…' in a quarter of the row

@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from ..core.text import clock_duration, counted, markdown_sentence, markdown_text
-from . import loaders, state
+from . import batch_settings, loaders, state
 
 SHARED_MAX_PROMPTS = 20  # a shared server's batch: at most this many prompts, on one thread
 SHARED_MAX_UPLOAD_MB = 1  # and a file of prompts of at most this size (the server's default: 200 MB)
@@ -148,8 +148,12 @@ def empty_runs(shown=None) -> None:
     runs = counted(len(empty), "earlier run")
     with st.expander(f"{runs} ended with no row to open"):
         for job in empty:
-            said, button = st.columns([5, 1], vertical_alignment="center")
-            said.markdown(f"**{markdown_text(_run_label(job))}**: {markdown_text(ended_sentence(job))}")
+            # wide enough for 'Delete…' at 1,000 px ('Del…' in a sixth); the run's time, then its
+            # sentence, which names the batch (its label named it twice)
+            said, button = st.columns([3, 1], vertical_alignment="center")
+            said.markdown(
+                f"**{markdown_text(_run_label(job).split(', ')[0])}**: {markdown_text(ended_sentence(job))}"
+            )
             with button:
                 _delete_offer(job, "Delete…")
         if len(empty) > 1:
@@ -326,7 +330,7 @@ def ended_sentence(job) -> str:
     why = job.reason or "its log says nothing more"
     if job.state == "stopped":
         return f"The batch {name} stopped{took}{got} without an exit status (the server that ran it ended; its log's last line: {why}).{rows}"
-    why = why.removeprefix("error: ")
+    why = batch_settings.boxes_named(why.removeprefix("error: "))  # the form's box beside its flag
     return f"The batch {name} failed{took}{got}: {why}{'' if why.endswith('.') else '.'}{rows}"
 
 

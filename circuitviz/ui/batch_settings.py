@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import streamlit as st
 
@@ -21,6 +22,14 @@ MAX_EDGES = 2**31 - 1  # the command's largest edge count (--keep-edges, --top-e
 CONSENSUS = 0.5  # the command's default share
 MAX_TOKENS = 256  # the command's --max-tokens (core.tasks.DEFAULT_MAX_TOKENS)
 BATCH_TASKS = 16  # the command's --batch-tasks (batch.runner.DEFAULT_BATCH_TASKS)
+# the command's flags a failed run's error may name, and the boxes under "more settings" that set them
+FLAG_BOXES = {
+    "--max-tokens": "longest prompt",
+    "--keep-edges": "keep circuits up to",
+    "--top-edges": "strongest edges kept per prompt",
+    "--batch-tasks": "prompts sharing a pass",
+    "--consensus": "consensus share measured",
+}
 COMMAND_ONLY = (
     "The command alone runs on Ray workers, in another dtype, or into another result store: "
     "`python -m circuitviz batch --executor ray --workers 4 --dtype bfloat16 --store DIR ...` "
@@ -118,6 +127,17 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
             st.markdown(f"**{method.label}** ({name})")
             found.methods[name] = config_form(method, KEY + "method", budgets=runs, references={})
     return found
+
+
+def boxes_named(sentence: str) -> str:
+    """``sentence`` (a failed batch's error line) with each flag of ``FLAG_BOXES`` it names followed
+    by its box: 'raise --max-tokens' read as the command's advice on a page whose box says 'longest
+    prompt'."""
+    for flag, box in FLAG_BOXES.items():
+        sentence = re.sub(
+            rf"{flag}(?![\w-])", f"{flag} (the '{box}' box under more settings)", sentence, count=1
+        )
+    return sentence
 
 
 def token_limit() -> int:
