@@ -76,3 +76,24 @@ def test_flow_routes_reads_the_neutral_prompt(tmp_path, capsys, tiny):
     assert cli.main(["evaluate", "--circuit", str(out), "--model", "tiny-gpt2"]) == 0
     said = "".join(capsys.readouterr())  # the task taken from the file is said on stderr
     assert "as discover measured it" in said and "not the NDF discover wrote" not in said
+
+
+def test_acc_explanation_is_of_the_edges_it_found_not_its_completion():
+    """On SmolLM2-135M's IOI prompt the five sentences were five completion edges into m2 ('The
+    token embeddings feed the MLP m2 (the method's score +0.785)', 'm0 feeds the MLP m2', ...):
+    edges ACC++ never found, whose score only ranks them after the node they feed."""
+    from explore_session import LINK
+
+    at = run_it(explore_session({**LINK, "method": "acc++", "budgets": "10,20,40"}))
+    assert not at.exception
+    result = at.session_state["results"]["acc++"]
+    explained = next(e for e in at.expander if e.label.startswith("Explain this circuit"))
+    sentences = [m.value for m in explained.markdown]
+    assert sentences and not any("value input of" in s or "the MLP " in s for s in sentences), sentences
+    caption = " ".join(c.value for c in explained.caption)
+    traced, _ = result.details.found_edges(result)
+    circuit = result.circuit(at.session_state["budget"])
+    total, found = int(circuit.sum()), int((circuit & traced).sum())
+    assert found < total  # the circuit shown holds completion edges
+    assert f"circuit's {total:,} edges, the {found:,} it found, by |score|" in caption, caption
+    assert f"The other {total - found:,} are its completion" in caption

@@ -125,6 +125,17 @@ class ACCDetails(MethodDetails):
     svd: dict = field(default_factory=dict)
     completion: dict = field(default_factory=dict)
 
+    def found_edges(self, result: CircuitResult) -> tuple[torch.Tensor, str]:
+        """The traced edges (into queries, keys and logits); the rest is the completion."""
+        from ..acc.completion import claimed_mask  # torch only, none of the tracer
+
+        traced = (result.scores != 0) & claimed_mask(result.graph)
+        return traced, (
+            "its completion: the value inputs of its heads and the inputs of its MLPs, added so that "
+            "patching can measure the circuit, each scored just below the traced edge out of the node "
+            "it feeds (a rank, not a finding)"
+        )
+
     def reference_name(self) -> str | None:
         """Without a corrupted prompt the curve's 0 is the knockout of every found signal."""
         return "signals knocked out" if self.faithfulness.get("kind") == "signal-knockout" else None

@@ -81,6 +81,12 @@ class MethodDetails:
         held out (never fitted to nor selected on); none by default."""
         return []
 
+    def found_edges(self, result: CircuitResult) -> tuple[torch.Tensor, str] | None:
+        """(the edges the method itself found, what the others of its circuits are) when its
+        circuits also hold edges added only to be measured (ACC++'s completion); None: every edge
+        of a circuit is the method's."""
+        return None
+
     def reference_name(self) -> str | None:
         """What the run's 'corrupted' figure (NDF's 0) was measured on when the task has no corrupted
         prompt and that is not the neutral prompt (ACC++: its found signals knocked out); None: the

@@ -413,6 +413,10 @@ def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> N
     (``mask``: the circuit as the user edited it, said to be edited)."""
     circuit = result.circuit(budget) if mask is None else mask
     edges = render.circuit_edges(result.graph, result.scores, circuit)
+    total, found = len(edges), result.details.found_edges(result) if result.details is not None else None
+    if found is not None:  # ACC++: its completion's scores rank it; the sentences are of its own edges
+        named = set(result.graph.edge_names_of(circuit & found[0]))
+        edges = [edge for edge in edges if edge.name in named]
     traits = method_traits(result.method)
     # "that matter most" only where the scores estimate an edge's effect: a learned mask's scores sit
     # at 0.99-0.997 for every kept edge, and ranking them says nothing of what matters
@@ -434,9 +438,11 @@ def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> N
             if traits.scores_estimate_metric
             else f"{possessive(traits.label)} own score, not an estimate of the change of the answer's metric"
         )
+        which = f"the {len(edges):,} it found, " if found is not None else ""
+        others = f" The other {total - len(edges):,} are {found[1]}." if found and total > len(edges) else ""
         st.caption(
-            f"Of the {'edited ' if mask is not None else ''}circuit's {len(edges):,} edges, by |score| ({meaning}); a node's logit-lens token is "
-            "named only when it is the answer or the foil."
+            f"Of the {'edited ' if mask is not None else ''}circuit's {total:,} edges, {which}by |score| "
+            f"({meaning}); a node's logit-lens token is named only when it is the answer or the foil.{others}"
         )
 
 
