@@ -97,3 +97,23 @@ def test_acc_explanation_is_of_the_edges_it_found_not_its_completion():
     assert found < total  # the circuit shown holds completion edges
     assert f"circuit's {total:,} edges, the {found:,} it found, by |score|" in caption, caption
     assert f"The other {total - found:,} are its completion" in caption
+
+
+def test_acc_edges_table_and_csv_mark_its_completion():
+    """The edge table and CSV ranked the completion's edges first (their ranking scores are just
+    below the node they feed) with nothing to tell them from the edges ACC++ found."""
+    from explore_session import LINK
+
+    from circuitviz import render
+    from circuitviz.details.base import found_edges
+
+    at = run_it(explore_session({**LINK, "method": "acc++", "budgets": "10,20,40"}))
+    result = at.session_state["results"]["acc++"]
+    circuit = result.circuit(at.session_state["budget"])
+    table = next(frame.value for frame in at.dataframe if "edge" in frame.value.columns)
+    traced = set(result.graph.edge_names_of(circuit & found_edges(result)))
+    assert {row.edge for row in table.itertuples() if row.found == "found"} == traced
+    assert set(table["found"]) == {"found", "completion"}
+    csv_text = render.edges_csv(result.graph, result.scores, circuit, found_edges(result))
+    assert csv_text.splitlines()[0] == "rank,edge,source,destination,kind,score,found"
+    assert found_edges(at.session_state["results"]["acc++"]) is not None

@@ -114,6 +114,13 @@ def reference_name(result) -> str:
     return own or NEUTRAL_PROMPT
 
 
+def found_edges(result) -> torch.Tensor | None:
+    """The edges a result's method itself found, when its circuits hold others too (ACC++'s
+    completion); None when every edge of its circuits is the method's."""
+    found = result.details.found_edges(result) if getattr(result, "details", None) is not None else None
+    return found[0] if found is not None else None
+
+
 DETAILS: dict[str, type[MethodDetails]] = {}
 
 

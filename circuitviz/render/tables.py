@@ -15,9 +15,17 @@ from .graph_html import KIND_COLOURS, circuit_edges
 
 
 def edge_rows(
-    spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor, limit: int | None = None
+    spec: GraphSpec,
+    scores: torch.Tensor,
+    mask: torch.Tensor,
+    limit: int | None = None,
+    found: torch.Tensor | None = None,
 ) -> list[dict]:
-    """The circuit's edges, strongest |score| first: rank, edge, source, destination, kind, score."""
+    """The circuit's edges, strongest |score| first: rank, edge, source, destination, kind, score;
+    with ``found`` (the edges the method itself found, ``MethodDetails.found_edges``), a column
+    saying of each edge whether it was found or added to measure the circuit (ACC++'s completion,
+    whose ranking scores put it above what ACC++ found, unmarked until 2026-12-06)."""
+    named = set(spec.edge_names_of(mask & found)) if found is not None else None
     rows = []
     for rank, edge in enumerate(circuit_edges(spec, scores, mask), start=1):
         if limit is not None and rank > limit:
@@ -30,17 +38,23 @@ def edge_rows(
                 "destination": edge.target,
                 "kind": edge.kind,
                 "score": edge.score,
+                **({"found": "found" if edge.name in named else "completion"} if named is not None else {}),
             }
         )
     return rows
 
 
-def edges_csv(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> str:
+def edges_csv(
+    spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor, found: torch.Tensor | None = None
+) -> str:
     """Every edge of the circuit as CSV (the columns of ``edge_rows``)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=["rank", "edge", "source", "destination", "kind", "score"])
+    fields = ["rank", "edge", "source", "destination", "kind", "score"] + (
+        ["found"] if found is not None else []
+    )
+    writer = csv.DictWriter(buffer, fieldnames=fields)
     writer.writeheader()
-    for row in edge_rows(spec, scores, mask):
+    for row in edge_rows(spec, scores, mask, found=found):
         writer.writerow({**row, "score": f"{row['score']:.6g}"})
     return buffer.getvalue()
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from .. import render
 from ..core.results import eap_graph_json, json_safe
+from ..details.base import found_edges
 from ..methods.registry import method_traits
 from ..models.catalog import looks_like_path
 from ..render.curves import image_title
@@ -143,7 +144,10 @@ def downloads(
     row.download_button(
         "Edges (CSV)",
         data=lambda: render.edges_csv(
-            result.graph, result.scores, result.circuit(budget) if mask is None else mask
+            result.graph,
+            result.scores,
+            result.circuit(budget) if mask is None else mask,
+            found_edges(result),  # ACC++: which edges it found, which are its completion
         ),
         file_name=name("edges" + edited, "csv"),
         mime="text/csv",

@@ -17,6 +17,7 @@ from .. import render
 from ..core.keys import process_key
 from ..core.phases import timing_words
 from ..core.text import after_colon, counted, markdown_text, possessive, settings_text, shown_token
+from ..details.base import found_edges
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
@@ -478,7 +479,7 @@ def edges_table_caption(total: int, limit: int, edited: bool = False) -> str:
 def edges_table(result, budget: int, limit: int = 50, mask=None) -> None:
     """The circuit's strongest edges (``mask``: the circuit as the user edited it)."""
     circuit = result.circuit(budget) if mask is None else mask
-    rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit)
+    rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit, found=found_edges(result))
     total = int((circuit.bool() & result.graph.tensors(circuit.device).edge_mask).sum())
     st.caption(edges_table_caption(total, limit, edited=mask is not None))
     st.dataframe(
