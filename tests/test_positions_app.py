@@ -125,3 +125,41 @@ def test_a_link_keeps_the_unit_budget_it_was_shared_at():
     shared = opened({**query, "units": str(other)})
     assert not shared.exception, shared.exception
     assert shared.select_slider(key="budget.units").value == other
+
+
+def test_the_neuronpedia_download_names_token_ids_as_discover_does(monkeypatch, tmp_path):
+    """Explore's 'Neuronpedia graph JSON' named an embedding E_{position}_{position} and the logit
+    {L+1}_0_{p} (the page never passed the token ids), where discover --neuronpedia and the format's
+    table write E_{token id}_{p} and {L+1}_{answer id}_{p}."""
+    import circuitviz.ui.position_view as position_view
+    from circuitviz.entry.outputs import write_position_outputs
+    from circuitviz.export.neuronpedia import task_ids
+    from circuitviz.positions.present import result_attribution_graph
+
+    asked = []
+    monkeypatch.setattr(
+        position_view, "task_ids", lambda model, task: asked.append(model) or task_ids(model, task)
+    )
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert asked and asked[-1] is not None  # the page had the model's ids for its download
+    result = at.session_state["results"]["eap"]
+    budget = at.select_slider(key="budget.units").value
+    model = _tiny_loader("", "")
+    shown = json.loads(
+        position_view.neuronpedia_text(result_attribution_graph(result, budget), task_ids(model, result.task))
+    )
+    written = tmp_path / "graph.json"
+    write_position_outputs(model, result, None, written, budget)
+    ids = sorted(node["node_id"] for node in shown["nodes"])
+    assert ids == sorted(node["node_id"] for node in json.loads(written.read_text())["nodes"])
+    token = model.to_tokens(IOI_TASK.clean)[0].tolist()
+    embeddings = [i.split("_") for i in ids if i.startswith("E_")]
+    assert embeddings and all(int(vocab) == token[int(p)] for _, vocab, p in embeddings), embeddings

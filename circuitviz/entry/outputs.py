@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ..core.tasks import prepare_task
-from ..export.neuronpedia import to_neuronpedia
+from ..export.neuronpedia import task_ids, to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
 from ..positions.present import readable_position_budget, result_attribution_graph
@@ -42,9 +42,7 @@ def write_position_outputs(
         html.write_text(drawing.html, encoding="utf-8")
         print(f"wrote {html} ({budget:,} units: {len(graph.nodes)} nodes, {len(graph.links)} links)")
     if neuronpedia is not None:
-        data = to_neuronpedia(
-            graph, token_ids=prepared.clean_tokens[0].tolist(), answer_id=int(prepared.answer_id)
-        )
+        data = to_neuronpedia(graph, **task_ids(model, result.task))
         neuronpedia.write_text(json.dumps(data), encoding="utf-8")
         print(
             f"wrote {neuronpedia} ({len(data['nodes'])} nodes, {len(data['links'])} links, Neuronpedia graph JSON)"

@@ -93,6 +93,16 @@ def cumulative_influence(graph: AttributionGraph) -> dict[str, float]:
     return shares
 
 
+def task_ids(model, task) -> dict:
+    """``to_neuronpedia``'s ``token_ids`` and ``answer_id`` for a result's task on ``model``: an
+    embedding's node id names its token's id, the logit's the answer's (without them the app's
+    download named positions and 0: 'E_4_4' and '31_0_5' for 'E_4649_4' and '31_7042_5')."""
+    from ..core.tasks import prepare_task  # the tokenizer only: the prompt is not run
+
+    prepared = prepare_task(model, task, need_corrupted=False)
+    return {"token_ids": prepared.clean_tokens[0].tolist(), "answer_id": int(prepared.answer_id)}
+
+
 def to_neuronpedia(
     graph: AttributionGraph,
     *,

@@ -15,7 +15,7 @@ import streamlit as st
 from .. import render
 from ..core.keys import process_key
 from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
-from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, to_neuronpedia
+from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, task_ids, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
@@ -93,8 +93,17 @@ def _curve(result, budget: int, total: int, key: str, point) -> None:
         st.caption(note)
 
 
-def position_result_view(result, labels=None, key: str = "result", budget_key: str = "budget") -> int:
-    """Everything about one position-resolved result; returns the budget shown."""
+def neuronpedia_text(graph, ids: dict) -> str:
+    """The "Neuronpedia graph JSON" download: with ``ids`` (``task_ids``), node ids name the tokens'
+    and the answer's ids, as ``discover --neuronpedia`` writes them."""
+    return json.dumps(to_neuronpedia(graph, **ids))
+
+
+def position_result_view(
+    result, labels=None, key: str = "result", budget_key: str = "budget", model=None
+) -> int:
+    """Everything about one position-resolved result; returns the budget shown (``model``: the
+    Neuronpedia download's token ids)."""
     _what_was_run(result)
     budget, reason = position_budget(result, budget_key)
     point = result.point(budget)
@@ -119,10 +128,11 @@ def position_result_view(result, labels=None, key: str = "result", budget_key: s
         for sentence in explain_position_circuit(graph) or ["The circuit has no path at this budget."]:
             st.text(sentence)
     _curve(result, budget, total, f"{key}.curve", point)
+    ids = task_ids(model, result.task) if model is not None else {}  # the tokenizer's, not a run
     columns = st.columns(2)
     columns[0].download_button(
         "Neuronpedia graph JSON",
-        data=lambda: json.dumps(to_neuronpedia(graph)),
+        data=lambda: neuronpedia_text(graph, ids),
         file_name=file_name(result, "neuronpedia-graph", "json", budget),
         mime="application/json",
         key=f"{key}.neuronpedia",

@@ -505,7 +505,7 @@ def result_view(
     take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
     token positions has its own view (``position_view``)."""
     if result.positions:
-        return position_result_view(result, labels=labels, key=key, budget_key=budget_key)
+        return position_result_view(result, labels=labels, key=key, budget_key=budget_key, model=model)
 
     if demo_switch(key):
         budget = int(state.widget_value(budget_key) or demo_budget(result))
