@@ -163,3 +163,23 @@ def test_the_neuronpedia_download_names_token_ids_as_discover_does(monkeypatch, 
     token = model.to_tokens(IOI_TASK.clean)[0].tolist()
     embeddings = [i.split("_") for i in ids if i.startswith("E_")]
     assert embeddings and all(int(vocab) == token[int(p)] for _, vocab, p in embeddings), embeddings
+
+
+def test_the_positions_view_shows_the_figures_the_edge_view_and_discover_show():
+    """The view over positions showed clean, corrupted, NDF and units kept; discover's table of the
+    same run, and Explore's edge view, give necessity and NFS too (IOI over positions at 50 units:
+    necessity 0.257, NFS -0.873 under NDF 0.000, unseen on the page)."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    point = result.point(at.select_slider(key="budget.units").value)
+    shown = {metric.label: metric.value for metric in at.metric}
+    assert shown["necessity"] == f"{point.necessity:.3f}" and shown["NFS"] == f"{point.nfs:.3f}"
+    assert shown["NDF"] == f"{point.ndf:.3f}" and shown["units kept"] == f"{point.n_edges:,}"

@@ -9,6 +9,7 @@ the Explore page for the file opener; everything drawn comes from ``render.attri
 from __future__ import annotations
 
 import json
+import math
 
 import streamlit as st
 
@@ -25,6 +26,9 @@ from . import state
 from .caveats import caveats
 from .downloads import file_name
 from .node_card import graph_with_card
+from .result_figures import METRIC_HELP
+
+NECESSITY_HELP = METRIC_HELP["necessity"].replace("edges", "units")  # the units of this circuit
 
 MAX_UPLOAD_MB = 20  # a graph file's limit, the uploader's (Streamlit's MB: 2**20 bytes)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
@@ -108,17 +112,26 @@ def position_result_view(
     budget, reason = position_budget(result, budget_key)
     point = result.point(budget)
     total = n_units(result.graph, len(result.tokens.get("clean", [])))
-    if point is not None:
-        columns = st.columns(4)
-        columns[0].metric("clean L(M(q))", f"{result.baseline.clean:+.3f}")
-        columns[1].metric("corrupted L(M(q'))", f"{result.baseline.corrupted:+.3f}")
-        columns[2].metric("NDF", score_text(point.ndf))
-        columns[3].metric(
-            "units kept",
-            f"{point.n_edges:,}",
-            help=f"(edge, position) units of the circuit after pruning those on no input-to-logits path "
-            f"(the budget asked for {budget:,}), of {total:,} in the graph",
+    if point is not None:  # the edge view's figures, in rows of three (necessity and NFS were left out)
+        kept = (
+            f"(edge, position) units of the circuit after pruning those on no input-to-logits path "
+            f"(the budget asked for {budget:,}), of {total:,} in the graph"
         )
+        figures = [
+            ("clean L(M(q))", f"{result.baseline.clean:+.3f}", METRIC_HELP["clean L(M(q))"]),
+            ("corrupted L(M(q'))", f"{result.baseline.corrupted:+.3f}", METRIC_HELP["corrupted L(M(q'))"]),
+            ("NDF", score_text(point.ndf), METRIC_HELP["NDF"]),
+            (
+                "necessity",
+                "-" if math.isnan(point.necessity) else score_text(point.necessity),
+                NECESSITY_HELP,
+            ),
+            ("NFS", score_text(point.nfs), METRIC_HELP["NFS"]),
+            ("units kept", f"{point.n_edges:,}", kept),
+        ]
+        for start in range(0, len(figures), 3):
+            for column, (label, value, help_text) in zip(st.columns(3), figures[start : start + 3]):
+                column.metric(label, value, help=help_text)
         for caveat in caveats(result, point):
             st.caption(caveat)
     labels_key = json.dumps(labels, sort_keys=True, default=str) if labels else ""
