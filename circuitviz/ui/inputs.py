@@ -33,6 +33,7 @@ from ..core.text import (
 )
 from ..entry.budgets import APP_BUDGETS, budget_findings, over_graph_note, zero_sentence
 from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from .budget_words import budgets_label, positions_on
 from .mmlu_picker import REFUSED_HINT
 from .state import session
 
@@ -538,10 +539,9 @@ def method_inputs(
     fit_budgets_box(budgets_key, n_edges, budgets_default)
     form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
     with budgets_box:
-        text = state.bind(
-            st.text_input, "edge budgets (the slider's steps; each is evaluated once)", budgets_key
-        )
-        values, problems, notes = budget_reading(text, n_edges, method_traits(name).over_graph_keeps)
+        units = positions_on(key, name, settings_key)  # budgets of (edge, position) units: no edge total
+        text = state.bind(st.text_input, budgets_label(units), budgets_key)
+        values, problems, notes = budget_reading(text, n_edges, method_traits(name).over_graph_keeps, units)
         for problem in problems:
             st.error(markdown_sentence(problem))  # may quote the user's text
         for note in notes:
@@ -565,7 +565,7 @@ ZERO_BUDGET = zero_sentence(APP_BUDGETS)
 
 
 def budget_reading(
-    text: str, n_edges: int, keeps: str | None = None
+    text: str, n_edges: int, keeps: str | None = None, units: bool = False
 ) -> tuple[list[int], list[str], list[str]]:
     """(the budgets, sorted and distinct; every problem of the budgets box; the notes on it), one
     sentence each and all at once, so a user fixes them in one go, by the command line's rules
@@ -573,8 +573,9 @@ def budget_reading(
     whole number (``10 20``), a negative one, a 0 (an empty circuit), one beyond what a result
     holds, an empty list. Notes do not: repeats are evaluated once, and a budget over the graph's
     edges keeps the whole graph (or ``keeps``, the method's phrase: ACC++'s traced circuit)."""
-    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=n_edges)
-    notes = [note for note in (repeats, over_graph_note(values, n_edges, keeps=keeps)) if note]
+    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=None if units else n_edges)
+    over = None if units else over_graph_note(values, n_edges, keeps=keeps)  # units: by the prompt's length
+    notes = [note for note in (repeats, over) if note]
     return values, problems, notes
 
 
