@@ -55,3 +55,19 @@ def test_explore_under_a_demo_link_says_when_its_controls_go():
     assert not at.exception, at.exception
     assert at.toggle(key="explore.demo").value
     assert DEMO_WAITING not in [i.value for i in at.info]
+
+
+def test_a_demo_link_on_a_circuit_over_positions_says_it_has_no_demo_view():
+    """Demo mode is the edge view's: on EAP-IG over positions (the README's Explore picture) a demo
+    link showed every control and no switch, without a word."""
+    from circuitviz.ui.link_values import DEMO_NO_POSITIONS
+
+    query = {**QUERY, "budgets": "10,40,100", "settings": '{"positions": true}'}
+    at = _app(None, demo="1", **query)
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert DEMO_NO_POSITIONS in [i.value for i in at.info]
+    plain = _app(None, **query)
+    assert not plain.exception, plain.exception
+    assert DEMO_NO_POSITIONS not in [i.value for i in plain.info]

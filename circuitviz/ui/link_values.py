@@ -61,3 +61,10 @@ DEMO_WAITING = (
     "Demo mode (demo=1 in the link) hides these controls once a circuit is drawn: press Run, "
     "or open an example in the Gallery."
 )
+
+# a circuit over token positions has its own view, without demo mode: a demo link on one showed
+# every control and said nothing (seen in Chromium on the IOI prompt's EAP-IG over positions)
+DEMO_NO_POSITIONS = (
+    "Demo mode (demo=1 in the link) has no view of a circuit over token positions, so this page's "
+    "controls are shown; untick positions in the method's settings for a circuit it can show."
+)

@@ -29,6 +29,7 @@ from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
 from .instrument import instrument_view
+from .link_values import DEMO_NO_POSITIONS
 from .measure_offers import measure_offers
 from .position_view import position_result_view
 from .result_figures import METRIC_HELP, held_out_caption, metric_values, transfer_entry
@@ -505,6 +506,8 @@ def result_view(
     take any budget (their NDF then costs one batched evaluation, no scoring). A circuit over
     token positions has its own view (``position_view``)."""
     if result.positions:
+        if state.session.demo == "1":  # a demo link on a circuit over positions: said, not ignored
+            st.info(DEMO_NO_POSITIONS)
         return position_result_view(result, labels=labels, key=key, budget_key=budget_key, model=model)
 
     if demo_switch(key):
