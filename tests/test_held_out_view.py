@@ -24,6 +24,7 @@ def _result(method: str, details=None, transfer=None):
         transfer=transfer,
         baseline=Baseline(2.0, -1.0),
         graph=SimpleNamespace(n_edges=10342),
+        task=SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to"),
     )
 
 
@@ -186,6 +187,7 @@ def test_a_measured_transfers_left_out_paraphrase_is_said_under_its_figure():
             transfer=transfer,
             baseline=Baseline(2.0, -1.0),
             graph=SimpleNamespace(n_edges=10342),
+            task=SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to"),
             curve=[point],
         )
         result_view.metrics_row(result, 103, point)
@@ -224,6 +226,7 @@ def test_the_held_out_measurements_note_reads_as_one_sentence():
             transfer=transfer,
             baseline=Baseline(2.0, -1.0),
             graph=SimpleNamespace(n_edges=10342),
+            task=SimpleNamespace(corrupted="When Alice and Bob went to the store, Carl gave a drink to"),
             curve=[point],
         )
         result_view.metrics_row(result, 103, point)
