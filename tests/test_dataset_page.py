@@ -471,3 +471,17 @@ def test_the_prompts_cpr_is_said_as_the_batch_computes_it(batch_folder):
     row, n_edges = batch.rows(batch.labels[0]).to_pylist()[0], batch.n_edges
     fractions = [kept / n_edges for kept in row["edges_kept"]]
     assert row["cpr_nfs"] == pytest.approx(area_under_curve(fractions, row["nfs"]))
+
+
+def test_the_atlas_curves_legend_sits_under_the_axis_title_with_room_of_its_own():
+    """Four methods on a page batch (twelve legend entries: band, mean, consensus each) at y -0.2
+    inside 400 px lay over 'edge budget (log scale)' and scrolled, at 1,000 px (Chromium)."""
+    from circuitviz.render.atlas import band_figure
+
+    bands = [{"budget": b, "mean": 0.5, "low": 0.4, "high": 0.6, "n": 3} for b in (20, 100)]
+    consensus = [dict(b, n_edges=10, threshold=0.5) for b in bands]
+    names = ["eap", "eap-gp", "eap-ig", "eap-ig-activations"]
+    figure = band_figure(dict.fromkeys(names, bands), dict.fromkeys(names, consensus))
+    assert len([t for t in figure.data if t.name]) == 12
+    assert figure.layout.legend.yref == "container" and figure.layout.legend.yanchor == "bottom"
+    assert figure.layout.height == 400 + 18 * 12

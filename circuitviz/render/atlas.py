@@ -114,12 +114,23 @@ def band_figure(
     drawn = [value for trace in figure.data for value in (trace.y or ()) if not math.isnan(value)]
     low, high = min([0.0, *drawn]), max([1.0, *drawn])
     pad = 0.04 * (high - low)
+    named = sum(1 for trace in figure.data if trace.name)
     figure.update_layout(
-        height=height,
+        # the legend's rows under the plot take height of their own (four methods' twelve entries,
+        # at y -0.2 inside 400 px, lay over the axis title and scrolled at 1,000 px)
+        height=height + 18 * named,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"type": "log", "title": "edge budget (log scale)", **log_ticks(budgets)},  # 10, 100, 1k
         yaxis={"title": f"mean {name} over the prompts", "range": [low - pad, high + pad]},
-        legend={"orientation": "h", "y": -0.2},
+        # at the figure's foot, below the axis title, as Explore's curve has it
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+            "x": 0,
+            "xanchor": "left",
+        },
     )
     return figure
 
