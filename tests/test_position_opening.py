@@ -61,3 +61,46 @@ def test_the_table_of_units_says_necessity_of_units():
     curve = [CurvePoint(budget=50, n_edges=20, metric=1.0, nfs=0.5, ndf=0.5)]
     table = format_table(Baseline(2.0, 0.0), curve, 1000, kept="units")
     assert "removing only the circuit's units removes" in table and "circuit's edges" not in table
+
+
+def test_a_drawing_at_a_budget_not_run_counts_the_units_pruning_kept(tmp_path, capsys, monkeypatch):
+    """discover --positions --html-budget 999 (SmolLM2-135M, budgets 20,50) titled its page '999
+    units' over the 779 units pruning kept, and said nothing of the NDF it does not have."""
+    import re
+
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.entry import cli
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setenv(CHECK_ENV, "off")
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    html = tmp_path / "g.html"
+    task = [
+        "--prompt",
+        IOI_TASK.clean,
+        "--corrupted",
+        IOI_TASK.corrupted,
+        "--answer",
+        " Mary",
+        "--foil",
+        " John",
+    ]
+    argv = [
+        "discover",
+        *task,
+        "--method",
+        "eap",
+        "--positions",
+        "--budgets",
+        "5,10",
+        "--transfer-paraphrases",
+        "0",
+    ]
+    assert cli.main([*argv, "--html", str(html), "--html-budget", "400"]) == 0
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith(f"wrote {html}"))
+    kept = int(re.search(r"budget 400: ([\d,]+) units kept", line).group(1).replace(",", ""))
+    assert kept < 400 and "not among the evaluated budgets, so no NDF" in line
+    assert f"{kept:,} units kept (budget 400), not evaluated: no NDF" in html.read_text()

@@ -40,7 +40,11 @@ def write_position_outputs(
     if html is not None:
         drawing = attribution_graph_html(graph)
         html.write_text(drawing.html, encoding="utf-8")
-        print(f"wrote {html} ({budget:,} units: {len(graph.nodes)} nodes, {len(graph.links)} links)")
+        point = result.point(budget)  # the budget asks for units; pruning keeps these
+        kept = point.n_edges if point is not None else int(result.position_circuit(budget).sum())
+        unmeasured = "" if point is not None else "; not among the evaluated budgets, so no NDF"
+        shown = f"budget {budget:,}: {kept:,} units kept, {len(graph.nodes)} nodes, {len(graph.links)} links"
+        print(f"wrote {html} ({shown}{unmeasured})")
     if neuronpedia is not None:
         data = to_neuronpedia(graph, **task_ids(model, result.task))
         neuronpedia.write_text(json.dumps(data), encoding="utf-8")

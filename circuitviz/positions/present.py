@@ -113,8 +113,11 @@ def caption_nodes(graph: AttributionGraph, labels: Mapping[str, Mapping[str, obj
 def result_attribution_graph(result, budget: int, labels=None, reason: str = "") -> AttributionGraph:
     """The attribution graph of a position-resolved result at ``budget`` units, captioned."""
     point = result.point(budget)
-    faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ""
-    kept = point.n_edges if point is not None else budget
+    circuit = result.position_circuit(budget)
+    # a budget the run did not evaluate has no NDF, and pruning may keep fewer units than it asks:
+    # discover --html-budget 999 titled its page '999 units' over the units pruning kept
+    faithfulness = f", NDF {point.ndf:.2f}" if point is not None else ", not evaluated: no NDF"
+    kept = point.n_edges if point is not None else int(circuit.sum())
     units = f"{kept:,} units" if kept == budget else f"{kept:,} units kept (budget {budget:,})"
     title = (
         f"{result.model_id} · {result.method} over positions · {units}{faithfulness} · "
@@ -123,7 +126,7 @@ def result_attribution_graph(result, budget: int, labels=None, reason: str = "")
     graph = from_position_circuit(
         result.graph,
         result.position_scores,
-        result.position_circuit(budget),
+        circuit,
         result.tokens.get("clean", []),
         patterns=result.attention,
         title=title,
