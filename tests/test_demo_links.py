@@ -71,3 +71,28 @@ def test_a_demo_link_on_a_circuit_over_positions_says_it_has_no_demo_view():
     plain = _app(None, **query)
     assert not plain.exception, plain.exception
     assert DEMO_NO_POSITIONS not in [i.value for i in plain.info]
+
+
+def test_demo_mode_on_a_circuit_of_no_edge_says_so_without_the_hidden_budget():
+    """EAP-IG at budget 1 keeps no edge (its one edge is on no path from the input to the logits):
+    demo mode said "0 connections; its faithfulness (NDF) is 0.00 (below 0.8: it carries only part of
+    it)" over an empty frame noted "raise the budget", a control it hides (seen in Chromium)."""
+    from graph_data import graph_data
+
+    from circuitviz.render.demo import empty_sentence
+
+    at = _app(None, demo="1", **{**QUERY, "budgets": "1"})
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    said = [m.value for m in at.markdown]
+    assert empty_sentence(1) in said
+    assert not any("carries only part" in text or "0 connections" in text for text in said)
+    assert not graph_data(at)  # no empty frame, so no "raise the budget" under it
+    assert not any(c.value.startswith("Of the circuit's 0 edges") for c in at.caption)
+    plain = _app(None, **{**QUERY, "budgets": "1"})  # the page's own view: no caption on nothing
+    next(b for b in plain.button if b.label == "Run").click()
+    plain.run()
+    assert not plain.exception, plain.exception
+    assert any(m.value == "The circuit has no edges at this budget." for m in plain.markdown)
+    assert not any(c.value.startswith("Of the circuit's 0 edges") for c in plain.caption)

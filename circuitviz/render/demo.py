@@ -94,6 +94,17 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
     return " ".join(parts)
 
 
+def empty_sentence(budget: int) -> str:
+    """Demo mode's one sentence for a circuit that keeps no edge at its budget. It said "0
+    connections; its faithfulness (NDF) is 0.00 (below 0.8: it carries only part of it)" over an
+    empty frame noted "raise the budget", a control demo mode hides (EAP-IG at budget 1, whose one
+    edge is on no path from the input to the logits and is pruned)."""
+    return (
+        f"At budget {budget:,} the method's circuit keeps no connection from the input to the answer, "
+        "so there is nothing to draw; turn demo mode off and choose a larger budget."
+    )
+
+
 def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float, noun: str = "answer") -> str:
     """The demo's first words on the circuit: "the part of the model that carries this answer" only
     where its NDF says so (``good_ndf`` or more); it said so of an EAP circuit of NDF 0.43.

@@ -12,6 +12,7 @@ from .. import render
 from ..core.text import markdown_text
 from ..methods.registry import method_traits
 from ..render.demo import (
+    empty_sentence,
     lead_sentence,
     legend_sentence,
     path_edge_names,
@@ -62,6 +63,9 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
         markdown_text(prompt_sentence(result.task, clean)), anchor=False
     )  # the user's text, as typed
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
+    if not edges:  # an empty frame beside "raise the budget", a control the demo hides
+        st.markdown(empty_sentence(budget))
+        return
     paths = strongest_paths(edges, 3)
     kind = "user" if groups else None
     if not groups:  # the proposed grouping of the nodes off the strongest paths (those stay visible)

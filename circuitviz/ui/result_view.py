@@ -431,8 +431,9 @@ def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> N
         sentences = render.explain_circuit(
             edges, labels, n=5, task=result.task, estimates_metric=traits.scores_estimate_metric
         )
-        if not sentences:
+        if not sentences:  # no caption on what orders nothing ("Of the circuit's 0 edges, by |score|")
             st.write("The circuit has no edges at this budget.")
+            return
         for sentence in sentences:
             st.markdown("- " + markdown_text(sentence))
         meaning = (
