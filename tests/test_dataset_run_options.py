@@ -210,3 +210,25 @@ def test_a_failed_runs_flag_is_named_with_its_box_and_each_empty_run_by_its_time
     assert said.startswith("**2026-12-06 11:15**: The batch 2 ioi prompts × eap failed")
     weights = [c.proto.weight for c in listed.get("column")]
     assert weights == pytest.approx([0.75, 0.25])  # 'Delete…' in a quarter of the row
+
+
+def test_a_json_array_upload_says_how_to_write_it(tmp_path):
+    """The uploader takes .json, and a .json file of one array (the usual shape) was read a line at
+    a time: 'holds no task the batch can run (the first: line 1 is not valid JSON ...)'; it says
+    what the file is and how to write it, on the page and on the command line alike."""
+    from circuitviz.batch.dataset import DatasetError, read_dataset
+
+    class Upload:
+        name = "tasks.json"
+
+        def getvalue(self):
+            return b'[\n {"clean": "a b", "corrupted": "c b", "answer": " x", "foil": " y"},\n {"clean": "d"}\n]\n'
+
+    said = (
+        "tasks.json is one JSON array of 2 items; write one task object a line (JSON Lines: the array's "
+        "items without the brackets and commas between them)."
+    )
+    assert batch_form._upload_tasks(Upload()) == (None, said)
+    (tmp_path / "tasks.json").write_bytes(Upload().getvalue())
+    with pytest.raises(DatasetError, match="^tasks.json is one JSON array of 2 items"):
+        read_dataset(tmp_path / "tasks.json")

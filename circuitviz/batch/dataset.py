@@ -154,6 +154,16 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
     if fmt not in ("jsonl", "csv"):
         raise DatasetError(f"Unknown dataset format {fmt!r}; give a .jsonl or .csv file.")
     text = text.removeprefix("\ufeff")  # a byte-order mark (Excel, Windows tools) is no text
+    if fmt == "jsonl" and text.lstrip().startswith("["):  # a .json file of one array: every line failed
+        try:
+            whole = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            whole = None
+        if isinstance(whole, list):
+            raise DatasetError(
+                f"{origin} is one JSON array of {len(whole):,} items; write one task object a line "
+                "(JSON Lines: the array's items without the brackets and commas between them)."
+            )
     records = _jsonl_records(text) if fmt == "jsonl" else _csv_records(text)
     tasks: list[DatasetTask] = []
     problems: list[str] = []
