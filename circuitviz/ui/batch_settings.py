@@ -31,8 +31,8 @@ FLAG_BOXES = {
     "--consensus": "consensus share measured",
 }
 COMMAND_ONLY = (
-    "The command alone runs on Ray workers, in another dtype, or into another result store: "
-    "`python -m circuitviz batch --executor ray --workers 4 --dtype bfloat16 --store DIR ...` "
+    "The command alone runs on Ray workers, in another dtype or backend, or into another result store: "
+    "`python -m circuitviz batch --executor ray --workers 4 --dtype bfloat16 --backend bridge --store DIR ...` "
     "(docs/datasets.md)."
 )
 
