@@ -178,9 +178,11 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
     said = batch_form.measured_cost("gemma-3-270m", ["eap"], 1)
     assert said.startswith(
         "Measured on earlier batches here: about 3.9 s a 46-token prompt for eap; so 1 prompt's circuits "
-        "take about 4 s, and the consensus step more."
+        "take about 4 s if it is as long, and the consensus step more."
     ), said
-    assert "so 3 prompts' circuits take about 12 s" in batch_form.measured_cost("gemma-3-270m", ["eap"], 3)
+    assert "so 3 prompts' circuits take about 12 s if they are as long" in batch_form.measured_cost(
+        "gemma-3-270m", ["eap"], 3
+    )
 
 
 def test_a_failed_runs_flag_is_named_with_its_box_and_each_empty_run_by_its_time(page, tmp_path):
