@@ -802,7 +802,7 @@ def _dataset_and_about(page) -> None:
     shot(page, "dataset-consensus.png", page.get_by_text("Dataset atlas").first, height=2000)
     page.get_by_role("tab", name="Prompts").click()
     page.wait_for_timeout(1000)
-    assert "CPR is MIB's area under the prompt's NFS curve" in body_text(page)
+    assert "CPR is the area under the prompt's NFS curve" in body_text(page)
     open_page(page, "About")
     page.get_by_text("About circuitviz").first.wait_for(timeout=60_000)
     settled(page)
