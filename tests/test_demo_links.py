@@ -96,3 +96,30 @@ def test_demo_mode_on_a_circuit_of_no_edge_says_so_without_the_hidden_budget():
     assert not plain.exception, plain.exception
     assert any(m.value == "The circuit has no edges at this budget." for m in plain.markdown)
     assert not any(c.value.startswith("Of the circuit's 0 edges") for c in plain.caption)
+
+
+def test_a_demo_link_draws_the_groups_its_view_names_and_says_its_edit_is_not_drawn():
+    """Demo mode drew only the groups the page had saved in this session: a shared demo link naming
+    its groups (``view=``) opened with the proposed grouping instead, unsaid (the Gallery in
+    Chromium); and a view's edit is said not to be what the demo draws."""
+    import json
+
+    from explore_session import explore_session, run_it
+    from graph_data import graph_data
+
+    first = run_it(explore_session())
+    assert not first.exception, first.exception
+    nodes = [n["id"] for n in graph_data(first)[0]["nodes"] if n["id"] not in ("input", "logits")][:2]
+    view = {"groups": {"my heads": nodes}}
+    at = _app(None, demo="1", view=json.dumps(view), **QUERY)  # the stored circuit, a new session
+    assert not at.exception, at.exception
+    drawn = [n["id"] for n in graph_data(at)[0]["nodes"]]
+    assert "group:my heads" in drawn and not set(nodes) & set(drawn)
+    assert any("Purple boxes are the groups named on this page." in m.value for m in at.markdown)
+    edited = _app(None, demo="1", view=json.dumps({"edit": {"removed_nodes": nodes[:1]}}), **QUERY)
+    assert not edited.exception, edited.exception
+    said = [c.value.replace("\\", "") for c in edited.caption if "not the view's edit" in c.value]
+    assert said == [
+        f"Demo mode draws the method's circuit and its figures, not the view's edit (removed {nodes[0]}): "
+        "turn demo mode off to see the edit measured."
+    ]

@@ -55,9 +55,28 @@ def demo_switch(key: str) -> bool:
     return on
 
 
+def view_groups(result, key: str) -> tuple[dict, str]:
+    """(the view's groups, a sentence when the view also edits the circuit, else ""): the page's
+    view, else the link's (``view=``, checked and its faults said, as the page reads it). Demo mode
+    read only the groups the page had saved, so a demo link naming its groups opened with the
+    proposed grouping instead, unsaid (seen in Chromium on the Gallery)."""
+    from .instrument import edit_words, load_state
+
+    view = load_state(key, result.graph, set())
+    if view.edit.is_empty():
+        return dict(view.groups), ""
+    return dict(view.groups), (
+        f"Demo mode draws the method's circuit and its figures, not the view's edit ({edit_words(view.edit).removeprefix('edited: ')}): "
+        "turn demo mode off to see the edit measured."
+    )
+
+
 def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, groups=None) -> None:
     """The demo: sentence, fitted graph with groups and strongest paths, NDF, the explanation
-    (``graph_drawing`` and ``explain``: the result view's)."""
+    (``graph_drawing`` and ``explain``: the result view's; ``groups``: the view's unless given)."""
+    edit_note = ""
+    if groups is None:
+        groups, edit_note = view_groups(result, key)
     clean = float(result.baseline.clean) if result.task.metric == "logit_diff" else None
     st.subheader(
         markdown_text(prompt_sentence(result.task, clean)), anchor=False
@@ -83,6 +102,8 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     noun = "preference" if result.task.foils else "answer"  # a logit difference: answer over foil
     lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF, noun)
     st.markdown(f"{lead}. {legend}")
+    if edit_note:
+        st.caption(markdown_text(edit_note))  # the edit names the link's nodes
     drawing = graph_drawing(
         result,
         budget,

@@ -148,7 +148,6 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
 
 def save_state(key: str, state: InstrumentState) -> None:
     ui_state.set_widget_value(_state_key(key), state)
-    ui_state.set_widget_value(f"{key}.instrument_groups", dict(state.groups))  # what demo mode draws
     if state.to_dict() == InstrumentState().to_dict():
         del ui_state.session.instrument_view
     else:

@@ -514,8 +514,7 @@ def result_view(
     if demo_switch(key):
         budget = int(state.widget_value(budget_key) or demo_budget(result))
         budget = budget if budget in result.budgets else demo_budget(result)
-        groups = state.widget_value(f"{key}.instrument_groups")
-        demo_view(result, budget, labels, key, graph_drawing, explain, groups=groups)
+        demo_view(result, budget, labels, key, graph_drawing, explain)  # its groups: the view's
         return budget
     task_caption(result, timings=timings)
     budget = budget_slider(result, budget_key, any_budget=model is not None)
