@@ -522,3 +522,18 @@ def test_a_token_limit_below_every_generated_prompt_is_named(tiny):
     said = str(error.value)
     assert said.startswith("The ioi family gave only 0 distinct prompts that fit this model's tokenizer")
     assert " longer than 5 tokens)" in said and said.endswith("; raise --max-tokens, or give a dataset file.")
+
+
+def test_acc_rows_hold_the_batchs_budgets_not_each_prompts_own(tmp_path, tiny):
+    """ACC++ adds its whole circuit's budget, one per prompt (SmolLM2-135M's factual batch: 144 edges
+    on one prompt, 1,313 on the next); each row kept its own, and the folder check then called every
+    row but the first 'damaged' ('its budgets [20, 50, 200, 1313] are not the ones the other rows of
+    acc++ hold') and left it out of every figure, with 'rerun the batch' as the way out."""
+    from circuitviz.batch.folder_check import row_problems
+
+    report = _run(tmp_path, tiny, IOI_TASKS[:2], methods=["acc++"], settings={"n_random": 0})
+    assert report.failed == 0
+    table = pq.read_table(tmp_path / "out" / "results.parquet")
+    rows = table.to_pylist()
+    assert [row["budgets"] for row in rows] == [BUDGETS, BUDGETS]
+    assert row_problems(table, GraphSpec.from_model(tiny).n_edges) == []

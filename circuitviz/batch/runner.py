@@ -297,7 +297,7 @@ class _Run:
     def _keep(self, item: _Item, result, worker: str, seconds: float | None = None) -> None:
         task = self.tasks[item.task_index]
         row = result_row(
-            item.key, item.task_index, task, result, self.keep, self.request.top_edges,
+            item.key, item.task_index, task, result, self.keep, self.request.top_edges, self.budgets,
             worker=worker, executor=self.executor.name,
         )  # fmt: skip
         if seconds is not None:

@@ -28,6 +28,7 @@ import numpy
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.curves import cmd, cpr
 from ..core.results import CircuitResult
 from ..core.text import first_sentence
 from .dataset import DatasetTask
@@ -141,12 +142,22 @@ def result_row(
     result: CircuitResult,
     keep: list[int],
     top: int,
+    asked: list[int] | None = None,
     **extra,
 ) -> dict:
-    """The table row of a finished item."""
+    """The table row of a finished item; ``asked``: the batch's budgets, the only ones a row holds
+    (ACC++ adds its whole circuit's, one per prompt: 144 edges on one, 1,313 on the next, and the
+    second row was then called damaged and left out of every figure)."""
     row = _base_row(key, index, item, result.method, result.config)
     curve = sorted(result.curve, key=lambda p: p.budget)
-    summary = result.summary()
+    if asked is not None:
+        curve = [point for point in curve if point.budget in set(asked)]
+    total = result.graph.n_edges
+    summary = {
+        f"{area}_{kind}": way(curve, total, kind)
+        for area, way in (("cpr", cpr), ("cmd", cmd))
+        for kind in ("nfs", "ndf")
+    }
     budgets, edges, bits = kept_circuits(result, keep)
     strongest, scores = top_edges(result, top)
     timings = {k: v for k, v in result.timings.items() if k != "batch_tasks"}
