@@ -84,3 +84,14 @@ def test_a_methods_label_is_made_possessive_without_its_gloss():
     assert possessive("ACC++") == "ACC++'s"
     assert possessive("Flow routes") == "Flow routes'"
     assert possessive("CircuitLasso") == "CircuitLasso's"
+
+
+def test_one_path_is_said_in_the_singular():
+    """ACC++ on the IOI prompt has one path into the logit: "The path drawn in full colour have the
+    highest scores" (seen in Chromium)."""
+    assert legend_sentence(1, False, "ACC++", None).startswith(
+        "The path drawn in full colour has the highest score (ACC++'s own score, not a measured effect);"
+    )
+    assert legend_sentence(1, True, "EAP", None).startswith(
+        "The path drawn in full colour has the largest estimated effect on the answer (for it or against"
+    )

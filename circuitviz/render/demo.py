@@ -75,10 +75,13 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
     and on EAP's, of a path through a head that promotes the foil (a solid edge: against the answer)."""
     parts = []
     if n_paths:
+        one = n_paths == 1  # "The path drawn in full colour have the highest scores" (ACC++ on IOI)
         ranked = (
-            "have the largest estimated effects on the answer (for it or against it: see the key)"
+            f"{'has the largest estimated effect' if one else 'have the largest estimated effects'} on the "
+            "answer (for it or against it: see the key)"
             if effects
-            else f"have the highest scores ({possessive(method)} own score, not a measured effect)"
+            else f"{'has the highest score' if one else 'have the highest scores'} ({possessive(method)} own "
+            "score, not a measured effect)"
         )
         these = (
             "The path drawn in full colour" if n_paths == 1 else f"The {n_paths} paths drawn in full colour"
