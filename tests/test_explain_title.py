@@ -25,6 +25,7 @@ def _page(method):
         graph=spec,
         scores=scores * spec.edge_mask,
         task=PromptTask("a b", "a c", " x", (" y",), "logit_diff"),
+        details=None,  # a result of a method with no details of its own, as a real one reads
         circuit=lambda budget: spec.edge_mask,
     )
     result_view.explain(result, 10, {}, expanded=True)

@@ -577,7 +577,10 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     at.multiselect(key="steer.features").select(options[0]).run()
     at.button(key="steer.zero").click().run()
     assert not at.exception, at.exception
-    figures = at.table[0].value  # the metric named in its column, what was zeroed in each row
+    # the features' table (what each feature does) comes first, then the zeroing's figures
+    tables = [table.value for table in at.table]
+    assert list(tables[0].columns) == ["node", "feature", "node's part of it", "at", "what it does"]
+    figures = tables[1]  # the metric named in its column, what was zeroed in each row
     assert list(figures.columns) == ["zeroed", "logit difference", "change"]
     assert list(figures["zeroed"])[:2] == ["nothing (the model as it is)", "the 1 chosen feature"]
     # an answer of several tokens is said under the boxes before any press, and Zero is off
