@@ -117,3 +117,13 @@ def test_acc_edges_table_and_csv_mark_its_completion():
     csv_text = render.edges_csv(result.graph, result.scores, circuit, found_edges(result))
     assert csv_text.splitlines()[0] == "rank,edge,source,destination,kind,score,found"
     assert found_edges(at.session_state["results"]["acc++"]) is not None
+
+
+def test_acc_explanation_without_a_corrupted_prompt_says_the_knockout_measures_it():
+    """Without a corrupted prompt the caption said the completion was 'added so that patching can
+    measure the circuit' above an NDF that no patching measured (the knockout's)."""
+    query = {"prompt": IOI_TASK.clean, "corrupted": "", "answer": " Mary", "foil": "", "metric": "logprob"}
+    at = run_it(explore_session({**query, "method": "acc++", "budgets": "5,10,20"}))
+    explained = next(e for e in at.expander if e.label.startswith("Explain this circuit"))
+    caption = " ".join(c.value for c in explained.caption)
+    assert "are its completion" in caption and "this NDF is the knockout of its signals" in caption, caption

@@ -130,10 +130,15 @@ class ACCDetails(MethodDetails):
         from ..acc.completion import claimed_mask  # torch only, none of the tracer
 
         traced = (result.scores != 0) & claimed_mask(result.graph)
+        measured = (  # without a corrupted prompt nothing is patched: the knockout measures the signals
+            "; with no corrupted prompt, this NDF is the knockout of its signals, which these do not enter"
+            if self.faithfulness.get("kind") == "signal-knockout"
+            else ""
+        )
         return traced, (
             "its completion: the value inputs of its heads and the inputs of its MLPs, added so that "
             "patching can measure the circuit, each scored just below the traced edge out of the node "
-            "it feeds (a rank, not a finding)"
+            f"it feeds (a rank, not a finding){measured}"
         )
 
     def reference_name(self) -> str | None:
