@@ -348,13 +348,16 @@ def consensus(
     measured = bands(folder, stamp, label, "ndf")[1]
     point = {b["budget"]: b for b in measured}.get(budget)
     n = len(view["sizes"])
-    whose = "the one prompt's circuit" if n == 1 else f"the {n:,} prompts' circuits"
-    st.write(
-        f"**{counted(len(edges), 'edge')}** {'is' if len(edges) == 1 else 'are'} in at least {threshold:.0%} "
-        f"of {whose} at budget {budget:,}; a prompt's circuit "
-        "and it have a Jaccard similarity of "
-        f"{view['jaccard'].mean():.2f} on average (the edges they share over the edges of either)."
-    )
+    if n == 1:  # 'in at least 50% of the one prompt's circuit ...; a Jaccard of 1.00 on average'
+        st.write(
+            f"One prompt: its own circuit at budget {budget:,} is the consensus, **{counted(len(edges), 'edge')}**."
+        )
+    else:
+        st.write(
+            f"**{counted(len(edges), 'edge')}** {'is' if len(edges) == 1 else 'are'} in at least {threshold:.0%} "
+            f"of the {n:,} prompts' circuits at budget {budget:,}; a prompt's circuit and it have a Jaccard "
+            f"similarity of {view['jaccard'].mean():.2f} on average (the edges they share over the edges of either)."
+        )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
         st.write(
             f"Alone, this circuit reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95\u00a0% interval "
