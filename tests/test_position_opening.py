@@ -104,3 +104,25 @@ def test_a_drawing_at_a_budget_not_run_counts_the_units_pruning_kept(tmp_path, c
     kept = int(re.search(r"budget 400: ([\d,]+) units kept", line).group(1).replace(",", ""))
     assert kept < 400 and "not among the evaluated budgets, so no NDF" in line
     assert f"{kept:,} units kept (budget 400), not evaluated: no NDF" in html.read_text()
+
+
+def test_a_circuit_that_is_not_empty_never_reads_0_00_percent():
+    """SmolLM2-135M's ACC++ circuit of 2 edges of 123,211 read '2 (0.00%)' on Explore and 0.00% in
+    discover's table, as an empty one does."""
+    from types import SimpleNamespace as Result
+
+    from circuitviz.core.curves import Baseline
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.entry.tables import format_table
+    from circuitviz.ui.result_figures import metric_values
+
+    point = CurvePoint(budget=20, n_edges=2, metric=0.0, nfs=0.0, ndf=0.0)
+    table = format_table(Baseline(5.0, -0.5), [point], 123_211)
+    assert "<0.01%" in table and "0.00%" not in table
+    task = PromptTask("a b", "a c", " d", (" e",))
+    result = Result(
+        baseline=Baseline(5.0, -0.5), graph=Result(n_edges=123_211), task=task, details=None, transfer=None
+    )
+    assert metric_values(result, point)["edges kept"] == "2 (<0.01%)"
+    empty = CurvePoint(budget=20, n_edges=0, metric=0.0, nfs=0.0, ndf=0.0)
+    assert metric_values(result, empty)["edges kept"] == "0 (0.00%)"

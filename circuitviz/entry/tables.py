@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..core.curves import Baseline, CurvePoint, empty_budgets_note
+from ..core.text import percent_text
 
 
 def format_table(
@@ -33,7 +34,7 @@ def format_table(
         necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         completeness = "-" if math.isnan(point.completeness) else f"{point.completeness:.3f}"
         lines.append(
-            f"{point.budget:>8} {point.n_edges:>10} {100 * point.n_edges / total_edges:>7.2f}% "
+            f"{point.budget:>8} {point.n_edges:>10} {percent_text(100 * point.n_edges / total_edges):>8} "
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
             + (f" {completeness:>12}" if complete else "")
         )

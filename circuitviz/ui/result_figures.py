@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..core.text import counted, score_text, shown
+from ..core.text import counted, percent_text, score_text, shown
 from ..details.base import NEUTRAL_PROMPT, NEUTRAL_PROMPT_WORDS, reference_name
 
 
@@ -24,7 +24,7 @@ def metric_values(result, point) -> dict[str, str]:
         if not math.isnan(point.completeness):  # measured on request (``measure_offers``)
             values["completeness"] = score_text(point.completeness)
         values["NFS"] = score_text(point.nfs)
-        values["edges kept"] = f"{point.n_edges:,} ({share:.2f}%)"
+        values["edges kept"] = f"{point.n_edges:,} ({percent_text(share)})"
         held = [value for _, value in held_out_at(result, point.budget)]
         if held:
             values["NDF held out"] = score_text(statistics.fmean(held))
