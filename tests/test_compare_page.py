@@ -170,3 +170,17 @@ def render_curves(results) -> str:
 
     first = next(iter(results.values()))
     return render.curves_csv({n: r.curve for n, r in results.items()}, first.graph.n_edges)
+
+
+def test_a_method_over_positions_on_explore_is_compared_over_edges_and_said_so():
+    """With positions ticked for EAP on Explore, Compare ran EAP over positions and showed its
+    circuit of 125 (edge, position) units as 'NDF 0.693 with 125 edges' beside ACC++'s edges, its
+    graph and overlap drawn from another, summed circuit (SmolLM2-135M, capital of France)."""
+    at = _compare(compare="eap,acc++", method="eap", settings='{"positions": true}', budgets="5,10,20")
+    next(button for button in at.button if button.label == "Run the comparison").click()
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"]["eap"]
+    assert not result.positions
+    said = [c.value for c in at.caption if "over token positions" in c.value]
+    assert len(said) == 1 and said[0].startswith("EAP runs over edges here"), said

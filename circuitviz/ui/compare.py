@@ -105,9 +105,11 @@ def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) 
     each is priced just before it runs, by the runs before it)."""
 
     registered = available_methods()
-    found = {}
+    found, over_edges = {}, []
     for name in chosen:
         settings = shared_settings(registered[name], state.method_settings("settings", name))
+        if settings.get("positions"):  # the page draws, measures and overlaps edge circuits
+            settings, over_edges = {**settings, "positions": False}, [*over_edges, registered[name].label]
         try:
             found[name] = Request.for_model(model, task, name, settings, budgets, model_id)
         except (TypeError, ValueError) as error:  # a link's settings out of bounds or of no type
@@ -115,6 +117,13 @@ def requests(model, model_id: str, task, chosen: list[str], budgets: list[int]) 
                 f"{registered[name].label}: {markdown_sentence(str(error))} Its settings are set on the "
                 "Explore page; it is left out of this comparison until they are fixed there."
             )
+    if over_edges:  # a position result was shown as '125 edges' (its units) beside edge circuits
+        st.caption(
+            markdown_sentence(
+                f"{joined(over_edges)} {'runs' if len(over_edges) == 1 else 'run'} over edges here, not over "
+                "token positions as set on Explore: Compare draws, measures and overlaps edge circuits."
+            )
+        )
     return found if len(found) >= 2 else {}
 
 
