@@ -559,3 +559,12 @@ def test_every_variants_curve_carries_its_circuits_necessity(tiny):
     for point, reference in zip(result.curve, expected):
         assert point.necessity == pytest.approx(reference.necessity, abs=1e-9)
     assert all(0.0 <= point.necessity <= 1.0 for point in result.curve)
+
+
+def test_the_pages_defaults_note_counts_its_budgets_in_words():
+    """On a graph of fewer edges than the page's smallest budget the note read '1 budgets'."""
+    from circuitviz.ui.bon import page_budgets, page_defaults_note
+
+    assert page_budgets(46) == [46]
+    assert "per pair, 1 budget, 9 paraphrases" in page_defaults_note(46)
+    assert "per pair, 6 budgets, 9 paraphrases" in page_defaults_note(10_342)

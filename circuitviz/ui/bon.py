@@ -131,8 +131,8 @@ def page_defaults_note(n_edges: int) -> str:
     """What the page starts at, from its defaults (the time is the estimate's: it said 'about a
     minute on a CPU' above an estimate of 18 s)."""
     return (
-        f"This page starts at {PAGE_DEFAULTS['ig_steps']} IG steps per pair, {len(page_budgets(n_edges))} "
-        f"budgets, {PAGE_DEFAULTS['n_paraphrases']} paraphrases and the chosen variant alone (the estimate "
+        f"This page starts at {PAGE_DEFAULTS['ig_steps']} IG steps per pair, "
+        f"{counted(len(page_budgets(n_edges)), 'budget')}, {PAGE_DEFAULTS['n_paraphrases']} paraphrases and the chosen variant alone (the estimate "
         "under the form is priced from this machine's runs); more steps score each pair more closely, and "
         "'compare' adds the other variants' curves, each at a proportional cost."
     )
