@@ -70,3 +70,35 @@ def test_a_links_view_sentences_are_escaped_and_its_group_names_harmless():
     assert "RIGHT\\-TO\\-LEFT OVERRIDE" in said
     assert "[click](" not in said and "\\[click\\]" in said and "`https://example.com" in said  # no live link
     assert "\\*\\*now\\*\\*" in said
+
+
+def test_a_graph_files_labels_and_tokens_with_a_direction_override_are_written_with_codes():
+    """An opened graph file's clerps and title are drawn on the canvas and in hovers as written: a
+    right-to-left override there drew them reversed, as in a group's name."""
+    from circuitviz.export.neuronpedia import read_neuronpedia, to_neuronpedia
+    from circuitviz.positions.view import AttributionGraph, GraphLink, GraphNode
+
+    nodes = [
+        GraphNode("e0", "input", "embedding", -1, 0),
+        GraphNode("m0", "m0", "mlp", 0, 0, caption="harmless"),
+        GraphNode("out", "logits", "logit", 1, 0),
+    ]
+    graph = AttributionGraph(
+        tokens=["a"], nodes=nodes, links=[GraphLink("e0", "m0", 1.0), GraphLink("m0", "out", 1.0)], n_layers=1
+    )
+    data = to_neuronpedia(graph)
+    data["metadata"]["prompt_tokens"] = [f"x{RLO}yz"]
+    data["metadata"]["info"] = {"description": f"my {RLO}graph"}
+    for node in data["nodes"]:
+        if node["clerp"].startswith("m0"):  # the file's own ids are Neuronpedia's
+            node["clerp"] = f"m0: evil{RLO} live"
+    back = read_neuronpedia(json.dumps(data))
+    assert back.tokens == [f"x{RLO}yz"]  # drawn by its repr, which writes the code itself
+    assert [n.caption for n in back.nodes if n.component == "m0"] == ["evil\\u202e live"]
+    assert back.title == "my \\u202egraph"
+    shown = json.dumps([[n.caption for n in back.nodes], back.title], ensure_ascii=False)
+    assert RLO not in shown
+    (said,) = [note for note in back.notes if "invisible" in note]
+    assert "2 invisible characters (U+202E RIGHT-TO-LEFT OVERRIDE)" in said and "written as codes" in said
+    clean = read_neuronpedia(json.dumps(to_neuronpedia(graph)))
+    assert not any("invisible" in note for note in clean.notes)

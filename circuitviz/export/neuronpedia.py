@@ -29,12 +29,20 @@ also keeps ``circuitviz_component`` so our own files read back exactly. Links ca
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 from collections.abc import Sequence
 
-from ..core.text import counted, shown, shown_number
+from ..core.text import (
+    counted,
+    invisible_as_codes,
+    invisible_characters,
+    invisible_kinds,
+    shown,
+    shown_number,
+)
 from ..positions.view import AttributionGraph, GraphLink, GraphNode, strongest_paths
 
 FORMAT_NAME = "neuronpedia graph JSON"
@@ -361,13 +369,32 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
     view, sentence = read_qparams(data.get("qParams"), known)
     if sentence:
         notes.append(sentence)
+    tokens = [str(token) for token in metadata["prompt_tokens"]]
+    title = str(info.get("description") or metadata.get("slug") or "")
+    prompt = str(metadata.get("prompt", ""))
+    # (the tokens are drawn by their repr, which writes such characters as codes already)
+    hidden = "".join([title, prompt, *(node.component + node.caption for node in nodes)])
+    if invisible_characters(hidden):  # a right-to-left override drew a label or token reversed
+        found = len(invisible_characters(hidden))
+        notes.append(
+            f"The file's labels or title hold {counted(found, 'invisible character')} "
+            f"({invisible_kinds(hidden)}), which draw text reordered or not at all: "
+            f"{'it is' if found == 1 else 'they are'} written as {'its code' if found == 1 else 'codes'}."
+        )
+        title, prompt = invisible_as_codes(title), invisible_as_codes(prompt)
+        nodes = [
+            dataclasses.replace(
+                node, component=invisible_as_codes(node.component), caption=invisible_as_codes(node.caption)
+            )
+            for node in nodes
+        ]
     return AttributionGraph(
-        tokens=[str(token) for token in metadata["prompt_tokens"]],
+        tokens=tokens,
         nodes=nodes,
         links=links,
         n_layers=n_layers,
-        title=str(info.get("description") or metadata.get("slug") or ""),
-        prompt=str(metadata.get("prompt", "")),
+        title=title,
+        prompt=prompt,
         model_id=str(metadata.get("scan", "")),
         notes=notes,
         source=origin,
