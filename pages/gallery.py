@@ -70,8 +70,8 @@ if state.value(f"gallery.{slug}.budget") is None:
 st.caption(
     f"Stored when the gallery was built ({result.device}); opening it runs nothing. The view opens at "
     f"the smallest budget whose circuit of at most {result_view.READABLE_EDGES} edges reaches NDF "
-    f"{result_view.GOOD_NDF}, else at the most faithful such circuit, and says which."
-)
+    f"{result_view.GOOD_NDF}, else at the most faithful such circuit."
+)  # it promised a sentence saying which: demo mode hides that sentence (under the slider)
 st.fragment(result_view.result_view)(
     result, labels=labels, key=f"gallery.{slug}", budget_key=f"gallery.{slug}.budget", timings=False
 )

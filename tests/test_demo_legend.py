@@ -95,3 +95,12 @@ def test_one_path_is_said_in_the_singular():
     assert legend_sentence(1, True, "EAP", None).startswith(
         "The path drawn in full colour has the largest estimated effect on the answer (for it or against"
     )
+
+
+def test_the_gallerys_opening_caption_promises_no_sentence_demo_mode_hides():
+    """The Gallery's caption said the view opens at a budget "and says which": the sentence that
+    says so stands under the budget slider, which demo mode hides."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "pages" / "gallery.py").read_text()
+    assert "and says which" not in page
