@@ -82,9 +82,9 @@ if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
         markdown_text(  # the note may quote the user's answer and foil: escaped
-            f"The {len(nodes)} strongest of the {total} nodes of the circuit at budget {budget:,} found by "
-            f"{method_traits(result.method).label} (the budget chosen on Explore, Compare or Paraphrases; "
-            f"change it there).{steer.other_task_note(result.task, answer, foil)}"
+            f"The {len(nodes)} strongest of the {total} nodes of the circuit at "
+            f"{steer.budget_words(result, budget)} found by {method_traits(result.method).label} (the budget "
+            f"chosen on Explore, Compare or Paraphrases; change it there).{steer.other_task_note(result.task, answer, foil)}"
         )
     )
 else:

@@ -203,3 +203,23 @@ def test_the_budgets_box_counts_units_when_positions_is_ticked():
     at.run()
     assert at.text_input(key="w.budgets").label == UNIT_LABEL
     assert not any("keeps the whole graph" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_steer_reads_the_unit_budget_explore_showed_for_a_circuit_over_positions(monkeypatch):
+    """After Explore showed IOI's circuit over positions at 50 units, Steer labelled 'the circuit at
+    budget 200' (the edge view's budget, never shown for that result) as 'the budget chosen on
+    Explore'."""
+    from types import SimpleNamespace
+
+    import circuitviz.ui.steer as steer
+    from circuitviz.entry.api import discover
+
+    model = _tiny_loader("", "")
+    result, _ = discover(model, IOI_TASK, "eap", {"positions": True}, [10, 40, 100, 400], model_id="tiny")
+    monkeypatch.setattr(steer.state, "session", SimpleNamespace(budget=400, units=40))
+    nodes, budget, total = steer.circuit_at_budget(result)
+    assert budget == 40 and steer.budget_words(result, budget) == "a budget of 40 (edge, position) units"
+    monkeypatch.setattr(steer.state, "session", SimpleNamespace(budget=400, units=None))
+    from circuitviz.positions.present import readable_position_budget
+
+    assert steer.circuit_at_budget(result)[1] == readable_position_budget(result).budget

@@ -231,6 +231,12 @@ def other_task_note(task, answer: str, foil: str) -> str:
     )
 
 
+def budget_words(result, budget: int) -> str:
+    """The budget as a page says it: 'budget 200', or for a circuit over positions 'a budget of 50
+    (edge, position) units' (its components at every position, here)."""
+    return f"a budget of {budget:,} (edge, position) units" if result.positions else f"budget {budget:,}"
+
+
 def circuit_at_budget(result) -> tuple[list[str], int, int]:
     """(the strongest nodes of ``result``'s circuit at the shared budget, the budget, how many
     nodes the circuit has): the nodes are ranked by their summed |edge score|."""
@@ -238,7 +244,15 @@ def circuit_at_budget(result) -> tuple[list[str], int, int]:
     from .. import render
 
     budgets = sorted(result.budgets)
-    budget = state.session.budget
+    if result.positions:  # Explore's unit slider, not its edge budget: Steer labelled the circuit
+        # at 'budget 200' (the edge view's default) while Explore showed 50 units
+        from ..positions.present import readable_position_budget
+
+        budget = state.session.units
+        if not isinstance(budget, int) or budget not in budgets:
+            budget = readable_position_budget(result).budget
+    else:
+        budget = state.session.budget
     if not isinstance(budget, int) or not (result.any_budget or budget in budgets):
         budget = render.readable_budget(result.curve)
     edges = render.circuit_edges(result.graph, result.scores, result.circuit(budget))
