@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from circuitviz.batch import atlas
+from circuitviz.batch import atlas, task_check
 from circuitviz.batch.planted import planted_batch
 
 
@@ -192,11 +192,12 @@ def test_every_aggregate_is_over_the_tasks_that_pass_the_check(planted, monkeypa
     assert numpy.array_equal(atlas.consensus_edges(matrix, 0.5), atlas.consensus_edges(reference, 0.5))
     assert numpy.array_equal(atlas.cluster_prompts(matrix).labels, atlas.cluster_prompts(reference).labels)
     assert atlas.circuit_matrix(mixed, label, 51, passing=False).n_prompts == 60
-    found = atlas.validity(mixed, label)
+    found = task_check.validity(mixed, label)
     assert found == {
         "stored": 60,
         "passing": 45,
         "refused": {"the corruption raises the answer's logit difference": 15},
+        "checked": True,
     }
     assert validity_sentence(found) == (
         "45 of 60 stored tasks pass the validity check; the figures are over those (15 refused: 15 because "
@@ -245,3 +246,25 @@ def test_the_validity_sentence_takes_the_number_it_counts():
         validity_sentence({"passing": 3, "stored": 3, "refused": {}})
         == "3 of 3 stored tasks pass the validity check."
     )
+
+
+def test_a_batch_run_without_the_check_counts_every_task_and_says_so(planted, monkeypatch):
+    """A batch run with --no-task-check (the Dataset form's 'skip the validity check') had the atlas
+    apply the check anyway: its tasks, run on purpose, were left out of every figure, and a batch of
+    a random-weight model's tasks opened as 'None of the N stored tasks passes the validity check'."""
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    monkeypatch.setenv(CHECK_ENV, "on")
+    source = planted.batch
+    table = _with_refused(source, set(range(0, source.table.num_rows, 4)))
+    skipped = atlas.BatchTable(table=table, manifest=dict(source.manifest, task_check=False))
+    label = skipped.labels[0]
+    assert not skipped.checked and skipped.rows(label, passing=True).num_rows == 60
+    found = task_check.validity(skipped, label)
+    assert found["passing"] == 60 and found["checked"] is False
+    assert task_check.validity_sentence(found) == (
+        "The batch ran without the validity check (--no-task-check), so the figures are over all 60 "
+        "stored tasks, 15 of which the check refuses (15 because the corruption raises the answer's logit "
+        "difference): such a task's circuit explains little."
+    )
+    assert atlas.BatchTable(table=table, manifest=source.manifest).checked  # a manifest without the key

@@ -54,6 +54,7 @@ def test_an_mmlu_batch_with_the_further_options_runs_from_the_form(page):
     assert ended.state == "finished", ended.log_tail
     manifest = json.loads((job.folder / "manifest.json").read_text())
     assert manifest["max_tokens"] == 200 and manifest["batch_tasks"] == 2
+    assert manifest["task_check"] is False  # the atlas counts its tasks, the check skipped on purpose
     assert manifest["dataset"]["selection"]["per_subject"]["astronomy"]["kept"] == 1
     # the line the page shows while it draws, in the number it takes ('1 valid questions of each of
     # 1 MMLU subjects' before)

@@ -46,7 +46,7 @@ from ..core.graph import GraphSpec
 from ..measure.task_validity import gap_check_enabled
 from .folder_check import damaged_note, manifest_problem, row_problems
 from .table import SCHEMA, TABLE, with_optional_columns
-from .task_check import refusal_kinds, task_refusals
+from .task_check import task_refusals
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 MANIFEST = "manifest.json"
@@ -159,7 +159,8 @@ class BatchTable:
     def rows(self, label: str | None = None, done: bool = True, passing: bool = False) -> pa.Table:
         """The rows of one series (all when None), only finished ones by default; ``passing``:
         only those today's meaningful-task check does not refuse (``task_refusals``)."""
-        key = (label, done, passing and gap_check_enabled())  # the check can be switched off
+        # the check can be switched off, here or for the batch (--no-task-check: its tasks count)
+        key = (label, done, passing and gap_check_enabled() and self.checked)
         if key not in self._rows:
             if key[2]:
                 table = self.rows(label, done)
@@ -174,6 +175,11 @@ class BatchTable:
             self._rows[key] = table
         return self._rows[key]
 
+    @property
+    def checked(self) -> bool:
+        """Whether the batch ran with the validity check (False: with --no-task-check)."""
+        return self.manifest.get("task_check", True) is not False
+
     def budgets(self, label: str) -> list[int]:
         rows = self.rows(label)
         return list(rows.column("budgets")[0].as_py()) if rows.num_rows else []
@@ -182,17 +188,6 @@ class BatchTable:
         """The budgets whose circuits the table keeps (the atlas's consensus and clusters)."""
         rows = self.rows(label)
         return list(rows.column("circuit_budgets")[0].as_py()) if rows.num_rows else []
-
-
-def validity(batch: BatchTable, label: str) -> dict:
-    """How many of a series' finished tasks pass today's check, and why the others are refused:
-    {"stored": N, "passing": n, "refused": {reason: count}} (reasons most frequent first)."""
-    rows = batch.rows(label)
-    return {
-        "stored": rows.num_rows,
-        "passing": batch.rows(label, passing=True).num_rows,
-        "refused": refusal_kinds(rows),
-    }
 
 
 # ----- curves over the dataset -----------------------------------------------------------------

@@ -457,6 +457,7 @@ def partial_atlas(folder: str | Path, store=None) -> Path | None:
         "kept_budgets": kept,
         "top_edges": asked_for.get("top_edges"),
         "max_tokens": asked_for.get("max_tokens"),
+        "task_check": "--no-task-check" not in (_read(folder / JOB).get("argv") or []),
         "dataset": {"source": "", "problems": [], "selection": {}},
         "counts": {"items": None, "done": statuses.count("done"), "failed": statuses.count("failed")},
         "interrupted": True,

@@ -25,6 +25,7 @@ from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import counted, given, shown
 from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
 from ..entry.request import Request, budget_tuple
+from ..measure.task_validity import gap_check_enabled
 from ..methods import method_traits
 from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
 from .consensus_run import earlier_consensus, evaluate_consensus
@@ -379,6 +380,8 @@ class _Run:
             "top_edges": request.top_edges,
             "max_tokens": request.max_tokens,
             "batch_tasks": request.batch_tasks,
+            # run with the validity check off (--no-task-check): the atlas keeps every task it ran
+            "task_check": gap_check_enabled(),
             "dataset": {
                 "source": request.source or (f"generated {request.generate}" if request.generate else ""),
                 "n_tasks": len(self.tasks),

@@ -53,8 +53,34 @@ def refusal_kinds(rows: pa.Table) -> dict[str, int]:
     return dict(sorted(kinds.items(), key=lambda item: -item[1]))
 
 
+def validity(batch, label: str) -> dict:
+    """How many of a series' finished tasks pass today's check, and why the others are refused:
+    {"stored": N, "passing": n, "refused": {reason: count}} (reasons most frequent first)."""
+    rows = batch.rows(label)
+    return {
+        "stored": rows.num_rows,
+        "passing": batch.rows(label, passing=True).num_rows,
+        "refused": refusal_kinds(rows),
+        "checked": batch.checked,  # False: the batch skipped the check, and every task counts
+    }
+
+
 def validity_sentence(found: dict) -> str:
     """'n of N stored tasks pass the validity check; the figures are over those (k refused: why).'"""
+    refused = sum(found["refused"].values())
+    if found.get("checked") is False:  # run with --no-task-check: every task counts, refused or not
+        one = found["stored"] == 1
+        tasks = "its one stored task" if one else f"all {found['stored']:,} stored tasks"
+        if not refused:
+            return (
+                f"The batch ran without the validity check (--no-task-check); {tasks} would pass it anyway."
+            )
+        reasons = "; ".join(f"{count:,} because {kind}" for kind, count in found["refused"].items())
+        which = "which the check refuses" if one else f"{refused:,} of which the check refuses"
+        return (
+            f"The batch ran without the validity check (--no-task-check), so the figures are over "
+            f"{tasks}, {which} ({reasons}): such a task's circuit explains little."
+        )
     # in the number it takes: a batch of one question, run from the page, read '1 of 1 stored tasks pass'
     verb = "passes" if found["passing"] == 1 else "pass"
     head = f"{found['passing']:,} of {found['stored']:,} stored tasks {verb} the validity check"

@@ -218,8 +218,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     """How many stored tasks pass the validity check (the figures are over those), then prompts
     finished and failed, and MIB's CPR and CMD of the series. False when no task passes."""
     # here, not at the top: keeps torch out of the first paint
-    from ..batch.atlas import validity
-    from ..batch.task_check import validity_sentence
+    from ..batch.task_check import validity, validity_sentence
 
     rows = batch.rows(label, done=False)
     done = batch.rows(label).num_rows
@@ -513,7 +512,13 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             f"{refused:,} of these {len(table):,} prompts fail the validity check the app now applies (the "
             "corruption must lower the answer's metric clearly; the check's sentence is in the column "
             "'check' beside the id, and each is written out below the table): they are listed with the figures the batch "
-            "computed for them, left out of every figure above, and Explore refuses to run them."
+            "computed for them, "
+            + (
+                "left out of every figure above"
+                if batch.checked
+                else "counted in every figure above (the batch ran without the check)"
+            )
+            + ", and Explore refuses to run them."
         )
         # three among 200 (the IOI atlas) are found only by scrolling without it
         only_refused = st.toggle(
