@@ -223,3 +223,28 @@ def test_steer_reads_the_unit_budget_explore_showed_for_a_circuit_over_positions
     from circuitviz.positions.present import readable_position_budget
 
     assert steer.circuit_at_budget(result)[1] == readable_position_budget(result).budget
+
+
+def test_the_positions_view_offers_its_curve_as_csv_counting_units():
+    """The view over positions offered the Neuronpedia JSON and the HTML page only: its NDF and
+    necessity at each unit budget could be read off the chart, not taken away."""
+    from circuitviz import render
+    from circuitviz.entry.api import discover
+    from circuitviz.positions.graph import n_units
+
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert any(button.label == "Curve (CSV)" for button in at.get("download_button"))
+    model = _tiny_loader("", "")
+    result, _ = discover(model, IOI_TASK, "eap", {"positions": True}, [10, 40, 100], model_id="tiny")
+    total = n_units(result.graph, len(result.tokens["clean"]))
+    lines = render.curves_csv({"eap": result.curve}, total, kept="units").splitlines()
+    assert lines[0].startswith("curve,budget,units_kept,percent_of_units,metric,nfs,ndf,necessity")
+    first = result.curve[0]
+    assert lines[1].startswith(f"eap,{first.budget},{first.n_edges},{100 * first.n_edges / total:.4f},")

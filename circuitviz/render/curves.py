@@ -371,14 +371,15 @@ CURVE_COLUMNS = (
 )  # fmt: skip
 
 
-def curves_csv(curves: Mapping[str, Sequence], total_edges: int) -> str:
+def curves_csv(curves: Mapping[str, Sequence], total_edges: int, kept: str = "edges") -> str:
     """One row per (curve, point): name, budget, edges kept, share, L(C(q)), NFS, NDF, necessity,
     completeness. Each figure as the JSON download stores it (the shortest text that reads back
     as the same float); an empty cell where a point has none (NaN: necessity or completeness not
-    measured), never 'nan'."""
+    measured), never 'nan'. ``kept``: what a budget counts, edges or (edge, position) "units"
+    (with ``total_edges`` then the graph's units), named in the two columns that count it."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(CURVE_COLUMNS)
+    writer.writerow([*CURVE_COLUMNS[:2], f"{kept}_kept", f"percent_of_{kept}", *CURVE_COLUMNS[4:]])
     for name, points in curves.items():
         for point in sorted(points, key=lambda p: _value(p, "budget")):
             kept = _value(point, "n_edges")

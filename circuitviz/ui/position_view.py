@@ -142,7 +142,7 @@ def position_result_view(
             st.text(sentence)
     _curve(result, budget, total, f"{key}.curve", point)
     ids = task_ids(model, result.task) if model is not None else {}  # the tokenizer's, not a run
-    columns = st.columns(2)
+    columns = st.columns(3)
     columns[0].download_button(
         "Neuronpedia graph JSON",
         data=lambda: neuronpedia_text(graph, ids),
@@ -157,6 +157,14 @@ def position_result_view(
         file_name=file_name(result, "position-graph", "html", budget),
         mime="text/html",
         key=f"{key}.html",
+        on_click="ignore",
+    )
+    columns[2].download_button(  # the curve over unit budgets (the view had no figures to take away)
+        "Curve (CSV)",
+        data=lambda: render.curves_csv({result.method: result.curve}, total, kept="units"),
+        file_name=file_name(result, "position-curve", "csv"),
+        mime="text/csv",
+        key=f"{key}.curve_csv",
         on_click="ignore",
     )
     return budget
