@@ -248,3 +248,19 @@ def test_the_positions_view_offers_its_curve_as_csv_counting_units():
     assert lines[0].startswith("curve,budget,units_kept,percent_of_units,metric,nfs,ndf,necessity")
     first = result.curve[0]
     assert lines[1].startswith(f"eap,{first.budget},{first.n_edges},{100 * first.n_edges / total:.4f},")
+
+
+def test_the_positions_downloads_sit_in_a_wrapping_row_not_equal_columns():
+    """In three equal columns at 1,000 px (180 px each) the first button read 'Neuronpedia graph
+    J…' (seen in Chromium); the edge view's downloads sit in one row that wraps."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    in_columns = [b.label for column in at.columns for b in column.get("download_button")]
+    assert "Neuronpedia graph JSON" not in in_columns, in_columns
+    assert any(b.label == "Neuronpedia graph JSON" for b in at.get("download_button"))

@@ -142,8 +142,10 @@ def position_result_view(
             st.text(sentence)
     _curve(result, budget, total, f"{key}.curve", point)
     ids = task_ids(model, result.task) if model is not None else {}  # the tokenizer's, not a run
-    columns = st.columns(3)
-    columns[0].download_button(
+    # a row that wraps, as the edge view's downloads: in three equal columns at 1,000 px the first
+    # button read "Neuronpedia graph J…"
+    row = st.container(horizontal=True, key=f"{key}.position_downloads")
+    row.download_button(
         "Neuronpedia graph JSON",
         data=lambda: neuronpedia_text(graph, ids),
         file_name=file_name(result, "neuronpedia-graph", "json", budget),
@@ -151,7 +153,7 @@ def position_result_view(
         key=f"{key}.neuronpedia",
         on_click="ignore",  # no rerun: a rerun drops the other buttons' files (a quick second click got none)
     )
-    columns[1].download_button(
+    row.download_button(
         "Graph (HTML)",
         data=drawing.html,
         file_name=file_name(result, "position-graph", "html", budget),
@@ -159,7 +161,7 @@ def position_result_view(
         key=f"{key}.html",
         on_click="ignore",
     )
-    columns[2].download_button(  # the curve over unit budgets (the view had no figures to take away)
+    row.download_button(  # the curve over unit budgets (the view had no figures to take away)
         "Curve (CSV)",
         data=lambda: render.curves_csv({result.method: result.curve}, total, kept="units"),
         file_name=file_name(result, "position-curve", "csv"),
