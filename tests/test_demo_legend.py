@@ -104,3 +104,13 @@ def test_the_gallerys_opening_caption_promises_no_sentence_demo_mode_hides():
 
     page = (Path(__file__).resolve().parents[1] / "pages" / "gallery.py").read_text()
     assert "and says which" not in page
+
+
+def test_writers_are_explained_only_where_a_group_of_writers_is_drawn():
+    """ACC++ on the IOI prompt drew 'early movers' and 'early MLPs' beside "'writers' write to the
+    answer" (seen in Chromium)."""
+    assert "'writers'" not in legend_sentence(1, False, "ACC++", "proposed", writers=False)
+    assert "(their name says which), a grouping by position" in legend_sentence(
+        1, False, "ACC++", "proposed", writers=False
+    )
+    assert "'writers' write to the answer" in legend_sentence(1, False, "ACC++", "proposed", writers=True)

@@ -63,11 +63,15 @@ def prompt_sentence(task, clean: float | None = None) -> str:
     return f"{read} and prefers {answer} to {foils}."
 
 
-def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None) -> str:
+def legend_sentence(
+    n_paths: int, effects: bool, method: str, groups: str | None, writers: bool = True
+) -> str:
     """What the demo's drawing shows, true of it: the ``n_paths`` paths in full colour (the other
     edges are drawn too, faded), ranked by an effect only where the method's scores estimate one
     (``effects``; else by ``method``'s own score), and purple boxes only where there are groups:
-    ``groups`` "user" (named on the page), "proposed" (by layer band and role) or None (none drawn).
+    ``groups`` "user" (named on the page), "proposed" (by layer band and role) or None (none drawn);
+    ``writers``: whether a proposed group of writers is drawn (ACC++ on IOI drew early movers and
+    early MLPs only, beside "'writers' write to the answer").
 
     It said "The coloured paths carry the most; purple boxes are groups of parts that work
     together" for every circuit: on the Gallery's Edge Pruning circuits, whose scores are mask
@@ -90,9 +94,10 @@ def legend_sentence(n_paths: int, effects: bool, method: str, groups: str | None
     if groups == "user":
         parts.append("Purple boxes are the groups named on this page.")
     elif groups == "proposed":
+        said = "; 'writers' write to the answer" if writers else ""  # named only where one is drawn
         parts.append(
-            "Purple boxes gather parts of the same depth and role (their name says which; 'writers' "
-            "write to the answer), a grouping by position, not a measured one."
+            f"Purple boxes gather parts of the same depth and role (their name says which{said}), a "
+            "grouping by position, not a measured one."
         )
     return " ".join(parts)
 

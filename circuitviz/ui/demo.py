@@ -98,7 +98,8 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
         kind = "proposed" if groups else None
     point = result.point(budget)
     traits = method_traits(result.method)
-    legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind)
+    writers = any("writers" in name for name in groups or {})
+    legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind, writers)
     noun = "preference" if result.task.foils else "answer"  # a logit difference: answer over foil
     lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF, noun)
     st.markdown(f"{lead}. {legend}")
