@@ -490,3 +490,26 @@ def test_the_atlas_curves_legend_sits_under_the_axis_title_with_room_of_its_own(
     assert len([t for t in figure.data if t.name]) == 12
     assert figure.layout.legend.yref == "container" and figure.layout.legend.yanchor == "bottom"
     assert figure.layout.height == 400 + 18 * 12
+
+
+def test_a_one_task_batch_the_check_refuses_says_so_in_the_singular(batch_folder, monkeypatch):
+    """'None of the 1 stored tasks of eap-ig passes the validity check' (a one-prompt batch)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    path = batch_folder / "results.parquet"
+    table = pq.read_table(path).slice(0, 1)
+    raised = [c + 0.5 for c in table.column("clean_metric").to_pylist()]  # the corruption raises it
+    index = table.column_names.index("corrupted_metric")
+    pq.write_table(table.set_column(index, "corrupted_metric", pa.array(raised, type=pa.float64())), path)
+    manifest = json.loads((batch_folder / "manifest.json").read_text())
+    (batch_folder / "manifest.json").write_text(json.dumps(dict(manifest, task_check=True)))
+    monkeypatch.setenv(CHECK_ENV, "on")
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    (warning,) = [w.value for w in at.warning if "validity check" in w.value]
+    assert (
+        warning.startswith("The one stored task of ") and " fails the validity check, so the atlas" in warning
+    )

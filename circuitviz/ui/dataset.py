@@ -224,9 +224,10 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     done = batch.rows(label).num_rows
     found = validity(batch, label)
     if not found["passing"]:
+        which = "The one stored task" if done == 1 else f"None of the {done:,} stored tasks"
         st.warning(
-            f"None of the {done:,} stored tasks of {markdown_text(label)} passes the validity check, so the atlas has "
-            "no figure to show; pick another method or atlas, or rerun the batch on meaningful tasks."
+            f"{which} of {markdown_text(label)} {'fails' if done == 1 else 'passes'} the validity check, so the "
+            "atlas has no figure to show; pick another method or atlas, or rerun the batch on meaningful tasks."
         )
         return False
     st.write(validity_sentence(found))
