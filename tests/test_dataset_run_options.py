@@ -174,9 +174,15 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
     (folder / jobs.JOB).write_text('{"pid": null, "title": "1 MMLU question of astronomy × eap"}')
     (folder / jobs.EXIT).write_text('{"returncode": 0, "ended": 1.0}')
     (folder / "manifest.json").write_text('{"model": {"model_id": "gemma-3-270m"}}')
-    rows = {"method": ["eap"], "status": ["done"], "seconds": [3.93], "n_tokens": [46]}
+    rows = {
+        "method": ["eap"],
+        "status": ["done"],
+        "seconds": [3.93],
+        "n_tokens": [46],
+        "family": ["mmlu/astronomy"],
+    }
     pq.write_table(pa.table(rows), folder / "results.parquet")
-    said = batch_form.measured_cost("gemma-3-270m", ["eap"], 1)
+    said = batch_form.measured_cost("gemma-3-270m", ["eap"], 1, "mmlu")
     assert said.startswith(
         "Measured on earlier batches here: about 3.9 s a 46-token prompt for eap; so 1 prompt's circuits "
         "take about 4 s if it is as long, and the consensus step more."
@@ -184,6 +190,26 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
     assert "so 3 prompts' circuits take about 12 s if they are as long" in batch_form.measured_cost(
         "gemma-3-270m", ["eap"], 3
     )
+    # a newer IOI batch: an IOI batch is priced from it, an MMLU one still from the MMLU question
+    newer = jobs.runs_dir() / "2026-12-06-120000-ioi-2-eap"
+    newer.mkdir()
+    for name in (jobs.JOB, jobs.EXIT, "manifest.json"):
+        (newer / name).write_text((folder / name).read_text())
+    ioi = {
+        "method": ["eap"] * 2,
+        "status": ["done"] * 2,
+        "seconds": [1.4] * 2,
+        "n_tokens": [16] * 2,
+        "family": ["ioi"] * 2,
+    }
+    pq.write_table(pa.table(ioi), newer / "results.parquet")
+    assert "about 1.4 s a 16-token prompt for eap" in batch_form.measured_cost(
+        "gemma-3-270m", ["eap"], 3, "ioi"
+    )
+    assert "about 3.9 s a 46-token prompt for eap" in batch_form.measured_cost(
+        "gemma-3-270m", ["eap"], 3, "mmlu"
+    )
+    assert "about 1.4 s a 16-token prompt" in batch_form.measured_cost("gemma-3-270m", ["eap"], 3, "factual")
 
 
 def test_a_failed_runs_flag_is_named_with_its_box_and_each_empty_run_by_its_time(page, tmp_path):

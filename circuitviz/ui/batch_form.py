@@ -28,39 +28,49 @@ from .batch_runner import (
 
 
 # ----- what a batch costs ---------------------------------------------------------------------
-def measured_cost(model_id: str, methods: list[str], n: int | None = None) -> str:
+def measured_cost(model_id: str, methods: list[str], n: int | None = None, family: str | None = None) -> str:
     """What earlier runs here measured, in one sentence: seconds a prompt of each chosen method
-    (the table's own ``seconds``, the newest run that ran it) and how long those prompts were (an
-    MMLU question's 46 tokens cost several IOI prompts' 16), what ``n`` prompts of them all come
-    to, and how long the model took to load."""
+    (the table's own ``seconds``, the newest run that ran it on prompts of ``family`` where one
+    did: 'ioi', 'mmlu', ...; else the newest of any) and how long those prompts were (an MMLU
+    question's 46 tokens cost several IOI prompts' 16), what ``n`` prompts of them all come to,
+    and how long the model took to load."""
     import pyarrow.parquet as pq
 
     from ..batch import jobs
     from ..entry.calibration import last_load
 
-    per_prompt: dict[str, float] = {}
-    tokens: dict[str, float] = {}  # the mean length of the prompts each figure was measured on
+    found: list[list[dict]] = []  # each earlier run's finished rows on this model, newest first
     for job in jobs.jobs():
         if job.running or not (job.folder / "results.parquet").exists():
             continue
         try:
             table = pq.read_table(
-                job.folder / "results.parquet", columns=["method", "status", "seconds", "n_tokens"]
+                job.folder / "results.parquet", columns=["method", "status", "seconds", "n_tokens", "family"]
             )
             ran_on = jobs._read(job.folder / "manifest.json").get("model", {}).get("model_id")
         except (OSError, ValueError):
             continue
-        if ran_on != model_id:
-            continue
-        rows = table.to_pylist()
-        for name in methods:
-            seconds = [
-                r["seconds"] for r in rows if r["method"] == name and r["status"] == "done" and r["seconds"]
-            ]
-            if seconds and name not in per_prompt:
-                per_prompt[name] = sum(seconds) / len(seconds)
-                lengths = [r["n_tokens"] for r in rows if r["method"] == name and r["status"] == "done"]
-                tokens[name] = sum(lengths) / len(lengths)
+        if ran_on == model_id:
+            found.append([r for r in table.to_pylist() if r["status"] == "done" and r["seconds"]])
+
+    def alike(row: dict) -> bool:  # a prompt of the family asked ('mmlu/astronomy' for mmlu)
+        return family is not None and str(row["family"] or "").split("/")[0] == family
+
+    per_prompt: dict[str, float] = {}
+    tokens: dict[str, float] = {}  # the mean length of the prompts each figure was measured on
+
+    def newest(name: str, same: bool) -> list[dict]:  # the newest run's rows of the method
+        for rows in found:
+            picked = [r for r in rows if r["method"] == name and (alike(r) or not same)]
+            if picked:
+                return picked
+        return []
+
+    for name in methods:  # prompts of the family asked first: an IOI batch was priced at MMLU's
+        rows = newest(name, True) or newest(name, False)
+        if rows:
+            per_prompt[name] = sum(r["seconds"] for r in rows) / len(rows)
+            tokens[name] = sum(r["n_tokens"] for r in rows) / len(rows)
     load = last_load(model_id)
     parts = [
         f"about {per_prompt[name]:.1f} s a {tokens[name]:.0f}-token prompt for {name}"
@@ -267,7 +277,8 @@ def form(model_id: str, device: str = "auto") -> None:
         n = min(int(n or most), most)
     prompts = int(n) * len(subjects or []) if source == MMLU else int(n) if n else None
     if methods:
-        st.caption(markdown_sentence(measured_cost(model_id, methods, prompts or None)))
+        kind = family if source == GENERATE else "mmlu" if source == MMLU else None
+        st.caption(markdown_sentence(measured_cost(model_id, methods, prompts or None, kind)))
     busy = running() is not None
     if not st.button(
         "Run", type="primary", key=FORM + "go", disabled=busy,
