@@ -127,3 +127,22 @@ def test_acc_explanation_without_a_corrupted_prompt_says_the_knockout_measures_i
     explained = next(e for e in at.expander if e.label.startswith("Explain this circuit"))
     caption = " ".join(c.value for c in explained.caption)
     assert "are its completion" in caption and "this NDF is the knockout of its signals" in caption, caption
+
+
+def test_discover_completeness_without_a_corrupted_prompt_says_it_is_not_measured(tmp_path, capsys, tiny):
+    """discover --method acc++ --completeness with no corrupted prompt ran, then ended 'error: The
+    corrupted prompt is empty' with status 2: completeness patched the halves to a prompt nobody gave."""
+    argv = [
+        "discover",
+        "--prompt",
+        IOI_TASK.clean,
+        "--answer",
+        " Mary",
+        "--method",
+        "acc++",
+        "--budgets",
+        "5,20",
+    ]
+    assert cli.main([*argv, "--transfer-paraphrases", "0", "--completeness"]) == 0
+    printed = capsys.readouterr().out
+    assert "completeness: not measured: this task has no corrupted prompt" in printed

@@ -274,10 +274,11 @@ def measure_completeness(
     every budget of its curve), all in one batched evaluation; kept in its curve points (the
     circuit's JSON and a stored result carry it) and returned as {budget: value}. {} for a
     position-resolved result: its circuits are (edge, position) units, which the random halves
-    of edges do not measure."""
+    of edges do not measure; {} for a task with no corrupted prompt, whose halves have nothing to be
+    patched to (discover --completeness on ACC++ ended 'The corrupted prompt is empty' after its run)."""
     from ..measure.completeness import completeness  # here: the app imports it only when asked
 
-    if result.positions:
+    if result.positions or not result.task.corrupted:
         return {}
     asked = [int(b) for b in budgets] if budgets is not None else result.budgets
     asked = [b for b in asked if result.point(b) is not None]

@@ -314,10 +314,8 @@ def cmd_discover(args) -> int:
         said = reference_name(result)  # without a corrupted prompt: what NDF's 0 was measured on
         table = format_table(result.baseline, result.curve, result.graph.n_edges, result.task.metric, said)
     print(table)
-    if args.completeness and result.positions:
-        print(
-            "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
-        )
+    if args.completeness and outputs.completeness_note(result):
+        print(outputs.completeness_note(result))
     said = result.details.report_lines(result) if result.details is not None else []
     said = list(dict.fromkeys([*said, *(note for note in outputs.curve_notes(result) if note not in table)]))
     if said:

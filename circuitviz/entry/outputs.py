@@ -53,6 +53,15 @@ def write_position_outputs(
         )
 
 
+def completeness_note(result) -> str | None:
+    """Why ``--completeness`` measured nothing for ``result``, or None when it measured."""
+    if result.positions:
+        return "completeness: not measured: its random halves are of edges, and this circuit's units are (edge, position)"
+    if not result.task.corrupted:
+        return "completeness: not measured: this task has no corrupted prompt for the circuit's halves to be patched to"
+    return None
+
+
 def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     """The app's standalone graph page of ``result`` (with logit-lens labels) at ``budget``
     (default: the budget the app's first view opens at, whose reason is printed)."""
