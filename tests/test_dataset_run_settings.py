@@ -87,5 +87,5 @@ def test_bad_settings_are_one_sentence_each():
         "ig_steps=7",
     ]
     wrong = batch_settings.BatchSettings(methods={"eap-ig": {"ig_steps": 0}})
-    with pytest.raises(ValueError, match="^EAP-IG \\(inputs\\)'s settings: ig_steps"):
+    with pytest.raises(ValueError, match="^EAP-IG's settings: ig_steps"):
         batch_settings.arguments(wrong, ["eap-ig"], "mib", "gemma-3-270m")

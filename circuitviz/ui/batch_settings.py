@@ -14,7 +14,7 @@ import re
 
 import streamlit as st
 
-from ..core.text import counted, markdown_sentence
+from ..core.text import counted, markdown_sentence, possessive
 from .forms import build_config, config_form
 
 KEY = "dataset.run.more."  # the widgets' keys
@@ -203,7 +203,7 @@ def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: 
         values = found.methods.get(name) or {}
         config, problem = build_config(method, values)
         if problem is not None:
-            raise ValueError(f"{method.label}'s settings: {problem}")
+            raise ValueError(f"{possessive(method.label)} settings: {problem}")
         shown = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
         for setting, value in shown.items():
             if _plain(value) != _plain(_defaults(method)[setting]):
