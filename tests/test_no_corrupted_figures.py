@@ -146,3 +146,25 @@ def test_discover_completeness_without_a_corrupted_prompt_says_it_is_not_measure
     assert cli.main([*argv, "--transfer-paraphrases", "0", "--completeness"]) == 0
     printed = capsys.readouterr().out
     assert "completeness: not measured: this task has no corrupted prompt" in printed
+
+
+def test_no_paraphrase_pruning_offer_for_a_task_without_a_corrupted_prompt():
+    """ACC++ on SmolLM2-135M with no corrupted prompt (NDF 0.74 by knockout at 200 edges) offered
+    'Learn a small circuit that carries over: Paraphrase pruning', which opened Explore under 'The
+    same corrupted prompt as the circuit you were reading' with no corrupted prompt to read."""
+    from types import SimpleNamespace
+
+    from circuitviz import render
+    from circuitviz.core.curves import CurvePoint
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.ui.result_view import learn_offer
+
+    curve = [
+        CurvePoint(b, n, 0.0, ndf, ndf) for b, n, ndf in [(20, 20, 0.4), (200, 200, 0.74), (343, 343, 1.0)]
+    ]
+    budget = render.opening_view(curve).budget
+    task = PromptTask("The capital of France is", "", " Paris", (), "logprob")
+    result = SimpleNamespace(method="acc++", curve=curve, budgets=[20, 200, 343], task=task)
+    assert learn_offer(result, budget) is None
+    result.task = PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",))
+    assert learn_offer(result, budget) is not None

@@ -250,12 +250,18 @@ def learn_offer(result, budget: int) -> tuple[str, list[int]] | None:
     ``holds_out_paraphrases`` trait) other than the result's own is registered; else None. The
     button (``transferable_offer``) and the Paraphrases page's caption under it
     (``paraphrase_view.learn_offer_caption``) both ask this, so they cannot disagree."""
-    from ..methods import methods_with
+    from ..methods import method_traits, methods_with
 
     opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
     if opening is None or opening.faithful or budget != opening.budget:
         return None
-    offered = [name for name in methods_with("holds_out_paraphrases") if name != result.method]
+    # not for a task with no corrupted prompt: ACC++'s knockout NDF offered paraphrase pruning, which
+    # opened under "The same corrupted prompt as the circuit you were reading" with none to read
+    offered = [
+        name
+        for name in methods_with("holds_out_paraphrases")
+        if name != result.method and (result.task.corrupted or not method_traits(name).needs_corrupted)
+    ]
     if not offered:
         return None
     # a mask is learned per budget: the four largest readable budgets (or the smallest there is)
