@@ -167,3 +167,12 @@ def test_html_of_a_method_that_needs_no_corrupted_prompt_is_written(tmp_path, ca
     assert cli.main([*argv, "--transfer-paraphrases", "0", "--html", str(html)]) == 0
     printed = capsys.readouterr()
     assert html.exists() and f"wrote {html} (" in printed.out, printed.err
+
+
+def test_discovers_budgets_help_says_they_count_units_with_positions(capsys):
+    """--budgets said 'edge budgets' while discover --positions reads them as (edge, position)
+    units, as its table's header and the app's 'unit budgets' box do."""
+    with pytest.raises(SystemExit):
+        cli.main(["discover", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "edge budgets, comma separated ((edge, position) units with --positions)" in text

@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="any method setting, by name"
     )
     discover.add_argument(
-        "--budgets", default="50,100,200,500,1000,2000,5000", help="edge budgets, comma separated"
+        "--budgets",
+        default="50,100,200,500,1000,2000,5000",
+        help="edge budgets, comma separated ((edge, position) units with --positions)",
     )
     discover.add_argument(
         "--out", type=Path, default=None, help="write the circuit JSON (EAP-IG format) here"
