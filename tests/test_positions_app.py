@@ -264,3 +264,24 @@ def test_the_positions_downloads_sit_in_a_wrapping_row_not_equal_columns():
     in_columns = [b.label for column in at.columns for b in column.get("download_button")]
     assert "Neuronpedia graph JSON" not in in_columns, in_columns
     assert any(b.label == "Neuronpedia graph JSON" for b in at.get("download_button"))
+
+
+def test_a_links_unit_budget_the_run_lacks_is_said():
+    """A link naming units=123 (not one of the run's budgets) opened at the readable budget without
+    a word of the budget it was asked for."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}', "units": "123"})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    assert not at.exception, at.exception
+    from graph_data import graph_data
+
+    notes = [note for data in graph_data(at) for note in data.get("notes", [])]
+    assert any(
+        note.startswith("The link's unit budget 123 is not one this run evaluated (10, 40, 100).")
+        for note in notes
+    ), notes

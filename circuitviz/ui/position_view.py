@@ -55,11 +55,20 @@ def position_budget(result, key: str) -> tuple[int, str]:
         )
         state.set_widget_value(f"{slider_key}.result", _result_key(result))
         state.set_widget_value(slider_key, linked if linked in options else chosen.budget)
+        missed = isinstance(linked, int) and linked not in options  # said, not dropped unsaid
+        state.set_widget_value(f"{slider_key}.missed", linked if missed else None)
     label = (  # a budget asks for units; fewer are kept after pruning (the 'units kept' card)
         "unit budget: the (edge, position) units of largest |score|, before pruning (moving it redraws "
         "the graph; no new run)"
     )
     budget = int(st.select_slider(label, options=options, key=slider_key, format_func=lambda b: f"{b:,}"))
+    missed = state.widget_value(f"{slider_key}.missed")
+    if missed is not None and budget == chosen.budget:
+        runs = ", ".join(f"{b:,}" for b in options)
+        return (
+            budget,
+            f"The link's unit budget {missed:,} is not one this run evaluated ({runs}). {chosen.reason}",
+        )
     return budget, (chosen.reason if budget == chosen.budget else "")
 
 
