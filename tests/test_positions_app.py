@@ -285,3 +285,24 @@ def test_a_links_unit_budget_the_run_lacks_is_said():
         note.startswith("The link's unit budget 123 is not one this run evaluated (10, 40, 100).")
         for note in notes
     ), notes
+
+
+def test_a_card_over_positions_counts_links_not_edges():
+    """A head's card on the view over positions read 'its 12 edges out in this circuit' and 'Out (12
+    edges, strongest first)' of links to the heads and MLPs at later positions (SmolLM2's a23.h4@5);
+    the drawing, its key and its hover call them links."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    next(button for button in at.button if button.label == "Run").click()
+    at.run()
+    data = next(d for d in graph_data(at) if any(n["id"].startswith("token@") for n in d["nodes"]))
+    cards = data["cards"]["nodes"]
+    heads = [card for card in cards.values() if card["out"].get("head")]
+    assert heads and all(
+        " link" in card["out"]["head"] and " edge" not in card["out"]["head"] for card in heads
+    )
+    assert all(" edge" not in card["score"] for card in cards.values()), [c["score"] for c in cards.values()]

@@ -108,6 +108,7 @@ def card_data(
     captions: Mapping[str, str] | None = None,
     estimates_metric: bool = True,
     partial: bool = False,
+    noun: str = "edge",
 ) -> dict:
     """Every drawn node's and edge's card as plain text, sent with the drawing so a click shows
     its card at once in the browser (``ui.graph_view``): {"nodes": {id: {title, what, score,
@@ -118,7 +119,9 @@ def card_data(
     name, and ``estimates_metric`` whether the scores estimate the metric's change (the card says
     what its figure sums and what its sign means, and how the figure under the name differs).
     ``partial``: the drawing left weaker edges out (the card counts the drawn ones, and says so).
-    Each side lists every edge (up to ``SENT_ROWS``), ``SHOWN_ROWS`` of them before a button."""
+    Each side lists every edge (up to ``SENT_ROWS``), ``SHOWN_ROWS`` of them before a button.
+    ``noun``: what the drawing's lines are, "edge" or, over token positions, "link" (a card there
+    counted a head's 12 links to the heads and MLPs at later positions as "12 edges")."""
     incoming: dict[str, list] = {}
     outgoing: dict[str, list] = {}
     for edge in edges:
@@ -138,15 +141,15 @@ def card_data(
             "group": f"group {node.get('group_name', node_id)}" if members else "",
             "members": ("members: " + ", ".join(members)) if members else "",
             "what": f"a group of {len(members)} nodes" if members else card["what"],
-            "score": score_words(card, estimates_metric, partial),
-            "caption": caption_words((captions or {}).get(node_id), estimates_metric),
-            "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In", partial),
-            "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out", partial),
+            "score": score_words(card, estimates_metric, partial, noun),
+            "caption": caption_words((captions or {}).get(node_id), estimates_metric, noun),
+            "in": _rows_text(card["incoming"], "←", card["n_incoming"], "In", partial, noun),
+            "out": _rows_text(card["outgoing"], "→", card["n_outgoing"], "Out", partial, noun),
             "lens": _lens_text(card),
         }
     edge_cards = {
         str(edge.name): {
-            "title": f"edge {edge.name}",
+            "title": f"{noun} {edge.name}",
             "lines": [f"from {edge.source} to {edge.target} ({edge.kind} input)", f"score {edge.score:+.4g}"],
         }
         for edge in edges
@@ -154,16 +157,16 @@ def card_data(
     return {"nodes": nodes, "edges": edge_cards}
 
 
-def score_words(card: dict, estimates_metric: bool = True, partial: bool = False) -> str:
+def score_words(card: dict, estimates_metric: bool = True, partial: bool = False, noun: str = "edge") -> str:
     """What a node's figure on its card is: the summed score of its edges out in the circuit (the
     logit's: of its edges in), and what its sign means. It read "score in this circuit: -1.728"
     beside a "+2" under the node's name, the two of opposite sign with nothing to say why."""
     out = card["n_outgoing"] > 0
     n = card["n_outgoing"] if out else card["n_incoming"]
     if n == 0:
-        return "no edge in this circuit"
+        return f"no {noun} in this circuit"
     where = "drawn" if partial else "in this circuit"
-    counted = f"{n:,} {'edge' if n == 1 else 'edges'}"
+    counted = f"{n:,} {noun if n == 1 else noun + 's'}"
     edges = f"its {counted} out {where}" if out else f"the {counted} into it {where}"
     total = card["score"]
     if not estimates_metric:
@@ -174,18 +177,20 @@ def score_words(card: dict, estimates_metric: bool = True, partial: bool = False
     return f"{edges}: scores summing to {total:+.4g}, the metric's estimated change if they are corrupted ({sign})"
 
 
-def caption_words(caption: str | None, estimates_metric: bool = True) -> str:
+def caption_words(caption: str | None, estimates_metric: bool = True, noun: str = "edge") -> str:
     """The figure under a node's name ("+2") on its card, said apart from the card's sum: how much
     the node raises the metric, from all its edges out, in the circuit or not."""
     if not caption or not estimates_metric or not _NUMBER.match(caption):
         return ""
     return (
-        f"{caption} under its name: how much it raises the metric, estimated from all its edges out, "
+        f"{caption} under its name: how much it raises the metric, estimated from all its {noun}s out, "
         "in this circuit or not (minus their summed score)"
     )
 
 
-def _rows_text(rows: list[dict], arrow: str, total: int, side: str, partial: bool = False) -> dict:
+def _rows_text(
+    rows: list[dict], arrow: str, total: int, side: str, partial: bool = False, noun: str = "edge"
+) -> dict:
     """A side of a card: its heading, one (node to go to, text) per edge, strongest first, how many
     it shows before its button ("show the 4 weaker edges") and a line for any it does not carry."""
     if not rows:
@@ -193,13 +198,13 @@ def _rows_text(rows: list[dict], arrow: str, total: int, side: str, partial: boo
     hidden = len(rows) - SHOWN_ROWS
     unlisted = total - len(rows)
     return {
-        "head": f"{side} ({total:,} {'edge' if total == 1 else 'edges'}{' drawn' if partial else ''}, strongest first)",
+        "head": f"{side} ({total:,} {noun if total == 1 else noun + 's'}{' drawn' if partial else ''}, strongest first)",
         "rows": [
             [row["node"], f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"] for row in rows
         ],
         "shown": SHOWN_ROWS,
-        "more": f"show the {hidden:,} weaker {'edge' if hidden == 1 else 'edges'}" if hidden > 0 else "",
-        "unlisted": f"… and {unlisted:,} weaker edges not listed here" if unlisted > 0 else "",
+        "more": f"show the {hidden:,} weaker {noun if hidden == 1 else noun + 's'}" if hidden > 0 else "",
+        "unlisted": f"… and {unlisted:,} weaker {noun}s not listed here" if unlisted > 0 else "",
     }
 
 

@@ -34,6 +34,7 @@ def drawing_cards(drawing, edges=None, labels=None) -> dict | None:
         captions=getattr(drawing, "captions", None),
         estimates_metric=getattr(drawing, "estimates_metric", True),
         partial=bool(drawing.n_left_out),
+        noun="link" if getattr(drawing.vis, "kind", "") == "positions" else "edge",  # over positions: links
     )
 
 
