@@ -69,9 +69,7 @@ def test_a_batch_runs_in_the_background_and_opens_as_an_atlas(tmp_path):
 def test_cancel_stops_the_whole_group_and_keeps_the_finished_rows(tmp_path, monkeypatch):
     root = tmp_path / "batches"
     folder = root / "run"
-    # each one-task group waits: time to cancel (2.5 s a group let a loaded machine finish all 8
-    # before the rows so far were written and the cancel came)
-    monkeypatch.setenv("TINY_BATCH_SLOW", "6")
+    monkeypatch.setenv("TINY_BATCH_SLOW", "2.5")  # each one-task group waits: time to cancel
     rows = ROWS * 1 + [(c + " ,", k + " ,", a, f) for c, k, a, f in ROWS]  # 8 distinct tasks
     jobs.start(folder, _argv(tmp_path, _dataset(tmp_path / "p.jsonl", rows)), launcher=TINY)
     deadline = time.monotonic() + 240
