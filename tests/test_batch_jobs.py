@@ -145,3 +145,28 @@ def test_a_log_reads_as_a_terminal_shows_it(tmp_path):
     ]
     assert jobs._reason(jobs.log_lines(tmp_path)) == "error: bad."
     assert jobs.folder_name("IOI 4 eap/../x", now=0).endswith("-ioi-4-eap-x")
+
+
+def test_cancel_interrupts_a_batch_started_by_a_process_that_ignores_ctrl_c(tmp_path, monkeypatch):
+    """A shell's background job (``make test &``, a server started with ``&``) ignores SIGINT, and
+    every program it starts inherits that: the page's Cancel (SIGINT) went unheard, the batch ran
+    on through the grace period and was killed (-9) without its own 'interrupted' line or manifest.
+    The batch command takes Ctrl-C back (``batch.command.take_ctrl_c``)."""
+    import signal
+
+    monkeypatch.setenv("TINY_BATCH_SLOW", "2.5")
+    rows = ROWS * 1 + [(c + " ,", k + " ,", a, f) for c, k, a, f in ROWS]  # 8 distinct tasks
+    folder = tmp_path / "batches" / "run"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a backgrounded shell leaves it
+    try:
+        jobs.start(folder, _argv(tmp_path, _dataset(tmp_path / "p.jsonl", rows)), launcher=TINY)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    deadline = time.monotonic() + 240
+    while not ((found := read_progress(folder)) and found.get("phase") == "discover"):
+        assert time.monotonic() < deadline and jobs.status(folder).running, jobs.log_lines(folder)
+        time.sleep(0.2)
+    jobs.cancel(folder, grace=60)
+    ended = jobs.wait(folder, 90)
+    assert ended.state == "cancelled" and ended.returncode != -signal.SIGKILL, (ended.returncode, ended.log_tail)
+    assert "interrupted" in ended.reason  # the command's own sentence: it heard the Ctrl-C

@@ -5,6 +5,7 @@ every failed row's reason)."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import numpy
@@ -135,6 +136,16 @@ def failure_lines(batch: BatchTable, limit: int = MAX_PROBLEMS_SHOWN) -> list[st
             f"{batch.folder / TABLE if batch.folder else TABLE}."
         )
     return lines
+
+
+def take_ctrl_c() -> None:
+    """Ctrl-C (SIGINT) interrupts the batch even where it was started ignoring it: a process started
+    in the background by a shell (``cmd &``) ignores SIGINT, and so does every program it starts;
+    Python then never raises KeyboardInterrupt. The Dataset page cancels its batch with SIGINT, the
+    batch then keeps what finished and writes its manifest; ignored, the batch ran on for the 30 s
+    grace and was killed (seen when the tests ran from a backgrounded ``make test``)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def interrupted_line(report, out) -> str:

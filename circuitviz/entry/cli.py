@@ -467,8 +467,7 @@ def _batch_source(args):
 
 
 def cmd_batch(args) -> int:
-    # pyarrow and scipy (the batch runner and its atlas) load only for the batch command
-    from ..batch import BatchRequest, ProgressBar, make_executor, run_batch
+    from ..batch import BatchRequest, ProgressBar, make_executor, run_batch  # pyarrow, scipy: batch only
     from ..batch.atlas import BatchTable
     from ..batch.command import (
         DEFAULT_N,
@@ -478,6 +477,7 @@ def cmd_batch(args) -> int:
         method_runs,
         read_file_tasks,
         summary_lines,
+        take_ctrl_c,
     )
     from ..batch.mmlu import mmlu_generation
     from ..batch.progress import PROGRESS, Progresses, ProgressFile
@@ -486,6 +486,7 @@ def cmd_batch(args) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr)
 
+    take_ctrl_c()
     budgets, repeats = read_budgets(args.budgets, mib=True)
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
