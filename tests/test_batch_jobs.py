@@ -148,10 +148,10 @@ def test_a_log_reads_as_a_terminal_shows_it(tmp_path):
 
 
 def test_cancel_interrupts_a_batch_started_by_a_process_that_ignores_ctrl_c(tmp_path, monkeypatch):
-    """A shell's background job (``make test &``, a server started with ``&``) ignores SIGINT, and
-    every program it starts inherits that: the page's Cancel (SIGINT) went unheard, the batch ran
-    on through the grace period and was killed (-9) without its own 'interrupted' line or manifest.
-    The batch command takes Ctrl-C back (``batch.command.take_ctrl_c``)."""
+    """A shell's background job (``make test &``) ignores SIGINT unless it sets a handler of its own
+    (Streamlit's server does), and every program it starts inherits that: Cancel (SIGINT) went
+    unheard, the batch ran on through the grace period and was killed (-9) without its own
+    'interrupted' line or manifest. The batch command takes Ctrl-C back (``take_ctrl_c``)."""
     import signal
 
     monkeypatch.setenv("TINY_BATCH_SLOW", "2.5")
@@ -168,5 +168,8 @@ def test_cancel_interrupts_a_batch_started_by_a_process_that_ignores_ctrl_c(tmp_
         time.sleep(0.2)
     jobs.cancel(folder, grace=60)
     ended = jobs.wait(folder, 90)
-    assert ended.state == "cancelled" and ended.returncode != -signal.SIGKILL, (ended.returncode, ended.log_tail)
+    assert ended.state == "cancelled" and ended.returncode != -signal.SIGKILL, (
+        ended.returncode,
+        ended.log_tail,
+    )
     assert "interrupted" in ended.reason  # the command's own sentence: it heard the Ctrl-C
