@@ -552,17 +552,21 @@ def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
     )
 
 
-def test_the_graph_over_positions_says_when_its_labels_are_too_small_to_read():
+def test_a_graph_says_when_its_labels_are_too_small_to_read():
     """Fifteen tokens in the 538 px a 1,000 px window leaves drew 5.6 px labels: the graph still
     opens whole, and its frame says how to read it (shown by the fit below 9 px labels, hidden
-    again when zoomed in or wider); the other drawings carry no such line."""
+    again when zoomed in or wider). The layered drawings too: SmolLM2-135M's 30 layers fitted at
+    4.0 px at 1,000 px and 7.2 px at 2,000 with no word (the line was for positions only)."""
     from circuitviz.render.vis import DRAW_SCRIPT, SMALL_HINT, SMALL_LABEL_PX, VisGraph, standalone_page
 
     nodes = [{"id": f"n{i}", "label": "h1", "x": 60 * i, "y": 0, "font": {"size": 20}} for i in range(15)]
     positions = VisGraph(nodes, [], kind="positions")
     data = positions.to_data()
     assert data["small_scale"] == pytest.approx(SMALL_LABEL_PX / 20) and data["small_hint"] == SMALL_HINT
-    assert VisGraph(nodes, []).to_data()["small_scale"] == 0
+    layered = VisGraph(nodes, []).to_data()  # the same threshold, whatever the drawing's kind
+    assert (
+        layered["small_scale"] == pytest.approx(SMALL_LABEL_PX / 20) and layered["small_hint"] == SMALL_HINT
+    )
     assert "cvHintUpdate(network, data)" in DRAW_SCRIPT and 'network.on("zoom"' in DRAW_SCRIPT
     page = standalone_page(positions)
     assert "id='cv-hint' style='display:none'" in page and "network.cvHint = " in page

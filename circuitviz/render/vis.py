@@ -35,9 +35,11 @@ MAX_FRAME_HEIGHT = 900
 # the largest a label is drawn by the fit, px: a small circuit's fit zoomed its labels to 21-23 px
 # (node fonts are 22 layout units), boxes and type far larger than the page's own 16 px text
 MAX_LABEL_PX = 16
-# below this a fitted label of the graph over positions is hard to read (eleven tokens and rows of
-# 25 nodes in the 538 px a 1,000 px window leaves: 5.6 px): the frame then says how to read it
-# (zoom in and drag, or widen the window); it still opens whole, nothing out of view
+# below this a fitted label is hard to read (the graph over positions: eleven tokens and rows of
+# 25 nodes in the 538 px a 1,000 px window leaves, 5.6 px; SmolLM2-135M's 30 layers, a frame at its
+# greatest height: 4.0 px at 1,000 px and 7.2 px at 1,500 and 2,000): the frame then says how to
+# read it (zoom in and drag, or widen the window); it still opens whole, nothing out of view.
+# Gemma-3-270M's layered graph fits at 10.9 px at 1,000 px and 15.6 px wider: no line.
 SMALL_LABEL_PX = 9
 SMALL_HINT = (
     "The labels are small at this width: zoom in with + and drag to move around, or widen the window."
@@ -98,7 +100,7 @@ class VisGraph:
             "aspect": self.aspect(),
             "max_scale": self.max_scale(max_label_px),
             "widest": self.widest(max_label_px),
-            "small_scale": self.max_scale(SMALL_LABEL_PX) if self.kind == "positions" else 0,
+            "small_scale": self.max_scale(SMALL_LABEL_PX),
             "small_hint": SMALL_HINT,
             "small_hint_tall": SMALL_HINT_TALL,
             "box": list(self.bounds()) if self.frame is not None else None,
