@@ -104,3 +104,27 @@ def test_nodes_whose_every_edge_is_left_out_are_counted_and_named():
     assert not any("whose every edge" in n for n in whole.notes)
     faded = render.circuit_graph_html(SPEC, scores, SPEC.edge_mask, max_edges=2, show_faded=True)
     assert any("are drawn grey, as if outside it" in n for n in faded.notes)
+
+
+def test_the_position_graphs_key_names_only_the_inputs_its_links_feed():
+    """ACC++'s signals on Signals feed queries and keys alone, and the key listed the value and
+    MLP-input colours too, drawn nowhere; an imported graph's links feed no input we can name, and
+    its key said "link colour = the input it feeds" before five colours none of its links has."""
+    from circuitviz.positions.view import AttributionGraph, GraphLink, GraphNode
+    from circuitviz.render.attribution_graph import attribution_graph_html
+
+    nodes = [
+        GraphNode("E_0_0", "emb", "input", -1, 0, influence=1.0),
+        GraphNode("a0.h0@1", "a0.h0", "head", 0, 1, head=0, influence=1.0),
+        GraphNode("logit", "logit", "logits", 1, 1, influence=1.0),
+    ]
+
+    def key(kinds: tuple[str, str]) -> str:
+        links = [GraphLink("E_0_0", "a0.h0@1", 1.0, kinds[0]), GraphLink("a0.h0@1", "logit", 0.5, kinds[1])]
+        graph = AttributionGraph(tokens=["a", "b"], nodes=nodes, links=links, n_layers=1, title="t")
+        return attribution_graph_html(graph).vis.legend
+
+    signals = key(("q", "k"))
+    assert "query" in signals and "key" in signals and "value" not in signals and "MLP input" not in signals
+    imported = key(("link", "link"))
+    assert "the input it feeds" not in imported and "query" not in imported, imported

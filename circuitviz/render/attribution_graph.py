@@ -166,14 +166,19 @@ def _link_title(link: GraphLink) -> str:
     return "<br>".join(lines)
 
 
-def legend_line() -> tuple[str, str]:
-    """(one-line legend as HTML, the rest of the key as plain text for its hover)."""
+def legend_line(kinds: Iterable[str] | None = None) -> tuple[str, str]:
+    """(one-line legend as HTML, the rest of the key as plain text for its hover). ``kinds``: the
+    inputs the drawn links feed; only their colours are keyed (ACC++'s signals on Signals feed
+    queries and keys alone, and the key listed value and MLP-input colours drawn nowhere)."""
+    shown = set(KIND_COLOURS) if kinds is None else set(kinds)
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
         f"{KIND_NAMES[kind]}</span>"
         for kind, colour in KIND_COLOURS.items()
+        if kind in shown
     )
-    line = f"x: token, y: layer; link colour = the input it feeds: {swatches} bold: strongest paths"
+    feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""  # an imported graph's
+    line = f"x: token, y: layer; {feeds}bold: strongest paths"  # links feed no input we can name
     more = (
         "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
         "the answer at the top). Node size: contribution. Bold links: the strongest paths to the "
@@ -320,7 +325,7 @@ def attribution_graph_html(
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
         )
-    line, more = legend_line()
+    line, more = legend_line({link.kind for link in drawn})
     # one sentence on what is under a name: the caller's, else ours (both read "under a name: ...")
     more += " " + key_sentence(caption_key or UNDER_A_NAME)
     vis = VisGraph(
