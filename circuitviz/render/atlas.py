@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..core.graph import GraphSpec
-from .curves import SERIES_COLOURS, log_ticks
+from .curves import FOOT_LEGEND, SERIES_COLOURS, log_ticks
 from .graph_html import GraphDrawing, circuit_graph_html
 
 SCORE_NAMES = {"ndf": "NDF", "nfs": "NFS"}
@@ -123,14 +123,7 @@ def band_figure(
         xaxis={"type": "log", "title": "edge budget (log scale)", **log_ticks(budgets)},  # 10, 100, 1k
         yaxis={"title": f"mean {name} over the prompts", "range": [low - pad, high + pad]},
         # at the figure's foot, below the axis title, as Explore's curve has it
-        legend={
-            "orientation": "h",
-            "yref": "container",
-            "y": 0,
-            "yanchor": "bottom",
-            "x": 0,
-            "xanchor": "left",
-        },
+        legend=FOOT_LEGEND,
     )
     return figure
 

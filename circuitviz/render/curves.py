@@ -18,6 +18,8 @@ import plotly.graph_objects as go
 
 from .graph_html import KIND_COLOURS
 
+# a legend in rows at the figure's foot, below the x axis's title (the figure's height leaves it room)
+FOOT_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 # a palette that stays distinguishable for colour-blind readers (Okabe-Ito, minus yellow)
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 SCORE_NAMES = {"ndf": "NDF", "nfs": "NFS", "metric": "L(C(q))"}
@@ -106,14 +108,7 @@ def curve_figure(
         yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
         # under the plot, at the figure's foot (the bottom margin grows to hold its rows): above the
         # plot it shared a row with plotly's mode bar at the top right, and at 1,000 px they met
-        legend={
-            "orientation": "h",
-            "yref": "container",
-            "y": 0,
-            "yanchor": "bottom",
-            "x": 0,
-            "xanchor": "left",
-        },
+        legend=FOOT_LEGEND,
         hovermode="closest",
         template="plotly_white",
     )
