@@ -142,8 +142,10 @@ def take_ctrl_c() -> None:
     """Ctrl-C (SIGINT) interrupts the batch even where it was started ignoring it: a process started
     in the background by a shell (``cmd &``) ignores SIGINT, and so does every program it starts;
     Python then never raises KeyboardInterrupt. The Dataset page cancels its batch with SIGINT, the
-    batch then keeps what finished and writes its manifest; ignored, the batch ran on for the 30 s
-    grace and was killed (seen when the tests ran from a backgrounded ``make test``)."""
+    batch then keeps what finished and writes its manifest; ignored, the batch ran on through the
+    grace period (``jobs.GRACE_S``) and was killed (seen when the tests ran from a backgrounded
+    ``make test``; Streamlit's own server sets a SIGINT handler, so its children start with the
+    default)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

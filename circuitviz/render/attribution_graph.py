@@ -177,8 +177,9 @@ def legend_line(kinds: Iterable[str] | None = None) -> tuple[str, str]:
         for kind, colour in KIND_COLOURS.items()
         if kind in shown
     )
-    feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""  # an imported graph's
-    line = f"x: token, y: layer; {feeds}bold: strongest paths"  # links feed no input we can name
+    # an imported graph's links feed no input we can name: no colour key at all
+    feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""
+    line = f"x: token, y: layer; {feeds}bold: strongest paths"
     more = (
         "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
         "the answer at the top). Node size: contribution. Bold links: the strongest paths to the "
