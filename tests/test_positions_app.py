@@ -18,21 +18,32 @@ TIMEOUT = 300
 
 pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
 _tiny_loader = tiny_app_model
+POSITIONS = '{"positions": true}'  # the method's settings in a link: a circuit over positions
+
+
+def _opened(budgets: str, **link: str) -> AppTest:
+    """Explore opened from a link with IOI's task, EAP and ``budgets`` (and ``link``'s values)."""
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    query.update({"method": "eap", "budgets": budgets, **link})
+    for name, value in query.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+def _ran(at: AppTest) -> AppTest:
+    """``at`` after its Run button is pressed."""
+    next(button for button in at.button if button.label == "Run").click()
+    return at.run()
 
 
 def test_explore_draws_a_circuit_over_positions_with_its_tokens_as_the_axis():
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100,400"})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
+    at = _opened("10,40,100,400")
     assert not at.exception
     toggle = next(box for box in at.checkbox if "positions" in box.label)
     toggle.check()
     at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _ran(at)
     assert not at.exception, at.exception
     data = next(d for d in graph_data(at) if any(n["id"].startswith("token@") for n in d["nodes"]))
     nodes = data["nodes"]
@@ -58,16 +69,10 @@ def test_the_positions_card_and_header_say_the_same_units():
     budget asked named beside them when pruning dropped some."""
     from circuitviz.positions.present import result_attribution_graph
 
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100,400"})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
+    at = _opened("10,40,100,400")
     next(box for box in at.checkbox if "positions" in box.label).check()
     at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _ran(at)
     assert not at.exception, at.exception
     result = at.session_state["results"]["eap"]
     for budget in result.budgets:
@@ -104,25 +109,14 @@ def test_a_link_keeps_the_unit_budget_it_was_shared_at():
     (the link's 'budget' is the edge view's), so a colleague saw another circuit."""
     from circuitviz.positions.present import readable_position_budget
 
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100,400", "settings": '{"positions": true}'})
-
-    def opened(link: dict) -> AppTest:
-        at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-        for name, value in link.items():
-            at.query_params[name] = value
-        at.run()
-        next(button for button in at.button if button.label == "Run").click()
-        return at.run()
-
-    at = opened(query)
+    at = _ran(_opened("10,40,100,400", settings=POSITIONS))
     assert not at.exception, at.exception
     readable = readable_position_budget(at.session_state["results"]["eap"]).budget
     assert at.select_slider(key="budget.units").value == readable
     other = next(b for b in (400, 100, 40, 10) if b != readable)
     at.select_slider(key="budget.units").set_value(other).run()
     assert at.query_params["units"] == str(other)  # the URL names the unit budget shown
-    shared = opened({**query, "units": str(other)})
+    shared = _ran(_opened("10,40,100,400", settings=POSITIONS, units=str(other)))
     assert not shared.exception, shared.exception
     assert shared.select_slider(key="budget.units").value == other
 
@@ -140,14 +134,8 @@ def test_the_neuronpedia_download_names_token_ids_as_discover_does(monkeypatch, 
     monkeypatch.setattr(
         position_view, "task_ids", lambda model, task: asked.append(model) or task_ids(model, task)
     )
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS)
+    at = _ran(at)
     assert not at.exception, at.exception
     assert asked and asked[-1] is not None  # the page had the model's ids for its download
     result = at.session_state["results"]["eap"]
@@ -169,14 +157,8 @@ def test_the_positions_view_shows_the_figures_the_edge_view_and_discover_show():
     """The view over positions showed clean, corrupted, NDF and units kept; discover's table of the
     same run, and Explore's edge view, give necessity and NFS too (IOI over positions at 50 units:
     necessity 0.257, NFS -0.873 under NDF 0.000, unseen on the page)."""
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS)
+    at = _ran(at)
     assert not at.exception, at.exception
     result = at.session_state["results"]["eap"]
     point = result.point(at.select_slider(key="budget.units").value)
@@ -191,12 +173,7 @@ def test_the_budgets_box_counts_units_when_positions_is_ticked():
     153,856 units)."""
     from circuitviz.ui.budget_words import EDGE_LABEL, UNIT_LABEL
 
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,400"})  # 400: over the tiny graph's edges
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
+    at = _opened("10,40,400")  # 400: over the tiny graph's edges
     assert at.text_input(key="w.budgets").label == EDGE_LABEL
     assert any("keeps the whole graph" in w.value for w in at.warning)
     next(box for box in at.checkbox if "positions" in box.label).check()
@@ -232,14 +209,8 @@ def test_the_positions_view_offers_its_curve_as_csv_counting_units():
     from circuitviz.entry.api import discover
     from circuitviz.positions.graph import n_units
 
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS)
+    at = _ran(at)
     assert any(button.label == "Curve (CSV)" for button in at.get("download_button"))
     model = _tiny_loader("", "")
     result, _ = discover(model, IOI_TASK, "eap", {"positions": True}, [10, 40, 100], model_id="tiny")
@@ -253,14 +224,8 @@ def test_the_positions_view_offers_its_curve_as_csv_counting_units():
 def test_the_positions_downloads_sit_in_a_wrapping_row_not_equal_columns():
     """In three equal columns at 1,000 px (180 px each) the first button read 'Neuronpedia graph
     J…' (seen in Chromium); the edge view's downloads sit in one row that wraps."""
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS)
+    at = _ran(at)
     in_columns = [b.label for column in at.columns for b in column.get("download_button")]
     assert "Neuronpedia graph JSON" not in in_columns, in_columns
     assert any(b.label == "Neuronpedia graph JSON" for b in at.get("download_button"))
@@ -269,14 +234,8 @@ def test_the_positions_downloads_sit_in_a_wrapping_row_not_equal_columns():
 def test_a_links_unit_budget_the_run_lacks_is_said():
     """A link naming units=123 (not one of the run's budgets) opened at the readable budget without
     a word of the budget it was asked for."""
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}', "units": "123"})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS, units="123")
+    at = _ran(at)
     assert not at.exception, at.exception
     from graph_data import graph_data
 
@@ -291,14 +250,8 @@ def test_a_card_over_positions_counts_links_not_edges():
     """A head's card on the view over positions read 'its 12 edges out in this circuit' and 'Out (12
     edges, strongest first)' of links to the heads and MLPs at later positions (SmolLM2's a23.h4@5);
     the drawing, its key and its hover call them links."""
-    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
-    query = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
-    query.update({"method": "eap", "budgets": "10,40,100", "settings": '{"positions": true}'})
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    next(button for button in at.button if button.label == "Run").click()
-    at.run()
+    at = _opened("10,40,100", settings=POSITIONS)
+    at = _ran(at)
     data = next(d for d in graph_data(at) if any(n["id"].startswith("token@") for n in d["nodes"]))
     cards = data["cards"]["nodes"]
     heads = [card for card in cards.values() if card["out"].get("head")]
