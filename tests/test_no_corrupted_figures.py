@@ -41,20 +41,23 @@ def tiny(monkeypatch, tmp_path):
     return model
 
 
+# ACC++ on IOI's prompt alone: no corrupted prompt, no foil
+ACC_DISCOVER = [
+    "discover",
+    "--prompt",
+    IOI_TASK.clean,
+    "--answer",
+    " Mary",
+    "--method",
+    "acc++",
+    "--budgets",
+    "5,20",
+]
+
+
 def test_discover_and_evaluate_name_what_ndfs_zero_is(tmp_path, capsys, tiny):
     out = tmp_path / "acc.json"
-    argv = [
-        "discover",
-        "--prompt",
-        IOI_TASK.clean,
-        "--answer",
-        " Mary",
-        "--method",
-        "acc++",
-        "--budgets",
-        "5,20",
-    ]
-    assert cli.main([*argv, "--transfer-paraphrases", "0", "--out", str(out)]) == 0
+    assert cli.main([*ACC_DISCOVER, "--transfer-paraphrases", "0", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     baseline = json.loads(out.read_text())["corrupted_metric"]
     assert (
@@ -132,18 +135,7 @@ def test_acc_explanation_without_a_corrupted_prompt_says_the_knockout_measures_i
 def test_discover_completeness_without_a_corrupted_prompt_says_it_is_not_measured(tmp_path, capsys, tiny):
     """discover --method acc++ --completeness with no corrupted prompt ran, then ended 'error: The
     corrupted prompt is empty' with status 2: completeness patched the halves to a prompt nobody gave."""
-    argv = [
-        "discover",
-        "--prompt",
-        IOI_TASK.clean,
-        "--answer",
-        " Mary",
-        "--method",
-        "acc++",
-        "--budgets",
-        "5,20",
-    ]
-    assert cli.main([*argv, "--transfer-paraphrases", "0", "--completeness"]) == 0
+    assert cli.main([*ACC_DISCOVER, "--transfer-paraphrases", "0", "--completeness"]) == 0
     printed = capsys.readouterr().out
     assert "completeness: not measured: this task has no corrupted prompt" in printed
 
