@@ -374,8 +374,8 @@ def from_neuronpedia(data: dict, origin: str = "the graph file") -> AttributionG
     prompt = str(metadata.get("prompt", ""))
     # (the tokens are drawn by their repr, which writes such characters as codes already)
     hidden = "".join([title, prompt, *(node.component + node.caption for node in nodes)])
-    if invisible_characters(hidden):  # a right-to-left override drew a label or token reversed
-        found = len(invisible_characters(hidden))
+    found = len(invisible_characters(hidden))
+    if found:  # a right-to-left override drew a label or token reversed
         notes.append(
             f"The file's labels or title hold {counted(found, 'invisible character')} "
             f"({invisible_kinds(hidden)}), which draw text reordered or not at all: "
