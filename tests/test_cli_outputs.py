@@ -122,7 +122,7 @@ def test_the_sentences_printed_send_no_one_to_the_apps_slider(tmp_path, capsys, 
 
 def test_usage_lines_name_the_command_as_it_was_started():
     """Run as the installed ``circuitviz`` script, usage read 'python -m circuitviz ...'."""
-    from circuitviz.entry.cli import program_name
+    from circuitviz.entry.parser import program_name
 
     assert program_name("/usr/local/bin/circuitviz") == "circuitviz"
     assert program_name("/work/circuitviz/__main__.py") == "python -m circuitviz"
