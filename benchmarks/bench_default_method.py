@@ -34,7 +34,7 @@ from circuitviz.render import opening_view
 
 
 def app_budgets(n_edges: int) -> list[int]:
-    """The Explore page's default budgets (``ui.inputs.default_budgets``, without importing the UI)."""
+    """The Explore page's default budgets (``ui.budget_box.default_budgets``, without importing the UI)."""
     steps = [b for b in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000) if b < n_edges]
     while len(steps) + 1 > 10 and len(steps) > 1:
         steps = steps[::2] if len(steps) + 1 > 20 else steps[1:]

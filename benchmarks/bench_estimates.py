@@ -71,21 +71,21 @@ def main() -> None:
     from circuitviz.methods import method_traits
     from circuitviz.models import EMBEDDED_MODEL, load_model
     from circuitviz.services.store import ResultStore
-    from circuitviz.ui import bon, inputs, loaders
+    from circuitviz.ui import bon, budget_box, loaders
     from circuitviz.ui.run import record_run
 
     model = load_model(EMBEDDED_MODEL)
     loaders.probe_rate(model)
     store = ResultStore(Path(os.environ["CIRCUITVIZ_CACHE"]) / "results")
     task = ioi_task()
-    n_edges = inputs.graph_edge_total(model)
+    n_edges = budget_box.graph_edge_total(model)
     print(machine_line())
     print(f"{'method':<14} {'estimate':>9} {'measured':>9} {'ratio':>6} {'CPU':>7}  priced")
     for item in args.methods.split(","):
         method, chosen = _request(item)
         on_paraphrases = method_traits(method).has_paraphrases_view
         settings = {**(dict(bon.PAGE_DEFAULTS) if on_paraphrases else {}), **chosen}
-        budgets = bon.page_budgets(n_edges) if on_paraphrases else inputs.default_budgets(n_edges)
+        budgets = bon.page_budgets(n_edges) if on_paraphrases else budget_box.default_budgets(n_edges)
         estimate = estimate_request(
             model, task, method, settings, n_budgets=len(budgets), store=store, model_id=EMBEDDED_MODEL
         )

@@ -29,7 +29,7 @@ from circuitviz.models.adapter import model_dtype
 from circuitviz.positions.graph import units_at_budgets
 
 BATCH = 8  # sequences of the plain pass, as the app's probe (ui/loaders.PROBE_BATCH)
-# the app's default budgets on Gemma-3-270M (ui/inputs.default_budgets): the last is the whole graph
+# the app's default budgets on Gemma-3-270M (ui.budget_box.default_budgets): the last is the whole graph
 BUDGETS = [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 
 

@@ -13,7 +13,7 @@ st.caption(
     "in one chart, and how much the circuits overlap."
 )
 
-from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
@@ -30,7 +30,7 @@ with st.container(border=True):
 
 registered = available_methods()
 chosen = compare.method_choice(registered)
-n_edges = inputs.graph_edge_total(model)
+n_edges = budget_box.graph_edge_total(model)
 budgets = compare.shared_budgets(n_edges)
 if len(chosen) < 2:
     st.error("Choose at least two methods to compare.")

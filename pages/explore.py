@@ -13,7 +13,7 @@ st.caption(
     "carries the answer, and how faithful it is at every edge budget."
 )
 
-from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.link_values import DEMO_WAITING  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
@@ -34,7 +34,7 @@ with st.container(border=True, key="controls-task"):  # hidden in demo mode (ui/
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
     )
 with st.container(border=True, key="controls-method"):
-    method, settings, budgets = inputs.method_inputs(inputs.graph_edge_total(model))
+    method, settings, budgets = inputs.method_inputs(budget_box.graph_edge_total(model))
 if given.task is not None:  # the graph's node captions depend on the prompt alone: computed meanwhile
     prefetch.node_labels_soon(model, model_id, given.task)
 autorun = state.session.autorun  # a task opened from another page runs once, when it opens

@@ -13,7 +13,7 @@ st.caption(
 )  # re-running one live is the button below, hidden in demo mode with the sentence it needs
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
-from circuitviz.ui import inputs, loaders, result_view, state  # noqa: E402
+from circuitviz.ui import budget_box, loaders, result_view, state  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:
@@ -54,7 +54,7 @@ if rerun:
         model=entry["model_id"],
         method=entry["method"],
         settings=entry["config"],
-        budgets=inputs.budgets_text(entry["budgets"]),
+        budgets=budget_box.budgets_text(entry["budgets"]),
         corrupted_note="The example's own corrupted prompt.",
     )
 

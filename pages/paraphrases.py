@@ -14,7 +14,7 @@ st.caption(
     "paraphrases, each candidate's NDF, and the edges the candidates share."
 )
 
-from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
@@ -33,7 +33,7 @@ with st.container(border=True):
         st.stop()
     model = run.load_model_or_stop(model_id, device)
     given = inputs.task_inputs(model, model_id, prompt)
-n_edges = inputs.graph_edge_total(model)
+n_edges = budget_box.graph_edge_total(model)
 with st.container(border=True):
     method, settings, budgets = inputs.method_inputs(
         n_edges,

@@ -24,7 +24,7 @@ st.caption(
     "outside the circuit)."
 )
 
-from circuitviz.ui import inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
@@ -56,7 +56,7 @@ with st.expander(
     config, problem = forms.build_config(method, values)
     if problem:
         st.error(markdown_sentence(problem))  # may quote the link's settings
-    budgets = inputs.default_budgets(inputs.graph_edge_total(model))
+    budgets = budget_box.default_budgets(budget_box.graph_edge_total(model))
     shown = panel.run_panel(
         model, model_id, given.task, explained, config, budgets, button=f"Run {method.label}", prompt=prompt
     )

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from circuitviz.bench.toy_models import IOI_TASK  # noqa: E402
 from circuitviz.core.text import markdown_text  # noqa: E402
 from circuitviz.entry.budgets import budget_findings  # noqa: E402
-from circuitviz.ui.inputs import budget_check  # noqa: E402
+from circuitviz.ui.budget_box import budget_check  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results under tmp_path (conftest)
 BASE = {

@@ -281,7 +281,7 @@ def test_paraphrases_url_names_its_view_before_any_run():
 
 # ----- inputs ------------------------------------------------------------------------------------
 def test_every_budgets_problem_is_named():
-    from circuitviz.ui.inputs import budget_check
+    from circuitviz.ui.budget_box import budget_check
 
     problems, notes = budget_check("abc,-5,99999999", 1000)
     assert len(problems) == 2 and "'abc'" in problems[0] and "-5" in problems[1]
@@ -300,7 +300,7 @@ def test_another_models_untouched_default_budgets_become_this_models():
     sidebar switched) they would leave that graph's whole-model point out of the curve, so while
     the box holds the default it was last given it follows the model; budgets the user wrote (or
     a link carried) stay as written."""
-    from circuitviz.ui.inputs import READABLE_BUDGET, budgets_for_graph, budgets_text, default_budgets
+    from circuitviz.ui.budget_box import READABLE_BUDGET, budgets_for_graph, budgets_text, default_budgets
 
     gemma = budgets_text(default_budgets(10_342))
     assert gemma == "20,50,100,200,500,1000,2000,5000,10000,10342"
@@ -987,7 +987,7 @@ def test_models_live_in_streamlits_resource_cache():
 # ----- inputs that would mislead ---------------------------------------------------------------------
 def test_a_budget_of_0_is_refused_and_no_score_reads_minus_zero():
     from circuitviz.core.text import markdown_text, score_text
-    from circuitviz.ui.inputs import ZERO_BUDGET, budget_check
+    from circuitviz.ui.budget_box import ZERO_BUDGET, budget_check
 
     assert budget_check("0,10", 1000) == ([ZERO_BUDGET], [])
     assert score_text(-0.0001) == "0.000" and score_text(-0.0006) == "-0.001" and score_text(0.25) == "0.250"

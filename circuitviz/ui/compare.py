@@ -16,9 +16,10 @@ from ..methods import available_methods
 from ..methods.registry import default_comparison, method_traits
 from ..render.vis import framed_alike
 from . import loaders, result_view, state
+from .budget_box import budget_check, fit_budgets_box
 from .caveats import caveats
 from .compare_downloads import comparison_downloads
-from .inputs import budget_check, fit_budgets_box, shared_settings, unknown_in_link_sentence
+from .inputs import shared_settings, unknown_in_link_sentence
 from .result_figures import METRIC_HELP
 
 

@@ -12,7 +12,7 @@ import streamlit as st
 from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
-from .inputs import budgets_text
+from .budget_box import budgets_text
 from .prompt_table import (
     ROW_PX,
     STYLED_ROWS,

@@ -275,7 +275,7 @@ def transferable_offer(result, key: str, budget: int) -> None:
     """One click to the method that learns a small circuit on the prompt and paraphrases, holding
     some out: the same task on Explore, run; drawn where ``learn_offer`` says."""
     from ..methods import method_traits
-    from .inputs import budgets_text
+    from .budget_box import budgets_text
 
     offer = learn_offer(result, budget)
     if offer is None:

@@ -115,7 +115,7 @@ class Session:
     bon_method = Field("bon.method", url="bon_method")
     bon_budgets = Field("bon.budgets", url="bon_budgets")
     # the default text each budgets box was last given: while the box still holds it, a model of
-    # another size gets its own default (ui/inputs.budgets_for_graph)
+    # another size gets its own default (ui/budget_box.budgets_for_graph)
     budgets_default = Field("budgets.default")
     bon_budgets_default = Field("bon.budgets.default")
     bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)

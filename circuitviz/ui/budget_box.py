@@ -1,0 +1,102 @@
+"""The budgets box: its default budgets for a graph, the text it holds as the model (or the
+unit total) changes, and what it says of the budgets typed in it.
+
+Defaults belong to the graph the budgets count: a model's edges, or, with a method's
+``positions`` setting on, the prompt's (edge, position) units. While the box still holds the
+default it was last given, it follows that graph; budgets the user typed stay as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..entry.budgets import APP_BUDGETS, budget_findings, over_graph_note, zero_sentence
+from . import state
+
+# ten budgets, log-spaced: each costs one patched pass, so the curve adds about a third to EAP-IG's
+# scoring time instead of doubling it
+_BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
+MAX_BUDGETS = 10
+READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
+SMALLEST_MODEL_GRAPH = 5000  # a default text of a graph this large is taken for one (Gemma: 10,342)
+
+
+def default_budgets(n_edges: int, count: int = MAX_BUDGETS) -> list[int]:
+    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps).
+
+    The readable ones (up to ``READABLE_BUDGET`` edges, where a first view opens) are kept on any
+    graph; on a large one the larger steps are thinned evenly instead (SmolLM2's 123,211 edges
+    once started at 200, so a first view had one readable circuit to open at, and a graph of
+    millions had none)."""
+    steps = [b for b in _BUDGET_STEPS if b < n_edges]
+    if len(steps) + 1 > count and len(steps) > 1:
+        steps = steps[1:]  # the 10-edge step goes first: a circuit of 10 edges rarely says much
+    small = [b for b in steps if b <= READABLE_BUDGET]
+    large = [b for b in steps if b > READABLE_BUDGET]
+    room = max(count - 1 - len(small), 1)
+    if len(large) > room:  # evenly spaced over the large steps' log-spaced list, the largest kept
+        large = [large[round(i * (len(large) - 1) / max(room - 1, 1))] for i in range(room)]
+    return small + sorted(set(large)) + [int(n_edges)]
+
+
+def budgets_text(budgets) -> str:
+    return ",".join(str(int(b)) for b in budgets)
+
+
+def budgets_for_graph(
+    text: str | None, n_edges: int, placed: str | None, defaults: Callable[[int], list[int]] = default_budgets
+) -> str:
+    """The budgets box's text for a graph of ``n_edges``: the graph's default budgets when the box
+    is empty or still holds ``placed``, the default it was last given (the sidebar switched models:
+    Gemma's "...,10000,10342" left on SmolLM2's 123,211 edges would leave that graph's whole-model
+    point out of the curve), or another real graph's default exactly (a link opened, then the model
+    switched: the URL keeps the text, not where it came from), else the text as the user wrote it.
+    ``defaults``: a page's default budgets of a graph size."""
+    last = str(text).rsplit(",", 1)[-1].strip()
+    another = last.isdigit() and SMALLEST_MODEL_GRAPH <= int(last) != n_edges
+    if not text or text == placed or (another and text == budgets_text(defaults(int(last)))):
+        return budgets_text(defaults(n_edges))
+    return text
+
+
+def fit_budgets_box(key: str, n_edges: int, defaults: Callable[[int], list[int]] = default_budgets) -> str:
+    """Set the budgets box ``key`` (a ``Session`` field's key; its last default under
+    ``key + ".default"``) for a graph of ``n_edges`` edges; returns its text."""
+    placed_key = f"{key}.default"
+    text, placed = state.value(key), state.value(placed_key)
+    fitted = budgets_for_graph(text, n_edges, placed, defaults)
+    if fitted != text:
+        state.set_value(key, fitted)
+        state.set_value(placed_key, fitted)
+    return fitted
+
+
+def graph_edge_total(model) -> int:
+
+    # here, not at the top: keeps torch out of the first paint
+    from ..models.adapter import adapter_of  # torch is loaded once a model is
+
+    return adapter_of(model).spec.n_edges
+
+
+ZERO_BUDGET = zero_sentence(APP_BUDGETS)
+
+
+def budget_reading(
+    text: str, n_edges: int, keeps: str | None = None, units: bool = False
+) -> tuple[list[int], list[str], list[str]]:
+    """(the budgets, sorted and distinct; every problem of the budgets box; the notes on it), one
+    sentence each and all at once, so a user fixes them in one go, by the command line's rules
+    (``entry.budgets``). Problems stop the run: an empty item (``10,,20``), a part that is not a
+    whole number (``10 20``), a negative one, a 0 (an empty circuit), one beyond what a result
+    holds, an empty list. Notes do not: repeats are evaluated once, and a budget over the graph's
+    edges keeps the whole graph (or ``keeps``, the method's phrase: ACC++'s traced circuit)."""
+    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=None if units else n_edges)
+    over = None if units else over_graph_note(values, n_edges, keeps=keeps)  # units: by the prompt's length
+    notes = [note for note in (repeats, over) if note]
+    return values, problems, notes
+
+
+def budget_check(text: str, n_edges: int) -> tuple[list[str], list[str]]:
+    """(every problem of the budgets box, the notes on it): ``budget_reading`` without the budgets."""
+    return budget_reading(text, n_edges)[1:]
