@@ -23,7 +23,7 @@ import pyarrow as pa
 from .. import __version__
 from ..core.tasks import DEFAULT_MAX_TOKENS
 from ..core.text import counted, given, shown
-from ..entry.budgets import MAX_BUDGET, checked_edge_count, over_graph_note
+from ..entry.budgets import MAX_BUDGET, checked_edge_count, mib_over_units, over_graph_note
 from ..entry.request import Request, budget_tuple
 from ..measure.task_validity import gap_check_enabled
 from ..methods import method_traits
@@ -103,13 +103,18 @@ class _Item:
     key: str
 
 
-def _checked_budgets(budgets) -> None:
+def checked_budgets(budgets, methods=()) -> None:
     """``BatchRequest.budgets`` before the model loads: "mib" or whole numbers from 0 to
     ``MAX_BUDGET`` (results.parquet's int32: 99,999,999,999 ran every method and then failed
-    writing the table); ValueError in one sentence otherwise."""
+    writing the table); ValueError in one sentence otherwise. "mib" is refused where a method of
+    ``methods`` runs over token positions: its fractions of the edges were used as unit budgets,
+    about 7 % of the IOI prompt's units at most, and a prompt's units depend on its length."""
     if isinstance(budgets, str):
         if budgets.strip().lower() != "mib":
             raise ValueError(f"Budgets {shown(budgets, 40)} are neither edge counts nor 'mib'.")
+        over = [name for name, _, plain in method_configs(methods) if plain.get("positions")]
+        if over:
+            raise ValueError(mib_over_units(list(dict.fromkeys(over))))
         return
     chosen = budget_tuple(budgets)
     if not chosen:
@@ -467,7 +472,7 @@ def run_batch(
     closes it. Ctrl-C ends the run cleanly: what finished is kept and the report says
     ``interrupted``."""
     begin = time.perf_counter()
-    _checked_budgets(request.budgets)
+    checked_budgets(request.budgets, request.methods)
     checked_edge_count("keep_edges", request.keep_edges)  # the command line's --keep-edges rule
     checked_edge_count("top_edges", request.top_edges, least=0)  # and its --top-edges rule
     _checked_options(request)

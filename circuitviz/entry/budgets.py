@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 from collections import Counter
 
-from ..core.text import given, shown, shown_number
+from ..core.text import given, joined, shown, shown_number
 
 MAX_BUDGET = 2**31 - 1  # what results.parquet's int32 budgets hold; no model's graph comes near it
 EXAMPLE = "50,100,200"
@@ -199,3 +199,17 @@ def discover_note(model, budgets, positions: bool, n_positions: int, keeps: str 
             budgets, n_units(spec, n_positions), "(edge, position) units", "this prompt's graph", keeps
         )
     return over_graph_note(budgets, spec.n_edges, keeps=keeps)
+
+
+def mib_over_units(
+    over_positions: list[str], flag: str = "--budgets", untick: str = "run them without positions"
+) -> str:
+    """Why ``mib`` cannot serve methods run over token positions (``over_positions``, their names):
+    their budgets count (edge, position) units, and a prompt's units grow with its length, so MIB's
+    fractions would be other numbers on every prompt of a batch, whose table, consensus and CPR/CMD
+    need one list of budgets for all of them."""
+    return (
+        f"{flag} mib means MIB's fractions of the model's edges, but the budgets of {joined(over_positions)} "
+        "over token positions count (edge, position) units, which grow with each prompt's length, so "
+        f"no one list fits every prompt; give unit counts such as 1000,10000,100000, or {untick}."
+    )

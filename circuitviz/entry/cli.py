@@ -261,6 +261,7 @@ def cmd_batch(args) -> int:
     from ..batch.mmlu import mmlu_generation
     from ..batch.progress import PROGRESS, Progresses, ProgressFile
     from ..batch.reuse import asked, reuse_problem
+    from ..batch.runner import checked_budgets
 
     def say(text: str) -> None:
         print(text, file=sys.stderr)
@@ -309,6 +310,7 @@ def cmd_batch(args) -> int:
             consensus=args.consensus or None,
             command="circuitviz " + " ".join(sys.argv[1:]),
         )
+        checked_budgets(request.budgets, request.methods)  # mib over positions: before anything is named
         if repeats:
             say(repeats)
         source = _batch_source(args)

@@ -209,7 +209,11 @@ def _add_batch_parser(commands) -> None:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a method setting, by name"
     )
     batch.add_argument(
-        "--budgets", default="mib", help="edge budgets, comma separated, or mib (0.1%% to 100%% of the edges)"
+        "--budgets",
+        default="mib",
+        help="edge budgets, comma separated ((edge, position) units with --positions), or mib: MIB's "
+        "ten, 0.1%% to 100%% of the model's edges (refused with --positions: a prompt's units depend on "
+        "its length, so give unit counts)",
     )
     batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
     add_task_check_argument(batch)

@@ -220,4 +220,9 @@ def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: 
                 "value, or run them as separate batches."
             )
         argv += ["--set", f"{setting}={json.dumps(next(iter(values.values())))}"]
+    over = [name for name, value in changed.get("positions", {}).items() if value]
+    if over and budgets.strip().lower() == "mib":  # the command's own refusal, said before it starts
+        from ..entry.budgets import mib_over_units
+
+        raise ValueError(mib_over_units(over, "The budgets box's", "untick positions in their settings"))
     return argv
