@@ -61,6 +61,24 @@ def test_every_file_format_gives_the_same_pairs():
         assert all(p.source == "file" for p in pairs)
 
 
+def test_typed_lines_may_begin_with_a_bracket_or_a_brace():
+    # "[x](https://evil) When ... || ..." was read as a JSON list and refused as "not valid JSON
+    # (Expecting value at line 1)", though every line was a typed pair (an audit of the page)
+    lines = [(f"[x](https://evil) {c}", f"[x](https://evil) {d}") for c, d in TINY_PAIRS[:1]]
+    lines += [("{Narrator} " + c, "{Narrator} " + d) for c, d in TINY_PAIRS[1:]]
+    for first, second in (lines, lines[::-1]):
+        for separator in (" || ", "\t"):
+            text = f"{separator.join(first)}\n{separator.join(second)}"
+            pairs = parse_paraphrases(text, IOI_TASK)
+            assert [(p.clean, p.corrupted) for p in pairs] == [first, second]
+    # JSON that does not decode, with no typed pair on its first line, is still said to be JSON
+    with pytest.raises(ParaphraseError, match="not valid JSON"):
+        parse_paraphrases('[{"clean": "a || b", "corrupted": "c"},\n{oops}]', IOI_TASK)
+    # a typed first line and a bad later one: the bad line is named, as for any typed list
+    with pytest.raises(ParaphraseError, match="Line 2 is not"):
+        parse_paraphrases("[x] a || [x] b\n[x] c", IOI_TASK)
+
+
 def test_jsonl_round_trip_and_other_answers_are_flagged():
     pairs = parse_paraphrases(to_jsonl(parse_paraphrases("\t".join(TINY_PAIRS[0]), IOI_TASK)), IOI_TASK)
     assert (pairs[0].clean, pairs[0].corrupted) == TINY_PAIRS[0]

@@ -23,6 +23,10 @@ class ParaphraseError(ValueError):
     """A paraphrase source cannot give pairs; the message is one sentence that says what to do."""
 
 
+class _NotJSON(ParaphraseError):
+    """Text that began like JSON and does not decode as JSON (it may be typed lines)."""
+
+
 # ----- pairs ------------------------------------------------------------------------------------
 @dataclass
 class ParaphrasePair:
@@ -289,10 +293,16 @@ def _parse_records(text: str, source: str) -> list[ParaphraseRecord]:
         raise ParaphraseError(
             "The paraphrase list is empty; give one paraphrase and its corrupted version per line."
         )
-    if stripped.startswith("["):
-        return _json_list_records(stripped, source)
-    if stripped.startswith("{"):
-        return _jsonl_records(cleaned, source)
+    if stripped.startswith(("[", "{")):
+        try:
+            return (
+                _json_list_records(stripped, source)
+                if stripped[0] == "["
+                else _jsonl_records(cleaned, source)
+            )
+        except _NotJSON:  # typed lines whose first paraphrase begins with '[' or '{' ("[Narrator] When ...")
+            if not _typed_line(stripped.splitlines()[0]):  # were refused as "not valid JSON"
+                raise
     header = [name.strip().lower() for name in next(csv.reader([stripped.splitlines()[0]]))]
     if "corrupted" in header and any(key in header for key in _CLEAN_KEYS):
         return _csv_records(stripped, source)
@@ -303,7 +313,7 @@ def _json_list_records(text: str, source: str) -> list[ParaphraseRecord]:
     try:
         records = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ParaphraseError(
+        raise _NotJSON(
             f"The paraphrase list is not valid JSON ({error.msg} at line {error.lineno})."
         ) from None
     if not isinstance(records, list):
@@ -319,7 +329,7 @@ def _jsonl_records(text: str, source: str) -> list[ParaphraseRecord]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ParaphraseError(
+            raise _NotJSON(
                 f"Line {number} of the paraphrase file is not valid JSON ({error.msg}); each line "
                 'must be an object like {"clean": "...", "corrupted": "..."}.'
             ) from None
@@ -331,6 +341,15 @@ def _csv_records(text: str, source: str) -> list[ParaphraseRecord]:
     reader = csv.DictReader(io.StringIO(text))
     reader.fieldnames = [name.strip().lower() for name in reader.fieldnames or []]
     return [_record(row, source, f"CSV row {i + 1}") for i, row in enumerate(reader)]
+
+
+def _typed_line(line: str) -> bool:
+    """Whether ``line`` reads as a typed pair ('paraphrase<TAB>corrupted' or 'paraphrase || corrupted'),
+    not as the start of a JSON object (whose text may hold ' || ')."""
+    if "".join(line.split())[:2] in ('{"', "[{", '["'):
+        return False
+    parts = line.split("\t") if "\t" in line else line.split(" || ")
+    return len(parts) == 2 and all(part.strip() for part in parts)
 
 
 def _typed_records(text: str, source: str) -> list[ParaphraseRecord]:
