@@ -123,3 +123,50 @@ def test_fewer_usable_paraphrases_than_asked_are_said_with_the_candidates_they_l
     )
     assert bon.fewer_than_asked_sentence(result("template", 3, [0, 1, 2, 3], 3)) == ""  # as asked
     assert bon.fewer_than_asked_sentence(result("file", 9, [0, 1], 2)) == ""  # the user's own pairs
+
+
+def _pairs_table_page(pairs):
+    """``paraphrase_view.pairs_table`` over a run whose pairs are ``pairs`` (clean, corrupted), the
+    prompt first, every pair a candidate."""
+    import types
+
+    from circuitviz.ui import paraphrase_view
+
+    rows = [{"clean": clean, "corrupted": corrupted, "source": "file"} for clean, corrupted in pairs]
+    details = types.SimpleNamespace(pairs=rows, candidates=list(range(len(rows))), notes=[])
+    result = types.SimpleNamespace(details=details, config={"paraphrase_source": "file"})
+    paraphrase_view.pairs_table(result, "bon")
+
+
+def _config_form_page(text):
+    """Best-of-N's settings form with the file source and ``text`` in its paraphrases box."""
+    from circuitviz.methods import get_method
+    from circuitviz.ui.forms import config_form
+
+    config_form(get_method("bon"), "t", {"paraphrase_source": "file", "paraphrases": text})
+
+
+def test_invisible_characters_in_paraphrases_are_said_in_the_form_and_under_the_table():
+    """A paraphrase typed with a right-to-left override before 'store,' stood in the table as 'the
+    ,erots John gave' and in the form's box reordered, both unsaid, while the model read 'the store,
+    John' (an audit in Chromium); the prompt's box says so of the prompt."""
+    prompt = ("When Mary and John went to the store, John gave a drink to", "When Alice and Bob went ...")
+    hidden = ("When Mary and John went to the \u202estore, John gave a drink to", "When Alice \u202e ...")
+    plain = ("When Mary and John went to the park, John gave a drink to", "When Alice and Bob ...")
+    at = AppTest.from_function(_pairs_table_page, args=([prompt, plain, hidden],)).run()
+    assert not at.exception, at.exception
+    said = [warning.value.replace("\\", "") for warning in at.warning]
+    assert len(said) == 1 and said[0].startswith(
+        "Pair p2 holds invisible characters (U+202E RIGHT-TO-LEFT"
+    ), said
+    assert not AppTest.from_function(_pairs_table_page, args=([prompt, plain],)).run().warning
+
+    typed = " || ".join(plain) + "\n" + " || ".join(hidden)
+    at = AppTest.from_function(_config_form_page, args=(typed,)).run()
+    assert not at.exception, at.exception
+    said = [warning.value.replace("\\", "") for warning in at.warning]
+    assert any(
+        text.startswith("The paraphrases box holds 2 invisible characters (U+202E") for text in said
+    ), said
+    at = AppTest.from_function(_config_form_page, args=(" || ".join(plain),)).run()
+    assert not at.exception and not at.warning, at.warning

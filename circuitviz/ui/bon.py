@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ..core.text import counted, joined, rough_duration, shown_token
+from ..core.text import counted, invisible_characters, invisible_kinds, joined, rough_duration, shown_token
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
 from ..query.candidates import candidate_names as query_candidate_names
@@ -59,6 +59,24 @@ def paraphrase_rows(result) -> list[dict]:
             }
         )
     return rows
+
+
+def invisible_rows_sentence(rows: list[dict]) -> str:
+    """The table's rows whose texts hold invisible characters, and what the table does with them
+    ('' when none does): a paraphrase typed with a right-to-left override (U+202E) before 'store,'
+    stood in the table as 'the ,erots John gave', unsaid, while the model read 'the store, John'
+    (the sentence under the table quotes a left-out pair as 'the \\u202estore')."""
+    texts = {row["pair"]: f"{row['paraphrase']}{row['corrupted']}" for row in rows}
+    named = [pair for pair, text in texts.items() if invisible_characters(text)]
+    if not named:
+        return ""
+    kinds = invisible_kinds("".join(texts[pair] for pair in named))
+    return (
+        f"{'Pair' if len(named) == 1 else 'Pairs'} {joined(named)} {'holds' if len(named) == 1 else 'hold'} "
+        f"invisible characters ({kinds}): the table does not show them, or shows the text around them "
+        "reordered, but the model reads them; delete them in the table's cells unless you mean them, and "
+        "use the edited paraphrases for the next run."
+    )
 
 
 def fewer_than_asked_sentence(result) -> str:

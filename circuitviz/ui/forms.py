@@ -21,7 +21,7 @@ import re
 
 import streamlit as st
 
-from ..core.text import cut, markdown_text
+from ..core.text import cut, invisible_sentence, markdown_text
 from ..methods.settings import (
     item_type,
     parse_value,
@@ -194,9 +194,14 @@ def _field_widget(config_class, config_field, value, key, help_text, budgets, re
     if kind in (int, float):
         return _number(config_field, kind, label, value, key, help_text)
     if widget == "lines":  # a text area, parsed by make_config (records by the field's own parse)
-        return st.text_area(
+        text = st.text_area(
             label, value=setting_text(config_field, value), key=key, help=help_text, height=90
         )
+        # said as for the prompt: a direction override drew typed paraphrases reordered, unsaid
+        hidden = invisible_sentence(text, f"The {config_field.name.replace('_', ' ')} box")
+        if hidden:
+            st.warning(markdown_text(hidden))
+        return text
     if item_type(kind) is not None:  # a tuple: its items comma separated, parsed by make_config
         text = value if isinstance(value, str) else ",".join(str(item) for item in value or ())
         return st.text_input(label, value=text, key=key, help=help_text)

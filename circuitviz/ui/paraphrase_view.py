@@ -33,6 +33,8 @@ def pairs_table(result, method: str) -> None:
         height=bon.table_height(rows),
     )
     st.caption(bon.TABLE_SIDEWAYS)
+    if bon.invisible_rows_sentence(rows):  # the grid draws a direction override's text reordered
+        st.warning(markdown_sentence(bon.invisible_rows_sentence(rows)))
 
     def use_edited_pairs():
         reasons = [
