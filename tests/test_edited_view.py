@@ -78,6 +78,9 @@ def test_the_edge_tables_caption_says_the_circuit_is_edited():
         "The 50 strongest of the edited circuit's 120 edges (all of them in the CSV)."
     )
     assert edges_table_caption(5, 50) == "The circuit's 5 edges, strongest first (also in the CSV)."
+    assert edges_table_caption(5, 50, meaning="how firmly the masks keep it") == (
+        "The circuit's 5 edges, strongest first (also in the CSV). Score: how firmly the masks keep it."
+    )
 
 
 class _Row:

@@ -65,3 +65,20 @@ def test_the_other_traits():
 def test_a_name_the_registry_does_not_know_has_no_caveats():
     traits = method_traits("a-method-this-install-lacks")
     assert traits.notes([0.0]) == [] and not traits.has_signals_view and traits.label == traits.name
+
+
+def test_every_method_says_what_its_edge_scores_are():
+    """The edge table's "score" column held a learned mask's 0.998 and attribution patching's
+    -1.2 under one word: each method now says what its score is, and a method whose scores
+    estimate the metric's change says that one, the others something else."""
+    for name in available_methods():
+        traits = method_traits(name)
+        assert len(traits.score_meaning) > 40, name
+        says_change = "estimate" in traits.score_meaning and "of the metric's change" in traits.score_meaning
+        if name != "atp-star":  # a size with GradDrop (its default), the estimate without
+            assert says_change == (traits.scores_estimate_metric and name not in {"exact", "acdc"}), name
+    assert "measured by patching" in method_traits("exact").score_meaning
+    assert "a size, not the metric's change" in method_traits("atp-star").score_meaning
+    for learned in ("edge-pruning", "paraphrase-pruning"):
+        assert "relaxed mask (0 to 1)" in method_traits(learned).score_meaning
+    assert method_traits("not-a-method").score_meaning == ""

@@ -97,6 +97,12 @@ class ACCPlusPlus(Method):
     needs_corrupted = False
     has_signals_view = True
     scores_estimate_metric = False  # signal attributions to attention decisions, completed
+    score_meaning = (
+        "into a query or key, the summed integrated-gradients attribution of the signals it carries "
+        "to that head's attention decision; into the logits, the source's share of the direct "
+        "effect; a completion edge (value and MLP inputs, which ACC++ does not trace) scores just "
+        "below the strongest traced edge out of the node it feeds"
+    )
     over_graph_keeps = (
         "ACC++'s whole circuit (its traced edges and their completion), not the whole graph (ACC++ keeps "
         "no edge it did not find)"

@@ -309,6 +309,7 @@ class ACDC(ScoringMethod):
         "Greedy pruning by real patching, from the logits backwards: an edge is removed for good when "
         "corrupting it moves the metric less than the threshold."
     )
+    score_meaning = SCORES_NOTE
     Config = ACDCConfig
     Details = OwnCircuitDetails
     fitted_to_prompt = (

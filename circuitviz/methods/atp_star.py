@@ -30,6 +30,11 @@ class AtPStar(ScoringMethod):
     name = "atp-star"
     label = "AtP*"
     summary = "Attribution patching with exact attention for queries and keys, and gradients dropped layer by layer."
+    score_meaning = (
+        "with GradDrop (the default), the sum over layers of |attribution| with that layer's gradient "
+        "dropped: a size, not the metric's change; without it, attribution patching's estimate of "
+        "the metric's change with exact attention for queries and keys"
+    )
     Config = AtPStarConfig
     # by default (GradDrop) its scores are sums of |score| over layers: sizes, not the metric's change
     scores_estimate_metric = False

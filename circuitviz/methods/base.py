@@ -228,6 +228,13 @@ class RunContext:
         )
 
 
+# what the EAP family's edge scores estimate (exact patching measures it), in the edge table's words
+EDGE_CHANGE = (
+    "the metric's change when the edge alone takes the corrupted prompt's value (negative: the "
+    "answer relies on it)"
+)
+
+
 # ----- methods ---------------------------------------------------------------------------------
 class Method(abc.ABC):
     """Base of every method: a name, a label, a config dataclass, ``estimate`` and ``run``."""
@@ -259,6 +266,10 @@ class Method(abc.ABC):
     # whether an edge's score estimates the change of the answer's metric when the edge is
     # corrupted (the EAP family); False for learned masks, normalised ensembles, regression shares
     scores_estimate_metric: ClassVar[bool] = True
+    # what an edge's score is, as a phrase (the edge table's line says "score: <this>"): every
+    # method says its own, since a 0.998 of a learned mask and a -1.2 of attribution patching
+    # share one column
+    score_meaning: ClassVar[str] = ""
     # what a budget over the graph's edges keeps when it is not the whole graph (a phrase after
     # 'keeps': ACC++ keeps no edge it did not trace), None for a method whose budget does
     over_graph_keeps: ClassVar[str | None] = None

@@ -26,7 +26,7 @@ from ..models.adapter import adapter_of
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, score_key
-from .base import Cost, Method, RunContext, ScoringMethod, StoredWork
+from .base import EDGE_CHANGE, Cost, Method, RunContext, ScoringMethod, StoredWork
 from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
 from .scoring import pair_scores, scorer_names
@@ -116,6 +116,10 @@ def pair_scorer(config: QueryCircuitConfig) -> PairScorer:
         return pair_scores(model, spec, pairs, method, method_config, progress)
 
     return PairScorer(method, method_config, score)
+
+
+# what the family's scores are, by default (its base method EAP-IG)
+BASE_SCORE = f"the base method is EAP-IG by default, whose score is its estimate of {EDGE_CHANGE}"
 
 
 # ----- the registered methods -----------------------------------------------------------------
@@ -218,6 +222,7 @@ class SingleQuery(QueryCircuitMethod):
     name = "single"
     label = "Single query (BoN baseline)"
     summary = "Top-N of the prompt's own edge scores; with compare on, BoN and its variants beside it."
+    score_meaning = f"the base method's score on the prompt; {BASE_SCORE}"
 
 
 @register
@@ -225,6 +230,7 @@ class AveragedParaphrases(QueryCircuitMethod):
     name = "average"
     label = "Averaged paraphrase scores"
     summary = "Top-N of the mean score matrix of the prompt and its paraphrases (a BoN baseline)."
+    score_meaning = f"the mean of the base method's scores on the prompt and its paraphrases; {BASE_SCORE}"
 
 
 @register
@@ -236,6 +242,10 @@ class BestOfN(QueryCircuitMethod):
     summary = (
         "Score the prompt and p paraphrases; keep the candidate circuit most faithful (NDF) on the prompt."
     )
+    score_meaning = (
+        "the base method's score on the candidate, the prompt or a paraphrase, that won at the largest "
+        f"budget (each budget's circuit is the top N of its own winner's scores); {BASE_SCORE}"
+    )
 
 
 @register
@@ -245,6 +255,9 @@ class InterpolatedBestOfN(QueryCircuitMethod):
     fitted_to_prompt = "iBoN keeps, per budget, the candidate of highest NDF on this prompt"
     has_paraphrases_view = True
     summary = "BoN circuits at anchor budgets; a budget between them adds the next anchor's best edges."
+    score_meaning = (
+        f"the base method's score on the candidate that won at the largest anchor budget; {BASE_SCORE}"
+    )
 
 
 @register
@@ -254,3 +267,8 @@ class BestOfNCSM(QueryCircuitMethod):
     fitted_to_prompt = "BoN-CSM merges the sub-circuits of highest NDF on this prompt"
     has_paraphrases_view = True
     summary = "One tier-then-score ordering from the anchors' BoN circuits serves every budget (nested)."
+    score_meaning = (
+        "the base method's score on the winner of the smallest anchor whose circuit "
+        "holds the edge (an edge in none: the largest anchor's winner's); the circuits order edges by that "
+        f"anchor first, then by score; {BASE_SCORE}"
+    )

@@ -332,6 +332,7 @@ class CDT(ScoringMethod):
         "Contextual decomposition: each component's relevant part carried through the clean run with "
         "norms and attention patterns frozen; no corrupted prompt, no gradient."
     )
+    score_meaning = SCORES_NOTE
     Config = CDTConfig
     needs_corrupted = False
     scores_estimate_metric = False  # shares of decomposed relevance, not changes under the corruption

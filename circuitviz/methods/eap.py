@@ -26,7 +26,7 @@ from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
 from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device, model_dtype
-from .base import OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
+from .base import EDGE_CHANGE, OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
 from .neuron_nodes import (
     CURVE_KS,
     check_neurons,
@@ -139,6 +139,7 @@ class EAP(ScoringMethod):
     label = "EAP"
     summary = "Edge attribution patching: one gradient at the clean prompt, times the corruption's change."
     Config = EAPConfig
+    score_meaning = f"attribution patching's estimate of {EDGE_CHANGE}"
     Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
@@ -182,6 +183,7 @@ class EAPIG(ScoringMethod):
     label = "EAP-IG (inputs)"
     summary = "Integrated gradients along the path from the corrupted to the clean input embedding."
     Config = EAPIGConfig
+    score_meaning = f"integrated gradients' estimate (along the input embedding) of {EDGE_CHANGE}"
     Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
@@ -201,6 +203,7 @@ class EAPIGActivations(ScoringMethod):
     label = "EAP-IG (activations)"
     summary = "Integrated gradients along each component group's own path from corrupted to clean output."
     Config = IGConfig
+    score_meaning = f"integrated gradients' estimate (along each group's output) of {EDGE_CHANGE}"
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # 2L + 1 groups, block l's two running L - l of the L blocks: the embedding's whole pass
@@ -323,6 +326,7 @@ class ExactPatching(ScoringMethod):
         "low."
     )
     Config = ExactConfig
+    score_meaning = f"measured by patching one edge at a time: {EDGE_CHANGE}"
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         return Cost(passes=2.0 + min(spec.n_edges, int(config.max_edges)) + n_budgets)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..engine.gradients import reader_gradients
 from ..engine.gradpath import grad_path
 from ..engine.scores import gradient_scores
-from .base import Cost, RunContext, ScoringMethod, gradient_cost
+from .base import EDGE_CHANGE, Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register
 from .settings import check_settings, setting
 
@@ -55,6 +55,7 @@ class EAPGP(ScoringMethod):
     label = "EAP-GP (GradPath)"
     summary = "Integrated gradients along an adaptive path that descends towards the corrupted output."
     Config = GradPathConfig
+    score_meaning = f"integrated gradients' estimate (along the adaptive path) of {EDGE_CHANGE}"
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         steps = int(config.ig_steps)

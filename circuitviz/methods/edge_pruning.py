@@ -49,6 +49,7 @@ from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
 from .base import Cost, Method, RunContext, ScoringMethod
 from .mask_learning import (
+    MASK_SCORE,
     Schedule,
     budget_circuits,
     edge_values,
@@ -158,10 +159,11 @@ class EdgePruning(Method):
         "A mask per budget learned by gradient descent on the circuit's faithfulness, warm-started "
         "from EAP-IG; the circuit is the thresholded mask."
     )
+    score_meaning = MASK_SCORE
     Config = EdgePruningConfig
     Details = EdgePruningDetails
     fitted_to_prompt = "Edge Pruning learns its mask on this prompt"
-    scores_estimate_metric = False  # the learned masks' logits
+    scores_estimate_metric = False  # how firmly the learned masks keep an edge (MASK_SCORE)
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         warm = Cost(passes=0.0)

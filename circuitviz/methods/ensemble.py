@@ -168,6 +168,11 @@ class Ensemble(ScoringMethod):
         "Several scoring methods' normalised scores averaged; with paraphrases, each edge's bootstrap "
         "stability in the top N picks the circuit."
     )
+    score_meaning = (
+        "the mean of the members' |scores| made comparable (each ranked in [0, 1] or scaled by its "
+        "largest), over the prompt and its paraphrases when it has them; with paraphrases the "
+        "circuit takes the edges most often in the top N of resampled prompts first"
+    )
     Config = EnsembleConfig
     Details = EnsembleDetails
     scores_estimate_metric = False  # normalised scores averaged, or bootstrap stabilities

@@ -260,6 +260,7 @@ class FlowRoutes(ScoringMethod):
         "Routes from the prediction backwards by proximity shares in one forward pass of the clean "
         "prompt: no corrupted prompt, no gradient."
     )
+    score_meaning = SCORES_NOTE.removeprefix("an edge's score is ")
     Config = FlowRoutesConfig
     Details = OwnCircuitDetails
     needs_corrupted = False

@@ -136,6 +136,15 @@ class LassoConfig:
             raise ValueError("SAE units need layers, e.g. layers=2,6,10 (--layers 2,6,10).")
 
 
+# what an edge's score is (the details' note and the edge table's line)
+SCORES_NOTE = (
+    "the edge's share of the metric's linear explanation along the fitted paths into it (strength x "
+    "the path sum from its reader to the metric); selected edges on no path into the metric, then "
+    "every other edge by how close it is to entering the model (its largest |gradient| / lambda), "
+    "rank below them"
+)
+
+
 @register
 class CircuitLasso(ScoringMethod):
     name = "circuit-lasso"
@@ -148,6 +157,7 @@ class CircuitLasso(ScoringMethod):
     Details = LassoDetails
     flag_aliases = {"lambda": "lasso_lambda"}
     scores_estimate_metric = False  # regression shares of a dependency skeleton
+    score_meaning = SCORES_NOTE
     flat_curve_note = (
         "NDF is 0 at every budget: CircuitLasso's edges are a dependency skeleton (which outputs "
         "linearly predict which inputs across the observations), not edges chosen by their effect "
@@ -265,12 +275,7 @@ class CircuitLasso(ScoringMethod):
             selected_edges=int(selected.sum()),
             circuit_edges=spec.edge_names_of(circuit),
             coefficients=_edge_coefficients(spec, strengths, selected),
-            scores_note=(
-                "score = the edge's share of the metric's linear explanation along the fitted "
-                "paths into it (strength x the path sum from its reader to the metric); selected "
-                "edges on no path into the metric, then every other edge by how close it is to "
-                "entering the model (its largest |gradient| / lambda), rank below them."
-            ),
+            scores_note=f"score = {SCORES_NOTE}.",
             feature_circuit=feature_circuit,
         )
         details.report = _report(details)

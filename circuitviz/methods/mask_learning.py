@@ -436,6 +436,14 @@ def budget_circuits(spec: GraphSpec, budgets: Sequence[int], trained: Sequence[i
     return circuits
 
 
+# what ``mask_scores`` gives, in the edge table's words
+MASK_SCORE = (
+    "how firmly the learned masks keep the edge: its relaxed mask (0 to 1) averaged over the budgets "
+    "learned; each budget's circuit is that budget's own learned mask, so this ranking need not "
+    "match it (with no budget learned: the warm start's |score|)"
+)
+
+
 def mask_scores(spec: GraphSpec, learned: LearnedMasks, temperature: float, device) -> torch.Tensor:
     """An edge's score: how firmly the budgets' masks keep it (the relaxed mask, averaged over
     the budgets).  # [n_forward, n_backward]"""

@@ -67,6 +67,7 @@ from ..query.sources import gather_configured
 from .base import Cost, Method, RunContext
 from .bon import PARAPHRASE_CHECK_PASSES
 from .mask_learning import (
+    MASK_SCORE,
     LearnedMasks,
     Schedule,
     budget_circuits,
@@ -355,10 +356,11 @@ class ParaphrasePruning(Method):
         "One small mask per budget learned on the prompt and a share of its paraphrases together, "
         "warm-started from their mean EAP-IG scores; its NDF on held-out paraphrases measures transfer."
     )
+    score_meaning = MASK_SCORE
     Config = ParaphrasePruningConfig
     Details = ParaphrasePruningDetails
     fitted_to_prompt = "Paraphrase pruning learns its mask on this prompt and a share of its paraphrases"
-    scores_estimate_metric = False  # the learned masks' logits
+    scores_estimate_metric = False  # how firmly the learned masks keep an edge (MASK_SCORE)
 
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         config = self.as_config(config)

@@ -115,6 +115,8 @@ class MethodTraits:
     holds_out_paraphrases: bool = False
     # what a budget over the graph's edges keeps when not the whole graph (``Method``'s phrase)
     over_graph_keeps: str | None = None
+    # what an edge's score is, a phrase ('' for a method this install lacks)
+    score_meaning: str = ""
 
     @property
     def fitted_note(self) -> str:
@@ -155,6 +157,7 @@ def traits_of(method: Method) -> MethodTraits:
         calibration_family=tuple(method.calibration_family),
         holds_out_paraphrases="held_out" in {f.name for f in dataclasses.fields(method.Config)},
         over_graph_keeps=method.over_graph_keeps,
+        score_meaning=method.score_meaning,
     )
 
 

@@ -23,7 +23,7 @@ import torch
 from ..core.text import given
 from ..engine.relevance import DEFAULT_RULES, relevance_hooks
 from ..engine.scores import batched_gradient_scores
-from .base import Cost, ScoringMethod, gradient_cost
+from .base import EDGE_CHANGE, Cost, ScoringMethod, gradient_cost
 from .registry import register
 from .settings import check_settings, setting
 
@@ -55,6 +55,7 @@ class RelP(ScoringMethod):
     label = "RelP"
     summary = "Relevance patching: attribution patching with a backward pass by relevance-propagation rules."
     Config = RelPConfig
+    score_meaning = f"relevance patching's estimate (relevance rules in the backward pass) of {EDGE_CHANGE}"
     calibration_family = ("eap",)  # EAP's passes with other rules: priced as EAP's until measured
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:

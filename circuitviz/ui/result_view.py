@@ -475,13 +475,17 @@ def curve_chart(result, budget: int, key: str, extra_curves=None, point=None) ->
         st.caption(markdown_text(note))  # a paraphrase it names is text the page did not write
 
 
-def edges_table_caption(total: int, limit: int, edited: bool = False) -> str:
+def edges_table_caption(total: int, limit: int, edited: bool = False, meaning: str = "") -> str:
     """The line over the edge table: all the circuit's edges, or the strongest of them (``edited``:
-    the circuit as the user edited it, whose edges the CSV then holds too)."""
+    the circuit as the user edited it, whose edges the CSV then holds too), and what the score
+    column is (``meaning``, the method's ``score_meaning``: a learned mask's 0.998 and attribution
+    patching's -1.2 stood under one word, "score", unexplained)."""
     circuit = "edited circuit" if edited else "circuit"
     if total <= limit:
-        return f"The {circuit}'s {counted(total, 'edge')}, strongest first (also in the CSV)."
-    return f"The {limit} strongest of the {circuit}'s {total:,} edges (all of them in the CSV)."
+        line = f"The {circuit}'s {counted(total, 'edge')}, strongest first (also in the CSV)."
+    else:
+        line = f"The {limit} strongest of the {circuit}'s {total:,} edges (all of them in the CSV)."
+    return f"{line} Score: {meaning}." if meaning else line
 
 
 def edges_table(result, budget: int, limit: int = 50, mask=None) -> None:
@@ -489,7 +493,8 @@ def edges_table(result, budget: int, limit: int = 50, mask=None) -> None:
     circuit = result.circuit(budget) if mask is None else mask
     rows = render.edge_rows(result.graph, result.scores, circuit, limit=limit, found=found_edges(result))
     total = int((circuit.bool() & result.graph.tensors(circuit.device).edge_mask).sum())
-    st.caption(edges_table_caption(total, limit, edited=mask is not None))
+    meaning = method_traits(result.method).score_meaning
+    st.caption(markdown_text(edges_table_caption(total, limit, edited=mask is not None, meaning=meaning)))
     st.dataframe(
         rows,
         hide_index=True,
