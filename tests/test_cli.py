@@ -53,6 +53,7 @@ def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedd
     assert [row[0] for row in rows] == ["100", "1000"]
     data = json.loads(out.read_text())
     assert data["method"] == "eap-ig" and data["config"] == {"ig_steps": 3}
+    assert data["score_meaning"].startswith("integrated gradients' estimate")  # what "score" is
     assert data["cfg"]["n_layers"] == 18 and len(data["edges"]) == 10_342
     assert data["clean_metric"] > 0
     kept = sum(edge["in_graph"] for edge in data["edges"].values())

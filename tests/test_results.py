@@ -25,6 +25,8 @@ def test_eap_ig_json_has_every_node_and_edge_with_eap_ig_names(result, tmp_path)
     assert set(data) >= {"cfg", "nodes", "edges", "task", "method", "config", "curve", "timings", "model_id"}
     assert data["cfg"] == {"n_layers": 2, "n_heads": 2, "parallel_attn_mlp": False, "d_model": 16}
     assert "parts of scoring_s" in data["timings_note"]  # the phases nest: summed, they count twice
+    assert data["score_meaning"] == ""  # this layer knows no method: its callers say what "score" is
+    assert result.to_eap_json(10, score_meaning="a mask")["score_meaning"] == "a mask"
     assert list(data["edges"]) == list(spec.edge_names)
     assert set(data["nodes"]) == set(spec.node_names)
     kept = [name for name, edge in data["edges"].items() if edge["in_graph"]]
@@ -242,3 +244,11 @@ def test_a_circuit_file_is_evaluated_on_the_circuits_its_method_drew(result):
 
 def load_circuit_text(data: dict, spec):
     return parse_circuit(json.dumps(data), spec)
+
+
+def test_the_apps_circuit_json_says_what_its_scores_are(result):
+    from circuitviz.methods import method_traits
+    from circuitviz.ui.downloads import circuit_json
+
+    assert circuit_json(result, 10)["score_meaning"] == method_traits("eap-ig").score_meaning != ""
+    assert circuit_json(result, 7)["score_meaning"] != ""  # a budget the run did not evaluate

@@ -180,10 +180,12 @@ class CircuitResult:
         return result
 
     # ----- EAP-IG JSON ------------------------------------------------------------------------
-    def to_eap_json(self, budget: int | None = None) -> dict:
+    def to_eap_json(self, budget: int | None = None, score_meaning: str = "") -> dict:
         """EAP-IG's ``{"cfg", "nodes", "edges"}`` with our keys beside them.
 
-        ``in_graph`` marks the circuit at ``budget`` (default: the largest budget of the curve).
+        ``in_graph`` marks the circuit at ``budget`` (default: the largest budget of the curve);
+        ``score_meaning``: what the edges' ``score`` is (the method's trait; this layer knows no
+        method), under ``"score_meaning"``.
         """
         if budget is None:
             budget = max(self.budgets) if self.curve else 0
@@ -195,6 +197,7 @@ class CircuitResult:
                 "task": self.task.to_dict(),
                 "method": self.method,
                 "config": self.config,
+                "score_meaning": score_meaning,
                 "budget": int(budget),
                 # position-resolved: budgets and curve sizes count (edge, position) units, and
                 # in_graph marks the edges the position circuit uses at some position

@@ -180,7 +180,8 @@ def cmd_discover(args) -> int:
             print(line)
     if args.out:
         part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
-        part.write_text(json.dumps(result.to_eap_json()), encoding="utf-8")
+        data = result.to_eap_json(score_meaning=method_traits(result.method).score_meaning)
+        part.write_text(json.dumps(data), encoding="utf-8")
         os.replace(part, args.out)
         print(f"wrote {args.out}")
     if result.positions and (args.html or args.neuronpedia):  # one readable budget, said once, for both

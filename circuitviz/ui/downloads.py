@@ -194,7 +194,7 @@ def circuit_json(result, budget: int, mask=None, view=None, edited_point=None) -
     the file's curve, summary, circuits and transfer stay the method's, and a reader of the
     summary alone took the method's NDF for the edit's; ``view``: the saved view under ``"view"``)."""
     evaluated = result.point(budget) is not None and mask is None
-    data = result.to_eap_json(budget if evaluated else None)
+    data = result.to_eap_json(budget if evaluated else None, method_traits(result.method).score_meaning)
     if not evaluated:
         data.update(
             eap_graph_json(result.graph, result.scores, result.circuit(budget) if mask is None else mask)
