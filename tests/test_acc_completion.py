@@ -47,3 +47,20 @@ def test_completion_feeds_only_the_traced_nodes_from_the_input_and_each_other():
     assert float(completed[spec.edge_position("a0.h0->a1.h0<v>")]) == pytest.approx(0.999)
     assert float(completed[spec.edge_position("input->a0.h0<v>")]) == pytest.approx(0.999 * 0.4)
     assert torch.equal(completed * claimed_mask(spec), scores * claimed_mask(spec))  # traced unchanged
+
+
+def test_a_budget_keeps_a_path_when_every_edge_ties_at_its_weakest_link():
+    """The cap made every edge of a path tie at its weakest link (here the one edge into the logits)
+    and the tie went to graph order, the input's edges first: SmolLM2-135M's capital of Germany
+    kept 123 edges none of which reached the logits, pruned to an empty circuit. Each budget now
+    keeps exactly its edges, all on paths into the logits."""
+    spec = GraphSpec.from_model(planted_model(seed=0).model)
+    scores = torch.zeros(spec.n_forward, spec.n_backward, device="cpu")
+    head0, head1 = spec.head_forward(0).start, spec.head_forward(1).start
+    scores[head0, spec.head_backward(1, "q").start] = 0.8  # a0.h0 -> a1.h0<q>
+    scores[head1, spec.logits_backward] = 0.1  # the weakest link: every path ends on it
+    completed = completed_scores(spec, scores)
+    found = int(((completed != 0) & spec.edge_mask).sum())
+    circuits = acc_circuits(spec, completed, range(1, found + 1))
+    assert "a1.h0->logits" in spec.edge_names_of(circuits[1])
+    assert [int(circuits[budget].sum()) for budget in range(1, found + 1)] == list(range(1, found + 1))
