@@ -14,6 +14,7 @@ st.caption(
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz.ui import budget_box, loaders, result_view, state  # noqa: E402
+from circuitviz.ui.gallery_view import other_model_sentence  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:
@@ -48,6 +49,8 @@ st.caption(
 
 with st.container(key="controls-gallery-rerun"):  # a control: hidden in demo mode (ui/demo.py)
     rerun = st.button("Re-run live on the Explore page", key="gallery.rerun")
+    if other_model_sentence(state.session.model, entry["model_id"]):
+        st.info(other_model_sentence(state.session.model, entry["model_id"]))
 if rerun:
     state.open_task(  # the example's task, model, method, settings and budgets; Explore runs it
         entry["task"],

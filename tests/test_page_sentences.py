@@ -351,3 +351,28 @@ def test_the_p_of_best_of_ns_line_is_defined_as_the_forms_field():
             f"(p: the\n  setting “{field}”" in m.value or f"(p: the setting “{field}”" in m.value
             for m in about.markdown
         )
+
+
+def test_the_gallery_says_whose_example_it_is_when_the_sidebar_holds_another_model():
+    """``/gallery?model=smollm2-135m`` showed Gemma-3-270M's circuits beside a sidebar saying
+    SmolLM2-135M, and "Re-run live" switched the sidebar to Gemma-3-270M, unsaid (an audit)."""
+    import json
+
+    from circuitviz.services import assets
+
+    entry = json.loads((assets.gallery_dir() / "index.json").read_text())[0]
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.query_params["model"] = "smollm2-135m"
+    at.switch_page("pages/gallery.py").run()
+    assert not at.exception, at.exception
+    said = [info.value for info in at.info]
+    assert any(
+        text.startswith(f"The sidebar's model is smollm2-135m; this example is {entry['model_id']}'s")
+        and f"runs it on {entry['model_id']} and switches the sidebar to it" in text
+        for text in said
+    ), said
+    at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
+    at.query_params["model"] = entry["model_id"]
+    at.switch_page("pages/gallery.py").run()
+    assert not at.exception, at.exception
+    assert not any("sidebar's model" in info.value for info in at.info)
