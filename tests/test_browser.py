@@ -317,6 +317,14 @@ def test_every_way_into_explore_opens_inside_the_app(opening_app, browser):
             "mmlu-picker",
             width,
         )
+        # /explore, as every other page is at /<name>: it opened Streamlit's "Page not found"
+        # dialog over the default page, the link's prompt with it; now it leads to "/" with them
+        typed = "The capital of France is"
+        page.goto(f"{opening_app}/explore?prompt={urllib.parse.quote(typed)}")
+        _inside_the_app(page)
+        settled(page)
+        expect(page.get_by_label("Prompt", exact=True)).to_have_value(typed, timeout=60_000)
+        assert urllib.parse.urlparse(page.url).path == "/" and "Page not found" not in body_text(page)
         assert not errors, errors
         page.close()
     (OUTPUT / "opening-figures.json").write_text(json.dumps(ended, indent=1))

@@ -24,15 +24,31 @@ PAGES = {
 DEFAULT = "explore"
 
 
+# the default page is served at "/", but its name must still be a path of its own: not its
+# file's, which the alias below takes
+DEFAULT_PATH = "home"
+
+
 def page(name: str):
     """The ``st.Page`` of page ``name`` (the same page, hash and URL as in the navigation)."""
     script, title, icon = PAGES[name]
-    return st.Page(str(ROOT / script), title=title, icon=icon, default=name == DEFAULT)
+    if name == DEFAULT:
+        return st.Page(str(ROOT / script), title=title, icon=icon, default=True, url_path=DEFAULT_PATH)
+    return st.Page(str(ROOT / script), title=title, icon=icon)
+
+
+def _to_default() -> None:
+    """``/explore`` (every other page is at ``/<name>``, so users type it and old links hold it)
+    opened Streamlit's "Page not found" dialog over the default page: it goes there instead,
+    with the link's parameters."""
+    switch_to(DEFAULT, st.query_params.to_dict())
 
 
 def pages() -> list:
-    """Every page of the app, the navigation's list."""
-    return [page(name) for name in PAGES]
+    """Every page of the app, the navigation's list, and the default page's name as a hidden
+    path that leads to it."""
+    alias = st.Page(_to_default, title=PAGES[DEFAULT][1], url_path=DEFAULT, visibility="hidden")
+    return [*(page(name) for name in PAGES), alias]
 
 
 def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
