@@ -114,3 +114,47 @@ def test_writers_are_explained_only_where_a_group_of_writers_is_drawn():
         1, False, "ACC++", "proposed", writers=False
     )
     assert "'writers' write to the answer" in legend_sentence(1, False, "ACC++", "proposed", writers=True)
+
+
+def test_hidden_controls_leave_no_blank_band(tmp_path):
+    """Demo mode hid each keyed block of controls but not the layout wrapper around it, the
+    column's flex item: each kept the column's 16 px gap, an 80 px blank band over Explore's
+    circuit. Drawn in Chromium on Streamlit 1.67's structure (a flex column of wrappers, each
+    holding a keyed vertical block), the first visible item below three hidden ones starts one gap
+    below the heading."""
+    from pathlib import Path
+
+    import pytest
+
+    from circuitviz.ui.demo import _HIDE, CONTROLS_KEY
+
+    chromium = "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    column = "display:flex;flex-direction:column;gap:16px"
+    hidden = "".join(
+        f'<div data-testid="stLayoutWrapper"><div data-testid="stVerticalBlock" '
+        f'class="st-key-{CONTROLS_KEY}{name}" style="{column}"><p>control</p></div></div>'
+        for name in ("task", "method", "run")
+    )
+    page_html = (
+        f'<html><body style="margin:0">{_HIDE}<div data-testid="stVerticalBlock" style="{column}">'
+        f'<h1 id="head" style="margin:0;height:50px">Explore</h1>{hidden}'
+        '<p id="next" style="margin:0">the circuit</p></div></body></html>'
+    )
+    path = tmp_path / "demo.html"
+    path.write_text(page_html, encoding="utf-8")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 600})
+            page.goto(path.as_uri())
+            gap = page.evaluate(
+                "() => document.getElementById('next').getBoundingClientRect().top"
+                " - document.getElementById('head').getBoundingClientRect().bottom"
+            )
+            assert page.get_by_text("control").first.is_hidden()
+        finally:
+            browser.close()
+    assert gap == 16  # one gap; 64 with the wrappers left in the column

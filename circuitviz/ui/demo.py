@@ -32,11 +32,14 @@ GOOD_NDF = 0.8  # the NDF at which the demo says the circuit carries the answer 
 # a page's controls stand in containers keyed ``controls-...`` (Streamlit gives a keyed container
 # the class ``st-key-<key>``); they and the sidebar are hidden while the demo is on. (The selector
 # was Streamlit's ``stVerticalBlockBorderWrapper``, which 1.67 no longer draws: seen in Chromium,
-# every control stayed on screen.)
+# every control stayed on screen.) The keyed block sits in a layout wrapper, the page's flex
+# item: hidden alone, each left its wrapper and the page's gap, an 80 px blank band on Explore.
 CONTROLS_KEY = "controls-"
 _HIDE = (
-    f"<style>[class*='st-key-{CONTROLS_KEY}'], section[data-testid='stSidebar'], "
-    "[data-testid='stSidebarCollapsedControl'] { display: none !important; }</style>"
+    f"<style>[class*='st-key-{CONTROLS_KEY}'], "
+    f"[data-testid='stLayoutWrapper']:has(> [class*='st-key-{CONTROLS_KEY}']), "
+    "section[data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl'] "
+    "{ display: none !important; }</style>"
 )
 
 
