@@ -34,7 +34,8 @@ with st.container(border=True, key="controls-task"):  # hidden in demo mode (ui/
         model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
     )
 with st.container(border=True, key="controls-method"):
-    method, settings, budgets = inputs.method_inputs(budget_box.graph_edge_total(model))
+    units = budget_box.unit_total(model, given.n_tokens)  # what budgets count with positions ticked
+    method, settings, budgets = inputs.method_inputs(budget_box.graph_edge_total(model), unit_total=units)
 if given.task is not None:  # the graph's node captions depend on the prompt alone: computed meanwhile
     prefetch.node_labels_soon(model, model_id, given.task)
 autorun = state.session.autorun  # a task opened from another page runs once, when it opens

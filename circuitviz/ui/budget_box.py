@@ -79,20 +79,41 @@ def graph_edge_total(model) -> int:
     return adapter_of(model).spec.n_edges
 
 
+def unit_total(model, n_tokens: int) -> int | None:
+    """The (edge, position) units of a prompt of ``n_tokens`` tokens (the BOS token counted, as the
+    runs count it): what the budgets of a method over token positions count, and so the largest
+    default of its box; None while the prompt has no tokens to count."""
+    if n_tokens < 1:
+        return None
+    # here, not at the top: keeps torch out of the first paint
+    from ..models.adapter import adapter_of
+    from ..positions.graph import n_units
+
+    return n_units(adapter_of(model).spec, n_tokens)
+
+
 ZERO_BUDGET = zero_sentence(APP_BUDGETS)
 
 
 def budget_reading(
-    text: str, n_edges: int, keeps: str | None = None, units: bool = False
+    text: str, n_edges: int, keeps: str | None = None, units: bool = False, n_units: int | None = None
 ) -> tuple[list[int], list[str], list[str]]:
     """(the budgets, sorted and distinct; every problem of the budgets box; the notes on it), one
     sentence each and all at once, so a user fixes them in one go, by the command line's rules
     (``entry.budgets``). Problems stop the run: an empty item (``10,,20``), a part that is not a
     whole number (``10 20``), a negative one, a 0 (an empty circuit), one beyond what a result
     holds, an empty list. Notes do not: repeats are evaluated once, and a budget over the graph's
-    edges keeps the whole graph (or ``keeps``, the method's phrase: ACC++'s traced circuit)."""
+    edges keeps the whole graph (or ``keeps``, the method's phrase: ACC++'s traced circuit). With
+    ``units`` the budgets count (edge, position) units: one over the prompt's ``n_units`` keeps its
+    whole graph, said in units as ``discover --positions`` says it (nothing is said while the
+    prompt's units are unknown: the model's edge count is no bound on them)."""
     values, problems, repeats = budget_findings(text, APP_BUDGETS, total=None if units else n_edges)
-    over = None if units else over_graph_note(values, n_edges, keeps=keeps)  # units: by the prompt's length
+    if not units:
+        over = over_graph_note(values, n_edges, keeps=keeps)
+    elif n_units:
+        over = over_graph_note(values, n_units, "(edge, position) units", "this prompt's graph", keeps)
+    else:
+        over = None
     notes = [note for note in (repeats, over) if note]
     return values, problems, notes
 

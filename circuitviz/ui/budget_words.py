@@ -5,7 +5,8 @@ The box is drawn above the method's settings (whose ``positions`` box is below i
 setting from the checkbox's own value when it has one, else from the settings the form starts from.
 Until 2026-12-06 it read "edge budgets" with positions ticked, and a budget over the model's edges
 was said to keep the whole graph, false of units: IOI on Gemma-3-270M has 10,342 edges and 153,856
-units."""
+units. The box's defaults and its note on a budget over the whole graph count the prompt's units
+(``budget_box``)."""
 
 from __future__ import annotations
 

@@ -456,13 +456,17 @@ def method_inputs(
     budgets_key: str = "budgets",
     budgets_default: Callable[[int], list[int]] = default_budgets,
     settings_key: str = "settings",
+    unit_total: int | None = None,
 ):
     """Method picker, its settings form and the budgets, each checked where it is typed.
 
     ``initial``: the settings a page starts the form with (a page's own defaults);
     ``budgets_key``/``budgets_default``: where a page keeps its budgets and its default budgets of
     a graph size (what they start as, and become when another model's defaults are left untouched);
-    ``settings_key``: where the form's values live on (per method, across pages and in the URL).
+    ``settings_key``: where the form's values live on (per method, across pages and in the URL);
+    ``unit_total``: the prompt's (edge, position) units (``budget_box.unit_total``), the graph the
+    budgets count while the method's ``positions`` box is ticked: its defaults then end there, and
+    follow the prompt's length, as the edge defaults follow the model.
     Returns (method name, its Config or None while invalid, budgets or None while invalid).
     """
     # here, not at the top: keeps torch out of the first paint
@@ -472,12 +476,15 @@ def method_inputs(
     registered = methods or available_methods()
     name = method_picker(key, registered)
     method = registered[name]
-    fit_budgets_box(budgets_key, n_edges, budgets_default)
+    units = positions_on(key, name, settings_key)  # budgets of (edge, position) units: no edge total
+    total = unit_total if units else n_edges  # unknown while a prompt has no tokens: the box is left
+    if total:
+        fit_budgets_box(budgets_key, total, budgets_default)
     form_box, budgets_box = st.container(), st.container()  # drawn in this order, filled budgets first
     with budgets_box:
-        units = positions_on(key, name, settings_key)  # budgets of (edge, position) units: no edge total
         text = state.bind(st.text_input, budgets_label(units), budgets_key)
-        values, problems, notes = budget_reading(text, n_edges, method_traits(name).over_graph_keeps, units)
+        keeps = method_traits(name).over_graph_keeps
+        values, problems, notes = budget_reading(text, n_edges, keeps, units, unit_total)
         for problem in problems:
             st.error(markdown_sentence(problem))  # may quote the user's text
         for note in notes:
