@@ -8,7 +8,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from . import startup, state
 from .link_values import demo_not_here_sentence
-from .pagelist import pages
+from .pagelist import DEFAULT, default_alias, pages, switch_to
 from .sidebar import sidebar
 
 
@@ -18,12 +18,18 @@ def run_app() -> None:
     are set there), then the page the URL names."""
     startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
-    app_navigation = st.navigation(pages())
+    app_navigation = st.navigation([*pages(), default_alias(_to_default)])
     sidebar()
     not_here = demo_not_here_sentence(app_navigation.title, state.session.demo)
     if not_here:  # a demo link to a page without demo mode: said, not ignored
         st.info(not_here)
     app_navigation.run()
+
+
+def _to_default() -> None:
+    """``/explore`` goes to the default page at ``/`` with the link's values (the sidebar has
+    read them from the URL by now)."""
+    switch_to(DEFAULT, state.url_params())
 
 
 def inside_app() -> None:

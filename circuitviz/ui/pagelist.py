@@ -25,7 +25,7 @@ DEFAULT = "explore"
 
 
 # the default page is served at "/", but its name must still be a path of its own: not its
-# file's, which the alias below takes
+# file's, which ``default_alias`` takes
 DEFAULT_PATH = "home"
 
 
@@ -37,18 +37,16 @@ def page(name: str):
     return st.Page(str(ROOT / script), title=title, icon=icon)
 
 
-def _to_default() -> None:
-    """``/explore`` (every other page is at ``/<name>``, so users type it and old links hold it)
-    opened Streamlit's "Page not found" dialog over the default page: it goes there instead,
-    with the link's parameters."""
-    switch_to(DEFAULT, st.query_params.to_dict())
-
-
 def pages() -> list:
-    """Every page of the app, the navigation's list, and the default page's name as a hidden
-    path that leads to it."""
-    alias = st.Page(_to_default, title=PAGES[DEFAULT][1], url_path=DEFAULT, visibility="hidden")
-    return [*(page(name) for name in PAGES), alias]
+    """Every page of the app, the navigation's list."""
+    return [page(name) for name in PAGES]
+
+
+def default_alias(to_default):
+    """A hidden page at the default page's name (``/explore``: every other page is at
+    ``/<name>``, so users type it and hand-made links hold it; it opened Streamlit's "Page not
+    found" dialog over the default page) whose callable ``to_default`` goes there."""
+    return st.Page(to_default, title=PAGES[DEFAULT][1], url_path=DEFAULT, visibility="hidden")
 
 
 def switch_to(name: str, query_params: dict[str, str] | None = None) -> None:
