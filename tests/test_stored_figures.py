@@ -132,3 +132,32 @@ def test_a_moved_figure_is_caught(embedded_model, tmp_path):
     shown = moved(gallery_figures(embedded_model, slugs={entry["slug"]}, folder=tmp_path))
     assert [(f.what, f.budget) for f in shown] == [("NDF", int(point["budget"]))]
     assert shown[0].moved == pytest.approx(0.01, abs=1e-4)
+
+
+def test_the_gallery_example_re_run_live_is_the_stored_one(embedded_model):
+    """The Gallery's "Re-run live" on its first example found 28 edges of NDF 0.847 at budget 30 where
+    the example showed 29 edges of NDF 0.850 (and at budget 100, 77 edges against 85): the examples
+    were built before a change to Edge Pruning's learning (2026-12-04) and never rebuilt, which no
+    test noticed, since the evaluator alone gave the stored figures again. Today's run of the
+    example's own task, method, settings and budgets must give its stored circuits; one example
+    catches a change to a method's discovery (each takes about 30 s)."""
+    import json
+
+    import torch
+
+    from circuitviz.core.results import CircuitResult
+    from circuitviz.entry.api import discover
+    from circuitviz.services.assets import gallery_dir
+
+    entry = json.loads((gallery_dir() / "index.json").read_text())[0]
+    state = torch.load(gallery_dir() / f"{entry['slug']}.pt", map_location="cpu", weights_only=True)
+    stored = CircuitResult.from_state(state["result"])
+    now, _ = discover(
+        embedded_model, stored.task, stored.method, stored.config, stored.budgets, entry["model_id"]
+    )
+    changed = [b for b in stored.budgets if not torch.equal(stored.circuit(b), now.circuit(b))]
+    assert not changed, (
+        f"The Gallery's {entry['slug']} example is not what {stored.method} finds today at budgets {changed} "
+        f"(stored {[int(stored.circuit(b).sum()) for b in changed]} edges, now "
+        f"{[int(now.circuit(b).sum()) for b in changed]}); rebuild it with `python scripts/build_gallery.py`."
+    )
