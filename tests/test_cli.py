@@ -114,11 +114,51 @@ def test_transfer_is_measured_on_the_users_own_paraphrases(tmp_path, capsys, sha
     assert transfer["source"] == "given" and held["excluded_as_used"] == 3 and held["ndf"] == []
     assert (
         "budget 100: none measured" in printed
-        # nobody asked for 3: it is the pairs that passed (the note said 'the 3 asked for')
-        and "Measured on 0 held-out paraphrases, not the 3 given that passed the check: the source gave 4 "
-        "besides the prompt; "
+        # nobody asked for a number: it is the pairs given (the note said 'the 3 asked for')
+        and "Measured on 0 held-out paraphrases, not the 4 given: the source gave 4 besides the prompt; "
         "1 failed a check; the method used 3 to fit or select (average@100)."
         in printed
+    )
+
+
+@pytest.mark.slow
+def test_a_given_pair_that_fails_the_task_check_is_not_counted_as_passing(
+    tmp_path, capsys, shared_model, monkeypatch
+):
+    """Three pairs given, all of the file's check passed, one whose corruption barely lowers the
+    metric refused by the next check: the note read "Measured on 2 held-out paraphrases, not the 3
+    given that passed the check: ...; 1 failed a check", a count of passes beside a failure."""
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "on")  # the check that refuses the first pair
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(
+        "After Oscar and Greta reached the museum, Greta handed a ticket to\t"
+        "After Hugo and Ingrid reached the museum, Felix handed a ticket to\n"
+        "When Oscar and Greta visited the gallery, Greta gave a ticket to\t"
+        "When Hugo and Ingrid visited the gallery, Felix gave a ticket to\n"
+        "Oscar and Greta visited the museum. Greta handed a ticket to\t"
+        "Hugo and Ingrid visited the museum. Felix handed a ticket to\n",
+        encoding="utf-8",
+    )
+    task = [
+        "--prompt",
+        "When Oscar and Greta visited the museum, Greta handed a ticket to",
+        "--answer",
+        " Oscar",
+    ]
+    task += [
+        "--corrupted",
+        "When Hugo and Ingrid visited the museum, Felix handed a ticket to",
+        "--foil",
+        " Greta",
+    ]
+    args = ["discover", *task, "--method", "eap", "--budgets", "100", "--transfer-file", str(pairs)]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "passed the check" not in printed
+    assert (
+        "Measured on 2 held-out paraphrases, not the 3 given: the source gave 3 besides the prompt; "
+        "1 failed a check." in printed
     )
 
 
@@ -474,3 +514,24 @@ def test_evaluate_says_when_the_file_was_made_on_another_model(tmp_path, capsys,
     path.write_text(json.dumps({**data, "model_id": "gemma-3-270m"}))
     assert cli.main(["evaluate", "--circuit", str(path), *IOI]) == 0
     assert "made on" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_each_held_out_figure_keeps_the_task_it_was_measured_on(tmp_path, capsys, shared_model, monkeypatch):
+    """The JSON's transfer kept only each template paraphrase's clean prompt: its corruption, answer
+    and foils were nowhere, so a reviewer could not give evaluate the task behind a held-out NDF
+    (a corruption proposed anew can differ). Each budget now keeps its tasks, and evaluate on the
+    first gives the NDF discover wrote."""
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "eap.json"
+    assert cli.main(["discover", *IOI, "--method", "eap", "--budgets", "100", "--out", str(out)]) == 0
+    capsys.readouterr()
+    held = json.loads(out.read_text())["transfer"]["budgets"]["100"]
+    assert [task["clean"] for task in held["tasks"]] == held["paraphrases"] and held["tasks"]
+    first = held["tasks"][0]
+    assert first["corrupted"] and first["corrupted"] != first["clean"]
+    task = ["--prompt", first["clean"], "--corrupted", first["corrupted"], "--answer", first["answer"]]
+    task += [arg for foil in first["foils"] for arg in ("--foil", foil)]
+    assert cli.main(["evaluate", "--circuit", str(out), *task, "--json", str(tmp_path / "ev.json")]) == 0
+    row = next(p for p in json.loads((tmp_path / "ev.json").read_text())["curve"] if p["budget"] == 100)
+    assert row["ndf"] == pytest.approx(held["ndf"][0], abs=1e-4)  # float32 sums in another batch

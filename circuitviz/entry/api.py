@@ -380,9 +380,11 @@ def transfer_report(
         return []
     sought = "asked for"
     if count is None:
-        count = len(given) if given is not None else default
-        if given is not None:  # nobody asked for this number: it is the pairs that passed
-            sought = "given that passed the check"
+        # nobody asked for a number: it is every pair given. It was the pairs that passed the file's
+        # check, "not the 3 given that passed the check", beside "1 failed a check" of the next one
+        count = len(given) + len(refused) if given is not None else default
+        if given is not None:
+            sought = "given"
     if count <= 0 and given is None:
         return []
     if not result.task.corrupted:  # said in the JSON too, where it was null with the reason on stdout only

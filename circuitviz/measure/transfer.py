@@ -43,7 +43,8 @@ class Transfer:
 
     paraphrases: paraphrases drawn that passed the template check; valid: of those measured, how
         many passed the meaningful-task check too.
-    ndf: {name: [NDF on each of its held-out paraphrases]}; texts: {name: [their clean prompts]}.
+    ndf: {name: [NDF on each of its held-out paraphrases]}; texts: {name: [their clean prompts]};
+        tasks: {name: [their tasks]}, each with the corrupted prompt, answer and foils it was measured on.
     excluded: {name: how many drawn paraphrases its method used, so were not held out}.
     note: why there are fewer than asked, in sentences ('' when there are as many).
     left_out: [(clean prompt, reason)] of every paraphrase a check refused (the note names the
@@ -56,6 +57,7 @@ class Transfer:
     left_out: list = field(default_factory=list)
     ndf: dict = field(default_factory=dict)
     texts: dict = field(default_factory=dict)
+    tasks: dict = field(default_factory=dict)
     excluded: dict = field(default_factory=dict)
 
     def mean(self, name: str) -> float:
@@ -86,8 +88,8 @@ def held_out_transfer(
     sought: str = "asked for",
 ) -> Transfer:
     """Each circuit's NDF on up to ``count`` valid paraphrases of ``task`` its method never used.
-    ``sought``: how the shortfall note names ``count`` ("asked for"; "given that passed the check"
-    where the count is the user's usable pairs, which nobody asked for by number).
+    ``sought``: how the shortfall note names ``count`` ("asked for"; "given" where the
+    count is every pair the user gave, which nobody asked for by number).
 
     circuits: {name: [n_forward, n_backward] bool}; seen: {name: clean prompts its method used}
     (absent names used none). paraphrases: the candidates in order (default: template
@@ -100,6 +102,7 @@ def held_out_transfer(
     found = Transfer(
         ndf={name: [] for name in circuits},
         texts={name: [] for name in circuits},
+        tasks={name: [] for name in circuits},
         excluded={name: 0 for name in circuits},
     )
     if not circuits or count <= 0:
@@ -148,6 +151,7 @@ def held_out_transfer(
         for name, point in zip(wanting, points):
             found.ndf[name].append(point.ndf)
             found.texts[name].append(paraphrase.clean)
+            found.tasks[name].append(paraphrase)
     found.left_out = unchecked + refused  # the template check's too: they were kept in the JSON unsaid
     if found.left_out:
         notes.append(left_out_note(found.left_out, len(candidates) + len(left_out) + len(unchecked)))
@@ -201,11 +205,15 @@ def used_note(found: Transfer) -> str:
 def transfer_record(
     transfer: Transfer, names_to_budgets: Mapping[str, int], source: str = "template"
 ) -> dict:
-    """A result's transfer as plain JSON data: per budget its held-out paraphrases and NDFs."""
+    """A result's transfer as plain JSON data: per budget its held-out paraphrases and NDFs, and the
+    task each NDF was measured on (``tasks``: the corrupted prompt, answer and foils beside the
+    paraphrase, so ``evaluate --prompt ... --corrupted ...`` gives the same figure: a template
+    paraphrase's corruption was kept nowhere, and one proposed anew can differ)."""
     budgets = {
         str(budget): {
             "paraphrases": transfer.texts.get(name, []),
             "ndf": transfer.ndf.get(name, []),
+            "tasks": [task.to_dict() for task in transfer.tasks.get(name, [])],
             "mean_ndf": None if not transfer.ndf.get(name) else transfer.mean(name),
             "excluded_as_used": transfer.excluded.get(name, 0),
         }
