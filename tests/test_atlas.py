@@ -268,3 +268,26 @@ def test_a_batch_run_without_the_check_counts_every_task_and_says_so(planted, mo
         "difference): such a task's circuit explains little."
     )
     assert atlas.BatchTable(table=table, manifest=source.manifest).checked  # a manifest without the key
+
+
+def test_necessity_measured_on_no_task_is_said_not_averaged(planted, recwarn):
+    """A batch of tasks with no corrupted prompt holds NaN necessity (not null): its summary read
+    'mean necess.    nan     nan     nan' under a numpy 'All-NaN slice' warning. No band is made of
+    it, and the summary says why there is none."""
+    import pyarrow as pa
+
+    from circuitviz.batch.command import summary_lines
+
+    table = planted.batch.table
+    nan = pa.array([[math.nan] * len(row) for row in table.column("edges_kept").to_pylist()])
+    field = table.schema.field("necessity")
+    table = table.set_column(table.schema.get_field_index("necessity"), field, nan.cast(field.type))
+    empty = pa.array([""] * table.num_rows, type=table.schema.field("corrupted").type)
+    table = table.set_column(table.schema.get_field_index("corrupted"), "corrupted", empty)
+    batch = atlas.BatchTable(table=table, manifest=planted.batch.manifest)
+    label = batch.labels[0]
+    assert atlas.curve_bands(batch, label, "necessity") == []
+    lines = summary_lines(batch)
+    assert not any("nan" in line for line in lines)
+    assert "  mean necess.  not measured: it patches in a corrupted prompt, and no task has one" in lines
+    assert not [w for w in recwarn if "All-NaN" in str(w.message)]

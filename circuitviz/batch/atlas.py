@@ -221,6 +221,8 @@ def curve_bands(batch: BatchTable, label: str, score: str = "ndf") -> list[dict]
         return []
     budgets = batch.budgets(label)
     values, kept = _matrix(rows, score), _matrix(rows, "edges_kept")
+    if numpy.isnan(values).all():  # measured on no task (necessity without a corrupted prompt): NaN, not null
+        return []
     bands = []
     for column, budget in enumerate(budgets):
         mean, low, high = _interval(values[:, column])

@@ -110,6 +110,10 @@ def summary_lines(batch: BatchTable) -> list[str]:
         needed = curve_bands(batch, label, "necessity")
         if needed:
             lines.append("  mean necess.  " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
+        elif not any(batch.rows(label, passing=True).column("corrupted").to_pylist()):  # read 'nan' each
+            lines.append(
+                "  mean necess.  not measured: it patches in a corrupted prompt, and no task has one"
+            )
     return lines
 
 
