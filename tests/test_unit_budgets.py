@@ -26,7 +26,9 @@ def _batch_argv(tmp_path, *more: str) -> list[str]:
     return argv + ["--store", str(tmp_path / "store"), "--no-task-check", *more]
 
 
-@pytest.mark.parametrize("more", [["--positions"], ["--set", "positions=true", "--budgets", "MIB"]])
+@pytest.mark.parametrize(
+    "more", [["--positions", "--budgets", "mib"], ["--set", "positions=true", "--budgets", "MIB"]]
+)
 def test_batch_refuses_mib_over_positions_before_the_model_loads(more, capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "_batch_source", lambda args: pytest.fail("the model was loaded first"))
     assert cli.main(_batch_argv(tmp_path, *more)) == 2

@@ -103,26 +103,29 @@ class _Item:
     key: str
 
 
-def checked_budgets(budgets, methods=()) -> None:
+def checked_budgets(budgets, methods=(), typed: bool = True) -> None:
     """``BatchRequest.budgets`` before the model loads: "mib" or whole numbers from 0 to
     ``MAX_BUDGET`` (results.parquet's int32: 99,999,999,999 ran every method and then failed
     writing the table); ValueError in one sentence otherwise. "mib" is refused where a method of
     ``methods`` runs over token positions: its fractions of the edges were used as unit budgets,
-    about 7 % of the IOI prompt's units at most, and a prompt's units depend on its length."""
+    about 7 % of the IOI prompt's units at most, and a prompt's units depend on its length;
+    ``typed``: False where "mib" is the command line's default, not the user's word."""
+    over = [name for name, _, plain in method_configs(methods) if plain.get("positions")]
     if isinstance(budgets, str):
         if budgets.strip().lower() != "mib":
             raise ValueError(f"Budgets {shown(budgets, 40)} are neither edge counts nor 'mib'.")
-        over = [name for name, _, plain in method_configs(methods) if plain.get("positions")]
         if over:
-            raise ValueError(mib_over_units(list(dict.fromkeys(over))))
+            raise ValueError(mib_over_units(list(dict.fromkeys(over)), default=not typed))
         return
     chosen = budget_tuple(budgets)
     if not chosen:
         raise ValueError("No budgets given; write edge counts such as 50,100,200, or mib.")
     if chosen[-1] > MAX_BUDGET:
+        counted, graph = ("(edge, position) units", "prompt's") if over else ("edges", "model's")
         raise ValueError(
-            f"Budget {chosen[-1]:,} is more edges than any model's graph holds (the largest budget taken "
-            f"is {MAX_BUDGET:,}); a budget at or over the graph's edge count keeps the whole graph."
+            f"Budget {chosen[-1]:,} is more {counted} than any {graph} graph holds (the largest budget "
+            f"taken is {MAX_BUDGET:,}); a budget at or over the graph's {counted.split()[-1][:-1]} count "
+            "keeps the whole graph."
         )
 
 
@@ -140,6 +143,23 @@ def _resolve_budgets(budgets, n_edges: int) -> tuple[list[int], str | None]:
         )
     chosen = list(budget_tuple(budgets))
     return chosen, over_graph_note(chosen, n_edges)
+
+
+def _kept_units_line(limit: int, n_edges: int, left: list[int]) -> str:
+    """What the default ``keep_edges`` keeps over token positions: the same count, as units (a
+    circuit of N units holds at most N edges, so the table stays the size it is over edges; a
+    prompt's unit total depends on its length, and the kept budgets are one list for the atlas and
+    the consensus), and the budgets it leaves out, which ``--keep-edges`` takes back."""
+    if len(left) > 2:
+        budgets = f"the {len(left)} budgets from {left[0]:,} to {left[-1]:,}"
+    else:
+        budgets = ("budget " if len(left) == 1 else "budgets ") + " and ".join(f"{b:,}" for b in left)
+    return (
+        f"Over token positions the table keeps circuits up to {limit:,} units (--keep-edges' default, "
+        f"10 % of the model's {n_edges:,} edges: it bounds the table as over edges), so {budgets} "
+        f"{'has a curve' if len(left) == 1 else 'have curves'} but no kept circuit or consensus; "
+        f"--keep-edges {left[-1]} keeps {'it' if len(left) == 1 else 'them'}."
+    )
 
 
 class _Run:
@@ -170,6 +190,9 @@ class _Run:
         self.keep = [b for b in self.budgets if b <= limit]
         self.methods = method_configs(request.methods)
         over_positions = [bool(plain.get("positions")) for _, _, plain in self.methods]
+        left = [b for b in self.budgets if b > limit]
+        if request.keep_edges is None and any(over_positions) and left:
+            self.say(_kept_units_line(limit, self.spec.n_edges, left))
         if note and (isinstance(request.budgets, str) or not any(over_positions)):
             self.say(note)
         elif note and not all(over_positions):  # over token positions, a budget counts units, not edges

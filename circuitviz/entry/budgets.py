@@ -18,6 +18,7 @@ from collections import Counter
 
 from ..core.text import given, joined, shown, shown_number
 
+UNITS = "(edge, position) units"  # what the budgets of a method over token positions count
 MAX_BUDGET = 2**31 - 1  # what results.parquet's int32 budgets hold; no model's graph comes near it
 EXAMPLE = "50,100,200"
 APP_BUDGETS = (
@@ -36,14 +37,58 @@ def _items(values: list[int]) -> str:
     return shown_values[0] if len(values) == 1 else ", ".join(shown_values[:-1]) + " and " + shown_values[-1]
 
 
+# ten budgets, log-spaced: each costs one patched pass, so the curve adds about a third to EAP-IG's
+# scoring time instead of doubling it
+_BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
+MAX_BUDGETS = 10
+READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
+
+
+def default_budgets(n_edges: int, count: int = MAX_BUDGETS) -> list[int]:
+    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps): the
+    defaults of Explore's budgets box and of ``discover`` without ``--budgets``, of a model's
+    edges or, over token positions, of a prompt's (edge, position) units.
+
+    The readable ones (up to ``READABLE_BUDGET`` edges, where a first view opens) are kept on any
+    graph; on a large one the larger steps are thinned evenly instead (SmolLM2's 123,211 edges
+    once started at 200, so a first view had one readable circuit to open at, and a graph of
+    millions had none)."""
+    steps = [b for b in _BUDGET_STEPS if b < n_edges]
+    if len(steps) + 1 > count and len(steps) > 1:
+        steps = steps[1:]  # the 10-edge step goes first: a circuit of 10 edges rarely says much
+    small = [b for b in steps if b <= READABLE_BUDGET]
+    large = [b for b in steps if b > READABLE_BUDGET]
+    room = max(count - 1 - len(small), 1)
+    if len(large) > room:  # evenly spaced over the large steps' log-spaced list, the largest kept
+        large = [large[round(i * (len(large) - 1) / max(room - 1, 1))] for i in range(room)]
+    return small + sorted(set(large)) + [int(n_edges)]
+
+
+def over_positions(settings: dict) -> bool:
+    """Whether typed settings (``--positions``, ``--set positions=true``) run over token positions,
+    before the method reads them: what the budgets' sentences count."""
+    return str(settings.get("positions", "")).strip().lower() in ("true", "1", "yes", "on")
+
+
+def graph_total(model, positions: bool, n_positions: int) -> int:
+    """What a run's budgets count on ``model``: its graph's edges or, over token positions, the
+    (edge, position) units of a prompt of ``n_positions`` tokens (the BOS token counted)."""
+    from ..models.adapter import adapter_of
+    from ..positions.graph import n_units
+
+    spec = adapter_of(model).spec
+    return n_units(spec, n_positions) if positions else spec.n_edges
+
+
 def read_budgets(
-    text: str, flag: str = "--budgets", mib: bool = False, least: int = 1
+    text: str, flag: str = "--budgets", mib: bool = False, least: int = 1, units: bool = False
 ) -> tuple[list[int] | str, str | None]:
     """(the budgets, sorted and distinct, or "mib" where ``mib`` allows it; the note on repeats or
     None). ValueError in one sentence naming ``flag`` for anything that is not a list of whole
     numbers from ``least`` (1; 0 for the Python API) to ``MAX_BUDGET``: the first of
-    ``budget_findings``' problems."""
-    values, problems, note = budget_findings(text, flag, mib, least)
+    ``budget_findings``' problems; ``units``: the budgets count (edge, position) units, and the
+    sentences say so."""
+    values, problems, note = budget_findings(text, flag, mib, least, units=units)
     if problems:
         raise ValueError(problems[0])
     return values, note
@@ -56,14 +101,17 @@ def budget_findings(
     least: int = 1,
     empty: str | None = None,
     total: int | None = None,
+    units: bool = False,
 ) -> tuple[list[int] | str, list[str], str | None]:
     """(the budgets, sorted and distinct, or "mib"; every problem, one sentence each and in the
     order typed; the note on repeats or None): the rules of the command line's ``--budgets`` and
     the app's budgets box, which names itself as ``flag`` (``APP_BUDGETS``). The command line
     stops at the first problem; the app shows them all, so they are fixed in one go.
     ``empty``: the sentence for no budget at all (the API's own, older one); ``total``: the
-    graph's edge count where it is known (the app), named as the way out of a budget too large."""
-    way_out = f"write edge counts such as {EXAMPLE}" + (", or mib" if mib else "")
+    graph's edge count where it is known (the app), named as the way out of a budget too large;
+    ``units``: the budgets count a prompt's (edge, position) units (a method over token positions),
+    and ``total``, where given, is the prompt's unit total."""
+    way_out = f"write {'unit' if units else 'edge'} counts such as {EXAMPLE}" + (", or mib" if mib else "")
     text = str(text)
     if mib and text.strip().lower() == "mib":
         return "mib", [], None
@@ -78,7 +126,7 @@ def budget_findings(
         )
     values = []
     for part in filter(None, parts):
-        problem, value = _item_problem(part, flag, way_out, least, total)
+        problem, value = _item_problem(part, flag, way_out, least, total, units)
         if problem:
             problems.append(problem)
         else:
@@ -108,29 +156,30 @@ def zero_sentence(flag: str) -> str:
 
 
 def _item_problem(
-    part: str, flag: str, way_out: str, least: int, total: int | None
+    part: str, flag: str, way_out: str, least: int, total: int | None, units: bool = False
 ) -> tuple[str | None, int]:
     """(the sentence on one item, or None; its value)."""
+    counts = UNITS if units else "edges"
     digits = part[1:] if part[:1] in "+-" else part
     if part[:1] == "-" and digits.isdecimal() and digits.strip("0"):
         return (
-            f"{flag} has {shown_number(part)}, a negative budget; budgets count edges, so use {least} or more.",
+            f"{flag} has {shown_number(part)}, a negative budget; budgets count {counts}, so use {least} or more.",
             0,
         )
     # before int(): 5,000 digits is Python's own error
     if len(digits.lstrip("0")) > 12 and digits.isdecimal():
-        return _too_large(flag, part, total), 0
+        return _too_large(flag, part, total, units), 0
     try:
         value = int(part)
     except ValueError:
         words = part.split()
         if len(words) > 1 and all(word.isdecimal() for word in words):  # '10 20' read as 1020 once
             way_out = f"separate budgets with commas, as in {','.join(words)}"
-        return f"{flag} item {shown(part, 30)} is not a whole number of edges; {way_out}.", 0
+        return f"{flag} item {shown(part, 30)} is not a whole number of {counts}; {way_out}.", 0
     if value < least:
         return zero_sentence(flag), 0
     if value > MAX_BUDGET:
-        return _too_large(flag, part, total), 0
+        return _too_large(flag, part, total, units), 0
     return None, value
 
 
@@ -154,8 +203,21 @@ def checked_edge_count(flag: str, value: int | None, least: int = 1) -> None:
         )
 
 
-def _too_large(flag: str, part: str, total: int | None = None) -> str:
-    """A budget beyond ``MAX_BUDGET``, with the graph's edge count (``total``) as the way out."""
+def _too_large(flag: str, part: str, total: int | None = None, units: bool = False) -> str:
+    """A budget beyond ``MAX_BUDGET``, with the graph's edge count (``total``) as the way out; with
+    ``units``, the prompt's (edge, position) units and their total (said "edges" until 2026-12-06,
+    though the box or flag counted units)."""
+    if units:
+        count = (
+            f"this prompt's graph has {total:,}"
+            if total
+            else "discover --positions prints it: 153,856 for the IOI prompt on Gemma-3-270M"
+        )
+        return (
+            f"{flag} has {shown_number(part.lstrip('+'))}, more {UNITS} than any prompt's graph holds (the "
+            f"largest budget taken is {MAX_BUDGET:,}); a budget at or over the prompt's unit count keeps "
+            f"its whole graph, so give that count ({count})."
+        )
     count = (
         f"this model's graph has {total:,}"
         if total
@@ -190,26 +252,25 @@ def over_graph_note(
 def discover_note(model, budgets, positions: bool, n_positions: int, keeps: str | None = None) -> str | None:
     """``over_graph_note`` for a discover run: over the model's edges, or, over token positions,
     over this prompt's (edge, position) units; ``keeps``: the method's phrase, if any."""
-    from ..models.adapter import adapter_of
-    from ..positions.graph import n_units
-
-    spec = adapter_of(model).spec
+    total = graph_total(model, positions, n_positions)
     if positions:
-        return over_graph_note(
-            budgets, n_units(spec, n_positions), "(edge, position) units", "this prompt's graph", keeps
-        )
-    return over_graph_note(budgets, spec.n_edges, keeps=keeps)
+        return over_graph_note(budgets, total, "(edge, position) units", "this prompt's graph", keeps)
+    return over_graph_note(budgets, total, keeps=keeps)
 
 
 def mib_over_units(
-    over_positions: list[str], flag: str = "--budgets", untick: str = "run them without positions"
+    over_positions: list[str],
+    flag: str = "--budgets",
+    untick: str = "run them without positions",
+    default: bool = False,
 ) -> str:
     """Why ``mib`` cannot serve methods run over token positions (``over_positions``, their names):
     their budgets count (edge, position) units, and a prompt's units grow with its length, so MIB's
     fractions would be other numbers on every prompt of a batch, whose table, consensus and CPR/CMD
-    need one list of budgets for all of them."""
+    need one list of budgets for all of them; ``default``: mib was not typed, it is the flag's default."""
+    mib = f"{flag} defaults to mib, MIB's fractions" if default else f"{flag} mib means MIB's fractions"
     return (
-        f"{flag} mib means MIB's fractions of the model's edges, but the budgets of {joined(over_positions)} "
+        f"{mib} of the model's edges, but the budgets of {joined(over_positions)} "
         "over token positions count (edge, position) units, which grow with each prompt's length, so "
         f"no one list fits every prompt; give unit counts such as 1000,10000,100000, or {untick}."
     )

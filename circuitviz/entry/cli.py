@@ -41,7 +41,7 @@ from .api import (
     transfer_report,
 )
 from .arguments import batch_checks, checked_paths
-from .budgets import discover_note, read_budgets
+from .budgets import default_budgets, discover_note, graph_total, over_positions, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
@@ -106,10 +106,12 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
 
 
 def cmd_discover(args) -> int:
-    budgets, repeats = read_budgets(args.budgets)
+    settings = merged_settings(args)
+    budgets, repeats = None, None  # None: the app's defaults, once the graph (or the prompt's units) is known
+    if args.budgets is not None:
+        budgets, repeats = read_budgets(args.budgets, units=over_positions(settings))
     pairs = checked_paths(args)  # the --transfer-file's pairs as text, or None
     method = get_method(args.method)
-    settings = merged_settings(args)
     if args.neuronpedia and not settings.get("positions"):
         raise ValueError(
             "--neuronpedia writes a circuit over token positions: add --positions "
@@ -130,8 +132,12 @@ def cmd_discover(args) -> int:
         model, task, args.max_tokens, method.needs_corrupted
     )  # errors before the estimate
     settings = method.settings_from_cli(settings, model)
+    positions = bool(settings.get("positions"))
+    total = graph_total(model, positions, prepared.n_positions)  # what the budgets count: edges or units
+    if budgets is None:  # Explore's defaults: log-spaced, ending at the whole graph the budgets count
+        budgets = default_budgets(total)
     keeps = method_traits(method.name).over_graph_keeps
-    _said(task, discover_note(model, budgets, bool(settings.get("positions")), prepared.n_positions, keeps))
+    _said(task, discover_note(model, budgets, positions, prepared.n_positions, keeps))
     for note in foil_space_notes(model, task):  # 'John' for ' John': run, and said
         print(note, file=sys.stderr)
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
@@ -180,10 +186,14 @@ def cmd_discover(args) -> int:
             print(line)
     if args.out:
         part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
-        data = result.to_eap_json(score_meaning=method_traits(result.method).score_meaning)
+        marked = outputs.json_budget(result.budgets, total, keeps)  # not the whole graph, where others are
+        data = result.to_eap_json(marked, score_meaning=method_traits(result.method).score_meaning)
         part.write_text(json.dumps(data), encoding="utf-8")
         os.replace(part, args.out)
-        print(f"wrote {args.out}")
+        marked = f"the circuit at budget {data['budget']:,}"
+        if result.positions:  # in_graph holds edges: those its units use at some position
+            marked = f"the edges of {marked} units, at any position"
+        print(f"wrote {args.out} (in_graph: {marked})")
     if result.positions and (args.html or args.neuronpedia):  # one readable budget, said once, for both
         outputs.write_position_outputs(model, result, args.html, args.neuronpedia, args.html_budget)
     elif args.html:
@@ -268,7 +278,9 @@ def cmd_batch(args) -> int:
         print(text, file=sys.stderr)
 
     take_ctrl_c()
-    budgets, repeats = read_budgets(args.budgets, mib=True)
+    typed = args.budgets is not None  # not given: mib, which no batch over token positions can use
+    units = over_positions(merged_settings(args))  # what a budget too large is said to count
+    budgets, repeats = read_budgets(args.budgets if typed else "mib", mib=True, units=units)
     if args.n is not None and args.n < 1:
         raise ValueError(f"--n must be 1 or more, not {args.n}.")
     if args.batch_tasks < 1:
@@ -311,7 +323,8 @@ def cmd_batch(args) -> int:
             consensus=args.consensus or None,
             command="circuitviz " + " ".join(sys.argv[1:]),
         )
-        checked_budgets(request.budgets, request.methods)  # mib over positions: before anything is named
+        # mib over positions: refused before anything is named
+        checked_budgets(request.budgets, request.methods, typed)
         if repeats:
             say(repeats)
         source = _batch_source(args)

@@ -22,6 +22,18 @@ EVALUATION_JSON_HELP = (
 LARGER_AT = "in discover's table"  # where a command line user finds the budgets the drawing passed over
 
 
+def json_budget(budgets, total: int, keeps: str | None = None) -> int | None:
+    """The budget whose circuit ``discover --out`` marks ``in_graph``: the largest under the graph's
+    ``total`` (edges, or units over token positions), as the whole graph is the model, not a circuit
+    (discover's default budgets end there, as Explore's do); the largest when none is under it, or
+    when the method keeps less than the whole graph there (``keeps``: ACC++'s traced circuit)."""
+    budgets = sorted(int(budget) for budget in budgets)
+    if not budgets:
+        return None
+    under = [budget for budget in budgets if budget < total]
+    return budgets[-1] if keeps or not under else under[-1]
+
+
 def write_position_outputs(
     model, result, html: Path | None, neuronpedia: Path | None, budget: int | None
 ) -> None:

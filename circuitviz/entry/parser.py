@@ -74,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     discover.add_argument(
         "--budgets",
-        default="50,100,200,500,1000,2000,5000",
-        help="edge budgets, comma separated ((edge, position) units with --positions)",
+        default=None,
+        help="edge budgets, comma separated ((edge, position) units with --positions); default: "
+        "Explore's, ten log-spaced up to the whole graph (the model's edges, or the prompt's units)",
     )
     discover.add_argument(
         "--out", type=Path, default=None, help="write the circuit JSON (EAP-IG format) here"
@@ -210,9 +211,9 @@ def _add_batch_parser(commands) -> None:
     )
     batch.add_argument(
         "--budgets",
-        default="mib",
+        default=None,
         help="edge budgets, comma separated ((edge, position) units with --positions), or mib: MIB's "
-        "ten, 0.1%% to 100%% of the model's edges (refused with --positions: a prompt's units depend on "
+        "ten, 0.1%% to 100%% of the model's edges (the default; refused with --positions: a prompt's units depend on "
         "its length, so give unit counts)",
     )
     batch.add_argument("--max-tokens", type=int, default=256, help="refuse prompts longer than this")
@@ -233,7 +234,8 @@ def _add_batch_parser(commands) -> None:
         "--keep-edges",
         type=int,
         default=None,
-        help="keep circuits up to this budget in the table (default 10%%)",
+        help="keep circuits up to this budget in the table (default 10%% of the model's edges; with "
+        "--positions the same count, in units)",
     )
     batch.add_argument("--top-edges", type=int, default=100, help="strongest edges kept per row")
     batch.add_argument(

@@ -10,33 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..entry.budgets import APP_BUDGETS, budget_findings, over_graph_note, zero_sentence
+from ..entry.budgets import (  # default_budgets: discover's defaults too, one function for both
+    APP_BUDGETS,
+    budget_findings,
+    default_budgets,
+    over_graph_note,
+    zero_sentence,
+)
+from ..entry.budgets import READABLE_BUDGET as READABLE_BUDGET  # where a first view opens
 from . import state
 
-# ten budgets, log-spaced: each costs one patched pass, so the curve adds about a third to EAP-IG's
-# scoring time instead of doubling it
-_BUDGET_STEPS = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
-MAX_BUDGETS = 10
-READABLE_BUDGET = 200  # render.READABLE_EDGES: the largest circuit a first view opens at
 SMALLEST_MODEL_GRAPH = 5000  # a default text of a graph this large is taken for one (Gemma: 10,342)
-
-
-def default_budgets(n_edges: int, count: int = MAX_BUDGETS) -> list[int]:
-    """About ``count`` log-spaced budgets ending with the whole graph (the slider's steps).
-
-    The readable ones (up to ``READABLE_BUDGET`` edges, where a first view opens) are kept on any
-    graph; on a large one the larger steps are thinned evenly instead (SmolLM2's 123,211 edges
-    once started at 200, so a first view had one readable circuit to open at, and a graph of
-    millions had none)."""
-    steps = [b for b in _BUDGET_STEPS if b < n_edges]
-    if len(steps) + 1 > count and len(steps) > 1:
-        steps = steps[1:]  # the 10-edge step goes first: a circuit of 10 edges rarely says much
-    small = [b for b in steps if b <= READABLE_BUDGET]
-    large = [b for b in steps if b > READABLE_BUDGET]
-    room = max(count - 1 - len(small), 1)
-    if len(large) > room:  # evenly spaced over the large steps' log-spaced list, the largest kept
-        large = [large[round(i * (len(large) - 1) / max(room - 1, 1))] for i in range(room)]
-    return small + sorted(set(large)) + [int(n_edges)]
 
 
 def budgets_text(budgets) -> str:
@@ -107,7 +91,8 @@ def budget_reading(
     ``units`` the budgets count (edge, position) units: one over the prompt's ``n_units`` keeps its
     whole graph, said in units as ``discover --positions`` says it (nothing is said while the
     prompt's units are unknown: the model's edge count is no bound on them)."""
-    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=None if units else n_edges)
+    total = n_units if units else n_edges  # the way out of a budget too large names it
+    values, problems, repeats = budget_findings(text, APP_BUDGETS, total=total, units=units)
     if not units:
         over = over_graph_note(values, n_edges, keeps=keeps)
     elif n_units:
