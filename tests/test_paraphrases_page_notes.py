@@ -170,3 +170,58 @@ def test_invisible_characters_in_paraphrases_are_said_in_the_form_and_under_the_
     ), said
     at = AppTest.from_function(_config_form_page, args=(" || ".join(plain),)).run()
     assert not at.exception and not at.warning, at.warning
+
+
+def _pairs_page(pairs):
+    """``paraphrase_view.pairs_table`` over a run whose pair dicts are ``pairs``, every one a candidate."""
+    import types
+
+    from circuitviz.ui import paraphrase_view
+
+    details = types.SimpleNamespace(pairs=pairs, candidates=list(range(len(pairs))), notes=[])
+    paraphrase_view.pairs_table(
+        types.SimpleNamespace(details=details, config={"paraphrase_source": "file"}), "bon"
+    )
+
+
+def test_a_candidate_whose_check_warned_is_said_on_the_page_and_the_command_line():
+    """A pair corrupting 'zoo' into 'bar' (SmolLM2-135M: the logit difference 5.50 -> 5.25, the
+    prompt's 5.29 -> -0.51) was scored and drawn as a candidate like any other; the check's "barely
+    moves the metric" warning was kept in the result and said nowhere (an audit)."""
+    import types
+
+    from circuitviz.query.report import report_lines
+
+    warning = "its corruption barely moves the metric, so its scores carry little signal"
+    prompt = {
+        "clean": "When Mary and John went to the store, John gave a drink to",
+        "corrupted": "When Alice ...",
+    }
+    zoo = {
+        "clean": "When Mary and John went to the zoo, John gave a drink to",
+        "corrupted": "... the bar, ...",
+    }
+    pairs = [
+        {**prompt, "source": "original", "metric_clean": 5.287, "metric_corrupted": -0.513, "warnings": []},
+        {**zoo, "source": "file", "metric_clean": 5.504, "metric_corrupted": 5.253, "warnings": [warning]},
+    ]
+    said = (
+        "A candidate was scored despite a warning: p1 'When Mary and John went to the zoo, John gave a drink "
+        f"to': {warning} (it moves the metric by 0.25, the prompt's corruption by 5.80)."
+    )
+    at = AppTest.from_function(_pairs_page, args=(pairs,)).run()
+    assert not at.exception, at.exception
+    assert said in [caption.value.replace("\\", "") for caption in at.caption]
+    quiet = [pairs[0], {**pairs[1], "warnings": []}]
+    at = AppTest.from_function(_pairs_page, args=(quiet,)).run()
+    assert not any("despite a warning" in caption.value for caption in at.caption)
+
+    rows = [
+        {**pair, "index": i, "model_answer": " Mary", "n_tokens": 15, "reason": ""}
+        for i, pair in enumerate(pairs)
+    ]
+    details = types.SimpleNamespace(
+        pairs=rows, candidates=[0, 1], base_method="eap-ig", ig_steps=5, anchor_budgets=[], per_budget=[],
+        curves={}, budgets=[], shared=[], notes=[],
+    )  # fmt: skip
+    assert f"note: {said}" in report_lines(details)

@@ -138,6 +138,38 @@ def left_out_note(left_out: Sequence[tuple[str, str]], total: int) -> str:
     )
 
 
+def warned_note(pairs: Sequence[dict], candidates: Sequence[int]) -> str:
+    """The candidate pairs whose check warned, each with its warning and how far its corruption
+    moves the metric beside the prompt's ('' when none did): a pair corrupting 'zoo' into 'bar' (the
+    logit difference 5.50 -> 5.25, the prompt's 5.29 -> -0.51) was scored and drawn as a candidate
+    like any other, its "barely moves the metric" warning kept in the result and said nowhere.
+    ``pairs``: a result's pair dicts, the prompt first; ``candidates``: the pair indices scored."""
+    prompt = pairs[0] if pairs else {}
+
+    def move(pair: dict) -> str:
+        clean, corrupted = pair.get("metric_clean"), pair.get("metric_corrupted")
+        return "" if clean is None or corrupted is None else f"{abs(clean - corrupted):.2f}"
+
+    named = []
+    for index in candidates:
+        pair = pairs[index] if 0 < index < len(pairs) else None
+        if not pair or not pair.get("warnings"):
+            continue
+        moved, against = move(pair), move(prompt)
+        by = (
+            f" (it moves the metric by {moved}, the prompt's corruption by {against})"
+            if moved and against
+            else ""
+        )
+        named.append(f"p{index} {shown(str(pair.get('clean', '')))}: {'; '.join(pair['warnings'])}{by}")
+    if not named:
+        return ""
+    return (
+        f"{'A candidate was' if len(named) == 1 else f'{len(named)} candidates were'} scored despite a "
+        f"warning: {'; '.join(named)}."
+    )
+
+
 def unusable_note(pairs: Sequence[ParaphrasePair], include_mismatched: bool = False) -> str:
     """``left_out_note`` of the checked pairs a method may not use, with each one's reason."""
     left_out = [(pair.clean, pair.reason) for pair in pairs if not pair.usable(include_mismatched)]

@@ -8,6 +8,7 @@ curves of all five variants side by side, and the shared-subcircuit summary per 
 from __future__ import annotations
 
 from .overlap import summary_line
+from .pairs import warned_note
 from .variants import VARIANTS
 
 
@@ -33,6 +34,8 @@ def report_lines(details) -> list[str]:
         )
         if index not in candidates and pair["reason"]:
             lines.append(f"        left out: {pair['reason']}")
+    if warned_note(pairs, candidates):  # a candidate's check warned: said, not only kept in the JSON
+        lines.append(f"note: {warned_note(pairs, candidates)}")
     if details.per_budget:
         budgets = [entry["budget"] for entry in details.per_budget]
         lines.append("each candidate's NDF on the original prompt (* the winner):")

@@ -9,7 +9,7 @@ import streamlit as st
 from .. import render
 from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..methods.settings import PARAPHRASES_HIGH
-from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases
+from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases, warned_note
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
 
@@ -71,6 +71,9 @@ def pairs_table(result, method: str) -> None:
         )
     for note in result.details.notes:
         st.caption(markdown_text(note))  # quotes paraphrases: the user's (or a file's) text
+    warned = warned_note(result.details.pairs, bon.candidate_pairs(result))
+    if warned:  # a candidate's check warned (a corruption that barely moves the metric): said nowhere
+        st.caption(markdown_text(warned))  # quotes paraphrases
     if bon.fewer_than_asked_sentence(result):
         st.caption(bon.fewer_than_asked_sentence(result))
     scored = set(bon.candidate_pairs(result))  # a mismatched answer may be scored when asked for
