@@ -221,6 +221,24 @@ def test_evaluate_writes_its_figures_as_json_under_discovers_names(tmp_path, cap
     assert all(point["completeness"] is None for point in data["curve"])  # not asked: null, not NaN
 
 
+def test_evaluate_json_says_which_circuit_each_point_measured(tmp_path, capsys, tiny):
+    """The first point is the file's in_graph circuit, its edge count under 'budget': EAP-IG's
+    budget 103 on an IOI prompt kept 76 edges, and the JSON read 'budget 76' then 'budget 103' with
+    nothing saying that 76 was never asked for. Each point now has its circuit named, and the note
+    printed under the table is kept."""
+    out, _ = _discover(tmp_path, capsys, "eap", [*PROMPT, *CORRUPTED])
+    figures = tmp_path / "evaluation.json"
+    assert cli.main(["evaluate", *TINY, "--circuit", str(out), "--json", str(figures)]) == 0
+    data = json.loads(figures.read_text())
+    assert data["point_circuits"] == [
+        "the file's in_graph circuit",
+        "the circuit its method drew at budget 5",
+        "the circuit its method drew at budget 20",
+    ]
+    assert len(data["curve"]) == 3 and [p["budget"] for p in data["curve"][1:]] == [5, 20]
+    assert any(note.startswith("(first row: the file's in_graph circuit") for note in data["notes"])
+
+
 def tiny_model_edges(model) -> int:
     from circuitviz.models.adapter import adapter_of
 

@@ -218,14 +218,18 @@ def evaluate_circuits(
     return evaluator.baseline, curve
 
 
-def file_circuits(spec, loaded: LoadedCircuit) -> tuple[list[torch.Tensor], list[int], str]:
+def file_circuits(
+    spec, loaded: LoadedCircuit, kinds: list[str] | None = None
+) -> tuple[list[torch.Tensor], list[int], str]:
     """The circuits a circuit file stands for, to evaluate: (masks, budgets, what the rows are).
 
     First the file's ``in_graph`` circuit; then, at each budget of its curve, the circuit its
     method drew there (the file's ``circuits``: a learned mask or a chosen candidate is not the
     top-N of the scores it exports), or the top-N of its scores where it stored none (an EAP-IG
-    JSON from elsewhere)."""
+    JSON from elsewhere). ``kinds``, when given, receives what each mask is, in words."""
+    kinds = kinds if kinds is not None else []
     circuits, budgets = [loaded.mask], [int(loaded.mask.sum())]
+    kinds.append("the file's in_graph circuit")
     curve_budgets = [int(point["budget"]) for point in loaded.source.get("curve") or []]
     if not curve_budgets:
         return circuits, budgets, ""
@@ -238,6 +242,10 @@ def file_circuits(spec, loaded: LoadedCircuit) -> tuple[list[torch.Tensor], list
         if budget in stored or budget in ranked:
             circuits.append(stored[budget] if budget in stored else ranked[budget])
             budgets.append(budget)
+            drawn = budget in stored
+            kinds.append(
+                f"the {'circuit its method drew' if drawn else 'top-N of its scores'} at budget {budget}"
+            )
     parts = ["first row: the file's in_graph circuit"]
     if set(stored) & set(budgets[1:]):
         parts.append("then the circuit its method drew at each budget")

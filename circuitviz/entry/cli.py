@@ -221,7 +221,8 @@ def cmd_evaluate(args) -> int:
     _check_length(model, task, args.max_tokens)
     spec = adapter_of(model).spec
     loaded = parse_circuit(text, spec, origin=str(args.circuit))
-    circuits, budgets, rows = file_circuits(spec, loaded)
+    kinds: list[str] = []  # what each row measured, for the JSON, where the first row's 'budget' read as one
+    circuits, budgets, rows = file_circuits(spec, loaded, kinds)
     task = _said(*proposed_task(model, _said(task, taken), not neutral))
     with threads_for_run(next(model.parameters()).device.type):  # a busy CPU: the free cores
         baseline, curve = evaluate_circuits(
@@ -245,7 +246,8 @@ def cmd_evaluate(args) -> int:
     print(format_table(baseline, curve, spec.n_edges, metric=task.metric, reference=reference))
     if len(curve) > 1:
         print(rows)
-    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, loaded.notes)
+    notes = [*loaded.notes, rows] if len(curve) > 1 else loaded.notes
+    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, notes, kinds)
     return 0
 
 

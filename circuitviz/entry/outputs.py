@@ -94,10 +94,11 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out}{unmeasured})")
 
 
-def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, notes) -> None:
+def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, notes, kinds=None) -> None:
     """``evaluate``'s figures as JSON at ``args.json`` (nothing when it is None): what it printed,
     with the names ``discover``'s JSON gives the same figures (its ``curve`` points; NaN, a figure
-    not measured, as null)."""
+    not measured, as null), and ``point_circuits``: which circuit each point measured (the first,
+    the file's in_graph circuit, has its edge count as its 'budget', which the JSON said nowhere)."""
     from ..core.results import json_safe
 
     if args.json is None:
@@ -110,6 +111,7 @@ def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, note
         "total_edges": int(spec.n_edges),
         "baseline": {"clean": baseline.clean, "corrupted": baseline.corrupted},
         "curve": [json_safe(point.to_dict()) for point in curve],
+        "point_circuits": list(kinds or []),
         "notes": list(notes),
     }
     args.json.write_text(json.dumps(data, indent=1), encoding="utf-8")
