@@ -67,7 +67,7 @@ def test_discovers_written_files_are_checked_together_first(capsys, tmp_path, no
 def test_a_transfer_file_of_the_wrong_format_is_refused_before_the_run(capsys, tmp_path, no_load):
     bad = tmp_path / "pairs.txt"
     bad.write_text("vm\n")
-    _refused(capsys, ["discover", *IOI, "--transfer-file", str(bad)], "Line 1")
+    _refused(capsys, ["discover", *IOI, "--transfer-file", str(bad)], f"--transfer-file {bad}: line 1")
 
 
 @pytest.mark.parametrize("limit", ["0", "-1"])
@@ -169,3 +169,39 @@ def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_the_load(capsy
     same = ["discover", "--prompt", IOI[1], "--corrupted", IOI[1], "--answer", " Mary", "--foil", " John"]
     err = _refused(capsys, same)
     assert "Estimate" not in err
+
+
+def test_a_paraphrase_files_refusal_names_its_flag_and_file(capsys, tmp_path, no_load):
+    """With --paraphrases and --transfer-file both given, "Line 1 is not 'paraphrase<TAB>corrupted'"
+    named neither; an empty --paraphrases file was told to give its pairs '(--paraphrases FILE on
+    the command line)', after the model's load."""
+    good, bad, empty = tmp_path / "good.tsv", tmp_path / "bad.tsv", tmp_path / "empty.tsv"
+    good.write_text(
+        "When Mary and John went to the park , John gave a ball to\tWhen Alice and Bob went to the park , Carl gave a ball to\n"
+    )
+    bad.write_text("only one column\n")
+    empty.write_text("")
+    (commented := tmp_path / "commented.tsv").write_text("# nothing but a comment\n")
+    run = ["discover", *IOI, "--method", "bon", "--paraphrase-source", "file", "--budgets", "10"]
+    err = _refused(
+        capsys,
+        [*run, "--paraphrases", str(good), "--transfer-file", str(bad)],
+        f"--transfer-file {bad}: line 1 is not",
+    )
+    assert "Line 1" not in err
+    _refused(
+        capsys,
+        [*run, "--paraphrases", str(bad), "--transfer-file", str(good)],
+        f"--paraphrases {bad}: line 1 is not",
+    )
+    _refused(capsys, [*run, "--paraphrases", str(empty)], f"--paraphrases {empty} holds no paraphrase pair")
+    _refused(
+        capsys,
+        [*run, "--paraphrases", str(commented)],
+        f"--paraphrases {commented}: the paraphrase list is empty",
+    )
+    _refused(
+        capsys,
+        ["discover", *IOI, "--method", "eap", "--transfer-file", str(empty)],
+        f"--transfer-file {empty} holds no",
+    )

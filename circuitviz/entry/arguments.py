@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from ..measure.task_validity import CHECK_ENV
-from ..query.pairs import read_pairs_text
+from ..query.pairs import ParaphraseError, paraphrase_records, read_pairs_text
 from .budgets import checked_edge_count
 
 
@@ -73,8 +73,28 @@ def checked_paths(args) -> str | None:
     if html_budget is not None and not any(flag in ("html", "neuronpedia") for flag, _ in written):
         raise ValueError("--html-budget sets the budget of --html or --neuronpedia; add one of them.")
     if getattr(args, "setting_paraphrases", None):
-        read_pairs_text(args.setting_paraphrases)  # read again by the method, after the model's load
-    return read_pairs_text(args.transfer_file) if args.transfer_file else None
+        pairs_text("--paraphrases", args.setting_paraphrases)  # read again by the method, after the load
+    return pairs_text("--transfer-file", args.transfer_file) if args.transfer_file else None
+
+
+def pairs_text(flag: str, path) -> str:
+    """A paraphrase file's text, its format checked, any refusal naming the flag and the file: with
+    --paraphrases and --transfer-file both given, "Line 1 is not 'paraphrase<TAB>corrupted'" said
+    neither, and an empty --paraphrases file read "The file source needs paraphrases: give them in
+    'paraphrases' ... (--paraphrases FILE on the command line)" to a user who had given one."""
+    text = read_pairs_text(path)
+    try:
+        records = paraphrase_records(text)
+    except ParaphraseError as error:
+        said = str(error)
+        said = said[:1].lower() + said[1:] if said[1:2].islower() else said
+        raise ParaphraseError(f"{flag} {path}: {said}") from None
+    if not records:
+        raise ParaphraseError(
+            f"{flag} {path} holds no paraphrase pair; give one paraphrase and its corrupted prompt a "
+            "line, as 'paraphrase<TAB>corrupted'."
+        )
+    return text
 
 
 def check_written_file(flag: str, path: Path) -> None:
