@@ -162,3 +162,15 @@ def test_batch_over_positions_says_which_unit_budgets_its_table_keeps_no_circuit
         == 0
     )
     assert "Over token positions the table keeps" not in capsys.readouterr().err
+
+
+def test_held_out_transfer_over_positions_skips_only_the_whole_graph_of_units(tiny, capsys, tmp_path):
+    """Transfer measures each budget but the whole graph; over positions it compared unit budgets
+    with the model's edges, so every unit budget from the edge count up went unmeasured, unsaid
+    (20,000 and 100,000 of discover's default units on Gemma-3-270M's IOI prompt)."""
+    out = tmp_path / "c.json"
+    argv = ["discover", *IOI, "--positions", "--no-cache", "--no-task-check", "--out", str(out)]
+    assert cli.main([*argv, "--transfer-paraphrases", "2"]) == 0
+    measured = [int(budget) for budget in json.loads(out.read_text(encoding="utf-8"))["transfer"]["budgets"]]
+    assert measured == default_budgets(TINY_UNITS)[:-1] and max(measured) > TINY_EDGES, measured
+    assert f"budget {max(measured):,}: mean" in capsys.readouterr().out
