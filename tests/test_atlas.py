@@ -289,5 +289,8 @@ def test_necessity_measured_on_no_task_is_said_not_averaged(planted, recwarn):
     assert atlas.curve_bands(batch, label, "necessity") == []
     lines = summary_lines(batch)
     assert not any("nan" in line for line in lines)
-    assert "  mean necess.  not measured: it patches in a corrupted prompt, and no task has one" in lines
+    assert (
+        "  mean necess.  not measured: no task has a corrupted prompt, and without one this method measures none"
+        in lines
+    )
     assert not [w for w in recwarn if "All-NaN" in str(w.message)]

@@ -112,7 +112,7 @@ def summary_lines(batch: BatchTable) -> list[str]:
             lines.append("  mean necess.  " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
         elif not any(batch.rows(label, passing=True).column("corrupted").to_pylist()):  # read 'nan' each
             lines.append(
-                "  mean necess.  not measured: it patches in a corrupted prompt, and no task has one"
+                "  mean necess.  not measured: no task has a corrupted prompt, and without one this method measures none"
             )
     return lines
 
