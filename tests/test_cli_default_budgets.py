@@ -174,3 +174,18 @@ def test_held_out_transfer_over_positions_skips_only_the_whole_graph_of_units(ti
     measured = [int(budget) for budget in json.loads(out.read_text(encoding="utf-8"))["transfer"]["budgets"]]
     assert measured == default_budgets(TINY_UNITS)[:-1] and max(measured) > TINY_EDGES, measured
     assert f"budget {max(measured):,}: mean" in capsys.readouterr().out
+
+
+def test_the_dataset_forms_keep_box_says_its_default_over_positions(tmp_path, monkeypatch):
+    """Its help said only '10 % of the model's edges', the count the units of a method over token
+    positions are kept up to as well."""
+    pytest.importorskip("streamlit")
+    from dataset_jobs import dataset_page
+
+    from circuitviz.ui import batch_runner, batch_settings
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    at = dataset_page(monkeypatch, batch_runner.RUN, launcher=True)
+    assert not at.exception, at.exception
+    said = at.number_input(key=batch_settings.KEY + "keep").help
+    assert "Empty: 10 % of the model's edges (for a method over token positions, that many units" in said

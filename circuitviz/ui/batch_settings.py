@@ -89,7 +89,8 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
             placeholder=tenth,
             help="the command's --keep-edges: the table keeps each prompt's circuit at every budget up "
             "to this, and only those budgets open in the atlas (its budget slider, consensus circuit, "
-            "clusters and prompts); larger circuits stay in the result store. Empty: 10 % of the model's edges",
+            "clusters and prompts); larger circuits stay in the result store. Empty: 10 % of the model's edges "
+            "(for a method over token positions, that many units: the run's log names the budgets it leaves out)",
         )  # fmt: skip
         found.top_edges = middle.number_input(
             "strongest edges kept per prompt", 0, MAX_EDGES, 100, key=KEY + "top",
