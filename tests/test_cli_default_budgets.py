@@ -143,8 +143,13 @@ def test_batch_over_positions_says_which_unit_budgets_its_table_keeps_no_circuit
     """--keep-edges' default is 10 % of the model's edges (4 on the tiny model), the same count in
     units over positions: budgets 5 and 100 run, and the line before says they keep no circuit."""
     assert cli.main(_batch_argv(tmp_path, "--positions", "--budgets", "3,5,100")) == 0
-    lines = capsys.readouterr().err.splitlines()
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
     said = [line for line in lines if line.startswith("Over token positions the table keeps")]
+    # the summary counts units: it read '... over the 8.93 % to 966.93 % of the 10,342 edges its
+    # circuits keep' and 'budget (edges)' of a Gemma batch at 1000,10000,100000 units
+    assert "(edge, position) units its circuits keep" in captured.out and " % of the " not in captured.out
+    assert "  budget (units)" in captured.out and "budget (edges)" not in captured.out
     assert said == [
         "Over token positions the table keeps circuits up to 4 units (--keep-edges' default, 10 % of the "
         f"model's {TINY_EDGES} edges: it bounds the table as over edges), so budgets 5 and 100 have curves "

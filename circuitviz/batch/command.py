@@ -5,6 +5,7 @@ every failed row's reason)."""
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -70,6 +71,15 @@ def dataset_scores(batch: BatchTable, label: str) -> dict:
     }
 
 
+def _over_positions(batch: BatchTable, label: str) -> bool:
+    """Whether a series ran over token positions: its budgets and sizes count (edge, position) units."""
+    configs = batch.rows(label).column("config").to_pylist()[:1]
+    if not configs or not configs[0]:
+        return False
+    plain = json.loads(configs[0]) if isinstance(configs[0], str) else dict(configs[0])
+    return bool(plain.get("positions"))
+
+
 def _percent(fraction: float) -> str:
     return f"{100 * fraction:.2f} %"
 
@@ -89,6 +99,10 @@ def summary_lines(batch: BatchTable) -> list[str]:
             else ""
         )
         low, high = min(scores["fractions"]), max(scores["fractions"])
+        span = f"{_percent(low)} to {_percent(high)} of the {batch.n_edges:,} edges"
+        units = _over_positions(batch, label)
+        if units:  # a fraction of the model's edges read '8.93 % to 966.93 %' of units
+            span = f"{low * batch.n_edges:,.0f} to {high * batch.n_edges:,.0f} (edge, position) units"
         mib = (
             f"; MIB's raw areas over its ten budgets: CPR {score_text(scores['mib_cpr'])}, "
             f"CMD {score_text(scores['mib_cmd'])}"
@@ -97,15 +111,15 @@ def summary_lines(batch: BatchTable) -> list[str]:
         )
         lines.append(
             f"{label}: {shown}; CPR {score_text(scores['cpr'])}, CMD {score_text(scores['cmd'])} "
-            f"(the dataset's NFS over the {_percent(low)} to {_percent(high)} of the {batch.n_edges:,} "
-            f"edges its circuits keep, area divided by that span, as discover and results.parquet's "
-            f"cpr_nfs give them{mib})"
+            f"(the dataset's NFS over the {span} its circuits keep, area divided by that span, as "
+            f"discover and results.parquet's cpr_nfs give them{mib})"
         )
         bands = curve_bands(batch, label)
         # each row a mean over the prompts, said so: beside the dataset's NFS above, 'NDF' read as
         # the dataset's own (a ratio of means)
         # the budgets in edges, as the Dataset page's CSV names its columns ('NDF at a budget of 103 edges')
-        lines.append("  budget (edges)" + " ".join(f"{band['budget']:>7}" for band in bands))
+        head = "  budget (units)" if units else "  budget (edges)"
+        lines.append(head + " ".join(f"{band['budget']:>7}" for band in bands))
         lines.append("  mean NDF      " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
         needed = curve_bands(batch, label, "necessity")
         if needed:
