@@ -30,15 +30,8 @@ from bench_bon import PROMPTS  # the yardstick's nine prompts (a script beside t
 from circuitviz.bench.harness import add_threads_argument, apply_threads, load_timed
 from circuitviz.core.graph import GraphSpec
 from circuitviz.entry.api import discover
+from circuitviz.entry.budgets import default_budgets  # the Explore page's and discover's defaults
 from circuitviz.render import opening_view
-
-
-def app_budgets(n_edges: int) -> list[int]:
-    """The Explore page's default budgets (``ui.budget_box.default_budgets``, without importing the UI)."""
-    steps = [b for b in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000) if b < n_edges]
-    while len(steps) + 1 > 10 and len(steps) > 1:
-        steps = steps[::2] if len(steps) + 1 > 20 else steps[1:]
-    return steps + [n_edges]
 
 
 def main() -> int:
@@ -56,7 +49,7 @@ def main() -> int:
 
     model, _ = load_timed(EMBEDDED_MODEL, device="cpu")
     spec = GraphSpec.from_model(model)
-    budgets = [int(b) for b in args.budgets.split(",") if b.strip()] or app_budgets(spec.n_edges)
+    budgets = [int(b) for b in args.budgets.split(",") if b.strip()] or default_budgets(spec.n_edges)
     chosen = PROMPTS[: args.prompts] if args.prompts else PROMPTS
     rows = []
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:

@@ -194,3 +194,15 @@ def test_the_dataset_forms_keep_box_says_its_default_over_positions(tmp_path, mo
     assert not at.exception, at.exception
     said = at.number_input(key=batch_settings.KEY + "keep").help
     assert "Empty: 10 % of the model's edges (for a method over token positions, that many units" in said
+
+
+def test_the_default_method_benchmark_runs_the_apps_own_default_budgets(monkeypatch):
+    """It kept a copy, 'the Explore page's default budgets', that had drifted: on SmolLM2-135M's
+    123,211 edges it ran 20 ... 10,000 where the app runs 20, 50, 100, 200, 500, 2,000, 10,000,
+    20,000, 100,000 and the whole graph."""
+    import importlib
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench = importlib.import_module("bench_default_method")
+    assert bench.default_budgets is default_budgets and not hasattr(bench, "app_budgets")
