@@ -672,6 +672,58 @@ def test_the_paraphrase_table_fits_its_frame_with_every_text_whole():
     assert bon.table_widths([{**rows[0], "paraphrase": "word " * 400}])["paraphrase"]["width"] == 720
 
 
+MC_PAIRS = [  # the Paraphrases page's run on the Gallery's multiple-choice prompt (an audit's, in Chromium)
+    "Q: Is the sky blue? A) yes B) no. Answer: A. Q: Is fire hot? A) yes B) no. Answer:",
+    "Q: Is the sky blue? A. yes B. no. The answer is A. Q: Is fire hot? A. yes B. no. The answer is",
+    "Question: Is the sky blue? A) yes B) no. The answer is A. Question: Is fire hot? A) yes B) no. The answer is",
+    "Question: Is the sky blue? (A) yes (B) no. Answer: A. Question: Is fire hot? (A) yes (B) no. Answer:",
+]
+ARITHMETIC_PAIRS = [  # SmolLM2-135M's arithmetic template paraphrases, 'template:arithmetic'
+    "one plus one is two. one plus two is",
+    "what is one plus one? The answer is two. what is one plus two? The answer is",
+    "add one and one. The result is two. add one and two. The result is",
+    "one plus one is two. if you add one and two, you get",
+]
+
+
+@pytest.mark.parametrize(
+    "texts, source, replaced",
+    [
+        (MC_PAIRS, "template:inline-choice", "yes → no, no → yes, A → B, yes → no, no → yes"),
+        (ARITHMETIC_PAIRS, "template:arithmetic", "one → two"),
+    ],
+    ids=["multiple-choice", "arithmetic"],
+)
+def test_the_paraphrase_table_fits_a_wide_page_for_longer_template_names_too(texts, source, replaced):
+    """On the multiple-choice prompt the table was 1,114 px in a 1,500 px page's 1,038 px frame, its
+    last column cut mid-word ("replace", "yes → n"), and on the arithmetic one 1,053 px: the texts
+    wrapped onto at most three lines, and 'template:inline-choice' with what its corruption replaces
+    took the rest. The texts wrap onto more lines where that makes the table fit, each still whole."""
+    rows = [
+        {
+            "pair": f"p{index}" if index else "q",
+            "paraphrase": clean,
+            "corrupted": clean.replace("yes", "no").replace("one plus two", "two plus two"),
+            "candidate": True,
+            "answer matches": True,
+            "model's answer": " A",
+            "source": source if index else "original",
+            "replaced": replaced,
+        }
+        for index, clean in enumerate(texts * 3)
+    ]
+    widths = {name: config["width"] for name, config in bon.table_widths(rows).items()}
+    assert sum(widths.values()) <= 1040 - 12, widths  # Streamlit's frame adds about 12 px
+    assert widths["pair"] + widths["paraphrase"] + widths["corrupted"] <= bon.NARROW_FRAME_PX, widths
+    row_px = bon.table_row_height(rows)
+    for name in ("paraphrase", "corrupted", "replaced"):
+        cells = [row[name].replace("→", "->") for row in rows]
+        assert max(_lines_at(text, widths[name]) for text in cells) * 18 <= row_px - 4, name
+    for name in bon.TABLE_COLUMNS:
+        header_px = MEASURED_CHAR_PX * len(name) + CELL_PADDING_PX + (20 if name in bon.TEXT_COLUMNS else 0)
+        assert widths[name] >= header_px, name
+
+
 def test_group_lines_that_cannot_be_read_are_said_not_dropped():
     from circuitviz.render.groups import MAX_NAME, check_groups, parse_groups_text
 

@@ -181,6 +181,9 @@ _CHAR_PX, _PAD_PX, _ICON_PX, _TEXT_CAP_PX = 6.3, 18, 20, 720
 # the narrowest main column the page has (1,000 px with the sidebar open): the pair's name and the
 # two texts fit it, wrapped onto up to _WRAP_LINES lines where one line would not
 NARROW_FRAME_PX, _WRAP_LINES, _LINE_PX = 540, 3, 20
+# the columns a 1,500 px page's 1,040 px frame holds (Streamlit's frame adds about 12 px); the texts
+# wrap onto up to _MAX_LINES lines where _WRAP_LINES would leave the table wider than that
+WIDE_FRAME_PX, _MAX_LINES = 1040 - 12, 5
 _HEADER_PX, _ROWS_SHOWN = 36, 12
 
 
@@ -206,15 +209,42 @@ def _chars_for(texts: list[str], lines: int) -> int:
 
 
 def table_lines(rows: list[dict]) -> int:
-    """The lines a row's texts take: one where the pair's name and the two texts fit the narrowest
-    frame on one line, else the fewest (up to _WRAP_LINES) with which they fit it."""
+    """The lines a row's texts take: the fewest with which the pair's name and the two texts fit the
+    narrowest frame and the whole table the wide one (up to _MAX_LINES), else the fewest (up to
+    _WRAP_LINES) with which the texts fit the narrowest frame. Up to _WRAP_LINES only, a template's
+    longer name ('template:inline-choice') and what its corruption replaces left the whole table
+    76 px wider than a 1,500 px page's frame, its last column cut mid-word ("yes → n", an audit)."""
     texts = {name: [str(row.get(name) or "") for row in rows] for name in TEXT_COLUMNS}
     pair_px = _column_px("pair", [str(row.get("pair") or "") for row in rows])
-    for lines in range(1, _WRAP_LINES + 1):
+    fitting = []
+    for lines in range(1, _MAX_LINES + 1):
         needed = pair_px + sum(_text_px(name, values, lines) for name, values in texts.items())
         if needed <= NARROW_FRAME_PX:
-            return lines
-    return _WRAP_LINES
+            if needed + sum(_short_widths(rows, lines).values()) <= WIDE_FRAME_PX:
+                return lines
+            fitting.append(lines)
+    return min([lines for lines in fitting if lines <= _WRAP_LINES] or [_WRAP_LINES])
+
+
+def _short_widths(rows: list[dict], lines: int) -> dict[str, int]:
+    """The columns right of the two texts, for rows whose texts take ``lines`` lines."""
+    widths = {}
+    for name in TABLE_COLUMNS:
+        values = [str(row.get(name) or "") for row in rows]
+        if name == "replaced":  # short replacements, the last column: as many lines as a row has
+            arrows = [value.replace("→", "->") for value in values]  # an arrow is about two letters wide
+            widths[name] = _text_px(name, arrows, _row_lines(lines))
+        elif name in _BOOLEAN_COLUMNS:
+            widths[name] = max(_column_px(name, []), _ICON_PX + _PAD_PX)
+        elif name not in TEXT_COLUMNS and name != "pair":
+            widths[name] = _column_px(name, values, icon=name not in READ_ONLY_COLUMNS)
+    return widths
+
+
+def _row_lines(lines: int) -> int:
+    """The lines a row holds when its texts take ``lines``: one, else at least _WRAP_LINES (a row
+    over 64 px, the height from which Streamlit wraps a cell's text at all)."""
+    return 1 if lines == 1 else max(lines, _WRAP_LINES)
 
 
 def _column_px(name: str, values: list[str], icon: bool = False) -> int:
@@ -236,21 +266,17 @@ def table_widths(rows: list[dict]) -> dict:
     the short columns scroll into view sideways (the sentence under the table says so). A wider
     frame widens every column evenly (Streamlit's stretch)."""
     lines = table_lines(rows)
-    widths = {}
-    for name in TABLE_COLUMNS:
-        values = [str(row.get(name) or "") for row in rows]
-        if name in TEXT_COLUMNS:
-            widths[name] = _text_px(name, values, lines)
-        elif name == "replaced":  # short replacements, the last column: as many lines as a row has
-            arrows = [value.replace("→", "->") for value in values]  # an arrow is about two letters wide
-            widths[name] = _text_px(name, arrows, 1 if lines == 1 else _WRAP_LINES)
-        elif name in _BOOLEAN_COLUMNS:
-            widths[name] = max(_column_px(name, []), _ICON_PX + _PAD_PX)
-        else:
-            widths[name] = _column_px(name, values, icon=name not in READ_ONLY_COLUMNS)
+    widths = {"pair": _column_px("pair", [str(row.get("pair") or "") for row in rows])}
+    for name in TEXT_COLUMNS:
+        widths[name] = _text_px(name, [str(row.get(name) or "") for row in rows], lines)
+    widths.update(_short_widths(rows, lines))
+    widths = {name: widths[name] for name in TABLE_COLUMNS}
     # the texts fill the narrowest frame, so the column after them starts past its edge (a sliver
-    # of it read as a header cut mid-word)
+    # of it read as a header cut mid-word), as far as the whole table still fits the wide frame
     spare = NARROW_FRAME_PX - widths["pair"] - sum(widths[name] for name in TEXT_COLUMNS)
+    total = sum(widths.values())
+    if total <= WIDE_FRAME_PX:
+        spare = min(spare, WIDE_FRAME_PX - total)
     if spare > 0:
         first, second = TEXT_COLUMNS
         widths[first], widths[second] = widths[first] + spare // 2, widths[second] + spare - spare // 2
@@ -268,7 +294,8 @@ def table_row_height(rows: list[dict]) -> int | None:
     """The rows' height: Streamlit's own for one line; where the texts wrap, _WRAP_LINES lines (over
     64 px, the height from which Streamlit wraps a cell's text at all): what the corruption
     replaces takes as many, and a text a narrower font would wrap once more still fits."""
-    return None if table_lines(rows) == 1 else _WRAP_LINES * _LINE_PX + 10
+    lines = table_lines(rows)
+    return None if lines == 1 else _row_lines(lines) * _LINE_PX + 10
 
 
 def table_height(rows: list[dict]) -> int | str:
