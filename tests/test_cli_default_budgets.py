@@ -206,3 +206,15 @@ def test_the_default_method_benchmark_runs_the_apps_own_default_budgets(monkeypa
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     bench = importlib.import_module("bench_default_method")
     assert bench.default_budgets is default_budgets and not hasattr(bench, "app_budgets")
+
+
+@pytest.mark.parametrize("config, total", [(None, TINY_EDGES), ({"positions": True}, TINY_UNITS)])
+def test_the_python_apis_discover_without_budgets_runs_the_same_defaults(config, total, monkeypatch):
+    """api.discover ran 50 to 5,000 (all of them the whole graph on the tiny model)."""
+    from circuitviz.bench.toy_models import IOI_TASK
+    from circuitviz.entry.api import discover
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    monkeypatch.setenv(CHECK_ENV, "off")
+    result, _ = discover(tiny_model("gpt2"), IOI_TASK, "eap", config)
+    assert result.budgets == default_budgets(total) and result.budgets[-1] == total

@@ -35,8 +35,8 @@ from ..positions.graph import n_units
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
 from ..query.proposals import propose, propose_corruption, propose_foil, unlikely_answer_sentence
 from ..services.store import ResultStore
-from .budgets import API_BUDGETS, NO_BUDGETS, budget_findings
-from .request import DEFAULT_BUDGETS, Request
+from .budgets import API_BUDGETS, NO_BUDGETS, budget_findings, default_budgets, graph_total
+from .request import Request
 
 
 def with_proposed_answer(model, task: PromptTask) -> tuple[PromptTask, str | None]:
@@ -132,12 +132,20 @@ def request_key(model, model_id: str, task: PromptTask, method: str, config, bud
     return Request.for_model(model, task, method, config, budgets, model_id, max_tokens).key
 
 
+class _AppDefaults(tuple):
+    """``discover``'s budgets when none are given: the graph's default budgets, once it is known
+    (None stays refused, as any budgets of the wrong kind are)."""
+
+
+APP_DEFAULTS = _AppDefaults()
+
+
 def discover(
     model,
     task: PromptTask,
     method: str = "eap-ig",
     config: dict | object | None = None,
-    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    budgets: Sequence[int] = APP_DEFAULTS,
     model_id: str | None = None,
     store: ResultStore | None = None,
     progress: Progress | None = None,
@@ -146,10 +154,24 @@ def discover(
     """Run (or fetch from ``store``) a method on a task. Returns (result, came from the store).
 
     The arguments become one ``Request`` (settings parsed, key computed once); ``run_request``
-    does the rest.
+    does the rest. ``budgets`` left out: Explore's and ``discover``'s defaults, ending at the whole
+    graph the budgets count (``default_budgets_for``; until 2026-12-06 50 to 5,000, which stopped
+    short of it).
     """
+    if budgets is APP_DEFAULTS:
+        budgets = default_budgets_for(model, task, method, config)
     request = Request.for_model(model, task, method, config, budgets, model_id, max_tokens)
     return run_request(model, request, store, progress)
+
+
+def default_budgets_for(model, task: PromptTask, method: str, config=None) -> list[int]:
+    """``budgets.default_budgets`` of the graph a run's budgets count: the model's edges or, with
+    the method's ``positions`` setting on, the (edge, position) units of the task's prompt."""
+    from ..methods import get_method
+
+    positions = bool(getattr(get_method(method).as_config(config), "positions", False))
+    n_tokens = int(adapter_of(model).to_tokens(task.clean, truncate=False).shape[1])
+    return default_budgets(graph_total(model, positions, n_tokens))
 
 
 def run_request(
