@@ -225,3 +225,19 @@ def test_a_candidate_whose_check_warned_is_said_on_the_page_and_the_command_line
         curves={}, budgets=[], shared=[], notes=[],
     )  # fmt: skip
     assert f"note: {said}" in report_lines(details)
+
+
+def test_a_line_break_in_a_paraphrase_is_said_under_the_table():
+    """SmolLM2-135M's arithmetic template gave 'one plus one is two.\\none plus two is': its row read
+    exactly as the prompt's row (the table draws a line break as a space), a duplicate to the eye."""
+    prompt = ("one plus one is two. one plus two is", "one plus one is two. two plus two is")
+    broken = ("one plus one is two.\none plus two is", "one plus one is two.\ntwo plus two is")
+    at = AppTest.from_function(_pairs_table_page, args=([prompt, broken],)).run()
+    assert not at.exception, at.exception
+    said = [caption.value for caption in at.caption]
+    assert (
+        "Pair p1 holds a line break or a tab, which the table shows as a space; the model reads it as written."
+        in said
+    )
+    at = AppTest.from_function(_pairs_table_page, args=([prompt, prompt[::-1]],)).run()
+    assert not any("line break" in caption.value for caption in at.caption)

@@ -79,6 +79,21 @@ def invisible_rows_sentence(rows: list[dict]) -> str:
     )
 
 
+def line_break_rows_sentence(rows: list[dict]) -> str:
+    """The table's rows whose texts hold a line break or a tab, which its cells draw as a space ('' when
+    none does): SmolLM2-135M's arithmetic template gave 'one plus one is two.\\none plus two is', whose
+    row read exactly as the prompt's row above it, a duplicate to the eye, scored as a candidate."""
+    named = [
+        row["pair"] for row in rows if any(c in f"{row['paraphrase']}{row['corrupted']}" for c in "\n\r\t")
+    ]
+    if not named:
+        return ""
+    return (
+        f"{'Pair' if len(named) == 1 else 'Pairs'} {joined(named)} {'holds' if len(named) == 1 else 'hold'} "
+        "a line break or a tab, which the table shows as a space; the model reads it as written."
+    )
+
+
 def fewer_than_asked_sentence(result) -> str:
     """Where a generated source gave fewer usable paraphrases than the form asked for, what Best-of-N
     then chose among: the page's heading says N = p + 1 candidates, and an audit saw 'n paraphrases

@@ -35,6 +35,8 @@ def pairs_table(result, method: str) -> None:
     st.caption(bon.TABLE_SIDEWAYS)
     if bon.invisible_rows_sentence(rows):  # the grid draws a direction override's text reordered
         st.warning(markdown_sentence(bon.invisible_rows_sentence(rows)))
+    if bon.line_break_rows_sentence(rows):  # the grid draws a line break as a space
+        st.caption(bon.line_break_rows_sentence(rows))
 
     def use_edited_pairs():
         reasons = [
