@@ -535,3 +535,40 @@ def test_each_held_out_figure_keeps_the_task_it_was_measured_on(tmp_path, capsys
     assert cli.main(["evaluate", "--circuit", str(out), *task, "--json", str(tmp_path / "ev.json")]) == 0
     row = next(p for p in json.loads((tmp_path / "ev.json").read_text())["curve"] if p["budget"] == 100)
     assert row["ndf"] == pytest.approx(held["ndf"][0], abs=1e-4)  # float32 sums in another batch
+
+
+@pytest.mark.slow
+def test_evaluate_measures_a_files_circuits_on_the_users_paraphrases(
+    tmp_path, capsys, shared_model, monkeypatch
+):
+    """A reviewer holding a circuit file and paraphrases of their own had no evaluate flag for them:
+    one evaluate per paraphrase, averaged by hand. --transfer-file gives discover's held-out figures
+    from the file alone, leaving out the paraphrases the file's method used."""
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{clean}\t{corrupted}\n" for clean, corrupted in PAIRS), encoding="utf-8")
+    out, figures = tmp_path / "eap.json", tmp_path / "figures.json"
+    run = ["discover", *IOI, "--method", "eap", "--budgets", "100", "--transfer-file", str(pairs)]
+    assert cli.main([*run, "--out", str(out)]) == 0
+    made = json.loads(out.read_text())["transfer"]["budgets"]["100"]
+    capsys.readouterr()
+    assert (
+        cli.main(["evaluate", "--circuit", str(out), "--transfer-file", str(pairs), "--json", str(figures)])
+        == 0
+    )
+    assert "NDF on held-out paraphrases from the given pairs" in capsys.readouterr().out
+    measured = json.loads(figures.read_text())["transfer"]["budgets"]["100"]
+    assert measured["paraphrases"] == made["paraphrases"] and len(made["ndf"]) == 3
+    assert measured["ndf"] == pytest.approx(made["ndf"], abs=1e-4)
+
+    out = tmp_path / "average.json"  # its method scored every pair: none is held out
+    run = ["discover", *IOI, "--method", "average", "--ig-steps", "2", "--budgets", "100"]
+    assert cli.main([*run, "--paraphrases", str(pairs), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert (
+        cli.main(["evaluate", "--circuit", str(out), "--transfer-file", str(pairs), "--json", str(figures)])
+        == 0
+    )
+    assert "budget 100: none measured" in capsys.readouterr().out
+    measured = json.loads(figures.read_text())["transfer"]["budgets"]["100"]
+    assert measured["excluded_as_used"] == 3 and measured["ndf"] == []

@@ -40,11 +40,12 @@ from .api import (
     run_request,
     transfer_report,
 )
-from .arguments import batch_checks, checked_paths
+from .arguments import batch_checks, checked_paths, pairs_text
 from .budgets import default_budgets, discover_note, graph_total, over_positions, read_budgets
 from .calibration import record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
+from .file_transfer import file_transfer
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_line, progress_line
 from .parser import build_parser
 from .request import Request
@@ -217,6 +218,9 @@ def cmd_evaluate(args) -> int:
         raise GraphError(refusal)
     neutral, taken = fill_from_file(args, text, str(args.circuit))  # what the flags leave out: the file's
     task = _task(args)
+    pairs = (
+        pairs_text("--transfer-file", args.transfer_file) if args.transfer_file else None
+    )  # before the load
     model, model_id, _ = _load(args)
     _check_length(model, task, args.max_tokens)
     spec = adapter_of(model).spec
@@ -246,8 +250,12 @@ def cmd_evaluate(args) -> int:
     print(format_table(baseline, curve, spec.n_edges, metric=task.metric, reference=reference))
     if len(curve) > 1:
         print(rows)
+    transfer = None
+    if pairs is not None:  # the reviewer's own paraphrases, each circuit's NDF on them
+        transfer, lines = file_transfer(model, task, circuits, budgets, loaded.source, pairs, args.max_tokens)
+        print("\n".join(lines))
     notes = [*loaded.notes, rows] if len(curve) > 1 else loaded.notes
-    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, notes, kinds)
+    outputs.write_evaluation_json(args, model_id, task, spec, baseline, curve, notes, kinds, transfer)
     return 0
 
 

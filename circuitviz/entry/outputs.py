@@ -94,7 +94,9 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     print(f"wrote {path} (budget {budget:,}: {len(drawing.edges):,} edges drawn{left_out}{unmeasured})")
 
 
-def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, notes, kinds=None) -> None:
+def write_evaluation_json(
+    args, model_id: str, task, spec, baseline, curve, notes, kinds=None, transfer=None
+) -> None:
     """``evaluate``'s figures as JSON at ``args.json`` (nothing when it is None): what it printed,
     with the names ``discover``'s JSON gives the same figures (its ``curve`` points; NaN, a figure
     not measured, as null), and ``point_circuits``: which circuit each point measured (the first,
@@ -113,6 +115,7 @@ def write_evaluation_json(args, model_id: str, task, spec, baseline, curve, note
         "curve": [json_safe(point.to_dict()) for point in curve],
         "point_circuits": list(kinds or []),
         "notes": list(notes),
+        **({"transfer": transfer} if transfer is not None else {}),  # --transfer-file: discover's names
     }
     args.json.write_text(json.dumps(data, indent=1), encoding="utf-8")
     print(f"wrote {args.json} ({len(curve)} circuit{'' if len(curve) == 1 else 's'} evaluated)")

@@ -143,6 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_arguments(evaluate)
     arguments.add_completeness_argument(evaluate)
+    evaluate.add_argument(
+        "--transfer-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also measure each circuit's NDF on these paraphrase pairs of the prompt (the formats of "
+        "discover's --paraphrases), leaving out those the file's method fitted to or selected on",
+    )
     evaluate.add_argument("--json", type=Path, default=None, help=outputs.EVALUATION_JSON_HELP)
 
     _add_batch_parser(commands)

@@ -1,0 +1,70 @@
+"""``evaluate --transfer-file``: a circuit file's circuits measured on the user's own paraphrases.
+
+``discover`` measures held-out transfer when it makes a circuit; a reviewer who holds only the
+circuit file, and paraphrases of their own, could measure them with ``evaluate`` one paraphrase at
+a time (``--prompt``, ``--corrupted``, ``--answer``, ``--foil``) and average by hand. This measures
+every circuit of the file on every pair, checked as ``discover --transfer-file`` checks them, and
+holds out the paraphrases the file's method fitted to or selected on, as far as the file says
+(its ``details``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..core.tasks import PromptTask
+from ..details.base import DETAILS, ResultFormatError
+from ..measure.transfer import held_out_transfer, transfer_record
+from .api import given_paraphrases, transfer_lines
+
+
+def file_paraphrases_used(source: dict) -> frozenset[str]:
+    """The clean prompts the file's method fitted to or selected on, read from its ``details``
+    (none for a file that keeps no details or details of a kind this circuitviz does not know)."""
+    from ..details import kinds  # noqa: F401  (registers the built-in kinds)
+
+    details = source.get("details")
+    if not isinstance(details, dict) or details.get("kind") not in DETAILS:
+        return frozenset()
+    try:
+        read = DETAILS[details["kind"]].from_dict(details, details.get("version"))
+    except (ResultFormatError, KeyError, TypeError, ValueError):
+        return frozenset()
+    return frozenset(read.paraphrases_used())
+
+
+def file_transfer(
+    model,
+    task: PromptTask,
+    circuits: Sequence[torch.Tensor],
+    budgets: Sequence[int],
+    source: dict,
+    pairs: str,
+    max_tokens: int,
+) -> tuple[dict, list[str]]:
+    """(the transfer record, its lines) of a file's circuits on the pairs in ``pairs``: the rows
+    at the file's budgets (the in_graph row alone when the file has no curve: an edge list)."""
+    if not task.corrupted:  # as discover says it: a paraphrase's NDF patches in its corruption
+        why = "not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"
+        return {"source": "given", "budgets": {}, "note": f"Transfer {why}."}, [f"transfer: {why}"]
+    rows = list(zip(budgets, circuits))
+    rows = rows[1:] if len(rows) > 1 else rows  # the in_graph row repeats a budget's circuit
+    given, refused = given_paraphrases(model, task, pairs, max_tokens)
+    method = source.get("method") if isinstance(source.get("method"), str) else "circuit"
+    named = {f"{method}@{budget}": circuit for budget, circuit in rows}  # as discover names them
+    used = file_paraphrases_used(source)
+    found = held_out_transfer(
+        model,
+        task,
+        named,
+        {name: used for name in named},
+        count=len(given) + len(refused),
+        paraphrases=given,
+        max_tokens=max_tokens,
+        left_out=refused,
+        sought="given",
+    )
+    record = transfer_record(found, {name: int(name.rsplit("@", 1)[1]) for name in named}, source="given")
+    return record, transfer_lines(record)
