@@ -262,3 +262,17 @@ def test_discover_prints_the_sentences_the_app_writes_under_the_curve(tmp_path, 
     assert cli.main([*argv, "--transfer-paraphrases", "0"]) == 0
     printed = capsys.readouterr().out
     assert seen and printed.count("A sentence of the app's under the curve.") == 1
+
+
+def test_held_out_transfer_over_positions_says_which_circuit_it_measured(tmp_path, capsys, tiny):
+    """A circuit over positions is measured on a paraphrase (other positions) as the edges its
+    units use at every position: EAP's 1,000 units on an IOI prompt of our own read NDF 0.000 on
+    the prompt beside a held-out mean of 0.598, with nothing saying these were other circuits."""
+    from circuitviz.entry.api import OVER_POSITIONS
+
+    out = tmp_path / "c.json"
+    argv = ["discover", *TINY, *PROMPT, *CORRUPTED, "--method", "eap", "--positions", "--budgets", "50"]
+    assert cli.main([*argv, "--no-cache", "--out", str(out), "--transfer-paraphrases", "2"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "budget 50: mean" in printed and OVER_POSITIONS in printed
+    assert json.loads(out.read_text())["transfer"]["note"].startswith(OVER_POSITIONS)

@@ -346,6 +346,13 @@ def given_paraphrases(
     return [pair.task() for pair in pairs if pair.usable()], refused
 
 
+OVER_POSITIONS = (
+    "Over token positions a paraphrase has positions of its own, so each circuit is measured there as "
+    "the edges its units use, at every position, not as its (edge, position) units: these figures are "
+    "not comparable with the NDF of the table."
+)
+
+
 def measure_transfers(
     model,
     results: dict[str, CircuitResult],
@@ -385,6 +392,8 @@ def measure_transfers(
     for key, result in results.items():
         mine = {name: budget for name, (owner, budget) in owners.items() if owner == key}
         record = transfer_record(found, mine, source="template" if paraphrases is None else "given")
+        if result.positions:  # another circuit than the table's: said, where 0.598 stood beside NDF 0.000
+            record["note"] = " ".join(part for part in (OVER_POSITIONS, record["note"]) if part)
         if result.transfer and result.transfer.get("source") == record["source"]:
             record["budgets"] = {**result.transfer.get("budgets", {}), **record["budgets"]}
         result.transfer = records[key] = record
