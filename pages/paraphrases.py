@@ -45,6 +45,7 @@ with st.container(border=True):
         settings_key=paraphrase_view.SETTINGS_KEY,
     )
     st.caption(bon.page_defaults_note(n_edges))
+    settings = paraphrase_view.checked_source(given.task, settings)  # no family, no API key: said now
 
 
 shown = panel.run_panel(

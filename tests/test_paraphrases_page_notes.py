@@ -241,3 +241,45 @@ def test_a_line_break_in_a_paraphrase_is_said_under_the_table():
     )
     at = AppTest.from_function(_pairs_table_page, args=([prompt, prompt[::-1]],)).run()
     assert not any("line break" in caption.value for caption in at.caption)
+
+
+@pytest.mark.usefixtures("tiny_app")
+@pytest.mark.parametrize(
+    "prompt, corrupted, source, said",
+    [
+        (
+            "Mary and John went to the store , and then",
+            "Alice and Bob went to the store , and then",
+            "template",
+            "The prompt matches none of the built-in template families",
+        ),
+        (None, None, "openai", "No OpenAI API key is set; set OPENAI_API_KEY"),
+    ],
+    ids=["no-family", "no-key"],
+)
+def test_a_source_that_cannot_give_paraphrases_is_said_before_run(
+    monkeypatch, prompt, corrupted, source, said
+):
+    """A prompt no template family matches, and the LLM source without an API key, were said only
+    once Run was pressed ("The run could not start: ..."), under an estimate of a run that could
+    not start, on Gemma-3-270M and SmolLM2-135M alike (an audit); the form says it, Run waits."""
+    from circuitviz.bench.toy_models import IOI_TASK
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    task = dict(
+        prompt=prompt or IOI_TASK.clean,
+        corrupted=corrupted or IOI_TASK.corrupted,
+        answer=" Mary",
+        foil=" John",
+    )
+    for name, value in task.items():
+        at.query_params[name] = value
+    at = at.switch_page("pages/paraphrases.py").run()
+    at.selectbox(key="bon.method.bon.paraphrase_source").set_value(source).run()
+    assert not at.exception, at.exception
+    errors = [error.value.replace("\\", "") for error in at.error]
+    assert any(text.startswith(said) for text in errors), errors
+    assert at.button(key="bon.run").disabled
+    at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
+    assert not any(text.startswith(said) for text in (error.value.replace("\\", "") for error in at.error))

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from ..core.tasks import PromptTask
 from .checks import validate_pairs
-from .llm_source import llm_paraphrases
+from .llm_source import llm_paraphrases, llm_settings
 from .pairs import ParaphraseError, ParaphrasePair, ParaphraseRecord, paraphrase_records
-from .templates import template_paraphrases
+from .templates import template_paraphrases, template_rewrites
 
 SOURCES = ("template", "openai", "file")
 
@@ -75,3 +75,21 @@ def gather_configured(
         ctx.max_tokens,
         progress,
     )
+
+
+def source_problem(task: PromptTask, config) -> str:
+    """The sentence a run of ``config``'s paraphrase source ends with before its first pass, to say
+    before Run ('' when there is none): no template family recognises the prompt (or can keep its
+    answer), or the LLM source has no API key. The Paraphrases page said them only once Run was
+    pressed, under an estimate of a run that could not start. Needs no model."""
+    source = getattr(config, "paraphrase_source", None)
+    if source == "file" or int(getattr(config, "n_paraphrases", 0) or 0) <= 0:
+        return ""
+    try:
+        if source == "template":
+            template_rewrites(task, int(config.seed))
+        elif source == "openai":
+            llm_settings(config.llm_model or None)
+    except ParaphraseError as error:
+        return str(error)
+    return ""

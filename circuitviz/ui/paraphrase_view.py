@@ -10,12 +10,23 @@ from .. import render
 from ..core.text import counted, markdown_sentence, markdown_text, shown
 from ..methods.settings import PARAPHRASES_HIGH
 from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases, warned_note
+from ..query.sources import source_problem
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
 
 USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
 SETTINGS_KEY = "bon.settings"  # where the page's form keeps its settings (pages/paraphrases.py)
 UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
+
+
+def checked_source(task, config):
+    """``config``, or None (Run disabled) with its paraphrase source's one sentence when that source
+    cannot give paraphrases of ``task`` (``query.sources.source_problem``)."""
+    problem = source_problem(task, config) if task is not None and config is not None else ""
+    if problem:
+        st.error(markdown_sentence(problem))
+        return None
+    return config
 
 
 def pairs_table(result, method: str) -> None:
