@@ -276,3 +276,10 @@ def test_held_out_transfer_over_positions_says_which_circuit_it_measured(tmp_pat
     printed = " ".join(capsys.readouterr().out.split())
     assert "budget 50: mean" in printed and OVER_POSITIONS in printed
     assert json.loads(out.read_text())["transfer"]["note"].startswith(OVER_POSITIONS)
+    pairs = tmp_path / "pairs.tsv"  # evaluate --transfer-file on the same file says it too
+    pairs.write_text(
+        "When Mary and John went to the park , John gave a drink to\t"
+        "When Alice and Bob went to the park , Carl gave a drink to\n"
+    )
+    assert cli.main(["evaluate", *TINY, "--circuit", str(out), "--transfer-file", str(pairs)]) == 0
+    assert OVER_POSITIONS in " ".join(capsys.readouterr().out.split())

@@ -17,7 +17,7 @@ import torch
 from ..core.tasks import PromptTask
 from ..details.base import DETAILS, ResultFormatError
 from ..measure.transfer import held_out_transfer, transfer_record
-from .api import given_paraphrases, transfer_lines
+from .api import OVER_POSITIONS, given_paraphrases, transfer_lines
 
 
 def file_paraphrases_used(source: dict) -> frozenset[str]:
@@ -67,4 +67,6 @@ def file_transfer(
         sought="given",
     )
     record = transfer_record(found, {name: int(name.rsplit("@", 1)[1]) for name in named}, source="given")
+    if source.get("positions"):  # the circuits are the edges their units use, as discover measured them
+        record["note"] = " ".join(part for part in (OVER_POSITIONS, record["note"]) if part)
     return record, transfer_lines(record)
