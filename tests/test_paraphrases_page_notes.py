@@ -283,3 +283,31 @@ def test_a_source_that_cannot_give_paraphrases_is_said_before_run(
     assert at.button(key="bon.run").disabled
     at.selectbox(key="bon.method.bon.paraphrase_source").set_value("file").run()
     assert not any(text.startswith(said) for text in (error.value.replace("\\", "") for error in at.error))
+
+
+def test_the_command_line_names_candidates_as_the_page_does():
+    """The command line numbered the candidates 0 to 9 while the page names each by its pair (q, p1,
+    ...: a left-out pair leaves a gap), so its candidate 5 was the page's p6 (SmolLM2-135M's IOI run,
+    p5 left out; an audit)."""
+    import types
+
+    from circuitviz.query.report import report_lines
+
+    pairs = [
+        {"index": i, "clean": f"text {i}", "source": "template:ioi", "model_answer": " Mary", "n_tokens": 15}
+        for i in range(4)
+    ]
+    pairs = [
+        {**pair, "reason": "the model answers ' his' here" if pair["index"] == 2 else ""} for pair in pairs
+    ]
+    point = {"candidates": [{"ndf": 0.3}, {"ndf": 0.2}, {"ndf": 0.4}], "winner": 2, "budget": 10}
+    details = types.SimpleNamespace(
+        pairs=pairs, candidates=[0, 1, 3], base_method="eap-ig", ig_steps=5, anchor_budgets=[10],
+        per_budget=[point], curves={}, budgets=[10], shared=[], notes=[],
+    )  # fmt: skip
+    lines = report_lines(details)
+    listed = [line.split()[0] for line in lines if "template:ioi" in line]
+    assert listed == ["q", "p1", "(p2)", "p3"], lines
+    table = lines[lines.index("each candidate's NDF on the original prompt (* the winner):") + 2 :][:3]
+    assert [row.split()[0] for row in table] == ["q", "p1", "p3"], table
+    assert table[2].split()[1] == "0.400*"

@@ -19,15 +19,19 @@ def _ndf(value) -> str:
 def report_lines(details) -> list[str]:
     """The text report of a Best-of-N family run (its ``QueryCircuitDetails``)."""
     pairs, candidates = details.pairs, details.candidates
+    # named as the Paraphrases page names them (q, p1, p2, ...: the pair's own number, so a left-out
+    # pair leaves a gap): numbered 0 to 9 here, candidate 5 was the page's p6 (an audit)
+    names = ["q" if index == 0 else f"p{index}" for index in candidates]
     lines = [
         f"Best-of-N: {len(candidates)} candidates (the prompt and {len(candidates) - 1} paraphrases), "
         f"scored with {details.base_method} ({details.ig_steps} IG steps); iBoN/BoN-CSM anchors: "
         + ", ".join(map(str, details.anchor_budgets)),
-        "paraphrases (candidate #, model's top-1, tokens, text):",
+        "paraphrases (pair, in brackets when it is no candidate; model's top-1, tokens, text):",
     ]
     for pair in pairs:
         index = pair["index"]
-        mark = f"{candidates.index(index):>3}" if index in candidates else "  -"
+        name = "q" if index == 0 else f"p{index}"
+        mark = f"{name:>5}" if index in candidates else f"{'(' + name + ')':>5}"
         text = pair["clean"].replace("\n", "\\n")
         lines.append(
             f"  {mark} {pair['source']:<22} {pair['model_answer']!r:<12} {pair['n_tokens'] or '?':>4}  {text}"
@@ -39,13 +43,13 @@ def report_lines(details) -> list[str]:
     if details.per_budget:
         budgets = [entry["budget"] for entry in details.per_budget]
         lines.append("each candidate's NDF on the original prompt (* the winner):")
-        lines.append("  cand " + "".join(f"{b:>9}" for b in budgets))
+        lines.append("  pair " + "".join(f"{b:>9}" for b in budgets))
         for k in range(len(candidates)):
             cells = []
             for entry in details.per_budget:
                 value = entry["candidates"][k]["ndf"]
                 cells.append(f"{_ndf(value)}{'*' if entry['winner'] == k else ' '}  ")
-            lines.append(f"  {k:>4} " + "".join(f"{c:>9}" for c in cells))
+            lines.append(f"  {names[k]:>4} " + "".join(f"{c:>9}" for c in cells))
     curves = details.curves
     names = [name for name in VARIANTS if name in curves]
     by_budget = {name: {p["budget"]: p for p in curves[name]} for name in names}
