@@ -182,8 +182,13 @@ def test_the_page_says_the_drawn_circuit_is_edited(tiny_app):
     assert markdown_text(said) in captions, captions  # markdown-escaped: node names are plain text
     assert not any(re.search(r"edited\\?: ;", c) for c in captions)
     table = [c for c in captions if "strongest" in c and "CSV" in c]
-    assert table == [
-        f"The edited circuit's {n_edges} {'edge' if n_edges == 1 else 'edges'}, strongest first (also in the CSV)."
+    from circuitviz.methods import method_traits
+
+    assert table == [  # with what the method's score is (markdown-escaped, as every caption here)
+        markdown_text(
+            f"The edited circuit's {n_edges} {'edge' if n_edges == 1 else 'edges'}, strongest first (also in "
+            f"the CSV). Score: {method_traits('eap').score_meaning}."
+        )
     ]
     assert any(f"Of the edited circuit's {n_edges}" in c for c in captions), captions
     from circuitviz.ui.instrument import EDITED_CURVE  # the curve's marker is not the edit's
