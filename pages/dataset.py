@@ -16,9 +16,10 @@ st.caption(
 
 # pandas, plotly and the atlas load after the title is on screen (first paint)
 from circuitviz.batch import atlas  # noqa: E402
+from circuitviz.batch.units import counts  # noqa: E402
 from circuitviz.core.text import markdown_sentence  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
-from circuitviz.ui import batch_form, loaders  # noqa: E402
+from circuitviz.ui import batch_form, dataset_curves, loaders  # noqa: E402
 from circuitviz.ui import batch_runner as runs  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 from circuitviz.ui.state import session  # noqa: E402
@@ -75,14 +76,17 @@ if not batch.labels or not batch.rows().num_rows:
 
 labels = [name for name in batch.labels if batch.rows(name).num_rows]
 label = st.selectbox("method", labels, key="dataset.label") if len(labels) > 1 else labels[0]
-if not ui.headline(batch, label, folder, stamp):
+if not dataset_curves.headline(batch, label, folder, stamp):
     st.stop()
 kept = batch.kept_budgets(label)
 if not kept:
     st.warning("The table keeps no circuit of this method (rerun with a larger --keep-edges).")
     st.stop()
 budget = st.select_slider(
-    "budget (edges)", kept, value=min(kept, key=lambda b: abs(b - 100)), key="dataset.budget"
+    f"budget ({counts(batch, label)})",
+    kept,
+    value=min(kept, key=lambda b: abs(b - 100)),
+    key="dataset.budget",
 )
 threshold = st.slider(
     "consensus: edges in at least this share of the prompts' circuits",
@@ -100,7 +104,7 @@ curves_tab, consensus_tab, clusters_tab, prompts_tab = st.tabs(
 )
 view = ui.circuits_view(folder, stamp, label, budget, threshold)
 with curves_tab:
-    ui.curves(batch, folder, stamp, budget)
+    dataset_curves.curves(batch, folder, stamp, budget)
 with consensus_tab:
     ui.consensus(batch, label, folder, stamp, budget, threshold, view)
 with clusters_tab:

@@ -9,7 +9,8 @@ atlas of 10,000 prompts is read and computed in seconds:
   dataset, (mean L(C) - mean L(corrupted)) / (mean L(clean) - mean L(corrupted)) over the
   prompts (a ratio of dataset means, not a mean of ratios), then the trapezoid area of that
   faithfulness (CPR, higher is better) and of |1 - faithfulness| (CMD, lower is better) over
-  the budget as a fraction of the graph's edges. They match MIB's numbers when the budgets are
+  the budget as a fraction of the graph's edges (over token positions, the mean share of each
+  prompt's own units: ``units.budget_fractions``). They match MIB's numbers when the budgets are
   MIB's ten fractions of the edges (``--budgets mib``); the per-prompt CPR/CMD of each row are
   the same areas normalised by the span they cover.
 - ``circuit_matrix``: every prompt's circuit at a budget as one sparse prompts x edges matrix;
@@ -47,6 +48,7 @@ from ..measure.task_validity import gap_check_enabled
 from .folder_check import damaged_note, manifest_problem, row_problems
 from .table import SCHEMA, TABLE, with_optional_columns
 from .task_check import task_refusals
+from .units import budget_fractions
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 MANIFEST = "manifest.json"
@@ -220,6 +222,7 @@ def curve_bands(batch: BatchTable, label: str, score: str = "ndf") -> list[dict]
     if rows.num_rows == 0 or rows.column(score).null_count == rows.num_rows:
         return []
     budgets = batch.budgets(label)
+    fractions = budget_fractions(batch, label, rows, budgets)
     values, kept = _matrix(rows, score), _matrix(rows, "edges_kept")
     if numpy.isnan(values).all():  # measured on no task (necessity without a corrupted prompt): NaN, not null
         return []
@@ -229,7 +232,7 @@ def curve_bands(batch: BatchTable, label: str, score: str = "ndf") -> list[dict]
         bands.append(
             {
                 "budget": int(budget),
-                "fraction": budget / batch.n_edges,
+                "fraction": fractions[column],
                 "n": int(numpy.sum(~numpy.isnan(values[:, column]))),
                 "mean": mean,
                 "low": low,
@@ -265,7 +268,7 @@ def mib_scores(batch: BatchTable, label: str) -> dict:
     )
     span = clean - corrupted
     faithfulness = [float((value - corrupted) / span) if span else math.nan for value in circuit]
-    fractions = [b / batch.n_edges for b in budgets]
+    fractions = budget_fractions(batch, label, rows, budgets)  # over positions: of each prompt's units
     cpr, cmd = _areas(fractions, faithfulness)
     per_prompt = {}
     for name in ("cpr_nfs", "cmd_nfs", "cpr_ndf", "cmd_ndf"):

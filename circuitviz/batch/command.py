@@ -5,7 +5,6 @@ every failed row's reason)."""
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from ..core.text import counted, score_text
 from .atlas import BatchTable, _matrix, curve_bands, mib_scores
 from .dataset import MAX_PROBLEMS_SHOWN, read_dataset
 from .table import TABLE
+from .units import over_positions
 
 DEFAULT_N = 100  # --generate's tasks (MMLU: per subject) when --n is not given
 
@@ -71,15 +71,6 @@ def dataset_scores(batch: BatchTable, label: str) -> dict:
     }
 
 
-def _over_positions(batch: BatchTable, label: str) -> bool:
-    """Whether a series ran over token positions: its budgets and sizes count (edge, position) units."""
-    configs = batch.rows(label).column("config").to_pylist()[:1]
-    if not configs or not configs[0]:
-        return False
-    plain = json.loads(configs[0]) if isinstance(configs[0], str) else dict(configs[0])
-    return bool(plain.get("positions"))
-
-
 def _percent(fraction: float) -> str:
     return f"{100 * fraction:.2f} %"
 
@@ -100,7 +91,7 @@ def summary_lines(batch: BatchTable) -> list[str]:
         )
         low, high = min(scores["fractions"]), max(scores["fractions"])
         span = f"{_percent(low)} to {_percent(high)} of the {batch.n_edges:,} edges"
-        units = _over_positions(batch, label)
+        units = over_positions(batch, label)
         if units:  # a fraction of the model's edges read '8.93 % to 966.93 %' of units
             span = f"{low * batch.n_edges:,.0f} to {high * batch.n_edges:,.0f} (edge, position) units"
         mib = (

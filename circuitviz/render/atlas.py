@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy
 import plotly.graph_objects as go
@@ -50,6 +50,16 @@ def _band(figure: go.Figure, label: str, bands: Sequence[Mapping], x: list, colo
     )
 
 
+def _axis_title(series: Mapping, over_positions: Collection[str]) -> str:
+    """The budget axis's title: what the drawn series' budgets count."""
+    units = [label in over_positions for label in series]
+    if all(units) and units:
+        return "(edge, position) unit budget (log scale)"
+    if any(units):
+        return "budget: edges, or (edge, position) units for a series over positions (log scale)"
+    return "edge budget (log scale)"
+
+
 def band_figure(
     series: Mapping[str, Sequence[Mapping]],
     consensus: Mapping[str, Sequence[Mapping]] | None = None,
@@ -57,9 +67,12 @@ def band_figure(
     score: str = "ndf",
     current_budget: int | None = None,
     height: int = 400,
+    over_positions: Collection[str] = (),
 ) -> go.Figure:
     """Mean faithfulness over the dataset against the budget (log x), one line per method with
-    its 95 % band; each method's consensus circuit, evaluated on every prompt, dashed."""
+    its 95 % band; each method's consensus circuit, evaluated on every prompt, dashed.
+    ``over_positions``: the series whose budgets count (edge, position) units, said so in their
+    hover and in the axis's title (a unit budget read 'budget 5,000 edges')."""
     figure = go.Figure()
     name = SCORE_NAMES.get(score, score)
     for index, (label, bands) in enumerate(series.items()):
@@ -68,6 +81,7 @@ def band_figure(
         if not bands:
             continue
         x = [max(b["budget"], 1) for b in bands]
+        counts = "units" if label in over_positions else "edges"
         # one prompt has no interval (the atlas gives its mean as both limits): a band of no width
         # was named in the legend, and the hover read '95% interval 0.247 to 0.247, 1 prompts'
         if any(b["n"] >= 2 for b in bands):
@@ -81,7 +95,7 @@ def band_figure(
                 line={"color": colour, "width": 2.5},
                 customdata=[[_interval(b)] for b in bands],
                 hovertemplate=(
-                    f"{html.escape(label)}<br>budget %{{x:,}} edges<br>mean {name} %{{y:.3f}} (%{{customdata[0]}})"
+                    f"{html.escape(label)}<br>budget %{{x:,}} {counts}<br>mean {name} %{{y:.3f}} (%{{customdata[0]}})"
                     "<extra></extra>"
                 ),
             )
@@ -100,7 +114,7 @@ def band_figure(
                         customdata=[[b["n_edges"], b["threshold"]] for b in points],
                         hovertemplate=(
                             "consensus circuit (edges in ≥ %{customdata[1]:.0%} of circuits)<br>"
-                            f"budget %{{x:,}}: %{{customdata[0]:,}} edges<br>mean {name} on every prompt %{{y:.3f}}"
+                            f"budget %{{x:,}} {counts}: %{{customdata[0]:,}} edges<br>mean {name} on every prompt %{{y:.3f}}"
                             "<extra></extra>"
                         ),
                     )
@@ -120,7 +134,11 @@ def band_figure(
         # at y -0.2 inside 400 px, lay over the axis title and scrolled at 1,000 px)
         height=height + 18 * named,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"type": "log", "title": "edge budget (log scale)", **log_ticks(budgets)},  # 10, 100, 1k
+        xaxis={
+            "type": "log",
+            "title": _axis_title(series, over_positions),
+            **log_ticks(budgets),
+        },  # 10, 100, 1k
         yaxis={"title": f"mean {name} over the prompts", "range": [low - pad, high + pad]},
         # at the figure's foot, below the axis title, as Explore's curve has it
         legend=FOOT_LEGEND,

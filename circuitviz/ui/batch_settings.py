@@ -162,6 +162,29 @@ def _plain(value):
     return json.loads(json.dumps(list(value) if isinstance(value, tuple) else value))
 
 
+def _keeps_none(found: BatchSettings, methods: list[str], model_id: str, smallest: int) -> str:
+    """Why a keep-circuits count under the smallest budget is refused, in what the budgets count:
+    over token positions the box's count is (edge, position) units, and its empty default that
+    many units (it said 'Keeping circuits up to 40 edges ... 10 % of the edges' there)."""
+    from ..methods import available_methods
+
+    registered = available_methods()
+    ticked = [build_config(registered[name], found.methods.get(name) or {}) for name in methods]
+    over = [getattr(config, "positions", False) for config, problem in ticked if problem is None]
+    n_edges = model_edges(model_id)
+    tenth = f"{max(1, n_edges // 10):,}, " if n_edges else ""
+    what, default = "edges", "10 % of the edges"
+    if over and all(over):
+        what, default = "(edge, position) units", f"{tenth}10 % of the model's edges counted as units"
+    elif any(over):
+        what, default = "edges (units over token positions)", f"{tenth}10 % of the model's edges"
+    return (
+        f"Keeping circuits up to {found.keep_edges:,} {what} keeps none of the budgets (the smallest is "
+        f"{smallest:,}), so the atlas would have no circuit to show; give at least {smallest:,}, or leave "
+        f"the box empty for {default}."
+    )
+
+
 def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: str) -> list[str]:
     """The command's arguments for ``found`` (only what differs from its defaults); ValueError in one
     sentence for what the batch cannot run as shown."""
@@ -172,11 +195,7 @@ def arguments(found: BatchSettings, methods: list[str], budgets: str, model_id: 
     if found.keep_edges is not None:
         smallest = min(budget_values, default=None)
         if smallest is not None and found.keep_edges < smallest:
-            raise ValueError(
-                f"Keeping circuits up to {found.keep_edges:,} edges keeps none of the budgets (the "
-                f"smallest is {smallest:,}), so the atlas would have no circuit to show; give at least "
-                f"{smallest:,}, or leave the box empty for 10 % of the edges."
-            )
+            raise ValueError(_keeps_none(found, methods, model_id, smallest))
         argv += ["--keep-edges", str(int(found.keep_edges))]
     if int(found.top_edges) != 100:
         argv += ["--top-edges", str(int(found.top_edges))]

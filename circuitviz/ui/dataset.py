@@ -213,127 +213,7 @@ def left_out(manifest: dict) -> tuple[str, list[str]] | None:
     )
 
 
-# ----- the page's sections ------------------------------------------------------------------------
-def headline(batch, label: str, folder: str, stamp: float) -> bool:
-    """How many stored tasks pass the validity check (the figures are over those), then prompts
-    finished and failed, and MIB's CPR and CMD of the series. False when no task passes."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..batch.task_check import validity, validity_sentence
-
-    rows = batch.rows(label, done=False)
-    done = batch.rows(label).num_rows
-    found = validity(batch, label)
-    if not found["passing"]:
-        which = "The one stored task" if done == 1 else f"None of the {done:,} stored tasks"
-        st.warning(
-            f"{which} of {markdown_text(label)} {'fails' if done == 1 else 'passes'} the validity check, so the "
-            "atlas has no figure to show; pick another method or atlas, or rerun the batch on meaningful tasks."
-        )
-        return False
-    st.write(validity_sentence(found))
-    skipped = left_out(batch.manifest)
-    if skipped:  # the file's own lines, as the command printed them: never markup
-        with st.expander(markdown_text(skipped[0])):
-            for line in skipped[1][:FAILED_SHOWN]:
-                st.markdown(markdown_text(line))
-            if len(skipped[1]) > FAILED_SHOWN:
-                st.caption(f"and {len(skipped[1]) - FAILED_SHOWN:,} more (the manifest's dataset.problems)")
-    scores = mib(folder, stamp, label)
-    columns = st.columns(4)
-    failed = rows.num_rows - done
-    columns[0].metric(
-        "prompts",
-        f"{found['passing']:,}",
-        f"{failed:,} failed" if failed else None,
-        delta_color="inverse",
-        delta_arrow="off",  # a count beside the prompts, not a rise: the arrow read as one
-        help="finished prompts that pass the validity check: every figure on this page is over these",
-    )
-    columns[1].metric(
-        "CPR (MIB)",
-        f"{scores['cpr']:.3f}",
-        help="area under the dataset's faithfulness over the edge fraction; higher is better",
-    )
-    columns[2].metric(
-        "CMD (MIB)",
-        f"{scores['cmd']:.3f}",
-        help="area between the dataset's faithfulness and 1; lower is better",
-    )
-    per_prompt = scores["per_prompt"]["cpr_nfs"]
-    columns[3].metric(
-        "CPR per prompt",
-        f"{per_prompt['mean']:.3f}",
-        help=f"mean of the prompts' own CPR, 95\u00a0% interval {per_prompt['low']:.3f} to {per_prompt['high']:.3f}"
-        if found["passing"] > 1
-        else "the prompt's own CPR (one prompt: no interval)",
-    )
-    if not scores["mib_grid"]:
-        st.caption(
-            "These budgets are not MIB's ten fractions of the edges (`--budgets mib`), so CPR and CMD "
-            "compare only with runs on the same budgets."
-        )
-    return True
-
-
-# the scores table's headers, short enough that a long series name leaves every figure in view at
-# 1,000 px ("CMD per prompt" was cut), what each is in its help
-SCORE_COLUMNS = {
-    "method": st.column_config.TextColumn(
-        help="the series, named by what sets it apart (every setting below)"
-    ),
-    "CPR (MIB)": st.column_config.NumberColumn(
-        "CPR",
-        format="%.3f",
-        help="MIB's CPR: area under the dataset's faithfulness over the edge fraction; higher is better",
-    ),
-    "CMD (MIB)": st.column_config.NumberColumn(
-        "CMD", format="%.3f", help="MIB's CMD: area between the dataset's faithfulness and 1; lower is better"
-    ),
-    "CPR per prompt": st.column_config.NumberColumn(
-        "CPR each", format="%.3f", help="mean of the prompts' own CPR (of their NFS curves)"
-    ),
-    "CMD per prompt": st.column_config.NumberColumn(
-        "CMD each", format="%.3f", help="mean of the prompts' own CMD (of their NFS curves)"
-    ),
-}
-
-
-def curves(batch, folder: str, stamp: float, budget: int) -> None:
-    """Every series' mean curve with its band, the consensus circuits dashed, and the scores table."""
-    # here, not at the top: keeps torch out of the first paint
-    import pandas
-
-    from ..render.atlas import band_figure
-
-    score = (
-        st.segmented_control("score", ["ndf", "nfs", "necessity"], default="ndf", key="dataset.score")
-        or "ndf"
-    )
-    short = short_labels(batch.labels)  # the legend and the table name series by what sets them apart
-    series = {short[name]: bands(folder, stamp, name, score) for name in batch.labels}
-    own = {name: pair[0] for name, pair in series.items()}
-    together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}
-    st.plotly_chart(band_figure(own, together, score=score, current_budget=budget), key="dataset.curves")
-    table = []
-    for name in batch.labels:
-        found = mib(folder, stamp, name)
-        table.append(
-            {
-                "method": short[name],
-                "prompts": found["n_prompts"],
-                "CPR (MIB)": found["cpr"],
-                "CMD (MIB)": found["cmd"],
-                "CPR per prompt": found["per_prompt"]["cpr_nfs"]["mean"],
-                "CMD per prompt": found["per_prompt"]["cmd_nfs"]["mean"],
-            }
-        )
-    st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—", column_config=SCORE_COLUMNS)
-    if any(short[name] != name for name in batch.labels):  # every setting of each series, once
-        with st.expander("Each series' settings"):
-            for name in batch.labels:
-                st.text(name)
-
-
+# ----- the page's sections (the headline and the curves: dataset_curves.py) ----------------------
 def consensus(
     batch, label: str, folder: str, stamp: float, budget: int, threshold: float, view: dict
 ) -> None:
@@ -341,26 +221,34 @@ def consensus(
     # here, not at the top: keeps torch out of the first paint
     import pandas
 
+    from ..batch.units import over_positions
     from ..render.atlas import consensus_graph_html
     from .result_view import show_graph
 
+    # over token positions a prompt's circuit is of units, read here as the edges they use; the
+    # consensus was measured as those edges at every position (it said 'at budget 50' of units)
+    units = over_positions(batch, label)
+    at = (
+        f"{budget:,} (edge, position) units, each read as the edges its units use" if units else f"{budget:,}"
+    )
+    alone = " (its edges at every position)" if units else ""
     edges, spec = view["consensus"], batch.spec
     measured = bands(folder, stamp, label, "ndf")[1]
     point = {b["budget"]: b for b in measured}.get(budget)
     n = len(view["sizes"])
     if n == 1:  # 'in at least 50% of the one prompt's circuit ...; a Jaccard of 1.00 on average'
         st.write(
-            f"One prompt: its own circuit at budget {budget:,} is the consensus, **{counted(len(edges), 'edge')}**."
+            f"One prompt: its own circuit at budget {at} is the consensus, **{counted(len(edges), 'edge')}**."
         )
     else:
         st.write(
             f"**{counted(len(edges), 'edge')}** {'is' if len(edges) == 1 else 'are'} in at least {threshold:.0%} "
-            f"of the {n:,} prompts' circuits at budget {budget:,}; a prompt's circuit and it have a Jaccard "
+            f"of the {n:,} prompts' circuits at budget {at}; a prompt's circuit and it have a Jaccard "
             f"similarity of {view['jaccard'].mean():.2f} on average (the edges they share over the edges of either)."
         )
     if point is not None and abs(point["threshold"] - threshold) < 1e-9:
         st.write(
-            f"Alone, this circuit reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95\u00a0% interval "
+            f"Alone, this circuit{alone} reaches a mean NDF of **{point['mean']:.3f}** on every prompt (95\u00a0% interval "
             f"{point['low']:.3f} to {point['high']:.3f}), against {point['own_mean']:.3f} for each prompt's own circuit."
         )
     elif point is not None:
@@ -385,7 +273,7 @@ def consensus(
             "another circuit at this budget; rerun `circuitviz batch` on the passing tasks to measure this one."
         )
     if len(edges):
-        title = f"consensus at budget {budget:,}: width = share of prompts holding the edge"
+        title = f"consensus at budget {budget:,}{' units' if units else ''}: width = share of prompts holding the edge"
         show_graph(consensus_graph_html(spec, view["frequency"], edges, title=title))
     names = spec.edge_names
     order = view["frequency"].argsort()[::-1][:50]
@@ -487,6 +375,10 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     # here, not at the top: keeps torch out of the first paint
     import pandas
 
+    from ..batch.units import counts as counted_in
+
+    counts = counted_in(batch, label)  # 'edges', or 'units' for a method over token positions
+    kept = "(edge, position) units" if counts == "units" else "edges"
     rows = batch.rows(label, done=False).to_pandas()
     done = rows[rows["status"] == "done"].reset_index(drop=True)
     position = list(done["budgets"].iloc[0]).index(budget)
@@ -530,11 +422,16 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     st.caption(
         f"Click a row to open that prompt in Explore (with {markdown_text(label)} and the batch's budgets, at "
         f"budget {budget:,}). Sort by any column. "
-        f"NDF is the faithfulness of the prompt's circuit at budget {budget:,}, and the next column the edges "
+        f"NDF is the faithfulness of the prompt's circuit at budget {budget:,}, and the next column the {kept} "
         "it keeps after pruning; each header's help says what its column holds. CPR is the area under the "
-        "prompt's NFS curve over the share of edges its circuits keep, divided by the span they cover (the "
-        "curve's mean height, as discover gives it: on MIB's ten budgets the span runs from 0.1 to 100 %, "
-        "so the large circuits weigh most in it), and NFS is unbounded "
+        f"prompt's NFS curve over the share of {'its own ' if counts == 'units' else ''}{kept} its circuits "
+        "keep, divided by the span they cover (the curve's mean height, as discover gives it"
+        + (
+            ""
+            if counts == "units"
+            else ": on MIB's ten budgets the span runs from 0.1 to 100 %, so the large circuits weigh most in it"
+        )
+        + "), and NFS is unbounded "
         "(a circuit that overshoots the model scores above 1): a prompt can show NDF 0 at a small budget "
         "beside a CPR of 1 or more. '\u2026' marks where a prompt is cut to fit its cell: "
         + (
@@ -543,16 +440,16 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             else "double-click it to read it whole."
         )
     )
-    kept = table["edges kept"] == 0
-    empty = empty_circuits(list(table["id"][kept]), list(table["NDF"][kept]), budget)
+    none = table["edges kept"] == 0
+    empty = empty_circuits(list(table["id"][none]), list(table["NDF"][none]), budget, counts=counts)
     if empty:  # the ids are the dataset file's, as typed: never markup
         st.caption(markdown_text(empty))
     whole = len(table) > STYLED_ROWS
     order, config = prompt_columns(
-        budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10)
+        budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10), counts
     )
     picked = st.dataframe(
-        prompt_display(table.rename(columns=lambda name: at_budget(name, budget)), config, whole),
+        prompt_display(table.rename(columns=lambda name: at_budget(name, budget, counts)), config, whole),
         hide_index=True,
         row_height=ROW_PX,
         height=table_height(len(table)),

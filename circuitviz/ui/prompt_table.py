@@ -33,15 +33,20 @@ WORD_CHARS = 12  # a cut moves back to a word's end this near
 AT_BUDGET = ("NDF", "edges kept", "cluster", "Jaccard to consensus")  # figures of the budget's circuits
 
 
-def at_budget(name: str, budget: int) -> str:
+def at_budget(name: str, budget: int, counts: str = "edges") -> str:
     """The column name of a figure of the circuits at ``budget``: 'NDF at a budget of 103 edges'.
     The grid's CSV download writes column names, not the short headers shown, and its 'NDF'
-    did not say at which budget it was measured; names without a budget stay as they are."""
-    return f"{name} at a budget of {budget} edges" if name in AT_BUDGET else name
+    did not say at which budget it was measured; names without a budget stay as they are.
+    ``counts``: what the budget counts, 'edges' or, over token positions, 'units' (the CSV of a
+    batch over positions read 'edges kept at a budget of 500 edges' over its units kept)."""
+    if name not in AT_BUDGET:
+        return name
+    shown = f"{counts} kept" if name == "edges kept" else name
+    return f"{shown} at a budget of {budget} {counts}"
 
 
 def prompt_columns(
-    budget: int, refused: bool, whole: bool = False, id_chars: int = 10
+    budget: int, refused: bool, whole: bool = False, id_chars: int = 10, counts: str = "edges"
 ) -> tuple[tuple[str, ...], dict]:
     """The Prompts table's column order and headers. The three figures of the prompt's circuit come
     first, under short headers with their meaning in the help, then the answer and the prompt, so
@@ -50,7 +55,10 @@ def prompt_columns(
     family follow, a scroll away at 1,000 px. The validity check's sentence sits beside the id where
     some task fails it. The id column is as wide as the longest id, ``id_chars`` characters, within
     ID_PX ('arithmetic-00000' was cut at 82 px). ``whole``: the prompt column holds the shortened
-    text, and the whole prompt comes last (a table too long to style, see ``prompt_display``)."""
+    text, and the whole prompt comes last (a table too long to style, see ``prompt_display``).
+    ``counts``: what the budgets count, 'edges' or 'units' (a method over token positions)."""
+    units = counts == "units"
+    kept = "(edge, position) units" if units else "edges"
     number = st.column_config.NumberColumn
     order = [
         "id",
@@ -78,17 +86,17 @@ def prompt_columns(
             help=f"normalized faithfulness of the prompt's circuit at budget {budget:,}",
         ),
         "edges kept": number(
-            "edges",
+            counts,
             format="%d",
             width=52,
-            help=f"edges the prompt's circuit keeps at budget {budget:,}, once pruning has dropped those "
+            help=f"{kept} the prompt's circuit keeps at budget {budget:,}, once pruning has dropped those "
             "on no path from the input to the logits",
         ),
         "CPR": number(
             format="%.3f",
             width=52,
-            help="the area under the prompt's NFS curve over the share of edges its circuits keep, "
-            "divided by the span they cover (its mean height)",
+            help=f"the area under the prompt's NFS curve over the share of {'its own ' if units else ''}{kept} "
+            "its circuits keep, divided by the span they cover (its mean height)",
         ),
         "answer": st.column_config.TextColumn(width=60, help="the answer the prompt's metric is about"),
         "cluster": number(format="%d", width=62, help="the prompt's cluster on the Clusters tab"),
@@ -112,8 +120,8 @@ def prompt_columns(
     # short header shown as before
     for name in AT_BUDGET:
         config[name]["label"] = config[name].get("label") or name
-    return tuple(at_budget(name, budget) for name in order), {
-        at_budget(name, budget): value for name, value in config.items()
+    return tuple(at_budget(name, budget, counts) for name in order), {
+        at_budget(name, budget, counts): value for name, value in config.items()
     }
 
 
@@ -174,20 +182,22 @@ def prompt_display(table, config: dict, whole: bool):
     return table.style.format(lambda text: shortened(text, limit, skip), subset=["prompt"])
 
 
-def empty_circuits(ids: list[str], ndf: list[float], budget: int, shown: int = 5) -> str | None:
+def empty_circuits(
+    ids: list[str], ndf: list[float], budget: int, shown: int = 5, counts: str = "edges"
+) -> str | None:
     """Why a prompt keeps no edge at ``budget`` (its table row reads 0 edges and an NDF of 0), or
     None when every prompt keeps some. Pruning keeps an edge only on a path from the input to the
     logits through kept edges, so a circuit pruned to nothing held no such path: ioi-00120's 103
     edges ranked first at budget 103 hold two edges from the input (to m1 and a3.h3) and 13 into
-    the logits, and no edge leaves m1 or a3.h3."""
+    the logits, and no edge leaves m1 or a3.h3. ``counts``: 'units' over token positions."""
     if not ids:
         return None
     names = ", ".join(ids[:shown]) + (f" and {len(ids) - shown:,} more" if len(ids) > shown else "")
-    one = len(ids) == 1
+    one, unit = len(ids) == 1, counts.rstrip("s")
     return (
-        f"{names} {'keeps' if one else 'keep'} no edge at budget {budget:,} (sort by edges to find "
-        f"{'it' if one else 'them'}): the {budget:,} edges {'its' if one else 'their'} method chose hold "
-        "no path from the input to the logits, and pruning drops every edge that lies on no such path, so the "
+        f"{names} {'keeps' if one else 'keep'} no {unit} at budget {budget:,} (sort by {counts} to find "
+        f"{'it' if one else 'them'}): the {budget:,} {counts} {'its' if one else 'their'} method chose hold "
+        f"no path from the input to the logits, and pruning drops every {unit} that lies on no such path, so the "
         "circuit is empty, the model runs as on the corrupted prompt, and "
         f"{'its NDF is' if one else 'their NDF is at most'} {max(ndf):.3f}."
     )
