@@ -27,6 +27,7 @@ from ..entry.budgets import MAX_BUDGET, checked_edge_count, mib_over_units, over
 from ..entry.request import Request, budget_tuple
 from ..measure.task_validity import gap_check_enabled
 from ..methods import method_traits
+from ..query.proposals import barely_predicts
 from .atlas import MANIFEST, MIB_FRACTIONS, mib_budgets
 from .consensus_run import earlier_consensus, evaluate_consensus
 from .dataset import DatasetTask, write_tasks
@@ -35,6 +36,7 @@ from .progress import BatchState, ProgressBar, report
 from .reuse import asked, method_configs, reuse_problem, write_request
 from .spaces import space_lines
 from .table import TableWriter, failure_row, finish, latest_by_key, read_rows, result_row
+from .unlikely import unlikely_line, unlikely_record
 from .work import WorkGroup, worker_name
 
 __all__ = ["BatchReport", "BatchRequest", "BatchState", "MethodRun", "ProgressBar", "run_batch"]
@@ -242,6 +244,7 @@ class _Run:
         self.state.total = len(self.items)
         self.shapes: list = [None] * len(self.tasks)
         self.missing: dict[int, tuple] = {}  # task index: (role, token) without its leading space
+        self.unlikely: dict[int, tuple] = {}  # task index: (answer's chance, top token, its chance)
         self.writer = TableWriter(self.out)
 
     def _key(self, task_index: int, method_index: int) -> str:
@@ -299,9 +302,13 @@ class _Run:
                 if isinstance(entry, str):  # the sentence why it cannot run
                     self.shapes[task_index] = entry
                 else:
-                    self.shapes[task_index], missing = entry
+                    self.shapes[task_index], missing, chance = entry
                     if missing:
                         self.missing[task_index] = missing
+                    if chance is not None and barely_predicts(
+                        self.tasks[task_index].task.answer, *chance[:2]
+                    ):
+                        self.unlikely[task_index] = chance
             state.done += len(piece)
             report(self.progress, state)
         report(self.progress, state, final=True)
@@ -312,6 +319,11 @@ class _Run:
         indices = {item.task_index for item in pending}
         self.measure(indices)
         for line in space_lines(self.tasks, {i: found for i, found in self.missing.items() if i in indices}):
+            self.say(line)
+        line = unlikely_line(
+            self.tasks, {i: found for i, found in self.unlikely.items() if i in indices}, len(indices)
+        )
+        if line:
             self.say(line)
         fit = []
         for item in pending:
@@ -415,6 +427,12 @@ class _Run:
                 "n_tasks": len(self.tasks),
                 "problems": list(request.problems),
                 "selection": self.selection,
+                "unlikely_answers": unlikely_record(
+                    self.tasks,
+                    self.unlikely,
+                    {i for i, shape in enumerate(self.shapes) if shape is not None},
+                    self.out / MANIFEST,
+                ),
             },
             "counts": {  # each row once: done + failed + refused (+ not run when interrupted) = items
                 "items": len(self.items),

@@ -30,6 +30,7 @@ from ..methods import RunContext, get_method
 from ..models import check_model_name, load_model
 from ..models.adapter import adapter_of, backend_of, model_dtype
 from ..models.catalog import looks_like_path
+from ..query.proposals import answer_chance
 from .dataset import Dataset, DatasetError, DatasetTask
 from .generate import generated_dataset
 from .mmlu_tasks import mmlu_tasks
@@ -105,7 +106,8 @@ def worker_name() -> str:
 # ----- planning: which tasks may share passes ---------------------------------------------------
 def task_shapes(model, tasks: list[DatasetTask], max_tokens: int = DEFAULT_MAX_TOKENS) -> list:
     """Each task's (shape, its answer and foils without their leading space:
-    ``entry.spaces.missing_spaces``), or the sentence why it cannot run. The shape is (prompt length,
+    ``entry.spaces.missing_spaces``, its answer's chance: ``proposals.answer_chance``), or the
+    sentence why it cannot run. The shape is (prompt length,
     metric, foil count, unchanged prefix): tasks of one shape share passes; sharing the prefix too
     (the positions before the corruption, which a pass runs once: ``activations.shared_prefix``)
     keeps a group from running the positions one task skips for the sake of another."""
@@ -115,7 +117,7 @@ def task_shapes(model, tasks: list[DatasetTask], max_tokens: int = DEFAULT_MAX_T
             prepared = prepare_task(model, item.task, max_tokens, need_corrupted=False)
             prefix = unchanged_prefix(prepared)
             shape = (prepared.n_positions, item.task.metric, len(prepared.foil_ids), prefix)
-            shapes.append((shape, missing_spaces(model, item.task)))
+            shapes.append((shape, missing_spaces(model, item.task), answer_chance(model, item.task)))
         except ValueError as error:
             shapes.append(reason(error))
     return shapes

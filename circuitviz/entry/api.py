@@ -22,7 +22,6 @@ from ..core.tasks import (
     PromptTask,
     TaskError,
     prepare_task,
-    single_token_id,
     unknown_words_note,
 )
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
@@ -33,7 +32,13 @@ from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
-from ..query.proposals import propose, propose_corruption, propose_foil, unlikely_answer_sentence
+from ..query.proposals import (
+    answer_chance,
+    propose,
+    propose_corruption,
+    propose_foil,
+    unlikely_answer_sentence,
+)
 from ..services.store import ResultStore
 from .budgets import API_BUDGETS, NO_BUDGETS, budget_findings, default_budgets, graph_total
 from .request import Request
@@ -103,15 +108,10 @@ def answer_note(model, task: PromptTask) -> str | None:
     """The app's sentence for an answer the model barely predicts after the prompt, with the
     command line's way out; None when it predicts it, or when the answer is not one token (the
     task's own check refuses that, in its own sentence)."""
-    from ..labels.logit_lens import token_probability
-
-    if not task.clean.strip() or not task.answer:
+    found = answer_chance(model, task)
+    if found is None:
         return None
-    try:
-        answer_id = single_token_id(model, task.answer, "answer")
-    except TaskError:
-        return None
-    chance, top, top_chance = token_probability(model, task.clean, answer_id)
+    chance, top, top_chance = found
     way_out = "give one it predicts with --answer, or a prompt whose answer it predicts"
     return unlikely_answer_sentence(task.answer, chance, top, top_chance, way_out)
 

@@ -57,13 +57,37 @@ CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
 UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
 
 
+def barely_predicts(answer: str, chance: float, top: str) -> bool:
+    """Whether the model barely predicts ``answer`` after the prompt: its probability ``chance``
+    is below ``UNLIKELY`` and it is not the model's top token ``top`` (the one check behind
+    discover's and the app's sentence and ``batch``'s line)."""
+    return chance < UNLIKELY and top != answer
+
+
+def answer_chance(model, task) -> tuple[float, str, float] | None:
+    """(the answer's probability after the clean prompt, the model's top next token, that token's
+    probability); None when the task has no prompt or answer, or the answer is not one token (the
+    task's own check refuses that, in its own sentence)."""
+    # here, not at the top: keeps torch out of the first paint
+    from ..core.tasks import TaskError, single_token_id
+    from ..labels.logit_lens import token_probability
+
+    if not task.clean.strip() or not task.answer:
+        return None
+    try:
+        answer_id = single_token_id(model, task.answer, "answer")
+    except TaskError:
+        return None
+    return token_probability(model, task.clean, answer_id)
+
+
 def unlikely_answer_sentence(
     answer: str, chance: float, top: str, top_chance: float, way_out: str
 ) -> str | None:
     """The sentence for an answer the model barely predicts after the prompt (below
     ``UNLIKELY``, and not its top token), ending with ``way_out``; None otherwise. A circuit
     explains what the model does, and it hardly does this (the app's inputs and the command line)."""
-    if chance >= UNLIKELY or top == answer:
+    if not barely_predicts(answer, chance, top):
         return None
     return (
         f"The model gives {shown_token(answer)} only {100 * chance:.1f}% after this prompt (its most likely "

@@ -1,0 +1,68 @@
+"""`circuitviz batch` says, in one line, which tasks have an answer the model barely predicts after
+the clean prompt (discover's check, ``proposals.barely_predicts``: under 5 % and not the top
+token), runs them all the same, and lists them in the manifest for the Dataset page. Before
+2026-12-06 discover warned of such a task and batch kept it silently (4 or 5 of 20 generated
+factual tasks on SmolLM2-135M)."""
+
+from __future__ import annotations
+
+import json
+
+from circuitviz.batch import ModelSource
+from circuitviz.batch.dataset import DatasetTask
+from circuitviz.batch.unlikely import unlikely_line
+from circuitviz.bench.toy_models import tiny_model
+from circuitviz.core.tasks import PromptTask
+from circuitviz.entry import cli
+from circuitviz.entry.api import answer_note
+from circuitviz.query.proposals import answer_chance, barely_predicts
+
+CLEAN = "When Mary and John went to the store , John gave a drink to"
+CORRUPTED = "When Alice and Bob went to the store , Carl gave a drink to"
+
+
+def test_batch_names_the_tasks_whose_answer_the_model_barely_predicts(tmp_path, monkeypatch, capsys):
+    model = tiny_model("gpt2")
+    chances = {
+        a: answer_chance(model, PromptTask(CLEAN, CORRUPTED, a, (" Bob",)))[0] for a in (" Mary", " ball")
+    }
+    assert chances[" Mary"] < 0.05 <= chances[" ball"]  # the toy model's figures the test rests on
+    rows = [
+        {"clean": CLEAN, "corrupted": CORRUPTED, "answer": " ball", "foil": " Bob"},
+        {"clean": CLEAN, "corrupted": CORRUPTED, "answer": " Mary", "foil": " Bob"},
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(
+        cli, "_batch_source", lambda args: ModelSource("tiny", factory=lambda: tiny_model("gpt2"))
+    )
+    argv = [
+        "batch", "--dataset", str(path), "--out", str(tmp_path / "out"), "--methods", "eap", "--budgets", "3,20",
+        "--keep-edges", "20", "--store", str(tmp_path / "store"), "--consensus", "0", "--no-task-check",
+    ]  # fmt: skip
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert "batch: 2 items: 2 finished" in captured.out  # said, not refused
+    said = [line for line in captured.err.splitlines() if "under 5%" in line]
+    assert len(said) == 1
+    assert "in 1 of 2 tasks (line 2: ' Mary' 0.8% (top 'ball' 9.2%))" in said[0]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    record = manifest["dataset"]["unlikely_answers"]
+    assert record["threshold"] == 0.05
+    assert [(entry["index"], entry["answer"]) for entry in record["tasks"]] == [(1, " Mary")]
+    assert abs(record["tasks"][0]["chance"] - chances[" Mary"]) < 1e-6
+    # discover's sentence rests on the same check: it speaks of ' Mary' and not of ' ball'
+    assert answer_note(model, PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",))).startswith(
+        "The model gives ' Mary' only"
+    )
+    assert answer_note(model, PromptTask(CLEAN, CORRUPTED, " ball", (" Bob",))) is None
+
+
+def test_the_line_names_the_first_tasks_then_a_count():
+    tasks = [DatasetTask(f"t{i}", PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",))) for i in range(5)]
+    line = unlikely_line(tasks, {i: (0.01, " John", 0.5) for i in range(5)}, 20)
+    assert "in 5 of 20 tasks (task 1 ('t0'): ' Mary' 1.0% (top ' John' 50.0%); task 2" in line
+    assert "task 3 ('t2')" in line and "task 4" not in line and "; and 2 more)" in line
+    assert unlikely_line(tasks, {}, 20) is None
+    assert barely_predicts(" Mary", 0.049, " John") and not barely_predicts(" Mary", 0.05, " John")
+    assert not barely_predicts(" John", 0.01, " John")  # the model's own top token, however unsure
