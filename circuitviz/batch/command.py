@@ -12,6 +12,7 @@ import numpy
 
 from ..core.curves import area_under_curve
 from ..core.text import counted, score_text
+from ..details.kinds import reference_words
 from .atlas import BatchTable, _matrix, curve_bands, mib_scores
 from .dataset import MAX_PROBLEMS_SHOWN, read_dataset
 from .table import TABLE
@@ -112,6 +113,9 @@ def summary_lines(batch: BatchTable) -> list[str]:
         head = "  budget (units)" if units else "  budget (edges)"
         lines.append(head + " ".join(f"{band['budget']:>7}" for band in bands))
         lines.append("  mean NDF      " + " ".join(f"{band['mean']:>7.3f}" for band in bands))
+        reference = reference_line(batch, label)
+        if reference:
+            lines.append(reference)
         needed = curve_bands(batch, label, "necessity")
         if needed:
             lines.append("  mean necess.  " + " ".join(f"{band['mean']:>7.3f}" for band in needed))
@@ -120,6 +124,24 @@ def summary_lines(batch: BatchTable) -> list[str]:
                 "  mean necess.  not measured: no task has a corrupted prompt, and without one this method measures none"
             )
     return lines
+
+
+def reference_line(batch: BatchTable, label: str) -> str | None:
+    """What a series' NDF is measured against where some task has no corrupted prompt (discover's
+    words: the neutral prompt, or ACC++'s signals knocked out); None when every task has one. Until
+    2026-12-06 the summary's 'mean NDF' named no reference for such tasks."""
+    rows = batch.rows(label, passing=True)
+    corrupted = rows.column("corrupted").to_pylist()
+    without = sum(1 for text in corrupted if not text)
+    if not without:
+        return None
+    words = reference_words(rows.column("method")[0].as_py())
+    if without == len(corrupted):
+        return f"  NDF's 0: no task has a corrupted prompt, so NDF is measured against {words}"
+    return (
+        f"  NDF's 0: the corrupted prompt, and for the {counted(without, 'task')} with none, {words} "
+        "(the mean mixes the two)"
+    )
 
 
 def failure_lines(batch: BatchTable, limit: int = MAX_PROBLEMS_SHOWN) -> list[str]:

@@ -119,6 +119,9 @@ class ACCDetails(MethodDetails):
 
     kind: ClassVar[str] = "acc++"
     version: ClassVar[int] = 1
+    no_corrupted_reference: ClassVar[str] = (
+        "its signals knocked out (the prompt with every signal ACC++ found knocked out of the queries and keys)"
+    )
 
     nodes: list = field(default_factory=list)
     edges: list = field(default_factory=list)

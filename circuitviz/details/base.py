@@ -32,6 +32,9 @@ class MethodDetails:
 
     kind: ClassVar[str] = ""
     version: ClassVar[int] = 1
+    # what NDF's 0 (the 'corrupted' figure) is, in words, for a task with no corrupted prompt
+    # (``reference_words``): every method that measures by patching uses the neutral prompt
+    no_corrupted_reference: ClassVar[str] = ""
 
     def to_dict(self) -> dict:
         return json_safe_deep(dataclasses.asdict(self))

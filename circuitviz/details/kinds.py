@@ -7,7 +7,7 @@ class as it is defined); a family defined elsewhere registers its own with ``reg
 from __future__ import annotations
 
 from .acc import ACCDetails
-from .base import DETAILS, MethodDetails, ResultFormatError
+from .base import DETAILS, NEUTRAL_PROMPT_WORDS, MethodDetails, ResultFormatError
 from .decomposition import DecompositionDetails
 from .edge_pruning import EdgePruningDetails
 from .ensemble import EnsembleDetails
@@ -60,3 +60,11 @@ def legacy_details(extra: dict) -> MethodDetails | None:
         "This stored result was made by an older circuitviz whose details this version cannot read; "
         "run the method again."
     )
+
+
+def reference_words(method: str) -> str:
+    """What NDF's 0 is, in words, for a task with no corrupted prompt under ``method`` (the batch
+    summary's line): the method's own reference (ACC++: its found signals knocked out), else
+    ``NEUTRAL_PROMPT_WORDS``. Families register under their method's name (ACC++: "acc++")."""
+    found = DETAILS.get(method)
+    return (found.no_corrupted_reference if found is not None else "") or NEUTRAL_PROMPT_WORDS
