@@ -260,9 +260,10 @@ def form(model_id: str, device: str = "auto") -> None:
     )
     left, right = st.columns([3, 1])
     budgets = left.text_input(
-        "budgets (edges, comma separated, or mib)", "mib", key=FORM + "budgets",
-        help="mib: MIB's ten fractions of the graph's edges, 0.1 % to 100 %, as the command's default; "
-        "a method with positions ticked counts (edge, position) units, so give it unit counts",
+        "budgets (comma separated, or mib)", "mib", key=FORM + "budgets",
+        help="each counts the graph's edges, or (edge, position) units for a method with positions ticked "
+        "(give it unit counts); mib: MIB's ten fractions of the graph's edges, 0.1 % to 100 %, as the "
+        "command's default",
     )  # fmt: skip
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     threads = 1
