@@ -30,6 +30,7 @@ from ..models import EMBEDDED_MODEL, ModelLoadError, check_model_name, load_mode
 from ..models.adapter import adapter_of
 from ..positions.graph import n_units
 from ..query.pairs import parse_paraphrases
+from ..query.templates import with_flags
 from ..services.store import ResultStore
 from . import outputs
 from .api import (
@@ -175,7 +176,7 @@ def cmd_discover(args) -> int:
     said = result.details.report_lines(result) if result.details is not None else []
     said = list(dict.fromkeys([*said, *(note for note in outputs.curve_notes(result) if note not in table)]))
     if said:
-        print("\n".join(said))
+        print(with_flags("\n".join(said)))  # no template family: the way out names the flags
     source = "from the result store (use --no-cache to recompute)" if cached else "computed now"
     print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()) + f"  [{source}]")
     if pairs is None and settings.get("paraphrase_source") == "file":
@@ -184,7 +185,7 @@ def cmd_discover(args) -> int:
         model, result, args.transfer_paraphrases, 5 if args.out else 0, pairs, args.max_tokens
     ):
         if line not in said:  # a sentence the method's lines just said (no template family) is said once
-            print(line)
+            print(with_flags(line, transfer=True))
     if args.out:
         part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
         marked = outputs.json_budget(result.budgets, total, keeps)  # not the whole graph, where others are
@@ -401,5 +402,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error.what}; {fix}.", file=sys.stderr)
         return 2
     except (TaskError, GraphError, ModelLoadError, UnknownMethodError, ValueError, OSError) as error:
-        print(f"error: {os_error_sentence(error) if isinstance(error, OSError) else error}", file=sys.stderr)
+        said = os_error_sentence(error) if isinstance(error, OSError) else with_flags(str(error))
+        print(f"error: {said}", file=sys.stderr)
         return 2

@@ -23,11 +23,30 @@ from .checks import model_answer, validate_pairs
 from .families import family, recognise
 from .pairs import ParaphraseError, ParaphrasePair
 
+NO_FAMILY_WAY_OUT = "give paraphrases in a file or use the openai source."
 NO_FAMILY = (
     "The prompt matches none of the built-in template families (indirect object, arithmetic, "
     "factual recall such as 'The capital of France is' or 'The currency of Japan is the', "
-    "occupation and pronoun, multiple choice); give paraphrases in a file or use the openai source."
+    f"occupation and pronoun, multiple choice); {NO_FAMILY_WAY_OUT}"
 )
+# the command line's ways out, naming its flags (the app's form names its own fields): for a
+# method's own paraphrases, and for the held-out transfer (which draws only template paraphrases)
+NO_FAMILY_FLAGS = (
+    "give paraphrase pairs in a file (--paraphrase-source file --paraphrases FILE) or use the openai "
+    "source (--paraphrase-source openai)."
+)
+NO_FAMILY_TRANSFER_FLAGS = (
+    "give paraphrase pairs of your own with --transfer-file FILE to measure the held-out transfer."
+)
+
+
+def with_flags(text: str, transfer: bool = False) -> str:
+    """``text`` with ``NO_FAMILY``'s way out replaced by the command line's flags (``transfer``:
+    those of the held-out transfer). "give paraphrases in a file" named no flag."""
+    flags = NO_FAMILY_TRANSFER_FLAGS if transfer else NO_FAMILY_FLAGS
+    return text.replace(NO_FAMILY, NO_FAMILY[: -len(NO_FAMILY_WAY_OUT)] + flags)
+
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 

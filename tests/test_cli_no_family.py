@@ -1,0 +1,59 @@
+"""A prompt no template family knows: the command line's sentence names its flags. Until
+2026-12-06 `discover` said "give paraphrases in a file or use the openai source", the app's words,
+naming no flag: a method's paraphrases come from --paraphrase-source file --paraphrases FILE (or
+--paraphrase-source openai), a held-out transfer's from --transfer-file FILE."""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz.bench.toy_models import tiny_model
+from circuitviz.entry import cli
+from circuitviz.measure.task_validity import CHECK_ENV
+from circuitviz.query.templates import NO_FAMILY, with_flags
+
+TASK = [
+    "--prompt",
+    "the cat sat on the",
+    "--corrupted",
+    "the ball sat on the",
+    "--answer",
+    " mat",
+    "--foil",
+    " park",
+]
+HEAD = "The prompt matches none of the built-in template families"
+METHOD_WAY = "give paraphrase pairs in a file (--paraphrase-source file --paraphrases FILE) or use the openai source (--paraphrase-source openai)."
+TRANSFER_WAY = "give paraphrase pairs of your own with --transfer-file FILE to measure the held-out transfer."
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    return model
+
+
+def test_a_method_that_needs_template_paraphrases_names_the_flags(tiny, capsys):
+    assert cli.main(["discover", *TASK, "--method", "average", "--budgets", "5"]) == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if HEAD in line]
+    assert line.startswith("error: ") and line.endswith(METHOD_WAY)
+    assert "give paraphrases in a file or use" not in line
+
+
+def test_the_held_out_transfer_names_transfer_file(tiny, capsys, tmp_path):
+    argv = ["discover", *TASK, "--method", "eap", "--budgets", "5", "--out", str(tmp_path / "c.json")]
+    assert cli.main(argv) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if HEAD in line]
+    assert line.endswith(TRANSFER_WAY)
+
+
+def test_the_app_keeps_its_own_words():
+    assert NO_FAMILY.endswith("give paraphrases in a file or use the openai source.")
+    assert (
+        with_flags(f"Transfer: {NO_FAMILY} More.")
+        == f"Transfer: {NO_FAMILY[: NO_FAMILY.index('; give')]}; {METHOD_WAY} More."
+    )
+    assert with_flags("other text", transfer=True) == "other text"
