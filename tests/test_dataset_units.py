@@ -169,14 +169,17 @@ def test_the_forms_keep_refusal_counts_units_for_a_method_over_positions():
 
 
 def test_the_forms_budgets_box_says_edges_only_where_they_count_edges(tmp_path, monkeypatch):
-    """The box is drawn before any method's positions tick: its label said 'budgets (edges, ...)'
-    over the unit counts a method over positions takes; what each counts is in its help."""
+    """The boxes are drawn before any method's positions tick: their labels said 'budgets (edges,
+    ...)' and 'keep circuits up to (edges)' over the unit counts a method over positions takes;
+    what each counts is in its help."""
     from dataset_jobs import dataset_page
 
-    from circuitviz.ui import batch_runner
+    from circuitviz.ui import batch_runner, batch_settings
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     at = dataset_page(monkeypatch, batch_runner.RUN, launcher=True)
     box = at.text_input(key=batch_runner.FORM + "budgets")
     assert box.label == "budgets (comma separated, or mib)"
     assert box.help.startswith("each counts the graph's edges, or (edge, position) units for a method")
+    # so does the box of the budgets the table keeps, a count of units over positions as well
+    assert at.number_input(key=batch_settings.KEY + "keep").label == "keep circuits up to budget"

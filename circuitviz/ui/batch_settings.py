@@ -85,7 +85,7 @@ def widgets(model_id: str, methods: list[str], budgets: str) -> BatchSettings:
     with st.expander("more settings: what the table keeps, the consensus, prompt length, method settings"):
         left, middle, right = st.columns([4, 3, 3], vertical_alignment="bottom")
         found.keep_edges = left.number_input(
-            "keep circuits up to (edges)", 1, MAX_EDGES, None, key=KEY + "keep",
+            "keep circuits up to budget", 1, MAX_EDGES, None, key=KEY + "keep",
             placeholder=tenth,
             help="the command's --keep-edges: the table keeps each prompt's circuit at every budget up "
             "to this, and only those budgets open in the atlas (its budget slider, consensus circuit, "
