@@ -12,6 +12,7 @@ from circuitviz.batch.command import summary_lines
 from circuitviz.batch.planted import planted_batch
 from circuitviz.details.base import NEUTRAL_PROMPT_WORDS
 from circuitviz.details.kinds import reference_words
+from circuitviz.measure.task_validity import CHECK_ENV
 
 
 def _without_corrupted(method: str, blank: int | None = None) -> atlas.BatchTable:
@@ -56,3 +57,17 @@ def test_a_mixed_batch_says_both_and_a_full_one_says_nothing():
     assert (
         "signals knocked out" in reference_words("acc++") and reference_words("eap") == NEUTRAL_PROMPT_WORDS
     )
+
+
+def test_a_task_with_no_corrupted_prompt_is_not_refused_for_its_reference(monkeypatch):
+    """The batch runs such a task unchecked (no gap to check); the atlas's stored check refused
+    ACC++'s rows whose knockout did not lower the metric by 1, and its series left the summary."""
+    monkeypatch.setenv(CHECK_ENV, "on")  # the suite turns the check off for its random models
+    batch = _without_corrupted("acc++")
+    table = batch.table
+    low = pa.array([value + 0.5 for value in table.column("clean_metric").to_pylist()], type=pa.float64())
+    table = table.set_column(table.schema.get_field_index("corrupted_metric"), "corrupted_metric", low)
+    batch = atlas.BatchTable(table=table, manifest=batch.manifest)
+    label = batch.labels[0]
+    assert batch.rows(label, passing=True).num_rows == batch.rows(label).num_rows == 10
+    assert any(line.startswith("acc++") for line in summary_lines(batch))

@@ -16,12 +16,16 @@ def task_refusals(rows: pa.Table) -> list[str | None]:
     """Each row's sentence from today's meaningful-task check (``task_validity.gap_problem``), read
     off the clean and corrupted metrics the batch stored (no model pass); None where the task
     passes or the row has no metrics. A stored atlas built before the check holds tasks it now
-    refuses (the corruption raising the answer's metric): the atlas leaves them out of its figures."""
+    refuses (the corruption raising the answer's metric): the atlas leaves them out of its figures.
+    A task with no corrupted prompt has no gap to check, as the batch runs it (``work._meaningful``):
+    its corrupted metric is NDF's 0 of the method's own (ACC++'s signals knocked out, else the
+    neutral prompt). Until 2026-12-06 that was checked here, and ACC++'s series on two SmolLM2
+    prompts (knockout gaps 0.889 and 0.568) left the batch summary unsaid."""
     found = []
     for clean, corrupted, answer, foils, metric, clean_metric, corrupted_metric in zip(
         *(rows.column(name).to_pylist() for name in COLUMNS)
     ):
-        if clean_metric is None or corrupted_metric is None:
+        if clean_metric is None or corrupted_metric is None or not corrupted:
             found.append(None)
             continue
         task = PromptTask(clean, corrupted, answer, tuple(foils or ()), metric)
