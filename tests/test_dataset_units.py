@@ -110,7 +110,8 @@ def test_the_atlas_of_a_batch_over_positions_counts_units(positions_batch):
     assert "budget %{x:,} units<br>" in hovers[0]  # the mean line; the consensus, its size in edges:
     assert "budget %{x:,} units: %{customdata[0]:,} edges<br>" in hovers[1]
     scores = at.dataframe[0].value  # the scores table: the series' CPR is the headline's
-    assert scores["CPR (MIB)"].iloc[0] == pytest.approx(summary["cpr"])
+    assert scores["CPR (units)"].iloc[0] == pytest.approx(summary["cpr"])  # the CSV's name too
+    assert "CPR (MIB)" not in scores and scores["CMD (units)"].iloc[0] == pytest.approx(summary["cmd"])
     budget = at.session_state["dataset.budget"]
     assert any(
         f"at budget {budget:,} (edge, position) units, each read as the edges its units use" in m.value

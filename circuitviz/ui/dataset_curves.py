@@ -182,7 +182,14 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
                 "CMD per prompt": found["per_prompt"]["cmd_nfs"]["mean"],
             }
         )
-    st.dataframe(pandas.DataFrame(table), hide_index=True, placeholder="—", column_config=SCORE_COLUMNS)
+    # the CSV download writes column names: 'CPR (MIB)' over a series over positions named MIB's
+    # areas over the model's edges where the figure is the batch summary's over its units
+    whose = "MIB" if not positioned else "units" if len(positioned) == len(batch.labels) else "MIB, or units"
+    names = {f"{score} (MIB)": f"{score} ({whose})" for score in ("CPR", "CMD")}
+    config = {names.get(name, name): value for name, value in SCORE_COLUMNS.items()}
+    st.dataframe(
+        pandas.DataFrame(table).rename(columns=names), hide_index=True, placeholder="—", column_config=config
+    )
     if any(short[name] != name for name in batch.labels):  # every setting of each series, once
         with st.expander("Each series' settings"):
             for name in batch.labels:
