@@ -71,3 +71,16 @@ def test_a_task_with_no_corrupted_prompt_is_not_refused_for_its_reference(monkey
     label = batch.labels[0]
     assert batch.rows(label, passing=True).num_rows == batch.rows(label).num_rows == 10
     assert any(line.startswith("acc++") for line in summary_lines(batch))
+
+
+def test_a_series_no_task_of_which_passes_the_check_is_said(monkeypatch):
+    """Such a series left the summary without a word (ACC++'s, before the check above was fixed)."""
+    monkeypatch.setenv(CHECK_ENV, "on")
+    planted = planted_batch(sizes=(6, 4), seed=1, method="eap")
+    table = planted.batch.table
+    high = pa.array([value + 0.5 for value in table.column("clean_metric").to_pylist()], type=pa.float64())
+    table = table.set_column(table.schema.get_field_index("corrupted_metric"), "corrupted_metric", high)
+    batch = atlas.BatchTable(table=table, manifest=planted.batch.manifest)
+    assert summary_lines(batch) == [
+        f"{batch.labels[0]}: no figures: none of its 10 finished tasks passes the validity check"
+    ]

@@ -82,9 +82,14 @@ def summary_lines(batch: BatchTable) -> list[str]:
     lines = []
     for label in batch.labels:
         scores = dataset_scores(batch, label)
-        if not scores:
-            continue
         stored = batch.rows(label).num_rows  # the figures are over the tasks that pass the check
+        if not scores:  # a series that left the summary unsaid
+            lines.append(
+                f"{label}: no figures: none of its {counted(stored, 'finished task')} passes the validity check"
+                if stored
+                else f"{label}: no figures: no task finished"
+            )
+            continue
         shown = counted(scores["n_prompts"], "prompt") + (
             f" (of {stored:,} stored: those that pass the validity check)"
             if stored != scores["n_prompts"]
