@@ -513,3 +513,35 @@ def test_a_one_task_batch_the_check_refuses_says_so_in_the_singular(batch_folder
     assert (
         warning.startswith("The one stored task of ") and " fails the validity check, so the atlas" in warning
     )
+
+
+def test_the_tasks_whose_answer_the_model_barely_predicts_are_named(batch_folder):
+    """The batch's manifest names the tasks whose answer the model barely predicts (discover's
+    check); the page lists them under one sentence, each answer as typed (never markup)."""
+    from circuitviz.batch.unlikely import unlikely_summary
+
+    manifest = json.loads((batch_folder / "manifest.json").read_text())
+    assert "unlikely_answers" in manifest["dataset"]  # the batch wrote the record
+    manifest["dataset"]["unlikely_answers"] = {
+        "threshold": 0.05,
+        "tasks": [
+            {
+                "index": 1,
+                "task_id": "p1",
+                "answer": " **Tom**",
+                "chance": 0.001,
+                "top": "\n",
+                "top_chance": 0.2,
+            }
+        ],
+    }
+    (batch_folder / "manifest.json").write_text(json.dumps(manifest))
+    sentence, lines = unlikely_summary(manifest)
+    assert sentence.startswith(
+        "The model gives the answer under 5% after the prompt, and not as its most likely next token, in 1 of 6 tasks:"
+    )
+    assert lines == ["p1: ' **Tom**' 0.1% (top '\\n' 20.0%)"]
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    assert markdown_text(sentence) in [e.label for e in at.expander]
+    assert any(m.value == markdown_text(lines[0]) for m in at.markdown)

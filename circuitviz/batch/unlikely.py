@@ -67,3 +67,32 @@ def unlikely_record(
 def _where(tasks: list[DatasetTask], index: int) -> str:
     item = tasks[index]
     return f"line {item.line}" if item.line else f"task {index + 1:,} ({shown(item.id, 20)})"
+
+
+def unlikely_summary(manifest: dict) -> tuple[str, list[str]] | None:
+    """(one sentence, a line per task) for the Dataset page: the manifest's tasks whose answer the
+    model barely predicts (``dataset.unlikely_answers``), or None when there is none (or the batch
+    predates the record)."""
+    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
+    record = dataset.get("unlikely_answers")
+    found = record.get("tasks") if isinstance(record, dict) else None
+    if not isinstance(found, list) or not found:
+        return None
+    threshold = float(record.get("threshold", UNLIKELY))
+    total = dataset.get("n_tasks")
+    of = f" of {total:,}" if isinstance(total, int) else ""
+    one = len(found) == 1
+    sentence = (
+        f"The model gives the answer under {100 * threshold:g}% after the prompt, and not as its most likely "
+        f"next token, in {len(found):,}{of} task{'' if one and not of else 's'}: "
+        f"{'its circuit explains' if one else 'their circuits explain'} little of what the model does. "
+        f"{'It counts' if one else 'They count'} in the figures (the validity check alone refuses tasks)."
+    )
+    lines = [
+        f"{entry.get('task_id', '')}: {shown_token(str(entry.get('answer', '')))} "
+        f"{100 * float(entry.get('chance', 0)):.1f}% (top {shown_token(str(entry.get('top', '')))} "
+        f"{100 * float(entry.get('top_chance', 0)):.1f}%)"
+        for entry in found
+        if isinstance(entry, dict)
+    ]
+    return sentence, lines
