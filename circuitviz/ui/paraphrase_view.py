@@ -13,6 +13,7 @@ from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases, warned_note
 from ..query.sources import source_problem
 from . import bon, loaders, result_view, state
 from .measure_offers import measure_offers
+from .paraphrase_downloads import paraphrase_downloads
 
 USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
 SETTINGS_KEY = "bon.settings"  # where the page's form keeps its settings (pages/paraphrases.py)
@@ -113,10 +114,16 @@ def candidates_at(model, result, budget: int) -> list[dict]:
     )
 
 
-def shared_edges(model, result, budget: int, circuit_edges: set[str]):
-    """The UpSet of the candidates' edges at ``budget``; a bar clicked (or an intersection
-    chosen below it) highlights its edges in the graph. Returns those edges, or None."""
-    sets = bon.candidate_edge_sets(model, result.model_id, result, budget, loaders.get_store())
+def candidate_sets(model, result, budget: int) -> dict[str, set[str]] | None:
+    """{candidate: its circuit's edges} at ``budget``: what the UpSet draws and its download holds."""
+    return bon.candidate_edge_sets(model, result.model_id, result, budget, loaders.get_store())
+
+
+def shared_edges(model, result, budget: int, circuit_edges: set[str], sets=None):
+    """The UpSet of the candidates' edges at ``budget`` (``sets``: ``candidate_sets``, found here
+    when not given); a bar clicked (or an intersection chosen below it) highlights its edges in the
+    graph. Returns those edges, or None."""
+    sets = candidate_sets(model, result, budget) if sets is None else sets
     if not sets or len(sets) < 2:
         shared = bon.shared_entry(result, budget)
         if sets or (shared is not None and len(shared.get("set_sizes") or ()) == 1):
@@ -198,7 +205,9 @@ def candidates_view(model, result) -> None:
         st.plotly_chart(render.candidate_figure(scores, budget), key="bon.candidates")
         st.caption(bon.winner_note(result, budget, point, scores, budget))
     circuit_edges = set(result.graph.edge_names_of(result.circuit(budget)))
-    highlight = shared_edges(model, result, budget, circuit_edges)
+    sets = candidate_sets(model, result, budget)  # the UpSet's and its download's: one set of data
+    highlight = shared_edges(model, result, budget, circuit_edges, sets)
+    paraphrase_downloads(result, budget, scores, sets)
     labels = loaders.node_labels(model, result.model_id, result.task)
     drawing = result_view.graph_drawing(
         result, budget, labels=labels, highlight=highlight, ndf=point.ndf if point else None
