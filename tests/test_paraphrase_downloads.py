@@ -111,3 +111,27 @@ def test_paraphrase_text_stays_data_in_the_csv():
     read = list(csv.DictReader(io.StringIO(candidates_csv(rows), newline="")))
     assert [row["paraphrase"] for row in read] == ["'" + text for text in hostile[:4]] + [hostile[4]]
     assert all(row["NDF"] == "-0.25" and row["corrupted"] == "plain" for row in read)
+
+
+def _downloads_page(with_sets: bool):
+    import types
+
+    from circuitviz.bench.toy_models import IOI_TASK
+    from circuitviz.ui.paraphrase_downloads import paraphrase_downloads
+
+    result = types.SimpleNamespace(model_id="m", method="bon", task=IOI_TASK, config={})
+    paraphrase_downloads(result, 10, [], {"q": {"a"}, "p1": {"a", "b"}} if with_sets else None)
+
+
+def test_the_page_offers_both_files_and_the_shared_edges_only_with_two_candidates():
+    """One candidate (no paraphrase usable) or no kept scores: the page draws no UpSet, and the
+    JSON of its intersections is not offered; the candidates' CSV is."""
+    from streamlit.testing.v1 import AppTest
+
+    for with_sets, labels in (
+        (True, ["Candidates (CSV)", "Shared edges (JSON)"]),
+        (False, ["Candidates (CSV)"]),
+    ):
+        at = AppTest.from_function(_downloads_page, args=(with_sets,)).run()
+        assert not at.exception, at.exception
+        assert [button.proto.label for button in at.get("download_button")] == labels
