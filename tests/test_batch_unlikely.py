@@ -66,3 +66,23 @@ def test_the_line_names_the_first_tasks_then_a_count():
     assert unlikely_line(tasks, {}, 20) is None
     assert barely_predicts(" Mary", 0.049, " John") and not barely_predicts(" Mary", 0.05, " John")
     assert not barely_predicts(" John", 0.01, " John")  # the model's own top token, however unsure
+
+
+def test_the_batched_chances_are_discovers_one_by_one():
+    """The batch reads every prompt's chance in padded passes; each is what discover's one-prompt
+    run gives (prompts of several lengths: the padding changes nothing)."""
+    from circuitviz.batch.work import answer_chances
+
+    model = tiny_model("gpt2")
+    tasks = [
+        PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",)),
+        PromptTask("When Mary and John went to the store ,", "x", " John", (" Bob",)),
+        PromptTask("the ball", "x", " gave", (" Bob",)),
+        PromptTask(CLEAN, CORRUPTED, " two words", (" Bob",)),  # not one token: no chance
+    ]
+    batched = answer_chances(model, tasks)
+    assert batched[3] is None
+    for task, found in zip(tasks[:3], batched):
+        alone = answer_chance(model, task)
+        assert found[1] == alone[1]
+        assert abs(found[0] - alone[0]) < 1e-5 and abs(found[2] - alone[2]) < 1e-5
