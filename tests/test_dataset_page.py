@@ -9,14 +9,12 @@ import pytest
 
 pytest.importorskip("streamlit")
 from graph_data import graph_data  # noqa: E402
+from ioi_batch_folder import ioi_batch  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
-from circuitviz.bench.toy_models import tiny_model  # noqa: E402
-from circuitviz.core.tasks import PromptTask  # noqa: E402
+from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.core.text import markdown_text  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
-from circuitviz.services.store import ResultStore  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
 
 TIMEOUT = 300
@@ -30,44 +28,11 @@ NAMES = [
 ]
 
 
-def _loader(model_id, device):
-    return tiny_model("gpt2", n_layers=2, n_heads=2)
-
-
 @pytest.fixture
 def batch_folder(tmp_path, monkeypatch):
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _loader)
-    tasks = [
-        DatasetTask(
-            f"p{i}",
-            PromptTask(
-                f"When {a} and {b} went to the store , {b} gave a drink to",
-                "When Alice and Bob went to the park , Carl gave a ball to",
-                f" {a}",
-                (f" {b}",),
-            ),
-            family="ioi",
-        )
-        for i, (a, b) in enumerate(NAMES)
-    ]
-    model = _loader("tiny", None)
-    model.cfg.model_name = EMBEDDED_MODEL  # the app's loader is stubbed: this id loads the tiny model
-    run(
-        tmp_path / "batch",
-        tasks=tasks,
-        methods=["eap-ig"],
-        settings={"ig_steps": 3},
-        budgets=[4, 10, 25, 60],
-        model=model,
-        model_id=EMBEDDED_MODEL,
-        store=ResultStore(tmp_path / "cache" / "results"),
-        keep_edges=60,
-        batch_tasks=4,
+    return ioi_batch(
+        tmp_path, monkeypatch, NAMES, ["eap-ig"], {"ig_steps": 3}, [4, 10, 25, 60], 60, batch_tasks=4
     )
-    return tmp_path / "batch"
 
 
 def _dataset(folder=None, source: str = "a batch folder…") -> AppTest:

@@ -12,17 +12,14 @@ import numpy
 import pytest
 
 pytest.importorskip("streamlit")
+from ioi_batch_folder import ioi_batch  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from circuitviz.batch import DatasetTask, atlas, run  # noqa: E402
+from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.batch.command import dataset_scores  # noqa: E402
 from circuitviz.batch.units import budget_fractions, counts, over_positions, unit_totals  # noqa: E402
-from circuitviz.bench.toy_models import tiny_model  # noqa: E402
-from circuitviz.core.tasks import PromptTask  # noqa: E402
-from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
 from circuitviz.positions.graph import n_units  # noqa: E402
 from circuitviz.render.atlas import band_figure  # noqa: E402
-from circuitviz.services.store import ResultStore  # noqa: E402
 from circuitviz.ui import prompt_table  # noqa: E402
 
 TIMEOUT = 300
@@ -30,43 +27,9 @@ BUDGETS = [4, 10, 25, 60, 400]
 NAMES = [("Mary", "John"), ("Tom", "Anna"), ("John", "Mary"), ("Anna", "Tom")]
 
 
-def _loader(model_id, device):
-    return tiny_model("gpt2", n_layers=2, n_heads=2)
-
-
 @pytest.fixture
 def positions_batch(tmp_path, monkeypatch):
-    import circuitviz.ui.loaders as loaders
-
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loaders, "MODEL_LOADER", _loader)
-    tasks = [
-        DatasetTask(
-            f"p{i}",
-            PromptTask(
-                f"When {a} and {b} went to the store , {b} gave a drink to",
-                "When Alice and Bob went to the park , Carl gave a ball to",
-                f" {a}",
-                (f" {b}",),
-            ),
-            family="ioi",
-        )
-        for i, (a, b) in enumerate(NAMES)
-    ]
-    model = _loader("tiny", None)
-    model.cfg.model_name = EMBEDDED_MODEL  # the app's loader is stubbed: this id loads the tiny model
-    run(
-        tmp_path / "batch",
-        tasks=tasks,
-        methods=["eap"],
-        settings={"positions": True},
-        budgets=BUDGETS,
-        model=model,
-        model_id=EMBEDDED_MODEL,
-        store=ResultStore(tmp_path / "cache" / "results"),
-        keep_edges=max(BUDGETS),
-    )
-    return tmp_path / "batch"
+    return ioi_batch(tmp_path, monkeypatch, NAMES, ["eap"], {"positions": True}, BUDGETS, max(BUDGETS))
 
 
 def _dataset(folder) -> AppTest:
