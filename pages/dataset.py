@@ -67,6 +67,7 @@ try:
 except atlas.AtlasError as error:
     st.error(markdown_sentence(str(error)))  # names the typed folder: shown as typed
     st.stop()
+st.caption(markdown_sentence(ui.model_line(batch.manifest, session.model or EMBEDDED_MODEL)))
 for note in batch.notes:  # damaged rows left out: named, never dropped silently
     st.warning(markdown_sentence(note))
 stamp = ui._stamp(batch.folder)

@@ -55,6 +55,8 @@ def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_fold
     label = batch.labels[0]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["prompts"] == "6"
+    # the batch's own model is named (the sidebar's is the app's, for new runs)
+    assert markdown_text(ui.model_line(batch.manifest, EMBEDDED_MODEL)) in [c.value for c in at.caption]
     assert metrics["CPR (MIB)"] == f"{atlas.mib_scores(batch, label)['cpr']:.3f}"
     curves = json.loads(at.get("plotly_chart")[0].proto.spec)
     bands = atlas.curve_bands(batch, label)
@@ -125,6 +127,21 @@ def test_stored_atlases_open_without_a_model(monkeypatch, tmp_path):
         assert {m.label: m.value for m in at.metric}["prompts"] == f"{len(batch.rows(batch.labels[0])):,}"
         assert batch.manifest["model"]["model_id"] == "gemma-3-270m"
         assert graph_data(at) and len(at.dataframe[-1].value) == len(batch.rows(batch.labels[0]))
+
+
+def test_the_page_names_the_model_the_batch_ran_on():
+    """A SmolLM2-135M batch was read under a sidebar naming Gemma-3-270M, and nothing on the page
+    named the batch's model; a prompt opened in Explore loads the batch's, as the line says."""
+    smol = {"model": {"model_id": "smollm2-135m", "device": "cpu"}}
+    assert ui.model_line(smol, EMBEDDED_MODEL) == (
+        "This batch ran on 'smollm2-135m' on cpu. The sidebar's model, 'gemma-3-270m', is for new "
+        "runs; a prompt opened in Explore from this batch loads 'smollm2-135m'."
+    )
+    assert ui.model_line(smol, "smollm2-135m") == "This batch ran on 'smollm2-135m' on cpu."
+    # a model the app cannot load: its prompts open nowhere (explore_problem says so), no promise
+    assert ui.model_line({"model": {"model_id": "my-lab/model"}}, EMBEDDED_MODEL) == (
+        "This batch ran on 'my-lab/model'."
+    )
 
 
 def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():

@@ -139,6 +139,22 @@ def clusters_view(
     }
 
 
+def model_line(manifest: dict, sidebar_model: str | None) -> str:
+    """Which model the batch ran on, and where the sidebar holds another one, that opening a prompt
+    in Explore loads the batch's: a SmolLM2-135M batch was read under a sidebar naming Gemma-3-270M,
+    and nothing on the page named the batch's model."""
+    model = manifest.get("model") or {}
+    model_id = str(model.get("model_id") or "a model the manifest does not name")
+    device = f" on {model['device']}" if model.get("device") else ""
+    line = f"This batch ran on {shown(model_id)}{device}."
+    if sidebar_model and sidebar_model != model_id and model_id in SUPPORTED_MODELS:
+        line += (
+            f" The sidebar's model, {shown(sidebar_model)}, is for new runs; a prompt opened in Explore "
+            f"from this batch loads {shown(model_id)}."
+        )
+    return line
+
+
 def explore_problem(manifest: dict) -> str | None:
     """Why this batch's prompts cannot open in Explore (its model is not one the app loads), or None."""
 
