@@ -125,12 +125,13 @@ def _downloads_page(with_sets: bool):
 
 def test_the_page_offers_both_files_and_the_shared_edges_only_with_two_candidates():
     """One candidate (no paraphrase usable) or no kept scores: the page draws no UpSet, and the
-    JSON of its intersections is not offered; the candidates' CSV is."""
+    JSON of its intersections is not offered; the candidates' CSV is, and the drawn circuit's JSON
+    (Explore's; the page offered none, so a Best-of-N circuit seen here had to be run again there)."""
     from streamlit.testing.v1 import AppTest
 
     for with_sets, labels in (
-        (True, ["Candidates (CSV)", "Shared edges (JSON)"]),
-        (False, ["Candidates (CSV)"]),
+        (True, ["Candidates (CSV)", "Circuit (JSON)", "Shared edges (JSON)"]),
+        (False, ["Candidates (CSV)", "Circuit (JSON)"]),
     ):
         at = AppTest.from_function(_downloads_page, args=(with_sets,)).run()
         assert not at.exception, at.exception

@@ -15,7 +15,7 @@ import streamlit as st
 from .. import render
 from ..core.results import json_safe
 from . import bon
-from .downloads import file_name
+from .downloads import circuit_json, file_name
 
 FORMAT = "circuitviz shared edges 1"
 # a spreadsheet reads a cell beginning with one of these as a formula ('=HYPERLINK(...)' in a
@@ -138,6 +138,18 @@ def paraphrase_downloads(result, budget: int, scores: list[dict], sets: dict[str
             "The paraphrase table (every pair, the ones left out with their reason) with each candidate's "
             f"NDF and edges at budget {int(budget):,}, as the chart draws them. A text beginning with "
             "=, +, -, @ is written with a leading ' so a spreadsheet does not run it as a formula"
+        ),
+    )
+    row.download_button(  # the circuit drawn below, as Explore's: what `evaluate --circuit` reads
+        "Circuit (JSON)",
+        data=lambda: json.dumps(circuit_json(result, budget)),
+        file_name=file_name(result, "circuit", "json", budget),
+        mime="application/json",
+        key="bon.circuitjson",
+        on_click="ignore",
+        help=(
+            f"This {result.method} circuit at budget {int(budget):,} (the one drawn below) in the EAP-IG "
+            "library's graph format, with its held-out transfer; readable by `circuitviz evaluate --circuit`"
         ),
     )
     if sets and len(sets) >= 2:
