@@ -48,6 +48,24 @@ def _refuse(model_id, device):
     raise AssertionError("the Dataset page must not load a model to show an atlas")
 
 
+def _checked(folder, monkeypatch, table, corrupted: list[float]) -> AppTest:
+    """The page on the batch ``folder`` whose results are ``table`` with these corrupted metrics,
+    as a batch run with the validity check (the tests run theirs without it, and the atlas then
+    counts every task)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    index = table.column_names.index("corrupted_metric")
+    column = pa.array(corrupted, type=pa.float64())
+    pq.write_table(table.set_column(index, "corrupted_metric", column), folder / "results.parquet")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps(dict(manifest, task_check=True)))
+    monkeypatch.setenv(CHECK_ENV, "on")
+    return _dataset(folder)
+
+
 def test_a_batch_folder_shows_its_atlas_and_opens_a_prompt_in_explore(batch_folder):
     at = _dataset(batch_folder)
     assert not at.exception, at.exception
@@ -206,24 +224,14 @@ def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch, 
 def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkeypatch):
     """A stored batch where the check now refuses two tasks: the page says so in one sentence and
     every figure it shows equals the atlas's over the four passing tasks alone."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from circuitviz.measure.task_validity import CHECK_ENV
-
-    path = batch_folder / "results.parquet"
-    table = pq.read_table(path)
+    table = pq.read_table(batch_folder / "results.parquet")
     ids = table.column("task_id").to_pylist()
     clean = table.column("clean_metric").to_pylist()
     # the tiny model's tasks: two refused (the corruption raising the metric), the others passing
     raised = [c + 0.5 if i in ("p0", "p3") else c - 2.0 for i, c in zip(ids, clean)]
-    index = table.column_names.index("corrupted_metric")
-    pq.write_table(table.set_column(index, "corrupted_metric", pa.array(raised, type=pa.float64())), path)
-    # a batch run with the check (the tests run theirs without it, and the atlas then counts every task)
-    manifest = json.loads((batch_folder / "manifest.json").read_text())
-    (batch_folder / "manifest.json").write_text(json.dumps(dict(manifest, task_check=True)))
-    monkeypatch.setenv(CHECK_ENV, "on")
-    at = _dataset(batch_folder)
+    at = _checked(batch_folder, monkeypatch, table, raised)
     assert not at.exception, at.exception
     batch = atlas.BatchTable.load(batch_folder)
     label = batch.labels[0]
@@ -476,20 +484,11 @@ def test_the_atlas_curves_legend_sits_under_the_axis_title_with_room_of_its_own(
 
 def test_a_one_task_batch_the_check_refuses_says_so_in_the_singular(batch_folder, monkeypatch):
     """'None of the 1 stored tasks of eap-ig passes the validity check' (a one-prompt batch)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from circuitviz.measure.task_validity import CHECK_ENV
-
-    path = batch_folder / "results.parquet"
-    table = pq.read_table(path).slice(0, 1)
+    table = pq.read_table(batch_folder / "results.parquet").slice(0, 1)
     raised = [c + 0.5 for c in table.column("clean_metric").to_pylist()]  # the corruption raises it
-    index = table.column_names.index("corrupted_metric")
-    pq.write_table(table.set_column(index, "corrupted_metric", pa.array(raised, type=pa.float64())), path)
-    manifest = json.loads((batch_folder / "manifest.json").read_text())
-    (batch_folder / "manifest.json").write_text(json.dumps(dict(manifest, task_check=True)))
-    monkeypatch.setenv(CHECK_ENV, "on")
-    at = _dataset(batch_folder)
+    at = _checked(batch_folder, monkeypatch, table, raised)
     assert not at.exception, at.exception
     (warning,) = [w.value for w in at.warning if "validity check" in w.value]
     assert (
