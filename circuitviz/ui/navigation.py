@@ -19,6 +19,8 @@ def run_app() -> None:
     startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
     app_navigation = st.navigation([*pages(), default_alias(_to_default)])
+    if app_navigation.url_path == DEFAULT:  # /explore: on to "/" before the sidebar reads the link
+        _to_default()
     sidebar()
     not_here = demo_not_here_sentence(app_navigation.title, state.session.demo)
     if not_here:  # a demo link to a page without demo mode: said, not ignored
@@ -27,9 +29,11 @@ def run_app() -> None:
 
 
 def _to_default() -> None:
-    """``/explore`` goes to the default page at ``/`` with the link's values (the sidebar has
-    read them from the URL by now)."""
-    switch_to(DEFAULT, state.url_params())
+    """``/explore`` goes to the default page at ``/`` with the link's own parameters, each of its
+    values (a parameter given twice, twice), so the page reads and names them as it does at ``/``.
+    It forwarded the values the sidebar had read, after the sidebar's sentences about the rest: a
+    link's unknown model, a parameter given twice and ``demo=yes`` opened there unsaid (2026-12-06)."""
+    switch_to(DEFAULT, {name: st.query_params.get_all(name) for name in st.query_params})
 
 
 def inside_app() -> None:
