@@ -43,7 +43,7 @@ def _link_unit(edge: Mapping, decision: Mapping | None) -> str:
     directions = ", ".join(str(k) for k in edge["directions"])
     text = (
         f"{SIDE_NAMES[edge['side']]} signal, singular direction(s) {directions} (rank {edge['rank']}), "
-        f"weight drop {edge['weight_drop']:.3f}"
+        f"IG {edge['attribution']:+.4g} to the attention weight, weight drop {edge['weight_drop']:.3f}"
     )
     if decision is not None:
         text += f"; decision {decision['destination_token']!r} → {decision['source_token']!r}"
@@ -121,6 +121,7 @@ def position_graph_html(
         height_px=height_px,
         notes=notes,
         estimates_metric=False,
+        bold=f"decision #{highlight_decision}'s signals" if highlight_decision is not None else "",
     )
 
 

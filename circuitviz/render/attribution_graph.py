@@ -136,7 +136,11 @@ def fitted_font(layout_width: float, frame_width: float = MIN_FRAME_WIDTH) -> fl
     return max(BASE_FONT, MIN_TEXT_PX * layout_width / max(frame_width, 1.0))
 
 
-def _node_title(node: GraphNode, token: str) -> str:
+def _node_title(node: GraphNode, token: str, estimates_metric: bool = True) -> str:
+    """A node's hover. ``estimates_metric`` false (ACC++'s signals: attributions to attention
+    weights): its size is said as the method's own scores, not a rise of the metric (its hover
+    read "estimated rise of the metric it carries" beside a card saying "not an effect on the
+    metric")."""
     kinds = {
         "head": f"attention head {node.head} of layer {node.layer}",
         "mlp": f"MLP of layer {node.layer}",
@@ -147,7 +151,10 @@ def _node_title(node: GraphNode, token: str) -> str:
         f"<b>{_escape(node.component)}</b> at position {node.position}",
         _escape(kinds.get(node.kind, node.kind)),
         f"token: {_escape(repr(token))}",
-        f"contribution: {node.influence:+.4g} (estimated rise of the metric it carries)",
+        f"contribution: {node.influence:+.4g} (estimated rise of the metric it carries)"
+        if estimates_metric
+        else f"size: {node.influence:.4g}, the summed |score| of its links out (the method's own scores, "
+        "not an effect on the metric)",
     ]
     if node.caption:
         lines.append(_escape(node.caption))
@@ -157,19 +164,31 @@ def _node_title(node: GraphNode, token: str) -> str:
     return "<br>".join(lines)
 
 
-def _link_title(link: GraphLink) -> str:
+def _link_title(link: GraphLink, estimates_metric: bool = True) -> str:
+    """A link's hover: its unit, ends, the input it feeds and its weight; ``estimates_metric`` false:
+    the weight is the method's own score, said so (an ACC++ signal's attribution to an attention
+    weight read "supports the answer")."""
     lines = [f"<b>{_escape(link.unit or link.source + ' → ' + link.target)}</b>"]
     lines.append(f"{_escape(link.source)} → {_escape(link.target)}")
     lines.append(f"feeds the {_escape(LINK_KIND_NAMES.get(link.kind, link.kind))} input")
-    verb = "supports the answer" if link.weight >= 0 else "works against the answer"
-    lines.append(f"weight {link.weight:+.4g} ({verb})")
+    if estimates_metric:
+        verb = "supports the answer" if link.weight >= 0 else "works against the answer"
+        lines.append(f"weight {link.weight:+.4g} ({verb})")
+    else:
+        lines.append(f"score {link.weight:+.4g} (the method's own score, not an effect on the metric)")
     return "<br>".join(lines)
 
 
-def legend_line(kinds: Iterable[str] | None = None) -> tuple[str, str]:
+def legend_line(
+    kinds: Iterable[str] | None = None, estimates_metric: bool = True, bold: str = ""
+) -> tuple[str, str]:
     """(one-line legend as HTML, the rest of the key as plain text for its hover). ``kinds``: the
     inputs the drawn links feed; only their colours are keyed (ACC++'s signals on Signals feed
-    queries and keys alone, and the key listed value and MLP-input colours drawn nowhere)."""
+    queries and keys alone, and the key listed value and MLP-input colours drawn nowhere).
+    ``bold``: what the bold links are when the caller chose them (Signals: one decision's
+    signals; it read "bold: strongest paths" under "decision #0 highlighted"); default the
+    strongest paths. ``estimates_metric`` false: sizes and dashes are said as the method's own
+    scores, not as the answer's metric."""
     shown = set(KIND_COLOURS) if kinds is None else set(kinds)
     swatches = "".join(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {colour}"></span>'
@@ -179,13 +198,20 @@ def legend_line(kinds: Iterable[str] | None = None) -> tuple[str, str]:
     )
     # an imported graph's links feed no input we can name: no colour key at all
     feeds = f"link colour = the input it feeds: {swatches} " if swatches else ""
-    line = f"x: token, y: layer; {feeds}bold: strongest paths"
+    line = f"x: token, y: layer; {feeds}bold: {_escape(bold) if bold else 'strongest paths'}"
     more = (
         "x: token position (the prompt's tokens along the bottom), y: layer (embeddings at the bottom, "
-        "the answer at the top). Node size: contribution. Bold links: the strongest paths to the "
-        "answer; dashed: works against the answer. Click a node for its card."
+        "the answer at the top). "
     )
-    return line, more
+    strongest = bold or "the strongest paths to the answer"
+    if estimates_metric:
+        more += f"Node size: contribution. Bold links: {strongest}; dashed: works against the answer."
+    else:
+        more += (
+            "Node size: the summed |score| of its links out; link width: |score|; both the method's own "
+            f"scores, not an effect on the answer's metric. Bold links: {strongest}; dashed: a negative score."
+        )
+    return line, more + " Click a node for its card."
 
 
 # what is written under a name when the caller gives no key of its own
@@ -227,13 +253,15 @@ def attribution_graph_html(
     caption_key: str = "",
     notes: list[str] | None = None,
     estimates_metric: bool = True,
+    bold: str = "",
 ) -> GraphDrawing:
     """The graph as a ``VisGraph`` and its standalone page (every script inline).
 
     ``highlight``: (source, target) pairs to draw bold (default: the ``n_paths`` strongest paths
     to the answer). At most ``max_links`` links are drawn, the strongest; the page says how many
     were left out. ``estimates_metric``: the links' weights estimate the metric's change (what a
-    node's card may say of them; ACC++'s signals do not). The text is sized to be ``MIN_TEXT_PX``
+    node's card, its hover, a link's hover and the key may say of them; ACC++'s signals do not).
+    ``bold``: what the ``highlight`` links are, for the key (default: the strongest paths). The text is sized to be ``MIN_TEXT_PX``
     on screen in a ``frame_width`` px frame; the drawing is fitted to whatever frame it is shown in
     (nothing scrolls sideways).
     """
@@ -298,7 +326,7 @@ def attribution_graph_html(
             {
                 "id": node.id,
                 "label": label,
-                "title": _node_title(node, token),
+                "title": _node_title(node, token, estimates_metric),
                 "x": x,
                 "y": y,
                 "size": min(size, font),
@@ -318,7 +346,7 @@ def attribution_graph_html(
                 "id": f"{link.source}->{link.target}#{index}",
                 "from": link.source,
                 "to": link.target,
-                "title": _link_title(link),
+                "title": _link_title(link, estimates_metric),
                 "color": {"color": colour if lit else FADED, "opacity": 1.0 if lit else 0.7},
                 "width": (width := (2.5 if lit else 0.5) + 6 * (abs(link.weight) / top)),  # 6 * 1e308 is inf
                 "dashes": dash_pattern(link.weight < 0, width),
@@ -326,9 +354,11 @@ def attribution_graph_html(
                 "arrows": {"to": {"enabled": True, "scaleFactor": 0.4}},
             }
         )
-    line, more = legend_line({link.kind for link in drawn})
-    # one sentence on what is under a name: the caller's, else ours (both read "under a name: ...")
-    more += " " + key_sentence(caption_key or UNDER_A_NAME)
+    line, more = legend_line({link.kind for link in drawn}, estimates_metric, bold)
+    # one sentence on what is under a name: the caller's, else ours (both read "under a name: ...");
+    # ours speaks of the metric, so not for scores that are not its (ACC++ writes nothing there)
+    if caption_key or estimates_metric:
+        more += " " + key_sentence(caption_key or UNDER_A_NAME)
     vis = VisGraph(
         nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )

@@ -1,0 +1,98 @@
+"""What the Signals page's drawing and tables say of ACC++'s figures: each sentence true of the
+number beside it (an audit on Gemma-3-270M and SmolLM2-135M, 2026-12-06)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from circuitviz.render.acc_graph import position_graph_html
+
+
+def _decision(index: int, node: str, destination: int, source: int, weight: float) -> dict:
+    layer, head = (int(part) for part in node.split("@")[0][1:].split(".h"))
+    side = {"reached": True, "curve": [weight, weight / 4], "removals": [{}]}
+    return {
+        "index": index,
+        "node": node,
+        "layer": layer,
+        "head": head,
+        "destination": destination,
+        "source": source,
+        "destination_token": " of",
+        "source_token": " Wall",
+        "weight": weight,
+        "threshold": 0.2,
+        "depth": 1,
+        "query": side,
+        "key": side,
+    }
+
+
+def acc_details():
+    """An ACC++ result's details in the shape ``acc.circuit.circuit_json`` writes: a12.h2 at ' of'
+    attends ' Wall', its query written by m11 there, its key by m3 at ' Wall'; a12.h2 is a seed of
+    the answer (an edge into the logits, its share of the seeds' direct effect)."""
+    tokens = ["<bos>", "The", " Great", " Wall", " is", " in", " of"]
+    nodes = [
+        {"id": "a12.h2@6", "component": "a12.h2", "kind": "head", "layer": 12, "head": 2, "position": 6},
+        {"id": "m11@6", "component": "m11", "kind": "mlp", "layer": 11, "head": None, "position": 6},
+        {"id": "m3@3", "component": "m3", "kind": "mlp", "layer": 3, "head": None, "position": 3},
+        {"id": "logits@6", "component": "logits", "kind": "logits", "layer": 18, "head": None, "position": 6},
+    ]
+
+    def signal(source: str, side: str, ig: float) -> dict:
+        return {
+            "source": source,
+            "target": "a12.h2@6",
+            "side": side,
+            "decision": 0,
+            "directions": [24, 6],
+            "rank": 2,
+            "attribution": ig,
+            "weight_drop": ig + 0.03,
+            "via_source": None,
+        }
+
+    edges = [
+        {
+            "source": "a12.h2@6",
+            "target": "logits@6",
+            "side": "logits",
+            "decision": None,
+            "directions": [],
+            "rank": 0,
+            "attribution": 0.16,
+            "direct_effect": 0.9,
+            "weight_drop": 0.0,
+            "via_source": 3,
+        },
+        signal("m11@6", "q", 0.4166),
+        signal("m3@3", "k", 0.1581),
+    ]
+    return SimpleNamespace(
+        tokens=tokens, nodes=nodes, edges=edges, decisions=[_decision(0, "a12.h2@6", 6, 3, 0.762)]
+    )
+
+
+def test_the_signals_drawing_says_its_scores_are_acc_own_and_what_its_bold_links_are():
+    drawing = position_graph_html(acc_details(), title="t", highlight_decision=0)
+    vis = drawing.vis
+    titles = {node["id"]: node.get("title", "") for node in vis.nodes}
+    head = titles["a12.h2@6"]
+    # the hover read "contribution: +0.5766 (estimated rise of the metric it carries)" beside a card
+    # saying "the method's own scores, not an effect on the metric"
+    assert "estimated rise of the metric" not in head
+    assert "the method's own scores, not an effect on the metric" in head
+    links = [edge["title"] for edge in vis.edges]
+    # a signal's IG to an attention weight read "weight +0.4166 (supports the answer)"
+    assert not any("supports the answer" in t or "works against the answer" in t for t in links)
+    query = next(t for t in links if "m11@6 → a12.h2@6" in t)
+    assert "IG +0.4166 to the attention weight" in query and "score +0.4166 (the method's own score" in query
+    # bold: decision #0's signals (it read "bold: strongest paths" under "decision #0 highlighted")
+    assert "bold: decision #0&#x27;s signals" in vis.legend or "bold: decision #0's signals" in vis.legend
+    assert "strongest paths" not in vis.legend and "strongest paths" not in vis.legend_more
+    assert "raises the answer's metric" not in vis.legend_more and "works against" not in vis.legend_more
+    lit = {edge["id"].split("#")[0] for edge in vis.edges if edge["color"]["opacity"] == 1.0}
+    assert lit == {"m11@6->a12.h2@6", "m3@3->a12.h2@6"}  # the bold ones are the decision's signals
+    # a drawing with no decision chosen keeps the strongest paths
+    assert "bold: strongest paths" in position_graph_html(acc_details()).vis.legend
