@@ -23,7 +23,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import compare, panel, run  # noqa: E402
+    from circuitviz.ui import compare, compare_kept, panel, run  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
     given = inputs.task_inputs(model, model_id, prompt)
@@ -36,11 +36,18 @@ if len(chosen) < 2:
     st.error("Choose at least two methods to compare.")
 ready = given.task is not None and 2 <= len(chosen) <= 4 and budgets is not None
 requests = compare.requests(model, model_id, given.task, chosen, budgets) if ready else {}
-kept = panel.run_many(model, model_id, requests, button="Run the comparison", key="compare.run")
-results = {n: r for n, r in kept.items() if r is not None and r.task == given.task}
+usable = compare_kept.comparable(given.task)  # of this task, an edge circuit
+kept = panel.run_many(
+    model, model_id, requests, button="Run the comparison", key="compare.run", usable=usable
+)
+results = {n: r for n, r in kept.items() if r is not None and usable(r)}
+positions = compare_kept.over_positions(chosen, results, model_id, given.task)
+if positions:  # a result kept from Explore over token positions: left out, and said to be
+    st.info(compare_kept.over_positions_sentence(positions))
+missing = compare.not_run_sentence([n for n in chosen if n not in positions], results)
 if len(results) >= 2 and compare.common_budgets(results):
-    if compare.not_run_sentence(chosen, results):
-        st.info(compare.not_run_sentence(chosen, results))
+    if missing:
+        st.info(missing)
     labels = loaders.node_labels(model, model_id, given.task)
     compare.comparison_view(results, labels=labels, model=model)
 elif results:

@@ -184,3 +184,36 @@ def test_a_method_over_positions_on_explore_is_compared_over_edges_and_said_so()
     assert not result.positions
     said = [c.value for c in at.caption if "over token positions" in c.value]
     assert len(said) == 1 and said[0].startswith("EAP runs over edges here"), said
+
+
+def test_a_result_kept_from_explore_over_positions_is_left_out_and_said_to_be():
+    """EAP run over positions on Explore, flow routes over edges, then Compare with the two: it
+    compared the kept circuit over positions as if edges ('eap: NDF 0.119 with 18 edges' for 18
+    units, its curve on the edge axis up to 100k; Gemma-3-270M, an audit, 2026-12-06)."""
+    from explore_session import explore_session, run_it
+
+    at = run_it(
+        explore_session({**BASE, "method": "eap", "settings": '{"positions": true}', "budgets": "5,10,20"})
+    )
+    assert not at.exception, at.exception
+    assert at.session_state["results"]["eap"].positions
+    at.selectbox(key="w.method").set_value("flow-routes").run()
+    at = run_it(at)
+    assert not at.exception, at.exception
+    at = at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare.methods").set_value(["eap", "flow-routes"]).run()
+    assert not at.exception, at.exception
+    assert [h.value for h in at.subheader] == []  # no comparison of a circuit over positions
+    said = [i.value.replace("\\", "") for i in at.info]
+    assert (
+        "The result of EAP for this prompt is over token positions (as run on Explore): its budgets count "
+        "(edge, position) units, not edges, so the comparison below leaves it out; run the comparison to "
+        "compute it over edges."
+    ) in said, said
+    assert not any("earlier inputs" in s for s in said), said  # none of it is below
+    assert not any("EAP has no result" in s for s in said), said  # it has one, over positions
+    at.button(key="compare.run").click().run()  # EAP over edges now: both compared
+    assert not at.exception, at.exception
+    assert [h.value for h in at.subheader] == ["EAP", "Information flow routes"]
+    assert not at.session_state["results"]["eap"].positions
+    assert not any("over token positions (as run" in i.value for i in at.info)

@@ -81,10 +81,11 @@ def run_panel(
     return panel
 
 
-def run_many(model, model_id: str, requests: dict, *, button: str, key: str) -> dict:
+def run_many(model, model_id: str, requests: dict, *, button: str, key: str, usable=None) -> dict:
     """Compare's panel: one request per method (each priced just before it runs, so the runs
     before it calibrate its estimate), one button for all; {method: the result on screen}, each
-    the kept or stored result of exactly its request, else its earlier one (said once)."""
+    the kept or stored result of exactly its request, else its earlier one (said once). An earlier
+    one that ``usable`` refuses is not shown (None), and not said to be below."""
     clicked = run.run_button(button, bool(requests), key=key)
     state.write_to_url()  # before the runs: a reload while they go on comes back to them
     shown = {}
@@ -99,6 +100,11 @@ def run_many(model, model_id: str, requests: dict, *, button: str, key: str) -> 
             )
             if refused is None:
                 shown[name] = run.run_with_status(model, priced) or shown[name]
+    if usable is not None:  # (Compare: another prompt's result, or a circuit over positions)
+        shown = {
+            name: r if r is None or matches(r, requests[name]) or usable(r) else None
+            for name, r in shown.items()
+        }
     if any(r is not None and not matches(r, requests[n]) for n, r in shown.items()):
         st.info(EARLIER.format(button=button))
     return shown
