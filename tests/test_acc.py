@@ -587,6 +587,7 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "ACC++ circuit:" in printed and "knockout of the" in printed
+    assert "  Removing the " in printed  # what the knockout shows, as the Signals page says it
     assert "transfer: not measured: this task has no corrupted prompt" in printed
     data = json.loads(out.read_text())
     assert data["method"] == "acc++" and data["config"]["k"] == 1.5
@@ -670,13 +671,14 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     knockout = at.dataframe[2].value  # a measure per row, a run per column: it fits a 1,000 px page
     assert list(knockout.columns) == ["measure", "clean", "found removed", "random removed"]
     assert list(knockout["measure"]) == [
-        "metric",
+        "logit difference",  # the task's metric by name: it read "metric"
         "mean traced attention",
         "residual cosine",
         "residual norm ratio",
     ]
     assert list(knockout["clean"])[2:] == [1.0, 1.0]
     assert any(c.value.startswith("found removed: the ") for c in at.caption)
+    assert any(m.value.startswith("Removing the ") for m in at.markdown)  # what the figures show
     # choosing another decision keeps the page whole
     if len(decisions) > 1:
         at.selectbox(key="signals.decision").set_value(1)

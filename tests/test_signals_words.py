@@ -96,3 +96,57 @@ def test_the_signals_drawing_says_its_scores_are_acc_own_and_what_its_bold_links
     assert lit == {"m11@6->a12.h2@6", "m3@3->a12.h2@6"}  # the bold ones are the decision's signals
     # a drawing with no decision chosen keeps the strongest paths
     assert "bold: strongest paths" in position_graph_html(acc_details()).vis.legend
+
+
+def knocked(clean, found, random, weights=(0.345, 0.087, 0.345), draws=5):
+    """Details whose knockout moved the metric clean -> found (random: ``random``)."""
+    return SimpleNamespace(
+        faithfulness={
+            "knockout": {
+                "n_signals": 155,
+                "n_random_draws": draws,
+                "clean": {"metric": clean, "mean_weight": weights[0]},
+                "found": {"metric": found, "mean_weight": weights[1], "cosine": 0.99, "norm_ratio": 1.0},
+                "random": {"metric": random, "mean_weight": weights[2], "cosine": 1.0, "norm_ratio": 1.0},
+            }
+        }
+    )
+
+
+def test_the_knockout_names_its_metric_and_says_which_way_its_figures_went():
+    from circuitviz.acc.tables import knockout_caption, knockout_rows, knockout_verdict, metric_words
+    from circuitviz.core.tasks import PromptTask
+
+    task = PromptTask(clean="When Mary and John went", corrupted="", answer=" Mary", foils=(" John",))
+    metric = metric_words(task)
+    assert metric == "logit difference"
+    assert (
+        metric_words(PromptTask(clean="a", corrupted="", answer=" b", metric="logprob")) == "log-probability"
+    )
+    # Gemma-3-270M's IOI prompt: removing the found signals raised the logit difference 5.708 -> 8.414;
+    # the page called the table "the paper's check that the signals found carry ... the answer" and
+    # its first row "metric"
+    details = knocked(5.708, 8.414, 5.714)
+    assert knockout_rows(details, metric)[0]["measure"] == "logit difference"
+    assert "logit difference: the task's logit difference after the removal" in knockout_caption(
+        details, metric
+    )
+    said = knockout_verdict(details, metric)
+    assert "from 0.345 to 0.087 (as many random signals: 0.345)" in said
+    assert "logit difference from 5.708 to 8.414 (random: 5.714)" in said
+    assert "they carry the attention, but the logit difference rises without them" in said
+    assert "work against the answer" in said
+    # the factual prompt: both fall, more than without random signals
+    said = knockout_verdict(knocked(2.908, 0.661, 2.906, (0.472, 0.157, 0.471)), metric)
+    assert said.endswith(
+        "they carry the attention, and the answer (the metric falls without them, more than without random ones)."
+    )
+    # random signals that lower the attention more: not said to carry it
+    said = knockout_verdict(knocked(2.0, 1.5, 1.0, (0.5, 0.4, 0.2)), metric)
+    assert (
+        "no more of the attention than random signals" in said and "falls no more than without random" in said
+    )
+    # no random draws: nothing said of them
+    said = knockout_verdict(knocked(2.0, 1.0, None, (0.5, 0.1, None), draws=0), metric)
+    assert "random" not in said and said.endswith("(the metric falls without them).")
+    assert knockout_verdict(SimpleNamespace(faithfulness={}), metric) == ""

@@ -161,7 +161,10 @@ class ACCDetails(MethodDetails):
         return acc_circuits(result.graph, result.scores, [budget])[int(budget)]
 
     def report_lines(self, result: CircuitResult) -> list[str]:
-        return report_lines(self) + self._above_full(result)
+        from ..acc.tables import knockout_verdict, metric_words
+
+        verdict = knockout_verdict(self, metric_words(getattr(result, "task", None)))  # as Signals says it
+        return report_lines(self) + ([f"  {verdict}"] if verdict else []) + self._above_full(result)
 
     def _above_full(self, result: CircuitResult) -> list[str]:
         """The budget ACC++ adds (its whole traced circuit), and those above it, which keep the

@@ -12,8 +12,11 @@ from ..acc.tables import (
     decision_rows,
     knockout_caption,
     knockout_rows,
+    knockout_verdict,
+    metric_words,
     signal_rows,
 )
+from ..core.text import markdown_text
 from ..render.acc_graph import position_graph_html, removal_figure
 from . import result_view
 from .node_card import graph_with_card
@@ -130,7 +133,11 @@ def signals_view(result) -> None:
     st.subheader("Knockout: the signals found versus as many random ones")
     st.caption(
         "Each signal's clean value is subtracted from the query or keys of its head and the model "
-        "runs on; the paper's check that the signals found carry the attention and the answer."
+        "runs on; the paper's check of whether the signals found carry the attention and the answer."
     )
-    st.dataframe(knockout_rows(details), hide_index=True, width="stretch", placeholder="—")
-    st.caption(knockout_caption(details))
+    metric = metric_words(result.task)
+    st.dataframe(knockout_rows(details, metric), hide_index=True, width="stretch", placeholder="—")
+    verdict = knockout_verdict(details, metric)
+    if verdict:
+        st.markdown(markdown_text(verdict))  # figures and fixed words only, escaped all the same
+    st.caption(knockout_caption(details, metric))
