@@ -2,7 +2,8 @@
 per layer going up (its heads in order, then its MLP), the answer's logit at the top.
 
 The layout is fixed and computed (no physics), so two circuits of one model drawn with the same
-layers put a node in the same place; every column is as wide as the widest label, so no two node
+layers and nodes placed put a node in the same place; a circuit has as many head columns as its
+fullest row needs (``packed_columns``), every column as wide as the widest label, so no two node
 boxes overlap, and the drawing is fitted to its frame (``render.vis``). Edge colour says which
 input of the destination the edge feeds (q, k, v, MLP, logits), width says |score|, dashes mark
 negative scores; the legend is one line, the rest of the key on its hover. Each node can carry a
@@ -94,22 +95,62 @@ def _column_of(spec: GraphSpec, name: str) -> int:
     return int(match.group(2)) if match else spec.n_heads
 
 
+@dataclass(frozen=True)
+class Columns:
+    """Where a layer row's heads go: ``slot`` {head node: its column}, ``count`` head columns (the
+    MLP after them). ``None`` in ``node_position``: every head at its own index (the model's
+    ``n_heads`` columns, what drawing every node of the model needs)."""
+
+    slot: Mapping[str, int]
+    count: int
+
+
+def packed_columns(spec: GraphSpec, names: Iterable[str]) -> Columns:
+    """The head columns of a drawing of ``names``: as many as its fullest layer row needs, each
+    row's heads in order, each as near the column its index would have across that many (head 0
+    on the left, the last on the right) as the row's others leave it. A circuit of a few heads
+    of SmolLM2-135M's nine per layer spanned all ten columns (heads 0 to 8 and the MLP) in three
+    rows: its labels were fitted at 7.8 px in a 1,500 px window. Every head of a layer drawn:
+    each at its own index, as ``node_position`` without columns."""
+    rows: dict[int, list[int]] = {}
+    for name in names:
+        match = _HEAD_NAME.match(name)
+        if match:
+            rows.setdefault(int(match.group(1)), []).append(int(match.group(2)))
+    count = max((len(set(heads)) for heads in rows.values()), default=1)
+    slot: dict[str, int] = {}
+    for layer, heads in rows.items():
+        heads = sorted(set(heads))
+        spread = (count - 1) / (spec.n_heads - 1) if spec.n_heads > 1 else 0.0
+        wanted = [round(head * spread) for head in heads]
+        places: list[int] = []
+        for i, want in enumerate(wanted):  # in order, each right of the last, leaving room for the rest
+            low = places[-1] + 1 if places else 0
+            places.append(min(max(want, low), count - (len(heads) - i)))
+        for head, place in zip(heads, places):
+            slot[f"a{layer}.h{head}"] = place
+    return Columns(slot, count)
+
+
 def node_position(
     spec: GraphSpec,
     name: str,
     layers: list[int] | None = None,
     column_width: float | None = None,
     row_height: float | None = None,
+    columns: Columns | None = None,
 ) -> tuple[float, float]:
     """(x, y) of a node in the field's layered layout (vis-network's y grows downwards): the
     embeddings at the bottom, one row per layer of ``layers`` (default: all) going up, the logit
     at the top; within a row the heads in order, then the MLP a little higher (it reads the
-    attention's output). The same for every circuit drawn with the same ``layers`` and widths.
+    attention's output). ``columns``: the heads' columns (``packed_columns``; default: each head
+    at its index). The same for every circuit drawn with the same ``layers``, widths and columns.
     """
     rows = list(range(spec.n_layers)) if layers is None else sorted(layers)
     column_width = column_width or MIN_COLUMN_SPACING
     row_height = row_height or ROW_SPACING
-    centre = spec.n_heads / 2 * column_width
+    count = spec.n_heads if columns is None else columns.count
+    centre = count / 2 * column_width
     if name == "input":
         return centre, 0.0
     if name == "logits":
@@ -118,8 +159,11 @@ def node_position(
     row = rows.index(layer) if layer in rows else sum(1 for r in rows if r < layer)
     y = -float((row + 1) * row_height)
     column = _column_of(spec, name)
-    x = column * column_width + (MLP_GAP * column_width if column == spec.n_heads else 0.0)
-    return float(x), y - (MLP_DROP * row_height if column == spec.n_heads else 0.0)
+    if column == spec.n_heads:  # the MLP, after the heads
+        x = (count + MLP_GAP) * column_width
+        return float(x), y - MLP_DROP * row_height
+    x = (column if columns is None else columns.slot.get(name, min(column, count - 1))) * column_width
+    return float(x), y
 
 
 def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
@@ -315,6 +359,7 @@ def circuit_graph_html(
     estimates_metric: bool = True,
     neurons: Sequence[Mapping[str, object]] = (),
     grid: Sequence[float] | None = None,
+    placed: Iterable[str] | None = None,
 ) -> GraphDrawing:
     """The circuit ``mask`` [n_forward, n_backward] with ``scores``, drawn in the field's layered
     layout (``node_position``) as a ``VisGraph`` and its standalone page.
@@ -324,6 +369,9 @@ def circuit_graph_html(
     At most ``max_edges`` edges are drawn, the strongest; the page says how many were left out.
     ``layers``: the layer rows of the layout (default: the layers this circuit uses, or all
     layers with ``show_faded``); give several circuits the same list to draw them alike.
+    ``placed``: the nodes the layout makes room for (``packed_columns``: as many head columns as
+    the fullest row of them needs); default: the circuit's own nodes, or with ``layers`` given or
+    ``show_faded`` every head at its index. Circuits drawn alike get the same ``placed`` too.
     ``captions``: a short text per node drawn under its name (what it does), and ``caption_key``
     the sentence saying what those captions are. ``others``: how the edges outside ``highlight``
     are drawn: "grey", or "colour" (their own colour, thin and translucent). ``width_key``: what
@@ -357,21 +405,23 @@ def circuit_graph_html(
     totals = node_scores(all_edges)
     counts = Counter(edge.source for edge in all_edges)  # what each total sums (the logit's: its edges in)
     counts["logits"] = sum(edge.target == "logits" for edge in all_edges)
+    given_layers = layers is not None
     if layers is None:
         layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
     names = [n for n in spec.node_names if n in in_circuit or (show_faded and _in_layers(spec, n, layers))]
+    if placed is None and not given_layers and not show_faded:
+        placed = names  # the circuit's own layout: as many head columns as its fullest row needs
+    columns = None if placed is None else packed_columns(spec, placed)
 
     def label_of(name: str) -> str:
         caption = (captions or {}).get(name) if name in in_circuit else None
         return canvas_caption_of(node_words(spec, name) if words else name, caption)
 
     node_labels = {name: label_of(name) for name in names}
-    # every column as wide as the widest label any node of the model could have here, so two
-    # circuits drawn with the same layers put a node at the same place, and no labels overlap
-    if captions:  # a caption is cut to 18 characters: every drawing with captions is as wide
-        node_labels_width = 18
-    else:
-        node_labels_width = 0
+    # every column as wide as the widest label drawn (no labels overlap); circuits drawn side by
+    # side are given one ``grid``. Every column with captions was 18 characters wide (a caption's
+    # most), where captions such as "+5.3" and "↓' Mary'" are 4 to 9: a small circuit's drawing
+    # was twice as wide as its labels needed, and fitted at half their size
     widest_name = max(
         (
             len(line)
@@ -381,7 +431,7 @@ def circuit_graph_html(
         ),
         default=4,
     )
-    longest = max(widest_name, node_labels_width, len(node_words(spec, f"a{spec.n_layers - 1}.h{spec.n_heads - 1}")) if words else
+    longest = max(widest_name, len(node_words(spec, f"a{spec.n_layers - 1}.h{spec.n_heads - 1}")) if words else
                   len(f"a{spec.n_layers - 1}.h{spec.n_heads - 1}"))  # fmt: skip
     column_width = longest * FONT_SIZE * CHAR_WIDTH + 2 * NODE_MARGIN + COLUMN_GAP * FONT_SIZE
     lines = max((label.count("\n") + 1 for label in node_labels.values()), default=1)
@@ -390,7 +440,7 @@ def circuit_graph_html(
         column_width, row_height = max(column_width, float(grid[0])), max(row_height, float(grid[1]))
     nodes = []
     for name in names:
-        x, y = node_position(spec, name, layers, column_width, row_height)
+        x, y = node_position(spec, name, layers, column_width, row_height, columns)
         active = name in in_circuit
         kind = "head" if _HEAD_NAME.match(name) else ("mlp" if name.startswith("m") else name)
         colour = NODE_COLOURS[kind] if active else FADED

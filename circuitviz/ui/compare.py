@@ -31,6 +31,7 @@ class Comparison:
     edge_sets: dict[str, set[str]]  # method -> edge names of its circuit at the budget
     only: dict[str, set[str]]  # method -> edges no other method found
     layers: list[int]
+    placed: list[str]  # every circuit's nodes: the layout's head columns make room for them all
     overlap: list[dict]  # render.overlap_rows
     shared: set[str]  # edges in every circuit
 
@@ -45,6 +46,7 @@ def compare_at(results: dict, budget: int) -> Comparison:
         edge_sets=edge_sets,
         only=render.unique_edges(edge_sets),
         layers=render.drawn_layers(first.graph, drawn),
+        placed=sorted(drawn),
         overlap=render.overlap_rows(edge_sets),
         shared=render.shared_by_all(edge_sets),
     )
@@ -446,6 +448,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
             labels=labels,
             highlight=shown.only[name],
             layers=shown.layers,
+            placed=shown.placed,
             title=f"{name}, {_kept_at(results[name], budget)}: bold = found by no other method",
             others="colour",
             grid=grid,
