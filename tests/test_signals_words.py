@@ -150,3 +150,30 @@ def test_the_knockout_names_its_metric_and_says_which_way_its_figures_went():
     said = knockout_verdict(knocked(2.0, 1.0, None, (0.5, 0.1, None), draws=0), metric)
     assert "random" not in said and said.endswith("(the metric falls without them).")
     assert knockout_verdict(SimpleNamespace(faithfulness={}), metric) == ""
+
+
+def test_the_removal_chart_counts_whole_signals_and_shows_a_small_fall_across_tau():
+    from circuitviz.render.acc_graph import removal_figure
+
+    # '<b>x</b> **y** $z$ and then' on Gemma-3-270M: a17.h3's one query and one key signal take its
+    # weight 0.1716 below tau 0.1667; the chart ticked 0, 0.2, ... 1 "signals removed" and drew both
+    # lines and tau on one another at the foot of a 0 to 1 axis
+    one = {
+        "reached": True,
+        "curve": [0.1716, 0.1602],
+        "removals": [{"node": "m15@11", "direction": 14, "attribution": 0.01}],
+    }
+    decision = {"query": one, "key": {**one, "curve": [0.1716, 0.1580]}, "threshold": 0.1667}
+    layout = removal_figure(decision).to_plotly_json()["layout"]
+    assert (layout["xaxis"]["tick0"], layout["xaxis"]["dtick"]) == (0, 1)
+    top = layout["yaxis"]["range"][1]
+    assert 0.1716 < top < 0.25
+    # a long removal: plotly's own ticks, whole numbers; a weight near 1: the axis stops at 1.02
+    many = {
+        "reached": True,
+        "curve": [0.99 - 0.04 * i for i in range(25)],
+        "removals": [one["removals"][0]] * 24,
+    }
+    layout = removal_figure({"query": many, "key": many, "threshold": 0.2}).to_plotly_json()["layout"]
+    assert layout["xaxis"].get("tickformat") == "d" and "dtick" not in layout["xaxis"]
+    assert layout["yaxis"]["range"] == [0, 1.02]

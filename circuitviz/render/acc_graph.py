@@ -129,7 +129,8 @@ def removal_figure(decision: Mapping, height: int = 320) -> go.Figure:
     """How the decision's attention weight falls as its signals are removed one by one.
 
     One line per side (query, key): step 0 is the clean weight, step i the weight after the
-    i-th removal; the dotted line is the threshold tau(d). Hover names the removed signal.
+    i-th removal; the dotted line is the threshold tau(d). Hover names the removed signal. The x
+    axis counts whole signals; the y axis runs from 0 to a little over the highest weight.
     """
     figure = go.Figure()
     for side, label in (("q", "query"), ("k", "key")):
@@ -161,12 +162,19 @@ def removal_figure(decision: Mapping, height: int = 320) -> go.Figure:
             hoverinfo="skip",
         )
     )
+    # a count: whole ticks (a decision of one signal a side had ticks 0, 0.2, ... 1 "signals removed");
+    # the weight's axis up to a little over its highest point, so a fall from 0.172 to 0.160 across
+    # tau = 0.167 is seen (on 0 to 1 the lines and tau lay on one another)
+    highest = max(
+        [decision["threshold"], *(w for label in ("query", "key") for w in decision[label]["curve"])]
+    )
     figure.update_layout(
         height=height,
         margin={"l": 50, "r": 20, "t": 30, "b": 40},
         xaxis_title="signals removed",  # largest IG first: the heading above the chart says so
+        xaxis={"tick0": 0, "dtick": 1} if steps <= 11 else {"tickformat": "d"},
         yaxis_title="attention weight",
-        yaxis={"range": [0, 1.02]},
+        yaxis={"range": [0, min(1.02, max(0.05, 1.15 * highest))]},
         # at the figure's foot, under the axis's title (plotly grows the bottom margin for its rows):
         # at y -0.2 one row of it sat on the axis's ticks and title, and above the plot it ran under
         # plotly's mode bar at the top right at 1,000 px
