@@ -44,7 +44,10 @@ results = {n: r for n, r in kept.items() if r is not None and usable(r)}
 positions = compare_kept.over_positions(chosen, results, model_id, given.task)
 if positions:  # a result kept from Explore over token positions: left out, and said to be
     st.info(compare_kept.over_positions_sentence(positions))
-missing = compare.not_run_sentence([n for n in chosen if n not in positions], results)
+failed = compare_kept.failed(chosen, results, requests)  # its run ended in an error: not "yet"
+for name, error in failed.items():
+    st.warning(compare_kept.failed_sentence(name, error))
+missing = compare.not_run_sentence([n for n in chosen if n not in positions and n not in failed], results)
 if len(results) >= 2 and compare.common_budgets(results):
     if missing:
         st.info(missing)

@@ -217,3 +217,32 @@ def test_a_result_kept_from_explore_over_positions_is_left_out_and_said_to_be():
     assert [h.value for h in at.subheader] == ["EAP", "Information flow routes"]
     assert not at.session_state["results"]["eap"].positions
     assert not any("over token positions (as run" in i.value for i in at.info)
+
+
+def test_a_method_whose_run_fails_is_said_to_fail_not_to_wait_for_a_run(monkeypatch):
+    """Best-of-N on a prompt of no template family failed ('The run could not start: ...'), and
+    under the error the page said 'Best-of-N (query circuits) has no result for this prompt yet, so
+    the comparison below leaves it out; run the comparison to add it', a run that fails again."""
+    from circuitviz.ui import loaders
+
+    real = loaders.discover
+
+    def failing(model, request, **kwargs):
+        if request.method == "cd-t":
+            raise ValueError("CD-T cannot run on this prompt (a test). More words here.")
+        return real(model, request, **kwargs)
+
+    monkeypatch.setattr(loaders, "discover", failing)
+    at = _compare(compare="eap,eap-ig,cd-t")
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    assert [h.value for h in at.subheader] == ["EAP", "EAP-IG (inputs)"]
+    for _ in range(2):  # as run, and on the next rerun (the slider moved): the run is not retried
+        said = [i.value.replace("\\", "") for i in [*at.info, *at.warning]]
+        assert not any("CD-T has no result" in s for s in said), said
+        assert (
+            "CD-T could not run on this prompt (CD-T cannot run on this prompt (a test)), so the comparison "
+            "below leaves it out and running the comparison again fails the same way: change its settings "
+            "on the Explore page, or take it out of the box above."
+        ) in said, said
+        at.run()

@@ -1,12 +1,13 @@
 """Which of the kept results the Compare page can set side by side: those of this task that are
 edge circuits. A result kept from Explore over token positions counts (edge, position) units, so
-it is left out, and said to be, until the comparison runs the method over edges."""
+it is left out, and said to be, until the comparison runs the method over edges; a method whose
+run failed is left out and said to have failed, not to be waiting for a run."""
 
 from __future__ import annotations
 
-from ..core.text import joined, markdown_sentence
+from ..core.text import first_sentence, joined, markdown_sentence
 from ..methods import available_methods
-from . import state
+from . import run, state
 
 
 def comparable(task):
@@ -41,4 +42,29 @@ def over_positions_sentence(names: list[str]) -> str:
         f"over token positions (as run on Explore): {'its' if one else 'their'} budgets count (edge, "
         "position) units, not edges, so the comparison below leaves "
         f"{'it' if one else 'them'} out; run the comparison to compute {'it' if one else 'them'} over edges."
+    )
+
+
+def failed(chosen: list[str], results: dict, requests: dict) -> dict:
+    """{method: the error its last run of this request ended in}, for the chosen methods with no
+    result in the comparison."""
+    found = {}
+    for name in chosen:
+        request = requests.get(name)
+        error = run.failed(request.key) if request is not None and name not in results else None
+        if error is not None:
+            found[name] = error
+    return found
+
+
+def failed_sentence(name: str, error: BaseException) -> str:
+    """Why a method is not in the comparison after its run failed, and the way out: the page said
+    'Best-of-N has no result for this prompt yet ... run the comparison to add it', under the error
+    that running it again repeats (no template family for the prompt; an audit, 2026-12-06)."""
+    method = available_methods().get(name)
+    label = method.label if method is not None else name
+    return markdown_sentence(
+        f"{label} could not run on this prompt ({first_sentence(error, 300).rstrip('.')}), so the "
+        "comparison below leaves it out and running the comparison again fails the same way: change "
+        "its settings on the Explore page, or take it out of the box above."
     )

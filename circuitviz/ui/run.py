@@ -274,6 +274,13 @@ def running(key: str | None) -> bool:
     return job is not None and not job.done
 
 
+def failed(key: str | None) -> BaseException | None:
+    """The error this request's last run in this process ended in (None: never run here, under
+    way, or finished with a result): a page that leaves the method out can say why afterwards."""
+    job = _JOBS.get(key) if key else None
+    return job.error if job is not None and job.done else None
+
+
 def _start(model, request) -> Job:
     estimate = request.estimate
 
