@@ -177,3 +177,25 @@ def test_the_removal_chart_counts_whole_signals_and_shows_a_small_fall_across_ta
     layout = removal_figure({"query": many, "key": many, "threshold": 0.2}).to_plotly_json()["layout"]
     assert layout["xaxis"].get("tickformat") == "d" and "dtick" not in layout["xaxis"]
     assert layout["yaxis"]["range"] == [0, 1.02]
+
+
+def test_the_counts_help_says_what_this_result_counts():
+    from circuitviz.acc.tables import SIGNAL_HELP, summary_help
+
+    details = acc_details()
+    details.nodes.append({"id": "input@3", "component": "input", "kind": "input", "layer": -1, "position": 3})
+    details.summary = {"n_nodes": 5, "n_edges": 3, "n_signal_edges": 2, "rank1_fraction": 0.0}
+    helps = summary_help(details)
+    # "Edges: the signals, grouped by upstream node and side" stood over 44 edges, 10 of them into the
+    # logits, beside a rank-1 share of the other 34
+    assert "2 signal edges" in helps["edges"] and "1 edge into the logits" in helps["edges"]
+    assert helps["rank-1 edges"].startswith("The share of the 2 signal edges of rank 1")
+    # "a component (head or MLP)": the embeddings and the logits are nodes too
+    assert helps["nodes"] == (
+        "Nodes: a component at a token position: 1 head, 2 MLPs, 1 embedding, and the answer's logits."
+    )
+    # a row's drop is its part of the side's fall, one removal after another: they add up to it
+    assert (
+        "add up to its whole fall" in SIGNAL_HELP["drop"]
+        and "summed over its directions" in SIGNAL_HELP["IG"]
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.text import counted
+
 
 def decision_label(decision: Mapping) -> str:
     """One line naming a decision: head, destination token -> source token, weight."""
@@ -43,11 +45,45 @@ SIGNAL_HELP = {
     "component": "the upstream head or MLP whose output carries the signal",
     "position": "the token (and its position) where that component writes the signal",
     "read from": "for a head carrying it: the position its value reads from (empty otherwise)",
-    "IG": "the signal's integrated-gradients attribution to the attention weight of the decision",
-    "drop": "how much the decision's attention weight falls when the signal is removed",
+    "IG": "the signal's integrated-gradients attribution to the attention weight of the decision, "
+    "summed over its directions",
+    "drop": "how much the decision's attention weight fell as its directions were removed, each after "
+    "every direction of larger IG before it (the chart below): a side's drops add up to its whole fall, "
+    "not to what removing this signal alone would do",
     "directions": "the singular directions of the head's query-key form it is carried by; their "
     "count is the signal's rank (1: one direction)",
 }
+
+
+def summary_help(details) -> dict[str, str]:
+    """The help of the page's four counts, with this result's own figures: "edges" counted the edges
+    into the logits with the signal edges ("Edges: the signals, grouped by upstream node and side",
+    44 beside a rank-1 share of the 34 signal edges), "nodes" the embeddings and the logits with
+    the heads and MLPs it named."""
+    summary = details.summary
+    kinds: dict[str, int] = {}
+    for node in details.nodes:
+        kinds[node["kind"]] = kinds.get(node["kind"], 0) + 1
+    parts = [
+        counted(kinds[kind], noun, plural)
+        for kind, noun, plural in (
+            ("head", "head", None),
+            ("mlp", "MLP", None),
+            ("input", "embedding", None),
+            ("bias", "bias", "biases"),
+        )
+        if kinds.get(kind)
+    ]
+    n_edges, n_signal = summary.get("n_edges", 0), summary.get("n_signal_edges", 0)
+    return {
+        "nodes": f"Nodes: a component at a token position: {', '.join(parts) or 'none'}"
+        + (", and the answer's logits." if kinds.get("logits") else "."),
+        "edges": f"Edges: {counted(n_signal, 'signal edge')} (the signals one upstream node writes into one "
+        f"decision's query or keys, grouped) and {counted(n_edges - n_signal, 'edge')} into the logits (a "
+        "seed's direct effect on the answer).",
+        "rank-1 edges": f"The share of the {counted(n_signal, 'signal edge')} of rank 1: carried by one singular "
+        "direction of the head's query-key form.",
+    }
 
 
 def signal_rows(details, index: int) -> list[dict]:

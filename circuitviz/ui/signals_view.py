@@ -15,6 +15,7 @@ from ..acc.tables import (
     knockout_verdict,
     metric_words,
     signal_rows,
+    summary_help,
 )
 from ..core.text import markdown_text
 from ..render.acc_graph import position_graph_html, removal_figure
@@ -75,18 +76,13 @@ def signals_view(result) -> None:
     result_view.task_caption(result)
     summary = details.summary
     cells = st.columns(4)
-    # short labels, the rest in the help: at 1,000 px a quarter of the row cut the longer ones
-    # ("nodes (componen…", "signal edges of ran…")
-    cells[0].metric("nodes", summary["n_nodes"], help="Nodes: a component (head or MLP) at a token position.")
-    cells[1].metric(
-        "edges", summary["n_edges"], help="Edges: the signals, grouped by upstream node and side."
-    )
+    # short labels, the rest in the help, with this result's counts: at 1,000 px a quarter of the row
+    # cut the longer ones ("nodes (componen…", "signal edges of ran…")
+    helps = summary_help(details)
+    cells[0].metric("nodes", summary["n_nodes"], help=helps["nodes"])
+    cells[1].metric("edges", summary["n_edges"], help=helps["edges"])
     cells[2].metric("attention decisions", summary["n_decisions"])
-    cells[3].metric(
-        "rank-1 edges",
-        f"{100 * summary['rank1_fraction']:.0f}%",
-        help="The share of signal edges of rank 1: carried by one singular direction of the head's query-key form.",
-    )
+    cells[3].metric("rank-1 edges", f"{100 * summary['rank1_fraction']:.0f}%", help=helps["rank-1 edges"])
     if details.limits.get("max_decisions_reached"):
         st.warning(
             f"Tracing stopped at {details.limits['max_decisions']} decisions with "
