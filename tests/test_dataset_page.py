@@ -160,6 +160,13 @@ def test_the_page_names_the_model_the_batch_ran_on():
     assert ui.model_line({"model": {"model_id": "my-lab/model"}}, EMBEDDED_MODEL) == (
         "This batch ran on 'my-lab/model'."
     )
+    # a hand-edited device: cut as a typed text is (8,000 characters were said whole), none if no text
+    long = {"model": {"model_id": "smollm2-135m", "device": "<b>x</b>" * 1000}}
+    assert ui.model_line(long, "smollm2-135m") == (
+        "This batch ran on 'smollm2-135m' on <b>x</b><b>x</b><b>x</b><b>x</b><b>x</b>… (8,000 characters)."
+    )
+    odd = {"model": {"model_id": "smollm2-135m", "device": [1, 2]}}
+    assert ui.model_line(odd, "smollm2-135m") == "This batch ran on 'smollm2-135m'."
 
 
 def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
@@ -526,3 +533,52 @@ def test_the_tasks_whose_answer_the_model_barely_predicts_are_named(batch_folder
     assert not at.exception, at.exception
     assert markdown_text(sentence) in [e.label for e in at.expander]
     assert any(m.value == markdown_text(lines[0]) for m in at.markdown)
+
+
+@pytest.mark.parametrize(
+    "record, says",
+    [  # each raised on the page (Python's own words), or read a missing chance as 0.0%
+        ({"threshold": "x", "tasks": []}, 'its threshold is "x", not a share from 0 to 1'),
+        ([1], "it is [1], not an object with a threshold and tasks"),
+        ({"threshold": 0.05, "tasks": {"a": 1}}, 'its tasks are {"a": 1}, not a list'),
+        ({"threshold": 0.05, "tasks": ["p1"]}, 'its task 1 is "p1", not an object'),
+        (
+            {
+                "threshold": 0.05,
+                "tasks": [{"task_id": "p1", "answer": " Tom", "top": " a", "top_chance": 0.2}],
+            },
+            "its task 1's chance is null, not a share from 0 to 1",
+        ),
+        (
+            {"tasks": [{"task_id": 7, "answer": " Tom", "chance": 0.01, "top": " a", "top_chance": 0.2}]},
+            "its task 1's task_id is 7, not text",
+        ),
+    ],
+)
+def test_an_unreadable_unlikely_answers_record_is_one_sentence(batch_folder, record, says):
+    """The manifest's dataset.unlikely_answers (the tasks whose answer the model barely predicts)
+    is read from a file the user names: a record of the wrong kinds raised on the page ("could not
+    convert string to float: 'x'") where every other field of the manifest is one sentence."""
+    from circuitviz.batch.unlikely import unlikely_problem, unlikely_summary
+
+    manifest = json.loads((batch_folder / "manifest.json").read_text())
+    manifest["dataset"]["unlikely_answers"] = record
+    (batch_folder / "manifest.json").write_text(json.dumps(manifest))
+    problem = unlikely_problem(manifest)
+    assert problem == (
+        f"The manifest's dataset.unlikely_answers cannot be read ({says}), so the tasks whose answer the "
+        "model barely predicts are not listed here; running the batch again on its folder writes it afresh."
+    )
+    assert unlikely_summary(manifest) is None
+    at = _dataset(batch_folder)
+    assert not at.exception, at.exception
+    assert markdown_text(problem) in [w.value for w in at.warning]
+
+
+def test_a_long_task_id_in_the_unlikely_answers_is_cut():
+    from circuitviz.batch.unlikely import unlikely_problem, unlikely_summary
+
+    entry = {"task_id": "q" * 500, "answer": " Tom", "chance": 0.01, "top": " a", "top_chance": 0.2}
+    manifest = {"dataset": {"n_tasks": 2, "unlikely_answers": {"threshold": 0.05, "tasks": [entry]}}}
+    assert unlikely_problem(manifest) is None
+    assert unlikely_summary(manifest)[1] == [f"{'q' * 40}… (500 characters): ' Tom' 1.0% (top ' a' 20.0%)"]

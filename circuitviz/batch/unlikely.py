@@ -5,9 +5,11 @@ sentence). Such tasks still run: the validity check alone decides which are refu
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from pathlib import Path
 
-from ..core.text import shown, shown_token
+from ..core.text import cut, json_given, shown, shown_token
 from ..query.proposals import UNLIKELY
 from .dataset import DatasetTask
 
@@ -69,10 +71,69 @@ def _where(tasks: list[DatasetTask], index: int) -> str:
     return f"line {item.line}" if item.line else f"task {index + 1:,} ({shown(item.id, 20)})"
 
 
+# what each task of the record holds, as ``unlikely_record`` writes it: text, or a share from 0 to 1
+_TEXTS, _SHARES = ("task_id", "answer", "top"), ("chance", "top_chance")
+
+
+def _share(value) -> bool:
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
+
+
+def unlikely_problem(manifest: dict) -> str | None:
+    """One sentence when the manifest's ``dataset.unlikely_answers`` is there but not as the batch
+    writes it (a threshold or a task's chance that is no share from 0 to 1, a task that is no
+    object, a missing answer), naming the field; None when it is readable or absent. A hand-edited
+    record raised on the page (a threshold of "x": Python's "could not convert string to float")
+    and a missing chance read as 0.0%."""
+    dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
+    if "unlikely_answers" not in dataset:
+        return None
+    record, fault = dataset["unlikely_answers"], None
+    if not isinstance(record, dict):
+        fault = f"it is {json_given(record)}, not an object with a threshold and tasks"
+    elif not _share(record.get("threshold", UNLIKELY)):
+        fault = f"its threshold is {json_given(record.get('threshold'))}, not a share from 0 to 1"
+    elif not isinstance(record.get("tasks"), list):
+        fault = f"its tasks are {json_given(record.get('tasks'))}, not a list"
+    else:
+        for number, entry in enumerate(record["tasks"], 1):
+            if not isinstance(entry, dict):
+                fault = f"its task {number:,} is {json_given(entry)}, not an object"
+            else:
+                fault = next(
+                    (
+                        f"its task {number:,}'s {key} is {json_given(entry.get(key))}, not {what}"
+                        for keys, what, fits in (
+                            (_TEXTS, "text", lambda value: isinstance(value, str)),
+                            (_SHARES, "a share from 0 to 1", _share),
+                        )
+                        for key in keys
+                        if not fits(entry.get(key))
+                    ),
+                    None,
+                )
+            if fault:
+                break
+    if fault is None:
+        return None
+    return (
+        f"The manifest's dataset.unlikely_answers cannot be read ({fault}), so the tasks whose answer the "
+        "model barely predicts are not listed here; running the batch again on its folder writes it afresh."
+    )
+
+
 def unlikely_summary(manifest: dict) -> tuple[str, list[str]] | None:
     """(one sentence, a line per task) for the Dataset page: the manifest's tasks whose answer the
-    model barely predicts (``dataset.unlikely_answers``), or None when there is none (or the batch
-    predates the record)."""
+    model barely predicts (``dataset.unlikely_answers``), or None when there is none, the batch
+    predates the record or the record cannot be read (``unlikely_problem`` says why). A task's id
+    is cut at 40 characters, as the page's other sentences quote a typed text."""
+    if unlikely_problem(manifest):
+        return None
     dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
     record = dataset.get("unlikely_answers")
     found = record.get("tasks") if isinstance(record, dict) else None
@@ -80,7 +141,7 @@ def unlikely_summary(manifest: dict) -> tuple[str, list[str]] | None:
         return None
     threshold = float(record.get("threshold", UNLIKELY))
     total = dataset.get("n_tasks")
-    of = f" of {total:,}" if isinstance(total, int) else ""
+    of = f" of {total:,}" if isinstance(total, int) and not isinstance(total, bool) else ""
     one = len(found) == 1
     sentence = (
         f"The model gives the answer under {100 * threshold:g}% after the prompt, and not as its most likely "
@@ -89,10 +150,8 @@ def unlikely_summary(manifest: dict) -> tuple[str, list[str]] | None:
         f"{'It counts' if one else 'They count'} in the figures (the validity check alone refuses tasks)."
     )
     lines = [
-        f"{entry.get('task_id', '')}: {shown_token(str(entry.get('answer', '')))} "
-        f"{100 * float(entry.get('chance', 0)):.1f}% (top {shown_token(str(entry.get('top', '')))} "
-        f"{100 * float(entry.get('top_chance', 0)):.1f}%)"
+        f"{cut(entry['task_id'], 40)}: {shown_token(entry['answer'])} {100 * entry['chance']:.1f}% "
+        f"(top {shown_token(entry['top'])} {100 * entry['top_chance']:.1f}%)"
         for entry in found
-        if isinstance(entry, dict)
     ]
     return sentence, lines

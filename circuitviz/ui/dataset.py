@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import counted, markdown_sentence, markdown_text, shown
+from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .budget_box import budgets_text
@@ -145,7 +145,8 @@ def model_line(manifest: dict, sidebar_model: str | None) -> str:
     and nothing on the page named the batch's model."""
     model = manifest.get("model") or {}
     model_id = str(model.get("model_id") or "a model the manifest does not name")
-    device = f" on {model['device']}" if model.get("device") else ""
+    device = model.get("device")  # a hand-edited manifest's 8,000 characters were said whole
+    device = f" on {cut(device.strip(), 40)}" if isinstance(device, str) and device.strip() else ""
     line = f"This batch ran on {shown(model_id)}{device}."
     if sidebar_model and sidebar_model != model_id and model_id in SUPPORTED_MODELS:
         line += (

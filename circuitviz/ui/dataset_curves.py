@@ -61,7 +61,7 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     # here, not at the top: keeps torch out of the first paint
     from ..batch.task_check import validity, validity_sentence
     from ..batch.units import over_positions
-    from ..batch.unlikely import unlikely_summary
+    from ..batch.unlikely import unlikely_problem, unlikely_summary
 
     rows = batch.rows(label, done=False)
     done = batch.rows(label).num_rows
@@ -81,6 +81,9 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
                 st.markdown(markdown_text(line))
             if len(skipped[1]) > FAILED_SHOWN:
                 st.caption(f"and {len(skipped[1]) - FAILED_SHOWN:,} more (the manifest's dataset.problems)")
+    unreadable = unlikely_problem(batch.manifest)  # a hand-edited record: said, never a traceback
+    if unreadable:
+        st.warning(markdown_text(unreadable))
     unlikely = unlikely_summary(batch.manifest)
     if unlikely:  # the tasks' own answers and ids: never markup
         with st.expander(markdown_text(unlikely[0])):
