@@ -199,3 +199,45 @@ def test_the_counts_help_says_what_this_result_counts():
         "add up to its whole fall" in SIGNAL_HELP["drop"]
         and "summed over its directions" in SIGNAL_HELP["IG"]
     )
+
+
+class Page:
+    """What ``node_card`` writes with streamlit, kept as (kind, text)."""
+
+    def __init__(self):
+        self.said = []
+
+    def __getattr__(self, kind):
+        return lambda text, **_: self.said.append((kind, text))
+
+
+def test_a_heads_card_on_signals_explains_the_decision_at_its_own_position(monkeypatch):
+    from circuitviz.ui import node_card
+
+    details = acc_details()
+    # a12.h2 decides twice: at ' of' (6), attending ' Wall' with 0.762 (m11@6 writes its query), and
+    # at ' in' (5), attending ' Wall' with 0.770 (m11@5 writes its query)
+    details.decisions.append(_decision(1, "a12.h2@5", 5, 3, 0.7703))
+    details.decisions[1]["destination_token"] = " in"
+    details.edges.append({**details.edges[1], "source": "m11@5", "target": "a12.h2@5", "decision": 1})
+    result = SimpleNamespace(method="acc++", details=details, model_id="m", task=None)
+    page = Page()
+    monkeypatch.setattr(node_card, "st", page)
+    node_card._acc_signals(None, result, "a12.h2", "k", 5)
+    said = "\n".join(text for _, text in page.said).replace("\\", "")  # markdown's escapes
+    # the card of a12.h2@5 showed a12.h2@6's decision (0.762, m11@6) "at the answer position"
+    assert "with weight 0.770" in said and "m11@5 +0.417" in said
+    assert "0.762" not in said and "m11@6" not in said
+    assert "ACC++ at ' in' (position 5)" in said and "answer position" not in said
+    page.said.clear()
+    node_card._acc_signals(None, result, "a12.h2", "k", 6)  # the last token: the answer's position
+    said = "\n".join(text for _, text in page.said).replace("\\", "")  # markdown's escapes
+    assert "with weight 0.762" in said and "ACC++ at the answer position" in said
+    page.said.clear()
+    node_card._acc_signals(None, result, "a12.h2", "k", 2)
+    assert page.said == [
+        (
+            "caption",
+            "ACC++ traced no attention decision of a12.h2 at ' Great' (position 2) above its threshold.",
+        )
+    ]

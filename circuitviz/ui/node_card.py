@@ -1,8 +1,9 @@
 """The clicked node's card: beside the graph, what it is, its edges in and out by weight (a
 click goes to the node at the other end) and its logit lens, drawn by the browser from the cards
 sent with the drawing (``render.cards.card_data``, ``graph_view``); under the graph, its SAE
-features with their top contexts and for a head ACC++'s signals at the answer position (which
-source token it attends to, which upstream parts wrote the signal).
+features with their top contexts and for a head ACC++'s signals at its position (the answer's, or
+the clicked node's on a drawing over positions): which source token it attends to, which upstream
+parts wrote the signal.
 
 Everything shown comes from ``render.cards`` (pure); the SAE features and the ACC++ trace are
 computed on request, once, through the app's caches and store. User text (tokens, labels) is
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core.text import markdown_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
 from ..render.tables import context_html
@@ -105,13 +107,14 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
         acc = run.run_with_status(model, request)
         if acc is None:
             return
-    found = acc_signals(acc.details, component)
+    # the clicked node's own position: a12.h2@6's card showed a12.h2@9's decision (weight 0.762 and
+    # m11@9's query signal, where a12.h2 at ' in' attends ' Wall' with 0.770, its query from m11@6)
+    found = acc_signals(acc.details, component, position)
+    where = acc_position_words(acc.details, position)
     if not found:
-        st.caption(
-            f"ACC++ traced no attention decision of {component} at the answer position above its threshold."
-        )
+        st.caption(f"ACC++ traced no attention decision of {component} {where} above its threshold.")
         return
-    st.markdown(f"**Why it attends there** ({component}, ACC++ at the answer position)")
+    st.markdown(f"**Why it attends there** ({component}, ACC++ {markdown_text(where)})")
     for decision in found:
         st.text(
             f"attends {decision['source_token']!r} (position {decision['source']}) with weight {decision['weight']:.3f}"
@@ -120,6 +123,16 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
             writers = ", ".join(f"{node} {value:+.3g}" for node, value in decision[side][:4])
             if writers:
                 st.caption(f"{side} signal written by: {writers}")
+
+
+def acc_position_words(details, position: int | None) -> str:
+    """Where a head's decisions on its card are: "at the answer position", or at another token
+    ("at ' in' (position 6)") for a node of a drawing over positions."""
+    tokens = list(getattr(details, "tokens", []) or [])
+    if position is None or position == len(tokens) - 1:
+        return "at the answer position"
+    token = f"{tokens[position]!r} " if 0 <= position < len(tokens) else ""
+    return f"at {token}(position {position})"
 
 
 def graph_with_card(drawing, key: str, labels=None, model=None, result=None) -> None:
