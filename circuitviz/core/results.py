@@ -365,8 +365,11 @@ def load_circuit(path: str | Path, spec: GraphSpec) -> LoadedCircuit:
 
 
 def read_circuit_text(path: str | Path) -> str:
-    """A circuit file's text; GraphError in one sentence when it cannot be read as text."""
-    return read_user_file(path, "the circuit file", GraphError, "give a JSON or text file")
+    """A circuit file's text; GraphError in one sentence when it cannot be read as text. A
+    byte-order mark (Notepad, Excel) is no text: a JSON list behind one was read as a text file of
+    one edge named '\ufeff["a0.h0->logits"]' (2026-12-06)."""
+    text = read_user_file(path, "the circuit file", GraphError, "give a JSON or text file")
+    return text.removeprefix("\ufeff")
 
 
 def circuit_data(text: str, origin: str = "the circuit") -> list[str] | dict:

@@ -399,8 +399,11 @@ def _typed_records(text: str, source: str) -> list[ParaphraseRecord]:
 
 
 def read_pairs_text(path) -> str:
-    """The text of a paraphrase file; ParaphraseError in one sentence when it cannot be read."""
-    return read_user_file(path, "the paraphrase file", ParaphraseError, "save it as UTF-8")
+    """The text of a paraphrase file; ParaphraseError in one sentence when it cannot be read. A
+    byte-order mark (Notepad, Excel) is no text: the first paraphrase began with an invisible
+    U+FEFF the model read (2026-12-06)."""
+    text = read_user_file(path, "the paraphrase file", ParaphraseError, "save it as UTF-8")
+    return text.removeprefix("\ufeff")
 
 
 def load_paraphrases(path, task: PromptTask) -> list[ParaphrasePair]:
