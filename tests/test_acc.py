@@ -689,7 +689,12 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     from circuitviz.render.acc_graph import position_graph_html
 
     details = at.session_state["results"]["acc++"].details
-    signals = {(e["source"], e["target"], round(float(e["attribution"]), 6)) for e in details.edges}
+    summed: dict[tuple, float] = {}  # one link per (upstream node, head node, side): its signals' IG summed
+    for e in details.edges:
+        key = (e["source"], e["target"], e["side"] if e["side"] in ("q", "k") else "logits")
+        summed[key] = summed.get(key, 0.0) + float(e["attribution"])
     drawn = position_graph_html(details).edges
-    assert drawn and all((e.source, e.target, round(e.score, 6)) in signals for e in drawn)
+    assert drawn and {(e.source, e.target, e.kind): round(e.score, 6) for e in drawn} == {
+        key: round(value, 6) for key, value in summed.items()
+    }
     assert any(e.score > 0 for e in drawn)  # a signal that supports its decision reads positive

@@ -3,6 +3,7 @@ number beside it (an audit on Gemma-3-270M and SmolLM2-135M, 2026-12-06)."""
 
 from __future__ import annotations
 
+import html
 from types import SimpleNamespace
 
 from circuitviz.render.acc_graph import position_graph_html
@@ -248,3 +249,28 @@ def test_a_heads_card_on_signals_explains_the_decision_at_its_own_position(monke
             "ACC++ traced no attention decision of a12.h2 at ' Great' (position 2) above its threshold.",
         )
     ]
+
+
+def test_one_heads_two_decisions_make_one_link_and_one_card_row_per_writer():
+    from circuitviz.render.cards import card_data
+
+    details = acc_details()
+    # a12.h2 at ' of' decides twice (attends ' Wall' and ' of'), m11 there writing both queries; it is
+    # a seed twice (reading ' Wall' and ' of'): two links on one line, two rows alike on its card
+    details.decisions.append({**_decision(1, "a12.h2@6", 6, 6, 0.2575), "source_token": " of"})
+    details.edges.append({**details.edges[1], "decision": 1, "attribution": 0.0267})
+    details.edges.append({**details.edges[0], "attribution": 0.0779, "via_source": 6})
+    drawing = position_graph_html(details, highlight_decision=1)
+    pairs = [(edge.source, edge.target, edge.kind) for edge in drawing.edges]
+    assert len(pairs) == len(set(pairs)) == 3
+    scores = {(edge.source, edge.kind): round(edge.score, 4) for edge in drawing.edges}
+    assert scores[("m11@6", "q")] == round(0.4166 + 0.0267, 4) and scores[("a12.h2@6", "logits")] == 0.2379
+    query = next(edge for edge in drawing.vis.edges if edge["from"] == "m11@6")
+    title = html.unescape(query["title"])  # user text escaped in the hover
+    assert "decision ' of' → ' Wall'" in title and "decision ' of' → ' of'" in title
+    assert query["color"]["opacity"] == 1.0  # decision #1's signal drawn bold
+    card = card_data(drawing.vis.nodes, drawing.edges, estimates_metric=False, noun="link")["nodes"][
+        "a12.h2@6"
+    ]
+    rows = [text for _, text in card["in"]["rows"] + card["out"]["rows"]]
+    assert len(rows) == len(set(rows)) == 3, rows

@@ -52,7 +52,8 @@ def _link_unit(edge: Mapping, decision: Mapping | None) -> str:
 
 def acc_attribution_graph(details, title: str = "") -> AttributionGraph:
     """ACC++'s signals (a result's ``ACCDetails``) as the shared attribution-graph data: a node per
-    component and position, a link per signal weighted by its summed IG attribution."""
+    component and position, a link per (upstream node, head node, side) weighted by its summed IG
+    attribution (over the decisions of that head there; edges into the logits: over the seeds)."""
     decisions = list(details.decisions)
     by_node: dict[str, list[Mapping]] = {}
     for decision in decisions:
@@ -69,15 +70,23 @@ def acc_attribution_graph(details, title: str = "") -> AttributionGraph:
         )
         for node in details.nodes
     ]
-    links = []
+    # one link per (upstream node, head node, side): the signals of two decisions of one head at one
+    # position (a15.h3 at ' of' attending ' of' and ' in'), or two seeds of one head reading two
+    # sources, were two links on one line, the upper one's hover alone in reach, and two rows alike
+    # on the card ("<- m11@9 (q) +0.0282", "<- m11@9 (q) +0.0267"); their IG is summed, their units joined
+    merged: dict[tuple[str, str, str], GraphLink] = {}
     for edge in details.edges:
         decision = decisions[edge["decision"]] if edge.get("decision") is not None else None
         kind = edge["side"] if edge["side"] in ("q", "k") else "logits"
-        links.append(
-            GraphLink(
-                edge["source"], edge["target"], float(edge["attribution"]), kind, _link_unit(edge, decision)
-            )
-        )
+        key = (edge["source"], edge["target"], kind)
+        unit = _link_unit(edge, decision)
+        if key in merged:
+            link = merged[key]
+            link.weight += float(edge["attribution"])
+            link.unit = f"{link.unit} + {unit}"
+        else:
+            merged[key] = GraphLink(edge["source"], edge["target"], float(edge["attribution"]), kind, unit)
+    links = list(merged.values())
     by_id = {node.id: node for node in nodes}
     for link in links:
         if link.source in by_id:
