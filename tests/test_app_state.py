@@ -1010,7 +1010,7 @@ def test_an_answer_the_model_barely_predicts_is_said_with_its_probability(monkey
     )
     assert unlikely_answer(model, "tiny", "2 + 3 =", " ", likely) is None
     monkeypatch.setattr(loaders, "token_probability", lambda *args: (0.0002, " ", 0.9))
-    assert "only 0.0%" in unlikely_answer(model, "tiny", "2 + 3 =", " Mary", likely)
+    assert "only 0.02%" in unlikely_answer(model, "tiny", "2 + 3 =", " Mary", likely)  # not "0.0%"
     from circuitviz.core.tasks import single_token_id
     from circuitviz.labels.logit_lens import next_token_probabilities, token_probability
 

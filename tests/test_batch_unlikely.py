@@ -86,3 +86,20 @@ def test_the_batched_chances_are_discovers_one_by_one():
         alone = answer_chance(model, task)
         assert found[1] == alone[1]
         assert abs(found[0] - alone[0]) < 1e-5 and abs(found[2] - alone[2]) < 1e-5
+
+
+def test_a_small_probability_never_reads_0_0_percent():
+    """A random-weight OLMo 2 with SmolLM2's 49,152 tokens gave its answer 0.002 % and its eight
+    likeliest tokens about that: the app read "only 0.0%" and eight chips "0.0%", discover and the
+    batch's line likewise. Under 0.1 % a probability keeps two significant digits."""
+    from circuitviz.core.text import chance_text
+    from circuitviz.query.proposals import own_answer_sentence, unlikely_answer_sentence
+
+    assert [chance_text(p) for p in (0.353, 0.001, 0.00099, 0.0002, 4.4e-7, 0.0)] == [
+        "35.3%", "0.1%", "0.099%", "0.02%", "4.4e-05%", "0.0%",
+    ]  # fmt: skip
+    sentence = unlikely_answer_sentence(" Mary", 2e-5, " the", 0.0004, "pick another")
+    assert sentence.startswith("The model gives ' Mary' only 0.002% after this prompt") and "' the', 0.04%" in sentence
+    assert "' the' (0.04%), not the answer ' Mary' (0.002%)" in own_answer_sentence(" Mary", [], 2e-5, " the", 4e-4)
+    tasks = [DatasetTask("t0", PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",)))]
+    assert "' Mary' 0.0031% (top ' John' 0.05%)" in unlikely_line(tasks, {0: (3.1e-5, " John", 5e-4)}, 1)

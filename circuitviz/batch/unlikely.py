@@ -9,7 +9,7 @@ import math
 import numbers
 from pathlib import Path
 
-from ..core.text import cut, json_given, shown, shown_token
+from ..core.text import chance_text, cut, json_given, shown, shown_token
 from ..query.proposals import UNLIKELY
 from .dataset import DatasetTask
 
@@ -24,8 +24,8 @@ def unlikely_line(tasks: list[DatasetTask], unlikely: dict[int, tuple], checked:
         return None
     rows = sorted(unlikely.items())
     named = "; ".join(
-        f"{_where(tasks, index)}: {shown_token(tasks[index].task.answer)} {100 * chance:.1f}% "
-        f"(top {shown_token(top)} {100 * top_chance:.1f}%)"
+        f"{_where(tasks, index)}: {shown_token(tasks[index].task.answer)} {chance_text(chance)} "
+        f"(top {shown_token(top)} {chance_text(top_chance)})"
         for index, (chance, top, top_chance) in rows[:SHOWN_TASKS]
     )
     more = f"; and {len(rows) - SHOWN_TASKS:,} more" if len(rows) > SHOWN_TASKS else ""
@@ -150,8 +150,8 @@ def unlikely_summary(manifest: dict) -> tuple[str, list[str]] | None:
         f"{'It counts' if one else 'They count'} in the figures (the validity check alone refuses tasks)."
     )
     lines = [
-        f"{cut(entry['task_id'], 40)}: {shown_token(entry['answer'])} {100 * entry['chance']:.1f}% "
-        f"(top {shown_token(entry['top'])} {100 * entry['top_chance']:.1f}%)"
+        f"{cut(entry['task_id'], 40)}: {shown_token(entry['answer'])} {chance_text(entry['chance'])} "
+        f"(top {shown_token(entry['top'])} {chance_text(entry['top_chance'])})"
         for entry in found
     ]
     return sentence, lines

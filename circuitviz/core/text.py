@@ -146,6 +146,14 @@ def percent_text(share: float) -> str:
     return "<0.01%" if 0 < share < 0.005 else f"{share:.2f}%"
 
 
+def chance_text(chance: float) -> str:
+    """A probability in percent: one decimal, or two significant digits under 0.1 % ("0.02%",
+    "4.4e-05%"), never "0.0%" for a token the model gives a chance: a random-weight model's
+    answer read "only 0.0%" and its eight likeliest tokens "0.0%" each, with 49,152 of them."""
+    share = 100 * chance
+    return f"{share:.1f}%" if share >= 0.1 or share <= 0 else f"{share:.2g}%"
+
+
 def joined(items: Sequence[str]) -> str:
     """'a', 'a and b', 'a, b and c' (items as given: quote or escape them first)."""
     items = list(items)

@@ -24,6 +24,7 @@ from ..core.tasks import (
     prepare_task,
     unknown_words_note,
 )
+from ..core.text import chance_text
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
 from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
@@ -60,7 +61,7 @@ def with_proposed_answer(model, task: PromptTask) -> tuple[PromptTask, str | Non
         raise TaskError("No answer could be proposed for this prompt; give it with --answer.")
     rank = [token for token, _ in likely].index(answer) + 1
     which = "most likely" if rank == 1 else f"number {rank} of its likely"
-    said = f"No --answer given; using {answer!r}, the model's {which} next token ({100 * chance:.1f}%)."
+    said = f"No --answer given; using {answer!r}, the model's {which} next token ({chance_text(chance)})."
     return dataclasses.replace(task, answer=answer), f"{said} (--answer sets your own.)"
 
 

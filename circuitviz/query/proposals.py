@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..core.text import shown_token
+from ..core.text import chance_text, shown_token
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,8 @@ def unlikely_answer_sentence(
     if not barely_predicts(answer, chance, top):
         return None
     return (
-        f"The model gives {shown_token(answer)} only {100 * chance:.1f}% after this prompt (its most likely "
-        f"next token is {shown_token(top)}, {100 * top_chance:.1f}%): a circuit for an answer the model barely predicts "
+        f"The model gives {shown_token(answer)} only {chance_text(chance)} after this prompt (its most likely "
+        f"next token is {shown_token(top)}, {chance_text(top_chance)}): a circuit for an answer the model barely predicts "
         f"explains little of what it does; {way_out}."
     )
 
@@ -103,10 +103,10 @@ def own_answer_sentence(answer: str, foils, chance: float | None, top: str, top_
     the model's top token is the answer."""
     if top == answer:
         return None
-    said = f" ({100 * chance:.1f}%)" if chance is not None else ""
+    said = f" ({chance_text(chance)})" if chance is not None else ""
     over = f" over {' and '.join(shown_token(foil) for foil in foils)}" if foils else ""
     return (
-        f"The model's own top next token here is {shown_token(top)} ({100 * top_chance:.1f}%), not the "
+        f"The model's own top next token here is {shown_token(top)} ({chance_text(top_chance)}), not the "
         f"answer {shown_token(answer)}{said}: the circuit explains what raises {shown_token(answer)}{over}, "
         "not the model's own answer."
     )

@@ -23,6 +23,7 @@ from ..core.refusals import (
     unequal_lengths,
 )
 from ..core.text import (
+    chance_text,
     counted,
     invisible_sentence,
     markdown_sentence,
@@ -177,7 +178,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             role,
             tokens,
             key=f"pick.{role}",
-            format_func=lambda t: f"{token_label(t)} {100 * probability[t]:.1f}%",
+            format_func=lambda t: f"{token_label(t)} {chance_text(probability[t])}",
             on_change=_pick,
             args=(role,),
         )
@@ -267,7 +268,7 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         if found[spaced] > found[token]:  # the spaced word is the likelier: said below, with its figure
             probability = {**probability, spaced: found[spaced]}
 
-    chance = f" · the model gives it {100 * probability[token]:.1f}%" if token in probability else ""
+    chance = f" · the model gives it {chance_text(probability[token])}" if token in probability else ""
     st.markdown(
         f"<div style='font-size:0.85rem'>the token: {render.token_strip_html([token])}{chance}</div>",
         unsafe_allow_html=True,
@@ -275,8 +276,7 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
     spaced = missing_space(model, token, probability)
     if spaced is None:
         return
-    share = 100 * probability[spaced]
-    share = f"{share:.1f}%" if share >= 0.1 else f"{share:.2g}%"
+    share = chance_text(probability[spaced])
     st.warning(
         markdown_sentence(  # quotes the user's text
             f"The model's token is {shown_token(spaced, 30)} with a leading space ({share}); "
