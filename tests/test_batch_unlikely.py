@@ -99,7 +99,12 @@ def test_a_small_probability_never_reads_0_0_percent():
         "35.3%", "0.1%", "0.099%", "0.02%", "4.4e-05%", "0.0%",
     ]  # fmt: skip
     sentence = unlikely_answer_sentence(" Mary", 2e-5, " the", 0.0004, "pick another")
-    assert sentence.startswith("The model gives ' Mary' only 0.002% after this prompt") and "' the', 0.04%" in sentence
-    assert "' the' (0.04%), not the answer ' Mary' (0.002%)" in own_answer_sentence(" Mary", [], 2e-5, " the", 4e-4)
+    assert (
+        sentence.startswith("The model gives ' Mary' only 0.002% after this prompt")
+        and "' the', 0.04%" in sentence
+    )
+    assert "' the' (0.04%), not the answer ' Mary' (0.002%)" in own_answer_sentence(
+        " Mary", [], 2e-5, " the", 4e-4
+    )
     tasks = [DatasetTask("t0", PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",)))]
     assert "' Mary' 0.0031% (top ' John' 0.05%)" in unlikely_line(tasks, {0: (3.1e-5, " John", 5e-4)}, 1)
