@@ -202,6 +202,11 @@ def test_the_counts_help_says_what_this_result_counts():
     assert helps["nodes"] == (
         "Nodes: a component at a token position: 1 head, 2 MLPs, 1 embedding, and the answer's logits."
     )
+    # a run with no decision above its threshold: no signal edge, no share ("rank-1 edges 0%")
+    from circuitviz.acc.tables import rank1_shown
+
+    assert rank1_shown({"n_signal_edges": 0, "rank1_fraction": 0.0}) == "—"
+    assert rank1_shown({"n_signal_edges": 34, "rank1_fraction": 21 / 34}) == "62%"
     # a row's drop is its part of the side's fall, one removal after another: they add up to it
     assert (
         "add up to its whole fall" in SIGNAL_HELP["drop"]

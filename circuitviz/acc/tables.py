@@ -55,6 +55,14 @@ SIGNAL_HELP = {
 }
 
 
+def rank1_shown(summary) -> str:
+    """The rank-1 share as the page shows it: "62%", or "—" with no signal edge to share out (a
+    run with no decision above its threshold showed "rank-1 edges 0%" of none)."""
+    if not summary.get("n_signal_edges"):
+        return "—"
+    return f"{100 * summary.get('rank1_fraction', 0.0):.0f}%"
+
+
 def summary_help(details) -> dict[str, str]:
     """The help of the page's four counts, with this result's own figures: "edges" counted the edges
     into the logits with the signal edges ("Edges: the signals, grouped by upstream node and side",

@@ -14,6 +14,7 @@ from ..acc.tables import (
     knockout_rows,
     knockout_verdict,
     metric_words,
+    rank1_shown,
     signal_rows,
     summary_help,
 )
@@ -82,7 +83,7 @@ def signals_view(result) -> None:
     cells[0].metric("nodes", summary["n_nodes"], help=helps["nodes"])
     cells[1].metric("edges", summary["n_edges"], help=helps["edges"])
     cells[2].metric("attention decisions", summary["n_decisions"])
-    cells[3].metric("rank-1 edges", f"{100 * summary['rank1_fraction']:.0f}%", help=helps["rank-1 edges"])
+    cells[3].metric("rank-1 edges", rank1_shown(summary), help=helps["rank-1 edges"])
     if details.limits.get("max_decisions_reached"):
         st.warning(
             f"Tracing stopped at {details.limits['max_decisions']} decisions with "
