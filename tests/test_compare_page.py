@@ -246,3 +246,35 @@ def test_a_method_whose_run_fails_is_said_to_fail_not_to_wait_for_a_run(monkeypa
             "on the Explore page, or take it out of the box above."
         ) in said, said
         at.run()
+
+
+def test_the_held_out_caption_gives_the_transfers_way_out_on_a_prompt_of_no_family(monkeypatch):
+    """On a prompt of no template family (Gemma-3-270M, 'Alice lives in France, so she speaks') the
+    held-out caption ended 'give paraphrases in a file or use the openai source.': the settings of
+    the methods that draw paraphrases of their own; the held-out transfer draws templates only."""
+    import circuitviz.entry.api as api
+    from circuitviz.query.templates import NO_FAMILY
+    from circuitviz.ui.measure_offers import nothing_measured_sentence
+
+    def nothing(model, results, budgets=None, **kwargs):
+        empty = {"paraphrases": [], "ndf": [], "tasks": [], "mean_ndf": None, "excluded_as_used": 0}
+        return {
+            name: {"source": "template", "note": NO_FAMILY, "budgets": {str(b): dict(empty) for b in budgets}}
+            for name in results
+        }
+
+    monkeypatch.setattr(api, "measure_transfers", nothing)
+    at = _compare(compare="eap,eap-ig")
+    at.button(key="compare.run").click().run()
+    at.toggle(key="compare.transfer").set_value(True).run()
+    assert not at.exception, at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("Held out: template paraphrases"))
+    assert "openai" not in caption and "in a file" not in caption, caption
+    assert caption.endswith(
+        "The prompt matches none of the built-in template families (indirect object, arithmetic, factual "
+        "recall such as 'The capital of France is' or 'The currency of Japan is the', occupation and "
+        "pronoun, multiple choice); the held-out transfer draws template paraphrases only (on the "
+        "command line, evaluate --transfer-file measures a circuit on paraphrase pairs of your own)."
+    ), caption
+    said = nothing_measured_sentence(NO_FAMILY)  # Explore's button: the way out once, not twice
+    assert "openai" not in said and said.count("--transfer-file") == 1, said

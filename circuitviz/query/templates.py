@@ -40,6 +40,20 @@ NO_FAMILY_TRANSFER_FLAGS = (
 )
 
 
+# the app's way out where the held-out transfer found no family: its paraphrases come from the
+# templates alone, so "give paraphrases in a file or use the openai source" (a setting of the
+# methods that draw paraphrases of their own) was no way out beside it (Compare's held-out caption)
+NO_FAMILY_TRANSFER_APP = (
+    "the held-out transfer draws template paraphrases only (on the command line, evaluate "
+    "--transfer-file measures a circuit on paraphrase pairs of your own)."
+)
+
+
+def for_transfer(text: str) -> str:
+    """``text`` with ``NO_FAMILY``'s way out replaced by the held-out transfer's in the app."""
+    return text.replace(NO_FAMILY, NO_FAMILY[: -len(NO_FAMILY_WAY_OUT)] + NO_FAMILY_TRANSFER_APP)
+
+
 def with_flags(text: str, transfer: bool = False) -> str:
     """``text`` with ``NO_FAMILY``'s way out replaced by the command line's flags (``transfer``:
     those of the held-out transfer). "give paraphrases in a file" named no flag."""

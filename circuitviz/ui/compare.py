@@ -244,6 +244,7 @@ def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict
     from ..entry.api import keep_completeness, measure_transfers
     from ..measure.completeness import completeness
     from ..measure.evaluate import Evaluator
+    from ..query.templates import for_transfer
 
     records = measure_transfers(_model, _results, budgets=[budget])
     first = next(iter(_results.values()))
@@ -261,7 +262,7 @@ def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict
             "left_out": entry["excluded_as_used"],
             "texts": list(entry["paraphrases"]),
             "completeness": value,
-            "note": " ".join(filter(None, [record["note"], problem])),
+            "note": " ".join(filter(None, [for_transfer(record["note"] or ""), problem])),
         }
     return found
 

@@ -109,9 +109,14 @@ def measured_nothing(result, budget: int) -> bool:
 def nothing_measured_sentence(note: str | None) -> str:
     """What a transfer click that measured nothing says: the measurement's own ``note`` (its
     sentences start with a capital: after a colon it read "Nothing was measured: The prompt ...")."""
+    from ..query.templates import for_transfer
+
+    said = for_transfer(note or "No paraphrase of this prompt passed the checks.")
+    if "--transfer-file" in said:  # the way out is in the note already
+        return f"Nothing was measured. {said}"
     return (
-        f"Nothing was measured. {note or 'No paraphrase of this prompt passed the checks.'} On the "
-        "command line, --transfer-file measures a circuit on paraphrase pairs of your own."
+        f"Nothing was measured. {said} On the command line, --transfer-file measures a circuit on "
+        "paraphrase pairs of your own."
     )
 
 
