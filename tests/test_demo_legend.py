@@ -77,6 +77,20 @@ def test_the_headline_says_which_token_the_model_prefers_not_what_it_answers():
     )
 
 
+def test_the_headline_of_a_prompt_of_several_lines_is_one_line():
+    """The headline is a heading: markdown ends it at a line break, so an MMLU prompt's options and
+    cue, or a typed blank line and indented line (a code block), were drawn below it (seen in
+    Chromium in demo mode, 2026-12-06); each line break is drawn '↵', as the token chips draw it."""
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.core.text import markdown_text
+    from circuitviz.render.demo import prompt_sentence
+
+    task = PromptTask("Big\n===\n\n    code\r\nThe cat", "Big\n===\n\n    code\r\nThe dog", " sat", (" ran",))
+    said = prompt_sentence(task, 1.0)
+    assert said == "The model reads \"Big ↵ === ↵  ↵     code ↵ The cat\" and prefers ' sat' to ' ran'."
+    assert "\n" not in markdown_text(said) and "\r" not in markdown_text(said)
+
+
 def test_a_methods_label_is_made_possessive_without_its_gloss():
     from circuitviz.core.text import possessive
 

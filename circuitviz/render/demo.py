@@ -8,6 +8,7 @@ out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..core.text import possessive, shown_token
@@ -46,14 +47,22 @@ def path_sentence(path: Sequence) -> str:
     return " → ".join([path[0].source, *[edge.target for edge in path]])
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line, each line break drawn '↵' as the token chips draw it: the headline is
+    a heading, and markdown ends a heading at a line break, so an MMLU prompt's options and cue
+    (or a typed prompt's blank line and indented line, a code block) were drawn below it."""
+    return re.sub(r"\r\n|\r|\n", " ↵ ", str(text))
+
+
 def prompt_sentence(task, clean: float | None = None) -> str:
-    """The prompt and what the circuit explains, as one sentence (plain text). ``clean``: the
-    metric on the clean prompt (the logit difference where there is a foil).
+    """The prompt and what the circuit explains, as one sentence (plain text, one line: the
+    prompt's line breaks drawn '↵'). ``clean``: the metric on the clean prompt (the logit
+    difference where there is a foil).
 
     It said "answers ' she' rather than ' he'" of the Gallery's "The nurse said that", whose top
     next token is ' the' (27.6 %, ' she' 17.9 %): a logit difference says which of the two the
     model prefers, not what it answers."""
-    read = f'The model reads "{task.clean}"'
+    read = f'The model reads "{one_line(task.clean)}"'
     answer = shown_token(task.answer, 30)
     if not task.foils:
         return f"{read}; the circuit is of its next token {answer}."
