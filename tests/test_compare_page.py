@@ -278,3 +278,35 @@ def test_the_held_out_caption_gives_the_transfers_way_out_on_a_prompt_of_no_fami
     ), caption
     said = nothing_measured_sentence(NO_FAMILY)  # Explore's button: the way out once, not twice
     assert "openai" not in said and said.count("--transfer-file") == 1, said
+
+
+def test_a_comparisons_file_name_names_every_method_or_their_count_never_some_cut():
+    """Cut at Explore's 24 characters, EAP, CD-T, Edge Pruning and EAP-IG downloaded as
+    'comparison_eap-vs-cd-t-vs-edge_budget-200_...json' (an audit, Gemma-3-270M), and paraphrase
+    pruning beside EAP-IG as 'paraphrase-pruning-vs', one method's name."""
+    import re
+    from types import SimpleNamespace
+
+    from circuitviz.ui.compare_downloads import comparison_name
+    from circuitviz.ui.downloads import NAME_LIMIT
+
+    task = SimpleNamespace(clean="Alice lives in France, so she speaks", to_dict=lambda: {})
+
+    def results(*names, model="gemma-3-270m"):
+        return {
+            n: SimpleNamespace(method=n, model_id=model, task=task, config={}, scores=None) for n in names
+        }
+
+    def named(*names, **kwargs):
+        return comparison_name(results(*names, **kwargs), "comparison", "json", 200)
+
+    assert named("eap", "cd-t", "edge-pruning", "eap-ig").startswith(
+        "comparison_eap-vs-cd-t-vs-edge-pruning-vs-eap-ig_budget-200_gemma-3-270m_alice-lives-in"
+    )
+    assert named("paraphrase-pruning", "eap-ig").startswith(
+        "comparison_paraphrase-pruning-vs-eap-ig_budget-200_"
+    )
+    longest = ("paraphrase-pruning", "eap-ig-activations", "edge-pruning", "bon-csm")
+    assert named(*longest).startswith("comparison_4-methods_budget-200_")
+    wide = named("eap", "cd-t", "edge-pruning", "eap-ig", model="an-organisation/a-model-of-a-long-name-x")
+    assert len(wide) <= NAME_LIMIT and re.search(r"_[0-9a-f]{8}\.json$", wide), wide  # the hash kept

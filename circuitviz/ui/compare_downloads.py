@@ -11,7 +11,7 @@ import streamlit as st
 
 from .. import render
 from ..core.results import json_safe
-from .downloads import circuit_json, file_name
+from .downloads import circuit_json, file_name, slug
 
 FORMAT = "circuitviz comparison 1"
 
@@ -48,17 +48,28 @@ def comparison_json(results: dict, shown, measured: dict | None = None) -> dict:
     return data
 
 
+# the methods' part of a comparison's file name at most (the longest name then stays within
+# ``downloads.NAME_LIMIT`` with its hash): cut at Explore's 24 characters, EAP, CD-T, Edge Pruning
+# and EAP-IG were named "eap-vs-cd-t-vs-edge", and paraphrase pruning beside EAP-IG
+# "paraphrase-pruning-vs", one method
+METHODS_SLUG = 40
+
+
 def comparison_name(results: dict, kind: str, ext: str, budget: int | None) -> str:
     """A download's name as Explore's are made (``downloads.file_name``), the methods joined where
-    one method's name stands, and a hash of every run compared."""
+    one method's name stands (their count, '4-methods', where the names are longer than
+    ``METHODS_SLUG``: never some of them, cut), and a hash of every run compared."""
     first = next(iter(results.values()))
+    methods = "-vs-".join(results)
     joined = SimpleNamespace(
-        method="-vs-".join(results),
+        method=methods
+        if len(slug(methods, 10 * METHODS_SLUG, keep=".")) <= METHODS_SLUG
+        else f"{len(results)}-methods",
         model_id=first.model_id,
         task=first.task,
         config={name: getattr(result, "config", None) or {} for name, result in results.items()},
     )
-    return file_name(joined, kind, ext, budget)
+    return file_name(joined, kind, ext, budget, method_limit=METHODS_SLUG)
 
 
 def comparison_downloads(results: dict, shown, measured: dict | None = None) -> None:

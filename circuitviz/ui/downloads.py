@@ -61,7 +61,10 @@ def slug(text: str, limit: int, keep: str = "", fallback: str = "x") -> str:
     return text or fallback
 
 
-def file_name(result, kind: str, ext: str, budget: int | None = None) -> str:
+METHOD_SLUG = 24
+
+
+def file_name(result, kind: str, ext: str, budget: int | None = None, method_limit: int = METHOD_SLUG) -> str:
     """The one name of every download of ``result``: what it holds (``kind``: circuit, graph,
     edges, curve), the method, the budget (of a file whose content depends on it; None: all
     budgets), the model, the prompt's first words and a hash of the whole run (``run_hash``), e.g.
@@ -72,7 +75,7 @@ def file_name(result, kind: str, ext: str, budget: int | None = None) -> str:
         model = re.split(r"[\\/]", model.rstrip("/\\"))[-1] or "model"
     parts = [
         slug(kind, 20, fallback="file"),
-        slug(result.method, 24, keep=".", fallback="method"),
+        slug(result.method, method_limit, keep=".", fallback="method"),
         *([f"budget-{int(budget)}"] if budget is not None else []),
         slug(model.replace("/", "_"), MODEL_SLUG, keep="._", fallback="model"),
         slug(result.task.clean, PROMPT_SLUG, fallback="prompt").lower(),
