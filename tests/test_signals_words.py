@@ -279,3 +279,19 @@ def test_one_heads_two_decisions_make_one_link_and_one_card_row_per_writer():
     ]
     rows = [text for _, text in card["in"]["rows"] + card["out"]["rows"]]
     assert len(rows) == len(set(rows)) == 3, rows
+
+
+def test_discover_splits_acc_edges_as_the_page_does():
+    from circuitviz.details.acc import report_lines
+
+    details = SimpleNamespace(
+        summary={"n_nodes": 26, "n_edges": 44, "n_signal_edges": 34, "n_signals": 81, "rank1_fraction": 21 / 34,
+                 "n_decisions": 6},
+        limits={},
+        faithfulness={},
+    )  # fmt: skip
+    # it printed "44 edges (81 signals, 62% of signal edges rank 1)", 10 of the 44 being into the logits
+    assert report_lines(details)[0] == (
+        "ACC++ circuit: 26 nodes (component@position), 44 edges: 34 signal edges (81 signals, 62% of them "
+        "rank 1) and 10 into the logits; 6 attention decisions"
+    )

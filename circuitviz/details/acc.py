@@ -66,10 +66,16 @@ def prune_to_logits(spec: GraphSpec, mask: torch.Tensor) -> torch.Tensor:
 def report_lines(details: ACCDetails) -> list[str]:
     """A few plain lines about an ACC++ result (for the command line)."""
     summary = details.summary
+    # the edges split as the Signals page's help splits them: "44 edges (81 signals, 62% of signal
+    # edges rank 1)" left unsaid that 10 of the 44 are edges into the logits and the 62% of the other 34
+    n_edges, n_signal = summary.get("n_edges", 0), summary.get("n_signal_edges", 0)
+    share = (
+        f"{100 * summary.get('rank1_fraction', 0.0):.0f}% of them rank 1" if n_signal else "none of rank 1"
+    )
     lines = [
-        f"ACC++ circuit: {summary.get('n_nodes', 0)} nodes (component@position), {summary.get('n_edges', 0)} edges "
-        f"({summary.get('n_signals', 0)} signals, {100 * summary.get('rank1_fraction', 0.0):.0f}% of signal edges "
-        f"rank 1), {summary.get('n_decisions', 0)} attention decisions"
+        f"ACC++ circuit: {summary.get('n_nodes', 0)} nodes (component@position), {n_edges} edges: {n_signal} "
+        f"signal edges ({summary.get('n_signals', 0)} signals, {share}) and {n_edges - n_signal} into the "
+        f"logits; {summary.get('n_decisions', 0)} attention decisions"
     ]
     limits = details.limits
     if limits.get("max_decisions_reached"):
