@@ -33,7 +33,7 @@ def _to_default() -> None:
     values (a parameter given twice, twice), so the page reads and names them as it does at ``/``.
     It forwarded the values the sidebar had read, after the sidebar's sentences about the rest: a
     link's unknown model, a parameter given twice and ``demo=yes`` opened there unsaid (2026-12-06)."""
-    switch_to(DEFAULT, {name: st.query_params.get_all(name) for name in st.query_params})
+    switch_to(DEFAULT, state.url_params(as_given=True))
 
 
 def inside_app() -> None:

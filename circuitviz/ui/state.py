@@ -220,8 +220,11 @@ def _url_text(value) -> str:
     return str(value)
 
 
-def url_params(keys=None) -> dict[str, str]:
-    """{query parameter: text} of the view's values that are set."""
+def url_params(keys=None, as_given: bool = False) -> dict:
+    """{query parameter: text} of the view's values that are set; ``as_given``: the URL's own
+    parameters instead, each with every value the link gives it (``/explore`` forwards them)."""
+    if as_given:
+        return {name: st.query_params.get_all(name) for name in st.query_params}
     found = {}
     for key in keys or VIEW_KEYS:
         value = st.session_state.get(key)
