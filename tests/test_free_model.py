@@ -192,6 +192,30 @@ def test_the_sidebar_estimates_a_typed_folder_then_loads_it(asked, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_loaded_gguf_file_is_sized_from_its_weights(asked, tmp_path):
+    """Before loading, a GGUF file's size is not known (it is read when converted); once loaded,
+    the sidebar said so still ("its size is known once it is converted") beside the converted
+    model drawing circuits. It now counts the loaded weights."""
+    import circuitviz.ui.loaders as loaders
+
+    gguf = tmp_path / "my-model.gguf"
+    gguf.write_bytes(b"GGUF")
+    at = _app().run()
+    _typed_box(at).input(str(gguf)).run()
+    assert "its size is known once it is converted" in _sidebar_text(at)
+    next(button for button in at.sidebar.button if button.label == "Load this model").click().run()
+    assert not at.exception and str(gguf) in asked
+    loaders.model_future(str(gguf), "auto").result(timeout=120)
+    at.run()
+    model = loaders.loaded_model(str(gguf), "auto")
+    count = sum(weight.numel() for weight in model.parameters())
+    captions = [_read(caption.value) for caption in at.sidebar.caption]
+    said = next(caption for caption in captions if caption.startswith("Loaded:"))
+    assert said.startswith(f"Loaded: {count / 1e3:,.0f}K parameters in memory (")
+    assert f"{model.cfg.n_layers} layers x {model.cfg.n_heads} heads" in said
+
+
+@pytest.mark.slow
 def test_the_sidebar_refuses_an_offline_id_in_one_sentence_and_offers_no_button(asked):
     at = _app().run()
     _typed_box(at).input("circuitviz-test/not-cached").run()

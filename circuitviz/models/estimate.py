@@ -32,7 +32,7 @@ class MemoryEstimate:
     weight_bytes: int
     dtype: str
 
-    def sentence(self) -> str:
+    def _amounts(self) -> tuple[str, str]:
         # a tiny model (a test checkpoint, a toy) in thousands and MB, not "0M parameters, 0.0 GB"
         parameters = (
             f"{self.n_parameters / 1e6:,.0f}M"
@@ -44,9 +44,22 @@ class MemoryEstimate:
             if self.weight_bytes >= 1e8
             else f"{self.weight_bytes / 1e6:.1f} MB"
         )
+        return parameters, weights
+
+    def sentence(self) -> str:
+        parameters, weights = self._amounts()
         return (
             f"{shown(self.model_id, 60)}: about {parameters} parameters, "
             f"{weights} of weights in {self.dtype} plus working memory; "
+            f"{self.n_layers} layers x {self.n_heads} heads, {self.n_edges:,} edges."
+        )
+
+    def loaded_sentence(self) -> str:
+        """Of a model loaded (``loaded_size``): what its weights hold in memory, where an embedding
+        tied to the unembedding in the file is held twice (SmolLM2-135M: 163M)."""
+        parameters, weights = self._amounts()
+        return (
+            f"Loaded: {parameters} parameters in memory ({weights} in {self.dtype}); "
             f"{self.n_layers} layers x {self.n_heads} heads, {self.n_edges:,} edges."
         )
 
@@ -170,6 +183,24 @@ def size_problem(config: dict, folder: Path) -> str | None:
             f"{held:,} numbers"
         )
     return None
+
+
+def loaded_size(model_id: str, model) -> MemoryEstimate:
+    """The size of a model already loaded, counted from its weights (not estimated from a
+    config): what the sidebar says once a GGUF file or a hub id it could not size is loaded."""
+    weights = list(model.parameters())
+    cfg = model.cfg
+    layers, heads = int(cfg.n_layers), int(cfg.n_heads)
+    dtype = str(weights[0].dtype).removeprefix("torch.") if weights else "float32"
+    return MemoryEstimate(
+        model_id.strip(),
+        sum(weight.numel() for weight in weights),
+        layers,
+        heads,
+        edge_count(layers, heads, bool(getattr(cfg, "parallel_attn_mlp", False))),
+        sum(weight.numel() * weight.element_size() for weight in weights),
+        dtype,
+    )
 
 
 def estimate_memory(model_id: str, dtype: str = "float32") -> MemoryEstimate:

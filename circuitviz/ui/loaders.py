@@ -21,6 +21,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -75,6 +76,10 @@ PROBE_REPEATS = 3
 MODELS_KEPT = 2  # the last two (model, device, loader) asked for
 
 
+# (model id, device) -> the model loaded for it while the resource cache keeps it: read, never loading
+_LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 @st.cache_resource(show_spinner=False, max_entries=MODELS_KEPT)
 def _model_future(model_id: str, device: str, loader_key: str, _loader) -> Future:
     """The future of one model's load, started here in a background thread: Streamlit's resource
@@ -103,6 +108,13 @@ def model_future(model_id: str, device: str = "auto") -> Future:
     return future
 
 
+def loaded_model(model_id: str, device: str = "auto"):
+    """The model loaded for (model id, device), or None when it is not loaded (yet, or any
+    more): unlike ``model_future``, never starts a load (the sidebar asks on pages that need no
+    model)."""
+    return _LOADED.get((model_id, device or "auto"))
+
+
 def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     """Load, time the load (the next start says how long to expect) and, on a machine with no
     rate measured yet for the model's device kind, time one forward pass (``probe_rate``)."""
@@ -127,6 +139,7 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     except Exception:  # a model the probe cannot run still serves; estimates stay nominal
         pass
     freeze_long_lived_objects()
+    _LOADED[(model_id, device)] = model
     future.set_result(model)
     startup.mark(f"{model_id} ready")
 

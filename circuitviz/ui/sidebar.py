@@ -107,14 +107,20 @@ def sidebar() -> tuple[str, str]:
             with st.expander("about this model"):
                 st.write(info.notes)
         else:
-            st.caption(markdown_text(_estimate_line(model_id)))
+            st.caption(markdown_text(_estimate_line(model_id, device)))
         free_model_input()
     return model_id, device
 
 
-def _estimate_line(model_id: str) -> str:
-    """The memory estimate of a model outside the list, or why it is not known (one sentence)."""
-    from ..models.estimate import check_free_model
+def _estimate_line(model_id: str, device: str) -> str:
+    """A model outside the list: once loaded, its size counted from its weights; before, its
+    memory estimate, or why it is not known (one sentence). A GGUF file read "its size is known
+    once it is converted" beside the converted model, loaded and drawing circuits (2026-12-06)."""
+    from ..models.estimate import check_free_model, loaded_size
+
+    loaded = loaders.loaded_model(model_id, device)
+    if loaded is not None:
+        return loaded_size(model_id, loaded).loaded_sentence()
 
     checked = check_free_model(model_id, local=loaders.browser_paths_allowed())
     if checked.estimate is not None:
