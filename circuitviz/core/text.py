@@ -231,16 +231,27 @@ def markdown_text(text: str) -> str:
     and any address markdown would make a live link (``http://...``, ``www....``, ``a@b.c``) shown
     as code instead, written as typed: a backslash escape does not stop the link (markdown links
     such addresses in the text after parsing), and a crafted shared link or prompt must not put a
-    clickable link the app seems to vouch for into a message or demo mode's headline."""
+    clickable link the app seems to vouch for into a message or demo mode's headline.
+
+    Its line breaks stay line breaks inside one paragraph (a backslash before each, markdown's hard
+    break), and '=' is escaped: a blank line followed by an indented line made a code block, and a
+    line of '=' under a line a heading (a typed task id or label of several lines, 2026-12-06)."""
     text, parts, start = str(text), [], 0
     for match in _AUTOLINKED.finditer(text):
         parts += [_escaped(text[start : match.start()]), _code_span(match.group())]
         start = match.end()
-    return "".join([*parts, _escaped(text[start:])])
+    return _hard_breaks("".join([*parts, _escaped(text[start:])]))
 
 
 def _escaped(text: str) -> str:
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])", r"\\\1", text)
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$&:=])", r"\\\1", text)
+
+
+def _hard_breaks(text: str) -> str:
+    """Each line break followed by more text made a hard break (a backslash ends the line), so no
+    line after it starts a block of its own; a break at the very end is left (a backslash there is
+    drawn as one)."""
+    return re.sub(r"\r\n|\r|\n", "\\\n", text.rstrip("\r\n")) + text[len(text.rstrip("\r\n")) :]
 
 
 def _code_span(text: str) -> str:
@@ -263,7 +274,11 @@ def markdown_sentence(text: str) -> str:
     """
     text = str(text)
     parts = text.split("`")
-    if len(parts) % 2 == 0 or "``" in text or any(not part.strip() for part in parts[1::2]):
+    if (
+        len(parts) % 2 == 0
+        or "``" in text
+        or any(not part.strip() or "\n" in part or "\r" in part for part in parts[1::2])
+    ):  # a span over a line break is the user's (a blank line inside it ended the paragraph)
         return markdown_text(text)
     return "`".join(part if inside % 2 else markdown_text(part) for inside, part in enumerate(parts))
 
