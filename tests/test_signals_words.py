@@ -295,3 +295,29 @@ def test_discover_splits_acc_edges_as_the_page_does():
         "ACC++ circuit: 26 nodes (component@position), 44 edges: 34 signal edges (81 signals, 62% of them "
         "rank 1) and 10 into the logits; 6 attention decisions"
     )
+
+
+def test_a_cards_acc_trace_is_the_signals_pages_own_request(monkeypatch):
+    from circuitviz.ui import budget_box, node_card
+
+    # Explore's card traced ACC++ with budgets 10 and 100; Signals asks for its default budgets, so it
+    # showed that run under "The result below is for earlier inputs" though no input differed
+    asked = {}
+    page = Page()
+    page.button = lambda label, **_: True  # "Why does a3.h3 attend there?" pressed
+    monkeypatch.setattr(node_card, "st", page)
+    monkeypatch.setattr(node_card.state, "result_for", lambda *args: None)
+    monkeypatch.setattr(budget_box, "graph_edge_total", lambda model: 10_342)
+    monkeypatch.setattr(
+        node_card.loaders,
+        "request_for",
+        lambda model, model_id, task, method, settings, budgets: asked.update(
+            settings=settings, budgets=list(budgets)
+        ),
+    )
+    monkeypatch.setattr(node_card.run, "run_with_status", lambda model, request: None)
+    result = SimpleNamespace(
+        method="eap-ig", details=None, model_id="gemma-3-270m", task=SimpleNamespace(clean="x")
+    )
+    node_card._acc_signals(object(), result, "a3.h3", "k")
+    assert asked == {"settings": {}, "budgets": list(budget_box.default_budgets(10_342))}

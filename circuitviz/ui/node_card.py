@@ -18,7 +18,7 @@ from ..core.text import markdown_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
 from ..render.tables import context_html
-from . import loaders, run, state
+from . import budget_box, loaders, run, state
 from .graph_view import show_graph
 from .steer import share_percent
 
@@ -103,7 +103,10 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
         ):
             return
 
-        request = loaders.request_for(model, result.model_id, result.task, tracer, {}, [10, 100])
+        # the Signals page's own request (its default settings and budgets): traced with budgets 10
+        # and 100, the Signals page showed this run under "The result below is for earlier inputs"
+        budgets = budget_box.default_budgets(budget_box.graph_edge_total(model))
+        request = loaders.request_for(model, result.model_id, result.task, tracer, {}, budgets)
         acc = run.run_with_status(model, request)
         if acc is None:
             return
