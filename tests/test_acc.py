@@ -628,6 +628,9 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     at = signals_app(tmp_path, monkeypatch)
     assert not at.exception
     assert at.title[0].value.startswith("Signals")
+    # a decision may attend its own token (Gemma-3-270M's a15.h1 at ' of' attends ' of'): "attending to
+    # an earlier token" said otherwise
+    assert "attending to that token or an earlier one" in at.caption[0].value
     assert any("Run ACC++ above" in info.value for info in at.info)
     at.text_area(key="w.prompt").set_value(PROMPT).run()
     at.text_area(key="w.corrupted").set_value("")  # ACC++ needs none
