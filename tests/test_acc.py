@@ -646,7 +646,17 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
         decisions.columns
     )
     signals = at.dataframe[1].value
-    assert list(signals.columns) == ["side", "component", "position", "read from", "IG", "drop", "directions"]
+    assert list(signals.columns) == [
+        "side",
+        "component",
+        "position",
+        "read from",
+        "IG",
+        "drop",
+        "rank",
+        "directions",
+    ]
+    assert all(row["rank"] == len(row["directions"].split(", ")) for _, row in signals.iterrows())
     assert len(signals) >= 1
     # the removal chart: one line per side, ending below tau when reached
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)

@@ -321,3 +321,14 @@ def test_a_cards_acc_trace_is_the_signals_pages_own_request(monkeypatch):
     )
     node_card._acc_signals(object(), result, "a3.h3", "k")
     assert asked == {"settings": {}, "budgets": list(budget_box.default_budgets(10_342))}
+
+
+def test_the_signal_table_gives_each_signals_rank_beside_its_directions():
+    from circuitviz.acc.tables import SIGNAL_HELP, signal_rows
+
+    # at 1,000 px the directions of a rank-13 signal were cut ("24, 6, 0, 40, 2, 18, 4"), its rank unsaid
+    details = acc_details()
+    details.edges[1]["directions"] = [24, 6, 0, 40, 2, 18, 43, 109, 125, 23, 15, 3, 54]
+    rows = signal_rows(details, 0)
+    assert [(row["component"], row["rank"]) for row in rows] == [("m11", 13), ("m3", 2)]
+    assert list(rows[0]) == [*SIGNAL_HELP]  # every column explained, in the table's order

@@ -50,6 +50,8 @@ SIGNAL_HELP = {
     "drop": "how much the decision's attention weight fell as its directions were removed, each after "
     "every direction of larger IG before it (the chart below): a side's drops add up to its whole fall, "
     "not to what removing this signal alone would do",
+    "rank": "how many singular directions carry it (1: one direction); the next column lists them, "
+    "cut at a narrow width where they are many",
     "directions": "the singular directions of the head's query-key form it is carried by; their "
     "count is the signal's rank (1: one direction)",
 }
@@ -117,6 +119,7 @@ def signal_rows(details, index: int) -> list[dict]:
                 else str(via),
                 "IG": round(edge["attribution"], 4),
                 "drop": round(edge["weight_drop"], 4),
+                "rank": len(edge["directions"]),
                 "directions": ", ".join(str(k) for k in edge["directions"]),
             }
         )
