@@ -393,7 +393,8 @@ def test_a_url_with_only_the_answer_gets_a_proposed_foil_and_corrupted_prompt(pa
     corrupted = at.text_area(key="w.corrupted").value
     assert corrupted and corrupted != IOI_TASK.clean
     assert at.text_input(key="w.answer").value == " Mary"  # what the link gave is kept
-    assert at.text_input(key="w.foil").value == " John"  # the IOI prompt's other name
+    # the IOI prompt's other name, as the tiny model's word-level tokenizer has it (no space)
+    assert at.text_input(key="w.foil").value == "John"
     assert any("template" in c.value for c in at.caption)  # the corrupted prompt says where it came from
 
 
@@ -418,7 +419,7 @@ def test_a_url_with_its_corrupted_prompt_keeps_it_and_gets_a_foil():
     at.run()
     assert not at.exception, at.exception
     assert at.text_area(key="w.corrupted").value == given
-    assert at.text_input(key="w.foil").value == " John"
+    assert at.text_input(key="w.foil").value == "John"  # the word-level tokenizer's token
 
 
 def test_right_to_left_tokens_keep_their_order():

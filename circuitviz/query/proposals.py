@@ -53,6 +53,14 @@ def _single_token(model, text: str) -> bool:
     return adapter_of(model).token_count(text, prepend_bos=False) == 1
 
 
+def _own_text(model, text: str) -> str:
+    """``text`` as the model's tokens read it (``models.tokens.token_pieces``, joined)."""
+    from ..models.adapter import adapter_of
+    from ..models.tokens import own_text
+
+    return own_text(adapter_of(model), text)
+
+
 CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
 UNLIKELY = 0.05  # an answer the model gives less than this is one it barely predicts
 
@@ -158,8 +166,12 @@ def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, 
     found = _templates().recognise(prompt)
     if found is not None and found.family == "ioi":
         other = " " + str(found.slots.get("B", ""))
-        if other.strip() and other != answer and _single_token(model, other):
-            return other, "The foil is the other name of the prompt (the repeated subject)."
+        if other.strip() and _single_token(model, other):
+            # the model's token as its tokenizer has it: a word-level tokenizer's has no space
+            # (' John' was proposed, and shown as '·John', for its token 'John')
+            other = _own_text(model, other)
+            if other != answer:
+                return other, "The foil is the other name of the prompt (the repeated subject)."
     foil = _corrupted_prediction(model, corrupted, answer) if corrupted.strip() else ""
     if foil:
         return (

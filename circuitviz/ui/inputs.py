@@ -236,8 +236,15 @@ def unlikely_answer(
     """The sentence for an answer the model barely predicts after the prompt (its probability
     said), or None: a circuit explains what the model does, and it hardly does this.
     ``probability``: the model's likely next tokens already at hand ({token: probability})."""
+    from ..models.adapter import adapter_of
+    from ..models.tokens import own_text
     from ..query.proposals import unlikely_answer_sentence
 
+    if probability and answer not in probability:
+        # the box's text read as the model's token: ' Mary' for a word-level tokenizer's top token
+        # 'Mary' read "gives ' Mary' only 3.0% (its most likely next token is 'Mary', 3.0%)"
+        if own_text(adapter_of(model), answer) == max(probability, key=probability.get):
+            return None
     if probability and answer in probability:
         top = max(probability, key=probability.get)
         chance, top_chance = probability[answer], probability[top]
@@ -254,7 +261,6 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
     ``after``: (model id, prompt), to weigh a word and its spaced token that are not among the
     likely ones (a foil 'was' for ' was' after a prompt ending in a word)."""
     # here, not at the top: keeps torch out of the first paint
-    from .. import render
     from ..entry.spaces import takes_space
 
     spaced = " " + token
@@ -268,9 +274,8 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         if found[spaced] > found[token]:  # the spaced word is the likelier: said below, with its figure
             probability = {**probability, spaced: found[spaced]}
 
-    chance = f" · the model gives it {chance_text(probability[token])}" if token in probability else ""
     st.markdown(
-        f"<div style='font-size:0.85rem'>the token: {render.token_strip_html([token])}{chance}</div>",
+        f"<div style='font-size:0.85rem'>{own_token_line(model, token, probability)}</div>",
         unsafe_allow_html=True,
     )
     spaced = missing_space(model, token, probability)
@@ -291,6 +296,28 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         args=(role, spaced),
         type="secondary",
     )
+
+
+def own_token_line(model, token: str, probability: dict[str, float]) -> str:
+    """'the token: ·Mary · the model gives it 3.0%' (HTML): the model's token as its tokenizer has it
+    (as the prompt's chips show it), not the text typed. A tokenizer whose tokens carry no space
+    (word-level, splitting on spaces) reads ' Mary' as 'Mary': the line showed '·Mary' and no
+    chance (the model's likely tokens are 'Mary'); it shows 'Mary' now, with its chance, and says
+    that the space in the box is not part of the token."""
+    # here, not at the top: keeps torch out of the first paint
+    from .. import render
+    from ..models.adapter import adapter_of
+    from ..models.tokens import token_pieces
+
+    pieces = token_pieces(adapter_of(model), token)
+    own = "".join(pieces)
+    chance = f" · the model gives it {chance_text(probability[own])}" if own in probability else ""
+    read = ""
+    if own != token:
+        space = "the space in the box is not part of it: " if own == token.strip() else ""
+        these = "this token" if len(pieces) == 1 else "these tokens"
+        read = f" ({space}the model's tokenizer reads {render.token_strip_html([token])} as {these})"
+    return f"the token: {render.token_strip_html(pieces or [''])}{chance}{read}"
 
 
 def missing_space(model, token: str, probability: dict[str, float]) -> str | None:

@@ -132,6 +132,8 @@ def own_answer_note(result, model=None) -> str | None:
     """One sentence when the model's own top next token after the clean prompt is not the answer:
     from the next tokens the form proposed the answer from (stored, no new pass), else, for a
     stored result without its model, from its clean logit difference below 0 (the foil first)."""
+    from ..models.adapter import adapter_of
+    from ..models.tokens import own_text
     from ..query.proposals import own_answer_sentence
 
     task = result.task
@@ -142,6 +144,8 @@ def own_answer_note(result, model=None) -> str | None:
         probability = dict(top)
         token, token_chance = max(top, key=lambda pair: pair[1])
         chance = probability.get(task.answer)
+        if chance is None and own_text(adapter_of(model), task.answer) == token:
+            return None  # the top token: ' Mary' read by a word-level tokenizer is its 'Mary'
         if chance is None:  # the answer is not among the likely tokens: its own figure
             chance, token, token_chance = loaders.token_probability(
                 model, result.model_id, task.clean, task.answer
