@@ -37,7 +37,10 @@ def budgets_for_graph(
     switched: the URL keeps the text, not where it came from), else the text as the user wrote it.
     ``defaults``: a page's default budgets of a graph size."""
     last = str(text).rsplit(",", 1)[-1].strip()
-    another = last.isdigit() and SMALLEST_MODEL_GRAPH <= int(last) != n_edges
+    # a count of edges as digits 0-9 ('²' is a digit int() refuses; 5,000 nines are more than int() reads)
+    another = (
+        last.isascii() and last.isdigit() and len(last) <= 12 and SMALLEST_MODEL_GRAPH <= int(last) != n_edges
+    )
     if not text or text == placed or (another and text == budgets_text(defaults(int(last)))):
         return budgets_text(defaults(n_edges))
     return text

@@ -135,7 +135,7 @@ def load_state(key: str, spec, node_ids: set[str]) -> InstrumentState:
             else:
                 try:
                     data = json.loads(text)
-                except (json.JSONDecodeError, RecursionError):
+                except (ValueError, RecursionError):  # a number of 5,000 digits is a ValueError
                     problems.append("The view in the link is not readable; it was left out.")
         state, more = read_state(data, spec, node_ids)
         ui_state.set_widget_value(name, state)

@@ -79,7 +79,7 @@ class Field:
         if self.kind == SETTINGS:
             try:
                 parsed = json.loads(text)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # also 5,000 digits of a number, or 100,000 '['
                 return None
             return parsed if isinstance(parsed, dict) else None
         if self.kind == NAMES:
