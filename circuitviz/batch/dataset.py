@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import json_text
 from ..core.tasks import METRICS, PromptTask
 from ..core.text import given, shown
 
@@ -119,7 +120,7 @@ def _jsonl_records(text: str):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line), None
+            yield number, json_text.loads(line), None
         except json.JSONDecodeError as error:
             yield number, None, f"line {number} is not valid JSON ({error.msg} at column {error.colno})."
         except RecursionError:
@@ -156,7 +157,7 @@ def parse_dataset(text: str, fmt: str, origin: str = "the dataset") -> Dataset:
     text = text.removeprefix("\ufeff")  # a byte-order mark (Excel, Windows tools) is no text
     if fmt == "jsonl" and text.lstrip().startswith("["):  # a .json file of one array: every line failed
         try:
-            whole = json.loads(text)
+            whole = json_text.loads(text)
         except (json.JSONDecodeError, RecursionError):
             whole = None
         if isinstance(whole, list):

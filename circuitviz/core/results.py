@@ -25,6 +25,7 @@ import torch
 from ..details.base import MethodDetails, ResultFormatError, details_to_state
 from ..details.kinds import details_from_state, legacy_details
 from ..positions.graph import units_at_budgets
+from . import json_text
 from .curves import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
@@ -382,7 +383,7 @@ def circuit_data(text: str, origin: str = "the circuit") -> list[str] | dict:
         raise GraphError(f"{origin} is empty; give an EAP-IG JSON circuit or a list of edge names.")
     if stripped[0] in "[{":
         try:
-            data = json.loads(stripped)
+            data = json_text.loads(stripped)
         except json.JSONDecodeError as error:
             raise GraphError(f"{origin} is not valid JSON ({error.msg} at line {error.lineno}).") from None
         except RecursionError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from ..core import json_text
 from ..methods.settings import setting_applies
 
 
@@ -79,6 +80,6 @@ def _parse_setting(text: str) -> tuple[str, object]:
     if not separator:
         raise ValueError(f"Setting {text!r} needs the form NAME=VALUE.")
     try:
-        return name.strip().replace("-", "_"), json.loads(value)
-    except json.JSONDecodeError:
+        return name.strip().replace("-", "_"), json_text.loads(value)
+    except (json.JSONDecodeError, RecursionError):  # not JSON: the text itself, checked as the setting's
         return name.strip().replace("-", "_"), value

@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from ..core import json_text
 from ..core.text import (
     counted,
     invisible_as_codes,
@@ -452,7 +453,7 @@ def read_neuronpedia_bytes(data: bytes, origin: str = "the graph file") -> Attri
 def read_neuronpedia(text: str, origin: str = "the graph file") -> AttributionGraph:
     """Parse and read a Neuronpedia graph JSON given as text."""
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
     except json.JSONDecodeError as error:
         raise GraphFileError(f"{origin} is not valid JSON ({error.msg} at line {error.lineno}).") from None
     except RecursionError:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..core import json_text
 from ..core.tasks import PromptTask
 from ..core.text import counted, read_user_file, shown, shown_token
 
@@ -343,7 +344,7 @@ def _parse_records(text: str, source: str) -> list[ParaphraseRecord]:
 
 def _json_list_records(text: str, source: str) -> list[ParaphraseRecord]:
     try:
-        records = json.loads(text)
+        records = json_text.loads(text)
     except json.JSONDecodeError as error:
         raise _NotJSON(
             f"The paraphrase list is not valid JSON ({error.msg} at line {error.lineno})."
@@ -359,7 +360,7 @@ def _jsonl_records(text: str, source: str) -> list[ParaphraseRecord]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            record = json.loads(line)
+            record = json_text.loads(line)
         except json.JSONDecodeError as error:
             raise _NotJSON(
                 f"Line {number} of the paraphrase file is not valid JSON ({error.msg}); each line "
