@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from circuitviz.ui import loaders
-from circuitviz.ui.caveats import fitted_methods_sentence, subordinate_headings
+from circuitviz.ui.caveats import fitted_methods_sentence, subordinate_headings, wide_tables_css
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
@@ -123,15 +123,15 @@ st.markdown(
     "the planted-circuit benchmark: models whose true circuit is known."
 )
 # the tables below are wider than the page at 1,000 px (up to 835 px in a 540 px column): each
-# scrolls sideways in its own box instead of the whole page scrolling sideways under them
-st.html(
-    "<style>[data-testid='stMarkdownContainer'] table "
-    "{ display: block; max-width: 100%; overflow-x: auto; }</style>"
-)
+# scrolls sideways in its own box instead of the whole page scrolling sideways under them, its
+# first column (the method, the prompt's kind) in place: scrolled to CMD at 1,000 px, table (a)'s
+# 105 px of method names went out of view with the columns before, and no row said whose it was
+st.html(wide_tables_css(st.context.theme.type))
 # a browser with overlay scroll bars (headless Chromium, macOS) shows no bar until one scrolls: at
 # 1,000 px table (a) ended at 'CPR' with nothing saying CMD and CPR (NDF) were a scroll away
 st.caption(
-    "In a narrow window a wide table scrolls sideways in its own box: its last columns are a scroll away."
+    "In a narrow window a wide table scrolls sideways in its own box: its last columns are a scroll "
+    "away, and its first column stays in place."
 )
 for _name, _made_by in (
     ("faithfulness.md", "benchmarks/bench_faithfulness.py --markdown assets/faithfulness.md"),

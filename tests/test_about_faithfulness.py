@@ -84,3 +84,25 @@ def test_no_yardstick_column_is_headed_by_a_bare_number():
             cells = [cell.strip() for cell in header.strip("|").split("|")]
             bare = [cell for cell in cells if re.fullmatch(r"[\d,.]+", cell)]
             assert not bare, (name, header)
+
+
+def test_a_wide_yardstick_table_keeps_its_first_column_in_place_when_scrolled():
+    """At 1,000 px table (a) scrolls 119 px sideways in its 540 px box: scrolled to CMD, its 105 px
+    of method names went out of view with the columns before, and no row said whose it was (an
+    audit, Chromium). The first column stays in place, on the theme's background."""
+    from circuitviz.ui.caveats import wide_tables_css
+
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.run()
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    styles = " ".join(element.proto.body for element in at.get("html"))
+    assert (
+        "overflow-x: auto" in styles and ":is(th, td):first-child { position: sticky; left: -1px;" in styles
+    )
+    assert "background: #ffffff" in styles  # the app's light theme
+    assert "background: #0e1117" in wide_tables_css("dark") and wide_tables_css(None) == wide_tables_css(
+        "light"
+    )
+    said = " ".join(caption.value for caption in at.caption)
+    assert "its last columns are a scroll away, and its first column stays in place" in said

@@ -85,3 +85,22 @@ def subordinate_headings(markdown: str) -> str:
     is 24 px, hardly smaller; two, 20 px). The file itself is left as its benchmark writes it
     (tests read it)."""
     return re.sub(r"^(#{1,4}) ", r"##\1 ", markdown, flags=re.MULTILINE)
+
+
+# the page's background in each theme (Streamlit's own), behind a first column that stays in place
+PAGE_BACKGROUND = {"light": "#ffffff", "dark": "#0e1117"}
+
+
+def wide_tables_css(theme: str | None) -> str:
+    """The style of a page of stored markdown tables wider than its column (About at 1,000 px): each
+    scrolls sideways in its own box, and its first column (the row's name) stays in place, on the
+    page's background (``theme``: "light" or "dark"; None reads as light) so the cells scrolled
+    under it do not show through (at ``left: -1px``: at 0 a glyph of a header scrolled under it
+    showed in the collapsed border's pixel at the box's left edge)."""
+    background = PAGE_BACKGROUND.get(theme or "light", PAGE_BACKGROUND["light"])
+    table = "[data-testid='stMarkdownContainer'] table"
+    return (
+        f"<style>{table} {{ display: block; max-width: 100%; overflow-x: auto; }}"
+        f" {table} :is(th, td):first-child {{ position: sticky; left: -1px; z-index: 1;"
+        f" background: {background}; box-shadow: inset -1px 0 0 rgba(128, 128, 128, 0.35); }}</style>"
+    )
