@@ -29,8 +29,56 @@ def test_an_empty_circuit_is_not_where_the_view_opens(monkeypatch):
     ]
     chosen = present.readable_position_budget(_result(monkeypatch, rows))
     assert chosen.budget == 50 and chosen.n_nodes == 14
+    assert "Opened at 50 units, the smallest (14 nodes)" in chosen.reason
+
+
+# the IOI prompt's EAP-IG over positions on Gemma-3-270M, the default unit budgets (Chromium,
+# 2026-12-06): (budget, units kept, NDF, drawn nodes)
+IOI_ROWS = [
+    (20, 16, 0.0, 12),
+    (50, 43, 0.0005, 18),
+    (100, 82, 0.0, 27),
+    (200, 147, 0.0, 43),
+    (500, 454, 0.4284, 114),
+    (2000, 1891, 0.566, 282),
+    (10000, 9883, 0.8764, 728),
+    (20000, 19963, 0.9671, 907),
+    (100000, 100000, 0.9964, 1113),
+    (153856, 147780, 1.0, 1296),
+]
+
+
+def test_when_no_readable_circuit_carries_the_answer_it_says_so_and_offers_the_faithful_one(monkeypatch):
+    """Every circuit of at most 40 nodes has NDF 0.00 there: the view opened at 50 units as "the
+    most faithful circuit of at most 40 nodes (18 nodes, NDF 0.00)" (0.0005 against 0.0 at 20 and
+    100 units). It opens at the smallest, says none of them carries the answer, and offers the
+    smallest budget reaching NDF 0.8 one click away, each figure the curve's."""
+    chosen = present.readable_position_budget(_result(monkeypatch, IOI_ROWS))
+    assert (chosen.budget, chosen.n_nodes, chosen.offer) == (20, 12, 10000)
+    assert chosen.reason == (
+        "No circuit of at most 40 nodes carries the answer: NDF is 0.00 at each of them (20, 50 and "
+        "100 units). Opened at 20 units, the smallest (12 nodes); the smallest budget whose circuit "
+        "reaches NDF 0.8 is 10,000 units (728 nodes, NDF 0.88, on the slider)."
+    )
+    assert "most faithful" not in chosen.reason
+    # none reaching 0.8: the run's most faithful is offered; none carrying any: nothing offered
+    rows = [row if row[2] < 0.8 else (*row[:2], 0.7, row[3]) for row in IOI_ROWS]
+    chosen = present.readable_position_budget(_result(monkeypatch, rows))
+    assert (
+        chosen.offer == 10000
+        and "no budget of this run reaches NDF 0.8; the most faithful is 10,000" in chosen.reason
+    )
+    rows = [(b, n, 0.0, nodes) for b, n, _, nodes in IOI_ROWS]
+    chosen = present.readable_position_budget(_result(monkeypatch, rows))
+    assert chosen.offer is None and chosen.reason.endswith("no budget of this run carries it either.")
+
+
+def test_a_readable_circuit_that_carries_some_keeps_the_most_faithful_sentence(monkeypatch):
+    rows = [(20, 16, 0.0, 12), (50, 43, 0.31, 18), (200, 147, 0.5, 60), (500, 454, 0.85, 114)]
+    chosen = present.readable_position_budget(_result(monkeypatch, rows))
+    assert chosen.budget == 50 and chosen.offer == 500
     assert chosen.reason.startswith(
-        "Opened at 50 units, the most faithful circuit of at most 40 nodes (14 nodes"
+        "Opened at 50 units, the most faithful circuit of at most 40 nodes (18 nodes, NDF 0.31)"
     )
 
 

@@ -259,3 +259,26 @@ def test_a_card_over_positions_counts_links_not_edges():
         " link" in card["out"]["head"] and " edge" not in card["out"]["head"] for card in heads
     )
     assert all(" edge" not in card["score"] for card in cards.values()), [c["score"] for c in cards.values()]
+
+
+def test_the_faithful_budget_the_opening_offers_is_one_click_away(monkeypatch):
+    """When the opened circuit does not reach NDF 0.8 (IOI over positions on Gemma-3-270M: every
+    circuit of at most 40 nodes at NDF 0.00), the sentence names the smallest budget that does;
+    a button under the slider opens it, and goes once the slider has moved."""
+    from circuitviz.positions import present
+    from circuitviz.ui import position_view
+
+    def opening(result, **options):
+        return present.ReadableBudget(10, 5, 0.0, "No circuit of at most 40 nodes carries the answer.", 400)
+
+    monkeypatch.setattr(position_view, "readable_position_budget", opening)
+    at = _ran(_opened("10,40,100,400", settings=POSITIONS))
+    assert not at.exception, at.exception
+    assert at.select_slider(key="budget.units").value == 10
+    ndf = at.session_state["results"]["eap"].point(400).ndf
+    offer = next(b for b in at.button if b.label.startswith("Open at 400 units"))
+    assert offer.label == f"Open at 400 units (NDF {ndf:.2f})"
+    at = offer.click().run()
+    assert not at.exception, at.exception
+    assert at.select_slider(key="budget.units").value == 400 and at.query_params["units"] == "400"
+    assert not any(b.label.startswith("Open at 400 units") for b in at.button)

@@ -4,7 +4,10 @@ attribution graph with captions.
 The default budget is the smallest of the run's budgets whose circuit is both faithful (NDF >=
 ``READABLE_NDF``) and small enough to read (at most ``READABLE_NODES`` drawn nodes); when none is
 both, the most faithful circuit that is small enough to read (readability first: the slider and
-the curve show the larger ones); the reason is said in one sentence.
+the curve show the larger ones); the reason is said in one sentence. When no circuit small enough
+to read carries any of the answer (NDF 0.00 at each), the view opens at the smallest of them and
+says so, instead of calling one of them "the most faithful"; the smallest budget that reaches
+``READABLE_NDF`` (else the most faithful of the run) is then offered one click away (``offer``).
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..core.text import joined
 from ..labels.captions import node_caption
 from .graph import node_counts
 from .view import AttributionGraph, from_position_circuit
 
 READABLE_NDF = 0.8
 READABLE_NODES = 40
+CARRIES_NONE = 0.005  # an NDF under this reads 0.00: the circuit carries none of the answer
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class ReadableBudget:
     n_nodes: int
     ndf: float
     reason: str
+    offer: int | None = None  # a larger budget the view offers one click away (the faithful one)
 
 
 def nodes_at_budgets(result) -> dict[int, int]:
@@ -65,6 +71,8 @@ def readable_position_budget(
     # an empty circuit (the top units hold no path to the answer) is not a view: the IOI prompt's EAP
     # over positions opened at budget 20, '0 nodes, NDF 0.00', and discover wrote its files empty
     readable = [p for p in points if 0 < sizes[p.budget] <= max_nodes]
+    if readable and max(p.ndf for p in readable) < CARRIES_NONE:
+        return _none_carries(readable, points, sizes, max_nodes, threshold, larger_at)
     if readable:
         point = max(readable, key=lambda p: (p.ndf, -p.budget))
         return ReadableBudget(
@@ -74,6 +82,7 @@ def readable_position_budget(
             f"Opened at {point.budget:,} units, the most faithful circuit of at most {max_nodes} nodes "
             f"({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): none that small reaches NDF {threshold}; "
             f"{where}.",
+            faithful[0].budget if faithful else None,
         )
     drawn = [p for p in points if sizes[p.budget] > 0]
     point = drawn[0] if drawn else points[0]
@@ -91,6 +100,39 @@ def readable_position_budget(
         point.ndf,
         f"Opened at {point.budget:,} units, {first} ({sizes[point.budget]} nodes, NDF {point.ndf:.2f}): {why}.",
     )
+
+
+def _none_carries(
+    readable, points, sizes, max_nodes: int, threshold: float, larger_at: str
+) -> ReadableBudget:
+    """The opening when no circuit of at most ``max_nodes`` nodes carries any of the answer: the
+    IOI prompt's EAP-IG over positions (Gemma-3-270M) opened at 50 units as "the most faithful
+    circuit of at most 40 nodes (18 nodes, NDF 0.00)", its NDF 0.0005 beside 0.0 at 20 and 100
+    units. It opens at the smallest, says that none of them carries the answer, and offers the
+    smallest budget reaching ``threshold`` (else the run's most faithful), with its figures."""
+    point = readable[0]
+    top = max(p.ndf for p in readable)
+    figure = "0.00" if min(p.ndf for p in readable) > -CARRIES_NONE else f"at most {top:.2f}"
+    budgets = joined([f"{p.budget:,}" for p in readable])
+    each = "at each of them" if len(readable) > 1 else "there"
+    said = (
+        f"No circuit of at most {max_nodes} nodes carries the answer: NDF is {figure} {each} "
+        f"({budgets} units). Opened at {point.budget:,} units, the smallest ({sizes[point.budget]} nodes); "
+    )
+    faithful = [p for p in points if p.ndf >= threshold]
+    best = max(points, key=lambda p: (p.ndf, -p.budget))
+    if faithful:
+        offer = faithful[0]
+        said += f"the smallest budget whose circuit reaches NDF {threshold} is "
+    elif best.ndf >= CARRIES_NONE:
+        offer = best
+        said += f"no budget of this run reaches NDF {threshold}; the most faithful is "
+    else:
+        return ReadableBudget(
+            point.budget, sizes[point.budget], point.ndf, said + "no budget of this run carries it either."
+        )
+    said += f"{offer.budget:,} units ({sizes[offer.budget]} nodes, NDF {offer.ndf:.2f}, {larger_at})."
+    return ReadableBudget(point.budget, sizes[point.budget], point.ndf, said, offer.budget)
 
 
 def caption_nodes(graph: AttributionGraph, labels: Mapping[str, Mapping[str, object]] | None, task) -> None:

@@ -18,7 +18,7 @@ from ..core.keys import process_key
 from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, task_ids, to_neuronpedia
 from ..positions.graph import n_units
-from ..positions.present import readable_position_budget, result_attribution_graph
+from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
 from ..render.curve_notes import dip_note_of_units
 from ..render.explain import explain_position_circuit
@@ -68,6 +68,16 @@ def position_budget(result, key: str) -> tuple[int, str]:
         return (
             budget,
             f"The link's unit budget {missed:,} is not one this run evaluated ({runs}). {chosen.reason}",
+        )
+    if budget == chosen.budget and chosen.offer is not None:  # the faithful circuit, one click away
+        point = result.point(chosen.offer)
+        st.button(
+            f"Open at {chosen.offer:,} units (NDF {point.ndf:.2f})",
+            key=f"{slider_key}.offer",
+            on_click=state.set_widget_value,
+            args=(slider_key, chosen.offer),
+            help=f"The smallest budget of this run whose circuit reaches NDF {READABLE_NDF} (else its most "
+            "faithful): more nodes than a readable drawing holds; zoom in with + and drag.",
         )
     return budget, (chosen.reason if budget == chosen.budget else "")
 
