@@ -48,17 +48,18 @@ IOI_ROWS = [
 ]
 
 
-def test_when_no_readable_circuit_carries_the_answer_it_says_so_and_offers_the_faithful_one(monkeypatch):
+def test_when_no_readable_circuit_is_faithful_at_all_it_says_so_and_offers_the_faithful_one(monkeypatch):
     """Every circuit of at most 40 nodes has NDF 0.00 there: the view opened at 50 units as "the
     most faithful circuit of at most 40 nodes (18 nodes, NDF 0.00)" (0.0005 against 0.0 at 20 and
-    100 units). It opens at the smallest, says none of them carries the answer, and offers the
+    100 units). It opens at the smallest, says none of them is faithful, and offers the
     smallest budget reaching NDF 0.8 one click away, each figure the curve's."""
     chosen = present.readable_position_budget(_result(monkeypatch, IOI_ROWS))
     assert (chosen.budget, chosen.n_nodes, chosen.offer) == (20, 12, 10000)
     assert chosen.reason == (
-        "No circuit of at most 40 nodes carries the answer: NDF is 0.00 at each of them (20, 50 and "
-        "100 units). Opened at 20 units, the smallest (12 nodes); the smallest budget whose circuit "
-        "reaches NDF 0.8 is 10,000 units (728 nodes, NDF 0.88, on the slider)."
+        "No circuit of at most 40 nodes is faithful: NDF is 0.00 at each of them (20, 50 and 100 "
+        "units), each deviating from the model about as much as the corruption does, or more. Opened "
+        "at 20 units, the smallest (12 nodes); the smallest budget whose circuit reaches NDF 0.8 is "
+        "10,000 units (728 nodes, NDF 0.88, on the slider)."
     )
     assert "most faithful" not in chosen.reason
     # none reaching 0.8: the run's most faithful is offered; none carrying any: nothing offered
@@ -70,7 +71,7 @@ def test_when_no_readable_circuit_carries_the_answer_it_says_so_and_offers_the_f
     )
     rows = [(b, n, 0.0, nodes) for b, n, _, nodes in IOI_ROWS]
     chosen = present.readable_position_budget(_result(monkeypatch, rows))
-    assert chosen.offer is None and chosen.reason.endswith("no budget of this run carries it either.")
+    assert chosen.offer is None and chosen.reason.endswith("no budget of this run is faithful either.")
 
 
 def test_a_readable_circuit_that_carries_some_keeps_the_most_faithful_sentence(monkeypatch):

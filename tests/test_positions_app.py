@@ -269,7 +269,7 @@ def test_the_faithful_budget_the_opening_offers_is_one_click_away(monkeypatch):
     from circuitviz.ui import position_view
 
     def opening(result, **options):
-        return present.ReadableBudget(10, 5, 0.0, "No circuit of at most 40 nodes carries the answer.", 400)
+        return present.ReadableBudget(10, 5, 0.0, "No circuit of at most 40 nodes is faithful.", 400)
 
     monkeypatch.setattr(position_view, "readable_position_budget", opening)
     at = _ran(_opened("10,40,100,400", settings=POSITIONS))

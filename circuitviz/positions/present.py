@@ -5,7 +5,7 @@ The default budget is the smallest of the run's budgets whose circuit is both fa
 ``READABLE_NDF``) and small enough to read (at most ``READABLE_NODES`` drawn nodes); when none is
 both, the most faithful circuit that is small enough to read (readability first: the slider and
 the curve show the larger ones); the reason is said in one sentence. When no circuit small enough
-to read carries any of the answer (NDF 0.00 at each), the view opens at the smallest of them and
+to read is faithful at all (NDF 0.00 at each), the view opens at the smallest of them and
 says so, instead of calling one of them "the most faithful"; the smallest budget that reaches
 ``READABLE_NDF`` (else the most faithful of the run) is then offered one click away (``offer``).
 """
@@ -22,7 +22,7 @@ from .view import AttributionGraph, from_position_circuit
 
 READABLE_NDF = 0.8
 READABLE_NODES = 40
-CARRIES_NONE = 0.005  # an NDF under this reads 0.00: the circuit carries none of the answer
+CARRIES_NONE = 0.005  # an NDF under this reads 0.00: the circuit deviates as the corruption does
 
 
 @dataclass(frozen=True)
@@ -105,10 +105,10 @@ def readable_position_budget(
 def _none_carries(
     readable, points, sizes, max_nodes: int, threshold: float, larger_at: str
 ) -> ReadableBudget:
-    """The opening when no circuit of at most ``max_nodes`` nodes carries any of the answer: the
+    """The opening when no circuit of at most ``max_nodes`` nodes is faithful at all (NDF 0.00): the
     IOI prompt's EAP-IG over positions (Gemma-3-270M) opened at 50 units as "the most faithful
     circuit of at most 40 nodes (18 nodes, NDF 0.00)", its NDF 0.0005 beside 0.0 at 20 and 100
-    units. It opens at the smallest, says that none of them carries the answer, and offers the
+    units. It opens at the smallest, says that none of them is faithful, and offers the
     smallest budget reaching ``threshold`` (else the run's most faithful), with its figures."""
     point = readable[0]
     top = max(p.ndf for p in readable)
@@ -116,8 +116,9 @@ def _none_carries(
     budgets = joined([f"{p.budget:,}" for p in readable])
     each = "at each of them" if len(readable) > 1 else "there"
     said = (
-        f"No circuit of at most {max_nodes} nodes carries the answer: NDF is {figure} {each} "
-        f"({budgets} units). Opened at {point.budget:,} units, the smallest ({sizes[point.budget]} nodes); "
+        f"No circuit of at most {max_nodes} nodes is faithful: NDF is {figure} {each} ({budgets} units), "
+        f"{'each' if len(readable) > 1 else 'it'} deviating from the model about as much as the corruption "
+        f"does, or more. Opened at {point.budget:,} units, the smallest ({sizes[point.budget]} nodes); "
     )
     faithful = [p for p in points if p.ndf >= threshold]
     best = max(points, key=lambda p: (p.ndf, -p.budget))
@@ -129,7 +130,7 @@ def _none_carries(
         said += f"no budget of this run reaches NDF {threshold}; the most faithful is "
     else:
         return ReadableBudget(
-            point.budget, sizes[point.budget], point.ndf, said + "no budget of this run carries it either."
+            point.budget, sizes[point.budget], point.ndf, said + "no budget of this run is faithful either."
         )
     said += f"{offer.budget:,} units ({sizes[offer.budget]} nodes, NDF {offer.ndf:.2f}, {larger_at})."
     return ReadableBudget(point.budget, sizes[point.budget], point.ndf, said, offer.budget)
