@@ -14,7 +14,7 @@ from ..core.curves import area_under_curve
 from ..core.text import counted, score_text
 from ..details.kinds import reference_words
 from .atlas import BatchTable, _matrix, curve_bands, mib_scores
-from .dataset import MAX_PROBLEMS_SHOWN, read_dataset
+from .dataset import MAX_PROBLEMS_SHOWN, invisible_line, read_dataset
 from .table import TABLE
 from .units import over_positions
 
@@ -44,6 +44,9 @@ def read_file_tasks(path: Path, strict: bool, n: int | None, say) -> tuple[list,
     if n is not None and n < len(tasks):
         say(f"running the first {n:,} of the {len(tasks):,} tasks of {path.name} (--n {n})")
         tasks = tasks[:n]
+    hidden = invisible_line(tasks)  # said as discover says it of a prompt: the model reads them
+    if hidden:
+        say(hidden)
     return tasks, loaded.problems, str(path)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core import json_text
 from ..core.tasks import METRICS, PromptTask
-from ..core.text import given, shown
+from ..core.text import counted, given, invisible_characters, invisible_kinds, shown
 
 _CLEAN_KEYS = ("clean", "prompt")
 MAX_PROBLEMS_SHOWN = 20
@@ -223,3 +223,29 @@ def read_tasks(path: str | Path) -> list[DatasetTask]:
     """The tasks a batch folder keeps (``write_tasks``)."""
     text = Path(path).read_text(encoding="utf-8")
     return [DatasetTask.from_dict(json.loads(line)) for line in text.splitlines() if line.strip()]
+
+
+def invisible_line(tasks: list[DatasetTask]) -> str | None:
+    """One line naming the tasks whose texts (prompt, corrupted prompt, answer, foils) hold invisible
+    characters (``core.text.invisible_characters``: zero-width spaces, direction overrides, NUL...),
+    the first three by line, or None. A dataset file's such tasks ran unsaid, while the same prompt
+    typed in Explore or given to discover is named: the model reads them, a table shows nothing or
+    the text around them reordered (2026-12-06)."""
+    found = [
+        (item, text)
+        for item in tasks
+        for text in [" ".join([item.task.clean, item.task.corrupted, item.task.answer, *item.task.foils])]
+        if invisible_characters(text)
+    ]
+    if not found:
+        return None
+    named = ", ".join(
+        f"line {item.line}" if item.line else f"task {shown(item.id, 20)}" for item, _ in found[:3]
+    )
+    more = f" and {len(found) - 3:,} more" if len(found) > 3 else ""
+    kinds = invisible_kinds("".join(text for _, text in found))
+    return (
+        f"{counted(len(found), 'task')} of {len(tasks):,} hold invisible characters ({kinds}; {named}{more}): "
+        "the model reads them, but a table shows nothing for them or the text around them reordered; "
+        "they run as written."
+    )
