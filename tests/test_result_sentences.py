@@ -248,3 +248,24 @@ def test_an_answer_that_is_not_the_models_top_token_is_said(monkeypatch):
     )
     result.baseline = Baseline(clean=3.0, corrupted=-1.0)
     assert own_answer_note(result) is None
+
+
+def test_no_readable_circuit_at_ndf_0_is_called_the_most_faithful():
+    """Every circuit of at most 200 edges at NDF 0.00 (EAP-IG on Gemma-3-270M's IOI prompt at
+    budgets 50 to 200 kept 43 to 147 edges at 0.0 and 0.001): the view opened at 43 edges as "the
+    most faithful circuit of at most 200 edges (NDF 0.00)". It opens at the smallest of them and
+    says none is faithful at all, with the smallest budget that is."""
+    from opening_check import check_opening
+
+    curve = _points((50, 43, 0.0), (100, 82, 0.001), (200, 147, 0.0), (10000, 9883, 0.876))
+    view = render.opening_view(curve)
+    assert view.budget == 50 and not view.faithful
+    assert view.reason == (
+        "No circuit of at most 200 edges reaches NDF 0.8 (the smallest that does keeps 9,883 edges, too "
+        "many to read), and none of them is faithful at all: NDF is 0.00 at each of them, deviating from "
+        "the model about as much as the corruption does, or more; opened at 43 edges (budget 50), the "
+        "smallest (NDF 0.00). Larger budgets are on the slider and the curve."
+    )
+    check_opening(curve, view)
+    carries = _points((50, 43, 0.0), (100, 82, 0.2), (200, 147, 0.0), (10000, 9883, 0.876))
+    assert "the most faithful circuit of at most 200 edges (NDF 0.20)" in render.opening_view(carries).reason

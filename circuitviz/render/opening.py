@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from .curves import _value
 
 READABLE_EDGES = 200  # the largest circuit a first view opens at: a graph one can still read
+# an NDF under this reads 0.00: such a circuit deviates from the model as much as the corruption
+# does, and calling one of several such circuits "the most faithful" said nothing true of use
+NONE_FAITHFUL = 0.005
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ def opening_view(
 ) -> OpeningView:
     """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
     ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
-    of at most ``max_edges`` edges (the smaller on a tie), else the smallest budget. The sentence
+    of at most ``max_edges`` edges (the smaller on a tie), or the smallest of them when each has NDF
+    0.00 (it said "the most faithful ... (NDF 0.00)"), else the smallest budget. The sentence
     says which, with the figures it read off the curve, and where the larger budgets are shown
     (``larger_at``: the app's slider and curve; the command line's table)."""
     points = [p for p in sorted(curve, key=lambda p: _value(p, "budget")) if not math.isnan(_value(p, "ndf"))]
@@ -84,6 +88,16 @@ def opening_view(
             f"opened at the smallest budget, {budget:,}.",
         )
     best = max(readable, key=lambda p: (_value(p, "ndf"), -_value(p, "budget")))
+    if _value(best, "ndf") < NONE_FAITHFUL:  # every readable circuit at NDF 0.00: none is "the most faithful"
+        first = readable[0]
+        each = "at each of them" if len(readable) > 1 else "there"
+        return OpeningView(
+            int(_value(first, "budget")),
+            f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}), and none of them is "
+            f"faithful at all: NDF is 0.00 {each}, deviating from the model about as much as the "
+            f"corruption does, or more; opened at {edges_at(first)}, the smallest (NDF "
+            f"{_value(first, 'ndf'):.2f}). Larger budgets are {larger_at}.",
+        )
     stop = growth_stop(points)
     larger = (
         f"Larger budgets add nothing: the circuit stops growing at {stop[0]:,} edges (every budget from "
