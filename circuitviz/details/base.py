@@ -101,6 +101,11 @@ class MethodDetails:
         none by default."""
         return []
 
+    def one_off_seconds(self) -> float:
+        """Seconds of the run spent filling a cache its next runs of the model read (ACC++'s first
+        SVD of the model's heads): left out of what prices the next runs; none by default."""
+        return 0.0
+
 
 NEUTRAL_PROMPT = "neutral prompt"
 NEUTRAL_PROMPT_WORDS = "the neutral prompt (every token after the first replaced by the padding token)"

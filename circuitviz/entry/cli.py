@@ -43,7 +43,7 @@ from .api import (
 )
 from .arguments import batch_checks, checked_paths, pairs_text
 from .budgets import default_budgets, discover_note, graph_total, over_positions, read_budgets
-from .calibration import record
+from .calibration import one_off_seconds, record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
 from .file_transfer import file_transfer
@@ -154,7 +154,10 @@ def cmd_discover(args) -> int:
     if share.reduced:
         print(f"The CPU was busy: this run used {counted(share.threads, 'thread')}, on the cores left free.")
     if not cached and request.estimate is not None:  # prices the next runs of this model, as the app's do
-        done, priced = measuring - started, request.estimate
+        done, priced = (
+            measuring - started - one_off_seconds(result),
+            request.estimate,
+        )  # not the SVD's first fill
         worked, more = priced.flops_done(method, result), {"model": priced.model, "others": share.others}
         record(priced.device, method.name, worked, done, timings=result.timings, **more)
     timings = {"load_s": load_seconds, **result.timings, **measured}
