@@ -47,7 +47,7 @@ if positions:  # a result kept from Explore over token positions: left out, and 
 failed = compare_kept.failed(chosen, results, requests)  # its run ended in an error: not "yet"
 for name, error in failed.items():
     st.warning(compare_kept.failed_sentence(name, error))
-missing = compare.not_run_sentence([n for n in chosen if n not in positions and n not in failed], results)
+missing = compare.not_run_sentence(compare_kept.awaiting_run(chosen, requests, positions, failed), results)
 if len(results) >= 2 and compare.common_budgets(results):
     if missing:
         st.info(missing)

@@ -68,3 +68,12 @@ def failed_sentence(name: str, error: BaseException) -> str:
         "comparison below leaves it out and running the comparison again fails the same way: change "
         "its settings on the Explore page, or take it out of the box above."
     )
+
+
+def awaiting_run(chosen: list[str], requests: dict, positions: list[str], failed: dict) -> list[str]:
+    """The chosen methods that running the comparison would add: not those left out for a reason
+    said elsewhere (a result over positions, a failed run, settings refused with an error: under
+    "Edge Pruning (learned masks): steps must be between 0 and 10000, not -5. ... it is left out of
+    this comparison until they are fixed there." the page also said it "has no result for this
+    prompt yet ... run the comparison to add it")."""
+    return [n for n in chosen if n not in positions and n not in failed and (not requests or n in requests)]
