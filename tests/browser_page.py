@@ -150,8 +150,13 @@ def shot(page, name: str, locator=None, full: bool = False, height: int = 1000) 
         page.wait_for_timeout(500)
 
 
+ESTIMATE = r"Estimate: (?:about |[\d.]+ (?:s|min|h) to )([\d.]+) (s|min|h)"
+
+
 def estimate_seconds(text: str) -> float:
-    found = re.search(r"Estimate: about ([\d.]+) (s|min|h)", text)
+    """An estimate line's seconds: its one figure, or a range's most (Edge Pruning, ACDC: "4 s to
+    36 s"), which its progress line counts down from."""
+    found = re.search(ESTIMATE, text)
     assert found, text
     return float(found.group(1)) * {"s": 1, "min": 60, "h": 3600}[found.group(2)]
 
@@ -186,10 +191,7 @@ def computed_seconds(page, method: str | None = None) -> list[float]:
 
 def estimates(page) -> list[float]:
     """Every estimate line's seconds on the page, in order."""
-    return [
-        estimate_seconds(found.group(0))
-        for found in re.finditer(r"Estimate: about [\d.]+ (s|min|h)", body_text(page))
-    ]
+    return [estimate_seconds(found.group(0)) for found in re.finditer(ESTIMATE, body_text(page))]
 
 
 def progress_texts(page, until: str, timeout_s: float, every_s: float = 1.0) -> list[str]:

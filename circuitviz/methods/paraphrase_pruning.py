@@ -366,7 +366,14 @@ class ParaphrasePruning(Method):
         config = self.as_config(config)
         paraphrases = int(config.n_paraphrases)
         fit = round(paraphrases * (1 - float(config.held_out))) if config.fit_paraphrases else 0
-        return self._cost(config, spec, n_tokens, n_budgets, paraphrases, fit, int(config.steps))
+        most = self._cost(config, spec, n_tokens, n_budgets, paraphrases, fit, int(config.steps))
+        least = self._cost(config, spec, n_tokens, n_budgets, paraphrases, fit, 0)
+        return dataclasses.replace(  # a mask stops learning at the tolerance (Edge Pruning's range)
+            most,
+            passes_range=(least.passes, most.passes),
+            range_reason="paraphrase pruning stops learning a budget's mask once its circuit is "
+            "faithful enough, so a prompt its warm start already explains ends early",
+        )
 
     def passes_done(self, result) -> float | None:
         """The passes of the run as it went: only the valid paraphrases are run, fitted and measured
