@@ -273,6 +273,23 @@ def test_the_figures_are_over_the_tasks_that_pass_the_check(batch_folder, monkey
     assert at.session_state["prompt"] == p3["clean"]
 
 
+def test_the_clusters_sentence_of_prompts_whose_circuits_are_alike():
+    """Three prompts of one circuit at the budget read "1 clusters (the number chosen) of 3 prompts
+    ... Silhouette 0.00" under 'auto' (seen in Chromium): k-medoids found no second circuit, and
+    with 3 prompts 2 is the only number 'auto' can try."""
+    alike = {"k": 1, "silhouette": 0.0, "sizes": [3], "tried": {2: 0.0}}
+    assert ui.clusters_sentence(alike, 60, auto=True) == (
+        "1 cluster of 3 prompts: at budget 60 their circuits are all the same, so there are no more "
+        "groups to find."
+    )
+    two = {"k": 2, "silhouette": 0.5, "sizes": [3, 2], "tried": {3: 0.5}}
+    assert "are only 2 different ones" in ui.clusters_sentence(two, 60, auto=False)
+    only = {"k": 2, "silhouette": 0.3, "sizes": [2, 1], "tried": {2: 0.3}}
+    assert ui.clusters_sentence(only, 60, auto=True).startswith(
+        "2 clusters (the only number 3 prompts allow) of 2, 1 prompts"
+    )
+
+
 def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
     """A silhouette of 0.09 (the stored arithmetic atlas at 103 edges) is no finding of groups:
     the sentence says so; one above about 0.25 is called distinct; a chosen k is not 'the best'."""
@@ -289,7 +306,7 @@ def test_the_clusters_sentence_says_when_the_groups_are_not_distinct():
         and "0.09, below about 0.25" in text
         and "not fall into distinct groups" in text
     )
-    strong = dict(weak, silhouette=0.41, tried={3: 0.41})
+    strong = dict(weak, silhouette=0.41, tried={2: 0.41})  # k 2 chosen (k is the one tried)
     text = ui.clusters_sentence(strong, 1034, auto=False)
     assert "(the number chosen)" in text and "at budget 1,034" in text
     assert "Silhouette 0.41: distinct groups" in text and "not fall" not in text

@@ -321,12 +321,20 @@ def clusters_sentence(found: dict, budget: int, auto: bool) -> str:
     circuits do not fall into distinct groups, and the sentence says so rather than leave a reader
     to take the clusters for a finding."""
     k, silhouette = found["k"], found["silhouette"]
+    sizes = ", ".join(map(str, found["sizes"]))
+    if found["tried"] and k not in found["tried"]:  # k-medoids ran out of circuits unlike its medoids
+        alike = "all the same" if k == 1 else f"only {k} different ones"
+        return (  # it read "1 clusters (the number chosen) ... Silhouette 0.00" under 'auto' (3 prompts alike)
+            f"{counted(k, 'cluster')} of {sizes} prompts: at budget {budget:,} their circuits are {alike}, "
+            "so there are no more groups to find."
+        )
     how = (
         f"the number of 2 to {max(found['tried'])} with the highest silhouette"
         if auto and len(found["tried"]) > 1
+        else f"the only number {sum(found['sizes']):,} prompts allow"
+        if auto
         else "the number chosen"
     )
-    sizes = ", ".join(map(str, found["sizes"]))
     head = (
         f"{k} clusters ({how}) of {sizes} prompts, by the Jaccard similarity of their circuits at "
         f"budget {budget:,}."
