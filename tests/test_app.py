@@ -215,7 +215,8 @@ def test_a_new_prompt_proposes_its_own_answer_foil_and_corrupted_prompt():
     assert not at.exception, at.exception
     top = next_token_probabilities(_tiny_loader("", ""), new, 8)[0][0]
     assert at.text_input(key="w.answer").value == top  # the model's own top token
-    assert at.text_input(key="w.foil").value == " Tom"  # the other name of the IOI prompt
+    # the other name of the IOI prompt, as the tiny model's word-level tokenizer has it (no space)
+    assert at.text_input(key="w.foil").value == "Tom"
     corrupted = at.text_area(key="w.corrupted").value
     assert corrupted and corrupted != new and "Tom" not in corrupted
     assert any("indirect object" in c.value for c in at.caption)
