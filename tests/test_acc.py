@@ -593,6 +593,10 @@ def test_cli_discover_acc_needs_no_corrupted_prompt_or_foil(tmp_path, monkeypatc
     assert data["method"] == "acc++" and data["config"]["k"] == 1.5
     assert data["task"]["metric"] == "logprob" and data["task"]["corrupted"] == ""
     assert data["details"]["nodes"] and data["details"]["decisions"]
+    # a budget over ACC++'s circuit keeps the circuit: the line names its edges where they are fewer
+    held = sum(bool(edge["in_graph"]) for edge in data["edges"].values())
+    assert held < data["budget"]  # budget 20 keeps the traced circuit, fewer edges
+    assert f"(in_graph: the circuit at budget {data['budget']:,}, {held:,} edge" in printed
     # a method that needs the corrupted prompt gets the one the app proposes, and says which
     assert (
         cli.main(["discover", "--prompt", PROMPT, "--answer", " Mary", "--foil", " John", "--budgets", "5"])

@@ -198,6 +198,10 @@ def cmd_discover(args) -> int:
         marked = f"the circuit at budget {data['budget']:,}"
         if result.positions:  # in_graph holds edges: those its units use at some position
             marked = f"the edges of {marked} units, at any position"
+        elif (held := sum(bool(edge["in_graph"]) for edge in data["edges"].values())) != data["budget"]:
+            # ACC++'s budget 10,342 keeps its 203-edge circuit: "the circuit at budget 10,342" alone
+            # read as the whole graph marked
+            marked += f", {counted(held, 'edge')}"
         print(f"wrote {args.out} (in_graph: {marked})")
     if result.positions and (args.html or args.neuronpedia):  # one readable budget, said once, for both
         outputs.write_position_outputs(model, result, args.html, args.neuronpedia, args.html_budget)
