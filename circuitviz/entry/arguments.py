@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
+from ..core.text import counted, invisible_kinds, joined
 from ..measure.task_validity import CHECK_ENV
 from ..query.pairs import ParaphraseError, paraphrase_records, read_pairs_text
 from .budgets import checked_edge_count
@@ -93,6 +95,15 @@ def pairs_text(flag: str, path) -> str:
         raise ParaphraseError(
             f"{flag} {path} holds no paraphrase pair; give one paraphrase and its corrupted prompt a "
             "line, as 'paraphrase<TAB>corrupted'."
+        )
+    hidden = [n for n, record in enumerate(records, 1) if invisible_kinds(record.clean + record.corrupted)]
+    if hidden:  # said as discover says it of a prompt (the Paraphrases page names them in its table)
+        kinds = invisible_kinds("".join(records[n - 1].clean + records[n - 1].corrupted for n in hidden))
+        print(
+            f"{flag} {path}: {counted(len(hidden), 'pair')} of {len(records):,} "
+            f"({joined([f'p{n}' for n in hidden[:3]])}{' and more' if len(hidden) > 3 else ''}) "
+            f"hold invisible characters ({kinds}): the model reads them; they run as written.",
+            file=sys.stderr,
         )
     return text
 
