@@ -66,3 +66,15 @@ def test_an_answer_that_is_the_models_top_token_is_not_called_unlikely(words, mo
     monkeypatch.setattr(loaders, "next_tokens", lambda *args, **kwargs: list(likely.items()))
     result = SimpleNamespace(task=IOI_TASK, model_id="tiny")  # its answer: ' Mary'
     assert result_view.own_answer_note(result, words) is None
+
+
+def test_discover_does_not_call_the_models_top_token_unlikely(words, monkeypatch):
+    """discover's sentence under the same task: --answer ' Mary' on a word-level tokenizer whose
+    top token is 'Mary' read "The model gives ' Mary' only 3.0% ... (its most likely next token is
+    'Mary', 3.0%)"."""
+    from circuitviz.entry import api
+
+    monkeypatch.setattr(api, "answer_chance", lambda model, task: (0.03, "Mary", 0.03))
+    assert api.answer_note(words, IOI_TASK) is None  # its answer: ' Mary'
+    monkeypatch.setattr(api, "answer_chance", lambda model, task: (0.03, "Anna", 0.04))
+    assert "only 3.0%" in api.answer_note(words, IOI_TASK)

@@ -31,6 +31,7 @@ from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphras
 from ..methods.base import Progress, RunContext
 from ..methods.bon import stored_scores_reader
 from ..models.adapter import adapter_of
+from ..models.tokens import own_text
 from ..positions.graph import n_units
 from ..query.candidates import candidate_masks, evaluated_candidates, ranked_candidates
 from ..query.proposals import (
@@ -113,6 +114,8 @@ def answer_note(model, task: PromptTask) -> str | None:
     if found is None:
         return None
     chance, top, top_chance = found
+    if own_text(adapter_of(model), task.answer) == top:  # ' Mary' is a word-level tokenizer's 'Mary'
+        return None
     way_out = "give one it predicts with --answer, or a prompt whose answer it predicts"
     return unlikely_answer_sentence(task.answer, chance, top, top_chance, way_out)
 
