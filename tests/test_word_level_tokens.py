@@ -78,3 +78,21 @@ def test_discover_does_not_call_the_models_top_token_unlikely(words, monkeypatch
     assert api.answer_note(words, IOI_TASK) is None  # its answer: ' Mary'
     monkeypatch.setattr(api, "answer_chance", lambda model, task: (0.03, "Anna", 0.04))
     assert "only 3.0%" in api.answer_note(words, IOI_TASK)
+
+
+def test_batch_names_the_answers_own_top_token_as_the_answer(words):
+    """batch's chance of each task names the top token; when it is the answer's own token it is
+    named as the answer is written (' When', the word-level token 'When'), so that the unlikely-
+    answer check does not take one token for two."""
+    from circuitviz.batch.work import answer_chances
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.labels.logit_lens import next_token_probabilities
+    from circuitviz.query.proposals import barely_predicts
+
+    prompt = "The cat sat on the"
+    top = next_token_probabilities(words, prompt, 1)[0][0]
+    assert top.strip() and not top.startswith(" ")  # a word, as the tokenizer has it
+    task = PromptTask(prompt, "The cat sat on a", " " + top, ("a",))
+    chance, name, top_chance = answer_chances(words, [task])[0]
+    assert name == " " + top and chance == top_chance
+    assert not barely_predicts(task.answer, 0.01, name)  # however small its chance

@@ -162,6 +162,9 @@ def answer_chances(model, tasks: list) -> list[tuple[float, str, float] | None]:
         tops = probabilities.argmax(dim=-1).tolist()
         names = [adapter.decode([top]) for top in tops]  # as the logit lens names a token
         for row, ((index, answer_id), top, name) in enumerate(zip(piece, tops, names)):
+            # the answer's own token at the top is named as the answer is written: on a word-level
+            # tokenizer ' Mary' is the token 'Mary', and the two texts read as two tokens
+            name = tasks[index].answer if top == answer_id else name
             found[index] = (float(probabilities[row, answer_id]), name, float(probabilities[row, top]))
     return found
 
