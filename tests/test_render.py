@@ -818,3 +818,27 @@ def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
             browser.close()
     assert seen["tall"] == (True, SMALL_HINT_TALL)
     assert seen["wide"] == (True, SMALL_HINT)
+
+
+def test_the_shared_budget_line_is_named_and_in_no_curves_colour():
+    """Compare draws its curves with the budget's dotted line and no labelled point: the line was
+    the logits' orange, the second curve's own colour (CD-T's beside EAP, an audit), unnamed."""
+    import math
+
+    from circuitviz.render.curves import SERIES_COLOURS
+
+    curve = [
+        {"budget": 10, "n_edges": 8, "metric": 1.0, "nfs": 0.2, "ndf": 0.2},
+        {"budget": 200, "n_edges": 181, "metric": 2.0, "nfs": 0.9, "ndf": 0.9},
+    ]
+    figure = render.curve_figure(
+        {"eap": curve, "cd-t": curve, "edge-pruning": curve}, 10342, current_budget=200
+    )
+    (line,) = figure.layout.shapes
+    assert line.x0 == 200 and line.line.color not in SERIES_COLOURS
+    (named,) = [a for a in figure.layout.annotations if a.text == "budget 200"]
+    assert named.x == pytest.approx(math.log10(200))  # a log axis places an annotation at log10(x)
+    labelled = render.curve_figure({"eap": curve}, 10342, current_budget=200, marker_value=0.9)
+    assert not [
+        a for a in labelled.layout.annotations if a.text == "budget 200"
+    ]  # Explore: its point says it

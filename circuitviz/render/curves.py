@@ -22,6 +22,9 @@ from .graph_html import KIND_COLOURS
 FOOT_LEGEND = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 # a palette that stays distinguishable for colour-blind readers (Okabe-Ito, minus yellow)
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+# the shared budget's line where no point on it is labelled (Compare): no curve's colour (it was
+# the logits' orange, the second curve's own, and unnamed: CD-T's curve and the budget read as one)
+BUDGET_LINE_COLOUR = "#7F7F7F"
 SCORE_NAMES = {"ndf": "NDF", "nfs": "NFS", "metric": "L(C(q))"}
 
 
@@ -72,10 +75,28 @@ def curve_figure(
         )
     y_range = [-0.03, 1.08] if score == "ndf" else None
     if current_budget is not None:
-        figure.add_vline(
-            x=max(int(current_budget), 1),
-            line={"color": KIND_COLOURS["logits"], "dash": "dot", "width": 2},
-        )
+        if marker_value is None:  # several curves and no point labelled (Compare): named, in grey
+            figure.add_vline(
+                x=max(int(current_budget), 1), line={"color": BUDGET_LINE_COLOUR, "dash": "dot", "width": 2}
+            )
+            x = math.log10(max(int(current_budget), 1))
+            ends = [math.log10(max(b, 1)) for b in (shown[0], shown[-1])] if shown else [x, x]
+            figure.add_annotation(  # beside the line's top, inside the plot (the log axis: log10 of x)
+                x=x,
+                xref="x",
+                xanchor="left" if x <= sum(ends) / 2 else "right",  # on the side with room for it
+                y=1,
+                yref="y domain",
+                yanchor="top",
+                text=f"budget {int(current_budget):,}",
+                font={"color": BUDGET_LINE_COLOUR},
+                showarrow=False,
+            )
+        else:
+            figure.add_vline(
+                x=max(int(current_budget), 1),
+                line={"color": KIND_COLOURS["logits"], "dash": "dot", "width": 2},
+            )
         if marker_value is not None and not math.isnan(marker_value):
             lines = [(list(trace.x), list(trace.y)) for trace in figure.data]
             marker, lifted = _marker(int(current_budget), marker_value, shown, first, score, lines, y_range)
