@@ -354,3 +354,18 @@ def test_a_first_runs_svd_does_not_price_the_next_runs(monkeypatch):
     run.record_run(estimate, "acc++", later, 3.2, {})
     run.record_run(estimate, "eap-ig", SimpleNamespace(timings={}, details=None), 6.0, {})
     assert [round(seconds, 6) for seconds in kept] == [3.3, 3.2, 6.0]
+
+
+def test_tokens_of_scripts_many_fonts_lack_are_named_in_the_signals_tables():
+    from circuitviz.acc.tables import decision_label, decision_rows, signal_rows
+
+    # `日本の首都は` on Gemma-3-270M: Chromium without CJK fonts drew each token as empty boxes in the
+    # decision table, the picker and the signal table, as it did Steer's labels before they named them
+    details = acc_details()
+    details.tokens = ["<bos>", "日本", "の", "首都", "は", " of", " of"]
+    details.decisions[0].update(destination_token="は", destination=4, source_token="日本", source=1)
+    row = decision_rows(details)[0]
+    assert (row["destination"], row["source"]) == ("'は' (4) [Hiragana]", "'日本' (1) [CJK ×2]")
+    assert "'は' (4) [Hiragana] attends '日本' (1) [CJK ×2]" in decision_label(details.decisions[0])
+    details.edges[2]["source"] = "m3@1"
+    assert [r["position"] for r in signal_rows(details, 0)] == ["' of' (6)", "'日本' (1) [CJK ×2]"]

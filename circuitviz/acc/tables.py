@@ -5,15 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.scripts import script_names
 from ..core.text import counted
+
+
+def token_at(token: str, position: int) -> str:
+    """A token and its position as the tables write them, "'日本' (1) [CJK ×2]": the token quoted,
+    its position, then the names of the scripts many fonts lack among its characters
+    (``core.scripts.script_names``; the Signals page drew `日本の首都は`'s tokens as empty boxes in
+    Chromium). The names come last, so a narrow column cuts them, not the position."""
+    names = script_names(token)
+    return f"{token!r} ({position})" + (f" {names}" if names else "")
 
 
 def decision_label(decision: Mapping) -> str:
     """One line naming a decision: head, destination token -> source token, weight."""
     return (
         f"#{decision['index']} a{decision['layer']}.h{decision['head']}: "
-        f"{decision['destination_token']!r} ({decision['destination']}) attends "
-        f"{decision['source_token']!r} ({decision['source']}), weight {decision['weight']:.3f}"
+        f"{token_at(decision['destination_token'], decision['destination'])} attends "
+        f"{token_at(decision['source_token'], decision['source'])}, weight {decision['weight']:.3f}"
     )
 
 
@@ -25,8 +35,8 @@ def decision_rows(details) -> list[dict]:
             {
                 "#": decision["index"],
                 "head": f"a{decision['layer']}.h{decision['head']}",
-                "destination": f"{decision['destination_token']!r} ({decision['destination']})",
-                "source": f"{decision['source_token']!r} ({decision['source']})",
+                "destination": token_at(decision["destination_token"], decision["destination"]),
+                "source": token_at(decision["source_token"], decision["source"]),
                 "attention weight": round(decision["weight"], 4),
                 "threshold": round(decision["threshold"], 4),
                 "query signals": len(decision["query"]["removals"]),
@@ -111,10 +121,10 @@ def signal_rows(details, index: int) -> list[dict]:
             {
                 "side": "query" if edge["side"] == "q" else "key",
                 "component": node,
-                "position": f"{tokens[position]!r} ({position})" if position < len(tokens) else str(position),
+                "position": token_at(tokens[position], position) if position < len(tokens) else str(position),
                 "read from": ""
                 if via is None
-                else f"{tokens[via]!r} ({via})"
+                else token_at(tokens[via], via)
                 if via < len(tokens)
                 else str(via),
                 "IG": round(edge["attribution"], 4),

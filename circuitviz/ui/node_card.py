@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..core.scripts import readable
 from ..core.text import markdown_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
@@ -120,7 +121,8 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
     st.markdown(f"**Why it attends there** ({component}, ACC++ {markdown_text(where)})")
     for decision in found:
         st.text(
-            f"attends {decision['source_token']!r} (position {decision['source']}) with weight {decision['weight']:.3f}"
+            readable(f"attends {decision['source_token']!r}")
+            + f" (position {decision['source']}) with weight {decision['weight']:.3f}"
         )
         for side in ("query", "key"):
             writers = ", ".join(f"{node} {value:+.3g}" for node, value in decision[side][:4])
@@ -134,7 +136,7 @@ def acc_position_words(details, position: int | None) -> str:
     tokens = list(getattr(details, "tokens", []) or [])
     if position is None or position == len(tokens) - 1:
         return "at the answer position"
-    token = f"{tokens[position]!r} " if 0 <= position < len(tokens) else ""
+    token = f"{readable(repr(tokens[position]))} " if 0 <= position < len(tokens) else ""
     return f"at {token}(position {position})"
 
 
