@@ -194,11 +194,24 @@ def test_one_prompt_draws_no_interval_and_says_so():
 
     one = [{"budget": b, "mean": 0.5, "low": 0.5, "high": 0.5, "n": 1} for b in (10, 100)]
     (line,) = band_figure({"eap-ig": one}).data
-    assert line.name == "eap-ig" and list(line.customdata[0]) == ["1 prompt: no interval"]
+    assert line.name == "eap-ig" and line.customdata[0][0] == "1 prompt: no interval"
     three = [dict(b, low=0.4, high=0.6, n=3) for b in one]
     band, line = band_figure({"eap-ig": three}).data
     assert band.name == "eap-ig: 95% interval of the mean"
-    assert list(line.customdata[0]) == ["95% interval 0.400 to 0.600, 3 prompts"]
+    assert line.customdata[0][0] == "95% interval 0.400 to 0.600, 3 prompts"
+
+
+def test_a_series_label_is_a_value_of_the_hover_never_its_template():
+    """A series label holds its settings, read from the batch folder: in the hover's template a
+    '%{y}' in it was filled in by plotly (a number where the label's text stood); it is a value the
+    template reads now, escaped as HTML."""
+    from circuitviz.render.atlas import band_figure
+
+    label = "eap-ig (note=%{y} <b>)"
+    (line,) = band_figure({label: [{"budget": 10, "mean": 0.5, "low": 0.5, "high": 0.5, "n": 1}]}).data
+    assert "%{y}" not in line.hovertemplate.replace("%{y:.3f}", "")
+    assert line.hovertemplate.startswith("%{customdata[1]}<br>")
+    assert line.customdata[0][1] == "eap-ig (note=%{y} &lt;b&gt;)"
 
 
 def test_a_stored_row_the_validity_check_refuses_says_so_beside_it(monkeypatch, tmp_path):

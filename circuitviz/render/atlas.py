@@ -93,9 +93,11 @@ def band_figure(
                 mode="lines+markers",
                 name=html.escape(label),
                 line={"color": colour, "width": 2.5},
-                customdata=[[_interval(b)] for b in bands],
+                # the label is a value the template reads, never part of the template: plotly fills
+                # in '%{y}' written in a template (a batch folder's settings could hold it), not in a value
+                customdata=[[_interval(b), html.escape(label)] for b in bands],
                 hovertemplate=(
-                    f"{html.escape(label)}<br>budget %{{x:,}} {counts}<br>mean {name} %{{y:.3f}} (%{{customdata[0]}})"
+                    f"%{{customdata[1]}}<br>budget %{{x:,}} {counts}<br>mean {name} %{{y:.3f}} (%{{customdata[0]}})"
                     "<extra></extra>"
                 ),
             )
