@@ -326,3 +326,16 @@ def test_a_method_whose_settings_are_refused_is_not_said_to_wait_for_a_run():
     )
     said = [i.value.replace("\\", "") for i in at.info]
     assert not any("has no result for this prompt yet" in s for s in said), said
+
+
+def test_a_budget_over_the_graphs_edges_is_said_on_compare_too():
+    """Explore with positions ticked took 3,000 as units ('Budget 3,000 is over the 592 (edge,
+    position) units of this prompt's graph, so it keeps the whole graph.'); Compare runs it over
+    edges and said nothing of the budget's keeping the whole graph there."""
+    at = _compare(method="eap", settings='{"positions": true}', budgets="5,20,3000", compare="eap,eap-ig")
+    assert not at.exception, at.exception
+    said = [
+        c.value.replace("\\", "") for c in at.caption if c.value.replace("\\", "").startswith("Budget 3,000")
+    ]
+    assert len(said) == 1 and "edges of this model's graph, so it keeps the whole graph" in said[0], said
+    assert said[0].endswith("(the budgets are set on the Explore page).")

@@ -97,9 +97,12 @@ def shared_budgets(n_edges: int) -> list[int] | None:
     what is wrong with them."""
 
     fit_budgets_box(state.Session.budgets.key, n_edges)
-    problems = budget_check(state.session.budgets, n_edges)[0]
+    problems, notes = budget_check(state.session.budgets, n_edges)
     for problem in problems:
         st.error(markdown_sentence(f"{problem.rstrip('.')} (the budgets are set on the Explore page)."))
+    if not problems:  # said as Explore says it, in edges: a budget typed there as units reads as edges here
+        for note in notes:
+            st.caption(markdown_sentence(f"{note.rstrip('.')} (the budgets are set on the Explore page)."))
     return None if problems else parse_budgets(state.session.budgets)
 
 
