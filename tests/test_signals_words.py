@@ -369,3 +369,21 @@ def test_tokens_of_scripts_many_fonts_lack_are_named_in_the_signals_tables():
     assert "'は' (4) [Hiragana] attends '日本' (1) [CJK ×2]" in decision_label(details.decisions[0])
     details.edges[2]["source"] = "m3@1"
     assert [r["position"] for r in signal_rows(details, 0)] == ["' of' (6)", "'日本' (1) [CJK ×2]"]
+
+
+def test_discover_says_how_to_find_decisions_when_none_reached_the_threshold():
+    from circuitviz.details.acc import report_lines
+
+    # k 50 on Gemma-3-270M: "0 attention decisions" and a knockout of 0 signals, with no word of why
+    details = SimpleNamespace(
+        summary={"n_nodes": 10, "n_edges": 10, "n_signal_edges": 0, "n_signals": 0, "rank1_fraction": 0.0,
+                 "n_decisions": 0},
+        limits={},
+        faithfulness={},
+    )  # fmt: skip
+    lines = report_lines(details)
+    assert "0 signal edges (0 signals, none of rank 1)" in lines[0]
+    assert lines[1].startswith("  no attention decision of the answer's components reached the threshold")
+    assert lines[1].endswith("lower k (--set k=1.5)")
+    details.summary["n_decisions"] = 6
+    assert not any("no attention decision" in line for line in report_lines(details))

@@ -77,6 +77,12 @@ def report_lines(details: ACCDetails) -> list[str]:
         f"signal edges ({summary.get('n_signals', 0)} signals, {share}) and {n_edges - n_signal} into the "
         f"logits; {summary.get('n_decisions', 0)} attention decisions"
     ]
+    if not summary.get("n_decisions", 0) and summary:
+        # the Signals page's advice, which the command line left out under "0 attention decisions"
+        lines.append(
+            "  no attention decision of the answer's components reached the threshold tau = k/d "
+            "(d: the positions a destination attends over); lower k (--set k=1.5)"
+        )
     limits = details.limits
     if limits.get("max_decisions_reached"):
         lines.append(
