@@ -339,3 +339,21 @@ def test_a_budget_over_the_graphs_edges_is_said_on_compare_too():
     ]
     assert len(said) == 1 and "edges of this model's graph, so it keeps the whole graph" in said[0], said
     assert said[0].endswith("(the budgets are set on the Explore page).")
+
+
+def test_each_run_says_it_goes_on_if_the_page_is_stopped_or_left():
+    """Streamlit's Stop during Edge Pruning's run on Compare ended the script, not the run, and left
+    'Running edge-pruning ... 6 s so far, about 42 s left' on screen 90 s later, the run long done
+    (Gemma-3-270M, Chromium): each run's status says the run goes on and how to see it."""
+    at = _compare(compare="eap,eap-ig")
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    said = [c.value for c in at.caption if c.value.startswith("The run goes on in the background")]
+    assert (
+        said
+        == [
+            "The run goes on in the background if you stop or leave the page: come back, or rerun the page, "
+            "to see its progress and then its result."
+        ]
+        * 2
+    ), said

@@ -323,6 +323,15 @@ def _start(model, request) -> Job:
     return job
 
 
+# a run goes on in its thread whatever the page does: Streamlit's Stop (and leaving the page) ends
+# the script, not the run, and froze the progress line ("6 s so far, about 42 s left" 90 s later,
+# the run long done: Edge Pruning on Compare, an audit)
+RUNS_ON = (
+    "The run goes on in the background if you stop or leave the page: come back, or rerun the page, "
+    "to see its progress and then its result."
+)
+
+
 def run_with_status(model, request):
     """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
     the result, or None after its error sentence is shown, open, below the status."""
@@ -335,6 +344,7 @@ def run_with_status(model, request):
     if job is None or job.done:  # a finished run's result is in the store: a new start reads it
         job = _start(model, request)
     with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
+        st.caption(RUNS_ON)  # stays on screen where Stop froze the progress line below it
         bar = st.progress(0.0, text="starting")
         while not job.done:
             fraction, text = job.progress.update()
