@@ -47,12 +47,13 @@ if positions:  # a result kept from Explore over token positions: left out, and 
 failed = compare_kept.failed(chosen, results, requests)  # its run ended in an error: not "yet"
 for name, error in failed.items():
     st.warning(compare_kept.failed_sentence(name, error))
-missing = compare.not_run_sentence(compare_kept.awaiting_run(chosen, requests, positions, failed), results)
+awaiting = compare_kept.awaiting_run(chosen, requests, positions, failed)
+missing = compare.not_run_sentence(awaiting, results)
 if len(results) >= 2 and compare.common_budgets(results):
     if missing:
         st.info(missing)
     labels = loaders.node_labels(model, model_id, given.task)
     compare.comparison_view(results, labels=labels, model=model)
 elif results:
-    st.info("Fewer than two of the chosen methods have a result for this prompt; run the comparison.")
+    st.info(compare_kept.fewer_than_two_sentence([n for n in awaiting if n not in results]))
 state.write_to_url()

@@ -357,3 +357,25 @@ def test_each_run_says_it_goes_on_if_the_page_is_stopped_or_left():
         ]
         * 2
     ), said
+
+
+def test_one_result_beside_a_failed_method_asks_for_another_method_not_a_run(monkeypatch):
+    """EAP beside a method whose run failed: 'Fewer than two of the chosen methods have a result
+    for this prompt; run the comparison.' asked for a run that fails again."""
+    from circuitviz.ui import loaders
+
+    real = loaders.discover
+
+    def failing(model, request, **kwargs):
+        if request.method == "cd-t":
+            raise ValueError("CD-T cannot run on this prompt (a test).")
+        return real(model, request, **kwargs)
+
+    monkeypatch.setattr(loaders, "discover", failing)
+    at = _compare(compare="eap,cd-t")
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    said = [i.value for i in at.info if i.value.startswith("Fewer than two")]
+    assert said == [
+        "Fewer than two of the chosen methods have a result for this prompt; choose another method in the box above."
+    ], said

@@ -77,3 +77,11 @@ def awaiting_run(chosen: list[str], requests: dict, positions: list[str], failed
     this comparison until they are fixed there." the page also said it "has no result for this
     prompt yet ... run the comparison to add it")."""
     return [n for n in chosen if n not in positions and n not in failed and (not requests or n in requests)]
+
+
+def fewer_than_two_sentence(waiting: list[str]) -> str:
+    """Under one method's result alone: run the comparison where a chosen method awaits its run,
+    else choose another (EAP beside a Best-of-N that failed read '... run the comparison.', which
+    fails again)."""
+    way_out = "run the comparison" if waiting else "choose another method in the box above"
+    return f"Fewer than two of the chosen methods have a result for this prompt; {way_out}."
