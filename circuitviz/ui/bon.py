@@ -301,7 +301,8 @@ def table_widths(rows: list[dict]) -> dict:
 TABLE_SIDEWAYS = (
     "Right of the two texts: whether the pair is a candidate, whether the model answers it as it "
     "answers the prompt, its answer, the pair's source and what its corruption replaces (the table "
-    "scrolls sideways to them where the page is narrow)."
+    'scrolls sideways to them where the page is narrow). "Candidates (CSV)", further down, writes the table as the '
+    "run gave it, with each candidate's figures."
 )
 
 

@@ -13,6 +13,8 @@ from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .budget_box import budgets_text
+from .downloads import slug
+from .guarded_table import csv_button, guarded
 from .prompt_table import (
     ROW_PX,
     STYLED_ROWS,
@@ -473,18 +475,30 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     order, config = prompt_columns(
         budget, bool(refused), whole, max(map(len, map(str, table["id"])), default=10), counts
     )
-    picked = st.dataframe(
-        prompt_display(table.rename(columns=lambda name: at_budget(name, budget, counts)), config, whole),
-        hide_index=True,
-        row_height=ROW_PX,
-        height=table_height(len(table)),
-        column_order=order,
-        column_config=config,
-        placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there
-        on_select="rerun",
-        selection_mode="single-row",
-        # a new table after each opening and each filter: no row stays ticked
-        key=f"dataset.prompts.{session.dataset_opened}.{only_refused}",
+    shown_table = prompt_display(
+        table.rename(columns=lambda name: at_budget(name, budget, counts)), config, whole
+    )
+    with guarded("dataset-prompts"):  # the file's texts: the grid's own CSV wrote '=HYPERLINK(...)' live
+        picked = st.dataframe(
+            shown_table,
+            hide_index=True,
+            row_height=ROW_PX,
+            height=table_height(len(table)),
+            column_order=order,
+            column_config=config,
+            placeholder="—",  # a prompt left out of the clusters or the consensus: no figure there
+            on_select="rerun",
+            selection_mode="single-row",
+            # a new table after each opening and each filter: no row stays ticked
+            key=f"dataset.prompts.{session.dataset_opened}.{only_refused}",
+        )
+    csv_button(
+        shown_table,
+        "Prompts (CSV)",
+        f"prompts_{slug(label, 40, keep='.', fallback='series')}_budget-{budget}.csv",
+        "dataset.prompts.csv",
+        order,
+        what="table of prompts",
     )
     selected = picked.selection.rows if picked is not None else []
     problem = explore_problem(batch.manifest)
@@ -508,4 +522,12 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
                 st.caption(
                     f"{len(failed) - FAILED_SHOWN:,} more in the table (results.parquet's error column):"
                 )
-            st.dataframe(failed[["task_id", "error", "clean"]], hide_index=True, placeholder="—")
+            with guarded("dataset-failed"):
+                st.dataframe(failed[["task_id", "error", "clean"]], hide_index=True, placeholder="—")
+            csv_button(
+                failed[["task_id", "error", "clean"]],
+                "Failed prompts (CSV)",
+                f"failed_{slug(label, 40, keep='.', fallback='series')}.csv",
+                "dataset.failed.csv",
+                what="table of failed prompts",
+            )

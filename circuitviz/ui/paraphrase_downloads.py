@@ -14,14 +14,13 @@ import streamlit as st
 
 from .. import render
 from ..core.results import json_safe
+from ..core.spreadsheet import safe_cell
 from . import bon
 from .downloads import circuit_json, file_name
 
 FORMAT = "circuitviz shared edges 1"
-# a spreadsheet reads a cell beginning with one of these as a formula ('=HYPERLINK(...)' in a
-# paraphrase would be a link, '+1+2' a sum): such a text cell is written with a leading "'", which
-# spreadsheets show as text and drop; the JSON holds every text exactly
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# a text the spreadsheet would run as a formula is written with a leading "'" (core.spreadsheet);
+# the JSON holds every text exactly
 LEFT_OUT = "left out because"
 
 
@@ -57,14 +56,6 @@ def candidates_rows(result, scores: list[dict], budget: int) -> list[dict]:
     return rows
 
 
-def _cell(value):
-    """A text cell that a spreadsheet would read as a formula, with a leading "'" (numbers and
-    booleans as they are)."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def candidates_csv(rows: list[dict]) -> str:
     """``candidates_rows`` as CSV: every text quoted where it needs to be (commas, quotes, line
     breaks stay inside their cell), a formula-like text written with a leading "'"."""
@@ -74,7 +65,7 @@ def candidates_csv(rows: list[dict]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
     writer.writeheader()
     for row in rows:
-        writer.writerow({name: _cell(value) for name, value in row.items()})
+        writer.writerow({name: safe_cell(value) for name, value in row.items()})
     return buffer.getvalue()
 
 

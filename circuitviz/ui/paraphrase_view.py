@@ -12,6 +12,7 @@ from ..methods.settings import PARAPHRASES_HIGH
 from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases, warned_note
 from ..query.sources import source_problem
 from . import bon, loaders, result_view, state
+from .guarded_table import guarded
 from .measure_offers import measure_offers
 from .paraphrase_downloads import paraphrase_downloads
 
@@ -33,17 +34,20 @@ def checked_source(task, config):
 def pairs_table(result, method: str) -> None:
     """The paraphrase pairs, editable; a button makes the edited ones the next run's."""
     rows = bon.table_rows(result)
-    edited = st.data_editor(
-        rows,
-        hide_index=True,
-        key="bon.pairs",
-        placeholder="",  # a cleared cell looks empty (the word None would read as typed)
-        disabled=bon.READ_ONLY_COLUMNS,
-        width="stretch",
-        column_config=bon.table_widths(rows),
-        row_height=bon.table_row_height(rows),
-        height=bon.table_height(rows),
-    )
+    # typed or generated texts: the grid's own CSV wrote '=HYPERLINK(...)' as a live formula; the
+    # table is in the page's guarded "Candidates (CSV)" below (bon.TABLE_SIDEWAYS says so)
+    with guarded("bon-pairs"):
+        edited = st.data_editor(
+            rows,
+            hide_index=True,
+            key="bon.pairs",
+            placeholder="",  # a cleared cell looks empty (the word None would read as typed)
+            disabled=bon.READ_ONLY_COLUMNS,
+            width="stretch",
+            column_config=bon.table_widths(rows),
+            row_height=bon.table_row_height(rows),
+            height=bon.table_height(rows),
+        )
     st.caption(bon.TABLE_SIDEWAYS)
     if bon.invisible_rows_sentence(rows):  # the grid draws a direction override's text reordered
         st.warning(markdown_sentence(bon.invisible_rows_sentence(rows)))

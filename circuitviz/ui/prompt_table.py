@@ -35,7 +35,8 @@ AT_BUDGET = ("NDF", "edges kept", "cluster", "Jaccard to consensus")  # figures 
 
 def at_budget(name: str, budget: int, counts: str = "edges") -> str:
     """The column name of a figure of the circuits at ``budget``: 'NDF at a budget of 103 edges'.
-    The grid's CSV download writes column names, not the short headers shown, and its 'NDF'
+    The table's CSV download (Prompts (CSV), as the grid's own did) writes column names, not the
+    short headers shown, and its 'NDF'
     did not say at which budget it was measured; names without a budget stay as they are.
     ``counts``: what the budget counts, 'edges' or, over token positions, 'units' (the CSV of a
     batch over positions read 'edges kept at a budget of 500 edges' over its units kept)."""
