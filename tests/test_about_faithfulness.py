@@ -106,3 +106,29 @@ def test_a_wide_yardstick_table_keeps_its_first_column_in_place_when_scrolled():
     )
     said = " ".join(caption.value for caption in at.caption)
     assert "its last columns are a scroll away, and its first column stays in place" in said
+
+
+def test_the_docs_acc_claims_name_the_stored_yardsticks_figures():
+    """ACC++'s yardstick row was rerun after its ranking's tie was fixed (2026-12-06): the IOI
+    prompt's completed circuit reads NDF 0.362 at 103 edges in assets/faithfulness.json, while
+    Issue 22's claims table in docs/faithfulness.md still gave only 'IOI 0.35 at 103 edges'."""
+    import json
+    import re
+
+    stored = json.loads((ASSETS / "faithfulness.json").read_text(encoding="utf-8"))
+    ioi, second = stored["prompts"][0], stored["prompts"][4]
+    assert ioi["kind"] == second["kind"] == "IOI"
+
+    def at(prompt, budget):
+        return next(p["ndf"] for p in prompt["curves"]["acc++"] if p["budget"] == budget)
+
+    now = f"{at(ioi, 103):.2f} and {at(second, 207):.2f}"
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    row = next(
+        line
+        for line in (docs / "faithfulness.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ACC++ completed circuit: NDF above 0")
+    )
+    assert f"the stored yardstick since its ACC++ rerun of 2026-12-06: {now})" in row, (now, row)
+    methods = (docs / "methods.md").read_text(encoding="utf-8")
+    assert re.search(rf"reach NDF {at(ioi, 103):.2f} \(IOI, 103 edges", methods), at(ioi, 103)
