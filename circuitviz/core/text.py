@@ -305,6 +305,8 @@ def invisible_characters(text: str) -> list[tuple[int, str]]:
     NUL, ESC, BEL and DEL ran unsaid, drawn as empty boxes): a text box shows nothing for them, a
     box, or the text around them reordered, but the model reads them."""
     text = str(text)
+    if text.isprintable():  # no Cf or Cc character (Python calls both unprintable): most texts, at once
+        return []
     return [
         (index, char)
         for index, char in enumerate(text)
@@ -372,6 +374,8 @@ def invisible_as_codes(text: str) -> str:
     a right-to-left override would show the rest of it reversed and a zero-width space nothing."""
     text = str(text)
     found = {index for index, _ in invisible_characters(text)}
+    if not found:
+        return text
     return "".join(repr(char)[1:-1] if index in found else char for index, char in enumerate(text))
 
 

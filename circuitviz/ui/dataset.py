@@ -20,6 +20,7 @@ from .prompt_table import (
     STYLED_ROWS,
     at_budget,
     empty_circuits,
+    invisible_rows,
     prompt_columns,
     prompt_display,
     table_height,
@@ -478,6 +479,9 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
     shown_table = prompt_display(
         table.rename(columns=lambda name: at_budget(name, budget, counts)), config, whole
     )
+    marked = invisible_rows(table, whole)  # the file's texts: drawn as codes in the table
+    if marked:
+        st.warning(markdown_text(marked))
     with guarded("dataset-prompts"):  # the file's texts: the grid's own CSV wrote '=HYPERLINK(...)' live
         picked = st.dataframe(
             shown_table,

@@ -8,6 +8,8 @@ import re
 
 import streamlit as st
 
+from ..core.text import invisible_as_codes, invisible_characters, invisible_kinds, joined
+
 TABLE_PX = 540  # the table at a 1,000 px window (the main column less its borders)
 TICK_PX = 36  # each row's selection box
 ROW_PX = 66  # over 64 px the grid wraps a cell's text: three lines of 18 px
@@ -172,15 +174,60 @@ def shortened(text: str, limit: int, skip: int = 0) -> str:
 def prompt_display(table, config: dict, whole: bool):
     """What st.dataframe gets: each prompt shown within its cell's lines. Through a pandas styler,
     whose display value the grid draws while the cell keeps the whole prompt (for sorting, search,
-    copying and the double-click view); where ``whole`` (a table over STYLED_ROWS rows), the prompt
-    column holds the shortened text and 'whole prompt' the text itself. Canvas text, never HTML."""
+    copying, the double-click view and the CSV); where ``whole`` (a table over STYLED_ROWS rows),
+    the prompt column holds the shortened text and 'whole prompt' the text itself. Canvas text,
+    never HTML. An invisible character of a prompt is drawn as its code ('\\u202e'), and so is one
+    of an id or answer in a styled table (``invisible_rows``): the grid drew a right-to-left
+    override's text reordered and a zero-width space or NUL as nothing."""
     limit = prompt_chars(config["prompt"]["width"])
-    skip = shared_start([flat(text) for text in table["prompt"]])
+    coded = [flat(invisible_as_codes(text)) for text in table["prompt"]]
+    skip = shared_start(coded)
     if whole:
         table = table.assign(**{"whole prompt": table["prompt"]})
-        table["prompt"] = [shortened(text, limit, skip) for text in table["prompt"]]
+        table["prompt"] = [shortened(text, limit, skip) for text in coded]
         return table
-    return table.style.format(lambda text: shortened(text, limit, skip), subset=["prompt"])
+    styled = table.style.format(
+        lambda text: shortened(invisible_as_codes(text), limit, skip), subset=["prompt"]
+    )
+    others = [name for name in MARKED if name != "prompt" and name in table.columns]
+    return styled.format(invisible_as_codes, subset=others) if others else styled
+
+
+MARKED = ("id", "prompt", "answer")  # the dataset file's texts the table shows
+ROWS_NAMED = 5
+
+
+def invisible_rows(table, whole: bool) -> str | None:
+    """The rows whose id, prompt or answer hold invisible characters (``core.text.invisible_characters``:
+    zero-width spaces, direction overrides, NUL...) and what the table does with them, or None. The
+    batch's printed line named such tasks; the table drew a right-to-left override's prompt
+    reordered and a NUL as nothing, unmarked (2026-12-06). ``whole``: only the prompt column is
+    drawn coded (a table too long to style, ``prompt_display``)."""
+    found = [
+        (task_id, text)
+        for task_id, *texts in zip(*(table[name] for name in MARKED))
+        for text in ["".join(map(str, texts)) + str(task_id)]
+        if invisible_characters(text)
+    ]
+    if not found:
+        return None
+    names = [invisible_as_codes(task_id) for task_id, _ in found]
+    more = len(names) - ROWS_NAMED
+    named = joined(names) if more <= 0 else f"{', '.join(names[:ROWS_NAMED])} and {more:,} more"
+    first = invisible_characters("".join(text for _, text in found))[0][1]
+    where = (
+        "the prompt column draws each as its code (the 'whole prompt' column, the ids and the answers as "
+        "written)"
+        if whole
+        else "the table draws each as its code"
+    )
+    one = len(found) == 1
+    return (
+        f"{named} {'holds' if one else 'hold'} invisible characters ({invisible_kinds(''.join(t for _, t in found))}): "
+        f"{where}, such as {invisible_as_codes(first)}, in place of nothing or of the text around it reordered "
+        f"(a cell that cuts a prompt's middle to '{CUT}' may cut it out). The model read them as written, and "
+        "Prompts (CSV) holds them as written."
+    )
 
 
 def empty_circuits(
