@@ -113,3 +113,33 @@ def test_the_paraphrase_pairs_table_is_guarded():
     at = AppTest.from_function(_pairs_table_page, args=(pairs,)).run()
     assert not at.exception, at.exception
     assert [name for name, _ in _tables(at)] == ["bon-pairs"]
+
+
+def test_the_dataset_pages_scores_table_is_guarded_as_its_series_names_are_the_folders(
+    hostile_batch, monkeypatch
+):
+    """A series is named by the batch folder's method column: a hand-edited one is a file's text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from circuitviz.ui import dataset_curves
+
+    path = hostile_batch / "results.parquet"
+    table = pq.read_table(path)
+    index = table.column_names.index("method")
+    table = table.set_column(
+        index, "method", pa.array(["=2+5"] * table.num_rows, type=table.schema.field("method").type)
+    )
+    pq.write_table(table, path)
+    written = {}
+
+    def recording(frame, label, file_name, key, columns=None, what="table"):
+        written[label] = (table_csv(frame, columns), file_name)
+
+    monkeypatch.setattr(dataset_curves, "csv_button", recording)
+    at = _dataset(hostile_batch)
+    assert not at.exception, at.exception
+    assert "dataset-scores" in dict(_tables(at))
+    scores = _rows(written["Scores (CSV)"][0])
+    assert scores[1][0].startswith("'=2+5"), scores
+    assert written["Scores (CSV)"][1] == "scores_batch.csv"

@@ -4,10 +4,14 @@ edges or, for a method over token positions, (edge, position) units (``batch.uni
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from ..core.text import markdown_text
 from .dataset import FAILED_SHOWN, _load, bands, left_out, mib, short_labels
+from .downloads import slug
+from .guarded_table import csv_button, guarded
 
 OVER_UNITS = (
     "over the (edge, position) units its circuits keep, divided by the span they cover, as "
@@ -200,8 +204,15 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
     whose = "MIB" if not positioned else "units" if len(positioned) == len(batch.labels) else "MIB, or units"
     names = {f"{score} (MIB)": f"{score} ({whose})" for score in ("CPR", "CMD")}
     config = {names.get(name, name): value for name, value in SCORE_COLUMNS.items()}
-    st.dataframe(
-        pandas.DataFrame(table).rename(columns=names), hide_index=True, placeholder="—", column_config=config
+    scores = pandas.DataFrame(table).rename(columns=names)
+    with guarded("dataset-scores"):  # the series' names are the batch folder's, a file's text
+        st.dataframe(scores, hide_index=True, placeholder="—", column_config=config)
+    csv_button(
+        scores,
+        "Scores (CSV)",
+        f"scores_{slug(os.path.basename(os.path.normpath(str(folder))), 40, keep='.', fallback='batch')}.csv",
+        "dataset.scores.csv",
+        what="table of scores",
     )
     if any(short[name] != name for name in batch.labels):  # every setting of each series, once
         with st.expander("Each series' settings"):
