@@ -58,6 +58,17 @@ def test_a_guarded_table_has_no_grid_csv_and_its_own_download_is_guarded(tmp_pat
                 assert not toolbar[GRID_CSV], toolbar
                 assert toolbar["Search"] and toolbar["Fullscreen"], toolbar  # the rest stay
             page.screenshot(path=str(OUTPUT / f"guarded-table-{width}.png"))
+            # full screen draws the same grid and toolbar, still inside the container
+            page.locator('[data-testid="stDataFrame"]').nth(1).hover()
+            page.wait_for_timeout(500)
+            page.locator('[data-testid="stDataFrame"]').nth(1).locator(
+                'button[aria-label="Fullscreen"]'
+            ).click()
+            page.wait_for_timeout(500)
+            full = _toolbar(page, 1)
+            assert not full[GRID_CSV] and full["Close fullscreen"], full
+            page.locator('button[aria-label="Close fullscreen"]').click()
+            page.wait_for_timeout(500)
             with page.expect_download() as started:
                 page.get_by_role("button", name="Table (CSV)").click()
             text = Path(started.value.path()).read_text(encoding="utf-8")
