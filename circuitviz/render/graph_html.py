@@ -4,7 +4,8 @@ per layer going up (its heads in order, then its MLP), the answer's logit at the
 The layout is fixed and computed (no physics), so two circuits of one model drawn with the same
 layers and nodes placed put a node in the same place; a circuit has as many head columns as its
 fullest row needs (``packed_columns``), every column as wide as the widest label, so no two node
-boxes overlap, and the drawing is fitted to its frame (``render.vis``). Edge colour says which
+boxes overlap, and the drawing is fitted to its frame (``render.vis``); an edge that would run
+behind a node it does not join is bent around it (``render.routing``). Edge colour says which
 input of the destination the edge feeds (q, k, v, MLP, logits), width says |score|, dashes mark
 negative scores; the legend is one line, the rest of the key on its hover. Each node can carry a
 caption under its name (what it does: its top promoted token, or its strongest SAE feature), and
@@ -25,7 +26,8 @@ import torch
 
 from ..core.graph import GraphSpec
 from .cards import caption_words, score_words
-from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page
+from .routing import curves_box, route_around
+from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page, union_box
 
 KIND_COLOURS = {
     "q": "#0072B2",
@@ -45,6 +47,7 @@ COLUMN_GAP = 0.9  # of the font size: blank space between two columns' boxes
 ROW_GAP = 0.9  # of the font size: blank space between two rows' boxes
 MLP_DROP = 0.35  # the MLP sits a little above its heads (it reads them), so head -> MLP edges are short
 MLP_GAP = 0.25  # of a column: extra room between the last head and the MLP
+ROUTED_EDGES = 400  # a denser drawing is edges over nodes whichever way they bend: drawn straight
 LOGITS_DROP = 0.3  # the logit sits clear of the last layer's MLP
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
 
@@ -509,6 +512,12 @@ def circuit_graph_html(
         from .groups import grouped
 
         graph = grouped(graph, groups)
+    if len(graph.edges) <= ROUTED_EDGES:  # edges bent around the circuit's nodes they do not join
+        active = [node["id"] for node in graph.nodes if node["color"]["background"] != FADED]
+        graph.edges = route_around(graph.nodes, graph.edges, active, margin=column_width / 2)
+    reach, bounds = curves_box(graph.nodes, graph.edges), graph.bounds()
+    if reach is not None and (reach[0] < bounds[0] or reach[2] > bounds[2]):
+        graph.frame = union_box([bounds, reach])  # a curve beside the nodes is shown whole
     return GraphDrawing(
         html=standalone_page(graph),
         height=frame_height(graph, 1000, 60 + 18 * len(notes)),
