@@ -436,6 +436,11 @@ def circuit_graph_html(
     )
     longest = max(widest_name, len(node_words(spec, f"a{spec.n_layers - 1}.h{spec.n_heads - 1}")) if words else
                   len(f"a{spec.n_layers - 1}.h{spec.n_heads - 1}"))  # fmt: skip
+    if groups:  # a group is drawn at its lowest member's place, its name as wide as it draws
+        from .groups import GROUP_ROOM
+
+        named = [min(len(name), GROUP_ROOM) for name, members in groups.items() if set(members) & set(names)]
+        longest = max([longest, *named])
     column_width = longest * FONT_SIZE * CHAR_WIDTH + 2 * NODE_MARGIN + COLUMN_GAP * FONT_SIZE
     lines = max((label.count("\n") + 1 for label in node_labels.values()), default=1)
     row_height = lines * FONT_SIZE * LINE_HEIGHT + 2 * NODE_MARGIN + ROW_GAP * FONT_SIZE

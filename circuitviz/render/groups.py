@@ -22,6 +22,7 @@ from .vis import VisGraph, escape
 MAX_GROUPS = 50
 MAX_NAME = 40
 GROUP_COLOUR = "#C9B3E6"
+GROUP_ROOM = 14  # characters of a group's name drawn at least (cut with "…" past its column's width)
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)")
 
 
@@ -116,7 +117,7 @@ def grouped(graph: VisGraph, groups: Mapping[str, Sequence[str]]) -> VisGraph:
             owner[member] = gid
         anchor = max((by_id[m] for m in present), key=lambda node: (node["y"], -node["x"]))
         width = max(len(line) for line in str(anchor.get("label", "")).split("\n"))
-        room = max(width, 14)
+        room = max(width, GROUP_ROOM)
         label = name if len(name) <= room else name[: room - 1] + "…"
         members_text = ", ".join(escape(m) for m in present)
         group_nodes.append(
