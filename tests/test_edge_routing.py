@@ -102,8 +102,9 @@ def test_the_gallery_circuits_hide_fewer_edges(slug, monkeypatch):
     """The Gallery's stored circuits at budget 30: 12, 6, 7, 6 and 9 of their 22 to 30 edges ran
     behind a node they do not join; 5, 3, 0, 1 and 3 now (those no curve near the drawing clears,
     mostly edges up a column of several heads)."""
+    from browser_page import gallery_result
+
     from circuitviz.render import graph_html
-    from tests.browser_page import gallery_result
 
     def hidden() -> int:
         graph = render.result_graph_html(gallery_result(slug), 30).vis
