@@ -208,6 +208,20 @@ def test_curve_figure_marks_the_budget():
     assert "eap-ig,100,90,45.0000" in csv_text
 
 
+def test_a_curves_name_is_a_value_of_its_hover_never_part_of_the_template():
+    """plotly fills in '%{...}' written in a hover template: the name went into it with '%' doubled
+    and braces made parentheses, so '100% {q}' read '100%% (q)' (checked in Chromium: the hover now
+    reads '100% {q} <b>x' as typed). Its little HTML stays escaped."""
+    from circuitviz.render.curves import candidate_figure
+
+    curve = [{"budget": 10, "n_edges": 8, "metric": 1.0, "nfs": 0.2, "ndf": 0.2}]
+    trace = render.curve_figure({"100% {q} <b>x": curve}, 200).data[0]
+    assert trace.meta == "100% {q} &lt;b&gt;x" and trace.hovertemplate.startswith("%{meta}<br>budget")
+    assert "100%" not in trace.hovertemplate and "(q)" not in trace.hovertemplate
+    bars = candidate_figure([{"name": "p1 {x} 5%", "ndf": 0.5, "winner": True}], 20).data[0]
+    assert list(bars.x) == ["p1 {x} 5%"]  # a category value: not doubled nor bracketed
+
+
 def test_the_curve_legend_sits_under_the_plot_clear_of_the_mode_bar():
     """The legend sat above the plot, on the row of plotly's mode bar (top right, 25 px high, 224
     wide): at 1,000 px Compare's five methods ran under it. Now it is at the figure's foot (its rows

@@ -67,8 +67,10 @@ def curve_figure(
                 line={"color": SERIES_COLOURS[index % len(SERIES_COLOURS)], "width": 2.5},
                 marker={"size": 7},
                 customdata=customdata,
+                meta=_label(name),  # a value the template reads, never part of it
                 hovertemplate=(
-                    f"{_plain(name)}<br>budget %{{x:,}} edges<br>kept after pruning %{{customdata[0]:,}}"
+                    "%{meta}<br>budget %{x:,} edges"
+                    f"<br>kept after pruning %{{customdata[0]:,}}"
                     f" (%{{customdata[1]:.2f}}%)<br>{SCORE_NAMES.get(score, score)} %{{y:.3f}}<extra></extra>"
                 ),
             )
@@ -377,9 +379,12 @@ def _short_count(value: int) -> str:
     return f"{value:,}"
 
 
-def _plain(text: object) -> str:
-    """Plotly hover templates treat %{...} specially and render a little HTML: neutralise both."""
-    return html.escape(str(text)).replace("%", "%%").replace("{", "(").replace("}", ")")
+def _label(text: object) -> str:
+    """A name as plotly draws it in a label or a hover: its little HTML escaped. Given as a value
+    (a trace's ``meta``, a bar's category), never written into a hover template, where plotly
+    fills in ``%{...}``: the name once went into the template with '%' doubled and braces made
+    parentheses, so a curve named '100% {q}' read '100%% (q)'."""
+    return html.escape(str(text))
 
 
 CURVE_COLUMNS = (
@@ -479,7 +484,7 @@ def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) ->
     ``rows``: {name, ndf, winner} per candidate (``ui.bon.candidate_ndf``)."""
     figure = go.Figure(
         go.Bar(
-            x=[_plain(row["name"]) for row in rows],
+            x=[_label(row["name"]) for row in rows],
             y=[row["ndf"] for row in rows],
             marker_color=[SERIES_COLOURS[1] if row["winner"] else SERIES_COLOURS[0] for row in rows],
             text=[f"{row['ndf']:.2f}" for row in rows],
@@ -492,8 +497,8 @@ def candidate_figure(rows: Sequence[Mapping], budget: int, height: int = 330) ->
     # the winner is named under its bar: 'winner · 0.60' above a bar 30 px wide shrank to 4 px type
     figure.update_xaxes(
         tickmode="array",
-        tickvals=[_plain(row["name"]) for row in rows],
-        ticktext=[_plain(row["name"]) + ("<br><b>winner</b>" if row["winner"] else "") for row in rows],
+        tickvals=[_label(row["name"]) for row in rows],
+        ticktext=[_label(row["name"]) + ("<br><b>winner</b>" if row["winner"] else "") for row in rows],
     )
     figure.update_layout(
         title=f"each candidate's NDF on the original prompt at budget {int(budget):,}",
