@@ -14,7 +14,7 @@ st.caption(
 )
 
 from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
-from circuitviz.ui.link_values import DEMO_WAITING  # noqa: E402
+from circuitviz.ui.link_values import DEMO_WAITING, LINK_NOT_STORED  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()  # (and the URL's values, before any widget is drawn)
@@ -58,6 +58,8 @@ if shown.result is not None:
     show_result(shown.result, loaders.node_labels(model, shown.result.model_id, shown.result.task))
 elif state.session.demo == "1":  # a demo link before its circuit is drawn: the form, and why
     st.info(DEMO_WAITING)
+elif state.session.budget_chosen == state.LINK and shown.request is not None:  # a view, not stored here
+    st.info(LINK_NOT_STORED)
 from circuitviz.ui.position_view import graph_file_opener  # noqa: E402
 
 with st.container(key="controls-graph-file"):

@@ -123,3 +123,20 @@ def test_a_demo_link_draws_the_groups_its_view_names_and_says_its_edit_is_not_dr
         f"Demo mode draws the method's circuit and its figures, not the view's edit (removed {nodes[0]}): "
         "turn demo mode off to see the edit measured."
     ]
+
+
+def test_a_link_to_a_circuit_this_server_has_not_stored_says_so():
+    """A link copied from a drawn circuit (it names its budget) opened on a server that has no
+    result for it (the code changed since, and results are kept per version of it; or another
+    server) showed the form with nothing said, Run its only cue (seen in Chromium after a restart
+    on changed code, SmolLM2-135M)."""
+    from circuitviz.ui.link_values import LINK_NOT_STORED
+
+    at = _app(None, budget="20", **QUERY)
+    assert not at.exception, at.exception
+    assert LINK_NOT_STORED in [i.value for i in at.info]
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()  # its circuit drawn: nothing left to say
+    assert not at.exception, at.exception
+    assert LINK_NOT_STORED not in [i.value for i in at.info]
+    assert LINK_NOT_STORED not in [i.value for i in _app(None, **QUERY).info]  # a link naming no view

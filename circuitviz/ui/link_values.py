@@ -62,6 +62,15 @@ DEMO_WAITING = (
     "or open an example in the Gallery."
 )
 
+# a link naming a budget (one copied from a drawn circuit) whose circuit this server has not stored:
+# the form stood under it with nothing said, Run the only cue (a link reloaded after the code
+# changed, or one from another server: the store's keys hold the engine's digest)
+LINK_NOT_STORED = (
+    "This link names a circuit this server has not stored for these inputs: results are kept per "
+    "version of circuitviz's code, so one computed before the code changed, or on another server, "
+    "is computed again. Run computes it."
+)
+
 # a circuit over token positions has its own view, without demo mode: a demo link on one showed
 # every control and said nothing (seen in Chromium on the IOI prompt's EAP-IG over positions)
 DEMO_NO_POSITIONS = (
