@@ -219,20 +219,25 @@ def test_a_result_kept_from_explore_over_positions_is_left_out_and_said_to_be():
     assert not any("over token positions (as run" in i.value for i in at.info)
 
 
-def test_a_method_whose_run_fails_is_said_to_fail_not_to_wait_for_a_run(monkeypatch):
-    """Best-of-N on a prompt of no template family failed ('The run could not start: ...'), and
-    under the error the page said 'Best-of-N (query circuits) has no result for this prompt yet, so
-    the comparison below leaves it out; run the comparison to add it', a run that fails again."""
+def _cd_t_fails(monkeypatch, message: str) -> None:
+    """CD-T's runs raise ``message`` (a method that cannot run on the prompt); the others run."""
     from circuitviz.ui import loaders
 
     real = loaders.discover
 
     def failing(model, request, **kwargs):
         if request.method == "cd-t":
-            raise ValueError("CD-T cannot run on this prompt (a test). More words here.")
+            raise ValueError(message)
         return real(model, request, **kwargs)
 
     monkeypatch.setattr(loaders, "discover", failing)
+
+
+def test_a_method_whose_run_fails_is_said_to_fail_not_to_wait_for_a_run(monkeypatch):
+    """Best-of-N on a prompt of no template family failed ('The run could not start: ...'), and
+    under the error the page said 'Best-of-N (query circuits) has no result for this prompt yet, so
+    the comparison below leaves it out; run the comparison to add it', a run that fails again."""
+    _cd_t_fails(monkeypatch, "CD-T cannot run on this prompt (a test). More words here.")
     at = _compare(compare="eap,eap-ig,cd-t")
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
@@ -362,16 +367,7 @@ def test_each_run_says_it_goes_on_if_the_page_is_stopped_or_left():
 def test_one_result_beside_a_failed_method_asks_for_another_method_not_a_run(monkeypatch):
     """EAP beside a method whose run failed: 'Fewer than two of the chosen methods have a result
     for this prompt; run the comparison.' asked for a run that fails again."""
-    from circuitviz.ui import loaders
-
-    real = loaders.discover
-
-    def failing(model, request, **kwargs):
-        if request.method == "cd-t":
-            raise ValueError("CD-T cannot run on this prompt (a test).")
-        return real(model, request, **kwargs)
-
-    monkeypatch.setattr(loaders, "discover", failing)
+    _cd_t_fails(monkeypatch, "CD-T cannot run on this prompt (a test).")
     at = _compare(compare="eap,cd-t")
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception

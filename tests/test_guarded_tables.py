@@ -83,13 +83,20 @@ def hostile_batch(tmp_path, monkeypatch):
     return folder
 
 
-def test_the_dataset_pages_prompt_tables_are_guarded_and_their_downloads_too(hostile_batch, monkeypatch):
+def _recorded_downloads(monkeypatch, module) -> dict:
+    """{label: (the CSV text, file name)} of each guarded download ``module`` offers (its
+    ``csv_button`` recording instead of drawing)."""
     written = {}
 
     def recording(frame, label, file_name, key, columns=None, what="table"):
         written[label] = (table_csv(frame, columns), file_name)
 
-    monkeypatch.setattr(dataset_ui, "csv_button", recording)
+    monkeypatch.setattr(module, "csv_button", recording)
+    return written
+
+
+def test_the_dataset_pages_prompt_tables_are_guarded_and_their_downloads_too(hostile_batch, monkeypatch):
+    written = _recorded_downloads(monkeypatch, dataset_ui)
     at = _dataset(hostile_batch)
     assert not at.exception, at.exception
     tables = dict(_tables(at))
@@ -131,12 +138,7 @@ def test_the_dataset_pages_scores_table_is_guarded_as_its_series_names_are_the_f
         index, "method", pa.array(["=2+5"] * table.num_rows, type=table.schema.field("method").type)
     )
     pq.write_table(table, path)
-    written = {}
-
-    def recording(frame, label, file_name, key, columns=None, what="table"):
-        written[label] = (table_csv(frame, columns), file_name)
-
-    monkeypatch.setattr(dataset_curves, "csv_button", recording)
+    written = _recorded_downloads(monkeypatch, dataset_curves)
     at = _dataset(hostile_batch)
     assert not at.exception, at.exception
     assert "dataset-scores" in dict(_tables(at))
