@@ -71,9 +71,12 @@ def run_panel(
     clicked = run.run_button(button, request is not None, key=key)
     state.write_to_url()  # before the run: a reload while it goes on comes back to it
     kept = state.result_for(method, model_id, task.clean if task is not None else prompt or "")
-    if request is not None and (clicked or autorun or run.running(request.key)):
+    stopped = run.cancelled_sentence(request.key) if request is not None else None
+    if request is not None and (clicked or (autorun and not stopped) or run.running(request.key)):
         result = run.run_with_status(model, request) or kept
     else:
+        if stopped:  # Cancel pressed (here or in another session): the page says so once more
+            st.info(stopped)
         result = kept_or_stored(request, kept)
     panel = Panel(request, result)
     if result is not None and not panel.current:
@@ -100,6 +103,11 @@ def run_many(model, model_id: str, requests: dict, *, button: str, key: str, usa
             )
             if refused is None:
                 shown[name] = run.run_with_status(model, priced) or shown[name]
+    else:
+        for request in requests.values():  # Cancel pressed: the sentence stays after the rerun
+            stopped = run.cancelled_sentence(request.key)
+            if stopped:
+                st.info(stopped)
     if usable is not None:  # (Compare: another prompt's result, or a circuit over positions)
         shown = {
             name: r if r is None or matches(r, requests[name]) or usable(r) else None

@@ -244,6 +244,8 @@ class Job:
     error: BaseException | None = None
     seconds: float = 0.0
     reports: list[tuple[str, float, float]] = field(default_factory=list)  # (phase, fraction, clock)
+    started: float = field(default_factory=time.perf_counter)
+    cancelled: float | None = None  # seconds it had run when Cancel was pressed (in any session)
 
     @property
     def done(self) -> bool:
@@ -256,6 +258,15 @@ class Job:
 _JOBS: dict[str, Job] = {}
 _JOBS_GUARD = threading.Lock()
 KEEP_FINISHED = 16  # finished runs kept (their outcome is in the store; these only bound memory)
+# requests whose last run here was cancelled: {key: seconds it had run}, for the sentence a page
+# shows afterwards (the job itself leaves the registry); a new run of the request forgets it
+_CANCELLED: dict[str, float] = {}
+
+
+class RunCancelled(BaseException):
+    """Raised in a run's thread at its next progress report once Cancel was pressed. A
+    BaseException, like KeyboardInterrupt: a method's own ``except Exception`` fallback must not
+    take it for a failure and go on."""
 
 
 def _jobs() -> dict[str, Job]:
@@ -265,6 +276,7 @@ def _jobs() -> dict[str, Job]:
 def _register(job: Job) -> None:
     with _JOBS_GUARD:
         _JOBS[job.key] = job
+        _CANCELLED.pop(job.key, None)
         finished = [key for key, kept in _JOBS.items() if kept.done]
         for key in finished[: max(len(finished) - KEEP_FINISHED, 0)]:
             del _JOBS[key]
@@ -280,7 +292,52 @@ def failed(key: str | None) -> BaseException | None:
     """The error this request's last run in this process ended in (None: never run here, under
     way, or finished with a result): a page that leaves the method out can say why afterwards."""
     job = _JOBS.get(key) if key else None
-    return job.error if job is not None and job.done else None
+    if job is None or not job.done or isinstance(job.error, RunCancelled):
+        return None
+    return job.error
+
+
+def cancel(key: str) -> None:
+    """Cancel this request's run for every session watching it: its thread stops at its next
+    progress report, stores nothing, and the job leaves the registry (a new Run starts afresh)."""
+    with _JOBS_GUARD:
+        job = _JOBS.get(key)
+        if job is None or job.done:
+            return
+        job.cancelled = time.perf_counter() - job.started
+        _CANCELLED[key] = job.cancelled
+        del _JOBS[key]
+
+
+def cancelled_sentence(key: str | None) -> str | None:
+    """'Cancelled after N s; nothing was stored.' when this request's last run here was
+    cancelled (and not run again since), else None."""
+    seconds = _CANCELLED.get(key) if key else None
+    return None if seconds is None else cancelled_words(seconds)
+
+
+def cancelled_words(seconds: float) -> str:
+    return f"Cancelled after {seconds:.0f} s; nothing was stored."
+
+
+class _UnlessCancelled:
+    """The result store as a run sees it: a result whose run was cancelled after its last
+    progress report is not kept (the page says nothing was stored); everything else passes."""
+
+    def __init__(self, store, job: Job):
+        self._store, self._job = store, job
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def get_or_compute(self, key, compute):
+        def checked():
+            result = compute()
+            if self._job.cancelled is not None:
+                raise RunCancelled(key)
+            return result
+
+        return self._store.get_or_compute(key, checked)
 
 
 def _start(model, request) -> Job:
@@ -297,6 +354,8 @@ def _start(model, request) -> Job:
     store = loaders.get_store()  # here, in the page's thread: the worker cannot reach streamlit's caches
 
     def report(phase: str, fraction: float) -> None:
+        if job.cancelled is not None:
+            raise RunCancelled(request.key)
         with lock:
             job.reports.append((phase, fraction, time.perf_counter()))
             progress.report(phase, fraction)
@@ -307,11 +366,12 @@ def _start(model, request) -> Job:
         try:
             # on a CPU other work keeps busy, the cores it leaves free (entry/cpu_share.py)
             with threads_for_run(estimate.device if estimate is not None else "cpu") as share:
-                job.result, job.cached = loaders.discover(model, request, progress=report, store=store)
+                kept = _UnlessCancelled(store, job) if store is not None else None
+                job.result, job.cached = loaders.discover(model, request, progress=report, store=kept)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
         job.seconds = time.perf_counter() - start
-        if job.result is not None and not job.cached:
+        if job.result is not None and not job.cached and job.cancelled is None:
             work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
             parts = work_parts(job.reports, work_start)
             others = share.others if share is not None else None
@@ -331,6 +391,11 @@ RUNS_ON = (
     "to see its progress and then its result."
 )
 
+CANCEL_HELP = (
+    "Stops this run at its next progress report and stores nothing. It cancels the run for everyone "
+    "watching it: other tabs or sessions showing the same request."
+)
+
 
 def run_with_status(model, request):
     """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
@@ -343,14 +408,24 @@ def run_with_status(model, request):
     job = _jobs().get(request.key)
     if job is None or job.done:  # a finished run's result is in the store: a new start reads it
         job = _start(model, request)
-    with st.status(f"Running {method} on {model_id}…", expanded=True) as status:
+    holder = st.empty()  # emptied when the run is cancelled: the page keeps one sentence
+    with holder.container(), st.status(f"Running {method} on {model_id}…", expanded=True) as status:
         st.caption(RUNS_ON)  # stays on screen where Stop froze the progress line below it
         bar = st.progress(0.0, text="starting")
-        while not job.done:
+        st.button(
+            "Cancel",
+            key=f"run.cancel.{request.key}",
+            on_click=cancel,
+            args=(request.key,),
+            help=CANCEL_HELP,
+        )
+        while not job.done and job.cancelled is None:
             fraction, text = job.progress.update()
             bar.progress(fraction, text=text)
             time.sleep(POLL_S)
-        if job.error is None:
+        if job.cancelled is not None:
+            status.update(label=f"{method} cancelled", state="error", expanded=False)
+        elif job.error is None:
             bar.progress(1.0, text="done")
             source = (
                 "from the result store (computed before)"
@@ -360,6 +435,10 @@ def run_with_status(model, request):
             status.update(label=f"{method} on {model_id}: {source}", state="complete", expanded=False)
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
+    if job.cancelled is not None:  # here or in another session watching the same request
+        holder.empty()
+        st.info(cancelled_words(job.cancelled))
+        return None
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(markdown_sentence(f"The run could not start: {job.error}"))  # may quote the user's text
         return None
