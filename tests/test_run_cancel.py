@@ -111,3 +111,27 @@ def test_a_run_cancelled_after_its_last_report_stores_nothing(monkeypatch, tmp_p
     job.thread.join(timeout=5)
     assert isinstance(job.error, run.RunCancelled) and job.result is None
     assert store.get("late-cancel") is None
+
+
+def test_compare_names_each_cancelled_method(monkeypatch):
+    """Compare runs several methods: two cancelled runs each read 'Cancelled after N s; nothing
+    was stored.', neither saying whose."""
+    discover, calls = _slow(cancel_at=2)
+    monkeypatch.setattr(loaders, "discover", discover)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    link = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    for name, value in {**link, "budgets": "5,10,20,40", "compare": "eap,eap-ig"}.items():
+        at.query_params[name] = value
+    at.run()
+    at = at.switch_page("pages/compare.py").run()
+    at.button(key="compare.run").click().run()
+    assert not at.exception, at.exception
+    said = [info.value for info in at.info if "Cancelled after " in info.value]
+    assert sorted(line.split(":")[0] for line in said) == ["eap", "eap-ig"], said
+    assert len(calls) == 2
+    at.run()  # a rerun still names each, and runs nothing
+    assert sorted(i.value.split(":")[0] for i in at.info if "Cancelled after " in i.value) == [
+        "eap",
+        "eap-ig",
+    ]
+    assert len(calls) == 2

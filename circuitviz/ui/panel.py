@@ -102,12 +102,12 @@ def run_many(model, model_id: str, requests: dict, *, button: str, key: str, usa
                 model, model_id, request.task, name, request.config, request.budgets
             )
             if refused is None:
-                shown[name] = run.run_with_status(model, priced) or shown[name]
+                shown[name] = run.run_with_status(model, priced, named=True) or shown[name]
     else:
-        for request in requests.values():  # Cancel pressed: the sentence stays after the rerun
+        for name, request in requests.items():  # Cancel pressed: the sentence stays after the rerun
             stopped = run.cancelled_sentence(request.key)
             if stopped:
-                st.info(stopped)
+                st.info(f"{name}: {stopped}")
     if usable is not None:  # (Compare: another prompt's result, or a circuit over positions)
         shown = {
             name: r if r is None or matches(r, requests[name]) or usable(r) else None

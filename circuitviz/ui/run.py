@@ -316,8 +316,11 @@ def cancelled_sentence(key: str | None) -> str | None:
     return None if seconds is None else cancelled_words(seconds)
 
 
-def cancelled_words(seconds: float) -> str:
-    return f"Cancelled after {seconds:.0f} s; nothing was stored."
+def cancelled_words(seconds: float, method: str | None = None) -> str:
+    """The sentence a cancelled run leaves; ``method`` named first where a page runs several
+    (Compare: two cancelled runs read the same sentence twice, neither saying whose)."""
+    said = f"Cancelled after {seconds:.0f} s; nothing was stored."
+    return f"{method}: {said}" if method else said
 
 
 class _UnlessCancelled:
@@ -397,9 +400,10 @@ CANCEL_HELP = (
 )
 
 
-def run_with_status(model, request):
+def run_with_status(model, request, named: bool = False):
     """Run a discovery ``request`` (or attach to the one under way) with its progress on screen;
-    the result, or None after its error sentence is shown, open, below the status."""
+    the result, or None after its error sentence is shown, open, below the status. ``named``: a
+    cancelled run's sentence names its method (a page running several)."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.graph import GraphError
     from ..core.tasks import TaskError
@@ -437,7 +441,7 @@ def run_with_status(model, request):
             status.update(label=f"{method} could not run", state="error", expanded=False)
     if job.cancelled is not None:  # here or in another session watching the same request
         holder.empty()
-        st.info(cancelled_words(job.cancelled))
+        st.info(cancelled_words(job.cancelled, method if named else None))
         return None
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(markdown_sentence(f"The run could not start: {job.error}"))  # may quote the user's text
