@@ -105,7 +105,7 @@ def test_a_refused_request_says_why_once_and_runs_nothing(tiny, monkeypatch, cou
     with pytest.raises(LimitError, match="CIRCUITVIZ_MAX_IG_STEPS"):
         run_request(tiny, priced)
     with pytest.raises(ValueError, match="after it is priced"):
-        Request.for_model(tiny, IOI_TASK, "eap-ig").check()
+        Request.for_model(tiny, IOI_TASK, "eap-ig", None, (5,)).check()
 
 
 def test_one_request_looks_its_method_up_once_and_prices_it_once(tiny, tmp_path, monkeypatch):

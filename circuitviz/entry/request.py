@@ -24,8 +24,6 @@ from ..methods import Method, config_to_dict, get_method
 from ..models.adapter import backend_of, model_dtype
 from .limits import Estimate, LimitError, Limits, check_run, estimate_request
 
-DEFAULT_BUDGETS = (50, 100, 200, 500, 1000, 2000, 5000)
-
 
 def model_name(model) -> str:
     """The name a model goes by when the caller gives no id (its TransformerLens ``model_name``)."""
@@ -91,7 +89,7 @@ class Request:
         model_id: str,
         dtype: str,
         task: PromptTask,
-        budgets: Sequence[int] = DEFAULT_BUDGETS,
+        budgets: Sequence[int],
         max_tokens: int = DEFAULT_MAX_TOKENS,
         known_only: bool = False,
         backend: str = "hooked",
@@ -121,8 +119,8 @@ class Request:
         model,
         task: PromptTask,
         method: str,
-        settings=None,
-        budgets: Sequence[int] = DEFAULT_BUDGETS,
+        settings,
+        budgets: Sequence[int],
         model_id: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         known_only: bool = False,
