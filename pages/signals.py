@@ -24,17 +24,17 @@ st.caption(
     "outside the circuit)."
 )
 
-from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, kept_results, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
 loaders.model_future(model_id, device)  # the model starts loading now, in the background
 explained = state.session.signals_method  # the method this page explains, once the registry said
 
-with st.expander(
-    "Run ACC++ on a prompt",
-    expanded=explained is None or state.result_for(explained, model_id, state.session.prompt or "") is None,
-):
+opened = (
+    None if explained is None else kept_results.result_for(explained, model_id, state.session.prompt or "")
+)
+with st.expander("Run ACC++ on a prompt", expanded=opened is None):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import get_method, methods_with  # noqa: E402
@@ -47,7 +47,7 @@ with st.expander(
     method = get_method(explained)
     model = run.load_model_or_stop(model_id, device)
     given = inputs.task_inputs(model, model_id, prompt, need_corrupted=method.needs_corrupted)
-    kept = state.result_for(explained, model_id, prompt)
+    kept = kept_results.result_for(explained, model_id, prompt)
     start = state.method_settings("signals.settings", explained) or (kept.config if kept is not None else {})
     values = forms.config_form(
         method, "signals", initial=start, link=state.link_settings_once("signals.settings", explained)

@@ -15,7 +15,7 @@ st.caption(
     "metric with zeroing as many random features."
 )
 
-from circuitviz.ui import loaders, run, state, steer  # noqa: E402
+from circuitviz.ui import kept_results, loaders, run, state, steer  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
@@ -73,9 +73,9 @@ if problem is not None:
 unknown_method = steer.link_method_sentence()  # a link's method the app lacks: said, and the default used
 if unknown_method:
     st.warning(unknown_method)
-result = state.result_for(state.session.method, model_id, prompt)
+result = kept_results.result_for(state.session.method, model_id, prompt)
 result = result or next(  # any kept circuit of this prompt on this model (another model's nodes differ)
-    (r for r in state.results().values() if r.task.clean == prompt and r.model_id == model_id), None
+    (r for r in kept_results.results().values() if r.task.clean == prompt and r.model_id == model_id), None
 )
 result = result or steer.stored_circuit(model, model_id, prompt, answer, foil)  # a link opened anew
 if result is not None:

@@ -306,7 +306,7 @@ def test_a_cards_acc_trace_is_the_signals_pages_own_request(monkeypatch):
     page = Page()
     page.button = lambda label, **_: True  # "Why does a3.h3 attend there?" pressed
     monkeypatch.setattr(node_card, "st", page)
-    monkeypatch.setattr(node_card.state, "result_for", lambda *args: None)
+    monkeypatch.setattr(node_card.kept_results, "result_for", lambda *args: None)
     monkeypatch.setattr(budget_box, "graph_edge_total", lambda model: 10_342)
     monkeypatch.setattr(
         node_card.loaders,

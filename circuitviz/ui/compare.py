@@ -15,7 +15,7 @@ from ..entry.request import Request
 from ..methods import available_methods
 from ..methods.registry import default_comparison, method_traits
 from ..render.vis import framed_alike
-from . import loaders, result_view, state
+from . import kept_results, loaders, result_view, state
 from .budget_box import budget_check, fit_budgets_box
 from .caveats import caveats
 from .compare_downloads import comparison_downloads
@@ -279,7 +279,7 @@ def measured_view(results: dict, budget: int, model=None) -> dict | None:
         return None
     key = " ".join(result_view.result_id(r) for r in results.values()) + " " + str(id(model))
     with st.spinner("Evaluating every circuit on paraphrases it never saw, and its completeness..."):
-        keys = {name: state.request_key_of(result) for name, result in results.items()}
+        keys = {name: kept_results.request_key_of(result) for name, result in results.items()}
         return _measured(model, results, key, int(budget), keys)
 
 

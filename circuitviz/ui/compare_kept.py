@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..core.text import first_sentence, joined, markdown_sentence
 from ..methods import available_methods
-from . import run, state
+from . import kept_results, run
 
 
 def comparable(task):
@@ -24,7 +24,7 @@ def over_positions(chosen: list[str], results: dict, model_id: str, task) -> lis
         return []
     found = []
     for name in chosen:
-        kept = state.result_for(name, model_id, task.clean)
+        kept = kept_results.result_for(name, model_id, task.clean)
         if name not in results and kept is not None and kept.task == task and kept.positions:
             found.append(name)
     return found

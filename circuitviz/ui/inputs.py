@@ -32,7 +32,7 @@ from ..core.text import (
     shown,
     shown_token,
 )
-from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from . import kept_results, loaders, state  # no torch here: the prompt box paints before the engine loads
 from .budget_box import budget_reading, default_budgets, fit_budgets_box
 from .budget_words import budgets_label, positions_on
 from .mmlu_picker import REFUSED_HINT
@@ -536,7 +536,7 @@ def reference_circuits() -> dict[str, str]:
     budget: what a form may offer as a reference circuit."""
     budget = session.budget
     found = {}
-    for method, result in state.results().items():
+    for method, result in kept_results.results().items():
         at = (
             budget if isinstance(budget, int) and budget in result.budgets else max(result.budgets, default=0)
         )

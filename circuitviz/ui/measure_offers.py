@@ -11,7 +11,7 @@ import streamlit as st
 
 from ..core.text import counted, markdown_sentence, markdown_text, score_text
 from ..measure.transfer import DEFAULT_PARAPHRASES
-from . import loaders, state
+from . import kept_results, loaders, state
 from .result_figures import METRIC_HELP, held_out_at, held_out_caption, transfer_entry
 
 
@@ -81,7 +81,7 @@ def transfer_offer(result, budget: int, model, key: str) -> None:
     now = held_out_at(result, budget)
     # kept past a rerun and a reload, a measurement of nothing too (the page reads its result from
     # the store each run: unstored, the button came back and measured the same nothing again)
-    problem = loaders.store_measured(result, state.request_key_of(result))
+    problem = loaders.store_measured(result, kept_results.request_key_of(result))
     if now:
         if problem is None and len(now) > len(known):
             st.rerun()  # the metrics above show it now
@@ -153,7 +153,7 @@ def completeness_offer(result, budget: int, model, key: str) -> None:
 
     with st.spinner("Removing random halves of the circuit from it and from the whole model..."):
         found = measure_completeness(model, result, budgets=[budget])
-    problem = loaders.store_measured(result, state.request_key_of(result))  # kept past a reload
+    problem = loaders.store_measured(result, kept_results.request_key_of(result))  # kept past a reload
     if problem:  # the metrics above ran before the figure: say it here too
         st.warning(
             markdown_sentence(f"{problem} Completeness at budget {budget}: {score_text(found[budget])}.")

@@ -19,7 +19,7 @@ from ..core.text import markdown_text
 from ..methods import methods_with
 from ..render.cards import acc_signals, card_data, component_of
 from ..render.tables import context_html
-from . import budget_box, loaders, run, state
+from . import budget_box, kept_results, loaders, run, state
 from .graph_view import show_graph
 from .steer import share_percent
 
@@ -94,7 +94,11 @@ def _acc_signals(model, result, component: str, key: str, position: int | None =
     if not traced:
         return
     tracer = traced[0]
-    acc = result if result.method == tracer else state.result_for(tracer, result.model_id, result.task.clean)
+    acc = (
+        result
+        if result.method == tracer
+        else kept_results.result_for(tracer, result.model_id, result.task.clean)
+    )
     if acc is None:
         if model is None:
             return

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import run, state
+from . import kept_results, run, state
 
 EARLIER = "The result below is for earlier inputs; press {button} to compute the current ones."
 # the same while an input above has a problem (Run is disabled): it was said only once Run could run
@@ -35,8 +35,8 @@ class Panel:
 
 
 def matches(result, request) -> bool:
-    """Whether ``result`` is the outcome of exactly ``request`` (``state.answers``)."""
-    return state.answers(result, request)
+    """Whether ``result`` is the outcome of exactly ``request`` (``kept_results.answers``)."""
+    return kept_results.answers(result, request)
 
 
 def kept_or_stored(request, kept):
@@ -44,7 +44,7 @@ def kept_or_stored(request, kept):
     computed); ``kept`` again when there is none."""
     if request is None or matches(kept, request):
         return kept
-    return state.stored_result(request) or kept
+    return kept_results.stored_result(request) or kept
 
 
 def run_panel(
@@ -70,7 +70,7 @@ def run_panel(
         request, _ = run.request_line(model, model_id, task, method, settings, budgets)
     clicked = run.run_button(button, request is not None, key=key)
     state.write_to_url()  # before the run: a reload while it goes on comes back to it
-    kept = state.result_for(method, model_id, task.clean if task is not None else prompt or "")
+    kept = kept_results.result_for(method, model_id, task.clean if task is not None else prompt or "")
     stopped = run.cancelled_sentence(request.key) if request is not None else None
     if request is not None and (clicked or (autorun and not stopped) or run.running(request.key)):
         result = run.run_with_status(model, request) or kept
@@ -93,7 +93,7 @@ def run_many(model, model_id: str, requests: dict, *, button: str, key: str, usa
     state.write_to_url()  # before the runs: a reload while they go on comes back to them
     shown = {}
     for name, request in requests.items():
-        shown[name] = kept_or_stored(request, state.result_for(name, model_id, request.task.clean))
+        shown[name] = kept_or_stored(request, kept_results.result_for(name, model_id, request.task.clean))
     if clicked or any(run.running(request.key) for request in requests.values()):
         for name, request in requests.items():  # each estimate, then its run (or the one under way)
             if matches(shown[name], request) and not clicked:

@@ -27,7 +27,7 @@ from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..entry.cpu_share import threads_for_run
 from ..models import EMBEDDED_MODEL, ModelLoadError
-from . import loaders, startup, state
+from . import kept_results, loaders, startup
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
@@ -448,7 +448,7 @@ def run_with_status(model, request, named: bool = False):
         return None
     if job.error is not None:
         raise job.error
-    state.keep_result(job.result, request.key)
+    kept_results.keep_result(job.result, request.key)
     return job.result
 
 

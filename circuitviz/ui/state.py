@@ -15,7 +15,8 @@ URL; nothing read from the URL is ever run or rendered unescaped.
 Every page reads and writes the same fields, so the prompt, answer, foil, corrupted prompt, the
 chosen budget and the results computed for this prompt (by any page) follow the user from page
 to page. ``inputs_for`` remembers which prompt the answer, foil and corrupted prompt belong to:
-a new prompt resets them (and the results and budget) instead of leaving stale values.
+a new prompt resets them (and the results and budget) instead of leaving stale values. How the
+results are kept and found again is ``kept_results``'s.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 
 import streamlit as st
 
-from . import loaders
 from .link_values import (
     INTEGER,
     MAX_LINK_INTEGER,
@@ -413,7 +413,6 @@ LINK = "link"  # ``budget_chosen`` of a budget a link named: the user's, for the
 
 # ----- what depends on the prompt ------------------------------------------------------------------
 INPUTS_FOR = Session.inputs_for.key
-RESULTS = Session.results.key
 
 
 def inputs_belong_to(prompt: str) -> bool:
@@ -442,61 +441,6 @@ def adopt_prompt(prompt: str, values: dict) -> None:
     if not first:
         del session.budget
         del session.budget_chosen
-
-
-def results() -> dict:
-    """{method: result} computed for the current prompt on any page (newest per method)."""
-    return session.results
-
-
-def keep_result(result, request_key: str | None = None) -> None:
-    """Remember a result for every page, and the key of the request it answers (None: not known).
-    The first result of a prompt (or of another model) opens at a readable budget; a later one
-    (ACC++ on Signals, a method added on Compare) leaves the budget (``result_view.open_budget``)."""
-    if result is None:
-        return
-    # here, not at the top: keeps torch out of the first paint
-    from ..render import readable_budget
-
-    results()[result.method] = result
-    session.result_requests[result.method] = request_key
-    chosen = session.budget_chosen
-    other_model = isinstance(chosen, tuple) and chosen[0] != result.model_id
-    if result.curve and (not isinstance(session.budget, int) or other_model):
-        session.budget = readable_budget(result.curve)
-        del session.budget_chosen
-
-
-def answers(result, request) -> bool:
-    """Whether ``result`` is the kept outcome of exactly ``request`` (its model, task, method,
-    every setting and its budgets: its key). A method's curve need not hold the budgets asked
-    for (ACC++ stops at its circuit's size), so the request's key is what tells."""
-    return request is not None and request_key_of(result) == request.key
-
-
-def request_key_of(result) -> str | None:
-    """The key of the request ``result`` answers, when it is the kept result of its method; None
-    when that is not known (a result opened from a file, or one no longer kept)."""
-    if result is None or results().get(result.method) is not result:
-        return None
-    return session.result_requests.get(result.method)
-
-
-def result_for(method: str, model_id: str, prompt: str):
-    """The kept result of ``method`` for this model and prompt, or None."""
-    result = results().get(method)
-    if result is None or result.model_id != model_id or result.task.clean != prompt:
-        return None
-    return result
-
-
-def stored_result(request):
-    """The stored result of exactly this ``Request`` (any session, any page, a run finished after
-    a reload), kept for every page like a fresh one; None when it was never computed. Never computes."""
-    found = loaders.stored_result(request)
-    if found is not None:
-        keep_result(found, request.key)
-    return found
 
 
 # ----- opening a task in Explore from any page ----------------------------------------------------

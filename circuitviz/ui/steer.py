@@ -9,7 +9,7 @@ from ..core.scripts import FONTLESS as FONTLESS  # the Steer page's names, kept 
 from ..core.scripts import FONTLESS_HELP, readable
 from ..core.scripts import script_of as script_of
 from ..core.text import counted, markdown_text, shown_token
-from . import state
+from . import kept_results, state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
 SHARE = "node's part of it"
@@ -318,7 +318,7 @@ def stored_circuit(model, model_id: str, prompt: str, answer: str, foil: str):
         request = request_for(model, model_id, task, method.name, config, budgets)
     except ValueError:  # settings or limits that refuse it: nothing stored under it either
         return None
-    return state.stored_result(request)
+    return kept_results.stored_result(request)
 
 
 NO_CIRCUIT = (
