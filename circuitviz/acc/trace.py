@@ -335,6 +335,7 @@ class Tracer:
                 offer(seed.component.layer, seed.component.head, last, seed.component.source, 1)
         decisions: list[TracedDecision] = []
         stopped_by_limit = False
+        shown = 0.0  # the share reported so far: tracing finds more decisions as it goes (below)
         while queue:
             if len(decisions) >= settings.max_decisions:
                 stopped_by_limit = True
@@ -347,10 +348,10 @@ class Tracer:
                     piece = signal.component
                     if piece.kind == "head":
                         offer(piece.layer, piece.head, signal.position, piece.source, depth + 1)
-            if progress:
-                progress(
-                    "trace", len(decisions) / max(1, min(settings.max_decisions, len(decisions) + len(queue)))
-                )
+            if progress:  # done over known: new decisions found lower it, so the share shown only rises
+                known = min(settings.max_decisions, len(decisions) + len(queue))
+                shown = max(shown, len(decisions) / max(1, known))
+                progress("trace", shown)
         self.timings["tracing_s"] = time.perf_counter() - start
         total = sum(effect for _, effect in effects)
         return Trace(
