@@ -197,7 +197,14 @@ class ACCDetails(MethodDetails):
         traced = (self.completion or {}).get("traced_edges")
         # the traced edges are fewer: 'budget 3,214 is ACC++'s whole traced circuit' was said under
         # 'ACC++ circuit: 169 nodes, 431 edges' (SmolLM2-135M's IOI prompt; 2,783 were its completion)
-        of = f" ({traced:,} traced edges and their completion)" if traced and traced != full else ""
+        # ... and the traced edges count components, not the position graph's "157 edges" said above
+        # them (Gemma's IOI prompt: 125 edges between components, the same signals at two positions
+        # being one edge here)
+        of = (
+            f" ({traced:,} traced edges between components and their completion)"
+            if traced and traced != full
+            else ""
+        )
         line = f"budget {full:,} is ACC++'s whole circuit{of}, always evaluated beside the budgets asked"
         if above:
             shown = ", ".join(f"{b:,}" for b in above)
