@@ -64,16 +64,14 @@ def test_the_headline_says_which_token_the_model_prefers_not_what_it_answers():
     from circuitviz.render.demo import prompt_sentence
 
     task = PromptTask("The nurse said that", "The pilot said that", " she", (" he",), "logit_diff")
-    assert (
-        prompt_sentence(task, 2.124) == "The model reads \"The nurse said that\" and prefers ' she' to ' he'."
-    )
+    assert prompt_sentence(task, 2.124) == 'The model reads "The nurse said that" and prefers "she" to "he".'
     assert prompt_sentence(task, -0.5) == (
-        "The model reads \"The nurse said that\" and prefers ' he' to ' she'; the circuit is of what raises ' she'."
+        'The model reads "The nurse said that" and prefers "he" to "she"; the circuit is of what raises "she".'
     )
     alone = PromptTask("The nurse said that", "The pilot said that", " she", (), "logprob")
     assert (
         prompt_sentence(alone)
-        == "The model reads \"The nurse said that\"; the circuit is of its next token ' she'."
+        == 'The model reads "The nurse said that"; the circuit is of its next token "she".'
     )
 
 
@@ -87,7 +85,7 @@ def test_the_headline_of_a_prompt_of_several_lines_is_one_line():
 
     task = PromptTask("Big\n===\n\n    code\r\nThe cat", "Big\n===\n\n    code\r\nThe dog", " sat", (" ran",))
     said = prompt_sentence(task, 1.0)
-    assert said == "The model reads \"Big ↵ === ↵  ↵     code ↵ The cat\" and prefers ' sat' to ' ran'."
+    assert said == 'The model reads "Big ↵ === ↵  ↵     code ↵ The cat" and prefers "sat" to "ran".'
     assert "\n" not in markdown_text(said) and "\r" not in markdown_text(said)
 
 

@@ -561,9 +561,7 @@ def test_demo_paths_walk_back_from_the_strongest_edges_into_the_logit():
     # from each edge into the logit, strongest first, back along the strongest incoming edge
     assert [path_sentence(p) for p in paths] == ["input → a0.h0 → m1 → logits", "input → m0 → logits"]
     task = PromptTask(clean="The Eiffel Tower is in", corrupted="", answer=" Paris", foils=(" Rome",))
-    assert (
-        prompt_sentence(task) == "The model reads \"The Eiffel Tower is in\" and prefers ' Paris' to ' Rome'."
-    )
+    assert prompt_sentence(task) == 'The model reads "The Eiffel Tower is in" and prefers "Paris" to "Rome".'
 
 
 def test_a_graph_says_when_its_labels_are_too_small_to_read():

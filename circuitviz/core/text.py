@@ -39,6 +39,19 @@ def shown_token(token: str, limit: int = 20) -> str:
     return f"{shown(token.replace(' ', '␣'), limit)} ({counted(token.count(' '), 'space')})"
 
 
+def read_token(token: str, limit: int = 30) -> str:
+    """A token (an answer, a foil) as a reader reads it in a title or a heading: its word in
+    double quotes, the spaces around it left out (' Mary' reads "Mary": titles and the demo's
+    heading read "' Mary'", the token's own leading space drawn as part of the word). A token of
+    spaces alone, or one holding a control or format character, is quoted as ``shown_token``
+    quotes it (its spaces said, the character as its code); where the exact token matters (its
+    chip, the sentences, a table of tokens) the token is shown as it is."""
+    words = " ".join(str(token).split())
+    if not words or any(unicodedata.category(c)[0] == "C" for c in words):
+        return shown_token(token, limit)
+    return f'"{words[:limit]}…"' if len(words) > limit else f'"{words}"'
+
+
 def possessive(label: str) -> str:
     """A method's label made possessive without its bracketed gloss: "Edge Pruning's" for "Edge
     Pruning (learned masks)", which read "Edge Pruning (learned masks)'s own score" before an

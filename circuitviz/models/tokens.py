@@ -6,22 +6,50 @@ decodes them.
 
 ``token_pieces`` is a text as the model's tokens read it, each token's own text: a tokenizer whose
 tokens carry no space (a word-level one splitting on spaces) reads ' Mary' as 'Mary', and the
-app showed the answer's token as '·Mary' (a leading space marked) where the token has none."""
+app showed the answer's token as '·Mary' (a leading space marked) where the token has none.
+
+A SentencePiece token marks its leading space '▁' ('▁Mary'): read alone it is ' Mary', as
+byte-level BPE's 'ĠMary' is, and the chips draw that space '·'. Some tokenizers decode one such
+token otherwise: one saved with no decoder gave '▁Mary' (the chips read '▁Mary' beside '·Mary' for
+the same space), and one whose decoder drops the first space of a text (Llama's, or Metaspace's
+'always') gave 'Mary', a space the token has, unsaid.
+
+``leading_spaces`` says which of the two conventions a model's tokenizer follows, for the boxes'
+labels: whether a word's token carries the space before it."""
 
 from __future__ import annotations
 
 import re
 
 BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # SentencePiece's byte-fallback tokens
+SPACE_MARK = "\u2581"  # '▁': SentencePiece's mark of a space inside a token
+PROBES = (" the", " a", " I")  # words to ask a tokenizer whether a word's token keeps its space
 
 
 def token_text(tokenizer, ids) -> str:
-    """The text of ``ids`` (a list of token ids) by ``tokenizer``, a lone byte token as its piece."""
+    """The text of ``ids`` (a list of token ids) by ``tokenizer``, a lone byte token as its piece,
+    a lone token marking its space '▁' with that space (``spaced_piece``)."""
     text = tokenizer.decode(ids)
-    if "\ufffd" in text and len(ids) == 1:
-        piece = tokenizer.convert_ids_to_tokens(int(ids[0]))
-        if isinstance(piece, str) and BYTE_PIECE.fullmatch(piece):
-            return piece
+    if len(ids) != 1:
+        return text
+    convert = getattr(tokenizer, "convert_ids_to_tokens", None)
+    piece = convert(int(ids[0])) if convert is not None else None
+    if not isinstance(piece, str):
+        return text
+    if "\ufffd" in text and BYTE_PIECE.fullmatch(piece):
+        return piece
+    return spaced_piece(piece, text)
+
+
+def spaced_piece(piece: str, text: str) -> str:
+    """A SentencePiece token's text: ``text`` (its decoding alone) with each space its ``piece``
+    marks '▁' given back where the decoder left the mark ('▁Mary', no decoder) or dropped the first
+    space ('Mary', a decoder that strips a text's leading space); any other ``text`` as it is."""
+    if SPACE_MARK not in piece:
+        return text
+    spaced = piece.replace(SPACE_MARK, " ")
+    if text == piece or (piece.startswith(SPACE_MARK) and text == spaced[1:]):
+        return spaced
     return text
 
 
@@ -37,3 +65,16 @@ def own_text(adapter, text: str) -> str:
     """``text`` as the model's tokens read it: ``token_pieces`` joined (' Mary' on a word-level
     tokenizer: 'Mary', the text of the model's likely token it is)."""
     return "".join(token_pieces(adapter, text))
+
+
+def leading_spaces(adapter) -> bool | None:
+    """Whether the model's tokens carry the space before a word: True where ' the' is one token
+    ' the' (byte-level BPE, SentencePiece), False where it is 'the' (a word-level tokenizer splitting
+    on spaces), None where neither tells (' the' two tokens, or unknown, for each of ``PROBES``)."""
+    for probe in PROBES:
+        pieces = token_pieces(adapter, probe)
+        if pieces == [probe]:
+            return True
+        if pieces == [probe.strip()]:
+            return False
+    return None

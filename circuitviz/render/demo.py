@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..core.text import possessive, shown_token
+from ..core.text import possessive, read_token, shown_token
 
 
 def strongest_paths(edges: Sequence, n_paths: int = 3) -> list[list]:
@@ -61,12 +61,16 @@ def prompt_sentence(task, clean: float | None = None) -> str:
 
     It said "answers ' she' rather than ' he'" of the Gallery's "The nurse said that", whose top
     next token is ' the' (27.6 %, ' she' 17.9 %): a logit difference says which of the two the
-    model prefers, not what it answers."""
+    model prefers, not what it answers. The answer and foils read as words ("Mary", ``read_token``):
+    the heading read "prefers ' Mary' to ' John'", each token's leading space inside its quotes."""
     read = f'The model reads "{one_line(task.clean)}"'
-    answer = shown_token(task.answer, 30)
+    tokens = (task.answer, *task.foils)
+    # ' Paris' over 'Paris' would read "prefers "Paris" to "Paris"": such tokens quoted as they are
+    quote = read_token if len({read_token(token) for token in tokens}) == len(tokens) else shown_token
+    answer = quote(task.answer, 30)
     if not task.foils:
         return f"{read}; the circuit is of its next token {answer}."
-    foils = " or ".join(shown_token(foil, 30) for foil in task.foils)
+    foils = " or ".join(quote(foil, 30) for foil in task.foils)
     if clean is not None and clean < 0:
         return f"{read} and prefers {foils} to {answer}; the circuit is of what raises {answer}."
     return f"{read} and prefers {answer} to {foils}."

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
+from ..core.text import counted, cut, markdown_sentence, markdown_text, read_token, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import state
 from .budget_box import budgets_text
@@ -379,8 +379,8 @@ def clusters(
     found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
     st.caption(clusters_sentence(found, budget, chosen == "auto"))
     rows = batch.rows(label).to_pandas().set_index("task_index")
-    hover = [
-        f"{rows.loc[i, 'task_id']}: {rows.loc[i, 'clean']} → {rows.loc[i, 'answer']}"
+    hover = [  # the answer as a word: "→  Mary" read as a gap before the name
+        f"{rows.loc[i, 'task_id']}: {rows.loc[i, 'clean']} → {read_token(rows.loc[i, 'answer'])}"
         for i in found["task_index"]
     ]
     left, right = st.columns([3, 2])

@@ -195,7 +195,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     # the metric's column fits "logit_diff" beside its arrow at 1,000 px (a fifth of the row cut it to "logit_d")
     columns = st.columns([2, 2, 1.5])
     with columns[0]:
-        answer = state.bind(st.text_input, "answer token (with its leading space)", "answer")
+        answer = state.bind(st.text_input, answer_label(model), "answer")
         problem = token_problem(model, answer, "answer")
         if problem:
             st.error(markdown_sentence(problem))  # may quote the user's text
@@ -218,6 +218,23 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             if session.foil_note and foil == (session.foil_proposed or foil):
                 st.caption(markdown_sentence(session.foil_note))  # an opened task's foils: its file's text
     return answer, foil, metric, problems
+
+
+def answer_label(model) -> str:
+    """The answer box's label, true of the model's tokenizer (``models.tokens.leading_spaces``):
+    'with its leading space' where a word's token carries it (' Mary'), 'no leading space' where it
+    does not (a word-level tokenizer's 'Mary': the label asked for a space its tokens never have),
+    and no word of spaces where the tokenizer does not tell."""
+    # here, not at the top: keeps torch out of the first paint
+    from ..models.adapter import adapter_of
+    from ..models.tokens import leading_spaces
+
+    spaces = leading_spaces(adapter_of(model))
+    if spaces is None:
+        return "answer token"
+    if spaces:
+        return "answer token (with its leading space)"
+    return "answer token (no leading space: this model's tokens carry none)"
 
 
 def task_foils(answer: str, foil: str) -> tuple[str, ...]:

@@ -1,0 +1,111 @@
+"""How tokens and answers are written, across tokenizers.
+
+- The answer box's label asked for "(with its leading space)" on a word-level tokenizer, whose
+  tokens carry none: the label now follows the tokenizer (``models.tokens.leading_spaces``).
+- A SentencePiece token ('▁Mary') read alone came out '▁Mary' from a tokenizer saved with no
+  decoder (the chips drew '▁Mary' where byte-level BPE's ' Mary' reads '·Mary') and 'Mary' from
+  one whose decoder drops a text's first space (Llama's): both now read ' Mary', drawn '·Mary'.
+- Titles and the demo's heading wrote the answer as its token's repr ("→ ' Mary'", "prefers
+  ' Mary' to ' John'"): they now write the word as a reader reads it ("Mary"), and the chips and
+  sentences keep the exact token.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from test_batch_inputs import spaced_model
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.core.text import read_token
+from circuitviz.models.adapter import adapter_of
+from circuitviz.models.tokens import leading_spaces, token_text
+
+
+def _sentencepiece(decoder: str):
+    """A SentencePiece-style vocabulary ('▁' marks a word's space), decoded as ``decoder`` says:
+    'none' (saved without a decoder), 'strip' (Llama's: '▁' as a space, the first one dropped) or
+    'metaspace' (the first space kept)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["When", "Mary", "and", "John"]
+    pieces = ["<bos>", "<unk>", *words, *("\u2581" + word for word in words), "\u2581\u2581"]
+    backend = Tokenizer(models.WordLevel(vocab={p: i for i, p in enumerate(pieces)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="never")
+    if decoder == "strip":
+        backend.decoder = decoders.Sequence(
+            [
+                decoders.Replace("\u2581", " "),
+                decoders.ByteFallback(),
+                decoders.Fuse(),
+                decoders.Strip(" ", 1, 0),
+            ]
+        )
+    elif decoder == "metaspace":
+        backend.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="never")
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<bos>")
+
+
+@pytest.mark.parametrize("decoder", ["none", "strip", "metaspace"])
+def test_a_sentencepiece_token_reads_with_its_space(decoder):
+    from circuitviz.render import token_strip_html
+
+    tokenizer = _sentencepiece(decoder)
+    ids = tokenizer("When Mary and John", add_special_tokens=False).input_ids
+    texts = [token_text(tokenizer, [token]) for token in ids]
+    assert texts == ["When", " Mary", " and", " John"]
+    chips = token_strip_html(texts)
+    assert ">·Mary<" in chips and "\u2581" not in chips  # as byte-level BPE's ' Mary' is drawn
+    two = tokenizer.convert_tokens_to_ids("\u2581\u2581")
+    assert token_text(tokenizer, [two]) == "  "  # each marked space, the first one too
+
+
+def test_other_tokens_decode_as_before():
+    """A word-level token and a text of several ids read as the tokenizer decodes them."""
+    from circuitviz.bench.toy_models import word_tokenizer
+
+    words = word_tokenizer()
+    assert token_text(words, [words.convert_tokens_to_ids("Mary")]) == "Mary"
+    tokenizer = _sentencepiece("metaspace")
+    ids = tokenizer("When Mary", add_special_tokens=False).input_ids
+    assert token_text(tokenizer, ids) == "When Mary"
+
+
+@pytest.fixture(scope="module")
+def words():
+    return tiny_model("gpt2", n_layers=1, n_heads=2)
+
+
+@pytest.fixture(scope="module")
+def spaced():
+    return spaced_model()
+
+
+def test_the_answer_label_follows_the_tokenizer(words, spaced):
+    from circuitviz.ui.inputs import answer_label
+
+    assert leading_spaces(adapter_of(words)) is False and leading_spaces(adapter_of(spaced)) is True
+    assert answer_label(spaced) == "answer token (with its leading space)"
+    assert "leading space" in answer_label(words) and "with its leading space" not in answer_label(words)
+
+
+def test_an_answer_reads_as_a_word_in_titles():
+    assert read_token(" Mary") == '"Mary"' and read_token("Mary") == '"Mary"'
+    assert read_token(" New  York ") == '"New York"'
+    # spaces alone: as the sentences quote them
+    assert read_token(" ") == "' '" and read_token("\n") == "'\\n'"
+    assert read_token(" \u202eevil") == "' \\u202eevil'"  # a direction override: its code, never applied
+
+
+def test_the_graph_title_and_the_headline_read_the_answer_as_a_word():
+    from circuitviz.core.tasks import PromptTask
+    from circuitviz.render import graph_title
+    from circuitviz.render.demo import prompt_sentence
+
+    result = SimpleNamespace(model_id="tiny", method="eap", task=IOI_TASK, point=lambda budget: None)
+    title = graph_title(result, 10, None)
+    assert title.endswith('→ "Mary"') and "' Mary'" not in title
+    task = PromptTask("The capital is", "", " Paris", ("Paris",))  # two tokens that read as one word
+    assert prompt_sentence(task, 1.0) == "The model reads \"The capital is\" and prefers ' Paris' to 'Paris'."
