@@ -215,3 +215,24 @@ def test_a_run_estimated_over_the_servers_minutes_is_refused_in_one_sentence(mon
     assert not at.exception, at.exception
     assert any("CIRCUITVIZ_MAX_MINUTES" in e.value for e in at.error)
     assert next(b for b in at.button if b.label == "Run").disabled
+
+
+def test_a_models_first_acc_run_is_priced_with_its_heads_svd(tmp_path, monkeypatch):
+    """A model's first ACC++ run computes the SVD of its heads (4-9 s of a 15.9 s first run on
+    Gemma-3-270M), which its estimate left out; the next runs read it from disk in 0.1 s."""
+    import copy
+
+    from circuitviz.acc.svd import load_svd, svd_seconds
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
+    model = tiny_model("gpt2", seed=5)
+    first = estimate_run(model, "acc++", None, n_tokens=8)
+    heads = model.cfg.n_layers * model.cfg.n_heads
+    assert first.one_off == pytest.approx(svd_seconds(model)) and first.one_off > 0
+    assert f"; with the SVD of the model's {heads} heads, once per model, about " in first.summary()
+    assert estimate_run(model, "eap-ig", None, n_tokens=8).one_off == 0  # ACC++'s own work only
+    load_svd(model)  # what the first run does: in memory, and on disk for the next process
+    later = estimate_run(model, "acc++", None, n_tokens=8)
+    assert later.one_off == 0 and "SVD" not in later.summary()
+    assert first.seconds == pytest.approx(later.seconds + first.one_off)
+    assert estimate_run(copy.deepcopy(model), "acc++", None, n_tokens=8).one_off == 0  # found on disk

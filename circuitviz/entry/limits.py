@@ -146,6 +146,8 @@ class Estimate:
     seconds_range: tuple[float, float] | None = None  # a method whose work depends on what it finds
     range_reason: str = ""
     busy: str = ""  # the sentence saying the CPU is busy now (``busy_note``), or ""
+    one_off: float = 0.0  # seconds of ``seconds`` the model's first such run only spends (``Method.one_off``)
+    one_off_what: str = ""  # that work in words
 
     @property
     def memory_gb(self) -> float:
@@ -158,6 +160,8 @@ class Estimate:
         if self.n_paraphrases:
             work += f", {self.n_paraphrases} paraphrases"
         priced = f"; {self.priced}" if self.priced else ""
+        if self.one_off:
+            priced += f"; with {self.one_off_what}, about {rough_duration(self.one_off)}"
         took, why = f"about {rough_duration(self.seconds)}", ""
         if self.seconds_range is not None:
             low, high = (rough_duration(seconds) for seconds in self.seconds_range)
@@ -226,6 +230,10 @@ def estimate_run(
     if cost.passes_range is not None and cost.passes > 0:
         seconds_range = tuple(seconds * passes / cost.passes for passes in cost.passes_range)
 
+    once = chosen.one_off(model)
+    if once is not None:  # not in the rate: the model's next runs do not do it
+        seconds += once.seconds
+        seconds_range = seconds_range and tuple(value + once.seconds for value in seconds_range)
     memory = cost.extra_bytes + estimate_memory(
         model, spec, n_tokens, max(cost.gradient_batch, 1), n_budgets, n_paraphrases, kind
     )
@@ -243,6 +251,8 @@ def estimate_run(
         seconds_range,
         cost.range_reason,
         busy_note() if kind == "cpu" else "",
+        once.seconds if once is not None else 0.0,
+        once.what if once is not None else "",
     )
 
 
@@ -341,10 +351,15 @@ def priced_with_stored_work(
         share = max(1.0 - stored / last["seconds"], 0.02)
     else:
         share = max(1.0 - work.passes / max(estimate.sequences, 1.0), 0.02)
+    once = estimate.one_off  # not stored work: the store does not hold it
+
+    def shared(seconds: float) -> float:
+        return (seconds - once) * share + once
+
     return dataclasses.replace(
         estimate,
-        seconds=estimate.seconds * share,
-        seconds_range=estimate.seconds_range and tuple(seconds * share for seconds in estimate.seconds_range),
+        seconds=shared(estimate.seconds),
+        seconds_range=estimate.seconds_range and tuple(map(shared, estimate.seconds_range)),
         flops=estimate.flops * share,
         sequences=estimate.sequences * share,
         priced=f"{estimate.priced}; without {work.what} an earlier run stored",

@@ -89,6 +89,15 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class OneOff:
+    """Work a run does once per model (``Method.one_off``): about how many seconds, and what it is
+    in words ("the SVD of the model's 72 heads")."""
+
+    seconds: float
+    what: str
+
+
+@dataclass(frozen=True)
 class StoredWork:
     """What an earlier run kept in the result store that a run of this request would reuse, so
     its price drops (``Method.stored_work``; ``limits.priced_with_stored_work`` prices it).
@@ -330,6 +339,11 @@ class Method(abc.ABC):
         units, where its work depends on what it found; None (the default) when the estimate's
         passes are the work. The finished run calibrates the rate with it, so a sparse walk does
         not make the next one look cheap."""
+        return None
+
+    def one_off(self, model) -> OneOff | None:
+        """Work the run does only when the model's earlier runs have not done it (ACC++'s SVD of
+        the heads, kept on disk for the next runs): priced on top of the passes; None by default."""
         return None
 
     def stored_work(
