@@ -109,3 +109,13 @@ def test_the_graph_title_and_the_headline_read_the_answer_as_a_word():
     assert title.endswith('→ "Mary"') and "' Mary'" not in title
     task = PromptTask("The capital is", "", " Paris", ("Paris",))  # two tokens that read as one word
     assert prompt_sentence(task, 1.0) == "The model reads \"The capital is\" and prefers ' Paris' to 'Paris'."
+
+
+def test_the_line_under_a_box_keeps_the_pages_gap_below_it():
+    """Streamlit pulls a markdown element up by a paragraph's margin, which the line's <div> lacks:
+    "the token: ·the · the model gives it 4.8%" sat flush against "Corrupted prompt" (0 px in
+    Chromium at 1,000, 1,500 and 2,000 px; 16 px, the page's gap, with the margin)."""
+    from circuitviz.ui.inputs import token_line_html
+
+    line = token_line_html("the token: x")
+    assert line.startswith("<div style='") and "margin-bottom:1rem" in line and "the token: x" in line

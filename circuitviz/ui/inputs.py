@@ -291,10 +291,7 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         if found[spaced] > found[token]:  # the spaced word is the likelier: said below, with its figure
             probability = {**probability, spaced: found[spaced]}
 
-    st.markdown(
-        f"<div style='font-size:0.85rem'>{own_token_line(model, token, probability)}</div>",
-        unsafe_allow_html=True,
-    )
+    st.markdown(token_line_html(own_token_line(model, token, probability)), unsafe_allow_html=True)
     spaced = missing_space(model, token, probability)
     if spaced is None:
         return
@@ -313,6 +310,14 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         args=(role, spaced),
         type="secondary",
     )
+
+
+def token_line_html(line: str) -> str:
+    """The line under a box as its own block, with the page's gap below it: Streamlit pulls a
+    markdown element up by a paragraph's margin (1rem), which a <div> does not have, so the line
+    sat flush against the next label ("the token: ·the ..." touching "Corrupted prompt" in
+    Chromium at 1,500 px) or caption; its own bottom margin gives the gap back."""
+    return f"<div style='font-size:0.85rem;margin-bottom:1rem'>{line}</div>"
 
 
 def own_token_line(model, token: str, probability: dict[str, float]) -> str:
