@@ -234,7 +234,7 @@ def answer_label(model) -> str:
         return "answer token"
     if spaces:
         return "answer token (with its leading space)"
-    return "answer token (no leading space: this model's tokens carry none)"
+    return "answer token (no leading space)"  # longer, it took a third line at 1,000 px, the box below the foil's
 
 
 def task_foils(answer: str, foil: str) -> tuple[str, ...]:
