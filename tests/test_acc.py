@@ -723,7 +723,7 @@ def test_signals_page_runs_acc_and_explains_a_decision(tmp_path, monkeypatch):
     assert any(m.value.startswith("Removing the ") for m in at.markdown)  # what the figures show
     # choosing another decision keeps the page whole
     if len(decisions) > 1:
-        at.selectbox(key="signals.decision").set_value(1)
+        at.selectbox(key="w.signals.decision").set_value(1)
         at.run()
         assert not at.exception
     # a node's card gives each signal the method's own sign, the one its "why it attends" lines and

@@ -8,12 +8,14 @@ from ..core.text import cut, markdown_text
 
 TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
 SWITCH = "switch"  # '1' on, '0' off (demo mode): any other value was read as off, unsaid
+INDEX = "index"  # a number from 0: one of a result's items (the Signals page's decision)
 MAX_LINK_INTEGER = 10**9  # a link's budget: more edges than any model the app can load has
 
 _UNREADABLE_AS = {
     INTEGER: f"not a whole number from 1 to {MAX_LINK_INTEGER:,}",
     SETTINGS: "not a JSON object of settings",
     SWITCH: "not 1 (on) or 0 (off)",
+    INDEX: f"not a whole number from 0 to {MAX_LINK_INTEGER:,}",
 }
 
 

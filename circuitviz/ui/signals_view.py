@@ -20,7 +20,7 @@ from ..acc.tables import (
 )
 from ..core.text import markdown_text
 from ..render.acc_graph import position_graph_html, removal_figure
-from . import result_view
+from . import result_view, state
 from .node_card import graph_with_card
 
 # the decision table's columns (``decision_rows``) under headers short enough that all ten fit a
@@ -102,11 +102,16 @@ def signals_view(result) -> None:
         width="stretch",
         column_config=decision_config(),
     )
-    chosen = st.selectbox(
+    options = [d["index"] for d in decisions]
+    missing = open_decision(result, options)
+    if missing:
+        st.info(missing)
+    chosen = state.bind(  # the decision chosen is the link's (``decision``)
+        st.selectbox,
         "Decision",
-        options=[d["index"] for d in decisions],
+        state.Session.signals_decision.key,
+        options=options,
         format_func=lambda index: decision_label(decisions[index]),
-        key="signals.decision",
     )
     # the table the page's width, the chart below it: beside the chart, at 1,000 px, the table showed
     # three of its columns and scrolled the figures out of sight
@@ -138,3 +143,36 @@ def signals_view(result) -> None:
     if verdict:
         st.markdown(markdown_text(verdict))  # figures and fixed words only, escaped all the same
     st.caption(knockout_caption(details, metric))
+
+
+DECISION_OF = "signals.decision.result"  # the result the decision was chosen for (``result_view.result_id``)
+
+
+def open_decision(result, options: list[int]) -> str | None:
+    """Set the decision ``result``'s view opens at: the one chosen, while the result is the one it
+    was chosen for; a new result's first (another circuit's decision #5 is another decision),
+    except a session's first result, which opens at the link's. A link's decision this result does
+    not have opens the first and gets one sentence, returned; before 2026-12-06 the link did not
+    carry the decision at all, and a shared Signals view opened at decision #0."""
+    key = state.Session.signals_decision.key
+    mark, seen = result_view.result_id(result), state.widget_value(DECISION_OF)
+    if seen == mark:
+        return None
+    state.set_widget_value(DECISION_OF, mark)
+    wanted = state.value(key)
+    if seen is None and wanted in options:
+        return None
+    state.set_value(key, options[0])
+    if seen is None and wanted is not None:
+        return missing_decision_sentence(wanted, options)
+    return None
+
+
+def missing_decision_sentence(wanted: int, options: list[int]) -> str:
+    """The link names a decision this circuit does not have: which, what it has, what is shown."""
+    count = f"{len(options):,} attention decision{'s' if len(options) != 1 else ''}"
+    have = f"#{options[0]}" if len(options) == 1 else f"#{options[0]} to #{options[-1]}"
+    return (
+        f"The link's decision #{wanted:,} is not one of this circuit's {count} ({have}): "
+        f"decision #{options[0]} is shown."
+    )

@@ -30,6 +30,7 @@ from typing import Any
 import streamlit as st
 
 from .link_values import (
+    INDEX,
     INTEGER,
     MAX_LINK_INTEGER,
     NAMES,
@@ -70,12 +71,14 @@ class Field:
 
     def parsed(self, text: str):
         """A URL parameter's value as the state holds it, or None when it does not read as one."""
-        if self.kind == INTEGER:  # a budget: a count of edges, 1 or more (nothing a model has more of)
+        # a budget: a count of edges, 1 or more (nothing a model has more of); an index counts from 0
+        if self.kind in (INTEGER, INDEX):
             try:
                 number = int(text)
             except ValueError:
                 return None
-            return number if 1 <= number <= MAX_LINK_INTEGER else None
+            lowest = 1 if self.kind == INTEGER else 0
+            return number if lowest <= number <= MAX_LINK_INTEGER else None
         if self.kind == SETTINGS:
             try:
                 parsed = json.loads(text)
@@ -120,6 +123,7 @@ class Session:
     bon_budgets_default = Field("bon.budgets.default")
     bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
     signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
+    signals_decision = Field("signals.decision", url="decision", kind=INDEX)  # the decision Signals shows
     instrument_view = Field("instrument.view", url="view")  # the graph's view as JSON (ui/instrument)
     demo = Field("demo", url="demo", kind=SWITCH)  # "1" while demo mode is on (ui/demo)
     # what depends on the prompt
