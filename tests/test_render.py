@@ -797,7 +797,9 @@ def test_a_wide_dashed_edge_keeps_visible_gaps():
 def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
     """ACC++'s circuit on SmolLM2-135M (30 layer rows) fills the frame's greatest height at 1,500 and
     2,000 px, fitted to its height with labels under 9 px, and the line under the key said 'or
-    widen the window', which changed nothing; a wide, short drawing still says it."""
+    widen the window', which changed nothing; a wide, short drawing still says it. (The frame now
+    grows to ``TALLEST_FRAME`` for its labels: the tall drawing here has rows twice as far apart,
+    under 9 px even then.)"""
     from pathlib import Path
 
     from circuitviz.render.vis import SMALL_HINT, SMALL_HINT_TALL, VisGraph, standalone_page
@@ -811,7 +813,7 @@ def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
         return {"id": f"n{i}", "label": "h1", "x": x, "y": y, "font": {"size": 20}, "shape": "box"}
 
     tall = VisGraph(
-        [node(30 * c + r, 60 * c, 100 * r) for c in range(15) for r in range(30)], [], kind="positions"
+        [node(30 * c + r, 60 * c, 200 * r) for c in range(15) for r in range(30)], [], kind="positions"
     )
     wide = VisGraph([node(c, 60 * c, 0) for c in range(60)], [], kind="positions")
     seen = {}

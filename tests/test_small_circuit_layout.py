@@ -13,7 +13,7 @@ import torch
 from circuitviz import render
 from circuitviz.core.graph import GraphSpec, top_n
 from circuitviz.render.graph_html import node_position, packed_columns
-from circuitviz.render.vis import MAX_FRAME_HEIGHT, MIN_FRAME_HEIGHT, overlapping
+from circuitviz.render.vis import MAX_FRAME_HEIGHT, MIN_FRAME_HEIGHT, READABLE_LABEL_PX, overlapping
 
 SMOLLM = GraphSpec(n_layers=30, n_heads=9)
 GEMMA = GraphSpec(n_layers=18, n_heads=4)
@@ -46,7 +46,7 @@ def fitted_label_px(graph, frame_width: float) -> float:
     node's box, capped so that no label is drawn larger than ``MAX_LABEL_PX``."""
     data = graph.to_data()
     drawn = min(frame_width, data["widest"])
-    height = min(MAX_FRAME_HEIGHT, max(MIN_FRAME_HEIGHT, data["aspect"] * drawn + 30))
+    height = min(data["max_height"], max(MIN_FRAME_HEIGHT, data["aspect"] * drawn + 30))
     left, top, right, bottom = graph.bounds()
     scale = min(frame_width / (right - left), height / (bottom - top), data["max_scale"])
     fonts = [float(node.get("font", {}).get("size", 14)) for node in graph.nodes]
@@ -93,6 +93,29 @@ def test_large_circuits_are_not_drawn_smaller_than_before(edges):
     assert overlapping(packed.vis.nodes) == []
     for width in FRAMES:
         assert fitted_label_px(packed.vis, width) >= fitted_label_px(spread.vis, width) - 1e-9
+
+
+def test_a_tall_circuit_with_captions_is_drawn_at_a_readable_size():
+    """A circuit of every one of SmolLM2-135M's 30 layers, names with captions (two lines a row):
+    its frame grew to 900 px at most, fitted to its height, and its labels were drawn at 7.9 px at
+    every width (the 167-edge IOI circuit at budget 200, 2026-12-06). The frame grows until its
+    labels are drawn at ``READABLE_LABEL_PX`` (the page scrolls past it)."""
+    chain = ["input->m0", *[f"m{layer}->m{layer + 1}" for layer in range(29)], "m29->logits"]
+    captions = {f"m{layer}": "+5.3" for layer in range(30)}
+    drawing = render.circuit_graph_html(
+        SMOLLM, _scores(SMOLLM), SMOLLM.mask_from_edge_names(chain), captions=captions
+    )
+    assert drawing.vis.aspect() * FRAMES[0] > MAX_FRAME_HEIGHT  # taller than the frame was allowed
+    sizes = [fitted_label_px(drawing.vis, width) for width in FRAMES]
+    assert min(sizes) >= READABLE_LABEL_PX, sizes
+    assert drawing.vis.to_data()["max_height"] > MAX_FRAME_HEIGHT
+
+
+def test_a_short_circuit_keeps_the_frames_greatest_height():
+    drawing = render.circuit_graph_html(
+        SMOLLM, _scores(SMOLLM), SMOLLM.mask_from_edge_names(SMALL), captions=CAPTIONS
+    )
+    assert drawing.vis.to_data()["max_height"] == MAX_FRAME_HEIGHT
 
 
 def test_heads_keep_their_order_and_side():

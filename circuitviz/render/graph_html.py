@@ -26,8 +26,8 @@ import torch
 
 from ..core.graph import GraphSpec
 from .cards import caption_words, score_words
-from .routing import curves_box, route_around
-from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page, union_box
+from .routing import curves_frame, route_around
+from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
 KIND_COLOURS = {
     "q": "#0072B2",
@@ -519,10 +519,9 @@ def circuit_graph_html(
         graph = grouped(graph, groups)
     if len(graph.edges) <= ROUTED_EDGES:  # edges bent around the circuit's nodes they do not join
         active = [node["id"] for node in graph.nodes if node["color"]["background"] != FADED]
+        graph.routing = {"edges": graph.edges, "obstacles": active, "margin": column_width / 2}
         graph.edges = route_around(graph.nodes, graph.edges, active, margin=column_width / 2)
-    reach, bounds = curves_box(graph.nodes, graph.edges), graph.bounds()
-    if reach is not None and (reach[0] < bounds[0] or reach[2] > bounds[2]):
-        graph.frame = union_box([bounds, reach])  # a curve beside the nodes is shown whole
+    graph.frame = curves_frame(graph)  # a curve beside the nodes is shown whole
     return GraphDrawing(
         html=standalone_page(graph),
         height=frame_height(graph, 1000, 60 + 18 * len(notes)),

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import html
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,12 @@ LINE_HEIGHT = 1.25  # of the font size
 NODE_MARGIN = 6  # vis-network's label margin inside a box, layout units
 MIN_FRAME_HEIGHT = 260
 MAX_FRAME_HEIGHT = 900
+# a tall drawing's frame grows past MAX_FRAME_HEIGHT until its labels are drawn at
+# READABLE_LABEL_PX, up to TALLEST_FRAME (the page scrolls past it): SmolLM2-135M's 167-edge
+# circuit with captions (30 layer rows of two-line labels) was fitted at 7.9 px at every width
+READABLE_LABEL_PX = 12
+TALLEST_FRAME = 1600
+FIT_SHARE = 0.95  # of the frame a shared box is fitted to (``cvFit``)
 # the largest a label is drawn by the fit, px: a small circuit's fit zoomed its labels to 21-23 px
 # (node fonts are 22 layout units), boxes and type far larger than the page's own 16 px text
 MAX_LABEL_PX = 16
@@ -66,6 +73,10 @@ class VisGraph:
     # a box (left, top, right, bottom; layout units) shown whole besides the nodes: drawings side
     # by side given one box (the union of theirs) fit alike, so a node sits at one place in each
     frame: tuple[float, float, float, float] | None = None
+    # how ``edges`` were bent around the nodes (``render.routing``): {"edges": as laid out before,
+    # "obstacles": the node ids they keep clear of, "margin": layout units beside the nodes};
+    # drawings side by side are bent alike from these (``routing.drawn_alike``). Not drawn.
+    routing: dict | None = None
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(min x, min y, max x, max y) of every node's label box and of ``frame``, layout units."""
@@ -87,6 +98,14 @@ class VisGraph:
         left, _, right, _ = self.bounds()
         return max(right - left, 1.0) * self.max_scale(max_label_px)
 
+    def max_height(self) -> int:
+        """The tallest this drawing's frame may be, px: ``MAX_FRAME_HEIGHT``, or for a drawing
+        whose labels that height draws under ``READABLE_LABEL_PX``, the height that draws them
+        at that size, up to ``TALLEST_FRAME``."""
+        _, top, _, bottom = self.bounds()
+        readable = (bottom - top) * self.max_scale(READABLE_LABEL_PX) / FIT_SHARE + 30
+        return int(min(TALLEST_FRAME, max(MAX_FRAME_HEIGHT, math.ceil(readable))))
+
     def to_data(self, max_label_px: float = MAX_LABEL_PX) -> dict:
         """What the component and the page read: JSON-able (``max_label_px``: the largest label
         the fit may draw; demo mode's audience reads from further away)."""
@@ -105,7 +124,7 @@ class VisGraph:
             "small_hint_tall": SMALL_HINT_TALL,
             "box": list(self.bounds()) if self.frame is not None else None,
             "min_height": MIN_FRAME_HEIGHT,
-            "max_height": MAX_FRAME_HEIGHT,
+            "max_height": self.max_height(),
         }
 
 
@@ -147,7 +166,7 @@ def selection_colours(node: dict) -> dict:
 def framed_alike(graphs: list[VisGraph]) -> list[VisGraph]:
     """Copies of ``graphs`` (drawn in one layout, side by side) fitted to one box, the union of
     theirs: a node sits at the same place in each frame, and a small circuit is not zoomed
-    larger than the others."""
+    larger than the others (``routing.drawn_alike`` also bends an edge of several of them alike)."""
     if not graphs:
         return []
     box = union_box([graph.bounds() for graph in graphs])
@@ -209,7 +228,7 @@ def frame_height(graph: VisGraph, width: float, chrome: int = 0) -> int:
     """The frame height (px) that shows ``graph`` at ``width`` px, within bounds (no taller than
     the drawing at its largest zoom needs)."""
     drawn = min(width, graph.widest())
-    return int(min(MAX_FRAME_HEIGHT, max(MIN_FRAME_HEIGHT, graph.aspect() * drawn + 30))) + chrome
+    return int(min(graph.max_height(), max(MIN_FRAME_HEIGHT, graph.aspect() * drawn + 30))) + chrome
 
 
 @functools.lru_cache(maxsize=1)

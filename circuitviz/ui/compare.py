@@ -14,7 +14,7 @@ from ..entry.api import parse_budgets
 from ..entry.request import Request
 from ..methods import available_methods
 from ..methods.registry import default_comparison, method_traits
-from ..render.vis import framed_alike
+from ..render.routing import drawn_alike
 from . import kept_results, loaders, result_view, state
 from .budget_box import budget_check, fit_budgets_box
 from .caveats import caveats
@@ -407,9 +407,10 @@ _COLUMNS_CSS = f"""<style>
 
 
 def drawings_framed_alike(drawings: dict) -> dict:
-    """{method: its drawing} with every drawing fitted to the same box (``render.vis.framed_alike``):
-    a node at one place in each column, at one zoom. Copies: the cached drawings are not changed."""
-    graphs = framed_alike([drawing.vis for drawing in drawings.values()])
+    """{method: its drawing} with every drawing fitted to the same box and an edge of several bent
+    alike in each (``render.routing.drawn_alike``): a node at one place in each column, at one
+    zoom, an edge on one path. Copies: the cached drawings are not changed."""
+    graphs = drawn_alike([drawing.vis for drawing in drawings.values()])
     return {
         name: dataclasses.replace(drawing, vis=graph)
         for (name, drawing), graph in zip(drawings.items(), graphs)
