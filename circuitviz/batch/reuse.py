@@ -11,6 +11,7 @@ methods and others. Anything else is refused in one sentence, before any model l
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -171,9 +172,45 @@ def _differences(before: dict, now: dict, n_edges) -> list[str]:
     return found
 
 
+def generated_parts(source) -> tuple[str, int | None, int | None] | None:
+    """(family, n, seed) of the tasks a manifest's ``dataset.source`` says the batch drew: the
+    runner writes the request's ``generate`` as Python wrote it ("generated ('mmlu', 10, 0)"; an
+    older one "generated ioi"); None for a file's tasks or a text it cannot read."""
+    if not isinstance(source, str) or not source.startswith("generated "):
+        return None
+    text = source[len("generated ") :].strip()
+    try:
+        found = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        found = text if text.isidentifier() else None
+    if isinstance(found, str):
+        return found, None, None
+    if isinstance(found, (tuple, list)) and len(found) == 3 and isinstance(found[0], str):
+        n, seed = (
+            value if isinstance(value, int) and not isinstance(value, bool) else None for value in found[1:]
+        )
+        return found[0], n, seed
+    return None
+
+
+def generated_text(source) -> str | None:
+    """A generated batch's tasks in words ("10 generated mmlu tasks (seed 0)"), or None for a file's:
+    the page and the resume check wrote "generated ('mmlu', 10, 0)", a Python repr."""
+    parts = generated_parts(source)
+    if parts is None:
+        return None
+    family, n, seed = parts
+    many = (
+        f"{n:,} generated {family} task{'' if n == 1 else 's'}"
+        if n is not None
+        else f"generated {family} tasks"
+    )
+    return many + (f" (seed {seed})" if seed is not None else "")
+
+
 def _data_text(data: dict) -> str:
     if "generated" in data:
-        return data["generated"]
+        return generated_text(data["generated"]) or str(data["generated"])
     if "generate" in data and data["generate"]:
         family, n, seed = data["generate"]
         subjects = f" of {len(data['subjects'])} subjects" if data.get("subjects") else ""

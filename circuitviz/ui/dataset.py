@@ -219,18 +219,44 @@ def left_out(manifest: dict) -> tuple[str, list[str]] | None:
     """(one sentence, each line's reason) for the dataset file's lines the batch left out before it
     ran (not JSON, no answer, a repeated id...: the manifest's ``dataset.problems``), or None. The
     command printed them once; the page showed 4 prompts of a 7-line file and said nothing of the
-    2 lines it never ran."""
+    2 lines it never ran. A batch that drew its tasks (MMLU) notes a subject with fewer valid
+    questions than asked: no line of a file, and the sentence named the source as the runner
+    writes it, "1 line of generated ('mmlu', 10, 0) was left out"."""
+    from ..batch.reuse import generated_parts  # here, not at the top: keeps torch out of the first paint
+
     dataset = manifest.get("dataset") if isinstance(manifest.get("dataset"), dict) else {}
     problems = dataset.get("problems")
     if not isinstance(problems, list) or not problems:
         return None
-    source = Path(str(dataset.get("source") or "the dataset file")).name
+    reasons = [problem_text(problem) for problem in problems]
+    drawn = generated_parts(dataset.get("source"))
+    if drawn is not None:
+        family = "MMLU" if drawn[0] == "mmlu" else drawn[0]
+        return (
+            f"Drawing the batch's {family} tasks left {counted(len(problems), 'note')}: every figure on "
+            "this page is of the tasks it drew.",
+            reasons,
+        )
+    source = dataset.get("source")
+    source = Path(source).name if isinstance(source, str) and source else "the dataset file"
     lines = counted(len(problems), "line")
     return (
         f"{lines} of {source} {'was' if len(problems) == 1 else 'were'} left out before the batch ran, "
         "as not tasks: no figure on this page is of them.",
-        [str(problem) for problem in problems],
+        reasons,
     )
+
+
+def problem_text(problem) -> str:
+    """One of the manifest's problems as a sentence: its text; a record another version or a hand
+    wrote ({"line": 4, "reason": "..."}) as its values, never its repr."""
+    if isinstance(problem, str):
+        return problem
+    if isinstance(problem, dict):
+        return "; ".join(f"{key}: {problem_text(value)}" for key, value in problem.items()) or "(empty)"
+    if isinstance(problem, list):
+        return ", ".join(problem_text(value) for value in problem) or "(empty)"
+    return "(empty)" if problem is None else str(problem)
 
 
 # ----- the page's sections (the headline and the curves: dataset_curves.py) ----------------------
