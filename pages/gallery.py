@@ -14,19 +14,23 @@ st.caption(
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz.ui import budget_box, loaders, result_view, state  # noqa: E402
-from circuitviz.ui.gallery_view import other_model_sentence  # noqa: E402
+from circuitviz.ui.gallery_view import other_model_sentence, unknown_example_sentence  # noqa: E402
 
 examples = loaders.gallery_index()
 if not examples:
     st.warning("No examples are built; run `python scripts/build_gallery.py` once.")
     st.stop()
 by_slug = {e["slug"]: e for e in examples}
-if state.session.gallery_slug not in by_slug:
+if state.session.gallery_slug not in by_slug:  # none chosen yet, or a link's example the gallery lacks
+    unknown = unknown_example_sentence(state.session.gallery_slug, examples)
+    if unknown:
+        st.info(unknown)
     state.session.gallery_slug = examples[0]["slug"]
 slug = st.segmented_control(
     "example", list(by_slug), key="gallery.slug", format_func=lambda s: by_slug[s]["title"].split(":")[0]
 )
 slug = slug or examples[0]["slug"]
+state.write_to_url([state.Session.gallery_slug.key])  # the example shown (``example``): a link reopens it
 entry = by_slug[slug]
 st.subheader(entry["title"])
 st.write(entry["description"])

@@ -144,7 +144,7 @@ class Session:
     # a page's own values
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
-    gallery_slug = Field("gallery.slug")
+    gallery_slug = Field("gallery.slug", url="example")  # the Gallery's example, its segmented control's key
     bon_intersection = Field("bon.intersection")
     bon_intersection_clicked = Field("bon.intersection.clicked")
     signals_method = Field("signals.method")  # the registered method the Signals page explains
