@@ -27,7 +27,7 @@ SAMPLES = 24  # points along an edge checked against the boxes, at least
 STEP = 8.0  # layout units between two of them at most (a box is about 35 tall): a long edge gets more
 SHRINK = 2.0  # layout units taken off each side of a box: an edge that grazes a corner is not hidden
 CLEAR = 3.0  # layout units a bent edge keeps from every box (no curve chosen grazes one)
-CHUNK = 8  # curves checked at once, nearest first
+CHUNK = 4  # curves checked closely at once, nearest first
 APART = 8.0  # layout units: two edges between the same nodes (q, k, v) are never given one path
 
 
@@ -210,8 +210,9 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
     """(the curve, its path at ``COMPARED``) for one edge: of those that cross fewest boxes
     (none, where one does; then fewest passed within ``CLEAR``) and keep within ``bounds`` (left,
     right) and ``APART`` from every path in ``taken`` (the same two nodes' other edges), the one
-    that strays least from its own. The curves are checked nearest first, a few at a time, until
-    one keeps clear of every box."""
+    that strays least from its own. A first look every 20 units or so finds the curves behind no
+    box; they are checked closely, nearest first, a few at a time, until one keeps clear of
+    every box (where none is, the few the first look saw cross fewest)."""
     choices = curve_choices(smooth)
     controls = _choice_controls(start, end, smooth)
     compared = BASIS @ controls  # [choices, points, 2]
@@ -220,13 +221,19 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
     for other in taken:
         allowed &= numpy.abs(compared - other).max(axis=(1, 2)) >= APART
     allowed[0] = True  # its own path may always stay
-    order = [int(i) for i in numpy.argsort(strays, kind="stable") if allowed[i]]
-    count = _samples(numpy.asarray(control_points(start, end, smooth), dtype=float)) + 16  # bends are longer
-    dense = _basis(numpy.linspace(0.0, 1.0, count + 2)[1:-1])
-    best, fewest = 0, None
+    own = numpy.asarray(control_points(start, end, smooth), dtype=float)
+    length = float(numpy.hypot(*numpy.diff(own, axis=0).T).sum())
+    # a first look every ~20 units (a box is about 35 tall): the curves it finds behind no box are
+    # checked closely, nearest first; where none is, the few that cross fewest
+    coarse = _basis(numpy.linspace(0.0, 1.0, max(32, math.ceil(1.5 * length / 20.0)) + 2)[1:-1]) @ controls
+    first_look = numpy.where(allowed, _crossed(coarse, boxes, ignore).sum(axis=1), len(boxes) + 1)
+    order = [int(i) for i in numpy.lexsort((strays, first_look)) if allowed[i]]
+    clear = [i for i in order if first_look[i] == 0]
+    dense = _basis(numpy.linspace(0.0, 1.0, _samples(own) + 18)[1:-1])  # bends are longer: more points
     grown = boxes + numpy.asarray([-1.0, -1.0, 1.0, 1.0]) * (CLEAR + SHRINK)  # kept clear of
-    for first in range(0, len(order), CHUNK):
-        chunk = order[first : first + CHUNK]
+    best, fewest = order[0], None
+    for first in range(0, max(len(clear), 1), CHUNK):
+        chunk = clear[first : first + CHUNK] or order[:CHUNK]
         paths = dense @ controls[chunk]
         low, high = paths.min(axis=(0, 1)), paths.max(axis=(0, 1))
         near = (
