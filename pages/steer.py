@@ -117,18 +117,14 @@ options = steer.feature_options(labels)
 picker_column, button_column = st.columns([3, 1], vertical_alignment="top")
 st.html(steer.WRAP_CHOSEN)  # every chosen feature in view, not a row scrolled sideways
 with picker_column:
-    chosen = st.multiselect(
-        "Features to zero",
-        list(options),
-        format_func=lambda key: options[key],
-        key="steer.features",
-        select_all=False,  # a first click on "Select all" would zero every feature at once
-    )
+    chosen, unknown_features = steer.chosen_features(options)  # the link's (``zero``) on a first draw
 with button_column:
     st.space("small")  # the height of the picker's label: the button level with the picker's box
     zero_clicked = st.button(
         "Zero them", type="primary", disabled=not chosen or problem is not None, key="steer.zero"
     )
+if unknown_features:
+    st.info(unknown_features)
 SHOWN_CONTEXTS = 3  # the chosen features whose top contexts are quoted below the picker
 for layer, feature in chosen[:SHOWN_CONTEXTS]:  # what the chosen features fired on, as marked text
     by_layer = {sae.layer: sae for sae in saes}

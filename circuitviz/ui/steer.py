@@ -8,7 +8,7 @@ import streamlit as st
 from ..core.scripts import FONTLESS as FONTLESS  # the Steer page's names, kept where they were
 from ..core.scripts import FONTLESS_HELP, readable
 from ..core.scripts import script_of as script_of
-from ..core.text import counted, markdown_text, shown_token
+from ..core.text import counted, cut, markdown_text, shown_token
 from . import kept_results, state
 
 MAX_NODES = 12  # nodes labelled at once: the circuit's strongest (one forward pass labels them all)
@@ -269,6 +269,51 @@ def feature_options(labels: dict) -> dict[tuple[int, int], str]:
         also = f" (also {', '.join(nodes[1:])})" if len(nodes) > 1 else ""
         options[key] = f"{nodes[0]}: {readable(text[key])}{also}"
     return options
+
+
+def feature_name(key: tuple[int, int]) -> str:
+    """A feature as the link names it, as its label does: ``L6/123`` (SAE layer 6, feature 123)."""
+    return f"L{key[0]}/{key[1]}"
+
+
+PICKED_ONCE = "steer.features.drawn"  # the picker was drawn in this session: the link's were read
+
+
+def chosen_features(options: dict[tuple[int, int], str]) -> tuple[list[tuple[int, int]], str | None]:
+    """The features picker, bound to the shared ``steer_features`` (``zero`` in the link: the
+    features chosen, by ``feature_name``). Until 2026-12-06 the link did not carry them and a
+    shared Steer view opened with none chosen. Those this circuit's nodes do not offer are left
+    out; the link's, on the picker's first draw, are named in one sentence. The multiselect sits
+    in the page's column, so the page draws the sentence where it wants (returned second)."""
+    by_name = {feature_name(key): key for key in options}
+    field = state.Session.steer_features.key
+    wanted = list(state.value(field) or [])
+    missing = [name for name in wanted if name not in by_name]
+    if missing:
+        state.set_value(field, [name for name in wanted if name in by_name])
+    said = missing_features_sentence(missing) if missing and not state.widget_value(PICKED_ONCE) else None
+    state.set_widget_value(PICKED_ONCE, True)
+    picked = state.bind(
+        st.multiselect,
+        "Features to zero",
+        field,
+        [],
+        widget_key="steer.features",
+        options=list(by_name),
+        format_func=lambda name: options[by_name[name]],
+        select_all=False,  # a first click on "Select all" would zero every feature at once
+    )
+    return [by_name[name] for name in picked], said
+
+
+def missing_features_sentence(missing: list[str]) -> str:
+    """One sentence (markdown, the link's text escaped): the link's features no node offers."""
+    shown = ", ".join(repr(cut(name, 20)) for name in missing[:5])
+    more = f" and {len(missing) - 5:,} more" if len(missing) > 5 else ""
+    return markdown_text(
+        f"The link's features to zero {shown}{more} {'are' if len(missing) > 1 else 'is'} not among "
+        "those of this circuit's nodes on this prompt (the table above): left out."
+    )
 
 
 def link_method_sentence() -> str | None:
