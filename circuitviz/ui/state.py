@@ -149,7 +149,7 @@ class Session:
     bon_intersection_clicked = Field("bon.intersection.clicked")
     signals_method = Field("signals.method")  # the registered method the Signals page explains
     steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
-    steer_features = Field("steer.features.chosen", url="zero", kind=NAMES)  # Steer's features to zero: L6/123, ...
+    steer_features = Field("steer.features.chosen", url="zero", kind=NAMES)  # Steer: L6/123, ...
 
 
 session = Session()
