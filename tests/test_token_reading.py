@@ -119,3 +119,17 @@ def test_the_line_under_a_box_keeps_the_pages_gap_below_it():
 
     line = token_line_html("the token: x")
     assert line.startswith("<div style='") and "margin-bottom:1rem" in line and "the token: x" in line
+
+
+def test_the_dataset_table_shows_each_answer_token_quoted():
+    """The Dataset page's prompts table drew ' Mary' as 'Mary' (a cell hides a leading space), so the
+    token and the word read the same; the display quotes it, the cell (sorting, the CSV) keeps it."""
+    import pandas
+
+    from circuitviz.ui import prompt_table
+
+    table = pandas.DataFrame({"id": ["p0", "p1"], "prompt": ["a b", "c d"], "answer": [" Mary", "3"]})
+    styled = prompt_table.prompt_display(table, {"prompt": {"width": 400}}, whole=False)
+    drawn = styled.to_string()
+    assert "' Mary'" in drawn and "'3'" in drawn
+    assert list(styled.data["answer"]) == [" Mary", "3"]

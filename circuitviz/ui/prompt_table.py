@@ -8,7 +8,7 @@ import re
 
 import streamlit as st
 
-from ..core.text import invisible_as_codes, invisible_characters, invisible_kinds, joined
+from ..core.text import invisible_as_codes, invisible_characters, invisible_kinds, joined, shown_token
 
 TABLE_PX = 540  # the table at a 1,000 px window (the main column less its borders)
 TICK_PX = 36  # each row's selection box
@@ -29,6 +29,7 @@ STYLED_ROWS = 2_000  # the styler costs about 0.2 ms a cell and each rerun: 0.4 
 SHARED_CHARS = 20  # a start every prompt shares is cut to '…' from this length on
 CUT = "\u2026"  # the ellipsis that marks a cut
 ID_PX = (72, 140)  # the id column's narrowest and widest
+ANSWER_PX = 60  # the answer column: a quoted token
 WORD_CHARS = 12  # a cut moves back to a word's end this near
 
 
@@ -101,7 +102,10 @@ def prompt_columns(
             help=f"the area under the prompt's NFS curve over the share of {'its own ' if units else ''}{kept} "
             "its circuits keep, divided by the span they cover (its mean height)",
         ),
-        "answer": st.column_config.TextColumn(width=60, help="the answer the prompt's metric is about"),
+        "answer": st.column_config.TextColumn(
+            width=ANSWER_PX,
+            help="the answer token the prompt's metric is about, quoted: its leading space shows",
+        ),
         "cluster": number(format="%d", width=62, help="the prompt's cluster on the Clusters tab"),
         "Jaccard to consensus": number(
             "Jaccard",
@@ -189,7 +193,11 @@ def prompt_display(table, config: dict, whole: bool):
     styled = table.style.format(
         lambda text: shortened(invisible_as_codes(text), limit, skip), subset=["prompt"]
     )
-    others = [name for name in MARKED if name != "prompt" and name in table.columns]
+    if (
+        "answer" in table.columns
+    ):  # the token quoted, its leading space seen: a cell hid it (' Mary' read 'Mary')
+        styled = styled.format(lambda text: shown_token(str(text), 20), subset=["answer"])
+    others = [name for name in MARKED if name not in ("prompt", "answer") and name in table.columns]
     return styled.format(invisible_as_codes, subset=others) if others else styled
 
 
