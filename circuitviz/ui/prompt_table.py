@@ -193,9 +193,8 @@ def prompt_display(table, config: dict, whole: bool):
     styled = table.style.format(
         lambda text: shortened(invisible_as_codes(text), limit, skip), subset=["prompt"]
     )
-    if (
-        "answer" in table.columns
-    ):  # the token quoted, its leading space seen: a cell hid it (' Mary' read 'Mary')
+    # the answer token quoted, its leading space seen: a cell hid it (' Mary' read 'Mary')
+    if "answer" in table.columns:
         styled = styled.format(lambda text: shown_token(str(text), 20), subset=["answer"])
     others = [name for name in MARKED if name not in ("prompt", "answer") and name in table.columns]
     return styled.format(invisible_as_codes, subset=others) if others else styled
