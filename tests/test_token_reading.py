@@ -133,3 +133,29 @@ def test_the_dataset_table_shows_each_answer_token_quoted():
     drawn = styled.to_string()
     assert "' Mary'" in drawn and "'3'" in drawn
     assert list(styled.data["answer"]) == [" Mary", "3"]
+
+
+def test_the_position_graphs_title_reads_the_answer_as_a_word(monkeypatch):
+    from circuitviz.positions import present
+
+    class Drawn(Exception):
+        pass
+
+    def drawn(*args, **options):
+        raise Drawn(options["title"])
+
+    monkeypatch.setattr(present, "from_position_circuit", drawn)
+    result = SimpleNamespace(
+        model_id="tiny",
+        method="eap",
+        task=IOI_TASK,
+        point=lambda budget: None,
+        position_circuit=lambda budget: SimpleNamespace(sum=lambda: 5),
+        graph=None,
+        position_scores=None,
+        tokens={},
+        attention=None,
+    )
+    with pytest.raises(Drawn) as title:
+        present.result_attribution_graph(result, 5)
+    assert str(title.value).endswith('→ "Mary"') and "' Mary'" not in str(title.value)
