@@ -99,6 +99,14 @@ def test_an_answer_reads_as_a_word_in_titles():
     assert read_token(" \u202eevil") == "' \\u202eevil'"  # a direction override: its code, never applied
 
 
+def test_a_prompt_in_a_title_is_double_quoted_with_its_codes_escaped():
+    from circuitviz.core.text import title_quoted
+
+    assert title_quoted("When Mary") == '"When Mary"'
+    assert title_quoted('John\'s "x"') == '"John\'s \\"x\\""'
+    assert title_quoted("a\nb\u202ec") == '"a\\nb\\u202ec"'  # a direction override as its code
+
+
 def test_the_graph_title_and_the_headline_read_the_answer_as_a_word():
     from circuitviz.core.tasks import PromptTask
     from circuitviz.render import graph_title
@@ -107,6 +115,7 @@ def test_the_graph_title_and_the_headline_read_the_answer_as_a_word():
     result = SimpleNamespace(model_id="tiny", method="eap", task=IOI_TASK, point=lambda budget: None)
     title = graph_title(result, 10, None)
     assert title.endswith('→ "Mary"') and "' Mary'" not in title
+    assert f'prompt: "{IOI_TASK.clean}" →' in title  # quoted as the answer is, not by its repr
     task = PromptTask("The capital is", "", " Paris", ("Paris",))  # two tokens that read as one word
     assert prompt_sentence(task, 1.0) == "The model reads \"The capital is\" and prefers ' Paris' to 'Paris'."
 

@@ -52,6 +52,15 @@ def read_token(token: str, limit: int = 30) -> str:
     return f'"{words[:limit]}…"' if len(words) > limit else f'"{words}"'
 
 
+def title_quoted(text: str) -> str:
+    """A prompt quoted for a title as the headings quote it, in double quotes, with what a repr
+    escapes escaped: line breaks, control and format characters as their codes (a U+202E would
+    turn the rest of the title round), a double quote and a backslash with a backslash. Graph titles
+    quoted the prompt by its repr, 'When Mary ... to', beside the answer's "Mary"."""
+    body = json.dumps(str(text), ensure_ascii=False)[1:-1]
+    return '"' + "".join(c if c.isprintable() else repr(c)[1:-1] for c in body) + '"'
+
+
 def possessive(label: str) -> str:
     """A method's label made possessive without its bracketed gloss: "Edge Pruning's" for "Edge
     Pruning (learned masks)", which read "Edge Pruning (learned masks)'s own score" before an

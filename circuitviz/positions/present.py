@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.text import joined, read_token
+from ..core.text import joined, read_token, title_quoted
 from ..labels.captions import node_caption
 from .graph import node_counts
 from .view import AttributionGraph, from_position_circuit
@@ -164,7 +164,7 @@ def result_attribution_graph(result, budget: int, labels=None, reason: str = "")
     units = f"{kept:,} units" if kept == budget else f"{kept:,} units kept (budget {budget:,})"
     title = (
         f"{result.model_id} · {result.method} over positions · {units}{faithfulness} · "
-        f"prompt: {result.task.clean!r} → {read_token(result.task.answer)}"  # the answer as a word
+        f"prompt: {title_quoted(result.task.clean)} → {read_token(result.task.answer)}"  # the answer as a word
     )
     graph = from_position_circuit(
         result.graph,

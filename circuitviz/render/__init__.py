@@ -4,7 +4,7 @@ Nothing here touches a model or imports streamlit, so every drawing can be teste
 without a browser (the app, the CLI's ``discover --html`` and the gallery builder share it).
 """
 
-from ..core.text import read_token
+from ..core.text import read_token, title_quoted
 from ..labels.captions import CAPTION_KEY, LENS_CAPTION_KEY, node_caption
 from .curves import (
     candidate_figure,
@@ -157,7 +157,8 @@ def graph_title(result, budget: int, circuit, ndf=None, edited=None) -> str:
             f"(the method's: {method})"
         )
     # the answer as a word ("Mary"): the title read "→ ' Mary'", the token's leading space in its quotes
-    return f"{result.model_id} · {result.method} · {method} · prompt: {result.task.clean!r} → {read_token(result.task.answer)}"
+    prompt = f"{title_quoted(result.task.clean)} → {read_token(result.task.answer)}"
+    return f"{result.model_id} · {result.method} · {method} · prompt: {prompt}"
 
 
 def meaningful_captions(spec, scores, mask, labels, task, estimates_metric: bool = True) -> dict[str, str]:
