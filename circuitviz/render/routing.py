@@ -253,20 +253,25 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
 
 
 def route_around(
-    nodes: Sequence[dict], edges: Sequence[dict], obstacles: Iterable[str] | None = None, margin: float = 0.0
+    nodes: Sequence[dict],
+    edges: Sequence[dict],
+    obstacles: Iterable[str] | None = None,
+    margin: float = 0.0,
+    taken: dict | None = None,
 ) -> list[dict]:
     """``edges`` with each one that runs through a node other than its own two given another of
     vis-network's curves (``curve_choices``): of those that cross fewest boxes of ``obstacles``
     (default: every node), none where one does, and stay within ``margin`` of the nodes' own
     bounds on either side (``curves_box`` says how far the drawing then reaches, for the frame),
     the one that strays least from the edge's own path. An edge that crosses no box stays as it
-    was; a bent edge keeps ``APART`` from the other edges between its two nodes (q, k, v)."""
+    was; a bent edge keeps ``APART`` from the other edges between its two nodes (q, k, v):
+    ``taken`` holds their paths, {(from, to): [path]}, across calls (filled in here)."""
     wanted = None if obstacles is None else set(obstacles)
     ids, boxes = _boxes(n for n in nodes if wanted is None or n["id"] in wanted)
     every = numpy.asarray([node_box(n) for n in nodes], dtype=float).reshape(-1, 4)
     bounds = (every[:, 0].min() - margin, every[:, 2].max() + margin) if len(every) else (0.0, 0.0)
     where = {str(n["id"]): (float(n["x"]), float(n["y"])) for n in nodes}
-    taken: dict[tuple[str, str], list] = {}  # the paths given to the edges between two nodes
+    taken = {} if taken is None else taken  # the paths given to the edges between two nodes
     routed = []
     for edge in edges:
         pair = (str(edge["from"]), str(edge["to"]))
@@ -287,19 +292,30 @@ def route_around(
 
 
 def routed_alike(graphs: list) -> list:
-    """Copies of ``graphs`` (``VisGraph``s in one layout, drawn side by side) with every edge bent
-    as in each of the others: each drawing bent its edges around its own nodes, so an edge of
-    two circuits ran straight in one frame and round a node of the other's in the next, and a
-    side-by-side reading took it for two edges. The edges of all of them are bent once, around
-    the nodes of all of them (``route_around``); each frame keeps its own edges and nodes, and
-    is widened for a curve beside its nodes. A drawing without ``routing`` is left as it is."""
+    """Copies of ``graphs`` (``VisGraph``s in one layout, drawn side by side) with an edge of
+    several of them bent alike in each: each drawing bent its edges around its own nodes, so an
+    edge of two circuits ran straight in one frame and round a node of the other's in the next,
+    and a side-by-side reading took it for two edges. Each edge is bent once, around the nodes of
+    every drawing that has it (``route_around``; an edge of one drawing as it bent it itself);
+    each frame keeps its own edges and nodes, and is widened for a curve beside its nodes. A
+    drawing without ``routing`` leaves them all as they are."""
     if len(graphs) < 2 or any(graph.routing is None for graph in graphs):
         return list(graphs)
     nodes = list({str(node["id"]): node for graph in graphs for node in graph.nodes}.values())
-    obstacles = {node for graph in graphs for node in graph.routing["obstacles"]}
-    edges = list({str(edge["id"]): edge for graph in graphs for edge in graph.routing["edges"]}.values())
     margin = max(float(graph.routing["margin"]) for graph in graphs)
-    bent = {str(edge["id"]): edge.get("smooth") for edge in route_around(nodes, edges, obstacles, margin)}
+    edges = {str(edge["id"]): edge for graph in graphs for edge in graph.routing["edges"]}
+    holders: dict[str, set[int]] = {}  # edge id -> the drawings that have it
+    for index, graph in enumerate(graphs):
+        for edge in graph.routing["edges"]:
+            holders.setdefault(str(edge["id"]), set()).add(index)
+    groups: dict[frozenset, list] = {}
+    for name, edge in edges.items():
+        groups.setdefault(frozenset(holders[name]), []).append(edge)
+    bent, taken = {}, {}
+    for drawings in sorted(groups, key=len, reverse=True):  # the most shared first
+        obstacles = {node for index in drawings for node in graphs[index].routing["obstacles"]}
+        for edge in route_around(nodes, groups[drawings], obstacles, margin, taken):
+            bent[str(edge["id"])] = edge.get("smooth")
     alike = []
     for graph in graphs:
         drawn = [{**edge, "smooth": bent.get(str(edge["id"]), edge.get("smooth"))} for edge in graph.edges]
