@@ -90,7 +90,7 @@ if result is not None:
 else:
     st.caption(steer.NO_CIRCUIT)  # a link opened after a code change finds none stored: said, and run
     if st.button("Compute it on Explore", key="steer.explore"):
-        steer.compute_on_explore(prompt, answer, foil)
+        steer.compute_on_explore(model, prompt, answer, foil)
     typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
     if not nodes:  # an empty box labelled nothing and said nothing

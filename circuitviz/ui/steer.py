@@ -370,27 +370,34 @@ NO_CIRCUIT = (
     "No circuit of this prompt is open in this session, nor stored by this version of circuitviz "
     "(results are kept per version of its code, so one computed before the code changed is computed "
     "again): Compute it on Explore runs it there with this prompt, answer, foil, method, settings and "
-    "budgets, and Steer labels it when you come back; or type the nodes to label: heads as a3.h0 "
-    "(layer 3, head 0), MLPs as m5 (layer 5)."
+    "budgets (and, where no corrupted prompt is given, the one Explore would propose, named there; "
+    "where none can be proposed, Explore asks you to write it), and Steer labels it when you come back; "
+    "or type the nodes to label: heads as a3.h0 (layer 3, head 0), MLPs as m5 (layer 5)."
 )
 
 
-def compute_on_explore(prompt: str, answer: str, foil: str) -> None:
+def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
     """Open this prompt on Explore and run it there (the button under ``NO_CIRCUIT``): a Steer link
     opened after a code change found nothing stored under this code's key, and its button only
-    opened Explore, whose Run was then to be found and pressed. Without a corrupted prompt in the
-    link, Explore opens to propose one, unrun."""
+    opened Explore, whose Run was then to be found and pressed. Without a corrupted prompt (Steer's
+    own example, a link without one) it is the one Explore proposes, with its note; until
+    2026-12-06 Explore then opened unrun, under a sentence saying the button runs it. Where none
+    can be proposed, Explore opens to ask for one, unrun."""
+    from ..query.proposals import propose_corruption
     from .inputs import task_foils
 
     session = state.session
-    if not session.corrupted:
+    corrupted, note = session.corrupted, None
+    if not corrupted:
+        corrupted, note = propose_corruption(model, prompt, answer)
+    if not corrupted:
         state.switch_to("explore", state.url_params())
         return
     method = session.method or None
     state.open_task(
         {
             "clean": prompt,
-            "corrupted": session.corrupted,
+            "corrupted": corrupted,
             "answer": answer,
             "foils": list(task_foils(answer, foil)),
             "metric": session.metric or "logit_diff",
@@ -399,5 +406,6 @@ def compute_on_explore(prompt: str, answer: str, foil: str) -> None:
         settings=state.method_settings(state.Session.settings.key, method) if method else None,
         budgets=session.budgets or None,
         budget=session.budget,
+        corrupted_note=note,
         run=True,
     )

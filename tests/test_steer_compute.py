@@ -1,0 +1,30 @@
+"""Steer's "Compute it on Explore" on a prompt without a corrupted prompt (Steer's own example, a
+link without one): its sentence said the button runs the circuit on Explore, and Explore opened
+with a proposed corrupted prompt, unrun (seen in Chromium on "The nurse said that", 2026-12-06).
+It runs now, on the corrupted prompt Explore would propose, whose note Explore shows."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+
+def test_compute_it_on_explore_runs_a_prompt_that_had_no_corrupted_prompt(tmp_path, monkeypatch):
+    from explore_session import QUERY
+    from test_labels import _steer_from_link, _tiny_app_with_an_sae
+
+    from circuitviz.ui import steer
+
+    _tiny_app_with_an_sae(tmp_path, monkeypatch)
+    link = {name: value for name, value in QUERY.items() if name != "corrupted"}
+    at = _steer_from_link(link, tmp_path / "sae")
+    assert steer.NO_CIRCUIT in [c.value for c in at.caption]
+    next(b for b in at.button if b.label == "Compute it on Explore").click()
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["results"].get("eap")
+    assert result is not None, "Explore did not run the circuit the button said it runs"
+    assert result.task.clean == link["prompt"] and result.task.corrupted
+    assert result.task.corrupted == at.session_state["corrupted"] != link["prompt"]
+    assert at.session_state["corrupted_note"]  # where it came from, said on Explore
