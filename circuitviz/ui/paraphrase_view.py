@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from .. import render
-from ..core.text import counted, markdown_sentence, markdown_text, shown
+from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
 from ..methods.settings import PARAPHRASES_HIGH
 from ..query.pairs import LEFT_OUT_SHOWN, parse_paraphrases, warned_note
 from ..query.sources import source_problem
@@ -19,6 +19,7 @@ from .paraphrase_downloads import paraphrase_downloads
 USED_KEY = "bon.use_pairs.count"  # how many pairs the last click handed to the form
 SETTINGS_KEY = "bon.settings"  # where the page's form keeps its settings (pages/paraphrases.py)
 UPSET_KEY = "bon.upset"  # the UpSet chart, a widget: its value is the bar last clicked
+HIGHLIGHT_READ = "bon.intersection.read"  # the link's highlighted intersection was read (once a session)
 
 
 def checked_source(task, config):
@@ -151,8 +152,11 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str], sets=None)
     if clicked is not None and clicked != state.session.bon_intersection_clicked and clicked in by_label:
         state.session.bon_intersection = by_label[clicked]  # a bar clicked: as if chosen below
     state.session.bon_intersection_clicked = clicked
-    if state.session.bon_intersection not in named:
+    if state.session.bon_intersection not in named:  # another budget's, or a link's the run lacks
+        if state.session.bon_intersection != "none" and not state.widget_value(HIGHLIGHT_READ):
+            st.info(missing_intersection_sentence(state.session.bon_intersection, budget))
         state.session.bon_intersection = "none"
+    state.set_widget_value(HIGHLIGHT_READ, True)
     chosen = named.get(state.session.bon_intersection)
     upset, _ = render.upset_figure(sets, selected=chosen.members if chosen else None)
     st.plotly_chart(upset, key=UPSET_KEY, on_select="rerun", selection_mode="points")
@@ -173,6 +177,15 @@ def shared_edges(model, result, budget: int, circuit_edges: set[str], sets=None)
         f"{counted(shared, 'edge')} {'is' if shared == 1 else 'are'} in every candidate at budget {budget:,}."
     )
     return highlight
+
+
+def missing_intersection_sentence(wanted: str, budget: int) -> str:
+    """One sentence (markdown, the link's text escaped): the link's highlighted intersection
+    (``highlight``) is not one of the UpSet's bars at this budget."""
+    return markdown_text(
+        f"The link's highlighted intersection {cut(str(wanted), 80)!r} is not one of the candidates' "
+        f"intersections drawn below at budget {budget:,}: nothing is highlighted."
+    )
 
 
 def learn_offer_caption(model, result, budget: int) -> None:

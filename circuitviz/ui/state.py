@@ -145,7 +145,7 @@ class Session:
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
     gallery_slug = Field("gallery.slug", url="example")  # the Gallery's example, its segmented control's key
-    bon_intersection = Field("bon.intersection")
+    bon_intersection = Field("bon.intersection", "none", url="highlight")  # Paraphrases' highlighted bar
     bon_intersection_clicked = Field("bon.intersection.clicked")
     signals_method = Field("signals.method")  # the registered method the Signals page explains
     steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
@@ -155,6 +155,7 @@ class Session:
 session = Session()
 VIEW_FIELDS: list[Field] = [f for f in vars(Session).values() if isinstance(f, Field) and f.url]
 VIEW_KEYS = {f.key: f.url for f in VIEW_FIELDS}  # session key -> query parameter
+UNSAID = {f.key: f.default for f in VIEW_FIELDS if f.default is not None}  # a default stays out of the URL
 # a method's settings -> the field naming its method (Signals' settings belong to its page's method)
 SETTINGS_OF: dict[str, str | None] = {
     "settings": "method",
@@ -233,7 +234,7 @@ def url_params(keys=None, as_given: bool = False) -> dict:
     found = {}
     for key in keys or VIEW_KEYS:
         value = st.session_state.get(key)
-        if value is None or value == "" or value == {} or value == []:
+        if value is None or value == "" or value == {} or value == [] or value == UNSAID.get(key):
             continue
         found[VIEW_KEYS[key]] = _url_text(value)
     return found
