@@ -29,6 +29,8 @@ from .state import session
 
 ATLAS_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "atlas"
 FAILED_SHOWN = 20  # failed prompts and left-out lines whose reason is written out whole
+EDGES_SHOWN = 50  # the consensus tab's edges table: the most frequent, and every consensus edge
+BOUNDED = ("ndf", "necessity")  # scores in [0, 1]: their intervals are cut to it
 
 
 def stored_atlases(folder: Path = ATLAS_ASSETS) -> dict[str, Path]:
@@ -89,7 +91,19 @@ def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list
     from ..batch import atlas
 
     batch = _load(folder, stamp)
-    return atlas.curve_bands(batch, label, score), atlas.consensus_bands(batch, label)
+    return within_range(atlas.curve_bands(batch, label, score), score), within_range(
+        atlas.consensus_bands(batch, label), "ndf"
+    )
+
+
+def within_range(bands: list[dict], score: str) -> list[dict]:
+    """The bands with their 95 % intervals cut to the score's own range, [0, 1] for NDF and
+    necessity: Student's t over a few prompts reached past it, and the consensus sentence read "a
+    mean NDF of 0.184 (95 % interval -0.608 to 0.976)" over three prompts whose NDFs are each at
+    least 0 (the cut interval still holds the mean with the same chance: the mean lies in [0, 1])."""
+    if score not in BOUNDED:
+        return bands
+    return [dict(b, low=min(max(b["low"], 0.0), 1.0), high=min(max(b["high"], 0.0), 1.0)) for b in bands]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -322,7 +336,15 @@ def consensus(
         title = f"consensus at budget {budget:,}{' units' if units else ''}: width = share of prompts holding the edge"
         show_graph(consensus_graph_html(spec, view["frequency"], edges, title=title))
     names = spec.edge_names
-    order = view["frequency"].argsort()[::-1][:50]
+    # every consensus edge, and the most frequent others up to EDGES_SHOWN rows: a consensus of 60
+    # edges listed its 50 most frequent, unsaid, and 10 of its edges in no row (the arithmetic atlas)
+    held = int((view["frequency"] > 0).sum())  # edges in no prompt's circuit are never listed
+    order = view["frequency"].argsort()[::-1][: min(max(EDGES_SHOWN, len(edges)), held)]
+    st.caption(
+        f"The {counted(len(order), 'edge')} in the most prompts' circuits at budget {at}, of the {held:,} in "
+        f"any prompt's circuit"
+        + (f"; every edge of the consensus ({len(edges):,}) is among them." if len(edges) else ".")
+    )
     st.dataframe(
         pandas.DataFrame(
             {
