@@ -64,7 +64,8 @@ def edge_sentence(
     the answer or a foil. ``estimates_metric`` false (a method whose scores are its own, not an
     estimate of the metric): the score is given as the method's, with no effect said."""
     if not estimates_metric:
-        return _sentence(edge, labels, f" (the method's score {edge.score:+.3g})", task)
+        # '+1.00', never '+1' beside '+0.999' (as if it were exactly 1)
+        return _sentence(edge, labels, f" (the method's score {edge.score:+#.3g})", task)
     if task is not None:
         # the effect's amount to the score's digits: "score -13.5: ... by 14" read as two numbers
         effect = role_caption(-edge.score, task.answer, list(task.foils), task.metric, digits=3)
