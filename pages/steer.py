@@ -105,6 +105,8 @@ except sae_store.SaeUnavailable as error:
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()
 rows = steer.feature_table(steer.feature_rows(labels))  # text that wraps: nothing runs past the edge
+if steer.scroll_note(rows):  # a long table scrolls in its frame: said above it, as it opens
+    st.caption(steer.scroll_note(rows))
 with st.container(key=steer.FEATURE_TABLE_KEY):
     st.html(steer.FEATURE_TABLE_STYLE)
     st.table(rows, hide_index=True, height=steer.feature_table_height(rows))

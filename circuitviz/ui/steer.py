@@ -241,6 +241,17 @@ def feature_table_height(rows: list[dict]) -> int | str:
     return "content" if len(rows) <= SCROLL_ROWS else 38 * SCROLL_ROWS
 
 
+def scroll_note(rows: list[dict]) -> str:
+    """A sentence above a table that scrolls inside its frame ('' for one shown whole): the 12
+    strongest nodes' features filled 34 rows (Gemma-3-270M, "The nurse said that", EAP-IG at budget
+    200) in a frame of about 9 wrapped rows, the last cut mid-line and nothing saying that 25 more
+    were a scroll away (Chromium, 1,000 px)."""
+    if feature_table_height(rows) == "content":
+        return ""
+    nodes = len({row["node"] for row in rows})
+    return f"The table holds {len(rows)} rows, the features of {nodes} nodes: scroll inside it for the rest."
+
+
 def share_percent(feature: dict) -> float | None:
     """The node's share of a feature's activation, in percent: ``share`` (the activation the
     node's output accounts for, summed over positions, in the SAE's own units, e.g. 314.3) over
