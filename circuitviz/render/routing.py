@@ -28,6 +28,7 @@ STEP = 8.0  # layout units between two of them at most (a box is about 35 tall):
 SHRINK = 2.0  # layout units taken off each side of a box: an edge that grazes a corner is not hidden
 CLEAR = 3.0  # layout units a bent edge keeps from every box (no curve chosen grazes one)
 CHUNK = 4  # curves checked closely at once, nearest first
+LOOK = 30.0  # layout units between the points of a first look at every curve (a box is 35 to 70 tall)
 APART = 8.0  # layout units: two edges between the same nodes (q, k, v) are never given one path
 
 
@@ -210,7 +211,7 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
     """(the curve, its path at ``COMPARED``) for one edge: of those that cross fewest boxes
     (none, where one does; then fewest passed within ``CLEAR``) and keep within ``bounds`` (left,
     right) and ``APART`` from every path in ``taken`` (the same two nodes' other edges), the one
-    that strays least from its own. A first look every 20 units or so finds the curves behind no
+    that strays least from its own. A first look every ``LOOK`` units finds the curves behind no
     box; they are checked closely, nearest first, a few at a time, until one keeps clear of
     every box (where none is, the few the first look saw cross fewest)."""
     choices = curve_choices(smooth)
@@ -223,9 +224,9 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
     allowed[0] = True  # its own path may always stay
     own = numpy.asarray(control_points(start, end, smooth), dtype=float)
     length = float(numpy.hypot(*numpy.diff(own, axis=0).T).sum())
-    # a first look every ~20 units (a box is about 35 tall): the curves it finds behind no box are
+    # a first look every LOOK units: the curves it finds behind no box are
     # checked closely, nearest first; where none is, the few that cross fewest
-    coarse = _basis(numpy.linspace(0.0, 1.0, max(32, math.ceil(1.5 * length / 20.0)) + 2)[1:-1]) @ controls
+    coarse = _basis(numpy.linspace(0.0, 1.0, max(24, math.ceil(length / LOOK)) + 2)[1:-1]) @ controls
     first_look = numpy.where(allowed, _crossed(coarse, boxes, ignore).sum(axis=1), len(boxes) + 1)
     order = [int(i) for i in numpy.lexsort((strays, first_look)) if allowed[i]]
     clear = [i for i in order if first_look[i] == 0]
