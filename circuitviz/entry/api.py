@@ -114,10 +114,9 @@ def answer_note(model, task: PromptTask) -> str | None:
     if found is None:
         return None
     chance, top, top_chance = found
-    if own_text(adapter_of(model), task.answer) == top:  # ' Mary' is a word-level tokenizer's 'Mary'
-        return None
+    token = own_text(adapter_of(model), task.answer) or task.answer  # ' Mary': a word-level 'Mary'
     way_out = "give one it predicts with --answer, or a prompt whose answer it predicts"
-    return unlikely_answer_sentence(task.answer, chance, top, top_chance, way_out)
+    return unlikely_answer_sentence(token, chance, top, top_chance, way_out)
 
 
 def parse_budgets(text: str, least: int = 0) -> list[int]:

@@ -32,7 +32,12 @@ from ..core.text import (
     shown,
     shown_token,
 )
-from . import kept_results, loaders, state  # no torch here: the prompt box paints before the engine loads
+from . import (  # no torch here: the prompt box paints before the engine loads
+    kept_results,
+    loaders,
+    spelling,
+    state,
+)
 from .budget_box import budget_reading, default_budgets, fit_budgets_box
 from .budget_words import budgets_label, positions_on
 from .mmlu_picker import REFUSED_HINT
@@ -121,6 +126,8 @@ def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> N
     session.foil_note = proposal.foil_note
     session.foil_proposed = proposal.foil
     del session.more_foils  # an opened task's other foils belonged to its own prompt
+    for role in spelling.ROLES:
+        spelling.remember(prompt, role, getattr(proposal, role))
 
 
 def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str]) -> None:
@@ -130,6 +137,7 @@ def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str])
     the user cleared is kept empty."""
     if state.value("answer") is None:
         state.set_value("answer", loaders.proposal(model, model_id, prompt, tokens).answer)
+        spelling.remember(prompt, "answer", state.value("answer"))
     foil, corrupted = state.value("foil"), state.value("corrupted")
     wants_foil = foil is None and state.value("metric", "logit_diff") == "logit_diff"
     if corrupted is not None and not wants_foil:
@@ -142,6 +150,7 @@ def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str])
         state.set_value("foil", found.foil)
         session.foil_note = found.foil_note
         session.foil_proposed = found.foil
+        spelling.remember(prompt, "foil", found.foil)
 
 
 def token_problem(model, text: str, role: str) -> str | None:
@@ -169,6 +178,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
         _adopt_new_prompt(model, model_id, prompt, tokens)
     else:
         _complete_given_inputs(model, model_id, prompt, tokens)
+    spelling.follow_tokenizer(model, prompt)  # a proposal kept from another model, as this one reads it
     for role in ("answer", "foil"):
         current = state.coming_value(role)  # a token just typed below is highlighted in this run
         state.set_widget_value(f"pick.{role}", current if current in tokens else None)
@@ -257,18 +267,17 @@ def unlikely_answer(
     from ..models.tokens import own_text
     from ..query.proposals import unlikely_answer_sentence
 
-    if probability and answer not in probability:
-        # the box's text read as the model's token: ' Mary' for a word-level tokenizer's top token
-        # 'Mary' read "gives ' Mary' only 3.0% (its most likely next token is 'Mary', 3.0%)"
-        if own_text(adapter_of(model), answer) == max(probability, key=probability.get):
-            return None
-    if probability and answer in probability:
+    # the box's text read as the model's token: ' Mary' is a word-level tokenizer's 'Mary', which
+    # read "gives ' Mary' only 3.0% (its most likely next token is 'Mary', 3.0%)" for its top
+    # token, and quoted ' Mary' (a text it has no token for) for any other
+    token = answer if probability and answer in probability else own_text(adapter_of(model), answer) or answer
+    if probability and token in probability:
         top = max(probability, key=probability.get)
-        chance, top_chance = probability[answer], probability[top]
+        chance, top_chance = probability[token], probability[top]
     else:
         chance, top, top_chance = loaders.token_probability(model, model_id, prompt, answer)
     way_out = "pick one of its likely tokens above, or a prompt whose answer it predicts"
-    return unlikely_answer_sentence(answer, chance, top, top_chance, way_out)
+    return unlikely_answer_sentence(token, chance, top, top_chance, way_out)
 
 
 def token_line(model, role: str, token: str, probability: dict[str, float], after=None) -> None:

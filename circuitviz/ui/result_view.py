@@ -143,14 +143,16 @@ def own_answer_note(result, model=None) -> str | None:
             return None
         probability = dict(top)
         token, token_chance = max(top, key=lambda pair: pair[1])
-        chance = probability.get(task.answer)
-        if chance is None and own_text(adapter_of(model), task.answer) == token:
-            return None  # the top token: ' Mary' read by a word-level tokenizer is its 'Mary'
+        # the tokens as the model reads them: ' Mary' is a word-level tokenizer's 'Mary' (its top
+        # token, or quoted ' Mary' where the model has no such token)
+        answer = own_text(adapter_of(model), task.answer) or task.answer
+        foils = [own_text(adapter_of(model), foil) or foil for foil in task.foils]
+        chance = probability.get(answer)
         if chance is None:  # the answer is not among the likely tokens: its own figure
             chance, token, token_chance = loaders.token_probability(
                 model, result.model_id, task.clean, task.answer
             )
-        return own_answer_sentence(task.answer, task.foils, chance, token, token_chance)
+        return own_answer_sentence(answer, foils, chance, token, token_chance)
     clean = float(result.baseline.clean)
     if task.metric != "logit_diff" or len(task.foils) != 1 or clean >= 0:
         return None

@@ -135,6 +135,7 @@ class Session:
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
     more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
+    proposed_spelling = Field("inputs.proposed", {})  # {"prompt", role: (proposed, box's text)}: ui/spelling
     autorun = Field("explore.autorun", False)  # an opened task runs when Explore opens
     pending_open = Field("_pending_open")  # a task to open at the top of the next script run
     url_seeded = Field("_view_seeded_from_url", False)
