@@ -91,11 +91,14 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None, famil
     said += "." if said else ""
     if unmeasured:
         said += (
-            f" No batch here has measured {', '.join(unmeasured)} yet: the batch shows its own "
-            "estimate of the time left once its first group of prompts ends."
+            f" No batch here has measured {', '.join(unmeasured)} on {model_id} yet: the batch shows its "
+            "own estimate of the time left once its first group of prompts ends."
         )
-    if load:
-        said += f" Loading {model_id} took {load:.0f} s last time, before the first prompt."
+    if load:  # the app's own load, after its imports: SmolLM2-135M's 1 s read as what a batch pays
+        said += (
+            f" This server's last load of {model_id} took {load:.0f} s; the batch loads it again in a "
+            "process of its own, Python's start and imports first, before its first prompt."
+        )
     return said.strip()
 
 
