@@ -14,13 +14,18 @@ st.caption(
 
 # torch, plotly and the engine load after the title and caption are on screen (first paint)
 from circuitviz.ui import budget_box, loaders, result_view, state  # noqa: E402
-from circuitviz.ui.gallery_view import other_model_sentence, unknown_example_sentence  # noqa: E402
+from circuitviz.ui.gallery_view import (  # noqa: E402
+    other_model_sentence,
+    unknown_example_budget_sentence,
+    unknown_example_sentence,
+)
 
 examples = loaders.gallery_index()
 if not examples:
     st.warning("No examples are built; run `python scripts/build_gallery.py` once.")
     st.stop()
 by_slug = {e["slug"]: e for e in examples}
+linked = state.session.gallery_slug  # the link's example on a session's first run (its budget is for it)
 if state.session.gallery_slug not in by_slug:  # none chosen yet, or a link's example the gallery lacks
     unknown = unknown_example_sentence(state.session.gallery_slug, examples)
     if unknown:
@@ -30,6 +35,7 @@ slug = st.segmented_control(
     "example", list(by_slug), key="gallery.slug", format_func=lambda s: by_slug[s]["title"].split(":")[0]
 )
 slug = slug or examples[0]["slug"]
+GALLERY_URL = [state.Session.gallery_slug.key, state.Session.gallery_budget.key]
 state.write_to_url([state.Session.gallery_slug.key])  # the example shown (``example``): a link reopens it
 entry = by_slug[slug]
 st.subheader(entry["title"])
@@ -72,13 +78,31 @@ if result.transfer and result.transfer.get(
     from circuitviz.entry.api import transfer_note  # noqa: E402
 
     result.transfer = {**result.transfer, "note": transfer_note(result.transfer)}
-if state.value(f"gallery.{slug}.budget") is None:
-    state.set_value(f"gallery.{slug}.budget", result_view.demo_budget(result))
+budget_key = f"gallery.{slug}.budget"
+opened_at = ""
+if state.value(budget_key) is None:  # the example's first view: the link's budget, else its readable one
+    asked = state.session.gallery_budget if slug == linked else None  # ``example_budget``, with its example
+    opening = result_view.demo_budget(result)
+    if asked is not None and asked not in result.budgets:
+        st.info(unknown_example_budget_sentence(asked, sorted(result.budgets), opening))
+    state.set_value(budget_key, asked if asked in result.budgets else opening)
+    if asked in result.budgets and asked != opening:
+        opened_at = f" This link opened it at budget {asked:,}."
 st.caption(
     f"Stored when the gallery was built ({result.device}); opening it runs nothing. The view opens at "
     f"the smallest budget whose circuit of at most {result_view.READABLE_EDGES} edges reaches NDF "
-    f"{result_view.GOOD_NDF}, else at the most faithful such circuit."
+    f"{result_view.GOOD_NDF}, else at the most faithful such circuit.{opened_at}"
 )  # it promised a sentence saying which: demo mode hides that sentence (under the slider)
-st.fragment(result_view.result_view)(
-    result, labels=labels, key=f"gallery.{slug}", budget_key=f"gallery.{slug}.budget", timings=False
-)
+
+
+def gallery_result_view() -> None:
+    """The example's view, a fragment of its own; its budget goes into the URL (``example_budget``)
+    as the slider moves (a slider's move reruns the fragment alone)."""
+    result_view.result_view(
+        result, labels=labels, key=f"gallery.{slug}", budget_key=budget_key, timings=False
+    )
+    state.session.gallery_budget = state.value(budget_key)
+    state.write_to_url(GALLERY_URL)
+
+
+st.fragment(gallery_result_view)()

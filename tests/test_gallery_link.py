@@ -55,3 +55,33 @@ def test_an_example_the_gallery_lacks_is_said_and_the_first_shown():
         assert at.query_params["example"] == examples[0]["slug"]
     assert "\\[x\\]" in unknown_example_sentence("[x](https://example.com)", examples)  # escaped
     assert unknown_example_sentence(None, examples) == ""
+
+
+def test_a_gallery_link_reopens_its_examples_budget():
+    """``example_budget``: the budget the example was shown at (its slider), for the link's example
+    only; one the example was not evaluated at opens its readable budget with one sentence."""
+    from circuitviz.ui.gallery_view import unknown_example_budget_sentence
+    from circuitviz.ui.result_view import demo_budget
+
+    examples = _examples()
+    second = examples[1]
+    result, _ = loaders.gallery_example(second["slug"])
+    opening = demo_budget(result)
+    other = next(b for b in sorted(result.budgets) if b != opening)
+    at = _gallery(example=second["slug"])
+    assert at.query_params["example_budget"] == str(opening)
+    at.select_slider(key=f"w.gallery.{second['slug']}.budget").set_value(other).run()
+    assert not at.exception, at.exception
+    assert at.query_params["example_budget"] == str(other)
+    again = _gallery(example=second["slug"], example_budget=str(other))  # the link in a new browser
+    assert again.select_slider(key=f"w.gallery.{second['slug']}.budget").value == other
+    assert any(f"This link opened it at budget {other:,}." in c.value for c in again.caption)
+    # the budget is the link's example's: a link naming none (another page's address) leaves the
+    # example shown at its own readable budget
+    first, _ = loaders.gallery_example(examples[0]["slug"])
+    unnamed = _gallery(example_budget=str(other))
+    assert unnamed.session_state[f"gallery.{examples[0]['slug']}.budget"] == demo_budget(first)
+    lacking = _gallery(example=second["slug"], example_budget="7777")
+    said = [i.value for i in lacking.info if "link's budget" in i.value]
+    assert said == [unknown_example_budget_sentence(7777, sorted(result.budgets), opening)]
+    assert lacking.select_slider(key=f"w.gallery.{second['slug']}.budget").value == opening

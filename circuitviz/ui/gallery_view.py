@@ -30,3 +30,10 @@ def unknown_example_sentence(slug: str | None, examples: list[dict]) -> str:
     return markdown_text(
         f"The link's example {cut(str(slug), 40)!r} is not one of the gallery's ({names}): {first} is shown."
     )
+
+
+def unknown_example_budget_sentence(asked: int, budgets: list[int], opening: int) -> str:
+    """One sentence when a link's budget for its example (``example_budget``) is not one the
+    example was evaluated at: the budget asked, those it has, the one opened."""
+    have = ", ".join(f"{budget:,}" for budget in budgets)
+    return f"The link's budget {asked:,} is not one this example was evaluated at ({have}): it opens at {opening:,}."

@@ -146,6 +146,7 @@ class Session:
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
     gallery_slug = Field("gallery.slug", url="example")  # the Gallery's example, its segmented control's key
+    gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER)  # the example's budget shown
     bon_intersection = Field("bon.intersection", "none", url="highlight")  # Paraphrases' highlighted bar
     bon_intersection_clicked = Field("bon.intersection.clicked")
     signals_method = Field("signals.method")  # the registered method the Signals page explains
