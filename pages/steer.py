@@ -91,7 +91,8 @@ else:
     st.caption(steer.NO_CIRCUIT)  # a link opened after a code change finds none stored: said, and run
     if st.button("Compute it on Explore", key="steer.explore"):
         steer.compute_on_explore(model, prompt, answer, foil)
-    typed = st.text_input("Nodes", "a3.h0, m5, m9, m14", key="steer.nodes")
+    nodes_field = state.Session.steer_nodes  # in the link (``nodes``) unless the example's own
+    typed = state.bind(st.text_input, "Nodes", nodes_field.key, nodes_field.default, widget_key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
     if not nodes:  # an empty box labelled nothing and said nothing
         st.info("Type at least one node to label, e.g. a3.h0, m5.")
@@ -103,6 +104,7 @@ try:
         labels = sae_labels.circuit_node_features(model, prompt, nodes, saes, top_k=3)
 except sae_store.SaeUnavailable as error:
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
+    state.write_to_url()  # the nodes typed: the URL names them before the page stops
     st.stop()
 rows = steer.feature_table(steer.feature_rows(labels))  # text that wraps: nothing runs past the edge
 if steer.scroll_note(rows):  # a long table scrolls in its frame: said above it, as it opens

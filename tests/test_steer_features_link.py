@@ -61,3 +61,28 @@ def test_a_feature_is_named_as_its_label_names_it():
     many = missing_features_sentence([f"L{n}/1" for n in range(8)])
     assert many.endswith("left out\\.") and "and 3 more" in many and "are not among" in many
     assert " is not among " in missing_features_sentence(["L1/1"])
+
+
+def test_a_steer_link_reopens_the_nodes_typed_where_no_circuit_is(tmp_path, monkeypatch):
+    """``nodes``: the Nodes box, where no circuit of the prompt is open (the example's own nodes,
+    the default, stay out of the URL); a node the model lacks is named by the box's own sentence."""
+    from test_labels import _steer_setup
+
+    _steer_setup(tmp_path, monkeypatch)
+    at = _steer(tmp_path)  # three nodes typed
+    assert at.query_params["nodes"] == "a0.h0, m0, a1.h1"
+    at.text_input(key="steer.nodes").set_value("a3.h0, m5, m9, m14").run()  # the default: unsaid
+    assert "nodes" not in at.query_params
+    linked = AppTest.from_file("../app.py", default_timeout=300)
+    from test_labels import PROMPT
+
+    for name, value in {"prompt": PROMPT, "answer": " Mary", "foil": " John", "nodes": "m0, zz9"}.items():
+        linked.query_params[name] = value
+    linked.switch_page("pages/steer.py").run()
+    linked.radio(key="steer.source").set_value("local folder").run()
+    linked.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+    assert not linked.exception, linked.exception
+    assert linked.text_input(key="steer.nodes").value == "m0, zz9"
+    assert any("'zz9' is not a node" in e.value.replace("\\", "") for e in linked.error), [
+        e.value for e in linked.error
+    ]

@@ -152,6 +152,7 @@ class Session:
     signals_method = Field("signals.method")  # the registered method the Signals page explains
     steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
     steer_features = Field("steer.features.chosen", url="zero", kind=NAMES)  # Steer: L6/123, ...
+    steer_nodes = Field("steer.nodes.typed", "a3.h0, m5, m9, m14", url="nodes")  # typed where no circuit is
 
 
 session = Session()
