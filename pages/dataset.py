@@ -87,6 +87,9 @@ budget = st.select_slider(
     f"budget ({counts(batch, label)})",
     kept,
     value=min(kept, key=lambda b: abs(b - 100)),
+    # '1034' stood at its end beside the curve's 10,342, nothing saying why it stopped there
+    format_func=lambda b: f"{b:,}",
+    help=dataset_curves.kept_budgets_help(batch, label, kept),
     key="dataset.budget",
 )
 threshold = st.slider(

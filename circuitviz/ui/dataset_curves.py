@@ -136,6 +136,21 @@ def headline(batch, label: str, folder: str, stamp: float) -> bool:
     return True
 
 
+def kept_budgets_help(batch, label: str, kept: list[int]) -> str:
+    """The budget slider's help: the budgets whose circuits the table keeps, and why the slider
+    stops short of the curve's largest budget (the stored arithmetic atlas's slider ended at 1034,
+    its curve at 10,342, nothing saying why)."""
+    over = [b for b in batch.budgets(label) if b > max(kept)]
+    shown = f"the budgets whose circuits the batch's table keeps, up to {max(kept):,}"
+    if not over:
+        return f"{shown}: every budget of the curve"
+    return (
+        f"{shown}: the consensus, the clusters and the prompts' table need a prompt's circuit, and "
+        f"the batch kept none over {max(kept):,} (`--keep-edges`), so the curve's larger budgets "
+        f"({', '.join(f'{b:,}' for b in over)}) are not offered here"
+    )
+
+
 def off_grid_sentence(fractions: list[float], cpr: float, cmd: float) -> str:
     """What MIB's CPR and CMD are over budgets that are not MIB's ten: areas over the share of the
     edges the budgets span, so a narrow span makes them small whatever the circuits. A batch at
