@@ -34,7 +34,11 @@ explained = state.session.signals_method  # the method this page explains, once 
 opened = (
     None if explained is None else kept_results.result_for(explained, model_id, state.session.prompt or "")
 )
-with st.expander("Run ACC++ on a prompt", expanded=opened is None):
+# a link naming a decision opens on that decision's view, its form folded, on the session's first
+# run here (the method, and so its stored result, is known only once the engine has loaded)
+linked = state.session.signals_decision is not None and not state.widget_value("signals.visited")
+state.set_widget_value("signals.visited", True)
+with st.expander("Run ACC++ on a prompt", expanded=opened is None and not linked):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import get_method, methods_with  # noqa: E402

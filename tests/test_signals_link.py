@@ -76,3 +76,16 @@ def test_a_decision_the_circuit_lacks_or_no_number_is_said_once_and_the_first_sh
         warned = [w.value for w in tampered.warning if "The link's decision" in w.value]
         assert warned == [unreadable_link_value("decision", INDEX, text)], text
         assert tampered.selectbox(key=DECISION).value == 0
+
+
+def test_a_link_naming_a_decision_opens_with_the_form_folded():
+    """The stored result is found inside the form's expander, once the engine has loaded: a link
+    opened it unfolded, the whole form above the decision the link names."""
+    at = _ran()
+    at.selectbox(key=DECISION).set_value(1).run()
+    link = {name: at.query_params[name] for name in at.query_params}
+    again = _signals(**link)
+    assert not again.expander[0].proto.expanded
+    assert again.selectbox(key=DECISION).value == 1
+    plain = _signals()  # no decision named: the form unfolded, as before
+    assert plain.expander[0].proto.expanded
