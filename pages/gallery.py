@@ -25,7 +25,10 @@ if not examples:
     st.warning("No examples are built; run `python scripts/build_gallery.py` once.")
     st.stop()
 by_slug = {e["slug"]: e for e in examples}
-linked = state.session.gallery_slug  # the link's example on a session's first run (its budget is for it)
+# the link's example, on the session's first view of the Gallery (the link's budget is for it alone;
+# later, the field holds the example chosen, and the budget field mirrors the slider)
+linked = None if state.widget_value("gallery.visited") else state.session.gallery_slug
+state.set_widget_value("gallery.visited", True)
 if state.session.gallery_slug not in by_slug:  # none chosen yet, or a link's example the gallery lacks
     unknown = unknown_example_sentence(state.session.gallery_slug, examples)
     if unknown:

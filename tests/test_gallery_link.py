@@ -81,6 +81,12 @@ def test_a_gallery_link_reopens_its_examples_budget():
     first, _ = loaders.gallery_example(examples[0]["slug"])
     unnamed = _gallery(example_budget=str(other))
     assert unnamed.session_state[f"gallery.{examples[0]['slug']}.budget"] == demo_budget(first)
+    # another example chosen in the same session opens at its own readable budget, not the one
+    # the slider showed for the example before (it opened arithmetic at ioi's 30, 'This link opened')
+    third, _ = loaders.gallery_example(examples[2]["slug"])
+    again.segmented_control(key="gallery.slug").set_value(examples[2]["slug"]).run()
+    assert again.session_state[f"gallery.{examples[2]['slug']}.budget"] == demo_budget(third)
+    assert not any("This link opened" in c.value for c in again.caption)
     lacking = _gallery(example=second["slug"], example_budget="7777")
     said = [i.value for i in lacking.info if "link's budget" in i.value]
     assert said == [unknown_example_budget_sentence(7777, sorted(result.budgets), opening)]
