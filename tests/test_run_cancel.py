@@ -135,3 +135,165 @@ def test_compare_names_each_cancelled_method(monkeypatch):
         "eap-ig",
     ]
     assert len(calls) == 2
+
+
+def _until_cancelled(step_s: float = 0.0, log: list | None = None):
+    """A discovery that reports until cancelled, ``step_s`` of work between reports (a method's
+    long step: its thread computes that long after Cancel); ``log`` gets (key, start, end)."""
+
+    def discover(model, request, progress=None, store=None):
+        start = time.perf_counter()
+        try:
+            for step in range(100000):
+                progress("score", step / 100000)
+                time.sleep(step_s or 0.01)
+        finally:
+            if log is not None:
+                log.append((request.key, start, time.perf_counter()))
+        raise AssertionError("the run was not cancelled")
+
+    return discover
+
+
+def _request(key: str):
+    return SimpleNamespace(key=key, method="eap", estimate=None, budgets=[5])
+
+
+def test_the_cancelled_requests_kept_are_bounded_oldest_forgotten_first(monkeypatch):
+    """A server cancelling runs all day kept every request's sentence ('Cancelled after N s')."""
+    monkeypatch.setattr(loaders, "discover", _until_cancelled())
+    monkeypatch.setattr(loaders, "get_store", lambda: None)
+    monkeypatch.setattr(run, "KEEP_CANCELLED", 3)
+    monkeypatch.setattr(run, "_CANCELLED", {})
+    jobs = []
+    for index in range(5):
+        jobs.append(run._start(None, _request(f"bounded-{index}")))
+        time.sleep(0.05)
+        run.cancel(f"bounded-{index}")
+    for job in jobs:
+        job.thread.join(timeout=5)
+        assert not job.thread.is_alive()
+    assert list(run._CANCELLED) == ["bounded-2", "bounded-3", "bounded-4"]
+    assert run.cancelled_sentence("bounded-0") is None and run.cancelled_sentence("bounded-4")
+    assert run.stopping() == []  # the stopped threads are not kept either
+
+
+def test_run_pressed_after_cancel_waits_for_the_cancelled_thread_to_stop(monkeypatch):
+    """A method between two reports when Cancel is pressed computes on; a Run pressed then (here
+    on another request: the form changed) starts once that thread has ended, not beside it, and
+    nothing of the cancelled run is shown or stored."""
+    log = []
+    monkeypatch.setattr(loaders, "discover", _until_cancelled(step_s=1.0, log=log))
+    monkeypatch.setattr(loaders, "get_store", lambda: None)
+    old = run._start(None, _request("stopping-old"))
+    time.sleep(0.2)  # inside its first long step
+    run.cancel("stopping-old")
+    assert old.thread.is_alive() and run.stopping() == [old]
+    said, slept = [], []
+
+    class Line:
+        def info(self, text):
+            said.append(text)
+
+        def empty(self):
+            said.append(None)
+
+    monkeypatch.setattr(run.st, "empty", Line)
+    run.wait_for_stopping(sleep=lambda s: (slept.append(s), time.sleep(s)))
+    assert not old.thread.is_alive() and run.stopping() == []
+    assert said[0].startswith("Waiting for the cancelled run of eap to stop (0 s so far)"), said
+    assert said[-1] is None  # the line goes once the run has stopped
+    new = run._start(None, _request("stopping-new"))
+    time.sleep(0.1)
+    run.cancel("stopping-new")
+    new.thread.join(timeout=5)
+    (_, _, old_end), (_, new_start, _) = log
+    assert new_start >= old_end, "the new run started while the cancelled one still computed"
+    assert old.result is None and "stopping-old" not in run._JOBS
+
+
+def test_the_page_waits_for_a_run_cancelled_in_its_long_step_before_running_again(monkeypatch):
+    """Explore: Cancel, then Run at once; the new run's thread starts after the old one ended."""
+    log, calls = [], []
+
+    def discover(model, request, progress=None, store=None):
+        first, start = not calls, time.perf_counter()
+        calls.append(request.key)
+        try:
+            for step in range(100000):
+                progress("score", step / 100000)
+                if step == 2:  # Cancel (another session's), the first run inside a long step
+                    run.cancel(request.key)
+                time.sleep(1.5 if first and step >= 2 else 0.01)
+        finally:
+            log.append((request.key, start, time.perf_counter()))
+
+    monkeypatch.setattr(loaders, "discover", discover)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in {
+        "prompt": IOI_TASK.clean,
+        "corrupted": IOI_TASK.corrupted,
+        "answer": " Mary",
+        "foil": " John",
+        "method": "eap",
+        "budgets": "5,10,20,40",
+    }.items():
+        at.query_params[name] = value
+    at.run()
+    next(b for b in at.button if b.label == "Run").click()
+    at.run()
+    assert any(i.value.startswith("Cancelled after ") for i in at.info)
+    assert run.stopping(), "the cancelled run ended at once: the test needs it still computing"
+    next(b for b in at.button if b.label == "Run").click()
+    at.run(timeout=30)  # the new run waits for the old thread, then runs (and is cancelled)
+    assert not at.exception, at.exception
+    assert len(calls) == 2 and any(i.value.startswith("Cancelled after ") for i in at.info)
+    for _ in range(50):  # the second run's thread ends just after the page saw it cancelled
+        if len(log) == 2:
+            break
+        time.sleep(0.1)
+    (_, _, old_end), (_, new_start, _) = log
+    assert new_start >= old_end, "the new run started while the cancelled one still computed"
+
+
+def test_two_starts_of_one_request_share_one_run(monkeypatch):
+    """Two sessions pressing Run on one request while a cancelled run stopped: one run, not two
+    threads, the second overwriting the first in the registry and the first running unseen."""
+    monkeypatch.setattr(loaders, "discover", _until_cancelled())
+    monkeypatch.setattr(loaders, "get_store", lambda: None)
+    first = run._start(None, _request("shared"))
+    second = run._start(None, _request("shared"))
+    assert second is first and run._JOBS["shared"] is first
+    run.cancel("shared")
+    first.thread.join(timeout=5)
+
+
+def test_cancel_once_the_result_is_being_stored_leaves_the_run_be(monkeypatch, tmp_path):
+    """Cancel between the run's last step and its result going into the store said 'nothing was
+    stored' of a stored result; now it comes too late and the page shows the result."""
+    from circuitviz.services.store import ResultStore
+
+    store = ResultStore(tmp_path / "store")
+    storing, release, stored = threading.Event(), threading.Event(), []
+
+    def put(key, result):
+        storing.set()
+        release.wait(5)
+        stored.append(key)
+
+    monkeypatch.setattr(store, "put", put)
+
+    def discover(model, request, progress=None, store=None):
+        return store.get_or_compute(request.key, lambda: computed)
+
+    computed = SimpleNamespace(timings={})
+    monkeypatch.setattr(loaders, "discover", discover)
+    monkeypatch.setattr(loaders, "get_store", lambda: store)
+    job = run._start(None, _request("too-late"))
+    storing.wait(5)
+    run.cancel("too-late")
+    release.set()
+    job.thread.join(timeout=5)
+    assert job.cancelled is None and job.error is None and job.result is computed
+    assert stored == ["too-late"]
+    assert run.cancelled_sentence("too-late") is None and run._JOBS["too-late"] is job

@@ -41,6 +41,7 @@ class Report(_Named):
     REGRESS = "regress"
     KNOCKOUT = "knockout"
     TRACE = "trace"
+    SVD = "svd"
     EVALUATE = "evaluate"
 
     @property
@@ -55,8 +56,14 @@ _REPORT_WORDS = {
     Report.REGRESS: "fitting the regression",
     Report.KNOCKOUT: "knockout check",
     Report.TRACE: "tracing attention decisions",
+    Report.SVD: "factoring the heads (once for this model)",
     Report.EVALUATE: "measuring faithfulness",
 }
+
+
+# work a model's first run does once for the runs after it (ACC++'s SVD of the heads): not a
+# part of the method's work whose share the next run's progress bar should expect
+ONE_OFF_REPORTS = frozenset({Report.SVD})
 
 
 def phase_of_report(reported: str) -> Phase:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..core.phases import Phase, phase_of_report, phase_seconds, report_words
+from ..core.phases import ONE_OFF_REPORTS, Phase, phase_of_report, phase_seconds, report_words
 from ..core.text import markdown_sentence
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
@@ -191,7 +191,8 @@ def expected_phases(estimate, method: str, n_budgets: int) -> dict[Phase, float]
 def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[str, float]:
     """Seconds of each part of a run's work, from its timed reports ((name, fraction, time)): a
     part lasts from the previous part's last report (``start`` for the first) to its own last
-    report. Faithfulness reports are not work."""
+    report. Faithfulness reports are not work, and one-off work (``ONE_OFF_REPORTS``: a first
+    run's SVD, whose seconds ``record_run`` leaves out) is no part, only where the next begins."""
     last: dict[str, float] = {}
     for name, _, at in reports:
         if phase_of_report(name) is Phase.WORK:
@@ -200,7 +201,8 @@ def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[st
             last[name] = at
     parts, previous = {}, start
     for name, at in sorted(last.items(), key=lambda item: item[1]):
-        parts[name] = max(at - previous, 0.0)
+        if name not in ONE_OFF_REPORTS:
+            parts[name] = max(at - previous, 0.0)
         previous = at
     return parts
 
@@ -246,6 +248,7 @@ class Job:
     reports: list[tuple[str, float, float]] = field(default_factory=list)  # (phase, fraction, clock)
     started: float = field(default_factory=time.perf_counter)
     cancelled: float | None = None  # seconds it had run when Cancel was pressed (in any session)
+    storing: bool = False  # its result is computed and going into the store: too late to cancel
 
     @property
     def done(self) -> bool:
@@ -259,8 +262,14 @@ _JOBS: dict[str, Job] = {}
 _JOBS_GUARD = threading.Lock()
 KEEP_FINISHED = 16  # finished runs kept (their outcome is in the store; these only bound memory)
 # requests whose last run here was cancelled: {key: seconds it had run}, for the sentence a page
-# shows afterwards (the job itself leaves the registry); a new run of the request forgets it
+# shows afterwards (the job itself leaves the registry); a new run of the request forgets it, and
+# past KEEP_CANCELLED the oldest is forgotten (a server cancelling all day kept every one)
 _CANCELLED: dict[str, float] = {}
+KEEP_CANCELLED = 64
+# cancelled runs whose thread has not ended yet (it ends at the method's next progress report): a
+# new run waits for them (``wait_for_stopping``), so a Run pressed just after Cancel never shares
+# the cores with the run it replaces; bounded by the threads alive, the ended ones pruned on reading
+_STOPPING: list[Job] = []
 
 
 class RunCancelled(BaseException):
@@ -273,13 +282,19 @@ def _jobs() -> dict[str, Job]:
     return _JOBS
 
 
-def _register(job: Job) -> None:
+def _register(job: Job) -> Job:
+    """Register ``job`` as its request's run, unless a run of the request is under way already
+    (another session's Run, pressed while this one waited): that one is returned instead."""
     with _JOBS_GUARD:
+        under_way = _JOBS.get(job.key)
+        if under_way is not None and not under_way.done:
+            return under_way
         _JOBS[job.key] = job
         _CANCELLED.pop(job.key, None)
         finished = [key for key, kept in _JOBS.items() if kept.done]
         for key in finished[: max(len(finished) - KEEP_FINISHED, 0)]:
             del _JOBS[key]
+    return job
 
 
 def running(key: str | None) -> bool:
@@ -302,11 +317,46 @@ def cancel(key: str) -> None:
     progress report, stores nothing, and the job leaves the registry (a new Run starts afresh)."""
     with _JOBS_GUARD:
         job = _JOBS.get(key)
-        if job is None or job.done:
+        if job is None or job.done or job.storing:  # the result is there: the page shows it
             return
         job.cancelled = time.perf_counter() - job.started
+        _CANCELLED.pop(key, None)  # the newest last: the oldest is forgotten first
         _CANCELLED[key] = job.cancelled
+        while len(_CANCELLED) > KEEP_CANCELLED:
+            del _CANCELLED[next(iter(_CANCELLED))]
         del _JOBS[key]
+        _STOPPING.append(job)
+
+
+def stopping() -> list[Job]:
+    """The cancelled runs whose thread is still computing (until the method's next progress
+    report), oldest first."""
+    with _JOBS_GUARD:
+        _STOPPING[:] = [job for job in _STOPPING if not job.done]
+        return list(_STOPPING)
+
+
+def stopping_words(jobs: list[Job], waited: float) -> str:
+    """The line a new run shows while it waits for cancelled runs to stop."""
+    names = ", ".join(dict.fromkeys(job.method for job in jobs))
+    return (
+        f"Waiting for the cancelled run of {names} to stop ({waited:.0f} s so far): it stops at its next "
+        "progress report, then this run starts."
+    )
+
+
+def wait_for_stopping(sleep: Callable[[float], None] = time.sleep) -> None:
+    """Wait, with a line on screen, until no cancelled run's thread is computing any more: a Run
+    pressed just after Cancel starts once the run it replaces has stopped, not beside it."""
+    jobs = stopping()
+    if not jobs:
+        return
+    line, start = st.empty(), time.perf_counter()
+    while jobs:
+        line.info(stopping_words(jobs, time.perf_counter() - start))
+        sleep(POLL_S)
+        jobs = stopping()
+    line.empty()
 
 
 def cancelled_sentence(key: str | None) -> str | None:
@@ -325,7 +375,9 @@ def cancelled_words(seconds: float, method: str | None = None) -> str:
 
 class _UnlessCancelled:
     """The result store as a run sees it: a result whose run was cancelled after its last
-    progress report is not kept (the page says nothing was stored); everything else passes."""
+    progress report is not kept (the page says nothing was stored); everything else passes. Once
+    a result is going in, Cancel comes too late and leaves the run be (``Job.storing``), so
+    'nothing was stored' is never said of a stored result."""
 
     def __init__(self, store, job: Job):
         self._store, self._job = store, job
@@ -336,8 +388,10 @@ class _UnlessCancelled:
     def get_or_compute(self, key, compute):
         def checked():
             result = compute()
-            if self._job.cancelled is not None:
-                raise RunCancelled(key)
+            with _JOBS_GUARD:  # against ``cancel``: cancelled, or storing, never both
+                if self._job.cancelled is not None:
+                    raise RunCancelled(key)
+                self._job.storing = True
             return result
 
         return self._store.get_or_compute(key, checked)
@@ -381,9 +435,10 @@ def _start(model, request) -> Job:
             record_run(estimate, request.method, job.result, job.seconds, parts, others)
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
-    _register(job)
-    job.thread.start()
-    return job
+    registered = _register(job)
+    if registered is job:
+        job.thread.start()
+    return registered
 
 
 # a run goes on in its thread whatever the page does: Streamlit's Stop (and leaving the page) ends
@@ -411,6 +466,7 @@ def run_with_status(model, request, named: bool = False):
     method, model_id = request.method, request.model_id
     job = _jobs().get(request.key)
     if job is None or job.done:  # a finished run's result is in the store: a new start reads it
+        wait_for_stopping()  # a run cancelled just before (this request's or another's) stops first
         job = _start(model, request)
     holder = st.empty()  # emptied when the run is cancelled: the page keeps one sentence
     with holder.container(), st.status(f"Running {method} on {model_id}…", expanded=True) as status:
