@@ -18,7 +18,7 @@ from circuitviz.methods import get_method
 from circuitviz.models.adapter import adapter_of
 
 
-def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None, rows=None):
+def reference_principal_scores(x, k, seed=0, power_iterations=4, dtype=None, rows=None, progress=None):
     """The one-batch reduction as it was before units were reduced a chunk at a time (every row,
     whatever ``rows`` says repeats); a list of groups, one such call each."""
     if isinstance(x, list):

@@ -88,8 +88,9 @@ def build_edits(
     return q_edits, k_edits
 
 
-def run_knockouts(model, svd: HeadSVD, trace: Trace, prepared, sets) -> dict:
-    """Metric, traced weights and final residual of the clean run and of each set knocked out.
+def run_knockouts(model, svd: HeadSVD, trace: Trace, prepared, sets, check=None) -> dict:
+    """Metric, traced weights and final residual of the clean run and of each set knocked out
+    (``check``: called before each block of each pass, a run's progress report).
 
     Returns {"metric": [1 + n_sets], "weights": [1 + n_sets, n_decisions],
     "cosine": [1 + n_sets], "norm_ratio": [1 + n_sets]} (index 0 the clean run) as lists.
@@ -102,7 +103,7 @@ def run_knockouts(model, svd: HeadSVD, trace: Trace, prepared, sets) -> dict:
         chunk = all_sets[start : start + _CHUNK]
         q_edits, k_edits = build_edits(model, svd, chunk, n)
         tokens = prepared.clean_tokens.expand(len(chunk), -1)
-        residual, patterns = run_with_qk_edits(model, tokens, q_edits, k_edits, layers)
+        residual, patterns = run_with_qk_edits(model, tokens, q_edits, k_edits, layers, check)
         metrics.append(metric_from_residual(model, prepared, residual).double().cpu())
         residuals.append(residual.double().cpu())
         if trace.decisions:
@@ -169,6 +170,7 @@ def knockout_check(
     trace: Trace,
     prepared,
     budget_masks: Sequence[tuple[int, torch.Tensor]] = (),
+    check=None,
 ) -> tuple[dict, list[CurvePoint], Baseline]:
     """The paper's knockout (found vs random signals) and the within-circuit faithfulness curve.
 
@@ -211,7 +213,7 @@ def knockout_check(
     curve_sets = [_found(trace, kept_by(None))] + [
         _found(trace, kept_by(masks[i])) for i in range(len(masks))
     ]
-    values = run_knockouts(model, svd, trace, prepared, [found, *random_sets, *curve_sets])
+    values = run_knockouts(model, svd, trace, prepared, [found, *random_sets, *curve_sets], check)
     n_decisions = len(trace.decisions)
     found_summary = _summary(values, 1, n_decisions)
     random_summaries = [_summary(values, 2 + i, n_decisions) for i in range(n_random)]

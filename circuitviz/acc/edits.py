@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..engine import sites
-from ..engine.prefix import final_residual
+from ..engine.prefix import final_residual, layer_checks
 from ..models.adapter import Hook, adapter_of
 
 
@@ -28,6 +28,7 @@ def run_with_qk_edits(
     q_edits: dict[int, torch.Tensor],
     k_edits: dict[int, torch.Tensor],
     pattern_layers=(),
+    check=None,
 ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
     """Run with additive edits to the queries and keys heads score with; read patterns and output.
 
@@ -48,5 +49,6 @@ def run_with_qk_edits(
                 lambda x, hook, layer=layer: captured.__setitem__(layer, x.detach()),
             )
         )
+    hooks += layer_checks(model.cfg.n_layers, check)  # ``check`` before each block (a run's report)
     residual = final_residual(model, tokens.to(adapter_of(model).device), hooks)
     return residual, captured

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import torch
 
+from ..core.phases import Report
 from ..models.adapter import adapter_of
 from ..services import assets
 
@@ -246,13 +247,15 @@ def _single_threaded():
         torch.set_num_threads(threads)
 
 
-def compute_svd(model) -> HeadSVD:
-    """Fold and factor every head of ``model`` (float64 arithmetic, stored in the model's dtype)."""
+def compute_svd(model, progress=None) -> HeadSVD:
+    """Fold and factor every head of ``model`` (float64 arithmetic, stored in the model's dtype);
+    ``progress`` hears of each head (``Report.SVD``): 72 factorisations, 12 s on Gemma-3-270M's
+    first run, were one silent step that the app's Cancel waited for."""
     with _single_threaded():
-        return _compute_svd(model)
+        return _compute_svd(model, progress)
 
 
-def _compute_svd(model) -> HeadSVD:
+def _compute_svd(model, progress=None) -> HeadSVD:
     cfg = model.cfg
     dtype = next(model.parameters()).dtype
     a = torch.empty(cfg.n_layers, cfg.n_heads, cfg.d_head, cfg.d_head, dtype=dtype)
@@ -265,6 +268,8 @@ def _compute_svd(model) -> HeadSVD:
             factors = head_factors(folded.w_q[head].cpu(), folded.w_k[head].cpu())
             a[layer, head], b[layer, head], sigma[layer, head] = (t.to(dtype) for t in factors[:3])
             degenerate[layer, head] = factors[3]
+            if progress is not None:
+                progress(Report.SVD, (layer * cfg.n_heads + head + 1) / (cfg.n_layers * cfg.n_heads))
     return HeadSVD(a=a, b=b, sigma=sigma, degenerate=degenerate, fingerprint="")
 
 
@@ -352,11 +357,12 @@ def svd_ready(model, directory: str | Path | None = None) -> bool:
     return _path(model, directory, fingerprint).exists()
 
 
-def load_svd(model, directory: str | Path | None = None, use_disk: bool = True) -> HeadSVD:
+def load_svd(model, directory: str | Path | None = None, use_disk: bool = True, progress=None) -> HeadSVD:
     """The model's per-head factors: from memory, else from disk, else computed (and stored).
 
     The file is named by the model's name and a hash of its folded weights, so a changed model
-    never reads stale factors. ``use_disk=False`` keeps them in memory only.
+    never reads stale factors. ``use_disk=False`` keeps them in memory only. ``progress``: the
+    run's, told of each head computed (nothing is stored of a computation it stops).
     """
     import time
 
@@ -370,7 +376,7 @@ def load_svd(model, directory: str | Path | None = None, use_disk: bool = True) 
     path = _path(model, directory, fingerprint)
     svd = _read(path, fingerprint) if use_disk and path.exists() else None
     if svd is None:
-        svd = compute_svd(model)
+        svd = compute_svd(model, progress)
         svd.fingerprint = fingerprint
         if use_disk:
             try:

@@ -19,7 +19,7 @@ from ..core.graph import GraphSpec
 from ..models.adapter import Hook, adapter_of
 from . import sites
 from .packed import PrefixTree, tree_hooks
-from .prefix import final_residual
+from .prefix import final_residual, layer_checks
 
 if TYPE_CHECKING:
     pass
@@ -331,6 +331,7 @@ def observe_with_raw_heads(
     raw_rows=(),
     tree: PrefixTree | None = None,
     raw_positions: list[int] | None = None,
+    check=None,
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor], torch.Tensor, torch.Tensor | None]:
     """``observe``, and for the batch rows ``raw_rows`` the heads before a shared post-attention
     norm as ``writers_residual_and_raw_heads`` keeps them: [len(raw_rows), pos, n_layers *
@@ -366,6 +367,7 @@ def observe_with_raw_heads(
     hooks += [(name, capture) for name in hook_names]
     if tree is not None:
         hooks += tree_hooks(model, tree, tokens.device)
+    hooks += layer_checks(spec.n_layers, check)  # ``check`` before each block (a run's report)
     with adapter.hooked(hooks):
         residual = adapter.blocks(tokens)  # [batch, pos, d_model]
     return (buffer.values if buffer is not None else None), captured, residual, raw

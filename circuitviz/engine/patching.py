@@ -21,7 +21,7 @@ from .capture import WriterBuffer, WriterDifferences, writer_hooks
 from .layer_start import LastPosition, LayerStart, start_layer
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
-from .prefix import final_residual, shared_prefix
+from .prefix import final_residual, layer_checks, shared_prefix
 from .renorm import CleanCorrections, SharedNormPatch, reader_groups
 
 if TYPE_CHECKING:
@@ -280,6 +280,7 @@ def patched_metrics(
     corrupted_raw: torch.Tensor | None = None,
     start: LayerStart | None = None,
     last: torch.Tensor | None = None,
+    check=None,
 ) -> torch.Tensor:
     """Metric of the clean run with the edges in ``removed`` carrying corrupted activations.
 
@@ -298,6 +299,8 @@ def patched_metrics(
     ``start``: the rows start at block ``start.layer`` from the clean run (``layer_start``); no
     circuit may remove an edge into a reader below that block (ValueError). ``last`` [batch]:
     each row's own last position, for prompts padded at the end (``final_residual``; whole passes).
+    ``check``: called before each block (``layer_checks``): a run's progress report, raising when
+    the run is cancelled, inside a batched pass that takes seconds on a CPU.
     """
     if start is not None and last is not None:
         raise ValueError("Rows padded to one length run whole passes; they cannot start at a layer.")
@@ -346,6 +349,7 @@ def patched_metrics(
         hooks += patch_hooks(spec, corrupted_writers, weights, current, renorm, one, below)
     if one is not None:
         hooks += one.hooks()  # after the patch hooks: the earlier queries are dropped once patched
+    hooks += layer_checks(spec.n_layers, check)
     if start is not None:
         with adapter.hooked(hooks):
             residual = adapter.from_layer(start.residual, start.layer, start.caches, one)[
@@ -384,6 +388,7 @@ def masked_residual(
     keep: torch.Tensor,
     corrupted_raw: torch.Tensor | None = None,
     prefix: int | None = None,
+    check=None,
 ) -> torch.Tensor:
     """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
 
@@ -406,6 +411,7 @@ def masked_residual(
     residual is read at its own last position, which under causal attention no padded position
     reaches (the same metric and gradient, to float rounding). ``prefix``: the tasks'
     ``shared_prefix``, when the caller knows it already (it reads the tokens back from the device).
+    ``check``: called before each block, forward and backward (``layer_checks``).
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
@@ -427,6 +433,7 @@ def masked_residual(
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted, prefix, False)
     hooks = writer_hooks(model, spec, current, renorm)
     hooks += patch_hooks(spec, None, weights, current, renorm)
+    hooks += layer_checks(spec.n_layers, check)
     # [batch, pos]: each task's clean tokens for its rows
     tokens = (
         torch.cat([padded_to(t.clean_tokens.to(device), max(lengths)).expand(per_task, -1) for t in tasks])

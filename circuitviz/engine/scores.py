@@ -21,7 +21,7 @@ from .gradients import ReaderGradients, reader_gradients
 from .memory import gradient_bytes_per_position
 from .metric import task_metric
 from .neurons import neuron_sites
-from .prefix import shared_prefix
+from .prefix import layer_checks, shared_prefix
 
 if TYPE_CHECKING:
     from ..core.tasks import PreparedTask
@@ -207,13 +207,16 @@ def batched_gradient_scores(
                 return start_value + alpha * (end_value - start_value)  # [b, pos - prefix, d_model]
 
         metric = task_metric(model, tasks, owner)
+        checks = layer_checks(
+            spec.n_layers, (lambda: progress("score", rows.start / len(jobs))) if progress else None
+        )
         gradients, _ = reader_gradients(
             model,
             spec,
             tasks[0],
             len(batch),
             interpolate,
-            extra_hooks=extra_hooks() if extra_hooks is not None else None,
+            extra_hooks=(extra_hooks() if extra_hooks is not None else []) + checks or None,
             tokens=tokens[owner],
             metric=metric,
             prefix=prefix,

@@ -297,8 +297,10 @@ def collect_observations(
     max_observations: int = 1024,
     seed: int = 0,
     keep_runs: bool = False,
+    check=None,
 ) -> Observations:
-    """Run every text once and stack the observed positions' activations (on the model's device).
+    """Run every text once and stack the observed positions' activations (on the model's device);
+    ``check`` is called before each block of each pass (a run's progress report).
 
     With ``keep_runs`` (and ``keep_writers``) the prompt's and its corruption's rows are also kept
     whole, as the clean and corrupted runs of an evaluator (``Observations.runs``), when they are
@@ -325,10 +327,14 @@ def collect_observations(
             final += [False] * (observed - 1) + [True] if observed else []
     tree = _tree_if_cheaper(model, spec, rows, batches, bytes_per_position, pass_cost)
     if tree is not None:
-        passes = [lambda: _packed_pass(model, spec, rows, batches, tree, hook_names, keep_writers, run_rows)]
+        passes = [
+            lambda: _packed_pass(model, spec, rows, batches, tree, hook_names, keep_writers, run_rows, check)
+        ]
     else:
         passes = [
-            lambda batch=batch: _batch_pass(model, spec, rows, batch, hook_names, keep_writers, run_rows, pad)
+            lambda batch=batch: _batch_pass(
+                model, spec, rows, batch, hook_names, keep_writers, run_rows, pad, check
+            )
             for batch in batches
         ]
     for run in passes:
@@ -375,7 +381,7 @@ def collect_observations(
 
 
 def _batch_pass(
-    model, spec, rows, batch: list[int], hook_names, keep_writers: bool, run_rows: dict, pad: int
+    model, spec, rows, batch: list[int], hook_names, keep_writers: bool, run_rows: dict, pad: int, check=None
 ):
     """One padded batch of texts: (writers [m, n_forward, d_model] or None, final residual [m,
     d_model], {hook: [m, ...]} (on each layer's device), {run: (writers, residual, raw)}) over the
@@ -393,7 +399,7 @@ def _batch_pass(
             keep[row, 0] = False
     in_batch = [row for row, index in enumerate(batch) if index in run_rows]
     batch_writers, captured, residual, raw = observe_with_raw_heads(
-        model, spec, tokens, hook_names, keep_writers, in_batch
+        model, spec, tokens, hook_names, keep_writers, in_batch, check=check
     )
     runs = {}
     for j, row in enumerate(in_batch):  # a prompt's whole run, BOS included
@@ -441,14 +447,22 @@ def _pair_cost(model, spec) -> float:
 
 
 def _packed_pass(
-    model, spec, rows, batches, tree: PrefixTree, hook_names, keep_writers: bool, run_rows: dict
+    model, spec, rows, batches, tree: PrefixTree, hook_names, keep_writers: bool, run_rows: dict, check=None
 ):
     """``_batch_pass`` of every text at once, packed as ``tree``; the rows in the batches' order."""
     order = _packed_order(model, rows, batches, tree)
     wanted = sorted(run_rows)
     raw_positions = [node for index in wanted for node in tree.paths[index]]
     writers, captured, residual, raw = observe_with_raw_heads(
-        model, spec, tree.tokens[None], hook_names, keep_writers, [0] if wanted else (), tree, raw_positions
+        model,
+        spec,
+        tree.tokens[None],
+        hook_names,
+        keep_writers,
+        [0] if wanted else (),
+        tree,
+        raw_positions,
+        check,
     )
     runs, start = {}, 0
     for index in wanted:  # a prompt's whole run, BOS included

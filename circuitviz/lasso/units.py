@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.graph import QKV, GraphSpec
+from ..core.phases import Report
 from ..engine import sites
 from .columns import Batch, assemble, silent_floor
 from .solver import standardize
@@ -100,8 +101,10 @@ def principal_scores(
     power_iterations: int = 4,
     dtype: torch.dtype | None = None,
     rows: tuple[torch.Tensor, torch.Tensor] | None = None,
+    progress=None,
 ) -> torch.Tensor:
-    """Scores of the rows of each unit on its top-k principal directions.
+    """Scores of the rows of each unit on its top-k principal directions (``progress``, a run's,
+    hears ``Report.REGRESS`` before each chunk: a run can stop between two).
 
     x: [n_units, M, d] (any layout; converted to ``dtype``, default x's own, a chunk of units at a
     time) -> [n_units, M, k'] with k' = min(k, M, d). Or a list of such groups (all of one M and
@@ -183,6 +186,8 @@ def principal_scores(
 
     parts = []
     for start, stop in spans:
+        if progress is not None:  # begun, its share unknown: the bar names it without a figure
+            progress(Report.REGRESS, 0.0)
         if rows is not None:  # the distinct rows, centred on the mean of all M, weighted
             chunk = units(start, stop, first)  # a copy: [c, r, d]
             mean = torch.matmul(count, chunk) / m  # [c, d]
@@ -392,15 +397,20 @@ def build_component_problem(
     k: int,
     seed: int = 0,
     rows: tuple[torch.Tensor, torch.Tensor] | None = None,
+    progress=None,
 ) -> RegressionProblem:
     """The components-mode problem from observations (see the module docstring).
 
     writers [M, n_forward, d_model]; activations from ``component_hook_names``; metric [M];
-    ``rows``: which rows repeat others bit for bit (``Observations.distinct``, ``principal_scores``).
+    ``rows``: which rows repeat others bit for bit (``Observations.distinct``, ``principal_scores``);
+    ``progress``: the run's, told as each chunk of units is reduced (4.7 of CircuitLasso's 8 s of
+    scoring on Gemma-3-270M under load, in one silent step the app's Cancel waited for).
     """
     compute, device = ANALYSIS_DTYPE, analysis_device(writers.device)
     writers = writers.to(device)
-    sources = Batch(principal_scores(writers.transpose(0, 1), k, seed, dtype=compute, rows=rows))
+    sources = Batch(
+        principal_scores(writers.transpose(0, 1), k, seed, dtype=compute, rows=rows, progress=progress)
+    )
     # each kind of reader reduced for all layers together (``principal_scores`` takes the layers
     # as groups): its queries, keys, values and MLP inputs, 4 calls instead of 4 a layer
     heads, offsets = {}, {}
@@ -414,7 +424,10 @@ def build_component_problem(
         chosen = [
             _heads(layer_values, first).transpose(0, 1) for layer_values, (first, _) in zip(values, groups)
         ]
-        heads[qkv] = (Batch(principal_scores(chosen, k, seed, dtype=compute, rows=rows)), groups)
+        heads[qkv] = (
+            Batch(principal_scores(chosen, k, seed, dtype=compute, rows=rows, progress=progress)),
+            groups,
+        )
         offsets[qkv] = [0]
         for first, _ in groups:
             offsets[qkv].append(offsets[qkv][-1] + len(first))
@@ -425,7 +438,7 @@ def build_component_problem(
             pre.append(activations[sites.mlp_pre(layer, gate=True)])
         joined = pre[0] if len(pre) == 1 else torch.cat(pre, dim=-1)  # [M, d_mlp (x2 gated)]
         hidden.append(joined.to(device)[None])
-    mlps = Batch(principal_scores(hidden, k, seed, dtype=compute, rows=rows))
+    mlps = Batch(principal_scores(hidden, k, seed, dtype=compute, rows=rows, progress=progress))
     del hidden
 
     targets: list[tuple[int, Batch, int]] = []  # (reader, its batch, its row there), in reader order

@@ -448,14 +448,19 @@ def metrics_of_tasks(
                     raw_of[owners] if raw_of is not None else None,
                     start,
                     ends[[owners[i] for i in owner.tolist()]] if padded else None,
+                    check,
                 )
             )
         return torch.cat(found)
 
+    done = [0.0]  # the share of the rows measured, reported again before each block of a pass
+    check = (lambda: progress("evaluate", done[0])) if progress else None
+
     def commit(chunk: slice, result: torch.Tensor) -> None:
         measured.append(result)
+        done[0] = min(1.0, chunk.stop / len(rows))
         if progress:
-            progress("evaluate", min(1.0, chunk.stop / len(rows)))
+            progress("evaluate", done[0])
 
     run_in_chunks(
         model,

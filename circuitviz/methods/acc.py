@@ -149,7 +149,7 @@ class ACCPlusPlus(Method):
         prepared = ctx.prepared(need_corrupted=False)
 
         check_supported(model)  # before the SVD, which would fail on what the forward refuses
-        svd = load_svd(model)
+        svd = load_svd(model, progress=ctx.progress)  # a first run's SVD reports each head
         ctx.timings["svd_s"] = svd.seconds
         with ctx.timed("forward_s"):
             forward = run_forward(model, prepared.clean_tokens)
@@ -168,8 +168,9 @@ class ACCPlusPlus(Method):
         # the knockout curve of the top-N traced edges alone counted and measured another circuit
         # (SmolLM2's capital of France: '45 edges kept' at budget 343 beside a 343-edge circuit)
         with ctx.timed("knockout_s"):
+            check = (lambda: ctx.report("knockout", 0.0)) if ctx.progress is not None else None
             report, knockout_curve, knockout_baseline = knockout_check(
-                model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets]
+                model, spec, svd, trace, prepared, [(b, circuits[b]) for b in budgets], check
             )
         ctx.report("knockout", 1.0)
 

@@ -217,8 +217,9 @@ class CircuitLasso(ScoringMethod):
                 for layer, folder, hook in choose_saes(layers, config.sae_dir, spec.d_model, model_name)
             ]
             hooks += sorted({hook for _, _, hook in saes} - set(hooks))
+        check = (lambda: ctx.report("observe", 0.0)) if ctx.progress is not None else None
         observations = collect_observations(
-            model, spec, prepared, texts, hooks, True, config.max_observations, config.seed, keep_runs
+            model, spec, prepared, texts, hooks, True, config.max_observations, config.seed, keep_runs, check
         )
         ctx.timings["observe_s"] = time.perf_counter() - start
         ctx.report("observe", 1.0)
@@ -243,6 +244,7 @@ class CircuitLasso(ScoringMethod):
                 config.directions,
                 config.seed,
                 observations.distinct,
+                progress=ctx.progress,
             )
         timings["reduce_s"] = time.perf_counter() - start
         if config.target_edges == 0 and parse_selection(config.lasso_lambda)[0] == "adaptive":

@@ -235,6 +235,18 @@ def learn_masks(
     first_at_size: list[list[float]] = [[math.nan] * n_tasks for _ in range(n_budgets)]
     temperature, sparsity, steps = float(schedule.temperature), float(schedule.sparsity), int(schedule.steps)
     training, step = list(range(n_budgets)), 0
+    said = [0.0]  # the learning's fraction last reported
+
+    def report(fraction: float | None = None) -> None:
+        """Report the learning's fraction (``None``: the last one again, from inside a pass: a
+        step of paraphrase pruning was one silent minute on a busy CPU, and a run stops, when
+        cancelled, at its next report)."""
+        if fraction is not None:
+            said[0] = min(1.0, fraction)
+        ctx.report("learning masks", said[0])
+
+    check = report if ctx.progress is not None else None  # before each block of a pass, both ways
+
     positions = max(e.prepared.n_positions for e in evaluators)
     # every task's rows run padded to the longest prompt (tasks of several lengths share a pass)
     per_item = len(evaluators) * (
@@ -296,6 +308,7 @@ def learn_masks(
                 keep,
                 evaluator.corrupted_raw,
                 prefix=prefixes[number],
+                check=check,
             )
             metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
             span = spans[group[0]]
@@ -309,6 +322,7 @@ def learn_masks(
             keep.repeat(len(group), 1, 1),  # task 0's circuits, then task 1's, ...
             pass_raw[number],
             prefix=prefixes[number],
+            check=check,
         )
         owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
         metric = task_metric(model, chosen, owner, same_length=False)(residual).to(dtype)  # [g b]
@@ -403,7 +417,7 @@ def learn_masks(
                 logits[rows] -= float(schedule.learning_rate) * velocity[rows]
                 if anchored is not None:  # back toward the warm start by a share of the distance
                     logits[rows] -= anchor * (logits[rows] - anchored[rows])
-            ctx.report("learning masks", min(1.0, (step + 1) / max(steps, 1)))
+            report((step + 1) / max(steps, 1))
             step += 1
     _, thresholds = top_counts(logits, torch.tensor([int(n) for n in counts], device=device))
     return LearnedMasks(

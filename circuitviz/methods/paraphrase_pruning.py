@@ -179,7 +179,7 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
     # the checks' runs of the paraphrases are kept: their evaluators read them, not run them again
     with keeping_runs():
         try:
-            pairs = gather_configured(ctx, config)
+            pairs = gather_configured(ctx, config, ctx.progress)  # a report each batch checked
         except ParaphraseError as error:
             notes.append(str(error))
         left_out = [(pair.clean, pair.reason) for pair in pairs if not pair.usable()]
@@ -233,14 +233,15 @@ def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluato
     return found
 
 
-def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor) -> list[list[float]]:
+def _ndfs(evaluators: Sequence[Evaluator], circuits: torch.Tensor, progress=None) -> list[list[float]]:
     """NDF of every circuit [n_circuits, n_forward, n_backward] on every task, in shared patched
-    passes (the shorter prompts padded at the end: one pass, not one per prompt length).
-    # [n_tasks][n_circuits]"""
+    passes (the shorter prompts padded at the end: one pass, not one per prompt length;
+    ``progress``: the run's, told before each block of them). # [n_tasks][n_circuits]"""
     found: list[list[float]] = [[] for _ in evaluators]
     for group in compatible_groups([e.prepared for e in evaluators], same_length=False):
         chosen = [evaluators[i] for i in group]
-        values = metrics_of_tasks(chosen, circuits[None].expand(len(group), -1, -1, -1), padded=True)
+        expanded = circuits[None].expand(len(group), -1, -1, -1)
+        values = metrics_of_tasks(chosen, expanded, progress, padded=True)
         for index, evaluator, row in zip(group, chosen, values.tolist()):
             found[index] = [ndf(float(v), evaluator.baseline) for v in row]
     return found
@@ -284,11 +285,12 @@ def _reversed(ctx: RunContext, evaluators: Sequence[Evaluator]) -> list[Evaluato
 # ----- warm starts -------------------------------------------------------------------------------
 def _fit_scores(ctx: RunContext, config, evaluators: Sequence[Evaluator]) -> list[torch.Tensor]:
     """EAP-IG score matrices of every fit task (the prompt first), sharing gradient passes and
-    reading the evaluators' clean and corrupted runs (not running them again)."""
+    reading the evaluators' clean and corrupted runs (not running them again), with the run's
+    progress (22 s of a busy CPU were silent before the learning's first report)."""
     method = get_method("eap-ig")
     method_config = method.make_config({"ig_steps": int(config.ig_steps)})
     prepared = [e.prepared for e in evaluators]
-    return pair_scores(ctx.model, ctx.spec, prepared, method, method_config, evaluators=evaluators)
+    return pair_scores(ctx.model, ctx.spec, prepared, method, method_config, ctx.progress, evaluators)
 
 
 def _fit_score(ndfs: Sequence[float]) -> float:
@@ -452,7 +454,7 @@ class ParaphrasePruning(Method):
             with ctx.timed("evaluation_s"):
                 curve = curves_of_tasks([evaluator], circuits[None], budgets, ctx.progress)[0]
                 # the fit and held-out shares in one call: paraphrases of one length share a pass
-                every = _ndfs([*split.fit, *split.held_out], circuits)
+                every = _ndfs([*split.fit, *split.held_out], circuits, ctx.progress)
                 measured = {"fit": every[: len(split.fit)], "held": every[len(split.fit) :]}
         details.held_out_ndf = {
             str(b): [row[i] for row in measured["held"]] for i, b in enumerate(budgets) if measured["held"]

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import torch
 
+from ..core.phases import Report
 from ..core.tasks import PreparedTask, PromptTask, prepare_task
 from ..engine.metric import metric_from_residual
 from ..measure.evaluate import last_residuals
@@ -64,12 +65,14 @@ def validate_pairs(
     pairs: Sequence[ParaphrasePair],
     max_tokens: int = 256,
     batch_size: int = 16,
+    progress=None,
 ) -> list[ParaphrasePair]:
     """Check every pair against the model and fill its flags; returns new pair objects.
 
     The original prompt must itself be valid (TaskError otherwise). A pair whose source is
     "original" (the prompt itself, candidate 0 of Best-of-N) is checked the same way but is
-    never a copy.
+    never a copy. ``progress``, a run's, hears ``Report.PARAPHRASES`` before each batch (a run
+    can stop between two).
     """
     prepared = prepare_task(model, task, max_tokens=max_tokens)
     original_metrics, original_top = _last_position(
@@ -83,7 +86,7 @@ def validate_pairs(
         if pair.same_length and pair.n_tokens <= max_tokens:
             runs.append((len(checked), clean_tokens, corrupted_tokens))
         checked.append(pair)
-    _check_on_model(model, prepared, checked, runs, int(original_top[0]), batch_size)
+    _check_on_model(model, prepared, checked, runs, int(original_top[0]), batch_size, progress)
     _flag_weak_corruptions(checked, abs(float(original_metrics[0] - original_metrics[1])))
     return checked
 
@@ -124,6 +127,7 @@ def _check_on_model(
     runs: list[tuple[int, torch.Tensor, torch.Tensor]],
     original_top: int,
     batch_size: int,
+    progress=None,
 ) -> None:
     """Metric and top-1 token of every runnable pair's paraphrase and corruption, in batches of
     equal token length; fills ``metric_clean``, ``metric_corrupted`` and the answer flags."""
@@ -132,6 +136,8 @@ def _check_on_model(
     owners = [(index, kind) for index, _, _ in runs for kind in ("clean", "corrupted")]
     for _, members in sorted(_grouped_by_length(sequences).items()):
         for start in range(0, len(members), batch_size):
+            if progress is not None:  # the share of the whole check is unknown (more may be drawn)
+                progress(Report.PARAPHRASES, 0.0)
             chunk = members[start : start + batch_size]
             clean_rows = [row for row, member in enumerate(chunk) if owners[member][1] == "clean"]
             tokens = torch.cat([sequences[i] for i in chunk])

@@ -94,7 +94,7 @@ def query_circuits(
 
     circuits = {name: {b: pool.masks[i] for b, i in by_budget.items()} for name, by_budget in indices.items()}
     with ctx.timed("evaluation_s"):
-        without = _metrics_without(evaluator, spec, pool, indices)
+        without = _metrics_without(evaluator, spec, pool, indices, ctx.progress)
     curves = {
         name: [
             with_necessity(pool.point(i, b, baseline), without[i], baseline)
@@ -162,14 +162,16 @@ def _pairs_and_candidates(
     return pairs, candidates
 
 
-def _metrics_without(evaluator, spec, pool: CircuitPool, indices: dict) -> dict[int, float]:
+def _metrics_without(evaluator, spec, pool: CircuitPool, indices: dict, progress=None) -> dict[int, float]:
     """L((M\\C)(q)) of every circuit a variant keeps, each pool circuit once: their complements
-    (only the circuit's edges corrupted) in one batched evaluation, for the curves' necessity."""
+    (only the circuit's edges corrupted) in one batched evaluation, for the curves' necessity
+    (``progress``: the run's, told before each block: 10 s of a busy CPU were silent after the
+    curve's last report)."""
     chosen = sorted({i for by_budget in indices.values() for i in by_budget.values()})
     if not chosen:
         return {}
     others = complements(spec, torch.stack([pool.masks[i] for i in chosen]))  # [n, n_forward, n_backward]
-    return dict(zip(chosen, metrics_of_tasks([evaluator], others[None])[0].tolist()))
+    return dict(zip(chosen, metrics_of_tasks([evaluator], others[None], progress)[0].tolist()))
 
 
 def with_necessity(point: CurvePoint, without: float, baseline) -> CurvePoint:

@@ -41,7 +41,7 @@ def gather_paraphrases(
     if progress:
         progress("paraphrases", 0.0)
     if source == "template":
-        pairs = template_paraphrases(model, task, n, seed, max_tokens=max_tokens)
+        pairs = template_paraphrases(model, task, n, seed, max_tokens=max_tokens, progress=progress)
     elif source == "openai":
         pairs = llm_paraphrases(model, task, n, seed, llm_model=llm_model or None, max_tokens=max_tokens)
     else:
@@ -50,7 +50,9 @@ def gather_paraphrases(
             raise ParaphraseError(
                 "The file source needs paraphrases; give a file (--paraphrases FILE) or type them in."
             )
-        pairs = validate_pairs(model, task, [record.pair(task) for record in records], max_tokens=max_tokens)
+        pairs = validate_pairs(
+            model, task, [record.pair(task) for record in records], max_tokens=max_tokens, progress=progress
+        )
     if progress:
         progress("paraphrases", 1.0)
     return pairs

@@ -159,6 +159,7 @@ def template_paraphrases(
     seed: int = 0,
     max_tokens: int = 256,
     fill: bool = True,
+    progress=None,
 ) -> list[ParaphrasePair]:
     """n paraphrase pairs of a recognised prompt, generated offline from a seed and checked.
 
@@ -187,7 +188,7 @@ def template_paraphrases(
 
     batch = draw(n)
     while batch:
-        result += validate_pairs(model, task, batch, max_tokens=max_tokens)
+        result += validate_pairs(model, task, batch, max_tokens=max_tokens, progress=progress)
         usable = sum(pair.usable() for pair in result)
         if not fill or usable >= n or len(result) >= 4 * max(n, 1):
             break

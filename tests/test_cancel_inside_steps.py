@@ -1,0 +1,105 @@
+"""A run stops at its next progress report once Cancel is pressed (``ui/run.py``), so the long
+steps of a method report inside themselves: each block of a batched pass (forward and backward),
+each head of a first ACC++ SVD, each chunk of CircuitLasso's reduction, each batch of a
+paraphrase check. Each test stops the step at a report inside it: before, none came until it
+ended."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+
+
+class Stop(BaseException):
+    """Raised by a progress callback, as the app's ``RunCancelled`` is."""
+
+
+def _stopping_at(n: int, seen: list):
+    def progress(phase, fraction):
+        seen.append((str(getattr(phase, "value", phase)), fraction))
+        if len(seen) >= n:
+            raise Stop
+
+    return progress
+
+
+# method: (settings, the work's report inside a pass, reports of it at least: 2 blocks of a pass)
+PASSES = {
+    "eap-ig": ({}, "score", 2 + 2 * 2),  # one chunk of IG steps, forward and back, and its own 2
+    "edge-pruning": ({"steps": 3}, "learning masks", 3 + 3 * 2 * 2),
+    "acc++": ({}, "knockout", 1 + 2),  # the knockout passes
+    "circuit-lasso": ({}, "observe", 1 + 2),  # the observation pass
+}
+
+
+@pytest.mark.parametrize("method", list(PASSES))
+def test_a_pass_reports_before_each_block_and_scores_the_same(method, tmp_path, monkeypatch):
+    """A batched pass (every IG step's; every budget's patched pass; a mask-learning step; ACC++'s
+    knockouts; CircuitLasso's observations) ran as one silent step on a CPU: the progress callback
+    now hears of each block of it (both ways where a backward follows), and a run stops inside
+    it; the scores and curve are those of a run without a callback."""
+    from circuitviz.acc import svd as acc_svd
+    from circuitviz.methods import get_method
+
+    monkeypatch.setattr(acc_svd, "cache_dir", lambda: tmp_path)  # a first SVD is not the user's
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    config, work, least = PASSES[method]
+    seen = []
+
+    def run(progress=None):
+        return get_method(method).run_on(model, IOI_TASK, config, budgets=[5, 10], progress=progress)
+
+    alone = run()  # first: ACC++'s SVD is then in memory for every run below
+    watched = run(lambda *report: seen.append(report))
+    assert torch.equal(watched.scores, alone.scores)
+    assert [p.metric for p in watched.curve] == [p.metric for p in alone.curve]
+    assert sum(1 for phase, _ in seen if phase == work) >= least, seen
+    assert sum(1 for phase, _ in seen if phase == "evaluate") >= 1 + 2  # the 2 blocks of its pass
+    fractions = [f for phase, f in seen if phase == work]
+    assert fractions == sorted(fractions)  # a check inside a pass says what was said last
+    first = next(i for i, (phase, _) in enumerate(seen) if phase == work)
+    for at in (first + 2, len(seen) - 2):  # inside the work's pass, inside the evaluation's
+        with pytest.raises(Stop):
+            run(_stopping_at(at, []))
+
+
+def test_a_first_svd_reports_each_head_and_stops_there_storing_nothing(tmp_path):
+    from circuitviz.acc import svd as acc_svd
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    seen = []
+    with pytest.raises(Stop):
+        acc_svd.load_svd(model, directory=tmp_path, progress=_stopping_at(3, seen))
+    assert seen == [("svd", 0.25), ("svd", 0.5), ("svd", 0.75)]
+    assert list(tmp_path.iterdir()) == []  # nothing stored of a stopped computation
+    done = []
+    acc_svd.load_svd(model, directory=tmp_path, progress=lambda phase, f: done.append(f))
+    assert done == [0.25, 0.5, 0.75, 1.0] and len(list(tmp_path.iterdir())) == 1
+
+
+def test_lasso_reduction_reports_before_each_chunk(monkeypatch):
+    from circuitviz.lasso import units
+
+    monkeypatch.setattr(units, "_CPU_CHUNK_BYTES", 1)  # one unit a chunk: 6 chunks
+    x = torch.randn(6, 20, 8, dtype=torch.float64)
+    seen = []
+    with pytest.raises(Stop):
+        units.principal_scores(x, 3, progress=_stopping_at(4, seen))
+    assert seen == [("regress", 0.0)] * 4
+    assert units.principal_scores(x, 3).shape == (6, 20, 3)
+
+
+def test_a_paraphrase_check_reports_before_each_batch():
+    from circuitviz.query.checks import validate_pairs
+    from circuitviz.query.pairs import ParaphrasePair
+
+    model = tiny_model()
+    pair = ParaphrasePair(IOI_TASK.clean, IOI_TASK.corrupted, IOI_TASK.answer, IOI_TASK.foils, "file")
+    seen = []
+    checked = validate_pairs(model, IOI_TASK, [pair] * 3, batch_size=2)
+    assert len(checked) == 3
+    with pytest.raises(Stop):
+        validate_pairs(model, IOI_TASK, [pair] * 3, batch_size=2, progress=_stopping_at(2, seen))
+    assert seen == [("paraphrases", 0.0)] * 2  # 6 sequences in batches of 2: stopped at the second
