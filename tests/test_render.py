@@ -681,7 +681,11 @@ def test_the_paraphrase_table_fits_its_frame_with_every_text_whole():
     short = [{**rows[0], "paraphrase": "12 + 7 =", "corrupted": "13 + 7 =", "replaced": "12 → 13"}]
     assert bon.table_lines(short) == 1 and bon.table_row_height(short) is None
     assert bon.table_height(short) == "auto"
-    assert bon.table_widths([{**rows[0], "paraphrase": "word " * 400}])["paraphrase"]["width"] == 720
+    # a very long text is capped so that the columns right of it stay on a 1,500 px page (at 720 px
+    # a column they were off its right edge at 2,000 px too), and its row is said to be cut
+    long = [{**rows[0], "paraphrase": "word " * 400}]
+    assert sum(config["width"] for config in bon.table_widths(long).values()) <= 1040 - 12
+    assert bon.cut_rows(long) == ["q"]
 
 
 MC_PAIRS = [  # the Paraphrases page's run on the Gallery's multiple-choice prompt (an audit's, in Chromium)

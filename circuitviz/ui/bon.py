@@ -231,14 +231,22 @@ def table_lines(rows: list[dict]) -> int:
     76 px wider than a 1,500 px page's frame, its last column cut mid-word ("yes → n", an audit)."""
     texts = {name: [str(row.get(name) or "") for row in rows] for name in TEXT_COLUMNS}
     pair_px = _column_px("pair", [str(row.get("pair") or "") for row in rows])
-    fitting = []
+    fitting, whole = [], []
     for lines in range(1, _MAX_LINES + 1):
         needed = pair_px + sum(_text_px(name, values, lines) for name, values in texts.items())
+        fits_wide = needed + sum(_short_widths(rows, lines).values()) <= WIDE_FRAME_PX
         if needed <= NARROW_FRAME_PX:
-            if needed + sum(_short_widths(rows, lines).values()) <= WIDE_FRAME_PX:
+            if fits_wide:
                 return lines
             fitting.append(lines)
-    return min([lines for lines in fitting if lines <= _WRAP_LINES] or [_WRAP_LINES])
+        elif fits_wide:
+            whole.append(lines)
+    if fitting:
+        return min([lines for lines in fitting if lines <= _WRAP_LINES] or [_WRAP_LINES])
+    # texts too long for the narrow frame on any lines (a paraphrase of a few hundred characters):
+    # the fewest lines with which the whole table fits the wide frame, else the most (``table_widths``
+    # then shares the wide frame between the texts, and ``cut_rows`` names the rows it cuts)
+    return min(whole) if whole else _MAX_LINES
 
 
 def _short_widths(rows: list[dict], lines: int) -> dict[str, int]:
@@ -286,6 +294,12 @@ def table_widths(rows: list[dict]) -> dict:
         widths[name] = _text_px(name, [str(row.get(name) or "") for row in rows], lines)
     widths.update(_short_widths(rows, lines))
     widths = {name: widths[name] for name in TABLE_COLUMNS}
+    room = (WIDE_FRAME_PX - sum(width for name, width in widths.items() if name not in TEXT_COLUMNS)) // 2
+    if lines == _MAX_LINES and sum(widths.values()) > WIDE_FRAME_PX:
+        # one text of 731 characters made both text columns 720 px: even at 2,000 px the columns
+        # right of them (candidate, its answer...) were off the table's right edge for every row
+        for name in TEXT_COLUMNS:
+            widths[name] = max(min(widths[name], room), _text_px(name, [], 1))
     # the texts fill the narrowest frame, so the column after them starts past its edge (a sliver
     # of it read as a header cut mid-word), as far as the whole table still fits the wide frame
     spare = NARROW_FRAME_PX - widths["pair"] - sum(widths[name] for name in TEXT_COLUMNS)
@@ -296,6 +310,42 @@ def table_widths(rows: list[dict]) -> dict:
         first, second = TEXT_COLUMNS
         widths[first], widths[second] = widths[first] + spare // 2, widths[second] + spare - spare // 2
     return {name: {"width": width} for name, width in widths.items()}
+
+
+def cut_rows(rows: list[dict]) -> list[str]:
+    """The pairs whose texts hold more lines than a row of the table shows at its widths
+    (``table_widths``: the 1,000 and 1,500 px pages'; a wider page stretches every column)."""
+    lines = table_lines(rows)
+    if lines == 1:
+        return []
+    shown_lines = _row_lines(lines)
+    widths = {name: config["width"] for name, config in table_widths(rows).items()}
+    chars = {name: max(int((widths[name] - _PAD_PX) / _CHAR_PX), 1) for name in TEXT_COLUMNS}
+    return [
+        str(row.get("pair") or "")
+        for row in rows
+        if any(_wrapped_lines(str(row.get(name) or ""), chars[name]) > shown_lines for name in TEXT_COLUMNS)
+    ]
+
+
+def cut_rows_sentence(rows: list[dict]) -> str:
+    """The sentence under the table for rows whose texts it cuts ('' when none): a 731-character
+    paraphrase showed its first lines in its row, and nothing said the rest was there."""
+    named = cut_rows(rows)
+    if not named:
+        return ""
+    longer = joined(
+        [
+            f"{row['pair']} ({len(str(row.get('paraphrase') or '')):,} and "
+            f"{len(str(row.get('corrupted') or '')):,} characters)"
+            for row in rows
+            if row.get("pair") in named
+        ]
+    )
+    return (
+        f"A row shows the first {_row_lines(table_lines(rows))} lines of its texts; longer: {longer}. "
+        'Double-click a text to read it whole; "Candidates (CSV)" further down has them all.'
+    )
 
 
 TABLE_SIDEWAYS = (

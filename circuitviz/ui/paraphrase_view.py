@@ -54,6 +54,8 @@ def pairs_table(result, method: str) -> None:
         st.warning(markdown_sentence(bon.invisible_rows_sentence(rows)))
     if bon.line_break_rows_sentence(rows):  # the grid draws a line break as a space
         st.caption(bon.line_break_rows_sentence(rows))
+    if bon.cut_rows_sentence(rows):  # a row shows a few lines of a long text
+        st.caption(markdown_sentence(bon.cut_rows_sentence(rows)))
 
     def use_edited_pairs():
         reasons = [

@@ -1,0 +1,83 @@
+"""The Paraphrases page with the user's own list (an audit in Chromium, 2026-12-06, Gemma-3-270M):
+
+- one paraphrase of 731 characters made both text columns of the pairs table 720 px wide, so even on
+  a 2,000 px page the columns right of them (candidate, answer matches, the model's answer, source,
+  what the corruption replaces) were off its right edge for every row, and the long row showed its
+  first lines with nothing saying there was more;
+- the estimate above Run priced a list typed after a run of the same prompt as though all its pairs'
+  scores were stored ("about 5 s ... without the paraphrases' scores and evaluations an earlier run
+  stored"): only the prompt's pair was, and the run took 71 s."""
+
+from __future__ import annotations
+
+import pytest
+from test_bon import TINY_PAIRS, run
+
+from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.methods import get_method
+from circuitviz.methods.bon import stored_share
+from circuitviz.query.pairs import paraphrase_records
+from circuitviz.services.store import ResultStore
+from circuitviz.ui import bon
+
+LONG = (
+    "When Mary and John went to the store, after a long morning of "
+    + " ".join(["walking slowly past the old houses and the quiet gardens"] * 12)
+    + ", John gave a drink to"
+)
+SHORT_COLUMNS = ("candidate", "answer matches", "model's answer", "source", "replaced")
+
+
+def _row(pair: str, clean: str, source: str = "file") -> dict:
+    return {
+        "pair": pair,
+        "paraphrase": clean,
+        "corrupted": clean.replace("Mary", "Alice").replace("John went", "Bob went"),
+        "candidate": True,
+        "answer matches": True,
+        "model's answer": "' Mary'",
+        "source": source,
+        "replaced": "Mary → Alice, John → Bob, John → Carl",
+    }
+
+
+def test_a_long_paraphrase_leaves_the_other_columns_on_the_page_and_is_said_cut():
+    rows = [
+        _row("q", IOI_TASK.clean, "original"),
+        _row("p1", LONG),
+        _row("p2", IOI_TASK.clean.replace("store", "park")),
+    ]
+    widths = {name: config["width"] for name, config in bon.table_widths(rows).items()}
+    assert sum(widths.values()) <= bon.WIDE_FRAME_PX, widths  # every column on a 1,500 px page
+    assert all(widths[name] > 0 for name in SHORT_COLUMNS)
+    assert bon.cut_rows(rows) == ["p1"]
+    said = bon.cut_rows_sentence(rows)
+    assert said.startswith("A row shows the first 5 lines of its texts; longer: p1 (")
+    assert f"({len(LONG):,} and " in said and "Double-click a text to read it whole" in said
+    # texts that fit their rows: nothing cut, nothing said
+    assert bon.cut_rows(rows[:1] + rows[2:]) == [] and bon.cut_rows_sentence(rows[:1] + rows[2:]) == ""
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model("gpt2", n_layers=1, n_heads=2)
+
+
+def test_a_typed_list_is_priced_with_only_the_pairs_the_store_holds(tiny, tmp_path):
+    store = ResultStore(tmp_path)
+    first = TINY_PAIRS.splitlines()[0]
+    model_id = run(
+        tiny, "bon", store=store, budgets=[8], paraphrases=first
+    ).model_id  # the prompt's pair and this
+    method = get_method("bon")
+    settings = {"paraphrase_source": "file", "include_mismatched": True, "ig_steps": 5, "cache_scores": True}
+    listed = method.as_config({**settings, "paraphrases": paraphrase_records(TINY_PAIRS)})
+    assert stored_share(tiny, model_id, IOI_TASK, listed, store) == (2, 4)  # the prompt and the first pair
+    work = method.stored_work(tiny, model_id, IOI_TASK, listed, 16, 1, store)
+    assert (
+        work.timings["scoring_s"] == pytest.approx(0.5) and work.what == "the scores of the 2 of its 4 pairs"
+    )
+    # the same list again: every pair stored, priced off whole as before
+    again = method.as_config({**settings, "paraphrases": paraphrase_records(first)})
+    assert stored_share(tiny, model_id, IOI_TASK, again, store) == (2, 2)
+    assert method.stored_work(tiny, model_id, IOI_TASK, again, 16, 1, store).timings["scoring_s"] == 1.0
