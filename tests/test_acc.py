@@ -448,7 +448,9 @@ def test_acc_result_is_an_engine_result_with_a_position_graph():
     said = extra.report_lines(result)[-1]
     traced = extra.completion["traced_edges"]
     assert traced < full  # the circuit's traced edges are fewer than its whole: said so, not 'traced'
-    assert said.startswith(f"budget {full:,} is ACC++'s whole circuit ({traced:,} traced edges between components and")
+    assert said.startswith(
+        f"budget {full:,} is ACC++'s whole circuit ({traced:,} traced edges between components and"
+    )
     assert "1,000 above it keep that circuit, not the whole graph" in said
     # faithfulness without a corrupted prompt: knockout curve, 1 at the full circuit
     assert extra.faithfulness["kind"] == "signal-knockout"
