@@ -81,3 +81,22 @@ def test_a_typed_list_is_priced_with_only_the_pairs_the_store_holds(tiny, tmp_pa
     again = method.as_config({**settings, "paraphrases": paraphrase_records(first)})
     assert stored_share(tiny, model_id, IOI_TASK, again, store) == (2, 2)
     assert method.stored_work(tiny, model_id, IOI_TASK, again, 16, 1, store).timings["scoring_s"] == 1.0
+
+
+def test_a_left_out_pair_names_the_answer_once_when_the_prompt_gives_it():
+    """ "the model answers ' John' here, neither the answer ' Mary' nor its answer on the original
+    prompt (' Mary')" named one token twice, as though the two were different."""
+    from circuitviz.query.pairs import ParaphrasePair
+
+    pair = ParaphrasePair(
+        "When Mary and John went to the store, Mary gave a drink to", "x", " Mary", (" John",), "file"
+    )
+    pair.answer_matches, pair.model_answer, pair.original_answer = False, " John", " Mary"
+    assert (
+        pair.reason
+        == "the model answers ' John' here, not the answer ' Mary' it gives on the original prompt"
+    )
+    pair.original_answer = " the"  # the model's answer on the prompt is another: both named
+    assert pair.reason == (
+        "the model answers ' John' here, neither the answer ' Mary' nor its answer on the original prompt (' the')"
+    )

@@ -74,7 +74,14 @@ class ParaphrasePair:
     def reason(self) -> str:
         """Why the pair is left out ('' when it is used by default)."""
         reasons = list(self.problems)
-        if self.answer_matches is False:
+        if self.answer_matches is False and self.original_answer == self.answer:
+            # "neither the answer ' Mary' nor its answer on the original prompt (' Mary')" named
+            # one token twice, as though they were two
+            reasons.append(
+                f"the model answers {shown_token(self.model_answer, 30)} here, not the answer "
+                f"{shown_token(self.answer, 30)} it gives on the original prompt"
+            )
+        elif self.answer_matches is False:
             reasons.append(
                 f"the model answers {shown_token(self.model_answer, 30)} here, neither the answer "
                 f"{shown_token(self.answer, 30)} nor its answer on the original prompt "
