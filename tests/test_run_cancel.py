@@ -297,3 +297,33 @@ def test_cancel_once_the_result_is_being_stored_leaves_the_run_be(monkeypatch, t
     assert job.cancelled is None and job.error is None and job.result is computed
     assert stored == ["too-late"]
     assert run.cancelled_sentence("too-late") is None and run._JOBS["too-late"] is job
+
+
+def test_a_cancelled_run_that_kept_work_on_the_way_says_so_and_keeps_none_after(monkeypatch, tmp_path):
+    """Best-of-N stores each pair's scores as it goes ('cache scores'): cancelled after some,
+    'nothing was stored' was not true; and none is stored once Cancel is pressed."""
+    from circuitviz.services.store import ResultStore
+
+    store = ResultStore(tmp_path / "store")
+    cancelled = threading.Event()
+
+    def discover(model, request, progress=None, store=None):
+        store.save_state("pair-0", {"scores": 1}, kind="scores")  # work kept on the way
+        run.cancel(request.key)
+        cancelled.set()
+        store.save_state("pair-1", {"scores": 2}, kind="scores")  # after Cancel: not kept
+        raise AssertionError("the run was not stopped")
+
+    monkeypatch.setattr(loaders, "discover", discover)
+    monkeypatch.setattr(loaders, "get_store", lambda: store)
+    job = run._start(None, _request("kept-work"))
+    job.thread.join(timeout=5)
+    assert isinstance(job.error, run.RunCancelled)
+    assert store.load_state("pair-0", kind="scores") == {"scores": 1}
+    assert store.load_state("pair-1", kind="scores") is None
+    said = run.cancelled_sentence("kept-work")
+    assert said.endswith(
+        "its result was not stored; the work it had stored on the way stays for the next run."
+    )
+    assert "nothing was stored" not in said
+    assert run.cancelled_words(3.0).endswith("nothing was stored.")  # a run that kept none

@@ -249,6 +249,7 @@ class Job:
     started: float = field(default_factory=time.perf_counter)
     cancelled: float | None = None  # seconds it had run when Cancel was pressed (in any session)
     storing: bool = False  # its result is computed and going into the store: too late to cancel
+    kept_work: bool = False  # it stored work on the way (Best-of-N's pair scores): a rerun reads it
 
     @property
     def done(self) -> bool:
@@ -264,7 +265,7 @@ KEEP_FINISHED = 16  # finished runs kept (their outcome is in the store; these o
 # requests whose last run here was cancelled: {key: seconds it had run}, for the sentence a page
 # shows afterwards (the job itself leaves the registry); a new run of the request forgets it, and
 # past KEEP_CANCELLED the oldest is forgotten (a server cancelling all day kept every one)
-_CANCELLED: dict[str, float] = {}
+_CANCELLED: dict[str, tuple[float, bool]] = {}  # {key: (seconds, whether it kept work on the way)}
 KEEP_CANCELLED = 64
 # cancelled runs whose thread has not ended yet (it ends at the method's next progress report): a
 # new run waits for them (``wait_for_stopping``), so a Run pressed just after Cancel never shares
@@ -321,7 +322,7 @@ def cancel(key: str) -> None:
             return
         job.cancelled = time.perf_counter() - job.started
         _CANCELLED.pop(key, None)  # the newest last: the oldest is forgotten first
-        _CANCELLED[key] = job.cancelled
+        _CANCELLED[key] = (job.cancelled, job.kept_work)
         while len(_CANCELLED) > KEEP_CANCELLED:
             del _CANCELLED[next(iter(_CANCELLED))]
         del _JOBS[key]
@@ -362,14 +363,21 @@ def wait_for_stopping(sleep: Callable[[float], None] = time.sleep) -> None:
 def cancelled_sentence(key: str | None) -> str | None:
     """'Cancelled after N s; nothing was stored.' when this request's last run here was
     cancelled (and not run again since), else None."""
-    seconds = _CANCELLED.get(key) if key else None
-    return None if seconds is None else cancelled_words(seconds)
+    found = _CANCELLED.get(key) if key else None
+    return None if found is None else cancelled_words(found[0], kept=found[1])
 
 
-def cancelled_words(seconds: float, method: str | None = None) -> str:
+def cancelled_words(seconds: float, method: str | None = None, kept: bool = False) -> str:
     """The sentence a cancelled run leaves; ``method`` named first where a page runs several
-    (Compare: two cancelled runs read the same sentence twice, neither saying whose)."""
-    said = f"Cancelled after {seconds:.0f} s; nothing was stored."
+    (Compare: two cancelled runs read the same sentence twice, neither saying whose). ``kept``:
+    the run had stored work on the way (Best-of-N's pair scores, with 'cache scores'), so
+    'nothing was stored' would not be true."""
+    stored = (
+        "its result was not stored; the work it had stored on the way stays for the next run."
+        if kept
+        else "nothing was stored."
+    )
+    said = f"Cancelled after {seconds:.0f} s; {stored}"
     return f"{method}: {said}" if method else said
 
 
@@ -384,6 +392,15 @@ class _UnlessCancelled:
 
     def __getattr__(self, name):
         return getattr(self._store, name)
+
+    def save_state(self, key, state, kind="result"):
+        """Work kept on the way (Best-of-N's pair scores): the job says so once cancelled, and
+        none is kept after Cancel."""
+        with _JOBS_GUARD:  # against ``cancel``: the sentence it leaves says whether work was kept
+            if self._job.cancelled is not None:
+                raise RunCancelled(key)
+            self._job.kept_work = True
+        return self._store.save_state(key, state, kind=kind)
 
     def get_or_compute(self, key, compute):
         def checked():
@@ -497,7 +514,7 @@ def run_with_status(model, request, named: bool = False):
             status.update(label=f"{method} could not run", state="error", expanded=False)
     if job.cancelled is not None:  # here or in another session watching the same request
         holder.empty()
-        st.info(cancelled_words(job.cancelled, method if named else None))
+        st.info(cancelled_words(job.cancelled, method if named else None, job.kept_work))
         return None
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
         st.error(markdown_sentence(f"The run could not start: {job.error}"))  # may quote the user's text
