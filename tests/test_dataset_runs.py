@@ -184,3 +184,20 @@ def test_the_progress_counts_whole_prompts_and_says_how_far_the_running_group_is
     assert batch_runner.progress_sentence(job)[1].startswith(
         "finding circuits: 2 of 8 runs (4 prompts × 2 methods) finished; "
     )
+
+
+def test_a_cancelled_run_says_when_cancel_was_pressed_and_when_it_stopped(tmp_path):
+    """Cancel pressed 10 s into a batch still loading its model, the process stopped 6 s later:
+    the page said 'cancelled after 0m16s'."""
+    job = jobs.JobStatus(
+        folder=tmp_path / "2026-12-06-191107-ioi-4-eap-ig", state="cancelled", title="4 ioi prompts × eap-ig",
+        started=100.0, ended=116.0, cancel_asked=110.0,
+    )  # fmt: skip
+    assert batch_runner.ended_sentence(job) == (
+        "The batch 4 ioi prompts × eap-ig was cancelled after 0m10s, and stopped 0m06s later. "
+        "It finished no row to open."
+    )
+    job.cancel_asked = 115.5  # stopped at once: one figure
+    assert batch_runner.ended_sentence(job).startswith(
+        "The batch 4 ioi prompts × eap-ig was cancelled after 0m16s."
+    )

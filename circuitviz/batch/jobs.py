@@ -67,6 +67,7 @@ class JobStatus:
     reason: str = ""
     argv: list[str] = field(default_factory=list)
     threads: int = 1
+    cancel_asked: float | None = None  # when Cancel was pressed (``cancel.json``), if it was
 
     @property
     def running(self) -> bool:
@@ -168,6 +169,7 @@ def status(folder: str | Path) -> JobStatus:
         argv=list(job.get("argv") or []),
         threads=int(job.get("threads") or 1),
         progress=read_progress(folder),
+        cancel_asked=cancelled.get("asked") if isinstance(cancelled.get("asked"), (int, float)) else None,
     )
     if "returncode" not in ended and (pid in _WAITERS or _alive(pid, folder)):
         return found  # this process's child not reaped yet, or a batch an earlier server started

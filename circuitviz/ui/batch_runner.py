@@ -326,6 +326,12 @@ def ended_sentence(job) -> str:
         got = f", with {whole:,} of {total:,} {noun} finished"
     rows = " Its finished rows open as an atlas." if job.has_rows else " It finished no row to open."
     if job.state == "cancelled":
+        asked = job.cancel_asked
+        if asked is not None and job.started and job.ended and job.ended - asked >= 1:
+            # the run goes on until its process has stopped: 'cancelled after 0m16s' was said of
+            # a Cancel pressed at 0m10s (a batch still loading its model)
+            took = f" after {clock_duration(asked - job.started)}"
+            got += f", and stopped {clock_duration(job.ended - asked)} later"
         return f"The batch {name} was cancelled{took}{got}.{rows}"
     why = job.reason or "its log says nothing more"
     if job.state == "stopped":
