@@ -100,3 +100,14 @@ def test_a_left_out_pair_names_the_answer_once_when_the_prompt_gives_it():
     assert pair.reason == (
         "the model answers ' John' here, neither the answer ' Mary' nor its answer on the original prompt (' the')"
     )
+
+
+def test_what_a_corruption_replaces_keeps_typed_tags_whole():
+    """'<b>John</b>' corrupted into '<b>Bob</b>' read "b>John</b → b>Bob</b" in the table's
+    replaced column: the brackets both words carry were taken for a sentence's punctuation."""
+    said = bon.replaced_words(
+        "When Mary and <b>John</b> went to the store, John gave",
+        "When Alice and <b>Bob</b> went to the store, Carl gave",
+    )
+    assert said == "Mary → Alice, <b>John</b> → <b>Bob</b>, John → Carl"
+    assert bon.replaced_words("In (Japan), the", "In (France), the") == "Japan → France"  # punctuation still

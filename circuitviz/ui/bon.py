@@ -383,12 +383,17 @@ def replaced_words(clean: str, corrupted: str) -> str:
 
 def _without_shared_punctuation(word: str, other: str) -> tuple[str, str]:
     """Two differing words without the punctuation both carry at either end ("Japan," and
-    "France," read "Japan → France", not "Japan, → France," in a list joined by commas)."""
-    while word and other and word[-1] == other[-1] and not word[-1].isalnum():
+    "France," read "Japan → France", not "Japan, → France," in a list joined by commas). Only a
+    sentence's punctuation: a typed '<b>John</b>' for '<b>Bob</b>' read "b>John</b → b>Bob</b",
+    its tags cut at their brackets."""
+    while word and other and word[-1] == other[-1] and word[-1] in _CLOSING:
         word, other = word[:-1], other[:-1]
-    while word and other and word[0] == other[0] and not word[0].isalnum():
+    while word and other and word[0] == other[0] and word[0] in _OPENING:
         word, other = word[1:], other[1:]
     return word, other
+
+
+_CLOSING, _OPENING = ".,;:!?)]}\"'’”", "([{\"'‘“"  # a sentence's punctuation after and before a word
 
 
 def table_rows(result) -> list[dict]:
