@@ -111,3 +111,20 @@ def test_what_a_corruption_replaces_keeps_typed_tags_whole():
     )
     assert said == "Mary → Alice, <b>John</b> → <b>Bob</b>, John → Carl"
     assert bon.replaced_words("In (Japan), the", "In (France), the") == "Japan → France"  # punctuation still
+
+
+def test_a_paraphrase_cleared_in_the_table_is_named_beside_the_button():
+    """p1's paraphrase cleared in the table and "Use the edited paraphrases" pressed: the sentence read
+    "The form above now holds 2 paraphrases (source: file); p2, p3 and p4 are not among them: this run
+    left them out ...", so p1 read as handed over; clearing it had removed it."""
+    said = bon.next_run_sentence(2, [("p2", "it repeats the prompt"), ("p3", "x")], ["p1"])
+    assert said.startswith(
+        "The form above now holds 2 paraphrases (source: file); p1 is not among them: its paraphrase "
+        "was cleared in the table; p2 and p3 are not among them either: this run left them out"
+    )
+    said = bon.next_run_sentence(1, [], ["p1", "p5"])
+    assert said == (
+        "The form above now holds 1 paraphrase (source: file); p1 and p5 are not among them: their "
+        "paraphrases were cleared in the table; press Run Best-of-N to score them."
+    )
+    assert "cleared" not in bon.next_run_sentence(3, [])

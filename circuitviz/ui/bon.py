@@ -12,6 +12,7 @@ stored is the method's (``Method.stored_work``, priced by ``limits.estimate_requ
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from ..core.text import counted, invisible_characters, invisible_kinds, joined, rough_duration, shown_token
 from ..entry.api import bon_candidate_masks, bon_candidates
@@ -447,10 +448,18 @@ def rows_for_next_run(
     return kept, left_out
 
 
-def next_run_sentence(count: int, left_out: list[tuple[str, str]]) -> str:
+def next_run_sentence(count: int, left_out: list[tuple[str, str]], cleared: Sequence[str] = ()) -> str:
     """What the form now holds, beside the button: how many paraphrases, and which of this run's
-    are not among them and why (edited in the table, one is handed over and checked again)."""
+    are not among them and why (edited in the table, one is handed over and checked again;
+    ``cleared``: the pairs whose paraphrase was cleared in the table, which removes them: a cleared
+    p1 went unsaid beside "p2, p3 and p4 are not among them", as though p1 were)."""
     held = f"The form above now holds {counted(count, 'paraphrase')} (source: file)"
+    if cleared:
+        one = len(cleared) == 1
+        held += (
+            f"; {joined(list(cleared))} {'is' if one else 'are'} not among them: "
+            f"{'its paraphrase was' if one else 'their paraphrases were'} cleared in the table"
+        )
     if left_out:
         names = [pair for pair, _ in left_out]
         named = joined(names)
@@ -463,7 +472,8 @@ def next_run_sentence(count: int, left_out: list[tuple[str, str]]) -> str:
         )
         it = "it" if one else "them"
         held += (
-            f"; {named} {'is' if one else 'are'} not among them: this run left {it} out ({why}), and so "
+            f"; {named} {'is' if one else 'are'} not among them{' either' if cleared else ''}: this run "
+            f"left {it} out ({why}), and so "
             f"would the next unless {'it is' if one else 'they are'} edited in the table"
         )
     return held + ("; press Run Best-of-N to score them." if count else ".")

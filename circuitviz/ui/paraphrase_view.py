@@ -76,7 +76,10 @@ def pairs_table(result, method: str) -> None:
             state.remember_settings(
                 SETTINGS_KEY, method, {**settings, "n_paraphrases": min(count, PARAPHRASES_HIGH)}
             )
-        state.set_widget_value(USED_KEY, (count, left_out))
+        cleared = [
+            str(rows[i].get("pair")) for i in kept if not str(edited[i].get("paraphrase") or "").strip()
+        ]
+        state.set_widget_value(USED_KEY, (count, left_out, cleared))
 
     st.button("Use the edited paraphrases for the next run", on_click=use_edited_pairs, key="bon.use_pairs")
     used = state.widget_value(USED_KEY)  # said once, beside the button (the form is far above)
