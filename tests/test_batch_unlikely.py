@@ -51,9 +51,11 @@ def test_batch_names_the_tasks_whose_answer_the_model_barely_predicts(tmp_path, 
     assert record["threshold"] == 0.05
     assert [(entry["index"], entry["answer"]) for entry in record["tasks"]] == [(1, " Mary")]
     assert abs(record["tasks"][0]["chance"] - chances[" Mary"]) < 1e-6
-    # discover's sentence rests on the same check: it speaks of ' Mary' and not of ' ball'
+    # discover's sentence rests on the same check: it speaks of ' Mary' and not of ' ball' (the toy
+    # tokenizer's tokens carry no space: 'Mary', the token it reads ' Mary' as; the batch's line
+    # names the file's row by its answer as written)
     assert answer_note(model, PromptTask(CLEAN, CORRUPTED, " Mary", (" Bob",))).startswith(
-        "The model gives ' Mary' only"
+        "The model gives 'Mary' only"
     )
     assert answer_note(model, PromptTask(CLEAN, CORRUPTED, " ball", (" Bob",))) is None
 

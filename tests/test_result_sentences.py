@@ -227,11 +227,15 @@ def test_a_token_of_spaces_is_shown_with_its_spaces_counted():
 def test_an_answer_that_is_not_the_models_top_token_is_said(monkeypatch):
     """' Paris' (8.4 %) was proposed as the answer and ' the' (19.1 %), the model's own top
     token, as the foil: clean L(M(q)) was -0.823, and no sentence said the model prefers the foil."""
+    from circuitviz.models import adapter, tokens
     from circuitviz.ui import loaders
     from circuitviz.ui.result_view import own_answer_note
 
     top = [(" the", 0.191), (" a", 0.111), (" Paris", 0.084)]
     monkeypatch.setattr(loaders, "next_tokens", lambda model, model_id, prompt, top_k=8: top)
+    # a tokenizer whose tokens keep their leading space (Gemma's): the model stands in for it
+    monkeypatch.setattr(adapter, "adapter_of", lambda model: model)
+    monkeypatch.setattr(tokens, "own_text", lambda _, text: text)
     result = Result("eap-ig", DIPPED)
     result.model_id = "gemma-3-270m"
     assert own_answer_note(result, model=object()) == (
