@@ -28,3 +28,24 @@ def test_compute_it_on_explore_runs_a_prompt_that_had_no_corrupted_prompt(tmp_pa
     assert result.task.clean == link["prompt"] and result.task.corrupted
     assert result.task.corrupted == at.session_state["corrupted"] != link["prompt"]
     assert at.session_state["corrupted_note"]  # where it came from, said on Explore
+
+
+def test_an_opened_task_runs_even_where_its_request_was_cancelled_before(tmp_path, monkeypatch):
+    """A task opened to run (Steer's button, the Gallery's 'Re-run live') is a new press: a Cancel
+    of the same request earlier, in this session or another, kept it from running, and Explore
+    showed the old 'Cancelled after N s' under the button that had said it runs (a Compare test's
+    cancelled run of this request, earlier in the same process, showed it)."""
+    from explore_session import QUERY
+    from test_labels import _steer_from_link, _tiny_app_with_an_sae
+
+    from circuitviz.ui import run
+
+    _tiny_app_with_an_sae(tmp_path, monkeypatch)
+    monkeypatch.setattr(run, "cancelled_sentence", lambda key: "Cancelled after 3 s; nothing was stored.")
+    at = _steer_from_link(
+        {name: value for name, value in QUERY.items() if name != "corrupted"}, tmp_path / "sae"
+    )
+    next(b for b in at.button if b.label == "Compute it on Explore").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["results"].get("eap") is not None

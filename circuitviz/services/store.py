@@ -168,3 +168,28 @@ class ResultStore:
         result = compute()
         self.put(key, result)
         return result, False
+
+
+class GuardedStore:
+    """``store`` as one run sees it: before the run keeps work on the way (``save_state``) and
+    before its result goes in (``get_or_compute``, once computed), ``guard`` is asked
+    (``before_work_kept(key)``, ``before_result_kept(key)``) and may raise to keep nothing (the
+    app's Cancel, ``ui/run.py``); everything else is the store's own."""
+
+    def __init__(self, store, guard):
+        self._store, self._guard = store, guard
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def save_state(self, key, state, kind="result"):
+        self._guard.before_work_kept(key)
+        return self._store.save_state(key, state, kind=kind)
+
+    def get_or_compute(self, key, compute):
+        def checked():
+            result = compute()
+            self._guard.before_result_kept(key)
+            return result
+
+        return self._store.get_or_compute(key, checked)

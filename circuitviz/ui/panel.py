@@ -72,7 +72,7 @@ def run_panel(
     state.write_to_url()  # before the run: a reload while it goes on comes back to it
     kept = kept_results.result_for(method, model_id, task.clean if task is not None else prompt or "")
     stopped = run.cancelled_sentence(request.key) if request is not None else None
-    if request is not None and (clicked or (autorun and not stopped) or run.running(request.key)):
+    if request is not None and (clicked or autorun or run.running(request.key)):
         result = run.run_with_status(model, request) or kept
     else:
         if stopped:  # Cancel pressed (here or in another session): the page says so once more

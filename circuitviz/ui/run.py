@@ -382,36 +382,27 @@ def cancelled_words(seconds: float, method: str | None = None, kept: bool = Fals
 
 
 class _UnlessCancelled:
-    """The result store as a run sees it: a result whose run was cancelled after its last
-    progress report is not kept (the page says nothing was stored); everything else passes. Once
-    a result is going in, Cancel comes too late and leaves the run be (``Job.storing``), so
-    'nothing was stored' is never said of a stored result."""
+    """What the result store asks of a run's job (``GuardedStore``): a result whose run was
+    cancelled after its last progress report is not kept (the page says nothing was stored);
+    everything else passes. Once a result is going in, Cancel comes too late and leaves the run
+    be (``Job.storing``), so 'nothing was stored' is never said of a stored result. Work kept on
+    the way (Best-of-N's pair scores): the job says so once cancelled, and none is kept after
+    Cancel."""
 
-    def __init__(self, store, job: Job):
-        self._store, self._job = store, job
+    def __init__(self, job: Job):
+        self._job = job
 
-    def __getattr__(self, name):
-        return getattr(self._store, name)
-
-    def save_state(self, key, state, kind="result"):
-        """Work kept on the way (Best-of-N's pair scores): the job says so once cancelled, and
-        none is kept after Cancel."""
+    def before_work_kept(self, key: str) -> None:
         with _JOBS_GUARD:  # against ``cancel``: the sentence it leaves says whether work was kept
             if self._job.cancelled is not None:
                 raise RunCancelled(key)
             self._job.kept_work = True
-        return self._store.save_state(key, state, kind=kind)
 
-    def get_or_compute(self, key, compute):
-        def checked():
-            result = compute()
-            with _JOBS_GUARD:  # against ``cancel``: cancelled, or storing, never both
-                if self._job.cancelled is not None:
-                    raise RunCancelled(key)
-                self._job.storing = True
-            return result
-
-        return self._store.get_or_compute(key, checked)
+    def before_result_kept(self, key: str) -> None:
+        with _JOBS_GUARD:  # against ``cancel``: cancelled, or storing, never both
+            if self._job.cancelled is not None:
+                raise RunCancelled(key)
+            self._job.storing = True
 
 
 def _start(model, request) -> Job:
@@ -440,7 +431,9 @@ def _start(model, request) -> Job:
         try:
             # on a CPU other work keeps busy, the cores it leaves free (entry/cpu_share.py)
             with threads_for_run(estimate.device if estimate is not None else "cpu") as share:
-                kept = _UnlessCancelled(store, job) if store is not None else None
+                from ..services.store import GuardedStore  # here: keeps torch out of the first paint
+
+                kept = GuardedStore(store, _UnlessCancelled(job)) if store is not None else None
                 job.result, job.cached = loaders.discover(model, request, progress=report, store=kept)
         except BaseException as error:  # shown by the page, in one sentence when it is the user's
             job.error = error
