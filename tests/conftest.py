@@ -57,6 +57,22 @@ def tiny_app(tmp_path, monkeypatch):
     monkeypatch.setattr(loaders, "MODEL_LOADER", tiny_app_model)
 
 
+@pytest.fixture(scope="module")
+def words():
+    """A model whose tokens carry no leading space (the toy GPT-2's word-level tokenizer)."""
+    from circuitviz.bench.toy_models import tiny_model
+
+    return tiny_model("gpt2", n_layers=1, n_heads=2)
+
+
+@pytest.fixture(scope="module")
+def spaced():
+    """A model whose tokens carry the space before a word, as Gemma's and SmolLM2's do."""
+    from test_batch_inputs import spaced_model
+
+    return spaced_model()
+
+
 @pytest.fixture(scope="session")
 def embedded_model():
     from circuitviz.models import EMBEDDED_MODEL, load_model

@@ -12,23 +12,12 @@ import pytest
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
-from test_batch_inputs import spaced_model  # noqa: E402
 
-from circuitviz.bench.toy_models import IOI_TASK, tiny_model  # noqa: E402
+from circuitviz.bench.toy_models import IOI_TASK  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL, SUPPORTED_MODELS  # noqa: E402
 from circuitviz.query.proposals import Proposal  # noqa: E402
 
 OTHER_MODEL = next(m for m in SUPPORTED_MODELS if m != EMBEDDED_MODEL and not SUPPORTED_MODELS[m].needs_hub)
-
-
-@pytest.fixture(scope="module")
-def words():
-    return tiny_model("gpt2", n_layers=1, n_heads=2)
-
-
-@pytest.fixture(scope="module")
-def spaced():
-    return spaced_model()
 
 
 def test_the_unlikely_answer_sentence_quotes_the_models_token(words, spaced, monkeypatch):

@@ -15,9 +15,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from test_batch_inputs import spaced_model
 
-from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.bench.toy_models import IOI_TASK
 from circuitviz.core.text import read_token
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.tokens import leading_spaces, token_text
@@ -71,16 +70,6 @@ def test_other_tokens_decode_as_before():
     tokenizer = _sentencepiece("metaspace")
     ids = tokenizer("When Mary", add_special_tokens=False).input_ids
     assert token_text(tokenizer, ids) == "When Mary"
-
-
-@pytest.fixture(scope="module")
-def words():
-    return tiny_model("gpt2", n_layers=1, n_heads=2)
-
-
-@pytest.fixture(scope="module")
-def spaced():
-    return spaced_model()
 
 
 def test_the_answer_label_follows_the_tokenizer(words, spaced):

@@ -7,24 +7,11 @@ space keeps it."""
 
 from __future__ import annotations
 
-import pytest
-from test_batch_inputs import spaced_model
-
-from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+from circuitviz.bench.toy_models import IOI_TASK
 from circuitviz.models.adapter import adapter_of
 from circuitviz.models.tokens import token_pieces
 from circuitviz.query.proposals import propose_foil
 from circuitviz.ui.inputs import own_token_line
-
-
-@pytest.fixture(scope="module")
-def words():
-    return tiny_model("gpt2", n_layers=1, n_heads=2)
-
-
-@pytest.fixture(scope="module")
-def spaced():
-    return spaced_model()
 
 
 def test_a_word_level_tokens_own_text_has_no_space(words, spaced):
