@@ -58,17 +58,7 @@ def test_a_page_watching_a_cancelled_run_says_so_and_can_run_again(monkeypatch):
     discover, calls = _slow(cancel_at=3)
     real = loaders.discover
     monkeypatch.setattr(loaders, "discover", discover)
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    for name, value in {
-        "prompt": IOI_TASK.clean,
-        "corrupted": IOI_TASK.corrupted,
-        "answer": " Mary",
-        "foil": " John",
-        "method": "eap",
-        "budgets": "5,10,20,40",
-    }.items():
-        at.query_params[name] = value
-    at.run()
+    at = _explore_with_eap()
     next(b for b in at.button if b.label == "Run").click()
     at.run()
     assert not at.exception, at.exception
@@ -135,6 +125,15 @@ def test_compare_names_each_cancelled_method(monkeypatch):
         "eap-ig",
     ]
     assert len(calls) == 2
+
+
+def _explore_with_eap() -> AppTest:
+    """Explore on the IOI example with EAP at budgets 5 to 40, run once (nothing pressed)."""
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    link = {"prompt": IOI_TASK.clean, "corrupted": IOI_TASK.corrupted, "answer": " Mary", "foil": " John"}
+    for name, value in {**link, "method": "eap", "budgets": "5,10,20,40"}.items():
+        at.query_params[name] = value
+    return at.run()
 
 
 def _until_cancelled(step_s: float = 0.0, log: list | None = None):
@@ -229,17 +228,7 @@ def test_the_page_waits_for_a_run_cancelled_in_its_long_step_before_running_agai
             log.append((request.key, start, time.perf_counter()))
 
     monkeypatch.setattr(loaders, "discover", discover)
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    for name, value in {
-        "prompt": IOI_TASK.clean,
-        "corrupted": IOI_TASK.corrupted,
-        "answer": " Mary",
-        "foil": " John",
-        "method": "eap",
-        "budgets": "5,10,20,40",
-    }.items():
-        at.query_params[name] = value
-    at.run()
+    at = _explore_with_eap()
     next(b for b in at.button if b.label == "Run").click()
     at.run()
     assert any(i.value.startswith("Cancelled after ") for i in at.info)
