@@ -83,7 +83,7 @@ def test_lasso_reduction_reports_before_each_chunk(monkeypatch):
     from circuitviz.lasso import units
 
     monkeypatch.setattr(units, "_CPU_CHUNK_BYTES", 1)  # one unit a chunk: 6 chunks
-    x = torch.randn(6, 20, 8, dtype=torch.float64)
+    x = torch.randn(6, 20, 8, dtype=torch.float64, device="cpu")  # the CPU path is the one cut in chunks
     seen = []
     with pytest.raises(Stop):
         units.principal_scores(x, 3, progress=_stopping_at(4, seen))
