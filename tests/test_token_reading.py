@@ -8,6 +8,8 @@
 - Titles and the demo's heading wrote the answer as its token's repr ("→ ' Mary'", "prefers
   ' Mary' to ' John'"): they now write the word as a reader reads it ("Mary"), and the chips and
   sentences keep the exact token.
+- A byte-level BPE tokenizer saved with no decoder read its tokens in its byte alphabet: 'ĠMary'
+  in the answer's label, its chip and the titles, where one with its decoder reads ' Mary'.
 """
 
 from __future__ import annotations
@@ -59,6 +61,37 @@ def test_a_sentencepiece_token_reads_with_its_space(decoder):
     assert ">·Mary<" in chips and "\u2581" not in chips  # as byte-level BPE's ' Mary' is drawn
     two = tokenizer.convert_tokens_to_ids("\u2581\u2581")
     assert token_text(tokenizer, [two]) == "  "  # each marked space, the first one too
+
+
+def _byte_level_without_decoder():
+    """A byte-level BPE tokenizer trained in a moment, saved with no decoder."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=["<bos>"]
+    )
+    backend.train_from_iterator(
+        ["When Mary and John went to the café, John gave a drink to Mary"] * 20, trainer
+    )
+    assert backend.decoder is None
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<bos>")
+
+
+def test_a_byte_level_token_reads_with_its_space_without_a_decoder():
+    from circuitviz.render import token_strip_html
+
+    tokenizer = _byte_level_without_decoder()
+    (mary,) = tokenizer(" Mary", add_special_tokens=False).input_ids
+    assert tokenizer.convert_ids_to_tokens(mary) == "\u0120Mary"  # 'ĠMary', the byte-level space mark
+    assert token_text(tokenizer, [mary]) == " Mary"
+    assert read_token(token_text(tokenizer, [mary])) == '"Mary"'
+    ids = tokenizer("When Mary went to the café", add_special_tokens=False).input_ids
+    assert token_text(tokenizer, ids) == "When Mary went to the café"  # each byte read back
+    chips = token_strip_html([token_text(tokenizer, [token]) for token in ids])
+    assert ">·Mary<" in chips and "\u0120" not in chips
 
 
 def test_other_tokens_decode_as_before():

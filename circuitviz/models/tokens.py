@@ -12,7 +12,9 @@ A SentencePiece token marks its leading space '▁' ('▁Mary'): read alone it i
 byte-level BPE's 'ĠMary' is, and the chips draw that space '·'. Some tokenizers decode one such
 token otherwise: one saved with no decoder gave '▁Mary' (the chips read '▁Mary' beside '·Mary' for
 the same space), and one whose decoder drops the first space of a text (Llama's, or Metaspace's
-'always') gave 'Mary', a space the token has, unsaid.
+'always') gave 'Mary', a space the token has, unsaid. A byte-level BPE tokenizer saved with no
+decoder gave its tokens' byte alphabet ('ĠMary', and 'When ĠMary' for two): its tokens are read
+through the byte-level decoder, ' Mary' as a tokenizer with its decoder reads them.
 
 ``leading_spaces`` says which of the two conventions a model's tokenizer follows, for the boxes'
 labels: whether a word's token carries the space before it."""
@@ -28,8 +30,11 @@ PROBES = (" the", " a", " I")  # words to ask a tokenizer whether a word's token
 
 def token_text(tokenizer, ids) -> str:
     """The text of ``ids`` (a list of token ids) by ``tokenizer``, a lone byte token as its piece,
-    a lone token marking its space '▁' with that space (``spaced_piece``)."""
-    text = tokenizer.decode(ids)
+    a lone token marking its space '▁' with that space (``spaced_piece``), a byte-level token of a
+    tokenizer with no decoder ('ĠMary') as its bytes read (``byte_level_text``)."""
+    text = byte_level_text(tokenizer, ids)
+    if text is None:
+        text = tokenizer.decode(ids)
     if len(ids) != 1:
         return text
     convert = getattr(tokenizer, "convert_ids_to_tokens", None)
@@ -39,6 +44,29 @@ def token_text(tokenizer, ids) -> str:
     if "\ufffd" in text and BYTE_PIECE.fullmatch(piece):
         return piece
     return spaced_piece(piece, text)
+
+
+def byte_level_text(tokenizer, ids) -> str | None:
+    """The text of ``ids`` by a byte-level BPE tokenizer that has no decoder, read through the
+    byte-level decoder ('ĠMary' -> ' Mary', 'Ã©' -> 'é'); None for any other tokenizer (one
+    with a decoder decodes its own tokens)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or backend.decoder is not None or not _byte_level(backend.pre_tokenizer):
+        return None
+    from tokenizers import decoders
+
+    return decoders.ByteLevel().decode(tokenizer.convert_ids_to_tokens([int(i) for i in ids]))
+
+
+def _byte_level(pre_tokenizer) -> bool:
+    """Whether ``pre_tokenizer`` is byte-level, alone or in a sequence."""
+    from tokenizers import pre_tokenizers
+
+    if isinstance(pre_tokenizer, pre_tokenizers.ByteLevel):
+        return True
+    if isinstance(pre_tokenizer, pre_tokenizers.Sequence):
+        return "ByteLevel(" in repr(pre_tokenizer)  # its members (indexing it is recent)
+    return False
 
 
 def spaced_piece(piece: str, text: str) -> str:
