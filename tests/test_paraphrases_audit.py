@@ -128,3 +128,25 @@ def test_a_paraphrase_cleared_in_the_table_is_named_beside_the_button():
         "paraphrases were cleared in the table; press Run Best-of-N to score them."
     )
     assert "cleared" not in bon.next_run_sentence(3, [])
+
+
+def test_a_rerun_of_a_list_is_priced_without_the_pairs_the_checks_left_out(tiny, tmp_path):
+    """A pair the checks leave out (the model answers it otherwise) is never scored or stored, and
+    a rerun of the same list priced it as work to do ("without the scores of the 2 of its 4 pairs"
+    where nothing was left to score); the run keeps its checks, and the estimate reads them."""
+    store = ResultStore(tmp_path)
+    result = run(tiny, "bon", store=store, budgets=[8], include_mismatched=False)
+    left_out = len(result.details.pairs) - len(result.details.candidates)
+    assert left_out > 0  # the tiny model answers some of the pairs otherwise
+    method = get_method("bon")
+    settings = {"paraphrase_source": "file", "include_mismatched": False, "ig_steps": 5, "cache_scores": True}
+    again = method.as_config({**settings, "paraphrases": paraphrase_records(TINY_PAIRS)})
+    stored, listed = stored_share(tiny, result.model_id, IOI_TASK, again, store)
+    assert stored == listed == len(result.details.candidates)
+    assert (
+        method.stored_work(tiny, result.model_id, IOI_TASK, again, 16, 1, store).timings["scoring_s"] == 1.0
+    )
+    # with mismatched answers let in, the same pairs are work to do (the checks kept both verdicts)
+    mismatched = method.as_config({**settings, "include_mismatched": True, "paraphrases": again.paraphrases})
+    assert stored_share(tiny, result.model_id, IOI_TASK, mismatched, store)[1] > listed
+

@@ -25,7 +25,7 @@ from ..details.query import QueryCircuitDetails
 from ..models.adapter import adapter_of
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
-from ..query.scoring import PairScorer, score_key
+from ..query.scoring import PairScorer, left_out_before, score_key
 from .base import EDGE_CHANGE, Cost, Method, RunContext, ScoringMethod, StoredWork
 from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
@@ -112,18 +112,27 @@ def stored_share(model, model_id: str, task: PromptTask, settings, store) -> tup
     """(the pairs whose score matrices are stored, the pairs the run may score: the prompt and each
     listed pair, a repeat once) for the file source, whose pairs are the user's list: a list typed
     after a run of the same prompt was priced as though its pairs were stored too (Gemma-3-270M, six
-    new pairs: "about 5 s" for a run of 71 s). A pair the checks leave out (the model answers it
-    otherwise) is never stored, and counts here as work to do: the checks are not run to price a
+    new pairs: "about 5 s" for a run of 71 s). A pair the run will leave out is not counted: one
+    whose answer or foils are not the prompt's, and one an earlier run's checks left out (the model
+    answers it otherwise; ``query.scoring.left_out_before``), which is never scored or stored and
+    was priced as work to do. A pair no run has checked counts: the checks are not run to price a
     run. Other sources: (0, 0), the prompt's pair standing for all (a sibling variant's pairs)."""
     config = settings if isinstance(settings, QueryCircuitConfig) else QueryCircuitConfig(**settings)
     if config.paraphrase_source != "file" or not config.paraphrases:
         return 0, 0
-    read = stored_scores_reader(model, model_id, adapter_of(model).spec, config, store)
+    spec = adapter_of(model).spec
+    read = stored_scores_reader(model, model_id, spec, config, store)
+    kept = store if config.cache_scores else None  # the run keeps its checks where it keeps scores
     tasks = [task]
     for record in config.paraphrases:
         try:
-            pair = record.pair(task).task()
+            listed = record.pair(task)
+            pair = listed.task()
         except ValueError:  # a pair the run leaves out (its own answer): it is not scored
+            continue
+        if listed.problems or left_out_before(
+            model, model_id, spec, task, pair, config.include_mismatched, kept
+        ):  # left out by the run, as before: never scored
             continue
         if pair.clean not in (each.clean for each in tasks):  # a repeat is left out, not scored
             tasks.append(pair)

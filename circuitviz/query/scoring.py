@@ -7,6 +7,10 @@ only for the pairs never scored before. The base scorer scores the pairs as one 
 (``methods.bon.pair_scores``): EAP-IG's interpolation steps of pairs of equal token length
 share forward and backward passes, and each pair's matrix equals what it computes for the pair
 alone.
+
+The checks of a listed pair (kind "pair-check", ``save_pair_checks``) are kept beside them: a pair
+the checks left out is never scored, so a rerun of the list is priced without it
+(``left_out_before``).
 """
 
 from __future__ import annotations
@@ -82,3 +86,39 @@ def stored_pair_scores(
     elif progress:
         progress("score", 1.0)
     return [s for s in scores], len(tasks) - len(missing)
+
+
+def pair_check_key(model, model_id: str, spec: GraphSpec, task: PromptTask, pair: PromptTask) -> str:
+    """The store key of the checks of one listed ``pair`` of the prompt ``task`` (the model's
+    answer on the prompt decides whether a pair's answer matches)."""
+    return prompt_key("pair-check", model, model_id, spec, task, pair=pair.to_dict())
+
+
+def save_pair_checks(model, model_id: str, spec: GraphSpec, task: PromptTask, pairs, store) -> None:
+    """Whether each checked pair (``query.pairs.ParaphrasePair``) may be scored, without and with
+    mismatched answers, kept in ``store`` (kind "pair-check") for the next estimate."""
+    if store is None:
+        return
+    for pair in pairs:
+        if not pair.checked:
+            continue
+        try:
+            key = pair_check_key(model, model_id, spec, task, pair.task())
+        except ValueError:
+            continue
+        usable = {"usable": pair.usable(False), "usable_mismatched": pair.usable(True)}
+        if store.load_state(key, kind="pair-check") != usable:
+            store.save_state(key, usable, kind="pair-check")
+
+
+def left_out_before(
+    model, model_id: str, spec: GraphSpec, task: PromptTask, pair: PromptTask, include_mismatched: bool, store
+) -> bool:
+    """Whether an earlier run's checks left ``pair`` out (``save_pair_checks``); False when no run
+    checked it (it is priced as work to do)."""
+    if store is None:
+        return False
+    checks = store.load_state(pair_check_key(model, model_id, spec, task, pair), kind="pair-check")
+    if not isinstance(checks, dict):
+        return False
+    return checks.get("usable_mismatched" if include_mismatched else "usable") is False
