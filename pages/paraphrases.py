@@ -44,7 +44,7 @@ with st.container(border=True):
         budgets_default=bon.page_budgets,
         settings_key=paraphrase_view.SETTINGS_KEY,
     )
-    st.caption(bon.page_defaults_note(n_edges))
+    st.caption(bon.page_defaults_note(n_edges, settings))
     settings = paraphrase_view.checked_source(given.task, settings)  # no family, no API key: said now
 
 

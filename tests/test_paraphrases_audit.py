@@ -150,3 +150,16 @@ def test_a_rerun_of_a_list_is_priced_without_the_pairs_the_checks_left_out(tiny,
     mismatched = method.as_config({**settings, "include_mismatched": True, "paraphrases": again.paraphrases})
     assert stored_share(tiny, result.model_id, IOI_TASK, mismatched, store)[1] > listed
 
+
+def test_the_form_caption_counts_the_users_list():
+    """The caption under the form said "9 paraphrases" (the generated sources' default) beside a
+    list of 2 typed pairs, which the run and the estimate count."""
+    config = get_method("bon").as_config(
+        {
+            "paraphrase_source": "file",
+            "paraphrases": paraphrase_records(TINY_PAIRS.splitlines()[0] + "\n" + TINY_PAIRS.splitlines()[1]),
+        }
+    )
+    note = bon.page_defaults_note(10_342, config)
+    assert "6 budgets, the 2 paraphrases of your list and" in note and "9 paraphrases" not in note
+    assert "9 paraphrases" in bon.page_defaults_note(10_342, get_method("bon").as_config({}))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ..core.text import counted, invisible_characters, invisible_kinds, joined, rough_duration, shown_token
 from ..entry.api import bon_candidate_masks, bon_candidates
 from ..methods import methods_with
+from ..methods.bon import paraphrases_asked
 from ..query.candidates import candidate_names as query_candidate_names
 from ..query.candidates import (  # noqa: F401  (the paraphrase view reads the sentences here)
     candidate_pairs,
@@ -161,12 +162,17 @@ def page_budgets(n_edges: int) -> list[int]:
     return [b for b in PAGE_BUDGETS if b < n_edges] + [int(n_edges)]
 
 
-def page_defaults_note(n_edges: int) -> str:
+def page_defaults_note(n_edges: int, config=None) -> str:
     """What the page starts at, from its defaults (the time is the estimate's: it said 'about a
-    minute on a CPU' above an estimate of 18 s)."""
+    minute on a CPU' above an estimate of 18 s); with the user's own list (``config``'s file
+    source) its paraphrases are counted, as the run and the estimate count them (it said "9
+    paraphrases", the generated sources' default, beside a list of 4)."""
+    paraphrases = f"{PAGE_DEFAULTS['n_paraphrases']} paraphrases"
+    if getattr(config, "paraphrase_source", None) == "file" and getattr(config, "paraphrases", None):
+        paraphrases = f"the {counted(paraphrases_asked(config), 'paraphrase')} of your list"
     return (
         f"This page starts at {PAGE_DEFAULTS['ig_steps']} IG steps per pair, "
-        f"{counted(len(page_budgets(n_edges)), 'budget')}, {PAGE_DEFAULTS['n_paraphrases']} paraphrases and the chosen variant alone (the estimate "
+        f"{counted(len(page_budgets(n_edges)), 'budget')}, {paraphrases} and the chosen variant alone (the estimate "
         "under the form is priced from this machine's runs); more steps score each pair more closely, and "
         "'compare' adds the other variants' curves, each at a proportional cost."
     )
