@@ -221,10 +221,23 @@ def test_a_folder_that_cannot_be_read_is_one_whole_sentence(tmp_path):
     with pytest.raises(atlas.AtlasError) as raised:
         atlas.BatchTable.load(damaged)
     sentence = str(raised.value)
-    assert sentence.startswith(f"{str(damaged)!r} cannot be read as a batch folder: ") and sentence.endswith(
-        "."
+    # the file named, with the way out; pyarrow's "Parquet magic bytes not found in footer" was quoted
+    assert sentence == (
+        f"{str(damaged / 'results.parquet')!r} is damaged (it does not read as a table: cut short, "
+        "emptied or another file's bytes); rerun the `circuitviz batch` command that wrote this folder, "
+        "which sets it aside and reads its rows from the result store or computes them again, or open "
+        "another folder."
     )
-    assert "magic bytes" in sentence and sentence.count(". ") == 0  # the reader's first sentence, whole
+    assert "magic" not in sentence and sentence.count(". ") == 0
+    (damaged / "results.parquet").unlink()
+    atlas.pq.write_table(atlas.SCHEMA.empty_table(), damaged / "results.parquet")
+    (damaged / "manifest.json").write_text("{model: 1")  # a hand edit that broke the JSON
+    with pytest.raises(atlas.AtlasError) as raised:
+        atlas.BatchTable.load(damaged)
+    assert str(raised.value) == (
+        f"{str(damaged / 'manifest.json')!r} does not read as JSON at line 1; rerun the `circuitviz "
+        "batch` command that wrote this folder to write it again, or open another folder."
+    )
     typed = "http://evil.example/"  # as typed: a Path read it 'http:/evil.example'
     with pytest.raises(atlas.AtlasError, match="^Nothing exists at 'http://evil.example/'; give"):
         atlas.BatchTable.load(typed)

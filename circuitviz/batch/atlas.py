@@ -45,7 +45,7 @@ from scipy import sparse
 
 from ..core.graph import GraphSpec
 from ..measure.task_validity import gap_check_enabled
-from .folder_check import damaged_note, manifest_problem, row_problems
+from .folder_check import damaged_note, manifest_problem, read_folder, row_problems
 from .table import SCHEMA, TABLE, with_optional_columns
 from .task_check import task_refusals
 from .units import budget_fractions
@@ -102,15 +102,10 @@ class BatchTable:
         if not path.exists():
             out = shlex.quote(typed)  # a folder with spaces or brackets broke the pasted command
             raise AtlasError(f"{typed!r} holds no {TABLE}; run `circuitviz batch --out {out}` first.")
-        try:
-            table = pq.read_table(path)
-            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise AtlasError(f"{typed!r} has no {MANIFEST}; it is not a batch folder.") from None
-        except (OSError, ValueError, pa.ArrowInvalid) as error:
-            # the reader's first sentence, whole (its message was cut at 120 characters mid-word)
-            reason = str(error).split(". ")[0].strip().rstrip(".")
-            raise AtlasError(f"{typed!r} cannot be read as a batch folder: {reason}.") from None
+        try:  # a file that does not read: named, with the way out (it quoted pyarrow's reason)
+            table, manifest = read_folder(typed, path, folder / MANIFEST)
+        except ValueError as error:
+            raise AtlasError(str(error)) from None
         problem = manifest_problem(manifest)
         if problem:
             raise AtlasError(f"{folder}'s {MANIFEST} is not a batch's manifest: {problem}; rerun the batch.")

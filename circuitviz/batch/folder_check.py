@@ -1,19 +1,48 @@
 """The parts of a batch folder that the Dataset page and the atlas read, checked when the folder
 is opened: a folder is a file the user names, so a hand-edited or damaged ``manifest.json`` is one
 sentence naming the field, and a damaged row of ``results.parquet`` is named and left out, never a
-traceback on the page."""
+traceback on the page. A table or manifest that does not read at all is one sentence naming the
+file and the way out (``read_folder``): the page quoted the reader's "Parquet magic bytes not found
+in footer" and offered none."""
 
 from __future__ import annotations
 
 import json
 import numbers
+from pathlib import Path
 
 import numpy
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from ..core.graph import GraphError, GraphSpec
 from ..core.tasks import METRICS
 from ..core.text import given
+
+
+def read_folder(typed: str, table: Path, manifest: Path) -> tuple[pa.Table, object]:
+    """The rows of a batch folder's ``table`` and its ``manifest`` as JSON; ValueError in one
+    sentence naming the file that does not read and the way out (``typed``: the folder as typed)."""
+    rerun = "rerun the `circuitviz batch` command that wrote this folder"
+    try:
+        rows = pq.read_table(table)
+    except (OSError, ValueError, pa.ArrowException):
+        raise ValueError(
+            f"{str(Path(typed) / table.name)!r} is damaged (it does not read as a table: cut short, emptied "
+            f"or another file's bytes); {rerun}, which sets it aside and reads its rows from the result "
+            "store or computes them again, or open another folder."
+        ) from None
+    try:
+        return rows, json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{typed!r} has no {manifest.name}; it is not a batch folder.") from None
+    except (OSError, ValueError) as error:  # not UTF-8, not JSON, unreadable
+        where = f" at line {error.lineno}" if isinstance(error, json.JSONDecodeError) else ""
+        raise ValueError(
+            f"{str(Path(typed) / manifest.name)!r} does not read as JSON{where}; {rerun} to write it "
+            "again, or open another folder."
+        ) from None
 
 
 def _whole(value) -> bool:
