@@ -34,8 +34,13 @@ if state.session.gallery_slug not in by_slug:  # none chosen yet, or a link's ex
     if unknown:
         st.info(unknown)
     state.session.gallery_slug = examples[0]["slug"]
-slug = st.segmented_control(
-    "example", list(by_slug), key="gallery.slug", format_func=lambda s: by_slug[s]["title"].split(":")[0]
+slug = state.bind(  # the choice is the session's: a page switch and back keeps it (a widget's own is dropped)
+    st.segmented_control,
+    "example",
+    state.Session.gallery_slug.key,
+    widget_key="gallery.slug",
+    options=list(by_slug),
+    format_func=lambda s: by_slug[s]["title"].split(":")[0],
 )
 slug = slug or examples[0]["slug"]
 GALLERY_URL = [state.Session.gallery_slug.key, state.Session.gallery_budget.key]

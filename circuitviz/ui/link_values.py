@@ -4,6 +4,8 @@ the link gives more than once. Pure: no streamlit, so the sentences are tested a
 
 from __future__ import annotations
 
+import json
+
 from ..core.text import cut, markdown_text
 
 TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
@@ -17,6 +19,29 @@ _UNREADABLE_AS = {
     SWITCH: "not 1 (on) or 0 (off)",
     INDEX: f"not a whole number from 0 to {MAX_LINK_INTEGER:,}",
 }
+
+
+def parsed_link_value(kind: str, text: str):
+    """A URL parameter's value as the state holds it, or None when it does not read as ``kind``."""
+    # a budget: a count of edges, 1 or more (nothing a model has more of); an index counts from 0
+    if kind in (INTEGER, INDEX):
+        try:
+            number = int(text)
+        except ValueError:
+            return None
+        lowest = 1 if kind == INTEGER else 0
+        return number if lowest <= number <= MAX_LINK_INTEGER else None
+    if kind == SETTINGS:
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):  # also 5,000 digits of a number, or 100,000 '['
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    if kind == NAMES:
+        return [part for part in text.split(",") if part]
+    if kind == SWITCH:
+        return text if text in ("0", "1") else None
+    return str(text)
 
 
 def unreadable_link_value(parameter: str, kind: str, text: str) -> str:

@@ -8,7 +8,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from . import startup, state
 from .link_values import demo_not_here_sentence
-from .pagelist import DEFAULT, default_alias, pages, switch_to
+from .pagelist import DEFAULT, default_alias, name_of, pages, switch_to
 from .sidebar import sidebar
 
 
@@ -21,6 +21,7 @@ def run_app() -> None:
     app_navigation = st.navigation([*pages(), default_alias(_to_default)])
     if app_navigation.url_path == DEFAULT:  # /explore: on to "/" before the sidebar reads the link
         _to_default()
+    state.session.page = name_of(app_navigation.title)  # whose URL fields the URL holds (state.write_to_url)
     sidebar()
     not_here = demo_not_here_sentence(app_navigation.title, state.session.demo)
     if not_here:  # a demo link to a page without demo mode: said, not ignored

@@ -37,6 +37,11 @@ def page(name: str):
     return st.Page(str(ROOT / script), title=title, icon=icon)
 
 
+def name_of(title: str) -> str | None:
+    """The name of the page titled ``title`` (None for a title no page has)."""
+    return next((name for name, (_, shown, _) in PAGES.items() if shown == title), None)
+
+
 def pages() -> list:
     """Every page of the app, the navigation's list."""
     return [page(name) for name in PAGES]

@@ -8,7 +8,8 @@ with ``open_task``. A widget's own key (a settings form's field, a data editor) 
 ``widget_value`` / ``set_widget_value``.
 
 The view's fields (model, prompt, corrupted prompt, answer, foil, method, budget, and the method's
-settings and budgets) are mirrored to the URL's query parameters. On a session's first run the
+settings and budgets) are mirrored to the URL's query parameters, each on the pages that read it
+(``Field.pages``; the model, device and task on every page's). On a session's first run the
 URL wins: its values seed the widgets before they are created. Values are plain strings in the
 URL; nothing read from the URL is ever run or rendered unescaped.
 
@@ -32,11 +33,11 @@ import streamlit as st
 from .link_values import (
     INDEX,
     INTEGER,
-    MAX_LINK_INTEGER,
     NAMES,
     SETTINGS,
     SWITCH,
     TEXT,
+    parsed_link_value,
     repeated_link_value,
     unreadable_link_value,
 )
@@ -50,8 +51,9 @@ class Field:
     A mutable default (the results' dict) is stored on first read, so the reader may change it.
     """
 
-    def __init__(self, key: str, default: Any = None, url: str | None = None, kind: str = TEXT):
+    def __init__(self, key: str, default: Any = None, url: str | None = None, kind: str = TEXT, pages=None):
         self.key, self.default, self.url, self.kind = key, default, url, kind
+        self.pages = pages  # the pages that read it, whose URL holds it (None: every page's)
 
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
@@ -71,31 +73,18 @@ class Field:
 
     def parsed(self, text: str):
         """A URL parameter's value as the state holds it, or None when it does not read as one."""
-        # a budget: a count of edges, 1 or more (nothing a model has more of); an index counts from 0
-        if self.kind in (INTEGER, INDEX):
-            try:
-                number = int(text)
-            except ValueError:
-                return None
-            lowest = 1 if self.kind == INTEGER else 0
-            return number if lowest <= number <= MAX_LINK_INTEGER else None
-        if self.kind == SETTINGS:
-            try:
-                parsed = json.loads(text)
-            except (ValueError, RecursionError):  # also 5,000 digits of a number, or 100,000 '['
-                return None
-            return parsed if isinstance(parsed, dict) else None
-        if self.kind == NAMES:
-            return [part for part in text.split(",") if part]
-        if self.kind == SWITCH:
-            return text if text in ("0", "1") else None
-        return str(text)
+        return parsed_link_value(self.kind, text)
+
+    def read_on(self, page: str | None) -> bool:
+        """Whether page ``page`` (``pagelist``'s name; None: not known) reads this field."""
+        return page is None or self.pages is None or page in self.pages
 
 
 class Session:
     """Every value a session keeps, by name. The view's fields name their URL parameter."""
 
-    # the view, mirrored in the URL
+    # the view, mirrored in the URL: the app-wide fields (model, device, the task) on every page's,
+    # the others (``pages``: pagelist's names) only on the pages that read them
     model = Field("model", url="model")
     device = Field("device", url="device")
     model_typed = Field("model.typed", "")  # the sidebar's free model id, as typed (not yet loaded)
@@ -105,27 +94,31 @@ class Session:
     answer = Field("answer", url="answer")
     foil = Field("foil", url="foil")
     metric = Field("metric", url="metric")
-    method = Field("method", url="method")
-    budget = Field("budget", url="budget", kind=INTEGER)
+    method = Field("method", url="method", pages=("explore", "steer"))
+    budget = Field("budget", url="budget", kind=INTEGER, pages=("explore", "compare", "paraphrases", "steer"))
     # whose the budget is: (model id, result mark) a slider was moved for by hand (mark None: a
     # Compare slider, every result of that model), LINK for a link's budget, None: an opening view
     budget_chosen = Field("budget.chosen")
     budget_link = Field("budget.link")  # the budget a link named, said where a slider lacks it
-    units = Field("budget.units", url="units", kind=INTEGER)  # the position view's unit budget slider
-    budgets = Field("budgets", url="budgets")
-    settings = Field("settings", url="settings", kind=SETTINGS)
-    compare_chosen = Field("compare.chosen", url="compare", kind=NAMES)
-    bon_method = Field("bon.method", url="bon_method")
-    bon_budgets = Field("bon.budgets", url="bon_budgets")
+    # the position view's unit budget slider
+    units = Field("budget.units", url="units", kind=INTEGER, pages=("explore", "steer"))
+    budgets = Field("budgets", url="budgets", pages=("explore", "compare", "steer"))
+    settings = Field("settings", url="settings", kind=SETTINGS, pages=("explore", "compare", "steer"))
+    compare_chosen = Field("compare.chosen", url="compare", kind=NAMES, pages=("compare",))
+    bon_method = Field("bon.method", url="bon_method", pages=("paraphrases",))
+    bon_budgets = Field("bon.budgets", url="bon_budgets", pages=("paraphrases",))
     # the default text each budgets box was last given: while the box still holds it, a model of
     # another size gets its own default (ui/budget_box.budgets_for_graph)
     budgets_default = Field("budgets.default")
     bon_budgets_default = Field("bon.budgets.default")
-    bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS)
-    signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS)
-    signals_decision = Field("signals.decision", url="decision", kind=INDEX)  # the decision Signals shows
-    instrument_view = Field("instrument.view", url="view")  # the graph's view as JSON (ui/instrument)
-    demo = Field("demo", url="demo", kind=SWITCH)  # "1" while demo mode is on (ui/demo)
+    bon_settings = Field("bon.settings", url="bon_settings", kind=SETTINGS, pages=("paraphrases",))
+    signals_settings = Field("signals.settings", url="acc_settings", kind=SETTINGS, pages=("signals",))
+    # the decision Signals shows
+    signals_decision = Field("signals.decision", url="decision", kind=INDEX, pages=("signals",))
+    # the graph's view as JSON (ui/instrument), and "1" while demo mode is on (ui/demo)
+    instrument_view = Field("instrument.view", url="view", pages=("explore", "gallery"))
+    demo = Field("demo", url="demo", kind=SWITCH, pages=("explore", "gallery"))
+    page = Field("app.page")  # the page this script run shows (pagelist's name), set by the navigation
     # what depends on the prompt
     inputs_for = Field("inputs_for")  # the prompt the answer, foil and corrupted prompt were set for
     results = Field("results", {})  # {method: CircuitResult} computed for the current prompt, by any page
@@ -145,14 +138,16 @@ class Session:
     # a page's own values
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
-    gallery_slug = Field("gallery.slug", url="example")  # the Gallery's example, its segmented control's key
-    gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER)  # the example's budget shown
-    bon_intersection = Field("bon.intersection", "none", url="highlight")  # Paraphrases' highlighted bar
+    # the Gallery's example (its segmented control's, ``gallery.slug``), and the example's budget shown
+    gallery_slug = Field("gallery.example", url="example", pages=("gallery",))
+    gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER, pages=("gallery",))
+    bon_intersection = Field("bon.intersection", "none", url="highlight", pages=("paraphrases",))  # its bar
     bon_intersection_clicked = Field("bon.intersection.clicked")
     signals_method = Field("signals.method")  # the registered method the Signals page explains
     steer_labels = Field("steer.llm")  # the background LLM labeller of the Steer page
-    steer_features = Field("steer.features.chosen", url="zero", kind=NAMES)  # Steer: L6/123, ...
-    steer_nodes = Field("steer.nodes.typed", "a3.h0, m5, m9, m14", url="nodes")  # typed where no circuit is
+    steer_features = Field("steer.features.chosen", url="zero", kind=NAMES, pages=("steer",))  # L6/123, ...
+    # the nodes typed where no circuit is
+    steer_nodes = Field("steer.nodes.typed", "a3.h0, m5, m9, m14", url="nodes", pages=("steer",))
 
 
 session = Session()
@@ -229,36 +224,44 @@ def _url_text(value) -> str:
     return str(value)
 
 
-def url_params(keys=None, as_given: bool = False) -> dict:
-    """{query parameter: text} of the view's values that are set; ``as_given``: the URL's own
-    parameters instead, each with every value the link gives it (``/explore`` forwards them)."""
+def page_keys(page: str | None = None) -> list[str]:
+    """The session keys of the URL fields page ``page`` reads (by default the page this run shows,
+    ``session.page``; every field where it is not known: a page run alone, outside the app)."""
+    page = page or session.page
+    return [found.key for found in VIEW_FIELDS if found.read_on(page)]
+
+
+def url_params(keys=None, as_given: bool = False, page: str | None = None) -> dict:
+    """{query parameter: text} of the view's values that are set, of the fields page ``page`` (by
+    default this run's) reads; ``as_given``: the URL's own parameters instead, each with every
+    value the link gives it (``/explore`` forwards them)."""
     if as_given:
         return {name: st.query_params.get_all(name) for name in st.query_params}
-    found = {}
-    for key in keys or VIEW_KEYS:
+    found, own = {}, page_keys(page)
+    for key in keys or own:
         value = st.session_state.get(key)
-        if value is None or value == "" or value == {} or value == [] or value == UNSAID.get(key):
+        if key not in own or value in (None, "", {}, []) or value == UNSAID.get(key):
             continue
         found[VIEW_KEYS[key]] = _url_text(value)
     return found
 
 
 def write_to_url(keys=None) -> None:
-    """Mirror the view's current values (those set in the session) into the URL.
+    """Mirror the view's current values (those set in the session) into the URL: ``keys``, else
+    every field this page reads. Another page's fields leave the URL (their values stay in the
+    session, for when that page opens again): a link copied here names this page's view alone.
 
     Pages call it before anything that may stop or block the script (a run, ``st.stop``), so the
     URL names the view while it is on screen, a run in flight included. The whole query string
     is sent every time, in one message, even when the server's copy already holds it: the browser
     ignores a query string equal to its own, and one that a page switch left behind (the browser's
     URL without a parameter the server believes it shows) is put right by the next script run."""
-    wanted = url_params(keys)
+    wanted, own = url_params(keys), page_keys()
     query = st.query_params.to_dict()
-    for key in keys or VIEW_KEYS:
-        parameter = VIEW_KEYS[key]
-        if parameter in wanted:
-            query[parameter] = wanted[parameter]
-        else:
+    for key, parameter in VIEW_KEYS.items():
+        if key not in own or (key in (keys or own) and parameter not in wanted):
             query.pop(parameter, None)
+    query.update(wanted)
     st.query_params.from_dict(query)
 
 
@@ -487,7 +490,7 @@ def open_task(
         "extra": extra,
     }
     if switch:
-        switch_to("explore", url_params())
+        switch_to("explore", url_params(page="explore"))
 
 
 def open_is_waiting() -> bool:

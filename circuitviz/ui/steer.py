@@ -402,7 +402,7 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
     if not corrupted:
         corrupted, note = propose_corruption(model, prompt, answer)
     if not corrupted:
-        state.switch_to("explore", state.url_params())
+        state.switch_to("explore", state.url_params(page="explore"))
         return
     method = session.method or None
     state.open_task(
