@@ -50,6 +50,10 @@ try:
         release = st.selectbox("release", sorted(releases))
         sae_id = st.selectbox("SAE id", releases.get(release, []))
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
+except sae_store.NoSaesShip:  # a state of the model, not a fault: an info with the ways to SAEs
+    others = tuple(other for other in sources if other != "embedded")
+    st.info(markdown_sentence(sae_labels.no_saes_sentence(model_id, others)))  # a typed model id: escaped
+    st.stop()
 except sae_store.SaeUnavailable as error:
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()

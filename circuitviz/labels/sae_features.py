@@ -36,6 +36,7 @@ from ..labels.residual import residual_stream
 from ..models.adapter import adapter_of
 from ..services import assets
 from ..services.sae_store import (
+    NoSaesShip,
     SaeUnavailable,
     dtype_name,
     embedded_index,
@@ -182,14 +183,22 @@ def check_fits(sae, model) -> None:
 
 
 # ----- where SAEs come from ---------------------------------------------------------------------
+def no_saes_sentence(model_id: str, sources: tuple[str, ...] | None = None) -> str:
+    """That no SAE ships for ``model_id``, and the ways to SAEs: the other ``sources`` the page
+    offers above it (Steer's; a shared server offers no local folder), or, with None, a folder's."""
+    ways = ""
+    if sources is None:
+        ways = "load one from a local folder, or "
+    elif sources:
+        ways = f"choose {' or '.join(repr(source) for source in sources)} above to load one, or "
+    return f"No SAEs ship for {model_id}; {ways}train one with scripts/train_saes.py."
+
+
 def load_embedded_saes(model, model_id: str) -> list[LabelledSae]:
     """The SAEs shipped for ``model_id`` (the store loads each once); SaeUnavailable if none ship."""
     folders = embedded_sae_folders(model_id)
     if not folders:
-        raise SaeUnavailable(
-            f"No SAEs ship for {model_id}; load one from a local folder, or train one with "
-            "scripts/train_saes.py."
-        )
+        raise NoSaesShip(no_saes_sentence(model_id))
     index = embedded_index(model_id) or {}
     quality = {entry["layer"]: entry for entry in index.get("saes", [])}
     saes = []

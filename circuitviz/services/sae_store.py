@@ -32,6 +32,10 @@ class SaeUnavailable(ValueError):
     """An SAE cannot be loaded or used here; the message is one sentence saying why and what to do."""
 
 
+class NoSaesShip(SaeUnavailable):
+    """No SAE ships for the model: a state of the model, not a fault (the page says it as an info)."""
+
+
 # ----- hook names -------------------------------------------------------------------------------
 _HOOK_RE = re.compile(r"^blocks\.(\d+)\.(.+)$")
 # where in a block a hook sits, so features of one layer are ordered pre < mid < post
