@@ -219,14 +219,16 @@ def method_runs(text: str, settings: dict) -> list:
 
 def counts_line(report) -> str:
     """The batch's counts, each row once: finished (found in the store), failed (refused by the
-    tokenizer before running), wall time and where it ran."""
+    tokenizer before running), wall time (the model's load, part of it, named) and where it ran."""
     from ..core.text import clock_duration
 
     counts = report.manifest["counts"]
     failed = counts["failed"] + counts["refused"]
     refused = f" ({counts['refused']:,} refused before running)" if counts["refused"] else ""
+    load = report.manifest.get("load_seconds")
+    loading = f", the model's load {clock_duration(load)} of it" if load is not None else ""
     return (
         f"batch: {counted(report.items, 'item')}: {counts['done']:,} finished ({report.skipped:,} found in the store), "
-        f"{failed:,} failed{refused}, in {clock_duration(report.seconds)} on {report.executor} "
+        f"{failed:,} failed{refused}, in {clock_duration(report.seconds)}{loading} on {report.executor} "
         f"({counted(report.workers, 'worker')})"
     )

@@ -174,6 +174,7 @@ class _Run:
         self.state = BatchState()
         self.running = 0  # items in the group now running (its progress is a share of them)
         self.discovery_seconds = 0.0
+        self.load_seconds: float | None = None
         self.stage = "load"
 
     # ----- planning ------------------------------------------------------------------------------
@@ -185,7 +186,9 @@ class _Run:
             source.check(here=executor.name == "local")  # a mistyped name: no load line before its error
             where = " on each Ray worker" if executor.name == "ray" else ""
             self.say(f"loading {source.model_id}{where} ...")
-        self.info = executor.start()
+        loads, loading = getattr(executor, "model", None) is None, time.perf_counter()
+        self.info = executor.start()  # the model's load (on every Ray worker): timed, part of the batch
+        self.load_seconds = time.perf_counter() - loading if loads else None  # None: it came loaded
         self.spec = self.info.spec
         self.budgets, note = _resolve_budgets(request.budgets, self.spec.n_edges)
         limit = request.keep_edges if request.keep_edges is not None else max(1, self.spec.n_edges // 10)
@@ -443,6 +446,7 @@ class _Run:
                 "from_store": state.skipped,
             },
             "seconds": seconds,
+            "load_seconds": self.load_seconds,
             "discovery_seconds": self.discovery_seconds,
             "driver_seconds": state.driver_seconds,
             "interrupted": interrupted,

@@ -33,13 +33,16 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None, famil
     (the table's own ``seconds``, the newest run that ran it on prompts of ``family`` where one
     did: 'ioi', 'mmlu', ...; else the newest of any) and how long those prompts were (an MMLU
     question's 46 tokens cost several IOI prompts' 16), what ``n`` prompts of them all come to,
-    and how long the model took to load."""
+    and how long the model took to load: in the newest batch's own process where a batch recorded
+    it (its manifest's ``load_seconds``), else in this server's (a batch pays Python's start and
+    imports too, so that figure was no price for it)."""
     import pyarrow.parquet as pq
 
     from ..batch import jobs
     from ..entry.calibration import last_load
 
     found: list[list[dict]] = []  # each earlier run's finished rows on this model, newest first
+    batch_loads: list[float] = []  # each earlier run's own load of this model, newest first
     for job in jobs.jobs():
         if job.running or not (job.folder / "results.parquet").exists():
             continue
@@ -47,11 +50,15 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None, famil
             table = pq.read_table(
                 job.folder / "results.parquet", columns=["method", "status", "seconds", "n_tokens", "family"]
             )
-            ran_on = jobs._read(job.folder / "manifest.json").get("model", {}).get("model_id")
-        except (OSError, ValueError):
+            manifest = jobs._read(job.folder / "manifest.json")
+            ran_on = manifest.get("model", {}).get("model_id")
+        except (OSError, ValueError, AttributeError):
             continue
         if ran_on == model_id:
             found.append([r for r in table.to_pylist() if r["status"] == "done" and r["seconds"]])
+            loaded = manifest.get("load_seconds")
+            if isinstance(loaded, (int, float)) and not isinstance(loaded, bool) and loaded > 0:
+                batch_loads.append(float(loaded))
 
     def alike(row: dict) -> bool:  # a prompt of the family asked ('mmlu/astronomy' for mmlu)
         return family is not None and str(row["family"] or "").split("/")[0] == family
@@ -94,7 +101,12 @@ def measured_cost(model_id: str, methods: list[str], n: int | None = None, famil
             f" No batch here has measured {', '.join(unmeasured)} on {model_id} yet: the batch shows its "
             "own estimate of the time left once its first group of prompts ends."
         )
-    if load:  # the app's own load, after its imports: SmolLM2-135M's 1 s read as what a batch pays
+    if batch_loads:  # the batch's own load, in its own process: what the next one pays
+        said += (
+            f" The last batch here loaded {model_id} in {rough_duration(batch_loads[0])} in its own process, "
+            "after Python's start and imports, before its first prompt."
+        )
+    elif load:  # the app's own load, after its imports: SmolLM2-135M's 1 s read as what a batch pays
         said += (
             f" This server's last load of {model_id} took {load:.0f} s; the batch loads it again in a "
             "process of its own, Python's start and imports first, before its first prompt."
