@@ -31,6 +31,11 @@ PASSES = {
     "edge-pruning": ({"steps": 3}, "learning masks", 3 + 3 * 2 * 2),
     "acc++": ({}, "knockout", 1 + 2),  # the knockout passes
     "circuit-lasso": ({}, "observe", 1 + 2),  # the observation pass
+    # the path's target, 5 steps forward and back; then one chunk of its 5 points, and its own 2
+    "eap-gp": ({}, "score", 2 + 5 * 2 * 2 + 2 * 2 + 2),
+    # the QK fix's observation; one chunk of its rows forward, back (to the last block: the first
+    # block's input is the leaf), each layer's changes; its own 2
+    "atp-star": ({}, "score", 2 + 2 + 1 + 2 + 2),
 }
 
 

@@ -23,9 +23,10 @@ from ..core.graph import GraphSpec
 from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
 from . import sites
-from .capture import observe
+from .capture import observe_with_raw_heads
 from .gradients import reader_gradients
 from .memory import gradient_bytes_per_position
+from .prefix import layer_checks
 from .scores import accumulate_scores, score_dtype
 
 if TYPE_CHECKING:
@@ -81,7 +82,9 @@ def atp_star_scores(
     """AtP* edge scores of one task (AtP, that is EAP, with both switched off).
 
     clean_writers, corrupted_writers: [1, pos, n_forward, d_model]. Returns [n_forward,
-    n_backward] on the model's device, in the precision scores accumulate in.
+    n_backward] on the model's device, in the precision scores accumulate in. ``progress`` is
+    told again before each block of every pass, forward and backward (``layer_checks``), and
+    before each layer's pattern changes: a run's Cancel is heard inside a chunk, not only after it.
     """
     adapter = adapter_of(model)
     problem = adapter.attention_score_problem() if qk_fix else None
@@ -97,7 +100,15 @@ def atp_star_scores(
     names = [
         name for layer in range(n_layers) for name in (sites.resid_pre(layer), sites.attention_scores(layer))
     ]
-    seen = observe(model, spec, prepared.clean_tokens, names, keep_writers=False)[1] if qk_fix else {}
+
+    def check_at(done: int):
+        """The run's report of ``done`` rows done, said again inside a pass (None: no callback)."""
+        return (lambda: progress("score", done / rows)) if progress else None
+
+    seen = {}
+    if qk_fix:
+        tokens = prepared.clean_tokens
+        seen = observe_with_raw_heads(model, spec, tokens, names, keep_writers=False, check=check_at(0))[1]
     patterns = [sites.attention_pattern(layer) for layer in range(n_layers)] if qk_fix else []
     total = torch.zeros(spec.n_forward, spec.n_backward, dtype=dtype, device=device)
     # A' - A does not depend on the row (the dropped layer): made once when all layers' fit
@@ -135,11 +146,15 @@ def atp_star_scores(
             for layer in range(n_layers):
                 for name in (sites.attention_out(layer), sites.mlp_out(layer)):
                     hooks.append((name, lambda x, hook, layer=layer: drop(x, hook, layer)))
+        check = check_at(chunk.start)
+        hooks += layer_checks(n_layers, check)
         gradients, _ = reader_gradients(model, spec, prepared, count, extra_hooks=hooks, extra_grads=patterns)
         part = torch.zeros(count, spec.n_forward, spec.n_backward, dtype=dtype, device=device)
         owner = torch.arange(count, device=device)
         accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner=owner)
         for layer in range(n_layers if qk_fix else 0):
+            if check is not None:
+                check()
             upstream = spec.upstream_of_heads(layer)
             changes = changes_of(layer)
             # [rows, H, t, s], from the layer's device to the scores' (a split model's may differ)

@@ -25,18 +25,21 @@ import torch
 
 from ..models.adapter import adapter_of
 from . import sites
-from .prefix import final_residual
+from .prefix import final_residual, layer_checks
 
 if TYPE_CHECKING:
     from ..core.tasks import PreparedTask
 
 
 @torch.no_grad()
-def last_logits(model, tokens: torch.Tensor, embedding: torch.Tensor | None = None) -> torch.Tensor:
+def last_logits(
+    model, tokens: torch.Tensor, embedding: torch.Tensor | None = None, check=None
+) -> torch.Tensor:
     """Every vocabulary logit at the last position of a plain run (``embedding`` [1, pos,
-    d_model] in place of the tokens' own).  # [1, d_vocab]"""
+    d_model] in place of the tokens' own; ``check`` called before each block).  # [1, d_vocab]"""
     adapter = adapter_of(model)
     hooks = [] if embedding is None else [(sites.EMBEDDING, lambda x, hook: embedding)]
+    hooks += layer_checks(adapter.spec.n_layers, check)
     return adapter.unembed(final_residual(model, tokens, hooks))
 
 
@@ -57,42 +60,49 @@ def grad_path(
     steps: int,
     step_length: float,
     backtrack: bool = True,
+    check=None,
 ) -> torch.Tensor:
     """γ_1 .. γ_m of the GradPath from the clean embedding towards the corrupted output (each step
-    lowering the distance, with ``backtrack``; the module's docstring).
+    lowering the distance, with ``backtrack``; the module's docstring). ``check``: called before
+    each block of every pass, forward and backward (``layer_checks``: a run's progress report,
+    which raises once the run is cancelled; the m sequential steps were silent, 20 s of a busy CPU).
 
     clean, corrupted: the prompts' input embeddings [pos, d_model]. Returns [m, pos, d_model].
     """
     adapter = adapter_of(model)
     tokens = prepared.clean_tokens.to(clean.device)
-    target = last_logits(model, prepared.corrupted_tokens.to(clean.device))  # [1, d_vocab]
+    target = last_logits(model, prepared.corrupted_tokens.to(clean.device), check=check)  # [1, d_vocab]
+    checks = layer_checks(adapter.spec.n_layers, check)
     point = clean[None].detach()  # [1, pos, d_model]
     length = float(step_length)
     path = []
     for _ in range(int(steps)):
         leaf = point.clone().requires_grad_(True)
         with adapter.split_attention_inputs(False), torch.enable_grad():
-            residual = final_residual(model, tokens, [(sites.EMBEDDING, lambda x, hook, leaf=leaf: leaf)])
+            embedding = [(sites.EMBEDDING, lambda x, hook, leaf=leaf: leaf)]
+            residual = final_residual(model, tokens, embedding + checks)
             distance = _distance(adapter.unembed(residual), target)
             (grad,) = torch.autograd.grad(distance, leaf)
         size = grad.norm()
         if float(size) > 0:  # a point whose output is the corrupted one already stays put
             if backtrack:
-                point, length = _descending_step(model, tokens, target, point, grad / size, length, distance)
+                point, length = _descending_step(
+                    model, tokens, target, point, grad / size, length, distance, check
+                )
             else:
                 point = point - (length / size) * grad.to(point.dtype)
         path.append(point[0].detach())
     return torch.stack(path)
 
 
-def _descending_step(model, tokens, target, point, direction, length: float, distance):
+def _descending_step(model, tokens, target, point, direction, length: float, distance, check=None):
     """(the next point, the step length for the next step): the first of ``point - length *
     direction`` and its halved steps whose distance to the corrupted output is below ``distance``
     (the point itself, and the length halved once more, if none is)."""
     below = float(distance.detach())
     for _ in range(HALVINGS + 1):
         candidate = point - length * direction.to(point.dtype)
-        if float(_distance(last_logits(model, tokens, candidate), target)) < below:
+        if float(_distance(last_logits(model, tokens, candidate, check), target)) < below:
             return candidate, length
         length = length / 2
     return point, length

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..engine.gradients import reader_gradients
 from ..engine.gradpath import grad_path
+from ..engine.prefix import layer_checks
 from ..engine.scores import gradient_scores
 from .base import EDGE_CHANGE, Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register
@@ -73,14 +74,19 @@ class EAPGP(ScoringMethod):
         clean = evaluator.clean_writers[0, :, 0]  # [pos, d_model]: the input embeddings
         corrupted = evaluator.corrupted_writers[0, :, 0]
         length = float(config.step_scale) * float((corrupted - clean).norm()) / steps
+        # the path's passes and each chunk's pass report before each block, forward and backward
+        # (``layer_checks``): the run's Cancel is heard inside them, not only between chunks
+        check = (lambda: ctx.report("score", 0.0)) if ctx.progress is not None else None
         path = grad_path(
-            model, prepared, clean, corrupted, steps, length, backtrack=bool(config.backtrack)
+            model, prepared, clean, corrupted, steps, length, backtrack=bool(config.backtrack), check=check
         )  # [m, pos, d_model]
         differences = evaluator.corrupted_writers - evaluator.clean_writers  # [1, pos, n_forward, d_model]
 
         def batch_pass(rows: slice):
             points = path[rows]
-            gradients, _ = reader_gradients(model, spec, prepared, len(points), lambda x: points)
+            said = (lambda: ctx.report("score", rows.start / steps)) if ctx.progress is not None else None
+            checks = layer_checks(spec.n_layers, said) or None
+            gradients, _ = reader_gradients(model, spec, prepared, len(points), lambda x: points, checks)
             return gradients, differences, None, None
 
         scores = gradient_scores(model, spec, steps, prepared.n_positions, batch_pass, progress=ctx.progress)
