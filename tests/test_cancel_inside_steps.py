@@ -1,8 +1,8 @@
 """A run stops at its next progress report once Cancel is pressed (``ui/run.py``), so the long
 steps of a method report inside themselves: each block of a batched pass (forward and backward),
 each head of a first ACC++ SVD, each chunk of CircuitLasso's reduction, each batch of a
-paraphrase check. Each test stops the step at a report inside it: before, none came until it
-ended."""
+paraphrase check, each block of the clean and corrupted runs before a method's first report.
+Each test stops the step at a report inside it: before, none came until it ended."""
 
 from __future__ import annotations
 
@@ -108,3 +108,64 @@ def test_a_paraphrase_check_reports_before_each_batch():
     with pytest.raises(Stop):
         validate_pairs(model, IOI_TASK, [pair] * 3, batch_size=2, progress=_stopping_at(2, seen))
     assert seen == [("paraphrases", 0.0)] * 2  # 6 sequences in batches of 2: stopped at the second
+
+
+def test_the_clean_and_corrupted_runs_report_before_each_block_and_stop_there():
+    """A run's clean and corrupted runs came before its first report: a Cancel there waited for
+    them (2-9 s of a busy CPU on Gemma-3-270M). Now they say before each block that they are
+    under way (``prepare``, the progress bar's step 1), and a run stops inside them."""
+    from circuitviz.core.phases import Phase, phase_of_report
+    from circuitviz.methods import RunContext, get_method
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    for method in ("eap-ig", "edge-pruning"):  # a scoring method's batch; another's ``ctx.evaluator``
+        seen = []
+        with pytest.raises(Stop):
+            get_method(method).run_on(
+                model,
+                IOI_TASK,
+                {"steps": 2} if method == "edge-pruning" else {},
+                budgets=[5],
+                progress=_stopping_at(2, seen),
+            )
+        assert seen == [("prepare", 0.0)] * 2, method
+        assert phase_of_report(seen[0][0]) is Phase.PREPARE
+    seen = []
+    with pytest.raises(Stop):
+        assert RunContext(model, IOI_TASK, progress=_stopping_at(1, seen)).evaluator is None  # never reached
+    assert seen == [("prepare", 0.0)]
+    assert (
+        RunContext(model, IOI_TASK).evaluator.baseline
+        == RunContext(model, IOI_TASK, progress=lambda *report: None).evaluator.baseline
+    )
+
+
+def test_best_of_n_pair_groups_report_inside_their_clean_and_corrupted_runs(monkeypatch):
+    """Best-of-N's pairs run their clean and corrupted prompts as a group before the group's
+    scoring reports: a Cancel there waited for them. They report the scoring under way before
+    each block now, so a run stops before those runs end."""
+    from circuitviz.core.tasks import prepare_task
+    from circuitviz.methods import get_method, scoring
+    from circuitviz.models.adapter import adapter_of
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    spec = adapter_of(model).spec
+    pairs = [prepare_task(model, IOI_TASK)] * 2
+    made = []
+    evaluators = scoring.evaluators_of_tasks
+
+    def counted(*args, **kwargs):
+        found = evaluators(*args, **kwargs)
+        made.append(len(found))
+        return found
+
+    monkeypatch.setattr(scoring, "evaluators_of_tasks", counted)
+    method = get_method("eap-ig")
+    config = method.make_config({})
+    seen = []
+    with pytest.raises(Stop):
+        scoring.pair_scores(model, spec, pairs, method, config, progress=_stopping_at(1, seen))
+    assert made == [] and seen == [("score", 0.0)]  # stopped inside the group's runs
+    alone = scoring.pair_scores(model, spec, pairs, method, config)
+    watched = scoring.pair_scores(model, spec, pairs, method, config, progress=lambda *report: None)
+    assert all(torch.equal(a, b) for a, b in zip(alone, watched))

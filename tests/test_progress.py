@@ -20,11 +20,14 @@ def test_a_scoring_run_reports_each_phase_as_it_begins():
         progress=lambda name, fraction: reports.append((name, fraction)),
     )
     names = [getattr(name, "value", name) for name, _ in reports]
-    assert reports[0] == ("score", 0.0)  # the work has begun: step 2 of 3 from here on
-    assert phase_of_report(reports[0][0]) is Phase.WORK
+    first_score = names.index("score")  # before it, the clean and corrupted runs before each block
+    assert first_score > 0 and reports[:first_score] == [("prepare", 0.0)] * first_score
+    assert phase_of_report(reports[0][0]) is Phase.PREPARE
+    assert reports[first_score] == ("score", 0.0)  # the work has begun: step 2 of 3 from here on
+    assert phase_of_report(reports[first_score][0]) is Phase.WORK
     first_evaluate = names.index("evaluate")
-    assert all(name == "score" for name in names[:first_evaluate])
-    scoring = [fraction for _, fraction in reports[:first_evaluate]]
+    assert all(name == "score" for name in names[first_score:first_evaluate])
+    scoring = [fraction for _, fraction in reports[first_score:first_evaluate]]
     assert scoring == sorted(scoring) and scoring[-1] == 1.0
     assert reports[first_evaluate] == ("evaluate", 0.0) and reports[-1] == ("evaluate", 1.0)
 
@@ -84,3 +87,22 @@ def test_a_phase_under_a_tenth_of_a_second_is_not_shown_as_zero():
     assert phase_seconds(0.002) == "under\u00a00.01\u00a0s"
     assert phase_seconds(1.26) == "1.3\u00a0s"
     assert phase_seconds(0.1) == "0.1\u00a0s"
+
+
+def test_the_clean_and_corrupted_runs_report_keeps_the_bar_at_step_one():
+    """The clean and corrupted runs report before each block (so a Cancel is heard there): the bar
+    stays at step 1 and names them, no part of the work is made of them, and a late one (a
+    method whose evaluator is made during its work) moves nothing back."""
+    from circuitviz.ui.run import RunProgress, work_parts
+
+    clock = [0.0]
+    progress = RunProgress({"prepare": 2.0, "work": 6.0, "evaluate": 2.0}, clock=lambda: clock[0])
+    clock[0] = 1.0
+    progress.report("prepare", 0.0)
+    fraction, text = progress.update()
+    assert "step 1 of 3, clean and corrupted runs" in text and 0.0 < fraction < 0.2
+    clock[0] = 3.0
+    progress.report("score", 0.5)
+    progress.report("prepare", 0.0)
+    assert progress.phase is Phase.WORK and progress.part == "score" and progress.reported == 0.5
+    assert work_parts([("prepare", 0.0, 1.0), ("score", 1.0, 3.0)], 0.0) == {"score": 3.0}

@@ -43,6 +43,8 @@ class Report(_Named):
     TRACE = "trace"
     SVD = "svd"
     EVALUATE = "evaluate"
+    # said before each block of the clean and corrupted runs: a Cancel is heard there too
+    PREPARE = "prepare"
 
     @property
     def words(self) -> str:
@@ -58,6 +60,7 @@ _REPORT_WORDS = {
     Report.TRACE: "tracing attention decisions",
     Report.SVD: "factoring the heads (once for this model)",
     Report.EVALUATE: "measuring faithfulness",
+    Report.PREPARE: "clean and corrupted runs",
 }
 
 
@@ -67,7 +70,10 @@ ONE_OFF_REPORTS = frozenset({Report.SVD})
 
 
 def phase_of_report(reported: str) -> Phase:
-    """The phase an engine report belongs to: faithfulness, or the method's own work."""
+    """The phase an engine report belongs to: the clean and corrupted runs, faithfulness, or the
+    method's own work."""
+    if reported == Report.PREPARE:
+        return Phase.PREPARE
     return Phase.EVALUATE if reported == Report.EVALUATE else Phase.WORK
 
 

@@ -286,11 +286,12 @@ def writers_and_residual(model, spec: GraphSpec, tokens: torch.Tensor) -> tuple[
 
 @torch.no_grad()
 def writers_residual_and_raw_heads(
-    model, spec: GraphSpec, tokens: torch.Tensor
+    model, spec: GraphSpec, tokens: torch.Tensor, check=None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """``writers_and_residual`` and, on a model whose layers normalise their heads' sum before the
     residual add, every head's output before that norm: raw heads [batch, pos, n_layers * n_heads,
-    d_model] (layer-major), else None. The exact patching reads a corrupted run's raw heads."""
+    d_model] (layer-major), else None. The exact patching reads a corrupted run's raw heads.
+    ``check``: called before each block (``layer_checks``: a run's report, raising once cancelled)."""
     adapter = adapter_of(model)
     tokens = tokens.to(adapter.device)
     buffer = WriterBuffer(spec, tokens.shape[0], tokens.shape[1], adapter.dtype, tokens.device)
@@ -303,6 +304,7 @@ def writers_residual_and_raw_heads(
         raw[:, :, layer * spec.n_heads : (layer + 1) * spec.n_heads] = heads
 
     hooks = writer_hooks(model, spec, buffer, keep_raw if raw is not None else None)
+    hooks += layer_checks(spec.n_layers, check)
     residual = final_residual(model, tokens, hooks)  # [batch, d_model]
     return buffer.values, residual, raw
 

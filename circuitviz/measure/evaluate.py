@@ -75,13 +75,14 @@ class Evaluator:
         prepared: PreparedTask,
         chunk_size: int | None = None,
         runs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+        check: Callable[[], None] | None = None,
     ):
         self.model = model
         self.spec = spec
         self.prepared = prepared
         self.device = model_device(model)
         writers, metrics, residuals, raw = (
-            runs if runs is not None else _runs_of_tasks(model, spec, [prepared])
+            runs if runs is not None else _runs_of_tasks(model, spec, [prepared], check)
         )
         self.clean_writers = writers[:1]  # [1, pos, n_forward, d_model]
         self.corrupted_writers = writers[1:]  # [1, pos, n_forward, d_model]
@@ -183,11 +184,12 @@ def forget_prompt_runs(model) -> None:
 
 
 @torch.no_grad()
-def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor) -> PromptRun:
-    """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and kept)."""
+def prompt_run(model, spec: GraphSpec, tokens: torch.Tensor, check=None) -> PromptRun:
+    """The plain run of ``tokens`` [1, pos]: the one made before on this model, else made now (and
+    kept; ``check`` called before each block of it)."""
     found = kept_prompt_run(model, tokens)
     if found is None:
-        writers, residual, raw = writers_residual_and_raw_heads(model, spec, tokens)
+        writers, residual, raw = writers_residual_and_raw_heads(model, spec, tokens, check)
         found = PromptRun(writers, residual, raw)
         keep_prompt_run(model, tokens, found)
     return found
@@ -261,7 +263,7 @@ def last_residuals(model, tokens: torch.Tensor) -> torch.Tensor:
     return torch.cat(found)
 
 
-def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
+def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask], check=None):
     """The tasks' clean runs, then their corrupted ones: (writers [2g, pos, n_forward, d_model],
     metrics [2g], final residuals at the last position [2g, d_model], raw heads [2g, pos,
     n_layers * n_heads, d_model] or None).
@@ -270,12 +272,15 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
     task alone runs its two prompts one at a time, each read when this model ran it before
     (``prompt_run``: the next tokens, the labels or another method's run of the prompt made it);
     several tasks run all their prompts in one batched pass. So what a task gives never depends
-    on what ran before it (a pass of one row and a pass of two can differ in the last bits)."""
+    on what ran before it (a pass of one row and a pass of two can differ in the last bits).
+    ``check``: called before each block of a pass made here (``layer_checks``): a run's report,
+    which raises once it is cancelled (these runs came before a method's first report: 2-9 s
+    of a busy CPU on Gemma-3-270M, and Best-of-N's per pair group, in which Cancel was not heard)."""
     device = model_device(model)
     sequences = [t.clean_tokens for t in tasks] + [t.corrupted_tokens for t in tasks]
     runs = _kept_rows(model, sequences)
     if runs is None and len(tasks) == 1:
-        runs = [prompt_run(model, spec, tokens) for tokens in sequences]
+        runs = [prompt_run(model, spec, tokens, check) for tokens in sequences]
     if runs is not None:
         writers = torch.cat([run.writers.to(device) for run in runs])  # [2g, pos, fwd, d]
         residual = torch.cat([run.residual.to(device) for run in runs])  # [2g, d_model]
@@ -283,18 +288,23 @@ def _runs_of_tasks(model, spec: GraphSpec, tasks: Sequence[PreparedTask]):
         if runs[0].raw_heads is not None:
             raw = torch.cat([run.raw_heads.to(device) for run in runs])
     else:
-        writers, residual, raw = writers_residual_and_raw_heads(model, spec, torch.cat(sequences))
+        writers, residual, raw = writers_residual_and_raw_heads(model, spec, torch.cat(sequences), check)
     owner = torch.arange(len(tasks), device=device).repeat(2)  # clean rows, then corrupted
     return writers, task_metric(model, tasks, owner)(residual), residual, raw
 
 
 def evaluators_of_tasks(
-    model, spec: GraphSpec, tasks: Sequence[PreparedTask], chunk_size: int | None = None
+    model,
+    spec: GraphSpec,
+    tasks: Sequence[PreparedTask],
+    chunk_size: int | None = None,
+    check: Callable[[], None] | None = None,
 ) -> list[Evaluator]:
     """An evaluator per task, their clean and corrupted runs made together in batched passes.
 
     ``tasks`` must share the prompt length, metric and foil count (``batch_compatible``); one
-    task is a batch of one (``Evaluator(model, spec, task)``).
+    task is a batch of one (``Evaluator(model, spec, task)``). ``check``: called before each
+    block of those passes (``_runs_of_tasks``).
     """
     tasks = list(tasks)
     _check_batch(tasks)
@@ -302,7 +312,7 @@ def evaluators_of_tasks(
     dtype_size = next(model.parameters()).element_size()
 
     def compute(rows: slice):
-        return _runs_of_tasks(model, spec, tasks[rows])
+        return _runs_of_tasks(model, spec, tasks[rows], check)
 
     def commit(rows: slice, result) -> None:
         writers, metrics, residuals, raw = result  # [2g, pos, n_forward, d_model], [2g], [2g, d_model]

@@ -173,7 +173,9 @@ class RunContext:
         """The batched faithfulness evaluator; its clean and corrupted runs are timed once."""
         if self._evaluator is None:
             with self.timed(Timing.CLEAN_CORRUPTED):
-                self._evaluator = Evaluator(self.model, self.spec, self.prepared(True))
+                self._evaluator = Evaluator(
+                    self.model, self.spec, self.prepared(True), check=self.preparing()
+                )
         if self.check_meaningful:
             baseline = self._evaluator.baseline
             require_meaningful(self.task, baseline.clean, baseline.corrupted)
@@ -182,6 +184,11 @@ class RunContext:
     def report(self, phase: str, fraction: float) -> None:
         if self.progress is not None:
             self.progress(phase, fraction)
+
+    def preparing(self) -> Callable[[], None] | None:
+        """What the clean and corrupted runs call before each block (``layer_checks``): the run's
+        report that they are under way, which raises once the run is cancelled (None: no callback)."""
+        return (lambda: self.progress(Report.PREPARE, 0.0)) if self.progress is not None else None
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
@@ -420,11 +427,12 @@ class ScoringMethod(Method):
         """One task's scores and the typed details of the run beside them (none by default)."""
         return self.score(ctx, config), None
 
-    def make_evaluators(self, contexts: Sequence[RunContext], config) -> list[Evaluator]:
+    def make_evaluators(self, contexts: Sequence[RunContext], config, check=None) -> list[Evaluator]:
         """The clean and corrupted runs of ``contexts`` (none has its evaluator yet), in shared
-        batched passes; a method whose own work runs the two prompts anyway makes them there."""
+        batched passes; a method whose own work runs the two prompts anyway makes them there.
+        ``check``: called before each block of those passes (``RunContext.preparing``)."""
         model, spec = contexts[0].model, contexts[0].spec
-        return evaluators_of_tasks(model, spec, [ctx.prepared(True) for ctx in contexts])
+        return evaluators_of_tasks(model, spec, [ctx.prepared(True) for ctx in contexts], check=check)
 
     def score_batch(
         self, contexts: Sequence[RunContext], config, progress: Progress | None = None
@@ -468,7 +476,10 @@ class ScoringMethod(Method):
         begin = time.perf_counter()
         missing = [ctx for ctx in contexts if ctx._evaluator is None]
         if missing:
-            for ctx, evaluator in zip(missing, self.make_evaluators(missing, config)):
+            # a run alone says before each block of them that they are under way (a Cancel is
+            # heard there); a batch's runs report to the batch, which stops them otherwise
+            check = first.preparing() if alone and progress is None else None
+            for ctx, evaluator in zip(missing, self.make_evaluators(missing, config, check)):
                 ctx._evaluator = evaluator
         timings[Timing.CLEAN_CORRUPTED.value] = time.perf_counter() - begin
         begin = time.perf_counter()

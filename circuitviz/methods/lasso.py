@@ -184,19 +184,19 @@ class CircuitLasso(ScoringMethod):
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
 
-    def make_evaluators(self, contexts, config) -> list[Evaluator]:
+    def make_evaluators(self, contexts, config, check=None) -> list[Evaluator]:
         """A task alone: the prompt and its corruption are two of the observed texts, so their rows
         of the observation pass are its clean and corrupted runs (two one-row passes fewer; the
         baseline can differ from those passes' in the last bits, the scores cannot), and the
         observations wait on the context for the scoring. Several tasks: their shared passes (the
         observations of one task at a time are made when it is scored, not all held at once)."""
         if len(contexts) != 1:
-            return super().make_evaluators(contexts, config)
+            return super().make_evaluators(contexts, config, check)
         ctx = contexts[0]
         observations, saes = self._observe(ctx, config, keep_runs=True)
         ctx.kept[_OBSERVED] = (config, observations, saes)
         if observations.runs is None:  # the texts' tokens are not the prepared task's: made apart
-            return super().make_evaluators(contexts, config)
+            return super().make_evaluators(contexts, config, check)
         writers, residual, raw = observations.runs
         return [evaluator_of_runs(ctx.model, ctx.spec, ctx.prepared(True), writers, residual, raw)]
 

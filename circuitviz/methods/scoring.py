@@ -69,10 +69,13 @@ def pair_scores(
                     progress(phase, (done + fraction * size) / len(pairs))
 
             contexts = [RunContext.of_prepared(model, pairs[i]) for i in group]
+            # the group's clean and corrupted runs say before each block that its scoring is
+            # under way: a Cancel is heard inside them (Best-of-N's were silent, 1-9 s a group)
+            check = (lambda report=report: report("score", 0.0)) if progress else None
             made = (
                 [evaluators[i] for i in group]
                 if evaluators is not None
-                else evaluators_of_tasks(model, spec, [pairs[i] for i in group])
+                else evaluators_of_tasks(model, spec, [pairs[i] for i in group], check=check)
             )
             for ctx, evaluator in zip(contexts, made):
                 ctx._evaluator = evaluator
