@@ -169,3 +169,39 @@ def test_best_of_n_pair_groups_report_inside_their_clean_and_corrupted_runs(monk
     alone = scoring.pair_scores(model, spec, pairs, method, config)
     watched = scoring.pair_scores(model, spec, pairs, method, config, progress=lambda *report: None)
     assert all(torch.equal(a, b) for a, b in zip(alone, watched))
+
+
+def test_lasso_solver_reports_before_each_block_and_stops_there(monkeypatch):
+    """CircuitLasso's solver ran silent after the reduction's last report (3-9 s of a busy CPU):
+    it reports before each block it solves now, and a run stops inside it, with the
+    scores of a run without a callback otherwise."""
+    from circuitviz.methods import get_method, lasso
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    seen, inside, solving = [], [], []
+    fit = lasso.fit_adaptive
+
+    def watched(*args, **kwargs):
+        start = len(seen)
+        solving.append(True)
+        try:
+            return fit(*args, **kwargs)
+        finally:
+            solving.clear()
+            inside.append(seen[start:])
+
+    monkeypatch.setattr(lasso, "fit_adaptive", watched)
+
+    def run(progress=None):
+        return get_method("circuit-lasso").run_on(model, IOI_TASK, {}, budgets=[5, 10], progress=progress)
+
+    alone = run()
+    assert run(lambda *report: seen.append(report)).scores.equal(alone.scores)
+    assert len(inside[-1]) >= 1 and set(inside[-1]) == {("regress", 0.0)}
+
+    def stop_in_solver(phase, fraction):
+        if solving:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run(stop_in_solver)

@@ -130,14 +130,18 @@ def lasso_in_blocks(
     penalty: torch.Tensor | float,
     allowed: torch.Tensor | None = None,
     init: torch.Tensor | None = None,
+    check=None,
     **options,
 ) -> LassoFit:
     """``lasso_active_set`` (same arguments and options), each block of ``row_blocks`` solved on
     its rows alone. The gaps are the blocks' own (equal to the whole problem's: a column's gap
     reads only the rows it allows; None with ``certify=False``); ``iterations`` is the most rounds
-    any block took, and ``converged`` holds when every block converged."""
+    any block took, and ``converged`` holds when every block converged. ``check``: called before
+    each block's solve (a run's report, which raises once the run is cancelled)."""
     blocks = row_blocks(allowed, cross.device)
     if blocks is None:
+        if check is not None:
+            check()
         return lasso_active_set(gram, cross, target_power, penalty, allowed, init, **options)
     setup = solve_setup(cross, target_power, penalty, allowed, init)
     coefficients = torch.zeros_like(cross, device=cross.device)
@@ -147,6 +151,8 @@ def lasso_in_blocks(
     for rows, cols in blocks:
         if rows.numel() == 0:  # nothing allowed: zero, and the gap of a zero solution (0 here)
             continue
+        if check is not None:
+            check()
         block_allowed = setup.allowed[rows][:, cols]
         fit = lasso_active_set(
             gram[rows][:, rows],

@@ -109,19 +109,25 @@ def fit_sem(
     tol: float = 1e-9,
     sample_size: int | None = None,
     closeness: bool = True,
+    check=None,
 ) -> SEMFit:
     """Fit every target column's Lasso along the path and keep the chosen solutions.
 
     ``sample_size``: the number of independent observations the criterion counts (default: the
     rows); see ``effective_sample_size``. ``closeness=False``: no ``SEMFit.closeness`` (None), for
     a caller that ranks no unselected pair (the SAE feature circuit): a product by G of every
-    column fewer.
+    column fewer. ``check``: called before each block's solve at each lambda (``lasso_in_blocks``):
+    a run's report, which raises once it is cancelled.
     """
     with solver_threads(problem.predictors.device):
-        return _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness)
+        return _fit_sem(
+            problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness, check
+        )
 
 
-def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness) -> SEMFit:
+def _fit_sem(
+    problem, selection, target_edges, n_lambdas, min_ratio, tol, sample_size, closeness, check=None
+) -> SEMFit:
     start = time.perf_counter()
     mode, fixed = parse_selection(selection)
     if target_edges and target_edges > 0:  # its own lambda whatever the setting: 'adaptive' (the
@@ -174,6 +180,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
             init=coefficients[:, columns] if index else None,
             tol=tol,
             certify=False,  # the chosen solutions' optimality conditions are checked below, once
+            check=check,
         )
         coefficients[:, columns] = fit.coefficients
         rounds += fit.iterations
@@ -198,7 +205,7 @@ def _fit_sem(problem, selection, target_edges, n_lambdas, min_ratio, tol, sample
                 for _ in range(BISECTIONS):
                     middle = math.sqrt(high * low)
                     fit = lasso_in_blocks(
-                        gram, cross, power, middle, allowed, init=best, tol=tol, certify=False
+                        gram, cross, power, middle, allowed, init=best, tol=tol, certify=False, check=check
                     )
                     rounds += fit.iterations
                     count = int(((problem.aggregate(fit.coefficients[:, copy_of]) > 0) & unit_allowed).sum())
@@ -293,11 +300,14 @@ def linear_residual(problem: RegressionProblem) -> float | None:
     return float((residual / power.clamp_min(1e-30)).median())
 
 
-def fit_adaptive(problem: RegressionProblem, n_lambdas: int = 20) -> tuple[SEMFit, torch.Tensor, dict]:
-    """(fit, unit strengths [n_sources, n_targets], what was chosen) for the "adaptive" lambda."""
+def fit_adaptive(
+    problem: RegressionProblem, n_lambdas: int = 20, check=None
+) -> tuple[SEMFit, torch.Tensor, dict]:
+    """(fit, unit strengths [n_sources, n_targets], what was chosen) for the "adaptive" lambda
+    (``check`` as ``fit_sem`` takes it)."""
     residual = linear_residual(problem)
     exact = residual is not None and residual < EXACT_RESIDUAL
-    fit = fit_sem(problem, str(EXACT_LAMBDA if exact else NOISY_LAMBDA), 0, n_lambdas)
+    fit = fit_sem(problem, str(EXACT_LAMBDA if exact else NOISY_LAMBDA), 0, n_lambdas, check=check)
     strengths = refitted_strengths(problem, fit) if exact else fit.selected.cpu().clone()
     regime = {
         "regime": "exact linear" if exact else "noisy",

@@ -247,11 +247,13 @@ class CircuitLasso(ScoringMethod):
                 progress=ctx.progress,
             )
         timings["reduce_s"] = time.perf_counter() - start
+        # the solver reports before each block it solves (a Cancel was not heard in it: 3-9 s of a busy CPU)
+        check = (lambda: ctx.report("regress", 0.0)) if ctx.progress is not None else None
         if config.target_edges == 0 and parse_selection(config.lasso_lambda)[0] == "adaptive":
-            fit, strengths, regime = fit_adaptive(problem, config.n_lambdas)
+            fit, strengths, regime = fit_adaptive(problem, config.n_lambdas, check)
             problem.info.update(regime)
         else:
-            fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas)
+            fit = fit_sem(problem, config.lasso_lambda, config.target_edges, config.n_lambdas, check=check)
             strengths = refitted_strengths(problem, fit) if config.refit else fit.selected.cpu().clone()
         timings["solve_s"] = fit.info["solve_s"]
         ctx.report("regress", 1.0)
