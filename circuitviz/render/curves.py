@@ -52,6 +52,7 @@ def curve_figure(
     broken at each one it misses, so no line is drawn through a budget nobody evaluated.
     """
     figure = go.Figure()
+    named_budgets = [] if current_budget is None else [int(current_budget)]
     first = next(iter(curves.values()), [])
     grid = sorted({float(b) for b in grid} if grid is not None else {_value(p, "budget") for p in first})
     shown = sorted({_value(p, "budget") for points in curves.values() for p in points} | set(grid))
@@ -127,7 +128,8 @@ def curve_figure(
         height=height,
         # without a title, 30 px: the mode bar (25 px, at the top right) stays off the plot
         margin={"l": 60, "r": 30, "t": 30 + 20 * title_lines + (6 if title else 0), "b": 50},
-        xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown)},
+        # the marker's budget ticked: the sentences beside the chart name it ("0.85 at 30")
+        xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown, named_budgets)},
         yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
         # under the plot, at the figure's foot (the bottom margin grows to hold its rows): above the
         # plot it shared a row with plotly's mode bar at the top right, and at 1,000 px they met
@@ -346,13 +348,36 @@ def _crosses(a, b, box) -> bool:
 
 
 BUDGET_TICKS = 8  # budgets spanning less than two powers of ten tick at each budget, up to this many
+NAMED_TICK_GAP = 0.12  # a power of ten nearer a named budget than this (in decades) gives way to it
 
 
-def log_ticks(grid: Sequence[float]) -> dict:
+def log_ticks(grid: Sequence[float], named: Sequence[float] = ()) -> dict:
     """Ticks at the powers of ten the budgets span, written 10, 100, 1k, 10k (plotly's own log
     ticks read '2, 5, 100, 2, 5, 1000'). Where fewer than two powers of ten fall inside the
     budgets' span (20 to 200 showed one tick, '100'), at the budgets themselves (at most
-    ``BUDGET_TICKS``; else their ends), written in full."""
+    ``BUDGET_TICKS``; else their ends), written in full.
+
+    ``named``: budgets a sentence beside the chart names (the marker's "0.85 at 30"), each ticked
+    too, written in full, a power of ten that close to one left out so their labels do not meet:
+    the Gallery's curves, whose examples open at budget 20, 30 or 50, had their first tick at 100."""
+    ticks = _log_ticks(grid)
+    if not ticks or not named:
+        return ticks
+    low, high = ticks["range"]
+    extra = sorted({max(int(round(b)), 1) for b in named if low <= math.log10(max(b, 1)) <= high})
+    extra = [b for b in extra if b not in ticks["tickvals"]]
+    if not extra:
+        return ticks
+    kept = [
+        (value, text)
+        for value, text in zip(ticks["tickvals"], ticks["ticktext"])
+        if all(abs(math.log10(value) - math.log10(b)) >= NAMED_TICK_GAP for b in extra)
+    ]
+    merged = sorted(kept + [(b, f"{b:,}") for b in extra])
+    return {**ticks, "tickvals": [v for v, _ in merged], "ticktext": [t for _, t in merged]}
+
+
+def _log_ticks(grid: Sequence[float]) -> dict:
     if not grid:
         return {}
     smallest, largest = max(min(grid), 1), max(max(grid), 1)
