@@ -806,7 +806,7 @@ def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
     under 9 px even then.)"""
     from pathlib import Path
 
-    from circuitviz.render.vis import SMALL_HINT, SMALL_HINT_TALL, VisGraph, standalone_page
+    from circuitviz.render.vis import SMALL_HINT, SMALL_HINT_TALL, VisGraph, hint_text, standalone_page
 
     chromium = "/usr/bin/chromium"
     if not Path(chromium).exists():
@@ -824,18 +824,21 @@ def test_the_small_labels_line_says_widen_only_where_widening_helps(tmp_path):
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
         try:
-            for name, graph, width in (("tall", tall, 1500), ("wide", wide, 1000)):
+            # a window that holds the tall frame whole (a lower one holds the frame to its height
+            # and the line says "full size": tests/test_frame_window.py)
+            for name, graph, width, height in (("tall", tall, 1500, 1800), ("wide", wide, 1000, 1000)):
                 path = tmp_path / f"{name}.html"
                 path.write_text(standalone_page(graph), encoding="utf-8")
-                page = browser.new_page(viewport={"width": width, "height": 1000})
+                page = browser.new_page(viewport={"width": width, "height": height})
                 page.goto(path.as_uri())
                 page.wait_for_timeout(800)
                 hint = page.locator("#cv-hint")
-                seen[name] = (hint.is_visible(), hint.inner_text())
+                px = page.evaluate("() => network.getScale() * 20")  # every label's size
+                seen[name] = (hint.is_visible(), hint.inner_text(), [px] * len(graph.nodes))
         finally:
             browser.close()
-    assert seen["tall"] == (True, SMALL_HINT_TALL)
-    assert seen["wide"] == (True, SMALL_HINT)
+    assert seen["tall"][:2] == (True, hint_text(SMALL_HINT_TALL, seen["tall"][2]))
+    assert seen["wide"][:2] == (True, hint_text(SMALL_HINT, seen["wide"][2]))
 
 
 def test_the_shared_budget_line_is_named_and_in_no_curves_colour():

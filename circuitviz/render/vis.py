@@ -48,15 +48,44 @@ MAX_LABEL_PX = 16
 # read it (zoom in and drag, or widen the window); it still opens whole, nothing out of view.
 # Gemma-3-270M's layered graph fits at 10.9 px at 1,000 px and 15.6 px wider: no line.
 SMALL_LABEL_PX = 9
+# vis-network leaves out a label drawn under this many px (its ``scaling.label.drawThreshold``, 5,
+# less 1): the line says how many it left out
+LABEL_DRAWN_PX = 4
+# the line's figures, filled in by the page as it fits the drawing (``cvHintText``): {px} the
+# labels' size ("6.4", or "4.0 to 6.4" where they differ), {hidden} "; 12 of 49 are too small to
+# be drawn" where vis-network leaves some out. Until 2026-12-06 the line said "small" with no
+# figure, and SmolLM2-135M's circuit with names in words was drawn at 6.4 px at 1,000 px
 SMALL_HINT = (
-    "The labels are small at this width: zoom in with + and drag to move around, or widen the window."
+    "The labels are drawn at {px} px at this width{hidden}: hover a node for its name, zoom in with + "
+    "and drag to move around, or widen the window."
 )
 # a frame at its greatest height (a tall drawing: ACC++'s 30 layers of SmolLM2-135M) is fitted to
 # its height, so a wider window does not enlarge it: at 1,500 and 2,000 px the line said "widen"
 SMALL_HINT_TALL = (
-    "The labels are small in this frame, as tall as the page lets it be: zoom in with + and drag to "
-    "move around."
+    "The labels are drawn at {px} px in this frame, as tall as the page lets it be{hidden}: hover a "
+    "node for its name, or zoom in with + and drag to move around."
 )
+# a frame is no taller than the window less its key and buttons above it and WINDOW_MARGIN px (the
+# app's bar over the page's top), so the whole drawing, the embeddings and the answer's logit, is
+# in sight at once with its key: SmolLM2-135M's 167-edge circuit with captions drew a 1,464 px
+# frame, taller than a 1,200 px window. "full size" gives it the height its labels want
+# (``VisGraph.max_height``: the page then scrolls past it)
+WINDOW_MARGIN = 60
+SMALL_HINT_WINDOW = (
+    "The labels are drawn at {px} px in this frame, held to the window's height{hidden}: press "
+    '"full size" for a taller frame (the page scrolls past it), hover a node for its name, or zoom '
+    "in with + and drag to move around."
+)
+
+
+def hint_text(template: str, sizes: list[float]) -> str:
+    """The line above a frame of labels drawn at ``sizes`` px, as the page writes it
+    (``cvHintText``)."""
+    low, high = min(sizes), max(sizes)
+    px = f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f} to {high:.1f}"
+    hidden = sum(size < LABEL_DRAWN_PX for size in sizes)
+    words = f"; {hidden} of {len(sizes)} are too small to be drawn" if hidden else ""
+    return template.replace("{px}", px).replace("{hidden}", words)
 
 
 @dataclass
@@ -122,6 +151,7 @@ class VisGraph:
             "small_scale": self.max_scale(SMALL_LABEL_PX),
             "small_hint": SMALL_HINT,
             "small_hint_tall": SMALL_HINT_TALL,
+            "small_hint_window": SMALL_HINT_WINDOW,
             "box": list(self.bounds()) if self.frame is not None else None,
             "min_height": MIN_FRAME_HEIGHT,
             "max_height": self.max_height(),
@@ -261,7 +291,10 @@ OPTIONS = {
 
 # shared by the page and the component: titles to elements, the frame's height from its width,
 # fit after the first draw and on every resize
-DRAW_SCRIPT = r"""
+DRAW_SCRIPT = (
+    f"var WINDOW_MARGIN = {WINDOW_MARGIN};\n"
+    + f"var LABEL_DRAWN_PX = {LABEL_DRAWN_PX};\n"
+    + r"""
 function cvTitles(items) {
   return items.map(function (item) {
     if (typeof item.title === "string") {
@@ -272,9 +305,18 @@ function cvTitles(items) {
     return item;
   });
 }
-function cvHeight(data, width) {
+function cvRoom(container) {  // the most of the window a frame takes with its key above it: seen whole
+  var root = (container && container.closest && container.closest(".cv-root")) || document.body;
+  var above = container ? container.getBoundingClientRect().top - root.getBoundingClientRect().top : 0;
+  return Math.max(0, (window.innerHeight || 0) - WINDOW_MARGIN - Math.max(0, above));
+}
+function cvFullHeight(data, width) {  // the height the drawing wants (its labels readable)
   var drawn = data.widest ? Math.min(width, data.widest) : width;
   return Math.min(data.max_height, Math.max(data.min_height, data.aspect * drawn + 30));
+}
+function cvHeight(data, width, full, container) {  // no taller than the window unless ``full`` is asked for
+  var wanted = cvFullHeight(data, width), room = cvRoom(container);
+  return !full && room >= data.min_height && wanted > room ? room : wanted;
 }
 function cvFit(network, data) {
   if (data.box) {  // a box shared with the drawings beside this one: fitted whole, centred
@@ -292,21 +334,67 @@ function cvHintUpdate(network, data) {  // labels too small to read: the frame s
   if (network.cvHint) {
     var small = data.small_scale && network.getScale() < data.small_scale;
     network.cvHint.style.display = small ? "" : "none";
-    // a frame at its greatest height is fitted to its height: widening the window does not help
-    var frame = network.body.container, tall = (parseFloat(frame.style.height) || frame.clientHeight) >= data.max_height;
-    if (small && data.small_hint_tall) network.cvHint.textContent = tall ? data.small_hint_tall : data.small_hint;
+    // a frame at its greatest height is fitted to its height: widening the window does not help;
+    // one held to the window's height grows with "full size"
+    var frame = network.body.container, height = parseFloat(frame.style.height) || frame.clientHeight;
+    var held = !network.cvFull && height < cvFullHeight(data, frame.clientWidth) - 1;
+    var tall = height >= data.max_height;
+    if (small && data.small_hint_tall) {
+      var template = held ? data.small_hint_window : (tall ? data.small_hint_tall : data.small_hint);
+      network.cvHint.textContent = cvHintText(network, template);
+    } else if (small) {
+      network.cvHint.textContent = cvHintText(network, data.small_hint);
+    }
   }
+}
+function cvHintText(network, template) {  // the line's figures: the labels' px, those left out
+  var scale = network.getScale(), sizes = [];
+  network.body.data.nodes.forEach(function (node) {
+    if (node.label) sizes.push(((node.font && node.font.size) || 14) * scale);
+  });
+  if (!sizes.length) return template.replace("{px}", "?").replace("{hidden}", "");
+  var low = Math.min.apply(null, sizes), high = Math.max.apply(null, sizes);
+  var px = low.toFixed(1) === high.toFixed(1) ? low.toFixed(1) : low.toFixed(1) + " to " + high.toFixed(1);
+  var hidden = sizes.filter(function (size) { return size < LABEL_DRAWN_PX; }).length;
+  var words = hidden ? "; " + hidden + " of " + sizes.length + " are too small to be drawn" : "";
+  return template.replace("{px}", px).replace("{hidden}", words);
+}
+function cvSize(network, data) {  // the frame's height for its width (and the window's), refitted
+  var container = network.body.container, width = container.clientWidth || 800;
+  var full = cvFullHeight(data, width), room = cvRoom(container);
+  for (var pass = 0; pass < 2; pass++) {  // again once if the fit showed or hid the line above
+    var height = cvHeight(data, width, network.cvFull, container);
+    container.style.height = height + "px";
+    network.setSize(width + "px", height + "px");
+    network.redraw();
+    cvFit(network, data);
+    if (Math.abs(cvRoom(container) - room) < 2) break;
+    room = cvRoom(container);
+  }
+  var button = network.cvSizeButton;  // only where the drawing is taller than the window
+  if (button) {
+    button.style.display = full > room && room >= data.min_height ? "" : "none";
+    button.textContent = network.cvFull ? "fit the window" : "full size";
+    button.title = network.cvFull
+      ? "hold the frame to the window's height: the whole drawing in sight"
+      : "the frame at its full height (" + Math.round(full) + " px, taller than the window): larger labels, the page scrolls";
+  }
+}
+function cvToggleFull(network, data) {
+  network.cvFull = !network.cvFull;
+  cvSize(network, data);
 }
 function cvDraw(container, data, options) {
   var width = container.clientWidth || 800;
-  var height = cvHeight(data, width);
+  var height = cvHeight(data, width, false, container);
   container.style.height = height + "px";
   var network = new vis.Network(
     container,
     {nodes: new vis.DataSet(cvTitles(data.nodes)), edges: new vis.DataSet(cvTitles(data.edges))},
     options
   );
-  network.once("afterDrawing", function () { cvFit(network, data); });
+  network.cvFull = false;
+  network.once("afterDrawing", function () { cvSize(network, data); });
   network.on("zoom", function () { cvHintUpdate(network, data); });
   if (typeof ResizeObserver !== "undefined") {
     var last = width;
@@ -314,17 +402,21 @@ function cvDraw(container, data, options) {
       var now = container.clientWidth;
       if (now && Math.abs(now - last) > 2) {
         last = now;
-        var h = cvHeight(data, now);
-        container.style.height = h + "px";
-        network.setSize(now + "px", h + "px");
-        network.redraw();
-        cvFit(network, data);
+        cvSize(network, data);
       }
     }).observe(container);
   }
+  var height = window.innerHeight;
+  window.addEventListener("resize", function () {  // a window of another height: the frame follows
+    if (Math.abs(window.innerHeight - height) > 2 && container.isConnected) {
+      height = window.innerHeight;
+      cvSize(network, data);
+    }
+  });
   return network;
 }
 """
+)
 
 _PAGE_STYLE = """
 body { margin: 0; font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
@@ -358,7 +450,8 @@ def standalone_page(graph: VisGraph) -> str:
     controls = (
         '<span class="cv-zoom"><button onclick="cvZoom(1.25)" title="zoom in">+</button>'
         '<button onclick="cvZoom(0.8)" title="zoom out">&minus;</button>'
-        '<button onclick="cvFit(network, data)" title="fit the graph to the frame">fit</button></span>'
+        '<button onclick="cvFit(network, data)" title="fit the graph to the frame">fit</button>'
+        '<button id="cv-size" style="display:none" onclick="cvToggleFull(network, data)">full size</button></span>'
     )
     data = graph.to_data()
     return (
@@ -375,6 +468,7 @@ def standalone_page(graph: VisGraph) -> str:
         f"{DRAW_SCRIPT}\n"
         "var network = cvDraw(document.getElementById('mynetwork'), data, options);\n"
         "network.cvHint = document.getElementById('cv-hint');\n"
+        "network.cvSizeButton = document.getElementById('cv-size');\n"
         "function cvZoom(factor) { network.moveTo({scale: network.getScale() * factor}); cvHintUpdate(network, data); }\n"
         "</script></body></html>"
     )

@@ -204,6 +204,10 @@ function cvRender(component) {
       button.onclick = () => { const n = root.cvNetwork; if (!n) return; if (act) { n.moveTo({scale: n.getScale() * act}); cvHintUpdate(n, root.cvData); } else { cvFit(n, root.cvData); } };
       zoom.appendChild(button);
     }
+    const size = document.createElement("button");  // "full size": shown where the window holds the frame
+    size.style.display = "none";
+    size.onclick = () => { if (root.cvNetwork) cvToggleFull(root.cvNetwork, root.cvData); };
+    zoom.appendChild(size);
     root.appendChild(zoom);
     root.appendChild(head);
     const body = document.createElement("div");
@@ -228,6 +232,7 @@ function cvRender(component) {
     root.insertBefore(hint, body);
     const network = cvDraw(canvas, data, data.options);
     network.cvHint = hint;
+    network.cvSizeButton = size;
     network.on("click", (event) => {
       const pin = !!(event.event && event.event.srcEvent &&
         (event.event.srcEvent.ctrlKey || event.event.srcEvent.metaKey || event.event.srcEvent.shiftKey));

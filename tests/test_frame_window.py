@@ -1,0 +1,145 @@
+"""A drawing taller than the window is held to the window's height, so both of its ends (the
+embeddings at the bottom, the answer's logit at the top) are in sight at once; "full size" gives
+it the height its labels want. SmolLM2-135M's 167-edge IOI circuit (EAP-IG, budget 200, names in
+words and captions) drew a 1,484 px frame at 1,500 and 2,000 px: in a 1,200 px window the
+embeddings sat 1,505 px down the page with the frame's top at the window's (Chromium,
+2026-12-06). Checked on ``standalone_page``, which draws with the page's own script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from circuitviz.render.vis import (
+    SMALL_HINT,
+    SMALL_HINT_TALL,
+    SMALL_HINT_WINDOW,
+    TALLEST_FRAME,
+    WINDOW_MARGIN,
+    VisGraph,
+    hint_text,
+    standalone_page,
+)
+
+CHROMIUM = "/usr/bin/chromium"
+
+# the frame's height, the "full size" button's text and whether it shows, the line above the frame,
+# and where the top and bottom nodes are drawn (px from the frame's top)
+STATE = """() => { const frame = document.getElementById('mynetwork'), button = document.getElementById('cv-size');
+  const hint = document.getElementById('cv-hint'), box = frame.getBoundingClientRect();
+  const y = (id) => network.canvasToDOM(network.getPosition(id)).y;
+  const px = network.getScale() * 22;
+  const above = box.top - document.body.getBoundingClientRect().top;  // the key and the buttons
+  return {px: px, height: box.height, room: window.innerHeight - above, button: button.style.display !== 'none' ? button.textContent : null,
+          hint: hint.style.display !== 'none' ? hint.textContent : null, top: y('n0'), bottom: y('n29')}; }"""
+
+
+def _tall() -> VisGraph:
+    """30 rows of boxes, drawn 12 px high only in a frame far taller than a window."""
+    nodes = [
+        {
+            "id": f"n{row}",
+            "label": f"layer {row}",
+            "x": 0.0,
+            "y": -100.0 * row,
+            "font": {"size": 22},
+            "shape": "box",
+        }
+        for row in range(30)
+    ]
+    return VisGraph(nodes, [])
+
+
+@pytest.mark.browser
+def test_a_tall_drawing_is_held_to_the_window_and_full_size_gives_it_its_height(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    graph = _tall()
+    assert graph.max_height() == TALLEST_FRAME  # the height its labels want: more than any window here
+    path = tmp_path / "tall.html"
+    path.write_text(standalone_page(graph), encoding="utf-8")
+    seen = {}
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1200})
+            page.goto(path.as_uri())
+            page.wait_for_timeout(800)
+            seen["held"] = page.evaluate(STATE)
+            page.set_viewport_size({"width": 1000, "height": 900})  # a lower window: the frame follows
+            page.wait_for_timeout(800)
+            seen["lower"] = page.evaluate(STATE)
+            page.click("#cv-size")
+            page.wait_for_timeout(800)
+            seen["full"] = page.evaluate(STATE)
+            page.click("#cv-size")
+            page.wait_for_timeout(800)
+            seen["back"] = page.evaluate(STATE)
+        finally:
+            browser.close()
+    held, lower, full, back = seen["held"], seen["lower"], seen["full"], seen["back"]
+    assert held["height"] == pytest.approx(held["room"] - WINDOW_MARGIN, abs=1) and held["room"] > 1100
+    assert 0 < held["bottom"] < held["top"] < held["height"]  # both ends inside the frame
+    assert held["button"] == "full size"
+    assert held["hint"] == hint_text(SMALL_HINT_WINDOW, [held["px"]] * 30)  # "drawn at 8.1 px ..."
+    assert lower["height"] == pytest.approx(lower["room"] - WINDOW_MARGIN, abs=1) and lower["room"] < 900
+    assert full["height"] == pytest.approx(TALLEST_FRAME, abs=1) and full["button"] == "fit the window"
+    # at its greatest height: "widen" would not help
+    assert full["hint"] in (None, hint_text(SMALL_HINT_TALL, [full["px"]] * 30))
+    assert back["height"] == pytest.approx(lower["height"], abs=1) and back["button"] == "full size"
+
+
+@pytest.mark.browser
+def test_a_drawing_the_window_holds_whole_has_no_full_size_button(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    nodes = [{"id": f"n{row}", "label": "a", "x": 0.0, "y": -80.0 * row, "shape": "box"} for row in range(3)]
+    path = tmp_path / "short.html"
+    path.write_text(standalone_page(VisGraph(nodes, [])), encoding="utf-8")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1200})
+            page.goto(path.as_uri())
+            page.wait_for_timeout(800)
+            assert page.evaluate("() => document.getElementById('cv-size').style.display") == "none"
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+def test_the_line_above_the_frame_counts_the_labels_too_small_to_be_drawn(tmp_path):
+    """vis-network leaves out a label under 4 px: the line says how many, and at what size the
+    others are drawn (it said "small" with no figure)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    nodes = [
+        {
+            "id": f"n{i}",
+            "label": "h1",
+            "x": 60.0 * i,
+            "y": 0.0,
+            "font": {"size": 40 if i % 2 else 20},
+            "shape": "box",
+        }
+        for i in range(150)
+    ]
+    path = tmp_path / "wide.html"
+    path.write_text(standalone_page(VisGraph(nodes, [], kind="positions")), encoding="utf-8")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 1200})
+            page.goto(path.as_uri())
+            page.wait_for_timeout(800)
+            scale = page.evaluate("() => network.getScale()")
+            text = page.locator("#cv-hint").inner_text()
+        finally:
+            browser.close()
+    sizes = [float(node["font"]["size"]) * scale for node in nodes]
+    assert min(sizes) < 4 <= max(sizes)  # the 20-unit labels left out, the 40-unit ones drawn
+    assert text == hint_text(SMALL_HINT, sizes) and "; 75 of 150 are too small to be drawn" in text
