@@ -19,10 +19,10 @@ from circuitviz.batch import atlas  # noqa: E402
 from circuitviz.batch.units import counts  # noqa: E402
 from circuitviz.core.text import markdown_sentence  # noqa: E402
 from circuitviz.models.catalog import EMBEDDED_MODEL  # noqa: E402
-from circuitviz.ui import batch_form, dataset_curves, loaders  # noqa: E402
+from circuitviz.ui import batch_form, dataset_curves, link_choices, loaders, state  # noqa: E402
 from circuitviz.ui import batch_runner as runs  # noqa: E402
 from circuitviz.ui import dataset as ui  # noqa: E402
-from circuitviz.ui.state import session  # noqa: E402
+from circuitviz.ui.state import Session, session  # noqa: E402
 
 FOLDER = "a batch folder…"
 runs.apply_pending()  # a run asked to open (its end, or "so far"): before the picker is drawn
@@ -30,9 +30,13 @@ stored = ui.stored_atlases()
 yours = runs.your_batches()  # the batches run from this page that have rows, newest first
 typed_folders = loaders.browser_paths_allowed()  # off on a shared server: only the stored atlases
 options = [*stored, *([runs.YOURS] if yours else []), runs.RUN, *([FOLDER] if typed_folders else [])]
+first = next(iter(stored), runs.RUN)
+link_choices.seed("dataset.source", Session.dataset_atlas, options, first)  # the link's (``atlas``), or kept
 if session.dataset_source not in options:  # the atlas open is the one the picker shows
     session.dataset_source = next(iter(stored), runs.RUN)
 choice = st.segmented_control("atlas", options, key="dataset.source") or next(iter(stored), runs.RUN)
+link_choices.keep(Session.dataset_atlas, choice)
+state.write_to_url()  # the atlas (``atlas``) and its view: the branches below may stop the page
 if not typed_folders:
     st.caption(
         markdown_sentence(
@@ -76,32 +80,40 @@ if not batch.labels or not batch.rows().num_rows:
     st.stop()
 
 labels = [name for name in batch.labels if batch.rows(name).num_rows]
+link_choices.seed("dataset.label", Session.dataset_method, labels)
 label = st.selectbox("method", labels, key="dataset.label") if len(labels) > 1 else labels[0]
+link_choices.keep(Session.dataset_method, label)
 if not dataset_curves.headline(batch, label, folder, stamp):
     st.stop()
 kept = batch.kept_budgets(label)
 if not kept:
     st.warning("The table keeps no circuit of this method (rerun with a larger --keep-edges).")
     st.stop()
+link_choices.seed("dataset.budget", Session.dataset_budget, kept, min(kept, key=lambda b: abs(b - 100)))
 budget = st.select_slider(
     f"budget ({counts(batch, label)})",
     kept,
-    value=min(kept, key=lambda b: abs(b - 100)),
     # '1034' stood at its end beside the curve's 10,342, nothing saying why it stopped there
     format_func=lambda b: f"{b:,}",
     help=dataset_curves.kept_budgets_help(batch, label, kept),
     key="dataset.budget",
 )
+link_choices.keep(Session.dataset_budget, budget)
+# per atlas: each opens at the share its batch measured (a batch run here at 60 % opened at the
+# 50 % a stored atlas had left in the slider, its measured consensus a click away), or the link's
+measured = float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5)
+shares = [round(0.05 * step, 2) for step in range(1, 21)]
+if session.dataset_consensus_for not in (None, str(batch.folder)):  # another atlas's: not this one's
+    del session.dataset_consensus
+link_choices.seed(f"dataset.threshold.{batch.folder}", Session.dataset_consensus, shares, measured)
 threshold = st.slider(
     "consensus: edges in at least this share of the prompts' circuits",
     0.05,
     1.0,
-    float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5),
-    0.05,
-    # per atlas: each opens at the share its batch measured (a batch run here at 60 % opened at the
-    # 50 % a stored atlas had left in the slider, its measured consensus a click away)
+    step=0.05,
     key=f"dataset.threshold.{batch.folder}",
 )
+session.dataset_consensus, session.dataset_consensus_for = round(threshold, 2), str(batch.folder)
 
 curves_tab, consensus_tab, clusters_tab, prompts_tab = st.tabs(
     ["Curves", "Consensus circuit", "Clusters", "Prompts"]
@@ -115,3 +127,4 @@ with clusters_tab:
     found = ui.clusters(batch, label, folder, stamp, budget, threshold, len(view["sizes"]))
 with prompts_tab:
     ui.prompts(batch, label, budget, view, found)
+state.write_to_url()  # the view's choices, the score chosen in the Curves tab included

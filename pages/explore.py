@@ -13,7 +13,7 @@ st.caption(
     "carries the answer, and how faithful it is at every edge budget."
 )
 
-from circuitviz.ui import budget_box, inputs, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
+from circuitviz.ui import budget_box, inputs, link_choices, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
 from circuitviz.ui.link_values import DEMO_WAITING, LINK_NOT_STORED  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
@@ -50,7 +50,8 @@ with st.container(key="controls-run"):
 def show_result(result, labels) -> None:
     """The result view; a slider move reruns only this part of the page."""
     result_view.result_view(result, labels=labels, key="explore", model=model)
-    state.write_to_url(["budget", state.Session.units.key])  # the edge or the unit budget shown
+    # the edge or the unit budget shown, and the view's toggles
+    state.write_to_url(["budget", state.Session.units.key, *link_choices.EXPLORE_TOGGLES])
 
 
 if shown.result is not None:

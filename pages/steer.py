@@ -15,7 +15,7 @@ st.caption(
     "metric with zeroing as many random features."
 )
 
-from circuitviz.ui import kept_results, loaders, run, state, steer  # noqa: E402
+from circuitviz.ui import kept_results, link_choices, loaders, run, state, steer  # noqa: E402
 from circuitviz.ui.sidebar import model_choice  # noqa: E402
 
 model_id, device = model_choice()
@@ -32,7 +32,10 @@ from circuitviz.services import sae_store  # noqa: E402
 
 typed_folders = loaders.browser_paths_allowed()  # off on a shared server: no SAE folder typed here
 sources = ["embedded", "local folder", "hub"] if typed_folders else ["embedded", "hub"]
+link_choices.seed("steer.source", state.Session.steer_source, sources)  # the link's (``sae``), or kept
 source = st.radio("SAEs", sources, horizontal=True, key="steer.source")
+link_choices.keep(state.Session.steer_source, source)
+state.write_to_url()  # the source chosen: the branches below may stop the page
 try:
     if source == "embedded":
         saes = sae_labels.load_embedded_saes(model, model_id)

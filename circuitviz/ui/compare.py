@@ -15,7 +15,7 @@ from ..entry.request import Request
 from ..methods import available_methods
 from ..methods.registry import default_comparison, method_traits
 from ..render.routing import drawn_alike
-from . import kept_results, loaders, result_view, state
+from . import kept_results, link_choices, loaders, result_view, state
 from .budget_box import budget_check, fit_budgets_box
 from .caveats import caveats
 from .compare_downloads import comparison_downloads
@@ -273,7 +273,7 @@ def _measured(_model, _results: dict, key: str, budget: int, _request_keys: dict
 def measured_view(results: dict, budget: int, model=None) -> dict | None:
     """On request (it runs the model on each paraphrase), every circuit's held-out transfer and
     completeness at this budget; None when not asked or no model."""
-    if model is None or not st.toggle(
+    if model is None or not link_choices.toggle(
         "NDF on held-out paraphrases and completeness (runs the model)", key="compare.transfer"
     ):
         return None
@@ -530,4 +530,4 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     if measured is not None:
         measured_table(results, budget, measured)
     comparison_downloads(results, shown, measured)
-    state.write_to_url(["budget"])
+    state.write_to_url(["budget", state.Session.compare_held_out.key])

@@ -9,6 +9,7 @@ import os
 import streamlit as st
 
 from ..core.text import markdown_text
+from . import link_choices, state
 from .dataset import FAILED_SHOWN, _load, bands, left_out, mib, short_labels
 from .downloads import slug
 from .guarded_table import csv_button, guarded
@@ -205,10 +206,10 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
     from ..batch.units import over_positions
     from ..render.atlas import band_figure
 
-    score = (
-        st.segmented_control("score", ["ndf", "nfs", "necessity"], default="ndf", key="dataset.score")
-        or "ndf"
-    )
+    scores = ["ndf", "nfs", "necessity"]
+    link_choices.seed("dataset.score", state.Session.dataset_score, scores, "ndf")  # the link's (``score``)
+    score = st.segmented_control("score", scores, key="dataset.score") or "ndf"
+    link_choices.keep(state.Session.dataset_score, score)
     short = short_labels(batch.labels)  # the legend and the table name series by what sets them apart
     series = {short[name]: bands(folder, stamp, name, score) for name in batch.labels}
     own = {name: pair[0] for name, pair in series.items()}

@@ -11,12 +11,16 @@ from ..core.text import cut, markdown_text
 TEXT, INTEGER, SETTINGS, NAMES = "text", "integer", "settings", "names"  # how a URL value reads
 SWITCH = "switch"  # '1' on, '0' off (demo mode): any other value was read as off, unsaid
 INDEX = "index"  # a number from 0: one of a result's items (the Signals page's decision)
+FLAG = "flag"  # a toggle of a page's view: '1' on, '0' off, held as True / False
+SHARE = "share"  # a number from 0 to 1 (the Dataset page's consensus share)
 MAX_LINK_INTEGER = 10**9  # a link's budget: more edges than any model the app can load has
 
 _UNREADABLE_AS = {
     INTEGER: f"not a whole number from 1 to {MAX_LINK_INTEGER:,}",
     SETTINGS: "not a JSON object of settings",
     SWITCH: "not 1 (on) or 0 (off)",
+    FLAG: "not 1 (on) or 0 (off)",
+    SHARE: "not a number from 0 to 1",
     INDEX: f"not a whole number from 0 to {MAX_LINK_INTEGER:,}",
 }
 
@@ -41,7 +45,26 @@ def parsed_link_value(kind: str, text: str):
         return [part for part in text.split(",") if part]
     if kind == SWITCH:
         return text if text in ("0", "1") else None
+    if kind == FLAG:
+        return {"1": True, "0": False}.get(text)
+    if kind == SHARE:
+        try:
+            share = float(text)
+        except ValueError:
+            return None
+        return share if 0 <= share <= 1 else None  # nan and inf fail both
     return str(text)
+
+
+def link_choice_sentence(parameter: str, text: str, options, used: str) -> str:
+    """One sentence (markdown, the link's text escaped) for a link's value that is none of the
+    choices the page offers (``options``), naming them and the one shown instead."""
+    offered = ", ".join(repr(cut(str(option), 40)) for option in list(options)[:8])
+    more = f" and {len(options) - 8:,} more" if len(options) > 8 else ""
+    return markdown_text(
+        f"The link's {parameter} {cut(text, 80)!r} is not one of this page's choices ({offered}{more}): "
+        f"the page shows {cut(str(used), 40)!r}."
+    )
 
 
 def unreadable_link_value(parameter: str, kind: str, text: str) -> str:

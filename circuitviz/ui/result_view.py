@@ -23,7 +23,7 @@ from ..methods.registry import method_traits
 from ..query.pairs import LEFT_OUT_SHOWN
 from ..render.curve_notes import curve_notes
 from ..render.feature_graph import feature_circuit_html
-from . import loaders, state
+from . import link_choices, loaders, state
 from .caveats import caveats
 from .demo import demo_switch, demo_view
 from .downloads import downloads
@@ -411,7 +411,7 @@ def feature_circuit_view(result, model, key: str) -> None:
         f"The circuit over SAE features ({len(circuit.get('nodes') or [])} features)", expanded=True
     ):
         names = None
-        if model is not None and st.toggle(
+        if model is not None and link_choices.toggle(
             "name the features (SAE descriptions)", key=f"{key}.feature_names"
         ):
             names, problem = loaders.sae_feature_labels(model, result.model_id, tuple(
@@ -542,9 +542,9 @@ def result_view(
         st.caption(markdown_text(own))  # tokens are the user's text: escaped
     measure_offers(result, budget, model, key)
     # one toggle a row: two side by side cut their labels at 1,000 px ("show the nodes outside the ...")
-    faded = st.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
+    faded = link_choices.toggle("show the nodes outside the circuit (grey)", key=f"{key}.faded")
     captions = caption_key = None
-    if model is not None and st.toggle(
+    if model is not None and link_choices.toggle(
         "SAE feature labels on the nodes (slower)",
         key=f"{key}.sae",
         help="each node's strongest feature of the embedded SAEs on this prompt",

@@ -31,10 +31,12 @@ from typing import Any
 import streamlit as st
 
 from .link_values import (
+    FLAG,
     INDEX,
     INTEGER,
     NAMES,
     SETTINGS,
+    SHARE,
     SWITCH,
     TEXT,
     parsed_link_value,
@@ -118,6 +120,11 @@ class Session:
     # the graph's view as JSON (ui/instrument), and "1" while demo mode is on (ui/demo)
     instrument_view = Field("instrument.view", url="view", pages=("explore", "gallery"))
     demo = Field("demo", url="demo", kind=SWITCH, pages=("explore", "gallery"))
+    # the result view's toggles on Explore and Compare's held-out one (``link_choices``: by the widget's key)
+    explore_faded = Field("explore.faded.on", False, url="grey", kind=FLAG, pages=("explore",))
+    explore_sae = Field("explore.sae.on", False, url="sae_labels", kind=FLAG, pages=("explore",))
+    feature_names = Field("explore.names.on", False, url="feature_names", kind=FLAG, pages=("explore",))
+    compare_held_out = Field("compare.transfer.on", False, url="held_out", kind=FLAG, pages=("compare",))
     page = Field("app.page")  # the page this script run shows (pagelist's name), set by the navigation
     # what depends on the prompt
     inputs_for = Field("inputs_for")  # the prompt the answer, foil and corrupted prompt were set for
@@ -138,6 +145,13 @@ class Session:
     # a page's own values
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
+    # the atlas shown (its picker's ``dataset.source``), its method, budget, consensus share and score
+    dataset_atlas = Field("dataset.atlas", url="atlas", pages=("dataset",))
+    dataset_method = Field("dataset.method", url="dataset_method", pages=("dataset",))
+    dataset_budget = Field("dataset.budget.shown", url="dataset_budget", kind=INTEGER, pages=("dataset",))
+    dataset_consensus = Field("dataset.consensus", url="consensus", kind=SHARE, pages=("dataset",))
+    dataset_consensus_for = Field("dataset.consensus.for")  # the atlas the share was set on (None: a link's)
+    dataset_score = Field("dataset.score.shown", "ndf", url="score", pages=("dataset",))
     # the Gallery's example (its segmented control's, ``gallery.slug``), and the example's budget shown
     gallery_slug = Field("gallery.example", url="example", pages=("gallery",))
     gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER, pages=("gallery",))
@@ -148,6 +162,7 @@ class Session:
     steer_features = Field("steer.features.chosen", url="zero", kind=NAMES, pages=("steer",))  # L6/123, ...
     # the nodes typed where no circuit is
     steer_nodes = Field("steer.nodes.typed", "a3.h0, m5, m9, m14", url="nodes", pages=("steer",))
+    steer_source = Field("steer.source.chosen", "embedded", url="sae", pages=("steer",))  # the SAEs' source
 
 
 session = Session()
@@ -217,6 +232,8 @@ def begin() -> None:
 
 
 def _url_text(value) -> str:
+    if isinstance(value, bool):  # a toggle (FLAG)
+        return "1" if value else "0"
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
     if isinstance(value, (list, tuple)):

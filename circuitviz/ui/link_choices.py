@@ -1,0 +1,62 @@
+"""The choices a link reopens that live in widgets of their own key: Explore's result-view
+toggles, Compare's held-out toggle, Steer's SAE source, the Dataset page's atlas and its view.
+
+Each has a ``state.Field`` with a URL parameter on its page. Before the widget is drawn, ``seed``
+hands it the field's value when it holds none of its own: a link's first run, or the page opened
+again after another (Streamlit drops a widget's value when a page without the widget runs, so a
+switch to Explore and back lost it); after, ``keep`` copies what the widget shows into the field,
+which the page writes to its URL. A link's value that is none of the widget's choices is said in
+one sentence and the page's own shown (``link_values.link_choice_sentence``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import state
+from .link_values import link_choice_sentence
+
+# the result view's toggles (by their widgets' keys, ``result_view``) that Explore's link holds,
+# and Compare's held-out one
+TOGGLES = {
+    "explore.faded": state.Session.explore_faded,
+    "explore.sae": state.Session.explore_sae,
+    "explore.feature_names": state.Session.feature_names,
+    "compare.transfer": state.Session.compare_held_out,
+}
+EXPLORE_TOGGLES = [field.key for key, field in TOGGLES.items() if key.startswith("explore.")]
+
+
+def seed(widget_key: str, field, options=None, default=None) -> None:
+    """Before the widget of key ``widget_key`` is drawn, where it holds no value of its own: hand
+    it ``field``'s value (one of ``options`` when given), else ``default`` (None: the widget's
+    own). A field's value none of ``options`` is said in one sentence, once: ``keep`` then
+    replaces it with what the widget shows. A value of the widget's own that ``options`` no
+    longer holds (the Dataset page's budget slider, another atlas opened) becomes ``default``."""
+    if state.has_widget_value(widget_key):  # its own (one no longer offered: the default)
+        if options is not None and default is not None and state.widget_value(widget_key) not in options:
+            state.set_widget_value(widget_key, default)
+        return
+    held = state.value(field.key)
+    if held is not None and (options is None or held in options):
+        state.set_widget_value(widget_key, held)
+        return
+    if held is not None:
+        used = default if default is not None else next(iter(options), None)
+        st.warning(link_choice_sentence(field.url, str(held), list(options), str(used)))
+    if default is not None:
+        state.set_widget_value(widget_key, default)
+
+
+def keep(field, shown):
+    """What the widget shows becomes ``field``'s value (the URL's, and what ``seed`` hands back)."""
+    state.set_value(field.key, shown)
+    return shown
+
+
+def toggle(label: str, key: str, **options) -> bool:
+    """``st.toggle``; one of ``TOGGLES`` (by its key) reopens from its field, the page's link."""
+    field = TOGGLES.get(key)
+    if field is None:
+        return st.toggle(label, key=key, **options)
+    seed(key, field)
+    return bool(keep(field, st.toggle(label, key=key, **options)))
