@@ -85,6 +85,7 @@ result = result or next(  # any kept circuit of this prompt on this model (anoth
     (r for r in kept_results.results().values() if r.task.clean == prompt and r.model_id == model_id), None
 )
 result = result or steer.stored_circuit(model, model_id, prompt, answer, foil)  # a link opened anew
+example_nodes = False  # the Nodes box's own example, labelled as though they were a circuit's
 if result is not None:
     nodes, budget, total = steer.circuit_at_budget(result)
     st.caption(
@@ -101,6 +102,7 @@ else:
     nodes_field = state.Session.steer_nodes  # in the link (``nodes``) unless the example's own
     typed = state.bind(st.text_input, "Nodes", nodes_field.key, nodes_field.default, widget_key="steer.nodes")
     nodes = [n.strip() for n in typed.split(",") if n.strip()]
+    example_nodes = nodes == [n.strip() for n in nodes_field.default.split(",")]
     if not nodes:  # an empty box labelled nothing and said nothing
         st.info("Type at least one node to label, e.g. a3.h0, m5.")
         state.write_to_url()
@@ -114,6 +116,10 @@ except sae_store.SaeUnavailable as error:
     state.write_to_url()  # the nodes typed: the URL names them before the page stops
     st.stop()
 rows = steer.feature_table(steer.feature_rows(labels))  # text that wraps: nothing runs past the edge
+if example_nodes:  # the table said nothing of it: read as a circuit's nodes
+    st.caption(
+        "Example nodes (the Nodes box's own), not a circuit's: type yours, or compute the circuit above."
+    )
 if steer.scroll_note(rows):  # a long table scrolls in its frame: said above it, as it opens
     st.caption(steer.scroll_note(rows))
 with st.container(key=steer.FEATURE_TABLE_KEY):
