@@ -27,15 +27,16 @@ def _stopping_at(n: int, seen: list):
 
 # method: (settings, the work's report inside a pass, reports of it at least: 2 blocks of a pass)
 PASSES = {
-    "eap-ig": ({}, "score", 2 + 2 * 2),  # one chunk of IG steps, forward and back, and its own 2
+    # one chunk of IG steps, forward and back, each layer's product with the differences, its own 2
+    "eap-ig": ({}, "score", 2 + 2 * 2 + 2),
     "edge-pruning": ({"steps": 3}, "learning masks", 3 + 3 * 2 * 2),
     "acc++": ({}, "knockout", 1 + 2),  # the knockout passes
     "circuit-lasso": ({}, "observe", 1 + 2),  # the observation pass
     # the path's target, 5 steps forward and back; then one chunk of its 5 points, and its own 2
     "eap-gp": ({}, "score", 2 + 5 * 2 * 2 + 2 * 2 + 2),
     # the QK fix's observation; one chunk of its rows forward, back (to the last block: the first
-    # block's input is the leaf), each layer's changes; its own 2
-    "atp-star": ({}, "score", 2 + 2 + 1 + 2 + 2),
+    # block's input is the leaf), each layer's product and pattern changes; its own 2
+    "atp-star": ({}, "score", 2 + 2 + 1 + 2 + 2 + 2),
 }
 
 

@@ -151,7 +151,7 @@ def atp_star_scores(
         gradients, _ = reader_gradients(model, spec, prepared, count, extra_hooks=hooks, extra_grads=patterns)
         part = torch.zeros(count, spec.n_forward, spec.n_backward, dtype=dtype, device=device)
         owner = torch.arange(count, device=device)
-        accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner=owner)
+        accumulate_scores(spec, part, gradients, differences.expand(count, -1, -1, -1), owner, check=check)
         for layer in range(n_layers if qk_fix else 0):
             if check is not None:
                 check()

@@ -39,8 +39,11 @@ def accumulate_scores(
     differences: torch.Tensor,
     owner: torch.Tensor | None = None,
     positions: bool = False,
+    check: Callable[[], None] | None = None,
 ) -> None:
-    """scores[u, v] += sum over batch and positions of differences[u] . gradient[v].
+    """scores[u, v] += sum over batch and positions of differences[u] . gradient[v] (``check``
+    called before each layer's product: a run's report, raising once it is cancelled; AtP*'s
+    products over every dropped layer's row took 1.4-2 s of a busy CPU).
 
     ``positions``: scores[u, v, p] += the sum over the batch only (scores [..., n_forward,
     n_backward, pos]); when the pass skipped a shared prefix (differences hold pos' < pos
@@ -70,6 +73,8 @@ def accumulate_scores(
         return gradient.sum(0, keepdim=True) if differences.shape[0] == 1 else gradient
 
     for layer in range(spec.n_layers):
+        if check is not None:
+            check()
         upstream = spec.upstream_of_mlp(layer)
         readers = slice(layer * width, (layer + 1) * width)
         gradient = reduce(gradients.layer(layer))  # [g, pos, 3H+1, d_model]
@@ -118,7 +123,8 @@ def gradient_scores(
             part = torch.zeros(graph, dtype=dtype, device=device)
         else:
             part = torch.zeros((groups.stop - groups.start, *graph), dtype=dtype, device=device)
-        accumulate_scores(spec, part, gradients, differences, owner=owner, positions=positions)
+        said = (lambda: progress("score", rows.start / n_items)) if progress else None
+        accumulate_scores(spec, part, gradients, differences, owner, positions, check=said)
         return groups, part
 
     def commit(rows: slice, result) -> None:
