@@ -230,3 +230,30 @@ def test_an_edge_of_one_frame_is_bent_only_around_that_frames_nodes():
     shared = VisGraph([a, b, c], both, routing={"edges": both, "obstacles": ["a", "b", "c"], "margin": 200.0})
     bent = routed_alike([first, shared])  # a->b in a frame that draws c too: bent round it in each
     assert bent[0].edges[0]["smooth"] == bent[1].edges[0]["smooth"] != False  # noqa: E712
+
+
+# an MLP chain with every two-row skip (m1 -> m3 ...), as SmolLM2-135M's IOI circuit has them
+MLP_CHAIN = [
+    "input->m0",
+    *[f"m{layer}->m{layer + 1}" for layer in range(6)],
+    *[f"m{layer}->m{layer + 2}" for layer in range(5)],
+    "m6->logits",
+    "m3->a5.h1<v>",
+    "a5.h1->logits",
+]
+
+
+def test_an_edge_up_the_mlp_column_is_not_drawn_behind_the_mlp_between(monkeypatch):
+    """With names in words an MLP's box is 2.5 times as wide as a row is tall, and no curve from
+    a box's centre clears the box right above it: m1 -> m3 ran behind m2 (SmolLM2-135M's 167-edge
+    IOI circuit hid 73 edges so, 25 now). Every other row's MLP is drawn a little right
+    (``MLP_STAGGER``), so an edge up the column passes beside the MLP between."""
+    from circuitviz.render import graph_html
+
+    def hidden() -> list:
+        graph = _drawing(MLP_CHAIN, words=True).vis
+        return hidden_edges(graph.nodes, graph.edges)
+
+    assert hidden() == []
+    monkeypatch.setattr(graph_html, "MLP_STAGGER", 0.0)  # the MLPs in one column, as before
+    assert sorted(hidden()) == [(f"m{layer}->m{layer + 2}", f"m{layer + 1}") for layer in range(5)]

@@ -47,6 +47,9 @@ COLUMN_GAP = 0.9  # of the font size: blank space between two columns' boxes
 ROW_GAP = 0.9  # of the font size: blank space between two rows' boxes
 MLP_DROP = 0.35  # the MLP sits a little above its heads (it reads them), so head -> MLP edges are short
 MLP_GAP = 0.25  # of a column: extra room between the last head and the MLP
+# of a column: every other row's MLP sits this far right, so an edge up the MLP column passes the
+# MLP between (m1 -> m3 ran behind m2; no curve from a box's centre clears a box right above it)
+MLP_STAGGER = 0.75
 ROUTED_EDGES = 400  # a denser drawing is edges over nodes whichever way they bend: drawn straight
 LOGITS_DROP = 0.3  # the logit sits clear of the last layer's MLP
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
@@ -146,7 +149,7 @@ def node_position(
     """(x, y) of a node in the field's layered layout (vis-network's y grows downwards): the
     embeddings at the bottom, one row per layer of ``layers`` (default: all) going up, the logit
     at the top; within a row the heads in order, then the MLP a little higher (it reads the
-    attention's output). ``columns``: the heads' columns (``packed_columns``; default: each head
+    attention's output; every other row's ``MLP_STAGGER`` further right). ``columns``: the heads' columns (``packed_columns``; default: each head
     at its index). The same for every circuit drawn with the same ``layers``, widths and columns.
     """
     rows = list(range(spec.n_layers)) if layers is None else sorted(layers)
@@ -162,8 +165,8 @@ def node_position(
     row = rows.index(layer) if layer in rows else sum(1 for r in rows if r < layer)
     y = -float((row + 1) * row_height)
     column = _column_of(spec, name)
-    if column == spec.n_heads:  # the MLP, after the heads
-        x = (count + MLP_GAP) * column_width
+    if column == spec.n_heads:  # the MLP, after the heads, every other row's a little right
+        x = (count + MLP_GAP + (MLP_STAGGER if row % 2 else 0.0)) * column_width
         return float(x), y - MLP_DROP * row_height
     x = (column if columns is None else columns.slot.get(name, min(column, count - 1))) * column_width
     return float(x), y
