@@ -316,3 +316,42 @@ def test_a_cancelled_run_that_kept_work_on_the_way_says_so_and_keeps_none_after(
     )
     assert "nothing was stored" not in said
     assert run.cancelled_words(3.0).endswith("nothing was stored.")  # a run that kept none
+
+
+_EXIT_DURING_A_RUN = """
+import threading, time, torch
+from circuitviz.ui import run
+
+job = run.Job("exit-during-a-run", "eap", run.RunProgress({"work": 1.0}))
+x = torch.randn(400, 400, device="cpu")
+
+def work():  # a run's thread: torch work between reports, each report raising once cancelled
+    try:
+        while True:
+            if job.cancelled is not None:
+                raise run.RunCancelled(job.key)
+            x @ x
+    except run.RunCancelled:
+        pass
+
+job.thread = threading.Thread(target=work, daemon=True)
+run._register(job)
+job.thread.start()
+time.sleep(0.3)
+"""
+
+
+def test_the_process_exits_cleanly_during_a_run():
+    """A run's thread is a daemon: still inside a torch product when the interpreter finalized,
+    it aborted the process ("terminate called without an active exception", exit status 134;
+    the server stopped during a run, or just after a Cancel). At exit the runs are cancelled and
+    their threads waited for (``run.stop_runs_at_exit``)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_DURING_A_RUN], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]

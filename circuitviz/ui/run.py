@@ -12,6 +12,7 @@ calibrate the estimates (``calibration.py``).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import math
 import threading
@@ -335,6 +336,31 @@ def stopping() -> list[Job]:
     with _JOBS_GUARD:
         _STOPPING[:] = [job for job in _STOPPING if not job.done]
         return list(_STOPPING)
+
+
+# how long the process waits at its exit for the runs it cancels there to stop (each stops at its
+# next progress report, within about a second on a CPU)
+STOP_AT_EXIT_S = 10.0
+
+
+def stop_runs_at_exit(wait: float = STOP_AT_EXIT_S) -> None:
+    """At the process's exit (the server stopped): cancel every run under way and wait, up to
+    ``wait`` s in all, for every run's thread to end. A run's thread is a daemon, and one still
+    inside a torch pass when the interpreter finalizes aborted the process ("terminate called
+    without an active exception", exit status 134), a cancelled run's as any other."""
+    with _JOBS_GUARD:
+        keys = [key for key, job in _JOBS.items() if not job.done]
+    for key in keys:
+        cancel(key)  # a run storing its result is left to finish
+    with _JOBS_GUARD:
+        threads = [job.thread for job in [*_JOBS.values(), *_STOPPING] if job.thread is not None]
+    deadline = time.perf_counter() + wait
+    for thread in threads:
+        if thread.is_alive():
+            thread.join(max(deadline - time.perf_counter(), 0.0))
+
+
+atexit.register(stop_runs_at_exit)
 
 
 def stopping_words(jobs: list[Job], waited: float) -> str:
