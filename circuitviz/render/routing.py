@@ -22,7 +22,9 @@ from .vis import framed_alike, node_box, union_box
 
 # tried each way round: the curves vis-network can draw for an edge, the nearest its own kept
 ROUNDNESS = tuple(round(0.05 * i, 2) for i in range(1, 21))  # curvedCW / curvedCCW
-CUBIC = tuple(round(0.1 * i, 1) for i in range(1, 11))  # cubicBezier, horizontal and vertical
+# cubicBezier, horizontal and vertical: how far its control points stand aside, in the edge's own
+# width or height; vis-network takes more than 1 as it takes the rest (an S that swings wider)
+CUBIC = tuple(round(0.1 * i, 1) for i in range(1, 21))
 SAMPLES = 24  # points along an edge checked against the boxes, at least
 STEP = 8.0  # layout units between two of them at most (a box is about 35 tall): a long edge gets more
 SHRINK = 2.0  # layout units taken off each side of a box: an edge that grazes a corner is not hidden
