@@ -407,12 +407,14 @@ function cvDraw(container, data, options) {
     }).observe(container);
   }
   var height = window.innerHeight;
-  window.addEventListener("resize", function () {  // a window of another height: the frame follows
-    if (Math.abs(window.innerHeight - height) > 2 && container.isConnected) {
+  network.cvOnResize = function () {  // a window of another height: the frame follows
+    if (!container.isConnected) { window.removeEventListener("resize", network.cvOnResize); return; }
+    if (Math.abs(window.innerHeight - height) > 2) {
       height = window.innerHeight;
       cvSize(network, data);
     }
-  });
+  };
+  window.addEventListener("resize", network.cvOnResize);
   return network;
 }
 """

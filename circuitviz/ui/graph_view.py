@@ -192,7 +192,10 @@ function cvRender(component) {
   const drawing = JSON.stringify([data.nodes, data.edges, data.legend, data.title, data.notes]);
   const rebuilt = root.cvDrawing !== drawing;
   if (rebuilt) {
-    if (root.cvNetwork) { root.cvNetwork.destroy(); }
+    if (root.cvNetwork) {
+      window.removeEventListener("resize", root.cvNetwork.cvOnResize);  // its frame follows no window now
+      root.cvNetwork.destroy();
+    }
     root.innerHTML = "";
     const head = document.createElement("div");
     head.innerHTML = data.head;  // built by circuitviz from escaped text
