@@ -37,3 +37,37 @@ def test_the_adapters_decode_names_a_byte_token_by_its_piece():
     from circuitviz.models.base_adapter import ModelAdapter
 
     assert ModelAdapter.decode(SimpleNamespace(tokenizer=_Pieces()), [3]) == "<0xE2>"
+
+
+def _byte_level(decoder: bool):
+    """A byte-level BPE tokenizer trained in a moment on text without '日' (its bytes stay single
+    tokens), with GPT-2's decoder or none."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    backend.train_from_iterator(["When Mary went to the café"] * 20, trainer)
+    if decoder:
+        backend.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=backend)
+
+
+def test_a_byte_level_token_that_is_part_of_a_character_names_its_bytes():
+    """SmolLM2's ' 日' is three tokens ('Ġæ', 'Ĺ', '¥'), each decoded alone U+FFFD: they read ' �',
+    '�', '�', three different tokens the same. Each byte that is no character alone is named as
+    Gemma's byte tokens are; whole characters and several ids read as the tokenizer decodes them."""
+    from circuitviz.models.tokens import byte_level_piece
+
+    for decoder in (True, False):
+        tokenizer = _byte_level(decoder)
+        ids = tokenizer(" 日 café", add_special_tokens=False).input_ids
+        texts = [token_text(tokenizer, [i]) for i in ids]
+        assert texts[:4] == [" ", "<0xE6>", "<0x97>", "<0xA5>"], (decoder, texts)
+        assert "\ufffd" not in "".join(texts) and "é" in "".join(texts)
+        assert token_text(tokenizer, ids) == " 日 café"  # several ids: the text
+    assert byte_level_piece("\u0120\u00e6", " \ufffd") == " <0xE6>"  # 'Ġæ': its space, then the byte
+    assert (
+        byte_level_piece("<|endoftext|>\u2603", "x\ufffd") == "x\ufffd"
+    )  # not the byte alphabet: as decoded

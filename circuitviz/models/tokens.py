@@ -21,6 +21,8 @@ labels: whether a word's token carries the space before it."""
 
 from __future__ import annotations
 
+import codecs
+import functools
 import re
 
 BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # SentencePiece's byte-fallback tokens
@@ -29,7 +31,8 @@ PROBES = (" the", " a", " I")  # words to ask a tokenizer whether a word's token
 
 
 def token_text(tokenizer, ids) -> str:
-    """The text of ``ids`` (a list of token ids) by ``tokenizer``, a lone byte token as its piece,
+    """The text of ``ids`` (a list of token ids) by ``tokenizer``, a lone byte token as its piece (a
+    byte-level token that is part of a character with its bytes named, ``byte_level_piece``),
     a lone token marking its space '▁' with that space (``spaced_piece``), a byte-level token of a
     tokenizer with no decoder ('ĠMary') as its bytes read (``byte_level_text``)."""
     text = byte_level_text(tokenizer, ids)
@@ -43,7 +46,42 @@ def token_text(tokenizer, ids) -> str:
         return text
     if "\ufffd" in text and BYTE_PIECE.fullmatch(piece):
         return piece
+    if "\ufffd" in text and byte_level(tokenizer):
+        return byte_level_piece(piece, text)
     return spaced_piece(piece, text)
+
+
+def byte_level_piece(piece: str, text: str) -> str:
+    """A byte-level token that is part of a character (SmolLM2's 'Ġæ', 'Ĺ' and '¥' of ' 日'), its
+    text with each byte that is no character alone written as Gemma's byte tokens are named, '<0xE6>':
+    decoded alone each is U+FFFD, and three different tokens read ' �', '�' and '�'. ``text`` as
+    it is where the piece is not all of the byte alphabet (an added token)."""
+    codes = _byte_codes()
+    if not piece or any(char not in codes for char in piece):
+        return text
+    return bytes(codes[char] for char in piece).decode("utf-8", errors=_BYTE_NAMES)
+
+
+_BYTE_NAMES = "circuitviz-byte-names"
+codecs.register_error(
+    _BYTE_NAMES,
+    lambda error: ("".join(f"<0x{b:02X}>" for b in error.object[error.start : error.end]), error.end),
+)
+
+
+@functools.cache
+def _byte_codes() -> dict[str, int]:
+    """Byte-level BPE's alphabet: the character standing for each byte (GPT-2's ``bytes_to_unicode``:
+    printable bytes as themselves, the others from U+0100 on, the space 'Ġ'), read back to the byte."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for byte in range(256):
+        if byte in kept:
+            chars[chr(byte)] = byte
+        else:
+            chars[chr(256 + extra)] = byte
+            extra += 1
+    return chars
 
 
 def byte_level_text(tokenizer, ids) -> str | None:
@@ -51,17 +89,18 @@ def byte_level_text(tokenizer, ids) -> str | None:
     byte-level decoder ('ĠMary' -> ' Mary', 'Ã©' -> 'é'); None for any other tokenizer (one
     with a decoder decodes its own tokens)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or backend.decoder is not None or not _byte_level(backend.pre_tokenizer):
+    if backend is None or backend.decoder is not None or not byte_level(tokenizer):
         return None
     from tokenizers import decoders
 
     return decoders.ByteLevel().decode(tokenizer.convert_ids_to_tokens([int(i) for i in ids]))
 
 
-def _byte_level(pre_tokenizer) -> bool:
-    """Whether ``pre_tokenizer`` is byte-level, alone or in a sequence."""
+def byte_level(tokenizer) -> bool:
+    """Whether ``tokenizer`` is byte-level BPE: its pre-tokenizer byte-level, alone or in a sequence."""
     from tokenizers import pre_tokenizers
 
+    pre_tokenizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None)
     if isinstance(pre_tokenizer, pre_tokenizers.ByteLevel):
         return True
     if isinstance(pre_tokenizer, pre_tokenizers.Sequence):
