@@ -71,3 +71,16 @@ def test_a_byte_level_token_that_is_part_of_a_character_names_its_bytes():
     assert (
         byte_level_piece("<|endoftext|>\u2603", "x\ufffd") == "x\ufffd"
     )  # not the byte alphabet: as decoded
+
+
+def test_a_token_whose_text_is_no_single_token_is_not_proposed(words):
+    """SmolLM2's likeliest token after "The capital of 日本 is" is a byte of a Chinese character,
+    ' <0xE5>': proposed as the answer, the box held text of 6 tokens and refused it at once. Only
+    tokens whose text is one token again are proposed ("Mary John" stands for such a text here)."""
+    from circuitviz.bench.toy_models import IOI_TASK
+    from circuitviz.query.proposals import propose
+
+    prompt = IOI_TASK.clean.replace(" to", "")
+    proposal = propose(words, prompt, ["Mary John", "Mary", "John"])
+    assert proposal.answer in ("Mary", "John") and proposal.foil != "Mary John"
+    assert propose(words, prompt, ["Mary John"]).answer == "Mary John"  # none is: as before

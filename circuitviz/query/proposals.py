@@ -123,11 +123,15 @@ def own_answer_sentence(answer: str, foils, chance: float | None, top: str, top_
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
     the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the
-    meaningful-task check (``task_validity.preferred_task``), a content word before a function word."""
+    meaningful-task check (``task_validity.preferred_task``), a content word before a function word.
+    Only tokens whose text is one token again are proposed (all of them where none is): a byte of a
+    character (SmolLM2's ' <0xE5>' of a Chinese word) filled the answer box with text of 6 tokens,
+    which the box refused at once."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
     from ..measure.task_validity import preferred_task, task_gaps
 
+    top_tokens = [token for token in top_tokens if _single_token(model, token)] or top_tokens
     candidates = [
         proposal_for(model, prompt, answer, top_tokens) for answer in top_tokens[:CANDIDATE_ANSWERS]
     ]
