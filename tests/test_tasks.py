@@ -81,3 +81,11 @@ def test_empty_corrupted_prompt(model):
 
 def test_unknown_metric(model):
     check(model, "Unknown metric", metric="accuracy")
+
+
+def test_an_empty_foil_is_asked_for_as_a_wrong_answer(model):
+    # 'discover --foil ""' was asked for "the token the model should predict", the answer's wording
+    message = check(model, "foil is empty", foils=[""])
+    assert "should predict" not in message
+    assert "wrong answer" in message
+    assert "should predict" in check(model, "answer is empty", answer="")

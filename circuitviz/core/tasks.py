@@ -115,15 +115,24 @@ def _first_difference(first: list[str], second: list[str]) -> str:
     return f"they part at token {index + 1}: {mine} vs {theirs}"
 
 
+# what each role's token is, for the sentence refusing an empty one: the foil is the wrong answer,
+# and '--foil ""' was asked for "the token the model should predict" (the answer's wording)
+_WANTED = {
+    "answer": "the token the model should predict, e.g. ' Mary'",
+    "foil": "a wrong answer the model could give instead, e.g. ' John'",
+}
+
+
 def single_token_id(model, text: str, role: str) -> int:
     """The vocabulary id of a one-token answer or foil; TaskError saying how it splits otherwise."""
+    wanted = _WANTED.get(role, _WANTED["answer"])
     if text == "":
-        raise TaskError(f"The {role} is empty; give the token the model should predict, e.g. ' Mary'.")
+        raise TaskError(f"The {role} is empty; give {wanted}.")
     ids = adapter_of(model).to_tokens(text, prepend_bos=False, truncate=False, on_device=False)[0].tolist()
     if not ids:
         raise TaskError(
             f"The {role} {shown_token(text, 60)} gives no token (only characters the tokenizer drops); "
-            "give the token the model should predict, e.g. ' Mary'."
+            f"give {wanted}."
         )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
