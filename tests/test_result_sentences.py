@@ -273,3 +273,13 @@ def test_no_readable_circuit_at_ndf_0_is_called_the_most_faithful():
     check_opening(curve, view)
     carries = _points((50, 43, 0.0), (100, 82, 0.2), (200, 147, 0.0), (10000, 9883, 0.876))
     assert "the most faithful circuit of at most 200 edges (NDF 0.20)" in render.opening_view(carries).reason
+
+
+def test_a_flat_curve_names_its_highest_ndf_not_zero():
+    """discover printed 'NDF is 0 at every budget' under a table whose one row read NDF 0.031."""
+    from circuitviz.ui.result_view import curve_notes
+
+    notes = curve_notes(Result("eap", _points((10, 3, 0.031), (20, 9, 0.012))))
+    flat = next(note for note in notes if "every budget" in note)
+    assert flat.startswith("NDF is near 0 at every budget (at most 0.03):")
+    assert "NDF is 0" not in flat

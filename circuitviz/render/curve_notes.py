@@ -24,10 +24,11 @@ def curve_notes(result) -> list[str]:
         expected = method_traits(result.method).flat_curve_note
         if expected:
             notes.append(expected)
-        else:
+        else:  # 'NDF is 0' was said over a table showing 0.031: the highest is named
             notes.append(
-                "NDF is 0 at every budget: no circuit of this method reproduces the model under patching on "
-                "this prompt; try more budgets, another method, or a corrupted prompt that changes less."
+                f"NDF is near 0 at every budget (at most {max(point.ndf for point in result.curve):.2f}): "
+                "no circuit of this method reproduces the model under patching on this prompt; try more "
+                "budgets, another method, or a corrupted prompt that changes less."
             )
     units = getattr(result, "positions", False)  # (edge, position) units, not edges
     empty = empty_budgets_note(result.curve, kept="units" if units else "edges")
