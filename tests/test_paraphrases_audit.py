@@ -163,3 +163,25 @@ def test_the_form_caption_counts_the_users_list():
     note = bon.page_defaults_note(10_342, config)
     assert "6 budgets, the 2 paraphrases of your list and" in note and "9 paraphrases" not in note
     assert "9 paraphrases" in bon.page_defaults_note(10_342, get_method("bon").as_config({}))
+
+
+def test_a_list_is_priced_without_the_pairs_its_text_leaves_out():
+    """A pair listed twice, or whose corruption is the paraphrase itself, is checked and left out,
+    never scored: the estimate priced scoring each of them."""
+    from circuitviz.core.graph import GraphSpec
+    from circuitviz.methods.bon import PARAPHRASE_CHECK_PASSES
+
+    method = get_method("bon")
+    first, second = TINY_PAIRS.splitlines()[:2]
+    clean = first.split("\t")[0]
+    settings = {"paraphrase_source": "file", "ig_steps": 5}
+    alone = method.as_config({**settings, "paraphrases": paraphrase_records(first)})
+    listed = method.as_config(
+        {**settings, "paraphrases": paraphrase_records(f"{first}\n{first}\n{clean}\t{clean}")}
+    )
+    spec = GraphSpec(n_layers=2, n_heads=2)
+    cost_alone, cost_listed = method.estimate(alone, spec, 16, 3), method.estimate(listed, spec, 16, 3)
+    assert cost_listed.passes - cost_alone.passes == pytest.approx(2 * PARAPHRASE_CHECK_PASSES)
+    assert cost_listed.n_paraphrases == 3  # what the run checks, as the estimate's line says
+    both = method.as_config({**settings, "paraphrases": paraphrase_records(f"{first}\n{second}")})
+    assert method.estimate(both, spec, 16, 3).passes > cost_listed.passes  # two distinct pairs scored

@@ -169,6 +169,23 @@ def paraphrases_asked(config) -> int:
     return int(config.n_paraphrases)
 
 
+def paraphrases_scored(config) -> int:
+    """The paraphrases a run may score, as far as their text tells before the model reads them: for
+    the file source the listed pairs less a repeat of an earlier one and a pair whose corruption is
+    the paraphrase itself, which the checks leave out unscored (a list holding a pair twice was
+    priced as scoring it twice); else ``n_paraphrases``."""
+    if config.paraphrase_source != "file" or not config.paraphrases:
+        return int(config.n_paraphrases)
+    seen: set[str] = set()
+    scored = 0
+    for record in config.paraphrases:
+        clean = record.clean.strip()
+        if clean not in seen and clean != record.corrupted.strip():
+            scored += 1
+        seen.add(clean)
+    return scored
+
+
 class QueryCircuitMethod(Method):
     """One variant's view of the shared Best-of-N pipeline."""
 
@@ -183,7 +200,7 @@ class QueryCircuitMethod(Method):
         candidate circuits at every budget are evaluated on the prompt."""
         base, base_config = base_scorer(config)
         per_pair = base.estimate(base_config, spec, n_tokens, 0)
-        pairs = paraphrases_asked(config) + 1
+        pairs = paraphrases_scored(config) + 1  # every listed pair is checked, not every one scored
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
         return Cost(
             passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
@@ -223,7 +240,7 @@ class QueryCircuitMethod(Method):
         scores_stored, metrics_stored = stored_pairs(model, model_id, task, config, store)
         if not scores_stored:
             return None
-        pairs = paraphrases_asked(config) + 1
+        pairs = paraphrases_scored(config) + 1  # as ``estimate`` counts them
         stored, listed = stored_share(model, model_id, task, config, store)
         share = stored / listed if listed else 1.0  # a listed pair new to the store is scored anew
         candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (``estimate``)
