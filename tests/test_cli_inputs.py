@@ -164,6 +164,13 @@ def test_a_settings_range_is_checked_before_the_load_and_named_by_its_flag(capsy
     _refused(capsys, ["discover", *IOI, *flags], said)
 
 
+def test_an_empty_corrupted_prompt_given_is_refused_not_taken_as_left_out(capsys, no_load):
+    """--corrupted '' printed "No --corrupted given" and ran on a proposed one (as --answer '' did)."""
+    for empty in ("", "   "):
+        argv = ["discover", *IOI[:5], empty, *IOI[6:]]
+        _refused(capsys, argv, "--corrupted is empty", "leave --corrupted out")
+
+
 def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_the_load(capsys, no_load):
     """It was refused after the model's load and the estimate's line."""
     same = ["discover", "--prompt", IOI[1], "--corrupted", IOI[1], "--answer", " Mary", "--foil", " John"]

@@ -64,6 +64,12 @@ def _task(args):
         if invisible_sentence(text, what):  # said, not refused: the user may mean them
             print(invisible_sentence(text, what), file=sys.stderr)
     foils, metric = tuple(args.foil), args.metric or "logit_diff"
+    # given, and empty: it read "No --corrupted given" and a proposal was run
+    if args.corrupted is not None and not args.corrupted.strip():
+        raise TaskError(
+            "--corrupted is empty; give the prompt with its key fact or name replaced (same token count), "
+            "or leave --corrupted out to have one proposed."
+        )
     if args.answer is not None and not args.answer:  # given, and empty: not "no --answer given"
         raise TaskError(
             "--answer is empty; give the answer token (with its leading space, such as ' Paris'), or "
@@ -74,7 +80,11 @@ def _task(args):
             f"The {metric} metric scores the answer alone; leave --foil out, or use --metric logit_diff."
         )
     task = PromptTask(
-        clean=args.prompt, corrupted=args.corrupted, answer=args.answer or "", foils=foils, metric=metric
+        clean=args.prompt,
+        corrupted=args.corrupted or "",
+        answer=args.answer or "",
+        foils=foils,
+        metric=metric,
     )
     identical = identical_prompts_problem(task)  # before the load and the estimate, not after the run's start
     if identical:

@@ -30,7 +30,7 @@ def _add_task_arguments(
     parser.add_argument("--prompt", required=not from_file, help="the clean prompt q" + said)
     parser.add_argument(
         "--corrupted",
-        default="",
+        default=None,  # None: not given (proposed); "" or spaces: given empty (refused)
         help="q' : the prompt with its key fact replaced (same token length); proposed as the app does when "
         "omitted",
     )
