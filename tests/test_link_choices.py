@@ -1,10 +1,11 @@
 """The choices a link reopens that live in widgets of their own (``ui/link_choices``): Explore's
 result-view toggles (``grey``, ``sae_labels``, ``feature_names``), Compare's held-out toggle
 (``held_out``), Steer's SAE source (``sae``), the Dataset page's atlas (``atlas``), method
-(``dataset_method``), budget (``dataset_budget``), consensus share (``consensus``) and score
-(``score``). Until 2026-12-06 none was in the URL, so a copied link opened each at its default,
-and a page switch and back lost them too (Streamlit drops a widget's value when a page without
-it runs). A link's value the page does not offer gets one sentence and the page's own."""
+(``dataset_method``), budget (``dataset_budget``), consensus share (``consensus``), score
+(``score``) and refused prompts alone (``refused``). Until 2026-12-06 none was in the URL, so a
+copied link opened each at its default, and a page switch and back lost them too (Streamlit drops
+a widget's value when a page without it runs). A link's value the page does not offer gets one
+sentence and the page's own."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 pytest.importorskip("streamlit")
 from explore_session import QUERY, explore_session, run_it  # noqa: E402
+from ioi_batch_folder import ioi_batch  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
+from test_dataset_page import NAMES, _checked  # noqa: E402
 
 from circuitviz.ui import link_choices  # noqa: E402
 from circuitviz.ui.link_values import FLAG, SHARE, link_choice_sentence, parsed_link_value  # noqa: E402
@@ -107,6 +110,33 @@ def test_the_dataset_pages_atlas_and_view_are_in_its_link():
     assert next(s for s in again.slider if s.key.startswith("dataset.threshold.")).value == 0.7
     assert again.segmented_control(key="dataset.score").value == "nfs"
     assert not again.warning, [w.value for w in again.warning]
+
+
+@pytest.fixture
+def batch_folder(tmp_path, monkeypatch):  # test_dataset_page's: six IOI tasks of the tiny model
+    return ioi_batch(
+        tmp_path, monkeypatch, NAMES, ["eap-ig"], {"ig_steps": 3}, [4, 10, 25, 60], 60, batch_tasks=4
+    )
+
+
+def test_the_dataset_pages_refused_prompts_toggle_is_in_its_link(batch_folder, monkeypatch):
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(batch_folder / "results.parquet")
+    ids, clean = table.column("task_id").to_pylist(), table.column("clean_metric").to_pylist()
+    raised = [c + 0.5 if i in ("p0", "p3") else c - 2.0 for i, c in zip(ids, clean)]  # two refused
+    at = _checked(batch_folder, monkeypatch, table, raised)
+    at.toggle(key="dataset.refused").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.query_params["refused"] == "1"
+    again = AppTest.from_file("../app.py", default_timeout=300)  # the link in a new browser
+    for name, value in at.query_params.items():
+        again.query_params[name] = value
+    again.session_state["dataset.folder"] = str(batch_folder)  # a typed folder is never in a link
+    again.switch_page("pages/dataset.py").run()
+    assert not again.exception, again.exception
+    assert again.toggle(key="dataset.refused").value
+    assert list(again.dataframe[-1].value["id"]) == ["p0", "p3"]
 
 
 def test_a_dataset_link_naming_what_the_page_lacks_says_so_and_shows_its_own():

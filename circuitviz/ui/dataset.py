@@ -11,7 +11,7 @@ import streamlit as st
 
 from ..core.text import counted, cut, markdown_sentence, markdown_text, read_token, shown
 from ..models.catalog import SUPPORTED_MODELS
-from . import state
+from . import link_choices, state
 from .budget_box import budgets_text
 from .downloads import slug
 from .guarded_table import csv_button, guarded
@@ -490,7 +490,7 @@ def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
             + ", and Explore refuses to run them."
         )
         # three among 200 (the IOI atlas) are found only by scrolling without it
-        only_refused = st.toggle(
+        only_refused = link_choices.toggle(
             f"only the {counted(refused, 'prompt')} the check refuses", key="dataset.refused"
         )
     positions = [i for i, why in enumerate(table["validity check"]) if why != "passes" or not only_refused]

@@ -15,13 +15,14 @@ import streamlit as st
 from . import state
 from .link_values import link_choice_sentence
 
-# the result view's toggles (by their widgets' keys, ``result_view``) that Explore's link holds,
-# and Compare's held-out one
+# the toggles a link holds, by their widgets' keys: the result view's on Explore (``result_view``),
+# Compare's held-out one, the Dataset page's refused prompts
 TOGGLES = {
     "explore.faded": state.Session.explore_faded,
     "explore.sae": state.Session.explore_sae,
     "explore.feature_names": state.Session.feature_names,
     "compare.transfer": state.Session.compare_held_out,
+    "dataset.refused": state.Session.dataset_refused,  # the Prompts tab's "only the prompts the check refuses"
 }
 EXPLORE_TOGGLES = [field.key for key, field in TOGGLES.items() if key.startswith("explore.")]
 

@@ -145,13 +145,15 @@ class Session:
     # a page's own values
     dataset_source = Field("dataset.source")
     dataset_opened = Field("dataset.opened", 0)  # rows opened: the table's key, so a row is clicked afresh
-    # the atlas shown (its picker's ``dataset.source``), its method, budget, consensus share and score
+    # the atlas shown (its picker's ``dataset.source``), its method, budget, consensus share, score and
+    # the Prompts tab's "only the prompts the check refuses"
     dataset_atlas = Field("dataset.atlas", url="atlas", pages=("dataset",))
     dataset_method = Field("dataset.method", url="dataset_method", pages=("dataset",))
     dataset_budget = Field("dataset.budget.shown", url="dataset_budget", kind=INTEGER, pages=("dataset",))
     dataset_consensus = Field("dataset.consensus", url="consensus", kind=SHARE, pages=("dataset",))
     dataset_consensus_for = Field("dataset.consensus.for")  # the atlas the share was set on (None: a link's)
     dataset_score = Field("dataset.score.shown", "ndf", url="score", pages=("dataset",))
+    dataset_refused = Field("dataset.refused.on", False, url="refused", kind=FLAG, pages=("dataset",))
     # the Gallery's example (its segmented control's, ``gallery.slug``), and the example's budget shown
     gallery_slug = Field("gallery.example", url="example", pages=("gallery",))
     gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER, pages=("gallery",))
