@@ -206,3 +206,23 @@ def test_lasso_solver_reports_before_each_block_and_stops_there(monkeypatch):
 
     with pytest.raises(Stop):
         run(stop_in_solver)
+
+
+def test_paraphrase_pruning_paraphrases_clean_and_corrupted_runs_report_before_each_block():
+    """Paraphrase pruning runs every checked paraphrase's clean and corrupted prompts (and, for
+    the learning, each the other way round) in batched passes that were silent: they report
+    before each block now, so a run stops inside them."""
+    from circuitviz.core.tasks import prepare_task
+    from circuitviz.methods import RunContext
+    from circuitviz.methods import paraphrase_pruning as pp
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    tasks = [prepare_task(model, IOI_TASK)] * 2
+    seen = []
+    with pytest.raises(Stop):
+        pp._evaluators(RunContext(model, IOI_TASK, progress=_stopping_at(1, seen)), tasks)
+    assert seen == [("prepare", 0.0)]
+    made = pp._evaluators(RunContext(model, IOI_TASK, progress=lambda *report: None), tasks)
+    assert [e.baseline for e in made] == [
+        e.baseline for e in pp._evaluators(RunContext(model, IOI_TASK), tasks)
+    ]

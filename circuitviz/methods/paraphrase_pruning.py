@@ -223,12 +223,12 @@ def split_paraphrases(ctx: RunContext, config: ParaphrasePruningConfig) -> Split
 
 
 def _evaluators(ctx: RunContext, tasks: Sequence[PreparedTask]) -> list[Evaluator]:
-    """An evaluator per task, the clean and corrupted runs of tasks of one length made together."""
+    """An evaluator per task, the clean and corrupted runs of tasks of one length made together
+    (each block of them reports, ``RunContext.preparing``: a Cancel is heard inside them)."""
     found: list[Evaluator | None] = [None] * len(tasks)
     for group in compatible_groups(tasks):
-        for index, evaluator in zip(
-            group, evaluators_of_tasks(ctx.model, ctx.spec, [tasks[i] for i in group])
-        ):
+        made = evaluators_of_tasks(ctx.model, ctx.spec, [tasks[i] for i in group], check=ctx.preparing())
+        for index, evaluator in zip(group, made):
             found[index] = evaluator
     return found
 
