@@ -84,3 +84,19 @@ def test_a_token_whose_text_is_no_single_token_is_not_proposed(words):
     proposal = propose(words, prompt, ["Mary John", "Mary", "John"])
     assert proposal.answer in ("Mary", "John") and proposal.foil != "Mary John"
     assert propose(words, prompt, ["Mary John"]).answer == "Mary John"  # none is: as before
+
+
+def test_the_choices_leave_out_a_token_no_box_can_hold_and_say_so(words):
+    """A byte of a character among the likely next tokens (SmolLM2's ' <0xE5>' after "The capital of
+    日本 is") was offered as a choice: clicked, the answer box refused its name as 6 tokens. The
+    choices offer the tokens whose text is one token again and name the others in one line ("Mary
+    John" stands for such a text here); where none is one token, all are offered."""
+    from circuitviz.query.proposals import offered_tokens
+    from circuitviz.ui.inputs import left_out_sentence
+
+    assert offered_tokens(words, ["Mary John", "Mary", "John"]) == (["Mary", "John"], ["Mary John"])
+    assert offered_tokens(words, ["Mary", "John"]) == (["Mary", "John"], [])
+    assert offered_tokens(words, ["Mary John"]) == (["Mary John"], [])  # never no choice at all
+    sentence = left_out_sentence([" <0xE5>", " <0xE7>"], {" <0xE5>": 0.249, " <0xE7>": 0.198})
+    assert sentence.startswith("Not offered: \u2068' <0xE5>'\u2069 24.9%, \u2068' <0xE7>'\u2069 19.8%.")
+    assert "a run's answer and foil are one token each" in sentence

@@ -46,11 +46,24 @@ def _templates():
     )
 
 
-def _single_token(model, text: str) -> bool:
+def single_token(model, text: str) -> bool:
+    """Whether ``text`` reads as one token of ``model`` (a byte of a character, ' <0xE5>', does not:
+    typed, its name is several tokens)."""
     # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
 
     return adapter_of(model).token_count(text, prepend_bos=False) == 1
+
+
+def offered_tokens(model, tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(the next tokens offered as answer and foil, those left out): a token whose text reads as
+    several tokens cannot be a run's answer or foil (a byte of a character, SmolLM2's ' <0xE5>'
+    after a Chinese word: clicked, the box refused its name as 6 tokens). All are offered where
+    none reads as one token, so the choices are never empty."""
+    offered = [token for token in tokens if single_token(model, token)]
+    if not offered:
+        return tokens, []
+    return offered, [token for token in tokens if token not in offered]
 
 
 def _own_text(model, text: str) -> str:
@@ -131,7 +144,7 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     from ..core.tasks import PromptTask
     from ..measure.task_validity import preferred_task, task_gaps
 
-    top_tokens = [token for token in top_tokens if _single_token(model, token)] or top_tokens
+    top_tokens = offered_tokens(model, top_tokens)[0]
     candidates = [
         proposal_for(model, prompt, answer, top_tokens) for answer in top_tokens[:CANDIDATE_ANSWERS]
     ]
@@ -170,7 +183,7 @@ def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, 
     found = _templates().recognise(prompt)
     if found is not None and found.family == "ioi":
         other = " " + str(found.slots.get("B", ""))
-        if other.strip() and _single_token(model, other):
+        if other.strip() and single_token(model, other):
             # the model's token as its tokenizer has it: a word-level tokenizer's has no space
             # (' John' was proposed, and shown as '·John', for its token 'John')
             other = _own_text(model, other)

@@ -170,10 +170,11 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     problem below it. Returns (answer, foil, metric, problems)."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import METRICS
+    from ..query.proposals import offered_tokens
 
     top = loaders.next_tokens(model, model_id, prompt)
-    tokens = [token for token, _ in top]
     probability = dict(top)
+    tokens, left_out = offered_tokens(model, [token for token, _ in top])
     if not state.inputs_belong_to(prompt):
         _adopt_new_prompt(model, model_id, prompt, tokens)
     else:
@@ -192,6 +193,8 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             on_change=_pick,
             args=(role,),
         )
+    if left_out:
+        st.caption(markdown_sentence(left_out_sentence(left_out, probability)))  # tokens' text
     problems = []
     asked = state.value("metric")
     if asked is not None and asked not in METRICS:  # a link's typo: said once, when it is replaced
@@ -228,6 +231,15 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             if session.foil_note and foil == (session.foil_proposed or foil):
                 st.caption(markdown_sentence(session.foil_note))  # an opened task's foils: its file's text
     return answer, foil, metric, problems
+
+
+def left_out_sentence(left_out: list[str], probability: dict[str, float]) -> str:
+    """The line under the choices naming the likely next tokens they leave out, and why."""
+    named = ", ".join(f"{token_label(token)} {chance_text(probability[token])}" for token in left_out)
+    return (
+        f"Not offered: {named}. Typed into a box, each reads as several tokens (a byte of a "
+        "character has no text of its own), and a run's answer and foil are one token each."
+    )
 
 
 def answer_label(model) -> str:
