@@ -80,3 +80,17 @@ def test_every_url_field_names_pages_the_app_has():
         assert field.pages is None or set(field.pages) <= set(PAGES), field.key
     app_wide = {field.url for field in VIEW_FIELDS if field.pages is None}
     assert app_wide == {"model", "device", "prompt", "corrupted", "answer", "foil", "metric"}
+
+
+def test_an_edit_on_explores_graph_is_not_said_of_the_paraphrases_page():
+    """Paraphrases has no graph of its own to edit: the caption saying its measure buttons measure
+    the method's circuit, "not your edit", read Explore's graph view (a link's ``view`` with an
+    edit, or one made on Explore) and was said under Best-of-N's metrics too."""
+    at = _app(**LINK, bon_method="ibon", view='{"edit": {"removed_edges": ["a0.h0->logits"]}}')
+    at.switch_page("pages/paraphrases.py").run()
+    at.number_input(key="bon.method.ibon.n_paraphrases").set_value(3)
+    at.number_input(key="bon.method.ibon.ig_steps").set_value(1)
+    at.button(key="bon.run").click().run()
+    assert not at.exception, at.exception
+    assert any(b.label.startswith("Measure its") for b in at.button)  # the offers are there
+    assert not [c.value for c in at.caption if "not your edit" in c.value]

@@ -35,6 +35,8 @@ def _edited(key: str) -> bool:
     view = state.widget_value(f"{key}.instrument")
     if view is not None:
         return not view.edit.is_empty()
+    if not state.Session.instrument_view.read_on(state.session.page):  # a page with no graph view
+        return False  # (Paraphrases): Explore's edit, or a link's, is no edit of this page's
     try:
         edit = json.loads(state.session.instrument_view or "{}").get("edit")
     except (ValueError, AttributeError, RecursionError):  # unreadable: the graph below says so
