@@ -863,3 +863,11 @@ def test_the_shared_budget_line_is_named_and_in_no_curves_colour():
     assert not [
         a for a in labelled.layout.annotations if a.text == "budget 200"
     ]  # Explore: its point says it
+
+
+def test_a_token_of_a_tab_or_an_invisible_character_draws_a_chip_that_says_so():
+    """A family emoji's zero-width joiners (Gemma's tokens of '👨\u200d👩\u200d👧') and a tab drew empty chips."""
+    chips = render.token_strip_html(["<bos>", "👨", "\u200d", "👩", "\t", "\u200b", "a\tb", " x\r\n"])
+    shown = re.findall(r">([^<]*)</span>", chips)
+    assert shown == ["&lt;bos&gt;", "👨", "\\u200d", "👩", "⇥", "\\u200b", "a⇥b", "·x␍↵"]
+    assert render.token_strip_html(["👨\u200d👩"]).count("\u200d") == 1  # a joiner inside a token joins

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from ..core.graph import GraphSpec
+from ..core.text import invisible_as_codes
 from .graph_html import KIND_COLOURS, circuit_edges
 
 
@@ -91,8 +92,12 @@ def unique_edges(circuits: Mapping[str, set[str]]) -> dict[str, set[str]]:
     return result
 
 
+_CHIP_MARKS = str.maketrans({" ": "·", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
 def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = None) -> str:
-    """Tokens as escaped chips (spaces shown as ·), the ones that differ from the other prompt marked.
+    """Tokens as escaped chips (spaces shown as ·, line breaks ↵, tabs ⇥, an invisible character by its
+    code: \\u200d), the ones that differ from the other prompt marked.
 
     Each chip is a bidi isolate with its own direction (``dir="auto"``): a right-to-left token
     reads right to left inside its chip, and the chips stay in the prompt's order, left to right,
@@ -100,7 +105,9 @@ def token_strip_html(tokens: Sequence[str], differs: Sequence[bool] | None = Non
     chips = []
     for index, token in enumerate(tokens):
         marked = bool(differs and index < len(differs) and differs[index])
-        shown = html.escape(token).replace(" ", "·").replace("\n", "↵") or "∅"
+        # a tab and an invisible character (a zero-width joiner a family emoji split into tokens, a
+        # zero-width space) drew an empty chip: each is named, the tab as ⇥ and the others by code
+        shown = html.escape(invisible_as_codes(token)).translate(_CHIP_MARKS) or "∅"
         style = (
             f"background:{'#fde2cf' if marked else '#eef1f5'};border:1px solid "
             f"{KIND_COLOURS['logits'] if marked else '#d0d5dd'};"
