@@ -175,6 +175,10 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     top = loaders.next_tokens(model, model_id, prompt)
     probability = dict(top)
     tokens, left_out = offered_tokens(model, [token for token, _ in top])
+    asked = state.value("metric")
+    unknown_metric = asked is not None and asked not in METRICS
+    if unknown_metric:  # a link's typo, replaced before the foil is proposed (none was, for '<script>')
+        state.set_value("metric", "logit_diff")
     if not state.inputs_belong_to(prompt):
         _adopt_new_prompt(model, model_id, prompt, tokens)
     else:
@@ -196,9 +200,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     if left_out:
         st.caption(markdown_sentence(left_out_sentence(left_out, probability)))  # tokens' text
     problems = []
-    asked = state.value("metric")
-    if asked is not None and asked not in METRICS:  # a link's typo: said once, when it is replaced
-        state.set_value("metric", "logit_diff")
+    if unknown_metric:  # said once, when it is replaced
         others = ", ".join(METRICS[1:])
         st.warning(
             unknown_in_link_sentence(
