@@ -1,6 +1,6 @@
 """How long the app's Cancel waits: from Cancel to the run's thread ending, per method.
 
-    .venv/bin/python benchmarks/bench_cancel_wait.py [--methods acc++,edge-pruning] [--cancel]
+    .venv/bin/python benchmarks/bench_cancel_wait.py [--methods acc++,edge-pruning] [--cancel] [--steps]
 
 A run stops at its method's next progress report once Cancel is pressed (``ui/run.py``), so the
 wait is the stretch between two reports that the Cancel falls in. Each method runs on IOI on the
@@ -14,12 +14,17 @@ callback raises at its next report), and prints the seconds from that Cancel to 
 end. A first ACC++ run factors the heads (its SVD): ``CIRCUITVIZ_CACHE`` pointing at a folder
 without ``acc/`` times that. ``--checks-cost N``: instead, each method N times without a progress
 callback (no checks inside its passes) alternating with N times with one, and the seconds of
-each. No assertions.
+each. ``--steps``: instead, the longest wait inside the steps that came before a method's first
+report or between two far-apart ones (the clean and corrupted runs, Best-of-N's runs of a group
+of pairs, CircuitLasso's solver, AtP*'s products with the differences): each step timed by
+wrapping the function that does it, its wait the longest stretch between its start, the reports
+inside it and its end. No assertions.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import threading
 import time
 
@@ -92,16 +97,62 @@ def checks_cost(model, task, method: str, n: int) -> None:
     )
 
 
+# method: (module, function) of the step ``--steps`` times in it
+STEPS = {
+    "eap-ig": ("circuitviz.measure.evaluate", "_runs_of_tasks"),  # the clean and corrupted runs
+    "bon": ("circuitviz.methods.scoring", "evaluators_of_tasks"),  # a group of pairs' runs
+    "circuit-lasso": ("circuitviz.methods.lasso", "fit_adaptive"),  # the solver
+    "atp-star": ("circuitviz.engine.atp_star", "accumulate_scores"),  # the products
+}
+
+
+def step_waits(model, task, method: str) -> None:
+    """The longest wait for a Cancel pressed inside the method's step (``STEPS``), in one run."""
+    from circuitviz.measure.evaluate import forget_prompt_runs
+
+    module, name = STEPS[method]
+    where = importlib.import_module(module)
+    original, windows, reports = getattr(where, name), [], []
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            windows.append((start, time.perf_counter()))
+
+    setattr(where, name, timed)
+    try:
+        forget_prompt_runs(model)  # the prompt's clean and corrupted runs are made, not read
+        api.discover(model, task, method, progress=lambda *report: reports.append(time.perf_counter()))
+    finally:
+        setattr(where, name, original)
+    waits = []
+    for start, end in windows:
+        marks = [start, *(at for at in reports if start <= at <= end), end]
+        waits.append((max(b - a for a, b in zip(marks, marks[1:])), end - start))
+    print(
+        f"{method:20s} {name}: {len(windows)} calls, the longest {max(s for _, s in waits):.2f} s; "
+        f"longest wait inside one {max(w for w, _ in waits):.2f} s  ({load_average()})",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default="", help="comma-separated (default: every method)")
     parser.add_argument("--cancel", action="store_true", help="also cancel each run in its longest stretch")
     parser.add_argument("--checks-cost", type=int, default=0, help="runs without and with a callback")
+    parser.add_argument("--steps", action="store_true", help="the longest wait inside each step of STEPS")
     args = parser.parse_args()
     print(machine_line(), flush=True)
     model = load_model("gemma-3-270m", "cpu")
     task = ioi_task()
     methods = [m for m in args.methods.split(",") if m] or list(available_methods())
+    if args.steps:
+        for method in methods if args.methods else list(STEPS):
+            step_waits(model, task, method)
+        return
     if args.checks_cost:
         for method in methods:
             checks_cost(model, task, method, args.checks_cost)
