@@ -4,11 +4,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from circuitviz.ui import loaders
+from circuitviz.ui import loaders, state
 from circuitviz.ui.caveats import fitted_methods_sentence, subordinate_headings, wide_tables_css
 from circuitviz.ui.navigation import inside_app
 
 inside_app()  # never a page alone, outside the app (see inside_app)
+# About reads no page's field: its address keeps the app-wide ones (model, device, the task) and
+# drops the rest, as every page's does (a hand-made /about?decision=2 kept Signals' decision)
+state.write_to_url()
 
 st.title("About circuitviz")
 st.markdown(

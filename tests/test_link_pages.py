@@ -94,3 +94,15 @@ def test_an_edit_on_explores_graph_is_not_said_of_the_paraphrases_page():
     assert not at.exception, at.exception
     assert any(b.label.startswith("Measure its") for b in at.button)  # the offers are there
     assert not [c.value for c in at.caption if "not your edit" in c.value]
+
+
+def test_about_keeps_only_the_app_wide_fields_of_a_hand_made_link():
+    """About read none of a link's page fields and never wrote its URL: ``/about?decision=2`` kept
+    Signals' decision (and any other page's field) in the address a reader copied from About."""
+    at = _app(**LINK, **OTHERS)
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value.startswith("About")
+    assert not set(OTHERS) & set(at.query_params), dict(at.query_params)
+    assert "budgets" not in at.query_params  # Explore's, Compare's and Steer's
+    assert at.query_params["prompt"] == LINK["prompt"]  # the task is the app's, on every page
