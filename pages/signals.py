@@ -66,6 +66,8 @@ with st.expander("Run ACC++ on a prompt", expanded=opened is None and not linked
     )
 
 if shown.result is None:
+    if linked:  # a link's decision of a result not here (another machine's): unfold the form, Run in sight
+        st.rerun()
     st.info(
         "Run ACC++ above, or choose ACC++ on the Explore or Compare page: its result for this prompt shows here."
     )

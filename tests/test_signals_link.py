@@ -89,3 +89,13 @@ def test_a_link_naming_a_decision_opens_with_the_form_folded():
     assert again.selectbox(key=DECISION).value == 1
     plain = _signals()  # no decision named: the form unfolded, as before
     assert plain.expander[0].proto.expanded
+
+
+def test_a_link_naming_a_decision_of_no_stored_result_opens_the_form():
+    """A link's decision of a result this machine does not hold (a link from another machine, or
+    settings never run here) folded the form all the same: the page said "Run ACC++ above" with
+    its Run button out of sight. The form unfolds, the button in view."""
+    at = _signals(decision="3", acc_settings='{"k": 1.5}')
+    assert not at.exception, at.exception
+    assert at.expander[0].proto.expanded
+    assert any(b.label == "Run ACC++" for b in at.button)
