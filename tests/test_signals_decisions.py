@@ -55,3 +55,12 @@ def test_the_signals_page_shows_the_decisions_under_the_short_headers(tmp_path, 
         header, width, text = DECISION_COLUMNS[name]
         assert shown[name] == {"label": header, "width": width, "help": text}
     assert sum(shown[name]["width"] for name in table.value.columns) <= TABLE_PX
+
+
+def test_the_query_and_key_counts_say_they_count_directions_not_signal_rows():
+    """Decision #0 of the IOI prompt on Gemma-3-270M read "query 8, key 19" over a signal table of
+    3 query rows and 6 key rows: the counts are singular directions (the rows' ranks, 3 + 4 + 1),
+    and their help said "signals" as the table's rows are called."""
+    for name in ("query signals", "key signals"):
+        text = DECISION_COLUMNS[name][2]
+        assert "ranks in 'Its signals' added up" in text, name

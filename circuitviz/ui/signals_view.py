@@ -41,12 +41,14 @@ DECISION_COLUMNS = {
         "query",
         46,
         "how many signals were removed from the query, largest IG first, until the weight fell below tau "
-        "(or no signal of positive IG was left, or max signals was reached)",
+        "(or no signal of positive IG was left, or max signals was reached); a signal here is one singular "
+        "direction, so this is the query rows' ranks in 'Its signals' added up, not the number of rows",
     ),
     "key signals": (
         "key",
         38,
-        "how many signals were removed from the keys, the same way",
+        "how many signals were removed from the keys, the same way: the key rows' ranks in 'Its signals' "
+        "added up",
     ),
     "below threshold": (
         "below",
