@@ -364,7 +364,10 @@ def test_a_foil_without_its_space_is_flagged_when_neither_token_is_among_the_lik
     # the tiny model's tokenizer splits on white space ('John' is ' John'): a real one's rule stands in
     monkeypatch.setattr(spaces, "takes_space", lambda model, prompt, token: token == "John")
     chances = {" John": 0.004, "John": 0.00001}
-    monkeypatch.setattr(loaders, "token_probability", lambda m, i, p, token: (chances[token], " Mary", 0.3))
+    # any other token asked (the answer's own, read 'Mary' by the tiny tokenizer): 0
+    monkeypatch.setattr(
+        loaders, "token_probability", lambda m, i, p, token: (chances.get(token, 0.0), " Mary", 0.3)
+    )
     at = _app(method="eap").run()
     at.text_input(key="w.foil").set_value("John").run()
     assert any("' John' with a leading space (0.4%)" in w.value.replace("\\", "") for w in at.warning)
@@ -374,6 +377,22 @@ def test_a_foil_without_its_space_is_flagged_when_neither_token_is_among_the_lik
     chances.update({" John": 0.00001, "John": 0.004})  # the word alone the likelier: the user's choice
     at.text_input(key="w.foil").set_value("John").run()
     assert not any("leading space" in w.value for w in at.warning)
+
+
+def test_a_foil_outside_the_likely_tokens_gets_its_chance_under_its_box(monkeypatch):
+    """The line under the foil box gave the model's chance of the foil only when the foil was among
+    the 8 likely next tokens; a foil outside them (the usual case for a typed one) showed none. It
+    reads the chance from the prompt's kept run now, as the answer's warning does."""
+    import circuitviz.entry.spaces as spaces
+    import circuitviz.ui.loaders as loaders
+
+    monkeypatch.setattr(loaders, "next_tokens", lambda *args, **kwargs: [(" Mary", 0.3), (" the", 0.2)])
+    monkeypatch.setattr(spaces, "takes_space", lambda model, prompt, token: False)
+    monkeypatch.setattr(loaders, "token_probability", lambda m, i, p, token: (0.004, " Mary", 0.3))
+    at = _app(method="eap").run()
+    at.text_input(key="w.foil").set_value("John").run()
+    assert not at.exception, at.exception
+    assert any("the token:" in m.value and "the model gives it 0.4%" in m.value for m in at.markdown)
 
 
 def test_a_corrupted_prompt_equal_to_the_prompt_is_refused_before_run():
@@ -423,7 +442,7 @@ def test_a_url_with_its_corrupted_prompt_keeps_it_and_gets_a_foil():
 
 
 def test_right_to_left_tokens_keep_their_order():
-    from circuitviz.ui.inputs import token_label
+    from circuitviz.core.text import token_label
 
     strip = render.token_strip_html(["a", " مدينة", "b"])
     assert strip.startswith('<span dir="ltr" style="unicode-bidi:isolate">')

@@ -92,7 +92,7 @@ def test_the_choices_leave_out_a_token_no_box_can_hold_and_say_so(words):
     choices offer the tokens whose text is one token again and name the others in one line ("Mary
     John" stands for such a text here); where none is one token, all are offered."""
     from circuitviz.query.proposals import offered_tokens
-    from circuitviz.ui.inputs import left_out_sentence
+    from circuitviz.core.text import left_out_sentence
 
     assert offered_tokens(words, ["Mary John", "Mary", "John"]) == (["Mary", "John"], ["Mary John"])
     assert offered_tokens(words, ["Mary", "John"]) == (["Mary", "John"], [])

@@ -176,6 +176,22 @@ def chance_text(chance: float) -> str:
     return f"{share:.1f}%" if share >= 0.1 or share <= 0 else f"{share:.2g}%"
 
 
+def token_label(token: str) -> str:
+    """A token as the user sees it: quotes keep leading spaces visible, and Unicode's first-strong
+    isolate (U+2068 ... U+2069) keeps a right-to-left token from reordering the label around it
+    ("'مدينة' 23.9%" stays in that order) in widgets that take no HTML (pills, select boxes)."""
+    return f"\u2068{token!r}\u2069"
+
+
+def left_out_sentence(left_out: list[str], probability: dict[str, float]) -> str:
+    """The line under the choices naming the likely next tokens they leave out, and why."""
+    named = ", ".join(f"{token_label(token)} {chance_text(probability[token])}" for token in left_out)
+    return (
+        f"Not offered: {named}. Typed into a box, each reads as several tokens (a byte of a "
+        "character has no text of its own), and a run's answer and foil are one token each."
+    )
+
+
 def joined(items: Sequence[str]) -> str:
     """'a', 'a and b', 'a, b and c' (items as given: quote or escape them first)."""
     items = list(items)

@@ -26,11 +26,13 @@ from ..core.text import (
     chance_text,
     counted,
     invisible_sentence,
+    left_out_sentence,
     markdown_sentence,
     markdown_text,
     only_invisible,
     shown,
     shown_token,
+    token_label,
 )
 from . import (  # no torch here: the prompt box paints before the engine loads
     kept_results,
@@ -61,13 +63,6 @@ def run_settings(method, settings: dict) -> dict:
     from ..methods import config_to_dict
 
     return config_to_dict(method.make_config(settings))
-
-
-def token_label(token: str) -> str:
-    """A token as the user sees it: quotes keep leading spaces visible, and Unicode's first-strong
-    isolate (U+2068 ... U+2069) keeps a right-to-left token from reordering the label around it
-    ("'مدينة' 23.9%" stays in that order) in widgets that take no HTML (pills, select boxes)."""
-    return f"\u2068{token!r}\u2069"
 
 
 @dataclass
@@ -235,15 +230,6 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     return answer, foil, metric, problems
 
 
-def left_out_sentence(left_out: list[str], probability: dict[str, float]) -> str:
-    """The line under the choices naming the likely next tokens they leave out, and why."""
-    named = ", ".join(f"{token_label(token)} {chance_text(probability[token])}" for token in left_out)
-    return (
-        f"Not offered: {named}. Typed into a box, each reads as several tokens (a byte of a "
-        "character has no text of its own), and a run's answer and foil are one token each."
-    )
-
-
 def answer_label(model) -> str:
     """The answer box's label, true of the model's tokenizer (``models.tokens.leading_spaces``):
     'with its leading space' where a word's token carries it (' Mary'), 'no leading space' where it
@@ -314,7 +300,8 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         if found[spaced] > found[token]:  # the spaced word is the likelier: said below, with its figure
             probability = {**probability, spaced: found[spaced]}
 
-    st.markdown(token_line_html(own_token_line(model, token, probability)), unsafe_allow_html=True)
+    line = own_token_line(model, token, with_own_chance(model, token, probability, after))
+    st.markdown(token_line_html(line), unsafe_allow_html=True)
     spaced = missing_space(model, token, probability)
     if spaced is None:
         return
@@ -333,6 +320,18 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
         args=(role, spaced),
         type="secondary",
     )
+
+
+def with_own_chance(model, token: str, probability: dict[str, float], after) -> dict[str, float]:
+    """``probability`` with the chance of ``token``'s own token where the likely ones lack it (a
+    foil outside them showed none), from the prompt's kept run; as given without ``after``."""
+    from ..models.adapter import adapter_of
+    from ..models.tokens import token_pieces
+
+    own = "".join(token_pieces(adapter_of(model), token))
+    if after is None or own in probability:
+        return probability
+    return {**probability, own: loaders.token_probability(model, *after, own)[0]}
 
 
 def token_line_html(line: str) -> str:
