@@ -91,8 +91,8 @@ def test_the_choices_leave_out_a_token_no_box_can_hold_and_say_so(words):
     日本 is") was offered as a choice: clicked, the answer box refused its name as 6 tokens. The
     choices offer the tokens whose text is one token again and name the others in one line ("Mary
     John" stands for such a text here); where none is one token, all are offered."""
-    from circuitviz.query.proposals import offered_tokens
     from circuitviz.core.text import left_out_sentence
+    from circuitviz.query.proposals import offered_tokens
 
     assert offered_tokens(words, ["Mary John", "Mary", "John"]) == (["Mary", "John"], ["Mary John"])
     assert offered_tokens(words, ["Mary", "John"]) == (["Mary", "John"], [])
