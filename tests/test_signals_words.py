@@ -387,3 +387,15 @@ def test_discover_says_how_to_find_decisions_when_none_reached_the_threshold():
     assert lines[1].endswith("lower k (--set k=1.5)")
     details.summary["n_decisions"] = 6
     assert not any("no attention decision" in line for line in report_lines(details))
+
+
+def test_every_count_over_the_tables_has_its_help():
+    """The count "attention decisions" was the one of the four without a help: what a decision is
+    (the threshold tau) was only in the decision table's column help."""
+    from circuitviz.acc.tables import summary_help
+
+    details = acc_details()
+    details.summary = {"n_nodes": 4, "n_edges": 3, "n_signal_edges": 2, "rank1_fraction": 0.5}
+    helps = summary_help(details)
+    assert set(helps) == {"nodes", "edges", "attention decisions", "rank-1 edges"}
+    assert "tau = k / the positions it attends over" in helps["attention decisions"]

@@ -103,6 +103,9 @@ def summary_help(details) -> dict[str, str]:
         "seed's direct effect on the answer).",
         "rank-1 edges": f"The share of the {counted(n_signal, 'signal edge')} of rank 1: carried by one singular "
         "direction of the head's query-key form.",
+        "attention decisions": "Attention decisions: a head at one token attending to that token or an earlier "
+        "one with a weight that reaches tau = k / the positions it attends over, traced back from the answer; "
+        "the table below has a row each.",
     }
 
 

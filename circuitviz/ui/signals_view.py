@@ -84,7 +84,7 @@ def signals_view(result) -> None:
     helps = summary_help(details)
     cells[0].metric("nodes", summary["n_nodes"], help=helps["nodes"])
     cells[1].metric("edges", summary["n_edges"], help=helps["edges"])
-    cells[2].metric("attention decisions", summary["n_decisions"])
+    cells[2].metric("attention decisions", summary["n_decisions"], help=helps["attention decisions"])
     cells[3].metric("rank-1 edges", rank1_shown(summary), help=helps["rank-1 edges"])
     if details.limits.get("max_decisions_reached"):
         st.warning(
