@@ -4,6 +4,7 @@ model, a batch started in the background, and the page's errors as read."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -46,3 +47,18 @@ def start_tiny(n: int, slow: float = 0.0, name: str = "2026-12-06-080000-ioi-eap
 def page_errors(at) -> list[str]:
     """The page's errors as read: markdown_sentence's escapes undone."""
     return [e.value.replace("\\", "") for e in at.error]
+
+
+def finished_batch(name: str, title: str, manifest: dict, rows: dict) -> Path:
+    """A batch folder ``name`` under the runs folder that ended well (exit status 0), with
+    ``manifest`` and a results table of ``rows`` (column: values), as the Dataset page reads one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = jobs.runs_dir() / name
+    folder.mkdir(parents=True)
+    (folder / jobs.JOB).write_text(json.dumps({"pid": None, "title": title}))
+    (folder / jobs.EXIT).write_text('{"returncode": 0, "ended": 1.0}')
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    pq.write_table(pa.table(rows), folder / "results.parquet")
+    return folder

@@ -52,23 +52,16 @@ def test_a_model_handed_over_loaded_records_no_load(tmp_path):
 
 def test_the_run_form_quotes_the_newest_batchs_own_load(tmp_path, monkeypatch):
     pytest.importorskip("streamlit")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from dataset_jobs import finished_batch
 
-    from circuitviz.batch import jobs
     from circuitviz.entry import calibration
     from circuitviz.ui import batch_form
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
     calibration.record_load("smollm2-135m", 0.563)  # this server's, its imports long done
-    folder = jobs.runs_dir() / "2026-12-06-110754-ioi-1-eap"
-    folder.mkdir(parents=True)
-    (folder / jobs.JOB).write_text('{"pid": null, "title": "1 prompt × eap"}')
-    (folder / jobs.EXIT).write_text('{"returncode": 0, "ended": 1.0}')
     manifest = {"model": {"model_id": "smollm2-135m"}, "load_seconds": 14.2}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
     rows = {"method": ["eap"], "status": ["done"], "seconds": [1.2], "n_tokens": [16], "family": ["ioi"]}
-    pq.write_table(pa.table(rows), folder / "results.parquet")
+    finished_batch("2026-12-06-110754-ioi-1-eap", "1 prompt × eap", manifest, rows)
     said = batch_form.measured_cost("smollm2-135m", ["eap"], 2, "ioi")
     assert said.endswith(
         "The last batch here loaded smollm2-135m in 14 s in its own process, after Python's start and "

@@ -12,7 +12,7 @@ import json
 import pytest
 
 pytest.importorskip("streamlit")
-from dataset_jobs import dataset_page, page_errors  # noqa: E402
+from dataset_jobs import dataset_page, finished_batch, page_errors  # noqa: E402
 
 from circuitviz.batch import jobs  # noqa: E402
 from circuitviz.batch.dataset import parse_dataset  # noqa: E402
@@ -165,15 +165,7 @@ def test_a_row_of_boxes_keeps_its_boxes_in_line_when_a_label_wraps(page):
 def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number(tmp_path, monkeypatch):
     """The cost read 'about 3.9 s a prompt for eap; so 1 prompts' circuits take about 4 s' after
     one MMLU batch: in the wrong number, and silent that its 46-token question is no IOI prompt's 16."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    folder = jobs.runs_dir() / "2026-12-06-110754-mmlu-1-eap"
-    folder.mkdir(parents=True)
-    (folder / jobs.JOB).write_text('{"pid": null, "title": "1 MMLU question of astronomy × eap"}')
-    (folder / jobs.EXIT).write_text('{"returncode": 0, "ended": 1.0}')
-    (folder / "manifest.json").write_text('{"model": {"model_id": "gemma-3-270m"}}')
     rows = {
         "method": ["eap"],
         "status": ["done"],
@@ -181,7 +173,9 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
         "n_tokens": [46],
         "family": ["mmlu/astronomy"],
     }
-    pq.write_table(pa.table(rows), folder / "results.parquet")
+    manifest = {"model": {"model_id": "gemma-3-270m"}}
+    title = "1 MMLU question of astronomy × eap"
+    finished_batch("2026-12-06-110754-mmlu-1-eap", title, manifest, rows)
     said = batch_form.measured_cost("gemma-3-270m", ["eap"], 1, "mmlu")
     assert said.startswith(
         "Measured on earlier batches here: about 3.9 s a 46-token prompt for eap; so 1 prompt's circuits "
@@ -191,10 +185,6 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
         "gemma-3-270m", ["eap"], 3
     )
     # a newer IOI batch: an IOI batch is priced from it, an MMLU one still from the MMLU question
-    newer = jobs.runs_dir() / "2026-12-06-120000-ioi-2-eap"
-    newer.mkdir()
-    for name in (jobs.JOB, jobs.EXIT, "manifest.json"):
-        (newer / name).write_text((folder / name).read_text())
     ioi = {
         "method": ["eap"] * 2,
         "status": ["done"] * 2,
@@ -202,7 +192,7 @@ def test_the_forms_cost_names_the_prompts_it_was_measured_on_in_the_right_number
         "n_tokens": [16] * 2,
         "family": ["ioi"] * 2,
     }
-    pq.write_table(pa.table(ioi), newer / "results.parquet")
+    finished_batch("2026-12-06-120000-ioi-2-eap", title, manifest, ioi)
     assert "about 1.4 s a 16-token prompt for eap" in batch_form.measured_cost(
         "gemma-3-270m", ["eap"], 3, "ioi"
     )

@@ -7,6 +7,7 @@ embeddings sat 1,505 px down the page with the frame's top at the window's (Chro
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,34 +52,40 @@ def _tall() -> VisGraph:
     return VisGraph(nodes, [])
 
 
-@pytest.mark.browser
-def test_a_tall_drawing_is_held_to_the_window_and_full_size_gives_it_its_height(tmp_path):
+@contextmanager
+def _opened(graph: VisGraph, path: Path):
+    """Chromium at 1,000 x 1,200 px on ``graph``'s standalone page (written to ``path``), drawn."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed")
     playwright_api = pytest.importorskip("playwright.sync_api")
-    graph = _tall()
-    assert graph.max_height() == TALLEST_FRAME  # the height its labels want: more than any window here
-    path = tmp_path / "tall.html"
     path.write_text(standalone_page(graph), encoding="utf-8")
-    seen = {}
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 1200})
             page.goto(path.as_uri())
             page.wait_for_timeout(800)
-            seen["held"] = page.evaluate(STATE)
-            page.set_viewport_size({"width": 1000, "height": 900})  # a lower window: the frame follows
-            page.wait_for_timeout(800)
-            seen["lower"] = page.evaluate(STATE)
-            page.click("#cv-size")
-            page.wait_for_timeout(800)
-            seen["full"] = page.evaluate(STATE)
-            page.click("#cv-size")
-            page.wait_for_timeout(800)
-            seen["back"] = page.evaluate(STATE)
+            yield page
         finally:
             browser.close()
+
+
+@pytest.mark.browser
+def test_a_tall_drawing_is_held_to_the_window_and_full_size_gives_it_its_height(tmp_path):
+    graph = _tall()
+    assert graph.max_height() == TALLEST_FRAME  # the height its labels want: more than any window here
+    seen = {}
+    with _opened(graph, tmp_path / "tall.html") as page:
+        seen["held"] = page.evaluate(STATE)
+        page.set_viewport_size({"width": 1000, "height": 900})  # a lower window: the frame follows
+        page.wait_for_timeout(800)
+        seen["lower"] = page.evaluate(STATE)
+        page.click("#cv-size")
+        page.wait_for_timeout(800)
+        seen["full"] = page.evaluate(STATE)
+        page.click("#cv-size")
+        page.wait_for_timeout(800)
+        seen["back"] = page.evaluate(STATE)
     held, lower, full, back = seen["held"], seen["lower"], seen["full"], seen["back"]
     assert held["height"] == pytest.approx(held["room"] - WINDOW_MARGIN, abs=1) and held["room"] > 1100
     assert 0 < held["bottom"] < held["top"] < held["height"]  # both ends inside the frame
@@ -93,30 +100,15 @@ def test_a_tall_drawing_is_held_to_the_window_and_full_size_gives_it_its_height(
 
 @pytest.mark.browser
 def test_a_drawing_the_window_holds_whole_has_no_full_size_button(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed")
-    playwright_api = pytest.importorskip("playwright.sync_api")
     nodes = [{"id": f"n{row}", "label": "a", "x": 0.0, "y": -80.0 * row, "shape": "box"} for row in range(3)]
-    path = tmp_path / "short.html"
-    path.write_text(standalone_page(VisGraph(nodes, [])), encoding="utf-8")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1200})
-            page.goto(path.as_uri())
-            page.wait_for_timeout(800)
-            assert page.evaluate("() => document.getElementById('cv-size').style.display") == "none"
-        finally:
-            browser.close()
+    with _opened(VisGraph(nodes, []), tmp_path / "short.html") as page:
+        assert page.evaluate("() => document.getElementById('cv-size').style.display") == "none"
 
 
 @pytest.mark.browser
 def test_the_line_above_the_frame_counts_the_labels_too_small_to_be_drawn(tmp_path):
     """vis-network leaves out a label under 4 px: the line says how many, and at what size the
     others are drawn (it said "small" with no figure)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed")
-    playwright_api = pytest.importorskip("playwright.sync_api")
     nodes = [
         {
             "id": f"n{i}",
@@ -128,18 +120,9 @@ def test_the_line_above_the_frame_counts_the_labels_too_small_to_be_drawn(tmp_pa
         }
         for i in range(150)
     ]
-    path = tmp_path / "wide.html"
-    path.write_text(standalone_page(VisGraph(nodes, [], kind="positions")), encoding="utf-8")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 1200})
-            page.goto(path.as_uri())
-            page.wait_for_timeout(800)
-            scale = page.evaluate("() => network.getScale()")
-            text = page.locator("#cv-hint").inner_text()
-        finally:
-            browser.close()
+    with _opened(VisGraph(nodes, [], kind="positions"), tmp_path / "wide.html") as page:
+        scale = page.evaluate("() => network.getScale()")
+        text = page.locator("#cv-hint").inner_text()
     sizes = [float(node["font"]["size"]) * scale for node in nodes]
     assert min(sizes) < 4 <= max(sizes)  # the 20-unit labels left out, the 40-unit ones drawn
     assert text == hint_text(SMALL_HINT, sizes) and "; 75 of 150 are too small to be drawn" in text
