@@ -89,3 +89,13 @@ def test_an_empty_foil_is_asked_for_as_a_wrong_answer(model):
     assert "should predict" not in message
     assert "wrong answer" in message
     assert "should predict" in check(model, "answer is empty", answer="")
+
+
+def test_a_byte_tokens_name_is_refused_without_a_first_piece_to_try(embedded_model):
+    """A byte of a character (' <0xE5>', SmolLM2's likeliest token after "The capital of 日本 is";
+    Gemma's '<0xE2>') typed or linked as the answer was told "use a single token such as ' <'", a
+    piece that means nothing here: the sentence says what the name is and asks for an answer."""
+    for answer in (" <0xE5>", "<0xE2>"):
+        message = check(embedded_model, "names a byte of a character", answer=answer)
+        assert "such as" not in message and "the token the model should predict" in message
+    assert "such as" in check(embedded_model, "tokens", answer=" <0xE5> Paris")  # not a byte's name alone

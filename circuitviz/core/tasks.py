@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from ..models.adapter import adapter_of
+from ..models.tokens import BYTE_PIECE
 from .refusals import (
     EMPTY_CORRUPTED,
     EMPTY_PROMPT,
@@ -133,6 +134,11 @@ def single_token_id(model, text: str, role: str) -> int:
         raise TaskError(
             f"The {role} {shown_token(text, 60)} gives no token (only characters the tokenizer drops); "
             f"give {wanted}."
+        )
+    if len(ids) != 1 and BYTE_PIECE.fullmatch(text.strip()):  # a byte token's name: no first piece helps
+        raise TaskError(
+            f"The {role} {shown_token(text, 30)} names a byte of a character, a token with no text of its "
+            f"own, which typed text cannot give; give {wanted}."
         )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
