@@ -105,6 +105,7 @@ measured = float((batch.manifest.get("consensus") or {}).get("threshold") or 0.5
 shares = [round(0.05 * step, 2) for step in range(1, 21)]
 if session.dataset_consensus_for not in (None, str(batch.folder)):  # another atlas's: not this one's
     del session.dataset_consensus
+    del session.dataset_clusters  # its count of clusters too (another batch offers others)
 link_choices.seed(f"dataset.threshold.{batch.folder}", Session.dataset_consensus, shares, measured)
 threshold = st.slider(
     "consensus: edges in at least this share of the prompts' circuits",
@@ -115,8 +116,9 @@ threshold = st.slider(
 )
 session.dataset_consensus, session.dataset_consensus_for = round(threshold, 2), str(batch.folder)
 
-curves_tab, consensus_tab, clusters_tab, prompts_tab = st.tabs(
-    ["Curves", "Consensus circuit", "Clusters", "Prompts"]
+# the tab open (``tab``): in the link, and kept across a switch to another page and back
+curves_tab, consensus_tab, clusters_tab, prompts_tab = link_choices.tabs(
+    "dataset.tab", Session.dataset_tab, link_choices.DATASET_TABS
 )
 view = ui.circuits_view(folder, stamp, label, budget, threshold)
 with curves_tab:

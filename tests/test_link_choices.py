@@ -164,3 +164,48 @@ def test_every_link_choice_is_a_url_field_of_its_page():
     assert sentence.replace("\\", "") == (
         "The link's sae '**b**' is not one of this page's choices ('embedded', 'hub'): the page shows 'embedded'."
     )
+
+
+def test_the_dataset_pages_tab_and_count_of_clusters_are_in_its_link():
+    """Until 2026-12-06 the tab open and the count of clusters were the browser's alone: a copied
+    link opened Curves at 'auto', and so did a switch to Explore and back."""
+    at = _page("pages/dataset.py", atlas="ioi")
+    assert not at.exception, at.exception
+    assert "tab" not in at.query_params and "clusters" not in at.query_params  # the defaults: left out
+    at.session_state["dataset.tab"] = "Clusters"  # a click on the tab (AppTest has no tab to click)
+    at.run()
+    (count,) = [c for c in at.segmented_control if c.key.startswith("dataset.k.")]
+    count.set_value(3).run()
+    assert not at.exception, at.exception
+    assert at.query_params["tab"] == "clusters" and at.query_params["clusters"] == "3"
+    at.switch_page("pages/explore.py").run()
+    assert "tab" not in at.query_params and "clusters" not in at.query_params  # the Dataset page's alone
+    at.switch_page("pages/dataset.py").run()  # the view left is the one shown again
+    assert at.session_state["dataset.tab"] == "Clusters"
+    assert [c.value for c in at.segmented_control if c.key.startswith("dataset.k.")] == [3]
+    again = _page("pages/dataset.py", atlas="ioi", tab="clusters", clusters="3")  # the link in a new browser
+    assert not again.exception, again.exception
+    assert again.session_state["dataset.tab"] == "Clusters"
+    assert [c.value for c in again.segmented_control if c.key.startswith("dataset.k.")] == [3]
+    assert not again.warning, [w.value for w in again.warning]
+    again.session_state["dataset.tab"] = "Curves"  # back to the defaults: out of the link
+    (count,) = [c for c in again.segmented_control if c.key.startswith("dataset.k.")]
+    count.set_value("auto").run()
+    assert "tab" not in again.query_params and "clusters" not in again.query_params
+
+
+def test_a_dataset_link_naming_a_tab_or_count_the_page_lacks_says_so_in_one_sentence():
+    at = _page("pages/dataset.py", atlas="ioi", tab="[x](https://example.com)", clusters="99")
+    assert not at.exception, at.exception
+    (tab,) = _said(at, "The link's tab")
+    assert tab.startswith("The link's tab '[x](") and "is not one of this page's choices ('curves', " in tab
+    assert tab.endswith("the page shows 'curves'.")
+    assert not [w.value for w in at.warning if "[x](" in w.value]  # escaped: never a live link
+    (count,) = _said(at, "The clusters count 99 is not offered here")
+    assert count.endswith("the page shows auto.")
+    assert at.session_state["dataset.tab"] == "Curves"
+    assert [c.value for c in at.segmented_control if c.key.startswith("dataset.k.")] == ["auto"]
+    assert "tab" not in at.query_params and "clusters" not in at.query_params
+    bad = _page("pages/dataset.py", atlas="ioi", clusters="two")
+    assert _said(bad, "The link's clusters 'two' is not a whole number")
+    assert not bad.exception, bad.exception

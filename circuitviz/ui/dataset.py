@@ -421,9 +421,7 @@ def clusters(
         )
         return {"task_index": numpy.zeros(0, dtype=numpy.int64), "labels": numpy.zeros(0, dtype=numpy.int64)}
     ks = list(range(2, min(6, n_prompts - 1) + 1))
-    chosen = (
-        st.segmented_control("clusters", ["auto", *ks], default="auto", key=f"dataset.k.{ks[-1]}") or "auto"
-    )
+    chosen = link_choices.clusters(ks, n_prompts, budget)  # in the link (``clusters``)
     found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
     st.caption(clusters_sentence(found, budget, chosen == "auto"))
     rows = batch.rows(label).to_pandas().set_index("task_index")

@@ -1,5 +1,6 @@
 """The choices a link reopens that live in widgets of their own key: Explore's result-view
-toggles, Compare's held-out toggle, Steer's SAE source, the Dataset page's atlas and its view.
+toggles, Compare's held-out toggle, Steer's SAE source, the Dataset page's atlas and its view (its
+tab and count of clusters included).
 
 Each has a ``state.Field`` with a URL parameter on its page. Before the widget is drawn, ``seed``
 hands it the field's value when it holds none of its own: a link's first run, or the page opened
@@ -13,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
-from .link_values import link_choice_sentence
+from .link_values import clusters_refused, link_choice_sentence
 
 # the toggles a link holds, by their widgets' keys: the result view's on Explore (``result_view``),
 # Compare's held-out one, the Dataset page's refused prompts
@@ -61,3 +62,46 @@ def toggle(label: str, key: str, **options) -> bool:
         return st.toggle(label, key=key, **options)
     seed(key, field)
     return bool(keep(field, st.toggle(label, key=key, **options)))
+
+
+# the Dataset page's tabs: each tab's name in a link (``tab``), and its label
+DATASET_TABS = {
+    "curves": "Curves",
+    "consensus": "Consensus circuit",
+    "clusters": "Clusters",
+    "prompts": "Prompts",
+}
+
+
+def tabs(key: str, field, labels: dict[str, str]):
+    """``st.tabs`` over ``labels`` ({name in the link: label}) whose open tab is ``field``'s: the
+    first is the default and stays out of the link. A tab picked reruns the page (a tab that
+    tracks no state is the browser's alone: a link opened the first one, and so did a switch
+    to another page and back). A link's name the page lacks is said in one sentence, and the
+    first opens."""
+    first = next(iter(labels))
+    if not state.has_widget_value(key):
+        held = state.value(field.key)
+        if held is not None and held not in labels:
+            st.warning(link_choice_sentence(field.url, str(held), list(labels), first))
+        state.set_widget_value(key, labels.get(held, labels[first]))
+    shown = st.tabs(list(labels.values()), key=key, on_change="rerun")
+    open_label = state.widget_value(key)
+    keep(field, next((name for name, label in labels.items() if label == open_label), first))
+    return shown
+
+
+def clusters(ks: list[int], n_prompts: int, budget: int):
+    """The Dataset page's count of clusters ("auto", or one of ``ks``), in the link (``clusters``;
+    auto, the default, stays out) and kept across a switch to another page and back. A count this
+    budget does not offer (a link's, or one chosen at another budget) is said in one sentence, and
+    auto is shown."""
+    field, key = state.Session.dataset_clusters, f"dataset.k.{ks[-1]}"  # each range of counts its own
+    if not state.has_widget_value(key):
+        held = state.value(field.key)
+        if held is not None and held not in ks:
+            st.warning(clusters_refused(held, ks, n_prompts, budget))
+        state.set_widget_value(key, held if held in ks else "auto")
+    chosen = st.segmented_control("clusters", ["auto", *ks], key=key) or "auto"
+    keep(field, None if chosen == "auto" else int(chosen))
+    return chosen

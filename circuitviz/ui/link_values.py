@@ -67,6 +67,16 @@ def link_choice_sentence(parameter: str, text: str, options, used: str) -> str:
     )
 
 
+def clusters_refused(count: int, ks: list[int], n_prompts: int, budget: int) -> str:
+    """One sentence for a count of clusters the Dataset page does not offer at this budget (a link's
+    ``clusters``, or a count chosen at another budget): the counts there are, and auto shown."""
+    having = f"{n_prompts:,} prompt{'s have' if n_prompts != 1 else ' has'} a circuit"
+    return (
+        f"The clusters count {count:,} is not offered here: at budget {budget:,}, {having}, and the "
+        f"counts run from 2 to {ks[-1]} (at most one less than the prompts, and 6); the page shows auto."
+    )
+
+
 def unreadable_link_value(parameter: str, kind: str, text: str) -> str:
     """One sentence (markdown, the link's text escaped) for a URL value not of its field's kind."""
     shown = cut(text, 80)

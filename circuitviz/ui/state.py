@@ -154,6 +154,9 @@ class Session:
     dataset_consensus_for = Field("dataset.consensus.for")  # the atlas the share was set on (None: a link's)
     dataset_score = Field("dataset.score.shown", "ndf", url="score", pages=("dataset",))
     dataset_refused = Field("dataset.refused.on", False, url="refused", kind=FLAG, pages=("dataset",))
+    # the tab open (``link_choices.DATASET_TABS``' name) and the count of clusters (None: auto)
+    dataset_tab = Field("dataset.tab.open", "curves", url="tab", pages=("dataset",))
+    dataset_clusters = Field("dataset.k.chosen", url="clusters", kind=INTEGER, pages=("dataset",))
     # the Gallery's example (its segmented control's, ``gallery.slug``), and the example's budget shown
     gallery_slug = Field("gallery.example", url="example", pages=("gallery",))
     gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER, pages=("gallery",))
