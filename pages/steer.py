@@ -35,6 +35,8 @@ sources = ["embedded", "local folder", "hub"] if typed_folders else ["embedded",
 link_choices.seed("steer.source", state.Session.steer_source, sources)  # the link's (``sae``), or kept
 source = st.radio("SAEs", sources, horizontal=True, key="steer.source")
 link_choices.keep(state.Session.steer_source, source)
+if source != "hub":  # a hub SAE's release and id: out of another source's link
+    del state.session.steer_release, state.session.steer_sae_id
 state.write_to_url()  # the source chosen: the branches below may stop the page
 try:
     if source == "embedded":
@@ -50,8 +52,8 @@ try:
             st.info(reason)
             st.stop()
         releases = sae_store.hub_releases(model_id)
-        release = st.selectbox("release", sorted(releases))
-        sae_id = st.selectbox("SAE id", releases.get(release, []))
+        release, sae_id = link_choices.hub_sae(releases)  # the link's (``sae_release``, ``sae_id``), or kept
+        state.write_to_url()  # the SAE chosen: the page stops until Load is pressed
         saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
 except sae_store.NoSaesShip:  # a state of the model, not a fault: an info with the ways to SAEs
     others = tuple(other for other in sources if other != "embedded")

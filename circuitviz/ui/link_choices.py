@@ -1,6 +1,6 @@
 """The choices a link reopens that live in widgets of their own key: Explore's result-view
-toggles, Compare's held-out toggle, Steer's SAE source, the Dataset page's atlas and its view (its
-tab and count of clusters included).
+toggles, Compare's held-out toggle, Steer's SAE source (and a hub SAE's release and id), the
+Dataset page's atlas and its view (its tab and count of clusters included).
 
 Each has a ``state.Field`` with a URL parameter on its page. Before the widget is drawn, ``seed``
 hands it the field's value when it holds none of its own: a link's first run, or the page opened
@@ -105,3 +105,21 @@ def clusters(ks: list[int], n_prompts: int, budget: int):
     chosen = st.segmented_control("clusters", ["auto", *ks], key=key) or "auto"
     keep(field, None if chosen == "auto" else int(chosen))
     return chosen
+
+
+def hub_sae(releases: dict[str, list[str]]) -> tuple[str | None, str | None]:
+    """The Steer page's hub SAE: its release and id, in the link (``sae_release``, ``sae_id``) and
+    kept across a switch to another page and back (until 2026-12-06 a link with ``sae=hub`` opened
+    the first release's first SAE). A link's release or id the directory lacks is said in one
+    sentence and the first shown; another release picked opens at its first id."""
+    release_field, id_field = state.Session.steer_release, state.Session.steer_sae_id
+    names = sorted(releases)
+    before = state.value(release_field.key)
+    seed("steer.release", release_field, names, next(iter(names), None))
+    release = keep(release_field, st.selectbox("release", names, key="steer.release"))
+    if before is not None and release != before:  # the other release's id: not one of this one's
+        state.set_value(id_field.key, None)
+    ids = releases.get(release, [])
+    key = f"steer.sae_id.{release}"  # each release's ids their own box
+    seed(key, id_field, ids, next(iter(ids), None))
+    return release, keep(id_field, st.selectbox("SAE id", ids, key=key))

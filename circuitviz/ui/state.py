@@ -168,6 +168,8 @@ class Session:
     # the nodes typed where no circuit is
     steer_nodes = Field("steer.nodes.typed", "a3.h0, m5, m9, m14", url="nodes", pages=("steer",))
     steer_source = Field("steer.source.chosen", "embedded", url="sae", pages=("steer",))  # the SAEs' source
+    steer_release = Field("steer.release.chosen", url="sae_release", pages=("steer",))  # a hub SAE's
+    steer_sae_id = Field("steer.sae_id.chosen", url="sae_id", pages=("steer",))
 
 
 session = Session()

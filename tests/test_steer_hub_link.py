@@ -1,0 +1,69 @@
+"""The Steer page's hub SAE in its link: the release (``sae_release``) and id (``sae_id``) chosen
+were the browser's alone until 2026-12-06, so a link with ``sae=hub`` opened the first release's
+first SAE, and so did a switch to another page and back. A link's release or id the directory
+lacks is said in one sentence (the link's text escaped) and the first one shown."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+from test_labels import _steer_setup  # noqa: E402
+
+from circuitviz.services import sae_store  # noqa: E402
+
+RELEASES = {"rel-b": ["x", "y"], "rel-a": ["z"]}  # sae-lens's directory for the model, as read offline
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    _steer_setup(tmp_path, monkeypatch)
+    monkeypatch.setattr(sae_store, "hub_unavailable_reason", lambda: None)  # online
+    monkeypatch.setattr(sae_store, "hub_releases", lambda model_id: RELEASES)
+
+
+def _steer(**query) -> AppTest:
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.switch_page("pages/steer.py")
+    return at.run()
+
+
+def _id_box(at):
+    (box,) = [box for box in at.selectbox if box.key.startswith("steer.sae_id.")]
+    return box
+
+
+def _said(at, words: str) -> list[str]:
+    return [w.value.replace("\\", "") for w in at.warning if words in w.value.replace("\\", "")]
+
+
+def test_a_hub_saes_release_and_id_are_in_the_link_and_survive_a_page_switch(hub):
+    at = _steer(sae="hub", sae_release="rel-b", sae_id="y")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="steer.release").value == "rel-b" and _id_box(at).value == "y"
+    assert (at.query_params["sae_release"], at.query_params["sae_id"]) == ("rel-b", "y")
+    assert not at.warning, [w.value for w in at.warning]
+    at.selectbox(key="steer.release").set_value("rel-a").run()  # another release: its own first id
+    assert _id_box(at).value == "z" and at.query_params["sae_id"] == "z"
+    at.switch_page("pages/explore.py").run()
+    assert "sae_release" not in at.query_params  # the Steer page's alone
+    at.switch_page("pages/steer.py").run()
+    assert at.selectbox(key="steer.release").value == "rel-a" and _id_box(at).value == "z"
+    at.radio(key="steer.source").set_value("embedded").run()  # another source: out of its link
+    assert "sae_release" not in at.query_params and "sae_id" not in at.query_params
+
+
+def test_a_links_release_or_id_the_directory_lacks_is_said_once(hub):
+    at = _steer(sae="hub", sae_release="[x](https://example.com)")
+    assert not at.exception, at.exception
+    (said,) = _said(at, "The link's sae_release")
+    assert "is not one of this page's choices ('rel-a', 'rel-b'): the page shows 'rel-a'." in said
+    assert not [w.value for w in at.warning if "[x](" in w.value]  # escaped: never a live link
+    assert at.selectbox(key="steer.release").value == "rel-a"
+    wrong = _steer(sae="hub", sae_release="rel-b", sae_id="nonsense")
+    (said,) = _said(wrong, "The link's sae_id")
+    assert said.endswith("is not one of this page's choices ('x', 'y'): the page shows 'x'.")
+    assert _id_box(wrong).value == "x" and wrong.query_params["sae_id"] == "x"
