@@ -218,7 +218,13 @@ def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
         except (ValueError, KeyError, IndexError):  # a template that fails on odd input proposes nothing
             proposal = None
         if proposal:
-            return proposal, f"Proposed by the {found.label} template; edit it freely."
+            read = (
+                ", which reads the prompt's line breaks, tabs and extra spaces as single spaces (the model "
+                "reads the prompt as typed, and the corrupted prompt keeps them)"
+                if found.typed is not None
+                else ""
+            )
+            return proposal, f"Proposed by the {found.label} template{read}; edit it freely."
     swapped = swap_known_word(model, prompt)
     if swapped is not None:
         corrupted, word, other = swapped

@@ -21,6 +21,7 @@ from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..models.adapter import adapter_of
 from .checks import model_answer, validate_pairs
 from .families import family, recognise
+from .families.base import respaced
 from .pairs import ParaphraseError, ParaphrasePair
 
 NO_FAMILY_WAY_OUT = "give paraphrases in a file or use the openai source."
@@ -202,6 +203,8 @@ def propose_corruption(model, prompt: str, answer: str | None = None) -> str | N
     Indirect object: the three names become others (ABC); arithmetic: operands whose result
     starts differently; factual recall: another subject; multiple choice: the correct option's
     text swapped with another's (the correct letter is ``answer``, else the model's top-1).
+    A prompt recognised single-spaced (a line break or two spaces between its words) is corrupted
+    with its own white space: only the replaced words differ.
     Returns None when no family recognises the prompt or no same-length corruption exists.
     """
     found = recognise(prompt)
@@ -210,7 +213,10 @@ def propose_corruption(model, prompt: str, answer: str | None = None) -> str | N
     chosen = family(found.family)
     if chosen.needs_answer and not answer:
         answer = model_answer(model, prompt)
-    return _first_fitting(model, prompt, chosen.corruptions(found, None, answer))
+    corruptions = chosen.corruptions(found, None, answer)
+    if found.typed is not None:  # recognised single-spaced: written back with the prompt's white space
+        corruptions = (respaced(found.typed, corrupted) for corrupted in corruptions)
+    return _first_fitting(model, prompt, corruptions)
 
 
 def propose_answer(prompt: str) -> str | None:

@@ -9,10 +9,12 @@ answers correctly, for the app and the benchmarks.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...core.tasks import PromptTask
 from ..pairs import ParaphraseError
 from .arithmetic import ArithmeticFamily
-from .base import FamilyMatch, TemplateFamily
+from .base import FamilyMatch, TemplateFamily, single_spaced
 from .factual import FactualFamily
 from .inline_choice import InlineChoiceFamily
 from .ioi import IOIFamily
@@ -53,11 +55,16 @@ __all__ = ["EXAMPLE_TASKS", "FAMILIES", "FamilyMatch", "TemplateFamily", "family
 
 
 def recognise(prompt: str) -> FamilyMatch | None:
-    """The template family a prompt belongs to, with its slots, or None."""
-    for candidate in FAMILIES:
-        found = candidate.match(prompt)
-        if found is not None:
-            return found
+    """The template family a prompt belongs to, with its slots, or None. A prompt no family
+    recognises as typed is tried single-spaced (``base.single_spaced``): "The capital of France
+    is" pasted over two lines, or with a space before it, is factual recall, its match keeping
+    the typed prompt (``FamilyMatch.typed``); the templates wrote one space between words, and
+    such a prompt was told it matched none."""
+    for text in dict.fromkeys((prompt, single_spaced(prompt))):
+        for candidate in FAMILIES:
+            found = candidate.match(text)
+            if found is not None:
+                return found if text == prompt else dataclasses.replace(found, typed=prompt)
     return None
 
 

@@ -9,6 +9,7 @@ are rewritten the same way.
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 import string
@@ -31,6 +32,9 @@ class FamilyMatch:
     label: str
     slots: dict
     answer: str | None
+    # the prompt as typed, when it was recognised single-spaced (``single_spaced``): its own
+    # corruptions are written back with its white space (``respaced``)
+    typed: str | None = None
 
 
 class TemplateFamily:
@@ -111,3 +115,43 @@ def split_trailing(text: str) -> tuple[str, str]:
     """(the text without trailing white space, that white space)."""
     body = text.rstrip()
     return body, text[len(body) :]
+
+
+_WHITE = re.compile(r"\s+")
+
+
+def single_spaced(text: str) -> str:
+    """``text`` with its white space as the templates write it: none before the first word, one
+    space between words (a line break, a tab, two spaces or a no-break space read as one); the
+    white space after the last word is kept, as every family keeps it."""
+    body, trailing = split_trailing(text)
+    return _WHITE.sub(" ", body.lstrip()) + trailing
+
+
+def respaced(typed: str, text: str) -> str:
+    """``text``, a version of ``single_spaced(typed)`` with some words replaced, written with
+    ``typed``'s own white space: each word it keeps has the white space after it that it has in
+    ``typed``, each replacement the white space after the words it replaces (one space inside a
+    replacement of several words), so a corrupted prompt differs from the typed one in its words
+    alone."""
+    body, trailing = split_trailing(typed)
+    if trailing and text.endswith(trailing):
+        text = text[: -len(trailing)]
+    lead = body[: len(body) - len(body.lstrip())]
+    old, gaps = body.split(), _WHITE.findall(body.strip())
+    new = text.split()
+    words, after = [], []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for operation, i1, i2, j1, j2 in matcher.get_opcodes():
+        if operation == "delete":
+            if after and i2 - 1 < len(gaps):
+                after[-1] = gaps[i2 - 1]
+            continue
+        for offset, j in enumerate(range(j1, j2)):
+            words.append(new[j])
+            if operation == "equal":
+                index = i1 + offset
+            else:  # the gap after the last replaced word follows the last new one
+                index = i2 - 1 if j == j2 - 1 and i2 > i1 else None
+            after.append(gaps[index] if index is not None and index < len(gaps) else " ")
+    return lead + "".join(word + gap for word, gap in zip(words, after[:-1] + [""])) + trailing
