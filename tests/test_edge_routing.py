@@ -249,14 +249,14 @@ def test_an_edge_up_the_mlp_column_is_not_drawn_behind_the_mlp_between(monkeypat
     a box's centre clears the box right above it: m1 -> m3 ran behind m2 (SmolLM2-135M's 167-edge
     IOI circuit hid 73 edges so, 25 now). Every other row's MLP is drawn a little right
     (``MLP_STAGGER``), so an edge up the column passes beside the MLP between."""
-    from circuitviz.render import graph_html
+    from circuitviz.render import layout
 
     def hidden() -> list:
         graph = _drawing(MLP_CHAIN, words=True).vis
         return hidden_edges(graph.nodes, graph.edges)
 
     assert hidden() == []
-    monkeypatch.setattr(graph_html, "MLP_STAGGER", 0.0)  # the MLPs in one column, as before
+    monkeypatch.setattr(layout, "MLP_STAGGER", 0.0)  # the MLPs in one column, as before
     assert sorted(hidden()) == [(f"m{layer}->m{layer + 2}", f"m{layer + 1}") for layer in range(5)]
 
 
