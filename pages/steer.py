@@ -54,7 +54,12 @@ try:
         releases = sae_store.hub_releases(model_id)
         release, sae_id = link_choices.hub_sae(releases)  # the link's (``sae_release``, ``sae_id``), or kept
         state.write_to_url()  # the SAE chosen: the page stops until Load is pressed
-        saes = [sae_labels.load_hub_sae(release, sae_id, model)] if st.button("Load") else st.stop()
+        # a press is one run's: the SAE it loaded stays while its release and id do
+        if st.button("Load", key="steer.hub.load"):
+            state.session.steer_hub_loaded = (release, sae_id)
+        if state.session.steer_hub_loaded != (release, sae_id):
+            st.stop()
+        saes = [sae_labels.load_hub_sae(release, sae_id, model)]
 except sae_store.NoSaesShip:  # a state of the model, not a fault: an info with the ways to SAEs
     others = tuple(other for other in sources if other != "embedded")
     st.info(markdown_sentence(sae_labels.no_saes_sentence(model_id, others)))  # a typed model id: escaped

@@ -67,3 +67,32 @@ def test_a_links_release_or_id_the_directory_lacks_is_said_once(hub):
     (said,) = _said(wrong, "The link's sae_id")
     assert said.endswith("is not one of this page's choices ('x', 'y'): the page shows 'x'.")
     assert _id_box(wrong).value == "x" and wrong.query_params["sae_id"] == "x"
+
+
+def test_a_hub_sae_loaded_stays_loaded_until_another_is_chosen(hub, tmp_path, monkeypatch):
+    """The Load press was a button's one run: the next click anywhere (a feature picked, "Zero
+    them") reran the page with the button up, and it stopped under the release boxes, the table
+    and the zeroing gone. The SAE loaded stays while its release and id do, loaded once."""
+    from sae_lens import SAE
+
+    loads = []
+
+    def from_pretrained(release, sae_id, device="cpu", dtype=None):  # the hub, from a folder here
+        loads.append((release, sae_id))
+        return SAE.load_from_disk(str(tmp_path / "sae"), device=device, dtype=dtype)
+
+    monkeypatch.setattr(SAE, "from_pretrained", from_pretrained)
+
+    def loaded(at) -> list[str]:  # "Loaded: hub:rel-b/y (layer 0, 48 features)"
+        return [t.value.split(" (")[0] for t in at.text if t.value.startswith("Loaded: ")]
+
+    at = _steer(sae="hub", sae_release="rel-b", sae_id="y")
+    assert not loaded(at) and not loads  # a link never loads: its Load press does
+    at.button(key="steer.hub.load").click().run()
+    assert not at.exception, at.exception
+    assert loaded(at) == ["Loaded: hub:rel-b/y"]
+    at.run()  # any other click: the button is up again
+    assert loaded(at) == ["Loaded: hub:rel-b/y"] and at.text_input(key="steer.nodes")
+    assert loads == [("rel-b", "y")]  # loaded once
+    _id_box(at).set_value("x").run()  # another SAE: its own Load press
+    assert not loaded(at)

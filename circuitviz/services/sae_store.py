@@ -359,12 +359,20 @@ def load_hub_sae(release: str, sae_id: str, device: torch.device | str, dtype: s
         raise SaeUnavailable(reason)
     from sae_lens import SAE
 
-    try:
-        sae = SAE.from_pretrained(release, sae_id, device=str(device), dtype=dtype)
-    except Exception as error:
-        raise SaeUnavailable(
-            f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the release "
-            "and id, and that this machine can reach huggingface.co."
-        ) from None
-    _read_only(sae)
+    key = (f"hub:{release}/{sae_id}", (), dtype or "", str(device))  # loaded once, as a folder's is
+    with _CACHE_LOCK:
+        sae = _CACHE.get(key)
+        if sae is None:
+            try:
+                sae = SAE.from_pretrained(release, sae_id, device=str(device), dtype=dtype)
+            except Exception as error:
+                raise SaeUnavailable(
+                    f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the "
+                    "release and id, and that this machine can reach huggingface.co."
+                ) from None
+            _read_only(sae)
+            _CACHE[key] = sae
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(key)
     return sae

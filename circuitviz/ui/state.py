@@ -170,6 +170,7 @@ class Session:
     steer_source = Field("steer.source.chosen", "embedded", url="sae", pages=("steer",))  # the SAEs' source
     steer_release = Field("steer.release.chosen", url="sae_release", pages=("steer",))  # a hub SAE's
     steer_sae_id = Field("steer.sae_id.chosen", url="sae_id", pages=("steer",))
+    steer_hub_loaded = Field("steer.hub.loaded")  # (release, id) its Load press loaded
 
 
 session = Session()
