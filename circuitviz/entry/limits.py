@@ -148,6 +148,7 @@ class Estimate:
     busy: str = ""  # the sentence saying the CPU is busy now (``busy_note``), or ""
     one_off: float = 0.0  # seconds of ``seconds`` the model's first such run only spends (``Method.one_off``)
     one_off_what: str = ""  # that work in words
+    n_scored: int | None = None  # of the paraphrases, those the run will score (``Cost.n_scored``)
 
     @property
     def memory_gb(self) -> float:
@@ -159,6 +160,8 @@ class Estimate:
             work += f", {self.ig_steps} IG steps"
         if self.n_paraphrases:
             work += f", {self.n_paraphrases} paraphrases"
+            if self.n_scored is not None and self.n_scored < self.n_paraphrases:
+                work += f" of which the checks keep {self.n_scored} to score"
         priced = f"; {self.priced}" if self.priced else ""
         if self.one_off:
             priced += f"; with {self.one_off_what}, about {rough_duration(self.one_off)}"
@@ -208,15 +211,19 @@ def _n_parameters(model) -> int:
 
 
 def estimate_run(
-    model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None
+    model, method: str, config=None, n_tokens: int = 16, n_budgets: int = 7, device=None, task=None
 ) -> Estimate:
     """Price a discovery of ``method`` (a registered name, or the method a request looked up) with
-    ``config`` on a prompt of ``n_tokens`` tokens."""
+    ``config`` on a prompt of ``n_tokens`` tokens; with ``task``, as the method prices that task
+    (``Method.estimate_for_task``: Best-of-N counts the listed pairs its checks keep)."""
     chosen = _method(method)
     if config is None or isinstance(config, dict):
         config = chosen.make_config(config)
     spec = adapter_of(model).spec
-    cost = chosen.estimate(config, spec, n_tokens, n_budgets)
+    if task is None:
+        cost = chosen.estimate(config, spec, n_tokens, n_budgets)
+    else:
+        cost = chosen.estimate_for_task(model, task, config, spec, n_tokens, n_budgets)
     sequences = cost.passes
     steps_used, n_paraphrases = cost.ig_steps, cost.n_paraphrases
     n_parameters = _n_parameters(model)
@@ -253,6 +260,7 @@ def estimate_run(
         busy_note() if kind == "cpu" else "",
         once.seconds if once is not None else 0.0,
         once.what if once is not None else "",
+        cost.n_scored,
     )
 
 
@@ -324,7 +332,9 @@ def estimate_request(
     """``estimate_run`` for a task: the prompt's token count read off the model's tokenizer; with
     a ``store``, without the work an earlier run kept there (``priced_with_stored_work``)."""
     n_tokens = adapter_of(model).token_count(task.clean) if task.clean.strip() else 1
-    estimate = estimate_run(model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device)
+    estimate = estimate_run(
+        model, method, config, n_tokens=n_tokens, n_budgets=n_budgets, device=device, task=task
+    )
     if store is None:
         return estimate
     return priced_with_stored_work(estimate, model, model_id, task, method, config, n_budgets, store)

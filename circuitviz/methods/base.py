@@ -74,6 +74,8 @@ class Cost:
     passes: forward-pass equivalents over the prompt (a forward+backward counts 3), all phases;
     gradient_batch: sequences one gradient pass would carry at once without chunking (memory);
     ig_steps, n_paraphrases: what the limits refuse above their maxima;
+    n_scored: of ``n_paraphrases``, those the run will score when the estimate knows it (Best-of-N's
+        checks of the user's list, ``Method.estimate_for_task``), else None;
     passes_range, range_reason: for a method whose work depends on what it finds (ACDC tests an
         edge only while a path still reaches it), the least and most passes a run can take and
         why, in words; the estimate then says the range, not one figure.
@@ -83,6 +85,7 @@ class Cost:
     gradient_batch: int = 0
     ig_steps: int = 0
     n_paraphrases: int = 0
+    n_scored: int | None = None
     extra_bytes: float = 0.0  # working memory the method keeps beside the passes (neuron scores)
     passes_range: tuple[float, float] | None = None
     range_reason: str = ""
@@ -340,6 +343,14 @@ class Method(abc.ABC):
     @abc.abstractmethod
     def estimate(self, config, spec: GraphSpec, n_tokens: int, n_budgets: int) -> Cost:
         """What a run with ``config`` on a prompt of ``n_tokens`` tokens asks of the model."""
+
+    def estimate_for_task(
+        self, model, task: PromptTask, config, spec: GraphSpec, n_tokens: int, n_budgets: int
+    ) -> Cost:
+        """``estimate`` for ``task`` on ``model``, where a method's work depends on more of the task
+        than its token count (Best-of-N's list of pairs, some of which its checks leave out);
+        ``estimate`` by default."""
+        return self.estimate(config, spec, n_tokens, n_budgets)
 
     def passes_done(self, result) -> float | None:
         """The passes a finished ``result`` (a ``CircuitResult``) really took, in ``estimate``'s

@@ -12,6 +12,7 @@ method classes. Score matrices and circuit evaluations are kept in the run's res
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +23,8 @@ from ..core.results import CircuitResult, load_circuit
 from ..core.tasks import PromptTask
 from ..core.text import given
 from ..details.query import QueryCircuitDetails
-from ..models.adapter import adapter_of
+from ..models.adapter import adapter_of, model_device
+from ..query.checks import validate_pairs
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, left_out_before, score_key
@@ -186,6 +188,43 @@ def paraphrases_scored(config) -> int:
     return scored
 
 
+# (model, prompt pair, listed pairs) -> whether the run's checks keep each pair, without and with
+# mismatched answers: the last few lists priced, so the page's reruns check a list once
+_CHECKED: dict[tuple, list[tuple[bool, bool]]] = {}
+_CHECKED_KEPT = 16
+_CHECKED_GUARD = threading.Lock()
+
+
+def listed_pairs_kept(model, task: PromptTask, config) -> int | None:
+    """How many of the file source's listed pairs the run's checks keep for scoring
+    (``query.checks.validate_pairs``, the run's own: same token length as the corruption, within
+    256 tokens, the prompt's answer and foils, no repeat, and the model's answer on the paraphrase
+    the prompt's unless ``include_mismatched``); None for another source, or when the checks cannot
+    run here (a prompt pair the run would refuse, a model without weights). The first estimate of a
+    typed list counted every pair but a repeat, so a pair the model answers otherwise was priced as
+    scored and evaluated (Gemma-3-270M: six listed, a repeat among them, the run kept two and took
+    16 s; priced as five, 26 s). The checks are a forward pass over the list's texts, run once per
+    list (kept for the next estimates)."""
+    if config.paraphrase_source != "file" or not config.paraphrases:
+        return None
+    if model_device(model).type == "meta":
+        return None
+    key = (adapter_of(model).key, repr(sorted(task.to_dict().items())), tuple(config.paraphrases))
+    with _CHECKED_GUARD:
+        flags = _CHECKED.get(key)
+    if flags is None:
+        try:
+            pairs = validate_pairs(model, task, [record.pair(task) for record in config.paraphrases])
+        except ValueError:  # the prompt pair itself is refused (TaskError): the run says why
+            return None
+        flags = [(pair.usable(False), pair.usable(True)) for pair in pairs]
+        with _CHECKED_GUARD:
+            _CHECKED[key] = flags
+            while len(_CHECKED) > _CHECKED_KEPT:
+                _CHECKED.pop(next(iter(_CHECKED)))
+    return sum(flag[1 if config.include_mismatched else 0] for flag in flags)
+
+
 class QueryCircuitMethod(Method):
     """One variant's view of the shared Best-of-N pipeline."""
 
@@ -195,19 +234,27 @@ class QueryCircuitMethod(Method):
     Details = QueryCircuitDetails
     needs_corrupted = True
 
-    def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
+    def estimate(self, config, spec, n_tokens, n_budgets, kept: int | None = None) -> Cost:
         """Each (paraphrase, corruption) pair is scored like one run of the base method, and its
-        candidate circuits at every budget are evaluated on the prompt."""
+        candidate circuits at every budget are evaluated on the prompt. ``kept``: the listed pairs
+        the run's checks keep (``listed_pairs_kept``), when known; else the pairs left once a repeat
+        and a pair whose corruption is itself are taken out (``paraphrases_scored``)."""
         base, base_config = base_scorer(config)
         per_pair = base.estimate(base_config, spec, n_tokens, 0)
-        pairs = paraphrases_scored(config) + 1  # every listed pair is checked, not every one scored
+        scored = paraphrases_scored(config) if kept is None else kept
+        pairs = scored + 1  # every listed pair is checked, not every one scored
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
         return Cost(
             passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
-            n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run scores
+            n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run checks
+            n_scored=kept,
         )
+
+    def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:
+        """``estimate`` with the pairs of the user's list that the run's checks keep."""
+        return self.estimate(config, spec, n_tokens, n_budgets, listed_pairs_kept(model, task, config))
 
     def passes_done(self, result) -> float | None:
         """The passes of the run as it went: a pair whose score matrix it read from the store
@@ -240,7 +287,8 @@ class QueryCircuitMethod(Method):
         scores_stored, metrics_stored = stored_pairs(model, model_id, task, config, store)
         if not scores_stored:
             return None
-        pairs = paraphrases_scored(config) + 1  # as ``estimate`` counts them
+        kept = listed_pairs_kept(model, task, config)
+        pairs = (paraphrases_scored(config) if kept is None else kept) + 1  # as ``estimate`` counts them
         stored, listed = stored_share(model, model_id, task, config, store)
         share = stored / listed if listed else 1.0  # a listed pair new to the store is scored anew
         candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (``estimate``)
