@@ -52,6 +52,11 @@ try:
             st.info(reason)
             st.stop()
         releases = sae_store.hub_releases(model_id)
+        if not releases:  # two empty boxes, and Load tried to fetch 'None/None'
+            others = " or ".join(repr(other) for other in sources if other != "hub")
+            sentence = steer.no_hub_saes_sentence(model_id, others)
+            st.info(markdown_sentence(sentence))  # a typed model id: escaped
+            st.stop()
         release, sae_id = link_choices.hub_sae(releases)  # the link's (``sae_release``, ``sae_id``), or kept
         state.write_to_url()  # the SAE chosen: the page stops until Load is pressed
         # a press is one run's: the SAE it loaded stays while its release and id do

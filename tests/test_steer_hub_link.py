@@ -96,3 +96,17 @@ def test_a_hub_sae_loaded_stays_loaded_until_another_is_chosen(hub, tmp_path, mo
     assert loads == [("rel-b", "y")]  # loaded once
     _id_box(at).set_value("x").run()  # another SAE: its own Load press
     assert not loaded(at)
+
+
+def test_a_model_the_hub_directory_lists_no_sae_for_is_said_in_one_sentence(hub, monkeypatch):
+    """Two empty boxes and a Load button stood there (gpt2 on the hub), and Load fetched 'None/None'."""
+    monkeypatch.setattr(sae_store, "hub_releases", lambda model_id: {})
+    at = _steer(sae="hub")
+    assert not at.exception, at.exception
+    said = [info.value.replace("\\", "") for info in at.info if "lists none" in info.value]
+    assert len(said) == 1 and said[0].startswith("sae-lens's directory of hub SAEs lists none for ")
+    assert said[0].endswith(
+        "; choose 'embedded' or 'local folder' above, or train one with scripts/train_saes.py."
+    )
+    assert not [box for box in at.selectbox if box.key and box.key.startswith("steer.")]
+    assert not [button for button in at.button if button.label == "Load"]

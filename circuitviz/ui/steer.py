@@ -420,3 +420,12 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
         corrupted_note=note,
         run=True,
     )
+
+
+def no_hub_saes_sentence(model_id: str, others: str) -> str:
+    """That sae-lens's directory of hub SAEs lists none for ``model_id`` (two empty boxes and a Load
+    button stood there, and Load fetched 'None/None'), and the page's other sources (``others``)."""
+    return (
+        f"sae-lens's directory of hub SAEs lists none for {model_id}; choose {others} above, or "
+        "train one with scripts/train_saes.py."
+    )
