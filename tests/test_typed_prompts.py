@@ -54,3 +54,41 @@ def test_respacing_keeps_each_kept_words_white_space_and_a_replacements_last():
     )
     assert respaced("  a  b\nc\td", "a X Y c d") == "  a  X Y\nc\td"
     assert respaced("a  b\nc", "a c") == "a\nc"
+
+
+# ----- names: the swap list and the sentence when nothing fits -----------------------------------
+def test_the_classic_names_are_swapped_where_no_template_recognises_the_prompt(words):
+    # Mary and John were missing from the swap list: "holds no name ... they know"
+    assert proposals.swap_known_word(words, "Mary gave John a book because") == (
+        "Alice gave John a book because",
+        "Mary",
+        "Alice",
+    )
+    assert propose_corruption(words, "When Mary and John went to the store, John gave a drink to") == (
+        "When Alice and Bob went to the store, Carl gave a drink to"
+    )
+
+
+def test_an_indirect_object_prompt_no_replacement_fits_is_not_told_it_matches_no_template(words, monkeypatch):
+    # 'Zoltan' is two of Gemma's tokens: the ABC names never kept the token count, and the note
+    # said the prompt "matches no built-in template and holds no name ... they know"
+    from circuitviz.query import templates
+
+    monkeypatch.setattr(templates, "propose_corruption", lambda *args, **kwargs: None)
+    prompt = "When Zoltan and Priya went to the market, Priya gave a book to"
+    corrupted, note = proposals.propose_corruption(words, prompt, "")
+    assert corrupted == ""
+    assert note == (
+        "No corrupted prompt could be proposed: the indirect object identification template recognises the "
+        "prompt, but none of its corruptions has the prompt's token count; write it with 'Zoltan' and 'Priya' "
+        "replaced by other names of the same token count."
+    )
+
+
+def test_names_the_templates_do_not_know_are_named_in_the_sentence(words):
+    corrupted, note = proposals.propose_corruption(words, "Yesterday Zoltan told Xiaoming that", "")
+    assert corrupted == "" and "('Zoltan' and 'Xiaoming' are not among them)" in note
+    assert note.endswith("write it with the key word replaced, keeping the token count.")
+    assert "are not among" not in proposals.propose_corruption(words, "The cat sat on the mat", "")[1]
+    known = proposals.no_corruption_sentence("Mary smiled", None)  # a known name no swap fits
+    assert "no word the templates know to put in place of 'Mary' keeps its token count" in known

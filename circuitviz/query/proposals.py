@@ -5,9 +5,10 @@ most likely whose task passes the meaningful-task check (``task_validity``), a c
 a function word. The foil is, for a task the templates recognise as indirect object
 identification, the other name, else what the model predicts after the corrupted prompt (its most
 likely other token when there is none). The corrupted prompt comes from the template family that
-recognises the prompt; when none does, a word the templates know (a name, a country, a
-landmark) is swapped for another of the same token length, and the note says which; when
-nothing fits, the note says so and how to write one. The app's inputs (through
+recognises the prompt; when none does, a word the templates know (a name, common first names
+such as Mary and John among them, a country, a landmark) is swapped for another of the same
+token length, and the note says which; when nothing fits, the note says why, naming the words at
+fault, and how to write one. The app's inputs (through
 ``ui.loaders``) and the command line (``discover`` without ``--corrupted``) read it; the templates
 are imported on first use, so the first paint stays free of torch.
 """
@@ -42,6 +43,7 @@ def _templates():
         recognise=recognise,
         propose_corruption=templates.propose_corruption,
         IOI_NAMES=ioi.IOI_NAMES,
+        COMMON_NAMES=ioi.COMMON_NAMES,
         FACT_RELATIONS=factual.FACT_RELATIONS,
     )
 
@@ -232,10 +234,59 @@ def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
             f"Proposed by swapping {word!r} for {other!r} (a word the templates know, same token count); "
             "check that it changes the answer."
         )
-    return "", (
+    return "", no_corruption_sentence(prompt, found)
+
+
+WRITE_IT = "write it with the key word replaced, keeping the token count"
+
+
+def no_corruption_sentence(prompt: str, found) -> str:
+    """Why no corrupted prompt could be proposed for ``prompt`` (``found``: the template family
+    that recognised it, or None), naming the words at fault, with the way out. It said the prompt
+    "matches no built-in template and holds no name ... they know" of an indirect-object prompt
+    whose names ('Zoltan', two tokens) no replacement fits, and of one naming Mary and John."""
+    if found is not None:
+        names = [found.slots.get(key) for key in ("A", "B")] if found.family == "ioi" else []
+        key = (
+            f"{_quoted(names)} replaced by other names of the same token count"
+            if all(names) and names
+            else "the key word replaced by one of the same token count"
+        )
+        return (
+            f"No corrupted prompt could be proposed: the {found.label} template recognises the prompt, but none "
+            f"of its corruptions has the prompt's token count; write it with {key}."
+        )
+    known = known_words_in(prompt)
+    if known:
+        return (
+            f"No corrupted prompt could be proposed: the prompt matches no built-in template, and no word the "
+            f"templates know to put in place of {_quoted(known)} keeps its token count; {WRITE_IT}."
+        )
+    unknown = [
+        word
+        for word in _NAMED.findall(prompt)
+        if word[0].isupper() and word[1:].islower() and word not in _known_words()
+    ]
+    named = f" ({_quoted(unknown)} {'is' if len(unknown) == 1 else 'are'} not among them)" if unknown else ""
+    return (
         "No corrupted prompt could be proposed: the prompt matches no built-in template and holds no "
-        "name, country or landmark they know; write it with the key word replaced, keeping the token count."
+        f"name, country or landmark they know{named}; {WRITE_IT}."
     )
+
+
+# a word inside a sentence (not its first), of letters; capitalised, it is written as a name is
+# ("told Zoltan", "y María")
+_NAMED = re.compile(r"(?<=[^\s.!?:;\"“]\s)[^\W\d_]{2,}\b")
+
+
+def _quoted(words, limit: int = 3) -> str:
+    """'a', 'b' and 'c' (at most ``limit``, then how many more), each once."""
+    words = list(dict.fromkeys(words))
+    shown_words = [repr(word) for word in words[:limit]]
+    rest = len(words) - limit
+    if rest > 0:
+        return f"{', '.join(shown_words)} and {rest} more"
+    return shown_words[0] if len(shown_words) == 1 else f"{', '.join(shown_words[:-1])} and {shown_words[-1]}"
 
 
 def _known_words() -> dict[str, list[str]]:
@@ -243,7 +294,7 @@ def _known_words() -> dict[str, list[str]]:
     among those whose answer differs."""
     templates = _templates()
     words: dict[str, list[str]] = {}
-    names = list(templates.IOI_NAMES)
+    names = list(dict.fromkeys(templates.IOI_NAMES + templates.COMMON_NAMES))
     for name in names:
         words[name] = [other for other in names if other != name]
     for table, _ in templates.FACT_RELATIONS.values():
@@ -251,6 +302,15 @@ def _known_words() -> dict[str, list[str]]:
             others = [other for other, value in table.items() if other != subject and value != fact]
             words.setdefault(subject, []).extend(o for o in others if o not in words.get(subject, []))
     return words
+
+
+def known_words_in(prompt: str) -> list[str]:
+    """The words of ``prompt`` the templates know (a name, a country, a landmark), longest first."""
+    return [
+        word
+        for word in sorted(_known_words(), key=len, reverse=True)
+        if re.search(rf"\b{re.escape(word)}\b", prompt)
+    ]
 
 
 def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:

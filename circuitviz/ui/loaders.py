@@ -30,7 +30,7 @@ import streamlit as st
 
 from ..entry import calibration
 from ..services.assets import gallery_dir
-from . import startup
+from . import background, startup
 
 MODEL_LOADER: Callable[[str, str | None], object] | None = None
 
@@ -84,11 +84,10 @@ _LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 def _model_future(model_id: str, device: str, loader_key: str, _loader) -> Future:
     """The future of one model's load, started here in a background thread: Streamlit's resource
     cache holds it, shared by every session (and by the launcher, which asks before the server
-    starts), with its own controls (``st.cache_resource.clear()``, the entries kept)."""
+    starts), with its own controls (``st.cache_resource.clear()``, the entries kept). The thread
+    is stopped when the process exits (``background``): a load still in torch then aborted it."""
     future: Future = Future()
-    threading.Thread(
-        target=_load_into, args=(future, _loader, model_id, device), name=f"load {model_id}", daemon=True
-    ).start()
+    background.start(_load_into, future, _loader, model_id, device, name=f"load {model_id}")
     return future
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from . import loaders
+from . import background, loaders
 
 _STARTED: dict[tuple[str, str], threading.Thread] = {}  # (model key, prompt) -> its thread
 _GUARD = threading.Lock()
@@ -33,6 +33,4 @@ def node_labels_soon(model, model_id: str, task) -> None:
             except Exception:  # the page's own call says what went wrong, where it is shown
                 pass
 
-        thread = threading.Thread(target=work, name="node captions", daemon=True)
-        _STARTED[key] = thread
-    thread.start()
+        _STARTED[key] = background.start(work, name="node captions")  # stopped at the process's exit

@@ -53,6 +53,17 @@ IOI_NAMES = (
     "Alice", "Bob", "Carl", "Dan", "Emma", "Frank", "Grace", "Henry", "Kate", "Lisa", "Mark", "Nick",
     "Paul", "Rose", "Sam", "Tom", "Anna", "Jack", "Laura", "Mike", "Sarah", "David", "James", "Maria",
 )  # fmt: skip
+# more first names a user types ("Mary", "John": the IOI paper's), which a prompt no template
+# recognises may have swapped for another (``proposals.swap_known_word``); not drawn by the ABC
+# corruption or the dataset generator, whose seeded draws stay as they were
+COMMON_NAMES = (
+    "Mary", "John", "Michael", "Robert", "William", "Richard", "Thomas", "Daniel", "Matthew", "Anthony",
+    "Joseph", "Andrew", "Steven", "Kevin", "Brian", "George", "Edward", "Peter", "Eric", "Ryan", "Jason",
+    "Justin", "Adam", "Kyle", "Sean", "Scott", "Jessica", "Jennifer", "Elizabeth", "Linda", "Susan",
+    "Karen", "Nancy", "Emily", "Sophie", "Rachel", "Amanda", "Ashley", "Michelle", "Nicole", "Megan",
+    "Hannah", "Olivia", "Julia", "Helen", "Alex", "Chris", "Ben", "Joe", "Max", "Lucy", "Amy", "Jane",
+    "Claire", "Sophia",
+)  # fmt: skip
 _IOI_LOOSE = re.compile(
     r"^(?P<head>.*?)\b(?P<X>[A-Z][a-z]+) and (?P<Y>[A-Z][a-z]+)\b(?P<body>.*)\b(?P<S>[A-Z][a-z]+)(?P<tail>[^A-Z]*)$",
     re.DOTALL,

@@ -1,0 +1,83 @@
+"""Background threads that end before the process does: the model's load and the node captions.
+
+These threads are daemons (a server stopped mid-load does not wait for the load), and a daemon
+thread still inside a torch operation when the interpreter finalizes aborts the whole process
+("terminate called without an active exception", exit status 134): Python ends such a thread
+by unwinding its C++ frames, which torch does not allow. So at the process's exit each thread
+started here is told to stop (``ProcessExiting`` raised in it at its next Python step, which
+follows the torch operation it is in: milliseconds) and waited for, ``STOP_AT_EXIT_S`` at most
+in all. The runs have their own stop at exit (``run.stop_runs_at_exit``: cancelled at their
+next progress report).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import threading
+import time
+from collections.abc import Callable
+
+# how long the process waits at its exit for its background threads to stop, in all
+STOP_AT_EXIT_S = 10.0
+RETRY_S = 0.5  # the stop raised again in a thread still going after this long
+
+_THREADS: set[threading.Thread] = set()
+_GUARD = threading.Lock()
+
+
+class ProcessExiting(BaseException):
+    """Raised in a background thread when the process exits: the thread's work is abandoned.
+    A BaseException, so the ``except Exception`` that keeps a failed caption quiet lets it pass."""
+
+
+def start(target: Callable[..., object], *args, name: str) -> threading.Thread:
+    """Run ``target(*args)`` in a daemon thread that is stopped at the process's exit."""
+
+    def work() -> None:
+        try:
+            target(*args)
+        except ProcessExiting:  # the process is exiting: nothing is waiting for this work
+            pass
+        finally:
+            with _GUARD:
+                _THREADS.discard(thread)
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    with _GUARD:
+        _THREADS.add(thread)
+    thread.start()
+    return thread
+
+
+def _raise_in(thread: threading.Thread) -> None:
+    """Raise ``ProcessExiting`` in ``thread`` at its next Python step (a thread inside a torch
+    operation gets it when the operation returns)."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(ProcessExiting)
+        )
+
+
+def stop_at_exit(wait: float = STOP_AT_EXIT_S) -> list[threading.Thread]:
+    """At the process's exit: stop every background thread started here and wait, ``wait`` s at
+    most in all, for them to end. Returns the threads still alive after the wait (none, unless
+    one sat in a single operation longer than that).
+
+    The stop is raised again every ``RETRY_S`` in a thread that goes on: library code on the
+    load's way (an import's fallback) may catch it and carry on."""
+    deadline = time.perf_counter() + wait
+    while True:
+        with _GUARD:
+            threads = [thread for thread in _THREADS if thread.is_alive()]
+        left = deadline - time.perf_counter()
+        if not threads or left <= 0:
+            return threads
+        for thread in threads:
+            _raise_in(thread)
+        until = time.perf_counter() + min(RETRY_S, left)
+        for thread in threads:
+            thread.join(max(until - time.perf_counter(), 0.0))
+
+
+atexit.register(stop_at_exit)

@@ -1,0 +1,93 @@
+"""The process exits cleanly while a background thread (the model's load, the node captions) is
+inside torch: the thread is stopped at exit (``ui.background``), where it aborted the process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from circuitviz.ui import background
+
+# torch work that never ends on its own, as a long load or a caption pass on a busy machine
+_BUSY = """
+import time, torch
+x = torch.randn(400, 400, device="cpu")
+
+def busy(*_args, **_kwargs):
+    while True:
+        x @ x
+"""
+
+_EXIT_DURING_A_LOAD = (
+    _BUSY
+    + """
+from circuitviz.ui import loaders
+loaders.MODEL_LOADER = busy
+future = loaders.model_future("a-model", "cpu")
+time.sleep(0.5)
+assert not future.done()
+"""
+)
+
+_EXIT_DURING_CAPTIONS = (
+    _BUSY
+    + """
+from types import SimpleNamespace
+from circuitviz.ui import loaders, prefetch
+loaders.model_key = lambda model: "a-model"
+loaders.get_store = lambda: None
+loaders.node_labels = busy
+prefetch.node_labels_soon(object(), "a-model", SimpleNamespace(clean="When Mary and John"))
+time.sleep(0.5)
+"""
+)
+
+
+def _exit_during(script: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_the_process_exits_cleanly_during_a_model_load():
+    """The server stopped (or a script ended) while the model was loading: the load's daemon
+    thread, inside a torch operation at the interpreter's finalization, aborted the process
+    ("terminate called without an active exception", exit status 134)."""
+    done = _exit_during(_EXIT_DURING_A_LOAD)
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]
+    assert "Traceback" not in done.stderr, done.stderr[-500:]  # stopped quietly
+
+
+def test_the_process_exits_cleanly_while_node_captions_compute():
+    """The node captions computed ahead of a Run (``prefetch``) in a daemon thread: the same abort."""
+    done = _exit_during(_EXIT_DURING_CAPTIONS)
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]
+    assert "Traceback" not in done.stderr, done.stderr[-500:]
+
+
+def test_the_wait_at_exit_is_bounded():
+    """A thread that cannot be stopped (here: blocked in a wait, where no Python step comes) is
+    waited for ``wait`` s, never longer: the process exits rather than hangs."""
+    release = threading.Event()
+    thread = background.start(release.wait, name="blocked")
+    try:
+        start = time.perf_counter()
+        alive = background.stop_at_exit(wait=0.3)
+        assert time.perf_counter() - start < 2.0
+        assert alive == [thread]
+    finally:
+        release.set()  # the thread gets its ProcessExiting now, and ends quietly
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_thread_that_ends_leaves_the_list():
+    """Only threads still working are stopped at exit: a finished one is forgotten."""
+    thread = background.start(lambda: None, name="quick")
+    thread.join(5)
+    assert thread not in background._THREADS
+    assert background.stop_at_exit(wait=0.1) == []
