@@ -92,3 +92,36 @@ def test_names_the_templates_do_not_know_are_named_in_the_sentence(words):
     assert "are not among" not in proposals.propose_corruption(words, "The cat sat on the mat", "")[1]
     known = proposals.no_corruption_sentence("Mary smiled", None)  # a known name no swap fits
     assert "no word the templates know to put in place of 'Mary' keeps its token count" in known
+
+
+# ----- a space typed after the last word -----------------------------------------------------------
+def _likely(table):
+    return lambda text: table[text]
+
+
+def test_a_trailing_space_the_model_would_write_with_its_next_word_is_said():
+    from circuitviz.entry.spaces import trailing_space_sentence
+
+    prompt = "The capital of France is "  # Gemma proposed the answer '<strong>' (59.6%) after it
+    likely = _likely({prompt.rstrip(): [(" Paris", 0.2)], prompt: [("<strong>", 0.6)]})
+    assert trailing_space_sentence(prompt, likely) == (
+        "The prompt ends in a space, and this model writes a word's space with the word: without it the "
+        "most likely next token is ' Paris' (20.0%), with it '<strong>' (60.0%); delete the trailing "
+        "space unless you mean it."
+    )
+    # a digit after '= ' either way, the word itself after the space, or no space typed: nothing to say
+    assert (
+        trailing_space_sentence(
+            "14 + 23 = ", _likely({"14 + 23 =": [(" ", 0.5)], "14 + 23 = ": [("3", 0.4)]})
+        )
+        is None
+    )
+    assert (
+        trailing_space_sentence(
+            prompt, _likely({prompt.rstrip(): [(" Paris", 0.2)], prompt: [("Paris", 0.3)]})
+        )
+        is None
+    )
+    assert trailing_space_sentence("The capital of France is", likely) is None
+    assert trailing_space_sentence("   ", likely) is None
+    assert trailing_space_sentence("Paris\n ", likely) is None  # after a line break: not a word's space

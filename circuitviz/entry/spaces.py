@@ -6,13 +6,16 @@ the foil 'John' runs (both are single tokens) but contrasts the answer with a to
 hardly considers, so its logit difference says little. ``discover`` says so for a ``--foil`` (an
 answer the model barely predicts has its own sentence, ``api.answer_note``) and ``batch`` in one
 line per role naming the rows (``batch.spaces``); both run it: a user may mean the word without
-its space.
+its space. A prompt typed with a space after its last word (``trailing_space_sentence``) is the
+same slip the other way round: the model's next word would bring its own space.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..core.tasks import PromptTask
-from ..core.text import shown
+from ..core.text import chance_text, shown, shown_token
 from ..models.adapter import adapter_of
 
 WORD_ENDS = ",.;:!?"  # a prompt ending in one of these (or a letter or digit) is followed by a space
@@ -49,3 +52,27 @@ def foil_space_notes(model, task: PromptTask) -> list[str]:
         for role, token in missing_spaces(model, task)
         if role == "foil"
     ]
+
+
+def trailing_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple[str, float]]]) -> str | None:
+    """One sentence when ``prompt`` ends in spaces after a word and the model, without them, would
+    write a word with its own leading space next (``next_tokens(text)``: its likely next tokens and
+    their chances) but after them predicts another token: "The capital of France is " proposed the
+    answer '<strong>' (Gemma writes ' Paris' with its space, and a bare space is rarely followed by
+    a word). None otherwise: "14 + 23 = " is followed by a digit either way, and the run goes on
+    with the prompt as typed, whose space a user may mean."""
+    body = prompt.rstrip(" ")
+    if body == prompt or not body.strip() or not (body[-1].isalnum() or body[-1] in WORD_ENDS):
+        return None
+    without, after = next_tokens(body), next_tokens(prompt)
+    if not without or not after:
+        return None
+    (word, word_chance), (top, top_chance) = without[0], after[0]
+    if not (word.startswith(" ") and word[1:2].strip()) or top == word[1:]:
+        return None
+    spaces = "a space" if len(prompt) - len(body) == 1 else f"{len(prompt) - len(body)} spaces"
+    return (
+        f"The prompt ends in {spaces}, and this model writes a word's space with the word: without it the "
+        f"most likely next token is {shown_token(word)} ({chance_text(word_chance)}), with it "
+        f"{shown_token(top)} ({chance_text(top_chance)}); delete the trailing space unless you mean it."
+    )
