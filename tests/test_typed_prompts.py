@@ -90,6 +90,8 @@ def test_names_the_templates_do_not_know_are_named_in_the_sentence(words):
     assert corrupted == "" and "('Zoltan' and 'Xiaoming' are not among them)" in note
     assert note.endswith("write it with the key word replaced, keeping the token count.")
     assert "are not among" not in proposals.propose_corruption(words, "The cat sat on the mat", "")[1]
+    repeated = proposals.propose_corruption(words, "Yesterday Zoltan met Zoltan and Zoltan", "")[1]
+    assert "('Zoltan' is not among them)" in repeated  # was "'Zoltan' are not among them"
     known = proposals.no_corruption_sentence("Mary smiled", None)  # a known name no swap fits
     assert "no word the templates know to put in place of 'Mary' keeps its token count" in known
 

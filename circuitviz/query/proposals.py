@@ -264,7 +264,7 @@ def no_corruption_sentence(prompt: str, found) -> str:
         )
     unknown = [
         word
-        for word in _NAMED.findall(prompt)
+        for word in dict.fromkeys(_NAMED.findall(prompt))  # each once: "'The' are not among them"
         if word[0].isupper() and word[1:].islower() and word not in _known_words()
     ]
     named = f" ({_quoted(unknown)} {'is' if len(unknown) == 1 else 'are'} not among them)" if unknown else ""
