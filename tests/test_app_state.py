@@ -545,6 +545,7 @@ def test_a_variant_is_priced_from_its_family_and_without_stored_scores(monkeypat
     assert "priced from 1 run of bon (the same passes as this method)" in ibon.priced
     assert ibon.seconds == pytest.approx(ibon.flops / (first.flops / 10.0))
     monkeypatch.setattr(bon, "stored_pairs", lambda *args: (True, True))
+    monkeypatch.setattr(bon, "stored_share", lambda *args: (4, 4))  # bon's run kept its 4 pairs' scores
     priced = priced_with_stored_work(ibon, model, "tiny", IOI_TASK, "ibon", settings, 4, store=object())
     stored = (6.0 + 2.0 * (2 * 4 * 4) / (2 * 4 * 4 + 4)) / 10.0  # scoring, and the candidates' evaluations
     assert priced.seconds == pytest.approx(ibon.seconds * (1 - stored))

@@ -26,7 +26,7 @@ from .outcome import QueryCircuits
 from .overlap import shared_subcircuit
 from .pairs import ParaphrasePair, original_pair, unusable_note
 from .pool import CircuitPool, MetricsMemo, metrics_key, winner
-from .scoring import PairScorer, save_pair_checks, stored_pair_scores
+from .scoring import PairScorer, save_pair_checks, save_source_pairs, stored_pair_scores
 from .sources import gather_configured
 from .templates import check_task
 from .variants import VARIANTS, csm_circuit, csm_matrices, csm_order, ibon_circuit, parse_anchor_budgets
@@ -60,10 +60,12 @@ def query_circuits(
     with ctx.timed("paraphrases_s"):
         pairs, candidates = _pairs_and_candidates(ctx, config, want, notes)
     store = ctx.store if config.cache_scores else None
+    tasks = [pairs[i].task() for i in candidates]
     if config.paraphrase_source == "file":  # the user's list: its checks price a rerun of it
         save_pair_checks(ctx.model, ctx.model_id, spec, ctx.task, pairs[1:], store)
+    elif want != {"single"}:  # a generated source's pairs: they price a rerun of that source
+        save_source_pairs(ctx.model, ctx.model_id, spec, ctx.task, config, tasks[1:], store)
     with ctx.timed("scoring_s"):
-        tasks = [pairs[i].task() for i in candidates]
         scores, from_store = stored_pair_scores(
             ctx.model, ctx.model_id, spec, tasks, scorer, store, ctx.progress, ctx.max_tokens
         )

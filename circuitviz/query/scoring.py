@@ -10,7 +10,9 @@ alone.
 
 The checks of a listed pair (kind "pair-check", ``save_pair_checks``) are kept beside them: a pair
 the checks left out is never scored, so a rerun of the list is priced without it
-(``left_out_before``).
+(``left_out_before``). A generated source's pairs (templates, an LLM) are kept too, per source
+setting (kind "source-pairs", ``save_source_pairs``): a rerun of the same source is priced with
+the scores its pairs have stored, and another source's run is not taken for it.
 """
 
 from __future__ import annotations
@@ -122,3 +124,40 @@ def left_out_before(
     if not isinstance(checks, dict):
         return False
     return checks.get("usable_mismatched" if include_mismatched else "usable") is False
+
+
+# the settings that decide which pairs a generated source gives (and which of them are scored)
+SOURCE_SETTINGS = ("paraphrase_source", "n_paraphrases", "seed", "llm_model", "include_mismatched")
+
+
+def source_pairs_key(model, model_id: str, spec: GraphSpec, task: PromptTask, config) -> str:
+    """The store key of the pairs a generated source gave for ``task`` with ``config``'s settings."""
+    settings = {name: getattr(config, name, None) for name in SOURCE_SETTINGS}
+    return prompt_key("source-pairs", model, model_id, spec, task, source=settings)
+
+
+def save_source_pairs(model, model_id: str, spec: GraphSpec, task: PromptTask, config, pairs, store) -> None:
+    """The paraphrase pairs (``PromptTask``s) a generated source gave and the run scored, kept in
+    ``store`` (kind "source-pairs") for the next estimate of the same source (``stored_source_pairs``)."""
+    if store is None:
+        return
+    key = source_pairs_key(model, model_id, spec, task, config)
+    state = {"pairs": [pair.to_dict() for pair in pairs]}
+    if store.load_state(key, kind="source-pairs") != state:
+        store.save_state(key, state, kind="source-pairs")
+
+
+def stored_source_pairs(
+    model, model_id: str, spec: GraphSpec, task: PromptTask, config, store
+) -> list[PromptTask] | None:
+    """The pairs an earlier run of the same generated source scored (``save_source_pairs``), or
+    None when no run of it kept them."""
+    if store is None:
+        return None
+    state = store.load_state(source_pairs_key(model, model_id, spec, task, config), kind="source-pairs")
+    if not isinstance(state, dict) or not isinstance(state.get("pairs"), list):
+        return None
+    try:
+        return [PromptTask.from_dict(pair) for pair in state["pairs"]]
+    except (KeyError, TypeError, ValueError):  # written by another version
+        return None
