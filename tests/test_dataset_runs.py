@@ -201,3 +201,21 @@ def test_a_cancelled_run_says_when_cancel_was_pressed_and_when_it_stopped(tmp_pa
     assert batch_runner.ended_sentence(job).startswith(
         "The batch 4 ioi prompts × eap-ig was cancelled after 0m16s."
     )
+
+
+def test_a_batch_cancel_was_pressed_for_says_it_is_stopping(tmp_path, monkeypatch):
+    """A batch loading its model took 5 s to stop after Cancel; the line went on saying 'loading
+    gemma-3-270m… (0m09s since it began)' beside a Cancel still offered (seen in Chromium)."""
+    monkeypatch.setattr(batch_runner.time, "time", lambda: 112.0)
+    job = jobs.JobStatus(
+        folder=tmp_path, state="running", started=100.0, argv=["batch", "--methods", "eap"],
+        progress={"phase": "discover", "total": 8, "finished": 2.0, "done": 2}, cancel_asked=109.0,
+    )  # fmt: skip
+    share, line = batch_runner.progress_sentence(job)
+    assert share == 0.25
+    assert line == (
+        "cancelling: Cancel was pressed 0m03s ago, and the batch is stopping; it keeps the prompts it "
+        f"finished (at most {jobs.GRACE_S:.0f} s after the press it is stopped outright)."
+    )
+    job.cancel_asked = None
+    assert batch_runner.progress_sentence(job)[1].startswith("finding circuits: 2 of 8 prompts finished")

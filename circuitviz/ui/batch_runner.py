@@ -257,7 +257,22 @@ def open_run(folder: Path) -> None:
 
 # ----- a run, watched ----------------------------------------------------------------------------
 def progress_sentence(job) -> tuple[float, str]:
-    """(the share done, one line: what the batch is doing, items done of all, its own ETA)."""
+    """(the share done, one line: what the batch is doing, items done of all, its own ETA); once
+    Cancel was pressed, that it is stopping (the line said 'loading gemma-3-270m…' for the 5 s a
+    batch loading its model took to stop, Cancel still offered, as though the press was lost)."""
+    share, line = _progress(job)
+    if job.cancel_asked is None:
+        return share, line
+    from ..batch.jobs import GRACE_S
+
+    since = clock_duration(max(time.time() - job.cancel_asked, 0.0))
+    return share, (
+        f"cancelling: Cancel was pressed {since} ago, and the batch is stopping; it keeps the prompts it "
+        f"finished (at most {GRACE_S:.0f} s after the press it is stopped outright)."
+    )
+
+
+def _progress(job) -> tuple[float, str]:
     found = job.progress
     elapsed = time.time() - (job.started or time.time())
     if not found:  # before its first progress: loading the model, drawing the tasks
@@ -352,7 +367,10 @@ def _watch(folder: str, opens: bool) -> None:
     share, line = progress_sentence(job)
     st.progress(min(max(share, 0.0), 1.0), text=markdown_text(line))
     left, right = st.columns([1, 4])
-    left.button("Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,))
+    left.button(  # pressed once: the batch is stopping (the line says so)
+        "Cancel", key=f"{FORM}cancel.{job.folder.name}", on_click=_cancel, args=(folder,),
+        disabled=job.cancel_asked is not None,
+    )  # fmt: skip
     from ..batch.table import TABLE
 
     viewed = state.widget_value("dataset.source") == YOURS and state.widget_value(CHOSEN) == job.folder.name
