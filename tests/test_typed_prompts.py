@@ -127,3 +127,29 @@ def test_a_trailing_space_the_model_would_write_with_its_next_word_is_said():
     assert trailing_space_sentence("The capital of France is", likely) is None
     assert trailing_space_sentence("   ", likely) is None
     assert trailing_space_sentence("Paris\n ", likely) is None  # after a line break: not a word's space
+
+
+# ----- the loose indirect-object pattern ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # read as IOI, answer 'John', corrupted to "When Bob and Alice ..., John gave a drink to Mary. Then Carl"
+        "When Mary and John went to the store, John gave a drink to Mary. Then Mary",
+        "Mary and John met at the park. John",  # ends in the name: asks what John does, not a name
+    ],
+)
+def test_a_prompt_that_asks_no_name_is_not_read_as_indirect_object_identification(words, prompt):
+    found = recognise(prompt)
+    assert found is None or found.family != "ioi"
+    _, note = proposals.propose_foil(words, prompt, "", " said")
+    assert note != "The foil is the other name of the prompt (the repeated subject)."
+
+
+def test_the_loose_pattern_still_reads_stories_that_ask_a_name():
+    for prompt, answer in [
+        ("Mary and Tom were at the zoo. Tom threw a peanut to", "Mary"),
+        ("After the meeting, Mary and John walked home.\nJohn handed the keys to", "Mary"),
+        ("Mary and John went to see Tom. John gave a ball to", "Mary"),
+    ]:
+        found = recognise(prompt)
+        assert (found.family, found.answer) == ("ioi", answer)

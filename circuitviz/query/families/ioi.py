@@ -4,7 +4,8 @@ Two people are introduced, one of them (the subject) repeats, the other (the ind
 is the answer. Rewrites vary the wording, place and object; the corruption replaces all three
 names with others (the "ABC" corruption), so no name in the prompt is the answer any more.
 Prompts outside the templates are recognised by a loose pattern (two names joined by "and",
-one of them repeated later) and corrupted in place.
+one of them repeated later and followed by words, neither named in between) and corrupted in
+place.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ _IOI_LOOSE = re.compile(
 )
 
 
+def _asks_a_name(loose: re.Match) -> bool:
+    """Whether a loose match reads as indirect object identification: words follow the repeated
+    name ("... Tom threw a peanut to"; a prompt ending in the name asks what it does), and neither
+    name stands between the two and the repeat ("..., John gave a drink to Mary. Then Mary" was
+    read as one, its answer 'John', and corrupted to "When Bob and Alice ..., John gave a drink to
+    Mary. Then Carl", the names between left as they were)."""
+    between = re.findall(r"\b[A-Z][a-z]+\b", loose["body"])
+    return bool(re.search(r"[a-z]", loose["tail"])) and not {loose["X"], loose["Y"]} & set(between)
+
+
 class IOIFamily(TemplateFamily):
     """Two people are introduced, one of them (the subject) repeats, the other is the answer."""
 
@@ -88,7 +99,12 @@ class IOIFamily(TemplateFamily):
                 slots = dict(found.groupdict(), template=index, trailing=trailing, spaced=is_spaced(body))
                 return FamilyMatch(self.name, self.label, slots, found["A"])
         loose = _IOI_LOOSE.match(body)
-        if loose and loose["X"] != loose["Y"] and loose["S"] in (loose["X"], loose["Y"]):
+        if (
+            loose
+            and loose["X"] != loose["Y"]
+            and loose["S"] in (loose["X"], loose["Y"])
+            and _asks_a_name(loose)
+        ):
             io = loose["Y"] if loose["S"] == loose["X"] else loose["X"]
             spans = {key: loose.span(key) for key in ("X", "Y", "S")}
             place = re.search(r"\bthe ([a-z]+)\b", loose["body"])
