@@ -13,6 +13,7 @@ import torch
 from circuitviz import render
 from circuitviz.core.graph import GraphSpec, top_n
 from circuitviz.render.graph_html import node_position, packed_columns
+from circuitviz.render.layout import HEAD_STAGGER
 from circuitviz.render.vis import MAX_FRAME_HEIGHT, MIN_FRAME_HEIGHT, READABLE_LABEL_PX, overlapping
 
 SMOLLM = GraphSpec(n_layers=30, n_heads=9)
@@ -138,9 +139,10 @@ def test_every_head_drawn_keeps_each_at_its_index():
     mask = top_n(GEMMA, scores, 10)
     faded = render.circuit_graph_html(GEMMA, scores, mask, show_faded=True)
     column = faded.grid[0]
-    for node in faded.vis.nodes:
+    for node in faded.vis.nodes:  # every other row half a column left (``layout.HEAD_STAGGER``)
         if node["id"].startswith("a"):
-            assert node["x"] == pytest.approx(int(node["id"].split(".h")[1]) * column)
+            layer, head = (int(part) for part in node["id"][1:].split(".h"))
+            assert node["x"] == pytest.approx((head - HEAD_STAGGER * (layer % 2)) * column)
     columns = packed_columns(GEMMA, GEMMA.node_names)
     assert columns.count == GEMMA.n_heads
     assert all(columns.slot[f"a{layer}.h{h}"] == h for layer in range(18) for h in range(4))

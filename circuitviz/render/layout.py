@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.graph import GraphSpec
 
@@ -18,6 +18,11 @@ MLP_GAP = 0.25  # of a column: extra room between the last head and the MLP
 # of a column: every other row's MLP sits this far right, so an edge up the MLP column passes the
 # MLP between (m1 -> m3 ran behind m2; no curve from a box's centre clears a box right above it)
 MLP_STAGGER = 0.75
+# of a column: a row whose heads would stand right over the row below's sits this far left, so no
+# head has a head of the next row right above it: an edge out of a3.h1 went up behind a4.h1 (the
+# gap between their boxes shorter than a label) and read as a4.h1's own; it now leaves through
+# the gap between two boxes above
+HEAD_STAGGER = 0.5
 LOGITS_DROP = 0.3  # the logit sits clear of the last layer's MLP
 _HEAD_NAME = re.compile(r"^a(\d+)\.h(\d+)$")
 
@@ -31,11 +36,13 @@ def _column_of(spec: GraphSpec, name: str) -> int:
 @dataclass(frozen=True)
 class Columns:
     """Where a layer row's heads go: ``slot`` {head node: its column}, ``count`` head columns (the
-    MLP after them). ``None`` in ``node_position``: every head at its own index (the model's
-    ``n_heads`` columns, what drawing every node of the model needs)."""
+    MLP after them), ``shift`` {layer: how far left of its columns the row's heads stand, in
+    columns}. ``None`` in ``node_position``: every head at its own index (the model's ``n_heads``
+    columns, what drawing every node of the model needs), every other row ``HEAD_STAGGER`` left."""
 
     slot: Mapping[str, int]
     count: int
+    shift: Mapping[int, float] = field(default_factory=dict)
 
 
 def packed_columns(spec: GraphSpec, names: Iterable[str]) -> Columns:
@@ -44,7 +51,8 @@ def packed_columns(spec: GraphSpec, names: Iterable[str]) -> Columns:
     on the left, the last on the right) as the row's others leave it. A circuit of a few heads
     of SmolLM2-135M's nine per layer spanned all ten columns (heads 0 to 8 and the MLP) in three
     rows: its labels were fitted at 7.8 px in a 1,500 px window. Every head of a layer drawn:
-    each at its own index, as ``node_position`` without columns."""
+    each at its own index, as ``node_position`` without columns. A row with a head in the column
+    of one of the row below stands ``HEAD_STAGGER`` left of it (where the row below does not)."""
     rows: dict[int, list[int]] = {}
     for name in names:
         match = _HEAD_NAME.match(name)
@@ -62,7 +70,13 @@ def packed_columns(spec: GraphSpec, names: Iterable[str]) -> Columns:
             places.append(min(max(want, low), count - (len(heads) - i)))
         for head, place in zip(heads, places):
             slot[f"a{layer}.h{head}"] = place
-    return Columns(slot, count)
+    shift: dict[int, float] = {}
+    below: set[float] = set()  # where the heads of the row below stand, in columns
+    for layer in sorted({spec.node_layer(name) for name in names if name not in ("input", "logits")}):
+        here = {slot[f"a{layer}.h{head}"] for head in rows.get(layer, ())}
+        shift[layer] = HEAD_STAGGER if here & below else 0.0  # a shifted row below: none under it
+        below = {place - shift[layer] for place in here}
+    return Columns(slot, count, shift)
 
 
 def node_position(
@@ -75,8 +89,9 @@ def node_position(
 ) -> tuple[float, float]:
     """(x, y) of a node in the field's layered layout (vis-network's y grows downwards): the
     embeddings at the bottom, one row per layer of ``layers`` (default: all) going up, the logit
-    at the top; within a row the heads in order, then the MLP a little higher (it reads the
-    attention's output; every other row's ``MLP_STAGGER`` further right). ``columns``: the heads' columns (``packed_columns``; default: each head
+    at the top; within a row the heads in order (a row over heads in its columns ``HEAD_STAGGER``
+    of a column left, ``Columns.shift``), then the MLP a little higher (it reads the attention's output; every other row's
+    ``MLP_STAGGER`` further right). ``columns``: the heads' columns (``packed_columns``; default: each head
     at its index). The same for every circuit drawn with the same ``layers``, widths and columns.
     """
     rows = list(range(spec.n_layers)) if layers is None else sorted(layers)
@@ -95,8 +110,10 @@ def node_position(
     if column == spec.n_heads:  # the MLP, after the heads, every other row's a little right
         x = (count + MLP_GAP + (MLP_STAGGER if row % 2 else 0.0)) * column_width
         return float(x), y - MLP_DROP * row_height
-    x = (column if columns is None else columns.slot.get(name, min(column, count - 1))) * column_width
-    return float(x), y
+    if columns is None:  # every head at its index: every other row's left
+        return float((column - (HEAD_STAGGER if row % 2 else 0.0)) * column_width), y
+    x = columns.slot.get(name, min(column, count - 1)) - columns.shift.get(layer, 0.0)
+    return float(x * column_width), y
 
 
 def drawn_layers(spec: GraphSpec, node_names) -> list[int]:
