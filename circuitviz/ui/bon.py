@@ -56,11 +56,20 @@ def paraphrase_rows(result) -> list[dict]:
                 # quoted as the sentences quote it: a grid cell hides a leading space, so the model's
                 # 'Rome' and ' Rome' both read "Rome", one beside "answer matches" ticked and one not
                 "model's answer": shown_token(pair["model_answer"]) if pair.get("model_answer") else "",
-                "answer matches": bool(pair.get("answer_matches", True)),
+                # blank where the model never read the paraphrase (its corruption of another token
+                # length, or over the limit): unticked, such a pair read as one the model answers otherwise
+                "answer matches": _answer_matches(pair),
                 "candidate": index in candidates,
             }
         )
     return rows
+
+
+def _answer_matches(pair: dict) -> bool | None:
+    """Whether the model answers the pair's paraphrase as it answers the prompt; None when the checks
+    never ran it on the model (a stored result of an older version without the field: True)."""
+    matches = pair.get("answer_matches", True)
+    return None if matches is None else bool(matches)
 
 
 def invisible_rows_sentence(rows: list[dict]) -> str:
@@ -357,7 +366,8 @@ def cut_rows_sentence(rows: list[dict]) -> str:
 
 TABLE_SIDEWAYS = (
     "Right of the two texts: whether the pair is a candidate, whether the model answers it as it "
-    "answers the prompt, its answer, the pair's source and what its corruption replaces (the table "
+    "answers the prompt (blank where the checks never ran it: its corruption has another token length, "
+    "or it is over the token limit), its answer, the pair's source and what its corruption replaces (the table "
     'scrolls sideways to them where the page is narrow). "Candidates (CSV)", further down, writes the table as the '
     "run gave it, with each candidate's figures."
 )
