@@ -113,6 +113,22 @@ def test_what_a_corruption_replaces_keeps_typed_tags_whole():
     assert bon.replaced_words("In (Japan), the", "In (France), the") == "Japan → France"  # punctuation still
 
 
+def test_what_a_corruption_replaces_keeps_a_markdown_link_whole():
+    """'[John](https://evil.example)' corrupted into '[Bob](https://evil.example)' read
+    "John](https://evil.example → Bob](https://evil.example" (session 43): the bracket opening the
+    link and the parenthesis closing it were taken off as a sentence's punctuation."""
+    said = bon.replaced_words(
+        "**Mary** and [John](https://evil.example) went, John gave",
+        "**Alice** and [Bob](https://evil.example) went, Carl gave",
+    )
+    assert (
+        said
+        == "**Mary** → **Alice**, [John](https://evil.example) → [Bob](https://evil.example), John → Carl"
+    )
+    assert bon.replaced_words("a (John) b", "a (Bob) b") == "John → Bob"  # a whole bracket still goes
+    assert bon.replaced_words("f(x) = 1", "g(x) = 1") == "f(x) → g(x)"
+
+
 def test_a_paraphrase_cleared_in_the_table_is_named_beside_the_button():
     """p1's paraphrase cleared in the table and "Use the edited paraphrases" pressed: the sentence read
     "The form above now holds 2 paraphrases (source: file); p2, p3 and p4 are not among them: this run

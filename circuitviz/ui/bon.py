@@ -402,15 +402,32 @@ def _without_shared_punctuation(word: str, other: str) -> tuple[str, str]:
     """Two differing words without the punctuation both carry at either end ("Japan," and
     "France," read "Japan → France", not "Japan, → France," in a list joined by commas). Only a
     sentence's punctuation: a typed '<b>John</b>' for '<b>Bob</b>' read "b>John</b → b>Bob</b",
-    its tags cut at their brackets."""
+    its tags cut at their brackets. A word the taking off would leave with a bracket it does not
+    close is kept whole: a markdown link '[John](https://x)' for '[Bob](https://x)' read
+    "John](https://x → Bob](https://x"."""
+    whole = word, other
     while word and other and word[-1] == other[-1] and word[-1] in _CLOSING:
         word, other = word[:-1], other[:-1]
     while word and other and word[0] == other[0] and word[0] in _OPENING:
         word, other = word[1:], other[1:]
+    if not (_balanced(word) and _balanced(other)):
+        return whole
     return word, other
 
 
+def _balanced(word: str) -> bool:
+    """Whether every bracket of ``word`` is closed in order, and none closes what is not open."""
+    open_ = []
+    for char in word:
+        if char in _BRACKETS:
+            open_.append(_BRACKETS[char])
+        elif char in _BRACKETS.values() and (not open_ or open_.pop() != char):
+            return False
+    return not open_
+
+
 _CLOSING, _OPENING = ".,;:!?)]}\"'’”", "([{\"'‘“"  # a sentence's punctuation after and before a word
+_BRACKETS = {"(": ")", "[": "]", "{": "}"}
 
 
 def table_rows(result) -> list[dict]:
