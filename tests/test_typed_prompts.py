@@ -108,8 +108,7 @@ def test_a_trailing_space_the_model_would_write_with_its_next_word_is_said():
     likely = _likely({prompt.rstrip(): [(" Paris", 0.2)], prompt: [("<strong>", 0.6)]})
     assert trailing_space_sentence(prompt, likely) == (
         "The prompt ends in a space, and this model writes a word's space with the word: without it the "
-        "most likely next token is ' Paris' (20.0%), with it '<strong>' (60.0%); delete the trailing "
-        "space unless you mean it."
+        "most likely next token is ' Paris' (20.0%), with it '<strong>' (60.0%); delete it unless you mean it."
     )
     # a digit after '= ' either way, the word itself after the space, or no space typed: nothing to say
     assert (
@@ -124,9 +123,23 @@ def test_a_trailing_space_the_model_would_write_with_its_next_word_is_said():
         )
         is None
     )
+    two = _likely({prompt.rstrip(): [(" Paris", 0.2)], prompt + " ": [("<em>", 0.3)]})
+    assert "ends in 2 spaces, and" in trailing_space_sentence(prompt + " ", two)
+    assert "without them the most likely" in trailing_space_sentence(prompt + " ", two)
     assert trailing_space_sentence("The capital of France is", likely) is None
     assert trailing_space_sentence("   ", likely) is None
-    assert trailing_space_sentence("Paris\n ", likely) is None  # after a line break: not a word's space
+    copied = "The capital of France is\n"  # a line copied with its line break: Gemma proposed 'A'
+    likely = _likely({copied.rstrip(): [(" Paris", 0.2)], copied: [("A", 0.1)]})
+    assert trailing_space_sentence(copied, likely) == (
+        "The prompt ends in a line break, which the model reads as part of the prompt: without it the most "
+        "likely next token is ' Paris' (20.0%), with it 'A' (10.0%); delete it unless you mean it."
+    )
+    assert (
+        trailing_space_sentence(
+            "def f():\n", _likely({"def f():": [("\n", 0.9)], "def f():\n": [(" ", 0.5)]})
+        )
+        is None
+    )
 
 
 # ----- the loose indirect-object pattern ------------------------------------------------------------

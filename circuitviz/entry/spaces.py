@@ -55,14 +55,15 @@ def foil_space_notes(model, task: PromptTask) -> list[str]:
 
 
 def trailing_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple[str, float]]]) -> str | None:
-    """One sentence when ``prompt`` ends in spaces after a word and the model, without them, would
-    write a word with its own leading space next (``next_tokens(text)``: its likely next tokens and
-    their chances) but after them predicts another token: "The capital of France is " proposed the
-    answer '<strong>' (Gemma writes ' Paris' with its space, and a bare space is rarely followed by
-    a word). None otherwise: "14 + 23 = " is followed by a digit either way, and the run goes on
-    with the prompt as typed, whose space a user may mean."""
-    body = prompt.rstrip(" ")
-    if body == prompt or not body.strip() or not (body[-1].isalnum() or body[-1] in WORD_ENDS):
+    """One sentence when ``prompt`` ends in white space after a word and the model, without it,
+    would write a word with its own leading space next (``next_tokens(text)``: its likely next
+    tokens and their chances) but after it predicts another token: "The capital of France is "
+    proposed the answer '<strong>' (Gemma writes ' Paris' with its space, and a bare space is
+    rarely followed by a word), and a line break copied with the line proposed 'A' (a new line's
+    first word). None otherwise: "14 + 23 = " is followed by a digit either way, and the run goes
+    on with the prompt as typed, whose white space a user may mean."""
+    body = prompt.rstrip()
+    if body == prompt or not body or not (body[-1].isalnum() or body[-1] in WORD_ENDS):
         return None
     without, after = next_tokens(body), next_tokens(prompt)
     if not without or not after:
@@ -70,9 +71,18 @@ def trailing_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple
     (word, word_chance), (top, top_chance) = without[0], after[0]
     if not (word.startswith(" ") and word[1:2].strip()) or top == word[1:]:
         return None
-    spaces = "a space" if len(prompt) - len(body) == 1 else f"{len(prompt) - len(body)} spaces"
+    trailing = prompt[len(body) :]
+    breaks = trailing.count("\n")
+    if set(trailing) == {" "}:
+        what = "a space" if len(trailing) == 1 else f"{len(trailing)} spaces"
+        why = ", and this model writes a word's space with the word"
+    else:
+        lines = "a line break" if breaks == 1 else f"{breaks} line breaks"
+        what = lines if set(trailing) == {"\n"} else "white space"
+        why = ", which the model reads as part of the prompt"
+    them = "them" if what[0].isdigit() else "it"
     return (
-        f"The prompt ends in {spaces}, and this model writes a word's space with the word: without it the "
-        f"most likely next token is {shown_token(word)} ({chance_text(word_chance)}), with it "
-        f"{shown_token(top)} ({chance_text(top_chance)}); delete the trailing space unless you mean it."
+        f"The prompt ends in {what}{why}: without {them} the most likely next token is {shown_token(word)} "
+        f"({chance_text(word_chance)}), with {them} {shown_token(top)} ({chance_text(top_chance)}); delete "
+        f"{them} unless you mean {them}."
     )
