@@ -36,6 +36,8 @@ if session.dataset_source not in options:  # the atlas open is the one the picke
     session.dataset_source = next(iter(stored), runs.RUN)
 choice = st.segmented_control("atlas", options, key="dataset.source") or next(iter(stored), runs.RUN)
 link_choices.keep(Session.dataset_atlas, choice)
+if choice != runs.YOURS:  # the batch of "your batches" open: out of another atlas's link
+    del session.dataset_batch
 state.write_to_url()  # the atlas (``atlas``) and its view: the branches below may stop the page
 if not typed_folders:
     st.caption(

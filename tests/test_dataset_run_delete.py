@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 from dataset_jobs import dataset_page, start_tiny  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.batch import jobs  # noqa: E402
 from circuitviz.ui import batch_runner  # noqa: E402
@@ -103,3 +104,34 @@ def test_every_run_that_ended_with_no_row_is_deleted_one_by_one_or_all_and_a_run
     finally:
         jobs.cancel(running.folder, grace=5)
         jobs.wait(running.folder, 60)
+
+
+def test_the_batch_of_your_batches_open_is_in_the_link(monkeypatch, cache):
+    """A link to "your batches" (``atlas=your batches``) opened the newest run, whichever was
+    open: the run's folder name is in the link (``batch``), and one the server lacks is said."""
+    older = start_tiny(2, name="2026-12-06-080000-ioi-eap")
+    assert jobs.wait(older.folder, 300).state == "finished"
+    newer = start_tiny(2, name="2026-12-06-090000-ioi-eap")
+    assert jobs.wait(newer.folder, 300).state == "finished"
+    at = dataset_page(monkeypatch, batch_runner.YOURS)
+    assert at.selectbox(key=batch_runner.CHOSEN).value == newer.folder.name  # the newest first
+    at.selectbox(key=batch_runner.CHOSEN).set_value(older.folder.name).run()
+    assert not at.exception, at.exception
+    assert at.query_params["batch"] == older.folder.name
+    at.segmented_control(key="dataset.source").set_value("ioi").run()  # another atlas: out of its link
+    assert "batch" not in at.query_params
+    again = AppTest.from_file("../app.py", default_timeout=300)  # the link in a new browser
+    for name, value in {"atlas": batch_runner.YOURS, "batch": older.folder.name}.items():
+        again.query_params[name] = value
+    again.switch_page("pages/dataset.py").run()
+    assert not again.exception, again.exception
+    assert again.selectbox(key=batch_runner.CHOSEN).value == older.folder.name
+    wrong = AppTest.from_file("../app.py", default_timeout=300)
+    for name, value in {"atlas": batch_runner.YOURS, "batch": "../elsewhere **x**"}.items():
+        wrong.query_params[name] = value
+    wrong.switch_page("pages/dataset.py").run()
+    said = [
+        w.value.replace("\\", "") for w in wrong.warning if "The link's batch" in w.value.replace("\\", "")
+    ]
+    assert len(said) == 1 and said[0].startswith("The link's batch '../elsewhere **x**' is not one of")
+    assert wrong.selectbox(key=batch_runner.CHOSEN).value == newer.folder.name

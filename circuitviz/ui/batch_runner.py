@@ -16,7 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from ..core.text import clock_duration, counted, markdown_sentence, markdown_text
-from . import batch_settings, loaders, state
+from . import batch_settings, link_choices, loaders, state
 
 SHARED_MAX_PROMPTS = 20  # a shared server's batch: at most this many prompts, on one thread
 SHARED_MAX_UPLOAD_MB = 1  # and a file of prompts of at most this size (the server's default: 200 MB)
@@ -55,14 +55,15 @@ def pick_yours(yours: dict) -> str:
     """The picker of "your batches" (newest first, a run that did not finish says how it ended);
     the chosen run's folder."""
     names = list(yours)
-    if state.widget_value(CHOSEN) not in names:
-        state.set_widget_value(CHOSEN, names[0])
+    # in the link (``batch``: its folder's name; the link opened the newest) and kept across pages
+    link_choices.seed(CHOSEN, state.Session.dataset_batch, names, names[0])
     picked = st.selectbox(
         "your batch",
         names,
         key=CHOSEN,
         format_func=lambda name: _run_label(yours[name]),
     )
+    link_choices.keep(state.Session.dataset_batch, picked)
     job = yours[picked]
     if job.running:  # the rows it has written so far, as an atlas of their own
         return _so_far(job)

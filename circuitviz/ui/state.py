@@ -157,6 +157,7 @@ class Session:
     # the tab open (``link_choices.DATASET_TABS``' name) and the count of clusters (None: auto)
     dataset_tab = Field("dataset.tab.open", "curves", url="tab", pages=("dataset",))
     dataset_clusters = Field("dataset.k.chosen", url="clusters", kind=INTEGER, pages=("dataset",))
+    dataset_batch = Field("dataset.yours.chosen", url="batch", pages=("dataset",))  # your batch's folder name
     # the Gallery's example (its segmented control's, ``gallery.slug``), and the example's budget shown
     gallery_slug = Field("gallery.example", url="example", pages=("gallery",))
     gallery_budget = Field("gallery.budget", url="example_budget", kind=INTEGER, pages=("gallery",))
