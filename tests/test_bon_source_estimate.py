@@ -47,3 +47,28 @@ def test_a_template_run_is_not_priced_as_stored_by_a_typed_lists_run(tiny, tmp_p
     other = method.as_config({**TEMPLATE, "seed": 7})
     assert method.stored_work(tiny, model_id, IOI_TASK, other, 16, 1, store).timings["scoring_s"] < 1.0
     assert scored > 1
+
+
+class _Recording(ResultStore):
+    """A result store that lists the kinds saved, in order."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.kinds: list[str] = []
+
+    def save_state(self, key, state, kind="result"):
+        self.kinds.append(kind)
+        return super().save_state(key, state, kind=kind)
+
+
+@pytest.mark.parametrize("source", ["file", "template"])
+def test_nothing_is_kept_before_the_pairs_scores(tiny, tmp_path, source):
+    """A run keeps its pairs' checks (a typed list) or its pairs (a generated source) after their
+    scores: kept before them, a run cancelled while scoring said "the work it had stored on the way
+    stays for the next run", though the next run reads neither (the page's Cancel says whether
+    anything was stored from the first thing the run stores)."""
+    store = _Recording(tmp_path)
+    values = TEMPLATE if source == "template" else {"include_mismatched": False, "cache_scores": True}
+    run(tiny, "bon", store=store, budgets=[8], **values)
+    assert store.kinds and store.kinds[0] == "scores", store.kinds
+    assert ("source-pairs" if source == "template" else "pair-check") in store.kinds

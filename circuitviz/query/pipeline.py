@@ -61,15 +61,16 @@ def query_circuits(
         pairs, candidates = _pairs_and_candidates(ctx, config, want, notes)
     store = ctx.store if config.cache_scores else None
     tasks = [pairs[i].task() for i in candidates]
-    if config.paraphrase_source == "file":  # the user's list: its checks price a rerun of it
-        save_pair_checks(ctx.model, ctx.model_id, spec, ctx.task, pairs[1:], store)
-    elif want != {"single"}:  # a generated source's pairs: they price a rerun of that source
-        save_source_pairs(ctx.model, ctx.model_id, spec, ctx.task, config, tasks[1:], store)
     with ctx.timed("scoring_s"):
         scores, from_store = stored_pair_scores(
             ctx.model, ctx.model_id, spec, tasks, scorer, store, ctx.progress, ctx.max_tokens
         )
         candidate_scores = torch.stack(scores)  # [n_candidates, n_forward, n_backward]
+    # after the scores: a run cancelled while scoring has kept nothing a next run reads, and says so
+    if config.paraphrase_source == "file":  # the user's list: its checks price a rerun of it
+        save_pair_checks(ctx.model, ctx.model_id, spec, ctx.task, pairs[1:], store)
+    elif want != {"single"}:  # a generated source's pairs: they price a rerun of that source
+        save_source_pairs(ctx.model, ctx.model_id, spec, ctx.task, config, tasks[1:], store)
     counts = {"scored_pairs": len(candidates) - from_store, "scores_from_store": from_store}
 
     pool = CircuitPool()
