@@ -99,3 +99,24 @@ def test_a_byte_tokens_name_is_refused_without_a_first_piece_to_try(embedded_mod
         message = check(embedded_model, "names a byte of a character", answer=answer)
         assert "such as" not in message and "the token the model should predict" in message
     assert "such as" in check(embedded_model, "tokens", answer=" <0xE5> Paris")  # not a byte's name alone
+
+
+@pytest.mark.parametrize(
+    ("answer", "instead"),
+    [
+        ("  Paris", "' Paris'"),  # was told "use a single token such as '␣␣' (2 spaces)"
+        ("\tParis", "' Paris'"),  # was told to use '\t'
+        ("Paris\n", "'Paris' (or ' Paris', one token with its leading space)"),
+        (" Paris ", "' Paris'"),
+    ],
+)
+def test_white_space_typed_around_an_answer_is_named_and_the_word_offered(embedded_model, answer, instead):
+    message = check(
+        embedded_model, "white space typed around the word is read as tokens of its own", answer=answer
+    )
+    assert message.endswith(f"; use {instead}.")
+
+
+def test_a_first_piece_of_white_space_is_not_offered(embedded_model):
+    message = check(embedded_model, "is 2 tokens", answer=" 🍕")  # ' ' | '🍕': it offered ' '
+    assert message.endswith("use a single token such as '🍕'.")

@@ -140,8 +140,21 @@ def single_token_id(model, text: str, role: str) -> int:
             f"The {role} {shown_token(text, 30)} names a byte of a character, a token with no text of its "
             f"own, which typed text cannot give; give {wanted}."
         )
+    if len(ids) != 1 and (trimmed := _without_typed_white_space(model, text)):
+        spaced = " " + trimmed  # 'Paris ' after a prompt ending in a word: ' Paris' is the likelier
+        also = (
+            f" (or {shown(spaced, 30)}, one token with its leading space)"
+            if not trimmed.startswith(" ") and adapter_of(model).token_count(spaced, prepend_bos=False) == 1
+            else ""
+        )
+        raise TaskError(
+            f"The {role} {shown_token(text, 30)} is {len(ids)} tokens "
+            f"({_quote_tokens(_str_tokens(model, text, prepend_bos=False))}), not one: the white space typed "
+            f"around the word is read as tokens of its own; use {shown_token(trimmed, 30)}{also}."
+        )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
+        first = next((piece for piece in pieces if piece.strip()), pieces[0])  # ' ' of ' 🍕' helps nobody
         spaced = " " + text
         one_with_space = (
             not text.startswith(" ")
@@ -151,7 +164,7 @@ def single_token_id(model, text: str, role: str) -> int:
         hint = f" (or {shown(spaced, 30)}, one token with its leading space)" if one_with_space else ""
         raise TaskError(
             f"The {role} {shown_token(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}), not one; "
-            f"use a single token such as {shown_token(pieces[0], 16)}{hint}."
+            f"use a single token such as {shown_token(first, 16)}{hint}."
         )
     if ids == [_unknown_id(model)]:  # ' Tokyo' and ' Madrid' both read '<unk>': "the answer is a foil"
         raise TaskError(
@@ -159,6 +172,19 @@ def single_token_id(model, text: str, role: str) -> int:
             f"{_unknown_piece(model)!r}); use a token the model knows."
         )
     return int(ids[0])
+
+
+def _without_typed_white_space(model, text: str) -> str | None:
+    """The word of ``text`` as one token, written with one leading space where ``text`` begins with
+    white space and none where it does not (the other way where only that is one token), when
+    ``text`` holds white space beyond that ('  Paris', 'Paris ', '\tParis', 'Paris\n'); else None.
+    Such an answer was told to use its first piece: '␣␣' (2 spaces) for '  Paris', '\t' for a tab."""
+    word = text.strip()
+    if not word or text in (word, " " + word) or any(character.isspace() for character in word):
+        return None
+    count = adapter_of(model).token_count
+    tries = (" " + word, word) if text[0].isspace() else (word, " " + word)
+    return next((candidate for candidate in tries if count(candidate, prepend_bos=False) == 1), None)
 
 
 def prepare_task(
