@@ -81,17 +81,18 @@ def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 1.0)
     monkeypatch.setattr(cpu_share, "allowed_cores", lambda: [0, 1])
+    monkeypatch.setattr(cpu_share, "load_average", lambda: 3.5)  # kept with the run (calibration)
     torch.set_num_threads(2)
     try:
         with cpu_share.threads_for_run("cpu") as share:
-            assert share == cpu_share.Share(2, 1.0, 1, 2) and torch.get_num_threads() == 1
+            assert share == cpu_share.Share(2, 1.0, 1, 2, 3.5) and torch.get_num_threads() == 1
             assert share.reduced and share.quiet is False
         assert torch.get_num_threads() == 2
         # never more threads than torch's own default (a machine whose logical CPUs are hyperthreads)
         monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 0.0)
         monkeypatch.setattr(cpu_share, "allowed_cores", lambda: list(range(16)))
         with cpu_share.threads_for_run("cpu") as share:
-            assert share == cpu_share.Share(16, 0.0, 2, 2) and torch.get_num_threads() == 2
+            assert share == cpu_share.Share(16, 0.0, 2, 2, 3.5) and torch.get_num_threads() == 2
             assert not share.reduced and share.quiet is True
     finally:
         torch.set_num_threads(before)
@@ -103,6 +104,6 @@ def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
         assert not share.reduced and share.quiet is None
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     with cpu_share.threads_for_run("cpu") as share:
-        assert share == cpu_share.Share(2, 1.0) and torch.get_num_threads() == before
+        assert share == cpu_share.Share(2, 1.0, before, before, 3.5) and torch.get_num_threads() == before
         assert not share.reduced
     assert os.environ["OMP_NUM_THREADS"] == "2"

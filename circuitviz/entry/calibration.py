@@ -5,7 +5,9 @@ tokens) and divides by a rate. The rate is measured, not assumed, wherever somet
 measured: each finished run records (FLOPs, seconds, and how its time split into phases) under
 its device kind and method; the rate of a method is the median of its last runs, else the median
 over the device's methods, else a rate timed from one batched forward pass when the app loaded
-the model, else the nominal figure ``limits`` holds. Records live in one small JSON file in the
+the model, else the nominal figure ``limits`` holds; in each, runs that began on a quiet machine
+price where there are any, else the runs beside other work scaled to a quiet machine
+(``_pick``, ``slowdown``). Records live in one small JSON file in the
 cache folder (``$CIRCUITVIZ_CACHE/calibration.json``), written atomically, so every session and
 restart on this machine shares them.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from ..core.text import counted, joined
 from ..services import assets
-from .cpu_share import IDLE
+from .cpu_share import IDLE, allowed_cores
 
 KEEP = 8  # runs kept per (device kind, method): recent enough to follow the machine's load
 QUIET = IDLE  # other work keeping less than this many cores busy: a quiet machine, as a run's threads see it
@@ -43,27 +45,38 @@ class Rate:
     )
 
     other_models: bool = False  # the runs were of other models (none of this one yet)
-    quiet_only: bool = False  # runs that began beside other work were left out (``_quiet``)
+    quiet_only: bool = False  # runs that began beside other work were left out (``_pick``)
     scaled: bool = False  # other models' runs scaled by a forward pass of each model timed here
     kin: tuple[str, ...] = ()  # source 'family': the methods whose runs priced it
+    # 'quiet': priced from runs (or a pass) that began on a quiet machine; 'scaled': from runs
+    # that began beside other work, each scaled to a quiet machine (``slowdown``); '': load unknown
+    machine: str = ""
+
+    @property
+    def assumes_quiet(self) -> bool:
+        """Whether the price is a quiet machine's (what a machine busy now should be told)."""
+        return self.machine in ("quiet", "scaled")
 
     def describe(self, method: str) -> str:
         """A few words on how the estimate was priced, for the sentence beside it."""
         runs = counted(self.runs, "run")
-        where = " on this machine"
+        machine = ""  # how busy the machine was, said where the runs are
+        if self.quiet_only:
+            machine = " while it was quiet"
+        elif self.machine == "scaled":
+            machine = " beside other work, scaled to a quiet machine by how busy it was"
+        where = f" on this machine{machine}"
         if self.other_models and self.scaled:
             where = (
-                " of other models on this machine, scaled to this model by a forward pass of each "
+                f" of other models on this machine{machine}, scaled to this model by a forward pass of each "
                 "timed here, which leaves out the work that grows with the graph's edges (a first "
                 "run of this model refines it)"
             )
         elif self.other_models:
             where = (
-                " of other models on this machine, not scaled to this model (no forward passes of "
+                f" of other models on this machine{machine}, not scaled to this model (no forward passes of "
                 "both timed alike here), so it may be several times off; a first run of this model refines it"
             )
-        if self.quiet_only:
-            where += " while it was quiet"
         if self.source == "method":
             return f"priced from {counted(self.runs, f'{method} run')}{where}"
         if self.source == "family":
@@ -71,7 +84,8 @@ class Rate:
         if self.source == "device":
             return f"priced from {runs} of other methods{where}"
         if self.source == "probe":
-            return "priced from a forward pass timed on this machine; a first run refines it"
+            scaled = " beside other work, scaled to a quiet machine" if self.machine == "scaled" else ""
+            return f"priced from a forward pass timed on this machine{scaled}; a first run refines it"
         return "priced at a nominal speed; the first run calibrates it for this machine"
 
 
@@ -128,8 +142,12 @@ def _sound_run(run) -> dict | None:
     kept = {"flops": float(run["flops"]), "seconds": float(run["seconds"])}
     if isinstance(run.get("model"), str):
         kept["model"] = run["model"]
-    if _from_zero(run.get("others")):
-        kept["others"] = float(run["others"])
+    for field in ("others", "load"):
+        if _from_zero(run.get(field)):
+            kept[field] = float(run[field])
+    for field in ("cores", "threads", "default_threads"):
+        if _positive(run.get(field)):
+            kept[field] = int(run[field])
     for field in ("phases", "parts", "timings"):
         values = {k: float(v) for k, v in _items(run.get(field)) if _from_zero(v)}
         if values:
@@ -166,11 +184,16 @@ def record(
     timings: dict | None = None,
     model: str = "",
     others: float | None = None,
+    cores: int | None = None,
+    load: float | None = None,
+    threads: tuple[int | None, int | None] = (None, None),
 ) -> None:
     """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
     the parts of its work that report on their own (Edge Pruning's warm start, then its masks);
     ``model`` names the model's size and shape (``model_key``), whose runs price its next ones;
-    ``others``: the cores other work kept busy when it began (``cpu_share.others_busy``)."""
+    ``others``: the cores other work kept busy when it began (``cpu_share.others_busy``), of its
+    ``cores``, ``load`` the one-minute load average then, ``threads`` the threads it used and
+    torch's default (``slowdown``)."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
@@ -178,6 +201,13 @@ def record(
         entry["model"] = str(model)
     if others is not None:
         entry["others"] = round(float(others), 3)
+    if cores:
+        entry["cores"] = int(cores)
+    if load is not None:
+        entry["load"] = round(float(load), 2)
+    for name, value in zip(("threads", "default_threads"), threads):
+        if value:
+            entry[name] = int(value)
     if phases:
         entry["phases"] = {name: float(value) for name, value in phases.items() if value >= 0}
     if parts:
@@ -197,11 +227,16 @@ def record(
 
 
 def record_probe(
-    device_kind: str, flops: float, seconds: float, model: str = "", others: float | None = None
+    device_kind: str,
+    flops: float,
+    seconds: float,
+    model: str = "",
+    others: float | None = None,
+    load: float | None = None,
 ) -> None:
     """The rate of one timed forward pass, the fallback before any run has finished; ``others``:
-    the cores other work kept busy when it began."""
-    record(device_kind, PROBE, flops, seconds, model=model, others=others)
+    the cores other work kept busy when it began, ``load`` the load average then."""
+    record(device_kind, PROBE, flops, seconds, model=model, others=others, load=load)
 
 
 def model_key(n_parameters: int, n_edges: int) -> str:
@@ -252,22 +287,65 @@ def _median_rate(runs: list) -> float | None:
     return statistics.median(rates) if rates else None
 
 
-def _quiet(runs: list) -> tuple[list, bool]:
-    """The runs an estimate is priced from: those that began on a quiet machine (other work kept
-    less than ``QUIET`` of a core busy) when there are both quiet and busy ones, else all of them;
-    and whether the busy ones were left out. A run beside other work took up to 1.5x as long (more
-    before the run used the free cores only), and such runs priced a quiet machine's next run at
-    several times its length; a machine busy now is said beside the estimate (``busy_note``).
-    Runs whose load is unknown count only where no run's load is known (a GPU's, a system
-    without /proc/stat): beside known ones they are older runs of older, slower code."""
+THREAD_GAIN = 0.6  # n threads run a run n**0.6 times as fast as one here (two: 1.5x, measured 1.5-1.6x)
+
+
+def slowdown(
+    others: float,
+    cores: int,
+    load: float | None = None,
+    threads: int | None = None,
+    default: int | None = None,
+) -> float:
+    """How many times as long a run with ``threads`` threads (every core when not known) takes
+    beside other work keeping ``others`` of its ``cores`` busy as the same run on a quiet machine
+    with torch's ``default`` threads: its fair share of the cores, (threads + others) / cores when
+    that is over 1, times what the threads it gave up for the others cost (``THREAD_GAIN``).
+    Measured on the two cores (``cpu_share``; quiet, two threads 2.3-2.5 s): one other process,
+    the run on the free core, 1.5x (this gives 1.52); two, two threads 2.1x (2.0), one 2.4x
+    (2.3); threads fixed at one: one other 1.0x (1.0), two 1.6x (1.5). Where the others fill
+    every core, ``others`` stops at the cores and the load average (the work waiting too) stands
+    for them when it is larger: six jobs on two cores are not two."""
+    cores = max(int(cores), 1)
+    used = min(max(int(threads or cores), 1), cores)
+    quiet = min(max(int(default or used), used), cores)
+    demand = others
+    if load is not None and others >= cores - QUIET:
+        demand = max(others, load)
+    return max(1.0, (used + demand) / cores) * (quiet / used) ** THREAD_GAIN
+
+
+def _at_quiet(run: dict) -> dict:
+    """A run that began beside other work, as long as it would have taken on a quiet machine
+    (its cores, or this machine's where the run did not record them)."""
+    cores = run.get("cores") or len(allowed_cores())
+    factor = slowdown(run["others"], cores, run.get("load"), run.get("threads"), run.get("default_threads"))
+    return {**run, "seconds": run["seconds"] / factor}
+
+
+def _pick(runs: list, among: list | None = None) -> tuple[list, bool, str]:
+    """(the runs an estimate is priced from, whether runs beside other work were left out, and
+    the machine the price is for: 'quiet', 'scaled' or '' (no run's load known)). ``among``: the
+    runs the choice is made over (every method's, for the other methods' tier), else ``runs``.
+
+    A run beside other work took up to 1.5x as long with one other process, 2x and more with
+    the cores full; such runs priced a quiet machine's next run at several times its length. So
+    where some runs began on a quiet machine (other work kept less than ``QUIET`` of a core
+    busy), only those price; where none did, each is scaled to a quiet machine (``slowdown``):
+    a first run on a busy machine no longer prices every later one as busy. A machine busy now
+    is said beside the estimate (``limits.busy_note``). Runs whose load is unknown count only
+    where no run's load is known (a GPU's, a system without /proc/stat): beside known ones they
+    are older runs of older, slower code (the dev machine's four such Best-of-N runs: 0.07-0.27
+    TFLOP/s; the next two 0.40-0.47)."""
+    among = runs if among is None else among
+    loads = [run["others"] for run in among if run.get("others") is not None]
+    if not loads:
+        return runs, False, ""
     known = [run for run in runs if run.get("others") is not None]
-    if known:  # runs of unknown load beside known ones: recorded before the load was, by older code
-        runs = (
-            known  # (the dev machine's four such Best-of-N runs: 0.07-0.27 TFLOP/s; the next two 0.40-0.47)
-        )
-    quiet = [run for run in runs if run["others"] < QUIET] if known else []
-    busy = [run for run in runs if run["others"] >= QUIET] if known else []
-    return (quiet, True) if quiet and busy else (runs, False)
+    if any(others < QUIET for others in loads):
+        quiet = [run for run in known if run["others"] < QUIET]
+        return quiet, any(others >= QUIET for others in loads), "quiet"
+    return [_at_quiet(run) for run in known], False, "scaled"
 
 
 def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = (), model: str = "") -> Rate:
@@ -295,24 +373,30 @@ def rate(device_kind: str, method: str, nominal: float, family: Sequence[str] = 
 
         other = bool(model) and not same
         scaled = scale is not None
-        own, quiet = _quiet(kept(method))
+        own, quiet, machine = _pick(kept(method))
         if own:
-            return Rate(_median_rate(own), len(own), "method", other, quiet, scaled)
-        pairs = [(name, run) for name in family if name != method for run in kept(name)]
-        kin, quiet = _quiet([run for _, run in pairs])
+            return Rate(_median_rate(own), len(own), "method", other, quiet, scaled, machine=machine)
+        union = [run for name in family if name != method for run in kept(name)]
+        by_kin = {name: _pick(kept(name), union) for name in family if name != method}
+        kin = [run for runs, _, _ in by_kin.values() for run in runs]
         if kin:
-            names = tuple(dict.fromkeys(name for name, run in pairs if any(run is k for k in kin)))
-            return Rate(_median_rate(kin), len(kin), "family", other, quiet, scaled, names)
-        others = {name: kept(name) for name in by_method if name != PROBE}
+            names = tuple(name for name, (runs, _, _) in by_kin.items() if runs)
+            _, quiet, machine = _pick(union)
+            return Rate(_median_rate(kin), len(kin), "family", other, quiet, scaled, names, machine)
+        # other methods: each's median over the same choice of runs (quiet ones where any are)
+        union = [run for name in by_method if name != PROBE for run in kept(name)]
+        others = {name: _pick(kept(name), union)[0] for name in by_method if name != PROBE}
         others = {name: runs for name, runs in others.items() if runs}
         if others:
             medians = [_median_rate(runs) for runs in others.values()]
             count = sum(len(r) for r in others.values())
-            return Rate(statistics.median(medians), count, "device", other, scaled=scaled)
+            _, quiet, machine = _pick(union)
+            return Rate(statistics.median(medians), count, "device", other, quiet, scaled, machine=machine)
     probes = by_method.get(PROBE) or []
-    probe = _median_rate([run for run in probes if run.get("model") == model] or probes)
+    probes, _, machine = _pick([run for run in probes if run.get("model") == model] or probes)
+    probe = _median_rate(probes)
     if probe:
-        return Rate(probe, 0, "probe")
+        return Rate(probe, 0, "probe", machine=machine)
     return Rate(nominal, 0, "nominal")
 
 

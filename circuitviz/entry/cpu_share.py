@@ -75,15 +75,26 @@ def threads_for(cores: int, others: float | None) -> int:
     return max(1, cores - round(others))
 
 
+def load_average() -> float | None:
+    """The one-minute load average (the work waiting for or using the CPU), None where there is none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return None
+
+
 @dataclass(frozen=True)
 class Share:
     """What a run found when it began: the cores other work kept busy (None: not measured), the
-    threads it set (None: left as they were) and torch's threads before (None: not read)."""
+    threads it ran with (None: not on the CPU; the user's where ``OMP_NUM_THREADS`` fixed them),
+    torch's threads before (None: not read) and the one-minute load average (None: not read;
+    ``others`` stops at the cores, the load does not)."""
 
     cores: int
     others: float | None = None
     threads: int | None = None
     default: int | None = None
+    load: float | None = None
 
     @property
     def reduced(self) -> bool:
@@ -106,16 +117,18 @@ def threads_for_run(device_kind: str = "cpu"):
     if device_kind != "cpu":
         yield Share(len(cores))
         return
-    others = others_busy(cores=cores)
-    if "OMP_NUM_THREADS" in os.environ:
-        yield Share(len(cores), others)
-        return
+    others, load = others_busy(cores=cores), load_average()
     import torch
+
+    if "OMP_NUM_THREADS" in os.environ:
+        threads = torch.get_num_threads()  # the user's, on a quiet machine as on a busy one
+        yield Share(len(cores), others, threads, threads, load)
+        return
 
     before = torch.get_num_threads()
     chosen = min(before, threads_for(len(cores), others))
     torch.set_num_threads(chosen)
     try:
-        yield Share(len(cores), others, chosen, before)
+        yield Share(len(cores), others, chosen, before, load)
     finally:
         torch.set_num_threads(before)

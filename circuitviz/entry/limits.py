@@ -182,12 +182,18 @@ class Estimate:
         return self.flops * done / self.sequences
 
 
-def busy_note(load: float | None = None, cores: int | None = None) -> str:
+def busy_note(
+    load: float | None = None, cores: int | None = None, quiet: bool = False, threads: int | None = None
+) -> str:
     """' The machine is busy now (...)' when more work waits for the CPU than it has cores, else ''.
 
     The rate is priced from this machine's earlier runs, which may have had it to themselves: with
     two helpers' jobs beside the app on two cores, EAP-IG priced at about 3 s took 14 s. ``load``
-    is the one-minute load average, ``cores`` those this process may run on (both read when None).
+    is the one-minute load average, ``cores`` those this process may run on (both read when None);
+    ``quiet``: the price is a quiet machine's (``calibration.Rate.assumes_quiet``), and the
+    sentence says so and how many times as long a run takes at this load (``calibration.slowdown``
+    of a run with ``threads`` threads, every core when None): EAP-IG priced at 4.2 s from runs
+    scaled to a quiet machine took 13.2 s at load 6.2 on two cores, one thread (3.6 times).
     """
     if load is None:
         try:
@@ -198,12 +204,23 @@ def busy_note(load: float | None = None, cores: int | None = None) -> str:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if load <= cores:
         return ""
-    return f" The machine is busy now (load {load:.1f} on {counted(cores, 'core')}): the run may take longer."
+    busy = f" The machine is busy now (load {load:.1f} on {counted(cores, 'core')})"
+    if quiet:
+        times = calibration.slowdown(min(load, cores), cores, load, threads, threads)
+        return f"{busy} and the estimate is for a quiet machine: at this load a run takes about {times:.1f} times as long."
+    return f"{busy}: the run may take longer."
 
 
 def _method(method) -> Method:
     """The registered method of a name, or the method itself (a request's, looked up once)."""
     return method if isinstance(method, Method) else get_method(method)
+
+
+def _threads() -> int:
+    """The threads torch runs a CPU pass with (what a run uses, or fewer on a busy machine)."""
+    import torch  # here, not at the top: loaded already where a model is priced
+
+    return torch.get_num_threads()
 
 
 def _n_parameters(model) -> int:
@@ -257,7 +274,7 @@ def estimate_run(
         which,
         seconds_range,
         cost.range_reason,
-        busy_note() if kind == "cpu" else "",
+        busy_note(quiet=measured.assumes_quiet, threads=_threads()) if kind == "cpu" else "",
         once.seconds if once is not None else 0.0,
         once.what if once is not None else "",
         cost.n_scored,

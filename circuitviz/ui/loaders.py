@@ -189,11 +189,12 @@ def probe_rate(model) -> None:
     tokens = (
         adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
     )  # [batch, pos]
-    from ..entry.cpu_share import others_busy
+    from ..entry.cpu_share import load_average, others_busy
 
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
-        others = others_busy()  # a pass timed beside other work scales other models' runs only
+        # a pass timed beside other work scales other models' runs only
+        others, load = others_busy(), load_average()
         timed = []  # beside passes timed alike (calibration._probe_scale)
         for _ in range(PROBE_REPEATS):  # the median: one pass timed in a moment of load misprices every run
             start = time.perf_counter()
@@ -202,7 +203,9 @@ def probe_rate(model) -> None:
         seconds = sorted(timed)[len(timed) // 2]
     parameters = sum(p.numel() for p in model.parameters())
     kind = model_device(model).type
-    calibration.record_probe(kind, 2.0 * parameters * tokens.numel(), seconds, _model_key(model), others)
+    calibration.record_probe(
+        kind, 2.0 * parameters * tokens.numel(), seconds, _model_key(model), others, load
+    )
 
 
 EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"

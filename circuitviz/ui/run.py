@@ -208,12 +208,11 @@ def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[st
     return parts
 
 
-def record_run(
-    estimate, method: str, result, seconds: float, parts: dict[str, float], others: float | None = None
-) -> None:
+def record_run(estimate, method: str, result, seconds: float, parts: dict[str, float], share=None) -> None:
     """Calibrate the next estimates with a finished run: its work, wall time, phases, the parts
-    of its work (``work_parts``), its own timings (what a sibling variant may find stored) and the
-    cores other work kept busy when it began (``others``; its estimate prefers quiet runs)."""
+    of its work (``work_parts``), its own timings (what a sibling variant may find stored) and how
+    busy the machine was when it began (``share``, a ``cpu_share.Share``; estimates prefer quiet
+    runs and scale the others to a quiet machine)."""
     if estimate is None:
         return
 
@@ -229,7 +228,10 @@ def record_run(
         parts,
         result.timings,
         estimate.model,
-        others,
+        share.others if share is not None else None,
+        share.cores if share is not None else None,
+        share.load if share is not None else None,
+        (share.threads, share.default) if share is not None else (None, None),
     )
 
 
@@ -467,8 +469,7 @@ def _start(model, request) -> Job:
         if job.result is not None and not job.cached and job.cancelled is None:
             work_start = start + float(job.result.timings.get("clean_corrupted_s", 0.0))
             parts = work_parts(job.reports, work_start)
-            others = share.others if share is not None else None
-            record_run(estimate, request.method, job.result, job.seconds, parts, others)
+            record_run(estimate, request.method, job.result, job.seconds, parts, share)
 
     job.thread = threading.Thread(target=work, name=f"run {request.method}", daemon=True)
     registered = _register(job)

@@ -1,0 +1,96 @@
+"""Estimates after a first run on a busy machine: scaled to a quiet machine, against as measured.
+
+    .venv/bin/python benchmarks/bench_busy_estimates.py [--runs 4] [--burners 0]
+
+On a fresh calibration (a new cache folder that reuses the converted models), EAP-IG on IOI (20
+steps, the app's ten budgets, the embedded Gemma-3-270M) runs ``--runs`` times in a row, the
+first beside ``--burners`` busy processes (none: whatever the machine runs already). Each run
+is priced first (``limits.estimate_request``), run as the app runs it
+(``cpu_share.threads_for_run``) and recorded with how busy the machine was when it began (the
+others' cores, the cores, the load average). Each line shows the estimate as priced now, the one
+the rule before 2026-12-07 gave (the median of every run as measured), the run's time and that
+time scaled to a quiet machine (``calibration.slowdown``). No assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import circuitviz  # noqa: F401  (before torch: OpenMP's wait policy)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4, help="runs in a row")
+    parser.add_argument("--burners", type=int, default=0, help="busy processes beside the first run")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-busy-estimates-"))
+    models = Path(os.environ.get("CIRCUITVIZ_CACHE", Path.home() / ".cache" / "circuitviz")) / "models"
+    if models.exists():
+        (root / "models").symlink_to(models, target_is_directory=True)
+    os.environ["CIRCUITVIZ_CACHE"] = str(root)
+
+    from circuitviz.bench.harness import ioi_task, machine_line
+    from circuitviz.entry import api, calibration, cpu_share, limits
+    from circuitviz.models.loading import load_model
+
+    print(machine_line(), flush=True)
+    model, task = load_model("gemma-3-270m"), ioi_task()
+    budgets = [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 10342]
+    settings = {"ig_steps": 20}
+
+    for index in range(args.runs):
+        burners = [
+            subprocess.Popen([sys.executable, "-c", "while True:\n    pass"])
+            for _ in range(args.burners if index == 0 else 0)
+        ]
+        try:
+            if burners:
+                time.sleep(2)
+            estimate = limits.estimate_request(model, task, "eap-ig", settings, n_budgets=len(budgets))
+            runs = calibration.recorded_runs("cpu", "eap-ig")
+            before = (
+                f"{estimate.flops / statistics.median(r['flops'] / r['seconds'] for r in runs):6.2f} s"
+                if runs
+                else "   -    "
+            )
+            with cpu_share.threads_for_run("cpu") as share:
+                start = time.perf_counter()
+                result, _ = api.discover(model, task, "eap-ig", settings, budgets=budgets)
+                seconds = time.perf_counter() - start
+        finally:
+            for burner in burners:
+                burner.kill()
+        work = estimate.flops_done("eap-ig", result)
+        calibration.record(
+            "cpu",
+            "eap-ig",
+            work,
+            seconds,
+            model=estimate.model,
+            others=share.others,
+            cores=share.cores,
+            load=share.load,
+            threads=(share.threads, share.default),
+        )
+        factor = calibration.slowdown(
+            share.others or 0.0, share.cores, share.load, share.threads, share.default
+        )
+        quiet = seconds / factor
+        print(
+            f"run {index + 1}: others {share.others:.2f} of {share.cores} cores, load {share.load:.1f}, "
+            f"{share.threads} threads: estimate {estimate.seconds:6.2f} s (before: {before}), took "
+            f"{seconds:6.2f} s ({quiet:5.2f} s scaled to a quiet machine); {estimate.priced}{estimate.busy}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
