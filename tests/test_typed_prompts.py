@@ -166,3 +166,19 @@ def test_the_loose_pattern_still_reads_stories_that_ask_a_name():
     ]:
         found = recognise(prompt)
         assert (found.family, found.answer) == ("ioi", answer)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "corrupted"),
+    [
+        # only the first mention was swapped: "Italy is in Europe. The capital of France is", still ' Paris'
+        ("France is in Europe. The capital of France is", "Italy is in Europe. The capital of Italy is"),
+        # the replacement was a word the prompt held: "Italy and Italy are neighbours ..."
+        (
+            "France and Italy are neighbours. The capital of France is",
+            "Germany and Italy are neighbours. The capital of Germany is",
+        ),
+    ],
+)
+def test_a_swapped_word_is_swapped_at_every_mention_for_a_word_the_prompt_lacks(words, prompt, corrupted):
+    assert proposals.swap_known_word(words, prompt)[0] == corrupted

@@ -315,7 +315,10 @@ def known_words_in(prompt: str) -> list[str]:
 
 def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
     """(corrupted prompt, word replaced, replacement) for the first known word of ``prompt`` that
-    has a replacement of the same token count; None when none has."""
+    has a replacement of the same token count; None when none has. Every mention of the word is
+    replaced, by a word the prompt does not hold: "France is in Europe. The capital of France is"
+    became "Italy is in Europe. The capital of France is" (whose answer stays ' Paris'), and
+    "France and Italy ... France" became "Italy and Italy ... France"."""
     known = _known_words()
     # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
@@ -323,12 +326,15 @@ def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
     count = adapter_of(model).token_count
     target = count(prompt)
     by_length = sorted(known, key=len, reverse=True)  # "Eiffel Tower" before "Tower"
+    held = set(known_words_in(prompt))
     for word in by_length:
-        match = re.search(rf"\b{re.escape(word)}\b", prompt)
-        if match is None:
+        mention = re.compile(rf"\b{re.escape(word)}\b")
+        if word not in held:
             continue
         for other in known[word]:
-            corrupted = prompt[: match.start()] + other + prompt[match.end() :]
+            if other in held or re.search(rf"\b{re.escape(other)}\b", prompt):
+                continue
+            corrupted = mention.sub(lambda _, other=other: other, prompt)
             if count(corrupted) == target:
                 return corrupted, word, other
     return None
