@@ -42,8 +42,12 @@ try:
     if source == "embedded":
         saes = sae_labels.load_embedded_saes(model, model_id)
     elif source == "local folder":
-        folder = st.text_input(
-            "Folder written by sae-lens (cfg.json + sae_weights.safetensors)", key="steer.folder"
+        folder = state.bind(  # kept when another page opens (a page switch and back emptied it)
+            st.text_input,
+            "Folder written by sae-lens (cfg.json + sae_weights.safetensors)",
+            state.Session.steer_folder.key,
+            "",
+            widget_key="steer.folder",
         )
         saes = [sae_labels.load_local_sae(folder, model)] if folder else st.stop()
     else:

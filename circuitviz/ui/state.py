@@ -172,6 +172,7 @@ class Session:
     steer_release = Field("steer.release.chosen", url="sae_release", pages=("steer",))  # a hub SAE's
     steer_sae_id = Field("steer.sae_id.chosen", url="sae_id", pages=("steer",))
     steer_hub_loaded = Field("steer.hub.loaded")  # (release, id) its Load press loaded
+    steer_folder = Field("steer.folder.typed")  # a local SAE folder typed: kept across pages, never in a link
 
 
 session = Session()

@@ -1,0 +1,36 @@
+"""What the Steer page keeps when another page opens and the user comes back: the SAE folder
+typed (Streamlit drops a widget's value when a page without it runs, so the page stopped at an
+empty folder box) and the last zeroing's figures while its inputs stand."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+from test_labels import PROMPT, _steer_setup  # noqa: E402
+
+
+@pytest.fixture
+def steer_page(tmp_path, monkeypatch):
+    _steer_setup(tmp_path, monkeypatch)
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.switch_page("pages/steer.py").run()
+    at.radio(key="steer.source").set_value("local folder").run()
+    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+    at.text_input(key="steer.prompt").set_value(PROMPT)
+    at.text_input(key="steer.answer").set_value(" Mary")
+    at.text_input(key="steer.foil").set_value(" John")
+    at.text_input(key="steer.nodes").set_value("a0.h0, m0").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_sae_folder_typed_survives_a_page_switch(steer_page, tmp_path):
+    at = steer_page
+    at.switch_page("pages/explore.py").run()
+    at.switch_page("pages/steer.py").run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="steer.folder").value == str(tmp_path / "sae")
+    assert at.multiselect(key="steer.features").options  # the nodes labelled again, not a stop
+    assert "sae" in at.query_params and str(tmp_path) not in str(dict(at.query_params))  # no path
