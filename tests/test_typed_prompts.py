@@ -182,3 +182,20 @@ def test_the_loose_pattern_still_reads_stories_that_ask_a_name():
 )
 def test_a_swapped_word_is_swapped_at_every_mention_for_a_word_the_prompt_lacks(words, prompt, corrupted):
     assert proposals.swap_known_word(words, prompt)[0] == corrupted
+
+
+def test_discover_says_the_trailing_space_too(capsys, monkeypatch):
+    from circuitviz.bench.toy_models import IOI_TASK, tiny_model
+    from circuitviz.entry import cli
+    from circuitviz.labels import logit_lens
+
+    model = tiny_model("gpt2")
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    clean = IOI_TASK.clean + " "
+    likely = {IOI_TASK.clean: [(" Mary", 0.6)], clean: [("<em>", 0.3)]}
+    monkeypatch.setattr(logit_lens, "next_token_probabilities", lambda model, text, k: likely[text])
+    args = ["discover", "--prompt", clean, "--corrupted", IOI_TASK.corrupted + " ", "--answer", "Mary"]
+    cli.main([*args, "--foil", "John", "--method", "eap", "--budgets", "5", "--no-task-check", "--no-cache"])
+    assert "The prompt ends in a space, and this model writes a word's space with the word" in (
+        capsys.readouterr().err
+    )

@@ -51,8 +51,15 @@ from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_li
 from .parser import build_parser
 from .request import Request
 from .settings_args import checked_settings, merged_settings
-from .spaces import foil_space_notes
+from .spaces import foil_space_notes, trailing_space_sentence
 from .tables import format_table
+
+
+def _likely_next(model, text: str) -> list[tuple[str, float]]:
+    """The model's eight likeliest next tokens after ``text``, with their chances."""
+    from ..labels.logit_lens import next_token_probabilities  # imported where a run needs it
+
+    return next_token_probabilities(model, text, 8)
 
 
 def _task(args):
@@ -152,6 +159,8 @@ def cmd_discover(args) -> int:
     _said(task, discover_note(model, budgets, positions, prepared.n_positions, keeps))
     for note in foil_space_notes(model, task):  # 'John' for ' John': run, and said
         print(note, file=sys.stderr)
+    if trailing := trailing_space_sentence(task.clean, lambda text: _likely_next(model, text)):
+        print(trailing, file=sys.stderr)  # 'The capital of France is ': run as typed, and said
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth
     request = _print_estimate(model, task, method.name, settings, budgets, model_id, args.max_tokens)
     started = time.perf_counter()
