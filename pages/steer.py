@@ -174,14 +174,17 @@ if len(chosen) > SHOWN_CONTEXTS:  # the others are named, never dropped silently
     st.caption(f"Also chosen (what each does is in the table above): {rest}.")
 if problem is None:
     st.caption(markdown_text(f"The metric: {steer.metric_sentence(task)}."))  # quotes the answer and foil
+# the figures stay while what was zeroed, and on what, stands (another click or page emptied them)
+zeroing = (model_id, device, prompt, answer, foil, tuple(chosen), tuple(sae.name for sae in saes))
 if zero_clicked and problem is None:
     try:
-        outcome = zero_features(model, task, chosen, saes, n_random=5)
+        state.session.steer_outcome = (zeroing, zero_features(model, task, chosen, saes, n_random=5))
     except (TaskError, sae_store.SaeUnavailable) as error:
         st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
-    else:
-        st.table(steer.outcome_rows(outcome, task, len(chosen)), hide_index=True)  # names the metric
-        st.table(steer.top_token_rows(outcome), hide_index=True)
+kept = state.session.steer_outcome
+if problem is None and kept is not None and kept[0] == zeroing:
+    st.table(steer.outcome_rows(kept[1], task, len(chosen)), hide_index=True)  # names the metric
+    st.table(steer.top_token_rows(kept[1]), hide_index=True)
 
 enabled, sentence = llm_status()
 st.caption(sentence)

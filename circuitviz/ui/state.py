@@ -173,6 +173,7 @@ class Session:
     steer_sae_id = Field("steer.sae_id.chosen", url="sae_id", pages=("steer",))
     steer_hub_loaded = Field("steer.hub.loaded")  # (release, id) its Load press loaded
     steer_folder = Field("steer.folder.typed")  # a local SAE folder typed: kept across pages, never in a link
+    steer_outcome = Field("steer.outcome")  # (what was zeroed, on what; the zeroing's figures): the last
 
 
 session = Session()
