@@ -49,37 +49,37 @@ def _covered(nodes: list[dict], row_height: float) -> list[tuple[str, str]]:
     return found
 
 
-# the Gallery's IOI circuit (Gemma-3-270M): (budget, names in words) -> the edges out of a head
-# that ran behind the head right above it (a15.h3 -> logits behind a17.h2, ...), with its head
+# the Gallery's circuits (Gemma-3-270M): (example, budget, names in words) -> the edges out of a
+# head that ran behind the head right above it (a14.h3 -> a16.h2 behind a15.h3, ...), with its head
 SEEN = {
-    (20, True): [("a13.h3->logits", "a15.h3"), ("a15.h3->logits", "a17.h2")],
-    (100, False): [("a11.h3->a13.h3<q>", "a12.h3"), ("a11.h2->a15.h2<v>", "a12.h2")],
+    ("gender-bias", 20, True): [("a9.h2->a14.h3<v>", "a12.h2"), ("a14.h3->a16.h2<v>", "a15.h3")],
+    ("ioi", 100, False): [("a11.h3->a13.h3<q>", "a12.h3"), ("a11.h2->a15.h2<v>", "a12.h2")],
 }
 
 
-@pytest.mark.parametrize("budget, words", list(SEEN), ids=["20-words", "100-names"])
-def test_an_edge_out_of_a_head_is_not_hidden_by_the_head_above_it(budget, words, monkeypatch):
+@pytest.mark.parametrize("slug, budget, words", list(SEEN), ids=["gender-20-words", "ioi-100-names"])
+def test_an_edge_out_of_a_head_is_not_hidden_by_the_head_above_it(slug, budget, words, monkeypatch):
     from browser_page import gallery_result
 
     def page():
-        drawing = render.result_graph_html(gallery_result("ioi"), budget, words=words)
+        drawing = render.result_graph_html(gallery_result(slug), budget, words=words)
         nodes, edges = _page(drawing)
         return _covered(nodes, drawing.grid[1]), hidden_edges(nodes, edges), nodes
 
     covered, hidden, nodes = page()
     assert covered == [] and overlapping(nodes) == []
-    assert not set(SEEN[budget, words]) & set(hidden), hidden
+    assert not set(SEEN[slug, budget, words]) & set(hidden), hidden
     monkeypatch.setattr(layout, "HEAD_STAGGER", 0.0)  # every row's heads in their columns, as before
     covered, hidden, _ = page()
-    for edge, head in SEEN[budget, words]:
+    for edge, head in SEEN[slug, budget, words]:
         assert (edge.split("->")[0], head) in covered and (edge, head) in hidden
 
 
 def test_no_head_of_a_gallery_circuit_has_a_head_right_above_it(monkeypatch):
     """The Gallery's five circuits at budgets 20, 50 and 100, names and names in words: no head
-    under another (37 edges ran behind the head right above their own), no two boxes overlapping,
-    and fewer edges behind any box (``hidden_edges``: 24 and 80 of 714 with the heads in columns,
-    11 and 53 now)."""
+    under another (22 edges ran behind the head right above their own; 37 with names in words on
+    one line), no two boxes overlapping, and fewer edges behind any box (``hidden_edges``: 24 and
+    49 of 714 with the heads in columns, 11 and 31 now)."""
     from browser_page import gallery_result
 
     def drawn() -> tuple[int, int]:

@@ -151,7 +151,7 @@ def test_no_two_node_boxes_overlap_with_captions_and_words(shape, words):
     assert len(drawing.vis.nodes) == len(spec.node_names)
     assert overlapping(drawing.vis.nodes) == []
     if words:
-        assert any(node["label"].startswith("layer 1, head 0") for node in drawing.vis.nodes)
+        assert any(node["label"].startswith("layer 1\nhead 0") for node in drawing.vis.nodes)
 
 
 def test_edge_cap_keeps_the_strongest_and_says_so():

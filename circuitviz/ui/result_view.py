@@ -396,7 +396,7 @@ def sae_labels(model, result, budget: int, labels):
         if features:
             top = features[0]
             promoted = (top.get("promotes") or [""])[0]
-            captions[node] = f"L{top['layer']}/{top['feature']} {promoted!r}"
+            captions[node] = f"L{top['layer']}/{top['feature']}\n{promoted!r}"  # drawn as two lines
     return merged, captions, SAE_KEY
 
 

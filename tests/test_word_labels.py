@@ -1,0 +1,66 @@
+"""Labels written in words are drawn large enough to read in a 1,000 px window. The layered
+drawing is as wide as its widest label line in every column, and on one line "layer 15, head 3"
+(names in words) and "L15/1825 ' purchases'" (an SAE caption) made every column 16 and 18
+characters wide: Explore's IOI circuit on Gemma-3-270M at budget 100 was fitted at 7.6 px with
+names in words and 6.7 px with SAE captions in a 1,000 px window (Chromium). Each is two lines now,
+a column 8 and 12 characters wide."""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz import render
+from circuitviz.core.graph import GraphSpec
+from circuitviz.render.graph_html import FONT_SIZE, canvas_caption_of, canvas_words
+from circuitviz.render.vis import node_box, overlapping
+
+GEMMA = GraphSpec(n_layers=18, n_heads=4)
+FRAME_PX = 538  # the graph's frame in a 1,000 px window (Explore, Chromium)
+FIT = 0.92  # of the frame vis-network's fit fills (0.556 zoom for 538 px over 896 layout units)
+SAE = "L15/1825\n' purchases'"  # an SAE caption as the page writes it: the feature, its token
+
+
+def _label_px(graph) -> float:
+    """The labels' size, px, where a drawing is fitted to the frame's width (its height is the
+    window's, or the page scrolls with "full size")."""
+    left, _, right, _ = graph.bounds()
+    return FONT_SIZE * min(FIT * FRAME_PX / (right - left), 16 / FONT_SIZE)
+
+
+def test_a_name_in_words_is_its_layer_over_its_head():
+    assert canvas_words(GEMMA, "a15.h3") == "layer 15\nhead 3"
+    assert canvas_words(GEMMA, "m12") == "layer 12\nMLP"
+    assert canvas_words(GEMMA, "input") == "embeddings"
+    assert canvas_words(GEMMA, "logits") == "the answer's logit"
+    assert canvas_caption_of("a15.h3", SAE) == "a15.h3\nL15/1825\n' purchases'"
+    assert canvas_caption_of("a15.h3", "↓' Mary'") == "a15.h3\n↓' Mary'"  # one line, as before
+    long = canvas_caption_of("a1.h0", "L3/1794\n' Constantinople'").split("\n")
+    assert long[2] == "' Constanti…" and len(long) == 3
+
+
+@pytest.mark.parametrize("budget", [20, 50, 100])
+def test_names_in_words_are_drawn_readable_at_1000_px(budget):
+    """The Gallery's five circuits with names in words, alone and with an SAE caption under every
+    name: fitted to the frame's width at 11 px and more (words) and 8.5 px and more (both: the
+    factual circuit at budget 100, four heads a row, 8.8 px; 6.6 px on one line)."""
+    from browser_page import gallery_result
+
+    for slug in ("ioi", "factual", "arithmetic", "multiple-choice", "gender-bias"):
+        result = gallery_result(slug)
+        words = render.result_graph_html(result, budget, words=True)
+        assert _label_px(words.vis) >= 11, (slug, _label_px(words.vis))
+        nodes = set(words.nodes) - {"logits"}
+        both = render.circuit_graph_html(
+            result.graph,
+            result.scores,
+            result.circuit(budget),
+            words=True,
+            captions=dict.fromkeys(nodes, SAE),
+            caption_key="under each name: its strongest SAE feature",
+        )
+        assert _label_px(both.vis) >= 8.5, (slug, _label_px(both.vis))
+        assert overlapping(both.vis.nodes) == []
+        widest = max(
+            node_box(node)[2] - node_box(node)[0] for node in both.vis.nodes if node["id"] != "logits"
+        )
+        assert widest < both.grid[0]  # every box inside its column
