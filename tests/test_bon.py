@@ -134,12 +134,15 @@ def test_scores_are_stored_once_and_reused_by_every_method(tiny, tmp_path):
     checks = 12.0 * 3  # PARAPHRASE_CHECK_PASSES for each of the file's three pairs
     bon, csm = get_method("bon"), get_method("bon-csm")
     n = len(first.curve)  # its budgets, 8 and 16 (again's: 5 and 40)
-    assert bon.passes_done(first) == pytest.approx(4 * base.passes + 2.0 * n * 4 + n + checks)  # 4 pairs
+    # 4 pairs, each scored over its own tokens (the longest pair's paraphrase is longer than the prompt)
+    lengths = sum(first.details.pairs[i]["n_tokens"] for i in first.details.candidates) / n_tokens
+    assert lengths > 4
+    assert bon.passes_done(first) == pytest.approx(lengths * base.passes + 2.0 * n * 4 + n + checks)
     assert csm.passes_done(again) == pytest.approx(2.0 * n * 4 + n + checks)  # every pair read back
     assert csm.passes_done(repeat) == pytest.approx(n + checks)  # and every circuit's metrics too
     # the estimate prices the file's three pairs, not n_paraphrases' default nine
     assert bon.as_config(first.config).n_paraphrases == 9
-    priced = bon.estimate(bon.as_config(first.config), spec, n_tokens, n)
+    priced = bon.estimate_for_task(tiny, IOI_TASK, bon.as_config(first.config), spec, n_tokens, n)
     assert bon.passes_done(first) == pytest.approx(priced.passes)
     assert priced.n_paraphrases == 3  # and says three beside the estimate (it said nine)
     assert len(list((tmp_path / "scores").glob("*.pt"))) == 8

@@ -53,3 +53,33 @@ def test_a_generated_source_is_priced_as_before(tiny):
     assert listed_pairs_kept(tiny, IOI_TASK, config) is None
     estimate = estimate_request(tiny, IOI_TASK, "bon", config, n_budgets=1)
     assert estimate.n_scored is None and estimate.n_paraphrases == 4
+
+
+SHORT = "When Mary and John went to the park , John gave a ball to\tWhen Alice and Bob went to the park , Carl gave a ball to"
+LONG = (
+    "When Mary and John went to the park after a long walk past the old houses , the quiet gardens and the "
+    "busy market , John gave a ball to\tWhen Alice and Bob went to the park after a long walk past the old "
+    "houses , the quiet gardens and the busy market , Carl gave a ball to"
+)
+
+
+def test_a_long_paraphrase_is_priced_over_its_own_tokens(tiny):
+    """Each pair is scored over its own tokens, and the estimate priced every pair as long as the
+    prompt: a list with a 574-character paraphrase (117 tokens beside the prompt's 15) was
+    priced at about 30 s and took 61 s. The finished run counts its passes the same way, so the
+    calibration it records is not slowed by the long pair."""
+    method = get_method("bon")
+    settings = {**SETTINGS, "include_mismatched": True}
+    short = estimate_request(
+        tiny,
+        IOI_TASK,
+        "bon",
+        method.as_config({**settings, "paraphrases": paraphrase_records(SHORT)}),
+        n_budgets=1,
+    )
+    config = method.as_config({**settings, "paraphrases": paraphrase_records(LONG)})
+    long = estimate_request(tiny, IOI_TASK, "bon", config, n_budgets=1)
+    assert short.n_scored == long.n_scored == 1
+    assert long.sequences > short.sequences * 1.3
+    result = run(tiny, "bon", budgets=[8], paraphrases=LONG, include_mismatched=True)
+    assert long.sequences == pytest.approx(method.passes_done(result))

@@ -201,22 +201,17 @@ def paraphrases_scored(config) -> int:
 
 
 # (model, prompt pair, listed pairs) -> whether the run's checks keep each pair, without and with
-# mismatched answers: the last few lists priced, so the page's reruns check a list once
-_CHECKED: dict[tuple, list[tuple[bool, bool]]] = {}
+# mismatched answers, and its paraphrase's token count: the last few lists priced, so the page's
+# reruns check a list once
+_CHECKED: dict[tuple, list[tuple[bool, bool, int]]] = {}
 _CHECKED_KEPT = 16
 _CHECKED_GUARD = threading.Lock()
 
 
-def listed_pairs_kept(model, task: PromptTask, config) -> int | None:
-    """How many of the file source's listed pairs the run's checks keep for scoring
-    (``query.checks.validate_pairs``, the run's own: same token length as the corruption, within
-    256 tokens, the prompt's answer and foils, no repeat, and the model's answer on the paraphrase
-    the prompt's unless ``include_mismatched``); None for another source, or when the checks cannot
-    run here (a prompt pair the run would refuse, a model without weights). The first estimate of a
-    typed list counted every pair but a repeat, so a pair the model answers otherwise was priced as
-    scored and evaluated (Gemma-3-270M: six listed, a repeat among them, the run kept two and took
-    16 s; priced as five, 26 s). The checks are a forward pass over the list's texts, run once per
-    list (kept for the next estimates)."""
+def _listed_checks(model, task: PromptTask, config) -> list[tuple[bool, bool, int]] | None:
+    """(kept, kept with mismatched answers, the paraphrase's tokens) of each listed pair by the
+    run's own checks, run here once per list and model; None for another source, or when the checks
+    cannot run here (a prompt pair the run would refuse, a model without weights)."""
     if config.paraphrase_source != "file" or not config.paraphrases:
         return None
     if model_device(model).type == "meta":
@@ -229,12 +224,56 @@ def listed_pairs_kept(model, task: PromptTask, config) -> int | None:
             pairs = validate_pairs(model, task, [record.pair(task) for record in config.paraphrases])
         except ValueError:  # the prompt pair itself is refused (TaskError): the run says why
             return None
-        flags = [(pair.usable(False), pair.usable(True)) for pair in pairs]
+        flags = [(pair.usable(False), pair.usable(True), int(pair.n_tokens or 0)) for pair in pairs]
         with _CHECKED_GUARD:
             _CHECKED[key] = flags
             while len(_CHECKED) > _CHECKED_KEPT:
                 _CHECKED.pop(next(iter(_CHECKED)))
-    return sum(flag[1 if config.include_mismatched else 0] for flag in flags)
+    return flags
+
+
+def listed_pairs_kept(model, task: PromptTask, config) -> int | None:
+    """How many of the file source's listed pairs the run's checks keep for scoring
+    (``query.checks.validate_pairs``, the run's own: same token length as the corruption, within
+    256 tokens, the prompt's answer and foils, no repeat, and the model's answer on the paraphrase
+    the prompt's unless ``include_mismatched``); None for another source, or when the checks cannot
+    run here (a prompt pair the run would refuse, a model without weights). The first estimate of a
+    typed list counted every pair but a repeat, so a pair the model answers otherwise was priced as
+    scored and evaluated (Gemma-3-270M: six listed, a repeat among them, the run kept two and took
+    16 s; priced as five, 26 s). The checks are a forward pass over the list's texts, run once per
+    list (kept for the next estimates)."""
+    checks = _listed_checks(model, task, config)
+    if checks is None:
+        return None
+    return sum(check[1 if config.include_mismatched else 0] for check in checks)
+
+
+def listed_pairs_tokens(model, task: PromptTask, config) -> int | None:
+    """The tokens of the listed pairs the checks keep, together (``listed_pairs_kept``'s pairs):
+    each is scored over its own tokens, so a list of long paraphrases costs more than as many
+    prompts (Gemma-3-270M, a 574-character paraphrase of 117 tokens beside a 15-token prompt:
+    priced at about 30 s at the load of the time, the run took 61 s)."""
+    checks = _listed_checks(model, task, config)
+    if checks is None:
+        return None
+    return sum(check[2] for check in checks if check[1 if config.include_mismatched else 0])
+
+
+def _prompt_lengths(pairs: int, kept_tokens: int | None, n_tokens: int) -> float:
+    """The pairs a run scores in prompts' lengths: the prompt and the kept pairs' ``kept_tokens``
+    over the prompt's ``n_tokens`` when known, else ``pairs`` prompts."""
+    if kept_tokens is None or n_tokens <= 0:
+        return float(pairs)
+    return 1.0 + kept_tokens / n_tokens
+
+
+def _mean_length(result, n_tokens: int) -> float:
+    """A finished run's candidate pairs' mean token count over the prompt's (1 where unknown)."""
+    pairs, candidates = result.details.pairs, result.details.candidates
+    lengths = [pairs[i].get("n_tokens") for i in candidates if i < len(pairs)]
+    if not lengths or any(not length for length in lengths) or n_tokens <= 0:
+        return 1.0
+    return sum(lengths) / len(lengths) / n_tokens
 
 
 class QueryCircuitMethod(Method):
@@ -246,18 +285,25 @@ class QueryCircuitMethod(Method):
     Details = QueryCircuitDetails
     needs_corrupted = True
 
-    def estimate(self, config, spec, n_tokens, n_budgets, kept: int | None = None) -> Cost:
-        """Each (paraphrase, corruption) pair is scored like one run of the base method, and its
-        candidate circuits at every budget are evaluated on the prompt. ``kept``: the listed pairs
-        the run's checks keep (``listed_pairs_kept``), when known; else the pairs left once a repeat
-        and a pair whose corruption is itself are taken out (``paraphrases_scored``)."""
+    def estimate(
+        self, config, spec, n_tokens, n_budgets, kept: int | None = None, kept_tokens: int | None = None
+    ) -> Cost:
+        """Each (paraphrase, corruption) pair is scored like one run of the base method over its own
+        tokens, and its candidate circuits at every budget are evaluated on the prompt. ``kept``:
+        the listed pairs the run's checks keep (``listed_pairs_kept``), when known, and
+        ``kept_tokens`` their tokens together (``listed_pairs_tokens``); else the pairs left once a
+        repeat and a pair whose corruption is itself are taken out (``paraphrases_scored``), each
+        priced as long as the prompt."""
         base, base_config = base_scorer(config)
         per_pair = base.estimate(base_config, spec, n_tokens, 0)
         scored = paraphrases_scored(config) if kept is None else kept
         pairs = scored + 1  # every listed pair is checked, not every one scored
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
         return Cost(
-            passes=per_pair.passes * pairs + 2.0 * n_budgets * pairs + n_budgets + checks,
+            passes=per_pair.passes * _prompt_lengths(pairs, kept_tokens, n_tokens)
+            + 2.0 * n_budgets * pairs
+            + n_budgets
+            + checks,
             gradient_batch=per_pair.gradient_batch,
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases_asked(config),  # the listed pairs for a file: what the run checks
@@ -265,8 +311,9 @@ class QueryCircuitMethod(Method):
         )
 
     def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:
-        """``estimate`` with the pairs of the user's list that the run's checks keep."""
-        return self.estimate(config, spec, n_tokens, n_budgets, listed_pairs_kept(model, task, config))
+        """``estimate`` with the pairs of the user's list that the run's checks keep, and their tokens."""
+        kept, tokens = listed_pairs_kept(model, task, config), listed_pairs_tokens(model, task, config)
+        return self.estimate(config, spec, n_tokens, n_budgets, kept, tokens)
 
     def passes_done(self, result) -> float | None:
         """The passes of the run as it went: a pair whose score matrix it read from the store
@@ -284,7 +331,10 @@ class QueryCircuitMethod(Method):
         n_budgets = len(result.curve)
         scored = int(counts["scored_pairs"])
         candidates = scored + int(counts.get("scores_from_store", 0))  # the pairs that passed the checks
-        per_pair = base.estimate(base_config, result.graph, n_tokens, 0).passes
+        # each pair scored over its own tokens (``estimate``): the candidates' mean length, in prompts
+        per_pair = base.estimate(base_config, result.graph, n_tokens, 0).passes * _mean_length(
+            result, n_tokens
+        )
         evaluation = 0.0 if counts.get("circuits_evaluated") == 0 else 2.0 * n_budgets * candidates
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
         return per_pair * scored + evaluation + n_budgets + checks  # ``estimate``'s terms, as they went
@@ -306,7 +356,10 @@ class QueryCircuitMethod(Method):
         candidates = 2.0 * n_budgets * pairs  # the candidates' evaluation passes (``estimate``)
         evaluation_stored = share * candidates / (candidates + n_budgets) if metrics_stored else 0.0
         base, base_config = base_scorer(config)
-        scoring = base.estimate(base_config, adapter_of(model).spec, n_tokens, 0).passes * pairs * share
+        lengths = _prompt_lengths(
+            pairs, listed_pairs_tokens(model, task, config), n_tokens
+        )  # as ``estimate``
+        scoring = base.estimate(base_config, adapter_of(model).spec, n_tokens, 0).passes * lengths * share
         what = "the paraphrases' scores and evaluations" if metrics_stored else "the paraphrases' scores"
         if share < 1.0:
             what = f"the scores of the {stored} of its {listed} pairs"
