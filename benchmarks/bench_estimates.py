@@ -68,14 +68,15 @@ def main() -> None:
 
     from circuitviz.entry.api import discover
     from circuitviz.entry.limits import estimate_request
+    from circuitviz.entry.probe import probe_rate
     from circuitviz.methods import method_traits
     from circuitviz.models import EMBEDDED_MODEL, load_model
     from circuitviz.services.store import ResultStore
-    from circuitviz.ui import bon, budget_box, loaders
+    from circuitviz.ui import bon, budget_box
     from circuitviz.ui.run import record_run
 
     model = load_model(EMBEDDED_MODEL)
-    loaders.probe_rate(model)
+    probe_rate(model)
     store = ResultStore(Path(os.environ["CIRCUITVIZ_CACHE"]) / "results")
     task = ioi_task()
     n_edges = budget_box.graph_edge_total(model)

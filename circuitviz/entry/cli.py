@@ -49,6 +49,7 @@ from .file_task import file_kind_notes, fill_from_file, made_on_problem
 from .file_transfer import file_transfer
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_line, progress_line
 from .parser import build_parser
+from .probe import probe_unmeasured
 from .request import Request
 from .settings_args import checked_settings, merged_settings
 from .spaces import foil_space_notes, trailing_space_sentence
@@ -119,6 +120,7 @@ def _print_estimate(model, task, method: str, settings, budgets, model_id=None, 
     """The run's one request (settings parsed, key computed, priced and checked once), its
     estimated time and memory printed as one line before the run (limits.py)."""
 
+    probe_unmeasured(model)  # a first run of this model priced as the app prices it, not nominally
     request = Request.for_model(model, task, method, settings, budgets, model_id, max_tokens).priced(model)
     print(request.estimate.summary(), file=sys.stderr)
     return request

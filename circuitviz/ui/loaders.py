@@ -28,7 +28,7 @@ from concurrent.futures import Future
 
 import streamlit as st
 
-from ..entry import calibration
+from ..entry import calibration, probe
 from ..services.assets import gallery_dir
 from . import background, startup
 
@@ -71,8 +71,6 @@ def _default_loader(model_id: str, device: str | None):
 
 
 _LOADS = itertools.count(1)
-PROBE_BATCH = 8  # sequences of the timed forward pass that prices runs before any has finished
-PROBE_REPEATS = 3
 MODELS_KEPT = 2  # the last two (model, device, loader) asked for
 
 
@@ -116,7 +114,7 @@ def loaded_model(model_id: str, device: str = "auto"):
 
 def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     """Load, time the load (the next start says how long to expect) and, on a machine with no
-    rate measured yet for the model's device kind, time one forward pass (``probe_rate``)."""
+    rate measured yet for the model's device kind, time one forward pass (``probe.probe_rate``)."""
     startup.mark(f"loading {model_id}")
     start = time.perf_counter()
     try:
@@ -130,13 +128,10 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     from ..models.adapter import register
 
     register(model, f"{model_id} on {device}, load {next(_LOADS)}")  # names it in cache keys
-    try:  # this model's rate stored by an earlier start or run prices the first estimate: no
-        # pass to time; a model with none is timed once, which scales other models' runs to it
-        if not calibration.measured(model_device_kind(model), _model_key(model)):
-            probe_rate(model)
-            startup.mark("forward pass timed")
-    except Exception:  # a model the probe cannot run still serves; estimates stay nominal
-        pass
+    # this model's rate stored by an earlier start or run prices the first estimate: no pass to
+    # time; a model with none is timed once, which scales other models' runs to it
+    if probe.probe_unmeasured(model):
+        startup.mark("forward pass timed")
     freeze_long_lived_objects()
     _LOADED[(model_id, device)] = model
     future.set_result(model)
@@ -160,55 +155,6 @@ def freeze_long_lived_objects() -> None:
     frozen instead.
     """
     gc.freeze()
-
-
-def model_device_kind(model) -> str:
-    """'cpu', 'cuda', 'mps': the kind of device the model's weights are on (what rates are kept by)."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..models.adapter import model_device
-
-    return model_device(model).type
-
-
-def _model_key(model) -> str:
-    """The model's size and shape as its runs are kept under (``calibration.model_key``)."""
-    from ..models.adapter import adapter_of
-
-    return calibration.model_key(sum(p.numel() for p in model.parameters()), adapter_of(model).spec.n_edges)
-
-
-def probe_rate(model) -> None:
-    """Time one batched forward pass (under the model's lock) and keep its FLOP rate: the price
-    of a run before any run has finished on this machine."""
-    # here, not at the top: keeps torch out of the first paint
-    import torch
-
-    from ..engine.prefix import final_residual
-    from ..models.adapter import adapter_of, model_device
-
-    tokens = (
-        adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
-    )  # [batch, pos]
-    from ..entry.cpu_share import load_average, others_busy
-
-    with torch.no_grad():
-        final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
-        # a pass timed beside other work scales other models' runs only
-        others, load = others_busy(), load_average()
-        timed = []  # beside passes timed alike (calibration._probe_scale)
-        for _ in range(PROBE_REPEATS):  # the median: one pass timed in a moment of load misprices every run
-            start = time.perf_counter()
-            final_residual(model, tokens, [])
-            timed.append(time.perf_counter() - start)
-        seconds = sorted(timed)[len(timed) // 2]
-    parameters = sum(p.numel() for p in model.parameters())
-    kind = model_device(model).type
-    calibration.record_probe(
-        kind, 2.0 * parameters * tokens.numel(), seconds, _model_key(model), others, load
-    )
-
-
-EXAMPLE_TEXT = "When Mary and John went to the store, John gave a drink to"
 
 
 @st.cache_resource(show_spinner=False)

@@ -1,0 +1,35 @@
+"""The forward pass that prices a model's first run (circuitviz/entry/probe.py)."""
+
+from __future__ import annotations
+
+import json
+
+from circuitviz.entry import calibration, probe
+
+
+def test_a_model_without_a_rate_is_timed_once_and_its_first_estimate_priced_from_it(
+    words, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    assert not calibration.measured("cpu", probe.rate_key(words))
+    assert probe.probe_unmeasured(words)
+    (pass_,) = json.loads(calibration.calibration_path().read_text())["cpu"][calibration.PROBE]
+    assert pass_["model"] == probe.rate_key(words) and pass_["seconds"] > 0
+    assert pass_["flops"] == 2.0 * sum(p.numel() for p in words.parameters()) * probe.PROBE_BATCH * len(
+        words.to_tokens(probe.EXAMPLE_TEXT)[0]
+    )
+    assert not probe.probe_unmeasured(words)  # measured now: not timed again
+    assert len(json.loads(calibration.calibration_path().read_text())["cpu"][calibration.PROBE]) == 1
+    rate = calibration.rate("cpu", "eap", 2e10, model=probe.rate_key(words))
+    assert rate.source == "probe" and "forward pass timed on this machine" in rate.describe("eap")
+
+
+def test_a_model_the_pass_cannot_run_keeps_the_nominal_price(words, tmp_path, monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+
+    def fails(model):
+        raise RuntimeError("no forward pass here")
+
+    monkeypatch.setattr(probe, "probe_rate", fails)
+    assert not probe.probe_unmeasured(words)
+    assert not calibration.measured("cpu")
