@@ -199,3 +199,21 @@ def test_discover_says_the_trailing_space_too(capsys, monkeypatch):
     assert "The prompt ends in a space, and this model writes a word's space with the word" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "names"),
+    [
+        ("When José and María went to the market, María gave a book to", ("José", "María")),  # a template's
+        (
+            "When Łukasz and Zoë went to the park, Zoë threw a ball to",
+            ("Łukasz", "Zoë"),
+        ),  # the loose pattern's
+    ],
+)
+def test_names_with_accents_are_read_as_names(words, prompt, names):
+    # unread until 2026-12-06: no family, the foil the model's next likely token, no corrupted prompt
+    found = recognise(prompt)
+    assert (found.family, found.answer, found.slots["B"]) == ("ioi", *names)
+    corrupted = propose_corruption(words, prompt)
+    assert corrupted and not any(name in corrupted for name in names)

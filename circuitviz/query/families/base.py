@@ -16,7 +16,12 @@ import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-NAME = r"[A-Z][a-z]+"
+# the letters of names written in Latin script ("José", "María", "Zoë", "Łukasz"), capital and small:
+# the ASCII ones alone left "When José and María went to the market, María gave a book to" unread
+_LATIN = [chr(code) for code in (*range(0xC0, 0x100), *range(0x100, 0x180)) if chr(code) not in "×÷"]
+UPPER = "A-Z" + "".join(letter for letter in _LATIN if letter.isupper())
+LOWER = "a-z" + "".join(letter for letter in _LATIN if letter.islower())
+NAME = rf"[{UPPER}][{LOWER}]+"
 WORD = r"[a-z]+"
 
 

@@ -14,6 +14,7 @@ import re
 
 from .base import (
     NAME,
+    UPPER,
     WORD,
     FamilyMatch,
     TemplateFamily,
@@ -66,7 +67,7 @@ COMMON_NAMES = (
     "Claire", "Sophia",
 )  # fmt: skip
 _IOI_LOOSE = re.compile(
-    r"^(?P<head>.*?)\b(?P<X>[A-Z][a-z]+) and (?P<Y>[A-Z][a-z]+)\b(?P<body>.*)\b(?P<S>[A-Z][a-z]+)(?P<tail>[^A-Z]*)$",
+    rf"^(?P<head>.*?)\b(?P<X>{NAME}) and (?P<Y>{NAME})\b(?P<body>.*)\b(?P<S>{NAME})(?P<tail>[^{UPPER}]*)$",
     re.DOTALL,
 )
 
@@ -77,7 +78,7 @@ def _asks_a_name(loose: re.Match) -> bool:
     name stands between the two and the repeat ("..., John gave a drink to Mary. Then Mary" was
     read as one, its answer 'John', and corrupted to "When Bob and Alice ..., John gave a drink to
     Mary. Then Carl", the names between left as they were)."""
-    between = re.findall(r"\b[A-Z][a-z]+\b", loose["body"])
+    between = re.findall(rf"\b{NAME}\b", loose["body"])
     return bool(re.search(r"[a-z]", loose["tail"])) and not {loose["X"], loose["Y"]} & set(between)
 
 
