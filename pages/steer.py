@@ -131,7 +131,7 @@ except sae_store.SaeUnavailable as error:
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     state.write_to_url()  # the nodes typed: the URL names them before the page stops
     st.stop()
-rows = steer.feature_table(steer.feature_rows(labels))  # text that wraps: nothing runs past the edge
+rows = steer.feature_table(steer.feature_rows(labels, nodes))  # text that wraps: nothing runs past the edge
 if example_nodes:  # the table said nothing of it: read as a circuit's nodes
     st.caption(
         "Example nodes (the Nodes box's own), not a circuit's: type yours, or compute the circuit above."

@@ -128,3 +128,15 @@ def test_the_feature_table_is_text_that_wraps_with_its_share_in_percent():
         f".st-key-{FEATURE_TABLE_KEY} td:nth-child(-n+4) p {{ white-space: nowrap; }}" in FEATURE_TABLE_STYLE
     )
     assert "max-width: none" in FEATURE_TABLE_STYLE
+
+
+def test_the_logits_typed_as_a_node_get_a_row_that_says_why_they_have_no_feature():
+    """'logits' in the Nodes box passed the node check, the labels left it out, and the table
+    stood empty (or without its row beside others) with nothing said (seen in Chromium)."""
+    from circuitviz.ui.steer import LOGITS_ROW, feature_rows
+
+    m5 = {"sae": "s", "sae_layer": 9, "features": []}
+    rows = feature_rows({"m5": m5}, ["logits", "m5", "m5"])
+    assert [row["node"] for row in rows] == ["logits", "m5"]  # the typed order, each once
+    assert rows[0]["what it does"] == LOGITS_ROW and rows[0]["feature"] == "—"
+    assert [row["node"] for row in feature_rows({}, ["logits"])] == ["logits"]

@@ -180,10 +180,20 @@ def circuit_at_budget(result) -> tuple[list[str], int, int]:
     return ranked[:MAX_NODES], int(budget), len(ranked)
 
 
-def feature_rows(labels: dict) -> list[dict]:
-    """One row per (node, feature) of the SAE labels: plain text, shown as a table."""
+# the logits node, typed: the labels leave it out (it reads the stream), and the table stood empty
+LOGITS_ROW = "the logits read the residual stream and write nothing to it: no SAE feature is theirs"
+
+
+def feature_rows(labels: dict, nodes=()) -> list[dict]:
+    """One row per (node, feature) of the SAE labels, in the order of ``nodes`` (the labels'
+    own where not given): plain text, shown as a table. A node the labels leave out (the
+    logits) has a row that says why."""
     rows = []
-    for node, entry in labels.items():
+    for node in dict.fromkeys([*nodes, *labels]):
+        entry = labels.get(node)
+        if entry is None:
+            rows.append({"node": node, "feature": "—", "what it does": LOGITS_ROW, SHARE: None, "at": ""})
+            continue
         if entry["sae"] is None:
             rows.append(
                 {"node": node, "feature": "—", "what it does": entry["reason"], SHARE: None, "at": ""}
