@@ -426,6 +426,25 @@ def test_progress_names_the_phase_by_its_plain_name(capsys):
 
     cli.progress_line(Report.SCORE, 0.5)
     assert capsys.readouterr().err.split() == ["score", "50.0%"]
+    cli.end_progress_line()
+
+
+def test_progress_is_redrawn_only_when_what_it_says_changes(capsys):
+    """A run reports at every layer's cancel check; a log kept each repeat ('score 0.0%' about 50
+    times on one line for EAP-IG on the CPU)."""
+    for phase, fraction in [("prepare", 0.0)] * 18 + [("score", 0.0)] * 50 + [("score", 0.5), ("score", 1.0)]:
+        cli.progress_line(phase, fraction)
+    err = capsys.readouterr().err
+    assert err.split("\r")[1:] == [
+        "  prepare      0.0%",
+        "  score        0.0%",
+        "  score       50.0%",
+        "  score      100.0%\n",
+    ]
+    cli.progress_line("evaluate", 0.0)  # a new run's line after a finished one is drawn
+    cli.progress_line("evaluate", 0.0)
+    assert capsys.readouterr().err == "\r  evaluate     0.0%"
+    cli.end_progress_line()
 
 
 def test_backend_reaches_the_load_of_discover_and_of_batch(monkeypatch):

@@ -37,19 +37,21 @@ def cmd_models(args) -> int:
     return 0
 
 
-_LINE = {"open": False}  # whether the progress line waits for its end (a later line would join it)
+# whether the progress line waits for its end (a later line would join it), and what it shows
+_LINE = {"open": False, "shown": ""}
 
 
 def progress_line(phase: str, fraction: float) -> None:
-    """A run's progress on one line of stderr, redrawn in place."""
+    """A run's progress on one line of stderr, redrawn in place when what it says changes: runs
+    report at every layer's cancel check, and on a CPU one chunk is a whole phase, so EAP-IG's
+    scoring said "score 0.0%" about 50 times, which a log (stderr not a terminal) kept as one
+    line of them."""
     phase = getattr(phase, "value", phase)  # a Report by its plain name, not 'Report.SCORE'
-    print(
-        f"\r  {phase:<10} {100 * fraction:5.1f}%",
-        end="\n" if fraction >= 1 else "",
-        file=sys.stderr,
-        flush=True,
-    )
-    _LINE["open"] = fraction < 1
+    text = f"  {phase:<10} {100 * fraction:5.1f}%"
+    if _LINE["open"] and text == _LINE["shown"]:
+        return
+    print("\r" + text, end="\n" if fraction >= 1 else "", file=sys.stderr, flush=True)
+    _LINE["open"], _LINE["shown"] = fraction < 1, text
 
 
 def end_progress_line() -> None:
