@@ -481,7 +481,7 @@ def test_the_sae_feature_circuit_is_drawn_in_layer_rows_with_its_labels():
     titles = {n["id"]: n["title"] for n in feature_circuit_html({"nodes": nodes, "edges": edges}).vis.nodes}
     assert "stands for 2 identical features of its layer: #498, #988" in titles["L2/f3"]
     assert "identical" not in titles["L2/f40"]
-    assert "fires on" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
+    assert "on '‹b›Paris" in placed["L5/f40"]["label"] and "<b>" not in placed["L5/f40"]["label"]
     assert "&lt;b&gt;" in placed["L5/f40"]["title"]
     by_pair = {(e["from"], e["to"]): e for e in drawing.vis.edges}
     assert by_pair[("L5/f40", "L9/f7")]["dashes"] and by_pair[("L9/f7", "metric")]["width"] == 7.0

@@ -64,3 +64,48 @@ def test_names_in_words_are_drawn_readable_at_1000_px(budget):
             node_box(node)[2] - node_box(node)[0] for node in both.vis.nodes if node["id"] != "logits"
         )
         assert widest < both.grid[0]  # every box inside its column
+
+
+def _feature_circuit(per_layer: dict[int, int]) -> dict:
+    nodes = [
+        {
+            "id": f"L{layer}/f{feature}",
+            "layer": layer,
+            "feature": 100 * layer + feature,
+            "prompt_activation": 1.0,
+        }
+        for layer, count in per_layer.items()
+        for feature in range(count)
+    ]
+    edges = [{"source": nodes[i]["id"], "target": nodes[-1]["id"], "coefficient": 0.5} for i in range(3)]
+    return {
+        "nodes": nodes,
+        "edges": edges + [{"source": nodes[-1]["id"], "target": "metric", "coefficient": 1.0}],
+    }
+
+
+def test_a_named_feature_circuit_is_drawn_readable_at_1000_px():
+    """CircuitLasso's feature circuit with "name the features" on (Explore's IOI prompt, SAE units
+    of layers 3, 9 and 15: 47 features): each name carried its description cut at 16 characters,
+    "L3/1286: fires o…" (its id again), eight features a row, and the drawing was fitted at 4.9 px
+    in the 504 px frame of a 1,000 px window (7.8 px unnamed). Now what it fires on and what it
+    promotes, a line each, a row as wide as ``ROW_UNITS``: 10.4 px (Chromium)."""
+    from circuitviz.render.feature_graph import (
+        CAPTION_CHARACTERS,
+        FONT,
+        feature_caption,
+        feature_circuit_html,
+    )
+
+    label = "L3/1286: fires on ' Mary', ' John', ' the'; promotes ' gave', ' to'"
+    assert feature_caption(label) == "on ' Mary', '…\n→ ' gave', ' …"
+    circuit = _feature_circuit({3: 27, 9: 15, 15: 5})
+    names = {node["id"]: label for node in circuit["nodes"]}
+    for labels in (None, names):
+        graph = feature_circuit_html(circuit, labels=labels).vis
+        left, _, right, _ = graph.bounds()
+        px = FONT * min(FIT * 504 / (right - left), 16 / FONT)
+        assert px >= 10, (bool(labels), px)
+        assert overlapping(graph.nodes) == []
+    lines = [line for node in graph.nodes if node["id"] != "metric" for line in node["label"].split("\n")[1:]]
+    assert lines and all(len(line) <= CAPTION_CHARACTERS and not line.startswith("L3/") for line in lines)

@@ -10,6 +10,7 @@ feature, prompt_activation}], edges: [{source, target, coefficient}], note}``. P
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..core.text import counted
@@ -19,8 +20,23 @@ from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, escape, frame_h
 FONT = 20
 POSITIVE, NEGATIVE = "#0072B2", "#D55E00"
 FEATURE_COLOUR = "#F0E442"
-CAPTION_CHARACTERS = 16
+CAPTION_CHARACTERS = 14  # each of a description's two lines under a feature's name
 PER_ROW = 8  # features a row at most: a fitted drawing of 15 in a row was unreadable at 1,000 px
+# a layer's row holds as many features as fit this many layout units (its labels at 10 px and more
+# in the 504 px the expander leaves a 1,000 px window): eight named features a row were 1,900
+# units wide, fitted at 4.9 px
+ROW_UNITS = 900.0
+
+
+def feature_caption(text: str) -> str:
+    """A feature's description as the canvas writes it under its name: what it fires on, then
+    (→) what it promotes, a line each of at most ``CAPTION_CHARACTERS``, its id left out (the name
+    says it). Written whole ("L3/1286: fires on 'Mary', ...") and cut at 16 characters, it read
+    "L3/1286: fires o…" under "L3 #1286"."""
+    text = re.sub(r"^L\d+/\d+:\s*", "", " ".join(str(text).split()))
+    parts = [part.strip() for part in text.split("; ") if part.strip()] or [text]
+    lines = [re.sub(r"^promotes ", "→ ", re.sub(r"^fires on ", "on ", part)) for part in parts[:2]]
+    return "\n".join(canvas_caption(line, CAPTION_CHARACTERS) for line in lines)
 
 
 def feature_circuit_html(
@@ -40,9 +56,9 @@ def feature_circuit_html(
     def label_of(node: Mapping) -> str:
         name = f"L{node['layer']} #{node['feature']}"
         text = labels.get(str(node["id"]))
-        return f"{name}\n{canvas_caption(text, CAPTION_CHARACTERS)}" if text else name
+        return f"{name}\n{feature_caption(text)}" if text else name
 
-    lines = 2 if any(labels.get(str(n["id"])) for n in nodes_in) else 1
+    lines = max([label_of(n).count("\n") + 1 for n in nodes_in] or [1])
     width = max([len(line) for n in nodes_in for line in label_of(n).split("\n")] or [8])
     column = width * FONT * CHAR_WIDTH + 2 * NODE_MARGIN + 0.9 * FONT
     row = lines * FONT * LINE_HEIGHT + 2 * NODE_MARGIN + 1.2 * FONT
@@ -51,7 +67,8 @@ def feature_circuit_html(
     for node in sorted(nodes_in, key=lambda n: (int(n["layer"]), int(n["feature"]))):
         by_layer.setdefault(int(node["layer"]), []).append(node)
     widest = max((len(members) for members in by_layer.values()), default=1)
-    across = min(widest, PER_ROW)  # a wider layer wraps onto staggered rows of PER_ROW
+    per_row = max(2, min(PER_ROW, int(ROW_UNITS // column)))
+    across = min(widest, per_row)  # a wider layer wraps onto staggered rows of per_row
     # layers far enough apart that edges between them are not near-horizontal lines on top of each
     # other once the drawing is fitted to the frame (about 3:1 for the whole drawing at most)
     gap = max(row, across * column / (3.0 * (len(layers) + 1)))
@@ -59,7 +76,7 @@ def feature_circuit_html(
     vis_nodes, y = [], 0.0
     for layer in layers:
         members = by_layer[layer]
-        chunks = [members[start : start + PER_ROW] for start in range(0, len(members), PER_ROW)]
+        chunks = [members[start : start + per_row] for start in range(0, len(members), per_row)]
         for sub, chunk in enumerate(chunks):
             first = -(len(chunk) - 1) * column / 2 + (column / 2 if sub % 2 else 0.0)
             for index, node in enumerate(chunk):
@@ -104,12 +121,19 @@ def feature_circuit_html(
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px solid {POSITIVE}"></span>positive</span>'
         f'<span class="cv-item"><span class="cv-line" style="border-top:3px dashed {NEGATIVE}"></span>negative</span>'
         "width: |coefficient|; rows: layers, the metric at the top"
+        + ("; under a name: what it fires on, → what it promotes" if labels else "")
     )
     more = (
         "CircuitLasso's circuit over SAE features: a feature is a node in its layer's row (earliest at "
         "the bottom), an edge a dependency the Lasso selected on a path into the metric; width says the "
-        f"|standardised coefficient| (a dependency skeleton, not an effect size). A layer of more than {PER_ROW} "
-        "features wraps onto staggered rows."
+        "|standardised coefficient| (a dependency skeleton, not an effect size). A layer of more features "
+        "than a row holds wraps onto staggered rows."
+        + (
+            " Under a feature's name: the tokens it fires on in its top contexts and (→) the tokens it "
+            "promotes; hover it for the whole description."
+            if labels
+            else ""
+        )
     )
     graph = VisGraph(
         vis_nodes, vis_edges, legend=legend, legend_more=more, title=title, notes=notes, kind="features"
