@@ -13,7 +13,7 @@ IDENTICAL_PROMPTS = (
     "The corrupted prompt is the prompt itself, so nothing is corrupted and every faithfulness "
     "score is 0/0; replace the key fact or name in the corrupted prompt (e.g. the repeated name)."
 )
-EMPTY_PROMPT = "The prompt is empty; type the text whose next token you want explained."
+EMPTY_PROMPT = "The prompt is empty or only white space; type the text whose next token you want explained."
 EMPTY_CORRUPTED = (
     "The corrupted prompt is empty; give the prompt with its key fact or name replaced, same token count."
 )
