@@ -57,7 +57,8 @@ try:
             st.stop()
         releases = sae_store.hub_releases(model_id)
         if not releases:  # two empty boxes, and Load tried to fetch 'None/None'
-            others = " or ".join(repr(other) for other in sources if other != "hub")
+            ships = bool(sae_store.embedded_sae_folders(model_id))  # 'embedded' is a way only where SAEs ship
+            others = [other for other in sources if other not in ("hub", *(() if ships else ("embedded",)))]
             sentence = steer.no_hub_saes_sentence(model_id, others)
             st.info(markdown_sentence(sentence))  # a typed model id: escaped
             st.stop()

@@ -110,3 +110,17 @@ def test_a_model_the_hub_directory_lists_no_sae_for_is_said_in_one_sentence(hub,
     )
     assert not [box for box in at.selectbox if box.key and box.key.startswith("steer.")]
     assert not [button for button in at.button if button.label == "Load"]
+
+
+def test_the_no_hub_sae_sentence_offers_embedded_only_where_saes_ship(hub, monkeypatch):
+    """smollm2-135m was told to "choose 'embedded' or 'local folder'", and none ship for it."""
+    from circuitviz.ui.steer import no_hub_saes_sentence
+
+    monkeypatch.setattr(sae_store, "hub_releases", lambda model_id: {})
+    monkeypatch.setattr(sae_store, "embedded_sae_folders", lambda model_id: [])
+    at = _steer(sae="hub")
+    said = [info.value.replace("\\", "") for info in at.info if "lists none" in info.value]
+    assert len(said) == 1 and "; choose 'local folder' above, or train one" in said[0]
+    assert no_hub_saes_sentence("m", []) == (
+        "sae-lens's directory of hub SAEs lists none for m; train one with scripts/train_saes.py."
+    )

@@ -432,10 +432,10 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
     )
 
 
-def no_hub_saes_sentence(model_id: str, others: str) -> str:
+def no_hub_saes_sentence(model_id: str, others: list[str]) -> str:
     """That sae-lens's directory of hub SAEs lists none for ``model_id`` (two empty boxes and a Load
-    button stood there, and Load fetched 'None/None'), and the page's other sources (``others``)."""
-    return (
-        f"sae-lens's directory of hub SAEs lists none for {model_id}; choose {others} above, or "
-        "train one with scripts/train_saes.py."
-    )
+    button stood there, and Load fetched 'None/None'), and the page's other sources that can give
+    this model an SAE (``others``: 'embedded' only where SAEs ship for it; it was offered for
+    smollm2-135m, which has none)."""
+    ways = f"choose {' or '.join(repr(other) for other in others)} above, or " if others else ""
+    return f"sae-lens's directory of hub SAEs lists none for {model_id}; {ways}train one with scripts/train_saes.py."
