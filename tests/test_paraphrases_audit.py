@@ -129,6 +129,22 @@ def test_what_a_corruption_replaces_keeps_a_markdown_link_whole():
     assert bon.replaced_words("f(x) = 1", "g(x) = 1") == "f(x) → g(x)"
 
 
+def test_what_a_corruption_replaces_when_the_words_differ_in_number():
+    """ "The Eiffel Tower is located in the city of" corrupted into "The Colosseum is located in the
+    city of" read "8 words (of 9)" in the replaced column (session 43, the factual template's every
+    pair), as though eight of the nine words were replaced; one name was."""
+    said = bon.replaced_words(
+        "The Eiffel Tower is located in the city of", "The Colosseum is located in the city of"
+    )
+    assert said == "Eiffel Tower → Colosseum"
+    assert (
+        bon.replaced_words("If you visit the Eiffel Tower, you are", "If you visit the Colosseum, you are")
+        == "Eiffel Tower → Colosseum"
+    )  # the comma both carry taken off, as "Japan," and "France,"
+    assert bon.replaced_words("one two three", "one three") == "two dropped"
+    assert bon.replaced_words("one three", "one two three") == "two added"
+
+
 def test_a_paraphrase_cleared_in_the_table_is_named_beside_the_button():
     """p1's paraphrase cleared in the table and "Use the edited paraphrases" pressed: the sentence read
     "The form above now holds 2 paraphrases (source: file); p2, p3 and p4 are not among them: this run

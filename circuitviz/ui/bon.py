@@ -11,6 +11,7 @@ stored is the method's (``Method.stored_work``, priced by ``limits.estimate_requ
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 
@@ -389,13 +390,30 @@ def table_height(rows: list[dict]) -> int | str:
 
 
 def replaced_words(clean: str, corrupted: str) -> str:
-    """What a corruption replaces, word for word ("Mary → Alice, John → Bob"); the whole
-    corrupted text's length in words when the two do not align word by word."""
+    """What a corruption replaces, word for word ("Mary → Alice, John → Bob"); where the two have
+    different numbers of words, the runs of words that differ ("Eiffel Tower → Colosseum", "x
+    dropped", "y added"), found by matching the words they share. It said "8 words (of 9)" for
+    "The Eiffel Tower is located in the city of" corrupted into "The Colosseum is ...", which read
+    as eight of the nine words replaced."""
     before, after = clean.split(), corrupted.split()
-    if len(before) != len(after):
-        return f"{len(after)} words (of {len(before)})"
-    pairs = ["{} → {}".format(*_without_shared_punctuation(a, b)) for a, b in zip(before, after) if a != b]
+    if len(before) == len(after):
+        pairs = [_replaced(a, b) for a, b in zip(before, after) if a != b]
+        return ", ".join(pairs) if pairs else "nothing"
+    pairs = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        old, new = " ".join(before[i1:i2]), " ".join(after[j1:j2])
+        if tag == "delete":
+            pairs.append(f"{old} dropped")
+        elif tag == "insert":
+            pairs.append(f"{new} added")
+        elif tag == "replace":
+            pairs.append(_replaced(old, new))
     return ", ".join(pairs) if pairs else "nothing"
+
+
+def _replaced(word: str, other: str) -> str:
+    return "{} → {}".format(*_without_shared_punctuation(word, other))
 
 
 def _without_shared_punctuation(word: str, other: str) -> tuple[str, str]:
