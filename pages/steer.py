@@ -75,6 +75,7 @@ except sae_store.NoSaesShip:  # a state of the model, not a fault: an info with 
     st.info(markdown_sentence(sae_labels.no_saes_sentence(model_id, others)))  # a typed model id: escaped
     st.stop()
 except sae_store.SaeUnavailable as error:
+    del state.session.steer_hub_loaded  # a failed Load waits for another press (each rerun retried it)
     st.error(markdown_sentence(str(error)))  # may quote the user's text: escaped
     st.stop()
 st.text("Loaded: " + "; ".join(sae.name for sae in saes))

@@ -124,3 +124,23 @@ def test_the_no_hub_sae_sentence_offers_embedded_only_where_saes_ship(hub, monke
     assert no_hub_saes_sentence("m", []) == (
         "sae-lens's directory of hub SAEs lists none for m; train one with scripts/train_saes.py."
     )
+
+
+def test_a_failed_load_is_not_tried_again_on_every_rerun(hub, monkeypatch):
+    """A Load that failed (no network: 24 s of retries) was kept as pressed, and every later click
+    on the page tried the download again and waited as long (seen in Chromium)."""
+    from sae_lens import SAE
+
+    tries = []
+
+    def unreachable(release, sae_id, device="cpu", dtype=None):
+        tries.append((release, sae_id))
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(SAE, "from_pretrained", unreachable)
+    at = _steer(sae="hub", sae_release="rel-a", sae_id="z")  # rel-b/y: loaded by a test above, kept
+    at.button(key="steer.hub.load").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error if "Could not load rel-a/z" in e.value.replace("\\", "")]
+    at.run()  # another click: it waits for Load again, said by the button alone
+    assert tries == [("rel-a", "z")] and not at.error
