@@ -122,3 +122,13 @@ def test_white_space_typed_around_an_answer_is_named_and_the_word_offered(embedd
 def test_a_first_piece_of_white_space_is_not_offered(embedded_model):
     message = check(embedded_model, "is 2 tokens", answer=" 🍕")  # ' ' | '🍕': it offered ' '
     assert message.endswith("use a single token such as '🍕'.")
+
+
+def test_a_character_the_model_has_no_token_for_is_not_offered_a_byte(embedded_model):
+    # Gemma reads the hieroglyph as 4 byte tokens: it was told "use a single token such as '<0xF0>'",
+    # a name that typed is several tokens (SmolLM2 offered ' <0xF0><0x9F>' for ' 🍕')
+    for answer in ("𓀀", " 𓀀"):
+        message = check(embedded_model, "this model has no token for it", answer=answer)
+        assert "such as" not in message and message.endswith(
+            "give the token the model should predict, e.g. ' Mary'."
+        )

@@ -154,7 +154,14 @@ def single_token_id(model, text: str, role: str) -> int:
         )
     if len(ids) != 1:
         pieces = _str_tokens(model, text, prepend_bos=False)
-        first = next((piece for piece in pieces if piece.strip()), pieces[0])  # ' ' of ' 🍕' helps nobody
+        # neither white space alone (' ' of ' 🍕') nor a byte of a character (SmolLM2's ' <0xF0><0x9F>'
+        # of ' 🍕', several tokens once typed) is a token to offer
+        first = next((piece for piece in pieces if piece.strip() and not BYTE_PIECE.search(piece)), None)
+        if first is None:
+            raise TaskError(
+                f"The {role} {shown_token(text, 30)} is {len(ids)} tokens ({_quote_tokens(pieces)}): this model has "
+                f"no token for it (its tokens are bytes of its characters); give {wanted}."
+            )
         spaced = " " + text
         one_with_space = (
             not text.startswith(" ")
