@@ -46,6 +46,27 @@ time.sleep(0.5)
 )
 
 
+# a thread whose time goes mostly to finalizers, where Python prints an exception it cannot raise
+_EXIT_DURING_FINALIZERS = """
+import time
+from circuitviz.ui import loaders
+
+class Slow:
+    def __del__(self):
+        total = 0
+        for i in range(20000):
+            total += i
+
+def busy(*_args, **_kwargs):
+    while True:
+        Slow()
+
+loaders.MODEL_LOADER = busy
+future = loaders.model_future("a-model", "cpu")
+time.sleep(0.5)
+"""
+
+
 def _exit_during(script: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
@@ -67,6 +88,15 @@ def test_the_process_exits_cleanly_while_node_captions_compute():
     done = _exit_during(_EXIT_DURING_CAPTIONS)
     assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]
     assert "Traceback" not in done.stderr, done.stderr[-500:]
+
+
+def test_a_stop_taken_in_a_finalizer_is_not_printed():
+    """The model's load runs many finalizers (weak references' callbacks); the stop taken in one
+    was printed ("Exception ignored in: <function WeakValueDictionary...>", a traceback) on an exit
+    that was otherwise clean, the load stopped by the stop raised again."""
+    done = _exit_during(_EXIT_DURING_FINALIZERS)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "Exception ignored" not in done.stderr and "ProcessExiting" not in done.stderr, done.stderr[-500:]
 
 
 def test_the_wait_at_exit_is_bounded():

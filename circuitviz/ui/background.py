@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -59,6 +60,24 @@ def _raise_in(thread: threading.Thread) -> None:
         )
 
 
+def _unheard() -> None:
+    """Keep the stop out of stderr where Python prints it instead of raising it: in a finalizer
+    (a ``__del__``, a weak reference's callback; the model's load runs many, and a stop taken in
+    one printed "Exception ignored in: <function WeakValueDictionary...>" and a traceback on a
+    clean exit) or past a thread's own end. Anything else is printed as before."""
+    unraisable, uncaught = sys.unraisablehook, threading.excepthook
+
+    def quiet_unraisable(what) -> None:
+        if not isinstance(what.exc_value, ProcessExiting):
+            unraisable(what)
+
+    def quiet_uncaught(what) -> None:
+        if not isinstance(what.exc_value, ProcessExiting):
+            uncaught(what)
+
+    sys.unraisablehook, threading.excepthook = quiet_unraisable, quiet_uncaught
+
+
 def stop_at_exit(wait: float = STOP_AT_EXIT_S) -> list[threading.Thread]:
     """At the process's exit: stop every background thread started here and wait, ``wait`` s at
     most in all, for them to end. Returns the threads still alive after the wait (none, unless
@@ -67,6 +86,9 @@ def stop_at_exit(wait: float = STOP_AT_EXIT_S) -> list[threading.Thread]:
     The stop is raised again every ``RETRY_S`` in a thread that goes on: library code on the
     load's way (an import's fallback) may catch it and carry on."""
     deadline = time.perf_counter() + wait
+    with _GUARD:
+        if any(thread.is_alive() for thread in _THREADS):
+            _unheard()
     while True:
         with _GUARD:
             threads = [thread for thread in _THREADS if thread.is_alive()]
