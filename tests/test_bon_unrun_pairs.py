@@ -33,3 +33,21 @@ def test_a_pair_never_run_on_the_model_has_no_answer_verdict(tiny):
     assert all(isinstance(value, bool) for value in checked)  # the pairs the model read: ticked or not
     assert False in checked  # the tiny model answers one of them otherwise: still said so
     assert "blank where the checks never ran it" in bon.TABLE_SIDEWAYS
+
+
+def test_a_line_without_a_pair_is_quoted_with_its_length_where_it_is_cut():
+    """A typed line of 62 characters ending in '||' with nothing after it was quoted cut at 60 and
+    unmarked, "'When Mary ... gave a drink to |'.", one of its two bars gone as though it were typed
+    so (session 43); such a line is quoted whole now, and a longer one cut with its length said."""
+    from circuitviz.query.pairs import ParaphraseError, paraphrase_records
+
+    line = "When Mary and John went to the store, John gave a drink to ||"
+    with pytest.raises(ParaphraseError) as refused:
+        paraphrase_records(line)
+    said = str(refused.value)
+    assert said.startswith("Line 1 is not 'paraphrase<TAB>corrupted' or 'paraphrase || corrupted': ")
+    assert said.endswith(f"{line!r}.")  # quoted whole: cut, it would be no shorter
+    longer = line.replace("store", "store after a long walk through the town")
+    with pytest.raises(ParaphraseError) as refused:
+        paraphrase_records(longer)
+    assert str(refused.value).endswith(f"… ({len(longer)} characters).")  # cut, and said to be

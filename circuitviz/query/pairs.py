@@ -400,7 +400,7 @@ def _typed_records(text: str, source: str) -> list[ParaphraseRecord]:
         parts = line.split("\t") if "\t" in line else line.split(" || ")
         if len(parts) != 2:
             raise ParaphraseError(
-                f"Line {number} is not 'paraphrase<TAB>corrupted' or 'paraphrase || corrupted': {line[:60]!r}."
+                f"Line {number} is not 'paraphrase<TAB>corrupted' or 'paraphrase || corrupted': {shown(line)}."
             )
         records.append(_record({"clean": parts[0], "corrupted": parts[1]}, source, f"Line {number}"))
     return records
