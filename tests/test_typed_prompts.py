@@ -217,3 +217,26 @@ def test_names_with_accents_are_read_as_names(words, prompt, names):
     assert (found.family, found.answer, found.slots["B"]) == ("ioi", *names)
     corrupted = propose_corruption(words, prompt)
     assert corrupted and not any(name in corrupted for name in names)
+
+
+# ----- spaces that look plain -------------------------------------------------------------------------
+def test_no_break_spaces_a_page_pastes_are_said_where_the_model_reads_them_otherwise(embedded_model):
+    from circuitviz.entry.spaces import lookalike_spaces_note
+    from circuitviz.models.adapter import adapter_of
+
+    def tokens(text):
+        return adapter_of(embedded_model).to_tokens(text, on_device=False)[0].tolist()
+
+    # Gemma reads each as its byte tokens '<0xC2>' '<0xA0>', and predicted '<0xC2>' next (73%), unsaid
+    prompt = "The\u00a0capital\u00a0of\u00a0France\u2003is"
+    assert lookalike_spaces_note(prompt, tokens) == (
+        "The prompt holds 4 spaces that are not plain (U+00A0 NO-BREAK SPACE, U+2003 EM SPACE; the first "
+        "after 'The', character 4): the text box shows them as a space, but the model reads them as other "
+        "tokens; replace them with plain spaces unless you mean them."
+    )
+    assert lookalike_spaces_note("The capital of France is", tokens) is None
+    assert lookalike_spaces_note("東京\u3000は", tokens) is None  # how Japanese is written
+    # a tokenizer that reads a no-break space as a space: nothing to say
+    assert (
+        lookalike_spaces_note(prompt, lambda text: text.replace("\u00a0", " ").replace("\u2003", " ")) is None
+    )

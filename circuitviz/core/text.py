@@ -399,6 +399,36 @@ def invisible_sentence(text: str, what: str = "The prompt") -> str | None:
     )
 
 
+# spaces a text box draws as a plain one that a model reads as other tokens: the no-break space a
+# web page or a word processor pastes, and the typographic ones (the ideographic space U+3000 is how
+# Chinese and Japanese are written, and is left out)
+LOOKALIKE_SPACES = "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f"
+
+
+def plain_spaces(text: str) -> str:
+    """``text`` with each space that looks plain but is not (``LOOKALIKE_SPACES``) a plain space."""
+    return str(text).translate({ord(char): " " for char in LOOKALIKE_SPACES})
+
+
+def lookalike_spaces_sentence(text: str, what: str = "The prompt") -> str | None:
+    """One sentence when ``text`` holds spaces that look plain but are not (``LOOKALIKE_SPACES``),
+    naming their kinds and where the first is, or None. "The capital of France is" pasted from a
+    page with no-break spaces reads as Gemma's byte tokens '<0xC2>' '<0xA0>' between the words, and
+    its likeliest next token was '<0xC2>' (73%), unsaid."""
+    found = [(index, char) for index, char in enumerate(str(text)) if char in LOOKALIKE_SPACES]
+    if not found:
+        return None
+    after = str(text)[: found[0][0]].split()
+    where = f"after {after[-1][-20:]!r}" if after else "at its start"
+    it = "it" if len(found) == 1 else "them"
+    return (
+        f"{what} holds {counted(len(found), 'space')} that {'is' if len(found) == 1 else 'are'} not plain "
+        f"({_kinds(found)}; " + ("the first " if len(found) > 1 else "") + f"{where}, character "
+        f"{found[0][0] + 1}): the text box shows {it} as a space, but the model reads {it} as other tokens; "
+        f"replace {it} with plain spaces unless you mean {it}."
+    )
+
+
 def invisible_kinds(text: str) -> str:
     """The kinds of ``text``'s invisible characters by code point and name ('U+202E RIGHT-TO-LEFT
     OVERRIDE'), the first three, or "" when it has none."""

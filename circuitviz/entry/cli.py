@@ -52,7 +52,7 @@ from .parser import build_parser
 from .probe import probe_unmeasured
 from .request import Request
 from .settings_args import checked_settings, merged_settings
-from .spaces import foil_space_notes, trailing_space_sentence
+from .spaces import foil_space_notes, lookalike_spaces_note, trailing_space_sentence
 from .tables import format_table
 
 
@@ -161,6 +161,9 @@ def cmd_discover(args) -> int:
     _said(task, discover_note(model, budgets, positions, prepared.n_positions, keeps))
     for note in foil_space_notes(model, task):  # 'John' for ' John': run, and said
         print(note, file=sys.stderr)
+    for text, what in ((task.clean, "The prompt"), (task.corrupted, "The corrupted prompt")):
+        if odd := lookalike_spaces_note(text, lambda text: adapter_of(model).to_tokens(text).tolist(), what):
+            print(odd, file=sys.stderr)  # a page's no-break spaces: run as typed, and said
     if trailing := trailing_space_sentence(task.clean, lambda text: _likely_next(model, text)):
         print(trailing, file=sys.stderr)  # 'The capital of France is ': run as typed, and said
     store = None if args.no_cache else ResultStore()  # no store: nothing read or kept, at any depth

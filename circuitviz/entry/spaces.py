@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.tasks import PromptTask
-from ..core.text import chance_text, shown, shown_token
+from ..core.text import chance_text, lookalike_spaces_sentence, plain_spaces, shown, shown_token
 from ..models.adapter import adapter_of
 
 WORD_ENDS = ",.;:!?"  # a prompt ending in one of these (or a letter or digit) is followed by a space
@@ -86,3 +86,13 @@ def trailing_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple
         f"({chance_text(word_chance)}), with {them} {shown_token(top)} ({chance_text(top_chance)}); delete "
         f"{them} unless you mean {them}."
     )
+
+
+def lookalike_spaces_note(text: str, tokens: Callable[[str], list], what: str = "The prompt") -> str | None:
+    """``core.text.lookalike_spaces_sentence`` for ``text`` when the model reads it otherwise than
+    with plain spaces (``tokens(text)``: its tokens); None where its tokenizer reads a no-break space
+    as a space, or the text has none."""
+    plain = plain_spaces(text)
+    if plain == text or tokens(plain) == tokens(text):
+        return None
+    return lookalike_spaces_sentence(text, what)

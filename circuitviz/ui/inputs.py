@@ -460,7 +460,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     prompt, each checked where it is typed."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
-    from ..entry.spaces import trailing_space_sentence
+    from ..entry.spaces import lookalike_spaces_note, trailing_space_sentence
 
     problem, n_tokens = prompt_problem(model, model_id, prompt)
     if problem:  # the prompt first: nothing else is checked against a prompt that cannot run
@@ -468,6 +468,8 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
         return TaskInputs(None, [problem], n_tokens)
     if invisible_sentence(prompt):  # a zero-width space, a direction override: said, not refused
         st.warning(markdown_text(invisible_sentence(prompt)))
+    if odd := lookalike_spaces_note(prompt, lambda text: loaders.str_tokens(model, model_id, text)):
+        st.warning(markdown_text(odd))  # a page's no-break spaces: Gemma's byte tokens between the words
     if trailing := trailing_space_sentence(prompt, lambda text: loaders.next_tokens(model, model_id, text)):
         st.warning(markdown_text(trailing))  # 'The capital of France is ' proposed '<strong>'
     answer, foil, metric, problems = answer_inputs(model, model_id, prompt)
