@@ -83,3 +83,15 @@ def test_a_long_paraphrase_is_priced_over_its_own_tokens(tiny):
     assert long.sequences > short.sequences * 1.3
     result = run(tiny, "bon", budgets=[8], paraphrases=LONG, include_mismatched=True)
     assert long.sequences == pytest.approx(method.passes_done(result))
+
+
+def test_one_paraphrase_is_said_in_the_singular(tiny):
+    """A list of one pair, which the checks leave out (its corruption is a token longer), read "1
+    paraphrases of which the checks keep 0 to score" (session 43, in Chromium)."""
+    longer = (
+        "When Mary and John went to the park , John gave a ball to\t"
+        "When Alice Smith and Bob went to the park , Carl gave a ball to"
+    )
+    config = get_method("bon").as_config({**SETTINGS, "paraphrases": paraphrase_records(longer)})
+    said = estimate_request(tiny, IOI_TASK, "bon", config, n_budgets=1).summary()
+    assert ", 1 paraphrase of which the checks keep 0 to score;" in said

@@ -159,7 +159,7 @@ class Estimate:
         if self.ig_steps:
             work += f", {self.ig_steps} IG steps"
         if self.n_paraphrases:
-            work += f", {self.n_paraphrases} paraphrases"
+            work += f", {counted(self.n_paraphrases, 'paraphrase')}"
             if self.n_scored is not None and self.n_scored < self.n_paraphrases:
                 work += f" of which the checks keep {self.n_scored} to score"
         priced = f"; {self.priced}" if self.priced else ""
