@@ -240,3 +240,18 @@ def test_no_break_spaces_a_page_pastes_are_said_where_the_model_reads_them_other
     assert (
         lookalike_spaces_note(prompt, lambda text: text.replace("\u00a0", " ").replace("\u2003", " ")) is None
     )
+
+
+def test_a_byte_token_is_never_the_proposed_foil(embedded_model, monkeypatch):
+    # after a prompt pasted with no-break spaces, Gemma's likeliest token on the corruption was '<0xC2>':
+    # proposed as the foil, the box refused it at once ("names a byte of a character")
+    from circuitviz.labels import logit_lens
+
+    likely = [("<0xC2>", 0.4), (" Rome", 0.2), (" the", 0.1)]
+    monkeypatch.setattr(logit_lens, "next_token_probabilities", lambda model, text, k: likely)
+    foil, _ = proposals.propose_foil(
+        embedded_model, "The capital\u00a0of France is", "The capital\u00a0of Italy is", " Paris"
+    )
+    assert foil == " Rome"
+    made = proposals.proposal_for(embedded_model, "x y", " Paris", ["<0xC2>", " the"], corrupted="")
+    assert made.foil == " the"  # nothing after an empty corrupted prompt: the likeliest one-token other

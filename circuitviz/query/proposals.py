@@ -170,7 +170,7 @@ def proposal_for(
         corrupted, note = propose_corruption(model, prompt, answer)
     foil, foil_note = propose_foil(model, prompt, corrupted, answer)
     if not foil:
-        foil = next((token for token in top_tokens if token != answer), "")
+        foil = next((token for token in top_tokens if token != answer and single_token(model, token)), "")
         if foil:
             foil_note = (
                 "The foil is the model's most likely other token; pick a more telling one if you like."
@@ -202,12 +202,16 @@ def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, 
 
 def _corrupted_prediction(model, corrupted: str, answer: str) -> str:
     """The model's most likely next token after the corrupted prompt other than ``answer`` (the
-    answer the corruption leads to: the foil its metric then falls towards), '' when none."""
+    answer the corruption leads to: the foil its metric then falls towards), '' when none. A token
+    whose text is not one token again is passed over: a prompt pasted with no-break spaces
+    proposed Gemma's byte token '<0xC2>', which the foil box refused at once."""
     # here, not at the top: keeps torch out of the first paint
     from ..labels.logit_lens import next_token_probabilities
 
     tokens = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
-    return next((token for token in tokens if token != answer and token.strip()), "")
+    return next(
+        (token for token in tokens if token != answer and token.strip() and single_token(model, token)), ""
+    )
 
 
 def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
