@@ -19,6 +19,7 @@ from circuitviz.query.templates import propose_corruption, template_rewrites
     [
         ("The capital of\nFrance is", "The capital of\nItaly is"),
         ("  The capital of France is", "  The capital of Italy is"),
+        ("The capital of\u00a0France is", "The capital of\u00a0Italy is"),  # said 'extra spaces' of it
         ("Q: What is the capital of Spain?\nA:", "Q: What is the capital of France?\nA:"),
         (
             "When Mary and\tJohn went to the store,  John gave a drink to",
@@ -32,7 +33,7 @@ def test_white_space_the_templates_do_not_write_is_read_single_spaced_and_kept(w
     assert propose_corruption(words, typed) == corrupted
     made, note = proposals.propose_corruption(words, typed, "")
     assert made == corrupted
-    assert "reads the prompt's line breaks, tabs and extra spaces as single spaces" in note
+    assert "reads the prompt's line breaks, tabs and leading, repeated or no-break spaces as single" in note
     assert "the model reads the prompt as typed" in note
     family, rewrites = template_rewrites(PromptTask(typed, corrupted, " x", (" y",)))
     assert family == found.family and next(rewrites)[0]  # the paraphrase methods draw rewrites too

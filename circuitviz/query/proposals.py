@@ -225,8 +225,8 @@ def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
             proposal = None
         if proposal:
             read = (
-                ", which reads the prompt's line breaks, tabs and extra spaces as single spaces (the model "
-                "reads the prompt as typed, and the corrupted prompt keeps them)"
+                ", which reads the prompt's line breaks, tabs and leading, repeated or no-break spaces as "
+                "single spaces (the model reads the prompt as typed, and the corrupted prompt keeps them)"
                 if found.typed is not None
                 else ""
             )
