@@ -67,6 +67,27 @@ time.sleep(0.5)
 """
 
 
+# a page's thread (Streamlit names it so) inside torch when the server stops
+_EXIT_DURING_A_PAGE = (
+    _BUSY
+    + """
+import threading
+from circuitviz.ui import background
+threading.Thread(target=busy, name="ScriptRunner.scriptThread", daemon=True).start()
+time.sleep(0.5)
+"""
+)
+
+
+def test_the_page_thread_is_streamlits():
+    """The name the stop looks for is the one Streamlit gives a page's thread."""
+    import inspect
+
+    from streamlit.runtime.scriptrunner import script_runner
+
+    assert f'name="{background.SCRIPT_THREAD}"' in inspect.getsource(script_runner)
+
+
 def _exit_during(script: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
@@ -88,6 +109,16 @@ def test_the_process_exits_cleanly_while_node_captions_compute():
     done = _exit_during(_EXIT_DURING_CAPTIONS)
     assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]
     assert "Traceback" not in done.stderr, done.stderr[-500:]
+
+
+def test_the_process_exits_cleanly_while_a_page_computes():
+    """A page's own forward passes (the next tokens, the proposals) run in Streamlit's page
+    thread, a daemon: the server stopped while a page computed aborted the process (a browser
+    opened on a fresh cache, the server stopped 4-5 s later). The page's thread gets Streamlit's
+    own stop at exit."""
+    done = _exit_during(_EXIT_DURING_A_PAGE)
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-500:]
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr[-500:]
 
 
 def test_a_stop_taken_in_a_finalizer_is_not_printed():
