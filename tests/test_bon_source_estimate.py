@@ -72,3 +72,20 @@ def test_nothing_is_kept_before_the_pairs_scores(tiny, tmp_path, source):
     run(tiny, "bon", store=store, budgets=[8], **values)
     assert store.kinds and store.kinds[0] == "scores", store.kinds
     assert ("source-pairs" if source == "template" else "pair-check") in store.kinds
+
+
+def test_a_template_run_is_priced_over_its_pairs_own_tokens(tiny):
+    """The run counts each pair's scoring over its own tokens (``passes_done``, which the calibration
+    records), so the template source's estimate, at the prompt's length, read short of the runs it
+    is calibrated from by their paraphrases' extra length (the factual template's on Gemma-3-270M
+    are 9 to 14 tokens beside the prompt's 10). It prices the rewrites the run draws first."""
+    from circuitviz.entry.limits import estimate_request
+
+    method = get_method("bon")
+    values = {**TEMPLATE, "cache_scores": False, "seed": 4}  # rewrites of 17, 16 and 15 tokens
+    config = method.as_config(values)
+    result = run(tiny, "bon", budgets=[8], **values)
+    pairs = result.details.pairs
+    assert sum(pairs[i]["n_tokens"] for i in result.details.candidates) > len(pairs) * pairs[0]["n_tokens"]
+    estimate = estimate_request(tiny, IOI_TASK, "bon", config, n_budgets=1)
+    assert estimate.sequences == pytest.approx(method.passes_done(result), rel=0.02)

@@ -25,9 +25,11 @@ from ..core.text import given
 from ..details.query import QueryCircuitDetails
 from ..models.adapter import adapter_of, model_device
 from ..query.checks import validate_pairs
+from ..query.pairs import ParaphraseError
 from ..query.pipeline import query_circuits
 from ..query.pool import metrics_key
 from ..query.scoring import PairScorer, left_out_before, score_key, stored_source_pairs
+from ..query.templates import unchecked_template_pairs
 from .base import EDGE_CHANGE, Cost, Method, RunContext, ScoringMethod, StoredWork
 from .paraphrase_pairs import ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, methods_with, register
@@ -259,6 +261,25 @@ def listed_pairs_tokens(model, task: PromptTask, config) -> int | None:
     return sum(check[2] for check in checks if check[1 if config.include_mismatched else 0])
 
 
+def template_pairs_tokens(model, task: PromptTask, config) -> int | None:
+    """The tokens of the ``n_paraphrases`` pairs the template source would give, together, from its
+    rewrites as they come (``query.templates.unchecked_template_pairs``: no model pass; the run
+    draws these first, and more only for pairs its checks leave out); None for another source or a
+    prompt no family recognises. A finished run counts its pairs' own tokens (``passes_done``), so
+    an estimate at the prompt's length read short of the runs it calibrates from."""
+    n = int(config.n_paraphrases)
+    if config.paraphrase_source != "template" or n <= 0:
+        return None
+    try:
+        pairs = unchecked_template_pairs(task, n, int(config.seed))
+    except ParaphraseError:
+        return None
+    if not pairs:
+        return None
+    count = adapter_of(model).token_count
+    return round(sum(count(clean) for clean, _ in pairs) * n / len(pairs))
+
+
 def _prompt_lengths(pairs: int, kept_tokens: int | None, n_tokens: int) -> float:
     """The pairs a run scores in prompts' lengths: the prompt and the kept pairs' ``kept_tokens``
     over the prompt's ``n_tokens`` when known, else ``pairs`` prompts."""
@@ -267,8 +288,11 @@ def _prompt_lengths(pairs: int, kept_tokens: int | None, n_tokens: int) -> float
     return 1.0 + kept_tokens / n_tokens
 
 
-def _mean_length(result, n_tokens: int) -> float:
-    """A finished run's candidate pairs' mean token count over the prompt's (1 where unknown)."""
+def _mean_length(result, n_tokens: int, config) -> float:
+    """A finished run's candidate pairs' mean token count over the prompt's (1 where unknown, and
+    for the LLM source, whose estimate cannot know its pairs' lengths: priced as the estimate was)."""
+    if config.paraphrase_source not in ("file", "template"):
+        return 1.0
     pairs, candidates = result.details.pairs, result.details.candidates
     lengths = [pairs[i].get("n_tokens") for i in candidates if i < len(pairs)]
     if not lengths or any(not length for length in lengths) or n_tokens <= 0:
@@ -313,6 +337,8 @@ class QueryCircuitMethod(Method):
     def estimate_for_task(self, model, task, config, spec, n_tokens, n_budgets) -> Cost:
         """``estimate`` with the pairs of the user's list that the run's checks keep, and their tokens."""
         kept, tokens = listed_pairs_kept(model, task, config), listed_pairs_tokens(model, task, config)
+        if tokens is None:
+            tokens = template_pairs_tokens(model, task, config)
         return self.estimate(config, spec, n_tokens, n_budgets, kept, tokens)
 
     def passes_done(self, result) -> float | None:
@@ -332,9 +358,8 @@ class QueryCircuitMethod(Method):
         scored = int(counts["scored_pairs"])
         candidates = scored + int(counts.get("scores_from_store", 0))  # the pairs that passed the checks
         # each pair scored over its own tokens (``estimate``): the candidates' mean length, in prompts
-        per_pair = base.estimate(base_config, result.graph, n_tokens, 0).passes * _mean_length(
-            result, n_tokens
-        )
+        lengths = _mean_length(result, n_tokens, config)
+        per_pair = base.estimate(base_config, result.graph, n_tokens, 0).passes * lengths
         evaluation = 0.0 if counts.get("circuits_evaluated") == 0 else 2.0 * n_budgets * candidates
         checks = PARAPHRASE_CHECK_PASSES * paraphrases_asked(config)
         return per_pair * scored + evaluation + n_budgets + checks  # ``estimate``'s terms, as they went
