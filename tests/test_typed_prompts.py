@@ -256,3 +256,21 @@ def test_a_byte_token_is_never_the_proposed_foil(embedded_model, monkeypatch):
     assert foil == " Rome"
     made = proposals.proposal_for(embedded_model, "x y", " Paris", ["<0xC2>", " the"], corrupted="")
     assert made.foil == " the"  # nothing after an empty corrupted prompt: the likeliest one-token other
+
+
+def test_a_bare_space_the_model_writes_apart_is_said_with_the_prompt_that_asks_past_it():
+    from circuitviz.entry.spaces import trailing_space_sentence
+
+    # Gemma writes ' 37' as ' ', '3', '7': "14 + 23 =" proposed the answer ' ' (69.1%), a circuit for a space
+    likely = _likely({"14 + 23 =": [(" ", 0.691)], "14 + 23 = ": [("3", 0.514)]})
+    assert trailing_space_sentence("14 + 23 =", likely) == (
+        "The model's most likely next token is a space alone (69.1%), which it writes apart from what follows: "
+        "end the prompt with a space to ask for that (then its most likely next token is '3', 51.4%), or keep "
+        "the space as the answer if you mean it."
+    )
+    words = _likely({"The capital of France is": [(" Paris", 0.2)]})
+    assert trailing_space_sentence("The capital of France is", words) is None  # a word with its space
+    lines = _likely({"Total:": [("\n", 0.5)]})
+    assert trailing_space_sentence("Total:", lines) is None  # a line break is no bare space
+    spaced = _likely({"x =": [(" ", 0.5)], "x = ": [(" y", 0.3)]})
+    assert trailing_space_sentence("x =", spaced) is None  # what follows brings its own space

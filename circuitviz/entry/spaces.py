@@ -61,9 +61,12 @@ def trailing_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple
     proposed the answer '<strong>' (Gemma writes ' Paris' with its space, and a bare space is
     rarely followed by a word), and a line break copied with the line proposed 'A' (a new line's
     first word). None otherwise: "14 + 23 = " is followed by a digit either way, and the run goes
-    on with the prompt as typed, whose white space a user may mean."""
+    on with the prompt as typed, whose white space a user may mean. A prompt that ends without
+    one gets ``bare_space_sentence``'s."""
     body = prompt.rstrip()
-    if body == prompt or not body or not (body[-1].isalnum() or body[-1] in WORD_ENDS):
+    if body == prompt and body:
+        return bare_space_sentence(prompt, next_tokens)
+    if not body or not (body[-1].isalnum() or body[-1] in WORD_ENDS):
         return None
     without, after = next_tokens(body), next_tokens(prompt)
     if not without or not after:
@@ -96,3 +99,23 @@ def lookalike_spaces_note(text: str, tokens: Callable[[str], list], what: str = 
     if plain == text or tokens(plain) == tokens(text):
         return None
     return lookalike_spaces_sentence(text, what)
+
+
+def bare_space_sentence(prompt: str, next_tokens: Callable[[str], list[tuple[str, float]]]) -> str | None:
+    """One sentence when the model's likeliest next token after ``prompt`` is spaces alone, which it
+    writes apart from the word or number after them: "14 + 23 =" proposed the answer ' ' (Gemma
+    writes ' 37' as ' ', '3', '7'), a circuit for a space; "14 + 23 = " asks for the digit. None
+    when the likeliest token is anything else, or what follows the spaces starts with white space."""
+    after = next_tokens(prompt)
+    if not after or not after[0][0] or set(after[0][0]) != {" "}:
+        return None
+    (space, chance), follow = after[0], next_tokens(prompt + after[0][0])
+    if not follow or not follow[0][0][:1].strip():
+        return None
+    what = "a space" if len(space) == 1 else f"{len(space)} spaces"
+    return (
+        f"The model's most likely next token is {what} alone ({chance_text(chance)}), which it writes apart "
+        f"from what follows: end the prompt with {what} to ask for that (then its most likely next token is "
+        f"{shown_token(follow[0][0])}, {chance_text(follow[0][1])}), or keep the space as the answer if you "
+        "mean it."
+    )
