@@ -274,3 +274,11 @@ def test_a_bare_space_the_model_writes_apart_is_said_with_the_prompt_that_asks_p
     assert trailing_space_sentence("Total:", lines) is None  # a line break is no bare space
     spaced = _likely({"x =": [(" ", 0.5)], "x = ": [(" y", 0.3)]})
     assert trailing_space_sentence("x =", spaced) is None  # what follows brings its own space
+
+
+def test_a_pill_of_several_spaces_does_not_read_as_one_space():
+    from circuitviz.core.text import token_label
+
+    # the page collapsed Gemma's '  ' to "' ' 0.8%", beside "' ' 69.1%" for ' ' after "14 + 23 ="
+    assert token_label("  ") == "\u2068'␣␣' (2 spaces)\u2069"
+    assert token_label(" ") == "\u2068' '\u2069" and token_label(" Paris") == "\u2068' Paris'\u2069"

@@ -179,7 +179,12 @@ def chance_text(chance: float) -> str:
 def token_label(token: str) -> str:
     """A token as the user sees it: quotes keep leading spaces visible, and Unicode's first-strong
     isolate (U+2068 ... U+2069) keeps a right-to-left token from reordering the label around it
-    ("'مدينة' 23.9%" stays in that order) in widgets that take no HTML (pills, select boxes)."""
+    ("'مدينة' 23.9%" stays in that order) in widgets that take no HTML (pills, select boxes). A run
+    of two or more spaces reads '␣' each, with their count, as ``shown_token`` writes it: the page
+    collapsed Gemma's '  ' to "' ' 0.8%", a pill beside "' ' 69.1%" for ' ' after "14 + 23 =", two
+    tokens that read the same."""
+    if "  " in token:
+        return f"\u2068{token.replace(' ', '␣')!r} ({counted(token.count(' '), 'space')})\u2069"
     return f"\u2068{token!r}\u2069"
 
 
