@@ -8,6 +8,7 @@ a column 8 and 12 characters wide."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from circuitviz import render
 from circuitviz.core.graph import GraphSpec
@@ -109,3 +110,24 @@ def test_a_named_feature_circuit_is_drawn_readable_at_1000_px():
         assert overlapping(graph.nodes) == []
     lines = [line for node in graph.nodes if node["id"] != "metric" for line in node["label"].split("\n")[1:]]
     assert lines and all(len(line) <= CAPTION_CHARACTERS and not line.startswith("L3/") for line in lines)
+
+
+def test_a_drawing_of_many_layer_rows_writes_names_in_words_on_one_line():
+    """Two-line names make every row taller: SmolLM2-135M's IOI circuit at budget 200 (27 layer
+    rows), held to the window's height, was drawn at 6.5 and 6.7 px at 1,500 and 2,000 px where
+    one line drew it at 8.5 and 9.0 (Chromium). A drawing of more than ``WORDS_ROWS`` rows keeps
+    one line a name; one of fewer, two."""
+    from circuitviz.render.graph_html import WORDS_ROWS
+
+    smollm = GraphSpec(n_layers=30, n_heads=9)
+    chain = [
+        "input->a0.h1<v>",
+        *[f"a{layer}.h1->a{layer + 1}.h1<v>" for layer in range(29)],
+        "a29.h1->logits",
+    ]
+    scores = torch.ones(smollm.n_forward, smollm.n_backward, device="cpu")
+    for rows in (WORDS_ROWS, 27):
+        edges = chain[:rows] + [f"a{rows - 1}.h1->logits"]
+        drawing = render.circuit_graph_html(smollm, scores, smollm.mask_from_edge_names(edges), words=True)
+        label = {node["id"]: node["label"] for node in drawing.vis.nodes}["a0.h1"]
+        assert label == ("layer 0\nhead 1" if rows <= WORDS_ROWS else "layer 0, head 1"), rows

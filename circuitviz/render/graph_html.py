@@ -126,6 +126,10 @@ def canvas_caption(text: str, limit: int = 18) -> str:
 
 
 CAPTION_LINE = 12  # characters each line of a caption of two lines holds at most
+# a drawing of more layer rows writes names in words on one line: held to the window's height,
+# the taller rows of two-line names drew SmolLM2-135M's 27 rows (EAP-IG's IOI circuit at budget
+# 200) at 6.5 and 6.7 px at 1,500 and 2,000 px, where one line drew them at 8.5 and 9.0
+WORDS_ROWS = 20
 
 
 def canvas_caption_of(name: str, caption: str | None) -> str:
@@ -360,9 +364,11 @@ def circuit_graph_html(
         placed = names  # the circuit's own layout: as many head columns as its fullest row needs
     columns = None if placed is None else packed_columns(spec, placed)
 
+    written = canvas_words if len(layers) <= WORDS_ROWS else node_words  # a tall drawing: one line each
+
     def label_of(name: str) -> str:
         caption = (captions or {}).get(name) if name in in_circuit else None
-        return canvas_caption_of(canvas_words(spec, name) if words else name, caption)
+        return canvas_caption_of(written(spec, name) if words else name, caption)
 
     node_labels = {name: label_of(name) for name in names}
     # every column as wide as the widest label drawn (no labels overlap); circuits drawn side by
@@ -379,9 +385,7 @@ def circuit_graph_html(
         default=4,
     )
     last = f"a{spec.n_layers - 1}.h{spec.n_heads - 1}"
-    longest = max(
-        widest_name, *(len(line) for line in (canvas_words(spec, last) if words else last).split("\n"))
-    )
+    longest = max(widest_name, *(len(line) for line in (written(spec, last) if words else last).split("\n")))
     if groups:  # a group is drawn at its lowest member's place, its name as wide as it draws
         from .groups import GROUP_ROOM
 
