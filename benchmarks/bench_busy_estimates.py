@@ -15,13 +15,10 @@ time scaled to a quiet machine (``calibration.slowdown``). No assertions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import circuitviz  # noqa: F401  (before torch: OpenMP's wait policy)
 
@@ -31,13 +28,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4, help="runs in a row")
     parser.add_argument("--burners", type=int, default=0, help="busy processes beside the first run")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bench-busy-estimates-"))
-    models = Path(os.environ.get("CIRCUITVIZ_CACHE", Path.home() / ".cache" / "circuitviz")) / "models"
-    if models.exists():
-        (root / "models").symlink_to(models, target_is_directory=True)
-    os.environ["CIRCUITVIZ_CACHE"] = str(root)
+    from circuitviz.bench.harness import history_free_cache, ioi_task, machine_line
 
-    from circuitviz.bench.harness import ioi_task, machine_line
+    history_free_cache("bench-busy-estimates-")
     from circuitviz.entry import api, calibration, cpu_share, limits
     from circuitviz.models.loading import load_model
 

@@ -18,24 +18,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
-from circuitviz.bench.harness import add_threads_argument, apply_threads, ioi_task, machine_line
+from circuitviz.bench.harness import (
+    add_threads_argument,
+    apply_threads,
+    history_free_cache,
+    ioi_task,
+    machine_line,
+)
 
 ORDER = ("eap-ig", "eap", "acc++", "circuit-lasso", "edge-pruning", "bon", "ibon", "eap-ig")
-
-
-def _fresh_cache() -> str:
-    """A new cache folder whose models link to the converted ones (no conversion, no history)."""
-    from circuitviz.services import assets
-
-    models = assets.cache_dir() / "models"
-    root = Path(tempfile.mkdtemp(prefix="bench-estimates-"))
-    if models.exists():
-        (root / "models").symlink_to(models, target_is_directory=True)
-    return str(root)
 
 
 def _setting(text: str):
@@ -64,7 +58,7 @@ def main() -> None:
     add_threads_argument(parser)
     args = parser.parse_args()
     apply_threads(args.threads)
-    os.environ["CIRCUITVIZ_CACHE"] = _fresh_cache()
+    history_free_cache("bench-estimates-")
 
     from circuitviz.entry.api import discover
     from circuitviz.entry.limits import estimate_request

@@ -13,13 +13,10 @@ median over every run would give (the rule before 2026-12-05). No assertions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import circuitviz  # noqa: F401  (before torch: OpenMP's wait policy)
 
@@ -28,13 +25,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=3, help="runs beside one other busy process")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bench-quiet-estimates-"))
-    models = Path(os.environ.get("CIRCUITVIZ_CACHE", Path.home() / ".cache" / "circuitviz")) / "models"
-    if models.exists():
-        (root / "models").symlink_to(models, target_is_directory=True)
-    os.environ["CIRCUITVIZ_CACHE"] = str(root)
+    from circuitviz.bench.harness import history_free_cache, ioi_task, machine_line
 
-    from circuitviz.bench.harness import ioi_task, machine_line
+    history_free_cache("bench-quiet-estimates-")
     from circuitviz.entry import api, calibration, cpu_share, limits
     from circuitviz.models.loading import load_model
 

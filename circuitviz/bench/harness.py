@@ -42,6 +42,21 @@ def fresh_cache(prefix: str) -> str:
     return os.environ.setdefault("CIRCUITVIZ_CACHE", tempfile.mkdtemp(prefix=prefix))
 
 
+def history_free_cache(prefix: str) -> str:
+    """Point ``$CIRCUITVIZ_CACHE`` at a new folder whose ``models`` links to the converted models
+    of the cache in use (no conversion), with no stored result or timing history; its path. For
+    benchmarks of the estimates, which must start from no recorded run."""
+    from pathlib import Path
+
+    base = os.environ.get("CIRCUITVIZ_CACHE")
+    models = (Path(base).expanduser() if base else Path.home() / ".cache" / "circuitviz") / "models"
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    if models.exists():
+        (root / "models").symlink_to(models, target_is_directory=True)
+    os.environ["CIRCUITVIZ_CACHE"] = str(root)
+    return str(root)
+
+
 # ----- threads ---------------------------------------------------------------------------------
 def add_threads_argument(parser: argparse.ArgumentParser, default: int | None = None) -> None:
     """``--threads N``: torch's CPU threads (on a shared, busy CPU one thread is often fastest)."""
