@@ -552,6 +552,19 @@ def _steer_setup(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(loaders, "MODEL_LOADER", lambda model_id, device: model)
 
 
+def _steer_folder_inputs(at, tmp_path, nodes: str | None = None) -> None:
+    """Fill the Steer page with the SAE folder ``_steer_setup`` wrote and the IOI prompt, answer
+    and foil (and ``nodes`` when given), then run it."""
+    at.radio(key="steer.source").set_value("local folder").run()
+    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
+    at.text_input(key="steer.prompt").set_value(PROMPT)
+    at.text_input(key="steer.answer").set_value(" Mary")
+    at.text_input(key="steer.foil").set_value(" John")
+    if nodes is not None:
+        at.text_input(key="steer.nodes").set_value(nodes)
+    at.run()
+
+
 def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
@@ -567,12 +580,7 @@ def test_steer_page_labels_nodes_and_zeroes_features(tmp_path, monkeypatch):
         assert not at.error and "No SAEs ship" in at.info[0].value
     at.radio(key="steer.source").set_value("hub").run()
     assert any("offline" in info.value for info in at.info)
-    at.radio(key="steer.source").set_value("local folder").run()
-    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
-    at.text_input(key="steer.prompt").set_value(PROMPT)
-    at.text_input(key="steer.answer").set_value(" Mary")
-    at.text_input(key="steer.foil").set_value(" John")
-    at.text_input(key="steer.nodes").set_value("a0.h0, m0, a1.h1").run()
+    _steer_folder_inputs(at, tmp_path, "a0.h0, m0, a1.h1")
     assert not at.exception, at.exception
     options = at.multiselect(key="steer.features").options
     assert options and all(option.startswith(("a0.h0:", "m0:")) for option in options)

@@ -13,7 +13,7 @@ EXAMPLE_LINE = "Example nodes (the Nodes box's own), not a circuit's"
 
 def test_the_example_nodes_table_says_it_is_an_example(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
-    from test_labels import PROMPT, _steer_setup
+    from test_labels import _steer_folder_inputs, _steer_setup
 
     from circuitviz.ui import state
 
@@ -22,11 +22,7 @@ def test_the_example_nodes_table_says_it_is_an_example(tmp_path, monkeypatch):
     monkeypatch.setattr(state.Session.steer_nodes, "default", "a0.h0, m1")
     at = AppTest.from_file("../app.py", default_timeout=300)
     at.switch_page("pages/steer.py").run()
-    at.radio(key="steer.source").set_value("local folder").run()
-    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
-    at.text_input(key="steer.prompt").set_value(PROMPT)
-    at.text_input(key="steer.answer").set_value(" Mary")
-    at.text_input(key="steer.foil").set_value(" John").run()
+    _steer_folder_inputs(at, tmp_path)
     assert not at.exception, at.exception
     assert at.table, "the features' table"
     said = [c.value for c in at.caption if c.value.startswith(EXAMPLE_LINE)]

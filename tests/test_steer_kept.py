@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
-from test_labels import PROMPT, _steer_setup  # noqa: E402
+from test_labels import _steer_folder_inputs, _steer_setup  # noqa: E402
 
 
 @pytest.fixture
@@ -16,12 +16,7 @@ def steer_page(tmp_path, monkeypatch):
     _steer_setup(tmp_path, monkeypatch)
     at = AppTest.from_file("../app.py", default_timeout=300)
     at.switch_page("pages/steer.py").run()
-    at.radio(key="steer.source").set_value("local folder").run()
-    at.text_input(key="steer.folder").set_value(str(tmp_path / "sae")).run()
-    at.text_input(key="steer.prompt").set_value(PROMPT)
-    at.text_input(key="steer.answer").set_value(" Mary")
-    at.text_input(key="steer.foil").set_value(" John")
-    at.text_input(key="steer.nodes").set_value("a0.h0, m0").run()
+    _steer_folder_inputs(at, tmp_path, "a0.h0, m0")
     assert not at.exception, at.exception
     return at
 
