@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from ..models.adapter import adapter_of
+from ..models.control_tokens import control_token_ids
 from ..models.tokens import BYTE_PIECE
 from .refusals import (
     EMPTY_CORRUPTED,
@@ -177,6 +178,11 @@ def single_token_id(model, text: str, role: str) -> int:
         raise TaskError(
             f"The {role} {shown_token(text, 30)} is not in this model's vocabulary (its tokenizer reads it as "
             f"{_unknown_piece(model)!r}); use a token the model knows."
+        )
+    if len(ids) == 1 and ids[0] in control_token_ids(model):  # '<start_of_image>', '<eos>': not text
+        raise TaskError(
+            f"The {role} {shown_token(text, 30)} names a control token of this model (it marks a turn, an image "
+            f"or the end of a text, not text); give {wanted}."
         )
     return int(ids[0])
 

@@ -188,12 +188,29 @@ def token_label(token: str) -> str:
     return f"\u2068{token!r}\u2069"
 
 
-def left_out_sentence(left_out: list[str], probability: dict[str, float]) -> str:
-    """The line under the choices naming the likely next tokens they leave out, and why."""
-    named = ", ".join(f"{token_label(token)} {chance_text(probability[token])}" for token in left_out)
+def left_out_sentence(
+    left_out: list[str], probability: dict[str, float], controls: Sequence[str] = ()
+) -> str:
+    """The line under the choices naming the likely next tokens they leave out, with their chances,
+    and why: ``left_out`` read as several tokens once typed (a byte of a character), ``controls``
+    are the model's control tokens ('<start_of_image>', '<eos>'), which are not text."""
+
+    def named(tokens) -> str:
+        return ", ".join(f"{token_label(token)} {chance_text(probability[token])}" for token in tokens)
+
+    several = "typed into a box, each reads as several tokens (a byte of a character has no text of its own)"
+    one = len(controls) == 1
+    control = (
+        f"{'it is' if one else 'they are'} the model's control token{'' if one else 's'} (marking a turn, "
+        "an image or the end of a text), not text"
+    )
+    if not controls:
+        return f"Not offered: {named(left_out)}. {several[0].upper()}{several[1:]}, and a run's answer and foil are one token each."
+    if not left_out:
+        return f"Not offered: {named(controls)}: {control}, and a run's answer and foil are one token of text each."
     return (
-        f"Not offered: {named}. Typed into a box, each reads as several tokens (a byte of a "
-        "character has no text of its own), and a run's answer and foil are one token each."
+        f"Not offered: {named(left_out)}: {several}; {named(controls)}: {control}. "
+        "A run's answer and foil are one token of text each."
     )
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..core.text import chance_text, shown_token
+from ..core.text import chance_text, left_out_sentence, shown_token
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,29 @@ def single_token(model, text: str) -> bool:
 def offered_tokens(model, tokens: list[str]) -> tuple[list[str], list[str]]:
     """(the next tokens offered as answer and foil, those left out): a token whose text reads as
     several tokens cannot be a run's answer or foil (a byte of a character, SmolLM2's ' <0xE5>'
-    after a Chinese word: clicked, the box refused its name as 6 tokens). All are offered where
-    none reads as one token, so the choices are never empty."""
-    offered = [token for token in tokens if single_token(model, token)]
+    after a Chinese word: clicked, the box refused its name as 6 tokens), nor can a control token
+    (``models.control_tokens``: Gemma's '<start_of_image>' and '<eos>', not text). All are offered
+    where none is left, so the choices are never empty."""
+    from ..models.control_tokens import control_token_texts
+
+    controls = control_token_texts(model)
+    offered = [token for token in tokens if token not in controls and single_token(model, token)]
     if not offered:
         return tokens, []
     return offered, [token for token in tokens if token not in offered]
+
+
+def left_out_line(model, left_out: list[str], probability: dict[str, float]) -> str:
+    """The line under the choices naming the next tokens ``offered_tokens`` left out, with their
+    chances, and why (``core.text.left_out_sentence``)."""
+    from ..models.control_tokens import control_token_texts
+
+    controls = control_token_texts(model)
+    return left_out_sentence(
+        [token for token in left_out if token not in controls],
+        probability,
+        [token for token in left_out if token in controls],
+    )
 
 
 def _own_text(model, text: str) -> str:

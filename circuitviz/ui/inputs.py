@@ -26,7 +26,6 @@ from ..core.text import (
     chance_text,
     counted,
     invisible_sentence,
-    left_out_sentence,
     markdown_sentence,
     markdown_text,
     only_invisible,
@@ -165,7 +164,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     problem below it. Returns (answer, foil, metric, problems)."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import METRICS
-    from ..query.proposals import offered_tokens
+    from ..query.proposals import left_out_line, offered_tokens
 
     top = loaders.next_tokens(model, model_id, prompt)
     probability = dict(top)
@@ -193,7 +192,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
             args=(role,),
         )
     if left_out:
-        st.caption(markdown_sentence(left_out_sentence(left_out, probability)))  # tokens' text
+        st.caption(markdown_sentence(left_out_line(model, left_out, probability)))  # tokens' text
     problems = []
     if unknown_metric:  # said once, when it is replaced
         others = ", ".join(METRICS[1:])
