@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ..core.text import counted, cut, markdown_sentence, markdown_text, read_token, shown
+from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import link_choices, state
 from .budget_box import budgets_text
@@ -85,6 +85,7 @@ def short_labels(labels: list[str]) -> dict[str, str]:
     return shown
 
 
+@st.cache_data(show_spinner=False, max_entries=64)  # a tab click reruns the page: kept, not redone
 def bands(folder: str, stamp: float, label: str, score: str) -> tuple[list, list]:
     """(the prompts' own circuits' bands, the consensus circuit's bands) of one series."""
     # here, not at the top: keeps torch out of the first paint
@@ -282,7 +283,7 @@ def consensus(
     import pandas
 
     from ..batch.units import over_positions
-    from ..render.atlas import consensus_graph_html
+    from .dataset_figures import consensus_drawing
     from .result_view import show_graph
 
     # over token positions a prompt's circuit is of units, read here as the edges they use; the
@@ -334,7 +335,7 @@ def consensus(
         )
     if len(edges):
         title = f"consensus at budget {budget:,}{' units' if units else ''}: width = share of prompts holding the edge"
-        show_graph(consensus_graph_html(spec, view["frequency"], edges, title=title))
+        show_graph(consensus_drawing(folder, stamp, label, budget, threshold, title, spec, view))
     names = spec.edge_names
     # every consensus edge, and the most frequent others up to EDGES_SHOWN rows: a consensus of 60
     # edges listed its 50 most frequent, unsaid, and 10 of its edges in no row (the arithmetic atlas)
@@ -411,8 +412,7 @@ def clusters(
     # here, not at the top: keeps torch out of the first paint
     import numpy
 
-    from ..render import cut_sentence, upset_figure
-    from ..render.atlas import cluster_map_figure, similarity_figure
+    from .dataset_figures import cluster_figures
 
     if n_prompts < MIN_CLUSTERED:
         st.caption(
@@ -422,24 +422,20 @@ def clusters(
         return {"task_index": numpy.zeros(0, dtype=numpy.int64), "labels": numpy.zeros(0, dtype=numpy.int64)}
     ks = list(range(2, min(6, n_prompts - 1) + 1))
     chosen = link_choices.clusters(ks, n_prompts, budget)  # in the link (``clusters``)
-    found = clusters_view(folder, stamp, label, budget, threshold, None if chosen == "auto" else int(chosen))
+    k = None if chosen == "auto" else int(chosen)
+    found = clusters_view(folder, stamp, label, budget, threshold, k)
     st.caption(clusters_sentence(found, budget, chosen == "auto"))
-    rows = batch.rows(label).to_pandas().set_index("task_index")
-    hover = [  # the answer as a word: "→  Mary" read as a gap before the name
-        f"{rows.loc[i, 'task_id']}: {rows.loc[i, 'clean']} → {read_token(rows.loc[i, 'answer'])}"
-        for i in found["task_index"]
-    ]
+    # the figures are kept per atlas and choice: a tab click reruns the page (dataset_figures)
+    cluster_map, similarity, upset, cut = cluster_figures(
+        folder, stamp, label, budget, threshold, k, batch, found
+    )
     left, right = st.columns([3, 2])
-    left.plotly_chart(cluster_map_figure(found["coords"], found["labels"], hover), key="dataset.map")
-    right.plotly_chart(similarity_figure(found["similarity"]), key="dataset.similarity")
-    names = batch.spec.edge_names
-    sets = {f"cluster {c}": {names[e] for e in edges} for c, edges in enumerate(found["consensus"])}
-    if len(sets) > 1:
+    left.plotly_chart(cluster_map, key="dataset.map")
+    right.plotly_chart(similarity, key="dataset.similarity")
+    if upset is not None:
         st.caption("Edges of each cluster's consensus circuit, and which clusters share them:")
-        figure, _ = upset_figure(sets)
-        st.plotly_chart(figure, key="dataset.upset")
-        cut = cut_sentence(sets, what="cluster's consensus")  # six clusters can make 63 bars
-        if cut:
+        st.plotly_chart(upset, key="dataset.upset")
+        if cut:  # six clusters can make 63 bars
             st.caption(cut)
     return found
 

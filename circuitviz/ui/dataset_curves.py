@@ -204,7 +204,7 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
     import pandas
 
     from ..batch.units import over_positions
-    from ..render.atlas import band_figure
+    from .dataset_figures import curves_figure
 
     scores = ["ndf", "nfs", "necessity"]
     link_choices.seed("dataset.score", state.Session.dataset_score, scores, "ndf")  # the link's (``score``)
@@ -212,12 +212,10 @@ def curves(batch, folder: str, stamp: float, budget: int) -> None:
     link_choices.keep(state.Session.dataset_score, score)
     short = short_labels(batch.labels)  # the legend and the table name series by what sets them apart
     series = {short[name]: bands(folder, stamp, name, score) for name in batch.labels}
-    own = {name: pair[0] for name, pair in series.items()}
-    together = {name: pair[1] for name, pair in series.items()} if score == "ndf" else {}
     positioned = {name for name in batch.labels if over_positions(batch, name)}
     over = {short[name] for name in positioned}
-    figure = band_figure(own, together, score=score, current_budget=budget, over_positions=over)
-    st.plotly_chart(figure, key="dataset.curves")
+    # kept per atlas, score and budget: a tab click reruns the page (dataset_figures)
+    st.plotly_chart(curves_figure(folder, stamp, score, budget, series, over), key="dataset.curves")
     table = []
     for name in batch.labels:
         found = series_scores(folder, stamp, name, name in positioned)
