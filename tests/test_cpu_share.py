@@ -107,3 +107,29 @@ def test_threads_are_set_for_the_run_and_given_back(monkeypatch):
         assert share == cpu_share.Share(2, 1.0, before, before, 3.5) and torch.get_num_threads() == before
         assert not share.reduced
     assert os.environ["OMP_NUM_THREADS"] == "2"
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_other_work_during_the_run_is_measured_when_it_ends(monkeypatch):
+    """The sample at a run's start saw no other work (a shared machine's others come and go); a
+    process that keeps the run's core busy through the run is measured when the run ends
+    (``Share.during``), and the run is not quiet."""
+    pytest.importorskip("torch")
+    core = cpu_share.allowed_cores()[:1]
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 0.0)
+    monkeypatch.setattr(cpu_share, "allowed_cores", lambda: core)
+    burner = None
+    try:
+        with cpu_share.threads_for_run("cpu") as share:
+            assert share.quiet is True and share.during is None
+            burner = subprocess.Popen(
+                [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core[0]}}})\nwhile True: pass"]
+            )
+            threading.Event().wait(0.8)
+    finally:
+        if burner is not None:
+            burner.kill()
+            burner.wait()
+    assert share.during is not None and share.during >= 0.5, share.during
+    assert share.others == 0.0 and share.quiet is False

@@ -116,3 +116,29 @@ def test_a_machine_busy_now_is_told_the_estimate_is_a_quiet_machines(monkeypatch
         "scaled to a quiet machine by how busy it was). The machine is busy now (load 5.0 on 2 cores) "
         "and the estimate is for a quiet machine: at this load a run takes about 3.0 times as long."
     )
+
+
+def test_a_run_quiet_only_in_the_sample_at_its_start_does_not_price_alone():
+    """The 0.1 s sample at a run's start flickers on a shared machine (0.09 cores busy, then 1.99
+    a minute later): a run counted quiet on it took 8.4 s, twice a quiet run, and priced every
+    next run alone at its own slow rate. The others' average over the whole run (``during``)
+    says it was not alone: it is scaled with the honest busy runs, by that average."""
+    for _ in range(2):  # one other process through each: 6 s, 4 s on a quiet machine
+        calibration.record("cpu", "eap-ig", 4e11, 6.0, model="m", others=1.0, cores=2, during=1.0)
+    calibration.record("cpu", "eap-ig", 4e11, 8.4, model="m", others=0.09, cores=2, load=0.4, during=1.2)
+    assert calibration.recorded_runs("cpu", "eap-ig")[-1]["during"] == 1.2
+    rate = calibration.rate("cpu", "eap-ig", 1.0, model="m")
+    assert rate.machine == "scaled" and not rate.quiet_only and rate.runs == 3
+    assert 4e11 / rate.flops_per_second == pytest.approx(4.0)  # 4.0, 4.0 and 8.4 / 1.6 = 5.25 s
+    # a run quiet at its start and through: it alone prices, as before
+    calibration.record("cpu", "eap-ig", 4e11, 4.2, model="m", others=0.05, cores=2, during=0.2)
+    quiet = calibration.rate("cpu", "eap-ig", 1.0, model="m")
+    assert quiet.quiet_only and quiet.runs == 1 and 4e11 / quiet.flops_per_second == pytest.approx(4.2)
+
+
+def test_other_work_that_began_after_the_sample_is_scaled_by_the_runs_average():
+    """A burner started just after a run's start sample: the run is scaled to a quiet machine by
+    the cores the others kept busy over the run, not the sample's 0."""
+    calibration.record("cpu", "eap", 1e10, 3.0, model="m", others=0.0, cores=2, during=1.0)
+    rate = calibration.rate("cpu", "eap", 1.0, model="m")
+    assert rate.machine == "scaled" and 1e10 / rate.flops_per_second == pytest.approx(2.0)  # 3 s / 1.5

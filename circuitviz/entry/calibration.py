@@ -142,7 +142,7 @@ def _sound_run(run) -> dict | None:
     kept = {"flops": float(run["flops"]), "seconds": float(run["seconds"])}
     if isinstance(run.get("model"), str):
         kept["model"] = run["model"]
-    for field in ("others", "load"):
+    for field in ("others", "during", "load"):
         if _from_zero(run.get(field)):
             kept[field] = float(run[field])
     for field in ("cores", "threads", "default_threads"):
@@ -187,13 +187,15 @@ def record(
     cores: int | None = None,
     load: float | None = None,
     threads: tuple[int | None, int | None] = (None, None),
+    during: float | None = None,
 ) -> None:
     """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
     the parts of its work that report on their own (Edge Pruning's warm start, then its masks);
     ``model`` names the model's size and shape (``model_key``), whose runs price its next ones;
     ``others``: the cores other work kept busy when it began (``cpu_share.others_busy``), of its
     ``cores``, ``load`` the one-minute load average then, ``threads`` the threads it used and
-    torch's default (``slowdown``)."""
+    torch's default (``slowdown``), ``during`` the cores other work kept busy over the whole run
+    (``cpu_share.Share.during``)."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
@@ -201,6 +203,8 @@ def record(
         entry["model"] = str(model)
     if others is not None:
         entry["others"] = round(float(others), 3)
+    if during is not None:
+        entry["during"] = round(float(during), 3)
     if cores:
         entry["cores"] = int(cores)
     if load is not None:
@@ -315,11 +319,26 @@ def slowdown(
     return max(1.0, (used + demand) / cores) * (quiet / used) ** THREAD_GAIN
 
 
+def _quiet(run: dict) -> bool:
+    """Whether a run (its ``others`` known) had the machine to itself: other work kept less than
+    ``QUIET`` of a core busy both in the 0.1 s sampled as it began and, where recorded, on average
+    over the whole run (``during``). The sample alone flickers on a shared machine: a run counted
+    quiet on 0.09 cores at its start took 8.4 s, twice a quiet run, and priced the next ones
+    alone."""
+    return run["others"] < QUIET and run.get("during", 0.0) < QUIET
+
+
+def _busy(run: dict) -> float:
+    """The cores other work kept busy beside a run: the larger of the sample at its start and the
+    average over the run (a burner started just after the sample is in the second)."""
+    return max(run["others"], run.get("during", 0.0))
+
+
 def _at_quiet(run: dict) -> dict:
     """A run that began beside other work, as long as it would have taken on a quiet machine
     (its cores, or this machine's where the run did not record them)."""
     cores = run.get("cores") or len(allowed_cores())
-    factor = slowdown(run["others"], cores, run.get("load"), run.get("threads"), run.get("default_threads"))
+    factor = slowdown(_busy(run), cores, run.get("load"), run.get("threads"), run.get("default_threads"))
     return {**run, "seconds": run["seconds"] / factor}
 
 
@@ -330,21 +349,21 @@ def _pick(runs: list, among: list | None = None) -> tuple[list, bool, str]:
 
     A run beside other work took up to 1.5x as long with one other process, 2x and more with
     the cores full; such runs priced a quiet machine's next run at several times its length. So
-    where some runs began on a quiet machine (other work kept less than ``QUIET`` of a core
-    busy), only those price; where none did, each is scaled to a quiet machine (``slowdown``):
-    a first run on a busy machine no longer prices every later one as busy. A machine busy now
+    where some runs had a quiet machine (other work kept less than ``QUIET`` of a core busy as
+    each began and over the run, ``_quiet``), only those price; where none did, each is scaled to
+    a quiet machine (``slowdown``): a first run on a busy machine no longer prices every later one
+    as busy. A machine busy now
     is said beside the estimate (``limits.busy_note``). Runs whose load is unknown count only
     where no run's load is known (a GPU's, a system without /proc/stat): beside known ones they
     are older runs of older, slower code (the dev machine's four such Best-of-N runs: 0.07-0.27
     TFLOP/s; the next two 0.40-0.47)."""
     among = runs if among is None else among
-    loads = [run["others"] for run in among if run.get("others") is not None]
+    loads = [_quiet(run) for run in among if run.get("others") is not None]
     if not loads:
         return runs, False, ""
     known = [run for run in runs if run.get("others") is not None]
-    if any(others < QUIET for others in loads):
-        quiet = [run for run in known if run["others"] < QUIET]
-        return quiet, any(others >= QUIET for others in loads), "quiet"
+    if any(loads):
+        return [run for run in known if _quiet(run)], not all(loads), "quiet"
     return [_at_quiet(run) for run in known], False, "scaled"
 
 

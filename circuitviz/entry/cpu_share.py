@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WINDOW_S = 0.1  # how long the others' load is sampled before a run (ten ticks of a 100 Hz clock)
 IDLE = 0.5  # others using less than this many cores leave the machine to the run
@@ -51,20 +51,31 @@ def _own_seconds() -> float:
     return time.process_time()
 
 
+def _snapshot(cores: list[int]) -> tuple[int, float, float] | None:
+    """(busy ticks of ``cores``, this process's CPU seconds, the clock) now, None where /proc/stat
+    cannot be read: two of them say how busy other work kept the cores in between (``_others``)."""
+    busy = _busy_ticks(cores)
+    return None if busy is None else (busy, _own_seconds(), time.perf_counter())
+
+
+def _others(before, after, cores: list[int]) -> float | None:
+    """The cores other processes kept busy on average between two ``_snapshot``s (0 to the cores)."""
+    if before is None or after is None or after[2] <= before[2]:
+        return None
+    ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    busy = (after[0] - before[0]) / ticks_per_second - (after[1] - before[1])
+    return min(max(busy / (after[2] - before[2]), 0.0), float(len(cores)))
+
+
 def others_busy(window: float = WINDOW_S, cores: list[int] | None = None) -> float | None:
     """How many of this process's cores other processes kept busy over ``window`` seconds (0 to
     the number of cores), or None where it cannot be read."""
     cores = cores or allowed_cores()
-    ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    before, own_before, start = _busy_ticks(cores), _own_seconds(), time.perf_counter()
+    before = _snapshot(cores)
     if before is None:
         return None
     time.sleep(window)
-    after, own_after, elapsed = _busy_ticks(cores), _own_seconds(), time.perf_counter() - start
-    if after is None or elapsed <= 0:
-        return None
-    busy = (after - before) / ticks_per_second - (own_after - own_before)
-    return min(max(busy / elapsed, 0.0), float(len(cores)))
+    return _others(before, _snapshot(cores), cores)
 
 
 def threads_for(cores: int, others: float | None) -> int:
@@ -83,18 +94,23 @@ def load_average() -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Share:
     """What a run found when it began: the cores other work kept busy (None: not measured), the
     threads it ran with (None: not on the CPU; the user's where ``OMP_NUM_THREADS`` fixed them),
     torch's threads before (None: not read) and the one-minute load average (None: not read;
-    ``others`` stops at the cores, the load does not)."""
+    ``others`` stops at the cores, the load does not); once the run is over, ``during``: the
+    cores other work kept busy on average over the whole run (None: not measured). The first
+    figure is a 0.1 s sample: on a shared machine one read 0.09 cores at a run's start and 1.99
+    a minute later, and that run, counted as quiet, took twice a quiet run's time."""
 
     cores: int
     others: float | None = None
     threads: int | None = None
     default: int | None = None
     load: float | None = None
+    during: float | None = None
+    _start: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def reduced(self) -> bool:
@@ -103,16 +119,24 @@ class Share:
 
     @property
     def quiet(self) -> bool | None:
-        """Whether the others left the cores idle (None: not measured)."""
-        return None if self.others is None else self.others < IDLE
+        """Whether the others left the cores idle (None: not measured): at the start, and over the
+        whole run once it is over."""
+        if self.others is None:
+            return None
+        return self.others < IDLE and (self.during is None or self.during < IDLE)
+
+    def _end(self, cores: list[int]) -> None:
+        """Measure ``during``: the others' cores from the run's start to now."""
+        self.during = _others(self._start, _snapshot(cores), cores)
 
 
 @contextmanager
 def threads_for_run(device_kind: str = "cpu"):
     """Run the block with the threads ``threads_for`` picks for this moment's load, in the calling
-    thread (torch's thread count is each thread's own under OpenMP); yields the ``Share``. Not on
-    the CPU nothing is measured or changed; where the user fixed the threads (``OMP_NUM_THREADS``)
-    the others' load is measured (the run's calibration records it) and the threads are kept."""
+    thread (torch's thread count is each thread's own under OpenMP); yields the ``Share``, whose
+    ``during`` is filled in as the block ends. Not on the CPU nothing is measured or changed; where
+    the user fixed the threads (``OMP_NUM_THREADS``) the others' load is measured (the run's
+    calibration records it) and the threads are kept."""
     cores = allowed_cores()
     if device_kind != "cpu":
         yield Share(len(cores))
@@ -122,13 +146,19 @@ def threads_for_run(device_kind: str = "cpu"):
 
     if "OMP_NUM_THREADS" in os.environ:
         threads = torch.get_num_threads()  # the user's, on a quiet machine as on a busy one
-        yield Share(len(cores), others, threads, threads, load)
+        share = Share(len(cores), others, threads, threads, load, _start=_snapshot(cores))
+        try:
+            yield share
+        finally:
+            share._end(cores)
         return
 
     before = torch.get_num_threads()
     chosen = min(before, threads_for(len(cores), others))
     torch.set_num_threads(chosen)
+    share = Share(len(cores), others, chosen, before, load, _start=_snapshot(cores))
     try:
-        yield Share(len(cores), others, chosen, before, load)
+        yield share
     finally:
+        share._end(cores)
         torch.set_num_threads(before)

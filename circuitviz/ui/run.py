@@ -211,8 +211,8 @@ def work_parts(reports: list[tuple[str, float, float]], start: float) -> dict[st
 def record_run(estimate, method: str, result, seconds: float, parts: dict[str, float], share=None) -> None:
     """Calibrate the next estimates with a finished run: its work, wall time, phases, the parts
     of its work (``work_parts``), its own timings (what a sibling variant may find stored) and how
-    busy the machine was when it began (``share``, a ``cpu_share.Share``; estimates prefer quiet
-    runs and scale the others to a quiet machine)."""
+    busy the machine was when it began and over the run (``share``, a ``cpu_share.Share``;
+    estimates prefer quiet runs and scale the others to a quiet machine)."""
     if estimate is None:
         return
 
@@ -232,6 +232,7 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
         share.cores if share is not None else None,
         share.load if share is not None else None,
         (share.threads, share.default) if share is not None else (None, None),
+        share.during if share is not None else None,
     )
 
 
