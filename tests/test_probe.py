@@ -33,3 +33,19 @@ def test_a_model_the_pass_cannot_run_keeps_the_nominal_price(words, tmp_path, mo
     monkeypatch.setattr(probe, "probe_rate", fails)
     assert not probe.probe_unmeasured(words)
     assert not calibration.measured("cpu")
+
+
+def test_a_pass_quiet_only_in_the_sample_before_it_is_scaled_as_busy(words, tmp_path, monkeypatch):
+    """The 0.1 s sample before the timed passes flickers on a shared machine: other work that
+    kept the cores busy over the passes (``during``) is kept with them, and the pass is scaled to
+    a quiet machine rather than priced as a quiet one."""
+    from circuitviz.entry import cpu_share
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cpu_share, "others_busy", lambda *_, **__: 0.0)
+    monkeypatch.setattr(cpu_share, "others_between", lambda *_: 1.5)
+    probe.probe_rate(words)
+    (pass_,) = json.loads(calibration.calibration_path().read_text())["cpu"][calibration.PROBE]
+    assert (pass_["others"], pass_["during"]) == (0.0, 1.5)
+    rate = calibration.rate("cpu", "eap", 2e10, model=probe.rate_key(words))
+    assert rate.source == "probe" and rate.machine == "scaled"

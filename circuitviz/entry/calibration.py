@@ -237,10 +237,12 @@ def record_probe(
     model: str = "",
     others: float | None = None,
     load: float | None = None,
+    during: float | None = None,
 ) -> None:
     """The rate of one timed forward pass, the fallback before any run has finished; ``others``:
-    the cores other work kept busy when it began, ``load`` the load average then."""
-    record(device_kind, PROBE, flops, seconds, model=model, others=others, load=load)
+    the cores other work kept busy when it began, ``load`` the load average then, ``during`` the
+    cores it kept busy over the timed passes."""
+    record(device_kind, PROBE, flops, seconds, model=model, others=others, load=load, during=during)
 
 
 def model_key(n_parameters: int, n_edges: int) -> str:
@@ -452,7 +454,7 @@ def _probe_scale(probes: list, model: str) -> dict[str, float] | None:
     by_model: dict[str, dict[bool, list]] = {}
     for run in probes:  # each model's passes by whether other work kept the machine busy
         if run.get("model"):
-            busy = (run.get("others") or 0) >= QUIET  # an older pass, of unknown load: a start's, quiet
+            busy = not _quiet({**run, "others": run.get("others") or 0})  # unknown load: a start's, quiet
             by_model.setdefault(run["model"], {}).setdefault(busy, []).append(run)
     own = by_model.get(model) or {}
     if not own:

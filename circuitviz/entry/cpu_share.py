@@ -51,15 +51,15 @@ def _own_seconds() -> float:
     return time.process_time()
 
 
-def _snapshot(cores: list[int]) -> tuple[int, float, float] | None:
+def snapshot(cores: list[int]) -> tuple[int, float, float] | None:
     """(busy ticks of ``cores``, this process's CPU seconds, the clock) now, None where /proc/stat
-    cannot be read: two of them say how busy other work kept the cores in between (``_others``)."""
+    cannot be read: two of them say how busy other work kept the cores in between (``others_between``)."""
     busy = _busy_ticks(cores)
     return None if busy is None else (busy, _own_seconds(), time.perf_counter())
 
 
-def _others(before, after, cores: list[int]) -> float | None:
-    """The cores other processes kept busy on average between two ``_snapshot``s (0 to the cores)."""
+def others_between(before, after, cores: list[int]) -> float | None:
+    """The cores other processes kept busy on average between two ``snapshot``s (0 to the cores)."""
     if before is None or after is None or after[2] <= before[2]:
         return None
     ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -71,11 +71,11 @@ def others_busy(window: float = WINDOW_S, cores: list[int] | None = None) -> flo
     """How many of this process's cores other processes kept busy over ``window`` seconds (0 to
     the number of cores), or None where it cannot be read."""
     cores = cores or allowed_cores()
-    before = _snapshot(cores)
+    before = snapshot(cores)
     if before is None:
         return None
     time.sleep(window)
-    return _others(before, _snapshot(cores), cores)
+    return others_between(before, snapshot(cores), cores)
 
 
 def threads_for(cores: int, others: float | None) -> int:
@@ -127,7 +127,7 @@ class Share:
 
     def _end(self, cores: list[int]) -> None:
         """Measure ``during``: the others' cores from the run's start to now."""
-        self.during = _others(self._start, _snapshot(cores), cores)
+        self.during = others_between(self._start, snapshot(cores), cores)
 
 
 @contextmanager
@@ -146,7 +146,7 @@ def threads_for_run(device_kind: str = "cpu"):
 
     if "OMP_NUM_THREADS" in os.environ:
         threads = torch.get_num_threads()  # the user's, on a quiet machine as on a busy one
-        share = Share(len(cores), others, threads, threads, load, _start=_snapshot(cores))
+        share = Share(len(cores), others, threads, threads, load, _start=snapshot(cores))
         try:
             yield share
         finally:
@@ -156,7 +156,7 @@ def threads_for_run(device_kind: str = "cpu"):
     before = torch.get_num_threads()
     chosen = min(before, threads_for(len(cores), others))
     torch.set_num_threads(chosen)
-    share = Share(len(cores), others, chosen, before, load, _start=_snapshot(cores))
+    share = Share(len(cores), others, chosen, before, load, _start=snapshot(cores))
     try:
         yield share
     finally:

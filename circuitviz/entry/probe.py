@@ -35,12 +35,12 @@ def rate_key(model) -> str:
 
 def probe_rate(model) -> None:
     """Time one batched forward pass and keep its FLOP rate (``calibration.record_probe``), with
-    how busy the machine was while it ran."""
+    how busy the machine was as it began and over the timed passes (``cpu_share.Share.during``)."""
     import torch
 
     from ..engine.prefix import final_residual
     from ..models.adapter import adapter_of, model_device
-    from .cpu_share import load_average, others_busy
+    from .cpu_share import allowed_cores, load_average, others_between, others_busy, snapshot
 
     tokens = (
         adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
@@ -48,15 +48,17 @@ def probe_rate(model) -> None:
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
         others, load = others_busy(), load_average()  # a pass beside other work is scaled to a quiet one
-        timed = []
+        cores = allowed_cores()
+        began, timed = snapshot(cores), []
         for _ in range(PROBE_REPEATS):
             start = time.perf_counter()
             final_residual(model, tokens, [])
             timed.append(time.perf_counter() - start)
         seconds = sorted(timed)[len(timed) // 2]
+        during = others_between(began, snapshot(cores), cores)
     parameters = sum(p.numel() for p in model.parameters())
     calibration.record_probe(
-        device_kind(model), 2.0 * parameters * tokens.numel(), seconds, rate_key(model), others, load
+        device_kind(model), 2.0 * parameters * tokens.numel(), seconds, rate_key(model), others, load, during
     )
 
 
