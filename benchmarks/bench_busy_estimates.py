@@ -34,16 +34,10 @@ def main() -> None:
         "--late", type=int, default=0, help="busy processes started about 0.5 s into the first run"
     )
     args = parser.parse_args()
-    from circuitviz.bench.harness import history_free_cache, ioi_task, machine_line
+    from circuitviz.bench.harness import estimate_case
 
-    history_free_cache("bench-busy-estimates-")
+    model, task, budgets, settings = estimate_case("bench-busy-estimates-")
     from circuitviz.entry import api, calibration, cpu_share, limits
-    from circuitviz.models.loading import load_model
-
-    print(machine_line(), flush=True)
-    model, task = load_model("gemma-3-270m"), ioi_task()
-    budgets = [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 10342]
-    settings = {"ig_steps": 20}
 
     burn = [sys.executable, "-c", "while True:\n    pass"]
     sleep_then_burn = [sys.executable, "-c", "import time\ntime.sleep(1.0)\nwhile True:\n    pass"]

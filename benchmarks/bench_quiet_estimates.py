@@ -25,16 +25,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=3, help="runs beside one other busy process")
     args = parser.parse_args()
-    from circuitviz.bench.harness import history_free_cache, ioi_task, machine_line
+    from circuitviz.bench.harness import estimate_case
 
-    history_free_cache("bench-quiet-estimates-")
+    model, task, budgets, settings = estimate_case("bench-quiet-estimates-")
     from circuitviz.entry import api, calibration, cpu_share, limits
-    from circuitviz.models.loading import load_model
-
-    print(machine_line(), flush=True)
-    model, task = load_model("gemma-3-270m"), ioi_task()
-    budgets = [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 10342]
-    settings = {"ig_steps": 20}
 
     def one(tag: str):
         estimate = limits.estimate_request(model, task, "eap-ig", settings, n_budgets=len(budgets))

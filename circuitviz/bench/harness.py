@@ -57,6 +57,18 @@ def history_free_cache(prefix: str) -> str:
     return str(root)
 
 
+def estimate_case(prefix: str):
+    """The estimate benchmarks' case, from no recorded run (``history_free_cache``): the embedded
+    model, the IOI task, Explore's default budgets for it and EAP-IG's settings; the machine's
+    line printed first."""
+    from circuitviz.models.loading import load_model
+
+    history_free_cache(prefix)
+    print(machine_line(), flush=True)
+    budgets = [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 10342]
+    return load_model("gemma-3-270m"), ioi_task(), budgets, {"ig_steps": 20}
+
+
 # ----- threads ---------------------------------------------------------------------------------
 def add_threads_argument(parser: argparse.ArgumentParser, default: int | None = None) -> None:
     """``--threads N``: torch's CPU threads (on a shared, busy CPU one thread is often fastest)."""
