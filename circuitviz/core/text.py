@@ -476,3 +476,25 @@ def _kinds(found: list[tuple[int, str]]) -> str:
     return ", ".join(kinds[:3]) + (
         f" and {len(kinds) - 3} more {'kind' if len(kinds) == 4 else 'kinds'}" if len(kinds) > 3 else ""
     )
+
+
+def first_piece_note(token: str, prompt: str) -> str:
+    """' · the first piece of the prompt's 'Zoltan': a circuit for it explains that piece' (HTML,
+    the prompt's word escaped) when
+    ``token`` (a capitalised word piece such as ' Zol') begins a longer word of ``prompt`` and is
+    no whole word of it, else ''. A name the model writes as several tokens is proposed as its
+    first piece ('Zoltan' is ' Zol' 'tan' on Gemma-3-270M), and nothing said that the answer is
+    part of a name rather than a name."""
+    piece = token.strip()
+    if len(piece) < 2 or not piece.isalpha() or not piece[0].isupper():
+        return ""
+    words = re.findall(r"[^\W\d_]+", prompt)
+    if piece in words:
+        return ""
+    longer = next((word for word in words if word.startswith(piece) and len(word) > len(piece)), None)
+    if longer is None:
+        return ""
+    import html
+
+    word = html.escape(shown_token(longer), quote=False)
+    return f" · the first piece of the prompt's {word}: a circuit for it explains that piece"

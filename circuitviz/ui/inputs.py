@@ -25,6 +25,7 @@ from ..core.refusals import (
 from ..core.text import (
     chance_text,
     counted,
+    first_piece_note,
     invisible_sentence,
     markdown_sentence,
     markdown_text,
@@ -300,6 +301,8 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
             probability = {**probability, spaced: found[spaced]}
 
     line = own_token_line(model, token, with_own_chance(model, token, probability, after))
+    if after and role == "answer":  # ' Zol' of 'Zoltan': a piece of a name, not a name
+        line += first_piece_note(token, after[1])
     st.markdown(token_line_html(line), unsafe_allow_html=True)
     spaced = missing_space(model, token, probability)
     if spaced is None:
