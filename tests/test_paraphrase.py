@@ -15,7 +15,7 @@ import torch
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.tasks import PromptTask, TaskError
 from circuitviz.models.adapter import adapter_of
-from circuitviz.query.checks import model_answer, validate_pairs
+from circuitviz.query.checks import _flag_weak_corruptions, ends_with_answer, model_answer, validate_pairs
 from circuitviz.query.families import EXAMPLE_TASKS, FAMILIES, family, recognise
 from circuitviz.query.llm_source import llm_paraphrases, parse_llm_reply
 from circuitviz.query.pairs import (
@@ -189,6 +189,64 @@ def test_a_mismatched_answer_is_excluded_with_its_reason(tiny):
         assert validate_pairs(
             tiny, other_answer, [replace(pair, answer=other_answer.answer, foils=(" Mary",))]
         )[0].answer_matches
+
+
+@pytest.mark.parametrize(
+    "text, answer, ends",
+    [
+        ("When Mary and John went out, John gave a drink to Mary.", " Mary", True),
+        ("When Mary and John went out, John gave a drink to Mary", " Mary", True),
+        ("... the drink went to \u201cMary\u201d ", " Mary", True),
+        ("Options (A) or (B)? Answer: (A)", " A", True),
+        ("When Mary and John went out, John gave a drink to", " Mary", False),
+        ("A herb: Rosemary", " Mary", False),  # not a whole word
+        ("Mary went home and then she", " Mary", False),  # the answer earlier, not at the end
+        ("He said hello,", ",", False),  # an answer without a letter or digit
+    ],
+)
+def test_a_text_ending_with_its_answer_is_recognised(text, answer, ends):
+    assert ends_with_answer(text, answer) is ends
+
+
+def test_a_paraphrase_running_past_the_answer_is_left_out(tiny):
+    # Gemma answers ' Mary' after "... gave a drink to Mary." too: the top-1 check alone passed it
+    past = ParaphrasePair(
+        TINY_PAIRS[0][0] + " Mary .", TINY_PAIRS[0][1] + " Mary .", " Mary", (" John",), "file"
+    )
+    checked = validate_pairs(
+        tiny, IOI_TASK, [past, ParaphrasePair(*TINY_PAIRS[0], " Mary", (" John",), "file")]
+    )
+    assert not checked[0].usable(include_mismatched=True)
+    assert "already ends with the answer ' Mary'" in checked[0].reason
+    assert not any("ends with the answer" in p for p in checked[1].problems)
+    # a prompt that itself ends with its answer (a repetition) keeps such paraphrases
+    repeat = PromptTask("Mary Mary Mary", "John John John", " Mary", (" John",))
+    twice = ParaphrasePair("Mary Mary", "John John", " Mary", (" John",), "file")
+    assert not any("ends with the answer" in p for p in validate_pairs(tiny, repeat, [twice])[0].problems)
+
+
+def test_a_corruption_moving_the_metric_the_other_way_is_warned():
+    def pair(clean, corrupted):
+        return ParaphrasePair(
+            "a",
+            "b",
+            " Mary",
+            (" John",),
+            "file",
+            same_length=True,
+            metric_clean=clean,
+            metric_corrupted=corrupted,
+        )
+
+    # the prompt's corruption lowers the metric by 3.0
+    raised, lowered, weak = pair(1.95, 2.54), pair(2.0, -1.0), pair(2.0, 1.99)
+    _flag_weak_corruptions([raised, lowered, weak], 3.0)
+    assert raised.warnings == [
+        "its corruption raises the metric where the prompt's moves it the other way, so its scores point the other way"
+    ]
+    assert lowered.warnings == []
+    assert weak.warnings == ["its corruption barely moves the metric, so its scores carry little signal"]
+    assert raised.usable()  # warned, still scored
 
 
 def test_an_invalid_prompt_is_refused_first(tiny):

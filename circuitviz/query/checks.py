@@ -1,10 +1,11 @@
 """Every paraphrase pair checked against the model before Best-of-N may score it.
 
 Per pair: paraphrase and corruption of the same token length, within the token limit, the
-prompt's answer and foils, not a copy of the prompt or of an earlier pair, and the model's top-1
-next token on the paraphrase the same as on the original prompt (or the stated answer itself).
-Pairs that fail are kept, flagged with the reason, and left out of Best-of-N by default; a
-corruption that barely moves the metric is kept with a warning. Prompts of equal token length
+prompt's answer and foils, not a copy of the prompt or of an earlier pair, not ending with the
+answer itself (it would ask for the word after it), and the model's top-1 next token on the
+paraphrase the same as on the original prompt (or the stated answer itself). Pairs that fail are
+kept, flagged with the reason, and left out of Best-of-N by default; a corruption that barely
+moves the metric, or moves it the other way from the prompt's, is kept with a warning. Prompts of equal token length
 run through the model in shared batches.
 """
 
@@ -17,6 +18,7 @@ import torch
 
 from ..core.phases import Report
 from ..core.tasks import PreparedTask, PromptTask, prepare_task
+from ..core.text import shown_token
 from ..engine.metric import metric_from_residual
 from ..measure.evaluate import last_residuals
 from ..models.adapter import adapter_of, model_device
@@ -87,8 +89,27 @@ def validate_pairs(
             runs.append((len(checked), clean_tokens, corrupted_tokens))
         checked.append(pair)
     _check_on_model(model, prepared, checked, runs, int(original_top[0]), batch_size, progress)
-    _flag_weak_corruptions(checked, abs(float(original_metrics[0] - original_metrics[1])))
+    _flag_weak_corruptions(checked, float(original_metrics[0] - original_metrics[1]))
     return checked
+
+
+# what may follow an answer that ends a text: a sentence's end, a closing quote or bracket
+_CLOSING = ".,;:!?\"')]}\u00bb\u201d\u2019 \t\n"
+
+
+def ends_with_answer(text: str, answer: str) -> bool:
+    """Whether ``text`` ends with the answer's word, a sentence's end or closing marks aside
+    ("... gave a drink to Mary." for ' Mary'): such a paraphrase asks the model for what follows
+    the answer, so a top-1 equal to the answer there is not the prompt's question answered. Only
+    answers holding a letter or digit, and only as a whole word (' Mary' does not end 'Rosemary')."""
+    word = answer.strip()
+    if not any(ch.isalnum() for ch in word):
+        return False
+    tail = text.rstrip(_CLOSING)
+    if not tail.endswith(word):
+        return False
+    before = tail[: len(tail) - len(word)]
+    return not before or not before[-1].isalnum()
 
 
 def _checked_alone(
@@ -117,6 +138,16 @@ def _checked_alone(
     seen.add(pair.clean.strip())
     if pair.clean.strip() == pair.corrupted.strip():
         pair.problems.append("its corrupted version is the paraphrase itself")
+    # a prompt that itself ends with its answer (a repetition) makes this the task's own pattern
+    if (
+        not is_original
+        and ends_with_answer(pair.clean, pair.answer)
+        and not ends_with_answer(task.clean, task.answer)
+    ):
+        pair.problems.append(
+            f"it already ends with the answer {shown_token(pair.answer, 30)}, so the model would be "
+            "asked for the word after it"
+        )
     return pair, clean_tokens, corrupted_tokens
 
 
@@ -163,10 +194,17 @@ def _grouped_by_length(tokens: list[torch.Tensor]) -> dict[int, list[int]]:
 
 
 def _flag_weak_corruptions(checked: list[ParaphrasePair], original_move: float) -> None:
-    """Warn on pairs whose corruption moves the metric far less than the prompt's does."""
+    """Warn on pairs whose corruption moves the metric far less than the prompt's does, or the
+    other way. ``original_move``: the prompt's clean metric less its corrupted one."""
     for pair in checked:
         if pair.metric_clean is None or pair.metric_corrupted is None:
             continue
-        move = abs(pair.metric_clean - pair.metric_corrupted)
-        if original_move > 0 and move < _WEAK_CORRUPTION * original_move:
+        move = pair.metric_clean - pair.metric_corrupted
+        if abs(move) < _WEAK_CORRUPTION * abs(original_move):
             pair.warnings.append("its corruption barely moves the metric, so its scores carry little signal")
+        elif move * original_move < 0:  # "When Mary ... to Mary. Then he gave one to": 1.95 -> 2.54
+            direction = "raises" if move < 0 else "lowers"
+            pair.warnings.append(
+                f"its corruption {direction} the metric where the prompt's moves it the other way, "
+                "so its scores point the other way"
+            )
