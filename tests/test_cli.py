@@ -441,6 +441,8 @@ def test_progress_is_redrawn_only_when_what_it_says_changes(capsys):
         "  score       50.0%",
         "  score      100.0%\n",
     ]
+    cli.progress_line("score", 1.0)  # a finished phase reported again (after its last step)
+    assert capsys.readouterr().err == ""
     cli.progress_line("evaluate", 0.0)  # a new run's line after a finished one is drawn
     cli.progress_line("evaluate", 0.0)
     assert capsys.readouterr().err == "\r  evaluate     0.0%"

@@ -45,10 +45,12 @@ def progress_line(phase: str, fraction: float) -> None:
     """A run's progress on one line of stderr, redrawn in place when what it says changes: runs
     report at every layer's cancel check, and on a CPU one chunk is a whole phase, so EAP-IG's
     scoring said "score 0.0%" about 50 times, which a log (stderr not a terminal) kept as one
-    line of them."""
+    line of them. A finished phase's last line is not drawn again either: paraphrase pruning's
+    passes after its last step report the learning's 100 % once more at each block, and printed
+    "learning masks 100.0%" on 19 more lines."""
     phase = getattr(phase, "value", phase)  # a Report by its plain name, not 'Report.SCORE'
     text = f"  {phase:<10} {100 * fraction:5.1f}%"
-    if _LINE["open"] and text == _LINE["shown"]:
+    if text == _LINE["shown"] and (_LINE["open"] or fraction >= 1):
         return
     print("\r" + text, end="\n" if fraction >= 1 else "", file=sys.stderr, flush=True)
     _LINE["open"], _LINE["shown"] = fraction < 1, text
