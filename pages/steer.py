@@ -55,14 +55,18 @@ try:
         if reason:
             st.info(reason)
             st.stop()
-        releases = sae_store.hub_releases(model_id)
+        # the residual-stream releases first, the default among them; those on attention or MLP
+        # outputs out (the box opened on gemma-scope-2-270m-pt-att, which Load refused once downloaded)
+        releases, left_out = sae_store.residual_releases(sae_store.hub_releases(model_id))
         if not releases:  # two empty boxes, and Load tried to fetch 'None/None'
             ships = bool(sae_store.embedded_sae_folders(model_id))  # 'embedded' is a way only where SAEs ship
             others = [other for other in sources if other not in ("hub", *(() if ships else ("embedded",)))]
-            sentence = steer.no_hub_saes_sentence(model_id, others)
+            sentence = steer.no_hub_saes_sentence(model_id, others, left_out)
             st.info(markdown_sentence(sentence))  # a typed model id: escaped
             st.stop()
         release, sae_id = link_choices.hub_sae(releases)  # the link's (``sae_release``, ``sae_id``), or kept
+        if left_out:
+            st.caption(markdown_sentence(steer.left_out_releases_sentence(left_out)))
         state.write_to_url()  # the SAE chosen: the page stops until Load is pressed
         # a press is one run's: the SAE it loaded stays while its release and id do
         if st.button("Load", key="steer.hub.load"):

@@ -14,6 +14,7 @@ from test_labels import _steer_setup  # noqa: E402
 from circuitviz.services import sae_store  # noqa: E402
 
 RELEASES = {"rel-b": ["x", "y"], "rel-a": ["z"]}  # sae-lens's directory for the model, as read offline
+DIRECTORY = sae_store.hub_releases  # the real one (the fixture below replaces it)
 
 
 @pytest.fixture
@@ -144,3 +145,50 @@ def test_a_failed_load_is_not_tried_again_on_every_rerun(hub, monkeypatch):
     assert [e.value for e in at.error if "Could not load rel-a/z" in e.value.replace("\\", "")]
     at.run()  # another click: it waits for Load again, said by the button alone
     assert tries == [("rel-a", "z")] and not at.error
+
+
+def test_the_hub_box_opens_on_a_residual_stream_release_and_leaves_out_the_others(hub, monkeypatch):
+    """The box opened on gemma-scope-2-270m-pt-att, the first by name: its SAEs read attention
+    outputs, and Load downloaded one, then refused it (a node is labelled by the features it writes
+    into the residual stream). The residual-stream releases are offered, the others named and why."""
+    gemma = DIRECTORY("gemma-3-270m")  # sae-lens's directory, read offline
+    monkeypatch.setattr(sae_store, "hub_releases", lambda model_id: gemma)
+    at = _steer(sae="hub")
+    assert not at.exception, at.exception
+    box = at.selectbox(key="steer.release")
+    assert box.value == "gemma-scope-2-270m-pt-res"
+    assert box.options == ["gemma-scope-2-270m-pt-res", "gemma-scope-2-270m-pt-res-all"]
+    assert _id_box(at).value.startswith("layer_")
+    (said,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Not offered")]
+    assert said.startswith(
+        "Not offered: 6 releases whose SAEs read attention outputs: gemma-scope-2-270m-pt-att, "
+    )
+    assert "MLP transcoders: gemma-scope-2-270m-pt-transcoders, gemma-scope-2-270m-pt-transcoders-all" in said
+    linked = _steer(
+        sae="hub", sae_release="gemma-scope-2-270m-pt-att"
+    )  # an old link: said, the default shown
+    (warned,) = _said(linked, "The link's sae_release")
+    assert warned.endswith("the page shows 'gemma-scope-2-270m-pt-res'.")
+
+
+def test_what_each_hub_release_reads_is_told_by_its_names():
+    offered, left_out = sae_store.residual_releases(sae_store.hub_releases("gpt2-small"))
+    assert next(iter(offered)) == "gpt2-small-res-jb"  # the residual-stream ones first, by name
+    assert left_out["gpt2-small-resid-mid-v5-32k"] == "the residual stream in the middle of a block"
+    assert left_out["gpt2-small-hook-z-kk"] == "attention outputs"
+    assert left_out["gpt2-small-mlp-tm"] == "MLP outputs"
+    assert "gpt2-small-resid-post-v5-32k" in offered
+    offered, left_out = sae_store.residual_releases({"rel-b": ["x"], "some-res": ["y"], "x-att": ["z"]})
+    assert list(offered) == ["some-res", "rel-b"] and left_out == {"x-att": "attention outputs"}
+
+
+def test_a_model_whose_hub_saes_read_no_residual_stream_is_said_so(hub, monkeypatch):
+    monkeypatch.setattr(sae_store, "hub_releases", lambda model_id: {"m-transcoders": ["a"]})
+    at = _steer(sae="hub")
+    said = [info.value.replace("\\", "") for info in at.info if "lists none" in info.value]
+    assert said == [
+        "sae-lens's directory of hub SAEs lists none on the residual stream for gemma-3-270m (its 1 "
+        "release reads MLP transcoders, which label no node); choose 'embedded' or 'local folder' "
+        "above, or train one with scripts/train_saes.py."
+    ]
+    assert not [button for button in at.button if button.label == "Load"]

@@ -352,6 +352,56 @@ def hub_releases(model_id: str) -> dict[str, list[str]]:
     return out
 
 
+# what a hub release's SAEs read, told by the words of its name and of its SAEs' ids and paths in
+# sae-lens's directory ('gemma-scope-2-270m-pt-att', 'attn_out/layer_5_width_16k_l0_big',
+# 'blocks.3.hook_resid_pre'); the first that matches says it (resid_mid before the residual stream)
+_NOT_RESIDUAL = (
+    ("MLP transcoders", lambda words: bool(words & {"transcoder", "transcoders", "clt"})),
+    (
+        "the residual stream in the middle of a block",
+        lambda words: "mid" in words and bool(words & {"res", "resid"}),
+    ),
+    ("attention outputs", lambda words: bool(words & {"att", "attn"}) or {"hook", "z"} <= words),
+    ("MLP outputs", lambda words: "mlp" in words),
+)
+
+
+def _release_words(release: str) -> set[str]:
+    """The words of a hub release's name and of its SAEs' ids and paths in sae-lens's directory."""
+    from sae_lens.loading.pretrained_saes_directory import get_pretrained_saes_directory
+
+    entry = get_pretrained_saes_directory().get(release)
+    names = [release, *((entry.saes_map.keys() | set(entry.saes_map.values())) if entry else ())]
+    return {word for name in names for word in re.split(r"[^a-z0-9]+", name.lower()) if word}
+
+
+def hub_release_reads(release: str) -> str | None:
+    """What the SAEs of a hub ``release`` read where it is not the residual stream between blocks
+    (``blocks.N.hook_resid_post`` or ``hook_resid_pre``, the only SAEs that label nodes): "attention
+    outputs", "MLP outputs", "MLP transcoders" or the middle of a block; None for the residual
+    stream, and for a release whose names say neither (it stays offered: Load tells)."""
+    words = _release_words(release)
+    return next((what for what, says in _NOT_RESIDUAL if says(words)), None)
+
+
+def residual_releases(releases: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The Steer page's hub releases: (those whose SAEs may label nodes, the residual-stream ones
+    first and then those whose names do not say, each by name; {release: what it reads} for the
+    rest, by name). The box opened on gemma-scope-2-270m-pt-att, the first by name, whose SAEs
+    read attention outputs: Load downloaded it, then refused it."""
+    reads = {release: hub_release_reads(release) for release in sorted(releases)}
+    unsaid = {
+        release
+        for release, what in reads.items()
+        if what is None and not _release_words(release) & {"res", "resid"}
+    }
+    kept = sorted(
+        (release for release, what in reads.items() if what is None), key=lambda r: (r in unsaid, r)
+    )
+    left_out = {release: what for release, what in reads.items() if what is not None}
+    return {release: releases[release] for release in kept}, left_out
+
+
 def load_hub_sae(release: str, sae_id: str, device: torch.device | str, dtype: str):
     """An SAE from the hub by sae-lens release and id; SaeUnavailable offline or on failure."""
     reason = hub_unavailable_reason()

@@ -111,9 +111,10 @@ def hub_sae(releases: dict[str, list[str]]) -> tuple[str | None, str | None]:
     """The Steer page's hub SAE: its release and id, in the link (``sae_release``, ``sae_id``) and
     kept across a switch to another page and back (until 2026-12-06 a link with ``sae=hub`` opened
     the first release's first SAE). A link's release or id the directory lacks is said in one
-    sentence and the first shown; another release picked opens at its first id."""
+    sentence and the first shown; another release picked opens at its first id. The releases are
+    offered in the order given (``sae_store.residual_releases``': residual-stream ones first)."""
     release_field, id_field = state.Session.steer_release, state.Session.steer_sae_id
-    names = sorted(releases)
+    names = list(releases)
     before = state.value(release_field.key)
     seed("steer.release", release_field, names, next(iter(names), None))
     release = keep(release_field, st.selectbox("release", names, key="steer.release"))

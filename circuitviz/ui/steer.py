@@ -432,10 +432,42 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
     )
 
 
-def no_hub_saes_sentence(model_id: str, others: list[str]) -> str:
+def no_hub_saes_sentence(model_id: str, others: list[str], left_out: dict[str, str] | None = None) -> str:
     """That sae-lens's directory of hub SAEs lists none for ``model_id`` (two empty boxes and a Load
-    button stood there, and Load fetched 'None/None'), and the page's other sources that can give
-    this model an SAE (``others``: 'embedded' only where SAEs ship for it; it was offered for
-    smollm2-135m, which has none)."""
+    button stood there, and Load fetched 'None/None'), or none on the residual stream (``left_out``:
+    {release: what its SAEs read}), and the page's other sources that can give this model an SAE
+    (``others``: 'embedded' only where SAEs ship for it; it was offered for smollm2-135m, which has
+    none)."""
     ways = f"choose {' or '.join(repr(other) for other in others)} above, or " if others else ""
-    return f"sae-lens's directory of hub SAEs lists none for {model_id}; {ways}train one with scripts/train_saes.py."
+    none = f"none for {model_id}"
+    if left_out:
+        reads = sorted(set(left_out.values()), key=str.lower)
+        none = (
+            f"none on the residual stream for {model_id} (its {_releases(len(left_out))} "
+            f"{'read' if len(left_out) > 1 else 'reads'} {_joined(reads)}, which label no node)"
+        )
+    return f"sae-lens's directory of hub SAEs lists {none}; {ways}train one with scripts/train_saes.py."
+
+
+def left_out_releases_sentence(left_out: dict[str, str]) -> str:
+    """The hub releases the Steer page leaves out of its box, and why: {release: what its SAEs
+    read}. A node is labelled by the features it writes into the residual stream, so an SAE on
+    attention or MLP outputs labels nothing (Load downloaded one, then refused it)."""
+    groups = {
+        what: [r for r, reads in left_out.items() if reads == what]
+        for what in sorted(set(left_out.values()), key=str.lower)
+    }
+    listed = "; ".join(f"{what}: {', '.join(names)}" for what, names in groups.items())
+    return (
+        f"Not offered: {_releases(len(left_out))} whose SAEs read {listed}. Steer labels a node with "
+        "the features it writes into the residual stream, so it loads SAEs on the residual stream "
+        "between blocks (hook_resid_post or hook_resid_pre) only."
+    )
+
+
+def _releases(count: int) -> str:
+    return f"{count} release{'s' if count != 1 else ''}"
+
+
+def _joined(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
