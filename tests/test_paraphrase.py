@@ -669,3 +669,20 @@ def test_comment_lines_are_allowed_in_every_format_and_line_numbers_stay_right()
     assert len(parse_paraphrases(csv_text, IOI_TASK)) == 1
     with pytest.raises(ParaphraseError, match="Line 3 of the paraphrase file"):
         parse_paraphrases('# note\n{"clean": "x", "corrupted": "y"}\n{oops', IOI_TASK)
+
+
+def test_a_subject_the_table_lacks_is_not_corrupted_into_one_with_its_answer():
+    """'The Louvre museum is located in the city of' (answer ' Paris', a subject the landmark table
+    lacks) was corrupted into 'The Eiffel Tower ...': another subject whose answer is Paris too."""
+    from circuitviz.query.templates import template_rewrites
+
+    prompt = "The Louvre museum is located in the city of"
+    found = recognise(prompt)
+    proposed = list(family(found.family).corruptions(found, None, "Paris"))
+    assert proposed and not any("Eiffel Tower" in text for text in proposed)
+    assert any("Colosseum" in text for text in proposed)
+    # the paraphrases' own corruptions too (the task's answer with its leading space)
+    task = PromptTask(prompt, "", " Paris", (" Rome",))
+    _, rewrites = template_rewrites(task)
+    for text, corruptions in itertools.islice(rewrites, 8):
+        assert not any("Eiffel Tower" in c for c in itertools.islice(corruptions, 20)), text

@@ -111,7 +111,9 @@ def template_rewrites(task: PromptTask, seed: int = 0) -> tuple[str, Iterator[tu
     )
 
     def corruptions(text: str, variant) -> Iterator[str]:
-        own = chosen.corruptions(variant, random.Random(f"{seed}:{text}"), answer)
+        # the task's answer, known or not to the family (another subject with the same answer is
+        # no corruption of a subject its table lacks)
+        own = chosen.corruptions(variant, random.Random(f"{seed}:{text}"), task.answer)
         carried = transfer_corruption(task.clean, task.corrupted, text) if task.corrupted.strip() else None
         kept = (
             chosen.prompt_corruption(variant, corrupted, carried) if chosen.keeps_prompt_corruption else None

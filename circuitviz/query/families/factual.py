@@ -101,10 +101,13 @@ class FactualFamily(TemplateFamily):
         return out
 
     def corruptions(self, found, rng, answer):
-        """Another subject of the same relation, whose answer differs."""
+        """Another subject of the same relation, whose answer differs: the table's answer for a
+        subject it holds, else the task's (a Louvre prompt answered ' Paris' was corrupted into
+        "The Eiffel Tower is located in the city of", whose answer is Paris too)."""
         slots = found.slots
         table, templates = FACT_RELATIONS[slots["relation"]]
-        subjects = [x for x in table if x != slots["X"] and table[x] != found.answer]
+        known = found.answer or (answer or "").strip()
+        subjects = [x for x in table if x != slots["X"] and table[x] != known]
         if rng is not None:
             rng.shuffle(subjects)
         for subject in subjects:
