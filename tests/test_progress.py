@@ -4,6 +4,9 @@ chunk can be all of EAP-IG's scoring: the app showed "clean and corrupted runs" 
 
 from __future__ import annotations
 
+import pytest
+import torch
+
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.phases import Phase, Timing, phase_of_report, timing_words
 from circuitviz.methods import RunContext, get_method
@@ -30,6 +33,55 @@ def test_a_scoring_run_reports_each_phase_as_it_begins():
     scoring = [fraction for _, fraction in reports[first_score:first_evaluate]]
     assert scoring == sorted(scoring) and scoring[-1] == 1.0
     assert reports[first_evaluate] == ("evaluate", 0.0) and reports[-1] == ("evaluate", 1.0)
+
+
+@pytest.mark.parametrize(("method", "config"), [("eap-ig", {"ig_steps": 3}), ("eap", {}), ("eap-gp", {})])
+def test_the_scoring_moves_through_each_block_of_its_one_chunk(method, config):
+    """On a CPU one chunk of gradient passes is all of the scoring, and every report inside it
+    said where the chunk began: the command line's line read 'score 0.0%' until the phase ended.
+    Each block of the pass, forward and backward, and each layer's product after it now moves
+    the figure on, never back, and short of 1 until the chunk is kept."""
+    model = tiny_model("gpt2", n_layers=4, n_heads=2)
+    reports = []
+    get_method(method).run_on(
+        model, IOI_TASK, config, [5, 10], progress=lambda name, fraction: reports.append((name, fraction))
+    )
+    scoring = [fraction for name, fraction in reports if getattr(name, "value", name) == "score"]
+    assert scoring == sorted(scoring) and scoring[-1] == 1.0
+    inside = sorted({fraction for fraction in scoring if 0 < fraction < 1})
+    assert len(inside) >= 2 * 4, scoring  # forward and products: a step at each of 4 layers, and backward
+    assert inside[-1] < 1 and inside[0] < 0.2 and inside[-1] > 0.75
+
+
+def test_the_scoring_report_reads_the_share_of_the_pass_behind_it():
+    """Forward, block l of n: a third of the pass times l / n; the backward pass reaching block l:
+    the blocks from the last down to l behind it too; a chunk's pass its first ``PASS_SHARE``."""
+    from circuitviz.engine.prefix import FORWARD_SHARE, pass_checks
+    from circuitviz.engine.scores import PASS_SHARE, scoring_checks
+
+    said = []
+    x = torch.ones(1, requires_grad=True)
+    for _, hook in pass_checks(4, said.append):  # four blocks, each doubling its input
+        value = x * 1.0
+        hook(value, None)
+        x = value * 2.0
+    x.sum().backward()
+    forward, back = FORWARD_SHARE, 1 - FORWARD_SHARE
+    expected = [0.0, forward / 4, forward / 2, forward * 3 / 4]
+    expected += [forward + back / 4, forward + back / 2, forward + back * 3 / 4, 1.0]
+    assert said == pytest.approx(expected)
+    reports = []
+    checks = scoring_checks(4, lambda name, fraction: reports.append((name, fraction)), slice(10, 20), 40)
+    checks[0][1](torch.zeros(1), None)  # the chunk of rows 10-19 of 40 begins
+    assert reports == [("score", 0.25)]
+    x = torch.ones(1, requires_grad=True)
+    for _, hook in checks:
+        value = x * 1.0
+        hook(value, None)
+        x = value * 2.0
+    x.sum().backward()
+    assert reports[-1] == ("score", pytest.approx((10 + 10 * PASS_SHARE) / 40))
+    assert pass_checks(4, None) == [] and scoring_checks(4, None, slice(0, 1), 1) == []
 
 
 def test_a_batch_reports_its_scoring_start_on_its_own_scale():

@@ -115,13 +115,42 @@ def layer_checks(n_layers: int, check) -> list[Hook]:
     for reading the weights)."""
     if check is None:
         return []
+    return _block_hooks(n_layers, lambda layer: check(), lambda layer: check())
 
-    def backward(gradient):
-        check()
 
-    def hook(value, hook):
-        check()
-        if value.requires_grad:
-            value.register_hook(backward)
+FORWARD_SHARE = 1 / 3  # of a gradient pass's time, its forward half: the backward costs about twice
 
-    return [(sites.resid_pre(layer), hook) for layer in range(n_layers)]
+
+def pass_checks(n_layers: int, report) -> list[Hook]:
+    """``layer_checks`` that say how far one gradient pass has gone: ``report(done)`` before each
+    block, with ``done`` the share of the pass behind it (forward, block l: FORWARD_SHARE x l /
+    n_layers; as the backward pass reaches block l, the blocks from the last down to l are behind
+    it too), rising from 0 towards 1; [] for None. On a CPU one chunk of the scoring may be the
+    whole phase, and a report that said only where the chunk began stood at 'score 0.0%' until
+    the phase ended."""
+    if report is None:
+        return []
+    forward = FORWARD_SHARE / n_layers
+
+    def backward(layer: int) -> None:
+        report(FORWARD_SHARE + (1 - FORWARD_SHARE) * (n_layers - layer) / n_layers)
+
+    return _block_hooks(n_layers, lambda layer: report(forward * layer), backward)
+
+
+def _block_hooks(n_layers: int, before, reached) -> list[Hook]:
+    """Hooks that call ``before(layer)`` as the forward pass enters each block and ``reached(layer)``
+    as the backward pass (if any) reaches the block's input, and change nothing."""
+
+    def hook_of(layer: int):
+        def backward(gradient):
+            reached(layer)
+
+        def hook(value, hook):
+            before(layer)
+            if value.requires_grad:
+                value.register_hook(backward)
+
+        return hook
+
+    return [(sites.resid_pre(layer), hook_of(layer)) for layer in range(n_layers)]

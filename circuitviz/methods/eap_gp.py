@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from ..engine.gradients import reader_gradients
 from ..engine.gradpath import grad_path
-from ..engine.prefix import layer_checks
-from ..engine.scores import gradient_scores
+from ..engine.scores import gradient_scores, scoring_checks
 from .base import EDGE_CHANGE, Cost, RunContext, ScoringMethod, gradient_cost
 from .registry import register
 from .settings import check_settings, setting
@@ -75,7 +74,8 @@ class EAPGP(ScoringMethod):
         corrupted = evaluator.corrupted_writers[0, :, 0]
         length = float(config.step_scale) * float((corrupted - clean).norm()) / steps
         # the path's passes and each chunk's pass report before each block, forward and backward
-        # (``layer_checks``): the run's Cancel is heard inside them, not only between chunks
+        # (``layer_checks``, ``scoring_checks``): the run's Cancel is heard inside them, not only
+        # between chunks
         check = (lambda: ctx.report("score", 0.0)) if ctx.progress is not None else None
         path = grad_path(
             model, prepared, clean, corrupted, steps, length, backtrack=bool(config.backtrack), check=check
@@ -84,8 +84,7 @@ class EAPGP(ScoringMethod):
 
         def batch_pass(rows: slice):
             points = path[rows]
-            said = (lambda: ctx.report("score", rows.start / steps)) if ctx.progress is not None else None
-            checks = layer_checks(spec.n_layers, said) or None
+            checks = scoring_checks(spec.n_layers, ctx.progress, rows, steps) or None
             gradients, _ = reader_gradients(model, spec, prepared, len(points), lambda x: points, checks)
             return gradients, differences, None, None
 
