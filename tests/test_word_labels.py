@@ -33,17 +33,38 @@ def test_a_name_in_words_is_its_layer_over_its_head():
     assert canvas_words(GEMMA, "m12") == "layer 12\nMLP"
     assert canvas_words(GEMMA, "input") == "embeddings"
     assert canvas_words(GEMMA, "logits") == "the answer's logit"
-    assert canvas_caption_of("a15.h3", SAE) == "a15.h3\nL15/1825\n' purchases'"
+    assert canvas_caption_of("a15.h3", SAE) == "a15.h3\nL15/1825\n' purch…"
     assert canvas_caption_of("a15.h3", "↓' Mary'") == "a15.h3\n↓' Mary'"  # one line, as before
     long = canvas_caption_of("a1.h0", "L3/1794\n' Constantinople'").split("\n")
-    assert long[2] == "' Constanti…" and len(long) == 3
+    assert long[2] == "' Const…" and len(long) == 3
+
+
+def test_an_sae_token_cut_short_on_the_canvas_is_whole_on_the_hover():
+    """The token under an SAE feature is drawn in at most ``CAPTION_TOKEN`` characters (the
+    feature's "L15/1825" is 8), so a long token no longer sets every column's width; the node's
+    hover has it whole. A short one is drawn whole, and the hover says nothing more."""
+    from circuitviz.render.graph_html import CAPTION_TOKEN, caption_in_full
+
+    assert CAPTION_TOKEN <= len("L15/1825")
+    assert canvas_caption_of("a15.h3", SAE) == "a15.h3\nL15/1825\n' purch…"
+    assert caption_in_full(SAE) == "under its name, cut short there: L15/1825 ' purchases'"
+    assert canvas_caption_of("m3", "L3/211\n' Mary'") == "m3\nL3/211\n' Mary'"
+    assert caption_in_full("L3/211\n' Mary'") == caption_in_full("+5.3") == ""
+    spec = GraphSpec(n_layers=2, n_heads=2)
+    scores = torch.ones(spec.n_forward, spec.n_backward, device="cpu")
+    mask = spec.mask_from_edge_names(["input->a0.h1<v>", "a0.h1->logits"])
+    captions = {"a0.h1": "L1/12\n' <b>purchases</b>'", "input": "L0/3\n' Mary'"}
+    nodes = {n["id"]: n for n in render.circuit_graph_html(spec, scores, mask, captions=captions).vis.nodes}
+    assert "cut short there: L1/12 &#x27; &lt;b&gt;purchases&lt;/b&gt;&#x27;" in nodes["a0.h1"]["title"]
+    assert "cut short" not in nodes["input"]["title"]
 
 
 @pytest.mark.parametrize("budget", [20, 50, 100])
 def test_names_in_words_are_drawn_readable_at_1000_px(budget):
     """The Gallery's five circuits with names in words, alone and with an SAE caption under every
-    name: fitted to the frame's width at 11 px and more (words) and 8.5 px and more (both: the
-    factual circuit at budget 100, four heads a row, 8.8 px; 6.6 px on one line)."""
+    name, with or without words: fitted to the frame's width at 11 px and more (words) and 12 px
+    and more (SAE captions: the factual circuit at budget 100, four heads a row, 8.8 px with its
+    token line 12 characters wide, 12.2 px now at 8; 6.6 px on one line)."""
     from browser_page import gallery_result
 
     for slug in ("ioi", "factual", "arithmetic", "multiple-choice", "gender-bias"):
@@ -51,20 +72,22 @@ def test_names_in_words_are_drawn_readable_at_1000_px(budget):
         words = render.result_graph_html(result, budget, words=True)
         assert _label_px(words.vis) >= 11, (slug, _label_px(words.vis))
         nodes = set(words.nodes) - {"logits"}
-        both = render.circuit_graph_html(
-            result.graph,
-            result.scores,
-            result.circuit(budget),
-            words=True,
-            captions=dict.fromkeys(nodes, SAE),
-            caption_key="under each name: its strongest SAE feature",
-        )
-        assert _label_px(both.vis) >= 8.5, (slug, _label_px(both.vis))
-        assert overlapping(both.vis.nodes) == []
-        widest = max(
-            node_box(node)[2] - node_box(node)[0] for node in both.vis.nodes if node["id"] != "logits"
-        )
-        assert widest < both.grid[0]  # every box inside its column
+        for in_words in (False, True):
+            both = render.circuit_graph_html(
+                result.graph,
+                result.scores,
+                result.circuit(budget),
+                words=in_words,
+                captions=dict.fromkeys(nodes, SAE),
+                caption_key="under each name: its strongest SAE feature",
+            )
+            assert _label_px(both.vis) >= 12, (slug, in_words, _label_px(both.vis))
+            assert overlapping(both.vis.nodes) == []
+            alone = ("input", "logits")  # each alone in its row ("embeddings" is 10 characters)
+            widest = max(
+                node_box(node)[2] - node_box(node)[0] for node in both.vis.nodes if node["id"] not in alone
+            )
+            assert widest < both.grid[0]  # every box of a layer row inside its column
 
 
 def _feature_circuit(per_layer: dict[int, int]) -> dict:

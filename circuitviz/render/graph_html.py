@@ -125,7 +125,12 @@ def canvas_caption(text: str, limit: int = 18) -> str:
     return text.replace("<", "‹").replace(">", "›")
 
 
-CAPTION_LINE = 12  # characters each line of a caption of two lines holds at most
+CAPTION_LINE = 12  # characters the first line of a caption of two lines holds at most
+# characters its second line (the token an SAE feature promotes) holds at most, the rest on the
+# node's hover: at 12 every column with SAE captions was 12 characters wide (' purchases'), and
+# Explore's IOI circuit on Gemma-3-270M (EAP-IG, budget 100) was fitted at 8.8 px in a 1,000 px
+# window; at 8, the width of its first line ("L15/1825"), 12.1 px (Chromium)
+CAPTION_TOKEN = 8
 # a drawing of more layer rows writes names in words on one line: held to the window's height,
 # the taller rows of two-line names drew SmolLM2-135M's 27 rows (EAP-IG's IOI circuit at budget
 # 200) at 6.5 and 6.7 px at 1,500 and 2,000 px, where one line drew them at 8.5 and 9.0
@@ -134,15 +139,29 @@ WORDS_ROWS = 20
 
 def canvas_caption_of(name: str, caption: str | None) -> str:
     """A node's label on the canvas: its name, and its caption under it when it has one. A caption
-    of two lines (an SAE feature over the token it promotes: "L15/1825" / "' purchase'") is drawn
-    as two of at most ``CAPTION_LINE`` characters: on one line of 18 it set every column's width,
+    of two lines (an SAE feature over the token it promotes: "L15/1825" / "' purch…") is drawn
+    as two, the first of at most ``CAPTION_LINE`` characters, the second of ``CAPTION_TOKEN``
+    (the hover has it whole, ``caption_in_full``): on one line of 18 it set every column's width,
     and the Explore IOI circuit at budget 100 was fitted at 6.7 px in a 1,000 px window."""
     if caption is None:
         return name
     lines = str(caption).split("\n")
     if len(lines) == 1:
         return f"{name}\n{canvas_caption(caption)}"
-    return "\n".join([name, *(canvas_caption(line, CAPTION_LINE) for line in lines[:2])])
+    return "\n".join([name, canvas_caption(lines[0], CAPTION_LINE), canvas_caption(lines[1], CAPTION_TOKEN)])
+
+
+def caption_in_full(caption: str | None) -> str:
+    """The hover's line for a caption the canvas cuts short ("under its name, cut short there:
+    L15/1825 ' purchases'"); '' for one drawn whole."""
+    if not caption:
+        return ""
+    lines = str(caption).split("\n")
+    drawn = canvas_caption_of("", caption).split("\n")[1:]
+    if drawn == [canvas_caption(line, len(line) + 1) for line in lines][: len(drawn)]:
+        return ""
+    whole = [" ".join(line.split()) or repr(line) for line in lines]
+    return "under its name, cut short there: " + " ".join(whole)
 
 
 def circuit_edges(spec: GraphSpec, scores: torch.Tensor, mask: torch.Tensor) -> list[GraphEdge]:
@@ -206,6 +225,8 @@ def _node_title(
         lines.append(_escape(score_words(card, estimates_metric)))
         if caption_words(caption, estimates_metric):
             lines.append(_escape(caption_words(caption, estimates_metric)))
+        if caption_in_full(caption):
+            lines.append(_escape(caption_in_full(caption)))
     for key, value in (labels or {}).items():
         if isinstance(value, (list, tuple)):
             value = ", ".join(f"'{v}'" for v in value)  # quotes keep leading spaces visible
