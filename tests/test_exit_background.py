@@ -152,3 +152,50 @@ def test_a_thread_that_ends_leaves_the_list():
     thread.join(5)
     assert thread not in background._THREADS
     assert background.stop_at_exit(wait=0.1) == []
+
+
+# a thread inside one torch operation longer than the wait at exit (shortened here)
+_EXIT_DURING_A_LONG_OPERATION = """
+import time, torch
+from circuitviz.ui import background
+background.STOP_AT_EXIT_S = 0.2
+x = torch.randn(3000, 3000, device="cpu")
+
+def busy():
+    while True:
+        x @ x
+
+background.start(busy, name="long operation")
+time.sleep(0.5)
+"""
+
+
+def test_a_thread_that_outlasts_the_wait_is_named_and_does_not_abort_the_exit():
+    """A thread still inside a torch operation when the wait at exit ran out was left to the
+    interpreter's finalization, which aborted the process (status 134, "terminate called without
+    an active exception") with nothing said of the thread: it is named on stderr now, and the
+    process ends before the finalization, cleanly (the thread's work is abandoned, as asked)."""
+    done = _exit_during(_EXIT_DURING_A_LONG_OPERATION)
+    assert done.returncode == background.LEFT_STATUS == 0, (done.returncode, done.stderr[-500:])
+    assert "terminate called" not in done.stderr
+    assert "the background thread 'long operation' did not stop within 0.2 s of the exit" in done.stderr
+
+
+def test_a_watched_run_thread_still_going_at_exit_is_named(capsys):
+    """A run's thread is stopped by its own exit handler (cancelled at its next report); one still
+    going after that is named too, and the process ends at once; with nothing left, nothing is said."""
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, name="run eap-ig", daemon=True)
+    thread.start()
+    background.watch(thread)
+    ended = []
+    try:
+        background.exit_after_stop(wait=0.1, end=ended.append)
+    finally:
+        release.set()
+        thread.join(5)
+    assert ended == [0]
+    said = capsys.readouterr().err
+    assert "the background thread 'run eap-ig' did not stop within 0.1 s" in said
+    background.exit_after_stop(wait=0.1, end=ended.append)
+    assert ended == [0] and capsys.readouterr().err == ""

@@ -11,15 +11,25 @@ forward passes: the next tokens, the proposals) are stopped alike, with Streamli
 (``StopException``, which ends a page's run quietly): a server stopped while a page computed
 aborted the same way. The runs have their own stop at exit (``run.stop_runs_at_exit``: cancelled
 at their next progress report).
+
+A thread still going after the wait (one torch operation longer than that, a wait no stop
+reaches) aborted the process as it finalized (a thread inside torch) or was dropped, with nothing
+said of which thread or why; such a thread now gets one line on stderr naming it, and the process
+ends at once (``os._exit``, status 0), before the finalization where it aborted
+(``exit_after_stop``). The runs' threads are watched
+alike (``watch``) once their own stop has waited for them.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import logging
+import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 # how long the process waits at its exit for its background threads to stop, in all
@@ -29,7 +39,11 @@ RETRY_S = 0.5  # the stop raised again in a thread still going after this long
 SCRIPT_THREAD = "ScriptRunner.scriptThread"  # Streamlit's name for the thread a page runs in
 
 _THREADS: set[threading.Thread] = set()
+_WATCHED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # stopped elsewhere, checked at exit
 _GUARD = threading.Lock()
+# the exit status of a process that ends with a thread it could not stop: a clean exit's, as
+# the server was asked to stop and the thread's work (a load, captions, a run) is abandoned
+LEFT_STATUS = 0
 
 
 class ProcessExiting(BaseException):
@@ -121,4 +135,44 @@ def stop_at_exit(wait: float = STOP_AT_EXIT_S) -> list[threading.Thread]:
             thread.join(max(until - time.perf_counter(), 0.0))
 
 
-atexit.register(stop_at_exit)
+def watch(thread: threading.Thread) -> None:
+    """Check ``thread`` at the process's exit as the threads started here are (``exit_after_stop``),
+    though something else stops it: a run's thread, cancelled at its next progress report."""
+    with _GUARD:
+        _WATCHED.add(thread)
+
+
+def left_words(threads: list[threading.Thread], wait: float) -> str:
+    """The line a process ending with threads it could not stop writes on stderr."""
+    names = ", ".join(f"'{thread.name}'" for thread in threads)
+    noun = "thread" if len(threads) == 1 else "threads"
+    return (
+        f"circuitviz: the background {noun} {names} did not stop within {wait:g} s of the exit (inside one "
+        f"long operation); the process ends now without waiting for {'it' if len(threads) == 1 else 'them'} "
+        f"(exit status {LEFT_STATUS})."
+    )
+
+
+def exit_after_stop(wait: float | None = None, end: Callable[[int], None] = os._exit) -> None:
+    """At the process's exit: ``stop_at_exit`` (``STOP_AT_EXIT_S`` as the module holds it when
+    ``wait`` is None); a thread still alive after it, or a watched one (``watch``), is named on
+    stderr and the process ends at once, before the interpreter's finalization, where a daemon
+    thread coming back from a torch operation aborted it ("terminate called without an active
+    exception", status 134) and where a thread sitting in a wait was left with nothing said."""
+    wait = STOP_AT_EXIT_S if wait is None else wait
+    left = stop_at_exit(wait)
+    with _GUARD:
+        left += [thread for thread in _WATCHED if thread.is_alive() and thread not in left]
+    if not left:
+        return
+    print(left_words(left, wait), file=sys.stderr)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed stream: nothing more to keep
+            pass
+    end(LEFT_STATUS)
+
+
+atexit.register(exit_after_stop)

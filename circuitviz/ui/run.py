@@ -28,7 +28,7 @@ from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..entry.cpu_share import threads_for_run
 from ..models import EMBEDDED_MODEL, ModelLoadError
-from . import kept_results, loaders, startup
+from . import background, kept_results, loaders, startup
 
 POLL_S = 0.1  # how often a waiting page redraws the bar (and notices the run has ended)
 
@@ -476,6 +476,7 @@ def _start(model, request) -> Job:
     registered = _register(job)
     if registered is job:
         job.thread.start()
+        background.watch(job.thread)  # still going after its stop at exit: said, and the exit not aborted
     return registered
 
 
