@@ -51,16 +51,15 @@ try:
         )
         saes = [sae_labels.load_local_sae(folder, model)] if folder else st.stop()
     else:
-        reason = sae_store.hub_unavailable_reason()
-        if reason:
-            st.info(reason)
+        ships = bool(sae_store.embedded_sae_folders(model_id))  # 'embedded' is a way only where SAEs ship
+        others = [other for other in sources if other not in ("hub", *(() if ships else ("embedded",)))]
+        if sae_store.hub_unavailable_reason():  # the ways out this page offers (a shared server: no folder)
+            st.info(markdown_sentence(steer.hub_off_sentence(model_id, others)))  # a typed model id: escaped
             st.stop()
         # the residual-stream releases first, the default among them; those on attention or MLP
         # outputs out (the box opened on gemma-scope-2-270m-pt-att, which Load refused once downloaded)
         releases, left_out = sae_store.residual_releases(sae_store.hub_releases(model_id))
         if not releases:  # two empty boxes, and Load tried to fetch 'None/None'
-            ships = bool(sae_store.embedded_sae_folders(model_id))  # 'embedded' is a way only where SAEs ship
-            others = [other for other in sources if other not in ("hub", *(() if ships else ("embedded",)))]
             sentence = steer.no_hub_saes_sentence(model_id, others, left_out)
             st.info(markdown_sentence(sentence))  # a typed model id: escaped
             st.stop()
@@ -73,7 +72,13 @@ try:
             state.session.steer_hub_loaded = (release, sae_id)
         if state.session.steer_hub_loaded != (release, sae_id):
             st.stop()
-        saes = [sae_labels.load_hub_sae(release, sae_id, model)]
+        # a download the first time (seconds to minutes, nothing on screen said so): the time it has
+        # taken beside the spinner; a failure names the page's other sources as well
+        with st.spinner(steer.hub_loading_words(release, sae_id), show_time=True):
+            try:
+                saes = [sae_labels.load_hub_sae(release, sae_id, model)]
+            except sae_store.SaeUnavailable as error:
+                raise sae_store.SaeUnavailable(steer.hub_way_out(str(error), others)) from None
 except sae_store.NoSaesShip:  # a state of the model, not a fault: an info with the ways to SAEs
     others = tuple(other for other in sources if other != "embedded")
     st.info(markdown_sentence(sae_labels.no_saes_sentence(model_id, others)))  # a typed model id: escaped

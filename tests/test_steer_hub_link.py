@@ -142,7 +142,10 @@ def test_a_failed_load_is_not_tried_again_on_every_rerun(hub, monkeypatch):
     at = _steer(sae="hub", sae_release="rel-a", sae_id="z")  # rel-b/y: loaded by a test above, kept
     at.button(key="steer.hub.load").click().run()
     assert not at.exception, at.exception
-    assert [e.value for e in at.error if "Could not load rel-a/z" in e.value.replace("\\", "")]
+    (said,) = [
+        e.value.replace("\\", "") for e in at.error if "Could not load rel-a/z" in e.value.replace("\\", "")
+    ]
+    assert said.endswith("reach huggingface.co; or choose 'embedded' or 'local folder' above.")  # a way out
     at.run()  # another click: it waits for Load again, said by the button alone
     assert tries == [("rel-a", "z")] and not at.error
 
@@ -192,3 +195,57 @@ def test_a_model_whose_hub_saes_read_no_residual_stream_is_said_so(hub, monkeypa
         "above, or train one with scripts/train_saes.py."
     ]
     assert not [button for button in at.button if button.label == "Load"]
+
+
+def test_a_hub_load_shows_a_spinner_with_its_time(hub, tmp_path, monkeypatch):
+    """Load showed nothing while the SAE downloaded (seconds to minutes): the page sat as it was."""
+    import streamlit as st
+    from sae_lens import SAE
+
+    shown = []
+    spinner = st.spinner
+
+    def recorded(text="", **options):
+        shown.append((text, options))
+        return spinner(text, **options)
+
+    monkeypatch.setattr(st, "spinner", recorded)
+    monkeypatch.setattr(
+        SAE,
+        "from_pretrained",
+        lambda release, sae_id, device="cpu", dtype=None: SAE.load_from_disk(
+            str(tmp_path / "sae"), device=device, dtype=dtype
+        ),
+    )
+    at = _steer(sae="hub", sae_release="rel-b", sae_id="x")
+    assert not [text for text, _ in shown if "Hugging Face hub" in text]  # no press, no load
+    at.button(key="steer.hub.load").click().run()
+    assert not at.exception, at.exception
+    assert (
+        "Loading rel-b/x from the Hugging Face hub (a download the first time)…",
+        {"show_time": True},
+    ) in shown
+
+
+def test_the_hub_off_offline_names_the_ways_this_page_offers(tmp_path, monkeypatch):
+    """Offline, the page said to load a copy as a local folder, which a shared server does not offer."""
+    from circuitviz.ui.steer import hub_off_sentence
+
+    _steer_setup(tmp_path, monkeypatch)  # HF_HUB_OFFLINE=1
+    at = _steer(sae="hub")
+    said = [info.value.replace("\\", "") for info in at.info if "offline" in info.value]
+    assert said == [
+        "Loading SAEs from the Hugging Face hub is off because this app works offline (HF_HUB_OFFLINE "
+        "is set, as circuitviz sets it unless told otherwise); choose 'embedded' above for the SAEs that "
+        "ship for gemma-3-270m, or copy a hub SAE's folder to this machine and choose 'local folder' "
+        "above, or start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
+    ]
+    from circuitviz.ui.loaders import BROWSER_PATHS_ENV
+
+    monkeypatch.setenv(BROWSER_PATHS_ENV, "0")  # a shared server: no typed folder
+    said = [info.value.replace("\\", "") for info in _steer(sae="hub").info if "offline" in info.value]
+    assert len(said) == 1 and "folder" not in said[0] and "choose 'embedded' above" in said[0]
+    shared = hub_off_sentence("smollm2-135m", [])  # a shared server, no SAE shipped: no folder named
+    assert "folder" not in shared and shared.endswith(
+        "otherwise); start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
+    )

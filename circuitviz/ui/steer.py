@@ -471,3 +471,30 @@ def _releases(count: int) -> str:
 
 def _joined(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def hub_off_sentence(model_id: str, others: list[str]) -> str:
+    """That the hub is off on a machine working offline, with the ways to an SAE the page offers
+    (``others``): it said to load a copy as a local folder, which a shared server does not offer."""
+    ways = []
+    if "embedded" in others:
+        ways.append(f"choose 'embedded' above for the SAEs that ship for {model_id}")
+    if "local folder" in others:
+        ways.append("copy a hub SAE's folder to this machine and choose 'local folder' above")
+    ways.append("start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co")
+    return (
+        "Loading SAEs from the Hugging Face hub is off because this app works offline "
+        f"(HF_HUB_OFFLINE is set, as circuitviz sets it unless told otherwise); {', or '.join(ways)}."
+    )
+
+
+def hub_loading_words(release: str, sae_id: str) -> str:
+    """The spinner's words while a hub SAE loads (a download the first time; the hub's own cache after)."""
+    return f"Loading {release}/{sae_id} from the Hugging Face hub (a download the first time)…"
+
+
+def hub_way_out(sentence: str, others: list[str]) -> str:
+    """A failed Load's sentence, with the page's other sources (``others``) as a way out."""
+    if not others:
+        return sentence
+    return f"{sentence.removesuffix('.')}; or choose {' or '.join(repr(other) for other in others)} above."
