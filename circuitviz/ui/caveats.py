@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.text import joined
+from ..core.text import joined, possessive
 from ..methods.registry import method_traits
 
 
@@ -20,7 +20,7 @@ def caveats(result, point=None) -> list[str]:
     flat = bool(result.curve) and max(p.ndf for p in result.curve) < 0.05
     if point is not None and abs(point.ndf) < 5e-4 and not traits.scores_estimate_metric and not flat:
         found.append(
-            f"NDF {abs(point.ndf):.3f} at this budget: {traits.label}'s edge scores do not estimate the "
+            f"NDF {abs(point.ndf):.3f} at this budget: {possessive(traits.label)} edge scores do not estimate the "
             "change of the answer's metric under patching, so its strongest edges at a given budget need "
             f"not carry the answer; {_where_they_do(result)}."
         )

@@ -1,0 +1,26 @@
+"""The sentences the pages write beside a method's figures, read as a user reads them (an audit of
+Compare and the Gallery, 2026-12-07): plain functions, no model."""
+
+from __future__ import annotations
+
+from circuitviz.core.curves import CurvePoint
+
+
+class _Result:
+    """A result as the sentences read it: its method and curve."""
+
+    details = scores = None
+
+    def __init__(self, method: str, curve: list[CurvePoint]):
+        self.method, self.curve = method, curve
+
+
+def test_a_zero_ndf_caveat_names_a_plural_label_as_a_possessive():
+    """Compare (IOI, Gemma-3-270M, budget 20) read "Information flow routes's edge scores do not
+    estimate the change ..." under flow routes' NDF 0.000; the label's gloss is left out too."""
+    from circuitviz.ui.caveats import caveats
+
+    curve = [CurvePoint(20, 19, 0.0, 0.0, 0.0), CurvePoint(10000, 8491, 0.72, 0.72, 0.9)]
+    (zero,) = caveats(_Result("flow-routes", curve), curve[0])
+    assert zero.startswith("NDF 0.000 at this budget: Information flow routes' edge scores do not"), zero
+    assert "routes's" not in zero
