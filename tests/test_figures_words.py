@@ -24,3 +24,21 @@ def test_a_zero_ndf_caveat_names_a_plural_label_as_a_possessive():
     (zero,) = caveats(_Result("flow-routes", curve), curve[0])
     assert zero.startswith("NDF 0.000 at this budget: Information flow routes' edge scores do not"), zero
     assert "routes's" not in zero
+
+
+def test_compares_faithful_line_joins_the_methods_that_reach_it_as_a_sentence():
+    """Four methods on "The Eiffel Tower is located in the city of" at budget 500 read "At budget
+    500 eap, eap-ig, atp-star reach NDF 0.8": the list ends with "and"."""
+    from types import SimpleNamespace
+
+    from circuitviz.ui import compare
+
+    def result(ndf: float):
+        curve = [CurvePoint(500, 480, 1.0, ndf, ndf)]
+        return SimpleNamespace(curve=curve, point=lambda b: curve[0], graph=SimpleNamespace(n_edges=10342))
+
+    results = {"eap": result(0.87), "eap-ig": result(0.88), "cd-t": result(0.2), "atp-star": result(0.85)}
+    line = compare.faithful_line(results, 500)
+    assert line.startswith("At budget 500 eap, eap-ig and atp-star reach NDF 0.8."), line
+    del results["eap-ig"]
+    assert compare.faithful_line(results, 500).startswith("At budget 500 eap and atp-star reach NDF 0.8.")

@@ -174,7 +174,9 @@ def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
     elif len(reach) == len(results):
         head = f"At budget {budget:,} every method's circuit reaches NDF {good_ndf}"
     else:
-        head = f"At budget {budget:,} {', '.join(reach)} {'reaches' if len(reach) == 1 else 'reach'} NDF {good_ndf}"
+        head = (
+            f"At budget {budget:,} {joined(reach)} {'reaches' if len(reach) == 1 else 'reach'} NDF {good_ndf}"
+        )
     each = []
     for name, result in results.items():
         points = sorted((p for p in result.curve if not math.isnan(p.ndf)), key=lambda p: p.budget)
