@@ -16,8 +16,9 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 st.title("Signals: why a head attends where it does")
 st.caption(
     "ACC++ explains each attention decision of the circuit (a head at one token attending to that "
-    "token or an earlier one) by the few low-rank signals that its query and key match on: which upstream "
-    "component wrote them, along which singular direction of the head's query-key matrix. Finding "
+    "token or an earlier one) by the few signals that its query and key match on: each one singular "
+    "direction of the head's query-key matrix along which an upstream component writes (a component's "
+    "signals into one decision make a signal edge, of rank how many). Finding "
     "them needs one forward pass of the model (its IG steps integrate through each head's softmax "
     "alone) and no corrupted prompt; the knockout check and the faithfulness curve run more passes "
     "(given a corrupted prompt, the curve patches it in; without one, it knocks out the signals "

@@ -63,4 +63,4 @@ def test_the_query_and_key_counts_say_they_count_directions_not_signal_rows():
     and their help said "signals" as the table's rows are called."""
     for name in ("query signals", "key signals"):
         text = DECISION_COLUMNS[name][2]
-        assert "ranks in 'Its signals' added up" in text, name
+        assert "ranks in 'Its signal edges' added up" in text, name

@@ -399,3 +399,26 @@ def test_every_count_over_the_tables_has_its_help():
     helps = summary_help(details)
     assert set(helps) == {"nodes", "edges", "attention decisions", "rank-1 edges"}
     assert "tau = k / the positions it attends over" in helps["attention decisions"]
+
+
+def test_a_signal_is_one_direction_on_every_part_of_the_page():
+    """The decision table, the removal chart ("signals removed") and the knockout ("the 628 signals
+    found") count a signal as one singular direction, but the table between them was "Its signals",
+    a row "a signal" of rank 13 (a fresh prompt on Gemma-3-270M: two query rows of ranks 13 and 1
+    beside a chart whose query line ran to 14 signals removed), and the drawing's hover said "query
+    side signal, singular direction(s) ... (rank 13)". A row is a signal edge: its signals grouped."""
+    from circuitviz.acc.tables import SIGNAL_HELP
+    from circuitviz.render.acc_graph import acc_attribution_graph
+    from circuitviz.ui.signals_view import DECISION_COLUMNS, SIGNAL_TABLE_TITLE
+
+    assert (
+        SIGNAL_TABLE_TITLE.startswith("**Its signal edges**")
+        and "one singular direction each" in SIGNAL_TABLE_TITLE
+    )
+    assert SIGNAL_HELP["rank"].startswith("how many signals it groups, one singular direction each")
+    assert "a signal here is one singular direction" in DECISION_COLUMNS["query signals"][2]
+    side = [link.unit for link in acc_attribution_graph(acc_details()).links if link.kind in ("q", "k")]
+    assert side and all(
+        text.startswith(("query side signal edge of rank 2: ", "key side signal edge of rank 2: "))
+        for text in side
+    )

@@ -48,22 +48,26 @@ def decision_rows(details) -> list[dict]:
     return rows
 
 
-# the signal table's columns, short enough that all of them fit a 1,000 px page (540 px of table):
-# what each means is in its header's help (``SIGNAL_HELP``)
+# the signal-edge table's columns, short enough that all of them fit a 1,000 px page (540 px of
+# table): what each means is in its header's help (``SIGNAL_HELP``). A row is a signal edge: the
+# signals (one singular direction each, as the decision table, the chart and the knockout count
+# them) that one upstream component at one position writes into the decision's query or keys;
+# its rank is how many. The table was "Its signals", a row "a signal" of rank 13, beside a chart
+# whose "signals removed" ran to 14 over two query rows.
 SIGNAL_HELP = {
-    "side": "whether the signal reaches the head through its query or its keys",
-    "component": "the upstream head or MLP whose output carries the signal",
-    "position": "the token (and its position) where that component writes the signal",
-    "read from": "for a head carrying it: the position its value reads from (empty otherwise)",
-    "IG": "the signal's integrated-gradients attribution to the attention weight of the decision, "
+    "side": "whether its signals reach the head through its query or its keys",
+    "component": "the upstream head or MLP whose output carries them",
+    "position": "the token (and its position) where that component writes them",
+    "read from": "for a head carrying them: the position its value reads from (empty otherwise)",
+    "IG": "its signals' integrated-gradients attributions to the attention weight of the decision, "
     "summed over its directions",
-    "drop": "how much the decision's attention weight fell as its directions were removed, each after "
-    "every direction of larger IG before it (the chart below): a side's drops add up to its whole fall, "
-    "not to what removing this signal alone would do",
-    "rank": "how many singular directions carry it (1: one direction); the next column lists them, "
-    "cut at a narrow width where they are many",
-    "directions": "the singular directions of the head's query-key form it is carried by; their "
-    "count is the signal's rank (1: one direction)",
+    "drop": "how much the decision's attention weight fell as its signals were removed, each after "
+    "every signal of larger IG before it (the chart below): a side's drops add up to its whole fall, "
+    "not to what removing this edge alone would do",
+    "rank": "how many signals it groups, one singular direction each (1: one direction); the next "
+    "column lists them, cut at a narrow width where they are many",
+    "directions": "the singular directions of the head's query-key form its signals lie along; their "
+    "count is its rank (1: one direction)",
 }
 
 
@@ -110,8 +114,8 @@ def summary_help(details) -> dict[str, str]:
 
 
 def signal_rows(details, index: int) -> list[dict]:
-    """The signals of decision ``index``: one row per (side, upstream component at a position),
-    in the columns of ``SIGNAL_HELP``."""
+    """The signal edges of decision ``index``: one row per (side, upstream component at a
+    position), its signals grouped, in the columns of ``SIGNAL_HELP``."""
     rows = []
     tokens = details.tokens
     for edge in details.edges:

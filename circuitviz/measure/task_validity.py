@@ -185,17 +185,20 @@ def task_gaps(model, tasks: list[PromptTask]) -> list[float | None]:
     return gaps
 
 
-def preferred_task(tasks: list[PromptTask], gaps: list[float | None]) -> int:
+def preferred_task(
+    tasks: list[PromptTask], gaps: list[float | None], barely: list[bool] | None = None
+) -> int:
     """Which task to propose (``tasks`` in the order of the model's own preference for their
-    answers): among those that pass the check, a content word before a function word, then the
-    model's most likely answer (a circuit should explain what the model does; the largest gap
-    only breaks what is left); when none passes, the first (the check before Run says why)."""
+    answers): among those that pass the check, one whose answer the model does not barely predict
+    (``barely``, where given), then a content word before a function word, then the model's most
+    likely answer (a circuit should explain what the model does; the largest gap only breaks what
+    is left); when none passes, the first (the check before Run says why)."""
 
     def rank(index: int) -> tuple:
         task, gap = tasks[index], gaps[index]
         passes = gap is not None and identical_prompts_problem(task) is None and gap >= MIN_GAP[task.metric]
         if not passes:
-            return (1, 0, 0.0, index)
-        return (0, int(is_function_word(task.answer)), index, -gap)
+            return (1, 0, 0, 0.0, index)
+        return (0, int(bool(barely and barely[index])), int(is_function_word(task.answer)), index, -gap)
 
     return min(range(len(tasks)), key=rank) if tasks else 0

@@ -7,17 +7,23 @@ identification, the other name, else what the model predicts after the corrupted
 likely other token when there is none). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, common first names
 such as Mary and John among them, a country, a landmark) is swapped for another of the same
-token length, and the note says which; when nothing fits, the note says why, naming the words at
-fault, and how to write one. The app's inputs (through
+token length, and the note says which. Each candidate is measured as the check before Run
+measures it, and the first that passes is proposed (``query.trials``); when nothing fits or
+nothing passes, the note says why, naming the words at fault or those tried, and how to write
+one. The app's inputs (through
 ``ui.loaders``) and the command line (``discover`` without ``--corrupted``) read it; the templates
 are imported on first use, so the first paint stays free of torch.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import NamedTuple
 
 from ..core.text import chance_text, left_out_sentence, shown_token
 
@@ -155,37 +161,60 @@ def own_answer_sentence(answer: str, foils, chance: float | None, top: str, top_
 def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     """Answer, foil and corrupted prompt for ``prompt``, given the model's top next tokens: among
     the top ``CANDIDATE_ANSWERS`` tokens as the answer, the most likely one whose task passes the
-    meaningful-task check (``task_validity.preferred_task``), a content word before a function word.
-    Only tokens whose text is one token again are proposed (all of them where none is): a byte of a
+    meaningful-task check (``task_validity.preferred_task``), a content word before a function word
+    but not one the model barely predicts ("Mary gave John a book because": ' John', 2.1% on
+    Gemma-3-270M, was put before ' he', 47.7%, once both had a corruption that passes). Only
+    tokens whose text is one token again are proposed (all of them where none is): a byte of a
     character (SmolLM2's ' <0xE5>' of a Chinese word) filled the answer box with text of 6 tokens,
-    which the box refused at once."""
+    which the box refused at once. Each answer's corrupted prompt is the first candidate whose task
+    passes the check (``measured``), the candidates of every answer measured together."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
-    from ..measure.task_validity import preferred_task, task_gaps
+    from ..measure.task_validity import is_function_word, preferred_task
+    from .trials import Trials
 
     top_tokens = offered_tokens(model, top_tokens)[0]
-    candidates = [
-        proposal_for(model, prompt, answer, top_tokens) for answer in top_tokens[:CANDIDATE_ANSWERS]
+    answers = top_tokens[:CANDIDATE_ANSWERS] or [""]
+    trials = Trials(model, prompt)
+    chances, top = trials.chances(answers)
+    barely = [
+        chance is not None and barely_predicts(answer, chance, top)
+        for answer, chance in zip(answers, chances)
     ]
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else proposal_for(model, prompt, "", top_tokens)
-    tasks = [PromptTask(prompt, c.corrupted, c.answer, (c.foil,) if c.foil else ()) for c in candidates]
-    usable = [index for index, c in enumerate(candidates) if c.corrupted and c.foil]
-    if not usable:
-        return candidates[0]
-    gaps = task_gaps(model, [tasks[index] for index in usable])
-    return candidates[usable[preferred_task([tasks[index] for index in usable], gaps)]]
+    # the order ``preferred_task`` ranks passing answers in: one ranked after an answer that passes
+    # already is not measured further
+    order = [
+        (int(barely[index]), int(is_function_word(answer)), index) for index, answer in enumerate(answers)
+    ]
+    found = measured(model, prompt, answers, top_tokens, trials, order)
+    if len(found) <= 1:
+        return found[0][0]
+    tasks = [
+        PromptTask(prompt, made.corrupted, made.answer, (made.foil,) if made.foil else ())
+        for made, _ in found
+    ]
+    return found[preferred_task(tasks, [gap for _, gap in found], barely)][0]
 
 
 def proposal_for(
     model, prompt: str, answer: str, top_tokens: list[str], corrupted: str | None = None
 ) -> Proposal:
-    """The foil and corrupted prompt proposed for ``answer`` (the foil for ``corrupted`` when one
-    is given: then it is kept, with no note)."""
-    note = ""
+    """The foil and corrupted prompt proposed for ``answer`` (the first candidate whose task passes
+    the check before Run, ``measured``); the foil for ``corrupted`` when one is given: then it is
+    kept, with no note."""
     if corrupted is None:
-        corrupted, note = propose_corruption(model, prompt, answer)
-    foil, foil_note = propose_foil(model, prompt, corrupted, answer)
+        from .trials import Trials  # here, not at the top: keeps torch out of the first paint
+
+        return measured(model, prompt, [answer], top_tokens, Trials(model, prompt))[0][0]
+    return _with_foil(model, prompt, answer, top_tokens, corrupted, "")
+
+
+def _with_foil(
+    model, prompt: str, answer: str, top_tokens: list[str], corrupted: str, note: str, after=None
+) -> Proposal:
+    """``corrupted`` proposed for ``answer`` with ``note``, and its foil (``propose_foil``, else the
+    model's most likely other token)."""
+    foil, foil_note = propose_foil(model, prompt, corrupted, answer, after)
     if not foil:
         foil = next((token for token in top_tokens if token != answer and single_token(model, token)), "")
         if foil:
@@ -195,10 +224,113 @@ def proposal_for(
     return Proposal(answer, foil, corrupted, note, foil_note)
 
 
-def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, str]:
+def measured(model, prompt: str, answers: list[str], top_tokens: list[str], trials, order=None) -> list:
+    """(proposal, its gap L(M(q)) - L(M(q')) or None) for each of ``answers``: the corrupted prompt
+    is the first of ``corruption_candidates`` whose task (with the foil proposed for it) passes
+    the check before Run, measured on ``trials`` (``query.trials``: every answer's first candidate
+    in one pass, the others, where the first fails, in a second). Where none passes, no corrupted
+    prompt, and the note says so (``none_passes_sentence``); a candidate with no foil to measure
+    it by is proposed unmeasured, as before. ``order``: how ``propose`` ranks the answers once
+    they pass; an answer ranked after one whose first candidate passes is not measured further
+    (an empty proposal stands for it, never chosen)."""
+    options = [corruption_candidates(model, prompt, answer) for answer in answers]
+    trials.run([candidates[0].corrupted for candidates in options if candidates])
+    found: list = []
+    for answer, candidates in zip(answers, options):
+        if not candidates:
+            made = _with_foil(
+                model,
+                prompt,
+                answer,
+                top_tokens,
+                "",
+                no_corruption_sentence(prompt, _templates().recognise(prompt)),
+            )
+            found.append((made, None))
+        else:
+            found.append(_tried(model, prompt, answer, top_tokens, candidates[0], trials))
+    failed = [index for index, (made, _) in enumerate(found) if made is None]
+    settled = [order[index] for index, (_, gap) in enumerate(found) if order and _settles(gap)]
+    for index in [index for index in failed if settled and order[index] > min(settled)]:
+        failed.remove(index)
+        found[index] = (Proposal(answers[index], "", "", ""), None)
+    trials.run([candidate.corrupted for index in failed for candidate in options[index][1:]])
+    for index in failed:
+        answer, candidates = answers[index], options[index]
+        for candidate in candidates[1:]:
+            found[index] = _tried(model, prompt, answer, top_tokens, candidate, trials)
+            if found[index][0] is not None:
+                break
+        else:
+            made = _with_foil(model, prompt, answer, top_tokens, "", "")
+            found[index] = (
+                dataclasses.replace(made, corrupted_note=none_passes_sentence(made, candidates)),
+                None,
+            )
+    return found
+
+
+def _settles(gap: float | None) -> bool:
+    """Whether a measured gap passes as ``task_validity.preferred_task`` counts it."""
+    from ..measure.task_validity import MIN_GAP
+
+    return gap is not None and gap >= MIN_GAP["logit_diff"]
+
+
+def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, trials) -> tuple:
+    """(the proposal of ``candidate`` for ``answer``, its gap) when its task passes the check before
+    Run, (None, None) when it does not, (the proposal, None) when no foil measures it."""
+    from ..core.tasks import PromptTask
+    from ..measure.task_validity import gap_check_enabled
+    from .trials import passes
+
+    after = functools.partial(trials.likely, candidate.corrupted)  # read only where no name is the foil
+    note = candidate.note + (SWAP_END if candidate.swapped else "")
+    made = _with_foil(model, prompt, answer, top_tokens, candidate.corrupted, note, after)
+    if not made.foil or not answer:
+        return made, None
+    task = PromptTask(prompt, candidate.corrupted, answer, (made.foil,))
+    metrics = trials.metrics(task)
+    if not passes(task, metrics):
+        return None, None
+    gap = metrics[0] - metrics[1]
+    if candidate.swapped and gap_check_enabled():
+        said = f"which lowers the logit difference of {shown_token(answer)} over {shown_token(made.foil)} by {gap:.3g}"
+        made = dataclasses.replace(made, corrupted_note=f"{candidate.note}, {said}; edit it freely.")
+    return made, gap
+
+
+def none_passes_sentence(made: Proposal, candidates) -> str:
+    """Why no corrupted prompt is proposed for ``made.answer`` when every candidate was tried and
+    none passes the check before Run, naming what was tried, with the way out."""
+    from ..measure.task_validity import MIN_GAP
+
+    tried = (
+        f"the one tried ({candidates[0].what}) does not lower"
+        if len(candidates) == 1
+        else f"none of the {len(candidates)} tried ({_listed([c.what for c in candidates])}) lowers"
+    )
+    answer = shown_token(made.answer)
+    return (
+        f"No corrupted prompt is proposed: {tried} the logit difference of {answer} (over the foil "
+        f"proposed with it) by {MIN_GAP['logit_diff']:g} or more, as the check before Run asks; write it "
+        f"with the word that decides {answer} replaced, keeping the token count."
+    )
+
+
+def _listed(parts: list[str], limit: int = 3) -> str:
+    """'a, b and c' (at most ``limit``, then how many more)."""
+    rest = len(parts) - limit
+    shown_parts = parts[:limit] + ([f"{rest} more"] if rest > 0 else [])
+    return shown_parts[0] if len(shown_parts) == 1 else f"{', '.join(shown_parts[:-1])} and {shown_parts[-1]}"
+
+
+def propose_foil(
+    model, prompt: str, corrupted: str, answer: str, after: Callable[[], list[str]] | None = None
+) -> tuple[str, str]:
     """(foil, the sentence saying where it came from) for ``answer``: the other name of an
-    indirect-object prompt, else what the model predicts after ``corrupted``; ('', '') when
-    neither gives one."""
+    indirect-object prompt, else what the model predicts after ``corrupted`` (``after``: gives its
+    most likely next tokens there, when measured already); ('', '') when neither gives one."""
     found = _templates().recognise(prompt)
     if found is not None and found.family == "ioi":
         other = " " + str(found.slots.get("B", ""))
@@ -208,7 +340,7 @@ def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, 
             other = _own_text(model, other)
             if other != answer:
                 return other, "The foil is the other name of the prompt (the repeated subject)."
-    foil = _corrupted_prediction(model, corrupted, answer) if corrupted.strip() else ""
+    foil = _corrupted_prediction(model, corrupted, answer, after) if corrupted.strip() else ""
     if foil:
         return (
             foil,
@@ -217,24 +349,55 @@ def propose_foil(model, prompt: str, corrupted: str, answer: str) -> tuple[str, 
     return "", ""
 
 
-def _corrupted_prediction(model, corrupted: str, answer: str) -> str:
+def _corrupted_prediction(
+    model, corrupted: str, answer: str, after: Callable[[], list[str]] | None = None
+) -> str:
     """The model's most likely next token after the corrupted prompt other than ``answer`` (the
     answer the corruption leads to: the foil its metric then falls towards), '' when none. A token
     whose text is not one token again is passed over: a prompt pasted with no-break spaces
     proposed Gemma's byte token '<0xC2>', which the foil box refused at once."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..labels.logit_lens import next_token_probabilities
+    if after is not None:
+        likely = after()
+    else:
+        # here, not at the top: keeps torch out of the first paint
+        from ..labels.logit_lens import next_token_probabilities
 
-    tokens = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
+        likely = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
     return next(
-        (token for token in tokens if token != answer and token.strip() and single_token(model, token)), ""
+        (token for token in likely if token != answer and token.strip() and single_token(model, token)), ""
     )
 
 
+class Candidate(NamedTuple):
+    """A corrupted prompt tried for a new prompt, and how it was made."""
+
+    corrupted: str
+    note: str  # the sentence saying how (a swap's, without its end: ``measured`` adds what it measured)
+    what: str  # the same in a few words, for the sentence when none passes
+    swapped: bool = False
+
+
+SWAP_END = "; check that it changes the answer."
+TRIED = 6  # the most corruptions tried for one answer
+
+
 def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
-    """(corrupted prompt, the sentence saying how it was made); ('', why not) when none fits."""
+    """(corrupted prompt, the sentence saying how it was made): the first of
+    ``corruption_candidates``, unmeasured; ('', why not) when none fits."""
+    candidates = corruption_candidates(model, prompt, answer)
+    if not candidates:
+        return "", no_corruption_sentence(prompt, _templates().recognise(prompt))
+    first = candidates[0]
+    return first.corrupted, first.note + (SWAP_END if first.swapped else "")
+
+
+def corruption_candidates(model, prompt: str, answer: str) -> list[Candidate]:
+    """The corrupted prompts to try for ``prompt``, in the order proposed: the template family's
+    that recognises it, then a word the templates know swapped (``swap_candidates``), at most
+    ``TRIED``; [] when none fits."""
     templates = _templates()
     found = templates.recognise(prompt)
+    candidates = []
     if found is not None:
         try:
             proposal = templates.propose_corruption(model, prompt, answer.strip() or None)
@@ -247,15 +410,14 @@ def propose_corruption(model, prompt: str, answer: str) -> tuple[str, str]:
                 if found.typed is not None
                 else ""
             )
-            return proposal, f"Proposed by the {found.label} template{read}; edit it freely."
-    swapped = swap_known_word(model, prompt)
-    if swapped is not None:
-        corrupted, word, other = swapped
-        return corrupted, (
-            f"Proposed by swapping {word!r} for {other!r} (a word the templates know, same token count); "
-            "check that it changes the answer."
-        )
-    return "", no_corruption_sentence(prompt, found)
+            note = f"Proposed by the {found.label} template{read}; edit it freely."
+            candidates.append(Candidate(proposal, note, f"the {found.label} template's"))
+    for corrupted, word, other, mention in swap_candidates(model, prompt):
+        which = f"the {mention} " if mention else ""
+        note = f"Proposed by swapping {which}{word!r} for {other!r} (a word the templates know, same token count)"
+        at = f" at the {mention} mention" if mention else ""
+        candidates.append(Candidate(corrupted, note, f"{word!r} swapped for {other!r}{at}", True))
+    return candidates[:TRIED]
 
 
 WRITE_IT = "write it with the key word replaced, keeping the token count"
@@ -335,11 +497,22 @@ def known_words_in(prompt: str) -> list[str]:
 
 
 def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
-    """(corrupted prompt, word replaced, replacement) for the first known word of ``prompt`` that
-    has a replacement of the same token count; None when none has. Every mention of the word is
-    replaced, by a word the prompt does not hold: "France is in Europe. The capital of France is"
-    became "Italy is in Europe. The capital of France is" (whose answer stays ' Paris'), and
-    "France and Italy ... France" became "Italy and Italy ... France"."""
+    """(corrupted prompt, word replaced, replacement): the first of ``swap_candidates`` (the first
+    known word swapped at every mention); None when none fits."""
+    found = swap_candidates(model, prompt)
+    return found[0][:3] if found else None
+
+
+def swap_candidates(model, prompt: str) -> list[tuple[str, str, str, str]]:
+    """(corrupted prompt, word replaced, replacement, which mention: '' for every one, else 'first'
+    or 'last') for each known word of ``prompt`` with a replacement of the same token count. The
+    word is replaced at every mention, then (said more than once) at its last and first alone, by
+    a word the prompt does not hold: "France is in Europe. The capital of France is" became "Italy
+    is in Europe. The capital of France is" (whose answer stays ' Paris'), and "France and Italy
+    ... France" became "Italy and Italy ... France". One mention alone is the indirect-object
+    corruption where no other name fits: "When Zoltan and Mary went to the store, Mary gave a
+    drink to" swapped at both mentions still points at ' Zol' ('Zoltan' is two of Gemma's tokens,
+    so no template's names keep the count); swapped at the last, it does not (``query.trials``)."""
     known = _known_words()
     # here, not at the top: keeps torch out of the first paint
     from ..models.adapter import adapter_of  # torch is loaded once a model is
@@ -348,14 +521,23 @@ def swap_known_word(model, prompt: str) -> tuple[str, str, str] | None:
     target = count(prompt)
     by_length = sorted(known, key=len, reverse=True)  # "Eiffel Tower" before "Tower"
     held = set(known_words_in(prompt))
+    found = []
     for word in by_length:
         mention = re.compile(rf"\b{re.escape(word)}\b")
         if word not in held:
             continue
+        spans = [match.span() for match in mention.finditer(prompt)]
         for other in known[word]:
             if other in held or re.search(rf"\b{re.escape(other)}\b", prompt):
                 continue
             corrupted = mention.sub(lambda _, other=other: other, prompt)
-            if count(corrupted) == target:
-                return corrupted, word, other
-    return None
+            if count(corrupted) != target:
+                continue
+            found.append((corrupted, word, other, ""))
+            if len(spans) > 1:
+                for which, (start, end) in (("last", spans[-1]), ("first", spans[0])):
+                    once = prompt[:start] + other + prompt[end:]
+                    if count(once) == target:
+                        found.append((once, word, other, which))
+            break
+    return found

@@ -35,14 +35,17 @@ def _decision_lines(decisions: Sequence[Mapping]) -> dict[str, str]:
 
 
 def _link_unit(edge: Mapping, decision: Mapping | None) -> str:
-    """What an ACC++ signal is, for its hover: side, directions, attribution, the decision."""
+    """What an ACC++ signal edge is, for its hover: side, its signals' directions, attribution, the
+    decision (it read "query side signal, singular direction(s) ... (rank 13)", a signal of rank 13
+    where the page's counts take a signal for one direction)."""
     if edge["side"] == "logits":
         return (
             f"{edge['source']} → logits: direct effect {edge.get('direct_effect', edge['attribution']):+.4g}"
         )
     directions = ", ".join(str(k) for k in edge["directions"])
     text = (
-        f"{SIDE_NAMES[edge['side']]} signal, singular direction(s) {directions} (rank {edge['rank']}), "
+        f"{SIDE_NAMES[edge['side']]} signal edge of rank {edge['rank']}: signal(s) along singular "
+        f"direction(s) {directions}, "
         f"IG {edge['attribution']:+.4g} to the attention weight, weight drop {edge['weight_drop']:.3f}"
     )
     if decision is not None:

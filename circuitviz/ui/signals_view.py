@@ -42,13 +42,13 @@ DECISION_COLUMNS = {
         46,
         "how many signals were removed from the query, largest IG first, until the weight fell below tau "
         "(or no signal of positive IG was left, or max signals was reached); a signal here is one singular "
-        "direction, so this is the query rows' ranks in 'Its signals' added up, not the number of rows",
+        "direction, so this is the query rows' ranks in 'Its signal edges' added up, not the number of rows",
     ),
     "key signals": (
         "key",
         38,
-        "how many signals were removed from the keys, the same way: the key rows' ranks in 'Its signals' "
-        "added up",
+        "how many signals were removed from the keys, the same way: the key rows' ranks in 'Its signal "
+        "edges' added up",
     ),
     "below threshold": (
         "below",
@@ -62,6 +62,12 @@ DECISION_COLUMNS = {
         "how far upstream of the answer: 1 for a head the answer reads directly (a seed), one more a step",
     ),
 }
+
+
+SIGNAL_TABLE_TITLE = (
+    "**Its signal edges**: a row per upstream component and side, its signals (one singular direction "
+    "each) grouped; the rank is how many"
+)
 
 
 def decision_config() -> dict:
@@ -117,7 +123,9 @@ def signals_view(result) -> None:
     )
     # the table the page's width, the chart below it: beside the chart, at 1,000 px, the table showed
     # three of its columns and scrolled the figures out of sight
-    st.markdown("**Its signals**")
+    # a row groups an upstream component's signals (a rank-13 row is 13 of them): "Its signals" over
+    # two query rows beside a chart whose "signals removed" ran to 14 read as two counts of one thing
+    st.markdown(SIGNAL_TABLE_TITLE)
     st.dataframe(
         signal_rows(details, chosen),
         hide_index=True,

@@ -1,0 +1,76 @@
+"""The corrupted prompt proposed for a typed prompt passes the page's own check before Run
+(``query.trials``): each candidate (the template's, then known words swapped) is measured on the
+embedded Gemma-3-270M, and where none passes nothing is proposed, in one sentence with the way out."""
+
+from __future__ import annotations
+
+import pytest
+
+from circuitviz.core.tasks import PromptTask
+
+ZOLTAN = "When Zoltan and Mary went to the store, Mary gave a drink to"
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "on")  # the suite turns it off for its random models
+
+
+def _proposed(model, prompt):
+    from circuitviz.labels.logit_lens import next_token_probabilities
+    from circuitviz.query.proposals import propose
+
+    return propose(model, prompt, [token for token, _ in next_token_probabilities(model, prompt, 8)])
+
+
+def test_a_swap_the_check_refuses_is_not_proposed(embedded_model, checked, monkeypatch):
+    # 'Mary' swapped at both mentions kept ' Zol' the answer: the logit difference over ' Mary'
+    # rose from +4.90 to +10.44, and the page refused the corruption it had proposed
+    from circuitviz.measure import evaluate
+    from circuitviz.measure.task_validity import task_verdict
+
+    passes = []  # the rows of each forward pass the proposal makes (the prompt's own was made before)
+    real = evaluate.final_residual
+    monkeypatch.setattr(
+        evaluate, "final_residual", lambda *args: passes.append(args[1].shape[0]) or real(*args)
+    )
+    made = _proposed(embedded_model, ZOLTAN)
+    assert (made.answer, made.foil) == (" Zol", " Mary")
+    assert made.corrupted == "When Zoltan and Mary went to the store, Alice gave a drink to"
+    assert task_verdict(embedded_model, PromptTask(ZOLTAN, made.corrupted, made.answer, (made.foil,))) is None
+    assert made.corrupted_note.startswith(
+        "Proposed by swapping the last 'Mary' for 'Alice' (a word the templates know, same token count), "
+        "which lowers the logit difference of ' Zol' over ' Mary' by 4.4"
+    )
+    assert passes == [1, 2]  # the first candidate in one pass, the two others in a second
+
+
+def test_no_candidate_that_passes_is_said_in_one_sentence_with_the_way_out(embedded_model, checked):
+    made = _proposed(embedded_model, "What is the capital of Japan?")  # answer '\n\n': no word decides it
+    assert made.corrupted == ""
+    assert made.corrupted_note == (
+        "No corrupted prompt is proposed: the one tried ('Japan' swapped for 'France') does not lower the "
+        "logit difference of '\\n\\n' (over the foil proposed with it) by 1 or more, as the check before Run "
+        "asks; write it with the word that decides '\\n\\n' replaced, keeping the token count."
+    )
+
+
+def test_an_answer_the_model_barely_predicts_is_not_put_first(embedded_model, checked):
+    # ' John' (2.1%) was put before ' he' (47.7%) as a content word once both had a passing swap
+    made = _proposed(embedded_model, "Mary gave John a book because")
+    assert (made.answer, made.foil, made.corrupted) == (" he", " she", "Mary gave Alice a book because")
+
+
+def test_a_name_said_twice_is_also_tried_swapped_at_one_mention(words):
+    from circuitviz.query.proposals import corruption_candidates
+
+    found = [c.corrupted for c in corruption_candidates(words, "Mary met Mary and John", "")]
+    assert found[:3] == ["Alice met Alice and John", "Mary met Alice and John", "Alice met Mary and John"]
+
+
+def test_the_command_line_proposes_the_corruption_the_app_does(embedded_model, checked):
+    from circuitviz.entry.api import with_proposed_inputs
+
+    task, said = with_proposed_inputs(embedded_model, PromptTask(ZOLTAN, "", " Zol", ()))
+    assert task.corrupted == "When Zoltan and Mary went to the store, Alice gave a drink to"
+    assert task.foils == (" Mary",) and "Proposed by swapping the last 'Mary' for 'Alice'" in said
