@@ -153,10 +153,30 @@ def common_budgets(results: dict) -> list[int]:
     return sorted(set.intersection(*(set(r.budgets) for r in results.values())))
 
 
-def budget_choice(options: list[int]) -> int:
+def budget_choice(options: list[int], total: int) -> int:
     """The shared budget, shown at the nearest budget every method evaluated (the other pages'
-    budget is left as it is until this slider moves)."""
-    return state.budget_select("edge budget (every method's circuit at this budget)", "budget", options, 200)
+    budget is left as it is until this slider moves); a link's budget not among them is said."""
+    budget = state.budget_select(
+        "edge budget (every method's circuit at this budget)", "budget", options, 200
+    )
+    asked = state.session.budget_link
+    if isinstance(asked, int) and state.session.budget == asked and budget != asked:
+        st.caption(link_budget_sentence(asked, budget, options, total))
+    return budget
+
+
+def link_budget_sentence(asked: int, shown: int, options: list[int], total: int) -> str:
+    """A link's budget that not every method evaluated, and the budget shown instead: a link with
+    budget=777 opened at 1,000 with nothing said (an audit, 2026-12-07)."""
+    if asked > max(options):
+        whole = " (every edge of the graph)" if max(options) >= total else ""
+        why = f"more than the largest budget every method here evaluated, {max(options):,}{whole}"
+    elif asked < min(options):
+        why = f"less than the smallest budget every method here evaluated, {min(options):,}"
+    else:
+        why = "which is not one of the budgets every method here evaluated"
+    nearest = "" if asked > max(options) or asked < min(options) else ", the nearest on a log scale"
+    return f"The link asks for budget {asked:,}, {why}: the comparison is shown at {shown:,}{nearest}."
 
 
 def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:
@@ -440,7 +460,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     (with ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
     budgets = common_budgets(results)
-    budget = budget_choice(budgets)
+    budget = budget_choice(budgets, first.graph.n_edges)
     st.caption(faithful_line(results, budget))
     if corruption_line(results):
         st.caption(corruption_line(results))
