@@ -9,7 +9,7 @@ import math
 
 import streamlit as st
 
-from ..core.text import counted, markdown_sentence, markdown_text, score_text
+from ..core.text import counted, joined, markdown_sentence, markdown_text, score_text
 from ..measure.transfer import DEFAULT_PARAPHRASES
 from . import kept_results, loaders, state
 from .result_figures import METRIC_HELP, held_out_at, held_out_caption, transfer_entry
@@ -61,12 +61,34 @@ def transfer_label(result, budget: int) -> str | None:
     )
 
 
+def measured_elsewhere_sentence(result, budget: int) -> str:
+    """Without a model (a Gallery example), a budget with no held-out figure of a result whose
+    stored transfer was measured at other budgets: where it was, and how to measure it here. The
+    Gallery's "NDF held out" vanished as its slider left the headline budget, unsaid (an audit,
+    2026-12-07); '' where the figure is shown or none was measured."""
+    if held_out_at(result, budget):
+        return ""
+    stored = ((result.transfer or {}).get("budgets") or {}).items()
+    measured = sorted(int(b) for b, entry in stored if (entry or {}).get("ndf"))
+    if not measured:
+        return ""
+    where = joined([f"{b:,}" for b in measured])
+    return (
+        f"NDF on held-out paraphrases was measured when this result was stored at budget"
+        f"{'s' if len(measured) > 1 else ''} {where} only, not at {budget:,}; measuring it here runs the "
+        "model: re-run the example live on the Explore page, which offers it."
+    )
+
+
 def transfer_offer(result, budget: int, model, key: str) -> None:
     """One click to measure the circuit at ``budget`` on template paraphrases of the prompt that
     its method never used (the figure then joins the metrics above); offered while none is known,
     or while the one known is the method's own held-out share of fewer than five (paraphrase
     pruning holds out one to three: one paraphrase can decide its mean)."""
-    if model is None:
+    if model is None:  # a stored result (the Gallery): said where its figure was measured, if elsewhere
+        elsewhere = measured_elsewhere_sentence(result, budget)
+        if elsewhere:
+            st.caption(elsewhere)
         return
     known, label = held_out_at(result, budget), transfer_label(result, budget)
     if measured_nothing(result, budget):  # said for as long as the button stays away
