@@ -92,3 +92,14 @@ def test_left_out_sentence_names_both_reasons():
         "character has no text of its own); \u2068'<eos>'\u2069 5.0%: it is the model's control token (marking "
         "a turn, an image or the end of a text), not text. A run's answer and foil are one token of text each."
     )
+
+
+def test_a_control_token_is_never_the_proposed_foil(embedded_model):
+    # Gemma's likeliest token after "the capital of italy is" is '<start_of_image>' (13.9%): proposed
+    # as the foil of ' paris', the foil box refused it as not text
+    from circuitviz.query.proposals import proposal_for, propose_foil
+
+    foil, _ = propose_foil(embedded_model, "the capital of france is", "the capital of italy is", " paris")
+    assert foil == " the"
+    made = proposal_for(embedded_model, "x y", " paris", ["<start_of_image>", " the"], corrupted="")
+    assert made.foil == " the"  # nothing after an empty corrupted prompt: the likeliest text token

@@ -63,6 +63,14 @@ def single_token(model, text: str) -> bool:
     return adapter_of(model).token_count(text, prepend_bos=False) == 1
 
 
+def text_token(model, token: str) -> bool:
+    """Whether ``token`` can be a run's answer or foil: text (not a control token,
+    ``models.control_tokens``) that reads as one token again (``single_token``)."""
+    from ..models.control_tokens import control_token_texts
+
+    return token not in control_token_texts(model) and single_token(model, token)
+
+
 def offered_tokens(model, tokens: list[str]) -> tuple[list[str], list[str]]:
     """(the next tokens offered as answer and foil, those left out): a token whose text reads as
     several tokens cannot be a run's answer or foil (a byte of a character, SmolLM2's ' <0xE5>'
@@ -216,7 +224,7 @@ def _with_foil(
     model's most likely other token)."""
     foil, foil_note = propose_foil(model, prompt, corrupted, answer, after)
     if not foil:
-        foil = next((token for token in top_tokens if token != answer and single_token(model, token)), "")
+        foil = next((token for token in top_tokens if token != answer and text_token(model, token)), "")
         if foil:
             foil_note = (
                 "The foil is the model's most likely other token; pick a more telling one if you like."
@@ -355,7 +363,9 @@ def _corrupted_prediction(
     """The model's most likely next token after the corrupted prompt other than ``answer`` (the
     answer the corruption leads to: the foil its metric then falls towards), '' when none. A token
     whose text is not one token again is passed over: a prompt pasted with no-break spaces
-    proposed Gemma's byte token '<0xC2>', which the foil box refused at once."""
+    proposed Gemma's byte token '<0xC2>', which the foil box refused at once; so is a control token:
+    Gemma's likeliest after "the capital of italy is" is '<start_of_image>' (13.9%), proposed as
+    the foil of ' paris' and refused by the foil box as not text."""
     if after is not None:
         likely = after()
     else:
@@ -364,7 +374,7 @@ def _corrupted_prediction(
 
         likely = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
     return next(
-        (token for token in likely if token != answer and token.strip() and single_token(model, token)), ""
+        (token for token in likely if token != answer and token.strip() and text_token(model, token)), ""
     )
 
 
