@@ -74,3 +74,17 @@ def test_the_command_line_proposes_the_corruption_the_app_does(embedded_model, c
     task, said = with_proposed_inputs(embedded_model, PromptTask(ZOLTAN, "", " Zol", ()))
     assert task.corrupted == "When Zoltan and Mary went to the store, Alice gave a drink to"
     assert task.foils == (" Mary",) and "Proposed by swapping the last 'Mary' for 'Alice'" in said
+
+
+def test_a_place_typed_in_lower_case_is_swapped_in_lower_case(words, embedded_model, checked):
+    from circuitviz.measure.task_validity import task_verdict
+    from circuitviz.query.proposals import swap_known_word
+
+    # "the capital of france is" got no swap: Gemma gives ' paris' 26.7% after it
+    swapped = swap_known_word(words, "the capital of france is")
+    assert swapped == ("the capital of italy is", "france", "italy")
+    assert swap_known_word(words, "mark bought fine china for rose") is None  # words, not names or places
+    made = _proposed(embedded_model, "the capital of france is")
+    assert (made.answer, made.corrupted) == (" paris", "the capital of italy is")
+    task = PromptTask("the capital of france is", made.corrupted, made.answer, (made.foil,))
+    assert task_verdict(embedded_model, task) is None

@@ -482,9 +482,16 @@ def _quoted(words, limit: int = 3) -> str:
     return shown_words[0] if len(shown_words) == 1 else f"{', '.join(shown_words[:-1])} and {shown_words[-1]}"
 
 
+# places whose name, written in lower case, is also an English word ("fine china", "a turkey")
+COMMON_NOUN_PLACES = frozenset({"China", "Turkey"})
+
+
 def _known_words() -> dict[str, list[str]]:
     """{word: its replacements}: IOI names among themselves, subjects of each factual relation
-    among those whose answer differs."""
+    among those whose answer differs. A place is also known written in lower case, as typed in
+    a hurry ("the capital of france is", its replacements in lower case too; got no swap until
+    2026-12-07), but for a place whose lower-case name is a common noun (``COMMON_NOUN_PLACES``);
+    a person's name is not ("mark", "rose", "frank" are words)."""
     templates = _templates()
     words: dict[str, list[str]] = {}
     names = list(dict.fromkeys(templates.IOI_NAMES + templates.COMMON_NAMES))
@@ -494,6 +501,10 @@ def _known_words() -> dict[str, list[str]]:
         for subject, fact in table.items():
             others = [other for other, value in table.items() if other != subject and value != fact]
             words.setdefault(subject, []).extend(o for o in others if o not in words.get(subject, []))
+            if subject in COMMON_NOUN_PLACES:
+                continue
+            lower = [other.lower() for other in others if other not in COMMON_NOUN_PLACES]
+            words.setdefault(subject.lower(), []).extend(o for o in lower if o not in words[subject.lower()])
     return words
 
 
