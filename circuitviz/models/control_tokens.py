@@ -13,7 +13,14 @@ matched whole, and both decode and re-encode to themselves. What the model's fil
   ``boi_token_index`` and ``eoi_token_index``: '<start_of_image>' and '<end_of_image>'). Gemma's
   tokenizer, in its GGUF file as in its tokenizer.json, marks these two exactly as it marks the
   HTML tags ('<strong>': user-defined, not special), so only the family's configuration tells
-  them apart. An id is taken only where the tokenizer holds it as an added token matched whole.
+  them apart. An id is taken only where the tokenizer holds it as an added token matched whole;
+- the family's reserved markers no file marks (``MARKER_NAMES``): Gemma 3's '[multimodal]' (id 5,
+  between '<mask>' and '<unused0>'), which the gemma library's tokenizer lists with its special ids
+  and the converted files hold as they hold '<strong>'. The model gives it next to no chance
+  (1e-15 after "Here is the photo:", rank 255,187 of 262,144; 2e-8 right after it is typed), so it
+  was never offered, but typed into the answer or foil box it was taken as text. Gemma 3's image
+  placeholder ('<image_soft_token>', ``image_token_index`` 262144) lies outside the text model's
+  vocabulary, and Gemma 3 names no audio token; SmolLM2's 17 added tokens are all marked special.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import functools
 # an architecture's multimodal family: its configuration names the ids of its image and audio markers
 MARKER_FAMILIES = {"Gemma3ForCausalLM": "gemma3", "Gemma3ForConditionalGeneration": "gemma3"}
 MARKER_FIELDS = ("boi_token_index", "eoi_token_index", "image_token_index", "audio_token_index")
+# a family's reserved markers that neither its tokenizer's files nor its configuration mark
+MARKER_NAMES = {"gemma3": ("[multimodal]",)}
 
 
 def control_token_ids(model) -> frozenset[int]:
@@ -59,6 +68,8 @@ def _control_ids(tokenizer, architecture: str | None) -> frozenset[int]:
     ids = {int(token_id) for token_id, token in added.items() if getattr(token, "special", False)}
     ids |= {int(token_id) for token_id in getattr(tokenizer, "all_special_ids", ()) or ()}
     ids |= {token_id for token_id in _family_marker_ids(architecture) if token_id in added}
+    named = MARKER_NAMES.get(MARKER_FAMILIES.get(architecture or "", ""), ())
+    ids |= {int(token_id) for token_id, token in added.items() if getattr(token, "content", None) in named}
     return frozenset(ids)
 
 
