@@ -12,12 +12,15 @@ busy processes start about 0.5 s into the first run instead (after the 0.1 s sam
 the others' work comes and goes on a shared machine). Each line shows the estimate as priced now,
 the one the rule before 2026-12-07 gave (the median of every run as measured), the one the
 start's sample alone gave (a run counted quiet on it alone), the run's time and that time scaled
-to a quiet machine (``calibration.slowdown``). No assertions.
+to a quiet machine (``calibration._at_quiet``: by the CPU seconds it used), and the estimate
+times what its sentence says a run takes at this load ("about 3.6 times as long"), against the
+time taken. No assertions.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -79,15 +82,17 @@ def main() -> None:
             load=share.load,
             threads=(share.threads, share.default),
             during=share.during,
+            cpu=share.cpu,
         )
-        busy = max(share.others or 0.0, share.during or 0.0)
-        factor = calibration.slowdown(busy, share.cores, share.load, share.threads, share.default)
-        quiet = seconds / factor
+        quiet = calibration._at_quiet(calibration.recorded_runs("cpu", "eap-ig")[-1])["seconds"]
+        times = re.search(r"about ([0-9.]+) times as long", estimate.busy)
+        said = estimate.seconds * float(times.group(1)) if times else estimate.seconds
         print(
             f"run {index + 1}: others {share.others:.2f} of {share.cores} cores at the start, "
             f"{share.during:.2f} over the run, load {share.load:.1f}, {share.threads} threads: "
             f"estimate {estimate.seconds:6.2f} s (before: {before}; start's sample alone: {start_only}), took "
-            f"{seconds:6.2f} s, {cpu:.2f} CPU s ({quiet:5.2f} s scaled to a quiet machine); {estimate.priced}{estimate.busy}",
+            f"{seconds:6.2f} s, {cpu:.2f} CPU s ({quiet:5.2f} s scaled to a quiet machine); said for this load "
+            f"{said:6.2f} s, {seconds / said:.2f}x; {estimate.priced}{estimate.busy}",
             flush=True,
         )
 

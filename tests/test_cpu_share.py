@@ -133,3 +133,29 @@ def test_other_work_during_the_run_is_measured_when_it_ends(monkeypatch):
             burner.wait()
     assert share.during is not None and share.during >= 0.5, share.during
     assert share.others == 0.0 and share.quiet is False
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_another_thread_of_this_process_counts_as_other_work_beside_a_one_thread_run(monkeypatch):
+    """Two runs in one process (two sessions of the app) each took the other's CPU for its own:
+    the process's CPU time was the run's, so the other run was not other work, and the run's CPU
+    seconds held both. A one-thread run now keeps its own thread's (``Share.cpu``), and the rest
+    of the process's counts as others' (``Share.during``)."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(cpu_share, "others_busy", lambda **_: 0.0)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    with cpu_share.threads_for_run("cpu") as share:
+        assert share.threads == 1
+        other = threading.Thread(target=spin, daemon=True)
+        other.start()
+        stop.wait(0.6)  # this thread waits: the spinning one is the process's only work
+        stop.set()
+        other.join(5)
+    assert share.cpu is not None and share.cpu < 0.1, share.cpu
+    assert share.during is not None and share.during >= 0.3, share.during

@@ -54,6 +54,51 @@ def test_a_first_run_on_a_busy_machine_is_scaled_to_a_quiet_one():
     assert quiet.machine == "quiet" and quiet.describe("eap-ig").endswith("while it was quiet")
 
 
+def test_a_busy_run_is_scaled_to_a_quiet_machine_by_the_cpu_it_used():
+    """The share of the cores from how busy other work kept them was short on a busy machine:
+    other work kept 1.25 of two cores busy over a one-thread EAP-IG run, a fair share of 1.125,
+    and the run took 7.26 s, 2.0-2.2 times the 3.35-3.71 s of the quiet runs after it; scaled by
+    1.125 it priced them at 6.45 s. The CPU seconds the run used (5.09) price them now; a run
+    with torch's two threads given up for one, its CPU time less what one thread loses."""
+    calibration.record(
+        "cpu",
+        "eap-ig",
+        4e11,
+        7.26,
+        model="m",
+        others=0.0,
+        cores=2,
+        load=1.8,
+        threads=(1, 1),
+        during=1.25,
+        cpu=5.09,
+    )
+    assert calibration.recorded_runs("cpu", "eap-ig")[0]["cpu"] == 5.09
+    rate = calibration.rate("cpu", "eap-ig", 1.0, model="m")
+    assert 4e11 / rate.flops_per_second == pytest.approx(5.09) and rate.machine == "scaled"
+    calibration.record(
+        "cpu",
+        "eap",
+        4e11,
+        7.26,
+        model="m",
+        others=2.0,
+        cores=2,
+        load=5.0,
+        threads=(1, 2),
+        during=1.5,
+        cpu=5.09,
+    )
+    rate = calibration.rate("cpu", "eap", 1.0, model="m")
+    assert 4e11 / rate.flops_per_second == pytest.approx(5.09 / 2**0.6)
+    # no CPU seconds kept (a run recorded before): the fair share, as before
+    calibration.record(
+        "cpu", "acdc", 4e11, 7.26, model="m", others=0.0, cores=2, load=1.8, threads=(1, 1), during=1.25
+    )
+    rate = calibration.rate("cpu", "acdc", 1.0, model="m")
+    assert 4e11 / rate.flops_per_second == pytest.approx(7.26 / 1.125)
+
+
 def test_the_other_methods_tier_prefers_quiet_runs():
     """A method with no run of its own is priced from other methods' runs: those that began on a
     quiet machine where there are any (an EAP run beside other work at a quarter of the speed was

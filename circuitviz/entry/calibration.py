@@ -142,7 +142,7 @@ def _sound_run(run) -> dict | None:
     kept = {"flops": float(run["flops"]), "seconds": float(run["seconds"])}
     if isinstance(run.get("model"), str):
         kept["model"] = run["model"]
-    for field in ("others", "during", "load"):
+    for field in ("others", "during", "load", "cpu"):
         if _from_zero(run.get(field)):
             kept[field] = float(run[field])
     for field in ("cores", "threads", "default_threads"):
@@ -188,6 +188,7 @@ def record(
     load: float | None = None,
     threads: tuple[int | None, int | None] = (None, None),
     during: float | None = None,
+    cpu: float | None = None,
 ) -> None:
     """Keep one finished run: its work, its wall time, its phases' seconds and the seconds of
     the parts of its work that report on their own (Edge Pruning's warm start, then its masks);
@@ -195,7 +196,8 @@ def record(
     ``others``: the cores other work kept busy when it began (``cpu_share.others_busy``), of its
     ``cores``, ``load`` the one-minute load average then, ``threads`` the threads it used and
     torch's default (``slowdown``), ``during`` the cores other work kept busy over the whole run
-    (``cpu_share.Share.during``)."""
+    (``cpu_share.Share.during``), ``cpu`` the CPU seconds the run itself used (``Share.cpu``:
+    what a run beside other work is scaled to a quiet machine by, ``_at_quiet``)."""
     if flops <= 0 or seconds <= 0:
         return
     entry = {"flops": float(flops), "seconds": float(seconds)}
@@ -205,6 +207,8 @@ def record(
         entry["others"] = round(float(others), 3)
     if during is not None:
         entry["during"] = round(float(during), 3)
+    if cpu is not None:
+        entry["cpu"] = round(float(cpu), 3)
     if cores:
         entry["cores"] = int(cores)
     if load is not None:
@@ -338,8 +342,22 @@ def _busy(run: dict) -> float:
 
 def _at_quiet(run: dict) -> dict:
     """A run that began beside other work, as long as it would have taken on a quiet machine
-    (its cores, or this machine's where the run did not record them)."""
+    (its cores, or this machine's where the run did not record them): the CPU seconds it used
+    where it kept them (``cpu``), per thread it ran with, and what its threads gave up against
+    torch's default (``THREAD_GAIN``); else its time over ``slowdown``.
+
+    The share of the cores that ``slowdown`` reckons from how busy other work kept them was short
+    on a busy machine: other work beside a run on two cores kept 1.25 of them busy over the run,
+    a fair share of 1.125 times a quiet run, and the run took 2.0-2.2 times as long (7.26 s
+    against 3.35-3.71 s quiet, one thread). What the others used is what they got, not what they
+    asked for (the run got 0.70 of a core), and beside them the run's own CPU time grew 1.3-1.5
+    times. Its CPU seconds (5.09) hold both the share it lost and none of the waiting."""
     cores = run.get("cores") or len(allowed_cores())
+    if run.get("cpu"):
+        used = min(max(int(run.get("threads") or cores), 1), cores)
+        quiet = min(max(int(run.get("default_threads") or used), used), cores)
+        seconds = run["cpu"] / used * (used / quiet) ** THREAD_GAIN
+        return {**run, "seconds": min(run["seconds"], seconds)}
     factor = slowdown(_busy(run), cores, run.get("load"), run.get("threads"), run.get("default_threads"))
     return {**run, "seconds": run["seconds"] / factor}
 

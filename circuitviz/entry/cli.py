@@ -184,7 +184,7 @@ def cmd_discover(args) -> int:
         )  # not the SVD's first fill
         worked, more = priced.flops_done(method, result), {"model": priced.model, "others": share.others}
         busy = {"cores": share.cores, "load": share.load, "threads": (share.threads, share.default)}
-        busy["during"] = share.during
+        busy["during"], busy["cpu"] = share.during, share.cpu
         record(priced.device, method.name, worked, done, timings=result.timings, **more, **busy)
     timings = {"load_s": load_seconds, **result.timings, **measured}
     through = " through the TransformerBridge" if result.backend == "bridge" else ""

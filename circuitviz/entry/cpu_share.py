@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -51,15 +52,25 @@ def _own_seconds() -> float:
     return time.process_time()
 
 
-def snapshot(cores: list[int]) -> tuple[int, float, float] | None:
-    """(busy ticks of ``cores``, this process's CPU seconds, the clock) now, None where /proc/stat
-    cannot be read: two of them say how busy other work kept the cores in between (``others_between``)."""
+def run_clock(threads: int | None) -> Callable[[], float]:
+    """The CPU seconds a run with ``threads`` threads spends, as its clock: the calling thread's
+    with one thread (torch then computes in it alone), so another thread of this process (a second
+    session's run in the app, a page's pass) counts as other work; the whole process's otherwise
+    (torch's other threads are the run's)."""
+    return time.thread_time if threads == 1 else _own_seconds
+
+
+def snapshot(cores: list[int], own: Callable[[], float] | None = None) -> tuple[int, float, float] | None:
+    """(busy ticks of ``cores``, this process's CPU seconds, or the ``own`` clock's, the clock) now,
+    None where /proc/stat cannot be read: two of them say how busy other work kept the cores in
+    between (``others_between``) and how much CPU the work they bracket used."""
     busy = _busy_ticks(cores)
-    return None if busy is None else (busy, _own_seconds(), time.perf_counter())
+    return None if busy is None else (busy, (own or _own_seconds)(), time.perf_counter())
 
 
 def others_between(before, after, cores: list[int]) -> float | None:
-    """The cores other processes kept busy on average between two ``snapshot``s (0 to the cores)."""
+    """The cores other work kept busy on average between two ``snapshot``s (0 to the cores): other
+    processes, and other threads of this one where the snapshots took a run's own clock."""
     if before is None or after is None or after[2] <= before[2]:
         return None
     ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -110,6 +121,7 @@ class Share:
     default: int | None = None
     load: float | None = None
     during: float | None = None
+    cpu: float | None = None  # once the run is over: the CPU seconds it used (``run_clock``)
     _start: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -125,9 +137,17 @@ class Share:
             return None
         return self.others < IDLE and (self.during is None or self.during < IDLE)
 
+    def _begin(self, cores: list[int]) -> Share:
+        """Take the run's first snapshot, on its own clock (``run_clock``)."""
+        self._start = snapshot(cores, run_clock(self.threads))
+        return self
+
     def _end(self, cores: list[int]) -> None:
-        """Measure ``during``: the others' cores from the run's start to now."""
-        self.during = others_between(self._start, snapshot(cores), cores)
+        """Measure ``during``, the others' cores from the run's start to now, and ``cpu``."""
+        end = snapshot(cores, run_clock(self.threads))
+        self.during = others_between(self._start, end, cores)
+        if self._start is not None and end is not None:
+            self.cpu = max(end[1] - self._start[1], 0.0)
 
 
 @contextmanager
@@ -146,7 +166,7 @@ def threads_for_run(device_kind: str = "cpu"):
 
     if "OMP_NUM_THREADS" in os.environ:
         threads = torch.get_num_threads()  # the user's, on a quiet machine as on a busy one
-        share = Share(len(cores), others, threads, threads, load, _start=snapshot(cores))
+        share = Share(len(cores), others, threads, threads, load)._begin(cores)
         try:
             yield share
         finally:
@@ -156,7 +176,7 @@ def threads_for_run(device_kind: str = "cpu"):
     before = torch.get_num_threads()
     chosen = min(before, threads_for(len(cores), others))
     torch.set_num_threads(chosen)
-    share = Share(len(cores), others, chosen, before, load, _start=snapshot(cores))
+    share = Share(len(cores), others, chosen, before, load)._begin(cores)
     try:
         yield share
     finally:

@@ -233,6 +233,7 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
         share.load if share is not None else None,
         (share.threads, share.default) if share is not None else (None, None),
         share.during if share is not None else None,
+        share.cpu if share is not None else None,
     )
 
 
