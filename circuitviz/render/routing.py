@@ -6,8 +6,10 @@ the curve nearest its own that clears every box, and leaves an edge that crosses
 The curves tried are vis-network's own, worked out as it draws them: ``curvedCW``/``curvedCCW``
 (``BezierEdgeStatic``: a quadratic Bézier through a via point) of any roundness, less than the
 edge's own too, and ``cubicBezier`` (``CubicBezierEdge``) leaving and reaching its nodes sideways,
-an S that threads the gap between two columns, or upwards. What is checked here is what the page
-shows; ``hidden_edges`` is the measure (every box a drawn edge runs behind).
+an S that threads the gap between two columns, or upwards, and the quadratic ones through a via
+point on a line (``LINES``: the start's row or column, the end's column), which leave a node
+sideways round a box in line rows up. What is checked here is what the page shows;
+``hidden_edges`` is the measure (every box a drawn edge runs behind).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ ROUNDNESS = tuple(round(0.05 * i, 2) for i in range(1, 21))  # curvedCW / curved
 # cubicBezier, horizontal and vertical: how far its control points stand aside, in the edge's own
 # width or height; vis-network takes more than 1 as it takes the rest (an S that swings wider)
 CUBIC = tuple(round(0.1 * i, 1) for i in range(1, 21))
+# vis-network's quadratic curves through a via point on a line: ``horizontal`` (on the start's row,
+# (x0 + r dx, y0)), ``vertical`` (on its column, (x0, y0 + r dy)) and ``straightCross`` (on the
+# end's column, (x1, y0 + r dy), for an edge taller than wide). vis-network takes any roundness, so
+# past 1 or under 0 the via point stands beyond either node: the curve leaves its node sideways
+# and bends up (or goes up and across) around a box in line two rows up, which no curve of one
+# bow from a box's centre clears; until 2026-12-07 only curvedCW/CCW and cubicBezier were tried
+LINES = ("horizontal", "vertical", "straightCross")
+LINE_ROUNDNESS = tuple(round(0.1 * i, 1) for i in range(-30, 41) if i)
+OVERSHOOT = 12.0  # layout units such a curve may reach above or below its two nodes' centres
 SAMPLES = 24  # points along an edge checked against the boxes, at least
 STEP = 8.0  # layout units between two of them at most (a box is about 35 tall): a long edge gets more
 SHRINK = 2.0  # layout units taken off each side of a box: an edge that grazes a corner is not hidden
@@ -52,8 +63,20 @@ def control_points(start, end, smooth) -> list[tuple[float, float]]:
 
 def via_point(start: tuple[float, float], end: tuple[float, float], smooth) -> tuple[float, float] | None:
     """The control point vis-network gives an edge from ``start`` to ``end`` with ``smooth``
-    (``False``, or {"type": "curvedCW" | "curvedCCW", "roundness": r}); None for a straight edge."""
-    if not smooth or not isinstance(smooth, dict) or smooth.get("type") not in ("curvedCW", "curvedCCW"):
+    (``False``, or {"type": "curvedCW" | "curvedCCW" | one of ``LINES``, "roundness": r}); None
+    for a straight edge."""
+    kind = smooth.get("type") if isinstance(smooth, dict) else None
+    if kind in LINES:  # vis-network's BezierEdgeStatic._getViaCoordinates, written shorter
+        factor = float(smooth.get("roundness", 0.5))
+        (x0, y0), (x1, y1) = start, end
+        if kind == "horizontal":
+            return x0 + factor * (x1 - x0), y0
+        if kind == "vertical":
+            return x0, y0 + factor * (y1 - y0)
+        if abs(x1 - x0) <= abs(y1 - y0):  # straightCross: into the end straight along its column
+            return x1, y0 + factor * (y1 - y0)
+        return x0 + factor * (x1 - x0), y1
+    if kind not in ("curvedCW", "curvedCCW"):
         return None
     factor = float(smooth.get("roundness", 0.5))
     dx, dy = end[0] - start[0], start[1] - end[1]
@@ -138,6 +161,8 @@ def curve_choices(smooth) -> list:
             {"type": "cubicBezier", "forceDirection": way, "roundness": roundness}
             for way in ("horizontal", "vertical")
         ]
+    for kind in LINES:
+        choices += [{"type": kind, "roundness": roundness} for roundness in LINE_ROUNDNESS]
     return choices
 
 
@@ -197,7 +222,22 @@ def _choice_controls(start, end, smooth) -> numpy.ndarray:
     )
     bent = numpy.stack([horizontal, vertical], axis=1).reshape(-1, 4, 2)  # horizontal, vertical in turn
     own = _as_cubic(numpy.asarray(control_points(start, end, smooth), dtype=float))[None]
-    return numpy.concatenate([own, curved, bent])
+    share = numpy.asarray(LINE_ROUNDNESS)[:, None]  # via points on a line (``via_point``)
+    across, up = x0 + share * (x1 - x0), y0 + share * (y1 - y0)
+    at = numpy.full_like(share, 1.0)
+    tall = abs(x1 - x0) <= abs(y1 - y0)
+    on_line = {
+        "horizontal": (across, y0 * at),
+        "vertical": (x0 * at, up),
+        "straightCross": (x1 * at, up) if tall else (across, y1 * at),
+    }
+    vias = numpy.concatenate(
+        [numpy.concatenate(on_line[kind], axis=1) for kind in LINES] or [share[:0].repeat(2, 1)]
+    )
+    lines = _as_cubic(
+        numpy.stack([numpy.broadcast_to(p0, vias.shape), vias, numpy.broadcast_to(p1, vias.shape)], axis=1)
+    )
+    return numpy.concatenate([own, curved, bent, lines])
 
 
 def _basis(t: numpy.ndarray) -> numpy.ndarray:
@@ -209,10 +249,11 @@ def _basis(t: numpy.ndarray) -> numpy.ndarray:
 BASIS = _basis(COMPARED)
 
 
-def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
+def _route(start, end, smooth, boxes, ignore, bounds, taken, inside=None) -> tuple:
     """(the curve, its path at ``COMPARED``) for one edge: of those that cross fewest boxes
     (none, where one does; then fewest passed within ``CLEAR``) and keep within ``bounds`` (left,
-    right) and ``APART`` from every path in ``taken`` (the same two nodes' other edges), the one
+    right; a curve through a via point on a line within ``inside``, the nodes' own, and its nodes'
+    rows) and ``APART`` from every path in ``taken`` (the same two nodes' other edges), the one
     that strays least from its own. A first look every ``LOOK`` units finds the curves behind no
     box; they are checked closely, nearest first, a few at a time, until one keeps clear of
     every box (where none is, the few the first look saw cross fewest)."""
@@ -221,6 +262,15 @@ def _route(start, end, smooth, boxes, ignore, bounds, taken) -> tuple:
     compared = BASIS @ controls  # [choices, points, 2]
     strays = numpy.abs(compared - compared[0]).max(axis=(1, 2))  # how far from the edge's own path
     allowed = (compared[..., 0].min(axis=1) >= bounds[0]) & (compared[..., 0].max(axis=1) <= bounds[1])
+    # a curve through a via point on a line stays within its nodes' rows (past them it went over
+    # its target's row and came back down into it: m1 -> a12.h0 ran behind the logits) and within
+    # the nodes' own sides (beside them it widened the frame: labels drawn smaller)
+    lines = len(choices) - len(LINES) * len(LINE_ROUNDNESS)
+    low, high = min(start[1], end[1]) - OVERSHOOT, max(start[1], end[1]) + OVERSHOOT
+    left, right = inside or bounds
+    on_line = compared[lines:]
+    allowed[lines:] &= (on_line[..., 1].min(axis=1) >= low) & (on_line[..., 1].max(axis=1) <= high)
+    allowed[lines:] &= (on_line[..., 0].min(axis=1) >= left) & (on_line[..., 0].max(axis=1) <= right)
     for other in taken:
         allowed &= numpy.abs(compared - other).max(axis=(1, 2)) >= APART
     allowed[0] = True  # its own path may always stay
@@ -288,7 +338,8 @@ def route_around(
             routed.append(edge)
             taken.setdefault(pair, []).append(_path(start, end, smooth, COMPARED))
             continue
-        best, path = _route(start, end, smooth, boxes, ignore, bounds, taken.get(pair, []))
+        inside = (bounds[0] + margin, bounds[1] - margin)
+        best, path = _route(start, end, smooth, boxes, ignore, bounds, taken.get(pair, []), inside)
         taken.setdefault(pair, []).append(path)
         routed.append(edge if best is smooth else {**edge, "smooth": best})
     return routed
