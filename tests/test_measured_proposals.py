@@ -51,7 +51,8 @@ def test_no_candidate_that_passes_is_said_in_one_sentence_with_the_way_out(embed
     assert made.corrupted_note == (
         "No corrupted prompt is proposed: the one tried ('Japan' swapped for 'France') does not lower the "
         "logit difference of '\\n\\n' (over the foil proposed with it) by 1 or more, as the check before Run "
-        "asks; write it with the word that decides '\\n\\n' replaced, keeping the token count."
+        "asks; pick an answer a word of the prompt decides, or write the corrupted prompt with that word "
+        "replaced, keeping the token count."
     )
 
 

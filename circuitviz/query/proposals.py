@@ -321,8 +321,9 @@ def none_passes_sentence(made: Proposal, candidates) -> str:
     answer = shown_token(made.answer)
     return (
         f"No corrupted prompt is proposed: {tried} the logit difference of {answer} (over the foil "
-        f"proposed with it) by {MIN_GAP['logit_diff']:g} or more, as the check before Run asks; write it "
-        f"with the word that decides {answer} replaced, keeping the token count."
+        f"proposed with it) by {MIN_GAP['logit_diff']:g} or more, as the check before Run asks; pick an "
+        "answer a word of the prompt decides, or write the corrupted prompt with that word replaced, "
+        "keeping the token count."
     )
 
 
