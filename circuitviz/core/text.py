@@ -498,3 +498,15 @@ def first_piece_note(token: str, prompt: str) -> str:
 
     word = html.escape(shown_token(longer), quote=False)
     return f" · the first piece of the prompt's {word}: a circuit for it explains that piece"
+
+
+def unseen_breaks_note(token: str) -> str:
+    """' · the box holds 2 line breaks it cannot show, so it looks empty' when ``token`` holds line
+    breaks, else '': a one-line box drops them from what it shows, so the answer '\\n\\n' Gemma-3-270M
+    proposes after "What is the capital of Japan?" (49.9%) stood in a box that looked empty, the
+    line under it saying '↵↵'."""
+    breaks = token.count("\n") + token.count("\r")
+    if not breaks:
+        return ""
+    empty = ", so it looks empty" if not token.replace("\n", "").replace("\r", "").strip() else ""
+    return f" · the box holds {counted(breaks, 'line break')} it cannot show{empty}"

@@ -33,6 +33,7 @@ from ..core.text import (
     shown,
     shown_token,
     token_label,
+    unseen_breaks_note,
 )
 from . import (  # no torch here: the prompt box paints before the engine loads
     kept_results,
@@ -303,6 +304,7 @@ def token_line(model, role: str, token: str, probability: dict[str, float], afte
     line = own_token_line(model, token, with_own_chance(model, token, probability, after))
     if after and role == "answer":  # ' Zol' of 'Zoltan': a piece of a name, not a name
         line += first_piece_note(token, after[1])
+    line += unseen_breaks_note(token)  # '\n\n' stood in a box that looked empty
     st.markdown(token_line_html(line), unsafe_allow_html=True)
     spaced = missing_space(model, token, probability)
     if spaced is None:
