@@ -57,6 +57,9 @@ def test_an_sae_token_cut_short_on_the_canvas_is_whole_on_the_hover():
     nodes = {n["id"]: n for n in render.circuit_graph_html(spec, scores, mask, captions=captions).vis.nodes}
     assert "cut short there: L1/12 &#x27; &lt;b&gt;purchases&lt;/b&gt;&#x27;" in nodes["a0.h1"]["title"]
     assert "cut short" not in nodes["input"]["title"]
+    from circuitviz.ui.result_view import SAE_KEY
+
+    assert "cut short with …, whole on the node's hover" in SAE_KEY  # the key says where the rest is
 
 
 @pytest.mark.parametrize("budget", [20, 50, 100])

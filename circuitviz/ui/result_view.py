@@ -38,7 +38,10 @@ from .steer import share_percent
 MAX_DRAWN_EDGES = 1500
 GOOD_NDF = 0.8  # a demo opens at the smallest budget reaching this NDF (within a readable size)
 READABLE_EDGES = render.READABLE_EDGES  # the largest circuit a first view opens at
-SAE_KEY = "under each name: its strongest SAE feature on this prompt (layer/feature) and the token that feature promotes"
+SAE_KEY = (  # a token longer than the canvas's 8 characters is cut there (``graph_html.CAPTION_TOKEN``)
+    "under each name: its strongest SAE feature on this prompt (layer/feature) and the token that feature "
+    "promotes (a long token cut short with …, whole on the node's hover)"
+)
 
 
 def result_id(result) -> str:
