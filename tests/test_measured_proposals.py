@@ -89,3 +89,14 @@ def test_a_place_typed_in_lower_case_is_swapped_in_lower_case(words, embedded_mo
     assert (made.answer, made.corrupted) == (" paris", "the capital of italy is")
     task = PromptTask("the capital of france is", made.corrupted, made.answer, (made.foil,))
     assert task_verdict(embedded_model, task) is None
+
+
+def test_a_task_too_long_to_measure_keeps_its_first_candidate(embedded_model, checked):
+    # a prompt past the check's 256 tokens cannot be measured: it was told no candidate passes,
+    # where the check itself says the prompt is too long
+    from circuitviz.query.proposals import proposal_for
+
+    prompt = "The cat sat on the mat. " * 45 + "Mary gave it to"
+    made = proposal_for(embedded_model, prompt, " John", [" John", " the"])
+    assert made.corrupted == prompt.replace("Mary", "Alice")
+    assert made.corrupted_note.endswith("check that it changes the answer.")

@@ -287,7 +287,8 @@ def _settles(gap: float | None) -> bool:
 
 def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, trials) -> tuple:
     """(the proposal of ``candidate`` for ``answer``, its gap) when its task passes the check before
-    Run, (None, None) when it does not, (the proposal, None) when no foil measures it."""
+    Run, (None, None) when it does not, (the proposal, None) when no foil measures it or the task
+    cannot be prepared."""
     from ..core.tasks import PromptTask
     from ..measure.task_validity import gap_check_enabled
     from .trials import passes
@@ -299,6 +300,8 @@ def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, tr
         return made, None
     task = PromptTask(prompt, candidate.corrupted, answer, (made.foil,))
     metrics = trials.metrics(task)
+    if metrics is None:  # a task that cannot be prepared (a prompt over the limit): its check says why
+        return made, None
     if not passes(task, metrics):
         return None, None
     gap = metrics[0] - metrics[1]

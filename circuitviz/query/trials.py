@@ -96,6 +96,6 @@ class Trials:
         return float(clean), float(corrupted)
 
 
-def passes(task: PromptTask, metrics: tuple[float, float] | None) -> bool:
+def passes(task: PromptTask, metrics: tuple[float, float]) -> bool:
     """Whether the check before Run lets ``task`` through, by ``MARGIN`` to spare."""
-    return metrics is not None and gap_problem(task, metrics[0], metrics[1] + MARGIN) is None
+    return gap_problem(task, metrics[0], metrics[1] + MARGIN) is None
