@@ -138,29 +138,48 @@ def test_runs_of_unknown_load_are_priced_as_they_were():
 
 def test_a_machine_busy_now_is_told_the_estimate_is_a_quiet_machines(monkeypatch):
     """Priced for a quiet machine, the estimate of a run on a busy one says so, and how many times
-    as long a run takes at this load (its fair share of the cores)."""
-    assert busy_note(load=2.9, cores=2, quiet=True) == (
-        " The machine is busy now (load 2.9 on 2 cores) and the estimate is for a quiet machine: "
-        "at this load a run takes about 2.5 times as long."
+    as long a run takes beside the other tasks running or waiting now (its fair share of the
+    cores)."""
+    assert busy_note(waiting=2.9, cores=2, quiet=True) == (
+        " The machine is busy now (2.9 other tasks running or waiting for its 2 cores) and the estimate "
+        "is for a quiet machine: at this load a run takes about 2.5 times as long."
     )
-    assert busy_note(load=6.2, cores=2, quiet=True, threads=1).endswith("about 3.6 times as long.")
-    assert busy_note(load=1.9, cores=2, quiet=True) == ""
+    assert busy_note(waiting=6.2, cores=2, quiet=True, threads=1).endswith("about 3.6 times as long.")
+    assert busy_note(waiting=1.0, cores=2, quiet=True, threads=1) == ""  # one other task, a core each
+    assert busy_note(waiting=1.4, cores=2, quiet=True, threads=1).endswith("about 1.2 times as long.")
     assert (
-        busy_note(load=2.9, cores=2)
-        == " The machine is busy now (load 2.9 on 2 cores): the run may take longer."
+        busy_note(waiting=2.9, cores=2)
+        == " The machine is busy now (2.9 other tasks running or waiting for its 2 cores): the run may take longer."
     )
     model = tiny_model("gpt2", seed=4)
     first = estimate_run(model, "eap-ig", {"ig_steps": 5}, n_tokens=8)
     calibration.record("cpu", "eap-ig", first.flops, 3.0, model=first.model, others=1.0, cores=2)
-    monkeypatch.setattr(limits.os, "getloadavg", lambda: (5.0, 1.0, 1.0))
+    monkeypatch.setattr(limits, "others_wanting", lambda: 5.0)
+    monkeypatch.setattr(limits.os, "getloadavg", lambda: (0.5, 1.0, 1.0))  # a minute behind: not read
     monkeypatch.setattr(limits.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
     monkeypatch.setattr(limits, "_threads", lambda: 1)
     busy = estimate_run(model, "eap-ig", {"ig_steps": 5}, n_tokens=8)
     assert busy.seconds == pytest.approx(2.0)  # 3 s beside one other process: 2 s quiet
     assert busy.summary().endswith(
-        "scaled to a quiet machine by how busy it was). The machine is busy now (load 5.0 on 2 cores) "
-        "and the estimate is for a quiet machine: at this load a run takes about 3.0 times as long."
+        "scaled to a quiet machine by how busy it was). The machine is busy now (5.0 other tasks running or "
+        "waiting for its 2 cores) and the estimate is for a quiet machine: at this load a run takes about 3.0 "
+        "times as long."
     )
+
+
+def test_the_tasks_wanting_the_cpu_are_read_now_less_the_reader(monkeypatch):
+    """The one-minute load average lagged a minute and held the command line's own model load (a
+    run priced at load 5.0 as 3.0 times as long took 2.0-2.5 times its CPU seconds): the tasks
+    running or ready to run are read now, the reading one left out, their median over the reads."""
+    from circuitviz.entry import cpu_share
+
+    counts = iter([4, 4, 9, 4, 3])
+    monkeypatch.setattr(cpu_share, "_running_tasks", lambda: next(counts))
+    assert cpu_share.others_wanting(reads=5, gap=0.0) == 3.0  # a burst of 8 others in one read: not taken
+    monkeypatch.setattr(cpu_share, "_running_tasks", lambda: None)
+    assert cpu_share.others_wanting(reads=5, gap=0.0) is None
+    monkeypatch.setattr(limits, "others_wanting", lambda: None)
+    assert busy_note(cores=2, quiet=True) == ""  # nothing to read: nothing said
 
 
 def test_a_run_quiet_only_in_the_sample_at_its_start_does_not_price_alone():

@@ -38,16 +38,16 @@ def test_a_busy_cpu_is_said_beside_the_estimate(tiny, monkeypatch, tmp_path):
     """The estimate is priced from earlier runs; more work waiting than cores says so (a price
     from runs on a quiet machine says more: tests/test_estimate_busy_machine.py)."""
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))  # nominal: no load known
-    assert busy_note(load=1.9, cores=2) == ""
-    assert busy_note(load=2.9, cores=2) == (
-        " The machine is busy now (load 2.9 on 2 cores): the run may take longer."
+    assert busy_note(waiting=0.2, cores=2) == ""
+    assert busy_note(waiting=2.9, cores=2) == (
+        " The machine is busy now (2.9 other tasks running or waiting for its 2 cores): the run may take longer."
     )
-    monkeypatch.setattr(limits.os, "getloadavg", lambda: (7.5, 1.0, 1.0))
+    monkeypatch.setattr(limits, "others_wanting", lambda: 7.5)
     text = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).summary()
     assert text.startswith("Estimate: about") and text.endswith("the run may take longer.")
-    assert "load 7.5 on" in text
+    assert "(7.5 other tasks running or waiting for its" in text
     assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8, device="cuda").busy == ""
-    monkeypatch.setattr(limits.os, "getloadavg", lambda: (0.1, 1.0, 1.0))
+    monkeypatch.setattr(limits, "others_wanting", lambda: 0.0)
     assert estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).busy == ""
 
 

@@ -36,6 +36,7 @@ from ..models.adapter import adapter_of
 from ..models.devices import model_working_memory_bytes
 from . import calibration
 from .calibration import model_key, rate
+from .cpu_share import others_wanting
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -183,32 +184,37 @@ class Estimate:
 
 
 def busy_note(
-    load: float | None = None, cores: int | None = None, quiet: bool = False, threads: int | None = None
+    waiting: float | None = None, cores: int | None = None, quiet: bool = False, threads: int | None = None
 ) -> str:
-    """' The machine is busy now (...)' when more work waits for the CPU than it has cores, else ''.
+    """' The machine is busy now (...)' when other work wants enough of the CPU to slow a run down
+    (``BUSY_TIMES``), else ''.
 
     The rate is priced from this machine's earlier runs, which may have had it to themselves: with
-    two helpers' jobs beside the app on two cores, EAP-IG priced at about 3 s took 14 s. ``load``
-    is the one-minute load average, ``cores`` those this process may run on (both read when None);
-    ``quiet``: the price is a quiet machine's (``calibration.Rate.assumes_quiet``), and the
-    sentence says so and how many times as long a run takes at this load (``calibration.slowdown``
-    of a run with ``threads`` threads, every core when None): EAP-IG priced at 4.2 s from runs
-    scaled to a quiet machine took 13.2 s at load 6.2 on two cores, one thread (3.6 times).
+    two helpers' jobs beside the app on two cores, EAP-IG priced at about 3 s took 14 s.
+    ``waiting`` is how many other tasks are running or ready to run (``cpu_share.others_wanting``),
+    ``cores`` those this process may run on (both read when None); ``quiet``: the price is a quiet
+    machine's (``calibration.Rate.assumes_quiet``), and the sentence says so and how many times as
+    long a run with ``threads`` threads (every core when None) takes beside them
+    (``calibration.slowdown``). The one-minute load average read here before lagged a minute and
+    held the command line's own model load: at load 5.0 on two cores it said 3.0 times for runs
+    that took 2.0-2.5 times their CPU seconds.
     """
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (OSError, AttributeError):  # no load average on this system
+    if waiting is None:
+        waiting = others_wanting()
+        if waiting is None:  # not a Linux /proc: nothing to say
             return ""
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if load <= cores:
+    times = calibration.slowdown(min(waiting, cores), cores, waiting, threads, threads)
+    if times < BUSY_TIMES:
         return ""
-    busy = f" The machine is busy now (load {load:.1f} on {counted(cores, 'core')})"
+    busy = f" The machine is busy now ({waiting:.1f} other tasks running or waiting for its {counted(cores, 'core')})"
     if quiet:
-        times = calibration.slowdown(min(load, cores), cores, load, threads, threads)
         return f"{busy} and the estimate is for a quiet machine: at this load a run takes about {times:.1f} times as long."
     return f"{busy}: the run may take longer."
+
+
+BUSY_TIMES = 1.2  # a run this many times as long as alone, or more: the machine is said to be busy
 
 
 def _method(method) -> Method:
