@@ -53,9 +53,6 @@ try:
     else:
         ships = bool(sae_store.embedded_sae_folders(model_id))  # 'embedded' is a way only where SAEs ship
         others = [other for other in sources if other not in ("hub", *(() if ships else ("embedded",)))]
-        if sae_store.hub_unavailable_reason():  # the ways out this page offers (a shared server: no folder)
-            st.info(markdown_sentence(steer.hub_off_sentence(model_id, others)))  # a typed model id: escaped
-            st.stop()
         # the residual-stream releases first, the default among them; those on attention or MLP
         # outputs out (the box opened on gemma-scope-2-270m-pt-att, which Load refused once downloaded)
         releases, left_out = sae_store.residual_releases(sae_store.hub_releases(model_id))
@@ -63,6 +60,14 @@ try:
             sentence = steer.no_hub_saes_sentence(model_id, others, left_out)
             st.info(markdown_sentence(sentence))  # a typed model id: escaped
             st.stop()
+        offline = sae_store.hub_unavailable_reason() is not None
+        if offline:  # those an earlier download left in the Hugging Face cache only
+            cached = sae_store.cached_hub_saes(releases)
+            if not cached:  # the ways out this page offers (a shared server: no folder); escaped
+                st.info(markdown_sentence(steer.hub_off_sentence(model_id, others)))
+                st.stop()
+            st.caption(markdown_sentence(steer.cached_hub_caption(cached, releases, model_id)))
+            releases = cached
         release, sae_id = link_choices.hub_sae(releases)  # the link's (``sae_release``, ``sae_id``), or kept
         if left_out:
             st.caption(markdown_sentence(steer.left_out_releases_sentence(left_out)))
@@ -74,7 +79,7 @@ try:
             st.stop()
         # a download the first time (seconds to minutes, nothing on screen said so): the time it has
         # taken beside the spinner; a failure names the page's other sources as well
-        with st.spinner(steer.hub_loading_words(release, sae_id), show_time=True):
+        with st.spinner(steer.hub_loading_words(release, sae_id, offline), show_time=True):
             try:
                 saes = [sae_labels.load_hub_sae(release, sae_id, model)]
             except sae_store.SaeUnavailable as error:

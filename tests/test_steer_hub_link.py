@@ -229,14 +229,18 @@ def test_a_hub_load_shows_a_spinner_with_its_time(hub, tmp_path, monkeypatch):
 
 def test_the_hub_off_offline_names_the_ways_this_page_offers(tmp_path, monkeypatch):
     """Offline, the page said to load a copy as a local folder, which a shared server does not offer."""
+    import huggingface_hub.constants as constants
+
     from circuitviz.ui.steer import hub_off_sentence
 
     _steer_setup(tmp_path, monkeypatch)  # HF_HUB_OFFLINE=1
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # no hub SAE cached
     at = _steer(sae="hub")
     said = [info.value.replace("\\", "") for info in at.info if "offline" in info.value]
     assert said == [
-        "Loading SAEs from the Hugging Face hub is off because this app works offline (HF_HUB_OFFLINE "
-        "is set, as circuitviz sets it unless told otherwise); choose 'embedded' above for the SAEs that "
+        "Downloading SAEs from the Hugging Face hub is off because this app works offline (HF_HUB_OFFLINE "
+        "is set, as circuitviz sets it unless told otherwise), and the Hugging Face cache holds none of "
+        "gemma-3-270m's on the residual stream; choose 'embedded' above for the SAEs that "
         "ship for gemma-3-270m, or copy a hub SAE's folder to this machine and choose 'local folder' "
         "above, or start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
     ]
@@ -247,5 +251,5 @@ def test_the_hub_off_offline_names_the_ways_this_page_offers(tmp_path, monkeypat
     assert len(said) == 1 and "folder" not in said[0] and "choose 'embedded' above" in said[0]
     shared = hub_off_sentence("smollm2-135m", [])  # a shared server, no SAE shipped: no folder named
     assert "folder" not in shared and shared.endswith(
-        "otherwise); start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
+        "on the residual stream; start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
     )

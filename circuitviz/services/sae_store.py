@@ -10,7 +10,8 @@ CircuitLasso's feature mode share them.
 
 Sources: any local folder; the embedded SAEs shipped in ``assets/saes/<model id>/`` (an
 ``index.json`` lists them with their quality figures); sae-lens's pretrained directory on the
-Hugging Face hub, refused in one sentence when this machine works offline.
+Hugging Face hub, or offline from the hub's local cache (``HF_HOME``, ~/.cache/huggingface) where
+an earlier download left the SAE there; one not cached is refused offline in one sentence.
 """
 
 from __future__ import annotations
@@ -331,13 +332,74 @@ def default_search_dir() -> str:
 
 # ----- the hub --------------------------------------------------------------------------------
 def hub_unavailable_reason() -> str | None:
-    """One sentence saying why hub SAEs cannot be loaded here, or None when they may be."""
+    """One sentence saying why hub SAEs cannot be downloaded here, or None when they may be (offline,
+    those already in the Hugging Face cache still load: ``hub_sae_cached``)."""
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         return (
-            "Loading SAEs from the Hugging Face hub is off because this machine works offline "
+            "Downloading SAEs from the Hugging Face hub is off because this machine works offline "
             "(HF_HUB_OFFLINE is set); copy the SAE's folder here and load it as a local folder instead."
         )
     return None
+
+
+def hub_not_cached_sentence(release: str, sae_id: str) -> str:
+    """That a hub SAE is not in the Hugging Face cache on a machine working offline."""
+    return (
+        f"{release}/{sae_id} is not in the Hugging Face cache and this machine works offline "
+        "(HF_HUB_OFFLINE is set); download it once with HF_HUB_OFFLINE=0 where it reaches "
+        "huggingface.co, or copy its folder here and load it as a local folder instead."
+    )
+
+
+def hub_sae_cached(release: str, sae_id: str) -> bool:
+    """Whether the Hugging Face cache (``HF_HOME``, ~/.cache/huggingface) holds a file of a hub SAE,
+    in the snapshot its repository's main branch pointed at when it was downloaded: offline, what
+    the hub's own functions read (a file they need and lack is Load's one sentence)."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+    from sae_lens.loading.pretrained_saes_directory import get_repo_id_and_folder_name
+
+    try:
+        repo_id, folder = get_repo_id_and_folder_name(release, sae_id)
+        repo = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        revision = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (ValueError, OSError, UnicodeDecodeError):
+        return False
+    base = repo / "snapshots" / revision / folder  # a folder of files, or (clt) a file's stem
+    if base.is_dir():
+        return any(path.is_file() for path in base.rglob("*"))
+    return base.parent.is_dir() and any(path.is_file() for path in base.parent.glob(f"{base.name}.*"))
+
+
+def cached_hub_saes(releases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``releases`` ({release: [sae ids]}) cut to the SAEs in the Hugging Face cache, in order;
+    releases with none left out."""
+    cached = {release: [i for i in ids if hub_sae_cached(release, i)] for release, ids in releases.items()}
+    return {release: ids for release, ids in cached.items() if ids}
+
+
+def _cached_shapes_first() -> None:
+    """Make sae-lens read a hub file's tensor shapes from the Hugging Face cache where it holds the
+    file: its Gemma Scope 2 loader reads them with HTTP range requests even when the weights are
+    cached, so a cached SAE failed offline (ConnectionError). Installed once; otherwise as before."""
+    from sae_lens.loading import pretrained_sae_loaders as loaders
+
+    remote = getattr(loaders, "get_safetensors_tensor_shapes", None)
+    if remote is None or getattr(remote, "reads_cache", False):
+        return
+
+    def shapes(repo_id: str, filename: str) -> dict[str, list[int]]:
+        from huggingface_hub import try_to_load_from_cache
+        from safetensors import safe_open
+
+        cached = try_to_load_from_cache(repo_id, filename)
+        if not isinstance(cached, str):
+            return remote(repo_id, filename)
+        with safe_open(cached, framework="pt") as handle:
+            return {name: list(handle.get_slice(name).get_shape()) for name in handle.keys()}
+
+    shapes.reads_cache = True
+    loaders.get_safetensors_tensor_shapes = shapes
 
 
 def hub_releases(model_id: str) -> dict[str, list[str]]:
@@ -403,19 +465,27 @@ def residual_releases(releases: dict[str, list[str]]) -> tuple[dict[str, list[st
 
 
 def load_hub_sae(release: str, sae_id: str, device: torch.device | str, dtype: str):
-    """An SAE from the hub by sae-lens release and id; SaeUnavailable offline or on failure."""
-    reason = hub_unavailable_reason()
-    if reason:
-        raise SaeUnavailable(reason)
+    """An SAE from the hub by sae-lens release and id (offline, from the Hugging Face cache);
+    SaeUnavailable offline when it is not cached, or on failure."""
+    offline = hub_unavailable_reason() is not None
+    if offline and not hub_sae_cached(release, sae_id):
+        raise SaeUnavailable(hub_not_cached_sentence(release, sae_id))
     from sae_lens import SAE
 
     key = (f"hub:{release}/{sae_id}", (), dtype or "", str(device))  # loaded once, as a folder's is
     with _CACHE_LOCK:
         sae = _CACHE.get(key)
         if sae is None:
+            _cached_shapes_first()
             try:
                 sae = SAE.from_pretrained(release, sae_id, device=str(device), dtype=dtype)
             except Exception as error:
+                if offline:  # a file it needs missing from the cache, most likely
+                    raise SaeUnavailable(
+                        f"Could not load {release}/{sae_id} from the Hugging Face cache "
+                        f"({type(error).__name__}) and this machine works offline (HF_HUB_OFFLINE is "
+                        "set); download it again with HF_HUB_OFFLINE=0 where it reaches huggingface.co."
+                    ) from None
                 raise SaeUnavailable(
                     f"Could not load {release}/{sae_id} from the hub ({type(error).__name__}); check the "
                     "release and id, and that this machine can reach huggingface.co."

@@ -474,8 +474,10 @@ def _joined(words: list[str]) -> str:
 
 
 def hub_off_sentence(model_id: str, others: list[str]) -> str:
-    """That the hub is off on a machine working offline, with the ways to an SAE the page offers
-    (``others``): it said to load a copy as a local folder, which a shared server does not offer."""
+    """That the hub is off on a machine working offline and its cache holds no hub SAE of the model,
+    with the ways to an SAE the page offers (``others``): it said to load a copy as a local folder,
+    which a shared server does not offer. (Until 2026-12-07 the hub was off offline even for an SAE
+    an earlier download had left in the cache.)"""
     ways = []
     if "embedded" in others:
         ways.append(f"choose 'embedded' above for the SAEs that ship for {model_id}")
@@ -483,13 +485,28 @@ def hub_off_sentence(model_id: str, others: list[str]) -> str:
         ways.append("copy a hub SAE's folder to this machine and choose 'local folder' above")
     ways.append("start the app with HF_HUB_OFFLINE=0 where it reaches huggingface.co")
     return (
-        "Loading SAEs from the Hugging Face hub is off because this app works offline "
-        f"(HF_HUB_OFFLINE is set, as circuitviz sets it unless told otherwise); {', or '.join(ways)}."
+        "Downloading SAEs from the Hugging Face hub is off because this app works offline "
+        "(HF_HUB_OFFLINE is set, as circuitviz sets it unless told otherwise), and the Hugging Face "
+        f"cache holds none of {model_id}'s on the residual stream; {', or '.join(ways)}."
     )
 
 
-def hub_loading_words(release: str, sae_id: str) -> str:
-    """The spinner's words while a hub SAE loads (a download the first time; the hub's own cache after)."""
+def cached_hub_caption(cached: dict[str, list[str]], releases: dict[str, list[str]], model_id: str) -> str:
+    """Offline, that the boxes offer only the hub SAEs in the Hugging Face cache (``cached``), of
+    the residual-stream ones the directory lists for the model (``releases``)."""
+    n, total = sum(map(len, cached.values())), sum(map(len, releases.values()))
+    return (
+        "This app works offline (HF_HUB_OFFLINE is set), so the boxes offer the hub SAEs already in "
+        f"the Hugging Face cache: {n:,} of the {total:,} on {model_id}'s residual stream; start the "
+        "app with HF_HUB_OFFLINE=0 where it reaches huggingface.co to download the others."
+    )
+
+
+def hub_loading_words(release: str, sae_id: str, offline: bool = False) -> str:
+    """The spinner's words while a hub SAE loads (a download the first time; the hub's own cache
+    after, and offline)."""
+    if offline:
+        return f"Loading {release}/{sae_id} from the Hugging Face cache…"
     return f"Loading {release}/{sae_id} from the Hugging Face hub (a download the first time)…"
 
 
