@@ -721,7 +721,7 @@ def test_budgets_that_pruning_empties_are_said_so_on_the_page_and_the_command_li
         details = None
         scores = torch.tensor([1.0, 2.0, -3.0], device="cpu")
 
-    expected = "At budgets 20, 103 the method's top-ranked edges hold no path from the input to the logits"
+    expected = "At budgets 20 and 103 the method's top-ranked edges hold no path from the input to the logits"
     (note,) = [n for n in curve_notes(Result()) if "no path" in n]
     assert note.startswith(expected) and "the first budget that keeps a path is 1,000" in note
     assert expected in format_table(Baseline(12.6, -3.8), Result.curve, 10_342)

@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from .text import joined
+
 
 @dataclass(frozen=True)
 class Baseline:
@@ -103,7 +105,7 @@ def empty_budgets_note(curve: Sequence[CurvePoint], kept: str = "edges") -> str 
     empty = [p.budget for p in curve if p.budget > 0 and p.n_edges == 0]
     if not empty:
         return None
-    shown = ", ".join(f"{b:,}" for b in empty)
+    shown = joined([f"{b:,}" for b in empty])  # "20, 50" read as a list cut short (Compare, an audit)
     first = min((p.budget for p in curve if p.n_edges > 0 and p.budget > max(empty)), default=None)
     after = (
         f"; the first budget that keeps a path is {first:,}"
