@@ -155,7 +155,7 @@ def test_a_machine_busy_now_is_told_the_estimate_is_a_quiet_machines(monkeypatch
     first = estimate_run(model, "eap-ig", {"ig_steps": 5}, n_tokens=8)
     calibration.record("cpu", "eap-ig", first.flops, 3.0, model=first.model, others=1.0, cores=2)
     monkeypatch.setattr(limits, "others_wanting", lambda: 5.0)
-    monkeypatch.setattr(limits.os, "getloadavg", lambda: (0.5, 1.0, 1.0))  # a minute behind: not read
+    monkeypatch.setattr(limits, "load_average", lambda: 7.0)  # larger: the moment's count is said
     monkeypatch.setattr(limits.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
     monkeypatch.setattr(limits, "_threads", lambda: 1)
     busy = estimate_run(model, "eap-ig", {"ig_steps": 5}, n_tokens=8)
@@ -180,6 +180,12 @@ def test_the_tasks_wanting_the_cpu_are_read_now_less_the_reader(monkeypatch):
     assert cpu_share.others_wanting(reads=5, gap=0.0) is None
     monkeypatch.setattr(limits, "others_wanting", lambda: None)
     assert busy_note(cores=2, quiet=True) == ""  # nothing to read: nothing said
+    # a moment's burst (the browser drawing the page the estimate is on) is damped by the load average
+    monkeypatch.setattr(limits, "others_wanting", lambda: 9.5)
+    monkeypatch.setattr(limits, "load_average", lambda: 6.4)
+    assert "(6.4 other tasks running or waiting" in busy_note(cores=2, quiet=True, threads=1)
+    monkeypatch.setattr(limits, "load_average", lambda: None)
+    assert "(9.5 other tasks running or waiting" in busy_note(cores=2, quiet=True, threads=1)
 
 
 def test_a_run_quiet_only_in_the_sample_at_its_start_does_not_price_alone():

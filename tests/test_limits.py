@@ -43,6 +43,7 @@ def test_a_busy_cpu_is_said_beside_the_estimate(tiny, monkeypatch, tmp_path):
         " The machine is busy now (2.9 other tasks running or waiting for its 2 cores): the run may take longer."
     )
     monkeypatch.setattr(limits, "others_wanting", lambda: 7.5)
+    monkeypatch.setattr(limits, "load_average", lambda: 8.0)
     text = estimate_run(tiny, "eap-ig", {"ig_steps": 5}, n_tokens=8).summary()
     assert text.startswith("Estimate: about") and text.endswith("the run may take longer.")
     assert "(7.5 other tasks running or waiting for its" in text

@@ -36,7 +36,7 @@ from ..models.adapter import adapter_of
 from ..models.devices import model_working_memory_bytes
 from . import calibration
 from .calibration import model_key, rate
-from .cpu_share import others_wanting
+from .cpu_share import load_average, others_wanting
 
 ENV = {
     "max_tokens": "CIRCUITVIZ_MAX_TOKENS",
@@ -197,12 +197,16 @@ def busy_note(
     long a run with ``threads`` threads (every core when None) takes beside them
     (``calibration.slowdown``). The one-minute load average read here before lagged a minute and
     held the command line's own model load: at load 5.0 on two cores it said 3.0 times for runs
-    that took 2.0-2.5 times their CPU seconds.
+    that took 2.0-2.5 times their CPU seconds. Where the load average is the smaller it is taken:
+    the count is of one moment, and the app's estimate is made as the browser draws the page
+    (9.5-12.5 others counted, 5.2-6.8 times said, at load 6.4-6.8 for a run of 2.4 times).
     """
     if waiting is None:
         waiting = others_wanting()
         if waiting is None:  # not a Linux /proc: nothing to say
             return ""
+        load = load_average()  # a moment's burst (a browser drawing the page: 9.5-12.5) is damped there
+        waiting = waiting if load is None else min(waiting, load)
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     times = calibration.slowdown(min(waiting, cores), cores, waiting, threads, threads)
