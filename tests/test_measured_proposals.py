@@ -100,3 +100,15 @@ def test_a_task_too_long_to_measure_keeps_its_first_candidate(embedded_model, ch
     made = proposal_for(embedded_model, prompt, " John", [" John", " the"])
     assert made.corrupted == prompt.replace("Mary", "Alice")
     assert made.corrupted_note.endswith("check that it changes the answer.")
+
+
+def test_a_given_foil_is_the_one_the_candidates_are_measured_against(embedded_model, checked):
+    # discover with --foil (and Steer's "Compute it on Explore", its foil given) took the first
+    # candidate unmeasured: 'Mary' swapped at both mentions, which the check then refused
+    from circuitviz.entry.api import with_proposed_inputs
+    from circuitviz.query.proposals import proposal_for
+
+    task, said = with_proposed_inputs(embedded_model, PromptTask(ZOLTAN, "", " Zol", (" Mary",)))
+    assert task.corrupted == "When Zoltan and Mary went to the store, Alice gave a drink to"
+    made = proposal_for(embedded_model, ZOLTAN, " Zol", [], foil=" Mary")
+    assert (made.foil, made.corrupted, made.foil_note) == (" Mary", task.corrupted, "")

@@ -72,16 +72,16 @@ def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | Non
     (``query.proposals``), and the sentences saying what and how (None: nothing proposed).
 
     Without a corrupted prompt: the template family's that recognises the prompt, or a known word
-    swapped, under the logit difference with no foil given the first whose corruption passes the
-    meaningful-task check, as the app's (``proposals.proposal_for``);
+    swapped, under the logit difference (with at most one foil given, measured against it) the
+    first whose corruption passes the meaningful-task check, as the app's (``proposals.proposal_for``);
     TaskError with the reason, naming ``--corrupted``, when nothing fits or none passes. Without a foil
     under the logit-difference metric: the other name of an indirect-object prompt, else what the
     model predicts after the corrupted prompt (as before, a missing foil the method's task check
     refuses, naming ``--foil``, when neither gives one)."""
     sentences = []
     if not task.corrupted.strip() and task.clean.strip():
-        if task.metric == "logit_diff" and not task.foils and task.answer.strip():
-            made = proposal_for(model, task.clean, task.answer, [])
+        if task.metric == "logit_diff" and len(task.foils) <= 1 and task.answer.strip():
+            made = proposal_for(model, task.clean, task.answer, [], foil=next(iter(task.foils), None))
             corrupted, note = made.corrupted, made.corrupted_note
         else:
             corrupted, note = propose_corruption(model, task.clean, task.answer)

@@ -205,23 +205,38 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
 
 
 def proposal_for(
-    model, prompt: str, answer: str, top_tokens: list[str], corrupted: str | None = None
+    model,
+    prompt: str,
+    answer: str,
+    top_tokens: list[str],
+    corrupted: str | None = None,
+    foil: str | None = None,
 ) -> Proposal:
     """The foil and corrupted prompt proposed for ``answer`` (the first candidate whose task passes
-    the check before Run, ``measured``); the foil for ``corrupted`` when one is given: then it is
-    kept, with no note."""
+    the check before Run, ``measured``; with ``foil``, the foil is that one and each candidate is
+    measured against it: Steer's and the command line's given foil); the foil for ``corrupted``
+    when one is given: then it is kept, with no note."""
     if corrupted is None:
         from .trials import Trials  # here, not at the top: keeps torch out of the first paint
 
-        return measured(model, prompt, [answer], top_tokens, Trials(model, prompt))[0][0]
+        return measured(model, prompt, [answer], top_tokens, Trials(model, prompt), foil=foil)[0][0]
     return _with_foil(model, prompt, answer, top_tokens, corrupted, "")
 
 
 def _with_foil(
-    model, prompt: str, answer: str, top_tokens: list[str], corrupted: str, note: str, after=None
+    model,
+    prompt: str,
+    answer: str,
+    top_tokens: list[str],
+    corrupted: str,
+    note: str,
+    after=None,
+    given: str | None = None,
 ) -> Proposal:
-    """``corrupted`` proposed for ``answer`` with ``note``, and its foil (``propose_foil``, else the
-    model's most likely other token)."""
+    """``corrupted`` proposed for ``answer`` with ``note``, and its foil (``given``, else
+    ``propose_foil``, else the model's most likely other token)."""
+    if given:
+        return Proposal(answer, given, corrupted, note)
     foil, foil_note = propose_foil(model, prompt, corrupted, answer, after)
     if not foil:
         foil = next((token for token in top_tokens if token != answer and text_token(model, token)), "")
@@ -232,7 +247,9 @@ def _with_foil(
     return Proposal(answer, foil, corrupted, note, foil_note)
 
 
-def measured(model, prompt: str, answers: list[str], top_tokens: list[str], trials, order=None) -> list:
+def measured(
+    model, prompt: str, answers: list[str], top_tokens: list[str], trials, order=None, foil=None
+) -> list:
     """(proposal, its gap L(M(q)) - L(M(q')) or None) for each of ``answers``: the corrupted prompt
     is the first of ``corruption_candidates`` whose task (with the foil proposed for it) passes
     the check before Run, measured on ``trials`` (``query.trials``: every answer's first candidate
@@ -240,7 +257,8 @@ def measured(model, prompt: str, answers: list[str], top_tokens: list[str], tria
     prompt, and the note says so (``none_passes_sentence``); a candidate with no foil to measure
     it by is proposed unmeasured, as before. ``order``: how ``propose`` ranks the answers once
     they pass; an answer ranked after one whose first candidate passes is not measured further
-    (an empty proposal stands for it, never chosen)."""
+    (an empty proposal stands for it, never chosen). ``foil``: the foil every candidate is
+    measured against, where one is given."""
     options = [corruption_candidates(model, prompt, answer) for answer in answers]
     trials.run([candidates[0].corrupted for candidates in options if candidates])
     found: list = []
@@ -253,10 +271,11 @@ def measured(model, prompt: str, answers: list[str], top_tokens: list[str], tria
                 top_tokens,
                 "",
                 no_corruption_sentence(prompt, _templates().recognise(prompt)),
+                given=foil,
             )
             found.append((made, None))
         else:
-            found.append(_tried(model, prompt, answer, top_tokens, candidates[0], trials))
+            found.append(_tried(model, prompt, answer, top_tokens, candidates[0], trials, foil))
     failed = [index for index, (made, _) in enumerate(found) if made is None]
     settled = [order[index] for index, (_, gap) in enumerate(found) if order and _settles(gap)]
     for index in [index for index in failed if settled and order[index] > min(settled)]:
@@ -266,11 +285,11 @@ def measured(model, prompt: str, answers: list[str], top_tokens: list[str], tria
     for index in failed:
         answer, candidates = answers[index], options[index]
         for candidate in candidates[1:]:
-            found[index] = _tried(model, prompt, answer, top_tokens, candidate, trials)
+            found[index] = _tried(model, prompt, answer, top_tokens, candidate, trials, foil)
             if found[index][0] is not None:
                 break
         else:
-            made = _with_foil(model, prompt, answer, top_tokens, "", "")
+            made = _with_foil(model, prompt, answer, top_tokens, "", "", given=foil)
             found[index] = (
                 dataclasses.replace(made, corrupted_note=none_passes_sentence(made, candidates)),
                 None,
@@ -285,7 +304,7 @@ def _settles(gap: float | None) -> bool:
     return gap is not None and gap >= MIN_GAP["logit_diff"]
 
 
-def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, trials) -> tuple:
+def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, trials, foil=None) -> tuple:
     """(the proposal of ``candidate`` for ``answer``, its gap) when its task passes the check before
     Run, (None, None) when it does not, (the proposal, None) when no foil measures it or the task
     cannot be prepared."""
@@ -295,7 +314,7 @@ def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, tr
 
     after = functools.partial(trials.likely, candidate.corrupted)  # read only where no name is the foil
     note = candidate.note + (SWAP_END if candidate.swapped else "")
-    made = _with_foil(model, prompt, answer, top_tokens, candidate.corrupted, note, after)
+    made = _with_foil(model, prompt, answer, top_tokens, candidate.corrupted, note, after, foil)
     if not made.foil or not answer:
         return made, None
     task = PromptTask(prompt, candidate.corrupted, answer, (made.foil,))

@@ -401,16 +401,17 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
     """Open this prompt on Explore and run it there (the button under ``NO_CIRCUIT``): a Steer link
     opened after a code change found nothing stored under this code's key, and its button only
     opened Explore, whose Run was then to be found and pressed. Without a corrupted prompt (Steer's
-    own example, a link without one) it is the one Explore proposes, with its note; until
-    2026-12-06 Explore then opened unrun, under a sentence saying the button runs it. Where none
-    can be proposed, Explore opens to ask for one, unrun."""
-    from ..query.proposals import propose_corruption
+    own example, a link without one) it is the one Explore proposes, with its note, measured
+    against this foil; until 2026-12-06 Explore then opened unrun, under a sentence saying the
+    button runs it. Where none can be proposed or none passes, Explore opens to ask for one, unrun."""
+    from ..query.proposals import proposal_for
     from .inputs import task_foils
 
     session = state.session
     corrupted, note = session.corrupted, None
-    if not corrupted:
-        corrupted, note = propose_corruption(model, prompt, answer)
+    if not corrupted:  # one that passes the check Explore runs first, against this foil
+        made = proposal_for(model, prompt, answer, [], foil=foil or None)
+        corrupted, note = made.corrupted, made.corrupted_note
     if not corrupted:
         state.switch_to("explore", state.url_params(page="explore"))
         return
