@@ -14,7 +14,7 @@ from .curves import (
     figure_image,
     log_ticks,
 )
-from .explain import explain_circuit
+from .explain import explain_circuit, explain_title
 from .graph_html import (
     GraphDrawing,
     GraphEdge,
@@ -67,6 +67,7 @@ __all__ = [
     "curve_dips",
     "curve_figure",
     "explain_circuit",
+    "explain_title",
     "growth_stop",
     "growth_stop_sentence",
     "curves_csv",

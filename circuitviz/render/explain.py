@@ -103,6 +103,18 @@ def _sentence(edge: GraphEdge, labels, score: str, task) -> str:
     return f"{source} feed{'' if edge.source == 'input' else 's'} {role}{score}."
 
 
+def explain_title(count: int, ranked: str, n: int = 5) -> str:
+    """'Explain this circuit''s title: the edges ``explain_circuit`` says (``n`` of the circuit's
+    ``count``, fewer where it has fewer; ``ranked``: what orders them, "that matter most"). It read
+    "the 5 edges that matter most" over a circuit of none (SmolLM2's at budget 20), or of 2."""
+    said = min(count, n)
+    if said == 0:
+        return "Explain this circuit: it has no edges at this budget"
+    if said == 1:
+        return f"Explain this circuit: the one edge {ranked.replace('matter most', 'matters most')}, in words"
+    return f"Explain this circuit: the {said} edges {ranked}, in words"
+
+
 def explain_circuit(
     edges: Sequence[GraphEdge],
     labels: Mapping[str, Mapping[str, object]] | None = None,

@@ -442,7 +442,7 @@ def explain(result, budget: int, labels, expanded: bool = False, mask=None) -> N
         if traits.scores_estimate_metric
         else "of highest score (the method's own, not an effect)"
     )
-    with st.expander(f"Explain this circuit: the 5 edges {ranked}, in words", expanded=expanded):
+    with st.expander(render.explain_title(len(edges), ranked), expanded=expanded):
         sentences = render.explain_circuit(
             edges, labels, n=5, task=result.task, estimates_metric=traits.scores_estimate_metric
         )
