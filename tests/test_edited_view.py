@@ -196,3 +196,12 @@ def test_the_page_says_the_drawn_circuit_is_edited(tiny_app):
     assert EDITED_CURVE in captions
     # the measure buttons above the graph measure the method's circuit: said while an edit is drawn
     assert any(c.startswith(offers) for c in captions), captions
+
+
+def test_an_empty_circuits_table_is_one_sentence():
+    """SmolLM2's factual prompt under EAP at budget 20 keeps no edge: the caption read "The
+    circuit's 0 edges, strongest first (also in the CSV). Score: ..." over an empty table."""
+    assert edges_table_caption(0, 50, meaning="attribution patching's estimate") == (
+        "The circuit has no edges at this budget."
+    )
+    assert edges_table_caption(0, 50, edited=True) == "The edited circuit has no edges."

@@ -490,6 +490,8 @@ def edges_table_caption(total: int, limit: int, edited: bool = False, meaning: s
     column is (``meaning``, the method's ``score_meaning``: a learned mask's 0.998 and attribution
     patching's -1.2 stood under one word, "score", unexplained)."""
     circuit = "edited circuit" if edited else "circuit"
+    if total == 0:  # it read "The circuit's 0 edges, strongest first" over an empty table
+        return "The edited circuit has no edges." if edited else "The circuit has no edges at this budget."
     if total <= limit:
         line = f"The {circuit}'s {counted(total, 'edge')}, strongest first (also in the CSV)."
     else:
@@ -504,6 +506,8 @@ def edges_table(result, budget: int, limit: int = 50, mask=None) -> None:
     total = int((circuit.bool() & result.graph.tensors(circuit.device).edge_mask).sum())
     meaning = method_traits(result.method).score_meaning
     st.caption(markdown_text(edges_table_caption(total, limit, edited=mask is not None, meaning=meaning)))
+    if total == 0:
+        return
     st.dataframe(
         rows,
         hide_index=True,
