@@ -14,17 +14,13 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..core.refusals import (
-    EMPTY_CORRUPTED,
     EMPTY_PROMPT,
-    IDENTICAL_PROMPTS,
     NO_FOIL,
     foil_is_answer,
     prompt_over_context,
-    unequal_lengths,
 )
 from ..core.text import (
     chance_text,
-    counted,
     first_piece_note,
     invisible_sentence,
     markdown_sentence,
@@ -43,12 +39,12 @@ from . import (  # no torch here: the prompt box paints before the engine loads
 )
 from .budget_box import budget_reading, default_budgets, fit_budgets_box
 from .budget_words import budgets_label, positions_on
+from .corrupted_box import corrupted_input
 from .mmlu_picker import REFUSED_HINT
 from .state import session
 
 EXAMPLE_PROMPT = "When Mary and John went to the store, John gave a drink to"
 EXAMPLE_CORRUPTED = "When Alice and Bob went to the store, Carl gave a drink to"
-MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
 
 
 def shared_settings(method, settings: dict) -> dict:
@@ -389,74 +385,6 @@ def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
     if foil == answer:
         return foil_is_answer(answer)
     return None
-
-
-def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
-    """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
-    corrupted = state.bind(
-        st.text_area,
-        "Corrupted prompt (the key fact or name replaced; same number of tokens)",
-        "corrupted",
-        height=80,
-    )
-    corrupted = corrupted or ""  # a box never filled reads None
-    note = session.corrupted_note
-    if note and session.corrupted_proposed not in (None, corrupted):  # said of what the box held before
-        note = None
-    if note and not corrupted.strip() and need_corrupted:
-        st.warning(markdown_sentence(note))  # may quote the user's text
-    elif note:  # a method that needs none: the note is no call to write one (Signals said both)
-        st.caption(markdown_sentence(note))
-    if not corrupted.strip():
-        if not need_corrupted:
-            st.caption("This method needs no corrupted prompt.")
-            return corrupted, []
-        problem = EMPTY_CORRUPTED
-        if not note:
-            st.error(markdown_sentence(problem))  # may quote the user's text
-        return corrupted, [problem]
-    return corrupted, token_check(model, model_id, prompt, corrupted)
-
-
-def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]:
-    """Both tokenisations, the differing tokens marked; [] when the lengths match, else the
-    sentence that says so."""
-    # here, not at the top: keeps torch out of the first paint
-    from .. import render
-
-    clean_tokens = loaders.str_tokens(model, model_key, prompt)
-    corrupted_tokens = loaders.str_tokens(model, model_key, corrupted)
-    st.markdown(
-        "<div style='font-size:0.85rem;margin:2px 0'>prompt</div>"
-        + _chips(clean_tokens, corrupted_tokens)
-        + "<div style='font-size:0.85rem;margin:6px 0 2px'>corrupted</div>"
-        + _chips(corrupted_tokens, clean_tokens),
-        unsafe_allow_html=True,
-    )
-    if len(clean_tokens) != len(corrupted_tokens):
-        problem = unequal_lengths(len(clean_tokens), len(corrupted_tokens), "marked chips differ")
-        st.error(markdown_sentence(problem))  # may quote the user's text
-        return [problem]
-    changed = sum(render.differing_positions(clean_tokens, corrupted_tokens))
-    if changed == 0:
-        problem = IDENTICAL_PROMPTS
-        st.error(markdown_sentence(problem))  # may quote the user's text
-        return [problem]
-    differ = "differs" if changed == 1 else "differ"
-    st.success(f"Both prompts are {len(clean_tokens)} tokens; {counted(changed, 'position')} {differ}.")
-    return []
-
-
-def _chips(tokens: list[str], other: list[str]) -> str:
-    """Token chips, at most ``MAX_CHIPS`` of them (then how many more there are)."""
-    # here, not at the top: keeps torch out of the first paint
-    from .. import render
-
-    differs = render.differing_positions(tokens, other)
-    strip = render.token_strip_html(tokens[:MAX_CHIPS], differs[:MAX_CHIPS])
-    if len(tokens) > MAX_CHIPS:
-        strip += f" <span style='font-size:0.85rem'>… and {len(tokens) - MAX_CHIPS} more tokens</span>"
-    return strip
 
 
 def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) -> TaskInputs:
