@@ -781,4 +781,4 @@ def test_the_estimate_is_a_range_from_a_stop_at_the_first_pass_to_every_step():
     )
     assert method.passes_done(stopped) == pytest.approx(least)
     said = estimate_run(model, "paraphrase-pruning", None, n_tokens=15, n_budgets=3).summary()
-    assert " to " in said and "paraphrase pruning stops learning a budget's mask" in said
+    assert " to " in said and "Paraphrase pruning stops learning a budget's mask" in said

@@ -373,7 +373,7 @@ class ParaphrasePruning(Method):
         return dataclasses.replace(  # a mask stops learning at the tolerance (Edge Pruning's range)
             most,
             passes_range=(least.passes, most.passes),
-            range_reason="paraphrase pruning stops learning a budget's mask once its circuit is "
+            range_reason="Paraphrase pruning stops learning a budget's mask once its circuit is "
             "faithful enough, so a prompt its warm start already explains ends early",
         )
 
