@@ -450,6 +450,14 @@ def corruption_candidates(model, prompt: str, answer: str) -> list[Candidate]:
         note = f"Proposed by swapping {which}{word!r} for {other!r} (a word the templates know, same token count)"
         at = f" at the {mention} mention" if mention else ""
         candidates.append(Candidate(corrupted, note, f"{word!r} swapped for {other!r}{at}", True))
+    if found is None:  # "1, 2, 3, 4,": a number changed (a template's own numbers are its to change)
+        from ..models.adapter import adapter_of
+        from .number_swaps import number_candidates
+
+        for corrupted, number, other, mention in number_candidates(prompt, adapter_of(model).token_count):
+            which = f"the {mention} number" if mention else "the number"
+            note = f"Proposed by changing {which} {number!r} to {other!r} (same token count)"
+            candidates.append(Candidate(corrupted, note, f"{number!r} changed to {other!r}", True))
     return candidates[:TRIED]
 
 
