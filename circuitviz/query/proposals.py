@@ -7,7 +7,7 @@ identification, the other name, else what the model predicts after the corrupted
 likely other token when there is none). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, common first names
 such as Mary and John among them, a country, a landmark) is swapped for another of the same
-token length, and the note says which. Each candidate is measured as the check before Run
+token length, or a number is changed (``query.number_swaps``), and the note says which. Each candidate is measured as the check before Run
 measures it, and the first that passes is proposed (``query.trials``); when nothing fits or
 nothing passes, the note says why, naming the words at fault or those tried, and how to write
 one. The app's inputs (through
