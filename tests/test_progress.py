@@ -35,7 +35,10 @@ def test_a_scoring_run_reports_each_phase_as_it_begins():
     assert reports[first_evaluate] == ("evaluate", 0.0) and reports[-1] == ("evaluate", 1.0)
 
 
-@pytest.mark.parametrize(("method", "config"), [("eap-ig", {"ig_steps": 3}), ("eap", {}), ("eap-gp", {})])
+@pytest.mark.parametrize(
+    ("method", "config"),
+    [("eap-ig", {"ig_steps": 3}), ("eap", {}), ("eap-gp", {}), ("eap-ig-activations", {"ig_steps": 3})],
+)
 def test_the_scoring_moves_through_each_block_of_its_one_chunk(method, config):
     """On a CPU one chunk of gradient passes is all of the scoring, and every report inside it
     said where the chunk began: the command line's line read 'score 0.0%' until the phase ended.

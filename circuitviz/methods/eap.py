@@ -23,7 +23,7 @@ from ..details.neurons import NeuronDetails
 from ..engine import sites
 from ..engine.gradients import SummedGradients, clean_residuals, reader_gradients
 from ..engine.neurons import neuron_bytes
-from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype
+from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype, scoring_checks
 from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device, model_dtype
 from .base import EDGE_CHANGE, OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
@@ -236,7 +236,7 @@ class EAPIGActivations(ScoringMethod):
         residuals = clean_residuals(model, spec, prepared) if adapter_of(model).starts_at_layer else None
         starts = [(g - 1) // 2 if g > 0 and residuals is not None else 0 for g in range(len(groups))]
 
-        def batch_pass(jobs, rows: slice):
+        def batch_pass(jobs, rows: slice, progress=None):
             batch_jobs = jobs[rows]
             group_of = torch.tensor([g for g, _ in batch_jobs], device=device)
             alpha = torch.tensor([k / steps for _, k in batch_jobs], dtype=clean.dtype, device=device)
@@ -271,7 +271,7 @@ class EAPIGActivations(ScoringMethod):
                 prepared,
                 len(batch_jobs),
                 input_replacement,
-                extra_hooks=hooks,
+                extra_hooks=hooks + scoring_checks(spec.n_layers, progress, rows, len(jobs)),
                 start=start,
                 start_residual=residuals[start] if start > 0 else None,
             )
@@ -292,15 +292,16 @@ class EAPIGActivations(ScoringMethod):
         for jobs in segments.values():
 
             def progress(phase, fraction, done=done, size=len(jobs)):
-                if ctx.progress:
-                    ctx.progress(phase, (done + fraction * size) / total)
+                ctx.progress(phase, (done + fraction * size) / total)
+
+            progress = progress if ctx.progress else None  # each block of a pass reports through it
 
             part = gradient_scores(
                 model,
                 spec,
                 len(jobs),
                 prepared.n_positions,
-                lambda rows, jobs=jobs: batch_pass(jobs, rows),
+                lambda rows, jobs=jobs, progress=progress: batch_pass(jobs, rows, progress),
                 progress=progress,
                 positions=positions,
             )
