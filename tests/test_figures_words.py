@@ -42,3 +42,27 @@ def test_compares_faithful_line_joins_the_methods_that_reach_it_as_a_sentence():
     assert line.startswith("At budget 500 eap, eap-ig and atp-star reach NDF 0.8."), line
     del results["eap-ig"]
     assert compare.faithful_line(results, 500).startswith("At budget 500 eap and atp-star reach NDF 0.8.")
+
+
+def test_the_paraphrases_a_method_used_name_its_circuit_in_words():
+    """Compare's held-out table (paraphrase pruning beside EAP-IG at budget 20) read "Not held out,
+    as used to fit or select: 3 by paraphrase-pruning@20", the circuit's key; the key names a
+    method at a budget, so it reads so, a method's budgets of one count together."""
+    from circuitviz.measure.transfer import Transfer, shortfall_note, used_note
+
+    def found(excluded: dict) -> Transfer:
+        return Transfer(
+            ndf={n: [0.5] * 5 for n in excluded},
+            texts={n: ["p"] * 5 for n in excluded},
+            excluded=excluded,
+        )
+
+    one = found({"paraphrase-pruning@20": 3, "eap-ig@20": 0})
+    assert used_note(one) == "Not held out, as used to fit or select: 3 by paraphrase-pruning at budget 20."
+    every = found({f"paraphrase-pruning@{b}": 3 for b in (20, 50, 1000)})
+    assert used_note(every) == (
+        "Not held out, as used to fit or select: 3 by paraphrase-pruning at budgets 20, 50 and 1,000."
+    )
+    assert used_note(found({"bon": 9})) == "Not held out, as used to fit or select: 9 by bon."
+    short = shortfall_note(found({"paraphrase-pruning@20": 3}), count=8, given=9)
+    assert "(paraphrase-pruning at budget 20)" in short and "@" not in short, short

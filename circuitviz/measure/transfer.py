@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.tasks import PromptTask, TaskError, prepare_task
-from ..core.text import counted
+from ..core.text import counted, joined
 from ..methods.paraphrase_pairs import template_tasks
 from ..models.adapter import adapter_of
 from ..query.pairs import left_out_note
@@ -178,13 +178,13 @@ def shortfall_note(found: Transfer, count: int, given: int, sought: str = "asked
     reasons = [f"the source gave {given} besides the prompt"]
     if found.left_out:
         reasons.append(f"{len(found.left_out)} failed a check")
-    used = {name: found.excluded[name] for name in short if found.excluded[name]}
+    used = circuits_named({name: found.excluded[name] for name in short if found.excluded[name]})
     if len(used) == 1:
-        ((name, n),) = used.items()
-        reasons.append(f"the method used {n} to fit or select ({name})")
+        ((n, who),) = used
+        reasons.append(f"the method used {n} to fit or select ({who})")
     elif used:
         reasons.append(
-            "the methods used some to fit or select (" + ", ".join(f"{n} {k}" for n, k in used.items()) + ")"
+            "the methods used some to fit or select (" + ", ".join(f"{n} {who}" for n, who in used) + ")"
         )
     measured = counted(high, "held-out paraphrase") if low == high else f"{figure} held-out paraphrases"
     opening = f"Some circuits were measured on {measured}" if some else f"Measured on {measured}"
@@ -198,8 +198,28 @@ def used_note(found: Transfer) -> str:
     used = {name: n for name, n in found.excluded.items() if n}
     if not used:
         return ""
-    each = ", ".join(f"{n} by {name}" for name, n in used.items())
+    each = ", ".join(f"{n} by {who}" for n, who in circuits_named(used))
     return f"Not held out, as used to fit or select: {each}."
+
+
+def circuits_named(counts: Mapping[str, int]) -> list[tuple[int, str]]:
+    """(count, whose) for each circuit's count, a method's circuits of one count together: a circuit
+    keyed ``method@budget`` (Compare's, a paraphrase file's on the command line) reads "method at
+    budget 20" ("Not held out, as used to fit or select: 3 by paraphrase-pruning@20" stood under
+    Compare's table, an audit of 2026-12-07)."""
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for name, n in counts.items():
+        method, at, budget = str(name).rpartition("@")
+        mine = grouped.setdefault((method, n) if at and budget.isdigit() else (str(name), n), [])
+        if at and budget.isdigit():
+            mine.append(int(budget))
+    named = []
+    for (method, n), budgets in grouped.items():
+        shown = joined([f"{b:,}" for b in budgets]) if budgets else ""
+        named.append(
+            (n, f"{method} at budget{'s' if len(budgets) > 1 else ''} {shown}" if budgets else method)
+        )
+    return named
 
 
 def transfer_record(
