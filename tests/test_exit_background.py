@@ -159,6 +159,7 @@ _EXIT_DURING_A_LONG_OPERATION = """
 import time, torch
 from circuitviz.ui import background
 background.STOP_AT_EXIT_S = 0.2
+background.END_AT_EXIT = True  # as the app's server (serve.main) sets it
 x = torch.randn(3000, 3000, device="cpu")
 
 def busy():
@@ -199,3 +200,31 @@ def test_a_watched_run_thread_still_going_at_exit_is_named(capsys):
     assert "the background thread 'run eap-ig' did not stop within 0.1 s" in said
     background.exit_after_stop(wait=0.1, end=ended.append)
     assert ended == [0] and capsys.readouterr().err == ""
+
+
+def test_another_process_keeps_its_own_exit_and_is_told(monkeypatch, capsys):
+    """Only the app's server ends at once: a test run's exit status is its result, so elsewhere
+    the line is said and the process goes on to its own end."""
+    release = threading.Event()
+    thread = background.start(release.wait, name="caption pass")
+    ended = []
+    monkeypatch.setattr(background.os, "_exit", ended.append)
+    monkeypatch.setattr(background, "END_AT_EXIT", False)
+    try:
+        background.exit_after_stop(wait=0.1)
+    finally:
+        release.set()
+        thread.join(5)
+    assert ended == []
+    assert capsys.readouterr().err.startswith(
+        "circuitviz: the background thread 'caption pass' did not stop within 0.1 s of the exit"
+    )
+
+
+def test_the_server_launcher_ends_at_exit():
+    """``python -m circuitviz.ui.serve`` (``make app``) sets the server's way out."""
+    import inspect
+
+    from circuitviz.ui import serve
+
+    assert "background.END_AT_EXIT = True" in inspect.getsource(serve.main)

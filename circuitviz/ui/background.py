@@ -14,9 +14,10 @@ at their next progress report).
 
 A thread still going after the wait (one torch operation longer than that, a wait no stop
 reaches) aborted the process as it finalized (a thread inside torch) or was dropped, with nothing
-said of which thread or why; such a thread now gets one line on stderr naming it, and the process
-ends at once (``os._exit``, status 0), before the finalization where it aborted
-(``exit_after_stop``). The runs' threads are watched
+said of which thread or why; such a thread now gets one line on stderr naming it, and the app's
+server (``serve.main`` sets ``END_AT_EXIT``) ends at once (``os._exit``, status 0), before the
+finalization where it aborted (``exit_after_stop``). Any other process (a test run, a script)
+keeps its own exit and status: there the line is all. The runs' threads are watched
 alike (``watch``) once their own stop has waited for them.
 """
 
@@ -44,6 +45,7 @@ _GUARD = threading.Lock()
 # the exit status of a process that ends with a thread it could not stop: a clean exit's, as
 # the server was asked to stop and the thread's work (a load, captions, a run) is abandoned
 LEFT_STATUS = 0
+END_AT_EXIT = False  # the app's server: a thread left after the wait ends the process at once
 
 
 class ProcessExiting(BaseException):
@@ -142,30 +144,35 @@ def watch(thread: threading.Thread) -> None:
         _WATCHED.add(thread)
 
 
-def left_words(threads: list[threading.Thread], wait: float) -> str:
-    """The line a process ending with threads it could not stop writes on stderr."""
+def left_words(threads: list[threading.Thread], wait: float, ending: bool = True) -> str:
+    """The line a process exiting with threads it could not stop writes on stderr; ``ending``: it
+    ends at once (the app's server), else it goes on to its own end."""
     names = ", ".join(f"'{thread.name}'" for thread in threads)
-    noun = "thread" if len(threads) == 1 else "threads"
-    return (
-        f"circuitviz: the background {noun} {names} did not stop within {wait:g} s of the exit (inside one "
-        f"long operation); the process ends now without waiting for {'it' if len(threads) == 1 else 'them'} "
-        f"(exit status {LEFT_STATUS})."
-    )
+    noun, them = ("thread", "it") if len(threads) == 1 else ("threads", "them")
+    said = f"circuitviz: the background {noun} {names} did not stop within {wait:g} s of the exit (inside one long operation)"
+    if ending:
+        return f"{said}; the process ends now without waiting for {them} (exit status {LEFT_STATUS})."
+    return f"{said}; the process exits without {them}, and one still inside torch may abort it."
 
 
-def exit_after_stop(wait: float | None = None, end: Callable[[int], None] = os._exit) -> None:
+def exit_after_stop(wait: float | None = None, end: Callable[[int], None] | None = None) -> None:
     """At the process's exit: ``stop_at_exit`` (``STOP_AT_EXIT_S`` as the module holds it when
     ``wait`` is None); a thread still alive after it, or a watched one (``watch``), is named on
-    stderr and the process ends at once, before the interpreter's finalization, where a daemon
-    thread coming back from a torch operation aborted it ("terminate called without an active
-    exception", status 134) and where a thread sitting in a wait was left with nothing said."""
+    stderr, and the app's server (``END_AT_EXIT``; or with ``end``, called with the status) ends at
+    once, before the interpreter's finalization, where a daemon thread coming back from a torch
+    operation aborted it ("terminate called without an active exception", status 134) and where
+    a thread sitting in a wait was left with nothing said. Another process keeps its own exit (a
+    test run's status is its result)."""
     wait = STOP_AT_EXIT_S if wait is None else wait
     left = stop_at_exit(wait)
     with _GUARD:
         left += [thread for thread in _WATCHED if thread.is_alive() and thread not in left]
     if not left:
         return
-    print(left_words(left, wait), file=sys.stderr)
+    end = end or (os._exit if END_AT_EXIT else None)
+    print(left_words(left, wait, ending=end is not None), file=sys.stderr)
+    if end is None:
+        return
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
         False  # app.py's navigation, whatever the first URL (ui.navigation.inside_app)
     )
     sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
+    from . import background
+
+    background.END_AT_EXIT = True  # a thread that will not stop at exit ends the server, said
     cli.main()
 
 
