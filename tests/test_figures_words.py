@@ -66,3 +66,18 @@ def test_the_paraphrases_a_method_used_name_its_circuit_in_words():
     assert used_note(found({"bon": 9})) == "Not held out, as used to fit or select: 9 by bon."
     short = shortfall_note(found({"paraphrase-pruning@20": 3}), count=8, given=9)
     assert "(paraphrase-pruning at budget 20)" in short and "@" not in short, short
+
+
+def test_the_held_out_sets_sentence_names_one_method_and_orders_a_tie_as_the_page():
+    """EAP-IG beside paraphrase pruning (each its own five) read "paraphrase-pruning on 5; eap-ig's 5
+    share 3 with theirs": "theirs" of one method, and which came first depended on a set's order."""
+    from circuitviz.ui.compare import held_out_sets_sentence
+
+    measured = {
+        "eap-ig": {"texts": ["p0", "p1", "p2", "p3", "p4"]},
+        "paraphrase-pruning": {"texts": ["p0", "p1", "p2", "p5", "p6"]},
+    }
+    assert held_out_sets_sentence(measured) == (
+        "Each held-out NDF is the mean over the first n kept paraphrases its method never used, so the "
+        "means rest on different paraphrases: eap-ig on 5; paraphrase-pruning's 5 share 3 with eap-ig's."
+    )

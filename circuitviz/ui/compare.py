@@ -393,12 +393,15 @@ def held_out_sets_sentence(measured: dict) -> str:
     sets = {name: texts for name, texts in sets.items() if texts}
     if len(sets) < 2:
         return ""
-    common = max(set(sets.values()), key=lambda texts: sum(other == texts for other in sets.values()))
+    # the set most methods share, on a tie the first method's: two methods, each its own set, named
+    # the second's first or the first's by chance (a set's order), and "theirs" of one method
+    common = max(sets.values(), key=lambda texts: sum(other == texts for other in sets.values()))
     alike = [name for name, texts in sets.items() if texts == common]
     if len(alike) == len(sets):
         return f"Every method's held-out NDF is the mean over the same {counted(len(common), 'paraphrase')}."
+    theirs = "theirs" if len(alike) > 1 else f"{alike[0]}'s"
     differ = [
-        f"{name}'s {len(texts)} share {len(set(texts) & set(common))} with theirs"
+        f"{name}'s {len(texts)} share {len(set(texts) & set(common))} with {theirs}"
         for name, texts in sets.items()
         if texts != common
     ]
