@@ -7,10 +7,43 @@ import streamlit as st
 
 from ..core.refusals import EMPTY_CORRUPTED, IDENTICAL_PROMPTS, unequal_lengths
 from ..core.text import counted, markdown_sentence
-from . import loaders, state  # no torch here: the prompt box paints before the engine loads
+from . import loaders, spelling, state  # no torch here: the prompt box paints before the engine loads
 from .state import session
 
 MAX_CHIPS = 80  # token chips drawn per prompt; a longer prompt shows its first ones and a count
+
+
+def follows_answer(answer: str, corrupted: str | None) -> bool:
+    """Whether the corrupted prompt and its note are proposed again for ``answer``: they were
+    proposed for another answer (not an opened task's own), and the box still holds what was
+    proposed (or is still empty beside the note that nothing passes)."""
+    made_for = session.corrupted_answer
+    return (
+        made_for is not None
+        and answer != made_for
+        and (corrupted or "") == (session.corrupted_proposed or "")
+    )
+
+
+def follow_answer(model, model_id: str, prompt: str, answer: str, top_tokens: list[str]) -> None:
+    """Another answer picked (a chip, or typed): the corrupted prompt is proposed again for it,
+    measured as a new prompt's is ("What is the capital of Japan?": no word decides '\\n\\n', but
+    'Japan' swapped for 'France' lowers ' Tokyo'), with its note. The foil box still holding the
+    proposed foil takes the new answer's; a foil of the user's is kept and every candidate is
+    measured against it. Call before the boxes are drawn, with ``answer`` one token."""
+    if not follows_answer(answer, state.coming_value("corrupted")):
+        return
+    foil = state.coming_value("foil")
+    proposed_foil = foil == session.foil_proposed
+    own_foil = foil if foil and not proposed_foil and foil != answer else None
+    found = loaders.completion(model, model_id, prompt, answer, None, top_tokens, own_foil)
+    state.set_value("corrupted", found.corrupted)
+    session.corrupted_note, session.corrupted_proposed = found.corrupted_note, found.corrupted or ""
+    session.corrupted_answer = answer
+    if proposed_foil:
+        state.set_value("foil", found.foil)
+        session.foil_note, session.foil_proposed = found.foil_note, found.foil
+        spelling.remember(prompt, "foil", found.foil)
 
 
 def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:

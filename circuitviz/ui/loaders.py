@@ -223,18 +223,21 @@ def _proposal(_model, key: str, model_id: str, prompt: str, top_tokens: tuple[st
     return memos.proposal(get_store(), _model, model_id, prompt, top_tokens)
 
 
-def completion(model, model_id: str, prompt: str, answer: str, corrupted: str | None, top_tokens):
+def completion(
+    model, model_id: str, prompt: str, answer: str, corrupted: str | None, top_tokens, foil: str | None = None
+):
     """The foil (and, when ``corrupted`` is None, the corrupted prompt) proposed for a given
     answer (``proposals.proposal_for``): for a URL or an opened task that named the answer and
-    left them out. Cached per model and inputs."""
-    return _completion(model, model_key(model), model_id, prompt, answer, corrupted, tuple(top_tokens))
+    left them out, or another answer picked (``foil``: the user's, each candidate measured
+    against it). Cached per model and inputs."""
+    return _completion(model, model_key(model), model_id, prompt, answer, corrupted, tuple(top_tokens), foil)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _completion(_model, key: str, model_id: str, prompt: str, answer: str, corrupted, top_tokens):
+def _completion(_model, key: str, model_id: str, prompt: str, answer: str, corrupted, top_tokens, foil=None):
     from ..query.proposals import proposal_for
 
-    return proposal_for(_model, prompt, answer, list(top_tokens), corrupted)
+    return proposal_for(_model, prompt, answer, list(top_tokens), corrupted, foil=foil)
 
 
 def task_verdict(model, model_id: str, task) -> str | None:

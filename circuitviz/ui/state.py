@@ -132,6 +132,7 @@ class Session:
     result_requests = Field("results.requests", {})  # {method: the request key its kept result answers}
     corrupted_note = Field("corrupted_note")  # where the corrupted prompt came from
     corrupted_proposed = Field("corrupted_proposed")  # the corrupted prompt the note is about
+    corrupted_answer = Field("corrupted_answer")  # the answer it was proposed for (None: an opened task's)
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
     more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
@@ -476,6 +477,7 @@ def adopt_prompt(prompt: str, values: dict) -> None:
     for key, value in values.items():
         set_value(key, value)
     session.inputs_for = prompt
+    del session.corrupted_answer  # set again where the corrupted prompt is proposed for an answer
     session.results = {}
     session.result_requests = {}
     if not first:
