@@ -105,3 +105,14 @@ def test_another_models_spelling_of_the_same_answer_proposes_nothing_again(
     at.run()
     assert proposed_for == []
     assert at.text_area(key="w.corrupted").value == IOI_TASK.corrupted
+
+
+def test_an_answer_typed_into_the_box_proposes_its_own_too(tiny_app, proposed_for):
+    at = _explore()
+    other = _other_chip(at)
+    at.text_input(key="w.answer").set_value(other).run()
+    assert not at.exception, at.exception
+    assert proposed_for == [(other, None)]
+    assert any(f"Nothing proposed for {other!r}" in w.value for w in at.warning)
+    at.text_input(key="w.answer").set_value("not one token at all").run()  # refused: nothing proposed
+    assert proposed_for == [(other, None)]
