@@ -478,6 +478,15 @@ def test_a_usage_error_is_one_sentence_and_where_to_read_more(capsys):
     ]
 
 
+def test_a_method_without_settings_is_named_alone_in_the_header():
+    """EAP's header (Explore's "what was run", the command line's first line) read "method eap {}
+    on smollm2-135m": an empty settings dict written as "{}"."""
+    from circuitviz.core.text import method_settings
+
+    assert method_settings("eap", {}) == "eap"
+    assert method_settings("eap-ig", {"ig_steps": 20}) == 'eap-ig {"ig_steps": 20}'
+
+
 def test_the_settings_header_gives_long_values_as_their_size():
     """The header line of a run (the command line, Explore) shows a method's settings as JSON, but
     a paraphrase file's pairs, a pasted list or a reference edge list only as their size: eight

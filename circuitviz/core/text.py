@@ -156,6 +156,12 @@ def shown_number(value, limit: int = 12) -> str:
     return digits if len(digits) <= limit else f"{digits[:limit]}… ({len(digits)} digits)"
 
 
+def method_settings(method: str, config: Mapping) -> str:
+    """A method's name with its settings as a header writes them ('eap-ig {"ig_steps": 20}'),
+    the name alone for a method without settings: EAP's header read "eap {} on smollm2-135m"."""
+    return f"{method} {settings_text(config)}" if config else str(method)
+
+
 def score_text(value: float) -> str:
     """A score to three decimals, never "-0.000" (a value that rounds to 0 is 0)."""
     text = f"{value:.3f}"

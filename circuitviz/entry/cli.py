@@ -19,9 +19,9 @@ from ..core.tasks import PromptTask, TaskError, prepare_task
 from ..core.text import (
     counted,
     invisible_sentence,
+    method_settings,
     only_invisible,
     os_error_sentence,
-    settings_text,
 )
 from ..details.base import NEUTRAL_PROMPT, reference_name
 from ..measure.task_validity import CHECK_ENV, WeakCorruptionError, identical_prompts_problem
@@ -189,7 +189,7 @@ def cmd_discover(args) -> int:
     timings = {"load_s": load_seconds, **result.timings, **measured}
     through = " through the TransformerBridge" if result.backend == "bridge" else ""
     print(
-        f"model {model_id} on {result.device}{through}; method {result.method} {settings_text(result.config)}"
+        f"model {model_id} on {result.device}{through}; method {method_settings(result.method, result.config)}"
     )
     print(f"graph: {result.graph.n_edges} edges; prompt {len(result.tokens.get('clean', []))} tokens")
     if result.positions:

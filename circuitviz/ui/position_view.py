@@ -15,7 +15,7 @@ import streamlit as st
 
 from .. import render
 from ..core.keys import process_key
-from ..core.text import markdown_sentence, markdown_text, score_text, settings_text
+from ..core.text import markdown_sentence, markdown_text, method_settings, score_text
 from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, task_ids, to_neuronpedia
 from ..positions.graph import n_units
 from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph
@@ -96,7 +96,7 @@ def _what_was_run(result) -> None:
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r}{foils}\n"
         f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
-        f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
+        f"method     {method_settings(result.method, result.config)} on {result.model_id} ({result.device})"
     )
 
 

@@ -16,7 +16,7 @@ import streamlit as st
 from .. import render
 from ..core.keys import process_key
 from ..core.phases import timing_words
-from ..core.text import after_colon, counted, markdown_text, possessive, settings_text, shown_token
+from ..core.text import after_colon, counted, markdown_text, method_settings, possessive, shown_token
 from ..details.base import found_edges
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
@@ -83,7 +83,7 @@ def task_caption(result, timings: bool = True) -> None:
     st.text(
         f"prompt     {task.clean!r} -> answer {task.answer!r}{foils}\n"
         f"corrupted  {repr(task.corrupted) if task.corrupted else '(none given)'}\n"
-        f"method     {result.method} {settings_text(result.config)} on {result.model_id} ({result.device})"
+        f"method     {method_settings(result.method, result.config)} on {result.model_id} ({result.device})"
         + (f"; {spent}" if spent else "")
     )
 
