@@ -49,3 +49,27 @@ def test_a_pass_quiet_only_in_the_sample_before_it_is_scaled_as_busy(words, tmp_
     assert (pass_["others"], pass_["during"]) == (0.0, 1.5)
     rate = calibration.rate("cpu", "eap", 2e10, model=probe.rate_key(words))
     assert rate.source == "probe" and rate.machine == "scaled"
+
+
+def test_a_pass_beside_other_work_is_scaled_by_the_cpu_it_used(words, tmp_path, monkeypatch):
+    """A busy pass was scaled by the others' share of the cores (the load average once they are
+    full: load 6 on two cores made any pass four times a quiet one), the rule runs left for their
+    own CPU seconds (``calibration._at_quiet``); the pass keeps its CPU seconds and threads too and
+    is scaled by them."""
+    import pytest
+
+    from circuitviz.entry import cpu_share
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cpu_share, "others_busy", lambda *_, **__: 2.0)
+    monkeypatch.setattr(cpu_share, "load_average", lambda: 6.0)
+    probe.probe_rate(words)
+    (pass_,) = json.loads(calibration.calibration_path().read_text())["cpu"][calibration.PROBE]
+    import torch
+
+    assert pass_["threads"] == pass_["default_threads"] == torch.get_num_threads()
+    assert 0 < pass_["cpu"]
+    rate = calibration.rate("cpu", "eap", 2e10, model=probe.rate_key(words))
+    at_quiet = min(pass_["seconds"], pass_["cpu"] / pass_["threads"])
+    assert rate.source == "probe" and rate.machine == "scaled"
+    assert rate.flops_per_second == pytest.approx(pass_["flops"] / at_quiet)

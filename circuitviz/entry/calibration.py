@@ -242,11 +242,26 @@ def record_probe(
     others: float | None = None,
     load: float | None = None,
     during: float | None = None,
+    cpu: float | None = None,
+    threads: int | None = None,
 ) -> None:
     """The rate of one timed forward pass, the fallback before any run has finished; ``others``:
     the cores other work kept busy when it began, ``load`` the load average then, ``during`` the
-    cores it kept busy over the timed passes."""
-    record(device_kind, PROBE, flops, seconds, model=model, others=others, load=load, during=during)
+    cores it kept busy over the timed passes, ``cpu`` the CPU seconds the pass used on the
+    ``threads`` it ran with (torch's own: the pass changes none), which scale a pass beside other
+    work to a quiet machine as they scale a run (``_at_quiet``)."""
+    record(
+        device_kind,
+        PROBE,
+        flops,
+        seconds,
+        model=model,
+        others=others,
+        load=load,
+        during=during,
+        cpu=cpu,
+        threads=(threads, threads),
+    )
 
 
 def model_key(n_parameters: int, n_edges: int) -> str:

@@ -35,30 +35,44 @@ def rate_key(model) -> str:
 
 def probe_rate(model) -> None:
     """Time one batched forward pass and keep its FLOP rate (``calibration.record_probe``), with
-    how busy the machine was as it began and over the timed passes (``cpu_share.Share.during``)."""
+    how busy the machine was as it began and over the timed passes (``cpu_share.Share.during``),
+    the threads it ran with and the CPU seconds a pass used (``cpu_share.run_clock``): a pass
+    beside other work is scaled to a quiet machine by them, as a run is (``calibration._at_quiet``)."""
     import torch
 
     from ..engine.prefix import final_residual
     from ..models.adapter import adapter_of, model_device
-    from .cpu_share import allowed_cores, load_average, others_between, others_busy, snapshot
+    from .cpu_share import allowed_cores, load_average, others_between, others_busy, run_clock, snapshot
 
     tokens = (
         adapter_of(model).to_tokens(EXAMPLE_TEXT).to(model_device(model)).repeat(PROBE_BATCH, 1)
     )  # [batch, pos]
+    on_cpu = device_kind(model) == "cpu"
+    threads = torch.get_num_threads() if on_cpu else None
+    clock = run_clock(threads)
     with torch.no_grad():
         final_residual(model, tokens[:1], [])  # the first pass pays one-time set-up costs
         others, load = others_busy(), load_average()  # a pass beside other work is scaled to a quiet one
         cores = allowed_cores()
-        began, timed = snapshot(cores), []
+        began, timed, used = snapshot(cores, clock), [], []
         for _ in range(PROBE_REPEATS):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), clock()
             final_residual(model, tokens, [])
             timed.append(time.perf_counter() - start)
+            used.append(clock() - start_cpu)
         seconds = sorted(timed)[len(timed) // 2]
-        during = others_between(began, snapshot(cores), cores)
+        during = others_between(began, snapshot(cores, clock), cores)
     parameters = sum(p.numel() for p in model.parameters())
     calibration.record_probe(
-        device_kind(model), 2.0 * parameters * tokens.numel(), seconds, rate_key(model), others, load, during
+        device_kind(model),
+        2.0 * parameters * tokens.numel(),
+        seconds,
+        rate_key(model),
+        others,
+        load,
+        during,
+        cpu=sorted(used)[len(used) // 2] if on_cpu else None,
+        threads=threads,
     )
 
 
