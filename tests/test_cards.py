@@ -3,6 +3,8 @@ at a click, checked against the circuit's edges recomputed by hand."""
 
 from __future__ import annotations
 
+import html
+
 import torch
 
 from circuitviz import render
@@ -122,3 +124,61 @@ def _scores():
     for name, value in EDGES.items():
         scores[SPEC.edge_position(name)] = value
     return scores
+
+
+def _card_of_m0(scores: list[float]) -> dict:
+    """m0's card when its edges out, to the heads of layer 1 and 2, have ``scores``."""
+    targets = ["a1.h0", "a1.h1", "a2.h0", "a2.h1", "m1", "m2"]
+    edges = [
+        render.GraphEdge(f"m0->{target}", "m0", target, "mlp", score)
+        for target, score in zip(targets, scores, strict=False)
+    ]
+    nodes = [{"id": node} for node in ["m0", *targets[: len(scores)]]]
+    return card_data(nodes, edges)["nodes"]["m0"]
+
+
+def _figure(text: str) -> float:
+    return float(text.rsplit(None, 1)[-1].rstrip(","))
+
+
+def test_a_cards_sum_is_written_as_the_edges_it_sums():
+    """m0's card read "scores summing to +0.9537" over its one edge, listed as "+0.954"; and a sum
+    written to more decimals than its rows ("+5.123" and "-5" summing to "+0.1233") does not add
+    up as shown. The rows are written as the edge's own card and hover write it, the sum to the
+    strongest row's decimals."""
+    one = _card_of_m0([0.953712])
+    assert one["out"]["rows"][0][1].endswith("  +0.9537")
+    assert "summing to +0.9537," in one["score"]
+    assert "summing to +0.123," in _card_of_m0([5.1234, -5.0001])["score"]
+    assert "summing to +2.466," in _card_of_m0([0.9537, 0.8123, 0.7])["score"]
+    assert "summing to 0," in _card_of_m0([0.5, -0.5])["score"]
+
+
+def test_a_cards_rows_add_up_to_its_sum_as_shown():
+    """Whatever the scores, the figures a card shows add up to the sum it shows, to the sum's last
+    digit and the rounding of each row."""
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    for _ in range(200):
+        n = int(torch.randint(1, 7, (1,), generator=generator, device="cpu"))
+        size = 10.0 ** float(torch.randint(-3, 3, (1,), generator=generator, device="cpu"))
+        scores = (torch.randn(n, generator=generator, device="cpu") * size).tolist()
+        card = _card_of_m0(scores)
+        shown = [_figure(row[1]) for row in card["out"]["rows"]]
+        summed = card["score"].split("summing to ", 1)[1].split(",", 1)[0]
+        decimals = len(summed.split(".")[1]) if "." in summed else 0
+        # each row off by at most half its last digit, which is no coarser than the sum's
+        slack = (n + 1) * 0.5 * 10.0**-decimals + 1e-9
+        assert abs(sum(shown) - float(summed)) <= slack, (scores, shown, summed)
+
+
+def test_a_nodes_hover_writes_its_sum_as_its_card_does():
+    scores = torch.zeros(SPEC.n_forward, SPEC.n_backward, device="cpu")
+    names = {"m0->m1": 5.1234, "m0->a2.h0<q>": -5.0001, "m1->logits": 0.953712}
+    for name, value in names.items():
+        scores[SPEC.edge_position(name)] = value
+    drawing = render.circuit_graph_html(SPEC, scores, SPEC.mask_from_edge_names(names))
+    cards = card_data(drawing.vis.nodes, drawing.edges)["nodes"]
+    for node in ("m0", "m1", "logits"):
+        title = next(n["title"] for n in drawing.vis.nodes if n["id"] == node)
+        assert html.escape(cards[node]["score"]) in title, node
+    assert "summing to +0.123," in cards["m0"]["score"]

@@ -6,6 +6,7 @@ app's card (``ui.node_card``) shows it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -150,7 +151,10 @@ def card_data(
     edge_cards = {
         str(edge.name): {
             "title": f"{noun} {edge.name}",
-            "lines": [f"from {edge.source} to {edge.target} ({edge.kind} input)", f"score {edge.score:+.4g}"],
+            "lines": [
+                f"from {edge.source} to {edge.target} ({edge.kind} input)",
+                f"score {score_text(edge.score)}",
+            ],
         }
         for edge in edges
     }
@@ -169,12 +173,45 @@ def score_words(card: dict, estimates_metric: bool = True, partial: bool = False
     counted = f"{n:,} {noun if n == 1 else noun + 's'}"
     edges = f"its {counted} out {where}" if out else f"the {counted} into it {where}"
     total = card["score"]
+    rows = card.get("outgoing" if out else "incoming") or [{"score": card.get("strongest")}]
+    summed = sum_text(total, rows[0]["score"])
     if not estimates_metric:
-        return (
-            f"{edges}: scores summing to {total:+.4g} (the method's own scores, not an effect on the metric)"
-        )
+        return f"{edges}: scores summing to {summed} (the method's own scores, not an effect on the metric)"
     sign = "negative: they carry the answer" if total < 0 else "positive: they work against the answer"
-    return f"{edges}: scores summing to {total:+.4g}, the metric's estimated change if they are corrupted ({sign})"
+    return (
+        f"{edges}: scores summing to {summed}, the metric's estimated change if they are corrupted ({sign})"
+    )
+
+
+def score_text(score: float) -> str:
+    """An edge's score as a card, its hover and the edge table write it: four significant digits."""
+    return f"{score:+.4g}"
+
+
+def strongest_scores(edges: Sequence) -> dict[str, float]:
+    """{node: the score of its strongest edge out (the logit's: in)}: what ``sum_text`` writes a
+    node's sum to, in its hover as on its card."""
+    strongest: dict[str, float] = {}
+    for edge in edges:
+        for node in (edge.source, "logits") if edge.target == "logits" else (edge.source,):
+            if abs(edge.score) > abs(strongest.get(node, 0.0)) or node not in strongest:
+                strongest[node] = float(edge.score)
+    return strongest
+
+
+def sum_text(total: float, strongest: float | None) -> str:
+    """A card's sum to the decimals of its strongest edge as ``score_text`` writes it, so the rows
+    beside it add up to it as shown: "+0.9537" read "summing to +0.9537" over one edge of "+0.954",
+    and "+5.123" and "-5" summed to "+0.1233". Trailing zeros are dropped, as the rows drop them."""
+    if strongest is None:
+        return score_text(total)
+    size = abs(float(strongest))
+    if not math.isfinite(size) or not math.isfinite(total) or size < 1e-4 or size >= 1e4:
+        return score_text(total)  # written with an exponent, as the rows then are
+    decimals = max(0, 3 - math.floor(math.log10(float(f"{size:.4g}"))))
+    text = f"{total:+.{decimals}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if float(text) == 0 else text
 
 
 def caption_words(caption: str | None, estimates_metric: bool = True, noun: str = "edge") -> str:
@@ -200,7 +237,8 @@ def _rows_text(
     return {
         "head": f"{side} ({total:,} {noun if total == 1 else noun + 's'}{' drawn' if partial else ''}, strongest first)",
         "rows": [
-            [row["node"], f"{arrow} {row['node']} ({row['kind']})  {row['score']:+.3g}"] for row in rows
+            [row["node"], f"{arrow} {row['node']} ({row['kind']})  {score_text(row['score'])}"]
+            for row in rows
         ],
         "shown": SHOWN_ROWS,
         "more": f"show the {hidden:,} weaker {noun if hidden == 1 else noun + 's'}" if hidden > 0 else "",

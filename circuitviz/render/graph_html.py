@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.graph import GraphSpec
-from .cards import caption_words, score_words
+from .cards import caption_words, score_words, strongest_scores
 from .layout import (  # noqa: F401 - the layout, as graph_html gave it
     _HEAD_NAME,
     LOGITS_DROP,
@@ -205,9 +205,11 @@ def _node_title(
     n_edges: int = 0,
     estimates_metric: bool = True,
     caption: str | None = None,
+    strongest: float | None = None,
 ) -> str:
     """A node's hover: what it is, its summed score in the circuit said as its card says it
-    (``cards.score_words``: over its ``n_edges`` edges out, the logit's in), what the figure under
+    (``cards.score_words``: over its ``n_edges`` edges out, the logit's in, ``strongest`` the
+    score of the strongest of them), what the figure under
     its name (``caption``) is when it is one, its labels."""
     lines = [f"<b>{_escape(name)}</b>"]
     match = _HEAD_NAME.match(name)
@@ -222,6 +224,7 @@ def _node_title(
     if score is not None:
         out = name != "logits"
         card = {"n_outgoing": n_edges if out else 0, "n_incoming": 0 if out else n_edges, "score": score}
+        card["strongest"] = strongest
         lines.append(_escape(score_words(card, estimates_metric)))
         if caption_words(caption, estimates_metric):
             lines.append(_escape(caption_words(caption, estimates_metric)))
@@ -377,6 +380,7 @@ def circuit_graph_html(
     totals = node_scores(all_edges)
     counts = Counter(edge.source for edge in all_edges)  # what each total sums (the logit's: its edges in)
     counts["logits"] = sum(edge.target == "logits" for edge in all_edges)
+    strongest = strongest_scores(all_edges)
     given_layers = layers is not None
     if layers is None:
         layers = list(range(spec.n_layers)) if show_faded else drawn_layers(spec, in_circuit)
@@ -435,6 +439,7 @@ def circuit_graph_html(
                     counts[name],
                     estimates_metric,
                     (captions or {}).get(name) if active else None,
+                    strongest.get(name),
                 ),
                 "x": x,
                 "y": y,
