@@ -66,6 +66,17 @@ def test_only_passes_timed_alike_scale_another_models_runs():
     assert "busy" not in calibration._probe_scale(calibration.recorded_runs("cpu", calibration.PROBE), "smol")
 
 
+def test_a_busy_pass_with_its_cpu_seconds_scales_against_a_quiet_one():
+    """A pass beside other work that kept its CPU seconds is brought to a quiet machine by them,
+    so it scales another model's runs against that model's quiet pass: SmolLM2's pass timed beside
+    a busy machine and Gemma's quiet one otherwise scaled nothing, and SmolLM2's first run was
+    priced at Gemma's FLOP rate, several times off."""
+    calibration.record_probe("cpu", 3e9, 1.0, model="gemma", others=0.0)
+    calibration.record_probe("cpu", 1e9, 1.0, model="smol", others=2.0, during=1.4, cpu=0.5, threads=1)
+    scale = calibration._probe_scale(calibration.recorded_runs("cpu", calibration.PROBE), "smol")
+    assert scale == {"gemma": pytest.approx(2e9 / 3e9)}
+
+
 def test_the_runs_of_a_model_of_another_order_of_size_price_nothing_unscaled():
     """The runs of 2-layer random models of 83,000 parameters (what a reviewer runs first) priced
     Gemma-3-270M's first RelP run from the command line at "about 28 min"; it took 6 s. Runs of a

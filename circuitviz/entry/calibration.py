@@ -483,11 +483,16 @@ def _probe_scale(probes: list, model: str) -> dict[str, float] | None:
     forward pass little); their forward passes' rates differ the same way, so another model's run
     counts as this model's at its work x (this model's pass rate / its model's), passes timed alike
     only (both on a quiet machine, or both beside other work: one timed beside the load of two
-    test runs took 2.4 times as long and priced SmolLM2's first run at 41 s; it took 18 s)."""
+    test runs took 2.4 times as long and priced SmolLM2's first run at 41 s; it took 18 s). A pass
+    that kept its CPU seconds is scaled to a quiet machine by them (``_at_quiet``) and stands with
+    the quiet ones: busy passes read 0.45-0.47 s so, as quiet ones timed minutes apart did
+    (0.46-0.49 s), where the fair share read 0.37 s."""
     by_model: dict[str, dict[bool, list]] = {}
     for run in probes:  # each model's passes by whether other work kept the machine busy
         if run.get("model"):
             busy = not _quiet({**run, "others": run.get("others") or 0})  # unknown load: a start's, quiet
+            if busy and run.get("cpu") and run.get("others") is not None:
+                run, busy = _at_quiet(run), False
             by_model.setdefault(run["model"], {}).setdefault(busy, []).append(run)
     own = by_model.get(model) or {}
     if not own:
