@@ -129,7 +129,11 @@ def curve_figure(
         # without a title, 30 px: the mode bar (25 px, at the top right) stays off the plot
         margin={"l": 60, "r": 30, "t": 30 + 20 * title_lines + (6 if title else 0), "b": 50},
         # the marker's budget ticked: the sentences beside the chart name it ("0.85 at 30")
-        xaxis={"title": "edge budget (log scale)", "type": "log", **log_ticks(shown, named_budgets)},
+        xaxis={
+            "title": "edge budget (log scale)",
+            "type": "log",
+            **log_ticks(shown, named_budgets, plot_px=LABEL_PLOT_SIZES[0][0]),
+        },
         yaxis={"title": label, "range": y_range} if score == "ndf" else {"title": label},
         # under the plot, at the figure's foot (the bottom margin grows to hold its rows): above the
         # plot it shared a row with plotly's mode bar at the top right, and at 1,000 px they met
@@ -351,7 +355,7 @@ BUDGET_TICKS = 8  # budgets spanning less than two powers of ten tick at each bu
 NAMED_TICK_GAP = 0.12  # a power of ten nearer a named budget than this (in decades) gives way to it
 
 
-def log_ticks(grid: Sequence[float], named: Sequence[float] = ()) -> dict:
+def log_ticks(grid: Sequence[float], named: Sequence[float] = (), plot_px: float | None = None) -> dict:
     """Ticks at the powers of ten the budgets span, written 10, 100, 1k, 10k (plotly's own log
     ticks read '2, 5, 100, 2, 5, 1000'). Where fewer than two powers of ten fall inside the
     budgets' span (20 to 200 showed one tick, '100'), at the budgets themselves (at most
@@ -359,8 +363,13 @@ def log_ticks(grid: Sequence[float], named: Sequence[float] = ()) -> dict:
 
     ``named``: budgets a sentence beside the chart names (the marker's "0.85 at 30"), each ticked
     too, written in full, a power of ten that close to one left out so their labels do not meet:
-    the Gallery's curves, whose examples open at budget 20, 30 or 50, had their first tick at 100."""
+    the Gallery's curves, whose examples open at budget 20, 30 or 50, had their first tick at 100.
+
+    ``plot_px``: the narrowest the plot is drawn (px); every budget of ``grid`` is ticked whose
+    label has room there (``every_budget_ticks``)."""
     ticks = _log_ticks(grid)
+    if ticks and plot_px:
+        return every_budget_ticks(ticks, grid, named, plot_px)
     if not ticks or not named:
         return ticks
     low, high = ticks["range"]
@@ -375,6 +384,42 @@ def log_ticks(grid: Sequence[float], named: Sequence[float] = ()) -> dict:
     ]
     merged = sorted(kept + [(b, f"{b:,}") for b in extra])
     return {**ticks, "tickvals": [v for v, _ in merged], "ticktext": [t for _, t in merged]}
+
+
+TICK_GAP_PX = 12  # the least room between two tick labels
+
+
+def every_budget_ticks(ticks: dict, grid: Sequence[float], named: Sequence[float], plot_px: float) -> dict:
+    """Ticks at the budgets the curves have points at: Compare's and Explore's curves ticked only
+    100, 200, 1k and 10k, and their points at 20 and 50 had none. Labels are kept in this order
+    while each has room beside those kept at ``plot_px`` (a 1,000 px page's plot): ``named``, the
+    first and last budgets, the others smallest first (a graph of 2M edges: 20 and 50 before 100),
+    then the powers of ten between budgets (1k between 200 and 10,342)."""
+    low, high = ticks["range"]
+    per_decade = plot_px / (high - low)
+    budgets = sorted({max(int(round(b)), 1) for b in grid if low <= math.log10(max(b, 1)) <= high})
+    marked = sorted({max(int(round(b)), 1) for b in named if low <= math.log10(max(b, 1)) <= high})
+    powers = [10**p for p in range(math.ceil(low), math.floor(high) + 1)]
+    order = [*marked, *budgets[:1], *budgets[-1:], *budgets, *powers]
+    kept: list[int] = []
+    for value in dict.fromkeys(order):
+        room = [
+            abs(math.log10(value) - math.log10(other)) * per_decade
+            - (len(_tick_label(value)) + len(_tick_label(other))) * LABEL_CHAR_PX / 2
+            for other in kept
+        ]
+        if all(gap >= TICK_GAP_PX for gap in room):
+            kept.append(value)
+    kept.sort()
+    return {**ticks, "tickvals": kept, "ticktext": [_tick_label(value) for value in kept]}
+
+
+def _tick_label(value: int) -> str:
+    """20, 500, 1k, 20k, 1M; a budget that is no round thousand in full (10,342)."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if value >= size and value % size == 0:
+            return f"{value // size:,}{suffix}"
+    return f"{value:,}"
 
 
 def _log_ticks(grid: Sequence[float]) -> dict:
