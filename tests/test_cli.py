@@ -198,20 +198,18 @@ def test_evaluate_reads_a_plain_edge_list(tmp_path, capsys, shared_model):
 def test_a_missing_foil_is_what_the_model_predicts_after_the_corrupted_prompt(tmp_path, capsys, shared_model):
     """As the app proposes it: a factual prompt's foil is the model's answer on the corruption
     (not a name from another task), said on stderr, and the run is the one given that foil."""
-    from circuitviz.labels.logit_lens import next_token_probabilities
+    from circuitviz.query.proposals import propose_foil
 
     path = tmp_path / "edges.txt"
     path.write_text("input->logits\n")
     prompt, corrupted = "The capital of Germany is the city of", "The capital of France is the city of"
-    expected = next(t for t, _ in next_token_probabilities(shared_model, corrupted, 4) if t != " Berlin")
-    assert expected.strip()
+    expected, note = propose_foil(shared_model, prompt, corrupted, " Berlin")  # the app's (``query.foils``)
+    assert expected.strip() and note.startswith("The foil is ")
     args = ["evaluate", "--circuit", str(path), "--prompt", prompt, "--answer", " Berlin"]
     assert cli.main([*args, "--corrupted", corrupted]) == 0
     captured = capsys.readouterr()
-    assert (
-        f"No --foil given; using {expected!r}. The foil is what the model predicts after the corrupted"
-        in (captured.err)
-    )
+    said = note.replace("; pick another if you like", "")
+    assert f"No --foil given; using {expected!r}. {said}" in captured.err
     assert cli.main([*args, "--corrupted", corrupted, "--foil", expected]) == 0
     given = capsys.readouterr()
     assert "No --foil given" not in given.err and given.out == captured.out  # the same figures

@@ -101,6 +101,7 @@ def test_a_control_token_is_never_the_proposed_foil(embedded_model):
     from circuitviz.query.proposals import proposal_for, propose_foil
 
     foil, _ = propose_foil(embedded_model, "the capital of france is", "the capital of italy is", " paris")
-    assert foil == " the"
+    # the content word the corruption leads to (``query.foils``), not the control token
+    assert foil == " rome"
     made = proposal_for(embedded_model, "x y", " paris", ["<start_of_image>", " the"], corrupted="")
     assert made.foil == " the"  # nothing after an empty corrupted prompt: the likeliest text token

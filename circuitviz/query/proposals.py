@@ -3,8 +3,9 @@
 The answer is among the model's own top next tokens (a circuit explains what the model does): the
 most likely whose task passes the meaningful-task check (``task_validity``), a content word before
 a function word. The foil is, for a task the templates recognise as indirect object
-identification, the other name, else what the model predicts after the corrupted prompt (its most
-likely other token when there is none). The corrupted prompt comes from the template family that
+identification, the other name, else what the model predicts after the corrupted prompt, of the
+answer's kind where the corruption raises one (``query.foils``; its most likely other token when
+there is none). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, common first names
 such as Mary and John among them, a country, a landmark) is swapped for another of the same
 token length, or a number is changed (``query.number_swaps``), and the note says which. Each candidate is measured as the check before Run
@@ -20,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import NamedTuple
 
 from ..core.text import chance_text, left_out_sentence, shown_token
+from .foils import propose_foil, single_token, text_token
 
 
 @dataclass(frozen=True)
@@ -54,23 +55,6 @@ def _templates():
     )
 
 
-def single_token(model, text: str) -> bool:
-    """Whether ``text`` reads as one token of ``model`` (a byte of a character, ' <0xE5>', does not:
-    typed, its name is several tokens)."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..models.adapter import adapter_of  # torch is loaded once a model is
-
-    return adapter_of(model).token_count(text, prepend_bos=False) == 1
-
-
-def text_token(model, token: str) -> bool:
-    """Whether ``token`` can be a run's answer or foil: text (not a control token,
-    ``models.control_tokens``) that reads as one token again (``single_token``)."""
-    from ..models.control_tokens import control_token_texts
-
-    return token not in control_token_texts(model) and single_token(model, token)
-
-
 def offered_tokens(model, tokens: list[str]) -> tuple[list[str], list[str]]:
     """(the next tokens offered as answer and foil, those left out): a token whose text reads as
     several tokens cannot be a run's answer or foil (a byte of a character, SmolLM2's ' <0xE5>'
@@ -97,14 +81,6 @@ def left_out_line(model, left_out: list[str], probability: dict[str, float]) -> 
         probability,
         [token for token in left_out if token in controls],
     )
-
-
-def _own_text(model, text: str) -> str:
-    """``text`` as the model's tokens read it (``models.tokens.token_pieces``, joined)."""
-    from ..models.adapter import adapter_of
-    from ..models.tokens import own_text
-
-    return own_text(adapter_of(model), text)
 
 
 CANDIDATE_ANSWERS = 5  # the model's top next tokens tried as the answer
@@ -312,7 +288,7 @@ def _tried(model, prompt: str, answer: str, top_tokens: list[str], candidate, tr
     from ..measure.task_validity import gap_check_enabled
     from .trials import passes
 
-    after = functools.partial(trials.likely, candidate.corrupted)  # read only where no name is the foil
+    after = functools.partial(trials.likely, candidate.corrupted, answer)  # read where no name is the foil
     note = candidate.note + (SWAP_END if candidate.swapped else "")
     made = _with_foil(model, prompt, answer, top_tokens, candidate.corrupted, note, after, foil)
     if not made.foil or not answer:
@@ -354,51 +330,6 @@ def _listed(parts: list[str], limit: int = 3) -> str:
     rest = len(parts) - limit
     shown_parts = parts[:limit] + ([f"{rest} more"] if rest > 0 else [])
     return shown_parts[0] if len(shown_parts) == 1 else f"{', '.join(shown_parts[:-1])} and {shown_parts[-1]}"
-
-
-def propose_foil(
-    model, prompt: str, corrupted: str, answer: str, after: Callable[[], list[str]] | None = None
-) -> tuple[str, str]:
-    """(foil, the sentence saying where it came from) for ``answer``: the other name of an
-    indirect-object prompt, else what the model predicts after ``corrupted`` (``after``: gives its
-    most likely next tokens there, when measured already); ('', '') when neither gives one."""
-    found = _templates().recognise(prompt)
-    if found is not None and found.family == "ioi":
-        other = " " + str(found.slots.get("B", ""))
-        if other.strip() and single_token(model, other):
-            # the model's token as its tokenizer has it: a word-level tokenizer's has no space
-            # (' John' was proposed, and shown as '·John', for its token 'John')
-            other = _own_text(model, other)
-            if other != answer:
-                return other, "The foil is the other name of the prompt (the repeated subject)."
-    foil = _corrupted_prediction(model, corrupted, answer, after) if corrupted.strip() else ""
-    if foil:
-        return (
-            foil,
-            "The foil is what the model predicts after the corrupted prompt; pick another if you like.",
-        )
-    return "", ""
-
-
-def _corrupted_prediction(
-    model, corrupted: str, answer: str, after: Callable[[], list[str]] | None = None
-) -> str:
-    """The model's most likely next token after the corrupted prompt other than ``answer`` (the
-    answer the corruption leads to: the foil its metric then falls towards), '' when none. A token
-    whose text is not one token again is passed over: a prompt pasted with no-break spaces
-    proposed Gemma's byte token '<0xC2>', which the foil box refused at once; so is a control token:
-    Gemma's likeliest after "the capital of italy is" is '<start_of_image>' (13.9%), proposed as
-    the foil of ' paris' and refused by the foil box as not text."""
-    if after is not None:
-        likely = after()
-    else:
-        # here, not at the top: keeps torch out of the first paint
-        from ..labels.logit_lens import next_token_probabilities
-
-        likely = [token for token, _ in next_token_probabilities(model, corrupted, 4)]
-    return next(
-        (token for token in likely if token != answer and token.strip() and text_token(model, token)), ""
-    )
 
 
 class Candidate(NamedTuple):

@@ -28,7 +28,9 @@ from ..models.adapter import adapter_of
 # A batch rounds otherwise than the check's one-row pass (within 1e-4 of a logit on Gemma-3-270M):
 # a candidate passes here only when it clears the check's threshold by this much more.
 MARGIN = 1e-3
-LIKELY = 4  # the next tokens read after a candidate (the foil: ``proposals.propose_foil``)
+# the next tokens read after a candidate (the foil: ``foils.propose_foil``): ' Paris', the answer
+# "What is the capital of France?" leads to, is Gemma-3-270M's eighth there
+LIKELY = 10
 
 
 class Trials:
@@ -39,7 +41,7 @@ class Trials:
     def __init__(self, model, prompt: str):
         self.model, self.prompt = model, prompt
         self._residual: dict[str, torch.Tensor] = {}  # [1, d_model] each
-        self._likely: dict[str, list[str]] = {}
+        self._likely: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
 
     def run(self, texts) -> None:
         """The residuals of the prompt and of ``texts`` not measured yet, one pass per token count."""
@@ -59,15 +61,32 @@ class Trials:
         self.run([text])
         return self._residual[text]
 
-    def likely(self, text: str) -> list[str]:
-        """The model's ``LIKELY`` most likely next tokens after ``text`` (the whole vocabulary
+    def likely(self, text: str, answer: str = "") -> list[tuple[str, float, float]]:
+        """The model's ``LIKELY`` most likely next tokens after ``text``, each with its probability
+        there and after the prompt, and ``answer``'s where it is one token and not among them
+        (``foils.corrupted_foil`` reads how a corruption moves each; the whole vocabulary
         unembedded: 0.1 s on Gemma-3-270M's 262,144 tokens, once a text)."""
-        if text in self._likely:
-            return self._likely[text]
-        logits = logits_from_residual(self.model, self.residual(text))[0].float()  # [d_vocab]
-        ids = logits.topk(min(LIKELY, logits.shape[-1])).indices.tolist()
-        self._likely[text] = [adapter_of(self.model).decode([token]) for token in ids]
-        return self._likely[text]
+        from ..core.tasks import single_token_id
+
+        if (text, answer) in self._likely:
+            return self._likely[text, answer]
+        probabilities = self._probabilities(text)
+        before = self._probabilities(self.prompt)
+        ids = probabilities.topk(min(LIKELY, probabilities.shape[-1])).indices.tolist()
+        if answer:
+            try:
+                ids += [own for own in [single_token_id(self.model, answer, "answer")] if own not in ids]
+            except TaskError:
+                pass
+        self._likely[text, answer] = [
+            (adapter_of(self.model).decode([token]), float(probabilities[token]), float(before[token]))
+            for token in ids
+        ]
+        return self._likely[text, answer]
+
+    def _probabilities(self, text: str) -> torch.Tensor:
+        """The model's next-token probabilities after ``text``.  # [d_vocab]"""
+        return torch.softmax(logits_from_residual(self.model, self.residual(text))[0].float(), dim=-1)
 
     def chances(self, answers: list[str]) -> tuple[list[float | None], str]:
         """(the model's probability of each of ``answers`` after the prompt, None for one that is not
