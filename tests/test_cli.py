@@ -116,7 +116,7 @@ def test_transfer_is_measured_on_the_users_own_paraphrases(tmp_path, capsys, sha
         "budget 100: none measured" in printed
         # nobody asked for a number: it is the pairs given (the note said 'the 3 asked for')
         and "Measured on 0 held-out paraphrases, not the 4 given: the source gave 4 besides the prompt; "
-        "1 failed a check; the method used 3 to fit or select (average@100)."
+        "1 failed a check; the method used 3 to fit or select (average at budget 100)."
         in printed
     )
 
