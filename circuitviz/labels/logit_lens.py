@@ -95,11 +95,17 @@ def next_token_probabilities(model, prompt: str, top_k: int = 10) -> list[tuple[
     return list(zip(_token_strings(model, ids.tolist()), values.tolist()))
 
 
+def next_token_distribution(model, prompt: str) -> torch.Tensor:
+    """The model's probability of every token after ``prompt``, from the prompt's one plain run
+    (``next_token_probabilities``).  # [d_vocab]"""
+    tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
+    residual = prompt_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
+    return torch.softmax(logits_from_residual(model, residual)[0].float(), dim=-1)
+
+
 def token_probability(model, prompt: str, token_id: int) -> tuple[float, str, float]:
     """(the model's probability of token ``token_id`` after ``prompt``, its top token, that
     token's probability), from the prompt's one plain run (``next_token_probabilities``)."""
-    tokens = adapter_of(model).to_tokens(prompt)  # [1, pos]
-    residual = prompt_run(model, adapter_of(model).spec, tokens).residual  # [1, d_model]
-    probabilities = torch.softmax(logits_from_residual(model, residual)[0].float(), dim=-1)  # [d_vocab]
+    probabilities = next_token_distribution(model, prompt)  # [d_vocab]
     top = int(probabilities.argmax())
     return float(probabilities[int(token_id)]), _token_strings(model, [top])[0], float(probabilities[top])

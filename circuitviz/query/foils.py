@@ -79,19 +79,20 @@ def likely_after(model, prompt: str, corrupted: str, answer: str) -> Likely:
     from the prompts' plain runs: what ``trials.Trials.likely`` reads from its batch."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import TaskError, single_token_id
-    from ..labels.logit_lens import next_token_probabilities, token_probability
+    from ..labels.logit_lens import next_token_distribution, next_token_probabilities
     from .trials import LIKELY
 
     found: Likely = []
     likely = next_token_probabilities(model, corrupted, LIKELY)
+    there = next_token_distribution(model, corrupted)  # [d_vocab]
+    before = next_token_distribution(model, prompt) if prompt.strip() else None  # [d_vocab]
     for token in [token for token, _ in likely] + ([answer] if answer not in dict(likely) else []):
         try:
             token_id = single_token_id(model, token, "foil")
         except TaskError:
             found.append((token, dict(likely).get(token, 0.0), None))
             continue
-        before = token_probability(model, prompt, token_id)[0] if prompt.strip() else None
-        found.append((token, token_probability(model, corrupted, token_id)[0], before))
+        found.append((token, float(there[token_id]), None if before is None else float(before[token_id])))
     return found
 
 

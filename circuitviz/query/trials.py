@@ -42,6 +42,7 @@ class Trials:
         self.model, self.prompt = model, prompt
         self._residual: dict[str, torch.Tensor] = {}  # [1, d_model] each
         self._likely: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
+        self._before: torch.Tensor | None = None  # [d_vocab]
 
     def run(self, texts) -> None:
         """The residuals of the prompt and of ``texts`` not measured yet, one pass per token count."""
@@ -71,7 +72,9 @@ class Trials:
         if (text, answer) in self._likely:
             return self._likely[text, answer]
         probabilities = self._probabilities(text)
-        before = self._probabilities(self.prompt)
+        if self._before is None:  # the prompt's, once: each candidate's is read against it
+            self._before = self._probabilities(self.prompt)
+        before = self._before
         ids = probabilities.topk(min(LIKELY, probabilities.shape[-1])).indices.tolist()
         if answer:
             try:
