@@ -85,3 +85,23 @@ def test_the_command_line_proposes_the_foil_the_app_does(embedded_model, checked
     task, said = with_proposed_inputs(embedded_model, PromptTask(JAPAN, "", " Tokyo", ()))
     assert (task.corrupted, task.foils) == ("What is the capital of France?", (" Paris",))
     assert "No --foil given; using ' Paris'. The foil is the corrupted prompt's likeliest" in said
+
+
+def test_each_prompt_is_unembedded_once_for_the_foil(spaced, monkeypatch):
+    # the command line unembedded both prompts again for each of the 11 tokens it read (22 passes
+    # over Gemma's 262,144 tokens), and the trials the prompt again for every candidate
+    from circuitviz.labels import logit_lens
+    from circuitviz.query import foils, trials
+
+    prompt = "When Mary and John went to the store, John gave a drink to"
+    calls = []
+    for module in (logit_lens, trials):
+        real = module.logits_from_residual
+        monkeypatch.setattr(module, "logits_from_residual", lambda *a, real=real: calls.append(1) or real(*a))
+    assert len(foils.likely_after(spaced, prompt, prompt.replace("Mary", "Alice"), " Mary")) >= trials.LIKELY
+    assert len(calls) == 3  # the corrupted prompt's top tokens, its chances, the prompt's
+    calls.clear()
+    tried = trials.Trials(spaced, prompt)
+    tried.likely(prompt.replace("Mary", "Alice"), " Mary")
+    tried.likely(prompt.replace("John", "Bob"), " Mary")
+    assert len(calls) == 3  # each candidate once, the prompt once
