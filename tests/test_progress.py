@@ -63,7 +63,7 @@ def test_the_scoring_report_reads_the_share_of_the_pass_behind_it():
     from circuitviz.engine.scores import PASS_SHARE, scoring_checks
 
     said = []
-    x = torch.ones(1, requires_grad=True)
+    x = torch.ones(1, requires_grad=True, device="cpu")
     for _, hook in pass_checks(4, said.append):  # four blocks, each doubling its input
         value = x * 1.0
         hook(value, None)
@@ -75,9 +75,9 @@ def test_the_scoring_report_reads_the_share_of_the_pass_behind_it():
     assert said == pytest.approx(expected)
     reports = []
     checks = scoring_checks(4, lambda name, fraction: reports.append((name, fraction)), slice(10, 20), 40)
-    checks[0][1](torch.zeros(1), None)  # the chunk of rows 10-19 of 40 begins
+    checks[0][1](torch.zeros(1, device="cpu"), None)  # the chunk of rows 10-19 of 40 begins
     assert reports == [("score", 0.25)]
-    x = torch.ones(1, requires_grad=True)
+    x = torch.ones(1, requires_grad=True, device="cpu")
     for _, hook in checks:
         value = x * 1.0
         hook(value, None)
