@@ -14,19 +14,20 @@ pytestmark = pytest.mark.usefixtures("tiny_app")  # the tiny model; results unde
 
 
 def test_the_sentence_names_the_budget_asked_and_the_one_shown():
-    from circuitviz.ui.compare import link_budget_sentence
+    from circuitviz.ui.link_values import link_budget_sentence
 
     options = [20, 50, 100, 200, 500, 1000, 10342]
-    assert link_budget_sentence(777, 1000, options, 10342) == (
+    every, shown = "the budgets every method here evaluated", "the comparison is shown at"
+    assert link_budget_sentence(777, 1000, options, 10342, every, shown) == (
         "The link asks for budget 777, which is not one of the budgets every method here evaluated: "
         "the comparison is shown at 1,000, the nearest on a log scale."
     )
-    assert link_budget_sentence(99999, 10342, options, 10342) == (
-        "The link asks for budget 99,999, more than the largest budget every method here evaluated, "
-        "10,342 (every edge of the graph): the comparison is shown at 10,342."
+    assert link_budget_sentence(99999, 10342, options, 10342, every, shown) == (
+        "The link asks for budget 99,999, more than the largest of the budgets every method here "
+        "evaluated, 10,342 (every edge of the graph): the comparison is shown at 10,342."
     )
-    assert link_budget_sentence(5, 20, options, 10342) == (
-        "The link asks for budget 5, less than the smallest budget every method here evaluated, 20: "
+    assert link_budget_sentence(5, 20, options, 10342, every, shown) == (
+        "The link asks for budget 5, less than the smallest of the budgets every method here evaluated, 20: "
         "the comparison is shown at 20."
     )
 

@@ -186,20 +186,24 @@ def test_a_circuit_that_stops_growing_is_said_so_not_offered_as_larger():
 
 # ----- 4. a link's budget the slider lacks ---------------------------------------------------------
 def test_a_links_budget_that_is_not_on_the_slider_is_said():
-    from circuitviz.ui.result_view import link_budget_note
+    from circuitviz.ui.link_values import link_budget_sentence
 
     budgets = [20, 50, 100, 200, 500, 10342]
-    assert link_budget_note(300, 200, budgets, False, 10342) == (
+    run = "the budgets this run evaluated"
+    assert link_budget_sentence(300, 200, budgets, 10342, run, "opened at") == (
         "The link asks for budget 300, which is not one of the budgets this run evaluated: opened at 200, "
         "the nearest on a log scale."
     )
-    assert link_budget_note(99999, 10342, budgets, False, 10342) == (
-        "The link asks for budget 99,999, more than this result's largest budget, 10,342 (every edge of the "
-        "graph): opened at 10,342."
+    assert link_budget_sentence(99999, 10342, budgets, 10342, run, "opened at") == (
+        "The link asks for budget 99,999, more than the largest of the budgets this run evaluated, 10,342 "
+        "(every edge of the graph): opened at 10,342."
     )
-    assert link_budget_note(5, 20, budgets, False, 10342) == (
-        "The link asks for budget 5, less than this result's smallest budget: opened at 20."
+    # The smallest budget is named, as on Compare (Explore's sentence left it out).
+    assert link_budget_sentence(5, 20, budgets, 10342, "the slider's steps", "opened at") == (
+        "The link asks for budget 5, less than the smallest of the slider's steps, 20: opened at 20."
     )
+    # Not the whole graph: no "(every edge of the graph)".
+    assert "every edge" not in link_budget_sentence(999, 500, [20, 500], 10342, run, "opened at")
 
 
 # ----- 5. a token of spaces -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from .budget_box import budget_check, fit_budgets_box
 from .caveats import caveats
 from .compare_downloads import comparison_downloads
 from .inputs import shared_settings, unknown_in_link_sentence
+from .link_values import link_budget_sentence
 from .result_figures import METRIC_HELP
 
 
@@ -161,22 +162,9 @@ def budget_choice(options: list[int], total: int) -> int:
     )
     asked = state.session.budget_link
     if isinstance(asked, int) and state.session.budget == asked and budget != asked:
-        st.caption(link_budget_sentence(asked, budget, options, total))
+        steps = "the budgets every method here evaluated"
+        st.caption(link_budget_sentence(asked, budget, options, total, steps, "the comparison is shown at"))
     return budget
-
-
-def link_budget_sentence(asked: int, shown: int, options: list[int], total: int) -> str:
-    """A link's budget that not every method evaluated, and the budget shown instead: a link with
-    budget=777 opened at 1,000 with nothing said (an audit, 2026-12-07)."""
-    if asked > max(options):
-        whole = " (every edge of the graph)" if max(options) >= total else ""
-        why = f"more than the largest budget every method here evaluated, {max(options):,}{whole}"
-    elif asked < min(options):
-        why = f"less than the smallest budget every method here evaluated, {min(options):,}"
-    else:
-        why = "which is not one of the budgets every method here evaluated"
-    nearest = "" if asked > max(options) or asked < min(options) else ", the nearest on a log scale"
-    return f"The link asks for budget {asked:,}, {why}: the comparison is shown at {shown:,}{nearest}."
 
 
 def faithful_line(results: dict, budget: int, good_ndf: float = 0.8) -> str:

@@ -137,3 +137,21 @@ DEMO_NO_POSITIONS = (
     "Demo mode (demo=1 in the link) has no view of a circuit over token positions, so this page's "
     "controls are shown; untick positions in the method's settings for a circuit it can show."
 )
+
+
+def link_budget_sentence(asked: int, shown: int, options, total: int, steps: str, outcome: str) -> str:
+    """One sentence when a link's budget is not among ``options``, the budgets a page can show
+    (``steps`` names them: "the budgets this run evaluated", "the slider's steps", "the budgets
+    every method here evaluated"): the budget asked, the one shown (``outcome``: "opened at", "the
+    comparison is shown at") and why. Explore's and Compare's sentences were two copies of this
+    shape, the smallest budget named on one page and not on the other."""
+    largest, smallest = max(options), min(options)
+    nearest = ""
+    if asked > largest:
+        whole = " (every edge of the graph)" if largest >= total else ""
+        why = f"more than the largest of {steps}, {largest:,}{whole}"
+    elif asked < smallest:
+        why = f"less than the smallest of {steps}, {smallest:,}"
+    else:
+        why, nearest = f"which is not one of {steps}", ", the nearest on a log scale"
+    return f"The link asks for budget {asked:,}, {why}: {outcome} {shown:,}{nearest}."

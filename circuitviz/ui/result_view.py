@@ -29,7 +29,7 @@ from .demo import demo_switch, demo_view
 from .downloads import downloads
 from .graph_view import show_graph as draw
 from .instrument import instrument_view
-from .link_values import DEMO_NO_POSITIONS
+from .link_values import DEMO_NO_POSITIONS, link_budget_sentence
 from .measure_offers import measure_offers
 from .position_view import position_result_view
 from .result_figures import METRIC_HELP, held_out_caption, metric_values, transfer_entry
@@ -199,7 +199,8 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
     )
     asked = state.session.budget_link if key == "budget" else None
     if isinstance(asked, int) and state.session.budget == asked and budget != asked:
-        st.caption(link_budget_note(asked, budget, options, free, result.graph.n_edges))
+        steps = "the slider's steps" if free else "the budgets this run evaluated"
+        st.caption(link_budget_sentence(asked, budget, options, result.graph.n_edges, steps, "opened at"))
     if opening is not None and budget == opening.budget:
         st.caption(opening.reason)
     transferable_offer(result, key, budget)  # under the reason, where ``learn_offer`` says
@@ -217,19 +218,6 @@ def budget_label(result, free: bool) -> str:
         f"edge budget ({method_traits(result.method).label} {rule}; a budget the run did not evaluate "
         "costs one patched pass)"
     )
-
-
-def link_budget_note(asked: int, opened: int, options, free: bool, total: int) -> str:
-    """One sentence when a link's budget is not on the slider: the budget asked, the one opened, why."""
-    if asked > max(options):
-        whole = " (every edge of the graph)" if max(options) >= total else ""
-        why = f"more than this result's largest budget, {max(options):,}{whole}: opened at {opened:,}"
-    elif asked < min(options):
-        why = f"less than this result's smallest budget: opened at {opened:,}"
-    else:
-        steps = "slider's steps" if free else "budgets this run evaluated"
-        why = f"which is not one of the {steps}: opened at {opened:,}, the nearest on a log scale"
-    return f"The link asks for budget {asked:,}, {why}."
 
 
 def result_mark(result) -> str:
