@@ -383,9 +383,14 @@ def corruption_candidates(model, prompt: str, answer: str) -> list[Candidate]:
         candidates.append(Candidate(corrupted, note, f"{word!r} swapped for {other!r}{at}", True))
     if found is None:  # "1, 2, 3, 4,": a number changed (a template's own numbers are its to change)
         from ..models.adapter import adapter_of
+        from .code_swaps import code_candidates
         from .number_swaps import number_candidates
 
-        for corrupted, number, other, mention in number_candidates(prompt, adapter_of(model).token_count):
+        count = adapter_of(model).token_count
+        for corrupted, word, other in code_candidates(prompt, count):  # "def add(a, b): return a"
+            note = f"Proposed by swapping the code word {word!r} for {other!r} (same token count)"
+            candidates.append(Candidate(corrupted, note, f"{word!r} swapped for {other!r}", True))
+        for corrupted, number, other, mention in number_candidates(prompt, count):
             which = f"the {mention} number" if mention else "the number"
             note = f"Proposed by changing {which} {number!r} to {other!r} (same token count)"
             candidates.append(Candidate(corrupted, note, f"{number!r} changed to {other!r}", True))
@@ -411,7 +416,21 @@ def no_corruption_sentence(prompt: str, found) -> str:
             f"No corrupted prompt could be proposed: the {found.label} template recognises the prompt, but none "
             f"of its corruptions has the prompt's token count; write it with {key}."
         )
+    from .code_swaps import code_words_in, looks_like_code
+
     known = known_words_in(prompt)
+    if looks_like_code(prompt) and not known:  # "import os; os.": code, with no word swapped
+        code = code_words_in(prompt)
+        held = (
+            f", and no code word to put in place of {_quoted(code)} keeps its token count"
+            if code
+            else " and holds no code word the app swaps (a function such as 'add' or 'max', True or False, 'numpy')"
+        )
+        return (
+            f"No corrupted prompt could be proposed: the prompt matches no built-in template{held}; write it "
+            "with the name or operator the answer depends on replaced ('def add' as 'def mul'), keeping the "
+            "token count."
+        )
     if known:
         return (
             f"No corrupted prompt could be proposed: the prompt matches no built-in template, and no word the "
