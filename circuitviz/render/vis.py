@@ -71,6 +71,11 @@ SMALL_HINT_TALL = (
 # frame, taller than a 1,200 px window. "full size" gives it the height its labels want
 # (``VisGraph.max_height``: the page then scrolls past it)
 WINDOW_MARGIN = 60
+# a frame held to the window's height that draws its labels under this many px opens at its full
+# height instead (the page scrolls past it; "fit the window" holds it): held, SmolLM2-135M's
+# 167-edge circuit with captions (30 rows of two-line labels) was drawn at 7.8, 8.5 and 8.9 px at
+# 1,000, 1,500 and 2,000 px, and Compare's two at 7.3 to 7.7 px (Chromium, 1,200 px high window)
+HELD_LABEL_PX = 11
 SMALL_HINT_WINDOW = (
     "The labels are drawn at {px} px in this frame, held to the window's height{hidden}: press "
     '"full size" for a taller frame (the page scrolls past it), hover a node for its name, or zoom '
@@ -293,6 +298,7 @@ OPTIONS = {
 # fit after the first draw and on every resize
 DRAW_SCRIPT = (
     f"var WINDOW_MARGIN = {WINDOW_MARGIN};\n"
+    + f"var HELD_LABEL_PX = {HELD_LABEL_PX};\n"
     + f"var LABEL_DRAWN_PX = {LABEL_DRAWN_PX};\n"
     + r"""
 function cvTitles(items) {
@@ -337,7 +343,7 @@ function cvHintUpdate(network, data) {  // labels too small to read: the frame s
     // a frame at its greatest height is fitted to its height: widening the window does not help;
     // one held to the window's height grows with "full size"
     var frame = network.body.container, height = parseFloat(frame.style.height) || frame.clientHeight;
-    var held = !network.cvFull && height < cvFullHeight(data, frame.clientWidth) - 1;
+    var held = !network.cvTall && height < cvFullHeight(data, frame.clientWidth) - 1;
     var tall = height >= data.max_height;
     if (small && data.small_hint_tall) {
       var template = held ? data.small_hint_window : (tall ? data.small_hint_tall : data.small_hint);
@@ -347,11 +353,15 @@ function cvHintUpdate(network, data) {  // labels too small to read: the frame s
     }
   }
 }
-function cvHintText(network, template) {  // the line's figures: the labels' px, those left out
+function cvLabelSizes(network) {  // each label's size on screen, px
   var scale = network.getScale(), sizes = [];
   network.body.data.nodes.forEach(function (node) {
     if (node.label) sizes.push(((node.font && node.font.size) || 14) * scale);
   });
+  return sizes;
+}
+function cvHintText(network, template) {  // the line's figures: the labels' px, those left out
+  var sizes = cvLabelSizes(network);
   if (!sizes.length) return template.replace("{px}", "?").replace("{hidden}", "");
   var low = Math.min.apply(null, sizes), high = Math.max.apply(null, sizes);
   var px = low.toFixed(1) === high.toFixed(1) ? low.toFixed(1) : low.toFixed(1) + " to " + high.toFixed(1);
@@ -362,26 +372,35 @@ function cvHintText(network, template) {  // the line's figures: the labels' px,
 function cvSize(network, data) {  // the frame's height for its width (and the window's), refitted
   var container = network.body.container, width = container.clientWidth || 800;
   var full = cvFullHeight(data, width), room = cvRoom(container);
-  for (var pass = 0; pass < 2; pass++) {  // again once if the fit showed or hid the line above
-    var height = cvHeight(data, width, network.cvFull, container);
+  // cvFull: the user's choice (null: none yet); cvTall: the frame is at its full height now. With
+  // no choice the frame is held to the window unless that draws its labels under HELD_LABEL_PX
+  network.cvTall = network.cvFull === true;
+  for (var pass = 0; pass < 3; pass++) {  // again if the fit showed or hid the line above
+    var height = cvHeight(data, width, network.cvTall, container);
     container.style.height = height + "px";
     network.setSize(width + "px", height + "px");
     network.redraw();
     cvFit(network, data);
+    var sizes = cvLabelSizes(network);
+    if (network.cvFull === null && !network.cvTall && height < full - 1 && sizes.length &&
+        Math.min.apply(null, sizes) < HELD_LABEL_PX) {
+      network.cvTall = true;  // held, its labels too small to read: at its full height
+      continue;
+    }
     if (Math.abs(cvRoom(container) - room) < 2) break;
     room = cvRoom(container);
   }
   var button = network.cvSizeButton;  // only where the drawing is taller than the window
   if (button) {
     button.style.display = full > room && room >= data.min_height ? "" : "none";
-    button.textContent = network.cvFull ? "fit the window" : "full size";
-    button.title = network.cvFull
+    button.textContent = network.cvTall ? "fit the window" : "full size";
+    button.title = network.cvTall
       ? "hold the frame to the window's height: the whole drawing in sight"
       : "the frame at its full height (" + Math.round(full) + " px, taller than the window): larger labels, the page scrolls";
   }
 }
 function cvToggleFull(network, data) {
-  network.cvFull = !network.cvFull;
+  network.cvFull = !network.cvTall;
   cvSize(network, data);
 }
 function cvDraw(container, data, options) {
@@ -393,7 +412,8 @@ function cvDraw(container, data, options) {
     {nodes: new vis.DataSet(cvTitles(data.nodes)), edges: new vis.DataSet(cvTitles(data.edges))},
     options
   );
-  network.cvFull = false;
+  network.cvFull = null;  // the user's choice of height: none yet
+  network.cvTall = false;
   network.once("afterDrawing", function () { cvSize(network, data); });
   network.on("zoom", function () { cvHintUpdate(network, data); });
   if (typeof ResizeObserver !== "undefined") {
