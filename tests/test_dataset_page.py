@@ -177,14 +177,26 @@ def test_a_batch_of_a_model_the_app_cannot_load_does_not_open_in_explore():
     assert len(problem) < 300 and problem.count(". ") == 0
 
 
-def test_the_atlas_curve_reads_10_100_1k():
-    """The band chart's log axis is ticked at the powers of ten only, written 10, 100, 1k (plotly's
-    own ticks read '10, 2, 5, 100, 2, 5, 1000')."""
+def test_the_atlas_curve_ticks_its_budgets():
+    """The band chart's log axis was ticked at the powers of ten only: a chart of budgets 10 to 500
+    read '10, 100' (500 unticked), and MMLU's first point, at 21, had no tick. Every budget with a
+    point is ticked where its label has room on a 1,000 px page's plot (460 px), as Explore's
+    curve is, the slider's budget (the dotted line) first; never plotly's own '2, 5' ticks."""
     from circuitviz.render.atlas import band_figure
 
-    bands = [{"budget": b, "mean": 0.5, "low": 0.4, "high": 0.6, "n": 3} for b in (10, 50, 200, 1000)]
-    axis = band_figure({"eap-ig": bands}).layout.xaxis
-    assert list(axis.ticktext) == ["10", "100", "1k"] and list(axis.tickvals) == [10, 100, 1000]
+    def ticks(budgets, current=None):
+        bands = [{"budget": b, "mean": 0.5, "low": 0.4, "high": 0.6, "n": 3} for b in budgets]
+        axis = band_figure({"eap-ig": bands}, current_budget=current).layout.xaxis
+        assert list(axis.ticktext) == [f"{v:,}" if v % 1000 else f"{v // 1000}k" for v in axis.tickvals]
+        return list(axis.ticktext)
+
+    assert ticks((10, 20, 50, 100, 200, 500)) == ["10", "20", "50", "100", "200", "500"]
+    assert ticks((10, 50, 200, 1000)) == ["10", "50", "100", "200", "1k"]  # 100 between 50 and 200
+    mmlu = ticks((21, 52, 134, 310, 1034, 5347, 10342), current=134)  # the stored MMLU atlas's grid
+    assert mmlu[:5] == ["21", "52", "134", "310", "1,034"] and mmlu[-1] == "10,342"
+    # where labels would meet, the slider's budget is kept before its neighbours
+    crowded = [20 + 20 * i for i in range(24)]
+    assert "260" in ticks(crowded, current=260) and "260" not in ticks(crowded)
 
 
 def test_one_prompt_draws_no_interval_and_says_so():

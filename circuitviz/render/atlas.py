@@ -60,6 +60,10 @@ def _axis_title(series: Mapping, over_positions: Collection[str]) -> str:
     return "edge budget (log scale)"
 
 
+# the band chart's plot on a 1,000 px page (462 px in Chromium): its ticks are spaced for it
+BAND_PLOT_PX = 460
+
+
 def band_figure(
     series: Mapping[str, Sequence[Mapping]],
     consensus: Mapping[str, Sequence[Mapping]] | None = None,
@@ -139,8 +143,11 @@ def band_figure(
         xaxis={
             "type": "log",
             "title": _axis_title(series, over_positions),
-            **log_ticks(budgets),
-        },  # 10, 100, 1k
+            # every budget with a point ticked where its label has room, the slider's budget (the
+            # dotted line) first, as Explore's curve is: at the powers of ten alone a chart of 10 to
+            # 500 read '10, 100' and MMLU's first point, at 21, had no tick
+            **log_ticks(budgets, [] if current_budget is None else [current_budget], plot_px=BAND_PLOT_PX),
+        },
         yaxis={"title": f"mean {name} over the prompts", "range": [low - pad, high + pad]},
         # at the figure's foot, below the axis title, as Explore's curve has it
         legend=FOOT_LEGEND,
