@@ -68,11 +68,12 @@ def test_another_answer_proposes_its_own_corrupted_prompt_and_note(tiny_app, pro
 
 def test_a_foil_of_the_users_is_kept_and_measured_against(tiny_app, proposed_for):
     at = _explore()
-    at.text_input(key="w.foil").set_value("mat").run()
+    answer = at.text_input(key="w.answer").value
+    at.text_input(key="w.foil").set_value("mat").run()  # proposed again against it (``follow_foil``)
     other = _other_chip(at, "mat")
     at.pills(key="pick.answer").set_value(other).run()
     assert not at.exception, at.exception
-    assert proposed_for == [(other, "mat")]
+    assert proposed_for == [(answer, "mat"), (other, "mat")]
     assert at.text_input(key="w.foil").value == "mat"
 
 

@@ -39,11 +39,41 @@ def follow_answer(model, model_id: str, prompt: str, answer: str, top_tokens: li
     found = loaders.completion(model, model_id, prompt, answer, None, top_tokens, own_foil)
     state.set_value("corrupted", found.corrupted)
     session.corrupted_note, session.corrupted_proposed = found.corrupted_note, found.corrupted or ""
-    session.corrupted_answer = answer
+    session.corrupted_answer, session.corrupted_foil = answer, found.foil
     if proposed_foil:
         state.set_value("foil", found.foil)
         session.foil_note, session.foil_proposed = found.foil_note, found.foil
         spelling.remember(prompt, "foil", found.foil)
+
+
+def follow_foil(model, model_id: str, prompt: str, answer: str, top_tokens: list[str]) -> None:
+    """Another foil picked (a chip, or typed) while the corrupted box still holds the prompt the
+    app proposed for ``answer`` (not one the user wrote, nor an opened task's): the corrupted
+    prompt is proposed again, each candidate measured against the new foil, with its note. Until
+    2026-12-07 only a new answer did so, and the note's gap stayed the old foil's. Call after
+    ``follow_answer``, before the boxes are drawn, with ``answer`` one token."""
+    foil = state.coming_value("foil")
+    if (
+        not foil
+        or foil == answer
+        or session.corrupted_answer != answer
+        or foil == session.corrupted_foil
+        or (state.coming_value("corrupted") or "") != (session.corrupted_proposed or "")
+    ):
+        return
+    from ..core.tasks import TaskError, single_token_id  # here, not at the top: keeps torch out
+
+    try:
+        single_token_id(model, foil, "foil")
+    except TaskError:  # refused under its box: nothing is measured against it
+        return
+    own = None if foil == session.foil_proposed else foil  # the proposed foil: the proposal itself
+    found = loaders.completion(model, model_id, prompt, answer, None, top_tokens, own)
+    if found.foil != foil:  # proposed with another foil: measured against this one
+        found = loaders.completion(model, model_id, prompt, answer, None, top_tokens, foil)
+    state.set_value("corrupted", found.corrupted)
+    session.corrupted_note, session.corrupted_proposed = found.corrupted_note, found.corrupted or ""
+    session.corrupted_foil = foil
 
 
 def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:

@@ -39,7 +39,7 @@ from . import (  # no torch here: the prompt box paints before the engine loads
 )
 from .budget_box import budget_reading, default_budgets, fit_budgets_box
 from .budget_words import budgets_label, positions_on
-from .corrupted_box import corrupted_input, follow_answer
+from .corrupted_box import corrupted_input, follow_answer, follow_foil
 from .mmlu_picker import REFUSED_HINT
 from .state import session
 
@@ -117,7 +117,7 @@ def _adopt_new_prompt(model, model_id: str, prompt: str, tokens: list[str]) -> N
     session.corrupted_note, session.corrupted_proposed = proposal.corrupted_note, proposal.corrupted or ""
     session.foil_note = proposal.foil_note
     session.foil_proposed = proposal.foil
-    session.corrupted_answer = proposal.answer
+    session.corrupted_answer, session.corrupted_foil = proposal.answer, proposal.foil
     del session.more_foils  # an opened task's other foils belonged to its own prompt
     for role in spelling.ROLES:
         spelling.remember(prompt, role, getattr(proposal, role))
@@ -140,6 +140,7 @@ def _complete_given_inputs(model, model_id: str, prompt: str, tokens: list[str])
         state.set_value("corrupted", found.corrupted)
         session.corrupted_note, session.corrupted_proposed = found.corrupted_note, found.corrupted or ""
         session.corrupted_answer = state.value("answer")
+        session.corrupted_foil = found.foil  # a foil the link gave: follow_foil measures against it
     if wants_foil:
         state.set_value("foil", found.foil)
         session.foil_note = found.foil_note
@@ -181,6 +182,7 @@ def answer_inputs(model, model_id: str, prompt: str) -> tuple[str, str, str, lis
     picked = state.coming_value("answer")
     if picked and token_problem(model, picked, "answer") is None:
         follow_answer(model, model_id, prompt, picked, tokens)  # another answer: its own corrupted prompt
+        follow_foil(model, model_id, prompt, picked, tokens)  # another foil: the one measured against
     for role in ("answer", "foil"):
         current = state.coming_value(role)  # a token just typed below is highlighted in this run
         state.set_widget_value(f"pick.{role}", current if current in tokens else None)

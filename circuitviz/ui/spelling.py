@@ -63,6 +63,8 @@ def follow_tokenizer(model, prompt: str) -> None:
         state.set_value(role, own)
         if role == "foil" and session.foil_proposed == shown:
             session.foil_proposed = own  # its note ("the other name of the prompt") still true of it
+        if role == "foil" and session.corrupted_foil == shown:
+            session.corrupted_foil = own  # the same foil: the corrupted prompt is not proposed again
         if role == "answer" and session.corrupted_answer == shown:
             session.corrupted_answer = own  # the same answer: the corrupted prompt is not proposed again
         changed[role] = (proposed, own)

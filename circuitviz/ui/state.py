@@ -133,6 +133,7 @@ class Session:
     corrupted_note = Field("corrupted_note")  # where the corrupted prompt came from
     corrupted_proposed = Field("corrupted_proposed")  # the corrupted prompt the note is about
     corrupted_answer = Field("corrupted_answer")  # the answer it was proposed for (None: an opened task's)
+    corrupted_foil = Field("corrupted_foil")  # the foil it was measured against
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
     more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
