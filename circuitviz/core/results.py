@@ -26,6 +26,7 @@ from ..details.base import MethodDetails, ResultFormatError, details_to_state
 from ..details.kinds import details_from_state, legacy_details
 from ..positions.graph import units_at_budgets
 from . import json_text
+from .circuit_fields import circuit_fields_problem
 from .curves import Baseline, CurvePoint, cmd, cpr
 from .graph import GraphError, GraphSpec, prune, top_n
 from .tasks import PromptTask
@@ -399,6 +400,9 @@ def circuit_data(text: str, origin: str = "the circuit") -> list[str] | dict:
             f"{origin} has no 'edges'; give a circuit JSON (`circuitviz discover --out`, EAP-IG's format) "
             "or a list of edge names."
         )
+    problem = circuit_fields_problem(data, origin)  # in_graph, curve, circuits: of their kinds
+    if problem:
+        raise GraphError(problem)
     return data
 
 
