@@ -140,6 +140,16 @@ class VisGraph:
         readable = (bottom - top) * self.max_scale(READABLE_LABEL_PX) / FIT_SHARE + 30
         return int(min(TALLEST_FRAME, max(MAX_FRAME_HEIGHT, math.ceil(readable))))
 
+    def readable_width(self, label_px: float = HELD_LABEL_PX) -> float:
+        """The frame width (px) at which the fit draws this drawing's labels at ``label_px``, or at
+        the size its greatest frame's height allows where that is smaller (a wider frame would not
+        enlarge them): Compare's columns are no narrower (``ui.compare.column_px``)."""
+        left, top, right, bottom = self.bounds()
+        fonts = [float(node.get("font", {}).get("size", 14)) for node in self.nodes] or [14.0]
+        tallest = (self.max_height() - 30) * FIT_SHARE / max(bottom - top, 1.0) * max(fonts)
+        scale = min(label_px, tallest) / max(fonts)
+        return max(right - left, 1.0) * scale / FIT_SHARE + 2
+
     def to_data(self, max_label_px: float = MAX_LABEL_PX) -> dict:
         """What the component and the page read: JSON-able (``max_label_px``: the largest label
         the fit may draw; demo mode's audience reads from further away)."""

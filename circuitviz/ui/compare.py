@@ -406,16 +406,31 @@ def held_out_sets_sentence(measured: dict) -> str:
 # grid, not a wrapping flex row: a method alone on the last row keeps its column's width (with
 # flex it grew to the whole row, its graph drawn at another scale than the others')
 MIN_COLUMN_PX = 480
-_COLUMNS_CSS = f"""<style>
-.st-key-compare-graphs [data-testid="stHorizontalBlock"] {{
+
+
+def column_px(drawings: dict) -> int:
+    """The narrowest a method's column may be: ``MIN_COLUMN_PX``, or the width that draws the
+    widest drawing's labels at ``vis.HELD_LABEL_PX`` (``VisGraph.readable_width``). SmolLM2-135M's
+    30-row circuits side by side in 512 px columns at 1,500 px were drawn at 8.8 px."""
+    widths = [drawing.vis.readable_width() for drawing in drawings.values() if drawing.vis is not None]
+    return max(MIN_COLUMN_PX, math.ceil(max(widths, default=0.0)))
+
+
+def columns_css(width: int) -> str:
+    """The grid of the methods' columns, each at least ``width`` px wide (fewer a row below it)."""
+    return _COLUMNS_CSS.replace("{width}", str(int(width)))
+
+
+_COLUMNS_CSS = """<style>
+.st-key-compare-graphs [data-testid="stHorizontalBlock"] {
   display: grid !important;
-  grid-template-columns: repeat(auto-fit, minmax(min(100%, {MIN_COLUMN_PX}px), 1fr)); }}
-.st-key-compare-graphs [data-testid="stColumn"] {{
-  width: auto !important; min-width: 0 !important; flex: none !important; }}
-.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stHorizontalBlock"] {{
-  display: flex !important; }}
-.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stColumn"] {{
-  flex: 1 1 0 !important; }}
+  grid-template-columns: repeat(auto-fit, minmax(min(100%, {width}px), 1fr)); }
+.st-key-compare-graphs [data-testid="stColumn"] {
+  width: auto !important; min-width: 0 !important; flex: none !important; }
+.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stHorizontalBlock"] {
+  display: flex !important; }
+.st-key-compare-graphs [data-testid="stColumn"] [data-testid="stColumn"] {
+  flex: 1 1 0 !important; }
 </style>"""
 
 
@@ -446,7 +461,7 @@ def _kept_at(result, budget: int) -> str:
 
 def comparison_view(results: dict, labels=None, model=None) -> None:
     """The graphs side by side (unique edges bold, shared ones thin in their colour, node captions
-    from ``labels``; as many a row as are readable at ``MIN_COLUMN_PX``, each as wide as the others
+    from ``labels``; as many a row as are readable at ``column_px``, each as wide as the others
     and fitted to one box), the curves in one chart, the overlap, NDF on paraphrases on request
     (with ``model``); each method's caveats (fitted to the prompt, a flat curve) under its figures."""
     first = next(iter(results.values()))
@@ -457,7 +472,6 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
         st.caption(corruption_line(results))
     shown = compare_at(results, budget)
     measured = measured_view(results, budget, model)
-    st.html(_COLUMNS_CSS)
 
     def drawn(name: str, grid=None):
         return result_view.graph_drawing(
@@ -477,6 +491,7 @@ def comparison_view(results: dict, labels=None, model=None) -> None:
     drawings = drawings_framed_alike(
         {name: d if list(d.grid) == grid else drawn(name, grid) for name, d in own.items()}
     )
+    st.html(columns_css(column_px(drawings)))
     columns = st.container(key="compare-graphs").columns(len(results))
     for column, (name, result) in zip(columns, results.items()):
         with column:
