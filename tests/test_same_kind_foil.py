@@ -72,7 +72,7 @@ def test_no_token_of_the_answers_kind_falls_back_to_the_likeliest(spaced):
     likely = [(" the", 0.5, 0.1), (" known", 0.2, 0.19), (" Rome", 0.1, None), (" Paris", 0.01, 0.8)]
     foil, note = corrupted_foil(spaced, " Paris", likely)
     assert foil == " the"
-    assert note == "The foil is what the model predicts after the corrupted prompt; pick another if you like."
+    assert note == "The foil is the model's likeliest other answer after the corrupted prompt."
     raised = [likely[0], (" Rome", 0.1, 0.01), *likely[1:]]
     assert corrupted_foil(spaced, " Paris", raised)[0] == " Rome"  # 10 times likelier than after the prompt
     # where the corruption does not make the answer less likely, the likeliest, as before
@@ -105,3 +105,20 @@ def test_each_prompt_is_unembedded_once_for_the_foil(spaced, monkeypatch):
     tried.likely(prompt.replace("Mary", "Alice"), " Mary")
     tried.likely(prompt.replace("John", "Bob"), " Mary")
     assert len(calls) == 3  # each candidate once, the prompt once
+
+
+def test_the_answer_spelt_otherwise_is_never_the_foil(embedded_model, spaced):
+    # "def f(a, b): return a" (no word to swap) proposed the foil '+' (18.2%) for ' +' (56.2%): a
+    # logit difference between two spellings of one operator
+    from circuitviz.query.foils import corrupted_foil, same_word
+    from circuitviz.query.proposals import propose
+
+    assert same_word("+", " +") and same_word(" paris", " Paris") and same_word("np", " np")
+    assert not same_word(" ", "  ") and not same_word(" *", " +")
+    prompt = "def f(a, b): return a"
+    made = propose(embedded_model, prompt, _top(embedded_model, prompt))
+    assert (made.answer, made.corrupted) == (" +", "")
+    assert made.foil == " *"  # the likeliest other answer (8.9%)
+    assert made.foil_note == "The foil is the model's likeliest other answer after the prompt."
+    likely = [(" the", 0.5, 0.1), ("the", 0.3, 0.01), (" a", 0.1, 0.05)]
+    assert corrupted_foil(spaced, " the", likely)[0] == " a"  # after a corrupted prompt too

@@ -41,6 +41,15 @@ def text_token(model, token: str) -> bool:
     return token not in control_token_texts(model) and single_token(model, token)
 
 
+def same_word(token: str, answer: str) -> bool:
+    """Whether ``token`` is ``answer`` spelt otherwise: the same text but for spaces around it and
+    case ('+' and ' +', 'np' and ' np', ' Paris' and ' paris'). Never a foil: a logit difference
+    between two spellings of one answer measures the spelling, not the answer (Gemma-3-270M's
+    likeliest other token after "def f(a, b): return a", answered ' +', is '+', 18.2%)."""
+    word = token.strip().casefold()
+    return bool(word) and word == answer.strip().casefold()
+
+
 def _own_text(model, text: str) -> str:
     """``text`` as the model's tokens read it (``models.tokens.token_pieces``, joined)."""
     from ..models.adapter import adapter_of
@@ -103,7 +112,8 @@ def corrupted_foil(model, answer: str, likely: Likely) -> tuple[str, str]:
     all (the foil the metric then falls towards); ('', '') when none. An answer the corruption
     does not move keeps that foil: "What is the capital of Japan?" answered ' What' (2.4%, 2.1%
     after "... France?") would pass the check against ' Paris' on the rise of ' Paris' alone.
-    Only a token other than the answer, with text that is one token again and not a control token
+    Only a token other than the answer and its other spellings (``same_word``), with text that is
+    one token again and not a control token
     (``text_token``), is taken: a prompt pasted with no-break spaces proposed Gemma's
     byte token '<0xC2>', which the foil box refused at once, and Gemma's likeliest after "the
     capital of italy is" is '<start_of_image>' (13.9%), proposed as the foil of ' paris' and
@@ -112,7 +122,11 @@ def corrupted_foil(model, answer: str, likely: Likely) -> tuple[str, str]:
 
     own = next((row for row in likely if row[0] == answer), None)
     falls = own is not None and own[2] is not None and own[2] >= RISE * own[1]
-    usable = [row for row in likely if row[0] != answer and row[0].strip() and text_token(model, row[0])]
+    usable = [
+        row
+        for row in likely
+        if row[0] != answer and row[0].strip() and not same_word(row[0], answer) and text_token(model, row[0])
+    ]
     kind = is_function_word(answer)
     for token, chance, before in usable if falls else []:
         if is_function_word(token) == kind and before is not None and chance >= RISE * before:
@@ -123,7 +137,5 @@ def corrupted_foil(model, answer: str, likely: Likely) -> tuple[str, str]:
                 "after the prompt) as it makes the answer less likely; pick another if you like."
             )
     if usable:
-        return usable[0][
-            0
-        ], "The foil is what the model predicts after the corrupted prompt; pick another if you like."
+        return usable[0][0], "The foil is the model's likeliest other answer after the corrupted prompt."
     return "", ""

@@ -4,11 +4,12 @@ The answer is among the model's own top next tokens (a circuit explains what the
 most likely whose task passes the meaningful-task check (``task_validity``), a content word before
 a function word. The foil is, for a task the templates recognise as indirect object
 identification, the other name, else what the model predicts after the corrupted prompt, of the
-answer's kind where the corruption raises one (``query.foils``; its most likely other token when
-there is none). The corrupted prompt comes from the template family that
+answer's kind where the corruption raises one (``query.foils``; its likeliest other answer when
+there is none, never the answer spelt otherwise). The corrupted prompt comes from the template family that
 recognises the prompt; when none does, a word the templates know (a name, common first names
 such as Mary and John among them, a country, a landmark) is swapped for another of the same
-token length, or a number is changed (``query.number_swaps``), and the note says which. Each candidate is measured as the check before Run
+token length, or in code a code word (``query.code_swaps``), or a number is changed
+(``query.number_swaps``), and the note says which. Each candidate is measured as the check before Run
 measures it, and the first that passes is proposed (``query.trials``); when nothing fits or
 nothing passes, the note says why, naming the words at fault or those tried, and how to write
 one. The app's inputs (through
@@ -26,7 +27,7 @@ from types import SimpleNamespace
 from typing import NamedTuple
 
 from ..core.text import chance_text, left_out_sentence, shown_token
-from .foils import propose_foil, single_token, text_token
+from .foils import propose_foil, same_word, single_token, text_token
 
 
 @dataclass(frozen=True)
@@ -210,16 +211,21 @@ def _with_foil(
     given: str | None = None,
 ) -> Proposal:
     """``corrupted`` proposed for ``answer`` with ``note``, and its foil (``given``, else
-    ``propose_foil``, else the model's most likely other token)."""
+    ``propose_foil``, else the model's likeliest other answer, not the answer spelt otherwise)."""
     if given:
         return Proposal(answer, given, corrupted, note)
     foil, foil_note = propose_foil(model, prompt, corrupted, answer, after)
     if not foil:
-        foil = next((token for token in top_tokens if token != answer and text_token(model, token)), "")
+        foil = next(
+            (
+                token
+                for token in top_tokens
+                if token != answer and not same_word(token, answer) and text_token(model, token)
+            ),
+            "",
+        )
         if foil:
-            foil_note = (
-                "The foil is the model's most likely other token; pick a more telling one if you like."
-            )
+            foil_note = "The foil is the model's likeliest other answer after the prompt."
     return Proposal(answer, foil, corrupted, note, foil_note)
 
 
