@@ -139,3 +139,54 @@ def test_evaluate_refuses_such_a_file_before_the_model_loads(tmp_path, capsys, m
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and "point 1 of 'curve' has the budget {\"a\": 1}" in error
     assert_one_sentence(error.removeprefix("error: "))
+
+
+TASK = {"clean": "When Mary and John went", "corrupted": "When Alice and Bob went", "answer": " Mary"}
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        (5, "c.json's 'task' is 5, not an object with the prompt and its answer; give --prompt"),
+        ({**TASK, "clean": 7}, "c.json's task has the prompt 7, not text; give --prompt"),
+        ({**TASK, "answer": ["Mary"]}, 'c.json\'s task has the answer ["Mary"], not text; give --answer'),
+        (
+            {**TASK, "corrupted": 1.5},
+            "c.json's task has the corrupted prompt 1.5, not text; give --corrupted",
+        ),
+        ({**TASK, "foils": [1]}, "c.json's task has the foils [1], not a list of texts; give --foil"),
+        ({**TASK, "foils": " John"}, 'c.json\'s task has the foils " John", not a list of texts'),
+        (
+            {**TASK, "foils": [" John"], "metric": "logit-diff"},
+            'the metric "logit-diff", not one evaluate knows',
+        ),
+    ],
+)
+def test_a_file_task_of_the_wrong_kind_is_named_not_dropped(tmp_path, capsys, monkeypatch, spec, task, said):
+    """Its prompt of a number read "keeps no task", foils [1] were dropped and a metric it does not
+    know became logit_diff, unsaid."""
+
+    def no_load(args):
+        raise AssertionError("the model loaded before the task's fault was said")
+
+    monkeypatch.setattr(cli, "_load", no_load)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**_file(spec), "task": task}))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["evaluate", "--model", "tiny-gpt2", "--circuit", "c.json"]) == 2
+    error = capsys.readouterr().err.strip().removeprefix("error: ")
+    assert said in error
+    assert_one_sentence(error)
+
+
+def test_the_flags_that_replace_a_file_task_part_leave_it_unread(spec):
+    from argparse import Namespace
+
+    from circuitviz.entry.file_task import fill_from_file
+
+    text = json.dumps({**_file(spec), "task": {**TASK, "foils": [1], "metric": "x"}})
+    args = Namespace(prompt=None, corrupted=None, answer=None, foil=[" John"], metric=None)
+    fill_from_file(args, text, "c.json")  # --foil given: the file's foils and metric are not read
+    assert (args.prompt, args.foil, args.metric) == (TASK["clean"], [" John"], None)
+    other = Namespace(prompt="Another prompt", corrupted=None, answer=None, foil=[], metric=None)
+    fill_from_file(other, json.dumps({**_file(spec), "task": 5}), "c.json")  # another prompt: not the file's

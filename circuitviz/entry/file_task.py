@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from ..core.tasks import METRICS
-from ..core.text import shown, shown_token
+from ..core.text import json_given, shown, shown_token
 
 
 def _file_json(text: str) -> dict:
@@ -68,6 +68,9 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
     """Fill ``args``' task flags the command line left out from the file's task, when it has
     none of its own prompt or gives the file's. Returns (the task is the file's with no corrupted
     prompt, so it is measured against the neutral prompt; the sentence saying what was taken)."""
+    problem = _task_problem(args, _file_json(text).get("task"), origin)
+    if problem:
+        raise ValueError(problem)
     task = file_task_of(text)
     if args.prompt is None and task is None:
         raise ValueError(
@@ -105,6 +108,49 @@ def fill_from_file(args, text: str, origin: str) -> tuple[bool, str | None]:
         f"Using the task {origin} was made on: {'; '.join(taken)}. (--prompt, --corrupted, --answer and "
         "--foil set your own.)"
     )
+
+
+_TASK_TEXTS = (
+    ("clean", "prompt", "prompt"),
+    ("corrupted", "corrupted prompt", "corrupted"),
+    ("answer", "answer", "answer"),
+)
+
+
+def _task_problem(args, task, origin: str) -> str | None:
+    """The sentence naming a part of the file's task, of the wrong kind, that ``evaluate`` would
+    take (the flags leave it out), or None. Such a task was read as none ("keeps no task" of a file
+    whose prompt was a number), its foils of another kind were dropped and a metric it does not
+    know replaced by logit_diff, unsaid (2026-12-07)."""
+    if task is None or (
+        args.prompt is not None and not (isinstance(task, dict) and task.get("clean") == args.prompt)
+    ):
+        return None  # no task, or another prompt: the file's task is not used
+    flags = "give --prompt (and --answer, --corrupted, --foil) to measure it on"
+    if not isinstance(task, dict):
+        return (
+            f"{origin}'s 'task' is {json_given(task)}, not an object with the prompt and its answer; {flags}."
+        )
+    for key, words, flag in _TASK_TEXTS:
+        value = task.get(key)
+        if (
+            value is not None
+            and not isinstance(value, str)
+            and getattr(args, key if key != "clean" else "prompt") in (None, "")
+        ):
+            return f"{origin}'s task has the {words} {json_given(value)}, not text; give --{flag} to measure it on."
+    if args.foil or args.metric is not None:
+        return None  # the file's foils and metric go together: the flags' are used
+    foils = task.get("foils")
+    if foils is not None and not (isinstance(foils, list) and all(isinstance(foil, str) for foil in foils)):
+        return f"{origin}'s task has the foils {json_given(foils)}, not a list of texts; give --foil (or --metric) to measure it on."
+    metric = task.get("metric")
+    if metric is not None and metric not in METRICS:
+        return (
+            f"{origin}'s task has the metric {json_given(metric)}, not one evaluate knows ({', '.join(METRICS)}); "
+            "give --metric to measure it on."
+        )
+    return None
 
 
 def _knockout_file(source: dict) -> bool:
