@@ -12,7 +12,7 @@ repository's ``assets/`` folder is located here, so moving that folder is a chan
 
 It also knows the one folder circuitviz writes to outside the checkout, ``cache_dir(part)``:
 ``$CIRCUITVIZ_CACHE/<part>``, else ``~/.cache/circuitviz/<part>`` (converted models, stored
-results, ACC++ SVDs, LLM answers, the speed calibration).
+results, ACC++ SVDs, LLM answers, the speed calibration, the MMLU picker's index).
 """
 
 from __future__ import annotations

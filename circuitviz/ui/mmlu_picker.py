@@ -9,6 +9,12 @@ reason shown, so the user can see why, and the refusal on Explore says to pick a
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
 import streamlit as st
 
 from . import state
@@ -22,20 +28,78 @@ REFUSED_HINT = (
 
 @st.cache_data(show_spinner=False)
 def _subjects() -> list[str]:
-    # here, not at the top: keeps torch out of the first paint
-    from ..batch.mmlu import mmlu_subjects
-
-    return mmlu_subjects()
+    return list(picker_index())
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _questions(subject: str) -> list[tuple[int, str]]:
     """(row, the question on one line, cut at 100 characters with an ellipsis) of a subject, in
     the file's order; the whole question becomes the prompt once chosen."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..batch.mmlu import load_mmlu
+    return list(picker_index().get(subject, []))
 
-    return [(q.row, _one_line(q.question)) for q in load_mmlu().of_subject(subject)]
+
+INDEX_FILE = "picker.json"  # in the cache's mmlu/ folder
+INDEX_VERSION = 1  # changed with what the index holds or how its lines are cut
+
+
+@lru_cache(maxsize=1)
+def picker_index() -> dict[str, list[tuple[int, str]]]:
+    """What the picker lists: each subject (sorted) with its questions as (row, the question on
+    one line), in the file's order.
+
+    Read from ``$CIRCUITVIZ_CACHE/mmlu/picker.json`` when that index was made from the installed
+    file as it is now (its path, size and modification time), else made from the parsed file and
+    written there (1.4 MB). The picker is drawn, closed, on every Explore page, after the model
+    has loaded and before Run is: parsing the 14,042 questions there took 0.1-0.3 CPU s of each
+    server's first page (docs/benchmarks.md); reading the index takes about 0.01 s. An index
+    that cannot be read, or holds anything but subjects and (row, line) pairs, is made again."""
+    # here, not at the top: keeps torch out of the first paint
+    from ..batch.mmlu import load_mmlu, mmlu_path
+    from ..services.assets import cache_dir
+
+    source = mmlu_path()  # MMLUError (a ValueError) saying how to install it when it is not
+    stat = source.stat()
+    stamp = {
+        "version": INDEX_VERSION,
+        "path": str(source),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+    }
+    path = cache_dir("mmlu") / INDEX_FILE
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored["source"] == stamp:
+            return _index_pairs(stored["subjects"])
+    except (OSError, ValueError, KeyError, TypeError):  # none yet, unreadable, or another shape
+        pass
+    index: dict[str, list[tuple[int, str]]] = {}
+    for question in load_mmlu().questions:
+        index.setdefault(question.subject, []).append((question.row, _one_line(question.question)))
+    index = dict(sorted(index.items()))
+    written = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as out:
+            written = out.name
+            json.dump({"source": stamp, "subjects": index}, out)
+        os.replace(written, path)  # whole or not at all, for a server starting beside this one
+    except OSError:  # a read-only or full cache: made again at the next start
+        if written is not None:
+            Path(written).unlink(missing_ok=True)
+    return index
+
+
+def _index_pairs(subjects) -> dict[str, list[tuple[int, str]]]:
+    """A stored index's subjects as (row, line) pairs; TypeError when it holds anything else."""
+    if not isinstance(subjects, dict):
+        raise TypeError("not an index")
+    index = {}
+    for subject, questions in subjects.items():
+        pairs = [(row, line) for row, line in questions]
+        if not all(type(row) is int and isinstance(line, str) for row, line in pairs):
+            raise TypeError("not an index")
+        index[subject] = pairs
+    return index
 
 
 def _one_line(text: str, width: int = 100) -> str:
