@@ -95,16 +95,22 @@ def inspect_local_checkpoint(path: Path) -> LocalCheckpoint:
     )
 
 
+RELEASE_CONFIG = "; use the config.json of the model's release"  # the way out of a damaged one
+
+
 def _config_problem(folder: Path) -> str | None:
-    """Why ``folder``'s config.json cannot describe a model (one clause), or None."""
+    """Why ``folder``'s config.json cannot describe a model (one clause, with the way out), or
+    None. A damaged file's clause ends with ``RELEASE_CONFIG``: "its config.json is not JSON
+    (...)" said what was wrong and no more."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        return f"its config.json is not JSON ({first_sentence(error)})"
+        return f"its config.json is not JSON ({first_sentence(error)}){RELEASE_CONFIG}"
     if not isinstance(config, dict):
-        return f"its config.json holds {type(config).__name__} where a JSON object belongs"
+        return f"its config.json holds {type(config).__name__} where a JSON object belongs{RELEASE_CONFIG}"
     if not isinstance(config.get("model_type"), str) or not config["model_type"]:
-        return f'its config.json names no model type ("model_type": {json_given(config.get("model_type"))})'
+        given = json_given(config.get("model_type"))
+        return f'its config.json names no model type ("model_type": {given}){RELEASE_CONFIG}'
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -113,7 +119,8 @@ def _config_problem(folder: Path) -> str | None:
             f"its model type {json_given(config['model_type'])} is not one transformers "
             f"{transformers.__version__} knows (a newer transformers may)"
         )
-    return size_problem(config, folder)
+    problem = size_problem(config, folder)
+    return problem + RELEASE_CONFIG if problem else problem
 
 
 def _require_whole_weights(folder: Path) -> None:
