@@ -71,7 +71,8 @@ def test_discover_then_evaluate_round_trip(tmp_path, monkeypatch, capsys, embedd
 
     assert cli.main(["evaluate", "--circuit", str(out), *IOI]) == 0
     printed = capsys.readouterr().out
-    metrics = [float(line.split()[3]) for line in printed.splitlines() if line.strip()[:1].isdigit()]
+    rows = [line.split() for line in printed.splitlines() if line.strip().startswith(("in_graph ", "100"))]
+    metrics = [float(row[3]) for row in rows]
     # row 0: the file's in_graph circuit (= budget 1000); rows 1-2: top-N of its scores at 100, 1000
     assert metrics[0] == pytest.approx(data["curve"][-1]["metric"], abs=1e-4)
     assert metrics[2] == pytest.approx(data["curve"][-1]["metric"], abs=1e-4)

@@ -281,7 +281,8 @@ def cmd_evaluate(args) -> int:
     for note in [*loaded.notes, *file_kind_notes(loaded.source)]:
         print(note)
     reference = NEUTRAL_PROMPT if neutral and not task.corrupted else "corrupted"
-    print(format_table(baseline, curve, spec.n_edges, metric=task.metric, reference=reference))
+    labels = ["in_graph", *map(str, budgets[1:])]  # the first row's circuit has no budget of its own
+    print(format_table(baseline, curve, spec.n_edges, metric=task.metric, reference=reference, labels=labels))
     if len(curve) > 1:
         print(rows)
     transfer = None

@@ -15,10 +15,13 @@ def format_table(
     metric: str | None = None,
     reference: str = "corrupted",
     kept: str = "edges",
+    labels: list[str] | None = None,
 ) -> str:
     """The faithfulness table: one row per circuit, the clean/corrupted metrics above (``kept``:
-    what a budget counts, edges or (edge, position) units). With the task's ``metric``, a line
-    under it when the clean-corrupted difference is below what the task check asks for (a run with
+    what a budget counts, edges or (edge, position) units; ``labels``: what the budget column says
+    of each row where it is not its budget, as `evaluate`'s first row, the file's in_graph circuit,
+    which has none: it read "101" for the 101 edges of a circuit drawn at budget 103). With the
+    task's ``metric``, a line under it when the clean-corrupted difference is below what the task check asks for (a run with
     --no-task-check: NDF 0.406 and necessity 0.858 were printed over a difference of -0.009)."""
     # NDF's 0: the corrupted prompt's metric, or what a run with none measured it on
     reference_line = "corrupted metric L(M(q'))" if reference == "corrupted" else f"{reference} metric"
@@ -29,12 +32,13 @@ def format_table(
         f"{'budget':>8} {kept + ' kept':>10} {'% ' + kept:>8} {'L(C(q))':>10} {'NFS':>8} {'NDF':>6} "
         f"{'necessity':>9}" + (f" {'completeness':>12}" if complete else ""),
     ]
-    for point in curve:
+    for index, point in enumerate(curve):
+        label = labels[index] if labels and index < len(labels) else str(point.budget)
         nfs = "nan" if math.isnan(point.nfs) else f"{point.nfs:.3f}"
         necessity = "-" if math.isnan(point.necessity) else f"{point.necessity:.3f}"
         completeness = "-" if math.isnan(point.completeness) else f"{point.completeness:.3f}"
         lines.append(
-            f"{point.budget:>8} {point.n_edges:>10} {percent_text(100 * point.n_edges / total_edges):>8} "
+            f"{label:>8} {point.n_edges:>10} {percent_text(100 * point.n_edges / total_edges):>8} "
             f"{point.metric:>+10.4f} {nfs:>8} {point.ndf:>6.3f} {necessity:>9}"
             + (f" {completeness:>12}" if complete else "")
         )
