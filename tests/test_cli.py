@@ -209,8 +209,7 @@ def test_a_missing_foil_is_what_the_model_predicts_after_the_corrupted_prompt(tm
     args = ["evaluate", "--circuit", str(path), "--prompt", prompt, "--answer", " Berlin"]
     assert cli.main([*args, "--corrupted", corrupted]) == 0
     captured = capsys.readouterr()
-    said = note.replace("; pick another if you like", "")
-    assert f"No --foil given; using {expected!r}. {said}" in captured.err
+    assert f"No --foil given; using {expected!r}. {note}" in captured.err
     assert cli.main([*args, "--corrupted", corrupted, "--foil", expected]) == 0
     given = capsys.readouterr()
     assert "No --foil given" not in given.err and given.out == captured.out  # the same figures

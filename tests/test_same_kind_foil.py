@@ -29,10 +29,9 @@ def test_a_content_answer_gets_the_content_word_the_corruption_leads_to(embedded
 
     made = proposal_for(embedded_model, JAPAN, " Tokyo", _top(embedded_model, JAPAN))
     assert (made.corrupted, made.foil) == ("What is the capital of France?", " Paris")
+    # short: it ran to 9 lines under the foil box at 1,000 px until 2026-12-07
     assert made.foil_note == (
-        "The foil is the corrupted prompt's likeliest next token that is a content word or number, as the "
-        "answer is, and that the corruption makes likelier (1.6% there, 0.0094% after the prompt) as it "
-        "makes the answer less likely; pick another if you like."
+        "The foil is what the corrupted prompt leads to (1.6% there), a content word or number as the answer is."
     )
     # the note's figure is the gap against the foil proposed with it
     gap = task_gaps(embedded_model, [PromptTask(JAPAN, made.corrupted, " Tokyo", (" Paris",))])[0]
@@ -84,7 +83,7 @@ def test_the_command_line_proposes_the_foil_the_app_does(embedded_model, checked
 
     task, said = with_proposed_inputs(embedded_model, PromptTask(JAPAN, "", " Tokyo", ()))
     assert (task.corrupted, task.foils) == ("What is the capital of France?", (" Paris",))
-    assert "No --foil given; using ' Paris'. The foil is the corrupted prompt's likeliest" in said
+    assert "No --foil given; using ' Paris'. The foil is what the corrupted prompt leads to" in said
 
 
 def test_each_prompt_is_unembedded_once_for_the_foil(spaced, monkeypatch):

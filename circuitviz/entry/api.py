@@ -93,8 +93,7 @@ def with_proposed_inputs(model, task: PromptTask) -> tuple[PromptTask, str | Non
     if task.metric == "logit_diff" and not task.foils and task.clean.strip() and task.answer.strip():
         foil, note = propose_foil(model, task.clean, task.corrupted, task.answer)
         if foil:
-            said = note.replace("; pick another if you like", "")
-            sentences.append(f"No --foil given; using {foil!r}. {said} (--foil sets your own.)")
+            sentences.append(f"No --foil given; using {foil!r}. {note} (--foil sets your own.)")
             task = dataclasses.replace(task, foils=(foil,))
     return task, "\n".join(sentences) or None
 

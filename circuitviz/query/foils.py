@@ -131,10 +131,11 @@ def corrupted_foil(model, answer: str, likely: Likely) -> tuple[str, str]:
     for token, chance, before in usable if falls else []:
         if is_function_word(token) == kind and before is not None and chance >= RISE * before:
             word = "a function word or mark" if kind else "a content word or number"
+            # short: it ran to 9 lines under the foil box at 1,000 px; the line above it gives
+            # the foil's chance after the prompt
             return token, (
-                f"The foil is the corrupted prompt's likeliest next token that is {word}, as the answer is, "
-                f"and that the corruption makes likelier ({chance_text(chance)} there, {chance_text(before)} "
-                "after the prompt) as it makes the answer less likely; pick another if you like."
+                f"The foil is what the corrupted prompt leads to ({chance_text(chance)} there), {word} as "
+                "the answer is."
             )
     if usable:
         return usable[0][0], "The foil is the model's likeliest other answer after the corrupted prompt."
