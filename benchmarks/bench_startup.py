@@ -8,7 +8,10 @@ times, from the moment the process is started:
 - **painted**: the Explore page's title is on screen (the browser opens the page as soon as the
   server is healthy; Chromium is started before the server, as a user's browser already runs);
 - **prompt box**: the prompt input is on screen;
-- **Run enabled**: the Run button is enabled (the model loaded and the page drawn around it).
+- **Run enabled**: the Run button is enabled (the model loaded and the page drawn around it);
+- **CPU**: the server process's CPU seconds at that moment (user and system, all its threads, from
+  ``/proc``): on this shared machine a steadier figure than the clock, as the server's threads
+  share one interpreter lock and other work stretches the wall time.
 
 A **cold** start uses an empty cache folder (the embedded GGUF is converted on the way); a
 **warm** start reuses the folder a start left behind (converted weights, calibration). The order
@@ -56,6 +59,15 @@ def _free_port() -> int:
 
 def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds (user and system) process ``pid`` has used so far; None without ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def one_start(
@@ -114,6 +126,7 @@ def one_start(
             figures["prompt_box_s"] = time.perf_counter() - start
             page.wait_for_function(RUN_READY, timeout=timeout_s * 1000, polling=50)
             figures["run_enabled_s"] = time.perf_counter() - start
+            figures["cpu_s"] = _process_cpu(server.pid)
             page.close()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -144,7 +157,8 @@ def _show(kind: str, figures: dict) -> None:
     print(
         f"{kind:5s} healthy {figures['healthy_s']:5.2f} s  painted {figures['painted_s']:5.2f} s  "
         f"prompt box {figures['prompt_box_s']:5.2f} s  Run enabled {figures['run_enabled_s']:5.2f} s  "
-        f"(load {figures['load_before']} -> {figures['load_after']}; bytecode {figures['bytecode_s']:.2f} s)"
+        + (f"server CPU {figures['cpu_s']:5.2f} s  " if figures.get("cpu_s") is not None else "")
+        + f"(load {figures['load_before']} -> {figures['load_after']}; bytecode {figures['bytecode_s']:.2f} s)"
     )
     if phases:
         print(f"      in the server (s since start): {phases}")
@@ -195,6 +209,13 @@ def main() -> None:
     warm = [figures["run_enabled_s"] for kind, figures in starts if kind == "warm"]
     if warm:
         print(f"warm Run enabled: median {statistics.median(warm):.2f} s over {len(warm)} ({warm})")
+        cpu = [
+            figures["cpu_s"]
+            for kind, figures in starts
+            if kind == "warm" and figures.get("cpu_s") is not None
+        ]
+        if cpu:
+            print(f"warm server CPU at Run enabled: median {statistics.median(cpu):.2f} s ({cpu})")
     if args.json:
         args.json.write_text(json.dumps(starts, indent=1))
 
