@@ -33,6 +33,8 @@ def test_an_operation_name_is_swapped_for_the_others_of_its_group():
 
 def test_prose_and_parts_of_names_are_not_swapped():
     assert not looks_like_code("The upper floor of the house is")
+    assert not looks_like_code("The answer (in French) is")  # a bracket alone is prose
+    assert looks_like_code("import numpy as") and looks_like_code("f(x)") and looks_like_code("x = 3")
     assert code_words_in("The upper floor of the house is") == []
     assert code_words_in("def is_even(n): return") == []  # 'even' inside a name
     assert code_words_in("x = max(a, b) + True") == ["max", "True"]

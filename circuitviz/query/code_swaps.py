@@ -31,12 +31,14 @@ GROUPS: tuple[tuple[str, ...], ...] = (
 )
 PER_WORD = 3  # the replacements kept for one word
 
-# what marks a prompt as code: brackets, an assignment or a keyword ("The upper floor" is prose)
-_CODE = re.compile(r"[(){}\[\];=]|\b(def|return|import|lambda|function|const|let|var|class|print)\b")
+# what marks a prompt as code: a call, braces, a semicolon, '=' or a keyword ("The upper floor"
+# and "The answer (in French) is" are prose)
+_CODE = re.compile(r"\w\(|[{};=]|\b(def|return|import|lambda|function|const|let|var|class|print)\b")
 
 
 def looks_like_code(prompt: str) -> bool:
-    """Whether ``prompt`` reads as code (``_CODE``): only there are code words swapped."""
+    """Whether ``prompt`` reads as code (``_CODE``): only there are code words swapped, and only
+    there does the sentence when none is proposed speak of code."""
     return bool(_CODE.search(prompt))
 
 
