@@ -25,8 +25,10 @@ from .vis import framed_alike, node_box, union_box
 # tried each way round: the curves vis-network can draw for an edge, the nearest its own kept
 ROUNDNESS = tuple(round(0.05 * i, 2) for i in range(1, 21))  # curvedCW / curvedCCW
 # cubicBezier, horizontal and vertical: how far its control points stand aside, in the edge's own
-# width or height; vis-network takes more than 1 as it takes the rest (an S that swings wider)
-CUBIC = tuple(round(0.1 * i, 1) for i in range(1, 21))
+# width or height; vis-network takes more than 1 as it takes the rest (an S that swings wider).
+# Up to 3 since 2026-12-07 (2 before): the Gallery's arithmetic circuit at budget 100 in words
+# drew m3 -> a11.h1 behind a9.h2; no other of its 742 edges hidden or freed, none wider
+CUBIC = tuple(round(0.1 * i, 1) for i in range(1, 31))
 # vis-network's quadratic curves through a via point on a line: ``horizontal`` (on the start's row,
 # (x0 + r dx, y0)), ``vertical`` (on its column, (x0, y0 + r dy)) and ``straightCross`` (on the
 # end's column, (x1, y0 + r dy), for an edge taller than wide). vis-network takes any roundness, so
