@@ -1,13 +1,15 @@
 """The weights behind the estimates' pass counts, measured: each kind of pass against a plain one.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pass_weights.py [--threads 1] [--only learning]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pass_weights.py [--threads 1] [--model smollm2-135m]
+        [--only learning]
 
 A method's price counts its work in plain forward passes of the prompt (``methods.base.Cost``),
-weighting the passes that cost more (``PREPARE_PASSES``, ``GRADIENT_SETUP_PASSES``,
-``PATCHED_PASS``, the mask learning's ``MASKED_STEP_PASSES`` and ``MASKED_FORWARD_PASSES``).
-This times, in one process on the embedded model and the IOI prompt (CPU seconds of the process,
-medians), a plain batched forward pass (as the app's probe runs it) and each of those, and
-prints the weight each implies beside the one the code uses. No assertions.
+weighting the passes that cost more (``core.pass_weights``: the clean and corrupted runs, a
+gradient pass's set-up and rows, the faithfulness curve's set-up and patched passes; the mask
+learning's ``MASKED_STEP_PASSES`` and ``MASKED_FORWARD_PASSES``). This times, in one process on
+the model (the embedded Gemma-3-270M unless named) and the IOI prompt (CPU seconds of the process,
+medians), a plain batched forward pass (as the app's probe runs it) and each of those, and prints
+what each cost in plain passes beside what the code counts. No assertions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 import torch
 
 from circuitviz.bench.harness import add_threads_argument, apply_threads, ioi_task, load_average, load_timed
+from circuitviz.core import pass_weights
 from circuitviz.engine.prefix import final_residual
 from circuitviz.engine.scores import score_dtype
 from circuitviz.measure.evaluate import circuits_at_budgets, curves_of_tasks, forget_prompt_runs
@@ -46,10 +49,11 @@ def cpu_seconds(function, repeats: int = 3):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", choices=["all", "learning"], default="all")
+    parser.add_argument("--model", default=EMBEDDED_MODEL)
     add_threads_argument(parser)
     args = parser.parse_args()
     apply_threads(args.threads)
-    model, _ = load_timed(EMBEDDED_MODEL)
+    model, _ = load_timed(args.model)
     task = ioi_task()
     ctx = RunContext(model, task)
     evaluator, spec = ctx.evaluator, ctx.spec
@@ -70,19 +74,32 @@ def main() -> None:
 
         prepare, _ = cpu_seconds(fresh)
         print(f"clean+corrupted runs: {prepare / plain:.1f} passes (counted {base.PREPARE_PASSES})")
-        few, _ = cpu_seconds(lambda: ig.score_batch([ctx], ig.make_config({"ig_steps": 5})), 2)
+        few, _ = cpu_seconds(lambda: ig.score_batch([ctx], ig.make_config({"ig_steps": 1})), 3)
         config = ig.make_config({"ig_steps": 20})
         many, ((scores, _),) = cpu_seconds(lambda: ig.score_batch([ctx], config), 2)
-        step = (many - few) / 15
-        print(
-            f"EAP-IG: a step {step / plain:.2f} passes (counted 3.0), the set-up {(few - 5 * step) / plain:.1f} "
-            f"(counted {base.GRADIENT_SETUP_PASSES})"
-        )
-        circuits = circuits_at_budgets(spec, scores.float().cpu(), budgets)
+        for steps, seconds in ((1, few), (20, many)):
+            counted = pass_weights.gradient_passes(steps)
+            print(f"EAP-IG's gradient, {steps} steps: {seconds / plain:.1f} passes (counted {counted:.1f})")
+        eap = get_method("eap")
+        one, _ = cpu_seconds(lambda: eap.score_batch([ctx], eap.make_config({})), 3)
+        print(f"EAP's gradient: {one / plain:.1f} passes (counted {pass_weights.gradient_passes(1):.1f})")
+        scores = scores.float().cpu()
+        # the set-up and the per-budget part apart: curves of 1, 4 and 7 small budgets
+        for few_budgets in (BUDGETS[:1], BUDGETS[:4], BUDGETS[:7]):
+            circuits = circuits_at_budgets(spec, scores, few_budgets)
+            curve, _ = cpu_seconds(
+                lambda c=circuits, b=few_budgets: curves_of_tasks([evaluator], c[None], b), 2
+            )
+            print(
+                f"curve of {len(few_budgets)} budgets (NDF and necessity): {curve / plain:.1f} passes, "
+                f"{curve / len(few_budgets) / plain:.2f} a budget "
+                f"(counted {pass_weights.curve_passes(len(few_budgets), spec):.1f})"
+            )
+        circuits = circuits_at_budgets(spec, scores, budgets)
         curve, _ = cpu_seconds(lambda: curves_of_tasks([evaluator], circuits[None], budgets), 2)
         print(
-            f"curve of {len(budgets)} budgets (NDF and necessity): {curve / len(budgets) / plain:.2f} passes "
-            f"a budget (counted {base.PATCHED_PASS})"
+            f"curve of the app's {len(budgets)} budgets, to the whole graph: {curve / plain:.1f} passes "
+            f"(counted {pass_weights.curve_passes(len(budgets), spec):.1f})"
         )
         positions, units = cpu_seconds(lambda: ig.score_positions(ctx, config), 2)
         unit_circuits = units_at_budgets(spec, units.float(), budgets)

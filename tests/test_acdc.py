@@ -275,8 +275,8 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
     the estimate is below one whole row per edge and grows with the budgets' whole rows."""
     import re
 
-    from circuitviz.methods.acdc import GUESS_PASSES, ROWS_PER_EDGE
-    from circuitviz.methods.base import PATCHED_PASS, PREPARE_PASSES
+    from circuitviz.methods.acdc import GUESS_PASSES, ROW_PASSES, ROWS_PER_EDGE
+    from circuitviz.methods.base import PREPARE_PASSES, curve_passes
 
     model = tiny_model(shape, seed=1, n_layers=3)
     spec = GraphSpec.from_model(model)
@@ -288,18 +288,17 @@ def test_the_estimate_prices_each_edge_from_its_readers_block(shape):
     method = get_method("acdc")
     cost = method.estimate(ACDCConfig(), spec, 15, 0)
     guesses = GUESS_PASSES * spec.n_layers  # the guess's gradient pass at each block
-    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + guesses + PATCHED_PASS * ROWS_PER_EDGE * depth)
+    assert cost.passes == pytest.approx(PREPARE_PASSES + 1.0 + guesses + ROW_PASSES * ROWS_PER_EDGE * depth)
     assert depth < spec.n_edges  # cheaper than a whole pass per edge
     more = method.estimate(ACDCConfig(), spec, 15, 5)
-    assert more.passes == pytest.approx(cost.passes + 5 * PATCHED_PASS)
+    assert more.passes == pytest.approx(cost.passes + curve_passes(5, spec))
 
 
 def test_the_estimate_says_a_range_and_a_finished_walk_is_priced_by_the_rows_it_ran():
     """ACDC's work depends on what it finds: the estimate says the least and most a walk takes,
     and the run calibrates the next estimates with the rows it really patched, not the guess."""
     from circuitviz.entry.limits import estimate_run
-    from circuitviz.methods.acdc import PRICED_ROWS_PER_EDGE, ROWS_PER_EDGE, walk_depth
-    from circuitviz.methods.base import PATCHED_PASS
+    from circuitviz.methods.acdc import PRICED_ROWS_PER_EDGE, ROW_PASSES, ROWS_PER_EDGE, walk_depth
 
     model = tiny_model("gpt2", seed=1, n_layers=3)
     spec = GraphSpec.from_model(model)
@@ -314,7 +313,7 @@ def test_the_estimate_says_a_range_and_a_finished_walk_is_priced_by_the_rows_it_
     result = method.run_on(model, IOI_TASK, ACDCConfig(), budgets=[5, 10])
     rows = result.details.counts["patched_rows"]
     done = method.passes_done(result)
-    walk = PATCHED_PASS * ROWS_PER_EDGE * walk_depth(spec) / PRICED_ROWS_PER_EDGE
+    walk = ROW_PASSES * ROWS_PER_EDGE * walk_depth(spec) / PRICED_ROWS_PER_EDGE
     assert done - cost.passes == pytest.approx(walk * (rows / spec.n_edges - PRICED_ROWS_PER_EDGE))
     assert estimate.flops_done("acdc", result) == pytest.approx(estimate.flops * done / estimate.sequences)
     assert estimate.flops_done("eap", result) == estimate.flops  # a method whose passes are its work

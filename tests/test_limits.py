@@ -60,7 +60,15 @@ def test_a_damaged_calibration_file_keeps_what_is_sound_of_it(tmp_path, monkeypa
     from circuitviz.entry import calibration
 
     monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    sound = {"flops": 2e9, "seconds": 2.0, "model": "m", "others": 0.0, "phases": {"work": 2.0}}
+    weights = calibration.WEIGHTS_VERSION
+    sound = {
+        "flops": 2e9,
+        "seconds": 2.0,
+        "model": "m",
+        "others": 0.0,
+        "phases": {"work": 2.0},
+        "weights": weights,
+    }
     damaged = [
         {"flops": None, "seconds": 1.0},
         {"flops": 1e9, "seconds": float("inf")},
@@ -83,7 +91,7 @@ def test_a_damaged_calibration_file_keeps_what_is_sound_of_it(tmp_path, monkeypa
     assert calibration.rate("cpu", "eap-ig", 1e6).source == "device"
     calibration.record("cpu", "eap-ig", 3e9, 1.0)
     calibration.record_load("gemma-3-270m", 4.0)
-    assert calibration.recorded_runs("cpu", "eap-ig") == [{"flops": 3e9, "seconds": 1.0}]
+    assert calibration.recorded_runs("cpu", "eap-ig") == [{"flops": 3e9, "seconds": 1.0, "weights": weights}]
     assert calibration.last_load("gemma-3-270m") == 4.0
 
 

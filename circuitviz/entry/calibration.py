@@ -10,6 +10,12 @@ price where there are any, else the runs beside other work scaled to a quiet mac
 (``_pick``, ``slowdown``). Records live in one small JSON file in the
 cache folder (``$CIRCUITVIZ_CACHE/calibration.json``), written atomically, so every session and
 restart on this machine shares them.
+
+A run's FLOPs are counted with the pass weights of its day (``core.pass_weights``), so each run
+keeps their version (``weights``) and only runs counted with today's price the next: a run
+counted with other weights is left out when the file is read (its record keeps its FLOPs, not
+the passes they were counted from, so it cannot be recounted) and dropped at the next write. A
+forward pass's probe counts plain passes only and is kept whatever its version.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.pass_weights import WEIGHTS_VERSION
 from ..core.text import counted, joined
 from ..services import assets
 from .cpu_share import IDLE, allowed_cores
@@ -110,11 +117,20 @@ def _read(path: Path) -> dict:
     for kind, by_method in data.items():
         if kind != "loads" and isinstance(by_method, dict):
             sound[kind] = {
-                method: [run for run in map(_sound_run, runs) if run is not None]
+                method: [
+                    run for run in map(_sound_run, runs) if run is not None and _counted_alike(method, run)
+                ]
                 for method, runs in by_method.items()
                 if isinstance(runs, list)
             }
     return sound
+
+
+def _counted_alike(method: str, run: dict) -> bool:
+    """Whether ``run``'s FLOPs were counted with today's pass weights (``WEIGHTS_VERSION``): a run
+    of an earlier version (none recorded before the weights were) would price a method whose
+    counted passes changed by the change, EAP 1.6-1.8 times short. A probe's plain passes carry over."""
+    return method == PROBE or run.get("weights") == WEIGHTS_VERSION
 
 
 def _items(value) -> list:
@@ -148,6 +164,8 @@ def _sound_run(run) -> dict | None:
     for field in ("cores", "threads", "default_threads"):
         if _positive(run.get(field)):
             kept[field] = int(run[field])
+    if type(run.get("weights")) is int:  # the pass weights' version its FLOPs were counted with
+        kept["weights"] = run["weights"]
     for field in ("phases", "parts", "timings"):
         values = {k: float(v) for k, v in _items(run.get(field)) if _from_zero(v)}
         if values:
@@ -200,7 +218,7 @@ def record(
     what a run beside other work is scaled to a quiet machine by, ``_at_quiet``)."""
     if flops <= 0 or seconds <= 0:
         return
-    entry = {"flops": float(flops), "seconds": float(seconds)}
+    entry = {"flops": float(flops), "seconds": float(seconds), "weights": WEIGHTS_VERSION}
     if model:
         entry["model"] = str(model)
     if others is not None:

@@ -30,7 +30,7 @@ from ..core.results import CircuitResult
 from ..core.text import given
 from ..details.acc import ACCDetails, acc_circuits
 from ..measure.evaluate import curves_of_tasks
-from .base import Cost, Method, OneOff, RunContext
+from .base import Cost, Method, OneOff, RunContext, curve_passes
 from .registry import register
 from .settings import check_settings, ig_steps_setting, setting
 
@@ -123,7 +123,7 @@ class ACCPlusPlus(Method):
             + 0.5 * config.ig_steps
             + 0.25 * config.max_decisions
             + 8.0 * (1 + config.n_random)
-            + n_budgets,
+            + curve_passes(n_budgets, spec),
             gradient_batch=1,
             ig_steps=int(config.ig_steps),
         )

@@ -49,7 +49,7 @@ from ..core.graph import prune
 from ..details.own_circuit import OwnCircuitDetails
 from ..engine.layer_start import reader_layers
 from ..engine.prefix import shared_prefix
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .base import PREPARE_PASSES, Cost, RunContext, ScoringMethod, curve_passes
 from .registry import register
 from .settings import check_settings, setting
 
@@ -99,6 +99,9 @@ ROWS_PER_EDGE = 0.33
 # whose rows may each cost more than priced: the top of the range allows 1.75x that (the estimate
 # in the app, priced from other methods' runs, gave Gemma's IOI walk 0.6x its time)
 PRICED_ROWS_PER_EDGE = 0.82
+# what ROWS_PER_EDGE's rows were priced at when it was fitted (a budget of the curve, as counted
+# then): the walk's weight, kept with its fit; the curve's budgets are ``curve_passes``
+ROW_PASSES = 1.8
 ROWS_PER_EDGE_RANGE = (0.1, 2.0)
 # what the guess at each block costs (``guessed_ratios``: a forward of the circuit and a backward
 # down to the block, Gemma's renormalisation of the mixed readers at and above it), in plain
@@ -331,7 +334,13 @@ class ACDC(ScoringMethod):
 
         def passes(rows_per_edge: float) -> float:
             rows = ROWS_PER_EDGE * walk_depth(spec) * rows_per_edge / PRICED_ROWS_PER_EDGE
-            return PREPARE_PASSES + 1.0 + GUESS_PASSES * spec.n_layers + PATCHED_PASS * (rows + n_budgets)
+            return (
+                PREPARE_PASSES
+                + 1.0
+                + GUESS_PASSES * spec.n_layers
+                + ROW_PASSES * rows
+                + curve_passes(n_budgets, spec)
+            )
 
         low, high = ROWS_PER_EDGE_RANGE
         return Cost(

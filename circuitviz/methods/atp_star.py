@@ -42,7 +42,7 @@ class AtPStar(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         rows = spec.n_layers if config.grad_drop else 1
         extra = qk_fix_passes(spec) if config.qk_fix else 0.0
-        return gradient_cost(rows, n_budgets, extra_passes=extra, integrated=False)
+        return gradient_cost(rows, n_budgets, extra_passes=extra, integrated=False, spec=spec)
 
     def score(self, ctx: RunContext, config):
         evaluator = ctx.evaluator

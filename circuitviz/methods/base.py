@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..core import pass_weights
 from ..core.curves import CurvePoint
 from ..core.graph import GraphSpec
 from ..core.phases import Report, Timing, timing_name
@@ -518,13 +519,10 @@ class ScoringMethod(Method):
         return results
 
 
-# what the passes of a gradient-scored run cost beside one step of a batched IG pass, measured on
-# the embedded model (benchmarks/bench_estimates.py, 2026-12-01): the clean and corrupted runs keep
-# every writer's output (5 such passes together), the gradient pass has a fixed set-up that
-# batching amortises (EAP's single pass took 9), a patched pass of the curve about 1.8
-PREPARE_PASSES = 5.0
-GRADIENT_SETUP_PASSES = 6.0
-PATCHED_PASS = 1.8
+# the weights of the passes a run makes, measured on both embedded models (``core.pass_weights``)
+PREPARE_PASSES = pass_weights.PREPARE_PASSES
+GRADIENT_SETUP_PASSES = pass_weights.GRADIENT_SETUP_PASSES
+curve_passes = pass_weights.curve_passes
 
 
 def gradient_cost(
@@ -533,13 +531,16 @@ def gradient_cost(
     extra_passes: float = 0.0,
     extra_bytes: float = 0.0,
     integrated: bool = True,
+    spec=None,
 ) -> Cost:
-    """The cost of a gradient-scored method: clean and corrupted runs, ``ig_steps``
-    forward+backward passes, the faithfulness curve's patched passes (weighted as measured).
-    ``integrated=False``: the rows are not IG steps (EAP's one gradient, AtP*'s layers), so the
-    estimate names none and the IG-steps limit does not apply."""
+    """The cost of a gradient-scored method: clean and corrupted runs, a gradient pass of
+    ``ig_steps`` rows, the faithfulness curve of ``n_budgets`` on ``spec``'s graph (each weighted
+    as measured, ``core.pass_weights``). ``integrated=False``: the rows are not IG steps (EAP's one
+    gradient, AtP*'s layers), so the estimate names none and the IG-steps limit does not apply."""
     steps = max(int(ig_steps), 1)
-    passes = PREPARE_PASSES + GRADIENT_SETUP_PASSES + 3.0 * steps + PATCHED_PASS * n_budgets + extra_passes
+    passes = (
+        PREPARE_PASSES + pass_weights.gradient_passes(steps) + curve_passes(n_budgets, spec) + extra_passes
+    )
     return Cost(
         passes=passes,
         gradient_batch=steps,

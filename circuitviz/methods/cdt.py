@@ -50,7 +50,7 @@ from ..engine.metric import metric_named
 from ..engine.prefix import final_residual
 from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .base import PREPARE_PASSES, Cost, RunContext, ScoringMethod, curve_passes
 from .flow_routes import NO_CORRUPTION_NOTE, use_neutral_corruption
 from .registry import register
 from .settings import check_settings, setting
@@ -340,7 +340,7 @@ class CDT(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # the clean records (about 2 passes), one decomposed sequence per writer, then the clean and
         # corrupted runs and the curve when measured
-        return Cost(passes=2.0 + spec.n_forward + PREPARE_PASSES + PATCHED_PASS * n_budgets)
+        return Cost(passes=2.0 + spec.n_forward + PREPARE_PASSES + curve_passes(n_budgets, spec))
 
     Details = DecompositionDetails
 

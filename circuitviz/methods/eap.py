@@ -26,7 +26,7 @@ from ..engine.neurons import neuron_bytes
 from ..engine.scores import batched_gradient_scores, gradient_scores, score_dtype, scoring_checks
 from ..measure.evaluate import Evaluator
 from ..models.adapter import adapter_of, model_device, model_dtype
-from .base import EDGE_CHANGE, OMIT_DEFAULT, Cost, RunContext, ScoringMethod, gradient_cost
+from .base import EDGE_CHANGE, OMIT_DEFAULT, Cost, RunContext, ScoringMethod, curve_passes, gradient_cost
 from .neuron_nodes import (
     CURVE_KS,
     check_neurons,
@@ -143,7 +143,9 @@ class EAP(ScoringMethod):
     Details = NeuronDetails
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(1, n_budgets, integrated=False, **_neuron_cost(config, spec, n_tokens, 1))
+        return gradient_cost(
+            1, n_budgets, integrated=False, spec=spec, **_neuron_cost(config, spec, n_tokens, 1)
+        )
 
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, None, progress, config)
@@ -188,7 +190,7 @@ class EAPIG(ScoringMethod):
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         steps = int(config.ig_steps)
-        return gradient_cost(steps, n_budgets, **_neuron_cost(config, spec, n_tokens, steps))
+        return gradient_cost(steps, n_budgets, spec=spec, **_neuron_cost(config, spec, n_tokens, steps))
 
     def score_batch(self, contexts, config, progress=None):
         return _gradient_scores_of(contexts, int(config.ig_steps), progress, config)
@@ -209,7 +211,7 @@ class EAPIGActivations(ScoringMethod):
         # 2L + 1 groups, block l's two running L - l of the L blocks: the embedding's whole pass
         # and 2 x (L + 1) / 2 whole passes for the rest
         groups = spec.n_layers + 2
-        cost = gradient_cost(config.ig_steps * groups, n_budgets)
+        cost = gradient_cost(config.ig_steps * groups, n_budgets, spec=spec)
         return dataclasses.replace(cost, ig_steps=int(config.ig_steps))
 
     def score(self, ctx: RunContext, config):
@@ -330,7 +332,7 @@ class ExactPatching(ScoringMethod):
     score_meaning = f"measured by patching one edge at a time: {EDGE_CHANGE}"
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return Cost(passes=2.0 + min(spec.n_edges, int(config.max_edges)) + n_budgets)
+        return Cost(passes=2.0 + min(spec.n_edges, int(config.max_edges)) + curve_passes(n_budgets, spec))
 
     def score(self, ctx: RunContext, config):
         model, spec, evaluator = ctx.model, ctx.spec, ctx.evaluator

@@ -18,7 +18,7 @@ from .registry import register
 from .settings import check_settings, setting
 
 # what one step of building the path costs, in passes: a sequential forward and backward pass of
-# one sequence, set-up included, as EAP's single gradient pass (base.GRADIENT_SETUP_PASSES + 3);
+# one sequence, set-up included, as EAP's single gradient pass (``core.pass_weights.gradient_passes(1)``);
 # on Gemma-3-270M one step took 1.2 times EAP's scoring (same process, loaded machine); the
 # backtracking's checks, forward passes of one sequence, were 8-12 for 5 steps on the nine
 # yardstick prompts (2 a step)
@@ -59,9 +59,8 @@ class EAPGP(ScoringMethod):
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         steps = int(config.ig_steps)
-        return gradient_cost(
-            steps, n_budgets, extra_passes=(PATH_STEP_PASSES + CHECK_PASSES * bool(config.backtrack)) * steps
-        )
+        extra = (PATH_STEP_PASSES + CHECK_PASSES * bool(config.backtrack)) * steps
+        return gradient_cost(steps, n_budgets, extra_passes=extra, spec=spec)
 
     def score(self, ctx: RunContext, config):
         return self.score_with_path(ctx, config)[0]

@@ -48,7 +48,7 @@ from ..details.edge_pruning import EdgePruningDetails
 from ..engine.scores import score_dtype
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
-from .base import Cost, Method, RunContext, ScoringMethod
+from .base import Cost, Method, RunContext, ScoringMethod, curve_passes
 from .mask_learning import (
     MASK_SCORE,
     Schedule,
@@ -188,7 +188,7 @@ class EdgePruning(Method):
         masks = max(int(n_budgets), 1)
         paraphrases = int(config.check_paraphrases) * (2.0 + masks)
         return Cost(
-            passes=warm.passes + 2.0 + training + n_budgets + paraphrases,
+            passes=warm.passes + 2.0 + training + curve_passes(n_budgets, spec) + paraphrases,
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=warm.ig_steps,
             n_paraphrases=int(config.check_paraphrases),

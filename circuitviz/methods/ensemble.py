@@ -31,7 +31,7 @@ from ..core.tasks import prepare_task
 from ..core.text import given
 from ..details.ensemble import EnsembleDetails
 from ..measure.evaluate import circuits_at_budgets, curves_of_tasks
-from .base import Cost, Method, RunContext, ScoringMethod
+from .base import Cost, Method, RunContext, ScoringMethod, curve_passes
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
 from .scoring import pair_scores, scorer_names
@@ -185,7 +185,7 @@ class Ensemble(ScoringMethod):
         return Cost(
             passes=2.0
             + prompts * sum(cost.passes for cost in costs)
-            + n_budgets
+            + curve_passes(n_budgets, spec)
             + 2.0 * int(config.n_paraphrases),
             gradient_batch=max(cost.gradient_batch for cost in costs),
             ig_steps=max(cost.ig_steps for cost in costs),

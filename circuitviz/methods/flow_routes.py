@@ -41,7 +41,7 @@ from ..details.own_circuit import OwnCircuitDetails
 from ..engine import sites
 from ..engine.capture import observe
 from ..models.adapter import adapter_of
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .base import PREPARE_PASSES, Cost, RunContext, ScoringMethod, curve_passes
 from .registry import register
 from .settings import check_settings, setting
 
@@ -269,7 +269,7 @@ class FlowRoutes(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # one observed pass (every writer and the attention patterns kept, about 3 plain passes),
         # the shares (cheap beside it), then the clean/corrupted runs and the curve when measured
-        return Cost(passes=3.0 + PREPARE_PASSES + PATCHED_PASS * n_budgets)
+        return Cost(passes=3.0 + PREPARE_PASSES + curve_passes(n_budgets, spec))
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]

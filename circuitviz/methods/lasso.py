@@ -51,7 +51,7 @@ from ..lasso.solver import solver_threads
 from ..lasso.units import build_component_problem, build_sae_problem, component_hook_names
 from ..measure.evaluate import Evaluator, evaluator_of_runs
 from ..services.sae_store import load_sae
-from .base import PATCHED_PASS, PREPARE_PASSES, Cost, RunContext, ScoringMethod
+from .base import PREPARE_PASSES, Cost, RunContext, ScoringMethod, curve_passes
 from .registry import register
 from .settings import check_settings, setting
 
@@ -178,7 +178,7 @@ class CircuitLasso(ScoringMethod):
         # reduce + solve took about 0.65 of the path's time on the embedded model (docs/methods.md)
         path = parse_selection(config.lasso_lambda)[0] == "auto" or config.target_edges > 0
         regression = 0.42 * (int(config.n_lambdas) if path else 13) * int(config.directions)
-        passes = PREPARE_PASSES + observed + regression + PATCHED_PASS * n_budgets
+        passes = PREPARE_PASSES + observed + regression + curve_passes(n_budgets, spec)
         return Cost(passes=passes, gradient_batch=1)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:

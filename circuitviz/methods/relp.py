@@ -59,7 +59,7 @@ class RelP(ScoringMethod):
     calibration_family = ("eap",)  # EAP's passes with other rules: priced as EAP's until measured
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
-        return gradient_cost(1, n_budgets, integrated=False)
+        return gradient_cost(1, n_budgets, integrated=False, spec=spec)
 
     def rules(self, config) -> frozenset[str]:
         """The relevance rules of a run (``engine.relevance.RULES``): all four, or all but the AH

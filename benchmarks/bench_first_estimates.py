@@ -1,0 +1,116 @@
+"""First estimates against what the runs took: each method priced from another method's run alone.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_first_estimates.py [--model smollm2-135m]
+
+In a fresh cache (``history_free_cache``: the converted models, no recorded run), after a warm-up
+run that is not recorded: EAP-IG runs and is recorded; EAP, RelP, flow routes and AtP* are each
+priced from that one run before any of them runs, then run and recorded; EAP and RelP are priced
+again from their own run and run again; in a second fresh cache holding only EAP's first run,
+EAP-IG is priced from it. The IOI prompt, budgets 20, 100, 200, 500; every run makes its own
+clean and corrupted runs, as a new prompt's does. Prints one line a run: the estimate, the run's
+CPU seconds (what the estimate prices: a quiet machine's run) and wall seconds, and how it was
+priced. No assertions. docs/benchmarks.md, "The estimates' pass weights", has the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+from circuitviz.bench.harness import (
+    add_threads_argument,
+    apply_threads,
+    history_free_cache,
+    ioi_task,
+    load_average,
+)
+
+BUDGETS = [20, 100, 200, 500]
+PRICED_FROM_EAP_IG = ("eap", "relp", "flow-routes", "atp-star")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="gemma-3-270m")
+    add_threads_argument(parser, default=1)
+    args = parser.parse_args()
+    apply_threads(args.threads)
+    base = os.environ.get("CIRCUITVIZ_CACHE")
+    history_free_cache("circuitviz-first-estimates-")
+
+    from circuitviz.entry import calibration
+    from circuitviz.entry.api import run_request
+    from circuitviz.entry.cpu_share import threads_for_run
+    from circuitviz.entry.probe import probe_unmeasured
+    from circuitviz.entry.request import Request
+    from circuitviz.measure.evaluate import forget_prompt_runs
+    from circuitviz.models import load_model
+
+    model, task = load_model(args.model), ioi_task()
+
+    def priced(method: str):
+        probe_unmeasured(model)
+        return Request.for_model(model, task, method, {}, BUDGETS, args.model, 256).priced(model)
+
+    def run(method: str, request, record: bool = True) -> tuple[float, float]:
+        forget_prompt_runs(model)  # its own clean and corrupted runs, as a new prompt's
+        wall, cpu = time.perf_counter(), time.process_time()
+        with threads_for_run("cpu") as share:
+            result, _ = run_request(model, request, store=None)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if record:  # as the command line records a run
+            estimate = request.estimate
+            calibration.record(
+                estimate.device,
+                method,
+                estimate.flops_done(method, result),
+                wall,
+                timings=result.timings,
+                model=estimate.model,
+                others=share.others,
+                cores=share.cores,
+                load=share.load,
+                threads=(share.threads, share.default),
+                during=share.during,
+                cpu=share.cpu,
+            )
+        return cpu, wall
+
+    def line(what: str, request, took: tuple[float, float]) -> None:
+        seconds = request.estimate.seconds
+        print(
+            f"{what}: estimate {seconds:.2f} s, took {took[0]:.2f} CPU s ({took[1]:.1f} wall), "
+            f"{seconds / took[0]:.2f}x; {request.estimate.priced}",
+            flush=True,
+        )
+
+    print(f"{args.model}, IOI prompt, budgets {BUDGETS}; {load_average()}", flush=True)
+    run("eap", priced("eap"), record=False)  # warm-up: a process's first run pays one-off set-ups
+    seed = priced("eap-ig")
+    seed_took = run("eap-ig", seed)
+    line("eap-ig (the first run, priced from the probe)", seed, seed_took)
+    firsts = {method: priced(method) for method in PRICED_FROM_EAP_IG}
+    for method, request in firsts.items():
+        line(f"{method} (first)", request, run(method, request))
+    for method in ("eap", "relp"):
+        again = priced(method)
+        line(f"{method} (after its own run)", again, run(method, again))
+    eap_run = calibration.recorded_runs("cpu", "eap")[0]
+    probes = calibration.recorded_runs("cpu", calibration.PROBE)
+    if base is None:
+        os.environ.pop("CIRCUITVIZ_CACHE")
+    else:
+        os.environ["CIRCUITVIZ_CACHE"] = base
+    history_free_cache("circuitviz-first-estimates-")
+    path = calibration.calibration_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {calibration.PROBE: probes, "eap": [eap_run]}
+    path.write_text(json.dumps({"cpu": kept}), encoding="utf-8")
+    line("eap-ig (first, from eap's first run alone)", priced("eap-ig"), seed_took)
+    print(load_average())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""What each kind of pass a run makes costs, in plain forward passes of the prompt: the weights the
+methods count their work with (``methods.base.Cost``), and the version of them that every stored
+run record carries (``entry.calibration``), so that a run counted with other weights never prices
+a run counted with these.
+
+Measured on both embedded models (``benchmarks/bench_pass_weights.py``, CPU seconds of one thread,
+medians, in one process; a plain pass is one sequence of a batched forward pass of the prompt, as
+the app's probe runs it; docs/benchmarks.md has the figures):
+
+- the faithfulness curve: a set-up, then two patched passes a budget (the circuit, and for its
+  necessity every edge but the circuit's). A patched pass is a plain pass plus the mixing of each
+  edge's clean and corrupted input, work that grows with the edges per layer and unit of width:
+  SmolLM2-135M (123,211 edges, 30 layers of 576) pays 3.3 passes a budget, Gemma-3-270M (10,342
+  edges, 18 of 640) 2.15, both about 5 for the set-up. One weight a budget could not hold both
+  models and every budget count (a curve of four small budgets cost 3.6 a budget on Gemma, of
+  seven 2.3-2.9: the set-up shared out);
+- a gradient pass (EAP's one, each EAP-IG interpolation step): a set-up, then a batched forward and
+  backward pass a row, about 2 passes on both models (counted 3 before: EAP-IG was over-counted
+  against EAP, whose work is mostly its curve, and EAP's first estimate, priced at EAP-IG's rate,
+  came out 1.6-1.8 times short).
+
+Nothing here imports torch: the calibration file's reader (which the command line's first lines
+and the dataset form reach) reads ``WEIGHTS_VERSION``.
+"""
+
+from __future__ import annotations
+
+# the version of the weights below: raise it whenever one changes. A stored run keeps the FLOPs it
+# was counted at; a rate is FLOPs over seconds, so a run counted with other weights would price
+# every later estimate off by the change (``entry.calibration`` leaves such runs out)
+WEIGHTS_VERSION = 2
+
+PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
+GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows
+GRADIENT_STEP_PASSES = 2.0  # a row of a batched gradient pass (an IG step; EAP's one row)
+CURVE_SET_UP_PASSES = 5.0  # the faithfulness curve's fixed part, once for all its budgets
+MIXING = 0.085  # a patched pass's extra work per edge, over a layer's width, in passes
+PATCHED_PASS = 1.1  # a patched pass where the graph's shape is not known (Gemma-3-270M's)
+
+
+def patched_pass(spec=None) -> float:
+    """One patched pass of one circuit: a plain pass plus mixing each edge's clean and corrupted
+    input, ``MIXING`` x edges / (layers x width) (Gemma-3-270M 1.08, SmolLM2-135M 1.61)."""
+    n_edges = int(getattr(spec, "n_edges", 0) or 0)
+    n_layers = int(getattr(spec, "n_layers", 0) or 0)
+    d_model = int(getattr(spec, "d_model", 0) or 0)
+    if n_edges <= 0 or n_layers <= 0 or d_model <= 0:
+        return PATCHED_PASS
+    return 1.0 + MIXING * n_edges / (n_layers * d_model)
+
+
+def curve_passes(n_budgets: int, spec=None) -> float:
+    """The faithfulness curve of ``n_budgets`` budgets: its set-up, then two patched passes a
+    budget (the circuit and its complement); no budget, no curve."""
+    n_budgets = int(n_budgets)
+    if n_budgets <= 0:
+        return 0.0
+    return CURVE_SET_UP_PASSES + 2.0 * patched_pass(spec) * n_budgets
+
+
+def gradient_passes(rows: int) -> float:
+    """A batched gradient pass of ``rows`` rows (IG steps, or EAP's one): its set-up and its rows."""
+    return GRADIENT_SETUP_PASSES + GRADIENT_STEP_PASSES * max(int(rows), 1)
