@@ -37,7 +37,7 @@ def test_prose_and_parts_of_names_are_not_swapped():
     assert looks_like_code("import numpy as") and looks_like_code("f(x)") and looks_like_code("x = 3")
     assert code_words_in("The upper floor of the house is") == []
     assert code_words_in("def is_even(n): return") == []  # 'even' inside a name
-    assert code_words_in("x = max(a, b) + True") == ["max", "True"]
+    assert code_words_in("x = max(a, b) + True") == ["max", "+", "True"]
 
 
 def test_a_replacement_changing_the_token_count_is_not_offered():
@@ -58,8 +58,29 @@ def test_code_with_no_swap_says_what_to_write(prompt, said):
     assert "country or landmark" not in sentence
 
 
-@pytest.mark.parametrize(("prompt", "corrupted"), [("def add(a, b): return a", "def mul(a, b): return a")])
-def test_a_code_line_gets_a_measured_corruption(embedded_model, monkeypatch, prompt, corrupted):
+def test_an_operator_between_spaces_is_swapped():
+    found = code_candidates('if a > b:\n    print("a is', _words)
+    assert [(word, other) for _, word, other in found] == [(">", "<")]
+    assert found[0][0] == 'if a < b:\n    print("a is'
+    assert code_words_in("x = -1 if a <= b else a**2") == ["<="]  # not '-' of '-1', '<' of '<=' or '*'
+
+
+@pytest.mark.parametrize(
+    ("prompt", "answer", "foil", "corrupted", "said"),
+    [
+        ("def add(a, b): return a", " +", " *", "def mul(a, b): return a", "the code word 'add' for 'mul'"),
+        (
+            'if a > b:\n    print("a is',
+            " greater",
+            " less",
+            'if a < b:\n    print("a is',
+            "the operator '>' for '<'",
+        ),
+    ],
+)
+def test_a_code_line_gets_a_measured_corruption(
+    embedded_model, monkeypatch, prompt, answer, foil, corrupted, said
+):
     monkeypatch.setenv("CIRCUITVIZ_TASK_CHECK", "on")  # the suite turns it off for its random models
     from circuitviz.core.tasks import PromptTask
     from circuitviz.labels.logit_lens import next_token_probabilities
@@ -68,8 +89,8 @@ def test_a_code_line_gets_a_measured_corruption(embedded_model, monkeypatch, pro
 
     top = [t for t, _ in next_token_probabilities(embedded_model, prompt, 8)]
     proposal = propose(embedded_model, prompt, top)
-    assert (proposal.answer, proposal.foil, proposal.corrupted) == (" +", " *", corrupted)
-    assert proposal.corrupted_note.startswith("Proposed by swapping the code word 'add' for 'mul'")
+    assert (proposal.answer, proposal.foil, proposal.corrupted) == (answer, foil, corrupted)
+    assert proposal.corrupted_note.startswith(f"Proposed by swapping {said}")
     assert "which lowers the logit difference" in proposal.corrupted_note
     task = PromptTask(prompt, proposal.corrupted, proposal.answer, (proposal.foil,))
     assert task_verdict(embedded_model, task) is None  # it passes the page's own check

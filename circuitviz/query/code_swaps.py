@@ -1,8 +1,9 @@
 """Corrupted prompts made by swapping a code word, for a line of code no template recognises:
 "def add(a, b): return a" (answer ' +') becomes "def mul(a, b): return a", whose likeliest next
-token is ' *'. The words are names whose meaning decides what follows them (an operation's
-function name, a library whose alias comes next, a boolean), each swapped for another of its
-group that keeps the prompt's token count, at every mention. Like the word swaps and the
+token is ' *', and "if a > b:\n    print("a is" (' greater') becomes "if a < b: ...". The words
+are names whose meaning decides what follows them (an operation's function name, a library whose
+alias comes next, a boolean) and operators between spaces, each swapped for another of its group
+that keeps the prompt's token count, at every mention. Like the word swaps and the
 number changes, each is measured before it is proposed (``query.trials``), so a swap that does
 not move the answer is never offered. Until 2026-12-07 such a prompt got "holds no name,
 country or landmark they know" and no corrupted prompt.
@@ -28,6 +29,12 @@ GROUPS: tuple[tuple[str, ...], ...] = (
     ("upper", "lower"),
     ("even", "odd"),
     ("numpy", "pandas"),
+    ("and", "or"),
+    # operators, each between spaces ("if a > b:"; not '-' of "-1" nor '<' of "<=")
+    ("+", "-", "*", "/"),
+    ("<", ">"),
+    ("<=", ">="),
+    ("==", "!="),
 )
 PER_WORD = 3  # the replacements kept for one word
 
@@ -40,6 +47,13 @@ def looks_like_code(prompt: str) -> bool:
     """Whether ``prompt`` reads as code (``_CODE``): only there are code words swapped, and only
     there does the sentence when none is proposed speak of code."""
     return bool(_CODE.search(prompt))
+
+
+def _mention(word: str) -> re.Pattern:
+    """Where ``word`` stands in a prompt: as a whole word, or an operator between spaces."""
+    if word[:1].isalnum():
+        return re.compile(rf"\b{re.escape(word)}\b")
+    return re.compile(rf"(?<=\s){re.escape(word)}(?=\s)")
 
 
 def _replacements() -> dict[str, list[str]]:
@@ -57,7 +71,7 @@ def code_words_in(prompt: str) -> list[str]:
         return []
     spans = []
     for word in _replacements():
-        match = re.search(rf"\b{re.escape(word)}\b", prompt)
+        match = _mention(word).search(prompt)
         if match:
             spans.append((match.start(), word))
     return [word for _, word in sorted(spans)]
@@ -70,10 +84,10 @@ def code_candidates(prompt: str, count) -> list[tuple[str, str, str]]:
     target = count(prompt) if prompt else 0
     found = []
     for word in reversed(code_words_in(prompt)):
-        mention = re.compile(rf"\b{re.escape(word)}\b")
+        mention = _mention(word)
         kept = 0
         for other in _replacements()[word]:
-            if re.search(rf"\b{re.escape(other)}\b", prompt):
+            if _mention(other).search(prompt):
                 continue
             corrupted = mention.sub(lambda _, other=other: other, prompt)
             if count(corrupted) == target:

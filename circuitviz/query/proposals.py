@@ -394,7 +394,8 @@ def corruption_candidates(model, prompt: str, answer: str) -> list[Candidate]:
 
         count = adapter_of(model).token_count
         for corrupted, word, other in code_candidates(prompt, count):  # "def add(a, b): return a"
-            note = f"Proposed by swapping the code word {word!r} for {other!r} (same token count)"
+            kind = "code word" if word[:1].isalnum() else "operator"
+            note = f"Proposed by swapping the {kind} {word!r} for {other!r} (same token count)"
             candidates.append(Candidate(corrupted, note, f"{word!r} swapped for {other!r}", True))
         for corrupted, number, other, mention in number_candidates(prompt, count):
             which = f"the {mention} number" if mention else "the number"
@@ -430,7 +431,10 @@ def no_corruption_sentence(prompt: str, found) -> str:
         held = (
             f", and no code word to put in place of {_quoted(code)} keeps its token count"
             if code
-            else " and holds no code word the app swaps (a function such as 'add' or 'max', True or False, 'numpy')"
+            else (
+                " and holds no code word the app swaps (a name such as 'add', 'max', True or 'numpy', or an "
+                "operator between spaces such as '<')"
+            )
         )
         return (
             f"No corrupted prompt could be proposed: the prompt matches no built-in template{held}; write it "
