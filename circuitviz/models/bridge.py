@@ -140,6 +140,13 @@ def refuse_offload(hf_model: PreTrainedModel, name: str) -> None:
     )
 
 
+# architectures with parallel blocks reading one norm that TransformerLens's HookedTransformer
+# converts (its MLP gets an input hook of its own there); for the rest (StableLM with
+# use_parallel_residual, Falcon-RW's parallel layout) the bridge's refusal named this way out,
+# which the load had just found closed ("it has no converter for StableLmForCausalLM")
+HOOKED_CONVERTS_SHARED_NORM = ("PhiForCausalLM", "GPTJForCausalLM")
+
+
 def bridge_from_hf(hf_model: PreTrainedModel, tokenizer, name: str, device_map_used: bool = False):
     """Boot ``hf_model`` (a ``transformers`` causal LM, already on its devices) through the
     bridge, ready for circuit discovery; ``name`` becomes ``cfg.model_name``."""
@@ -208,10 +215,15 @@ def prepare_bridge(bridge, name: str):
         and not getattr(block, "mlp_reads_resid_directly", False)
     ]
     if shared_norm:
+        fix = (
+            "load it as a HookedTransformer, which TransformerLens converts for it"
+            if architecture in HOOKED_CONVERTS_SHARED_NORM
+            else "the HookedTransformer has no converter for it either, so use a checkpoint with serial "
+            "blocks or another architecture"
+        )
         raise ModelLoadError(
             f"{architecture}'s attention and MLP read one shared norm, and TransformerLens's bridge "
-            "gives its MLP no input of its own, which circuit edges into MLPs need; load it as a "
-            "HookedTransformer where TransformerLens converts it (Phi, GPT-J) or use another architecture."
+            f"gives its MLP no input of its own, which circuit edges into MLPs need; {fix}."
         )
     scaled = {
         field: value
