@@ -190,3 +190,54 @@ def test_the_flags_that_replace_a_file_task_part_leave_it_unread(spec):
     assert (args.prompt, args.foil, args.metric) == (TASK["clean"], [" John"], None)
     other = Namespace(prompt="Another prompt", corrupted=None, answer=None, foil=[], metric=None)
     fill_from_file(other, json.dumps({**_file(spec), "task": 5}), "c.json")  # another prompt: not the file's
+
+
+@pytest.mark.parametrize(
+    ("details", "said"),
+    [
+        ({"fit": 5}, "(its fit is 5, not a list)"),
+        ({"fit": "When Tom went"}, '(its fit is "When Tom went", not a list)'),  # read as 13 letters
+        ({"fit": [1]}, "(it names the paraphrase 1, not text)"),
+        ({"version": 99, "fit": ["a"]}, "(This stored paraphrase-pruning result has details of version 99"),
+    ],
+)
+def test_details_that_do_not_read_are_refused_not_read_as_naming_no_paraphrase(details, said):
+    """The paraphrases the method fitted to were measured as held out, unsaid, or (a fit of 5)
+    raised TypeError after every circuit was measured."""
+    from circuitviz.entry.file_transfer import file_paraphrases_used
+
+    source = {"details": {"kind": "paraphrase-pruning", "version": 1, **details}}
+    with pytest.raises(ValueError) as error:
+        file_paraphrases_used(source, "c.json")
+    message = str(error.value)
+    assert message.startswith("c.json's details (paraphrase-pruning) do not read ") and said in message
+    assert "cannot be held out of --transfer-file" in message
+    assert_one_sentence(message, limit=400)
+
+
+def test_readable_or_foreign_details_still_name_what_they_name():
+    from circuitviz.entry.file_transfer import file_paraphrases_used
+
+    fitted = {"details": {"kind": "paraphrase-pruning", "version": 1, "fit": ["a b", "c d"]}}
+    assert file_paraphrases_used(fitted) == {"a b", "c d"}
+    assert file_paraphrases_used({"details": {"kind": "another tool's"}}) == frozenset()
+    assert file_paraphrases_used({"details": None}) == frozenset()
+
+
+def test_evaluate_transfer_file_refuses_such_details_before_the_model_loads(
+    tmp_path, capsys, monkeypatch, spec
+):
+    def no_load(args):
+        raise AssertionError("the model loaded before the details' fault was said")
+
+    monkeypatch.setattr(cli, "_load", no_load)
+    monkeypatch.chdir(tmp_path)
+    data = {**_file(spec), "task": TASK, "details": {"kind": "paraphrase-pruning", "version": 1, "fit": 5}}
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    (tmp_path / "pairs.tsv").write_text("When Tom and Sue went\tWhen Tom and Ann went\n")
+    argv = ["evaluate", "--model", "tiny-gpt2", "--circuit", "c.json", "--transfer-file", "pairs.tsv"]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(
+        "error: c.json's details (paraphrase-pruning) do not read (its fit is 5, not a list)"
+    )

@@ -46,7 +46,7 @@ from .budgets import default_budgets, discover_note, graph_total, over_positions
 from .calibration import one_off_seconds, record
 from .cpu_share import threads_for_run
 from .file_task import file_kind_notes, fill_from_file, made_on_problem
-from .file_transfer import file_transfer
+from .file_transfer import file_paraphrases_used, file_transfer
 from .listing import cmd_methods, cmd_models, cmd_planted_bench, end_progress_line, progress_line
 from .parser import build_parser
 from .probe import probe_unmeasured
@@ -246,7 +246,7 @@ def _check_length(model, task, max_tokens: int) -> None:
 
 def cmd_evaluate(args) -> int:
     text = read_circuit_text(args.circuit)  # a path that cannot be read is said before the model loads
-    circuit_data(text, str(args.circuit))  # so is a file that is no circuit, before "keeps no task"
+    data = circuit_data(text, str(args.circuit))  # so is a file that is no circuit, before "keeps no task"
     refusal = made_on_problem(text, args.model or EMBEDDED_MODEL, args.other_model)
     if refusal:  # before the load: a circuit of another model's heads
         raise GraphError(refusal)
@@ -255,6 +255,8 @@ def cmd_evaluate(args) -> int:
     pairs = (
         pairs_text("--transfer-file", args.transfer_file) if args.transfer_file else None
     )  # before the load
+    if pairs is not None and isinstance(data, dict):  # the details naming what to hold out, too
+        file_paraphrases_used(data, str(args.circuit))
     model, model_id, _ = _load(args)
     _check_length(model, task, args.max_tokens)
     spec = adapter_of(model).spec

@@ -10,29 +10,49 @@ holds out the paraphrases the file's method fitted to or selected on, as far as 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import torch
 
 from ..core.tasks import PromptTask
+from ..core.text import first_sentence, json_given
 from ..details.base import DETAILS, ResultFormatError
 from ..measure.transfer import held_out_transfer, transfer_record
 from .api import OVER_POSITIONS, given_paraphrases, transfer_lines
 
 
-def file_paraphrases_used(source: dict) -> frozenset[str]:
+def file_paraphrases_used(source: dict, origin: str = "the circuit file") -> frozenset[str]:
     """The clean prompts the file's method fitted to or selected on, read from its ``details``
-    (none for a file that keeps no details or details of a kind this circuitviz does not know)."""
+    (none for a file that keeps no details or details of a kind this circuitviz does not know).
+
+    Details of a kind it knows that do not read (another version, a list that is not one, a
+    paraphrase that is not text) are refused in one sentence (ValueError): they were read as
+    naming no paraphrase, so the ones the method fitted to were measured as held out, unsaid, or
+    (a ``fit`` of 5) raised ``TypeError`` after every circuit was measured (2026-12-07)."""
     from ..details import kinds  # noqa: F401  (registers the built-in kinds)
 
     details = source.get("details")
     if not isinstance(details, dict) or details.get("kind") not in DETAILS:
         return frozenset()
+    kind = DETAILS[details["kind"]]
     try:
-        read = DETAILS[details["kind"]].from_dict(details, details.get("version"))
-    except (ResultFormatError, KeyError, TypeError, ValueError):
-        return frozenset()
-    return frozenset(read.paraphrases_used())
+        for field in dataclasses.fields(kind):  # a list or dict of the format given as another kind
+            wanted = field.default_factory if field.default_factory in (list, dict) else None
+            if wanted is not None and field.name in details and not isinstance(details[field.name], wanted):
+                raise TypeError(
+                    f"its {field.name} is {json_given(details[field.name])}, not a {wanted.__name__}"
+                )
+        used = kind.from_dict(details, details.get("version")).paraphrases_used()
+        wrong = next((text for text in used if not isinstance(text, str)), None)
+        if wrong is not None:
+            raise TypeError(f"it names the paraphrase {json_given(wrong)}, not text")
+    except (ResultFormatError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"{origin}'s details ({details['kind']}) do not read ({first_sentence(error)}), so the paraphrases "
+            "its method fitted to cannot be held out of --transfer-file; give the file as discover wrote it."
+        ) from None
+    return frozenset(used)
 
 
 def file_transfer(
