@@ -159,3 +159,31 @@ def test_another_thread_of_this_process_counts_as_other_work_beside_a_one_thread
         other.join(5)
     assert share.cpu is not None and share.cpu < 0.1, share.cpu
     assert share.during is not None and share.during >= 0.3, share.during
+
+
+def test_a_run_with_threads_that_another_run_overlapped_prices_nothing(tmp_path, monkeypatch):
+    """Two runs with two threads each at once in one process (two sessions of the app) each
+    counted the other's CPU as its own and the other's work as no other work, so each passed for
+    a quiet run at up to twice its time and priced the next runs long. Such a run is not recorded
+    now; a one-thread run beside it (its own thread's clock) and a run alone are."""
+    from types import SimpleNamespace
+
+    from circuitviz.entry import calibration
+    from circuitviz.entry.limits import Estimate
+    from circuitviz.ui.run import record_run
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    cores = cpu_share.allowed_cores()
+    first = cpu_share.Share(len(cores), 0.0, 2, 2)._begin(cores)
+    beside = cpu_share.Share(len(cores), 0.0, 1, 2)._begin(cores)
+    beside._end(cores)
+    first._end(cores)
+    alone = cpu_share.Share(len(cores), 0.0, 2, 2)._begin(cores)
+    alone._end(cores)
+    assert first.overlapped and beside.overlapped and not alone.overlapped
+    assert [share.own_figures for share in (first, beside, alone)] == [False, True, True]
+    estimate = Estimate(1.0, 0.0, 15, 0, 0, 10.0, "cpu", flops=1e9, model="m")
+    result = SimpleNamespace(timings={}, details=None)
+    for share in (first, beside, alone):
+        record_run(estimate, "eap", result, 2.0, {}, share)
+    assert [run.get("threads") for run in calibration.recorded_runs("cpu", "eap")] == [1, 2]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -23,6 +24,10 @@ from dataclasses import dataclass, field
 
 WINDOW_S = 0.1  # how long the others' load is sampled before a run (ten ticks of a 100 Hz clock)
 IDLE = 0.5  # others using less than this many cores leave the machine to the run
+# the runs of this process under way (``threads_for_run``), so that a run overlapped by another
+# knows it (``Share.own_figures``)
+_UNDER_WAY: dict[int, Share] = {}
+_UNDER_WAY_LOCK = threading.Lock()
 
 
 def allowed_cores() -> list[int]:
@@ -157,7 +162,18 @@ class Share:
     load: float | None = None
     during: float | None = None
     cpu: float | None = None  # once the run is over: the CPU seconds it used (``run_clock``)
+    overlapped: bool = False  # another run of this process was under way at some time during it
     _start: tuple | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def own_figures(self) -> bool:
+        """Whether ``cpu`` and ``during`` are this run's alone. A one-thread run's are (its clock
+        is its thread's; another run's threads count as other work). A run with more threads
+        counts the whole process's CPU, and torch's workers cannot be told apart by run (GNU
+        OpenMP's pool names none, and has no tool interface), so a run that another of this
+        process overlapped counts the other's CPU as its own and the other's work as none: its
+        figures would make a rate too slow, and it is not recorded (``ui.run.record_run``)."""
+        return self.threads == 1 or not self.overlapped
 
     @property
     def reduced(self) -> bool:
@@ -173,12 +189,19 @@ class Share:
         return self.others < IDLE and (self.during is None or self.during < IDLE)
 
     def _begin(self, cores: list[int]) -> Share:
-        """Take the run's first snapshot, on its own clock (``run_clock``)."""
+        """Take the run's first snapshot, on its own clock (``run_clock``); mark it and the runs
+        of this process under way as overlapped when there are any."""
+        with _UNDER_WAY_LOCK:
+            for other in _UNDER_WAY.values():
+                other.overlapped = self.overlapped = True
+            _UNDER_WAY[id(self)] = self
         self._start = snapshot(cores, run_clock(self.threads))
         return self
 
     def _end(self, cores: list[int]) -> None:
         """Measure ``during``, the others' cores from the run's start to now, and ``cpu``."""
+        with _UNDER_WAY_LOCK:
+            _UNDER_WAY.pop(id(self), None)
         end = snapshot(cores, run_clock(self.threads))
         self.during = others_between(self._start, end, cores)
         if self._start is not None and end is not None:

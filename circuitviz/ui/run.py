@@ -213,8 +213,8 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
     of its work (``work_parts``), its own timings (what a sibling variant may find stored) and how
     busy the machine was when it began and over the run (``share``, a ``cpu_share.Share``;
     estimates prefer quiet runs and scale the others to a quiet machine)."""
-    if estimate is None:
-        return
+    if estimate is None or (share is not None and not share.own_figures):
+        return  # (a run with several threads that another run of this process overlapped)
 
     # a cache this run filled for the model's next runs (ACC++'s SVD) is not their work
     seconds = max(seconds - calibration.one_off_seconds(result), 1e-3)
