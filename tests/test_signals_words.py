@@ -334,6 +334,29 @@ def test_the_signal_table_gives_each_signals_rank_beside_its_directions():
     assert list(rows[0]) == [*SIGNAL_HELP]  # every column explained, in the table's order
 
 
+def test_the_directions_column_holds_a_rank_13_rows_list():
+    """The signal table's columns were shared out evenly, and a rank-13 row's 13 directions ('251,
+    4, 123, 1, 174, 176, 14, 31, 19, 11, ...', Gemma-3-270M) were cut even at 2,000 px: the
+    directions column is as wide as its longest list (the row whole at 1,500 and 2,000 px in
+    Chromium; at 1,000 px the table scrolls sideways, every column in view), the others sized to
+    their text; a list too long for a 1,500 px page stops at its widest."""
+    from circuitviz.acc.tables import signal_rows
+    from circuitviz.ui.signals_view import DIRECTIONS_PX, signal_config
+
+    details = acc_details()
+    details.edges[1]["directions"] = [251, 4, 123, 1, 174, 176, 14, 31, 19, 11, 225, 60, 137]
+    rows = signal_rows(details, 0)
+    config = signal_config(rows)
+    longest = max(len(row["directions"]) for row in rows)  # 53 characters
+    assert longest * 5.6 + 16 <= config["directions"]["width"] <= DIRECTIONS_PX[1]
+    assert [name for name, column in config.items() if column["width"] is not None] == ["directions"]
+    assert all(column["help"] for column in config.values())
+    details.edges[1]["directions"] = list(range(100, 180))
+    assert signal_config(signal_rows(details, 0))["directions"]["width"] == DIRECTIONS_PX[1]
+    details.edges[1]["directions"] = [3]
+    assert signal_config(signal_rows(details, 0))["directions"]["width"] == DIRECTIONS_PX[0]
+
+
 def test_a_first_runs_svd_does_not_price_the_next_runs(monkeypatch):
     from circuitviz.details.acc import ACCDetails
     from circuitviz.entry import calibration

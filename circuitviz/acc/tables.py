@@ -65,7 +65,7 @@ SIGNAL_HELP = {
     "every signal of larger IG before it (the chart below): a side's drops add up to its whole fall, "
     "not to what removing this edge alone would do",
     "rank": "how many signals it groups, one singular direction each (1: one direction); the next "
-    "column lists them, cut at a narrow width where they are many",
+    "column lists them, whole on a page 1,500 px wide or more (narrower, the table scrolls sideways)",
     "directions": "the singular directions of the head's query-key form its signals lie along; their "
     "count is its rank (1: one direction)",
 }

@@ -78,6 +78,29 @@ def decision_config() -> dict:
     }
 
 
+# the directions column as wide as its longest list, the other columns sized to their text: shared
+# out evenly, a rank-13 row's 13 directions ("251, 4, 123, 1, 174, ...", 50 characters) were cut
+# even at 2,000 px. At 1,000 px (about 540 px of table) the seven columns before it take about
+# 450 px and the table scrolls sideways, each column in view and the directions' start in sight;
+# at 1,500 px (1,040 px) the row is whole up to DIRECTIONS_PX, at 2,000 px too.
+DIRECTIONS_CHAR_PX = 6.2  # the grid's 14 px font: digits 7 px, ", " 6.5 px, measured 5.3-5.6 px a character
+DIRECTIONS_PAD_PX = 24  # the cell's padding, either side
+# the narrowest (the header "directions") and the widest, beside the others' 450 px at 1,500 px
+DIRECTIONS_PX = (100, 560)
+
+
+def signal_config(rows: list[dict]) -> dict:
+    """The signal table's ``column_config``: each column's help (``SIGNAL_HELP``), and the
+    directions column as wide as its longest list (``DIRECTIONS_PX``)."""
+    config = {name: st.column_config.Column(help=text) for name, text in SIGNAL_HELP.items()}
+    longest = max((len(str(row.get("directions", ""))) for row in rows), default=0)
+    width = int(
+        min(max(longest * DIRECTIONS_CHAR_PX + DIRECTIONS_PAD_PX, DIRECTIONS_PX[0]), DIRECTIONS_PX[1])
+    )
+    config["directions"] = st.column_config.Column(help=SIGNAL_HELP["directions"], width=width)
+    return config
+
+
 def signals_view(result) -> None:
     """Everything about one result's attention decisions and their signals."""
 
@@ -126,12 +149,9 @@ def signals_view(result) -> None:
     # a row groups an upstream component's signals (a rank-13 row is 13 of them): "Its signals" over
     # two query rows beside a chart whose "signals removed" ran to 14 read as two counts of one thing
     st.markdown(SIGNAL_TABLE_TITLE)
+    signals = signal_rows(details, chosen)
     st.dataframe(
-        signal_rows(details, chosen),
-        hide_index=True,
-        placeholder="—",
-        width="stretch",
-        column_config={name: st.column_config.Column(help=text) for name, text in SIGNAL_HELP.items()},
+        signals, hide_index=True, placeholder="—", width="stretch", column_config=signal_config(signals)
     )
     st.markdown("**Attention weight as the signals are removed**, the largest IG first")
     st.plotly_chart(removal_figure(decisions[chosen]), key="signals.removal")
