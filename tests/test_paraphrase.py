@@ -538,6 +538,23 @@ def test_llm_items_without_both_strings_are_flagged():
     assert "empty" in pairs[2].problems[0]
 
 
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        ('{"pairs": [' + "9" * 5000 + "]}", "(a number of 5,000 digits, over the 4,300 that can be read"),
+        ('{"pairs": ' + "[" * 100_000 + "]" * 100_000 + "}", "(it is nested too deeply)"),
+    ],
+)
+def test_an_llm_reply_python_cannot_read_is_one_sentence(reply, said):
+    """A reply holding a number longer than Python reads raised its ValueError ("... use
+    sys.set_int_max_str_digits() ..."), one nested 100,000 deep a RecursionError (2026-12-07)."""
+    with pytest.raises(ParaphraseError) as error:
+        parse_llm_reply(reply, IOI_TASK, 3, "openai:m")
+    message = str(error.value)
+    assert message.startswith("The LLM's reply is not the JSON asked for ") and said in message
+    assert message.endswith("; try again or choose another model.")
+
+
 def test_llm_endpoint_errors_are_one_sentence(tiny, stub, monkeypatch):
     stub.status = 401
     with pytest.raises(ParaphraseError, match="refused the API key; check OPENAI_API_KEY"):

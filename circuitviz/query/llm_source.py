@@ -13,6 +13,7 @@ import json
 import os
 import re
 
+from ..core import json_text
 from ..core.tasks import PromptTask
 from ..services.llm_client import ChatClient, LLMConfig, LLMError
 from .checks import validate_pairs
@@ -56,10 +57,14 @@ def parse_llm_reply(content: str | None, task: PromptTask, n: int, source: str) 
     if fenced:
         text = fenced["body"].strip()
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)  # a number of 5,000 digits: a JSONDecodeError, not Python's ValueError
     except json.JSONDecodeError as error:
         raise ParaphraseError(
             f"The LLM's reply is not the JSON asked for ({error.msg}); try again or choose another model."
+        ) from None
+    except RecursionError:  # 100,000 '[': Python's RecursionError reached the page (2026-12-07)
+        raise ParaphraseError(
+            "The LLM's reply is not the JSON asked for (it is nested too deeply); try again or choose another model."
         ) from None
     items = data.get("pairs") if isinstance(data, dict) else None
     if not isinstance(items, list):
