@@ -102,3 +102,26 @@ def test_a_graph_files_labels_and_tokens_with_a_direction_override_are_written_w
     assert "2 invisible characters (U+202E RIGHT-TO-LEFT OVERRIDE)" in said and "written as codes" in said
     clean = read_neuronpedia(json.dumps(to_neuronpedia(graph)))
     assert not any("invisible" in note for note in clean.notes)
+
+
+def test_a_graph_files_saved_view_is_said_in_clauses_that_read():
+    """ "The file's saved view: 1 pinned nodes it does not have; group 'g' names only 1 node this
+    circuit does not have, so it holds no node of this circuit were left out." stood under an
+    opened file's graph (Chromium, 2026-12-07): one template for parts that are not all things
+    left out."""
+    from circuitviz.export.neuronpedia import read_qparams
+
+    view, sentence = read_qparams(
+        {"supernodes": [["g", "zz"], ["h" * 50, "n1"]], "pinnedIds": ["n1", "nope"], "clickedId": "gone"},
+        {"n1", "n2"},
+    )
+    assert view == {"pins": ["n1"], "groups": {"h" * 40: ["n1"]}, "clicked": ""}
+    assert sentence == (
+        "The file's saved view: 1 pinned node it does not have is left out; group 'g' names only 1 node "
+        "this circuit does not have, so it holds no node of this circuit; a group name cut to its first "
+        "40 characters; its clicked node is one it does not have, so none is clicked; the rest is shown."
+    )
+    assert "were left out" not in read_qparams({"pinnedIds": ["a", "b"]}, {"n1"})[1]
+    assert read_qparams({"pinnedIds": ["a", "b"]}, {"n1"})[1] == (
+        "The file's saved view: 2 pinned nodes it does not have are left out; the rest is shown."
+    )

@@ -416,24 +416,28 @@ def read_qparams(qparams, known: set[str]) -> tuple[dict, str]:
     problems = []
     pins = qparams.get("pinnedIds") or []
     if not isinstance(pins, list) or len(pins) > MAX_PINS:
-        problems.append(f"its pinned nodes are not a list of at most {MAX_PINS:,}")
+        problems.append(f"its pinned nodes are not a list of at most {MAX_PINS:,}, so none is pinned")
         pins = []
     unknown = [p for p in pins if not isinstance(p, str) or p not in known]  # a list is no node id
     if unknown:
-        problems.append(f"{len(unknown):,} pinned nodes it does not have")
+        problems.append(
+            f"{counted(len(unknown), 'pinned node')} it does not have {'is' if len(unknown) == 1 else 'are'} left out"
+        )
     groups, group_sentence = check_groups(qparams.get("supernodes") or [], known)
     if group_sentence:
         problems.append(group_sentence.removeprefix("Groups: ").removesuffix("; the rest is shown."))
     clicked = qparams.get("clickedId") or ""
     if not isinstance(clicked, str) or (clicked and clicked not in known):
-        problems.append("a clicked node it does not have")
+        problems.append("its clicked node is one it does not have, so none is clicked")
         clicked = ""
     view = {
         "pins": [p for p in pins if isinstance(p, str) and p in known],
         "groups": groups,
         "clicked": clicked,
     }
-    sentence = f"The file's saved view: {'; '.join(problems)} were left out." if problems else ""
+    # each part a clause of its own: "...: group 'x' names 1 node this circuit does not have were left
+    # out." and "1 pinned nodes" read so under an opened file's graph (Chromium, 2026-12-07)
+    sentence = f"The file's saved view: {'; '.join(problems)}; the rest is shown." if problems else ""
     return view, sentence
 
 
