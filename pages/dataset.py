@@ -130,5 +130,9 @@ with consensus_tab:
 with clusters_tab:
     found = ui.clusters(batch, label, folder, stamp, budget, threshold, len(view["sizes"]))
 with prompts_tab:
-    ui.prompts(batch, label, budget, view, found)
+    # run only while open (st.tabs' lazy execution, the tab being tracked): the table's rows, their
+    # styling and its CSV were half of every tab click's rerun, for a table out of sight; the other
+    # tabs stay drawn, their charts kept in the browser (redrawn, a plot costs more than the grid)
+    if prompts_tab.open is not False:
+        ui.prompts(batch, label, budget, threshold, view, found)
 state.write_to_url()  # the view's choices, the score chosen in the Curves tab included

@@ -255,6 +255,7 @@ def _open_atlas_row(page, app_url: str, atlas_name: str, row: int, only_refused:
     settled(page)
     page.get_by_role("tab", name="Prompts").click()
     page.wait_for_timeout(1500)
+    settled(page)  # the table is drawn by the rerun the click starts (it runs only while open)
     if only_refused:  # the table's switch: the rows the validity check refuses, alone
         page.get_by_text("the check refuses").first.click()
         page.wait_for_timeout(1500)
@@ -811,6 +812,7 @@ def _dataset_and_about(page) -> None:
     shot(page, "dataset-consensus.png", page.get_by_text("Dataset atlas").first, height=2000)
     page.get_by_role("tab", name="Prompts").click()
     page.wait_for_timeout(1000)
+    settled(page)  # the table and its caption are drawn by the rerun the click starts
     assert "CPR is the area under the prompt's NFS curve" in body_text(page)
     open_page(page, "About")
     page.get_by_text("About circuitviz").first.wait_for(timeout=60_000)

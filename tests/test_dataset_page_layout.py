@@ -46,6 +46,7 @@ def _dataset(monkeypatch, tmp_path, source: str, folder=None) -> AppTest:
     at.session_state["dataset.source"] = source
     if folder is not None:
         at.session_state["dataset.folder"] = str(folder)
+    at.session_state["dataset.tab"] = "Prompts"  # its table is drawn only while open; the others always
     at.switch_page("pages/dataset.py")
     return at.run()
 

@@ -55,3 +55,32 @@ def test_another_score_or_budget_draws_its_own_chart():
     at.run()
     assert not at.exception
     assert at.get("plotly_chart")[0].proto.spec != first
+
+
+def test_the_prompts_table_is_built_only_while_its_tab_is_open(monkeypatch):
+    """The Prompts tab's table (its rows read into pandas, each row's validity check, the styling
+    and the CSV) was half of every tab click's rerun, for a table out of sight: it runs only while
+    its tab is open, and its rows are built once per atlas and choice."""
+    from circuitviz.ui import dataset, dataset_rows
+
+    at = _page("pages/dataset.py", atlas="ioi")  # Curves open
+    assert not at.exception
+    drawn, checked = [], []
+    original, refusal = dataset.prompts, dataset_rows.refusal
+    monkeypatch.setattr(dataset, "prompts", lambda *a, **k: drawn.append(1) or original(*a, **k))
+    monkeypatch.setattr(dataset_rows, "refusal", lambda row: checked.append(1) or refusal(row))
+    for label in ("Consensus circuit", "Clusters", "Curves"):
+        at.session_state["dataset.tab"] = label
+        at.run()
+        assert not at.exception and not drawn
+    at.session_state["dataset.tab"] = "Prompts"
+    at.run()
+    assert not at.exception and drawn == [1]
+    assert "ioi-00000" in at.dataframe[-1].value["id"].tolist()  # the table is drawn
+    rows = len(checked)  # the first time at this budget: each row checked (or kept by another test)
+    at.session_state["dataset.tab"] = "Curves"
+    at.run()
+    at.session_state["dataset.tab"] = "Prompts"
+    at.run()
+    assert drawn == [1, 1] and len(checked) == rows  # drawn again from the rows kept
+    assert at.query_params.get("tab") == "prompts"

@@ -36,6 +36,7 @@ def _dataset(folder) -> AppTest:
     at = AppTest.from_file("../app.py", default_timeout=TIMEOUT)
     at.session_state["dataset.source"] = "a batch folder…"
     at.session_state["dataset.folder"] = str(folder)
+    at.session_state["dataset.tab"] = "Prompts"  # its table is drawn only while open; the others always
     at.switch_page("pages/dataset.py")
     return at.run()
 

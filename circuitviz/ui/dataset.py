@@ -13,6 +13,7 @@ from ..core.text import counted, cut, markdown_sentence, markdown_text, shown
 from ..models.catalog import SUPPORTED_MODELS
 from . import link_choices, state
 from .budget_box import budgets_text
+from .dataset_rows import prompt_rows, refusal  # noqa: F401  (refusal: read here by the page's tests)
 from .downloads import slug
 from .guarded_table import csv_button, guarded
 from .prompt_table import (
@@ -208,26 +209,6 @@ def open_in_explore(row: dict, manifest: dict, budget: int | None = None) -> Non
         corrupted_note=f"The corrupted prompt of {row['task_id']} in the batch.",
         budget=budget,
     )
-
-
-def refusal(row: dict) -> str | None:
-    """The validity check's sentence for a table row (from the metrics the batch stored), or None
-    when the task passes it: a batch run before the check may hold tasks it now refuses."""
-    # here, not at the top: keeps torch out of the first paint
-    from ..core.tasks import PromptTask
-    from ..measure.task_validity import gap_problem
-
-    clean, corrupted = row.get("clean_metric"), row.get("corrupted_metric")
-    if clean is None or corrupted is None:
-        return None
-    task = PromptTask(
-        clean=row["clean"],
-        corrupted=row["corrupted"],
-        answer=row["answer"],
-        foils=tuple(row["foils"]),
-        metric=row["metric"],
-    )
-    return gap_problem(task, float(clean), float(corrupted))
 
 
 def left_out(manifest: dict) -> tuple[str, list[str]] | None:
@@ -440,34 +421,19 @@ def clusters(
     return found
 
 
-def prompts(batch, label: str, budget: int, view: dict, found: dict) -> None:
-    """The prompts, sortable by any column; a click on one opens it in Explore."""
-    # here, not at the top: keeps torch out of the first paint
-    import pandas
-
+def prompts(batch, label: str, budget: int, threshold: float, view: dict, found: dict) -> None:
+    """The prompts, sortable by any column; a click on one opens it in Explore. ``view``: the
+    page's ``circuits_view`` at ``budget`` and ``threshold``; ``found``: its clusters."""
     from ..batch.units import counts as counted_in
+    from ..measure.task_validity import gap_check_enabled
 
     counts = counted_in(batch, label)  # 'edges', or 'units' for a method over token positions
     kept = "(edge, position) units" if counts == "units" else "edges"
-    rows = batch.rows(label, done=False).to_pandas()
-    done = rows[rows["status"] == "done"].reset_index(drop=True)
-    position = list(done["budgets"].iloc[0]).index(budget)
-    table = pandas.DataFrame(
-        {
-            "id": done["task_id"],
-            "family": done["family"].mask(done["family"] == ""),  # a file's task without one: '—'
-            "prompt": done["clean"],
-            "answer": done["answer"],
-            "NDF": done["ndf"].map(lambda v: v[position]),
-            "edges kept": done["edges_kept"].map(lambda v: v[position]),
-            "CPR": done["cpr_nfs"],
-        }
+    # kept per atlas and choice: each click on the page reruns it (dataset_rows)
+    clusters, check = tuple(found["labels"].tolist()), gap_check_enabled()
+    rows, done, table = prompt_rows(
+        str(batch.folder), _stamp(batch.folder), label, budget, threshold, clusters, check, batch, view, found
     )
-    cluster_of = dict(zip(found["task_index"].tolist(), found["labels"].tolist()))
-    share_of = dict(zip(view["task_index"].tolist(), view["jaccard"].tolist()))
-    table["cluster"] = [cluster_of.get(i) for i in done["task_index"]]
-    table["Jaccard to consensus"] = [share_of.get(i) for i in done["task_index"]]
-    table["validity check"] = [refusal(row) or "passes" for row in done.to_dict("records")]
     refused = int((table["validity check"] != "passes").sum())
     only_refused = False
     if refused:
