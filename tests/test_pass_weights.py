@@ -103,3 +103,23 @@ def test_a_version_that_is_not_a_whole_number_is_no_version(tmp_path, monkeypatc
     ]
     path.write_text(json.dumps({"cpu": {"eap": odd}}))
     assert calibration.recorded_runs("cpu", "eap") == []
+
+
+@pytest.mark.parametrize(
+    "spec, measured",
+    # AtP*'s scoring in plain passes: (no fix, the QK fix, GradDrop, both), on each model
+    [(GEMMA, (7.8, 24.8, 52.2, 64.7)), (SMOLLM2, (8.0, 41.3, 155.0, 195.8))],
+)
+def test_atp_stars_fixes_are_counted_as_measured(spec, measured):
+    """GradDrop's rows were counted as IG steps (2 each) and cost 2.5 on Gemma-3-270M and 5.1 on
+    SmolLM2-135M, and the QK fix's FLOP count said 6.4 and 19.3 for 17.0 and 33.3: AtP*'s first
+    estimate was 0.6-0.8 times its run."""
+    from circuitviz.methods.base import PREPARE_PASSES
+
+    method = get_method("atp-star")
+    for (qk_fix, grad_drop), passes in zip(
+        ((False, False), (True, False), (False, True), (True, True)), measured
+    ):
+        config = method.make_config({"qk_fix": qk_fix, "grad_drop": grad_drop})
+        counted = method.estimate(config, spec, 15, 0).passes - PREPARE_PASSES
+        assert counted == pytest.approx(passes, rel=0.25 if passes < 10 else 0.1), (qk_fix, grad_drop)

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 # the version of the weights below: raise it whenever one changes. A stored run keeps the FLOPs it
 # was counted at; a rate is FLOPs over seconds, so a run counted with other weights would price
-# every later estimate off by the change (``entry.calibration`` leaves such runs out)
-WEIGHTS_VERSION = 2
+# every later estimate off by the change (``entry.calibration`` leaves such runs out). A method's
+# own measured weights count too (AtP*'s GradDrop rows and QK fix, ``methods.atp_star``): 2, the
+# weights below; 3, AtP*'s measured on both models
+WEIGHTS_VERSION = 3
 
 PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
 GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..engine.atp_star import atp_star_scores
@@ -42,7 +43,9 @@ class AtPStar(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         rows = spec.n_layers if config.grad_drop else 1
         extra = qk_fix_passes(spec) if config.qk_fix else 0.0
-        return gradient_cost(rows, n_budgets, extra_passes=extra, integrated=False, spec=spec)
+        extra += (rows - 1) * grad_drop_row_passes(spec)  # GradDrop's backward passes after the first
+        cost = gradient_cost(1, n_budgets, extra_passes=extra, integrated=False, spec=spec)
+        return dataclasses.replace(cost, gradient_batch=rows)
 
     def score(self, ctx: RunContext, config):
         evaluator = ctx.evaluator
@@ -58,10 +61,30 @@ class AtPStar(ScoringMethod):
         )
 
 
+# what AtP*'s two fixes cost in plain forward passes, measured on both embedded models (the
+# scoring's CPU seconds of one thread over a plain pass, each fix on and off, 2026-12-07, load
+# 7-9; docs/benchmarks.md, "The weights from measurement"): the QK fix 17.0 on Gemma-3-270M and
+# 33.3 on SmolLM2-135M (a count of its projections' FLOPs said 6.4 and 19.3); a GradDrop row
+# after the first 2.5 and 5.1 (counted 2 as an IG step before: AtP*'s first estimate was
+# 0.6-0.8 times its run), a backward pass and a product over every edge, which grows with the
+# edges per layer and unit of width as a patched pass's mixing does. A change to one of these
+# raises ``core.pass_weights.WEIGHTS_VERSION``, as the runs stored here were counted with them
+QK_FIX_SET_UP = 10.1
+QK_FIX_PROJECTION = 1.27  # times the projections' share of a pass (upstream / (8 n_layers))
+GRAD_DROP_ROW = 2.1
+GRAD_DROP_EDGES = 0.42  # times edges / (layers x width)
+
+
 def qk_fix_passes(spec) -> float:
-    """What the QK fix costs in forward passes: a plain pass to read every layer's input and
-    scores, then every layer's queries and keys projected once per upstream writer, 2 d² a
-    position each, against a block's forward of about 16 d² a position (q, k, v, o and an MLP
-    of width 4 d), so sum over layers of upstream / (8 n_layers) passes."""
+    """What the QK fix costs in forward passes: a set-up (a plain pass to read every layer's input
+    and scores, and the softmax recomputed), then every layer's queries and keys projected once
+    per upstream writer, 2 d² a position each against a block's forward of about 16 d², so
+    upstream / (8 n_layers) passes, each weighted as measured (``QK_FIX_PROJECTION``)."""
     upstream = sum(spec.upstream_of_heads(layer) for layer in range(spec.n_layers))
-    return 1.0 + upstream / (8.0 * spec.n_layers)
+    return QK_FIX_SET_UP + QK_FIX_PROJECTION * upstream / (8.0 * spec.n_layers)
+
+
+def grad_drop_row_passes(spec) -> float:
+    """One GradDrop backward pass after the first, with its scores (Gemma-3-270M 2.5, SmolLM2-135M 5.1)."""
+    spread = spec.n_edges / max(spec.n_layers * spec.d_model, 1) if spec.d_model else 1.0
+    return GRAD_DROP_ROW + GRAD_DROP_EDGES * spread
