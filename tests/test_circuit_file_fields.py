@@ -198,7 +198,9 @@ def test_the_flags_that_replace_a_file_task_part_leave_it_unread(spec):
         ({"fit": 5}, "(its fit is 5, not a list)"),
         ({"fit": "When Tom went"}, '(its fit is "When Tom went", not a list)'),  # read as 13 letters
         ({"fit": [1]}, "(it names the paraphrase 1, not text)"),
-        ({"version": 99, "fit": ["a"]}, "(This stored paraphrase-pruning result has details of version 99"),
+        ({"version": 99, "fit": ["a"]}, "(its version is 99, and this circuitviz reads 1)"),
+        ({"version": "1", "fit": ["a"]}, '(its version is "1", and this circuitviz reads 1)'),
+        ({"version": True, "fit": ["a"]}, "(its version is true, and this circuitviz reads 1)"),
     ],
 )
 def test_details_that_do_not_read_are_refused_not_read_as_naming_no_paraphrase(details, said):
@@ -222,6 +224,7 @@ def test_readable_or_foreign_details_still_name_what_they_name():
     assert file_paraphrases_used(fitted) == {"a b", "c d"}
     assert file_paraphrases_used({"details": {"kind": "another tool's"}}) == frozenset()
     assert file_paraphrases_used({"details": None}) == frozenset()
+    assert file_paraphrases_used({"details": {"kind": ["a list"]}}) == frozenset()  # raised TypeError
 
 
 def test_evaluate_transfer_file_refuses_such_details_before_the_model_loads(

@@ -33,10 +33,19 @@ def file_paraphrases_used(source: dict, origin: str = "the circuit file") -> fro
     from ..details import kinds  # noqa: F401  (registers the built-in kinds)
 
     details = source.get("details")
-    if not isinstance(details, dict) or details.get("kind") not in DETAILS:
-        return frozenset()
+    if (
+        not isinstance(details, dict)
+        or not isinstance(details.get("kind"), str)
+        or details["kind"] not in DETAILS
+    ):
+        return frozenset()  # a kind of a list: unhashable, a TypeError from the lookup itself
     kind = DETAILS[details["kind"]]
     try:
+        version = details.get("version")
+        if version is not None and (isinstance(version, bool) or version != kind.version):  # in our words
+            raise ValueError(
+                f"its version is {json_given(version)}, and this circuitviz reads {kind.version}"
+            )
         for field in dataclasses.fields(kind):  # a list or dict of the format given as another kind
             wanted = field.default_factory if field.default_factory in (list, dict) else None
             if wanted is not None and field.name in details and not isinstance(details[field.name], wanted):
