@@ -188,9 +188,9 @@ def test_the_price_counts_every_masked_pass_the_learning_runs(monkeypatch):
     rows = {True: 0, False: 0}  # masks run with a gradient / forward only
     counted = mask_learning.masked_residual
 
-    def counting(model, spec, prepared, writers, keep, raw=None, prefix=None, check=None):
+    def counting(model, spec, prepared, writers, keep, raw=None, prefix=None, check=None, frozen=None):
         rows[torch.is_grad_enabled() and keep.requires_grad] += keep.shape[0]
-        return counted(model, spec, prepared, writers, keep, raw, prefix, check)
+        return counted(model, spec, prepared, writers, keep, raw, prefix, check, frozen)
 
     monkeypatch.setattr(mask_learning, "masked_residual", counting)
     monkeypatch.setattr(mask_learning, "TOLERANCE", -1.0)  # every budget learns every step

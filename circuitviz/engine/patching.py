@@ -19,6 +19,7 @@ from ..models.adapter import Hook, adapter_of
 from . import sites
 from .capture import WriterBuffer, WriterDifferences, writer_hooks
 from .layer_start import LastPosition, LayerStart, start_layer
+from .live import frozen_hooks
 from .memory import evaluation_bytes_per_position
 from .metric import RowsMetric, metric_from_residual
 from .prefix import final_residual, layer_checks, shared_prefix
@@ -389,6 +390,7 @@ def masked_residual(
     corrupted_raw: torch.Tensor | None = None,
     prefix: int | None = None,
     check=None,
+    frozen: tuple[list[int], list[int]] | None = None,
 ) -> torch.Tensor:
     """Final residual of the clean run under continuous circuits, differentiable in ``keep``.
 
@@ -411,7 +413,9 @@ def masked_residual(
     residual is read at its own last position, which under causal attention no padded position
     reaches (the same metric and gradient, to float rounding). ``prefix``: the tasks'
     ``shared_prefix``, when the caller knows it already (it reads the tokens back from the device).
-    ``check``: called before each block, forward and backward (``layer_checks``).
+    ``check``: called before each block, forward and backward (``layer_checks``). ``frozen``: (MLP
+    layers, attention layers) whose outputs leave the autograd graph (``live.dead_layers`` of hard
+    circuits: the same values, and a backward pass that skips what has no gradient there).
     """
     batch = keep.shape[0]
     adapter = adapter_of(model)
@@ -431,7 +435,8 @@ def masked_residual(
     group = torch.arange(batch, device=device) // per_task  # each row's task
     current = WriterDifferences(corrupted, group)
     renorm = _shared_norm_patch(model, spec, weights, corrupted_raw, corrupted, prefix, False)
-    hooks = writer_hooks(model, spec, current, renorm)
+    hooks = frozen_hooks(*frozen) if frozen is not None else []  # before the writers' hooks read them
+    hooks += writer_hooks(model, spec, current, renorm)
     hooks += patch_hooks(spec, None, weights, current, renorm)
     hooks += layer_checks(spec.n_layers, check)
     # [batch, pos]: each task's clean tokens for its rows

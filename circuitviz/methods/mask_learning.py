@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from ..core.graph import GraphSpec, prune
+from ..engine.live import dead_layers
 from ..engine.memory import evaluation_bytes_per_position, gradient_bytes_per_position
 from ..engine.metric import compatible_groups, metric_from_residual, task_metric
 from ..engine.patching import masked_residual, padded_to
@@ -60,6 +61,7 @@ _ZERO_LOGIT_GAP = 5.0
 # (engine/renorm.py): Edge Pruning ran 3.25x over its price.
 MASKED_STEP_PASSES = 6.0
 MASKED_FORWARD_PASSES = 6.0
+FREEZE_DEAD = True
 
 
 def learning_passes(steps: int, masks: int, tasks: int = 1) -> float:
@@ -298,6 +300,8 @@ def learn_masks(
     def run_pass(number: int, keep: torch.Tensor) -> torch.Tensor:
         """The deviations of the circuits ``keep`` [b, ...] on pass ``number``'s tasks.  # [g, b]"""
         group = passes[number]
+        # a gradient pass leaves out the nodes no kept edge leads on from (``engine.live``)
+        frozen = dead_layers(spec, keep) if FREEZE_DEAD and torch.is_grad_enabled() else None
         if len(group) == 1:  # one task: its own run (Edge Pruning's, to the bit)
             evaluator = evaluators[group[0]]
             residual = masked_residual(
@@ -309,6 +313,7 @@ def learn_masks(
                 evaluator.corrupted_raw,
                 prefix=prefixes[number],
                 check=check,
+                frozen=frozen,
             )
             metric = metric_from_residual(model, evaluator.prepared, residual).to(dtype)  # [b]
             span = spans[group[0]]
@@ -323,6 +328,7 @@ def learn_masks(
             pass_raw[number],
             prefix=prefixes[number],
             check=check,
+            frozen=frozen,
         )
         owner = torch.arange(len(group), device=device).repeat_interleave(keep.shape[0])
         metric = task_metric(model, chosen, owner, same_length=False)(residual).to(dtype)  # [g b]
