@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from ..core.phases import ONE_OFF_REPORTS, Phase, phase_of_report, phase_seconds, report_words
-from ..core.text import markdown_sentence
+from ..core.text import markdown_sentence, markdown_text
 from ..entry import calibration
 from ..entry.calibration import part_shares, phase_shares
 from ..entry.cpu_share import threads_for_run
@@ -46,10 +46,9 @@ def load_model_or_stop(model_id: str, device: str):
             if last is not None
             else "seconds when its converted weights are cached, up to a minute on a first start that converts them"
         )
-        line = st.empty()
-        start = time.perf_counter()
+        line, start, shown = st.empty(), time.perf_counter(), markdown_text(model_id)  # a typed folder
         while not future.done():
-            line.info(f"Loading the model {model_id}: {time.perf_counter() - start:.0f} s ({expect})…")
+            line.info(f"Loading the model {shown}: {time.perf_counter() - start:.0f} s ({expect})…")
             time.sleep(POLL_S)
         line.empty()
     error = future.exception()
@@ -503,13 +502,13 @@ def run_with_status(model, request, named: bool = False):
     from ..core.graph import GraphError
     from ..core.tasks import TaskError
 
-    method, model_id = request.method, request.model_id
+    method, shown = request.method, markdown_text(request.model_id)  # a typed local folder's name
     job = _jobs().get(request.key)
     if job is None or job.done:  # a finished run's result is in the store: a new start reads it
         wait_for_stopping()  # a run cancelled just before (this request's or another's) stops first
         job = _start(model, request)
     holder = st.empty()  # emptied when the run is cancelled: the page keeps one sentence
-    with holder.container(), st.status(f"Running {method} on {model_id}…", expanded=True) as status:
+    with holder.container(), st.status(f"Running {method} on {shown}…", expanded=True) as status:
         st.caption(RUNS_ON)  # stays on screen where Stop froze the progress line below it
         bar = st.progress(0.0, text="starting")
         st.button(
@@ -532,7 +531,7 @@ def run_with_status(model, request, named: bool = False):
                 if job.cached
                 else f"computed in {job.seconds:.1f} s"
             )
-            status.update(label=f"{method} on {model_id}: {source}", state="complete", expanded=False)
+            status.update(label=f"{method} on {shown}: {source}", state="complete", expanded=False)
         else:
             status.update(label=f"{method} could not run", state="error", expanded=False)
     if job.cancelled is not None:  # here or in another session watching the same request
