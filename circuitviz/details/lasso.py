@@ -34,6 +34,8 @@ class LassoDetails(MethodDetails):
     scores_note: how edges beyond the selection are ranked.
     feature_circuit: with SAE units, the feature-level circuit ({layers, nodes, edges, ...}).
     report: the lines the command line prints.
+    paraphrases: the template paraphrases it observed (their positions are rows of the regression
+    it fitted), which a measure of transfer holds out; a result stored without them reads none.
     """
 
     kind: ClassVar[str] = "circuit-lasso"
@@ -50,6 +52,12 @@ class LassoDetails(MethodDetails):
     scores_note: str = ""
     feature_circuit: dict | None = None
     report: list = field(default_factory=list)
+    paraphrases: list = field(default_factory=list)
+
+    def paraphrases_used(self) -> list[str]:
+        """The paraphrases it observed: fitted to, so never held out (its "held-out" NDF was
+        measured on 5 of the 8 it had regressed on, as "never fitted to")."""
+        return [str(text) for text in self.paraphrases]
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         return list(self.report)

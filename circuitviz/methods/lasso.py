@@ -36,7 +36,7 @@ import torch
 from ..core.text import counted, given
 from ..details.base import json_safe_deep
 from ..details.lasso import LassoDetails
-from ..lasso.observations import collect_observations, observation_texts
+from ..lasso.observations import collect_observations, observation_texts, paraphrase_pairs
 from ..lasso.paths import DEFAULT_MIN_SHARE, difference_scale, path_circuit, path_shares
 from ..lasso.sae_units import choose_saes, parse_layers, sae_units
 from ..lasso.sem import (
@@ -271,9 +271,12 @@ class CircuitLasso(ScoringMethod):
             start = time.perf_counter()
             feature_circuit = _feature_circuit(saes, observations, config)
             timings["sae_s"] = time.perf_counter() - start
+        # the template paraphrases it observed (observation_texts draws the same): held out of transfer
+        observed, _ = paraphrase_pairs(ctx.prepared().task, config.n_paraphrases, config.seed)
         details = LassoDetails(
             units=config.units,
             observations=observations.summary(),
+            paraphrases=[clean for clean, _ in observed],
             regression={**problem.info, **{k: v for k, v in fit.info.items() if k != "lambda_grid"}},
             lambda_path=fit.info["lambda_grid"],
             selected_edges=int(selected.sum()),
