@@ -204,7 +204,8 @@ def test_click_edit_measure_group_and_share_on_explore(
         " John",
     ]
     assert cli.main(["evaluate", "--circuit", str(path), *arguments]) == 0
-    row = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)][0]
+    printed = capsys.readouterr().out.splitlines()
+    row = [line for line in printed if re.match(r"\s*in_graph\s+\d+\s", line)][0]  # the file's circuit
     assert shown["edited NDF"] == row.split()[-2] and shown["edited necessity"] == row.split()[-1]
     assert shown["edited edges"] == f"{int(mask.sum()):,}"
     # pin two nodes (Ctrl-click) and group them; the URL opened in a fresh context shows the group

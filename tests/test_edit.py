@@ -105,6 +105,7 @@ def test_the_command_line_prints_the_edited_circuits_ndf(tmp_path, capsys, monke
     path.write_text("\n".join(spec.edge_names_of(edited)))
     args = ["--prompt", task.clean, "--corrupted", task.corrupted, "--answer", " Mary", "--foil", " John"]
     assert cli.main(["evaluate", "--circuit", str(path), *args]) == 0
-    row = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)][0]
+    printed = capsys.readouterr().out.splitlines()
+    row = [line for line in printed if re.match(r"\s*in_graph\s+\d+\s", line)][0]  # the file's circuit
     printed_ndf, printed_necessity = row.split()[-2:]
     assert printed_ndf == f"{point.ndf:.3f}" and printed_necessity == f"{point.necessity:.3f}"
