@@ -29,7 +29,7 @@ def dead_layers(spec: GraphSpec, keep: torch.Tensor) -> tuple[list[int], list[in
     are never kept). Returns (MLP layers, attention layers), each ascending."""
     kept = (keep.detach() > 0.5).any(0).cpu()  # [n_forward, n_backward]
     kept &= spec.tensors(kept.device).edge_mask
-    live = torch.zeros(spec.n_backward, dtype=torch.bool)  # readers of live nodes
+    live = torch.zeros(spec.n_backward, dtype=torch.bool, device=kept.device)  # live readers (CPU)
     live[spec.logits_backward] = True
     mlps: list[int] = []
     attention: list[int] = []
