@@ -30,3 +30,14 @@ def run_it(at):
     """Click Run and run the page (the result is then the session's)."""
     next(b for b in at.button if b.label == "Run").click()
     return at.run()
+
+
+def other_chip(at, prompt: str, *skip: str) -> str:
+    """A chip of Explore's answer or foil row (the model's top tokens after ``prompt`` on the tiny
+    app model) that is neither the answer, the foil nor any of ``skip``."""
+    from circuitviz.bench.toy_models import tiny_app_model
+    from circuitviz.labels.logit_lens import next_token_probabilities
+
+    top = [token for token, _ in next_token_probabilities(tiny_app_model("", ""), prompt, 8)]
+    taken = (at.text_input(key="w.answer").value, at.text_input(key="w.foil").value, *skip)
+    return next(token for token in top if token not in taken)

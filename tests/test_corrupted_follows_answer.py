@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
+from explore_session import explore_session, other_chip  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from circuitviz.bench.toy_models import IOI_TASK  # noqa: E402
@@ -32,20 +33,12 @@ def proposed_for(monkeypatch):
     return asked
 
 
-def _explore() -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.query_params.update({"prompt": PROMPT, "method": "eap"})
-    return at.run()
+def _explore():
+    return explore_session({"prompt": PROMPT, "method": "eap"})
 
 
-def _other_chip(at: AppTest, *skip: str) -> str:
-    """A chip of the answer row other than the answer and the foil (the model's top tokens)."""
-    from circuitviz.bench.toy_models import tiny_app_model
-    from circuitviz.labels.logit_lens import next_token_probabilities
-
-    top = [token for token, _ in next_token_probabilities(tiny_app_model("", ""), PROMPT, 8)]
-    taken = (at.text_input(key="w.answer").value, at.text_input(key="w.foil").value, *skip)
-    return next(token for token in top if token not in taken)
+def _other_chip(at, *skip: str) -> str:
+    return other_chip(at, PROMPT, *skip)
 
 
 def test_another_answer_proposes_its_own_corrupted_prompt_and_note(tiny_app, proposed_for):

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from explore_session import explore_session, other_chip  # noqa: E402
 
 from circuitviz.query.proposals import Proposal  # noqa: E402
 from circuitviz.ui import loaders  # noqa: E402
@@ -30,20 +31,12 @@ def proposed_with(monkeypatch):
     return asked
 
 
-def _explore() -> AppTest:
-    at = AppTest.from_file("../app.py", default_timeout=300)
-    at.query_params.update({"prompt": PROMPT, "method": "eap"})
-    return at.run()
+def _explore():
+    return explore_session({"prompt": PROMPT, "method": "eap"})
 
 
-def _other_chip(at: AppTest) -> str:
-    """A chip of the foil row other than the answer and the foil (the model's top tokens)."""
-    from circuitviz.bench.toy_models import tiny_app_model
-    from circuitviz.labels.logit_lens import next_token_probabilities
-
-    chips = [token for token, _ in next_token_probabilities(tiny_app_model("", ""), PROMPT, 8)]
-    taken = (at.text_input(key="w.answer").value, at.text_input(key="w.foil").value)
-    return next(token for token in chips if token not in taken)
+def _other_chip(at, *skip: str) -> str:
+    return other_chip(at, PROMPT, *skip)
 
 
 def test_another_foil_proposes_the_corrupted_prompt_again_against_it(tiny_app, proposed_with):
