@@ -13,7 +13,14 @@ import pytest
 import torch
 
 from circuitviz.core.graph import GraphSpec
-from circuitviz.export.neuronpedia import GraphFileError, from_neuronpedia, read_neuronpedia, to_neuronpedia
+from circuitviz.export.neuronpedia import (
+    GraphExportError,
+    GraphFileError,
+    export_problem,
+    from_neuronpedia,
+    read_neuronpedia,
+    to_neuronpedia,
+)
 from circuitviz.labels.captions import lens_caption, node_caption, role_caption
 from circuitviz.positions.graph import (
     alive_nodes,
@@ -174,6 +181,25 @@ def _chain_graph() -> AttributionGraph:
         GraphLink("input@1", "a0.h0@1", 0.5, "q"),
     ]
     return AttributionGraph(["A", "B"], nodes, links, n_layers=1, prompt="A B", model_id="toy")
+
+
+@pytest.mark.parametrize("where", ["link", "node"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_graph_holding_nan_or_infinity_is_not_written_for_neuronpedia(where, value):
+    """json.dumps wrote a NaN weight as the bare word NaN: a file Neuronpedia's viewer (a browser's
+    JSON reader) cannot open. Now the export says so in one sentence and writes nothing."""
+    graph = _chain_graph()
+    assert export_problem(graph) is None
+    json.loads(json.dumps(to_neuronpedia(graph), allow_nan=False))  # a finite graph is strict JSON
+    if where == "link":
+        graph.links[1].weight = value
+    else:
+        graph.nodes[2].influence = value
+    problem = export_problem(graph)
+    assert problem and "a0.h0" in problem and "cannot be written for Neuronpedia" in problem
+    assert problem.count(". ") == 0 and "\n" not in problem  # one sentence
+    with pytest.raises(GraphExportError, match="cannot be written for Neuronpedia"):
+        to_neuronpedia(graph)
 
 
 def test_strongest_paths_follow_the_largest_shares_to_the_answer():

@@ -153,6 +153,22 @@ def test_the_neuronpedia_download_names_token_ids_as_discover_does(monkeypatch, 
     assert embeddings and all(int(vocab) == token[int(p)] for _, vocab, p in embeddings), embeddings
 
 
+def test_a_graph_neuronpedia_cannot_read_disables_its_download_and_says_why(monkeypatch):
+    """A graph holding NaN downloaded as a file Neuronpedia cannot open; the button is now disabled
+    and the sentence why is on the page (export_problem decides: tests/test_positions.py)."""
+    import circuitviz.ui.position_view as position_view
+
+    why = "Node a0.h0 at position 1 has a contribution of nan, not a finite number, so no export"
+    monkeypatch.setattr(position_view, "export_problem", lambda graph: why + ".")
+    at = _ran(_opened("10,40,100", settings=POSITIONS))
+    assert not at.exception, at.exception
+    button = at.get("download_button")
+    download = next(b for b in button if b.proto.label == "Neuronpedia graph JSON")
+    assert download.proto.disabled
+    said = f"{why}; the graph's HTML and its curve still download."
+    assert said in [caption.value for caption in at.caption]
+
+
 def test_the_positions_view_shows_the_figures_the_edge_view_and_discover_show():
     """The view over positions showed clean, corrupted, NDF and units kept; discover's table of the
     same run, and Explore's edge view, give necessity and NFS too (IOI over positions at 50 units:

@@ -55,6 +55,32 @@ class GraphFileError(ValueError):
     """A graph file this reader cannot draw; the message says what is wrong and what to give."""
 
 
+class GraphExportError(ValueError):
+    """A graph that cannot be written in Neuronpedia's format; the message says why in one sentence."""
+
+
+def export_problem(graph: AttributionGraph) -> str | None:
+    """Why ``graph`` cannot be written for Neuronpedia, in one sentence, or None. JSON has no NaN or
+    infinity: Python writes them as the bare words ``NaN`` and ``Infinity``, which Neuronpedia's
+    viewer (a browser's JSON reader) refuses, so a graph holding one would download as a file that
+    does not open there."""
+    for node in graph.nodes:
+        if not math.isfinite(node.influence):
+            return (
+                f"Node {node.component} at position {node.position} has a contribution of {node.influence}, "
+                "not a finite number, so this graph cannot be written for Neuronpedia (its format has no "
+                "NaN or infinity)."
+            )
+    for link in graph.links:
+        if not math.isfinite(link.weight):
+            return (
+                f"The link {link.source} -> {link.target} has a weight of {link.weight}, not a finite "
+                "number, so this graph cannot be written for Neuronpedia (its format has no NaN or "
+                "infinity)."
+            )
+    return None
+
+
 def slug_of(text: str, limit: int = 60) -> str:
     """A Neuronpedia slug: lower-case letters, digits and dashes."""
     slug = _SLUG_CHARACTERS.sub("-", text.lower()).strip("-")
@@ -126,7 +152,11 @@ def to_neuronpedia(
     ``view`` (default: ``graph.view``): the view to save with it, in our node ids: ``pins`` (the
     pinned subgraph; default: the strongest paths), ``groups`` {name: members} (Neuronpedia's
     ``supernodes``, each [name, member, ...]), ``clicked`` (``clickedId``) and ``names`` {node:
-    label} (the node's ``clerp``)."""
+    label} (the node's ``clerp``). Raises GraphExportError when a value is not finite
+    (``export_problem``)."""
+    problem = export_problem(graph)
+    if problem:
+        raise GraphExportError(problem)
     view = dict(graph.view if view is None else view)
     names = view.get("names") or {}
     ids: dict[str, str] = {}
@@ -184,7 +214,7 @@ def to_neuronpedia(
             **(info or {}),
         },
     }
-    return {
+    return {  # every number above is finite (export_problem), so json.dumps writes strict JSON
         "metadata": metadata,
         "qParams": {
             "pinnedIds": pinned,

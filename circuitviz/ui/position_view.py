@@ -16,7 +16,13 @@ import streamlit as st
 from .. import render
 from ..core.keys import process_key
 from ..core.text import markdown_sentence, markdown_text, method_settings, score_text
-from ..export.neuronpedia import GraphFileError, read_neuronpedia_bytes, task_ids, to_neuronpedia
+from ..export.neuronpedia import (
+    GraphFileError,
+    export_problem,
+    read_neuronpedia_bytes,
+    task_ids,
+    to_neuronpedia,
+)
 from ..positions.graph import n_units
 from ..positions.present import READABLE_NDF, readable_position_budget, result_attribution_graph
 from ..render.attribution_graph import attribution_graph_html
@@ -164,13 +170,16 @@ def position_result_view(
     # a row that wraps, as the edge view's downloads: in three equal columns at 1,000 px the first
     # button read "Neuronpedia graph J…"
     row = st.container(horizontal=True, key=f"{key}.position_downloads")
+    unwritable = export_problem(graph)  # a NaN would download as a file Neuronpedia cannot open
     row.download_button(
         "Neuronpedia graph JSON",
-        data=lambda: neuronpedia_text(graph, ids),
+        data=b"" if unwritable else lambda: neuronpedia_text(graph, ids),
         file_name=file_name(result, "neuronpedia-graph", "json", budget),
         mime="application/json",
         key=f"{key}.neuronpedia",
         on_click="ignore",  # no rerun: a rerun drops the other buttons' files (a quick second click got none)
+        disabled=bool(unwritable),
+        help=unwritable,
     )
     row.download_button(
         "Graph (HTML)",
@@ -188,6 +197,8 @@ def position_result_view(
         key=f"{key}.curve_csv",
         on_click="ignore",
     )
+    if unwritable:
+        st.caption(f"{unwritable[:-1]}; the graph's HTML and its curve still download.")
     return budget
 
 
