@@ -39,6 +39,7 @@ from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, 
 from ..measure.task_validity import require_meaningful
 from ..models.adapter import adapter_of, backend_of
 from ..positions.run import run_positions
+from .score_checks import require_finite_scores
 from .settings import check_settings, parse_settings
 
 Progress = Callable[[str, float], None]
@@ -499,6 +500,8 @@ class ScoringMethod(Method):
         if scoring is not None:  # the clean and corrupted runs are done: say the scoring has begun
             scoring(Report.SCORE, 0.0)
         scored = self.score_batch(contexts, config, scoring)
+        for matrix, _ in scored:
+            require_finite_scores(matrix, spec, self.name, first.model)
         scores = [(s.float() * spec.tensors(s.device).edge_mask).nan_to_num(0.0) for s, _ in scored]
         timings[Timing.SCORING.value] = time.perf_counter() - begin
         begin = time.perf_counter()

@@ -61,6 +61,7 @@ from .mask_learning import (
 )
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
+from .score_checks import require_finite_scores
 from .scoring import scorer_names
 from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
@@ -124,6 +125,7 @@ def _warm_scores(ctx: RunContext, config: EdgePruningConfig) -> torch.Tensor:
             f"warm_start must be a method that scores edges (eap, eap-ig, ...) or none, not {given(config.warm_start)}."
         )
     ((scores, _),) = method.score_batch([ctx], _scorer_config(method, config), ctx.progress)  # a batch of one
+    require_finite_scores(scores, spec, method.name, ctx.model)
     return (scores.float() * spec.tensors(scores.device).edge_mask).nan_to_num(0.0)
 
 

@@ -34,6 +34,7 @@ from ..measure.evaluate import circuits_at_budgets, curves_of_tasks
 from .base import Cost, Method, RunContext, ScoringMethod, curve_passes
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
+from .score_checks import require_finite_scores
 from .scoring import pair_scores, scorer_names
 from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 
@@ -199,6 +200,7 @@ class Ensemble(ScoringMethod):
         members = _members(config)
         for index, (method, member_config) in enumerate(members):
             ((matrix, _),) = method.score_batch([ctx], member_config, ctx.progress)  # a batch of one
+            require_finite_scores(matrix, spec, method.name, ctx.model)
             scores.append((matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0))
             ctx.report("ensemble members", (index + 1) / len(members))
         return scores

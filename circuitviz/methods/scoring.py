@@ -19,6 +19,7 @@ from ..models.adapter import model_dtype
 from ..models.devices import model_working_memory_bytes
 from .base import Progress, RunContext, ScoringMethod
 from .registry import available_methods
+from .score_checks import require_finite_scores
 
 
 def scorer_names() -> list[str]:
@@ -82,4 +83,6 @@ def pair_scores(
             for index, (matrix, _) in zip(group, method.score_batch(contexts, method_config, report)):
                 results[index] = matrix
             done += len(group)
+    for matrix in results:
+        require_finite_scores(matrix, spec, method.name, model)
     return [(matrix.float() * spec.tensors(matrix.device).edge_mask).nan_to_num(0.0) for matrix in results]

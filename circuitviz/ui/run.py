@@ -539,7 +539,8 @@ def run_with_status(model, request, named: bool = False):
         st.info(cancelled_words(job.cancelled, method if named else None, job.kept_work))
         return None
     if isinstance(job.error, (TaskError, GraphError, ValueError)):
-        st.error(markdown_sentence(f"The run could not start: {job.error}"))  # may quote the user's text
+        said = getattr(job.error, "said_as", "The run could not start")  # NonFiniteScoresError: it ran
+        st.error(markdown_sentence(f"{said}: {job.error}"))  # may quote the user's text
         return None
     if job.error is not None:
         raise job.error
