@@ -1,4 +1,4 @@
-"""Edge scores that are not numbers stop a run in one sentence (``methods.score_checks``): they
+"""Edge scores that are not numbers stop a run in one sentence (``engine.score_checks``): they
 were turned into 0 and the largest float, and the circuit chosen among the other edges unsaid."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 
 from circuitviz.bench.toy_models import IOI_TASK, tiny_model
 from circuitviz.core.graph import GraphSpec
+from circuitviz.engine.score_checks import NonFiniteScoresError, require_finite_scores
 from circuitviz.methods import get_method
-from circuitviz.methods.score_checks import NonFiniteScoresError, require_finite_scores
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +68,18 @@ def test_a_float32_model_is_not_told_to_load_in_float32():
     with pytest.raises(NonFiniteScoresError) as raised:
         require_finite_scores(scores, spec, "eap-ig", float32)
     assert "float32" in str(raised.value) and "--dtype float32" not in str(raised.value)
+
+
+def test_a_circuit_over_positions_stops_on_a_unit_score_that_is_not_a_number(model, monkeypatch):
+    method = get_method("eap")
+    real = type(method).score_positions
+
+    def broken(self, ctx, config):
+        scores = real(self, ctx, config).clone()
+        forward, backward = _first_edge(ctx.spec)
+        scores[forward, backward, -1] = math.nan
+        return scores
+
+    monkeypatch.setattr(type(method), "score_positions", broken)
+    with pytest.raises(NonFiniteScoresError, match=r"eap gave 1 of [\d,]+ \(edge, position\) unit scores"):
+        method.run_on(model, IOI_TASK, {"positions": True}, budgets=[5])

@@ -35,11 +35,11 @@ from ..core.results import CircuitResult
 from ..core.tasks import DEFAULT_MAX_TOKENS, PreparedTask, PromptTask, prepare_task
 from ..core.text import given, shown
 from ..details.base import MethodDetails
+from ..engine.score_checks import require_finite_scores
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks, evaluators_of_tasks
 from ..measure.task_validity import require_meaningful
 from ..models.adapter import adapter_of, backend_of
 from ..positions.run import run_positions
-from .score_checks import require_finite_scores
 from .settings import check_settings, parse_settings
 
 Progress = Callable[[str, float], None]

@@ -45,6 +45,7 @@ from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
 from ..core.text import given
 from ..details.edge_pruning import EdgePruningDetails
+from ..engine.score_checks import require_finite_scores
 from ..engine.scores import score_dtype
 from ..measure.evaluate import Evaluator, curves_of_tasks
 from ..models.adapter import model_dtype
@@ -61,7 +62,6 @@ from .mask_learning import (
 )
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
-from .score_checks import require_finite_scores
 from .scoring import scorer_names
 from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 

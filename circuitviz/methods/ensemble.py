@@ -30,11 +30,11 @@ from ..core.results import CircuitResult
 from ..core.tasks import prepare_task
 from ..core.text import given
 from ..details.ensemble import EnsembleDetails
+from ..engine.score_checks import require_finite_scores
 from ..measure.evaluate import circuits_at_budgets, curves_of_tasks
 from .base import Cost, Method, RunContext, ScoringMethod, curve_passes
 from .paraphrase_pairs import template_tasks
 from .registry import get_method, register
-from .score_checks import require_finite_scores
 from .scoring import pair_scores, scorer_names
 from .settings import check_settings, ig_steps_setting, paraphrases_setting, setting
 

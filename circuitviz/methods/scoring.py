@@ -14,12 +14,12 @@ import torch
 
 from ..core.graph import GraphSpec
 from ..core.tasks import PreparedTask
+from ..engine.score_checks import require_finite_scores
 from ..measure.evaluate import Evaluator, evaluators_of_tasks
 from ..models.adapter import model_dtype
 from ..models.devices import model_working_memory_bytes
 from .base import Progress, RunContext, ScoringMethod
 from .registry import available_methods
-from .score_checks import require_finite_scores
 
 
 def scorer_names() -> list[str]:

@@ -17,6 +17,7 @@ import torch
 from ..core.phases import Timing
 from ..engine import sites
 from ..engine.prefix import final_residual
+from ..engine.score_checks import require_finite_scores
 from ..measure.evaluate import curves_of_tasks
 from ..models.adapter import adapter_of
 from .graph import summed_over_positions, unit_mask, units_at_budgets
@@ -49,6 +50,7 @@ def run_positions(method, ctx, config, budgets: Sequence[int]):
     with ctx.timed(Timing.SCORING):
         position_scores = method.score_positions(ctx, config).float()  # [fwd, bwd, pos]
         units = unit_mask(spec, n_positions, position_scores.device)
+        require_finite_scores(position_scores, spec, method.name, ctx.model, units=units.bool())
         position_scores = (position_scores * units).nan_to_num(0.0)
     with ctx.timed(Timing.EVALUATION):
         budgets = sorted({int(b) for b in budgets})

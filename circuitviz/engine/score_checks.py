@@ -21,14 +21,18 @@ class NonFiniteScoresError(ValueError):
     said_as = "The run stopped"  # the page's words before the message: it ran, and could not finish
 
 
-def require_finite_scores(scores: torch.Tensor, spec: GraphSpec, method: str, model) -> None:
+def require_finite_scores(
+    scores: torch.Tensor, spec: GraphSpec, method: str, model, units: torch.Tensor | None = None
+) -> None:
     """Raise NonFiniteScoresError when an edge of ``spec`` has a score that is not finite
-    (``scores``: [n_forward, n_backward], or a leading task axis)."""
-    mask = spec.tensors(scores.device).edge_mask
+    (``scores``: [n_forward, n_backward], or a leading task axis; with ``units``, the
+    [n_forward, n_backward, pos] mask of a circuit over positions, the scores of those units)."""
+    mask = spec.tensors(scores.device).edge_mask if units is None else units
     bad = int((~torch.isfinite(scores) & mask).sum())
     if not bad:
         return
     total = int(mask.sum()) * (scores.numel() // mask.numel())
+    what = "edge scores" if units is None else "(edge, position) unit scores"
     dtype = str(model_dtype(model)).removeprefix("torch.")
     way_out = (
         "load the model in float32 (--dtype float32) and run again"
@@ -36,6 +40,6 @@ def require_finite_scores(scores: torch.Tensor, spec: GraphSpec, method: str, mo
         else "the model's own numbers overflow on this prompt, so try another prompt or model"
     )
     raise NonFiniteScoresError(
-        f"{method} gave {bad:,} of {total:,} edge scores that are not numbers (NaN or infinity): a pass "
+        f"{method} gave {bad:,} of {total:,} {what} that are not numbers (NaN or infinity): a pass "
         f"of the model overflowed in {dtype}; {way_out}."
     )
