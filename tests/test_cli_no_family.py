@@ -5,6 +5,8 @@ naming no flag: a method's paraphrases come from --paraphrase-source file --para
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from circuitviz.bench.toy_models import tiny_model
@@ -57,3 +59,14 @@ def test_the_app_keeps_its_own_words():
         == f"Transfer: {NO_FAMILY[: NO_FAMILY.index('; give')]}; {METHOD_WAY} More."
     )
     assert with_flags("other text", transfer=True) == "other text"
+
+
+def test_the_json_transfer_note_names_transfer_file_as_the_line_does(tiny, capsys, tmp_path):
+    """Until 2026-12-07 the file's `transfer.note` kept the app's "or use the openai source", a
+    setting of the methods' own paraphrases that the held-out transfer never reads, while the
+    printed line beside it named --transfer-file."""
+    out = tmp_path / "c.json"
+    assert cli.main(["discover", *TASK, "--method", "eap", "--budgets", "5", "--out", str(out)]) == 0
+    note = json.loads(out.read_text(encoding="utf-8"))["transfer"]["note"]
+    assert note.startswith(HEAD) and note.endswith(TRANSFER_WAY)
+    assert "openai" not in note

@@ -215,6 +215,8 @@ def cmd_discover(args) -> int:
     ):
         if line not in said:  # a sentence the method's lines just said (no template family) is said once
             print(with_flags(line, transfer=True))
+    if result.transfer and result.transfer.get("note"):  # the file's note names the flag the line names
+        result.transfer["note"] = with_flags(result.transfer["note"], transfer=True)
     if args.out:
         part = args.out.with_name(f".{args.out.name}.part")  # Ctrl-C mid-write leaves no half a file
         marked = outputs.json_budget(result.budgets, total, keeps)  # not the whole graph, where others are
