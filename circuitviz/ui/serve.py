@@ -11,10 +11,32 @@ Any flag is streamlit's (``--server.port 8501``); ``make app`` uses this launche
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
+
+# Streamlit checks each ``st.cache_data`` function's settings against the runtime's cache storage
+# when the function is defined, and where no runtime exists yet it logs this warning. The preload
+# imports the page modules before Streamlit's server (and runtime) starts, so every start printed it
+# once per cached function, nine lines in the terminal that meant nothing (each cache is made at its
+# first call, inside the runtime).
+NO_RUNTIME_WARNING = "No runtime found, using MemoryCacheStorageManager"
+CACHE_DATA_LOGGER = "streamlit.runtime.caching.cache_data_api"
+
+
+class _NotBeforeTheRuntime(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != NO_RUNTIME_WARNING
+
+
+def quiet_before_the_runtime() -> None:
+    """Drop Streamlit's "No runtime found" warning in this process (the launcher's preload runs
+    before the runtime exists, by design); any other message of that logger still prints."""
+    logger = logging.getLogger(CACHE_DATA_LOGGER)
+    if not any(isinstance(known, _NotBeforeTheRuntime) for known in logger.filters):
+        logger.addFilter(_NotBeforeTheRuntime())
 
 
 def preload() -> None:
@@ -28,6 +50,7 @@ def preload() -> None:
     """
     import gc
 
+    quiet_before_the_runtime()  # before the imports: their cached functions are defined there
     from ..models.catalog import EMBEDDED_MODEL
     from . import loaders
     from .sidebar import DEVICES
