@@ -53,3 +53,36 @@ def test_the_launcher_prints_no_warning_for_the_cached_functions_it_defines_befo
     quiet = _stderr("quiet")
     assert serve.NO_RUNTIME_WARNING not in quiet
     assert "another warning" in quiet
+
+
+def test_the_launcher_names_the_browsers_address_so_streamlit_asks_no_web_service():
+    """Headless and told no address, Streamlit looked up the machine's public address at every
+    start (checkip.amazonaws.com, up to two 1 s requests on the event loop before the first page)
+    and, offline, printed "Did not auto detect external IP. Please go to ... for debugging
+    hints." The launcher names the browser's address unless the user named one."""
+    quiet_environ: dict[str, str] = {}
+    flags = serve.streamlit_flags(["--server.port", "8501"], quiet_environ)
+    assert flags == ["--server.port", "8501", "--browser.serverAddress", "localhost"]
+    for given in (
+        ["--server.address", "0.0.0.0"],
+        ["--server.address=0.0.0.0"],
+        ["--browser.serverAddress", "example.org"],
+    ):
+        assert serve.streamlit_flags(given, quiet_environ) == given
+    named = {"STREAMLIT_SERVER_ADDRESS": "0.0.0.0"}
+    assert serve.streamlit_flags(["--server.port", "8501"], named) == ["--server.port", "8501"]
+
+
+def test_an_address_in_a_streamlit_config_file_is_left_to_it(tmp_path):
+    (tmp_path / ".streamlit").mkdir()
+    config = tmp_path / ".streamlit" / "config.toml"
+    config.write_text("[server]\nheadless = true\n", encoding="utf-8")
+    assert not serve._address_configured((tmp_path,))
+    config.write_text('[server]\naddress = "0.0.0.0"\n', encoding="utf-8")
+    assert serve._address_configured((tmp_path,))
+
+
+def test_the_checkouts_own_streamlit_config_names_no_address():
+    """``make app`` runs in the checkout, whose config file sets no address: the launcher adds
+    the browser's."""
+    assert not serve._address_configured((serve.APP.parent,))

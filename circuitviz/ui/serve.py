@@ -12,7 +12,10 @@ Any flag is streamlit's (``--server.port 8501``); ``make app`` uses this launche
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
@@ -62,6 +65,46 @@ def preload() -> None:
         future.add_done_callback(lambda _future: gc.enable())
 
 
+# where neither is named, Streamlit (headless) asks an outside web service for the machine's public
+# address at every start, on the server's event loop before it serves the first page
+ADDRESS_FLAGS = ("--browser.serverAddress", "--server.address")
+ADDRESS_VARIABLES = ("STREAMLIT_BROWSER_SERVER_ADDRESS", "STREAMLIT_SERVER_ADDRESS")
+
+
+def streamlit_flags(given: list[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """Streamlit's flags for the server: ``given``, and ``--browser.serverAddress localhost``
+    where they (or Streamlit's environment variables) name no address.
+
+    With no address named, a headless Streamlit looks up the machine's public address at every
+    start (two web requests to checkip.amazonaws.com, up to 1 s each, with the server's event
+    loop waiting) to print an "External URL", and where the network is off, as the app is meant
+    to run, printed "Did not auto detect external IP. Please go to https://docs.streamlit.io/ for
+    debugging hints." With the browser's address named it prints one URL,
+    ``http://localhost:PORT``, and asks nothing. To serve other machines, name the address to
+    listen on (``--server.address 0.0.0.0``): Streamlit's own lines are printed then.
+    """
+    environ = os.environ if environ is None else environ
+    named = any(flag.split("=", 1)[0] in ADDRESS_FLAGS for flag in given)
+    if named or any(environ.get(variable) for variable in ADDRESS_VARIABLES) or _address_configured():
+        return list(given)
+    return [*given, "--browser.serverAddress", "localhost"]
+
+
+def _address_configured(folders: tuple[Path, ...] | None = None) -> bool:
+    """Whether a Streamlit config file this server reads (the working folder's, the user's) sets
+    an address (``serverAddress`` or ``address``)."""
+    folders = (Path.cwd(), Path.home()) if folders is None else folders
+    setting = re.compile(r"^\s*(serverAddress|address)\s*=", re.MULTILINE)
+    for folder in folders:
+        try:
+            text = (folder / ".streamlit" / "config.toml").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if setting.search(text):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     """Preload, then run streamlit on app.py with ``argv`` (default: this command's flags)."""
     from . import startup
@@ -76,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     PagesManager.uses_pages_directory = (
         False  # app.py's navigation, whatever the first URL (ui.navigation.inside_app)
     )
-    sys.argv = ["streamlit", "run", str(APP), *(sys.argv[1:] if argv is None else argv)]
+    sys.argv = ["streamlit", "run", str(APP), *streamlit_flags(sys.argv[1:] if argv is None else argv)]
     from . import background
 
     background.END_AT_EXIT = True  # a thread that will not stop at exit ends the server, said
