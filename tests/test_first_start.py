@@ -86,3 +86,23 @@ def test_the_checkouts_own_streamlit_config_names_no_address():
     """``make app`` runs in the checkout, whose config file sets no address: the launcher adds
     the browser's."""
     assert not serve._address_configured((serve.APP.parent,))
+
+
+def test_the_tab_icon_is_served_by_the_app_not_fetched_from_the_web():
+    """``page_icon=":material/hub:"`` made every page's browser fetch the icon from
+    fonts.gstatic.com (Chromium: "Failed to load resource: net::ERR_NAME_NOT_RESOLVED" on every
+    offline start); the icon is now a file of the checkout, served by the app."""
+    import ast
+    from pathlib import Path
+
+    from circuitviz.services.assets import favicon_path
+
+    assert favicon_path().is_file() and favicon_path().read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    root = Path(__file__).resolve().parents[1]
+    icons = []
+    for path in [*(root / "circuitviz").rglob("*.py"), *(root / "pages").glob("*.py"), root / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "set_page_config":
+                icon = next((k.value for k in node.keywords if k.arg == "page_icon"), None)
+                icons.append((path.name, ast.unparse(icon) if icon is not None else None))
+    assert icons == [("navigation.py", "str(favicon_path())")]

@@ -8,7 +8,8 @@ repository's ``assets/`` folder is located here, so moving that folder is a chan
   and ``corpus_sample_path(model_id)``, the corpus sample shipped beside them;
 - ``paraphrases_dir()``: example paraphrase files (JSONL) for the built-in example prompts;
 - ``prompt_set(name)``: prompt collections such as ``gender_bias.json``;
-- ``planted_bench_files()``: the planted-circuit benchmark's table (JSON and Markdown).
+- ``planted_bench_files()``: the planted-circuit benchmark's table (JSON and Markdown);
+- ``favicon_path()``: the browser tab's icon.
 
 It also knows the one folder circuitviz writes to outside the checkout, ``cache_dir(part)``:
 ``$CIRCUITVIZ_CACHE/<part>``, else ``~/.cache/circuitviz/<part>`` (converted models, stored
@@ -35,6 +36,12 @@ def cache_dir(part: str = "") -> Path:
 def root() -> Path:
     """The assets folder itself."""
     return ASSETS_ROOT
+
+
+def favicon_path() -> Path:
+    """The browser tab's icon, served by the app itself (a Material icon name made the browser
+    fetch it from fonts.gstatic.com, a failed request on every offline page)."""
+    return ASSETS_ROOT / "favicon.png"
 
 
 def gallery_dir() -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from ..services.assets import favicon_path
 from . import startup, state
 from .link_values import demo_not_here_sentence
 from .pagelist import DEFAULT, default_alias, name_of, pages, switch_to
@@ -17,7 +18,7 @@ def run_app() -> None:
     device; first, before any page's widget: the URL's values and a task opened on another page
     are set there), then the page the URL names."""
     startup.mark_once("first page run")
-    st.set_page_config(page_title="circuitviz", page_icon=":material/hub:", layout="wide")
+    st.set_page_config(page_title="circuitviz", page_icon=str(favicon_path()), layout="wide")
     app_navigation = st.navigation([*pages(), default_alias(_to_default)])
     if app_navigation.url_path == DEFAULT:  # /explore: on to "/" before the sidebar reads the link
         _to_default()
