@@ -106,3 +106,35 @@ def test_the_tab_icon_is_served_by_the_app_not_fetched_from_the_web():
                 icon = next((k.value for k in node.keywords if k.arg == "page_icon"), None)
                 icons.append((path.name, ast.unparse(icon) if icon is not None else None))
     assert icons == [("navigation.py", "str(favicon_path())")]
+
+
+def test_a_load_that_converted_the_weights_is_not_what_the_next_start_expects(tmp_path, monkeypatch):
+    """A first start converts the embedded GGUF (334 s at load 15 on 2026-12-07); that load was
+    recorded as the model's load time, and the next start, reading its weights from the cache in
+    30 s, said "Loading the model gemma-3-270m: 19 s (about 334 s, as last time)". A load that
+    wrote a cache entry is not recorded; a load from the cache is."""
+    from concurrent.futures import Future
+
+    from circuitviz.entry import calibration
+    from circuitviz.ui import loaders
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
+    monkeypatch.setattr(loaders.probe, "probe_unmeasured", lambda model: False)
+    monkeypatch.setattr(loaders, "freeze_long_lived_objects", lambda: None)
+    monkeypatch.setattr("circuitviz.models.adapter.register", lambda model, name: None)
+
+    class Model:  # the loaded models are kept by weak reference
+        pass
+
+    def converting(model_id, device):
+        entry = tmp_path / "models" / "a-model" / "0123456789abcdef"
+        entry.mkdir(parents=True)
+        (entry / "manifest.json").write_text("{}")
+        return Model()
+
+    first = Future()
+    loaders._load_into(first, converting, "a-model", "cpu")
+    assert first.result() is not None and calibration.last_load("a-model") is None
+    again = Future()
+    loaders._load_into(again, lambda model_id, device: Model(), "a-model", "cpu")
+    assert again.result() is not None and calibration.last_load("a-model") is not None

@@ -161,6 +161,12 @@ class CacheEntry:
         return (self.folder / _MANIFEST_FILE).is_file() and self.weights_path.is_file()
 
 
+def complete_entries() -> set[Path]:
+    """The folders of the entries complete in the cache now (their manifest written): one more
+    after a load than before means the load converted its checkpoint."""
+    return {manifest.parent for manifest in cache_root().glob(f"*/*/{_MANIFEST_FILE}")}
+
+
 def cache_entry(slug: str, fingerprint: dict[str, Any]) -> CacheEntry:
     """The entry for this source: <root>/<slug>/<hash of fingerprint>."""
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]

@@ -44,7 +44,8 @@ def load_model_or_stop(model_id: str, device: str):
         expect = (
             f"about {last:.0f} s, as last time"
             if last is not None
-            else "seconds when its converted weights are cached, up to a minute on a first start that converts them"
+            else "seconds once its converted weights are cached; a first start converts them, once: "
+            "a minute or more"
         )
         line, start, shown = st.empty(), time.perf_counter(), markdown_text(model_id)  # a typed folder
         while not future.done():
