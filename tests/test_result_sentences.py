@@ -287,3 +287,18 @@ def test_a_flat_curve_names_its_highest_ndf_not_zero():
     flat = next(note for note in notes if "every budget" in note)
     assert flat.startswith("NDF is near 0 at every budget (at most 0.03):")
     assert "NDF is 0" not in flat
+
+
+def test_no_faithful_circuit_names_the_neutral_prompt_a_run_without_corruption_measured_against():
+    """Flow routes on 'Monday, Tuesday, Wednesday,' with no corrupted prompt (Gemma-3-270M, NDF 0.00
+    at 103 edges): the sentence under the slider said "deviating from the model about as much as the
+    corruption does" beside "corrupted (none given)" and the figure "neutral prompt L"."""
+    from circuitviz.ui.result_view import GOOD_NDF, opening_of
+
+    result = Result("flow-routes", _points((103, 103, 0.0)))
+    result.task = PromptTask("Monday, Tuesday, Wednesday,", "", " Thursday", (" and",))
+    reason = opening_of(result, GOOD_NDF).reason
+    assert "about as much as the neutral prompt does, or more" in reason
+    assert "corruption" not in reason
+    result.task = TASK  # with a corrupted prompt: the corruption, as before
+    assert "about as much as the corruption does, or more" in opening_of(result, GOOD_NDF).reason

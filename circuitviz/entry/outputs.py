@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from ..core.tasks import prepare_task
+from ..details.base import reference_name
 from ..export.neuronpedia import task_ids, to_neuronpedia
 from ..labels.logit_lens import logit_lens_labels
 from ..methods import method_traits
@@ -80,7 +81,7 @@ def write_graph_html(model, result, path: Path, budget: int | None) -> None:
     from ..render import opening_view, result_graph_html  # plotly loads only to draw a page
 
     if budget is None:
-        chosen = opening_view(result.curve, larger_at=LARGER_AT)
+        chosen = opening_view(result.curve, larger_at=LARGER_AT, reference=reference_name(result))
         budget = chosen.budget
         print(chosen.reason)
     # the lens reads the clean run: a task of ACC++, Flow routes or CD-T has no corrupted prompt

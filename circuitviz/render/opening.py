@@ -14,6 +14,13 @@ READABLE_EDGES = 200  # the largest circuit a first view opens at: a graph one c
 # an NDF under this reads 0.00: such a circuit deviates from the model as much as the corruption
 # does, and calling one of several such circuits "the most faithful" said nothing true of use
 NONE_FAITHFUL = 0.005
+# what a curve's NDF 0 was measured on (``details.base.reference_name``), as "deviating ... as much
+# as X does" says it: a run with no corrupted prompt said "the corruption" of its neutral prompt
+ZERO_DEVIATES = {
+    "corrupted": "the corruption",
+    "neutral prompt": "the neutral prompt",
+    "signals knocked out": "knocking its signals out",
+}
 
 
 @dataclass(frozen=True)
@@ -40,13 +47,15 @@ def opening_view(
     max_edges: int = READABLE_EDGES,
     good_ndf: float = 0.8,
     larger_at: str = "on the slider and the curve",
+    reference: str = "corrupted",
 ) -> OpeningView:
     """Where a first view of a curve's circuits opens: the smallest budget whose circuit reaches
     ``good_ndf`` with at most ``max_edges`` edges kept; when none does, the most faithful circuit
     of at most ``max_edges`` edges (the smaller on a tie), or the smallest of them when each has NDF
     0.00 (it said "the most faithful ... (NDF 0.00)"), else the smallest budget. The sentence
     says which, with the figures it read off the curve, and where the larger budgets are shown
-    (``larger_at``: the app's slider and curve; the command line's table)."""
+    (``larger_at``: the app's slider and curve; the command line's table). ``reference``: what NDF's
+    0 was measured on (``details.base.reference_name``), named where no circuit is faithful."""
     points = [p for p in sorted(curve, key=lambda p: _value(p, "budget")) if not math.isnan(_value(p, "ndf"))]
     if not points:
         points = sorted(curve, key=lambda p: _value(p, "budget"))
@@ -94,8 +103,8 @@ def opening_view(
         return OpeningView(
             int(_value(first, "budget")),
             f"No circuit of at most {max_edges} edges reaches NDF {good_ndf} ({where}), and none of them is "
-            f"faithful at all: NDF is 0.00 {each}, deviating from the model about as much as the "
-            f"corruption does, or more; opened at {edges_at(first)}, the smallest (NDF "
+            f"faithful at all: NDF is 0.00 {each}, deviating from the model about as much as "
+            f"{ZERO_DEVIATES.get(reference, 'the ' + reference)} does, or more; opened at {edges_at(first)}, the smallest (NDF "
             f"{_value(first, 'ndf'):.2f}). Larger budgets are {larger_at}.",
         )
     stop = growth_stop(points)

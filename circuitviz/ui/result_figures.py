@@ -9,6 +9,15 @@ import statistics
 
 from ..core.text import counted, percent_text, score_text, shown
 from ..details.base import NEUTRAL_PROMPT, NEUTRAL_PROMPT_WORDS, reference_name
+from ..render.opening import OpeningView, opening_view
+
+
+def opening_of(result, good_ndf: float) -> OpeningView | None:
+    """Where ``result``'s first view opens and why, its NDF 0 named as its run measured it (a run
+    with no corrupted prompt said "the corruption" of its neutral prompt)."""
+    if not result.curve:
+        return None
+    return opening_view(result.curve, good_ndf=good_ndf, reference=reference_name(result))
 
 
 def metric_values(result, point) -> dict[str, str]:

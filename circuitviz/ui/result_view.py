@@ -32,7 +32,7 @@ from .instrument import instrument_view
 from .link_values import DEMO_NO_POSITIONS, link_budget_sentence
 from .measure_offers import measure_offers
 from .position_view import position_result_view
-from .result_figures import METRIC_HELP, held_out_caption, metric_values, transfer_entry
+from .result_figures import METRIC_HELP, held_out_caption, metric_values, opening_of, transfer_entry
 from .steer import share_percent
 
 MAX_DRAWN_EDGES = 1500
@@ -190,7 +190,7 @@ def budget_slider(result, key: str = "budget", any_budget: bool = False) -> int:
         return 0
     free = any_budget and result.any_budget
     options = any_budget_options(evaluated[0], evaluated[-1], evaluated) if free else evaluated
-    opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
+    opening = opening_of(result, GOOD_NDF)
     mine = (result.model_id, result_mark(result))
     if opening is not None and key == "budget":  # a budget nobody chose for it: its own opening
         open_budget(mine, opening.budget)
@@ -249,7 +249,7 @@ def learn_offer(result, budget: int) -> tuple[str, list[int]] | None:
     (``paraphrase_view.learn_offer_caption``) both ask this, so they cannot disagree."""
     from ..methods import method_traits, methods_with
 
-    opening = render.opening_view(result.curve, good_ndf=GOOD_NDF) if result.curve else None
+    opening = opening_of(result, GOOD_NDF)
     if opening is None or opening.faithful or budget != opening.budget:
         return None
     # not for a task with no corrupted prompt: ACC++'s knockout NDF offered paraphrase pruning, which
