@@ -20,6 +20,10 @@ warm start, learning and evaluation; the model loaded once). Variants:
     anchor30-draw50  both
     pw25/pw35   average's, the prompt weighing 25/35 % of the loss (the fit paraphrases the rest;
                 the default is 50 %)
+    fill        average's, each step keeping the largest top-N whose pruned circuit has at most the
+                budget's edges (the defaults' pruned circuits keep 65-96 of 103)
+    git         fill's learning, then the kept step's mask cut where the worse of its sufficiency
+                and necessity on the prompt and fit share is highest
 
 Targets (issue 31): NDF >= 0.8 on the prompt AND mean held-out NDF >= 0.8 on 7 of the 9 prompts;
 at most 40 nodes on 6 of 9; at most 10 s a prompt.
@@ -67,6 +71,8 @@ VARIANTS = {  # the method's settings of each variant, over its defaults
     "pw25": {"warm_start": "average", "prompt_weight": 0.25},
     "pw35": {"warm_start": "average", "prompt_weight": 0.35},
     "reverse": {"warm_start": "average", "reverse": True},
+    "fill": {"warm_start": "average", "cut": "fill"},
+    "git": {"warm_start": "average", "cut": "git"},
 }
 
 
@@ -155,6 +161,7 @@ def main() -> None:
                 "fit": result.details.fit,
                 "held_out": result.details.held_out,
                 "held_out_each": held,
+                "cut": row.get("cut"),  # cut git: the cut chosen, and the circuit before it
             }
             if args.wide:
                 wide = measure_transfer(model, result, count=args.wide, budgets=[args.budget])
@@ -165,6 +172,8 @@ def main() -> None:
                     f"{'':12s} {kind:16s} wide held-out {entry['wide_ndf']:.3f} (n={len(values)})", flush=True
                 )
             rows.append(entry)
+            if args.json:  # after every prompt: a run stopped part way keeps what it measured
+                _write(args.json, rows)
             print(
                 f"{name:12s} {kind:16s} NDF {entry['ndf']:.3f}  held-out {entry['held_out_ndf']:.3f} "
                 f"(n={entry['n_held_out']}, fit n={entry['n_fit']} mean {entry['fit_ndf']:.3f})  "
@@ -195,8 +204,12 @@ def main() -> None:
         )
     print(f"load average at end: {load_average()}")
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(rows, handle, indent=1, default=str)
+        _write(args.json, rows)
+
+
+def _write(path: str, rows: list[dict]) -> None:
+    with open(path, "w") as handle:
+        json.dump(rows, handle, indent=1, default=str)
 
 
 if __name__ == "__main__":

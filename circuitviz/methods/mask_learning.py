@@ -40,6 +40,7 @@ from ..measure.chunks import run_in_chunks
 from ..measure.evaluate import Evaluator
 from ..models.adapter import model_dtype
 from .base import RunContext
+from .mask_thresholds import filled_counts
 
 # a budget stops learning once its circuit's selection error is within this of 0 (NDF 0.99)
 TOLERANCE = 0.01
@@ -88,7 +89,9 @@ class Schedule:
     task is still run and the step is still kept by all of them. ``prompt_weight`` (0 to 1,
     exclusive) is the prompt's share of the loss with several tasks, the others sharing the rest
     (evenly, by ``reweight`` or among those ``draw`` picks); 0.5: the prompt weighs as much as the
-    others together."""
+    others together. ``fill``: once at its budget, each step's hard mask keeps the largest top-N
+    whose pruned circuit has at most the budget's edges (``mask_thresholds.filled_count``), not the
+    top-N of the budget itself."""
 
     steps: int
     learning_rate: float
@@ -101,6 +104,7 @@ class Schedule:
     draw: float = 0.0
     draw_seed: int = 0
     prompt_weight: float = 0.5
+    fill: bool = False
 
     def __post_init__(self):
         if not 0 < float(self.prompt_weight) < 1:
@@ -118,6 +122,7 @@ class LearnedMasks:
     steps_run: int
     first_at_size: list[list[float]]  # per budget, per task, the first circuit of its size's deviations
     worst: bool = False  # selected by the lowest other task's NDF, not their mean
+    best_logits: torch.Tensor | None = None  # [n_budgets, n_edges] each kept step's logits
 
     @property
     def deviation(self) -> list[list[float]]:
@@ -233,6 +238,7 @@ def learn_masks(
     # each budget's kept hard mask, pruned after the learning (``prune`` treats rows alone)
     best_circuits = torch.zeros(n_budgets, spec.n_forward, spec.n_backward, dtype=torch.bool, device=device)
     best_error, best_step = [math.inf] * n_budgets, [0] * n_budgets
+    best_logits = logits.clone()  # each budget's logits at its kept step
     history: list[list[list[float]]] = [[] for _ in range(n_budgets)]
     first_at_size: list[list[float]] = [[math.nan] * n_tasks for _ in range(n_budgets)]
     temperature, sparsity, steps = float(schedule.temperature), float(schedule.sparsity), int(schedule.steps)
@@ -374,6 +380,10 @@ def learn_masks(
     with reusing_prefixes():
         while training:
             sizes = [scheduled_count(n, n_edges, step, schedule.warmup) for n in counts]
+            reached = [size == int(n) for size, n in zip(sizes, counts)]  # at the budget's size
+            if schedule.fill:  # the largest top-N whose pruned circuit fits the budget
+                filled = filled_counts(spec, logits, counts)
+                sizes = [f if at else size for f, at, size in zip(filled, reached, sizes)]
             budget_counts = torch.tensor(sizes, device=device)
             active = list(training)
             results: dict[int, tuple] = {}
@@ -383,7 +393,7 @@ def learn_masks(
                     prompt, [1 / n_drawn if t in drawn else 0.0 for t in range(1, n_tasks)]
                 )
             # the last step of every active budget: its circuits are measured, its gradient unused
-            last = step >= steps and all(sizes[i] == int(counts[i]) for i in active)
+            last = step >= steps and all(reached[i] for i in active)
 
             def compute(rows: slice, active=active, last=last):
                 return pass_rows(rows, active, backward=not last)
@@ -398,7 +408,7 @@ def learn_masks(
             for index in active:
                 deviations, circuit, gradient = results[index]
                 history[index].append(deviations)
-                at_size = sizes[index] == int(counts[index])
+                at_size = reached[index]
                 if at_size and math.isnan(first_at_size[index][0]):
                     first_at_size[index] = list(deviations)
                 error = selection_error(deviations, schedule.worst)
@@ -410,6 +420,7 @@ def learn_masks(
                 if at_size and error < best_error[index] - TIE:
                     best_error[index], best_step[index] = error, step
                     best_circuits[index] = circuit
+                    best_logits[index] = logits[index]
                 if at_size and (best_error[index] <= TOLERANCE or step >= steps or spans[0] == 0):
                     training.remove(index)
                     continue
@@ -434,6 +445,7 @@ def learn_masks(
         step,
         first_at_size,
         bool(schedule.worst),
+        best_logits,
     )
 
 

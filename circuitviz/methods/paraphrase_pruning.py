@@ -77,6 +77,7 @@ from .mask_learning import (
     mask_scores,
     selection_error,
 )
+from .mask_thresholds import CUTS, GIT_SHARES, git_cut
 from .paraphrase_pairs import GENERATED, ParaphraseSource, paraphrases_from_cli
 from .registry import get_method, register
 from .scoring import pair_scores
@@ -140,6 +141,11 @@ class ParaphrasePruningConfig(ParaphraseSource):
         False,
         "also fit each fit task in the other direction (its corrupted prompt the base, patched toward the clean one), so the circuit must carry the answer both ways.",
     )
+    cut: str = setting(
+        "count",
+        "where each budget's mask is cut. count: each budget keeps its top-N edges, then those on no path are pruned; fill: each step keeps the largest top-N whose pruned circuit has at most the budget's edges; git: fill, then the kept step's mask is cut where the worse of its sufficiency and its necessity on the prompt and fit paraphrases is highest.",
+        choices=CUTS,
+    )
 
     def __post_init__(self):
         super().__post_init__()  # the paraphrase settings, and every bound the fields declare
@@ -147,6 +153,8 @@ class ParaphrasePruningConfig(ParaphraseSource):
             raise ValueError(
                 f"warm_start must be one of {', '.join(WARM_STARTS)}, not {given(self.warm_start)}."
             )
+        if self.cut not in CUTS:
+            raise ValueError(f"cut must be one of {', '.join(CUTS)}, not {given(self.cut)}.")
         if self.objective not in OBJECTIVES:
             raise ValueError(
                 f"objective must be one of {', '.join(OBJECTIVES)}, not {given(self.objective)}."
@@ -270,8 +278,32 @@ def learn_shared_masks(
         draw=float(config.draw),
         draw_seed=int(config.seed),
         prompt_weight=float(config.prompt_weight),
+        fill=config.cut in ("fill", "git"),
     )
     return learn_masks(ctx, evaluators, start, counts, schedule)
+
+
+def _git(ctx: RunContext, fitting: Sequence[Evaluator], learned: LearnedMasks, j: int, budget: int) -> dict:
+    """Budget ``j``'s circuit cut by ``mask_thresholds.git_cut`` on the fit set (the prompt and
+    the fit paraphrases; never the held-out share), in place; returns what the cut found."""
+    circuit, record = git_cut(ctx.spec, fitting, learned.best_logits[j], learned.circuits[j], budget)
+    learned.circuits[j] = circuit
+    return record
+
+
+def _record_uncut(cuts: list[dict], uncut: torch.Tensor, tasks: Sequence[Evaluator], n_fit: int) -> None:
+    """Add to each budget's cut record the NDFs of the circuit before the cut (``fill``'s) on the
+    prompt, the fit share and the held-out share (``tasks`` in that order), measured after the cut
+    was chosen, so a reader sees what the cut changed."""
+    values = _ndfs(tasks, uncut)  # [n_tasks][n_trained]
+    for j, record in enumerate(cuts):
+        fit, held = [row[j] for row in values[1 : 1 + n_fit]], [row[j] for row in values[1 + n_fit :]]
+        record["uncut"] = {
+            "edges": int(uncut[j].sum()),
+            "ndf": values[0][j],
+            "fit_ndf": statistics.fmean(fit) if fit else math.nan,
+            "held_out_ndf": statistics.fmean(held) if held else math.nan,
+        }
 
 
 def _reversed(ctx: RunContext, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
@@ -410,7 +442,9 @@ class ParaphrasePruning(Method):
             + PARAPHRASE_CHECK_PASSES * paraphrases
             + 2.0 * valid
             + learning_passes(steps, masks, learned)  # every mask on every fitted task
-            + (valid + 2.0) * masks,
+            + (valid + 2.0) * masks
+            # ``git``: each candidate cut and its complement on every fitted task
+            + (2.0 * (len(GIT_SHARES) + 1) * tasks * masks if config.cut == "git" else 0.0),
             gradient_batch=max(warm.gradient_batch, masks),
             ig_steps=int(config.ig_steps),
             n_paraphrases=paraphrases,
@@ -448,6 +482,10 @@ class ParaphrasePruning(Method):
                 with ctx.timed("learning_s"):
                     learning = fitting + (_reversed(ctx, fitting) if config.reverse else [])
                     learned = learn_shared_masks(ctx, config, learning, start, trained)
+                if config.cut == "git":  # cut where sufficiency and necessity both hold
+                    uncut = learned.circuits.clone()  # fill's circuits, measured below for the record
+                    with ctx.timed("cut_s"):
+                        cuts = [_git(ctx, fitting, learned, j, b) for j, b in enumerate(trained)]
                 scores = mask_scores(spec, learned, config.temperature, device)
                 details.steps_run = learned.steps_run
             circuits = budget_circuits(spec, budgets, trained, learned, device)
@@ -456,6 +494,8 @@ class ParaphrasePruning(Method):
                 # the fit and held-out shares in one call: paraphrases of one length share a pass
                 every = _ndfs([*split.fit, *split.held_out], circuits, ctx.progress)
                 measured = {"fit": every[: len(split.fit)], "held": every[len(split.fit) :]}
+                if config.cut == "git":  # after the cut was chosen: a record, never a choice
+                    _record_uncut(cuts, uncut, [evaluator, *split.fit, *split.held_out], len(split.fit))
         details.held_out_ndf = {
             str(b): [row[i] for row in measured["held"]] for i, b in enumerate(budgets) if measured["held"]
         }
@@ -478,6 +518,7 @@ class ParaphrasePruning(Method):
                     "warm_from": origin[j],
                     "best_step": learned.best_step[j],
                     "steps": len(learned.deviations[j]),
+                    **({"cut": cuts[j]} if config.cut == "git" else {}),
                 }
             )
         if evaluator.baseline.clean == evaluator.baseline.corrupted:
