@@ -255,3 +255,32 @@ def test_a_note_after_a_colon_starts_in_lower_case_unless_an_acronym_or_a_number
     from circuitviz.core.text import after_colon
 
     assert after_colon(note).startswith(shown)
+
+
+@pytest.mark.parametrize("slug, answer", [("ioi", "' Mary'"), ("arithmetic", "' three'")])
+def test_the_gallerys_held_out_note_names_the_answer_once(slug, answer):
+    """The Gallery's IOI and arithmetic examples were stored before a left-out paraphrase's reason
+    named the prompt's answer once, and their pages said "neither the answer ' Mary' nor its answer
+    on the original prompt (' Mary')", one token named twice as though two: the stored words are
+    shown as today's."""
+    from streamlit.testing.v1 import AppTest
+
+    def page(slug: str):
+        from pathlib import Path
+
+        import torch
+
+        from circuitviz.core.results import CircuitResult
+        from circuitviz.ui import result_view
+
+        path = Path("assets") / "gallery" / f"{slug}.pt"
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        result = CircuitResult.from_state(state["result"])
+        budget = 100 if slug == "arithmetic" else 30  # where the Gallery opens each
+        result_view.metrics_row(result, budget, result.point(budget))
+
+    at = AppTest.from_function(page, args=(slug,)).run(timeout=60)
+    assert not at.exception, at.exception
+    said = " ".join(c.value.replace("\\", "") for c in at.caption)
+    assert "nor its answer on the original prompt" not in said, said
+    assert f"not the answer {answer} it gives on the original prompt" in said, said

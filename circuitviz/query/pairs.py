@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -127,6 +128,22 @@ class ParaphrasePair:
 def original_pair(task: PromptTask) -> ParaphrasePair:
     """The prompt itself as candidate 0."""
     return ParaphrasePair(task.clean, task.corrupted, task.answer, task.foils, "original", task.metric)
+
+
+# the reason ``ParaphrasePair.reason`` gave before it named a token the model gives on the prompt
+# once: a result stored then (the Gallery's IOI and arithmetic examples) keeps that sentence
+_NAMED_TWICE = re.compile(
+    r"the model answers (.+?) here, neither the answer (.+?) nor its answer on the original prompt \(\2\)"
+)
+
+
+def reason_as_now(text: str) -> str:
+    """``text`` with every reason a stored result gave in the older words ("neither the answer
+    ' Mary' nor its answer on the original prompt (' Mary')", one token named twice as though two)
+    in today's ("not the answer ' Mary' it gives on the original prompt")."""
+    return _NAMED_TWICE.sub(
+        r"the model answers \1 here, not the answer \2 it gives on the original prompt", text
+    )
 
 
 LEFT_OUT_SHOWN = 5  # the left-out paraphrases a note names; the count always covers all of them

@@ -20,7 +20,7 @@ from ..core.text import after_colon, counted, markdown_text, method_settings, po
 from ..details.base import found_edges
 from ..entry.api import evaluate_circuits
 from ..methods.registry import method_traits
-from ..query.pairs import LEFT_OUT_SHOWN
+from ..query.pairs import LEFT_OUT_SHOWN, reason_as_now
 from ..render.curve_notes import curve_notes
 from ..render.feature_graph import feature_circuit_html
 from . import link_choices, loaders, state
@@ -107,7 +107,7 @@ def metrics_row(result, budget: int, point=None) -> None:
     # the measured transfer's own sentence (the paraphrases its checks left out, and why) beside its figure
     measured = (result.transfer or {}).get("note") if held and transfer_entry(result, point.budget) else ""
     # beside the method's own notes; "The held-out measurement: Fewer than 5 ..." read wrong
-    measured = f"The held-out measurement: {after_colon(measured)}" if measured else ""
+    measured = f"The held-out measurement: {after_colon(reason_as_now(measured))}" if measured else ""
     notes = result.details.page_notes() if result.details is not None else []
     for caption in [text for text in (held, measured) if text] + notes:
         st.caption(markdown_text(caption))  # paraphrases are the user's text: escaped
@@ -128,7 +128,9 @@ def left_out_rows(result) -> list[dict]:
         for row in getattr(result.details, "left_out", None) or []
     ]
     rows += [{**row, "where": "held-out transfer"} for row in (result.transfer or {}).get("left_out", [])]
-    return rows
+    return [
+        {**row, "reason": reason_as_now(str(row.get("reason", "")))} for row in rows
+    ]  # as stored: older words
 
 
 def own_answer_note(result, model=None) -> str | None:
