@@ -119,3 +119,42 @@ def test_learning_with_frozen_nodes_keeps_its_circuits_and_histories(shape, monk
     assert all(torch.equal(now.circuits[b], before.circuits[b]) for b in before.circuits)
     assert now.details.history == before.details.history
     assert torch.allclose(now.scores, before.scores, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", ("gpt2", "gemma"))
+def test_a_left_out_node_still_runs_forward_for_its_edges_gradient(shape):
+    """A node no kept edge leads on from is left out of the backward pass only: the mask gradient
+    of each of its edges (into every reader, live ones included) reads its output, so its forward
+    must run. Its output replaced by the corrupted run's (the module skipped: the same metric to
+    float rounding, as the patches cancel it) would make those gradients 0."""
+    model = tiny_model(shape, seed=1)
+    spec = GraphSpec.from_model(model)
+    prepared = prepare_task(model, IOI_TASK)
+    evaluator = Evaluator(model, spec, prepared)
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    size = (1, spec.n_forward, spec.n_backward)
+    keep = (torch.rand(size, generator=generator, device="cpu") < 0.4).double()  # dense, hard
+    writer = spec.mlp_forward(0)
+    keep[:, writer] = 0  # MLP 0 leads nowhere
+    keep[:, 0, spec.mlp_backward(0)] = 1
+    frozen = dead_layers(spec, keep)
+    assert 0 in frozen[0]
+    edges = spec.tensors("cpu").edge_mask[writer]  # MLP 0's edges, none kept
+    metric, full = _run(model, spec, prepared, evaluator, keep, None, [])
+    metric_frozen, gradient = _run(model, spec, prepared, evaluator, keep, frozen, [])
+    assert gradient[0, writer][edges].abs().sum() > 0.1 * gradient.abs().max()
+    assert torch.allclose(gradient[0, writer], full[0, writer], rtol=1e-9, atol=1e-12)
+    corrupted = evaluator.corrupted_writers[:, :, writer]  # [1, pos, d_model]
+
+    calls: list[int] = []
+
+    def skipped(x, hook):  # the unchanged prefix runs first, then the rest of the positions
+        first = not calls and x.shape[1] < corrupted.shape[1]
+        calls.append(x.shape[1])
+        part = corrupted[:, : x.shape[1]] if first else corrupted[:, -x.shape[1] :]
+        return part.to(x.dtype).expand_as(x).clone()
+
+    with adapter_of(model).hooked([(sites.mlp_out(0), skipped)]):
+        metric_skipped, gradient_skipped = _run(model, spec, prepared, evaluator, keep, frozen, [])
+    assert torch.allclose(metric_skipped, metric_frozen, rtol=0, atol=1e-12)
+    assert not gradient_skipped[0, writer].any()
