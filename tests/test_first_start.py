@@ -138,3 +138,26 @@ def test_a_load_that_converted_the_weights_is_not_what_the_next_start_expects(tm
     again = Future()
     loaders._load_into(again, lambda model_id, device: Model(), "a-model", "cpu")
     assert again.result() is not None and calibration.last_load("a-model") is not None
+
+
+def test_the_terminal_says_what_the_models_load_does(capsys):
+    """A first start's conversion took minutes with nothing in the terminal but transformers' bar
+    "Loading weights" at its end; the launcher prints the loader's own lines."""
+    import logging
+
+    handler = serve.say_what_the_load_does()
+    try:
+        assert handler is not None and serve.say_what_the_load_does() is None  # once
+        logging.getLogger("circuitviz.models.loading").info(
+            "Converting %s once (a minute or more); later loads read %s.", "gemma-3-270m", "/cache/x"
+        )
+        logging.getLogger("circuitviz.models.cache").debug("not this one")
+        said = capsys.readouterr().err
+        assert said == (
+            "circuitviz: Converting gemma-3-270m once (a minute or more); later loads read /cache/x.\n"
+        )
+    finally:
+        logger = logging.getLogger(serve.MODEL_LOGGER)
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True

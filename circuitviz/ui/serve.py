@@ -105,11 +105,32 @@ def _address_configured(folders: tuple[Path, ...] | None = None) -> bool:
     return False
 
 
+MODEL_LOGGER = "circuitviz.models"
+
+
+def say_what_the_load_does() -> logging.Handler | None:
+    """Print the model loader's own lines in the terminal, ``circuitviz: Converting gemma-3-270m
+    once (a minute or more); later loads read ...`` on a first start, ``circuitviz: Loading
+    gemma-3-270m from the conversion cache ...`` after: the terminal said nothing for the minutes
+    of a first start's conversion, then showed transformers' bar "Loading weights". Returns the
+    handler added (None when the logger has one already)."""
+    logger = logging.getLogger(MODEL_LOGGER)
+    if logger.handlers:
+        return None
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("circuitviz: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # once, whatever the root logger does
+    return handler
+
+
 def main(argv: list[str] | None = None) -> None:
     """Preload, then run streamlit on app.py with ``argv`` (default: this command's flags)."""
     from . import startup
 
     startup.mark("launcher")
+    say_what_the_load_does()
     from streamlit.web import cli
 
     startup.mark("streamlit imported")
