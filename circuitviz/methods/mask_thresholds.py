@@ -1,10 +1,10 @@
 """Where a learned mask is cut: thresholds other than its budget's top-N (opt-in settings of
-paraphrase pruning; docs/faithfulness.md, "Thresholds", session 46).
+paraphrase pruning; docs/faithfulness.md, "Where the mask is cut", session 46).
 
 A budget N keeps the N edges of highest logit, and then every edge on no path from the input to
 the logits is pruned (it changes nothing the circuit computes): on the nine prompts the pruned
-circuits of budget 103 keep 65-96 edges. Two ways to cut otherwise, both fitted and chosen on the
-prompt and the fit share only:
+circuits of budget 103 keep 63-102 edges (seed 1). Two ways to cut otherwise, both fitted and
+chosen on the prompt and the fit share only:
 
 - ``fill``: each learning step keeps the largest top-N whose pruned circuit has at most the
   budget's edges (``filled_counts``), so the circuit uses the budget it is measured by;
