@@ -284,3 +284,21 @@ def test_the_gallerys_held_out_note_names_the_answer_once(slug, answer):
     said = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "nor its answer on the original prompt" not in said, said
     assert f"not the answer {answer} it gives on the original prompt" in said, said
+    assert ": The corruption" not in said, said  # the arithmetic example's weak pair, stored so
+    if slug == "arithmetic":
+        assert "The result is': the corruption lowers the logit difference of ' three' by only" in said, said
+
+
+def test_a_weak_corruptions_reason_follows_its_paraphrases_colon_in_lower_case():
+    """The reason a weak corruption is left out is a sentence of its own ("The corruption lowers
+    ..."): a left-out note wrote it after the paraphrase's colon with its capital, mid-sentence."""
+    from circuitviz.query.pairs import left_out_note
+
+    weak = (
+        "The corruption lowers the logit difference of ' three' by only 0.15 (+1.524 clean, +1.374 corrupted)"
+    )
+    note = left_out_note([("a", weak), ("b", "NDF repeats")], 6)
+    assert note == (
+        "2 of 6 paraphrases left out, 4 kept: 'a': the corruption lowers the logit difference of ' three' by "
+        "only 0.15 (+1.524 clean, +1.374 corrupted); 'b': NDF repeats."
+    )

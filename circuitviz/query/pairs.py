@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..core import json_text
 from ..core.tasks import PromptTask
-from ..core.text import counted, read_user_file, shown, shown_token
+from ..core.text import after_colon, counted, read_user_file, shown, shown_token
 
 
 class ParaphraseError(ValueError):
@@ -137,13 +137,19 @@ _NAMED_TWICE = re.compile(
 )
 
 
+# and a weak corruption's reason began with its capital after the paraphrase's colon
+_CAPITAL_AFTER_COLON = re.compile(r": The corruption (lowers|raises) the ")
+
+
 def reason_as_now(text: str) -> str:
     """``text`` with every reason a stored result gave in the older words ("neither the answer
     ' Mary' nor its answer on the original prompt (' Mary')", one token named twice as though two)
-    in today's ("not the answer ' Mary' it gives on the original prompt")."""
-    return _NAMED_TWICE.sub(
+    in today's ("not the answer ' Mary' it gives on the original prompt"), and a weak
+    corruption's reason after its paraphrase's colon in lower case, as ``left_out_note`` writes it."""
+    text = _NAMED_TWICE.sub(
         r"the model answers \1 here, not the answer \2 it gives on the original prompt", text
     )
+    return _CAPITAL_AFTER_COLON.sub(r": the corruption \1 the ", text)
 
 
 LEFT_OUT_SHOWN = 5  # the left-out paraphrases a note names; the count always covers all of them
@@ -155,7 +161,8 @@ def left_out_note(left_out: Sequence[tuple[str, str]], total: int) -> str:
     ``LEFT_OUT_SHOWN`` are named, and the sentence says when there are more."""
     if not left_out:
         return ""
-    named = "; ".join(f"{shown(clean)}: {reason}" for clean, reason in left_out[:LEFT_OUT_SHOWN])
+    # a reason that is a sentence of its own ("The corruption lowers ...") follows the colon in lower case
+    named = "; ".join(f"{shown(clean)}: {after_colon(reason)}" for clean, reason in left_out[:LEFT_OUT_SHOWN])
     more = len(left_out) - LEFT_OUT_SHOWN
     kept = f", {total - len(left_out):,} kept" if total > len(left_out) else ""  # beside the count asked for
     return f"{len(left_out)} of {counted(total, 'paraphrase')} left out{kept}: {named}" + (
