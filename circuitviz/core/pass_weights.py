@@ -17,7 +17,15 @@ the app's probe runs it; docs/benchmarks.md has the figures):
 - a gradient pass (EAP's one, each EAP-IG interpolation step): a set-up, then a batched forward and
   backward pass a row, about 2 passes on both models (counted 3 before: EAP-IG was over-counted
   against EAP, whose work is mostly its curve, and EAP's first estimate, priced at EAP-IG's rate,
-  came out 1.6-1.8 times short).
+  came out 1.6-1.8 times short). A pass too long for the device's working memory runs in chunks
+  (``measure.chunks``), and each chunk pays the set-up again: on a CPU's 2 GB the IOI prompt's
+  gradient pass holds 37 rows on Gemma-3-270M and 12 on SmolLM2-135M, so 40 IG steps are 2 and 4
+  chunks; the 38th step cost 9.2 passes on Gemma where the 37th cost 2.5, the 13th 8.0 on SmolLM2
+  (``limits.estimate_run`` counts the chunks, ``gradient_passes(rows, chunks)``).
+
+The clean and corrupted runs of a prompt this process ran before are read back, not made again
+(``measure.evaluate.kept_prompt_run``): a second method on the same prompt does not pay them, and
+its estimate leaves them out (``Cost.prompt_passes``).
 
 Nothing here imports torch: the calibration file's reader (which the command line's first lines
 and the dataset form reach) reads ``WEIGHTS_VERSION``.
@@ -29,8 +37,10 @@ from __future__ import annotations
 # was counted at; a rate is FLOPs over seconds, so a run counted with other weights would price
 # every later estimate off by the change (``entry.calibration`` leaves such runs out). A method's
 # own measured weights count too (AtP*'s GradDrop rows and QK fix, ``methods.atp_star``): 2, the
-# weights below; 3, AtP*'s measured on both models
-WEIGHTS_VERSION = 3
+# weights below; 3, AtP*'s measured on both models; 4, a gradient pass's set-up counted once a
+# chunk, and the clean and corrupted runs left out where the run read them back (a chunked or
+# second run's record of version 3 counted other work)
+WEIGHTS_VERSION = 4
 
 PREPARE_PASSES = 7.0  # the clean and corrupted runs, keeping every writer's output
 GRADIENT_SETUP_PASSES = 7.5  # a gradient pass's fixed part, whatever its rows
@@ -60,6 +70,7 @@ def curve_passes(n_budgets: int, spec=None) -> float:
     return CURVE_SET_UP_PASSES + 2.0 * patched_pass(spec) * n_budgets
 
 
-def gradient_passes(rows: int) -> float:
-    """A batched gradient pass of ``rows`` rows (IG steps, or EAP's one): its set-up and its rows."""
-    return GRADIENT_SETUP_PASSES + GRADIENT_STEP_PASSES * max(int(rows), 1)
+def gradient_passes(rows: int, chunks: int = 1) -> float:
+    """A batched gradient pass of ``rows`` rows (IG steps, or EAP's one) in ``chunks`` chunks (the
+    device's working memory cuts it, ``measure.chunks``): a set-up a chunk, and its rows."""
+    return GRADIENT_SETUP_PASSES * max(int(chunks), 1) + GRADIENT_STEP_PASSES * max(int(rows), 1)

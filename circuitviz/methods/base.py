@@ -89,6 +89,12 @@ class Cost:
     n_paraphrases: int = 0
     n_scored: int | None = None
     extra_bytes: float = 0.0  # working memory the method keeps beside the passes (neuron scores)
+    # of ``passes``: the prompt's clean and corrupted runs (``PREPARE_PASSES``), which a run reads
+    # back instead when this process ran the prompt before (``limits.estimate_run`` leaves them out)
+    prompt_passes: float = 0.0
+    # the rows of a batched gradient pass whose set-up ``passes`` counts once; each further chunk
+    # the device's memory cuts it into pays the set-up again (``limits.estimate_run`` counts them)
+    gradient_rows: int = 0
     passes_range: tuple[float, float] | None = None
     range_reason: str = ""
 
@@ -549,4 +555,6 @@ def gradient_cost(
         gradient_batch=steps,
         ig_steps=int(ig_steps) if integrated else 0,
         extra_bytes=float(extra_bytes),
+        prompt_passes=PREPARE_PASSES,
+        gradient_rows=steps,
     )

@@ -340,7 +340,8 @@ class CDT(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # the clean records (about 2 passes), one decomposed sequence per writer, then the clean and
         # corrupted runs and the curve when measured
-        return Cost(passes=2.0 + spec.n_forward + PREPARE_PASSES + curve_passes(n_budgets, spec))
+        passes = 2.0 + spec.n_forward + PREPARE_PASSES + curve_passes(n_budgets, spec)
+        return Cost(passes=passes, prompt_passes=PREPARE_PASSES)
 
     Details = DecompositionDetails
 

@@ -269,7 +269,7 @@ class FlowRoutes(ScoringMethod):
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:
         # one observed pass (every writer and the attention patterns kept, about 3 plain passes),
         # the shares (cheap beside it), then the clean/corrupted runs and the curve when measured
-        return Cost(passes=3.0 + PREPARE_PASSES + curve_passes(n_budgets, spec))
+        return Cost(passes=3.0 + PREPARE_PASSES + curve_passes(n_budgets, spec), prompt_passes=PREPARE_PASSES)
 
     def score(self, ctx: RunContext, config) -> torch.Tensor:
         return self.score_with_details(ctx, config)[0]
