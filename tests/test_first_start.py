@@ -149,12 +149,12 @@ def test_the_terminal_says_what_the_models_load_does(capsys):
     try:
         assert handler is not None and serve.say_what_the_load_does() is None  # once
         logging.getLogger("circuitviz.models.loading").info(
-            "Converting %s once (a minute or more); later loads read %s.", "gemma-3-270m", "/cache/x"
+            "Converting %s once (half a minute to minutes); later loads read %s.", "gemma-3-270m", "/cache/x"
         )
         logging.getLogger("circuitviz.models.cache").debug("not this one")
         said = capsys.readouterr().err
         assert said == (
-            "circuitviz: Converting gemma-3-270m once (a minute or more); later loads read /cache/x.\n"
+            "circuitviz: Converting gemma-3-270m once (half a minute to minutes); later loads read /cache/x.\n"
         )
     finally:
         logger = logging.getLogger(serve.MODEL_LOGGER)

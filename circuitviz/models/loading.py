@@ -229,7 +229,9 @@ def _gguf_parts(
         with cache.converting(entry):  # another process converting it: wait, then read its entry
             if not cache.entry_is_sound(entry):
                 cache.remove_entry(entry)
-                logger.info("Converting %s once (a minute or more); later loads read %s.", slug, entry.folder)
+                logger.info(
+                    "Converting %s once (half a minute to minutes); later loads read %s.", slug, entry.folder
+                )
                 verify()
                 converted = convert_checkpoint(checkpoint)
                 written = cache.write_entry(

@@ -124,7 +124,7 @@ def _load_into(future: Future, loader, model_id: str, device: str) -> None:
     except BaseException as error:  # handed to whoever waits for the model
         future.set_exception(error)
         return
-    # a load that converted its weights (a first start) took a minute or more for a once-only
+    # a load that converted its weights (a first start) took half a minute to minutes for a once-only
     # step: the next start read "about 334 s, as last time" over a load of 30 s. Only loads from
     # the cache say what a start takes.
     if complete_entries() <= entries:

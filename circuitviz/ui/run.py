@@ -45,7 +45,7 @@ def load_model_or_stop(model_id: str, device: str):
             f"about {last:.0f} s, as last time"
             if last is not None
             else "seconds once its converted weights are cached; a first start converts them, once: "
-            "a minute or more"
+            "half a minute to minutes, by how busy the machine is"
         )
         line, start, shown = st.empty(), time.perf_counter(), markdown_text(model_id)  # a typed folder
         while not future.done():

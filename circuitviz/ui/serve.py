@@ -110,7 +110,7 @@ MODEL_LOGGER = "circuitviz.models"
 
 def say_what_the_load_does() -> logging.Handler | None:
     """Print the model loader's own lines in the terminal, ``circuitviz: Converting gemma-3-270m
-    once (a minute or more); later loads read ...`` on a first start, ``circuitviz: Loading
+    once (half a minute to minutes); later loads read ...`` on a first start, ``circuitviz: Loading
     gemma-3-270m from the conversion cache ...`` after: the terminal said nothing for the minutes
     of a first start's conversion, then showed transformers' bar "Loading weights". Returns the
     handler added (None when the logger has one already)."""
