@@ -68,7 +68,8 @@ def necessity(without: float, baseline: Baseline) -> float:
     """Necessity min(|L(M(q)) - L((M\\C)(q))| / |L(M(q)) - L(M(q'))|, 1), normalised like NDF.
 
     ``without``: the metric of the full model with only the circuit's edges patched to the
-    corrupted run. 1 when removing the circuit removes the whole clean-corrupted difference,
+    corrupted run. 1 when removing the circuit removes the whole clean-corrupted difference
+    or more (an overshoot is capped at 1, as NDF's deviation is),
     0 when removing it changes nothing; NaN when the clean and corrupted runs agree.
     """
     span = baseline.clean - baseline.corrupted

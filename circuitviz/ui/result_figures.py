@@ -81,7 +81,7 @@ METRIC_HELP = {
     "signals knocked out L": "no corrupted prompt was given: the metric of the prompt with every signal ACC++ "
     "found knocked out of the queries and keys, NDF's 0",
     "NDF": "normalised deviation faithfulness: 1 = the circuit reproduces the model, 0 = it deviates as much as the corruption",
-    "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference, 0 = it changes nothing",
+    "necessity": "the model with only the circuit's edges corrupted: 1 = removing the circuit removes the whole clean-corrupted difference or more (capped at 1), 0 = it changes nothing",
     "completeness": "a random half of the circuit removed from the circuit and from the whole model (8 halves): "
     "1 = both respond alike, so the model holds no route the circuit lacks; necessity is near 1 for every "
     "circuit holding the few edges everything passes through, completeness is not",
