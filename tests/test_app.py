@@ -265,13 +265,15 @@ def test_a_prompt_no_template_knows_says_so_and_disables_run():
 def test_a_prompt_no_template_knows_is_no_warning_for_a_method_that_needs_no_corrupted_prompt():
     """Signals (ACC++) said "No corrupted prompt could be proposed ... write it with the key word
     replaced" in a warning, and under it "This method needs no corrupted prompt": a caption now."""
+    from circuitviz.ui.corrupted_box import NO_CORRUPTED_NEEDED
+
     at = _explore(method="acc++")
     at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()
     assert not at.exception, at.exception
     assert not any("No corrupted prompt could be proposed" in w.value for w in at.warning)
     captions = [c.value for c in at.caption]
     assert any("No corrupted prompt could be proposed" in c for c in captions)
-    assert "This method needs no corrupted prompt." in captions
+    assert NO_CORRUPTED_NEEDED in captions  # and what an empty box means for the figures
     assert not _run_button(at).disabled
 
 

@@ -76,6 +76,15 @@ def follow_foil(model, model_id: str, prompt: str, answer: str, top_tokens: list
     session.corrupted_foil = foil
 
 
+# what an empty box means for the figures (an audit: the form said only the first sentence, and the
+# curve's reference was learnt from the result)
+NO_CORRUPTED_NEEDED = (
+    "This method needs no corrupted prompt. Left empty, its NDF and curve are measured against a "
+    "reference the result names (a neutral prompt, or the method's own); a corrupted prompt typed "
+    "here is used for them instead."
+)
+
+
 def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
     """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
     corrupted = state.bind(
@@ -94,7 +103,7 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
         st.caption(markdown_sentence(note))
     if not corrupted.strip():
         if not need_corrupted:
-            st.caption("This method needs no corrupted prompt.")
+            st.caption(NO_CORRUPTED_NEEDED)
             return corrupted, []
         problem = EMPTY_CORRUPTED
         if not note:
