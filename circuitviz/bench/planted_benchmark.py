@@ -7,9 +7,11 @@ distractor heads that read the input or the circuit itself, distractor MLPs, and
 pushed into their nonlinear regime. Every method runs on the same cases, and its recovered edge
 set is compared with the true one:
 
-- the method's own edge set: the edges it marks as its circuit (``result.details.circuit_edges``,
-  as CircuitLasso's selected support), otherwise every edge whose score is not zero (below
-  ``ZERO_SCORE`` times the largest), pruned to paths from input to logits;
+- the method's own edge set: the edges it marks as its circuit (``result.details.circuit_edges``:
+  CircuitLasso's selected support, ACDC's and the flow routes' circuits, Edge Pruning's and
+  paraphrase pruning's learned masks at the budget |true|, not their mask scores, which are nonzero
+  on nearly every edge), otherwise, for a method that only scores edges, every edge whose score is
+  not zero (below ``ZERO_SCORE`` times the largest), pruned to paths from input to logits;
 - the top-|true| edges of its scores, not pruned (an oracle budget: the quality of its ranking;
   pruning would turn one near miss on a chain into a whole missing chain).
 
@@ -269,7 +271,8 @@ class BenchReport:
             "cases": [{"name": c.name, **asdict(c)} for c in self.cases],
             "results": [asdict(r) for r in self.results],
             "notes": [
-                "own: the method's own edge set (its circuit, or its nonzero scores), pruned",
+                "own: the method's own edge set (the circuit it marks, a learned mask at |true|; else, for a "
+                "method that only scores edges, its nonzero scores), pruned",
                 "budget: its top-|true| edges, not pruned (ranking quality at the oracle budget)",
                 "SHD: edges to add plus edges to delete; seconds: scoring only, per case",
                 f"circuit-lasso also observes {CORPUS_TEXTS} random sentences over the models' vocabulary",
@@ -330,10 +333,11 @@ def to_markdown(report: BenchReport) -> str:
         f"{len(report.cases)} planted-circuit models (2-5 layers, 2-4 heads, 1-3 parents per node, "
         "distractor heads and MLPs, some with nonlinear units); truth known by construction; "
         f"{FIRST_CASE_NOTE}.",
-        "SHD / precision / recall: the method's own edge set (its circuit, or its nonzero scores), "
+        "SHD / precision / recall: the method's own edge set (the circuit it marks; else, for a method that only "
+        "scores edges, its nonzero scores), "
         "pruned; exact: cases with SHD 0. @|T|: its top-|true| edges, not pruned (ranking quality).",
         "Every method runs with the true edge count |T| as its budget; a method whose own edge set is its "
-        "circuit at that budget (Edge Pruning) is told the circuit's size, so compare it with the @|T| columns too.",
+        "circuit at that budget (Edge Pruning, paraphrase pruning) is told the circuit's size, so compare it with the @|T| columns too.",
         "s / case: scoring time (without the shared faithfulness evaluation), on the machine that ran it.",
         f"CircuitLasso also observes {CORPUS_TEXTS} random sentences over the models' vocabulary.",
         "",

@@ -40,6 +40,8 @@ class ParaphrasePruningDetails(MethodDetails):
     held_out_ndf: {budget: [NDF on each held-out paraphrase]}.
     notes: what the run left out and why, in sentences.
     left_out: [{paraphrase, reason}] of every paraphrase left out (the sentence names the first few).
+    circuit_edges: the circuit at the largest budget, as edge names (the method's own edge set, as
+        Edge Pruning's; its mask scores are nonzero on nearly every edge).
     """
 
     kind: ClassVar[str] = "paraphrase-pruning"
@@ -66,6 +68,7 @@ class ParaphrasePruningDetails(MethodDetails):
     held_out_ndf: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     left_out: list = field(default_factory=list)
+    circuit_edges: list | None = None
 
     def report_lines(self, result: CircuitResult) -> list[str]:
         fitted = (

@@ -521,6 +521,8 @@ class ParaphrasePruning(Method):
                     **({"cut": cuts[j]} if config.cut == "git" else {}),
                 }
             )
+        if budgets:  # its own circuit is the learned mask, as Edge Pruning's: not its nonzero scores
+            details.circuit_edges = spec.edge_names_of(circuits[-1].cpu())
         if evaluator.baseline.clean == evaluator.baseline.corrupted:
             details.notes.append(
                 "The clean and corrupted prompts give the same metric, so there was nothing to learn."
