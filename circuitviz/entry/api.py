@@ -25,6 +25,7 @@ from ..core.tasks import (
     unknown_words_note,
 )
 from ..core.text import chance_text
+from ..details.base import reference_name
 from ..measure.evaluate import Evaluator, circuits_at_budgets, curves_of_tasks
 from ..measure.task_validity import identical_prompts_problem, require_meaningful
 from ..measure.transfer import DEFAULT_PARAPHRASES, held_out_transfer, paraphrases_used, transfer_record
@@ -350,7 +351,10 @@ def given_paraphrases(
     # here, not at the top: the paraphrase sources import the LLM client's module
     from ..query.sources import gather_paraphrases
 
-    pairs = gather_paraphrases(model, task, "file", 0, 0, pairs, None, max_tokens)
+    # a task with no corrupted prompt (flow routes, CD-T): each pair brings its own
+    pairs = gather_paraphrases(
+        model, task, "file", 0, 0, pairs, None, max_tokens, need_corrupted=bool(task.corrupted)
+    )
     refused = [(pair.clean, pair.reason) for pair in pairs if not pair.usable()]
     return [pair.task() for pair in pairs if pair.usable()], refused
 
@@ -429,11 +433,7 @@ def transfer_report(
     """The command line's transfer: measured on ``count`` paraphrases (None: every given pair, else
     ``default`` template ones), kept in ``result.transfer``; its lines ([] when not asked for).
     ``pairs``: the user's paraphrase pairs (``given_paraphrases``) instead of template ones."""
-    given, refused = (
-        given_paraphrases(model, result.task, pairs, max_tokens)
-        if pairs and result.task.corrupted
-        else (None, [])
-    )
+    given, refused = given_paraphrases(model, result.task, pairs, max_tokens) if pairs else (None, [])
     if count == 0:  # --transfer-paraphrases 0 is none, with pairs given too ('none measured' and a note)
         return []
     sought = "asked for"
@@ -445,18 +445,35 @@ def transfer_report(
             sought = "given"
     if count <= 0 and given is None:
         return []
-    if not result.task.corrupted:  # said in the JSON too, where it was null with the reason on stdout only
-        why = "not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"
-        result.transfer = {
-            "source": "given" if pairs else "template",
-            "budgets": {},
-            "note": f"Transfer {why}.",
-        }
+    if not result.task.corrupted and given is None:  # said in the JSON too, not on stdout only
+        why = (
+            "not measured: this task has no corrupted prompt, and template paraphrases are measured only "
+            "for a task with one; give paraphrase pairs with their own corrupted prompts with --transfer-file FILE"
+        )
+        result.transfer = {"source": "template", "budgets": {}, "note": f"Transfer {why}."}
         return [f"transfer: {why}"]
     measured = measure_transfer(
         model, result, count, max_tokens=max_tokens, paraphrases=given, left_out=refused, sought=sought
     )
+    if not result.task.corrupted:  # each pair brings its corruption; the prompt's NDF had none
+        measured["note"] = own_corruption_note(measured["note"], reference_name(result))
     return transfer_lines(measured)
+
+
+def own_corruption_note(note: str, reference: str) -> str:
+    """``note`` opened by what a task with no corrupted prompt has its given pairs measured
+    against: each pair's own corrupted prompt, while the prompt's NDF was against ``reference``
+    (the neutral prompt, ACC++'s signals knocked out). ``discover --transfer-file`` on flow routes
+    with no corrupted prompt read the pairs, then said "not measured: this task has no corrupted
+    prompt" though each pair carries one (2026-12-07)."""
+    against = (
+        "by knocking its signals out" if reference == "signals knocked out" else "against the neutral prompt"
+    )
+    said = (
+        f"The task has no corrupted prompt (the prompt's NDF was measured {against}); each pair's NDF is "
+        "measured against that pair's own corrupted prompt, as for any method."
+    )
+    return " ".join(part for part in (said, note) if part)
 
 
 def transfer_lines(transfer: dict) -> list[str]:

@@ -17,9 +17,9 @@ import torch
 
 from ..core.tasks import PromptTask
 from ..core.text import first_sentence, json_given
-from ..details.base import DETAILS, ResultFormatError
+from ..details.base import DETAILS, NEUTRAL_PROMPT, ResultFormatError
 from ..measure.transfer import held_out_transfer, transfer_record
-from .api import OVER_POSITIONS, given_paraphrases, transfer_lines
+from .api import OVER_POSITIONS, given_paraphrases, own_corruption_note, transfer_lines
 
 
 def file_paraphrases_used(source: dict, origin: str = "the circuit file") -> frozenset[str]:
@@ -75,9 +75,6 @@ def file_transfer(
 ) -> tuple[dict, list[str]]:
     """(the transfer record, its lines) of a file's circuits on the pairs in ``pairs``: the rows
     at the file's budgets (the in_graph row alone when the file has no curve: an edge list)."""
-    if not task.corrupted:  # as discover says it: a paraphrase's NDF patches in its corruption
-        why = "not measured: this task has no corrupted prompt, and a paraphrase's NDF needs one"
-        return {"source": "given", "budgets": {}, "note": f"Transfer {why}."}, [f"transfer: {why}"]
     rows = list(zip(budgets, circuits))
     rows = rows[1:] if len(rows) > 1 else rows  # the in_graph row repeats a budget's circuit
     given, refused = given_paraphrases(model, task, pairs, max_tokens)
@@ -98,4 +95,6 @@ def file_transfer(
     record = transfer_record(found, {name: int(name.rsplit("@", 1)[1]) for name in named}, source="given")
     if source.get("positions"):  # the circuits are the edges their units use, as discover measured them
         record["note"] = " ".join(part for part in (OVER_POSITIONS, record["note"]) if part)
+    if not task.corrupted:  # each pair brings its own corruption, as discover measures them
+        record["note"] = own_corruption_note(record["note"], NEUTRAL_PROMPT)
     return record, transfer_lines(record)

@@ -68,15 +68,17 @@ def validate_pairs(
     max_tokens: int = 256,
     batch_size: int = 16,
     progress=None,
+    need_corrupted: bool = True,
 ) -> list[ParaphrasePair]:
     """Check every pair against the model and fill its flags; returns new pair objects.
 
     The original prompt must itself be valid (TaskError otherwise). A pair whose source is
     "original" (the prompt itself, candidate 0 of Best-of-N) is checked the same way but is
     never a copy. ``progress``, a run's, hears ``Report.PARAPHRASES`` before each batch (a run
-    can stop between two).
+    can stop between two). ``need_corrupted`` False: the prompt may have no corrupted prompt (the
+    held-out pairs of a method that needs none each bring their own; none is then weak against it).
     """
-    prepared = prepare_task(model, task, max_tokens=max_tokens)
+    prepared = prepare_task(model, task, max_tokens=max_tokens, need_corrupted=need_corrupted)
     original_metrics, original_top = _last_position(
         model, prepared, torch.cat([prepared.clean_tokens, prepared.corrupted_tokens]), top_of=[0]
     )

@@ -33,9 +33,11 @@ def gather_paraphrases(
     llm_model: str | None = None,
     max_tokens: int = 256,
     progress: Callable[[str, float], None] | None = None,
+    need_corrupted: bool = True,
 ) -> list[ParaphrasePair]:
     """Checked pairs from one source: 'template', 'openai' or 'file' (``text`` holds the pairs:
-    the typed records of a Config, or text in any format ``paraphrase_records`` reads)."""
+    the typed records of a Config, or text in any format ``paraphrase_records`` reads).
+    ``need_corrupted`` False: a file's pairs of a prompt given no corrupted prompt are checked too."""
     if source not in SOURCES:
         raise ParaphraseError(f"Unknown paraphrase source {source!r}; choose one of {', '.join(SOURCES)}.")
     if progress:
@@ -51,7 +53,12 @@ def gather_paraphrases(
                 "The file source needs paraphrases; give a file (--paraphrases FILE) or type them in."
             )
         pairs = validate_pairs(
-            model, task, [record.pair(task) for record in records], max_tokens=max_tokens, progress=progress
+            model,
+            task,
+            [record.pair(task) for record in records],
+            max_tokens=max_tokens,
+            progress=progress,
+            need_corrupted=need_corrupted,
         )
     if progress:
         progress("paraphrases", 1.0)
