@@ -23,7 +23,7 @@ with st.container(border=True):
     prompt = inputs.prompt_input()
     # torch, plotly and the engine load after the prompt box is on screen; the model in the background
     from circuitviz.methods import available_methods  # noqa: E402
-    from circuitviz.ui import compare, compare_kept, panel, run  # noqa: E402
+    from circuitviz.ui import compare, compare_kept, compare_plan, panel, run  # noqa: E402
 
     model = run.load_model_or_stop(model_id, device)
     given = inputs.task_inputs(model, model_id, prompt)
@@ -36,6 +36,7 @@ if len(chosen) < 2:
     st.error("Choose at least two methods to compare.")
 ready = given.task is not None and 2 <= len(chosen) <= 4 and budgets is not None
 requests = compare.requests(model, model_id, given.task, chosen, budgets) if ready else {}
+requests = compare_plan.plan_line(model, requests)  # the wait, said before Run; a refused one left out
 usable = compare_kept.comparable(given.task)  # of this task, an edge circuit
 kept = panel.run_many(
     model, model_id, requests, button="Run the comparison", key="compare.run", usable=usable
