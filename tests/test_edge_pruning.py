@@ -303,3 +303,24 @@ def test_the_estimate_is_a_range_and_a_run_stopped_early_is_priced_as_it_ran(mon
     assert method.passes_done(early) == pytest.approx(
         method.estimate(config, spec, n_tokens, 3).passes_range[0]
     )
+
+
+def test_warm_start_logits_stay_finite_under_a_score_at_float32s_smallest():
+    """A normalised warm start on a planted model held a score of 7e-45 (float32's subnormal
+    range): the floor for zero-scored edges, five e-folds below it, was 0 in float32, their logits
+    -inf, and paraphrase pruning's learning made every edge NaN and its circuit empty."""
+    values = torch.tensor([0.6, 0.4, 7e-45, 0.0, 0.0], dtype=torch.float32, device="cpu")
+    logits = initial_logits(values, [2, 3])
+    assert logits.dtype == torch.float32 and bool(torch.isfinite(logits).all()), logits
+    assert logits[1, 3] < logits[1, 2] < logits[1, 1]  # a zero below the smallest score, still ranked
+
+
+def test_paraphrase_pruning_finds_the_planted_circuit_its_scores_start_with():
+    """Seed 90817's case 3: the prompt alone fits (no template paraphrase is valid), its scores hold
+    a 7e-45, and the default warm start gave an empty circuit where Edge Pruning's is exact."""
+    planted = default_cases(4, 90817)[3].build()
+    n_true = int(planted.true_edges.sum())
+    method = get_method("paraphrase-pruning")
+    result = method.run_on(planted.model, planted.task, method.default_config(), budgets=[n_true])
+    assert bool(torch.isfinite(result.scores).all())
+    assert torch.equal(result.circuit(n_true).cpu(), planted.true_edges.cpu())
