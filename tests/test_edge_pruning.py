@@ -315,6 +315,23 @@ def test_warm_start_logits_stay_finite_under_a_score_at_float32s_smallest():
     assert logits[1, 3] < logits[1, 2] < logits[1, 1]  # a zero below the smallest score, still ranked
 
 
+def test_an_ordinary_warm_start_keeps_its_float32_logits_to_the_bit():
+    """The float64 way out is taken only where float32's floor underflows: every other warm start
+    keeps the logits (and so the learned circuits) it had."""
+    import math
+
+    from circuitviz.methods import mask_learning
+
+    values = torch.randn(500, generator=torch.Generator().manual_seed(3), device="cpu")
+    values[::7] = 0.0
+    size = values.abs()
+    floor = float(size[size > 0].min()) * math.exp(-mask_learning._ZERO_LOGIT_GAP)
+    logs = torch.log(size.clamp_min(floor))
+    ordered = torch.sort(logs, descending=True).values
+    expected = logs[None, :] - torch.stack([ordered[n - 1] for n in (10, 50)])[:, None]
+    assert torch.equal(initial_logits(values, [10, 50]), expected)
+
+
 def test_paraphrase_pruning_finds_the_planted_circuit_its_scores_start_with():
     """Seed 90817's case 3: the prompt alone fits (no template paraphrase is valid), its scores hold
     a 7e-45, and the default warm start gave an empty circuit where Edge Pruning's is exact."""

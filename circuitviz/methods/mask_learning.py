@@ -158,17 +158,25 @@ def initial_logits(values: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
     values: [n_edges] warm-start scores (all equal: no warm start). Edges scored 0 sit
     ``_ZERO_LOGIT_GAP`` below the smallest nonzero score. Returns [n_budgets, n_edges].
     """
-    dtype = values.dtype if values.is_floating_point() else torch.float32
-    # in float64: a float32 score near its smallest (7e-45 of a normalised warm start on a planted
-    # model) put the floor below float32's range, 0, and the zero-scored edges' logits at -inf, which
-    # the learning turned into NaN on every edge (an empty circuit)
-    size = values.detach().abs().to("cpu", torch.float64)  # float64 on the CPU: MPS has none
+    size = values.abs() if values.is_floating_point() else values.abs().float()
+    logits = _logits_of(size, counts)
+    if bool(torch.isfinite(logits).all()):
+        return logits
+    # a float32 score near its smallest (7e-45 of a normalised warm start on a planted model) put the
+    # floor below float32's range, 0, and the zero-scored edges' logits at -inf, which the learning
+    # turned into NaN on every edge (an empty circuit): then in float64 (on the CPU: MPS has none).
+    # Only then, so every other warm start keeps its float32 logits to the bit.
+    wide = _logits_of(values.detach().abs().to("cpu", torch.float64), counts)
+    return wide.to(values.device, size.dtype)
+
+
+def _logits_of(size: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
     positive = size[size > 0]
     floor = float(positive.min()) * math.exp(-_ZERO_LOGIT_GAP) if positive.numel() else 1.0
     logs = torch.log(size.clamp_min(floor))  # [n_edges]
     ordered = torch.sort(logs, descending=True).values
     thresholds = torch.stack([ordered[int(n) - 1] for n in counts])  # [n_budgets]
-    return (logs[None, :] - thresholds[:, None]).to(values.device, dtype)
+    return logs[None, :] - thresholds[:, None]
 
 
 def top_counts(logits: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
