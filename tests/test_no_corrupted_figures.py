@@ -156,7 +156,7 @@ def test_no_paraphrase_pruning_offer_for_a_task_without_a_corrupted_prompt():
     ]
     budget = render.opening_view(curve).budget
     task = PromptTask("The capital of France is", "", " Paris", (), "logprob")
-    result = SimpleNamespace(method="acc++", curve=curve, budgets=[20, 200, 343], task=task)
+    result = SimpleNamespace(method="acc++", curve=curve, budgets=[20, 200, 343], task=task, details=None)
     assert learn_offer(result, budget) is None
     result.task = PromptTask("The capital of France is", "The capital of Italy is", " Paris", (" Rome",))
     assert learn_offer(result, budget) is not None
