@@ -302,3 +302,15 @@ def test_a_weak_corruptions_reason_follows_its_paraphrases_colon_in_lower_case()
         "2 of 6 paraphrases left out, 4 kept: 'a': the corruption lowers the logit difference of ' three' by "
         "only 0.15 (+1.524 clean, +1.374 corrupted); 'b': NDF repeats."
     )
+
+
+def test_every_left_out_line_writes_its_reason_on_after_the_colon():
+    """The list "Every paraphrase left out" put a reason that is a sentence of its own after the colon with
+    its capital ("'...' (held out): The corruption lowers ..."), as the held-out note did."""
+    from circuitviz.ui.result_view import paraphrase_left_out_line
+
+    line = paraphrase_left_out_line(
+        "'a b c' (held out)", "The corruption lowers the logit difference by 0.15."
+    )
+    assert line == "'a b c' (held out): the corruption lowers the logit difference by 0.15."
+    assert paraphrase_left_out_line("x", "NDF is undefined here.") == "x: NDF is undefined here."

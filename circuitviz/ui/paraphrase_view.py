@@ -109,7 +109,8 @@ def pairs_table(result, method: str) -> None:
     if len(left_out) > LEFT_OUT_SHOWN:  # the sentence names the first few: every one is here
         with st.expander(f"Every paraphrase left out, with its reason ({len(left_out)})"):
             for pair in left_out:
-                st.caption(markdown_text(f"{shown(str(pair.get('clean', '')))}: {pair['reason']}"))
+                line = result_view.paraphrase_left_out_line(shown(str(pair.get("clean", ""))), pair["reason"])
+                st.caption(markdown_text(line))
 
 
 @st.cache_data(show_spinner="Evaluating the candidates at this budget…", max_entries=64)

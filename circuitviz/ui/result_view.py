@@ -115,9 +115,19 @@ def metrics_row(result, budget: int, point=None) -> None:
     if len(left_out) > LEFT_OUT_SHOWN:  # the sentences above name the first few
         with st.expander(f"Every paraphrase left out, with its reason ({len(left_out)})"):
             for row in left_out:  # wrapped lines, not a table whose cells cut the reasons at 1,000 px
-                st.caption(markdown_text(f"{row['paraphrase']!r} ({row['where']}): {row['reason']}"))
+                st.caption(
+                    markdown_text(
+                        paraphrase_left_out_line(f"{row['paraphrase']!r} ({row['where']})", row["reason"])
+                    )
+                )
     for caveat in caveats(result, point):
         st.caption(caveat)
+
+
+def paraphrase_left_out_line(paraphrase: str, reason: str) -> str:
+    """One line of "Every paraphrase left out": the paraphrase, a colon and its reason, a sentence
+    of its own written on after the colon ("...: The corruption lowers ..." read wrong)."""
+    return f"{paraphrase}: {after_colon(str(reason))}"
 
 
 def left_out_rows(result) -> list[dict]:
