@@ -116,3 +116,18 @@ def pytest_collection_modifyitems(config, items):
         if on_cuda and not torch.cuda.is_available():
             for item in gpu_items:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; this machine has none"))
+
+
+@pytest.fixture
+def cli_tiny(monkeypatch, tmp_path):
+    """The command line on a tiny GPT-2 (``cli._load`` replaced, the task check off: a random
+    model's corruption changes little; results under tmp_path), for the CLI tests."""
+    from circuitviz.bench.toy_models import tiny_model
+    from circuitviz.entry import cli
+    from circuitviz.measure.task_validity import CHECK_ENV
+
+    model = tiny_model("gpt2", n_layers=2, n_heads=2)
+    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
+    monkeypatch.setenv(CHECK_ENV, "off")
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
+    return model

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from circuitviz.bench.toy_models import tiny_model
 from circuitviz.entry import cli
-from circuitviz.measure.task_validity import CHECK_ENV
 from circuitviz.query.templates import NO_FAMILY, with_flags
 
 TASK = [
@@ -29,23 +25,14 @@ METHOD_WAY = "give paraphrase pairs in a file (--paraphrase-source file --paraph
 TRANSFER_WAY = "give paraphrase pairs of your own with --transfer-file FILE to measure the held-out transfer."
 
 
-@pytest.fixture
-def tiny(monkeypatch, tmp_path):
-    model = tiny_model("gpt2", n_layers=2, n_heads=2)
-    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
-    monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    return model
-
-
-def test_a_method_that_needs_template_paraphrases_names_the_flags(tiny, capsys):
+def test_a_method_that_needs_template_paraphrases_names_the_flags(cli_tiny, capsys):
     assert cli.main(["discover", *TASK, "--method", "average", "--budgets", "5"]) == 2
     (line,) = [line for line in capsys.readouterr().err.splitlines() if HEAD in line]
     assert line.startswith("error: ") and line.endswith(METHOD_WAY)
     assert "give paraphrases in a file or use" not in line
 
 
-def test_the_held_out_transfer_names_transfer_file(tiny, capsys, tmp_path):
+def test_the_held_out_transfer_names_transfer_file(cli_tiny, capsys, tmp_path):
     argv = ["discover", *TASK, "--method", "eap", "--budgets", "5", "--out", str(tmp_path / "c.json")]
     assert cli.main(argv) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if HEAD in line]
@@ -61,7 +48,7 @@ def test_the_app_keeps_its_own_words():
     assert with_flags("other text", transfer=True) == "other text"
 
 
-def test_the_json_transfer_note_names_transfer_file_as_the_line_does(tiny, capsys, tmp_path):
+def test_the_json_transfer_note_names_transfer_file_as_the_line_does(cli_tiny, capsys, tmp_path):
     """Until 2026-12-07 the file's `transfer.note` kept the app's "or use the openai source", a
     setting of the methods' own paraphrases that the held-out transfer never reads, while the
     printed line beside it named --transfer-file."""

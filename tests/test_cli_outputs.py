@@ -7,9 +7,7 @@ import json
 
 import pytest
 
-from circuitviz.bench.toy_models import tiny_model
 from circuitviz.entry import cli
-from circuitviz.measure.task_validity import CHECK_ENV
 from circuitviz.render import READABLE_EDGES, opening_view
 
 TASK = [
@@ -24,22 +22,13 @@ TASK = [
 ]
 
 
-@pytest.fixture
-def tiny(monkeypatch, tmp_path):
-    model = tiny_model("gpt2", n_layers=2, n_heads=2)
-    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
-    monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    return model
-
-
 def _discover(tmp_path, capsys, *extra) -> str:
     argv = ["discover", *TASK, "--method", "eap", "--budgets", "5,20", "--transfer-paraphrases", "0"]
     assert cli.main([*argv, *extra]) == 0
     return capsys.readouterr().out
 
 
-def test_the_readable_budget_of_both_position_drawings_is_said_once(tmp_path, capsys, tiny):
+def test_the_readable_budget_of_both_position_drawings_is_said_once(tmp_path, capsys, cli_tiny):
     """--html and --neuronpedia draw one budget; its sentence was printed once for each file."""
     html, graph = tmp_path / "g.html", tmp_path / "g.json"
     printed = _discover(tmp_path, capsys, "--positions", "--html", str(html), "--neuronpedia", str(graph))
@@ -49,7 +38,7 @@ def test_the_readable_budget_of_both_position_drawings_is_said_once(tmp_path, ca
     assert f"wrote {html} (" in printed and f"wrote {graph} (" in printed
 
 
-def test_the_budget_html_draws_by_itself_is_said_with_why(tmp_path, capsys, tiny):
+def test_the_budget_html_draws_by_itself_is_said_with_why(tmp_path, capsys, cli_tiny):
     """--html without --html-budget drew the app's opening budget (the smallest reaching NDF 0.8 with
     at most 200 edges, else the most faithful of at most 200) unsaid, while the help said 'NDF 0.8
     within 500 edges': on the IOI prompt the 462-edge circuit of NDF 0.889 was passed over for 90
@@ -101,7 +90,7 @@ def test_the_help_of_paraphrases_says_the_command_line_reads_a_file(capsys):
     assert "--paraphrases FILE reads them from that file" in said
 
 
-def test_the_sentences_printed_send_no_one_to_the_apps_slider(tmp_path, capsys, tiny, monkeypatch):
+def test_the_sentences_printed_send_no_one_to_the_apps_slider(tmp_path, capsys, cli_tiny, monkeypatch):
     """The opening sentences are the app's, and the app's end "Larger budgets are on the slider and
     the curve." or "(at 5,000 units, on the slider)": discover printed them as they were, for a page
     with neither; the larger budgets are in discover's own table."""
@@ -129,7 +118,7 @@ def test_usage_lines_name_the_command_as_it_was_started():
     assert program_name("-m") == "python -m circuitviz"
 
 
-def test_a_prompt_no_template_family_knows_is_said_once(tmp_path, capsys, tiny):
+def test_a_prompt_no_template_family_knows_is_said_once(tmp_path, capsys, cli_tiny):
     """paraphrase-pruning on a prompt outside the template families printed the same sentence
     ('The prompt matches none of the built-in template families ...') twice: in the method's own
     lines and again under the held-out transfer."""
@@ -158,7 +147,7 @@ def test_a_prompt_no_template_family_knows_is_said_once(tmp_path, capsys, tiny):
 
 
 @pytest.mark.parametrize("method", ["acc++", "flow-routes"])
-def test_html_of_a_method_that_needs_no_corrupted_prompt_is_written(tmp_path, capsys, tiny, method):
+def test_html_of_a_method_that_needs_no_corrupted_prompt_is_written(tmp_path, capsys, cli_tiny, method):
     """``discover --method acc++ --html`` on a prompt with no corrupted prompt printed its table,
     wrote its JSON, then ended 'error: The corrupted prompt is empty' with status 2 and no page: the
     page's logit-lens labels prepared the task as if it needed one."""

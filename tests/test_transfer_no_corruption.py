@@ -10,9 +10,7 @@ import json
 
 import pytest
 
-from circuitviz.bench.toy_models import tiny_model
 from circuitviz.entry import cli
-from circuitviz.measure.task_validity import CHECK_ENV
 
 TASK = ["--prompt", "the cat sat on the", "--answer", " mat"]  # no --corrupted, no --foil
 PAIRS = [("the dog sat on the", "the ball sat on the"), ("a cat sat on the", "the cow sat on the")]
@@ -22,16 +20,7 @@ SAID = (
 )
 
 
-@pytest.fixture
-def tiny(monkeypatch, tmp_path):
-    model = tiny_model("gpt2", n_layers=2, n_heads=2)
-    monkeypatch.setattr(cli, "_load", lambda args: (model, "tiny-gpt2", 0.0))
-    monkeypatch.setenv(CHECK_ENV, "off")  # a random model's corruption changes little
-    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path / "cache"))
-    return model
-
-
-def test_given_pairs_are_measured_against_their_own_corruption(tiny, capsys, tmp_path):
+def test_given_pairs_are_measured_against_their_own_corruption(cli_tiny, capsys, tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"{clean}\t{corrupted}\n" for clean, corrupted in PAIRS), encoding="utf-8")
     out = tmp_path / "c.json"
@@ -86,7 +75,7 @@ def test_given_pairs_are_measured_against_their_own_corruption(tiny, capsys, tmp
     assert measured["budgets"]["5"]["ndf"] == pytest.approx(held["ndf"], abs=1e-5)
 
 
-def test_without_pairs_the_sentence_still_says_why_none_is_measured(tiny, capsys, tmp_path):
+def test_without_pairs_the_sentence_still_says_why_none_is_measured(cli_tiny, capsys, tmp_path):
     out = tmp_path / "c.json"
     argv = ["discover", *TASK, "--method", "flow-routes", "--budgets", "5", "--out", str(out)]
     assert cli.main(argv) == 0
