@@ -64,19 +64,15 @@ def export_problem(graph: AttributionGraph) -> str | None:
     infinity: Python writes them as the bare words ``NaN`` and ``Infinity``, which Neuronpedia's
     viewer (a browser's JSON reader) refuses, so a graph holding one would download as a file that
     does not open there."""
-    for node in graph.nodes:
-        if not math.isfinite(node.influence):
+    values = [
+        (f"Node {node.component} at position {node.position} has a contribution of", node.influence)
+        for node in graph.nodes
+    ] + [(f"The link {link.source} -> {link.target} has a weight of", link.weight) for link in graph.links]
+    for what, value in values:
+        if not math.isfinite(value):
             return (
-                f"Node {node.component} at position {node.position} has a contribution of {node.influence}, "
-                "not a finite number, so this graph cannot be written for Neuronpedia (its format has no "
-                "NaN or infinity)."
-            )
-    for link in graph.links:
-        if not math.isfinite(link.weight):
-            return (
-                f"The link {link.source} -> {link.target} has a weight of {link.weight}, not a finite "
-                "number, so this graph cannot be written for Neuronpedia (its format has no NaN or "
-                "infinity)."
+                f"{what} {value}, not a finite number, so this graph cannot be written for Neuronpedia "
+                "(its format has no NaN or infinity)."
             )
     return None
 
