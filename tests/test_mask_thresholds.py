@@ -27,14 +27,14 @@ def every_paraphrase_valid(monkeypatch):
 def test_the_filled_count_is_the_largest_top_n_that_fits_the_budget_once_pruned():
     spec = RunContext(tiny_model("gemma", seed=0), IOI_TASK).spec
     generator = torch.Generator().manual_seed(3)
-    logits = torch.randn(spec.n_edges, generator=generator)
+    logits = torch.randn(spec.n_edges, generator=generator, device="cpu")  # the generator's device
     for target in (5, 12, 30):
         count = mt.filled_count(spec, logits, target)
         assert count >= target
         assert mt.pruned_size(spec, logits, count) <= target
         assert count == spec.n_edges - 1 or mt.pruned_size(spec, logits, count + 1) > target
         # the top-N circuit is the learning's hard mask (ties in edge order)
-        hard, _ = mask_learning.top_counts(logits[None], torch.tensor([count]))
+        hard, _ = mask_learning.top_counts(logits[None], torch.tensor([count], device=logits.device))
         circuit = mt.top_n_circuits(spec, logits, [count])[0]
         assert int(circuit.sum()) == count == int(hard.sum())
         forward, backward = spec.tensors(logits.device).edge_index
