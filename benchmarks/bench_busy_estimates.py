@@ -77,12 +77,7 @@ def main() -> None:
             work,
             seconds,
             model=estimate.model,
-            others=share.others,
-            cores=share.cores,
-            load=share.load,
-            threads=(share.threads, share.default),
-            during=share.during,
-            cpu=share.cpu,
+            **calibration.share_figures(share),
         )
         quiet = calibration._at_quiet(calibration.recorded_runs("cpu", "eap-ig")[-1])["seconds"]
         times = re.search(r"about ([0-9.]+) times as long", estimate.busy)

@@ -92,12 +92,7 @@ def main() -> None:
                 wall,
                 timings=result.timings,
                 model=estimate.model,
-                others=share.others,
-                cores=share.cores,
-                load=share.load,
-                threads=(share.threads, share.default),
-                during=share.during,
-                cpu=share.cpu,
+                **calibration.share_figures(share),
             )
         return cpu, wall
 

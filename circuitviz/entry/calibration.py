@@ -192,6 +192,21 @@ def one_off_seconds(result) -> float:
     return float(found()) if callable(found) else 0.0
 
 
+def share_figures(share) -> dict:
+    """``record``'s figures of how busy the machine was (``others``, ``cores``, ``load``,
+    ``threads``, ``during``, ``cpu``) from a ``cpu_share.Share``; none without one."""
+    if share is None:
+        return {}
+    return {
+        "others": share.others,
+        "cores": share.cores,
+        "load": share.load,
+        "threads": (share.threads, share.default),
+        "during": share.during,
+        "cpu": share.cpu,
+    }
+
+
 def record(
     device_kind: str,
     method: str,

@@ -228,12 +228,7 @@ def record_run(estimate, method: str, result, seconds: float, parts: dict[str, f
         parts,
         result.timings,
         estimate.model,
-        share.others if share is not None else None,
-        share.cores if share is not None else None,
-        share.load if share is not None else None,
-        (share.threads, share.default) if share is not None else (None, None),
-        share.during if share is not None else None,
-        share.cpu if share is not None else None,
+        **calibration.share_figures(share),
     )
 
 
