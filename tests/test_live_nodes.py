@@ -69,15 +69,22 @@ def _run(model, spec, prepared, evaluator, keep, frozen, reached):
     return metric.detach(), gradient
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_frozen_nodes_get_no_gradient_and_the_rest_is_the_full_pass(shape):
+def _hard_masks(shape: str, rows: int, share: float):
+    """The tiny model of ``shape`` on IOI with its evaluator, and ``rows`` random hard masks keeping
+    about ``share`` of the edges (float64, seed 0)."""
     model = tiny_model(shape, seed=1)
     spec = GraphSpec.from_model(model)
     prepared = prepare_task(model, IOI_TASK)
     evaluator = Evaluator(model, spec, prepared)
     generator = torch.Generator(device="cpu").manual_seed(0)
-    size = (2, spec.n_forward, spec.n_backward)
-    keep = (torch.rand(size, generator=generator, device="cpu") < 0.08).double()  # sparse, hard
+    size = (rows, spec.n_forward, spec.n_backward)
+    keep = (torch.rand(size, generator=generator, device="cpu") < share).double()
+    return model, spec, prepared, evaluator, keep
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_frozen_nodes_get_no_gradient_and_the_rest_is_the_full_pass(shape):
+    model, spec, prepared, evaluator, keep = _hard_masks(shape, rows=2, share=0.08)  # sparse
     keep[:, :, spec.logits_backward] = 0
     keep[:, spec.mlp_forward(spec.n_layers - 1), spec.logits_backward] = 1  # one path to the logits
     keep[:, spec.mlp_forward(0)] = 0  # MLP 0 leads nowhere
@@ -127,13 +134,7 @@ def test_a_left_out_node_still_runs_forward_for_its_edges_gradient(shape):
     of each of its edges (into every reader, live ones included) reads its output, so its forward
     must run. Its output replaced by the corrupted run's (the module skipped: the same metric to
     float rounding, as the patches cancel it) would make those gradients 0."""
-    model = tiny_model(shape, seed=1)
-    spec = GraphSpec.from_model(model)
-    prepared = prepare_task(model, IOI_TASK)
-    evaluator = Evaluator(model, spec, prepared)
-    generator = torch.Generator(device="cpu").manual_seed(0)
-    size = (1, spec.n_forward, spec.n_backward)
-    keep = (torch.rand(size, generator=generator, device="cpu") < 0.4).double()  # dense, hard
+    model, spec, prepared, evaluator, keep = _hard_masks(shape, rows=1, share=0.4)  # dense
     writer = spec.mlp_forward(0)
     keep[:, writer] = 0  # MLP 0 leads nowhere
     keep[:, 0, spec.mlp_backward(0)] = 1
