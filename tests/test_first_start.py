@@ -161,3 +161,58 @@ def test_the_terminal_says_what_the_models_load_does(capsys):
         logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
+
+
+# Streamlit's stop on SIGTERM or Ctrl-C, once the reader of the server's output has gone
+_STOP_AFTER_THE_READER_WENT = """
+import sys
+from circuitviz.ui import serve
+if sys.argv[1] == "wrapped":
+    serve.survive_a_closed_terminal()
+sys.stdin.readline()  # the parent has closed its end of this process's output
+from streamlit import cli_util
+cli_util.print_to_cli("  Stopping...", fg="blue")  # what Streamlit's Server.stop prints first
+print("and Python's own print", flush=True)
+sys.stdout.flush()
+"""
+
+
+def _stop_with_the_reader_gone(mode: str) -> tuple[int, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _STOP_AFTER_THE_READER_WENT, mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    process.stdout.close()
+    _, errors = process.communicate("go\n", timeout=120)
+    return process.returncode, errors
+
+
+def test_the_server_stops_after_the_terminal_that_started_it_has_gone():
+    """A server whose output pipe was closed (its terminal or test harness gone) kept serving
+    after SIGTERM and Ctrl-C until SIGKILL: Streamlit's stop prints "Stopping..." first, the write
+    raised BrokenPipeError, and the stop never went on. The launcher's streams drop what they
+    cannot write."""
+    status, errors = _stop_with_the_reader_gone("plain")
+    assert status != 0 and "BrokenPipeError" in errors  # Streamlit's own stop still fails so
+    status, errors = _stop_with_the_reader_gone("wrapped")
+    assert status == 0, errors
+    assert "BrokenPipeError" not in errors
+
+
+def test_a_stream_whose_reader_went_writes_to_the_null_device():
+    read_end, write_end = os.pipe()
+    stream = serve._TerminalGone(os.fdopen(write_end, "w", encoding="utf-8"))
+    stream.write("read\n")
+    stream.flush()
+    assert os.read(read_end, 100) == b"read\n"
+    os.close(read_end)
+    assert stream.write("nobody reads this\n") == len("nobody reads this\n")
+    stream.flush()
+    assert os.readlink(f"/proc/self/fd/{stream.fileno()}") == os.devnull
+    stream.write("nor this\n")
+    stream.flush()
+    stream.close()

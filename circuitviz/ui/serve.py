@@ -105,6 +105,54 @@ def _address_configured(folders: tuple[Path, ...] | None = None) -> bool:
     return False
 
 
+class _TerminalGone:
+    """The server's ``sys.stdout`` or ``sys.stderr``: the stream it wraps, until a write or flush
+    finds the reader gone (a closed pipe: the terminal or the program that started the server has
+    quit). From then on the stream's file descriptor is the null device, so this write and every
+    later one (Python's, Streamlit's, a library's in C) succeeds and is dropped.
+
+    Streamlit's stop, on SIGTERM or Ctrl-C, first prints "Stopping..."; with the pipe closed that
+    raised BrokenPipeError inside the stop, which never went on, and the server kept serving until
+    SIGKILL (seen after a test harness closed its end of the pipe)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+            self._stream.flush()  # what failed goes to the null device
+        except (OSError, ValueError):  # no descriptor of its own (a test's capture): drop it here
+            self._stream = open(os.devnull, "w", encoding="utf-8")
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def survive_a_closed_terminal() -> None:
+    """Wrap ``sys.stdout`` and ``sys.stderr`` (once) so that a reader gone does not stop the
+    server's own stop (``_TerminalGone``)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _TerminalGone):
+            setattr(sys, name, _TerminalGone(stream))
+
+
 MODEL_LOGGER = "circuitviz.models"
 
 
@@ -130,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     from . import startup
 
     startup.mark("launcher")
+    survive_a_closed_terminal()  # before any handler or library keeps a reference to the streams
     say_what_the_load_does()
     from streamlit.web import cli
 
