@@ -82,3 +82,18 @@ def test_every_method_says_what_its_edge_scores_are():
     for learned in ("edge-pruning", "paraphrase-pruning"):
         assert "relaxed mask (0 to 1)" in method_traits(learned).score_meaning
     assert method_traits("not-a-method").score_meaning == ""
+
+
+def test_a_method_that_needs_no_corrupted_prompt_says_what_its_figures_use_without_one():
+    """The Explore form hides the corrupted box for these and says this sentence instead: each
+    must have one (and only these), naming what the curve is measured against."""
+    without = {n: method_traits(n).without_corrupted for n in available_methods()}
+    needs_none = {n for n in available_methods() if not method_traits(n).needs_corrupted}
+    assert (
+        {n for n, sentence in without.items() if sentence} == needs_none >= {"flow-routes", "cd-t", "acc++"}
+    )
+    for name in needs_none:
+        sentence = without[name]
+        assert sentence.startswith("Without one, ") and sentence.endswith(".") and "necessity" in sentence
+    assert "neutral prompt" in without["flow-routes"] and "neutral prompt" in without["cd-t"]
+    assert "knocks signals out" in without["acc++"] and "necessity is not measured" in without["acc++"]

@@ -95,6 +95,11 @@ class ACCPlusPlus(Method):
     Config = ACCConfig
     Details = ACCDetails
     needs_corrupted = False
+    without_corrupted = (
+        "Without one, the curve knocks signals out instead of patching: at each budget the circuit's "
+        "signals are kept and every other signal ACC++ found is knocked out (NDF 0 = all knocked out, "
+        "1 = the clean run), and necessity is not measured."
+    )
     has_signals_view = True
     scores_estimate_metric = False  # signal attributions to attention decisions, completed
     score_meaning = (

@@ -271,6 +271,9 @@ class Method(abc.ABC):
     summary: ClassVar[str] = ""
     Config: ClassVar[type] = NoConfig
     needs_corrupted: ClassVar[bool] = True
+    # for a method that needs no corrupted prompt: one sentence saying what its NDF, necessity and
+    # curve are measured against when none is given (the Explore form says it where the box hides)
+    without_corrupted: ClassVar[str | None] = None
     # the typed details its results carry (results.MethodDetails), None for none
     Details: ClassVar[type | None] = None
     # extra command-line names of settings ({"lambda": "lasso_lambda"} gives --lambda)

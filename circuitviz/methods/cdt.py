@@ -51,7 +51,7 @@ from ..engine.prefix import final_residual
 from ..measure.chunks import run_in_chunks
 from ..models.adapter import adapter_of
 from .base import PREPARE_PASSES, Cost, RunContext, ScoringMethod, curve_passes
-from .flow_routes import NO_CORRUPTION_NOTE, use_neutral_corruption
+from .flow_routes import NEUTRAL_PROMPT, NO_CORRUPTION_NOTE, use_neutral_corruption
 from .registry import register
 from .settings import check_settings, setting
 
@@ -335,6 +335,10 @@ class CDT(ScoringMethod):
     score_meaning = SCORES_NOTE
     Config = CDTConfig
     needs_corrupted = False
+    without_corrupted = (
+        "Without one, NDF, necessity, the faithfulness curve and the decomposition's corrupted baseline "
+        f"use a neutral prompt as the corrupted run ({NEUTRAL_PROMPT})."
+    )
     scores_estimate_metric = False  # shares of decomposed relevance, not changes under the corruption
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:

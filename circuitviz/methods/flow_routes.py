@@ -55,6 +55,12 @@ NO_CORRUPTION_NOTE = (
     "circuit to a corrupted run; it used a neutral prompt (every token after the first replaced by the "
     "padding token). Give a corrupted prompt to measure against your own corruption."
 )
+# what the form says where the corrupted box hides (the registry's ``without_corrupted``)
+NEUTRAL_PROMPT = "this prompt with every token after the first replaced by the padding token"
+WITHOUT_CORRUPTED = (
+    "Without one, NDF, necessity and the faithfulness curve use a neutral prompt as the corrupted "
+    f"run ({NEUTRAL_PROMPT})."
+)
 
 
 @dataclass(frozen=True)
@@ -264,6 +270,7 @@ class FlowRoutes(ScoringMethod):
     Config = FlowRoutesConfig
     Details = OwnCircuitDetails
     needs_corrupted = False
+    without_corrupted = WITHOUT_CORRUPTED
     scores_estimate_metric = False  # proximity shares, not changes of the metric
 
     def estimate(self, config, spec, n_tokens, n_budgets) -> Cost:

@@ -102,6 +102,7 @@ class MethodTraits:
     name: str
     label: str
     needs_corrupted: bool = True
+    without_corrupted: str | None = None
     fitted_to_prompt: str | None = None
     has_signals_view: bool = False
     has_paraphrases_view: bool = False
@@ -146,6 +147,7 @@ def traits_of(method: Method) -> MethodTraits:
         name=method.name,
         label=method.label,
         needs_corrupted=bool(method.needs_corrupted),
+        without_corrupted=method.without_corrupted,
         fitted_to_prompt=method.fitted_to_prompt,
         has_signals_view=bool(method.has_signals_view),
         has_paraphrases_view=bool(method.has_paraphrases_view),
