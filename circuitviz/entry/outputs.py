@@ -42,14 +42,14 @@ def write_position_outputs(
     at ``budget`` units (default: the readable budget, whose reason is printed)."""
     from ..render.attribution_graph import attribution_graph_html  # plotly loads only to draw a page
 
-    reason = ""
     if budget is None:
         chosen = readable_position_budget(result, larger_at=LARGER_AT)
-        budget, reason = chosen.budget, chosen.reason
-        print(reason)
+        budget = chosen.budget
+        print(chosen.reason)
     prepared = prepare_task(model, result.task, need_corrupted=False)  # the lens reads the clean run
     labels = logit_lens_labels(model, result.graph, prepared)
-    graph = result_attribution_graph(result, budget, labels, reason)
+    # the reason is printed, not written into the files: "in discover's table" is not in them
+    graph = result_attribution_graph(result, budget, labels)
     if html is not None:
         drawing = attribution_graph_html(graph)
         html.write_text(drawing.html, encoding="utf-8")

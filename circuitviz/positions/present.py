@@ -153,8 +153,10 @@ def caption_nodes(graph: AttributionGraph, labels: Mapping[str, Mapping[str, obj
         )
 
 
-def result_attribution_graph(result, budget: int, labels=None, reason: str = "") -> AttributionGraph:
-    """The attribution graph of a position-resolved result at ``budget`` units, captioned."""
+def result_attribution_graph(result, budget: int, labels=None) -> AttributionGraph:
+    """The attribution graph of a position-resolved result at ``budget`` units, captioned. Why a
+    view opened at ``budget`` is the page's to say (``attribution_graph_html``'s ``view_notes``),
+    not the graph's: its files (the HTML, Neuronpedia's JSON) are read without the page."""
     point = result.point(budget)
     circuit = result.position_circuit(budget)
     # a budget the run did not evaluate has no NDF, and pruning may keep fewer units than it asks:
@@ -178,6 +180,4 @@ def result_attribution_graph(result, budget: int, labels=None, reason: str = "")
         model_id=result.model_id,
     )
     caption_nodes(graph, labels, result.task)
-    if reason:
-        graph.notes.insert(0, reason)
     return graph

@@ -254,6 +254,7 @@ def attribution_graph_html(
     notes: list[str] | None = None,
     estimates_metric: bool = True,
     bold: str = "",
+    view_notes: list[str] | None = None,
 ) -> GraphDrawing:
     """The graph as a ``VisGraph`` and its standalone page (every script inline).
 
@@ -263,7 +264,10 @@ def attribution_graph_html(
     node's card, its hover, a link's hover and the key may say of them; ACC++'s signals do not).
     ``bold``: what the ``highlight`` links are, for the key (default: the strongest paths). The text is sized to be ``MIN_TEXT_PX``
     on screen in a ``frame_width`` px frame; the drawing is fitted to whatever frame it is shown in
-    (nothing scrolls sideways).
+    (nothing scrolls sideways). ``view_notes``: sentences about the page showing the drawing (why
+    its view opened at this budget), first among the frame's notes in the app (``vis``) and left
+    out of the standalone page, a file read on its own: the downloaded graph said "Opened at 100
+    units ... (on the slider)" of a file that opens nowhere and has no slider.
     """
     del height_px
     notes = list(graph.notes) + list(notes or [])
@@ -362,8 +366,11 @@ def attribution_graph_html(
     vis = VisGraph(
         nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )
+    page = standalone_page(vis)  # the file: what is true of the drawing on its own
+    notes = list(view_notes or []) + notes
+    vis = dataclasses.replace(vis, notes=notes)
     return GraphDrawing(
-        html=standalone_page(vis),
+        html=page,
         height=frame_height(vis, 1000, 60 + 18 * len(notes)),
         nodes=[node.id for node in graph.nodes],
         edges=[

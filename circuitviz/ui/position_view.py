@@ -42,8 +42,9 @@ MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _graph_page(_result, result_key: str, budget: int, _labels, labels_key: str, reason: str):
-    graph = result_attribution_graph(_result, budget, _labels, reason)
-    return graph, attribution_graph_html(graph)
+    graph = result_attribution_graph(_result, budget, _labels)
+    # why the view opened here is said above the frame, not in the downloaded file (no slider there)
+    return graph, attribution_graph_html(graph, view_notes=[reason] if reason else None)
 
 
 def position_budget(result, key: str) -> tuple[int, str]:
