@@ -56,3 +56,14 @@ def test_the_app_frame_and_the_file_differ_only_by_the_view_notes():
     viewed = attribution_graph_html(graph, view_notes=[OPENED])
     assert viewed.html == plain.html
     assert viewed.vis.notes == [OPENED, *plain.vis.notes]
+
+
+def test_only_a_frame_whose_click_opens_a_card_says_so():
+    """The downloaded page's key said "Click a node for its card." of a click that does nothing
+    there; the app's frame with cards says it (``legend_block(cards=True)``), the file does not."""
+    from circuitviz.render.vis import CARD_SENTENCE, legend_block
+
+    drawing = attribution_graph_html(column_graph())
+    assert CARD_SENTENCE not in drawing.html
+    assert CARD_SENTENCE not in legend_block(drawing.vis)
+    assert html.escape(CARD_SENTENCE) in legend_block(drawing.vis, cards=True)

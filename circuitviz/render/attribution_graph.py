@@ -211,7 +211,7 @@ def legend_line(
             "Node size: the summed |score| of its links out; link width: |score|; both the method's own "
             f"scores, not an effect on the answer's metric. Bold links: {strongest}; dashed: a negative score."
         )
-    return line, more + " Click a node for its card."
+    return line, more
 
 
 # what is written under a name when the caller gives no key of its own

@@ -273,13 +273,13 @@ def legend_line(width_key: str = "", estimates_metric: bool = True) -> tuple[str
         more += (
             " Width: |score|, the method's own score of the edge, which does not estimate the change "
             "of the answer's metric when the edge is corrupted; dashed: a negative score. The circuit's "
-            "NDF is what says whether its edges carry the answer. Click a node for its card."
+            "NDF is what says whether its edges carry the answer."
         )
     else:
         more += (
             " Width: |score|, the estimated change of the answer's metric if the edge is corrupted. "
             "Dashed: a negative score (corrupting the edge lowers the metric: it carries the answer); "
-            "solid: positive (it works against the answer). Click a node for its card."
+            "solid: positive (it works against the answer)."
         )
     return line, more
 

@@ -465,13 +465,16 @@ div.vis-tooltip { white-space: normal; max-width: 420px; font-size: 13px; line-h
 """
 
 
-def legend_block(graph: VisGraph) -> str:
-    """The title, the one-line legend ("the key" on hover holds the rest) and the notes, as HTML."""
-    more = (
-        f'<span class="cv-more" title="{escape(graph.legend_more)}">the key (hover)</span> '
-        if graph.legend_more
-        else ""
-    )
+# said by the key only of a frame whose click opens a card (the app's, ``ui.graph_view`` with cards):
+# the downloaded pages said it of a click that does nothing there
+CARD_SENTENCE = "Click a node for its card."
+
+
+def legend_block(graph: VisGraph, cards: bool = False) -> str:
+    """The title, the one-line legend ("the key" on hover holds the rest) and the notes, as HTML;
+    ``cards``: a click on a node opens its card (the key says so)."""
+    key = f"{graph.legend_more} {CARD_SENTENCE}".strip() if cards else graph.legend_more
+    more = f'<span class="cv-more" title="{escape(key)}">the key (hover)</span> ' if key else ""
     title = f'<div class="cv-title">{escape(graph.title)}</div>' if graph.title else ""
     notes = "".join(f'<div class="cv-note">{escape(note)}</div>' for note in graph.notes)
     return f'{title}<div class="cv-legend">{more}{graph.legend}</div>{notes}'

@@ -326,7 +326,7 @@ def show_graph(
     key = key or drawing_key(drawing)
     data = drawing.vis.to_data(max_label_px) if max_label_px else drawing.vis.to_data()
     data.update(
-        head=legend_block(drawing.vis),
+        head=legend_block(drawing.vis, cards=cards is not None),
         options=OPTIONS,
         key=key,
         selected=[str(node) for node in (selected or [])],
