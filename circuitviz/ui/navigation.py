@@ -12,6 +12,30 @@ from .link_values import demo_not_here_sentence
 from .pagelist import DEFAULT, default_alias, name_of, pages, switch_to
 from .sidebar import sidebar
 
+# the main column's side margins shrink with a narrow window: Streamlit keeps 5rem (80 px) on each
+# side at every width above 640 px, so a 1,000 px window with the sidebar left 540 px of its 700 for
+# the page, and SmolLM2-135M's 30-layer circuits were drawn at 10.5 px labels there (Explore, the
+# IOI circuit of 167 edges) and 9.3 px (Compare). The margins are 1.5rem at 1,000 px and below
+# (652 px of page), growing back to 5rem at 1,280 px; Streamlit's own 1rem below 641 px is kept
+NARROW_MARGIN_PX, WIDE_MARGIN_PX, NARROW_UNTIL_PX, WIDE_FROM_PX = 24, 80, 1000, 1280
+PAGE_MARGINS_CSS = (
+    "<style>@media (min-width: 641px) { [data-testid='stMainBlockContainer'] {"
+    f" padding-left: var(--cv-margin) !important; padding-right: var(--cv-margin) !important;"
+    f" --cv-margin: clamp({NARROW_MARGIN_PX}px, calc({NARROW_MARGIN_PX}px + (100vw - {NARROW_UNTIL_PX}px)"
+    f" * {(WIDE_MARGIN_PX - NARROW_MARGIN_PX) / (WIDE_FROM_PX - NARROW_UNTIL_PX):.1f}),"
+    f" {WIDE_MARGIN_PX}px); }} }}</style>"
+)
+
+
+def page_margin_px(window_px: float) -> float:
+    """Each side margin of the main column in a window ``window_px`` wide (``PAGE_MARGINS_CSS``)."""
+    if window_px < 641:
+        return 16.0
+    slope = (WIDE_MARGIN_PX - NARROW_MARGIN_PX) / (WIDE_FROM_PX - NARROW_UNTIL_PX)
+    return min(
+        max(NARROW_MARGIN_PX + (window_px - NARROW_UNTIL_PX) * slope, NARROW_MARGIN_PX), WIDE_MARGIN_PX
+    )
+
 
 def run_app() -> None:
     """The page configuration, the navigation (its page list), the shared sidebar (model and
@@ -19,6 +43,7 @@ def run_app() -> None:
     are set there), then the page the URL names."""
     startup.mark_once("first page run")
     st.set_page_config(page_title="circuitviz", page_icon=str(favicon_path()), layout="wide")
+    st.html(PAGE_MARGINS_CSS)  # style alone: Streamlit puts it where it takes no room
     app_navigation = st.navigation([*pages(), default_alias(_to_default)])
     if app_navigation.url_path == DEFAULT:  # /explore: on to "/" before the sidebar reads the link
         _to_default()

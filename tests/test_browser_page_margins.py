@@ -1,0 +1,90 @@
+"""The page's side margins shrink in a narrow window, so SmolLM2-135M's circuits are drawn at
+readable labels at 1,000 px. Streamlit keeps 80 px on each side of the main column at every width
+above 640 px: a 1,000 px window with the sidebar left 540 px of its 700 to the page, and the
+167-edge IOI circuit of SmolLM2-135M (EAP-IG, budget 200, 30 layer rows) was drawn at 10.5 px
+labels on Explore and 9.3 px on Compare (Chromium, 2026-12-07). With 24 px margins it is 12.2 px
+on Explore and 11.2 px on Compare; at 1,500 and 2,000 px the margins are Streamlit's own.
+
+Slow: runs EAP-IG on SmolLM2-135M in the app.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from browser_page import OUTPUT, button_ready, graph_problems, serve_app, settled, stop_app, wait_for
+from fresh_cache import fresh_cache
+
+from circuitviz.render.vis import HELD_LABEL_PX
+from circuitviz.ui.navigation import PAGE_MARGINS_CSS, page_margin_px
+
+CHROMIUM = "/usr/bin/chromium"
+SIDEBAR_PX = 300  # Streamlit's sidebar, open
+WAIT_MS = 15 * 60 * 1000
+IOI = {
+    "model": "smollm2-135m",
+    "prompt": "When Mary and John went to the store, John gave a drink to",
+    "corrupted": "When Alice and Bob went to the store, Carl gave a drink to",
+    "answer": " Mary",
+    "foil": " John",
+}
+# the main column's width for its content and the smallest label of each drawing, px
+PAGE = """() => { const block = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const style = getComputedStyle(block);
+  const content = block.getBoundingClientRect().width - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const labels = [...document.querySelectorAll('.cv-root')].map(root => { const network = root.cvNetwork;
+    return Math.min(...network.body.data.nodes.get().map(node => (node.font && node.font.size) || 14)) * network.getScale(); });
+  return {content, labels}; }"""
+
+
+def test_the_margins_follow_the_window_width():
+    assert page_margin_px(1000) == 24 and page_margin_px(800) == 24
+    assert page_margin_px(1280) == page_margin_px(1500) == page_margin_px(2000) == 80
+    assert 24 < page_margin_px(1140) < 80 and page_margin_px(600) == 16  # Streamlit's own on a phone
+    assert "@media (min-width: 641px)" in PAGE_MARGINS_CSS and "clamp(24px," in PAGE_MARGINS_CSS
+
+
+def test_every_page_gets_the_margins():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../app.py", default_timeout=300)
+    at.run()
+    at.switch_page("pages/about.py").run()
+    assert not at.exception, at.exception
+    assert PAGE_MARGINS_CSS in [element.proto.body for element in at.get("html")]
+
+
+@pytest.mark.browser
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_smollm2_circuits_are_readable_in_a_1000_px_window(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    url, server = serve_app(fresh_cache(tmp_path_factory.mktemp("cache")), "streamlit-margins.log")
+    try:
+        with playwright_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--headless", "--no-sandbox"]
+            )
+            page = browser.new_page(viewport={"width": 1000, "height": 1200})
+            page.goto(f"{url}/?{urllib.parse.urlencode(IOI)}")
+            wait_for(page, button_ready("Run"), WAIT_MS)
+            settled(page)
+            page.get_by_role("button", name="Run", exact=True).first.click()
+            wait_for(page, "() => document.querySelectorAll('.cv-root canvas').length >= 1", WAIT_MS)
+            settled(page)
+            for width in (1000, 1500, 2000):
+                page.set_viewport_size({"width": width, "height": 1200})
+                page.wait_for_timeout(1500)
+                seen = page.evaluate(PAGE)
+                expected = width - SIDEBAR_PX - 2 * page_margin_px(width)
+                assert abs(seen["content"] - expected) < 1, (width, seen)
+                assert not graph_problems(page), (width, graph_problems(page)[:5])  # nothing clipped
+                assert min(seen["labels"]) >= HELD_LABEL_PX, (width, seen)
+                page.screenshot(path=str(OUTPUT / f"margins-explore-smollm2-{width}.png"))
+            browser.close()
+    finally:
+        stop_app(server)
