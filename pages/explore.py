@@ -9,8 +9,8 @@ inside_app()  # never a page alone, outside the app (see inside_app)
 st.title("Explore a prompt's circuit")
 st.caption(
     "Type a prompt, pick the answer the model gives and a wrong answer (foil), give a corrupted "
-    "prompt, choose a method and run it: you get the sparse circuit of heads and MLPs that "
-    "carries the answer, and how faithful it is at every edge budget."
+    "prompt (where the method needs one), choose a method and run it: you get the sparse circuit "
+    "of heads and MLPs that carries the answer, and how faithful it is at every edge budget."
 )
 
 from circuitviz.ui import budget_box, inputs, link_choices, loaders, state  # noqa: E402  (no torch: the prompt box paints at once)
@@ -29,10 +29,8 @@ with st.container(border=True, key="controls-task"):  # hidden in demo mode (ui/
 
     model = run.load_model_or_stop(model_id, device)
     mmlu_picker(model, prompt)
-    chosen = available_methods().get(state.session.method)
-    given = inputs.task_inputs(
-        model, model_id, prompt, need_corrupted=chosen.needs_corrupted if chosen else True
-    )
+    chosen = available_methods().get(state.coming_value("method"))  # as just picked below, not a run late
+    given = inputs.task_inputs(model, model_id, prompt, method=chosen)
 with st.container(border=True, key="controls-method"):
     units = budget_box.unit_total(model, given.n_tokens)  # what budgets count with positions ticked
     method, settings, budgets = inputs.method_inputs(budget_box.graph_edge_total(model), unit_total=units)

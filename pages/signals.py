@@ -51,7 +51,7 @@ with st.expander("Run ACC++ on a prompt", expanded=opened is None and not linked
     explained = state.session.signals_method = methods_with("has_signals_view")[0]
     method = get_method(explained)
     model = run.load_model_or_stop(model_id, device)
-    given = inputs.task_inputs(model, model_id, prompt, need_corrupted=method.needs_corrupted)
+    given = inputs.task_inputs(model, model_id, prompt, method=method)
     kept = kept_results.result_for(explained, model_id, prompt)
     start = state.method_settings("signals.settings", explained) or (kept.config if kept is not None else {})
     values = forms.config_form(

@@ -264,16 +264,23 @@ def test_a_prompt_no_template_knows_says_so_and_disables_run():
 
 def test_a_prompt_no_template_knows_is_no_warning_for_a_method_that_needs_no_corrupted_prompt():
     """Signals (ACC++) said "No corrupted prompt could be proposed ... write it with the key word
-    replaced" in a warning, and under it "This method needs no corrupted prompt": a caption now."""
-    from circuitviz.ui.corrupted_box import NO_CORRUPTED_NEEDED
+    replaced" in a warning, and under it "This method needs no corrupted prompt": the box is
+    hidden now (tests/test_corrupted_hidden.py), with what the figures use instead; shown, the
+    note is a caption."""
+    from circuitviz.methods import method_traits
+    from circuitviz.ui.corrupted_box import hidden_sentence
 
-    at = _explore(method="acc++")
+    at = _explore(method="acc++", own_corrupted="0")
     at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()
     assert not at.exception, at.exception
     assert not any("No corrupted prompt could be proposed" in w.value for w in at.warning)
+    assert hidden_sentence(method_traits("acc++")) in [c.value for c in at.caption]
+    assert not _run_button(at).disabled
+    at.toggle(key="w.corrupted.own").set_value(True).run()
+    assert not any("No corrupted prompt could be proposed" in w.value for w in at.warning)
     captions = [c.value for c in at.caption]
     assert any("No corrupted prompt could be proposed" in c for c in captions)
-    assert NO_CORRUPTED_NEEDED in captions  # and what an empty box means for the figures
+    assert any(c.startswith("Left empty, the box is ignored") for c in captions)
     assert not _run_button(at).disabled
 
 

@@ -76,17 +76,43 @@ def follow_foil(model, model_id: str, prompt: str, answer: str, top_tokens: list
     session.corrupted_foil = foil
 
 
-# what an empty box means for the figures (an audit: the form said only the first sentence, and the
-# curve's reference was learnt from the result)
-NO_CORRUPTED_NEEDED = (
-    "This method needs no corrupted prompt. Left empty, its NDF and curve are measured against a "
-    "reference the result names (a neutral prompt, or the method's own); a corrupted prompt typed "
-    "here is used for them instead."
+# the switch that shows the box for a method that needs no corrupted prompt (hidden by default)
+OWN_CORRUPTED = "Measure against a corrupted prompt of my own"
+OWN_CORRUPTED_HELP = (
+    "This method finds its circuit without a corrupted prompt. Switched on, the box below is shown "
+    "and the prompt you give there is the corrupted run of its NDF, necessity and curve."
 )
 
 
-def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> tuple[str, list[str]]:
-    """The corrupted prompt with its note and both tokenisations. Returns (text, problems)."""
+OWN_CORRUPTED_USED = "NDF, necessity and the faithfulness curve patch to this corrupted prompt."
+
+
+def hidden_sentence(method) -> str:
+    """What the form says where the box hides: the method needs none, and what its figures use."""
+    return f"The method below ({method.label}) needs no corrupted prompt. {method.without_corrupted or ''}".strip()
+
+
+def own_corrupted_on(method) -> bool:
+    """The switch under the foil for ``method`` (one that needs no corrupted prompt): whether the
+    user shows the box. Off unless chosen, except for a corrupted prompt a link or an opened task
+    gave with this very method (its run used it: the link still shows that run)."""
+    came_with = session.corrupted_came_with
+    given = bool((state.coming_value("corrupted") or "").strip()) and came_with in (True, method.name)
+    return bool(
+        state.bind(st.toggle, OWN_CORRUPTED, state.Session.corrupted_own.key, given, help=OWN_CORRUPTED_HELP)
+    )
+
+
+def corrupted_input(model, model_id: str, prompt: str, method=None) -> tuple[str, list[str]]:
+    """The corrupted prompt with its note and both tokenisations. Returns (text, problems).
+
+    For a ``method`` that needs none the box hides behind a switch (``own_corrupted_on``), and
+    what its figures are measured against is said instead; the text stays in the state, so a
+    method that needs one shows it again as it was. Hidden, the task has no corrupted prompt."""
+    need_corrupted = method is None or method.needs_corrupted
+    if not need_corrupted and not own_corrupted_on(method):
+        st.caption(hidden_sentence(method))
+        return "", []
     corrupted = state.bind(
         st.text_area,
         "Corrupted prompt (the key fact or name replaced; same number of tokens)",
@@ -103,13 +129,16 @@ def corrupted_input(model, model_id: str, prompt: str, need_corrupted: bool) -> 
         st.caption(markdown_sentence(note))
     if not corrupted.strip():
         if not need_corrupted:
-            st.caption(NO_CORRUPTED_NEEDED)
+            st.caption(f"Left empty, the box is ignored: {hidden_sentence(method)}")
             return corrupted, []
         problem = EMPTY_CORRUPTED
         if not note:
             st.error(markdown_sentence(problem))  # may quote the user's text
         return corrupted, [problem]
-    return corrupted, token_check(model, model_id, prompt, corrupted)
+    problems = token_check(model, model_id, prompt, corrupted)
+    if not need_corrupted and not problems:  # what the switch changed, said beside the figures' source
+        st.caption(OWN_CORRUPTED_USED)
+    return corrupted, problems
 
 
 def token_check(model, model_key: str, prompt: str, corrupted: str) -> list[str]:

@@ -394,9 +394,11 @@ def foil_problem(model, answer: str, foil: str, metric: str) -> str | None:
     return None
 
 
-def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) -> TaskInputs:
+def task_inputs(model, model_id: str, prompt: str, method=None) -> TaskInputs:
     """Everything below the prompt box: its length check, answer, foil, metric and corrupted
-    prompt, each checked where it is typed."""
+    prompt, each checked where it is typed. ``method``: the method chosen, when its corrupted box
+    may hide (one that needs no corrupted prompt, ``corrupted_box.corrupted_input``); None: the
+    box is shown and needed (Compare's, whose methods share one yardstick)."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
     from ..entry.spaces import lookalike_spaces_note, trailing_space_sentence
@@ -412,7 +414,7 @@ def task_inputs(model, model_id: str, prompt: str, need_corrupted: bool = True) 
     if trailing := trailing_space_sentence(prompt, lambda text: loaders.next_tokens(model, model_id, text)):
         st.warning(markdown_text(trailing))  # 'The capital of France is ' proposed '<strong>'
     answer, foil, metric, problems = answer_inputs(model, model_id, prompt)
-    corrupted, corrupted_problems = corrupted_input(model, model_id, prompt, need_corrupted)
+    corrupted, corrupted_problems = corrupted_input(model, model_id, prompt, method)
     problems += corrupted_problems
     if problems:
         return TaskInputs(None, problems, n_tokens)

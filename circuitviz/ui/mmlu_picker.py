@@ -165,6 +165,7 @@ def _question_task(model, row: int) -> dict | None:
         run=False,
         switch=False,  # Explore itself: the rerun opens it
         mmlu_prompt=question.prompt(),
+        corrupted_came_with=None,  # proposed, not a run's: hidden for a method that needs none
         mmlu_note=f"{question.subject}, question {question.id}: the model prefers{answer} ({correct}); "
         + ("a valid task." if task is not None else f"refused as a task: {verdict.reason}."),
     )

@@ -134,6 +134,10 @@ class Session:
     corrupted_proposed = Field("corrupted_proposed")  # the corrupted prompt the note is about
     corrupted_answer = Field("corrupted_answer")  # the answer it was proposed for (None: an opened task's)
     corrupted_foil = Field("corrupted_foil")  # the foil it was measured against
+    # the corrupted box shown for a method that needs none (None: not chosen for this prompt), and
+    # the method a link or an opened task gave its corrupted prompt with (ui/corrupted_box)
+    corrupted_own = Field("corrupted.own", url="own_corrupted", kind=FLAG, pages=("explore", "signals"))
+    corrupted_came_with = Field("corrupted.came_with")
     foil_note = Field("foil_note")
     foil_proposed = Field("foil_proposed")  # the foil the note is about
     more_foils = Field("more_foils", ())  # an opened task's foils after the first (the box holds one)
@@ -230,6 +234,8 @@ def seed_from_url() -> None:
                     session.budget_chosen, session.budget_link = LINK, value
             elif text:  # a link's value that does not read as one: said, not dropped silently
                 st.warning(unreadable_link_value(found.url, found.kind, text))
+    if session.corrupted and Session.corrupted_own.url not in st.query_params:  # from before the switch:
+        session.corrupted_came_with = session.method or True  # its run used it (True: any method's)
     for settings_key, method_key in SETTINGS_OF.items():
         if settings_key in st.session_state:  # the URL's settings belong to the URL's method
             st.session_state[f"{settings_key}.method"] = (
@@ -484,6 +490,7 @@ def adopt_prompt(prompt: str, values: dict) -> None:
     if not first:
         del session.budget
         del session.budget_chosen
+        del session.corrupted_own, session.corrupted_came_with
 
 
 # ----- opening a task in Explore from any page ----------------------------------------------------
@@ -567,6 +574,8 @@ def apply_pending_open() -> None:
         session.budget, session.budget_chosen = int(pending["budget"]), LINK
     session.corrupted_note = pending["corrupted_note"]
     session.corrupted_proposed = task.get("corrupted") or ""
+    del session.corrupted_own  # in use for the method it came with, hidden for others (ui/corrupted_box)
+    session.corrupted_came_with = (pending["method"] or session.method) if task.get("corrupted") else None
     session.foil_note = pending["foil_note"]
     del session.foil_proposed
     session.more_foils = tuple(foil for foil in foils[1:] if foil != task["answer"])

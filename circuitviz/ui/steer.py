@@ -430,6 +430,7 @@ def compute_on_explore(model, prompt: str, answer: str, foil: str) -> None:
         budget=session.budget,
         corrupted_note=note,
         run=True,
+        corrupted_came_with=None,  # the session's or a proposal: hidden for a method that needs none
     )
 
 
