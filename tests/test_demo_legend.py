@@ -57,6 +57,19 @@ def test_a_circuit_is_said_to_carry_the_answer_only_where_its_ndf_says_so():
     assert "NDF" not in lead_sentence(29, None, 0.8)
 
 
+def test_ndfs_zero_is_what_the_run_measured_it_on():
+    """A flow routes' run with no corrupted prompt (the box hidden on Explore) read "0 that it does
+    no better than the corrupted prompt" in demo mode: its 0 is a neutral prompt, ACC++'s the
+    model with its found signals knocked out."""
+    from circuitviz.details.base import NEUTRAL_PROMPT
+
+    assert lead_sentence(29, 0.5, 0.8).endswith("no better than the corrupted prompt")
+    neutral = lead_sentence(29, 0.5, 0.8, reference=NEUTRAL_PROMPT)
+    assert neutral.endswith("no better than a neutral prompt (the prompt's words replaced by padding)")
+    knocked = lead_sentence(29, 0.5, 0.8, reference="signals knocked out")
+    assert "corrupted" not in knocked and knocked.endswith("every signal the method found knocked out")
+
+
 def test_the_headline_says_which_token_the_model_prefers_not_what_it_answers():
     """Demo mode said "The nurse said that" "answers ' she' rather than ' he'": its top next token
     is ' the' (27.6 %); the logit difference only says ' she' is above ' he'."""

@@ -126,11 +126,23 @@ def empty_sentence(budget: int) -> str:
     )
 
 
-def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float, noun: str = "answer") -> str:
+# what NDF's 0 is, by what it was measured on (``details.base.reference_name``): a run with no
+# corrupted prompt (flow routes, ACC++) said "no better than the corrupted prompt" of none given
+ZERO_IS = {
+    "corrupted": "the corrupted prompt",
+    "neutral prompt": "a neutral prompt (the prompt's words replaced by padding)",
+    "signals knocked out": "the model with every signal the method found knocked out",
+}
+
+
+def lead_sentence(
+    n_edges: int, ndf: float | None, good_ndf: float, noun: str = "answer", reference: str = "corrupted"
+) -> str:
     """The demo's first words on the circuit: "the part of the model that carries this answer" only
     where its NDF says so (``good_ndf`` or more); it said so of an EAP circuit of NDF 0.43.
     ``noun``: what the metric measures, "preference" where there is a foil (the logit difference
-    of answer over foil: ' she' over ' he' is not the model's answer, ' the' is), else "answer"."""
+    of answer over foil: ' she' over ' he' is not the model's answer, ' the' is), else "answer".
+    ``reference``: what NDF's 0 was measured on (``details.base.reference_name``)."""
     if ndf is None:
         return f"The circuit below is what the method found for this {noun}: {n_edges:,} connections"
     if ndf >= good_ndf:
@@ -142,6 +154,6 @@ def lead_sentence(n_edges: int, ndf: float | None, good_ndf: float, noun: str = 
         )
     return (
         f"The circuit below is {head}: {n_edges:,} connections; its faithfulness (NDF) is {ndf:.2f}{short}, "
-        f"where 1 means it alone reproduces the model's {noun} and 0 that it does no better than the "
-        "corrupted prompt"
+        f"where 1 means it alone reproduces the model's {noun} and 0 that it does no better than "
+        f"{ZERO_IS.get(reference, ZERO_IS['corrupted'])}"
     )

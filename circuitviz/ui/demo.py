@@ -10,6 +10,7 @@ import streamlit as st
 
 from .. import render
 from ..core.text import markdown_text
+from ..details.base import reference_name
 from ..methods.registry import method_traits
 from ..render.demo import (
     empty_sentence,
@@ -104,7 +105,7 @@ def demo_view(result, budget: int, labels, key: str, graph_drawing, explain, gro
     writers = any("writers" in name for name in groups or {})
     legend = legend_sentence(len(paths), traits.scores_estimate_metric, traits.label, kind, writers)
     noun = "preference" if result.task.foils else "answer"  # a logit difference: answer over foil
-    lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF, noun)
+    lead = lead_sentence(len(edges), point.ndf if point else None, GOOD_NDF, noun, reference_name(result))
     st.markdown(f"{lead}. {legend}")
     if edit_note:
         st.caption(markdown_text(edit_note))  # the edit names the link's nodes
