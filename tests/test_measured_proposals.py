@@ -62,6 +62,23 @@ def test_an_answer_the_model_barely_predicts_is_not_put_first(embedded_model, ch
     assert (made.answer, made.foil, made.corrupted) == (" he", " she", "Mary gave Alice a book because")
 
 
+@pytest.fixture(scope="module")
+def smollm2():
+    from circuitviz.models import load_model
+
+    return load_model("smollm2-135m", device="cpu")
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_the_answer_the_swapped_word_decides_goes_before_a_likelier_unlikely_one(smollm2, checked):
+    # SmolLM2-135M gives ' located' 4.96 % and ' Paris' 3.4 % after it (' the' 15.0 % and ' a' 11.9 %
+    # do not pass): ' located' over ' a' was proposed, a task 'france' swapped for 'italy' barely moves
+    made = _proposed(smollm2, "the capital of france is")
+    assert (made.answer, made.corrupted) == (" Paris", "the capital of italy is")
+    assert "lowers the logit difference of ' Paris'" in made.corrupted_note
+
+
 def test_a_name_said_twice_is_also_tried_swapped_at_one_mention(words):
     from circuitviz.query.proposals import corruption_candidates
 

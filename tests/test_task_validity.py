@@ -107,3 +107,19 @@ def test_proposals_prefer_a_passing_task_and_a_content_word():
     # none passes: the model's own top answer (the check before Run explains)
     assert preferred_task(tasks, [-1.0, 0.1, None, -2.0]) == 0
     assert is_function_word(" the") and is_function_word(" ,") and not is_function_word(" Berlin")
+
+
+def test_among_answers_the_model_barely_predicts_the_corrupted_word_decides():
+    """SmolLM2-135M after "the capital of france is": ' the' and ' a' do not pass with 'france'
+    swapped for 'italy', and ' located' (4.96 %, its gap over ' a' 1.46) was proposed before
+    ' Paris' (3.4 %, 4.21): the model's order among answers under 5 % says little, the gap says
+    which the swapped word decides. Answers it predicts keep its order whatever their gaps."""
+    from circuitviz.measure.task_validity import preferred_task
+
+    answers = (" the", " a", " located", " f", " Paris")
+    tasks = [PromptTask("p", "q", answer, (" x",)) for answer in answers]
+    barely = [False, False, True, True, True]
+    assert preferred_task(tasks, [0.2, 0.3, 1.46, None, 4.21], barely) == 4
+    assert preferred_task(tasks, [0.2, 0.3, 1.46, None, 0.5], barely) == 2  # ' Paris' fails: ' located'
+    likely = [False] * 5  # none barely predicted: the model's order among content words, as before
+    assert preferred_task(tasks, [0.2, 0.3, 1.46, None, 4.21], likely) == 2

@@ -185,6 +185,13 @@ def task_gaps(model, tasks: list[PromptTask]) -> list[float | None]:
     return gaps
 
 
+def barely_ranked(index: int, barely: bool) -> int:
+    """Where the model's own order ranks an answer among the passing ones of its kind: by its
+    ``index`` in that order, except an answer it barely predicts, ranked by its gap alone
+    (``preferred_task``; ``query.proposals`` measures in this order)."""
+    return 0 if barely else index
+
+
 def preferred_task(
     tasks: list[PromptTask], gaps: list[float | None], barely: list[bool] | None = None
 ) -> int:
@@ -192,13 +199,19 @@ def preferred_task(
     answers): among those that pass the check, one whose answer the model does not barely predict
     (``barely``, where given), then a content word before a function word, then the model's most
     likely answer (a circuit should explain what the model does; the largest gap only breaks what
-    is left); when none passes, the first (the check before Run says why)."""
+    is left); when none passes, the first (the check before Run says why). Among answers the model
+    barely predicts, the largest gap goes first, the model's order after it (``barely_ranked``):
+    it gives each under 5 %, so its order among them says little, and the gap says which answer
+    the corrupted word decides. SmolLM2-135M after "the capital of france is" (' the' 15.0 %, ' a' 11.9 %:
+    neither passes the check with 'france' swapped for 'italy') was proposed ' located' (4.96 %, a logit
+    difference over ' a' lowered by 1.46) before ' Paris' (3.4 %, lowered by 4.21)."""
 
     def rank(index: int) -> tuple:
         task, gap = tasks[index], gaps[index]
         passes = gap is not None and identical_prompts_problem(task) is None and gap >= MIN_GAP[task.metric]
         if not passes:
-            return (1, 0, 0, 0.0, index)
-        return (0, int(bool(barely and barely[index])), int(is_function_word(task.answer)), index, -gap)
+            return (1, 0, 0, 0, 0.0, index)
+        weak = int(bool(barely and barely[index]))
+        return (0, weak, int(is_function_word(task.answer)), barely_ranked(index, weak), -gap, index)
 
     return min(range(len(tasks)), key=rank) if tasks else 0

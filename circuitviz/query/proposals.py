@@ -155,7 +155,7 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
     passes the check (``measured``), the candidates of every answer measured together."""
     # here, not at the top: keeps torch out of the first paint
     from ..core.tasks import PromptTask
-    from ..measure.task_validity import is_function_word, preferred_task
+    from ..measure.task_validity import barely_ranked, is_function_word, preferred_task
     from .trials import Trials
 
     top_tokens = offered_tokens(model, top_tokens)[0]
@@ -167,9 +167,10 @@ def propose(model, prompt: str, top_tokens: list[str]) -> Proposal:
         for answer, chance in zip(answers, chances)
     ]
     # the order ``preferred_task`` ranks passing answers in: one ranked after an answer that passes
-    # already is not measured further
+    # already is not measured further (answers the model barely predicts rank alike: their gaps decide)
     order = [
-        (int(barely[index]), int(is_function_word(answer)), index) for index, answer in enumerate(answers)
+        (int(barely[index]), int(is_function_word(answer)), barely_ranked(index, barely[index]))
+        for index, answer in enumerate(answers)
     ]
     found = measured(model, prompt, answers, top_tokens, trials, order)
     if len(found) <= 1:
