@@ -11,7 +11,14 @@ times, from the moment the process is started:
 - **Run enabled**: the Run button is enabled (the model loaded and the page drawn around it);
 - **CPU**: the server process's CPU seconds at that moment (user and system, all its threads, from
   ``/proc``): on this shared machine a steadier figure than the clock, as the server's threads
-  share one interpreter lock and other work stretches the wall time.
+  share one interpreter lock and other work stretches the wall time;
+- **the waiting line**: while the model loads the page redraws "Loading the model ...: N s" every
+  second; the browser notes each change of N (every 100 ms, in the page), and the figures give the
+  median and longest seconds between two changes: about 1 s while the server keeps up with the
+  page, longer while something holds its interpreter lock.
+
+``--open-at S`` opens the page S seconds after the process's start instead of when it answers:
+on a cold start, a page opened in the middle of the conversion.
 
 A **cold** start uses an empty cache folder (the embedded GGUF is converted on the way); a
 **warm** start reuses the folder a start left behind (converted weights, calibration). The order
@@ -49,6 +56,17 @@ RUN_READY = (
     "() => [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Run' && !b.disabled)"
 )
 TITLE = "Explore a prompt's circuit"
+# in the page, from its first script: [milliseconds, N] at each change of the waiting line's N
+WAITING_LINE = """
+window.__waitingLine = [];
+setInterval(() => {
+  const line = [...document.querySelectorAll('[data-testid="stAlert"]')]
+    .map((alert) => alert.innerText.match(/Loading the model .*?: (\\d+) s/))
+    .find(Boolean);
+  const seen = window.__waitingLine;
+  if (line && (!seen.length || seen[seen.length - 1][1] !== line[1])) seen.push([Date.now(), line[1]]);
+}, 100);
+"""
 
 
 def _free_port() -> int:
@@ -71,11 +89,17 @@ def _process_cpu(pid: int) -> float | None:
 
 
 def one_start(
-    browser, cache: Path, timeout_s: float = 600.0, root: Path = ROOT, bytecode: bool = True
+    browser,
+    cache: Path,
+    timeout_s: float = 600.0,
+    root: Path = ROOT,
+    bytecode: bool = True,
+    open_at: float | None = None,
 ) -> dict:
     """Start the server of the checkout ``root`` on ``cache``, open the page, return the seconds
     of each milestone; ``bytecode``: bring the package's bytecode up to date first, as `make app`
-    does (off: every module compiled in memory at each start, where PYTHONDONTWRITEBYTECODE is set)."""
+    does (off: every module compiled in memory at each start, where PYTHONDONTWRITEBYTECODE is set);
+    ``open_at``: open the page that many seconds after the start, not when the server answers."""
     port = _free_port()
     env = {
         **os.environ,
@@ -91,7 +115,7 @@ def one_start(
     figures: dict = {"load_before": _load_average()}
     url = f"http://127.0.0.1:{port}"
     with open(log_path, "w") as log:
-        start = time.perf_counter()
+        start, started_at = time.perf_counter(), time.time()
         # as `make app` does: the package's bytecode first (Python writes none itself where
         # PYTHONDONTWRITEBYTECODE is set), timed as part of the start
         if bytecode:
@@ -119,6 +143,10 @@ def one_start(
                 time.sleep(0.05)
             figures["healthy_s"] = time.perf_counter() - start
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.add_init_script(WAITING_LINE)
+            if open_at is not None:
+                time.sleep(max(0.0, open_at - (time.perf_counter() - start)))
+            figures["opened_s"] = time.perf_counter() - start
             page.goto(url)
             page.get_by_text(TITLE).first.wait_for(timeout=timeout_s * 1000)
             figures["painted_s"] = time.perf_counter() - start
@@ -127,6 +155,8 @@ def one_start(
             page.wait_for_function(RUN_READY, timeout=timeout_s * 1000, polling=50)
             figures["run_enabled_s"] = time.perf_counter() - start
             figures["cpu_s"] = _process_cpu(server.pid)
+            changes = page.evaluate("window.__waitingLine || []")
+            figures["waiting_line"] = _waiting_line(changes, started_at)
             page.close()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -137,6 +167,20 @@ def one_start(
     figures["load_after"] = _load_average()
     figures["phases"] = _phases(log_path)
     return figures
+
+
+def _waiting_line(changes: list, started_at: float) -> dict:
+    """The waiting line's changes ([epoch milliseconds, N], as the page noted them) in numbers: how
+    many, the median and longest seconds between two of them, and when the longest began (seconds
+    since ``started_at``, the start's epoch seconds); None for each with fewer than two."""
+    gaps = [((later[0] - earlier[0]) / 1000, earlier[0]) for earlier, later in zip(changes, changes[1:])]
+    longest = max(gaps, default=None)
+    return {
+        "changes": len(changes),
+        "median_gap_s": statistics.median(gap for gap, _ in gaps) if gaps else None,
+        "longest_gap_s": longest[0] if longest else None,
+        "longest_gap_at_s": longest[1] / 1000 - started_at if longest else None,
+    }
 
 
 def _phases(log_path: Path) -> dict:
@@ -160,6 +204,13 @@ def _show(kind: str, figures: dict) -> None:
         + (f"server CPU {figures['cpu_s']:5.2f} s  " if figures.get("cpu_s") is not None else "")
         + f"(load {figures['load_before']} -> {figures['load_after']}; bytecode {figures['bytecode_s']:.2f} s)"
     )
+    line = figures.get("waiting_line") or {}
+    if line.get("longest_gap_s") is not None:
+        print(
+            f"      page opened {figures['opened_s']:.2f} s; its waiting line changed {line['changes']} "
+            f"times, median {line['median_gap_s']:.2f} s apart, longest {line['longest_gap_s']:.2f} s "
+            f"(from {line['longest_gap_at_s']:.1f} s)"
+        )
     if phases:
         print(f"      in the server (s since start): {phases}")
 
@@ -175,6 +226,11 @@ def main() -> None:
         type=Path,
         default=ROOT,
         help="the checkout whose app to start (another branch's, to compare)",
+    )
+    parser.add_argument(
+        "--open-at",
+        type=float,
+        help="open the page this many seconds after the server's start (default: when it answers)",
     )
     parser.add_argument(
         "--no-bytecode",
@@ -193,16 +249,17 @@ def main() -> None:
     if not bytecode:
         for folder in (args.root / "circuitviz").rglob("__pycache__"):
             shutil.rmtree(folder)
+    options = {"root": args.root, "bytecode": bytecode, "open_at": args.open_at}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
             if not args.no_cold:
                 if any((cache / "models").glob("*")):
                     raise SystemExit(f"{cache} holds converted models already; give an empty folder")
-                starts.append(("cold", one_start(browser, cache, root=args.root, bytecode=bytecode)))
+                starts.append(("cold", one_start(browser, cache, **options)))
                 _show(*starts[-1])
             for _ in range(args.warm):
-                starts.append(("warm", one_start(browser, cache, root=args.root, bytecode=bytecode)))
+                starts.append(("warm", one_start(browser, cache, **options)))
                 _show(*starts[-1])
         finally:
             browser.close()
