@@ -38,7 +38,7 @@ def test_the_key_says_what_is_under_a_name_once():
         assert not re.search(r"under (a|each) name:\s*under", drawing.html, flags=re.I)  # the download
 
 
-def test_the_position_graphs_key_says_it_once():
+def test_the_position_graphs_key_says_nothing_under_a_name():
     from test_positions import SPEC as POSITION_SPEC
     from test_positions import _circuit
 
@@ -47,9 +47,13 @@ def test_the_position_graphs_key_says_it_once():
 
     scores, mask = _circuit()
     graph = from_position_circuit(POSITION_SPEC, scores, mask, ["a", "b", "c", "d"], prompt="a b c d")
-    for key in ("", CAPTION_KEY):
-        more = attribution_graph_html(graph, caption_key=key).vis.legend_more
-        assert len(_under_a_name(more)) == 1, more
+    # nothing is written under a name over positions (names are inside the nodes, captions in the
+    # hover): the key said "Under a name: ↑/↓ ..." of captions no canvas drew
+    more = attribution_graph_html(graph).vis.legend_more
+    assert not _under_a_name(more) and "hover says what it does" not in more, more
+    graph.nodes[1].caption = "raises ' Mary' over ' John' by 1.2"
+    more = attribution_graph_html(graph).vis.legend_more
+    assert not _under_a_name(more) and more.count("A node's hover says what it does.") == 1, more
 
 
 VIS_SELECTED = "#d2e5ff"  # vis-network's fill of a selected or hovered node that sets none

@@ -67,3 +67,109 @@ def test_only_a_frame_whose_click_opens_a_card_says_so():
     assert CARD_SENTENCE not in drawing.html
     assert CARD_SENTENCE not in legend_block(drawing.vis)
     assert html.escape(CARD_SENTENCE) in legend_block(drawing.vis, cards=True)
+
+
+INSIDE = ("box", "circle", "ellipse", "text")  # shapes vis-network writes the label inside
+
+
+def name_region(node: dict) -> tuple[float, float, float, float]:
+    """Where a node's name is written (layout units): inside its box, or under a dot-like shape."""
+    from circuitviz.render.vis import CHAR_WIDTH, LINE_HEIGHT, node_box
+
+    left, top, right, bottom = node_box(node)
+    if node.get("shape", "box") in INSIDE:
+        lines = str(node.get("label", "")).split("\n")
+        font = float(node["font"]["size"])
+        half_w = max(len(line) for line in lines) * font * CHAR_WIDTH / 2
+        half_h = len(lines) * font * LINE_HEIGHT / 2
+        return node["x"] - half_w, node["y"] - half_h, node["x"] + half_w, node["y"] + half_h
+    return left, node["y"] + float(node.get("size", 10)), right, bottom
+
+
+def shape_region(node: dict) -> tuple[float, float, float, float]:
+    """The node's drawn shape (a link is drawn up to its border, not inside it)."""
+    from circuitviz.render.vis import node_box
+
+    if node.get("shape", "box") in INSIDE:
+        return node_box(node)
+    size = float(node.get("size", 10))
+    return node["x"] - size, node["y"] - size, node["x"] + size, node["y"] + size
+
+
+def _inside(points, box, shrink: float = 1.0):
+    left, top, right, bottom = box
+    return (
+        (points[:, 0] > left + shrink)
+        & (points[:, 0] < right - shrink)
+        & (points[:, 1] > top + shrink)
+        & (points[:, 1] < bottom - shrink)
+    )
+
+
+def names_crossed(vis) -> list[tuple[str, str]]:
+    """(link, node) for each drawn link that runs through a node's name (its own nodes' too: a
+    name under a dot is outside the shape the link ends at), or behind another node."""
+    from circuitviz.render.routing import edge_points
+
+    where = {node["id"]: node for node in vis.nodes}
+    found = []
+    for edge in vis.edges:
+        ends = where[edge["from"]], where[edge["to"]]
+        points = edge_points(*[(n["x"], n["y"]) for n in ends], edge.get("smooth"), samples=400)
+        drawn = ~(_inside(points, shape_region(ends[0]), 0.0) | _inside(points, shape_region(ends[1]), 0.0))
+        points = points[drawn]
+        for node in vis.nodes:
+            own = node["id"] in (edge["from"], edge["to"])
+            from circuitviz.render.vis import node_box
+
+            region = name_region(node) if own or node.get("shape") == "text" else node_box(node)
+            if _inside(points, region).any():
+                found.append((edge["id"], node["id"]))
+    return found
+
+
+def cell_graph() -> AttributionGraph:
+    """A busier column: a cell of two heads and an MLP at layer 1, each feeding a head at layer 4
+    of the same position (the MLP from the right, below), the embedding feeding all three."""
+    tokens = ["<bos>", " a", " b"]
+    nodes = [GraphNode("input@1", "input", "embedding", -1, 1, influence=1.0)]
+    links = []
+    for head in (0, 3):
+        nodes.append(GraphNode(f"a1.h{head}@1", f"a1.h{head}", "head", 1, 1, head=head, influence=0.2))
+    nodes.append(GraphNode("m1@1", "m1", "mlp", 1, 1, influence=0.5))
+    nodes.append(GraphNode("a4.h2@1", "a4.h2", "head", 4, 1, head=2, influence=0.9))
+    nodes.append(GraphNode("logits@2", "logits", "logit", 5, 2))
+    for node in ("a1.h0@1", "a1.h3@1", "m1@1"):
+        links.append(GraphLink("input@1", node, 0.3, "v" if node != "m1@1" else "mlp"))
+        links.append(GraphLink(node, "a4.h2@1", 0.3, "q"))
+    links.append(GraphLink("a1.h0@1", "m1@1", 0.1, "mlp"))
+    links.append(GraphLink("a4.h2@1", "logits@2", 0.9, "logits"))
+    return AttributionGraph(tokens, nodes, links, n_layers=5)
+
+
+def test_no_link_is_drawn_through_a_name():
+    """The embedding's link into its MLP ran up through the name "MLP" written under the square
+    (the Eiffel Tower's EAP-IG circuit over positions, Gemma-3-270M), as every link into a node
+    from below did, and the link past an MLP in between ran through that MLP and its name. Names
+    are written inside the nodes (a link ends at the border) and a link is bent round the nodes
+    it does not join."""
+    for graph in (column_graph(), cell_graph()):
+        for frame in (540, 1000, 2000):
+            vis = attribution_graph_html(graph, frame_width=frame).vis
+            assert names_crossed(vis) == []
+            heads = [n for n in vis.nodes if "@" in n["id"] and n["id"].split("@")[0][:1] in "am"]
+            assert heads and all(n["shape"] in INSIDE and n["label"] for n in heads)
+
+
+def test_a_nodes_size_still_says_its_contribution_and_no_two_overlap():
+    from circuitviz.render.vis import node_box, overlapping
+
+    for graph in (column_graph(), cell_graph()):
+        vis = attribution_graph_html(graph).vis
+        assert overlapping(vis.nodes) == []
+        box = {n["id"]: node_box(n) for n in vis.nodes}
+        width = {name: right - left for name, (left, _, right, _) in box.items()}
+        influence = {n.id: abs(n.influence) for n in graph.nodes if n.kind in ("head", "mlp")}
+        strongest, weakest = max(influence, key=influence.get), min(influence, key=influence.get)
+        assert width[strongest] > width[weakest]
+        assert all(width[name] >= width[weakest] for name in influence)

@@ -3,9 +3,11 @@
 One column per token position, the prompt's tokens written under the columns as the axis; one
 row per layer that holds nodes, the embeddings at the bottom and the answer's logit at the top
 (as Neuronpedia and circuit-tracer draw attribution graphs). The heads and the MLP of a
-(position, layer) cell sit side by side. A node's size says its contribution (the summed weight
+(position, layer) cell sit side by side. A node's name is written inside it (a link ends at its
+border, so none is drawn through a name) and its size says its contribution (the summed weight
 of its links out); a link's width says |weight|, its colour which input of the target it feeds,
-dashes a link that works against the answer. The strongest paths to the answer
+dashes a link that works against the answer; a link that would run behind a node it does not
+join is bent around it (``routing.route_around``). The strongest paths to the answer
 (``positions.view.strongest_paths``) are drawn in colour and thicker, every other link pale.
 Hovering a node gives its component, position, token, contribution and caption; hovering a link
 its unit and weight. Text is sized so that it is at least ``MIN_TEXT_PX`` on screen once the
@@ -24,14 +26,15 @@ from .graph_html import (
     KIND_COLOURS,
     KIND_NAMES,
     NODE_COLOURS,
+    ROUTED_EDGES,
     GraphDrawing,
     GraphEdge,
     _escape,
     canvas_caption,
     dash_pattern,
-    key_sentence,
 )
-from .vis import CHAR_WIDTH, NODE_MARGIN, VisGraph, frame_height, standalone_page
+from .routing import curves_frame, route_around
+from .vis import CHAR_WIDTH, LINE_HEIGHT, NODE_MARGIN, VisGraph, frame_height, standalone_page
 
 MIN_TEXT_PX = 11  # on screen, in a frame MIN_FRAME_WIDTH px wide, while the labels fit their cells
 # the narrowest frame the app draws in: a 1,000 px window with the sidebar open leaves the graph
@@ -41,16 +44,24 @@ BASE_FONT = 12
 SLOT = 84  # layout px between the nodes of one cell (room for a 10-character caption)
 TOKEN_WIDTH = 78  # the narrowest column that holds a node: room for its token and a caption
 EMPTY_TOKEN_WIDTH = 58  # a column without nodes: room for its token alone (about 8 characters at 12 px)
-ROW = 72  # layout px between layer rows (a node, its name and its caption)
+ROW = 72  # layout px between layer rows at the least (a node with its name inside, and a gap)
 LEFT_MARGIN = 70  # the layer names
-MAX_NODE_SIZE = 26
-MIN_NODE_SIZE = 7
+# a head's or MLP's name is written inside it ("h15", "MLP"), the node sized to its contribution:
+# its box is the name's (NAME_CHARS characters) for the weakest, up to 1 + GROW times as wide for
+# the strongest. Until 2026-12-07 the names were written under dots and squares, and a link into a
+# node from below (the embedding into its MLP: every column's first link) ran through its name
+NAME_CHARS = 3
+GROW = 0.5
 DEFAULT_MAX_LINKS = 800
 # more nodes than this are cut to those the drawn links join (an opened file of 40,000 nodes was
 # drawn whole, one row 40,000 slots wide: a grey line across the frame)
 MAX_DRAWN_NODES = 3000
 LINK_KIND_NAMES = {**KIND_NAMES, "attention": "moved by attention", "link": "link"}
-SHAPES = {"embedding": "box", "logit": "box", "mlp": "square", "head": "dot", "other": "diamond"}
+# a drawing of more nodes is drawn straight (links behind nodes, never through a name): routing
+# IOI's 282 nodes at 2,000 units (400 links) took 5.2 s of CPU, the Eiffel Tower's 96 at 500 1.2 s
+ROUTED_NODES = 120
+# shapes vis-network writes the label inside (links end at their border)
+SHAPES = {"embedding": "box", "logit": "box", "mlp": "box", "head": "circle", "other": "box"}
 
 
 def short_name(node: GraphNode) -> str:
@@ -112,7 +123,8 @@ def layout(
         for position, token in enumerate(graph.tokens)
     }
     for (position, _), members in cells.items():
-        widths[position] = max(widths.get(position, TOKEN_WIDTH), TOKEN_WIDTH, len(members) * SLOT)
+        slot = slot_width(members, font)
+        widths[position] = max(widths.get(position, TOKEN_WIDTH), TOKEN_WIDTH, len(members) * slot)
     centres: dict[int, float] = {}
     x = float(LEFT_MARGIN)
     for position in sorted(widths):
@@ -123,11 +135,25 @@ def layout(
     places = {}
     for (position, layer), members in cells.items():
         members = sorted(members, key=lambda n: (n.kind != "head", n.head or 0, n.component))
-        first = centres[position] - (len(members) - 1) * SLOT / 2
+        slot = slot_width(members, font)
+        first = centres[position] - (len(members) - 1) * slot / 2
         y = height - (rows.index(layer) + 1) * row  # the embeddings at the bottom
         for index, node in enumerate(members):
-            places[node.id] = (first + index * SLOT, float(y))
+            places[node.id] = (first + index * slot, float(y))
     return places, centres, rows
+
+
+def slot_width(members: list[GraphNode], font: float) -> float:
+    """Layout units between the nodes of a cell: ``SLOT``, or room for the widest name written
+    inside a node of another kind (an opened file's "L12 #4567") at ``font``."""
+    chars = max((len(short_name(node)) for node in members if node.kind == "other"), default=0)
+    return max(float(SLOT), chars * font * CHAR_WIDTH + 3 * NODE_MARGIN)
+
+
+def name_box(font: float) -> float:
+    """The inner width (layout units, margins aside) of the weakest head's or MLP's node: its name
+    of ``NAME_CHARS`` characters, or a line's height where that is more."""
+    return max(NAME_CHARS * font * CHAR_WIDTH, font * LINE_HEIGHT)
 
 
 def fitted_font(layout_width: float, frame_width: float = MIN_FRAME_WIDTH) -> float:
@@ -214,13 +240,6 @@ def legend_line(
     return line, more
 
 
-# what is written under a name when the caller gives no key of its own
-UNDER_A_NAME = (
-    "under a name: ↑/↓ the answer or foil among the tokens it promotes/suppresses most (logit lens), "
-    "else +x, how much it raises the answer's metric"
-)
-
-
 def highlighted_links(graph: AttributionGraph, paths: Iterable[list[str]]) -> set[tuple[str, str]]:
     """The (source, target) pairs along ``paths``."""
     return {(a, b) for path in paths for a, b in zip(path, path[1:])}
@@ -250,7 +269,6 @@ def attribution_graph_html(
     max_links: int = DEFAULT_MAX_LINKS,
     frame_width: float = MIN_FRAME_WIDTH,
     height_px: int | None = None,
-    caption_key: str = "",
     notes: list[str] | None = None,
     estimates_metric: bool = True,
     bold: str = "",
@@ -286,11 +304,12 @@ def attribution_graph_html(
     _, centres, _ = layout(graph)
     layout_width = max(centres.values(), default=0.0) + TOKEN_WIDTH
     font = fitted_font(layout_width, frame_width)
-    # captions on the canvas only while they fit their slot at this font (always in the hover)
-    with_badges = 10 * font * CHAR_WIDTH + 2 * NODE_MARGIN <= SLOT
-    font = min(font, (SLOT - 2 * NODE_MARGIN) / ((10 if with_badges else 5) * CHAR_WIDTH))
-    # a row holds a node (at most ``font`` in size) and its label under it, with a gap
-    row_height = max(ROW, 2 * font + (2 if with_badges else 1) * font * 1.25 + 2 * NODE_MARGIN + 0.8 * font)
+    # the strongest node, its name inside, fits its slot with a margin between it and the next;
+    # captions are in the hover (at any font the slot held they did not fit under a name)
+    font = min(font, (SLOT - 3 * NODE_MARGIN) / (NAME_CHARS * CHAR_WIDTH * (1 + GROW)))
+    largest = name_box(font) * (1 + GROW) + 2 * NODE_MARGIN
+    # a row holds the largest node, with room between rows for the links to bend through
+    row_height = max(ROW, largest + 1.3 * font)
     # the columns widened for the tokens' labels at this font (the text then a little smaller on
     # screen than ``MIN_TEXT_PX``, rather than labels drawn over each other)
     places, centres, rows = layout(graph, row_height, font)
@@ -323,23 +342,24 @@ def attribution_graph_html(
         kind = (
             node.kind if node.kind in ("head", "mlp") else ("input" if node.kind == "embedding" else "logits")
         )
-        size = MIN_NODE_SIZE + (MAX_NODE_SIZE - MIN_NODE_SIZE) * math.sqrt(abs(node.influence) / strongest)
-        badge = (node.badge or node.caption) if with_badges else ""
-        label = f"{short_name(node)}\n{canvas_caption(badge, 10)}" if badge else short_name(node)
-        nodes.append(
-            {
-                "id": node.id,
-                "label": label,
-                "title": _node_title(node, token, estimates_metric),
-                "x": x,
-                "y": y,
-                "size": min(size, font),
-                "shape": SHAPES.get(node.kind, "dot"),
-                "color": {"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
-                # white on the dark embedding and logit boxes ('emb' and 'logit' were dark on dark)
-                "font": {"size": font, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
-            }
-        )
+        drawn_node = {
+            "id": node.id,
+            "label": short_name(node),  # inside the node: a link ends at its border, never crossing it
+            "title": _node_title(node, token, estimates_metric),
+            "x": x,
+            "y": y,
+            "shape": SHAPES.get(node.kind, "box"),
+            "color": {"background": NODE_COLOURS.get(kind, "#cccccc"), "border": "#333333"},
+            # white on the dark embedding and logit boxes ('emb' and 'logit' were dark on dark)
+            "font": {"size": font, "color": "#ffffff" if kind in ("input", "logits") else "#111111"},
+        }
+        if node.kind not in ("embedding", "logit"):  # sized to its contribution, its name inside
+            inner = name_box(font) * (1 + GROW * math.sqrt(abs(node.influence) / strongest))
+            drawn_node["widthConstraint"] = {"minimum": inner}
+            drawn_node["heightConstraint"] = {"minimum": inner}
+            if node.kind == "other":  # a rounded box (an MLP's is square)
+                drawn_node["shapeProperties"] = {"borderRadius": inner / 2}
+        nodes.append(drawn_node)
     top = max((abs(link.weight) for link in drawn), default=1.0) or 1.0
     edges = []
     for index, link in enumerate(drawn):
@@ -359,13 +379,19 @@ def attribution_graph_html(
             }
         )
     line, more = legend_line({link.kind for link in drawn}, estimates_metric, bold)
-    # one sentence on what is under a name: the caller's, else ours (both read "under a name: ...");
-    # ours speaks of the metric, so not for scores that are not its (ACC++ writes nothing there)
-    if caption_key or estimates_metric:
-        more += " " + key_sentence(caption_key or UNDER_A_NAME)
+    # nothing is written under a name (the key said "Under a name: ↑/↓ ..." of captions the canvas
+    # never drew): a node's hover says what it does, in a sentence
+    if any(node.caption for node in graph.nodes):
+        more += " A node's hover says what it does."
     vis = VisGraph(
         nodes, edges, legend=line, legend_more=more, title=graph.title, notes=notes, kind="positions"
     )
+    # links bent around the nodes they do not join (an edge behind a node reads as ending there)
+    obstacles = [str(node["id"]) for node in nodes if node.get("shape") != "text"]
+    if len(edges) <= ROUTED_EDGES and len(obstacles) <= ROUTED_NODES:
+        vis.routing = {"edges": edges, "obstacles": obstacles, "margin": TOKEN_WIDTH / 2}
+        vis.edges = route_around(nodes, edges, obstacles, margin=TOKEN_WIDTH / 2)
+    vis.frame = curves_frame(vis)  # a bent link beside the nodes is shown whole
     page = standalone_page(vis)  # the file: what is true of the drawing on its own
     notes = list(view_notes or []) + notes
     vis = dataclasses.replace(vis, notes=notes)

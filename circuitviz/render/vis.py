@@ -255,7 +255,21 @@ def node_box(node: dict) -> tuple[float, float, float, float]:
         size = float(node.get("size", 10))
         width = max(width, 2 * size)
         return x - width / 2, y - size, x + width / 2, y + size + height
+    # a label inside its node: vis-network widens it to its ``widthConstraint``/``heightConstraint``
+    # minimum (the margins outside it), and draws a circle as wide as it is tall
+    width = max(width, _minimum(node.get("widthConstraint")) + 2 * NODE_MARGIN)
+    height = max(height, _minimum(node.get("heightConstraint")) + 2 * NODE_MARGIN)
+    if shape == "circle":
+        width = height = max(width, height)
     return x - width / 2, y - height / 2, x + width / 2, y + height / 2
+
+
+def _minimum(constraint) -> float:
+    """A node's width or height constraint's minimum (layout units; 0 for none)."""
+    if isinstance(constraint, dict):
+        return float(constraint.get("minimum", 0.0) or 0.0)
+    number = isinstance(constraint, (int, float)) and not isinstance(constraint, bool)
+    return float(constraint) if number else 0.0
 
 
 def overlapping(nodes: list[dict]) -> list[tuple[str, str]]:
