@@ -216,3 +216,49 @@ def test_a_stream_whose_reader_went_writes_to_the_null_device():
     stream.write("nor this\n")
     stream.flush()
     stream.close()
+
+
+def test_a_page_opened_during_the_load_counts_the_loads_seconds_not_its_own(tmp_path, monkeypatch):
+    """A page opened half a minute into a first start's conversion said "Loading the model
+    gemma-3-270m: 3 s (... a first start converts them, once: half a minute to minutes ...)": it
+    counted from its own open (session 47), while the expectation beside it, and a last load's
+    time, count from the load's start. The line now counts from when the load began."""
+    import threading
+
+    from circuitviz.ui import loaders, run
+
+    monkeypatch.setenv("CIRCUITVIZ_CACHE", str(tmp_path))
+    monkeypatch.setattr(loaders.probe, "probe_unmeasured", lambda model: False)
+    monkeypatch.setattr(loaders, "freeze_long_lived_objects", lambda: None)
+    monkeypatch.setattr("circuitviz.models.adapter.register", lambda model, name: None)
+    release = threading.Event()
+
+    class Model:  # the loaded models are kept by weak reference
+        pass
+
+    def slow_loader(model_id, device):
+        release.wait(30)
+        return Model()
+
+    monkeypatch.setattr(loaders, "MODEL_LOADER", slow_loader)
+    future = loaders.model_future("slowmodel", "cpu")
+    try:
+        future.started -= 25.0  # the page opens 25 s into the load
+        said: list[str] = []
+
+        class Line:
+            def info(self, text: str) -> None:
+                said.append(text)
+                release.set()  # the load ends once the page has drawn its line
+
+            def empty(self) -> None:
+                pass
+
+        monkeypatch.setattr(run.calibration, "last_load", lambda model_id: None)
+        monkeypatch.setattr(run.startup, "mark_once", lambda what: None)
+        monkeypatch.setattr(run.st, "empty", Line)
+        assert isinstance(run.load_model_or_stop("slowmodel", "cpu"), Model)
+        assert said and said[0].startswith("Loading the model slowmodel: 25 s (")
+    finally:
+        release.set()
+        loaders._model_future.clear()

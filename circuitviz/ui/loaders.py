@@ -78,13 +78,28 @@ MODELS_KEPT = 2  # the last two (model, device, loader) asked for
 _LOADED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
+class _Load(Future):
+    """A model's load as a future, with when it began (``started``, ``time.perf_counter()``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.started = time.perf_counter()
+
+
+def load_started(future: Future) -> float:
+    """When the load behind ``future`` began (``time.perf_counter()``): a page opened in the middle
+    of a first start's conversion counted its own wait from 0 s, beside "half a minute to minutes"
+    and a last load's time, which count from the load's start. Now for a future that does not say."""
+    return getattr(future, "started", None) or time.perf_counter()
+
+
 @st.cache_resource(show_spinner=False, max_entries=MODELS_KEPT)
 def _model_future(model_id: str, device: str, loader_key: str, _loader) -> Future:
     """The future of one model's load, started here in a background thread: Streamlit's resource
     cache holds it, shared by every session (and by the launcher, which asks before the server
     starts), with its own controls (``st.cache_resource.clear()``, the entries kept). The thread
     is stopped when the process exits (``background``): a load still in torch then aborted it."""
-    future: Future = Future()
+    future: Future = _Load()
     background.start(_load_into, future, _loader, model_id, device, name=f"load {model_id}")
     return future
 

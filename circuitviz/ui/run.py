@@ -47,7 +47,8 @@ def load_model_or_stop(model_id: str, device: str):
             else "seconds once its converted weights are cached; a first start converts them, once: "
             "half a minute to minutes, by how busy the machine is"
         )
-        line, start, shown = st.empty(), time.perf_counter(), markdown_text(model_id)  # a typed folder
+        line, shown = st.empty(), markdown_text(model_id)  # a typed folder
+        start = loaders.load_started(future)  # opened mid-load: the load's seconds, not the page's
         while not future.done():
             line.info(f"Loading the model {shown}: {time.perf_counter() - start:.0f} s ({expect})…")
             time.sleep(POLL_S)
