@@ -270,13 +270,13 @@ def test_a_prompt_no_template_knows_is_no_warning_for_a_method_that_needs_no_cor
     from circuitviz.methods import method_traits
     from circuitviz.ui.corrupted_box import hidden_sentence
 
-    at = _explore(method="acc++", own_corrupted="0")
+    at = _explore(method="acc++")
     at.text_area(key="w.prompt").set_value("The cat sat on the mat").run()
     assert not at.exception, at.exception
     assert not any("No corrupted prompt could be proposed" in w.value for w in at.warning)
     assert hidden_sentence(method_traits("acc++")) in [c.value for c in at.caption]
     assert not _run_button(at).disabled
-    at.toggle(key="w.corrupted.own").set_value(True).run()
+    at.toggle(key="corrupted.own.switch").set_value(True).run()
     assert not any("No corrupted prompt could be proposed" in w.value for w in at.warning)
     captions = [c.value for c in at.caption]
     assert any("No corrupted prompt could be proposed" in c for c in captions)

@@ -13,10 +13,10 @@ from explore_session import LINK, explore_session, run_it  # noqa: E402
 
 from circuitviz.bench.toy_models import IOI_TASK  # noqa: E402
 from circuitviz.methods import method_traits  # noqa: E402
-from circuitviz.ui.corrupted_box import OWN_CORRUPTED_USED, hidden_sentence  # noqa: E402
+from circuitviz.ui.corrupted_box import OWN_CORRUPTED_USED, SWITCH_KEY, hidden_sentence  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("tiny_app")
-SWITCH = "w.corrupted.own"
+SWITCH = SWITCH_KEY
 
 
 def _boxes(at) -> list[str]:
@@ -73,6 +73,17 @@ def test_a_link_keeps_the_corrupted_prompt_its_run_used():
     at.text_area(key="w.prompt").set_value("When Anna and Tom went to the park, Tom gave a ball to").run()
     assert not at.exception, at.exception
     assert at.toggle(key=SWITCH).value is False  # the new prompt's own proposal: hidden
+
+
+def test_a_click_right_after_a_new_prompt_turned_the_switch_off_holds():
+    """A new prompt turns the switch off; clicked on at once, it was taken for a stale echo of the
+    browser (``state.bind`` hands a widget a value and undoes its old one for 5 s) and went off."""
+    at = explore_session({**LINK, "method": "flow-routes"})
+    assert at.toggle(key=SWITCH).value is True  # the link's corrupted prompt, its run's
+    at.text_area(key="w.prompt").set_value("When Anna and Tom went to the park, Tom gave a ball to").run()
+    assert at.toggle(key=SWITCH).value is False
+    at.toggle(key=SWITCH).set_value(True).run()
+    assert at.toggle(key=SWITCH).value is True and "w.corrupted" in _boxes(at)
 
 
 def _opened(method: str, **extra):

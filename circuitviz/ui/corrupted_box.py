@@ -84,6 +84,7 @@ OWN_CORRUPTED_HELP = (
 )
 
 
+SWITCH_KEY = "corrupted.own.switch"
 OWN_CORRUPTED_USED = "NDF, necessity and the faithfulness curve patch to this corrupted prompt."
 
 
@@ -98,8 +99,11 @@ def own_corrupted_on(method) -> bool:
     gave with this very method (its run used it: the link still shows that run)."""
     came_with = session.corrupted_came_with
     given = bool((state.coming_value("corrupted") or "").strip()) and came_with in (True, method.name)
+    if session.corrupted_own is None:  # a new prompt or an opened task: the switch starts afresh,
+        state.forget_widget_value(SWITCH_KEY)  # not handed a value (a quick click was taken for an echo)
+    key = state.Session.corrupted_own.key
     return bool(
-        state.bind(st.toggle, OWN_CORRUPTED, state.Session.corrupted_own.key, given, help=OWN_CORRUPTED_HELP)
+        state.bind(st.toggle, OWN_CORRUPTED, key, given, widget_key=SWITCH_KEY, help=OWN_CORRUPTED_HELP)
     )
 
 
