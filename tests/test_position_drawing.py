@@ -173,3 +173,22 @@ def test_a_nodes_size_still_says_its_contribution_and_no_two_overlap():
         strongest, weakest = max(influence, key=influence.get), min(influence, key=influence.get)
         assert width[strongest] > width[weakest]
         assert all(width[name] >= width[weakest] for name in influence)
+
+
+def test_a_pale_links_long_detour_is_drawn_straight_a_bold_ones_kept():
+    """Bent round a busy column, the factual prompt's pale links looped across the frame (179
+    links at 150 units): a pale link whose bend strays more than two slots from its straight
+    path is drawn straight (behind the nodes, never over a name); a bold one keeps its bend."""
+    from circuitviz.render.attribution_graph import MAX_STRAY, near_bends
+
+    nodes = [{"id": "a", "x": 0.0, "y": 1000.0}, {"id": "b", "x": 0.0, "y": 0.0}]
+    wide = {"type": "curvedCW", "roundness": 1.0}  # its via point 1,000 units aside
+    near = {"type": "curvedCW", "roundness": 0.05}
+    edges = [
+        {"id": "pale wide", "from": "a", "to": "b", "smooth": wide},
+        {"id": "bold wide", "from": "a", "to": "b", "smooth": wide},
+        {"id": "pale near", "from": "a", "to": "b", "smooth": near},
+    ]
+    drawn = {edge["id"]: edge["smooth"] for edge in near_bends(nodes, edges, {"bold wide"})}
+    assert drawn == {"pale wide": False, "bold wide": wide, "pale near": near}
+    assert MAX_STRAY < 500  # the wide bend strays about 500 units
