@@ -111,3 +111,26 @@ def test_an_opened_task_keeps_its_corrupted_prompt_for_the_method_it_ran_with():
     assert at.toggle(key=SWITCH).value is False and "w.corrupted" not in _boxes(at)
     at = _opened("flow-routes", corrupted_came_with=None)
     assert at.toggle(key=SWITCH).value is False and "w.corrupted" not in _boxes(at)
+
+
+def test_the_gallerys_rerun_then_flow_routes_hides_the_examples_corrupted_prompt():
+    """The Gallery's examples are Edge Pruning's: re-run on Explore, the example's corrupted prompt
+    is in its box; flow routes then hide it (it came with Edge Pruning's run) and give it back."""
+    from streamlit.testing.v1 import AppTest
+
+    from circuitviz.ui import loaders
+
+    examples = loaders.gallery_index()
+    if not examples:
+        pytest.skip("the gallery is not built")
+    at = AppTest.from_file("../app.py", default_timeout=300).run()
+    at.switch_page("pages/gallery.py").run()
+    at.button(key="gallery.rerun").click().run()
+    assert not at.exception, at.exception
+    corrupted = at.text_area(key="w.corrupted").value
+    assert corrupted and corrupted == examples[0]["task"]["corrupted"]
+    at.switch_page("pages/explore.py").run()  # AppTest's page stays the Gallery's on a rerun
+    _pick(at, "flow-routes")
+    assert at.toggle(key=SWITCH).value is False and "w.corrupted" not in _boxes(at)
+    _pick(at, examples[0]["method"])
+    assert at.text_area(key="w.corrupted").value == corrupted
