@@ -30,6 +30,8 @@ with st.container(border=True):
 
 registered = available_methods()
 chosen = compare.method_choice(registered)
+if compare.form_corruption_line(chosen):  # some need none: why the box above is needed here
+    st.caption(compare.form_corruption_line(chosen))
 n_edges = budget_box.graph_edge_total(model)
 budgets = compare.shared_budgets(n_edges)
 if len(chosen) < 2:

@@ -55,7 +55,27 @@ def test_compare_says_what_the_methods_without_a_corrupted_prompt_are_measured_a
     at = _compare(compare="cd-t,eap")
     at.button(key="compare.run").click().run()
     assert not at.exception, at.exception
-    assert [c.value for c in at.caption if c.value.startswith("CD-T needs no corrupted prompt")] == [one]
+    assert [c.value for c in at.caption if c.value.startswith("CD-T needs no corrupted prompt to")] == [one]
+
+
+def test_the_form_says_why_the_corrupted_prompt_is_needed_for_a_method_that_needs_none():
+    """Explore hides the corrupted box for flow routes, CD-T and ACC++ (issue 33); Compare measures
+    every method against it and said only "The corrupted prompt is empty" when it was."""
+    from circuitviz.ui import compare
+
+    assert compare.form_corruption_line(["eap", "eap-ig"]) == ""
+    one = compare.form_corruption_line(["cd-t", "eap"])
+    assert one == (
+        "CD-T needs no corrupted prompt, but Compare measures every method against the one above, so "
+        "the curves share one yardstick; Explore runs it without one."
+    )
+    assert compare.form_corruption_line(["flow-routes", "acc++"]).startswith(
+        "Information flow routes and ACC++ need no corrupted prompt"
+    )
+    at = _compare(compare="cd-t,eap", corrupted="")
+    assert not at.exception, at.exception
+    assert one in [c.value for c in at.caption]
+    assert any("The corrupted prompt is empty" in e.value for e in at.error)  # still needed here
 
 
 def test_the_pages_caption_says_how_the_edges_only_one_method_found_are_drawn():

@@ -219,6 +219,21 @@ def corruption_line(results: dict) -> str:
     )
 
 
+def form_corruption_line(chosen: list[str]) -> str:
+    """Under the methods box: why the corrupted prompt above is needed when some chosen method needs
+    none ('' when every one uses it). Explore hides the box for those methods (issue 33), so a user
+    coming from there met "The corrupted prompt is empty" here with nothing saying why."""
+    without = [traits.label for traits in map(method_traits, chosen) if not traits.needs_corrupted]
+    if not without:
+        return ""
+    one = len(without) == 1
+    return (
+        f"{joined(without)} {'needs' if one else 'need'} no corrupted prompt, but Compare measures every "
+        "method against the one above, so the curves share one yardstick; Explore runs "
+        f"{'it' if one else 'them'} without one."
+    )
+
+
 def method_title(name: str) -> str:
     """A method's heading on Compare: the label its picker shows (``eap-ig`` reads "EAP-IG
     (inputs)"), the short name where no method of that name is registered any more."""
